@@ -1159,11 +1159,14 @@ func (x *UnpublishLocation) GetNode() *NodeRef {
 // sender the receiver could not read from: the shard drops that location
 // and never picks a sender whose upstream chain contains the receiver.
 type Locate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Receiver      *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	FailedSender  *NodeRef               `protobuf:"bytes,4,opt,name=failed_sender,json=failedSender,proto3" json:"failed_sender,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId     string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Receiver     *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
+	TimeoutMs    int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	FailedSender *NodeRef               `protobuf:"bytes,4,opt,name=failed_sender,json=failedSender,proto3" json:"failed_sender,omitempty"`
+	// naive: fetch from the creator even if it is busy (the baseline without
+	// collectives, for comparison); the receiver is not offered to others.
+	Naive         bool `protobuf:"varint,5,opt,name=naive,proto3" json:"naive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1224,6 +1227,13 @@ func (x *Locate) GetFailedSender() *NodeRef {
 		return x.FailedSender
 	}
 	return nil
+}
+
+func (x *Locate) GetNaive() bool {
+	if x != nil {
+		return x.Naive
+	}
+	return false
 }
 
 type LocateReply struct {
@@ -2200,13 +2210,14 @@ const file_hoplite_proto_rawDesc = "" +
 	"\acreator\x18\x06 \x01(\bR\acreator\"V\n" +
 	"\x11UnpublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"\xa9\x01\n" +
+	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"\xbf\x01\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x125\n" +
-	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\"\xab\x02\n" +
+	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x14\n" +
+	"\x05naive\x18\x05 \x01(\bR\x05naive\"\xab\x02\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +

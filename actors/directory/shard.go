@@ -1,0 +1,145 @@
+package directory
+
+import (
+	"hash/fnv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ShardIndex maps an object id to one of n shards (FNV-1a), the same way
+// on every node.
+func ShardIndex(id string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}
+
+// NodePID is the store node actor a NodeRef names.
+func NodePID(n *messages.NodeRef) *actor.PID {
+	return actor.NewPID(n.GetAddress(), n.GetActorId())
+}
+
+// ShardConfig configures a directory shard actor.
+type ShardConfig struct {
+	Table TableConfig
+	// TickInterval is how often parked requests are checked for their
+	// deadline (default 20ms).
+	TickInterval time.Duration
+	Log          *logrus.Entry
+}
+
+type tick struct{}
+
+// Shard is the actor that owns one LocationTable. Its state is soft: after
+// a restart it starts empty and store nodes republish what they hold.
+type Shard struct {
+	cfg    ShardConfig
+	table  *LocationTable
+	cancel scheduler.CancelFunc
+}
+
+// NewShardProps returns the props of a directory shard actor.
+func NewShardProps(cfg ShardConfig) *actor.Props {
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = 20 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &Shard{cfg: cfg} })
+}
+
+// Receive implements actor.Actor.
+func (s *Shard) Receive(ctx actor.Context) {
+	now := time.Now()
+	var out []Send
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.table = NewLocationTable(s.cfg.Table)
+		s.cancel = scheduler.NewTimerScheduler(ctx).SendRepeatedly(s.cfg.TickInterval, s.cfg.TickInterval, ctx.Self(), tick{})
+		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Debug("directory shard started")
+		return
+	case *actor.Stopping:
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return
+	case *actor.Restarting:
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return
+	case tick:
+		out = s.table.Tick(now)
+	case *messages.CreateObject:
+		out = s.table.Create(m, ctx.Sender())
+	case *messages.PublishLocation:
+		out = s.table.Publish(m)
+	case *messages.UnpublishLocation:
+		out = s.table.Unpublish(m)
+	case *messages.Locate:
+		out = s.table.Locate(m, ctx.Sender(), now)
+	case *messages.CancelLocate:
+		out = s.table.CancelLocate(m)
+	case *messages.FetchDone:
+		out = s.table.FetchDone(m)
+	case *messages.FetchAborted:
+		out = s.table.FetchAborted(m)
+	case *messages.DeleteObject:
+		out = s.table.Delete(m, ctx.Sender())
+	case *messages.Subscribe:
+		if ctx.Sender() == nil {
+			s.dropped(ctx, "subscribe without a sender")
+			return
+		}
+		out = s.table.Subscribe(m, ctx.Sender().String(), ctx.Sender())
+	case *messages.Unsubscribe:
+		if ctx.Sender() != nil {
+			out = s.table.Unsubscribe(m, ctx.Sender().String())
+		}
+	case *messages.QueryObject:
+		out = s.table.Query(m, ctx.Sender(), now)
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+		return
+	default:
+		s.dropped(ctx, "unknown message")
+		return
+	}
+	s.deliver(ctx, out)
+}
+
+func (s *Shard) deliver(ctx actor.Context, out []Send) {
+	for _, o := range out {
+		switch to := o.To.(type) {
+		case *actor.PID:
+			ctx.Send(to, o.Msg)
+		case *messages.NodeRef:
+			ctx.Send(NodePID(to), o.Msg)
+		case nil:
+			// The request was a tell: nobody waits for the answer.
+		default:
+			s.cfg.Log.WithField("type", to).Error("directory shard: send to an unknown target kind")
+		}
+	}
+}
+
+func (s *Shard) dropped(ctx actor.Context, why string) {
+	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": ctx.Self().GetId(), "type": typeName(ctx.Message())})
+	if ctx.Sender() != nil {
+		entry = entry.WithField("from", ctx.Sender().String())
+	}
+	entry.Warn("directory shard dropped a message: " + why)
+}
+
+func typeName(m any) string {
+	if pm, ok := m.(proto.Message); ok {
+		return string(pm.ProtoReflect().Descriptor().FullName())
+	}
+	return "non-protobuf"
+}

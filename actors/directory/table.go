@@ -1,0 +1,629 @@
+package directory
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Send is one message the table asks its shell to deliver. To is either a
+// *messages.NodeRef (a store node) or the opaque reply target the shell
+// passed in with the request (for an actor shell, the sender's PID).
+type Send struct {
+	To  any
+	Msg proto.Message
+}
+
+// TableConfig bounds what a LocationTable remembers.
+type TableConfig struct {
+	// InlineLimit: objects strictly smaller than this many bytes are kept
+	// inline in the directory and returned in the LocateReply.
+	InlineLimit int64
+	// MaxObjectIDLen rejects longer ids.
+	MaxObjectIDLen int
+	// TombstoneLimit is how many deleted ids are remembered so that a late
+	// Put, Get or publication of them gets DELETED (oldest forgotten first).
+	TombstoneLimit int
+	// TransferLogLimit is how many transfers are recorded per object.
+	TransferLogLimit int
+}
+
+// DefaultTableConfig returns the limits used when a field is zero.
+func DefaultTableConfig() TableConfig {
+	return TableConfig{InlineLimit: 64 << 10, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256}
+}
+
+func (c TableConfig) withDefaults() TableConfig {
+	d := DefaultTableConfig()
+	if c.InlineLimit == 0 {
+		c.InlineLimit = d.InlineLimit
+	}
+	if c.MaxObjectIDLen == 0 {
+		c.MaxObjectIDLen = d.MaxObjectIDLen
+	}
+	if c.TombstoneLimit == 0 {
+		c.TombstoneLimit = d.TombstoneLimit
+	}
+	if c.TransferLogLimit == 0 {
+		c.TransferLogLimit = d.TransferLogLimit
+	}
+	return c
+}
+
+// location is one copy of an object on a node.
+type location struct {
+	node    *messages.NodeRef
+	state   messages.LocationState
+	creator bool
+	order   uint64 // publication order: ties are broken oldest first
+	// servingTo is the receiver this copy is sending to; a serving copy is
+	// not offered to anyone else, which is what makes a broadcast a tree.
+	servingTo string
+	// fetchingFrom is the sender of a partial copy that is still arriving:
+	// the upstream chain used to refuse cycles on failover.
+	fetchingFrom string
+	// naive copies were fetched by the baseline and are never offered.
+	naive bool
+}
+
+type waiterKind int
+
+const (
+	waitLocate waiterKind = iota
+	waitQuery
+)
+
+type waiter struct {
+	kind     waiterKind
+	receiver *messages.NodeRef // waitLocate only
+	naive    bool
+	replyTo  any
+	deadline time.Time
+}
+
+type subscriber struct {
+	key string
+	to  any
+}
+
+type entry struct {
+	id          string
+	known       bool // created or published: size and fingerprint are set
+	size        int64
+	fingerprint uint64
+	hasInline   bool
+	inline      []byte
+	locs        map[string]*location
+	seq         uint64
+	transfers   []*messages.Transfer
+	waiters     []*waiter
+	subscribers []subscriber
+}
+
+// LocationTable is the state of one directory shard. It is not safe for
+// concurrent use: its shell steps it from one goroutine.
+type LocationTable struct {
+	cfg          TableConfig
+	entries      map[string]*entry
+	tombstones   map[string]struct{}
+	tombOrder    []string // FIFO of tombstones, bounded by TombstoneLimit
+	nextDeadline time.Time
+}
+
+// NewLocationTable returns an empty table.
+func NewLocationTable(cfg TableConfig) *LocationTable {
+	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{}}
+}
+
+// ValidateObjectID reports whether id is acceptable as an object id.
+func ValidateObjectID(id string, maxLen int) *messages.Error {
+	if id == "" {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "empty object id")
+	}
+	if len(id) > maxLen {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object id of %d bytes exceeds the limit of %d", len(id), maxLen)
+	}
+	return nil
+}
+
+func (t *LocationTable) check(id string) *messages.Error {
+	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
+		return err
+	}
+	if _, ok := t.tombstones[id]; ok {
+		return messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)
+	}
+	return nil
+}
+
+func nodeOK(n *messages.NodeRef) bool { return n != nil && n.GetNodeId() != "" }
+
+func (t *LocationTable) entry(id string) *entry {
+	e := t.entries[id]
+	if e == nil {
+		e = &entry{id: id, locs: map[string]*location{}}
+		t.entries[id] = e
+	}
+	return e
+}
+
+// forgetIfIdle drops an entry that holds nothing and nobody waits on, so
+// Gets of ids that never appear leave no trace once they give up.
+func (t *LocationTable) forgetIfIdle(e *entry) {
+	if !e.known && len(e.waiters) == 0 && len(e.subscribers) == 0 {
+		delete(t.entries, e.id)
+	}
+}
+
+// Create registers an object for its creator (a Put).
+func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
+	id := req.GetObjectId()
+	reply := func(err *messages.Error, existed bool) []Send {
+		return []Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed}}}
+	}
+	if err := t.check(id); err != nil {
+		return reply(err, false)
+	}
+	if !nodeOK(req.GetCreator()) || req.GetSize() < 0 {
+		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: missing creator or negative size", id), false)
+	}
+	if req.GetHasInline() && int64(len(req.GetInlineData())) != req.GetSize() {
+		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
+	}
+	e := t.entry(id)
+	if e.known && len(e.locs) == 0 && !e.hasInline {
+		// Every copy is gone (a creator that failed before it finished, or
+		// whose node died): the object can be created again.
+		e.known = false
+	}
+	if e.known {
+		if e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
+			return reply(nil, true)
+		}
+		return reply(messages.Errorf(messages.ErrorCode_CONFLICT,
+			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
+	}
+	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	if req.GetHasInline() && req.GetSize() < t.cfg.InlineLimit {
+		e.hasInline, e.inline = true, req.GetInlineData()
+	}
+	out := reply(nil, false)
+	out = append(out, t.setLocation(e, req.GetCreator(), messages.LocationState_PARTIAL, true)...)
+	return append(out, t.serveWaiters(e)...)
+}
+
+// Publish records a copy's state on a node (PARTIAL when a copy starts,
+// COMPLETE when it is whole). A publication for a deleted object answers
+// with DropObject so the stale copy is freed.
+func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
+	id := req.GetObjectId()
+	if !nodeOK(req.GetNode()) || ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
+		return nil
+	}
+	if _, gone := t.tombstones[id]; gone {
+		return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id}}}
+	}
+	e := t.entry(id)
+	if !e.known {
+		// A republication after a shard restart carries what we lost.
+		e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	} else if e.size != req.GetSize() {
+		return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id}}}
+	}
+	state := req.GetState()
+	if state != messages.LocationState_PARTIAL && state != messages.LocationState_COMPLETE {
+		return nil
+	}
+	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
+	return append(out, t.serveWaiters(e)...)
+}
+
+// Unpublish removes a node's copy (evicted, or a fetch given up).
+func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []Send {
+	e := t.entries[req.GetObjectId()]
+	if e == nil || !nodeOK(req.GetNode()) {
+		return nil
+	}
+	out := t.removeLocation(e, req.GetNode().GetNodeId())
+	return append(out, t.serveWaiters(e)...)
+}
+
+// Locate finds one sender for a receiver, or parks the request until one
+// exists or the deadline passes (see Tick).
+func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []Send {
+	id := req.GetObjectId()
+	if err := t.check(id); err != nil {
+		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}}
+	}
+	if !nodeOK(req.GetReceiver()) {
+		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
+			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id)}}}
+	}
+	e := t.entry(id)
+	var out []Send
+	rid := req.GetReceiver().GetNodeId()
+	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
+		out = append(out, t.removeLocation(e, f.GetNodeId())...)
+	}
+	if loc := e.locs[rid]; loc != nil {
+		if loc.state == messages.LocationState_COMPLETE {
+			return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
+				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id)}})
+		}
+		// A receiver locating again (its sender failed, or it restarted)
+		// releases the sender it had.
+		out = append(out, t.endTransfer(e, rid, true)...)
+	}
+	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), replyTo: replyTo,
+		deadline: now.Add(time.Duration(req.GetTimeoutMs()) * time.Millisecond)})
+	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
+	return append(out, t.serveWaiters(e)...)
+}
+
+// CancelLocate withdraws the parked Locate requests of a receiver.
+func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []Send {
+	e := t.entries[req.GetObjectId()]
+	if e == nil {
+		return nil
+	}
+	rid := req.GetReceiver().GetNodeId()
+	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
+		return w.kind == waitLocate && w.receiver.GetNodeId() == rid
+	})
+	t.forgetIfIdle(e)
+	return nil
+}
+
+// FetchDone marks the receiver complete and frees its sender.
+func (t *LocationTable) FetchDone(req *messages.FetchDone) []Send {
+	id := req.GetObjectId()
+	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
+		return []Send{{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: id}}}
+	}
+	e := t.entries[id]
+	if e == nil || !nodeOK(req.GetReceiver()) {
+		return nil
+	}
+	rid := req.GetReceiver().GetNodeId()
+	out := t.endTransfer(e, rid, false)
+	out = append(out, t.setLocation(e, req.GetReceiver(), messages.LocationState_COMPLETE, false)...)
+	return append(out, t.serveWaiters(e)...)
+}
+
+// FetchAborted removes a receiver that gave up and frees its sender.
+func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []Send {
+	e := t.entries[req.GetObjectId()]
+	if e == nil || !nodeOK(req.GetReceiver()) {
+		return nil
+	}
+	out := t.removeLocation(e, req.GetReceiver().GetNodeId())
+	return append(out, t.serveWaiters(e)...)
+}
+
+// Delete removes the entry and every copy, and remembers the id as deleted.
+func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
+	id := req.GetObjectId()
+	reply := &messages.DeleteObjectReply{ObjectId: id}
+	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
+		reply.Error = err
+		return []Send{{To: replyTo, Msg: reply}}
+	}
+	if _, gone := t.tombstones[id]; gone {
+		return []Send{{To: replyTo, Msg: reply}} // deleting twice is harmless
+	}
+	e := t.entries[id]
+	if e == nil || !e.known {
+		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)
+		return []Send{{To: replyTo, Msg: reply}}
+	}
+	var out []Send
+	for _, loc := range t.sortedLocations(e) {
+		reply.Dropped = append(reply.Dropped, loc.node)
+		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id}})
+	}
+	gone := messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)
+	for _, w := range e.waiters {
+		out = append(out, w.fail(id, gone))
+	}
+	for _, s := range e.subscribers {
+		out = append(out, Send{To: s.to, Msg: &messages.LocationUpdate{ObjectId: id, Size: e.size, Deleted: true}})
+	}
+	delete(t.entries, id)
+	t.addTombstone(id)
+	return append(out, Send{To: replyTo, Msg: reply})
+}
+
+// Subscribe pushes every current and future location of the object to
+// the subscriber; key identifies the subscriber for Unsubscribe.
+func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []Send {
+	id := req.GetObjectId()
+	if err := t.check(id); err != nil {
+		return []Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}
+	}
+	e := t.entry(id)
+	if !slices.ContainsFunc(e.subscribers, func(s subscriber) bool { return s.key == key }) {
+		e.subscribers = append(e.subscribers, subscriber{key: key, to: to})
+	}
+	var out []Send
+	for _, loc := range t.sortedLocations(e) {
+		out = append(out, Send{To: to, Msg: e.update(loc.node, loc.state)})
+	}
+	return out
+}
+
+// Unsubscribe stops the pushes to the subscriber with this key.
+func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) []Send {
+	e := t.entries[req.GetObjectId()]
+	if e == nil {
+		return nil
+	}
+	e.subscribers = slices.DeleteFunc(e.subscribers, func(s subscriber) bool { return s.key == key })
+	t.forgetIfIdle(e)
+	return nil
+}
+
+// Query answers with the entry, waiting for it to exist if asked to.
+func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.Time) []Send {
+	id := req.GetObjectId()
+	if err := t.check(id); err != nil {
+		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}}
+	}
+	e := t.entries[id]
+	if e != nil && e.known {
+		return []Send{{To: replyTo, Msg: e.info()}}
+	}
+	if !req.GetWait() {
+		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id,
+			Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)}}}
+	}
+	e = t.entry(id)
+	w := &waiter{kind: waitQuery, replyTo: replyTo, deadline: now.Add(time.Duration(req.GetTimeoutMs()) * time.Millisecond)}
+	e.waiters = append(e.waiters, w)
+	t.noteDeadline(w.deadline)
+	return nil
+}
+
+// Tick answers every parked request whose deadline has passed with TIMEOUT.
+// It is cheap to call often: it scans only when a deadline is due.
+func (t *LocationTable) Tick(now time.Time) []Send {
+	if t.nextDeadline.IsZero() || now.Before(t.nextDeadline) {
+		return nil
+	}
+	t.nextDeadline = time.Time{}
+	var out []Send
+	for _, e := range t.entries {
+		kept := e.waiters[:0]
+		for _, w := range e.waiters {
+			if now.Before(w.deadline) {
+				kept = append(kept, w)
+				t.noteDeadline(w.deadline)
+				continue
+			}
+			out = append(out, w.fail(e.id, messages.Errorf(messages.ErrorCode_TIMEOUT, "no location for %q before the deadline", e.id)))
+		}
+		clear(e.waiters[len(kept):])
+		e.waiters = kept
+		t.forgetIfIdle(e)
+	}
+	return out
+}
+
+// Len is the number of entries, known or waited on (for tests and metrics).
+func (t *LocationTable) Len() int { return len(t.entries) }
+
+func (t *LocationTable) noteDeadline(d time.Time) {
+	if t.nextDeadline.IsZero() || d.Before(t.nextDeadline) {
+		t.nextDeadline = d
+	}
+}
+
+func (t *LocationTable) addTombstone(id string) {
+	t.tombstones[id] = struct{}{}
+	t.tombOrder = append(t.tombOrder, id)
+	if len(t.tombOrder) > t.cfg.TombstoneLimit {
+		delete(t.tombstones, t.tombOrder[0])
+		t.tombOrder[0] = ""
+		t.tombOrder = t.tombOrder[1:]
+	}
+}
+
+func (w *waiter) fail(id string, err *messages.Error) Send {
+	if w.kind == waitQuery {
+		return Send{To: w.replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}
+	}
+	return Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}
+}
+
+// setLocation adds or updates a copy and tells the subscribers.
+func (t *LocationTable) setLocation(e *entry, node *messages.NodeRef, state messages.LocationState, creator bool) []Send {
+	loc := e.locs[node.GetNodeId()]
+	if loc == nil {
+		e.seq++
+		loc = &location{node: node, order: e.seq}
+		e.locs[node.GetNodeId()] = loc
+	}
+	if loc.state == messages.LocationState_COMPLETE && state == messages.LocationState_PARTIAL {
+		return nil // a complete copy never goes back
+	}
+	loc.state = state
+	loc.creator = loc.creator || creator
+	if state == messages.LocationState_COMPLETE {
+		loc.fetchingFrom = ""
+	}
+	return e.notify(node, state)
+}
+
+// removeLocation drops a copy: whoever it served must locate again, and
+// the sender it was fetching from is freed.
+func (t *LocationTable) removeLocation(e *entry, nodeID string) []Send {
+	loc := e.locs[nodeID]
+	if loc == nil {
+		return nil
+	}
+	out := t.endTransfer(e, nodeID, true)
+	if loc.servingTo != "" {
+		e.closeTransfer(loc.servingTo, nodeID, true)
+	}
+	delete(e.locs, nodeID)
+	return append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
+}
+
+// endTransfer finishes the receiver's current fetch, freeing its sender.
+func (t *LocationTable) endTransfer(e *entry, receiver string, aborted bool) []Send {
+	loc := e.locs[receiver]
+	if loc == nil || loc.fetchingFrom == "" {
+		return nil
+	}
+	sender := loc.fetchingFrom
+	loc.fetchingFrom = ""
+	if s := e.locs[sender]; s != nil && s.servingTo == receiver && !loc.naive {
+		s.servingTo = ""
+	}
+	e.closeTransfer(receiver, sender, aborted)
+	return nil
+}
+
+// serveWaiters answers parked requests that can now be answered, oldest
+// first. Each served receiver becomes a partial location at once, so the
+// next waiter can fetch from it: concurrent receivers form a pipeline.
+func (t *LocationTable) serveWaiters(e *entry) []Send {
+	if !e.known || len(e.waiters) == 0 {
+		return nil
+	}
+	var out []Send
+	kept := e.waiters[:0]
+	for _, w := range e.waiters {
+		switch {
+		case w.kind == waitQuery:
+			out = append(out, Send{To: w.replyTo, Msg: e.info()})
+		case e.hasInline:
+			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline}})
+		default:
+			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
+			if sender == nil {
+				kept = append(kept, w)
+				continue
+			}
+			out = append(out, t.claim(e, sender, w)...)
+		}
+	}
+	clear(e.waiters[len(kept):])
+	e.waiters = kept
+	return out
+}
+
+func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []Send {
+	rid := w.receiver.GetNodeId()
+	if !w.naive {
+		sender.servingTo = rid
+	}
+	out := t.setLocation(e, w.receiver, messages.LocationState_PARTIAL, false)
+	e.locs[rid].fetchingFrom = sender.node.GetNodeId()
+	e.locs[rid].naive = w.naive
+	e.seq++
+	e.transfers = append(e.transfers, &messages.Transfer{Receiver: rid, Sender: sender.node.GetNodeId(), StartSeq: int64(e.seq)})
+	if len(e.transfers) > t.cfg.TransferLogLimit {
+		e.transfers = slices.Delete(e.transfers, 0, len(e.transfers)-t.cfg.TransferLogLimit)
+	}
+	return append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state}})
+}
+
+// pickSender chooses a free copy for receiver: complete copies first, then
+// partial ones, oldest first; never the receiver itself, never a copy whose
+// upstream chain contains the receiver (that would be a cycle).
+func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *location {
+	var best *location
+	for id, loc := range e.locs {
+		if naive {
+			if loc.creator {
+				return loc
+			}
+			continue
+		}
+		if id == receiver || loc.servingTo != "" || loc.naive || t.upstreamContains(e, loc, receiver) {
+			continue
+		}
+		if best == nil || better(loc, best) {
+			best = loc
+		}
+	}
+	return best
+}
+
+func better(a, b *location) bool {
+	if a.state != b.state {
+		return a.state == messages.LocationState_COMPLETE
+	}
+	return a.order < b.order
+}
+
+func (t *LocationTable) upstreamContains(e *entry, loc *location, receiver string) bool {
+	for hops := 0; loc != nil && loc.fetchingFrom != "" && hops <= len(e.locs); hops++ {
+		if loc.fetchingFrom == receiver {
+			return true
+		}
+		loc = e.locs[loc.fetchingFrom]
+	}
+	return false
+}
+
+func (t *LocationTable) sortedLocations(e *entry) []*location {
+	locs := make([]*location, 0, len(e.locs))
+	for _, l := range e.locs {
+		locs = append(locs, l)
+	}
+	slices.SortFunc(locs, func(a, b *location) int { return cmp.Compare(a.order, b.order) })
+	return locs
+}
+
+func (e *entry) closeTransfer(receiver, sender string, aborted bool) {
+	for i := len(e.transfers) - 1; i >= 0; i-- {
+		tr := e.transfers[i]
+		if tr.Receiver == receiver && tr.Sender == sender && tr.EndSeq == 0 {
+			e.seq++
+			tr.EndSeq, tr.Aborted = int64(e.seq), aborted
+			return
+		}
+	}
+}
+
+func (e *entry) update(node *messages.NodeRef, state messages.LocationState) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: e.id, Size: e.size, Node: node, State: state,
+		HasInline: e.hasInline, InlineData: e.inline}
+}
+
+func (e *entry) notify(node *messages.NodeRef, state messages.LocationState) []Send {
+	out := make([]Send, 0, len(e.subscribers))
+	for _, s := range e.subscribers {
+		out = append(out, Send{To: s.to, Msg: e.update(node, state)})
+	}
+	return out
+}
+
+func (e *entry) info() *messages.ObjectInfo {
+	info := &messages.ObjectInfo{ObjectId: e.id, Size: e.size, HasInline: e.hasInline}
+	for _, loc := range e.locs {
+		info.Locations = append(info.Locations, &messages.Location{Node: loc.node, State: loc.state,
+			Serving: loc.servingTo != "", Creator: loc.creator})
+	}
+	slices.SortFunc(info.Locations, func(a, b *messages.Location) int {
+		return strings.Compare(a.GetNode().GetNodeId(), b.GetNode().GetNodeId())
+	})
+	for _, tr := range e.transfers {
+		info.Transfers = append(info.Transfers, proto.Clone(tr).(*messages.Transfer))
+	}
+	return info
+}
+
+// String is for logs.
+func (t *LocationTable) String() string {
+	return fmt.Sprintf("LocationTable{entries: %d, tombstones: %d}", len(t.entries), len(t.tombstones))
+}

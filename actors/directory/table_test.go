@@ -1,0 +1,454 @@
+package directory
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+var t0 = time.Unix(1000, 0)
+
+func node(i int) *messages.NodeRef {
+	return &messages.NodeRef{NodeId: fmt.Sprintf("n%d", i), ActorId: fmt.Sprintf("n%d/store", i)}
+}
+
+// replyTo is an opaque requester as the table sees it.
+type replyTo string
+
+func repliesTo(out []Send, to any) []Send {
+	var r []Send
+	for _, s := range out {
+		if s.To == to {
+			r = append(r, s)
+		}
+	}
+	return r
+}
+
+func locateReply(t *testing.T, out []Send, to any) *messages.LocateReply {
+	t.Helper()
+	r := repliesTo(out, to)
+	if len(r) != 1 {
+		t.Fatalf("want one reply to %v, got %d in %v", to, len(r), out)
+	}
+	lr, ok := r[0].Msg.(*messages.LocateReply)
+	if !ok {
+		t.Fatalf("want LocateReply, got %T", r[0].Msg)
+	}
+	return lr
+}
+
+func create(t *testing.T, tb *LocationTable, id string, size int64, creator int) {
+	t.Helper()
+	out := tb.Create(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(creator)}, replyTo("c"))
+	r := repliesTo(out, replyTo("c"))
+	if len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		t.Fatalf("create: %v", out)
+	}
+}
+
+func locate(tb *LocationTable, id string, receiver int, now time.Time) []Send {
+	return tb.Locate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000}, replyTo(fmt.Sprintf("r%d", receiver)), now)
+}
+
+func TestLocatePrefersCompleteAndServesOneAtATime(t *testing.T) {
+	// Thesis Figure 2.4 a–d: S sends to R1; R2 arrives and gets partial R1;
+	// R1 completes; R3 arrives and gets S (complete beats partial).
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+
+	if s := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("R1 sender = %s, want n0", s)
+	}
+	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("R2 sender = %s, want n1 (partial, S busy)", s)
+	}
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	if len(out) != 0 {
+		t.Fatalf("FetchDone with no waiters sent %v", out)
+	}
+	if s := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("R3 sender = %s, want n0 (complete beats partial R2)", s)
+	}
+	info := queryInfo(t, tb, "x")
+	states := map[string]messages.LocationState{}
+	for _, l := range info.GetLocations() {
+		states[l.GetNode().GetNodeId()] = l.GetState()
+	}
+	want := map[string]messages.LocationState{"n0": messages.LocationState_COMPLETE, "n1": messages.LocationState_COMPLETE,
+		"n2": messages.LocationState_PARTIAL, "n3": messages.LocationState_PARTIAL}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Fatalf("locations %v, want %v", states, want)
+	}
+}
+
+func queryInfo(t *testing.T, tb *LocationTable, id string) *messages.ObjectInfo {
+	t.Helper()
+	out := tb.Query(&messages.QueryObject{ObjectId: id}, replyTo("q"), t0)
+	info := out[0].Msg.(*messages.ObjectInfo)
+	if info.GetError() != nil {
+		t.Fatalf("query %s: %v", id, info.GetError())
+	}
+	return info
+}
+
+func TestConcurrentReceiversFormAPipelineNotAStar(t *testing.T) {
+	// Receivers that all wait before the object exists are served in order
+	// the moment it is created: each fetches from the previous one.
+	tb := NewLocationTable(TableConfig{})
+	for r := 1; r <= 7; r++ {
+		if out := locate(tb, "x", r, t0); len(out) != 0 {
+			t.Fatalf("locate before create answered: %v", out)
+		}
+	}
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 26, Creator: node(0)}, replyTo("c"))
+	for r := 1; r <= 7; r++ {
+		got := locateReply(t, out, replyTo(fmt.Sprintf("r%d", r))).GetSender().GetNodeId()
+		if want := fmt.Sprintf("n%d", r-1); got != want {
+			t.Fatalf("receiver %d fetches from %s, want %s", r, got, want)
+		}
+	}
+}
+
+func TestNoSenderServesTwoAtOnceRandomized(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tb := NewLocationTable(TableConfig{})
+		const n = 12
+		create(t, tb, "x", 1<<20, 0)
+		pending := map[int]string{} // receiver -> sender
+		waiting := map[int]bool{}
+		arrived := 0
+		now := t0
+		for steps := 0; steps < 200 && (arrived < n-1 || len(pending) > 0 || len(waiting) > 0); steps++ {
+			var out []Send
+			switch {
+			case arrived < n-1 && rng.IntN(2) == 0:
+				arrived++
+				waiting[arrived] = true
+				out = locate(tb, "x", arrived, now)
+			case len(pending) > 0:
+				var rs []int
+				for r := range pending {
+					rs = append(rs, r)
+				}
+				r := rs[rng.IntN(len(rs))]
+				if r == 0 {
+					continue
+				}
+				out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(r), Sender: &messages.NodeRef{NodeId: pending[r]}})
+				delete(pending, r)
+			case rng.IntN(3) == 0:
+				out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20})
+			}
+			for _, s := range out {
+				if lr, ok := s.Msg.(*messages.LocateReply); ok {
+					var r int
+					fmt.Sscanf(string(s.To.(replyTo)), "r%d", &r)
+					pending[r] = lr.GetSender().GetNodeId()
+					delete(waiting, r)
+				}
+			}
+			// Invariant: every sender serves at most one receiver at a time.
+			busy := map[string]int{}
+			for r, snd := range pending {
+				busy[snd]++
+				if busy[snd] > 1 {
+					t.Fatalf("seed %d: %s serves two receivers (%v)", seed, snd, pending)
+				}
+				if snd == fmt.Sprintf("n%d", r) {
+					t.Fatalf("seed %d: receiver %d serves itself", seed, r)
+				}
+			}
+		}
+		checkTransfersTree(t, seed, queryInfo(t, tb, "x"))
+	}
+}
+
+// checkTransfersTree asserts from the shard's records that transfers form
+// a tree rooted at the creator and that no sender overlapped two.
+func checkTransfersTree(t *testing.T, seed uint64, info *messages.ObjectInfo) {
+	t.Helper()
+	parent := map[string]string{}
+	for _, tr := range info.GetTransfers() {
+		if _, dup := parent[tr.GetReceiver()]; dup {
+			t.Fatalf("seed %d: %s received twice", seed, tr.GetReceiver())
+		}
+		parent[tr.GetReceiver()] = tr.GetSender()
+		for _, o := range info.GetTransfers() {
+			if o != tr && o.GetSender() == tr.GetSender() && overlaps(o, tr) {
+				t.Fatalf("seed %d: %s served %s and %s at once", seed, tr.GetSender(), tr.GetReceiver(), o.GetReceiver())
+			}
+		}
+	}
+	for r := range parent {
+		seen := map[string]bool{}
+		for cur := r; cur != "n0"; cur = parent[cur] {
+			if seen[cur] || parent[cur] == "" {
+				t.Fatalf("seed %d: %s does not lead back to the creator: %v", seed, r, parent)
+			}
+			seen[cur] = true
+		}
+	}
+}
+
+func overlaps(a, b *messages.Transfer) bool {
+	end := func(t *messages.Transfer) int64 {
+		if t.GetEndSeq() == 0 {
+			return 1 << 62
+		}
+		return t.GetEndSeq()
+	}
+	return a.GetStartSeq() < end(b) && b.GetStartSeq() < end(a)
+}
+
+func TestCycleRefusedOnFailover(t *testing.T) {
+	// Figure 2.4 c': S→R1→R2 and R1 fails. R2 locates again naming R1 as
+	// failed: it must get S, never a node downstream of itself.
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 100, 0)
+	locate(tb, "x", 1, t0)        // R1 <- S
+	locate(tb, "x", 2, t0)        // R2 <- R1
+	out := locate(tb, "x", 3, t0) // R3 <- R2 (S and R1 busy)
+	if s := locateReply(t, out, replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
+		t.Fatalf("R3 from %s, want n2", s)
+	}
+	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(1)}, replyTo("r2"), t0)
+	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("R2 resumed from %s, want n0", s)
+	}
+	// Now only R3 is free, and it is downstream of R2: a second failover of
+	// R2 (S failed too) must wait instead of creating R2<-R3<-R2.
+	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(0)}, replyTo("r2"), t0)
+	if len(repliesTo(out, replyTo("r2"))) != 0 {
+		t.Fatalf("R2 was given a sender in its own downstream: %v", out)
+	}
+	out = tb.Tick(t0.Add(time.Second))
+	if lr := locateReply(t, out, replyTo("r2")); !errors.Is(lr.GetError(), messages.ErrTimeout) {
+		t.Fatalf("want TIMEOUT, got %v", lr.GetError())
+	}
+}
+
+func TestInlineObjectsNeedNoSender(t *testing.T) {
+	tb := NewLocationTable(TableConfig{InlineLimit: 64})
+	out := locate(tb, "small", 1, t0)
+	tb.Create(&messages.CreateObject{ObjectId: "small", Size: 3, Creator: node(0), HasInline: true, InlineData: []byte("abc")}, nil)
+	_ = out
+	out = locate(tb, "small", 2, t0)
+	lr := locateReply(t, out, replyTo("r2"))
+	if !lr.GetHasInline() || string(lr.GetInlineData()) != "abc" || lr.GetSender() != nil {
+		t.Fatalf("inline reply %v", lr)
+	}
+	// An inline object is never claimed: the creator can serve everyone.
+	if lr := locateReply(t, locate(tb, "small", 3, t0), replyTo("r3")); string(lr.GetInlineData()) != "abc" {
+		t.Fatalf("second inline reply %v", lr)
+	}
+}
+
+func TestWaitingLocateIsServedOnCreate(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if out := locate(tb, "x", 1, t0); len(out) != 0 {
+		t.Fatalf("answered before create: %v", out)
+	}
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(0)}, replyTo("c"))
+	lr := locateReply(t, out, replyTo("r1"))
+	if lr.GetSender().GetNodeId() != "n0" || lr.GetSenderState() != messages.LocationState_PARTIAL || lr.GetSize() != 1<<20 {
+		t.Fatalf("reply %v", lr)
+	}
+}
+
+func TestCreateConflictAndIdempotence(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 10, 0)
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(1)}, replyTo("c2"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); r.GetError() != nil || !r.GetExisted() {
+		t.Fatalf("same bytes: %v", r)
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 43, Creator: node(1)}, replyTo("c2"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrConflict) {
+		t.Fatalf("other bytes: %v", r)
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 11, Fingerprint: 42, Creator: node(1)}, replyTo("c2"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrConflict) {
+		t.Fatalf("other size: %v", r)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tb := NewLocationTable(TableConfig{MaxObjectIDLen: 8})
+	cases := map[string][]Send{
+		"empty id":     tb.Create(&messages.CreateObject{ObjectId: "", Creator: node(0)}, replyTo("c")),
+		"long id":      tb.Create(&messages.CreateObject{ObjectId: "123456789", Creator: node(0)}, replyTo("c")),
+		"no creator":   tb.Create(&messages.CreateObject{ObjectId: "a", Size: 1}, replyTo("c")),
+		"neg size":     tb.Create(&messages.CreateObject{ObjectId: "a", Size: -1, Creator: node(0)}, replyTo("c")),
+		"inline size":  tb.Create(&messages.CreateObject{ObjectId: "a", Size: 5, Creator: node(0), HasInline: true, InlineData: []byte("x")}, replyTo("c")),
+		"no receiver":  tb.Locate(&messages.Locate{ObjectId: "a"}, replyTo("c"), t0),
+		"locate empty": tb.Locate(&messages.Locate{ObjectId: "", Receiver: node(1)}, replyTo("c"), t0),
+	}
+	for name, out := range cases {
+		if len(out) != 1 {
+			t.Fatalf("%s: %v", name, out)
+		}
+		var err *messages.Error
+		switch m := out[0].Msg.(type) {
+		case *messages.CreateObjectReply:
+			err = m.GetError()
+		case *messages.LocateReply:
+			err = m.GetError()
+		}
+		if !errors.Is(err, messages.ErrInvalidArgument) {
+			t.Fatalf("%s: want INVALID_ARGUMENT, got %v", name, err)
+		}
+	}
+	if tb.Len() != 0 {
+		t.Fatalf("bad input left %d entries", tb.Len())
+	}
+}
+
+func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
+	tb := NewLocationTable(TableConfig{TombstoneLimit: 2})
+	create(t, tb, "x", 100, 0)
+	locate(tb, "x", 1, t0)
+	sub := replyTo("sub")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "sub", sub)
+	// A query waiting on another id is untouched.
+	tb.Query(&messages.QueryObject{ObjectId: "y", Wait: true, TimeoutMs: 50}, replyTo("qy"), t0)
+	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"))
+	drops := 0
+	for _, s := range out {
+		if _, ok := s.Msg.(*messages.DropObject); ok {
+			drops++
+		}
+	}
+	if drops != 2 {
+		t.Fatalf("want drops to n0 and n1, got %v", out)
+	}
+	if u := repliesTo(out, sub); len(u) != 1 || !u[0].Msg.(*messages.LocationUpdate).GetDeleted() {
+		t.Fatalf("subscriber not told: %v", out)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("get after delete: %v", r)
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("put after delete: %v", r)
+	}
+	// A late completion of a copy of a deleted object frees that copy.
+	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	if len(out) != 1 || out[0].To != node(1) && out[0].To.(*messages.NodeRef).GetNodeId() != "n1" {
+		t.Fatalf("late FetchDone: %v", out)
+	}
+	if _, ok := out[0].Msg.(*messages.DropObject); !ok {
+		t.Fatalf("late FetchDone answered %T", out[0].Msg)
+	}
+	// Delete of something never created.
+	out = tb.Delete(&messages.DeleteObject{ObjectId: "nope"}, replyTo("d"))
+	if r := out[0].Msg.(*messages.DeleteObjectReply); !errors.Is(r.GetError(), messages.ErrNotFound) {
+		t.Fatalf("delete unknown: %v", r)
+	}
+	// Tombstones are bounded: the oldest is forgotten.
+	for _, id := range []string{"a", "b"} {
+		create(t, tb, id, 1, 0)
+		tb.Delete(&messages.DeleteObject{ObjectId: id}, nil)
+	}
+	if len(tb.tombstones) != 2 {
+		t.Fatalf("tombstones %d, want 2", len(tb.tombstones))
+	}
+	if _, ok := tb.tombstones["x"]; ok {
+		t.Fatalf("oldest tombstone kept")
+	}
+}
+
+func TestTickTimesOutWaitersAndForgetsUnknownIDs(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	tb.Locate(&messages.Locate{ObjectId: "ghost", Receiver: node(1), TimeoutMs: 100}, replyTo("r1"), t0)
+	tb.Query(&messages.QueryObject{ObjectId: "ghost2", Wait: true, TimeoutMs: 300}, replyTo("q"), t0)
+	if out := tb.Tick(t0.Add(50 * time.Millisecond)); len(out) != 0 {
+		t.Fatalf("early tick answered %v", out)
+	}
+	out := tb.Tick(t0.Add(150 * time.Millisecond))
+	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrTimeout) {
+		t.Fatalf("want TIMEOUT: %v", r)
+	}
+	if tb.Len() != 1 {
+		t.Fatalf("want only ghost2 left, have %d entries", tb.Len())
+	}
+	out = tb.Tick(t0.Add(400 * time.Millisecond))
+	if len(out) != 1 || !errors.Is(out[0].Msg.(*messages.ObjectInfo).GetError(), messages.ErrTimeout) {
+		t.Fatalf("query timeout: %v", out)
+	}
+	if tb.Len() != 0 {
+		t.Fatalf("entries left: %d", tb.Len())
+	}
+}
+
+func TestCancelLocateForgetsWaiter(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	locate(tb, "ghost", 1, t0)
+	tb.CancelLocate(&messages.CancelLocate{ObjectId: "ghost", Receiver: node(1)})
+	if tb.Len() != 0 {
+		t.Fatalf("entry kept after cancel")
+	}
+}
+
+func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 100, 0)
+	out := tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
+	if len(out) != 1 || out[0].Msg.(*messages.LocationUpdate).GetNode().GetNodeId() != "n0" {
+		t.Fatalf("current locations: %v", out)
+	}
+	out = locate(tb, "x", 1, t0)
+	var got []string
+	for _, s := range repliesTo(out, replyTo("s")) {
+		u := s.Msg.(*messages.LocationUpdate)
+		got = append(got, u.GetNode().GetNodeId()+":"+u.GetState().String())
+	}
+	if fmt.Sprint(got) != "[n1:PARTIAL]" {
+		t.Fatalf("future locations: %v", got)
+	}
+	tb.Unsubscribe(&messages.Unsubscribe{ObjectId: "x"}, "s")
+	if out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)}); len(repliesTo(out, replyTo("s"))) != 0 {
+		t.Fatalf("pushed after unsubscribe: %v", out)
+	}
+}
+
+func TestUnpublishedSenderIsReplaced(t *testing.T) {
+	// Eviction race: the shard handed out n1, which evicted its copy. The
+	// receiver reports it failed and gets another sender.
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 100, 0)
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100})
+	locate(tb, "x", 1, t0)
+	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	locate(tb, "x", 2, t0) // gets n0 (complete, oldest)
+	lr := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3"))
+	if lr.GetSender().GetNodeId() != "n1" {
+		t.Fatalf("r3 from %s", lr.GetSender().GetNodeId())
+	}
+	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)})
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(3), TimeoutMs: 100, FailedSender: node(1)}, replyTo("r3"), t0)
+	// n0 is busy with n2; n2 is a free partial copy upstream of nobody.
+	if s := locateReply(t, out, replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
+		t.Fatalf("r3 resumed from %s, want n2", s)
+	}
+	if info := queryInfo(t, tb, "x"); len(info.GetLocations()) != 3 {
+		t.Fatalf("evicted copy still listed: %v", info.GetLocations())
+	}
+}
+
+func TestNaiveAlwaysFetchesFromCreator(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 100, 0)
+	for r := 1; r <= 5; r++ {
+		out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(r), TimeoutMs: 100, Naive: true}, replyTo(fmt.Sprintf("r%d", r)), t0)
+		if s := locateReply(t, out, replyTo(fmt.Sprintf("r%d", r))).GetSender().GetNodeId(); s != "n0" {
+			t.Fatalf("naive receiver %d from %s", r, s)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package plan
+
+import (
+	"math"
+	"time"
+)
+
+// Cost is the thesis' model (eq. 2.1) of the time to reduce n objects of
+// S bytes with a tree of degree d, given latency L and bandwidth B in
+// bytes per second:
+//
+//	T(1) = n·L + S/B            (a chain: pipelining pays S/B once)
+//	T(d) = L·log_d(n) + d·S/B   (d > 1; d == n is the flat gather)
+//
+// log_d(n) is kept continuous as in the thesis rather than rounded up to
+// the real tree height, so the choice matches the published model.
+// Inputs the model cannot price are treated conservatively instead of
+// producing NaN or Inf: n < 1 counts as 1, d < 1 as 1, negative L or S
+// as 0; B <= 0 or NaN means no bandwidth, so any S > 0 takes forever;
+// S == 0 costs no transfer time whatever B is. The result saturates at
+// the largest Duration.
+func Cost(n, d int, L time.Duration, B float64, S int64) time.Duration {
+	n, d = max(n, 1), max(d, 1)
+	lat := max(float64(L), 0) // nanoseconds
+	xfer := transferNanos(B, S)
+	var total float64
+	if d == 1 {
+		total = float64(n)*lat + xfer
+	} else {
+		total = lat*logBase(n, d) + float64(d)*xfer
+	}
+	return saturate(total)
+}
+
+// transferNanos is S/B in nanoseconds, +Inf when B cannot carry S.
+func transferNanos(B float64, S int64) float64 {
+	if S <= 0 {
+		return 0
+	}
+	if !(B > 0) { // also catches NaN
+		return math.Inf(1)
+	}
+	return float64(S) / B * float64(time.Second)
+}
+
+// logBase returns log_d(n), exact for integer powers so that hand-checked
+// costs do not drift by a nanosecond through floating-point rounding.
+func logBase(n, d int) float64 {
+	k, p := 0, 1
+	for p < n && p <= n/d {
+		p *= d
+		k++
+	}
+	if p == n {
+		return float64(k)
+	}
+	return math.Log(float64(n)) / math.Log(float64(d))
+}
+
+func saturate(nanos float64) time.Duration {
+	if math.IsNaN(nanos) || nanos >= float64(math.MaxInt64) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Round(nanos))
+}
+
+// ChooseDegree returns the degree in 1..min(n, maxD) that minimises Cost,
+// and the cost of every degree it evaluated so that callers can log why.
+// Ties go to the smaller degree, which moves fewer bytes into each node.
+// n < 1 and maxD < 1 count as 1, so there is always an answer.
+func ChooseDegree(n int, L time.Duration, B float64, S int64, maxD int) (d int, costs map[int]time.Duration) {
+	n, maxD = max(n, 1), max(maxD, 1)
+	top := min(n, maxD)
+	costs = make(map[int]time.Duration, top)
+	d = 1
+	for k := 1; k <= top; k++ {
+		costs[k] = Cost(n, k, L, B, S)
+		if costs[k] < costs[d] {
+			d = k
+		}
+	}
+	return d, costs
+}
+
+// ChainLength is the chain length the published code used for
+// NewChainLeafTree: about S/(B·L), the number of hops whose added latency
+// costs as much as one more transfer of the object, clamped to [1, n]. A
+// zero latency or no bandwidth makes hops free relative to transfers, so
+// the whole reduce becomes one chain; n < 1 counts as 1.
+func ChainLength(n int, L time.Duration, B float64, S int64) int {
+	n = max(n, 1)
+	if S <= 0 || B > math.MaxFloat64 {
+		return 1
+	}
+	if L <= 0 || !(B > 0) {
+		return n
+	}
+	k := math.Round(float64(S) / (B * L.Seconds()))
+	if !(k < float64(n)) {
+		return n
+	}
+	return max(int(k), 1)
+}

@@ -1,0 +1,135 @@
+package plan
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+const maxDuration = time.Duration(math.MaxInt64)
+
+func TestCostHandComputed(t *testing.T) {
+	const ms = time.Millisecond
+	// B = 1e9 B/s and S = 1e6 B make one transfer S/B = 1ms.
+	cases := []struct {
+		n, d int
+		L    time.Duration
+		B    float64
+		S    int64
+		want time.Duration
+	}{
+		{8, 1, ms, 1e9, 1e6, 9 * ms},                   // 8·1 + 1
+		{8, 2, ms, 1e9, 1e6, 5 * ms},                   // 1·log2 8 + 2·1
+		{8, 8, ms, 1e9, 1e6, 9 * ms},                   // flat gather: 1 + 8·1
+		{9, 3, ms, 1e9, 1e6, 5 * ms},                   // 1·2 + 3·1
+		{64, 4, 2 * ms, 1e9, 5e5, 8 * ms},              // 2·3 + 4·0.5
+		{1, 1, ms, 1e9, 1e6, 2 * ms},                   // 1·1 + 1
+		{1, 2, ms, 1e9, 1e6, 2 * ms},                   // log_2 1 = 0, 2·1
+		{4, 2, ms, 1e9, 0, 2 * ms},                     // no transfer
+		{4, 2, 0, 1e9, 1e6, 2 * ms},                    // no latency
+		{10, 2, ms, 1e9, 0, 3321928 * time.Nanosecond}, // log2 10 = 3.3219280949
+		{4, 2, ms, 0, 0, 2 * ms},                       // S=0 needs no bandwidth
+		{4, 2, ms, math.Inf(1), 1 << 40, 2 * ms},
+		{4, 2, -ms, 1e9, -5, 0},           // negative inputs count as zero
+		{0, 0, ms, 1e9, 1e6, 1*ms + 1*ms}, // n, d < 1 count as 1
+	}
+	for _, c := range cases {
+		if got := Cost(c.n, c.d, c.L, c.B, c.S); got != c.want {
+			t.Errorf("Cost(n=%d, d=%d, L=%v, B=%g, S=%d) = %v, want %v", c.n, c.d, c.L, c.B, c.S, got, c.want)
+		}
+	}
+}
+
+func TestCostSaturates(t *testing.T) {
+	cases := []struct {
+		B float64
+		S int64
+	}{
+		{0, 1},
+		{-3, 1},
+		{math.NaN(), 1},
+		{1, math.MaxInt64},
+		{1e-300, 1 << 62},
+	}
+	for _, c := range cases {
+		for _, d := range []int{1, 2, 16} {
+			if got := Cost(16, d, time.Millisecond, c.B, c.S); got != maxDuration {
+				t.Errorf("Cost(16, %d, B=%g, S=%d) = %v, want saturation", d, c.B, c.S, got)
+			}
+		}
+	}
+	if got := Cost(math.MaxInt, 1, maxDuration, 1e9, 1); got != maxDuration {
+		t.Errorf("huge n·L = %v, want saturation", got)
+	}
+}
+
+func TestChooseDegree(t *testing.T) {
+	cases := []struct {
+		name string
+		n    int
+		L    time.Duration
+		B    float64
+		S    int64
+		maxD int
+		want int
+	}{
+		// 1 GiB at 1 GB/s dwarfs 1µs hops: pay the transfer once.
+		{"huge S small L", 16, time.Microsecond, 1e9, 1 << 30, 16, 1},
+		// 8 bytes: latency dominates, the flat gather has one hop.
+		{"tiny S", 16, time.Millisecond, 1e9, 8, 16, 16},
+		{"zero S", 16, time.Millisecond, 1e9, 0, 16, 16},
+		// S/B = L = 1ms: T(2) = 6, T(3) = 2.52+3 = 5.52, T(4) = 6 (ms).
+		{"balanced", 16, time.Millisecond, 1e9, 1e6, 16, 3},
+		// maxD caps the search: T(1) = 17ms, T(2) = 6ms.
+		{"capped", 16, time.Millisecond, 1e9, 1e6, 2, 2},
+		{"single object", 1, time.Millisecond, 1e9, 1e6, 8, 1},
+		{"no bandwidth ties to chain", 16, time.Millisecond, 0, 1, 16, 1},
+		{"bad inputs", 0, time.Millisecond, 1e9, 1e6, 0, 1},
+	}
+	for _, c := range cases {
+		d, costs := ChooseDegree(c.n, c.L, c.B, c.S, c.maxD)
+		if d != c.want {
+			t.Errorf("%s: ChooseDegree = %d, want %d (costs %v)", c.name, d, c.want, costs)
+		}
+		top := min(max(c.n, 1), max(c.maxD, 1))
+		if len(costs) != top {
+			t.Errorf("%s: %d costs, want %d", c.name, len(costs), top)
+		}
+		for k := 1; k <= top; k++ {
+			got, ok := costs[k]
+			if !ok || got != Cost(max(c.n, 1), k, c.L, c.B, c.S) {
+				t.Errorf("%s: costs[%d] = %v, %v", c.name, k, got, ok)
+			}
+			if got < costs[d] {
+				t.Errorf("%s: d=%d costs %v < chosen %v", c.name, k, got, costs[d])
+			}
+		}
+	}
+}
+
+func TestChainLength(t *testing.T) {
+	cases := []struct {
+		n    int
+		L    time.Duration
+		B    float64
+		S    int64
+		want int
+	}{
+		{100, time.Millisecond, 1e9, 1e7, 10}, // 1e7 / (1e9·1e-3)
+		{100, time.Millisecond, 1e9, 14e6, 14},
+		{100, time.Millisecond, 1e9, 1e3, 1}, // rounds to 0, clamped up
+		{5, time.Millisecond, 1e9, 1e7, 5},   // clamped to n
+		{100, time.Millisecond, 1e9, 0, 1},
+		{100, 0, 1e9, 1e7, 100},
+		{100, time.Millisecond, 0, 1e7, 100},
+		{100, time.Millisecond, math.NaN(), 1e7, 100},
+		{100, time.Millisecond, math.Inf(1), 1e7, 1},
+		{100, time.Nanosecond, 1e-300, math.MaxInt64, 100},
+		{0, time.Millisecond, 1e9, 1e7, 1},
+	}
+	for _, c := range cases {
+		if got := ChainLength(c.n, c.L, c.B, c.S); got != c.want {
+			t.Errorf("ChainLength(%d, %v, %g, %d) = %d, want %d", c.n, c.L, c.B, c.S, got, c.want)
+		}
+	}
+}

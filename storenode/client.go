@@ -1,0 +1,123 @@
+package storenode
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Client is the Go API of one store node: what an application that is not
+// itself an actor calls. Every call honours its context's deadline (and a
+// default when the context has none) and returns typed errors that match
+// the messages.Err* sentinels under errors.Is.
+type Client struct {
+	root           *actor.RootContext
+	node           *actor.PID
+	defaultTimeout time.Duration
+}
+
+// NewClient returns a client of the store node at pid. defaultTimeout
+// bounds calls whose context has no deadline.
+func NewClient(root *actor.RootContext, pid *actor.PID, defaultTimeout time.Duration) *Client {
+	if defaultTimeout <= 0 {
+		defaultTimeout = 30 * time.Second
+	}
+	return &Client{root: root, node: pid, defaultTimeout: defaultTimeout}
+}
+
+// PID is the store node this client talks to.
+func (c *Client) PID() *actor.PID { return c.node }
+
+func (c *Client) call(ctx context.Context, msg any) (any, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.defaultTimeout)
+		defer cancel()
+	}
+	switch m := msg.(type) {
+	case *messages.Put:
+		m.TimeoutMs = timeoutMs(ctx)
+	case *messages.Get:
+		m.TimeoutMs = timeoutMs(ctx)
+	case *messages.Delete:
+		m.TimeoutMs = timeoutMs(ctx)
+	case *messages.QueryObject:
+		m.TimeoutMs = timeoutMs(ctx)
+	}
+	return request(ctx, c.root, c.node, msg)
+}
+
+// Put creates object id with a copy of data. Putting the same bytes again
+// succeeds; other bytes under the same id fail with CONFLICT.
+func (c *Client) Put(ctx context.Context, id string, data []byte) error {
+	res, err := c.call(ctx, &messages.Put{ObjectId: id, Data: data})
+	if err != nil {
+		return err
+	}
+	r, ok := res.(*messages.PutReply)
+	if !ok {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Put", res)
+	}
+	return messages.ErrOrNil(r.GetError())
+}
+
+// Get returns a private copy of object id, waiting for it to be created
+// if it does not exist yet.
+func (c *Client) Get(ctx context.Context, id string) ([]byte, error) {
+	return c.get(ctx, id, false)
+}
+
+// GetReadOnly is Get without the final copy: the slice is the node's own
+// buffer and must not be modified.
+func (c *Client) GetReadOnly(ctx context.Context, id string) ([]byte, error) {
+	return c.get(ctx, id, true)
+}
+
+func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, error) {
+	res, err := c.call(ctx, &messages.Get{ObjectId: id, ReadOnly: readOnly})
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.GetReply)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
+	}
+	if err := messages.ErrOrNil(r.GetError()); err != nil {
+		return nil, err
+	}
+	return r.GetData(), nil
+}
+
+// Delete frees every copy of object id. The id cannot be used again.
+func (c *Client) Delete(ctx context.Context, id string) error {
+	res, err := c.call(ctx, &messages.Delete{ObjectId: id})
+	if err != nil {
+		return err
+	}
+	r, ok := res.(*messages.DeleteReply)
+	if !ok {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Delete", res)
+	}
+	return messages.ErrOrNil(r.GetError())
+}
+
+// Info returns the directory's entry for id: size, locations and the
+// transfers that formed its broadcast tree. With wait it waits for the
+// object to exist.
+func (c *Client) Info(ctx context.Context, id string, wait bool) (*messages.ObjectInfo, error) {
+	res, err := c.call(ctx, &messages.QueryObject{ObjectId: id, Wait: wait})
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.ObjectInfo)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to QueryObject", res)
+	}
+	if err := messages.ErrOrNil(r.GetError()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,84 @@
+package storenode
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// Config is what a store node needs. The cluster package fills it in.
+type Config struct {
+	// Self names this node; its DataAddress is filled in by Serve.
+	Self *messages.NodeRef
+	// Store holds the bytes; it outlives restarts of the actor.
+	Store *Store
+	// ShardFor returns the directory shard that owns an object id.
+	ShardFor func(id string) *actor.PID
+	// Transport moves object bytes between nodes.
+	Transport transport.Transport
+
+	// ChunkSize is the unit of copying, streaming and progress (default 1 MiB).
+	ChunkSize int
+	// InlineLimit: objects smaller than this are kept inline in the
+	// directory and need no transfer (default 64 KiB).
+	InlineLimit int64
+	// MaxObjectIDLen bounds object ids (default 1024 bytes).
+	MaxObjectIDLen int
+	// DefaultTimeout applies to requests that carry no timeout (default 30s).
+	DefaultTimeout time.Duration
+	// StallTimeout abandons a transfer that makes no progress for this
+	// long and looks for another sender (default 10s).
+	StallTimeout time.Duration
+	// Naive fetches every object from its creator (the baseline without
+	// collectives, for comparisons).
+	Naive bool
+	// Hooks let tests and fault injection act at chosen points.
+	Hooks Hooks
+	// Log is where this node logs.
+	Log *logrus.Entry
+}
+
+// Hooks are called at points where tests and fault injection need to act.
+// They run on the copying goroutine: a hook that blocks stalls that copy.
+type Hooks struct {
+	// BeforePutChunk runs before a Put copies the chunk at off into the store.
+	BeforePutChunk func(node, id string, off int64)
+	// BeforeFetchChunk runs before a fetched chunk at off is stored.
+	BeforeFetchChunk func(node, id string, off int64)
+}
+
+func (c *Config) withDefaults() *Config {
+	d := *c
+	if d.ChunkSize <= 0 {
+		d.ChunkSize = 1 << 20
+	}
+	if d.InlineLimit == 0 {
+		d.InlineLimit = 64 << 10
+	}
+	if d.MaxObjectIDLen <= 0 {
+		d.MaxObjectIDLen = 1024
+	}
+	if d.DefaultTimeout <= 0 {
+		d.DefaultTimeout = 30 * time.Second
+	}
+	if d.StallTimeout <= 0 {
+		d.StallTimeout = 10 * time.Second
+	}
+	if d.Log == nil {
+		d.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	d.Log = d.Log.WithField("node", d.Self.GetNodeId())
+	return &d
+}
+
+// timeout turns a request's timeout_ms into a duration, 0 meaning default.
+func (c *Config) timeout(ms int64) time.Duration {
+	if ms <= 0 {
+		return c.DefaultTimeout
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,0 +1,195 @@
+package storenode
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// fetchSession is the child actor of a store node that brings one object
+// to this node: it asks the directory for a sender, streams the bytes into
+// the store, and asks again (resuming at its offset) if the sender fails.
+// The copying runs on a goroutine the session owns and stops on Stopping.
+type fetchSession struct {
+	cfg      *Config
+	obj      *Object
+	deadline *atomic.Int64
+	cancel   context.CancelFunc
+}
+
+type fetchResult struct{ err error }
+
+func newFetchProps(cfg *Config, obj *Object, deadline *atomic.Int64) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &fetchSession{cfg: cfg, obj: obj, deadline: deadline}
+	})
+}
+
+func (f *fetchSession) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		run, cancel := context.WithCancel(context.Background())
+		f.cancel = cancel
+		self, system := ctx.Self(), ctx.ActorSystem()
+		go func() {
+			err := f.run(run, system)
+			system.Root.Send(self, &fetchResult{err: err})
+		}()
+	case *fetchResult:
+		if m.err != nil && !errors.Is(m.err, messages.ErrCanceled) {
+			f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "error": m.err}).Debug("fetch failed")
+		}
+		ctx.Send(ctx.Parent(), &fetchEnded{id: f.obj.ID(), pid: ctx.Self()})
+		ctx.Stop(ctx.Self())
+	case *actor.Stopping:
+		if f.cancel != nil {
+			f.cancel()
+		}
+	}
+}
+
+// run locates a sender and streams from it until the object is complete.
+// Every wait is bounded: locating by the Gets' deadline, streaming by the
+// stall timeout on each chunk.
+func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error {
+	id, shard, self := f.obj.ID(), f.cfg.ShardFor(f.obj.ID()), f.cfg.Self
+	var failed *messages.NodeRef
+	for {
+		deadline := time.Unix(0, f.deadline.Load())
+		if failed != nil {
+			// After a sender failure keep trying for a while even if the
+			// Gets that asked have given up: the copy is worth finishing.
+			deadline = later(deadline, time.Now().Add(f.cfg.StallTimeout))
+		}
+		lctx, cancel := context.WithDeadline(ctx, deadline)
+		res, err := request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: self,
+			TimeoutMs: timeoutMs(lctx), FailedSender: failed, Naive: f.cfg.Naive})
+		cancel()
+		var loc *messages.LocateReply
+		if err == nil {
+			var ok bool
+			if loc, ok = res.(*messages.LocateReply); !ok {
+				err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Locate", res)
+			} else {
+				err = messages.ErrOrNil(loc.GetError())
+			}
+		}
+		if err != nil {
+			if errors.Is(err, messages.ErrTimeout) {
+				system.Root.Send(shard, &messages.CancelLocate{ObjectId: id, Receiver: self})
+				if time.Unix(0, f.deadline.Load()).After(deadline) && ctx.Err() == nil {
+					continue // a later Get extended the deadline
+				}
+				err = messages.Errorf(messages.ErrorCode_TIMEOUT, "object %q: no location before the deadline", id)
+			}
+			return f.abort(system, err)
+		}
+		if loc.GetHasInline() {
+			return f.storeInline(system, loc)
+		}
+		if f.obj.Size() < 0 {
+			evicted, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint())
+			if err != nil {
+				system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
+				return err
+			}
+			for _, e := range evicted {
+				system.Root.Send(f.cfg.ShardFor(e), &messages.UnpublishLocation{ObjectId: e, Node: self})
+			}
+		} else if f.obj.Size() != loc.GetSize() {
+			system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
+			return f.abort(system, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", id, loc.GetSize(), f.obj.Size()))
+		}
+		err = f.stream(ctx, loc.GetSender())
+		switch {
+		case err == nil:
+			if err := f.cfg.Store.Complete(f.obj); err != nil {
+				return err
+			}
+			system.Root.Send(shard, &messages.FetchDone{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
+			return nil
+		case ctx.Err() != nil:
+			// Stopped (node restarting or stopping): the bytes stay and a
+			// restarted node resumes from them.
+			return messages.ErrCanceled
+		}
+		if _, _, oerr := f.obj.Progress(); oerr != nil {
+			return oerr // dropped: deleted meanwhile
+		}
+		written, _, _ := f.obj.Progress()
+		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": loc.GetSender().GetNodeId(),
+			"offset": written, "error": err}).Info("sender failed; locating another")
+		failed = loc.GetSender()
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// abort gives up: waiters see err and the directory forgets this copy.
+func (f *fetchSession) abort(system *actor.ActorSystem, err error) error {
+	f.cfg.Store.Abort(f.obj, err)
+	system.Root.Send(f.cfg.ShardFor(f.obj.ID()), &messages.FetchAborted{ObjectId: f.obj.ID(), Receiver: f.cfg.Self})
+	return err
+}
+
+func (f *fetchSession) storeInline(system *actor.ActorSystem, loc *messages.LocateReply) error {
+	if _, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint()); err != nil {
+		return err
+	}
+	if err := f.obj.Append(loc.GetInlineData()); err != nil {
+		return f.abort(system, err)
+	}
+	if err := f.cfg.Store.Complete(f.obj); err != nil {
+		return err
+	}
+	// Published so that a Delete reaches this cached copy too.
+	system.Root.Send(f.cfg.ShardFor(f.obj.ID()), &messages.PublishLocation{ObjectId: f.obj.ID(), Node: f.cfg.Self,
+		State: messages.LocationState_COMPLETE, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()})
+	return nil
+}
+
+// stream copies the object from sender, starting at what is already here.
+func (f *fetchSession) stream(ctx context.Context, sender *messages.NodeRef) error {
+	id := f.obj.ID()
+	off, _, _ := f.obj.Progress()
+	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, f.cfg.ChunkSize)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.Size() != f.obj.Size() {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), f.obj.Size())
+	}
+	for {
+		cctx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+		b, err := s.Next(cctx)
+		cancel()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if h := f.cfg.Hooks.BeforeFetchChunk; h != nil {
+			h(f.cfg.Self.GetNodeId(), id, off)
+		}
+		if err := f.obj.Append(b); err != nil {
+			return err
+		}
+		off += int64(len(b))
+	}
+}

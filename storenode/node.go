@@ -1,0 +1,299 @@
+package storenode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// StoreNode is the actor that serves one node's Put, Get and Delete. It is
+// a thin shell: the bytes live in the Store (which survives the actor's
+// restarts), transfers run in fetch session children, and long waits run
+// on goroutines bounded by the request's deadline, so the mailbox never
+// blocks behind a copy.
+type StoreNode struct {
+	cfg     *Config
+	fetches map[string]*fetchState // in-flight fetches, by object id
+}
+
+type fetchState struct {
+	pid      *actor.PID
+	deadline *atomic.Int64 // unix nanos; extended by later Gets
+}
+
+// fetchEnded is sent by a fetch session to its store node when it stops.
+type fetchEnded struct {
+	id  string
+	pid *actor.PID
+}
+
+// NewProps returns the props of a store node actor.
+func NewProps(cfg Config) *actor.Props {
+	c := cfg.withDefaults()
+	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c} })
+}
+
+// Receive implements actor.Actor.
+func (n *StoreNode) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		n.fetches = map[string]*fetchState{}
+		n.resume(ctx)
+	case *messages.Put:
+		n.put(ctx, m)
+	case *messages.Get:
+		n.get(ctx, m)
+	case *messages.Delete:
+		n.delete(ctx, m)
+	case *messages.DropObject:
+		if n.cfg.Store.Remove(m.GetObjectId(), messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())) {
+			n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
+		}
+	case *messages.QueryObject:
+		if err := n.validate(m.GetObjectId()); err != nil {
+			ctx.Respond(&messages.ObjectInfo{ObjectId: m.GetObjectId(), Error: err})
+			return
+		}
+		ctx.Forward(n.cfg.ShardFor(m.GetObjectId()))
+	case *fetchEnded:
+		if f := n.fetches[m.id]; f != nil && f.pid.Equal(m.pid) {
+			delete(n.fetches, m.id)
+		}
+	case *actor.Terminated:
+		for id, f := range n.fetches {
+			if f.pid.Equal(m.GetWho()) {
+				delete(n.fetches, id)
+			}
+		}
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		entry := n.cfg.Log.WithField("type", typeName(m))
+		if ctx.Sender() != nil {
+			entry = entry.WithField("from", ctx.Sender().String())
+		}
+		entry.Warn("store node dropped an unknown message")
+	}
+}
+
+func typeName(m any) string {
+	if pm, ok := m.(proto.Message); ok {
+		return string(pm.ProtoReflect().Descriptor().FullName())
+	}
+	return "non-protobuf"
+}
+
+func (n *StoreNode) validate(id string) *messages.Error {
+	return directory.ValidateObjectID(id, n.cfg.MaxObjectIDLen)
+}
+
+// reply sends to the requester from any goroutine; a tell (no sender) has
+// nobody to answer.
+func reply(system *actor.ActorSystem, to *actor.PID, msg proto.Message) {
+	if to != nil {
+		system.Root.Send(to, msg)
+	}
+}
+
+// resume restarts the fetches of incomplete copies found in the store:
+// after an actor restart their sessions are gone but their bytes are not,
+// so each continues from its current offset.
+func (n *StoreNode) resume(ctx actor.Context) {
+	for _, o := range n.cfg.Store.Objects() {
+		_, done, err := o.Progress()
+		if done || err != nil || o.Pinned() {
+			continue
+		}
+		n.startFetch(ctx, o, time.Now().Add(n.cfg.DefaultTimeout))
+		n.cfg.Log.WithField("object", o.ID()).Info("resuming fetch after restart")
+	}
+}
+
+func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
+	sender, system := ctx.Sender(), ctx.ActorSystem()
+	id, data := m.GetObjectId(), m.GetData()
+	respond := func(err error) {
+		reply(system, sender, &messages.PutReply{ObjectId: id, Error: messages.AsError(err)})
+	}
+	if err := n.validate(id); err != nil {
+		respond(err)
+		return
+	}
+	if int64(len(data)) > n.cfg.Store.Capacity() {
+		respond(messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, len(data), n.cfg.Store.Capacity()))
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
+	go func() {
+		defer cancel()
+		err := n.putObject(rctx, system, id, data)
+		if err != nil {
+			n.cfg.Log.WithFields(logrus.Fields{"object": id, "error": err}).Debug("put failed")
+		}
+		respond(err)
+	}()
+}
+
+// putObject stores a creator copy: register with the directory (the
+// creator is a partial location from then on, so receivers may start
+// pipelining), copy the bytes in chunk by chunk, then publish COMPLETE.
+func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id string, data []byte) error {
+	if local := n.cfg.Store.Lookup(id); local != nil {
+		return n.samePut(ctx, local, data)
+	}
+	fp := Fingerprint(data)
+	size := int64(len(data))
+	obj, evicted, err := n.cfg.Store.Create(id, size, fp)
+	if err != nil {
+		if errors.Is(err, messages.ErrConflict) { // a concurrent Put on this node
+			if local := n.cfg.Store.Lookup(id); local != nil {
+				return n.samePut(ctx, local, data)
+			}
+		}
+		return err
+	}
+	n.unpublish(system, evicted)
+	create := &messages.CreateObject{ObjectId: id, Size: size, Fingerprint: fp, Creator: n.cfg.Self}
+	if size < n.cfg.InlineLimit {
+		create.HasInline, create.InlineData = true, data
+	}
+	res, err := request(ctx, system.Root, n.cfg.ShardFor(id), create)
+	if err != nil {
+		n.cfg.Store.Abort(obj, err)
+		// The shard may have registered us before the deadline hit.
+		system.Root.Send(n.cfg.ShardFor(id), &messages.UnpublishLocation{ObjectId: id, Node: n.cfg.Self})
+		return err
+	}
+	cr, ok := res.(*messages.CreateObjectReply)
+	if !ok {
+		n.cfg.Store.Abort(obj, messages.ErrInternal)
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)
+	}
+	if e := messages.ErrOrNil(cr.GetError()); e != nil || cr.GetExisted() {
+		// On Existed the same bytes already live elsewhere: idempotent.
+		n.cfg.Store.Abort(obj, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q not stored here", id))
+		return e
+	}
+	// The copy-in is bounded memory work and is not cut short by the
+	// deadline: the directory already announced this copy.
+	for off := int64(0); off < size; off += int64(n.cfg.ChunkSize) {
+		if h := n.cfg.Hooks.BeforePutChunk; h != nil {
+			h(n.cfg.Self.GetNodeId(), id, off)
+		}
+		if err := obj.Append(data[off:min(size, off+int64(n.cfg.ChunkSize))]); err != nil {
+			return err // dropped meanwhile (deleted)
+		}
+	}
+	if err := n.cfg.Store.Complete(obj); err != nil {
+		return err
+	}
+	system.Root.Send(n.cfg.ShardFor(id), &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self,
+		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp, Creator: true})
+	return nil
+}
+
+// samePut answers a Put of an id this node already holds: the same bytes
+// are an idempotent success, other bytes a conflict.
+func (n *StoreNode) samePut(ctx context.Context, local *Object, data []byte) error {
+	if err := local.WaitComplete(ctx); err != nil {
+		return err
+	}
+	have, err := local.Bytes()
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(have, data) {
+		return messages.Errorf(messages.ErrorCode_CONFLICT, "object %q already exists with different contents", local.ID())
+	}
+	return nil
+}
+
+func (n *StoreNode) unpublish(system *actor.ActorSystem, evicted []string) {
+	for _, id := range evicted {
+		n.cfg.Log.WithField("object", id).Debug("evicted")
+		system.Root.Send(n.cfg.ShardFor(id), &messages.UnpublishLocation{ObjectId: id, Node: n.cfg.Self})
+	}
+}
+
+func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
+	sender, system := ctx.Sender(), ctx.ActorSystem()
+	id := m.GetObjectId()
+	if err := n.validate(id); err != nil {
+		reply(system, sender, &messages.GetReply{ObjectId: id, Error: err})
+		return
+	}
+	timeout := n.cfg.timeout(m.GetTimeoutMs())
+	deadline := time.Now().Add(timeout)
+	obj, created := n.cfg.Store.Reserve(id)
+	if created {
+		n.startFetch(ctx, obj, deadline)
+	} else if f := n.fetches[id]; f != nil {
+		extend(f.deadline, deadline)
+	}
+	rctx, cancel := context.WithDeadline(context.Background(), deadline)
+	go func() {
+		defer cancel()
+		r := &messages.GetReply{ObjectId: id}
+		if err := obj.WaitComplete(rctx); err != nil {
+			r.Error = messages.AsError(err)
+		} else if b, err := obj.Bytes(); err != nil {
+			r.Error = messages.AsError(err)
+		} else if m.GetReadOnly() {
+			r.Data = b
+		} else {
+			r.Data = bytes.Clone(b)
+			if r.Data == nil {
+				r.Data = []byte{}
+			}
+		}
+		reply(system, sender, r)
+	}()
+}
+
+func extend(d *atomic.Int64, t time.Time) {
+	for {
+		old := d.Load()
+		if t.UnixNano() <= old || d.CompareAndSwap(old, t.UnixNano()) {
+			return
+		}
+	}
+}
+
+func (n *StoreNode) startFetch(ctx actor.Context, obj *Object, deadline time.Time) {
+	d := new(atomic.Int64)
+	d.Store(deadline.UnixNano())
+	pid := ctx.Spawn(newFetchProps(n.cfg, obj, d))
+	n.fetches[obj.ID()] = &fetchState{pid: pid, deadline: d}
+}
+
+func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
+	sender, system := ctx.Sender(), ctx.ActorSystem()
+	id := m.GetObjectId()
+	if err := n.validate(id); err != nil {
+		reply(system, sender, &messages.DeleteReply{ObjectId: id, Error: err})
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
+	go func() {
+		defer cancel()
+		r := &messages.DeleteReply{ObjectId: id}
+		res, err := request(rctx, system.Root, n.cfg.ShardFor(id), &messages.DeleteObject{ObjectId: id})
+		switch dr := res.(type) {
+		case nil:
+			r.Error = messages.AsError(err)
+		case *messages.DeleteObjectReply:
+			r.Error = dr.GetError()
+		default:
+			r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to DeleteObject", res)
+		}
+		reply(system, sender, r)
+	}()
+}

@@ -1,0 +1,280 @@
+package storenode
+
+import (
+	"container/list"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// Store is one node's local object store: the buffers, their progress,
+// pinning and LRU eviction under a capacity. It lives outside the store
+// node actor so that its contents survive the actor's restarts. It starts
+// no goroutines and reads no clock; it is safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	capacity int64
+	used     int64
+	objects  map[string]*Object
+	lru      *list.List // evictable objects, most recently used at the front
+}
+
+// NewStore returns an empty store that holds at most capacity bytes.
+func NewStore(capacity int64) *Store {
+	return &Store{capacity: capacity, objects: map[string]*Object{}, lru: list.New()}
+}
+
+// Capacity is the store's size limit in bytes.
+func (s *Store) Capacity() int64 { return s.capacity }
+
+// Used is the number of bytes charged against the capacity.
+func (s *Store) Used() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// Lookup returns the object or nil, marking it recently used.
+func (s *Store) Lookup(id string) *Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[id]
+	if o != nil && o.lru != nil {
+		s.lru.MoveToFront(o.lru)
+	}
+	return o
+}
+
+// Objects returns a snapshot of every object (for republishing and for
+// resuming fetches after a restart).
+func (s *Store) Objects() []*Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Object, 0, len(s.objects))
+	for _, o := range s.objects {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b *Object) int {
+		if a.id < b.id {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// Create makes a pinned creator copy of size bytes. It evicts unpinned,
+// idle, complete objects (least recently used first) to make room and
+// returns their ids so the caller can unpublish them.
+func (s *Store) Create(id string, size int64, fingerprint uint64) (*Object, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects[id] != nil {
+		return nil, nil, messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is already in this node's store", id)
+	}
+	evicted, err := s.makeRoom(id, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := newObject(id, size, true)
+	o.fingerprint = fingerprint
+	s.allocate(o, size)
+	s.objects[id] = o
+	return o, evicted, nil
+}
+
+// Reserve returns the object if the store has it, or a new placeholder of
+// unknown size for a fetch that is about to start (created true).
+func (s *Store) Reserve(id string) (o *Object, created bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.objects[id]; o != nil {
+		if o.lru != nil {
+			s.lru.MoveToFront(o.lru)
+		}
+		return o, false
+	}
+	o = newObject(id, -1, false)
+	s.objects[id] = o
+	return o, true
+}
+
+// Allocate gives a reserved placeholder its size and buffer, evicting as
+// Create does. On error the placeholder is failed and removed.
+func (s *Store) Allocate(o *Object, size int64, fingerprint uint64) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects[o.id] != o {
+		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was dropped", o.id)
+	}
+	evicted, err := s.makeRoom(o.id, size)
+	if err != nil {
+		s.removeLocked(o, err)
+		return nil, err
+	}
+	o.mu.Lock()
+	o.fingerprint = fingerprint
+	o.mu.Unlock()
+	s.allocate(o, size)
+	return evicted, nil
+}
+
+func (s *Store) allocate(o *Object, size int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.size = size
+	o.buf = make([]byte, size)
+	o.accounted = size
+	s.used += size
+	if size == 0 {
+		o.done = true
+	}
+	o.broadcast()
+}
+
+// makeRoom evicts just enough idle unpinned objects for size more bytes,
+// or evicts nothing and fails. Callers hold s.mu.
+func (s *Store) makeRoom(id string, size int64) ([]string, error) {
+	if size < 0 {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q: negative size %d", id, size)
+	}
+	if size > s.capacity {
+		return nil, messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, size, s.capacity)
+	}
+	need := s.used + size - s.capacity
+	if need <= 0 {
+		return nil, nil
+	}
+	var victims []*Object
+	for e := s.lru.Back(); e != nil && need > 0; e = e.Prev() {
+		o := e.Value.(*Object)
+		victims = append(victims, o)
+		need -= o.accounted
+	}
+	if need > 0 {
+		return nil, messages.Errorf(messages.ErrorCode_CAPACITY,
+			"object %q of %d bytes does not fit: %d of %d bytes used by pinned or busy objects", id, size, s.used, s.capacity)
+	}
+	ids := make([]string, 0, len(victims))
+	for _, o := range victims {
+		s.removeLocked(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was evicted", o.id))
+		ids = append(ids, o.id)
+	}
+	return ids, nil
+}
+
+// Complete marks an object's copy finished and, if it is not pinned,
+// makes it evictable.
+func (s *Store) Complete(o *Object) error {
+	if err := o.Finish(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refreshLRU(o)
+	return nil
+}
+
+// refreshLRU puts o in or out of the eviction list. Callers hold s.mu.
+func (s *Store) refreshLRU(o *Object) {
+	if s.objects[o.id] != o {
+		return
+	}
+	o.mu.Lock()
+	evictable := o.done && !o.pinned && o.readers == 0 && o.err == nil
+	o.mu.Unlock()
+	switch {
+	case evictable && o.lru == nil:
+		o.lru = s.lru.PushFront(o)
+	case !evictable && o.lru != nil:
+		s.lru.Remove(o.lru)
+		o.lru = nil
+	}
+}
+
+// Remove drops the object, failing its waiters and readers with err.
+// It reports whether the object was there.
+func (s *Store) Remove(id string, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[id]
+	if o == nil {
+		return false
+	}
+	s.removeLocked(o, err)
+	return true
+}
+
+// Abort drops o if it is still the store's copy of its id and not complete.
+func (s *Store) Abort(o *Object, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.mu.Lock()
+	o.fail(err)
+	o.mu.Unlock()
+	if s.objects[o.id] == o {
+		s.removeLocked(o, err)
+	}
+}
+
+func (s *Store) removeLocked(o *Object, err error) {
+	delete(s.objects, o.id)
+	if o.lru != nil {
+		s.lru.Remove(o.lru)
+		o.lru = nil
+	}
+	s.used -= o.accounted
+	o.dropped(err)
+}
+
+// OpenObject implements transport.Source: a reader that holds the object
+// against eviction until it is closed.
+func (s *Store) OpenObject(id string) (transport.ObjectReader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[id]
+	if o == nil {
+		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", id)
+	}
+	o.mu.Lock()
+	size, err := o.size, o.err
+	if err == nil && size >= 0 {
+		o.readers++
+	}
+	o.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node yet", id)
+	}
+	s.refreshLRU(o)
+	return &objectReader{s: s, o: o, size: size}, nil
+}
+
+type objectReader struct {
+	s      *Store
+	o      *Object
+	size   int64
+	closed sync.Once
+}
+
+func (r *objectReader) Size() int64 { return r.size }
+
+func (r *objectReader) ReadAt(ctx context.Context, off int64, max int) ([]byte, error) {
+	return r.o.ReadAt(ctx, off, max)
+}
+
+func (r *objectReader) Close() {
+	r.closed.Do(func() {
+		r.o.mu.Lock()
+		r.o.readers--
+		r.o.mu.Unlock()
+		r.s.mu.Lock()
+		r.s.refreshLRU(r.o)
+		r.s.mu.Unlock()
+	})
+}

@@ -1,0 +1,50 @@
+// Package transport moves object bytes between store nodes: the data plane,
+// kept apart from the actor messages that control it.
+//
+// A receiver pulls: it opens a Stream of one object from a peer at an
+// offset and reads chunks as fast as it consumes them, so a slow receiver
+// never makes a sender or a mailbox buffer without bound. Senders serve
+// from partial copies: a read waits until the bytes exist.
+package transport
+
+import "context"
+
+// ObjectReader reads one object held by the local store. Bytes it returns
+// are immutable and may be shared without copying.
+type ObjectReader interface {
+	// Size is the object's full size.
+	Size() int64
+	// ReadAt returns up to max bytes starting at off, waiting until at
+	// least one byte past off exists (the copy may still be arriving).
+	// At off == Size() it returns io.EOF.
+	ReadAt(ctx context.Context, off int64, max int) ([]byte, error)
+	// Close releases the reader (a held object is not evicted).
+	Close()
+}
+
+// Source is what a node serves: its local store.
+type Source interface {
+	OpenObject(id string) (ObjectReader, error)
+}
+
+// Stream is one object arriving from a peer.
+type Stream interface {
+	// Size is the object's full size as the sender knows it.
+	Size() int64
+	// Next returns the next chunk; io.EOF after the last. The chunk is
+	// valid until the next call and must not be modified.
+	Next(ctx context.Context) ([]byte, error)
+	Close()
+}
+
+// Transport connects store nodes' data planes.
+type Transport interface {
+	// Serve makes src reachable for node and returns the data address that
+	// node publishes in its NodeRef.
+	Serve(node string, src Source) (addr string, err error)
+	// Unserve stops serving node's data address; open streams fail.
+	Unserve(addr string)
+	// Open streams object id from the peer at addr to the local node at
+	// self, starting at offset, in chunks of at most chunk bytes.
+	Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (Stream, error)
+}
