@@ -49,6 +49,9 @@ type Hooks struct {
 	BeforePutChunk func(node, id string, off int64)
 	// BeforeFetchChunk runs before a fetched chunk at off is stored.
 	BeforeFetchChunk func(node, id string, off int64)
+	// BeforeReceive runs in the store node actor before each message; a
+	// hook that panics crashes the actor, which its supervisor restarts.
+	BeforeReceive func(node string, msg any)
 }
 
 func (c *Config) withDefaults() *Config {

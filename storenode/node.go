@@ -44,6 +44,9 @@ func NewProps(cfg Config) *actor.Props {
 
 // Receive implements actor.Actor.
 func (n *StoreNode) Receive(ctx actor.Context) {
+	if h := n.cfg.Hooks.BeforeReceive; h != nil {
+		h(n.cfg.Self.GetNodeId(), ctx.Message())
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		n.fetches = map[string]*fetchState{}

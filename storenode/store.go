@@ -231,28 +231,38 @@ func (s *Store) removeLocked(o *Object, err error) {
 }
 
 // OpenObject implements transport.Source: a reader that holds the object
-// against eviction until it is closed.
-func (s *Store) OpenObject(id string) (transport.ObjectReader, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.objects[id]
-	if o == nil {
-		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", id)
+// against eviction until it is closed. A receiver is announced as a
+// partial location before it knows the object's size; opening it waits
+// for that instead of failing.
+func (s *Store) OpenObject(ctx context.Context, id string) (transport.ObjectReader, error) {
+	for {
+		s.mu.Lock()
+		o := s.objects[id]
+		if o == nil {
+			s.mu.Unlock()
+			return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", id)
+		}
+		o.mu.Lock()
+		size, err, ch := o.size, o.err, o.changed
+		if err == nil && size >= 0 {
+			o.readers++
+		}
+		o.mu.Unlock()
+		if err == nil && size >= 0 {
+			s.refreshLRU(o)
+			s.mu.Unlock()
+			return &objectReader{s: s, o: o, size: size}, nil
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "object %q: size still unknown at the deadline", id)
+		}
 	}
-	o.mu.Lock()
-	size, err := o.size, o.err
-	if err == nil && size >= 0 {
-		o.readers++
-	}
-	o.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	if size < 0 {
-		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node yet", id)
-	}
-	s.refreshLRU(o)
-	return &objectReader{s: s, o: o, size: size}, nil
 }
 
 type objectReader struct {

@@ -74,7 +74,7 @@ func (m *Memory) Open(ctx context.Context, self, addr, id string, offset int64, 
 	if chunk <= 0 {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "chunk size %d", chunk)
 	}
-	r, err := peer.src.OpenObject(id)
+	r, err := peer.src.OpenObject(ctx, id)
 	if err != nil {
 		return nil, err
 	}

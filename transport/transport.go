@@ -24,7 +24,10 @@ type ObjectReader interface {
 
 // Source is what a node serves: its local store.
 type Source interface {
-	OpenObject(id string) (ObjectReader, error)
+	// OpenObject opens id for reading. A copy that the directory already
+	// announced but whose size the node is still learning is waited for,
+	// until ctx ends.
+	OpenObject(ctx context.Context, id string) (ObjectReader, error)
 }
 
 // Stream is one object arriving from a peer.

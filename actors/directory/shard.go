@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
@@ -39,9 +38,9 @@ type tick struct{}
 // Shard is the actor that owns one LocationTable. Its state is soft: after
 // a restart it starts empty and store nodes republish what they hold.
 type Shard struct {
-	cfg    ShardConfig
-	table  *LocationTable
-	cancel scheduler.CancelFunc
+	cfg   ShardConfig
+	table *LocationTable
+	stop  chan struct{} // stops the ticker goroutine
 }
 
 // NewShardProps returns the props of a directory shard actor.
@@ -62,17 +61,16 @@ func (s *Shard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.table = NewLocationTable(s.cfg.Table)
-		s.cancel = scheduler.NewTimerScheduler(ctx).SendRepeatedly(s.cfg.TickInterval, s.cfg.TickInterval, ctx.Self(), tick{})
+		// Our own ticker: protoactor's scheduler has a data race between
+		// its cancel func and its timer goroutine.
+		s.stop = make(chan struct{})
+		go ticker(ctx.ActorSystem(), ctx.Self(), s.cfg.TickInterval, s.stop)
 		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Debug("directory shard started")
 		return
-	case *actor.Stopping:
-		if s.cancel != nil {
-			s.cancel()
-		}
-		return
-	case *actor.Restarting:
-		if s.cancel != nil {
-			s.cancel()
+	case *actor.Stopping, *actor.Restarting:
+		if s.stop != nil {
+			close(s.stop)
+			s.stop = nil
 		}
 		return
 	case tick:
@@ -112,6 +110,19 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	}
 	s.deliver(ctx, out)
+}
+
+func ticker(system *actor.ActorSystem, self *actor.PID, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			system.Root.Send(self, tick{})
+		case <-stop:
+			return
+		}
+	}
 }
 
 func (s *Shard) deliver(ctx actor.Context, out []Send) {

@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8; k++ {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for i := n - n%8; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// quietLog keeps test output readable; warnings still show.
+func quietLog() *logrus.Logger {
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	return l
+}
+
+func start(t *testing.T, cfg Config) *Local {
+	t.Helper()
+	if cfg.Log == nil {
+		cfg.Log = quietLog()
+	}
+	l, err := StartLocal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	return l
+}
+
+func deadline(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// senderOf returns who each receiver fetched from, per the shard's records.
+func senderOf(info *messages.ObjectInfo) map[string]string {
+	m := map[string]string{}
+	for _, tr := range info.GetTransfers() {
+		if !tr.GetAborted() {
+			m[tr.GetReceiver()] = tr.GetSender()
+		}
+	}
+	return m
+}
+
+// checkBroadcastTree asserts from the shard's transfer records that the
+// copies form a tree rooted at root and that no sender served two
+// receivers at once.
+func checkBroadcastTree(t *testing.T, info *messages.ObjectInfo, root string, receivers int) {
+	t.Helper()
+	parent := map[string]string{}
+	trs := info.GetTransfers()
+	for _, tr := range trs {
+		if tr.GetEndSeq() == 0 || tr.GetAborted() {
+			t.Fatalf("transfer %v did not finish cleanly", tr)
+		}
+		if _, dup := parent[tr.GetReceiver()]; dup {
+			t.Fatalf("%s received twice", tr.GetReceiver())
+		}
+		parent[tr.GetReceiver()] = tr.GetSender()
+		for _, o := range trs {
+			if o != tr && o.GetSender() == tr.GetSender() && o.GetStartSeq() < tr.GetEndSeq() && tr.GetStartSeq() < o.GetEndSeq() {
+				t.Fatalf("%s served %s and %s at the same time", tr.GetSender(), tr.GetReceiver(), o.GetReceiver())
+			}
+		}
+	}
+	if len(parent) != receivers {
+		t.Fatalf("%d receivers recorded, want %d: %v", len(parent), receivers, parent)
+	}
+	for r := range parent {
+		hops := 0
+		for cur := r; cur != root; cur = parent[cur] {
+			if hops++; hops > len(parent) || parent[cur] == "" {
+				t.Fatalf("%s does not lead back to %s: %v", r, root, parent)
+			}
+		}
+	}
+}
+
+type hooks = storenode.Hooks
+
+func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// lockedBuffer is a log sink that tests may read while actors write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

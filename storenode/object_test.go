@@ -1,0 +1,454 @@
+package storenode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// hangGuard bounds how long a test waits for something that must happen;
+// it is a safety net against hangs, never a timing assertion.
+const hangGuard = 10 * time.Second
+
+type readResult struct {
+	b   []byte
+	err error
+}
+
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("%s: did not return", what)
+		panic("unreachable")
+	}
+}
+
+func notYet[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		t.Fatalf("%s returned early: %v", what, v)
+	default:
+	}
+}
+
+func asyncReadAt(ctx context.Context, o *Object, off int64, max int) <-chan readResult {
+	ch := make(chan readResult, 1)
+	go func() {
+		b, err := o.ReadAt(ctx, off, max)
+		ch <- readResult{b, err}
+	}()
+	return ch
+}
+
+func asyncWait(ctx context.Context, o *Object) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- o.WaitComplete(ctx) }()
+	return ch
+}
+
+func guardCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestObjectReadAtWaitsForBytes(t *testing.T) {
+	s := NewStore(1000)
+	data := pattern(11, 20)
+	o, _, err := reserveAlloc(t, s, "o", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := guardCtx(t)
+	ch := asyncReadAt(ctx, o, 5, 100)
+	notYet(t, ch, "ReadAt with nothing written")
+	// Bytes up to the offset are not enough.
+	if err := o.Append(data[:5]); err != nil {
+		t.Fatal(err)
+	}
+	notYet(t, ch, "ReadAt at 5 with 5 bytes written")
+	if err := o.Append(data[5:12]); err != nil {
+		t.Fatal(err)
+	}
+	r := recv(t, ch, "ReadAt after Append")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// It may only return what existed: at most data[5:12].
+	if len(r.b) == 0 || !bytes.Equal(r.b, data[5:5+len(r.b)]) || len(r.b) > 7 {
+		t.Fatalf("ReadAt = %v, want a prefix of %v", r.b, data[5:12])
+	}
+
+	// max bounds the result.
+	b, err := o.ReadAt(ctx, 2, 3)
+	if err != nil || !bytes.Equal(b, data[2:5]) {
+		t.Fatalf("ReadAt(2, 3) = %v, %v; want %v", b, err, data[2:5])
+	}
+	// The shared slice cannot be appended into the buffer.
+	if cap(b) != len(b) {
+		t.Fatalf("ReadAt returned cap %d > len %d: appends would clobber the buffer", cap(b), len(b))
+	}
+	b, err = o.ReadAt(ctx, 0, 1000)
+	if err != nil || !bytes.Equal(b, data[:12]) {
+		t.Fatalf("ReadAt(0, 1000) = %v, %v; want %v", b, err, data[:12])
+	}
+	// EOF at the size even before the copy completes.
+	if _, err := o.ReadAt(ctx, 20, 10); err != io.EOF {
+		t.Fatalf("ReadAt(size) = %v, want io.EOF", err)
+	}
+	if _, err := o.ReadAt(ctx, 25, 10); err != io.EOF {
+		t.Fatalf("ReadAt(past size) = %v, want io.EOF", err)
+	}
+	if err := o.Append(data[12:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	b, err = o.ReadAt(ctx, 15, 100)
+	if err != nil || !bytes.Equal(b, data[15:]) {
+		t.Fatalf("ReadAt(15) = %v, %v; want %v", b, err, data[15:])
+	}
+	if _, err := o.ReadAt(ctx, 20, 10); err != io.EOF {
+		t.Fatalf("ReadAt(size) on complete object = %v, want io.EOF", err)
+	}
+}
+
+func TestObjectReadAtOnPlaceholderWaitsForAllocate(t *testing.T) {
+	s := NewStore(1000)
+	o, _ := s.Reserve("o")
+	ctx := guardCtx(t)
+	ch := asyncReadAt(ctx, o, 0, 10)
+	notYet(t, ch, "ReadAt on a placeholder")
+	if _, err := s.Allocate(o, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	notYet(t, ch, "ReadAt on an empty allocated object")
+	if err := o.Append([]byte{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	r := recv(t, ch, "ReadAt")
+	if r.err != nil || !bytes.Equal(r.b, []byte{1, 2, 3, 4}) {
+		t.Fatalf("ReadAt = %v, %v", r.b, r.err)
+	}
+}
+
+func TestObjectWaitCompleteAfterFinish(t *testing.T) {
+	s := NewStore(1000)
+	data := pattern(12, 30)
+	o, _, err := s.Create("o", 30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := asyncWait(guardCtx(t), o)
+	notYet(t, ch, "WaitComplete on an empty object")
+	if _, err := o.Bytes(); err == nil {
+		t.Fatal("Bytes() of an incomplete object succeeded")
+	}
+	if err := o.Append(data); err != nil {
+		t.Fatal(err)
+	}
+	// All bytes written is not complete yet.
+	notYet(t, ch, "WaitComplete before Finish")
+	if _, done, _ := o.Progress(); done {
+		t.Fatal("done before Finish")
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, ch, "WaitComplete"); err != nil {
+		t.Fatal(err)
+	}
+	if w, done, err := o.Progress(); w != 30 || !done || err != nil {
+		t.Fatalf("Progress = %d, %v, %v", w, done, err)
+	}
+	b, err := o.Bytes()
+	if err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("Bytes() = %v, %v", b, err)
+	}
+	if err := o.WaitComplete(t.Context()); err != nil {
+		t.Fatalf("WaitComplete on a complete object: %v", err)
+	}
+}
+
+func TestObjectRemoveWakesWaiters(t *testing.T) {
+	s := NewStore(1000)
+	o, _, err := reserveAlloc(t, s, "o", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append([]byte{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := guardCtx(t)
+	rd := asyncReadAt(ctx, o, 2, 10)
+	wc := asyncWait(ctx, o)
+	// A placeholder's waiters too.
+	p, _ := s.Reserve("p")
+	pw := asyncWait(ctx, p)
+	notYet(t, rd, "ReadAt")
+	notYet(t, wc, "WaitComplete")
+
+	s.Remove("o", messages.ErrDeleted)
+	s.Remove("p", messages.ErrDeleted)
+	if r := recv(t, rd, "ReadAt after Remove"); !errors.Is(r.err, messages.ErrDeleted) {
+		t.Fatalf("ReadAt = %v, %v; want DELETED", r.b, r.err)
+	}
+	wantCode(t, recv(t, wc, "WaitComplete after Remove"), messages.ErrDeleted)
+	wantCode(t, recv(t, pw, "placeholder WaitComplete after Remove"), messages.ErrDeleted)
+	// Later calls fail at once, even below the written bytes.
+	_, err = o.ReadAt(ctx, 0, 10)
+	wantCode(t, err, messages.ErrDeleted)
+	wantCode(t, o.Append([]byte{3}), messages.ErrDeleted)
+	wantCode(t, o.Finish(), messages.ErrDeleted)
+
+	// Removing a complete object stops its readers as well.
+	c := cached(t, s, "c", 8)
+	r, err := s.OpenObject(t.Context(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Remove("c", messages.ErrDeleted)
+	_, err = r.ReadAt(ctx, 0, 8)
+	wantCode(t, err, messages.ErrDeleted)
+	_, err = c.Bytes()
+	wantCode(t, err, messages.ErrDeleted)
+	r.Close()
+	r.Close()
+	wantUsed(t, s, 0)
+}
+
+func TestObjectAbortWakesWaiters(t *testing.T) {
+	s := NewStore(1000)
+	o, _, err := reserveAlloc(t, s, "o", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := guardCtx(t)
+	rd := asyncReadAt(ctx, o, 0, 10)
+	wc := asyncWait(ctx, o)
+	notYet(t, rd, "ReadAt")
+	abortErr := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender gone")
+	s.Abort(o, abortErr)
+	if r := recv(t, rd, "ReadAt after Abort"); !errors.Is(r.err, messages.ErrUnavailable) {
+		t.Fatalf("ReadAt = %v, %v; want UNAVAILABLE", r.b, r.err)
+	}
+	wantCode(t, recv(t, wc, "WaitComplete after Abort"), messages.ErrUnavailable)
+	if s.Lookup("o") != nil {
+		t.Fatal("aborted object still present")
+	}
+	wantUsed(t, s, 0)
+}
+
+func TestObjectWaitRespectsContext(t *testing.T) {
+	s := NewStore(1000)
+	o, _, err := reserveAlloc(t, s, "o", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err = o.ReadAt(ctx, 1, 10)
+	wantCode(t, err, messages.ErrTimeout)
+	wantCode(t, o.WaitComplete(ctx), messages.ErrTimeout)
+
+	// A placeholder of unknown size, too.
+	p, _ := s.Reserve("p")
+	_, err = p.ReadAt(ctx, 0, 10)
+	wantCode(t, err, messages.ErrTimeout)
+
+	cctx, ccancel := context.WithCancel(t.Context())
+	ccancel()
+	_, err = o.ReadAt(cctx, 1, 10)
+	wantCode(t, err, messages.ErrCanceled)
+	wantCode(t, o.WaitComplete(cctx), messages.ErrCanceled)
+
+	// A ctx that ends does not hurt the object.
+	if w, done, err := o.Progress(); w != 1 || done || err != nil {
+		t.Fatalf("Progress = %d, %v, %v", w, done, err)
+	}
+	// Bytes that exist are returned even with an ended ctx.
+	b, err := o.ReadAt(ctx, 0, 10)
+	if err != nil || !bytes.Equal(b, []byte{1}) {
+		t.Fatalf("ReadAt(0) with ended ctx = %v, %v", b, err)
+	}
+}
+
+func TestObjectSizeZero(t *testing.T) {
+	s := NewStore(10)
+	o, _, err := reserveAlloc(t, s, "z", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, done, err := o.Progress(); w != 0 || !done || err != nil {
+		t.Fatalf("Progress = %d, %v, %v; want complete", w, done, err)
+	}
+	if err := o.WaitComplete(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.ReadAt(t.Context(), 0, 10); err != io.EOF {
+		t.Fatalf("ReadAt = %v, want io.EOF", err)
+	}
+	if b, err := o.Bytes(); err != nil || len(b) != 0 {
+		t.Fatalf("Bytes() = %v, %v", b, err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatalf("Complete of a size-0 object: %v", err)
+	}
+	if err := o.Append([]byte{1}); err == nil {
+		t.Fatal("Append to a size-0 object succeeded")
+	}
+
+	c, _, err := s.Create("c", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitComplete(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, done, _ := c.Progress(); !done {
+		t.Fatal("created size-0 object not complete")
+	}
+	wantUsed(t, s, 0)
+	r, err := s.OpenObject(t.Context(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.ReadAt(t.Context(), 0, 1); err != io.EOF {
+		t.Fatalf("reader ReadAt = %v, want io.EOF", err)
+	}
+}
+
+func TestObjectAppendOverflowAndEarlyFinish(t *testing.T) {
+	s := NewStore(100)
+	o, _, err := reserveAlloc(t, s, "o", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append(pattern(1, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Finish(); err == nil {
+		t.Fatal("Finish at 8 of 10 bytes succeeded")
+	}
+	if err := o.Append(pattern(1, 3)); err == nil {
+		t.Fatal("Append past the size succeeded")
+	}
+	if w, done, err := o.Progress(); w != 8 || done || err != nil {
+		t.Fatalf("Progress after rejected writes = %d, %v, %v", w, done, err)
+	}
+	if err := o.Append(pattern(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append(nil); err != nil {
+		t.Fatalf("empty Append at the end: %v", err)
+	}
+	if err := o.Append([]byte{0}); err == nil {
+		t.Fatal("Append to a full object succeeded")
+	}
+	if err := o.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := o.Bytes()
+	if !bytes.Equal(b, append(pattern(1, 8), pattern(2, 2)...)) {
+		t.Fatalf("Bytes() = %v", b)
+	}
+}
+
+// TestObjectConcurrentStreaming runs one writer and several readers of the
+// same object; run it with -race.
+func TestObjectConcurrentStreaming(t *testing.T) {
+	const size = 1 << 20
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	s := NewStore(2 * size)
+	o, _, err := s.Create("o", size, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := guardCtx(t)
+
+	const readers = 8
+	results := make([][]byte, readers)
+	errs := make([]error, readers)
+	var wg sync.WaitGroup
+	started := make(chan struct{})
+	for i := range readers {
+		r, err := s.OpenObject(t.Context(), "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			if i == 0 {
+				close(started)
+			}
+			var got []byte
+			off := int64(0)
+			max := 1000 + i*3001 // different chunk sizes per reader
+			for {
+				b, err := r.ReadAt(ctx, off, max)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if len(b) == 0 || len(b) > max {
+					errs[i] = messages.Errorf(messages.ErrorCode_INTERNAL, "chunk of %d bytes (max %d)", len(b), max)
+					return
+				}
+				got = append(got, b...)
+				off += int64(len(b))
+			}
+			results[i] = got
+		}()
+	}
+	<-started
+	wrng := rand.New(rand.NewPCG(3, 4))
+	for off := 0; off < size; {
+		n := min(size-off, 1+wrng.IntN(20000))
+		if err := o.Append(data[off : off+n]); err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range readers {
+		if errs[i] != nil {
+			t.Fatalf("reader %d: %v", i, errs[i])
+		}
+		if !bytes.Equal(results[i], data) {
+			t.Fatalf("reader %d got %d bytes, different from the %d written", i, len(results[i]), size)
+		}
+	}
+	// A late reader of the complete object gets the same bytes.
+	b, err := o.Bytes()
+	if err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("Bytes() differ: %v", err)
+	}
+}
