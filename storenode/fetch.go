@@ -60,6 +60,12 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 // stall timeout on each chunk.
 func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error {
 	id, shard, self := f.obj.ID(), f.cfg.ShardFor(f.obj.ID()), f.cfg.Self
+	// Taking the writer first cuts off a session this one resumes from:
+	// its goroutine may still hold a chunk, which now cannot land.
+	w := f.obj.NewWriter()
+	if _, done, err := f.obj.Progress(); done || err != nil {
+		return err // finished (or dropped) before this session began
+	}
 	var failed *messages.NodeRef
 	for {
 		deadline := time.Unix(0, f.deadline.Load())
@@ -92,7 +98,7 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			return f.abort(system, err)
 		}
 		if loc.GetHasInline() {
-			return f.storeInline(system, loc)
+			return f.storeInline(system, w, loc)
 		}
 		if f.obj.Size() < 0 {
 			evicted, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint())
@@ -107,7 +113,7 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
 			return f.abort(system, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", id, loc.GetSize(), f.obj.Size()))
 		}
-		err = f.stream(ctx, loc.GetSender())
+		err = f.stream(ctx, w, loc.GetSender())
 		switch {
 		case err == nil:
 			if err := f.cfg.Store.Complete(f.obj); err != nil {
@@ -139,16 +145,19 @@ func later(a, b time.Time) time.Time {
 
 // abort gives up: waiters see err and the directory forgets this copy.
 func (f *fetchSession) abort(system *actor.ActorSystem, err error) error {
+	if _, done, _ := f.obj.Progress(); done {
+		return nil // a superseded session finished the copy after all
+	}
 	f.cfg.Store.Abort(f.obj, err)
 	system.Root.Send(f.cfg.ShardFor(f.obj.ID()), &messages.FetchAborted{ObjectId: f.obj.ID(), Receiver: f.cfg.Self})
 	return err
 }
 
-func (f *fetchSession) storeInline(system *actor.ActorSystem, loc *messages.LocateReply) error {
+func (f *fetchSession) storeInline(system *actor.ActorSystem, w *Writer, loc *messages.LocateReply) error {
 	if _, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint()); err != nil {
 		return err
 	}
-	if err := f.obj.Append(loc.GetInlineData()); err != nil {
+	if err := w.Append(loc.GetInlineData()); err != nil {
 		return f.abort(system, err)
 	}
 	if err := f.cfg.Store.Complete(f.obj); err != nil {
@@ -161,7 +170,7 @@ func (f *fetchSession) storeInline(system *actor.ActorSystem, loc *messages.Loca
 }
 
 // stream copies the object from sender, starting at what is already here.
-func (f *fetchSession) stream(ctx context.Context, sender *messages.NodeRef) error {
+func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.NodeRef) error {
 	id := f.obj.ID()
 	off, _, _ := f.obj.Progress()
 	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
@@ -187,7 +196,10 @@ func (f *fetchSession) stream(ctx context.Context, sender *messages.NodeRef) err
 		if h := f.cfg.Hooks.BeforeFetchChunk; h != nil {
 			h(f.cfg.Self.GetNodeId(), id, off)
 		}
-		if err := f.obj.Append(b); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // stopped: a chunk ready in memory does not check ctx
+		}
+		if err := w.Append(b); err != nil {
 			return err
 		}
 		off += int64(len(b))

@@ -28,6 +28,7 @@ type Object struct {
 	readers     int           // open readers hold the object against eviction
 	lru         *list.Element // in Store.lru while complete, unpinned and idle
 	accounted   int64         // bytes charged against the store's capacity
+	writerGen   uint64        // the generation of the current Writer
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -73,11 +74,42 @@ func (o *Object) broadcast() {
 	o.changed = make(chan struct{})
 }
 
-// Append copies p after the written bytes. Only the object's single
-// writer calls it.
+// Append copies p after the written bytes. It is for an object with one
+// writer for its whole life (a Put); copies that can be resumed by another
+// goroutine write through NewWriter.
 func (o *Object) Append(p []byte) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.appendLocked(p)
+}
+
+// Writer appends to an object for as long as it is the object's newest
+// writer. A fetch resumed after a restart takes a new Writer, so a chunk
+// still in the hands of the superseded one can never land twice.
+type Writer struct {
+	o   *Object
+	gen uint64
+}
+
+// NewWriter makes a Writer that supersedes every earlier one.
+func (o *Object) NewWriter() *Writer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.writerGen++
+	return &Writer{o: o, gen: o.writerGen}
+}
+
+// Append copies p after the written bytes, unless a newer writer exists.
+func (w *Writer) Append(p []byte) error {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if w.gen != w.o.writerGen {
+		return messages.Errorf(messages.ErrorCode_CANCELED, "object %q: writer superseded", w.o.id)
+	}
+	return w.o.appendLocked(p)
+}
+
+func (o *Object) appendLocked(p []byte) error {
 	if o.err != nil {
 		return o.err
 	}
@@ -162,6 +194,9 @@ func (o *Object) Bytes() ([]byte, error) {
 // ReadAt returns up to max bytes at off, shared read-only, waiting until
 // at least one byte past off has been written.
 func (o *Object) ReadAt(ctx context.Context, off int64, max int) ([]byte, error) {
+	if off < 0 || max <= 0 {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q: read of %d bytes at %d", o.id, max, off)
+	}
 	for {
 		o.mu.Lock()
 		size, written, err, ch := o.size, o.written, o.err, o.changed

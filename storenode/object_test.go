@@ -452,3 +452,42 @@ func TestObjectConcurrentStreaming(t *testing.T) {
 		t.Fatalf("Bytes() differ: %v", err)
 	}
 }
+
+func TestSupersededWriterCannotAppend(t *testing.T) {
+	s := NewStore(1 << 10)
+	o, _ := s.Reserve("w")
+	if _, err := s.Allocate(o, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	old := o.NewWriter()
+	if err := old.Append([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	// A resumed fetch takes over: the old writer's late chunk is refused.
+	cur := o.NewWriter()
+	if err := old.Append([]byte{9}); !errors.Is(err, messages.ErrCanceled) {
+		t.Fatalf("superseded writer appended: %v", err)
+	}
+	if err := cur.Append([]byte{2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := o.Bytes(); !bytes.Equal(b, []byte{1, 2, 3, 4}) {
+		t.Fatalf("bytes %v", b)
+	}
+}
+
+func TestReadAtRejectsBadArguments(t *testing.T) {
+	s := NewStore(1 << 10)
+	o, _, _ := s.Create("r", 4, 0)
+	for _, c := range []struct {
+		off int64
+		max int
+	}{{-1, 1}, {0, 0}, {0, -5}} {
+		if _, err := o.ReadAt(t.Context(), c.off, c.max); !errors.Is(err, messages.ErrInvalidArgument) {
+			t.Fatalf("ReadAt(%d, %d): %v", c.off, c.max, err)
+		}
+	}
+}

@@ -208,7 +208,9 @@ func (s *Store) Remove(id string, err error) bool {
 	return true
 }
 
-// Abort drops o if it is still the store's copy of its id and not complete.
+// Abort fails o and drops it if it is still the store's copy of its id
+// (complete or not: a Put that lost its directory registration must not
+// leave a stale pinned copy).
 func (s *Store) Abort(o *Object, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
