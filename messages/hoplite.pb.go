@@ -717,13 +717,16 @@ func (x *DeleteReply) GetError() *Error {
 }
 
 type Reduce struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TargetId      string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
-	SourceIds     []string               `protobuf:"bytes,2,rep,name=source_ids,json=sourceIds,proto3" json:"source_ids,omitempty"`
-	NumObjects    int32                  `protobuf:"varint,3,opt,name=num_objects,json=numObjects,proto3" json:"num_objects,omitempty"`
-	Op            ReduceOp               `protobuf:"varint,4,opt,name=op,proto3,enum=hoplite.ReduceOp" json:"op,omitempty"`
-	Dtype         DType                  `protobuf:"varint,5,opt,name=dtype,proto3,enum=hoplite.DType" json:"dtype,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TargetId   string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	SourceIds  []string               `protobuf:"bytes,2,rep,name=source_ids,json=sourceIds,proto3" json:"source_ids,omitempty"`
+	NumObjects int32                  `protobuf:"varint,3,opt,name=num_objects,json=numObjects,proto3" json:"num_objects,omitempty"`
+	Op         ReduceOp               `protobuf:"varint,4,opt,name=op,proto3,enum=hoplite.ReduceOp" json:"op,omitempty"`
+	Dtype      DType                  `protobuf:"varint,5,opt,name=dtype,proto3,enum=hoplite.DType" json:"dtype,omitempty"`
+	TimeoutMs  int64                  `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// all_reduce also brings the result to every node that held a reduced
+	// source (a broadcast that pipelines with the reduce).
+	AllReduce     bool `protobuf:"varint,7,opt,name=all_reduce,json=allReduce,proto3" json:"all_reduce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -800,12 +803,20 @@ func (x *Reduce) GetTimeoutMs() int64 {
 	return 0
 }
 
+func (x *Reduce) GetAllReduce() bool {
+	if x != nil {
+		return x.AllReduce
+	}
+	return false
+}
+
 type ReduceReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TargetId      string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
-	ReducedIds    []string               `protobuf:"bytes,2,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
-	UnreducedIds  []string               `protobuf:"bytes,3,rep,name=unreduced_ids,json=unreducedIds,proto3" json:"unreduced_ids,omitempty"`
+	ReducedIds    []string               `protobuf:"bytes,2,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`       // in tree-position order
+	UnreducedIds  []string               `protobuf:"bytes,3,rep,name=unreduced_ids,json=unreducedIds,proto3" json:"unreduced_ids,omitempty"` // the other sources: valid backups
 	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Plan          *ReducePlan            `protobuf:"bytes,5,opt,name=plan,proto3" json:"plan,omitempty"` // how it was done (for tools and demos)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -868,23 +879,253 @@ func (x *ReduceReply) GetError() *Error {
 	return nil
 }
 
+func (x *ReduceReply) GetPlan() *ReducePlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// ReducePlan reports the tree a Reduce built and why.
+type ReducePlan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Degree        int32                  `protobuf:"varint,1,opt,name=degree,proto3" json:"degree,omitempty"` // 1 is a chain; 0 for the inline path
+	Shape         string                 `protobuf:"bytes,2,opt,name=shape,proto3" json:"shape,omitempty"`    // "d-ary", "chain-leaf" or "inline"
+	Positions     []*ReducePosition      `protobuf:"bytes,3,rep,name=positions,proto3" json:"positions,omitempty"`
+	Costs         []*DegreeCost          `protobuf:"bytes,4,rep,name=costs,proto3" json:"costs,omitempty"`                              // T(d) of every candidate, in microseconds
+	LatencyNs     int64                  `protobuf:"varint,5,opt,name=latency_ns,json=latencyNs,proto3" json:"latency_ns,omitempty"`    // the L used
+	Bandwidth     float64                `protobuf:"fixed64,6,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`                    // the B used, bytes per second
+	ObjectSize    int64                  `protobuf:"varint,7,opt,name=object_size,json=objectSize,proto3" json:"object_size,omitempty"` // S
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReducePlan) Reset() {
+	*x = ReducePlan{}
+	mi := &file_hoplite_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReducePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReducePlan) ProtoMessage() {}
+
+func (x *ReducePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReducePlan.ProtoReflect.Descriptor instead.
+func (*ReducePlan) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ReducePlan) GetDegree() int32 {
+	if x != nil {
+		return x.Degree
+	}
+	return 0
+}
+
+func (x *ReducePlan) GetShape() string {
+	if x != nil {
+		return x.Shape
+	}
+	return ""
+}
+
+func (x *ReducePlan) GetPositions() []*ReducePosition {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+func (x *ReducePlan) GetCosts() []*DegreeCost {
+	if x != nil {
+		return x.Costs
+	}
+	return nil
+}
+
+func (x *ReducePlan) GetLatencyNs() int64 {
+	if x != nil {
+		return x.LatencyNs
+	}
+	return 0
+}
+
+func (x *ReducePlan) GetBandwidth() float64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
+func (x *ReducePlan) GetObjectSize() int64 {
+	if x != nil {
+		return x.ObjectSize
+	}
+	return 0
+}
+
+type ReducePosition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Position      int32                  `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
+	Parent        int32                  `protobuf:"varint,2,opt,name=parent,proto3" json:"parent,omitempty"` // -1 for the root
+	ObjectId      string                 `protobuf:"bytes,3,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Arrival       int32                  `protobuf:"varint,5,opt,name=arrival,proto3" json:"arrival,omitempty"` // 0 for the first object to arrive
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReducePosition) Reset() {
+	*x = ReducePosition{}
+	mi := &file_hoplite_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReducePosition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReducePosition) ProtoMessage() {}
+
+func (x *ReducePosition) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReducePosition.ProtoReflect.Descriptor instead.
+func (*ReducePosition) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ReducePosition) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ReducePosition) GetParent() int32 {
+	if x != nil {
+		return x.Parent
+	}
+	return 0
+}
+
+func (x *ReducePosition) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *ReducePosition) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *ReducePosition) GetArrival() int32 {
+	if x != nil {
+		return x.Arrival
+	}
+	return 0
+}
+
+type DegreeCost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Degree        int32                  `protobuf:"varint,1,opt,name=degree,proto3" json:"degree,omitempty"`
+	CostUs        int64                  `protobuf:"varint,2,opt,name=cost_us,json=costUs,proto3" json:"cost_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DegreeCost) Reset() {
+	*x = DegreeCost{}
+	mi := &file_hoplite_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DegreeCost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DegreeCost) ProtoMessage() {}
+
+func (x *DegreeCost) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DegreeCost.ProtoReflect.Descriptor instead.
+func (*DegreeCost) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DegreeCost) GetDegree() int32 {
+	if x != nil {
+		return x.Degree
+	}
+	return 0
+}
+
+func (x *DegreeCost) GetCostUs() int64 {
+	if x != nil {
+		return x.CostUs
+	}
+	return 0
+}
+
 // CreateObject registers a new object by its creator (a Put). The creator
 // becomes a partial location at once so receivers can pipeline from it.
 type CreateObject struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Fingerprint   uint64                 `protobuf:"fixed64,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"` // detects a second Put with different bytes
-	Creator       *NodeRef               `protobuf:"bytes,4,opt,name=creator,proto3" json:"creator,omitempty"`
-	HasInline     bool                   `protobuf:"varint,5,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"` // objects under the inline limit live in the shard
-	InlineData    []byte                 `protobuf:"bytes,6,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId    string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Size        int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Fingerprint uint64                 `protobuf:"fixed64,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"` // detects a second Put with different bytes
+	Creator     *NodeRef               `protobuf:"bytes,4,opt,name=creator,proto3" json:"creator,omitempty"`
+	HasInline   bool                   `protobuf:"varint,5,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"` // objects under the inline limit live in the shard
+	InlineData  []byte                 `protobuf:"bytes,6,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
+	// reduce_id: the root of this Reduce creates its reserved target.
+	ReduceId      string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateObject) Reset() {
 	*x = CreateObject{}
-	mi := &file_hoplite_proto_msgTypes[10]
+	mi := &file_hoplite_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1137,7 @@ func (x *CreateObject) String() string {
 func (*CreateObject) ProtoMessage() {}
 
 func (x *CreateObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[10]
+	mi := &file_hoplite_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1150,7 @@ func (x *CreateObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObject.ProtoReflect.Descriptor instead.
 func (*CreateObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{10}
+	return file_hoplite_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateObject) GetObjectId() string {
@@ -954,6 +1195,13 @@ func (x *CreateObject) GetInlineData() []byte {
 	return nil
 }
 
+func (x *CreateObject) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
 type CreateObjectReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
@@ -965,7 +1213,7 @@ type CreateObjectReply struct {
 
 func (x *CreateObjectReply) Reset() {
 	*x = CreateObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[11]
+	mi := &file_hoplite_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1225,7 @@ func (x *CreateObjectReply) String() string {
 func (*CreateObjectReply) ProtoMessage() {}
 
 func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[11]
+	mi := &file_hoplite_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1238,7 @@ func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObjectReply.ProtoReflect.Descriptor instead.
 func (*CreateObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{11}
+	return file_hoplite_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateObjectReply) GetObjectId() string {
@@ -1030,7 +1278,7 @@ type PublishLocation struct {
 
 func (x *PublishLocation) Reset() {
 	*x = PublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1290,7 @@ func (x *PublishLocation) String() string {
 func (*PublishLocation) ProtoMessage() {}
 
 func (x *PublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1303,7 @@ func (x *PublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishLocation.ProtoReflect.Descriptor instead.
 func (*PublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PublishLocation) GetObjectId() string {
@@ -1111,7 +1359,7 @@ type UnpublishLocation struct {
 
 func (x *UnpublishLocation) Reset() {
 	*x = UnpublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1371,7 @@ func (x *UnpublishLocation) String() string {
 func (*UnpublishLocation) ProtoMessage() {}
 
 func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1384,7 @@ func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpublishLocation.ProtoReflect.Descriptor instead.
 func (*UnpublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UnpublishLocation) GetObjectId() string {
@@ -1173,7 +1421,7 @@ type Locate struct {
 
 func (x *Locate) Reset() {
 	*x = Locate{}
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1433,7 @@ func (x *Locate) String() string {
 func (*Locate) ProtoMessage() {}
 
 func (x *Locate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1446,7 @@ func (x *Locate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locate.ProtoReflect.Descriptor instead.
 func (*Locate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Locate) GetObjectId() string {
@@ -1252,7 +1500,7 @@ type LocateReply struct {
 
 func (x *LocateReply) Reset() {
 	*x = LocateReply{}
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1512,7 @@ func (x *LocateReply) String() string {
 func (*LocateReply) ProtoMessage() {}
 
 func (x *LocateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1525,7 @@ func (x *LocateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateReply.ProtoReflect.Descriptor instead.
 func (*LocateReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LocateReply) GetObjectId() string {
@@ -1347,7 +1595,7 @@ type CancelLocate struct {
 
 func (x *CancelLocate) Reset() {
 	*x = CancelLocate{}
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1607,7 @@ func (x *CancelLocate) String() string {
 func (*CancelLocate) ProtoMessage() {}
 
 func (x *CancelLocate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1620,7 @@ func (x *CancelLocate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLocate.ProtoReflect.Descriptor instead.
 func (*CancelLocate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelLocate) GetObjectId() string {
@@ -1401,7 +1649,7 @@ type FetchDone struct {
 
 func (x *FetchDone) Reset() {
 	*x = FetchDone{}
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1661,7 @@ func (x *FetchDone) String() string {
 func (*FetchDone) ProtoMessage() {}
 
 func (x *FetchDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1674,7 @@ func (x *FetchDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchDone.ProtoReflect.Descriptor instead.
 func (*FetchDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{17}
+	return file_hoplite_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FetchDone) GetObjectId() string {
@@ -1463,7 +1711,7 @@ type FetchAborted struct {
 
 func (x *FetchAborted) Reset() {
 	*x = FetchAborted{}
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1723,7 @@ func (x *FetchAborted) String() string {
 func (*FetchAborted) ProtoMessage() {}
 
 func (x *FetchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1736,7 @@ func (x *FetchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchAborted.ProtoReflect.Descriptor instead.
 func (*FetchAborted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{18}
+	return file_hoplite_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FetchAborted) GetObjectId() string {
@@ -1521,7 +1769,7 @@ type DeleteObject struct {
 
 func (x *DeleteObject) Reset() {
 	*x = DeleteObject{}
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1781,7 @@ func (x *DeleteObject) String() string {
 func (*DeleteObject) ProtoMessage() {}
 
 func (x *DeleteObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1794,7 @@ func (x *DeleteObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObject.ProtoReflect.Descriptor instead.
 func (*DeleteObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{19}
+	return file_hoplite_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteObject) GetObjectId() string {
@@ -1567,7 +1815,7 @@ type DeleteObjectReply struct {
 
 func (x *DeleteObjectReply) Reset() {
 	*x = DeleteObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1827,7 @@ func (x *DeleteObjectReply) String() string {
 func (*DeleteObjectReply) ProtoMessage() {}
 
 func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1840,7 @@ func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectReply.ProtoReflect.Descriptor instead.
 func (*DeleteObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{20}
+	return file_hoplite_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteObjectReply) GetObjectId() string {
@@ -1626,7 +1874,7 @@ type DropObject struct {
 
 func (x *DropObject) Reset() {
 	*x = DropObject{}
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1886,7 @@ func (x *DropObject) String() string {
 func (*DropObject) ProtoMessage() {}
 
 func (x *DropObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1899,7 @@ func (x *DropObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropObject.ProtoReflect.Descriptor instead.
 func (*DropObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{21}
+	return file_hoplite_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DropObject) GetObjectId() string {
@@ -1672,7 +1920,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1932,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1945,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{22}
+	return file_hoplite_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Subscribe) GetObjectId() string {
@@ -1716,7 +1964,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1976,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1989,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{23}
+	return file_hoplite_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -1766,7 +2014,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +2026,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +2039,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{24}
+	return file_hoplite_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -1856,7 +2104,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2116,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2129,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{25}
+	return file_hoplite_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -1917,7 +2165,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2177,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2190,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{26}
+	return file_hoplite_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -1988,7 +2236,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2248,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2261,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{27}
+	return file_hoplite_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -2065,7 +2313,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2325,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2338,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{28}
+	return file_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -2135,6 +2383,593 @@ func (x *ObjectInfo) GetTransfers() []*Transfer {
 	return nil
 }
 
+// StartReduce asks the shard that owns target_id to run a Reduce. The
+// requester (the message's sender) gets the ReduceReply.
+type StartReduce struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reduce        *Reduce                `protobuf:"bytes,1,opt,name=reduce,proto3" json:"reduce,omitempty"`
+	Caller        *NodeRef               `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartReduce) Reset() {
+	*x = StartReduce{}
+	mi := &file_hoplite_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartReduce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartReduce) ProtoMessage() {}
+
+func (x *StartReduce) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
+func (*StartReduce) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *StartReduce) GetReduce() *Reduce {
+	if x != nil {
+		return x.Reduce
+	}
+	return nil
+}
+
+func (x *StartReduce) GetCaller() *NodeRef {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+// ReduceInput is one stream a tree node reduces: a child's output, or a
+// leaf's source object, on the node that holds it.
+type ReduceInput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	ObjectId      string                 `protobuf:"bytes,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceInput) Reset() {
+	*x = ReduceInput{}
+	mi := &file_hoplite_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceInput) ProtoMessage() {}
+
+func (x *ReduceInput) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
+func (*ReduceInput) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReduceInput) GetNode() *NodeRef {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *ReduceInput) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+// ReduceTask tells a store node to run one tree position: reduce its own
+// source with its children's outputs, chunk by chunk, into output_id (the
+// target itself at the root), and stream it to its parent.
+type ReduceTask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	TargetId      string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	Op            ReduceOp               `protobuf:"varint,3,opt,name=op,proto3,enum=hoplite.ReduceOp" json:"op,omitempty"`
+	Dtype         DType                  `protobuf:"varint,4,opt,name=dtype,proto3,enum=hoplite.DType" json:"dtype,omitempty"`
+	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Position      int32                  `protobuf:"varint,6,opt,name=position,proto3" json:"position,omitempty"`
+	Root          bool                   `protobuf:"varint,7,opt,name=root,proto3" json:"root,omitempty"`
+	SourceId      string                 `protobuf:"bytes,8,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
+	Children      []*ReduceInput         `protobuf:"bytes,9,rep,name=children,proto3" json:"children,omitempty"`
+	OutputId      string                 `protobuf:"bytes,10,opt,name=output_id,json=outputId,proto3" json:"output_id,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,11,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceTask) Reset() {
+	*x = ReduceTask{}
+	mi := &file_hoplite_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceTask) ProtoMessage() {}
+
+func (x *ReduceTask) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
+func (*ReduceTask) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReduceTask) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceTask) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *ReduceTask) GetOp() ReduceOp {
+	if x != nil {
+		return x.Op
+	}
+	return ReduceOp_REDUCE_OP_UNSPECIFIED
+}
+
+func (x *ReduceTask) GetDtype() DType {
+	if x != nil {
+		return x.Dtype
+	}
+	return DType_DTYPE_UNSPECIFIED
+}
+
+func (x *ReduceTask) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ReduceTask) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ReduceTask) GetRoot() bool {
+	if x != nil {
+		return x.Root
+	}
+	return false
+}
+
+func (x *ReduceTask) GetSourceId() string {
+	if x != nil {
+		return x.SourceId
+	}
+	return ""
+}
+
+func (x *ReduceTask) GetChildren() []*ReduceInput {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *ReduceTask) GetOutputId() string {
+	if x != nil {
+		return x.OutputId
+	}
+	return ""
+}
+
+func (x *ReduceTask) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+// ReduceTaskStarted: the position's output exists and can be streamed.
+type ReduceTaskStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceTaskStarted) Reset() {
+	*x = ReduceTaskStarted{}
+	mi := &file_hoplite_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceTaskStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceTaskStarted) ProtoMessage() {}
+
+func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
+func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ReduceTaskStarted) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceTaskStarted) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ReduceTaskStarted) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ReduceTaskDone: the position's output is complete (or failed).
+type ReduceTaskDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceTaskDone) Reset() {
+	*x = ReduceTaskDone{}
+	mi := &file_hoplite_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceTaskDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceTaskDone) ProtoMessage() {}
+
+func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
+func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ReduceTaskDone) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceTaskDone) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ReduceTaskDone) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
+// the target is kept on success and dropped on failure.
+type ReduceRelease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	KeepTarget    bool                   `protobuf:"varint,2,opt,name=keep_target,json=keepTarget,proto3" json:"keep_target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceRelease) Reset() {
+	*x = ReduceRelease{}
+	mi := &file_hoplite_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceRelease) ProtoMessage() {}
+
+func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
+func (*ReduceRelease) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReduceRelease) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceRelease) GetKeepTarget() bool {
+	if x != nil {
+		return x.KeepTarget
+	}
+	return false
+}
+
+// StoreReduced asks the caller's node to store a result computed without a
+// tree (small objects): a Put of the reserved target.
+type StoreReduced struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	TargetId      string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreReduced) Reset() {
+	*x = StoreReduced{}
+	mi := &file_hoplite_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreReduced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreReduced) ProtoMessage() {}
+
+func (x *StoreReduced) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
+func (*StoreReduced) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *StoreReduced) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *StoreReduced) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *StoreReduced) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *StoreReduced) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type StoreReducedReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreReducedReply) Reset() {
+	*x = StoreReducedReply{}
+	mi := &file_hoplite_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreReducedReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreReducedReply) ProtoMessage() {}
+
+func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
+func (*StoreReducedReply) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *StoreReducedReply) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *StoreReducedReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ReleaseTarget frees a target id reserved by a Reduce that failed, so
+// that nothing half-done remains and the id may be used again.
+type ReleaseTarget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TargetId      string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	ReduceId      string                 `protobuf:"bytes,2,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseTarget) Reset() {
+	*x = ReleaseTarget{}
+	mi := &file_hoplite_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseTarget) ProtoMessage() {}
+
+func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
+func (*ReleaseTarget) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ReleaseTarget) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *ReleaseTarget) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
 var File_hoplite_proto protoreflect.FileDescriptor
 
 const file_hoplite_proto_rawDesc = "" +
@@ -2171,7 +3006,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"P\n" +
 	"\vDeleteReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xcd\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xec\x01\n" +
 	"\x06Reduce\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1d\n" +
 	"\n" +
@@ -2181,13 +3016,37 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x02op\x18\x04 \x01(\x0e2\x11.hoplite.ReduceOpR\x02op\x12$\n" +
 	"\x05dtype\x18\x05 \x01(\x0e2\x0e.hoplite.DTypeR\x05dtype\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\"\x96\x01\n" +
+	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12\x1d\n" +
+	"\n" +
+	"all_reduce\x18\a \x01(\bR\tallReduce\"\xbf\x01\n" +
 	"\vReduceReply\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1f\n" +
 	"\vreduced_ids\x18\x02 \x03(\tR\n" +
 	"reducedIds\x12#\n" +
 	"\runreduced_ids\x18\x03 \x03(\tR\funreducedIds\x12$\n" +
-	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xcd\x01\n" +
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
+	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\"\xfa\x01\n" +
+	"\n" +
+	"ReducePlan\x12\x16\n" +
+	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +
+	"\x05shape\x18\x02 \x01(\tR\x05shape\x125\n" +
+	"\tpositions\x18\x03 \x03(\v2\x17.hoplite.ReducePositionR\tpositions\x12)\n" +
+	"\x05costs\x18\x04 \x03(\v2\x13.hoplite.DegreeCostR\x05costs\x12\x1d\n" +
+	"\n" +
+	"latency_ns\x18\x05 \x01(\x03R\tlatencyNs\x12\x1c\n" +
+	"\tbandwidth\x18\x06 \x01(\x01R\tbandwidth\x12\x1f\n" +
+	"\vobject_size\x18\a \x01(\x03R\n" +
+	"objectSize\"\x94\x01\n" +
+	"\x0eReducePosition\x12\x1a\n" +
+	"\bposition\x18\x01 \x01(\x05R\bposition\x12\x16\n" +
+	"\x06parent\x18\x02 \x01(\x05R\x06parent\x12\x1b\n" +
+	"\tobject_id\x18\x03 \x01(\tR\bobjectId\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x18\n" +
+	"\aarrival\x18\x05 \x01(\x05R\aarrival\"=\n" +
+	"\n" +
+	"DegreeCost\x12\x16\n" +
+	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x17\n" +
+	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xea\x01\n" +
 	"\fCreateObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
@@ -2196,7 +3055,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"has_inline\x18\x05 \x01(\bR\thasInline\x12\x1f\n" +
 	"\vinline_data\x18\x06 \x01(\fR\n" +
-	"inlineData\"p\n" +
+	"inlineData\x12\x1b\n" +
+	"\treduce_id\x18\a \x01(\tR\breduceId\"p\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
@@ -2287,7 +3147,52 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"has_inline\x18\x04 \x01(\bR\thasInline\x12/\n" +
 	"\tlocations\x18\x05 \x03(\v2\x11.hoplite.LocationR\tlocations\x12/\n" +
-	"\ttransfers\x18\x06 \x03(\v2\x11.hoplite.TransferR\ttransfers*\x9b\x01\n" +
+	"\ttransfers\x18\x06 \x03(\v2\x11.hoplite.TransferR\ttransfers\"`\n" +
+	"\vStartReduce\x12'\n" +
+	"\x06reduce\x18\x01 \x01(\v2\x0f.hoplite.ReduceR\x06reduce\x12(\n" +
+	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"P\n" +
+	"\vReduceInput\x12$\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
+	"\tobject_id\x18\x02 \x01(\tR\bobjectId\"\xde\x02\n" +
+	"\n" +
+	"ReduceTask\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
+	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12!\n" +
+	"\x02op\x18\x03 \x01(\x0e2\x11.hoplite.ReduceOpR\x02op\x12$\n" +
+	"\x05dtype\x18\x04 \x01(\x0e2\x0e.hoplite.DTypeR\x05dtype\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x1a\n" +
+	"\bposition\x18\x06 \x01(\x05R\bposition\x12\x12\n" +
+	"\x04root\x18\a \x01(\bR\x04root\x12\x1b\n" +
+	"\tsource_id\x18\b \x01(\tR\bsourceId\x120\n" +
+	"\bchildren\x18\t \x03(\v2\x14.hoplite.ReduceInputR\bchildren\x12\x1b\n" +
+	"\toutput_id\x18\n" +
+	" \x01(\tR\boutputId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\v \x01(\x03R\ttimeoutMs\"r\n" +
+	"\x11ReduceTaskStarted\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"o\n" +
+	"\x0eReduceTaskDone\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"M\n" +
+	"\rReduceRelease\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
+	"\vkeep_target\x18\x02 \x01(\bR\n" +
+	"keepTarget\"{\n" +
+	"\fStoreReduced\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
+	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"V\n" +
+	"\x11StoreReducedReply\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12$\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"I\n" +
+	"\rReleaseTarget\x12\x1b\n" +
+	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1b\n" +
+	"\treduce_id\x18\x02 \x01(\tR\breduceId*\x9b\x01\n" +
 	"\tErrorCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
@@ -2329,7 +3234,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -2345,25 +3250,37 @@ var file_hoplite_proto_goTypes = []any{
 	(*DeleteReply)(nil),       // 11: hoplite.DeleteReply
 	(*Reduce)(nil),            // 12: hoplite.Reduce
 	(*ReduceReply)(nil),       // 13: hoplite.ReduceReply
-	(*CreateObject)(nil),      // 14: hoplite.CreateObject
-	(*CreateObjectReply)(nil), // 15: hoplite.CreateObjectReply
-	(*PublishLocation)(nil),   // 16: hoplite.PublishLocation
-	(*UnpublishLocation)(nil), // 17: hoplite.UnpublishLocation
-	(*Locate)(nil),            // 18: hoplite.Locate
-	(*LocateReply)(nil),       // 19: hoplite.LocateReply
-	(*CancelLocate)(nil),      // 20: hoplite.CancelLocate
-	(*FetchDone)(nil),         // 21: hoplite.FetchDone
-	(*FetchAborted)(nil),      // 22: hoplite.FetchAborted
-	(*DeleteObject)(nil),      // 23: hoplite.DeleteObject
-	(*DeleteObjectReply)(nil), // 24: hoplite.DeleteObjectReply
-	(*DropObject)(nil),        // 25: hoplite.DropObject
-	(*Subscribe)(nil),         // 26: hoplite.Subscribe
-	(*Unsubscribe)(nil),       // 27: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),    // 28: hoplite.LocationUpdate
-	(*QueryObject)(nil),       // 29: hoplite.QueryObject
-	(*Location)(nil),          // 30: hoplite.Location
-	(*Transfer)(nil),          // 31: hoplite.Transfer
-	(*ObjectInfo)(nil),        // 32: hoplite.ObjectInfo
+	(*ReducePlan)(nil),        // 14: hoplite.ReducePlan
+	(*ReducePosition)(nil),    // 15: hoplite.ReducePosition
+	(*DegreeCost)(nil),        // 16: hoplite.DegreeCost
+	(*CreateObject)(nil),      // 17: hoplite.CreateObject
+	(*CreateObjectReply)(nil), // 18: hoplite.CreateObjectReply
+	(*PublishLocation)(nil),   // 19: hoplite.PublishLocation
+	(*UnpublishLocation)(nil), // 20: hoplite.UnpublishLocation
+	(*Locate)(nil),            // 21: hoplite.Locate
+	(*LocateReply)(nil),       // 22: hoplite.LocateReply
+	(*CancelLocate)(nil),      // 23: hoplite.CancelLocate
+	(*FetchDone)(nil),         // 24: hoplite.FetchDone
+	(*FetchAborted)(nil),      // 25: hoplite.FetchAborted
+	(*DeleteObject)(nil),      // 26: hoplite.DeleteObject
+	(*DeleteObjectReply)(nil), // 27: hoplite.DeleteObjectReply
+	(*DropObject)(nil),        // 28: hoplite.DropObject
+	(*Subscribe)(nil),         // 29: hoplite.Subscribe
+	(*Unsubscribe)(nil),       // 30: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),    // 31: hoplite.LocationUpdate
+	(*QueryObject)(nil),       // 32: hoplite.QueryObject
+	(*Location)(nil),          // 33: hoplite.Location
+	(*Transfer)(nil),          // 34: hoplite.Transfer
+	(*ObjectInfo)(nil),        // 35: hoplite.ObjectInfo
+	(*StartReduce)(nil),       // 36: hoplite.StartReduce
+	(*ReduceInput)(nil),       // 37: hoplite.ReduceInput
+	(*ReduceTask)(nil),        // 38: hoplite.ReduceTask
+	(*ReduceTaskStarted)(nil), // 39: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 40: hoplite.ReduceTaskDone
+	(*ReduceRelease)(nil),     // 41: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 42: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 43: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 44: hoplite.ReleaseTarget
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -2373,35 +3290,47 @@ var file_hoplite_proto_depIdxs = []int32{
 	1,  // 4: hoplite.Reduce.op:type_name -> hoplite.ReduceOp
 	2,  // 5: hoplite.Reduce.dtype:type_name -> hoplite.DType
 	4,  // 6: hoplite.ReduceReply.error:type_name -> hoplite.Error
-	5,  // 7: hoplite.CreateObject.creator:type_name -> hoplite.NodeRef
-	4,  // 8: hoplite.CreateObjectReply.error:type_name -> hoplite.Error
-	5,  // 9: hoplite.PublishLocation.node:type_name -> hoplite.NodeRef
-	3,  // 10: hoplite.PublishLocation.state:type_name -> hoplite.LocationState
-	5,  // 11: hoplite.UnpublishLocation.node:type_name -> hoplite.NodeRef
-	5,  // 12: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
-	5,  // 13: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
-	4,  // 14: hoplite.LocateReply.error:type_name -> hoplite.Error
-	5,  // 15: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
-	3,  // 16: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
-	5,  // 17: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
-	5,  // 18: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
-	5,  // 19: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
-	5,  // 20: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
-	5,  // 21: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
-	4,  // 22: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
-	5,  // 23: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
-	5,  // 24: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 25: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	5,  // 26: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 27: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 28: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	30, // 29: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	31, // 30: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	14, // 7: hoplite.ReduceReply.plan:type_name -> hoplite.ReducePlan
+	15, // 8: hoplite.ReducePlan.positions:type_name -> hoplite.ReducePosition
+	16, // 9: hoplite.ReducePlan.costs:type_name -> hoplite.DegreeCost
+	5,  // 10: hoplite.CreateObject.creator:type_name -> hoplite.NodeRef
+	4,  // 11: hoplite.CreateObjectReply.error:type_name -> hoplite.Error
+	5,  // 12: hoplite.PublishLocation.node:type_name -> hoplite.NodeRef
+	3,  // 13: hoplite.PublishLocation.state:type_name -> hoplite.LocationState
+	5,  // 14: hoplite.UnpublishLocation.node:type_name -> hoplite.NodeRef
+	5,  // 15: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
+	5,  // 16: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
+	4,  // 17: hoplite.LocateReply.error:type_name -> hoplite.Error
+	5,  // 18: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
+	3,  // 19: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
+	5,  // 20: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
+	5,  // 21: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
+	5,  // 22: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
+	5,  // 23: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
+	5,  // 24: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
+	4,  // 25: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
+	5,  // 26: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
+	5,  // 27: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 28: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	5,  // 29: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 30: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 31: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	33, // 32: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	34, // 33: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 34: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 35: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 36: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 37: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 38: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	37, // 39: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	4,  // 40: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 41: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 42: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -2415,7 +3344,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   29,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -104,6 +104,9 @@ type entry struct {
 	transfers   []*messages.Transfer
 	waiters     []*waiter
 	subscribers []subscriber
+	// reservedBy is the Reduce that will create this object; nobody else
+	// may create it meanwhile.
+	reservedBy string
 }
 
 // LocationTable is the state of one directory shard. It is not safe for
@@ -156,7 +159,7 @@ func (t *LocationTable) entry(id string) *entry {
 // forgetIfIdle drops an entry that holds nothing and nobody waits on, so
 // Gets of ids that never appear leave no trace once they give up.
 func (t *LocationTable) forgetIfIdle(e *entry) {
-	if !e.known && len(e.waiters) == 0 && len(e.subscribers) == 0 {
+	if !e.known && e.reservedBy == "" && len(e.waiters) == 0 && len(e.subscribers) == 0 {
 		delete(t.entries, e.id)
 	}
 }
@@ -177,6 +180,12 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
 	}
 	e := t.entry(id)
+	if e.reservedBy != req.GetReduceId() {
+		if req.GetReduceId() != "" {
+			return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", id, req.GetReduceId()), false)
+		}
+		return reply(messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id), false)
+	}
 	if e.known && len(e.locs) == 0 && !e.hasInline {
 		// Every copy is gone (a creator that failed before it finished, or
 		// whose node died): the object can be created again.
@@ -219,6 +228,11 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
 	state := req.GetState()
 	if state != messages.LocationState_PARTIAL && state != messages.LocationState_COMPLETE {
 		return nil
+	}
+	if state == messages.LocationState_COMPLETE && req.GetCreator() && e.reservedBy != "" {
+		// A Reduce's root finished its target: only now are its contents,
+		// and so its fingerprint, known.
+		e.fingerprint, e.reservedBy = req.GetFingerprint(), ""
 	}
 	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
 	return append(out, t.serveWaiters(e)...)
@@ -337,6 +351,43 @@ func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
 	delete(t.entries, id)
 	t.addTombstone(id)
 	return append(out, Send{To: replyTo, Msg: reply})
+}
+
+// Reserve keeps id free for the Reduce reduceID to create. It fails if the
+// id exists, was deleted, or is already reserved.
+func (t *LocationTable) Reserve(id, reduceID string) *messages.Error {
+	if err := t.check(id); err != nil {
+		return err
+	}
+	e := t.entry(id)
+	switch {
+	case e.known:
+		return messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q already exists", id)
+	case e.reservedBy != "":
+		return messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q is already being produced", id)
+	}
+	e.reservedBy = reduceID
+	return nil
+}
+
+// Release undoes a failed Reduce: its reservation goes, and so does any
+// partial target it created (copies dropped, no tombstone), so nothing
+// half-done remains and the id can be used again. Waiting Gets keep waiting.
+func (t *LocationTable) Release(req *messages.ReleaseTarget) []Send {
+	e := t.entries[req.GetTargetId()]
+	if e == nil || e.reservedBy != req.GetReduceId() || req.GetReduceId() == "" {
+		return nil
+	}
+	e.reservedBy = ""
+	var out []Send
+	for _, loc := range t.sortedLocations(e) {
+		out = append(out, t.removeLocation(e, loc.node.GetNodeId())...)
+		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id}})
+	}
+	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
+	e.transfers = nil
+	t.forgetIfIdle(e)
+	return out
 }
 
 // Subscribe pushes every current and future location of the object to

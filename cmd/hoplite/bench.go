@@ -31,6 +31,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	if *nodes < 2 || *sizeMiB < 1 || *reps < 1 || *chunkKiB < 1 {
+		return fmt.Errorf("need -nodes >= 2, -size-mib >= 1, -reps >= 1 and -chunk-kib >= 1")
+	}
 	log := logrus.New()
 	log.SetOutput(stderr)
 	log.SetLevel(logrus.WarnLevel)
