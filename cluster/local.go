@@ -8,6 +8,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -36,6 +38,11 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
 	StallTimeout time.Duration
+	// ReduceShape is coordinator.ShapeDAry (default: degree by the cost
+	// model) or coordinator.ShapeChainLeaf.
+	ReduceShape string
+	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
+	ReduceDegree int
 	// Hooks are test and fault-injection points in every node.
 	Hooks storenode.Hooks
 	// Log receives the cluster's logs and Proto.Actor's (default: logrus's
@@ -81,6 +88,17 @@ func StartLocal(cfg Config) (*Local, error) {
 	}
 	shardFor := func(id string) *actor.PID { return l.shards[directory.ShardIndex(id, len(l.shards))] }
 	log := logrus.NewEntry(cfg.Log)
+	// One process, one network: every node shares the measurements.
+	estimator := plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	inline := cfg.InlineLimit
+	if inline == 0 {
+		inline = 64 << 10
+	}
+	coordinatorConfig := coordinator.ActorConfig{ShardFor: shardFor, Estimator: estimator, Log: log,
+		Reduce: coordinator.Config{InlineLimit: inline, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
+	newCoordinator := func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
+		return coordinator.NewProps(coordinatorConfig, id, start, requester)
+	}
 	for i := 0; i < cfg.Nodes; i++ {
 		name := nodeName(i)
 		store := storenode.NewStore(cfg.Capacity)
@@ -93,11 +111,11 @@ func StartLocal(cfg Config) (*Local, error) {
 		children := []child{{name: "store", props: storenode.NewProps(storenode.Config{
 			Self: ref, Store: store, ShardFor: shardFor, Transport: l.transport,
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: log,
+			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: log, Estimator: estimator,
 		})}}
 		for j := i; j < cfg.Shards; j += cfg.Nodes {
 			children = append(children, child{name: fmt.Sprintf("shard-%d", j), props: directory.NewShardProps(directory.ShardConfig{
-				Table: directory.TableConfig{InlineLimit: cfg.InlineLimit}, Log: log,
+				Table: directory.TableConfig{InlineLimit: cfg.InlineLimit}, Log: log, NewCoordinator: newCoordinator,
 			})})
 		}
 		sup, err := system.Root.SpawnNamed(nodeSupervisorProps(children), name)

@@ -495,8 +495,11 @@ type Get struct {
 	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	// read_only returns the store's own buffer (in process): the caller must
 	// not modify it.
-	ReadOnly      bool  `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
-	TimeoutMs     int64 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	ReadOnly  bool  `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	TimeoutMs int64 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// prefetch brings the object into this node's store and replies without
+	// the bytes (AllReduce uses it to place the result on participants).
+	Prefetch      bool `protobuf:"varint,4,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -550,6 +553,13 @@ func (x *Get) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *Get) GetPrefetch() bool {
+	if x != nil {
+		return x.Prefetch
+	}
+	return false
 }
 
 type GetReply struct {
@@ -2990,12 +3000,13 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"M\n" +
 	"\bPutReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"^\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"z\n" +
 	"\x03Get\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"a\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x1a\n" +
+	"\bprefetch\x18\x04 \x01(\bR\bprefetch\"a\n" +
 	"\bGetReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12$\n" +

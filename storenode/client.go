@@ -46,6 +46,8 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		m.TimeoutMs = timeoutMs(ctx)
 	case *messages.QueryObject:
 		m.TimeoutMs = timeoutMs(ctx)
+	case *messages.Reduce:
+		m.TimeoutMs = timeoutMs(ctx)
 	}
 	return request(ctx, c.root, c.node, msg)
 }
@@ -118,6 +120,37 @@ func (c *Client) Info(ctx context.Context, id string, wait bool) (*messages.Obje
 	}
 	if err := messages.ErrOrNil(r.GetError()); err != nil {
 		return nil, err
+	}
+	return r, nil
+}
+
+// Reduce creates target from the first num of sources to become ready,
+// combined element-wise with op over dtype (little-endian arrays of equal
+// size). The reply lists which sources were reduced, in tree order, and
+// which were not (they stay valid). It returns when target is complete;
+// target can be fetched (and streamed) while it is being produced.
+func (c *Client) Reduce(ctx context.Context, target string, sources []string, num int, op messages.ReduceOp, dtype messages.DType) (*messages.ReduceReply, error) {
+	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: op, Dtype: dtype})
+}
+
+// AllReduce is Reduce followed by a broadcast of target to every node that
+// held a reduced source; the broadcast starts as soon as the target's
+// first chunk exists. It returns when every such node has the result.
+func (c *Client) AllReduce(ctx context.Context, target string, sources []string, num int, op messages.ReduceOp, dtype messages.DType) (*messages.ReduceReply, error) {
+	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: op, Dtype: dtype, AllReduce: true})
+}
+
+func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (*messages.ReduceReply, error) {
+	res, err := c.call(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.ReduceReply)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Reduce", res)
+	}
+	if err := messages.ErrOrNil(r.GetError()); err != nil {
+		return r, err
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	// Naive fetches every object from its creator (the baseline without
 	// collectives, for comparisons).
 	Naive bool
+	// Estimator receives measured transfer bandwidth and control latency
+	// (the L and B of the reduce cost model); nil disables measuring.
+	Estimator *plan.Estimator
 	// Hooks let tests and fault injection act at chosen points.
 	Hooks Hooks
 	// Log is where this node logs.

@@ -113,9 +113,15 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
 			return f.abort(system, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", id, loc.GetSize(), f.obj.Size()))
 		}
+		begin, from := time.Now(), f.written()
 		err = f.stream(ctx, w, loc.GetSender())
 		switch {
 		case err == nil:
+			// Only a whole-enough transfer from a complete copy measures
+			// the network rather than an upstream still arriving.
+			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= 4*int64(f.cfg.ChunkSize) {
+				f.cfg.Estimator.ObserveTransfer(moved, time.Since(begin))
+			}
 			if err := f.cfg.Store.Complete(f.obj); err != nil {
 				return err
 			}
@@ -134,6 +140,11 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			"offset": written, "error": err}).Info("sender failed; locating another")
 		failed = loc.GetSender()
 	}
+}
+
+func (f *fetchSession) written() int64 {
+	w, _, _ := f.obj.Progress()
+	return w
 }
 
 func later(a, b time.Time) time.Time {

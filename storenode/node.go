@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -22,7 +24,8 @@ import (
 // blocks behind a copy.
 type StoreNode struct {
 	cfg     *Config
-	fetches map[string]*fetchState // in-flight fetches, by object id
+	fetches map[string]*fetchState   // in-flight fetches, by object id
+	reduces map[string][]*actor.PID // reduce workers, by reduce id
 }
 
 type fetchState struct {
@@ -50,7 +53,19 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		n.fetches = map[string]*fetchState{}
+		n.reduces = map[string][]*actor.PID{}
 		n.resume(ctx)
+	case *messages.Reduce:
+		n.reduce(ctx, m)
+	case *messages.ReduceTask:
+		n.reduceTask(ctx, m)
+	case *messages.ReduceRelease:
+		for _, pid := range n.reduces[m.GetReduceId()] {
+			ctx.Send(pid, m)
+		}
+		delete(n.reduces, m.GetReduceId())
+	case *messages.StoreReduced:
+		n.storeReduced(ctx, m)
 	case *messages.Put:
 		n.put(ctx, m)
 	case *messages.Get:
@@ -75,6 +90,12 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		for id, f := range n.fetches {
 			if f.pid.Equal(m.GetWho()) {
 				delete(n.fetches, id)
+			}
+		}
+		for id, pids := range n.reduces {
+			n.reduces[id] = slices.DeleteFunc(pids, func(p *actor.PID) bool { return p.Equal(m.GetWho()) })
+			if len(n.reduces[id]) == 0 {
+				delete(n.reduces, id)
 			}
 		}
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -137,7 +158,7 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
 	go func() {
 		defer cancel()
-		err := n.putObject(rctx, system, id, data)
+		err := n.putObject(rctx, system, id, data, "")
 		if err != nil {
 			n.cfg.Log.WithFields(logrus.Fields{"object": id, "error": err}).Debug("put failed")
 		}
@@ -148,7 +169,7 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 // putObject stores a creator copy: register with the directory (the
 // creator is a partial location from then on, so receivers may start
 // pipelining), copy the bytes in chunk by chunk, then publish COMPLETE.
-func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id string, data []byte) error {
+func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id string, data []byte, reduceID string) error {
 	if local := n.cfg.Store.Lookup(id); local != nil {
 		return n.samePut(ctx, local, data)
 	}
@@ -164,11 +185,17 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 		return err
 	}
 	n.unpublish(system, evicted)
-	create := &messages.CreateObject{ObjectId: id, Size: size, Fingerprint: fp, Creator: n.cfg.Self}
+	create := &messages.CreateObject{ObjectId: id, Size: size, Fingerprint: fp, Creator: n.cfg.Self, ReduceId: reduceID}
 	if size < n.cfg.InlineLimit {
 		create.HasInline, create.InlineData = true, data
 	}
+	sent := time.Now()
 	res, err := request(ctx, system.Root, n.cfg.ShardFor(id), create)
+	if err == nil && n.cfg.Estimator != nil {
+		// A CreateObject is answered at once: half its round trip is one
+		// control message's latency.
+		n.cfg.Estimator.ObserveLatency(time.Since(sent) / 2)
+	}
 	if err != nil {
 		n.cfg.Store.Abort(obj, err)
 		// The shard may have registered us before the deadline hit.
@@ -247,6 +274,8 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 		r := &messages.GetReply{ObjectId: id}
 		if err := obj.WaitComplete(rctx); err != nil {
 			r.Error = messages.AsError(err)
+		} else if m.GetPrefetch() {
+			// The object is here; the caller did not want the bytes.
 		} else if b, err := obj.Bytes(); err != nil {
 			r.Error = messages.AsError(err)
 		} else if m.GetReadOnly() {
@@ -298,5 +327,39 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 			r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to DeleteObject", res)
 		}
 		reply(system, sender, r)
+	}()
+}
+
+func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
+	if err := coordinator.ValidateReduce(m, n.cfg.MaxObjectIDLen); err != nil {
+		reply(ctx.ActorSystem(), ctx.Sender(), &messages.ReduceReply{TargetId: m.GetTargetId(), Error: err})
+		return
+	}
+	if m.GetTimeoutMs() <= 0 {
+		m = proto.CloneOf(m)
+		m.TimeoutMs = n.cfg.DefaultTimeout.Milliseconds()
+	}
+	// The coordinator answers the original requester directly.
+	start := &messages.StartReduce{Reduce: m, Caller: n.cfg.Self}
+	if ctx.Sender() != nil {
+		ctx.RequestWithCustomSender(n.cfg.ShardFor(m.GetTargetId()), start, ctx.Sender())
+	} else {
+		ctx.Send(n.cfg.ShardFor(m.GetTargetId()), start)
+	}
+}
+
+func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
+	pid := ctx.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
+	n.reduces[m.GetReduceId()] = append(n.reduces[m.GetReduceId()], pid)
+}
+
+// storeReduced stores a result the coordinator computed without a tree.
+func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
+	sender, system := ctx.Sender(), ctx.ActorSystem()
+	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
+	go func() {
+		defer cancel()
+		err := n.putObject(rctx, system, m.GetTargetId(), m.GetData(), m.GetReduceId())
+		reply(system, sender, &messages.StoreReducedReply{ReduceId: m.GetReduceId(), Error: messages.AsError(err)})
 	}()
 }

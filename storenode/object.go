@@ -103,10 +103,46 @@ func (o *Object) NewWriter() *Writer {
 func (w *Writer) Append(p []byte) error {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	return w.o.appendLocked(p)
+}
+
+// Tail is the unwritten rest of the buffer, for a writer that computes in
+// place (a reduce); Advance then publishes what it wrote.
+func (w *Writer) Tail() ([]byte, error) {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	if w.o.size < 0 {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q has no buffer yet", w.o.id)
+	}
+	return w.o.buf[w.o.written:w.o.size:w.o.size], nil
+}
+
+// Advance publishes n bytes written in place at the front of Tail.
+func (w *Writer) Advance(n int) error {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if n < 0 || w.o.written+int64(n) > w.o.size {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: advance of %d at %d overflows size %d", w.o.id, n, w.o.written, w.o.size)
+	}
+	w.o.written += int64(n)
+	w.o.broadcast()
+	return nil
+}
+
+func (w *Writer) usable() error {
 	if w.gen != w.o.writerGen {
 		return messages.Errorf(messages.ErrorCode_CANCELED, "object %q: writer superseded", w.o.id)
 	}
-	return w.o.appendLocked(p)
+	return w.o.err
 }
 
 func (o *Object) appendLocked(p []byte) error {

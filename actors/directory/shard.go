@@ -1,6 +1,8 @@
 package directory
 
 import (
+	"crypto/rand"
+	"fmt"
 	"hash/fnv"
 	"time"
 
@@ -19,11 +21,6 @@ func ShardIndex(id string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// NodePID is the store node actor a NodeRef names.
-func NodePID(n *messages.NodeRef) *actor.PID {
-	return actor.NewPID(n.GetAddress(), n.GetActorId())
-}
-
 // ShardConfig configures a directory shard actor.
 type ShardConfig struct {
 	Table TableConfig
@@ -31,6 +28,9 @@ type ShardConfig struct {
 	// deadline (default 20ms).
 	TickInterval time.Duration
 	Log          *logrus.Entry
+	// NewCoordinator returns the props of the coordinator of one Reduce
+	// (injected so the directory does not depend on the coordinator).
+	NewCoordinator func(reduceID string, start *messages.StartReduce, requester *actor.PID) *actor.Props
 }
 
 type tick struct{}
@@ -103,6 +103,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 		}
 	case *messages.QueryObject:
 		out = s.table.Query(m, ctx.Sender(), now)
+	case *messages.StartReduce:
+		s.startReduce(ctx, m)
+		return
+	case *messages.ReleaseTarget:
+		out = s.table.Release(m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	default:
@@ -110,6 +115,30 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	}
 	s.deliver(ctx, out)
+}
+
+// startReduce reserves the target and spawns the Reduce's coordinator as a
+// child: the target's shard is where Gets of the target wait, and it
+// rejects a second Reduce or a Put of the same target meanwhile.
+func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce) {
+	target := m.GetReduce().GetTargetId()
+	fail := func(err *messages.Error) {
+		if ctx.Sender() != nil {
+			ctx.Respond(&messages.ReduceReply{TargetId: target, Error: err})
+		}
+	}
+	if s.cfg.NewCoordinator == nil {
+		fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "this directory shard runs no reduce coordinators"))
+		return
+	}
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	id := fmt.Sprintf("%s#%x", target, nonce)
+	if err := s.table.Reserve(target, id); err != nil {
+		fail(err)
+		return
+	}
+	ctx.Spawn(s.cfg.NewCoordinator(id, m, ctx.Sender()))
 }
 
 func ticker(system *actor.ActorSystem, self *actor.PID, every time.Duration, stop <-chan struct{}) {
@@ -131,7 +160,7 @@ func (s *Shard) deliver(ctx actor.Context, out []Send) {
 		case *actor.PID:
 			ctx.Send(to, o.Msg)
 		case *messages.NodeRef:
-			ctx.Send(NodePID(to), o.Msg)
+			ctx.Send(to.PID(), o.Msg)
 		case nil:
 			// The request was a tell: nobody waits for the answer.
 		default:

@@ -1,0 +1,130 @@
+package coordinator
+
+import (
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ActorConfig is what the coordinators of one node share.
+type ActorConfig struct {
+	Reduce Config
+	// ShardFor returns the directory shard of an object id (to subscribe
+	// to the sources' locations).
+	ShardFor func(id string) *actor.PID
+	// Estimator supplies L and B for the cost model.
+	Estimator *plan.Estimator
+	Log       *logrus.Entry
+}
+
+// Coordinator is the actor that runs one Reduce: a child of the directory
+// shard that owns the target, which reserved the target id for it. It is
+// a thin shell around a Reduction.
+type Coordinator struct {
+	cfg       ActorConfig
+	id        string
+	start     *messages.StartReduce
+	requester *actor.PID
+	r         *Reduction
+	timer     *time.Timer
+	begin     time.Time
+}
+
+type expire struct{}
+
+// NewProps returns the props of the coordinator of one Reduce. requester
+// receives the ReduceReply.
+func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.Estimator == nil {
+		cfg.Estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester}
+	})
+}
+
+// Receive implements actor.Actor.
+func (c *Coordinator) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.begin = time.Now()
+		req := c.start.GetReduce()
+		L, B, _, _ := c.cfg.Estimator.Estimate()
+		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
+		c.r = NewReduction(c.id, req, c.cfg.Reduce, c.begin, timeout, L, B)
+		self, system := ctx.Self(), ctx.ActorSystem()
+		c.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, expire{}) })
+		for _, id := range req.GetSourceIds() {
+			ctx.Request(c.cfg.ShardFor(id), &messages.Subscribe{ObjectId: id})
+		}
+	case *messages.LocationUpdate:
+		c.apply(ctx, c.r.Located(m))
+	case *messages.ReduceTaskStarted:
+		c.apply(ctx, c.r.Started(m))
+	case *messages.ReduceTaskDone:
+		c.apply(ctx, c.r.Done(m))
+	case *messages.StoreReducedReply:
+		c.apply(ctx, c.r.Stored(m))
+	case *messages.GetReply:
+		c.apply(ctx, c.r.Fetched(ctx.Sender().GetId(), messages.ErrOrNil(m.GetError())))
+	case expire:
+		c.apply(ctx, c.r.Expire(time.Now()))
+	case *actor.Stopping:
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		if c.r != nil && !c.r.Over() {
+			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")))
+		}
+	}
+}
+
+func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
+	remaining := max(1, time.Until(c.r.Deadline()).Milliseconds())
+	for _, t := range fx.Tasks {
+		t.Task.TimeoutMs = remaining
+		ctx.Request(t.Node.PID(), t.Task)
+	}
+	if fx.StoreInline != nil {
+		fx.StoreInline.TimeoutMs = remaining
+		ctx.Request(c.start.GetCaller().PID(), fx.StoreInline)
+	}
+	for _, n := range fx.Fetch {
+		ctx.Request(n.PID(), &messages.Get{ObjectId: c.start.GetReduce().GetTargetId(), Prefetch: true, TimeoutMs: remaining})
+	}
+	for _, n := range fx.Release {
+		ctx.Send(n.PID(), &messages.ReduceRelease{ReduceId: c.id, KeepTarget: fx.ReleaseKeep})
+	}
+	if fx.ReleaseTarget && ctx.Parent() != nil {
+		ctx.Send(ctx.Parent(), &messages.ReleaseTarget{TargetId: c.start.GetReduce().GetTargetId(), ReduceId: c.id})
+	}
+	if fx.Reply == nil {
+		return
+	}
+	for _, id := range c.start.GetReduce().GetSourceIds() {
+		ctx.Request(c.cfg.ShardFor(id), &messages.Unsubscribe{ObjectId: id})
+	}
+	if c.requester != nil {
+		ctx.Send(c.requester, fx.Reply)
+	}
+	entry := c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": fx.Reply.GetTargetId(),
+		"reduced": len(fx.Reply.GetReducedIds()), "elapsed": time.Since(c.begin).Round(time.Microsecond)})
+	if err := messages.ErrOrNil(fx.Reply.GetError()); err != nil {
+		level := logrus.WarnLevel
+		if errors.Is(err, messages.ErrInvalidArgument) {
+			level = logrus.InfoLevel
+		}
+		entry.WithField("error", err).Log(level, "reduce failed")
+	} else {
+		entry.WithFields(logrus.Fields{"degree": fx.Reply.GetPlan().GetDegree(), "shape": fx.Reply.GetPlan().GetShape()}).Info("reduce done")
+	}
+	ctx.Stop(ctx.Self())
+}

@@ -1,0 +1,67 @@
+package plan
+
+import (
+	"sync"
+	"time"
+)
+
+// Estimator keeps running estimates of the network latency L and the
+// bandwidth B that the cost model needs, from observations the data plane
+// reports. It reads no clock: callers pass durations they measured. It is
+// safe for concurrent use, because every node's store and every
+// coordinator on a member share one.
+type Estimator struct {
+	mu sync.Mutex
+	l  time.Duration
+	b  float64
+	nl int
+	nb int
+}
+
+// ewmaWeight is the weight of a new observation: recent enough to follow a
+// changing network, smooth enough to ignore one slow transfer.
+const ewmaWeight = 0.2
+
+// NewEstimator starts from defaults used until the first observations.
+func NewEstimator(defaultL time.Duration, defaultB float64) *Estimator {
+	return &Estimator{l: defaultL, b: defaultB}
+}
+
+// ObserveLatency records one one-way control message latency.
+func (e *Estimator) ObserveLatency(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nl == 0 {
+		e.l = d
+	} else {
+		e.l = time.Duration((1-ewmaWeight)*float64(e.l) + ewmaWeight*float64(d))
+	}
+	e.nl++
+}
+
+// ObserveTransfer records a transfer of n bytes that took d.
+func (e *Estimator) ObserveTransfer(n int64, d time.Duration) {
+	if n <= 0 || d <= 0 {
+		return
+	}
+	bw := float64(n) / d.Seconds()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nb == 0 {
+		e.b = bw
+	} else {
+		e.b = (1-ewmaWeight)*e.b + ewmaWeight*bw
+	}
+	e.nb++
+}
+
+// Estimate returns the current L and B and how many observations of each
+// they rest on (0: still the defaults).
+func (e *Estimator) Estimate() (L time.Duration, B float64, latencySamples, bandwidthSamples int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.l, e.b, e.nl, e.nb
+}

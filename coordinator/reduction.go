@@ -1,0 +1,464 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator/kernel"
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Shape names the tree shapes a Reduce can use.
+const (
+	ShapeDAry      = "d-ary"      // degree from the cost model T(d)
+	ShapeChainLeaf = "chain-leaf" // binary tree whose leaves are chains (the published code)
+	ShapeInline    = "inline"     // small objects: reduced in the coordinator, no tree
+)
+
+// Config is what every Reduction on a node shares.
+type Config struct {
+	// InlineLimit: sources smaller than this are reduced without a tree.
+	InlineLimit int64
+	// Shape is ShapeDAry (default) or ShapeChainLeaf.
+	Shape string
+	// ForceDegree, if > 0, overrides the cost model (experiments).
+	ForceDegree int
+}
+
+// InternalID names the intermediate output of a tree position. It starts
+// with a NUL byte, which no object id that a user may pass ever does.
+func InternalID(reduceID string, pos int) string {
+	return fmt.Sprintf("\x00reduce/%s/%d", reduceID, pos)
+}
+
+// ValidateReduce checks a request before anything is reserved.
+func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
+	bad := func(format string, args ...any) *messages.Error {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: "+format, args...)
+	}
+	if r.GetTargetId() == "" || len(r.GetTargetId()) > maxIDLen || strings.HasPrefix(r.GetTargetId(), "\x00") {
+		return bad("invalid target id %q", r.GetTargetId())
+	}
+	if len(r.GetSourceIds()) == 0 {
+		return bad("no sources")
+	}
+	n := int(r.GetNumObjects())
+	if n < 1 || n > len(r.GetSourceIds()) {
+		return bad("num_objects %d outside 1..%d", n, len(r.GetSourceIds()))
+	}
+	seen := map[string]bool{}
+	for _, s := range r.GetSourceIds() {
+		switch {
+		case s == "" || len(s) > maxIDLen || strings.HasPrefix(s, "\x00"):
+			return bad("invalid source id %q", s)
+		case seen[s]:
+			return bad("duplicate source id %q", s)
+		case s == r.GetTargetId():
+			return bad("target %q is also a source", s)
+		}
+		seen[s] = true
+	}
+	if err := kernel.Validate(r.GetOp(), r.GetDtype(), 0); err != nil {
+		return messages.AsError(err)
+	}
+	return nil
+}
+
+// Effects are what a step of a Reduction asks its shell to do.
+type Effects struct {
+	// Tasks go to the store nodes that hold tree positions.
+	Tasks []Task
+	// StoreInline asks the caller's node to store a result computed here.
+	StoreInline *messages.StoreReduced
+	// Fetch asks these nodes to Get the target (all_reduce).
+	Fetch []*messages.NodeRef
+	// Reply, when set, answers the Reduce; the Reduction is over.
+	Reply *messages.ReduceReply
+	// Release tells these nodes the Reduce is over (ReleaseKeep: success).
+	Release     []*messages.NodeRef
+	ReleaseKeep bool
+	// ReleaseTarget frees the reserved target at the shard (failure).
+	ReleaseTarget bool
+}
+
+// Task is one ReduceTask for a node.
+type Task struct {
+	Node *messages.NodeRef
+	Task *messages.ReduceTask
+}
+
+type source struct {
+	node    *messages.NodeRef
+	arrival int
+	inline  []byte
+}
+
+// Reduction is the state of one Reduce: arrivals, the tree, which
+// positions run, and the final answer. It has no goroutines, no clocks and
+// no I/O: each method takes an event and returns Effects.
+type Reduction struct {
+	id       string
+	req      *messages.Reduce
+	cfg      Config
+	deadline time.Time
+	L        time.Duration
+	B        float64
+
+	size     int64 // -1 until the first source arrives
+	inline   bool
+	sources  map[string]*source
+	arrivals []string
+	gone     map[string]bool // deleted sources
+	tree     *plan.Tree
+	assign   *plan.Assignment
+	plan     *messages.ReducePlan
+	sent     map[int]bool // positions whose task was sent
+	started  map[int]bool // positions whose output can be streamed
+	nodes    map[string]*messages.NodeRef
+	fetching int // all_reduce Gets still running
+	reply    *messages.ReduceReply
+	over     bool
+}
+
+// NewReduction starts a Reduction. L and B are the current estimates of
+// network latency and bandwidth for the cost model.
+func NewReduction(id string, req *messages.Reduce, cfg Config, now time.Time, timeout time.Duration, L time.Duration, B float64) *Reduction {
+	if cfg.Shape == "" {
+		cfg.Shape = ShapeDAry
+	}
+	return &Reduction{id: id, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
+		sources: map[string]*source{}, gone: map[string]bool{}, sent: map[int]bool{}, started: map[int]bool{},
+		nodes: map[string]*messages.NodeRef{}}
+}
+
+// ID is the reduce id.
+func (r *Reduction) ID() string { return r.id }
+
+// Over reports whether the Reduction has answered.
+func (r *Reduction) Over() bool { return r.over }
+
+// Deadline is when the Reduction fails with TIMEOUT.
+func (r *Reduction) Deadline() time.Time { return r.deadline }
+
+// Located handles a location update of a source.
+func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
+	id := u.GetObjectId()
+	if r.over || !slices.Contains(r.req.GetSourceIds(), id) {
+		return Effects{}
+	}
+	if u.GetDeleted() {
+		return r.sourceDeleted(id)
+	}
+	if r.sources[id] != nil || u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+		return Effects{}
+	}
+	if r.size < 0 {
+		if err := kernel.Validate(r.req.GetOp(), r.req.GetDtype(), u.GetSize()); err != nil {
+			return r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: source %q: %v", id, err))
+		}
+		r.size = u.GetSize()
+		if fx, ok := r.choosePlan(); !ok {
+			return fx
+		}
+	} else if u.GetSize() != r.size {
+		return r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"reduce: sources of different sizes: %q has %d bytes, %q has %d", r.arrivals[0], r.size, id, u.GetSize()))
+	}
+	s := &source{node: u.GetNode(), arrival: len(r.arrivals)}
+	r.sources[id] = s
+	r.arrivals = append(r.arrivals, id)
+	if r.inline {
+		if !u.GetHasInline() {
+			return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: small source %q came without its bytes", id))
+		}
+		s.inline = u.GetInlineData()
+		return r.maybeReduceInline()
+	}
+	pos, placed, err := r.assign.Arrive(id)
+	if err != nil || !placed {
+		return Effects{} // a backup: it stays where it is
+	}
+	r.plan.Positions[pos].ObjectId = id
+	r.plan.Positions[pos].NodeId = s.node.GetNodeId()
+	r.plan.Positions[pos].Arrival = int32(s.arrival)
+	var fx Effects
+	// A leaf's output is its source itself: it is ready at once.
+	if len(r.tree.Children(pos)) == 0 && pos != r.tree.Root() {
+		r.started[pos] = true
+	}
+	for p := pos; p >= 0; p = r.tree.Parent(p) {
+		r.maybeSend(p, &fx)
+	}
+	return fx
+}
+
+// choosePlan fixes the tree once S is known (at the first arrival).
+func (r *Reduction) choosePlan() (Effects, bool) {
+	n := int(r.req.GetNumObjects())
+	r.plan = &messages.ReducePlan{LatencyNs: int64(r.L), Bandwidth: r.B, ObjectSize: r.size}
+	if r.size < r.cfg.InlineLimit {
+		r.inline = true
+		r.plan.Shape = ShapeInline
+		return Effects{}, true
+	}
+	var err error
+	switch {
+	case r.cfg.Shape == ShapeChainLeaf && r.cfg.ForceDegree <= 0:
+		r.plan.Shape = ShapeChainLeaf
+		r.tree, err = plan.NewChainLeafTree(n, plan.ChainLength(n, r.L, r.B, r.size))
+	default:
+		d, costs := plan.ChooseDegree(n, r.L, r.B, r.size, n)
+		if r.cfg.ForceDegree > 0 {
+			d = min(r.cfg.ForceDegree, n)
+		}
+		for _, k := range slices.Sorted(mapKeys(costs)) {
+			r.plan.Costs = append(r.plan.Costs, &messages.DegreeCost{Degree: int32(k), CostUs: costs[k].Microseconds()})
+		}
+		r.plan.Shape = ShapeDAry
+		r.tree, err = plan.NewTree(n, d)
+	}
+	if err != nil {
+		return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: tree: %v", err)), false
+	}
+	r.plan.Degree = int32(r.tree.Degree())
+	r.assign = plan.NewAssignment(r.tree)
+	for p := 0; p < n; p++ {
+		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(p), Parent: int32(r.tree.Parent(p)), Arrival: -1})
+	}
+	return Effects{}, true
+}
+
+func mapKeys(m map[int]time.Duration) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// maybeSend sends p's task once p's subtree has arrived and every child
+// that runs a worker has its output ready to stream.
+func (r *Reduction) maybeSend(p int, fx *Effects) {
+	if r.sent[p] || r.started[p] || !r.assign.Ready(p) {
+		return
+	}
+	kids := r.tree.Children(p)
+	for _, c := range kids {
+		if !r.started[c] {
+			return
+		}
+	}
+	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
+		Size: r.size, Position: int32(p), Root: p == r.tree.Root(), SourceId: r.assign.Holder(p), OutputId: r.outputOf(p)}
+	for _, c := range kids {
+		task.Children = append(task.Children, &messages.ReduceInput{Node: r.nodeOf(c), ObjectId: r.outputOf(c)})
+	}
+	node := r.nodeOf(p)
+	r.nodes[node.GetNodeId()] = node
+	r.sent[p] = true
+	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
+}
+
+func (r *Reduction) nodeOf(p int) *messages.NodeRef { return r.sources[r.assign.Holder(p)].node }
+
+func (r *Reduction) outputOf(p int) string {
+	switch {
+	case p == r.tree.Root():
+		return r.req.GetTargetId()
+	case len(r.tree.Children(p)) == 0:
+		return r.assign.Holder(p)
+	}
+	return InternalID(r.id, p)
+}
+
+// Started handles a position reporting that its output exists.
+func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
+	p := int(m.GetPosition())
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || !r.sent[p] {
+		return Effects{}
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
+	}
+	r.started[p] = true
+	var fx Effects
+	if parent := r.tree.Parent(p); parent >= 0 {
+		r.maybeSend(parent, &fx)
+	} else if r.req.GetAllReduce() {
+		// The target is streaming from its first chunk: participants start
+		// fetching now, so the broadcast pipelines with the reduce.
+		fx.Fetch = r.participants()
+		r.fetching = len(fx.Fetch)
+	}
+	return fx
+}
+
+// participants are the nodes of the reduced sources, except the root's,
+// which already holds the target.
+func (r *Reduction) participants() []*messages.NodeRef {
+	root := r.nodeOf(r.tree.Root()).GetNodeId()
+	seen := map[string]bool{root: true}
+	var out []*messages.NodeRef
+	for _, id := range r.assign.Placed() {
+		n := r.sources[id].node
+		if !seen[n.GetNodeId()] {
+			seen[n.GetNodeId()] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Done handles a position reporting its output complete.
+func (r *Reduction) Done(m *messages.ReduceTaskDone) Effects {
+	p := int(m.GetPosition())
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || !r.sent[p] {
+		return Effects{}
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
+	}
+	if p != r.tree.Root() {
+		return Effects{}
+	}
+	r.reply = r.success(r.assign.Placed())
+	return r.maybeFinish()
+}
+
+// Fetched handles the end of one all_reduce Get.
+func (r *Reduction) Fetched(node string, err error) Effects {
+	if r.over || r.fetching == 0 {
+		return Effects{}
+	}
+	if err != nil {
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: %s could not fetch the result: %v", node, err))
+	}
+	r.fetching--
+	return r.maybeFinish()
+}
+
+func (r *Reduction) maybeFinish() Effects {
+	if r.reply == nil || r.fetching > 0 {
+		return Effects{}
+	}
+	r.over = true
+	return Effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
+}
+
+func (r *Reduction) maybeReduceInline() Effects {
+	n := int(r.req.GetNumObjects())
+	if len(r.arrivals) != n {
+		return Effects{}
+	}
+	acc := append([]byte(nil), r.sources[r.arrivals[0]].inline...)
+	for _, id := range r.arrivals[1:n] {
+		if err := kernel.Accumulate(r.req.GetOp(), r.req.GetDtype(), acc, r.sources[id].inline); err != nil {
+			return r.fail(messages.AsError(err))
+		}
+	}
+	if acc == nil {
+		acc = []byte{}
+	}
+	for i, id := range r.arrivals[:n] {
+		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(i), Parent: -1,
+			ObjectId: id, NodeId: r.sources[id].node.GetNodeId(), Arrival: int32(i)})
+	}
+	return Effects{StoreInline: &messages.StoreReduced{ReduceId: r.id, TargetId: r.req.GetTargetId(), Data: acc}}
+}
+
+// Stored handles the caller's answer to StoreInline.
+func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
+	if r.over || !r.inline || m.GetReduceId() != r.id {
+		return Effects{}
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		return r.fail(messages.AsError(err))
+	}
+	r.reply = r.success(r.arrivals[:r.req.GetNumObjects()])
+	return r.maybeFinish()
+}
+
+// Expire fails the Reduction if its deadline has passed.
+func (r *Reduction) Expire(now time.Time) Effects {
+	if r.over || now.Before(r.deadline) {
+		return Effects{}
+	}
+	n := int(r.req.GetNumObjects())
+	if len(r.arrivals) < n {
+		var missing []string
+		for _, id := range r.req.GetSourceIds() {
+			if r.sources[id] == nil {
+				missing = append(missing, id)
+			}
+		}
+		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"reduce: only %d of %d sources appeared before the deadline; missing: %s", len(r.arrivals), n, strings.Join(missing, ", ")))
+	}
+	return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce: the tree did not finish before the deadline"))
+}
+
+// Abort fails the Reduction from outside (its actor is stopping).
+func (r *Reduction) Abort(err *messages.Error) Effects {
+	if r.over {
+		return Effects{}
+	}
+	return r.fail(err)
+}
+
+func (r *Reduction) sourceDeleted(id string) Effects {
+	r.gone[id] = true
+	if r.sources[id] != nil && (r.inline || r.assign.Position(id) >= 0) {
+		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
+	}
+	possible := 0
+	for _, s := range r.req.GetSourceIds() {
+		if !r.gone[s] {
+			possible++
+		}
+	}
+	if possible < int(r.req.GetNumObjects()) {
+		return r.fail(messages.Errorf(messages.ErrorCode_DELETED,
+			"reduce: source %q was deleted; %d sources remain for num_objects %d", id, possible, r.req.GetNumObjects()))
+	}
+	return Effects{}
+}
+
+func (r *Reduction) success(reduced []string) *messages.ReduceReply {
+	in := map[string]bool{}
+	for _, id := range reduced {
+		in[id] = true
+	}
+	reply := &messages.ReduceReply{TargetId: r.req.GetTargetId(), ReducedIds: slices.Clone(reduced), Plan: r.plan}
+	for _, id := range r.req.GetSourceIds() {
+		if !in[id] {
+			reply.UnreducedIds = append(reply.UnreducedIds, id)
+		}
+	}
+	return reply
+}
+
+func (r *Reduction) fail(err *messages.Error) Effects {
+	r.over = true
+	return Effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
+		Release: r.releaseNodes(), ReleaseTarget: true}
+}
+
+func (r *Reduction) releaseNodes() []*messages.NodeRef {
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range r.nodes {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	out := make([]*messages.NodeRef, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, r.nodes[id])
+	}
+	return out
+}

@@ -1,0 +1,8 @@
+package messages
+
+import "github.com/asynkron/protoactor-go/actor"
+
+// PID is the store node actor this NodeRef names.
+func (n *NodeRef) PID() *actor.PID {
+	return actor.NewPID(n.GetAddress(), n.GetActorId())
+}
