@@ -26,7 +26,13 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 	stalled := make(chan struct{}, 1)
 	release := make(chan struct{})
 	cfg := Config{Nodes: 4, ChunkSize: chunk}
-	cfg.Hooks.BeforeReceive = crashHook
+	var node2Starts atomic.Int32
+	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+		if _, ok := msg.(*actor.Started); ok && node == "node-2" {
+			node2Starts.Add(1)
+		}
+		crashHook(node, msg)
+	}
 	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && id == "big" && off == 8*chunk && gate.CompareAndSwap(true, false) {
 			stalled <- struct{}{}
@@ -93,7 +99,9 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 	}()
 	<-stalled
 	l.System().Root.Send(l.StoreNode(2), crash{})
-	eventually(t, 10*time.Second, "node-2's store node restarted", func() bool { return restarts.Load() >= 2 })
+	// A second Started means the restart is done: protoactor restarts an
+	// actor only after all its children (the fetch session) have stopped.
+	eventually(t, 10*time.Second, "node-2's store node restarted", func() bool { return node2Starts.Load() >= 2 })
 	close(release)
 	l.System().Root.Send(l.StoreNode(1), crash{})
 	wg.Wait()
