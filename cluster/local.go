@@ -89,7 +89,12 @@ func StartLocal(cfg Config) (*Local, error) {
 	shardFor := func(id string) *actor.PID { return l.shards[directory.ShardIndex(id, len(l.shards))] }
 	log := logrus.NewEntry(cfg.Log)
 	// One process, one network: every node shares the measurements.
-	estimator := plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	// Until transfers are measured, B is the emulated link if there is one.
+	bandwidth := 1.25e9
+	if cfg.LinkBandwidth > 0 {
+		bandwidth = cfg.LinkBandwidth
+	}
+	estimator := plan.NewEstimator(100*time.Microsecond, bandwidth)
 	inline := cfg.InlineLimit
 	if inline == 0 {
 		inline = 64 << 10

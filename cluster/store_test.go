@@ -478,3 +478,36 @@ func TestApplicationActorUsesMessages(t *testing.T) {
 		t.Fatal("application actor got no replies")
 	}
 }
+
+func TestGetBeforePutOnTheSameNode(t *testing.T) {
+	// A Get that starts locating before the Put on the same node must not
+	// wait for itself: the Put fills the Get's placeholder.
+	l := start(t, Config{Nodes: 2, ChunkSize: 64 << 10})
+	ctx := deadline(t, 10*time.Second)
+	for i, size := range []int{1 << 20, 100} { // a transfer-sized and an inline object
+		id := fmt.Sprintf("self-%d", i)
+		data := randomBytes(uint64(40+i), size)
+		got := make(chan error, 2)
+		for _, node := range []int{0, 1} {
+			go func() {
+				b, err := l.Client(node).Get(ctx, id)
+				if err == nil && !bytes.Equal(b, data) {
+					err = fmt.Errorf("node-%d: wrong bytes", node)
+				}
+				got <- err
+			}()
+		}
+		eventually(t, 5*time.Second, "the Get to park its placeholder", func() bool { return l.Store(0).Lookup(id) != nil })
+		if err := l.Client(0).Put(ctx, id, data); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := <-got; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if o := l.Store(0).Lookup(id); o == nil || !o.Pinned() {
+			t.Fatalf("%s: node-0 does not hold the pinned creator copy", id)
+		}
+	}
+}

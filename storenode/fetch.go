@@ -97,6 +97,9 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			}
 			return f.abort(system, err)
 		}
+		if f.obj.Pinned() || loc.GetSender().GetNodeId() == self.GetNodeId() {
+			return nil // a Put on this node took the object over
+		}
 		if loc.GetHasInline() {
 			return f.storeInline(system, w, loc)
 		}
@@ -132,8 +135,8 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			// restarted node resumes from them.
 			return messages.ErrCanceled
 		}
-		if _, _, oerr := f.obj.Progress(); oerr != nil {
-			return oerr // dropped: deleted meanwhile
+		if _, done, oerr := f.obj.Progress(); oerr != nil || done || f.obj.Pinned() {
+			return oerr // dropped (deleted), or a local Put took over
 		}
 		written, _, _ := f.obj.Progress()
 		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": loc.GetSender().GetNodeId(),
@@ -156,8 +159,8 @@ func later(a, b time.Time) time.Time {
 
 // abort gives up: waiters see err and the directory forgets this copy.
 func (f *fetchSession) abort(system *actor.ActorSystem, err error) error {
-	if _, done, _ := f.obj.Progress(); done {
-		return nil // a superseded session finished the copy after all
+	if _, done, _ := f.obj.Progress(); done || f.obj.Pinned() {
+		return nil // finished after all, or a Put on this node took over
 	}
 	f.cfg.Store.Abort(f.obj, err)
 	system.Root.Send(f.cfg.ShardFor(f.obj.ID()), &messages.FetchAborted{ObjectId: f.obj.ID(), Receiver: f.cfg.Self})

@@ -170,14 +170,23 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 // creator is a partial location from then on, so receivers may start
 // pipelining), copy the bytes in chunk by chunk, then publish COMPLETE.
 func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id string, data []byte, reduceID string) error {
-	if local := n.cfg.Store.Lookup(id); local != nil {
-		return n.samePut(ctx, local, data)
-	}
 	fp := Fingerprint(data)
 	size := int64(len(data))
-	obj, evicted, err := n.cfg.Store.Create(id, size, fp)
-	if err != nil {
-		if errors.Is(err, messages.ErrConflict) { // a concurrent Put on this node
+	var obj *Object
+	var evicted []string
+	var err error
+	promoted := false
+	if local := n.cfg.Store.Lookup(id); local != nil {
+		// A Get on this node that is still locating the object left a
+		// placeholder: this Put fills it (its waiters get these bytes).
+		if evicted, err = n.cfg.Store.Promote(local, size, fp); errors.Is(err, messages.ErrCapacity) {
+			return err
+		} else if err != nil {
+			return n.samePut(ctx, local, data)
+		}
+		obj, promoted = local, true
+	} else if obj, evicted, err = n.cfg.Store.Create(id, size, fp); err != nil {
+		if errors.Is(err, messages.ErrConflict) { // a concurrent Put or Get on this node
 			if local := n.cfg.Store.Lookup(id); local != nil {
 				return n.samePut(ctx, local, data)
 			}
@@ -207,18 +216,27 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 		n.cfg.Store.Abort(obj, messages.ErrInternal)
 		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)
 	}
-	if e := messages.ErrOrNil(cr.GetError()); e != nil || cr.GetExisted() {
-		// On Existed the same bytes already live elsewhere: idempotent.
-		n.cfg.Store.Abort(obj, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q not stored here", id))
+	if e := messages.ErrOrNil(cr.GetError()); e != nil {
+		n.cfg.Store.Abort(obj, e)
 		return e
+	}
+	if cr.GetExisted() {
+		// The same bytes already live elsewhere: idempotent. A promoted
+		// placeholder keeps them as an ordinary copy for its waiters.
+		if !promoted {
+			n.cfg.Store.Abort(obj, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q not stored here", id))
+			return nil
+		}
+		n.cfg.Store.Unpin(obj)
 	}
 	// The copy-in is bounded memory work and is not cut short by the
 	// deadline: the directory already announced this copy.
+	w := obj.NewWriter() // supersedes a fetch that was filling a placeholder
 	for off := int64(0); off < size; off += int64(n.cfg.ChunkSize) {
 		if h := n.cfg.Hooks.BeforePutChunk; h != nil {
 			h(n.cfg.Self.GetNodeId(), id, off)
 		}
-		if err := obj.Append(data[off:min(size, off+int64(n.cfg.ChunkSize))]); err != nil {
+		if err := w.Append(data[off:min(size, off+int64(n.cfg.ChunkSize))]); err != nil {
 			return err // dropped meanwhile (deleted)
 		}
 	}
@@ -226,7 +244,7 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 		return err
 	}
 	system.Root.Send(n.cfg.ShardFor(id), &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self,
-		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp, Creator: true})
+		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp, Creator: !cr.GetExisted()})
 	return nil
 }
 
@@ -338,6 +356,10 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	if m.GetTimeoutMs() <= 0 {
 		m = proto.CloneOf(m)
 		m.TimeoutMs = n.cfg.DefaultTimeout.Milliseconds()
+	}
+	if n.cfg.Naive {
+		n.naiveReduce(ctx, m)
+		return
 	}
 	// The coordinator answers the original requester directly.
 	start := &messages.StartReduce{Reduce: m, Caller: n.cfg.Self}

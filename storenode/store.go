@@ -122,6 +122,40 @@ func (s *Store) Allocate(o *Object, size int64, fingerprint uint64) ([]string, e
 	return evicted, nil
 }
 
+// Promote turns a placeholder that a Get left while still locating the
+// object into this node's creator copy: a Put of the same id on this node
+// fills it, and the Gets waiting on it get the Put's bytes.
+func (s *Store) Promote(o *Object, size int64, fingerprint uint64) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.mu.Lock()
+	placeholder := o.size < 0 && !o.pinned && o.err == nil
+	o.mu.Unlock()
+	if s.objects[o.id] != o || !placeholder {
+		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is no longer a placeholder", o.id)
+	}
+	evicted, err := s.makeRoom(o.id, size)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	o.pinned, o.creator, o.fingerprint = true, true, fingerprint
+	o.mu.Unlock()
+	s.allocate(o, size)
+	return evicted, nil
+}
+
+// Unpin makes a copy an ordinary (evictable) one: a Put that turned out
+// to duplicate an object created elsewhere keeps its bytes as a copy.
+func (s *Store) Unpin(o *Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.mu.Lock()
+	o.pinned, o.creator = false, false
+	o.mu.Unlock()
+	s.refreshLRU(o)
+}
+
 func (s *Store) allocate(o *Object, size int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

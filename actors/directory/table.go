@@ -556,6 +556,12 @@ func (t *LocationTable) serveWaiters(e *entry) []Send {
 		case e.hasInline:
 			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline}})
+		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator:
+			// The receiver became the creator (a Put on that node while its
+			// Get was waiting): it is its own sender.
+			own := e.locs[w.receiver.GetNodeId()]
+			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state}})
 		default:
 			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
 			if sender == nil {

@@ -452,3 +452,18 @@ func TestNaiveAlwaysFetchesFromCreator(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitingReceiverThatBecomesCreatorIsItsOwnSender(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	locate(tb, "x", 1, t0) // n1's Get parks
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(1)}, replyTo("c"))
+	if s := locateReply(t, out, replyTo("r1")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n1's parked Locate got %s, want itself", s)
+	}
+	// A partial receiver that locates again is not its own sender.
+	locate(tb, "x", 2, t0)
+	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(3)}, replyTo("r2"), t0)
+	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("re-locating n2 got %s, want n1", s)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -18,6 +20,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	sizeMiB := fs.Int("size-mib", 64, "object size in MiB")
 	linkMbps := fs.Float64("link-mbps", 1000, "emulated per-node link bandwidth in Mbit/s (0: memory speed)")
 	chunkKiB := fs.Int("chunk-kib", 1024, "transfer chunk size in KiB")
+	reduceMiB := fs.Int("reduce-mib", 16, "size of each reduce source in MiB (0 skips the reduce part)")
+	reduceNum := fs.Int("reduce-num", 6, "how many of the nodes' sources to reduce")
+	interval := fs.Duration("arrival-interval", 20*time.Millisecond, "time between the sources' Puts")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,6 +70,38 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tree, naive := results[0].Elapsed, results[1].Elapsed
 	fmt.Fprintf(stdout, "tree %v vs naive %v: the tree is %.2fx the speed of the naive pattern\n",
 		tree.Round(1e6), naive.Round(1e6), naive.Seconds()/tree.Seconds())
+	if *reduceMiB <= 0 {
+		return nil
+	}
+	if *reduceNum < 1 || *reduceNum > *nodes {
+		return fmt.Errorf("-reduce-num must be in 1..%d", *nodes)
+	}
+	fmt.Fprintf(stdout, "\n== Reduce: SUM of %d of %d float32 sources of %d MiB, one per node, Put one by one every %v ==\n",
+		*reduceNum, *nodes, *reduceMiB, *interval)
+	var reduceTimes [2]time.Duration
+	for k, naive := range []bool{false, true} {
+		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
+			ChunkSize: *chunkKiB << 10, Capacity: int64(*reduceMiB<<20) * int64(*nodes+2), Log: log})
+		if err != nil {
+			return err
+		}
+		r, err := runReduce(ctx, l, "demo-sum", *reduceMiB<<20, *reduceNum, *interval, 7)
+		l.Stop()
+		if err != nil {
+			return err
+		}
+		reduceTimes[k] = r.Elapsed
+		if naive {
+			fmt.Fprintf(stdout, "  naive (gather all at the caller, reduce there): %v, result checked element by element\n", r.Elapsed.Round(time.Millisecond))
+			continue
+		}
+		fmt.Fprintf(stdout, "  sources were Put in the order: %s\n", strings.Join(r.Order, ", "))
+		printPlan(stdout, r.Reply.GetPlan())
+		fmt.Fprintf(stdout, "  reduced %v, left as backups %v\n", r.Reply.GetReducedIds(), r.Reply.GetUnreducedIds())
+		fmt.Fprintf(stdout, "  tree reduce: %v from the Reduce call to the complete target; result checked element by element\n", r.Elapsed.Round(time.Millisecond))
+	}
+	fmt.Fprintf(stdout, "reduce tree %v vs naive gather %v: %.2fx\n", reduceTimes[0].Round(time.Millisecond),
+		reduceTimes[1].Round(time.Millisecond), reduceTimes[1].Seconds()/reduceTimes[0].Seconds())
 	return nil
 }
 
