@@ -21,7 +21,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	linkMbps := fs.Float64("link-mbps", 1000, "emulated per-node link bandwidth in Mbit/s (0: memory speed)")
 	chunkKiB := fs.Int("chunk-kib", 1024, "transfer chunk size in KiB")
 	reduceMiB := fs.Int("reduce-mib", 16, "size of each reduce source in MiB (0 skips the reduce part)")
-	reduceNum := fs.Int("reduce-num", 6, "how many of the nodes' sources to reduce")
+	reduceNum := fs.Int("reduce-num", 0, "how many of the nodes' sources to reduce (0: all but two)")
 	interval := fs.Duration("arrival-interval", 20*time.Millisecond, "time between the sources' Puts")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
@@ -72,6 +72,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		tree.Round(1e6), naive.Round(1e6), naive.Seconds()/tree.Seconds())
 	if *reduceMiB <= 0 {
 		return nil
+	}
+	if *reduceNum == 0 {
+		*reduceNum = max(1, *nodes-2)
 	}
 	if *reduceNum < 1 || *reduceNum > *nodes {
 		return fmt.Errorf("-reduce-num must be in 1..%d", *nodes)

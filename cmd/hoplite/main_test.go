@@ -55,7 +55,8 @@ func TestHelp(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	code, stdout, stderr := hoplite(t, "demo", "-nodes", "4", "-size-mib", "2", "-link-mbps", "0", "-chunk-kib", "256")
+	code, stdout, stderr := hoplite(t, "demo", "-nodes", "4", "-size-mib", "2", "-link-mbps", "0", "-chunk-kib", "256",
+		"-reduce-mib", "1", "-arrival-interval", "1ms")
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -71,6 +72,11 @@ func TestDemo(t *testing.T) {
 		"node-0 (creator)",
 		"the tree is",
 		"the speed of the naive pattern",
+		"== Reduce: SUM of 2 of 4 float32 sources of 1 MiB",
+		"cost model: T(1)=",
+		"tree (root first; children reduce into their parent):",
+		"tree reduce: ",
+		"naive (gather all at the caller, reduce there): ",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
@@ -85,9 +91,16 @@ func TestDemo(t *testing.T) {
 			t.Errorf("%s appears in %d trees, want 2:\n%s", node, n, stdout)
 		}
 	}
+	if n := strings.Count(stdout, "result checked element by element"); n != 2 {
+		t.Errorf("%d checked reduce results, want 2 (tree and naive):\n%s", n, stdout)
+	}
+	// The printed tree holds exactly the reduced sources: 2 positions.
+	if n := strings.Count(stdout, "position "); n != 2 {
+		t.Errorf("%d tree positions printed, want 2:\n%s", n, stdout)
+	}
 	last := lastLine(stdout)
-	if !strings.HasPrefix(last, "tree ") || !strings.Contains(last, " vs naive ") {
-		t.Errorf("last line is %q, want the tree vs naive comparison", last)
+	if !strings.HasPrefix(last, "reduce tree ") || !strings.Contains(last, " vs naive gather ") {
+		t.Errorf("last line is %q, want the reduce tree vs naive comparison", last)
 	}
 }
 
