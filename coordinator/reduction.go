@@ -301,10 +301,14 @@ func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
 // participants are the nodes of the reduced sources, except the root's,
 // which already holds the target.
 func (r *Reduction) participants() []*messages.NodeRef {
-	root := r.nodeOf(r.tree.Root()).GetNodeId()
-	seen := map[string]bool{root: true}
+	seen := map[string]bool{}
+	reduced := r.arrivals[:min(len(r.arrivals), int(r.req.GetNumObjects()))]
+	if !r.inline {
+		seen[r.nodeOf(r.tree.Root()).GetNodeId()] = true
+		reduced = r.assign.Placed()
+	}
 	var out []*messages.NodeRef
-	for _, id := range r.assign.Placed() {
+	for _, id := range reduced {
 		n := r.sources[id].node
 		if !seen[n.GetNodeId()] {
 			seen[n.GetNodeId()] = true
@@ -380,7 +384,14 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
 		return r.fail(messages.AsError(err))
 	}
 	r.reply = r.success(r.arrivals[:r.req.GetNumObjects()])
-	return r.maybeFinish()
+	if !r.req.GetAllReduce() {
+		return r.maybeFinish()
+	}
+	// The caller's node already holds the result; its prefetch answers at
+	// once, so it needs no special case.
+	fx := Effects{Fetch: r.participants()}
+	r.fetching = len(fx.Fetch)
+	return fx
 }
 
 // Expire fails the Reduction if its deadline has passed.
@@ -412,7 +423,9 @@ func (r *Reduction) Abort(err *messages.Error) Effects {
 
 func (r *Reduction) sourceDeleted(id string) Effects {
 	r.gone[id] = true
-	if r.sources[id] != nil && (r.inline || r.assign.Position(id) >= 0) {
+	used := r.sources[id] != nil && (r.inline && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
+		!r.inline && r.assign.Position(id) >= 0)
+	if used {
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
 	}
 	possible := 0

@@ -47,7 +47,11 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 	case *messages.QueryObject:
 		m.TimeoutMs = timeoutMs(ctx)
 	case *messages.Reduce:
-		m.TimeoutMs = timeoutMs(ctx)
+		// The coordinator's own deadline comes a little earlier, so that
+		// its TIMEOUT, which names the sources that never appeared, reaches
+		// the caller before the caller gives up.
+		ms := timeoutMs(ctx)
+		m.TimeoutMs = max(1, ms-min(ms/10, 100))
 	}
 	return request(ctx, c.root, c.node, msg)
 }
