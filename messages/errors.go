@@ -18,6 +18,7 @@ var (
 	ErrUnavailable     = &Error{Code: ErrorCode_UNAVAILABLE}
 	ErrInternal        = &Error{Code: ErrorCode_INTERNAL}
 	ErrCanceled        = &Error{Code: ErrorCode_CANCELED}
+	ErrReset           = &Error{Code: ErrorCode_RESET}
 )
 
 // Errorf builds an *Error with a formatted message.

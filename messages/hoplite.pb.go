@@ -31,30 +31,32 @@ type ErrorCode int32
 
 const (
 	ErrorCode_OK               ErrorCode = 0
-	ErrorCode_INVALID_ARGUMENT ErrorCode = 1 // bad object id, bad size, malformed request
-	ErrorCode_NOT_FOUND        ErrorCode = 2 // the object is not (or no longer) where it was asked for
-	ErrorCode_TIMEOUT          ErrorCode = 3 // the deadline passed before the operation finished
-	ErrorCode_CONFLICT         ErrorCode = 4 // Put of an existing id with different bytes
-	ErrorCode_DELETED          ErrorCode = 5 // the id was deleted; ids are never reused
-	ErrorCode_CAPACITY         ErrorCode = 6 // the object does not fit in the node's capacity
-	ErrorCode_UNAVAILABLE      ErrorCode = 7 // a peer, shard or node is gone or stopping
-	ErrorCode_INTERNAL         ErrorCode = 8 // a bug: logged with detail
-	ErrorCode_CANCELED         ErrorCode = 9 // the caller canceled
+	ErrorCode_INVALID_ARGUMENT ErrorCode = 1  // bad object id, bad size, malformed request
+	ErrorCode_NOT_FOUND        ErrorCode = 2  // the object is not (or no longer) where it was asked for
+	ErrorCode_TIMEOUT          ErrorCode = 3  // the deadline passed before the operation finished
+	ErrorCode_CONFLICT         ErrorCode = 4  // Put of an existing id with different bytes
+	ErrorCode_DELETED          ErrorCode = 5  // the id was deleted; ids are never reused
+	ErrorCode_CAPACITY         ErrorCode = 6  // the object does not fit in the node's capacity
+	ErrorCode_UNAVAILABLE      ErrorCode = 7  // a peer, shard or node is gone or stopping
+	ErrorCode_INTERNAL         ErrorCode = 8  // a bug: logged with detail
+	ErrorCode_CANCELED         ErrorCode = 9  // the caller canceled
+	ErrorCode_RESET            ErrorCode = 10 // a partial object was rewound (a Reduce repaired its tree): read it again from 0
 )
 
 // Enum value maps for ErrorCode.
 var (
 	ErrorCode_name = map[int32]string{
-		0: "OK",
-		1: "INVALID_ARGUMENT",
-		2: "NOT_FOUND",
-		3: "TIMEOUT",
-		4: "CONFLICT",
-		5: "DELETED",
-		6: "CAPACITY",
-		7: "UNAVAILABLE",
-		8: "INTERNAL",
-		9: "CANCELED",
+		0:  "OK",
+		1:  "INVALID_ARGUMENT",
+		2:  "NOT_FOUND",
+		3:  "TIMEOUT",
+		4:  "CONFLICT",
+		5:  "DELETED",
+		6:  "CAPACITY",
+		7:  "UNAVAILABLE",
+		8:  "INTERNAL",
+		9:  "CANCELED",
+		10: "RESET",
 	}
 	ErrorCode_value = map[string]int32{
 		"OK":               0,
@@ -67,6 +69,7 @@ var (
 		"UNAVAILABLE":      7,
 		"INTERNAL":         8,
 		"CANCELED":         9,
+		"RESET":            10,
 	}
 )
 
@@ -1495,15 +1498,18 @@ func (x *Locate) GetNaive() bool {
 }
 
 type LocateReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Size          int64                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
-	Fingerprint   uint64                 `protobuf:"fixed64,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
-	HasInline     bool                   `protobuf:"varint,5,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"`
-	InlineData    []byte                 `protobuf:"bytes,6,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
-	Sender        *NodeRef               `protobuf:"bytes,7,opt,name=sender,proto3" json:"sender,omitempty"`
-	SenderState   LocationState          `protobuf:"varint,8,opt,name=sender_state,json=senderState,proto3,enum=hoplite.LocationState" json:"sender_state,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId    string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Error       *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Size        int64                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Fingerprint uint64                 `protobuf:"fixed64,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	HasInline   bool                   `protobuf:"varint,5,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"`
+	InlineData  []byte                 `protobuf:"bytes,6,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
+	Sender      *NodeRef               `protobuf:"bytes,7,opt,name=sender,proto3" json:"sender,omitempty"`
+	SenderState LocationState          `protobuf:"varint,8,opt,name=sender_state,json=senderState,proto3,enum=hoplite.LocationState" json:"sender_state,omitempty"`
+	// epoch changes when a Reduce re-creates its target after losing the
+	// root: a partial copy of an older epoch must be read again from 0.
+	Epoch         uint64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1592,6 +1598,13 @@ func (x *LocateReply) GetSenderState() LocationState {
 		return x.SenderState
 	}
 	return LocationState_LOCATION_STATE_UNSPECIFIED
+}
+
+func (x *LocateReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // CancelLocate withdraws a waiting Locate whose caller gave up.
@@ -2505,18 +2518,22 @@ func (x *ReduceInput) GetObjectId() string {
 // source with its children's outputs, chunk by chunk, into output_id (the
 // target itself at the root), and stream it to its parent.
 type ReduceTask struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	TargetId      string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
-	Op            ReduceOp               `protobuf:"varint,3,opt,name=op,proto3,enum=hoplite.ReduceOp" json:"op,omitempty"`
-	Dtype         DType                  `protobuf:"varint,4,opt,name=dtype,proto3,enum=hoplite.DType" json:"dtype,omitempty"`
-	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
-	Position      int32                  `protobuf:"varint,6,opt,name=position,proto3" json:"position,omitempty"`
-	Root          bool                   `protobuf:"varint,7,opt,name=root,proto3" json:"root,omitempty"`
-	SourceId      string                 `protobuf:"bytes,8,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
-	Children      []*ReduceInput         `protobuf:"bytes,9,rep,name=children,proto3" json:"children,omitempty"`
-	OutputId      string                 `protobuf:"bytes,10,opt,name=output_id,json=outputId,proto3" json:"output_id,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,11,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId  string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	TargetId  string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	Op        ReduceOp               `protobuf:"varint,3,opt,name=op,proto3,enum=hoplite.ReduceOp" json:"op,omitempty"`
+	Dtype     DType                  `protobuf:"varint,4,opt,name=dtype,proto3,enum=hoplite.DType" json:"dtype,omitempty"`
+	Size      int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Position  int32                  `protobuf:"varint,6,opt,name=position,proto3" json:"position,omitempty"`
+	Root      bool                   `protobuf:"varint,7,opt,name=root,proto3" json:"root,omitempty"`
+	SourceId  string                 `protobuf:"bytes,8,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
+	Children  []*ReduceInput         `protobuf:"bytes,9,rep,name=children,proto3" json:"children,omitempty"`
+	OutputId  string                 `protobuf:"bytes,10,opt,name=output_id,json=outputId,proto3" json:"output_id,omitempty"`
+	TimeoutMs int64                  `protobuf:"varint,11,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// generation grows each time the coordinator re-runs the position
+	// (its inputs changed or a descendant failed): the worker rewinds its
+	// output and reduces again.
+	Generation    int32 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2628,12 +2645,20 @@ func (x *ReduceTask) GetTimeoutMs() int64 {
 	return 0
 }
 
+func (x *ReduceTask) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
 	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Generation    int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2689,12 +2714,20 @@ func (x *ReduceTaskStarted) GetError() *Error {
 	return nil
 }
 
+func (x *ReduceTaskStarted) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 // ReduceTaskDone: the position's output is complete (or failed).
 type ReduceTaskDone struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
 	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Generation    int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2748,6 +2781,13 @@ func (x *ReduceTaskDone) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *ReduceTaskDone) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 // ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
@@ -2980,6 +3020,60 @@ func (x *ReleaseTarget) GetReduceId() string {
 	return ""
 }
 
+// Republish asks a store node to publish every copy it holds whose id
+// hashes to one of the given shards (a shard restarted or moved).
+type Republish struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shards        []int32                `protobuf:"varint,1,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	ShardCount    int32                  `protobuf:"varint,2,opt,name=shard_count,json=shardCount,proto3" json:"shard_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Republish) Reset() {
+	*x = Republish{}
+	mi := &file_hoplite_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Republish) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Republish) ProtoMessage() {}
+
+func (x *Republish) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Republish.ProtoReflect.Descriptor instead.
+func (*Republish) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *Republish) GetShards() []int32 {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+func (x *Republish) GetShardCount() int32 {
+	if x != nil {
+		return x.ShardCount
+	}
+	return 0
+}
+
 var File_hoplite_proto protoreflect.FileDescriptor
 
 const file_hoplite_proto_rawDesc = "" +
@@ -3088,7 +3182,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x125\n" +
 	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x14\n" +
-	"\x05naive\x18\x05 \x01(\bR\x05naive\"\xab\x02\n" +
+	"\x05naive\x18\x05 \x01(\bR\x05naive\"\xc1\x02\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -3099,7 +3193,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vinline_data\x18\x06 \x01(\fR\n" +
 	"inlineData\x12(\n" +
 	"\x06sender\x18\a \x01(\v2\x10.hoplite.NodeRefR\x06sender\x129\n" +
-	"\fsender_state\x18\b \x01(\x0e2\x16.hoplite.LocationStateR\vsenderState\"Y\n" +
+	"\fsender_state\x18\b \x01(\x0e2\x16.hoplite.LocationStateR\vsenderState\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\x80\x01\n" +
@@ -3164,7 +3259,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"P\n" +
 	"\vReduceInput\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
-	"\tobject_id\x18\x02 \x01(\tR\bobjectId\"\xde\x02\n" +
+	"\tobject_id\x18\x02 \x01(\tR\bobjectId\"\xfe\x02\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -3179,15 +3274,24 @@ const file_hoplite_proto_rawDesc = "" +
 	"\toutput_id\x18\n" +
 	" \x01(\tR\boutputId\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\v \x01(\x03R\ttimeoutMs\"r\n" +
+	"timeout_ms\x18\v \x01(\x03R\ttimeoutMs\x12\x1e\n" +
+	"\n" +
+	"generation\x18\f \x01(\x05R\n" +
+	"generation\"\x92\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"o\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x05R\n" +
+	"generation\"\x8f\x01\n" +
 	"\x0eReduceTaskDone\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"M\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x05R\n" +
+	"generation\"M\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
 	"\vkeep_target\x18\x02 \x01(\bR\n" +
@@ -3203,7 +3307,11 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"I\n" +
 	"\rReleaseTarget\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1b\n" +
-	"\treduce_id\x18\x02 \x01(\tR\breduceId*\x9b\x01\n" +
+	"\treduce_id\x18\x02 \x01(\tR\breduceId\"D\n" +
+	"\tRepublish\x12\x16\n" +
+	"\x06shards\x18\x01 \x03(\x05R\x06shards\x12\x1f\n" +
+	"\vshard_count\x18\x02 \x01(\x05R\n" +
+	"shardCount*\xa6\x01\n" +
 	"\tErrorCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
@@ -3214,7 +3322,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bCAPACITY\x10\x06\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\a\x12\f\n" +
 	"\bINTERNAL\x10\b\x12\f\n" +
-	"\bCANCELED\x10\t*J\n" +
+	"\bCANCELED\x10\t\x12\t\n" +
+	"\x05RESET\x10\n" +
+	"*J\n" +
 	"\bReduceOp\x12\x19\n" +
 	"\x15REDUCE_OP_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03SUM\x10\x01\x12\a\n" +
@@ -3245,7 +3355,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -3292,6 +3402,7 @@ var file_hoplite_proto_goTypes = []any{
 	(*StoreReduced)(nil),      // 42: hoplite.StoreReduced
 	(*StoreReducedReply)(nil), // 43: hoplite.StoreReducedReply
 	(*ReleaseTarget)(nil),     // 44: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 45: hoplite.Republish
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -3355,7 +3466,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -22,9 +23,22 @@ type fetchSession struct {
 	obj      *Object
 	deadline *atomic.Int64
 	cancel   context.CancelFunc
+	// watching is the sender being streamed from: its Terminated cuts the
+	// stream at once instead of waiting for the stall timeout.
+	watching *actor.PID
+	cut      context.CancelFunc
 }
 
 type fetchResult struct{ err error }
+
+// watchSender asks the session actor to watch the current sender; cut
+// ends the attempt if the sender terminates.
+type watchSender struct {
+	pid *actor.PID
+	cut context.CancelFunc
+}
+
+type unwatchSender struct{ pid *actor.PID }
 
 func newFetchProps(cfg *Config, obj *Object, deadline *atomic.Int64) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
@@ -39,9 +53,23 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		f.cancel = cancel
 		self, system := ctx.Self(), ctx.ActorSystem()
 		go func() {
-			err := f.run(run, system)
+			err := f.run(run, system, self)
 			system.Root.Send(self, &fetchResult{err: err})
 		}()
+	case *watchSender:
+		f.unwatch(ctx)
+		f.watching, f.cut = m.pid, m.cut
+		ctx.Watch(m.pid)
+	case *unwatchSender:
+		if f.watching.Equal(m.pid) {
+			f.unwatch(ctx)
+		}
+	case *actor.Terminated:
+		if f.watching.Equal(m.GetWho()) {
+			f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "sender": m.GetWho().GetId()}).Info("sender terminated")
+			f.cut()
+			f.watching, f.cut = nil, nil
+		}
 	case *fetchResult:
 		if m.err != nil && !errors.Is(m.err, messages.ErrCanceled) {
 			f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "error": m.err}).Debug("fetch failed")
@@ -55,11 +83,22 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 	}
 }
 
+func (f *fetchSession) unwatch(ctx actor.Context) {
+	if f.watching != nil {
+		ctx.Unwatch(f.watching)
+		f.watching, f.cut = nil, nil
+	}
+}
+
+// maxRewinds bounds how often one fetch starts over because its source
+// was rewound (each rewind is a repair of a Reduce upstream).
+const maxRewinds = 64
+
 // run locates a sender and streams from it until the object is complete.
 // Every wait is bounded: locating by the Gets' deadline, streaming by the
 // stall timeout on each chunk.
-func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error {
-	id, shard, self := f.obj.ID(), f.cfg.ShardFor(f.obj.ID()), f.cfg.Self
+func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self *actor.PID) error {
+	id, me := f.obj.ID(), f.cfg.Self
 	// Taking the writer first cuts off a session this one resumes from:
 	// its goroutine may still hold a chunk, which now cannot land.
 	w := f.obj.NewWriter()
@@ -67,6 +106,9 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 		return err // finished (or dropped) before this session began
 	}
 	var failed *messages.NodeRef
+	epoch, haveEpoch := uint64(0), false
+	rewinds := 0
+	backoff := 5 * time.Millisecond
 	for {
 		deadline := time.Unix(0, f.deadline.Load())
 		if failed != nil {
@@ -74,8 +116,9 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			// Gets that asked have given up: the copy is worth finishing.
 			deadline = later(deadline, time.Now().Add(f.cfg.StallTimeout))
 		}
+		shard := f.cfg.ShardFor(id) // may have moved since the last attempt
 		lctx, cancel := context.WithDeadline(ctx, deadline)
-		res, err := request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: self,
+		res, err := request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: me,
 			TimeoutMs: timeoutMs(lctx), FailedSender: failed, Naive: f.cfg.Naive})
 		cancel()
 		var loc *messages.LocateReply
@@ -88,8 +131,16 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			}
 		}
 		if err != nil {
-			if errors.Is(err, messages.ErrTimeout) {
-				system.Root.Send(shard, &messages.CancelLocate{ObjectId: id, Receiver: self})
+			switch {
+			case errors.Is(err, messages.ErrUnavailable) && ctx.Err() == nil && time.Now().Before(deadline):
+				// The shard is restarting or moving: its state comes back
+				// from the store nodes, so ask again shortly.
+				if sleep(ctx, backoff) == nil {
+					backoff = min(2*backoff, 200*time.Millisecond)
+					continue
+				}
+			case errors.Is(err, messages.ErrTimeout):
+				system.Root.Send(shard, &messages.CancelLocate{ObjectId: id, Receiver: me})
 				if time.Unix(0, f.deadline.Load()).After(deadline) && ctx.Err() == nil {
 					continue // a later Get extended the deadline
 				}
@@ -97,7 +148,8 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			}
 			return f.abort(system, err)
 		}
-		if f.obj.Pinned() || loc.GetSender().GetNodeId() == self.GetNodeId() {
+		backoff = 5 * time.Millisecond
+		if f.obj.Pinned() || loc.GetSender().GetNodeId() == me.GetNodeId() {
 			return nil // a Put on this node took the object over
 		}
 		if loc.GetHasInline() {
@@ -106,18 +158,29 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 		if f.obj.Size() < 0 {
 			evicted, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint())
 			if err != nil {
-				system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
+				system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
 				return err
 			}
 			for _, e := range evicted {
-				system.Root.Send(f.cfg.ShardFor(e), &messages.UnpublishLocation{ObjectId: e, Node: self})
+				system.Root.Send(f.cfg.ShardFor(e), &messages.UnpublishLocation{ObjectId: e, Node: me})
 			}
 		} else if f.obj.Size() != loc.GetSize() {
-			system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
+			system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
 			return f.abort(system, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", id, loc.GetSize(), f.obj.Size()))
 		}
+		if haveEpoch && loc.GetEpoch() != epoch {
+			// A Reduce re-created this object: what we have is stale.
+			if err := w.Rewind(); err != nil {
+				return f.abort(system, err)
+			}
+		}
+		epoch, haveEpoch = loc.GetEpoch(), true
+		if failed != nil {
+			system.EventStream.Publish(&events.SenderSwitched{Object: id, Receiver: me.GetNodeId(),
+				From: failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: f.written()})
+		}
 		begin, from := time.Now(), f.written()
-		err = f.stream(ctx, w, loc.GetSender())
+		err = f.streamWatched(ctx, system, self, w, loc.GetSender())
 		switch {
 		case err == nil:
 			// Only a whole-enough transfer from a complete copy measures
@@ -128,7 +191,7 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 			if err := f.cfg.Store.Complete(f.obj); err != nil {
 				return err
 			}
-			system.Root.Send(shard, &messages.FetchDone{ObjectId: id, Receiver: self, Sender: loc.GetSender()})
+			system.Root.Send(f.cfg.ShardFor(id), &messages.FetchDone{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
 			return nil
 		case ctx.Err() != nil:
 			// Stopped (node restarting or stopping): the bytes stay and a
@@ -138,10 +201,45 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem) error
 		if _, done, oerr := f.obj.Progress(); oerr != nil || done || f.obj.Pinned() {
 			return oerr // dropped (deleted), or a local Put took over
 		}
-		written, _, _ := f.obj.Progress()
+		if errors.Is(err, messages.ErrReset) && rewinds < maxRewinds {
+			// The sender's copy was rewound (a Reduce upstream repaired its
+			// tree): start over from the same sender; our own readers get
+			// RESET in turn.
+			rewinds++
+			if rerr := w.Rewind(); rerr != nil {
+				return f.abort(system, rerr)
+			}
+			failed = nil
+			continue
+		}
 		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": loc.GetSender().GetNodeId(),
-			"offset": written, "error": err}).Info("sender failed; locating another")
+			"offset": f.written(), "error": err}).Info("sender failed; locating another")
 		failed = loc.GetSender()
+	}
+}
+
+// streamWatched streams from sender while the session actor watches it.
+func (f *fetchSession) streamWatched(ctx context.Context, system *actor.ActorSystem, self *actor.PID, w *Writer, sender *messages.NodeRef) error {
+	sctx, cut := context.WithCancel(ctx)
+	defer cut()
+	pid := sender.PID()
+	system.Root.Send(self, &watchSender{pid: pid, cut: cut})
+	defer system.Root.Send(self, &unwatchSender{pid: pid})
+	err := f.stream(sctx, w, sender)
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", sender.GetNodeId())
+	}
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		delete(n.reduces, m.GetReduceId())
 	case *messages.StoreReduced:
 		n.storeReduced(ctx, m)
+	case *messages.Republish:
+		n.republish(ctx, m)
 	case *messages.Put:
 		n.put(ctx, m)
 	case *messages.Get:
@@ -384,4 +387,34 @@ func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
 		err := n.putObject(rctx, system, m.GetTargetId(), m.GetData(), m.GetReduceId())
 		reply(system, sender, &messages.StoreReducedReply{ReduceId: m.GetReduceId(), Error: messages.AsError(err)})
 	}()
+}
+
+// republish sends the directory every copy this node holds that belongs
+// to the given shards: a shard that restarted or moved rebuilds from them.
+func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
+	count := int(m.GetShardCount())
+	if count <= 0 {
+		return
+	}
+	want := map[int]bool{}
+	for _, s := range m.GetShards() {
+		want[int(s)] = true
+	}
+	for _, o := range n.cfg.Store.Objects() {
+		id := o.ID()
+		if strings.HasPrefix(id, "\x00") || !want[directory.ShardIndex(id, count)] {
+			continue // reduce intermediates are not in the directory
+		}
+		size := o.Size()
+		_, done, err := o.Progress()
+		if size < 0 || err != nil {
+			continue
+		}
+		state := messages.LocationState_PARTIAL
+		if done {
+			state = messages.LocationState_COMPLETE
+		}
+		ctx.Send(n.cfg.ShardFor(id), &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self, State: state,
+			Size: size, Fingerprint: o.Fingerprint(), Creator: o.Pinned()})
+	}
 }

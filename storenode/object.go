@@ -29,6 +29,9 @@ type Object struct {
 	lru         *list.Element // in Store.lru while complete, unpinned and idle
 	accounted   int64         // bytes charged against the store's capacity
 	writerGen   uint64        // the generation of the current Writer
+	// epoch counts rewinds: a reader that began in an older epoch has
+	// bytes that are no longer the object's and gets RESET.
+	epoch uint64
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -138,6 +141,33 @@ func (w *Writer) Advance(n int) error {
 	return nil
 }
 
+// Rewind discards what was written (a Reduce position reduces again):
+// readers that already took bytes get RESET and start over.
+func (w *Writer) Rewind() error {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if w.o.done {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q is complete and cannot be rewound", w.o.id)
+	}
+	// A fresh buffer: slices handed to readers before stay as they were
+	// (bytes below written are immutable), they just stop being current.
+	w.o.buf = make([]byte, w.o.size)
+	w.o.written = 0
+	w.o.epoch++
+	w.o.broadcast()
+	return nil
+}
+
+// Epoch is the number of times the object was rewound.
+func (o *Object) Epoch() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.epoch
+}
+
 func (w *Writer) usable() error {
 	if w.gen != w.o.writerGen {
 		return messages.Errorf(messages.ErrorCode_CANCELED, "object %q: writer superseded", w.o.id)
@@ -230,16 +260,24 @@ func (o *Object) Bytes() ([]byte, error) {
 // ReadAt returns up to max bytes at off, shared read-only, waiting until
 // at least one byte past off has been written.
 func (o *Object) ReadAt(ctx context.Context, off int64, max int) ([]byte, error) {
+	return o.readAt(ctx, off, max, nil)
+}
+
+// readAt is ReadAt for a reader that began in epoch *epoch (nil: any).
+func (o *Object) readAt(ctx context.Context, off int64, max int, epoch *uint64) ([]byte, error) {
 	if off < 0 || max <= 0 {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q: read of %d bytes at %d", o.id, max, off)
 	}
 	for {
 		o.mu.Lock()
 		size, written, err, ch := o.size, o.written, o.err, o.changed
-		buf := o.buf
+		buf, cur := o.buf, o.epoch
 		o.mu.Unlock()
 		if err != nil {
 			return nil, err
+		}
+		if epoch != nil && *epoch != cur {
+			return nil, messages.Errorf(messages.ErrorCode_RESET, "object %q was rewound", o.id)
 		}
 		if size >= 0 && off >= size {
 			return nil, io.EOF

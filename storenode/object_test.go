@@ -491,3 +491,68 @@ func TestReadAtRejectsBadArguments(t *testing.T) {
 		}
 	}
 }
+
+func TestRewindResetsReadersAndKeepsHandedOutBytes(t *testing.T) {
+	s := NewStore(1 << 10)
+	o, _, _ := s.Create("r", 8, 0)
+	w := o.NewWriter()
+	if err := w.Append([]byte{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.OpenObject(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	old, err := r.ReadAt(t.Context(), 0, 4)
+	if err != nil || !bytes.Equal(old, []byte{1, 2, 3, 4}) {
+		t.Fatalf("read before rewind: %v %v", old, err)
+	}
+	if err := w.Rewind(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append([]byte{9, 9, 9, 9}); err != nil {
+		t.Fatal(err)
+	}
+	// The reader's earlier bytes are unchanged, and its next read says
+	// they are stale.
+	if !bytes.Equal(old, []byte{1, 2, 3, 4}) {
+		t.Fatalf("rewind overwrote bytes a reader held: %v", old)
+	}
+	if _, err := r.ReadAt(t.Context(), 4, 4); !errors.Is(err, messages.ErrReset) {
+		t.Fatalf("read after rewind: want RESET, got %v", err)
+	}
+	fresh, _ := s.OpenObject(t.Context(), "r")
+	defer fresh.Close()
+	if b, err := fresh.ReadAt(t.Context(), 0, 4); err != nil || !bytes.Equal(b, []byte{9, 9, 9, 9}) {
+		t.Fatalf("new reader: %v %v", b, err)
+	}
+	if o.Epoch() != 1 {
+		t.Fatalf("epoch %d", o.Epoch())
+	}
+	// A complete object cannot be rewound.
+	if err := w.Append([]byte{5, 6, 7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rewind(); err == nil {
+		t.Fatal("rewound a complete object")
+	}
+}
+
+func TestClearFailsEverything(t *testing.T) {
+	s := NewStore(1 << 10)
+	a, _, _ := s.Create("a", 4, 0)
+	p, _ := s.Reserve("p")
+	s.Clear(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "node failed"))
+	for _, o := range []*Object{a, p} {
+		if err := o.WaitComplete(t.Context()); !errors.Is(err, messages.ErrUnavailable) {
+			t.Fatalf("%s: %v", o.ID(), err)
+		}
+	}
+	if s.Used() != 0 || len(s.Objects()) != 0 {
+		t.Fatalf("clear left %d bytes, %d objects", s.Used(), len(s.Objects()))
+	}
+}

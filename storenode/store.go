@@ -229,6 +229,16 @@ func (s *Store) refreshLRU(o *Object) {
 	}
 }
 
+// Clear drops every object (the node failed: its data is gone), failing
+// waiters and readers with err.
+func (s *Store) Clear(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.objects {
+		s.removeLocked(o, err)
+	}
+}
+
 // Remove drops the object, failing its waiters and readers with err.
 // It reports whether the object was there.
 func (s *Store) Remove(id string, err error) bool {
@@ -287,7 +297,7 @@ func (s *Store) OpenObject(ctx context.Context, id string) (transport.ObjectRead
 		if err == nil && size >= 0 {
 			s.refreshLRU(o)
 			s.mu.Unlock()
-			return &objectReader{s: s, o: o, size: size}, nil
+			return &objectReader{s: s, o: o, size: size, epoch: o.Epoch()}, nil
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -305,13 +315,16 @@ type objectReader struct {
 	s      *Store
 	o      *Object
 	size   int64
+	epoch  uint64 // the object's epoch when the reader opened it
 	closed sync.Once
 }
 
 func (r *objectReader) Size() int64 { return r.size }
 
+// ReadAt fails with RESET once the object was rewound after the reader
+// opened it: the bytes it handed out before are no longer the object's.
 func (r *objectReader) ReadAt(ctx context.Context, off int64, max int) ([]byte, error) {
-	return r.o.ReadAt(ctx, off, max)
+	return r.o.readAt(ctx, off, max, &r.epoch)
 }
 
 func (r *objectReader) Close() {

@@ -4,12 +4,15 @@ import (
 	"crypto/rand"
 	"fmt"
 	"hash/fnv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -31,6 +34,54 @@ type ShardConfig struct {
 	// NewCoordinator returns the props of the coordinator of one Reduce
 	// (injected so the directory does not depend on the coordinator).
 	NewCoordinator func(reduceID string, start *messages.StartReduce, requester *actor.PID) *actor.Props
+	// Index and Count place this shard among all shards (for Republish).
+	Index, Count int
+	// Nodes lists the live store nodes, asked to republish what they hold
+	// whenever the shard (re)starts: its state is soft.
+	Nodes func() []*messages.NodeRef
+	// Failures makes NodeFailed published once per failure, not once per
+	// shard that saw it.
+	Failures *FailureLog
+	// BeforeReceive runs before each message (fault injection: a hook that
+	// panics crashes the shard).
+	BeforeReceive func(shard string, msg any)
+	// Rebuilt marks a shard started on a new host after its old host
+	// failed (it announces ShardRebuilt from its first start).
+	Rebuilt bool
+}
+
+// FailureLog remembers which node failures were already announced.
+type FailureLog struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// First reports whether this is the first report of node's failure since
+// Forget(node).
+func (f *FailureLog) First(node string) bool {
+	if f == nil {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen == nil {
+		f.seen = map[string]bool{}
+	}
+	if f.seen[node] {
+		return false
+	}
+	f.seen[node] = true
+	return true
+}
+
+// Forget lets a node that came back be reported again when it fails.
+func (f *FailureLog) Forget(node string) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.seen, node)
 }
 
 type tick struct{}
@@ -38,9 +89,11 @@ type tick struct{}
 // Shard is the actor that owns one LocationTable. Its state is soft: after
 // a restart it starts empty and store nodes republish what they hold.
 type Shard struct {
-	cfg   ShardConfig
-	table *LocationTable
-	stop  chan struct{} // stops the ticker goroutine
+	cfg     ShardConfig
+	table   *LocationTable
+	stop    chan struct{}     // stops the ticker goroutine
+	watched map[string]string // store node PID -> node id, watched for Terminated
+	starts  *atomic.Int32     // shared by the shard's incarnations
 }
 
 // NewShardProps returns the props of a directory shard actor.
@@ -51,37 +104,59 @@ func NewShardProps(cfg ShardConfig) *actor.Props {
 	if cfg.Log == nil {
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Shard{cfg: cfg} })
+	starts := new(atomic.Int32)
+	// A coordinator that crashes is stopped, not restarted: its Reduce
+	// fails with a clear error (the caller may retry) instead of resuming
+	// half-remembered state.
+	stopCoordinator := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+	return actor.PropsFromProducer(func() actor.Actor { return &Shard{cfg: cfg, starts: starts} },
+		actor.WithSupervisor(stopCoordinator))
 }
 
 // Receive implements actor.Actor.
 func (s *Shard) Receive(ctx actor.Context) {
+	if h := s.cfg.BeforeReceive; h != nil {
+		h(ctx.Self().GetId(), ctx.Message())
+	}
 	now := time.Now()
 	var out []Send
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		s.table = NewLocationTable(s.cfg.Table)
-		// Our own ticker: protoactor's scheduler has a data race between
-		// its cancel func and its timer goroutine.
-		s.stop = make(chan struct{})
-		go ticker(ctx.ActorSystem(), ctx.Self(), s.cfg.TickInterval, s.stop)
-		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Debug("directory shard started")
+		s.started(ctx)
 		return
-	case *actor.Stopping, *actor.Restarting:
-		if s.stop != nil {
-			close(s.stop)
-			s.stop = nil
+	case *actor.Restarting:
+		// The table is about to be lost: parked requesters retry against
+		// the restarted shard instead of waiting for their deadlines.
+		s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard restarting")))
+		s.stopTicker()
+		return
+	case *actor.Stopping:
+		s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard stopping")))
+		s.stopTicker()
+		return
+	case *actor.Terminated:
+		node, ok := s.watched[m.GetWho().String()]
+		if !ok {
+			return // a coordinator child
 		}
-		return
+		delete(s.watched, m.GetWho().String())
+		if s.cfg.Failures.First(node) {
+			s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId()}).Warn("node failed")
+			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
+		}
+		out = s.table.NodeFailed(node)
 	case tick:
 		out = s.table.Tick(now)
 	case *messages.CreateObject:
+		s.watch(ctx, m.GetCreator())
 		out = s.table.Create(m, ctx.Sender())
 	case *messages.PublishLocation:
+		s.watch(ctx, m.GetNode())
 		out = s.table.Publish(m)
 	case *messages.UnpublishLocation:
 		out = s.table.Unpublish(m)
 	case *messages.Locate:
+		s.watch(ctx, m.GetReceiver())
 		out = s.table.Locate(m, ctx.Sender(), now)
 	case *messages.CancelLocate:
 		out = s.table.CancelLocate(m)
@@ -115,6 +190,46 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	}
 	s.deliver(ctx, out)
+}
+
+func (s *Shard) started(ctx actor.Context) {
+	s.table = NewLocationTable(s.cfg.Table)
+	s.watched = map[string]string{}
+	// Our own ticker: protoactor's scheduler has a data race between its
+	// cancel func and its timer goroutine.
+	s.stop = make(chan struct{})
+	go ticker(ctx.ActorSystem(), ctx.Self(), s.cfg.TickInterval, s.stop)
+	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
+	if s.cfg.Nodes != nil {
+		// Soft state: whatever the store nodes hold comes back to us.
+		for _, n := range s.cfg.Nodes() {
+			ctx.Send(n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+		}
+	}
+	if !first {
+		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Warn("directory shard rebuilt from the store nodes")
+		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: ctx.Self().GetId(), Host: ctx.Parent().GetId()})
+	}
+}
+
+func (s *Shard) stopTicker() {
+	if s.stop != nil {
+		close(s.stop)
+		s.stop = nil
+	}
+}
+
+// watch makes the shard hear of a store node's failure: its copies must
+// leave the directory and the requests it parked must go.
+func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
+	if !nodeOK(n) {
+		return
+	}
+	pid := n.PID()
+	if _, ok := s.watched[pid.String()]; !ok {
+		s.watched[pid.String()] = n.GetNodeId()
+		ctx.Watch(pid)
+	}
 }
 
 // startReduce reserves the target and spawns the Reduce's coordinator as a

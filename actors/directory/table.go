@@ -107,6 +107,9 @@ type entry struct {
 	// reservedBy is the Reduce that will create this object; nobody else
 	// may create it meanwhile.
 	reservedBy string
+	// epoch grows when a Reduce re-creates its target on a new root:
+	// partial copies of an older epoch hold bytes that are no longer valid.
+	epoch uint64
 }
 
 // LocationTable is the state of one directory shard. It is not safe for
@@ -185,6 +188,17 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 			return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", id, req.GetReduceId()), false)
 		}
 		return reply(messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id), false)
+	}
+	if e.known && req.GetReduceId() != "" {
+		// The Reduce lost its root and re-creates the target elsewhere:
+		// copies begun from the old root are stale. Their receivers find
+		// out when they locate again, and start over in the new epoch.
+		for id := range e.locs {
+			t.endTransfer(e, id, true)
+		}
+		clear(e.locs)
+		e.known = false
+		e.epoch++
 	}
 	if e.known && len(e.locs) == 0 && !e.hasInline {
 		// Every copy is gone (a creator that failed before it finished, or
@@ -465,6 +479,37 @@ func (t *LocationTable) Tick(now time.Time) []Send {
 	return out
 }
 
+// NodeFailed forgets every copy on a failed node and every request it had
+// parked. Receivers it was serving find out from their own sessions and
+// locate again (naming it as failed); senders it was fetching from are free.
+func (t *LocationTable) NodeFailed(node string) []Send {
+	var out []Send
+	for _, e := range t.entries {
+		e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
+			return w.kind == waitLocate && w.receiver.GetNodeId() == node
+		})
+		if e.locs[node] != nil {
+			out = append(out, t.removeLocation(e, node)...)
+			out = append(out, t.serveWaiters(e)...)
+		}
+		t.forgetIfIdle(e)
+	}
+	return out
+}
+
+// FailWaiters answers every parked request with err (the shard is about to
+// lose its soft state: requesters retry against the rebuilt shard).
+func (t *LocationTable) FailWaiters(err *messages.Error) []Send {
+	var out []Send
+	for _, e := range t.entries {
+		for _, w := range e.waiters {
+			out = append(out, w.fail(e.id, err))
+		}
+		e.waiters = nil
+	}
+	return out
+}
+
 // Len is the number of entries, known or waited on (for tests and metrics).
 func (t *LocationTable) Len() int { return len(t.entries) }
 
@@ -561,7 +606,7 @@ func (t *LocationTable) serveWaiters(e *entry) []Send {
 			// Get was waiting): it is its own sender.
 			own := e.locs[w.receiver.GetNodeId()]
 			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state}})
+				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch}})
 		default:
 			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
 			if sender == nil {
@@ -590,7 +635,7 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []Send {
 		e.transfers = slices.Delete(e.transfers, 0, len(e.transfers)-t.cfg.TransferLogLimit)
 	}
 	return append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state}})
+		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch}})
 }
 
 // pickSender chooses a free copy for receiver: complete copies first, then

@@ -1,0 +1,179 @@
+package revoke
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// sim is a deterministic shell for many Broadcasters: a message queue, no
+// goroutines. Messages to dead or unknown members are dropped, as a real
+// shell's sends to a dead member fail.
+type sim struct {
+	t     testing.TB
+	bc    map[string]*Broadcaster
+	dead  map[string]bool
+	queue []simMsg
+	rng   *rand.Rand // nil: FIFO order; else random order
+
+	// crashAfter[m] = k: m crashes after sending k of the forwards of its
+	// first decision (before delivering).
+	crashAfter map[string]int
+
+	delivered map[string]map[ID]int // member -> id -> deliveries
+	rounds    map[string]map[ID]int // member -> id -> forwarding decisions
+	sentBy    map[string]int        // member -> forwards sent
+	msgs      int                   // forwards sent (excluding replays)
+	replays   int                   // SetOverlay re-sends
+}
+
+type simMsg struct {
+	from, to string
+	n        Notice
+}
+
+func newSim(t testing.TB, overlays map[string]*Overlay, rng *rand.Rand, opts ...Option) *sim {
+	s := &sim{
+		t:          t,
+		bc:         make(map[string]*Broadcaster, len(overlays)),
+		dead:       map[string]bool{},
+		rng:        rng,
+		crashAfter: map[string]int{},
+		delivered:  map[string]map[ID]int{},
+		rounds:     map[string]map[ID]int{},
+		sentBy:     map[string]int{},
+	}
+	for id, o := range overlays {
+		s.bc[id] = NewBroadcaster(o, opts...)
+	}
+	return s
+}
+
+// overlaysFor builds every member's overlay of one topology.
+func overlaysFor(t testing.TB, members []string) map[string]*Overlay {
+	t.Helper()
+	out := make(map[string]*Overlay, len(members))
+	for _, m := range members {
+		o, err := NewOverlay(members, m)
+		if err != nil {
+			t.Fatalf("NewOverlay(%d members, %q): %v", len(members), m, err)
+		}
+		out[m] = o
+	}
+	return out
+}
+
+func (s *sim) apply(at string, n Notice, d Decision) {
+	if len(d.Forward) == 0 && !d.Deliver {
+		return
+	}
+	id := n.ID()
+	if s.rounds[at] == nil {
+		s.rounds[at] = map[ID]int{}
+	}
+	s.rounds[at][id]++
+	for i, to := range d.Forward {
+		if k, ok := s.crashAfter[at]; ok && i >= k {
+			s.dead[at] = true
+			return
+		}
+		s.msgs++
+		s.sentBy[at]++
+		s.queue = append(s.queue, simMsg{from: at, to: to, n: n})
+	}
+	if _, ok := s.crashAfter[at]; ok {
+		s.dead[at] = true
+		return
+	}
+	if d.Deliver {
+		if s.delivered[at] == nil {
+			s.delivered[at] = map[ID]int{}
+		}
+		s.delivered[at][id]++
+	}
+}
+
+func (s *sim) originate(at string, n Notice) {
+	if s.dead[at] {
+		s.t.Fatalf("origin %q is dead", at)
+	}
+	s.apply(at, n, s.bc[at].Originate(n))
+}
+
+// step delivers one queued message; false when the queue is empty.
+func (s *sim) step() bool {
+	if len(s.queue) == 0 {
+		return false
+	}
+	i := 0
+	if s.rng != nil {
+		i = s.rng.Intn(len(s.queue))
+	}
+	m := s.queue[i]
+	s.queue = slices.Delete(s.queue, i, i+1)
+	b, ok := s.bc[m.to]
+	if !ok || s.dead[m.to] {
+		return true
+	}
+	s.apply(m.to, m.n, b.Receive(m.from, m.n))
+	return true
+}
+
+func (s *sim) run() {
+	for s.step() {
+	}
+}
+
+// switchTo moves member m to overlay o, enqueueing the replays.
+func (s *sim) switchTo(m string, o *Overlay) {
+	if s.dead[m] {
+		return
+	}
+	for _, snd := range s.bc[m].SetOverlay(o) {
+		s.replays++
+		s.queue = append(s.queue, simMsg{from: m, to: snd.To, n: snd.Notice})
+	}
+}
+
+// checkAllDelivered asserts that every live member in want delivered id
+// exactly once and forwarded it in exactly one decision.
+func (s *sim) checkAllDelivered(want []string, id ID, ctx string) {
+	s.t.Helper()
+	for _, m := range want {
+		if s.dead[m] {
+			continue
+		}
+		if got := s.delivered[m][id]; got != 1 {
+			s.t.Fatalf("%s: member %q delivered %v %d times, want 1", ctx, m, id, got)
+		}
+	}
+	for m, byID := range s.rounds {
+		if r := byID[id]; r > 1 {
+			s.t.Fatalf("%s: member %q forwarded %v in %d decisions, want ≤ 1", ctx, m, id, r)
+		}
+	}
+}
+
+func names(n int, prefix string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%04d", prefix, i)
+	}
+	return out
+}
+
+// randomNames returns n distinct ids in random (unsorted) order, so that
+// ranks really come from sorting.
+func randomNames(rng *rand.Rand, n int) []string {
+	seen := make(map[string]bool, n)
+	out := make([]string, 0, n)
+	for len(out) < n {
+		id := fmt.Sprintf("node-%x", rng.Uint32())
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

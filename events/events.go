@@ -1,0 +1,64 @@
+// Package events defines the domain events Hoplite publishes on the actor
+// system's EventStream, next to Proto.Actor's own *actor.SupervisorEvent,
+// so that an application can watch failures being detected and repaired:
+//
+//	system.EventStream.Subscribe(func(e any) {
+//		switch e := e.(type) {
+//		case *events.NodeFailed: ...
+//		}
+//	})
+//
+// Events are published by the actor that observed what they describe and
+// are never sent across processes.
+package events
+
+import "time"
+
+// NodeFailed: a node's store node terminated (fail-stop). Published once
+// per failure by the first directory shard that saw it.
+type NodeFailed struct {
+	Node       string
+	DetectedBy string // the actor that saw the Terminated
+	At         time.Time
+}
+
+// SenderSwitched: a receiver lost its sender mid-transfer and resumed
+// from another one at its current offset (only the missing bytes move).
+type SenderSwitched struct {
+	Object   string
+	Receiver string
+	From, To string
+	Offset   int64 // where the receiver resumed; 0 if its copy was rewound
+}
+
+// TreeNodeReplaced: a Reduce lost the node holding a tree position; the
+// next ready backup (or the next arrival) takes the position.
+type TreeNodeReplaced struct {
+	Reduce      string
+	Position    int
+	Failed      string // the source id that was lost
+	Replacement string // "" while the position waits for an arrival
+}
+
+// AncestorsInvalidated: the ancestors of a replaced position cleared what
+// they had reduced and pull again; other subtrees keep their progress.
+type AncestorsInvalidated struct {
+	Reduce    string
+	Positions []int // parent first, the root last
+}
+
+// ShardRebuilt: a directory shard started again (after a crash, or on a
+// new node after its host failed) and asked the store nodes to republish.
+type ShardRebuilt struct {
+	Shard string
+	Host  string
+}
+
+// ReduceDone: a Reduce answered. Err is nil on success.
+type ReduceDone struct {
+	Reduce  string
+	Target  string
+	Reduced []string
+	Elapsed time.Duration
+	Err     error
+}
