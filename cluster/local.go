@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,6 +48,9 @@ type Config struct {
 	ReduceDegree int
 	// Hooks are test and fault-injection points in every node.
 	Hooks storenode.Hooks
+	// ShardHook runs before each message a directory shard receives (a
+	// hook that panics crashes that shard).
+	ShardHook func(shard string, msg any)
 	// Log receives the cluster's logs and Proto.Actor's (default: logrus's
 	// standard logger).
 	Log *logrus.Logger
@@ -55,11 +61,19 @@ type Local struct {
 	cfg         Config
 	system      *actor.ActorSystem
 	transport   *transport.Memory
+	log         *logrus.Entry
+	estimator   *plan.Estimator
+	failures    *directory.FailureLog
+	shardTable  atomic.Pointer[[]*actor.PID] // copy on write: shards move when their host fails
+	coordinator coordinator.ActorConfig
+
+	mu          sync.Mutex // guards what Kill and Restart change
 	supervisors []*actor.PID
 	storeNodes  []*actor.PID
-	shards      []*actor.PID
 	stores      []*storenode.Store
 	refs        []*messages.NodeRef
+	alive       []bool
+	shardHost   []int
 }
 
 // StartLocal starts an embedded cluster and returns once every node
@@ -80,73 +94,189 @@ func StartLocal(cfg Config) (*Local, error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	system := actor.NewActorSystem(actorSystemOptions(cfg.Log)...)
-	l := &Local{cfg: cfg, system: system, transport: transport.NewMemory(cfg.LinkBandwidth)}
-	addr := system.Address()
-	for j := 0; j < cfg.Shards; j++ {
-		l.shards = append(l.shards, actor.NewPID(addr, fmt.Sprintf("%s/shard-%d", nodeName(j%cfg.Nodes), j)))
+	if cfg.InlineLimit == 0 {
+		cfg.InlineLimit = 64 << 10
 	}
-	shardFor := func(id string) *actor.PID { return l.shards[directory.ShardIndex(id, len(l.shards))] }
-	log := logrus.NewEntry(cfg.Log)
+	system := actor.NewActorSystem(actorSystemOptions(cfg.Log)...)
+	l := &Local{cfg: cfg, system: system, transport: transport.NewMemory(cfg.LinkBandwidth),
+		log: logrus.NewEntry(cfg.Log), failures: &directory.FailureLog{}}
+	addr := system.Address()
+	shards := make([]*actor.PID, cfg.Shards)
+	for j := range shards {
+		l.shardHost = append(l.shardHost, j%cfg.Nodes)
+		shards[j] = actor.NewPID(addr, fmt.Sprintf("%s/shard-%d", nodeName(j%cfg.Nodes), j))
+	}
+	l.shardTable.Store(&shards)
 	// One process, one network: every node shares the measurements.
 	// Until transfers are measured, B is the emulated link if there is one.
 	bandwidth := 1.25e9
 	if cfg.LinkBandwidth > 0 {
 		bandwidth = cfg.LinkBandwidth
 	}
-	estimator := plan.NewEstimator(100*time.Microsecond, bandwidth)
-	inline := cfg.InlineLimit
-	if inline == 0 {
-		inline = 64 << 10
-	}
-	coordinatorConfig := coordinator.ActorConfig{ShardFor: shardFor, Estimator: estimator, Log: log,
-		Reduce: coordinator.Config{InlineLimit: inline, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
-	newCoordinator := func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
-		return coordinator.NewProps(coordinatorConfig, id, start, requester)
-	}
+	l.estimator = plan.NewEstimator(100*time.Microsecond, bandwidth)
+	l.coordinator = coordinator.ActorConfig{ShardFor: l.shardFor, Estimator: l.estimator, Log: l.log,
+		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for i := 0; i < cfg.Nodes; i++ {
-		name := nodeName(i)
-		store := storenode.NewStore(cfg.Capacity)
-		dataAddr, err := l.transport.Serve(name, store)
-		if err != nil {
-			l.Stop()
-			return nil, err
-		}
-		ref := &messages.NodeRef{NodeId: name, Address: addr, ActorId: name + "/store", DataAddress: dataAddr}
-		children := []child{{name: "store", props: storenode.NewProps(storenode.Config{
-			Self: ref, Store: store, ShardFor: shardFor, Transport: l.transport,
-			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: log, Estimator: estimator,
-		})}}
+		l.supervisors = append(l.supervisors, nil)
+		l.storeNodes = append(l.storeNodes, nil)
+		l.stores = append(l.stores, nil)
+		l.refs = append(l.refs, nil)
+		l.alive = append(l.alive, false)
+		var hosted []int
 		for j := i; j < cfg.Shards; j += cfg.Nodes {
-			children = append(children, child{name: fmt.Sprintf("shard-%d", j), props: directory.NewShardProps(directory.ShardConfig{
-				Table: directory.TableConfig{InlineLimit: cfg.InlineLimit}, Log: log, NewCoordinator: newCoordinator,
-			})})
+			hosted = append(hosted, j)
 		}
-		sup, err := system.Root.SpawnNamed(nodeSupervisorProps(children), name)
-		if err != nil {
-			l.Stop()
-			return nil, fmt.Errorf("start %s: %w", name, err)
-		}
-		l.supervisors = append(l.supervisors, sup)
-		l.storeNodes = append(l.storeNodes, actor.NewPID(addr, ref.ActorId))
-		l.stores = append(l.stores, store)
-		l.refs = append(l.refs, ref)
-	}
-	for _, sup := range l.supervisors {
-		if _, err := system.Root.RequestFuture(sup, ready{}, 10*time.Second).Result(); err != nil {
-			l.Stop()
-			return nil, fmt.Errorf("node %s did not start: %w", sup.GetId(), err)
+		if err := l.startNode(i, hosted); err != nil {
+			l.stopLocked()
+			return nil, err
 		}
 	}
 	cfg.Log.WithFields(logrus.Fields{"nodes": cfg.Nodes, "shards": cfg.Shards}).Info("embedded cluster started")
 	return l, nil
 }
 
+func (l *Local) shardFor(id string) *actor.PID {
+	t := *l.shardTable.Load()
+	return t[directory.ShardIndex(id, len(t))]
+}
+
+// liveNodes lists the store nodes that are up (asked to republish when a
+// shard starts).
+func (l *Local) liveNodes() []*messages.NodeRef {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*messages.NodeRef
+	for i, ref := range l.refs {
+		if l.alive[i] {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+func (l *Local) shardProps(j int, rebuilt bool) *actor.Props {
+	return directory.NewShardProps(directory.ShardConfig{
+		Table: directory.TableConfig{InlineLimit: l.cfg.InlineLimit}, Log: l.log,
+		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
+			return coordinator.NewProps(l.coordinator, id, start, requester)
+		},
+		Index: j, Count: l.cfg.Shards, Nodes: l.liveNodes, Failures: l.failures,
+		BeforeReceive: l.cfg.ShardHook, Rebuilt: rebuilt,
+	})
+}
+
+// startNode starts node i empty, with the shards it hosts. Callers hold
+// l.mu.
+func (l *Local) startNode(i int, shards []int) error {
+	name := nodeName(i)
+	store := storenode.NewStore(l.cfg.Capacity)
+	dataAddr, err := l.transport.Serve(name, store)
+	if err != nil {
+		return err
+	}
+	addr := l.system.Address()
+	ref := &messages.NodeRef{NodeId: name, Address: addr, ActorId: name + "/store", DataAddress: dataAddr}
+	children := []child{{name: "store", props: storenode.NewProps(storenode.Config{
+		Self: ref, Store: store, ShardFor: l.shardFor, Transport: l.transport,
+		ChunkSize: l.cfg.ChunkSize, InlineLimit: l.cfg.InlineLimit, DefaultTimeout: l.cfg.DefaultTimeout,
+		StallTimeout: l.cfg.StallTimeout, Naive: l.cfg.Naive, Hooks: l.cfg.Hooks, Log: l.log, Estimator: l.estimator,
+	})}}
+	for _, j := range shards {
+		children = append(children, child{name: fmt.Sprintf("shard-%d", j), props: l.shardProps(j, false)})
+	}
+	sup, err := l.system.Root.SpawnNamed(nodeSupervisorProps(children), name)
+	if err != nil {
+		l.transport.Unserve(dataAddr)
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	if _, err := l.system.Root.RequestFuture(sup, ready{}, 10*time.Second).Result(); err != nil {
+		return fmt.Errorf("node %s did not start: %w", name, err)
+	}
+	l.supervisors[i], l.storeNodes[i], l.stores[i], l.refs[i], l.alive[i] = sup, actor.NewPID(addr, ref.ActorId), store, ref, true
+	return nil
+}
+
+// Kill fails node i (fail-stop): its actors stop, its data is gone, its
+// data plane endpoint closes, and the directory shards it hosted start on
+// a live node, rebuilt from the other nodes' copies. Peers learn of the
+// failure only through their watches and data connections.
+func (l *Local) Kill(i int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i < 0 || i >= len(l.alive) || !l.alive[i] {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not running", i)
+	}
+	l.alive[i] = false
+	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", nodeName(i))
+	l.transport.Unserve(l.refs[i].GetDataAddress())
+	l.stores[i].Clear(gone)
+	if err := l.system.Root.StopFuture(l.supervisors[i]).Wait(); err != nil {
+		return fmt.Errorf("stop %s: %w", nodeName(i), err)
+	}
+	l.log.WithField("node", nodeName(i)).Warn("node killed (fault injection)")
+	return l.moveShards(i)
+}
+
+// moveShards restarts the shards node i hosted on live nodes. Callers hold
+// l.mu.
+func (l *Local) moveShards(from int) error {
+	table := slices.Clone(*l.shardTable.Load())
+	for j, host := range l.shardHost {
+		if host != from {
+			continue
+		}
+		to := -1
+		for k := 1; k <= len(l.alive); k++ {
+			if c := (from + k) % len(l.alive); l.alive[c] {
+				to = c
+				break
+			}
+		}
+		if to < 0 {
+			return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no live node can host shard %d", j)
+		}
+		res, err := l.system.Root.RequestFuture(l.supervisors[to], hostChild{child{name: fmt.Sprintf("shard-%d", j), props: l.shardProps(j, true)}}, 10*time.Second).Result()
+		if err != nil {
+			return fmt.Errorf("move shard %d to %s: %w", j, nodeName(to), err)
+		}
+		pid, ok := res.(*actor.PID)
+		if !ok {
+			return fmt.Errorf("move shard %d to %s: %v", j, nodeName(to), res)
+		}
+		l.shardHost[j], table[j] = to, pid
+	}
+	l.shardTable.Store(&table)
+	return nil
+}
+
+// Restart brings a killed node back, empty: it can Put and Get again.
+func (l *Local) Restart(i int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i < 0 || i >= len(l.alive) || l.alive[i] {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not down", i)
+	}
+	l.failures.Forget(nodeName(i))
+	if err := l.startNode(i, nil); err != nil {
+		return err
+	}
+	l.log.WithField("node", nodeName(i)).Info("node restarted, empty")
+	return nil
+}
+
+// Alive reports whether node i is running.
+func (l *Local) Alive(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.alive[i]
+}
+
 func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
-// Nodes is the number of nodes.
-func (l *Local) Nodes() int { return len(l.storeNodes) }
+// Nodes is the number of nodes (alive or not).
+func (l *Local) Nodes() int { return len(l.alive) }
 
 // System is the actor system every node runs in; application actors are
 // spawned in it and subscribe to its EventStream.
@@ -154,29 +284,51 @@ func (l *Local) System() *actor.ActorSystem { return l.system }
 
 // StoreNode is node i's store node: application actors send it Put, Get
 // and Delete messages.
-func (l *Local) StoreNode(i int) *actor.PID { return l.storeNodes[i] }
+func (l *Local) StoreNode(i int) *actor.PID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.storeNodes[i]
+}
 
 // Client is the Go API of node i.
 func (l *Local) Client(i int) *storenode.Client {
-	return storenode.NewClient(l.system.Root, l.storeNodes[i], l.cfg.DefaultTimeout)
+	return storenode.NewClient(l.system.Root, l.StoreNode(i), l.cfg.DefaultTimeout)
 }
 
 // Node is node i's reference as it appears in directory records.
-func (l *Local) Node(i int) *messages.NodeRef { return l.refs[i] }
+func (l *Local) Node(i int) *messages.NodeRef {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refs[i]
+}
 
 // Store is node i's local store (for inspection in tests and tools).
-func (l *Local) Store(i int) *storenode.Store { return l.stores[i] }
+func (l *Local) Store(i int) *storenode.Store {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stores[i]
+}
 
-// Shard is directory shard j.
-func (l *Local) Shard(j int) *actor.PID { return l.shards[j] }
+// Shard is directory shard j where it runs now.
+func (l *Local) Shard(j int) *actor.PID { return (*l.shardTable.Load())[j] }
 
 // Stop stops every node and the actor system.
 func (l *Local) Stop() {
-	for _, ref := range l.refs {
-		l.transport.Unserve(ref.GetDataAddress())
-	}
-	for _, sup := range l.supervisors {
-		_ = l.system.Root.StopFuture(sup).Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopLocked()
+}
+
+func (l *Local) stopLocked() {
+	l.failures.Close()
+	for i, ref := range l.refs {
+		if ref != nil {
+			l.transport.Unserve(ref.GetDataAddress())
+		}
+		if l.alive[i] && l.supervisors[i] != nil {
+			_ = l.system.Root.StopFuture(l.supervisors[i]).Wait()
+			l.alive[i] = false
+		}
 	}
 	l.system.Shutdown()
 }

@@ -15,6 +15,10 @@ type child struct {
 // ready is asked of a node supervisor; it answers once its children exist.
 type ready struct{}
 
+// hostChild asks a node supervisor to start one more child (a directory
+// shard moving here); it answers with the child's PID or an error.
+type hostChild struct{ child }
+
 // nodeSupervisor is the root of one node's actors. Children that panic are
 // restarted one at a time with a growing delay; a child's restart keeps
 // its PID, so peers need not learn a new address.
@@ -29,7 +33,7 @@ func nodeSupervisorProps(children []child) *actor.Props {
 }
 
 func (s *nodeSupervisor) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		for _, c := range s.children {
 			if _, err := ctx.SpawnNamed(c.props, c.name); err != nil {
@@ -38,5 +42,12 @@ func (s *nodeSupervisor) Receive(ctx actor.Context) {
 		}
 	case ready:
 		ctx.Respond(ready{})
+	case hostChild:
+		pid, err := ctx.SpawnNamed(m.props, m.name)
+		if err != nil {
+			ctx.Respond(err)
+			return
+		}
+		ctx.Respond(pid)
 	}
 }

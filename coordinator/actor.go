@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -33,6 +34,7 @@ type Coordinator struct {
 	r         *Reduction
 	timer     *time.Timer
 	begin     time.Time
+	watched   map[string]string // store node PID -> node id
 }
 
 type expire struct{}
@@ -59,11 +61,19 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		req := c.start.GetReduce()
 		L, B, _, _ := c.cfg.Estimator.Estimate()
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
-		c.r = NewReduction(c.id, req, c.cfg.Reduce, c.begin, timeout, L, B)
+		c.r = NewReductionFor(c.id, req, c.start.GetCaller(), c.cfg.Reduce, c.begin, timeout, L, B)
+		c.watched = map[string]string{}
 		self, system := ctx.Self(), ctx.ActorSystem()
 		c.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, expire{}) })
+		c.apply(ctx, c.r.Begin())
 		for _, id := range req.GetSourceIds() {
 			ctx.Request(c.cfg.ShardFor(id), &messages.Subscribe{ObjectId: id})
+		}
+	case *actor.Terminated:
+		if node, ok := c.watched[m.GetWho().String()]; ok {
+			delete(c.watched, m.GetWho().String())
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
+			c.apply(ctx, c.r.NodeFailed(node))
 		}
 	case *messages.LocationUpdate:
 		c.apply(ctx, c.r.Located(m))
@@ -89,6 +99,17 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 
 func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
 	remaining := max(1, time.Until(c.r.Deadline()).Milliseconds())
+	for _, n := range fx.Watch {
+		pid := n.PID()
+		c.watched[pid.String()] = n.GetNodeId()
+		ctx.Watch(pid)
+	}
+	for _, e := range fx.Events {
+		ctx.ActorSystem().EventStream.Publish(e)
+	}
+	for _, t := range fx.Invalidate {
+		ctx.Send(t.Node.PID(), &messages.ReduceInvalidate{ReduceId: c.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
+	}
 	for _, t := range fx.Tasks {
 		t.Task.TimeoutMs = remaining
 		ctx.Request(t.Node.PID(), t.Task)
@@ -115,6 +136,8 @@ func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
 	if c.requester != nil {
 		ctx.Send(c.requester, fx.Reply)
 	}
+	ctx.ActorSystem().EventStream.Publish(&events.ReduceDone{Reduce: c.id, Target: fx.Reply.GetTargetId(),
+		Reduced: fx.Reply.GetReducedIds(), Elapsed: time.Since(c.begin), Err: messages.ErrOrNil(fx.Reply.GetError())})
 	entry := c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": fx.Reply.GetTargetId(),
 		"reduced": len(fx.Reply.GetReducedIds()), "elapsed": time.Since(c.begin).Round(time.Microsecond)})
 	if err := messages.ErrOrNil(fx.Reply.GetError()); err != nil {

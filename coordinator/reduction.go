@@ -8,6 +8,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/kernel"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -82,6 +83,12 @@ type Effects struct {
 	ReleaseKeep bool
 	// ReleaseTarget frees the reserved target at the shard (failure).
 	ReleaseTarget bool
+	// Invalidate tells positions to stop and rewind (a descendant failed).
+	Invalidate []Task
+	// Watch: nodes whose failure the shell must report with NodeFailed.
+	Watch []*messages.NodeRef
+	// Events describe repairs, for the EventStream.
+	Events []any
 }
 
 // Task is one ReduceTask for a node.
@@ -101,37 +108,55 @@ type source struct {
 // no I/O: each method takes an event and returns Effects.
 type Reduction struct {
 	id       string
+	start    *messages.NodeRef // the caller's node
 	req      *messages.Reduce
 	cfg      Config
 	deadline time.Time
 	L        time.Duration
 	B        float64
 
-	size     int64 // -1 until the first source arrives
-	inline   bool
-	sources  map[string]*source
-	arrivals []string
-	gone     map[string]bool // deleted sources
-	tree     *plan.Tree
-	assign   *plan.Assignment
-	plan     *messages.ReducePlan
-	sent     map[int]bool // positions whose task was sent
-	started  map[int]bool // positions whose output can be streamed
-	nodes    map[string]*messages.NodeRef
-	fetching int // all_reduce Gets still running
-	reply    *messages.ReduceReply
-	over     bool
+	size      int64 // -1 until the first source arrives
+	inline    bool
+	sources   map[string]*source
+	arrivals  []string
+	gone      map[string]bool // deleted sources
+	tree      *plan.Tree
+	assign    *plan.Assignment
+	plan      *messages.ReducePlan
+	gen       map[int]int      // the last task generation sent per position (0: none)
+	need      map[int]bool     // positions that need a task (first, or again after a repair)
+	started   map[int]bool     // positions whose output can be streamed in the current generation
+	rootSet   map[int][]string // per root generation: the sources it reduces
+	watched   map[string]bool
+	nodes     map[string]*messages.NodeRef
+	fetching  int  // all_reduce Gets still running
+	fetchSent bool // all_reduce Gets were sent (once: a repaired target rewinds under them)
+	reply     *messages.ReduceReply
+	over      bool
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
 // network latency and bandwidth for the cost model.
 func NewReduction(id string, req *messages.Reduce, cfg Config, now time.Time, timeout time.Duration, L time.Duration, B float64) *Reduction {
+	return NewReductionFor(id, req, nil, cfg, now, timeout, L, B)
+}
+
+// NewReductionFor is NewReduction for a caller on node caller: the Reduce
+// fails if that node fails (nobody would get the answer).
+func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, cfg Config, now time.Time, timeout time.Duration, L time.Duration, B float64) *Reduction {
 	if cfg.Shape == "" {
 		cfg.Shape = ShapeDAry
 	}
-	return &Reduction{id: id, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
-		sources: map[string]*source{}, gone: map[string]bool{}, sent: map[int]bool{}, started: map[int]bool{},
-		nodes: map[string]*messages.NodeRef{}}
+	return &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
+		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{},
+		started: map[int]bool{}, rootSet: map[int][]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{}}
+}
+
+// Begin returns what the shell does first: watch the caller's node.
+func (r *Reduction) Begin() Effects {
+	var fx Effects
+	r.watch(r.start, &fx)
+	return fx
 }
 
 // ID is the reduce id.
@@ -177,22 +202,40 @@ func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 		s.inline = u.GetInlineData()
 		return r.maybeReduceInline()
 	}
+	var fx Effects
+	r.watch(s.node, &fx) // a backup's node matters too: it may replace a failed one
 	pos, placed, err := r.assign.Arrive(id)
 	if err != nil || !placed {
-		return Effects{} // a backup: it stays where it is
+		return fx // a backup: it stays where it is
 	}
-	r.plan.Positions[pos].ObjectId = id
-	r.plan.Positions[pos].NodeId = s.node.GetNodeId()
-	r.plan.Positions[pos].Arrival = int32(s.arrival)
-	var fx Effects
-	// A leaf's output is its source itself: it is ready at once.
-	if len(r.tree.Children(pos)) == 0 && pos != r.tree.Root() {
-		r.started[pos] = true
-	}
+	r.place(pos, id)
 	for p := pos; p >= 0; p = r.tree.Parent(p) {
 		r.maybeSend(p, &fx)
 	}
 	return fx
+}
+
+// place records that id now holds pos: a leaf's output is its source
+// itself and is ready at once; any other position needs a task.
+func (r *Reduction) place(pos int, id string) {
+	s := r.sources[id]
+	r.plan.Positions[pos].ObjectId = id
+	r.plan.Positions[pos].NodeId = s.node.GetNodeId()
+	r.plan.Positions[pos].Arrival = int32(s.arrival)
+	if r.isLeaf(pos) {
+		r.started[pos] = true
+	} else {
+		r.need[pos], r.started[pos] = true, false
+	}
+}
+
+func (r *Reduction) isLeaf(p int) bool { return len(r.tree.Children(p)) == 0 && p != r.tree.Root() }
+
+func (r *Reduction) watch(n *messages.NodeRef, fx *Effects) {
+	if n != nil && !r.watched[n.GetNodeId()] {
+		r.watched[n.GetNodeId()] = true
+		fx.Watch = append(fx.Watch, n)
+	}
 }
 
 // choosePlan fixes the tree once S is known (at the first arrival).
@@ -244,7 +287,7 @@ func mapKeys(m map[int]time.Duration) func(func(int) bool) {
 // maybeSend sends p's task once p's subtree has arrived and every child
 // that runs a worker has its output ready to stream.
 func (r *Reduction) maybeSend(p int, fx *Effects) {
-	if r.sent[p] || r.started[p] || !r.assign.Ready(p) {
+	if !r.need[p] || !r.assign.Ready(p) {
 		return
 	}
 	kids := r.tree.Children(p)
@@ -253,14 +296,19 @@ func (r *Reduction) maybeSend(p int, fx *Effects) {
 			return
 		}
 	}
+	r.gen[p]++
+	r.need[p], r.started[p] = false, false
 	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
-		Size: r.size, Position: int32(p), Root: p == r.tree.Root(), SourceId: r.assign.Holder(p), OutputId: r.outputOf(p)}
+		Size: r.size, Position: int32(p), Root: p == r.tree.Root(), SourceId: r.assign.Holder(p), OutputId: r.outputOf(p),
+		Generation: int32(r.gen[p])}
+	if p == r.tree.Root() {
+		r.rootSet[r.gen[p]] = r.assign.Placed()
+	}
 	for _, c := range kids {
 		task.Children = append(task.Children, &messages.ReduceInput{Node: r.nodeOf(c), ObjectId: r.outputOf(c)})
 	}
 	node := r.nodeOf(p)
 	r.nodes[node.GetNodeId()] = node
-	r.sent[p] = true
 	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
 }
 
@@ -279,8 +327,9 @@ func (r *Reduction) outputOf(p int) string {
 // Started handles a position reporting that its output exists.
 func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
 	p := int(m.GetPosition())
-	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || !r.sent[p] {
-		return Effects{}
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
+		int(m.GetGeneration()) != r.gen[p] || r.need[p] {
+		return Effects{} // a generation a repair has replaced
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
@@ -289,7 +338,8 @@ func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
 	var fx Effects
 	if parent := r.tree.Parent(p); parent >= 0 {
 		r.maybeSend(parent, &fx)
-	} else if r.req.GetAllReduce() {
+	} else if r.req.GetAllReduce() && !r.fetchSent {
+		r.fetchSent = true
 		// The target is streaming from its first chunk: participants start
 		// fetching now, so the broadcast pipelines with the reduce.
 		fx.Fetch = r.participants()
@@ -321,17 +371,76 @@ func (r *Reduction) participants() []*messages.NodeRef {
 // Done handles a position reporting its output complete.
 func (r *Reduction) Done(m *messages.ReduceTaskDone) Effects {
 	p := int(m.GetPosition())
-	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || !r.sent[p] {
+	g := int(m.GetGeneration())
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g < 1 || g > r.gen[p] {
 		return Effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if g != r.gen[p] || r.need[p] {
+			return Effects{} // a superseded run: its failure is being repaired
+		}
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
 	}
-	if p != r.tree.Root() {
+	if p != r.tree.Root() || r.reply != nil {
 		return Effects{}
 	}
-	r.reply = r.success(r.assign.Placed())
+	// Any generation of the root that finished reduced exactly the sources
+	// placed when it was sent, each once: a failure that came later does
+	// not change that result.
+	r.reply = r.success(r.rootSet[g])
 	return r.maybeFinish()
+}
+
+// NodeFailed repairs the tree after a node failed: each source it held
+// leaves its position, the next ready backup takes it (or the next
+// arrival will), and the position's ancestors clear what they reduced and
+// pull again, bottom-up. Other subtrees keep their progress.
+func (r *Reduction) NodeFailed(node string) Effects {
+	if r.over {
+		return Effects{}
+	}
+	if r.start != nil && r.start.GetNodeId() == node {
+		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
+	}
+	delete(r.watched, node)
+	var fx Effects
+	if r.inline || r.tree == nil {
+		return fx // small sources live in the directory, not on the node
+	}
+	for _, id := range slices.Clone(r.arrivals) {
+		s := r.sources[id]
+		if s == nil || s.node.GetNodeId() != node {
+			continue
+		}
+		delete(r.sources, id) // it may arrive again, from a new copy
+		rep, err := r.assign.Replace(id)
+		if err != nil || rep.Pos < 0 {
+			continue // only a backup
+		}
+		r.repair(rep, id, &fx)
+	}
+	return fx
+}
+
+func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {
+	pos := rep.Pos
+	fx.Events = append(fx.Events, &events.TreeNodeReplaced{Reduce: r.id, Position: pos, Failed: failed, Replacement: rep.NewID})
+	r.plan.Positions[pos].ObjectId, r.plan.Positions[pos].NodeId, r.plan.Positions[pos].Arrival = "", "", -1
+	r.started[pos], r.need[pos] = false, false
+	if rep.NewID != "" {
+		r.place(pos, rep.NewID)
+	}
+	if len(rep.Invalidate) > 0 {
+		fx.Events = append(fx.Events, &events.AncestorsInvalidated{Reduce: r.id, Positions: slices.Clone(rep.Invalidate)})
+	}
+	for _, a := range rep.Invalidate {
+		if r.gen[a] > 0 && !r.need[a] {
+			// Stop it now, before it finishes with the lost object in it.
+			fx.Invalidate = append(fx.Invalidate, Task{Node: r.nodeOf(a), Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(a), Generation: int32(r.gen[a])}})
+		}
+		r.need[a], r.started[a] = true, false
+	}
+	r.maybeSend(pos, fx)
 }
 
 // Fetched handles the end of one all_reduce Get.

@@ -61,11 +61,11 @@ func locatedInline(id string, data []byte, n *messages.NodeRef) *messages.Locati
 }
 
 func started(p int) *messages.ReduceTaskStarted {
-	return &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p)}
+	return &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: 1}
 }
 
 func done(p int) *messages.ReduceTaskDone {
-	return &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(p)}
+	return &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(p), Generation: 1}
 }
 
 func nodeIDs(refs []*messages.NodeRef) []string {
@@ -637,12 +637,12 @@ func TestExpire(t *testing.T) {
 
 func TestWorkerErrors(t *testing.T) {
 	r := chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustFail(t, r, r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1,
+	mustFail(t, r, r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1,
 		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}), messages.ErrCapacity, []string{"n1"})
 
 	r = chainWithTask(t, []string{"a", "b", "c"}, 3)
 	mustEmpty(t, "started", r.Started(started(1)))
-	mustFail(t, r, r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: 1,
+	mustFail(t, r, r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: 1, Generation: 1,
 		Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")}), messages.ErrUnavailable, []string{"n1"})
 
 	r = chainWithTask(t, []string{"a", "b", "c"}, 3)

@@ -2790,6 +2790,69 @@ func (x *ReduceTaskDone) GetGeneration() int32 {
 	return 0
 }
 
+// ReduceInvalidate tells a tree position that what it reduced so far
+// includes a lost object: it stops, rewinds its output (its readers get
+// RESET) and waits for the task of the new generation.
+type ReduceInvalidate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceInvalidate) Reset() {
+	*x = ReduceInvalidate{}
+	mi := &file_hoplite_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceInvalidate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceInvalidate) ProtoMessage() {}
+
+func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
+func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReduceInvalidate) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceInvalidate) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ReduceInvalidate) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 // ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
 // the target is kept on success and dropped on failure.
 type ReduceRelease struct {
@@ -2802,7 +2865,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2877,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2890,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -2858,7 +2921,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +2933,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +2946,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -2924,7 +2987,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +2999,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3012,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -2978,7 +3041,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2990,7 +3053,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3003,7 +3066,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -3032,7 +3095,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3044,7 +3107,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3057,7 +3120,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -3291,6 +3354,12 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
+	"generation\"k\n" +
+	"\x10ReduceInvalidate\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
 	"generation\"M\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
@@ -3355,7 +3424,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -3398,11 +3467,12 @@ var file_hoplite_proto_goTypes = []any{
 	(*ReduceTask)(nil),        // 38: hoplite.ReduceTask
 	(*ReduceTaskStarted)(nil), // 39: hoplite.ReduceTaskStarted
 	(*ReduceTaskDone)(nil),    // 40: hoplite.ReduceTaskDone
-	(*ReduceRelease)(nil),     // 41: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 42: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 43: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 44: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 45: hoplite.Republish
+	(*ReduceInvalidate)(nil),  // 41: hoplite.ReduceInvalidate
+	(*ReduceRelease)(nil),     // 42: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 43: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 44: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 45: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 46: hoplite.Republish
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -3466,7 +3536,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

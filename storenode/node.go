@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,7 +25,7 @@ import (
 type StoreNode struct {
 	cfg     *Config
 	fetches map[string]*fetchState  // in-flight fetches, by object id
-	reduces map[string][]*actor.PID // reduce workers, by reduce id
+	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
 }
 
 type fetchState struct {
@@ -54,7 +53,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		n.fetches = map[string]*fetchState{}
-		n.reduces = map[string][]*actor.PID{}
+		n.reduces = map[string]map[int32]*actor.PID{}
 		n.resume(ctx)
 	case *messages.Reduce:
 		n.reduce(ctx, m)
@@ -65,6 +64,10 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 			ctx.Send(pid, m)
 		}
 		delete(n.reduces, m.GetReduceId())
+	case *messages.ReduceInvalidate:
+		if pid := n.reduces[m.GetReduceId()][m.GetPosition()]; pid != nil {
+			ctx.Send(pid, m)
+		}
 	case *messages.StoreReduced:
 		n.storeReduced(ctx, m)
 	case *messages.Republish:
@@ -95,9 +98,13 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 				delete(n.fetches, id)
 			}
 		}
-		for id, pids := range n.reduces {
-			n.reduces[id] = slices.DeleteFunc(pids, func(p *actor.PID) bool { return p.Equal(m.GetWho()) })
-			if len(n.reduces[id]) == 0 {
+		for id, workers := range n.reduces {
+			for pos, pid := range workers {
+				if pid.Equal(m.GetWho()) {
+					delete(workers, pos)
+				}
+			}
+			if len(workers) == 0 {
 				delete(n.reduces, id)
 			}
 		}
@@ -373,9 +380,19 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	}
 }
 
+// reduceTask runs a tree position: a new worker, or a newer generation
+// for the worker already there (it rewinds and reduces again).
 func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
-	pid := ctx.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
-	n.reduces[m.GetReduceId()] = append(n.reduces[m.GetReduceId()], pid)
+	workers := n.reduces[m.GetReduceId()]
+	if pid := workers[m.GetPosition()]; pid != nil {
+		ctx.Send(pid, m)
+		return
+	}
+	if workers == nil {
+		workers = map[int32]*actor.PID{}
+		n.reduces[m.GetReduceId()] = workers
+	}
+	workers[m.GetPosition()] = ctx.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
 }
 
 // storeReduced stores a result the coordinator computed without a tree.

@@ -141,21 +141,19 @@ func (w *Writer) Advance(n int) error {
 	return nil
 }
 
-// Rewind discards what was written (a Reduce position reduces again):
-// readers that already took bytes get RESET and start over.
+// Rewind discards what was written, even a complete object's (a Reduce
+// position reduces again): readers that already took bytes get RESET and
+// start over. Callers never rewind an object others may hold complete.
 func (w *Writer) Rewind() error {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if w.o.done {
-		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q is complete and cannot be rewound", w.o.id)
-	}
 	// A fresh buffer: slices handed to readers before stay as they were
 	// (bytes below written are immutable), they just stop being current.
 	w.o.buf = make([]byte, w.o.size)
-	w.o.written = 0
+	w.o.written, w.o.done = 0, false
 	w.o.epoch++
 	w.o.broadcast()
 	return nil

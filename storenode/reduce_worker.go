@@ -2,6 +2,7 @@ package storenode
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -16,13 +17,15 @@ import (
 // of a reduce tree: it reduces the node's own source with its children's
 // outputs chunk by chunk into its output (the target itself at the root),
 // which its parent streams while it is being produced. It lives until the
-// coordinator releases the Reduce, so its output stays readable.
+// coordinator releases the Reduce, so its output stays readable, and it
+// runs again, rewinding its output, whenever the coordinator sends a newer
+// generation of its task (a descendant failed and was replaced).
 type reduceWorker struct {
 	cfg         *Config
-	task        *messages.ReduceTask
+	task        *messages.ReduceTask // the current generation
 	coordinator *actor.PID
-	cancel      context.CancelFunc
-	out         atomic.Pointer[Object] // set by the run goroutine once created
+	cancel      context.CancelFunc     // stops the current run
+	out         atomic.Pointer[Object] // set by the first run once created
 }
 
 func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID) *actor.Props {
@@ -34,22 +37,68 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 func (w *reduceWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		timeout := time.Duration(w.task.GetTimeoutMs()) * time.Millisecond
-		if timeout <= 0 {
-			timeout = w.cfg.DefaultTimeout
+		if w.coordinator != nil {
+			ctx.Watch(w.coordinator) // no coordinator, no Reduce: clean up
 		}
-		run, cancel := context.WithTimeout(context.Background(), timeout)
-		w.cancel = cancel
-		system := ctx.ActorSystem()
-		go w.run(run, system)
+		w.start(ctx.ActorSystem())
+	case *messages.ReduceTask:
+		if m.GetGeneration() > w.task.GetGeneration() {
+			w.task = m
+			w.start(ctx.ActorSystem())
+		}
+	case *messages.ReduceInvalidate:
+		if m.GetGeneration() >= w.task.GetGeneration() {
+			w.stop()
+			w.rewind()
+		}
 	case *messages.ReduceRelease:
-		w.release(ctx.ActorSystem(), m.GetKeepTarget())
+		w.release(m.GetKeepTarget())
 		ctx.Stop(ctx.Self())
-	case *actor.Stopping:
-		if w.cancel != nil {
-			w.cancel()
+	case *actor.Terminated:
+		if w.coordinator.Equal(m.GetWho()) {
+			// Terminated overtakes the ReduceRelease the coordinator sent
+			// just before it stopped (system messages go first), so a
+			// complete target is kept: it is the result. After a failure
+			// the shard's release of the target drops it anyway.
+			w.cfg.Log.WithField("reduce", w.task.GetReduceId()).Debug("reduce coordinator gone; releasing this position")
+			w.release(w.targetComplete())
+			ctx.Stop(ctx.Self())
 		}
+	case *actor.Stopping:
+		w.stop()
 	}
+}
+
+func (w *reduceWorker) start(system *actor.ActorSystem) {
+	w.stop()
+	timeout := time.Duration(w.task.GetTimeoutMs()) * time.Millisecond
+	if timeout <= 0 {
+		timeout = w.cfg.DefaultTimeout
+	}
+	run, cancel := context.WithTimeout(context.Background(), timeout)
+	w.cancel = cancel
+	go w.run(run, system, w.task)
+}
+
+func (w *reduceWorker) stop() {
+	if w.cancel != nil {
+		w.cancel()
+		w.cancel = nil
+	}
+}
+
+// rewind clears the output now, so readers stop using bytes that contain
+// a lost object. A complete target is never rewound: it already is the
+// exact result of the sources its generation reduced.
+func (w *reduceWorker) rewind() {
+	o := w.out.Load()
+	if o == nil {
+		return
+	}
+	if _, done, _ := o.Progress(); done && w.task.GetRoot() {
+		return
+	}
+	_ = o.NewWriter().Rewind()
 }
 
 func (w *reduceWorker) report(system *actor.ActorSystem, msg any) {
@@ -58,32 +107,61 @@ func (w *reduceWorker) report(system *actor.ActorSystem, msg any) {
 	}
 }
 
-func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem) {
-	t := w.task
-	pos := t.GetPosition()
-	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos})
-	out, err := w.createOutput(ctx, system)
-	if err != nil {
-		log.WithField("error", err).Debug("reduce position could not start")
-		w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Error: messages.AsError(err)})
+// maxRestarts bounds how often one generation starts over because an
+// input was rewound under it.
+const maxRestarts = 64
+
+func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) {
+	pos, gen := t.GetPosition(), t.GetGeneration()
+	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
+	out := w.out.Load()
+	if out == nil {
+		var err error
+		if out, err = w.createOutput(ctx, system, t); err != nil {
+			log.WithField("error", err).Debug("reduce position could not start")
+			w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: messages.AsError(err)})
+			return
+		}
+		w.out.Store(out)
+	}
+	w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
+	for restarts := 0; ; restarts++ {
+		wr := out.NewWriter() // supersedes an earlier run's writer
+		if _, done, _ := out.Progress(); done && t.GetRoot() {
+			return // an earlier generation finished the target: it stands
+		}
+		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
+			if err := wr.Rewind(); err != nil {
+				return // dropped: released meanwhile
+			}
+		}
+		err := w.reduce(ctx, system, t, out, wr)
+		switch {
+		case err == nil:
+			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
+			return
+		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return // superseded by a newer generation, invalidated or released
+		case errors.Is(err, messages.ErrReset) && restarts < maxRestarts:
+			log.Debug("an input was rewound; reducing again")
+			continue
+		case errors.Is(err, messages.ErrUnavailable) || errors.Is(err, messages.ErrCanceled):
+			// An input's node failed: the coordinator watches it and sends
+			// a new generation of this task (or fails the Reduce).
+			log.WithField("error", err).Info("reduce input lost; waiting for the repaired task")
+			return
+		}
+		log.WithField("error", err).Debug("reduce position failed")
+		w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: messages.AsError(err)})
 		return
 	}
-	w.out.Store(out)
-	w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos})
-	err = w.reduce(ctx, system, out)
-	if err != nil {
-		log.WithField("error", err).Debug("reduce position failed")
-		w.cfg.Store.Abort(out, err)
-	}
-	w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Error: messages.AsError(err)})
 }
 
 // createOutput makes the position's output object. The root's is the
 // target: created as a pinned creator copy and registered with the shard,
 // which announces it as a partial location at once (Gets and composed
 // Reduces stream from it while it is produced).
-func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem) (*Object, error) {
-	t := w.task
+func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*Object, error) {
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
 	if err != nil {
 		return nil, err
@@ -110,8 +188,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	return out, nil
 }
 
-func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, out *Object) error {
-	t := w.task
+func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *Object, wr *Writer) error {
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
 		return err
@@ -143,8 +220,11 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, ou
 	if t.GetRoot() {
 		onRange = fp.write
 	}
-	if err := combine(ctx, out.NewWriter(), t.GetSize(), w.cfg.ChunkSize, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
+	if err := combine(ctx, wr, t.GetSize(), w.cfg.ChunkSize, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return messages.AsError(ctx.Err())
 	}
 	if err := w.cfg.Store.Complete(out); err != nil {
 		return err
@@ -171,19 +251,25 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput) (tran
 	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, w.cfg.ChunkSize)
 }
 
+func (w *reduceWorker) targetComplete() bool {
+	o := w.out.Load()
+	if o == nil || !w.task.GetRoot() {
+		return false
+	}
+	_, done, err := o.Progress()
+	return done && err == nil
+}
+
 // release frees the output: intermediate outputs always, the target only
 // when the Reduce failed (the shard forgets its locations then too).
-func (w *reduceWorker) release(system *actor.ActorSystem, keep bool) {
-	if w.cancel != nil {
-		w.cancel()
-	}
-	t := w.task
-	if t.GetRoot() && keep {
+func (w *reduceWorker) release(keep bool) {
+	w.stop()
+	if w.task.GetRoot() && keep {
 		return
 	}
 	if o := w.out.Load(); o != nil {
 		// Abort drops the object only while it is still the store's copy
 		// of that id, so a later object of the same id is never touched.
-		w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", t.GetReduceId()))
+		w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.task.GetReduceId()))
 	}
 }

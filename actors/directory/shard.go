@@ -52,8 +52,20 @@ type ShardConfig struct {
 
 // FailureLog remembers which node failures were already announced.
 type FailureLog struct {
-	mu   sync.Mutex
-	seen map[string]bool
+	mu     sync.Mutex
+	seen   map[string]bool
+	closed bool
+}
+
+// Close stops all reports: the cluster is shutting down, and nodes that
+// stop now have not failed.
+func (f *FailureLog) Close() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
 }
 
 // First reports whether this is the first report of node's failure since
@@ -67,7 +79,7 @@ func (f *FailureLog) First(node string) bool {
 	if f.seen == nil {
 		f.seen = map[string]bool{}
 	}
-	if f.seen[node] {
+	if f.seen[node] || f.closed {
 		return false
 	}
 	f.seen[node] = true

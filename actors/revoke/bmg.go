@@ -114,11 +114,14 @@ func (o *Overlay) neighborsOfRank(r int) []string {
 //
 // Notices in flight while members switch topologies are still delivered:
 // a member forwards a notice using its own current neighbour set at the
-// moment it first receives it, duplicates are suppressed by the notice id
-// whichever overlay the copy travelled on, and Broadcaster.SetOverlay
-// re-sends recently seen notices to the neighbours the new overlay adds
-// (see there), so that once every live member is on the new overlay each
-// one that holds a notice has covered all its new neighbours.
+// moment it first receives it, and duplicates are suppressed by the notice
+// id whichever overlay the copy travelled on. That alone is not quite
+// enough: a member that joins mid-wave is linked only in the new overlay,
+// and if its new neighbours all forwarded on the old one it is missed
+// (TestJoinerNeedsReplay). So Broadcaster.SetOverlay also re-sends recent
+// notices to the neighbours the new overlay adds; once every live member
+// is on the new overlay, each one holding a notice has covered all its new
+// neighbours, and the new BMG's connectivity does the rest.
 func (o *Overlay) WithMembers(members []string) (*Overlay, error) {
 	return NewOverlay(members, o.Self())
 }

@@ -3,7 +3,6 @@ package revoke
 import (
 	"fmt"
 	"math/rand"
-	"slices"
 	"testing"
 )
 
@@ -15,6 +14,7 @@ type sim struct {
 	bc    map[string]*Broadcaster
 	dead  map[string]bool
 	queue []simMsg
+	head  int        // queue[head:] is pending
 	rng   *rand.Rand // nil: FIFO order; else random order
 
 	// crashAfter[m] = k: m crashes after sending k of the forwards of its
@@ -54,12 +54,27 @@ func newSim(t testing.TB, overlays map[string]*Overlay, rng *rand.Rand, opts ...
 func overlaysFor(t testing.TB, members []string) map[string]*Overlay {
 	t.Helper()
 	out := make(map[string]*Overlay, len(members))
+	if len(members) == 0 {
+		return out
+	}
+	base, err := NewOverlay(members, members[0])
+	if err != nil {
+		t.Fatalf("NewOverlay(%d members): %v", len(members), err)
+	}
 	for _, m := range members {
-		o, err := NewOverlay(members, m)
-		if err != nil {
-			t.Fatalf("NewOverlay(%d members, %q): %v", len(members), m, err)
+		if len(members) <= 64 {
+			// Small topologies: the real constructor for every member.
+			if out[m], err = NewOverlay(members, m); err != nil {
+				t.Fatalf("NewOverlay(%d members, %q): %v", len(members), m, err)
+			}
+			continue
 		}
-		out[m] = o
+		// Large ones: the same topology seen from m, sharing the
+		// immutable rank tables (NewOverlay per member is O(n² log n)).
+		v := *base
+		v.self = base.rank[m]
+		v.nbrs = v.neighborsOfRank(v.self)
+		out[m] = &v
 	}
 	return out
 }
@@ -103,15 +118,26 @@ func (s *sim) originate(at string, n Notice) {
 
 // step delivers one queued message; false when the queue is empty.
 func (s *sim) step() bool {
-	if len(s.queue) == 0 {
+	if s.head == len(s.queue) {
 		return false
 	}
-	i := 0
-	if s.rng != nil {
-		i = s.rng.Intn(len(s.queue))
+	var m simMsg
+	if s.rng == nil {
+		m = s.queue[s.head]
+		s.head++
+		if s.head == len(s.queue) {
+			s.queue, s.head = s.queue[:0], 0
+		}
+	} else {
+		i := s.head + s.rng.Intn(len(s.queue)-s.head)
+		m = s.queue[i]
+		last := len(s.queue) - 1
+		s.queue[i] = s.queue[last]
+		s.queue = s.queue[:last]
+		if s.head == len(s.queue) {
+			s.queue, s.head = s.queue[:0], 0
+		}
 	}
-	m := s.queue[i]
-	s.queue = slices.Delete(s.queue, i, i+1)
 	b, ok := s.bc[m.to]
 	if !ok || s.dead[m.to] {
 		return true

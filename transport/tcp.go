@@ -1,0 +1,898 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// TCPConfig configures a TCP transport. Zero fields take defaults.
+type TCPConfig struct {
+	// ListenAddr is where Serve listens; default "127.0.0.1:0" (a free
+	// port). The bound address is the node's data address, so use a host
+	// that peers can reach rather than a wildcard.
+	ListenAddr string
+	// DialTimeout bounds a dial (default 10s); the Open ctx bounds it too.
+	DialTimeout time.Duration
+	// IdleTimeout closes a served connection that carries no request for
+	// this long; the client drops pooled connections idle for half of it
+	// (default 90s).
+	IdleTimeout time.Duration
+	// StallTimeout fails a stream and drops its connection when the peer
+	// neither reads (sender side) nor sends (receiver side) for this long
+	// (default 30s). A sender waiting for a partial copy sends keepalives
+	// every third of the receiver's StallTimeout.
+	StallTimeout time.Duration
+	// MaxConnsPerPeer bounds the idle connections kept for reuse per peer
+	// (default 4). Streams beyond it dial connections of their own, closed
+	// when they end.
+	MaxConnsPerPeer int
+	// Log, if set, receives dropped connections and protocol violations.
+	Log func(format string, args ...any)
+}
+
+// TCP is the Transport between store nodes in different processes: a
+// dedicated data plane of direct TCP connections, one stream at a time
+// per connection, pull-based (TCP's window is the flow control: a
+// receiver that stops reading blocks the sender's Write, which holds at
+// most one chunk), pipelined (the sender writes each chunk as soon as its
+// copy has it). The wire format is in tcp_frame.go.
+type TCP struct {
+	cfg TCPConfig
+
+	mu      sync.Mutex
+	closed  bool
+	servers map[string]*tcpServer // by data address
+	nodes   map[string]string     // node -> data address
+	pool    map[string][]*tcpConn // idle client connections by peer
+	active  map[*tcpConn]struct{} // client connections carrying a stream
+
+	dials      atomic.Int64 // client connections dialed
+	keepalives atomic.Int64 // keepalive frames sent
+}
+
+var _ Transport = (*TCP)(nil)
+
+// NewTCP returns a TCP transport; Close stops it.
+func NewTCP(cfg TCPConfig) *TCP {
+	if cfg.ListenAddr == "" {
+		cfg.ListenAddr = "127.0.0.1:0"
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 90 * time.Second
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = 30 * time.Second
+	}
+	if cfg.MaxConnsPerPeer <= 0 {
+		cfg.MaxConnsPerPeer = 4
+	}
+	return &TCP{
+		cfg:     cfg,
+		servers: map[string]*tcpServer{},
+		nodes:   map[string]string{},
+		pool:    map[string][]*tcpConn{},
+		active:  map[*tcpConn]struct{}{},
+	}
+}
+
+func (t *TCP) logf(format string, args ...any) {
+	if t.cfg.Log != nil {
+		t.cfg.Log(format, args...)
+	}
+}
+
+// Close stops every server and closes every connection; open streams
+// fail with UNAVAILABLE. The transport cannot be used afterwards.
+func (t *TCP) Close() {
+	t.mu.Lock()
+	t.closed = true
+	var addrs []string
+	for addr := range t.servers {
+		addrs = append(addrs, addr)
+	}
+	var conns []*tcpConn
+	for _, list := range t.pool {
+		conns = append(conns, list...)
+	}
+	for c := range t.active {
+		conns = append(conns, c)
+	}
+	t.pool = map[string][]*tcpConn{}
+	t.mu.Unlock()
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	for _, addr := range addrs {
+		t.Unserve(addr)
+	}
+}
+
+// ---------------------------------------------------------------- server
+
+type tcpServer struct {
+	t      *TCP
+	node   string
+	src    Source
+	ln     net.Listener
+	addr   string
+	ctx    context.Context // ends when the server stops
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// Serve implements Transport: it listens on ListenAddr and returns the
+// bound "host:port". Serving a node again replaces its old endpoint.
+func (t *TCP) Serve(node string, src Source) (string, error) {
+	if src == nil {
+		return "", messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "serve %s: nil source", node)
+	}
+	t.mu.Lock()
+	closed, old := t.closed, t.nodes[node]
+	t.mu.Unlock()
+	if closed {
+		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "serve %s: transport closed", node)
+	}
+	if old != "" {
+		t.Unserve(old)
+	}
+	ln, err := net.Listen("tcp", t.cfg.ListenAddr)
+	if err != nil {
+		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "serve %s: data plane cannot listen: %v", node, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := &tcpServer{t: t, node: node, src: src, ln: ln, addr: ln.Addr().String(),
+		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		cancel()
+		ln.Close()
+		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "serve %s: transport closed", node)
+	}
+	t.servers[srv.addr] = srv
+	t.nodes[node] = srv.addr
+	t.mu.Unlock()
+	srv.wg.Add(1)
+	go srv.accept()
+	return srv.addr, nil
+}
+
+// Unserve implements Transport: it closes the listener and every
+// connection it serves, and waits for their goroutines.
+func (t *TCP) Unserve(addr string) {
+	t.mu.Lock()
+	srv := t.servers[addr]
+	delete(t.servers, addr)
+	if srv != nil && t.nodes[srv.node] == addr {
+		delete(t.nodes, srv.node)
+	}
+	// Pooled connections to it are dead now.
+	stale := t.pool[addr]
+	delete(t.pool, addr)
+	t.mu.Unlock()
+	for _, c := range stale {
+		c.nc.Close()
+	}
+	if srv != nil {
+		srv.stop()
+	}
+}
+
+func (s *tcpServer) stop() {
+	s.cancel()
+	s.ln.Close()
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *tcpServer) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *tcpServer) accept() {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off, bounded.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.t.logf("transport: data plane %s: accept: %v; retrying in %v", s.addr, err, backoff)
+			tm := time.NewTimer(backoff)
+			select {
+			case <-tm.C:
+			case <-s.ctx.Done():
+				tm.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(nc)
+	}
+}
+
+type serverConn struct {
+	s    *tcpServer
+	nc   net.Conn
+	peer string
+	hbuf []byte // frame headers (and the preamble)
+	vec  [2][]byte
+	// preamble is due before the stream's first frame.
+	preamble bool
+}
+
+func (s *tcpServer) serveConn(nc net.Conn) {
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	sc := &serverConn{s: s, nc: nc, peer: nc.RemoteAddr().String(), hbuf: make([]byte, 0, 64)}
+	for {
+		req, ok := sc.readRequest()
+		if !ok || !sc.serveStream(req) {
+			return
+		}
+	}
+}
+
+// readRequest reads the next request; false drops the connection (after
+// telling the peer why, where the protocol allows).
+func (sc *serverConn) readRequest() (tcpRequest, bool) {
+	cfg := &sc.s.t.cfg
+	var h [reqHeaderLen]byte
+	sc.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+	if _, err := io.ReadFull(sc.nc, h[:1]); err != nil {
+		return tcpRequest{}, false // closed by the peer, idle, or stopping
+	}
+	sc.nc.SetReadDeadline(time.Now().Add(cfg.StallTimeout))
+	if _, err := io.ReadFull(sc.nc, h[1:]); err != nil {
+		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
+		return tcpRequest{}, false
+	}
+	if !bytes.Equal(h[:4], reqMagic[:]) {
+		sc.s.t.logf("transport: data plane %s: not a data request from %s (magic %q); dropping connection", sc.s.addr, sc.peer, h[:4])
+		return tcpRequest{}, false
+	}
+	req := parseRequestHeader(&h)
+	sc.preamble = true
+	if req.version != tcpVersion {
+		sc.refuse(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"data protocol version %d not supported: this node speaks version %d", req.version, tcpVersion))
+		return tcpRequest{}, false
+	}
+	if req.idLen > maxIDLen {
+		sc.refuse(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"object id of %d bytes exceeds %d", req.idLen, maxIDLen))
+		return tcpRequest{}, false
+	}
+	id := make([]byte, req.idLen)
+	if _, err := io.ReadFull(sc.nc, id); err != nil {
+		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
+		return tcpRequest{}, false
+	}
+	req.id = string(id)
+	return req, true
+}
+
+// refuse answers a request that breaks the protocol with an error frame,
+// then closes gracefully: the peer's unread request bytes are drained
+// (bounded) so that the close does not reset the answer away.
+func (sc *serverConn) refuse(err error) {
+	sc.s.t.logf("transport: data plane %s: refusing %s: %v", sc.s.addr, sc.peer, err)
+	if sc.writeFrame(frameError, errorPayload(err)) != nil {
+		return
+	}
+	if tc, ok := sc.nc.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	sc.nc.SetReadDeadline(time.Now().Add(min(sc.s.t.cfg.StallTimeout, time.Second)))
+	io.CopyN(io.Discard, sc.nc, 1<<20)
+}
+
+// serveStream serves one request; false drops the connection.
+func (sc *serverConn) serveStream(req tcpRequest) bool {
+	ka := req.keepalive
+	if ka == 0 {
+		ka = sc.s.t.cfg.StallTimeout / 3
+	}
+	ka = min(max(ka, minKeepalive), maxKeepalive)
+	if req.chunk == 0 || req.chunk > maxChunk {
+		return sc.writeFrame(frameError, errorPayload(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"chunk size %d outside 1..%d", req.chunk, maxChunk))) == nil
+	}
+	if req.offset < 0 {
+		return sc.writeFrame(frameError, errorPayload(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"offset %d", req.offset))) == nil
+	}
+	chunk := int(req.chunk)
+
+	var r ObjectReader
+	err, connErr := sc.waiting(ka, func(ctx context.Context) (err error) {
+		r, err = sc.s.src.OpenObject(ctx, req.id)
+		return err
+	})
+	if connErr != nil {
+		return false
+	}
+	if err != nil {
+		return sc.fail(err)
+	}
+	defer r.Close()
+	size := r.Size()
+	if req.offset > size {
+		return sc.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"offset %d outside object %q of %d bytes", req.offset, req.id, size))
+	}
+	var sb [8]byte
+	binary.BigEndian.PutUint64(sb[:], uint64(size))
+	if sc.writeFrame(frameSize, sb[:]) != nil {
+		return false
+	}
+	for off := req.offset; off < size; {
+		var b []byte
+		err, connErr := sc.waiting(ka, func(ctx context.Context) (err error) {
+			b, err = r.ReadAt(ctx, off, chunk)
+			return err
+		})
+		if connErr != nil {
+			return false
+		}
+		if err == nil && len(b) == 0 {
+			err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: empty read at %d of %d bytes", req.id, off, size)
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q ended at %d of %d bytes", req.id, off, size)
+			}
+			return sc.fail(err)
+		}
+		// Never more than the receiver asked for, nor past the size.
+		b = b[:min(int64(len(b)), int64(chunk), size-off)]
+		if err := sc.writeFrame(frameData, b); err != nil {
+			return false
+		}
+		off += int64(len(b))
+	}
+	return true
+}
+
+// fail ends a stream with an error frame; the connection stays usable.
+func (sc *serverConn) fail(err error) bool {
+	if sc.s.ctx.Err() != nil {
+		return false // stopping: the close tells the receiver
+	}
+	return sc.writeFrame(frameError, errorPayload(err)) == nil
+}
+
+// waiting runs a Source call that may wait for a copy, sending a
+// keepalive every interval so that the receiver tells a waiting sender
+// from a dead one. connErr reports a failed keepalive or a stopping server.
+func (sc *serverConn) waiting(interval time.Duration, call func(context.Context) error) (err, connErr error) {
+	for {
+		ctx, cancel := context.WithTimeout(sc.s.ctx, interval)
+		err = call(ctx)
+		expired := ctx.Err() == context.DeadlineExceeded
+		cancel()
+		if sc.s.ctx.Err() != nil {
+			return nil, sc.s.ctx.Err()
+		}
+		if err == nil || !expired {
+			return err, nil
+		}
+		if err := sc.writeFrame(frameKeepalive, nil); err != nil {
+			return nil, err
+		}
+		sc.s.t.keepalives.Add(1)
+	}
+}
+
+// writeFrame writes one frame (after the preamble, if due) with the
+// payload straight from the caller's slice. A peer that accepts no byte
+// for StallTimeout fails it.
+func (sc *serverConn) writeFrame(kind byte, payload []byte) error {
+	h := sc.hbuf[:0]
+	if sc.preamble {
+		h = appendPreamble(h)
+		sc.preamble = false
+	}
+	h = appendFrameHeader(h, kind, len(payload))
+	sc.hbuf = h
+	sc.vec[0], sc.vec[1] = h, payload
+	bufs := net.Buffers(sc.vec[:])
+	if len(payload) == 0 {
+		bufs = bufs[:1]
+	}
+	err := writeAll(sc.nc, &bufs, sc.s.t.cfg.StallTimeout)
+	sc.vec[1] = nil
+	if err != nil {
+		if isTimeout(err) {
+			sc.s.t.logf("transport: data plane %s: %s stopped reading for %v; dropping connection", sc.s.addr, sc.peer, sc.s.t.cfg.StallTimeout)
+		} else if sc.s.ctx.Err() == nil {
+			sc.s.t.logf("transport: data plane %s: write to %s: %v; dropping connection", sc.s.addr, sc.peer, err)
+		}
+	}
+	return err
+}
+
+// writeAll writes bufs, failing only when no byte moves for stall.
+func writeAll(nc net.Conn, bufs *net.Buffers, stall time.Duration) error {
+	for len(*bufs) > 0 {
+		nc.SetWriteDeadline(time.Now().Add(stall))
+		n, err := bufs.WriteTo(nc)
+		if err != nil {
+			if n > 0 && isTimeout(err) {
+				continue // slow but moving
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// ---------------------------------------------------------------- client
+
+type tcpConn struct {
+	nc   net.Conn
+	br   *bufio.Reader
+	addr string
+	idle time.Time
+}
+
+// getConn returns a pooled connection to addr or dials one.
+func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool, err error) {
+	var stale []*tcpConn
+	defer func() {
+		for _, s := range stale {
+			s.nc.Close()
+		}
+	}()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, false, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "transport closed")
+	}
+	for list := t.pool[addr]; len(list) > 0; list = t.pool[addr] {
+		c = list[len(list)-1]
+		list[len(list)-1] = nil
+		t.pool[addr] = list[:len(list)-1]
+		if time.Since(c.idle) > t.cfg.IdleTimeout/2 {
+			stale = append(stale, c)
+			continue
+		}
+		t.active[c] = struct{}{}
+		t.mu.Unlock()
+		return c, true, nil
+	}
+	t.mu.Unlock()
+
+	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, messages.AsError(ctx.Err())
+		}
+		return nil, false, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no data endpoint at %s: %v", addr, err)
+	}
+	t.dials.Add(1)
+	c = &tcpConn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), addr: addr}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		nc.Close()
+		return nil, false, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "transport closed")
+	}
+	t.active[c] = struct{}{}
+	t.mu.Unlock()
+	return c, false, nil
+}
+
+// putConn returns a connection whose stream ended cleanly to the pool.
+func (t *TCP) putConn(c *tcpConn) {
+	if c.br.Buffered() > 0 { // bytes past the stream's end: not ours to keep
+		t.logf("transport: data peer %s sent %d bytes past the stream's end; dropping connection", c.addr, c.br.Buffered())
+		t.dropConn(c)
+		return
+	}
+	t.mu.Lock()
+	delete(t.active, c)
+	if t.closed || len(t.pool[c.addr]) >= t.cfg.MaxConnsPerPeer {
+		t.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	c.idle = time.Now()
+	t.pool[c.addr] = append(t.pool[c.addr], c)
+	t.mu.Unlock()
+}
+
+func (t *TCP) dropConn(c *tcpConn) {
+	t.mu.Lock()
+	delete(t.active, c)
+	t.mu.Unlock()
+	c.nc.Close()
+}
+
+func (t *TCP) poolSize(addr string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pool[addr])
+}
+
+// Open implements Transport. A chunk size above 64 MiB is clamped to it.
+func (t *TCP) Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (Stream, error) {
+	if chunk <= 0 {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "chunk size %d", chunk)
+	}
+	if offset < 0 {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "offset %d of object %q", offset, id)
+	}
+	if len(id) > maxIDLen {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object id of %d bytes exceeds %d", len(id), maxIDLen)
+	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	chunk = min(chunk, maxChunk)
+	req := encodeRequest(id, offset, chunk, t.cfg.StallTimeout/3)
+	for {
+		c, reused, err := t.getConn(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		s := &tcpStream{t: t, c: c, addr: addr, id: id, offset: offset, chunk: chunk}
+		err = s.start(ctx, req)
+		if err == nil {
+			return s, nil
+		}
+		// A pooled connection the peer closed while idle fails before
+		// answering anything: try the next one, or a fresh one.
+		if reused && s.fatal != nil && s.got == 0 && ctx.Err() == nil &&
+			errors.Is(err, messages.ErrUnavailable) {
+			continue
+		}
+		return nil, err
+	}
+}
+
+// tcpStream receives one object. Next and Close may run concurrently (a
+// Close ends a blocked Next); Next calls must not.
+type tcpStream struct {
+	t      *TCP
+	addr   string
+	id     string
+	offset int64
+	chunk  int
+
+	mu     sync.Mutex
+	c      *tcpConn // nil once released to the pool or closed
+	closed bool
+
+	size      int64
+	sizeKnown bool
+	remaining int64
+	fatal     error // the stream failed for good
+	answered  bool  // the peer ended the stream with an error frame
+	got       int   // response bytes received
+	buf       []byte
+
+	// Frame parsing survives a Next that times out mid-frame.
+	pre  [preambleLen]byte
+	preN int
+	hdr  [frameHeaderLen]byte
+	hdrN int
+	kind byte
+	flen int
+	fN   int
+	meta [2 + maxErrMsg]byte
+}
+
+func (s *tcpStream) Size() int64 { return s.size }
+
+// conn returns the stream's connection, or nil after Close.
+func (s *tcpStream) conn() *tcpConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
+
+// release hands the connection back: to the pool if the stream ended on
+// a frame boundary, else closed.
+func (s *tcpStream) release(reuse bool) {
+	s.mu.Lock()
+	c := s.c
+	s.c = nil
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if reuse {
+		s.t.putConn(c)
+	} else {
+		s.t.dropConn(c)
+	}
+}
+
+func (s *tcpStream) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	// A drained stream already gave its connection back; one closed
+	// before the end does not know what is still in flight.
+	s.release(false)
+}
+
+// failWith makes err the stream's final error and drops the connection.
+func (s *tcpStream) failWith(err error) error {
+	s.fatal = err
+	s.release(false)
+	return err
+}
+
+func (s *tcpStream) protocolError(format string, args ...any) error {
+	err := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data peer %s broke the protocol: "+format, append([]any{s.addr}, args...)...)
+	s.t.logf("transport: %v; dropping connection", err)
+	return s.failWith(err)
+}
+
+// watch makes a cancellation of ctx interrupt reads on c; the returned
+// stop waits until that can no longer happen.
+func watch(ctx context.Context, c *tcpConn) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stopFn := context.AfterFunc(ctx, func() {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	return func() {
+		if !stopFn() {
+			<-fired
+		}
+	}
+}
+
+func (s *tcpStream) start(ctx context.Context, req []byte) error {
+	c := s.c
+	stop := watch(ctx, c)
+	err := s.handshake(ctx, c, req)
+	stop()
+	if err != nil {
+		// An error frame leaves the connection in step; a timeout
+		// mid-handshake does not.
+		s.release(s.fatal == nil && s.answered)
+		return err
+	}
+	if s.remaining == 0 {
+		s.release(true)
+	}
+	return nil
+}
+
+func (s *tcpStream) handshake(ctx context.Context, c *tcpConn, req []byte) error {
+	dl := time.Now().Add(s.t.cfg.StallTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		dl = d
+	}
+	c.nc.SetWriteDeadline(dl)
+	if _, err := c.nc.Write(req); err != nil {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		return s.failWith(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "request to data peer %s: %v", s.addr, err))
+	}
+	if err := s.fill(ctx, c, s.pre[:], &s.preN); err != nil {
+		return err
+	}
+	if !bytes.Equal(s.pre[:4], respMagic[:]) {
+		return s.protocolError("not a data plane answer (magic %q)", s.pre[:4])
+	}
+	if v := binary.BigEndian.Uint16(s.pre[4:]); v != tcpVersion {
+		return s.protocolError("it speaks data protocol version %d, this node speaks version %d", v, tcpVersion)
+	}
+	for {
+		kind, p, err := s.readFrame(ctx, c)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case frameError:
+			return s.errorFrame(p)
+		case frameSize:
+			size := int64(binary.BigEndian.Uint64(p))
+			if size < 0 || size < s.offset {
+				return s.protocolError("object %q has %d bytes, asked from offset %d", s.id, size, s.offset)
+			}
+			s.size, s.sizeKnown, s.remaining = size, true, size-s.offset
+			return nil
+		}
+	}
+}
+
+func (s *tcpStream) errorFrame(p []byte) error {
+	err, ok := decodeError(p, s.addr)
+	if !ok {
+		return s.protocolError("malformed error frame")
+	}
+	s.answered = true
+	return err
+}
+
+// Next implements Stream. A Next that ends with ctx leaves the stream
+// usable; any other error is final and drops the connection.
+func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
+	if s.fatal != nil {
+		return nil, s.fatal
+	}
+	if s.remaining == 0 {
+		s.release(true)
+		return nil, io.EOF
+	}
+	c := s.conn()
+	if c == nil {
+		return nil, messages.Errorf(messages.ErrorCode_CANCELED, "stream of %q from %s closed", s.id, s.addr)
+	}
+	stop := watch(ctx, c)
+	kind, p, err := s.readFrame(ctx, c)
+	stop() // before the connection can go back to the pool
+	if err != nil {
+		return nil, err
+	}
+	if kind == frameError {
+		err := s.errorFrame(p)
+		if s.fatal == nil {
+			s.fatal = err
+			s.release(true)
+		}
+		return nil, err
+	}
+	// readFrame checked: a data frame of 1..min(chunk, remaining) bytes.
+	s.remaining -= int64(len(p))
+	if s.remaining == 0 {
+		s.release(true)
+	}
+	return p, nil
+}
+
+// readFrame returns the next frame other than a keepalive, resuming a
+// frame that an earlier call left half read.
+func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn) (byte, []byte, error) {
+	for {
+		if s.hdrN < frameHeaderLen || s.kind == 0 {
+			if err := s.fill(ctx, c, s.hdr[:], &s.hdrN); err != nil {
+				return 0, nil, err
+			}
+			kind, n := s.hdr[0], binary.BigEndian.Uint32(s.hdr[1:])
+			switch {
+			case kind == frameKeepalive && n == 0:
+				s.hdrN = 0
+				continue
+			case kind == frameSize && n == 8 && !s.sizeKnown:
+			case kind == frameError && n >= 2 && n <= 2+maxErrMsg:
+			case kind == frameData && s.sizeKnown && n >= 1 && int64(n) <= int64(s.chunk) && int64(n) <= s.remaining:
+				if s.buf == nil {
+					s.buf = make([]byte, min(int64(s.chunk), s.remaining))
+				}
+			default:
+				return 0, nil, s.protocolError("frame %q of %d bytes (chunk %d, %d bytes left, size known %v)",
+					kind, n, s.chunk, s.remaining, s.sizeKnown)
+			}
+			s.kind, s.flen, s.fN = kind, int(n), 0
+		}
+		dst := s.meta[:]
+		if s.kind == frameData {
+			dst = s.buf
+		}
+		if err := s.fill(ctx, c, dst[:s.flen], &s.fN); err != nil {
+			return 0, nil, err
+		}
+		kind := s.kind
+		s.hdrN, s.kind = 0, 0
+		return kind, dst[:s.flen], nil
+	}
+}
+
+// fill reads p[*n:] from c. Waiting ends with ctx (the stream stays
+// usable, *n keeps the progress) or after StallTimeout without a byte
+// (the stream fails).
+func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int) error {
+	stall := s.t.cfg.StallTimeout
+	for *n < len(p) {
+		now := time.Now()
+		dl := now.Add(stall)
+		if d, ok := ctx.Deadline(); ok {
+			if !now.Before(d) {
+				return messages.AsError(context.DeadlineExceeded)
+			}
+			if d.Before(dl) {
+				dl = d
+			}
+		}
+		c.nc.SetReadDeadline(dl)
+		if err := ctx.Err(); err != nil { // after setting the deadline: see watch
+			return messages.AsError(err)
+		}
+		m, err := c.br.Read(p[*n:])
+		*n += m
+		s.got += m
+		if err == nil || (m > 0 && isTimeout(err)) {
+			continue
+		}
+		if isTimeout(err) {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			s.t.logf("transport: data peer %s sent nothing for %v; dropping connection", s.addr, stall)
+			return s.failWith(messages.Errorf(messages.ErrorCode_TIMEOUT,
+				"data peer %s sent nothing for %v (object %q)", s.addr, stall, s.id))
+		}
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return s.failWith(messages.Errorf(messages.ErrorCode_CANCELED, "stream of %q from %s closed", s.id, s.addr))
+		}
+		if err == io.EOF {
+			return s.failWith(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+				"data peer %s closed the connection (object %q)", s.addr, s.id))
+		}
+		return s.failWith(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"data peer %s: %v (object %q)", s.addr, err, s.id))
+	}
+	return nil
+}
+
+// ctxErr is ctx's error, or TIMEOUT once its deadline passed (the
+// connection's deadline timer may fire before the context's).
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return messages.AsError(err)
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return messages.AsError(context.DeadlineExceeded)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package transport
+
+import (
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// The TCP data plane's wire format. All integers are big-endian.
+//
+// A connection carries one stream at a time; the client sends the next
+// request only after the previous stream ended (its last data byte or an
+// error frame).
+//
+// Request, client to server (24 bytes, then the id):
+//
+//	0  [4]byte magic "HPDQ"
+//	4  uint16  protocol version (tcpVersion)
+//	6  uint16  id length, at most maxIDLen
+//	8  int64   offset
+//	16 uint32  chunk size, 1..maxChunk
+//	20 uint32  keepalive interval in ms the receiver asks for (0: the sender's)
+//	24 []byte  object id
+//
+// Response, server to client: a preamble, [4]byte magic "HPDR" and uint16
+// protocol version, then frames of {uint8 kind, uint32 length, length bytes}:
+//
+//	'K' keepalive, length 0: the sender is waiting for its copy to grow
+//	'S' length 8, int64 object size: once, before any data
+//	'D' 1..min(chunk, bytes left) bytes of the object, in order
+//	'E' uint16 ErrorCode + message (at most maxErrMsg bytes): ends the stream
+//
+// The stream ends after its last data byte (offset reaches size).
+const (
+	tcpVersion     = 1
+	reqHeaderLen   = 24
+	preambleLen    = 6
+	frameHeaderLen = 5
+	// maxIDLen caps object ids on the wire.
+	maxIDLen = 4096
+	// maxChunk caps a data frame; Open clamps larger chunk sizes to it.
+	maxChunk  = 64 << 20
+	maxErrMsg = 1024
+
+	frameKeepalive = 'K'
+	frameSize      = 'S'
+	frameData      = 'D'
+	frameError     = 'E'
+
+	minKeepalive = 10 * time.Millisecond
+	maxKeepalive = 10 * time.Minute
+)
+
+var (
+	reqMagic  = [4]byte{'H', 'P', 'D', 'Q'}
+	respMagic = [4]byte{'H', 'P', 'D', 'R'}
+)
+
+type tcpRequest struct {
+	version   uint16
+	idLen     int
+	offset    int64
+	chunk     uint32
+	keepalive time.Duration
+	id        string
+}
+
+func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration) []byte {
+	b := make([]byte, reqHeaderLen+len(id))
+	copy(b, reqMagic[:])
+	binary.BigEndian.PutUint16(b[4:], tcpVersion)
+	binary.BigEndian.PutUint16(b[6:], uint16(len(id)))
+	binary.BigEndian.PutUint64(b[8:], uint64(offset))
+	binary.BigEndian.PutUint32(b[16:], uint32(chunk))
+	binary.BigEndian.PutUint32(b[20:], uint32(min(keepalive.Milliseconds(), 1<<32-1)))
+	copy(b[reqHeaderLen:], id)
+	return b
+}
+
+// parseRequestHeader decodes the fixed part; the caller checks the magic.
+func parseRequestHeader(h *[reqHeaderLen]byte) tcpRequest {
+	return tcpRequest{
+		version:   binary.BigEndian.Uint16(h[4:]),
+		idLen:     int(binary.BigEndian.Uint16(h[6:])),
+		offset:    int64(binary.BigEndian.Uint64(h[8:])),
+		chunk:     binary.BigEndian.Uint32(h[16:]),
+		keepalive: time.Duration(binary.BigEndian.Uint32(h[20:])) * time.Millisecond,
+	}
+}
+
+func appendPreamble(b []byte) []byte {
+	b = append(b, respMagic[:]...)
+	return binary.BigEndian.AppendUint16(b, tcpVersion)
+}
+
+func appendFrameHeader(b []byte, kind byte, n int) []byte {
+	b = append(b, kind)
+	return binary.BigEndian.AppendUint32(b, uint32(n))
+}
+
+// errorPayload encodes err for an 'E' frame.
+func errorPayload(err error) []byte {
+	e := messages.AsError(err)
+	code := e.GetCode()
+	if code == messages.ErrorCode_OK {
+		code = messages.ErrorCode_INTERNAL
+	}
+	msg := e.GetMessage()
+	if len(msg) > maxErrMsg {
+		msg = msg[:maxErrMsg]
+	}
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(msg)), uint16(code))
+	return append(b, msg...)
+}
+
+// decodeError turns an 'E' frame's payload into a typed error; ok is false
+// for a payload no conforming sender writes.
+func decodeError(p []byte, addr string) (err error, ok bool) {
+	if len(p) < 2 {
+		return nil, false
+	}
+	code := int32(binary.BigEndian.Uint16(p))
+	if _, known := messages.ErrorCode_name[code]; !known || code == int32(messages.ErrorCode_OK) {
+		return nil, false
+	}
+	// Messages may travel on in protobuf replies: keep them valid UTF-8.
+	msg := strings.ToValidUTF8(string(p[2:]), "\uFFFD")
+	return messages.Errorf(messages.ErrorCode(code), "%s (data peer %s)", msg, addr), true
+}
