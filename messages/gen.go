@@ -3,4 +3,4 @@
 // store nodes and directory shards, and the typed Error they carry.
 package messages
 
-//go:generate sh -c "protoc --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --go_out=. --go_opt=paths=source_relative hoplite.proto"
+//go:generate sh -c "protoc --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --go_out=. --go_opt=paths=source_relative *.proto"

@@ -24,7 +24,7 @@ import (
 // blocks behind a copy.
 type StoreNode struct {
 	cfg     *Config
-	fetches map[string]*fetchState  // in-flight fetches, by object id
+	fetches map[string]*fetchState          // in-flight fetches, by object id
 	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
 }
 
