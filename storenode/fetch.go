@@ -61,11 +61,11 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		f.watching, f.cut = m.pid, m.cut
 		ctx.Watch(m.pid)
 	case *unwatchSender:
-		if f.watching.Equal(m.pid) {
+		if samePID(f.watching, m.pid) {
 			f.unwatch(ctx)
 		}
 	case *actor.Terminated:
-		if f.watching.Equal(m.GetWho()) {
+		if samePID(f.watching, m.GetWho()) {
 			f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "sender": m.GetWho().GetId()}).Info("sender terminated")
 			f.cut()
 			f.watching, f.cut = nil, nil
@@ -76,11 +76,18 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		}
 		ctx.Send(ctx.Parent(), &fetchEnded{id: f.obj.ID(), pid: ctx.Self()})
 		ctx.Stop(ctx.Self())
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restarted session runs anew: this run must end, or two would
+		// copy (the writer generation keeps their bytes apart regardless).
 		if f.cancel != nil {
 			f.cancel()
 		}
 	}
+}
+
+// samePID compares PIDs; protoactor's Equal dereferences a nil receiver.
+func samePID(a, b *actor.PID) bool {
+	return a != nil && b != nil && a.Equal(b)
 }
 
 func (f *fetchSession) unwatch(ctx actor.Context) {
@@ -193,9 +200,9 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 			}
 			system.Root.Send(f.cfg.ShardFor(id), &messages.FetchDone{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
 			return nil
-		case ctx.Err() != nil:
-			// Stopped (node restarting or stopping): the bytes stay and a
-			// restarted node resumes from them.
+		case ctx.Err() != nil, errors.Is(err, messages.ErrCanceled):
+			// Stopped (node restarting or stopping) or superseded by a
+			// newer session: the bytes stay and the newer one goes on.
 			return messages.ErrCanceled
 		}
 		if _, done, oerr := f.obj.Progress(); oerr != nil || done || f.obj.Pinned() {

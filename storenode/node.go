@@ -89,18 +89,18 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		}
 		ctx.Forward(n.cfg.ShardFor(m.GetObjectId()))
 	case *fetchEnded:
-		if f := n.fetches[m.id]; f != nil && f.pid.Equal(m.pid) {
+		if f := n.fetches[m.id]; f != nil && samePID(f.pid, m.pid) {
 			delete(n.fetches, m.id)
 		}
 	case *actor.Terminated:
 		for id, f := range n.fetches {
-			if f.pid.Equal(m.GetWho()) {
+			if samePID(f.pid, m.GetWho()) {
 				delete(n.fetches, id)
 			}
 		}
 		for id, workers := range n.reduces {
 			for pos, pid := range workers {
-				if pid.Equal(m.GetWho()) {
+				if samePID(pid, m.GetWho()) {
 					delete(workers, pos)
 				}
 			}

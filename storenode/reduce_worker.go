@@ -55,7 +55,7 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 		w.release(m.GetKeepTarget())
 		ctx.Stop(ctx.Self())
 	case *actor.Terminated:
-		if w.coordinator.Equal(m.GetWho()) {
+		if samePID(w.coordinator, m.GetWho()) {
 			// Terminated overtakes the ReduceRelease the coordinator sent
 			// just before it stopped (system messages go first), so a
 			// complete target is kept: it is the result. After a failure
@@ -64,7 +64,7 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 			w.release(w.targetComplete())
 			ctx.Stop(ctx.Self())
 		}
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		w.stop()
 	}
 }
