@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// crashShard makes the ShardHook panic: the shard crashes and its
+// supervisor restarts it with empty (soft) state.
+type crashShard struct{}
+
+func shardCrashHook(shard string, msg any) {
+	if _, ok := msg.(crashShard); ok {
+		panic("injected crash of " + shard)
+	}
+}
+
+func TestShardCrashUnderLoadRebuildsAndLosesNothing(t *testing.T) {
+	const chunk = 32 << 10
+	l := start(t, Config{Nodes: 6, Shards: 3, ChunkSize: chunk, ShardHook: shardCrashHook})
+	evs := recordEvents(t, l)
+	ctx := deadline(t, 30*time.Second)
+	objs := map[string][]byte{}
+	for i := range 12 {
+		id := fmt.Sprintf("obj-%d", i)
+		objs[id] = randomBytes(uint64(200+i), (i%4+1)*100<<10+i)
+		if err := l.Client(i%3).Put(ctx, id, objs[id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Load: every object fetched on nodes 3..5 while every shard crashes
+	// twice. In-flight Gets keep going or retry on their own.
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for node := 3; node < 6; node++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id, want := range objs {
+				got, err := l.Client(node).Get(ctx, id)
+				if err == nil && !bytes.Equal(got, want) {
+					err = fmt.Errorf("node-%d: wrong bytes for %s", node, id)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("node-%d get %s: %w", node, id, err)
+				}
+			}
+		}()
+	}
+	for round := 0; round < 2; round++ {
+		for j := 0; j < 3; j++ {
+			l.System().Root.Send(l.Shard(j), crashShard{})
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	eventually(t, 5*time.Second, "six ShardRebuilt events", func() bool { return len(eventsOf[*events.ShardRebuilt](evs)) >= 6 })
+	// The rebuilt directory knows every copy again: creators and receivers.
+	for id := range objs {
+		eventually(t, 5*time.Second, id+" fully republished", func() bool {
+			info, err := l.Client(0).Info(ctx, id, false)
+			if err != nil {
+				return false
+			}
+			complete := 0
+			for _, loc := range info.GetLocations() {
+				if loc.GetState() == messages.LocationState_COMPLETE {
+					complete++
+				}
+			}
+			return complete == 4 // the creator and nodes 3, 4, 5
+		})
+	}
+	// And it serves new receivers as before, from complete copies.
+	for id, want := range objs {
+		if got, err := l.Client(1 + (len(id) % 2)).Get(ctx, id); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after the crashes, get %s: %v", id, err)
+		}
+	}
+}
+
+func TestReduceFailsCleanlyWhenItsCoordinatorOrCallerDies(t *testing.T) {
+	const chunk = 32 << 10
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	cfg := Config{Nodes: 6, ChunkSize: chunk, ShardHook: shardCrashHook}
+	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
+		if strings.HasSuffix(id, "-slow") && off > 0 {
+			<-hold // keeps the Reduce from finishing
+		}
+	}
+	l := start(t, cfg)
+	ctx := deadline(t, 30*time.Second)
+
+	cases := []struct {
+		name   string
+		caller int
+		fault  func(target string)
+		want   string
+	}{
+		{"coordinator crash", 0, func(target string) {
+			l.System().Root.Send(l.Shard(directory.ShardIndex(target, 6)), crashShard{})
+		}, "coordinator stopped"},
+		{"caller killed", 5, func(string) {
+			if err := l.Kill(5); err != nil {
+				t.Error(err)
+			}
+		}, "caller's node node-5 failed"},
+	}
+	for k, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			target := fmt.Sprintf("t%d", k)
+			ids := []string{fmt.Sprintf("a%d", k), fmt.Sprintf("b%d", k), fmt.Sprintf("c%d-slow", k)}
+			for i, id := range ids[:2] {
+				if err := l.Client(i+1).Put(ctx, id, int64s(uint64(i), 8*chunk/8)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			go func() { _ = l.Client(3).Put(ctx, ids[2], int64s(9, 8*chunk/8)) }()
+			done := make(chan error, 1)
+			go func() {
+				_, err := l.Client(c.caller).Reduce(ctx, target, ids, 3, messages.ReduceOp_SUM, messages.DType_INT64)
+				done <- err
+			}()
+			// Once the slow source is announced the tree is being built.
+			eventually(t, 5*time.Second, "the slow source to arrive", func() bool {
+				info, err := l.Client(0).Info(ctx, ids[2], false)
+				return err == nil && len(info.GetLocations()) > 0
+			})
+			time.Sleep(10 * time.Millisecond)
+			c.fault(target)
+			select {
+			case err := <-done:
+				if !errors.Is(err, messages.ErrUnavailable) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("want UNAVAILABLE %q, got %v", c.want, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the Reduce hung after its coordinator or caller failed")
+			}
+			// Nothing half-done: no partial target, no intermediates.
+			eventually(t, 5*time.Second, "the partial target and intermediates to be freed", func() bool {
+				for i := 0; i < l.Nodes(); i++ {
+					if !l.Alive(i) {
+						continue
+					}
+					for _, o := range l.Store(i).Objects() {
+						if o.ID() == target || strings.HasPrefix(o.ID(), "\x00reduce/") {
+							return false
+						}
+					}
+				}
+				return true
+			})
+		})
+	}
+}
