@@ -31,7 +31,7 @@ type TCPConfig struct {
 	// StallTimeout fails a stream and drops its connection when the peer
 	// neither reads (sender side) nor sends (receiver side) for this long
 	// (default 30s). A sender waiting for a partial copy sends keepalives
-	// every third of the receiver's StallTimeout.
+	// every third to half of the receiver's StallTimeout.
 	StallTimeout time.Duration
 	// MaxConnsPerPeer bounds the idle connections kept for reuse per peer
 	// (default 4). Streams beyond it dial connections of their own, closed
@@ -257,6 +257,20 @@ type serverConn struct {
 	vec  [2][]byte
 	// preamble is due before the stream's first frame.
 	preamble bool
+
+	// The keepalive watchdog: a Source call still waiting after a whole
+	// interval has its context canceled, so that the stream sends a
+	// keepalive and calls again. A timer ticking every half interval per
+	// stream, rather than a timer per call, keeps the fast path (data
+	// already there) free of timer churn and the wakeups it causes.
+	wmu      sync.Mutex
+	armed    bool
+	interval time.Duration
+	since    time.Time // start of the pending Source call; zero if none
+	expired  bool      // the watchdog canceled callCtx
+	callCtx  context.Context
+	callStop context.CancelFunc
+	watchdog *time.Timer
 }
 
 func (s *tcpServer) serveConn(nc net.Conn) {
@@ -346,14 +360,19 @@ func (sc *serverConn) serveStream(req tcpRequest) bool {
 			"offset %d", req.offset))) == nil
 	}
 	chunk := int(req.chunk)
+	sc.arm(ka)
+	defer sc.disarm()
 
 	var r ObjectReader
-	err, connErr := sc.waiting(ka, func(ctx context.Context) (err error) {
+	err, connErr := sc.waiting(func(ctx context.Context) (err error) {
 		r, err = sc.s.src.OpenObject(ctx, req.id)
 		return err
 	})
 	if connErr != nil {
 		return false
+	}
+	if err == nil && r == nil {
+		err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: source returned no reader", req.id)
 	}
 	if err != nil {
 		return sc.fail(err)
@@ -371,7 +390,7 @@ func (sc *serverConn) serveStream(req tcpRequest) bool {
 	}
 	for off := req.offset; off < size; {
 		var b []byte
-		err, connErr := sc.waiting(ka, func(ctx context.Context) (err error) {
+		err, connErr := sc.waiting(func(ctx context.Context) (err error) {
 			b, err = r.ReadAt(ctx, off, chunk)
 			return err
 		})
@@ -405,15 +424,59 @@ func (sc *serverConn) fail(err error) bool {
 	return sc.writeFrame(frameError, errorPayload(err)) == nil
 }
 
+// arm starts the keepalive watchdog for a stream; disarm stops it.
+func (sc *serverConn) arm(interval time.Duration) {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.armed, sc.interval, sc.expired = true, interval, false
+	sc.callCtx, sc.callStop = context.WithCancel(sc.s.ctx)
+	if sc.watchdog == nil {
+		sc.watchdog = time.AfterFunc(interval/2, sc.tick)
+	} else {
+		sc.watchdog.Reset(interval / 2)
+	}
+}
+
+func (sc *serverConn) disarm() {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.armed = false
+	sc.watchdog.Stop()
+	sc.callStop()
+}
+
+func (sc *serverConn) tick() {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	if !sc.armed {
+		return
+	}
+	if !sc.since.IsZero() && !sc.expired && time.Since(sc.since) >= sc.interval {
+		sc.expired = true
+		sc.callStop()
+	}
+	sc.watchdog.Reset(sc.interval / 2)
+}
+
 // waiting runs a Source call that may wait for a copy, sending a
-// keepalive every interval so that the receiver tells a waiting sender
-// from a dead one. connErr reports a failed keepalive or a stopping server.
-func (sc *serverConn) waiting(interval time.Duration, call func(context.Context) error) (err, connErr error) {
+// keepalive about every interval (the watchdog's) so that the receiver
+// tells a waiting sender from a dead one. connErr reports a failed
+// keepalive or a stopping server.
+func (sc *serverConn) waiting(call func(context.Context) error) (err, connErr error) {
 	for {
-		ctx, cancel := context.WithTimeout(sc.s.ctx, interval)
+		sc.wmu.Lock()
+		sc.since = time.Now()
+		ctx := sc.callCtx
+		sc.wmu.Unlock()
 		err = call(ctx)
-		expired := ctx.Err() == context.DeadlineExceeded
-		cancel()
+		sc.wmu.Lock()
+		sc.since = time.Time{}
+		expired := sc.expired
+		if expired {
+			sc.expired = false
+			sc.callCtx, sc.callStop = context.WithCancel(sc.s.ctx)
+		}
+		sc.wmu.Unlock()
 		if sc.s.ctx.Err() != nil {
 			return nil, sc.s.ctx.Err()
 		}
