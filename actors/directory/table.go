@@ -206,6 +206,12 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 		e.known = false
 	}
 	if e.known {
+		if own := e.locs[req.GetCreator().GetNodeId()]; own != nil && own.creator &&
+			e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
+			// The creator's own republication (a shard started) got here
+			// before its CreateObject: this is that Put, not a second one.
+			return append(reply(nil, false), t.serveWaiters(e)...)
+		}
 		if e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
 			return reply(nil, true)
 		}

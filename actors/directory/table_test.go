@@ -467,3 +467,19 @@ func TestWaitingReceiverThatBecomesCreatorIsItsOwnSender(t *testing.T) {
 		t.Fatalf("re-locating n2 got %s, want n1", s)
 	}
 }
+
+func TestCreateAfterOwnRepublicationIsNotADuplicate(t *testing.T) {
+	// A shard that just started asked for republication; the creator's
+	// copy, still being written, arrives before the creator's CreateObject.
+	tb := NewLocationTable(TableConfig{})
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_PARTIAL, Size: 10, Fingerprint: 42, Creator: true})
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(0)}, replyTo("c"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); r.GetError() != nil || r.GetExisted() {
+		t.Fatalf("the creator's own Put was answered %v: it would drop its only copy", r)
+	}
+	// Another node's Put of the same bytes is still idempotent.
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(1)}, replyTo("c"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !r.GetExisted() {
+		t.Fatalf("a second creator: %v", r)
+	}
+}

@@ -23,6 +23,8 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	reduceMiB := fs.Int("reduce-mib", 16, "size of each reduce source in MiB (0 skips the reduce part)")
 	reduceNum := fs.Int("reduce-num", 0, "how many of the nodes' sources to reduce (0: all but two)")
 	interval := fs.Duration("arrival-interval", 20*time.Millisecond, "time between the sources' Puts")
+	recovery := fs.Bool("recovery", true, "end with a node killed mid-broadcast and mid-reduce, and the recovery events")
+	recoveryMiB := fs.Int("recovery-mib", 16, "object size of the recovery part in MiB")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,8 +72,15 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tree, naive := results[0].Elapsed, results[1].Elapsed
 	fmt.Fprintf(stdout, "tree %v vs naive %v: the tree is %.2fx the speed of the naive pattern\n",
 		tree.Round(1e6), naive.Round(1e6), naive.Seconds()/tree.Seconds())
+	recoveryPart := func() error {
+		if !*recovery {
+			return nil
+		}
+		fmt.Fprintf(stdout, "\n== Recovery: a node killed mid-broadcast and mid-reduce (8 nodes, link %s) ==\n", linkName(*linkMbps))
+		return runRecovery(ctx, stdout, *recoveryMiB<<20, link, *chunkKiB<<10, log)
+	}
 	if *reduceMiB <= 0 {
-		return nil
+		return recoveryPart()
 	}
 	if *reduceNum == 0 {
 		*reduceNum = max(1, *nodes-2)
@@ -105,7 +114,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "reduce tree %v vs naive gather %v: %.2fx\n", reduceTimes[0].Round(time.Millisecond),
 		reduceTimes[1].Round(time.Millisecond), reduceTimes[1].Seconds()/reduceTimes[0].Seconds())
-	return nil
+	return recoveryPart()
 }
 
 func linkName(mbps float64) string {

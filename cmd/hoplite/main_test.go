@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestHelp(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	code, stdout, stderr := hoplite(t, "demo", "-nodes", "4", "-size-mib", "2", "-link-mbps", "0", "-chunk-kib", "256",
-		"-reduce-mib", "1", "-arrival-interval", "1ms")
+		"-reduce-mib", "1", "-arrival-interval", "1ms", "-recovery-mib", "2")
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -95,12 +96,71 @@ func TestDemo(t *testing.T) {
 		t.Errorf("%d checked reduce results, want 2 (tree and naive):\n%s", n, stdout)
 	}
 	// The printed tree holds exactly the reduced sources: 2 positions.
-	if n := strings.Count(stdout, "position "); n != 2 {
+	before, _, _ := strings.Cut(stdout, "== Recovery")
+	if n := strings.Count(before, "position "); n != 2 {
 		t.Errorf("%d tree positions printed, want 2:\n%s", n, stdout)
 	}
-	last := lastLine(stdout)
-	if !strings.HasPrefix(last, "reduce tree ") || !strings.Contains(last, " vs naive gather ") {
-		t.Errorf("last line is %q, want the reduce tree vs naive comparison", last)
+	cmpLine := regexp.MustCompile(`(?m)^reduce tree \S+ vs naive gather \S+: [\d.]+x$`)
+	if !cmpLine.MatchString(stdout) {
+		t.Errorf("no reduce tree vs naive comparison line:\n%s", stdout)
+	}
+	// The recovery part comes last: node-1 dies mid-broadcast and
+	// mid-reduce, the recovery events show, the results are verified.
+	_, recovery, ok := strings.Cut(stdout, "\n== Recovery: a node killed mid-broadcast and mid-reduce (8 nodes, link unlimited (memory speed)) ==\n")
+	if !ok || cmpLine.MatchString(recovery) {
+		t.Fatalf("no recovery part after the reduce part:\n%s", stdout)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`broadcast 2 MiB: node-1 stalls at 1\.0 MiB, node-2\.\.node-7 fetch behind it; killing node-1\n`),
+		regexp.MustCompile(`\[NodeFailed\] node-1 failed \(seen by node-\d/shard-\d\)`),
+		regexp.MustCompile(`\[SenderSwitched\] node-2 switched sender node-1 → node-0 at 1\.0 MiB\n`),
+		regexp.MustCompile(`broadcast: all 6 live receivers have the same 2097152 bytes \(verified\)`),
+		regexp.MustCompile(`reduce: SUM of 6 of 8 int64 sources of 1 MiB, R6's Put held, R7 a backup; killing node-1 \(R2\)\n`),
+		regexp.MustCompile(`\[TreeNodeReplaced\] position 1 lost R2, R7 takes it\n`),
+		regexp.MustCompile(`\[AncestorsInvalidated\] ancestors \[3\] cleared`),
+		regexp.MustCompile(`\[ReduceDone\] done in \S+: reduced \[R1 R7 R3 R4 R5 R6\]\n`),
+	} {
+		if !want.MatchString(recovery) {
+			t.Errorf("recovery part lacks %q:\n%s", want, recovery)
+		}
+	}
+	if n := strings.Count(recovery, "[NodeFailed] node-1 failed"); n != 2 {
+		t.Errorf("node-1 failed %d times, want 2 (mid-broadcast, mid-reduce):\n%s", n, recovery)
+	}
+	if strings.Contains(stderr, "level=warning") {
+		t.Errorf("the recovery part logged warnings the events already tell:\n%s", stderr)
+	}
+	if last := lastLine(stdout); last != "  reduce: demo-recovery-sum = R1+R7+R3+R4+R5+R6, verified element by element" {
+		t.Errorf("last line is %q, want the verified recovery reduce", last)
+	}
+}
+
+// -recovery=false leaves the recovery part out; with -reduce-mib 0 the
+// broadcast comparison is the last line.
+func TestDemoWithoutRecovery(t *testing.T) {
+	code, stdout, stderr := hoplite(t, "demo", "-nodes", "3", "-size-mib", "1", "-link-mbps", "0", "-chunk-kib", "256",
+		"-reduce-mib", "0", "-recovery=false")
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout, "Recovery") || strings.Contains(stdout, "== Reduce") {
+		t.Errorf("skipped parts ran:\n%s", stdout)
+	}
+	if last := lastLine(stdout); !strings.HasPrefix(last, "tree ") || !strings.HasSuffix(last, "the speed of the naive pattern") {
+		t.Errorf("last line is %q, want the broadcast comparison", last)
+	}
+}
+
+// The recovery part needs an object of at least two chunks: it says so
+// instead of waiting for a stall that cannot happen.
+func TestDemoRecoveryTooSmall(t *testing.T) {
+	code, stdout, stderr := hoplite(t, "demo", "-nodes", "2", "-size-mib", "1", "-link-mbps", "0", "-chunk-kib", "1024",
+		"-reduce-mib", "0", "-recovery-mib", "1")
+	if code != 1 || !strings.Contains(stderr, "must span at least two chunks") {
+		t.Errorf("exit code %d, stderr %q; want 1 and the reason", code, stderr)
+	}
+	if !strings.Contains(stdout, "== Recovery") {
+		t.Errorf("the recovery part did not start:\n%s", stdout)
 	}
 }
 
