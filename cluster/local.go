@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
@@ -65,6 +66,10 @@ type Local struct {
 	estimator   *plan.Estimator
 	failures    *directory.FailureLog
 	shardTable  atomic.Pointer[[]*actor.PID] // copy on write: shards move when their host fails
+	// live is a snapshot of the live nodes' refs, read by starting shards
+	// without l.mu: Kill and Stop hold l.mu while they wait for nodes (and
+	// their shards) to stop.
+	live atomic.Pointer[[]*messages.NodeRef]
 	coordinator coordinator.ActorConfig
 
 	mu          sync.Mutex // guards what Kill and Restart change
@@ -74,6 +79,7 @@ type Local struct {
 	refs        []*messages.NodeRef
 	alive       []bool
 	shardHost   []int
+	stopped     bool
 }
 
 // StartLocal starts an embedded cluster and returns once every node
@@ -145,15 +151,21 @@ func (l *Local) shardFor(id string) *actor.PID {
 // liveNodes lists the store nodes that are up (asked to republish when a
 // shard starts).
 func (l *Local) liveNodes() []*messages.NodeRef {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	if p := l.live.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// publishLive refreshes the snapshot liveNodes reads. Callers hold l.mu.
+func (l *Local) publishLive() {
 	var out []*messages.NodeRef
 	for i, ref := range l.refs {
 		if l.alive[i] {
 			out = append(out, ref)
 		}
 	}
-	return out
+	l.live.Store(&out)
 }
 
 func (l *Local) shardProps(j int, rebuilt bool) *actor.Props {
@@ -182,7 +194,7 @@ func (l *Local) startNode(i int, shards []int) error {
 		Self: ref, Store: store, ShardFor: l.shardFor, Transport: l.transport,
 		ChunkSize: l.cfg.ChunkSize, InlineLimit: l.cfg.InlineLimit, DefaultTimeout: l.cfg.DefaultTimeout,
 		StallTimeout: l.cfg.StallTimeout, Naive: l.cfg.Naive, Hooks: l.cfg.Hooks, Log: l.log, Estimator: l.estimator,
-	})}}
+	})}, {name: "barriers", props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: l.log})}}
 	for _, j := range shards {
 		children = append(children, child{name: fmt.Sprintf("shard-%d", j), props: l.shardProps(j, false)})
 	}
@@ -195,6 +207,7 @@ func (l *Local) startNode(i int, shards []int) error {
 		return fmt.Errorf("node %s did not start: %w", name, err)
 	}
 	l.supervisors[i], l.storeNodes[i], l.stores[i], l.refs[i], l.alive[i] = sup, actor.NewPID(addr, ref.ActorId), store, ref, true
+	l.publishLive()
 	return nil
 }
 
@@ -209,6 +222,7 @@ func (l *Local) Kill(i int) error {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not running", i)
 	}
 	l.alive[i] = false
+	l.publishLive()
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", nodeName(i))
 	l.transport.Unserve(l.refs[i].GetDataAddress())
 	l.stores[i].Clear(gone)
@@ -290,6 +304,11 @@ func (l *Local) StoreNode(i int) *actor.PID {
 	return l.storeNodes[i]
 }
 
+// Barriers is node i's barrier host (the managers of package barrier).
+func (l *Local) Barriers(i int) *actor.PID {
+	return actor.NewPID(l.system.Address(), nodeName(i)+"/barriers")
+}
+
 // Client is the Go API of node i.
 func (l *Local) Client(i int) *storenode.Client {
 	return storenode.NewClient(l.system.Root, l.StoreNode(i), l.cfg.DefaultTimeout)
@@ -312,7 +331,7 @@ func (l *Local) Store(i int) *storenode.Store {
 // Shard is directory shard j where it runs now.
 func (l *Local) Shard(j int) *actor.PID { return (*l.shardTable.Load())[j] }
 
-// Stop stops every node and the actor system.
+// Stop stops every node and the actor system. Calling it again does nothing.
 func (l *Local) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -320,6 +339,10 @@ func (l *Local) Stop() {
 }
 
 func (l *Local) stopLocked() {
+	if l.stopped {
+		return // Stop is idempotent: protoactor's Shutdown is not
+	}
+	l.stopped = true
 	l.failures.Close()
 	for i, ref := range l.refs {
 		if ref != nil {

@@ -511,3 +511,20 @@ func TestGetBeforePutOnTheSameNode(t *testing.T) {
 		}
 	}
 }
+
+func TestPutRightAfterStartKeepsItsOnlyCopy(t *testing.T) {
+	// The shards' startup republication races the first Puts: a Put must
+	// never take its own republished copy for someone else's and drop it.
+	for round := range 10 {
+		l := start(t, Config{Nodes: 3, ChunkSize: 64 << 10})
+		ctx := deadline(t, 10*time.Second)
+		data := randomBytes(uint64(300+round), 1<<20)
+		if err := l.Client(0).Put(ctx, "early", data); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := l.Client(2).Get(ctx, "early"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		l.Stop()
+	}
+}

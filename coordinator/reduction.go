@@ -127,6 +127,7 @@ type Reduction struct {
 	need      map[int]bool     // positions that need a task (first, or again after a repair)
 	started   map[int]bool     // positions whose output can be streamed in the current generation
 	rootSet   map[int][]string // per root generation: the sources it reduces
+	rootAt    map[int]string   // per root generation: the node it ran on
 	watched   map[string]bool
 	nodes     map[string]*messages.NodeRef
 	fetching  int  // all_reduce Gets still running
@@ -149,7 +150,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	}
 	return &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{},
-		started: map[int]bool{}, rootSet: map[int][]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{}}
+		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{}}
 }
 
 // Begin returns what the shell does first: watch the caller's node.
@@ -303,6 +304,7 @@ func (r *Reduction) maybeSend(p int, fx *Effects) {
 		Generation: int32(r.gen[p])}
 	if p == r.tree.Root() {
 		r.rootSet[r.gen[p]] = r.assign.Placed()
+		r.rootAt[r.gen[p]] = r.nodeOf(p).GetNodeId()
 	}
 	for _, c := range kids {
 		task.Children = append(task.Children, &messages.ReduceInput{Node: r.nodeOf(c), ObjectId: r.outputOf(c)})
@@ -312,7 +314,13 @@ func (r *Reduction) maybeSend(p int, fx *Effects) {
 	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
 }
 
-func (r *Reduction) nodeOf(p int) *messages.NodeRef { return r.sources[r.assign.Holder(p)].node }
+// nodeOf is the node holding position p, nil while p is open.
+func (r *Reduction) nodeOf(p int) *messages.NodeRef {
+	if s := r.sources[r.assign.Holder(p)]; s != nil {
+		return s.node
+	}
+	return nil
+}
 
 func (r *Reduction) outputOf(p int) string {
 	switch {
@@ -381,7 +389,9 @@ func (r *Reduction) Done(m *messages.ReduceTaskDone) Effects {
 		}
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
 	}
-	if p != r.tree.Root() || r.reply != nil {
+	if p != r.tree.Root() || r.reply != nil || r.rootAt[g] != r.nodeOf(p).GetNodeId() {
+		// Not the root, already answered, or the root's node failed since:
+		// that copy is gone and a new root is producing the target.
 		return Effects{}
 	}
 	// Any generation of the root that finished reduced exactly the sources
@@ -424,6 +434,8 @@ func (r *Reduction) NodeFailed(node string) Effects {
 
 func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {
 	pos := rep.Pos
+	// Reports of the lost worker's generation are stale from now on.
+	r.gen[pos]++
 	fx.Events = append(fx.Events, &events.TreeNodeReplaced{Reduce: r.id, Position: pos, Failed: failed, Replacement: rep.NewID})
 	r.plan.Positions[pos].ObjectId, r.plan.Positions[pos].NodeId, r.plan.Positions[pos].Arrival = "", "", -1
 	r.started[pos], r.need[pos] = false, false

@@ -877,3 +877,36 @@ func TestIgnoredUpdates(t *testing.T) {
 		t.Fatalf("want b's root task reading a on n0, got %+v", fx)
 	}
 }
+
+func TestStaleReportOfALostPositionIsIgnored(t *testing.T) {
+	// Reduce 1 of [a]: a's node fails while its root runs; the position is
+	// open. The dead worker's late error report must not crash or fail it.
+	r := NewReduction("r", &messages.Reduce{TargetId: "t", SourceIds: []string{"a"}, NumObjects: 1,
+		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
+	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n7"}, State: messages.LocationState_PARTIAL})
+	if len(fx.Tasks) != 1 || fx.Tasks[0].Task.GetGeneration() != 1 {
+		t.Fatalf("tasks %v", fx.Tasks)
+	}
+	fx = r.NodeFailed("n7")
+	if len(fx.Events) == 0 {
+		t.Fatal("no repair events")
+	}
+	late := errors.New("input lost")
+	for _, f := range []func() Effects{
+		func() Effects {
+			return r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)})
+		},
+		func() Effects {
+			return r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)})
+		},
+	} {
+		if fx := f(); fx.Reply != nil || r.Over() {
+			t.Fatalf("a stale report ended the Reduce: %v", fx.Reply)
+		}
+	}
+	// The source comes back (rejoined): the Reduce goes on with it.
+	fx = r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n8"}, State: messages.LocationState_COMPLETE})
+	if len(fx.Tasks) != 1 || fx.Tasks[0].Node.GetNodeId() != "n8" {
+		t.Fatalf("after the rejoin: %v", fx.Tasks)
+	}
+}

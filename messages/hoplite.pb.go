@@ -1887,10 +1887,12 @@ func (x *DeleteObjectReply) GetDropped() []*NodeRef {
 	return nil
 }
 
-// DropObject tells a store node to free its copy (after Delete).
+// DropObject tells a store node to free its copy: after Delete, or
+// (with reason NOT_FOUND) after the Reduce that was producing it failed.
 type DropObject struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Reason        *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"` // nil: DELETED
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1930,6 +1932,13 @@ func (x *DropObject) GetObjectId() string {
 		return x.ObjectId
 	}
 	return ""
+}
+
+func (x *DropObject) GetReason() *Error {
+	if x != nil {
+		return x.Reason
+	}
+	return nil
 }
 
 // Subscribe: the sender receives a LocationUpdate for every current and
@@ -3274,10 +3283,11 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x11DeleteObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12*\n" +
-	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\")\n" +
+	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\"Q\n" +
 	"\n" +
 	"DropObject\x12\x1b\n" +
-	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"(\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12&\n" +
+	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\"(\n" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
@@ -3502,27 +3512,28 @@ var file_hoplite_proto_depIdxs = []int32{
 	5,  // 24: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
 	4,  // 25: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
 	5,  // 26: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
-	5,  // 27: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 28: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	5,  // 29: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 30: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 31: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	33, // 32: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	34, // 33: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 34: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 35: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 36: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 37: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 38: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	37, // 39: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	4,  // 40: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 41: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 42: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	4,  // 27: hoplite.DropObject.reason:type_name -> hoplite.Error
+	5,  // 28: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 29: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	5,  // 30: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 31: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 32: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	33, // 33: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	34, // 34: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 35: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 36: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 37: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 38: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 39: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	37, // 40: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	4,  // 41: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 42: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 43: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }

@@ -137,9 +137,14 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 				err = messages.ErrOrNil(loc.GetError())
 			}
 		}
+		if err != nil && ctx.Err() != nil {
+			// Stopped while locating (the node restarts): the restarted
+			// node resumes this fetch; its Gets keep waiting on the object.
+			return messages.ErrCanceled
+		}
 		if err != nil {
 			switch {
-			case errors.Is(err, messages.ErrUnavailable) && ctx.Err() == nil && time.Now().Before(deadline):
+			case errors.Is(err, messages.ErrUnavailable) && time.Now().Before(deadline):
 				// The shard is restarting or moving: its state comes back
 				// from the store nodes, so ask again shortly.
 				if sleep(ctx, backoff) == nil {
@@ -178,7 +183,7 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 		if haveEpoch && loc.GetEpoch() != epoch {
 			// A Reduce re-created this object: what we have is stale.
 			if err := w.Rewind(); err != nil {
-				return f.abort(system, err)
+				return f.superseded(system, err)
 			}
 		}
 		epoch, haveEpoch = loc.GetEpoch(), true
@@ -214,7 +219,7 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 			// RESET in turn.
 			rewinds++
 			if rerr := w.Rewind(); rerr != nil {
-				return f.abort(system, rerr)
+				return f.superseded(system, rerr)
 			}
 			failed = nil
 			continue
@@ -260,6 +265,15 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// superseded handles a failed rewind: a newer session owns the object
+// (it stays for that session's Gets) or the object is gone.
+func (f *fetchSession) superseded(system *actor.ActorSystem, err error) error {
+	if errors.Is(err, messages.ErrCanceled) {
+		return messages.ErrCanceled
+	}
+	return f.abort(system, err)
 }
 
 // abort gives up: waiters see err and the directory forgets this copy.

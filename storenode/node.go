@@ -79,7 +79,11 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *messages.Delete:
 		n.delete(ctx, m)
 	case *messages.DropObject:
-		if n.cfg.Store.Remove(m.GetObjectId(), messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())) {
+		reason := m.GetReason()
+		if reason == nil {
+			reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
+		}
+		if n.cfg.Store.Remove(m.GetObjectId(), reason) {
 			n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
 		}
 	case *messages.QueryObject:
@@ -297,10 +301,27 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 		extend(f.deadline, deadline)
 	}
 	rctx, cancel := context.WithDeadline(context.Background(), deadline)
+	self := ctx.Self()
 	go func() {
 		defer cancel()
 		r := &messages.GetReply{ObjectId: id}
-		if err := obj.WaitComplete(rctx); err != nil {
+		err := obj.WaitComplete(rctx)
+		if errors.Is(err, messages.ErrReset) {
+			// The copy was stale (a Reduce re-created its target): ask
+			// this node again, within the same deadline.
+			again := proto.CloneOf(m)
+			again.TimeoutMs = timeoutMs(rctx)
+			if res, rerr := request(rctx, system.Root, self, again); rerr != nil {
+				r.Error = messages.AsError(rerr)
+			} else if gr, ok := res.(*messages.GetReply); ok {
+				r = gr
+			} else {
+				r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
+			}
+			reply(system, sender, r)
+			return
+		}
+		if err != nil {
 			r.Error = messages.AsError(err)
 		} else if m.GetPrefetch() {
 			// The object is here; the caller did not want the bytes.
@@ -408,6 +429,8 @@ func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
 
 // republish sends the directory every copy this node holds that belongs
 // to the given shards: a shard that restarted or moved rebuilds from them.
+// The copies go to the shard that asked, which may be newer than this
+// node's shard table.
 func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	count := int(m.GetShardCount())
 	if count <= 0 {
@@ -431,7 +454,11 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 		if done {
 			state = messages.LocationState_COMPLETE
 		}
-		ctx.Send(n.cfg.ShardFor(id), &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self, State: state,
+		to := ctx.Sender()
+		if to == nil {
+			to = n.cfg.ShardFor(id)
+		}
+		ctx.Send(to, &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self, State: state,
 			Size: size, Fingerprint: o.Fingerprint(), Creator: o.Pinned()})
 	}
 }

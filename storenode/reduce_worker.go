@@ -119,7 +119,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		var err error
 		if out, err = w.createOutput(ctx, system, t); err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
-			w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: messages.AsError(err)})
+			w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, err)})
 			return
 		}
 		w.out.Store(out)
@@ -141,7 +141,11 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
 			return
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return // superseded by a newer generation, invalidated or released
+			// Superseded by a newer generation (the coordinator ignores
+			// this report), released (nobody listens), or stopped with its
+			// store node's restart: then the Reduce fails, clearly.
+			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, err)})
+			return
 		case errors.Is(err, messages.ErrReset) && restarts < maxRestarts:
 			log.Debug("an input was rewound; reducing again")
 			continue
@@ -157,12 +161,37 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	}
 }
 
+// stopped names why a run ended: a canceled run was stopped (its node
+// restarted, or a newer generation replaced it), which callers see as
+// UNAVAILABLE; other errors stay as they are.
+func stopped(ctx context.Context, err error) *messages.Error {
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce worker stopped (its node restarted or the position was re-run)")
+	}
+	return messages.AsError(err)
+}
+
 // createOutput makes the position's output object. The root's is the
 // target: created as a pinned creator copy and registered with the shard,
 // which announces it as a partial location at once (Gets and composed
 // Reduces stream from it while it is produced).
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*Object, error) {
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+	if errors.Is(err, messages.ErrConflict) && t.GetRoot() {
+		if local := w.cfg.Store.Lookup(t.GetOutputId()); local != nil && !local.Pinned() {
+			if local.Size() < 0 {
+				// A Get of the target on this node left a placeholder while
+				// it waited: the root fills it, as a Put would.
+				out = local
+				evicted, err = w.cfg.Store.Promote(local, t.GetSize(), 0)
+			} else {
+				// A copy fetched from an earlier root of this Reduce: stale.
+				// Its readers get RESET and ask again.
+				w.cfg.Store.Remove(t.GetOutputId(), messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
+				out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +211,9 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 		}
 	}
 	if err != nil {
-		w.cfg.Store.Abort(out, err)
+		// A Get may be waiting on this object (a promoted placeholder):
+		// it learns why, as UNAVAILABLE if this run was stopped.
+		w.cfg.Store.Abort(out, stopped(ctx, err))
 		return nil, err
 	}
 	return out, nil

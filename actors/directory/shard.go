@@ -214,8 +214,10 @@ func (s *Shard) started(ctx actor.Context) {
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
 	if s.cfg.Nodes != nil {
 		// Soft state: whatever the store nodes hold comes back to us.
+		// A request, so the copies come back to this shard even before the
+		// nodes' shard tables point here (the shard may just have moved).
 		for _, n := range s.cfg.Nodes() {
-			ctx.Send(n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+			ctx.Request(n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 		}
 	}
 	if !first {

@@ -107,6 +107,9 @@ type entry struct {
 	// reservedBy is the Reduce that will create this object; nobody else
 	// may create it meanwhile.
 	reservedBy string
+	// producedBy is the Reduce that created this object: it may create it
+	// again (its root's node failed after the target was complete).
+	producedBy string
 	// epoch grows when a Reduce re-creates its target on a new root:
 	// partial copies of an older epoch hold bytes that are no longer valid.
 	epoch uint64
@@ -183,18 +186,25 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
 	}
 	e := t.entry(id)
+	if rid := req.GetReduceId(); rid != "" && e.reservedBy == "" && e.producedBy == rid {
+		e.reservedBy = rid
+	}
 	if e.reservedBy != req.GetReduceId() {
 		if req.GetReduceId() != "" {
 			return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", id, req.GetReduceId()), false)
 		}
 		return reply(messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id), false)
 	}
+	var stale []Send
 	if e.known && req.GetReduceId() != "" {
 		// The Reduce lost its root and re-creates the target elsewhere:
-		// copies begun from the old root are stale. Their receivers find
-		// out when they locate again, and start over in the new epoch.
-		for id := range e.locs {
-			t.endTransfer(e, id, true)
+		// every copy of the old epoch, even a complete one, holds other
+		// contents than the new target will. They are dropped with RESET
+		// (a Get waiting on one asks again and gets the new epoch).
+		reset := messages.Errorf(messages.ErrorCode_RESET, "the Reduce producing %q re-creates it", id)
+		for nid, loc := range e.locs {
+			t.endTransfer(e, nid, true)
+			stale = append(stale, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id, Reason: reset}})
 		}
 		clear(e.locs)
 		e.known = false
@@ -219,10 +229,13 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	if req.GetReduceId() != "" {
+		e.producedBy = req.GetReduceId()
+	}
 	if req.GetHasInline() && req.GetSize() < t.cfg.InlineLimit {
 		e.hasInline, e.inline = true, req.GetInlineData()
 	}
-	out := reply(nil, false)
+	out := append(reply(nil, false), stale...)
 	out = append(out, t.setLocation(e, req.GetCreator(), messages.LocationState_PARTIAL, true)...)
 	return append(out, t.serveWaiters(e)...)
 }
@@ -400,9 +413,10 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []Send {
 	}
 	e.reservedBy = ""
 	var out []Send
+	failed := messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q failed; the id may be produced again", e.id)
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, t.removeLocation(e, loc.node.GetNodeId())...)
-		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id}})
+		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
 	}
 	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
 	e.transfers = nil

@@ -1,0 +1,207 @@
+package barrier
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// HostConfig configures a node's barrier host.
+type HostConfig struct {
+	Log *logrus.Entry
+	// MaxBarriers bounds the barrier managers one node hosts (default
+	// 4096); a create beyond it answers CAPACITY.
+	MaxBarriers int
+	// Tombstones is how many closed names a host remembers to answer
+	// DELETED (default 4096).
+	Tombstones int
+	// BeforeReceive runs before each message a manager receives (fault
+	// injection: a hook that panics crashes that manager).
+	BeforeReceive func(manager string, msg any)
+}
+
+// Host is a node's barrier host, a child of the node supervisor: it
+// spawns one Manager child per barrier replica on demand and routes every
+// barrier message to it by name. A manager that panics is restarted (it
+// asks the other replicas for their state).
+type Host struct {
+	cfg        HostConfig
+	managers   map[string]*actor.PID // barrier name -> manager
+	names      map[string]string     // manager id -> barrier name
+	closed     map[string]bool
+	closedFIFO []string
+}
+
+// NewHostProps returns the props of a barrier host.
+func NewHostProps(cfg HostConfig) *actor.Props {
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.MaxBarriers <= 0 {
+		cfg.MaxBarriers = 4096
+	}
+	if cfg.Tombstones <= 0 {
+		cfg.Tombstones = 4096
+	}
+	restart := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
+	return actor.PropsFromProducer(func() actor.Actor { return &Host{cfg: cfg} }, actor.WithSupervisor(restart))
+}
+
+// Receive implements actor.Actor.
+func (h *Host) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		h.managers, h.names, h.closed = map[string]*actor.PID{}, map[string]string{}, map[string]bool{}
+	case *messages.BarrierCreate:
+		h.create(ctx, m)
+	case *messages.BarrierOpen:
+		h.route(ctx, m.GetName(), true, &messages.BarrierCreated{Name: m.GetName()}, func(r proto.Message, e *messages.Error) {
+			r.(*messages.BarrierCreated).Error = e
+		})
+	case *messages.BarrierEnter:
+		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+			r.(*messages.BarrierRefused).Error = e
+		})
+	case *messages.BarrierRelease:
+		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierReleased{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+			r.(*messages.BarrierReleased).Error = e
+		})
+	case *messages.BarrierClose:
+		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierClosed{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+			r.(*messages.BarrierClosed).Error = e
+		})
+	case *messages.BarrierStatus:
+		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierStatusReply{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+			r.(*messages.BarrierStatusReply).Error = e
+		})
+	case *messages.BarrierDecide:
+		h.route(ctx, m.GetName(), false, nil, nil)
+	case *messages.BarrierReplicate:
+		h.route(ctx, m.GetName(), false, nil, nil)
+	case *messages.BarrierSyncRequest:
+		h.route(ctx, m.GetName(), false, nil, nil)
+	case managerClosed:
+		h.tombstone(m.name)
+		if pid := h.managers[m.name]; pid != nil {
+			delete(h.managers, m.name)
+			delete(h.names, pid.GetId())
+			ctx.Poison(pid)
+		}
+	case *actor.Terminated:
+		if name, ok := h.names[m.GetWho().GetId()]; ok {
+			delete(h.names, m.GetWho().GetId())
+			if h.managers[name].Equal(m.GetWho()) {
+				delete(h.managers, name)
+			}
+		}
+	case *actor.DeadLetterResponse, actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		h.cfg.Log.WithFields(logrus.Fields{"host": ctx.Self().GetId(), "type": typeName(m)}).Debug("barrier host dropped an unknown message")
+	}
+}
+
+// route forwards a message to its barrier's manager. Without one, a
+// closed name answers DELETED and, if answerUnknown, an unknown name
+// answers NOT_FOUND; reply is the answer to fill with set.
+func (h *Host) route(ctx actor.Context, name string, answerUnknown bool, reply proto.Message, set func(proto.Message, *messages.Error)) {
+	if pid := h.managers[name]; pid != nil {
+		ctx.Forward(pid)
+		return
+	}
+	if reply == nil || ctx.Sender() == nil {
+		return
+	}
+	var err *messages.Error
+	switch {
+	case h.closed[name]:
+		err = messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", name)
+	case !answerUnknown:
+		return
+	default:
+		if err = CheckName(name); err == nil {
+			err = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
+		}
+	}
+	set(reply, err)
+	ctx.Respond(reply)
+}
+
+func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
+	fail := func(code messages.ErrorCode, format string, args ...any) {
+		if !m.GetFromPrimary() && ctx.Sender() != nil {
+			ctx.Respond(&messages.BarrierCreated{Name: m.GetName(), Error: messages.Errorf(code, format, args...)})
+		}
+	}
+	name := m.GetName()
+	if err := CheckName(name); err != nil {
+		fail(err.GetCode(), "%s", err.GetMessage())
+		return
+	}
+	if h.closed[name] {
+		fail(messages.ErrorCode_DELETED, "barrier %q is closed", name)
+		return
+	}
+	if pid := h.managers[name]; pid != nil {
+		ctx.Forward(pid)
+		return
+	}
+	if _, err := PolicyOptions(m.GetOptions()); err != nil {
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %v", name, err)
+		return
+	}
+	c := proto.Clone(m).(*messages.BarrierCreate)
+	if !c.GetFromPrimary() {
+		c.Rank = 0
+	}
+	rank, n := int(c.GetRank()), len(c.GetReplicas())
+	switch {
+	case n < 1 || n > MaxReplicas:
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replicas (1..%d)", name, n, MaxReplicas)
+		return
+	case rank < 0 || rank >= n || (c.GetFromPrimary() && rank == 0):
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: bad rank %d", name, rank)
+		return
+	case len(c.GetReplicaNodes()) != 0 && len(c.GetReplicaNodes()) != n:
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replica nodes for %d replicas", name, len(c.GetReplicaNodes()), n)
+		return
+	case c.GetReplicas()[rank].GetId() != ctx.Self().GetId():
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: replica %d is %s, not this host %s", name, rank, c.GetReplicas()[rank].GetId(), ctx.Self().GetId())
+		return
+	case len(h.managers) >= h.cfg.MaxBarriers:
+		fail(messages.ErrorCode_CAPACITY, "node hosts %d barriers already", len(h.managers))
+		return
+	}
+	for _, p := range c.GetReplicas() {
+		if p.GetId() == "" {
+			fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: unnamed replica", name)
+			return
+		}
+	}
+	pid, err := ctx.SpawnNamed(newManagerProps(ManagerConfig{Create: c, Log: h.cfg.Log, BeforeReceive: h.cfg.BeforeReceive}), ChildName(name))
+	if err != nil {
+		fail(messages.ErrorCode_UNAVAILABLE, "barrier %q: cannot start its manager: %v", name, err)
+		return
+	}
+	h.managers[name] = pid
+	h.names[pid.GetId()] = name
+	ctx.Forward(pid)
+}
+
+func (h *Host) tombstone(name string) {
+	if h.closed[name] {
+		return
+	}
+	if len(h.closedFIFO) >= h.cfg.Tombstones {
+		delete(h.closed, h.closedFIFO[0])
+		h.closedFIFO = h.closedFIFO[1:]
+	}
+	h.closed[name] = true
+	h.closedFIFO = append(h.closedFIFO, name)
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }

@@ -1,0 +1,185 @@
+package barrier_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/internal/logbridge"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// hosts is a bare actor system with barrier hosts and nothing else.
+type hosts struct {
+	sys   *actor.ActorSystem
+	pids  []*actor.PID
+	alive []bool
+}
+
+func (h *hosts) System() *actor.ActorSystem { return h.sys }
+func (h *hosts) Nodes() int                 { return len(h.pids) }
+func (h *hosts) Alive(i int) bool           { return h.alive[i] }
+func (h *hosts) Barriers(i int) *actor.PID  { return h.pids[i] }
+
+func startHosts(t *testing.T, n int, cfg mgr.HostConfig) *hosts {
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
+	cfg.Log = logrus.NewEntry(log)
+	h := &hosts{sys: actor.NewActorSystem(logbridge.ActorSystemOption(log))}
+	for i := range n {
+		pid, err := h.sys.Root.SpawnNamed(mgr.NewHostProps(cfg), fmt.Sprintf("node-%d/barriers", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.pids = append(h.pids, pid)
+		h.alive = append(h.alive, true)
+	}
+	t.Cleanup(h.sys.Shutdown)
+	return h
+}
+
+type crash struct{}
+
+// A manager that panics restarts without state and gets it back from the
+// other replica: first the backup (from the primary's sync), then the
+// primary (the backup takes over with everything).
+func TestRestartedManagersRecoverFromTheirPeers(t *testing.T) {
+	syncs := make(chan string, 16)
+	cfg := mgr.HostConfig{BeforeReceive: func(manager string, msg any) {
+		switch m := msg.(type) {
+		case crash:
+			panic("injected crash of " + manager)
+		case *messages.BarrierReplicate:
+			if m.GetSync() {
+				syncs <- manager
+			}
+		}
+	}}
+	h := startHosts(t, 2, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	took := make(chan *mgr.TookOver, 8)
+	h.sys.EventStream.Subscribe(func(e any) {
+		if e, ok := e.(*mgr.TookOver); ok {
+			took <- e
+		}
+	})
+	b, err := barrier.New(ctx, h, "restart", barrier.Max(4), barrier.Replicas(2), barrier.TakeoverAfter(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := b.Replicas()
+	managerOf := func(rank int) *actor.PID {
+		return actor.NewPID(h.sys.Address(), h.pids[rs[rank]].GetId()+"/"+mgr.ChildName("restart"))
+	}
+	type res struct {
+		label string
+		p     *barrier.Pass
+		err   error
+	}
+	out := make(chan res, 4)
+	enter := func(l string) {
+		go func() {
+			p, err := b.Enter(ctx, l)
+			out <- res{l, p, err}
+		}()
+	}
+	enter("a")
+	enter("b")
+	for {
+		s, err := b.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Entered == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.sys.Root.Send(managerOf(1), crash{})
+	select {
+	case got := <-syncs:
+		if got != managerOf(1).GetId() {
+			t.Fatalf("sync went to %s", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the restarted backup got no sync")
+	}
+	h.sys.Root.Send(managerOf(0), crash{})
+	enter("c")
+	enter("d")
+	var labels []string
+	for range 4 {
+		r := <-out
+		if r.err != nil || r.p.Reason != "max" {
+			t.Fatalf("%s: %+v %v", r.label, r.p, r.err)
+		}
+		labels = append(labels, r.label)
+	}
+	sort.Strings(labels)
+	if fmt.Sprint(labels) != "[a b c d]" {
+		t.Fatalf("passed %v", labels)
+	}
+	select {
+	case e := <-took:
+		if e.Epoch != 1 || e.Node != int32(rs[1]) {
+			t.Fatalf("takeover %+v: want the backup, at epoch 1", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("no takeover")
+	}
+	select {
+	case e := <-took:
+		t.Fatalf("second takeover %+v (by a replica without state?)", e)
+	default:
+	}
+}
+
+func TestHostLimitsAndTombstones(t *testing.T) {
+	h := startHosts(t, 1, mgr.HostConfig{MaxBarriers: 2, Tombstones: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var bs []*barrier.Barrier
+	for i := range 2 {
+		b, err := barrier.New(ctx, h, fmt.Sprintf("b%d", i), barrier.Max(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	if _, err := barrier.New(ctx, h, "b2", barrier.Max(1)); !errors.Is(err, messages.ErrCapacity) {
+		t.Fatalf("third barrier on a host of two: %v, want CAPACITY", err)
+	}
+	// Closing frees room (once the host heard of it); the host remembers
+	// one closed name.
+	for i, b := range bs {
+		if err := b.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("new%d", i)
+		for {
+			_, err := barrier.New(ctx, h, name, barrier.Max(1))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, messages.ErrCapacity) {
+				t.Fatalf("%s: %v", name, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if _, err := barrier.Open(ctx, h, "b1"); !errors.Is(err, messages.ErrDeleted) {
+		t.Fatalf("open b1: %v, want DELETED", err)
+	}
+	if _, err := barrier.Open(ctx, h, "b0"); !errors.Is(err, messages.ErrNotFound) {
+		t.Fatalf("open b0: %v, want NOT_FOUND (its tombstone was evicted)", err)
+	}
+}

@@ -1,0 +1,190 @@
+package barrier
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ManagerConfig configures one barrier manager replica.
+type ManagerConfig struct {
+	// Create is the message that created this replica (validated by the
+	// host; for a client's create the host sets Rank 0).
+	Create *messages.BarrierCreate
+	Log    *logrus.Entry
+	// BeforeReceive: see HostConfig.
+	BeforeReceive func(manager string, msg any)
+}
+
+// wake is sent by the manager's timer; stale generations are ignored.
+type wake struct{ gen uint64 }
+
+// managerClosed tells the host that a barrier closed.
+type managerClosed struct{ name string }
+
+// Manager is the thin actor around one Replica: it turns messages into
+// calls on the Replica and Effects into sends, watches, events and one
+// timer (time.AfterFunc at Replica.NextWake; no polling).
+type Manager struct {
+	cfg    ManagerConfig
+	starts *atomic.Int32 // shared by the manager's incarnations
+	core   *Replica
+	timer  *time.Timer
+	gen    uint64
+	armed  time.Time
+	stop   bool
+}
+
+func newManagerProps(cfg ManagerConfig) *actor.Props {
+	starts := new(atomic.Int32)
+	return actor.PropsFromProducer(func() actor.Actor { return &Manager{cfg: cfg, starts: starts} })
+}
+
+// Receive implements actor.Actor.
+func (m *Manager) Receive(ctx actor.Context) {
+	if h := m.cfg.BeforeReceive; h != nil {
+		h(ctx.Self().GetId(), ctx.Message())
+	}
+	now := time.Now()
+	var e Effects
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		if !m.started(ctx, now, &e) {
+			return
+		}
+	case *actor.Stopping, *actor.Restarting:
+		m.disarm()
+		return
+	case *messages.BarrierCreate:
+		e = m.core.Created(msg, ctx.Sender())
+	case *messages.BarrierOpen:
+		e = m.core.Created(nil, ctx.Sender())
+	case *messages.BarrierEnter:
+		e = m.core.Enter(now, msg, ctx.Sender())
+	case *messages.BarrierRelease:
+		e = m.core.Release(now, msg, ctx.Sender())
+	case *messages.BarrierClose:
+		e = m.core.Close(now, msg, ctx.Sender())
+	case *messages.BarrierStatus:
+		e = m.core.Status(now, msg, ctx.Sender())
+	case *messages.BarrierDecide:
+		e = m.core.Decide(now, msg)
+	case *messages.BarrierReplicate:
+		e = m.core.Replicate(now, msg)
+	case *messages.BarrierSyncRequest:
+		e = m.core.SyncRequest(msg)
+	case *actor.Terminated:
+		e = m.core.ParticipantDown(now, msg.GetWho())
+	case wake:
+		if msg.gen != m.gen {
+			return
+		}
+		m.armed = time.Time{}
+		e = m.core.Tick(now)
+	case *actor.DeadLetterResponse, *messages.BarrierCreated:
+		return // a participant or replica that is gone; a backup's answer
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+		return
+	default:
+		m.cfg.Log.WithFields(logrus.Fields{"manager": ctx.Self().GetId(), "type": typeName(msg)}).Debug("barrier manager dropped an unknown message")
+		return
+	}
+	m.do(ctx, now, e)
+}
+
+func (m *Manager) started(ctx actor.Context, now time.Time, e *Effects) bool {
+	c := m.cfg.Create
+	restarted := m.starts.Add(1) > 1
+	replicas := make([]*actor.PID, len(c.GetReplicas()))
+	for i, p := range c.GetReplicas() {
+		replicas[i] = PeerPID(p)
+	}
+	core, e0, err := NewReplica(ReplicaConfig{
+		Name: c.GetName(), Options: c.GetOptions(), Replicas: replicas, Nodes: c.GetReplicaNodes(),
+		Rank: int(c.GetRank()), Controller: PeerPID(c.GetController()), Restarted: restarted,
+	}, now)
+	if err != nil {
+		m.cfg.Log.WithError(err).WithField("manager", ctx.Self().GetId()).Error("barrier manager cannot start")
+		ctx.Stop(ctx.Self())
+		return false
+	}
+	m.core, *e = core, e0
+	if restarted {
+		m.cfg.Log.WithField("manager", ctx.Self().GetId()).Warn("barrier manager restarted without state; asking the other replicas")
+	} else if c.GetRank() == 0 && !c.GetFromPrimary() {
+		ce := core.CreateBackups()
+		e.Sends = append(e.Sends, ce.Sends...)
+	}
+	return true
+}
+
+func (m *Manager) do(ctx actor.Context, now time.Time, e Effects) {
+	self := ctx.Self().GetId()
+	for _, p := range e.Watch {
+		ctx.Watch(p)
+	}
+	for _, s := range e.Sends {
+		if s.Request {
+			ctx.Request(s.To, s.Msg)
+		} else {
+			ctx.Send(s.To, s.Msg)
+		}
+	}
+	name := m.cfg.Create.GetName()
+	for _, f := range e.Failures {
+		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "label": f.Label, "host": f.Host, "reason": f.Reason}).Warn("barrier participant failed")
+		ctx.ActorSystem().EventStream.Publish(&DeliveryFailed{Barrier: name, Label: f.Label, Host: f.Host, Reason: f.Reason, Manager: self, At: now})
+	}
+	for _, w := range e.Warnings {
+		m.cfg.Log.WithField("manager", self).Warn(w)
+	}
+	if e.TookOver {
+		node := int32(-1)
+		if nodes := m.cfg.Create.GetReplicaNodes(); int(m.cfg.Create.GetRank()) < len(nodes) {
+			node = nodes[m.cfg.Create.GetRank()]
+		}
+		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "manager": self, "epoch": m.core.Epoch()}).Warn("barrier backup took over as primary")
+		ctx.ActorSystem().EventStream.Publish(&TookOver{Barrier: name, Manager: self, Node: node, Epoch: m.core.Epoch(), At: now})
+	}
+	if e.SteppedDown {
+		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "manager": self, "epoch": m.core.Epoch()}).Warn("barrier manager heard a newer primary and stepped down")
+	}
+	if e.Stop && !m.stop {
+		// The host poisons us: what is already in the mailbox is still
+		// answered (DELETED) before we stop.
+		m.stop = true
+		m.disarm()
+		ctx.Send(ctx.Parent(), managerClosed{name: name})
+	}
+	if !m.stop {
+		m.arm(ctx)
+	}
+}
+
+// arm sets the one timer at the core's next wake-up.
+func (m *Manager) arm(ctx actor.Context) {
+	next := m.core.NextWake()
+	if next.Equal(m.armed) && (m.timer != nil || next.IsZero()) {
+		return
+	}
+	m.disarm()
+	m.armed = next
+	if next.IsZero() {
+		return
+	}
+	gen, sys, self := m.gen, ctx.ActorSystem(), ctx.Self()
+	m.timer = time.AfterFunc(max(0, time.Until(next)), func() { sys.Root.Send(self, wake{gen: gen}) })
+}
+
+func (m *Manager) disarm() {
+	m.gen++
+	m.armed = time.Time{}
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+}

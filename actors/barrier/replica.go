@@ -1,0 +1,920 @@
+package barrier
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/barrier/policy"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Send is one message the shell sends.
+type Send struct {
+	To  *actor.PID
+	Msg proto.Message
+	// Request sends with the manager as sender, so the receiver's answer
+	// (BarrierDecide) comes back to it.
+	Request bool
+}
+
+// Failure is a participant the manager could not serve.
+type Failure struct {
+	Label, Host, Reason string
+}
+
+// Failure reasons.
+const (
+	ReasonGone        = "participant gone before its release was delivered"
+	ReasonHolderGone  = "semaphore holder failed"
+	ReasonHolderTimed = "semaphore holder timed out"
+)
+
+// Effects is what one event asks the shell to do, in order: watch, send,
+// report failures, then stop if Stop.
+type Effects struct {
+	Sends    []Send
+	Watch    []*actor.PID
+	Failures []Failure
+	// TookOver: this replica became the acting primary (Epoch is new).
+	TookOver bool
+	// SteppedDown: this replica was acting primary and heard a newer one.
+	SteppedDown bool
+	// Stop: the barrier closed; the manager should stop.
+	Stop bool
+	// Warnings for the shell's log.
+	Warnings []string
+}
+
+func (e *Effects) send(to *actor.PID, m proto.Message) {
+	if to != nil {
+		e.Sends = append(e.Sends, Send{To: to, Msg: m})
+	}
+}
+
+// ReplicaConfig configures one replica of one barrier.
+type ReplicaConfig struct {
+	Name    string
+	Options *messages.BarrierOptions
+	// Replicas are the barrier hosts of the replicas, in rank order;
+	// Nodes their node indices.
+	Replicas []*actor.PID
+	Nodes    []int32
+	// Rank is this replica's index in Replicas.
+	Rank int
+	// Controller runs the entry callback and hears of failures (nil: none;
+	// consultations then take their default answer).
+	Controller *actor.PID
+	// Restarted: this replica lost its state (its actor restarted). It
+	// starts as a backup of an unknown primary and asks for a sync.
+	Restarted bool
+}
+
+type outcome uint8
+
+const (
+	outNone     outcome = iota // waiting
+	outFired                   // FIRE sent
+	outLate                    // LATE_FIRE sent
+	outCatchUp                 // CATCH_UP sent
+	outHolding                 // admitted into a semaphore's critical section
+	outReleased                // left the critical section
+	outTimedOut                // presumed failed while holding
+	outRefused                 // cut by Close while waiting
+)
+
+type labelInfo struct {
+	host   string
+	reply  *actor.PID
+	out    outcome
+	reason string // fire reason
+}
+
+type pendingOp struct {
+	key       string
+	kind      messages.BarrierOpKind // UNSPECIFIED: a status query
+	label     string
+	host      string
+	from      *actor.PID
+	requestID uint64
+	heard     time.Time
+}
+
+const (
+	recentKeys   = 1024 // confirmed keys remembered by a backup
+	extraPending = 64   // pending client operations beyond MaxParticipants
+)
+
+// Replica is the pure core of one barrier manager replica. It is not safe
+// for concurrent use: one actor owns it.
+type Replica struct {
+	cfg      ReplicaConfig
+	opts     policy.Options
+	takeover time.Duration
+	maxLog   int
+
+	b      *policy.Barrier
+	log    []*messages.BarrierOp
+	seq    uint64 // ops applied, including compacted ones
+	closed bool
+
+	epoch   uint64
+	primary int // acting primary's rank; -1 unknown
+
+	labels    map[string]*labelInfo
+	order     []string            // labels in entry order
+	byPID     map[string][]string // participant -> its labels
+	watched   map[string]bool     // participants watched
+	toWatch   []*actor.PID        // newly seen participants, for the shell
+	dead      map[string]bool     // participants known to have failed
+	pctAsked  bool                // a consultation with percent met happened
+	consultID uint64
+	asked     map[uint64]bool // consultations awaiting an answer
+	ctrlDown  bool
+	overflow  bool
+	fresh     bool // no client create answered yet
+	synced    bool // holds a primary's state (false after a restart until a sync)
+
+	// Backup state.
+	pending     []*pendingOp
+	pendingKeys map[string]bool
+	nPendEnter  int
+	recent      map[string]bool // confirmed or refused client keys
+	recentFIFO  []string
+	lastPrimary time.Time
+}
+
+// NewReplica returns a replica, or a typed error for bad configuration.
+func NewReplica(cfg ReplicaConfig, now time.Time) (*Replica, Effects, error) {
+	var e Effects
+	if err := CheckName(cfg.Name); err != nil {
+		return nil, e, err
+	}
+	o, err := PolicyOptions(cfg.Options)
+	if err != nil {
+		return nil, e, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %v", cfg.Name, err)
+	}
+	if len(cfg.Replicas) < 1 || len(cfg.Replicas) > MaxReplicas || cfg.Rank < 0 || cfg.Rank >= len(cfg.Replicas) {
+		return nil, e, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: rank %d of %d replicas", cfg.Name, cfg.Rank, len(cfg.Replicas))
+	}
+	for _, p := range cfg.Replicas {
+		if p == nil {
+			return nil, e, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: unnamed replica", cfg.Name)
+		}
+	}
+	b, err := policy.New(o)
+	if err != nil {
+		return nil, e, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %v", cfg.Name, err)
+	}
+	r := &Replica{
+		cfg: cfg, opts: o, takeover: TakeoverAfter(cfg.Options), b: b,
+		maxLog: 8*o.MaxParticipants + 64, labels: map[string]*labelInfo{}, byPID: map[string][]string{},
+		watched: map[string]bool{}, dead: map[string]bool{}, pendingKeys: map[string]bool{}, recent: map[string]bool{}, lastPrimary: now,
+		fresh: !cfg.Restarted && cfg.Rank == 0, asked: map[uint64]bool{}, synced: !cfg.Restarted,
+	}
+	// A controller that fails cannot answer: consultations then take
+	// their default answer.
+	r.watch(cfg.Controller)
+	r.flush(&e)
+	if cfg.Restarted && len(cfg.Replicas) > 1 {
+		r.primary = -1
+		for rank, p := range cfg.Replicas {
+			if rank != cfg.Rank {
+				e.send(p, &messages.BarrierSyncRequest{Name: cfg.Name, FromRank: int32(cfg.Rank)})
+			}
+		}
+	}
+	return r, e, nil
+}
+
+// CreateBackups asks the other replicas' hosts to create their replica
+// (called once by a new primary).
+func (r *Replica) CreateBackups() (e Effects) {
+	for rank, p := range r.cfg.Replicas {
+		if rank == r.cfg.Rank {
+			continue
+		}
+		e.send(p, &messages.BarrierCreate{
+			Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas), ReplicaNodes: r.cfg.Nodes,
+			Controller: Peer(r.cfg.Controller), Rank: int32(rank), FromPrimary: true,
+		})
+	}
+	return
+}
+
+// Acting reports whether this replica acts as the primary.
+func (r *Replica) Acting() bool { return r.primary == r.cfg.Rank }
+
+// Epoch is the highest epoch this replica knows.
+func (r *Replica) Epoch() uint64 { return r.epoch }
+
+// Closed reports whether the barrier closed.
+func (r *Replica) Closed() bool { return r.closed }
+
+// Seq is the number of operations applied.
+func (r *Replica) Seq() uint64 { return r.seq }
+
+// LogLen is the length of the (compacted) log.
+func (r *Replica) LogLen() int { return len(r.log) }
+
+// Barrier is the replica's state machine (read-only use).
+func (r *Replica) Barrier() *policy.Barrier { return r.b }
+
+// Created answers BarrierCreate and BarrierOpen.
+func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
+	reply := &messages.BarrierCreated{Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas),
+		ReplicaNodes: r.cfg.Nodes, Existed: true}
+	if r.closed {
+		reply = &messages.BarrierCreated{Name: r.cfg.Name, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", r.cfg.Name)}
+	} else if m != nil && !m.GetFromPrimary() {
+		if r.fresh {
+			reply.Existed, r.fresh = false, false
+		} else if !proto.Equal(m.GetOptions(), r.cfg.Options) {
+			reply.Error = messages.Errorf(messages.ErrorCode_CONFLICT, "barrier %q exists with other options", r.cfg.Name)
+		}
+	}
+	if m == nil || !m.GetFromPrimary() {
+		e.send(from, reply)
+	}
+	return
+}
+
+// ---- Client operations ----
+
+// Enter handles BARRIER_REACHED.
+func (r *Replica) Enter(now time.Time, m *messages.BarrierEnter, from *actor.PID) (e Effects) {
+	defer r.flush(&e)
+	if from == nil {
+		return // nobody to answer
+	}
+	if err := CheckLabel(m.GetLabel(), m.GetHost()); err != nil {
+		if r.Acting() {
+			e.send(from, &messages.BarrierRefused{Name: r.cfg.Name, Label: m.GetLabel(), RequestId: m.GetRequestId(), Error: err})
+		}
+		return
+	}
+	p := &pendingOp{key: enterKey(m.GetLabel()), kind: messages.BarrierOpKind_BARRIER_OP_ENTER, label: m.GetLabel(),
+		host: m.GetHost(), from: from, requestID: m.GetRequestId(), heard: now}
+	if !r.Acting() {
+		if r.closed || r.labels[p.label] != nil || r.b.Entered()+r.nPendEnter >= r.opts.MaxParticipants {
+			return // the primary knows it, or will refuse it
+		}
+		r.hear(p, &e)
+		return
+	}
+	r.clientOp(now, p, &e)
+	return
+}
+
+// Release handles SEMAPHORE_RELEASED.
+func (r *Replica) Release(now time.Time, m *messages.BarrierRelease, from *actor.PID) (e Effects) {
+	defer r.flush(&e)
+	p := &pendingOp{key: releaseKey(m.GetLabel()), kind: messages.BarrierOpKind_BARRIER_OP_RELEASE, label: m.GetLabel(),
+		from: from, requestID: m.GetRequestId(), heard: now}
+	if !r.Acting() {
+		if in := r.labels[p.label]; in != nil && in.out == outHolding && !r.closed {
+			r.hear(p, &e)
+		}
+		return
+	}
+	r.clientOp(now, p, &e)
+	return
+}
+
+// Close handles BarrierClose.
+func (r *Replica) Close(now time.Time, m *messages.BarrierClose, from *actor.PID) (e Effects) {
+	defer r.flush(&e)
+	p := &pendingOp{key: "c", kind: messages.BarrierOpKind_BARRIER_OP_CLOSE, from: from, requestID: m.GetRequestId(), heard: now}
+	if !r.Acting() {
+		if !r.closed {
+			r.hear(p, &e)
+		}
+		return
+	}
+	r.clientOp(now, p, &e)
+	return
+}
+
+// Status handles BarrierStatus (getHosts).
+func (r *Replica) Status(now time.Time, m *messages.BarrierStatus, from *actor.PID) (e Effects) {
+	defer r.flush(&e)
+	if from == nil {
+		return
+	}
+	p := &pendingOp{key: "s" + from.String() + "/" + strconv.FormatUint(m.GetRequestId(), 10), from: from, requestID: m.GetRequestId(), heard: now}
+	if !r.Acting() {
+		r.hear(p, &e)
+		return
+	}
+	r.clientOp(now, p, &e)
+	return
+}
+
+// Decide handles the controller's answer to a consultation.
+func (r *Replica) Decide(now time.Time, m *messages.BarrierDecide) (e Effects) {
+	defer r.flush(&e)
+	if !r.Acting() || r.closed || !r.asked[m.GetId()] {
+		return // not an answer to a consultation of ours
+	}
+	delete(r.asked, m.GetId())
+	kind := messages.BarrierOpKind_BARRIER_OP_VETO
+	if m.GetFire() {
+		kind = messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE
+	}
+	r.commitEmit(now, &messages.BarrierOp{Kind: kind, AtUnixNano: now.UnixNano()}, &e)
+	return
+}
+
+// ParticipantDown handles the termination of a participant (a watched
+// sender of Enter) or of the controller.
+func (r *Replica) ParticipantDown(now time.Time, pid *actor.PID) (e Effects) {
+	defer r.flush(&e)
+	if pid == nil {
+		return
+	}
+	key := pid.String()
+	if r.cfg.Controller != nil && key == r.cfg.Controller.String() {
+		r.ctrlDown = true
+	}
+	if !r.watched[key] {
+		return
+	}
+	r.dead[key] = true
+	if !r.Acting() || r.closed {
+		return
+	}
+	for _, l := range r.byPID[key] {
+		in := r.labels[l]
+		if in == nil || in.out != outHolding {
+			continue
+		}
+		r.fail(l, in.host, ReasonHolderGone, &e)
+		r.commitEmit(now, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_RELEASE, Label: l, AtUnixNano: now.UnixNano()}, &e)
+	}
+	return
+}
+
+// Tick handles the timer set at NextWake.
+func (r *Replica) Tick(now time.Time) (e Effects) {
+	defer r.flush(&e)
+	if r.closed {
+		return
+	}
+	if r.Acting() {
+		r.tickIfDue(now, &e)
+		return
+	}
+	if r.shouldTakeOver(now) {
+		r.takeOver(now, &e)
+	}
+	return
+}
+
+// NextWake is when the shell should call Tick (zero: no timer).
+func (r *Replica) NextWake() time.Time {
+	if r.closed {
+		return time.Time{}
+	}
+	if r.Acting() {
+		return r.b.NextDeadline()
+	}
+	var t time.Time
+	consider := func(x time.Time) {
+		if !x.IsZero() && (t.IsZero() || x.Before(t)) {
+			t = x
+		}
+	}
+	wait := r.wait()
+	if len(r.pending) > 0 {
+		consider(r.pending[0].heard.Add(wait))
+	}
+	if d := r.b.NextDeadline(); !d.IsZero() && r.lastPrimary.Before(d) {
+		consider(d.Add(wait))
+	}
+	return t
+}
+
+// ---- Replication ----
+
+// Replicate handles a message from another replica acting as primary.
+// Replicas answer each other through their hosts, by rank.
+func (r *Replica) Replicate(now time.Time, m *messages.BarrierReplicate) (e Effects) {
+	defer r.flush(&e)
+	rank := int(m.GetFromRank())
+	if rank < 0 || rank >= len(r.cfg.Replicas) || rank == r.cfg.Rank {
+		return
+	}
+	from := r.cfg.Replicas[rank]
+	switch compareClaims(m.GetEpoch(), rank, r.epoch, r.primary) {
+	case -1: // a stale primary: tell it who leads now
+		if r.Acting() {
+			r.sendSync(from, &e)
+		}
+		return
+	case 1:
+		if r.Acting() {
+			e.SteppedDown = true
+		}
+		r.epoch, r.primary = m.GetEpoch(), rank
+		// A new primary gets a whole TakeoverAfter to confirm what
+		// clients asked before it led.
+		for _, p := range r.pending {
+			p.heard = now
+		}
+	}
+	r.lastPrimary = now
+	switch {
+	case m.GetSync():
+		r.synced = true
+		if err := r.rebuild(m.GetLog(), m.GetSeq()); err != nil {
+			e.Warnings = append(e.Warnings, fmt.Sprintf("barrier %q: replaying the primary's log: %v", r.cfg.Name, err))
+		}
+	case m.GetOp() != nil:
+		switch {
+		case m.GetSeq() == r.seq+1 && r.synced:
+			op := m.GetOp()
+			if _, _, err := r.apply(op); err != nil {
+				e.Warnings = append(e.Warnings, fmt.Sprintf("barrier %q: op %d (%v) failed on a backup: %v; asking for a sync", r.cfg.Name, m.GetSeq(), op.GetKind(), err))
+				e.send(from, &messages.BarrierSyncRequest{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank)})
+			} else {
+				r.appendLog(op, &e)
+			}
+		case m.GetSeq() > r.seq+1 || !r.synced:
+			e.send(from, &messages.BarrierSyncRequest{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank)})
+		}
+	}
+	if k := m.GetConfirmed(); k != "" {
+		r.confirm(k)
+	}
+	r.prune()
+	if r.closed {
+		e.Stop = true
+	}
+	return
+}
+
+// SyncRequest handles a replica that missed operations.
+func (r *Replica) SyncRequest(m *messages.BarrierSyncRequest) (e Effects) {
+	if rank := int(m.GetFromRank()); r.Acting() && rank >= 0 && rank < len(r.cfg.Replicas) && rank != r.cfg.Rank {
+		r.sendSync(r.cfg.Replicas[rank], &e)
+	}
+	return
+}
+
+// compareClaims orders two (epoch, primary rank) claims: a higher epoch
+// wins, then a lower rank; an unknown primary (-1) loses.
+func compareClaims(e1 uint64, p1 int, e2 uint64, p2 int) int {
+	switch {
+	case e1 > e2:
+		return 1
+	case e1 < e2:
+		return -1
+	case p1 == p2:
+		return 0
+	case p2 < 0 || (p1 >= 0 && p1 < p2):
+		return 1
+	}
+	return -1
+}
+
+// wait is how long this backup waits before taking over: TakeoverAfter
+// times its distance after the primary in the rank order.
+func (r *Replica) wait() time.Duration {
+	k := len(r.cfg.Replicas)
+	order := k
+	if r.primary >= 0 {
+		order = (r.cfg.Rank - r.primary + k) % k
+	}
+	return r.takeover * time.Duration(max(order, 1))
+}
+
+func (r *Replica) shouldTakeOver(now time.Time) bool {
+	if !r.synced {
+		return false // a replica that lost its state must not lead
+	}
+	wait := r.wait()
+	if len(r.pending) > 0 && !now.Before(r.pending[0].heard.Add(wait)) {
+		return true // clients, but no primary
+	}
+	d := r.b.NextDeadline()
+	return !d.IsZero() && r.lastPrimary.Before(d) && !now.Before(d.Add(wait))
+}
+
+func (r *Replica) takeOver(now time.Time, e *Effects) {
+	r.epoch++
+	r.primary = r.cfg.Rank
+	e.TookOver = true
+	for rank, p := range r.cfg.Replicas {
+		if rank != r.cfg.Rank {
+			r.sendSync(p, e)
+		}
+	}
+	// Outcomes the old primary decided may not have reached everyone:
+	// send them again (participants ignore duplicates).
+	for _, l := range r.order {
+		in := r.labels[l]
+		if in.out == outNone || in.out == outReleased || in.out == outTimedOut || in.out == outRefused {
+			continue
+		}
+		if in.reply != nil && !r.dead[in.reply.String()] {
+			e.send(in.reply, r.outcomeMsg(l, in))
+		}
+	}
+	// Then what clients asked and the old primary never confirmed.
+	pend := r.pending
+	r.pending, r.pendingKeys, r.nPendEnter = nil, map[string]bool{}, 0
+	for _, p := range pend {
+		r.clientOp(now, p, e)
+	}
+	r.tickIfDue(now, e)
+}
+
+// hear records a client operation heard by a backup.
+func (r *Replica) hear(p *pendingOp, e *Effects) {
+	if r.pendingKeys[p.key] || r.recent[p.key] || len(r.pending) >= r.opts.MaxParticipants+extraPending {
+		return
+	}
+	r.pending = append(r.pending, p)
+	r.pendingKeys[p.key] = true
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER {
+		r.nPendEnter++
+		r.watch(p.from)
+	}
+}
+
+// prune drops pending operations the primary's state confirms.
+func (r *Replica) prune() {
+	kept := r.pending[:0]
+	for _, p := range r.pending {
+		done := r.recent[p.key]
+		switch p.kind {
+		case messages.BarrierOpKind_BARRIER_OP_ENTER:
+			done = done || r.labels[p.label] != nil
+		case messages.BarrierOpKind_BARRIER_OP_RELEASE:
+			done = done || r.labels[p.label] == nil || r.labels[p.label].out != outHolding
+		case messages.BarrierOpKind_BARRIER_OP_CLOSE:
+			done = done || r.closed
+		}
+		if done {
+			delete(r.pendingKeys, p.key)
+			if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER {
+				r.nPendEnter--
+			}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(r.pending[len(kept):])
+	r.pending = kept
+}
+
+// confirm remembers a client key the primary handled without an op.
+func (r *Replica) confirm(k string) {
+	if r.recent[k] {
+		return
+	}
+	if len(r.recentFIFO) >= recentKeys {
+		delete(r.recent, r.recentFIFO[0])
+		r.recentFIFO = r.recentFIFO[1:]
+	}
+	r.recent[k] = true
+	r.recentFIFO = append(r.recentFIFO, k)
+}
+
+func (r *Replica) sendSync(to *actor.PID, e *Effects) {
+	if r.overflow {
+		return
+	}
+	e.send(to, &messages.BarrierReplicate{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank),
+		Seq: r.seq, Sync: true, Log: slices.Clone(r.log)})
+}
+
+// keepalive tells the backups that the primary handled a client message
+// that left no op (a refusal, a query).
+func (r *Replica) keepalive(key string, e *Effects) {
+	for rank, p := range r.cfg.Replicas {
+		if rank != r.cfg.Rank {
+			e.send(p, &messages.BarrierReplicate{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank), Seq: r.seq, Confirmed: key})
+		}
+	}
+}
+
+// rebuild replaces the state by replaying a primary's log.
+func (r *Replica) rebuild(log []*messages.BarrierOp, seq uint64) error {
+	b, err := policy.New(r.opts)
+	if err != nil {
+		return err
+	}
+	r.b, r.closed, r.pctAsked = b, false, false
+	r.labels, r.order, r.byPID = map[string]*labelInfo{}, nil, map[string][]string{}
+	r.log, r.seq = nil, 0
+	var first error
+	for _, op := range log {
+		if _, _, err := r.apply(op); err != nil && first == nil {
+			first = err
+		}
+		r.log = append(r.log, op)
+	}
+	r.seq = seq
+	return first
+}
+
+// ---- Primary ----
+
+// clientOp applies a client operation on the acting primary and answers.
+func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
+	name := r.cfg.Name
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED { // status query
+		st := &messages.BarrierStatusReply{Name: name, RequestId: p.requestID, Entered: int32(r.b.Entered()), Epoch: r.epoch}
+		if r.cfg.Rank < len(r.cfg.Nodes) {
+			st.PrimaryNode = r.cfg.Nodes[r.cfg.Rank]
+		}
+		fired, reason := r.b.Fired()
+		st.Fired, st.Reason = fired, reason.String()
+		for _, ps := range r.b.Passed() {
+			st.Passed = append(st.Passed, &messages.BarrierPassage{Label: ps.Label, Host: ps.Host, Late: ps.Late, AtUnixNano: ps.At.UnixNano()})
+		}
+		e.send(p.from, st)
+		r.keepalive(p.key, e)
+		return
+	}
+	op := &messages.BarrierOp{Kind: p.kind, Label: p.label, Host: p.host, AtUnixNano: now.UnixNano()}
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER {
+		op.Reply = Peer(p.from)
+	}
+	d, waiting, err := r.commit(op, e)
+	if err != nil {
+		me := policyError(err, name, p.label)
+		if p.kind == messages.BarrierOpKind_BARRIER_OP_RELEASE {
+			if in := r.labels[p.label]; in != nil && in.out == outTimedOut {
+				me = messages.Errorf(messages.ErrorCode_TIMEOUT, "label %q held semaphore %q too long and was timed out", p.label, name)
+			}
+		}
+		switch p.kind {
+		case messages.BarrierOpKind_BARRIER_OP_ENTER:
+			e.send(p.from, &messages.BarrierRefused{Name: name, Label: p.label, RequestId: p.requestID, Error: me})
+		case messages.BarrierOpKind_BARRIER_OP_RELEASE:
+			e.send(p.from, &messages.BarrierReleased{Name: name, Label: p.label, RequestId: p.requestID, Error: me})
+		case messages.BarrierOpKind_BARRIER_OP_CLOSE:
+			e.send(p.from, &messages.BarrierClosed{Name: name, RequestId: p.requestID, Error: me})
+		}
+		r.keepalive(p.key, e)
+		return
+	}
+	switch p.kind {
+	case messages.BarrierOpKind_BARRIER_OP_RELEASE:
+		e.send(p.from, &messages.BarrierReleased{Name: name, Label: p.label, RequestId: p.requestID})
+	case messages.BarrierOpKind_BARRIER_OP_CLOSE:
+		e.send(p.from, &messages.BarrierClosed{Name: name, RequestId: p.requestID, Waiting: waiting})
+		for _, l := range waiting {
+			if in := r.labels[l]; in != nil {
+				e.send(in.reply, &messages.BarrierRefused{Name: name, Label: l,
+					Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q closed while %q waited", name, l)})
+			}
+		}
+		e.Stop = true
+		return
+	}
+	r.emit(now, d, e)
+}
+
+func (r *Replica) tickIfDue(now time.Time, e *Effects) {
+	if next := r.b.NextDeadline(); r.closed || next.IsZero() || now.Before(next) {
+		return
+	}
+	r.commitEmit(now, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_TICK, AtUnixNano: now.UnixNano()}, e)
+}
+
+func (r *Replica) commitEmit(now time.Time, op *messages.BarrierOp, e *Effects) {
+	if d, _, err := r.commit(op, e); err == nil {
+		r.emit(now, d, e)
+	}
+}
+
+// commit applies op, logs it and forwards it to the backups.
+func (r *Replica) commit(op *messages.BarrierOp, e *Effects) (policy.Decision, []string, error) {
+	pct := r.pctAsked
+	d, waiting, err := r.apply(op)
+	if err != nil {
+		return d, nil, err
+	}
+	switch op.GetKind() {
+	case messages.BarrierOpKind_BARRIER_OP_TICK, messages.BarrierOpKind_BARRIER_OP_VETO:
+		op.Quiet = quiet(d) && pct == r.pctAsked
+	}
+	r.appendLog(op, e)
+	if !r.overflow {
+		for rank, p := range r.cfg.Replicas {
+			if rank != r.cfg.Rank {
+				e.send(p, &messages.BarrierReplicate{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank), Seq: r.seq, Op: op})
+			}
+		}
+	}
+	return d, waiting, nil
+}
+
+// quiet: the decision shows nothing a later tick or veto would not redo.
+func quiet(d policy.Decision) bool {
+	return !d.Fired && len(d.Release) == 0 && len(d.LateFire) == 0 && len(d.CatchUp) == 0 &&
+		len(d.TimedOut) == 0 && len(d.Knees) == 0 && (d.Consult == nil || d.Consult.Knee == nil)
+}
+
+// appendLog appends op. Of a run of quiet ops only the last two are kept:
+// a quiet tick or veto only moves the time of the last consultation, which
+// the later ones of the run set again.
+func (r *Replica) appendLog(op *messages.BarrierOp, e *Effects) {
+	r.seq++
+	if r.overflow {
+		return
+	}
+	if n := len(r.log); op.GetQuiet() && n >= 2 && r.log[n-1].GetQuiet() && r.log[n-2].GetQuiet() {
+		r.log[n-2], r.log[n-1] = r.log[n-1], op
+		return
+	}
+	if len(r.log) >= r.maxLog {
+		r.overflow = true
+		e.Warnings = append(e.Warnings, fmt.Sprintf("barrier %q: replication log reached %d ops; replication stops", r.cfg.Name, r.maxLog))
+		return
+	}
+	r.log = append(r.log, op)
+}
+
+// apply runs op on the state machine and records the outcomes.
+func (r *Replica) apply(op *messages.BarrierOp) (policy.Decision, []string, error) {
+	at := time.Unix(0, op.GetAtUnixNano())
+	var d policy.Decision
+	var err error
+	switch op.GetKind() {
+	case messages.BarrierOpKind_BARRIER_OP_ENTER:
+		if d, err = r.b.Enter(at, op.GetLabel(), op.GetHost()); err == nil {
+			reply := PeerPID(op.GetReply())
+			r.labels[op.GetLabel()] = &labelInfo{host: op.GetHost(), reply: reply}
+			r.order = append(r.order, op.GetLabel())
+			if reply != nil {
+				k := reply.String()
+				r.byPID[k] = append(r.byPID[k], op.GetLabel())
+				r.watch(reply)
+			}
+		}
+	case messages.BarrierOpKind_BARRIER_OP_RELEASE:
+		if d, err = r.b.Release(at, op.GetLabel()); err == nil {
+			r.labels[op.GetLabel()].out = outReleased
+		}
+	case messages.BarrierOpKind_BARRIER_OP_TICK:
+		d = r.b.Tick(at)
+	case messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE:
+		d, err = r.b.ForceFire(at)
+	case messages.BarrierOpKind_BARRIER_OP_VETO:
+		d, err = r.b.Veto(at)
+	case messages.BarrierOpKind_BARRIER_OP_CLOSE:
+		if r.closed {
+			return d, nil, policy.ErrClosed
+		}
+		waiting := r.b.Close()
+		r.closed = true
+		for _, l := range waiting {
+			r.labels[l].out = outRefused
+		}
+		return d, waiting, nil
+	default:
+		return d, nil, fmt.Errorf("unknown op %v", op.GetKind())
+	}
+	if err != nil {
+		return d, nil, err
+	}
+	_, reason := r.b.Fired()
+	for _, l := range d.Release {
+		if r.opts.Semaphore != nil {
+			r.labels[l].out, r.labels[l].reason = outHolding, "semaphore"
+		} else {
+			r.labels[l].out, r.labels[l].reason = outFired, reason.String()
+		}
+	}
+	for _, l := range d.LateFire {
+		r.labels[l].out = outLate
+	}
+	for _, l := range d.CatchUp {
+		r.labels[l].out = outCatchUp
+	}
+	for _, l := range d.TimedOut {
+		r.labels[l].out = outTimedOut
+	}
+	if c := d.Consult; c != nil && c.Default && c.Reason == policy.FirePercent {
+		r.pctAsked = true
+	}
+	return d, nil, nil
+}
+
+// emit turns a decision of the acting primary into messages.
+func (r *Replica) emit(now time.Time, d policy.Decision, e *Effects) {
+	var gone []string // admitted semaphore holders that already failed
+	deliver := func(l string) {
+		in := r.labels[l]
+		if in.reply == nil || r.dead[in.reply.String()] {
+			r.fail(l, in.host, ReasonGone, e)
+			if in.out == outHolding {
+				gone = append(gone, l)
+			}
+			return
+		}
+		e.send(in.reply, r.outcomeMsg(l, in))
+	}
+	for _, l := range d.Release {
+		deliver(l)
+	}
+	for _, l := range d.LateFire {
+		deliver(l)
+	}
+	for _, l := range d.CatchUp {
+		deliver(l)
+	}
+	for _, l := range d.TimedOut {
+		in := r.labels[l]
+		e.send(in.reply, &messages.BarrierTimedOut{Name: r.cfg.Name, Label: l})
+		r.fail(l, in.host, ReasonHolderTimed, e)
+	}
+	if c := d.Consult; c != nil {
+		r.consult(now, c, e)
+	}
+	for _, l := range gone {
+		r.commitEmit(now, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_RELEASE, Label: l, AtUnixNano: now.UnixNano()}, e)
+	}
+}
+
+func (r *Replica) consult(now time.Time, c *policy.Consultation, e *Effects) {
+	if r.cfg.Controller == nil || r.ctrlDown {
+		// No callback can answer: the default does.
+		kind := messages.BarrierOpKind_BARRIER_OP_VETO
+		if c.Default {
+			kind = messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE
+		}
+		r.commitEmit(now, &messages.BarrierOp{Kind: kind, AtUnixNano: now.UnixNano()}, e)
+		return
+	}
+	r.consultID++
+	if len(r.asked) >= r.opts.MaxParticipants+extraPending {
+		oldest := r.consultID
+		for id := range r.asked {
+			oldest = min(oldest, id)
+		}
+		delete(r.asked, oldest) // an answer that never came
+	}
+	r.asked[r.consultID] = true
+	m := &messages.BarrierConsult{Name: r.cfg.Name, Id: r.consultID, Label: c.Label, Host: c.Host,
+		DefaultFire: c.Default, Reason: c.Reason.String(), Entered: int32(r.b.Entered())}
+	if c.Knee != nil {
+		m.Knee, m.KneeArrivals = true, int32(c.Knee.Arrivals)
+	}
+	e.Sends = append(e.Sends, Send{To: r.cfg.Controller, Msg: m, Request: true})
+}
+
+// fail reports a participant the manager could not serve: to the shell
+// (an event) and to the controller.
+func (r *Replica) fail(label, host, reason string, e *Effects) {
+	e.Failures = append(e.Failures, Failure{Label: label, Host: host, Reason: reason})
+	if r.cfg.Controller != nil && !r.ctrlDown {
+		e.send(r.cfg.Controller, &messages.BarrierFailure{Name: r.cfg.Name, Label: label, Host: host, Reason: reason})
+	}
+}
+
+func (r *Replica) outcomeMsg(l string, in *labelInfo) proto.Message {
+	switch in.out {
+	case outLate:
+		return &messages.BarrierLateFire{Name: r.cfg.Name, Label: l}
+	case outCatchUp:
+		return &messages.BarrierCatchUp{Name: r.cfg.Name, Label: l}
+	}
+	return &messages.BarrierFired{Name: r.cfg.Name, Label: l, Reason: in.reason, Epoch: r.epoch}
+}
+
+// watch makes the shell watch a participant (once).
+func (r *Replica) watch(pid *actor.PID) {
+	if pid == nil {
+		return
+	}
+	if k := pid.String(); !r.watched[k] {
+		r.watched[k] = true
+		r.toWatch = append(r.toWatch, pid)
+	}
+}
+
+// flush hands newly seen participants to the shell.
+func (r *Replica) flush(e *Effects) {
+	e.Watch = append(e.Watch, r.toWatch...)
+	r.toWatch = r.toWatch[:0]
+}
+
+func enterKey(label string) string   { return "e" + label }
+func releaseKey(label string) string { return "r" + label }
+
+func peers(pids []*actor.PID) []*messages.BarrierPeer {
+	out := make([]*messages.BarrierPeer, len(pids))
+	for i, p := range pids {
+		out[i] = Peer(p)
+	}
+	return out
+}

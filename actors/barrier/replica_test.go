@@ -1,0 +1,319 @@
+package barrier
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
+// net is a test network of replicas: it delivers replication messages
+// between them and keeps what is sent to anyone else.
+type net struct {
+	t        *testing.T
+	replicas map[string]*Replica
+	hosts    []*actor.PID
+	out      []Send // to participants and the controller
+	down     map[string]bool
+	effects  []Effects
+}
+
+func newNet(t *testing.T, k int, o *messages.BarrierOptions, controller *actor.PID) *net {
+	n := &net{t: t, replicas: map[string]*Replica{}, down: map[string]bool{}}
+	for i := range k {
+		n.hosts = append(n.hosts, actor.NewPID("nonhost", fmt.Sprintf("node-%d/barriers", i)))
+	}
+	for i := range k {
+		r, e, err := NewReplica(ReplicaConfig{Name: "b", Options: o, Replicas: n.hosts, Nodes: []int32{0, 1, 2, 3}[:k],
+			Rank: i, Controller: controller}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.replicas[n.hosts[i].String()] = r
+		n.deliver(n.hosts[i], e)
+	}
+	return n
+}
+
+func (n *net) r(i int) *Replica { return n.replicas[n.hosts[i].String()] }
+
+// deliver routes e's sends: replication to the replicas, the rest to n.out.
+func (n *net) deliver(from *actor.PID, e Effects) {
+	n.effects = append(n.effects, e)
+	for _, s := range e.Sends {
+		r := n.replicas[s.To.String()]
+		if r == nil {
+			n.out = append(n.out, s)
+			continue
+		}
+		if n.down[s.To.String()] {
+			continue
+		}
+		switch m := s.Msg.(type) {
+		case *messages.BarrierReplicate:
+			n.deliver(s.To, r.Replicate(time.Unix(0, 0), m))
+		case *messages.BarrierSyncRequest:
+			n.deliver(s.To, r.SyncRequest(m))
+		}
+	}
+}
+
+// client sends a client message to every live replica.
+func (n *net) client(now time.Time, from *actor.PID, msg any) {
+	for i, h := range n.hosts {
+		if n.down[h.String()] {
+			continue
+		}
+		r := n.r(i)
+		var e Effects
+		switch m := msg.(type) {
+		case *messages.BarrierEnter:
+			e = r.Enter(now, m, from)
+		case *messages.BarrierRelease:
+			e = r.Release(now, m, from)
+		case *messages.BarrierStatus:
+			e = r.Status(now, m, from)
+		case *messages.BarrierClose:
+			e = r.Close(now, m, from)
+		}
+		n.deliver(h, e)
+	}
+}
+
+func (n *net) sentTo(pid *actor.PID) []any {
+	var out []any
+	for _, s := range n.out {
+		if s.To.Equal(pid) {
+			out = append(out, s.Msg)
+		}
+	}
+	return out
+}
+
+func participant(i int) *actor.PID { return actor.NewPID("nonhost", fmt.Sprintf("p%d", i)) }
+
+func sameState(t *testing.T, a, b *Replica) {
+	t.Helper()
+	pa, pb := a.Barrier().Passed(), b.Barrier().Passed()
+	if !reflect.DeepEqual(pa, pb) || a.Barrier().Entered() != b.Barrier().Entered() ||
+		!reflect.DeepEqual(a.Barrier().Waiting(), b.Barrier().Waiting()) ||
+		!a.Barrier().NextDeadline().Equal(b.Barrier().NextDeadline()) || a.Seq() != b.Seq() {
+		t.Fatalf("replicas differ:\n passed %v / %v\n waiting %v / %v\n next %v / %v\n seq %d / %d",
+			pa, pb, a.Barrier().Waiting(), b.Barrier().Waiting(), a.Barrier().NextDeadline(), b.Barrier().NextDeadline(), a.Seq(), b.Seq())
+	}
+	fa, ra := a.Barrier().Fired()
+	fb, rb := b.Barrier().Fired()
+	if fa != fb || ra != rb {
+		t.Fatalf("fired %v %v / %v %v", fa, ra, fb, rb)
+	}
+}
+
+// Backups that replay the primary's forwards hold the same state, and so
+// does a replica rebuilt from the compacted log.
+func TestBackupsReplayToTheSameState(t *testing.T) {
+	ctrl := actor.NewPID("nonhost", "controller")
+	o := &messages.BarrierOptions{MaxParticipants: 6, Throttle: &messages.BarrierThrottle{Count: 2, IntervalMs: 10},
+		EntryCallback: true, CallbackTimeoutMs: 5, MinPercent: 50}
+	n := newNet(t, 3, o, ctrl)
+	p := n.r(0)
+	at := 0
+	// Entries, and the callback asked every 5ms and vetoing 200 times.
+	for i := range 3 {
+		at++
+		n.client(ms(at), participant(i), &messages.BarrierEnter{Name: "b", Label: fmt.Sprintf("l%d", i), Host: "h"})
+	}
+	for range 200 {
+		at = int(p.NextWake().Sub(t0) / time.Millisecond)
+		n.deliver(n.hosts[0], p.Tick(ms(at)))
+		for _, s := range n.out {
+			if c, ok := s.Msg.(*messages.BarrierConsult); ok && p.asked[c.GetId()] {
+				n.deliver(n.hosts[0], p.Decide(ms(at), &messages.BarrierDecide{Id: c.GetId()}))
+			}
+		}
+		n.out = n.out[:0]
+	}
+	if p.LogLen() > 8 {
+		t.Fatalf("log of %d ops for 3 entries and 200 quiet consultations", p.LogLen())
+	}
+	if p.Seq() < 400 {
+		t.Fatalf("seq %d", p.Seq())
+	}
+	sameState(t, p, n.r(1))
+	sameState(t, p, n.r(2))
+	// Force the fire, then the throttled batches go out on ticks.
+	p.asked[999] = true
+	n.deliver(n.hosts[0], p.Decide(ms(at), &messages.BarrierDecide{Id: 999, Fire: true}))
+	for i := 3; i < 6; i++ {
+		at++
+		n.client(ms(at), participant(i), &messages.BarrierEnter{Name: "b", Label: fmt.Sprintf("l%d", i), Host: "h"})
+	}
+	for !p.NextWake().IsZero() {
+		n.deliver(n.hosts[0], p.Tick(p.NextWake()))
+	}
+	if len(p.Barrier().Passed()) != 6 {
+		t.Fatalf("passed %v", p.Barrier().Passed())
+	}
+	sameState(t, p, n.r(1))
+	sameState(t, p, n.r(2))
+	// A replica rebuilt from a sync agrees too.
+	var sync Effects
+	p.sendSync(n.hosts[2], &sync)
+	fresh, _, err := NewReplica(ReplicaConfig{Name: "b", Options: o, Replicas: n.hosts, Rank: 2, Controller: ctrl}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Replicate(t0, sync.Sends[0].Msg.(*messages.BarrierReplicate))
+	sameState(t, p, fresh)
+}
+
+// A backup that hears a client but not the primary takes over after
+// TakeoverAfter, applies what the client asked, and tells the others.
+func TestBackupTakesOverWhenThePrimaryIsSilent(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	n := newNet(t, 3, o, nil)
+	n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1})
+	n.down[n.hosts[0].String()] = true // the primary fails
+	n.client(ms(2), participant(1), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2})
+	b1, b2 := n.r(1), n.r(2)
+	if b1.Acting() || b2.Acting() {
+		t.Fatal("a backup acts at once")
+	}
+	if w1, w2 := b1.NextWake(), b2.NextWake(); !w1.Equal(ms(102)) || !w2.Equal(ms(202)) {
+		t.Fatalf("wake-ups %v %v: the first backup first", w1.Sub(t0), w2.Sub(t0))
+	}
+	n.deliver(n.hosts[1], b2.Tick(ms(101))) // too early for anyone
+	n.deliver(n.hosts[1], b1.Tick(ms(101)))
+	if b1.Acting() {
+		t.Fatal("took over before TakeoverAfter")
+	}
+	e := b1.Tick(ms(102))
+	n.deliver(n.hosts[1], e)
+	if !b1.Acting() || b1.Epoch() != 1 || !e.TookOver {
+		t.Fatalf("acting %v epoch %d", b1.Acting(), b1.Epoch())
+	}
+	if b2.Acting() || b2.Epoch() != 1 || b2.NextWake().IsZero() == false {
+		t.Fatalf("second backup: acting %v epoch %d wake %v", b2.Acting(), b2.Epoch(), b2.NextWake())
+	}
+	if b1.Barrier().Entered() != 2 || b2.Barrier().Entered() != 2 {
+		t.Fatal("the entry the old primary never confirmed was lost")
+	}
+	// The last entry fires the barrier once, from the new primary.
+	n.client(ms(150), participant(2), &messages.BarrierEnter{Name: "b", Label: "c", RequestId: 3})
+	for i := range 3 {
+		got := n.sentTo(participant(i))
+		if len(got) != 1 {
+			t.Fatalf("participant %d got %v", i, got)
+		}
+		if f, ok := got[0].(*messages.BarrierFired); !ok || f.GetEpoch() != 1 {
+			t.Fatalf("participant %d got %v", i, got)
+		}
+	}
+}
+
+// A replica acting as primary steps down when it hears a newer epoch; a
+// stale primary's forwards are answered with a sync; a gap asks for one.
+func TestEpochsAndSyncs(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 4}
+	n := newNet(t, 2, o, nil)
+	old, backup := n.r(0), n.r(1)
+	n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a"})
+	// The backup takes over while the primary is alive (it was too slow).
+	var e Effects
+	backup.takeOver(ms(2), &e)
+	if !backup.Acting() {
+		t.Fatal("no takeover")
+	}
+	// The old primary still forwards at epoch 0: the new one answers with a sync.
+	e2 := backup.Replicate(ms(3), &messages.BarrierReplicate{Name: "b", Epoch: 0, FromRank: 0, Seq: 2,
+		Op: &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_TICK, AtUnixNano: ms(3).UnixNano()}})
+	if len(e2.Sends) != 1 || !e2.Sends[0].Msg.(*messages.BarrierReplicate).GetSync() {
+		t.Fatalf("stale forward answered with %v", e2.Sends)
+	}
+	// Hearing it, the old primary steps down.
+	e3 := old.Replicate(ms(4), e2.Sends[0].Msg.(*messages.BarrierReplicate))
+	if old.Acting() || !e3.SteppedDown || old.Epoch() != 1 {
+		t.Fatalf("old primary: acting %v stepped down %v epoch %d", old.Acting(), e3.SteppedDown, old.Epoch())
+	}
+	sameState(t, old, backup)
+	// A forward from the future (a gap) asks for a sync.
+	e4 := old.Replicate(ms(5), &messages.BarrierReplicate{Name: "b", Epoch: 1, FromRank: 1, Seq: old.Seq() + 5,
+		Op: &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_TICK}})
+	if len(e4.Sends) != 1 {
+		t.Fatalf("gap: %v", e4.Sends)
+	}
+	if _, ok := e4.Sends[0].Msg.(*messages.BarrierSyncRequest); !ok {
+		t.Fatalf("gap answered with %T", e4.Sends[0].Msg)
+	}
+	// Garbage ranks are ignored.
+	if e := old.Replicate(ms(6), &messages.BarrierReplicate{FromRank: 7}); len(e.Sends) != 0 {
+		t.Fatal("bad rank acted on")
+	}
+}
+
+// Queries and refusals leave no op: the primary confirms them so backups
+// do not suspect it.
+func TestKeepalivesConfirmQueriesAndRefusals(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 1, TakeoverAfterMs: 100}
+	n := newNet(t, 2, o, nil)
+	n.client(ms(1), participant(0), &messages.BarrierStatus{Name: "b", RequestId: 1})
+	n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: ""})
+	n.client(ms(2), participant(0), &messages.BarrierEnter{Name: "b", Label: "a"})
+	n.client(ms(3), participant(1), &messages.BarrierEnter{Name: "b", Label: "a"}) // duplicate
+	n.client(ms(4), participant(1), &messages.BarrierEnter{Name: "b", Label: "z"}) // full
+	n.client(ms(5), participant(1), &messages.BarrierRelease{Name: "b", Label: "a"})
+	if w := n.r(1).NextWake(); !w.IsZero() {
+		t.Fatalf("backup would suspect the primary at %v; pending %v", w.Sub(t0), n.r(1).pending)
+	}
+	// A status query the primary never answers makes the backup suspect it.
+	n.down[n.hosts[0].String()] = true
+	n.client(ms(10), participant(2), &messages.BarrierStatus{Name: "b", RequestId: 9})
+	if w := n.r(1).NextWake(); !w.Equal(ms(110)) {
+		t.Fatalf("wake %v", w)
+	}
+	n.deliver(n.hosts[1], n.r(1).Tick(ms(110)))
+	got := n.sentTo(participant(2))
+	if len(got) != 1 {
+		t.Fatalf("query after takeover: %v", got)
+	}
+	if s, ok := got[0].(*messages.BarrierStatusReply); !ok || s.GetEntered() != 1 || s.GetEpoch() != 1 {
+		t.Fatalf("query after takeover: %v", got)
+	}
+}
+
+// Closing stops every replica; later client operations are refused.
+func TestCloseStopsEveryReplica(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3}
+	n := newNet(t, 2, o, nil)
+	n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a"})
+	n.client(ms(2), participant(1), &messages.BarrierClose{Name: "b", RequestId: 5})
+	stops := 0
+	for _, e := range n.effects {
+		if e.Stop {
+			stops++
+		}
+	}
+	if stops != 2 || !n.r(0).Closed() || !n.r(1).Closed() {
+		t.Fatalf("stops %d", stops)
+	}
+	got := n.sentTo(participant(0))
+	if len(got) != 1 {
+		t.Fatalf("waiting participant got %v", got)
+	}
+	if r, ok := got[0].(*messages.BarrierRefused); !ok || r.GetError().GetCode() != messages.ErrorCode_DELETED {
+		t.Fatalf("waiting participant got %v", got)
+	}
+	n.out = nil
+	n.client(ms(3), participant(2), &messages.BarrierEnter{Name: "b", Label: "late", RequestId: 7})
+	got = n.sentTo(participant(2))
+	if len(got) != 1 || got[0].(*messages.BarrierRefused).GetError().GetCode() != messages.ErrorCode_DELETED {
+		t.Fatalf("enter after close: %v", got)
+	}
+}
