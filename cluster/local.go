@@ -59,17 +59,17 @@ type Config struct {
 
 // Local is an embedded cluster: N logical nodes in one process.
 type Local struct {
-	cfg         Config
-	system      *actor.ActorSystem
-	transport   *transport.Memory
-	log         *logrus.Entry
-	estimator   *plan.Estimator
-	failures    *directory.FailureLog
-	shardTable  atomic.Pointer[[]*actor.PID] // copy on write: shards move when their host fails
+	cfg        Config
+	system     *actor.ActorSystem
+	transport  *transport.Memory
+	log        *logrus.Entry
+	estimator  *plan.Estimator
+	failures   *directory.FailureLog
+	shardTable atomic.Pointer[[]*actor.PID] // copy on write: shards move when their host fails
 	// live is a snapshot of the live nodes' refs, read by starting shards
 	// without l.mu: Kill and Stop hold l.mu while they wait for nodes (and
 	// their shards) to stop.
-	live atomic.Pointer[[]*messages.NodeRef]
+	live        atomic.Pointer[[]*messages.NodeRef]
 	coordinator coordinator.ActorConfig
 
 	mu          sync.Mutex // guards what Kill and Restart change
