@@ -1,0 +1,483 @@
+package barrier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+const maxReplicas = mgr.MaxReplicas
+
+var policyOptions = mgr.PolicyOptions
+
+// Cluster is what the API needs of a cluster; *cluster.Local has it.
+type Cluster interface {
+	// System is the actor system the handles' actors run in.
+	System() *actor.ActorSystem
+	// Nodes is the number of nodes, alive or not.
+	Nodes() int
+	// Alive reports whether node i runs.
+	Alive(i int) bool
+	// Barriers is node i's barrier host.
+	Barriers(i int) *actor.PID
+}
+
+// ErrCatchUp is returned (wrapped) by Enter when the label arrived after
+// the barrier fired and the barrier was made with CatchUp (the paper's
+// CATCH_UP exception): it did not pass.
+var ErrCatchUp = errors.New("barrier: arrived after the fire: catch up")
+
+// Barrier is a handle on one barrier. It is safe for concurrent use: many
+// goroutines may Enter different labels through one handle.
+type Barrier struct {
+	name      string
+	sys       *actor.ActorSystem
+	pid       *actor.PID // this handle's participant actor
+	nodes     []int      // the replicas' nodes, primary first
+	opts      *messages.BarrierOptions
+	host      string
+	wait      time.Duration
+	ids       atomic.Uint64
+	stopped   atomic.Bool
+	counters  *counters
+	semaphore bool
+}
+
+// Pass is a label that passed the barrier.
+type Pass struct {
+	Label, Host string
+	// Late: the label arrived after the fire and passed anyway
+	// (pass-through, the paper's LATE_FIRE).
+	Late bool
+	// Reason the barrier fired: max, timeout, percent, knee, forced
+	// ("semaphore" on a semaphore barrier; empty when Late).
+	Reason string
+	b      *Barrier
+}
+
+// Release leaves a semaphore barrier's critical section, letting the next
+// label in. On other barriers it does nothing.
+func (p *Pass) Release(ctx context.Context) error {
+	if p == nil || !p.b.semaphore {
+		return nil
+	}
+	return p.b.Release(ctx, p.Label)
+}
+
+// Stats counts what a handle's actor ignored.
+type Stats struct {
+	// Duplicates: outcomes received again for a label already answered
+	// (a new primary re-sends what the old one decided).
+	Duplicates int64
+	// Conflicts: a second outcome of another kind for an answered label.
+	// Never expected.
+	Conflicts int64
+	// Orphans: outcomes for labels nobody waits for (a canceled Enter).
+	Orphans int64
+	// TimedOut: semaphore holders of this handle presumed failed.
+	TimedOut int64
+}
+
+type counters struct{ dup, conflict, orphan, timedOut atomic.Int64 }
+
+// Status is a barrier's state as its acting primary sees it.
+type Status struct {
+	Entered int
+	Fired   bool
+	Reason  string
+	// Passed lists the labels that passed, in order.
+	Passed []Passage
+	// Epoch grows at each takeover; PrimaryNode answered.
+	Epoch       uint64
+	PrimaryNode int
+}
+
+// Passage is one label that passed.
+type Passage struct {
+	Label, Host string
+	Late        bool
+	At          time.Time // when the primary released it
+}
+
+// New creates barrier name with opts (Max is required) and returns a
+// handle on it; this handle is the barrier's controller: its OnEnter and
+// OnFailure callbacks run. If the barrier exists with the same options
+// and New has no callbacks, New joins it; other options fail with
+// CONFLICT, a closed barrier with DELETED.
+func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier, error) {
+	cfg := newConfig(opts)
+	if err := mgr.CheckName(name); err != nil {
+		return nil, err
+	}
+	wire, err := cfg.options()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withWait(ctx, cfg.wait)
+	defer cancel()
+	found, err := find(ctx, c, name)
+	switch {
+	case err == nil:
+		return join(c, name, cfg, wire, found)
+	case !errors.Is(err, messages.ErrNotFound):
+		return nil, err
+	}
+	live := ring(c, name)
+	if len(live) == 0 {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no live node for barrier %q", name)
+	}
+	live = live[:min(cfg.replicas, len(live))]
+	b := newHandle(c, name, cfg, wire)
+	create := &messages.BarrierCreate{Name: name, Options: wire, Controller: mgr.Peer(b.pid)}
+	for _, n := range live {
+		create.Replicas = append(create.Replicas, mgr.Peer(c.Barriers(n)))
+		create.ReplicaNodes = append(create.ReplicaNodes, int32(n))
+	}
+	res, err := request(ctx, c.System().Root, c.Barriers(live[0]), create)
+	if err == nil {
+		created, ok := res.(*messages.BarrierCreated)
+		switch {
+		case !ok:
+			err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierCreate", res)
+		case created.GetError() != nil:
+			err = created.GetError()
+		case created.GetExisted() && (cfg.onEnter != nil || cfg.onFailure != nil):
+			err = messages.Errorf(messages.ErrorCode_CONFLICT, "barrier %q was created meanwhile by another controller", name)
+		default:
+			b.setup(created)
+			return b, nil
+		}
+	}
+	b.Stop()
+	return nil, err
+}
+
+// Open returns a handle on an existing barrier (NOT_FOUND if there is
+// none, DELETED if it closed). Only Host and DefaultWait apply.
+func Open(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier, error) {
+	cfg := newConfig(opts)
+	if err := mgr.CheckName(name); err != nil {
+		return nil, err
+	}
+	if cfg.shaped {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "Open takes only Host and DefaultWait; barrier options belong to New")
+	}
+	if cfg.wait <= 0 {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "DefaultWait=%v must be positive", cfg.wait)
+	}
+	ctx, cancel := withWait(ctx, cfg.wait)
+	defer cancel()
+	found, err := find(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	return join(c, name, cfg, found.GetOptions(), found)
+}
+
+func join(c Cluster, name string, cfg *config, wire *messages.BarrierOptions, found *messages.BarrierCreated) (*Barrier, error) {
+	if !proto.Equal(wire, found.GetOptions()) {
+		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "barrier %q exists with other options", name)
+	}
+	if cfg.onEnter != nil || cfg.onFailure != nil {
+		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "barrier %q exists: its callbacks belong to its creator (use Open)", name)
+	}
+	b := newHandle(c, name, cfg, found.GetOptions())
+	b.setup(found)
+	return b, nil
+}
+
+// find asks the live nodes, from the name's home on, for the barrier.
+func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated, error) {
+	var last error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
+	for _, n := range ring(c, name) {
+		res, err := request(ctx, c.System().Root, c.Barriers(n), &messages.BarrierOpen{Name: name})
+		if err != nil {
+			if errors.Is(err, messages.ErrTimeout) || errors.Is(err, messages.ErrCanceled) {
+				return nil, err
+			}
+			continue // that node is going away; another replica may answer
+		}
+		created, ok := res.(*messages.BarrierCreated)
+		if !ok {
+			return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierOpen", res)
+		}
+		switch err := created.GetError(); {
+		case err == nil:
+			return created, nil
+		case errors.Is(err, messages.ErrNotFound):
+			last = err
+		default:
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// ring lists the live nodes in ring order from the name's home node.
+func ring(c Cluster, name string) []int {
+	n := c.Nodes()
+	if n < 1 {
+		return nil
+	}
+	home := directory.ShardIndex(name, n)
+	var out []int
+	for j := range n {
+		if i := (home + j) % n; c.Alive(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOptions) *Barrier {
+	b := &Barrier{name: name, sys: c.System(), opts: wire, host: cfg.host, wait: cfg.wait,
+		counters: &counters{}, semaphore: wire.GetSemaphore() != nil}
+	p := &participant{name: name, onEnter: cfg.onEnter, onFailure: cfg.onFailure, counters: b.counters}
+	b.pid = b.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	return b
+}
+
+func (b *Barrier) setup(created *messages.BarrierCreated) {
+	s := setup{max: int(created.GetOptions().GetMaxParticipants()), semaphore: created.GetOptions().GetSemaphore() != nil}
+	for _, p := range created.GetReplicas() {
+		s.replicas = append(s.replicas, mgr.PeerPID(p))
+	}
+	for _, n := range created.GetReplicaNodes() {
+		b.nodes = append(b.nodes, int(n))
+	}
+	b.sys.Root.Send(b.pid, s)
+}
+
+// Name is the barrier's name.
+func (b *Barrier) Name() string { return b.name }
+
+// Replicas lists the nodes of the barrier's managers, primary first.
+func (b *Barrier) Replicas() []int { return append([]int(nil), b.nodes...) }
+
+// Stats counts what this handle ignored.
+func (b *Barrier) Stats() Stats {
+	return Stats{Duplicates: b.counters.dup.Load(), Conflicts: b.counters.conflict.Load(),
+		Orphans: b.counters.orphan.Load(), TimedOut: b.counters.timedOut.Load()}
+}
+
+// Enter enters label and waits until it passes (the barrier fires, or on
+// a semaphore barrier the label is admitted). It fails with ErrCatchUp
+// (wrapped) for a late label of a CatchUp barrier, and with typed errors
+// otherwise. An Enter whose context ends has still entered the barrier
+// (on a semaphore, the handle gives back the slot if it is admitted
+// later).
+func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
+	if err := mgr.CheckLabel(label, b.host); err != nil {
+		return nil, err
+	}
+	if b.stopped.Load() {
+		return nil, b.errStopped()
+	}
+	ctx, cancel := withWait(ctx, b.wait)
+	defer cancel()
+	id := b.ids.Add(1)
+	ch := make(chan enterResult, 1)
+	b.sys.Root.Send(b.pid, enterReq{id: id, label: label, host: b.host, ch: ch})
+	select {
+	case r := <-ch:
+		return b.passOrError(label, r)
+	case <-ctx.Done():
+	}
+	// Withdraw the waiter. An outcome that raced the deadline is returned
+	// rather than dropped: on a semaphore it holds a slot. (One that comes
+	// later finds no waiter, and the handle gives such a slot back.)
+	if !b.stopped.Load() {
+		withdrawn := make(chan struct{})
+		b.sys.Root.Send(b.pid, cancelReq{id: id, label: label, done: withdrawn})
+		select {
+		case <-withdrawn:
+		case <-time.After(time.Second): // the handle's actor stopped meanwhile
+		}
+	}
+	select {
+	case r := <-ch:
+		return b.passOrError(label, r)
+	default:
+	}
+	return nil, deadlineError(ctx, "barrier %q: %q did not pass", b.name, label)
+}
+
+func (b *Barrier) passOrError(label string, r enterResult) (*Pass, error) {
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case r.kind == kindCatchUp:
+		return nil, fmt.Errorf("%w: %q on barrier %q", ErrCatchUp, label, b.name)
+	}
+	return &Pass{Label: label, Host: b.host, Late: r.kind == kindLate, Reason: r.reason, b: b}, nil
+}
+
+// Release tells a semaphore barrier that label left the critical section.
+// A label that never entered, or a barrier that is no semaphore, fails
+// with INVALID_ARGUMENT; a holder already timed out with TIMEOUT.
+func (b *Barrier) Release(ctx context.Context, label string) error {
+	if err := mgr.CheckLabel(label, ""); err != nil {
+		return err
+	}
+	res, err := b.call(ctx, func(id uint64, rank int32) proto.Message {
+		return &messages.BarrierRelease{Name: b.name, Label: label, RequestId: id, ToRank: rank}
+	})
+	if err != nil {
+		return err
+	}
+	r, ok := res.(*messages.BarrierReleased)
+	if !ok {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierRelease", res)
+	}
+	return messages.ErrOrNil(r.GetError())
+}
+
+// Status asks the acting primary for the barrier's state.
+func (b *Barrier) Status(ctx context.Context) (Status, error) {
+	res, err := b.call(ctx, func(id uint64, rank int32) proto.Message {
+		return &messages.BarrierStatus{Name: b.name, RequestId: id, ToRank: rank}
+	})
+	if err != nil {
+		return Status{}, err
+	}
+	r, ok := res.(*messages.BarrierStatusReply)
+	if !ok {
+		return Status{}, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierStatus", res)
+	}
+	if err := messages.ErrOrNil(r.GetError()); err != nil {
+		return Status{}, err
+	}
+	s := Status{Entered: int(r.GetEntered()), Fired: r.GetFired(), Reason: r.GetReason(), Epoch: r.GetEpoch(), PrimaryNode: int(r.GetPrimaryNode())}
+	for _, p := range r.GetPassed() {
+		s.Passed = append(s.Passed, Passage{Label: p.GetLabel(), Host: p.GetHost(), Late: p.GetLate(), At: time.Unix(0, p.GetAtUnixNano())})
+	}
+	return s, nil
+}
+
+// Hosts maps every label that passed to its host (the paper's getHosts).
+func (b *Barrier) Hosts(ctx context.Context) (map[string]string, error) {
+	s, err := b.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(s.Passed))
+	for _, p := range s.Passed {
+		m[p.Label] = p.Host
+	}
+	return m, nil
+}
+
+// Close closes the barrier for everyone: waiting labels fail with
+// DELETED, and so does every later call. It also stops this handle.
+func (b *Barrier) Close(ctx context.Context) error {
+	res, err := b.call(ctx, func(id uint64, rank int32) proto.Message {
+		return &messages.BarrierClose{Name: b.name, RequestId: id, ToRank: rank}
+	})
+	if err != nil {
+		return err
+	}
+	b.Stop()
+	r, ok := res.(*messages.BarrierClosed)
+	if !ok {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierClose", res)
+	}
+	return messages.ErrOrNil(r.GetError())
+}
+
+// Stop stops this handle (not the barrier) and returns once its actor
+// stopped: its waiting calls fail with CANCELED and later calls fail at
+// once. The managers see its participant fail: OnFailure hears of its
+// labels still due a release, and its semaphore slots are freed.
+func (b *Barrier) Stop() {
+	if b.stopped.CompareAndSwap(false, true) {
+		_ = b.sys.Root.StopFuture(b.pid).Wait()
+	}
+}
+
+func (b *Barrier) errStopped() error {
+	return messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped", b.name)
+}
+
+// call sends a request built per replica and waits for the primary's
+// answer.
+func (b *Barrier) call(ctx context.Context, build func(id uint64, rank int32) proto.Message) (proto.Message, error) {
+	if b.stopped.Load() {
+		return nil, b.errStopped()
+	}
+	ctx, cancel := withWait(ctx, b.wait)
+	defer cancel()
+	id := b.ids.Add(1)
+	ch := make(chan proto.Message, 1)
+	b.sys.Root.Send(b.pid, callReq{id: id, build: build, ch: ch})
+	select {
+	case r := <-ch:
+		if r == nil {
+			return nil, b.errStopped()
+		}
+		return r, nil
+	case <-ctx.Done():
+		b.sys.Root.Send(b.pid, cancelReq{id: id})
+		return nil, deadlineError(ctx, "barrier %q: no answer", b.name)
+	}
+}
+
+// withWait gives ctx a deadline if it has none.
+func withWait(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func deadlineError(ctx context.Context, format string, args ...any) error {
+	code := messages.ErrorCode_TIMEOUT
+	if errors.Is(ctx.Err(), context.Canceled) {
+		code = messages.ErrorCode_CANCELED
+	}
+	return messages.Errorf(code, format+": %v", append(args, ctx.Err())...)
+}
+
+// request sends msg to pid and waits for one reply until ctx ends.
+func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "deadline passed before the request was sent")
+	}
+	f := root.RequestFuture(pid, msg, d)
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f.Result()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		switch {
+		case errors.Is(r.err, actor.ErrTimeout):
+			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
+		case errors.Is(r.err, actor.ErrDeadLetter):
+			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is not running", pid.GetId())
+		case r.err != nil:
+			return nil, messages.AsError(r.err)
+		}
+		return r.v, nil
+	case <-ctx.Done():
+		return nil, messages.AsError(ctx.Err())
+	}
+}

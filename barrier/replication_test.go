@@ -1,0 +1,149 @@
+package barrier_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/barrier"
+)
+
+// Killing the primary's node mid-barrier loses no entry (participants told
+// every replica) and releases nobody twice.
+func TestPrimaryKilledMidBarrier(t *testing.T) {
+	l := startCluster(t, 4)
+	ev := watchEvents(t, l)
+	ctx := deadline(t, 20*time.Second)
+	b, err := barrier.New(ctx, l, "replicated", barrier.Max(6), barrier.Replicas(3), barrier.TakeoverAfter(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Replicas()) != 3 {
+		t.Fatalf("replicas %v", b.Replicas())
+	}
+	h, err := barrier.Open(ctx, l, "replicated", barrier.Host("worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := enterAll(t, h, "a", "b", "c")
+	eventually(ctx, t, "three entries", func() bool { s, err := b.Status(ctx); return err == nil && s.Entered == 3 })
+	primary := b.Replicas()[0]
+	if err := l.Kill(primary); err != nil {
+		t.Fatal(err)
+	}
+	second := enterAll(t, h, "d", "e", "f")
+	seen := map[string]int{}
+	for _, r := range append(collect(first, 3), collect(second, 3)...) {
+		if r.err != nil || r.pass.Reason != "max" {
+			t.Fatalf("%s: %+v %v", r.label, r.pass, r.err)
+		}
+		seen[r.label]++
+	}
+	if len(seen) != 6 {
+		t.Fatalf("passed %v", seen)
+	}
+	ev.waitFor(ctx, t, "a takeover", func(ev *events) bool { return len(ev.tookOver) > 0 })
+	s, err := b.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Entered != 6 || len(s.Passed) != 6 || s.Epoch < 1 || s.PrimaryNode == primary {
+		t.Fatalf("status after takeover %+v (old primary node %d)", s, primary)
+	}
+	passed := map[string]bool{}
+	for _, p := range s.Passed {
+		if passed[p.Label] {
+			t.Fatalf("%s passed twice: %+v", p.Label, s.Passed)
+		}
+		passed[p.Label] = true
+	}
+	if st := h.Stats(); st.Conflicts != 0 {
+		t.Fatalf("conflicting outcomes: %+v", st)
+	}
+}
+
+// A semaphore keeps its bound across a takeover: the new primary knows who
+// holds the section, re-sends the holder's admission (ignored as a
+// duplicate) and admits the next label only after the holder's release.
+func TestSemaphoreSurvivesPrimaryFailure(t *testing.T) {
+	l := startCluster(t, 3)
+	ev := watchEvents(t, l)
+	ctx := deadline(t, 20*time.Second)
+	b, err := barrier.New(ctx, l, "sem-replicated", barrier.Max(4), barrier.Semaphore(1), barrier.TakeoverAfter(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := barrier.Open(ctx, l, "sem-replicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := h.Enter(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inside, most atomic.Int32
+	done := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			p, err := h.Enter(ctx, fmt.Sprintf("w%d", i))
+			if err != nil {
+				done <- err
+				return
+			}
+			n := inside.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			inside.Add(-1)
+			done <- p.Release(ctx)
+		}()
+	}
+	eventually(ctx, t, "all entered", func() bool { s, err := b.Status(ctx); return err == nil && s.Entered == 4 })
+	if err := l.Kill(b.Replicas()[0]); err != nil {
+		t.Fatal(err)
+	}
+	// The holder's release reaches only the backup; it takes over.
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most.Load() != 1 {
+		t.Fatalf("%d holders at once", most.Load())
+	}
+	ev.waitFor(ctx, t, "a takeover", func(ev *events) bool { return len(ev.tookOver) == 1 })
+	st := h.Stats()
+	if st.Duplicates < 1 || st.Conflicts != 0 {
+		t.Fatalf("stats %+v: want the re-sent admission of a ignored as a duplicate", st)
+	}
+	s, err := b.Status(ctx)
+	if err != nil || len(s.Passed) != 4 {
+		t.Fatalf("status %+v %v", s, err)
+	}
+}
+
+// With every participant waiting quietly, a backup still notices that the
+// primary missed a deadline, takes over and fires.
+func TestBackupFiresADeadlineThePrimaryMissed(t *testing.T) {
+	l := startCluster(t, 3)
+	ev := watchEvents(t, l)
+	ctx := deadline(t, 20*time.Second)
+	b, err := barrier.New(ctx, l, "deadline", barrier.Max(5), barrier.Timeout(400*time.Millisecond), barrier.TakeoverAfter(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := enterAll(t, b, "a", "b")
+	eventually(ctx, t, "two entries", func() bool { s, err := b.Status(ctx); return err == nil && s.Entered == 2 })
+	if err := l.Kill(b.Replicas()[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range collect(res, 2) {
+		if r.err != nil || r.pass.Reason != "timeout" {
+			t.Fatalf("%s: %+v %v", r.label, r.pass, r.err)
+		}
+	}
+	ev.waitFor(ctx, t, "a takeover", func(ev *events) bool { return len(ev.tookOver) >= 1 && ev.tookOver[0].Epoch >= 1 })
+}
