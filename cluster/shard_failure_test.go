@@ -86,7 +86,7 @@ func TestShardCrashUnderLoadRebuildsAndLosesNothing(t *testing.T) {
 	}
 	// And it serves new receivers as before, from complete copies.
 	for id, want := range objs {
-		if got, err := l.Client(1 + (len(id) % 2)).Get(ctx, id); err != nil || !bytes.Equal(got, want) {
+		if got, err := l.Client(1+(len(id)%2)).Get(ctx, id); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("after the crashes, get %s: %v", id, err)
 		}
 	}
