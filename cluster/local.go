@@ -227,7 +227,9 @@ func (l *Local) Kill(i int) error {
 	l.transport.Unserve(l.refs[i].GetDataAddress())
 	l.stores[i].Clear(gone)
 	if err := l.system.Root.StopFuture(l.supervisors[i]).Wait(); err != nil {
-		return fmt.Errorf("stop %s: %w", nodeName(i), err)
+		// Fail-stop does not depend on the node's actors: its data and
+		// data plane are already gone, and its shards move regardless.
+		l.log.WithFields(logrus.Fields{"node": nodeName(i), "error": err}).Warn("node did not stop in time; treating it as failed")
 	}
 	l.log.WithField("node", nodeName(i)).Warn("node killed (fault injection)")
 	return l.moveShards(i)

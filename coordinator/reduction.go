@@ -172,7 +172,7 @@ func (r *Reduction) Deadline() time.Time { return r.deadline }
 // Located handles a location update of a source.
 func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 	id := u.GetObjectId()
-	if r.over || !slices.Contains(r.req.GetSourceIds(), id) {
+	if r.over || r.reply != nil || !slices.Contains(r.req.GetSourceIds(), id) {
 		return Effects{}
 	}
 	if u.GetDeleted() {
@@ -407,6 +407,12 @@ func (r *Reduction) Done(m *messages.ReduceTaskDone) Effects {
 // pull again, bottom-up. Other subtrees keep their progress.
 func (r *Reduction) NodeFailed(node string) Effects {
 	if r.over {
+		return Effects{}
+	}
+	if r.reply != nil {
+		// The result is fixed (an AllReduce is only waiting for its
+		// participants): the tree must not change under it. A participant
+		// whose copy is lost fails the AllReduce through its fetch.
 		return Effects{}
 	}
 	if r.start != nil && r.start.GetNodeId() == node {

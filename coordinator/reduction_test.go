@@ -910,3 +910,20 @@ func TestStaleReportOfALostPositionIsIgnored(t *testing.T) {
 		t.Fatalf("after the rejoin: %v", fx.Tasks)
 	}
 }
+
+func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
+	// AllReduce 1 of [a, b]: the root finishes (the result is a), then its
+	// node fails while participants fetch. The result must stay a.
+	r := NewReduction("r", &messages.Reduce{TargetId: "t", SourceIds: []string{"a", "b"}, NumObjects: 1,
+		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64, AllReduce: true}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
+	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE})
+	g := fx.Tasks[0].Task.GetGeneration()
+	r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: g})
+	r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: g})
+	if fx := r.NodeFailed("n1"); len(fx.Tasks)+len(fx.Events)+len(fx.Invalidate) != 0 || fx.Reply != nil {
+		t.Fatalf("a fixed result was repaired: %+v", fx)
+	}
+	if fx := r.Located(&messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}); len(fx.Tasks) != 0 {
+		t.Fatalf("a late arrival changed a fixed result: %+v", fx.Tasks)
+	}
+}
