@@ -1,5 +1,6 @@
 // Command hoplite is Hoplite's one binary: `hoplite demo` runs the embedded
-// demo, `hoplite bench` runs benchmarks on an embedded cluster.
+// demo, `hoplite bench` runs benchmarks, `hoplite node` runs one member of a
+// multi-process cluster.
 package main
 
 import (
@@ -16,7 +17,9 @@ const usage = `usage: hoplite <command> [flags]
 
 commands:
   demo    run the embedded demo: an 8-node broadcast, tree vs naive
-  bench   run a benchmark on an embedded cluster (hoplite bench -h)
+  bench   run a benchmark on an embedded cluster (hoplite bench -h),
+          or between two processes (hoplite bench p2p -h)
+  node    run one member of a multi-process cluster (hoplite node -h)
 
 Run "hoplite <command> -h" for the flags of a command.
 `
@@ -37,7 +40,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		err = demoCommand(ctx, args[1:], stdout, stderr)
 	case "bench":
-		err = benchCommand(ctx, args[1:], stdout, stderr)
+		switch {
+		case len(args) > 1 && args[1] == "p2p":
+			err = p2pCommand(ctx, args[2:], stdout, stderr)
+		case len(args) > 1 && args[1] == p2pPeerCommand:
+			err = p2pPeer(ctx, args[2:], stdout, stderr)
+		default:
+			err = benchCommand(ctx, args[1:], stdout, stderr)
+		}
+	case "node":
+		err = nodeCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

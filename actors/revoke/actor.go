@@ -1,0 +1,199 @@
+package revoke
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ActorConfig configures one member's broadcaster actor: the supervised
+// shell around a Broadcaster.
+type ActorConfig struct {
+	// Self is this member's id, as it appears in member lists.
+	Self string
+	// Peer returns the broadcaster actor of a member; nil skips the send
+	// (a member whose address is unknown is treated as dead).
+	Peer func(member string) *actor.PID
+	// Deliver delivers a notice locally (directory cleanup, transfer
+	// abort, coordinator repair, event published). It runs in the actor,
+	// once per notice, after the notice was forwarded. A Deliver that
+	// panics restarts the actor; the notice is not delivered again (the
+	// broadcast state survives restarts), so Deliver should do the part
+	// that matters first.
+	Deliver func(ctx actor.Context, d Delivery)
+	// Log receives dropped input and overlay errors.
+	Log *logrus.Entry
+	// Options configure the Broadcaster (window, replay).
+	Options []Option
+}
+
+// Delivery is one notice delivered at this member.
+type Delivery struct {
+	Notice Notice
+	// SubjectAddress is the failed member's actor system address, as the
+	// originator knew it.
+	SubjectAddress string
+	// From is the member whose copy was the first to arrive here ("" if
+	// this member originated the notice).
+	From string
+}
+
+// Originate asks the local broadcaster to spread a notice: the first
+// member to learn of a failure sends it. In-process only (never crosses a
+// process: the copies that travel are *messages.RevokeNotice).
+type Originate struct {
+	Notice         Notice
+	SubjectAddress string
+}
+
+// SetMembers switches the broadcaster to the overlay of a new member list
+// (in any order; self is added if missing). In-process only.
+type SetMembers struct {
+	Members []string
+}
+
+// state is what survives a restart of the actor: the broadcast state (so
+// a restarted broadcaster does not forward or deliver a notice twice) and
+// the subjects' addresses for notices re-sent on overlay changes.
+type state struct {
+	core  *Broadcaster
+	addrs map[ID]string
+	order []ID // FIFO of addrs keys, bounded like the core's window
+}
+
+// broadcasterActor is the thin shell: messages in, Broadcaster calls,
+// decisions out as sends and local deliveries.
+type broadcasterActor struct {
+	cfg ActorConfig
+	st  *state
+}
+
+// NewActorProps returns the props of a broadcaster actor. Spawn one per
+// member (the member package names it "node/revoke") under a supervisor
+// that restarts it.
+func NewActorProps(cfg ActorConfig) *actor.Props {
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	st := &state{addrs: map[ID]string{}}
+	return actor.PropsFromProducer(func() actor.Actor { return &broadcasterActor{cfg: cfg, st: st} })
+}
+
+// Receive implements actor.Actor.
+func (a *broadcasterActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if a.st.core == nil {
+			o, err := NewOverlay([]string{a.cfg.Self}, a.cfg.Self)
+			if err != nil {
+				a.cfg.Log.WithError(err).Error("revoke: cannot build the overlay of self")
+				return
+			}
+			a.st.core = NewBroadcaster(o, a.cfg.Options...)
+		}
+	case *SetMembers:
+		a.setMembers(ctx, m.Members)
+	case *Originate:
+		if a.st.core == nil || m.Notice.Subject == "" {
+			return
+		}
+		n := m.Notice
+		if n.Origin == "" {
+			n.Origin = a.cfg.Self
+		}
+		a.apply(ctx, n, m.SubjectAddress, "", a.st.core.Originate(n))
+	case *messages.RevokeNotice:
+		if a.st.core == nil {
+			return
+		}
+		if m.GetSubject() == "" {
+			a.cfg.Log.WithField("from", m.GetFrom()).Debug("revoke: dropped a notice without a subject")
+			return
+		}
+		n := Notice{Origin: m.GetOrigin(), Subject: m.GetSubject(), Epoch: m.GetEpoch()}
+		a.apply(ctx, n, m.GetSubjectAddress(), m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		a.cfg.Log.WithField("type", typeName(m)).Debug("revoke: dropped an unknown message")
+	}
+}
+
+func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
+	if a.st.core == nil {
+		return
+	}
+	list := make([]string, 0, len(members)+1)
+	for _, id := range members {
+		if id != "" {
+			list = append(list, id)
+		}
+	}
+	if !slices.Contains(list, a.cfg.Self) {
+		list = append(list, a.cfg.Self)
+	}
+	slices.Sort(list)
+	list = slices.Compact(list)
+	o, err := NewOverlay(list, a.cfg.Self)
+	if err != nil {
+		a.cfg.Log.WithError(err).Warn("revoke: bad member list; keeping the old overlay")
+		return
+	}
+	for _, s := range a.st.core.SetOverlay(o) {
+		a.send(ctx, s.To, s.Notice, a.st.addrs[s.Notice.ID()])
+	}
+}
+
+func (a *broadcasterActor) apply(ctx actor.Context, n Notice, addr, from string, d Decision) {
+	if !d.Deliver && len(d.Forward) == 0 {
+		return // a duplicate
+	}
+	a.remember(n.ID(), addr)
+	// ULFM order: the wave moves on before the local delivery, so a slow
+	// or crashing delivery does not stop it.
+	for _, to := range d.Forward {
+		a.send(ctx, to, n, addr)
+	}
+	if d.Deliver && a.cfg.Deliver != nil {
+		a.cfg.Deliver(ctx, Delivery{Notice: n, SubjectAddress: addr, From: from})
+	}
+}
+
+// send sends one copy; a send to a dead member simply fails (reliability
+// comes from the overlay's connectivity, not from retries). The notice's
+// subject is the failed member: it gets no copy (a send to a dead process
+// only costs a connection attempt, and in Proto.Actor remote that attempt
+// can outlive the process and hit a new incarnation at the same address).
+func (a *broadcasterActor) send(ctx actor.Context, to string, n Notice, addr string) {
+	if a.cfg.Peer == nil || to == n.Subject {
+		return
+	}
+	pid := a.cfg.Peer(to)
+	if pid == nil {
+		return
+	}
+	ctx.Send(pid, &messages.RevokeNotice{Origin: n.Origin, Subject: n.Subject, Epoch: n.Epoch,
+		From: a.cfg.Self, SubjectAddress: addr})
+}
+
+func (a *broadcasterActor) remember(id ID, addr string) {
+	if _, ok := a.st.addrs[id]; ok {
+		return
+	}
+	a.st.addrs[id] = addr
+	a.st.order = append(a.st.order, id)
+	// Bounded like the core's window: an address is needed only while the
+	// notice may still be replayed.
+	if limit := max(a.st.core.window, 1); len(a.st.order) > limit {
+		drop := len(a.st.order) - limit
+		for _, old := range a.st.order[:drop] {
+			delete(a.st.addrs, old)
+		}
+		a.st.order = slices.Delete(a.st.order, 0, drop)
+	}
+}
+
+func typeName(m any) string { return fmt.Sprintf("%T", m) }

@@ -1,0 +1,701 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hashicorp/consul/api"
+	"github.com/labstack/echo"
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/actors/revoke"
+	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// ProtocolVersion is the version of the member protocol (the messages of
+// hoplite.proto and member.proto and the placement rule). Members of
+// different versions do not work together: the handshake keeps them
+// apart.
+const ProtocolVersion uint32 = 1
+
+// Actor names under a member's node supervisor, the same on every member.
+const (
+	memberRoot  = "node"    // the node supervisor
+	storeName   = "store"   // node/store: the store node
+	revokeName  = "revoke"  // node/revoke: the failure broadcaster
+	membersName = "members" // node/members: handshake, placement, shards
+)
+
+// Membership providers.
+const (
+	ProviderAutomanaged = "automanaged"
+	ProviderConsul      = "consul"
+	ProviderEtcd        = "etcd"
+)
+
+// maxRemoteMessage bounds a message on protoactor remote (gRPC's default
+// is 4 MiB; an application may Put or Get an object through a remote
+// store node). Bulk bytes between store nodes use the data plane.
+const maxRemoteMessage = 256 << 20
+
+// MemberConfig configures one member of a multi-process cluster. Zero
+// fields take the defaults.
+type MemberConfig struct {
+	// Bind is this member's actor system (Proto.Actor remote, gRPC)
+	// address, host:port. Required; the host is what the other members
+	// dial, so not a wildcard.
+	Bind string
+	// ManagePort is the automanaged provider's HTTP port (its /_health
+	// endpoint, which the other members poll; it listens on all
+	// interfaces). Default: Bind's port + 1000.
+	ManagePort int
+	// Seeds are the automanaged endpoints (host:manage-port) of the
+	// cluster's members; this member's own is added. The automanaged
+	// provider's membership is the seeds that answer: list every member.
+	Seeds []string
+	// DataBind is where the direct-TCP data plane listens (default Bind's
+	// host, a free port).
+	DataBind string
+	// Provider is the membership provider: "automanaged" (default),
+	// "consul" or "etcd".
+	Provider string
+	// ProviderAddress is the consul agent or etcd endpoint, host:port
+	// (default 127.0.0.1:8500 for consul, 127.0.0.1:2379 for etcd).
+	ProviderAddress string
+	// ClusterName: members of other clusters are ignored (default "hoplite").
+	ClusterName string
+	// Shards is the number of directory shards of the whole cluster
+	// (default 64). Every member must use the same number.
+	Shards int
+	// Capacity is this member's store size in bytes (default 1 GiB).
+	Capacity int64
+	// ChunkSize is the copy and streaming unit (default 1 MiB).
+	ChunkSize int
+	// InlineLimit: smaller objects live in the directory (default 64 KiB).
+	InlineLimit int64
+	// DefaultTimeout bounds calls that carry no deadline (default 30s).
+	DefaultTimeout time.Duration
+	// StallTimeout abandons a transfer without progress (default 10s).
+	StallTimeout time.Duration
+	// RefreshInterval is how often the automanaged provider polls the
+	// seeds (default 200ms). Crashes are detected faster than that (data
+	// connections, remote endpoints); a graceful leave is seen within it.
+	RefreshInterval time.Duration
+	// JoinTimeout bounds Join (default 30s).
+	JoinTimeout time.Duration
+	// Hooks are fault-injection points in the store node (tests).
+	Hooks storenode.Hooks
+	// Log receives the member's logs and Proto.Actor's (default: logrus's
+	// standard logger).
+	Log *logrus.Logger
+	// ProtocolVersion overrides the version this member speaks (0: the
+	// package's ProtocolVersion). Only for testing the handshake.
+	ProtocolVersion uint32
+}
+
+func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
+	bad := func(format string, args ...any) (MemberConfig, string, int, error) {
+		return c, "", 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, format, args...)
+	}
+	host, portStr, err := net.SplitHostPort(c.Bind)
+	if err != nil {
+		return bad("bind address %q: %v", c.Bind, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		return bad("bind address %q: the port must be 1..65535", c.Bind)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return bad("bind address %q: the other members dial this host, so it cannot be a wildcard", c.Bind)
+	}
+	if c.ManagePort == 0 {
+		c.ManagePort = port + 1000
+	}
+	if c.ManagePort <= 0 || c.ManagePort > 65535 {
+		return bad("manage port %d: must be 1..65535 (the default is the bind port + 1000)", c.ManagePort)
+	}
+	if c.ManagePort == port {
+		return bad("manage port %d is the bind port", c.ManagePort)
+	}
+	if c.DataBind == "" {
+		c.DataBind = net.JoinHostPort(host, "0")
+	}
+	if c.Provider == "" {
+		c.Provider = ProviderAutomanaged
+	}
+	switch c.Provider {
+	case ProviderAutomanaged:
+	case ProviderConsul:
+		if c.ProviderAddress == "" {
+			c.ProviderAddress = "127.0.0.1:8500"
+		}
+	case ProviderEtcd:
+		if c.ProviderAddress == "" {
+			c.ProviderAddress = "127.0.0.1:2379"
+		}
+	default:
+		return bad("unknown membership provider %q (automanaged, consul or etcd)", c.Provider)
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = "hoplite"
+	}
+	if c.Shards == 0 {
+		c.Shards = 64
+	}
+	if c.Shards < 1 || c.Shards > 1<<16 {
+		return bad("shards %d: must be 1..65536", c.Shards)
+	}
+	if c.Capacity <= 0 {
+		c.Capacity = 1 << 30
+	}
+	if c.InlineLimit == 0 {
+		c.InlineLimit = 64 << 10
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 30 * time.Second
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = 10 * time.Second
+	}
+	if c.RefreshInterval <= 0 {
+		c.RefreshInterval = 200 * time.Millisecond
+	}
+	if c.JoinTimeout <= 0 {
+		c.JoinTimeout = 30 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = logrus.StandardLogger()
+	}
+	if c.ProtocolVersion == 0 {
+		c.ProtocolVersion = ProtocolVersion
+	}
+	self := net.JoinHostPort(host, strconv.Itoa(c.ManagePort))
+	seeds := []string{}
+	for _, s := range c.Seeds {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return bad("seed %q: %v", s, err)
+		}
+		seeds = append(seeds, s)
+	}
+	if !slices.Contains(seeds, self) {
+		seeds = append(seeds, self)
+	}
+	slices.Sort(seeds)
+	c.Seeds = slices.Compact(seeds)
+	return c, host, port, nil
+}
+
+// Member is one member of a multi-process cluster: its node supervisor,
+// store node, failure broadcaster, the directory shards placed on it and
+// their reduce coordinators. Membership comes from Proto.Actor's cluster
+// (a provider: automanaged by default); control messages travel on
+// Proto.Actor remote, object bytes on a direct-TCP data plane. The Client
+// and the messages are the embedded cluster's.
+type Member struct {
+	cfg       MemberConfig
+	id        string
+	log       *logrus.Entry
+	system    *actor.ActorSystem
+	pc        *pcluster.Cluster
+	provider  pcluster.ClusterProvider
+	tcp       *transport.TCP
+	store     *storenode.Store
+	ref       *messages.NodeRef
+	failures  *directory.FailureLog
+	estimator *plan.Estimator
+	coord     coordinator.ActorConfig
+
+	table  atomic.Pointer[[]*actor.PID]        // shard j -> where it runs (copy on write)
+	stores atomic.Pointer[[]*messages.NodeRef] // live store nodes, asked to republish
+	live   atomic.Pointer[[]string]            // placement members, sorted
+	peers  atomic.Pointer[peerIndex]           // reachable members by id, address, data address
+	topo   atomic.Pointer[pcluster.ClusterTopology]
+
+	node, storePID, revokePID atomic.Pointer[actor.PID]
+	membersPID                atomic.Pointer[actor.PID]
+
+	health   *echo.Echo // the automanaged provider's HTTP server
+	suspects chan suspicion
+	quit     chan struct{}
+	subs     []*eventstream.Subscription
+
+	doneOnce sync.Once
+	done     chan struct{}
+	errMu    sync.Mutex
+	err      error
+	stopOnce sync.Once
+}
+
+// peerIndex resolves the members a failure may be reported about.
+type peerIndex struct {
+	byID   map[string]string // member id -> actor system address
+	byAddr map[string]string // actor system address -> member id
+	byData map[string]string // data address -> member id
+}
+
+// Join starts a member and joins the cluster: it returns once the member
+// runs and has greeted the members its provider reports (or with an error:
+// a port in use, an unreachable provider, members that speak another
+// protocol version).
+func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
+	cfg, host, port, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	m := &Member{cfg: cfg, id: cfg.Bind + "#" + hex.EncodeToString(nonce[:]), failures: &directory.FailureLog{},
+		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
+	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
+	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
+	defer cancel()
+	if err := m.start(jctx, host, port); err != nil {
+		m.teardown(false)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Member) start(ctx context.Context, host string, port int) error {
+	cfg := m.cfg
+	// Proto.Actor panics on a port in use and its automanaged provider only
+	// logs it: check first, for a clear error.
+	if err := portFree("tcp", cfg.Bind); err != nil {
+		return fmt.Errorf("member address %s is not available: %w", cfg.Bind, err)
+	}
+	provider, err := m.newProvider(ctx, host)
+	if err != nil {
+		return err
+	}
+	m.provider = provider
+
+	m.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return memberLogger(cfg.Log, m.id)
+	}))
+	// The member id is the system id: Proto.Actor's membership and block
+	// list use it, and it is new on every start (a restarted member is a
+	// new incarnation; the failed one stays failed).
+	m.system.ID = m.id
+	m.store = storenode.NewStore(cfg.Capacity)
+	m.tcp = transport.NewTCP(transport.TCPConfig{ListenAddr: cfg.DataBind, Log: func(format string, args ...any) {
+		m.log.Debugf(format, args...)
+	}})
+	dataAddr, err := m.tcp.Serve(m.id, m.store)
+	if err != nil {
+		return fmt.Errorf("data plane address %s is not available: %w", cfg.DataBind, err)
+	}
+
+	rc := remote.Configure(host, port,
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
+	// One connection attempt: a member that cannot be reached is failed
+	// (it would be retried for 10s otherwise while messages wait).
+	rc.MaxRetryCount = 1
+	pcfg := pcluster.Configure(cfg.ClusterName, provider, disthash.New(), rc)
+	// No gossip: membership is the provider's topology, liveness is our
+	// failure path (data plane, remote endpoints, topology, BMG notices),
+	// and nothing here reads gossip state. Proto.Actor's gossip also
+	// writes its remote block list without synchronisation on every
+	// topology gossip (a data race in v0.0.0-20240822202345).
+	pcfg.GossipInterval = 24 * time.Hour
+	m.pc = pcluster.New(m.system, pcfg)
+	m.subs = append(m.subs,
+		m.system.EventStream.Subscribe(func(e any) {
+			switch e := e.(type) {
+			case *pcluster.ClusterTopology:
+				m.topo.Store(e)
+				if pid := m.membersPID.Load(); pid != nil {
+					m.system.Root.Send(pid, e)
+				}
+			case *remote.EndpointTerminatedEvent:
+				m.suspect(suspicion{address: e.Address, why: "remote endpoint terminated"})
+			}
+		}))
+	go m.detect()
+	if err := startMember(m.pc); err != nil {
+		return err
+	}
+	addr := m.system.Address()
+	m.ref = &messages.NodeRef{NodeId: m.id, Address: addr, ActorId: memberRoot + "/" + storeName, DataAddress: dataAddr}
+	selfStores := []*messages.NodeRef{m.ref}
+	m.stores.Store(&selfStores)
+	m.peers.Store(&peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}})
+	table := make([]*actor.PID, cfg.Shards)
+	for j := range table {
+		table[j] = shardPID(addr, j)
+	}
+	m.table.Store(&table)
+	m.estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	m.coord = coordinator.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
+		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit}}
+
+	children := []child{
+		{name: storeName, props: storenode.NewProps(storenode.Config{
+			Self: m.ref, Store: m.store, ShardFor: m.shardFor,
+			Transport: &watchedTransport{Transport: m.tcp, report: m.suspectData},
+			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
+			StallTimeout: cfg.StallTimeout, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+		})},
+		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
+			Deliver: m.deliver, Log: m.log})},
+		{name: membersName, props: newMembersProps(m)},
+	}
+	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), memberRoot)
+	if err != nil {
+		return fmt.Errorf("start the node supervisor: %w", err)
+	}
+	m.node.Store(node)
+	if _, err := m.system.Root.RequestFuture(node, ready{}, 10*time.Second).Result(); err != nil {
+		return fmt.Errorf("the node supervisor did not start: %w", err)
+	}
+	m.storePID.Store(actor.NewPID(addr, memberRoot+"/"+storeName))
+	m.revokePID.Store(actor.NewPID(addr, memberRoot+"/"+revokeName))
+	members := actor.NewPID(addr, memberRoot+"/"+membersName)
+	m.membersPID.Store(members)
+	if t := m.topo.Load(); t != nil {
+		m.system.Root.Send(members, t)
+	}
+
+	deadline, _ := ctx.Deadline()
+	res, err := m.system.Root.RequestFuture(members, awaitSettled{}, max(time.Until(deadline), time.Millisecond)).Result()
+	if err != nil {
+		return fmt.Errorf("join: the cluster did not answer within %v: %w", cfg.JoinTimeout, err)
+	}
+	s, ok := res.(settled)
+	if !ok {
+		return fmt.Errorf("join: unexpected answer %T", res)
+	}
+	if s.incompatible > 0 && s.incompatible >= s.compatible {
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"join: this member (protocol version %d, %d shards) is incompatible with the cluster: %s",
+			cfg.ProtocolVersion, cfg.Shards, strings.Join(s.reasons, "; "))
+	}
+	m.log.WithFields(logrus.Fields{"address": addr, "data": dataAddr, "manage_port": cfg.ManagePort,
+		"members": len(m.Members()), "shards": cfg.Shards}).Info("member joined the cluster")
+	return nil
+}
+
+// startMember runs Proto.Actor's StartMember, which panics on errors.
+func startMember(pc *pcluster.Cluster) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("start the cluster member: %v", r)
+		}
+	}()
+	pc.StartMember()
+	return nil
+}
+
+func portFree(network, addr string) error {
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+func (m *Member) newProvider(ctx context.Context, host string) (pcluster.ClusterProvider, error) {
+	cfg := m.cfg
+	if cfg.Provider == ProviderAutomanaged {
+		// Our own HTTP server for the provider's /_health endpoint: on the
+		// bind host rather than all interfaces, quiet, and listening before
+		// the provider starts, so a port in use is a clear error here (the
+		// provider would only log it).
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort)))
+		if err != nil {
+			return nil, fmt.Errorf("automanaged port %d is not available: %w", cfg.ManagePort, err)
+		}
+		e := echo.New()
+		e.HideBanner, e.HidePort = true, true
+		e.Logger.SetOutput(io.Discard)
+		e.Listener = ln
+		e.GET("/_health", func(c echo.Context) error {
+			h, port, _ := m.system.GetHostPort()
+			return c.JSON(http.StatusOK, automanaged.NewNode(cfg.ClusterName, m.id, h, port, cfg.ManagePort, m.pc.GetClusterKinds()))
+		})
+		m.health = e
+		return automanaged.NewWithTesting(cfg.RefreshInterval, cfg.ManagePort, e, cfg.Seeds...), nil
+	}
+	// The external providers block or retry forever against a server
+	// that is not there: check it answers first.
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", cfg.ProviderAddress)
+	if err != nil {
+		return nil, fmt.Errorf("%s server at %s is unreachable: %w", cfg.Provider, cfg.ProviderAddress, err)
+	}
+	_ = c.Close()
+	switch cfg.Provider {
+	case ProviderConsul:
+		p, err := consul.NewWithConfig(&api.Config{Address: cfg.ProviderAddress})
+		if err != nil {
+			return nil, fmt.Errorf("consul provider: %w", err)
+		}
+		return p, nil
+	default:
+		p, err := etcd.NewWithConfig("/hoplite", clientv3.Config{Endpoints: []string{cfg.ProviderAddress}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("etcd provider: %w", err)
+		}
+		return p, nil
+	}
+}
+
+func (m *Member) shardFor(id string) *actor.PID {
+	t := *m.table.Load()
+	return t[directory.ShardIndex(id, len(t))]
+}
+
+func (m *Member) storeNodes() []*messages.NodeRef { return *m.stores.Load() }
+
+func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
+	return directory.NewShardProps(directory.ShardConfig{
+		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit}, Log: m.log,
+		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
+			return coordinator.NewProps(m.coord, id, start, requester)
+		},
+		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt,
+	})
+}
+
+// revokePeer is where a member's broadcaster lives.
+func (m *Member) revokePeer(id string) *actor.PID {
+	addr := (*m.peers.Load()).byID[id]
+	if id == m.id {
+		addr = m.system.Address()
+	}
+	if addr == "" {
+		return nil
+	}
+	return actor.NewPID(addr, memberRoot+"/"+revokeName)
+}
+
+func (m *Member) hello() *messages.MemberHello {
+	return &messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards), MemberId: m.id, Store: m.ref}
+}
+
+// compatible decides the handshake.
+func (m *Member) compatible(version uint32, shards int32) (bool, string) {
+	if version != m.cfg.ProtocolVersion || int(shards) != m.cfg.Shards {
+		return false, fmt.Sprintf("protocol version %d with %d shards, but %s speaks protocol version %d with %d shards",
+			version, shards, m.id, m.cfg.ProtocolVersion, m.cfg.Shards)
+	}
+	return true, ""
+}
+
+// ID is this member's id in the cluster: its bind address and a nonce
+// (every start is a new incarnation). It is also its store's node id.
+func (m *Member) ID() string { return m.id }
+
+// Address is the actor system's address (host:port).
+func (m *Member) Address() string { return m.system.Address() }
+
+// DataAddress is the data plane's bound address.
+func (m *Member) DataAddress() string { return m.ref.GetDataAddress() }
+
+// Node is this member's store node as directory records name it.
+func (m *Member) Node() *messages.NodeRef { return m.ref }
+
+// System is the member's actor system: application actors are spawned in
+// it and subscribe to its EventStream (events.NodeFailed and the rest).
+func (m *Member) System() *actor.ActorSystem { return m.system }
+
+// StoreNode is this member's store node: application actors send it Put,
+// Get, Delete and Reduce, as on the embedded cluster.
+func (m *Member) StoreNode() *actor.PID { return m.storePID.Load() }
+
+// Client is the Go API of this member's store node.
+func (m *Member) Client() *storenode.Client {
+	return storenode.NewClient(m.system.Root, m.StoreNode(), m.cfg.DefaultTimeout)
+}
+
+// ClientOf is a client of another member's store node, through this
+// member's actor system (requests and replies cross the processes on
+// Proto.Actor remote; tools and tests use it).
+func (m *Member) ClientOf(node *messages.NodeRef) *storenode.Client {
+	return storenode.NewClient(m.system.Root, node.PID(), m.cfg.DefaultTimeout)
+}
+
+// Members are the store nodes of the members shards are placed on (this
+// one included), sorted by member id.
+func (m *Member) Members() []*messages.NodeRef {
+	live := *m.live.Load()
+	out := make([]*messages.NodeRef, 0, len(live))
+	for _, s := range m.storeNodes() {
+		if slices.Contains(live, s.GetNodeId()) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// WaitMembers waits until n members (this one included) are live here.
+func (m *Member) WaitMembers(ctx context.Context, n int) error {
+	for {
+		if len(*m.live.Load()) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d members (have %d): %w", n, len(*m.live.Load()), ctx.Err())
+		case <-m.done:
+			return m.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ShardOwner is the member whose directory shard holds object id.
+func (m *Member) ShardOwner(id string) string {
+	t := *m.table.Load()
+	pid := t[directory.ShardIndex(id, len(t))]
+	if pid.GetAddress() == m.system.Address() {
+		return m.id
+	}
+	return (*m.peers.Load()).byAddr[pid.GetAddress()]
+}
+
+// ViewOf asks the member whose actor system is at address for its live
+// members (sorted ids), through the handshake.
+func (m *Member) ViewOf(ctx context.Context, address string) ([]string, error) {
+	d := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	if d <= 0 {
+		return nil, ctx.Err()
+	}
+	res, err := m.system.Root.RequestFuture(actor.NewPID(address, memberRoot+"/"+membersName),
+		&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, d).Result()
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.MemberHelloReply)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %T", res)
+	}
+	return r.GetView(), nil
+}
+
+// Done is closed when the member has stopped: by Stop or Leave, or by
+// itself (the others declared it failed; Err says so).
+func (m *Member) Done() <-chan struct{} { return m.done }
+
+// Err is why the member stopped by itself, or nil.
+func (m *Member) Err() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	return m.err
+}
+
+// fail stops the member on its own: the others declared it failed, and a
+// failed member does not come back under the same incarnation.
+func (m *Member) fail(err error) {
+	m.errMu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	m.errMu.Unlock()
+	m.log.WithError(err).Error("member stopping")
+	go m.Stop()
+}
+
+// Stop stops the member at once, without the graceful leave: for the
+// others it is a failure (tests, and a member declared failed).
+func (m *Member) Stop() {
+	m.teardown(false)
+}
+
+// Leave leaves the cluster gracefully: the directory shards move off this
+// member while its store still serves their rebuild, objects whose only
+// copy is here are reported lost (deleted from the directory and logged,
+// so Gets of them fail at once instead of waiting), then the member stops.
+// It returns the ids of the lost objects.
+func (m *Member) Leave(ctx context.Context) ([]string, error) {
+	lost, err := m.leave(ctx)
+	m.teardown(true)
+	return lost, err
+}
+
+func (m *Member) teardown(graceful bool) {
+	m.stopOnce.Do(func() {
+		m.failures.Close()
+		if m.pc != nil && graceful {
+			// Tell the provider first: the others see us leave.
+			safely(func() { _ = m.provider.Shutdown(true) })
+		}
+		if node := m.node.Load(); node != nil {
+			_ = m.system.Root.StopFuture(node).Wait()
+		}
+		close(m.quit)
+		if m.system != nil {
+			for _, s := range m.subs {
+				m.system.EventStream.Unsubscribe(s)
+			}
+		}
+		if m.tcp != nil {
+			m.tcp.Close()
+		}
+		if m.pc != nil {
+			if !graceful {
+				safely(func() { _ = m.provider.Shutdown(true) })
+			}
+			safely(func() { m.pc.Gossip.Shutdown() })
+			if m.pc.IdentityLookup != nil {
+				safely(m.pc.IdentityLookup.Shutdown)
+			}
+			if m.pc.Remote != nil {
+				safely(func() { m.pc.Remote.Shutdown(false) })
+			}
+		}
+		if m.health != nil {
+			_ = m.health.Close()
+			_ = m.health.Listener.Close() // when the provider never started
+		}
+		if m.system != nil {
+			m.system.Shutdown()
+		}
+		m.doneOnce.Do(func() { close(m.done) })
+	})
+}
+
+// safely runs a Proto.Actor shutdown step that may panic on a half-started
+// cluster.
+func safely(f func()) {
+	defer func() { _ = recover() }()
+	f()
+}
+
+var errNotRunning = errors.New("member is not running")

@@ -1,0 +1,378 @@
+package cluster
+
+import (
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/actors/revoke"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// In-process messages of the members actor (they never cross a process).
+type (
+	// memberFailed: a failure notice about id was delivered here.
+	memberFailed struct{ id string }
+	// leaveSelf: this member leaves; answered with leaveDone once its
+	// placement excludes it.
+	leaveSelf struct{}
+	leaveDone struct{}
+	// awaitSettled is answered with settled once the handshake with the
+	// members of the first topology is over.
+	awaitSettled struct{}
+	settled      struct {
+		compatible, incompatible int
+		reasons                  []string
+	}
+	membersTick struct{}
+)
+
+// membersState survives restarts of the members actor.
+type membersState struct {
+	view        *memberView
+	owners      []string // current placement (shard j -> member id)
+	formerOwner []string // the owner before the last move of shard j
+	running     map[int]*actor.PID
+	spawning    map[int]bool
+	stopping    map[int]bool
+	hello       map[string]*helloState
+	topologySet bool
+	settled     bool
+	waiters     []*actor.PID
+	started     time.Time
+	lastLive    []string
+	lastReach   []string
+}
+
+type helloState struct {
+	inflight bool
+	next     time.Time
+	backoff  time.Duration
+}
+
+// membersActor ("node/members") is the shell around a memberView: it
+// greets new members (the compatibility handshake), answers their
+// greetings, and turns every change of the view into placement: the shard
+// table, the shards this member runs, the store's republish of moved
+// shards, and the revoke overlay.
+type membersActor struct {
+	m    *Member
+	st   *membersState
+	stop chan struct{}
+}
+
+func newMembersProps(m *Member) *actor.Props {
+	st := &membersState{
+		view:     newMemberView(m.id, m.system.Address(), m.ref, m.cfg.Shards),
+		running:  map[int]*actor.PID{},
+		spawning: map[int]bool{},
+		stopping: map[int]bool{},
+		hello:    map[string]*helloState{},
+		started:  time.Now(),
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &membersActor{m: m, st: st} })
+}
+
+func (a *membersActor) Receive(ctx actor.Context) {
+	st := a.st
+	st.view.SetNow(time.Now())
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.stop = make(chan struct{})
+		go tickEvery(ctx.ActorSystem(), ctx.Self(), 50*time.Millisecond, a.stop)
+		a.reconcile(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		if a.stop != nil {
+			close(a.stop)
+			a.stop = nil
+		}
+	case *pcluster.ClusterTopology:
+		a.topology(ctx, msg)
+	case *messages.MemberHello:
+		a.greeted(ctx, msg)
+	case *messages.MemberLeaving:
+		if st.view.Leaving(msg.GetMemberId()) {
+			a.m.log.WithField("leaving", msg.GetMemberId()).Info("member leaving: moving its shards")
+		}
+		a.reconcile(ctx)
+		ctx.Respond(&messages.MemberLeavingReply{MemberId: a.m.id})
+	case *memberFailed:
+		st.view.Failed(msg.id)
+		a.reconcile(ctx)
+	case leaveSelf:
+		st.view.selfLeaving = true
+		a.reconcile(ctx)
+		ctx.Respond(leaveDone{})
+	case awaitSettled:
+		if st.settled && a.ownShardsRunning() {
+			ctx.Respond(a.settledReply())
+		} else if ctx.Sender() != nil {
+			st.waiters = append(st.waiters, ctx.Sender())
+		}
+	case membersTick:
+		a.greet(ctx)
+		a.reconcile(ctx)
+	case *actor.Terminated:
+		for j, stopping := range st.stopping {
+			if stopping && msg.GetWho().GetId() == memberRoot+"/"+shardName(j) {
+				delete(st.stopping, j)
+			}
+		}
+		a.reconcile(ctx)
+	}
+}
+
+func tickEvery(system *actor.ActorSystem, self *actor.PID, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			system.Root.Send(self, membersTick{})
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (a *membersActor) topology(ctx actor.Context, t *pcluster.ClusterTopology) {
+	st := a.st
+	var members []topologyMember
+	for _, m := range t.GetMembers() {
+		members = append(members, topologyMember{id: m.GetId(), address: m.Address()})
+	}
+	before := map[string]*peer{}
+	for id, p := range st.view.peers {
+		cp := *p
+		before[id] = &cp
+	}
+	joined, left := st.view.Topology(members)
+	st.topologySet = true
+	for _, id := range joined {
+		a.m.log.WithField("joined", id).Debug("member appeared in the topology")
+	}
+	for _, id := range left {
+		p := before[id]
+		if p == nil || p.dead || p.state == peerIncompatible {
+			continue
+		}
+		// The provider no longer sees it: a failure (or the end of a
+		// graceful leave), spread like any other.
+		a.m.log.WithFields(logrus.Fields{"member": id, "leaving": p.leaving}).Info("member left the topology: spreading a failure notice")
+		if pid := a.m.revokePID.Load(); pid != nil {
+			ctx.Send(pid, &revoke.Originate{Notice: revoke.Notice{Subject: id}, SubjectAddress: p.address})
+		}
+	}
+	a.greet(ctx)
+	a.reconcile(ctx)
+}
+
+// greet sends the handshake to every member whose outcome is open.
+func (a *membersActor) greet(ctx actor.Context) {
+	now := time.Now()
+	for _, p := range a.st.view.NeedsHello() {
+		h := a.st.hello[p.id]
+		if h == nil {
+			h = &helloState{}
+			a.st.hello[p.id] = h
+		}
+		if h.inflight || now.Before(h.next) {
+			continue
+		}
+		h.inflight = true
+		id, addr := p.id, p.address
+		f := ctx.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName), a.m.hello(), time.Second)
+		ctx.ReenterAfter(f, func(res any, err error) {
+			h.inflight = false
+			r, ok := res.(*messages.MemberHelloReply)
+			if err != nil || !ok || r.GetMemberId() != id {
+				// Not up yet (or another incarnation answers there): retry.
+				h.backoff = min(max(2*h.backoff, 50*time.Millisecond), time.Second)
+				h.next = time.Now().Add(h.backoff)
+				return
+			}
+			compatible, why := r.GetCompatible(), r.GetError()
+			if ok2, why2 := a.m.compatible(r.GetProtocolVersion(), r.GetShards()); !ok2 {
+				compatible, why = false, "member "+id+" speaks "+why2
+			} else if !compatible {
+				why = "member " + id + " refused this member: " + why
+			}
+			a.outcome(id, addr, r.GetStore(), compatible, why)
+			delete(a.st.hello, id)
+			a.reconcile(ctx)
+		})
+	}
+}
+
+// greeted answers a handshake and takes the greeter's word for its side.
+func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
+	ok, why := a.m.compatible(h.GetProtocolVersion(), h.GetShards())
+	if ctx.Sender() != nil {
+		ctx.Respond(&messages.MemberHelloReply{ProtocolVersion: a.m.cfg.ProtocolVersion, Shards: int32(a.m.cfg.Shards),
+			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why, View: a.st.view.Live()})
+	}
+	if id := h.GetMemberId(); id != "" && id != a.m.id {
+		if !ok {
+			why = "member " + id + " speaks " + why
+		}
+		a.outcome(id, h.GetStore().GetAddress(), h.GetStore(), ok, why)
+		a.reconcile(ctx)
+	}
+}
+
+func (a *membersActor) outcome(id, addr string, store *messages.NodeRef, compatible bool, why string) {
+	if compatible && (store.GetNodeId() != id || store.GetAddress() == "" || store.GetDataAddress() == "") {
+		compatible, why = false, "member "+id+" sent no usable store reference"
+	}
+	if a.st.view.Hello(id, addr, store, compatible, why) {
+		a.m.log.WithFields(logrus.Fields{"peer": id, "reason": why}).Error("incompatible member: excluded from placement")
+	}
+}
+
+func (a *membersActor) settledReply() settled {
+	c, i, _, reasons := a.st.view.Compatibility()
+	return settled{compatible: c, incompatible: i, reasons: reasons}
+}
+
+// reconcile turns the view into placement and runs what it says.
+func (a *membersActor) reconcile(ctx actor.Context) {
+	st, m := a.st, a.m
+	v := st.view
+	live := v.Live()
+	owners := shardOwners(live, m.cfg.Shards)
+	// No placement before the first handshakes are over: a joining member
+	// would otherwise start every shard for itself, then hand them over.
+	if st.settled && !slices.Equal(owners, st.owners) {
+		if st.formerOwner == nil {
+			st.formerOwner = make([]string, len(owners))
+		}
+		moved := movedShards(st.owners, owners)
+		for _, j := range moved {
+			if int(j) < len(st.owners) {
+				st.formerOwner[j] = st.owners[j]
+			}
+		}
+		self := m.system.Address()
+		table := make([]*actor.PID, len(owners))
+		for j, o := range owners {
+			addr := v.Address(o)
+			if addr == "" {
+				addr = self // nobody: requests fail as UNAVAILABLE and retry
+			}
+			table[j] = shardPID(addr, j)
+		}
+		m.table.Store(&table)
+		first := st.owners == nil
+		st.owners = owners
+		if !first && len(moved) > 0 {
+			// Our copies of objects whose shard moved go to the new owners
+			// (they also ask every store when they start: both directions
+			// close the window in which views disagree).
+			if pid := m.storePID.Load(); pid != nil {
+				ctx.Send(pid, &messages.Republish{Shards: moved, ShardCount: int32(m.cfg.Shards)})
+			}
+		}
+	}
+	stores := v.Stores()
+	m.stores.Store(&stores)
+	reach := v.Reachable()
+	if !slices.Equal(reach, st.lastReach) {
+		st.lastReach = reach
+		idx := &peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}}
+		for _, id := range reach {
+			if id == m.id {
+				continue
+			}
+			p := v.peers[id]
+			idx.byID[id], idx.byAddr[p.address] = p.address, id
+			if d := p.store.GetDataAddress(); d != "" {
+				idx.byData[d] = id
+			}
+		}
+		m.peers.Store(idx)
+		if pid := m.revokePID.Load(); pid != nil {
+			ctx.Send(pid, &revoke.SetMembers{Members: reach})
+		}
+	}
+	if !slices.Equal(live, st.lastLive) {
+		st.lastLive = live
+		m.live.Store(&live)
+		m.log.WithFields(logrus.Fields{"members": len(live), "view": live}).Info("cluster view changed")
+	}
+	a.runShards(ctx)
+	if !st.settled && st.topologySet {
+		_, _, unknown, _ := v.Compatibility()
+		if unknown == 0 || time.Since(st.started) > 5*time.Second {
+			st.settled = true
+			a.reconcile(ctx) // the first placement
+			return
+		}
+	}
+	// Join returns once the shards placed here run.
+	if st.settled && len(st.waiters) > 0 && a.ownShardsRunning() {
+		reply := a.settledReply()
+		for _, w := range st.waiters {
+			ctx.Send(w, reply)
+		}
+		st.waiters = nil
+	}
+}
+
+func (a *membersActor) ownShardsRunning() bool {
+	for j, owner := range a.st.owners {
+		if owner == a.m.id && a.st.running[j] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// runShards starts the shards this member owns and stops the others.
+func (a *membersActor) runShards(ctx actor.Context) {
+	st, m := a.st, a.m
+	node := m.node.Load()
+	if node == nil || st.owners == nil {
+		return
+	}
+	for j, owner := range st.owners {
+		want := owner == m.id
+		pid := st.running[j]
+		switch {
+		case want && pid == nil && !st.spawning[j] && !st.stopping[j]:
+			st.spawning[j] = true
+			former := st.formerOwner[j]
+			// A shard whose former host failed or left is rebuilt (and says
+			// so); one that moved because a member joined simply moves.
+			rebuilt := former != "" && former != m.id && !slices.Contains(st.lastLive, former)
+			f := ctx.RequestFuture(node, hostChild{child{name: shardName(j), props: m.shardProps(j, rebuilt)}}, 5*time.Second)
+			ctx.ReenterAfter(f, func(res any, err error) {
+				delete(st.spawning, j)
+				started, ok := res.(*actor.PID)
+				if err != nil || !ok {
+					return // the name is still taken by a stopping shard: next tick
+				}
+				st.running[j] = started
+				if st.owners[j] != m.id { // moved on meanwhile
+					a.stopShard(ctx, j)
+				}
+				a.reconcile(ctx)
+			})
+		case !want && pid != nil:
+			a.stopShard(ctx, j)
+		}
+	}
+}
+
+func (a *membersActor) stopShard(ctx actor.Context, j int) {
+	pid := a.st.running[j]
+	if pid == nil {
+		return
+	}
+	delete(a.st.running, j)
+	a.st.stopping[j] = true
+	ctx.Watch(pid)
+	ctx.Stop(pid)
+}

@@ -1,0 +1,351 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/actors/revoke"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// Failure detection across processes. Three signals feed one path:
+//
+//   - a data connection to a member's data plane fails (the transport
+//     wrapper below sees the error on the receiving side at once: a killed
+//     process's sockets are closed by the kernel);
+//   - Proto.Actor remote terminates the endpoint of a member's address (its
+//     gRPC stream broke);
+//   - the cluster topology drops a member (the provider no longer sees it;
+//     handled by the members actor, which originates directly).
+//
+// The first two are suspicions: this member probes the suspect's actor
+// system port, and only a refused connection (nothing listens there any
+// more: the process is gone) confirms the failure. A confirmed failure
+// goes to the revoke broadcaster, which floods a notice over the BMG
+// overlay; every member delivers it once (deliver, below).
+
+type suspicion struct {
+	address     string // actor system address, or
+	dataAddress string // data plane address
+	why         string
+	at          time.Time
+}
+
+func (m *Member) suspect(s suspicion) {
+	if s.at.IsZero() {
+		s.at = time.Now()
+	}
+	select {
+	case m.suspects <- s:
+	default: // a burst: the ones queued already cover it
+	}
+}
+
+func (m *Member) suspectData(dataAddr string, err error) {
+	m.suspect(suspicion{dataAddress: dataAddr, why: "data connection: " + err.Error()})
+}
+
+type probeResult struct {
+	id, address string
+	s           suspicion
+	dead        bool
+	err         error
+}
+
+// detect confirms suspicions, one probe per member at a time.
+func (m *Member) detect() {
+	probing := map[string]bool{}
+	results := make(chan probeResult)
+	for {
+		select {
+		case <-m.quit:
+			return
+		case s := <-m.suspects:
+			idx := m.peers.Load()
+			if idx == nil {
+				continue
+			}
+			id := idx.byAddr[s.address]
+			if s.dataAddress != "" {
+				id = idx.byData[s.dataAddress]
+			}
+			addr := idx.byID[id]
+			if id == "" || id == m.id || addr == "" || probing[id] {
+				continue // not a member we know alive (or already being probed)
+			}
+			probing[id] = true
+			go func() {
+				// A process being killed may still accept connections for a
+				// moment after its data connections broke: look twice more.
+				dead, err := probe(addr)
+				for _, wait := range []time.Duration{30 * time.Millisecond, 120 * time.Millisecond} {
+					if dead {
+						break
+					}
+					select {
+					case <-time.After(wait):
+					case <-m.quit:
+						return
+					}
+					dead, err = probe(addr)
+				}
+				select {
+				case results <- probeResult{id: id, address: addr, s: s, dead: dead, err: err}:
+				case <-m.quit:
+				}
+			}()
+		case r := <-results:
+			delete(probing, r.id)
+			entry := m.log.WithFields(logrus.Fields{"suspect": r.id, "signal": r.s.why})
+			if !r.dead {
+				entry.WithError(r.err).Debug("suspected member is still reachable")
+				if r.s.address != "" {
+					// Its remote endpoint terminated while it lives: Proto.Actor
+					// told every local watcher of its actors that they
+					// terminated, so our shards dropped its copies. It
+					// republishes them (and the shards watch it again).
+					m.resync(r.address)
+				}
+				continue
+			}
+			entry.WithField("confirmed_in", time.Since(r.s.at).Round(time.Microsecond)).Info("member unreachable: spreading a failure notice")
+			if pid := m.revokePID.Load(); pid != nil {
+				m.system.Root.Send(pid, &revoke.Originate{Notice: revoke.Notice{Subject: r.id}, SubjectAddress: r.address})
+			}
+		}
+	}
+}
+
+// resync asks the store node at addr to republish what it holds to the
+// shards hosted here.
+func (m *Member) resync(addr string) {
+	var shards []int32
+	for j, pid := range *m.table.Load() {
+		if pid.GetAddress() == m.system.Address() {
+			shards = append(shards, int32(j))
+		}
+	}
+	if len(shards) > 0 {
+		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+storeName), &messages.Republish{Shards: shards, ShardCount: int32(m.cfg.Shards)})
+	}
+}
+
+// probe reports whether nothing listens at addr any more. A refused
+// connection is conclusive; a timeout is not (the member may be slow, and
+// the provider's health checks decide then).
+func probe(addr string) (dead bool, err error) {
+	c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
+	if err == nil {
+		_ = c.Close()
+		return false, nil
+	}
+	return errors.Is(err, syscall.ECONNREFUSED), err
+}
+
+// deliver runs once per failure notice at this member (in the revoke
+// actor, after the notice was forwarded).
+func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
+	id, addr := d.Notice.Subject, d.SubjectAddress
+	if id == m.id {
+		m.fail(errors.New("the other members declared this member failed (notice from " + d.Notice.Origin + "); restart it to rejoin"))
+		return
+	}
+	// Out of placement and of the overlay at once: its shards move.
+	if pid := m.membersPID.Load(); pid != nil {
+		ctx.Send(pid, &memberFailed{id: id})
+	}
+	if addr == "" {
+		addr, _, _ = strings.Cut(id, "#")
+	}
+	// Not when a new incarnation lives at that address by now, and not
+	// when the notice is about this member's own predecessor (a restarted
+	// member hears of it from the others): those actors are alive.
+	if addr != m.system.Address() && !m.addressReused(addr, id) {
+		// Everything here that watches the member's actors hears of it now:
+		// fetch sessions (transfer abort), reduce coordinators (tree
+		// repair), directory shards; as Proto.Actor does for a member the
+		// topology dropped.
+		ctx.ActorSystem().EventStream.Publish(&remote.EndpointTerminatedEvent{Address: addr})
+		// And the local shards drop its copies and parked requests even if
+		// they never watched it through this endpoint.
+		store := actor.NewPID(addr, memberRoot+"/"+storeName)
+		for _, pid := range m.localShards() {
+			ctx.Send(pid, &actor.Terminated{Who: store, Why: actor.TerminatedReason_AddressTerminated})
+		}
+	}
+	if m.failures.First(id) {
+		m.log.WithFields(logrus.Fields{"failed": id, "origin": d.Notice.Origin, "from": d.From}).Warn("member failed")
+		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: id, DetectedBy: "revoke:" + d.Notice.Origin, At: time.Now()})
+	}
+}
+
+// addressReused reports whether another incarnation now lives at addr (a
+// late notice about the old one must not touch the new one's actors).
+func (m *Member) addressReused(addr, id string) bool {
+	if other := (*m.peers.Load()).byAddr[addr]; other != "" && other != id {
+		return true
+	}
+	if t := m.topo.Load(); t != nil {
+		for _, mem := range t.GetMembers() {
+			if mem.Address() == addr && mem.GetId() != id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *Member) localShards() []*actor.PID {
+	var out []*actor.PID
+	self := m.system.Address()
+	for _, pid := range *m.table.Load() {
+		if pid.GetAddress() == self {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// watchedTransport reports data-plane connection failures (a peer that is
+// gone) to the failure detector. Cancellations, deadlines and errors the
+// peer answered with are not failures.
+type watchedTransport struct {
+	transport.Transport
+	report func(dataAddr string, err error)
+}
+
+func (w *watchedTransport) check(addr string, err error) {
+	if errors.Is(err, messages.ErrUnavailable) {
+		w.report(addr, err)
+	}
+}
+
+func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
+	s, err := w.Transport.Open(ctx, self, addr, id, offset, chunk)
+	if err != nil {
+		w.check(addr, err)
+		return nil, err
+	}
+	return &watchedStream{Stream: s, addr: addr, w: w}, nil
+}
+
+type watchedStream struct {
+	transport.Stream
+	addr string
+	w    *watchedTransport
+}
+
+func (s *watchedStream) Next(ctx context.Context) ([]byte, error) {
+	b, err := s.Stream.Next(ctx)
+	if err != nil && err != io.EOF {
+		s.w.check(s.addr, err)
+	}
+	return b, err
+}
+
+// ---- graceful leave ----
+
+func (m *Member) leave(ctx context.Context) ([]string, error) {
+	members := m.membersPID.Load()
+	if members == nil {
+		return nil, errNotRunning
+	}
+	// 1. Everyone takes us out of placement: our shards move while our
+	// store still answers the new owners' republish requests.
+	idx := *m.peers.Load()
+	replies := make([]*actor.Future, 0, len(idx.byID))
+	for _, addr := range idx.byID {
+		replies = append(replies, m.system.Root.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName),
+			&messages.MemberLeaving{MemberId: m.id}, 2*time.Second))
+	}
+	for _, f := range replies {
+		_, _ = f.Result() // a member that does not answer sees us leave the topology
+	}
+	if _, err := m.system.Root.RequestFuture(members, leaveSelf{}, 5*time.Second).Result(); err != nil {
+		return nil, err
+	}
+	// 2. Objects only we hold are lost: say so to the directory (a Delete:
+	// Gets fail at once with DELETED instead of waiting) and in the log.
+	var lost []string
+	client := m.Client()
+	for _, o := range m.store.Objects() {
+		id := o.ID()
+		if strings.HasPrefix(id, "\x00") {
+			continue // reduce intermediates are not in the directory
+		}
+		if _, done, err := o.Progress(); !done || err != nil {
+			continue
+		}
+		only, err := m.onlyCopy(ctx, client, id)
+		if err != nil {
+			m.log.WithError(err).WithField("object", id).Warn("leave: could not check the other copies of an object")
+			continue
+		}
+		if !only {
+			continue
+		}
+		lost = append(lost, id)
+		m.log.WithField("object", id).Warn("object lost: this member held its only copy")
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := client.Delete(dctx, id); err != nil {
+			m.log.WithError(err).WithField("object", id).Warn("leave: could not report a lost object")
+		}
+		cancel()
+	}
+	m.log.WithField("lost_objects", len(lost)).Info("member leaving the cluster")
+	return lost, nil
+}
+
+// onlyCopy asks the directory whether another member holds a complete
+// copy of id (or the directory holds it inline). The shard may have just
+// moved: it is trusted only once it lists this member's own copy.
+func (m *Member) onlyCopy(ctx context.Context, client interface {
+	Info(context.Context, string, bool) (*messages.ObjectInfo, error)
+}, id string) (bool, error) {
+	var last error
+	for attempt := 0; attempt < 20; attempt++ {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := client.Info(qctx, id, false)
+		cancel()
+		if err == nil {
+			if info.GetHasInline() {
+				return false, nil
+			}
+			mine, others := false, false
+			for _, l := range info.GetLocations() {
+				switch {
+				case l.GetNode().GetNodeId() == m.id:
+					mine = true
+				case l.GetState() == messages.LocationState_COMPLETE:
+					others = true
+				}
+			}
+			if others {
+				return false, nil
+			}
+			if mine {
+				return true, nil
+			}
+			last = errors.New("the directory does not list this member's copy yet")
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false, last
+}

@@ -1,0 +1,342 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// peerState is what the handshake said about a peer.
+type peerState int
+
+const (
+	peerUnknown      peerState = iota // in the topology, no hello answered yet
+	peerCompatible                    // same protocol version and shard count
+	peerIncompatible                  // excluded: logged once
+)
+
+// peer is one other member as this member knows it.
+type peer struct {
+	id, address string
+	state       peerState
+	why         string // incompatibility
+	store       *messages.NodeRef
+	inTopology  bool
+	dead        bool // a failure notice about it was delivered here
+	leaving     bool // it announced a graceful leave
+}
+
+// memberView is one member's membership state: a pure core (no actors,
+// no clocks, no I/O) stepped by the topology that Proto.Actor's cluster
+// provider reports, the handshake outcomes, delivered failure notices and
+// graceful leaves. Out come the live members (sorted by id: every member
+// computes the same list from the same inputs), the shard owners, the
+// store nodes a rebuilt shard asks to republish, and the revoke overlay.
+type memberView struct {
+	self        string
+	selfAddress string
+	selfStore   *messages.NodeRef
+	shards      int
+	selfLeaving bool
+	peers       map[string]*peer
+	// now is the time of the event being applied (the shell sets it).
+	now time.Time
+	// quarantine holds addresses whose member failed, until when a new
+	// incarnation there is not used (see addressQuarantine).
+	quarantine map[string]time.Time
+}
+
+// addressQuarantine is how long a new incarnation at the address of a
+// member that failed is kept out of the view. Proto.Actor remote keys its
+// endpoints by address: a send to the dead member opens an endpoint whose
+// connection attempt fails and which, 2 s later (a fixed retry sleep),
+// terminates the endpoint, and with it every watch made through it, even
+// of actors of a new incarnation that started at the same address
+// meanwhile (they would look failed). After the quarantine those
+// endpoints are gone and the new incarnation gets fresh ones.
+const addressQuarantine = 3 * time.Second
+
+func newMemberView(self, address string, store *messages.NodeRef, shards int) *memberView {
+	return &memberView{self: self, selfAddress: address, selfStore: store, shards: shards, peers: map[string]*peer{},
+		quarantine: map[string]time.Time{}}
+}
+
+// SetNow sets the time of the events that follow.
+func (v *memberView) SetNow(now time.Time) {
+	v.now = now
+	for addr, until := range v.quarantine {
+		if !now.Before(until) {
+			delete(v.quarantine, addr)
+		}
+	}
+}
+
+// quarantined: p lives at an address whose previous member failed less
+// than addressQuarantine ago.
+func (v *memberView) quarantined(p *peer) bool {
+	until, ok := v.quarantine[p.address]
+	return ok && v.now.Before(until)
+}
+
+// usable: a compatible, live, non-quarantined peer.
+func (v *memberView) usable(p *peer) bool {
+	return p.state == peerCompatible && !p.dead && !v.quarantined(p)
+}
+
+func (v *memberView) peer(id string) *peer {
+	p := v.peers[id]
+	if p == nil {
+		p = &peer{id: id}
+		v.peers[id] = p
+	}
+	return p
+}
+
+// topologyMember is one entry of a protoactor ClusterTopology.
+type topologyMember struct{ id, address string }
+
+// Topology applies the provider's current member list. It returns the
+// members that appeared and those that left it (never self). A member
+// that left is forgotten once it is also known dead.
+func (v *memberView) Topology(members []topologyMember) (joined, left []string) {
+	now := map[string]string{}
+	for _, m := range members {
+		if m.id != "" && m.id != v.self {
+			now[m.id] = m.address
+		}
+	}
+	for id, p := range v.peers {
+		if _, ok := now[id]; !ok && p.inTopology {
+			p.inTopology = false
+			left = append(left, id)
+		}
+	}
+	for id, addr := range now {
+		p := v.peer(id)
+		if !p.inTopology {
+			joined = append(joined, id)
+		}
+		p.inTopology, p.address = true, addr
+	}
+	v.gc()
+	slices.Sort(joined)
+	slices.Sort(left)
+	return joined, left
+}
+
+// gc forgets peers that are gone from the topology and dead (or were never
+// more than a hello from a member that did not stay).
+func (v *memberView) gc() {
+	for id, p := range v.peers {
+		if !p.inTopology && (p.dead || p.state != peerCompatible) {
+			delete(v.peers, id)
+		}
+	}
+}
+
+// NeedsHello lists the peers in the topology whose handshake is open.
+func (v *memberView) NeedsHello() []*peer {
+	var out []*peer
+	for _, p := range v.peers {
+		if p.inTopology && p.state == peerUnknown && !p.dead && !v.quarantined(p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *peer) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// Hello records a handshake outcome (a reply to our hello, or a hello we
+// received). It reports whether the peer became incompatible just now
+// (to log it once).
+func (v *memberView) Hello(id, address string, store *messages.NodeRef, compatible bool, why string) (newlyIncompatible bool) {
+	if id == "" || id == v.self {
+		return false
+	}
+	p := v.peer(id)
+	if p.address == "" {
+		p.address = address
+	}
+	if !compatible {
+		first := p.state != peerIncompatible
+		p.state, p.why = peerIncompatible, why
+		return first
+	}
+	if p.state == peerIncompatible {
+		return false // one bad answer is enough
+	}
+	p.state = peerCompatible
+	if store != nil {
+		p.store = store
+	}
+	return false
+}
+
+// Failed records a delivered failure notice. It reports whether it
+// changed anything.
+func (v *memberView) Failed(id string) bool {
+	p := v.peers[id]
+	if p == nil || p.dead {
+		return false
+	}
+	p.dead = true
+	if p.address != "" {
+		v.quarantine[p.address] = v.now.Add(addressQuarantine)
+	}
+	v.gc()
+	return true
+}
+
+// Leaving records a peer's graceful leave.
+func (v *memberView) Leaving(id string) bool {
+	p := v.peers[id]
+	if p == nil || p.leaving {
+		return false
+	}
+	p.leaving = true
+	return true
+}
+
+// Live is the placement membership: self (unless leaving) and every
+// compatible peer in the topology that is neither dead nor leaving,
+// sorted by member id.
+func (v *memberView) Live() []string {
+	var out []string
+	if !v.selfLeaving {
+		out = append(out, v.self)
+	}
+	for id, p := range v.peers {
+		if p.inTopology && v.usable(p) && !p.leaving {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Reachable is the revoke overlay: self and every compatible peer not
+// known dead (leaving members still hear of failures until they are gone).
+func (v *memberView) Reachable() []string {
+	out := []string{v.self}
+	for id, p := range v.peers {
+		if v.usable(p) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Stores are the store nodes a shard asks to republish when it starts:
+// self and every compatible peer not known dead, leaving ones included
+// (their copies still serve until they are gone).
+func (v *memberView) Stores() []*messages.NodeRef {
+	out := []*messages.NodeRef{v.selfStore}
+	for _, p := range v.peers {
+		if v.usable(p) && p.store != nil {
+			out = append(out, p.store)
+		}
+	}
+	slices.SortFunc(out, func(a, b *messages.NodeRef) int { return cmp.Compare(a.GetNodeId(), b.GetNodeId()) })
+	return out
+}
+
+// Address is a member's actor system address ("" if unknown).
+func (v *memberView) Address(id string) string {
+	if id == v.self {
+		return v.selfAddress
+	}
+	if p := v.peers[id]; p != nil {
+		return p.address
+	}
+	return ""
+}
+
+// Compatibility counts the peers in the topology by handshake outcome.
+func (v *memberView) Compatibility() (compatible, incompatible, unknown int, reasons []string) {
+	for _, p := range v.peers {
+		if !p.inTopology || p.dead {
+			continue
+		}
+		switch p.state {
+		case peerCompatible:
+			compatible++
+		case peerIncompatible:
+			incompatible++
+			reasons = append(reasons, p.why)
+		default:
+			unknown++
+		}
+	}
+	slices.Sort(reasons)
+	return compatible, incompatible, unknown, reasons
+}
+
+// shardOwners places every shard on a live member by rendezvous (highest
+// random weight) hashing: shard j goes to the member with the highest
+// weight(member, j). Every member computes the same placement from the
+// same member list, and a member that fails or leaves moves only its own
+// shards: the survivors keep theirs, with their parked requests and the
+// reduce coordinators under them (placing shard j on live[j mod n], the
+// first plan, moved almost every shard on every membership change, so a
+// member killed mid-reduce also killed the Reduce's coordinator). A member
+// that joins takes about 1/n of the shards. With nobody live, no shard has
+// an owner ("").
+func shardOwners(live []string, shards int) []string {
+	out := make([]string, shards)
+	if len(live) == 0 {
+		return out
+	}
+	seeds := make([]uint64, len(live))
+	for i, id := range live {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(id))
+		seeds[i] = h.Sum64()
+	}
+	for j := range out {
+		best, bestW := 0, uint64(0)
+		for i, seed := range seeds {
+			if w := mix64(seed ^ mix64(uint64(j)+0x9e3779b97f4a7c15)); i == 0 || w > bestW || w == bestW && live[i] < live[best] {
+				best, bestW = i, w
+			}
+		}
+		out[j] = live[best]
+	}
+	return out
+}
+
+// mix64 is SplitMix64's finalizer: a bijective mix of all 64 bits.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// movedShards lists the shards whose owner differs between two placements.
+func movedShards(before, after []string) []int32 {
+	var out []int32
+	for j := range after {
+		if j >= len(before) || before[j] != after[j] {
+			out = append(out, int32(j))
+		}
+	}
+	return out
+}
+
+// shardName is the stable actor name of shard j under a member's node
+// supervisor ("node/shard-j").
+func shardName(j int) string { return fmt.Sprintf("shard-%d", j) }
+
+// shardPID is where shard j lives when owner (at address) hosts it.
+func shardPID(address string, j int) *actor.PID {
+	return actor.NewPID(address, memberRoot+"/"+shardName(j))
+}

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+func ids(n int, rng *rand.Rand) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("127.0.0.1:%d#%08x", 7000+i, rng.Uint32())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestShardOwnersStableAndBalanced(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + rng.Intn(8)
+		live := ids(n, rng)
+		owners := shardOwners(live, 64)
+		count := map[string]int{}
+		for _, o := range owners {
+			if !slices.Contains(live, o) {
+				t.Fatalf("owner %q is not live", o)
+			}
+			count[o]++
+		}
+		if n <= 4 {
+			for _, id := range live {
+				if count[id] < 64/n/3 {
+					t.Fatalf("n=%d: %s owns %d of 64 shards: %v", n, id, count[id], count)
+				}
+			}
+		}
+		// A member fails: only its shards move.
+		gone := live[rng.Intn(n)]
+		rest := slices.DeleteFunc(slices.Clone(live), func(s string) bool { return s == gone })
+		after := shardOwners(rest, 64)
+		for j := range owners {
+			if owners[j] != gone && after[j] != owners[j] {
+				t.Fatalf("shard %d moved from survivor %s to %s", j, owners[j], after[j])
+			}
+		}
+		// A member joins: shards move only to it.
+		joiner := fmt.Sprintf("127.0.0.1:%d#ffffffff", 9000+trial)
+		grown := append(slices.Clone(live), joiner)
+		slices.Sort(grown)
+		joined := shardOwners(grown, 64)
+		for j := range owners {
+			if joined[j] != owners[j] && joined[j] != joiner {
+				t.Fatalf("shard %d moved from %s to %s, not to the joiner", j, owners[j], joined[j])
+			}
+		}
+	}
+	if got := shardOwners(nil, 4); !slices.Equal(got, []string{"", "", "", ""}) {
+		t.Fatalf("no members: %v", got)
+	}
+}
+
+func TestMemberViewLifecycle(t *testing.T) {
+	ref := func(id string) *messages.NodeRef {
+		return &messages.NodeRef{NodeId: id, Address: id + "-addr", ActorId: "node/store", DataAddress: id + "-data"}
+	}
+	v := newMemberView("b", "b-addr", ref("b"), 16)
+	joined, left := v.Topology([]topologyMember{{"a", "a-addr"}, {"b", "b-addr"}, {"c", "c-addr"}, {"d", "d-addr"}})
+	if !slices.Equal(joined, []string{"a", "c", "d"}) || left != nil {
+		t.Fatalf("joined %v left %v", joined, left)
+	}
+	if got := v.Live(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("before any handshake: %v", got)
+	}
+	if got := len(v.NeedsHello()); got != 3 {
+		t.Fatalf("needs hello: %d", got)
+	}
+	v.Hello("a", "a-addr", ref("a"), true, "")
+	if !v.Hello("c", "c-addr", nil, false, "version 2") {
+		t.Fatal("first incompatibility not reported")
+	}
+	if v.Hello("c", "c-addr", ref("c"), true, "") || v.Hello("c", "c-addr", nil, false, "again") {
+		t.Fatal("an incompatible member became compatible or was reported twice")
+	}
+	v.Hello("d", "d-addr", ref("d"), true, "")
+	if got := v.Live(); !slices.Equal(got, []string{"a", "b", "d"}) {
+		t.Fatalf("live %v", got)
+	}
+	if c, i, u, _ := v.Compatibility(); c != 2 || i != 1 || u != 0 {
+		t.Fatalf("compatibility %d %d %d", c, i, u)
+	}
+	// d leaves gracefully: out of placement, still reachable and a store
+	// to republish from.
+	v.Leaving("d")
+	if got := v.Live(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("live with d leaving: %v", got)
+	}
+	if got := v.Reachable(); !slices.Equal(got, []string{"a", "b", "d"}) {
+		t.Fatalf("reachable %v", got)
+	}
+	if got := len(v.Stores()); got != 3 {
+		t.Fatalf("stores %d", got)
+	}
+	// a fails: gone from everything; then the topology drops it.
+	if !v.Failed("a") || v.Failed("a") {
+		t.Fatal("Failed must report the first notice only")
+	}
+	if got := v.Reachable(); !slices.Equal(got, []string{"b", "d"}) {
+		t.Fatalf("reachable after a failed: %v", got)
+	}
+	_, left = v.Topology([]topologyMember{{"b", "b-addr"}, {"c", "c-addr"}, {"d", "d-addr"}})
+	if !slices.Equal(left, []string{"a"}) || v.peers["a"] != nil {
+		t.Fatalf("left %v, a still known: %v", left, v.peers["a"])
+	}
+	// A new incarnation of a at the same address stays out of the view
+	// for addressQuarantine after a's failure.
+	t0 := time.Unix(1000, 0)
+	v.SetNow(t0)
+	v.Failed("d") // d's address is now quarantined from t0
+	v.Topology([]topologyMember{{"b", "b-addr"}, {"c", "c-addr"}, {"d2", "d-addr"}})
+	if got := v.NeedsHello(); len(got) != 0 {
+		t.Fatalf("greeting a quarantined incarnation: %v", got[0].id)
+	}
+	v.Hello("d2", "d-addr", ref("d2"), true, "") // it greeted us
+	if got := v.Live(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("quarantined incarnation live: %v", got)
+	}
+	v.SetNow(t0.Add(addressQuarantine))
+	if got := v.Live(); !slices.Equal(got, []string{"b", "d2"}) {
+		t.Fatalf("after the quarantine: %v", got)
+	}
+	// self leaving: placement without self.
+	v.selfLeaving = true
+	if got := v.Live(); !slices.Equal(got, []string{"d2"}) {
+		t.Fatalf("live with self leaving: %v", got)
+	}
+	if v.Address("b") != "b-addr" || v.Address("d2") != "d-addr" || v.Address("zz") != "" {
+		t.Fatal("addresses")
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+const nodeUsage = `usage: hoplite node --bind HOST:PORT --seeds HOST:PORT,... [flags]
+
+Runs one member of a multi-process cluster: its store node, the directory
+shards placed on it, their reduce coordinators and its failure broadcaster.
+Membership is Proto.Actor's cluster with the automanaged provider: every
+member serves /_health on its manage port (default: bind port + 1000) and
+polls the others'; --seeds lists every member's HOST:MANAGE-PORT.
+SIGTERM or SIGINT leaves the cluster gracefully.
+
+flags:
+`
+
+// nodeFlags are the flags of `hoplite node` (and of the bench peer).
+type nodeFlags struct {
+	bind, seeds, dataBind, provider, providerAddr, clusterName string
+	managePort, shards                                         int
+	capacity, chunk                                            string
+	refresh, joinTimeout, chunkDelay                           time.Duration
+	logFormat, logLevel                                        string
+	protocolVersion                                            uint
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.bind, "bind", "127.0.0.1:7000", "this member's actor system address HOST:PORT (Proto.Actor remote)")
+	fs.StringVar(&f.seeds, "seeds", "", "comma-separated automanaged endpoints HOST:MANAGE-PORT of the members (this one's is added)")
+	fs.StringVar(&f.dataBind, "data-bind", "", "data plane address HOST:PORT (default: the bind host, a free port)")
+	fs.IntVar(&f.managePort, "manage-port", 0, "automanaged HTTP port, on all interfaces (default: bind port + 1000)")
+	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
+	fs.StringVar(&f.chunk, "chunk-size", "1MiB", "transfer chunk size")
+	fs.IntVar(&f.shards, "shards", 64, "directory shards of the whole cluster (equal on every member)")
+	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged, consul or etcd")
+	fs.StringVar(&f.providerAddr, "provider-address", "", "consul or etcd server HOST:PORT (default 127.0.0.1:8500 / 127.0.0.1:2379)")
+	fs.StringVar(&f.clusterName, "cluster", "hoplite", "cluster name (members of other clusters are ignored)")
+	fs.DurationVar(&f.refresh, "refresh", 200*time.Millisecond, "how often the automanaged provider polls the seeds")
+	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.UintVar(&f.protocolVersion, "protocol-version", 0, "testing only: speak this member protocol version instead of the current one")
+	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
+}
+
+func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
+	log := logrus.New()
+	log.SetOutput(stderr)
+	switch f.logFormat {
+	case "text":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true})
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano})
+	default:
+		return nil, fmt.Errorf("-log-format %q: want text or json", f.logFormat)
+	}
+	level, err := logrus.ParseLevel(f.logLevel)
+	if err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	log.SetLevel(level)
+	return log, nil
+}
+
+func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
+	capacity, err := parseSize(f.capacity)
+	if err != nil {
+		return cluster.MemberConfig{}, fmt.Errorf("-capacity: %w", err)
+	}
+	chunk, err := parseSize(f.chunk)
+	if err != nil || chunk > 64<<20 {
+		return cluster.MemberConfig{}, fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB", f.chunk)
+	}
+	var seeds []string
+	for _, s := range strings.Split(f.seeds, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	cfg := cluster.MemberConfig{Bind: f.bind, ManagePort: f.managePort, Seeds: seeds, DataBind: f.dataBind,
+		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
+		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
+		Log: log, ProtocolVersion: uint32(f.protocolVersion)}
+	if d := f.chunkDelay; d > 0 {
+		cfg.Hooks = storenode.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}
+	}
+	return cfg, nil
+}
+
+func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), nodeUsage)
+		fs.PrintDefaults()
+	}
+	var f nodeFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	m, err := cluster.Join(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "hoplite node %s address=%s data=%s manage=%d members=%d\n",
+		m.ID(), m.Address(), m.DataAddress(), managePort(cfg), len(m.Members()))
+	select {
+	case <-ctx.Done():
+		log.WithField("member", m.ID()).Info("signal: leaving the cluster")
+		lctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		lost, err := m.Leave(lctx)
+		fmt.Fprintf(stdout, "hoplite node %s left the cluster; %d objects lost\n", m.ID(), len(lost))
+		return err
+	case <-m.Done():
+		if err := m.Err(); err != nil {
+			return err
+		}
+		return errors.New("member stopped")
+	}
+}
+
+func managePort(cfg cluster.MemberConfig) int {
+	if cfg.ManagePort != 0 {
+		return cfg.ManagePort
+	}
+	_, p, _ := strings.Cut(cfg.Bind, ":")
+	for strings.Contains(p, ":") { // an IPv6 literal: the port is last
+		_, p, _ = strings.Cut(p, ":")
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(p, "]"))
+	return n + 1000
+}
+
+// parseSize reads "1048576", "64KiB", "512MiB", "1GiB" (also KB/MB/GB and
+// K/M/G, all binary).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+		{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// p2pPeerCommand is the hidden `hoplite bench p2p-peer`: the second process
+// of `hoplite bench p2p`.
+const p2pPeerCommand = "p2p-peer"
+
+const p2pUsage = `usage: hoplite bench p2p [flags]
+
+Moves one object between two processes on loopback, each a cluster member
+(this process and a peer it starts): Hoplite's data plane (a Get of an
+object the peer Put) against a plain Go TCP copy of the same bytes from the
+same peer, interleaved in the same run; then small-object (inline) Gets
+across the processes against a plain Proto.Actor request/response round
+trip between them.
+
+flags:
+`
+
+func p2pCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench p2p", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), p2pUsage)
+		fs.PrintDefaults()
+	}
+	sizeFlag := fs.String("size", "1GiB", "object size")
+	reps := fs.Int("reps", 3, "repetitions of each transfer variant")
+	chunkFlag := fs.String("chunk-size", "4MiB", "data plane chunk size")
+	small := fs.Int("small", 1000, "small-object Gets (and round trips) to time")
+	smallSize := fs.Int("small-size", 1024, "small object size in bytes (below the 64 KiB inline limit)")
+	logLevel := fs.String("log-level", "error", "log level of both members")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	size, err := parseSize(*sizeFlag)
+	if err != nil {
+		return fmt.Errorf("-size: %w", err)
+	}
+	chunk, err := parseSize(*chunkFlag)
+	if err != nil || chunk > 64<<20 {
+		return fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB", *chunkFlag)
+	}
+	if *reps < 1 || *small < 1 || *smallSize < 1 || *smallSize >= 64<<10 {
+		return errors.New("need -reps >= 1, -small >= 1 and 1 <= -small-size < 65536")
+	}
+	ports, err := freeLoopbackPorts(5)
+	if err != nil {
+		return err
+	}
+	hostA, hostB := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[2])
+	seeds := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[1], ports[3])
+	raw := fmt.Sprintf("127.0.0.1:%d", ports[4])
+
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	peerCtx, stopPeer := context.WithCancel(ctx)
+	defer stopPeer()
+	cmd := exec.CommandContext(peerCtx, exe, "bench", p2pPeerCommand, "-bind", hostB, "-manage-port", strconv.Itoa(ports[3]),
+		"-seeds", seeds, "-size", strconv.FormatInt(size, 10), "-reps", strconv.Itoa(*reps), "-raw", raw,
+		"-capacity", strconv.FormatInt(int64(*reps)*size+64<<20, 10), "-chunk-size", strconv.FormatInt(chunk, 10),
+		"-log-level", *logLevel)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe() // the peer exits when this closes
+	if err != nil {
+		return err
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	peerDone := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(peerDone)
+	}()
+	// The peer stops first (it exits when its stdin closes), so that this
+	// member's stop is not a failure it reports.
+	shutdownPeer := func() {
+		stdin.Close()
+		select {
+		case <-peerDone:
+		case <-time.After(10 * time.Second):
+			stopPeer()
+			<-peerDone
+		}
+	}
+	defer shutdownPeer()
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "READY" {
+				ready <- nil
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+		}
+		ready <- errors.New("the peer process exited before it was ready")
+	}()
+
+	log := logrus.New()
+	log.SetOutput(stderr)
+	if lvl, err := logrus.ParseLevel(*logLevel); err == nil {
+		log.SetLevel(lvl)
+	}
+	a, err := cluster.Join(ctx, cluster.MemberConfig{Bind: hostA, ManagePort: ports[1], Seeds: strings.Split(seeds, ","),
+		Capacity: size + 64<<20, ChunkSize: int(chunk), Log: log, DefaultTimeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer a.Stop()
+	fmt.Fprintf(stdout, "p2p: %s between two processes on loopback (members %s and %s), %d reps, variants interleaved\n",
+		sizeName(size), hostA, hostB, *reps)
+	select {
+	case err := <-ready:
+		if err != nil {
+			return err
+		}
+	case <-time.After(5 * time.Minute):
+		return errors.New("the peer process was not ready within 5 minutes")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = a.WaitMembers(wctx, 2)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var peer *messages.NodeRef
+	for _, n := range a.Members() {
+		if n.GetNodeId() != a.ID() {
+			peer = n
+		}
+	}
+	if peer == nil {
+		return errors.New("the peer is not a member")
+	}
+	want := p2pData(size)
+
+	var ours, plain []time.Duration
+	for rep := 0; rep < *reps; rep++ {
+		for _, variant := range []int{rep % 2, 1 - rep%2} {
+			if variant == 0 {
+				d, err := p2pGet(ctx, a, fmt.Sprintf("p2p-%d", rep), want)
+				if err != nil {
+					return err
+				}
+				ours = append(ours, d)
+			} else {
+				d, err := p2pPlain(ctx, raw, want)
+				if err != nil {
+					return err
+				}
+				plain = append(plain, d)
+			}
+		}
+	}
+	slices.Sort(ours)
+	slices.Sort(plain)
+	om, pm := ours[len(ours)/2], plain[len(plain)/2]
+	fmt.Fprintf(stdout, "hoplite data plane  median %-12v %7.0f MB/s   (min %v, max %v)\n", om.Round(time.Millisecond),
+		float64(size)/om.Seconds()/1e6, ours[0].Round(time.Millisecond), ours[len(ours)-1].Round(time.Millisecond))
+	fmt.Fprintf(stdout, "plain TCP copy      median %-12v %7.0f MB/s   (min %v, max %v)\n", pm.Round(time.Millisecond),
+		float64(size)/pm.Seconds()/1e6, plain[0].Round(time.Millisecond), plain[len(plain)-1].Round(time.Millisecond))
+	fmt.Fprintf(stdout, "hoplite / plain TCP throughput: %.2fx by median, %.2fx best vs best (target >= 0.8x)\n",
+		pm.Seconds()/om.Seconds(), plain[0].Seconds()/ours[0].Seconds())
+
+	// Small objects: the peer creates them (through its store node, on
+	// remote), their directory shard is on the peer, and this member Gets
+	// each once: a Locate across the processes answered inline.
+	peerClient := a.ClientOf(peer)
+	payload := bytes.Repeat([]byte{0x5a}, *smallSize)
+	var ids []string
+	for i := 0; len(ids) < *small; i++ {
+		if id := fmt.Sprintf("small-%d", i); a.ShardOwner(id) == peer.GetNodeId() {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := peerClient.Put(pctx, id, payload)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("put %s on the peer: %w", id, err)
+		}
+	}
+	gets := make([]time.Duration, 0, len(ids))
+	for _, id := range ids {
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t := time.Now()
+		b, err := a.Client().Get(gctx, id)
+		d := time.Since(t)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("get %s: %w", id, err)
+		}
+		if !bytes.Equal(b, payload) {
+			return fmt.Errorf("get %s returned other bytes", id)
+		}
+		gets = append(gets, d)
+	}
+	echo := actor.NewPID(peer.GetAddress(), p2pEcho)
+	rtts := make([]time.Duration, 0, *small)
+	for i := 0; i < *small; i++ {
+		t := time.Now()
+		res, err := a.System().Root.RequestFuture(echo, &messages.MemberLeaving{MemberId: "ping"}, 10*time.Second).Result()
+		d := time.Since(t)
+		if err != nil {
+			return fmt.Errorf("round trip: %w", err)
+		}
+		if _, ok := res.(*messages.MemberLeaving); !ok {
+			return fmt.Errorf("round trip: unexpected reply %T", res)
+		}
+		rtts = append(rtts, d)
+	}
+	fmt.Fprintf(stdout, "inline Get across processes (%d B, %d objects): p50 %v  p99 %v\n", *smallSize, len(gets),
+		percentile(gets, 50), percentile(gets, 99))
+	fmt.Fprintf(stdout, "Proto.Actor request/response round trip:    p50 %v  p99 %v\n", percentile(rtts, 50), percentile(rtts, 99))
+	shutdownPeer()
+	return nil
+}
+
+func p2pGet(ctx context.Context, a *cluster.Member, id string, want []byte) (time.Duration, error) {
+	t := time.Now()
+	b, err := a.Client().GetReadOnly(ctx, id)
+	d := time.Since(t)
+	if err != nil {
+		return 0, fmt.Errorf("get %s: %w", id, err)
+	}
+	if !bytes.Equal(b, want) {
+		return 0, fmt.Errorf("get %s returned other bytes", id)
+	}
+	return d, nil
+}
+
+func p2pPlain(ctx context.Context, raw string, want []byte) (time.Duration, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", raw)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	buf := make([]byte, len(want)) // a fresh buffer, like a store's new object
+	t := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return 0, fmt.Errorf("plain copy: %w", err)
+	}
+	elapsed := time.Since(t)
+	if !bytes.Equal(buf, want) {
+		return 0, errors.New("plain copy: other bytes")
+	}
+	return elapsed, nil
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := min(len(s)-1, (len(s)*p+99)/100-1)
+	return s[max(0, i)].Round(time.Microsecond)
+}
+
+func sizeName(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// p2pData is the benchmark's object: the same bytes in both processes.
+func p2pData(size int64) []byte {
+	b := make([]byte, size)
+	r := rand.NewChaCha8([32]byte{'h', 'o', 'p', 'l', 'i', 't', 'e'})
+	_, _ = r.Read(b)
+	return b
+}
+
+func freeLoopbackPorts(n int) ([]int, error) {
+	var out []int
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for len(out) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		p := ln.Addr().(*net.TCPAddr).Port
+		// The peer's manage port must be free too; ports come in any order.
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// p2pEcho is the peer's echo actor: the reference round trip.
+const p2pEcho = "p2p-echo"
+
+// p2pPeer is the peer process: a member that Puts the object once per
+// rep, serves the same bytes on a plain TCP port and echoes requests; it
+// prints READY, and exits when its stdin closes.
+func p2pPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench "+p2pPeerCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f nodeFlags
+	f.register(fs)
+	size := fs.Int64("size", 1<<30, "object size in bytes")
+	reps := fs.Int("reps", 3, "objects to Put")
+	raw := fs.String("raw", "", "plain TCP address serving the same bytes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	cfg.DefaultTimeout = 5 * time.Minute
+	m, err := cluster.Join(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer m.Stop()
+	if _, err := m.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if msg, ok := c.Message().(*messages.MemberLeaving); ok {
+			c.Respond(msg)
+		}
+	}), p2pEcho); err != nil {
+		return err
+	}
+	data := p2pData(*size)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = m.WaitMembers(wctx, 2)
+	cancel()
+	if err != nil {
+		return err
+	}
+	for rep := 0; rep < *reps; rep++ {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		err := m.Client().Put(pctx, fmt.Sprintf("p2p-%d", rep), data)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", *raw)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Write(data)
+			}()
+		}
+	}()
+	fmt.Fprintln(stdout, "READY")
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	select {
+	case <-eof:
+	case <-ctx.Done():
+	}
+	return nil
+}
