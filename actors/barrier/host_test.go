@@ -53,6 +53,7 @@ type crash struct{}
 // primary (the backup takes over with everything).
 func TestRestartedManagersRecoverFromTheirPeers(t *testing.T) {
 	syncs := make(chan string, 16)
+	forwards := make(chan string, 64) // ops forwarded to a backup
 	cfg := mgr.HostConfig{BeforeReceive: func(manager string, msg any) {
 		switch m := msg.(type) {
 		case crash:
@@ -60,6 +61,9 @@ func TestRestartedManagersRecoverFromTheirPeers(t *testing.T) {
 		case *messages.BarrierReplicate:
 			if m.GetSync() {
 				syncs <- manager
+			}
+			if m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_ENTER {
+				forwards <- manager
 			}
 		}
 	}}
@@ -94,15 +98,15 @@ func TestRestartedManagersRecoverFromTheirPeers(t *testing.T) {
 	}
 	enter("a")
 	enter("b")
-	for {
-		s, err := b.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
+	for range 2 { // the backup has both entries
+		select {
+		case got := <-forwards:
+			if got != managerOf(1).GetId() {
+				t.Fatalf("forward to %s", got)
+			}
+		case <-ctx.Done():
+			t.Fatal("no forwards")
 		}
-		if s.Entered == 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
 	}
 	h.sys.Root.Send(managerOf(1), crash{})
 	select {

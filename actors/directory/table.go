@@ -307,6 +307,15 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		// releases the sender it had.
 		out = append(out, t.endTransfer(e, rid, true)...)
 	}
+	// A receiver has at most one parked Locate: a newer one (its fetch
+	// resumed after a restart) replaces it, or both would claim a sender.
+	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
+		if w.kind == waitLocate && w.receiver.GetNodeId() == rid {
+			out = append(out, w.fail(id, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "superseded by a newer Locate from %s", rid)))
+			return true
+		}
+		return false
+	})
 	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), replyTo: replyTo,
 		deadline: now.Add(time.Duration(req.GetTimeoutMs()) * time.Millisecond)})
 	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
@@ -643,6 +652,7 @@ func (t *LocationTable) serveWaiters(e *entry) []Send {
 
 func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []Send {
 	rid := w.receiver.GetNodeId()
+	t.endTransfer(e, rid, true) // a receiver fetches from one sender at a time
 	if !w.naive {
 		sender.servingTo = rid
 	}

@@ -483,3 +483,34 @@ func TestCreateAfterOwnRepublicationIsNotADuplicate(t *testing.T) {
 		t.Fatalf("a second creator: %v", r)
 	}
 }
+
+func TestSecondLocateOfAReceiverReplacesItsParkedOne(t *testing.T) {
+	// n1's Get parks before the object exists; n1 restarts and its resumed
+	// fetch parks again. On creation n1 must claim exactly one sender.
+	tb := NewLocationTable(TableConfig{})
+	if first := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, replyTo("old"), t0); len(first) != 0 {
+		t.Fatalf("parked Locate answered: %v", first)
+	}
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, replyTo("new"), t0)
+	if r := locateReply(t, out, replyTo("old")); !errors.Is(r.GetError(), messages.ErrUnavailable) {
+		t.Fatalf("the replaced Locate got %v", r)
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c"))
+	if s := locateReply(t, out, replyTo("new")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("n1 got %s", s)
+	}
+	if len(repliesTo(out, replyTo("old"))) != 0 {
+		t.Fatal("the replaced Locate claimed a sender too")
+	}
+	// n0 is busy with n1 alone; the next receiver gets n1's partial copy,
+	// and when n1 finishes n0 is free again.
+	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n2 got %s, want n1", s)
+	}
+	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	for _, l := range queryInfo(t, tb, "x").GetLocations() {
+		if l.GetNode().GetNodeId() == "n0" && l.GetServing() {
+			t.Fatal("n0 still marked serving after its only receiver finished")
+		}
+	}
+}
