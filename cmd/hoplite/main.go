@@ -16,7 +16,7 @@ import (
 const usage = `usage: hoplite <command> [flags]
 
 commands:
-  demo    run the embedded demo: an 8-node broadcast, tree vs naive
+  demo    run the embedded demo: broadcast, reduce and recovery on 8 nodes
   bench   run a benchmark on an embedded cluster (hoplite bench -h),
           or between two processes (hoplite bench p2p -h)
   node    run one member of a multi-process cluster (hoplite node -h)
