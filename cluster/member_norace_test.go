@@ -2,5 +2,5 @@
 
 package cluster
 
-// raceEnabled: the test binary runs under the race detector.
+// raceEnabled is false: the test binary runs without the race detector.
 const raceEnabled = false
