@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -165,5 +166,60 @@ func TestReduceFailsCleanlyWhenItsCoordinatorOrCallerDies(t *testing.T) {
 				return true
 			})
 		})
+	}
+}
+
+// A Reduce that waits for sources keeps waiting correctly when the
+// sources' shards restart: the restarted shards have forgotten the
+// coordinator's subscriptions, and it subscribes again.
+func TestReduceWaitingForSourcesSurvivesTheirShardsRestarting(t *testing.T) {
+	const shards = 4
+	l := start(t, Config{Nodes: 4, Shards: shards, ShardHook: shardCrashHook})
+	ctx := deadline(t, 30*time.Second)
+	target := "sum"
+	var ids []string
+	crash := map[int]bool{}
+	for k := 0; len(ids) < 4; k++ {
+		id := fmt.Sprintf("src-%d", k)
+		if j := directory.ShardIndex(id, shards); j != directory.ShardIndex(target, shards) {
+			ids, crash[j] = append(ids, id), true
+		}
+	}
+	const elems = 64 << 10 // 512 KiB of int64: not inline
+	want := make([]int64, elems)
+	put := func(k int) {
+		data := int64s(uint64(k), elems)
+		for e := range want {
+			want[e] += int64(binary.LittleEndian.Uint64(data[8*e:]))
+		}
+		if err := l.Client(k).Put(ctx, ids[k], data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0)
+	put(1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Client(0).Reduce(ctx, target, ids, 4, messages.ReduceOp_SUM, messages.DType_INT64)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the coordinator subscribes within microseconds
+	for j := range crash {
+		l.System().Root.Send(l.Shard(j), crashShard{})
+	}
+	time.Sleep(20 * time.Millisecond)
+	put(2)
+	put(3)
+	if err := <-done; err != nil {
+		t.Fatalf("reduce after its sources' shards restarted: %v", err)
+	}
+	got, err := l.Client(3).Get(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range want {
+		if v := int64(binary.LittleEndian.Uint64(got[8*e:])); v != want[e] {
+			t.Fatalf("element %d: %d, want %d", e, v, want[e])
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
@@ -21,6 +22,12 @@ type ActorConfig struct {
 	// Estimator supplies L and B for the cost model.
 	Estimator *plan.Estimator
 	Log       *logrus.Entry
+	// Resubscribe is how often a coordinator that still waits for sources
+	// subscribes to them again (default 500 ms). Subscriptions are soft
+	// state in the directory: a shard that restarts, or moves to another
+	// member, forgets them. A local ShardRebuilt event triggers it at once;
+	// the period covers shards rebuilt in other processes.
+	Resubscribe time.Duration
 }
 
 // Coordinator is the actor that runs one Reduce: a child of the directory
@@ -35,9 +42,14 @@ type Coordinator struct {
 	timer     *time.Timer
 	begin     time.Time
 	watched   map[string]string // store node PID -> node id
+	refresh   *time.Ticker
+	done      chan struct{}
+	rebuilt   *eventstream.Subscription
 }
 
 type expire struct{}
+
+type resubscribe struct{}
 
 // NewProps returns the props of the coordinator of one Reduce. requester
 // receives the ReduceReply.
@@ -66,9 +78,10 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		self, system := ctx.Self(), ctx.ActorSystem()
 		c.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, expire{}) })
 		c.apply(ctx, c.r.Begin())
-		for _, id := range req.GetSourceIds() {
-			ctx.Request(c.cfg.ShardFor(id), &messages.Subscribe{ObjectId: id})
-		}
+		c.subscribe(ctx)
+		c.startRefresh(ctx)
+	case resubscribe:
+		c.subscribe(ctx)
 	case *actor.Terminated:
 		if node, ok := c.watched[m.GetWho().String()]; ok {
 			delete(c.watched, m.GetWho().String())
@@ -91,9 +104,57 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		if c.timer != nil {
 			c.timer.Stop()
 		}
+		c.stopRefresh(ctx)
 		if c.r != nil && !c.r.Over() {
 			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")))
 		}
+	}
+}
+
+// subscribe asks the sources' shards for the locations the Reduction
+// still waits for. A shard keeps one subscription per subscriber and
+// object, and the Reduction ignores locations it already has, so doing it
+// again is harmless.
+func (c *Coordinator) subscribe(ctx actor.Context) {
+	for _, id := range c.r.Waiting() {
+		ctx.Request(c.cfg.ShardFor(id), &messages.Subscribe{ObjectId: id})
+	}
+}
+
+// startRefresh renews the subscriptions: at once when a shard of this
+// process restarts, and periodically for shards elsewhere.
+func (c *Coordinator) startRefresh(ctx actor.Context) {
+	every := c.cfg.Resubscribe
+	if every <= 0 {
+		every = 500 * time.Millisecond
+	}
+	self, system := ctx.Self(), ctx.ActorSystem()
+	c.rebuilt = system.EventStream.SubscribeWithPredicate(func(any) { system.Root.Send(self, resubscribe{}) },
+		func(e any) bool { _, ok := e.(*events.ShardRebuilt); return ok })
+	// A goroutine rather than the actor scheduler: its timers race
+	// (see actors/directory). It ends with the coordinator.
+	c.refresh, c.done = time.NewTicker(every), make(chan struct{})
+	go func(t *time.Ticker, done <-chan struct{}) {
+		for {
+			select {
+			case <-t.C:
+				system.Root.Send(self, resubscribe{})
+			case <-done:
+				return
+			}
+		}
+	}(c.refresh, c.done)
+}
+
+func (c *Coordinator) stopRefresh(ctx actor.Context) {
+	if c.rebuilt != nil {
+		ctx.ActorSystem().EventStream.Unsubscribe(c.rebuilt)
+		c.rebuilt = nil
+	}
+	if c.refresh != nil {
+		c.refresh.Stop()
+		close(c.done)
+		c.refresh = nil
 	}
 }
 

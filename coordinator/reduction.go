@@ -521,21 +521,33 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
 	return fx
 }
 
+// Waiting lists the sources the Reduction still wants locations for:
+// while it has no result, every source it does not hold (a missing one
+// may complete the tree, a lost one may come back as a backup). The
+// actor subscribes to them again whenever the directory may have lost
+// its subscriptions (a shard restarted or moved).
+func (r *Reduction) Waiting() []string {
+	if r.over || r.reply != nil {
+		return nil
+	}
+	var ids []string
+	for _, id := range r.req.GetSourceIds() {
+		if r.sources[id] == nil && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // Expire fails the Reduction if its deadline has passed.
 func (r *Reduction) Expire(now time.Time) Effects {
 	if r.over || now.Before(r.deadline) {
 		return Effects{}
 	}
 	n := int(r.req.GetNumObjects())
-	if len(r.arrivals) < n {
-		var missing []string
-		for _, id := range r.req.GetSourceIds() {
-			if r.sources[id] == nil {
-				missing = append(missing, id)
-			}
-		}
+	if held := len(r.sources); held < n {
 		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
-			"reduce: only %d of %d sources appeared before the deadline; missing: %s", len(r.arrivals), n, strings.Join(missing, ", ")))
+			"reduce: only %d of the %d sources needed were available before the deadline; missing: %s", held, n, strings.Join(r.Waiting(), ", ")))
 	}
 	return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce: the tree did not finish before the deadline"))
 }

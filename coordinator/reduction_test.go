@@ -927,3 +927,28 @@ func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
 		t.Fatalf("a late arrival changed a fixed result: %+v", fx.Tasks)
 	}
 }
+
+// Waiting is what the actor subscribes to again after a shard forgot its
+// subscriptions: the sources not held, including a lost one that may
+// come back as a backup, and nothing once the result is fixed.
+func TestWaiting(t *testing.T) {
+	sources := []string{"a", "b", "c", "d"}
+	r := newRed(request(sources, 3), Config{})
+	r.Begin()
+	if got := r.Waiting(); !slices.Equal(got, sources) {
+		t.Fatalf("before any arrival: waiting %v", got)
+	}
+	r.Located(located("a", bigSize, node(1)))
+	r.Located(located("b", bigSize, node(2)))
+	if got := r.Waiting(); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("after a, b: waiting %v", got)
+	}
+	r.NodeFailed("n1")
+	if got := r.Waiting(); !slices.Equal(got, []string{"a", "c", "d"}) {
+		t.Fatalf("after a's node failed: waiting %v", got)
+	}
+	r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"))
+	if got := r.Waiting(); got != nil {
+		t.Fatalf("after the end: waiting %v", got)
+	}
+}
