@@ -408,6 +408,8 @@ func (c *chaosRun) call(what string, s chaosStep, timeout time.Duration, f func(
 			c.errorf("%s (%s): error with code %d: %v", what, c.p.describe(s), me.GetCode(), err)
 		} else if !chaosExplained[me.GetCode()] {
 			c.errorf("%s (%s): %v: no fault or deadline explains this code in this workload", what, c.p.describe(s), err)
+		} else if me.GetCode() == messages.ErrorCode_LOST && !c.anyKilled() {
+			c.errorf("%s (%s): %v: LOST, but no node was killed", what, c.p.describe(s), err)
 		}
 	}
 	c.stats.add(what, err)
@@ -422,10 +424,19 @@ func (c *chaosRun) call(what string, s chaosStep, timeout time.Duration, f func(
 // with other bytes, fits the capacity and sends valid requests, so
 // CANCELED, DELETED, CONFLICT, CAPACITY and INVALID_ARGUMENT would be
 // wrong answers; INTERNAL is a bug by definition. RESET may reach a Get of
-// a target whose tree was repaired while it streamed.
+// a target whose tree was repaired while it streamed. LOST needs a kill:
+// the only copies of an object died with their node (settle checks that
+// an object whose creator lives is never lost).
 var chaosExplained = map[messages.ErrorCode]bool{
 	messages.ErrorCode_TIMEOUT: true, messages.ErrorCode_UNAVAILABLE: true,
 	messages.ErrorCode_NOT_FOUND: true, messages.ErrorCode_RESET: true,
+	messages.ErrorCode_LOST: true,
+}
+
+func (c *chaosRun) anyKilled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.killed) > 0
 }
 
 // chaosVerbose (HOPLITE_CHAOS_VERBOSE=1) logs every call's outcome.

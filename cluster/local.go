@@ -225,7 +225,7 @@ func (l *Local) Kill(i int) error {
 	l.publishLive()
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", nodeName(i))
 	l.transport.Unserve(l.refs[i].GetDataAddress())
-	l.stores[i].Clear(gone)
+	l.stores[i].Fail(gone)
 	if err := l.system.Root.StopFuture(l.supervisors[i]).Wait(); err != nil {
 		// Fail-stop does not depend on the node's actors: its data and
 		// data plane are already gone, and its shards move regardless.

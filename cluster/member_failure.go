@@ -275,10 +275,10 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 	if _, err := m.system.Root.RequestFuture(members, leaveSelf{}, 5*time.Second).Result(); err != nil {
 		return nil, err
 	}
-	// 2. Objects only we hold are lost: say so to the directory (a Delete:
-	// Gets fail at once with DELETED instead of waiting) and in the log.
+	// 2. Every complete copy we hold is given up to the directory; those
+	// no other member holds are lost: the shard marks them so, and Gets of
+	// them fail at once with LOST instead of waiting. Logged, and returned.
 	var lost []string
-	client := m.Client()
 	for _, o := range m.store.Objects() {
 		id := o.ID()
 		if strings.HasPrefix(id, "\x00") {
@@ -287,60 +287,41 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 		if _, done, err := o.Progress(); !done || err != nil {
 			continue
 		}
-		only, err := m.onlyCopy(ctx, client, id)
+		gone, err := m.reportLost(ctx, id)
 		if err != nil {
-			m.log.WithError(err).WithField("object", id).Warn("leave: could not check the other copies of an object")
+			m.log.WithError(err).WithField("object", id).Warn("leave: could not give up a copy")
 			continue
 		}
-		if !only {
-			continue
+		if gone {
+			lost = append(lost, id)
+			m.log.WithField("object", id).Warn("object lost: this member held its only copy")
 		}
-		lost = append(lost, id)
-		m.log.WithField("object", id).Warn("object lost: this member held its only copy")
-		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if err := client.Delete(dctx, id); err != nil {
-			m.log.WithError(err).WithField("object", id).Warn("leave: could not report a lost object")
-		}
-		cancel()
 	}
 	m.log.WithField("lost_objects", len(lost)).Info("member leaving the cluster")
 	return lost, nil
 }
 
-// onlyCopy asks the directory whether another member holds a complete
-// copy of id (or the directory holds it inline). The shard may have just
-// moved: it is trusted only once it lists this member's own copy.
-func (m *Member) onlyCopy(ctx context.Context, client interface {
-	Info(context.Context, string, bool) (*messages.ObjectInfo, error)
-}, id string) (bool, error) {
+// reportLost gives up this member's copy of id and says whether it was
+// the last. The shard may have just moved and not yet know the copy (its
+// rebuild is under way): NOT_FOUND and UNAVAILABLE are retried a while.
+func (m *Member) reportLost(ctx context.Context, id string) (bool, error) {
 	var last error
 	for attempt := 0; attempt < 20; attempt++ {
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		info, err := client.Info(qctx, id, false)
-		cancel()
+		res, err := m.system.Root.RequestFuture(m.shardFor(id), &messages.ReportLost{ObjectId: id, Node: m.ref}, time.Second).Result()
 		if err == nil {
-			if info.GetHasInline() {
-				return false, nil
+			r, ok := res.(*messages.ReportLostReply)
+			if !ok {
+				return false, messages.Errorf(messages.ErrorCode_INTERNAL, "report lost %q: reply %T", id, res)
 			}
-			mine, others := false, false
-			for _, l := range info.GetLocations() {
-				switch {
-				case l.GetNode().GetNodeId() == m.id:
-					mine = true
-				case l.GetState() == messages.LocationState_COMPLETE:
-					others = true
-				}
+			err = messages.ErrOrNil(r.GetError())
+			if err == nil {
+				return r.GetLost(), nil
 			}
-			if others {
-				return false, nil
+			if !errors.Is(err, messages.ErrNotFound) && !errors.Is(err, messages.ErrUnavailable) {
+				return false, err
 			}
-			if mine {
-				return true, nil
-			}
-			last = errors.New("the directory does not list this member's copy yet")
-		} else {
-			last = err
 		}
+		last = err
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()

@@ -443,6 +443,8 @@ func TestProcessCluster(t *testing.T) {
 	put(nodes[1], 0)
 	put(victim, 1)
 	put(nodes[2], 2)
+	onlyOnVictim := randomBytes(77, 1<<20+3)
+	putRetry(t, c.of(victim), "victim-only", onlyOnVictim)
 	reduced := make(chan *messages.ReduceReply, 1)
 	reduceErr := make(chan error, 1)
 	go func() {
@@ -480,6 +482,14 @@ func TestProcessCluster(t *testing.T) {
 		getExact(t, c.of(n), target, want)
 	}
 	checkDetected(t, survivors, victim, killed)
+	// The object whose only copy died with the victim is LOST at once, not
+	// waited for until the deadline.
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err := c.of(nodes[1]).Get(lctx, "victim-only")
+	lcancel()
+	if !errors.Is(err, messages.ErrLost) {
+		t.Fatalf("Get of an object whose only copy was on the killed member: %v, want LOST", err)
+	}
 	// The coordinator (under the target's shard, on the caller) repaired
 	// the tree: the victim's source had a position in it.
 	logged(t, caller, "reduce participant failed; repairing the tree", map[string]string{"node": victim.id})
@@ -665,7 +675,7 @@ func TestProcessBadInput(t *testing.T) {
 
 // TestProcessGracefulLeave: SIGTERM makes a member leave gracefully: it
 // exits 0; the object only it held is reported lost (in its log, and to
-// the directory, so a Get of it fails at once with DELETED instead of
+// the directory, so a Get of it fails at once with LOST instead of
 // waiting for its deadline); an object another member also holds stays
 // available; the others see it leave.
 func TestProcessGracefulLeave(t *testing.T) {
@@ -703,13 +713,13 @@ func TestProcessGracefulLeave(t *testing.T) {
 	}
 	logged(t, leaver, "object lost: this member held its only copy", map[string]string{"object": "only"})
 
-	// Fail fast: well before its deadline the Get fails with DELETED; one
+	// Fail fast: well before its deadline the Get fails with LOST; one
 	// that waited for the object would end in TIMEOUT instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_, err := c.of(b).Get(ctx, "only")
 	cancel()
-	if !errors.Is(err, messages.ErrDeleted) {
-		t.Fatalf("Get of the lost object: %v, want DELETED before the deadline", err)
+	if !errors.Is(err, messages.ErrLost) {
+		t.Fatalf("Get of the lost object: %v, want LOST before the deadline", err)
 	}
 	getExact(t, c.of(b), "shared", shared)
 	c.converge(t, a, b)

@@ -2,11 +2,12 @@ package coordinator
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
@@ -25,8 +26,8 @@ type ActorConfig struct {
 	// Resubscribe is how often a coordinator that still waits for sources
 	// subscribes to them again (default 500 ms). Subscriptions are soft
 	// state in the directory: a shard that restarts, or moves to another
-	// member, forgets them. A local ShardRebuilt event triggers it at once;
-	// the period covers shards rebuilt in other processes.
+	// member, forgets them. (Not on the EventStream's ShardRebuilt: in this
+	// Proto.Actor version Subscribe races with Publish.)
 	Resubscribe time.Duration
 }
 
@@ -44,12 +45,19 @@ type Coordinator struct {
 	watched   map[string]string // store node PID -> node id
 	refresh   *time.Ticker
 	done      chan struct{}
-	rebuilt   *eventstream.Subscription
+	// Under a knee policy, until the gate fixes the count: r is a
+	// placeholder that only answers failures, and arrivals wait here.
+	gate      *KneeGate
+	pending   []*messages.LocationUpdate
+	deleted   map[string]bool
+	kneeTimer *time.Timer
 }
 
 type expire struct{}
 
 type resubscribe struct{}
+
+type kneeCheck struct{}
 
 // NewProps returns the props of the coordinator of one Reduce. requester
 // receives the ReduceReply.
@@ -75,6 +83,14 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
 		c.r = NewReductionFor(c.id, req, c.start.GetCaller(), c.cfg.Reduce, c.begin, timeout, L, B)
 		c.watched = map[string]string{}
+		if req.GetKnee() != nil {
+			gate, err := NewKneeGate(req)
+			if err != nil { // validated by the store node: a bug
+				c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: knee: %v", err)))
+				return
+			}
+			c.gate, c.deleted = gate, map[string]bool{}
+		}
 		self, system := ctx.Self(), ctx.ActorSystem()
 		c.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, expire{}) })
 		c.apply(ctx, c.r.Begin())
@@ -82,13 +98,25 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.startRefresh(ctx)
 	case resubscribe:
 		c.subscribe(ctx)
+	case kneeCheck:
+		if c.gating() {
+			c.gateStep(ctx, c.gate.Check(time.Now()))
+		}
 	case *actor.Terminated:
 		if node, ok := c.watched[m.GetWho().String()]; ok {
 			delete(c.watched, m.GetWho().String())
 			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
+			if c.gating() {
+				// An arrival whose copy died no longer counts as available.
+				c.pending = slices.DeleteFunc(c.pending, func(u *messages.LocationUpdate) bool { return u.GetNode().GetNodeId() == node })
+			}
 			c.apply(ctx, c.r.NodeFailed(node))
 		}
 	case *messages.LocationUpdate:
+		if c.gating() {
+			c.arrive(ctx, m)
+			return
+		}
 		c.apply(ctx, c.r.Located(m))
 	case *messages.ReduceTaskStarted:
 		c.apply(ctx, c.r.Started(m))
@@ -99,16 +127,87 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *messages.GetReply:
 		c.apply(ctx, c.r.Fetched(ctx.Sender().GetId(), messages.ErrOrNil(m.GetError())))
 	case expire:
+		if c.gating() {
+			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_TIMEOUT,
+				"reduce: knee policy: %d of %d sources arrived before the deadline and no knee was accepted (%d needed by min_percent)",
+				c.gate.Arrived(), len(c.start.GetReduce().GetSourceIds()), c.gate.Needed())))
+			return
+		}
 		c.apply(ctx, c.r.Expire(time.Now()))
 	case *actor.Stopping:
 		if c.timer != nil {
 			c.timer.Stop()
 		}
-		c.stopRefresh(ctx)
+		c.stopRefresh()
+		if c.kneeTimer != nil {
+			c.kneeTimer.Stop()
+		}
 		if c.r != nil && !c.r.Over() {
 			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")))
 		}
 	}
+}
+
+// gating reports whether a knee policy has not fixed the count yet.
+func (c *Coordinator) gating() bool { return c.gate != nil && c.gate.Num() == 0 && !c.r.Over() }
+
+// arrive feeds a source's location to the knee gate and keeps it for the
+// Reduction that starts once the count is fixed.
+func (c *Coordinator) arrive(ctx actor.Context, u *messages.LocationUpdate) {
+	id := u.GetObjectId()
+	if !slices.Contains(c.start.GetReduce().GetSourceIds(), id) {
+		return
+	}
+	if u.GetDeleted() {
+		c.deleted[id] = true
+		c.pending = slices.DeleteFunc(c.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id })
+		if left := len(c.start.GetReduce().GetSourceIds()) - len(c.deleted); left < c.gate.Needed() {
+			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_DELETED,
+				"reduce: source %q was deleted; %d sources remain, min_percent needs %d", id, left, c.gate.Needed())))
+		}
+		return
+	}
+	if u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED ||
+		slices.ContainsFunc(c.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id }) {
+		return
+	}
+	if pid := u.GetNode().PID(); c.watched[pid.String()] == "" {
+		// Its node may die before the count is fixed.
+		c.watched[pid.String()] = u.GetNode().GetNodeId()
+		ctx.Watch(pid)
+	}
+	c.pending = append(c.pending, u)
+	c.gateStep(ctx, c.gate.Arrive(id, time.Now()))
+}
+
+// gateStep starts the Reduction once the gate fixed the count, or arms
+// the timer for the gate's next deadline.
+func (c *Coordinator) gateStep(ctx actor.Context, num int) {
+	if num == 0 {
+		if c.kneeTimer != nil {
+			c.kneeTimer.Stop()
+		}
+		if at := c.gate.NextDeadline(); !at.IsZero() {
+			self, system := ctx.Self(), ctx.ActorSystem()
+			c.kneeTimer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, kneeCheck{}) })
+		}
+		return
+	}
+	req := proto.Clone(c.start.GetReduce()).(*messages.Reduce)
+	req.NumObjects = int32(num)
+	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "arrived": c.gate.Arrived(), "reduce_count": num,
+		"completed_by": c.gate.Reason(), "after": time.Since(c.begin).Round(time.Microsecond)}).Info("knee policy fixed the number of sources to reduce")
+	L, B, _, _ := c.cfg.Estimator.Estimate()
+	// The same deadline as the placeholder's: both count from the start.
+	c.r = NewReductionFor(c.id, req, c.start.GetCaller(), c.cfg.Reduce, c.begin, time.Duration(req.GetTimeoutMs())*time.Millisecond, L, B)
+	c.apply(ctx, c.r.Begin())
+	for _, u := range c.pending {
+		c.apply(ctx, c.r.Located(u))
+	}
+	for id := range c.deleted {
+		c.apply(ctx, c.r.Located(&messages.LocationUpdate{ObjectId: id, Deleted: true}))
+	}
+	c.pending, c.deleted = nil, nil
 }
 
 // subscribe asks the sources' shards for the locations the Reduction
@@ -121,16 +220,13 @@ func (c *Coordinator) subscribe(ctx actor.Context) {
 	}
 }
 
-// startRefresh renews the subscriptions: at once when a shard of this
-// process restarts, and periodically for shards elsewhere.
+// startRefresh renews the subscriptions periodically.
 func (c *Coordinator) startRefresh(ctx actor.Context) {
 	every := c.cfg.Resubscribe
 	if every <= 0 {
 		every = 500 * time.Millisecond
 	}
 	self, system := ctx.Self(), ctx.ActorSystem()
-	c.rebuilt = system.EventStream.SubscribeWithPredicate(func(any) { system.Root.Send(self, resubscribe{}) },
-		func(e any) bool { _, ok := e.(*events.ShardRebuilt); return ok })
 	// A goroutine rather than the actor scheduler: its timers race
 	// (see actors/directory). It ends with the coordinator.
 	c.refresh, c.done = time.NewTicker(every), make(chan struct{})
@@ -146,11 +242,7 @@ func (c *Coordinator) startRefresh(ctx actor.Context) {
 	}(c.refresh, c.done)
 }
 
-func (c *Coordinator) stopRefresh(ctx actor.Context) {
-	if c.rebuilt != nil {
-		ctx.ActorSystem().EventStream.Unsubscribe(c.rebuilt)
-		c.rebuilt = nil
-	}
+func (c *Coordinator) stopRefresh() {
 	if c.refresh != nil {
 		c.refresh.Stop()
 		close(c.done)
@@ -193,6 +285,9 @@ func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
 	}
 	for _, id := range c.start.GetReduce().GetSourceIds() {
 		ctx.Request(c.cfg.ShardFor(id), &messages.Unsubscribe{ObjectId: id})
+	}
+	if c.gate != nil && c.gate.Num() > 0 {
+		fx.Reply.CompletedBy = c.gate.Reason()
 	}
 	if c.requester != nil {
 		ctx.Send(c.requester, fx.Reply)

@@ -47,7 +47,14 @@ func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
 		return bad("no sources")
 	}
 	n := int(r.GetNumObjects())
-	if n < 1 || n > len(r.GetSourceIds()) {
+	if k := r.GetKnee(); k != nil {
+		if n != 0 {
+			return bad("num_objects %d with a knee policy: set one or the other", n)
+		}
+		if err := validateKnee(k, len(r.GetSourceIds())); err != nil {
+			return bad("knee: %v", err)
+		}
+	} else if n < 1 || n > len(r.GetSourceIds()) {
 		return bad("num_objects %d outside 1..%d", n, len(r.GetSourceIds()))
 	}
 	seen := map[string]bool{}

@@ -19,6 +19,7 @@ var (
 	ErrInternal        = &Error{Code: ErrorCode_INTERNAL}
 	ErrCanceled        = &Error{Code: ErrorCode_CANCELED}
 	ErrReset           = &Error{Code: ErrorCode_RESET}
+	ErrLost            = &Error{Code: ErrorCode_LOST}
 )
 
 // Errorf builds an *Error with a formatted message.

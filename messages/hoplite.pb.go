@@ -41,6 +41,7 @@ const (
 	ErrorCode_INTERNAL         ErrorCode = 8  // a bug: logged with detail
 	ErrorCode_CANCELED         ErrorCode = 9  // the caller canceled
 	ErrorCode_RESET            ErrorCode = 10 // a partial object was rewound (a Reduce repaired its tree): read it again from 0
+	ErrorCode_LOST             ErrorCode = 11 // every copy was on nodes that failed or left: Put it again to re-create it
 )
 
 // Enum value maps for ErrorCode.
@@ -57,6 +58,7 @@ var (
 		8:  "INTERNAL",
 		9:  "CANCELED",
 		10: "RESET",
+		11: "LOST",
 	}
 	ErrorCode_value = map[string]int32{
 		"OK":               0,
@@ -70,6 +72,7 @@ var (
 		"INTERNAL":         8,
 		"CANCELED":         9,
 		"RESET":            10,
+		"LOST":             11,
 	}
 )
 
@@ -739,7 +742,12 @@ type Reduce struct {
 	TimeoutMs  int64                  `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// all_reduce also brings the result to every node that held a reduced
 	// source (a broadcast that pipelines with the reduce).
-	AllReduce     bool `protobuf:"varint,7,opt,name=all_reduce,json=allReduce,proto3" json:"all_reduce,omitempty"`
+	AllReduce bool `protobuf:"varint,7,opt,name=all_reduce,json=allReduce,proto3" json:"all_reduce,omitempty"`
+	// knee, instead of a fixed num_objects (which must then be 0), reduces
+	// the sources that arrived before the knee of their arrival times (the
+	// partial barriers' knee detector): an async-SGD step reduces the fast
+	// workers' gradients without choosing n by hand.
+	Knee          *ReduceKnee `protobuf:"bytes,8,opt,name=knee,proto3" json:"knee,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,20 +831,106 @@ func (x *Reduce) GetAllReduce() bool {
 	return false
 }
 
+func (x *Reduce) GetKnee() *ReduceKnee {
+	if x != nil {
+		return x.Knee
+	}
+	return nil
+}
+
+// ReduceKnee is a barrier-style completion policy for a Reduce. The number
+// of sources reduced is fixed when the first of these happens: an
+// accepted knee (the next arrival is overdue by the EWMA rule after at
+// least min_percent of the sources and min_wait_ms), max_objects arrivals,
+// or every source arrived. Until then no tree is built.
+type ReduceKnee struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	MinPercent float64                `protobuf:"fixed64,1,opt,name=min_percent,json=minPercent,proto3" json:"min_percent,omitempty"` // 0..100 of source_ids that must arrive first
+	MaxObjects int32                  `protobuf:"varint,2,opt,name=max_objects,json=maxObjects,proto3" json:"max_objects,omitempty"`  // at most this many are reduced (0: all sources)
+	MinWaitMs  int64                  `protobuf:"varint,3,opt,name=min_wait_ms,json=minWaitMs,proto3" json:"min_wait_ms,omitempty"`   // no knee before this long after the first arrival
+	// warmup is how many arrivals arm the detector (0: the min_percent
+	// count, at most 8 and at least 2; with few samples nearly every gap
+	// looks like a knee, so a min_percent of 0 invites early knees).
+	Warmup        int32 `protobuf:"varint,4,opt,name=warmup,proto3" json:"warmup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceKnee) Reset() {
+	*x = ReduceKnee{}
+	mi := &file_hoplite_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceKnee) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceKnee) ProtoMessage() {}
+
+func (x *ReduceKnee) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceKnee.ProtoReflect.Descriptor instead.
+func (*ReduceKnee) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReduceKnee) GetMinPercent() float64 {
+	if x != nil {
+		return x.MinPercent
+	}
+	return 0
+}
+
+func (x *ReduceKnee) GetMaxObjects() int32 {
+	if x != nil {
+		return x.MaxObjects
+	}
+	return 0
+}
+
+func (x *ReduceKnee) GetMinWaitMs() int64 {
+	if x != nil {
+		return x.MinWaitMs
+	}
+	return 0
+}
+
+func (x *ReduceKnee) GetWarmup() int32 {
+	if x != nil {
+		return x.Warmup
+	}
+	return 0
+}
+
 type ReduceReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TargetId      string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
-	ReducedIds    []string               `protobuf:"bytes,2,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`       // in tree-position order
-	UnreducedIds  []string               `protobuf:"bytes,3,rep,name=unreduced_ids,json=unreducedIds,proto3" json:"unreduced_ids,omitempty"` // the other sources: valid backups
-	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	Plan          *ReducePlan            `protobuf:"bytes,5,opt,name=plan,proto3" json:"plan,omitempty"` // how it was done (for tools and demos)
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TargetId     string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	ReducedIds   []string               `protobuf:"bytes,2,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`       // in tree-position order
+	UnreducedIds []string               `protobuf:"bytes,3,rep,name=unreduced_ids,json=unreducedIds,proto3" json:"unreduced_ids,omitempty"` // the other sources: valid backups
+	Error        *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Plan         *ReducePlan            `protobuf:"bytes,5,opt,name=plan,proto3" json:"plan,omitempty"` // how it was done (for tools and demos)
+	// completed_by says what fixed the number reduced under a knee policy:
+	// "knee", "max_objects" or "all_sources" (empty for a fixed num_objects).
+	CompletedBy   string `protobuf:"bytes,6,opt,name=completed_by,json=completedBy,proto3" json:"completed_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReduceReply) Reset() {
 	*x = ReduceReply{}
-	mi := &file_hoplite_proto_msgTypes[9]
+	mi := &file_hoplite_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +942,7 @@ func (x *ReduceReply) String() string {
 func (*ReduceReply) ProtoMessage() {}
 
 func (x *ReduceReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[9]
+	mi := &file_hoplite_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +955,7 @@ func (x *ReduceReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceReply.ProtoReflect.Descriptor instead.
 func (*ReduceReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{9}
+	return file_hoplite_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReduceReply) GetTargetId() string {
@@ -899,6 +993,13 @@ func (x *ReduceReply) GetPlan() *ReducePlan {
 	return nil
 }
 
+func (x *ReduceReply) GetCompletedBy() string {
+	if x != nil {
+		return x.CompletedBy
+	}
+	return ""
+}
+
 // ReducePlan reports the tree a Reduce built and why.
 type ReducePlan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -915,7 +1016,7 @@ type ReducePlan struct {
 
 func (x *ReducePlan) Reset() {
 	*x = ReducePlan{}
-	mi := &file_hoplite_proto_msgTypes[10]
+	mi := &file_hoplite_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1028,7 @@ func (x *ReducePlan) String() string {
 func (*ReducePlan) ProtoMessage() {}
 
 func (x *ReducePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[10]
+	mi := &file_hoplite_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1041,7 @@ func (x *ReducePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducePlan.ProtoReflect.Descriptor instead.
 func (*ReducePlan) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{10}
+	return file_hoplite_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReducePlan) GetDegree() int32 {
@@ -1005,7 +1106,7 @@ type ReducePosition struct {
 
 func (x *ReducePosition) Reset() {
 	*x = ReducePosition{}
-	mi := &file_hoplite_proto_msgTypes[11]
+	mi := &file_hoplite_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1118,7 @@ func (x *ReducePosition) String() string {
 func (*ReducePosition) ProtoMessage() {}
 
 func (x *ReducePosition) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[11]
+	mi := &file_hoplite_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1131,7 @@ func (x *ReducePosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducePosition.ProtoReflect.Descriptor instead.
 func (*ReducePosition) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{11}
+	return file_hoplite_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReducePosition) GetPosition() int32 {
@@ -1078,7 +1179,7 @@ type DegreeCost struct {
 
 func (x *DegreeCost) Reset() {
 	*x = DegreeCost{}
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1191,7 @@ func (x *DegreeCost) String() string {
 func (*DegreeCost) ProtoMessage() {}
 
 func (x *DegreeCost) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1204,7 @@ func (x *DegreeCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DegreeCost.ProtoReflect.Descriptor instead.
 func (*DegreeCost) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DegreeCost) GetDegree() int32 {
@@ -1138,7 +1239,7 @@ type CreateObject struct {
 
 func (x *CreateObject) Reset() {
 	*x = CreateObject{}
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1251,7 @@ func (x *CreateObject) String() string {
 func (*CreateObject) ProtoMessage() {}
 
 func (x *CreateObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1264,7 @@ func (x *CreateObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObject.ProtoReflect.Descriptor instead.
 func (*CreateObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateObject) GetObjectId() string {
@@ -1226,7 +1327,7 @@ type CreateObjectReply struct {
 
 func (x *CreateObjectReply) Reset() {
 	*x = CreateObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1339,7 @@ func (x *CreateObjectReply) String() string {
 func (*CreateObjectReply) ProtoMessage() {}
 
 func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1352,7 @@ func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObjectReply.ProtoReflect.Descriptor instead.
 func (*CreateObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateObjectReply) GetObjectId() string {
@@ -1291,7 +1392,7 @@ type PublishLocation struct {
 
 func (x *PublishLocation) Reset() {
 	*x = PublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1404,7 @@ func (x *PublishLocation) String() string {
 func (*PublishLocation) ProtoMessage() {}
 
 func (x *PublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1417,7 @@ func (x *PublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishLocation.ProtoReflect.Descriptor instead.
 func (*PublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PublishLocation) GetObjectId() string {
@@ -1372,7 +1473,7 @@ type UnpublishLocation struct {
 
 func (x *UnpublishLocation) Reset() {
 	*x = UnpublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1485,7 @@ func (x *UnpublishLocation) String() string {
 func (*UnpublishLocation) ProtoMessage() {}
 
 func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1498,7 @@ func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpublishLocation.ProtoReflect.Descriptor instead.
 func (*UnpublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UnpublishLocation) GetObjectId() string {
@@ -1410,6 +1511,121 @@ func (x *UnpublishLocation) GetObjectId() string {
 func (x *UnpublishLocation) GetNode() *NodeRef {
 	if x != nil {
 		return x.Node
+	}
+	return nil
+}
+
+// ReportLost: a member leaving gracefully gives up its copy of an object.
+// The shard removes the copy; if no complete copy remains the object is
+// lost, and Gets of it fail at once with LOST instead of waiting.
+type ReportLost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Node          *NodeRef               `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportLost) Reset() {
+	*x = ReportLost{}
+	mi := &file_hoplite_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportLost) ProtoMessage() {}
+
+func (x *ReportLost) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportLost.ProtoReflect.Descriptor instead.
+func (*ReportLost) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReportLost) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *ReportLost) GetNode() *NodeRef {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+type ReportLostReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Lost          bool                   `protobuf:"varint,2,opt,name=lost,proto3" json:"lost,omitempty"` // no other complete copy remained
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportLostReply) Reset() {
+	*x = ReportLostReply{}
+	mi := &file_hoplite_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportLostReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportLostReply) ProtoMessage() {}
+
+func (x *ReportLostReply) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportLostReply.ProtoReflect.Descriptor instead.
+func (*ReportLostReply) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReportLostReply) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *ReportLostReply) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
+}
+
+func (x *ReportLostReply) GetError() *Error {
+	if x != nil {
+		return x.Error
 	}
 	return nil
 }
@@ -1434,7 +1650,7 @@ type Locate struct {
 
 func (x *Locate) Reset() {
 	*x = Locate{}
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1662,7 @@ func (x *Locate) String() string {
 func (*Locate) ProtoMessage() {}
 
 func (x *Locate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1675,7 @@ func (x *Locate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locate.ProtoReflect.Descriptor instead.
 func (*Locate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{17}
+	return file_hoplite_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Locate) GetObjectId() string {
@@ -1516,7 +1732,7 @@ type LocateReply struct {
 
 func (x *LocateReply) Reset() {
 	*x = LocateReply{}
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1744,7 @@ func (x *LocateReply) String() string {
 func (*LocateReply) ProtoMessage() {}
 
 func (x *LocateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1757,7 @@ func (x *LocateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateReply.ProtoReflect.Descriptor instead.
 func (*LocateReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{18}
+	return file_hoplite_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LocateReply) GetObjectId() string {
@@ -1618,7 +1834,7 @@ type CancelLocate struct {
 
 func (x *CancelLocate) Reset() {
 	*x = CancelLocate{}
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1846,7 @@ func (x *CancelLocate) String() string {
 func (*CancelLocate) ProtoMessage() {}
 
 func (x *CancelLocate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1859,7 @@ func (x *CancelLocate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLocate.ProtoReflect.Descriptor instead.
 func (*CancelLocate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{19}
+	return file_hoplite_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelLocate) GetObjectId() string {
@@ -1672,7 +1888,7 @@ type FetchDone struct {
 
 func (x *FetchDone) Reset() {
 	*x = FetchDone{}
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1900,7 @@ func (x *FetchDone) String() string {
 func (*FetchDone) ProtoMessage() {}
 
 func (x *FetchDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1913,7 @@ func (x *FetchDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchDone.ProtoReflect.Descriptor instead.
 func (*FetchDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{20}
+	return file_hoplite_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FetchDone) GetObjectId() string {
@@ -1734,7 +1950,7 @@ type FetchAborted struct {
 
 func (x *FetchAborted) Reset() {
 	*x = FetchAborted{}
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1962,7 @@ func (x *FetchAborted) String() string {
 func (*FetchAborted) ProtoMessage() {}
 
 func (x *FetchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1975,7 @@ func (x *FetchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchAborted.ProtoReflect.Descriptor instead.
 func (*FetchAborted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{21}
+	return file_hoplite_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FetchAborted) GetObjectId() string {
@@ -1792,7 +2008,7 @@ type DeleteObject struct {
 
 func (x *DeleteObject) Reset() {
 	*x = DeleteObject{}
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +2020,7 @@ func (x *DeleteObject) String() string {
 func (*DeleteObject) ProtoMessage() {}
 
 func (x *DeleteObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +2033,7 @@ func (x *DeleteObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObject.ProtoReflect.Descriptor instead.
 func (*DeleteObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{22}
+	return file_hoplite_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteObject) GetObjectId() string {
@@ -1838,7 +2054,7 @@ type DeleteObjectReply struct {
 
 func (x *DeleteObjectReply) Reset() {
 	*x = DeleteObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +2066,7 @@ func (x *DeleteObjectReply) String() string {
 func (*DeleteObjectReply) ProtoMessage() {}
 
 func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +2079,7 @@ func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectReply.ProtoReflect.Descriptor instead.
 func (*DeleteObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{23}
+	return file_hoplite_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteObjectReply) GetObjectId() string {
@@ -1899,7 +2115,7 @@ type DropObject struct {
 
 func (x *DropObject) Reset() {
 	*x = DropObject{}
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2127,7 @@ func (x *DropObject) String() string {
 func (*DropObject) ProtoMessage() {}
 
 func (x *DropObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2140,7 @@ func (x *DropObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropObject.ProtoReflect.Descriptor instead.
 func (*DropObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{24}
+	return file_hoplite_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DropObject) GetObjectId() string {
@@ -1952,7 +2168,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2180,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2193,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{25}
+	return file_hoplite_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Subscribe) GetObjectId() string {
@@ -1996,7 +2212,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2224,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2237,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{26}
+	return file_hoplite_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -2046,7 +2262,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2274,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2287,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{27}
+	return file_hoplite_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -2136,7 +2352,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2364,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2377,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{28}
+	return file_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -2197,7 +2413,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2425,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2438,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{29}
+	return file_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -2268,7 +2484,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +2496,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +2509,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -2345,7 +2561,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2573,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2586,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -2427,7 +2643,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2655,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2668,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -2481,7 +2697,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2709,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2722,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -2549,7 +2765,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2777,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2790,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -2674,7 +2890,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2902,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2915,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -2743,7 +2959,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2971,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2984,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -2813,7 +3029,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +3041,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +3054,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -2874,7 +3090,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3102,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3115,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -2930,7 +3146,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3158,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3171,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -2996,7 +3212,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3224,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3237,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -3050,7 +3266,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3062,7 +3278,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3075,7 +3291,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -3104,7 +3320,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3332,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3345,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -3183,7 +3399,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"P\n" +
 	"\vDeleteReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xec\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x95\x02\n" +
 	"\x06Reduce\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1d\n" +
 	"\n" +
@@ -3195,14 +3411,24 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12\x1d\n" +
 	"\n" +
-	"all_reduce\x18\a \x01(\bR\tallReduce\"\xbf\x01\n" +
+	"all_reduce\x18\a \x01(\bR\tallReduce\x12'\n" +
+	"\x04knee\x18\b \x01(\v2\x13.hoplite.ReduceKneeR\x04knee\"\x86\x01\n" +
+	"\n" +
+	"ReduceKnee\x12\x1f\n" +
+	"\vmin_percent\x18\x01 \x01(\x01R\n" +
+	"minPercent\x12\x1f\n" +
+	"\vmax_objects\x18\x02 \x01(\x05R\n" +
+	"maxObjects\x12\x1e\n" +
+	"\vmin_wait_ms\x18\x03 \x01(\x03R\tminWaitMs\x12\x16\n" +
+	"\x06warmup\x18\x04 \x01(\x05R\x06warmup\"\xe2\x01\n" +
 	"\vReduceReply\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1f\n" +
 	"\vreduced_ids\x18\x02 \x03(\tR\n" +
 	"reducedIds\x12#\n" +
 	"\runreduced_ids\x18\x03 \x03(\tR\funreducedIds\x12$\n" +
 	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
-	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\"\xfa\x01\n" +
+	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\x12!\n" +
+	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\xfa\x01\n" +
 	"\n" +
 	"ReducePlan\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +
@@ -3247,7 +3473,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\acreator\x18\x06 \x01(\bR\acreator\"V\n" +
 	"\x11UnpublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"\xbf\x01\n" +
+	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"O\n" +
+	"\n" +
+	"ReportLost\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
+	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"h\n" +
+	"\x0fReportLostReply\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
+	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xbf\x01\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
@@ -3390,7 +3624,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tRepublish\x12\x16\n" +
 	"\x06shards\x18\x01 \x03(\x05R\x06shards\x12\x1f\n" +
 	"\vshard_count\x18\x02 \x01(\x05R\n" +
-	"shardCount*\xa6\x01\n" +
+	"shardCount*\xb0\x01\n" +
 	"\tErrorCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
@@ -3403,7 +3637,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bINTERNAL\x10\b\x12\f\n" +
 	"\bCANCELED\x10\t\x12\t\n" +
 	"\x05RESET\x10\n" +
-	"*J\n" +
+	"\x12\b\n" +
+	"\x04LOST\x10\v*J\n" +
 	"\bReduceOp\x12\x19\n" +
 	"\x15REDUCE_OP_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03SUM\x10\x01\x12\a\n" +
@@ -3434,7 +3669,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -3449,40 +3684,43 @@ var file_hoplite_proto_goTypes = []any{
 	(*Delete)(nil),            // 10: hoplite.Delete
 	(*DeleteReply)(nil),       // 11: hoplite.DeleteReply
 	(*Reduce)(nil),            // 12: hoplite.Reduce
-	(*ReduceReply)(nil),       // 13: hoplite.ReduceReply
-	(*ReducePlan)(nil),        // 14: hoplite.ReducePlan
-	(*ReducePosition)(nil),    // 15: hoplite.ReducePosition
-	(*DegreeCost)(nil),        // 16: hoplite.DegreeCost
-	(*CreateObject)(nil),      // 17: hoplite.CreateObject
-	(*CreateObjectReply)(nil), // 18: hoplite.CreateObjectReply
-	(*PublishLocation)(nil),   // 19: hoplite.PublishLocation
-	(*UnpublishLocation)(nil), // 20: hoplite.UnpublishLocation
-	(*Locate)(nil),            // 21: hoplite.Locate
-	(*LocateReply)(nil),       // 22: hoplite.LocateReply
-	(*CancelLocate)(nil),      // 23: hoplite.CancelLocate
-	(*FetchDone)(nil),         // 24: hoplite.FetchDone
-	(*FetchAborted)(nil),      // 25: hoplite.FetchAborted
-	(*DeleteObject)(nil),      // 26: hoplite.DeleteObject
-	(*DeleteObjectReply)(nil), // 27: hoplite.DeleteObjectReply
-	(*DropObject)(nil),        // 28: hoplite.DropObject
-	(*Subscribe)(nil),         // 29: hoplite.Subscribe
-	(*Unsubscribe)(nil),       // 30: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),    // 31: hoplite.LocationUpdate
-	(*QueryObject)(nil),       // 32: hoplite.QueryObject
-	(*Location)(nil),          // 33: hoplite.Location
-	(*Transfer)(nil),          // 34: hoplite.Transfer
-	(*ObjectInfo)(nil),        // 35: hoplite.ObjectInfo
-	(*StartReduce)(nil),       // 36: hoplite.StartReduce
-	(*ReduceInput)(nil),       // 37: hoplite.ReduceInput
-	(*ReduceTask)(nil),        // 38: hoplite.ReduceTask
-	(*ReduceTaskStarted)(nil), // 39: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 40: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 41: hoplite.ReduceInvalidate
-	(*ReduceRelease)(nil),     // 42: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 43: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 44: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 45: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 46: hoplite.Republish
+	(*ReduceKnee)(nil),        // 13: hoplite.ReduceKnee
+	(*ReduceReply)(nil),       // 14: hoplite.ReduceReply
+	(*ReducePlan)(nil),        // 15: hoplite.ReducePlan
+	(*ReducePosition)(nil),    // 16: hoplite.ReducePosition
+	(*DegreeCost)(nil),        // 17: hoplite.DegreeCost
+	(*CreateObject)(nil),      // 18: hoplite.CreateObject
+	(*CreateObjectReply)(nil), // 19: hoplite.CreateObjectReply
+	(*PublishLocation)(nil),   // 20: hoplite.PublishLocation
+	(*UnpublishLocation)(nil), // 21: hoplite.UnpublishLocation
+	(*ReportLost)(nil),        // 22: hoplite.ReportLost
+	(*ReportLostReply)(nil),   // 23: hoplite.ReportLostReply
+	(*Locate)(nil),            // 24: hoplite.Locate
+	(*LocateReply)(nil),       // 25: hoplite.LocateReply
+	(*CancelLocate)(nil),      // 26: hoplite.CancelLocate
+	(*FetchDone)(nil),         // 27: hoplite.FetchDone
+	(*FetchAborted)(nil),      // 28: hoplite.FetchAborted
+	(*DeleteObject)(nil),      // 29: hoplite.DeleteObject
+	(*DeleteObjectReply)(nil), // 30: hoplite.DeleteObjectReply
+	(*DropObject)(nil),        // 31: hoplite.DropObject
+	(*Subscribe)(nil),         // 32: hoplite.Subscribe
+	(*Unsubscribe)(nil),       // 33: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),    // 34: hoplite.LocationUpdate
+	(*QueryObject)(nil),       // 35: hoplite.QueryObject
+	(*Location)(nil),          // 36: hoplite.Location
+	(*Transfer)(nil),          // 37: hoplite.Transfer
+	(*ObjectInfo)(nil),        // 38: hoplite.ObjectInfo
+	(*StartReduce)(nil),       // 39: hoplite.StartReduce
+	(*ReduceInput)(nil),       // 40: hoplite.ReduceInput
+	(*ReduceTask)(nil),        // 41: hoplite.ReduceTask
+	(*ReduceTaskStarted)(nil), // 42: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 43: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 44: hoplite.ReduceInvalidate
+	(*ReduceRelease)(nil),     // 45: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 46: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 47: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 48: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 49: hoplite.Republish
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -3491,49 +3729,52 @@ var file_hoplite_proto_depIdxs = []int32{
 	4,  // 3: hoplite.DeleteReply.error:type_name -> hoplite.Error
 	1,  // 4: hoplite.Reduce.op:type_name -> hoplite.ReduceOp
 	2,  // 5: hoplite.Reduce.dtype:type_name -> hoplite.DType
-	4,  // 6: hoplite.ReduceReply.error:type_name -> hoplite.Error
-	14, // 7: hoplite.ReduceReply.plan:type_name -> hoplite.ReducePlan
-	15, // 8: hoplite.ReducePlan.positions:type_name -> hoplite.ReducePosition
-	16, // 9: hoplite.ReducePlan.costs:type_name -> hoplite.DegreeCost
-	5,  // 10: hoplite.CreateObject.creator:type_name -> hoplite.NodeRef
-	4,  // 11: hoplite.CreateObjectReply.error:type_name -> hoplite.Error
-	5,  // 12: hoplite.PublishLocation.node:type_name -> hoplite.NodeRef
-	3,  // 13: hoplite.PublishLocation.state:type_name -> hoplite.LocationState
-	5,  // 14: hoplite.UnpublishLocation.node:type_name -> hoplite.NodeRef
-	5,  // 15: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
-	5,  // 16: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
-	4,  // 17: hoplite.LocateReply.error:type_name -> hoplite.Error
-	5,  // 18: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
-	3,  // 19: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
-	5,  // 20: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
-	5,  // 21: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
-	5,  // 22: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
-	5,  // 23: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
-	5,  // 24: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
-	4,  // 25: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
-	5,  // 26: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
-	4,  // 27: hoplite.DropObject.reason:type_name -> hoplite.Error
-	5,  // 28: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 29: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	5,  // 30: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 31: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 32: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	33, // 33: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	34, // 34: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 35: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 36: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 37: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 38: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 39: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	37, // 40: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	4,  // 41: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 42: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 43: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	13, // 6: hoplite.Reduce.knee:type_name -> hoplite.ReduceKnee
+	4,  // 7: hoplite.ReduceReply.error:type_name -> hoplite.Error
+	15, // 8: hoplite.ReduceReply.plan:type_name -> hoplite.ReducePlan
+	16, // 9: hoplite.ReducePlan.positions:type_name -> hoplite.ReducePosition
+	17, // 10: hoplite.ReducePlan.costs:type_name -> hoplite.DegreeCost
+	5,  // 11: hoplite.CreateObject.creator:type_name -> hoplite.NodeRef
+	4,  // 12: hoplite.CreateObjectReply.error:type_name -> hoplite.Error
+	5,  // 13: hoplite.PublishLocation.node:type_name -> hoplite.NodeRef
+	3,  // 14: hoplite.PublishLocation.state:type_name -> hoplite.LocationState
+	5,  // 15: hoplite.UnpublishLocation.node:type_name -> hoplite.NodeRef
+	5,  // 16: hoplite.ReportLost.node:type_name -> hoplite.NodeRef
+	4,  // 17: hoplite.ReportLostReply.error:type_name -> hoplite.Error
+	5,  // 18: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
+	5,  // 19: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
+	4,  // 20: hoplite.LocateReply.error:type_name -> hoplite.Error
+	5,  // 21: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
+	3,  // 22: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
+	5,  // 23: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
+	5,  // 24: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
+	5,  // 25: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
+	5,  // 26: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
+	5,  // 27: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
+	4,  // 28: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
+	5,  // 29: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
+	4,  // 30: hoplite.DropObject.reason:type_name -> hoplite.Error
+	5,  // 31: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 32: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	5,  // 33: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 34: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 35: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	36, // 36: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	37, // 37: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 38: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 39: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 40: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 41: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 42: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	40, // 43: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	4,  // 44: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 45: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 46: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -3547,7 +3788,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   43,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -144,6 +144,14 @@ func (c *Client) AllReduce(ctx context.Context, target string, sources []string,
 	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: op, Dtype: dtype, AllReduce: true})
 }
 
+// ReduceUntilKnee reduces the sources that arrive before the knee of
+// their arrival times instead of a fixed number (see messages.ReduceKnee):
+// at least knee.MinPercent of them, at most knee.MaxObjects. The reply's
+// ReducedIds say which, and CompletedBy what fixed their number.
+func (c *Client) ReduceUntilKnee(ctx context.Context, target string, sources []string, knee *messages.ReduceKnee, op messages.ReduceOp, dtype messages.DType) (*messages.ReduceReply, error) {
+	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, Knee: knee, Op: op, Dtype: dtype})
+}
+
 func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (*messages.ReduceReply, error) {
 	res, err := c.call(ctx, m)
 	if err != nil {

@@ -389,6 +389,11 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		m.TimeoutMs = n.cfg.DefaultTimeout.Milliseconds()
 	}
 	if n.cfg.Naive {
+		if m.GetKnee() != nil {
+			reply(ctx.ActorSystem(), ctx.Sender(), &messages.ReduceReply{TargetId: m.GetTargetId(),
+				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: the naive baseline has no knee policy; give num_objects")})
+			return
+		}
 		n.naiveReduce(ctx, m)
 		return
 	}

@@ -140,6 +140,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		case err == nil:
 			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
 			return
+		case w.cfg.Store.Failed() != nil:
+			// The node is dead (fail-stop): a dead node says nothing; the
+			// coordinator learns of it from its watch and repairs.
+			return
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
 			// this report), released (nobody listens), or stopped with its

@@ -20,6 +20,7 @@ type Store struct {
 	used     int64
 	objects  map[string]*Object
 	lru      *list.List // evictable objects, most recently used at the front
+	failed   error      // set by Fail: the node is gone
 }
 
 // NewStore returns an empty store that holds at most capacity bytes.
@@ -237,6 +238,24 @@ func (s *Store) Clear(err error) {
 	for _, o := range s.objects {
 		s.removeLocked(o, err)
 	}
+}
+
+// Fail clears the store for good: its node failed (fail-stop fault
+// injection). Work still running on the node sees Failed and goes quiet,
+// as a dead process would, instead of reporting errors peers would take
+// for the node's verdict.
+func (s *Store) Fail(err error) {
+	s.mu.Lock()
+	s.failed = err
+	s.mu.Unlock()
+	s.Clear(err)
+}
+
+// Failed is the error Fail recorded, or nil.
+func (s *Store) Failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 // Remove drops the object, failing its waiters and readers with err.

@@ -167,6 +167,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.Publish(m)
 	case *messages.UnpublishLocation:
 		out = s.table.Unpublish(m)
+	case *messages.ReportLost:
+		out = s.table.ReportLost(m, ctx.Sender())
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
 		out = s.table.Locate(m, ctx.Sender(), now)

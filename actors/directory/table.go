@@ -87,6 +87,18 @@ type waiter struct {
 	deadline time.Time
 }
 
+type lostMark struct {
+	err *messages.Error
+	seq uint64
+}
+
+// lostRef is one entry of the lost FIFO; seq tells whether the id was
+// lost again (and re-marked) since.
+type lostRef struct {
+	id  string
+	seq uint64
+}
+
 type subscriber struct {
 	key string
 	to  any
@@ -118,16 +130,24 @@ type entry struct {
 // LocationTable is the state of one directory shard. It is not safe for
 // concurrent use: its shell steps it from one goroutine.
 type LocationTable struct {
-	cfg          TableConfig
-	entries      map[string]*entry
-	tombstones   map[string]struct{}
-	tombOrder    []string // FIFO of tombstones, bounded by TombstoneLimit
+	cfg        TableConfig
+	entries    map[string]*entry
+	tombstones map[string]struct{}
+	tombOrder  []string // FIFO of tombstones, bounded by TombstoneLimit
+	// lost remembers objects whose every copy died with its node, so a Get
+	// fails at once with LOST instead of waiting for a copy that will not
+	// come; a new Put (or a complete copy republished) ends it. Bounded
+	// like the tombstones.
+	lost         map[string]lostMark
+	lostOrder    []lostRef // FIFO, bounded by TombstoneLimit
+	lostSeq      uint64
 	nextDeadline time.Time
 }
 
 // NewLocationTable returns an empty table.
 func NewLocationTable(cfg TableConfig) *LocationTable {
-	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{}}
+	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{},
+		lost: map[string]lostMark{}}
 }
 
 // ValidateObjectID reports whether id is acceptable as an object id.
@@ -185,6 +205,7 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 	if req.GetHasInline() && int64(len(req.GetInlineData())) != req.GetSize() {
 		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
 	}
+	delete(t.lost, id) // a lost object may be created again
 	e := t.entry(id)
 	if rid := req.GetReduceId(); rid != "" && e.reservedBy == "" && e.producedBy == rid {
 		e.reservedBy = rid
@@ -251,6 +272,13 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
 	if _, gone := t.tombstones[id]; gone {
 		return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id}}}
 	}
+	if l, ok := t.lost[id]; ok {
+		if req.GetState() != messages.LocationState_COMPLETE {
+			// A partial copy of a lost object can never complete.
+			return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
+		}
+		delete(t.lost, id) // a whole copy survived after all
+	}
 	e := t.entry(id)
 	if !e.known {
 		// A republication after a shard restart carries what we lost.
@@ -277,8 +305,44 @@ func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []Send {
 	if e == nil || !nodeOK(req.GetNode()) {
 		return nil
 	}
-	out := t.removeLocation(e, req.GetNode().GetNodeId())
+	node := req.GetNode().GetNodeId()
+	out := t.removeLocation(e, node)
+	if fx, lost := t.markLostIfGone(e, node); lost {
+		return append(out, fx...)
+	}
 	return append(out, t.serveWaiters(e)...)
+}
+
+// ReportLost removes a node's copy on its owner's word (a member leaving)
+// and answers whether the object is now lost.
+func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []Send {
+	id := req.GetObjectId()
+	reply := &messages.ReportLostReply{ObjectId: id}
+	if err := t.check(id); err != nil || !nodeOK(req.GetNode()) {
+		if err == nil {
+			err = messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "report lost %q without a node", id)
+		}
+		reply.Error = err
+		return []Send{{To: replyTo, Msg: reply}}
+	}
+	if _, ok := t.lost[id]; ok {
+		reply.Lost = true
+		return []Send{{To: replyTo, Msg: reply}}
+	}
+	e := t.entries[id]
+	if e == nil || e.locs[req.GetNode().GetNodeId()] == nil {
+		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "node %s holds no copy of %q here", req.GetNode().GetNodeId(), id)
+		return []Send{{To: replyTo, Msg: reply}}
+	}
+	node := req.GetNode().GetNodeId()
+	out := t.removeLocation(e, node)
+	fx, lost := t.markLostIfGone(e, node)
+	reply.Lost = lost
+	if !lost {
+		fx = t.serveWaiters(e)
+	}
+	out = append(out, fx...)
+	return append(out, Send{To: replyTo, Msg: reply})
 }
 
 // Locate finds one sender for a receiver, or parks the request until one
@@ -291,6 +355,9 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	if !nodeOK(req.GetReceiver()) {
 		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
 			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id)}}}
+	}
+	if l, ok := t.lost[id]; ok {
+		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err}}}
 	}
 	e := t.entry(id)
 	var out []Send
@@ -372,6 +439,13 @@ func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
 	}
 	if _, gone := t.tombstones[id]; gone {
 		return []Send{{To: replyTo, Msg: reply}} // deleting twice is harmless
+	}
+	if _, ok := t.lost[id]; ok {
+		// Deleting a lost object is how its owner says it will not come
+		// back: later Gets see DELETED rather than LOST.
+		delete(t.lost, id)
+		t.addTombstone(id)
+		return []Send{{To: replyTo, Msg: reply}}
 	}
 	e := t.entries[id]
 	if e == nil || !e.known {
@@ -468,6 +542,9 @@ func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.T
 	if err := t.check(id); err != nil {
 		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}}
 	}
+	if l, ok := t.lost[id]; ok {
+		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: l.err}}}
+	}
 	e := t.entries[id]
 	if e != nil && e.known {
 		return []Send{{To: replyTo, Msg: e.info()}}
@@ -519,6 +596,10 @@ func (t *LocationTable) NodeFailed(node string) []Send {
 		})
 		if e.locs[node] != nil {
 			out = append(out, t.removeLocation(e, node)...)
+			if fx, lost := t.markLostIfGone(e, node); lost {
+				out = append(out, fx...)
+				continue
+			}
 			out = append(out, t.serveWaiters(e)...)
 		}
 		t.forgetIfIdle(e)
@@ -546,6 +627,47 @@ func (t *LocationTable) noteDeadline(d time.Time) {
 	if t.nextDeadline.IsZero() || d.Before(t.nextDeadline) {
 		t.nextDeadline = d
 	}
+}
+
+// markLostIfGone ends an object that can no longer be read: no inline
+// bytes, no complete copy and no creator's copy (which completes from its
+// Put) remain after node's copy went, and no Reduce is producing it. Its
+// waiters fail with LOST, partial copies (which can never complete) are
+// dropped, and the id is remembered as lost.
+func (t *LocationTable) markLostIfGone(e *entry, node string) ([]Send, bool) {
+	if !e.known || e.hasInline || e.reservedBy != "" {
+		return nil, false
+	}
+	for _, loc := range e.locs {
+		if loc.state == messages.LocationState_COMPLETE || loc.creator {
+			return nil, false
+		}
+	}
+	err := messages.Errorf(messages.ErrorCode_LOST,
+		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)
+	var out []Send
+	for _, w := range e.waiters {
+		out = append(out, w.fail(e.id, err))
+	}
+	for _, loc := range t.sortedLocations(e) {
+		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
+	}
+	delete(t.entries, e.id)
+	if len(e.subscribers) > 0 {
+		// Subscribers (Reduce coordinators) keep waiting: a new Put of
+		// the id is a new source for them.
+		t.entries[e.id] = &entry{id: e.id, locs: map[string]*location{}, subscribers: e.subscribers}
+	}
+	t.lostSeq++
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq}
+	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
+	if len(t.lostOrder) > t.cfg.TombstoneLimit {
+		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {
+			delete(t.lost, old.id)
+		}
+		t.lostOrder = t.lostOrder[1:]
+	}
+	return out, true
 }
 
 func (t *LocationTable) addTombstone(id string) {

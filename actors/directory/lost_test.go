@@ -1,0 +1,144 @@
+package directory
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+func complete(tb *LocationTable, id string, n int, size int64, creator bool) []Send {
+	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size, Creator: creator})
+}
+
+func dropsTo(out []Send, n int) *messages.DropObject {
+	for _, s := range out {
+		if ref, ok := s.To.(*messages.NodeRef); ok && ref.GetNodeId() == node(n).GetNodeId() {
+			if d, ok := s.Msg.(*messages.DropObject); ok {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// An object whose every complete copy died is LOST at once: Locates fail
+// fast, partial copies (which can never complete) are
+// dropped; a new Put of the id re-creates it.
+func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	if s := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("sender %s", s)
+	}
+	// A pipeline: n2 streams from n1's partial copy.
+	r2 := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2"))
+	if r2.GetSender().GetNodeId() != "n1" {
+		t.Fatalf("n2's sender %s, want n1's partial copy", r2.GetSender().GetNodeId())
+	}
+
+	out := tb.NodeFailed("n0")
+	for _, n := range []int{1, 2} {
+		d := dropsTo(out, n)
+		if d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+			t.Fatalf("partial copy on n%d: drop %v, want a drop with LOST", n, d)
+		}
+	}
+	if r := locateReply(t, locate(tb, "x", 4, t0), replyTo("r4")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("new Locate: %v, want LOST", r.GetError())
+	}
+	info := tb.Query(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0)
+	if i := info[0].Msg.(*messages.ObjectInfo); !errors.Is(i.GetError(), messages.ErrLost) {
+		t.Fatalf("query: %v, want LOST", i.GetError())
+	}
+	// A late republication of a partial copy is refused.
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20})
+	if d := dropsTo(out, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("partial republication of a lost object: %v", out)
+	}
+
+	// Put again: the object exists anew and is served.
+	create(t, tb, "x", 1<<20, 5)
+	if r := locateReply(t, locate(tb, "x", 4, t0), replyTo("r4")); r.GetError() != nil || r.GetSender().GetNodeId() != "n5" {
+		t.Fatalf("after a new Put: %v from %s", r.GetError(), r.GetSender().GetNodeId())
+	}
+}
+
+func TestObjectWithASurvivingCopyIsNotLost(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	locate(tb, "x", 1, t0)
+	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	tb.NodeFailed("n0")
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
+		t.Fatalf("with n1's complete copy left: %v from %s", r.GetError(), r.GetSender().GetNodeId())
+	}
+	// The last complete copy evicted (the creator is gone): lost.
+	out := tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)})
+	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("n2's partial copy after the last complete one went: %v", out)
+	}
+	if r := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("after the eviction: %v, want LOST", r.GetError())
+	}
+}
+
+func TestCreatorStillPuttingIsNotLost(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0) // a Put in progress: n0's copy is partial
+	locate(tb, "x", 1, t0)
+	tb.NodeFailed("n1") // a receiver dies, the creator lives
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
+		t.Fatalf("%v from %s, want the creator's partial copy", r.GetError(), r.GetSender().GetNodeId())
+	}
+}
+
+func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
+	tb.NodeFailed("n0") // the root died: the coordinator re-creates it
+	if out := locate(tb, "t", 1, t0); len(repliesTo(out, replyTo("r1"))) != 0 {
+		t.Fatalf("a Get of a reserved target should wait for the new root: %v", out)
+	}
+}
+
+func TestDeletingALostObjectTombstonesIt(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	tb.NodeFailed("n0")
+	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"))
+	if r := repliesTo(out, replyTo("d")); len(r) != 1 || r[0].Msg.(*messages.DeleteObjectReply).GetError() != nil {
+		t.Fatalf("delete of a lost object: %v", out)
+	}
+	if r := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("after the delete: %v, want DELETED", r.GetError())
+	}
+}
+
+// The lost set is bounded: the oldest is forgotten (a Get of it waits
+// again, as for an id never seen).
+func TestLostIDsAreBounded(t *testing.T) {
+	tb := NewLocationTable(TableConfig{TombstoneLimit: 2})
+	for _, id := range []string{"a", "b", "c"} {
+		create(t, tb, id, 1<<20, 0)
+		complete(tb, id, 0, 1<<20, true)
+	}
+	tb.NodeFailed("n0")
+	lost := 0
+	for _, id := range []string{"a", "b", "c"} {
+		if out := locate(tb, id, 1, t0); len(out) > 0 {
+			if r := locateReply(t, out, replyTo("r1")); errors.Is(r.GetError(), messages.ErrLost) {
+				lost++
+			}
+		}
+	}
+	if lost != 2 || len(tb.lost) != 2 {
+		t.Fatalf("%d ids answered LOST, %d remembered; want 2 and 2", lost, len(tb.lost))
+	}
+}
