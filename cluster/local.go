@@ -78,6 +78,7 @@ type Local struct {
 	stores      []*storenode.Store
 	refs        []*messages.NodeRef
 	alive       []bool
+	starts      []int // how often each node was started (names restarts)
 	shardHost   []int
 	stopped     bool
 }
@@ -127,6 +128,7 @@ func StartLocal(cfg Config) (*Local, error) {
 	for i := 0; i < cfg.Nodes; i++ {
 		l.supervisors = append(l.supervisors, nil)
 		l.storeNodes = append(l.storeNodes, nil)
+		l.starts = append(l.starts, 0)
 		l.stores = append(l.stores, nil)
 		l.refs = append(l.refs, nil)
 		l.alive = append(l.alive, false)
@@ -189,7 +191,14 @@ func (l *Local) startNode(i int, shards []int) error {
 		return err
 	}
 	addr := l.system.Address()
-	ref := &messages.NodeRef{NodeId: name, Address: addr, ActorId: name + "/store", DataAddress: dataAddr}
+	// A restarted node's actors live under a new supervisor name: the
+	// old supervisor may still be stopping (see Kill), holding its name.
+	supName := name
+	if l.starts[i] > 0 {
+		supName = fmt.Sprintf("%s.%d", name, l.starts[i])
+	}
+	l.starts[i]++
+	ref := &messages.NodeRef{NodeId: name, Address: addr, ActorId: supName + "/store", DataAddress: dataAddr}
 	children := []child{{name: "store", props: storenode.NewProps(storenode.Config{
 		Self: ref, Store: store, ShardFor: l.shardFor, Transport: l.transport,
 		ChunkSize: l.cfg.ChunkSize, InlineLimit: l.cfg.InlineLimit, DefaultTimeout: l.cfg.DefaultTimeout,
@@ -198,7 +207,7 @@ func (l *Local) startNode(i int, shards []int) error {
 	for _, j := range shards {
 		children = append(children, child{name: fmt.Sprintf("shard-%d", j), props: l.shardProps(j, false)})
 	}
-	sup, err := l.system.Root.SpawnNamed(nodeSupervisorProps(children), name)
+	sup, err := l.system.Root.SpawnNamed(nodeSupervisorProps(children), supName)
 	if err != nil {
 		l.transport.Unserve(dataAddr)
 		return fmt.Errorf("start %s: %w", name, err)

@@ -443,8 +443,10 @@ func TestProcessCluster(t *testing.T) {
 	put(nodes[1], 0)
 	put(victim, 1)
 	put(nodes[2], 2)
-	onlyOnVictim := randomBytes(77, 1<<20+3)
-	putRetry(t, c.of(victim), "victim-only", onlyOnVictim)
+	// An object only the victim holds, in a shard that survives it (a
+	// shard that moves with its member forgets what only that member held).
+	victimOnly := idOwnedBy(t, view, caller.id, "victim-only")
+	putRetry(t, c.of(victim), victimOnly, randomBytes(77, 1<<20+3))
 	reduced := make(chan *messages.ReduceReply, 1)
 	reduceErr := make(chan error, 1)
 	go func() {
@@ -485,7 +487,7 @@ func TestProcessCluster(t *testing.T) {
 	// The object whose only copy died with the victim is LOST at once, not
 	// waited for until the deadline.
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	_, err := c.of(nodes[1]).Get(lctx, "victim-only")
+	_, err := c.of(nodes[1]).Get(lctx, victimOnly)
 	lcancel()
 	if !errors.Is(err, messages.ErrLost) {
 		t.Fatalf("Get of an object whose only copy was on the killed member: %v, want LOST", err)
