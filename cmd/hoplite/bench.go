@@ -2,72 +2,336 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/bench"
 )
 
+const benchUsage = `usage: hoplite bench <scenario> [flags]
+
+Runs one of the thesis's benchmark scenarios on N hosts with B up and B
+down each, and compares Hoplite ("ours") with the naive baseline and the
+peers in the same run: in process by default (an embedded cluster whose
+in-memory data plane emulates each host's link), or with --testbed on the
+network-namespace testbed (bench/testbed; root), one hoplite node per
+host, OpenMPI and Dask as peers. A progress bar goes to stderr; stdout gets
+a table and, last, one RESULT line per comparison:
+
+  RESULT scenario=broadcast nodes=8 size=33554432 ours=0.70s ideal=0.671s naive=4.9s ...
+
+scenarios:
+%s
+"hoplite bench p2p" without --testbed and without any of the flags above
+the legacy ones runs the two-process loopback benchmark instead
+(hoplite bench p2p-tcp -h).
+
+flags:
+`
+
+// benchFlags are the flags of `hoplite bench <scenario>`.
+type benchFlags struct {
+	nodes, reps, warmup, net                 int
+	size, bandwidth, peers, interval, degree string
+	jsonPath, plotPath                       string
+	testbed                                  bool
+	script, binary, peersDir, logDir, prefix string
+	chunk                                    string
+	sizeMiB, chunkKiB                        int
+	linkMbps                                 float64
+}
+
+func (f *benchFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.nodes, "nodes", 8, "N: hosts")
+	fs.StringVar(&f.size, "size", "32MiB", "object size S, or several: 1KiB,32KiB,1MiB,32MiB,256MiB")
+	fs.StringVar(&f.bandwidth, "bandwidth", "400mbit", "B: each host's up and down link (400mbit, 1gbit, 50MB/s)")
+	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask (mpi and dask need --testbed)")
+	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
+	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours and naive)")
+	fs.StringVar(&f.interval, "interval", "", "async: arrival interval(s), e.g. 0,50ms,200ms (default S/(4B))")
+	fs.StringVar(&f.degree, "degree", "", "reduce tree degrees to compare with the chosen one: d[,d...], chosen or all (degree scenario: all)")
+	fs.StringVar(&f.jsonPath, "json", "", "write every measurement and the machine to this JSON file")
+	fs.StringVar(&f.plotPath, "plot", "", "draw the results into this PNG file")
+	fs.BoolVar(&f.testbed, "testbed", false, "run on the network-namespace testbed (root; re-runs itself under bench/testbed run)")
+	fs.StringVar(&f.script, "testbed-script", "", "the testbed script (default: bench/testbed of the source tree)")
+	fs.StringVar(&f.prefix, "testbed-prefix", "hpb", "the testbed's namespace prefix")
+	fs.IntVar(&f.net, "testbed-net", 3, "the testbed's network: hosts are 198.18.NET.1..N")
+	fs.StringVar(&f.binary, "hoplite", "", "the hoplite binary the testbed nodes run (default: this one)")
+	fs.StringVar(&f.peersDir, "peers-dir", "", "the peers' scripts (default: bench/peers beside the testbed script)")
+	fs.StringVar(&f.logDir, "log-dir", "", "where the testbed's node and peer logs go (default: a temporary directory)")
+	fs.StringVar(&f.chunk, "chunk-size", "1MiB", "Hoplite's transfer chunk size")
+	// The flags of the earlier `hoplite bench broadcast`, still accepted.
+	fs.IntVar(&f.sizeMiB, "size-mib", 0, "legacy: object size in MiB (overrides -size)")
+	fs.Float64Var(&f.linkMbps, "link-mbps", 0, "legacy: B in Mbit/s (overrides -bandwidth)")
+	fs.IntVar(&f.chunkKiB, "chunk-kib", 0, "legacy: chunk size in KiB (overrides -chunk-size)")
+}
+
+// newScenarioFlags are the flags only the scenario runner has: with none
+// of them (and no --testbed), `bench p2p` is the loopback benchmark.
+var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
+	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "size-mib", "link-mbps", "chunk-kib"}
+
+// legacyP2P says whether `bench p2p ARGS` means the two-process loopback
+// benchmark (p2p.go).
+func legacyP2P(args []string) bool {
+	for _, a := range args {
+		name := strings.TrimLeft(a, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if strings.HasPrefix(a, "-") && slices.Contains(newScenarioFlags, name) {
+			return false
+		}
+	}
+	return true
+}
+
 func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "broadcast" {
-		fmt.Fprintln(stderr, "usage: hoplite bench broadcast [flags]   (more scenarios come with later issues)")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+	usage := func() { fmt.Fprintf(stderr, benchUsage, strings.TrimRight(bench.ScenarioHelp(), "\n")) }
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		var f benchFlags
+		f.register(fs)
+		usage()
+		fs.PrintDefaults()
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 			return flag.ErrHelp
 		}
-		return fmt.Errorf("unknown or missing scenario")
+		return errors.New("missing scenario (the first argument)")
 	}
-	fs := flag.NewFlagSet("bench broadcast", flag.ContinueOnError)
+	scenario := args[0]
+	if scenario == "p2p-tcp" {
+		return p2pTCPCommand(ctx, args[1:], stdout, stderr)
+	}
+	if !slices.Contains(bench.Scenarios, scenario) {
+		usage()
+		return fmt.Errorf("unknown scenario %q", scenario)
+	}
+	fs := flag.NewFlagSet("bench "+scenario, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	nodes := fs.Int("nodes", 8, "nodes (1 sender, the rest receive)")
-	sizeMiB := fs.Int("size-mib", 64, "object size in MiB")
-	linkMbps := fs.Float64("link-mbps", 0, "emulated per-node link in Mbit/s (0: memory speed)")
-	reps := fs.Int("reps", 5, "repetitions of each variant")
-	chunkKiB := fs.Int("chunk-kib", 1024, "chunk size in KiB")
+	var f benchFlags
+	f.register(fs)
+	fs.Usage = func() {
+		usage()
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *nodes < 2 || *sizeMiB < 1 || *reps < 1 || *chunkKiB < 1 {
-		return fmt.Errorf("need -nodes >= 2, -size-mib >= 1, -reps >= 1 and -chunk-kib >= 1")
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	log := logrus.New()
-	log.SetOutput(stderr)
-	log.SetLevel(logrus.WarnLevel)
-	size := *sizeMiB << 20
-	data := randomData(size)
-	fmt.Fprintf(stdout, "broadcast %d MiB to %d receivers, link %s, %d reps, variants interleaved\n",
-		*sizeMiB, *nodes-1, linkName(*linkMbps), *reps)
-	times := map[bool][]time.Duration{}
-	for rep := 0; rep < *reps; rep++ {
-		for _, naive := range []bool{false, true} {
-			l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: *linkMbps * 1e6 / 8,
-				Naive: naive, ChunkSize: *chunkKiB << 10, Capacity: int64(size) * 2, Log: log})
-			if err != nil {
+	opts, err := f.options(scenario)
+	if err != nil {
+		return err
+	}
+	opts.Command = append([]string{"hoplite", "bench"}, args...)
+	if c := os.Getenv(benchCommandEnv); c != "" && f.testbed {
+		// Re-run under the testbed script: record what the user typed.
+		opts.Command = strings.Split(c, "\x1f")
+	}
+	opts.Progress, opts.ProgressTTY = stderr, isTerminal(stderr)
+	if f.testbed {
+		tb, inside, err := bench.TestbedFromEnv()
+		if err != nil {
+			return err
+		}
+		if !inside {
+			return reexecInTestbed(ctx, &f, opts, args, stdout, stderr)
+		}
+		if tb.Binary = f.binary; tb.Binary == "" {
+			if tb.Binary, err = os.Executable(); err != nil {
 				return err
 			}
-			r, err := runBroadcast(ctx, l, fmt.Sprintf("bench-%d", rep), data, nil)
-			l.Stop()
-			if err != nil {
-				return err
-			}
-			times[naive] = append(times[naive], r.Elapsed)
 		}
-	}
-	for _, naive := range []bool{false, true} {
-		name := "tree "
-		if naive {
-			name = "naive"
+		if tb.PeersDir = f.peersDir; tb.PeersDir == "" {
+			tb.PeersDir = filepath.Join(filepath.Dir(os.Getenv("HOPLITE_TESTBED")), "peers")
 		}
-		ts := times[naive]
-		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
-		fmt.Fprintf(stdout, "%s  median %-10v min %-10v max %-10v  (%.0f MB/s delivered per receiver)\n",
-			name, ts[len(ts)/2].Round(time.Microsecond), ts[0].Round(time.Microsecond), ts[len(ts)-1].Round(time.Microsecond),
-			mbps(size, ts[len(ts)/2]))
+		tb.LogDir = f.logDir
+		opts.Testbed = tb
 	}
-	fmt.Fprintf(stdout, "naive/tree median ratio: %.2fx\n", times[true][len(times[true])/2].Seconds()/times[false][len(times[false])/2].Seconds())
+	report, err := bench.Run(ctx, *opts)
+	if err != nil {
+		return err
+	}
+	report.WriteTable(stdout)
+	if f.jsonPath != "" {
+		if err := report.WriteJSON(f.jsonPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", f.jsonPath)
+	}
+	if f.plotPath != "" {
+		if err := bench.Plot(report, f.plotPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", f.plotPath)
+	}
+	for _, line := range report.ResultLines() {
+		fmt.Fprintln(stdout, line)
+	}
 	return nil
+}
+
+func (f *benchFlags) options(scenario string) (*bench.Options, error) {
+	// Zero options mean defaults to bench.Run; zero flags are mistakes.
+	if f.reps < 1 || f.warmup < 0 {
+		return nil, errors.New("need --reps >= 1 and --warmup >= 0")
+	}
+	if f.nodes < 2 {
+		return nil, fmt.Errorf("--nodes %d: need at least 2", f.nodes)
+	}
+	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup}
+	var err error
+	if f.sizeMiB > 0 {
+		o.Sizes = []int64{int64(f.sizeMiB) << 20}
+	} else if o.Sizes, err = bench.ParseSizes(f.size); err != nil {
+		return nil, fmt.Errorf("-size: %w", err)
+	}
+	if f.linkMbps > 0 {
+		o.Bandwidth = bench.Bandwidth{BitsPerSecond: f.linkMbps * 1e6}
+	} else if o.Bandwidth, err = bench.ParseBandwidth(f.bandwidth); err != nil {
+		return nil, fmt.Errorf("-bandwidth: %w", err)
+	}
+	for _, p := range strings.Split(f.peers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.Peers = append(o.Peers, p)
+		}
+	}
+	if f.interval != "" {
+		if scenario != "async" {
+			return nil, errors.New("-interval is for the async scenario")
+		}
+		if o.Intervals, err = bench.ParseDurations(f.interval); err != nil {
+			return nil, fmt.Errorf("-interval: %w", err)
+		}
+	}
+	if o.Degrees, err = parseDegrees(f.degree, scenario); err != nil {
+		return nil, err
+	}
+	chunk := int64(f.chunkKiB) << 10
+	if chunk == 0 {
+		if chunk, err = bench.ParseSize(f.chunk); err != nil || chunk > 64<<20 {
+			return nil, fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB", f.chunk)
+		}
+	}
+	o.ChunkSize = int(chunk)
+	return o, nil
+}
+
+// parseDegrees reads --degree: "all" (1, 2 and N), "chosen" (none
+// forced) or a list; the degree scenario defaults to all.
+func parseDegrees(s, scenario string) ([]int, error) {
+	if s == "" && scenario == "degree" {
+		s = "all"
+	}
+	if s == "" {
+		return nil, nil
+	}
+	switch scenario {
+	case "degree", "reduce", "allreduce", "async":
+	default:
+		return nil, fmt.Errorf("-degree is for the reduce scenarios, not %s", scenario)
+	}
+	switch s {
+	case "all":
+		return []int{1, 2, bench.DegreeN}, nil
+	case "chosen":
+		return []int{}, nil
+	}
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "n" || p == "N" {
+			out = append(out, bench.DegreeN)
+			continue
+		}
+		d, err := strconv.Atoi(p)
+		if err != nil || d < 1 {
+			return nil, fmt.Errorf("-degree %q: want d[,d...] (d >= 1 or n), chosen or all", s)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// benchCommandEnv carries the user's command line into the re-run under
+// the testbed script (which adds flags of its own).
+const benchCommandEnv = "HOPLITE_BENCH_COMMAND"
+
+// reexecInTestbed runs this same command under `bench/testbed run`, which
+// creates the namespaces and always tears them down.
+func reexecInTestbed(ctx context.Context, f *benchFlags, o *bench.Options, args []string, stdout, stderr io.Writer) error {
+	if os.Geteuid() != 0 {
+		return errors.New("--testbed needs root: it creates network namespaces, a bridge and tc qdiscs")
+	}
+	script := f.script
+	if script == "" {
+		var err error
+		if script, err = findTestbedScript(); err != nil {
+			return err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmdArgs := []string{"run", "--hosts", strconv.Itoa(o.Nodes), "--bandwidth", o.Bandwidth.TC(),
+		"--prefix", f.prefix, "--net", strconv.Itoa(f.net), "--", exe, "bench"}
+	cmdArgs = append(cmdArgs, args...)
+	if f.binary == "" {
+		cmdArgs = append(cmdArgs, "--hoplite", exe)
+	}
+	cmd := exec.CommandContext(ctx, script, cmdArgs...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = append(os.Environ(), benchCommandEnv+"="+strings.Join(o.Command, "\x1f"))
+	// Ctrl-C reaches the script too (same process group); give it time to
+	// tear the testbed down rather than killing it.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s run: %w", script, err)
+	}
+	return nil
+}
+
+// findTestbedScript looks for bench/testbed in the working directory and
+// its parents (the source tree), then beside the executable.
+func findTestbedScript() (string, error) {
+	var dirs []string
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			dirs = append(dirs, d)
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe), filepath.Dir(filepath.Dir(exe)))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "bench", "testbed")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("bench/testbed not found in the working directory, its parents or beside the executable; pass --testbed-script")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -199,43 +201,112 @@ func TestDemoHelp(t *testing.T) {
 	}
 }
 
+// The scenarios run in process by default: a table, then RESULT lines.
 func TestBenchBroadcast(t *testing.T) {
-	code, stdout, stderr := hoplite(t, "bench", "broadcast", "-nodes", "3", "-size-mib", "1", "-reps", "1")
+	code, stdout, stderr := hoplite(t, "bench", "broadcast", "--nodes", "3", "--size", "1MiB", "--reps", "1", "--warmup", "0",
+		"--bandwidth", "4gbit", "--peers", "naive,mpi")
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"broadcast 1 MiB to 2 receivers", "tree   median", "naive  median", "naive/tree median ratio: "} {
+	for _, want := range []string{"scenario", "broadcast  1MiB  ours", "naive", "skipped: needs --testbed"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.HasPrefix(lastLine(stdout), "naive/tree median ratio: ") || !strings.HasSuffix(lastLine(stdout), "x") {
-		t.Errorf("last line is %q, want the ratio", lastLine(stdout))
+	last := regexp.MustCompile(`^RESULT scenario=broadcast nodes=3 size=1048576 ours=\S+s ideal=0\.002097s naive=\S+s mpi-default=skipped mpi-best=skipped$`)
+	if !last.MatchString(lastLine(stdout)) {
+		t.Errorf("last line is %q, want the RESULT line", lastLine(stdout))
+	}
+	if !strings.Contains(stderr, "] 2/2 done") {
+		t.Errorf("no progress bar on stderr:\n%s", stderr)
+	}
+}
+
+// The earlier flags of `hoplite bench broadcast` still work.
+func TestBenchLegacyFlags(t *testing.T) {
+	code, stdout, stderr := hoplite(t, "bench", "broadcast", "-nodes", "3", "-size-mib", "1", "-link-mbps", "4000", "-reps", "1", "-warmup", "0")
+	if code != 0 || !strings.HasPrefix(lastLine(stdout), "RESULT scenario=broadcast nodes=3 size=1048576 ours=") {
+		t.Errorf("exit %d, last line %q\nstderr:\n%s", code, lastLine(stdout), stderr)
+	}
+}
+
+func TestBenchJSONAndPlot(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := hoplite(t, "bench", "reduce", "--nodes", "3", "--size", "256KiB,1MiB", "--reps", "1", "--warmup", "0",
+		"--bandwidth", "4gbit", "--json", dir+"/r.json", "--plot", dir+"/r.png")
+	if code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if n := strings.Count(stdout, "RESULT scenario=reduce nodes=3 "); n != 2 || !strings.HasPrefix(lastLine(stdout), "RESULT ") {
+		t.Errorf("%d RESULT lines, want 2, the last line last:\n%s", n, stdout)
+	}
+	b, err := os.ReadFile(dir + "/r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Command []string
+		Results []struct {
+			System string
+			Times  []float64 `json:"times_s"`
+		}
+	}
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Results) != 2 || len(r.Results[0].Times) != 1 || r.Command[2] != "reduce" {
+		t.Errorf("JSON %s: %v", b, err)
+	}
+	png, err := os.ReadFile(dir + "/r.png")
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("no PNG: %v", err)
+	}
+}
+
+// `bench p2p` is the loopback benchmark unless scenario flags say otherwise.
+func TestBenchP2PDispatch(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		legacy bool
+	}{
+		{[]string{"--size", "1GiB", "--reps", "3"}, true},
+		{[]string{"-size", "1GiB", "-small", "10"}, true},
+		{nil, true},
+		{[]string{"--size", "1MiB", "--testbed"}, false},
+		{[]string{"-nodes=2"}, false},
+		{[]string{"--json", "x.json"}, false},
+	} {
+		if got := legacyP2P(c.args); got != c.legacy {
+			t.Errorf("legacyP2P(%q) = %v, want %v", c.args, got, c.legacy)
+		}
+	}
+	code, stdout, stderr := hoplite(t, "bench", "p2p", "--nodes", "2", "--size", "256KiB", "--reps", "1", "--warmup", "0", "--bandwidth", "4gbit")
+	if code != 0 || !strings.HasPrefix(lastLine(stdout), "RESULT scenario=p2p nodes=2 size=262144 ours=") {
+		t.Errorf("exit %d, last line %q\nstderr:\n%s", code, lastLine(stdout), stderr)
 	}
 }
 
 func TestBenchNeedsScenario(t *testing.T) {
-	for _, args := range [][]string{{"bench"}, {"bench", "allreduce"}} {
+	for _, args := range [][]string{{"bench"}, {"bench", "frobnicate"}, {"bench", "--nodes", "3"}} {
 		code, stdout, stderr := hoplite(t, args...)
 		if code == 0 {
 			t.Errorf("%v: exit code 0, want non-zero", args)
 		}
-		if !strings.Contains(stderr, "usage: hoplite bench broadcast") {
+		if !strings.Contains(stderr, "usage: hoplite bench <scenario>") || !strings.Contains(stderr, "allreduce") {
 			t.Errorf("%v: stderr has no bench usage:\n%s", args, stderr)
 		}
-		if strings.Contains(stdout, "median") {
+		if strings.Contains(stdout, "RESULT") {
 			t.Errorf("%v: ran a benchmark:\n%s", args, stdout)
 		}
 	}
 }
 
 func TestBenchHelp(t *testing.T) {
-	code, _, stderr := hoplite(t, "bench", "-h")
-	if code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
-	if !strings.Contains(stderr, "usage: hoplite bench broadcast") {
-		t.Errorf("stderr has no bench usage:\n%s", stderr)
+	for _, args := range [][]string{{"bench", "-h"}, {"bench", "broadcast", "-h"}} {
+		code, _, stderr := hoplite(t, args...)
+		if code != 0 {
+			t.Errorf("%v: exit code %d, want 0", args, code)
+		}
+		if !strings.Contains(stderr, "usage: hoplite bench <scenario>") || !strings.Contains(stderr, "-testbed") {
+			t.Errorf("%v: stderr has no bench usage:\n%s", args, stderr)
+		}
 	}
 }
 
@@ -245,14 +316,21 @@ func lastLine(s string) string {
 }
 
 func TestBenchRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"bench", "broadcast", "-reps", "0"},
-		{"bench", "broadcast", "-nodes", "1"},
-		{"bench", "broadcast", "-size-mib", "0"},
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "broadcast", "-reps", "0"}, "need --reps >= 1"},
+		{[]string{"bench", "broadcast", "-nodes", "1"}, "need at least 2"},
+		{[]string{"bench", "broadcast", "-size", "0"}, "-size"},
+		{[]string{"bench", "broadcast", "-bandwidth", "fast"}, "-bandwidth"},
+		{[]string{"bench", "broadcast", "-peers", "gloo"}, "unknown peer"},
+		{[]string{"bench", "broadcast", "-interval", "5ms"}, "async"},
+		{[]string{"bench", "broadcast", "-degree", "2"}, "-degree"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(t.Context(), args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "need -nodes >= 2") {
-			t.Fatalf("%v: exit %d, stderr %q", args, code, errb.String())
+		if code := run(t.Context(), c.args, &out, &errb); code != 1 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, errb.String(), c.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -36,6 +37,7 @@ type nodeFlags struct {
 	refresh, joinTimeout, chunkDelay                           time.Duration
 	logFormat, logLevel                                        string
 	protocolVersion                                            uint
+	naive, benchAgent                                          bool
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -54,6 +56,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.UintVar(&f.protocolVersion, "protocol-version", 0, "testing only: speak this member protocol version instead of the current one")
+	fs.BoolVar(&f.naive, "naive", false, "benchmarks: the naive baseline (every Get from the creator, every Reduce gathered at the caller)")
+	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 }
 
@@ -127,6 +131,18 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	m, err := cluster.Join(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if f.naive {
+		if err := m.UseNaive(); err != nil {
+			m.Stop()
+			return fmt.Errorf("-naive: %w", err)
+		}
+	}
+	if f.benchAgent {
+		if _, err := bench.StartAgent(m); err != nil {
+			m.Stop()
+			return fmt.Errorf("-bench-agent: %w", err)
+		}
 	}
 	fmt.Fprintf(stdout, "hoplite node %s address=%s data=%s manage=%d members=%d\n",
 		m.ID(), m.Address(), m.DataAddress(), managePort(cfg), len(m.Members()))

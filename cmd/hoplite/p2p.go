@@ -28,7 +28,7 @@ import (
 // of `hoplite bench p2p`.
 const p2pPeerCommand = "p2p-peer"
 
-const p2pUsage = `usage: hoplite bench p2p [flags]
+const p2pUsage = `usage: hoplite bench p2p [flags]   (also: hoplite bench p2p-tcp)
 
 Moves one object between two processes on loopback, each a cluster member
 (this process and a peer it starts): Hoplite's data plane (a Get of an
@@ -37,10 +37,25 @@ same peer, interleaved in the same run; then small-object (inline) Gets
 across the processes against a plain Proto.Actor request/response round
 trip between them.
 
+With --testbed or any of the scenario flags (--nodes, --bandwidth, --peers,
+--json, --plot, ...), "hoplite bench p2p" is the p2p scenario of
+"hoplite bench -h" instead.
+
 flags:
 `
 
+// p2pCommand is `hoplite bench p2p`: the loopback benchmark, or the p2p
+// scenario when scenario flags are given.
 func p2pCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if !legacyP2P(args) { // the p2p scenario (hoplite bench -h)
+		return benchCommand(ctx, append([]string{"p2p"}, args...), stdout, stderr)
+	}
+	return p2pTCPCommand(ctx, args, stdout, stderr)
+}
+
+// p2pTCPCommand is the two-process loopback benchmark (`hoplite bench
+// p2p-tcp`).
+func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench p2p", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// AgentName is the bench agent's actor name in a `hoplite node
+// -bench-agent`.
+const AgentName = "bench-agent"
+
+// StartAgent spawns the bench agent in member m: the testbed driver asks
+// it (messages.Bench*) to generate objects and Put them from inside the
+// node, and to verify the node's copies, so that bulk bytes never cross
+// the driver's link.
+func StartAgent(m *cluster.Member) (*actor.PID, error) {
+	a := &agent{m: m, prepared: map[string][]byte{}}
+	return m.System().Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), AgentName)
+}
+
+type agent struct {
+	m        *cluster.Member
+	mu       sync.Mutex
+	prepared map[string][]byte
+	puts     int
+}
+
+func (a *agent) Receive(ctx actor.Context) {
+	system, sender := ctx.ActorSystem(), ctx.Sender()
+	respond := func(msg any) {
+		if sender != nil {
+			system.Root.Send(sender, msg)
+		}
+	}
+	switch m := ctx.Message().(type) {
+	case *messages.BenchHello:
+		ctx.Respond(&messages.BenchHelloReply{MemberId: a.m.ID(), Members: int32(len(a.m.Members()))})
+	case *messages.BenchPrepare:
+		go func() {
+			d := specOf(m.GetData())
+			r := &messages.BenchPrepareReply{ObjectId: d.ID}
+			if d.ID == "" || d.Size <= 0 || d.Size > 1<<40 {
+				r.Error = messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "prepare %q of %d bytes", d.ID, d.Size)
+			} else {
+				data := Generate(d)
+				a.mu.Lock()
+				a.prepared[d.ID] = data
+				a.mu.Unlock()
+			}
+			respond(r)
+		}()
+	case *messages.BenchPut:
+		go func() { respond(a.put(m)) }()
+	case *messages.BenchVerify:
+		go func() { respond(a.verify(m)) }()
+	case *messages.BenchTargetID:
+		r := &messages.BenchTargetIDReply{}
+		for n := 0; n < 1<<20 && r.ObjectId == ""; n++ {
+			if id := fmt.Sprintf("%s-%d", m.GetPrefix(), n); a.m.ShardOwner(id) == a.m.ID() {
+				r.ObjectId = id
+			}
+		}
+		if r.ObjectId == "" {
+			r.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no id with prefix %q has its shard on %s", m.GetPrefix(), a.m.ID())
+		}
+		ctx.Respond(r)
+	}
+}
+
+func opContext(ms int64) (context.Context, context.CancelFunc) {
+	if ms <= 0 {
+		ms = 60_000
+	}
+	return context.WithTimeout(context.Background(), time.Duration(ms)*time.Millisecond)
+}
+
+func (a *agent) put(m *messages.BenchPut) *messages.BenchPutReply {
+	r := &messages.BenchPutReply{ObjectId: m.GetObjectId()}
+	a.mu.Lock()
+	data, ok := a.prepared[m.GetObjectId()]
+	delete(a.prepared, m.GetObjectId())
+	a.mu.Unlock()
+	if !ok {
+		r.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "put %q: not prepared", m.GetObjectId())
+		return r
+	}
+	ctx, cancel := opContext(m.GetTimeoutMs())
+	defer cancel()
+	if at := m.GetAtUnixNano(); at > 0 {
+		if err := sleepUntil(ctx, time.Unix(0, at)); err != nil {
+			r.Error = messages.AsError(err)
+			return r
+		}
+	}
+	start := time.Now()
+	err := a.m.Client().Put(ctx, m.GetObjectId(), data)
+	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), time.Now().UnixNano()
+	if err != nil {
+		r.Error = messages.AsError(err)
+	}
+	a.mu.Lock()
+	a.puts++
+	release := a.puts%16 == 0
+	a.mu.Unlock()
+	if release {
+		// The store holds its own copy: give the generated buffers back
+		// to the OS now and then, or a long run's peak grows.
+		debug.FreeOSMemory()
+	}
+	return r
+}
+
+func (a *agent) verify(m *messages.BenchVerify) *messages.BenchVerifyReply {
+	r := &messages.BenchVerifyReply{ObjectId: m.GetObjectId()}
+	ctx, cancel := opContext(m.GetTimeoutMs())
+	defer cancel()
+	got, err := a.m.Client().GetReadOnly(ctx, m.GetObjectId())
+	if err != nil {
+		r.Error = messages.AsError(err)
+		return r
+	}
+	var srcs []DataSpec
+	for _, s := range m.GetSources() {
+		srcs = append(srcs, specOf(s))
+	}
+	if err := Check(m.GetObjectId(), got, srcs); err != nil {
+		r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "%s: %v", a.m.ID(), err)
+	}
+	return r
+}

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// backend is a running cluster the scenarios are measured on: the
+// embedded cluster, or `hoplite node` processes on the testbed.
+type backend interface {
+	// Prepare makes d's bytes ready on host (not timed).
+	Prepare(ctx context.Context, host int, d DataSpec) error
+	// Put Puts a prepared object on host at at (zero: now) and returns
+	// when the Put was issued: the object's arrival.
+	Put(ctx context.Context, host int, id string, at time.Time) (time.Time, error)
+	// Fetch Gets id into host's store (prefetch: no bytes come back).
+	Fetch(ctx context.Context, host int, id string) error
+	// Reduce is a SUM over float32 called on host.
+	Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool) (*messages.ReduceReply, error)
+	// Verify checks host's copy of id against srcs (see Check).
+	Verify(ctx context.Context, host int, id string, srcs []DataSpec) error
+	// Delete frees the objects everywhere (errors are ignored: a Delete
+	// is cleanup).
+	Delete(ctx context.Context, ids []string)
+	// Kill fails host (fail-stop).
+	Kill(host int) error
+	// TargetID is an id with prefix whose directory shard, and so a
+	// Reduce's coordinator, is on host 0.
+	TargetID(ctx context.Context, prefix string) (string, error)
+	// Close stops the cluster.
+	Close()
+}
+
+// requester sends a message and waits for its reply, within ctx.
+type requester interface {
+	RequestFuture(pid *actor.PID, message any, timeout time.Duration) *actor.Future
+}
+
+func request(ctx context.Context, root requester, pid *actor.PID, msg any) (any, error) {
+	timeout := time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	res, err := root.RequestFuture(pid, msg, timeout).Result()
+	if err != nil {
+		if err == actor.ErrTimeout {
+			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply to %T from %s within %v", msg, pid, timeout)
+		}
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%T to %s: %v", msg, pid, err)
+	}
+	return res, nil
+}
+
+func timeoutMs(ctx context.Context) int64 {
+	if d, ok := ctx.Deadline(); ok {
+		return max(1, time.Until(d).Milliseconds())
+	}
+	return 60_000
+}
+
+// prefetch Gets id into the store node at pid without its bytes.
+func prefetch(ctx context.Context, root requester, pid *actor.PID, id string) error {
+	res, err := request(ctx, root, pid, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: timeoutMs(ctx)})
+	if err != nil {
+		return err
+	}
+	r, ok := res.(*messages.GetReply)
+	if !ok {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
+	}
+	return messages.ErrOrNil(r.GetError())
+}
+
+func sleepUntil(ctx context.Context, at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// DataSpec names a benchmark object; its bytes are a function of it.
+type DataSpec struct {
+	ID   string
+	Size int64
+	// Float32 makes float32 values whose SUM over up to Sources objects is
+	// exact in any order; otherwise the bytes are uniformly random.
+	Float32 bool
+	Sources int
+}
+
+func (d DataSpec) proto() *messages.BenchData {
+	return &messages.BenchData{ObjectId: d.ID, Size: d.Size, Float32: d.Float32, Sources: int32(d.Sources)}
+}
+
+func specOf(m *messages.BenchData) DataSpec {
+	return DataSpec{ID: m.GetObjectId(), Size: m.GetSize(), Float32: m.GetFloat32(), Sources: int(m.GetSources())}
+}
+
+// float32Shift: values are k·2^-20 with k < 2^(24-⌈log2 sources⌉), so any
+// partial sum of up to `sources` of them is an integer multiple of 2^-20
+// below 2^24·2^-20: exactly representable, whatever the reduce order. The
+// mantissas stay random (20+ random bits of 32): not compressible to
+// speak of.
+func float32Mask(sources int) uint32 {
+	lg := bits.Len(uint(max(sources, 1) - 1))
+	return 1<<(24-lg) - 1
+}
+
+// Generate returns the object's bytes.
+func Generate(d DataSpec) []byte {
+	b := make([]byte, d.Size)
+	fill(d, b)
+	return b
+}
+
+func fill(d DataSpec, b []byte) {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(d.ID))
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], h.Sum64())
+	copy(seed[8:], "hoplite-bench-data")
+	r := rand.NewChaCha8(seed)
+	_, _ = r.Read(b)
+	if !d.Float32 {
+		return
+	}
+	mask := float32Mask(d.Sources)
+	for i := 0; i+4 <= len(b); i += 4 {
+		k := binary.LittleEndian.Uint32(b[i:]) & mask
+		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(k)*(1.0/(1<<20))))
+	}
+}
+
+// Expected returns what an object made from srcs must hold: the one
+// source's bytes, or the float32 SUM of several.
+func Expected(srcs []DataSpec) ([]byte, error) {
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("no sources")
+	}
+	acc := Generate(srcs[0])
+	if len(srcs) == 1 {
+		return acc, nil
+	}
+	buf := make([]byte, len(acc))
+	for _, s := range srcs[1:] {
+		if !s.Float32 || s.Size != int64(len(acc)) {
+			return nil, fmt.Errorf("source %s: a sum needs float32 sources of equal size", s.ID)
+		}
+		fill(s, buf)
+		for i := 0; i+4 <= len(acc); i += 4 {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(acc[i:])) + math.Float32frombits(binary.LittleEndian.Uint32(buf[i:]))
+			binary.LittleEndian.PutUint32(acc[i:], math.Float32bits(x))
+		}
+	}
+	return acc, nil
+}
+
+// Check compares got with what srcs make; the error says where they differ.
+func Check(id string, got []byte, srcs []DataSpec) error {
+	want, err := Expected(srcs)
+	if err != nil {
+		return err
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%s: %d bytes, want %d", id, len(got), len(want))
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		return fmt.Errorf("%s: the bytes differ from offset %d on", id, i)
+	}
+	return nil
+}

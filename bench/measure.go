@@ -1,0 +1,360 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// sample is one repetition's measurement.
+type sample struct {
+	d     time.Duration
+	extra map[string]float64
+}
+
+// each runs f for every host in hosts at once and returns the first error.
+func each(hosts []int, f func(h int) error) error {
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() { errs[i] = f(h) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func span(from, to int) []int {
+	var out []int
+	for h := from; h < to; h++ {
+		out = append(out, h)
+	}
+	return out
+}
+
+// measurement runs one repetition of a group on one system.
+type measurement struct {
+	b     backend
+	g     group
+	sys   system
+	nodes int
+	tag   string        // unique per repetition: object ids derive from it
+	kill  time.Duration // failure runs: when to kill the victim
+}
+
+// victim is the host the failure runs kill: host 1, a receiver of the
+// broadcast (the first to fetch from the creator, so others fetch from
+// it) and a source of the reduce; never host 0, the caller, which also
+// hosts the Reduce's coordinator (TargetID).
+const victim = 1
+
+func (m *measurement) run(ctx context.Context) (sample, error) {
+	switch m.g.kind {
+	case "p2p":
+		return m.p2p(ctx)
+	case "broadcast":
+		return m.broadcast(ctx)
+	case "gather":
+		return m.gather(ctx)
+	case "reduce", "allreduce":
+		return m.reduce(ctx, m.g.kind == "allreduce")
+	case "async":
+		return m.async(ctx)
+	}
+	return sample{}, fmt.Errorf("unknown scenario %q", m.g.kind)
+}
+
+func (m *measurement) create(ctx context.Context, host int, d DataSpec) error {
+	if err := m.b.Prepare(ctx, host, d); err != nil {
+		return err
+	}
+	_, err := m.b.Put(ctx, host, d.ID, time.Time{})
+	return err
+}
+
+func (m *measurement) bytesSpec(suffix string) DataSpec {
+	return DataSpec{ID: m.tag + "-" + suffix, Size: m.g.size}
+}
+
+func (m *measurement) p2p(ctx context.Context) (sample, error) {
+	d := m.bytesSpec("obj")
+	defer m.b.Delete(ctx, []string{d.ID})
+	if err := m.create(ctx, 0, d); err != nil {
+		return sample{}, err
+	}
+	begin := time.Now()
+	if err := m.b.Fetch(ctx, 1, d.ID); err != nil {
+		return sample{}, err
+	}
+	elapsed := time.Since(begin)
+	return sample{d: elapsed}, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
+}
+
+// afterKill runs the failure: kill the victim m.kill after now (if this
+// is a failure run and done has not closed by then). killed closes once
+// the victim is dead; wait waits for the killer and says whether it
+// killed.
+func (m *measurement) afterKill(ctx context.Context, done <-chan struct{}) (killed <-chan struct{}, wait func() (bool, error)) {
+	k := make(chan struct{})
+	if !m.sys.kill {
+		return k, func() (bool, error) { return false, nil }
+	}
+	res := make(chan error, 1)
+	did := false
+	go func() {
+		t := time.NewTimer(m.kill)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			did = true
+			err := m.b.Kill(victim)
+			close(k)
+			res <- err
+		case <-done:
+			res <- nil
+		case <-ctx.Done():
+			res <- ctx.Err()
+		}
+	}()
+	return k, func() (bool, error) {
+		err := <-res
+		return did, err
+	}
+}
+
+func (m *measurement) broadcast(ctx context.Context) (sample, error) {
+	d := m.bytesSpec("obj")
+	defer m.b.Delete(ctx, []string{d.ID})
+	if err := m.create(ctx, 0, d); err != nil {
+		return sample{}, err
+	}
+	type got struct {
+		host int
+		err  error
+		at   time.Time
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan got, m.nodes)
+	done := make(chan struct{})
+	begin := time.Now()
+	killed, wait := m.afterKill(ctx, done)
+	for h := 1; h < m.nodes; h++ {
+		go func() {
+			err := m.b.Fetch(fctx, h, d.ID)
+			results <- got{h, err, time.Now()}
+		}()
+	}
+	// Every receiver's Get, except the victim's once it is dead (a killed
+	// process never answers).
+	errs := make([]error, m.nodes)
+	end := begin
+	pending := m.nodes - 1
+	victimDone := false
+	for pending > 0 {
+		var g got
+		select {
+		case g = <-results:
+		case <-killed:
+			killed = nil // fires once
+			if !victimDone && m.nodes > 1 {
+				pending-- // the victim's Get will not complete
+			}
+			continue
+		}
+		if g.host == victim {
+			victimDone = true
+			if killed == nil {
+				continue // already given up on it
+			}
+		}
+		errs[g.host] = g.err
+		if g.at.After(end) {
+			end = g.at
+		}
+		pending--
+	}
+	elapsed := end.Sub(begin)
+	close(done)
+	did, kerr := wait()
+	if kerr != nil {
+		return sample{}, fmt.Errorf("kill host %d: %w", victim, kerr)
+	}
+	s := sample{d: elapsed, extra: map[string]float64{}}
+	if m.sys.kill {
+		s.extra["killed"] = b2f(did)
+		s.extra["kill_at_s"] = m.kill.Seconds()
+	}
+	var survivors []int
+	for h := 1; h < m.nodes; h++ {
+		if did && h == victim {
+			continue // its Get fails with it
+		}
+		if errs[h] != nil {
+			return s, errs[h]
+		}
+		survivors = append(survivors, h)
+	}
+	return s, each(survivors, func(h int) error { return m.b.Verify(ctx, h, d.ID, []DataSpec{d}) })
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (m *measurement) gather(ctx context.Context) (sample, error) {
+	specs := make([]DataSpec, m.nodes)
+	var ids []string
+	for h := 1; h < m.nodes; h++ {
+		specs[h] = m.bytesSpec(fmt.Sprintf("part-%d", h))
+		ids = append(ids, specs[h].ID)
+	}
+	defer m.b.Delete(ctx, ids)
+	if err := each(span(1, m.nodes), func(h int) error { return m.create(ctx, h, specs[h]) }); err != nil {
+		return sample{}, err
+	}
+	begin := time.Now()
+	if err := each(span(1, m.nodes), func(h int) error { return m.b.Fetch(ctx, 0, specs[h].ID) }); err != nil {
+		return sample{}, err
+	}
+	elapsed := time.Since(begin)
+	return sample{d: elapsed}, each(span(1, m.nodes), func(h int) error { return m.b.Verify(ctx, 0, specs[h].ID, specs[h:h+1]) })
+}
+
+// sources are one float32 object per host.
+func (m *measurement) sources() ([]DataSpec, []string) {
+	specs := make([]DataSpec, m.nodes)
+	ids := make([]string, m.nodes)
+	for h := range specs {
+		specs[h] = DataSpec{ID: fmt.Sprintf("%s-src-%d", m.tag, h), Size: m.g.size, Float32: true, Sources: m.nodes}
+		ids[h] = specs[h].ID
+	}
+	return specs, ids
+}
+
+func reducedSpecs(r *messages.ReduceReply, specs []DataSpec) ([]DataSpec, error) {
+	var out []DataSpec
+	for _, id := range r.GetReducedIds() {
+		found := false
+		for _, s := range specs {
+			if s.ID == id {
+				out, found = append(out, s), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("the reduce reports an unknown source %q", id)
+		}
+	}
+	return out, nil
+}
+
+func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
+	specs, ids := m.sources()
+	target, err := m.b.TargetID(ctx, m.tag+"-sum")
+	if err != nil {
+		return sample{}, err
+	}
+	defer m.b.Delete(ctx, append(ids, target))
+	if err := each(span(0, m.nodes), func(h int) error { return m.create(ctx, h, specs[h]) }); err != nil {
+		return sample{}, err
+	}
+	num := m.nodes
+	if m.g.scenario == "failure-reduce" {
+		num = m.nodes - 1 // one backup: a lost source is replaced
+	}
+	done := make(chan struct{})
+	begin := time.Now()
+	_, wait := m.afterKill(ctx, done)
+	// The naive baseline has no allreduce: it reduces at the caller and
+	// then every host Gets the result from there.
+	r, err := m.b.Reduce(ctx, 0, target, ids, num, all && !m.sys.naive)
+	if err == nil && all && m.sys.naive {
+		err = each(span(1, m.nodes), func(h int) error { return m.b.Fetch(ctx, h, target) })
+	}
+	elapsed := time.Since(begin)
+	close(done)
+	killed, kerr := wait()
+	if err != nil {
+		return sample{}, fmt.Errorf("reduce %s: %w", target, err)
+	}
+	if kerr != nil {
+		return sample{}, fmt.Errorf("kill host %d: %w", victim, kerr)
+	}
+	s := sample{d: elapsed, extra: map[string]float64{"degree": float64(r.GetPlan().GetDegree())}}
+	if m.sys.kill {
+		s.extra["killed"] = b2f(killed)
+		s.extra["kill_at_s"] = m.kill.Seconds()
+	}
+	want, err := reducedSpecs(r, specs)
+	if err != nil {
+		return s, err
+	}
+	if len(want) != num {
+		return s, fmt.Errorf("reduce %s: %d sources reduced, want %d", target, len(want), num)
+	}
+	check := []int{0}
+	if all {
+		check = append(check, m.nodes-1)
+	}
+	return s, each(check, func(h int) error { return m.b.Verify(ctx, h, target, want) })
+}
+
+// async: the Reduce is called first, then source i is Put at i·interval;
+// the time is from the last Put to the Reduce's reply.
+func (m *measurement) async(ctx context.Context) (sample, error) {
+	specs, ids := m.sources()
+	target, err := m.b.TargetID(ctx, m.tag+"-sum")
+	if err != nil {
+		return sample{}, err
+	}
+	defer m.b.Delete(ctx, append(ids, target))
+	if err := each(span(0, m.nodes), func(h int) error { return m.b.Prepare(ctx, h, specs[h]) }); err != nil {
+		return sample{}, err
+	}
+	type result struct {
+		r    *messages.ReduceReply
+		err  error
+		done time.Time
+	}
+	res := make(chan result, 1)
+	begin := time.Now()
+	go func() {
+		r, err := m.b.Reduce(ctx, 0, target, ids, m.nodes, false)
+		res <- result{r, err, time.Now()}
+	}()
+	arrivals := make([]time.Time, m.nodes)
+	// A short lead lets the Reduce reach its coordinator before the first
+	// source exists, as when a task system calls it ahead of its inputs.
+	lead := 20 * time.Millisecond
+	perr := each(span(0, m.nodes), func(h int) error {
+		at, err := m.b.Put(ctx, h, ids[h], begin.Add(lead+time.Duration(h)*m.g.interval))
+		arrivals[h] = at
+		return err
+	})
+	r := <-res
+	if perr != nil {
+		return sample{}, perr
+	}
+	if r.err != nil {
+		return sample{}, fmt.Errorf("reduce %s: %w", target, r.err)
+	}
+	last := arrivals[0]
+	for _, a := range arrivals {
+		if a.After(last) {
+			last = a
+		}
+	}
+	s := sample{d: r.done.Sub(last), extra: map[string]float64{"total_s": r.done.Sub(begin).Seconds(),
+		"degree": float64(r.r.GetPlan().GetDegree())}}
+	want, err := reducedSpecs(r.r, specs)
+	if err != nil {
+		return s, err
+	}
+	return s, m.b.Verify(ctx, 0, target, want)
+}

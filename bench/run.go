@@ -1,0 +1,425 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Options configure a benchmark run. Zero fields take the defaults.
+type Options struct {
+	// Scenario is one of Scenarios.
+	Scenario string
+	// Nodes is N, the hosts (default 8).
+	Nodes int
+	// Sizes are the object sizes S (default 32 MiB).
+	Sizes []int64
+	// Bandwidth is B, each host's up and down link (default 400 Mbit/s).
+	Bandwidth Bandwidth
+	// Peers are the systems compared with ours: naive, mpi, dask.
+	Peers []string
+	// Reps are the measured repetitions per system and size (default 3).
+	Reps int
+	// Warmup repetitions run first and are not recorded (ours and naive).
+	Warmup int
+	// Intervals are async's arrival intervals (default S/(4B)).
+	Intervals []time.Duration
+	// Degrees are forced reduce tree degrees compared with the chosen one
+	// (DegreeN stands for N); the degree scenario defaults to 1, 2, N.
+	Degrees []int
+	// ChunkSize is Hoplite's transfer chunk (default 1 MiB).
+	ChunkSize int
+	// OpTimeout bounds each operation (default: 30 s plus 20 S/B).
+	OpTimeout time.Duration
+	// Command is the command line, recorded in the report.
+	Command []string
+	// Progress receives the progress bar; ProgressTTY redraws it in place.
+	Progress    io.Writer
+	ProgressTTY bool
+	// Log receives Hoplite's own logs (errors only; default: discarded).
+	Log io.Writer
+	// Testbed, if set, runs on the testbed's hosts instead of in process.
+	Testbed *Testbed
+
+	// newBackend replaces the embedded cluster (tests).
+	newBackend func(o *Options, s system, log *logrus.Logger) (backend, error)
+}
+
+func (o *Options) withDefaults() (*Options, error) {
+	c := *o
+	if !slices.Contains(Scenarios, c.Scenario) {
+		return nil, fmt.Errorf("unknown scenario %q (one of %s)", c.Scenario, strings.Join(Scenarios, ", "))
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 8
+	}
+	if c.Nodes < 2 {
+		return nil, fmt.Errorf("--nodes %d: need at least 2", c.Nodes)
+	}
+	if c.Scenario == "failure" && c.Nodes < 3 {
+		return nil, fmt.Errorf("--nodes %d: the failure scenario needs at least 3 (one is killed)", c.Nodes)
+	}
+	if len(c.Sizes) == 0 {
+		c.Sizes = []int64{32 << 20}
+	}
+	for _, s := range c.Sizes {
+		if s < 4 || s%4 != 0 {
+			return nil, fmt.Errorf("size %d: want a positive multiple of 4 bytes (float32 elements)", s)
+		}
+	}
+	if c.Bandwidth.BitsPerSecond == 0 {
+		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
+	}
+	for _, p := range c.Peers {
+		if p != "naive" && p != "mpi" && p != "dask" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi or dask)", p)
+		}
+	}
+	if c.Reps == 0 {
+		c.Reps = 3
+	}
+	if c.Reps < 1 || c.Warmup < 0 {
+		return nil, errors.New("need --reps >= 1 and --warmup >= 0")
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = 1 << 20
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 30*time.Second + 20*c.maxIdeal()
+	}
+	return &c, nil
+}
+
+// maxIdeal is the longest ideal time of the run's groups.
+func (o *Options) maxIdeal() time.Duration {
+	var m time.Duration
+	for _, g := range o.groups() {
+		m = max(m, g.ideal(o.Nodes, o.Bandwidth.BytesPerSecond()))
+	}
+	return m
+}
+
+// capacity is each store's size: sources, copies and a reduce's partial
+// results of the largest size, with room to spare.
+func (o *Options) capacity() int64 {
+	return max(1<<30, 4*int64(o.Nodes)*slices.Max(o.Sizes)+256<<20)
+}
+
+func (o *Options) mode() string {
+	if o.Testbed != nil {
+		return "testbed"
+	}
+	return "in-process"
+}
+
+// Run runs the scenario and returns its report. A system that fails is
+// reported as failed (with the reason) and the run goes on; Run returns an
+// error only for bad options or when the run cannot start at all.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	rep := &Report{Scenario: o.Scenario, Mode: o.mode(), Command: o.Command, Date: start.UTC(), Machine: machine(),
+		Nodes: o.Nodes, BandwidthBits: o.Bandwidth.BitsPerSecond, Bandwidth: o.Bandwidth.String(), Reps: o.Reps,
+		Sizes: o.Sizes, Peers: o.Peers}
+	groups, systems := o.groups(), o.systems()
+	res := make([][]Result, len(groups))
+	for gi, g := range groups {
+		for _, s := range systems {
+			r := Result{Scenario: g.scenario, Size: g.size, System: s.name, Status: StatusOK,
+				Ideal: g.ideal(o.Nodes, o.Bandwidth.BytesPerSecond()).Seconds(), group: g}
+			if g.hasInt {
+				r.Interval = g.interval.Seconds()
+			}
+			switch {
+			case !s.ours() && o.Testbed == nil:
+				r.Status, r.Reason = StatusSkipped, "needs --testbed"
+			case !s.ours():
+				if _, why := peerOp(s.peer, g); why != "" {
+					r.Status, r.Reason = StatusSkipped, why
+				}
+			case s.degree > 0 && o.Testbed != nil:
+				r.Status, r.Reason = StatusSkipped, "hoplite node cannot force the reduce degree"
+			}
+			res[gi] = append(res[gi], r)
+		}
+	}
+	total := 0
+	for gi := range groups {
+		for si, s := range systems {
+			if res[gi][si].ok() {
+				switch {
+				case s.ours() && o.Scenario == "failure":
+					total += o.Reps * (1 + o.Warmup) // a fresh cluster per repetition
+				case s.ours():
+					total += o.Reps + o.Warmup
+				default:
+					total++
+				}
+			}
+		}
+	}
+	r := &runner{o: o, groups: groups, systems: systems, res: res, prog: newProgress(o.Progress, o.ProgressTTY, total)}
+	if o.Log != nil {
+		r.log = logrus.New()
+		r.log.SetOutput(o.Log)
+		r.log.SetLevel(logrus.ErrorLevel)
+	} else {
+		r.log = logrus.New()
+		r.log.SetOutput(io.Discard)
+	}
+	if err := r.run(ctx); err != nil {
+		r.prog.close()
+		return nil, err
+	}
+	r.prog.close()
+	for gi := range groups {
+		rep.Results = append(rep.Results, res[gi]...)
+	}
+	rep.ratios()
+	rep.Notes = r.notes
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// runner carries one run's state.
+type runner struct {
+	o       *Options
+	groups  []group
+	systems []system
+	res     [][]Result
+	times   [][][]time.Duration
+	prog    *progress
+	log     *logrus.Logger
+	notes   []string
+	tb      *testbedRun
+	// failed counts the failed repetitions per comparison and system; a
+	// failure keeps its first error and the other repetitions still run.
+	failed   [][]int
+	firstErr [][]error
+	dead     [][]bool // the system could not start: nothing more to run
+}
+
+func (r *runner) run(ctx context.Context) error {
+	r.times = make([][][]time.Duration, len(r.groups))
+	r.failed, r.firstErr, r.dead = make([][]int, len(r.groups)), make([][]error, len(r.groups)), make([][]bool, len(r.groups))
+	for gi := range r.groups {
+		r.times[gi] = make([][]time.Duration, len(r.systems))
+		r.failed[gi], r.firstErr[gi], r.dead[gi] = make([]int, len(r.systems)), make([]error, len(r.systems)), make([]bool, len(r.systems))
+	}
+	if r.o.Testbed != nil {
+		tb, err := startTestbedRun(ctx, r.o, r.prog)
+		if err != nil {
+			return err
+		}
+		r.tb = tb
+		defer tb.close()
+	}
+	interleave := r.o.Testbed == nil && r.o.Scenario != "failure"
+	if interleave {
+		r.runInterleaved(ctx)
+	} else {
+		for si, s := range r.systems {
+			if s.ours() {
+				r.runSystem(ctx, si)
+			}
+		}
+	}
+	if r.tb != nil {
+		for si, s := range r.systems {
+			if !s.ours() {
+				r.runPeer(ctx, si)
+			}
+		}
+	}
+	for gi := range r.groups {
+		for si := range r.systems {
+			res := &r.res[gi][si]
+			if !r.systems[si].ours() || res.Status == StatusSkipped {
+				continue
+			}
+			// A failed system keeps the times of its good repetitions.
+			res.setTimes(r.times[gi][si])
+			if n := r.failed[gi][si]; n > 0 && !r.dead[gi][si] {
+				res.Status = StatusFailed
+				res.Reason = fmt.Sprintf("%d of %d reps failed, first: %v", n, n+len(r.times[gi][si]), r.firstErr[gi][si])
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+func (r *runner) open(ctx context.Context, s system) (backend, error) {
+	if r.tb != nil {
+		return r.tb.open(ctx, s)
+	}
+	if r.o.newBackend != nil {
+		return r.o.newBackend(r.o, s, r.log)
+	}
+	return openLocal(r.o, s, r.log)
+}
+
+// runnable says whether (gi, si) has repetitions to run.
+func (r *runner) runnable(gi, si int) bool {
+	return r.res[gi][si].Status != StatusSkipped && !r.dead[gi][si]
+}
+
+// repFailed records a failed repetition; the others still run.
+func (r *runner) repFailed(gi, si int, err error) {
+	if r.failed[gi][si]++; r.firstErr[gi][si] == nil {
+		r.firstErr[gi][si] = err
+	}
+	where := ""
+	if r.tb != nil {
+		where = " (logs in " + r.tb.logDir + ")"
+	}
+	r.prog.logf("%s %s: %v%s", r.groups[gi].label(), r.systems[si].name, err, where)
+}
+
+// fail marks (gi, si) failed for good: nothing more of it runs.
+func (r *runner) fail(gi, si int, err error) {
+	res := &r.res[gi][si]
+	r.dead[gi][si] = true
+	if res.ok() {
+		res.Status, res.Reason = StatusFailed, err.Error()
+		where := ""
+		if r.tb != nil {
+			where = " (logs in " + r.tb.logDir + ")"
+		}
+		r.prog.logf("%s %s: %v%s", r.groups[gi].label(), r.systems[si].name, err, where)
+	}
+}
+
+// runInterleaved runs every system's repetitions in turn, rotating the
+// order, all backends open at once: in process, where they cost nothing
+// while idle, drift (other load on the machine) hits every system alike.
+func (r *runner) runInterleaved(ctx context.Context) {
+	backends := make([]backend, len(r.systems))
+	defer func() {
+		for _, b := range backends {
+			if b != nil {
+				b.Close()
+			}
+		}
+	}()
+	var ours []int
+	for si, s := range r.systems {
+		if s.ours() {
+			ours = append(ours, si)
+		}
+	}
+	for gi := range r.groups {
+		for rep := -r.o.Warmup; rep < r.o.Reps; rep++ {
+			for k := range ours {
+				si := ours[(k+max(rep, 0))%len(ours)]
+				if !r.runnable(gi, si) {
+					continue
+				}
+				if backends[si] == nil {
+					b, err := r.open(ctx, r.systems[si])
+					if err != nil {
+						for g := range r.groups {
+							r.fail(g, si, fmt.Errorf("start: %w", err))
+						}
+						continue
+					}
+					backends[si] = b
+				}
+				r.measure(ctx, backends[si], gi, si, rep, 0)
+			}
+		}
+	}
+}
+
+// runSystem runs one system's groups and repetitions on one backend (a
+// fresh one per repetition for failure runs).
+func (r *runner) runSystem(ctx context.Context, si int) {
+	s := r.systems[si]
+	fresh := r.o.Scenario == "failure"
+	var b backend
+	defer func() {
+		if b != nil {
+			b.Close()
+		}
+	}()
+	for gi := range r.groups {
+		var kill time.Duration
+		if s.kill {
+			if len(r.times[gi][0]) == 0 {
+				r.fail(gi, si, errors.New("no failure-free time to place the failure at"))
+				continue
+			}
+			kill = Summarize(r.times[gi][0]).Median / 2
+		}
+		first := -r.o.Warmup
+		if fresh {
+			first = 0 // every fresh cluster gets its own warm-up below
+		}
+		for rep := first; rep < r.o.Reps && r.runnable(gi, si) && ctx.Err() == nil; rep++ {
+			if b == nil {
+				var err error
+				if b, err = r.open(ctx, s); err != nil {
+					r.fail(gi, si, fmt.Errorf("start: %w", err))
+					break
+				}
+				// A cold cluster has not measured its links yet (the
+				// reduce's cost model starts from defaults): warm it up
+				// the way the others are, without a failure.
+				for w := 0; fresh && w < r.o.Warmup; w++ {
+					r.measure(ctx, b, gi, si, -1, 0)
+				}
+			}
+			r.measure(ctx, b, gi, si, rep, kill)
+			if fresh {
+				b.Close()
+				b = nil
+			}
+		}
+	}
+}
+
+func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill time.Duration) {
+	g, s := r.groups[gi], r.systems[si]
+	if rep < 0 {
+		s.kill = false // warm-ups run failure-free
+	}
+	what := fmt.Sprintf("%s %s rep %d", g.label(), s.name, rep+1)
+	if rep < 0 {
+		what = fmt.Sprintf("%s %s warm-up", g.label(), s.name)
+	}
+	r.prog.step(what)
+	defer r.prog.finish()
+	mctx, cancel := context.WithTimeout(ctx, r.o.OpTimeout)
+	defer cancel()
+	m := &measurement{b: b, g: g, sys: s, nodes: r.o.Nodes, kill: kill,
+		tag: fmt.Sprintf("%s-%s-%s-r%d-%d", g.scenario, SizeName(g.size), s.name, rep, time.Now().UnixNano()%1e9)}
+	smp, err := m.run(mctx)
+	if err != nil {
+		r.repFailed(gi, si, err)
+		return
+	}
+	if rep < 0 {
+		return
+	}
+	r.times[gi][si] = append(r.times[gi][si], smp.d)
+	res := &r.res[gi][si]
+	for k, v := range smp.extra {
+		if res.Extra == nil {
+			res.Extra = map[string]float64{}
+		}
+		// The last repetition's value; counts add up.
+		if k == "killed" {
+			res.Extra[k] += v
+		} else {
+			res.Extra[k] = v
+		}
+	}
+}

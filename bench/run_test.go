@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// smoke runs a scenario in process, small and fast: 3 or 4 nodes, one
+// repetition. Every measurement verifies its result (a Get's bytes, a
+// reduce's sum bit for bit): a wrong one is a failed result.
+func smoke(t *testing.T, o Options) *Report {
+	t.Helper()
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Sizes == nil {
+		o.Sizes = []int64{256 << 10}
+	}
+	o.Reps, o.Bandwidth, o.OpTimeout = 1, Bandwidth{BitsPerSecond: 4e9}, 20*time.Second
+	if o.Scenario == "failure" {
+		// A kill "at 50 %" needs an object of several chunks that takes
+		// a while to move (smaller ones finish around the kill).
+		o.Sizes, o.Bandwidth = []int64{4 << 20}, Bandwidth{BitsPerSecond: 1e9}
+	}
+	var prog bytes.Buffer
+	o.Progress = &prog
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	r, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("%s: %v", o.Scenario, err)
+	}
+	if !strings.Contains(prog.String(), "] ") || !strings.HasSuffix(strings.TrimSpace(prog.String()), "done") {
+		t.Errorf("%s: no progress bar:\n%s", o.Scenario, prog.String())
+	}
+	return r
+}
+
+var resultLine = regexp.MustCompile(`^RESULT scenario=\S+ nodes=\d+ size=\d+( interval=\S+)? ours=[0-9.e-]+s ideal=[0-9.e-]+s( \S+=(\S+s|skipped|failed))*$`)
+
+func TestScenariosInProcess(t *testing.T) {
+	for _, c := range []struct {
+		scenario string
+		nodes    int
+		systems  []string // ok ones, in order
+	}{
+		{"p2p", 3, []string{SysOurs, SysNaive}},
+		{"broadcast", 4, []string{SysOurs, SysNaive}},
+		{"gather", 3, []string{SysOurs, SysNaive}},
+		{"reduce", 4, []string{SysOurs, SysNaive}},
+		{"allreduce", 3, []string{SysOurs, SysNaive}},
+		{"async", 3, []string{SysOurs, SysNaive}},
+		{"degree", 3, []string{SysOurs, "d=1", "d=2", "d=3", SysNaive}},
+		{"failure", 4, []string{SysOurs, SysOursFailure}},
+	} {
+		t.Run(c.scenario, func(t *testing.T) {
+			r := smoke(t, Options{Scenario: c.scenario, Nodes: c.nodes, Peers: []string{"naive", "mpi", "dask"}})
+			var ok []string
+			for _, res := range r.Results {
+				switch {
+				case res.ok():
+					if len(res.Times) != 1 || res.Times[0] <= 0 || res.Median != res.Times[0] || res.Ideal <= 0 {
+						t.Errorf("%s: times %v median %v ideal %v", res.System, res.Times, res.Median, res.Ideal)
+					}
+					if !slices.Contains(ok, res.System) {
+						ok = append(ok, res.System)
+					}
+				case strings.HasPrefix(res.System, "mpi") || res.System == SysDask:
+					if res.Status != StatusSkipped || res.Reason != "needs --testbed" {
+						t.Errorf("%s: %s %q, want skipped: needs --testbed", res.System, res.Status, res.Reason)
+					}
+				default:
+					t.Errorf("%s %s: %s: %s", res.Scenario, res.System, res.Status, res.Reason)
+				}
+			}
+			if !slices.Equal(ok, c.systems) {
+				t.Errorf("systems measured: %v, want %v", ok, c.systems)
+			}
+			lines := r.ResultLines()
+			wantLines := 1
+			if c.scenario == "failure" {
+				wantLines = 2 // broadcast and reduce
+			}
+			if len(lines) != wantLines {
+				t.Errorf("%d RESULT lines, want %d: %q", len(lines), wantLines, lines)
+			}
+			for _, l := range lines {
+				if !resultLine.MatchString(l) {
+					t.Errorf("malformed RESULT line %q", l)
+				}
+			}
+			if c.scenario == "failure" {
+				for _, res := range r.Results {
+					if res.System == SysOursFailure && (res.Extra["kill_at_s"] <= 0 || res.Ratio <= 0) {
+						t.Errorf("%s: no failure placed or no ratio: %+v", res.Scenario, res)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The report goes out as a table, JSON that reads back and a PNG.
+func TestReportOutputs(t *testing.T) {
+	r := smoke(t, Options{Scenario: "broadcast", Sizes: []int64{1 << 10, 128 << 10}, Peers: []string{"naive", "mpi"},
+		Command: []string{"hoplite", "bench", "broadcast"}})
+	var table bytes.Buffer
+	r.WriteTable(&table)
+	for _, want := range []string{"scenario", "broadcast", "1KiB", "128KiB", "ours", "naive", "mpi-best", "skipped: needs --testbed"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	dir := t.TempDir()
+	if err := r.WriteJSON(dir + "/r.json"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(dir + "/r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Scenario != "broadcast" || back.Nodes != 3 || back.Machine.CPUs < 1 || back.Machine.GOOS == "" ||
+		len(back.Results) != len(r.Results) || back.Results[0].Times[0] != r.Results[0].Times[0] ||
+		!slices.Equal(back.Command, r.Command) || back.BandwidthBits != 4e9 {
+		t.Errorf("the JSON does not read back: %+v", back)
+	}
+	if err := Plot(back, dir+"/r.png"); err != nil {
+		t.Fatal(err)
+	}
+	assertPNG(t, dir+"/r.png")
+	// async with several intervals: latency against the interval.
+	a := smoke(t, Options{Scenario: "async", Intervals: []time.Duration{0, time.Millisecond}})
+	if err := Plot(a, dir+"/a.png"); err != nil {
+		t.Fatal(err)
+	}
+	assertPNG(t, dir+"/a.png")
+}
+
+func assertPNG(t *testing.T, path string) {
+	t.Helper()
+	b, err := readFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2000 || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("%s is not a PNG (%d bytes)", path, len(b))
+	}
+}
+
+// corrupt Puts other bytes than the object's: verification must catch it.
+type corrupt struct{ *localBackend }
+
+func (c corrupt) Prepare(ctx context.Context, host int, d DataSpec) error {
+	wrong := d
+	wrong.ID += "-not"
+	data := Generate(wrong)
+	c.mu.Lock()
+	c.prepared[d.ID] = data
+	c.mu.Unlock()
+	return nil
+}
+
+func TestWrongResultFails(t *testing.T) {
+	for _, scenario := range []string{"broadcast", "reduce"} {
+		r := smoke(t, Options{Scenario: scenario, newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
+			b, err := openLocal(o, s, log)
+			return corrupt{b}, err
+		}})
+		res := r.Results[0]
+		if res.Status != StatusFailed || !strings.Contains(res.Reason, "differ") {
+			t.Errorf("%s with corrupted sources: %s %q, want failed: the bytes differ", scenario, res.Status, res.Reason)
+		}
+		if lines := r.ResultLines(); len(lines) != 1 || !strings.Contains(lines[0], " ours=failed ") {
+			t.Errorf("RESULT lines %q, want ours=failed", lines)
+		}
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{Scenario: "nope"},
+		{Scenario: "broadcast", Nodes: 1},
+		{Scenario: "failure", Nodes: 2},
+		{Scenario: "reduce", Sizes: []int64{6}},
+		{Scenario: "broadcast", Peers: []string{"gloo"}},
+		{Scenario: "broadcast", Reps: -1},
+	} {
+		if _, err := Run(t.Context(), o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

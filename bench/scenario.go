@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Scenarios are the benchmark scenarios, in the order the help lists them.
+var Scenarios = []string{"p2p", "broadcast", "gather", "reduce", "allreduce", "async", "degree", "failure"}
+
+// scenarioHelp describes each scenario (for the command's usage).
+var scenarioHelp = map[string]string{
+	"p2p":       "one object from host 0 to host 1",
+	"broadcast": "host 0 creates an object, the N-1 others Get it",
+	"gather":    "each of the N-1 other hosts creates one object, host 0 Gets them all",
+	"reduce":    "SUM of N float32 objects, one per host, called on host 0",
+	"allreduce": "reduce, and every host gets the result",
+	"async":     "reduce with the sources arriving one by one every --interval; time from the last arrival",
+	"degree":    "reduce with tree degree d = 1, 2, N and the one the cost model chooses",
+	"failure":   "broadcast and reduce with one participant killed at 50 % of the failure-free median",
+}
+
+// ScenarioHelp is one line per scenario, for usage texts.
+func ScenarioHelp() string {
+	s := ""
+	for _, name := range Scenarios {
+		s += fmt.Sprintf("  %-10s %s\n", name, scenarioHelp[name])
+	}
+	return s
+}
+
+// Systems, as they appear in tables, RESULT lines and JSON.
+const (
+	SysOurs        = "ours"
+	SysNaive       = "naive"
+	SysMPIDefault  = "mpi-default"
+	SysMPIBest     = "mpi-best"
+	SysDask        = "dask"
+	SysOursFailure = "ours-failure"
+)
+
+// DegreeN in Options.Degrees stands for N, the number of hosts.
+const DegreeN = -1
+
+// system is one column of a comparison.
+type system struct {
+	name   string
+	naive  bool // Config.Naive / hoplite node -naive
+	degree int  // forced reduce degree (0: chosen by the cost model)
+	kill   bool // the failure variant: a participant is killed at 50 %
+	peer   string
+	alg    string // the MPI peer's --algorithm
+}
+
+func (s system) ours() bool { return s.peer == "" }
+
+// group is one comparison: a scenario at one size (and one arrival
+// interval for async), measured on every system.
+type group struct {
+	scenario string // p2p, ..., failure-broadcast, failure-reduce
+	kind     string // what is measured: p2p, broadcast, gather, reduce, allreduce, async
+	size     int64
+	interval time.Duration // async only
+	hasInt   bool
+}
+
+func (g group) label() string {
+	s := g.scenario + " " + SizeName(g.size)
+	if g.hasInt {
+		s += " every " + Seconds(g.interval)
+	}
+	return s
+}
+
+// ideal is the lower bound of the group's time with n hosts at b bytes
+// per second: S/B, except gather ((n-1)·S/B: host 0's downlink receives
+// everything) and allreduce (2·(n-1)/n·S/B, the bandwidth bound of an
+// allreduce).
+func (g group) ideal(n int, b float64) time.Duration {
+	sb := float64(g.size) / b
+	switch g.kind {
+	case "gather":
+		sb *= float64(n - 1)
+	case "allreduce":
+		sb *= 2 * float64(n-1) / float64(n)
+	}
+	return time.Duration(sb * float64(time.Second))
+}
+
+// groups lists the comparisons of a scenario.
+func (o *Options) groups() []group {
+	var out []group
+	for _, size := range o.Sizes {
+		switch o.Scenario {
+		case "failure":
+			out = append(out, group{scenario: "failure-broadcast", kind: "broadcast", size: size},
+				group{scenario: "failure-reduce", kind: "reduce", size: size})
+		case "degree":
+			out = append(out, group{scenario: "degree", kind: "reduce", size: size})
+		case "async":
+			ivs := o.Intervals
+			if len(ivs) == 0 {
+				ivs = []time.Duration{time.Duration(float64(size) / o.Bandwidth.BytesPerSecond() / 4 * float64(time.Second))}
+			}
+			for _, iv := range ivs {
+				out = append(out, group{scenario: "async", kind: "async", size: size, interval: iv, hasInt: true})
+			}
+		default:
+			out = append(out, group{scenario: o.Scenario, kind: o.Scenario, size: size})
+		}
+	}
+	return out
+}
+
+// systems lists the columns of a scenario, ours first.
+func (o *Options) systems() []system {
+	out := []system{{name: SysOurs}}
+	switch o.Scenario {
+	case "failure":
+		return append(out, system{name: SysOursFailure, kill: true})
+	}
+	degrees := o.Degrees
+	if degrees == nil && o.Scenario == "degree" {
+		degrees = []int{1, 2, DegreeN}
+	}
+	for _, d := range degrees {
+		if d == DegreeN {
+			d = o.Nodes
+		}
+		if !slices.ContainsFunc(out, func(s system) bool { return s.degree == d }) {
+			out = append(out, system{name: "d=" + strconv.Itoa(d), degree: d})
+		}
+	}
+	if slices.Contains(o.Peers, "naive") {
+		out = append(out, system{name: SysNaive, naive: true})
+	}
+	if slices.Contains(o.Peers, "mpi") {
+		out = append(out, system{name: SysMPIDefault, peer: "mpi", alg: "default"}, system{name: SysMPIBest, peer: "mpi", alg: "best"})
+	}
+	if slices.Contains(o.Peers, "dask") {
+		out = append(out, system{name: SysDask, peer: "dask"})
+	}
+	return out
+}
+
+// peerOp is the peer script's --op for a group, or why the peer has none.
+func peerOp(peer string, g group) (string, string) {
+	if g.scenario == "degree" || g.scenario == "failure-broadcast" || g.scenario == "failure-reduce" {
+		return "", "n/a: the peer has no " + g.scenario
+	}
+	switch g.kind {
+	case "p2p", "gather", "reduce":
+		return g.kind, ""
+	case "broadcast":
+		return "bcast", ""
+	case "async":
+		return "reduce", ""
+	case "allreduce":
+		if peer == "mpi" {
+			return "allreduce", ""
+		}
+	}
+	return "", "n/a: the " + peer + " peer has no " + g.kind
+}

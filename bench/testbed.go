@@ -1,0 +1,405 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// Testbed is where a testbed run happens: what `bench/testbed run`
+// exports, and the programs the run starts.
+type Testbed struct {
+	// Hosts are the hosts' addresses, host 0 first.
+	Hosts []string
+	// Namespaces are the hosts' network namespaces.
+	Namespaces []string
+	// Bridge is the root namespace's address on the bridge: the driver
+	// binds its actor system there.
+	Bridge string
+	// Bandwidth is the shaping the script applied (tc units).
+	Bandwidth string
+	// Binary is the hoplite binary the nodes run.
+	Binary string
+	// PeersDir holds the peers' scripts (PeersDir/mpi/run, PeersDir/dask/run).
+	PeersDir string
+	// LogDir receives every node's and peer's log (default: a new
+	// temporary directory).
+	LogDir string
+}
+
+// TestbedFromEnv reads the variables `bench/testbed run` sets; ok is false
+// when HOPLITE_TESTBED_HOSTS is not set (not inside a testbed).
+func TestbedFromEnv() (tb *Testbed, ok bool, err error) {
+	hosts := os.Getenv("HOPLITE_TESTBED_HOSTS")
+	if hosts == "" {
+		return nil, false, nil
+	}
+	tb = &Testbed{Hosts: strings.Split(hosts, ","), Namespaces: strings.Split(os.Getenv("HOPLITE_TESTBED_NS"), ","),
+		Bridge: os.Getenv("HOPLITE_TESTBED_BRIDGE_ADDR"), Bandwidth: os.Getenv("HOPLITE_TESTBED_BANDWIDTH")}
+	if len(tb.Namespaces) != len(tb.Hosts) || tb.Bridge == "" {
+		return nil, true, fmt.Errorf("HOPLITE_TESTBED_HOSTS (%d hosts), HOPLITE_TESTBED_NS (%d) and HOPLITE_TESTBED_BRIDGE_ADDR (%q) do not match",
+			len(tb.Hosts), len(tb.Namespaces), tb.Bridge)
+	}
+	return tb, true, nil
+}
+
+// testbedRun is the driver: a Proto.Actor remote actor system on the
+// bridge that talks to the nodes' store nodes and bench agents.
+type testbedRun struct {
+	o      *Options
+	tb     *Testbed
+	system *actor.ActorSystem
+	prog   *progress
+	logDir string
+	gen    int
+}
+
+const maxRemoteMessage = 256 << 20
+
+func startTestbedRun(_ context.Context, o *Options, prog *progress) (t *testbedRun, err error) {
+	tb := o.Testbed
+	if len(tb.Hosts) < o.Nodes {
+		return nil, fmt.Errorf("the testbed has %d hosts, the run needs %d", len(tb.Hosts), o.Nodes)
+	}
+	if tb.Binary == "" {
+		return nil, errors.New("no hoplite binary for the testbed nodes")
+	}
+	logDir := tb.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "hoplite-bench-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	driverLog, err := os.Create(filepath.Join(logDir, "driver.log"))
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort(tb.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("driver address on the bridge %s: %w", tb.Bridge, err)
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(driverLog, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}))
+	rc := remote.Configure(tb.Bridge, port,
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
+	rc.MaxRetryCount = 1
+	r := remote.NewRemote(system, rc)
+	defer func() {
+		if p := recover(); p != nil { // Proto.Actor panics on a port in use
+			err = fmt.Errorf("start the driver on %s:%d: %v", tb.Bridge, port, p)
+		}
+	}()
+	r.Start()
+	prog.logf("testbed: %d hosts, driver %s:%d, logs in %s", o.Nodes, tb.Bridge, port, logDir)
+	return &testbedRun{o: o, tb: tb, system: system, prog: prog, logDir: logDir}, nil
+}
+
+func (t *testbedRun) close() {
+	t.system.Shutdown()
+}
+
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// nodeProc is one `hoplite node` in a namespace.
+type nodeProc struct {
+	host    int
+	cmd     *exec.Cmd
+	bind    string
+	logPath string
+	exited  chan struct{}
+	started chan string // the start line, once
+	killed  bool
+}
+
+var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+) manage=(\d+) members=(\d+)$`)
+
+// nodeSet is the testbed's hoplite cluster for one system: the backend.
+type nodeSet struct {
+	t     *testbedRun
+	procs []*nodeProc
+	mu    sync.Mutex
+}
+
+// open starts one node per host (-naive for the naive system) and waits
+// until every agent sees all N members.
+func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
+	t.gen++
+	gen := t.gen % 400
+	n := t.o.Nodes
+	bindPort, managePort := 20000+gen*2, 30000+gen*2
+	var seeds []string
+	for h := 0; h < n; h++ {
+		seeds = append(seeds, net.JoinHostPort(t.tb.Hosts[h], strconv.Itoa(managePort)))
+	}
+	ns := &nodeSet{t: t}
+	for h := 0; h < n; h++ {
+		bind := net.JoinHostPort(t.tb.Hosts[h], strconv.Itoa(bindPort))
+		args := []string{"netns", "exec", t.tb.Namespaces[h], t.tb.Binary, "node", "-bind", bind,
+			"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
+			"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", strconv.Itoa(t.o.ChunkSize),
+			"-bench-agent"}
+		if s.naive {
+			args = append(args, "-naive")
+		}
+		p, err := t.startNode(h, bind, args, s.name)
+		if err != nil {
+			ns.Close()
+			return nil, err
+		}
+		ns.procs = append(ns.procs, p)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, p := range ns.procs {
+		select {
+		case <-p.started:
+		case <-p.exited:
+			ns.Close()
+			return nil, fmt.Errorf("host %d's node exited before it joined:\n%s", p.host, tailFile(p.logPath, 20))
+		case <-time.After(time.Until(deadline)):
+			ns.Close()
+			return nil, fmt.Errorf("host %d's node did not join within 60s:\n%s", p.host, tailFile(p.logPath, 20))
+		case <-ctx.Done():
+			ns.Close()
+			return nil, ctx.Err()
+		}
+	}
+	// Every member must see every other before the first Put: the
+	// directory shards are placed over the members a node sees.
+	for h := range ns.procs {
+		for {
+			res, err := t.system.Root.RequestFuture(ns.agent(h), &messages.BenchHello{}, 2*time.Second).Result()
+			if r, ok := res.(*messages.BenchHelloReply); ok && err == nil && int(r.GetMembers()) == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				ns.Close()
+				return nil, fmt.Errorf("host %d's node does not see all %d members within 60s (last: %v %v); its log:\n%s",
+					h, n, res, err, tailFile(ns.procs[h].logPath, 20))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return ns, nil
+}
+
+func (t *testbedRun) startNode(h int, bind string, args []string, sysName string) (*nodeProc, error) {
+	logPath := filepath.Join(t.logDir, fmt.Sprintf("node-%d-gen%d-%s.log", h, t.gen, sysName))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("ip", args...)
+	cmd.Stderr = logFile
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	// Its own process group: a Ctrl-C of the driver is not the node's,
+	// the driver stops it (and the testbed script kills what is left).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start host %d's node: %w", h, err)
+	}
+	p := &nodeProc{host: h, cmd: cmd, bind: bind, logPath: logPath, exited: make(chan struct{}), started: make(chan string, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			fmt.Fprintln(logFile, sc.Text())
+			if startLine.MatchString(sc.Text()) {
+				select {
+				case p.started <- sc.Text():
+				default:
+				}
+			}
+		}
+		_ = cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return "  " + strings.Join(lines[max(0, len(lines)-n):], "\n  ") + "\n  (" + path + ")"
+}
+
+func (ns *nodeSet) store(h int) *actor.PID {
+	return actor.NewPID(ns.procs[h].bind, "node/store")
+}
+
+func (ns *nodeSet) agent(h int) *actor.PID {
+	return actor.NewPID(ns.procs[h].bind, AgentName)
+}
+
+func (ns *nodeSet) root() *actor.RootContext { return ns.t.system.Root }
+
+// agentErr turns an agent's reply into an error naming the host.
+func agentErr(h int, what string, e *messages.Error) error {
+	if err := messages.ErrOrNil(e); err != nil {
+		return fmt.Errorf("%s on host %d: %w", what, h, err)
+	}
+	return nil
+}
+
+func (ns *nodeSet) Prepare(ctx context.Context, host int, d DataSpec) error {
+	res, err := request(ctx, ns.root(), ns.agent(host), &messages.BenchPrepare{Data: d.proto()})
+	if err != nil {
+		return fmt.Errorf("prepare %s on host %d: %w", d.ID, host, err)
+	}
+	r, ok := res.(*messages.BenchPrepareReply)
+	if !ok {
+		return fmt.Errorf("prepare on host %d: unexpected reply %T", host, res)
+	}
+	return agentErr(host, "prepare "+d.ID, r.GetError())
+}
+
+func (ns *nodeSet) Put(ctx context.Context, host int, id string, at time.Time) (time.Time, error) {
+	msg := &messages.BenchPut{ObjectId: id, TimeoutMs: timeoutMs(ctx)}
+	if !at.IsZero() {
+		msg.AtUnixNano = at.UnixNano()
+	}
+	res, err := request(ctx, ns.root(), ns.agent(host), msg)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("put %s on host %d: %w", id, host, err)
+	}
+	r, ok := res.(*messages.BenchPutReply)
+	if !ok {
+		return time.Time{}, fmt.Errorf("put on host %d: unexpected reply %T", host, res)
+	}
+	return time.Unix(0, r.GetStartedUnixNano()), agentErr(host, "put "+id, r.GetError())
+}
+
+func (ns *nodeSet) Fetch(ctx context.Context, host int, id string) error {
+	if err := prefetch(ctx, ns.root(), ns.store(host), id); err != nil {
+		return fmt.Errorf("get %s on host %d: %w", id, host, err)
+	}
+	return nil
+}
+
+func (ns *nodeSet) Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool) (*messages.ReduceReply, error) {
+	c := storenode.NewClient(ns.root(), ns.store(host), ns.t.o.OpTimeout)
+	if all {
+		return c.AllReduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+	}
+	return c.Reduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+}
+
+func (ns *nodeSet) Verify(ctx context.Context, host int, id string, srcs []DataSpec) error {
+	msg := &messages.BenchVerify{ObjectId: id, TimeoutMs: timeoutMs(ctx)}
+	for _, s := range srcs {
+		msg.Sources = append(msg.Sources, s.proto())
+	}
+	res, err := request(ctx, ns.root(), ns.agent(host), msg)
+	if err != nil {
+		return fmt.Errorf("verify %s on host %d: %w", id, host, err)
+	}
+	r, ok := res.(*messages.BenchVerifyReply)
+	if !ok {
+		return fmt.Errorf("verify on host %d: unexpected reply %T", host, res)
+	}
+	return agentErr(host, "verify "+id, r.GetError())
+}
+
+func (ns *nodeSet) Delete(ctx context.Context, ids []string) {
+	for h, p := range ns.procs {
+		if ns.alive(p) {
+			c := storenode.NewClient(ns.root(), ns.store(h), 10*time.Second)
+			for _, id := range ids {
+				_ = c.Delete(ctx, id)
+			}
+			return
+		}
+	}
+}
+
+func (ns *nodeSet) alive(p *nodeProc) bool {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return !p.killed
+}
+
+// Kill SIGKILLs host's node process (`ip netns exec` execs the binary:
+// the process is the node itself).
+func (ns *nodeSet) Kill(host int) error {
+	p := ns.procs[host]
+	ns.mu.Lock()
+	p.killed = true
+	ns.mu.Unlock()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("host %d's node did not exit 10s after SIGKILL", host)
+	}
+}
+
+func (ns *nodeSet) TargetID(ctx context.Context, prefix string) (string, error) {
+	res, err := request(ctx, ns.root(), ns.agent(0), &messages.BenchTargetID{Prefix: prefix})
+	if err != nil {
+		return "", fmt.Errorf("target id on host 0: %w", err)
+	}
+	r, ok := res.(*messages.BenchTargetIDReply)
+	if !ok {
+		return "", fmt.Errorf("target id: unexpected reply %T", res)
+	}
+	return r.GetObjectId(), agentErr(0, "target id", r.GetError())
+}
+
+// Close kills every node: the cluster is thrown away, nothing in it
+// needs a graceful leave.
+func (ns *nodeSet) Close() {
+	for _, p := range ns.procs {
+		ns.mu.Lock()
+		p.killed = true
+		ns.mu.Unlock()
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	for _, p := range ns.procs {
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}

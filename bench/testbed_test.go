@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testbedSkip says why the testbed cannot run here, or "".
+func testbedSkip(script string) string {
+	if os.Geteuid() != 0 {
+		return "not root: the testbed creates network namespaces"
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return "no ip command (iproute2)"
+	}
+	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
+		return fmt.Sprintf("`ip netns list` fails: %v %s", err, bytes.TrimSpace(out))
+	}
+	if _, err := exec.LookPath("tc"); err != nil {
+		return "no tc command (iproute2)"
+	}
+	if st, err := os.Stat(script); err != nil || st.Mode()&0o111 == 0 {
+		return fmt.Sprintf("%s is missing or not executable", script)
+	}
+	return ""
+}
+
+// The testbed smoke run: 3 namespaces, 1 MiB broadcast and reduce, ours
+// and naive, and the peers whose scripts exist; every result verified by
+// the agents in the nodes.
+func TestTestbedSmoke(t *testing.T) {
+	script, _ := filepath.Abs("testbed")
+	if why := testbedSkip(script); why != "" {
+		t.Skip("testbed smoke run skipped: " + why)
+	}
+	bin := filepath.Join(t.TempDir(), "hoplite")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hoplite-go/hoplite/cmd/hoplite").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	peers := []string{"naive"}
+	for _, p := range []string{"mpi", "dask"} {
+		if st, err := os.Stat(filepath.Join("peers", p, "run")); err == nil && st.Mode()&0o111 != 0 {
+			peers = append(peers, p)
+		}
+	}
+	for _, scenario := range []string{"broadcast", "reduce"} {
+		t.Run(scenario, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			js := filepath.Join(dir, "r.json")
+			cmd := exec.CommandContext(ctx, bin, "bench", scenario, "--testbed", "--testbed-script", script, "--nodes", "3",
+				"--size", "1MiB", "--reps", "1", "--warmup", "0", "--peers", strings.Join(peers, ","), "--json", js,
+				"--log-dir", filepath.Join(dir, "logs"))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if err != nil {
+				t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+			if last := lines[len(lines)-1]; !resultLine.MatchString(last) || !strings.Contains(last, "scenario="+scenario+" nodes=3 size=1048576 ") {
+				t.Errorf("last line %q is not the RESULT line", last)
+			}
+			r, err := ReadJSON(js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Mode != "testbed" {
+				t.Errorf("mode %q", r.Mode)
+			}
+			for _, res := range r.Results {
+				ours := res.System == SysOurs || res.System == SysNaive
+				if ours && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
+					t.Errorf("%s: %s %q times %v", res.System, res.Status, res.Reason, res.Times)
+				}
+				if !ours && !res.ok() {
+					// A peer's own failure is reported, not ours to fail on.
+					t.Logf("peer %s: %s: %s", res.System, res.Status, res.Reason)
+				}
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+		})
+	}
+}
