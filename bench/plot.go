@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -29,7 +30,7 @@ func Plot(r *Report, path string) error {
 	p.Title.Text = fmt.Sprintf("%s — N=%d, B=%s, median of %d (%s)", r.Scenario, r.Nodes, r.Bandwidth, r.Reps, mode)
 	p.Y.Label.Text = "latency (s, log scale)"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = ticks125{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -59,11 +60,15 @@ func asyncIntervals(r *Report) int {
 	return len(ivs)
 }
 
+// drawn says whether a result has times to draw: ok, or failed in some
+// repetitions but not all (drawn with the count of failures).
+func drawn(res Result) bool { return res.Median > 0 && res.Status != StatusSkipped }
+
 // systemsOf lists the systems that have at least one time, in order.
 func systemsOf(r *Report) []string {
 	var out []string
 	for _, res := range r.Results {
-		if res.ok() && res.Median > 0 && !slices.Contains(out, res.System) {
+		if drawn(res) && !slices.Contains(out, res.System) {
 			out = append(out, res.System)
 		}
 	}
@@ -77,7 +82,7 @@ func asyncLines(p *plot.Plot, r *Report) error {
 		for _, size := range sizes {
 			var pts plotter.XYs
 			for _, res := range r.Results {
-				if res.System == sys && res.Size == size && res.ok() && res.Median > 0 {
+				if res.System == sys && res.Size == size && drawn(res) {
 					pts = append(pts, plotter.XY{X: res.Interval, Y: res.Median})
 				}
 			}
@@ -105,6 +110,17 @@ func asyncLines(p *plot.Plot, r *Report) error {
 		if res.System == SysOurs {
 			ideal = append(ideal, plotter.XY{X: res.Interval, Y: res.Ideal})
 		}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, res := range r.Results {
+		for _, v := range []float64{res.Median, res.Ideal} {
+			if v > 0 && (res.ok() || v == res.Ideal) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	if !math.IsInf(lo, 0) {
+		p.Y.Min, p.Y.Max = lo/1.5, hi*6 // headroom for the legend
 	}
 	if len(ideal) > 0 {
 		l, err := plotter.NewLine(ideal)
@@ -150,21 +166,26 @@ func groupedBarPlot(p *plot.Plot, r *Report) error {
 	}
 	b := &groupedBars{groups: len(labels), systems: systems, ideal: make([]float64, len(labels))}
 	b.med = make([][]float64, len(systems))
+	b.note = make([][]string, len(systems))
 	b.lo = make([][]float64, len(systems))
 	b.hi = make([][]float64, len(systems))
 	for si := range systems {
 		b.med[si] = nanSlice(len(labels))
 		b.lo[si] = nanSlice(len(labels))
 		b.hi[si] = nanSlice(len(labels))
+		b.note[si] = make([]string, len(labels))
 	}
 	for _, res := range r.Results {
 		gi := slices.Index(labels, groupLabel(res, len(scenarios)))
 		b.ideal[gi] = res.Ideal
 		si := slices.Index(systems, res.System)
-		if si < 0 || !res.ok() || res.Median <= 0 {
+		if si < 0 || !drawn(res) {
 			continue
 		}
 		b.med[si][gi], b.lo[si][gi], b.hi[si][gi] = res.Median, res.Min, res.Max
+		if n := res.Extra["failed_reps"]; n > 0 {
+			b.note[si][gi] = fmt.Sprintf(" (+%d failed)", int(n))
+		}
 	}
 	p.X.Label.Text = "object size"
 	switch {
@@ -192,9 +213,6 @@ func groupedBarPlot(p *plot.Plot, r *Report) error {
 	ideal.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	ideal.Width = vg.Points(1.5)
 	p.Legend.Add("ideal", ideal)
-	if len(systems) > 4 {
-		p.Legend.Left = false // the first groups are usually the lowest
-	}
 	return nil
 }
 
@@ -214,6 +232,7 @@ type groupedBars struct {
 	groups      int
 	systems     []string
 	med, lo, hi [][]float64 // [system][group]
+	note        [][]string  // [system][group]: after the printed median
 	ideal       []float64   // [group]
 }
 
@@ -246,7 +265,7 @@ func (b *groupedBars) Plot(c draw.Canvas, p *plot.Plot) {
 			c.StrokeLines(whisker, c.ClipLinesY([]vg.Point{{X: x - w/4, Y: lo}, {X: x + w/4, Y: lo}})...)
 			at := vg.Point{X: x, Y: max(top, hi) + vg.Points(2)}
 			if c.Contains(at) {
-				c.FillText(label, at, shortSecs(v))
+				c.FillText(label, at, shortSecs(v)+b.note[si][gi])
 			}
 		}
 	}
@@ -267,10 +286,14 @@ func shortSecs(s float64) string {
 		return fmt.Sprintf("%.0fs", s)
 	case s >= 1:
 		return fmt.Sprintf("%.2fs", s)
-	case s >= 0.001:
+	case s >= 0.01:
 		return fmt.Sprintf("%.0fms", s*1000)
+	case s >= 0.001:
+		return fmt.Sprintf("%.1fms", s*1000)
+	case s >= 0.00001:
+		return fmt.Sprintf("%.0fµs", s*1e6)
 	}
-	return fmt.Sprintf("%.0fµs", s*1e6)
+	return fmt.Sprintf("%.1fµs", s*1e6)
 }
 
 // DataRange spans the groups and, with room above for the labels, every
@@ -294,5 +317,30 @@ func (b *groupedBars) DataRange() (xmin, xmax, ymin, ymax float64) {
 	if math.IsInf(ymin, 0) {
 		ymin, ymax = 0.001, 1
 	}
-	return -0.5, float64(b.groups) - 0.5, ymin / 2, ymax * 2.5
+	// Headroom above the tallest bar for the legend (top left).
+	return -0.5, float64(b.groups) - 0.5, ymin / 2, ymax * 8
+}
+
+// ticks125 labels a log axis at 1, 2 and 5 times each power of ten (with
+// unlabelled ticks between): plot.LogTicks labels only the powers of ten,
+// which leaves a narrow range without a number.
+type ticks125 struct{}
+
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		base := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			v := float64(m) * base
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }

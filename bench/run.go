@@ -251,6 +251,10 @@ func (r *runner) run(ctx context.Context) error {
 			if n := r.failed[gi][si]; n > 0 && !r.dead[gi][si] {
 				res.Status = StatusFailed
 				res.Reason = fmt.Sprintf("%d of %d reps failed, first: %v", n, n+len(r.times[gi][si]), r.firstErr[gi][si])
+				if res.Extra == nil {
+					res.Extra = map[string]float64{}
+				}
+				res.Extra["failed_reps"] = float64(n)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,27 @@ func testbedSkip(script string) string {
 	return ""
 }
 
+// freeTestbedNet picks a testbed network no interface uses yet, and a
+// prefix of its own: the smoke run must not tear down (or share) the
+// testbed of a benchmark someone runs at the same time (default prefix
+// hpb, net 3) or of another test run.
+func freeTestbedNet() (string, int, error) {
+	out, err := exec.Command("ip", "-o", "addr", "show").Output()
+	if err != nil {
+		return "", 0, fmt.Errorf("ip -o addr show: %w", err)
+	}
+	ns, _ := exec.Command("ip", "netns", "list").Output()
+	start := 100 + os.Getpid()%100
+	for i := 0; i < 100; i++ {
+		k := 100 + (start+i)%100
+		prefix := "hpt" + strconv.Itoa(k)
+		if !strings.Contains(string(out), fmt.Sprintf("198.18.%d.", k)) && !strings.Contains(string(ns), prefix+"-h") {
+			return prefix, k, nil
+		}
+	}
+	return "", 0, fmt.Errorf("no free testbed network in 198.18.100-199.0/24")
+}
+
 // The testbed smoke run: 3 namespaces, 1 MiB broadcast and reduce, ours
 // and naive, and the peers whose scripts exist; every result verified by
 // the agents in the nodes.
@@ -50,6 +72,10 @@ func TestTestbedSmoke(t *testing.T) {
 			peers = append(peers, p)
 		}
 	}
+	prefix, net, err := freeTestbedNet()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, scenario := range []string{"broadcast", "reduce"} {
 		t.Run(scenario, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
@@ -57,6 +83,7 @@ func TestTestbedSmoke(t *testing.T) {
 			dir := t.TempDir()
 			js := filepath.Join(dir, "r.json")
 			cmd := exec.CommandContext(ctx, bin, "bench", scenario, "--testbed", "--testbed-script", script, "--nodes", "3",
+				"--testbed-prefix", prefix, "--testbed-net", strconv.Itoa(net),
 				"--size", "1MiB", "--reps", "1", "--warmup", "0", "--peers", strings.Join(peers, ","), "--json", js,
 				"--log-dir", filepath.Join(dir, "logs"))
 			var stdout, stderr bytes.Buffer
