@@ -42,8 +42,10 @@ type Options struct {
 	// Progress receives the progress bar; ProgressTTY redraws it in place.
 	Progress    io.Writer
 	ProgressTTY bool
-	// Log receives Hoplite's own logs (errors only; default: discarded).
-	Log io.Writer
+	// Log receives Hoplite's own logs (default: discarded) at LogLevel
+	// (default: errors only).
+	Log      io.Writer
+	LogLevel logrus.Level
 	// Testbed, if set, runs on the testbed's hosts instead of in process.
 	Testbed *Testbed
 
@@ -171,7 +173,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if o.Log != nil {
 		r.log = logrus.New()
 		r.log.SetOutput(o.Log)
-		r.log.SetLevel(logrus.ErrorLevel)
+		r.log.SetLevel(max(o.LogLevel, logrus.ErrorLevel))
 	} else {
 		r.log = logrus.New()
 		r.log.SetOutput(io.Discard)

@@ -465,7 +465,11 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {
 		}
 		r.need[a], r.started[a] = true, false
 	}
-	r.maybeSend(pos, fx)
+	// Walk up as an arrival does: a ready backup in a leaf is started at
+	// once, and no later report would prompt its parent's new task.
+	for p := pos; p >= 0; p = r.tree.Parent(p) {
+		r.maybeSend(p, fx)
+	}
 }
 
 // Fetched handles the end of one all_reduce Get.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -950,5 +951,59 @@ func TestWaiting(t *testing.T) {
 	r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"))
 	if got := r.Waiting(); got != nil {
 		t.Fatalf("after the end: waiting %v", got)
+	}
+}
+
+// A leaf whose node fails is refilled by a backup that is already ready,
+// after every position has started: the invalidated ancestors must get
+// new tasks at once, since no later arrival or report will prompt them.
+// (The bench failure scenario hung here until its deadline.)
+func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
+	for _, d := range []int{1, 2} {
+		t.Run(fmt.Sprintf("degree %d", d), func(t *testing.T) {
+			r := newRed(request([]string{"a", "b", "c", "d"}, 3), Config{ForceDegree: d})
+			r.Begin()
+			sent := map[int]int{} // position -> generation last sent
+			step := func(fx Effects) {
+				for _, tk := range fx.Tasks {
+					sent[int(tk.Task.GetPosition())] = int(tk.Task.GetGeneration())
+				}
+			}
+			for i, id := range []string{"a", "b", "c", "d"} {
+				step(r.Located(located(id, bigSize, node(i))))
+			}
+			// Every worker position reports started (bottom-up).
+			for changed := true; changed; {
+				changed = false
+				for p, g := range sent {
+					if m := (&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: int32(g)}); !r.started[p] {
+						step(r.Started(m))
+						changed = true
+					}
+				}
+			}
+			var leaf = -1
+			for p := 0; p < r.tree.N(); p++ {
+				if r.isLeaf(p) {
+					leaf = p
+					break
+				}
+			}
+			if leaf < 0 {
+				t.Fatal("no leaf in the tree")
+			}
+			failed := r.plan.Positions[leaf].NodeId
+			before := maps.Clone(sent)
+			fx := r.NodeFailed(failed)
+			step(fx)
+			parent := r.tree.Parent(leaf)
+			if sent[parent] <= before[parent] {
+				t.Fatalf("leaf %d on %s replaced by %q, but its parent %d got no new task: %+v",
+					leaf, failed, r.assign.Holder(leaf), parent, fx)
+			}
+			if r.assign.Holder(leaf) != "d" {
+				t.Fatalf("leaf %d holds %q, want the backup d", leaf, r.assign.Holder(leaf))
+			}
+		})
 	}
 }

@@ -1878,10 +1878,15 @@ func (x *CancelLocate) GetReceiver() *NodeRef {
 
 // FetchDone: receiver holds a complete copy; its sender is free again.
 type FetchDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Receiver      *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
-	Sender        *NodeRef               `protobuf:"bytes,3,opt,name=sender,proto3" json:"sender,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Receiver *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
+	Sender   *NodeRef               `protobuf:"bytes,3,opt,name=sender,proto3" json:"sender,omitempty"`
+	// The object's size and fingerprint: a shard rebuilt since the fetch
+	// began may not know the object yet, and must not announce the copy
+	// with a size it does not have.
+	Size          int64  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Fingerprint   uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1935,6 +1940,20 @@ func (x *FetchDone) GetSender() *NodeRef {
 		return x.Sender
 	}
 	return nil
+}
+
+func (x *FetchDone) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *FetchDone) GetFingerprint() uint64 {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return 0
 }
 
 // FetchAborted: receiver gave up; its partial location goes, its sender is
@@ -3503,11 +3522,13 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05epoch\x18\t \x01(\x04R\x05epoch\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
-	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\x80\x01\n" +
+	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xb6\x01\n" +
 	"\tFetchDone\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
-	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\"\x83\x01\n" +
+	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x12 \n" +
+	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\"\x83\x01\n" +
 	"\fFetchAborted\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +

@@ -203,7 +203,8 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 			if err := f.cfg.Store.Complete(f.obj); err != nil {
 				return err
 			}
-			system.Root.Send(f.cfg.ShardFor(id), &messages.FetchDone{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
+			system.Root.Send(f.cfg.ShardFor(id), &messages.FetchDone{ObjectId: id, Receiver: me, Sender: loc.GetSender(),
+				Size: f.obj.Size(), Fingerprint: loc.GetFingerprint()})
 			return nil
 		case ctx.Err() != nil, errors.Is(err, messages.ErrCanceled):
 			// Stopped (node restarting or stopping) or superseded by a

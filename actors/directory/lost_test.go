@@ -70,7 +70,7 @@ func TestObjectWithASurvivingCopyIsNotLost(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	locate(tb, "x", 1, t0)
-	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
 	tb.NodeFailed("n0")
 	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
 		t.Fatalf("with n1's complete copy left: %v from %s", r.GetError(), r.GetSender().GetNodeId())

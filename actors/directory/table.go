@@ -415,6 +415,13 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []Send {
 	}
 	rid := req.GetReceiver().GetNodeId()
 	out := t.endTransfer(e, rid, false)
+	if !e.known {
+		// Rebuilt since the fetch began, and this is the first word of
+		// the object: learn it from the copy, as from a republication.
+		e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	} else if e.size != req.GetSize() {
+		return append(out, Send{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: id}})
+	}
 	out = append(out, t.setLocation(e, req.GetReceiver(), messages.LocationState_COMPLETE, false)...)
 	return append(out, t.serveWaiters(e)...)
 }

@@ -68,7 +68,7 @@ func TestLocatePrefersCompleteAndServesOneAtATime(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("R2 sender = %s, want n1 (partial, S busy)", s)
 	}
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	out := tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
 	if len(out) != 0 {
 		t.Fatalf("FetchDone with no waiters sent %v", out)
 	}
@@ -141,7 +141,7 @@ func TestNoSenderServesTwoAtOnceRandomized(t *testing.T) {
 				if r == 0 {
 					continue
 				}
-				out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(r), Sender: &messages.NodeRef{NodeId: pending[r]}})
+				out = tb.FetchDone(fetchDone(tb, "x", node(r), &messages.NodeRef{NodeId: pending[r]}))
 				delete(pending, r)
 			case rng.IntN(3) == 0:
 				out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20})
@@ -339,7 +339,7 @@ func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
 		t.Fatalf("put after delete: %v", r)
 	}
 	// A late completion of a copy of a deleted object frees that copy.
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	out = tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
 	if len(out) != 1 || out[0].To != node(1) && out[0].To.(*messages.NodeRef).GetNodeId() != "n1" {
 		t.Fatalf("late FetchDone: %v", out)
 	}
@@ -413,7 +413,7 @@ func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
 		t.Fatalf("future locations: %v", got)
 	}
 	tb.Unsubscribe(&messages.Unsubscribe{ObjectId: "x"}, "s")
-	if out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)}); len(repliesTo(out, replyTo("s"))) != 0 {
+	if out := tb.FetchDone(fetchDone(tb, "x", node(1), node(0))); len(repliesTo(out, replyTo("s"))) != 0 {
 		t.Fatalf("pushed after unsubscribe: %v", out)
 	}
 }
@@ -425,7 +425,7 @@ func TestUnpublishedSenderIsReplaced(t *testing.T) {
 	create(t, tb, "x", 100, 0)
 	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100})
 	locate(tb, "x", 1, t0)
-	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
 	locate(tb, "x", 2, t0) // gets n0 (complete, oldest)
 	lr := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3"))
 	if lr.GetSender().GetNodeId() != "n1" {
@@ -507,10 +507,51 @@ func TestSecondLocateOfAReceiverReplacesItsParkedOne(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n2 got %s, want n1", s)
 	}
-	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0)})
+	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
 	for _, l := range queryInfo(t, tb, "x").GetLocations() {
 		if l.GetNode().GetNodeId() == "n0" && l.GetServing() {
 			t.Fatal("n0 still marked serving after its only receiver finished")
 		}
+	}
+}
+
+// fetchDone is the FetchDone a receiver sends: it carries the object's
+// size and fingerprint as the receiver learnt them from the shard.
+func fetchDone(tb *LocationTable, id string, receiver, sender *messages.NodeRef) *messages.FetchDone {
+	m := &messages.FetchDone{ObjectId: id, Receiver: receiver, Sender: sender}
+	if e := tb.entries[id]; e != nil {
+		m.Size, m.Fingerprint = e.size, e.fingerprint
+	}
+	return m
+}
+
+// A shard rebuilt while a fetch ran learns the object from the fetch's
+// FetchDone when no republication reached it first, and tells its
+// subscribers the real size (a reduce coordinator subscribed to the
+// rebuilt shard took a size-0 update for an inline source and failed the
+// Reduce with INTERNAL; chaos seed 122).
+func TestFetchDoneTeachesARebuiltShardTheObject(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", replyTo("coord"))
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7})
+	var got *messages.LocationUpdate
+	for _, s := range out {
+		if u, ok := s.Msg.(*messages.LocationUpdate); ok && s.To == replyTo("coord") {
+			got = u
+		}
+	}
+	if got == nil || got.GetSize() != 1<<20 || got.GetState() != messages.LocationState_COMPLETE || got.GetNode().GetNodeId() != "n1" {
+		t.Fatalf("subscriber got %v, want n1 COMPLETE with size 1 MiB", got)
+	}
+	// A later republication of a different size is refused.
+	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(2), Sender: node(1), Size: 5})
+	if len(out) != 1 {
+		t.Fatalf("size mismatch: %v, want one DropObject to n2", out)
+	}
+	if to, ok := out[0].To.(*messages.NodeRef); !ok || to.GetNodeId() != "n2" {
+		t.Fatalf("size mismatch: %v, want a DropObject to n2", out)
+	}
+	if _, ok := out[0].Msg.(*messages.DropObject); !ok {
+		t.Fatalf("size mismatch answered with %T", out[0].Msg)
 	}
 }

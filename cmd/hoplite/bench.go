@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/hoplite-go/hoplite/bench"
 )
 
@@ -45,7 +47,7 @@ type benchFlags struct {
 	jsonPath, plotPath                       string
 	testbed                                  bool
 	script, binary, peersDir, logDir, prefix string
-	chunk                                    string
+	chunk, logLevel                          string
 	sizeMiB, chunkKiB                        int
 	linkMbps                                 float64
 }
@@ -69,6 +71,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.peersDir, "peers-dir", "", "the peers' scripts (default: bench/peers beside the testbed script)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the testbed's node and peer logs go (default: a temporary directory)")
 	fs.StringVar(&f.chunk, "chunk-size", "1MiB", "Hoplite's transfer chunk size")
+	fs.StringVar(&f.logLevel, "log-level", "", "in process: print Hoplite's logs at this level (error, info, debug) to stderr")
 	// The flags of the earlier `hoplite bench broadcast`, still accepted.
 	fs.IntVar(&f.sizeMiB, "size-mib", 0, "legacy: object size in MiB (overrides -size)")
 	fs.Float64Var(&f.linkMbps, "link-mbps", 0, "legacy: B in Mbit/s (overrides -bandwidth)")
@@ -78,7 +81,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 // newScenarioFlags are the flags only the scenario runner has: with none
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
-	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "size-mib", "link-mbps", "chunk-kib"}
+	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib"}
 
 // legacyP2P says whether `bench p2p ARGS` means the two-process loopback
 // benchmark (p2p.go).
@@ -139,6 +142,13 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		opts.Command = strings.Split(c, "\x1f")
 	}
 	opts.Progress, opts.ProgressTTY = stderr, isTerminal(stderr)
+	if f.logLevel != "" {
+		lvl, err := logrus.ParseLevel(f.logLevel)
+		if err != nil {
+			return fmt.Errorf("--log-level: %w", err)
+		}
+		opts.Log, opts.LogLevel = stderr, lvl
+	}
 	if f.testbed {
 		tb, inside, err := bench.TestbedFromEnv()
 		if err != nil {

@@ -11,35 +11,45 @@ import (
 // safe for concurrent use, because every node's store and every
 // coordinator on a member share one.
 type Estimator struct {
-	mu sync.Mutex
-	l  time.Duration
-	b  float64
-	nl int
-	nb int
+	mu     sync.Mutex
+	l      time.Duration
+	recent [latencyWindow]time.Duration // the last latency samples, a ring
+	b      float64
+	nl     int
+	nb     int
 }
 
-// ewmaWeight is the weight of a new observation: recent enough to follow a
-// changing network, smooth enough to ignore one slow transfer.
+// ewmaWeight is the weight of a new bandwidth observation: recent enough
+// to follow a changing network, smooth enough to ignore one slow transfer.
 const ewmaWeight = 0.2
+
+// latencyWindow is how many latency samples L is the minimum of. Control
+// messages share the links with bulk transfers, so most samples taken
+// while data flows include queueing behind it (hundreds of ms on a
+// shaped 400 Mbit/s link); the minimum of recent samples is the path's
+// latency, as TCP's min RTT is. An average of them once made the cost
+// model pick a binary tree over a chain for 32 MiB objects.
+const latencyWindow = 32
 
 // NewEstimator starts from defaults used until the first observations.
 func NewEstimator(defaultL time.Duration, defaultB float64) *Estimator {
 	return &Estimator{l: defaultL, b: defaultB}
 }
 
-// ObserveLatency records one one-way control message latency.
+// ObserveLatency records one one-way control message latency; L is the
+// minimum of the last latencyWindow samples.
 func (e *Estimator) ObserveLatency(d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.nl == 0 {
-		e.l = d
-	} else {
-		e.l = time.Duration((1-ewmaWeight)*float64(e.l) + ewmaWeight*float64(d))
-	}
+	e.recent[e.nl%latencyWindow] = d
 	e.nl++
+	e.l = d
+	for _, r := range e.recent[:min(e.nl, latencyWindow)] {
+		e.l = min(e.l, r)
+	}
 }
 
 // ObserveTransfer records a transfer of n bytes that took d.

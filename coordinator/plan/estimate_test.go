@@ -13,8 +13,8 @@ func TestEstimatorStartsAtDefaultsAndFollowsObservations(t *testing.T) {
 	}
 	e.ObserveLatency(50 * time.Microsecond) // the first sample replaces the default
 	e.ObserveLatency(150 * time.Microsecond)
-	if l, _, nl, _ := e.Estimate(); l != 70*time.Microsecond || nl != 2 {
-		t.Fatalf("L = %v after 50, 150 µs (want 0.8·50+0.2·150 = 70 µs), %d samples", l, nl)
+	if l, _, nl, _ := e.Estimate(); l != 50*time.Microsecond || nl != 2 {
+		t.Fatalf("L = %v after 50, 150 µs (want their minimum, 50 µs), %d samples", l, nl)
 	}
 	e.ObserveTransfer(1<<20, time.Millisecond) // 1.048576e9 B/s
 	e.ObserveTransfer(2<<20, time.Millisecond)
@@ -27,5 +27,23 @@ func TestEstimatorStartsAtDefaultsAndFollowsObservations(t *testing.T) {
 	e.ObserveLatency(-1)
 	if _, _, nl, nb := e.Estimate(); nl != 2 || nb != 2 {
 		t.Fatal("meaningless observations were counted")
+	}
+}
+
+// Samples taken while bulk data queues on the link do not raise L while a
+// recent sample shows the real latency; once a whole window says the
+// path is slower, L follows.
+func TestEstimatorLatencyIgnoresQueueingButFollowsARealChange(t *testing.T) {
+	e := NewEstimator(time.Millisecond, 1e9)
+	e.ObserveLatency(200 * time.Microsecond)
+	for range latencyWindow - 1 {
+		e.ObserveLatency(300 * time.Millisecond) // behind a 32 MiB transfer
+	}
+	if l, _, _, _ := e.Estimate(); l != 200*time.Microsecond {
+		t.Fatalf("L = %v during queueing, want the 200 µs path latency", l)
+	}
+	e.ObserveLatency(5 * time.Millisecond) // the 200 µs sample leaves the window
+	if l, _, _, _ := e.Estimate(); l != 5*time.Millisecond {
+		t.Fatalf("L = %v once the window holds only slower samples, want 5 ms", l)
 	}
 }

@@ -1,0 +1,267 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A whole Reduce simulated deterministically, in the style of etcd raft's
+// network tests: the Reduction is stepped by every event a real run can
+// produce (arrivals, worker reports, node failures, a failed node's
+// source arriving again from a new node) delivered in a random order
+// chosen by a seed. Workers are modelled by what they need: a worker can
+// finish only once its children's outputs are complete and their nodes
+// alive; a worker whose input node died reports an error or is stopped
+// by an invalidation, whichever the schedule picks first.
+//
+// Liveness is the property under test: when no event is left, the
+// Reduction must have answered if at least num sources were alive at
+// the end. (A Reduction that waits for an event nobody will send hangs
+// until its deadline; the chaos suite accepts such a TIMEOUT whenever a
+// fault happened, so only this test can tell.) Safety: a success reduced
+// num distinct sources, each on a node that was alive when the root's
+// generation that finished was sent.
+
+type simWorker struct {
+	pos, gen int
+	node     string
+	inputs   []simInput
+	started  bool
+	done     bool
+	stopped  bool
+}
+
+type simInput struct {
+	node string
+	id   string
+}
+
+type simEvent struct {
+	what string // "arrive", "fail", "rejoin", "started", "done", "doneErr"
+	id   string // source
+	node string
+	w    *simWorker
+}
+
+type reduceSim struct {
+	t       *testing.T
+	rng     *rand.Rand
+	r       *Reduction
+	n, m    int
+	alive   map[string]bool // node -> alive
+	home    map[string]string
+	workers map[int]*simWorker // current worker per position (latest task)
+	outputs map[string]*simWorker
+	events  []simEvent
+	killed  int
+	log     []string
+}
+
+func (s *reduceSim) logf(format string, args ...any) {
+	s.log = append(s.log, fmt.Sprintf(format, args...))
+}
+
+func (s *reduceSim) apply(fx Effects) {
+	for _, inv := range fx.Invalidate {
+		if w := s.workers[int(inv.Task.GetPosition())]; w != nil && w.gen == int(inv.Task.GetGeneration()) {
+			w.stopped = true
+			s.logf("invalidate p%d g%d", w.pos, w.gen)
+		}
+	}
+	for _, tk := range fx.Tasks {
+		t := tk.Task
+		w := &simWorker{pos: int(t.GetPosition()), gen: int(t.GetGeneration()), node: tk.Node.GetNodeId()}
+		for _, c := range t.GetChildren() {
+			w.inputs = append(w.inputs, simInput{node: c.GetNode().GetNodeId(), id: c.GetObjectId()})
+		}
+		if old := s.workers[w.pos]; old != nil && old.node == w.node {
+			old.stopped = true // the node runs the newest generation of a position
+		}
+		s.workers[w.pos] = w
+		s.outputs[t.GetOutputId()] = w
+		s.logf("task p%d g%d on %s inputs %v", w.pos, w.gen, w.node, w.inputs)
+		if !s.alive[w.node] {
+			continue // a task to a dead node is lost
+		}
+		s.events = append(s.events, simEvent{what: "started", w: w})
+	}
+}
+
+// inputsReady reports whether every input of w is complete and alive.
+func (s *reduceSim) inputsReady(w *simWorker) (ready, lost bool) {
+	ready = true
+	for _, in := range w.inputs {
+		if !s.alive[in.node] {
+			return false, true
+		}
+		if src := s.outputs[in.id]; src != nil && src.node == in.node && s.home[in.id] == "" {
+			if src.stopped {
+				ready = false
+			} else if !src.done {
+				ready = false
+			}
+		}
+	}
+	return ready, false
+}
+
+// step delivers one random pending event; false when none is left.
+func (s *reduceSim) step() bool {
+	// Workers whose inputs are complete can finish; workers whose input
+	// died report it.
+	for _, w := range s.workers {
+		if !w.started || w.done || w.stopped || !s.alive[w.node] {
+			continue
+		}
+		if ready, lost := s.inputsReady(w); ready || lost {
+			what := "done"
+			if lost {
+				what = "doneErr"
+			}
+			if !slices.ContainsFunc(s.events, func(e simEvent) bool { return e.w == w }) {
+				s.events = append(s.events, simEvent{what: what, w: w})
+			}
+		}
+	}
+	if len(s.events) == 0 {
+		return false
+	}
+	i := s.rng.IntN(len(s.events))
+	e := s.events[i]
+	s.events = slices.Delete(s.events, i, i+1)
+	if e.w != nil && (e.w.stopped || !s.alive[e.w.node]) {
+		return true // a stopped or dead worker reports nothing
+	}
+	switch e.what {
+	case "arrive":
+		if !s.alive[e.node] {
+			return true
+		}
+		s.logf("arrive %s on %s", e.id, e.node)
+		s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})))
+	case "fail":
+		s.alive[e.node] = false
+		s.killed++
+		s.logf("fail %s", e.node)
+		s.apply(s.r.NodeFailed(e.node))
+	case "rejoin":
+		// The failed node's source is created again on a fresh node.
+		n := e.node + "'"
+		s.alive[n] = true
+		s.events = append(s.events, simEvent{what: "arrive", id: e.id, node: n})
+	case "started":
+		e.w.started = true
+		s.apply(s.r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}))
+	case "done", "doneErr":
+		e.w.done = true
+		m := &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}
+		if e.what == "doneErr" {
+			m.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "input node failed")
+		}
+		s.logf("%s p%d g%d", e.what, e.w.pos, e.w.gen)
+		s.apply(s.r.Done(m))
+	}
+	return true
+}
+
+func runReduceSim(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	m := 2 + rng.IntN(9)
+	n := 1 + rng.IntN(m)
+	d := []int{0, 1, 2, 3, n}[rng.IntN(5)]
+	sources := ids("s", m)
+	s := &reduceSim{t: t, rng: rng, n: n, m: m, alive: map[string]bool{}, home: map[string]string{},
+		workers: map[int]*simWorker{}, outputs: map[string]*simWorker{}}
+	s.r = newRed(request(sources, n), Config{ForceDegree: d})
+	s.r.Begin()
+	for i, id := range sources {
+		node := fmt.Sprintf("n%d", i)
+		s.alive[node], s.home[id] = true, node
+		s.events = append(s.events, simEvent{what: "arrive", id: id, node: node})
+	}
+	// Up to m-1 failures, some of whose sources come back from a new node.
+	for _, i := range rng.Perm(m)[:rng.IntN(m)] {
+		s.events = append(s.events, simEvent{what: "fail", node: fmt.Sprintf("n%d", i)})
+		if rng.IntN(2) == 0 {
+			s.events = append(s.events, simEvent{what: "rejoin", id: sources[i], node: fmt.Sprintf("n%d", i)})
+		}
+	}
+	for steps := 0; s.step(); steps++ {
+		if steps > 100_000 {
+			t.Fatalf("seed %d: no quiescence after %d steps", seed, steps)
+		}
+	}
+	live := 0
+	for _, id := range sources {
+		if s.r.sources[id] != nil {
+			live++
+		}
+	}
+	dump := func() string {
+		return fmt.Sprintf("seed %d: reduce %d of %d, degree %d (forced %d)\n  %s", seed, n, m, s.r.tree.Degree(), d,
+			fmt.Sprint(s.log))
+	}
+	if !s.r.Over() && s.r.reply == nil {
+		if live >= n {
+			t.Fatalf("hang: %d sources are held, %d needed, and nothing is left to happen\n%s", live, n, dump())
+		}
+		// Too few sources: it rightly waits (until its deadline).
+		fx := s.r.Expire(t0.Add(time.Hour))
+		if fx.Reply == nil || !errorsIs(fx.Reply, messages.ErrTimeout) {
+			t.Fatalf("expire with too few sources: %+v\n%s", fx.Reply, dump())
+		}
+		return
+	}
+	rep := s.r.reply
+	if err := messages.ErrOrNil(rep.GetError()); err != nil {
+		t.Fatalf("the Reduce failed: %v\n%s", err, dump())
+	}
+	red := rep.GetReducedIds()
+	if len(red) != n || len(slices.Compact(slices.Sorted(slices.Values(red)))) != n {
+		t.Fatalf("reduced %v, want %d distinct\n%s", red, n, dump())
+	}
+	for _, id := range red {
+		if !slices.Contains(sources, id) {
+			t.Fatalf("reduced unknown id %q\n%s", id, dump())
+		}
+	}
+}
+
+func errorsIs(r *messages.ReduceReply, kind error) bool {
+	return r != nil && errors.Is(messages.ErrOrNil(r.GetError()), kind)
+}
+
+// TestReductionSimulated runs many seeded schedules (HOPLITE_REDUCE_SIM
+// sets how many; HOPLITE_SEED replays one).
+func TestReductionSimulated(t *testing.T) {
+	seeds := 3000
+	if v := os.Getenv("HOPLITE_REDUCE_SIM"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("HOPLITE_REDUCE_SIM=%q: want a number of seeds", v)
+		}
+		seeds = n
+	}
+	if v := os.Getenv("HOPLITE_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("HOPLITE_SEED=%q", v)
+		}
+		runReduceSim(t, seed)
+		return
+	}
+	for seed := range uint64(seeds) {
+		runReduceSim(t, seed)
+		if t.Failed() {
+			return
+		}
+	}
+}
