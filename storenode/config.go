@@ -22,7 +22,10 @@ type Config struct {
 	// Transport moves object bytes between nodes.
 	Transport transport.Transport
 
-	// ChunkSize is the unit of copying, streaming and progress (default 1 MiB).
+	// ChunkSize is the unit of copying, streaming and progress. 0 adapts
+	// it to the bandwidth the Estimator measured (plan.ChunkFor: about
+	// 5 ms of transfer per chunk, 1 MiB until something is measured); a
+	// fixed size is used as given.
 	ChunkSize int
 	// InlineLimit: objects smaller than this are kept inline in the
 	// directory and need no transfer (default 64 KiB).
@@ -44,6 +47,19 @@ type Config struct {
 	Hooks Hooks
 	// Log is where this node logs.
 	Log *logrus.Entry
+
+	adaptChunk bool // ChunkSize was 0: follow the measured bandwidth
+}
+
+// streamChunk is the chunk size for a transfer starting now.
+func (c *Config) streamChunk() int {
+	if !c.adaptChunk {
+		return c.ChunkSize
+	}
+	if _, B, _, n := c.Estimator.Estimate(); n > 0 {
+		return plan.ChunkFor(B)
+	}
+	return c.ChunkSize
 }
 
 // Hooks are called at points where tests and fault injection need to act.
@@ -61,7 +77,7 @@ type Hooks struct {
 func (c *Config) withDefaults() *Config {
 	d := *c
 	if d.ChunkSize <= 0 {
-		d.ChunkSize = 1 << 20
+		d.ChunkSize, d.adaptChunk = 1<<20, d.Estimator != nil
 	}
 	if d.InlineLimit == 0 {
 		d.InlineLimit = 64 << 10

@@ -191,13 +191,13 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 			system.EventStream.Publish(&events.SenderSwitched{Object: id, Receiver: me.GetNodeId(),
 				From: failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: f.written()})
 		}
-		begin, from := time.Now(), f.written()
-		err = f.streamWatched(ctx, system, self, w, loc.GetSender())
+		begin, from, chunk := time.Now(), f.written(), f.cfg.streamChunk()
+		err = f.streamWatched(ctx, system, self, w, loc.GetSender(), chunk)
 		switch {
 		case err == nil:
 			// Only a whole-enough transfer from a complete copy measures
 			// the network rather than an upstream still arriving.
-			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= 4*int64(f.cfg.ChunkSize) {
+			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= 4*int64(chunk) {
 				f.cfg.Estimator.ObserveTransfer(moved, time.Since(begin))
 			}
 			if err := f.cfg.Store.Complete(f.obj); err != nil {
@@ -232,13 +232,13 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 }
 
 // streamWatched streams from sender while the session actor watches it.
-func (f *fetchSession) streamWatched(ctx context.Context, system *actor.ActorSystem, self *actor.PID, w *Writer, sender *messages.NodeRef) error {
+func (f *fetchSession) streamWatched(ctx context.Context, system *actor.ActorSystem, self *actor.PID, w *Writer, sender *messages.NodeRef, chunk int) error {
 	sctx, cut := context.WithCancel(ctx)
 	defer cut()
 	pid := sender.PID()
 	system.Root.Send(self, &watchSender{pid: pid, cut: cut})
 	defer system.Root.Send(self, &unwatchSender{pid: pid})
-	err := f.stream(sctx, w, sender)
+	err := f.stream(sctx, w, sender, chunk)
 	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
 		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", sender.GetNodeId())
 	}
@@ -304,11 +304,11 @@ func (f *fetchSession) storeInline(system *actor.ActorSystem, w *Writer, loc *me
 }
 
 // stream copies the object from sender, starting at what is already here.
-func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.NodeRef) error {
+func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.NodeRef, chunk int) error {
 	id := f.obj.ID()
 	off, _, _ := f.obj.Progress()
 	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
-	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, f.cfg.ChunkSize)
+	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
 	if err != nil {
 		return err

@@ -228,7 +228,8 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	if err != nil {
 		return err
 	}
-	own := &localStream{r: r, chunk: w.cfg.ChunkSize}
+	chunk := w.cfg.streamChunk() // one size for all of this task's streams
+	own := &localStream{r: r, chunk: chunk}
 	defer own.Close()
 	if own.Size() != t.GetSize() {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
@@ -240,7 +241,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		}
 	}()
 	for _, c := range t.GetChildren() {
-		s, err := w.open(ctx, c)
+		s, err := w.open(ctx, c, chunk)
 		if err != nil {
 			return err
 		}
@@ -255,7 +256,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	if t.GetRoot() {
 		onRange = fp.write
 	}
-	if err := combine(ctx, wr, t.GetSize(), w.cfg.ChunkSize, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
+	if err := combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -273,7 +274,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 
 // open streams one input: from this node's store directly, or from a
 // peer over the data plane.
-func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput) (transport.Stream, error) {
+func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk int) (transport.Stream, error) {
 	octx, cancel := context.WithTimeout(ctx, w.cfg.StallTimeout)
 	defer cancel()
 	if in.GetNode().GetNodeId() == w.cfg.Self.GetNodeId() {
@@ -281,9 +282,9 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput) (tran
 		if err != nil {
 			return nil, err
 		}
-		return &localStream{r: r, chunk: w.cfg.ChunkSize}, nil
+		return &localStream{r: r, chunk: chunk}, nil
 	}
-	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, w.cfg.ChunkSize)
+	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
 }
 
 func (w *reduceWorker) targetComplete() bool {

@@ -133,3 +133,24 @@ func TestChainLength(t *testing.T) {
 		}
 	}
 }
+
+func TestChunkFor(t *testing.T) {
+	for _, c := range []struct {
+		B    float64
+		want int
+	}{
+		{50e6, 256 << 10},  // 400 Mbit/s: 250 KB in 5 ms
+		{125e6, 512 << 10}, // 1 Gbit/s: 625 KB
+		{1.25e9, 4 << 20},  // 10 Gbit/s: 6.25 MB, clamped
+		{3.5e9, 4 << 20},   // loopback
+		{1e6, 64 << 10},    // 8 Mbit/s: 5 KB, clamped up
+		{0, 1 << 20},       // unknown
+		{-5, 1 << 20},
+		{math.NaN(), 1 << 20},
+		{math.Inf(1), 4 << 20},
+	} {
+		if got := ChunkFor(c.B); got != c.want {
+			t.Errorf("ChunkFor(%g) = %d, want %d", c.B, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package storenode
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+)
+
+// A zero ChunkSize follows the measured bandwidth; a given one is kept.
+func TestStreamChunkAdaptsOnlyWhenNotFixed(t *testing.T) {
+	est := plan.NewEstimator(time.Millisecond, 1e9)
+	auto := (&Config{Estimator: est}).withDefaults()
+	if got := auto.streamChunk(); got != 1<<20 {
+		t.Fatalf("before any measurement: %d, want 1 MiB", got)
+	}
+	est.ObserveTransfer(50e6, time.Second) // 400 Mbit/s
+	if got := auto.streamChunk(); got != 256<<10 {
+		t.Fatalf("at 400 Mbit/s: %d, want 256 KiB", got)
+	}
+	fixed := (&Config{Estimator: est, ChunkSize: 32 << 10}).withDefaults()
+	if got := fixed.streamChunk(); got != 32<<10 {
+		t.Fatalf("fixed 32 KiB: %d", got)
+	}
+	if got := (&Config{}).withDefaults().streamChunk(); got != 1<<20 {
+		t.Fatalf("no estimator: %d, want 1 MiB", got)
+	}
+}
