@@ -148,8 +148,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				if _, why := peerOp(s.peer, g); why != "" {
 					r.Status, r.Reason = StatusSkipped, why
 				}
-			case s.degree > 0 && o.Testbed != nil:
-				r.Status, r.Reason = StatusSkipped, "hoplite node cannot force the reduce degree"
 			}
 			res[gi] = append(res[gi], r)
 		}
@@ -410,6 +408,14 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	smp, err := m.run(mctx)
 	if err != nil {
 		r.repFailed(gi, si, err)
+		return
+	}
+	// A forced degree that did not take (a node binary without
+	// -reduce-degree support would not start, but one whose members
+	// disagree would plan with the coordinator's own) measures another
+	// system than the column says.
+	if d, ok := smp.extra["degree"]; ok && s.degree > 0 && d > 0 && int(d) != min(s.degree, r.o.Nodes) {
+		r.repFailed(gi, si, fmt.Errorf("the reduce ran with tree degree %d, not the forced %d", int(d), min(s.degree, r.o.Nodes)))
 		return
 	}
 	if rep < 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,54 @@ func TestWrongResultFails(t *testing.T) {
 		if lines := r.ResultLines(); len(lines) != 1 || !strings.Contains(lines[0], " ours=failed ") {
 			t.Errorf("RESULT lines %q, want ours=failed", lines)
 		}
+	}
+}
+
+// A forced degree that the cluster does not apply is a failed result, not
+// a column that measures the cost model's tree under another name: of
+// d = 1, 2 and 3 the cost model's choice can match at most one.
+func TestIgnoredForcedDegreeFails(t *testing.T) {
+	r := smoke(t, Options{Scenario: "degree", newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
+		return openLocal(o, system{name: s.name, naive: s.naive}, log)
+	}})
+	failed := 0
+	for _, res := range r.Results {
+		if !strings.HasPrefix(res.System, "d=") {
+			continue
+		}
+		if res.Status == StatusFailed && strings.Contains(res.Reason, "not the forced") {
+			failed++
+		} else if !res.ok() || "d="+strconv.Itoa(int(res.Extra["degree"])) != res.System {
+			t.Errorf("%s: %s %q, degree %v", res.System, res.Status, res.Reason, res.Extra["degree"])
+		}
+	}
+	if failed < 2 {
+		t.Errorf("%d of the forced degrees failed, want at least 2: %+v", failed, r.Results)
+	}
+}
+
+// On the testbed every system gets a fresh set of nodes started with its
+// own flags: the forced degree of the degree scenario on every node.
+func TestTestbedNodeArgs(t *testing.T) {
+	o, err := (&Options{Scenario: "degree", Nodes: 3, Peers: []string{"naive"}}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0", "x-h1", "x-h2"}, Binary: "/bin/hoplite"}}
+	want := map[string]string{SysOurs: "", "d=1": "-reduce-degree 1", "d=2": "-reduce-degree 2", "d=3": "-reduce-degree 3", SysNaive: "-naive"}
+	var names []string
+	for _, s := range o.systems() {
+		names = append(names, s.name)
+		for h := 0; h < o.Nodes; h++ {
+			args := strings.Join(tb.nodeArgs(h, s, "198.18.77.1:20000", 30000, []string{"198.18.77.1:30000"}), " ")
+			if !strings.HasPrefix(args, "netns exec x-h"+strconv.Itoa(h)+" /bin/hoplite node -bind 198.18.77.1:20000 ") ||
+				!strings.HasSuffix(args, "-bench-agent"+strings.TrimRight(" "+want[s.name], " ")) {
+				t.Errorf("%s host %d: %s", s.name, h, args)
+			}
+		}
+	}
+	if !slices.Equal(names, []string{SysOurs, "d=1", "d=2", "d=3", SysNaive}) {
+		t.Errorf("systems %v", names)
 	}
 }
 

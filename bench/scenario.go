@@ -48,7 +48,7 @@ const DegreeN = -1
 type system struct {
 	name   string
 	naive  bool // Config.Naive / hoplite node -naive
-	degree int  // forced reduce degree (0: chosen by the cost model)
+	degree int  // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
 	kill   bool // the failure variant: a participant is killed at 50 %
 	peer   string
 	alg    string // the MPI peer's --algorithm

@@ -152,7 +152,9 @@ type nodeSet struct {
 	mu    sync.Mutex
 }
 
-// open starts one node per host (-naive for the naive system) and waits
+// open starts one node per host (-naive for the naive system,
+// -reduce-degree d for a forced degree d: every member, since the
+// coordinator of a Reduce runs wherever its target's shard is) and waits
 // until every agent sees all N members.
 func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	t.gen++
@@ -166,14 +168,7 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	ns := &nodeSet{t: t}
 	for h := 0; h < n; h++ {
 		bind := net.JoinHostPort(t.tb.Hosts[h], strconv.Itoa(bindPort))
-		args := []string{"netns", "exec", t.tb.Namespaces[h], t.tb.Binary, "node", "-bind", bind,
-			"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
-			"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", strconv.Itoa(t.o.ChunkSize),
-			"-bench-agent"}
-		if s.naive {
-			args = append(args, "-naive")
-		}
-		p, err := t.startNode(h, bind, args, s.name)
+		p, err := t.startNode(h, bind, t.nodeArgs(h, s, bind, managePort, seeds), s.name)
 		if err != nil {
 			ns.Close()
 			return nil, err
@@ -212,6 +207,21 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 		}
 	}
 	return ns, nil
+}
+
+// nodeArgs is `ip`'s command line for host h's node of system s.
+func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seeds []string) []string {
+	args := []string{"netns", "exec", t.tb.Namespaces[h], t.tb.Binary, "node", "-bind", bind,
+		"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
+		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", strconv.Itoa(t.o.ChunkSize),
+		"-bench-agent"}
+	if s.naive {
+		args = append(args, "-naive")
+	}
+	if s.degree > 0 {
+		args = append(args, "-reduce-degree", strconv.Itoa(s.degree))
+	}
+	return args
 }
 
 func (t *testbedRun) startNode(h int, bind string, args []string, sysName string) (*nodeProc, error) {

@@ -54,9 +54,10 @@ func freeTestbedNet() (string, int, error) {
 	return "", 0, fmt.Errorf("no free testbed network in 198.18.100-199.0/24")
 }
 
-// The testbed smoke run: 3 namespaces, 1 MiB broadcast and reduce, ours
-// and naive, and the peers whose scripts exist; every result verified by
-// the agents in the nodes.
+// The testbed smoke run: 3 namespaces, 1 MiB broadcast, reduce and the
+// degree ablation, ours and naive (and each forced degree: nodes started
+// with -reduce-degree), and the peers whose scripts exist; every result
+// verified by the agents in the nodes.
 func TestTestbedSmoke(t *testing.T) {
 	script, _ := filepath.Abs("testbed")
 	if why := testbedSkip(script); why != "" {
@@ -76,7 +77,7 @@ func TestTestbedSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, scenario := range []string{"broadcast", "reduce"} {
+	for _, scenario := range []string{"broadcast", "reduce", "degree"} {
 		t.Run(scenario, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 			defer cancel()
@@ -104,9 +105,13 @@ func TestTestbedSmoke(t *testing.T) {
 				t.Errorf("mode %q", r.Mode)
 			}
 			for _, res := range r.Results {
-				ours := res.System == SysOurs || res.System == SysNaive
+				forced := strings.HasPrefix(res.System, "d=")
+				ours := res.System == SysOurs || res.System == SysNaive || forced
 				if ours && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
 					t.Errorf("%s: %s %q times %v", res.System, res.Status, res.Reason, res.Times)
+				}
+				if forced && "d="+strconv.Itoa(int(res.Extra["degree"])) != res.System {
+					t.Errorf("%s: the reduce ran with degree %v", res.System, res.Extra["degree"])
 				}
 				if !ours && !res.ok() {
 					// A peer's own failure is reported, not ours to fail on.

@@ -106,6 +106,19 @@ type MemberConfig struct {
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
 	StallTimeout time.Duration
+	// Naive makes every Get fetch from the creator: the baseline without
+	// collectives, for comparisons. It applies to this member's own Gets
+	// and Reduces (a Reduce is gathered at its caller), so a naive cluster
+	// sets it on every member.
+	Naive bool
+	// ReduceShape is coordinator.ShapeDAry (default: degree by the cost
+	// model) or coordinator.ShapeChainLeaf.
+	ReduceShape string
+	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
+	// Shape and degree are the coordinators' on this member, which serve
+	// the Reduces whose target's directory shard is placed here: every
+	// member of a cluster should use the same values.
+	ReduceDegree int
 	// RefreshInterval is how often the automanaged provider polls the
 	// seeds (default 200ms). Crashes are detected faster than that (data
 	// connections, remote endpoints); a graceful leave is seen within it.
@@ -176,6 +189,14 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	}
 	if c.Capacity <= 0 {
 		c.Capacity = 1 << 30
+	}
+	if c.ReduceDegree < 0 {
+		return bad("reduce degree %d: must be >= 1 to force the degree, or 0 for the cost model's", c.ReduceDegree)
+	}
+	switch c.ReduceShape {
+	case "", coordinator.ShapeDAry, coordinator.ShapeChainLeaf:
+	default:
+		return bad("unknown reduce shape %q (%s or %s)", c.ReduceShape, coordinator.ShapeDAry, coordinator.ShapeChainLeaf)
 	}
 	if c.InlineLimit == 0 {
 		c.InlineLimit = 64 << 10
@@ -360,14 +381,14 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.table.Store(&table)
 	m.estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
 	m.coord = coordinator.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
-		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit}}
+		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
 
 	children := []child{
 		{name: storeName, props: storenode.NewProps(storenode.Config{
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor,
 			Transport: &watchedTransport{Transport: m.tcp, report: m.suspectData},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-			StallTimeout: cfg.StallTimeout, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Log: m.log})},
@@ -403,8 +424,19 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			"join: this member (protocol version %d, %d shards) is incompatible with the cluster: %s",
 			cfg.ProtocolVersion, cfg.Shards, strings.Join(s.reasons, "; "))
 	}
-	m.log.WithFields(logrus.Fields{"address": addr, "data": dataAddr, "manage_port": cfg.ManagePort,
-		"members": len(m.Members()), "shards": cfg.Shards}).Info("member joined the cluster")
+	fields := logrus.Fields{"address": addr, "data": dataAddr, "manage_port": cfg.ManagePort,
+		"members": len(m.Members()), "shards": cfg.Shards}
+	// A benchmark's logs say which system a member was.
+	if cfg.Naive {
+		fields["naive"] = true
+	}
+	if cfg.ReduceDegree > 0 {
+		fields["reduce_degree"] = cfg.ReduceDegree
+	}
+	if cfg.ReduceShape != "" {
+		fields["reduce_shape"] = cfg.ReduceShape
+	}
+	m.log.WithFields(fields).Info("member joined the cluster")
 	return nil
 }
 

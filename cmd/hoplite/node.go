@@ -26,16 +26,24 @@ member serves /_health on its manage port (default: bind port + 1000) and
 polls the others'; --seeds lists every member's HOST:MANAGE-PORT.
 SIGTERM or SIGINT leaves the cluster gracefully.
 
+Benchmarks compare systems by starting every member of a cluster with the
+same -naive, -reduce-degree and -reduce-shape: -naive is the baseline
+without collectives, -reduce-degree N forces the reduce tree degree (the
+degree ablation; 0 lets the cost model choose) and -reduce-shape picks
+d-ary (default) or chain-leaf trees. -naive applies to this member's own
+Gets and Reduces, the other two to the Reduces coordinated here (those
+whose target's directory shard this member hosts): mixed values mix plans.
+
 flags:
 `
 
 // nodeFlags are the flags of `hoplite node` (and of the bench peer).
 type nodeFlags struct {
 	bind, seeds, dataBind, provider, providerAddr, clusterName string
-	managePort, shards                                         int
+	managePort, shards, reduceDegree                           int
 	capacity, chunk                                            string
 	refresh, joinTimeout, chunkDelay                           time.Duration
-	logFormat, logLevel                                        string
+	logFormat, logLevel, reduceShape                           string
 	protocolVersion                                            uint
 	naive, benchAgent                                          bool
 }
@@ -57,6 +65,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.UintVar(&f.protocolVersion, "protocol-version", 0, "testing only: speak this member protocol version instead of the current one")
 	fs.BoolVar(&f.naive, "naive", false, "benchmarks: the naive baseline (every Get from the creator, every Reduce gathered at the caller)")
+	fs.IntVar(&f.reduceDegree, "reduce-degree", 0, "benchmarks: force the reduce tree degree N >= 1 (0: chosen by the cost model)")
+	fs.StringVar(&f.reduceShape, "reduce-shape", "", "benchmarks: reduce tree shape, d-ary or chain-leaf (default d-ary)")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 }
@@ -98,6 +108,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	cfg := cluster.MemberConfig{Bind: f.bind, ManagePort: f.managePort, Seeds: seeds, DataBind: f.dataBind,
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
+		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape,
 		Log: log, ProtocolVersion: uint32(f.protocolVersion)}
 	if d := f.chunkDelay; d > 0 {
 		cfg.Hooks = storenode.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}
@@ -131,12 +142,6 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	m, err := cluster.Join(ctx, cfg)
 	if err != nil {
 		return err
-	}
-	if f.naive {
-		if err := m.UseNaive(); err != nil {
-			m.Stop()
-			return fmt.Errorf("-naive: %w", err)
-		}
 	}
 	if f.benchAgent {
 		if _, err := bench.StartAgent(m); err != nil {

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+)
+
+// The benchmark flags become the member's configuration.
+func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
+	for _, c := range []struct {
+		args          []string
+		naive         bool
+		degree        int
+		shape         string
+		benchAgentSet bool
+	}{
+		{args: nil},
+		{args: []string{"-naive"}, naive: true},
+		{args: []string{"-reduce-degree", "2"}, degree: 2},
+		{args: []string{"-reduce-degree", "3", "-reduce-shape", "d-ary"}, degree: 3, shape: "d-ary"},
+		{args: []string{"-reduce-shape", "chain-leaf", "-bench-agent"}, shape: "chain-leaf", benchAgentSet: true},
+	} {
+		fs := flag.NewFlagSet("node", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f nodeFlags
+		f.register(fs)
+		if err := fs.Parse(append([]string{"-bind", "127.0.0.1:7000"}, c.args...)); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		cfg, err := f.config(logrus.New())
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if cfg.Naive != c.naive || cfg.ReduceDegree != c.degree || cfg.ReduceShape != c.shape || f.benchAgent != c.benchAgentSet {
+			t.Errorf("%q: naive %v degree %d shape %q bench agent %v", c.args, cfg.Naive, cfg.ReduceDegree, cfg.ReduceShape, f.benchAgent)
+		}
+	}
+}
+
+// Bad benchmark flags fail at once with the member's clear error, before
+// anything listens.
+func TestNodeRejectsBadReduceFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-reduce-degree", "-2"}, "reduce degree -2"},
+		{[]string{"-reduce-shape", "star"}, `unknown reduce shape "star"`},
+		{[]string{"-reduce-degree", "two"}, `invalid value "two" for flag -reduce-degree`},
+	} {
+		code, stdout, stderr := hoplite(t, append([]string{"node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000"}, c.args...)...)
+		if code == 0 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant an error naming %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+func TestNodeUsageListsTheBenchFlags(t *testing.T) {
+	code, _, stderr := hoplite(t, "node", "-h")
+	if code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	for _, want := range []string{"-naive", "-reduce-degree", "-reduce-shape", "d-ary or chain-leaf", "-bench-agent"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("usage has no %q:\n%s", want, stderr)
+		}
+	}
+}
