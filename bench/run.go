@@ -33,7 +33,8 @@ type Options struct {
 	// Degrees are forced reduce tree degrees compared with the chosen one
 	// (DegreeN stands for N); the degree scenario defaults to 1, 2, N.
 	Degrees []int
-	// ChunkSize is Hoplite's transfer chunk (default 1 MiB).
+	// ChunkSize is Hoplite's transfer chunk; 0 adapts it to the measured
+	// bandwidth (storenode.Config.ChunkSize).
 	ChunkSize int
 	// OpTimeout bounds each operation (default: 30 s plus 20 S/B).
 	OpTimeout time.Duration
@@ -88,9 +89,6 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.Reps < 1 || c.Warmup < 0 {
 		return nil, errors.New("need --reps >= 1 and --warmup >= 0")
-	}
-	if c.ChunkSize == 0 {
-		c.ChunkSize = 1 << 20
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = 30*time.Second + 20*c.maxIdeal()

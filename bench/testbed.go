@@ -213,7 +213,7 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seeds []string) []string {
 	args := []string{"netns", "exec", t.tb.Namespaces[h], t.tb.Binary, "node", "-bind", bind,
 		"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
-		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", strconv.Itoa(t.o.ChunkSize),
+		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", chunkArg(t.o.ChunkSize),
 		"-bench-agent"}
 	if s.naive {
 		args = append(args, "-naive")
@@ -412,4 +412,12 @@ func (ns *nodeSet) Close() {
 		case <-time.After(10 * time.Second):
 		}
 	}
+}
+
+// chunkArg is hoplite node's -chunk-size for ChunkSize (0: auto).
+func chunkArg(n int) string {
+	if n == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(n)
 }

@@ -98,7 +98,8 @@ type MemberConfig struct {
 	Shards int
 	// Capacity is this member's store size in bytes (default 1 GiB).
 	Capacity int64
-	// ChunkSize is the copy and streaming unit (default 1 MiB).
+	// ChunkSize is the copy and streaming unit; 0 adapts it to the
+	// measured bandwidth (storenode.Config.ChunkSize).
 	ChunkSize int
 	// InlineLimit: smaller objects live in the directory (default 64 KiB).
 	InlineLimit int64

@@ -54,7 +54,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dataBind, "data-bind", "", "data plane address HOST:PORT (default: the bind host, a free port)")
 	fs.IntVar(&f.managePort, "manage-port", 0, "automanaged HTTP port, on all interfaces (default: bind port + 1000)")
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
-	fs.StringVar(&f.chunk, "chunk-size", "1MiB", "transfer chunk size")
+	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
 	fs.IntVar(&f.shards, "shards", 64, "directory shards of the whole cluster (equal on every member)")
 	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged, consul or etcd")
 	fs.StringVar(&f.providerAddr, "provider-address", "", "consul or etcd server HOST:PORT (default 127.0.0.1:8500 / 127.0.0.1:2379)")
@@ -95,9 +95,12 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	if err != nil {
 		return cluster.MemberConfig{}, fmt.Errorf("-capacity: %w", err)
 	}
-	chunk, err := parseSize(f.chunk)
-	if err != nil || chunk > 64<<20 {
-		return cluster.MemberConfig{}, fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB", f.chunk)
+	var chunk int64
+	if f.chunk != "auto" {
+		chunk, err = parseSize(f.chunk)
+	}
+	if err != nil || chunk < 0 || chunk > 64<<20 || (chunk == 0 && f.chunk != "auto") {
+		return cluster.MemberConfig{}, fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB, or auto", f.chunk)
 	}
 	var seeds []string
 	for _, s := range strings.Split(f.seeds, ",") {
