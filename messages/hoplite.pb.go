@@ -444,6 +444,11 @@ func (x *Put) GetTimeoutMs() int64 {
 	return 0
 }
 
+// PutReply answers a Put: error is nil on success. DELETED means the id
+// was deleted before the Put made its bytes readable (before the directory
+// registered it, or, at or above the inline limit, while they were still
+// being copied in); a consumer that Gets the object and Deletes it before
+// this reply arrives does not make the Put fail (see storenode.Client.Put).
 type PutReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`

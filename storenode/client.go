@@ -58,6 +58,17 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 
 // Put creates object id with a copy of data. Putting the same bytes again
 // succeeds; other bytes under the same id fail with CONFLICT.
+//
+// Put fails with DELETED only if id was deleted before this Put made its
+// bytes readable: before the directory registered the object, or, for an
+// object of InlineLimit bytes or more (which Gets stream from the copies),
+// while the bytes were still being copied into this node's store, so that
+// no Get can have returned them. Once they are readable (an object under
+// InlineLimit from its registration on, since the directory serves it;
+// a larger one once its last byte is in this node's copy; or at once if
+// the same bytes already existed under id) the Put has done its job: it
+// succeeds even if a consumer Gets the object and Deletes it before this
+// reply arrives, and the object stays deleted.
 func (c *Client) Put(ctx context.Context, id string, data []byte) error {
 	res, err := c.call(ctx, &messages.Put{ObjectId: id, Data: data})
 	if err != nil {

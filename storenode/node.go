@@ -243,6 +243,10 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 		}
 		n.cfg.Store.Unpin(obj)
 	}
+	// Whether Gets can already return these bytes without this copy: the
+	// directory serves an inline object from its registration on (shards
+	// and nodes share one InlineLimit), and an id that existed has them.
+	readable := create.GetHasInline() || cr.GetExisted()
 	// The copy-in is bounded memory work and is not cut short by the
 	// deadline: the directory already announced this copy.
 	w := obj.NewWriter() // supersedes a fetch that was filling a placeholder
@@ -251,26 +255,46 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 			h(n.cfg.Self.GetNodeId(), id, off)
 		}
 		if err := w.Append(data[off:min(size, off+int64(n.cfg.ChunkSize))]); err != nil {
-			return err // dropped meanwhile (deleted)
+			return putEnded(obj, err, readable) // dropped meanwhile (deleted)
 		}
 	}
 	if err := n.cfg.Store.Complete(obj); err != nil {
-		return err
+		return putEnded(obj, err, readable)
 	}
 	system.Root.Send(n.cfg.ShardFor(id), &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self,
 		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp, Creator: !cr.GetExisted()})
 	return nil
 }
 
-// samePut answers a Put of an id this node already holds: the same bytes
-// are an idempotent success, other bytes a conflict.
-func (n *StoreNode) samePut(ctx context.Context, local *Object, data []byte) error {
-	if err := local.WaitComplete(ctx); err != nil {
-		return err
+// putEnded decides a Put whose copy was dropped before it was complete.
+// Only a Delete that came before the bytes were readable fails the Put:
+// once they were (readable, or every byte was in this copy, which
+// receivers stream from while it fills), a consumer may have Got the
+// object and Deleted it before this Put's reply, and that must not turn
+// the Put into an error. The dropped copy is not published: the
+// directory has forgotten the object.
+func putEnded(obj *Object, err error, readable bool) error {
+	if errors.Is(err, messages.ErrDeleted) && (readable || obj.isWhole()) {
+		return nil
 	}
-	have, err := local.Bytes()
+	return err
+}
+
+// samePut answers a Put of an id this node already holds: the same bytes
+// are an idempotent success, other bytes a conflict. The copy it joined
+// counts as the first Put's: deleted after it was whole, the same bytes
+// still succeed (see putEnded).
+func (n *StoreNode) samePut(ctx context.Context, local *Object, data []byte) error {
+	err := local.WaitComplete(ctx)
+	var have []byte
+	if err == nil {
+		have, err = local.Bytes()
+	}
 	if err != nil {
-		return err
+		var whole bool
+		if have, whole = local.wholeBytes(); !whole || !errors.Is(err, messages.ErrDeleted) {
+			return err
+		}
 	}
 	if !bytes.Equal(have, data) {
 		return messages.Errorf(messages.ErrorCode_CONFLICT, "object %q already exists with different contents", local.ID())

@@ -291,3 +291,21 @@ func (o *Object) readAt(ctx context.Context, off int64, max int, epoch *uint64) 
 		}
 	}
 }
+
+// wholeBytes returns the buffer if every byte of the object was written,
+// even if it was dropped since: a Put asks whether its bytes were readable
+// before a Delete reached them.
+func (o *Object) wholeBytes() ([]byte, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.size < 0 || o.written != o.size {
+		return nil, false
+	}
+	return o.buf[:o.size:o.size], true
+}
+
+// isWhole reports whether every byte of the object was written.
+func (o *Object) isWhole() bool {
+	_, ok := o.wholeBytes()
+	return ok
+}

@@ -31,7 +31,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -329,10 +328,7 @@ func (w *worker) Receive(ctx actor.Context) {
 	case computed:
 		ctx.Request(w.store, &messages.Put{ObjectId: gradID(w.idx, w.seq), Data: m.data, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.PutReply:
-		// A receiver can read the last bytes before this Put's reply: the
-		// server may have reduced and deleted the gradient already, and
-		// then the reply says DELETED though the gradient was used.
-		if err := messages.ErrOrNil(m.GetError()); err != nil && !errors.Is(err, messages.ErrDeleted) {
+		if err := messages.ErrOrNil(m.GetError()); err != nil {
 			w.fail(ctx, fmt.Errorf("put %s: %w", m.GetObjectId(), err))
 			return
 		}

@@ -20,7 +20,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -257,10 +256,7 @@ func (a *modelActor) Receive(ctx actor.Context) {
 		delete(a.timers, m.k)
 		ctx.Request(a.store, &messages.Put{ObjectId: votesID(m.k, a.idx), Data: m.votes, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.PutReply:
-		// The frontend may Get the votes (inline: they are readable as soon
-		// as the directory has them), answer and Delete them before this
-		// Put's own reply: then it says DELETED, but the votes were used.
-		if err := messages.ErrOrNil(m.GetError()); err != nil && !errors.Is(err, messages.ErrDeleted) {
+		if err := messages.ErrOrNil(m.GetError()); err != nil {
 			a.fail(ctx, fmt.Errorf("put %s: %w", m.GetObjectId(), err))
 		}
 	case *actor.Stopping:
