@@ -29,6 +29,11 @@ type Object struct {
 	lru         *list.Element // in Store.lru while complete, unpinned and idle
 	accounted   int64         // bytes charged against the store's capacity
 	writerGen   uint64        // the generation of the current Writer
+	// lent is set while a Writer holds Tail's memory (it may be writing
+	// there outside the lock, e.g. a socket read in progress): a newer
+	// Writer then gets a fresh buffer, so the superseded one's late bytes
+	// can never land under bytes the newer one published.
+	lent bool
 	// epoch counts rewinds: a reader that began in an older epoch has
 	// bytes that are no longer the object's and gets RESET.
 	epoch uint64
@@ -99,6 +104,11 @@ func (o *Object) NewWriter() *Writer {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.writerGen++
+	if o.lent && o.size >= 0 {
+		nb := make([]byte, o.size)
+		copy(nb, o.buf[:o.written]) // below written: immutable, shared by readers
+		o.buf, o.lent = nb, false
+	}
 	return &Writer{o: o, gen: o.writerGen}
 }
 
@@ -123,6 +133,7 @@ func (w *Writer) Tail() ([]byte, error) {
 	if w.o.size < 0 {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q has no buffer yet", w.o.id)
 	}
+	w.o.lent = true
 	return w.o.buf[w.o.written:w.o.size:w.o.size], nil
 }
 
@@ -137,6 +148,7 @@ func (w *Writer) Advance(n int) error {
 		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: advance of %d at %d overflows size %d", w.o.id, n, w.o.written, w.o.size)
 	}
 	w.o.written += int64(n)
+	w.o.lent = false
 	w.o.broadcast()
 	return nil
 }

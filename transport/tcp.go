@@ -689,6 +689,7 @@ type tcpStream struct {
 	kind byte
 	flen int
 	fN   int
+	into bool // the data frame being read goes to the caller's memory
 	meta [2 + maxErrMsg]byte
 }
 
@@ -797,7 +798,7 @@ func (s *tcpStream) handshake(ctx context.Context, c *tcpConn, req []byte) error
 		return s.protocolError("it speaks data protocol version %d, this node speaks version %d", v, tcpVersion)
 	}
 	for {
-		kind, p, err := s.readFrame(ctx, c)
+		kind, p, err := s.readFrame(ctx, c, nil)
 		if err != nil {
 			return err
 		}
@@ -839,7 +840,7 @@ func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
 		return nil, messages.Errorf(messages.ErrorCode_CANCELED, "stream of %q from %s closed", s.id, s.addr)
 	}
 	stop := watch(ctx, c)
-	kind, p, err := s.readFrame(ctx, c)
+	kind, p, err := s.readFrame(ctx, c, nil)
 	stop() // before the connection can go back to the pool
 	if err != nil {
 		return nil, err
@@ -860,9 +861,51 @@ func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
 	return p, nil
 }
 
+// NextInto implements IntoStream: a data frame's payload is read from
+// the socket straight into dst.
+func (s *tcpStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	if s.fatal != nil {
+		return 0, s.fatal
+	}
+	if s.remaining == 0 {
+		s.release(true)
+		return 0, io.EOF
+	}
+	if want := min(int64(s.chunk), s.remaining); int64(len(dst)) < want {
+		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q: a buffer of %d bytes for chunks of up to %d", s.id, len(dst), want)
+	}
+	c := s.conn()
+	if c == nil {
+		return 0, messages.Errorf(messages.ErrorCode_CANCELED, "stream of %q from %s closed", s.id, s.addr)
+	}
+	stop := watch(ctx, c)
+	kind, p, err := s.readFrame(ctx, c, dst)
+	stop()
+	if err != nil {
+		return 0, err
+	}
+	if kind == frameError {
+		err := s.errorFrame(p)
+		if s.fatal == nil {
+			s.fatal = err
+			s.release(true)
+		}
+		return 0, err
+	}
+	if &p[0] != &dst[0] {
+		copy(dst, p) // a frame begun by Next: it finished in the stream's buffer
+	}
+	s.remaining -= int64(len(p))
+	if s.remaining == 0 {
+		s.release(true)
+	}
+	return len(p), nil
+}
+
 // readFrame returns the next frame other than a keepalive, resuming a
-// frame that an earlier call left half read.
-func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn) (byte, []byte, error) {
+// frame that an earlier call left half read. A data frame that starts
+// while into is given is read into it.
+func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byte, []byte, error) {
 	for {
 		if s.hdrN < frameHeaderLen || s.kind == 0 {
 			if err := s.fill(ctx, c, s.hdr[:], &s.hdrN); err != nil {
@@ -876,7 +919,8 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn) (byte, []byte, er
 			case kind == frameSize && n == 8 && !s.sizeKnown:
 			case kind == frameError && n >= 2 && n <= 2+maxErrMsg:
 			case kind == frameData && s.sizeKnown && n >= 1 && int64(n) <= int64(s.chunk) && int64(n) <= s.remaining:
-				if s.buf == nil {
+				s.into = into != nil
+				if s.buf == nil && !s.into {
 					s.buf = make([]byte, min(int64(s.chunk), s.remaining))
 				}
 			default:
@@ -886,7 +930,17 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn) (byte, []byte, er
 			s.kind, s.flen, s.fN = kind, int(n), 0
 		}
 		dst := s.meta[:]
-		if s.kind == frameData {
+		switch {
+		case s.kind == frameData && s.into && into != nil:
+			dst = into
+		case s.kind == frameData && s.into:
+			// Begun by NextInto, resumed by Next: the part already read
+			// is in the caller's memory, which Next cannot reach.
+			return 0, nil, s.failWith(messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q: a chunk begun by NextInto resumed by Next", s.id))
+		case s.kind == frameData:
+			if s.buf == nil {
+				s.buf = make([]byte, min(int64(s.chunk), s.remaining))
+			}
 			dst = s.buf
 		}
 		if err := s.fill(ctx, c, dst[:s.flen], &s.fN); err != nil {

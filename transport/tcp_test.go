@@ -1632,3 +1632,105 @@ func BenchmarkTCPvsPlain(b *testing.B) {
 		})
 	}
 }
+
+// NextInto puts every chunk straight into the caller's memory: read into
+// consecutive slices of one buffer, the buffer is the object, and no
+// chunk went through the stream's own buffer.
+func TestTCPNextIntoFillsTheCallersBuffer(t *testing.T) {
+	noLeaks(t)
+	ctx := guardCtx(t)
+	src := newFakeSource()
+	data := pattern(1000)
+	src.add("o", complete(data))
+	_, cli, addr := tcpPair(t, src, TCPConfig{}, TCPConfig{})
+	for _, tc := range []struct {
+		off   int64
+		chunk int
+	}{{0, 64}, {0, 1000}, {300, 128}, {999, 10}, {37, 100}, {0, 1}} {
+		s, err := cli.Open(ctx, "b", addr, "o", tc.off, tc.chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		is, ok := s.(IntoStream)
+		if !ok {
+			t.Fatalf("the TCP stream is a %T, not an IntoStream", s)
+		}
+		buf := make([]byte, 1000-tc.off)
+		at := 0
+		for {
+			n, err := is.NextInto(ctx, buf[at:])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("off %d chunk %d at %d: %v", tc.off, tc.chunk, at, err)
+			}
+			if n < 1 || n > tc.chunk {
+				t.Fatalf("off %d chunk %d: chunk of %d bytes", tc.off, tc.chunk, n)
+			}
+			at += n
+		}
+		if at != len(buf) || !bytes.Equal(buf, data[tc.off:]) {
+			t.Fatalf("off %d chunk %d: %d bytes, not data[%d:]", tc.off, tc.chunk, at, tc.off)
+		}
+		if ts := s.(*tcpStream); ts.buf != nil {
+			t.Fatalf("off %d chunk %d: the stream allocated its own %d-byte buffer", tc.off, tc.chunk, len(ts.buf))
+		}
+		s.Close()
+	}
+	s, err := cli.Open(ctx, "b", addr, "o", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.(IntoStream).NextInto(ctx, make([]byte, 99)); !errors.Is(err, messages.ErrInternal) {
+		t.Fatalf("NextInto with a buffer smaller than a chunk = %v, want INTERNAL", err)
+	}
+}
+
+// A NextInto that times out mid-chunk resumes when called again with the
+// same buffer; Next cannot resume it (the bytes are in the caller's
+// memory) and fails the stream instead of returning a torn chunk.
+func TestTCPNextIntoTimeoutMidFrame(t *testing.T) {
+	for _, resumeWithNext := range []bool{false, true} {
+		t.Run(fmt.Sprintf("resume with Next %v", resumeWithNext), func(t *testing.T) {
+			noLeaks(t)
+			data := pattern(1000)
+			release := make(chan struct{})
+			addr := fakePeer(t, func(c net.Conn, req tcpRequest) {
+				w := respond(1000)
+				w = appendFrameHeader(w, frameData, 1000)
+				c.Write(append(w, data[:400]...))
+				<-release
+				c.Write(data[400:])
+				readUntilEOF(c)
+			})
+			cli := newTCP(t, TCPConfig{})
+			s, err := cli.Open(guardCtx(t), "", addr, "o", 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			is := s.(IntoStream)
+			buf := make([]byte, 1000)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+			defer cancel()
+			_, err = is.NextInto(ctx, buf)
+			wantCode(t, err, messages.ErrTimeout)
+			close(release)
+			if resumeWithNext {
+				if _, err := s.Next(guardCtx(t)); !errors.Is(err, messages.ErrInternal) {
+					t.Fatalf("Next resuming a NextInto chunk = %v, want INTERNAL", err)
+				}
+				return
+			}
+			n, err := is.NextInto(guardCtx(t), buf)
+			if err != nil || n != 1000 || !bytes.Equal(buf, data) {
+				t.Fatalf("NextInto after a mid-frame timeout = %d bytes, %v", n, err)
+			}
+			if _, err := is.NextInto(guardCtx(t), buf); err != io.EOF {
+				t.Fatalf("NextInto at the end = %v", err)
+			}
+		})
+	}
+}

@@ -40,6 +40,18 @@ type Stream interface {
 	Close()
 }
 
+// IntoStream is a Stream that can put the next chunk straight into the
+// caller's memory (the object's own buffer), saving a copy of every byte
+// on the receiving side. The TCP transport is one.
+type IntoStream interface {
+	Stream
+	// NextInto reads the next chunk into dst and returns its length;
+	// io.EOF after the last. dst must hold min(chunk, bytes left). After
+	// an error with the stream still usable (ctx ended mid-chunk), call
+	// again with the same dst: part of the chunk may already be in it.
+	NextInto(ctx context.Context, dst []byte) (int, error)
+}
+
 // Transport connects store nodes' data planes.
 type Transport interface {
 	// Serve makes src reachable for node and returns the data address that
