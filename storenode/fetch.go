@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -197,8 +198,10 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 		switch {
 		case err == nil:
 			// Only a whole-enough transfer from a complete copy measures
-			// the network rather than an upstream still arriving.
-			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= 4*int64(chunk) {
+			// the network rather than an upstream still arriving. The
+			// threshold does not follow the chunk: a cluster of 1 MiB
+			// objects with 1 MiB chunks must learn its bandwidth too.
+			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= 4*plan.MinChunk {
 				f.cfg.Estimator.ObserveTransfer(moved, time.Since(begin))
 			}
 			if err := f.cfg.Store.Complete(f.obj); err != nil {
