@@ -33,6 +33,10 @@ func (r *runner) runPeer(ctx context.Context, si int) {
 		res.Reps, res.Median, res.Min, res.Max = pr.Reps, pr.Median, pr.Min, pr.Max
 		if alg, err := strconv.Atoi(pr.Algorithm); err == nil {
 			res.Extra = map[string]float64{"algorithm": float64(alg)}
+		} else if s.alg == "best" && pr.Algorithm != "" {
+			// A named algorithm (Gloo's) does not fit Extra's numbers;
+			// the report's notes say which one was fastest.
+			r.notes = append(r.notes, fmt.Sprintf("%s %s: fastest algorithm %s", g.label(), s.name, pr.Algorithm))
 		}
 	}
 }
@@ -54,8 +58,8 @@ func (r *runner) peerOnce(ctx context.Context, script string, s system, g group)
 	if s.alg != "" {
 		args = append(args, "--algorithm", s.alg)
 	}
-	// Generous: a peer starts its own processes (mpirun, a Dask cluster)
-	// before its repetitions.
+	// Generous: a peer starts its own processes (mpirun, a Dask cluster,
+	// Gloo's ranks) before its repetitions.
 	timeout := 5*time.Minute + time.Duration(r.o.Reps+2)*10*g.ideal(r.o.Nodes, r.o.Bandwidth.BytesPerSecond())
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -38,6 +38,8 @@ const (
 	SysMPIDefault  = "mpi-default"
 	SysMPIBest     = "mpi-best"
 	SysDask        = "dask"
+	SysGlooDefault = "gloo-default"
+	SysGlooBest    = "gloo-best"
 	SysOursFailure = "ours-failure"
 )
 
@@ -51,7 +53,7 @@ type system struct {
 	degree int  // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
 	kill   bool // the failure variant: a participant is killed at 50 %
 	peer   string
-	alg    string // the MPI peer's --algorithm
+	alg    string // the peer's --algorithm (mpi, gloo)
 }
 
 func (s system) ours() bool { return s.peer == "" }
@@ -142,6 +144,9 @@ func (o *Options) systems() []system {
 	if slices.Contains(o.Peers, "dask") {
 		out = append(out, system{name: SysDask, peer: "dask"})
 	}
+	if slices.Contains(o.Peers, "gloo") {
+		out = append(out, system{name: SysGlooDefault, peer: "gloo", alg: "default"}, system{name: SysGlooBest, peer: "gloo", alg: "best"})
+	}
 	return out
 }
 
@@ -158,7 +163,8 @@ func peerOp(peer string, g group) (string, string) {
 	case "async":
 		return "reduce", ""
 	case "allreduce":
-		if peer == "mpi" {
+		// Dask has no allreduce; MPI and Gloo do.
+		if peer == "mpi" || peer == "gloo" {
 			return "allreduce", ""
 		}
 	}

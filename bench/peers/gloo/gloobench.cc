@@ -1,0 +1,374 @@
+// gloobench: times one Gloo collective (or a ping-pong) for the Hoplite
+// benchmarks. Built and launched by bench/peers/gloo/run, one process per
+// testbed host; see README.md.
+//
+//   gloobench --rank I --nranks N --host ADDR --store DIR
+//             --op bcast|reduce|allreduce|gather|p2p --size BYTES --reps R
+//             [--algorithm NAME] [--interval-ms X] [--timeout S]
+//
+// The processes meet through a gloo::rendezvous::FileStore in DIR (every
+// testbed namespace sees the same file system) and talk over Gloo's TCP
+// transport bound to ADDR. Algorithms (default: what gloo::broadcast,
+// gloo::reduce, gloo::allreduce do when asked for nothing in particular):
+//
+//   bcast      binomial (gloo::broadcast), one_to_all (BroadcastOneToAll)
+//   reduce     ring (gloo::reduce: ring reduce-scatter, then gather to root)
+//   allreduce  ring, bcube (gloo::allreduce with RING / BCUBE),
+//              ring_chunked (AllreduceRingChunked),
+//              halving_doubling (AllreduceHalvingDoubling)
+//   gather     direct (gloo::gather)
+//   p2p        direct (send/recv between ranks 0 and 1)
+//
+// Timing is the same as bench/peers/mpi/mpibench.c: every repetition starts
+// with a barrier, each rank measures its completion from its own exit from
+// the barrier, and the repetition's time is the maximum over ranks. With
+// --interval-ms X rank i enters i*X ms after the barrier and the time runs
+// from the last actual entry. One warm-up repetition is not counted. Data
+// are random float32 (a counter-based hash, so any rank can recompute any
+// other rank's value), and after the last repetition a few sampled values
+// of the result are checked, so a run that moved the wrong bytes fails
+// instead of reporting a time. Rank 0 prints one RESULT line.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cerrno>
+
+#include "gloo/allreduce.h"
+#include "gloo/allreduce_halving_doubling.h"
+#include "gloo/allreduce_ring_chunked.h"
+#include "gloo/barrier.h"
+#include "gloo/broadcast.h"
+#include "gloo/broadcast_one_to_all.h"
+#include "gloo/gather.h"
+#include "gloo/math.h"
+#include "gloo/reduce.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/file_store.h"
+#include "gloo/transport/tcp/device.h"
+
+namespace {
+
+struct Flags {
+  int rank = -1, nranks = -1;
+  std::string host, store, op, algorithm = "default";
+  long long size = -1;
+  long reps = -1;
+  double interval_ms = 0;
+  long timeout_s = 600;
+};
+
+[[noreturn]] void usage_fail(const std::string& msg) {
+  fprintf(stderr,
+          "gloobench: %s\nusage: gloobench --rank I --nranks N --host ADDR --store DIR "
+          "--op bcast|reduce|allreduce|gather|p2p --size BYTES --reps R "
+          "[--algorithm NAME] [--interval-ms X] [--timeout S]\n",
+          msg.c_str());
+  exit(2);
+}
+
+// The algorithms each op has, the default first.
+std::vector<std::string> algorithms(const std::string& op) {
+  if (op == "bcast") return {"binomial", "one_to_all"};
+  if (op == "reduce") return {"ring"};
+  if (op == "allreduce") return {"ring", "bcube", "ring_chunked", "halving_doubling"};
+  if (op == "gather" || op == "p2p") return {"direct"};
+  return {};
+}
+
+long long parse_int(const char* v, const char* what) {
+  char* end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (*v == '\0' || *end || errno || x < 0) usage_fail(std::string(what) + " must be a non-negative integer");
+  return x;
+}
+
+Flags parse(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; i += 2) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) usage_fail("every flag needs a value");
+    const char* v = argv[i + 1];
+    if (a == "--rank") f.rank = (int)parse_int(v, "--rank");
+    else if (a == "--nranks") f.nranks = (int)parse_int(v, "--nranks");
+    else if (a == "--host") f.host = v;
+    else if (a == "--store") f.store = v;
+    else if (a == "--op") f.op = v;
+    else if (a == "--algorithm") f.algorithm = v;
+    else if (a == "--size") f.size = parse_int(v, "--size");
+    else if (a == "--reps") f.reps = (long)parse_int(v, "--reps");
+    else if (a == "--timeout") f.timeout_s = (long)parse_int(v, "--timeout");
+    else if (a == "--interval-ms") {
+      char* end;
+      f.interval_ms = strtod(v, &end);
+      if (*end || !(f.interval_ms >= 0)) usage_fail("--interval-ms must be a non-negative number");
+    } else usage_fail("unknown flag " + a);
+  }
+  if (f.rank < 0 || f.nranks < 1 || f.rank >= f.nranks) usage_fail("need 0 <= --rank < --nranks");
+  if (f.host.empty() || f.store.empty()) usage_fail("--host and --store are required");
+  auto algs = algorithms(f.op);
+  if (algs.empty()) usage_fail("unknown --op " + f.op);
+  if (f.size <= 0 || f.reps <= 0) usage_fail("--size and --reps must be positive");
+  if ((f.op == "reduce" || f.op == "allreduce") && f.size % 4 != 0)
+    usage_fail("--size must be a multiple of 4 for reduce/allreduce (float32)");
+  // The older algorithm classes count elements in an int.
+  if (f.size / 4 > 0x7fffffffLL) usage_fail("--size too large");
+  if (f.op == "p2p" && f.nranks < 2) usage_fail("p2p needs at least 2 ranks");
+  if (f.op == "p2p" && f.interval_ms > 0) usage_fail("--interval-ms does not apply to p2p");
+  if (f.timeout_s <= 0) usage_fail("--timeout must be positive");
+  if (f.algorithm == "default") f.algorithm = algs[0];
+  if (std::find(algs.begin(), algs.end(), f.algorithm) == algs.end()) {
+    std::string valid;
+    for (auto& s : algs) valid += " " + s;
+    usage_fail("--algorithm " + f.algorithm + " is not one of " + f.op + "'s:" + valid);
+  }
+  return f;
+}
+
+double now() {
+  // CLOCK_MONOTONIC so the arrival schedule sleeps on the clock it is
+  // measured with.
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void sleep_until(double t) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)t;
+  ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// value is element i of rank r's data: random float32 in [0,1) with 24
+// random bits, from splitmix64 of (r, i), so a checker can recompute any
+// element of any rank without generating the whole stream.
+float value(int r, size_t i) {
+  uint64_t z = ((uint64_t)(r + 1) << 40) ^ (uint64_t)i;
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return (float)(z >> 40) / (float)(1 << 24);
+}
+
+void fill(float* buf, size_t n, int r) {
+  for (size_t i = 0; i < n; i++) buf[i] = value(r, i);
+}
+
+// Sampled element indices for the final check: both ends and a spread.
+std::vector<size_t> samples(size_t n) {
+  std::vector<size_t> out;
+  const size_t k = 16;
+  for (size_t j = 0; j < k && j < n; j++) out.push_back(n <= k ? j : j * (n - 1) / (k - 1));
+  return out;
+}
+
+struct Failure : std::exception {
+  std::string msg;
+  explicit Failure(std::string m) : msg(std::move(m)) {}
+  const char* what() const noexcept override { return msg.c_str(); }
+};
+
+void expect_sum(const float* got, size_t n, int nranks, const char* what) {
+  for (size_t i : samples(n)) {
+    float want = 0;
+    for (int r = 0; r < nranks; r++) want += value(r, i);
+    if (std::fabs(got[i] - want) > 1e-4f * (float)nranks)
+      throw Failure(std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                    ", want the sum " + std::to_string(want));
+  }
+}
+
+void expect_copy(const void* got, size_t nbytes, int from, const char* what) {
+  // Whole float32 elements only; got may be unaligned (gather of an odd
+  // size), hence memcmp.
+  size_t n = nbytes / 4;
+  for (size_t i : samples(n)) {
+    float want = value(from, i);
+    if (std::memcmp(static_cast<const uint8_t*>(got) + 4 * i, &want, 4) != 0)
+      throw Failure(std::string(what) + ": element " + std::to_string(i) + " differs from rank " +
+                    std::to_string(from) + "'s");
+  }
+}
+
+int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+int run(const Flags& f) {
+  const int rank = f.rank, n = f.nranks;
+  const auto timeout = std::chrono::milliseconds(f.timeout_s * 1000);
+
+  gloo::transport::tcp::attr attr;
+  attr.hostname = f.host;
+  auto dev = gloo::transport::tcp::CreateDevice(attr);
+  gloo::rendezvous::FileStore store(f.store);
+  auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, n);
+  ctx->setTimeout(timeout);
+  ctx->connectFullMesh(store, dev);
+
+  // Counts in float32 where the op computes, in bytes where it only moves
+  // data, so odd sizes still work for bcast, gather and p2p.
+  const size_t size = (size_t)f.size;
+  const size_t nfloat = (size + 3) / 4;
+  std::vector<float> src(nfloat), dst, work;
+  fill(src.data(), nfloat, rank);
+  const std::string& op = f.op;
+  const std::string& alg = f.algorithm;
+  if (op == "reduce" || op == "allreduce" || op == "bcast" || op == "p2p") dst.assign(nfloat, 0.0f);
+  if (op == "gather" && rank == 0) dst.assign((size * n + 3) / 4, 0.0f);
+  // The older algorithm classes reduce or copy in place: each repetition
+  // starts from a fresh copy of the inputs (made before the barrier).
+  std::vector<float*> ptrs;
+  std::unique_ptr<gloo::Algorithm> legacy;
+  if (op == "allreduce" && (alg == "ring_chunked" || alg == "halving_doubling")) {
+    work = src;
+    ptrs = {work.data()};
+    if (alg == "ring_chunked")
+      legacy.reset(new gloo::AllreduceRingChunked<float>(ctx, ptrs, (int)nfloat));
+    else
+      legacy.reset(new gloo::AllreduceHalvingDoubling<float>(ctx, ptrs, (int)nfloat));
+  } else if (op == "bcast" && alg == "one_to_all") {
+    auto* p = reinterpret_cast<uint8_t*>(rank == 0 ? src.data() : dst.data());
+    legacy.reset(new gloo::BroadcastOneToAll<uint8_t>(ctx, std::vector<uint8_t*>{p}, size, 0));
+  }
+
+  auto barrier = [&] {
+    gloo::BarrierOptions o(ctx);
+    gloo::barrier(o);
+  };
+  const uint64_t p2pSlot = 0x7032703270327032ULL;
+  auto once = [&] {
+    if (op == "bcast" && alg == "binomial") {
+      gloo::BroadcastOptions o(ctx);
+      o.setRoot(0);
+      // In place at the root (no extra local copy), into dst elsewhere.
+      o.setOutput(reinterpret_cast<uint8_t*>(rank == 0 ? src.data() : dst.data()), size);
+      gloo::broadcast(o);
+    } else if (op == "reduce") {
+      gloo::ReduceOptions o(ctx);
+      o.setRoot(0);
+      o.setInput(src.data(), nfloat);
+      o.setOutput(dst.data(), nfloat);
+      o.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+      gloo::reduce(o);
+    } else if (op == "allreduce" && !legacy) {
+      gloo::AllreduceOptions o(ctx);
+      o.setAlgorithm(alg == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                    : gloo::AllreduceOptions::Algorithm::RING);
+      o.setInput(src.data(), nfloat);
+      o.setOutput(dst.data(), nfloat);
+      o.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+      gloo::allreduce(o);
+    } else if (op == "gather") {
+      gloo::GatherOptions o(ctx);
+      o.setRoot(0);
+      o.setInput(reinterpret_cast<uint8_t*>(src.data()), size);
+      if (rank == 0) o.setOutput(reinterpret_cast<uint8_t*>(dst.data()), size * n);
+      gloo::gather(o);
+    } else if (op == "p2p") {
+      if (rank == 0) {
+        auto out = ctx->createUnboundBuffer(src.data(), size);
+        auto in = ctx->createUnboundBuffer(dst.data(), size);
+        in->recv(1, p2pSlot);
+        out->send(1, p2pSlot);
+        out->waitSend(timeout);
+        in->waitRecv(timeout);
+      } else if (rank == 1) {
+        auto buf = ctx->createUnboundBuffer(dst.data(), size);
+        buf->recv(0, p2pSlot);
+        buf->waitRecv(timeout);
+        buf->send(0, p2pSlot);
+        buf->waitSend(timeout);
+      }
+    } else {
+      legacy->run();
+    }
+  };
+
+  std::vector<double> times(f.reps);
+  for (long r = -1; r < f.reps; r++) { // r == -1 is the warm-up
+    if (!work.empty()) std::copy(src.begin(), src.end(), work.begin());
+    barrier();
+    double start = now();
+    // entry: when this rank actually called the collective; a rank woken
+    // late on a busy machine has not arrived yet.
+    double entry = 0;
+    if (f.interval_ms > 0) {
+      sleep_until(start + rank * f.interval_ms * 1e-3);
+      entry = now() - start;
+    }
+    once();
+    double end = now();
+    // {completion, entry} from this rank's start; the max of each over
+    // ranks is the last completion and the last entry.
+    double mine[2] = {end - start, entry}, worst[2] = {0, 0};
+    if (op == "p2p") mine[0] = rank == 0 ? (end - start) / 2 : 0;
+    gloo::AllreduceOptions o(ctx);
+    o.setInput(mine, 2);
+    o.setOutput(worst, 2);
+    o.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
+    gloo::allreduce(o);
+    if (r >= 0) times[r] = worst[0] - worst[1];
+  }
+
+  // The last repetition's result, sampled.
+  if (op == "allreduce") {
+    expect_sum(work.empty() ? dst.data() : work.data(), nfloat, n, "allreduce");
+  } else if (op == "reduce" && rank == 0) {
+    expect_sum(dst.data(), nfloat, n, "reduce");
+  } else if (op == "bcast" && rank != 0) {
+    expect_copy(dst.data(), size, 0, "bcast");
+  } else if (op == "gather" && rank == 0) {
+    for (int k = 1; k < n; k++)
+      expect_copy(reinterpret_cast<const uint8_t*>(dst.data()) + (size_t)k * size, size, k, "gather");
+  } else if (op == "p2p" && rank == 0) {
+    expect_copy(dst.data(), size, 0, "p2p echo");
+  }
+  // Nobody leaves while a slower rank may still be checking or reading.
+  barrier();
+
+  if (rank == 0) {
+    std::qsort(times.data(), times.size(), sizeof(double), cmp_double);
+    size_t m = times.size();
+    double median = m % 2 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
+    printf("RESULT peer=gloo op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
+           "median=%.6f min=%.6f max=%.6f reps=%ld\n",
+           op.c_str(), n, f.size, alg.c_str(), f.interval_ms, median, times[0], times[m - 1], f.reps);
+    fflush(stdout);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Flags f = parse(argc, argv);
+  try {
+    return run(f);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "gloobench: rank %d (%s, op=%s algorithm=%s): %s\n", f.rank, f.host.c_str(), f.op.c_str(),
+            f.algorithm.c_str(), e.what());
+    return 1;
+  }
+}
