@@ -22,7 +22,7 @@ type Options struct {
 	Sizes []int64
 	// Bandwidth is B, each host's up and down link (default 400 Mbit/s).
 	Bandwidth Bandwidth
-	// Peers are the systems compared with ours: naive, mpi, dask.
+	// Peers are the systems compared with ours: naive, mpi, dask, gloo.
 	Peers []string
 	// Reps are the measured repetitions per system and size (default 3).
 	Reps int
@@ -80,8 +80,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi or dask)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask or gloo)", p)
 		}
 	}
 	if c.Reps == 0 {

@@ -248,7 +248,7 @@ func TestBadOptions(t *testing.T) {
 		{Scenario: "broadcast", Nodes: 1},
 		{Scenario: "failure", Nodes: 2},
 		{Scenario: "reduce", Sizes: []int64{6}},
-		{Scenario: "broadcast", Peers: []string{"gloo"}},
+		{Scenario: "broadcast", Peers: []string{"nccl"}},
 		{Scenario: "broadcast", Reps: -1},
 	} {
 		if _, err := Run(t.Context(), o); err == nil {

@@ -40,7 +40,8 @@ type Testbed struct {
 	Bandwidth string
 	// Binary is the hoplite binary the nodes run.
 	Binary string
-	// PeersDir holds the peers' scripts (PeersDir/mpi/run, PeersDir/dask/run).
+	// PeersDir holds the peers' scripts (PeersDir/mpi/run, PeersDir/dask/run,
+	// PeersDir/gloo/run).
 	PeersDir string
 	// LogDir receives every node's and peer's log (default: a new
 	// temporary directory).

@@ -68,7 +68,7 @@ func TestTestbedSmoke(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	peers := []string{"naive"}
-	for _, p := range []string{"mpi", "dask"} {
+	for _, p := range []string{"mpi", "dask", "gloo"} {
 		if st, err := os.Stat(filepath.Join("peers", p, "run")); err == nil && st.Mode()&0o111 != 0 {
 			peers = append(peers, p)
 		}

@@ -26,7 +26,7 @@ down each, and compares Hoplite ("ours") with the naive baseline and the
 peers in the same run: in process by default (an embedded cluster whose
 in-memory data plane emulates each host's link), or with --testbed on the
 network-namespace testbed (bench/testbed; root), one hoplite node per
-host, OpenMPI and Dask as peers. A progress bar goes to stderr; stdout gets
+host, OpenMPI, Dask and Gloo as peers. A progress bar goes to stderr; stdout gets
 a table and, last, one RESULT line per comparison:
 
   RESULT scenario=broadcast nodes=8 size=33554432 ours=0.70s ideal=0.671s naive=4.9s ...
@@ -56,7 +56,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.nodes, "nodes", 8, "N: hosts")
 	fs.StringVar(&f.size, "size", "32MiB", "object size S, or several: 1KiB,32KiB,1MiB,32MiB,256MiB")
 	fs.StringVar(&f.bandwidth, "bandwidth", "400mbit", "B: each host's up and down link (400mbit, 1gbit, 50MB/s)")
-	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask (mpi and dask need --testbed)")
+	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask,gloo (mpi, dask and gloo need --testbed)")
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
 	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours and naive)")
 	fs.StringVar(&f.interval, "interval", "", "async: arrival interval(s), e.g. 0,50ms,200ms (default S/(4B))")
