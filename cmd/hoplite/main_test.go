@@ -324,7 +324,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{[]string{"bench", "broadcast", "-nodes", "1"}, "need at least 2"},
 		{[]string{"bench", "broadcast", "-size", "0"}, "-size"},
 		{[]string{"bench", "broadcast", "-bandwidth", "fast"}, "-bandwidth"},
-		{[]string{"bench", "broadcast", "-peers", "gloo"}, "unknown peer"},
+		{[]string{"bench", "broadcast", "-peers", "nccl"}, "unknown peer"},
 		{[]string{"bench", "broadcast", "-interval", "5ms"}, "async"},
 		{[]string{"bench", "broadcast", "-degree", "2"}, "-degree"},
 	} {
