@@ -828,6 +828,27 @@ func (s *tcpStream) errorFrame(p []byte) error {
 // Next implements Stream. A Next that ends with ctx leaves the stream
 // usable; any other error is final and drops the connection.
 func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
+	return s.next(ctx, nil)
+}
+
+// NextInto implements IntoStream: a data frame's payload is read from
+// the socket straight into dst.
+func (s *tcpStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	if want := min(int64(s.chunk), s.remaining); s.fatal == nil && int64(len(dst)) < want {
+		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q: a buffer of %d bytes for chunks of up to %d", s.id, len(dst), want)
+	}
+	p, err := s.next(ctx, dst)
+	if err != nil {
+		return 0, err
+	}
+	if &p[0] != &dst[0] {
+		copy(dst, p) // a frame begun by Next: it finished in the stream's buffer
+	}
+	return len(p), nil
+}
+
+// next returns the next chunk, read into into when it is given.
+func (s *tcpStream) next(ctx context.Context, into []byte) ([]byte, error) {
 	if s.fatal != nil {
 		return nil, s.fatal
 	}
@@ -840,7 +861,7 @@ func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
 		return nil, messages.Errorf(messages.ErrorCode_CANCELED, "stream of %q from %s closed", s.id, s.addr)
 	}
 	stop := watch(ctx, c)
-	kind, p, err := s.readFrame(ctx, c, nil)
+	kind, p, err := s.readFrame(ctx, c, into)
 	stop() // before the connection can go back to the pool
 	if err != nil {
 		return nil, err
@@ -859,47 +880,6 @@ func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
 		s.release(true)
 	}
 	return p, nil
-}
-
-// NextInto implements IntoStream: a data frame's payload is read from
-// the socket straight into dst.
-func (s *tcpStream) NextInto(ctx context.Context, dst []byte) (int, error) {
-	if s.fatal != nil {
-		return 0, s.fatal
-	}
-	if s.remaining == 0 {
-		s.release(true)
-		return 0, io.EOF
-	}
-	if want := min(int64(s.chunk), s.remaining); int64(len(dst)) < want {
-		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q: a buffer of %d bytes for chunks of up to %d", s.id, len(dst), want)
-	}
-	c := s.conn()
-	if c == nil {
-		return 0, messages.Errorf(messages.ErrorCode_CANCELED, "stream of %q from %s closed", s.id, s.addr)
-	}
-	stop := watch(ctx, c)
-	kind, p, err := s.readFrame(ctx, c, dst)
-	stop()
-	if err != nil {
-		return 0, err
-	}
-	if kind == frameError {
-		err := s.errorFrame(p)
-		if s.fatal == nil {
-			s.fatal = err
-			s.release(true)
-		}
-		return 0, err
-	}
-	if &p[0] != &dst[0] {
-		copy(dst, p) // a frame begun by Next: it finished in the stream's buffer
-	}
-	s.remaining -= int64(len(p))
-	if s.remaining == 0 {
-		s.release(true)
-	}
-	return len(p), nil
 }
 
 // readFrame returns the next frame other than a keepalive, resuming a
