@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -30,9 +31,16 @@ func randomBytes(seed uint64, n int) []byte {
 }
 
 // quietLog keeps test output readable; warnings still show.
+// HOPLITE_TEST_LOG=debug (or any logrus level) shows more when replaying
+// a failing seed.
 func quietLog() *logrus.Logger {
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
+	if v := os.Getenv("HOPLITE_TEST_LOG"); v != "" {
+		if lvl, err := logrus.ParseLevel(v); err == nil {
+			l.SetLevel(lvl)
+		}
+	}
 	return l
 }
 

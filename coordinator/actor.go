@@ -119,8 +119,12 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		}
 		c.apply(ctx, c.r.Located(m))
 	case *messages.ReduceTaskStarted:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"error": m.GetError().GetMessage()}).Debug("tree position started")
 		c.apply(ctx, c.r.Started(m))
 	case *messages.ReduceTaskDone:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"error": m.GetError().GetMessage()}).Debug("tree position done")
 		c.apply(ctx, c.r.Done(m))
 	case *messages.StoreReducedReply:
 		c.apply(ctx, c.r.Stored(m))
@@ -260,10 +264,23 @@ func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
 	for _, e := range fx.Events {
 		ctx.ActorSystem().EventStream.Publish(e)
 	}
+	debug := c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel)
 	for _, t := range fx.Invalidate {
+		if debug {
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": t.Task.GetPosition(), "generation": t.Task.GetGeneration(),
+				"node": t.Node.GetNodeId()}).Debug("invalidating a tree position")
+		}
 		ctx.Send(t.Node.PID(), &messages.ReduceInvalidate{ReduceId: c.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
 	}
 	for _, t := range fx.Tasks {
+		if debug {
+			var kids []string
+			for _, k := range t.Task.GetChildren() {
+				kids = append(kids, k.GetNode().GetNodeId())
+			}
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": t.Task.GetPosition(), "generation": t.Task.GetGeneration(),
+				"node": t.Node.GetNodeId(), "source": t.Task.GetSourceId(), "children": kids, "root": t.Task.GetRoot()}).Debug("sending a tree position its task")
+		}
 		t.Task.TimeoutMs = remaining
 		ctx.Request(t.Node.PID(), t.Task)
 	}

@@ -1237,9 +1237,13 @@ type CreateObject struct {
 	HasInline   bool                   `protobuf:"varint,5,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"` // objects under the inline limit live in the shard
 	InlineData  []byte                 `protobuf:"bytes,6,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
 	// reduce_id: the root of this Reduce creates its reserved target.
-	ReduceId      string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReduceId string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	// reduce_generation: the root task's generation. A root that a repair
+	// replaced may still be sending its CreateObject: the shard ignores
+	// creations older than the newest it has seen.
+	ReduceGeneration int32 `protobuf:"varint,8,opt,name=reduce_generation,json=reduceGeneration,proto3" json:"reduce_generation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateObject) Reset() {
@@ -1319,6 +1323,13 @@ func (x *CreateObject) GetReduceId() string {
 		return x.ReduceId
 	}
 	return ""
+}
+
+func (x *CreateObject) GetReduceGeneration() int32 {
+	if x != nil {
+		return x.ReduceGeneration
+	}
+	return 0
 }
 
 type CreateObjectReply struct {
@@ -3473,7 +3484,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"DegreeCost\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x17\n" +
-	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xea\x01\n" +
+	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\x97\x02\n" +
 	"\fCreateObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
@@ -3483,7 +3494,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"has_inline\x18\x05 \x01(\bR\thasInline\x12\x1f\n" +
 	"\vinline_data\x18\x06 \x01(\fR\n" +
 	"inlineData\x12\x1b\n" +
-	"\treduce_id\x18\a \x01(\tR\breduceId\"p\n" +
+	"\treduce_id\x18\a \x01(\tR\breduceId\x12+\n" +
+	"\x11reduce_generation\x18\b \x01(\x05R\x10reduceGeneration\"p\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +

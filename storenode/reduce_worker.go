@@ -25,6 +25,7 @@ type reduceWorker struct {
 	task        *messages.ReduceTask // the current generation
 	coordinator *actor.PID
 	cancel      context.CancelFunc     // stops the current run
+	last        chan struct{}          // closed when the last queued step has finished
 	out         atomic.Pointer[Object] // set by the first run once created
 }
 
@@ -49,7 +50,8 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 	case *messages.ReduceInvalidate:
 		if m.GetGeneration() >= w.task.GetGeneration() {
 			w.stop()
-			w.rewind()
+			root := w.task.GetRoot()
+			w.then(func() { w.rewind(root) })
 		}
 	case *messages.ReduceRelease:
 		w.release(m.GetKeepTarget())
@@ -77,7 +79,25 @@ func (w *reduceWorker) start(system *actor.ActorSystem) {
 	}
 	run, cancel := context.WithTimeout(context.Background(), timeout)
 	w.cancel = cancel
-	go w.run(run, system, w.task)
+	task := w.task
+	w.then(func() { w.run(run, system, task) })
+}
+
+// then runs step once every step queued before it has returned. Runs and
+// rewinds of one output must never overlap: a stopped run that has not
+// yet noticed its cancellation would otherwise take a fresh writer after
+// the next run took its own, and that run would wait, superseded, for a
+// repair nobody sends.
+func (w *reduceWorker) then(step func()) {
+	prev, done := w.last, make(chan struct{})
+	w.last = done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		step()
+	}()
 }
 
 func (w *reduceWorker) stop() {
@@ -90,18 +110,25 @@ func (w *reduceWorker) stop() {
 // rewind clears the output now, so readers stop using bytes that contain
 // a lost object. A complete target is never rewound: it already is the
 // exact result of the sources its generation reduced.
-func (w *reduceWorker) rewind() {
+func (w *reduceWorker) rewind(root bool) {
 	o := w.out.Load()
 	if o == nil {
 		return
 	}
-	if _, done, _ := o.Progress(); done && w.task.GetRoot() {
+	if _, done, _ := o.Progress(); done && root {
 		return
 	}
 	_ = o.NewWriter().Rewind()
 }
 
+// report tells the coordinator how the position is doing. A dead node
+// says nothing (fail-stop): its stopped runs would otherwise report
+// "stopped" before the coordinator's watch fires, and fail a Reduce that
+// the repair would finish.
 func (w *reduceWorker) report(system *actor.ActorSystem, msg any) {
+	if w.cfg.Store.Failed() != nil {
+		return
+	}
 	if w.coordinator != nil {
 		system.Root.Send(w.coordinator, msg)
 	}
@@ -126,23 +153,29 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	}
 	w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
 	for restarts := 0; ; restarts++ {
+		if ctx.Err() != nil {
+			// Stopped between two attempts: no new writer for a run that
+			// is over (see then).
+			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, ctx.Err())})
+			return
+		}
 		wr := out.NewWriter() // supersedes an earlier run's writer
 		if _, done, _ := out.Progress(); done && t.GetRoot() {
 			return // an earlier generation finished the target: it stands
 		}
 		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
 			if err := wr.Rewind(); err != nil {
-				return // dropped: released meanwhile
+				// The output was dropped under the run. Released: nobody
+				// listens. Otherwise the coordinator must hear it, or it
+				// waits for this position until its deadline.
+				w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, err)})
+				return
 			}
 		}
 		err := w.reduce(ctx, system, t, out, wr)
 		switch {
 		case err == nil:
 			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
-			return
-		case w.cfg.Store.Failed() != nil:
-			// The node is dead (fail-stop): a dead node says nothing; the
-			// coordinator learns of it from its watch and repairs.
 			return
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
@@ -206,7 +239,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 		return out, nil
 	}
 	res, err := request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
-		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId()})
+		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	if err == nil {
 		if cr, ok := res.(*messages.CreateObjectReply); !ok {
 			err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)

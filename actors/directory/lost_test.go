@@ -107,6 +107,85 @@ func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
 	}
 }
 
+// The root finished the target and its node died before the coordinator
+// took the result: the target is lost for Gets, but the Reduce that made
+// it moves its root and creates it again; another Reduce may not.
+func TestLostTargetCanBeCreatedAgainByItsReduce(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
+	complete(tb, "t", 0, 1<<20, true)
+	tb.NodeFailed("n0")
+	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("the finished target whose only copy died: %v, want LOST", r.GetError())
+	}
+	other := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(2), ReduceId: "red#2"}, replyTo("c2"))
+	if r := repliesTo(other, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
+		t.Fatalf("another Reduce creating the lost target: %v, want INVALID_ARGUMENT", other)
+	}
+	again := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c3"))
+	if r := repliesTo(again, replyTo("c3")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		t.Fatalf("its own Reduce creating the lost target on a new root: %v, want success", again)
+	}
+	if out := locate(tb, "t", 2, t0); locateReply(t, out, replyTo("r2")).GetSender().GetNodeId() != "n1" {
+		t.Fatalf("a Get after the new root started: %v, want n1's partial copy", out)
+	}
+}
+
+// Once its Reduce failed and released the target, a late CreateObject of
+// that Reduce (a worker's, still on its way) cannot reserve it again.
+func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		tb := NewLocationTable(TableConfig{})
+		if err := tb.Reserve("t", "red#1"); err != nil {
+			t.Fatal(err)
+		}
+		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
+		locate(tb, "t", 2, t0) // a waiting Get keeps the entry
+		if lost {
+			// The root finished, then died before the coordinator heard.
+			complete(tb, "t", 0, 1<<20, true)
+			tb.NodeFailed("n0")
+		}
+		tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+		late := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c2"))
+		if r := repliesTo(late, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
+			t.Fatalf("lost=%v: a late create of the released Reduce: %v, want INVALID_ARGUMENT", lost, late)
+		}
+	}
+}
+
+// A root that a repair replaced may still be sending its CreateObject; if
+// it arrives after the new root's, it must not drop the new root's copy.
+func TestStaleRootCannotRecreateTheTarget(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	create := func(n int, gen int32, to string) *messages.CreateObjectReply {
+		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(n), ReduceId: "red#1", ReduceGeneration: gen}, replyTo(to))
+		if d := dropsTo(out, 5); d != nil {
+			t.Fatalf("generation %d on n%d dropped the new root's copy: %v", gen, n, d)
+		}
+		r := repliesTo(out, replyTo(to))
+		if len(r) != 1 {
+			t.Fatalf("create: %v", out)
+		}
+		return r[0].Msg.(*messages.CreateObjectReply)
+	}
+	if r := create(5, 3, "new"); r.GetError() != nil {
+		t.Fatalf("the new root: %v", r.GetError())
+	}
+	if r := create(1, 1, "old"); !errors.Is(r.GetError(), messages.ErrCanceled) {
+		t.Fatalf("the replaced root's late create: %v, want CANCELED", r.GetError())
+	}
+	if s := locateReply(t, locate(tb, "t", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n5" {
+		t.Fatalf("a Get streams from %s, want the new root n5", s)
+	}
+}
+
 func TestDeletingALostObjectTombstonesIt(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)

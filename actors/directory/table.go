@@ -90,6 +90,11 @@ type waiter struct {
 type lostMark struct {
 	err *messages.Error
 	seq uint64
+	// producedBy is the Reduce whose target this was: it may still create
+	// it again on a new root (the old root died before the coordinator
+	// took the result).
+	producedBy string
+	rootGen    int32
 }
 
 // lostRef is one entry of the lost FIFO; seq tells whether the id was
@@ -122,6 +127,9 @@ type entry struct {
 	// producedBy is the Reduce that created this object: it may create it
 	// again (its root's node failed after the target was complete).
 	producedBy string
+	// rootGen is the newest root generation of that Reduce that created
+	// it: an older root's late CreateObject must not undo a newer one.
+	rootGen int32
 	// epoch grows when a Reduce re-creates its target on a new root:
 	// partial copies of an older epoch hold bytes that are no longer valid.
 	epoch uint64
@@ -205,10 +213,17 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 	if req.GetHasInline() && int64(len(req.GetInlineData())) != req.GetSize() {
 		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
 	}
-	delete(t.lost, id) // a lost object may be created again
 	e := t.entry(id)
-	if rid := req.GetReduceId(); rid != "" && e.reservedBy == "" && e.producedBy == rid {
+	rid := req.GetReduceId()
+	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && e.producedBy == "" {
+		e.producedBy, e.rootGen = rid, l.rootGen
+	}
+	if rid != "" && e.reservedBy == "" && e.producedBy == rid {
 		e.reservedBy = rid
+	}
+	if rid != "" && e.producedBy == rid && req.GetReduceGeneration() < e.rootGen {
+		return reply(messages.Errorf(messages.ErrorCode_CANCELED,
+			"object %q: root generation %d of reduce %s was replaced by generation %d", id, req.GetReduceGeneration(), rid, e.rootGen), false)
 	}
 	if e.reservedBy != req.GetReduceId() {
 		if req.GetReduceId() != "" {
@@ -216,6 +231,7 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 		}
 		return reply(messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id), false)
 	}
+	delete(t.lost, id) // a lost object may be created again
 	var stale []Send
 	if e.known && req.GetReduceId() != "" {
 		// The Reduce lost its root and re-creates the target elsewhere:
@@ -225,6 +241,11 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 		reset := messages.Errorf(messages.ErrorCode_RESET, "the Reduce producing %q re-creates it", id)
 		for nid, loc := range e.locs {
 			t.endTransfer(e, nid, true)
+			if nid == req.GetCreator().GetNodeId() {
+				// The new root replaced its own stale copy before it asked;
+				// a drop sent there now would hit the new one.
+				continue
+			}
 			stale = append(stale, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id, Reason: reset}})
 		}
 		clear(e.locs)
@@ -250,8 +271,8 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
-	if req.GetReduceId() != "" {
-		e.producedBy = req.GetReduceId()
+	if rid != "" {
+		e.producedBy, e.rootGen = rid, req.GetReduceGeneration()
 	}
 	if req.GetHasInline() && req.GetSize() < t.cfg.InlineLimit {
 		e.hasInline, e.inline = true, req.GetInlineData()
@@ -497,8 +518,21 @@ func (t *LocationTable) Reserve(id, reduceID string) *messages.Error {
 // partial target it created (copies dropped, no tombstone), so nothing
 // half-done remains and the id can be used again. Waiting Gets keep waiting.
 func (t *LocationTable) Release(req *messages.ReleaseTarget) []Send {
+	rid := req.GetReduceId()
+	if rid == "" {
+		return nil
+	}
+	// A failed Reduce may never create its target again, not even from a
+	// worker whose CreateObject is still on its way.
+	if l, ok := t.lost[req.GetTargetId()]; ok && l.producedBy == rid {
+		l.producedBy = ""
+		t.lost[req.GetTargetId()] = l
+	}
 	e := t.entries[req.GetTargetId()]
-	if e == nil || e.reservedBy != req.GetReduceId() || req.GetReduceId() == "" {
+	if e != nil && e.producedBy == rid {
+		e.producedBy = ""
+	}
+	if e == nil || e.reservedBy != rid {
 		return nil
 	}
 	e.reservedBy = ""
@@ -666,7 +700,7 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]Send, bool) {
 		t.entries[e.id] = &entry{id: e.id, locs: map[string]*location{}, subscribers: e.subscribers}
 	}
 	t.lostSeq++
-	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq}
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
 	if len(t.lostOrder) > t.cfg.TombstoneLimit {
 		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {
