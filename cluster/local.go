@@ -53,6 +53,10 @@ type Config struct {
 	// ShardHook runs before each message a directory shard receives (a
 	// hook that panics crashes that shard).
 	ShardHook func(shard string, msg any)
+	// CoordinatorHook runs before each message a Reduce's coordinator
+	// receives, with the Reduce's id (target#nonce). A hook that panics
+	// crashes that coordinator: the Reduce fails with UNAVAILABLE.
+	CoordinatorHook func(reduce string, msg any)
 	// Log receives the cluster's logs and Proto.Actor's (default: logrus's
 	// standard logger).
 	Log *logrus.Logger
@@ -123,7 +127,8 @@ func StartLocal(cfg Config) (*Local, error) {
 	}
 	l.estimator = plan.NewEstimator(100*time.Microsecond, bandwidth)
 	l.coordinator = coordinator.ActorConfig{ShardFor: l.shardFor, Estimator: l.estimator, Log: l.log,
-		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
+		BeforeReceive: cfg.CoordinatorHook,
+		Reduce:        coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := 0; i < cfg.Nodes; i++ {

@@ -29,6 +29,12 @@ type ActorConfig struct {
 	// member, forgets them. (Not on the EventStream's ShardRebuilt: in this
 	// Proto.Actor version Subscribe races with Publish.)
 	Resubscribe time.Duration
+	// BeforeReceive, if set, runs before each message a coordinator
+	// receives, with the Reduce's id (target#nonce), for fault injection
+	// and tests. A hook that panics crashes the coordinator: its shard
+	// stops it (not restarts: see actors/directory's supervisor strategy)
+	// and the Reduce fails with UNAVAILABLE.
+	BeforeReceive func(reduce string, msg any)
 }
 
 // Coordinator is the actor that runs one Reduce: a child of the directory
@@ -75,6 +81,9 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 
 // Receive implements actor.Actor.
 func (c *Coordinator) Receive(ctx actor.Context) {
+	if h := c.cfg.BeforeReceive; h != nil {
+		h(c.id, ctx.Message())
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.begin = time.Now()

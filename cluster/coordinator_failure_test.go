@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// The project's choice for a Reduce whose coordinator fails (README,
+// "Failures and recovery"): the coordinator is stopped by its shard, not
+// restarted, and the Reduce fails at once with UNAVAILABLE, leaving no
+// partial target; the caller may retry with the same target id. These
+// tests crash the coordinator itself and kill the node that hosts it.
+
+// coordinatorFailure is one such scenario: a Reduce of 3 of {a, b, c}
+// from node-0, a chain (degree 1) a → b → c. a and b exist (on node-1
+// and node-2); c's Put on node-3 stalls after its first chunk, so the
+// root runs on node-3 and has written part of the target when the
+// failure comes.
+type coordinatorFailure struct {
+	l       *Local
+	target  string
+	ids     []string
+	data    map[string][]byte
+	release func() // lets c's Put finish
+	cput    chan error
+	done    chan error // the Reduce's answer
+}
+
+const coordFailChunk = 32 << 10
+
+// coordinatorFailureCluster starts the cluster; hook (may be nil) runs in
+// every coordinator.
+func coordinatorFailureCluster(t *testing.T, nodes int, target string, hook func(reduce string, msg any)) *coordinatorFailure {
+	f := &coordinatorFailure{target: target, ids: []string{"a", "b", "c"}, data: map[string][]byte{},
+		cput: make(chan error, 1), done: make(chan error, 1)}
+	hold := make(chan struct{})
+	cfg := Config{Nodes: nodes, ChunkSize: coordFailChunk, ReduceDegree: 1, CoordinatorHook: hook}
+	cfg.Hooks.BeforePutChunk = func(_, id string, off int64) {
+		if id == "c" && off > 0 {
+			<-hold
+		}
+	}
+	f.l = start(t, cfg)
+	var once sync.Once
+	f.release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(f.release) // before Stop (cleanups run last first)
+	for i, id := range f.ids {
+		f.data[id] = int64s(uint64(i+1), 8*coordFailChunk/8)
+	}
+	return f
+}
+
+// begin starts the Reduce and c's stalled Put and returns once some node
+// holds a partial copy of the target: the failure that follows hits a
+// Reduce in flight.
+func (f *coordinatorFailure) begin(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for i, id := range f.ids[:2] {
+		if err := f.l.Client(i+1).Put(ctx, id, f.data[id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	go func() {
+		defer cancel()
+		_, err := f.l.Client(0).Reduce(rctx, f.target, f.ids, 3, messages.ReduceOp_SUM, messages.DType_INT64)
+		f.done <- err
+	}()
+	go func() { f.cput <- f.l.Client(3).Put(ctx, "c", f.data["c"]) }()
+	eventually(t, 10*time.Second, "the root's partial copy of the target", func() bool {
+		select {
+		case err := <-f.done:
+			t.Fatalf("the Reduce returned before its root ran: %v", err)
+		default:
+		}
+		for i := range f.l.Nodes() {
+			if f.l.Store(i).Lookup(f.target) != nil {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// expectUnavailable waits for the Reduce's answer. The Reduce's own
+// deadline is 30 s and the test's context ends first: an answer that
+// comes at all, with UNAVAILABLE rather than TIMEOUT, is one that did not
+// wait for the deadline.
+func (f *coordinatorFailure) expectUnavailable(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case err := <-f.done:
+		if !errors.Is(err, messages.ErrUnavailable) {
+			t.Fatalf("Reduce after its coordinator failed: %v, want UNAVAILABLE", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the Reduce did not answer after its coordinator failed: it waits for its deadline")
+	}
+}
+
+// expectClean checks that no live node keeps a copy of the target and the
+// directory does not know it, then reduces into the same target again.
+func (f *coordinatorFailure) expectClean(t *testing.T, ctx context.Context) {
+	t.Helper()
+	f.release()
+	if err := <-f.cput; err != nil {
+		t.Fatalf("put c: %v", err)
+	}
+	eventually(t, 10*time.Second, "no partial copy of the target on any live node", func() bool {
+		for i := range f.l.Nodes() {
+			if f.l.Alive(i) && f.l.Store(i).Lookup(f.target) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	var last error
+	eventually(t, 10*time.Second, "the directory to forget the target", func() bool {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, last = f.l.Client(0).Info(qctx, f.target, false)
+		return errors.Is(last, messages.ErrNotFound)
+	})
+	rep, err := f.l.Client(0).Reduce(ctx, f.target, f.ids, 3, messages.ReduceOp_SUM, messages.DType_INT64)
+	if err != nil {
+		t.Fatalf("a second Reduce into the same target: %v", err)
+	}
+	if got := slices.Sorted(slices.Values(rep.GetReducedIds())); !slices.Equal(got, f.ids) {
+		t.Fatalf("second Reduce reduced %v, want %v", got, f.ids)
+	}
+	got, err := f.l.Client(3).Get(ctx, f.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := chaosReduceBytes(messages.ReduceOp_SUM, [][]byte{f.data["a"], f.data["b"], f.data["c"]})
+	if !bytes.Equal(got, want) {
+		t.Fatal("the second Reduce's target is not a+b+c")
+	}
+}
+
+// TestCoordinatorPanicFailsReduce: the coordinator panics in the middle
+// of a Reduce, while its root writes the target.
+func TestCoordinatorPanicFailsReduce(t *testing.T) {
+	const reason = "injected coordinator crash"
+	var arm, crashed atomic.Bool
+	f := coordinatorFailureCluster(t, 4, "tgt", func(reduce string, msg any) {
+		switch msg.(type) {
+		case actor.SystemMessage, actor.AutoReceiveMessage:
+			return // the crash is on a message of the Reduce (the next one: a resubscription tick at the latest)
+		}
+		if strings.HasPrefix(reduce, "tgt#") && arm.Load() && crashed.CompareAndSwap(false, true) {
+			panic(reason)
+		}
+	})
+	stopped := make(chan struct{}, 1)
+	sub := f.l.System().EventStream.Subscribe(func(e any) {
+		if ev, ok := e.(*actor.SupervisorEvent); ok && ev.Directive == actor.StopDirective && fmt.Sprint(ev.Reason) == reason {
+			select {
+			case stopped <- struct{}{}:
+			default:
+			}
+		}
+	})
+	t.Cleanup(func() { f.l.System().EventStream.Unsubscribe(sub) })
+	ctx := deadline(t, 20*time.Second)
+	f.begin(t, ctx)
+	arm.Store(true)
+	f.expectUnavailable(t, ctx)
+	if !crashed.Load() {
+		t.Fatal("the Reduce failed, but not by the injected crash")
+	}
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		t.Fatal("no SupervisorEvent stopped the crashed coordinator")
+	}
+	f.expectClean(t, ctx)
+}
+
+// TestCoordinatorHostKilledFailsReduce: the node that hosts the target's
+// shard, and so the coordinator, is killed; the caller and the sources
+// live elsewhere.
+func TestCoordinatorHostKilledFailsReduce(t *testing.T) {
+	const nodes = 5
+	target := idOnShard("tgt", 4, nodes) // shard-4 lives on node-4: no source, not the caller
+	f := coordinatorFailureCluster(t, nodes, target, nil)
+	ctx := deadline(t, 20*time.Second)
+	if host := f.l.Shard(directory.ShardIndex(target, nodes)); !strings.HasPrefix(host.GetId(), "node-4/") {
+		t.Fatalf("target's shard is %s, want one on node-4", host.GetId())
+	}
+	f.begin(t, ctx)
+	if err := f.l.Kill(4); err != nil {
+		t.Fatal(err)
+	}
+	f.expectUnavailable(t, ctx)
+	f.expectClean(t, ctx)
+}
