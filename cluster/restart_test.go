@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // crash is a message that makes the store node's BeforeReceive hook panic.
@@ -141,5 +145,110 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 		if got, err := l.Client(1).Get(ctx, id); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("%s after restarts: %v", id, err)
 		}
+	}
+}
+
+// TestCompletedReduceResultSurvivesRestarts: a Reduce that finished keeps
+// its result through a crash of the store node actor that holds the
+// target (the tree's root) and of the target's directory shard, with Gets
+// of the target in flight while both restart.
+func TestCompletedReduceResultSurvivesRestarts(t *testing.T) {
+	const nodes = 4
+	cfg := Config{Nodes: nodes, ChunkSize: 32 << 10, ShardHook: shardCrashHook}
+	var rootStarts atomic.Int32
+	var root atomic.Value // node id of the root, once known
+	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+		if _, ok := msg.(*actor.Started); ok && root.Load() == node {
+			rootStarts.Add(1)
+		}
+		crashHook(node, msg)
+	}
+	l := start(t, cfg)
+	evs := recordEvents(t, l)
+	ctx := deadline(t, 30*time.Second)
+	var ids []string
+	var inputs [][]byte
+	for i := range nodes {
+		id := fmt.Sprintf("s%d", i)
+		ids = append(ids, id)
+		inputs = append(inputs, int64s(uint64(i+1), 32<<10))
+		if err := l.Client(i).Put(ctx, id, inputs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := chaosReduceBytes(messages.ReduceOp_SUM, inputs)
+	rep, err := l.Client(0).Reduce(ctx, "sum", ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri := -1
+	for _, p := range rep.GetPlan().GetPositions() {
+		if p.GetParent() < 0 {
+			if _, err := fmt.Sscanf(p.GetNodeId(), "node-%d", &ri); err != nil {
+				t.Fatalf("root on %q: %v", p.GetNodeId(), err)
+			}
+		}
+	}
+	if ri < 0 || l.Store(ri).Lookup("sum") == nil {
+		t.Fatalf("no root holding the target in plan %v", rep.GetPlan())
+	}
+	root.Store(nodeName(ri))
+	shard := directory.ShardIndex("sum", nodes)
+
+	// Gets from the other nodes race with both restarts.
+	var wg sync.WaitGroup
+	errs := make(chan error, nodes)
+	for n := range nodes {
+		if n == ri {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := l.Client(n).Get(ctx, "sum")
+			if err == nil && !bytes.Equal(got, want) {
+				err = fmt.Errorf("node-%d got other bytes than the sum", n)
+			}
+			if err != nil {
+				errs <- fmt.Errorf("get on node-%d during the restarts: %w", n, err)
+			}
+		}()
+	}
+	l.System().Root.Send(l.StoreNode(ri), crash{})
+	l.System().Root.Send(l.Shard(shard), crashShard{})
+	eventually(t, 10*time.Second, "the root's store node restarted", func() bool { return rootStarts.Load() >= 1 })
+	eventually(t, 10*time.Second, "the target's shard rebuilt", func() bool {
+		for _, e := range eventsOf[*events.ShardRebuilt](evs) {
+			if e.Shard == l.Shard(shard).GetId() {
+				return true
+			}
+		}
+		return false
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if o := l.Store(ri).Lookup("sum"); o == nil || !o.Pinned() {
+		t.Fatal("the root lost its pinned copy of the target")
+	}
+	// After both restarts, on every node: the directory was rebuilt from
+	// the copies the store nodes republished.
+	for n := range nodes {
+		got, err := l.Client(n).Get(ctx, "sum")
+		if err != nil {
+			t.Fatalf("get on node-%d after the restarts: %v", n, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("node-%d: the target is not the sum after the restarts", n)
+		}
+	}
+	info, err := l.Client(0).Info(ctx, "sum", false)
+	if err != nil {
+		t.Fatalf("the rebuilt shard does not know the target: %v", err)
+	}
+	if info.GetSize() != int64(len(want)) {
+		t.Fatalf("the rebuilt shard says the target has %d bytes, want %d", info.GetSize(), len(want))
 	}
 }

@@ -83,6 +83,9 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		if reason == nil {
 			reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
 		}
+		if errors.Is(reason, messages.ErrDeleted) {
+			n.noteDeleted(m.GetObjectId())
+		}
 		if n.cfg.Store.Remove(m.GetObjectId(), reason) {
 			n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
 		}
@@ -131,6 +134,17 @@ func typeName(m any) string {
 
 func (n *StoreNode) validate(id string) *messages.Error {
 	return directory.ValidateObjectID(id, n.cfg.MaxObjectIDLen)
+}
+
+// internalPrefix starts the ids of Reduce intermediates.
+const internalPrefix = "\x00"
+
+// noteDeleted remembers an application object's deletion in the store,
+// for directory shards that restart or move (see republish).
+func (n *StoreNode) noteDeleted(id string) {
+	if !strings.HasPrefix(id, internalPrefix) {
+		n.cfg.Store.NoteDeleted(id)
+	}
 }
 
 // reply sends to the requester from any goroutine; a tell (no sender) has
@@ -234,6 +248,10 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 		n.cfg.Store.Abort(obj, e)
 		return e
 	}
+	// The directory took the id as a live object: a deletion this node
+	// remembers is older than its shard's memory and must not come back
+	// to delete this object when the shard is rebuilt.
+	n.cfg.Store.ForgetDeleted(id)
 	if cr.GetExisted() {
 		// The same bytes already live elsewhere: idempotent. A promoted
 		// placeholder keeps them as an ordinary copy for its waiters.
@@ -396,6 +414,9 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 			r.Error = messages.AsError(err)
 		case *messages.DeleteObjectReply:
 			r.Error = dr.GetError()
+			if r.Error == nil {
+				n.noteDeleted(id)
+			}
 		default:
 			r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to DeleteObject", res)
 		}
@@ -457,9 +478,9 @@ func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
 }
 
 // republish sends the directory every copy this node holds that belongs
-// to the given shards: a shard that restarted or moved rebuilds from them.
-// The copies go to the shard that asked, which may be newer than this
-// node's shard table.
+// to the given shards, and the ids of theirs it saw deleted: a shard that
+// restarted or moved rebuilds from them. They go to the shard that asked,
+// which may be newer than this node's shard table.
 func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	count := int(m.GetShardCount())
 	if count <= 0 {
@@ -469,9 +490,12 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	for _, s := range m.GetShards() {
 		want[int(s)] = true
 	}
+	// Deletions first: a copy that missed its DropObject is then dropped
+	// on arrival instead of being offered to a receiver meanwhile.
+	n.republishDeleted(ctx, want, count)
 	for _, o := range n.cfg.Store.Objects() {
 		id := o.ID()
-		if strings.HasPrefix(id, "\x00") || !want[directory.ShardIndex(id, count)] {
+		if strings.HasPrefix(id, internalPrefix) || !want[directory.ShardIndex(id, count)] {
 			continue // reduce intermediates are not in the directory
 		}
 		size := o.Size()
@@ -489,5 +513,44 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 		}
 		ctx.Send(to, &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self, State: state,
 			Size: size, Fingerprint: o.Fingerprint(), Creator: o.Pinned()})
+	}
+}
+
+// tombstoneBatch bounds the ids of one Tombstones message (a remote
+// message must stay well under the gRPC message limit).
+const tombstoneBatch = 256 << 10
+
+// republishDeleted sends the remembered deletions of the wanted shards,
+// batched per shard.
+func (n *StoreNode) republishDeleted(ctx actor.Context, want map[int]bool, count int) {
+	batches := map[int]*messages.Tombstones{}
+	size := map[int]int{}
+	send := func(shard int) {
+		b := batches[shard]
+		to := ctx.Sender()
+		if to == nil {
+			to = n.cfg.ShardFor(b.GetObjectIds()[0])
+		}
+		ctx.Send(to, b)
+		delete(batches, shard)
+		size[shard] = 0
+	}
+	for _, id := range n.cfg.Store.DeletedIDs() {
+		shard := directory.ShardIndex(id, count)
+		if !want[shard] {
+			continue
+		}
+		b := batches[shard]
+		if b == nil {
+			b = &messages.Tombstones{}
+			batches[shard] = b
+		}
+		b.ObjectIds = append(b.ObjectIds, id)
+		if size[shard] += len(id) + 8; size[shard] >= tombstoneBatch {
+			send(shard)
+		}
+	}
+	for shard := range batches {
+		send(shard)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -21,11 +22,55 @@ type Store struct {
 	objects  map[string]*Object
 	lru      *list.List // evictable objects, most recently used at the front
 	failed   error      // set by Fail: the node is gone
+	// deleted remembers ids this node saw deleted, oldest at the front,
+	// at most deletedLimit (as many as a directory shard remembers): a
+	// shard that restarts or moves learns them back from the store nodes.
+	deleted      *list.List
+	deletedIdx   map[string]*list.Element
+	deletedLimit int
 }
 
 // NewStore returns an empty store that holds at most capacity bytes.
 func NewStore(capacity int64) *Store {
-	return &Store{capacity: capacity, objects: map[string]*Object{}, lru: list.New()}
+	return &Store{capacity: capacity, objects: map[string]*Object{}, lru: list.New(),
+		deleted: list.New(), deletedIdx: map[string]*list.Element{}, deletedLimit: directory.DefaultTableConfig().TombstoneLimit}
+}
+
+// NoteDeleted remembers that id was deleted (this node issued the Delete,
+// or the directory dropped its copy as deleted). It outlives the store
+// node actor's restarts, like the objects.
+func (s *Store) NoteDeleted(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed != nil || s.deletedIdx[id] != nil {
+		return
+	}
+	s.deletedIdx[id] = s.deleted.PushBack(id)
+	for s.deleted.Len() > s.deletedLimit {
+		delete(s.deletedIdx, s.deleted.Remove(s.deleted.Front()).(string))
+	}
+}
+
+// ForgetDeleted forgets that id was deleted: the directory accepted it as
+// a new object (its shard had forgotten the deletion).
+func (s *Store) ForgetDeleted(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.deletedIdx[id]; e != nil {
+		s.deleted.Remove(e)
+		delete(s.deletedIdx, id)
+	}
+}
+
+// DeletedIDs returns the remembered deleted ids, oldest first.
+func (s *Store) DeletedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, s.deleted.Len())
+	for e := s.deleted.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(string))
+	}
+	return out
 }
 
 // Capacity is the store's size limit in bytes.
@@ -247,6 +292,8 @@ func (s *Store) Clear(err error) {
 func (s *Store) Fail(err error) {
 	s.mu.Lock()
 	s.failed = err
+	s.deleted.Init()
+	clear(s.deletedIdx)
 	s.mu.Unlock()
 	s.Clear(err)
 }

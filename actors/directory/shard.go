@@ -99,7 +99,8 @@ func (f *FailureLog) Forget(node string) {
 type tick struct{}
 
 // Shard is the actor that owns one LocationTable. Its state is soft: after
-// a restart it starts empty and store nodes republish what they hold.
+// a restart it starts empty and store nodes republish what they hold and
+// which ids they saw deleted.
 type Shard struct {
 	cfg     ShardConfig
 	table   *LocationTable
@@ -180,6 +181,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.FetchAborted(m)
 	case *messages.DeleteObject:
 		out = s.table.Delete(m, ctx.Sender())
+	case *messages.Tombstones:
+		out = s.table.ApplyTombstones(m)
 	case *messages.Subscribe:
 		if ctx.Sender() == nil {
 			s.dropped(ctx, "subscribe without a sender")
@@ -215,7 +218,8 @@ func (s *Shard) started(ctx actor.Context) {
 	go ticker(ctx.ActorSystem(), ctx.Self(), s.cfg.TickInterval, s.stop)
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
 	if s.cfg.Nodes != nil {
-		// Soft state: whatever the store nodes hold comes back to us.
+		// Soft state: whatever the store nodes hold, and the ids they
+		// know were deleted, come back to us.
 		// A request, so the copies come back to this shard even before the
 		// nodes' shard tables point here (the shard may just have moved).
 		for _, n := range s.cfg.Nodes() {

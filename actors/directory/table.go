@@ -480,21 +480,54 @@ func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
 		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)
 		return []Send{{To: replyTo, Msg: reply}}
 	}
-	var out []Send
 	for _, loc := range t.sortedLocations(e) {
 		reply.Dropped = append(reply.Dropped, loc.node)
-		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id}})
 	}
-	gone := messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)
-	for _, w := range e.waiters {
-		out = append(out, w.fail(id, gone))
-	}
-	for _, s := range e.subscribers {
-		out = append(out, Send{To: s.to, Msg: &messages.LocationUpdate{ObjectId: id, Size: e.size, Deleted: true}})
-	}
-	delete(t.entries, id)
+	out := t.deleteEntry(e)
 	t.addTombstone(id)
 	return append(out, Send{To: replyTo, Msg: reply})
+}
+
+// deleteEntry ends an entry as deleted: every copy is dropped, parked
+// requests fail with DELETED and subscribers hear that it is gone.
+func (t *LocationTable) deleteEntry(e *entry) []Send {
+	var out []Send
+	for _, loc := range t.sortedLocations(e) {
+		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id}})
+	}
+	gone := messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", e.id)
+	for _, w := range e.waiters {
+		out = append(out, w.fail(e.id, gone))
+	}
+	for _, s := range e.subscribers {
+		out = append(out, Send{To: s.to, Msg: &messages.LocationUpdate{ObjectId: e.id, Size: e.size, Deleted: true}})
+	}
+	delete(t.entries, e.id)
+	return out
+}
+
+// ApplyTombstones takes back deletions this table missed: a shard that
+// restarted or moved starts empty, and the store nodes send it the ids
+// they saw deleted. Each is handled as a Delete would have been, even if
+// copies of it were republished first: a node that held a copy when the
+// Delete happened may have missed its DropObject, and a deleted id is
+// never reused.
+func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []Send {
+	var out []Send
+	for _, id := range req.GetObjectIds() {
+		if ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
+			continue
+		}
+		if _, gone := t.tombstones[id]; gone {
+			continue // every store node that saw the Delete sends it
+		}
+		delete(t.lost, id)
+		if e := t.entries[id]; e != nil {
+			out = append(out, t.deleteEntry(e)...)
+		}
+		t.addTombstone(id)
+	}
+	return out
 }
 
 // Reserve keeps id free for the Reduce reduceID to create. It fails if the

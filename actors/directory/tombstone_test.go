@@ -1,0 +1,87 @@
+package directory
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A rebuilt table (a shard that restarted or moved) learns deletions back
+// from the store nodes: the id is DELETED for Put, Get, Query and
+// publications, as it was before the rebuild.
+func TestApplyTombstonesRestoresDeletions(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", ""}}); len(out) != 0 {
+		t.Fatalf("tombstones of unknown ids sent %v", out)
+	}
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("put after restored tombstone: %v", r)
+	}
+	if r := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("get after restored tombstone: %v", r)
+	}
+	out = tb.Query(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0)
+	if info := out[0].Msg.(*messages.ObjectInfo); !errors.Is(info.GetError(), messages.ErrDeleted) {
+		t.Fatalf("query after restored tombstone: %v", info)
+	}
+	if d := dropsTo(complete(tb, "x", 2, 100, false), 2); d == nil {
+		t.Fatal("a copy published after the tombstone was not dropped")
+	}
+	// Several nodes send the same deletion: it is one tombstone.
+	tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x"}})
+	if len(tb.tombstones) != 1 || len(tb.tombOrder) != 1 {
+		t.Fatalf("tombstones %d, order %d: want 1", len(tb.tombstones), len(tb.tombOrder))
+	}
+}
+
+// What the rebuilt table learned before the tombstone arrived is deleted
+// as a Delete would have: waiting Gets and Queries fail with DELETED,
+// subscribers hear it, republished copies are dropped; a lost id becomes
+// a deleted one.
+func TestApplyTombstonesEndsWhatArrivedBefore(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	complete(tb, "x", 0, 100, true)
+	locate(tb, "x", 1, t0) // n1 fetches from n0
+	tb.Locate(&messages.Locate{ObjectId: "w", Receiver: node(2), TimeoutMs: 1000}, replyTo("rw"), t0)
+	tb.Query(&messages.QueryObject{ObjectId: "w", Wait: true, TimeoutMs: 1000}, replyTo("qw"), t0)
+	sub := replyTo("sub")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "w"}, "sub", sub)
+	// "l" is lost: its only copy's node failed.
+	complete(tb, "l", 3, 100, false)
+	tb.NodeFailed("n3")
+
+	out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", "w", "l"}})
+	for _, n := range []int{0, 1} {
+		if d := dropsTo(out, n); d == nil || d.GetObjectId() != "x" || d.GetReason() != nil {
+			t.Fatalf("no DELETED drop of x's copy on n%d: %v", n, out)
+		}
+	}
+	if r := locateReply(t, out, replyTo("rw")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("parked Get: %v", r)
+	}
+	if q := repliesTo(out, replyTo("qw")); len(q) != 1 || !errors.Is(q[0].Msg.(*messages.ObjectInfo).GetError(), messages.ErrDeleted) {
+		t.Fatalf("parked Query: %v", q)
+	}
+	if u := repliesTo(out, sub); len(u) != 1 || !u[0].Msg.(*messages.LocationUpdate).GetDeleted() {
+		t.Fatalf("subscriber: %v", u)
+	}
+	for _, id := range []string{"x", "w", "l"} {
+		if r := locateReply(t, locate(tb, id, 4, t0), replyTo("r4")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+			t.Fatalf("get %s: %v", id, r)
+		}
+	}
+	if tb.Len() != 0 {
+		t.Fatalf("entries left: %d", tb.Len())
+	}
+}
+
+// Restored tombstones are bounded like those of Deletes.
+func TestApplyTombstonesIsBounded(t *testing.T) {
+	tb := NewLocationTable(TableConfig{TombstoneLimit: 2})
+	tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"a", "b", "c"}})
+	if _, ok := tb.tombstones["a"]; ok || len(tb.tombstones) != 2 {
+		t.Fatalf("tombstones %v: want b and c", tb.tombstones)
+	}
+}

@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// idInShard returns an object id with prefix that directory shard j of
+// count owns.
+func idInShard(t *testing.T, prefix string, j, count int) string {
+	t.Helper()
+	for i := 0; i < 1<<16; i++ {
+		if id := fmt.Sprintf("%s-%d", prefix, i); directory.ShardIndex(id, count) == j {
+			return id
+		}
+	}
+	t.Fatalf("no id with prefix %q in shard %d of %d", prefix, j, count)
+	return ""
+}
+
+// deletedObject is an object the tests delete, and one in the same shard
+// that they keep.
+type deletedObject struct {
+	id, kept   string
+	data, keep []byte
+}
+
+// putGetDelete creates an object on creator, copies it to reader, deletes
+// it from deleter, and puts a kept object into the same shard.
+func putGetDelete(t *testing.T, ctx context.Context, l *Local, shard int, size int, creator, reader, deleter int) deletedObject {
+	t.Helper()
+	o := deletedObject{id: idInShard(t, fmt.Sprintf("deleted-%d", size), shard, len(*l.shardTable.Load())),
+		kept: idInShard(t, fmt.Sprintf("kept-%d", size), shard, len(*l.shardTable.Load())),
+		data: randomBytes(uint64(size), size), keep: randomBytes(uint64(size)+1, size)}
+	if err := l.Client(creator).Put(ctx, o.id, o.data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Client(reader).Get(ctx, o.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client(deleter).Delete(ctx, o.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client(creator).Put(ctx, o.kept, o.keep); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// checkStillDeleted: after the shard was rebuilt, a Get of the deleted id
+// fails with DELETED (without the deletion it would wait for its
+// deadline), a Put of other bytes too, and the kept object is there.
+func checkStillDeleted(t *testing.T, ctx context.Context, l *Local, o deletedObject, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		short, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := l.Client(i).Get(short, o.id)
+		cancel()
+		if !errors.Is(err, messages.ErrDeleted) {
+			t.Fatalf("node-%d: Get of %s after the shard's rebuild: %v, want DELETED", i, o.id, err)
+		}
+	}
+	for _, i := range nodes {
+		if err := l.Client(i).Put(ctx, o.id, []byte(fmt.Sprintf("other bytes from node %d", i))); !errors.Is(err, messages.ErrDeleted) {
+			t.Fatalf("node-%d: Put of %s after the shard's rebuild: %v, want DELETED", i, o.id, err)
+		}
+		if err := l.Client(i).Put(ctx, o.id, o.data); !errors.Is(err, messages.ErrDeleted) {
+			t.Fatalf("node-%d: Put of %s's old bytes after the shard's rebuild: %v, want DELETED", i, o.id, err)
+		}
+		got, err := l.Client(i).Get(ctx, o.kept)
+		if err != nil || string(got) != string(o.keep) {
+			t.Fatalf("node-%d: Get of %s (kept): %v", i, o.kept, err)
+		}
+	}
+}
+
+// A directory shard that crashes restarts empty; the store nodes give it
+// back the ids they saw deleted, so they stay deleted (large objects,
+// which have copies, and inline ones). Twice: what the rebuilt shard
+// learned survives the next crash too.
+func TestDeletedIDsSurviveShardCrash(t *testing.T) {
+	l := start(t, Config{Nodes: 3, ShardHook: shardCrashHook})
+	evs := recordEvents(t, l)
+	ctx := deadline(t, 60*time.Second)
+	const shard = 1
+	objs := []deletedObject{
+		putGetDelete(t, ctx, l, shard, 300<<10, 0, 1, 2),
+		putGetDelete(t, ctx, l, shard, 100, 2, 0, 2),
+	}
+	for round := 1; round <= 2; round++ {
+		l.System().Root.Send(l.Shard(shard), crashShard{})
+		eventually(t, 5*time.Second, "the shard restarted", func() bool { return len(eventsOf[*events.ShardRebuilt](evs)) >= round })
+		for _, o := range objs {
+			checkStillDeleted(t, ctx, l, o, 0, 1, 2)
+		}
+	}
+}
+
+// A shard whose host is killed moves to a live node, starts empty there,
+// and learns the deletions from the survivors.
+func TestDeletedIDsSurviveShardMove(t *testing.T) {
+	l := start(t, Config{Nodes: 4})
+	ctx := deadline(t, 60*time.Second)
+	const victim = 3 // hosts shard 3 of 4
+	// Copies on nodes 0 and 1, deleted from 2; deleted where it was
+	// created; deleted from the victim itself (the creator still knows).
+	objs := []deletedObject{
+		putGetDelete(t, ctx, l, victim, 300<<10, 0, 1, 2),
+		putGetDelete(t, ctx, l, victim, 200<<10, 1, 1, 1),
+		putGetDelete(t, ctx, l, victim, 100, 2, 0, victim),
+	}
+	if err := l.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		checkStillDeleted(t, ctx, l, o, 0, 1, 2)
+	}
+}
+
+// The same for members of a multi-process cluster: the member hosting
+// the shard is SIGKILLed, the shard moves to a survivor and learns the
+// deletion from the members' store nodes.
+func TestProcessDeletedIDSurvivesShardMove(t *testing.T) {
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 3)
+	var nodes []*nodeProc
+	for _, s := range slots {
+		nodes = append(nodes, startNode(t, bin, s, seeds))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	c := newTestClient(t)
+	view := c.converge(t, nodes...)
+	a, b, victim := nodes[0], nodes[1], nodes[2]
+	id := idOwnedBy(t, view, victim.id, "deleted")
+	kept := idOwnedBy(t, view, victim.id, "kept")
+	data, keep := randomBytes(21, 300<<10), randomBytes(22, 300<<10)
+	putRetry(t, c.of(a), id, data)
+	putRetry(t, c.of(a), kept, keep)
+	getExact(t, c.of(b), id, data)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	err := c.of(b).Delete(ctx, id)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.exited
+	c.converge(t, a, b)
+
+	// A request that races the move fails UNAVAILABLE and is retried.
+	retry := func(op func(cl *storenode.Client, ctx context.Context) error) error {
+		end := time.Now().Add(20 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := op(c.of(a), ctx)
+			cancel()
+			if !errors.Is(err, messages.ErrUnavailable) || time.Now().After(end) {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err := retry(func(cl *storenode.Client, ctx context.Context) error { _, err := cl.Get(ctx, id); return err }); !errors.Is(err, messages.ErrDeleted) {
+		t.Fatalf("Get of the deleted id after its shard moved: %v, want DELETED", err)
+	}
+	if err := retry(func(cl *storenode.Client, ctx context.Context) error { return cl.Put(ctx, id, []byte("other bytes")) }); !errors.Is(err, messages.ErrDeleted) {
+		t.Fatalf("Put of the deleted id after its shard moved: %v, want DELETED", err)
+	}
+	getExact(t, c.of(b), kept, keep)
+}
