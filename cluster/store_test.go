@@ -262,6 +262,11 @@ func TestBadInput(t *testing.T) {
 		"get empty id":    second(c0.Get(ctx, "")),
 		"get long id":     second(c0.Get(ctx, long)),
 		"delete empty id": c0.Delete(ctx, ""),
+		// NUL-prefixed ids are reserved for Reduce intermediates.
+		"put NUL id":    c0.Put(ctx, "\x00reduce/x/0", []byte("a")),
+		"get NUL id":    second(c1.Get(ctx, "\x00reduce/x/0")),
+		"delete NUL id": c1.Delete(ctx, "\x00reduce/x/0"),
+		"info NUL id":   second(c1.Info(ctx, "\x00x", false)),
 	} {
 		if !errors.Is(err, messages.ErrInvalidArgument) {
 			t.Errorf("%s: want INVALID_ARGUMENT, got %v", name, err)
@@ -319,6 +324,7 @@ func TestBadInput(t *testing.T) {
 	if err := c0.Put(ctx, "huge", make([]byte, 9<<20)); !errors.Is(err, messages.ErrCapacity) {
 		t.Fatalf("oversized put: want CAPACITY, got %v", err)
 	}
+
 }
 
 func second[T any](_ T, err error) error { return err }

@@ -132,8 +132,18 @@ func typeName(m any) string {
 	return "non-protobuf"
 }
 
+// validate checks an object id from an application. Ids starting with
+// NUL are reserved for the intermediate results of Reduce trees, which
+// live only in stores (directory.ValidateObjectID accepts them: the
+// directory is also asked about them internally).
 func (n *StoreNode) validate(id string) *messages.Error {
-	return directory.ValidateObjectID(id, n.cfg.MaxObjectIDLen)
+	if err := directory.ValidateObjectID(id, n.cfg.MaxObjectIDLen); err != nil {
+		return err
+	}
+	if strings.HasPrefix(id, internalPrefix) {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object id %q starts with NUL, which is reserved for internal objects", id)
+	}
+	return nil
 }
 
 // internalPrefix starts the ids of Reduce intermediates.
