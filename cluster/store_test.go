@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -325,6 +326,48 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("oversized put: want CAPACITY, got %v", err)
 	}
 
+	// A huge timeout_ms waits (as milliseconds it used to overflow into a
+	// deadline in the past: the request timed out at once).
+	for i, ms := range []int64{1 << 62, math.MaxInt64} {
+		id := fmt.Sprintf("huge-timeout-%d", i)
+		parked := make(chan any, 2)
+		go func() { parked <- ask(l, 1, &messages.Get{ObjectId: id, TimeoutMs: ms}) }()
+		go func() { parked <- ask(l, 1, &messages.QueryObject{ObjectId: id, Wait: true, TimeoutMs: ms}) }()
+		data := randomBytes(uint64(30+i), 100<<10)
+		if r, ok := ask(l, 0, &messages.Put{ObjectId: id, Data: data, TimeoutMs: ms}).(*messages.PutReply); !ok || r.GetError() != nil {
+			t.Fatalf("put with timeout_ms %d: %v", ms, r)
+		}
+		if r, ok := ask(l, 0, &messages.Get{ObjectId: id, TimeoutMs: ms}).(*messages.GetReply); !ok || r.GetError() != nil || !bytes.Equal(r.GetData(), data) {
+			t.Fatalf("get of an existing object with timeout_ms %d: %v", ms, r.GetError())
+		}
+		for range 2 {
+			switch r := (<-parked).(type) {
+			case *messages.GetReply:
+				if r.GetError() != nil || !bytes.Equal(r.GetData(), data) {
+					t.Fatalf("get parked with timeout_ms %d: %v", ms, r.GetError())
+				}
+			case *messages.ObjectInfo:
+				if r.GetError() != nil || r.GetSize() != int64(len(data)) {
+					t.Fatalf("query parked with timeout_ms %d: %v", ms, r.GetError())
+				}
+			default:
+				t.Fatalf("parked request with timeout_ms %d: %v", ms, r)
+			}
+		}
+		if r, ok := ask(l, 1, &messages.Delete{ObjectId: id, TimeoutMs: ms}).(*messages.DeleteReply); !ok || r.GetError() != nil {
+			t.Fatalf("delete with timeout_ms %d: %v", ms, r)
+		}
+	}
+}
+
+// ask sends an application message to node i's store node and returns
+// its reply, or the error of a request that got none.
+func ask(l *Local, i int, msg any) any {
+	res, err := l.System().Root.RequestFuture(l.StoreNode(i), msg, 20*time.Second).Result()
+	if err != nil {
+		return err
+	}
+	return res
 }
 
 func second[T any](_ T, err error) error { return err }

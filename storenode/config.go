@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -98,10 +99,8 @@ func (c *Config) withDefaults() *Config {
 	return &d
 }
 
-// timeout turns a request's timeout_ms into a duration, 0 meaning default.
+// timeout turns a request's timeout_ms into a duration, 0 meaning default
+// (at most directory.MaxTimeout).
 func (c *Config) timeout(ms int64) time.Duration {
-	if ms <= 0 {
-		return c.DefaultTimeout
-	}
-	return time.Duration(ms) * time.Millisecond
+	return directory.Timeout(ms, c.DefaultTimeout)
 }

@@ -439,9 +439,10 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		reply(ctx.ActorSystem(), ctx.Sender(), &messages.ReduceReply{TargetId: m.GetTargetId(), Error: err})
 		return
 	}
-	if m.GetTimeoutMs() <= 0 {
+	if ms := n.cfg.timeout(m.GetTimeoutMs()).Milliseconds(); ms != m.GetTimeoutMs() {
+		// The coordinator and the workers take timeout_ms as it comes.
 		m = proto.CloneOf(m)
-		m.TimeoutMs = n.cfg.DefaultTimeout.Milliseconds()
+		m.TimeoutMs = ms
 	}
 	if n.cfg.Naive {
 		if m.GetKnee() != nil {

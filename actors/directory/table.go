@@ -405,7 +405,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		return false
 	})
 	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), replyTo: replyTo,
-		deadline: now.Add(time.Duration(req.GetTimeoutMs()) * time.Millisecond)})
+		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
 	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
 	return append(out, t.serveWaiters(e)...)
 }
@@ -628,7 +628,7 @@ func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.T
 			Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)}}}
 	}
 	e = t.entry(id)
-	w := &waiter{kind: waitQuery, replyTo: replyTo, deadline: now.Add(time.Duration(req.GetTimeoutMs()) * time.Millisecond)}
+	w := &waiter{kind: waitQuery, replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))}
 	e.waiters = append(e.waiters, w)
 	t.noteDeadline(w.deadline)
 	return nil

@@ -2,7 +2,9 @@ package directory
 
 import (
 	"errors"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -83,5 +85,57 @@ func TestApplyTombstonesIsBounded(t *testing.T) {
 	tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"a", "b", "c"}})
 	if _, ok := tb.tombstones["a"]; ok || len(tb.tombstones) != 2 {
 		t.Fatalf("tombstones %v: want b and c", tb.tombstones)
+	}
+}
+
+func TestTimeoutClamps(t *testing.T) {
+	for _, c := range []struct {
+		ms   int64
+		want time.Duration
+	}{
+		{0, 7 * time.Second},
+		{-5, 7 * time.Second},
+		{1, time.Millisecond},
+		{90_000, 90 * time.Second},
+		{MaxTimeout.Milliseconds() - 1, MaxTimeout - time.Millisecond},
+		{MaxTimeout.Milliseconds(), MaxTimeout},
+		{1 << 62, MaxTimeout},
+		{math.MaxInt64, MaxTimeout},
+	} {
+		if got := Timeout(c.ms, 7*time.Second); got != c.want {
+			t.Errorf("Timeout(%d) = %v, want %v", c.ms, got, c.want)
+		}
+	}
+}
+
+// A huge timeout_ms waits (it used to overflow into a deadline in the
+// past and time out at the first tick).
+func TestHugeTimeoutsWait(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	for i, ms := range []int64{1 << 62, math.MaxInt64} {
+		tb.Locate(&messages.Locate{ObjectId: "later", Receiver: node(i + 1), TimeoutMs: ms}, replyTo("r"), t0)
+		tb.Query(&messages.QueryObject{ObjectId: "later", Wait: true, TimeoutMs: ms}, replyTo("q"), t0)
+	}
+	if out := tb.Tick(t0.Add(24 * time.Hour)); len(out) != 0 {
+		t.Fatalf("a day later, huge timeouts expired: %v", out)
+	}
+	out := tb.Create(&messages.CreateObject{ObjectId: "later", Size: 10, Creator: node(0)}, replyTo("c"))
+	served := 0
+	for _, s := range out {
+		switch m := s.Msg.(type) {
+		case *messages.LocateReply:
+			if m.GetError() != nil {
+				t.Fatalf("parked Get: %v", m)
+			}
+			served++
+		case *messages.ObjectInfo:
+			if m.GetError() != nil || m.GetSize() != 10 {
+				t.Fatalf("parked Query: %v", m)
+			}
+			served++
+		}
+	}
+	if served != 4 {
+		t.Fatalf("served %d of 4 parked requests: %v", served, out)
 	}
 }
