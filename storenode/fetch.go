@@ -3,6 +3,7 @@ package storenode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,9 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		if f.cancel != nil {
 			f.cancel()
 		}
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
 	}
 }
 
@@ -115,16 +119,18 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 		return err // finished (or dropped) before this session began
 	}
 	var failed *messages.NodeRef
+	// grace is how long the session keeps locating after a sender failed,
+	// even if the Gets that asked have given up: the copy is worth
+	// finishing. It is fixed when a sender first fails, not renewed on
+	// every attempt, or a shard that keeps answering UNAVAILABLE would be
+	// asked forever.
+	var grace time.Time
 	epoch, haveEpoch := uint64(0), false
 	rewinds := 0
 	backoff := 5 * time.Millisecond
 	for {
-		deadline := time.Unix(0, f.deadline.Load())
-		if failed != nil {
-			// After a sender failure keep trying for a while even if the
-			// Gets that asked have given up: the copy is worth finishing.
-			deadline = later(deadline, time.Now().Add(f.cfg.StallTimeout))
-		}
+		// Read each time: a later Get may have extended the deadline.
+		deadline := later(time.Unix(0, f.deadline.Load()), grace)
 		shard := f.cfg.ShardFor(id) // may have moved since the last attempt
 		lctx, cancel := context.WithDeadline(ctx, deadline)
 		res, err := request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: me,
@@ -231,6 +237,9 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 		}
 		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": loc.GetSender().GetNodeId(),
 			"offset": f.written(), "error": err}).Info("sender failed; locating another")
+		if grace.IsZero() {
+			grace = time.Now().Add(f.cfg.StallTimeout)
+		}
 		failed = loc.GetSender()
 	}
 }

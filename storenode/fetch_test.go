@@ -1,0 +1,152 @@
+package storenode
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// fakeShard answers Locate: the first time (no failed sender) with a
+// sender whose data endpoint does not exist, then always UNAVAILABLE, as a
+// shard that keeps restarting would.
+type fakeShard struct {
+	locates, afterFailure *atomic.Int32
+	silent                bool // never answers: the session waits in Locate
+}
+
+func (s *fakeShard) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*messages.Locate)
+	if !ok {
+		return
+	}
+	s.locates.Add(1)
+	if s.silent {
+		return
+	}
+	if m.GetFailedSender() == nil {
+		ctx.Respond(&messages.LocateReply{ObjectId: m.GetObjectId(), Size: 128 << 10, SenderState: messages.LocationState_COMPLETE,
+			Sender: &messages.NodeRef{NodeId: "gone", Address: ctx.Self().GetAddress(), ActorId: "gone/store", DataAddress: "mem://gone"}})
+		return
+	}
+	s.afterFailure.Add(1)
+	ctx.Respond(&messages.LocateReply{ObjectId: m.GetObjectId(), Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "shard restarting")})
+}
+
+// fetchParent spawns one fetch session and reports its end.
+type fetchParent struct {
+	props *actor.Props
+	ended chan<- *actor.PID
+	child chan<- *actor.PID
+}
+
+func (p *fetchParent) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.child <- ctx.Spawn(p.props)
+	case *fetchEnded:
+		p.ended <- m.pid
+	}
+}
+
+type fetchFixture struct {
+	system *actor.ActorSystem
+	obj    *Object
+	cfg    *Config
+	fake   *fakeShard
+	ended  chan *actor.PID
+	child  *actor.PID
+	logs   *logtest.Hook
+}
+
+// startFetch runs a fetch session of object "x" against fakeShard, for
+// Gets whose deadline is getDeadline from now.
+func startFetch(t *testing.T, getDeadline, stall time.Duration, silent bool) *fetchFixture {
+	t.Helper()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(system.Shutdown)
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	f := &fetchFixture{system: system, logs: hook, ended: make(chan *actor.PID, 1),
+		fake: &fakeShard{locates: new(atomic.Int32), afterFailure: new(atomic.Int32), silent: silent}}
+	shard := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return f.fake }))
+	store := NewStore(1 << 20)
+	f.obj, _ = store.Reserve("x")
+	f.cfg = (&Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
+		Store: store, ShardFor: func(string) *actor.PID { return shard }, Transport: transport.NewMemory(0),
+		ChunkSize: 32 << 10, StallTimeout: stall, Log: logrus.NewEntry(log)}).withDefaults()
+	d := new(atomic.Int64)
+	d.Store(time.Now().Add(getDeadline).UnixNano())
+	child := make(chan *actor.PID, 1)
+	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &fetchParent{props: newFetchProps(f.cfg, f.obj, d), ended: f.ended, child: child}
+	}))
+	f.child = <-child
+	return f
+}
+
+// waitEnded waits for the session to end; the limit is far beyond the
+// Gets' deadline plus the stall timeout, which bound it.
+func (f *fetchFixture) waitEnded(t *testing.T) {
+	t.Helper()
+	select {
+	case <-f.ended:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the fetch session still runs (%d Locates, %d after the sender failed): a shard answering UNAVAILABLE keeps it going forever",
+			f.fake.locates.Load(), f.fake.afterFailure.Load())
+	}
+	// Which of the two ends the last attempt depends on where the grace
+	// runs out: between attempts, or during the last Locate.
+	if _, _, err := f.obj.Progress(); !errors.Is(err, messages.ErrUnavailable) && !errors.Is(err, messages.ErrTimeout) {
+		t.Fatalf("the abandoned copy's error is %v, want UNAVAILABLE or TIMEOUT", err)
+	}
+}
+
+// TestFetchGivesUpAfterSenderFailureWhenShardStaysUnavailable: after its
+// sender failed, a fetch keeps locating for a grace of one stall timeout
+// past the Gets' deadline, but no longer: a shard that keeps answering
+// UNAVAILABLE must not keep it alive forever.
+func TestFetchGivesUpAfterSenderFailureWhenShardStaysUnavailable(t *testing.T) {
+	f := startFetch(t, 50*time.Millisecond, 100*time.Millisecond, false)
+	f.waitEnded(t)
+	if f.fake.afterFailure.Load() == 0 {
+		t.Fatal("the session never located again after its sender failed")
+	}
+}
+
+// TestFetchSessionLogsUnknownMessages: a message a fetch session does not
+// expect is dropped with a warning, not silently.
+func TestFetchSessionLogsUnknownMessages(t *testing.T) {
+	f := startFetch(t, time.Minute, time.Minute, true) // the session waits in Locate
+	f.system.Root.Send(f.child, "stray")
+	end := time.Now().Add(10 * time.Second)
+	for !f.warned("string") {
+		if time.Now().After(end) {
+			t.Fatalf("no warning about the stray message in %d log entries", len(f.logs.AllEntries()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.system.Root.StopFuture(f.child).Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fetchFixture) warned(typ string) bool {
+	for _, e := range f.logs.AllEntries() {
+		if e.Level == logrus.WarnLevel && e.Data["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
