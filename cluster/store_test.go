@@ -379,9 +379,12 @@ func TestUnknownMessagesAreDroppedAndActorsKeepRunning(t *testing.T) {
 	l := start(t, Config{Nodes: 2, Log: log})
 	ctx := deadline(t, 10*time.Second)
 	root := l.System().Root
+	l.mu.Lock()
+	sup := l.supervisors[1]
+	l.mu.Unlock()
 	// A protobuf message no actor expects, a plain Go value, and a reply
 	// type sent as if it were a request.
-	for _, pid := range []*actor.PID{l.StoreNode(0), l.Shard(0), l.Shard(1)} {
+	for _, pid := range []*actor.PID{l.StoreNode(0), l.Shard(0), l.Shard(1), sup} {
 		root.Send(pid, &messages.ObjectInfo{ObjectId: "junk"})
 		root.Send(pid, "not a message")
 		root.Send(pid, &messages.PutReply{})
@@ -393,7 +396,13 @@ func TestUnknownMessagesAreDroppedAndActorsKeepRunning(t *testing.T) {
 	if got, err := l.Client(1).Get(ctx, "after-junk"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("after junk: %v", err)
 	}
-	eventually(t, 5*time.Second, "9 logged drops", func() bool { return strings.Count(logs.String(), "dropped") >= 9 })
+	if _, err := root.RequestFuture(sup, ready{}, 5*time.Second).Result(); err != nil {
+		t.Fatalf("the node supervisor stopped answering: %v", err)
+	}
+	eventually(t, 5*time.Second, "12 logged drops", func() bool {
+		return strings.Count(logs.String(), "dropped") >= 12 &&
+			strings.Count(logs.String(), "node supervisor dropped an unknown message") == 3
+	})
 }
 
 func TestDeleteRemovesEveryCopy(t *testing.T) {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,5 +50,14 @@ func (s *nodeSupervisor) Receive(ctx actor.Context) {
 			return
 		}
 		ctx.Respond(pid)
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		// Logged, not silently lost: a message sent to the wrong PID (the
+		// supervisor instead of one of its children) shows up here.
+		args := []any{"type", fmt.Sprintf("%T", m)}
+		if ctx.Sender() != nil {
+			args = append(args, "from", ctx.Sender().String())
+		}
+		ctx.Logger().Warn("node supervisor dropped an unknown message", args...)
 	}
 }
