@@ -586,3 +586,54 @@ func TestPutRightAfterStartKeepsItsOnlyCopy(t *testing.T) {
 		l.Stop()
 	}
 }
+
+// A Get of an object that does not fit next to the reader's pinned copies
+// fails with CAPACITY, keeps what the reader holds, and frees the sender
+// the directory had assigned: the next receiver is served by it.
+func TestGetLargerThanFreeCapacityFailsAndFreesTheSender(t *testing.T) {
+	const mib = 1 << 20
+	l := start(t, Config{Nodes: 3, Capacity: 8 * mib})
+	ctx := deadline(t, 30*time.Second)
+	pinned, big := randomBytes(50, 5*mib), randomBytes(51, 5*mib)
+	if err := l.Client(1).Put(ctx, "pinned", pinned); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client(0).Put(ctx, "big", big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Client(1).Get(ctx, "big"); !errors.Is(err, messages.ErrCapacity) {
+		t.Fatalf("Get of 5 MiB next to a pinned 5 MiB in 8 MiB: %v, want CAPACITY", err)
+	}
+	if o := l.Store(1).Lookup("big"); o != nil {
+		t.Fatal("the failed Get left a copy on the reader")
+	}
+	if u := l.Store(1).Used(); u != 5*mib {
+		t.Fatalf("reader uses %d bytes, want its pinned 5 MiB", u)
+	}
+	if got, err := l.Client(1).Get(ctx, "pinned"); err != nil || !bytes.Equal(got, pinned) {
+		t.Fatalf("the reader's pinned object: %v", err)
+	}
+	eventually(t, 5*time.Second, "the sender freed and the reader gone from the directory", func() bool {
+		info, err := l.Client(0).Info(ctx, "big", false)
+		if err != nil || len(info.GetLocations()) != 1 {
+			return false
+		}
+		loc := info.GetLocations()[0]
+		return loc.GetNode().GetNodeId() == "node-0" && !loc.GetServing()
+	})
+	// A sender still marked busy would never be offered: this Get would
+	// wait for its deadline.
+	short, cancel := contextWithTimeout(ctx, 10*time.Second)
+	got, err := l.Client(2).Get(short, "big")
+	cancel()
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("next receiver: %v", err)
+	}
+	info, err := l.Client(0).Info(ctx, "big", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := senderOf(info)["node-2"]; s != "node-0" {
+		t.Fatalf("node-2 fetched from %q, want node-0", s)
+	}
+}
