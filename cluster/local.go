@@ -14,6 +14,7 @@ import (
 	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -238,22 +239,53 @@ func (l *Local) Kill(i int) error {
 	}
 	l.alive[i] = false
 	l.publishLive()
-	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", nodeName(i))
+	name := nodeName(i)
+	// This kill is announced anew. Forgetting the last one here, not in
+	// Restart, keeps a late Terminated of the previous incarnation (a
+	// shard that watches its dead PID only now) from announcing again.
+	l.failures.Forget(name)
+	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", name)
 	l.transport.Unserve(l.refs[i].GetDataAddress())
 	l.stores[i].Fail(gone)
 	if err := l.system.Root.StopFuture(l.supervisors[i]).Wait(); err != nil {
 		// Fail-stop does not depend on the node's actors: its data and
 		// data plane are already gone, and its shards move regardless.
-		l.log.WithFields(logrus.Fields{"node": nodeName(i), "error": err}).Warn("node did not stop in time; treating it as failed")
+		l.log.WithFields(logrus.Fields{"node": name, "error": err}).Warn("node did not stop in time; treating it as failed")
 	}
-	l.log.WithField("node", nodeName(i)).Warn("node killed (fault injection)")
+	l.log.WithField("node", name).Warn("node killed (fault injection)")
+	l.announceFailure(name)
 	return l.moveShards(i)
 }
 
-// moveShards restarts the shards node i hosted on live nodes. Callers hold
-// l.mu.
+// announceFailure makes sure NodeFailed is published for a killed node,
+// exactly once. Directory shards that watched the node announce it as
+// they see its Terminated (the first one wins, through l.failures); a
+// node no shard watched (it never held a copy nor located one) is
+// announced here. Callers hold l.mu, after the node stopped.
+func (l *Local) announceFailure(name string) {
+	// The node's Terminated is in every watching shard's system mailbox
+	// once its supervisor stopped, and a shard handles system messages
+	// before user messages: a reply to a query sent now comes after the
+	// shard has seen the failure. Shards on the dead node do not answer
+	// (dead letters); a shard stuck past the timeout loses the race to
+	// this announcement, which l.failures keeps single.
+	var asked []*actor.Future
+	for _, shard := range *l.shardTable.Load() {
+		asked = append(asked, l.system.Root.RequestFuture(shard, &messages.QueryObject{}, time.Second))
+	}
+	for _, f := range asked {
+		_, _ = f.Result()
+	}
+	if l.failures.First(name) {
+		l.log.WithField("node", name).Warn("node failed (no directory shard watched it)")
+		l.system.EventStream.Publish(&events.NodeFailed{Node: name, DetectedBy: "kill", At: time.Now()})
+	}
+}
+
+// moveShards restarts the shards node i hosted on live nodes. Each move is
+// published at once: if a later one fails, the shards that did move are
+// not left at their dead host's address. Callers hold l.mu.
 func (l *Local) moveShards(from int) error {
-	table := slices.Clone(*l.shardTable.Load())
 	for j, host := range l.shardHost {
 		if host != from {
 			continue
@@ -276,9 +308,11 @@ func (l *Local) moveShards(from int) error {
 		if !ok {
 			return fmt.Errorf("move shard %d to %s: %v", j, nodeName(to), res)
 		}
+		// Copy on write: readers hold the table they loaded.
+		table := slices.Clone(*l.shardTable.Load())
 		l.shardHost[j], table[j] = to, pid
+		l.shardTable.Store(&table)
 	}
-	l.shardTable.Store(&table)
 	return nil
 }
 
@@ -289,7 +323,7 @@ func (l *Local) Restart(i int) error {
 	if i < 0 || i >= len(l.alive) || l.alive[i] {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not down", i)
 	}
-	l.failures.Forget(nodeName(i))
+	// l.failures is not told to forget the node here: see Kill.
 	if err := l.startNode(i, nil); err != nil {
 		return err
 	}

@@ -15,10 +15,16 @@ package events
 import "time"
 
 // NodeFailed: a node's store node terminated (fail-stop). Published once
-// per failure by the first directory shard that saw it.
+// per failure by the first directory shard that saw it; in an embedded
+// cluster, (*cluster.Local).Kill publishes it itself for a node no shard
+// watched (an idle node), so every Kill is announced exactly once; in a
+// multi-process cluster, by the member that learned of it from the
+// failure broadcast.
 type NodeFailed struct {
-	Node       string
-	DetectedBy string // the actor that saw the Terminated
+	Node string
+	// DetectedBy is the actor that saw the Terminated (a shard's id),
+	// "kill" for Local.Kill's own announcement, or "revoke:<member>".
+	DetectedBy string
 	At         time.Time
 }
 

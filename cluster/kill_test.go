@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/events"
+)
+
+// nodeFailures lists the NodeFailed events about node.
+func nodeFailures(evs *eventLog, node string) []*events.NodeFailed {
+	var out []*events.NodeFailed
+	for _, e := range eventsOf[*events.NodeFailed](evs) {
+		if e.Node == node {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestKillAnnouncesEveryKillOnce: NodeFailed is published exactly once
+// per Kill, by the first shard that watched the node when one did, and by
+// Kill itself for a node no shard watched; and it is published by the
+// time Kill returns.
+func TestKillAnnouncesEveryKillOnce(t *testing.T) {
+	l := start(t, Config{Nodes: 4, ChunkSize: 32 << 10})
+	evs := recordEvents(t, l)
+	ctx := deadline(t, 20*time.Second)
+	check := func(node string, want int, shard bool) {
+		t.Helper()
+		got := nodeFailures(evs, node)
+		if len(got) != want {
+			t.Fatalf("%d NodeFailed events about %s, want %d: %+v", len(got), node, want, got)
+		}
+		if by := got[want-1].DetectedBy; shard != strings.Contains(by, "/shard-") || !shard && by != "kill" {
+			t.Fatalf("NodeFailed about %s detected by %q; want a shard: %v", node, by, shard)
+		}
+	}
+
+	// node-3 never holds or asks for anything: no shard watches it.
+	if err := l.Kill(3); err != nil {
+		t.Fatal(err)
+	}
+	check("node-3", 1, false)
+
+	// node-2 holds a copy: the shards watch it and announce its failure.
+	data := randomBytes(1, 256<<10)
+	if err := l.Client(0).Put(ctx, "x", data); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Client(2).Get(ctx, "x"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get on node-2: %v", err)
+	}
+	if err := l.Kill(2); err != nil {
+		t.Fatal(err)
+	}
+	check("node-2", 1, true)
+
+	// A node that comes back and fails again is announced again, once;
+	// idle or not.
+	for _, i := range []int{2, 3} {
+		if err := l.Restart(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := l.Client(2).Get(ctx, "x"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get on the restarted node-2: %v", err)
+	}
+	for _, i := range []int{2, 3} {
+		if err := l.Kill(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("node-2", 2, true)
+	check("node-3", 2, false)
+
+	// Nothing comes late: a round trip through every shard later, still
+	// one announcement per kill.
+	for i := range 2 {
+		if _, err := l.Client(i).Get(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	check("node-1", 1, true)
+	check("node-2", 2, true)
+	check("node-3", 2, false)
+}
+
+// TestKillSavesEachShardMove: when one of a killed node's shards cannot
+// move, the ones that did are found at their new home, not at the dead
+// node's address.
+func TestKillSavesEachShardMove(t *testing.T) {
+	// node-0 hosts shards 0 and 3; they move to node-1, where a child
+	// named shard-3 already exists, so the second move fails.
+	l := start(t, Config{Nodes: 3, Shards: 6, ChunkSize: 32 << 10})
+	ctx := deadline(t, 20*time.Second)
+	squatter := hostChild{child{name: "shard-3", props: actor.PropsFromFunc(func(actor.Context) {})}}
+	if res, err := l.System().Root.RequestFuture(l.supervisors[1], squatter, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := res.(*actor.PID); !ok {
+		t.Fatalf("spawn the squatter: %v", res)
+	}
+	if err := l.Kill(0); err == nil {
+		t.Fatal("Kill(0) succeeded although shard-3 could not move")
+	}
+	if got := l.Shard(0).GetId(); got != "node-1/shard-0" {
+		t.Fatalf("shard 0 is at %q after its move, want node-1/shard-0", got)
+	}
+	id := idOnShard("y", 0, 6)
+	data := randomBytes(2, 128<<10)
+	if err := l.Client(1).Put(ctx, id, data); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Client(2).Get(ctx, id); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get of an object of the moved shard: %v", err)
+	}
+}
