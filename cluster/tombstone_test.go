@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -180,4 +181,32 @@ func TestProcessDeletedIDSurvivesShardMove(t *testing.T) {
 		t.Fatalf("Put of the deleted id after its shard moved: %v, want DELETED", err)
 	}
 	getExact(t, c.of(b), kept, keep)
+}
+
+// Which store nodes remember a deletion: the one that issued it and those
+// whose copies the directory dropped as deleted; not a node that was not
+// involved, and not a node whose copy was dropped for another cause.
+func TestStoreNodesRememberTheDeletionsTheySaw(t *testing.T) {
+	l := start(t, Config{Nodes: 4})
+	ctx := deadline(t, 30*time.Second)
+	if err := l.Client(0).Put(ctx, "x", randomBytes(60, 200<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Client(1).Get(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client(2).Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	l.System().Root.Send(l.StoreNode(3), &messages.DropObject{ObjectId: "y"})
+	remembers := func(i int, id string) bool { return slices.Contains(l.Store(i).DeletedIDs(), id) }
+	eventually(t, 5*time.Second, "nodes 0, 1 and 2 remember x", func() bool { return remembers(0, "x") && remembers(1, "x") && remembers(2, "x") })
+	// Node 3 handled its drop of y (messages to one actor are ordered)
+	// once it answered this Get.
+	if _, err := l.Client(3).Get(ctx, "x"); !errors.Is(err, messages.ErrDeleted) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if ids := l.Store(3).DeletedIDs(); len(ids) != 0 {
+		t.Fatalf("node-3 remembers %v", ids)
+	}
 }

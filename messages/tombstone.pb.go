@@ -28,8 +28,8 @@ const (
 
 // Tombstones is a store node's answer to Republish (or, after a change of
 // placement, a tell to the shards' new owners): ids of the requested
-// shards that this node saw deleted (it issued the Delete, or got
-// DropObject for them as deleted). The shard treats each as a Delete it
+// shards that this node saw deleted (it issued the Delete, or got a
+// DropObject whose reason is DELETED). The shard treats each as a Delete it
 // missed: the id's copies are dropped, its waiters fail with DELETED and
 // a later Put, Get or publication of it gets DELETED. Large sets come in
 // several messages.

@@ -80,11 +80,14 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.delete(ctx, m)
 	case *messages.DropObject:
 		reason := m.GetReason()
+		if reason != nil && errors.Is(reason, messages.ErrDeleted) {
+			// Only a drop that says DELETED is a deletion (see
+			// directory's deletedDrop); one without a reason frees a copy
+			// the directory disagrees with.
+			n.noteDeleted(m.GetObjectId())
+		}
 		if reason == nil {
 			reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
-		}
-		if errors.Is(reason, messages.ErrDeleted) {
-			n.noteDeleted(m.GetObjectId())
 		}
 		if n.cfg.Store.Remove(m.GetObjectId(), reason) {
 			n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")

@@ -291,7 +291,7 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
 		return nil
 	}
 	if _, gone := t.tombstones[id]; gone {
-		return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id}}}
+		return []Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
 	}
 	if l, ok := t.lost[id]; ok {
 		if req.GetState() != messages.LocationState_COMPLETE {
@@ -428,7 +428,7 @@ func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []Send {
 func (t *LocationTable) FetchDone(req *messages.FetchDone) []Send {
 	id := req.GetObjectId()
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
-		return []Send{{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: id}}}
+		return []Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
 	}
 	e := t.entries[id]
 	if e == nil || !nodeOK(req.GetReceiver()) {
@@ -493,7 +493,7 @@ func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
 func (t *LocationTable) deleteEntry(e *entry) []Send {
 	var out []Send
 	for _, loc := range t.sortedLocations(e) {
-		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id}})
+		out = append(out, Send{To: loc.node, Msg: deletedDrop(e.id)})
 	}
 	gone := messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", e.id)
 	for _, w := range e.waiters {
@@ -504,6 +504,14 @@ func (t *LocationTable) deleteEntry(e *entry) []Send {
 	}
 	delete(t.entries, e.id)
 	return out
+}
+
+// deletedDrop frees a copy of a deleted object. The reason says DELETED
+// explicitly: store nodes remember such ids for rebuilt shards, and must
+// not remember a copy dropped for another cause (a size that disagrees
+// with the directory's), whose DropObject carries no reason.
+func deletedDrop(id string) *messages.DropObject {
+	return &messages.DropObject{ObjectId: id, Reason: messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)}
 }
 
 // ApplyTombstones takes back deletions this table missed: a shard that
