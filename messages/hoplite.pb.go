@@ -1007,16 +1007,21 @@ func (x *ReduceReply) GetCompletedBy() string {
 
 // ReducePlan reports the tree a Reduce built and why.
 type ReducePlan struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Degree        int32                  `protobuf:"varint,1,opt,name=degree,proto3" json:"degree,omitempty"` // 1 is a chain; 0 for the inline path
-	Shape         string                 `protobuf:"bytes,2,opt,name=shape,proto3" json:"shape,omitempty"`    // "d-ary", "chain-leaf" or "inline"
-	Positions     []*ReducePosition      `protobuf:"bytes,3,rep,name=positions,proto3" json:"positions,omitempty"`
-	Costs         []*DegreeCost          `protobuf:"bytes,4,rep,name=costs,proto3" json:"costs,omitempty"`                              // T(d) of every candidate, in microseconds
-	LatencyNs     int64                  `protobuf:"varint,5,opt,name=latency_ns,json=latencyNs,proto3" json:"latency_ns,omitempty"`    // the L used
-	Bandwidth     float64                `protobuf:"fixed64,6,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`                    // the B used, bytes per second
-	ObjectSize    int64                  `protobuf:"varint,7,opt,name=object_size,json=objectSize,proto3" json:"object_size,omitempty"` // S
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Degree     int32                  `protobuf:"varint,1,opt,name=degree,proto3" json:"degree,omitempty"` // 1 is a chain; 0 for the inline path
+	Shape      string                 `protobuf:"bytes,2,opt,name=shape,proto3" json:"shape,omitempty"`    // "d-ary", "chain-leaf" or "inline"
+	Positions  []*ReducePosition      `protobuf:"bytes,3,rep,name=positions,proto3" json:"positions,omitempty"`
+	Costs      []*DegreeCost          `protobuf:"bytes,4,rep,name=costs,proto3" json:"costs,omitempty"`                              // T(d) of every candidate, in microseconds
+	LatencyNs  int64                  `protobuf:"varint,5,opt,name=latency_ns,json=latencyNs,proto3" json:"latency_ns,omitempty"`    // the L used
+	Bandwidth  float64                `protobuf:"fixed64,6,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`                    // the B used, bytes per second
+	ObjectSize int64                  `protobuf:"varint,7,opt,name=object_size,json=objectSize,proto3" json:"object_size,omitempty"` // S
+	// How many observations L and B rest on: 0, the default (nothing was
+	// measured yet on the coordinator's node); -1, not known (the
+	// coordinator was given L and B without their estimator).
+	LatencySamples   int64 `protobuf:"varint,8,opt,name=latency_samples,json=latencySamples,proto3" json:"latency_samples,omitempty"`
+	BandwidthSamples int64 `protobuf:"varint,9,opt,name=bandwidth_samples,json=bandwidthSamples,proto3" json:"bandwidth_samples,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ReducePlan) Reset() {
@@ -1094,6 +1099,20 @@ func (x *ReducePlan) GetBandwidth() float64 {
 func (x *ReducePlan) GetObjectSize() int64 {
 	if x != nil {
 		return x.ObjectSize
+	}
+	return 0
+}
+
+func (x *ReducePlan) GetLatencySamples() int64 {
+	if x != nil {
+		return x.LatencySamples
+	}
+	return 0
+}
+
+func (x *ReducePlan) GetBandwidthSamples() int64 {
+	if x != nil {
+		return x.BandwidthSamples
 	}
 	return 0
 }
@@ -2723,9 +2742,13 @@ func (x *StartReduce) GetCaller() *NodeRef {
 // ReduceInput is one stream a tree node reduces: a child's output, or a
 // leaf's source object, on the node that holds it.
 type ReduceInput struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	ObjectId      string                 `protobuf:"bytes,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Node     *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	ObjectId string                 `protobuf:"bytes,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	// complete: the input was whole when the task was sent (a leaf's source
+	// that its Put had finished), so streaming it measures the link and not
+	// the producer: the worker may feed the bandwidth estimate with it.
+	Complete      bool `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2772,6 +2795,13 @@ func (x *ReduceInput) GetObjectId() string {
 		return x.ObjectId
 	}
 	return ""
+}
+
+func (x *ReduceInput) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
 }
 
 // ReduceTask tells a store node to run one tree position: reduce its own
@@ -3463,7 +3493,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\runreduced_ids\x18\x03 \x03(\tR\funreducedIds\x12$\n" +
 	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
 	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\x12!\n" +
-	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\xfa\x01\n" +
+	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\xd0\x02\n" +
 	"\n" +
 	"ReducePlan\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +
@@ -3474,7 +3504,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"latency_ns\x18\x05 \x01(\x03R\tlatencyNs\x12\x1c\n" +
 	"\tbandwidth\x18\x06 \x01(\x01R\tbandwidth\x12\x1f\n" +
 	"\vobject_size\x18\a \x01(\x03R\n" +
-	"objectSize\"\x94\x01\n" +
+	"objectSize\x12'\n" +
+	"\x0flatency_samples\x18\b \x01(\x03R\x0elatencySamples\x12+\n" +
+	"\x11bandwidth_samples\x18\t \x01(\x03R\x10bandwidthSamples\"\x94\x01\n" +
 	"\x0eReducePosition\x12\x1a\n" +
 	"\bposition\x18\x01 \x01(\x05R\bposition\x12\x16\n" +
 	"\x06parent\x18\x02 \x01(\x05R\x06parent\x12\x1b\n" +
@@ -3601,10 +3633,11 @@ const file_hoplite_proto_rawDesc = "" +
 	"\ttransfers\x18\x06 \x03(\v2\x11.hoplite.TransferR\ttransfers\"`\n" +
 	"\vStartReduce\x12'\n" +
 	"\x06reduce\x18\x01 \x01(\v2\x0f.hoplite.ReduceR\x06reduce\x12(\n" +
-	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"P\n" +
+	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"l\n" +
 	"\vReduceInput\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
-	"\tobject_id\x18\x02 \x01(\tR\bobjectId\"\xfe\x02\n" +
+	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
+	"\bcomplete\x18\x03 \x01(\bR\bcomplete\"\xfe\x02\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
