@@ -27,6 +27,12 @@ type Config struct {
 	Shape string
 	// ForceDegree, if > 0, overrides the cost model (experiments).
 	ForceDegree int
+	// Estimator, if set, supplies L and B when the plan is chosen (at the
+	// first arrival, when S is known), and how many observations they rest
+	// on, which the plan reports; without it the L and B given to
+	// NewReduction are used, and the plan reports their sample counts as
+	// not known (-1).
+	Estimator *plan.Estimator
 }
 
 // InternalID names the intermediate output of a tree position. It starts
@@ -108,6 +114,9 @@ type source struct {
 	node    *messages.NodeRef
 	arrival int
 	inline  []byte
+	// complete: the copy on node was whole (its Put had finished), so a
+	// parent streaming it measures the link, not a producer.
+	complete bool
 }
 
 // Reduction is the state of one Reduce: arrivals, the tree, which
@@ -185,7 +194,13 @@ func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 	if u.GetDeleted() {
 		return r.sourceDeleted(id)
 	}
-	if r.sources[id] != nil || u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+	if s := r.sources[id]; s != nil {
+		if u.GetState() == messages.LocationState_COMPLETE && u.GetNode().GetNodeId() == s.node.GetNodeId() {
+			s.complete = true // its Put finished after it arrived
+		}
+		return Effects{}
+	}
+	if u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
 		return Effects{}
 	}
 	if r.size < 0 {
@@ -200,7 +215,7 @@ func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
 			"reduce: sources of different sizes: %q has %d bytes, %q has %d", r.arrivals[0], r.size, id, u.GetSize()))
 	}
-	s := &source{node: u.GetNode(), arrival: len(r.arrivals)}
+	s := &source{node: u.GetNode(), arrival: len(r.arrivals), complete: u.GetState() == messages.LocationState_COMPLETE}
 	r.sources[id] = s
 	r.arrivals = append(r.arrivals, id)
 	if r.inline {
@@ -249,7 +264,14 @@ func (r *Reduction) watch(n *messages.NodeRef, fx *Effects) {
 // choosePlan fixes the tree once S is known (at the first arrival).
 func (r *Reduction) choosePlan() (Effects, bool) {
 	n := int(r.req.GetNumObjects())
-	r.plan = &messages.ReducePlan{LatencyNs: int64(r.L), Bandwidth: r.B, ObjectSize: r.size}
+	nl, nb := -1, -1
+	if e := r.cfg.Estimator; e != nil {
+		// The estimate as of now, not of the Reduce call: the sources'
+		// Puts may have measured since.
+		r.L, r.B, nl, nb = e.Estimate()
+	}
+	r.plan = &messages.ReducePlan{LatencyNs: int64(r.L), Bandwidth: r.B, ObjectSize: r.size,
+		LatencySamples: int64(nl), BandwidthSamples: int64(nb)}
 	if r.size < r.cfg.InlineLimit {
 		r.inline = true
 		r.plan.Shape = ShapeInline
@@ -314,7 +336,11 @@ func (r *Reduction) maybeSend(p int, fx *Effects) {
 		r.rootAt[r.gen[p]] = r.nodeOf(p).GetNodeId()
 	}
 	for _, c := range kids {
-		task.Children = append(task.Children, &messages.ReduceInput{Node: r.nodeOf(c), ObjectId: r.outputOf(c)})
+		// Only a leaf's input can be whole already: it is its source.
+		// Outputs of workers are being produced while they are streamed.
+		s := r.sources[r.assign.Holder(c)]
+		whole := r.isLeaf(c) && s != nil && s.complete
+		task.Children = append(task.Children, &messages.ReduceInput{Node: r.nodeOf(c), ObjectId: r.outputOf(c), Complete: whole})
 	}
 	node := r.nodeOf(p)
 	r.nodes[node.GetNodeId()] = node

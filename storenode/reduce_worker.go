@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -257,6 +258,12 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 }
 
 func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *Object, wr *Writer) error {
+	// The run measures the link (see observe) only if every input was
+	// whole when it was opened: a read that waits for a producer (a Put
+	// still copying, a child still reducing) would be counted as the
+	// network's time, and on TCP a peer's bytes pile up in the socket
+	// while the run waits for another input, so its reads then look free.
+	whole := w.wholeHere(t.GetSourceId()) && t.GetSize() >= 4*plan.MinChunk
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
 		return err
@@ -273,10 +280,16 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 			k.Close()
 		}
 	}()
+	var remote []*timedStream
 	for _, c := range t.GetChildren() {
+		whole = whole && c.GetComplete()
 		s, err := w.open(ctx, c, chunk)
 		if err != nil {
 			return err
+		}
+		if c.GetNode().GetNodeId() != w.cfg.Self.GetNodeId() {
+			ts := &timedStream{Stream: s}
+			remote, s = append(remote, ts), ts
 		}
 		kids = append(kids, s)
 		if s.Size() != t.GetSize() {
@@ -295,6 +308,9 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	if ctx.Err() != nil {
 		return messages.AsError(ctx.Err())
 	}
+	if whole {
+		w.observe(remote)
+	}
 	if err := w.cfg.Store.Complete(out); err != nil {
 		return err
 	}
@@ -303,6 +319,49 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.sum(), Creator: true})
 	}
 	return nil
+}
+
+// wholeHere reports whether this node's copy of id is complete now.
+func (w *reduceWorker) wholeHere(id string) bool {
+	o := w.cfg.Store.Lookup(id)
+	if o == nil {
+		return false
+	}
+	_, done, err := o.Progress()
+	return done && err == nil
+}
+
+// observe feeds the bandwidth estimate with the peers' streams of a run
+// whose inputs were all whole: Gets from complete copies are not the only
+// traffic (a cluster that only reduces would keep the default B, and the
+// default chunk size, for ever). The streams are added up because they
+// share this node's downlink, which is what the cost model's d·S/B is
+// about; only the time the reads waited counts, not the kernel's.
+func (w *reduceWorker) observe(remote []*timedStream) {
+	if w.cfg.Estimator == nil || len(remote) == 0 {
+		return
+	}
+	var n int64
+	var wait time.Duration
+	for _, s := range remote {
+		n += s.Size()
+		wait += s.wait
+	}
+	w.cfg.Estimator.ObserveTransfer(n, wait)
+}
+
+// timedStream is a peer's stream that adds up how long its reads waited.
+// One run reads it from one goroutine.
+type timedStream struct {
+	transport.Stream
+	wait time.Duration
+}
+
+func (s *timedStream) Next(ctx context.Context) ([]byte, error) {
+	begin := time.Now()
+	b, err := s.Stream.Next(ctx)
+	s.wait += time.Since(begin)
+	return b, err
 }
 
 // open streams one input: from this node's store directly, or from a

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A cluster that only Puts and Reduces (no Get ever fetches) measures its
+// bandwidth from the reduce trees' streams of whole sources, so the cost
+// model and the adaptive chunk leave their defaults. The sources are Put
+// before each Reduce: every leaf is whole, so each tree measures.
+func TestReduceOnlyClusterMeasuresBandwidth(t *testing.T) {
+	const (
+		nodes = 4
+		link  = 50e6 // 400 Mbit/s
+		size  = 1 << 20
+	)
+	l := start(t, Config{Nodes: nodes, LinkBandwidth: link})
+	ctx := deadline(t, 30*time.Second)
+	prev := 0
+	for round := 0; round < 3; round++ {
+		var sources []string
+		for i := 0; i < nodes; i++ {
+			id := fmt.Sprintf("est-%d-%d", round, i)
+			rdPut(t, ctx, l, i, id, randomFloat32s(uint64(10*round+i), size))
+			sources = append(sources, id)
+		}
+		target := fmt.Sprintf("est-sum-%d", round)
+		if _, err := l.Client(0).Reduce(ctx, target, sources, nodes, messages.ReduceOp_SUM, messages.DType_FLOAT32); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, n := l.estimator.Estimate()
+		if n <= prev {
+			t.Fatalf("reduce %d of whole 1 MiB sources added no bandwidth sample (%d before, %d after)", round, prev, n)
+		}
+		prev = n
+		for _, id := range append(sources, target) {
+			if err := l.Client(0).Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Timing on a shared machine is noisy: only a broad factor. The
+	// emulated link paces every chunk, so B cannot be far above it; far
+	// below would mean the kernel's or a producer's time was counted.
+	_, B, _, n := l.estimator.Estimate()
+	t.Logf("B = %.1f MB/s from %d samples on a %.0f MB/s link", B/1e6, n, link/1e6)
+	if B < link/4 || B > link*4 {
+		t.Fatalf("measured B = %.0f B/s on a %.0f B/s link", B, link)
+	}
+	if c := plan.ChunkFor(B); c > 512<<10 {
+		t.Fatalf("the adaptive chunk is %d for B = %.0f B/s: it did not follow the measurement", c, B)
+	}
+}
