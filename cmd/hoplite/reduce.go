@@ -101,10 +101,24 @@ func runReduce(ctx context.Context, l *cluster.Local, target string, size, num i
 	return reduceRun{Elapsed: elapsed, Reply: res.r, Order: put}, nil
 }
 
+// estimateOrigin says what an estimate of the plan rests on.
+func estimateOrigin(samples int64) string {
+	switch {
+	case samples < 0:
+		return "(measured or default)"
+	case samples == 0:
+		return "default"
+	case samples == 1:
+		return "measured (1 sample)"
+	}
+	return fmt.Sprintf("measured (%d samples)", samples)
+}
+
 // printPlan shows the tree by arrival and why its degree was chosen.
 func printPlan(w io.Writer, p *messages.ReducePlan) {
-	fmt.Fprintf(w, "  shape %s, degree %d, S = %d MiB, L = %v, B = %.0f MB/s (measured or default)\n",
-		p.GetShape(), p.GetDegree(), p.GetObjectSize()>>20, time.Duration(p.GetLatencyNs()), p.GetBandwidth()/1e6)
+	fmt.Fprintf(w, "  shape %s, degree %d, S = %d MiB, L = %v %s, B = %.0f MB/s %s\n",
+		p.GetShape(), p.GetDegree(), p.GetObjectSize()>>20, time.Duration(p.GetLatencyNs()), estimateOrigin(p.GetLatencySamples()),
+		p.GetBandwidth()/1e6, estimateOrigin(p.GetBandwidthSamples()))
 	if len(p.GetCosts()) > 0 {
 		var parts []string
 		for _, c := range p.GetCosts() {
