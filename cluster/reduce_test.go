@@ -948,6 +948,9 @@ func TestReduceBadInput(t *testing.T) {
 	rdPut(t, ctx, l, 2, "twelve-a", big(8, 12))
 	rdPut(t, ctx, l, 3, "twelve-b", big(9, 12))
 	sum, i64 := messages.ReduceOp_SUM, messages.DType_INT64
+	// Counts that an int32 conversion would wrap into valid ones (computed
+	// at run time: as constants they would not compile where int is 32 bits).
+	wrapsTo1, wrapsTo2 := int(int64(1)<<32+1), int(-(int64(1)<<32)+2)
 
 	for _, tc := range []struct {
 		name    string
@@ -961,6 +964,8 @@ func TestReduceBadInput(t *testing.T) {
 	}{
 		{"num 0", "bad-num0", []string{"p0", "p1"}, 0, sum, i64, messages.ErrInvalidArgument, nil},
 		{"num > len", "bad-num3", []string{"p0", "p1"}, 3, sum, i64, messages.ErrInvalidArgument, nil},
+		{"num 1<<32+1", "bad-num-wrap", []string{"p0", "p1"}, wrapsTo1, sum, i64, messages.ErrInvalidArgument, nil},
+		{"num -(1<<32)+2", "bad-num-wrap-neg", []string{"p0", "p1"}, wrapsTo2, sum, i64, messages.ErrInvalidArgument, nil},
 		{"duplicate", "bad-dup", []string{"p0", "p1", "p0"}, 2, sum, i64, messages.ErrInvalidArgument, []string{"p0"}},
 		{"target is a source", "p1", []string{"p0", "p1"}, 2, sum, i64, messages.ErrInvalidArgument, []string{"p1"}},
 		{"NUL source", "bad-nul", []string{"p0", rdPrefix + "x"}, 1, sum, i64, messages.ErrInvalidArgument, nil},
@@ -994,6 +999,14 @@ func TestReduceBadInput(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("allreduce num 1<<32+1", func(t *testing.T) {
+		r, err := l.Client(1).AllReduce(ctx, "bad-all-wrap", []string{"p0", "p1"}, wrapsTo1, sum, i64)
+		if !errors.Is(err, messages.ErrInvalidArgument) || r == nil || r.GetTargetId() != "bad-all-wrap" || len(r.GetReducedIds()) != 0 {
+			t.Fatalf("got %v (reply %v), want INVALID_ARGUMENT", err, r)
+		}
+		rdNoTrace(t, ctx, l, "bad-all-wrap")
+	})
 
 	t.Run("target exists", func(t *testing.T) {
 		rdPut(t, ctx, l, 2, "exists", big(10, 80<<10))

@@ -2,6 +2,7 @@ package storenode
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -145,6 +146,9 @@ func (c *Client) Info(ctx context.Context, id string, wait bool) (*messages.Obje
 // which were not (they stay valid). It returns when target is complete;
 // target can be fetched (and streamed) while it is being produced.
 func (c *Client) Reduce(ctx context.Context, target string, sources []string, num int, op messages.ReduceOp, dtype messages.DType) (*messages.ReduceReply, error) {
+	if err := checkNum(num, len(sources)); err != nil {
+		return &messages.ReduceReply{TargetId: target, Error: err}, err
+	}
 	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: op, Dtype: dtype})
 }
 
@@ -152,6 +156,9 @@ func (c *Client) Reduce(ctx context.Context, target string, sources []string, nu
 // held a reduced source; the broadcast starts as soon as the target's
 // first chunk exists. It returns when every such node has the result.
 func (c *Client) AllReduce(ctx context.Context, target string, sources []string, num int, op messages.ReduceOp, dtype messages.DType) (*messages.ReduceReply, error) {
+	if err := checkNum(num, len(sources)); err != nil {
+		return &messages.ReduceReply{TargetId: target, Error: err}, err
+	}
 	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: op, Dtype: dtype, AllReduce: true})
 }
 
@@ -161,6 +168,17 @@ func (c *Client) AllReduce(ctx context.Context, target string, sources []string,
 // ReducedIds say which, and CompletedBy what fixed their number.
 func (c *Client) ReduceUntilKnee(ctx context.Context, target string, sources []string, knee *messages.ReduceKnee, op messages.ReduceOp, dtype messages.DType) (*messages.ReduceReply, error) {
 	return c.reduce(ctx, &messages.Reduce{TargetId: target, SourceIds: sources, Knee: knee, Op: op, Dtype: dtype})
+}
+
+// checkNum rejects a count that the message's int32 cannot carry before
+// it is converted: the conversion would wrap it (1<<32 + 1 becomes 1)
+// into a count the node accepts. Counts below 1 are rejected here too.
+// The wording is the node's, which checks the upper bound of sources.
+func checkNum(num, sources int) *messages.Error {
+	if num < 1 || int64(num) > math.MaxInt32 {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: num_objects %d outside 1..%d", num, sources)
+	}
+	return nil
 }
 
 func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (*messages.ReduceReply, error) {
