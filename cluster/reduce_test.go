@@ -460,10 +460,26 @@ func TestReduceEveryOpAndDtype(t *testing.T) {
 // TestReduceSubsetFirstArrivals: 6 of 10, the Reduce issued before any
 // source exists and the Puts issued one after another, so the arrival
 // order is the Put order.
+//
+// The order is made certain, not likely, by message order alone: the
+// Puts start once every source's shard has received the coordinator's
+// Subscribe (so each Put's registration is pushed to the coordinator, and
+// none comes as a replay of an earlier Put), and each Put is followed by
+// a query of its shard, which that shard answers only after it finished
+// the Put's registration and so had sent the coordinator its location.
 func TestReduceSubsetFirstArrivals(t *testing.T) {
 	for _, size := range []int{4 << 10, 96 << 10} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			l := start(t, Config{Nodes: 10, ChunkSize: 32 << 10})
+			var mu sync.Mutex
+			subscribed := map[string]bool{}
+			hook := func(_ string, msg any) {
+				if m, ok := msg.(*messages.Subscribe); ok {
+					mu.Lock()
+					subscribed[m.GetObjectId()] = true
+					mu.Unlock()
+				}
+			}
+			l := start(t, Config{Nodes: 10, ChunkSize: 32 << 10, ShardHook: hook})
 			ctx := deadline(t, 9*time.Second)
 			rng := rand.New(rand.NewPCG(uint64(size), 6))
 			// Put order: src-3, src-7, ... (a fixed shuffle of the list).
@@ -485,17 +501,16 @@ func TestReduceSubsetFirstArrivals(t *testing.T) {
 				r, err := l.Client(0).Reduce(ctx, "subset", sources, 6, messages.ReduceOp_SUM, messages.DType_INT64)
 				res <- result{r, err}
 			}()
-			// Let the coordinator subscribe before the first source exists.
-			// Sources put before it subscribes still arrive before every
-			// later Put, so the reduced set is the first six Puts as long
-			// as it subscribes before the seventh (at least 30 ms on).
-			time.Sleep(50 * time.Millisecond)
+			eventually(t, 5*time.Second, "the coordinator's subscriptions to every source", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(subscribed) == len(sources)
+			})
 			for _, i := range putOrder {
-				// Each Put returns after its location reached the
-				// coordinator's mailbox; the pause keeps the next one
-				// clearly after it.
 				rdPut(t, ctx, l, i, sources[i], data[sources[i]])
-				time.Sleep(5 * time.Millisecond)
+				if _, err := l.Client(i).Info(ctx, sources[i], false); err != nil {
+					t.Fatalf("info %s: %v", sources[i], err)
+				}
 			}
 			var got result
 			select {
