@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -286,7 +287,7 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	if kerr != nil {
 		return sample{}, fmt.Errorf("kill host %d: %w", victim, kerr)
 	}
-	s := sample{d: elapsed, extra: map[string]float64{"degree": float64(r.GetPlan().GetDegree())}}
+	s := sample{d: elapsed, extra: planExtra(r.GetPlan())}
 	if m.sys.kill {
 		s.extra["killed"] = b2f(killed)
 		s.extra["kill_at_s"] = m.kill.Seconds()
@@ -303,6 +304,17 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 		check = append(check, m.nodes-1)
 	}
 	return s, each(check, func(h int) error { return m.b.Verify(ctx, h, target, want) })
+}
+
+// planExtra is what a reduce sample records of its plan: the degree, and
+// chain_leaf 1 if the tree had the chain-leaf shape (its degree is its
+// binary top's).
+func planExtra(p *messages.ReducePlan) map[string]float64 {
+	x := map[string]float64{"degree": float64(p.GetDegree())}
+	if p.GetShape() == coordinator.ShapeChainLeaf {
+		x["chain_leaf"] = 1
+	}
+	return x
 }
 
 // async: the Reduce is called first, then source i is Put at i·interval;
@@ -350,8 +362,8 @@ func (m *measurement) async(ctx context.Context) (sample, error) {
 			last = a
 		}
 	}
-	s := sample{d: r.done.Sub(last), extra: map[string]float64{"total_s": r.done.Sub(begin).Seconds(),
-		"degree": float64(r.r.GetPlan().GetDegree())}}
+	s := sample{d: r.done.Sub(last), extra: planExtra(r.r.GetPlan())}
+	s.extra["total_s"] = r.done.Sub(begin).Seconds()
 	want, err := reducedSpecs(r.r, specs)
 	if err != nil {
 		return s, err

@@ -160,6 +160,12 @@ func (r *Report) WriteTable(w io.Writer) {
 		note := ""
 		if d := res.Extra["degree"]; d > 0 {
 			note = fmt.Sprintf("degree %d", int(d))
+			switch {
+			case res.Extra["chain_leaf"] == 1 && d == 1:
+				note = "chain-leaf: one chain (S/(B·L) >= N)"
+			case res.Extra["chain_leaf"] == 1:
+				note = "chain-leaf: binary top, chains below"
+			}
 		}
 		if a, ok := res.Extra["algorithm"]; ok {
 			note = fmt.Sprintf("algorithm %d", int(a))

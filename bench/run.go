@@ -416,6 +416,10 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 		r.repFailed(gi, si, fmt.Errorf("the reduce ran with tree degree %d, not the forced %d", int(d), min(s.degree, r.o.Nodes)))
 		return
 	}
+	if d := smp.extra["degree"]; d > 0 && s.shape != "" && smp.extra["chain_leaf"] != 1 { // 0: inline, no tree
+		r.repFailed(gi, si, fmt.Errorf("the reduce ran with a d-ary tree, not the %s shape", s.shape))
+		return
+	}
 	if rep < 0 {
 		return
 	}

@@ -59,7 +59,7 @@ func TestScenariosInProcess(t *testing.T) {
 		{"reduce", 4, []string{SysOurs, SysNaive}},
 		{"allreduce", 3, []string{SysOurs, SysNaive}},
 		{"async", 3, []string{SysOurs, SysNaive}},
-		{"degree", 3, []string{SysOurs, "d=1", "d=2", "d=3", SysNaive}},
+		{"degree", 3, []string{SysOurs, "d=1", "d=2", "d=3", SysChainLeaf, SysNaive}},
 		{"failure", 4, []string{SysOurs, SysOursFailure}},
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
@@ -196,13 +196,20 @@ func TestWrongResultFails(t *testing.T) {
 
 // A forced degree that the cluster does not apply is a failed result, not
 // a column that measures the cost model's tree under another name: of
-// d = 1, 2 and 3 the cost model's choice can match at most one.
+// d = 1, 2 and 3 the cost model's choice can match at most one, and the
+// cost model never builds the chain-leaf shape.
 func TestIgnoredForcedDegreeFails(t *testing.T) {
 	r := smoke(t, Options{Scenario: "degree", newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
 		return openLocal(o, system{name: s.name, naive: s.naive}, log)
 	}})
 	failed := 0
 	for _, res := range r.Results {
+		if res.System == SysChainLeaf {
+			if res.Status != StatusFailed || !strings.Contains(res.Reason, "not the chain-leaf shape") {
+				t.Errorf("%s: %s %q, want failed: the shape did not take", res.System, res.Status, res.Reason)
+			}
+			continue
+		}
 		if !strings.HasPrefix(res.System, "d=") {
 			continue
 		}
@@ -225,7 +232,8 @@ func TestTestbedNodeArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0", "x-h1", "x-h2"}, Binary: "/bin/hoplite"}}
-	want := map[string]string{SysOurs: "", "d=1": "-reduce-degree 1", "d=2": "-reduce-degree 2", "d=3": "-reduce-degree 3", SysNaive: "-naive"}
+	want := map[string]string{SysOurs: "", "d=1": "-reduce-degree 1", "d=2": "-reduce-degree 2", "d=3": "-reduce-degree 3",
+		SysChainLeaf: "-reduce-shape chain-leaf", SysNaive: "-naive"}
 	var names []string
 	for _, s := range o.systems() {
 		names = append(names, s.name)
@@ -237,7 +245,7 @@ func TestTestbedNodeArgs(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Equal(names, []string{SysOurs, "d=1", "d=2", "d=3", SysNaive}) {
+	if !slices.Equal(names, []string{SysOurs, "d=1", "d=2", "d=3", SysChainLeaf, SysNaive}) {
 		t.Errorf("systems %v", names)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
 )
 
 // Scenarios are the benchmark scenarios, in the order the help lists them.
@@ -18,7 +20,7 @@ var scenarioHelp = map[string]string{
 	"reduce":    "SUM of N float32 objects, one per host, called on host 0",
 	"allreduce": "reduce, and every host gets the result",
 	"async":     "reduce with the sources arriving one by one every --interval; time from the last arrival",
-	"degree":    "reduce with tree degree d = 1, 2, N and the one the cost model chooses",
+	"degree":    "reduce with tree degree d = 1, 2, N, the published code's chain-leaf shape and the degree the cost model chooses",
 	"failure":   "broadcast and reduce with one participant killed at 50 % of the failure-free median",
 }
 
@@ -46,12 +48,21 @@ const (
 // DegreeN in Options.Degrees stands for N, the number of hosts.
 const DegreeN = -1
 
+// DegreeChainLeaf in Options.Degrees stands for the published code's
+// shape, a binary tree whose leaves are chains of length about S/(B·L)
+// (Config.ReduceShape chain-leaf), in the column SysChainLeaf.
+const DegreeChainLeaf = -2
+
+// SysChainLeaf is the column of DegreeChainLeaf.
+const SysChainLeaf = "chain-leaf"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
-	naive  bool // Config.Naive / hoplite node -naive
-	degree int  // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
-	kill   bool // the failure variant: a participant is killed at 50 %
+	naive  bool   // Config.Naive / hoplite node -naive
+	degree int    // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
+	shape  string // Config.ReduceShape / hoplite node -reduce-shape ("": d-ary)
+	kill   bool   // the failure variant: a participant is killed at 50 %
 	peer   string
 	alg    string // the peer's --algorithm (mpi, gloo)
 }
@@ -125,9 +136,15 @@ func (o *Options) systems() []system {
 	}
 	degrees := o.Degrees
 	if degrees == nil && o.Scenario == "degree" {
-		degrees = []int{1, 2, DegreeN}
+		degrees = []int{1, 2, DegreeN, DegreeChainLeaf}
 	}
 	for _, d := range degrees {
+		if d == DegreeChainLeaf {
+			if !slices.ContainsFunc(out, func(s system) bool { return s.shape != "" }) {
+				out = append(out, system{name: SysChainLeaf, shape: coordinator.ShapeChainLeaf})
+			}
+			continue
+		}
 		if d == DegreeN {
 			d = o.Nodes
 		}

@@ -154,7 +154,8 @@ type nodeSet struct {
 }
 
 // open starts one node per host (-naive for the naive system,
-// -reduce-degree d for a forced degree d: every member, since the
+// -reduce-degree d for a forced degree d, -reduce-shape for the chain-leaf
+// shape: every member, since the
 // coordinator of a Reduce runs wherever its target's shard is) and waits
 // until every agent sees all N members.
 func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
@@ -221,6 +222,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	}
 	if s.degree > 0 {
 		args = append(args, "-reduce-degree", strconv.Itoa(s.degree))
+	}
+	if s.shape != "" {
+		args = append(args, "-reduce-shape", s.shape)
 	}
 	return args
 }

@@ -55,8 +55,9 @@ func freeTestbedNet() (string, int, error) {
 }
 
 // The testbed smoke run: 3 namespaces, 1 MiB broadcast, reduce and the
-// degree ablation, ours and naive (and each forced degree: nodes started
-// with -reduce-degree), and the peers whose scripts exist; every result
+// degree ablation, ours and naive (and each forced degree and the
+// chain-leaf shape: nodes started with -reduce-degree or -reduce-shape),
+// and the peers whose scripts exist; every result
 // verified by the agents in the nodes.
 func TestTestbedSmoke(t *testing.T) {
 	script, _ := filepath.Abs("testbed")
@@ -106,12 +107,15 @@ func TestTestbedSmoke(t *testing.T) {
 			}
 			for _, res := range r.Results {
 				forced := strings.HasPrefix(res.System, "d=")
-				ours := res.System == SysOurs || res.System == SysNaive || forced
+				ours := res.System == SysOurs || res.System == SysNaive || res.System == SysChainLeaf || forced
 				if ours && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
 					t.Errorf("%s: %s %q times %v", res.System, res.Status, res.Reason, res.Times)
 				}
 				if forced && "d="+strconv.Itoa(int(res.Extra["degree"])) != res.System {
 					t.Errorf("%s: the reduce ran with degree %v", res.System, res.Extra["degree"])
+				}
+				if res.System == SysChainLeaf && res.Extra["chain_leaf"] != 1 {
+					t.Errorf("%s: the reduce ran with a d-ary tree", res.System)
 				}
 				if !ours && !res.ok() {
 					// A peer's own failure is reported, not ours to fail on.

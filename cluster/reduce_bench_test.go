@@ -16,6 +16,12 @@ import (
 // issuing a Reduce of all of them on node 0, and returns the time from the
 // Reduce call to its reply. Sources and target are deleted afterwards.
 func reduceOnce(b *testing.B, l *Local, tag string, srcs [][]byte, interval time.Duration) time.Duration {
+	d, _ := reduceReply(b, l, tag, srcs, interval)
+	return d
+}
+
+// reduceReply is reduceOnce that also returns the reply (its plan).
+func reduceReply(b *testing.B, l *Local, tag string, srcs [][]byte, interval time.Duration) (time.Duration, *messages.ReduceReply) {
 	b.Helper()
 	ctx := benchContext(b, 5*time.Minute)
 	ids := make([]string, len(srcs))
@@ -58,7 +64,33 @@ func reduceOnce(b *testing.B, l *Local, tag string, srcs [][]byte, interval time
 			b.Fatal(err)
 		}
 	}
-	return elapsed
+	return elapsed, res.r
+}
+
+// warmUp Puts the sources, waits for every Put, and only then reduces
+// them: the Puts measure L (their registrations' round trips), and the
+// tree's streams of whole sources measure B. (In reduceOnce the Reduce
+// comes first and its leaves are still being Put when their parents
+// stream them, which says nothing about the link, so it measures no B.)
+// It also faults in the stores' memory.
+func warmUp(b *testing.B, l *Local, srcs [][]byte) {
+	b.Helper()
+	ctx := benchContext(b, 5*time.Minute)
+	ids := make([]string, len(srcs))
+	for i := range srcs {
+		ids[i] = fmt.Sprintf("warm-src-%d", i)
+		if err := l.Client(i%l.Nodes()).Put(ctx, ids[i], srcs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := l.Client(0).Reduce(ctx, "warm-sum", ids, len(ids), messages.ReduceOp_SUM, messages.DType_FLOAT32); err != nil {
+		b.Fatal(err)
+	}
+	for _, id := range append(ids, "warm-sum") {
+		if err := l.Client(0).Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func reduceSources(n, size int) [][]byte {
@@ -116,7 +148,10 @@ func BenchmarkReduceTreeVsGather(b *testing.B) {
 }
 
 // BenchmarkReduceDegree compares the degree the cost model chooses with
-// forced degrees and with the published code's chain-leaf shape.
+// forced degrees and with the published code's chain-leaf shape. The
+// chosen variant reports the degree the model chose (d) and the B it
+// chose it with (B-MB/s, measured in the warm-up); chain-leaf reports its
+// top degree (1: S/(B·L) >= n made it one chain).
 func BenchmarkReduceDegree(b *testing.B) {
 	const nodes = 8
 	size := 64 << 20
@@ -134,14 +169,23 @@ func BenchmarkReduceDegree(b *testing.B) {
 			b.Run(link.name+"/"+v.name, func(b *testing.B) {
 				l := benchCluster(b, Config{Nodes: nodes, LinkBandwidth: link.bw, Capacity: int64(size) * (nodes + 4),
 					ReduceDegree: v.degree, ReduceShape: v.shape})
-				reduceOnce(b, l, "warm", srcs, 0) // measures L and B, faults in memory
+				warmUp(b, l, srcs)
 				var total time.Duration
+				var last *messages.ReduceReply
 				n := 0
 				for i := 0; b.Loop(); i++ {
-					total += reduceOnce(b, l, fmt.Sprintf("r%d", i), srcs, 0)
+					d, r := reduceReply(b, l, fmt.Sprintf("r%d", i), srcs, 0)
+					total += d
+					last = r
 					n++
 				}
 				b.ReportMetric(float64(total.Milliseconds())/float64(n), "reduce-ms")
+				if v.name == "chosen" || v.shape != "" {
+					b.ReportMetric(float64(last.GetPlan().GetDegree()), "d")
+				}
+				if v.name == "chosen" {
+					b.ReportMetric(last.GetPlan().GetBandwidth()/1e6, "B-MB/s")
+				}
 			})
 		}
 	}

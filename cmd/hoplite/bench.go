@@ -60,7 +60,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
 	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours and naive)")
 	fs.StringVar(&f.interval, "interval", "", "async: arrival interval(s), e.g. 0,50ms,200ms (default S/(4B))")
-	fs.StringVar(&f.degree, "degree", "", "reduce tree degrees to compare with the chosen one: d[,d...], chosen or all (degree scenario: all)")
+	fs.StringVar(&f.degree, "degree", "", "reduce trees to compare with the chosen degree: d[,d...] (d >= 1, n, or chain-leaf: the published code's binary tree of chains), chosen, or all = 1,2,n,chain-leaf (degree scenario: all)")
 	fs.StringVar(&f.jsonPath, "json", "", "write every measurement and the machine to this JSON file")
 	fs.StringVar(&f.plotPath, "plot", "", "draw the results into this PNG file")
 	fs.BoolVar(&f.testbed, "testbed", false, "run on the network-namespace testbed (root; re-runs itself under bench/testbed run)")
@@ -237,8 +237,8 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 	return o, nil
 }
 
-// parseDegrees reads --degree: "all" (1, 2 and N), "chosen" (none
-// forced) or a list; the degree scenario defaults to all.
+// parseDegrees reads --degree: "all" (1, 2, N and chain-leaf), "chosen"
+// (none forced) or a list; the degree scenario defaults to all.
 func parseDegrees(s, scenario string) ([]int, error) {
 	if s == "" && scenario == "degree" {
 		s = "all"
@@ -253,7 +253,7 @@ func parseDegrees(s, scenario string) ([]int, error) {
 	}
 	switch s {
 	case "all":
-		return []int{1, 2, bench.DegreeN}, nil
+		return []int{1, 2, bench.DegreeN, bench.DegreeChainLeaf}, nil
 	case "chosen":
 		return []int{}, nil
 	}
@@ -264,9 +264,13 @@ func parseDegrees(s, scenario string) ([]int, error) {
 			out = append(out, bench.DegreeN)
 			continue
 		}
+		if p == bench.SysChainLeaf {
+			out = append(out, bench.DegreeChainLeaf)
+			continue
+		}
 		d, err := strconv.Atoi(p)
 		if err != nil || d < 1 {
-			return nil, fmt.Errorf("-degree %q: want d[,d...] (d >= 1 or n), chosen or all", s)
+			return nil, fmt.Errorf("-degree %q: want d[,d...] (d >= 1, n or chain-leaf), chosen or all", s)
 		}
 		out = append(out, d)
 	}
