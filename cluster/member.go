@@ -42,10 +42,11 @@ import (
 )
 
 // ProtocolVersion is the version of the member protocol (the messages of
-// hoplite.proto and member.proto and the placement rule). Members of
-// different versions do not work together: the handshake keeps them
-// apart.
-const ProtocolVersion uint32 = 1
+// the messages package and the placement rule). Members of different
+// versions do not work together: the handshake keeps them apart.
+// Version 2: Tombstones (a rebuilt shard learns the deleted ids) and the
+// root generation on a Reduce's CreateObject.
+const ProtocolVersion uint32 = 2
 
 // Actor names under a member's node supervisor, the same on every member.
 const (
