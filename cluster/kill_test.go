@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +121,100 @@ func TestKillSavesEachShardMove(t *testing.T) {
 	}
 	if got, err := l.Client(2).Get(ctx, id); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get of an object of the moved shard: %v", err)
+	}
+}
+
+// TestKillDuringStoreNodeRestart: a node is killed while its store node
+// actor, which just crashed, waits for its supervisor's backoff restart.
+// The restart comes in while the actor stops (its Stopping hook waits for
+// it); Proto.Actor would restart the actor instead of stopping it, and
+// the killed node's store node would live on: no Terminated for its
+// watchers (a Reduce waiting to repair its tree hangs), and a Kill that
+// waits out the stop timeout. Kill must leave no actor of the node alive.
+func TestKillDuringStoreNodeRestart(t *testing.T) {
+	const chunk = 32 << 10
+	const warmups = 8 // earlier crashes: the backoff grows (10 ms each), and Kill has time to come first
+	hold := make(chan struct{})
+	var armed atomic.Bool
+	var restarts, starts, crashes atomic.Int32
+	cfg := Config{Nodes: 3, ChunkSize: chunk}
+	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+		if node == "node-2" && off > 0 {
+			<-hold // the store node has a fetch session child when it stops
+		}
+	}
+	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+		if node != "node-2" {
+			return
+		}
+		switch msg.(type) {
+		case crash:
+			crashes.Add(1)
+		case *actor.Started:
+			starts.Add(1)
+		case *actor.Stopping:
+			if armed.Load() {
+				// Hold the stop until the backoff restart was sent (its
+				// SupervisorEvent is published just before).
+				end := time.Now().Add(5 * time.Second)
+				for restarts.Load() < warmups+1 && time.Now().Before(end) {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		crashHook(node, msg)
+	}
+	l := start(t, cfg)
+	t.Cleanup(func() { close(hold) }) // before Stop
+	sub := l.System().EventStream.Subscribe(func(e any) {
+		if ev, ok := e.(*actor.SupervisorEvent); ok && ev.Directive == actor.RestartDirective && ev.Child.GetId() == "node-2/store" {
+			restarts.Add(1)
+		}
+	})
+	t.Cleanup(func() { l.System().EventStream.Unsubscribe(sub) })
+	ctx := deadline(t, 30*time.Second)
+	if err := l.Client(0).Put(ctx, "big", randomBytes(3, 8*chunk)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = l.Client(2).Get(ctx, "big") }() // stalls after its first chunk
+	eventually(t, 10*time.Second, "node-2's fetch of big", func() bool {
+		o := l.Store(2).Lookup("big")
+		if o == nil {
+			return false
+		}
+		w, _, _ := o.Progress()
+		return w > 0
+	})
+	store := l.StoreNode(2)
+	for k := range warmups {
+		l.System().Root.Send(store, crash{})
+		eventually(t, 10*time.Second, "node-2's store node restarted", func() bool { return starts.Load() >= int32(k+2) })
+	}
+	armed.Store(true)
+	l.System().Root.Send(store, crash{})
+	eventually(t, 10*time.Second, "the last crash", func() bool { return crashes.Load() == warmups+1 })
+	if err := l.Kill(2); err != nil {
+		t.Fatal(err)
+	}
+	if restarts.Load() < warmups+1 {
+		t.Fatal("the backoff restart did not come while the store node stopped: the test did not set up the race")
+	}
+	gone := make(chan struct{})
+	watcher := l.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.Started:
+			c.Watch(store)
+		case *actor.Terminated:
+			if m.GetWho().Equal(store) {
+				close(gone)
+			}
+		}
+	}))
+	defer l.System().Root.Stop(watcher)
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		t.Fatal("the killed node's store node is still alive: it was restarted while it stopped")
 	}
 }

@@ -247,7 +247,7 @@ func (l *Local) Kill(i int) error {
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", name)
 	l.transport.Unserve(l.refs[i].GetDataAddress())
 	l.stores[i].Fail(gone)
-	if err := l.system.Root.StopFuture(l.supervisors[i]).Wait(); err != nil {
+	if err := l.stopNode(i); err != nil {
 		// Fail-stop does not depend on the node's actors: its data and
 		// data plane are already gone, and its shards move regardless.
 		l.log.WithFields(logrus.Fields{"node": name, "error": err}).Warn("node did not stop in time; treating it as failed")
@@ -255,6 +255,40 @@ func (l *Local) Kill(i int) error {
 	l.log.WithField("node", name).Warn("node killed (fault injection)")
 	l.announceFailure(name)
 	return l.moveShards(i)
+}
+
+// stopNode stops node i's supervisor and its children and waits until
+// they are gone. Proto.Actor's backoff restart of a child that crashed
+// just before the stop can come in while that child is stopping, and
+// restarts it instead (handleRestart does not look whether the actor is
+// stopping): the child lives on, its watchers never get Terminated, and
+// its supervisor never stops. So Stop goes to the children again until
+// the supervisor is gone; a child that already stops ignores it. Callers
+// hold l.mu.
+func (l *Local) stopNode(i int) error {
+	sup := l.supervisors[i]
+	children := []*actor.PID{l.storeNodes[i], actor.NewPID(sup.GetAddress(), sup.GetId()+"/barriers")}
+	table := *l.shardTable.Load()
+	for j, host := range l.shardHost {
+		if host == i {
+			children = append(children, table[j])
+		}
+	}
+	stopped := make(chan error, 1)
+	fut := l.system.Root.StopFuture(sup) // waits up to protoactor's 10 s
+	go func() { stopped <- fut.Wait() }()
+	again := time.NewTicker(50 * time.Millisecond)
+	defer again.Stop()
+	for {
+		select {
+		case err := <-stopped:
+			return err
+		case <-again.C:
+			for _, c := range children {
+				l.system.Root.Stop(c)
+			}
+		}
+	}
 }
 
 // announceFailure makes sure NodeFailed is published for a killed node,
@@ -400,7 +434,7 @@ func (l *Local) stopLocked() {
 			l.transport.Unserve(ref.GetDataAddress())
 		}
 		if l.alive[i] && l.supervisors[i] != nil {
-			_ = l.system.Root.StopFuture(l.supervisors[i]).Wait()
+			_ = l.stopNode(i)
 			l.alive[i] = false
 		}
 	}
