@@ -74,6 +74,10 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 	if cfg.Estimator == nil {
 		cfg.Estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
 	}
+	if cfg.Reduce.Estimator == nil {
+		// The plan reports how many samples its L and B rest on.
+		cfg.Reduce.Estimator = cfg.Estimator
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester}
 	})
