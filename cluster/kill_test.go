@@ -8,9 +8,29 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
 )
+
+// stopLog records the cluster's warnings, to tell whether Kill had to
+// give up waiting for a node to stop (it then warns and goes on as if it
+// had: the node's data and data plane are gone, but its actors live on).
+func stopLog(cfg *Config) func() bool {
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.WarnLevel)
+	cfg.Log = log
+	return func() bool {
+		for _, e := range hook.AllEntries() {
+			if strings.Contains(e.Message, "did not stop in time") {
+				return true
+			}
+		}
+		return false
+	}
+}
 
 // nodeFailures lists the NodeFailed events about node.
 func nodeFailures(evs *eventLog, node string) []*events.NodeFailed {
@@ -138,6 +158,7 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	var armed atomic.Bool
 	var restarts, starts, crashes atomic.Int32
 	cfg := Config{Nodes: 3, ChunkSize: chunk}
+	stuck := stopLog(&cfg)
 	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && off > 0 {
 			<-hold // the store node has a fetch session child when it stops
@@ -200,6 +221,9 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	if restarts.Load() < warmups+1 {
 		t.Fatal("the backoff restart did not come while the store node stopped: the test did not set up the race")
 	}
+	if stuck() {
+		t.Fatal("Kill waited out the stop timeout: the restarted store node kept node-2 from stopping")
+	}
 	gone := make(chan struct{})
 	watcher := l.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
@@ -216,5 +240,86 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	case <-gone:
 	case <-ctx.Done():
 		t.Fatal("the killed node's store node is still alive: it was restarted while it stopped")
+	}
+}
+
+// TestKillWhileStoreNodeTakesATask: a store node that is stopping still
+// handles messages while its children stop, and a reduce task that comes
+// then starts a worker nobody tells to stop. The node must stop all the
+// same (the worker's coordinator would otherwise never hear that the
+// node failed).
+func TestKillWhileStoreNodeTakesATask(t *testing.T) {
+	const chunk = 32 << 10
+	hold := make(chan struct{})
+	inStopping, sent := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	cfg := Config{Nodes: 3, ChunkSize: chunk}
+	stuck := stopLog(&cfg)
+	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+		if node == "node-2" && off > 0 {
+			<-hold // a child (the fetch session) is stopping with the node
+		}
+	}
+	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+		if _, ok := msg.(*actor.Stopping); ok && node == "node-2" && armed.CompareAndSwap(true, false) {
+			close(inStopping)
+			select { // the task is queued before the node goes on stopping
+			case <-sent:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	l := start(t, cfg)
+	t.Cleanup(func() { close(hold) }) // before Stop
+	ctx := deadline(t, 30*time.Second)
+	if err := l.Client(0).Put(ctx, "big", randomBytes(4, 8*chunk)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = l.Client(2).Get(ctx, "big") }()
+	eventually(t, 10*time.Second, "node-2's fetch of big", func() bool {
+		o := l.Store(2).Lookup("big")
+		if o == nil {
+			return false
+		}
+		w, _, _ := o.Progress()
+		return w > 0
+	})
+	coordinator := l.System().Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) // stays alive
+	defer l.System().Root.Stop(coordinator)
+	store := l.StoreNode(2)
+	armed.Store(true)
+	killed := make(chan error, 1)
+	go func() { killed <- l.Kill(2) }()
+	select {
+	case <-inStopping:
+	case <-ctx.Done():
+		t.Fatal("node-2's store node never stopped")
+	}
+	task := &messages.ReduceTask{ReduceId: "r#1", TargetId: "r", Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64,
+		Size: 8 * chunk, Root: true, SourceId: "big", OutputId: "r", TimeoutMs: 30_000, Generation: 1}
+	l.System().Root.RequestWithCustomSender(store, task, coordinator)
+	close(sent)
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if stuck() {
+		t.Fatal("Kill waited out the stop timeout: the worker started while the store node stopped kept node-2 from stopping")
+	}
+	gone := make(chan struct{})
+	watcher := l.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.Started:
+			c.Watch(store)
+		case *actor.Terminated:
+			if m.GetWho().Equal(store) {
+				close(gone)
+			}
+		}
+	}))
+	defer l.System().Root.Stop(watcher)
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		t.Fatal("the killed node's store node is still alive: a worker it started while stopping keeps it")
 	}
 }

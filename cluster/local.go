@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -257,23 +258,22 @@ func (l *Local) Kill(i int) error {
 	return l.moveShards(i)
 }
 
-// stopNode stops node i's supervisor and its children and waits until
-// they are gone. Proto.Actor's backoff restart of a child that crashed
-// just before the stop can come in while that child is stopping, and
-// restarts it instead (handleRestart does not look whether the actor is
-// stopping): the child lives on, its watchers never get Terminated, and
-// its supervisor never stops. So Stop goes to the children again until
-// the supervisor is gone; a child that already stops ignores it. Callers
-// hold l.mu.
+// stopNode stops node i's supervisor and waits until it and every actor
+// under it are gone. A stop request to the supervisor alone is not
+// enough, because of two ways Proto.Actor lets an actor outlive it:
+//   - a child whose backoff restart (it crashed just before) comes in
+//     while it stops is restarted instead (handleRestart does not look
+//     whether the actor is stopping);
+//   - an actor that is stopping still handles user messages while it
+//     waits for its children, and a child it spawns then (a store node's
+//     reduce worker for a task that just came) is never told to stop.
+//
+// Either keeps the node from stopping, and its watchers (coordinators,
+// shards, fetch sessions) never hear of its failure. So every actor of
+// the node is told to stop, again, until the supervisor is gone; an actor
+// that already stops ignores it. Callers hold l.mu.
 func (l *Local) stopNode(i int) error {
 	sup := l.supervisors[i]
-	children := []*actor.PID{l.storeNodes[i], actor.NewPID(sup.GetAddress(), sup.GetId()+"/barriers")}
-	table := *l.shardTable.Load()
-	for j, host := range l.shardHost {
-		if host == i {
-			children = append(children, table[j])
-		}
-	}
 	stopped := make(chan error, 1)
 	fut := l.system.Root.StopFuture(sup) // waits up to protoactor's 10 s
 	go func() { stopped <- fut.Wait() }()
@@ -284,11 +284,26 @@ func (l *Local) stopNode(i int) error {
 		case err := <-stopped:
 			return err
 		case <-again.C:
-			for _, c := range children {
-				l.system.Root.Stop(c)
+			for _, pid := range l.actorsUnder(sup) {
+				l.system.Root.Stop(pid)
 			}
 		}
 	}
+}
+
+// actorsUnder lists the running actors below sup (a child's id is its
+// parent's id, a slash and its own name).
+func (l *Local) actorsUnder(sup *actor.PID) []*actor.PID {
+	prefix := sup.GetId() + "/"
+	var out []*actor.PID
+	for _, bucket := range l.system.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			if strings.HasPrefix(id, prefix) {
+				out = append(out, actor.NewPID(sup.GetAddress(), id))
+			}
+		}
+	}
+	return out
 }
 
 // announceFailure makes sure NodeFailed is published for a killed node,
