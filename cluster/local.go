@@ -269,22 +269,36 @@ func (l *Local) Kill(i int) error {
 //     reduce worker for a task that just came) is never told to stop.
 //
 // Either keeps the node from stopping, and its watchers (coordinators,
-// shards, fetch sessions) never hear of its failure. So every actor of
-// the node is told to stop, again, until the supervisor is gone; an actor
-// that already stops ignores it. Callers hold l.mu.
+// shards, fetch sessions) never hear of its failure. So the node's actors
+// are told to stop, again, until the supervisor is gone; an actor that
+// already stops ignores it. The supervisor's children are told every
+// 50 ms; every actor under it only from 500 ms on, every 500 ms, since
+// finding those scans the whole process registry (most of a second on a
+// loaded machine under -race). Callers hold l.mu.
 func (l *Local) stopNode(i int) error {
 	sup := l.supervisors[i]
+	children := []*actor.PID{l.storeNodes[i], actor.NewPID(sup.GetAddress(), sup.GetId()+"/barriers")}
+	table := *l.shardTable.Load()
+	for j, host := range l.shardHost {
+		if host == i {
+			children = append(children, table[j])
+		}
+	}
 	stopped := make(chan error, 1)
 	fut := l.system.Root.StopFuture(sup) // waits up to protoactor's 10 s
 	go func() { stopped <- fut.Wait() }()
 	again := time.NewTicker(50 * time.Millisecond)
 	defer again.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case err := <-stopped:
 			return err
 		case <-again.C:
-			for _, pid := range l.actorsUnder(sup) {
+			pids := children
+			if n%10 == 0 {
+				pids = l.actorsUnder(sup)
+			}
+			for _, pid := range pids {
 				l.system.Root.Stop(pid)
 			}
 		}
@@ -297,11 +311,12 @@ func (l *Local) actorsUnder(sup *actor.PID) []*actor.PID {
 	prefix := sup.GetId() + "/"
 	var out []*actor.PID
 	for _, bucket := range l.system.ProcessRegistry.LocalPIDs.LocalPIDs {
-		for _, id := range bucket.Keys() {
+		// IterCb, not Keys: Keys starts a goroutine per map shard.
+		bucket.IterCb(func(id string, _ any) {
 			if strings.HasPrefix(id, prefix) {
 				out = append(out, actor.NewPID(sup.GetAddress(), id))
 			}
-		}
+		})
 	}
 	return out
 }
