@@ -50,6 +50,12 @@ import (
 //     deadline plus chaosGrace, and its error code is one that faults or
 //     deadlines explain: TIMEOUT, UNAVAILABLE, NOT_FOUND, RESET (see
 //     chaosExplained);
+//   - a Reduce fails with TIMEOUT only if the faults explain it: fewer
+//     than num of its sources were Put in time on creators that no Kill,
+//     Restart or store crash touched before it returned, or its caller or
+//     the node hosting its coordinator (the target's shard) was killed
+//     while it ran, or an injected stall held a fetch of one of its
+//     sources or of its target (see checkReduceTimeouts);
 //   - no actor panics except the injected crashes; Kill, Restart and Stop
 //     succeed (Stop within 5 s);
 //   - once the faults settle, every object whose Put succeeded and whose
@@ -68,8 +74,15 @@ import (
 const (
 	chaosDefaultSeeds = 200
 	chaosBigSeeds     = 1_000_000
-	chaosGrace        = 2 * time.Second
-	chaosCrashReason  = "chaos: injected crash"
+	// chaosGrace is how long past its deadline a call may return: the
+	// answer travels through actors on a loaded machine (2 vCPUs, -race,
+	// 16 seeds at once). A call later than that fails the seed.
+	chaosGrace       = 2 * time.Second
+	chaosCrashReason = "chaos: injected crash"
+	// chaosReduceSlack is the least time a Reduce needs after its last
+	// source was Put: a source Put later than its deadline minus this does
+	// not count as available in checkReduceTimeouts.
+	chaosReduceSlack = time.Second
 )
 
 // chaosCrash makes a store node's BeforeReceive hook or a shard's hook
@@ -372,6 +385,34 @@ type chaosRun struct {
 	redErr map[int]error
 	tgets  []chaosTargetGet
 	t0     time.Time
+	// What checkReduceTimeouts needs: when each Put ended, what each
+	// Reduce saw, which faults ran when, and what each stall held.
+	putEnd  map[int]time.Time
+	redRuns []chaosReduceRun
+	faults  []chaosFault
+	stalled map[int]chaosStalled // stall step -> the fetch it held
+}
+
+// chaosReduceRun is one Reduce as it ran.
+type chaosReduceRun struct {
+	step       chaosStep
+	caller     int // node
+	shardHost  int // node hosting the target's shard (the coordinator) at the start
+	begin, end time.Time
+	err        error
+}
+
+// chaosFault is one fault step as it ran.
+type chaosFault struct {
+	step       chaosStep
+	begin, end time.Time
+}
+
+// chaosStalled is the fetch a stall held.
+type chaosStalled struct {
+	step chaosStep
+	id   string
+	at   time.Time
 }
 
 type chaosTargetGet struct {
@@ -391,14 +432,19 @@ func (c *chaosRun) call(what string, s chaosStep, timeout time.Duration, f func(
 	defer cancel()
 	begin := time.Now()
 	// A watchdog, not a speed check: a call still running past its
-	// deadline plus a generous grace is a hang.
+	// deadline plus a generous grace is a hang, which fails the seed (and
+	// is said at once on stderr, in case the call never returns).
 	var hung atomic.Bool
-	watchdog := time.AfterFunc(timeout+chaosGrace, func() { hung.Store(true) })
+	watchdog := time.AfterFunc(timeout+chaosGrace, func() {
+		hung.Store(true)
+		fmt.Fprintf(os.Stderr, "chaos seed %d: %s (%s) still running %v past its deadline %v\n", c.p.seed, what, c.p.describe(s), chaosGrace, timeout)
+	})
 	err := f(ctx)
 	watchdog.Stop()
-	c.stats.over(time.Since(begin) - timeout)
+	over := time.Since(begin) - timeout
+	c.stats.over(over)
 	if hung.Load() {
-		c.errorf("%s (%s) was still running %v after its deadline %v: %v", what, c.p.describe(s), chaosGrace, timeout, err)
+		c.errorf("%s (%s) returned %v after its deadline %v, more than the grace %v: %v", what, c.p.describe(s), over.Round(time.Millisecond), timeout, chaosGrace, err)
 	}
 	if err != nil {
 		var me *messages.Error
@@ -528,7 +574,7 @@ func (c *chaosRun) run(s chaosStep) {
 		client := c.l.Client(o.node)
 		err := c.call("put", s, s.timeout, func(ctx context.Context) error { return client.Put(ctx, o.id, o.data) })
 		c.mu.Lock()
-		c.putErr[s.obj] = err
+		c.putErr[s.obj], c.putEnd[s.obj] = err, time.Now()
 		c.mu.Unlock()
 	case stepGet:
 		o := p.objs[s.obj]
@@ -556,7 +602,9 @@ func (c *chaosRun) run(s chaosStep) {
 		for _, o := range r.sources {
 			src = append(src, p.objs[o].id)
 		}
-		client := c.l.Client(c.liveNode(s.node))
+		caller := c.liveNode(s.node)
+		client := c.l.Client(caller)
+		run := chaosReduceRun{step: s, caller: caller, shardHost: c.shardHost(r.target), begin: time.Now()}
 		var rep *messages.ReduceReply
 		err := c.call("reduce", s, s.timeout, func(ctx context.Context) (err error) {
 			if r.all {
@@ -566,8 +614,10 @@ func (c *chaosRun) run(s chaosStep) {
 			}
 			return err
 		})
+		run.end, run.err = time.Now(), err
 		c.mu.Lock()
 		c.redRep[s.red], c.redErr[s.red] = rep, err
+		c.redRuns = append(c.redRuns, run)
 		c.mu.Unlock()
 		if err != nil || !c.checkReply(s, r, rep) {
 			return
@@ -606,11 +656,14 @@ func (c *chaosRun) run(s chaosStep) {
 
 // stallHook blocks the fetch of the chosen node at the chosen offset once,
 // for a bounded time, after the stall step armed it.
-func (c *chaosRun) stallHook(node, _ string, off int64) {
+func (c *chaosRun) stallHook(node, id string, off int64) {
 	for _, s := range c.p.steps {
 		if s.kind != stepStall || off != s.off || node != nodeName(s.node) || !c.armed[s.idx].Load() || !c.fired[s.idx].CompareAndSwap(false, true) {
 			continue
 		}
+		c.mu.Lock()
+		c.stalled[s.idx] = chaosStalled{step: s, id: id, at: time.Now()}
+		c.mu.Unlock()
 		t := time.NewTimer(s.dur)
 		select {
 		case <-t.C:
@@ -624,6 +677,112 @@ func chaosCrashHook(_ string, msg any) {
 	if _, ok := msg.(chaosCrash); ok {
 		panic(chaosCrashReason)
 	}
+}
+
+// shardHost is the node that hosts the shard of id (and so the
+// coordinator of a Reduce into id) now.
+func (c *chaosRun) shardHost(id string) int {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return c.l.shardHost[directory.ShardIndex(id, len(c.l.shardHost))]
+}
+
+// checkReduceTimeouts: a Reduce "completes as long as num sources exist"
+// (issue 4), so a TIMEOUT needs an excuse: fewer than num of its sources
+// were available, or a fault took away its caller or its coordinator, or
+// a stall held its data. A source is available if its Put succeeded in
+// time (chaosReduceSlack before the Reduce's deadline) and its creator
+// was neither killed (which also covers a restart) before the Reduce
+// returned nor had its store node crash while the Reduce ran. Other
+// faults (kills of nodes with copies, shard crashes and moves) are what
+// repair is for and excuse nothing. Runs after every step returned.
+func (c *chaosRun) checkReduceTimeouts() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, run := range c.redRuns {
+		if !errors.Is(run.err, messages.ErrTimeout) {
+			continue
+		}
+		if excuse := c.timeoutExcuse(run); excuse != "" {
+			if chaosVerbose {
+				c.t.Logf("seed %d: %s: TIMEOUT explained: %s", c.p.seed, c.p.describe(run.step), excuse)
+			}
+			continue
+		}
+		c.errorf("%s (caller node-%d, coordinator on node-%d) returned TIMEOUT after %v, but no fault explains it: %d of its sources stayed available and it needs %d (%s): %v",
+			c.p.describe(run.step), run.caller, run.shardHost, run.end.Sub(run.begin).Round(time.Millisecond),
+			len(c.availableSources(run)), c.p.reduces[run.step.red].num, c.faultsDuring(run), run.err)
+	}
+}
+
+// timeoutExcuse says which fault explains a Reduce's TIMEOUT, or "".
+// Callers hold c.mu.
+func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
+	r := c.p.reduces[run.step.red]
+	if n := len(c.availableSources(run)); n < r.num {
+		return fmt.Sprintf("only %d of its sources stayed available, it needs %d", n, r.num)
+	}
+	for _, f := range c.faults {
+		during := f.begin.Before(run.end) && f.end.After(run.begin)
+		if f.step.kind == stepKill && during && (f.step.node == run.caller || f.step.node == run.shardHost) {
+			return fmt.Sprintf("%s while it ran (its caller or its coordinator's host)", c.p.describe(f.step))
+		}
+	}
+	ids := []string{r.target}
+	for _, o := range r.sources {
+		ids = append(ids, c.p.objs[o].id)
+	}
+	for _, st := range c.stalled {
+		if slices.Contains(ids, st.id) && st.at.Before(run.end) {
+			return fmt.Sprintf("%s held a fetch of %s", c.p.describe(st.step), st.id)
+		}
+	}
+	return ""
+}
+
+// availableSources lists the sources of a Reduce that no fault touched
+// (see checkReduceTimeouts). Callers hold c.mu.
+func (c *chaosRun) availableSources(run chaosReduceRun) []string {
+	deadline := run.begin.Add(run.step.timeout)
+	var ok []string
+	for _, o := range c.p.reduces[run.step.red].sources {
+		obj := c.p.objs[o]
+		err, put := c.putErr[o]
+		if !put || err != nil || c.putEnd[o].After(deadline.Add(-chaosReduceSlack)) {
+			continue
+		}
+		touched := false
+		for _, f := range c.faults {
+			if f.step.node != obj.node {
+				continue
+			}
+			switch f.step.kind {
+			case stepKill:
+				touched = touched || f.begin.Before(run.end)
+			case stepCrashStore:
+				touched = touched || f.begin.Before(run.end) && f.end.After(run.begin)
+			}
+		}
+		if !touched {
+			ok = append(ok, fmt.Sprintf("%s@node-%d", obj.id, obj.node))
+		}
+	}
+	return ok
+}
+
+// faultsDuring describes the faults that ran while a Reduce did. Callers
+// hold c.mu.
+func (c *chaosRun) faultsDuring(run chaosReduceRun) string {
+	var out []string
+	for _, f := range c.faults {
+		if f.begin.Before(run.end) && f.end.After(run.begin) {
+			out = append(out, c.p.describe(f.step))
+		}
+	}
+	if len(out) == 0 {
+		return "no fault ran meanwhile; available: " + strings.Join(c.availableSources(run), " ")
+	}
+	return "available: " + strings.Join(c.availableSources(run), " ") + "; faults meanwhile: " + strings.Join(out, "; ")
 }
 
 // checkTargetGets: a Get of a target returns the reduction of exactly the
@@ -763,19 +922,29 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 					lines = append(lines, line)
 				}
 			}
-			t.Logf("last log lines:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+			keepLines := 60
+			if os.Getenv("HOPLITE_TEST_LOG") != "" {
+				keepLines = len(lines) // replaying with more logs: all of them
+			}
+			t.Logf("last log lines:\n%s", strings.Join(lines[max(0, len(lines)-keepLines):], "\n"))
 		}
 	}()
 	log := logrus.New()
 	log.SetOutput(logs)
 	log.SetLevel(logrus.InfoLevel)
+	if v := os.Getenv("HOPLITE_TEST_LOG"); v != "" { // e.g. debug: the coordinators' task lines
+		if lvl, err := logrus.ParseLevel(v); err == nil {
+			log.SetLevel(lvl)
+		}
+	}
 	n := 0 // steps keep their plan index (HOPLITE_CHAOS_KEEP); stalls arm by it
 	for _, s := range p.steps {
 		n = max(n, s.idx+1)
 	}
 	c := &chaosRun{t: t, p: p, stats: stats, stop: make(chan struct{}),
 		armed: make([]atomic.Bool, n), fired: make([]atomic.Bool, n),
-		putErr: map[int]error{}, killed: map[int]bool{}, redRep: map[int]*messages.ReduceReply{}, redErr: map[int]error{}}
+		putErr: map[int]error{}, killed: map[int]bool{}, redRep: map[int]*messages.ReduceReply{}, redErr: map[int]error{},
+		putEnd: map[int]time.Time{}, stalled: map[int]chaosStalled{}}
 	cfg := Config{Nodes: p.nodes, ChunkSize: p.chunk, StallTimeout: p.stallTimeout, DefaultTimeout: 5 * time.Second, Log: log}
 	cfg.Hooks.BeforeFetchChunk = c.stallHook
 	cfg.Hooks.BeforeReceive = chaosCrashHook
@@ -823,11 +992,17 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 		defer ops.Done()
 		for _, s := range faults {
 			time.Sleep(time.Until(t0.Add(s.at)))
+			f := chaosFault{step: s, begin: time.Now()}
 			c.run(s)
+			f.end = time.Now()
+			c.mu.Lock()
+			c.faults = append(c.faults, f)
+			c.mu.Unlock()
 		}
 	}()
 	ops.Wait()
 	close(c.stop) // release stalls: the faults are over
+	c.checkReduceTimeouts()
 	c.checkTargetGets()
 	c.settle()
 	l.System().EventStream.Unsubscribe(sub)
