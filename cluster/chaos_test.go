@@ -55,7 +55,7 @@ import (
 //     Restart or store crash touched before it returned, or its caller or
 //     the node hosting its coordinator (the target's shard) was killed
 //     while it ran, or an injected stall held a fetch of one of its
-//     sources or of its target (see checkReduceTimeouts);
+//     sources (or of an AllReduce's result) (see checkReduceTimeouts);
 //   - no actor panics except the injected crashes; Kill, Restart and Stop
 //     succeed (Stop within 5 s);
 //   - once the faults settle, every object whose Put succeeded and whose
@@ -728,9 +728,12 @@ func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
 			return fmt.Sprintf("%s while it ran (its caller or its coordinator's host)", c.p.describe(f.step))
 		}
 	}
-	ids := []string{r.target}
+	var ids []string // what the Reduce moves: its sources, and the result for an AllReduce
 	for _, o := range r.sources {
 		ids = append(ids, c.p.objs[o].id)
+	}
+	if r.all {
+		ids = append(ids, r.target)
 	}
 	for _, st := range c.stalled {
 		if slices.Contains(ids, st.id) && st.at.Before(run.end) {

@@ -231,7 +231,8 @@ func (l *Local) startNode(i int, shards []int) error {
 // Kill fails node i (fail-stop): its actors stop, its data is gone, its
 // data plane endpoint closes, and the directory shards it hosted start on
 // a live node, rebuilt from the other nodes' copies. Peers learn of the
-// failure only through their watches and data connections.
+// failure only through their watches and data connections. By the time
+// Kill returns, events.NodeFailed about the node was published once.
 func (l *Local) Kill(i int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
