@@ -208,3 +208,39 @@ func TestCoordinatorHostKilledFailsReduce(t *testing.T) {
 	f.expectUnavailable(t, ctx)
 	f.expectClean(t, ctx)
 }
+
+// A coordinator that crashes in Started, before its Reduction exists,
+// still answers the caller (UNAVAILABLE, not a wait for the deadline) and
+// frees the target: the same Reduce then succeeds.
+func TestCoordinatorPanicInStartedFailsReduce(t *testing.T) {
+	cfg := Config{Nodes: 3, ChunkSize: 32 << 10}
+	once := make(chan struct{}, 1)
+	once <- struct{}{}
+	cfg.CoordinatorHook = func(_ string, msg any) {
+		if _, ok := msg.(*actor.Started); ok {
+			select {
+			case <-once:
+				panic("fault injection: coordinator crash in Started")
+			default:
+			}
+		}
+	}
+	l := start(t, cfg)
+	ctx := deadline(t, 30*time.Second)
+	data := int64s(1, 8<<10)
+	if err := l.Client(1).Put(ctx, "a", data); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := contextWithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := l.Client(0).Reduce(rctx, "t", []string{"a"}, 1, messages.ReduceOp_SUM, messages.DType_INT64); !errors.Is(err, messages.ErrUnavailable) {
+		t.Fatalf("reduce whose coordinator crashed in Started: %v, want UNAVAILABLE", err)
+	}
+	if _, err := l.Client(0).Reduce(ctx, "t", []string{"a"}, 1, messages.ReduceOp_SUM, messages.DType_INT64); err != nil {
+		t.Fatalf("the same Reduce again: %v, want success (the target was freed)", err)
+	}
+	got, err := l.Client(2).Get(ctx, "t")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get target: %v (equal %v)", err, bytes.Equal(got, data))
+	}
+}

@@ -178,6 +178,31 @@ func TestFigure5ReduceRepair(t *testing.T) {
 			<-holdR6 // the tree cannot finish before R2 fails
 		}
 	}
+	// What the shards and the coordinator have received, to order the
+	// steps by messages rather than by sleeps.
+	var mu sync.Mutex
+	subscribed, located := map[string]bool{}, map[string]bool{}
+	cfg.ShardHook = func(_ string, msg any) {
+		if m, ok := msg.(*messages.Subscribe); ok {
+			mu.Lock()
+			subscribed[m.GetObjectId()] = true
+			mu.Unlock()
+		}
+	}
+	cfg.CoordinatorHook = func(_ string, msg any) {
+		if m, ok := msg.(*messages.LocationUpdate); ok && m.GetNode() != nil {
+			mu.Lock()
+			located[m.GetObjectId()] = true
+			mu.Unlock()
+		}
+	}
+	seen := func(set map[string]bool, id string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return set[id]
+		}
+	}
 	l := start(t, cfg)
 	evs := recordEvents(t, l)
 	ctx := deadline(t, 20*time.Second)
@@ -197,28 +222,27 @@ func TestFigure5ReduceRepair(t *testing.T) {
 		r, err := l.Client(0).Reduce(ctx, "sum", ids, 6, messages.ReduceOp_SUM, messages.DType_INT64)
 		done <- result{r, err}
 	}()
-	arrived := func(n int) func() bool {
-		return func() bool {
-			info, err := l.Client(0).Info(ctx, fmt.Sprintf("R%d", n), false)
-			return err == nil && len(info.GetLocations()) > 0
-		}
+	// The coordinator subscribes first: every arrival is pushed to it as
+	// it happens (a hook runs as its actor takes the message, so a Put
+	// after it is registered after the Subscribe).
+	for _, id := range ids {
+		eventually(t, 5*time.Second, "the coordinator's subscription to "+id, seen(subscribed, id))
 	}
-	time.Sleep(20 * time.Millisecond) // let the coordinator subscribe first
 	r6put := make(chan error, 1)
 	for i := 1; i <= 7; i++ {
 		id := fmt.Sprintf("R%d", i)
 		if i == 6 {
 			go func() { r6put <- l.Client(i-1).Put(ctx, id, data[id]) }()
-			eventually(t, 5*time.Second, "R6 to arrive", arrived(6))
-			continue
-		}
-		// Node i-1 holds Ri; node-0 is the caller and holds R1.
-		if err := l.Client(i-1).Put(ctx, id, data[id]); err != nil {
+		} else if err := l.Client(i-1).Put(ctx, id, data[id]); err != nil {
+			// Node i-1 holds Ri; node-0 is the caller and holds R1.
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, id+" to arrive", arrived(i))
+		// Arrival order is Put order. For R7 this also means the
+		// coordinator has it as a backup before R2 fails: the hook runs
+		// as the coordinator takes R7's location, so the Terminated of
+		// node-1 comes after.
+		eventually(t, 5*time.Second, id+" to reach the coordinator", seen(located, id))
 	}
-	time.Sleep(20 * time.Millisecond) // R7's arrival reaches the coordinator
 	if err := l.Kill(1); err != nil { // node-1 holds R2
 		t.Fatal(err)
 	}

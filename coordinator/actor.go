@@ -141,8 +141,6 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.apply(ctx, c.r.Done(m))
 	case *messages.StoreReducedReply:
 		c.apply(ctx, c.r.Stored(m))
-	case *messages.GetReply:
-		c.apply(ctx, c.r.Fetched(ctx.Sender().GetId(), messages.ErrOrNil(m.GetError())))
 	case expire:
 		if c.gating() {
 			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_TIMEOUT,
@@ -161,6 +159,18 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		}
 		if c.r != nil && !c.r.Over() {
 			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")))
+		} else if c.r == nil {
+			// It crashed before its Reduction existed: the caller still
+			// gets an answer, and the reserved target is freed.
+			target := c.start.GetReduce().GetTargetId()
+			if c.requester != nil {
+				ctx.Send(c.requester, &messages.ReduceReply{TargetId: target,
+					Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped before it started")})
+			}
+			if ctx.Parent() != nil {
+				ctx.Send(ctx.Parent(), &messages.ReleaseTarget{TargetId: target, ReduceId: c.id})
+			}
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": target}).Warn("reduce failed: its coordinator stopped before it started")
 		}
 	}
 }
@@ -302,7 +312,29 @@ func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
 		ctx.Request(c.start.GetCaller().PID(), fx.StoreInline)
 	}
 	for _, n := range fx.Fetch {
-		ctx.Request(n.PID(), &messages.Get{ObjectId: c.start.GetReduce().GetTargetId(), Prefetch: true, TimeoutMs: remaining})
+		// A future per participant: a store node answers a Get without a
+		// sender, and the Reduction must know which participant is done.
+		node := n.GetNodeId()
+		get := &messages.Get{ObjectId: c.start.GetReduce().GetTargetId(), Prefetch: true, TimeoutMs: remaining}
+		// The Get answers TIMEOUT by itself at the deadline; the future
+		// only guards against an answer that never comes.
+		f := ctx.RequestFuture(n.PID(), get, time.Duration(remaining)*time.Millisecond+time.Second)
+		ctx.ReenterAfter(f, func(res any, err error) {
+			switch {
+			case errors.Is(err, actor.ErrDeadLetter):
+				// Its node is gone: the watch reports it, and a failed
+				// participant is not waited for.
+			case err != nil:
+				c.apply(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err)))
+			default:
+				gr, ok := res.(*messages.GetReply)
+				if !ok {
+					c.apply(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res)))
+					return
+				}
+				c.apply(ctx, c.r.Fetched(node, messages.ErrOrNil(gr.GetError())))
+			}
+		})
 	}
 	for _, n := range fx.Release {
 		ctx.Send(n.PID(), &messages.ReduceRelease{ReduceId: c.id, KeepTarget: fx.ReleaseKeep})

@@ -131,23 +131,28 @@ type Reduction struct {
 	L        time.Duration
 	B        float64
 
-	size      int64 // -1 until the first source arrives
-	inline    bool
-	sources   map[string]*source
-	arrivals  []string
-	gone      map[string]bool // deleted sources
-	tree      *plan.Tree
-	assign    *plan.Assignment
-	plan      *messages.ReducePlan
-	gen       map[int]int      // the last task generation sent per position (0: none)
-	need      map[int]bool     // positions that need a task (first, or again after a repair)
-	started   map[int]bool     // positions whose output can be streamed in the current generation
-	rootSet   map[int][]string // per root generation: the sources it reduces
-	rootAt    map[int]string   // per root generation: the node it ran on
-	watched   map[string]bool
-	nodes     map[string]*messages.NodeRef
-	fetching  int  // all_reduce Gets still running
-	fetchSent bool // all_reduce Gets were sent (once: a repaired target rewinds under them)
+	size     int64 // -1 until the first source arrives
+	inline   bool
+	sources  map[string]*source
+	arrivals []string
+	gone     map[string]bool // deleted sources
+	tree     *plan.Tree
+	assign   *plan.Assignment
+	plan     *messages.ReducePlan
+	gen      map[int]int      // the last task generation sent per position (0: none)
+	need     map[int]bool     // positions that need a task (first, or again after a repair)
+	started  map[int]bool     // positions whose output can be streamed in the current generation
+	rootSet  map[int][]string // per root generation: the sources it reduces
+	rootAt   map[int]string   // per root generation: the node it ran on
+	watched  map[string]bool
+	nodes    map[string]*messages.NodeRef
+	// all_reduce: the participants' Gets of the result. Each node is asked
+	// once (a repaired target rewinds under a running Get); a repair that
+	// brings in a new participant asks it when the new root starts; a
+	// participant that fails is no longer waited for.
+	fetchSent bool
+	asked     map[string]bool // node id -> a Get was sent
+	fetching  map[string]bool // node id -> its Get is still running
 	reply     *messages.ReduceReply
 	over      bool
 }
@@ -166,7 +171,8 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	}
 	return &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{},
-		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{}}
+		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
+		asked: map[string]bool{}, fetching: map[string]bool{}}
 }
 
 // Begin returns what the shell does first: watch the caller's node.
@@ -379,14 +385,27 @@ func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
 	var fx Effects
 	if parent := r.tree.Parent(p); parent >= 0 {
 		r.maybeSend(parent, &fx)
-	} else if r.req.GetAllReduce() && !r.fetchSent {
-		r.fetchSent = true
+	} else if r.req.GetAllReduce() {
 		// The target is streaming from its first chunk: participants start
-		// fetching now, so the broadcast pipelines with the reduce.
-		fx.Fetch = r.participants()
-		r.fetching = len(fx.Fetch)
+		// fetching now, so the broadcast pipelines with the reduce. After
+		// a repair (a new root generation), only new participants.
+		r.fetchSent = true
+		r.fetchNew(&fx)
 	}
 	return fx
+}
+
+// fetchNew asks every participant not asked yet to Get the result, and
+// watches it: a participant that dies will never answer.
+func (r *Reduction) fetchNew(fx *Effects) {
+	for _, n := range r.participants() {
+		if id := n.GetNodeId(); !r.asked[id] {
+			r.asked[id] = true
+			r.fetching[id] = true
+			r.watch(n, fx)
+			fx.Fetch = append(fx.Fetch, n)
+		}
+	}
 }
 
 // participants are the nodes of the reduced sources, except the root's,
@@ -442,11 +461,14 @@ func (r *Reduction) NodeFailed(node string) Effects {
 	if r.over {
 		return Effects{}
 	}
+	// A participant that died will not answer its Get of the result, and
+	// needs no copy any more.
+	delete(r.fetching, node)
 	if r.reply != nil {
 		// The result is fixed (an AllReduce is only waiting for its
 		// participants): the tree must not change under it. A participant
 		// whose copy is lost fails the AllReduce through its fetch.
-		return Effects{}
+		return r.maybeFinish()
 	}
 	if r.start != nil && r.start.GetNodeId() == node {
 		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
@@ -498,20 +520,20 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {
 	}
 }
 
-// Fetched handles the end of one all_reduce Get.
+// Fetched handles the end of one all_reduce Get on node.
 func (r *Reduction) Fetched(node string, err error) Effects {
-	if r.over || r.fetching == 0 {
-		return Effects{}
+	if r.over || !r.fetching[node] {
+		return Effects{} // not asked, already answered, or failed since
 	}
 	if err != nil {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: %s could not fetch the result: %v", node, err))
 	}
-	r.fetching--
+	delete(r.fetching, node)
 	return r.maybeFinish()
 }
 
 func (r *Reduction) maybeFinish() Effects {
-	if r.reply == nil || r.fetching > 0 {
+	if r.reply == nil || len(r.fetching) > 0 {
 		return Effects{}
 	}
 	r.over = true
@@ -553,8 +575,12 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
 	}
 	// The caller's node already holds the result; its prefetch answers at
 	// once, so it needs no special case.
-	fx := Effects{Fetch: r.participants()}
-	r.fetching = len(fx.Fetch)
+	var fx Effects
+	r.fetchSent = true
+	r.fetchNew(&fx)
+	if len(fx.Fetch) == 0 {
+		return r.maybeFinish()
+	}
 	return fx
 }
 

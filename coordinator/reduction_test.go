@@ -1007,3 +1007,54 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 		})
 	}
 }
+
+// An AllReduce participant that fails is not waited for: its Get of the
+// result will never answer. A repair that brings in a backup asks the
+// backup's node when the new root starts, and only it. Once the result
+// is fixed, a failing participant ends the wait too (chaos seeds 22 and
+// 140 waited for their deadline).
+func TestAllReduceParticipantFailure(t *testing.T) {
+	req := request([]string{"a", "b", "c"}, 2)
+	req.AllReduce = true
+	r := newRed(req, Config{ForceDegree: 1})
+	var root *messages.ReduceTask
+	take := func(fx Effects) Effects {
+		for _, tk := range fx.Tasks {
+			if tk.Task.GetRoot() {
+				root = tk.Task
+			}
+		}
+		return fx
+	}
+	take(r.Located(located("a", bigSize, node(1))))
+	take(r.Located(located("b", bigSize, node(2))))
+	take(r.Located(located("c", bigSize, node(3)))) // a backup
+	if root == nil || len(root.GetChildren()) != 1 {
+		t.Fatalf("want a root task with one input, got %v", root)
+	}
+	leafNode := root.GetChildren()[0].GetNode().GetNodeId()
+	fx := r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
+	if got := nodeIDs(fx.Fetch); !slices.Equal(got, []string{leafNode}) {
+		t.Fatalf("the root started: Gets to %v, want the leaf's node %s", got, leafNode)
+	}
+	gen1 := root.GetGeneration()
+	take(r.NodeFailed(leafNode))
+	if root.GetGeneration() == gen1 || root.GetChildren()[0].GetNode().GetNodeId() != "n3" {
+		t.Fatalf("after %s failed: root task %v, want a new generation reducing the backup on n3", leafNode, root)
+	}
+	fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
+	if got := nodeIDs(fx.Fetch); !slices.Equal(got, []string{"n3"}) {
+		t.Fatalf("the new root started: Gets to %v, want only the backup's node n3", got)
+	}
+	mustEmpty(t, "Done(root) with n3's Get running", r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}))
+	mustEmpty(t, "a late answer of the failed participant", r.Fetched(leafNode, nil))
+	// The result is fixed; n3 dies before its Get answers.
+	fx = r.NodeFailed("n3")
+	if fx.Reply == nil || fx.Reply.GetError() != nil {
+		t.Fatalf("the last participant failed after the result was fixed: %+v, want success", fx.Reply)
+	}
+	want := []string{root.GetSourceId(), "c"}
+	if got := slices.Sorted(slices.Values(fx.Reply.GetReducedIds())); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("reduced %v, want %v", got, want)
+	}
+}
