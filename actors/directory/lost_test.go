@@ -186,6 +186,28 @@ func TestStaleRootCannotRecreateTheTarget(t *testing.T) {
 	}
 }
 
+// A receiver that Locates an object the directory records as complete on
+// it does not hold it (chaos soak seed 6000048: a copy's late COMPLETE
+// from a node's killed incarnation reached the shard after its cleanup,
+// and the restarted node's Get failed with "already holds"). The record
+// goes; the receiver gets a sender, or LOST if that was the only copy.
+func TestLocateByAReceiverRecordedCompleteDropsTheStaleRecord(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	complete(tb, "x", 1, 1<<20, false) // stale: n1 no longer has it
+	if r := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
+		t.Fatalf("n1 locating x recorded complete on it: sender %v error %v, want n0", r.GetSender().GetNodeId(), r.GetError())
+	}
+
+	tb = NewLocationTable(TableConfig{})
+	create(t, tb, "y", 1<<20, 2)
+	complete(tb, "y", 2, 1<<20, true) // the creator's copy, gone with its node's earlier incarnation
+	if r := locateReply(t, locate(tb, "y", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("n2 locating its own only copy: %v, want LOST", r.GetError())
+	}
+}
+
 func TestDeletingALostObjectTombstonesIt(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)

@@ -388,12 +388,20 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	}
 	if loc := e.locs[rid]; loc != nil {
 		if loc.state == messages.LocationState_COMPLETE {
-			return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
-				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id)}})
+			// The receiver asks because it does not hold the object, so
+			// this record is stale: a late publication of a copy that died
+			// with an earlier incarnation of the node, or an eviction whose
+			// Unpublish is still on its way. The receiver knows best.
+			out = append(out, t.removeLocation(e, rid)...)
+			if fx, lost := t.markLostIfGone(e, rid); lost {
+				out = append(out, fx...)
+				return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err}})
+			}
+		} else {
+			// A receiver locating again (its sender failed, or it
+			// restarted) releases the sender it had.
+			out = append(out, t.endTransfer(e, rid, true)...)
 		}
-		// A receiver locating again (its sender failed, or it restarted)
-		// releases the sender it had.
-		out = append(out, t.endTransfer(e, rid, true)...)
 	}
 	// A receiver has at most one parked Locate: a newer one (its fetch
 	// resumed after a restart) replaces it, or both would claim a sender.
