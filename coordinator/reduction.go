@@ -201,8 +201,18 @@ func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 		return r.sourceDeleted(id)
 	}
 	if s := r.sources[id]; s != nil {
-		if u.GetState() == messages.LocationState_COMPLETE && u.GetNode().GetNodeId() == s.node.GetNodeId() {
+		same := u.GetNode() != nil && u.GetNode().GetNodeId() == s.node.GetNodeId()
+		switch {
+		case same && u.GetState() == messages.LocationState_COMPLETE:
 			s.complete = true // its Put finished after it arrived
+		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && !r.inline && r.tree != nil:
+			// The copy the tree uses left the directory (a receiver's
+			// partial copy whose feed died, an evicted copy): the source
+			// leaves its position as if its node had failed, or the tree
+			// would wait for bytes that never come.
+			var fx Effects
+			r.sourceGone(id, &fx)
+			return fx
 		}
 		return Effects{}
 	}
@@ -479,18 +489,22 @@ func (r *Reduction) NodeFailed(node string) Effects {
 		return fx // small sources live in the directory, not on the node
 	}
 	for _, id := range slices.Clone(r.arrivals) {
-		s := r.sources[id]
-		if s == nil || s.node.GetNodeId() != node {
-			continue
+		if s := r.sources[id]; s != nil && s.node.GetNodeId() == node {
+			r.sourceGone(id, &fx)
 		}
-		delete(r.sources, id) // it may arrive again, from a new copy
-		rep, err := r.assign.Replace(id)
-		if err != nil || rep.Pos < 0 {
-			continue // only a backup
-		}
-		r.repair(rep, id, &fx)
 	}
 	return fx
+}
+
+// sourceGone takes a source whose copy is gone out of the tree: the next
+// ready backup takes its position, or the next arrival will.
+func (r *Reduction) sourceGone(id string, fx *Effects) {
+	delete(r.sources, id) // it may arrive again, from a new copy
+	rep, err := r.assign.Replace(id)
+	if err != nil || rep.Pos < 0 {
+		return // only a backup
+	}
+	r.repair(rep, id, fx)
 }
 
 func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {

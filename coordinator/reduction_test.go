@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -1056,5 +1057,39 @@ func TestAllReduceParticipantFailure(t *testing.T) {
 	want := []string{root.GetSourceId(), "c"}
 	if got := slices.Sorted(slices.Values(fx.Reply.GetReducedIds())); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Fatalf("reduced %v, want %v", got, want)
+	}
+}
+
+// A placed source whose copy leaves the directory while its node lives
+// (a receiver's partial copy whose feed died; chaos soak seed 6000218:
+// the tree waited for its deadline) leaves its position as after a node
+// failure: the ready backup takes it. A copy the tree does not use may
+// come and go.
+func TestSourceWhoseCopyLeavesTheDirectoryIsReplaced(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
+	r.Located(located("a", bigSize, node(1)))
+	r.Located(located("b", bigSize, node(2)))
+	r.Located(located("c", bigSize, node(3))) // a backup
+	gone := func(id string, n int) Effects {
+		return r.Located(&messages.LocationUpdate{ObjectId: id, Node: node(n), State: messages.LocationState_LOCATION_STATE_UNSPECIFIED})
+	}
+	mustEmpty(t, "a copy of a on another node left", gone("a", 5))
+	fx := gone("b", 2)
+	var replaced *events.TreeNodeReplaced
+	for _, e := range fx.Events {
+		if ev, ok := e.(*events.TreeNodeReplaced); ok {
+			replaced = ev
+		}
+	}
+	if replaced == nil || replaced.Failed != "b" || replaced.Replacement != "c" {
+		t.Fatalf("b's copy on n2 left the directory: events %v, want b replaced by c", fx.Events)
+	}
+	if len(fx.Tasks) == 0 {
+		t.Fatalf("no task after the repair: %+v", fx)
+	}
+	for _, tk := range fx.Tasks {
+		if tk.Task.GetSourceId() == "b" || slices.ContainsFunc(tk.Task.GetChildren(), func(in *messages.ReduceInput) bool { return in.GetObjectId() == "b" }) {
+			t.Fatalf("a task still reads b: %v", tk.Task)
+		}
 	}
 }
