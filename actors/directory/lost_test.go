@@ -200,11 +200,25 @@ func TestLocateByAReceiverRecordedCompleteDropsTheStaleRecord(t *testing.T) {
 		t.Fatalf("n1 locating x recorded complete on it: sender %v error %v, want n0", r.GetSender().GetNodeId(), r.GetError())
 	}
 
+	// The stale record was the last whole copy: LOST.
 	tb = NewLocationTable(TableConfig{})
-	create(t, tb, "y", 1<<20, 2)
-	complete(tb, "y", 2, 1<<20, true) // the creator's copy, gone with its node's earlier incarnation
+	create(t, tb, "y", 1<<20, 0)
+	complete(tb, "y", 0, 1<<20, true)
+	complete(tb, "y", 2, 1<<20, false)
+	tb.NodeFailed("n0")
 	if r := locateReply(t, locate(tb, "y", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
-		t.Fatalf("n2 locating its own only copy: %v, want LOST", r.GetError())
+		t.Fatalf("n2 locating y whose only other copy died: %v, want LOST", r.GetError())
+	}
+
+	// The creator's own record stands: a Get that waited on the creator
+	// before its Put finished locates after it; the creator has it (chaos
+	// soak seeds 6000006 and 6000277 made it LOST when this removed it).
+	tb = NewLocationTable(TableConfig{})
+	create(t, tb, "z", 1<<20, 3)
+	complete(tb, "z", 3, 1<<20, true)
+	locate(tb, "z", 3, t0)
+	if r := locateReply(t, locate(tb, "z", 4, t0), replyTo("r4")); r.GetError() != nil || r.GetSender().GetNodeId() != "n3" {
+		t.Fatalf("after the creator located its own object: sender %v error %v, want the creator n3", r.GetSender().GetNodeId(), r.GetError())
 	}
 }
 

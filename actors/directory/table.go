@@ -387,17 +387,23 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		out = append(out, t.removeLocation(e, f.GetNodeId())...)
 	}
 	if loc := e.locs[rid]; loc != nil {
-		if loc.state == messages.LocationState_COMPLETE {
-			// The receiver asks because it does not hold the object, so
-			// this record is stale: a late publication of a copy that died
-			// with an earlier incarnation of the node, or an eviction whose
-			// Unpublish is still on its way. The receiver knows best.
+		switch {
+		case loc.state == messages.LocationState_COMPLETE && loc.creator:
+			// The creator's copy: a Get that waited on this node before
+			// the node's own Put of the id finished. It has the object.
+			return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
+				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id)}})
+		case loc.state == messages.LocationState_COMPLETE:
+			// A receiver asks because it does not hold the object, so a
+			// record of its whole copy is stale: a late publication of a
+			// copy that died with an earlier incarnation of the node, or
+			// an eviction whose Unpublish is still on its way.
 			out = append(out, t.removeLocation(e, rid)...)
 			if fx, lost := t.markLostIfGone(e, rid); lost {
 				out = append(out, fx...)
 				return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err}})
 			}
-		} else {
+		default:
 			// A receiver locating again (its sender failed, or it
 			// restarted) releases the sender it had.
 			out = append(out, t.endTransfer(e, rid, true)...)
