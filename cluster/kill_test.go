@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -224,23 +225,7 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	if stuck() {
 		t.Fatal("Kill waited out the stop timeout: the restarted store node kept node-2 from stopping")
 	}
-	gone := make(chan struct{})
-	watcher := l.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		switch m := c.Message().(type) {
-		case *actor.Started:
-			c.Watch(store)
-		case *actor.Terminated:
-			if m.GetWho().Equal(store) {
-				close(gone)
-			}
-		}
-	}))
-	defer l.System().Root.Stop(watcher)
-	select {
-	case <-gone:
-	case <-ctx.Done():
-		t.Fatal("the killed node's store node is still alive: it was restarted while it stopped")
-	}
+	waitTerminated(ctx, t, l, store, "the killed node's store node is still alive: it was restarted while it stopped")
 }
 
 // TestKillWhileStoreNodeTakesATask: a store node that is stopping still
@@ -305,13 +290,20 @@ func TestKillWhileStoreNodeTakesATask(t *testing.T) {
 	if stuck() {
 		t.Fatal("Kill waited out the stop timeout: the worker started while the store node stopped kept node-2 from stopping")
 	}
+	waitTerminated(ctx, t, l, store, "the killed node's store node is still alive: a worker it started while stopping keeps it")
+}
+
+// waitTerminated fails the test unless pid is gone (its watchers told)
+// before ctx ends: a watch, not the registry, says it truly stopped.
+func waitTerminated(ctx context.Context, t *testing.T, l *Local, pid *actor.PID, why string) {
+	t.Helper()
 	gone := make(chan struct{})
 	watcher := l.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *actor.Started:
-			c.Watch(store)
+			c.Watch(pid)
 		case *actor.Terminated:
-			if m.GetWho().Equal(store) {
+			if m.GetWho().Equal(pid) {
 				close(gone)
 			}
 		}
@@ -320,6 +312,6 @@ func TestKillWhileStoreNodeTakesATask(t *testing.T) {
 	select {
 	case <-gone:
 	case <-ctx.Done():
-		t.Fatal("the killed node's store node is still alive: a worker it started while stopping keeps it")
+		t.Fatal(why)
 	}
 }
