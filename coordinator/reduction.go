@@ -150,11 +150,10 @@ type Reduction struct {
 	// once (a repaired target rewinds under a running Get); a repair that
 	// brings in a new participant asks it when the new root starts; a
 	// participant that fails is no longer waited for.
-	fetchSent bool
-	asked     map[string]bool // node id -> a Get was sent
-	fetching  map[string]bool // node id -> its Get is still running
-	reply     *messages.ReduceReply
-	over      bool
+	asked    map[string]bool // node id -> a Get was sent
+	fetching map[string]bool // node id -> its Get is still running
+	reply    *messages.ReduceReply
+	over     bool
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
@@ -399,7 +398,6 @@ func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
 		// The target is streaming from its first chunk: participants start
 		// fetching now, so the broadcast pipelines with the reduce. After
 		// a repair (a new root generation), only new participants.
-		r.fetchSent = true
 		r.fetchNew(&fx)
 	}
 	return fx
@@ -590,7 +588,6 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
 	// The caller's node already holds the result; its prefetch answers at
 	// once, so it needs no special case.
 	var fx Effects
-	r.fetchSent = true
 	r.fetchNew(&fx)
 	if len(fx.Fetch) == 0 {
 		return r.maybeFinish()
