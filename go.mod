@@ -82,3 +82,5 @@ require (
 )
 
 tool google.golang.org/protobuf/cmd/protoc-gen-go
+
+replace github.com/asynkron/protoactor-go => ./third_party/protoactor-go

@@ -1,0 +1,5 @@
+package actor
+
+type MessageBatch interface {
+	GetMessages() []interface{}
+}

@@ -1,0 +1,1 @@
+package cluster_test_tool
