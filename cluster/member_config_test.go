@@ -42,9 +42,7 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 	}
 }
 
-// One member per test: several in one process race inside grpc under
-// -race (see skipManyMembersUnderRace), and one member holding every
-// source still plans a whole tree.
+// One member holding every source still plans a whole tree.
 
 // putFloats puts n float32 sources of size bytes on m, source i all i+1.
 func putFloats(t *testing.T, ctx context.Context, m *Member, prefix string, n, size int) []string {

@@ -101,17 +101,6 @@ func joinSlot(t *testing.T, s memberSlot, seeds []string, log *logrus.Logger, mo
 	return m, err
 }
 
-// skipManyMembersUnderRace: every Proto.Actor Remote.Start writes grpc's
-// global logger (grpclog.SetLoggerV2) while the gRPC servers of members
-// started before it read it, a data race inside the libraries whenever
-// one process runs several members. The multi-process tests
-// (process_test.go) cover the same paths with one member per process.
-func skipManyMembersUnderRace(t *testing.T) {
-	if raceEnabled {
-		t.Skip("skipped in -race builds: several members in one process race inside grpc (Remote.Start calls grpclog.SetLoggerV2); .ci/run runs this test without -race, and the multi-process tests cover it under -race")
-	}
-}
-
 func waitMembers(t *testing.T, n int, ms ...*Member) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -128,7 +117,6 @@ func waitMembers(t *testing.T, n int, ms ...*Member) {
 // plane): Put on one, Get on the other, byte-exact; small objects come
 // inline; Reduce across both.
 func TestMembersPutGet(t *testing.T) {
-	skipManyMembersUnderRace(t)
 	log := testLogger(t, logrus.InfoLevel)
 	slots, seeds := memberSlots(t, 2)
 	a, err := joinSlot(t, slots[0], seeds, log, nil)
@@ -225,7 +213,6 @@ func getU32(b []byte) uint32 {
 // serves what it holds; objects that lived only on the failed member
 // are gone from the directory.
 func TestMemberFailureInProcess(t *testing.T) {
-	skipManyMembersUnderRace(t)
 	log := testLogger(t, logrus.InfoLevel)
 	slots, seeds := memberSlots(t, 3)
 	var ms []*Member
