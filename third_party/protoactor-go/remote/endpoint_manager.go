@@ -60,7 +60,7 @@ type endpointManager struct {
 	endpointSub               *eventstream.Subscription
 	endpointSupervisor        *actor.PID
 	activator                 *actor.PID
-	stopped                   bool
+	stopped                   atomic.Bool // Hoplite patch: read by every sender, written by stop
 	endpointReaderConnections *sync.Map
 }
 
@@ -68,7 +68,6 @@ func newEndpointManager(r *Remote) *endpointManager {
 	return &endpointManager{
 		connections:               &sync.Map{},
 		remote:                    r,
-		stopped:                   false,
 		endpointReaderConnections: &sync.Map{},
 	}
 }
@@ -102,7 +101,7 @@ func (em *endpointManager) waiting(timeout time.Duration) error {
 }
 
 func (em *endpointManager) stop() {
-	em.stopped = true
+	em.stopped.Store(true)
 	r := em.remote
 	r.actorSystem.EventStream.Unsubscribe(em.endpointSub)
 	if err := em.stopActivator(); err != nil {
@@ -171,7 +170,7 @@ func (em *endpointManager) endpointEvent(evn interface{}) {
 }
 
 func (em *endpointManager) remoteTerminate(msg *remoteTerminate) {
-	if em.stopped {
+	if em.stopped.Load() {
 		return
 	}
 	address := msg.Watchee.Address
@@ -180,7 +179,7 @@ func (em *endpointManager) remoteTerminate(msg *remoteTerminate) {
 }
 
 func (em *endpointManager) remoteWatch(msg *remoteWatch) {
-	if em.stopped {
+	if em.stopped.Load() {
 		return
 	}
 	address := msg.Watchee.Address
@@ -189,7 +188,7 @@ func (em *endpointManager) remoteWatch(msg *remoteWatch) {
 }
 
 func (em *endpointManager) remoteUnwatch(msg *remoteUnwatch) {
-	if em.stopped {
+	if em.stopped.Load() {
 		return
 	}
 	address := msg.Watchee.Address
@@ -198,7 +197,7 @@ func (em *endpointManager) remoteUnwatch(msg *remoteUnwatch) {
 }
 
 func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
-	if em.stopped {
+	if em.stopped.Load() {
 		// send to deadletter
 		em.remote.actorSystem.EventStream.Publish(&actor.DeadLetterEvent{
 			PID:     msg.target,

@@ -115,7 +115,13 @@ func (r *Remote) Shutdown(graceful bool) {
 			r.Logger().Info("Stopped Proto.Actor server", slog.String("err", "timeout"))
 		}
 	} else {
+		// Hoplite patch: a non-graceful shutdown is what a killed process
+		// does: incoming and outgoing connections close at once (upstream
+		// stopped only the server, and the endpoints to other members kept
+		// delivering this system's messages).
+		r.edpReader.suspend(true)
 		r.s.Stop()
+		r.edpManager.stop()
 		r.Logger().Info("Killed Proto.Actor server")
 	}
 }
