@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -19,16 +18,22 @@ const maxReplicas = mgr.MaxReplicas
 
 var policyOptions = mgr.PolicyOptions
 
-// Cluster is what the API needs of a cluster; *cluster.Local has it.
+// Cluster is what the API needs of a cluster: *cluster.Local,
+// *cluster.Member (any member of a process cluster) and
+// *cluster.BarrierClient (a process outside the cluster) have it.
 type Cluster interface {
 	// System is the actor system the handles' actors run in.
 	System() *actor.ActorSystem
-	// Nodes is the number of nodes, alive or not.
-	Nodes() int
-	// Alive reports whether node i runs.
-	Alive(i int) bool
-	// Barriers is node i's barrier host.
-	Barriers(i int) *actor.PID
+	// BarrierHosts lists the barrier hosts of the live members.
+	BarrierHosts(ctx context.Context) ([]MemberHost, error)
+}
+
+// MemberHost is one cluster member's barrier host.
+type MemberHost struct {
+	// Member is the member's cluster id.
+	Member string
+	// PID is its barrier host actor.
+	PID *actor.PID
 }
 
 // ErrCatchUp is returned (wrapped) by Enter when the label arrived after
@@ -42,7 +47,7 @@ type Barrier struct {
 	name      string
 	sys       *actor.ActorSystem
 	pid       *actor.PID // this handle's participant actor
-	nodes     []int      // the replicas' nodes, primary first
+	members   []string   // the replicas' members, primary first
 	opts      *messages.BarrierOptions
 	host      string
 	wait      time.Duration
@@ -96,9 +101,9 @@ type Status struct {
 	Reason  string
 	// Passed lists the labels that passed, in order.
 	Passed []Passage
-	// Epoch grows at each takeover; PrimaryNode answered.
-	Epoch       uint64
-	PrimaryNode int
+	// Epoch grows at each takeover; Primary (a member id) answered.
+	Epoch   uint64
+	Primary string
 }
 
 // Passage is one label that passed.
@@ -131,18 +136,22 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 	case !errors.Is(err, messages.ErrNotFound):
 		return nil, err
 	}
-	live := ring(c, name)
+	hosts, err := c.BarrierHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := Placement(name, hosts)
 	if len(live) == 0 {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no live node for barrier %q", name)
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no live member for barrier %q", name)
 	}
 	live = live[:min(cfg.replicas, len(live))]
 	b := newHandle(c, name, cfg, wire)
 	create := &messages.BarrierCreate{Name: name, Options: wire, Controller: mgr.Peer(b.pid)}
-	for _, n := range live {
-		create.Replicas = append(create.Replicas, mgr.Peer(c.Barriers(n)))
-		create.ReplicaNodes = append(create.ReplicaNodes, int32(n))
+	for _, h := range live {
+		create.Replicas = append(create.Replicas, mgr.Peer(h.PID))
+		create.ReplicaMembers = append(create.ReplicaMembers, h.Member)
 	}
-	res, err := request(ctx, c.System().Root, c.Barriers(live[0]), create)
+	res, err := request(ctx, c.System().Root, live[0].PID, create)
 	if err == nil {
 		created, ok := res.(*messages.BarrierCreated)
 		switch {
@@ -195,16 +204,21 @@ func join(c Cluster, name string, cfg *config, wire *messages.BarrierOptions, fo
 	return b, nil
 }
 
-// find asks the live nodes, from the name's home on, for the barrier.
+// find asks the live members, in the name's placement order, for the
+// barrier.
 func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated, error) {
 	var last error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
-	for _, n := range ring(c, name) {
-		res, err := request(ctx, c.System().Root, c.Barriers(n), &messages.BarrierOpen{Name: name})
+	hosts, err := c.BarrierHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range Placement(name, hosts) {
+		res, err := request(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
 		if err != nil {
 			if errors.Is(err, messages.ErrTimeout) || errors.Is(err, messages.ErrCanceled) {
 				return nil, err
 			}
-			continue // that node is going away; another replica may answer
+			continue // that member is going away; another replica may answer
 		}
 		created, ok := res.(*messages.BarrierCreated)
 		if !ok {
@@ -222,22 +236,6 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 	return nil, last
 }
 
-// ring lists the live nodes in ring order from the name's home node.
-func ring(c Cluster, name string) []int {
-	n := c.Nodes()
-	if n < 1 {
-		return nil
-	}
-	home := directory.ShardIndex(name, n)
-	var out []int
-	for j := range n {
-		if i := (home + j) % n; c.Alive(i) {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOptions) *Barrier {
 	b := &Barrier{name: name, sys: c.System(), opts: wire, host: cfg.host, wait: cfg.wait,
 		counters: &counters{}, semaphore: wire.GetSemaphore() != nil}
@@ -251,17 +249,16 @@ func (b *Barrier) setup(created *messages.BarrierCreated) {
 	for _, p := range created.GetReplicas() {
 		s.replicas = append(s.replicas, mgr.PeerPID(p))
 	}
-	for _, n := range created.GetReplicaNodes() {
-		b.nodes = append(b.nodes, int(n))
-	}
+	b.members = append(b.members, created.GetReplicaMembers()...)
 	b.sys.Root.Send(b.pid, s)
 }
 
 // Name is the barrier's name.
 func (b *Barrier) Name() string { return b.name }
 
-// Replicas lists the nodes of the barrier's managers, primary first.
-func (b *Barrier) Replicas() []int { return append([]int(nil), b.nodes...) }
+// Replicas lists the members hosting the barrier's managers, primary
+// first.
+func (b *Barrier) Replicas() []string { return append([]string(nil), b.members...) }
 
 // Stats counts what this handle ignored.
 func (b *Barrier) Stats() Stats {
@@ -356,7 +353,7 @@ func (b *Barrier) Status(ctx context.Context) (Status, error) {
 	if err := messages.ErrOrNil(r.GetError()); err != nil {
 		return Status{}, err
 	}
-	s := Status{Entered: int(r.GetEntered()), Fired: r.GetFired(), Reason: r.GetReason(), Epoch: r.GetEpoch(), PrimaryNode: int(r.GetPrimaryNode())}
+	s := Status{Entered: int(r.GetEntered()), Fired: r.GetFired(), Reason: r.GetReason(), Epoch: r.GetEpoch(), Primary: r.GetPrimary()}
 	for _, p := range r.GetPassed() {
 		s.Passed = append(s.Passed, Passage{Label: p.GetLabel(), Host: p.GetHost(), Late: p.GetLate(), At: time.Unix(0, p.GetAtUnixNano())})
 	}

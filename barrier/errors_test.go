@@ -110,7 +110,7 @@ func TestManagersRejectBadMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := l.Barriers(b.Replicas()[0])
+	home := l.Barriers(l.IndexOf(b.Replicas()[0]))
 	res, err := root.RequestFuture(home, &messages.BarrierEnter{Name: "real", Label: ""}, 5*time.Second).Result()
 	if err != nil || !errors.Is(messages.ErrOrNil(res.(*messages.BarrierRefused).GetError()), messages.ErrInvalidArgument) {
 		t.Errorf("empty label: %v %v", res, err)

@@ -29,7 +29,7 @@ func TestPrimaryKilledMidBarrier(t *testing.T) {
 	first := enterAll(t, h, "a", "b", "c")
 	eventually(ctx, t, "three entries", func() bool { s, err := b.Status(ctx); return err == nil && s.Entered == 3 })
 	primary := b.Replicas()[0]
-	if err := l.Kill(primary); err != nil {
+	if err := l.Kill(l.IndexOf(primary)); err != nil {
 		t.Fatal(err)
 	}
 	second := enterAll(t, h, "d", "e", "f")
@@ -48,8 +48,8 @@ func TestPrimaryKilledMidBarrier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Entered != 6 || len(s.Passed) != 6 || s.Epoch < 1 || s.PrimaryNode == primary {
-		t.Fatalf("status after takeover %+v (old primary node %d)", s, primary)
+	if s.Entered != 6 || len(s.Passed) != 6 || s.Epoch < 1 || s.Primary == primary {
+		t.Fatalf("status after takeover %+v (old primary %s)", s, primary)
 	}
 	passed := map[string]bool{}
 	for _, p := range s.Passed {
@@ -99,7 +99,7 @@ func TestSemaphoreSurvivesPrimaryFailure(t *testing.T) {
 		}()
 	}
 	eventually(ctx, t, "all entered", func() bool { s, err := b.Status(ctx); return err == nil && s.Entered == 4 })
-	if err := l.Kill(b.Replicas()[0]); err != nil {
+	if err := l.Kill(l.IndexOf(b.Replicas()[0])); err != nil {
 		t.Fatal(err)
 	}
 	// The holder's release reaches only the backup; it takes over.
@@ -137,7 +137,7 @@ func TestBackupFiresADeadlineThePrimaryMissed(t *testing.T) {
 	}
 	res := enterAll(t, b, "a", "b")
 	eventually(ctx, t, "two entries", func() bool { s, err := b.Status(ctx); return err == nil && s.Entered == 2 })
-	if err := l.Kill(b.Replicas()[0]); err != nil {
+	if err := l.Kill(l.IndexOf(b.Replicas()[0])); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range collect(res, 2) {
@@ -146,4 +146,41 @@ func TestBackupFiresADeadlineThePrimaryMissed(t *testing.T) {
 		}
 	}
 	ev.waitFor(ctx, t, "a takeover", func(ev *events) bool { return len(ev.tookOver) >= 1 && ev.tookOver[0].Epoch >= 1 })
+}
+
+// A barrier placed on a node that was killed and restarted lives on its
+// new incarnation (the placement follows the live members, not a fixed
+// address).
+func TestBarrierOnRestartedNode(t *testing.T) {
+	l := startCluster(t, 3)
+	ctx := deadline(t, 30*time.Second)
+	if err := l.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	reborn := l.Member(1).ID()
+	hosts, err := l.BarrierHosts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ""
+	for i := 0; name == ""; i++ {
+		if n := fmt.Sprintf("reborn-%d", i); barrier.Placement(n, hosts)[0].Member == reborn {
+			name = n
+		}
+	}
+	b, err := barrier.New(ctx, l, name, barrier.Max(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Replicas(); r[0] != reborn {
+		t.Fatalf("replicas %v, want the primary on %s", r, reborn)
+	}
+	for _, r := range collect(enterAll(t, b, "x", "y"), 2) {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
 }

@@ -648,9 +648,9 @@ func (c *chaosRun) run(s chaosStep) {
 	case stepStall:
 		c.armed[s.idx].Store(true)
 	case stepCrashStore:
-		c.l.System().Root.Send(c.l.StoreNode(s.node), chaosCrash{})
+		sendIn(c.l, c.l.StoreNode(s.node), chaosCrash{})
 	case stepCrashShard:
-		c.l.System().Root.Send(c.l.Shard(s.shard), chaosCrash{})
+		sendIn(c.l, c.l.Shard(s.shard), chaosCrash{})
 	}
 }
 
@@ -658,7 +658,7 @@ func (c *chaosRun) run(s chaosStep) {
 // for a bounded time, after the stall step armed it.
 func (c *chaosRun) stallHook(node, id string, off int64) {
 	for _, s := range c.p.steps {
-		if s.kind != stepStall || off != s.off || node != nodeName(s.node) || !c.armed[s.idx].Load() || !c.fired[s.idx].CompareAndSwap(false, true) {
+		if s.kind != stepStall || off != s.off || nodeIndexOf(node) != s.node || !c.armed[s.idx].Load() || !c.fired[s.idx].CompareAndSwap(false, true) {
 			continue
 		}
 		c.mu.Lock()
@@ -682,9 +682,7 @@ func chaosCrashHook(_ string, msg any) {
 // shardHost is the node that hosts the shard of id (and so the
 // coordinator of a Reduce into id) now.
 func (c *chaosRun) shardHost(id string) int {
-	c.l.mu.Lock()
-	defer c.l.mu.Unlock()
-	return c.l.shardHost[directory.ShardIndex(id, len(c.l.shardHost))]
+	return c.l.NodeOf(c.l.Shard(directory.ShardIndex(id, c.l.cfg.Shards)).GetAddress())
 }
 
 // checkReduceTimeouts: a Reduce "completes as long as num sources exist"

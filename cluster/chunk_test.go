@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // With the default (adaptive) chunk, a cluster whose objects are only
@@ -16,6 +17,18 @@ func TestAdaptiveChunkLearnsFromOneChunkObjects(t *testing.T) {
 	if err := l.Client(0).Put(ctx, "one-mib", randomBytes(3, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
+	// Only a transfer from a copy the directory knows complete measures
+	// the link (a partial one may be limited by its producer): the Put's
+	// completion reaches the shard on its own path, after the Put's reply.
+	eventually(t, 10*time.Second, "the directory to record the creator's copy complete", func() bool {
+		info, err := l.Client(1).Info(ctx, "one-mib", false)
+		for _, loc := range info.GetLocations() {
+			if err == nil && loc.GetState() == messages.LocationState_COMPLETE {
+				return true
+			}
+		}
+		return false
+	})
 	if _, err := l.Client(1).Get(ctx, "one-mib"); err != nil {
 		t.Fatal(err)
 	}

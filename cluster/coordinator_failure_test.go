@@ -195,11 +195,11 @@ func TestCoordinatorPanicFailsReduce(t *testing.T) {
 // live elsewhere.
 func TestCoordinatorHostKilledFailsReduce(t *testing.T) {
 	const nodes = 5
-	target := idOnShard("tgt", 4, nodes) // shard-4 lives on node-4: no source, not the caller
+	target := idOnNode("tgt", 4, nodes, nodes) // node-4 holds no source and is not the caller
 	f := coordinatorFailureCluster(t, nodes, target, nil)
 	ctx := deadline(t, 20*time.Second)
-	if host := f.l.Shard(directory.ShardIndex(target, nodes)); !strings.HasPrefix(host.GetId(), "node-4/") {
-		t.Fatalf("target's shard is %s, want one on node-4", host.GetId())
+	if host := f.l.NodeOf(f.l.Shard(directory.ShardIndex(target, nodes)).GetAddress()); host != 4 {
+		t.Fatalf("target's shard is on node %d, want node-4", host)
 	}
 	f.begin(t, ctx)
 	if err := f.l.Kill(4); err != nil {

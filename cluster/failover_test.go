@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"fmt"
+	"github.com/asynkron/protoactor-go/actor"
 	"slices"
 	"sync"
 	"testing"
@@ -18,9 +19,12 @@ type eventLog struct {
 	all []any
 }
 
-func recordEvents(t *testing.T, l *Local) *eventLog {
+func recordEvents(t *testing.T, l *Local) *eventLog { return recordEventsOf(t, l.System()) }
+
+// recordEventsOf records the domain events published on sys.
+func recordEventsOf(t *testing.T, sys *actor.ActorSystem) *eventLog {
 	log := &eventLog{}
-	sub := l.System().EventStream.Subscribe(func(e any) {
+	sub := sys.EventStream.Subscribe(func(e any) {
 		switch e.(type) {
 		case *events.NodeFailed, *events.SenderSwitched, *events.TreeNodeReplaced,
 			*events.AncestorsInvalidated, *events.ShardRebuilt, *events.ReduceDone:
@@ -29,7 +33,7 @@ func recordEvents(t *testing.T, l *Local) *eventLog {
 			log.mu.Unlock()
 		}
 	})
-	t.Cleanup(func() { l.System().EventStream.Unsubscribe(sub) })
+	t.Cleanup(func() { sys.EventStream.Unsubscribe(sub) })
 	return log
 }
 

@@ -50,6 +50,23 @@ func idOnShard(prefix string, shard, shards int) string {
 	}
 }
 
+// idOnNode returns an id whose directory shard an embedded cluster of
+// nodes members (shards shards, no restarts) places on node i: placement
+// is rendezvous hashing of the member ids, the same in every run.
+func idOnNode(prefix string, i, nodes, shards int) string {
+	var live []string
+	for k := range nodes {
+		live = append(live, memberName(k, 0))
+	}
+	slices.Sort(live)
+	owners := shardOwners(live, shards)
+	for n := 0; ; n++ {
+		if id := fmt.Sprintf("%s-%d", prefix, n); owners[directory.ShardIndex(id, shards)] == memberName(i, 0) {
+			return id
+		}
+	}
+}
+
 // faultLog drops the warnings every kill logs: the events are measured.
 func faultLog() *logrus.Logger {
 	l := logrus.New()

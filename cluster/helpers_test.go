@@ -3,12 +3,14 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -142,4 +144,58 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// sendIn sends msg to pid from the actor system pid lives in: test
+// messages (crash markers) are not protobuf and cannot cross Proto.Actor
+// remote from the application's system to a member's.
+func sendIn(l *Local, pid *actor.PID, msg any) {
+	if i := l.NodeOf(pid.GetAddress()); i >= 0 {
+		l.Member(i).System().Root.Send(freshPID(pid), msg)
+	}
+}
+
+// nodeIndexOf is the node index of a member id of the embedded cluster
+// (node-3, or node-3.1 for its second incarnation), or -1.
+func nodeIndexOf(id string) int {
+	var i int
+	if _, err := fmt.Sscanf(id, "node-%d", &i); err != nil {
+		return -1
+	}
+	return i
+}
+
+// settledInfo is the directory's record of id once no transfer is in
+// flight: a receiver reports a finished transfer to the shard on its own
+// path, after its Get returned (across members, that report can come
+// later than the caller's next request).
+func settledInfo(t *testing.T, ctx context.Context, cl *storenode.Client, id string) *messages.ObjectInfo {
+	t.Helper()
+	var info *messages.ObjectInfo
+	eventually(t, 10*time.Second, "the transfers of "+id+" to be recorded finished", func() bool {
+		var err error
+		if info, err = cl.Info(ctx, id, false); err != nil {
+			return false
+		}
+		for _, tr := range info.GetTransfers() {
+			if tr.GetEndSeq() == 0 && !tr.GetAborted() {
+				return false
+			}
+		}
+		return true
+	})
+	return info
+}
+
+// systemOf is the actor system of the member (alive or killed) whose
+// address pid has, or the application's.
+func systemOf(l *Local, pid *actor.PID) *actor.ActorSystem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.members {
+		if m != nil && m.Address() == pid.GetAddress() {
+			return m.System()
+		}
+	}
+	return l.app
 }

@@ -44,32 +44,44 @@ func nodeFailures(evs *eventLog, node string) []*events.NodeFailed {
 	return out
 }
 
-// TestKillAnnouncesEveryKillOnce: NodeFailed is published exactly once
-// per Kill, by the first shard that watched the node when one did, and by
-// Kill itself for a node no shard watched; and it is published by the
-// time Kill returns.
+// TestKillAnnouncesEveryKillOnce: nobody announces a Kill by hand; the
+// survivors detect it through the member failure path, and by the time
+// Kill returns every live member has published events.NodeFailed about
+// it exactly once on its own EventStream, and the application's stream
+// has it exactly once. An idle member (no copy, no request: nothing
+// watches it) is detected as surely as one that holds copies, and a
+// restarted member's next failure is a new one.
 func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 	l := start(t, Config{Nodes: 4, ChunkSize: 32 << 10})
 	evs := recordEvents(t, l)
+	perMember := map[string]*eventLog{}
+	for i := range 4 {
+		perMember[l.Member(i).ID()] = recordEventsOf(t, l.Member(i).System())
+	}
 	ctx := deadline(t, 20*time.Second)
-	check := func(node string, want int, shard bool) {
+	check := func(failed string) {
 		t.Helper()
-		got := nodeFailures(evs, node)
-		if len(got) != want {
-			t.Fatalf("%d NodeFailed events about %s, want %d: %+v", len(got), node, want, got)
+		if got := nodeFailures(evs, failed); len(got) != 1 {
+			t.Fatalf("%d NodeFailed events about %s on the application's stream, want 1: %+v", len(got), failed, got)
 		}
-		if by := got[want-1].DetectedBy; shard != strings.Contains(by, "/shard-") || !shard && by != "kill" {
-			t.Fatalf("NodeFailed about %s detected by %q; want a shard: %v", node, by, shard)
+		for i := range l.Nodes() {
+			if !l.Alive(i) {
+				continue
+			}
+			m := l.Member(i)
+			if got := nodeFailures(perMember[m.ID()], failed); len(got) != 1 {
+				t.Fatalf("%s published %d NodeFailed events about %s, want 1: %+v", m.ID(), len(got), failed, got)
+			}
 		}
 	}
 
-	// node-3 never holds or asks for anything: no shard watches it.
+	// node-3 never holds or asks for anything.
 	if err := l.Kill(3); err != nil {
 		t.Fatal(err)
 	}
-	check("node-3", 1, false)
+	check("node-3")
 
-	// node-2 holds a copy: the shards watch it and announce its failure.
+	// node-2 holds a copy: shards watch it.
 	data := randomBytes(1, 256<<10)
 	if err := l.Client(0).Put(ctx, "x", data); err != nil {
 		t.Fatal(err)
@@ -80,14 +92,14 @@ func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 	if err := l.Kill(2); err != nil {
 		t.Fatal(err)
 	}
-	check("node-2", 1, true)
+	check("node-2")
 
-	// A node that comes back and fails again is announced again, once;
-	// idle or not.
+	// New incarnations (node-2.1, node-3.1) fail again: new failures.
 	for _, i := range []int{2, 3} {
 		if err := l.Restart(i); err != nil {
 			t.Fatal(err)
 		}
+		perMember[l.Member(i).ID()] = recordEventsOf(t, l.Member(i).System())
 	}
 	if got, err := l.Client(2).Get(ctx, "x"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get on the restarted node-2: %v", err)
@@ -97,11 +109,11 @@ func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("node-2", 2, true)
-	check("node-3", 2, false)
+	check("node-2.1")
+	check("node-3.1")
 
 	// Nothing comes late: a round trip through every shard later, still
-	// one announcement per kill.
+	// one announcement per failure.
 	for i := range 2 {
 		if _, err := l.Client(i).Get(ctx, "x"); err != nil {
 			t.Fatal(err)
@@ -110,38 +122,8 @@ func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 	if err := l.Kill(1); err != nil {
 		t.Fatal(err)
 	}
-	check("node-1", 1, true)
-	check("node-2", 2, true)
-	check("node-3", 2, false)
-}
-
-// TestKillSavesEachShardMove: when one of a killed node's shards cannot
-// move, the ones that did are found at their new home, not at the dead
-// node's address.
-func TestKillSavesEachShardMove(t *testing.T) {
-	// node-0 hosts shards 0 and 3; they move to node-1, where a child
-	// named shard-3 already exists, so the second move fails.
-	l := start(t, Config{Nodes: 3, Shards: 6, ChunkSize: 32 << 10})
-	ctx := deadline(t, 20*time.Second)
-	squatter := hostChild{child{name: "shard-3", props: actor.PropsFromFunc(func(actor.Context) {})}}
-	if res, err := l.System().Root.RequestFuture(l.supervisors[1], squatter, 5*time.Second).Result(); err != nil {
-		t.Fatal(err)
-	} else if _, ok := res.(*actor.PID); !ok {
-		t.Fatalf("spawn the squatter: %v", res)
-	}
-	if err := l.Kill(0); err == nil {
-		t.Fatal("Kill(0) succeeded although shard-3 could not move")
-	}
-	if got := l.Shard(0).GetId(); got != "node-1/shard-0" {
-		t.Fatalf("shard 0 is at %q after its move, want node-1/shard-0", got)
-	}
-	id := idOnShard("y", 0, 6)
-	data := randomBytes(2, 128<<10)
-	if err := l.Client(1).Put(ctx, id, data); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := l.Client(2).Get(ctx, id); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("get of an object of the moved shard: %v", err)
+	for _, f := range []string{"node-1", "node-2", "node-3", "node-2.1", "node-3.1"} {
+		check(f)
 	}
 }
 
@@ -189,12 +171,15 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	}
 	l := start(t, cfg)
 	t.Cleanup(func() { close(hold) }) // before Stop
-	sub := l.System().EventStream.Subscribe(func(e any) {
-		if ev, ok := e.(*actor.SupervisorEvent); ok && ev.Directive == actor.RestartDirective && ev.Child.GetId() == "node-2/store" {
+	// Node 2's own events: a killed member's last events never reach
+	// the application's stream (a killed process tells nobody).
+	node2, sys2 := l.StoreNode(2), l.Member(2).System()
+	sub := sys2.EventStream.Subscribe(func(e any) {
+		if ev, ok := e.(*actor.SupervisorEvent); ok && ev.Directive == actor.RestartDirective && ev.Child.Equal(node2) {
 			restarts.Add(1)
 		}
 	})
-	t.Cleanup(func() { l.System().EventStream.Unsubscribe(sub) })
+	t.Cleanup(func() { sys2.EventStream.Unsubscribe(sub) })
 	ctx := deadline(t, 30*time.Second)
 	if err := l.Client(0).Put(ctx, "big", randomBytes(3, 8*chunk)); err != nil {
 		t.Fatal(err)
@@ -210,11 +195,11 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	})
 	store := l.StoreNode(2)
 	for k := range warmups {
-		l.System().Root.Send(store, crash{})
+		sendIn(l, store, crash{})
 		eventually(t, 10*time.Second, "node-2's store node restarted", func() bool { return starts.Load() >= int32(k+2) })
 	}
 	armed.Store(true)
-	l.System().Root.Send(store, crash{})
+	sendIn(l, store, crash{})
 	eventually(t, 10*time.Second, "the last crash", func() bool { return crashes.Load() == warmups+1 })
 	if err := l.Kill(2); err != nil {
 		t.Fatal(err)
@@ -282,7 +267,7 @@ func TestKillWhileStoreNodeTakesATask(t *testing.T) {
 	}
 	task := &messages.ReduceTask{ReduceId: "r#1", TargetId: "r", Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64,
 		Size: 8 * chunk, Root: true, SourceId: "big", OutputId: "r", TimeoutMs: 30_000, Generation: 1}
-	l.System().Root.RequestWithCustomSender(store, task, coordinator)
+	l.Member(2).System().Root.RequestWithCustomSender(store, task, coordinator) // from inside: the network is cut first
 	close(sent)
 	if err := <-killed; err != nil {
 		t.Fatal(err)
@@ -298,7 +283,11 @@ func TestKillWhileStoreNodeTakesATask(t *testing.T) {
 func waitTerminated(ctx context.Context, t *testing.T, l *Local, pid *actor.PID, why string) {
 	t.Helper()
 	gone := make(chan struct{})
-	watcher := l.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+	// Watched from the actor's own system: from another one, a killed
+	// member's actors look terminated as soon as its network is cut.
+	sys := systemOf(l, pid)
+	pid = freshPID(pid)
+	watcher := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *actor.Started:
 			c.Watch(pid)
@@ -308,7 +297,7 @@ func waitTerminated(ctx context.Context, t *testing.T, l *Local, pid *actor.PID,
 			}
 		}
 	}))
-	defer l.System().Root.Stop(watcher)
+	defer sys.Root.Stop(watcher)
 	select {
 	case <-gone:
 	case <-ctx.Done():

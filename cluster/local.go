@@ -1,19 +1,18 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
-	"github.com/hoplite-go/hoplite/actors/directory"
-	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
@@ -23,10 +22,10 @@ import (
 
 // Config configures an embedded cluster. Zero fields take the defaults.
 type Config struct {
-	// Nodes is the number of logical nodes (at least 1).
+	// Nodes is the number of members (at least 1).
 	Nodes int
-	// Shards is the number of directory shards (default Nodes), spread
-	// round-robin over the nodes.
+	// Shards is the number of directory shards (default Nodes), placed on
+	// the members by rendezvous hashing as in a cluster of processes.
 	Shards int
 	// Capacity is each node's store size in bytes (default 1 GiB).
 	Capacity int64
@@ -64,34 +63,40 @@ type Config struct {
 	Log *logrus.Logger
 }
 
-// Local is an embedded cluster: N logical nodes in one process.
+// convergeTimeout bounds how long StartLocal, Kill and Restart wait for
+// the members to agree on the membership and the shard placement.
+const convergeTimeout = 20 * time.Second
+
+// Local is an embedded cluster: N members of the same runtime that
+// `hoplite node` runs, in one process. Each member has its own actor
+// system on a loopback port (control messages cross Proto.Actor remote,
+// as between processes); only two things differ from a cluster of
+// processes: members find each other through an in-process membership
+// service, and object bytes move on the in-memory data plane (with its
+// emulated links).
 type Local struct {
 	cfg        Config
-	system     *actor.ActorSystem
+	app        *actor.ActorSystem // the application's actor system: System()
+	membership *membership
 	transport  *transport.Memory
-	log        *logrus.Entry
 	estimator  *plan.Estimator
-	failures   *directory.FailureLog
-	shardTable atomic.Pointer[[]*actor.PID] // copy on write: shards move when their host fails
-	// live is a snapshot of the live nodes' refs, read by starting shards
-	// without l.mu: Kill and Stop hold l.mu while they wait for nodes (and
-	// their shards) to stop.
-	live        atomic.Pointer[[]*messages.NodeRef]
-	coordinator coordinator.ActorConfig
+	log        *logrus.Entry
 
-	mu          sync.Mutex // guards what Kill and Restart change
-	supervisors []*actor.PID
-	storeNodes  []*actor.PID
-	stores      []*storenode.Store
-	refs        []*messages.NodeRef
-	alive       []bool
-	starts      []int // how often each node was started (names restarts)
-	shardHost   []int
-	stopped     bool
+	mu      sync.Mutex // guards what Kill and Restart change
+	members []*Member  // node i's current incarnation
+	subs    []*eventstream.Subscription
+	alive   []bool
+	starts  []int // how often each node was started (names incarnations)
+	stopped bool
+
+	evMu      sync.Mutex
+	delivered map[string]map[string]bool // member -> failed members it delivered
+	announced map[string]bool            // failed members announced on app
 }
 
-// StartLocal starts an embedded cluster and returns once every node
-// accepts requests.
+// StartLocal starts an embedded cluster and returns once every member
+// has joined, every member sees all of them and the directory shards run
+// where the placement puts them.
 func StartLocal(cfg Config) (*Local, error) {
 	if cfg.Nodes < 1 {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "a cluster needs at least one node, got %d", cfg.Nodes)
@@ -111,343 +116,332 @@ func StartLocal(cfg Config) (*Local, error) {
 	if cfg.InlineLimit == 0 {
 		cfg.InlineLimit = 64 << 10
 	}
-	system := actor.NewActorSystem(actorSystemOptions(cfg.Log)...)
-	l := &Local{cfg: cfg, system: system, transport: transport.NewMemory(cfg.LinkBandwidth),
-		log: logrus.NewEntry(cfg.Log), failures: &directory.FailureLog{}}
-	addr := system.Address()
-	shards := make([]*actor.PID, cfg.Shards)
-	for j := range shards {
-		l.shardHost = append(l.shardHost, j%cfg.Nodes)
-		shards[j] = actor.NewPID(addr, fmt.Sprintf("%s/shard-%d", nodeName(j%cfg.Nodes), j))
-	}
-	l.shardTable.Store(&shards)
-	// One process, one network: every node shares the measurements.
+	// One process, one network: every member shares the measurements.
 	// Until transfers are measured, B is the emulated link if there is one.
 	bandwidth := 1.25e9
 	if cfg.LinkBandwidth > 0 {
 		bandwidth = cfg.LinkBandwidth
 	}
-	l.estimator = plan.NewEstimator(100*time.Microsecond, bandwidth)
-	l.coordinator = coordinator.ActorConfig{ShardFor: l.shardFor, Estimator: l.estimator, Log: l.log,
-		BeforeReceive: cfg.CoordinatorHook,
-		Reduce:        coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
+	l := &Local{cfg: cfg, membership: newMembership(), transport: transport.NewMemory(cfg.LinkBandwidth),
+		estimator: plan.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log),
+		delivered: map[string]map[string]bool{}, announced: map[string]bool{}}
+	app, err := startAppSystem(cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	l.app = app
+	l.members = make([]*Member, cfg.Nodes)
+	l.subs = make([]*eventstream.Subscription, cfg.Nodes)
+	l.alive = make([]bool, cfg.Nodes)
+	l.starts = make([]int, cfg.Nodes)
+
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := 0; i < cfg.Nodes; i++ {
-		l.supervisors = append(l.supervisors, nil)
-		l.storeNodes = append(l.storeNodes, nil)
-		l.starts = append(l.starts, 0)
-		l.stores = append(l.stores, nil)
-		l.refs = append(l.refs, nil)
-		l.alive = append(l.alive, false)
-		var hosted []int
-		for j := i; j < cfg.Shards; j += cfg.Nodes {
-			hosted = append(hosted, j)
-		}
-		if err := l.startNode(i, hosted); err != nil {
+	errs := make([]error, cfg.Nodes)
+	var wg sync.WaitGroup
+	for i := range cfg.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.startMember(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			l.stopLocked()
 			return nil, err
 		}
+	}
+	if err := l.converge(); err != nil {
+		l.stopLocked()
+		return nil, err
 	}
 	cfg.Log.WithFields(logrus.Fields{"nodes": cfg.Nodes, "shards": cfg.Shards}).Info("embedded cluster started")
 	return l, nil
 }
 
-func (l *Local) shardFor(id string) *actor.PID {
-	t := *l.shardTable.Load()
-	return t[directory.ShardIndex(id, len(t))]
+// startAppSystem starts the application's actor system: not a member,
+// but reachable by them (remote on a loopback port), so that actors
+// spawned in it can talk to every member's store node.
+func startAppSystem(log *logrus.Logger) (sys *actor.ActorSystem, err error) {
+	sys = actor.NewActorSystem(actorSystemOptions(log)...)
+	r := remote.NewRemote(sys, remoteConfig("127.0.0.1", 0))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("start the application's actor system: %v", p)
+		}
+	}()
+	r.Start()
+	return sys, nil
 }
 
-// liveNodes lists the store nodes that are up (asked to republish when a
-// shard starts).
-func (l *Local) liveNodes() []*messages.NodeRef {
-	if p := l.live.Load(); p != nil {
-		return *p
+// memberName is node i's member id in its k-th incarnation.
+func memberName(i, k int) string {
+	if k == 0 {
+		return fmt.Sprintf("node-%d", i)
 	}
+	return fmt.Sprintf("node-%d.%d", i, k)
+}
+
+// startMember starts node i's next incarnation. Callers hold l.mu (or
+// own l during StartLocal).
+func (l *Local) startMember(i int) error {
+	cfg := l.cfg
+	mc := MemberConfig{Bind: "127.0.0.1:0", Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
+		InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
+		Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, Hooks: cfg.Hooks,
+		ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, Log: cfg.Log,
+		embedded: &embedding{id: memberName(i, l.starts[i]), membership: l.membership, memory: l.transport, estimator: l.estimator}}
+	l.starts[i]++
+	m, err := Join(context.Background(), mc)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", mc.embedded.id, err)
+	}
+	l.evMu.Lock()
+	l.delivered[m.id] = map[string]bool{}
+	l.evMu.Unlock()
+	id := m.id
+	sub := m.system.EventStream.Subscribe(func(e any) { l.forward(id, e) })
+	l.members[i], l.subs[i], l.alive[i] = m, sub, true
 	return nil
 }
 
-// publishLive refreshes the snapshot liveNodes reads. Callers hold l.mu.
-func (l *Local) publishLive() {
-	var out []*messages.NodeRef
-	for i, ref := range l.refs {
-		if l.alive[i] {
-			out = append(out, ref)
+// forward republishes a member's domain events and supervisor events on
+// the application's EventStream. Every member publishes NodeFailed once
+// for each failure it delivers; the application sees it once per failed
+// member, from the first member that delivered it.
+func (l *Local) forward(from string, e any) {
+	switch e := e.(type) {
+	case *events.NodeFailed:
+		l.evMu.Lock()
+		if d := l.delivered[from]; d != nil {
+			d[e.Node] = true
+		}
+		first := !l.announced[e.Node]
+		l.announced[e.Node] = true
+		l.evMu.Unlock()
+		if first {
+			l.app.EventStream.Publish(e)
+		}
+	case *events.SenderSwitched, *events.TreeNodeReplaced, *events.AncestorsInvalidated,
+		*events.ShardRebuilt, *events.ReduceDone, *actor.SupervisorEvent,
+		*barrierhost.DeliveryFailed, *barrierhost.TookOver:
+		l.app.EventStream.Publish(e)
+	}
+}
+
+// liveMembers lists the members that run. Callers hold l.mu.
+func (l *Local) liveMembers() []*Member {
+	var out []*Member
+	for i, m := range l.members {
+		if l.alive[i] && m != nil {
+			out = append(out, m)
 		}
 	}
-	l.live.Store(&out)
+	return out
 }
 
-func (l *Local) shardProps(j int, rebuilt bool) *actor.Props {
-	return directory.NewShardProps(directory.ShardConfig{
-		Table: directory.TableConfig{InlineLimit: l.cfg.InlineLimit}, Log: l.log,
-		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
-			return coordinator.NewProps(l.coordinator, id, start, requester)
-		},
-		Index: j, Count: l.cfg.Shards, Nodes: l.liveNodes, Failures: l.failures,
-		BeforeReceive: l.cfg.ShardHook, Rebuilt: rebuilt,
-	})
+// converge waits until every live member sees exactly the live members,
+// they agree on the placement of every shard, and each runs the shards
+// placed on it. Callers hold l.mu.
+func (l *Local) converge() error {
+	live := l.liveMembers()
+	want := make([]string, 0, len(live))
+	for _, m := range live {
+		want = append(want, m.id)
+	}
+	slices.Sort(want)
+	end := time.Now().Add(convergeTimeout)
+	var why string
+	for {
+		why = ""
+		var owners []string
+		for _, m := range live {
+			res, err := m.system.Root.RequestFuture(m.membersPID.Load(), placementQuery{}, time.Second).Result()
+			p, ok := res.(placement)
+			switch {
+			case err != nil || !ok:
+				why = fmt.Sprintf("%s does not answer: %v", m.id, err)
+			case !slices.Equal(p.live, want):
+				why = fmt.Sprintf("%s sees %v, want %v", m.id, p.live, want)
+			case owners != nil && !slices.Equal(p.owners, owners):
+				why = fmt.Sprintf("%s places the shards elsewhere", m.id)
+			case !p.ownRunning:
+				why = fmt.Sprintf("%s does not run all its shards yet", m.id)
+			}
+			if why != "" {
+				break
+			}
+			owners = p.owners
+		}
+		if why == "" {
+			return nil
+		}
+		if time.Now().After(end) {
+			return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the members did not converge within %v: %s", convergeTimeout, why)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
-// startNode starts node i empty, with the shards it hosts. Callers hold
-// l.mu.
-func (l *Local) startNode(i int, shards []int) error {
-	name := nodeName(i)
-	store := storenode.NewStore(l.cfg.Capacity)
-	dataAddr, err := l.transport.Serve(name, store)
-	if err != nil {
-		return err
-	}
-	addr := l.system.Address()
-	// A restarted node's actors live under a new supervisor name: the
-	// old supervisor may still be stopping (see Kill), holding its name.
-	supName := name
-	if l.starts[i] > 0 {
-		supName = fmt.Sprintf("%s.%d", name, l.starts[i])
-	}
-	l.starts[i]++
-	ref := &messages.NodeRef{NodeId: name, Address: addr, ActorId: supName + "/store", DataAddress: dataAddr}
-	children := []child{{name: "store", props: storenode.NewProps(storenode.Config{
-		Self: ref, Store: store, ShardFor: l.shardFor, Transport: l.transport,
-		ChunkSize: l.cfg.ChunkSize, InlineLimit: l.cfg.InlineLimit, DefaultTimeout: l.cfg.DefaultTimeout,
-		StallTimeout: l.cfg.StallTimeout, Naive: l.cfg.Naive, Hooks: l.cfg.Hooks, Log: l.log, Estimator: l.estimator,
-	})}, {name: "barriers", props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: l.log})}}
-	for _, j := range shards {
-		children = append(children, child{name: fmt.Sprintf("shard-%d", j), props: l.shardProps(j, false)})
-	}
-	sup, err := l.system.Root.SpawnNamed(nodeSupervisorProps(children), supName)
-	if err != nil {
-		l.transport.Unserve(dataAddr)
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	if _, err := l.system.Root.RequestFuture(sup, ready{}, 10*time.Second).Result(); err != nil {
-		return fmt.Errorf("node %s did not start: %w", name, err)
-	}
-	l.supervisors[i], l.storeNodes[i], l.stores[i], l.refs[i], l.alive[i] = sup, actor.NewPID(addr, ref.ActorId), store, ref, true
-	l.publishLive()
-	return nil
-}
-
-// Kill fails node i (fail-stop): its actors stop, its data is gone, its
-// data plane endpoint closes, and the directory shards it hosted start on
-// a live node, rebuilt from the other nodes' copies. Peers learn of the
-// failure only through their watches and data connections. By the time
-// Kill returns, events.NodeFailed about the node was published once.
+// Kill fails node i the way SIGKILL fails a process: nobody can reach its
+// actors or its data any more, its membership entry goes, and its actors
+// stop without telling anyone. Nobody announces the failure: the other
+// members detect it through their own failure path (the membership's
+// topology, broken remote endpoints and data connections, confirmed and
+// spread over the binomial graph). Kill returns once every live member
+// has delivered the failure (events.NodeFailed was published) and the
+// directory shards node i hosted run on the survivors.
 func (l *Local) Kill(i int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if i < 0 || i >= len(l.alive) || !l.alive[i] {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not running", i)
 	}
+	m := l.members[i]
 	l.alive[i] = false
-	l.publishLive()
-	name := nodeName(i)
-	// This kill is announced anew. Forgetting the last one here, not in
-	// Restart, keeps a late Terminated of the previous incarnation (a
-	// shard that watches its dead PID only now) from announcing again.
-	l.failures.Forget(name)
-	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", name)
-	l.transport.Unserve(l.refs[i].GetDataAddress())
-	l.stores[i].Fail(gone)
-	if err := l.stopNode(i); err != nil {
-		// Fail-stop does not depend on the node's actors: its data and
-		// data plane are already gone, and its shards move regardless.
-		l.log.WithFields(logrus.Fields{"node": name, "error": err}).Warn("node did not stop in time; treating it as failed")
+	m.system.EventStream.Unsubscribe(l.subs[i])
+	l.log.WithField("node", m.id).Warn("node killed (fault injection)")
+	m.crash(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", m.id))
+	if err := l.waitDelivered(m.id); err != nil {
+		return err
 	}
-	l.log.WithField("node", name).Warn("node killed (fault injection)")
-	l.announceFailure(name)
-	return l.moveShards(i)
+	return l.converge()
 }
 
-// stopNode stops node i's supervisor and waits until it and every actor
-// under it are gone. A stop request to the supervisor alone is not
-// enough, because of two ways Proto.Actor lets an actor outlive it:
-//   - a child whose backoff restart (it crashed just before) comes in
-//     while it stops is restarted instead (handleRestart does not look
-//     whether the actor is stopping);
-//   - an actor that is stopping still handles user messages while it
-//     waits for its children, and a child it spawns then (a store node's
-//     reduce worker for a task that just came) is never told to stop.
-//
-// Either keeps the node from stopping, and its watchers (coordinators,
-// shards, fetch sessions) never hear of its failure. So the node's actors
-// are told to stop, again, until the supervisor is gone; an actor that
-// already stops ignores it. The supervisor's children are told every
-// 50 ms; every actor under it only from 500 ms on, every 500 ms, since
-// finding those scans the whole process registry (most of a second on a
-// loaded machine under -race). Callers hold l.mu.
-func (l *Local) stopNode(i int) error {
-	sup := l.supervisors[i]
-	children := []*actor.PID{l.storeNodes[i], actor.NewPID(sup.GetAddress(), sup.GetId()+"/barriers")}
-	table := *l.shardTable.Load()
-	for j, host := range l.shardHost {
-		if host == i {
-			children = append(children, table[j])
-		}
-	}
-	stopped := make(chan error, 1)
-	fut := l.system.Root.StopFuture(sup) // waits up to protoactor's 10 s
-	go func() { stopped <- fut.Wait() }()
-	again := time.NewTicker(50 * time.Millisecond)
-	defer again.Stop()
-	for n := 1; ; n++ {
-		select {
-		case err := <-stopped:
-			return err
-		case <-again.C:
-			pids := children
-			if n%10 == 0 {
-				pids = l.actorsUnder(sup)
-			}
-			for _, pid := range pids {
-				l.system.Root.Stop(pid)
+// waitDelivered waits until every live member delivered the failure of
+// id. Callers hold l.mu.
+func (l *Local) waitDelivered(id string) error {
+	end := time.Now().Add(convergeTimeout)
+	for {
+		var missing []string
+		l.evMu.Lock()
+		for _, m := range l.liveMembers() {
+			if !l.delivered[m.id][id] {
+				missing = append(missing, m.id)
 			}
 		}
+		l.evMu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(end) {
+			return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%v did not learn of the failure of %s within %v", missing, id, convergeTimeout)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
-// actorsUnder lists the running actors below sup (a child's id is its
-// parent's id, a slash and its own name).
-func (l *Local) actorsUnder(sup *actor.PID) []*actor.PID {
-	prefix := sup.GetId() + "/"
-	var out []*actor.PID
-	for _, bucket := range l.system.ProcessRegistry.LocalPIDs.LocalPIDs {
-		// IterCb, not Keys: Keys starts a goroutine per map shard.
-		bucket.IterCb(func(id string, _ any) {
-			if strings.HasPrefix(id, prefix) {
-				out = append(out, actor.NewPID(sup.GetAddress(), id))
-			}
-		})
-	}
-	return out
-}
-
-// announceFailure makes sure NodeFailed is published for a killed node,
-// exactly once. Directory shards that watched the node announce it as
-// they see its Terminated (the first one wins, through l.failures); a
-// node no shard watched (it never held a copy nor located one) is
-// announced here. Callers hold l.mu, after the node stopped.
-func (l *Local) announceFailure(name string) {
-	// The node's Terminated is in every watching shard's system mailbox
-	// once its supervisor stopped, and a shard handles system messages
-	// before user messages: a reply to a query sent now comes after the
-	// shard has seen the failure. Shards on the dead node do not answer
-	// (dead letters); a shard stuck past the timeout loses the race to
-	// this announcement, which l.failures keeps single.
-	var asked []*actor.Future
-	for _, shard := range *l.shardTable.Load() {
-		asked = append(asked, l.system.Root.RequestFuture(shard, &messages.QueryObject{}, time.Second))
-	}
-	for _, f := range asked {
-		_, _ = f.Result()
-	}
-	if l.failures.First(name) {
-		l.log.WithField("node", name).Warn("node failed (no directory shard watched it)")
-		l.system.EventStream.Publish(&events.NodeFailed{Node: name, DetectedBy: "kill", At: time.Now()})
-	}
-}
-
-// moveShards restarts the shards node i hosted on live nodes. Each move is
-// published at once: if a later one fails, the shards that did move are
-// not left at their dead host's address. Callers hold l.mu.
-func (l *Local) moveShards(from int) error {
-	for j, host := range l.shardHost {
-		if host != from {
-			continue
-		}
-		to := -1
-		for k := 1; k <= len(l.alive); k++ {
-			if c := (from + k) % len(l.alive); l.alive[c] {
-				to = c
-				break
-			}
-		}
-		if to < 0 {
-			return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no live node can host shard %d", j)
-		}
-		res, err := l.system.Root.RequestFuture(l.supervisors[to], hostChild{child{name: fmt.Sprintf("shard-%d", j), props: l.shardProps(j, true)}}, 10*time.Second).Result()
-		if err != nil {
-			return fmt.Errorf("move shard %d to %s: %w", j, nodeName(to), err)
-		}
-		pid, ok := res.(*actor.PID)
-		if !ok {
-			return fmt.Errorf("move shard %d to %s: %v", j, nodeName(to), res)
-		}
-		// Copy on write: readers hold the table they loaded.
-		table := slices.Clone(*l.shardTable.Load())
-		l.shardHost[j], table[j] = to, pid
-		l.shardTable.Store(&table)
-	}
-	return nil
-}
-
-// Restart brings a killed node back, empty: it can Put and Get again.
+// Restart starts a new incarnation of a killed node (member id node-i.k),
+// empty; it joins as a process would, and takes its share of the shards.
 func (l *Local) Restart(i int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if i < 0 || i >= len(l.alive) || l.alive[i] {
+	if i < 0 || i >= len(l.alive) || l.alive[i] || l.stopped {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not down", i)
 	}
-	// l.failures is not told to forget the node here: see Kill.
-	if err := l.startNode(i, nil); err != nil {
+	if err := l.startMember(i); err != nil {
 		return err
 	}
-	l.log.WithField("node", nodeName(i)).Info("node restarted, empty")
-	return nil
+	l.log.WithField("node", l.members[i].id).Info("node restarted, empty")
+	return l.converge()
 }
 
 // Alive reports whether node i is running.
 func (l *Local) Alive(i int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.alive[i]
+	return i >= 0 && i < len(l.alive) && l.alive[i]
 }
-
-func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
 // Nodes is the number of nodes (alive or not).
 func (l *Local) Nodes() int { return len(l.alive) }
 
-// System is the actor system every node runs in; application actors are
-// spawned in it and subscribe to its EventStream.
-func (l *Local) System() *actor.ActorSystem { return l.system }
+// System is the application's actor system: application actors are
+// spawned in it, and its EventStream carries every member's domain
+// events (events.NodeFailed once per failed member) and Proto.Actor's
+// supervisor events.
+func (l *Local) System() *actor.ActorSystem { return l.app }
+
+// Member is node i's current incarnation.
+func (l *Local) Member(i int) *Member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.members[i]
+}
 
 // StoreNode is node i's store node: application actors send it Put, Get
 // and Delete messages.
-func (l *Local) StoreNode(i int) *actor.PID {
+func (l *Local) StoreNode(i int) *actor.PID { return freshPID(l.Member(i).StoreNode()) }
+
+// freshPID copies a PID without its cached process: a PID caches the
+// process it resolved to in the actor system that used it first, and
+// the members of an embedded cluster share one address space, so a PID
+// handed from one actor system to another must not carry that cache
+// (a message would take the first system's route).
+func freshPID(pid *actor.PID) *actor.PID {
+	if pid == nil {
+		return nil
+	}
+	return actor.NewPID(pid.GetAddress(), pid.GetId())
+}
+
+// IndexOf is the index of the node whose current incarnation is member
+// id (barrier.Barrier.Replicas names members), or -1.
+func (l *Local) IndexOf(id string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.storeNodes[i]
+	for i, m := range l.members {
+		if m != nil && m.id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // Barriers is node i's barrier host (the managers of package barrier).
 func (l *Local) Barriers(i int) *actor.PID {
-	return actor.NewPID(l.system.Address(), nodeName(i)+"/barriers")
+	return barrierHost(l.Member(i).Address())
 }
 
-// Client is the Go API of node i.
-func (l *Local) Client(i int) *storenode.Client {
-	return storenode.NewClient(l.system.Root, l.StoreNode(i), l.cfg.DefaultTimeout)
-}
+// Client is the Go API of node i, in node i's own actor system (what an
+// application that embeds a member uses).
+func (l *Local) Client(i int) *storenode.Client { return l.Member(i).Client() }
 
 // Node is node i's reference as it appears in directory records.
-func (l *Local) Node(i int) *messages.NodeRef {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.refs[i]
-}
+func (l *Local) Node(i int) *messages.NodeRef { return l.Member(i).Node() }
 
 // Store is node i's local store (for inspection in tests and tools).
-func (l *Local) Store(i int) *storenode.Store {
+func (l *Local) Store(i int) *storenode.Store { return l.Member(i).store }
+
+// Shard is directory shard j where it runs now (as the first live member
+// places it).
+func (l *Local) Shard(j int) *actor.PID {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stores[i]
+	live := l.liveMembers()
+	l.mu.Unlock()
+	if len(live) == 0 {
+		return nil
+	}
+	return freshPID((*live[0].table.Load())[j])
 }
 
-// Shard is directory shard j where it runs now.
-func (l *Local) Shard(j int) *actor.PID { return (*l.shardTable.Load())[j] }
+// NodeOf is the index of the node whose actor system is at address, or
+// -1.
+func (l *Local) NodeOf(address string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, m := range l.members {
+		if m != nil && l.alive[i] && m.Address() == address {
+			return i
+		}
+	}
+	return -1
+}
 
-// Stop stops every node and the actor system. Calling it again does nothing.
+// Stop stops every member and the application's actor system. Calling it
+// again does nothing.
 func (l *Local) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -459,15 +453,26 @@ func (l *Local) stopLocked() {
 		return // Stop is idempotent: protoactor's Shutdown is not
 	}
 	l.stopped = true
-	l.failures.Close()
-	for i, ref := range l.refs {
-		if ref != nil {
-			l.transport.Unserve(ref.GetDataAddress())
+	// All at once: a member that stops first would be a failure for the
+	// others, who would start moving its shards.
+	var wg sync.WaitGroup
+	for i, m := range l.members {
+		if m == nil || !l.alive[i] {
+			continue
 		}
-		if l.alive[i] && l.supervisors[i] != nil {
-			_ = l.stopNode(i)
-			l.alive[i] = false
+		l.alive[i] = false
+		if l.subs[i] != nil {
+			m.system.EventStream.Unsubscribe(l.subs[i])
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.crash(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped", m.id))
+		}()
 	}
-	l.system.Shutdown()
+	wg.Wait()
+	if l.app != nil {
+		safely(func() { remote.GetRemote(l.app).Shutdown(false) })
+		l.app.Shutdown()
+	}
 }

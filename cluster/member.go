@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/coordinator"
@@ -45,15 +46,17 @@ import (
 // the messages package and the placement rule). Members of different
 // versions do not work together: the handshake keeps them apart.
 // Version 2: Tombstones (a rebuilt shard learns the deleted ids) and the
-// root generation on a Reduce's CreateObject.
-const ProtocolVersion uint32 = 2
+// root generation on a Reduce's CreateObject. Version 3: barrier replicas
+// are named by member id (every member hosts barriers).
+const ProtocolVersion uint32 = 3
 
 // Actor names under a member's node supervisor, the same on every member.
 const (
-	memberRoot  = "node"    // the node supervisor
-	storeName   = "store"   // node/store: the store node
-	revokeName  = "revoke"  // node/revoke: the failure broadcaster
-	membersName = "members" // node/members: handshake, placement, shards
+	memberRoot   = "node"     // the node supervisor
+	storeName    = "store"    // node/store: the store node
+	revokeName   = "revoke"   // node/revoke: the failure broadcaster
+	membersName  = "members"  // node/members: handshake, placement, shards
+	barriersName = "barriers" // node/barriers: the barrier managers hosted here
 )
 
 // Membership providers.
@@ -129,12 +132,34 @@ type MemberConfig struct {
 	JoinTimeout time.Duration
 	// Hooks are fault-injection points in the store node (tests).
 	Hooks storenode.Hooks
+	// ShardHook runs before each message a directory shard of this member
+	// receives (a hook that panics crashes that shard; tests).
+	ShardHook func(shard string, msg any)
+	// CoordinatorHook runs before each message a Reduce's coordinator on
+	// this member receives, with the Reduce's id (target#nonce); a hook
+	// that panics crashes that coordinator (tests).
+	CoordinatorHook func(reduce string, msg any)
 	// Log receives the member's logs and Proto.Actor's (default: logrus's
 	// standard logger).
 	Log *logrus.Logger
 	// ProtocolVersion overrides the version this member speaks (0: the
 	// package's ProtocolVersion). Only for testing the handshake.
 	ProtocolVersion uint32
+
+	// embedded is set by StartLocal: the member runs in a process with
+	// others, finds them through an in-process membership and moves
+	// object bytes on the in-memory data plane.
+	embedded *embedding
+}
+
+// embedding is what differs for a member of the embedded cluster: only
+// how members find each other and the data plane (DESIGN.md, "Embedded
+// and distributed").
+type embedding struct {
+	id         string // the member id: node-i, node-i.k after k restarts
+	membership *membership
+	memory     *transport.Memory
+	estimator  *plan.Estimator // one process, one network: shared
 }
 
 func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
@@ -146,7 +171,7 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 		return bad("bind address %q: %v", c.Bind, err)
 	}
 	port, err := strconv.Atoi(portStr)
-	if err != nil || port <= 0 || port > 65535 {
+	if err != nil || port < 0 || port > 65535 || port == 0 && c.embedded == nil {
 		return bad("bind address %q: the port must be 1..65535", c.Bind)
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
@@ -253,7 +278,8 @@ type Member struct {
 	system    *actor.ActorSystem
 	pc        *pcluster.Cluster
 	provider  pcluster.ClusterProvider
-	tcp       *transport.TCP
+	data      transport.Transport // the data plane: direct TCP, or in memory when embedded
+	closeData func()              // stops serving this member's objects
 	store     *storenode.Store
 	ref       *messages.NodeRef
 	failures  *directory.FailureLog
@@ -299,7 +325,11 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	}
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
-	m := &Member{cfg: cfg, id: cfg.Bind + "#" + hex.EncodeToString(nonce[:]), failures: &directory.FailureLog{},
+	id := cfg.Bind + "#" + hex.EncodeToString(nonce[:])
+	if cfg.embedded != nil {
+		id = cfg.embedded.id
+	}
+	m := &Member{cfg: cfg, id: id, failures: &directory.FailureLog{},
 		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
 	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
 	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
@@ -315,8 +345,10 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	cfg := m.cfg
 	// Proto.Actor panics on a port in use and its automanaged provider only
 	// logs it: check first, for a clear error.
-	if err := portFree("tcp", cfg.Bind); err != nil {
-		return fmt.Errorf("member address %s is not available: %w", cfg.Bind, err)
+	if port != 0 {
+		if err := portFree("tcp", cfg.Bind); err != nil {
+			return fmt.Errorf("member address %s is not available: %w", cfg.Bind, err)
+		}
 	}
 	provider, err := m.newProvider(ctx, host)
 	if err != nil {
@@ -332,21 +364,26 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// new incarnation; the failed one stays failed).
 	m.system.ID = m.id
 	m.store = storenode.NewStore(cfg.Capacity)
-	m.tcp = transport.NewTCP(transport.TCPConfig{ListenAddr: cfg.DataBind, Log: func(format string, args ...any) {
-		m.log.Debugf(format, args...)
-	}})
-	dataAddr, err := m.tcp.Serve(m.id, m.store)
-	if err != nil {
-		return fmt.Errorf("data plane address %s is not available: %w", cfg.DataBind, err)
+	var dataAddr string
+	if e := cfg.embedded; e != nil {
+		m.data = e.memory
+		dataAddr, err = e.memory.Serve(m.id, m.store)
+		if err != nil {
+			return err
+		}
+		m.closeData = func() { e.memory.Unserve(dataAddr) }
+	} else {
+		tcp := transport.NewTCP(transport.TCPConfig{ListenAddr: cfg.DataBind, Log: func(format string, args ...any) {
+			m.log.Debugf(format, args...)
+		}})
+		m.data, m.closeData = tcp, tcp.Close
+		dataAddr, err = tcp.Serve(m.id, m.store)
+		if err != nil {
+			return fmt.Errorf("data plane address %s is not available: %w", cfg.DataBind, err)
+		}
 	}
 
-	rc := remote.Configure(host, port,
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
-		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
-	// One connection attempt: a member that cannot be reached is failed
-	// (it would be retried for 10s otherwise while messages wait).
-	rc.MaxRetryCount = 1
+	rc := remoteConfig(host, port)
 	pcfg := pcluster.Configure(cfg.ClusterName, provider, disthash.New(), rc)
 	// No gossip: membership is the provider's topology, liveness is our
 	// failure path (data plane, remote endpoints, topology, BMG notices),
@@ -382,19 +419,24 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.table.Store(&table)
 	m.estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	if e := cfg.embedded; e != nil {
+		m.estimator = e.estimator
+	}
 	m.coord = coordinator.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
-		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
+		BeforeReceive: cfg.CoordinatorHook,
+		Reduce:        coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
 
 	children := []child{
 		{name: storeName, props: storenode.NewProps(storenode.Config{
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor,
-			Transport: &watchedTransport{Transport: m.tcp, report: m.suspectData},
+			Transport: &watchedTransport{Transport: m.data, report: m.suspectData},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Log: m.log})},
 		{name: membersName, props: newMembersProps(m)},
+		{name: barriersName, props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: m.log})},
 	}
 	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), memberRoot)
 	if err != nil {
@@ -442,6 +484,24 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	return nil
 }
 
+// remoteConfig is the Proto.Actor remote configuration of every actor
+// system of a cluster (members, and the embedded cluster's application
+// system).
+func remoteConfig(host string, port int) *remote.Config {
+	rc := remote.Configure(host, port,
+		// The writer's queue to each peer grows as needed; Proto.Actor's
+		// default preallocates a million slots (16 MiB per peer: 240 MiB
+		// per member of a 16-member cluster, before any message).
+		remote.WithEndpointWriterQueueSize(1024),
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
+	// One connection attempt: a member that cannot be reached is failed
+	// (it would be retried for 10s otherwise while messages wait).
+	rc.MaxRetryCount = 1
+	return rc
+}
+
 // startMember runs Proto.Actor's StartMember, which panics on errors.
 func startMember(pc *pcluster.Cluster) (err error) {
 	defer func() {
@@ -463,6 +523,9 @@ func portFree(network, addr string) error {
 
 func (m *Member) newProvider(ctx context.Context, host string) (pcluster.ClusterProvider, error) {
 	cfg := m.cfg
+	if e := cfg.embedded; e != nil {
+		return e.membership.provider(), nil
+	}
 	if cfg.Provider == ProviderAutomanaged {
 		// Our own HTTP server for the provider's /_health endpoint: on the
 		// bind host rather than all interfaces, quiet, and listening before
@@ -521,6 +584,7 @@ func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
 			return coordinator.NewProps(m.coord, id, start, requester)
 		},
 		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt,
+		BeforeReceive: m.cfg.ShardHook, Host: m.id,
 	})
 }
 
@@ -691,7 +755,9 @@ func (m *Member) teardown(graceful bool) {
 			safely(func() { _ = m.provider.Shutdown(true) })
 		}
 		if node := m.node.Load(); node != nil {
-			_ = m.system.Root.StopFuture(node).Wait()
+			if err := stopUntilGone(m.system, node); err != nil {
+				m.log.WithError(err).Warn("the member's actors did not stop in time")
+			}
 		}
 		close(m.quit)
 		if m.system != nil {
@@ -699,8 +765,8 @@ func (m *Member) teardown(graceful bool) {
 				m.system.EventStream.Unsubscribe(s)
 			}
 		}
-		if m.tcp != nil {
-			m.tcp.Close()
+		if m.closeData != nil {
+			m.closeData()
 		}
 		if m.pc != nil {
 			if !graceful {
@@ -717,6 +783,48 @@ func (m *Member) teardown(graceful bool) {
 		if m.health != nil {
 			_ = m.health.Close()
 			_ = m.health.Listener.Close() // when the provider never started
+		}
+		if m.system != nil {
+			m.system.Shutdown()
+		}
+		m.doneOnce.Do(func() { close(m.done) })
+	})
+}
+
+// crash stops the member the way SIGKILL stops a process: first nobody
+// can reach it any more (its remote endpoints close, its data plane stops
+// serving, its membership entry goes), then its actors, which can no
+// longer tell anyone, are stopped to free the process's resources. The
+// other members learn of it only through their own failure path.
+func (m *Member) crash(gone error) {
+	m.stopOnce.Do(func() {
+		m.failures.Close()
+		if m.pc != nil && m.pc.Remote != nil {
+			safely(func() { m.pc.Remote.Shutdown(false) })
+		}
+		if m.closeData != nil {
+			m.closeData()
+		}
+		if m.store != nil {
+			m.store.Fail(gone)
+		}
+		if m.provider != nil {
+			safely(func() { _ = m.provider.Shutdown(false) })
+		}
+		if node := m.node.Load(); node != nil {
+			if err := stopUntilGone(m.system, node); err != nil {
+				m.log.WithError(err).Warn("crash: the member's actors did not stop in time")
+			}
+		}
+		close(m.quit)
+		for _, s := range m.subs {
+			m.system.EventStream.Unsubscribe(s)
+		}
+		if m.pc != nil {
+			safely(func() { m.pc.Gossip.Shutdown() })
+			if m.pc.IdentityLookup != nil {
+				safely(m.pc.IdentityLookup.Shutdown)
+			}
 		}
 		if m.system != nil {
 			m.system.Shutdown()

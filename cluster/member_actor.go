@@ -28,6 +28,13 @@ type (
 		reasons                  []string
 	}
 	membersTick struct{}
+	// placementQuery is answered with placement: what this member placed
+	// (the embedded cluster waits for every member to agree).
+	placementQuery struct{}
+	placement      struct {
+		live, owners []string
+		ownRunning   bool
+	}
 )
 
 // membersState survives restarts of the members actor.
@@ -112,6 +119,9 @@ func (a *membersActor) Receive(ctx actor.Context) {
 		} else if ctx.Sender() != nil {
 			st.waiters = append(st.waiters, ctx.Sender())
 		}
+	case placementQuery:
+		ctx.Respond(placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
+			ownRunning: st.settled && a.ownShardsRunning()})
 	case membersTick:
 		a.greet(ctx)
 		a.reconcile(ctx)
@@ -211,8 +221,13 @@ func (a *membersActor) greet(ctx actor.Context) {
 func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
 	ok, why := a.m.compatible(h.GetProtocolVersion(), h.GetShards())
 	if ctx.Sender() != nil {
-		ctx.Respond(&messages.MemberHelloReply{ProtocolVersion: a.m.cfg.ProtocolVersion, Shards: int32(a.m.cfg.Shards),
-			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why, View: a.st.view.Live()})
+		reply := &messages.MemberHelloReply{ProtocolVersion: a.m.cfg.ProtocolVersion, Shards: int32(a.m.cfg.Shards),
+			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why}
+		for _, id := range a.st.view.Live() {
+			reply.View = append(reply.View, id)
+			reply.ViewAddresses = append(reply.ViewAddresses, a.st.view.Address(id))
+		}
+		ctx.Respond(reply)
 	}
 	if id := h.GetMemberId(); id != "" && id != a.m.id {
 		if !ok {

@@ -96,7 +96,7 @@ func (f *memberLogFilter) Handle(ctx context.Context, r slog.Record) error {
 	if !f.inner.Enabled(ctx, l) {
 		return nil
 	}
-	if l >= slog.LevelWarn && !f.throttle.allow(r.Message, time.Now()) {
+	if l >= slog.LevelWarn && !f.throttle.allow(throttleKey(r), time.Now()) {
 		return nil
 	}
 	if l != r.Level {
@@ -108,6 +108,21 @@ func (f *memberLogFilter) Handle(ctx context.Context, r slog.Record) error {
 		r = c
 	}
 	return f.inner.Handle(ctx, r)
+}
+
+// throttleKey is what makes two log records the same for the throttle:
+// the text and the message type a record names (a flood of one dropped
+// message type is one line; different types are different lines).
+func throttleKey(r slog.Record) string {
+	key := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "type" {
+			key += "\x00" + a.Value.String()
+			return false
+		}
+		return true
+	})
+	return key
 }
 
 func (f *memberLogFilter) WithAttrs(attrs []slog.Attr) slog.Handler {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/barrier"
 	"math/rand"
 	"net"
 	"strings"
@@ -198,6 +199,45 @@ func TestMembersPutGet(t *testing.T) {
 		if a.ShardOwner(id) != b.ShardOwner(id) || a.ShardOwner(id) == "" {
 			t.Fatalf("shard owner of %q: %q vs %q", id, a.ShardOwner(id), b.ShardOwner(id))
 		}
+	}
+	// Barriers: created from one member, entered through both, their
+	// primaries on either (every member hosts barrier managers).
+	primaries := map[string]bool{}
+	for i := 0; len(primaries) < 2; i++ {
+		if i == 16 {
+			t.Fatalf("16 barriers, all with their primary on %v", primaries)
+		}
+		name := fmt.Sprintf("members-%d", i)
+		ctrl, err := barrier.New(ctx, a, name, barrier.Max(2), barrier.Replicas(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		primaries[ctrl.Replicas()[0]] = true
+		errs := make(chan error, 2)
+		for _, m := range []*Member{a, b} {
+			h, err := barrier.Open(ctx, m, name, barrier.Host(m.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				defer h.Stop()
+				p, err := h.Enter(ctx, "from-"+m.ID())
+				if err == nil && p.Reason != "max" {
+					err = fmt.Errorf("passed with %q, want max", p.Reason)
+				}
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("barrier %s: %v", name, err)
+			}
+		}
+		ctrl.Stop()
+	}
+	hosts, err := b.BarrierHosts(ctx)
+	if err != nil || len(hosts) != 2 {
+		t.Fatalf("barrier hosts %v, %v", hosts, err)
 	}
 }
 

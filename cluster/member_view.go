@@ -3,12 +3,12 @@ package cluster
 import (
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -295,30 +295,18 @@ func shardOwners(live []string, shards int) []string {
 	}
 	seeds := make([]uint64, len(live))
 	for i, id := range live {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(id))
-		seeds[i] = h.Sum64()
+		seeds[i] = rendezvous.Seed(id)
 	}
 	for j := range out {
 		best, bestW := 0, uint64(0)
 		for i, seed := range seeds {
-			if w := mix64(seed ^ mix64(uint64(j)+0x9e3779b97f4a7c15)); i == 0 || w > bestW || w == bestW && live[i] < live[best] {
+			if w := rendezvous.Weight(seed, uint64(j)); i == 0 || w > bestW || w == bestW && live[i] < live[best] {
 				best, bestW = i, w
 			}
 		}
 		out[j] = live[best]
 	}
 	return out
-}
-
-// mix64 is SplitMix64's finalizer: a bijective mix of all 64 bits.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // movedShards lists the shards whose owner differs between two placements.

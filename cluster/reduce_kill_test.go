@@ -14,7 +14,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -67,12 +66,7 @@ func runReduceKillSeed(t *testing.T, seed uint64) {
 	}
 	// The coordinator lives with the target's shard: keep it on node 0,
 	// whose failure is the caller's and fails the Reduce by design.
-	target := ""
-	for k := 0; target == ""; k++ {
-		if c := fmt.Sprintf("sum-%d-%d", seed, k); directory.ShardIndex(c, nodes) == 0 {
-			target = c
-		}
-	}
+	target := idOnNode(fmt.Sprintf("sum-%d", seed), 0, nodes, nodes)
 	what := fmt.Sprintf("seed %d: %d nodes, reduce %d of %d (degree %d), %d int64s, kill %v at +%v (replay: HOPLITE_SEED=%d)",
 		seed, nodes, num, nodes, degree, elems, victims, at, seed)
 	l := start(t, Config{Nodes: nodes, ChunkSize: 32 << 10, LinkBandwidth: 125e6, ReduceDegree: degree, Log: failureLog(t)})

@@ -89,7 +89,7 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 			}
 		}()
 	}
-	l.System().Root.Send(l.StoreNode(1), crash{})
+	sendIn(l, l.StoreNode(1), crash{})
 	// A receiver crashes mid-fetch: its session is stopped with it, and the
 	// restarted node resumes from the bytes it already has.
 	gate.Store(true)
@@ -102,12 +102,12 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 		got <- err
 	}()
 	<-stalled
-	l.System().Root.Send(l.StoreNode(2), crash{})
+	sendIn(l, l.StoreNode(2), crash{})
 	// A second Started means the restart is done: protoactor restarts an
 	// actor only after all its children (the fetch session) have stopped.
 	eventually(t, 10*time.Second, "node-2's store node restarted", func() bool { return node2Starts.Load() >= 2 })
 	close(release)
-	l.System().Root.Send(l.StoreNode(1), crash{})
+	sendIn(l, l.StoreNode(1), crash{})
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -118,10 +118,7 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 	}
 	// The shard saw node-2 locate again after its restart: its first
 	// transfer was cut short and a second one finished the copy.
-	info, err := l.Client(0).Info(ctx, "big", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := settledInfo(t, ctx, l.Client(0), "big")
 	var aborted, finished int
 	for _, tr := range info.GetTransfers() {
 		if tr.GetReceiver() == "node-2" {
@@ -192,7 +189,7 @@ func TestCompletedReduceResultSurvivesRestarts(t *testing.T) {
 	if ri < 0 || l.Store(ri).Lookup("sum") == nil {
 		t.Fatalf("no root holding the target in plan %v", rep.GetPlan())
 	}
-	root.Store(nodeName(ri))
+	root.Store(l.Node(ri).GetNodeId())
 	shard := directory.ShardIndex("sum", nodes)
 
 	// Gets from the other nodes race with both restarts.
@@ -214,8 +211,8 @@ func TestCompletedReduceResultSurvivesRestarts(t *testing.T) {
 			}
 		}()
 	}
-	l.System().Root.Send(l.StoreNode(ri), crash{})
-	l.System().Root.Send(l.Shard(shard), crashShard{})
+	sendIn(l, l.StoreNode(ri), crash{})
+	sendIn(l, l.Shard(shard), crashShard{})
 	eventually(t, 10*time.Second, "the root's store node restarted", func() bool { return rootStarts.Load() >= 1 })
 	eventually(t, 10*time.Second, "the target's shard rebuilt", func() bool {
 		for _, e := range eventsOf[*events.ShardRebuilt](evs) {

@@ -207,10 +207,7 @@ func TestBroadcastFormsATree(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			info, err := l.Client(0).Info(ctx, "bc", false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			info := settledInfo(t, ctx, l.Client(0), "bc")
 			checkBroadcastTree(t, info, "node-0", receivers)
 			// A star would have node-0 send to everyone; a tree spreads it.
 			fromCreator := 0
@@ -378,16 +375,14 @@ func TestUnknownMessagesAreDroppedAndActorsKeepRunning(t *testing.T) {
 	log.SetOutput(logs)
 	l := start(t, Config{Nodes: 2, Log: log})
 	ctx := deadline(t, 10*time.Second)
-	root := l.System().Root
-	l.mu.Lock()
-	sup := l.supervisors[1]
-	l.mu.Unlock()
-	// A protobuf message no actor expects, a plain Go value, and a reply
-	// type sent as if it were a request.
+	sup := l.Member(1).node.Load()
+	// A protobuf message no actor expects, a plain Go value (sent from
+	// the actor's own system: it cannot cross remote), and a reply type
+	// sent as if it were a request.
 	for _, pid := range []*actor.PID{l.StoreNode(0), l.Shard(0), l.Shard(1), sup} {
-		root.Send(pid, &messages.ObjectInfo{ObjectId: "junk"})
-		root.Send(pid, "not a message")
-		root.Send(pid, &messages.PutReply{})
+		sendIn(l, pid, &messages.ObjectInfo{ObjectId: "junk"})
+		sendIn(l, pid, "not a message")
+		sendIn(l, pid, &messages.PutReply{})
 	}
 	data := randomBytes(8, 100<<10)
 	if err := l.Client(0).Put(ctx, "after-junk", data); err != nil {
@@ -396,7 +391,7 @@ func TestUnknownMessagesAreDroppedAndActorsKeepRunning(t *testing.T) {
 	if got, err := l.Client(1).Get(ctx, "after-junk"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("after junk: %v", err)
 	}
-	if _, err := root.RequestFuture(sup, ready{}, 5*time.Second).Result(); err != nil {
+	if _, err := l.Member(1).System().Root.RequestFuture(sup, ready{}, 5*time.Second).Result(); err != nil {
 		t.Fatalf("the node supervisor stopped answering: %v", err)
 	}
 	eventually(t, 5*time.Second, "12 logged drops", func() bool {

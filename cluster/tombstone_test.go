@@ -39,8 +39,8 @@ type deletedObject struct {
 // it from deleter, and puts a kept object into the same shard.
 func putGetDelete(t *testing.T, ctx context.Context, l *Local, shard int, size int, creator, reader, deleter int) deletedObject {
 	t.Helper()
-	o := deletedObject{id: idInShard(t, fmt.Sprintf("deleted-%d", size), shard, len(*l.shardTable.Load())),
-		kept: idInShard(t, fmt.Sprintf("kept-%d", size), shard, len(*l.shardTable.Load())),
+	o := deletedObject{id: idInShard(t, fmt.Sprintf("deleted-%d", size), shard, l.cfg.Shards),
+		kept: idInShard(t, fmt.Sprintf("kept-%d", size), shard, l.cfg.Shards),
 		data: randomBytes(uint64(size), size), keep: randomBytes(uint64(size)+1, size)}
 	if err := l.Client(creator).Put(ctx, o.id, o.data); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestDeletedIDsSurviveShardCrash(t *testing.T) {
 		putGetDelete(t, ctx, l, shard, 100, 2, 0, 2),
 	}
 	for round := 1; round <= 2; round++ {
-		l.System().Root.Send(l.Shard(shard), crashShard{})
+		sendIn(l, l.Shard(shard), crashShard{})
 		eventually(t, 5*time.Second, "the shard restarted", func() bool { return len(eventsOf[*events.ShardRebuilt](evs)) >= round })
 		for _, o := range objs {
 			checkStillDeleted(t, ctx, l, o, 0, 1, 2)

@@ -461,16 +461,16 @@ func (x *BarrierPeer) GetId() string {
 // an existing barrier with equal options answers existed; other options
 // answer CONFLICT; a closed name answers DELETED.
 type BarrierCreate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Options       *BarrierOptions        `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
-	Replicas      []*BarrierPeer         `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`                                     // the barrier hosts, primary first
-	ReplicaNodes  []int32                `protobuf:"varint,4,rep,packed,name=replica_nodes,json=replicaNodes,proto3" json:"replica_nodes,omitempty"` // their node indices, same order
-	Controller    *BarrierPeer           `protobuf:"bytes,5,opt,name=controller,proto3" json:"controller,omitempty"`                                 // gets BarrierConsult and BarrierFailure; may be unset
-	Rank          int32                  `protobuf:"varint,6,opt,name=rank,proto3" json:"rank,omitempty"`                                            // the receiver's rank (set with from_primary)
-	FromPrimary   bool                   `protobuf:"varint,7,opt,name=from_primary,json=fromPrimary,proto3" json:"from_primary,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Options        *BarrierOptions        `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
+	Replicas       []*BarrierPeer         `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`                                   // the barrier hosts, primary first
+	ReplicaMembers []string               `protobuf:"bytes,8,rep,name=replica_members,json=replicaMembers,proto3" json:"replica_members,omitempty"` // their cluster member ids, same order
+	Controller     *BarrierPeer           `protobuf:"bytes,5,opt,name=controller,proto3" json:"controller,omitempty"`                               // gets BarrierConsult and BarrierFailure; may be unset
+	Rank           int32                  `protobuf:"varint,6,opt,name=rank,proto3" json:"rank,omitempty"`                                          // the receiver's rank (set with from_primary)
+	FromPrimary    bool                   `protobuf:"varint,7,opt,name=from_primary,json=fromPrimary,proto3" json:"from_primary,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BarrierCreate) Reset() {
@@ -524,9 +524,9 @@ func (x *BarrierCreate) GetReplicas() []*BarrierPeer {
 	return nil
 }
 
-func (x *BarrierCreate) GetReplicaNodes() []int32 {
+func (x *BarrierCreate) GetReplicaMembers() []string {
 	if x != nil {
-		return x.ReplicaNodes
+		return x.ReplicaMembers
 	}
 	return nil
 }
@@ -554,15 +554,15 @@ func (x *BarrierCreate) GetFromPrimary() bool {
 
 // BarrierCreated answers BarrierCreate and BarrierOpen.
 type BarrierCreated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Options       *BarrierOptions        `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
-	Replicas      []*BarrierPeer         `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	ReplicaNodes  []int32                `protobuf:"varint,4,rep,packed,name=replica_nodes,json=replicaNodes,proto3" json:"replica_nodes,omitempty"`
-	Existed       bool                   `protobuf:"varint,5,opt,name=existed,proto3" json:"existed,omitempty"`
-	Error         *Error                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Options        *BarrierOptions        `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
+	Replicas       []*BarrierPeer         `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	ReplicaMembers []string               `protobuf:"bytes,7,rep,name=replica_members,json=replicaMembers,proto3" json:"replica_members,omitempty"`
+	Existed        bool                   `protobuf:"varint,5,opt,name=existed,proto3" json:"existed,omitempty"`
+	Error          *Error                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BarrierCreated) Reset() {
@@ -616,9 +616,9 @@ func (x *BarrierCreated) GetReplicas() []*BarrierPeer {
 	return nil
 }
 
-func (x *BarrierCreated) GetReplicaNodes() []int32 {
+func (x *BarrierCreated) GetReplicaMembers() []string {
 	if x != nil {
-		return x.ReplicaNodes
+		return x.ReplicaMembers
 	}
 	return nil
 }
@@ -1468,7 +1468,7 @@ type BarrierStatusReply struct {
 	Fired         bool                   `protobuf:"varint,5,opt,name=fired,proto3" json:"fired,omitempty"`
 	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	PrimaryNode   int32                  `protobuf:"varint,8,opt,name=primary_node,json=primaryNode,proto3" json:"primary_node,omitempty"` // node index of the replica that answered
+	Primary       string                 `protobuf:"bytes,10,opt,name=primary,proto3" json:"primary,omitempty"` // member id of the replica that answered
 	Error         *Error                 `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1553,11 +1553,11 @@ func (x *BarrierStatusReply) GetEpoch() uint64 {
 	return 0
 }
 
-func (x *BarrierStatusReply) GetPrimaryNode() int32 {
+func (x *BarrierStatusReply) GetPrimary() string {
 	if x != nil {
-		return x.PrimaryNode
+		return x.Primary
 	}
-	return 0
+	return ""
 }
 
 func (x *BarrierStatusReply) GetError() *Error {
@@ -2095,24 +2095,24 @@ const file_barrier_proto_rawDesc = "" +
 	"\fadaptive_max\x18\x04 \x01(\x05R\vadaptiveMax\"7\n" +
 	"\vBarrierPeer\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\x9a\x02\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xa4\x02\n" +
 	"\rBarrierCreate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\aoptions\x18\x02 \x01(\v2\x17.hoplite.BarrierOptionsR\aoptions\x120\n" +
-	"\breplicas\x18\x03 \x03(\v2\x14.hoplite.BarrierPeerR\breplicas\x12#\n" +
-	"\rreplica_nodes\x18\x04 \x03(\x05R\freplicaNodes\x124\n" +
+	"\breplicas\x18\x03 \x03(\v2\x14.hoplite.BarrierPeerR\breplicas\x12'\n" +
+	"\x0freplica_members\x18\b \x03(\tR\x0ereplicaMembers\x124\n" +
 	"\n" +
 	"controller\x18\x05 \x01(\v2\x14.hoplite.BarrierPeerR\n" +
 	"controller\x12\x12\n" +
 	"\x04rank\x18\x06 \x01(\x05R\x04rank\x12!\n" +
-	"\ffrom_primary\x18\a \x01(\bR\vfromPrimary\"\xee\x01\n" +
+	"\ffrom_primary\x18\a \x01(\bR\vfromPrimaryJ\x04\b\x04\x10\x05\"\xf8\x01\n" +
 	"\x0eBarrierCreated\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\aoptions\x18\x02 \x01(\v2\x17.hoplite.BarrierOptionsR\aoptions\x120\n" +
-	"\breplicas\x18\x03 \x03(\v2\x14.hoplite.BarrierPeerR\breplicas\x12#\n" +
-	"\rreplica_nodes\x18\x04 \x03(\x05R\freplicaNodes\x12\x18\n" +
+	"\breplicas\x18\x03 \x03(\v2\x14.hoplite.BarrierPeerR\breplicas\x12'\n" +
+	"\x0freplica_members\x18\a \x03(\tR\x0ereplicaMembers\x12\x18\n" +
 	"\aexisted\x18\x05 \x01(\bR\aexisted\x12$\n" +
-	"\x05error\x18\x06 \x01(\v2\x0e.hoplite.ErrorR\x05error\"!\n" +
+	"\x05error\x18\x06 \x01(\v2\x0e.hoplite.ErrorR\x05errorJ\x04\b\x04\x10\x05\"!\n" +
 	"\vBarrierOpen\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x84\x01\n" +
 	"\fBarrierEnter\x12\x12\n" +
@@ -2175,7 +2175,7 @@ const file_barrier_proto_rawDesc = "" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
 	"\x04late\x18\x03 \x01(\bR\x04late\x12 \n" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
-	"atUnixNano\"\x9f\x02\n" +
+	"atUnixNano\"\x9c\x02\n" +
 	"\x12BarrierStatusReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -2184,9 +2184,10 @@ const file_barrier_proto_rawDesc = "" +
 	"\aentered\x18\x04 \x01(\x05R\aentered\x12\x14\n" +
 	"\x05fired\x18\x05 \x01(\bR\x05fired\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12!\n" +
-	"\fprimary_node\x18\b \x01(\x05R\vprimaryNode\x12$\n" +
-	"\x05error\x18\t \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xec\x01\n" +
+	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aprimary\x18\n" +
+	" \x01(\tR\aprimary\x12$\n" +
+	"\x05error\x18\t \x01(\v2\x0e.hoplite.ErrorR\x05errorJ\x04\b\b\x10\t\"\xec\x01\n" +
 	"\x0eBarrierConsult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x14\n" +

@@ -105,9 +105,10 @@ type MemberHelloReply struct {
 	Shards          int32                  `protobuf:"varint,2,opt,name=shards,proto3" json:"shards,omitempty"`
 	MemberId        string                 `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	Store           *NodeRef               `protobuf:"bytes,4,opt,name=store,proto3" json:"store,omitempty"`
-	Compatible      bool                   `protobuf:"varint,5,opt,name=compatible,proto3" json:"compatible,omitempty"` // the replier accepts the sender
-	Error           string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`            // why not, if not
-	View            []string               `protobuf:"bytes,7,rep,name=view,proto3" json:"view,omitempty"`              // the replier's live members, sorted (diagnostics, tests)
+	Compatible      bool                   `protobuf:"varint,5,opt,name=compatible,proto3" json:"compatible,omitempty"`                           // the replier accepts the sender
+	Error           string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`                                      // why not, if not
+	View            []string               `protobuf:"bytes,7,rep,name=view,proto3" json:"view,omitempty"`                                        // the replier's live members, sorted
+	ViewAddresses   []string               `protobuf:"bytes,8,rep,name=view_addresses,json=viewAddresses,proto3" json:"view_addresses,omitempty"` // their actor system addresses, same order
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -187,6 +188,13 @@ func (x *MemberHelloReply) GetError() string {
 func (x *MemberHelloReply) GetView() []string {
 	if x != nil {
 		return x.View
+	}
+	return nil
+}
+
+func (x *MemberHelloReply) GetViewAddresses() []string {
+	if x != nil {
+		return x.ViewAddresses
 	}
 	return nil
 }
@@ -370,7 +378,7 @@ const file_member_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
 	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12&\n" +
-	"\x05store\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\x05store\"\xe4\x01\n" +
+	"\x05store\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\x05store\"\x8b\x02\n" +
 	"\x10MemberHelloReply\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
@@ -380,7 +388,8 @@ const file_member_proto_rawDesc = "" +
 	"compatible\x18\x05 \x01(\bR\n" +
 	"compatible\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12\x12\n" +
-	"\x04view\x18\a \x03(\tR\x04view\",\n" +
+	"\x04view\x18\a \x03(\tR\x04view\x12%\n" +
+	"\x0eview_addresses\x18\b \x03(\tR\rviewAddresses\",\n" +
 	"\rMemberLeaving\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\"1\n" +
 	"\x12MemberLeavingReply\x12\x1b\n" +

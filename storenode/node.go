@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,10 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		}
 		if n.cfg.Store.Remove(m.GetObjectId(), reason) {
 			n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
+		}
+		if ctx.Sender() != nil {
+			// Asked by a Delete's caller node: the copy is gone here.
+			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId()})
 		}
 	case *messages.QueryObject:
 		if err := n.validate(m.GetObjectId()); err != nil {
@@ -429,12 +434,35 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 			r.Error = dr.GetError()
 			if r.Error == nil {
 				n.noteDeleted(id)
+				n.awaitDrops(rctx, system, id, dr.GetDropped())
 			}
 		default:
 			r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to DeleteObject", res)
 		}
 		reply(system, sender, r)
 	}()
+}
+
+// awaitDrops makes a Delete read-your-writes across nodes: the shard
+// tells the nodes holding copies to drop them, but its messages and a
+// later Get at one of those nodes travel different paths, so the Delete
+// returns only once each of them has dropped its copy (a node that fails
+// or does not answer by the deadline has no copy to serve anyway).
+func (n *StoreNode) awaitDrops(ctx context.Context, system *actor.ActorSystem, id string, nodes []*messages.NodeRef) {
+	drop := &messages.DropObject{ObjectId: id, Reason: messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)}
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		if node.GetNodeId() == n.cfg.Self.GetNodeId() {
+			n.cfg.Store.Remove(id, drop.GetReason())
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = request(ctx, system.Root, node.PID(), drop)
+		}()
+	}
+	wg.Wait()
 }
 
 func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
@@ -456,13 +484,36 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		n.naiveReduce(ctx, m)
 		return
 	}
-	// The coordinator answers the original requester directly.
 	start := &messages.StartReduce{Reduce: m, Caller: n.cfg.Self}
-	if ctx.Sender() != nil {
-		ctx.RequestWithCustomSender(n.cfg.ShardFor(m.GetTargetId()), start, ctx.Sender())
-	} else {
-		ctx.Send(n.cfg.ShardFor(m.GetTargetId()), start)
+	shard := n.cfg.ShardFor(m.GetTargetId())
+	if ctx.Sender() == nil {
+		ctx.Send(shard, start)
+		return
 	}
+	// The caller waits through a watched request rather than letting the
+	// coordinator answer it directly: the coordinator runs on the member
+	// that hosts the target's shard, and if that member dies (SIGKILL, a
+	// lost host) nothing would ever answer. Watching the shard turns the
+	// loss of its member into UNAVAILABLE at once instead of a wait for
+	// the caller's whole deadline.
+	sender, system := ctx.Sender(), ctx.ActorSystem()
+	// A little past the coordinator's own deadline, so that its TIMEOUT,
+	// which names the sources that never appeared, arrives first.
+	rctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.GetTimeoutMs())*time.Millisecond+time.Second)
+	go func() {
+		defer cancel()
+		res, err := request(rctx, system.Root, shard, start)
+		if err != nil {
+			reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(), Error: messages.AsError(err)})
+			return
+		}
+		if r, ok := res.(proto.Message); ok {
+			reply(system, sender, r)
+			return
+		}
+		reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(),
+			Error: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to StartReduce", res)})
+	}()
 }
 
 // reduceTask runs a tree position: a new worker, or a newer generation

@@ -22,7 +22,7 @@ type DeliveryFailed struct {
 type TookOver struct {
 	Barrier string
 	Manager string
-	Node    int32 // node index of the new primary
+	Member  string // cluster member id of the new primary
 	Epoch   uint64
 	At      time.Time
 }

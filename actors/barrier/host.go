@@ -158,6 +158,12 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 	if !c.GetFromPrimary() {
 		c.Rank = 0
 	}
+	for _, p := range c.GetReplicas() {
+		if p.GetId() == "" {
+			fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: unnamed replica", name)
+			return
+		}
+	}
 	rank, n := int(c.GetRank()), len(c.GetReplicas())
 	switch {
 	case n < 1 || n > MaxReplicas:
@@ -166,21 +172,15 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 	case rank < 0 || rank >= n || (c.GetFromPrimary() && rank == 0):
 		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: bad rank %d", name, rank)
 		return
-	case len(c.GetReplicaNodes()) != 0 && len(c.GetReplicaNodes()) != n:
-		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replica nodes for %d replicas", name, len(c.GetReplicaNodes()), n)
+	case len(c.GetReplicaMembers()) != 0 && len(c.GetReplicaMembers()) != n:
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replica members for %d replicas", name, len(c.GetReplicaMembers()), n)
 		return
-	case c.GetReplicas()[rank].GetId() != ctx.Self().GetId():
-		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: replica %d is %s, not this host %s", name, rank, c.GetReplicas()[rank].GetId(), ctx.Self().GetId())
+	case !PeerPID(c.GetReplicas()[rank]).Equal(ctx.Self()):
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: replica %d is %s, not this host %s", name, rank, PeerPID(c.GetReplicas()[rank]), ctx.Self())
 		return
 	case len(h.managers) >= h.cfg.MaxBarriers:
 		fail(messages.ErrorCode_CAPACITY, "node hosts %d barriers already", len(h.managers))
 		return
-	}
-	for _, p := range c.GetReplicas() {
-		if p.GetId() == "" {
-			fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: unnamed replica", name)
-			return
-		}
 	}
 	pid, err := ctx.SpawnNamed(newManagerProps(ManagerConfig{Create: c, Log: h.cfg.Log, BeforeReceive: h.cfg.BeforeReceive}), ChildName(name))
 	if err != nil {

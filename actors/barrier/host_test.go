@@ -17,30 +17,34 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// hosts is a bare actor system with barrier hosts and nothing else.
+// hosts is a bare actor system with barrier hosts and nothing else:
+// members node-0, node-1, ...
 type hosts struct {
-	sys   *actor.ActorSystem
-	pids  []*actor.PID
-	alive []bool
+	sys  *actor.ActorSystem
+	pids map[string]*actor.PID
 }
 
 func (h *hosts) System() *actor.ActorSystem { return h.sys }
-func (h *hosts) Nodes() int                 { return len(h.pids) }
-func (h *hosts) Alive(i int) bool           { return h.alive[i] }
-func (h *hosts) Barriers(i int) *actor.PID  { return h.pids[i] }
+func (h *hosts) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
+	var out []barrier.MemberHost
+	for id, pid := range h.pids {
+		out = append(out, barrier.MemberHost{Member: id, PID: pid})
+	}
+	return out, nil
+}
 
 func startHosts(t *testing.T, n int, cfg mgr.HostConfig) *hosts {
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
 	cfg.Log = logrus.NewEntry(log)
-	h := &hosts{sys: actor.NewActorSystem(logbridge.ActorSystemOption(log))}
+	h := &hosts{sys: actor.NewActorSystem(logbridge.ActorSystemOption(log)), pids: map[string]*actor.PID{}}
 	for i := range n {
-		pid, err := h.sys.Root.SpawnNamed(mgr.NewHostProps(cfg), fmt.Sprintf("node-%d/barriers", i))
+		id := fmt.Sprintf("node-%d", i)
+		pid, err := h.sys.Root.SpawnNamed(mgr.NewHostProps(cfg), id+"/barriers")
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.pids = append(h.pids, pid)
-		h.alive = append(h.alive, true)
+		h.pids[id] = pid
 	}
 	t.Cleanup(h.sys.Shutdown)
 	return h
@@ -134,7 +138,7 @@ func TestRestartedManagersRecoverFromTheirPeers(t *testing.T) {
 	}
 	select {
 	case e := <-took:
-		if e.Epoch != 1 || e.Node != int32(rs[1]) {
+		if e.Epoch != 1 || e.Member != rs[1] {
 			t.Fatalf("takeover %+v: want the backup, at epoch 1", e)
 		}
 	case <-ctx.Done():

@@ -85,8 +85,10 @@ func (m *Manager) Receive(ctx actor.Context) {
 		}
 		m.armed = time.Time{}
 		e = m.core.Tick(now)
-	case *actor.DeadLetterResponse, *messages.BarrierCreated:
-		return // a participant or replica that is gone; a backup's answer
+	case *actor.DeadLetterResponse:
+		e = m.core.Undelivered(now, msg.GetTarget())
+	case *messages.BarrierCreated:
+		return // a backup's answer
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	default:
@@ -104,7 +106,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *Effects) bool {
 		replicas[i] = PeerPID(p)
 	}
 	core, e0, err := NewReplica(ReplicaConfig{
-		Name: c.GetName(), Options: c.GetOptions(), Replicas: replicas, Nodes: c.GetReplicaNodes(),
+		Name: c.GetName(), Options: c.GetOptions(), Replicas: replicas, Members: c.GetReplicaMembers(),
 		Rank: int(c.GetRank()), Controller: PeerPID(c.GetController()), Restarted: restarted,
 	}, now)
 	if err != nil {
@@ -143,12 +145,12 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e Effects) {
 		m.cfg.Log.WithField("manager", self).Warn(w)
 	}
 	if e.TookOver {
-		node := int32(-1)
-		if nodes := m.cfg.Create.GetReplicaNodes(); int(m.cfg.Create.GetRank()) < len(nodes) {
-			node = nodes[m.cfg.Create.GetRank()]
+		var member string
+		if ids := m.cfg.Create.GetReplicaMembers(); int(m.cfg.Create.GetRank()) < len(ids) {
+			member = ids[m.cfg.Create.GetRank()]
 		}
 		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "manager": self, "epoch": m.core.Epoch()}).Warn("barrier backup took over as primary")
-		ctx.ActorSystem().EventStream.Publish(&TookOver{Barrier: name, Manager: self, Node: node, Epoch: m.core.Epoch(), At: now})
+		ctx.ActorSystem().EventStream.Publish(&TookOver{Barrier: name, Manager: self, Member: member, Epoch: m.core.Epoch(), At: now})
 	}
 	if e.SteppedDown {
 		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "manager": self, "epoch": m.core.Epoch()}).Warn("barrier manager heard a newer primary and stepped down")

@@ -61,9 +61,9 @@ type ReplicaConfig struct {
 	Name    string
 	Options *messages.BarrierOptions
 	// Replicas are the barrier hosts of the replicas, in rank order;
-	// Nodes their node indices.
+	// Members the ids of the cluster members hosting them.
 	Replicas []*actor.PID
-	Nodes    []int32
+	Members  []string
 	// Rank is this replica's index in Replicas.
 	Rank int
 	// Controller runs the entry callback and hears of failures (nil: none;
@@ -92,6 +92,7 @@ type labelInfo struct {
 	reply  *actor.PID
 	out    outcome
 	reason string // fire reason
+	lost   bool   // its outcome came back undelivered (reported once)
 }
 
 type pendingOp struct {
@@ -199,7 +200,7 @@ func (r *Replica) CreateBackups() (e Effects) {
 			continue
 		}
 		e.send(p, &messages.BarrierCreate{
-			Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas), ReplicaNodes: r.cfg.Nodes,
+			Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas), ReplicaMembers: r.cfg.Members,
 			Controller: Peer(r.cfg.Controller), Rank: int32(rank), FromPrimary: true,
 		})
 	}
@@ -227,7 +228,7 @@ func (r *Replica) Barrier() *policy.Barrier { return r.b }
 // Created answers BarrierCreate and BarrierOpen.
 func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
 	reply := &messages.BarrierCreated{Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas),
-		ReplicaNodes: r.cfg.Nodes, Existed: true}
+		ReplicaMembers: r.cfg.Members, Existed: true}
 	if r.closed {
 		reply = &messages.BarrierCreated{Name: r.cfg.Name, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", r.cfg.Name)}
 	} else if m != nil && !m.GetFromPrimary() {
@@ -630,8 +631,8 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 	name := r.cfg.Name
 	if p.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED { // status query
 		st := &messages.BarrierStatusReply{Name: name, RequestId: p.requestID, Entered: int32(r.b.Entered()), Epoch: r.epoch}
-		if r.cfg.Rank < len(r.cfg.Nodes) {
-			st.PrimaryNode = r.cfg.Nodes[r.cfg.Rank]
+		if r.cfg.Rank < len(r.cfg.Members) {
+			st.Primary = r.cfg.Members[r.cfg.Rank]
 		}
 		fired, reason := r.b.Fired()
 		st.Fired, st.Reason = fired, reason.String()
@@ -821,7 +822,10 @@ func (r *Replica) emit(now time.Time, d policy.Decision, e *Effects) {
 			}
 			return
 		}
-		e.send(in.reply, r.outcomeMsg(l, in))
+		// A request, so a participant that is gone answers with a dead
+		// letter (Undelivered) even when its Terminated is slower than
+		// the fire, as a watch across actor systems can be.
+		e.Sends = append(e.Sends, Send{To: in.reply, Msg: r.outcomeMsg(l, in), Request: true})
 	}
 	for _, l := range d.Release {
 		deliver(l)
@@ -889,6 +893,28 @@ func (r *Replica) outcomeMsg(l string, in *labelInfo) proto.Message {
 		return &messages.BarrierCatchUp{Name: r.cfg.Name, Label: l}
 	}
 	return &messages.BarrierFired{Name: r.cfg.Name, Label: l, Reason: in.reason, Epoch: r.epoch}
+}
+
+// Undelivered: an outcome sent to target came back as a dead letter.
+// The participant is gone: its labels that were released but not told
+// are reported failed (once each), and it counts as down.
+func (r *Replica) Undelivered(now time.Time, target *actor.PID) Effects {
+	if target == nil || !r.watched[target.String()] {
+		return Effects{} // a replica or the controller: their own paths
+	}
+	e := r.ParticipantDown(now, target) // a holder's slot comes back
+	if !r.Acting() || r.closed {
+		return e
+	}
+	for _, l := range r.byPID[target.String()] {
+		in := r.labels[l]
+		if in == nil || in.lost || (in.out != outFired && in.out != outLate && in.out != outCatchUp) {
+			continue
+		}
+		in.lost = true
+		r.fail(l, in.host, ReasonGone, &e)
+	}
+	return e
 }
 
 // watch makes the shell watch a participant (once).

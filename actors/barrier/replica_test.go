@@ -32,7 +32,7 @@ func newNet(t *testing.T, k int, o *messages.BarrierOptions, controller *actor.P
 		n.hosts = append(n.hosts, actor.NewPID("nonhost", fmt.Sprintf("node-%d/barriers", i)))
 	}
 	for i := range k {
-		r, e, err := NewReplica(ReplicaConfig{Name: "b", Options: o, Replicas: n.hosts, Nodes: []int32{0, 1, 2, 3}[:k],
+		r, e, err := NewReplica(ReplicaConfig{Name: "b", Options: o, Replicas: n.hosts, Members: []string{"node-0", "node-1", "node-2", "node-3"}[:k],
 			Rank: i, Controller: controller}, t0)
 		if err != nil {
 			t.Fatal(err)

@@ -48,6 +48,9 @@ type ShardConfig struct {
 	// Rebuilt marks a shard started on a new host after its old host
 	// failed (it announces ShardRebuilt from its first start).
 	Rebuilt bool
+	// Host names the member hosting the shard in ShardRebuilt (default:
+	// the parent actor's id).
+	Host string
 }
 
 // FailureLog remembers which node failures were already announced.
@@ -154,7 +157,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		}
 		delete(s.watched, m.GetWho().String())
 		if s.cfg.Failures.First(node) {
-			s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId()}).Warn("node failed")
+			s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
 		}
 		out = s.table.NodeFailed(node)
@@ -202,6 +205,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.Release(m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
+	case *actor.DeadLetterResponse:
+		// A Republish request to a store node that died meanwhile: its
+		// copies are gone, and the failure path says so.
+		return
 	default:
 		s.dropped(ctx, "unknown message")
 		return
@@ -227,8 +234,14 @@ func (s *Shard) started(ctx actor.Context) {
 		}
 	}
 	if !first {
-		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Warn("directory shard rebuilt from the store nodes")
-		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: ctx.Self().GetId(), Host: ctx.Parent().GetId()})
+		// Info, not Warn: ShardRebuilt tells it, and a shard also
+		// rebuilds when placement moves it to a member that joined.
+		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Info("directory shard rebuilt from the store nodes")
+		host := s.cfg.Host
+		if host == "" {
+			host = ctx.Parent().GetId()
+		}
+		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: ctx.Self().GetId(), Host: host})
 	}
 }
 

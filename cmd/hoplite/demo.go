@@ -59,7 +59,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		r, err := runBroadcast(ctx, l, "demo-object", data, func(f []float64) {
 			fmt.Fprintf(stdout, "  %s\n", progressLine(f))
 		})
-		l.Stop()
+		stopQuietly(l, log)
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		r, err := runReduce(ctx, l, "demo-sum", *reduceMiB<<20, *reduceNum, *interval, 7)
-		l.Stop()
+		stopQuietly(l, log)
 		if err != nil {
 			return err
 		}
@@ -122,4 +122,14 @@ func linkName(mbps float64) string {
 		return "unlimited (memory speed)"
 	}
 	return fmt.Sprintf("%.0f Mbit/s", mbps)
+}
+
+// stopQuietly stops an embedded cluster with its log at error level:
+// members stopping together watch one another go, and their warnings
+// about it would read as failures of the demo.
+func stopQuietly(l *cluster.Local, log *logrus.Logger) {
+	level := log.GetLevel()
+	log.SetLevel(min(level, logrus.ErrorLevel))
+	l.Stop()
+	log.SetLevel(level)
 }

@@ -114,7 +114,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`broadcast 2 MiB: node-1 stalls at 1\.0 MiB, node-2\.\.node-7 fetch behind it; killing node-1\n`),
-		regexp.MustCompile(`\[NodeFailed\] node-1 failed \(seen by node-\d/shard-\d\)`),
+		regexp.MustCompile(`\[NodeFailed\] node-1 failed \(seen by [^)]+\)`),
 		regexp.MustCompile(`\[SenderSwitched\] node-2 switched sender node-1 → node-0 at 1\.0 MiB\n`),
 		regexp.MustCompile(`broadcast: all 6 live receivers have the same 2097152 bytes \(verified\)`),
 		regexp.MustCompile(`reduce: SUM of 6 of 8 int64 sources of 1 MiB, R6's Put held, R7 a backup; killing node-1 \(R2\)\n`),
@@ -126,7 +126,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("recovery part lacks %q:\n%s", want, recovery)
 		}
 	}
-	if n := strings.Count(recovery, "[NodeFailed] node-1 failed"); n != 2 {
+	if n := len(regexp.MustCompile(`\[NodeFailed\] node-1(\.\d+)? failed`).FindAllString(recovery, -1)); n != 2 {
 		t.Errorf("node-1 failed %d times, want 2 (mid-broadcast, mid-reduce):\n%s", n, recovery)
 	}
 	if strings.Contains(stderr, "level=warning") {

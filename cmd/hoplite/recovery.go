@@ -163,7 +163,7 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 	if err != nil {
 		return err
 	}
-	defer l.Stop()
+	defer stopQuietly(l, log)
 	defer func() { close(done); releaseHold() }() // no hook blocks past here
 	pr := &eventPrinter{out: out}
 	sub := l.System().EventStream.Subscribe(pr.handle)

@@ -19,7 +19,7 @@ func TestRun(t *testing.T) {
 	text := out.String()
 	// Every kind of recovery event was printed as a line by the monitor.
 	for kind, line := range map[string]*regexp.Regexp{
-		"NodeFailed":           regexp.MustCompile(`\[NodeFailed\] node-1 failed \(seen by node-\d+/shard-\d+\)`),
+		"NodeFailed":           regexp.MustCompile(`\[NodeFailed\] node-1 failed \(seen by [^)]+\)`),
 		"SenderSwitched":       regexp.MustCompile(`\[SenderSwitched\] node-2 switched sender node-1 → node-0 at 8 MiB of weights-v1`),
 		"ShardRebuilt":         regexp.MustCompile(`\[ShardRebuilt\] directory shard-1 restarted on node-\d+`),
 		"TreeNodeReplaced":     regexp.MustCompile(`\[TreeNodeReplaced\] reduce sum: position \d+ lost R2, `),
@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	// Two failures of node-1: one mid-broadcast, one mid-reduce.
-	if n := strings.Count(text, "[NodeFailed] node-1 failed"); n != 2 {
+	if n := len(regexp.MustCompile(`\[NodeFailed\] node-1(\.\d+)? failed`).FindAllString(text, -1)); n != 2 {
 		t.Errorf("node-1 failed %d times in the output, want 2:\n%s", n, text)
 	}
 	for _, want := range []string{

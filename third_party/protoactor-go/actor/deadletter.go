@@ -32,7 +32,9 @@ func NewDeadLetter(actorSystem *ActorSystem) *deadLetterProcess {
 
 			// send back a response instead of timeout.
 			if deadLetter.Sender != nil {
-				actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{})
+				// Hoplite patch: say which actor was gone, so a sender
+				// of many requests knows which one was not delivered.
+				actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{Target: deadLetter.PID})
 			}
 
 			// bail out if sender is set and deadletter request logging is false

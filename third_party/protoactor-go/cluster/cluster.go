@@ -107,8 +107,10 @@ func (c *Cluster) StartMember() {
 	if err := cfg.ClusterProvider.StartMember(c); err != nil {
 		panic(err)
 	}
-
-	time.Sleep(1 * time.Second)
+	// Hoplite patch: upstream slept a second here for the topology to
+	// settle; Hoplite's Join waits for its own handshake with the members
+	// the provider reports instead (a second per start made embedded
+	// clusters and restarts slow).
 }
 
 func (c *Cluster) GetClusterKinds() []string {

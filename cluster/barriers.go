@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Every member hosts barrier managers (node/barriers); package barrier
+// places a barrier's replicas on the live members by rendezvous hashing
+// of its name. The three ways of reaching a cluster below give it the
+// live members' hosts.
+
+func barrierHost(address string) *actor.PID {
+	return actor.NewPID(address, memberRoot+"/"+barriersName)
+}
+
+// BarrierHosts lists the barrier hosts of the members live in this
+// member's view (barrier.Cluster).
+func (m *Member) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
+	live := *m.live.Load()
+	idx := *m.peers.Load()
+	out := make([]barrier.MemberHost, 0, len(live))
+	for _, id := range live {
+		addr := idx.byID[id]
+		if id == m.id {
+			addr = m.system.Address()
+		}
+		if addr != "" {
+			out = append(out, barrier.MemberHost{Member: id, PID: barrierHost(addr)})
+		}
+	}
+	return out, nil
+}
+
+// BarrierHosts lists the barrier hosts of the live members
+// (barrier.Cluster).
+func (l *Local) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []barrier.MemberHost
+	for _, m := range l.liveMembers() {
+		out = append(out, barrier.MemberHost{Member: m.id, PID: barrierHost(m.Address())})
+	}
+	return out, nil
+}
+
+// BarrierClient reaches the barriers of a process cluster from an actor
+// system outside it (a tool, a test, an application process that is not
+// a member): it learns the live members from the first seed member that
+// answers.
+type BarrierClient struct {
+	system *actor.ActorSystem
+	seeds  []string // member actor system addresses (host:port)
+}
+
+// NewBarrierClient returns a barrier.Cluster of the members reachable
+// through seeds, for system (which must have Proto.Actor remote started).
+func NewBarrierClient(system *actor.ActorSystem, seeds ...string) *BarrierClient {
+	return &BarrierClient{system: system, seeds: seeds}
+}
+
+// System is the client's actor system (barrier.Cluster).
+func (c *BarrierClient) System() *actor.ActorSystem { return c.system }
+
+// BarrierHosts asks the seeds, in order, for their live members
+// (barrier.Cluster); UNAVAILABLE if none answers before ctx ends.
+func (c *BarrierClient) BarrierHosts(ctx context.Context) ([]barrier.MemberHost, error) {
+	var last error = fmt.Errorf("no seed")
+	for _, seed := range c.seeds {
+		d := 2 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			d = min(d, time.Until(dl))
+		}
+		if d <= 0 {
+			break
+		}
+		res, err := c.system.Root.RequestFuture(actor.NewPID(seed, memberRoot+"/"+membersName),
+			&messages.MemberHello{ProtocolVersion: ProtocolVersion}, d).Result()
+		if err != nil {
+			last = fmt.Errorf("%s: %w", seed, err)
+			continue
+		}
+		r, ok := res.(*messages.MemberHelloReply)
+		if !ok || len(r.GetViewAddresses()) != len(r.GetView()) {
+			last = fmt.Errorf("%s: unexpected reply %T", seed, res)
+			continue
+		}
+		out := make([]barrier.MemberHost, len(r.GetView()))
+		for i, id := range r.GetView() {
+			out[i] = barrier.MemberHost{Member: id, PID: barrierHost(r.GetViewAddresses()[i])}
+		}
+		return out, nil
+	}
+	return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no seed member answered: %v", last)
+}
