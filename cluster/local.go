@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
@@ -188,20 +192,33 @@ func memberName(i, k int) string {
 // own l during StartLocal).
 func (l *Local) startMember(i int) error {
 	cfg := l.cfg
-	mc := MemberConfig{Bind: "127.0.0.1:0", Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
-		InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
-		Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, Hooks: cfg.Hooks,
-		ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, Log: cfg.Log,
-		embedded: &embedding{id: memberName(i, l.starts[i]), membership: l.membership, memory: l.transport, estimator: l.estimator}}
+	id := memberName(i, l.starts[i])
 	l.starts[i]++
-	m, err := Join(context.Background(), mc)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", mc.embedded.id, err)
+	var m *Member
+	// A port this process never used; another socket (an outgoing
+	// connection's ephemeral port) may take it before the member binds
+	// it, so a few tries.
+	for try := 0; ; try++ {
+		port, err := freshLoopbackPort()
+		if err != nil {
+			return fmt.Errorf("start %s: %w", id, err)
+		}
+		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
+			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
+			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, Hooks: cfg.Hooks,
+			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, Log: cfg.Log,
+			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator}}
+		m, err = Join(context.Background(), mc)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 4 {
+			return fmt.Errorf("start %s: %w", id, err)
+		}
 	}
 	l.evMu.Lock()
 	l.delivered[m.id] = map[string]bool{}
 	l.evMu.Unlock()
-	id := m.id
 	sub := m.system.EventStream.Subscribe(func(e any) { l.forward(id, e) })
 	l.members[i], l.subs[i], l.alive[i] = m, sub, true
 	return nil
@@ -475,4 +492,42 @@ func (l *Local) stopLocked() {
 		safely(func() { remote.GetRemote(l.app).Shutdown(false) })
 		l.app.Shutdown()
 	}
+}
+
+// usedPorts are the loopback ports members of this process have bound.
+// A port is never given to a second member: the survivors of a killed
+// member still hold PIDs at its address, and Proto.Actor would deliver
+// their late messages to whatever member binds the port next (of another
+// embedded cluster, or a new incarnation), which no message could tell
+// apart. Bounded by the port range.
+var usedPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+// freshLoopbackPort returns a free 127.0.0.1 port no member of this
+// process had before.
+func freshLoopbackPort() (int, error) {
+	usedPorts.Lock()
+	defer usedPorts.Unlock()
+	var held []net.Listener // keep reused ports bound so the kernel offers others
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	for range 64 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find a loopback port: %w", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		if !usedPorts.m[port] {
+			ln.Close()
+			usedPorts.m[port] = true
+			return port, nil
+		}
+		held = append(held, ln)
+	}
+	return 0, fmt.Errorf("find a loopback port: 64 tries gave only ports used before")
 }

@@ -14,16 +14,16 @@ package events
 
 import "time"
 
-// NodeFailed: a node's store node terminated (fail-stop). Published once
-// per failure by the first directory shard that saw it; in an embedded
-// cluster, (*cluster.Local).Kill publishes it itself for a node no shard
-// watched (an idle node), so every Kill is announced exactly once; in a
-// multi-process cluster, by the member that learned of it from the
-// failure broadcast.
+// NodeFailed: a member (its store node) failed (fail-stop). Each member
+// publishes it once per failure on its own actor system, from whichever
+// path told it first: one of its directory shards saw the store node
+// terminate, or the failure broadcast (revoke) delivered the notice. An
+// embedded cluster (cluster.Local) republishes it on the application's
+// system once per failed member; nobody announces a Kill by hand.
 type NodeFailed struct {
 	Node string
-	// DetectedBy is the actor that saw the Terminated (a shard's id),
-	// "kill" for Local.Kill's own announcement, or "revoke:<member>".
+	// DetectedBy is the actor that saw the Terminated (a shard's id) or
+	// "revoke:<member>" when the failure broadcast delivered it.
 	DetectedBy string
 	At         time.Time
 }

@@ -217,7 +217,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 }
 
 func (s *Shard) started(ctx actor.Context) {
-	s.table = NewLocationTable(s.cfg.Table)
+	tc := s.cfg.Table
+	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt
+	s.table = NewLocationTable(tc)
 	s.watched = map[string]string{}
 	// Our own ticker: protoactor's scheduler has a data race between its
 	// cancel func and its timer goroutine.

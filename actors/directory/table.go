@@ -32,6 +32,12 @@ type TableConfig struct {
 	TombstoneLimit int
 	// TransferLogLimit is how many transfers are recorded per object.
 	TransferLogLimit int
+	// Amnesic marks the table of a shard that started over (rebuilt after
+	// a crash or moved to another member): ids it does not know may have
+	// existed, and may have been lost with the shard's old host. A Delete
+	// of such an id succeeds (and leaves a tombstone, so a copy
+	// republished later is dropped) instead of answering NOT_FOUND.
+	Amnesic bool
 }
 
 // DefaultTableConfig returns the limits used when a field is zero.
@@ -490,6 +496,14 @@ func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
 		return []Send{{To: replyTo, Msg: reply}}
 	}
 	e := t.entries[id]
+	if (e == nil || !e.known) && t.cfg.Amnesic {
+		var out []Send
+		if e != nil {
+			out = t.deleteEntry(e)
+		}
+		t.addTombstone(id)
+		return append(out, Send{To: replyTo, Msg: reply})
+	}
 	if e == nil || !e.known {
 		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)
 		return []Send{{To: replyTo, Msg: reply}}

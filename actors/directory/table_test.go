@@ -555,3 +555,24 @@ func TestFetchDoneTeachesARebuiltShardTheObject(t *testing.T) {
 		t.Fatalf("size mismatch answered with %T", out[0].Msg)
 	}
 }
+
+// A shard that started over cannot tell an id it never heard of from one
+// whose copies died with its old host: Delete succeeds there and
+// tombstones the id, so a copy republished later is dropped, not revived.
+func TestAmnesicTableDeletesUnknownIDs(t *testing.T) {
+	tb := NewLocationTable(TableConfig{Amnesic: true})
+	out := tb.Delete(&messages.DeleteObject{ObjectId: "was-there"}, replyTo("d"))
+	if len(out) != 1 {
+		t.Fatalf("delete of an unknown id on a rebuilt shard: %v", out)
+	}
+	if r := out[0].Msg.(*messages.DeleteObjectReply); r.GetError() != nil {
+		t.Fatalf("delete of an unknown id on a rebuilt shard: %v", r.GetError())
+	}
+	if r := locateReply(t, locate(tb, "was-there", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("get after the delete: %v", r)
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "was-there", Size: 1, Creator: node(0)}, replyTo("c"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("a copy coming back after the delete: %v", r)
+	}
+}

@@ -45,9 +45,12 @@ func (state *endpointWriter) initialize(ctx actor.Context) {
 		err = state.initializeInternal()
 		if err != nil {
 			state.remote.Logger().Error("EndpointWriter failed to connect", slog.String("address", state.address), slog.Any("error", err), slog.Int("retry", i))
-			// Wait 2 seconds to restart and retry
-			// Replace with Exponential Backoff
-			time.Sleep(2 * time.Second)
+			// Hoplite patch: no wait after the last attempt. Watchers of
+			// the address learn it is gone only once this returns, and
+			// upstream slept 2 s even when no retry followed.
+			if i+1 < state.remote.config.MaxRetryCount {
+				time.Sleep(2 * time.Second)
+			}
 			continue
 		}
 
