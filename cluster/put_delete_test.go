@@ -145,3 +145,26 @@ func TestPutDeletedMidCopyFails(t *testing.T) {
 	}
 	checkDeletedEverywhere(t, l, "m", data)
 }
+
+// A member dies together with an object's only copy and its directory
+// shard: the rebuilt shard cannot know the object existed, and a Delete
+// of it succeeds (the id is then DELETED everywhere) rather than claiming
+// it never existed.
+func TestDeleteAfterMemberAndShardDied(t *testing.T) {
+	const nodes = 4
+	l := start(t, Config{Nodes: nodes})
+	ctx := deadline(t, 20*time.Second)
+	id := idOnNode("gone", 2, nodes, nodes) // its shard on node-2
+	if err := l.Client(2).Put(ctx, id, []byte("held by node-2 only")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Kill(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client(0).Delete(ctx, id); err != nil {
+		t.Fatalf("Delete of an object lost with its shard: %v", err)
+	}
+	if _, err := l.Client(1).Get(ctx, id); !errors.Is(err, messages.ErrDeleted) {
+		t.Fatalf("Get after the Delete: %v, want DELETED", err)
+	}
+}
