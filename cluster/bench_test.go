@@ -464,3 +464,25 @@ func BenchmarkTransferVsCopy(b *testing.B) {
 	b.ReportMetric(float64(benchBigSize)*float64(b.N)/transfer.Seconds()/1e6, "transfer-MB/s")
 	b.ReportMetric(float64(benchBigSize)*float64(b.N)/plain.Seconds()/1e6, "copy-MB/s")
 }
+
+// BenchmarkStartLocal16 is what an embedded cluster of 16 members costs
+// to start (until every member runs the shards placed on it) and stop:
+// 16 actor systems with Proto.Actor remote on loopback. The heap figure
+// is the live heap with the cluster running.
+func BenchmarkStartLocal16(b *testing.B) {
+	var heap uint64
+	for b.Loop() {
+		l, err := StartLocal(Config{Nodes: 16, Log: faultLog()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heap = max(heap, ms.HeapAlloc)
+		b.StartTimer()
+		l.Stop()
+	}
+	b.ReportMetric(float64(heap)/(1<<20), "MiB-heap")
+}
