@@ -204,34 +204,59 @@ func join(c Cluster, name string, cfg *config, wire *messages.BarrierOptions, fo
 	return b, nil
 }
 
-// find asks the live members, in the name's placement order, for the
-// barrier.
+// find asks every live member at once for the barrier (one round trip,
+// not one per member: a cluster may have many, and the barrier's
+// replicas need not be where the placement puts the name now).
 func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated, error) {
-	var last error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
 	hosts, err := c.BarrierHosts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, h := range Placement(name, hosts) {
-		res, err := request(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
-		if err != nil {
-			if errors.Is(err, messages.ErrTimeout) || errors.Is(err, messages.ErrCanceled) {
-				return nil, err
+	type answer struct {
+		created *messages.BarrierCreated
+		err     error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the other asks stop once one found it
+	answers := make(chan answer, len(hosts))
+	for _, h := range hosts {
+		go func() {
+			res, err := request(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
+			if err != nil {
+				answers <- answer{err: err}
+				return
 			}
-			continue // that member is going away; another replica may answer
-		}
-		created, ok := res.(*messages.BarrierCreated)
-		if !ok {
-			return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierOpen", res)
-		}
-		switch err := created.GetError(); {
-		case err == nil:
-			return created, nil
-		case errors.Is(err, messages.ErrNotFound):
-			last = err
+			created, ok := res.(*messages.BarrierCreated)
+			if !ok {
+				answers <- answer{err: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierOpen", res)}
+				return
+			}
+			answers <- answer{created: created, err: messages.ErrOrNil(created.GetError())}
+		}()
+	}
+	var last error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
+	var stop error // an answer that decides unless another member has it
+	for range hosts {
+		a := <-answers
+		switch {
+		case a.err == nil:
+			return a.created, nil
+		case errors.Is(a.err, messages.ErrTimeout) || errors.Is(a.err, messages.ErrCanceled):
+			if stop == nil {
+				stop = a.err
+			}
+		case errors.Is(a.err, messages.ErrNotFound):
+			last = a.err
+		case errors.Is(a.err, messages.ErrUnavailable):
+			// that member is going away; another replica may answer
 		default:
-			return nil, err
+			if stop == nil {
+				stop = a.err // DELETED, INTERNAL: unless a replica has it
+			}
 		}
+	}
+	if stop != nil {
+		return nil, stop
 	}
 	return nil, last
 }

@@ -41,8 +41,6 @@ func (m *Member) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
 // BarrierHosts lists the barrier hosts of the live members
 // (barrier.Cluster).
 func (l *Local) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []barrier.MemberHost
 	for _, m := range l.liveMembers() {
 		out = append(out, barrier.MemberHost{Member: m.id, PID: barrierHost(m.Address())})

@@ -22,7 +22,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -83,6 +85,10 @@ const (
 	// source was Put: a source Put later than its deadline minus this does
 	// not count as available in checkReduceTimeouts.
 	chaosReduceSlack = time.Second
+	// chaosTakeoverSlack is the least time a barrier needs to fire after
+	// the takeover silence that follows the loss of its primary (16 seeds
+	// of up to 16 members each share 2 cores in the default run).
+	chaosTakeoverSlack = 2 * time.Second
 )
 
 // chaosCrash makes a store node's BeforeReceive hook or a shard's hook
@@ -96,11 +102,14 @@ const (
 	stepGet
 	stepReduce
 	stepTargetGet
+	stepBarrier // create the plan's barrier (Max, 3 replicas)
+	stepEnter   // one participant enters it through its own handle
 	stepKill
 	stepRestart
 	stepStall
 	stepCrashStore
 	stepCrashShard
+	stepCrashBarrier // crash one replica's barrier manager
 )
 
 func (k chaosKind) fault() bool { return k >= stepKill }
@@ -120,8 +129,17 @@ type chaosReduce struct {
 	all     bool
 }
 
+// chaosBarrier is a plan's partial barrier: max participants enter it,
+// each through its own handle on the application's actor system.
+type chaosBarrier struct {
+	name string
+	max  int
+}
+
 type chaosStep struct {
 	idx     int
+	label   int // enter: the participant
+	rank    int // crash barrier: the replica
 	at      time.Duration
 	kind    chaosKind
 	obj     int // put, get
@@ -140,7 +158,8 @@ type chaosPlan struct {
 	stallTimeout time.Duration
 	objs         []chaosObj
 	reduces      []chaosReduce
-	steps        []chaosStep // sorted by at
+	barrier      *chaosBarrier // or nil
+	steps        []chaosStep   // sorted by at
 }
 
 func chaosOpName(op messages.ReduceOp) string { return messages.ReduceOp_name[int32(op)] }
@@ -177,6 +196,12 @@ func (p *chaosPlan) describe(s chaosStep) string {
 		fmt.Fprintf(&b, "crash node-%d's store node actor", s.node)
 	case stepCrashShard:
 		fmt.Fprintf(&b, "crash directory shard %d", s.shard)
+	case stepBarrier:
+		fmt.Fprintf(&b, "barrier %s: Max %d, 3 replicas (deadline %v)", p.barrier.name, p.barrier.max, s.timeout)
+	case stepEnter:
+		fmt.Fprintf(&b, "enter %s as p%d (deadline %v)", p.barrier.name, s.label, s.timeout)
+	case stepCrashBarrier:
+		fmt.Fprintf(&b, "crash %s's replica %d", p.barrier.name, s.rank)
 	}
 	return b.String()
 }
@@ -313,6 +338,19 @@ func chaosGenerate(seed uint64) *chaosPlan {
 		}
 		steps = append(steps, s)
 	}
+	// A barrier in half the plans, from its own generator so that the
+	// schedules of the other steps stay what they were for every seed.
+	rb := rand.New(rand.NewPCG(seed, 0xba221e5))
+	if rb.IntN(2) == 0 {
+		p.barrier = &chaosBarrier{name: fmt.Sprintf("b-%08x", tag), max: 2 + rb.IntN(5)}
+		steps = append(steps, chaosStep{kind: stepBarrier, timeout: timeout()})
+		for k := range p.barrier.max {
+			steps = append(steps, chaosStep{kind: stepEnter, label: k, at: time.Duration(rb.Int64N(int64(window))), timeout: timeout()})
+		}
+		if rb.IntN(2) == 0 {
+			steps = append(steps, chaosStep{kind: stepCrashBarrier, rank: rb.IntN(3), at: time.Duration(rb.Int64N(int64(window)))})
+		}
+	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
 	for i := range steps {
 		steps[i].idx = i
@@ -391,6 +429,17 @@ type chaosRun struct {
 	redRuns []chaosReduceRun
 	faults  []chaosFault
 	stalled map[int]chaosStalled // stall step -> the fetch it held
+	// The barrier: its controller handle once created (barReady closes
+	// when the create returned), its replicas' nodes then, and each
+	// participant's Enter result.
+	bar      *barrier.Barrier
+	barErr   error
+	barReady chan struct{}
+	barNodes []int
+	barDone  time.Time // when the create returned
+	enterErr map[int]error
+	enterRun map[int][2]time.Time // participant -> when its Enter began, its deadline
+	enterEnd time.Time
 }
 
 // chaosReduceRun is one Reduce as it ran.
@@ -651,6 +700,148 @@ func (c *chaosRun) run(s chaosStep) {
 		sendIn(c.l, c.l.StoreNode(s.node), chaosCrash{})
 	case stepCrashShard:
 		sendIn(c.l, c.l.Shard(s.shard), chaosCrash{})
+	case stepBarrier:
+		var b *barrier.Barrier
+		err := c.call("barrier new", s, s.timeout, func(ctx context.Context) (err error) {
+			b, err = barrier.New(ctx, c.l, p.barrier.name, barrier.Max(p.barrier.max), barrier.Replicas(3))
+			return err
+		})
+		c.mu.Lock()
+		c.bar, c.barErr, c.barDone = b, err, time.Now()
+		if b != nil {
+			for _, id := range b.Replicas() {
+				c.barNodes = append(c.barNodes, c.l.IndexOf(id))
+			}
+		}
+		c.mu.Unlock()
+		close(c.barReady)
+	case stepEnter:
+		label := fmt.Sprintf("p%d", s.label)
+		begin := time.Now()
+		err := c.call("barrier enter", s, s.timeout, func(ctx context.Context) error {
+			select {
+			case <-c.barReady:
+			case <-ctx.Done():
+				return messages.Errorf(messages.ErrorCode_TIMEOUT, "the barrier was not created before the deadline")
+			}
+			if c.barErr != nil {
+				return c.barErr
+			}
+			h, err := barrier.Open(ctx, c.l, p.barrier.name, barrier.Host(label))
+			if err != nil {
+				return err
+			}
+			defer h.Stop()
+			_, err = h.Enter(ctx, label)
+			return err
+		})
+		c.mu.Lock()
+		c.enterErr[s.label] = err
+		c.enterRun[s.label] = [2]time.Time{begin, begin.Add(s.timeout)}
+		if now := time.Now(); now.After(c.enterEnd) {
+			c.enterEnd = now
+		}
+		c.mu.Unlock()
+	case stepCrashBarrier:
+		select {
+		case <-c.barReady:
+		case <-time.After(10 * time.Second): // no create step (HOPLITE_CHAOS_KEEP)
+		}
+		c.mu.Lock()
+		b := c.bar
+		c.mu.Unlock()
+		if b == nil {
+			return
+		}
+		ids := b.Replicas()
+		i := c.l.IndexOf(ids[s.rank%len(ids)])
+		if i < 0 || !c.l.Alive(i) {
+			return
+		}
+		m := c.l.Member(i)
+		m.System().Root.Send(actor.NewPID(m.Address(), memberRoot+"/"+barriersName+"/"+mgr.ChildName(p.barrier.name)), chaosCrash{})
+	}
+}
+
+// checkBarrier: the creation (at the start) succeeds unless a kill ran
+// meanwhile; a participant passes unless every replica's member was
+// killed, or its deadline came too soon after the last participant began
+// or the create returned (chaosReduceSlack) or after a kill of a replica's member or a crash of
+// a replica (the takeover silence and the slack) for the barrier to fire;
+// and no label passes
+// twice.
+func (c *chaosRun) checkBarrier() {
+	if c.p.barrier == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.barErr != nil {
+		for _, f := range c.faults {
+			if f.step.kind == stepKill && f.begin.Before(c.t0.Add(time.Second)) {
+				return // a kill as it was created: its primary may be gone
+			}
+		}
+		c.errorf("barrier %s: create failed with no kill meanwhile: %v", c.p.barrier.name, c.barErr)
+		return
+	}
+	lastBegin, lastKill := c.barDone, time.Time{}
+	for _, r := range c.enterRun {
+		if r[0].After(lastBegin) {
+			lastBegin = r[0]
+		}
+	}
+	gone := 0
+	for _, n := range c.barNodes {
+		for _, f := range c.faults {
+			if f.step.kind == stepKill && f.step.node == n && f.begin.Before(c.enterEnd) {
+				gone++
+				if f.begin.After(lastKill) {
+					lastKill = f.begin
+				}
+				break
+			}
+		}
+	}
+	if gone == len(c.barNodes) {
+		return
+	}
+	for _, f := range c.faults {
+		// A crashed primary restarts empty; a backup takes over after the
+		// takeover silence.
+		if f.step.kind == stepCrashBarrier && f.begin.After(lastKill) {
+			lastKill = f.begin
+		}
+	}
+	all := len(c.enterRun) == c.p.barrier.max // every participant ran (not so under HOPLITE_CHAOS_KEEP)
+	for k, err := range c.enterErr {
+		if err == nil {
+			continue
+		}
+		deadline := c.enterRun[k][1]
+		switch {
+		case !all:
+		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosReduceSlack)):
+		case deadline.Before(lastKill.Add(mgr.DefaultTakeoverAfter + chaosTakeoverSlack)):
+		default:
+			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members lived and every participant had entered in time",
+				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.bar.Status(ctx)
+	if err != nil {
+		return // the acting primary may be moving; the handles saw the outcomes
+	}
+	seen := map[string]int{}
+	for _, ps := range st.Passed {
+		seen[ps.Label]++
+	}
+	for k, err := range c.enterErr {
+		if n := seen[fmt.Sprintf("p%d", k)]; n > 1 || err == nil && n != 1 {
+			c.errorf("barrier %s: p%d (Enter: %v) passed %d times by the primary's record %+v", c.p.barrier.name, k, err, n, st)
+		}
 	}
 }
 
@@ -945,11 +1136,13 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	c := &chaosRun{t: t, p: p, stats: stats, stop: make(chan struct{}),
 		armed: make([]atomic.Bool, n), fired: make([]atomic.Bool, n),
 		putErr: map[int]error{}, killed: map[int]bool{}, redRep: map[int]*messages.ReduceReply{}, redErr: map[int]error{},
-		putEnd: map[int]time.Time{}, stalled: map[int]chaosStalled{}}
+		putEnd: map[int]time.Time{}, stalled: map[int]chaosStalled{},
+		barReady: make(chan struct{}), enterErr: map[int]error{}, enterRun: map[int][2]time.Time{}}
 	cfg := Config{Nodes: p.nodes, ChunkSize: p.chunk, StallTimeout: p.stallTimeout, DefaultTimeout: 5 * time.Second, Log: log}
 	cfg.Hooks.BeforeFetchChunk = c.stallHook
 	cfg.Hooks.BeforeReceive = chaosCrashHook
 	cfg.ShardHook = chaosCrashHook
+	cfg.BarrierHook = chaosCrashHook
 	l, err := StartLocal(cfg)
 	if err != nil {
 		t.Fatalf("seed %d: start: %v", seed, err)
@@ -1005,6 +1198,10 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	close(c.stop) // release stalls: the faults are over
 	c.checkReduceTimeouts()
 	c.checkTargetGets()
+	c.checkBarrier()
+	if c.bar != nil {
+		c.bar.Stop()
+	}
 	c.settle()
 	l.System().EventStream.Unsubscribe(sub)
 	pmu.Lock()

@@ -62,6 +62,10 @@ type Config struct {
 	// receives, with the Reduce's id (target#nonce). A hook that panics
 	// crashes that coordinator: the Reduce fails with UNAVAILABLE.
 	CoordinatorHook func(reduce string, msg any)
+	// BarrierHook runs before each message a barrier manager receives,
+	// with the manager's id. A hook that panics crashes that manager: it
+	// restarts and gets the barrier's state back from its peers.
+	BarrierHook func(manager string, msg any)
 	// Log receives the cluster's logs and Proto.Actor's (default: logrus's
 	// standard logger).
 	Log *logrus.Logger
@@ -86,6 +90,10 @@ type Local struct {
 	estimator  *plan.Estimator
 	log        *logrus.Entry
 
+	// ops serializes Kill, Restart and Stop: each waits for the cluster
+	// to settle, holding ops but not mu, so that calls on the live
+	// members (Client, BarrierHosts, ...) go on meanwhile.
+	ops     sync.Mutex
 	mu      sync.Mutex // guards what Kill and Restart change
 	members []*Member  // node i's current incarnation
 	subs    []*eventstream.Subscription
@@ -139,8 +147,8 @@ func StartLocal(cfg Config) (*Local, error) {
 	l.alive = make([]bool, cfg.Nodes)
 	l.starts = make([]int, cfg.Nodes)
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.ops.Lock()
+	defer l.ops.Unlock()
 	errs := make([]error, cfg.Nodes)
 	var wg sync.WaitGroup
 	for i := range cfg.Nodes {
@@ -153,12 +161,12 @@ func StartLocal(cfg Config) (*Local, error) {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			l.stopLocked()
+			l.stop()
 			return nil, err
 		}
 	}
 	if err := l.converge(); err != nil {
-		l.stopLocked()
+		l.stop()
 		return nil, err
 	}
 	cfg.Log.WithFields(logrus.Fields{"nodes": cfg.Nodes, "shards": cfg.Shards}).Info("embedded cluster started")
@@ -188,8 +196,7 @@ func memberName(i, k int) string {
 	return fmt.Sprintf("node-%d.%d", i, k)
 }
 
-// startMember starts node i's next incarnation. Callers hold l.mu (or
-// own l during StartLocal).
+// startMember starts node i's next incarnation. Callers hold l.ops.
 func (l *Local) startMember(i int) error {
 	cfg := l.cfg
 	id := memberName(i, l.starts[i])
@@ -206,7 +213,7 @@ func (l *Local) startMember(i int) error {
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
 			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, Hooks: cfg.Hooks,
-			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, Log: cfg.Log,
+			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator}}
 		m, err = Join(context.Background(), mc)
 		if err == nil {
@@ -220,7 +227,9 @@ func (l *Local) startMember(i int) error {
 	l.delivered[m.id] = map[string]bool{}
 	l.evMu.Unlock()
 	sub := m.system.EventStream.Subscribe(func(e any) { l.forward(id, e) })
+	l.mu.Lock()
 	l.members[i], l.subs[i], l.alive[i] = m, sub, true
+	l.mu.Unlock()
 	return nil
 }
 
@@ -248,8 +257,10 @@ func (l *Local) forward(from string, e any) {
 	}
 }
 
-// liveMembers lists the members that run. Callers hold l.mu.
+// liveMembers lists the members that run.
 func (l *Local) liveMembers() []*Member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []*Member
 	for i, m := range l.members {
 		if l.alive[i] && m != nil {
@@ -261,7 +272,7 @@ func (l *Local) liveMembers() []*Member {
 
 // converge waits until every live member sees exactly the live members,
 // they agree on the placement of every shard, and each runs the shards
-// placed on it. Callers hold l.mu.
+// placed on it. Callers hold l.ops.
 func (l *Local) converge() error {
 	live := l.liveMembers()
 	want := make([]string, 0, len(live))
@@ -311,14 +322,18 @@ func (l *Local) converge() error {
 // has delivered the failure (events.NodeFailed was published) and the
 // directory shards node i hosted run on the survivors.
 func (l *Local) Kill(i int) error {
+	l.ops.Lock()
+	defer l.ops.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if i < 0 || i >= len(l.alive) || !l.alive[i] {
+		l.mu.Unlock()
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not running", i)
 	}
 	m := l.members[i]
 	l.alive[i] = false
-	m.system.EventStream.Unsubscribe(l.subs[i])
+	sub := l.subs[i]
+	l.mu.Unlock()
+	m.system.EventStream.Unsubscribe(sub)
 	l.log.WithField("node", m.id).Warn("node killed (fault injection)")
 	m.crash(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", m.id))
 	if err := l.waitDelivered(m.id); err != nil {
@@ -328,13 +343,14 @@ func (l *Local) Kill(i int) error {
 }
 
 // waitDelivered waits until every live member delivered the failure of
-// id. Callers hold l.mu.
+// id. Callers hold l.ops.
 func (l *Local) waitDelivered(id string) error {
 	end := time.Now().Add(convergeTimeout)
 	for {
 		var missing []string
+		live := l.liveMembers()
 		l.evMu.Lock()
-		for _, m := range l.liveMembers() {
+		for _, m := range live {
 			if !l.delivered[m.id][id] {
 				missing = append(missing, m.id)
 			}
@@ -353,15 +369,18 @@ func (l *Local) waitDelivered(id string) error {
 // Restart starts a new incarnation of a killed node (member id node-i.k),
 // empty; it joins as a process would, and takes its share of the shards.
 func (l *Local) Restart(i int) error {
+	l.ops.Lock()
+	defer l.ops.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i < 0 || i >= len(l.alive) || l.alive[i] || l.stopped {
+	down := i >= 0 && i < len(l.alive) && !l.alive[i] && !l.stopped
+	l.mu.Unlock()
+	if !down {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %d is not down", i)
 	}
 	if err := l.startMember(i); err != nil {
 		return err
 	}
-	l.log.WithField("node", l.members[i].id).Info("node restarted, empty")
+	l.log.WithField("node", l.Member(i).id).Info("node restarted, empty")
 	return l.converge()
 }
 
@@ -435,9 +454,7 @@ func (l *Local) Store(i int) *storenode.Store { return l.Member(i).store }
 // Shard is directory shard j where it runs now (as the first live member
 // places it).
 func (l *Local) Shard(j int) *actor.PID {
-	l.mu.Lock()
 	live := l.liveMembers()
-	l.mu.Unlock()
 	if len(live) == 0 {
 		return nil
 	}
@@ -460,19 +477,20 @@ func (l *Local) NodeOf(address string) int {
 // Stop stops every member and the application's actor system. Calling it
 // again does nothing.
 func (l *Local) Stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopLocked()
+	l.ops.Lock()
+	defer l.ops.Unlock()
+	l.stop()
 }
 
-func (l *Local) stopLocked() {
+// stop stops every member. Callers hold l.ops.
+func (l *Local) stop() {
+	l.mu.Lock()
 	if l.stopped {
+		l.mu.Unlock()
 		return // Stop is idempotent: protoactor's Shutdown is not
 	}
 	l.stopped = true
-	// All at once: a member that stops first would be a failure for the
-	// others, who would start moving its shards.
-	var wg sync.WaitGroup
+	var running []*Member
 	for i, m := range l.members {
 		if m == nil || !l.alive[i] {
 			continue
@@ -481,6 +499,13 @@ func (l *Local) stopLocked() {
 		if l.subs[i] != nil {
 			m.system.EventStream.Unsubscribe(l.subs[i])
 		}
+		running = append(running, m)
+	}
+	l.mu.Unlock()
+	// All at once: a member that stops first would be a failure for the
+	// others, who would start moving its shards.
+	var wg sync.WaitGroup
+	for _, m := range running {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

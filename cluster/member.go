@@ -139,6 +139,10 @@ type MemberConfig struct {
 	// this member receives, with the Reduce's id (target#nonce); a hook
 	// that panics crashes that coordinator (tests).
 	CoordinatorHook func(reduce string, msg any)
+	// BarrierHook runs before each message a barrier manager on this
+	// member receives, with the manager's id; a hook that panics crashes
+	// that manager, which restarts and asks its peers (tests).
+	BarrierHook func(manager string, msg any)
 	// Log receives the member's logs and Proto.Actor's (default: logrus's
 	// standard logger).
 	Log *logrus.Logger
@@ -436,7 +440,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Log: m.log})},
 		{name: membersName, props: newMembersProps(m)},
-		{name: barriersName, props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: m.log})},
+		{name: barriersName, props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: m.log, BeforeReceive: cfg.BarrierHook})},
 	}
 	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), memberRoot)
 	if err != nil {
