@@ -91,6 +91,17 @@ const (
 	chaosTakeoverSlack = 2 * time.Second
 )
 
+// chaosSlow scales every call's deadline and the oracle's slacks under
+// the race detector, which makes each of the many members of a seed
+// several times slower (the schedules, and so the replays, stay the
+// same). The oracle is about hangs and wrong answers, not speed.
+func chaosSlow(d time.Duration) time.Duration {
+	if raceEnabled {
+		return 3 * d
+	}
+	return d
+}
+
 // chaosCrash makes a store node's BeforeReceive hook or a shard's hook
 // panic.
 type chaosCrash struct{}
@@ -621,7 +632,7 @@ func (c *chaosRun) run(s chaosStep) {
 	case stepPut:
 		o := p.objs[s.obj]
 		client := c.l.Client(o.node)
-		err := c.call("put", s, s.timeout, func(ctx context.Context) error { return client.Put(ctx, o.id, o.data) })
+		err := c.call("put", s, chaosSlow(s.timeout), func(ctx context.Context) error { return client.Put(ctx, o.id, o.data) })
 		c.mu.Lock()
 		c.putErr[s.obj], c.putEnd[s.obj] = err, time.Now()
 		c.mu.Unlock()
@@ -629,14 +640,14 @@ func (c *chaosRun) run(s chaosStep) {
 		o := p.objs[s.obj]
 		client := c.l.Client(c.liveNode(s.node))
 		var got []byte
-		err := c.call("get", s, s.timeout, func(ctx context.Context) (err error) { got, err = client.Get(ctx, o.id); return err })
+		err := c.call("get", s, chaosSlow(s.timeout), func(ctx context.Context) (err error) { got, err = client.Get(ctx, o.id); return err })
 		if err == nil && !bytes.Equal(got, o.data) {
 			c.errorf("%s returned %d bytes that differ from the %d Put", p.describe(s), len(got), len(o.data))
 		}
 	case stepTargetGet:
 		client := c.l.Client(c.liveNode(s.node))
 		var got []byte
-		err := c.call("target get", s, s.timeout, func(ctx context.Context) (err error) {
+		err := c.call("target get", s, chaosSlow(s.timeout), func(ctx context.Context) (err error) {
 			got, err = client.Get(ctx, p.reduces[s.red].target)
 			return err
 		})
@@ -655,7 +666,7 @@ func (c *chaosRun) run(s chaosStep) {
 		client := c.l.Client(caller)
 		run := chaosReduceRun{step: s, caller: caller, shardHost: c.shardHost(r.target), begin: time.Now()}
 		var rep *messages.ReduceReply
-		err := c.call("reduce", s, s.timeout, func(ctx context.Context) (err error) {
+		err := c.call("reduce", s, chaosSlow(s.timeout), func(ctx context.Context) (err error) {
 			if r.all {
 				rep, err = client.AllReduce(ctx, r.target, src, r.num, r.op, messages.DType_INT64)
 			} else {
@@ -677,7 +688,7 @@ func (c *chaosRun) run(s chaosStep) {
 		rng := rand.New(rand.NewPCG(p.seed, uint64(s.idx)))
 		client = c.l.Client(c.liveNode(rng.IntN(p.nodes)))
 		var got []byte
-		gerr := c.call("reduce check get", s, 3*time.Second, func(ctx context.Context) (err error) { got, err = client.Get(ctx, r.target); return err })
+		gerr := c.call("reduce check get", s, chaosSlow(3*time.Second), func(ctx context.Context) (err error) { got, err = client.Get(ctx, r.target); return err })
 		if gerr == nil {
 			if want := chaosReduceBytes(r.op, c.reducedInputs(r, rep.GetReducedIds())); !bytes.Equal(got, want) {
 				c.errorf("%s: target is not %s of exactly %v", p.describe(s), chaosOpName(r.op), rep.GetReducedIds())
@@ -702,7 +713,7 @@ func (c *chaosRun) run(s chaosStep) {
 		sendIn(c.l, c.l.Shard(s.shard), chaosCrash{})
 	case stepBarrier:
 		var b *barrier.Barrier
-		err := c.call("barrier new", s, s.timeout, func(ctx context.Context) (err error) {
+		err := c.call("barrier new", s, chaosSlow(s.timeout), func(ctx context.Context) (err error) {
 			b, err = barrier.New(ctx, c.l, p.barrier.name, barrier.Max(p.barrier.max), barrier.Replicas(3))
 			return err
 		})
@@ -718,7 +729,7 @@ func (c *chaosRun) run(s chaosStep) {
 	case stepEnter:
 		label := fmt.Sprintf("p%d", s.label)
 		begin := time.Now()
-		err := c.call("barrier enter", s, s.timeout, func(ctx context.Context) error {
+		err := c.call("barrier enter", s, chaosSlow(s.timeout), func(ctx context.Context) error {
 			select {
 			case <-c.barReady:
 			case <-ctx.Done():
@@ -737,7 +748,7 @@ func (c *chaosRun) run(s chaosStep) {
 		})
 		c.mu.Lock()
 		c.enterErr[s.label] = err
-		c.enterRun[s.label] = [2]time.Time{begin, begin.Add(s.timeout)}
+		c.enterRun[s.label] = [2]time.Time{begin, begin.Add(chaosSlow(s.timeout))}
 		if now := time.Now(); now.After(c.enterEnd) {
 			c.enterEnd = now
 		}
@@ -821,8 +832,8 @@ func (c *chaosRun) checkBarrier() {
 		deadline := c.enterRun[k][1]
 		switch {
 		case !all:
-		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosReduceSlack)):
-		case deadline.Before(lastKill.Add(mgr.DefaultTakeoverAfter + chaosTakeoverSlack)):
+		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosSlow(chaosReduceSlack))):
+		case deadline.Before(lastKill.Add(mgr.DefaultTakeoverAfter + chaosSlow(chaosTakeoverSlack))):
 		default:
 			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members lived and every participant had entered in time",
 				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes))
@@ -935,12 +946,12 @@ func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
 // availableSources lists the sources of a Reduce that no fault touched
 // (see checkReduceTimeouts). Callers hold c.mu.
 func (c *chaosRun) availableSources(run chaosReduceRun) []string {
-	deadline := run.begin.Add(run.step.timeout)
+	deadline := run.begin.Add(chaosSlow(run.step.timeout))
 	var ok []string
 	for _, o := range c.p.reduces[run.step.red].sources {
 		obj := c.p.objs[o]
 		err, put := c.putErr[o]
-		if !put || err != nil || c.putEnd[o].After(deadline.Add(-chaosReduceSlack)) {
+		if !put || err != nil || c.putEnd[o].After(deadline.Add(-chaosSlow(chaosReduceSlack))) {
 			continue
 		}
 		touched := false
@@ -1037,7 +1048,7 @@ func (c *chaosRun) settle() {
 		for attempt := range 2 {
 			node := c.liveNode(rng.IntN(c.p.nodes))
 			client := c.l.Client(node)
-			s := chaosStep{idx: -1, kind: stepGet, obj: i, node: node, timeout: 5 * time.Second}
+			s := chaosStep{idx: -1, kind: stepGet, obj: i, node: node, timeout: chaosSlow(5 * time.Second)}
 			var got []byte
 			err := c.call("final get", s, s.timeout, func(ctx context.Context) (err error) { got, err = client.Get(ctx, o.id); return err })
 			if err == nil {
@@ -1213,11 +1224,11 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	// Stop is not a client call, but a Stop that waits out protoactor's
 	// 10 s stop timeout means an actor could not stop: a watchdog says so.
 	var stuck atomic.Bool
-	watchdog := time.AfterFunc(5*time.Second, func() { stuck.Store(true) })
+	watchdog := time.AfterFunc(chaosSlow(5*time.Second), func() { stuck.Store(true) })
 	l.Stop()
 	watchdog.Stop()
 	if stuck.Load() {
-		c.errorf("Stop was still running after 5s: an actor could not stop")
+		c.errorf("Stop was still running after %v: an actor could not stop", chaosSlow(5*time.Second))
 	}
 }
 
@@ -1250,7 +1261,12 @@ func chaosGoroutines(t *testing.T, base, slack int, wait time.Duration) {
 // TestChaos runs randomized fault schedules; see the comment at the top.
 func TestChaos(t *testing.T) {
 	var seeds []uint64
-	par := 16
+	// Each seed runs 8-16 members, each an actor system with its own
+	// gRPC server: 16 seeds at once took 17 GB under -race.
+	par := 8
+	if raceEnabled {
+		par = 4
+	}
 	keep := chaosKeep()
 	if v := os.Getenv("HOPLITE_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)

@@ -25,6 +25,8 @@ func NewBlockList() *BlockList {
 }
 
 func (bl *BlockList) BlockedMembers() set.Set[string] {
+	bl.mu.RLock()
+	defer bl.mu.RUnlock()
 	return bl.blockedMembers
 }
 
@@ -40,7 +42,11 @@ func (bl *BlockList) Block(memberIDs ...string) {
 // IsBlocked returns true if the given memberID string has been
 // ever added to the BlockList
 func (bl *BlockList) IsBlocked(memberID string) bool {
-	// acquire our mutual exclusion primitive for reading
+	// Hoplite patch: upstream read the set without the lock that Block
+	// writes it under (a data race when a member is blocked while
+	// another connects).
+	bl.mu.RLock()
+	defer bl.mu.RUnlock()
 	return bl.blockedMembers.Contains(memberID)
 }
 

@@ -110,12 +110,17 @@ func (em *endpointManager) stop() {
 	if err := em.stopSupervisor(); err != nil {
 		em.remote.Logger().Error("stop endpoint supervisor failed", slog.Any("error", err))
 	}
+	// Hoplite patch: connections is left as it is (an endpoint event
+	// delivered meanwhile still reads it: upstream's nil write raced), and
+	// a reader's channel is never closed, so telling it never panics.
 	em.endpointSub = nil
-	em.connections = nil
 	if em.endpointReaderConnections != nil {
 		em.endpointReaderConnections.Range(func(key interface{}, value interface{}) bool {
 			channel := value.(chan bool)
-			channel <- true
+			select {
+			case channel <- true:
+			default: // it already knows: its stream ended
+			}
 			em.endpointReaderConnections.Delete(key)
 			return true
 		})

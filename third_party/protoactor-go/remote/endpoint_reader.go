@@ -41,7 +41,13 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 	s.remote.edpManager.endpointReaderConnections.Store(stream, disconnectChan)
 	defer func() {
 		s.remote.Logger().Info("EndpointReader is closing")
-		close(disconnectChan)
+		// Hoplite patch: tell the goroutine below instead of closing the
+		// channel, which the endpoint manager may be sending on (a race,
+		// and a panic once closed).
+		select {
+		case disconnectChan <- false:
+		default:
+		}
 	}()
 
 	go func() {
