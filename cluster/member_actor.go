@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/actors/revoke"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -89,7 +90,7 @@ func (a *membersActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		a.stop = make(chan struct{})
-		go tickEvery(ctx.ActorSystem(), ctx.Self(), 50*time.Millisecond, a.stop)
+		go actorutil.Tick(ctx.ActorSystem(), ctx.Self(), 50*time.Millisecond, membersTick{}, a.stop)
 		a.reconcile(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		if a.stop != nil {
@@ -132,19 +133,6 @@ func (a *membersActor) Receive(ctx actor.Context) {
 			}
 		}
 		a.reconcile(ctx)
-	}
-}
-
-func tickEvery(system *actor.ActorSystem, self *actor.PID, every time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			system.Root.Send(self, membersTick{})
-		case <-stop:
-			return
-		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -49,7 +50,6 @@ type Coordinator struct {
 	timer     *time.Timer
 	begin     time.Time
 	watched   map[string]string // store node PID -> node id
-	refresh   *time.Ticker
 	done      chan struct{}
 	// Under a knee policy, until the gate fixes the count: r is a
 	// placeholder that only answers failures, and arrivals wait here.
@@ -256,24 +256,14 @@ func (c *Coordinator) startRefresh(ctx actor.Context) {
 	self, system := ctx.Self(), ctx.ActorSystem()
 	// A goroutine rather than the actor scheduler: its timers race
 	// (see actors/directory). It ends with the coordinator.
-	c.refresh, c.done = time.NewTicker(every), make(chan struct{})
-	go func(t *time.Ticker, done <-chan struct{}) {
-		for {
-			select {
-			case <-t.C:
-				system.Root.Send(self, resubscribe{})
-			case <-done:
-				return
-			}
-		}
-	}(c.refresh, c.done)
+	c.done = make(chan struct{})
+	go actorutil.Tick(system, self, every, resubscribe{}, c.done)
 }
 
 func (c *Coordinator) stopRefresh() {
-	if c.refresh != nil {
-		c.refresh.Stop()
+	if c.done != nil {
 		close(c.done)
-		c.refresh = nil
+		c.done = nil
 	}
 }
 

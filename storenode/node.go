@@ -15,6 +15,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -125,19 +126,12 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		}
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		entry := n.cfg.Log.WithField("type", typeName(m))
+		entry := n.cfg.Log.WithField("type", actorutil.TypeName(m))
 		if ctx.Sender() != nil {
 			entry = entry.WithField("from", ctx.Sender().String())
 		}
 		entry.Warn("store node dropped an unknown message")
 	}
-}
-
-func typeName(m any) string {
-	if pm, ok := m.(proto.Message); ok {
-		return string(pm.ProtoReflect().Descriptor().FullName())
-	}
-	return "non-protobuf"
 }
 
 // validate checks an object id from an application. Ids starting with

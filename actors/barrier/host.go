@@ -1,13 +1,13 @@
 package barrier
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -101,7 +101,7 @@ func (h *Host) Receive(ctx actor.Context) {
 		}
 	case *actor.DeadLetterResponse, actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		h.cfg.Log.WithFields(logrus.Fields{"host": ctx.Self().GetId(), "type": typeName(m)}).Debug("barrier host dropped an unknown message")
+		h.cfg.Log.WithFields(logrus.Fields{"host": ctx.Self().GetId(), "type": actorutil.TypeName(m)}).Debug("barrier host dropped an unknown message")
 	}
 }
 
@@ -203,5 +203,3 @@ func (h *Host) tombstone(name string) {
 	h.closed[name] = true
 	h.closedFIFO = append(h.closedFIFO, name)
 }
-
-func typeName(v any) string { return fmt.Sprintf("%T", v) }

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -92,7 +93,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	default:
-		m.cfg.Log.WithFields(logrus.Fields{"manager": ctx.Self().GetId(), "type": typeName(msg)}).Debug("barrier manager dropped an unknown message")
+		m.cfg.Log.WithFields(logrus.Fields{"manager": ctx.Self().GetId(), "type": actorutil.TypeName(msg)}).Debug("barrier manager dropped an unknown message")
 		return
 	}
 	m.do(ctx, now, e)

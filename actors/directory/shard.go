@@ -10,9 +10,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -224,7 +224,7 @@ func (s *Shard) started(ctx actor.Context) {
 	// Our own ticker: protoactor's scheduler has a data race between its
 	// cancel func and its timer goroutine.
 	s.stop = make(chan struct{})
-	go ticker(ctx.ActorSystem(), ctx.Self(), s.cfg.TickInterval, s.stop)
+	go actorutil.Tick(ctx.ActorSystem(), ctx.Self(), s.cfg.TickInterval, tick{}, s.stop)
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
 	if s.cfg.Nodes != nil {
 		// Soft state: whatever the store nodes hold, and the ids they
@@ -291,19 +291,6 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce) {
 	ctx.Spawn(s.cfg.NewCoordinator(id, m, ctx.Sender()))
 }
 
-func ticker(system *actor.ActorSystem, self *actor.PID, every time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			system.Root.Send(self, tick{})
-		case <-stop:
-			return
-		}
-	}
-}
-
 func (s *Shard) deliver(ctx actor.Context, out []Send) {
 	for _, o := range out {
 		switch to := o.To.(type) {
@@ -320,16 +307,9 @@ func (s *Shard) deliver(ctx actor.Context, out []Send) {
 }
 
 func (s *Shard) dropped(ctx actor.Context, why string) {
-	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": ctx.Self().GetId(), "type": typeName(ctx.Message())})
+	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": ctx.Self().GetId(), "type": actorutil.TypeName(ctx.Message())})
 	if ctx.Sender() != nil {
 		entry = entry.WithField("from", ctx.Sender().String())
 	}
 	entry.Warn("directory shard dropped a message: " + why)
-}
-
-func typeName(m any) string {
-	if pm, ok := m.(proto.Message); ok {
-		return string(pm.ProtoReflect().Descriptor().FullName())
-	}
-	return "non-protobuf"
 }

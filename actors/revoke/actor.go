@@ -1,12 +1,12 @@
 package revoke
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -118,7 +118,7 @@ func (a *broadcasterActor) Receive(ctx actor.Context) {
 		a.apply(ctx, n, m.GetSubjectAddress(), m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		a.cfg.Log.WithField("type", typeName(m)).Debug("revoke: dropped an unknown message")
+		a.cfg.Log.WithField("type", actorutil.TypeName(m)).Debug("revoke: dropped an unknown message")
 	}
 }
 
@@ -195,5 +195,3 @@ func (a *broadcasterActor) remember(id ID, addr string) {
 		a.st.order = slices.Delete(a.st.order, 0, drop)
 	}
 }
-
-func typeName(m any) string { return fmt.Sprintf("%T", m) }

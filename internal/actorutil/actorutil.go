@@ -1,0 +1,37 @@
+// Package actorutil holds the two chores every actor shell shares: naming
+// a message's type in logs, and a ticker that sends an actor a message
+// at a fixed interval.
+package actorutil
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// TypeName names m's type for logs: the protobuf full name of a wire
+// message (the same in every process), else the Go type.
+func TypeName(m any) string {
+	if pm, ok := m.(proto.Message); ok {
+		return string(pm.ProtoReflect().Descriptor().FullName())
+	}
+	return fmt.Sprintf("%T", m)
+}
+
+// Tick sends msg to self every interval until stop is closed. Run it in
+// its own goroutine: a goroutine rather than Proto.Actor's scheduler,
+// whose cancel func races with its timer goroutine.
+func Tick(system *actor.ActorSystem, self *actor.PID, every time.Duration, msg any, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			system.Root.Send(self, msg)
+		case <-stop:
+			return
+		}
+	}
+}
