@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -151,7 +152,7 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 		create.Replicas = append(create.Replicas, mgr.Peer(h.PID))
 		create.ReplicaMembers = append(create.ReplicaMembers, h.Member)
 	}
-	res, err := request(ctx, c.System().Root, live[0].PID, create)
+	res, err := actorutil.Request(ctx, c.System().Root, live[0].PID, create)
 	if err == nil {
 		created, ok := res.(*messages.BarrierCreated)
 		switch {
@@ -221,7 +222,7 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 	answers := make(chan answer, len(hosts))
 	for _, h := range hosts {
 		go func() {
-			res, err := request(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
+			res, err := actorutil.Request(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
 			if err != nil {
 				answers <- answer{err: err}
 				return
@@ -466,40 +467,4 @@ func deadlineError(ctx context.Context, format string, args ...any) error {
 		code = messages.ErrorCode_CANCELED
 	}
 	return messages.Errorf(code, format+": %v", append(args, ctx.Err())...)
-}
-
-// request sends msg to pid and waits for one reply until ctx ends.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
-	}
-	d := time.Until(deadline)
-	if d <= 0 {
-		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "deadline passed before the request was sent")
-	}
-	f := root.RequestFuture(pid, msg, d)
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := f.Result()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		switch {
-		case errors.Is(r.err, actor.ErrTimeout):
-			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
-		case errors.Is(r.err, actor.ErrDeadLetter):
-			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is not running", pid.GetId())
-		case r.err != nil:
-			return nil, messages.AsError(r.err)
-		}
-		return r.v, nil
-	case <-ctx.Done():
-		return nil, messages.AsError(ctx.Err())
-	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -35,36 +36,9 @@ type backend interface {
 	Close()
 }
 
-// requester sends a message and waits for its reply, within ctx.
-type requester interface {
-	RequestFuture(pid *actor.PID, message any, timeout time.Duration) *actor.Future
-}
-
-func request(ctx context.Context, root requester, pid *actor.PID, msg any) (any, error) {
-	timeout := time.Minute
-	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Millisecond)
-	}
-	res, err := root.RequestFuture(pid, msg, timeout).Result()
-	if err != nil {
-		if err == actor.ErrTimeout {
-			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply to %T from %s within %v", msg, pid, timeout)
-		}
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%T to %s: %v", msg, pid, err)
-	}
-	return res, nil
-}
-
-func timeoutMs(ctx context.Context) int64 {
-	if d, ok := ctx.Deadline(); ok {
-		return max(1, time.Until(d).Milliseconds())
-	}
-	return 60_000
-}
-
 // prefetch Gets id into the store node at pid without its bytes.
-func prefetch(ctx context.Context, root requester, pid *actor.PID, id string) error {
-	res, err := request(ctx, root, pid, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: timeoutMs(ctx)})
+func prefetch(ctx context.Context, root *actor.RootContext, pid *actor.PID, id string) error {
+	res, err := actorutil.Request(ctx, root, pid, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: actorutil.TimeoutMs(ctx)})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -296,7 +297,7 @@ func agentErr(h int, what string, e *messages.Error) error {
 }
 
 func (ns *nodeSet) Prepare(ctx context.Context, host int, d DataSpec) error {
-	res, err := request(ctx, ns.root(), ns.agent(host), &messages.BenchPrepare{Data: d.proto()})
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(host), &messages.BenchPrepare{Data: d.proto()})
 	if err != nil {
 		return fmt.Errorf("prepare %s on host %d: %w", d.ID, host, err)
 	}
@@ -308,11 +309,11 @@ func (ns *nodeSet) Prepare(ctx context.Context, host int, d DataSpec) error {
 }
 
 func (ns *nodeSet) Put(ctx context.Context, host int, id string, at time.Time) (time.Time, error) {
-	msg := &messages.BenchPut{ObjectId: id, TimeoutMs: timeoutMs(ctx)}
+	msg := &messages.BenchPut{ObjectId: id, TimeoutMs: actorutil.TimeoutMs(ctx)}
 	if !at.IsZero() {
 		msg.AtUnixNano = at.UnixNano()
 	}
-	res, err := request(ctx, ns.root(), ns.agent(host), msg)
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(host), msg)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("put %s on host %d: %w", id, host, err)
 	}
@@ -339,11 +340,11 @@ func (ns *nodeSet) Reduce(ctx context.Context, host int, target string, sources 
 }
 
 func (ns *nodeSet) Verify(ctx context.Context, host int, id string, srcs []DataSpec) error {
-	msg := &messages.BenchVerify{ObjectId: id, TimeoutMs: timeoutMs(ctx)}
+	msg := &messages.BenchVerify{ObjectId: id, TimeoutMs: actorutil.TimeoutMs(ctx)}
 	for _, s := range srcs {
 		msg.Sources = append(msg.Sources, s.proto())
 	}
-	res, err := request(ctx, ns.root(), ns.agent(host), msg)
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(host), msg)
 	if err != nil {
 		return fmt.Errorf("verify %s on host %d: %w", id, host, err)
 	}
@@ -391,7 +392,7 @@ func (ns *nodeSet) Kill(host int) error {
 }
 
 func (ns *nodeSet) TargetID(ctx context.Context, prefix string) (string, error) {
-	res, err := request(ctx, ns.root(), ns.agent(0), &messages.BenchTargetID{Prefix: prefix})
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(0), &messages.BenchTargetID{Prefix: prefix})
 	if err != nil {
 		return "", fmt.Errorf("target id on host 0: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -40,21 +41,21 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 	}
 	switch m := msg.(type) {
 	case *messages.Put:
-		m.TimeoutMs = timeoutMs(ctx)
+		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.Get:
-		m.TimeoutMs = timeoutMs(ctx)
+		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.Delete:
-		m.TimeoutMs = timeoutMs(ctx)
+		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.QueryObject:
-		m.TimeoutMs = timeoutMs(ctx)
+		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.Reduce:
 		// The coordinator's own deadline comes a little earlier, so that
 		// its TIMEOUT, which names the sources that never appeared, reaches
 		// the caller before the caller gives up.
-		ms := timeoutMs(ctx)
+		ms := actorutil.TimeoutMs(ctx)
 		m.TimeoutMs = max(1, ms-min(ms/10, 100))
 	}
-	return request(ctx, c.root, c.node, msg)
+	return actorutil.Request(ctx, c.root, c.node, msg)
 }
 
 // Put creates object id with a copy of data. Putting the same bytes again

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -133,8 +134,8 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 		deadline := later(time.Unix(0, f.deadline.Load()), grace)
 		shard := f.cfg.ShardFor(id) // may have moved since the last attempt
 		lctx, cancel := context.WithDeadline(ctx, deadline)
-		res, err := request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: me,
-			TimeoutMs: timeoutMs(lctx), FailedSender: failed, Naive: f.cfg.Naive})
+		res, err := actorutil.Request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: me,
+			TimeoutMs: actorutil.TimeoutMs(lctx), FailedSender: failed, Naive: f.cfg.Naive})
 		cancel()
 		var loc *messages.LocateReply
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/coordinator/kernel"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -47,7 +48,7 @@ func (n *StoreNode) gatherAndReduce(ctx context.Context, system *actor.ActorSyst
 	results := make(chan got, len(m.GetSourceIds()))
 	for _, id := range m.GetSourceIds() {
 		go func() {
-			res, err := request(gctx, system.Root, self, &messages.Get{ObjectId: id, ReadOnly: true, TimeoutMs: timeoutMs(gctx)})
+			res, err := actorutil.Request(gctx, system.Root, self, &messages.Get{ObjectId: id, ReadOnly: true, TimeoutMs: actorutil.TimeoutMs(gctx)})
 			g := got{id: id, err: err}
 			if gr, ok := res.(*messages.GetReply); ok {
 				g.data, g.err = gr.GetData(), messages.ErrOrNil(gr.GetError())

@@ -239,7 +239,7 @@ func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id
 		create.HasInline, create.InlineData = true, data
 	}
 	sent := time.Now()
-	res, err := request(ctx, system.Root, n.cfg.ShardFor(id), create)
+	res, err := actorutil.Request(ctx, system.Root, n.cfg.ShardFor(id), create)
 	if err == nil && n.cfg.Estimator != nil {
 		// A CreateObject is answered at once: half its round trip is one
 		// control message's latency.
@@ -364,8 +364,8 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 			// The copy was stale (a Reduce re-created its target): ask
 			// this node again, within the same deadline.
 			again := proto.CloneOf(m)
-			again.TimeoutMs = timeoutMs(rctx)
-			if res, rerr := request(rctx, system.Root, self, again); rerr != nil {
+			again.TimeoutMs = actorutil.TimeoutMs(rctx)
+			if res, rerr := actorutil.Request(rctx, system.Root, self, again); rerr != nil {
 				r.Error = messages.AsError(rerr)
 			} else if gr, ok := res.(*messages.GetReply); ok {
 				r = gr
@@ -420,7 +420,7 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 	go func() {
 		defer cancel()
 		r := &messages.DeleteReply{ObjectId: id}
-		res, err := request(rctx, system.Root, n.cfg.ShardFor(id), &messages.DeleteObject{ObjectId: id})
+		res, err := actorutil.Request(rctx, system.Root, n.cfg.ShardFor(id), &messages.DeleteObject{ObjectId: id})
 		switch dr := res.(type) {
 		case nil:
 			r.Error = messages.AsError(err)
@@ -453,7 +453,7 @@ func (n *StoreNode) awaitDrops(ctx context.Context, system *actor.ActorSystem, i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = request(ctx, system.Root, node.PID(), drop)
+			_, _ = actorutil.Request(ctx, system.Root, node.PID(), drop)
 		}()
 	}
 	wg.Wait()
@@ -496,7 +496,7 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	rctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.GetTimeoutMs())*time.Millisecond+time.Second)
 	go func() {
 		defer cancel()
-		res, err := request(rctx, system.Root, shard, start)
+		res, err := actorutil.Request(rctx, system.Root, shard, start)
 		if err != nil {
 			reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(), Error: messages.AsError(err)})
 			return

@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -239,7 +240,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	if !t.GetRoot() {
 		return out, nil
 	}
-	res, err := request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
+	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	if err == nil {
 		if cr, ok := res.(*messages.CreateObjectReply); !ok {

@@ -1,4 +1,4 @@
-package storenode
+package actorutil
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// request sends msg to pid and waits for the reply until ctx ends. It
+// Request sends msg to pid and waits for the reply until ctx ends. It
 // watches pid while it waits: an actor that stops before answering (a
 // directory shard on a node that was killed, a store node that left)
-// fails the request at once with UNAVAILABLE. A plain future would wait
+// fails the request at once with UNAVAILABLE. (A plain future would wait
 // for its whole deadline, since a stopped actor's mailbox is dropped
 // without a reply; the caller would hang although it could have retried
-// at the shard's new home at once.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
+// at the shard's new home at once.)
+func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
 	}
@@ -67,7 +67,7 @@ func (w *watchedRequest) Receive(ctx actor.Context) {
 		ctx.Request(w.target, w.msg)
 	case *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.ReceiveTimeout:
 	case *actor.Terminated:
-		if samePID(m.GetWho(), w.target) {
+		if w.target.Equal(m.GetWho()) {
 			w.finish(ctx, requestResult{err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", w.target.GetId())})
 		}
 	case *actor.DeadLetterResponse:
@@ -89,8 +89,9 @@ func (w *watchedRequest) finish(ctx actor.Context, r requestResult) {
 	ctx.Stop(ctx.Self())
 }
 
-// timeoutMs is the remaining time of ctx in whole milliseconds (at least 1).
-func timeoutMs(ctx context.Context) int64 {
+// TimeoutMs is the time left before ctx's deadline in whole milliseconds
+// (at least 1), for the timeout_ms fields of requests; 0 without one.
+func TimeoutMs(ctx context.Context) int64 {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return 0
