@@ -2,6 +2,7 @@ package storenode
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -32,6 +33,51 @@ func NewClient(root *actor.RootContext, pid *actor.PID, defaultTimeout time.Dura
 
 // PID is the store node this client talks to.
 func (c *Client) PID() *actor.PID { return c.node }
+
+// withDeadline gives ctx the client's default deadline if it has none.
+func (c *Client) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.defaultTimeout)
+}
+
+// retryBackoff bounds the waits between retries of a placement race.
+const (
+	retryFirst = 10 * time.Millisecond
+	retryMax   = 200 * time.Millisecond
+)
+
+// retry runs op until it succeeds, fails otherwise than with a placement
+// race, or ctx's deadline comes near. A race is an UNAVAILABLE answer of
+// the store node itself (it is alive and asked the directory shard, which
+// was moving to its new owner or restarting); op reports it as raced. An
+// UNAVAILABLE of the request to the store node (the node is gone) is not
+// retried: it would only turn into a TIMEOUT. Put, Get, Delete and Info
+// are idempotent, so retrying them is safe; a Reduce is not retried, its
+// caller must know it failed.
+func (c *Client) retry(ctx context.Context, op func(ctx context.Context) (raced bool, err error)) error {
+	ctx, cancel := c.withDeadline(ctx)
+	defer cancel()
+	wait := retryFirst
+	for {
+		raced, err := op(ctx)
+		if !raced || !errors.Is(err, messages.ErrUnavailable) {
+			return err
+		}
+		if deadline, _ := ctx.Deadline(); time.Until(deadline) < 2*wait {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
 
 func (c *Client) call(ctx context.Context, msg any) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
@@ -72,15 +118,17 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 // succeeds even if a consumer Gets the object and Deletes it before this
 // reply arrives, and the object stays deleted.
 func (c *Client) Put(ctx context.Context, id string, data []byte) error {
-	res, err := c.call(ctx, &messages.Put{ObjectId: id, Data: data})
-	if err != nil {
-		return err
-	}
-	r, ok := res.(*messages.PutReply)
-	if !ok {
-		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Put", res)
-	}
-	return messages.ErrOrNil(r.GetError())
+	return c.retry(ctx, func(ctx context.Context) (bool, error) {
+		res, err := c.call(ctx, &messages.Put{ObjectId: id, Data: data})
+		if err != nil {
+			return false, err
+		}
+		r, ok := res.(*messages.PutReply)
+		if !ok {
+			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Put", res)
+		}
+		return true, messages.ErrOrNil(r.GetError())
+	})
 }
 
 // Get returns a private copy of object id, waiting for it to be created
@@ -96,49 +144,61 @@ func (c *Client) GetReadOnly(ctx context.Context, id string) ([]byte, error) {
 }
 
 func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, error) {
-	res, err := c.call(ctx, &messages.Get{ObjectId: id, ReadOnly: readOnly})
+	var data []byte
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
+		res, err := c.call(ctx, &messages.Get{ObjectId: id, ReadOnly: readOnly})
+		if err != nil {
+			return false, err
+		}
+		r, ok := res.(*messages.GetReply)
+		if !ok {
+			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
+		}
+		data = r.GetData()
+		return true, messages.ErrOrNil(r.GetError())
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(*messages.GetReply)
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
-	}
-	if err := messages.ErrOrNil(r.GetError()); err != nil {
-		return nil, err
-	}
-	return r.GetData(), nil
+	return data, nil
 }
 
 // Delete frees every copy of object id. The id cannot be used again.
 func (c *Client) Delete(ctx context.Context, id string) error {
-	res, err := c.call(ctx, &messages.Delete{ObjectId: id})
-	if err != nil {
-		return err
-	}
-	r, ok := res.(*messages.DeleteReply)
-	if !ok {
-		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Delete", res)
-	}
-	return messages.ErrOrNil(r.GetError())
+	return c.retry(ctx, func(ctx context.Context) (bool, error) {
+		res, err := c.call(ctx, &messages.Delete{ObjectId: id})
+		if err != nil {
+			return false, err
+		}
+		r, ok := res.(*messages.DeleteReply)
+		if !ok {
+			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Delete", res)
+		}
+		return true, messages.ErrOrNil(r.GetError())
+	})
 }
 
 // Info returns the directory's entry for id: size, locations and the
 // transfers that formed its broadcast tree. With wait it waits for the
 // object to exist.
 func (c *Client) Info(ctx context.Context, id string, wait bool) (*messages.ObjectInfo, error) {
-	res, err := c.call(ctx, &messages.QueryObject{ObjectId: id, Wait: wait})
+	var info *messages.ObjectInfo
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
+		res, err := c.call(ctx, &messages.QueryObject{ObjectId: id, Wait: wait})
+		if err != nil {
+			return false, err
+		}
+		r, ok := res.(*messages.ObjectInfo)
+		if !ok {
+			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to QueryObject", res)
+		}
+		info = r
+		return true, messages.ErrOrNil(r.GetError())
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(*messages.ObjectInfo)
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to QueryObject", res)
-	}
-	if err := messages.ErrOrNil(r.GetError()); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return info, nil
 }
 
 // Reduce creates target from the first num of sources to become ready,
