@@ -154,19 +154,34 @@ func (ref *futureProcess) SendUserMessage(pid *PID, message interface{}) {
 
 	_, msg, _ := UnwrapEnvelope(message)
 
+	// Hoplite patch: result and err are written under the lock that Stop
+	// and the timeout read them under (upstream raced when a reply came
+	// as the future timed out).
+	ref.cond.L.Lock()
+	if ref.done {
+		ref.cond.L.Unlock()
+		return
+	}
 	if _, ok := msg.(*DeadLetterResponse); ok {
 		ref.result = nil
 		ref.err = ErrDeadLetter
 	} else {
 		ref.result = msg
 	}
+	ref.cond.L.Unlock()
 
 	ref.Stop(pid)
 }
 
 func (ref *futureProcess) SendSystemMessage(pid *PID, message interface{}) {
 	defer ref.instrument()
+	ref.cond.L.Lock() // Hoplite patch: see SendUserMessage
+	if ref.done {
+		ref.cond.L.Unlock()
+		return
+	}
 	ref.result = message
+	ref.cond.L.Unlock()
 	ref.Stop(pid)
 }
 
