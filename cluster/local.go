@@ -199,13 +199,13 @@ func memberName(i, k int) string {
 // startMember starts node i's next incarnation. Callers hold l.ops.
 func (l *Local) startMember(i int) error {
 	cfg := l.cfg
-	id := memberName(i, l.starts[i])
-	l.starts[i]++
 	var m *Member
 	// A port this process never used; another socket (an outgoing
 	// connection's ephemeral port) may take it before the member binds
-	// it, so a few tries.
+	// it, so a few tries, each a new incarnation (an id is never reused).
 	for try := 0; ; try++ {
+		id := memberName(i, l.starts[i])
+		l.starts[i]++
 		port, err := freshLoopbackPort()
 		if err != nil {
 			return fmt.Errorf("start %s: %w", id, err)
@@ -226,6 +226,7 @@ func (l *Local) startMember(i int) error {
 	l.evMu.Lock()
 	l.delivered[m.id] = map[string]bool{}
 	l.evMu.Unlock()
+	id := m.id
 	sub := m.system.EventStream.Subscribe(func(e any) { l.forward(id, e) })
 	l.mu.Lock()
 	l.members[i], l.subs[i], l.alive[i] = m, sub, true

@@ -49,6 +49,10 @@ type defaultMailbox struct {
 	invoker         MessageInvoker
 	dispatcher      Dispatcher
 	middlewares     []MailboxMiddleware
+	// Hoplite patch: set once invoker and dispatcher are (an actor's name
+	// is registered before its handlers, and a message sent in between
+	// read dispatcher as it was written). Until then messages only queue.
+	registered int32
 }
 
 func (m *defaultMailbox) PostUserMessage(message interface{}) {
@@ -92,9 +96,13 @@ func (m *defaultMailbox) PostSystemMessage(message interface{}) {
 func (m *defaultMailbox) RegisterHandlers(invoker MessageInvoker, dispatcher Dispatcher) {
 	m.invoker = invoker
 	m.dispatcher = dispatcher
+	atomic.StoreInt32(&m.registered, 1)
 }
 
 func (m *defaultMailbox) schedule() {
+	if atomic.LoadInt32(&m.registered) == 0 {
+		return // the first message after RegisterHandlers (Started) runs them
+	}
 	if atomic.CompareAndSwapInt32(&m.schedulerStatus, idle, running) {
 		m.dispatcher.Schedule(m.processMessages)
 	}
