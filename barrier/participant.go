@@ -2,6 +2,7 @@ package barrier
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -31,7 +32,16 @@ type (
 		label string        // "" for a call
 		done  chan struct{} // closed once withdrawn (nil: no one waits)
 	}
+	// reask: the waiting Enters ask the replicas again.
+	reask struct{}
 )
+
+// reaskEvery is how often a waiting Enter asks again: a release is one
+// message, and one lost in transit (an endpoint that broke under load)
+// would otherwise leave the label waiting until its deadline. A replica
+// answers a repeated Enter with the label's outcome, or not at all while
+// it still waits.
+const reaskEvery = time.Second
 
 type outcomeKind uint8
 
@@ -67,12 +77,15 @@ type participant struct {
 	onEnter   func(Consultation) bool
 	onFailure func(Failure)
 	counters  *counters
+	reasking  *time.Timer // armed while an Enter waits
+	entering  map[string]*messages.BarrierEnter
 }
 
 func (p *participant) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.enters, p.calls, p.done = map[string]waiter{}, map[uint64]chan<- proto.Message{}, map[string]outcomeKind{}
+		p.entering = map[string]*messages.BarrierEnter{}
 	case setup:
 		p.replicas, p.max, p.semaphore = m.replicas, m.max, m.semaphore
 	case enterReq:
@@ -81,9 +94,20 @@ func (p *participant) Receive(ctx actor.Context) {
 			return
 		}
 		p.enters[m.label] = waiter{id: m.id, ch: m.ch}
-		for rank, r := range p.replicas {
-			ctx.Request(r, &messages.BarrierEnter{Name: p.name, Label: m.label, Host: m.host, RequestId: m.id, ToRank: int32(rank)})
+		enter := &messages.BarrierEnter{Name: p.name, Label: m.label, Host: m.host, RequestId: m.id}
+		p.entering[m.label] = enter
+		p.sendEnter(ctx, enter)
+		p.armReask(ctx)
+	case reask:
+		p.reasking = nil
+		for l, enter := range p.entering {
+			if _, waiting := p.enters[l]; !waiting {
+				delete(p.entering, l)
+				continue
+			}
+			p.sendEnter(ctx, enter)
 		}
+		p.armReask(ctx)
 	case callReq:
 		p.calls[m.id] = m.ch
 		for rank, r := range p.replicas {
@@ -125,6 +149,9 @@ func (p *participant) Receive(ctx actor.Context) {
 			})
 		}
 	case *actor.Stopping:
+		if p.reasking != nil {
+			p.reasking.Stop()
+		}
 		for l, w := range p.enters {
 			w.ch <- enterResult{err: messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped while %q waited", p.name, l)}
 		}
@@ -134,6 +161,24 @@ func (p *participant) Receive(ctx actor.Context) {
 		clear(p.enters)
 		clear(p.calls)
 	}
+}
+
+// sendEnter asks every replica (only the acting primary answers).
+func (p *participant) sendEnter(ctx actor.Context, enter *messages.BarrierEnter) {
+	for rank, r := range p.replicas {
+		m := proto.Clone(enter).(*messages.BarrierEnter)
+		m.ToRank = int32(rank)
+		ctx.Request(r, m)
+	}
+}
+
+// armReask keeps one timer while any Enter waits.
+func (p *participant) armReask(ctx actor.Context) {
+	if p.reasking != nil || len(p.enters) == 0 {
+		return
+	}
+	sys, self := ctx.ActorSystem(), ctx.Self()
+	p.reasking = time.AfterFunc(reaskEvery, func() { sys.Root.Send(self, reask{}) })
 }
 
 func (p *participant) outcome(ctx actor.Context, label string, kind outcomeKind, reason string) {

@@ -7,28 +7,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
-// ParseSize reads "1048576", "32KiB", "256MiB", "1GiB" (also KB/MB/GB and
-// K/M/G, all binary).
+// ParseSize reads a size the way every hoplite command takes one: bytes
+// ("4096"), binary units ("32KiB", "1.5MiB", "1GiB") or decimal ones
+// ("32KB", "1.5MB", "1GB"), parsed by go-humanize.
 func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
-		{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
+	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil || n == 0 || n > 1<<62 {
+		return 0, fmt.Errorf("size %q: want a positive size like 4096, 1.5MiB or 32MB (KiB, MiB, GiB are binary; KB, MB, GB decimal)", s)
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with KiB, MiB or GiB", s)
-	}
-	return n * mult, nil
+	return int64(n), nil
 }
 
 // ParseSizes reads a comma-separated list of sizes.

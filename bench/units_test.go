@@ -7,13 +7,14 @@ import (
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1KiB": 1024, "32KiB": 32 << 10, "1MiB": 1 << 20, "32MiB": 32 << 20,
-		"256MiB": 256 << 20, "1GiB": 1 << 30, "4096": 4096, "2M": 2 << 20, " 8 KiB ": 8 << 10} {
+		"256MiB": 256 << 20, "1GiB": 1 << 30, "4096": 4096, " 8 KiB ": 8 << 10, "1.5MiB": 3 << 19,
+		"32MB": 32e6, "1GB": 1e9, "1.5kB": 1500, "2M": 2e6, "1TiB": 1 << 40} {
 		got, err := ParseSize(in)
 		if err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "0", "-1MiB", "1.5MiB", "MiB", "1TiB"} {
+	for _, in := range []string{"", "0", "-1MiB", "MiB", "12 parsecs", "1e30"} {
 		if n, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) = %d, want an error", in, n)
 		}

@@ -1129,6 +1129,16 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 			if os.Getenv("HOPLITE_TEST_LOG") != "" {
 				keepLines = len(lines) // replaying with more logs: all of them
 			}
+			// Warnings and failures, whenever they happened (the last
+			// lines are mostly the teardown's).
+			var membership []string
+			for _, line := range lines {
+				if strings.Contains(line, "level=warn") || strings.Contains(line, "level=error") ||
+					strings.Contains(line, "spreading a failure notice") {
+					membership = append(membership, line)
+				}
+			}
+			t.Logf("warnings and failure notices (first 80):\n%s", strings.Join(membership[:min(80, len(membership))], "\n"))
 			t.Logf("last log lines:\n%s", strings.Join(lines[max(0, len(lines)-keepLines):], "\n"))
 		}
 	}()

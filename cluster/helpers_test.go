@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"testing"
@@ -13,24 +12,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
 
-func randomBytes(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := make([]byte, n)
-	for i := 0; i+8 <= n; i += 8 {
-		v := r.Uint64()
-		for k := 0; k < 8; k++ {
-			b[i+k] = byte(v >> (8 * k))
-		}
-	}
-	for i := n - n%8; i < n; i++ {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
+func randomBytes(seed uint64, n int) []byte { return testutil.RandomBytes(seed, n) }
 
 // quietLog keeps test output readable; warnings still show.
 // HOPLITE_TEST_LOG=debug (or any logrus level) shows more when replaying
@@ -68,25 +55,11 @@ func deadline(t *testing.T, d time.Duration) context.Context {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.Eventually(t, d, what, cond)
 }
 
 // senderOf returns who each receiver fetched from, per the shard's records.
-func senderOf(info *messages.ObjectInfo) map[string]string {
-	m := map[string]string{}
-	for _, tr := range info.GetTransfers() {
-		if !tr.GetAborted() {
-			m[tr.GetReceiver()] = tr.GetSender()
-		}
-	}
-	return m
-}
+func senderOf(info *messages.ObjectInfo) map[string]string { return testutil.SenderOf(info) }
 
 // checkBroadcastTree asserts from the shard's transfer records that the
 // copies form a tree rooted at root and that no sender served two

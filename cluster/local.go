@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -294,6 +295,11 @@ func (l *Local) converge() error {
 				why = fmt.Sprintf("%s does not answer: %v", m.id, err)
 			case !slices.Equal(p.live, want):
 				why = fmt.Sprintf("%s sees %v, want %v", m.id, p.live, want)
+				for _, id := range want {
+					if !slices.Contains(p.live, id) {
+						why += fmt.Sprintf("; %s: %s", id, cmp.Or(p.peers[id], "unknown"))
+					}
+				}
 			case owners != nil && !slices.Equal(p.owners, owners):
 				why = fmt.Sprintf("%s places the shards elsewhere", m.id)
 			case !p.ownRunning:

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,23 +21,19 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
-	"github.com/hashicorp/consul/api"
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"golang.org/x/net/netutil"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -59,11 +56,19 @@ const (
 	barriersName = "barriers" // node/barriers: the barrier managers hosted here
 )
 
-// Membership providers.
+// manageConns bounds the manage port's open connections (health checks
+// of the other members, scrapes, profiles).
+const manageConns = 512
+
+// Membership providers (MemberConfig.Provider).
 const (
+	// ProviderAutomanaged: the members poll each other's HTTP health
+	// endpoint; the membership is the seeds that answer. For a fixed list
+	// of hosts.
 	ProviderAutomanaged = "automanaged"
-	ProviderConsul      = "consul"
-	ProviderEtcd        = "etcd"
+	// ProviderEtcd: the members register in an etcd server under a lease
+	// and watch each other there. For hosts that come and go.
+	ProviderEtcd = "etcd"
 )
 
 // maxRemoteMessage bounds a message on protoactor remote (gRPC's default
@@ -82,18 +87,20 @@ type MemberConfig struct {
 	// endpoint, which the other members poll; it listens on all
 	// interfaces). Default: Bind's port + 1000.
 	ManagePort int
-	// Seeds are the automanaged endpoints (host:manage-port) of the
-	// cluster's members; this member's own is added. The automanaged
-	// provider's membership is the seeds that answer: list every member.
+	// Seeds are automanaged endpoints (host:manage-port) of the cluster's
+	// members; this member's own is added. The automanaged provider's
+	// membership is the seeds that answer; members exchange the seeds
+	// they know, so one that reaches the cluster is enough. Unused with
+	// etcd.
 	Seeds []string
 	// DataBind is where the direct-TCP data plane listens (default Bind's
 	// host, a free port).
 	DataBind string
-	// Provider is the membership provider: "automanaged" (default),
-	// "consul" or "etcd".
+	// Provider is the membership provider: "automanaged" (default) or
+	// "etcd".
 	Provider string
-	// ProviderAddress is the consul agent or etcd endpoint, host:port
-	// (default 127.0.0.1:8500 for consul, 127.0.0.1:2379 for etcd).
+	// ProviderAddress is the etcd server's client endpoint, host:port
+	// (default 127.0.0.1:2379).
 	ProviderAddress string
 	// ClusterName: members of other clusters are ignored (default "hoplite").
 	ClusterName string
@@ -128,8 +135,24 @@ type MemberConfig struct {
 	// seeds (default 200ms). Crashes are detected faster than that (data
 	// connections, remote endpoints); a graceful leave is seen within it.
 	RefreshInterval time.Duration
+	// HealthTimeout bounds each automanaged health check (default 2s).
+	HealthTimeout time.Duration
+	// HealthMisses is how many health checks in a row a member must miss
+	// before the automanaged provider drops it (default 3; a refused
+	// connection drops it at once). One slow answer on a loaded host is
+	// not a failure.
+	HealthMisses int
+	// Pprof serves Go's profiles at /debug/pprof on the manage port (next
+	// to /metrics, which is always there).
+	Pprof bool
 	// JoinTimeout bounds Join (default 30s).
 	JoinTimeout time.Duration
+	// TLSCert, TLSKey and TLSCA (PEM files), all three or none, run every
+	// port of this member over mutual TLS: Proto.Actor remote, the data
+	// plane and the manage port serve only peers whose client certificate
+	// TLSCA signed, and this member presents TLSCert when it dials them.
+	// Every member of a cluster uses the same CA. Default: plaintext.
+	TLSCert, TLSKey, TLSCA string
 	// Hooks are fault-injection points in the store node (tests).
 	Hooks storenode.Hooks
 	// ShardHook runs before each message a directory shard of this member
@@ -149,6 +172,13 @@ type MemberConfig struct {
 	// ProtocolVersion overrides the version this member speaks (0: the
 	// package's ProtocolVersion). Only for testing the handshake.
 	ProtocolVersion uint32
+
+	// noSeedExchange turns the automanaged seed exchange off (tests of
+	// what members configured with different seeds see without it).
+	noSeedExchange bool
+
+	// tls is loaded from TLSCert, TLSKey and TLSCA by withDefaults.
+	tls *tls.Config
 
 	// embedded is set by StartLocal: the member runs in a process with
 	// others, finds them through an in-process membership and moves
@@ -198,16 +228,16 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	}
 	switch c.Provider {
 	case ProviderAutomanaged:
-	case ProviderConsul:
-		if c.ProviderAddress == "" {
-			c.ProviderAddress = "127.0.0.1:8500"
-		}
 	case ProviderEtcd:
 		if c.ProviderAddress == "" {
 			c.ProviderAddress = "127.0.0.1:2379"
 		}
+	case "consul":
+		// Removed: no consul server could run in the project's tests, and
+		// an untested provider is worse than none.
+		return bad("membership provider %q is not supported (it was removed: untested); use automanaged or etcd", c.Provider)
 	default:
-		return bad("unknown membership provider %q (automanaged, consul or etcd)", c.Provider)
+		return bad("unknown membership provider %q (automanaged or etcd)", c.Provider)
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = "hoplite"
@@ -241,11 +271,30 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	if c.RefreshInterval <= 0 {
 		c.RefreshInterval = 200 * time.Millisecond
 	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = 2 * time.Second
+	}
+	if c.HealthMisses <= 0 {
+		c.HealthMisses = 3
+	}
 	if c.JoinTimeout <= 0 {
 		c.JoinTimeout = 30 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = logrus.StandardLogger()
+	}
+	if c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" {
+		if c.TLSCert == "" || c.TLSKey == "" || c.TLSCA == "" {
+			return bad("TLS needs a certificate, its key and the cluster's CA (--tls-cert, --tls-key, --tls-ca), got cert %q key %q CA %q", c.TLSCert, c.TLSKey, c.TLSCA)
+		}
+		if c.embedded != nil {
+			return bad("TLS is for a cluster of processes; the embedded cluster's members share one process")
+		}
+		cfg, err := certs.Config(c.TLSCert, c.TLSKey, c.TLSCA)
+		if err != nil {
+			return bad("%v", err)
+		}
+		c.tls = cfg
 	}
 	if c.ProtocolVersion == 0 {
 		c.ProtocolVersion = ProtocolVersion
@@ -288,6 +337,7 @@ type Member struct {
 	ref       *messages.NodeRef
 	failures  *directory.FailureLog
 	estimator *plan.Estimator
+	metrics   *memberMetrics
 	coord     coordinator.ActorConfig
 
 	table  atomic.Pointer[[]*actor.PID]        // shard j -> where it runs (copy on write)
@@ -299,10 +349,13 @@ type Member struct {
 	node, storePID, revokePID atomic.Pointer[actor.PID]
 	membersPID                atomic.Pointer[actor.PID]
 
-	health   *echo.Echo // the automanaged provider's HTTP server
-	suspects chan suspicion
-	quit     chan struct{}
-	subs     []*eventstream.Subscription
+	health *echo.Echo // the automanaged provider's HTTP server
+	// automanaged is the automanaged provider (nil with another one):
+	// the seed exchange grows its polled hosts.
+	automanaged *automanaged.AutoManagedProvider
+	suspects    chan suspicion
+	quit        chan struct{}
+	subs        []*eventstream.Subscription
 
 	doneOnce sync.Once
 	done     chan struct{}
@@ -323,6 +376,7 @@ type peerIndex struct {
 // a port in use, an unreachable provider, members that speak another
 // protocol version).
 func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
+	seeded := len(cfg.Seeds) > 0
 	cfg, host, port, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -336,6 +390,11 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	m := &Member{cfg: cfg, id: id, failures: &directory.FailureLog{},
 		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
 	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
+	if seeded && cfg.Provider == ProviderEtcd {
+		// Said, not refused: a deployment switching providers may keep
+		// its flags for a while.
+		m.log.Warn("seeds are ignored with the etcd provider: the members are the keys in etcd")
+	}
 	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
 	defer cancel()
 	if err := m.start(jctx, host, port); err != nil {
@@ -368,10 +427,12 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// new incarnation; the failed one stays failed).
 	m.system.ID = m.id
 	m.store = storenode.NewStore(cfg.Capacity)
+	m.metrics = newMemberMetrics(m)
+	served := &countingSource{Source: m.store, sent: m.metrics.sent}
 	var dataAddr string
 	if e := cfg.embedded; e != nil {
 		m.data = e.memory
-		dataAddr, err = e.memory.Serve(m.id, m.store)
+		dataAddr, err = e.memory.Serve(m.id, served)
 		if err != nil {
 			return err
 		}
@@ -379,15 +440,18 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	} else {
 		tcp := transport.NewTCP(transport.TCPConfig{ListenAddr: cfg.DataBind, Log: func(format string, args ...any) {
 			m.log.Debugf(format, args...)
+		}, TLS: cfg.tls, Refused: func(peer string, err error) {
+			m.log.WithFields(logrus.Fields{"peer": peer}).WithError(err).
+				Warn("refused a connection: TLS handshake failed (no client certificate, or not signed by the cluster's CA)")
 		}})
 		m.data, m.closeData = tcp, tcp.Close
-		dataAddr, err = tcp.Serve(m.id, m.store)
+		dataAddr, err = tcp.Serve(m.id, served)
 		if err != nil {
 			return fmt.Errorf("data plane address %s is not available: %w", cfg.DataBind, err)
 		}
 	}
 
-	rc := remoteConfig(host, port)
+	rc := RemoteConfig(host, port, cfg.tls, m.log)
 	pcfg := pcluster.Configure(cfg.ClusterName, provider, disthash.New(), rc)
 	// No gossip: membership is the provider's topology, liveness is our
 	// failure path (data plane, remote endpoints, topology, BMG notices),
@@ -396,7 +460,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// topology gossip (a data race in v0.0.0-20240822202345).
 	pcfg.GossipInterval = 24 * time.Hour
 	m.pc = pcluster.New(m.system, pcfg)
-	m.subs = append(m.subs,
+	m.subs = append(m.subs, m.system.EventStream.Subscribe(m.metrics.observe),
 		m.system.EventStream.Subscribe(func(e any) {
 			switch e := e.(type) {
 			case *pcluster.ClusterTopology:
@@ -411,6 +475,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	go m.detect()
 	if err := startMember(m.pc); err != nil {
 		return err
+	}
+	if m.automanaged != nil && !cfg.noSeedExchange {
+		go m.exchangeSeeds(m.automanaged, net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort)))
 	}
 	addr := m.system.Address()
 	m.ref = &messages.NodeRef{NodeId: m.id, Address: addr, ActorId: memberRoot + "/" + storeName, DataAddress: dataAddr}
@@ -433,7 +500,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	children := []child{
 		{name: storeName, props: storenode.NewProps(storenode.Config{
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor,
-			Transport: &watchedTransport{Transport: m.data, report: m.suspectData},
+			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
@@ -459,8 +526,24 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 
 	deadline, _ := ctx.Deadline()
-	res, err := m.system.Root.RequestFuture(members, awaitSettled{}, max(time.Until(deadline), time.Millisecond)).Result()
-	if err != nil {
+	f := m.system.Root.RequestFuture(members, awaitSettled{}, max(time.Until(deadline), time.Millisecond))
+	var res any
+	var ferr error
+	settledCh := make(chan struct{})
+	go func() { // ends by the future's timeout at the latest
+		res, ferr = f.Result()
+		close(settledCh)
+	}()
+	select {
+	case <-settledCh:
+	case <-ctx.Done():
+		// Cancelled (SIGTERM): the handshakes need not finish.
+		if ctx.Err() == context.Canceled {
+			return fmt.Errorf("join: %w", ctx.Err())
+		}
+		<-settledCh // the deadline: the future says so too
+	}
+	if err := ferr; err != nil {
 		return fmt.Errorf("join: the cluster did not answer within %v: %w", cfg.JoinTimeout, err)
 	}
 	s, ok := res.(settled)
@@ -488,28 +571,20 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	return nil
 }
 
-// remoteConfig is the Proto.Actor remote configuration of every actor
-// system of a cluster (members, and the embedded cluster's application
-// system).
+// remoteConfig is the plaintext Proto.Actor remote configuration (the
+// embedded cluster's application system).
 func remoteConfig(host string, port int) *remote.Config {
-	rc := remote.Configure(host, port,
-		// The writer's queue to each peer grows as needed; Proto.Actor's
-		// default preallocates a million slots (16 MiB per peer: 240 MiB
-		// per member of a 16-member cluster, before any message).
-		remote.WithEndpointWriterQueueSize(1024),
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
-		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
-	// One connection attempt: a member that cannot be reached is failed
-	// (it would be retried for 10s otherwise while messages wait).
-	rc.MaxRetryCount = 1
-	return rc
+	return RemoteConfig(host, port, nil, nil)
 }
 
 // startMember runs Proto.Actor's StartMember, which panics on errors.
 func startMember(pc *pcluster.Cluster) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if e, ok := r.(error); ok { // the provider's error, typed
+				err = fmt.Errorf("start the cluster member: %w", e)
+				return
+			}
 			err = fmt.Errorf("start the cluster member: %v", r)
 		}
 	}()
@@ -531,47 +606,73 @@ func (m *Member) newProvider(ctx context.Context, host string) (pcluster.Cluster
 		return e.membership.provider(), nil
 	}
 	if cfg.Provider == ProviderAutomanaged {
-		// Our own HTTP server for the provider's /_health endpoint: on the
-		// bind host rather than all interfaces, quiet, and listening before
-		// the provider starts, so a port in use is a clear error here (the
-		// provider would only log it).
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort)))
+		e, err := m.manageServer(host, "automanaged port")
 		if err != nil {
-			return nil, fmt.Errorf("automanaged port %d is not available: %w", cfg.ManagePort, err)
+			return nil, err
 		}
-		e := echo.New()
-		e.HideBanner, e.HidePort = true, true
-		e.Logger.SetOutput(io.Discard)
-		e.Listener = ln
+		ln := e.Listener
 		e.GET("/_health", func(c echo.Context) error {
 			h, port, _ := m.system.GetHostPort()
 			return c.JSON(http.StatusOK, automanaged.NewNode(cfg.ClusterName, m.id, h, port, cfg.ManagePort, m.pc.GetClusterKinds()))
 		})
-		m.health = e
-		return automanaged.NewWithTesting(cfg.RefreshInterval, cfg.ManagePort, e, cfg.Seeds...), nil
+		p := automanaged.NewWithTesting(cfg.RefreshInterval, cfg.ManagePort, e, cfg.Seeds...).
+			WithHealthCheck(cfg.HealthTimeout, cfg.HealthMisses)
+		if cfg.tls != nil {
+			p = p.WithTLS(cfg.tls)
+		}
+		if err := m.checkSeeds(ctx, net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort))); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+		m.serveSeeds(e, p)
+		m.automanaged = p
+		return p, nil
 	}
-	// The external providers block or retry forever against a server
-	// that is not there: check it answers first.
-	d := net.Dialer{Timeout: 2 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", cfg.ProviderAddress)
+	// The manage port serves /metrics (and /debug/pprof) with etcd too;
+	// nothing else starts its server.
+	e, err := m.manageServer(host, "manage port")
 	if err != nil {
-		return nil, fmt.Errorf("%s server at %s is unreachable: %w", cfg.Provider, cfg.ProviderAddress, err)
+		return nil, err
 	}
-	_ = c.Close()
-	switch cfg.Provider {
-	case ProviderConsul:
-		p, err := consul.NewWithConfig(&api.Config{Address: cfg.ProviderAddress})
-		if err != nil {
-			return nil, fmt.Errorf("consul provider: %w", err)
-		}
-		return p, nil
-	default:
-		p, err := etcd.NewWithConfig("/hoplite", clientv3.Config{Endpoints: []string{cfg.ProviderAddress}, DialTimeout: 5 * time.Second})
-		if err != nil {
-			return nil, fmt.Errorf("etcd provider: %w", err)
-		}
-		return p, nil
+	// Our own etcd provider (etcd.go): it checks the server with a
+	// Status request under the join's deadline.
+	p, err := newEtcdProvider(ctx, cfg.ProviderAddress, cfg.ClusterName, m.log)
+	if err != nil {
+		return nil, err // teardown closes the manage port's listener
 	}
+	go func() { _ = e.StartServer(e.Server) }() // until teardown closes it
+	return p, nil
+}
+
+// manageServer is the member's HTTP server on its manage port: /metrics
+// (and /debug/pprof with Pprof); the automanaged provider adds /_health
+// and the seed exchange and starts it. It listens on the bind host rather
+// than all interfaces, quiet, before anything else starts, so a port in
+// use is a clear error here (the provider would only log it); what names
+// the port in that error.
+func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
+	cfg := m.cfg
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort)))
+	if err != nil {
+		return nil, fmt.Errorf("%s %d is not available: %w", what, cfg.ManagePort, err)
+	}
+	// Bounded: at most manageConns connections at once (more wait in
+	// the kernel's backlog), each with deadlines for its request.
+	ln = netutil.LimitListener(ln, manageConns)
+	if cfg.tls != nil {
+		ln = &tlsManageListener{Listener: ln, cfg: cfg.tls, log: m.log, port: cfg.ManagePort}
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.Listener = ln
+	e.Server.ReadHeaderTimeout = handshakeTimeout
+	e.Server.ReadTimeout = 2 * handshakeTimeout
+	e.Server.WriteTimeout = 2 * time.Minute // a 30 s CPU profile fits
+	e.Server.IdleTimeout = time.Minute
+	m.manageRoutes(e)
+	m.health = e
+	return e, nil
 }
 
 func (m *Member) shardFor(id string) *actor.PID {
@@ -771,6 +872,11 @@ func (m *Member) teardown(graceful bool) {
 		}
 		if m.closeData != nil {
 			m.closeData()
+		}
+		if m.pc == nil && m.provider != nil {
+			// Created but never started (a later step of the start
+			// failed): it still holds a client connection.
+			safely(func() { _ = m.provider.Shutdown(false) })
 		}
 		if m.pc != nil {
 			if !graceful {

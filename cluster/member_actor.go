@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -35,6 +36,9 @@ type (
 	placement      struct {
 		live, owners []string
 		ownRunning   bool
+		// peers says why each known peer is or is not live (diagnostics
+		// of a view that does not converge).
+		peers map[string]string
 	}
 )
 
@@ -53,7 +57,28 @@ type membersState struct {
 	started     time.Time
 	lastLive    []string
 	lastReach   []string
+	// The periodic comparison of views (compareViews).
+	viewChecks    map[string]*viewCheck
+	lastViewCheck time.Time
 }
+
+// viewCheck is the comparison of this member's view with one peer's.
+type viewCheck struct {
+	inflight bool
+	diff     string    // the last difference seen ("" if none)
+	since    time.Time // when it was first seen
+	warned   bool
+}
+
+// viewCheckInterval is how often a member compares its view with every
+// live peer's.
+const viewCheckInterval = 2 * time.Second
+
+// viewDisagreeAfter is how long a difference must last to be logged at
+// warn: longer than a membership change takes to settle, including the
+// address quarantine of a member restarted where one failed (the others
+// leave it out for that long while it already sees them).
+const viewDisagreeAfter = addressQuarantine + 2*time.Second
 
 type helloState struct {
 	inflight bool
@@ -80,6 +105,8 @@ func newMembersProps(m *Member) *actor.Props {
 		stopping: map[int]bool{},
 		hello:    map[string]*helloState{},
 		started:  time.Now(),
+
+		viewChecks: map[string]*viewCheck{},
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return &membersActor{m: m, st: st} })
 }
@@ -122,10 +149,18 @@ func (a *membersActor) Receive(ctx actor.Context) {
 		}
 	case placementQuery:
 		ctx.Respond(placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
-			ownRunning: st.settled && a.ownShardsRunning()})
+			ownRunning: st.settled && a.ownShardsRunning(), peers: st.view.Describe()})
 	case membersTick:
 		a.greet(ctx)
 		a.reconcile(ctx)
+		// Not on the embedded cluster: its members share one in-process
+		// membership, so their views cannot disagree for long, and its
+		// tests run up to 16 members at once (n·(n-1) requests per
+		// check).
+		if st.settled && a.m.cfg.embedded == nil && time.Since(st.lastViewCheck) >= viewCheckInterval {
+			st.lastViewCheck = time.Now()
+			a.compareViews(ctx)
+		}
 	case *actor.Terminated:
 		for j, stopping := range st.stopping {
 			if stopping && msg.GetWho().GetId() == memberRoot+"/"+shardName(j) {
@@ -158,10 +193,21 @@ func (a *membersActor) topology(ctx actor.Context, t *pcluster.ClusterTopology) 
 			continue
 		}
 		// The provider no longer sees it: a failure (or the end of a
-		// graceful leave), spread like any other.
-		a.m.log.WithFields(logrus.Fields{"member": id, "leaving": p.leaving}).Info("member left the topology: spreading a failure notice")
+		// graceful leave), spread like any other. The provider has
+		// confirmed it (several missed health checks, or a refused
+		// connection) and blocked the id: it cannot stay.
+		entry := a.m.log.WithFields(logrus.Fields{"member": id, "leaving": p.leaving, "signal": "provider topology"})
+		if hp, ok := a.m.provider.(interface{ HealthError(string) error }); ok {
+			if err := hp.HealthError(id); err != nil {
+				entry = entry.WithField("evidence", err.Error())
+			}
+		}
+		entry.Info("member left the topology: spreading a failure notice")
 		if pid := a.m.revokePID.Load(); pid != nil {
 			ctx.Send(pid, &revoke.Originate{Notice: revoke.Notice{Subject: id}, SubjectAddress: p.address})
+		}
+		if !p.leaving {
+			go a.m.expelled(id, p.address)
 		}
 	}
 	a.greet(ctx)
@@ -378,4 +424,81 @@ func (a *membersActor) stopShard(ctx actor.Context, j int) {
 	a.st.stopping[j] = true
 	ctx.Watch(pid)
 	ctx.Stop(pid)
+}
+
+// compareViews asks every live peer for its view (the handshake's reply
+// carries it) and logs at warn a difference that lasts
+// viewDisagreeAfter: members whose
+// views disagree place shards differently, and a request routed by one
+// view to a shard another view placed elsewhere waits for its deadline.
+// Nothing else would say why.
+func (a *membersActor) compareViews(ctx actor.Context) {
+	st, m := a.st, a.m
+	for id := range st.viewChecks {
+		if !slices.Contains(st.lastLive, id) {
+			delete(st.viewChecks, id)
+		}
+	}
+	if st.view.selfLeaving {
+		return // its view is meant to differ now
+	}
+	for _, id := range st.lastLive {
+		if id == m.id {
+			continue
+		}
+		vc := st.viewChecks[id]
+		if vc == nil {
+			vc = &viewCheck{}
+			st.viewChecks[id] = vc
+		}
+		addr := st.view.Address(id)
+		if vc.inflight || addr == "" {
+			continue
+		}
+		vc.inflight = true
+		f := ctx.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName),
+			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, time.Second)
+		ctx.ReenterAfter(f, func(res any, err error) {
+			vc.inflight = false
+			r, ok := res.(*messages.MemberHelloReply)
+			if err != nil || !ok || r.GetMemberId() != id {
+				return // not answering: the failure path's business
+			}
+			mine := st.lastLive
+			missingHere, missingThere := viewDiff(mine, r.GetView())
+			if len(missingHere) == 0 && len(missingThere) == 0 {
+				if vc.warned {
+					m.log.WithField("peer", id).Info("membership views agree again")
+				}
+				*vc = viewCheck{}
+				return
+			}
+			diff := fmt.Sprint(missingHere, missingThere)
+			if diff != vc.diff {
+				vc.diff, vc.since, vc.warned = diff, time.Now(), false
+			}
+			if time.Since(vc.since) >= viewDisagreeAfter && !vc.warned {
+				vc.warned = true
+				m.log.WithFields(logrus.Fields{"peer": id, "view": mine, "peer_view": r.GetView(),
+					"missing_here": missingHere, "missing_there": missingThere}).Warn(
+					"membership views disagree: this member and its peer place shards differently (check that both reach the same provider, or the same seeds)")
+			}
+		})
+	}
+}
+
+// viewDiff compares two sorted views: the members only theirs has, and
+// those only mine has.
+func viewDiff(mine, theirs []string) (missingHere, missingThere []string) {
+	for _, id := range theirs {
+		if !slices.Contains(mine, id) {
+			missingHere = append(missingHere, id)
+		}
+	}
+	for _, id := range mine {
+		if !slices.Contains(theirs, id) {
+			missingThere = append(missingThere, id)
+		}
+	}
+	return missingHere, missingThere
 }

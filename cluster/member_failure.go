@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/actors/revoke"
@@ -127,6 +129,27 @@ func (m *Member) detect() {
 	}
 }
 
+// ErrExpelled is why a member stops by itself: the others declared it
+// failed while it was alive (paused, or cut off, longer than the health
+// checks allow). That incarnation cannot come back: `hoplite node` rejoins
+// as a new one by itself; a program that embeds a Member Joins again.
+var ErrExpelled = errors.New("hoplite: the other members declared this member failed")
+
+// expelled runs after the provider dropped member id (at addr) from the
+// topology and its failure was spread: if the member is in fact alive, it
+// is told directly (the broadcast sends no copy to its subject), so that
+// it rejoins as a new incarnation instead of serving on outside the
+// placement.
+func (m *Member) expelled(id, addr string) {
+	dead, err := probe(addr)
+	if dead {
+		return
+	}
+	m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
+		Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
+	m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName), &messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr})
+}
+
 // resync asks the store node at addr to republish what it holds to the
 // shards hosted here.
 func (m *Member) resync(addr string) {
@@ -158,7 +181,7 @@ func probe(addr string) (dead bool, err error) {
 func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 	id, addr := d.Notice.Subject, d.SubjectAddress
 	if id == m.id {
-		m.fail(errors.New("the other members declared this member failed (notice from " + d.Notice.Origin + "); restart it to rejoin"))
+		m.fail(fmt.Errorf("%w (notice from %s)", ErrExpelled, d.Notice.Origin))
 		return
 	}
 	// Out of placement and of the overlay at once: its shards move.
@@ -222,7 +245,9 @@ func (m *Member) localShards() []*actor.PID {
 // peer answered with are not failures.
 type watchedTransport struct {
 	transport.Transport
-	report func(dataAddr string, err error)
+	report  func(dataAddr string, err error)
+	metrics *memberMetrics
+	peerOf  func(dataAddr string) string
 }
 
 func (w *watchedTransport) check(addr string, err error) {
@@ -237,21 +262,40 @@ func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offs
 		w.check(addr, err)
 		return nil, err
 	}
-	return &watchedStream{Stream: s, addr: addr, w: w}, nil
+	w.metrics.fetches.Inc()
+	return &watchedStream{Stream: s, addr: addr, w: w, start: time.Now(),
+		received: w.metrics.received.WithLabelValues(w.peerOf(addr))}, nil
 }
 
 type watchedStream struct {
 	transport.Stream
-	addr string
-	w    *watchedTransport
+	addr     string
+	w        *watchedTransport
+	start    time.Time
+	received prometheus.Counter
 }
 
 func (s *watchedStream) Next(ctx context.Context) ([]byte, error) {
 	b, err := s.Stream.Next(ctx)
-	if err != nil && err != io.EOF {
+	s.received.Add(float64(len(b)))
+	switch {
+	case err == io.EOF:
+		s.w.metrics.fetchSeconds.Observe(time.Since(s.start).Seconds())
+	case err != nil:
 		s.w.check(s.addr, err)
 	}
 	return b, err
+}
+
+// peerByData names the member serving a data address (the address itself
+// if it is not a member this member knows).
+func (m *Member) peerByData(addr string) string {
+	if idx := m.peers.Load(); idx != nil {
+		if id := idx.byData[addr]; id != "" {
+			return id
+		}
+	}
+	return addr
 }
 
 // ---- graceful leave ----

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hoplite-go/hoplite/barrier"
 	"math/rand"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 
 	"github.com/sirupsen/logrus"
 
@@ -20,41 +21,10 @@ import (
 )
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
+func freePorts(t testing.TB, n int) []int { return testutil.FreePorts(t, n) }
 
 // syncBuffer collects a logger's output for a failing test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testutil.SyncBuffer
 
 func testLogger(t *testing.T, level logrus.Level) *logrus.Logger {
 	buf := &syncBuffer{}

@@ -220,6 +220,16 @@ func (v *memberView) Live() []string {
 	return out
 }
 
+// Describe says, for each known peer, what this view holds about it.
+func (v *memberView) Describe() map[string]string {
+	out := make(map[string]string, len(v.peers))
+	for id, p := range v.peers {
+		state := [...]string{"no hello answered", "compatible", "incompatible: " + p.why}[p.state]
+		out[id] = fmt.Sprintf("%s, in topology %v, dead %v, leaving %v, quarantined %v", state, p.inTopology, p.dead, p.leaving, v.quarantined(p))
+	}
+	return out
+}
+
 // Reachable is the revoke overlay: self and every compatible peer not
 // known dead (leaving members still hear of failures until they are gone).
 func (v *memberView) Reachable() []string {
@@ -288,6 +298,11 @@ func (v *memberView) Compatibility() (compatible, incompatible, unknown int, rea
 // member killed mid-reduce also killed the Reduce's coordinator). A member
 // that joins takes about 1/n of the shards. With nobody live, no shard has
 // an owner ("").
+// ShardOwners is the placement every member computes from the same live
+// member list: the owner of each of shards directory shards (rendezvous
+// hashing). Tools use it to find an object's shard.
+func ShardOwners(live []string, shards int) []string { return shardOwners(live, shards) }
+
 func shardOwners(live []string, shards int) []string {
 	out := make([]string, shards)
 	if len(live) == 0 {

@@ -10,7 +10,7 @@ import (
 )
 
 // membership is an in-process membership service: the embedded cluster's
-// stand-in for a consul agent or an etcd server. Each member registers
+// stand-in for an etcd server. Each member registers
 // through its own provider (Provider) and every registered provider is
 // told the whole topology whenever it changes, in the order the changes
 // happened. It holds no liveness logic of its own: a member is in it from

@@ -1818,7 +1818,8 @@ type BarrierOp struct {
 	Host          string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
 	Reply         *BarrierPeer           `protobuf:"bytes,4,opt,name=reply,proto3" json:"reply,omitempty"` // ENTER: the participant to answer
 	AtUnixNano    int64                  `protobuf:"varint,5,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
-	Quiet         bool                   `protobuf:"varint,6,opt,name=quiet,proto3" json:"quiet,omitempty"` // TICK/VETO that changed nothing a later one would not redo
+	Quiet         bool                   `protobuf:"varint,6,opt,name=quiet,proto3" json:"quiet,omitempty"`                          // TICK/VETO that changed nothing a later one would not redo
+	RequestId     uint64                 `protobuf:"varint,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // ENTER: the participant's request, which it repeats while it waits
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1893,6 +1894,13 @@ func (x *BarrierOp) GetQuiet() bool {
 		return x.Quiet
 	}
 	return false
+}
+
+func (x *BarrierOp) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
 }
 
 // BarrierReplicate goes from the acting primary to the other replicas:
@@ -2206,7 +2214,7 @@ const file_barrier_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
 	"\x04host\x18\x03 \x01(\tR\x04host\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xc5\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xe4\x01\n" +
 	"\tBarrierOp\x12*\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x16.hoplite.BarrierOpKindR\x04kind\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
@@ -2214,7 +2222,9 @@ const file_barrier_proto_rawDesc = "" +
 	"\x05reply\x18\x04 \x01(\v2\x14.hoplite.BarrierPeerR\x05reply\x12 \n" +
 	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
 	"atUnixNano\x12\x14\n" +
-	"\x05quiet\x18\x06 \x01(\bR\x05quiet\"\xe7\x01\n" +
+	"\x05quiet\x18\x06 \x01(\bR\x05quiet\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\a \x01(\x04R\trequestId\"\xe7\x01\n" +
 	"\x10BarrierReplicate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +

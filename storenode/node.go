@@ -98,6 +98,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 			// Asked by a Delete's caller node: the copy is gone here.
 			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId()})
 		}
+	case *messages.NodeStatus:
+		ctx.Respond(n.status())
 	case *messages.QueryObject:
 		if err := n.validate(m.GetObjectId()); err != nil {
 			ctx.Respond(&messages.ObjectInfo{ObjectId: m.GetObjectId(), Error: err})
@@ -612,4 +614,16 @@ func (n *StoreNode) republishDeleted(ctx actor.Context, want map[int]bool, count
 	for shard := range batches {
 		send(shard)
 	}
+}
+
+// status is what `hoplite status` shows of this node.
+func (n *StoreNode) status() *messages.NodeStatusReply {
+	u := n.cfg.Store.Usage()
+	r := &messages.NodeStatusReply{Node: n.cfg.Self, Capacity: u.Capacity, Used: u.Used, Pinned: u.Pinned, Objects: int32(u.Objects)}
+	if e := n.cfg.Estimator; e != nil {
+		l, b, ls, bs := e.Estimate()
+		r.LatencyUs, r.BandwidthBytesPerSecond = l.Microseconds(), b
+		r.LatencySamples, r.BandwidthSamples = int32(ls), int32(bs)
+	}
+	return r
 }

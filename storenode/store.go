@@ -28,6 +28,7 @@ type Store struct {
 	deleted      *list.List
 	deletedIdx   map[string]*list.Element
 	deletedLimit int
+	evictions    int64
 }
 
 // NewStore returns an empty store that holds at most capacity bytes.
@@ -81,6 +82,31 @@ func (s *Store) Used() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.used
+}
+
+// Usage is a snapshot of the store's use: bytes of creator copies
+// (pinned, never evicted before Delete) and of other copies (cached,
+// evictable once idle), the object count and evictions so far.
+type Usage struct {
+	Pinned, Cached int64
+	Objects        int
+	Evictions      int64
+	Capacity, Used int64
+}
+
+// Usage returns the store's use now.
+func (s *Store) Usage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := Usage{Objects: len(s.objects), Evictions: s.evictions, Capacity: s.capacity, Used: s.used}
+	for _, o := range s.objects { // s.mu, then o.mu: the order allocate uses
+		if o.Pinned() {
+			u.Pinned += max(o.Size(), 0)
+		} else {
+			u.Cached += max(o.Size(), 0)
+		}
+	}
+	return u
 }
 
 // Lookup returns the object or nil, marking it recently used.
@@ -243,6 +269,7 @@ func (s *Store) makeRoom(id string, size int64) ([]string, error) {
 		s.removeLocked(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was evicted", o.id))
 		ids = append(ids, o.id)
 	}
+	s.evictions += int64(len(ids))
 	return ids, nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -33,13 +36,34 @@ type TCPConfig struct {
 	// (default 30s). A sender waiting for a partial copy sends keepalives
 	// every third to half of the receiver's StallTimeout.
 	StallTimeout time.Duration
+	// RequestTimeout bounds how long a request header may take to arrive:
+	// the whole first request of a new connection, and each later one
+	// once its first byte came (default 10s). A client that connects and
+	// trickles or says nothing is dropped after it.
+	RequestTimeout time.Duration
+	// MaxServerConns bounds the connections a served address holds at once
+	// (default 1024); more are closed as they arrive.
+	MaxServerConns int
 	// MaxConnsPerPeer bounds the idle connections kept for reuse per peer
 	// (default 4). Streams beyond it dial connections of their own, closed
 	// when they end.
 	MaxConnsPerPeer int
 	// Log, if set, receives dropped connections and protocol violations.
 	Log func(format string, args ...any)
+	// TLS, if set, runs the data plane over mutual TLS: served connections
+	// must present a client certificate that TLS.ClientCAs verifies (set
+	// ClientAuth to tls.RequireAndVerifyClientCert), and dials present
+	// TLS.Certificates and verify the server against TLS.RootCAs. Without
+	// it anyone who reaches the data port could read any object.
+	TLS *tls.Config
+	// Refused, if set, receives connections refused by the TLS handshake
+	// (peer address and why); default Log. A member logs them at warn.
+	Refused func(peer string, err error)
 }
+
+// handshakeTimeout bounds a TLS handshake on the data plane: a peer that
+// opens a connection and says nothing holds no goroutine past it.
+const handshakeTimeout = 10 * time.Second
 
 // TCP is the Transport between store nodes in different processes: a
 // dedicated data plane of direct TCP connections, one stream at a time
@@ -80,6 +104,12 @@ func NewTCP(cfg TCPConfig) *TCP {
 	if cfg.MaxConnsPerPeer <= 0 {
 		cfg.MaxConnsPerPeer = 4
 	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.MaxServerConns <= 0 {
+		cfg.MaxServerConns = 1024
+	}
 	return &TCP{
 		cfg:     cfg,
 		servers: map[string]*tcpServer{},
@@ -87,6 +117,15 @@ func NewTCP(cfg TCPConfig) *TCP {
 		pool:    map[string][]*tcpConn{},
 		active:  map[*tcpConn]struct{}{},
 	}
+}
+
+// refused reports a connection the TLS handshake refused.
+func (t *TCP) refused(peer string, err error) {
+	if t.cfg.Refused != nil {
+		t.cfg.Refused(peer, err)
+		return
+	}
+	t.logf("transport: refused %s: %v", peer, err)
 }
 
 func (t *TCP) logf(format string, args ...any) {
@@ -242,6 +281,12 @@ func (s *tcpServer) accept() {
 			nc.Close()
 			return
 		}
+		if len(s.conns) >= s.t.cfg.MaxServerConns {
+			s.mu.Unlock()
+			s.t.logf("transport: data plane %s: %d connections open: refusing %s", s.addr, s.t.cfg.MaxServerConns, nc.RemoteAddr())
+			nc.Close()
+			continue
+		}
 		s.conns[nc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -257,6 +302,8 @@ type serverConn struct {
 	vec  [2][]byte
 	// preamble is due before the stream's first frame.
 	preamble bool
+	// requests counts the requests read (the first has a shorter wait).
+	requests int
 
 	// The keepalive watchdog: a Source call still waiting after a whole
 	// interval has its context canceled, so that the stream sends a
@@ -282,6 +329,17 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 		s.wg.Done()
 	}()
 	sc := &serverConn{s: s, nc: nc, peer: nc.RemoteAddr().String(), hbuf: make([]byte, 0, 64)}
+	if cfg := s.t.cfg.TLS; cfg != nil {
+		tc := tls.Server(nc, cfg)
+		ctx, cancel := context.WithTimeout(s.ctx, min(handshakeTimeout, s.t.cfg.IdleTimeout))
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			s.t.refused(sc.peer, fmt.Errorf("TLS handshake on data port %s: %w", s.addr, err))
+			return
+		}
+		sc.nc = tc
+	}
 	for {
 		req, ok := sc.readRequest()
 		if !ok || !sc.serveStream(req) {
@@ -295,11 +353,16 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 func (sc *serverConn) readRequest() (tcpRequest, bool) {
 	cfg := &sc.s.t.cfg
 	var h [reqHeaderLen]byte
-	sc.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+	idle := cfg.IdleTimeout
+	if sc.requests == 0 {
+		idle = min(idle, cfg.RequestTimeout) // a new connection comes with its request
+	}
+	sc.requests++
+	sc.nc.SetReadDeadline(time.Now().Add(idle))
 	if _, err := io.ReadFull(sc.nc, h[:1]); err != nil {
 		return tcpRequest{}, false // closed by the peer, idle, or stopping
 	}
-	sc.nc.SetReadDeadline(time.Now().Add(cfg.StallTimeout))
+	sc.nc.SetReadDeadline(time.Now().Add(min(cfg.RequestTimeout, cfg.StallTimeout)))
 	if _, err := io.ReadFull(sc.nc, h[1:]); err != nil {
 		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
@@ -337,7 +400,9 @@ func (sc *serverConn) refuse(err error) {
 	if sc.writeFrame(frameError, errorPayload(err)) != nil {
 		return
 	}
-	if tc, ok := sc.nc.(*net.TCPConn); ok {
+	// Half-close so the answer is not reset away (a TLS conn sends its
+	// close_notify and closes the write side of the TCP connection).
+	if tc, ok := sc.nc.(interface{ CloseWrite() error }); ok {
 		tc.CloseWrite()
 	}
 	sc.nc.SetReadDeadline(time.Now().Add(min(sc.s.t.cfg.StallTimeout, time.Second)))
@@ -578,6 +643,20 @@ func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool
 			return nil, false, messages.AsError(ctx.Err())
 		}
 		return nil, false, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no data endpoint at %s: %v", addr, err)
+	}
+	if t.cfg.TLS != nil {
+		tc := tls.Client(nc, certs.ForAddr(t.cfg.TLS, addr))
+		hctx, cancel := context.WithTimeout(ctx, t.cfg.DialTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, false, messages.AsError(ctx.Err())
+			}
+			return nil, false, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data port %s: TLS handshake failed (certificate not accepted?): %v", addr, err)
+		}
+		nc = tc
 	}
 	t.dials.Add(1)
 	c = &tcpConn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), addr: addr}

@@ -88,11 +88,14 @@ const (
 )
 
 type labelInfo struct {
-	host   string
-	reply  *actor.PID
-	out    outcome
-	reason string // fire reason
-	lost   bool   // its outcome came back undelivered (reported once)
+	host  string
+	reply *actor.PID
+	// request is the Enter's request id: the participant repeats it
+	// while it waits, and a repeat is answered, not refused.
+	request uint64
+	out     outcome
+	reason  string // fire reason
+	lost    bool   // its outcome came back undelivered (reported once)
 }
 
 type pendingOp struct {
@@ -260,6 +263,16 @@ func (r *Replica) Enter(now time.Time, m *messages.BarrierEnter, from *actor.PID
 	}
 	p := &pendingOp{key: enterKey(m.GetLabel()), kind: messages.BarrierOpKind_BARRIER_OP_ENTER, label: m.GetLabel(),
 		host: m.GetHost(), from: from, requestID: m.GetRequestId(), heard: now}
+	if in := r.labels[p.label]; r.Acting() && in != nil && in.request != 0 && in.request == p.requestID &&
+		in.reply != nil && in.reply.String() == from.String() {
+		// The same participant asks again (it re-asks while it waits: a
+		// release is one message and may be lost in transit). Its outcome
+		// is repeated if there is one; otherwise it still waits.
+		if in.out == outFired || in.out == outLate || in.out == outCatchUp {
+			e.send(from, r.outcomeMsg(p.label, in))
+		}
+		return
+	}
 	if !r.Acting() {
 		if r.closed || r.labels[p.label] != nil || r.b.Entered()+r.nPendEnter >= r.opts.MaxParticipants {
 			return // the primary knows it, or will refuse it
@@ -645,7 +658,7 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 	}
 	op := &messages.BarrierOp{Kind: p.kind, Label: p.label, Host: p.host, AtUnixNano: now.UnixNano()}
 	if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER {
-		op.Reply = Peer(p.from)
+		op.Reply, op.RequestId = Peer(p.from), p.requestID
 	}
 	d, waiting, err := r.commit(op, e)
 	if err != nil {
@@ -753,7 +766,7 @@ func (r *Replica) apply(op *messages.BarrierOp) (policy.Decision, []string, erro
 	case messages.BarrierOpKind_BARRIER_OP_ENTER:
 		if d, err = r.b.Enter(at, op.GetLabel(), op.GetHost()); err == nil {
 			reply := PeerPID(op.GetReply())
-			r.labels[op.GetLabel()] = &labelInfo{host: op.GetHost(), reply: reply}
+			r.labels[op.GetLabel()] = &labelInfo{host: op.GetHost(), reply: reply, request: op.GetRequestId()}
 			r.order = append(r.order, op.GetLabel())
 			if reply != nil {
 				k := reply.String()

@@ -1,6 +1,7 @@
 package barrier
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -315,5 +316,39 @@ func TestCloseStopsEveryReplica(t *testing.T) {
 	got = n.sentTo(participant(2))
 	if len(got) != 1 || got[0].(*messages.BarrierRefused).GetError().GetCode() != messages.ErrorCode_DELETED {
 		t.Fatalf("enter after close: %v", got)
+	}
+}
+
+// A participant that asks again with the same request (its release may
+// have been lost in transit) gets its outcome again; while it still
+// waits, the repeat changes nothing; the same label under a new request
+// is still refused.
+func TestRepeatedEnterGetsItsOutcomeAgain(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 2, TakeoverAfterMs: 100}
+	n := newNet(t, 2, o, nil)
+	n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 7})
+	n.client(ms(2), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 7})
+	if got := n.sentTo(participant(0)); len(got) != 0 {
+		t.Fatalf("a repeat while waiting was answered: %v", got)
+	}
+	if n.r(0).Barrier().Entered() != 1 {
+		t.Fatalf("the repeat counted: %d entered", n.r(0).Barrier().Entered())
+	}
+	n.client(ms(3), participant(1), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 8})
+	if got := n.sentTo(participant(0)); len(got) != 1 {
+		t.Fatalf("fire: participant 0 got %v", got)
+	}
+	n.client(ms(4), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 7})
+	got := n.sentTo(participant(0))
+	if len(got) != 2 {
+		t.Fatalf("the repeat after the fire: %v, want the outcome again", got)
+	}
+	if _, ok := got[1].(*messages.BarrierFired); !ok {
+		t.Fatalf("the repeat after the fire got %v", got[1])
+	}
+	n.client(ms(5), participant(1), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 9})
+	got = n.sentTo(participant(1))
+	if r, ok := got[len(got)-1].(*messages.BarrierRefused); !ok || !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrConflict) {
+		t.Fatalf("the same label under a new request: %v, want CONFLICT", got[len(got)-1])
 	}
 }

@@ -53,6 +53,13 @@ type ShardConfig struct {
 	Host string
 }
 
+// CountObjects asks a shard (in the same process) how many objects it
+// knows; it answers ObjectCount. Metrics read it.
+type CountObjects struct{}
+
+// ObjectCount answers CountObjects.
+type ObjectCount struct{ Objects int }
+
 // FailureLog remembers which node failures were already announced.
 type FailureLog struct {
 	mu     sync.Mutex
@@ -198,6 +205,14 @@ func (s *Shard) Receive(ctx actor.Context) {
 		}
 	case *messages.QueryObject:
 		out = s.table.Query(m, ctx.Sender(), now)
+	case CountObjects:
+		ctx.Respond(ObjectCount{Objects: s.table.Known()})
+		return
+	case *messages.ListObjects:
+		if ctx.Sender() != nil {
+			ctx.Respond(s.table.List(m))
+		}
+		return
 	case *messages.StartReduce:
 		s.startReduce(ctx, m)
 		return

@@ -987,6 +987,50 @@ func (e *entry) info() *messages.ObjectInfo {
 	return info
 }
 
+// Known is the number of objects the table knows (created or published).
+func (t *LocationTable) Known() int {
+	n := 0
+	for _, e := range t.entries {
+		if e.known {
+			n++
+		}
+	}
+	return n
+}
+
+// ListLimit caps one page of List.
+const ListLimit = 1000
+
+// List answers one page of the objects this table knows (created or
+// published), in id order after req's after id.
+func (t *LocationTable) List(req *messages.ListObjects) *messages.ListObjectsReply {
+	limit := int(req.GetLimit())
+	if limit <= 0 || limit > ListLimit {
+		limit = ListLimit
+	}
+	var ids []string
+	for id, e := range t.entries {
+		if e.known && id > req.GetAfter() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	reply := &messages.ListObjectsReply{Shard: req.GetShard(), More: len(ids) > limit}
+	for _, id := range ids[:min(limit, len(ids))] {
+		e := t.entries[id]
+		s := &messages.ObjectSummary{ObjectId: id, Size: e.size, Inline: e.hasInline}
+		for _, loc := range e.locs {
+			if loc.state == messages.LocationState_COMPLETE {
+				s.CompleteCopies++
+			} else {
+				s.PartialCopies++
+			}
+		}
+		reply.Objects = append(reply.Objects, s)
+	}
+	return reply
+}
+
 // String is for logs.
 func (t *LocationTable) String() string {
 	return fmt.Sprintf("LocationTable{entries: %d, tombstones: %d}", len(t.entries), len(t.tombstones))

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/hoplite-go/hoplite/bench"
 )
 
@@ -78,6 +76,9 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.chunkKiB, "chunk-kib", 0, "legacy: chunk size in KiB (overrides -chunk-size)")
 }
 
+// legacyBenchFlags are accepted but not shown (the earlier bench command's).
+var legacyBenchFlags = []string{"size-mib", "link-mbps", "chunk-kib"}
+
 // newScenarioFlags are the flags only the scenario runner has: with none
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
@@ -103,20 +104,23 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fs.SetOutput(stderr)
 		var f benchFlags
 		f.register(fs)
-		usage()
-		fs.PrintDefaults()
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			return flag.ErrHelp
+		fs.Usage = func() {
+			usage()
+			printFlags(fs, legacyBenchFlags...)
 		}
-		return errors.New("missing scenario (the first argument)")
+		// Flags before the scenario: their errors first (an unknown flag
+		// is named), then the missing scenario.
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return usageError{"missing scenario (the first argument): " + strings.Join(bench.Scenarios, ", ")}
 	}
 	scenario := args[0]
 	if scenario == "p2p-tcp" {
 		return p2pTCPCommand(ctx, args[1:], stdout, stderr)
 	}
 	if !slices.Contains(bench.Scenarios, scenario) {
-		usage()
-		return fmt.Errorf("unknown scenario %q", scenario)
+		return usageError{fmt.Sprintf("unknown scenario %q: want one of %s", scenario, strings.Join(bench.Scenarios, ", "))}
 	}
 	fs := flag.NewFlagSet("bench "+scenario, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -124,13 +128,13 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	f.register(fs)
 	fs.Usage = func() {
 		usage()
-		fs.PrintDefaults()
+		printFlags(fs, legacyBenchFlags...)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
 	opts, err := f.options(scenario)
 	if err != nil {
@@ -143,9 +147,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	opts.Progress, opts.ProgressTTY = stderr, isTerminal(stderr)
 	if f.logLevel != "" {
-		lvl, err := logrus.ParseLevel(f.logLevel)
+		lvl, err := parseLogLevel(f.logLevel)
 		if err != nil {
-			return fmt.Errorf("--log-level: %w", err)
+			return err
 		}
 		opts.Log, opts.LogLevel = stderr, lvl
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
 )
 
@@ -17,20 +18,49 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	nodes := fs.Int("nodes", 8, "number of nodes in the embedded cluster")
-	sizeMiB := fs.Int("size-mib", 64, "object size in MiB")
+	sizeFlag := fs.String("size", "64MiB", "object size (KiB/MiB/GiB binary, KB/MB/GB decimal)")
 	linkMbps := fs.Float64("link-mbps", 1000, "emulated per-node link bandwidth in Mbit/s (0: memory speed)")
-	chunkKiB := fs.Int("chunk-kib", 1024, "transfer chunk size in KiB")
-	reduceMiB := fs.Int("reduce-mib", 16, "size of each reduce source in MiB (0 skips the reduce part)")
+	chunkFlag := fs.String("chunk-size", "1MiB", "transfer chunk size")
+	reduceFlag := fs.String("reduce-size", "16MiB", "size of each reduce source (0 skips the reduce part)")
 	reduceNum := fs.Int("reduce-num", 0, "how many of the nodes' sources to reduce (0: all but two)")
 	interval := fs.Duration("arrival-interval", 20*time.Millisecond, "time between the sources' Puts")
 	recovery := fs.Bool("recovery", true, "end with a node killed mid-broadcast and mid-reduce, and the recovery events")
-	recoveryMiB := fs.Int("recovery-mib", 16, "object size of the recovery part in MiB")
+	recoveryFlag := fs.String("recovery-size", "16MiB", "object size of the recovery part")
+	// The earlier flags, in MiB and KiB: accepted, not shown.
+	sizeMiB := fs.Int("size-mib", 0, "legacy: object size in MiB")
+	chunkKiB := fs.Int("chunk-kib", 0, "legacy: chunk size in KiB")
+	reduceMiB := fs.Int("reduce-mib", -1, "legacy: reduce source size in MiB")
+	recoveryMiB := fs.Int("recovery-mib", 0, "legacy: recovery object size in MiB")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: hoplite demo [flags]\n\nThe embedded demo: a broadcast (tree vs naive), a reduce, and recovery from a killed node.\n\nflags:")
+		printFlags(fs, "size-mib", "chunk-kib", "reduce-mib", "recovery-mib")
+	}
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *nodes < 2 || *sizeMiB < 1 {
-		return fmt.Errorf("need at least 2 nodes and 1 MiB")
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
+	}
+	size, chunk, reduceSize, recoverySize, err := demoSizes(*sizeFlag, *chunkFlag, *reduceFlag, *recoveryFlag)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	// The legacy flags win when given.
+	if *sizeMiB > 0 {
+		size = *sizeMiB << 20
+	}
+	if *chunkKiB > 0 {
+		chunk = *chunkKiB << 10
+	}
+	if *reduceMiB >= 0 {
+		reduceSize = *reduceMiB << 20
+	}
+	if *recoveryMiB > 0 {
+		recoverySize = *recoveryMiB << 20
+	}
+	if *nodes < 2 || size < 1<<20 {
+		return usageError{"need at least 2 nodes and a 1 MiB object"}
 	}
 	log := logrus.New()
 	log.SetOutput(stderr)
@@ -38,11 +68,10 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *verbose {
 		log.SetLevel(logrus.DebugLevel)
 	}
-	size := *sizeMiB << 20
 	data := randomData(size)
 	link := *linkMbps * 1e6 / 8
-	fmt.Fprintf(stdout, "Hoplite demo: %d nodes, %d MiB object, link %s per node, chunks of %d KiB\n\n",
-		*nodes, *sizeMiB, linkName(*linkMbps), *chunkKiB)
+	fmt.Fprintf(stdout, "Hoplite demo: %d nodes, %s object, link %s per node, chunks of %s\n\n",
+		*nodes, bench.SizeName(int64(size)), linkName(*linkMbps), bench.SizeName(int64(chunk)))
 
 	var results [2]broadcastRun
 	for k, naive := range []bool{false, true} {
@@ -52,7 +81,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stdout, "== Broadcast, %s ==\n", name)
 		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
-			ChunkSize: *chunkKiB << 10, Capacity: int64(size) * 2, Log: log})
+			ChunkSize: chunk, Capacity: int64(size) * 2, Log: log})
 		if err != nil {
 			return err
 		}
@@ -77,9 +106,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return nil
 		}
 		fmt.Fprintf(stdout, "\n== Recovery: a node killed mid-broadcast and mid-reduce (8 nodes, link %s) ==\n", linkName(*linkMbps))
-		return runRecovery(ctx, stdout, *recoveryMiB<<20, link, *chunkKiB<<10, log)
+		return runRecovery(ctx, stdout, recoverySize, link, chunk, log)
 	}
-	if *reduceMiB <= 0 {
+	if reduceSize <= 0 {
 		return recoveryPart()
 	}
 	if *reduceNum == 0 {
@@ -88,16 +117,16 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *reduceNum < 1 || *reduceNum > *nodes {
 		return fmt.Errorf("-reduce-num must be in 1..%d", *nodes)
 	}
-	fmt.Fprintf(stdout, "\n== Reduce: SUM of %d of %d float32 sources of %d MiB, one per node, Put one by one every %v ==\n",
-		*reduceNum, *nodes, *reduceMiB, *interval)
+	fmt.Fprintf(stdout, "\n== Reduce: SUM of %d of %d float32 sources of %s, one per node, Put one by one every %v ==\n",
+		*reduceNum, *nodes, bench.SizeName(int64(reduceSize)), *interval)
 	var reduceTimes [2]time.Duration
 	for k, naive := range []bool{false, true} {
 		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
-			ChunkSize: *chunkKiB << 10, Capacity: int64(*reduceMiB<<20) * int64(*nodes+2), Log: log})
+			ChunkSize: chunk, Capacity: int64(reduceSize) * int64(*nodes+2), Log: log})
 		if err != nil {
 			return err
 		}
-		r, err := runReduce(ctx, l, "demo-sum", *reduceMiB<<20, *reduceNum, *interval, 7)
+		r, err := runReduce(ctx, l, "demo-sum", reduceSize, *reduceNum, *interval, 7)
 		stopQuietly(l, log)
 		if err != nil {
 			return err
@@ -132,4 +161,23 @@ func stopQuietly(l *cluster.Local, log *logrus.Logger) {
 	log.SetLevel(min(level, logrus.ErrorLevel))
 	l.Stop()
 	log.SetLevel(level)
+}
+
+// demoSizes parses the demo's sizes ("0" is allowed for the reduce: skip).
+func demoSizes(size, chunk, reduce, recovery string) (s, c, r, rec int, err error) {
+	parse := func(name, v string, zeroOK bool) int {
+		if err != nil {
+			return 0
+		}
+		if zeroOK && strings.TrimSpace(v) == "0" {
+			return 0
+		}
+		n, e := bench.ParseSize(v)
+		if e != nil || n > 1<<40 {
+			err = fmt.Errorf("--%s: %v", name, e)
+		}
+		return int(n)
+	}
+	s, c, r, rec = parse("size", size, false), parse("chunk-size", chunk, false), parse("reduce-size", reduce, true), parse("recovery-size", recovery, false)
+	return
 }

@@ -5,11 +5,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -20,6 +24,17 @@ commands:
   bench   run a benchmark on an embedded cluster (hoplite bench -h),
           or between two processes (hoplite bench p2p -h)
   node    run one member of a multi-process cluster (hoplite node -h)
+  certs   make a CA and member certificates for mutual TLS (hoplite certs -h)
+
+operator commands, on a running cluster (--addr: any member's address):
+  put     store a file or standard input as an object
+  get     write an object to a file or standard output
+  rm      delete objects
+  stat    where an object's copies are
+  ls      list the objects
+  members list the live members
+  status  members, shards, store use, measured latency and bandwidth
+  version print the version
 
 Run "hoplite <command> -h" for the flags of a command.
 `
@@ -50,6 +65,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "node":
 		err = nodeCommand(ctx, args[1:], stdout, stderr)
+	case "certs":
+		err = certsCommand(args[1:], stdout, stderr)
+	case "put", "get", "rm", "stat", "ls", "members", "status":
+		err = opsMain(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
+	case "version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "hoplite version: unexpected arguments %q\n", args[1:])
+			return 2
+		}
+		fmt.Fprintln(stdout, "hoplite", version())
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -60,9 +86,60 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == flag.ErrHelp {
 		return 0
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "hoplite %s: %v\n", args[0], err)
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "hoplite %s: %v (hoplite %s -h for help)\n", args[0], err, args[0])
+		return 2
+	case err != nil && isFlagError(err):
+		return 2 // the flag package said what and printed the usage
+	case err != nil:
+		// One prefix: the command's (typed errors start with "hoplite: ").
+		fmt.Fprintf(stderr, "hoplite %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "hoplite: "))
 		return 1
 	}
 	return 0
+}
+
+// version is the module version the binary was built from (a
+// pseudo-version or "(devel)"), with the VCS revision when known.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			v += " " + s.Value
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" {
+			v += " (modified)"
+		}
+	}
+	return v + " " + bi.GoVersion
+}
+
+// isFlagError: the flag package's parse errors (it has printed them with
+// the usage already).
+func isFlagError(err error) bool {
+	for _, p := range []string{"flag provided but not defined", "invalid value ", "invalid boolean ", "bad flag syntax", "flag needs an argument"} {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// printFlags prints fs's flags as PrintDefaults does, leaving out the
+// hidden ones (testing and legacy flags: accepted, not advertised).
+func printFlags(fs *flag.FlagSet, hidden ...string) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !slices.Contains(hidden, f.Name) {
+			shown.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	shown.PrintDefaults()
 }

@@ -58,8 +58,8 @@ func TestHelp(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	code, stdout, stderr := hoplite(t, "demo", "-nodes", "4", "-size-mib", "2", "-link-mbps", "0", "-chunk-kib", "256",
-		"-reduce-mib", "1", "-arrival-interval", "1ms", "-recovery-mib", "2")
+	code, stdout, stderr := hoplite(t, "demo", "-nodes", "4", "-size", "2MiB", "-link-mbps", "0", "-chunk-size", "256KiB",
+		"-reduce-size", "1MiB", "-arrival-interval", "1ms", "-recovery-size", "2MiB")
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -68,14 +68,14 @@ func TestDemo(t *testing.T) {
 		t.Errorf("%q appears %d times, want 2 (tree and naive):\n%s", same, n, stdout)
 	}
 	for _, want := range []string{
-		"Hoplite demo: 4 nodes, 2 MiB object",
+		"Hoplite demo: 4 nodes, 2MiB object",
 		"== Broadcast, receiver-driven tree ==",
 		"== Broadcast, naive (every receiver from the creator) ==",
 		"who fetched from whom",
 		"node-0 (creator)",
 		"the tree is",
 		"the speed of the naive pattern",
-		"== Reduce: SUM of 2 of 4 float32 sources of 1 MiB",
+		"== Reduce: SUM of 2 of 4 float32 sources of 1MiB",
 		"cost model: T(1)=",
 		"tree (root first; children reduce into their parent):",
 		"tree reduce: ",
@@ -168,8 +168,8 @@ func TestDemoRecoveryTooSmall(t *testing.T) {
 
 func TestDemoNeedsTwoNodes(t *testing.T) {
 	code, _, stderr := hoplite(t, "demo", "-nodes", "1")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
+	if code != 2 {
+		t.Errorf("exit code %d, want 2", code)
 	}
 	if !strings.Contains(stderr, "hoplite demo:") || !strings.Contains(stderr, "at least 2 nodes") {
 		t.Errorf("stderr has no error:\n%s", stderr)
@@ -178,8 +178,8 @@ func TestDemoNeedsTwoNodes(t *testing.T) {
 
 func TestDemoBadFlag(t *testing.T) {
 	code, _, stderr := hoplite(t, "demo", "-no-such-flag")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
+	if code != 2 { // a usage error, as Go's tools exit
+		t.Errorf("exit code %d, want 2", code)
 	}
 	if !strings.Contains(stderr, "-no-such-flag") {
 		t.Errorf("stderr does not name the bad flag:\n%s", stderr)
@@ -191,7 +191,7 @@ func TestDemoHelp(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	for _, flag := range []string{"-nodes", "-size-mib", "-link-mbps", "-chunk-kib"} {
+	for _, flag := range []string{"-nodes", "-size", "-link-mbps", "-chunk-size", "-reduce-size"} {
 		if !strings.Contains(stderr, flag) {
 			t.Errorf("flag help lacks %s:\n%s", flag, stderr)
 		}
@@ -286,15 +286,49 @@ func TestBenchP2PDispatch(t *testing.T) {
 func TestBenchNeedsScenario(t *testing.T) {
 	for _, args := range [][]string{{"bench"}, {"bench", "frobnicate"}, {"bench", "--nodes", "3"}} {
 		code, stdout, stderr := hoplite(t, args...)
-		if code == 0 {
-			t.Errorf("%v: exit code 0, want non-zero", args)
+		if code != 2 {
+			t.Errorf("%v: exit code %d, want 2 (a usage error)", args, code)
 		}
-		if !strings.Contains(stderr, "usage: hoplite bench <scenario>") || !strings.Contains(stderr, "allreduce") {
-			t.Errorf("%v: stderr has no bench usage:\n%s", args, stderr)
+		if !strings.Contains(stderr, "allreduce") || !strings.Contains(stderr, "hoplite bench -h") {
+			t.Errorf("%v: stderr names neither the scenarios nor the help:\n%s", args, stderr)
 		}
 		if strings.Contains(stdout, "RESULT") {
 			t.Errorf("%v: ran a benchmark:\n%s", args, stdout)
 		}
+	}
+	// An unknown flag is named, not reported as a missing scenario.
+	code, _, stderr := hoplite(t, "bench", "--bogus")
+	if code != 2 || !strings.Contains(stderr, "-bogus") || strings.Contains(stderr, "missing scenario") {
+		t.Errorf("bench --bogus: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// Usage errors exit 2 and say what is wrong in our words; test-only and
+// legacy flags are accepted but not shown.
+func TestUsageConventions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"node", "--bind", "127.0.0.1:7000", "--log-level", "loud"}, `--log-level "loud": want debug, info, warn or error`},
+		{[]string{"node", "--bind", "127.0.0.1:7000", "stray"}, `unexpected arguments ["stray"]`},
+		{[]string{"version", "extra"}, `unexpected arguments`},
+	} {
+		code, _, stderr := hoplite(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "hoplite: hoplite") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	_, _, stderr := hoplite(t, "node", "-h")
+	for _, hidden := range []string{"-test-chunk-delay", "-protocol-version"} {
+		if strings.Contains(stderr, hidden) {
+			t.Errorf("node -h shows the test-only flag %s", hidden)
+		}
+	}
+	_, _, stderr = hoplite(t, "bench", "broadcast", "-h")
+	if strings.Contains(stderr, "-size-mib") || !strings.Contains(stderr, "-size string") {
+		t.Errorf("bench -h shows legacy flags or hides -size:\n%s", stderr)
 	}
 }
 

@@ -21,9 +21,12 @@ const nodeUsage = `usage: hoplite node --bind HOST:PORT --seeds HOST:PORT,... [f
 
 Runs one member of a multi-process cluster: its store node, the directory
 shards placed on it, their reduce coordinators and its failure broadcaster.
-Membership is Proto.Actor's cluster with the automanaged provider: every
-member serves /_health on its manage port (default: bind port + 1000) and
-polls the others'; --seeds lists every member's HOST:MANAGE-PORT.
+Membership is Proto.Actor's cluster with a provider. automanaged (the
+default, for a fixed list of hosts): every member serves /_health on its
+manage port (default: bind port + 1000) and polls the others'; --seeds
+lists every member's HOST:MANAGE-PORT (one member's is enough: members
+tell each other the seeds they know). etcd (for hosts that come and go):
+--provider etcd --provider-address HOST:PORT; no seeds.
 SIGTERM or SIGINT leaves the cluster gracefully.
 
 Benchmarks compare systems by starting every member of a cluster with the
@@ -42,10 +45,12 @@ type nodeFlags struct {
 	bind, seeds, dataBind, provider, providerAddr, clusterName string
 	managePort, shards, reduceDegree                           int
 	capacity, chunk                                            string
-	refresh, joinTimeout, chunkDelay                           time.Duration
+	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
+	healthMisses                                               int
 	logFormat, logLevel, reduceShape                           string
+	tlsCert, tlsKey, tlsCA                                     string
 	protocolVersion                                            uint
-	naive, benchAgent                                          bool
+	naive, benchAgent, pprof                                   bool
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -56,11 +61,14 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
 	fs.IntVar(&f.shards, "shards", 64, "directory shards of the whole cluster (equal on every member)")
-	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged, consul or etcd")
-	fs.StringVar(&f.providerAddr, "provider-address", "", "consul or etcd server HOST:PORT (default 127.0.0.1:8500 / 127.0.0.1:2379)")
+	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged (a fixed list of hosts) or etcd (hosts that come and go)")
+	fs.StringVar(&f.providerAddr, "provider-address", "", "etcd server client endpoint HOST:PORT (default 127.0.0.1:2379)")
 	fs.StringVar(&f.clusterName, "cluster", "hoplite", "cluster name (members of other clusters are ignored)")
 	fs.DurationVar(&f.refresh, "refresh", 200*time.Millisecond, "how often the automanaged provider polls the seeds")
-	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof on the manage port (next to /metrics)")
+	fs.DurationVar(&f.healthTimeout, "health-timeout", 2*time.Second, "automanaged: how long a health check of a member may take")
+	fs.IntVar(&f.healthMisses, "health-misses", 3, "automanaged: health checks a member must miss in a row before it is dropped (a refused connection drops it at once)")
+	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.UintVar(&f.protocolVersion, "protocol-version", 0, "testing only: speak this member protocol version instead of the current one")
@@ -68,6 +76,9 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.reduceDegree, "reduce-degree", 0, "benchmarks: force the reduce tree degree N >= 1 (0: chosen by the cost model)")
 	fs.StringVar(&f.reduceShape, "reduce-shape", "", "benchmarks: reduce tree shape, d-ary or chain-leaf (default d-ary)")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 }
 
@@ -80,11 +91,11 @@ func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
 	case "json":
 		log.SetFormatter(&logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano})
 	default:
-		return nil, fmt.Errorf("-log-format %q: want text or json", f.logFormat)
+		return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", f.logFormat)}
 	}
-	level, err := logrus.ParseLevel(f.logLevel)
+	level, err := parseLogLevel(f.logLevel)
 	if err != nil {
-		return nil, fmt.Errorf("-log-level: %w", err)
+		return nil, err
 	}
 	log.SetLevel(level)
 	return log, nil
@@ -111,8 +122,10 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	cfg := cluster.MemberConfig{Bind: f.bind, ManagePort: f.managePort, Seeds: seeds, DataBind: f.dataBind,
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
+		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape,
-		Log: log, ProtocolVersion: uint32(f.protocolVersion)}
+		Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	if d := f.chunkDelay; d > 0 {
 		cfg.Hooks = storenode.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}
 	}
@@ -124,7 +137,7 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), nodeUsage)
-		fs.PrintDefaults()
+		printFlags(fs, "protocol-version", "test-chunk-delay")
 	}
 	var f nodeFlags
 	f.register(fs)
@@ -132,7 +145,7 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
 	log, err := f.logger(stderr)
 	if err != nil {
@@ -142,10 +155,25 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	m, err := cluster.Join(ctx, cfg)
-	if err != nil {
-		return err
+	for {
+		m, err := cluster.Join(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		err = runMember(ctx, m, cfg, f, log, stdout)
+		if !errors.Is(err, cluster.ErrExpelled) {
+			return err
+		}
+		// The others declared this member failed while it was alive (it
+		// was paused or cut off too long): that incarnation is over, its
+		// objects with it, as after a restart. Rejoin as a new one.
+		log.WithError(err).WithField("member", m.ID()).Warn("expelled while alive: rejoining as a new incarnation")
 	}
+}
+
+// runMember serves as member m until the process is told to stop (a
+// graceful leave) or the member stops by itself (its error).
+func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig, f nodeFlags, log *logrus.Logger, stdout io.Writer) error {
 	if f.benchAgent {
 		if _, err := bench.StartAgent(m); err != nil {
 			m.Stop()
@@ -182,24 +210,14 @@ func managePort(cfg cluster.MemberConfig) int {
 	return n + 1000
 }
 
-// parseSize reads "1048576", "64KiB", "512MiB", "1GiB" (also KB/MB/GB and
-// K/M/G, all binary).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
-		{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
+// parseSize is the one size syntax of every command (bench.ParseSize).
+func parseSize(s string) (int64, error) { return bench.ParseSize(s) }
+
+// parseLogLevel reads --log-level in our words.
+func parseLogLevel(s string) (logrus.Level, error) {
+	switch s {
+	case "debug", "info", "warn", "error":
+		return logrus.ParseLevel(s)
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with KiB, MiB or GiB", s)
-	}
-	return n * mult, nil
+	return 0, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", s)}
 }

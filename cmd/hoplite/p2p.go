@@ -68,6 +68,7 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	small := fs.Int("small", 1000, "small-object Gets (and round trips) to time")
 	smallSize := fs.Int("small-size", 1024, "small object size in bytes (below the 64 KiB inline limit)")
 	logLevel := fs.String("log-level", "error", "log level of both members")
+	withTLS := fs.Bool("tls", false, "also run a second pair of members over mutual TLS (certificates made for the run) at the same time, every measurement alternating between the pairs, and report the TLS cost")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,45 +83,245 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *reps < 1 || *small < 1 || *smallSize < 1 || *smallSize >= 64<<10 {
 		return errors.New("need -reps >= 1, -small >= 1 and 1 <= -small-size < 65536")
 	}
+	o := p2pOpts{size: size, chunk: chunk, reps: *reps, small: *small, smallSize: *smallSize, logLevel: *logLevel}
+	want := p2pData(size)
+	// Both pairs run at once and every measurement alternates between them
+	// (and the plain TCP copy), so load from elsewhere on the host falls on
+	// both alike.
+	pairs := []*p2pPair{}
+	defer func() {
+		for _, p := range pairs {
+			p.close()
+		}
+	}()
+	names := []string{"hoplite data plane"}
+	start := func(tlsFiles *p2pTLS) error {
+		p, err := p2pStart(ctx, o, tlsFiles, stderr)
+		if err != nil {
+			return err
+		}
+		pairs = append(pairs, p)
+		return nil
+	}
+	if err := start(nil); err != nil {
+		return err
+	}
+	if *withTLS {
+		dir, err := os.MkdirTemp("", "hoplite-p2p-tls-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		ca, cert, key, err := cluster.GenerateCerts(dir, []string{"127.0.0.1"})
+		if err != nil {
+			return err
+		}
+		if err := start(&p2pTLS{ca: ca, cert: cert, key: key}); err != nil {
+			return err
+		}
+		names = append(names, "hoplite over mTLS")
+	}
+	fmt.Fprintf(stdout, "p2p: %s between two processes on loopback (members %s and %s), %d reps, variants interleaved\n",
+		sizeName(size), pairs[0].a.Address(), pairs[0].peer.GetAddress(), *reps)
+	if *withTLS {
+		fmt.Fprintf(stdout, "     and between two members over mutual TLS (%s and %s) at the same time\n",
+			pairs[1].a.Address(), pairs[1].peer.GetAddress())
+	}
+
+	ours := make([][]time.Duration, len(pairs))
+	var plain []time.Duration
+	for rep := 0; rep < *reps; rep++ {
+		n := len(pairs) + 1
+		for k := range n {
+			variant := (rep + k) % n
+			if variant == len(pairs) {
+				d, err := p2pPlain(ctx, pairs[0].raw, want)
+				if err != nil {
+					return err
+				}
+				plain = append(plain, d)
+				continue
+			}
+			d, err := p2pGet(ctx, pairs[variant].a, fmt.Sprintf("p2p-%d", rep), want)
+			if err != nil {
+				return err
+			}
+			ours[variant] = append(ours[variant], d)
+		}
+	}
+	slices.Sort(plain)
+	pm := plain[len(plain)/2]
+	line := func(name string, ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		m := ds[len(ds)/2]
+		fmt.Fprintf(stdout, "%-19s median %-12v %7.0f MB/s   (min %v, max %v)\n", name, m.Round(time.Millisecond),
+			float64(size)/m.Seconds()/1e6, ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+		return m
+	}
+	var medians []time.Duration
+	for i := range pairs {
+		medians = append(medians, line(names[i], ours[i]))
+	}
+	line("plain TCP copy", plain)
+	fmt.Fprintf(stdout, "hoplite / plain TCP throughput: %.2fx by median, %.2fx best vs best (target >= 0.8x)\n",
+		pm.Seconds()/medians[0].Seconds(), plain[0].Seconds()/ours[0][0].Seconds())
+
+	// Small objects: each peer creates them (through its store node, on
+	// remote), their directory shard is on the peer, and the local member
+	// Gets each once: a Locate across the processes answered inline.
+	payload := bytes.Repeat([]byte{0x5a}, *smallSize)
+	ids := make([][]string, len(pairs))
+	for i, p := range pairs {
+		for j := 0; len(ids[i]) < *small; j++ {
+			if id := fmt.Sprintf("small-%d", j); p.a.ShardOwner(id) == p.peer.GetNodeId() {
+				ids[i] = append(ids[i], id)
+			}
+		}
+		for _, id := range ids[i] {
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := p.a.ClientOf(p.peer).Put(pctx, id, payload)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("put %s on the peer: %w", id, err)
+			}
+		}
+	}
+	gets := make([][]time.Duration, len(pairs))
+	rtts := make([][]time.Duration, len(pairs))
+	for j := 0; j < *small; j++ {
+		for k := range pairs {
+			i := (j + k) % len(pairs)
+			p := pairs[i]
+			gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			t := time.Now()
+			b, err := p.a.Client().Get(gctx, ids[i][j])
+			d := time.Since(t)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("get %s: %w", ids[i][j], err)
+			}
+			if !bytes.Equal(b, payload) {
+				return fmt.Errorf("get %s returned other bytes", ids[i][j])
+			}
+			gets[i] = append(gets[i], d)
+		}
+	}
+	for j := 0; j < *small; j++ {
+		for k := range pairs {
+			i := (j + k) % len(pairs)
+			p := pairs[i]
+			echo := actor.NewPID(p.peer.GetAddress(), p2pEcho)
+			t := time.Now()
+			reply, err := p.a.System().Root.RequestFuture(echo, &messages.MemberLeaving{MemberId: "ping"}, 10*time.Second).Result()
+			d := time.Since(t)
+			if err != nil {
+				return fmt.Errorf("round trip: %w", err)
+			}
+			if _, ok := reply.(*messages.MemberLeaving); !ok {
+				return fmt.Errorf("round trip: unexpected reply %T", reply)
+			}
+			rtts[i] = append(rtts[i], d)
+		}
+	}
+	for i := range pairs {
+		suffix := ""
+		if i > 0 {
+			suffix = ", mTLS"
+		}
+		fmt.Fprintf(stdout, "inline Get across processes (%d B, %d objects%s): p50 %v  p99 %v\n", *smallSize, len(gets[i]), suffix,
+			percentile(gets[i], 50), percentile(gets[i], 99))
+		fmt.Fprintf(stdout, "Proto.Actor request/response round trip%s:    p50 %v  p99 %v\n", suffix, percentile(rtts[i], 50), percentile(rtts[i], 99))
+	}
+	if *withTLS {
+		pct := func(plain, tls time.Duration) float64 {
+			return 100 * (tls.Seconds() - plain.Seconds()) / plain.Seconds()
+		}
+		g0, g1 := percentile(gets[0], 50), percentile(gets[1], 50)
+		r0, r1 := percentile(rtts[0], 50), percentile(rtts[1], 50)
+		fmt.Fprintf(stdout, "TLS cost: %s Get median %v -> %v (%+.0f%% time, %.0f -> %.0f MB/s); inline Get p50 %v -> %v (%+.0f%%); round trip p50 %v -> %v (%+.0f%%)\n",
+			sizeName(size), medians[0].Round(time.Millisecond), medians[1].Round(time.Millisecond), pct(medians[0], medians[1]),
+			float64(size)/medians[0].Seconds()/1e6, float64(size)/medians[1].Seconds()/1e6,
+			g0, g1, pct(g0, g1), r0, r1, pct(r0, r1))
+	}
+	for _, p := range pairs {
+		p.close()
+	}
+	pairs = nil
+	return nil
+}
+
+// p2pOpts are the parameters of a p2p benchmark.
+type p2pOpts struct {
+	size, chunk            int64
+	reps, small, smallSize int
+	logLevel               string
+}
+
+// p2pTLS are the certificate files of a pair over mutual TLS.
+type p2pTLS struct{ ca, cert, key string }
+
+// p2pPair is a member in this process and a peer process it started,
+// which Put the benchmark's objects and serves the same bytes on raw.
+type p2pPair struct {
+	a    *cluster.Member
+	peer *messages.NodeRef
+	raw  string
+	stop func()
+}
+
+// close stops the peer first (it exits when its stdin closes), so that
+// the local member's stop is not a failure it reports, then the member.
+func (p *p2pPair) close() {
+	if p.stop != nil {
+		p.stop()
+		p.stop = nil
+	}
+}
+
+// p2pStart starts a pair, over mutual TLS with tlsFiles (nil: plaintext),
+// and waits until the peer has Put its objects.
+func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer) (pair *p2pPair, err error) {
 	ports, err := freeLoopbackPorts(5)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hostA, hostB := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[2])
 	seeds := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[1], ports[3])
 	raw := fmt.Sprintf("127.0.0.1:%d", ports[4])
-
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	peerCtx, stopPeer := context.WithCancel(ctx)
-	defer stopPeer()
 	cmd := exec.CommandContext(peerCtx, exe, "bench", p2pPeerCommand, "-bind", hostB, "-manage-port", strconv.Itoa(ports[3]),
-		"-seeds", seeds, "-size", strconv.FormatInt(size, 10), "-reps", strconv.Itoa(*reps), "-raw", raw,
-		"-capacity", strconv.FormatInt(int64(*reps)*size+64<<20, 10), "-chunk-size", strconv.FormatInt(chunk, 10),
-		"-log-level", *logLevel)
+		"-seeds", seeds, "-size", strconv.FormatInt(o.size, 10), "-reps", strconv.Itoa(o.reps), "-raw", raw,
+		"-capacity", strconv.FormatInt(int64(o.reps)*o.size+64<<20, 10), "-chunk-size", strconv.FormatInt(o.chunk, 10),
+		"-log-level", o.logLevel)
+	if tlsFiles != nil {
+		cmd.Args = append(cmd.Args, "-tls-cert", tlsFiles.cert, "-tls-key", tlsFiles.key, "-tls-ca", tlsFiles.ca)
+	}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe() // the peer exits when this closes
 	if err != nil {
-		return err
+		stopPeer()
+		return nil, err
 	}
-	defer stdin.Close()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		stopPeer()
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		stopPeer()
+		return nil, err
 	}
 	peerDone := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(peerDone)
 	}()
-	// The peer stops first (it exits when its stdin closes), so that this
-	// member's stop is not a failure it reports.
-	shutdownPeer := func() {
+	pair = &p2pPair{raw: raw}
+	pair.stop = func() {
 		stdin.Close()
 		select {
 		case <-peerDone:
@@ -128,8 +329,16 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			stopPeer()
 			<-peerDone
 		}
+		stopPeer()
+		if pair.a != nil {
+			pair.a.Stop()
+		}
 	}
-	defer shutdownPeer()
+	defer func() {
+		if err != nil {
+			pair.close()
+		}
+	}()
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -146,125 +355,42 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 	log := logrus.New()
 	log.SetOutput(stderr)
-	if lvl, err := logrus.ParseLevel(*logLevel); err == nil {
+	if lvl, err := logrus.ParseLevel(o.logLevel); err == nil {
 		log.SetLevel(lvl)
 	}
-	a, err := cluster.Join(ctx, cluster.MemberConfig{Bind: hostA, ManagePort: ports[1], Seeds: strings.Split(seeds, ","),
-		Capacity: size + 64<<20, ChunkSize: int(chunk), Log: log, DefaultTimeout: 5 * time.Minute})
-	if err != nil {
-		return err
+	mcfg := cluster.MemberConfig{Bind: hostA, ManagePort: ports[1], Seeds: strings.Split(seeds, ","),
+		Capacity: o.size + 64<<20, ChunkSize: int(o.chunk), Log: log, DefaultTimeout: 5 * time.Minute}
+	if tlsFiles != nil {
+		mcfg.TLSCert, mcfg.TLSKey, mcfg.TLSCA = tlsFiles.cert, tlsFiles.key, tlsFiles.ca
 	}
-	defer a.Stop()
-	fmt.Fprintf(stdout, "p2p: %s between two processes on loopback (members %s and %s), %d reps, variants interleaved\n",
-		sizeName(size), hostA, hostB, *reps)
+	if pair.a, err = cluster.Join(ctx, mcfg); err != nil {
+		return nil, err
+	}
 	select {
 	case err := <-ready:
 		if err != nil {
-			return err
+			return nil, err
 		}
 	case <-time.After(5 * time.Minute):
-		return errors.New("the peer process was not ready within 5 minutes")
+		return nil, errors.New("the peer process was not ready within 5 minutes")
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = a.WaitMembers(wctx, 2)
+	err = pair.a.WaitMembers(wctx, 2)
 	cancel()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var peer *messages.NodeRef
-	for _, n := range a.Members() {
-		if n.GetNodeId() != a.ID() {
-			peer = n
+	for _, n := range pair.a.Members() {
+		if n.GetNodeId() != pair.a.ID() {
+			pair.peer = n
 		}
 	}
-	if peer == nil {
-		return errors.New("the peer is not a member")
+	if pair.peer == nil {
+		return nil, errors.New("the peer is not a member")
 	}
-	want := p2pData(size)
-
-	var ours, plain []time.Duration
-	for rep := 0; rep < *reps; rep++ {
-		for _, variant := range []int{rep % 2, 1 - rep%2} {
-			if variant == 0 {
-				d, err := p2pGet(ctx, a, fmt.Sprintf("p2p-%d", rep), want)
-				if err != nil {
-					return err
-				}
-				ours = append(ours, d)
-			} else {
-				d, err := p2pPlain(ctx, raw, want)
-				if err != nil {
-					return err
-				}
-				plain = append(plain, d)
-			}
-		}
-	}
-	slices.Sort(ours)
-	slices.Sort(plain)
-	om, pm := ours[len(ours)/2], plain[len(plain)/2]
-	fmt.Fprintf(stdout, "hoplite data plane  median %-12v %7.0f MB/s   (min %v, max %v)\n", om.Round(time.Millisecond),
-		float64(size)/om.Seconds()/1e6, ours[0].Round(time.Millisecond), ours[len(ours)-1].Round(time.Millisecond))
-	fmt.Fprintf(stdout, "plain TCP copy      median %-12v %7.0f MB/s   (min %v, max %v)\n", pm.Round(time.Millisecond),
-		float64(size)/pm.Seconds()/1e6, plain[0].Round(time.Millisecond), plain[len(plain)-1].Round(time.Millisecond))
-	fmt.Fprintf(stdout, "hoplite / plain TCP throughput: %.2fx by median, %.2fx best vs best (target >= 0.8x)\n",
-		pm.Seconds()/om.Seconds(), plain[0].Seconds()/ours[0].Seconds())
-
-	// Small objects: the peer creates them (through its store node, on
-	// remote), their directory shard is on the peer, and this member Gets
-	// each once: a Locate across the processes answered inline.
-	peerClient := a.ClientOf(peer)
-	payload := bytes.Repeat([]byte{0x5a}, *smallSize)
-	var ids []string
-	for i := 0; len(ids) < *small; i++ {
-		if id := fmt.Sprintf("small-%d", i); a.ShardOwner(id) == peer.GetNodeId() {
-			ids = append(ids, id)
-		}
-	}
-	for _, id := range ids {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := peerClient.Put(pctx, id, payload)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("put %s on the peer: %w", id, err)
-		}
-	}
-	gets := make([]time.Duration, 0, len(ids))
-	for _, id := range ids {
-		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		t := time.Now()
-		b, err := a.Client().Get(gctx, id)
-		d := time.Since(t)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("get %s: %w", id, err)
-		}
-		if !bytes.Equal(b, payload) {
-			return fmt.Errorf("get %s returned other bytes", id)
-		}
-		gets = append(gets, d)
-	}
-	echo := actor.NewPID(peer.GetAddress(), p2pEcho)
-	rtts := make([]time.Duration, 0, *small)
-	for i := 0; i < *small; i++ {
-		t := time.Now()
-		res, err := a.System().Root.RequestFuture(echo, &messages.MemberLeaving{MemberId: "ping"}, 10*time.Second).Result()
-		d := time.Since(t)
-		if err != nil {
-			return fmt.Errorf("round trip: %w", err)
-		}
-		if _, ok := res.(*messages.MemberLeaving); !ok {
-			return fmt.Errorf("round trip: unexpected reply %T", res)
-		}
-		rtts = append(rtts, d)
-	}
-	fmt.Fprintf(stdout, "inline Get across processes (%d B, %d objects): p50 %v  p99 %v\n", *smallSize, len(gets),
-		percentile(gets, 50), percentile(gets, 99))
-	fmt.Fprintf(stdout, "Proto.Actor request/response round trip:    p50 %v  p99 %v\n", percentile(rtts, 50), percentile(rtts, 99))
-	shutdownPeer()
-	return nil
+	return pair, nil
 }
 
 func p2pGet(ctx context.Context, a *cluster.Member, id string, want []byte) (time.Duration, error) {

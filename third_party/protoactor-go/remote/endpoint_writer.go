@@ -45,6 +45,11 @@ func (state *endpointWriter) initialize(ctx actor.Context) {
 		err = state.initializeInternal()
 		if err != nil {
 			state.remote.Logger().Error("EndpointWriter failed to connect", slog.String("address", state.address), slog.Any("error", err), slog.Int("retry", i))
+			// Hoplite patch: a failed attempt closes its gRPC connection.
+			// Upstream kept it, and gRPC went on reconnecting to the dead
+			// address in the background until the writer stopped, which
+			// a writer whose endpoint manager had already stopped never did.
+			state.closeClientConn()
 			// Hoplite patch: no wait after the last attempt. Watchers of
 			// the address learn it is gone only once this returns, and
 			// upstream slept 2 s even when no retry followed.

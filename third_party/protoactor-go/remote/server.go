@@ -68,7 +68,8 @@ func (r *Remote) BlockList() *BlockList { return r.blocklist }
 func (r *Remote) Start() {
 	lis, err := net.Listen("tcp", r.config.Address())
 	if err != nil {
-		panic(fmt.Errorf("failed to listen: %v", err))
+		// Hoplite patch: %w, so that a port in use is errors.Is(EADDRINUSE).
+		panic(fmt.Errorf("failed to listen: %w", err))
 	}
 
 	var address string

@@ -1,12 +1,16 @@
 package automanaged
 
 import (
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/context"
@@ -40,11 +44,23 @@ type AutoManagedProvider struct {
 	memberPort            int
 	knownKinds            []string
 	knownNodes            []*NodeModel
+	hostsMu               sync.Mutex // Hoplite patch: hosts grow at run time (AddHosts)
 	hosts                 []string
 	refreshTTL            time.Duration
-	clusterTTLError       error
-	clusterMonitorError   error
-	cluster               *cluster.Cluster
+	// Hoplite patch: a member is dropped from the topology only after
+	// healthMisses consecutive failed checks (a refused connection is
+	// conclusive at once); lastSeen keeps it in until then.
+	healthMisses int
+	healthMu     sync.Mutex
+	missed       map[string]int
+	lastSeen     map[string]*NodeModel
+	healthErr    map[string]error // by member id: why it was last missed
+	// Hoplite patch: scheme is "https" once WithTLS set the client's
+	// certificates ("http" upstream).
+	scheme              string
+	clusterTTLError     error
+	clusterMonitorError error
+	cluster             *cluster.Cluster
 }
 
 // New creates a AutoManagedProvider that connects locally
@@ -85,6 +101,39 @@ func NewWithConfig(refreshTTL time.Duration, autoManPort int, hosts ...string) *
 	}
 
 	return p
+}
+
+// WithHealthCheck sets how members are checked (Hoplite patch): each check
+// waits at most timeout, and a member leaves the topology only after
+// misses consecutive failed checks, or at once when its health port
+// refuses the connection (nothing listens: the process is gone). Upstream
+// drops a member after one check slower than 2 s and blocks its id for
+// good, which expels members that were only slow.
+func (p *AutoManagedProvider) WithHealthCheck(timeout time.Duration, misses int) *AutoManagedProvider {
+	p.httpClient.Timeout = timeout
+	p.healthMisses = max(misses, 1)
+	return p
+}
+
+// WithTLS checks members over HTTPS with cfg (Hoplite patch): cfg holds
+// this member's client certificate and the CA the members' health servers
+// are verified against (mutual TLS: the server serves /_health only to
+// clients whose certificate its CA signed).
+func (p *AutoManagedProvider) WithTLS(cfg *tls.Config) *AutoManagedProvider {
+	if t, ok := p.httpClient.Transport.(*http.Transport); ok {
+		t.TLSClientConfig = cfg
+		t.TLSHandshakeTimeout = p.httpClient.Timeout
+	}
+	p.scheme = "https"
+	return p
+}
+
+// HealthError is why the member id was last missed by a health check, or
+// nil (Hoplite patch: the evidence for a member that left the topology).
+func (p *AutoManagedProvider) HealthError(id string) error {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	return p.healthErr[id]
 }
 
 // NewWithTesting creates a testable provider
@@ -262,17 +311,48 @@ func (p *AutoManagedProvider) monitorStatuses() {
 	time.Sleep(p.refreshTTL)
 }
 
+// AddHosts adds automanaged endpoints (host:port) to the ones polled; it
+// returns those that were new. Hoplite patch: upstream's host list is
+// fixed at construction, so a member whose seeds name only some members
+// never saw the others (nor they it); Hoplite's members tell each other
+// the seeds they know.
+func (p *AutoManagedProvider) AddHosts(hosts ...string) []string {
+	p.hostsMu.Lock()
+	defer p.hostsMu.Unlock()
+	var added []string
+	for _, h := range hosts {
+		if h != "" && !slices.Contains(p.hosts, h) {
+			p.hosts = append(p.hosts, h)
+			added = append(added, h)
+		}
+	}
+	return added
+}
+
+// Hosts are the automanaged endpoints polled (Hoplite patch, with AddHosts).
+func (p *AutoManagedProvider) Hosts() []string {
+	p.hostsMu.Lock()
+	defer p.hostsMu.Unlock()
+	return slices.Clone(p.hosts)
+}
+
 // checkNodes pings all the nodes and returns the new cluster topology
 func (p *AutoManagedProvider) checkNodes() ([]*NodeModel, error) {
-	allNodes := make([]*NodeModel, len(p.hosts))
+	hosts := p.Hosts() // Hoplite patch: a copy, AddHosts may grow the list
+	allNodes := make([]*NodeModel, len(hosts))
+	errs := make([]error, len(hosts))
 	g, _ := errgroup.WithContext(context.Background())
 
-	for indice, nodeHost := range p.hosts {
+	for indice, nodeHost := range hosts {
 		idx, el := indice, nodeHost // https://golang.org/doc/faq#closures_and_goroutines
 
 		// Calling go funcs to execute the node check
 		g.Go(func() error {
-			url := fmt.Sprintf("http://%s/_health", el)
+			scheme := p.scheme // Hoplite patch: https with WithTLS
+			if scheme == "" {
+				scheme = "http"
+			}
+			url := fmt.Sprintf("%s://%s/_health", scheme, el)
 			req, err := http.NewRequest("GET", url, nil)
 			if err != nil {
 				p.cluster.Logger().Error("Couldn't request node health status", slog.Any("error", err), slog.String("autoManMemberUrl", url))
@@ -282,6 +362,7 @@ func (p *AutoManagedProvider) checkNodes() ([]*NodeModel, error) {
 			resp, err := p.httpClient.Do(req)
 			if err != nil {
 				p.cluster.Logger().Error("Bad connection to the node health status", slog.Any("error", err), slog.String("autoManMemberUrl", url))
+				errs[idx] = err
 				return err
 			}
 
@@ -290,6 +371,7 @@ func (p *AutoManagedProvider) checkNodes() ([]*NodeModel, error) {
 			if resp.StatusCode != http.StatusOK {
 				err = fmt.Errorf("non 200 status returned: %d - from node: %s", resp.StatusCode, el)
 				p.cluster.Logger().Error("Bad response from the node health status", slog.Any("error", err), slog.String("autoManMemberUrl", url))
+				errs[idx] = err
 				return err
 			}
 
@@ -298,6 +380,7 @@ func (p *AutoManagedProvider) checkNodes() ([]*NodeModel, error) {
 			if err != nil {
 				err = fmt.Errorf("could not deserialize response: %v - from node: %s", resp, el)
 				p.cluster.Logger().Error("Bad data from the node health status", slog.Any("error", err), slog.String("autoManMemberUrl", url))
+				errs[idx] = err
 				return err
 			}
 
@@ -308,6 +391,7 @@ func (p *AutoManagedProvider) checkNodes() ([]*NodeModel, error) {
 
 	// waits until all functions have returned
 	err := g.Wait()
+	p.tolerateMisses(hosts, allNodes, errs)
 	var retNodes []*NodeModel
 
 	// clear out the nil ones
@@ -318,6 +402,44 @@ func (p *AutoManagedProvider) checkNodes() ([]*NodeModel, error) {
 	}
 
 	return retNodes, err
+}
+
+// tolerateMisses keeps a member that failed fewer than healthMisses checks
+// in a row in the topology, as it was last seen (Hoplite patch).
+// hosts are the hosts checked, in the order of nodes and errs.
+func (p *AutoManagedProvider) tolerateMisses(hosts []string, nodes []*NodeModel, errs []error) {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	if p.missed == nil {
+		p.missed, p.lastSeen, p.healthErr = map[string]int{}, map[string]*NodeModel{}, map[string]error{}
+	}
+	for i, host := range hosts {
+		if nodes[i] != nil {
+			p.missed[host] = 0
+			p.lastSeen[host] = nodes[i]
+			delete(p.healthErr, nodes[i].ID)
+			continue
+		}
+		last := p.lastSeen[host]
+		if last == nil {
+			continue // never seen: nothing to keep
+		}
+		p.missed[host]++
+		if errs[i] != nil {
+			p.healthErr[last.ID] = fmt.Errorf("%d consecutive failed health checks of %s, the last: %w", p.missed[host], host, errs[i])
+		}
+		if p.missed[host] < max(p.healthMisses, 1) && !refused(errs[i]) {
+			nodes[i] = last
+			continue
+		}
+		delete(p.lastSeen, host)
+		p.missed[host] = 0
+	}
+}
+
+// refused reports a connection refused: nothing listens on the port.
+func refused(err error) bool {
+	return err != nil && errors.Is(err, syscall.ECONNREFUSED)
 }
 
 func (p *AutoManagedProvider) deregisterService() {

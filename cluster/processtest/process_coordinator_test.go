@@ -1,4 +1,4 @@
-package cluster
+package processtest
 
 import (
 	"context"

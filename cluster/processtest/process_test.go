@@ -1,4 +1,4 @@
-package cluster
+package processtest
 
 import (
 	"bufio"
@@ -25,11 +25,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
-	"github.com/sirupsen/logrus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -212,24 +210,9 @@ var (
 func newTestClient(t *testing.T) *testClient {
 	t.Helper()
 	clientOnce.Do(func() {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			clientErr = err
-			return
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		log := logrus.New()
-		log.SetOutput(io.Discard)
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return memberLogger(log, "test-client")
-		}))
-		rc := remote.Configure("127.0.0.1", port,
-			remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
-			remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
-		rc.MaxRetryCount = 1
-		r := remote.NewRemote(system, rc)
+		port := freePorts(t, 1)[0]
+		system := actor.NewActorSystem(actor.WithLoggerFactory(quietSlog))
+		r := remote.NewRemote(system, cluster.RemoteConfig("127.0.0.1", port, nil, nil))
 		defer func() {
 			if p := recover(); p != nil {
 				clientErr = fmt.Errorf("start the test client: %v", p)
@@ -251,7 +234,7 @@ func (c *testClient) of(p *nodeProc) *storenode.Client {
 // view asks a member for its live members.
 func (c *testClient) view(p *nodeProc) ([]string, error) {
 	res, err := c.system.Root.RequestFuture(actor.NewPID(p.address, "node/members"),
-		&messages.MemberHello{ProtocolVersion: ProtocolVersion, Shards: testShards}, 2*time.Second).Result()
+		&messages.MemberHello{ProtocolVersion: cluster.ProtocolVersion, Shards: testShards}, 2*time.Second).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +281,7 @@ const testShards = 64
 // member owner hosts in view.
 func idOwnedBy(t *testing.T, view []string, owner, prefix string) string {
 	t.Helper()
-	owners := shardOwners(view, testShards)
+	owners := cluster.ShardOwners(view, testShards)
 	for i := 0; i < 1<<16; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
 		if owners[directory.ShardIndex(id, testShards)] == owner {
@@ -623,7 +606,8 @@ func replace(nodes []*nodeProc, old, nu *nodeProc) []*nodeProc {
 
 // TestProcessBadInput: a member that speaks another protocol version is
 // refused with a clear error and the cluster logs and ignores it; ports
-// in use and an unreachable provider are clear errors, not crashes.
+// in use, an unreachable provider and a removed one are clear errors,
+// not crashes.
 func TestProcessBadInput(t *testing.T) {
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 3)
@@ -668,10 +652,15 @@ func TestProcessBadInput(t *testing.T) {
 	if out := exitOf(busy); !strings.Contains(out, "automanaged port") || !strings.Contains(out, "address already in use") {
 		t.Fatalf("manage port in use: %s", tail(out, 5))
 	}
-	free := freePorts(t, 1)[0]
-	noConsul := startNode(t, bin, slots[2], seeds, "-provider", "consul", "-provider-address", "127.0.0.1:"+strconv.Itoa(free))
-	if out := exitOf(noConsul); !strings.Contains(out, "consul server at 127.0.0.1:"+strconv.Itoa(free)+" is unreachable") {
-		t.Fatalf("consul unreachable: %s", tail(out, 5))
+	// An etcd server nobody listens for; the consul provider, removed.
+	free := "127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0])
+	noEtcd := startNode(t, bin, slots[2], seeds, "-provider", "etcd", "-provider-address", free, "-join-timeout", "2s")
+	if out := exitOf(noEtcd); !strings.Contains(out, "etcd server at "+free+": unreachable") || strings.Contains(out, "panic") {
+		t.Fatalf("etcd unreachable: %s", tail(out, 5))
+	}
+	consul := startNode(t, bin, slots[2], seeds, "-provider", "consul")
+	if out := exitOf(consul); !strings.Contains(out, `membership provider "consul" is not supported`) {
+		t.Fatalf("consul: %s", tail(out, 5))
 	}
 }
 
@@ -728,4 +717,9 @@ func TestProcessGracefulLeave(t *testing.T) {
 	for _, n := range []*nodeProc{a, b} {
 		logged(t, n, "member leaving: moving its shards", map[string]string{"leaving": leaver.id})
 	}
+}
+
+// quietSlog discards a test client's Proto.Actor logs.
+func quietSlog(*actor.ActorSystem) *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

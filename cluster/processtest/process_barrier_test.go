@@ -1,4 +1,4 @@
-package cluster
+package processtest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/cluster"
 )
 
 // Barriers on `hoplite node` processes, used from a process outside the
@@ -32,7 +33,7 @@ func TestProcessBarriers(t *testing.T) {
 		addrs = append(addrs, n.address)
 		byID[n.id] = n
 	}
-	bc := NewBarrierClient(c.system, addrs...)
+	bc := cluster.NewBarrierClient(c.system, addrs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

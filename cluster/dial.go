@@ -1,0 +1,355 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// Client is a client of a running cluster that is not a member of it: a
+// small Proto.Actor actor system of its own that sends the application
+// messages to one member's store node (Put, Get, Delete, Reduce, Info and
+// the typed helpers of storenode.Client, promoted) and asks the members
+// and directory shards what an operator wants to see (Members, List,
+// Status). It holds no objects and no shards; the member it dialed is the
+// creator of what it Puts.
+type Client struct {
+	*storenode.Client
+	system  *actor.ActorSystem
+	remote  *remote.Remote
+	member  string // the dialed member's actor system address
+	timeout time.Duration
+}
+
+// DialOption configures Dial.
+type DialOption func(*dialConfig)
+
+type dialConfig struct {
+	bind    string
+	timeout time.Duration
+	log     *logrus.Logger
+	tls     *tls.Config
+}
+
+// WithBind sets the client's own address HOST:PORT, which the members
+// connect back to with their replies (default: the local address that
+// routes to the member, on a free port).
+func WithBind(hostPort string) DialOption { return func(c *dialConfig) { c.bind = hostPort } }
+
+// WithTimeout bounds calls whose context has no deadline (default 30s).
+func WithTimeout(d time.Duration) DialOption { return func(c *dialConfig) { c.timeout = d } }
+
+// WithLogger receives Proto.Actor's logs (default: discarded).
+func WithLogger(l *logrus.Logger) DialOption { return func(c *dialConfig) { c.log = l } }
+
+// WithTLS talks to a cluster that runs mutual TLS, with a certificate
+// its CA signed (see TLSConfig).
+func WithTLS(cfg *tls.Config) DialOption { return func(c *dialConfig) { c.tls = cfg } }
+
+// MemberInfo is one live member as a member reports it.
+type MemberInfo struct {
+	ID, Address string
+}
+
+// Dial connects to the cluster that the member at addr (its actor system
+// address, HOST:PORT, as `hoplite node` prints it) belongs to, and checks
+// that the member answers and speaks this protocol version. Errors are
+// typed: INVALID_ARGUMENT for a bad address, UNAVAILABLE for a member that
+// does not answer before ctx ends (or is not a Hoplite member), and
+// INVALID_ARGUMENT also for one that speaks another protocol version.
+func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error) {
+	cfg := dialConfig{timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || port == "" {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "member address %q: want HOST:PORT", addr)
+	}
+	if cfg.bind == "" {
+		cfg.bind = net.JoinHostPort(routeTo(addr), "0")
+	}
+	bhost, bport, err := net.SplitHostPort(cfg.bind)
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "client address %q: want HOST:PORT", cfg.bind)
+	}
+	pn, err := net.LookupPort("tcp", bport)
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "client address %q: %v", cfg.bind, err)
+	}
+	log := cfg.log
+	if log == nil {
+		log = logrus.New()
+		log.SetOutput(io.Discard)
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return memberLogger(log, "client")
+	}))
+	r := remote.NewRemote(system, RemoteConfig(bhost, pn, cfg.tls, log))
+	if err := startRemote(r); err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "client address %s: %v", cfg.bind, err)
+	}
+	c := &Client{system: system, remote: r, member: addr, timeout: cfg.timeout}
+	hello, err := c.hello(ctx, addr)
+	if err != nil {
+		// Not c.Close(): a connection attempt to something that is not a
+		// member may hold Proto.Actor's shutdown for gRPC's connect
+		// timeout; it ends by itself.
+		go c.shutdown()
+		return nil, err
+	}
+	c.Client = storenode.NewClient(system.Root, hello.GetStore().PID(), cfg.timeout)
+	return c, nil
+}
+
+// startRemote runs Proto.Actor's Remote.Start, which panics on a port in
+// use.
+func startRemote(r *remote.Remote) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if e, ok := p.(error); ok {
+				err = e
+				return
+			}
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	r.Start()
+	return nil
+}
+
+// routeTo is the local address the system would use to reach addr (a UDP
+// "connection" sends nothing); loopback if it cannot tell.
+func routeTo(addr string) string {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// request asks pid and waits for the answer, within ctx or the client's
+// default timeout.
+func (c *Client) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	return actorutil.Request(ctx, c.system.Root, pid, msg)
+}
+
+// hello greets the member at addr without joining (no member id).
+func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloReply, error) {
+	res, err := c.request(ctx, actor.NewPID(addr, memberRoot+"/"+membersName), &messages.MemberHello{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not answer (is it a hoplite node's actor system address?): %s",
+			addr, strings.TrimPrefix(err.Error(), "hoplite: "))
+	}
+	r, ok := res.(*messages.MemberHelloReply)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s answered %s, not a handshake", addr, actorutil.TypeName(res))
+	}
+	if r.GetProtocolVersion() != ProtocolVersion {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "member %s speaks protocol version %d, this client %d",
+			addr, r.GetProtocolVersion(), ProtocolVersion)
+	}
+	if len(r.GetView()) != len(r.GetViewAddresses()) || r.GetShards() <= 0 || r.GetStore() == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s sent an incomplete handshake", addr)
+	}
+	return r, nil
+}
+
+// Members lists the live members as the dialed member sees them, sorted
+// by id.
+func (c *Client) Members(ctx context.Context) ([]MemberInfo, error) {
+	r, err := c.hello(ctx, c.member)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MemberInfo, len(r.GetView()))
+	for i, id := range r.GetView() {
+		out[i] = MemberInfo{ID: id, Address: r.GetViewAddresses()[i]}
+	}
+	return out, nil
+}
+
+// ListPage is one page of List.
+type ListPage struct {
+	Objects []*messages.ObjectSummary
+	// Next continues the listing (pass it to List); "" after the last page.
+	Next string
+}
+
+// List lists the cluster's objects, shard by shard, at most limit per
+// page (1..1000; 0 means 1000), starting at cursor ("" from the start).
+// Objects appear in id order within a shard, shards in index order; an
+// object Put or deleted meanwhile may or may not appear. A shard that is
+// moving is retried within ctx.
+func (c *Client) List(ctx context.Context, cursor string, limit int) (ListPage, error) {
+	if limit < 0 || limit > 1000 {
+		return ListPage{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "list limit %d: want 1..1000", limit)
+	}
+	shard, after, err := parseCursor(cursor)
+	if err != nil {
+		return ListPage{}, err
+	}
+	r, err := c.hello(ctx, c.member)
+	if err != nil {
+		return ListPage{}, err
+	}
+	shards := int(r.GetShards())
+	owners := shardOwners(r.GetView(), shards)
+	addrOf := map[string]string{}
+	for i, id := range r.GetView() {
+		addrOf[id] = r.GetViewAddresses()[i]
+	}
+	if limit == 0 {
+		limit = 1000
+	}
+	var page ListPage
+	for ; shard < shards; shard, after = shard+1, "" {
+		reply, err := c.listShard(ctx, shardPID(addrOf[owners[shard]], shard), shard, after, limit-len(page.Objects))
+		if err != nil {
+			return ListPage{}, err
+		}
+		page.Objects = append(page.Objects, reply.GetObjects()...)
+		if reply.GetMore() {
+			page.Next = formatCursor(shard, page.Objects[len(page.Objects)-1].GetObjectId())
+			return page, nil
+		}
+		if len(page.Objects) >= limit {
+			if shard+1 < shards {
+				page.Next = formatCursor(shard+1, "")
+			}
+			return page, nil
+		}
+	}
+	return page, nil
+}
+
+// listShard asks one shard for a page, retrying while it moves.
+func (c *Client) listShard(ctx context.Context, pid *actor.PID, shard int, after string, limit int) (*messages.ListObjectsReply, error) {
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		res, err := c.request(ctx, pid, &messages.ListObjects{Shard: int32(shard), After: after, Limit: int32(limit)})
+		if r, ok := res.(*messages.ListObjectsReply); err == nil && ok {
+			if r.GetError() != nil {
+				return nil, r.GetError()
+			}
+			return r, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("unexpected reply %s", actorutil.TypeName(res))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %d at %s: %v", shard, pid.GetAddress(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// formatCursor and parseCursor: "SHARD/ID-AFTER".
+func formatCursor(shard int, after string) string { return fmt.Sprintf("%d/%s", shard, after) }
+
+func parseCursor(s string) (int, string, error) {
+	if s == "" {
+		return 0, "", nil
+	}
+	n, after, ok := strings.Cut(s, "/")
+	var shard int
+	if _, err := fmt.Sscanf(n, "%d", &shard); !ok || err != nil || shard < 0 {
+		return 0, "", messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "list cursor %q: not one that List returned", s)
+	}
+	return shard, after, nil
+}
+
+// Status is a cluster's state as `hoplite status` shows it.
+type Status struct {
+	Members []MemberStatus
+	// Shards is the number of directory shards; Owners[j] is shard j's
+	// member.
+	Shards int
+	Owners []string
+}
+
+// MemberStatus is one member's store and measurements (Err if it did not
+// answer).
+type MemberStatus struct {
+	MemberInfo
+	Shards int // directory shards it hosts
+	Node   *messages.NodeStatusReply
+	Err    error
+}
+
+// Status asks every live member for its store's use and its measured
+// network (latency L and bandwidth B), in parallel.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	r, err := c.hello(ctx, c.member)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Shards: int(r.GetShards()), Owners: shardOwners(r.GetView(), int(r.GetShards()))}
+	st.Members = make([]MemberStatus, len(r.GetView()))
+	done := make(chan struct{}, len(st.Members))
+	for i, id := range r.GetView() {
+		ms := &st.Members[i]
+		ms.MemberInfo = MemberInfo{ID: id, Address: r.GetViewAddresses()[i]}
+		for _, o := range st.Owners {
+			if o == id {
+				ms.Shards++
+			}
+		}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			res, err := c.request(ctx, actor.NewPID(ms.Address, memberRoot+"/"+storeName), &messages.NodeStatus{})
+			if n, ok := res.(*messages.NodeStatusReply); err == nil && ok {
+				ms.Node = n
+				return
+			}
+			if err == nil {
+				err = fmt.Errorf("unexpected reply %s", actorutil.TypeName(res))
+			}
+			ms.Err = err
+		}()
+	}
+	for range st.Members {
+		<-done
+	}
+	slices.SortFunc(st.Members, func(a, b MemberStatus) int { return strings.Compare(a.ID, b.ID) })
+	return st, nil
+}
+
+// Close stops the client's actor system. It returns within 2 s; a
+// connection still being attempted then finishes stopping by itself.
+func (c *Client) Close() {
+	done := make(chan struct{})
+	go func() {
+		c.shutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+func (c *Client) shutdown() {
+	c.remote.Shutdown(false)
+	c.system.Shutdown()
+}

@@ -1,0 +1,435 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ProviderError says that a membership provider's server (etcd) could not
+// be used: which server, at which address, doing what. It matches
+// messages.ErrUnavailable with errors.Is.
+type ProviderError struct {
+	Provider string // "etcd"
+	Address  string // the server's host:port
+	Op       string // what failed, in words
+	Err      error  // the client library's error
+}
+
+func (e *ProviderError) Error() string {
+	return fmt.Sprintf("%s server at %s: %s: %v", e.Provider, e.Address, e.Op, e.Err)
+}
+
+// Unwrap is the client library's error (context.DeadlineExceeded when the
+// server did not answer in time).
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, messages.ErrUnavailable) true.
+func (e *ProviderError) Is(target error) bool { return messages.ErrUnavailable.Is(target) }
+
+// etcdLeaseTTL is how long a member's key outlives its last keep-alive:
+// a member killed with SIGKILL leaves the topology this long after (its
+// crash is usually detected sooner, on the connections to it). Shorter
+// leases would drop a live member whose keep-alives a busy machine
+// delays.
+const etcdLeaseTTL = 5 // seconds
+
+// EtcdLeaseTTL is how long, in seconds, a member's etcd registration
+// outlives the member (its lease): the others see a member that stopped
+// answering etcd leave within it.
+const EtcdLeaseTTL = etcdLeaseTTL
+
+// etcdKeepAlive is how often a member renews its lease, and the deadline
+// of every request of the provider's loops.
+const etcdKeepAlive = time.Second
+
+// etcdGrace is how long, after an outage or once this member's own key
+// is found missing, members that are known but have no key are kept:
+// long enough for every live member to notice and register again.
+const etcdGrace = etcdLeaseTTL*time.Second + 2*etcdKeepAlive
+
+// etcdResync is how often the member list is read in full besides the
+// watch (a watch that a restarted server silently dropped, or one that
+// resumed at a revision the server no longer has, is replaced).
+const etcdResync = 2 * time.Second
+
+// etcdProvider is Hoplite's etcd membership provider: each member puts
+// a key under /hoplite/<cluster>/members/ bound to a lease it keeps alive,
+// and watches the prefix; the keys are the topology. It replaces
+// Proto.Actor's provider, which names members differently from the member
+// ids Hoplite greets (so members never saw each other), waits on
+// context.TODO() (a server that never answers hangs the start for good)
+// and drops its lease when the server is briefly away.
+//
+// While the server is unreachable the topology is frozen at its last
+// state: members keep serving what they hold (failures are still
+// detected on the connections between members) and the outage is logged
+// once. When the server answers again the member registers again if its
+// lease expired meanwhile, and for one lease TTL it keeps the members it
+// knew even if their keys are not back yet (they are re-registering too):
+// an etcd outage longer than the TTL does not make the cluster declare
+// all its members failed.
+type etcdProvider struct {
+	address string
+	prefix  string
+	cli     *clientv3.Client
+	log     *logrus.Entry
+	// startCtx bounds the registration in StartMember (the join's
+	// context: the join timeout, and the caller's cancellation).
+	startCtx context.Context
+
+	ctx    context.Context // the loops' lifetime
+	cancel context.CancelFunc
+	loops  sync.WaitGroup
+	resync chan struct{} // the lease loop registered again: read the list
+
+	list   *pcluster.MemberList
+	selfID string
+	key    string
+	val    []byte
+
+	mu         sync.Mutex
+	lease      clientv3.LeaseID
+	down       error     // the outage being logged, or nil
+	graceUntil time.Time // after an outage: keep the members known before
+	published  map[string]*pcluster.Member
+}
+
+// etcdEntry is the value of a member's key.
+type etcdEntry struct {
+	ID    string   `json:"id"`
+	Host  string   `json:"host"`
+	Port  int32    `json:"port"`
+	Kinds []string `json:"kinds,omitempty"`
+}
+
+// newEtcdProvider connects to the etcd server at address and checks that
+// it is one: a Status request answered before ctx's deadline (at most
+// 10 s). The client dials lazily, so an open port that is not etcd would
+// otherwise only show up later as requests that never succeed.
+func newEtcdProvider(ctx context.Context, address, clusterName string, log *logrus.Entry) (*etcdProvider, error) {
+	fail := func(op string, err error) (*etcdProvider, error) {
+		return nil, &ProviderError{Provider: ProviderEtcd, Address: address, Op: op, Err: err}
+	}
+	log = log.WithFields(logrus.Fields{"provider": ProviderEtcd, "provider_address": address})
+	// Said before the wait, so that a start that waits says on what.
+	log.Info("checking the membership provider's server")
+	// A closed port fails at once here; gRPC would retry it until the
+	// deadline and then say only that the deadline passed.
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return fail("unreachable", err)
+	}
+	_ = c.Close()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{address},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(), // our own log says what matters
+		// A server that vanished without closing the connection (a host
+		// that died, a network cut) is noticed and redialled within
+		// seconds, not when the kernel gives up on the connection.
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second,
+		// gRPC's reconnect backoff grows to two minutes: after a long
+		// outage a member would reconnect that long after the server is
+		// back, past the others' grace period (they would declare it
+		// failed). Every member retries at least every 2 s instead.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 200 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		})},
+	})
+	if err != nil {
+		return fail("connect", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := cli.Status(cctx, address)
+	if err != nil {
+		_ = cli.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer in time (is it an etcd server?): %w", err)
+		}
+		return fail("status request", err)
+	}
+	if st.Header == nil || st.Header.ClusterId == 0 {
+		_ = cli.Close()
+		return fail("status request", errors.New("the answer names no etcd cluster"))
+	}
+	pctx, pcancel := context.WithCancel(context.Background())
+	return &etcdProvider{address: address, prefix: "/hoplite/" + clusterName + "/members/", cli: cli,
+		log:      log,
+		startCtx: ctx, ctx: pctx, cancel: pcancel, resync: make(chan struct{}, 1),
+		published: map[string]*pcluster.Member{}}, nil
+}
+
+func (p *etcdProvider) err(op string, err error) error {
+	return &ProviderError{Provider: ProviderEtcd, Address: p.address, Op: op, Err: err}
+}
+
+// StartMember registers the member and starts following the topology.
+// It returns once the member's key is written and the first member list
+// was published, or with a *ProviderError when the join's deadline
+// passes first.
+func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return fmt.Errorf("etcd provider: %w", err)
+	}
+	id := c.ActorSystem.ID
+	p.list, p.selfID = c.MemberList, id
+	p.key = p.prefix + id
+	p.val, _ = json.Marshal(etcdEntry{ID: id, Host: host, Port: int32(port), Kinds: c.GetClusterKinds()})
+	if err := p.register(p.startCtx); err != nil {
+		return err
+	}
+	rev, err := p.refresh(p.startCtx)
+	if err != nil {
+		return err
+	}
+	p.loops.Add(2)
+	go p.keepAlive()
+	go p.follow(rev)
+	return nil
+}
+
+// StartClient is not supported: Hoplite's clients are members.
+func (p *etcdProvider) StartClient(*pcluster.Cluster) error {
+	return errors.New("etcd provider: clients are not supported")
+}
+
+// Shutdown stops the loops; graceful revokes the lease, so the others see
+// the member go at once rather than after the lease TTL.
+func (p *etcdProvider) Shutdown(graceful bool) error {
+	p.cancel()
+	p.loops.Wait()
+	p.mu.Lock()
+	lease := p.lease
+	p.mu.Unlock()
+	if graceful && lease != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = p.cli.Revoke(ctx, lease)
+		cancel()
+	}
+	return p.cli.Close()
+}
+
+// register grants a lease and writes the member's key under it.
+func (p *etcdProvider) register(ctx context.Context) error {
+	lease, err := p.cli.Grant(ctx, etcdLeaseTTL)
+	if err != nil {
+		return p.err("grant a lease", err)
+	}
+	if _, err := p.cli.Put(ctx, p.key, string(p.val), clientv3.WithLease(lease.ID)); err != nil {
+		return p.err("register the member", err)
+	}
+	p.mu.Lock()
+	p.lease = lease.ID
+	p.mu.Unlock()
+	return nil
+}
+
+// refresh reads the member list and publishes it; it returns the
+// revision it read at.
+func (p *etcdProvider) refresh(ctx context.Context) (int64, error) {
+	resp, err := p.cli.Get(ctx, p.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, p.err("read the members", err)
+	}
+	// First the end of an outage (it starts the grace period), then
+	// what was read.
+	p.reachable()
+	now := map[string]*pcluster.Member{}
+	for _, kv := range resp.Kvs {
+		var e etcdEntry
+		if json.Unmarshal(kv.Value, &e) != nil || e.ID == "" || e.ID != strings.TrimPrefix(string(kv.Key), p.prefix) {
+			continue // not a member's key: ignored
+		}
+		now[e.ID] = &pcluster.Member{Id: e.ID, Host: e.Host, Port: e.Port, Kinds: e.Kinds}
+	}
+	if _, ok := now[p.selfID]; !ok {
+		// Our own key is gone while we run: the server lost its state
+		// (restarted empty) or our lease expired, maybe without an
+		// outage this member noticed. The others' keys are likely gone
+		// for the same reason: give them a lease TTL to register again
+		// (the keep-alive registers us again) before taking their
+		// absence for a departure.
+		p.mu.Lock()
+		start := !time.Now().Before(p.graceUntil)
+		if start {
+			p.graceUntil = time.Now().Add(etcdGrace)
+		}
+		p.mu.Unlock()
+		if start {
+			p.log.Warn("this member's key is missing from the membership provider: keeping the members known for a lease TTL while they register again")
+		}
+	}
+	p.publish(now)
+	return resp.Header.GetRevision(), nil
+}
+
+// publish hands the member list to Proto.Actor's member list (which
+// posts the ClusterTopology the members actor follows). Within the grace
+// period after an outage, members known before it stay in.
+func (p *etcdProvider) publish(now map[string]*pcluster.Member) {
+	p.mu.Lock()
+	if time.Now().Before(p.graceUntil) {
+		for id, m := range p.published {
+			if _, ok := now[id]; !ok {
+				now[id] = m
+			}
+		}
+	}
+	p.published = now
+	members := make([]*pcluster.Member, 0, len(now))
+	for _, m := range now {
+		members = append(members, &pcluster.Member{Id: m.Id, Host: m.Host, Port: m.Port, Kinds: slices.Clone(m.Kinds)})
+	}
+	p.mu.Unlock()
+	slices.SortFunc(members, func(a, b *pcluster.Member) int { return strings.Compare(a.Id, b.Id) })
+	p.list.UpdateClusterTopology(members)
+}
+
+// unreachable records a failed request of the loops; the first of an
+// outage is logged.
+func (p *etcdProvider) unreachable(err error) {
+	if p.ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	first := p.down == nil
+	p.down = err
+	n := len(p.published)
+	p.mu.Unlock()
+	if first {
+		p.log.WithError(err).WithField("members", n).Warn(
+			"membership provider unreachable: the membership is frozen at its last view; this member keeps serving what it holds")
+	}
+}
+
+// reachable records a successful request; the end of an outage is logged
+// and starts the grace period.
+func (p *etcdProvider) reachable() {
+	p.mu.Lock()
+	was := p.down
+	p.down = nil
+	if was != nil {
+		p.graceUntil = time.Now().Add(etcdGrace)
+	}
+	p.mu.Unlock()
+	if was != nil {
+		p.log.Info("membership provider reachable again: membership resumed")
+		select {
+		case p.resync <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// keepAlive renews the lease every etcdKeepAlive; a lease that expired
+// while the server was away is replaced by a new registration.
+func (p *etcdProvider) keepAlive() {
+	defer p.loops.Done()
+	t := time.NewTicker(etcdKeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, etcdKeepAlive)
+		p.mu.Lock()
+		lease := p.lease
+		p.mu.Unlock()
+		_, err := p.cli.KeepAliveOnce(ctx, lease)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			p.log.Warn("membership lease expired (the provider was unreachable for longer than its TTL): registering again")
+			err = p.register(ctx)
+		}
+		cancel()
+		if err != nil {
+			p.unreachable(err)
+			continue
+		}
+		p.reachable()
+	}
+}
+
+// follow publishes the member list on every change: a watch from the
+// revision last read, a full read every etcdResync and after an outage.
+func (p *etcdProvider) follow(rev int64) {
+	defer p.loops.Done()
+	resync := time.NewTicker(etcdResync)
+	defer resync.Stop()
+	for p.ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(p.ctx))
+		events := p.cli.Watch(wctx, p.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+		rev = p.watch(events, resync.C)
+		cancel()
+	}
+}
+
+// watch follows one watch until it ends or a full read is due; it
+// returns the revision to watch from next.
+func (p *etcdProvider) watch(events clientv3.WatchChan, resync <-chan time.Time) int64 {
+	read := func() (int64, bool) {
+		ctx, cancel := context.WithTimeout(p.ctx, etcdKeepAlive)
+		defer cancel()
+		rev, err := p.refresh(ctx)
+		if err != nil {
+			p.unreachable(err)
+			return 0, false
+		}
+		return rev, true
+	}
+	for {
+		select {
+		case <-p.ctx.Done():
+			return 0
+		case resp, ok := <-events:
+			if !ok || resp.Canceled || resp.Err() != nil {
+				// Ended (compacted, no leader, server gone): read again
+				// once it answers, then watch from there.
+				for {
+					if rev, ok := read(); ok {
+						return rev
+					}
+					select {
+					case <-p.ctx.Done():
+						return 0
+					case <-time.After(etcdKeepAlive):
+					}
+				}
+			}
+			if len(resp.Events) > 0 {
+				if _, ok := read(); !ok {
+					return resp.Header.GetRevision()
+				}
+			}
+		case <-resync:
+			// A full read as a safety net; the watch goes on.
+			read()
+		case <-p.resync:
+			if rev, ok := read(); ok {
+				return rev
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/labstack/echo"
+)
+
+// Seed exchange for the automanaged provider. Its membership is the seeds
+// that answer its health polls, so members configured with different seed
+// lists saw different clusters: README's Join example (a new member whose
+// seeds are one member and itself) saw two members while the others saw
+// three, and nothing converged. Members therefore tell each other the
+// seeds they know: every refresh interval a member posts its list to one
+// seed chosen at random, which adds the ones it lacks and answers with
+// its own list, which the poster adds. Every member then polls the union
+// of all the seed lists: one seed that reaches the cluster is enough.
+
+// seedsPath is the seed exchange endpoint on a member's manage port.
+const seedsPath = "/_hoplite/seeds"
+
+// seedExchange is the body of a seed exchange, both ways.
+type seedExchange struct {
+	Cluster string   `json:"cluster"`
+	Seeds   []string `json:"seeds"`
+}
+
+// serveSeeds answers seed exchanges on the manage port's HTTP server.
+func (m *Member) serveSeeds(e *echo.Echo, p *automanaged.AutoManagedProvider) {
+	e.POST(seedsPath, func(c echo.Context) error {
+		var in seedExchange
+		if err := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 1<<20)).Decode(&in); err != nil {
+			return c.String(http.StatusBadRequest, "bad seed exchange: "+err.Error())
+		}
+		if in.Cluster != m.cfg.ClusterName {
+			// Another cluster: keep the lists apart.
+			return c.String(http.StatusConflict, "cluster "+m.cfg.ClusterName+", not "+in.Cluster)
+		}
+		m.learnSeeds(p, in.Seeds, "from a peer's exchange")
+		return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Hosts()})
+	})
+}
+
+// learnSeeds adds seeds to the provider's polled hosts, logging the new
+// ones.
+func (m *Member) learnSeeds(p *automanaged.AutoManagedProvider, seeds []string, how string) {
+	var valid []string
+	for _, s := range seeds {
+		if len(s) > 0 && len(s) < 300 {
+			valid = append(valid, s)
+		}
+	}
+	if added := p.AddHosts(valid...); len(added) > 0 {
+		slices.Sort(added)
+		m.log.WithField("seeds", added).Info("learned seeds " + how)
+	}
+}
+
+// exchangeSeeds runs the seed exchange until the member stops.
+func (m *Member) exchangeSeeds(p *automanaged.AutoManagedProvider, self string) {
+	// The manage port speaks mutual TLS when the member does: present
+	// this member's certificate, as the health checks do.
+	tr := &http.Transport{TLSClientConfig: m.cfg.tls, TLSHandshakeTimeout: time.Second}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: time.Second}
+	scheme := "http"
+	if m.cfg.tls != nil {
+		scheme = "https"
+	}
+	t := time.NewTicker(m.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-t.C:
+		}
+		hosts := slices.DeleteFunc(p.Hosts(), func(h string) bool { return h == self })
+		if len(hosts) == 0 {
+			continue
+		}
+		peer := hosts[rand.IntN(len(hosts))]
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		seeds, err := postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Hosts()})
+		cancel()
+		if err != nil {
+			// Not up, gone, or another cluster: its health poll says
+			// which, and the next round asks another.
+			continue
+		}
+		m.learnSeeds(p, seeds, "from "+peer)
+	}
+}
+
+func postSeeds(ctx context.Context, client *http.Client, scheme, peer string, out seedExchange) ([]string, error) {
+	body, _ := json.Marshal(out)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+peer+seedsPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("seed exchange with %s: %s", peer, resp.Status)
+	}
+	var in seedExchange
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&in); err != nil {
+		return nil, fmt.Errorf("seed exchange with %s: %w", peer, err)
+	}
+	return in.Seeds, nil
+}

@@ -1,0 +1,149 @@
+// Package testutil holds the small helpers that the cluster's in-process
+// tests and its multi-process tests (cluster/processtest) share.
+package testutil
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// RandomBytes are n bytes drawn from seed (the same seed, the same bytes).
+func RandomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8; k++ {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for i := n - n%8; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// Eventually waits until cond holds, failing t after d.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// FreePorts returns n loopback ports nothing listened on a moment ago,
+// below the kernel's ephemeral range: a port from that range can be taken
+// as the source port of any outgoing connection between the moment it is
+// chosen and the moment a member binds it (a process test failed on
+// "address already in use" that way). Ports are never handed out twice
+// in one test binary.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	out, err := freePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// FreeAddr is one such port on 127.0.0.1, as HOST:PORT.
+func FreeAddr() (string, error) {
+	p, err := freePorts(1)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p[0]), nil
+}
+
+func freePorts(n int) ([]int, error) {
+	lo, hi := 20000, ephemeralLow()
+	if hi-lo < 1000 {
+		lo = 1024 // a kernel configured with a wide ephemeral range
+	}
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("no %d free loopback ports in [%d, %d)", n, lo, hi)
+		}
+		port := lo + rand.IntN(hi-lo)
+		if portsGiven[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // in use
+		}
+		ln.Close()
+		portsGiven[port] = true
+		out = append(out, port)
+	}
+	return out, nil
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 32768
+	}
+	v, err := strconv.Atoi(f[0])
+	if err != nil || v <= 1024 {
+		return 32768
+	}
+	return v
+}
+
+// SyncBuffer collects output written from several goroutines.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// SenderOf returns who each receiver fetched from, per the shard's records.
+func SenderOf(info *messages.ObjectInfo) map[string]string {
+	m := map[string]string{}
+	for _, tr := range info.GetTransfers() {
+		if !tr.GetAborted() {
+			m[tr.GetReceiver()] = tr.GetSender()
+		}
+	}
+	return m
+}
