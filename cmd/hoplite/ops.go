@@ -27,7 +27,15 @@ flags:
 type opsCommand struct {
 	name, args, doc string
 	nargs           [2]int // min, max positional arguments
-	run             func(ctx context.Context, c *cluster.Client, args []string, stdin io.Reader, stdout io.Writer) error
+	run             func(ctx context.Context, c *cluster.Client, args []string, io opsIO) error
+}
+
+// opsIO is where an operator command reads and writes; progress is drawn
+// on stderr when it is a terminal.
+type opsIO struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	tty            bool
 }
 
 var opsCommands = map[string]opsCommand{
@@ -97,7 +105,7 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	if name == "ls" {
 		return opLs(ctx, c, cursor, limit, all, stdout)
 	}
-	return oc.run(ctx, c, fs.Args(), stdin, stdout)
+	return oc.run(ctx, c, fs.Args(), opsIO{stdin: stdin, stdout: stdout, stderr: stderr, tty: isTerminal(stderr)})
 }
 
 // usageError is a bad command line (exit status 2).
@@ -112,42 +120,72 @@ func cmp(s, empty string) string {
 	return s
 }
 
-func opPut(ctx context.Context, c *cluster.Client, args []string, stdin io.Reader, stdout io.Writer) error {
-	in := stdin
+func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
+	in := o.stdin
+	var size int64 // 0: unknown (standard input)
 	if len(args) == 2 && args[1] != "-" {
 		f, err := os.Open(args[1])
 		if err != nil {
 			return err
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
 		in = f
 	}
+	prog := newTransferProgress(o.stderr, o.tty, "put "+args[0], size)
+	defer prog.end()
 	// Objects are immutable and stored whole: read it all first, so that
 	// a read error stores nothing.
-	data, err := io.ReadAll(in)
+	prog.counting("reading", size)
+	data, err := io.ReadAll(progressReader{r: in, p: prog})
 	if err != nil {
 		return fmt.Errorf("read the object: %w", err)
+	}
+	if len(data) >= progressMin || size > 0 {
+		prog.waiting(fmt.Sprintf("storing %s", bytesString(int64(len(data)))))
 	}
 	if err := c.Put(ctx, args[0], data); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "put %s (%d bytes)\n", args[0], len(data))
+	prog.end()
+	fmt.Fprintf(o.stdout, "put %s (%d bytes)\n", args[0], len(data))
 	return nil
 }
 
-func opGet(ctx context.Context, c *cluster.Client, args []string, _ io.Reader, stdout io.Writer) error {
+func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
+	toFile := len(args) == 2 && args[1] != "-"
+	// The size is unknown until the object arrives: draw while it is
+	// fetched, then while a large one is written.
+	prog := newTransferProgress(o.stderr, o.tty && (toFile || !isTerminal(o.stdout)), "get "+args[0], 0)
+	defer prog.end()
+	prog.waiting("fetching")
 	data, err := c.Get(ctx, args[0])
 	if err != nil {
 		return err
 	}
-	if len(args) == 2 && args[1] != "-" {
-		return os.WriteFile(args[1], data, 0o644)
+	if !toFile {
+		prog.end()
+		_, err = o.stdout.Write(data)
+		return err
 	}
-	_, err = stdout.Write(data)
-	return err
+	f, err := os.Create(args[1])
+	if err != nil {
+		return err
+	}
+	if len(data) >= progressMin {
+		prog.counting("writing", int64(len(data)))
+	}
+	if err := writeCounted(f, data, prog); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
-func opRm(ctx context.Context, c *cluster.Client, args []string, _ io.Reader, stdout io.Writer) error {
+func opRm(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
+	stdout := o.stdout
 	for _, id := range args {
 		if err := c.Delete(ctx, id); err != nil {
 			return fmt.Errorf("%s: %w", id, err)
@@ -157,7 +195,8 @@ func opRm(ctx context.Context, c *cluster.Client, args []string, _ io.Reader, st
 	return nil
 }
 
-func opStat(ctx context.Context, c *cluster.Client, args []string, _ io.Reader, stdout io.Writer) error {
+func opStat(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
+	stdout := o.stdout
 	info, err := c.Info(ctx, args[0], false)
 	if err != nil {
 		return err
@@ -212,7 +251,8 @@ func opLs(ctx context.Context, c *cluster.Client, cursor string, limit int, all 
 	}
 }
 
-func opMembers(ctx context.Context, c *cluster.Client, _ []string, _ io.Reader, stdout io.Writer) error {
+func opMembers(ctx context.Context, c *cluster.Client, _ []string, o opsIO) error {
+	stdout := o.stdout
 	ms, err := c.Members(ctx)
 	if err != nil {
 		return err
@@ -223,7 +263,8 @@ func opMembers(ctx context.Context, c *cluster.Client, _ []string, _ io.Reader, 
 	return nil
 }
 
-func opStatus(ctx context.Context, c *cluster.Client, _ []string, _ io.Reader, stdout io.Writer) error {
+func opStatus(ctx context.Context, c *cluster.Client, _ []string, o opsIO) error {
+	stdout := o.stdout
 	st, err := c.Status(ctx)
 	if err != nil {
 		return err
