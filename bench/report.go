@@ -186,7 +186,7 @@ func (r *Report) WriteTable(w io.Writer) {
 // ResultLines are the machine-readable summary: one line per comparison,
 // `RESULT scenario=broadcast nodes=8 size=33554432 ours=1.234s
 // ideal=0.671s naive=...s mpi-default=...s ...` (a system that did not
-// run shows skipped or failed).
+// run shows skipped or failed); with ours-tls, last, ours-tls/ours=1.050x.
 func (r *Report) ResultLines() []string {
 	var lines []string
 	var cur []Result
@@ -214,6 +214,12 @@ func (r *Report) ResultLines() []string {
 		for _, res := range cur {
 			if res.System != SysOurs {
 				fmt.Fprintf(&b, " %s=%s", res.System, val(res))
+			}
+		}
+		// TLS's cost at a glance: ours-tls's median over ours's.
+		for _, res := range cur {
+			if res.System == SysOursTLS && res.ok() && res.Ratio > 0 {
+				fmt.Fprintf(&b, " %s/%s=%sx", SysOursTLS, SysOurs, strconv.FormatFloat(res.Ratio, 'f', 3, 64))
 			}
 		}
 		lines = append(lines, b.String())

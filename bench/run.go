@@ -49,6 +49,10 @@ type Options struct {
 	LogLevel logrus.Level
 	// Testbed, if set, runs on the testbed's hosts instead of in process.
 	Testbed *Testbed
+	// TLS adds the system ours-tls: ours with every node over mutual TLS
+	// (certificates made for the run), its repetitions interleaved with
+	// ours's. Testbed only: the in-process cluster has no TLS.
+	TLS bool
 
 	// newBackend replaces the embedded cluster (tests).
 	newBackend func(o *Options, s system, log *logrus.Logger) (backend, error)
@@ -83,6 +87,12 @@ func (o *Options) withDefaults() (*Options, error) {
 		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" {
 			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask or gloo)", p)
 		}
+	}
+	if c.TLS && c.Testbed == nil {
+		return nil, errors.New("--tls needs --testbed: the in-process cluster runs without TLS")
+	}
+	if c.TLS && c.Scenario == "failure" {
+		return nil, errors.New("--tls is not for the failure scenario")
 	}
 	if c.Reps == 0 {
 		c.Reps = 3
@@ -213,7 +223,7 @@ func (r *runner) run(ctx context.Context) error {
 		r.times[gi] = make([][]time.Duration, len(r.systems))
 		r.failed[gi], r.firstErr[gi], r.dead[gi] = make([]int, len(r.systems)), make([]error, len(r.systems)), make([]bool, len(r.systems))
 	}
-	if r.o.Testbed != nil {
+	if r.o.Testbed != nil && r.o.newBackend == nil { // tests stand in for the testbed's nodes
 		tb, err := startTestbedRun(ctx, r.o, r.prog)
 		if err != nil {
 			return err
@@ -221,14 +231,29 @@ func (r *runner) run(ctx context.Context) error {
 		r.tb = tb
 		defer tb.close()
 	}
-	interleave := r.o.Testbed == nil && r.o.Scenario != "failure"
-	if interleave {
-		r.runInterleaved(ctx)
-	} else {
-		for si, s := range r.systems {
-			if s.ours() {
+	var ours []int
+	for si, s := range r.systems {
+		if s.ours() {
+			ours = append(ours, si)
+		}
+	}
+	switch {
+	case r.o.Testbed == nil && r.o.Scenario != "failure":
+		r.runInterleaved(ctx, ours)
+	case r.o.TLS:
+		// ours and ours-tls side by side (both node sets up at once), so
+		// that load from elsewhere falls on both; the others one after
+		// another, as without --tls.
+		pair := []int{ours[0], slices.IndexFunc(r.systems, func(s system) bool { return s.tls })}
+		r.runInterleaved(ctx, pair)
+		for _, si := range ours {
+			if !slices.Contains(pair, si) {
 				r.runSystem(ctx, si)
 			}
+		}
+	default:
+		for _, si := range ours {
+			r.runSystem(ctx, si)
 		}
 	}
 	if r.tb != nil {
@@ -300,10 +325,12 @@ func (r *runner) fail(gi, si int, err error) {
 	}
 }
 
-// runInterleaved runs every system's repetitions in turn, rotating the
-// order, all backends open at once: in process, where they cost nothing
-// while idle, drift (other load on the machine) hits every system alike.
-func (r *runner) runInterleaved(ctx context.Context) {
+// runInterleaved runs the repetitions of the systems ours (indices into
+// r.systems) in turn, rotating the order, all their backends open at
+// once: drift (other load on the machine) hits every system alike. In
+// process idle backends cost nothing; on the testbed only ours and
+// ours-tls run this way.
+func (r *runner) runInterleaved(ctx context.Context, ours []int) {
 	backends := make([]backend, len(r.systems))
 	defer func() {
 		for _, b := range backends {
@@ -312,12 +339,6 @@ func (r *runner) runInterleaved(ctx context.Context) {
 			}
 		}
 	}()
-	var ours []int
-	for si, s := range r.systems {
-		if s.ours() {
-			ours = append(ours, si)
-		}
-	}
 	for gi := range r.groups {
 		for rep := -r.o.Warmup; rep < r.o.Reps; rep++ {
 			for k := range ours {

@@ -43,6 +43,8 @@ const (
 	SysGlooDefault = "gloo-default"
 	SysGlooBest    = "gloo-best"
 	SysOursFailure = "ours-failure"
+	// SysOursTLS is ours with every node over mutual TLS (--tls).
+	SysOursTLS = "ours-tls"
 )
 
 // DegreeN in Options.Degrees stands for N, the number of hosts.
@@ -63,6 +65,7 @@ type system struct {
 	degree int    // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
 	shape  string // Config.ReduceShape / hoplite node -reduce-shape ("": d-ary)
 	kill   bool   // the failure variant: a participant is killed at 50 %
+	tls    bool   // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
 	peer   string
 	alg    string // the peer's --algorithm (mpi, gloo)
 }
@@ -130,6 +133,9 @@ func (o *Options) groups() []group {
 // systems lists the columns of a scenario, ours first.
 func (o *Options) systems() []system {
 	out := []system{{name: SysOurs}}
+	if o.TLS {
+		out = append(out, system{name: SysOursTLS, tls: true})
+	}
 	switch o.Scenario {
 	case "failure":
 		return append(out, system{name: SysOursFailure, kill: true})

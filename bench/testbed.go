@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,10 +21,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -66,14 +71,17 @@ func TestbedFromEnv() (tb *Testbed, ok bool, err error) {
 }
 
 // testbedRun is the driver: a Proto.Actor remote actor system on the
-// bridge that talks to the nodes' store nodes and bench agents.
+// bridge that talks to the nodes' store nodes and bench agents, and with
+// --tls a second one over mutual TLS for the nodes of ours-tls.
 type testbedRun struct {
-	o      *Options
-	tb     *Testbed
-	system *actor.ActorSystem
-	prog   *progress
-	logDir string
-	gen    int
+	o         *Options
+	tb        *Testbed
+	system    *actor.ActorSystem
+	tlsSystem *actor.ActorSystem // nil without --tls
+	certs     certs.Files        // the run's certificates (--tls)
+	prog      *progress
+	logDir    string
+	gen       int
 }
 
 const maxRemoteMessage = 256 << 20
@@ -98,31 +106,93 @@ func startTestbedRun(_ context.Context, o *Options, prog *progress) (t *testbedR
 	if err != nil {
 		return nil, err
 	}
+	t = &testbedRun{o: o, tb: tb, prog: prog, logDir: logDir}
 	port, err := freePort(tb.Bridge)
 	if err != nil {
 		return nil, fmt.Errorf("driver address on the bridge %s: %w", tb.Bridge, err)
 	}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(driverLog, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}))
 	rc := remote.Configure(tb.Bridge, port,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage)),
 		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
 	rc.MaxRetryCount = 1
-	r := remote.NewRemote(system, rc)
+	if t.system, err = startDriver(rc, driverLog); err != nil {
+		return nil, fmt.Errorf("start the driver on %s:%d: %w", tb.Bridge, port, err)
+	}
+	where := fmt.Sprintf("driver %s:%d", tb.Bridge, port)
+	if o.TLS {
+		if t.tlsSystem, t.certs, err = startTLSDriver(tb, logDir, driverLog); err != nil {
+			t.system.Shutdown()
+			return nil, err
+		}
+		where += fmt.Sprintf(", over TLS %s (certificates in %s)", t.tlsSystem.Address(), filepath.Dir(t.certs.CA))
+	}
+	prog.logf("testbed: %d hosts, %s, logs in %s", o.Nodes, where, logDir)
+	return t, nil
+}
+
+// startDriver starts an actor system with remote rc, logging to log.
+func startDriver(rc *remote.Config, log io.Writer) (system *actor.ActorSystem, err error) {
+	system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}))
 	defer func() {
 		if p := recover(); p != nil { // Proto.Actor panics on a port in use
-			err = fmt.Errorf("start the driver on %s:%d: %v", tb.Bridge, port, p)
+			system.Shutdown()
+			system, err = nil, fmt.Errorf("%v", p)
 		}
 	}()
-	r.Start()
-	prog.logf("testbed: %d hosts, driver %s:%d, logs in %s", o.Nodes, tb.Bridge, port, logDir)
-	return &testbedRun{o: o, tb: tb, system: system, prog: prog, logDir: logDir}, nil
+	remote.NewRemote(system, rc).Start()
+	return system, nil
+}
+
+// tlsHosts are the SANs of a testbed run's member certificate: every
+// host, and the bridge address the driver serves on (the nodes dial it
+// back with its IP as the TLS server name).
+func tlsHosts(tb *Testbed) []string {
+	return append(slices.Clone(tb.Hosts), tb.Bridge)
+}
+
+// startTLSDriver makes the run's certificates in logDir/tls (one CA, one
+// member certificate for every host and the bridge, which the driver
+// presents too) and starts the driver's actor system for the nodes of
+// ours-tls: remote over mutual TLS (cluster.RemoteConfig) on the bridge.
+func startTLSDriver(tb *Testbed, logDir string, log io.Writer) (*actor.ActorSystem, certs.Files, error) {
+	files, err := certs.Generate(filepath.Join(logDir, "tls"), tlsHosts(tb))
+	if err != nil {
+		return nil, certs.Files{}, err
+	}
+	cfg, err := cluster.TLSConfig(files.Cert, files.Key, files.CA)
+	if err != nil {
+		return nil, certs.Files{}, err
+	}
+	port, err := freePort(tb.Bridge)
+	if err != nil {
+		return nil, certs.Files{}, fmt.Errorf("TLS driver address on the bridge %s: %w", tb.Bridge, err)
+	}
+	l := logrus.New()
+	l.SetOutput(log)
+	l.SetLevel(logrus.WarnLevel)
+	system, err := startDriver(cluster.RemoteConfig(tb.Bridge, port, cfg, l), log)
+	if err != nil {
+		return nil, certs.Files{}, fmt.Errorf("start the TLS driver on %s:%d: %w", tb.Bridge, port, err)
+	}
+	return system, files, nil
 }
 
 func (t *testbedRun) close() {
 	t.system.Shutdown()
+	if t.tlsSystem != nil {
+		t.tlsSystem.Shutdown()
+	}
+}
+
+// systemFor is the driver's actor system for s's nodes.
+func (t *testbedRun) systemFor(s system) *actor.ActorSystem {
+	if s.tls {
+		return t.tlsSystem
+	}
+	return t.system
 }
 
 func freePort(host string) (int, error) {
@@ -150,11 +220,13 @@ var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+)
 // nodeSet is the testbed's hoplite cluster for one system: the backend.
 type nodeSet struct {
 	t     *testbedRun
+	sys   *actor.ActorSystem // the driver's, for these nodes (TLS or not)
 	procs []*nodeProc
 	mu    sync.Mutex
 }
 
-// open starts one node per host (-naive for the naive system,
+// open starts one node per host (-naive for the naive system, -tls-cert,
+// -tls-key and -tls-ca for ours-tls,
 // -reduce-degree d for a forced degree d, -reduce-shape for the chain-leaf
 // shape: every member, since the
 // coordinator of a Reduce runs wherever its target's shard is) and waits
@@ -168,7 +240,10 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	for h := 0; h < n; h++ {
 		seeds = append(seeds, net.JoinHostPort(t.tb.Hosts[h], strconv.Itoa(managePort)))
 	}
-	ns := &nodeSet{t: t}
+	if s.tls && t.tlsSystem == nil {
+		return nil, errors.New("ours-tls without the driver's TLS actor system (Options.TLS)")
+	}
+	ns := &nodeSet{t: t, sys: t.systemFor(s)}
 	for h := 0; h < n; h++ {
 		bind := net.JoinHostPort(t.tb.Hosts[h], strconv.Itoa(bindPort))
 		p, err := t.startNode(h, bind, t.nodeArgs(h, s, bind, managePort, seeds), s.name)
@@ -197,7 +272,7 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	// directory shards are placed over the members a node sees.
 	for h := range ns.procs {
 		for {
-			res, err := t.system.Root.RequestFuture(ns.agent(h), &messages.BenchHello{}, 2*time.Second).Result()
+			res, err := ns.sys.Root.RequestFuture(ns.agent(h), &messages.BenchHello{}, 2*time.Second).Result()
 			if r, ok := res.(*messages.BenchHelloReply); ok && err == nil && int(r.GetMembers()) == n {
 				break
 			}
@@ -226,6 +301,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	}
 	if s.shape != "" {
 		args = append(args, "-reduce-shape", s.shape)
+	}
+	if s.tls {
+		args = append(args, "-tls-cert", t.certs.Cert, "-tls-key", t.certs.Key, "-tls-ca", t.certs.CA)
 	}
 	return args
 }
@@ -286,7 +364,7 @@ func (ns *nodeSet) agent(h int) *actor.PID {
 	return actor.NewPID(ns.procs[h].bind, AgentName)
 }
 
-func (ns *nodeSet) root() *actor.RootContext { return ns.t.system.Root }
+func (ns *nodeSet) root() *actor.RootContext { return ns.sys.Root }
 
 // agentErr turns an agent's reply into an error naming the host.
 func agentErr(h int, what string, e *messages.Error) error {

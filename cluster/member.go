@@ -441,8 +441,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		tcp := transport.NewTCP(transport.TCPConfig{ListenAddr: cfg.DataBind, Log: func(format string, args ...any) {
 			m.log.Debugf(format, args...)
 		}, TLS: cfg.tls, Refused: func(peer string, err error) {
-			m.log.WithFields(logrus.Fields{"peer": peer}).WithError(err).
-				Warn("refused a connection: TLS handshake failed (no client certificate, or not signed by the cluster's CA)")
+			logRefused(m.log.WithFields(logrus.Fields{"peer": peer, "port": "data"}), err)
 		}})
 		m.data, m.closeData = tcp, tcp.Close
 		dataAddr, err = tcp.Serve(m.id, served)

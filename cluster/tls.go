@@ -95,8 +95,7 @@ func (c *refusingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.Au
 	peer := conn.RemoteAddr().String()
 	nc, info, err := c.TransportCredentials.ServerHandshake(conn)
 	if err != nil {
-		c.log.WithFields(logrus.Fields{"peer": peer, "port": "remote " + c.port}).WithError(err).
-			Warn("refused a connection: TLS handshake failed (no client certificate, or not signed by the cluster's CA)")
+		logRefused(c.log.WithFields(logrus.Fields{"peer": peer, "port": "remote " + c.port}), err)
 	}
 	return nc, info, err
 }
@@ -140,8 +139,7 @@ func (c *handshakeConn) handshake() error {
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 		defer cancel()
 		if c.err = c.Conn.HandshakeContext(ctx); c.err != nil {
-			c.l.log.WithFields(logrus.Fields{"peer": c.RemoteAddr().String(), "port": fmt.Sprintf("manage %d", c.l.port)}).
-				WithError(c.err).Warn("refused a connection: TLS handshake failed (no client certificate, or not signed by the cluster's CA)")
+			logRefused(c.l.log.WithFields(logrus.Fields{"peer": c.RemoteAddr().String(), "port": fmt.Sprintf("manage %d", c.l.port)}), c.err)
 		}
 	})
 	return c.err
@@ -267,4 +265,17 @@ func speaksTLS(addr string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// logRefused logs a refused TLS handshake: at warn when the peer spoke
+// and was refused (no certificate, another CA, plaintext), at debug when
+// it closed the connection before saying anything. Members do that to
+// each other all the time: a liveness probe only opens a connection, and
+// the automanaged provider's HTTP client drops idle ones.
+func logRefused(log logrus.FieldLogger, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		log.WithError(err).Debug("a connection closed before its TLS handshake (a probe, or an idle client going away)")
+		return
+	}
+	log.WithError(err).Warn("refused a connection: TLS handshake failed (no client certificate, or not signed by the cluster's CA)")
 }

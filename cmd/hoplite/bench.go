@@ -43,7 +43,7 @@ type benchFlags struct {
 	nodes, reps, warmup, net                 int
 	size, bandwidth, peers, interval, degree string
 	jsonPath, plotPath                       string
-	testbed                                  bool
+	testbed, tls                             bool
 	script, binary, peersDir, logDir, prefix string
 	chunk, logLevel                          string
 	sizeMiB, chunkKiB                        int
@@ -62,6 +62,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.jsonPath, "json", "", "write every measurement and the machine to this JSON file")
 	fs.StringVar(&f.plotPath, "plot", "", "draw the results into this PNG file")
 	fs.BoolVar(&f.testbed, "testbed", false, "run on the network-namespace testbed (root; re-runs itself under bench/testbed run)")
+	fs.BoolVar(&f.tls, "tls", false, "with --testbed: also run ours with every node over mutual TLS (system ours-tls, certificates made for the run in the log dir), its repetitions interleaved with ours's")
 	fs.StringVar(&f.script, "testbed-script", "", "the testbed script (default: bench/testbed of the source tree)")
 	fs.StringVar(&f.prefix, "testbed-prefix", "hpb", "the testbed's namespace prefix")
 	fs.IntVar(&f.net, "testbed-net", 3, "the testbed's network: hosts are 198.18.NET.1..N")
@@ -203,7 +204,13 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 	if f.nodes < 2 {
 		return nil, fmt.Errorf("--nodes %d: need at least 2", f.nodes)
 	}
-	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup}
+	if f.tls && !f.testbed {
+		return nil, usageError{"--tls needs --testbed: the in-process cluster runs without TLS (hoplite bench p2p-tcp --tls measures TLS on loopback)"}
+	}
+	if f.tls && scenario == "failure" {
+		return nil, usageError{"--tls is not for the failure scenario"}
+	}
+	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup, TLS: f.tls}
 	var err error
 	if f.sizeMiB > 0 {
 		o.Sizes = []int64{int64(f.sizeMiB) << 20}

@@ -23,7 +23,7 @@ type transferProgress struct {
 	start  time.Time
 	phase  string
 	done   int64
-	total  int64 // 0: unknown
+	total  int64     // 0: unknown
 	drawn  time.Time // the last draw (unknown totals redraw every 100 ms)
 	pct    int64     // the last percentage drawn (known totals redraw as it moves)
 	stopCh chan struct{}
