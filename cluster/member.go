@@ -504,7 +504,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
-			Deliver: m.deliver, Log: m.log})},
+			Deliver: m.deliver, Admit: m.admitNotice, Log: m.log})},
 		{name: membersName, props: newMembersProps(m)},
 		{name: barriersName, props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: m.log, BeforeReceive: cfg.BarrierHook})},
 	}

@@ -176,6 +176,33 @@ func probe(addr string) (dead bool, err error) {
 	return errors.Is(err, syscall.ECONNREFUSED), err
 }
 
+// admitNotice refuses a failure notice whose subject this member knows
+// at another address: it is about a member of another cluster (or an
+// incarnation long gone) and reached this member because it now holds an
+// address that member's peers still sent to. Embedded clusters name their
+// members node-0, node-1, … in every process, so on a machine running
+// several of them (tests in parallel) such a late notice would otherwise
+// expel a live member of the wrong cluster.
+func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
+	addr := n.GetSubjectAddress()
+	if addr == "" {
+		return true
+	}
+	known := ""
+	if n.GetSubject() == m.id {
+		known = m.system.Address()
+	} else if idx := m.peers.Load(); idx != nil {
+		known = idx.byID[n.GetSubject()]
+	}
+	if known == "" || known == addr {
+		return true
+	}
+	m.log.WithFields(logrus.Fields{"subject": n.GetSubject(), "subject_address": addr, "known_address": known,
+		"from": n.GetFrom(), "origin": n.GetOrigin()}).
+		Info("ignored a failure notice about a member at another address (a late message for another cluster or incarnation)")
+	return false
+}
+
 // deliver runs once per failure notice at this member (in the revoke
 // actor, after the notice was forwarded).
 func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {

@@ -25,6 +25,12 @@ type ActorConfig struct {
 	// broadcast state survives restarts), so Deliver should do the part
 	// that matters first.
 	Deliver func(ctx actor.Context, d Delivery)
+	// Admit, if set, vets each copy received from another member before
+	// the broadcast core sees it: a copy it refuses is neither forwarded
+	// nor delivered. Members use it to drop notices that cannot be about
+	// their cluster (a late message to an address another cluster's
+	// member used before).
+	Admit func(m *messages.RevokeNotice) bool
 	// Log receives dropped input and overlay errors.
 	Log *logrus.Entry
 	// Options configure the Broadcaster (window, replay).
@@ -112,6 +118,9 @@ func (a *broadcasterActor) Receive(ctx actor.Context) {
 		}
 		if m.GetSubject() == "" {
 			a.cfg.Log.WithField("from", m.GetFrom()).Debug("revoke: dropped a notice without a subject")
+			return
+		}
+		if a.cfg.Admit != nil && !a.cfg.Admit(m) {
 			return
 		}
 		n := Notice{Origin: m.GetOrigin(), Subject: m.GetSubject(), Epoch: m.GetEpoch()}
