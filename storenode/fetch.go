@@ -306,7 +306,9 @@ func (f *fetchSession) storeInline(system *actor.ActorSystem, w *Writer, loc *me
 		return err
 	}
 	if err := w.Append(loc.GetInlineData()); err != nil {
-		return f.abort(system, err)
+		// Superseded (the store node restarted and a newer session owns
+		// the object): its waiters are that session's, not to be failed.
+		return f.superseded(system, err)
 	}
 	if err := f.cfg.Store.Complete(f.obj); err != nil {
 		return err

@@ -150,3 +150,60 @@ func (f *fetchFixture) warned(typ string) bool {
 	}
 	return false
 }
+
+// A fetch session superseded while it located an inline object (its store
+// node restarted, and the restarted node's session stored the object
+// first) neither wipes the newer copy nor fails it for the Gets that wait
+// on it: chaos seed 51 saw those Gets fail CANCELED "writer superseded".
+func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	defer system.Shutdown()
+	shard := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	store := NewStore(1 << 20)
+	cfg := &Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
+		Log: logrus.NewEntry(logrus.New())}
+	obj, _ := store.Reserve("x")
+	data := []byte("the object's bytes")
+	loc := &messages.LocateReply{ObjectId: "x", Size: int64(len(data)), HasInline: true, InlineData: data}
+
+	old := &fetchSession{cfg: cfg, obj: obj}
+	oldWriter := obj.NewWriter() // the session before the restart
+	newer := &fetchSession{cfg: cfg, obj: obj}
+	newWriter := obj.NewWriter() // the restarted node's session
+
+	// The newer session allocates first but has not written yet when
+	// the old one's Locate reply is handled.
+	if _, err := store.Allocate(obj, int64(len(data)), 0); err != nil {
+		t.Fatal(err)
+	}
+	used := store.Used()
+	if err := old.storeInline(system, oldWriter, loc); !errors.Is(err, messages.ErrCanceled) {
+		t.Fatalf("the superseded session: %v, want CANCELED", err)
+	}
+	if _, _, err := obj.Progress(); err != nil {
+		t.Fatalf("the superseded session failed the object: %v", err)
+	}
+	if store.Used() != used {
+		t.Fatalf("store use went from %d to %d: allocated twice", used, store.Used())
+	}
+	if err := newer.storeInline(system, newWriter, loc); err != nil {
+		t.Fatal(err)
+	}
+	b, err := obj.Bytes()
+	if err != nil || string(b) != string(data) {
+		t.Fatalf("the newer session's copy: %q, %v", b, err)
+	}
+	if store.Used() != int64(len(data)) {
+		t.Fatalf("store use %d after one %d-byte object", store.Used(), len(data))
+	}
+	// A later attempt by the old session, after the object is complete,
+	// changes nothing either.
+	if err := old.storeInline(system, oldWriter, loc); !errors.Is(err, messages.ErrCanceled) {
+		t.Fatalf("the superseded session after completion: %v", err)
+	}
+	if b, err := obj.Bytes(); err != nil || string(b) != string(data) {
+		t.Fatalf("after the old session's second try: %q, %v", b, err)
+	}
+}
