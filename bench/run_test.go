@@ -186,9 +186,11 @@ func TestWrongResultFails(t *testing.T) {
 }
 
 // A forced degree that the cluster does not apply is a failed result, not
-// a column that measures the cost model's tree under another name: of
-// d = 1, 2 and 3 the cost model's choice can match at most one, and the
-// cost model never builds the chain-leaf shape.
+// a column that measures the cost model's tree under another name. The
+// cost model's choice follows the L and B measured so far, which drift
+// under load (one run chose 1 for d=1's repetition and 2 for d=2's), so
+// of d = 1, 2 and 3 at least one fails; the cost model never builds the
+// chain-leaf shape.
 func TestIgnoredForcedDegreeFails(t *testing.T) {
 	r := smoke(t, Options{Scenario: "degree", newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
 		return openLocal(o, system{name: s.name, naive: s.naive}, log)
@@ -210,8 +212,8 @@ func TestIgnoredForcedDegreeFails(t *testing.T) {
 			t.Errorf("%s: %s %q, degree %v", res.System, res.Status, res.Reason, res.Extra["degree"])
 		}
 	}
-	if failed < 2 {
-		t.Errorf("%d of the forced degrees failed, want at least 2: %+v", failed, r.Results)
+	if failed < 1 {
+		t.Errorf("none of the forced degrees failed: %+v", r.Results)
 	}
 }
 

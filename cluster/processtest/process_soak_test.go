@@ -12,7 +12,8 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// TestProcessMemorySoak (HOPLITE_MEMORY_SOAK=rounds, e.g. 50): four
+// TestProcessMemorySoak (HOPLITE_MEMORY_SOAK=rounds, e.g. 50; a short
+// small run by default): four
 // `hoplite node` members live through rounds of a 16 MiB broadcast to
 // three members and a Reduce of four 4 MiB sources, each round's objects
 // deleted at its end. Every member's resident memory and Go heap are read
@@ -21,12 +22,15 @@ import (
 // 64 MiB of the warm round — and the resident size stays within the
 // documented bound of the store: 2 × capacity + 256 MiB.
 func TestProcessMemorySoak(t *testing.T) {
-	rounds, _ := strconv.Atoi(os.Getenv("HOPLITE_MEMORY_SOAK"))
-	if rounds == 0 {
-		t.Skip("HOPLITE_MEMORY_SOAK=rounds runs it")
-	}
-	if rounds < 20 {
-		t.Fatalf("HOPLITE_MEMORY_SOAK=%d: want at least 20 rounds", rounds)
+	// The default run is short and small (20 rounds of a 2 MiB broadcast
+	// and 512 KiB sources): the soak's sizes come with the env var.
+	rounds, size := 20, 2<<20
+	if v := os.Getenv("HOPLITE_MEMORY_SOAK"); v != "" {
+		var err error
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 20 {
+			t.Fatalf("HOPLITE_MEMORY_SOAK=%q: want at least 20 rounds", v)
+		}
+		size = 16 << 20
 	}
 	const capacity = 256 << 20
 	bin := hopliteBinary(t)
@@ -47,7 +51,7 @@ func TestProcessMemorySoak(t *testing.T) {
 	for r := range rounds {
 		creator := nodes[rng.IntN(4)]
 		id := fmt.Sprintf("soak-%d", r)
-		data := randomBytes(uint64(r), 16<<20)
+		data := randomBytes(uint64(r), size)
 		putRetry(t, c.of(creator), id, data)
 		for _, n := range without(nodes, creator) {
 			getExact(t, c.of(n), id, data)
@@ -55,7 +59,7 @@ func TestProcessMemorySoak(t *testing.T) {
 		var sources []string
 		for i, n := range nodes {
 			sid := fmt.Sprintf("soak-src-%d-%d", r, i)
-			putRetry(t, c.of(n), sid, randomBytes(uint64(1000*r+i), 4<<20))
+			putRetry(t, c.of(n), sid, randomBytes(uint64(1000*r+i), size/4))
 			sources = append(sources, sid)
 		}
 		target := fmt.Sprintf("soak-sum-%d", r)
