@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.providerAddr, "provider-address", "", "etcd server client endpoint HOST:PORT (default 127.0.0.1:2379)")
 	fs.StringVar(&f.clusterName, "cluster", "hoplite", "cluster name (members of other clusters are ignored)")
 	fs.DurationVar(&f.refresh, "refresh", 200*time.Millisecond, "how often the automanaged provider polls the seeds")
-	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof on the manage port (next to /metrics)")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof on the manage port (next to /metrics), with mutex and block profiling on")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 2*time.Second, "automanaged: how long a health check of a member may take")
 	fs.IntVar(&f.healthMisses, "health-misses", 3, "automanaged: health checks a member must miss in a row before it is dropped (a refused connection drops it at once)")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")
@@ -154,6 +155,14 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg, err := f.config(log)
 	if err != nil {
 		return err
+	}
+	if f.pprof {
+		// The process's own rates, set by the binary rather than the
+		// library: without them /debug/pprof/mutex and /block are empty.
+		// One contention event in 100 and blocking of 10 µs or more cost
+		// little beside the remote sends they sample.
+		runtime.SetMutexProfileFraction(100)
+		runtime.SetBlockProfileRate(10_000)
 	}
 	for {
 		m, err := cluster.Join(ctx, cfg)
