@@ -53,9 +53,18 @@ type Options struct {
 	// (certificates made for the run), its repetitions interleaved with
 	// ours's. Testbed only: the in-process cluster has no TLS.
 	TLS bool
+	// Profile, if set, is a directory for Go profiles of ours's testbed
+	// nodes during its measured repetitions (see profile.go): CPU,
+	// allocations, mutex and block over a window of ProfileSeconds
+	// (default 10, at most MaxProfileSeconds), and the heap after it.
+	// Testbed only; not with TLS or the failure scenario.
+	Profile        string
+	ProfileSeconds int
 
 	// newBackend replaces the embedded cluster (tests).
 	newBackend func(o *Options, s system, log *logrus.Logger) (backend, error)
+	// profileFetch replaces the HTTP fetch of a profile (tests).
+	profileFetch func(ctx context.Context, url, path string) error
 }
 
 func (o *Options) withDefaults() (*Options, error) {
@@ -93,6 +102,22 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.TLS && c.Scenario == "failure" {
 		return nil, errors.New("--tls is not for the failure scenario")
+	}
+	if c.Profile != "" {
+		switch {
+		case c.Testbed == nil:
+			return nil, errors.New("--profile needs --testbed: it profiles the testbed's hoplite node processes")
+		case c.TLS:
+			return nil, errors.New("--profile is not for --tls runs: ours-tls's reps interleave with ours's window (and its manage ports speak TLS)")
+		case c.Scenario == "failure":
+			return nil, errors.New("--profile is not for the failure scenario (a fresh cluster per repetition)")
+		}
+		if c.ProfileSeconds == 0 {
+			c.ProfileSeconds = defaultProfileSeconds
+		}
+		if c.ProfileSeconds < 1 || c.ProfileSeconds > MaxProfileSeconds {
+			return nil, fmt.Errorf("--profile-seconds %d: want 1..%d", c.ProfileSeconds, MaxProfileSeconds)
+		}
 	}
 	if c.Reps == 0 {
 		c.Reps = 3
@@ -382,6 +407,7 @@ func (r *runner) runSystem(ctx context.Context, si int) {
 			}
 			kill = Summarize(r.times[gi][0]).Median / 2
 		}
+		var prof *profileWindow // ours under --profile, from its first measured rep
 		first := -r.o.Warmup
 		if fresh {
 			first = 0 // every fresh cluster gets its own warm-up below
@@ -400,11 +426,18 @@ func (r *runner) runSystem(ctx context.Context, si int) {
 					r.measure(ctx, b, gi, si, -1, 0)
 				}
 			}
+			if rep == 0 && r.profiles(si) {
+				prof = r.startProfile(ctx, b, gi)
+			}
 			r.measure(ctx, b, gi, si, rep, kill)
 			if fresh {
 				b.Close()
 				b = nil
 			}
+		}
+		if prof != nil {
+			r.finishProfile(ctx, prof, b, gi, si, len(r.times[gi][si]), time.Since(prof.start))
+			prof = nil
 		}
 	}
 }
@@ -414,12 +447,18 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	if rep < 0 {
 		s.kill = false // warm-ups run failure-free
 	}
+	// Reps below 0 are warm-ups, reps from o.Reps on fill a profile's
+	// window (profile.go): neither is recorded, and the fill has no
+	// progress steps of its own.
+	unrecorded := rep < 0 || rep >= r.o.Reps
 	what := fmt.Sprintf("%s %s rep %d", g.label(), s.name, rep+1)
 	if rep < 0 {
 		what = fmt.Sprintf("%s %s warm-up", g.label(), s.name)
 	}
-	r.prog.step(what)
-	defer r.prog.finish()
+	if rep < r.o.Reps {
+		r.prog.step(what)
+		defer r.prog.finish()
+	}
 	mctx, cancel := context.WithTimeout(ctx, r.o.OpTimeout)
 	defer cancel()
 	m := &measurement{b: b, g: g, sys: s, nodes: r.o.Nodes, kill: kill,
@@ -441,7 +480,7 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 		r.repFailed(gi, si, fmt.Errorf("the reduce ran with a d-ary tree, not the %s shape", s.shape))
 		return
 	}
-	if rep < 0 {
+	if unrecorded {
 		return
 	}
 	r.times[gi][si] = append(r.times[gi][si], smp.d)

@@ -219,13 +219,15 @@ var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+)
 
 // nodeSet is the testbed's hoplite cluster for one system: the backend.
 type nodeSet struct {
-	t     *testbedRun
-	sys   *actor.ActorSystem // the driver's, for these nodes (TLS or not)
-	procs []*nodeProc
-	mu    sync.Mutex
+	t      *testbedRun
+	sys    *actor.ActorSystem // the driver's, for these nodes (TLS or not)
+	procs  []*nodeProc
+	manage int // every node's manage port (on its host's address)
+	mu     sync.Mutex
 }
 
-// open starts one node per host (-naive for the naive system, -tls-cert,
+// open starts one node per host (-naive for the naive system, -pprof for
+// ours under --profile, -tls-cert,
 // -tls-key and -tls-ca for ours-tls,
 // -reduce-degree d for a forced degree d, -reduce-shape for the chain-leaf
 // shape: every member, since the
@@ -243,7 +245,7 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	if s.tls && t.tlsSystem == nil {
 		return nil, errors.New("ours-tls without the driver's TLS actor system (Options.TLS)")
 	}
-	ns := &nodeSet{t: t, sys: t.systemFor(s)}
+	ns := &nodeSet{t: t, sys: t.systemFor(s), manage: managePort}
 	for h := 0; h < n; h++ {
 		bind := net.JoinHostPort(t.tb.Hosts[h], strconv.Itoa(bindPort))
 		p, err := t.startNode(h, bind, t.nodeArgs(h, s, bind, managePort, seeds), s.name)
@@ -305,6 +307,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.tls {
 		args = append(args, "-tls-cert", t.certs.Cert, "-tls-key", t.certs.Key, "-tls-ca", t.certs.CA)
 	}
+	if t.o.Profile != "" && s.name == SysOurs {
+		args = append(args, "-pprof")
+	}
 	return args
 }
 
@@ -365,6 +370,12 @@ func (ns *nodeSet) agent(h int) *actor.PID {
 }
 
 func (ns *nodeSet) root() *actor.RootContext { return ns.sys.Root }
+
+// pprofURL is host's manage port, where a node started with -pprof
+// serves /debug/pprof: its host's address, as the node listens there.
+func (ns *nodeSet) pprofURL(host int) string {
+	return "http://" + net.JoinHostPort(ns.t.tb.Hosts[host], strconv.Itoa(ns.manage))
+}
 
 // agentErr turns an agent's reply into an error naming the host.
 func agentErr(h int, what string, e *messages.Error) error {

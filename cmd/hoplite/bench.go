@@ -45,8 +45,8 @@ type benchFlags struct {
 	jsonPath, plotPath                       string
 	testbed, tls                             bool
 	script, binary, peersDir, logDir, prefix string
-	chunk, logLevel                          string
-	sizeMiB, chunkKiB                        int
+	chunk, logLevel, profile                 string
+	sizeMiB, chunkKiB, profileSeconds        int
 	linkMbps                                 float64
 }
 
@@ -70,6 +70,13 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.peersDir, "peers-dir", "", "the peers' scripts (default: bench/peers beside the testbed script)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the testbed's node and peer logs go (default: a temporary directory)")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "Hoplite's transfer chunk size, or auto: about 5 ms of the measured bandwidth (256KiB at 400mbit)")
+	fs.StringVar(&f.profile, "profile", "", "with --testbed: write Go profiles of ours's nodes (started with -pprof) to this directory, "+
+		"DIR/host-H-{cpu,heap,allocs,mutex,block}.pb.gz (DIR/<comparison>/... with several sizes or intervals). "+
+		"The CPU, allocs, mutex and block profiles cover one window of --profile-seconds opened just before ours's first measured rep "+
+		"(the warm-up is outside it); if the measured reps end sooner, ours repeats the operation unrecorded until the window closes, "+
+		"if they outlast it, it holds their first seconds (the report's notes say which). The heap is fetched after the window. "+
+		"Not with --tls or the failure scenario")
+	fs.IntVar(&f.profileSeconds, "profile-seconds", 10, fmt.Sprintf("with --profile: the profile window in seconds (1..%d)", bench.MaxProfileSeconds))
 	fs.StringVar(&f.logLevel, "log-level", "", "in process: print Hoplite's logs at this level (error, info, debug) to stderr")
 	// The flags of the earlier `hoplite bench broadcast`, still accepted.
 	fs.IntVar(&f.sizeMiB, "size-mib", 0, "legacy: object size in MiB (overrides -size)")
@@ -83,7 +90,8 @@ var legacyBenchFlags = []string{"size-mib", "link-mbps", "chunk-kib"}
 // newScenarioFlags are the flags only the scenario runner has: with none
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
-	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib"}
+	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib",
+	"profile", "profile-seconds"}
 
 // legacyP2P says whether `bench p2p ARGS` means the two-process loopback
 // benchmark (p2p.go).
@@ -210,8 +218,28 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 	if f.tls && scenario == "failure" {
 		return nil, usageError{"--tls is not for the failure scenario"}
 	}
+	if f.profile != "" {
+		switch {
+		case !f.testbed:
+			return nil, usageError{"--profile needs --testbed: it profiles the testbed's hoplite node processes (in process, go test -cpuprofile profiles the embedded cluster)"}
+		case f.tls:
+			return nil, usageError{"--profile is not for --tls runs (ours-tls's reps would run inside ours's profile window)"}
+		case scenario == "failure":
+			return nil, usageError{"--profile is not for the failure scenario (a fresh cluster per repetition)"}
+		case f.profileSeconds < 1 || f.profileSeconds > bench.MaxProfileSeconds:
+			return nil, usageError{fmt.Sprintf("--profile-seconds %d: want 1..%d", f.profileSeconds, bench.MaxProfileSeconds)}
+		}
+	}
 	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup, TLS: f.tls}
 	var err error
+	if f.profile != "" {
+		// Absolute: the run under the testbed script, and the report,
+		// name the same directory.
+		if o.Profile, err = filepath.Abs(f.profile); err != nil {
+			return nil, err
+		}
+		o.ProfileSeconds = f.profileSeconds
+	}
 	if f.sizeMiB > 0 {
 		o.Sizes = []int64{int64(f.sizeMiB) << 20}
 	} else if o.Sizes, err = bench.ParseSizes(f.size); err != nil {
