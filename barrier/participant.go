@@ -1,6 +1,7 @@
 package barrier
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,13 +80,19 @@ type participant struct {
 	counters  *counters
 	reasking  *time.Timer // armed while an Enter waits
 	entering  map[string]*messages.BarrierEnter
+	// notFound counts, per waiting label, the replicas that answered its
+	// latest round of Enters NOT_FOUND. A host answers so while it has no
+	// manager for the barrier (its replica crashed and is being rebuilt,
+	// or its member restarted): only when every replica says so does the
+	// barrier not exist.
+	notFound map[string]int
 }
 
 func (p *participant) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.enters, p.calls, p.done = map[string]waiter{}, map[uint64]chan<- proto.Message{}, map[string]outcomeKind{}
-		p.entering = map[string]*messages.BarrierEnter{}
+		p.entering, p.notFound = map[string]*messages.BarrierEnter{}, map[string]int{}
 	case setup:
 		p.replicas, p.max, p.semaphore = m.replicas, m.max, m.semaphore
 	case enterReq:
@@ -116,6 +123,7 @@ func (p *participant) Receive(ctx actor.Context) {
 	case cancelReq:
 		if w, ok := p.enters[m.label]; ok && m.label != "" && w.id == m.id {
 			delete(p.enters, m.label)
+			delete(p.notFound, m.label)
 		}
 		delete(p.calls, m.id)
 		if m.done != nil {
@@ -129,7 +137,13 @@ func (p *participant) Receive(ctx actor.Context) {
 		p.outcome(ctx, m.GetLabel(), kindCatchUp, "")
 	case *messages.BarrierRefused:
 		if w, ok := p.enters[m.GetLabel()]; ok && (m.GetRequestId() == 0 || m.GetRequestId() == w.id) {
+			if errors.Is(messages.ErrOrNil(m.GetError()), messages.ErrNotFound) {
+				if p.notFound[m.GetLabel()]++; p.notFound[m.GetLabel()] < len(p.replicas) {
+					return // another replica may know it; the next round asks again
+				}
+			}
 			delete(p.enters, m.GetLabel())
+			delete(p.notFound, m.GetLabel())
 			w.ch <- enterResult{err: errOr(m.GetError())}
 		}
 	case *messages.BarrierTimedOut:
@@ -165,6 +179,7 @@ func (p *participant) Receive(ctx actor.Context) {
 
 // sendEnter asks every replica (only the acting primary answers).
 func (p *participant) sendEnter(ctx actor.Context, enter *messages.BarrierEnter) {
+	p.notFound[enter.GetLabel()] = 0
 	for rank, r := range p.replicas {
 		m := proto.Clone(enter).(*messages.BarrierEnter)
 		m.ToRank = int32(rank)
@@ -184,6 +199,7 @@ func (p *participant) armReask(ctx actor.Context) {
 func (p *participant) outcome(ctx actor.Context, label string, kind outcomeKind, reason string) {
 	if w, ok := p.enters[label]; ok {
 		delete(p.enters, label)
+		delete(p.notFound, label)
 		w.ch <- enterResult{kind: kind, reason: reason}
 		if len(p.done) < max(p.max, 1) {
 			p.done[label] = kind
