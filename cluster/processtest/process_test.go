@@ -687,6 +687,28 @@ func TestProcessGracefulLeave(t *testing.T) {
 	putRetry(t, c.of(leaver), "only", only)
 	putRetry(t, c.of(leaver), "shared", shared)
 	getExact(t, c.of(a), "shared", shared)
+	// a's copy counts once its shard has recorded it complete: the Get
+	// returns before a's FetchDone reaches the shard, and a leave in
+	// between would count "shared" as lost too.
+	end := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		info, err := c.of(b).Info(ctx, "shared", false)
+		cancel()
+		complete := 0
+		for _, l := range info.GetLocations() {
+			if l.GetState() == messages.LocationState_COMPLETE {
+				complete++
+			}
+		}
+		if err == nil && complete >= 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the directory never listed two complete copies of shared: %v, %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	if err := leaver.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
