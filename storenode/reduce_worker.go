@@ -242,17 +242,27 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	}
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
+	refused := false
 	if err == nil {
 		if cr, ok := res.(*messages.CreateObjectReply); !ok {
 			err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)
 		} else {
 			err = messages.ErrOrNil(cr.GetError())
+			refused = err != nil
 		}
 	}
 	if err != nil {
-		// A Get may be waiting on this object (a promoted placeholder):
-		// it learns why, as UNAVAILABLE if this run was stopped.
-		w.cfg.Store.Abort(out, stopped(ctx, err))
+		// A Get may be waiting on this object (a promoted placeholder).
+		// If this run was stopped it learns UNAVAILABLE. If the shard
+		// refused the target to this run (its Reduce ended, or a newer
+		// root took over), the object is another run's to create or
+		// nobody's: the Get asks again (RESET) and waits for it as for
+		// any object, instead of failing with the refusal meant for us.
+		why := stopped(ctx, err)
+		if refused && ctx.Err() == nil {
+			why = messages.Errorf(messages.ErrorCode_RESET, "the shard refused %q to this reduce run: %v", t.GetTargetId(), err)
+		}
+		w.cfg.Store.Abort(out, why)
 		return nil, err
 	}
 	return out, nil

@@ -1,0 +1,51 @@
+package storenode
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A root whose CreateObject the shard refuses (its Reduce ended, e.g. with
+// its coordinator's member, before the root registered the target) drops
+// the target it promoted from a Get's placeholder with RESET, so the Get
+// asks again and waits for the object like any other, rather than failing
+// with the refusal meant for the run (chaos seed 20: a target Get failed
+// INVALID_ARGUMENT "not reserved for reduce").
+func TestRefusedRootCreateResetsTheWaitingGet(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	defer system.Shutdown()
+	shard := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.CreateObject); ok {
+			ctx.Respond(&messages.CreateObjectReply{ObjectId: m.GetObjectId(),
+				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", m.GetObjectId(), m.GetReduceId())})
+		}
+	}))
+	store := NewStore(1 << 20)
+	cfg := &Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
+		Log: logrus.NewEntry(logrus.New())}
+	placeholder, _ := store.Reserve("target") // a Get of the target waits here
+	w := &reduceWorker{cfg: cfg}
+	task := &messages.ReduceTask{ReduceId: "r1", TargetId: "target", OutputId: "target", Root: true, Size: 64}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := w.createOutput(ctx, system, task); !errors.Is(err, messages.ErrInvalidArgument) {
+		t.Fatalf("createOutput: %v, want the shard's INVALID_ARGUMENT", err)
+	}
+	if err := placeholder.WaitComplete(ctx); !errors.Is(err, messages.ErrReset) {
+		t.Fatalf("the waiting Get sees %v, want RESET (ask again)", err)
+	}
+	if store.Lookup("target") != nil {
+		t.Fatal("the refused target is still in the store")
+	}
+}
