@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -102,22 +100,7 @@ func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, 
 }
 
 // lockedBuffer is a log sink that tests may read while actors write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = testutil.SyncBuffer
 
 // sendIn sends msg to pid from the actor system pid lives in: test
 // messages (crash markers) are not protobuf and cannot cross Proto.Actor

@@ -1,7 +1,6 @@
 package processtest
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/hoplite-go/hoplite/internal/testutil"
@@ -13,13 +12,10 @@ type memberSlot struct{ bind, manage string }
 // memberSlots returns n free loopback slots and the seeds (every manage
 // endpoint).
 func memberSlots(t *testing.T, n int) ([]memberSlot, []string) {
-	ports := freePorts(t, 2*n)
+	binds, seeds := testutil.MemberSlots(t, n)
 	var slots []memberSlot
-	var seeds []string
-	for i := 0; i < n; i++ {
-		s := memberSlot{bind: fmt.Sprintf("127.0.0.1:%d", ports[2*i]), manage: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
-		slots = append(slots, s)
-		seeds = append(seeds, s.manage)
+	for i := range binds {
+		slots = append(slots, memberSlot{bind: binds[i], manage: seeds[i]})
 	}
 	return slots, seeds
 }

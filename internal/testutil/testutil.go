@@ -60,6 +60,18 @@ func FreePorts(t testing.TB, n int) []int {
 	return out
 }
 
+// MemberSlots returns n members' loopback addresses: each member's actor
+// system address and its manage (health) endpoint, from FreePorts.
+func MemberSlots(t testing.TB, n int) (binds, manages []string) {
+	t.Helper()
+	ports := FreePorts(t, 2*n)
+	for i := range n {
+		binds = append(binds, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
+		manages = append(manages, fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]))
+	}
+	return binds, manages
+}
+
 // FreeAddr is one such port on 127.0.0.1, as HOST:PORT.
 func FreeAddr() (string, error) {
 	p, err := freePorts(1)
