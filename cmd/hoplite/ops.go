@@ -143,9 +143,7 @@ func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 	if err != nil {
 		return fmt.Errorf("read the object: %w", err)
 	}
-	if len(data) >= progressMin || size > 0 {
-		prog.waiting(fmt.Sprintf("storing %s", bytesString(int64(len(data)))))
-	}
+	prog.waiting(fmt.Sprintf("storing %s", bytesString(int64(len(data)))))
 	if err := c.Put(ctx, args[0], data); err != nil {
 		return err
 	}
@@ -174,9 +172,7 @@ func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 	if err != nil {
 		return err
 	}
-	if len(data) >= progressMin {
-		prog.counting("writing", int64(len(data)))
-	}
+	prog.counting("writing", int64(len(data)))
 	if err := writeCounted(f, data, prog); err != nil {
 		f.Close()
 		return err
