@@ -8,8 +8,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

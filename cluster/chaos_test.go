@@ -23,8 +23,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

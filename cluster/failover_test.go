@@ -3,11 +3,12 @@ package cluster
 import (
 	"bytes"
 	"fmt"
-	"github.com/asynkron/protoactor-go/actor"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"

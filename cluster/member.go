@@ -29,10 +29,11 @@ import (
 	"golang.org/x/net/netutil"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
-	"github.com/hoplite-go/hoplite/actors/directory"
+	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -335,7 +336,7 @@ type Member struct {
 	closeData func()              // stops serving this member's objects
 	store     *storenode.Store
 	ref       *messages.NodeRef
-	failures  *directory.FailureLog
+	failures  *shard.FailureLog
 	estimator *plan.Estimator
 	metrics   *memberMetrics
 	coord     coordinator.ActorConfig
@@ -387,7 +388,7 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if cfg.embedded != nil {
 		id = cfg.embedded.id
 	}
-	m := &Member{cfg: cfg, id: id, failures: &directory.FailureLog{},
+	m := &Member{cfg: cfg, id: id, failures: &shard.FailureLog{},
 		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
 	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
 	if seeded && cfg.Provider == ProviderEtcd {
@@ -682,7 +683,7 @@ func (m *Member) shardFor(id string) *actor.PID {
 func (m *Member) storeNodes() []*messages.NodeRef { return *m.stores.Load() }
 
 func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
-	return directory.NewShardProps(directory.ShardConfig{
+	return shard.NewShardProps(shard.ShardConfig{
 		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
 			return coordinator.NewProps(m.coord, id, start, requester)

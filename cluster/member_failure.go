@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/actors/revoke"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -352,7 +353,7 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 	var lost []string
 	for _, o := range m.store.Objects() {
 		id := o.ID()
-		if strings.HasPrefix(id, "\x00") {
+		if strings.HasPrefix(id, directory.InternalPrefix) {
 			continue // reduce intermediates are not in the directory
 		}
 		if _, done, err := o.Progress(); !done || err != nil {

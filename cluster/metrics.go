@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
+	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -138,8 +138,8 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 			defer wg.Done()
 			// Local actors: a second is long; a shard that is moving is
 			// left out of this scrape.
-			res, err := c.m.system.Root.RequestFuture(pid, directory.CountObjects{}, time.Second).Result()
-			if n, ok := res.(directory.ObjectCount); err == nil && ok {
+			res, err := c.m.system.Root.RequestFuture(pid, shard.CountObjects{}, time.Second).Result()
+			if n, ok := res.(shard.ObjectCount); err == nil && ok {
 				ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Objects), pid.GetId())
 			}
 		}()

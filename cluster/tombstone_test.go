@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )

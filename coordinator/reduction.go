@@ -8,6 +8,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/kernel"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -38,7 +39,7 @@ type Config struct {
 // InternalID names the intermediate output of a tree position. It starts
 // with a NUL byte, which no object id that a user may pass ever does.
 func InternalID(reduceID string, pos int) string {
-	return fmt.Sprintf("\x00reduce/%s/%d", reduceID, pos)
+	return fmt.Sprintf("%sreduce/%s/%d", directory.InternalPrefix, reduceID, pos)
 }
 
 // ValidateReduce checks a request before anything is reserved.
@@ -46,7 +47,7 @@ func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
 	bad := func(format string, args ...any) *messages.Error {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: "+format, args...)
 	}
-	if r.GetTargetId() == "" || len(r.GetTargetId()) > maxIDLen || strings.HasPrefix(r.GetTargetId(), "\x00") {
+	if directory.ValidateApplicationID(r.GetTargetId(), maxIDLen) != nil {
 		return bad("invalid target id %q", r.GetTargetId())
 	}
 	if len(r.GetSourceIds()) == 0 {
@@ -66,7 +67,7 @@ func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
 	seen := map[string]bool{}
 	for _, s := range r.GetSourceIds() {
 		switch {
-		case s == "" || len(s) > maxIDLen || strings.HasPrefix(s, "\x00"):
+		case directory.ValidateApplicationID(s, maxIDLen) != nil:
 			return bad("invalid source id %q", s)
 		case seen[s]:
 			return bad("duplicate source id %q", s)

@@ -6,8 +6,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -136,22 +136,13 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	}
 }
 
-// validate checks an object id from an application. Ids starting with
-// NUL are reserved for the intermediate results of Reduce trees, which
-// live only in stores (directory.ValidateObjectID accepts them: the
-// directory is also asked about them internally).
+// validate checks an object id from an application.
 func (n *StoreNode) validate(id string) *messages.Error {
-	if err := directory.ValidateObjectID(id, n.cfg.MaxObjectIDLen); err != nil {
-		return err
-	}
-	if strings.HasPrefix(id, internalPrefix) {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object id %q starts with NUL, which is reserved for internal objects", id)
-	}
-	return nil
+	return directory.ValidateApplicationID(id, n.cfg.MaxObjectIDLen)
 }
 
 // internalPrefix starts the ids of Reduce intermediates.
-const internalPrefix = "\x00"
+const internalPrefix = directory.InternalPrefix
 
 // noteDeleted remembers an application object's deletion in the store,
 // for directory shards that restart or move (see republish).

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )

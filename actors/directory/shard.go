@@ -3,10 +3,11 @@ package directory
 import (
 	"crypto/rand"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	table "github.com/hoplite-go/hoplite/directory"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
@@ -14,19 +15,12 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
-
-// ShardIndex maps an object id to one of n shards (FNV-1a), the same way
-// on every node.
-func ShardIndex(id string, n int) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	return int(h.Sum32() % uint32(n))
-}
 
 // ShardConfig configures a directory shard actor.
 type ShardConfig struct {
-	Table TableConfig
+	Table table.TableConfig
 	// TickInterval is how often parked requests are checked for their
 	// deadline (default 20ms).
 	TickInterval time.Duration
@@ -108,12 +102,12 @@ func (f *FailureLog) Forget(node string) {
 
 type tick struct{}
 
-// Shard is the actor that owns one LocationTable. Its state is soft: after
+// Shard is the actor that owns one table.LocationTable. Its state is soft: after
 // a restart it starts empty and store nodes republish what they hold and
 // which ids they saw deleted.
 type Shard struct {
 	cfg     ShardConfig
-	table   *LocationTable
+	table   *table.LocationTable
 	stop    chan struct{}     // stops the ticker goroutine
 	watched map[string]string // store node PID -> node id, watched for Terminated
 	starts  *atomic.Int32     // shared by the shard's incarnations
@@ -142,7 +136,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		h(ctx.Self().GetId(), ctx.Message())
 	}
 	now := time.Now()
-	var out []Send
+	var out []outbox.Send
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.started(ctx)
@@ -234,7 +228,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 func (s *Shard) started(ctx actor.Context) {
 	tc := s.cfg.Table
 	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt
-	s.table = NewLocationTable(tc)
+	s.table = table.NewLocationTable(tc)
 	s.watched = map[string]string{}
 	// Our own ticker: protoactor's scheduler has a data race between its
 	// cancel func and its timer goroutine.
@@ -272,7 +266,7 @@ func (s *Shard) stopTicker() {
 // watch makes the shard hear of a store node's failure: its copies must
 // leave the directory and the requests it parked must go.
 func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
-	if !nodeOK(n) {
+	if n == nil || n.GetNodeId() == "" {
 		return
 	}
 	pid := n.PID()
@@ -306,7 +300,7 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce) {
 	ctx.Spawn(s.cfg.NewCoordinator(id, m, ctx.Sender()))
 }
 
-func (s *Shard) deliver(ctx actor.Context, out []Send) {
+func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {
 	for _, o := range out {
 		switch to := o.To.(type) {
 		case *actor.PID:

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -26,8 +26,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 
-	"github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
-func complete(tb *LocationTable, id string, n int, size int64, creator bool) []Send {
+func complete(tb *LocationTable, id string, n int, size int64, creator bool) []outbox.Send {
 	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size, Creator: creator})
 }
 
-func dropsTo(out []Send, n int) *messages.DropObject {
+func dropsTo(out []outbox.Send, n int) *messages.DropObject {
 	for _, s := range out {
 		if ref, ok := s.To.(*messages.NodeRef); ok && ref.GetNodeId() == node(n).GetNodeId() {
 			if d, ok := s.Msg.(*messages.DropObject); ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 var t0 = time.Unix(1000, 0)
@@ -19,8 +20,8 @@ func node(i int) *messages.NodeRef {
 // replyTo is an opaque requester as the table sees it.
 type replyTo string
 
-func repliesTo(out []Send, to any) []Send {
-	var r []Send
+func repliesTo(out []outbox.Send, to any) []outbox.Send {
+	var r []outbox.Send
 	for _, s := range out {
 		if s.To == to {
 			r = append(r, s)
@@ -29,7 +30,7 @@ func repliesTo(out []Send, to any) []Send {
 	return r
 }
 
-func locateReply(t *testing.T, out []Send, to any) *messages.LocateReply {
+func locateReply(t *testing.T, out []outbox.Send, to any) *messages.LocateReply {
 	t.Helper()
 	r := repliesTo(out, to)
 	if len(r) != 1 {
@@ -51,7 +52,7 @@ func create(t *testing.T, tb *LocationTable, id string, size int64, creator int)
 	}
 }
 
-func locate(tb *LocationTable, id string, receiver int, now time.Time) []Send {
+func locate(tb *LocationTable, id string, receiver int, now time.Time) []outbox.Send {
 	return tb.Locate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000}, replyTo(fmt.Sprintf("r%d", receiver)), now)
 }
 
@@ -126,7 +127,7 @@ func TestNoSenderServesTwoAtOnceRandomized(t *testing.T) {
 		arrived := 0
 		now := t0
 		for steps := 0; steps < 200 && (arrived < n-1 || len(pending) > 0 || len(waiting) > 0); steps++ {
-			var out []Send
+			var out []outbox.Send
 			switch {
 			case arrived < n-1 && rng.IntN(2) == 0:
 				arrived++
@@ -281,7 +282,7 @@ func TestCreateConflictAndIdempotence(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	tb := NewLocationTable(TableConfig{MaxObjectIDLen: 8})
-	cases := map[string][]Send{
+	cases := map[string][]outbox.Send{
 		"empty id":     tb.Create(&messages.CreateObject{ObjectId: "", Creator: node(0)}, replyTo("c")),
 		"long id":      tb.Create(&messages.CreateObject{ObjectId: "123456789", Creator: node(0)}, replyTo("c")),
 		"no creator":   tb.Create(&messages.CreateObject{ObjectId: "a", Size: 1}, replyTo("c")),

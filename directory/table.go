@@ -7,18 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoplite-go/hoplite/outbox"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
-
-// Send is one message the table asks its shell to deliver. To is either a
-// *messages.NodeRef (a store node) or the opaque reply target the shell
-// passed in with the request (for an actor shell, the sender's PID).
-type Send struct {
-	To  any
-	Msg proto.Message
-}
 
 // TableConfig bounds what a LocationTable remembers.
 type TableConfig struct {
@@ -164,17 +158,6 @@ func NewLocationTable(cfg TableConfig) *LocationTable {
 		lost: map[string]lostMark{}}
 }
 
-// ValidateObjectID reports whether id is acceptable as an object id.
-func ValidateObjectID(id string, maxLen int) *messages.Error {
-	if id == "" {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "empty object id")
-	}
-	if len(id) > maxLen {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object id of %d bytes exceeds the limit of %d", len(id), maxLen)
-	}
-	return nil
-}
-
 func (t *LocationTable) check(id string) *messages.Error {
 	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
 		return err
@@ -205,10 +188,10 @@ func (t *LocationTable) forgetIfIdle(e *entry) {
 }
 
 // Create registers an object for its creator (a Put).
-func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
+func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
-	reply := func(err *messages.Error, existed bool) []Send {
-		return []Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed}}}
+	reply := func(err *messages.Error, existed bool) []outbox.Send {
+		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed}}}
 	}
 	if err := t.check(id); err != nil {
 		return reply(err, false)
@@ -238,7 +221,7 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 		return reply(messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id), false)
 	}
 	delete(t.lost, id) // a lost object may be created again
-	var stale []Send
+	var stale []outbox.Send
 	if e.known && req.GetReduceId() != "" {
 		// The Reduce lost its root and re-creates the target elsewhere:
 		// every copy of the old epoch, even a complete one, holds other
@@ -252,7 +235,7 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 				// a drop sent there now would hit the new one.
 				continue
 			}
-			stale = append(stale, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id, Reason: reset}})
+			stale = append(stale, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id, Reason: reset}})
 		}
 		clear(e.locs)
 		e.known = false
@@ -291,18 +274,18 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 // Publish records a copy's state on a node (PARTIAL when a copy starts,
 // COMPLETE when it is whole). A publication for a deleted object answers
 // with DropObject so the stale copy is freed.
-func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
+func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 	id := req.GetObjectId()
 	if !nodeOK(req.GetNode()) || ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
 		return nil
 	}
 	if _, gone := t.tombstones[id]; gone {
-		return []Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
+		return []outbox.Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
 	}
 	if l, ok := t.lost[id]; ok {
 		if req.GetState() != messages.LocationState_COMPLETE {
 			// A partial copy of a lost object can never complete.
-			return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
+			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
 		}
 		delete(t.lost, id) // a whole copy survived after all
 	}
@@ -311,7 +294,7 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
 		// A republication after a shard restart carries what we lost.
 		e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
 	} else if e.size != req.GetSize() {
-		return []Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id}}}
+		return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id}}}
 	}
 	state := req.GetState()
 	if state != messages.LocationState_PARTIAL && state != messages.LocationState_COMPLETE {
@@ -327,7 +310,7 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
 }
 
 // Unpublish removes a node's copy (evicted, or a fetch given up).
-func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []Send {
+func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []outbox.Send {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetNode()) {
 		return nil
@@ -342,7 +325,7 @@ func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []Send {
 
 // ReportLost removes a node's copy on its owner's word (a member leaving)
 // and answers whether the object is now lost.
-func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []Send {
+func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
 	reply := &messages.ReportLostReply{ObjectId: id}
 	if err := t.check(id); err != nil || !nodeOK(req.GetNode()) {
@@ -350,16 +333,16 @@ func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []Send
 			err = messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "report lost %q without a node", id)
 		}
 		reply.Error = err
-		return []Send{{To: replyTo, Msg: reply}}
+		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	if _, ok := t.lost[id]; ok {
 		reply.Lost = true
-		return []Send{{To: replyTo, Msg: reply}}
+		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	e := t.entries[id]
 	if e == nil || e.locs[req.GetNode().GetNodeId()] == nil {
 		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "node %s holds no copy of %q here", req.GetNode().GetNodeId(), id)
-		return []Send{{To: replyTo, Msg: reply}}
+		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	node := req.GetNode().GetNodeId()
 	out := t.removeLocation(e, node)
@@ -369,25 +352,25 @@ func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []Send
 		fx = t.serveWaiters(e)
 	}
 	out = append(out, fx...)
-	return append(out, Send{To: replyTo, Msg: reply})
+	return append(out, outbox.Send{To: replyTo, Msg: reply})
 }
 
 // Locate finds one sender for a receiver, or parks the request until one
 // exists or the deadline passes (see Tick).
-func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []Send {
+func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
-		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}}
 	}
 	if !nodeOK(req.GetReceiver()) {
-		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
+		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
 			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id)}}}
 	}
 	if l, ok := t.lost[id]; ok {
-		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err}}}
 	}
 	e := t.entry(id)
-	var out []Send
+	var out []outbox.Send
 	rid := req.GetReceiver().GetNodeId()
 	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
 		out = append(out, t.removeLocation(e, f.GetNodeId())...)
@@ -397,7 +380,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		case loc.state == messages.LocationState_COMPLETE && loc.creator:
 			// The creator's copy: a Get that waited on this node before
 			// the node's own Put of the id finished. It has the object.
-			return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
+			return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
 				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id)}})
 		case loc.state == messages.LocationState_COMPLETE:
 			// A receiver asks because it does not hold the object, so a
@@ -407,7 +390,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			out = append(out, t.removeLocation(e, rid)...)
 			if fx, lost := t.markLostIfGone(e, rid); lost {
 				out = append(out, fx...)
-				return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err}})
+				return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err}})
 			}
 		default:
 			// A receiver locating again (its sender failed, or it
@@ -431,7 +414,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 }
 
 // CancelLocate withdraws the parked Locate requests of a receiver.
-func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []Send {
+func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []outbox.Send {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
 		return nil
@@ -445,10 +428,10 @@ func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []Send {
 }
 
 // FetchDone marks the receiver complete and frees its sender.
-func (t *LocationTable) FetchDone(req *messages.FetchDone) []Send {
+func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 	id := req.GetObjectId()
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
-		return []Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
+		return []outbox.Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
 	}
 	e := t.entries[id]
 	if e == nil || !nodeOK(req.GetReceiver()) {
@@ -461,14 +444,14 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []Send {
 		// the object: learn it from the copy, as from a republication.
 		e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
 	} else if e.size != req.GetSize() {
-		return append(out, Send{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: id}})
+		return append(out, outbox.Send{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: id}})
 	}
 	out = append(out, t.setLocation(e, req.GetReceiver(), messages.LocationState_COMPLETE, false)...)
 	return append(out, t.serveWaiters(e)...)
 }
 
 // FetchAborted removes a receiver that gave up and frees its sender.
-func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []Send {
+func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []outbox.Send {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetReceiver()) {
 		return nil
@@ -478,57 +461,57 @@ func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []Send {
 }
 
 // Delete removes the entry and every copy, and remembers the id as deleted.
-func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
+func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
 	reply := &messages.DeleteObjectReply{ObjectId: id}
 	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
 		reply.Error = err
-		return []Send{{To: replyTo, Msg: reply}}
+		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	if _, gone := t.tombstones[id]; gone {
-		return []Send{{To: replyTo, Msg: reply}} // deleting twice is harmless
+		return []outbox.Send{{To: replyTo, Msg: reply}} // deleting twice is harmless
 	}
 	if _, ok := t.lost[id]; ok {
 		// Deleting a lost object is how its owner says it will not come
 		// back: later Gets see DELETED rather than LOST.
 		delete(t.lost, id)
 		t.addTombstone(id)
-		return []Send{{To: replyTo, Msg: reply}}
+		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	e := t.entries[id]
 	if (e == nil || !e.known) && t.cfg.Amnesic {
-		var out []Send
+		var out []outbox.Send
 		if e != nil {
 			out = t.deleteEntry(e)
 		}
 		t.addTombstone(id)
-		return append(out, Send{To: replyTo, Msg: reply})
+		return append(out, outbox.Send{To: replyTo, Msg: reply})
 	}
 	if e == nil || !e.known {
 		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)
-		return []Send{{To: replyTo, Msg: reply}}
+		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	for _, loc := range t.sortedLocations(e) {
 		reply.Dropped = append(reply.Dropped, loc.node)
 	}
 	out := t.deleteEntry(e)
 	t.addTombstone(id)
-	return append(out, Send{To: replyTo, Msg: reply})
+	return append(out, outbox.Send{To: replyTo, Msg: reply})
 }
 
 // deleteEntry ends an entry as deleted: every copy is dropped, parked
 // requests fail with DELETED and subscribers hear that it is gone.
-func (t *LocationTable) deleteEntry(e *entry) []Send {
-	var out []Send
+func (t *LocationTable) deleteEntry(e *entry) []outbox.Send {
+	var out []outbox.Send
 	for _, loc := range t.sortedLocations(e) {
-		out = append(out, Send{To: loc.node, Msg: deletedDrop(e.id)})
+		out = append(out, outbox.Send{To: loc.node, Msg: deletedDrop(e.id)})
 	}
 	gone := messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", e.id)
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, gone))
 	}
 	for _, s := range e.subscribers {
-		out = append(out, Send{To: s.to, Msg: &messages.LocationUpdate{ObjectId: e.id, Size: e.size, Deleted: true}})
+		out = append(out, outbox.Send{To: s.to, Msg: &messages.LocationUpdate{ObjectId: e.id, Size: e.size, Deleted: true}})
 	}
 	delete(t.entries, e.id)
 	return out
@@ -548,8 +531,8 @@ func deletedDrop(id string) *messages.DropObject {
 // copies of it were republished first: a node that held a copy when the
 // Delete happened may have missed its DropObject, and a deleted id is
 // never reused.
-func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []Send {
-	var out []Send
+func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []outbox.Send {
+	var out []outbox.Send
 	for _, id := range req.GetObjectIds() {
 		if ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
 			continue
@@ -586,7 +569,7 @@ func (t *LocationTable) Reserve(id, reduceID string) *messages.Error {
 // Release undoes a failed Reduce: its reservation goes, and so does any
 // partial target it created (copies dropped, no tombstone), so nothing
 // half-done remains and the id can be used again. Waiting Gets keep waiting.
-func (t *LocationTable) Release(req *messages.ReleaseTarget) []Send {
+func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 	rid := req.GetReduceId()
 	if rid == "" {
 		return nil
@@ -605,11 +588,11 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []Send {
 		return nil
 	}
 	e.reservedBy = ""
-	var out []Send
+	var out []outbox.Send
 	failed := messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q failed; the id may be produced again", e.id)
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, t.removeLocation(e, loc.node.GetNodeId())...)
-		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
+		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
 	}
 	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
 	e.transfers = nil
@@ -619,24 +602,24 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []Send {
 
 // Subscribe pushes every current and future location of the object to
 // the subscriber; key identifies the subscriber for Unsubscribe.
-func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []Send {
+func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
-		return []Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}
+		return []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}
 	}
 	e := t.entry(id)
 	if !slices.ContainsFunc(e.subscribers, func(s subscriber) bool { return s.key == key }) {
 		e.subscribers = append(e.subscribers, subscriber{key: key, to: to})
 	}
-	var out []Send
+	var out []outbox.Send
 	for _, loc := range t.sortedLocations(e) {
-		out = append(out, Send{To: to, Msg: e.update(loc.node, loc.state)})
+		out = append(out, outbox.Send{To: to, Msg: e.update(loc.node, loc.state)})
 	}
 	return out
 }
 
 // Unsubscribe stops the pushes to the subscriber with this key.
-func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) []Send {
+func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) []outbox.Send {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
 		return nil
@@ -647,20 +630,20 @@ func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) []Sen
 }
 
 // Query answers with the entry, waiting for it to exist if asked to.
-func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.Time) []Send {
+func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.Time) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
-		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}}
 	}
 	if l, ok := t.lost[id]; ok {
-		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: l.err}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: l.err}}}
 	}
 	e := t.entries[id]
 	if e != nil && e.known {
-		return []Send{{To: replyTo, Msg: e.info()}}
+		return []outbox.Send{{To: replyTo, Msg: e.info()}}
 	}
 	if !req.GetWait() {
-		return []Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id,
+		return []outbox.Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id,
 			Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)}}}
 	}
 	e = t.entry(id)
@@ -672,12 +655,12 @@ func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.T
 
 // Tick answers every parked request whose deadline has passed with TIMEOUT.
 // It is cheap to call often: it scans only when a deadline is due.
-func (t *LocationTable) Tick(now time.Time) []Send {
+func (t *LocationTable) Tick(now time.Time) []outbox.Send {
 	if t.nextDeadline.IsZero() || now.Before(t.nextDeadline) {
 		return nil
 	}
 	t.nextDeadline = time.Time{}
-	var out []Send
+	var out []outbox.Send
 	for _, e := range t.entries {
 		kept := e.waiters[:0]
 		for _, w := range e.waiters {
@@ -698,8 +681,8 @@ func (t *LocationTable) Tick(now time.Time) []Send {
 // NodeFailed forgets every copy on a failed node and every request it had
 // parked. Receivers it was serving find out from their own sessions and
 // locate again (naming it as failed); senders it was fetching from are free.
-func (t *LocationTable) NodeFailed(node string) []Send {
-	var out []Send
+func (t *LocationTable) NodeFailed(node string) []outbox.Send {
+	var out []outbox.Send
 	for _, e := range t.entries {
 		e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
 			return w.kind == waitLocate && w.receiver.GetNodeId() == node
@@ -719,8 +702,8 @@ func (t *LocationTable) NodeFailed(node string) []Send {
 
 // FailWaiters answers every parked request with err (the shard is about to
 // lose its soft state: requesters retry against the rebuilt shard).
-func (t *LocationTable) FailWaiters(err *messages.Error) []Send {
-	var out []Send
+func (t *LocationTable) FailWaiters(err *messages.Error) []outbox.Send {
+	var out []outbox.Send
 	for _, e := range t.entries {
 		for _, w := range e.waiters {
 			out = append(out, w.fail(e.id, err))
@@ -744,7 +727,7 @@ func (t *LocationTable) noteDeadline(d time.Time) {
 // Put) remain after node's copy went, and no Reduce is producing it. Its
 // waiters fail with LOST, partial copies (which can never complete) are
 // dropped, and the id is remembered as lost.
-func (t *LocationTable) markLostIfGone(e *entry, node string) ([]Send, bool) {
+func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bool) {
 	if !e.known || e.hasInline || e.reservedBy != "" {
 		return nil, false
 	}
@@ -755,12 +738,12 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]Send, bool) {
 	}
 	err := messages.Errorf(messages.ErrorCode_LOST,
 		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)
-	var out []Send
+	var out []outbox.Send
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, err))
 	}
 	for _, loc := range t.sortedLocations(e) {
-		out = append(out, Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
+		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
 	}
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
@@ -790,15 +773,15 @@ func (t *LocationTable) addTombstone(id string) {
 	}
 }
 
-func (w *waiter) fail(id string, err *messages.Error) Send {
+func (w *waiter) fail(id string, err *messages.Error) outbox.Send {
 	if w.kind == waitQuery {
-		return Send{To: w.replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}
+		return outbox.Send{To: w.replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}
 	}
-	return Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}
+	return outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}
 }
 
 // setLocation adds or updates a copy and tells the subscribers.
-func (t *LocationTable) setLocation(e *entry, node *messages.NodeRef, state messages.LocationState, creator bool) []Send {
+func (t *LocationTable) setLocation(e *entry, node *messages.NodeRef, state messages.LocationState, creator bool) []outbox.Send {
 	loc := e.locs[node.GetNodeId()]
 	if loc == nil {
 		e.seq++
@@ -818,7 +801,7 @@ func (t *LocationTable) setLocation(e *entry, node *messages.NodeRef, state mess
 
 // removeLocation drops a copy: whoever it served must locate again, and
 // the sender it was fetching from is freed.
-func (t *LocationTable) removeLocation(e *entry, nodeID string) []Send {
+func (t *LocationTable) removeLocation(e *entry, nodeID string) []outbox.Send {
 	loc := e.locs[nodeID]
 	if loc == nil {
 		return nil
@@ -832,7 +815,7 @@ func (t *LocationTable) removeLocation(e *entry, nodeID string) []Send {
 }
 
 // endTransfer finishes the receiver's current fetch, freeing its sender.
-func (t *LocationTable) endTransfer(e *entry, receiver string, aborted bool) []Send {
+func (t *LocationTable) endTransfer(e *entry, receiver string, aborted bool) []outbox.Send {
 	loc := e.locs[receiver]
 	if loc == nil || loc.fetchingFrom == "" {
 		return nil
@@ -849,24 +832,24 @@ func (t *LocationTable) endTransfer(e *entry, receiver string, aborted bool) []S
 // serveWaiters answers parked requests that can now be answered, oldest
 // first. Each served receiver becomes a partial location at once, so the
 // next waiter can fetch from it: concurrent receivers form a pipeline.
-func (t *LocationTable) serveWaiters(e *entry) []Send {
+func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 	if !e.known || len(e.waiters) == 0 {
 		return nil
 	}
-	var out []Send
+	var out []outbox.Send
 	kept := e.waiters[:0]
 	for _, w := range e.waiters {
 		switch {
 		case w.kind == waitQuery:
-			out = append(out, Send{To: w.replyTo, Msg: e.info()})
+			out = append(out, outbox.Send{To: w.replyTo, Msg: e.info()})
 		case e.hasInline:
-			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline}})
 		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator:
 			// The receiver became the creator (a Put on that node while its
 			// Get was waiting): it is its own sender.
 			own := e.locs[w.receiver.GetNodeId()]
-			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch}})
 		default:
 			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
@@ -882,7 +865,7 @@ func (t *LocationTable) serveWaiters(e *entry) []Send {
 	return out
 }
 
-func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []Send {
+func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Send {
 	rid := w.receiver.GetNodeId()
 	t.endTransfer(e, rid, true) // a receiver fetches from one sender at a time
 	if !w.naive {
@@ -896,7 +879,7 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []Send {
 	if len(e.transfers) > t.cfg.TransferLogLimit {
 		e.transfers = slices.Delete(e.transfers, 0, len(e.transfers)-t.cfg.TransferLogLimit)
 	}
-	return append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+	return append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch}})
 }
 
@@ -964,10 +947,10 @@ func (e *entry) update(node *messages.NodeRef, state messages.LocationState) *me
 		HasInline: e.hasInline, InlineData: e.inline}
 }
 
-func (e *entry) notify(node *messages.NodeRef, state messages.LocationState) []Send {
-	out := make([]Send, 0, len(e.subscribers))
+func (e *entry) notify(node *messages.NodeRef, state messages.LocationState) []outbox.Send {
+	out := make([]outbox.Send, 0, len(e.subscribers))
 	for _, s := range e.subscribers {
-		out = append(out, Send{To: s.to, Msg: e.update(node, state)})
+		out = append(out, outbox.Send{To: s.to, Msg: e.update(node, state)})
 	}
 	return out
 }
