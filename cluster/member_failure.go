@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	bmg "github.com/hoplite-go/hoplite/revoke"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,7 +126,7 @@ func (m *Member) detect() {
 			}
 			entry.WithField("confirmed_in", time.Since(r.s.at).Round(time.Microsecond)).Info("member unreachable: spreading a failure notice")
 			if pid := m.revokePID.Load(); pid != nil {
-				m.system.Root.Send(pid, &revoke.Originate{Notice: revoke.Notice{Subject: r.id}, SubjectAddress: r.address})
+				m.system.Root.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: r.id}, SubjectAddress: r.address})
 			}
 		}
 	}

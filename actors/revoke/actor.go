@@ -1,6 +1,7 @@
 package revoke
 
 import (
+	core "github.com/hoplite-go/hoplite/revoke"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -11,7 +12,7 @@ import (
 )
 
 // ActorConfig configures one member's broadcaster actor: the supervised
-// shell around a Broadcaster.
+// shell around a core.Broadcaster.
 type ActorConfig struct {
 	// Self is this member's id, as it appears in member lists.
 	Self string
@@ -33,13 +34,13 @@ type ActorConfig struct {
 	Admit func(m *messages.RevokeNotice) bool
 	// Log receives dropped input and overlay errors.
 	Log *logrus.Entry
-	// Options configure the Broadcaster (window, replay).
-	Options []Option
+	// Options configure the core.Broadcaster (window, replay).
+	Options []core.Option
 }
 
 // Delivery is one notice delivered at this member.
 type Delivery struct {
-	Notice Notice
+	Notice core.Notice
 	// SubjectAddress is the failed member's actor system address, as the
 	// originator knew it.
 	SubjectAddress string
@@ -52,7 +53,7 @@ type Delivery struct {
 // member to learn of a failure sends it. In-process only (never crosses a
 // process: the copies that travel are *messages.RevokeNotice).
 type Originate struct {
-	Notice         Notice
+	Notice         core.Notice
 	SubjectAddress string
 }
 
@@ -66,12 +67,12 @@ type SetMembers struct {
 // a restarted broadcaster does not forward or deliver a notice twice) and
 // the subjects' addresses for notices re-sent on overlay changes.
 type state struct {
-	core  *Broadcaster
-	addrs map[ID]string
-	order []ID // FIFO of addrs keys, bounded like the core's window
+	core  *core.Broadcaster
+	addrs map[core.ID]string
+	order []core.ID // FIFO of addrs keys, bounded like the core's window
 }
 
-// broadcasterActor is the thin shell: messages in, Broadcaster calls,
+// broadcasterActor is the thin shell: messages in, core.Broadcaster calls,
 // decisions out as sends and local deliveries.
 type broadcasterActor struct {
 	cfg ActorConfig
@@ -85,7 +86,7 @@ func NewActorProps(cfg ActorConfig) *actor.Props {
 	if cfg.Log == nil {
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	st := &state{addrs: map[ID]string{}}
+	st := &state{addrs: map[core.ID]string{}}
 	return actor.PropsFromProducer(func() actor.Actor { return &broadcasterActor{cfg: cfg, st: st} })
 }
 
@@ -94,12 +95,12 @@ func (a *broadcasterActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if a.st.core == nil {
-			o, err := NewOverlay([]string{a.cfg.Self}, a.cfg.Self)
+			o, err := core.NewOverlay([]string{a.cfg.Self}, a.cfg.Self)
 			if err != nil {
 				a.cfg.Log.WithError(err).Error("revoke: cannot build the overlay of self")
 				return
 			}
-			a.st.core = NewBroadcaster(o, a.cfg.Options...)
+			a.st.core = core.NewBroadcaster(o, a.cfg.Options...)
 		}
 	case *SetMembers:
 		a.setMembers(ctx, m.Members)
@@ -123,7 +124,7 @@ func (a *broadcasterActor) Receive(ctx actor.Context) {
 		if a.cfg.Admit != nil && !a.cfg.Admit(m) {
 			return
 		}
-		n := Notice{Origin: m.GetOrigin(), Subject: m.GetSubject(), Epoch: m.GetEpoch()}
+		n := core.Notice{Origin: m.GetOrigin(), Subject: m.GetSubject(), Epoch: m.GetEpoch()}
 		a.apply(ctx, n, m.GetSubjectAddress(), m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
@@ -146,7 +147,7 @@ func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
 	}
 	slices.Sort(list)
 	list = slices.Compact(list)
-	o, err := NewOverlay(list, a.cfg.Self)
+	o, err := core.NewOverlay(list, a.cfg.Self)
 	if err != nil {
 		a.cfg.Log.WithError(err).Warn("revoke: bad member list; keeping the old overlay")
 		return
@@ -156,7 +157,7 @@ func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
 	}
 }
 
-func (a *broadcasterActor) apply(ctx actor.Context, n Notice, addr, from string, d Decision) {
+func (a *broadcasterActor) apply(ctx actor.Context, n core.Notice, addr, from string, d core.Decision) {
 	if !d.Deliver && len(d.Forward) == 0 {
 		return // a duplicate
 	}
@@ -176,7 +177,7 @@ func (a *broadcasterActor) apply(ctx actor.Context, n Notice, addr, from string,
 // subject is the failed member: it gets no copy (a send to a dead process
 // only costs a connection attempt, and in Proto.Actor remote that attempt
 // can outlive the process and hit a new incarnation at the same address).
-func (a *broadcasterActor) send(ctx actor.Context, to string, n Notice, addr string) {
+func (a *broadcasterActor) send(ctx actor.Context, to string, n core.Notice, addr string) {
 	if a.cfg.Peer == nil || to == n.Subject {
 		return
 	}
@@ -188,7 +189,7 @@ func (a *broadcasterActor) send(ctx actor.Context, to string, n Notice, addr str
 		From: a.cfg.Self, SubjectAddress: addr})
 }
 
-func (a *broadcasterActor) remember(id ID, addr string) {
+func (a *broadcasterActor) remember(id core.ID, addr string) {
 	if _, ok := a.st.addrs[id]; ok {
 		return
 	}
@@ -196,7 +197,7 @@ func (a *broadcasterActor) remember(id ID, addr string) {
 	a.st.order = append(a.st.order, id)
 	// Bounded like the core's window: an address is needed only while the
 	// notice may still be replayed.
-	if limit := max(a.st.core.window, 1); len(a.st.order) > limit {
+	if limit := max(a.st.core.Window(), 1); len(a.st.order) > limit {
 		drop := len(a.st.order) - limit
 		for _, old := range a.st.order[:drop] {
 			delete(a.st.addrs, old)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	core "github.com/hoplite-go/hoplite/revoke"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
@@ -113,7 +115,7 @@ func memberNames(k int) []string {
 func TestActorFloodsToEveryMember(t *testing.T) {
 	members := memberNames(8)
 	n := newActorNet(t, members)
-	n.system.Root.Send(n.pids["m03"], &Originate{Notice: Notice{Subject: "x", Epoch: 1}, SubjectAddress: "10.0.0.9:1"})
+	n.system.Root.Send(n.pids["m03"], &Originate{Notice: core.Notice{Subject: "x", Epoch: 1}, SubjectAddress: "10.0.0.9:1"})
 	n.waitDelivered(members, "x")
 	for _, m := range members {
 		d := n.deliveries(m)[0]
@@ -144,7 +146,7 @@ func TestActorToleratesStoppedMembers(t *testing.T) {
 			live = append(live, m)
 		}
 	}
-	n.system.Root.Send(n.pids["m00"], &Originate{Notice: Notice{Subject: "y"}})
+	n.system.Root.Send(n.pids["m00"], &Originate{Notice: core.Notice{Subject: "y"}})
 	n.waitDelivered(live, "y")
 }
 
@@ -153,7 +155,7 @@ func TestActorToleratesStoppedMembers(t *testing.T) {
 func TestActorConcurrentOriginsMerge(t *testing.T) {
 	members := memberNames(6)
 	n := newActorNet(t, members)
-	nt := Notice{Subject: "z", Epoch: 4}
+	nt := core.Notice{Subject: "z", Epoch: 4}
 	n.system.Root.Send(n.pids["m00"], &Originate{Notice: nt})
 	n.system.Root.Send(n.pids["m04"], &Originate{Notice: nt})
 	n.waitDelivered(members, "z")
@@ -164,7 +166,7 @@ func TestActorConcurrentOriginsMerge(t *testing.T) {
 func TestActorReplaysToJoiner(t *testing.T) {
 	members := memberNames(5)
 	n := newActorNet(t, members)
-	n.system.Root.Send(n.pids["m02"], &Originate{Notice: Notice{Subject: "w"}, SubjectAddress: "a:1"})
+	n.system.Root.Send(n.pids["m02"], &Originate{Notice: core.Notice{Subject: "w"}, SubjectAddress: "a:1"})
 	n.waitDelivered(members, "w")
 	grown := append(append([]string(nil), members...), "m05")
 	log := logrus.New()
@@ -186,10 +188,10 @@ func TestActorSurvivesCrashingDelivery(t *testing.T) {
 	members := memberNames(6)
 	n := newActorNet(t, members)
 	n.panicAt["m02"].Store(1)
-	n.system.Root.Send(n.pids["m02"], &Originate{Notice: Notice{Subject: "p"}})
+	n.system.Root.Send(n.pids["m02"], &Originate{Notice: core.Notice{Subject: "p"}})
 	n.waitDelivered(members, "p")
 	n.system.Root.Send(n.pids["m02"], &messages.RevokeNotice{Subject: "p", From: "m03"})
-	n.system.Root.Send(n.pids["m05"], &Originate{Notice: Notice{Subject: "q"}})
+	n.system.Root.Send(n.pids["m05"], &Originate{Notice: core.Notice{Subject: "q"}})
 	n.waitDelivered(members, "q")
 	n.waitDelivered([]string{"m02"}, "p")
 }
@@ -198,7 +200,7 @@ func TestActorSurvivesCrashingDelivery(t *testing.T) {
 func TestActorSendsNothingToTheSubject(t *testing.T) {
 	members := memberNames(6)
 	n := newActorNet(t, members)
-	n.system.Root.Send(n.pids["m00"], &Originate{Notice: Notice{Subject: "m03"}})
+	n.system.Root.Send(n.pids["m00"], &Originate{Notice: core.Notice{Subject: "m03"}})
 	var others []string
 	for _, m := range members {
 		if m != "m03" {

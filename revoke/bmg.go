@@ -2,12 +2,12 @@
 // "logarithmic revoke", a non-uniform reliable broadcast over a binomial
 // graph (BMG) overlay.
 //
-// This file and broadcast.go are the pure core (no goroutines, no clocks,
+// The package is the pure core (no goroutines, no clocks,
 // no I/O): Overlay computes who talks to whom, Broadcaster is one member's
 // broadcast state, stepped by events (Originate, Receive, SetOverlay) that
 // return decisions (whom to send to, whether to deliver locally). The
 // supervised actor that owns a Broadcaster, sends its decisions and
-// delivers notices is a thin shell around it.
+// delivers notices is a thin shell around it, in actors/revoke.
 package revoke
 
 import (

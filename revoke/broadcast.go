@@ -254,3 +254,6 @@ func (b *Broadcaster) remember(n Notice) bool {
 	}
 	return true
 }
+
+// Window is how many notice ids the Broadcaster remembers.
+func (b *Broadcaster) Window() int { return b.window }
