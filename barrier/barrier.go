@@ -7,17 +7,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/barrier/replica"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-const maxReplicas = mgr.MaxReplicas
+const maxReplicas = replica.MaxReplicas
 
-var policyOptions = mgr.PolicyOptions
+var policyOptions = replica.PolicyOptions
 
 // Cluster is what the API needs of a cluster: *cluster.Local,
 // *cluster.Member (any member of a process cluster) and
@@ -121,7 +122,7 @@ type Passage struct {
 // CONFLICT, a closed barrier with DELETED.
 func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier, error) {
 	cfg := newConfig(opts)
-	if err := mgr.CheckName(name); err != nil {
+	if err := replica.CheckName(name); err != nil {
 		return nil, err
 	}
 	wire, err := cfg.options()
@@ -147,9 +148,9 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 	}
 	live = live[:min(cfg.replicas, len(live))]
 	b := newHandle(c, name, cfg, wire)
-	create := &messages.BarrierCreate{Name: name, Options: wire, Controller: mgr.Peer(b.pid)}
+	create := &messages.BarrierCreate{Name: name, Options: wire, Controller: replica.Peer(b.pid)}
 	for _, h := range live {
-		create.Replicas = append(create.Replicas, mgr.Peer(h.PID))
+		create.Replicas = append(create.Replicas, replica.Peer(h.PID))
 		create.ReplicaMembers = append(create.ReplicaMembers, h.Member)
 	}
 	res, err := actorutil.Request(ctx, c.System().Root, live[0].PID, create)
@@ -175,7 +176,7 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 // none, DELETED if it closed). Only Host and DefaultWait apply.
 func Open(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier, error) {
 	cfg := newConfig(opts)
-	if err := mgr.CheckName(name); err != nil {
+	if err := replica.CheckName(name); err != nil {
 		return nil, err
 	}
 	if cfg.shaped {
@@ -273,7 +274,7 @@ func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOption
 func (b *Barrier) setup(created *messages.BarrierCreated) {
 	s := setup{max: int(created.GetOptions().GetMaxParticipants()), semaphore: created.GetOptions().GetSemaphore() != nil}
 	for _, p := range created.GetReplicas() {
-		s.replicas = append(s.replicas, mgr.PeerPID(p))
+		s.replicas = append(s.replicas, replica.PeerPID(p))
 	}
 	b.members = append(b.members, created.GetReplicaMembers()...)
 	b.sys.Root.Send(b.pid, s)
@@ -299,7 +300,7 @@ func (b *Barrier) Stats() Stats {
 // (on a semaphore, the handle gives back the slot if it is admitted
 // later).
 func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
-	if err := mgr.CheckLabel(label, b.host); err != nil {
+	if err := replica.CheckLabel(label, b.host); err != nil {
 		return nil, err
 	}
 	if b.stopped.Load() {
@@ -348,7 +349,7 @@ func (b *Barrier) passOrError(label string, r enterResult) (*Pass, error) {
 // A label that never entered, or a barrier that is no semaphore, fails
 // with INVALID_ARGUMENT; a holder already timed out with TIMEOUT.
 func (b *Barrier) Release(ctx context.Context, label string) error {
-	if err := mgr.CheckLabel(label, ""); err != nil {
+	if err := replica.CheckLabel(label, ""); err != nil {
 		return err
 	}
 	res, err := b.call(ctx, func(id uint64, rank int32) proto.Message {

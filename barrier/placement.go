@@ -3,8 +3,9 @@ package barrier
 import (
 	"cmp"
 
-	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"slices"
+
+	"github.com/hoplite-go/hoplite/internal/rendezvous"
 )
 
 // Placement orders hosts by rendezvous (highest random weight) hashing of

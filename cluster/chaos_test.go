@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/barrier/replica"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -833,7 +834,7 @@ func (c *chaosRun) checkBarrier() {
 		switch {
 		case !all:
 		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosSlow(chaosReduceSlack))):
-		case deadline.Before(lastKill.Add(mgr.DefaultTakeoverAfter + chaosSlow(chaosTakeoverSlack))):
+		case deadline.Before(lastKill.Add(replica.DefaultTakeoverAfter + chaosSlow(chaosTakeoverSlack))):
 		default:
 			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members lived and every participant had entered in time",
 				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes))

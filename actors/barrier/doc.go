@@ -1,8 +1,8 @@
 // Package barrier is the actor side of partial barriers: the per-node
 // barrier Host (a child of each node supervisor) and one Manager per
-// barrier name and replica, a thin shell around Replica.
+// barrier name and replica, a thin shell around replica.Replica.
 //
-// Replica is the pure core of one manager replica (no goroutines, no
+// replica.Replica is the pure core of one manager replica (no goroutines, no
 // clocks, no I/O; time comes in as a value). It owns a policy.Barrier —
 // the state machine of the barrier itself — and adds the replication of
 // the paper's section 3.3:
@@ -18,9 +18,9 @@
 //     policy is deterministic, so they hold the same state. A backup keeps
 //     the client operations it heard directly until the primary's forward
 //     confirms them.
-//   - A backup that hears clients but not the primary for TakeoverAfter
+//   - A backup that hears clients but not the primary for replica.TakeoverAfter
 //     (times its distance from the primary in the rank order), or whose
-//     copy says a deadline passed TakeoverAfter ago without news from the
+//     copy says a deadline passed replica.TakeoverAfter ago without news from the
 //     primary, takes over: it raises the epoch, sends the whole log to the
 //     other replicas, applies the client operations the old primary never
 //     confirmed, re-sends every outcome already decided (clients ignore

@@ -1,7 +1,10 @@
 package barrier
 
 import (
+	"net/url"
 	"time"
+
+	"github.com/hoplite-go/hoplite/barrier/replica"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
@@ -123,7 +126,7 @@ func (h *Host) route(ctx actor.Context, name string, answerUnknown bool, reply p
 	case !answerUnknown:
 		return
 	default:
-		if err = CheckName(name); err == nil {
+		if err = replica.CheckName(name); err == nil {
 			err = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
 		}
 	}
@@ -138,7 +141,7 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 		}
 	}
 	name := m.GetName()
-	if err := CheckName(name); err != nil {
+	if err := replica.CheckName(name); err != nil {
 		fail(err.GetCode(), "%s", err.GetMessage())
 		return
 	}
@@ -150,7 +153,7 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 		ctx.Forward(pid)
 		return
 	}
-	if _, err := PolicyOptions(m.GetOptions()); err != nil {
+	if _, err := replica.PolicyOptions(m.GetOptions()); err != nil {
 		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %v", name, err)
 		return
 	}
@@ -166,8 +169,8 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 	}
 	rank, n := int(c.GetRank()), len(c.GetReplicas())
 	switch {
-	case n < 1 || n > MaxReplicas:
-		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replicas (1..%d)", name, n, MaxReplicas)
+	case n < 1 || n > replica.MaxReplicas:
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replicas (1..%d)", name, n, replica.MaxReplicas)
 		return
 	case rank < 0 || rank >= n || (c.GetFromPrimary() && rank == 0):
 		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: bad rank %d", name, rank)
@@ -175,8 +178,8 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 	case len(c.GetReplicaMembers()) != 0 && len(c.GetReplicaMembers()) != n:
 		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: %d replica members for %d replicas", name, len(c.GetReplicaMembers()), n)
 		return
-	case !PeerPID(c.GetReplicas()[rank]).Equal(ctx.Self()):
-		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: replica %d is %s, not this host %s", name, rank, PeerPID(c.GetReplicas()[rank]), ctx.Self())
+	case !replica.PeerPID(c.GetReplicas()[rank]).Equal(ctx.Self()):
+		fail(messages.ErrorCode_INVALID_ARGUMENT, "barrier %q: replica %d is %s, not this host %s", name, rank, replica.PeerPID(c.GetReplicas()[rank]), ctx.Self())
 		return
 	case len(h.managers) >= h.cfg.MaxBarriers:
 		fail(messages.ErrorCode_CAPACITY, "node hosts %d barriers already", len(h.managers))
@@ -203,3 +206,6 @@ func (h *Host) tombstone(name string) {
 	h.closed[name] = true
 	h.closedFIFO = append(h.closedFIFO, name)
 }
+
+// ChildName is the actor name of a barrier's manager under its host.
+func ChildName(name string) string { return "b-" + url.PathEscape(name) }

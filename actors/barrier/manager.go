@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/barrier/replica"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
@@ -28,12 +30,12 @@ type wake struct{ gen uint64 }
 type managerClosed struct{ name string }
 
 // Manager is the thin actor around one Replica: it turns messages into
-// calls on the Replica and Effects into sends, watches, events and one
-// timer (time.AfterFunc at Replica.NextWake; no polling).
+// calls on the replica.Replica and replica.Effects into sends, watches, events and one
+// timer (time.AfterFunc at replica.Replica.NextWake; no polling).
 type Manager struct {
 	cfg    ManagerConfig
 	starts *atomic.Int32 // shared by the manager's incarnations
-	core   *Replica
+	core   *replica.Replica
 	timer  *time.Timer
 	gen    uint64
 	armed  time.Time
@@ -51,7 +53,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 		h(ctx.Self().GetId(), ctx.Message())
 	}
 	now := time.Now()
-	var e Effects
+	var e replica.Effects
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		if !m.started(ctx, now, &e) {
@@ -99,16 +101,16 @@ func (m *Manager) Receive(ctx actor.Context) {
 	m.do(ctx, now, e)
 }
 
-func (m *Manager) started(ctx actor.Context, now time.Time, e *Effects) bool {
+func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) bool {
 	c := m.cfg.Create
 	restarted := m.starts.Add(1) > 1
 	replicas := make([]*actor.PID, len(c.GetReplicas()))
 	for i, p := range c.GetReplicas() {
-		replicas[i] = PeerPID(p)
+		replicas[i] = replica.PeerPID(p)
 	}
-	core, e0, err := NewReplica(ReplicaConfig{
+	core, e0, err := replica.New(replica.Config{
 		Name: c.GetName(), Options: c.GetOptions(), Replicas: replicas, Members: c.GetReplicaMembers(),
-		Rank: int(c.GetRank()), Controller: PeerPID(c.GetController()), Restarted: restarted,
+		Rank: int(c.GetRank()), Controller: replica.PeerPID(c.GetController()), Restarted: restarted,
 	}, now)
 	if err != nil {
 		m.cfg.Log.WithError(err).WithField("manager", ctx.Self().GetId()).Error("barrier manager cannot start")
@@ -125,7 +127,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *Effects) bool {
 	return true
 }
 
-func (m *Manager) do(ctx actor.Context, now time.Time, e Effects) {
+func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	self := ctx.Self().GetId()
 	for _, p := range e.Watch {
 		ctx.Watch(p)

@@ -1,4 +1,4 @@
-package barrier
+package replica
 
 import (
 	"fmt"
@@ -56,8 +56,8 @@ func (e *Effects) send(to *actor.PID, m proto.Message) {
 	}
 }
 
-// ReplicaConfig configures one replica of one barrier.
-type ReplicaConfig struct {
+// Config configures one replica of one barrier.
+type Config struct {
 	Name    string
 	Options *messages.BarrierOptions
 	// Replicas are the barrier hosts of the replicas, in rank order;
@@ -116,7 +116,7 @@ const (
 // Replica is the pure core of one barrier manager replica. It is not safe
 // for concurrent use: one actor owns it.
 type Replica struct {
-	cfg      ReplicaConfig
+	cfg      Config
 	opts     policy.Options
 	takeover time.Duration
 	maxLog   int
@@ -152,8 +152,8 @@ type Replica struct {
 	lastPrimary time.Time
 }
 
-// NewReplica returns a replica, or a typed error for bad configuration.
-func NewReplica(cfg ReplicaConfig, now time.Time) (*Replica, Effects, error) {
+// New returns a replica, or a typed error for bad configuration.
+func New(cfg Config, now time.Time) (*Replica, Effects, error) {
 	var e Effects
 	if err := CheckName(cfg.Name); err != nil {
 		return nil, e, err

@@ -1,10 +1,9 @@
-package barrier
+package replica
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"time"
 	"unicode/utf8"
 
@@ -116,9 +115,6 @@ func CheckLabel(label, host string) *messages.Error {
 	}
 	return nil
 }
-
-// ChildName is the actor name of a barrier's manager under its host.
-func ChildName(name string) string { return "b-" + url.PathEscape(name) }
 
 // Peer turns a PID into its wire form.
 func Peer(pid *actor.PID) *messages.BarrierPeer {

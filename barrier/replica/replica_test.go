@@ -1,4 +1,4 @@
-package barrier
+package replica
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ func newNet(t *testing.T, k int, o *messages.BarrierOptions, controller *actor.P
 		n.hosts = append(n.hosts, actor.NewPID("nonhost", fmt.Sprintf("node-%d/barriers", i)))
 	}
 	for i := range k {
-		r, e, err := NewReplica(ReplicaConfig{Name: "b", Options: o, Replicas: n.hosts, Members: []string{"node-0", "node-1", "node-2", "node-3"}[:k],
+		r, e, err := New(Config{Name: "b", Options: o, Replicas: n.hosts, Members: []string{"node-0", "node-1", "node-2", "node-3"}[:k],
 			Rank: i, Controller: controller}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestBackupsReplayToTheSameState(t *testing.T) {
 	// A replica rebuilt from a sync agrees too.
 	var sync Effects
 	p.sendSync(n.hosts[2], &sync)
-	fresh, _, err := NewReplica(ReplicaConfig{Name: "b", Options: o, Replicas: n.hosts, Rank: 2, Controller: ctrl}, t0)
+	fresh, _, err := New(Config{Name: "b", Options: o, Replicas: n.hosts, Rank: 2, Controller: ctrl}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
