@@ -129,7 +129,7 @@ func PeerPID(p *messages.BarrierPeer) *actor.PID {
 	if p.GetId() == "" {
 		return nil
 	}
-	return actor.NewPID(p.GetAddress(), p.GetId())
+	return &actor.PID{Address: p.GetAddress(), Id: p.GetId()}
 }
 
 // policyError maps a policy event error to a typed error for the caller.

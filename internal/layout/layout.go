@@ -1,0 +1,32 @@
+// Package layout states the rule the source tree follows, and its test
+// checks it: actors live in actors/ and cluster/, algorithms live in pure
+// packages.
+//
+// Every type with a Receive(actor.Context) method — an actor — is declared
+// under actors/ (the shells) or in cluster (the member's supervisor and
+// member actor, which wire the shells together); programs (cmd/, examples/,
+// bench/) are applications and may define their own. The pure packages in
+// Pure import nothing of Proto.Actor but its PID address type, start no
+// goroutine and read no clock: time comes in as a value, and every step
+// returns what to send (outbox) for a shell to carry out.
+package layout
+
+// Pure lists the pure packages, relative to the module root.
+var Pure = []string{
+	"barrier/policy",
+	"barrier/replica",
+	"coordinator",
+	"coordinator/kernel",
+	"coordinator/plan",
+	"directory",
+	"outbox",
+	"revoke",
+}
+
+// ActorHomes are where actors may be declared, besides programs; the one
+// helper outside them is the short-lived watched request behind every
+// request-and-wait (internal/actorutil).
+var ActorHomes = []string{"actors/", "cluster/", "internal/actorutil/"}
+
+// Programs are applications of the library, free to define actors.
+var Programs = []string{"cmd/", "examples/", "bench/"}
