@@ -18,9 +18,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
-	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -88,7 +88,7 @@ type Local struct {
 	app        *actor.ActorSystem // the application's actor system: System()
 	membership *membership
 	transport  *transport.Memory
-	estimator  *plan.Estimator
+	estimator  *netmodel.Estimator
 	log        *logrus.Entry
 
 	// ops serializes Kill, Restart and Stop: each waits for the cluster
@@ -136,7 +136,7 @@ func StartLocal(cfg Config) (*Local, error) {
 		bandwidth = cfg.LinkBandwidth
 	}
 	l := &Local{cfg: cfg, membership: newMembership(), transport: transport.NewMemory(cfg.LinkBandwidth),
-		estimator: plan.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log),
+		estimator: netmodel.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log),
 		delivered: map[string]map[string]bool{}, announced: map[string]bool{}}
 	app, err := startAppSystem(cfg.Log)
 	if err != nil {

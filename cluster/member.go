@@ -32,10 +32,10 @@ import (
 	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -194,7 +194,7 @@ type embedding struct {
 	id         string // the member id: node-i, node-i.k after k restarts
 	membership *membership
 	memory     *transport.Memory
-	estimator  *plan.Estimator // one process, one network: shared
+	estimator  *netmodel.Estimator // one process, one network: shared
 }
 
 func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
@@ -337,7 +337,7 @@ type Member struct {
 	store     *storenode.Store
 	ref       *messages.NodeRef
 	failures  *shard.FailureLog
-	estimator *plan.Estimator
+	estimator *netmodel.Estimator
 	metrics   *memberMetrics
 	coord     coordinator.ActorConfig
 
@@ -489,7 +489,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		table[j] = shardPID(addr, j)
 	}
 	m.table.Store(&table)
-	m.estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	m.estimator = netmodel.NewEstimator(100*time.Microsecond, 1.25e9)
 	if e := cfg.embedded; e != nil {
 		m.estimator = e.estimator
 	}

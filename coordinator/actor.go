@@ -9,10 +9,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 )
 
 // ActorConfig is what the coordinators of one node share.
@@ -22,7 +22,7 @@ type ActorConfig struct {
 	// to the sources' locations).
 	ShardFor func(id string) *actor.PID
 	// Estimator supplies L and B for the cost model.
-	Estimator *plan.Estimator
+	Estimator *netmodel.Estimator
 	Log       *logrus.Entry
 	// Resubscribe is how often a coordinator that still waits for sources
 	// subscribes to them again (default 500 ms). Subscriptions are soft
@@ -72,7 +72,7 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	if cfg.Estimator == nil {
-		cfg.Estimator = plan.NewEstimator(100*time.Microsecond, 1.25e9)
+		cfg.Estimator = netmodel.NewEstimator(100*time.Microsecond, 1.25e9)
 	}
 	if cfg.Reduce.Estimator == nil {
 		// The plan reports how many samples its L and B rest on.

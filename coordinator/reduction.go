@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 )
 
 // Shape names the tree shapes a Reduce can use.
@@ -33,7 +34,7 @@ type Config struct {
 	// on, which the plan reports; without it the L and B given to
 	// NewReduction are used, and the plan reports their sample counts as
 	// not known (-1).
-	Estimator *plan.Estimator
+	Estimator *netmodel.Estimator
 }
 
 // InternalID names the intermediate output of a tree position. It starts

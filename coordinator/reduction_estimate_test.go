@@ -6,12 +6,13 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 )
 
 // The plan reports the estimate it was chosen with, taken when S is known
 // (the first arrival), and how many observations L and B rest on.
 func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
-	e := plan.NewEstimator(100*time.Microsecond, 1.25e9)
+	e := netmodel.NewEstimator(100*time.Microsecond, 1.25e9)
 	e.ObserveLatency(300 * time.Microsecond) // before the Reduce
 	r := newRed(request(ids("s", 4), 4), Config{Estimator: e})
 	// Measured after the Reduce started and before its first source

@@ -9,6 +9,7 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -43,7 +44,7 @@ type Config struct {
 	Naive bool
 	// Estimator receives measured transfer bandwidth and control latency
 	// (the L and B of the reduce cost model); nil disables measuring.
-	Estimator *plan.Estimator
+	Estimator *netmodel.Estimator
 	// Hooks let tests and fault injection act at chosen points.
 	Hooks Hooks
 	// Log is where this node logs.

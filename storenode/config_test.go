@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/netmodel"
 )
 
 // A zero ChunkSize follows the measured bandwidth; a given one is kept.
 func TestStreamChunkAdaptsOnlyWhenNotFixed(t *testing.T) {
-	est := plan.NewEstimator(time.Millisecond, 1e9)
+	est := netmodel.NewEstimator(time.Millisecond, 1e9)
 	auto := (&Config{Estimator: est}).withDefaults()
 	if got := auto.streamChunk(); got != 1<<20 {
 		t.Fatalf("before any measurement: %d, want 1 MiB", got)

@@ -11,10 +11,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -208,7 +208,7 @@ func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self 
 			// the network rather than an upstream still arriving. The
 			// threshold does not follow the chunk: a cluster of 1 MiB
 			// objects with 1 MiB chunks must learn its bandwidth too.
-			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= 4*plan.MinChunk {
+			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
 				f.cfg.Estimator.ObserveTransfer(moved, time.Since(begin))
 			}
 			if err := f.cfg.Store.Complete(f.obj); err != nil {

@@ -9,9 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -274,7 +274,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	// still copying, a child still reducing) would be counted as the
 	// network's time, and on TCP a peer's bytes pile up in the socket
 	// while the run waits for another input, so its reads then look free.
-	whole := w.wholeHere(t.GetSourceId()) && t.GetSize() >= 4*plan.MinChunk
+	whole := w.wholeHere(t.GetSourceId()) && t.GetSize() >= netmodel.MinMeasuredTransfer
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package revoke
 
 import (
-	core "github.com/hoplite-go/hoplite/revoke"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	core "github.com/hoplite-go/hoplite/revoke"
 )
 
 // ActorConfig configures one member's broadcaster actor: the supervised

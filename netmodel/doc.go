@@ -1,0 +1,12 @@
+// Package netmodel keeps the running estimates of the network that the
+// cost model and the transfers share: the control-message latency L and
+// the link bandwidth B, from durations the callers measured. It reads no
+// clock, so it is pure; it is safe for concurrent use because every store
+// node and coordinator of a member observe into one Estimator.
+package netmodel
+
+// MinMeasuredTransfer is the smallest transfer whose rate is taken as the
+// link's bandwidth: a shorter one mostly measures its set-up. It does not
+// follow the chunk size, so that a cluster of 1 MiB objects sent in 1 MiB
+// chunks learns its bandwidth too.
+const MinMeasuredTransfer = 256 << 10
