@@ -19,6 +19,7 @@ var Pure = []string{
 	"coordinator/kernel",
 	"coordinator/plan",
 	"directory",
+	"netmodel",
 	"outbox",
 	"revoke",
 }
