@@ -133,10 +133,11 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 		ctx.Watch(p)
 	}
 	for _, s := range e.Sends {
-		if s.Request {
-			ctx.Request(s.To, s.Msg)
-		} else {
-			ctx.Send(s.To, s.Msg)
+		switch to := s.To.(type) {
+		case replica.Ask:
+			ctx.Request(to.PID, s.Msg)
+		case *actor.PID:
+			ctx.Send(to, s.Msg)
 		}
 	}
 	name := m.cfg.Create.GetName()

@@ -11,16 +11,14 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier/policy"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
-// Send is one message the shell sends.
-type Send struct {
-	To  *actor.PID
-	Msg proto.Message
-	// Request sends with the manager as sender, so the receiver's answer
-	// (BarrierDecide) comes back to it.
-	Request bool
-}
+// Ask is the To of a send whose receiver answers the manager (a
+// controller's BarrierDecide) or must be known to have got it (an outcome
+// to a participant: a dead letter comes back as Undelivered). The shell
+// sends it with the manager as sender; a plain *actor.PID is a tell.
+type Ask struct{ PID *actor.PID }
 
 // Failure is a participant the manager could not serve.
 type Failure struct {
@@ -37,7 +35,7 @@ const (
 // Effects is what one event asks the shell to do, in order: watch, send,
 // report failures, then stop if Stop.
 type Effects struct {
-	Sends    []Send
+	Sends    []outbox.Send
 	Watch    []*actor.PID
 	Failures []Failure
 	// TookOver: this replica became the acting primary (Epoch is new).
@@ -52,7 +50,7 @@ type Effects struct {
 
 func (e *Effects) send(to *actor.PID, m proto.Message) {
 	if to != nil {
-		e.Sends = append(e.Sends, Send{To: to, Msg: m})
+		e.Sends = append(e.Sends, outbox.Send{To: to, Msg: m})
 	}
 }
 
@@ -838,7 +836,7 @@ func (r *Replica) emit(now time.Time, d policy.Decision, e *Effects) {
 		// A request, so a participant that is gone answers with a dead
 		// letter (Undelivered) even when its Terminated is slower than
 		// the fire, as a watch across actor systems can be.
-		e.Sends = append(e.Sends, Send{To: in.reply, Msg: r.outcomeMsg(l, in), Request: true})
+		e.Sends = append(e.Sends, outbox.Send{To: Ask{in.reply}, Msg: r.outcomeMsg(l, in)})
 	}
 	for _, l := range d.Release {
 		deliver(l)
@@ -886,7 +884,7 @@ func (r *Replica) consult(now time.Time, c *policy.Consultation, e *Effects) {
 	if c.Knee != nil {
 		m.Knee, m.KneeArrivals = true, int32(c.Knee.Arrivals)
 	}
-	e.Sends = append(e.Sends, Send{To: r.cfg.Controller, Msg: m, Request: true})
+	e.Sends = append(e.Sends, outbox.Send{To: Ask{r.cfg.Controller}, Msg: m})
 }
 
 // fail reports a participant the manager could not serve: to the shell

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -22,7 +23,7 @@ type net struct {
 	t        *testing.T
 	replicas map[string]*Replica
 	hosts    []*actor.PID
-	out      []Send // to participants and the controller
+	out      []outbox.Send // to participants and the controller
 	down     map[string]bool
 	effects  []Effects
 }
@@ -50,19 +51,26 @@ func (n *net) r(i int) *Replica { return n.replicas[n.hosts[i].String()] }
 func (n *net) deliver(from *actor.PID, e Effects) {
 	n.effects = append(n.effects, e)
 	for _, s := range e.Sends {
-		r := n.replicas[s.To.String()]
+		to := pidOf(s.To)
+		r := n.replicas[to.String()]
 		if r == nil {
+			if _, asked := s.To.(Ask); !asked {
+				if _, consult := s.Msg.(*messages.BarrierConsult); consult {
+					// Its BarrierDecide must come back to the manager.
+					n.t.Fatalf("a consult sent as a tell to %v", s.To)
+				}
+			}
 			n.out = append(n.out, s)
 			continue
 		}
-		if n.down[s.To.String()] {
+		if n.down[to.String()] {
 			continue
 		}
 		switch m := s.Msg.(type) {
 		case *messages.BarrierReplicate:
-			n.deliver(s.To, r.Replicate(time.Unix(0, 0), m))
+			n.deliver(to, r.Replicate(time.Unix(0, 0), m))
 		case *messages.BarrierSyncRequest:
-			n.deliver(s.To, r.SyncRequest(m))
+			n.deliver(to, r.SyncRequest(m))
 		}
 	}
 }
@@ -92,11 +100,19 @@ func (n *net) client(now time.Time, from *actor.PID, msg any) {
 func (n *net) sentTo(pid *actor.PID) []any {
 	var out []any
 	for _, s := range n.out {
-		if s.To.Equal(pid) {
+		if pidOf(s.To).Equal(pid) {
 			out = append(out, s.Msg)
 		}
 	}
 	return out
+}
+
+// pidOf is the receiver of a send, asked (Ask) or told.
+func pidOf(to any) *actor.PID {
+	if a, ok := to.(Ask); ok {
+		return a.PID
+	}
+	return to.(*actor.PID)
 }
 
 func participant(i int) *actor.PID { return actor.NewPID("nonhost", fmt.Sprintf("p%d", i)) }
