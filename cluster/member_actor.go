@@ -206,7 +206,7 @@ func (a *membersActor) topology(ctx actor.Context, t *pcluster.ClusterTopology) 
 		}
 		entry.Info("member left the topology: spreading a failure notice")
 		if pid := a.m.revokePID.Load(); pid != nil {
-			ctx.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: id}, SubjectAddress: p.address})
+			ctx.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: id, SubjectAddress: p.address}})
 		}
 		if !p.leaving {
 			go a.m.expelled(id, p.address)

@@ -126,7 +126,7 @@ func (m *Member) detect() {
 			}
 			entry.WithField("confirmed_in", time.Since(r.s.at).Round(time.Microsecond)).Info("member unreachable: spreading a failure notice")
 			if pid := m.revokePID.Load(); pid != nil {
-				m.system.Root.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: r.id}, SubjectAddress: r.address})
+				m.system.Root.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: r.id, SubjectAddress: r.address}})
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 // deliver runs once per failure notice at this member (in the revoke
 // actor, after the notice was forwarded).
 func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
-	id, addr := d.Notice.Subject, d.SubjectAddress
+	id, addr := d.Notice.Subject, d.Notice.SubjectAddress
 	if id == m.id {
 		m.fail(fmt.Errorf("%w (notice from %s)", ErrExpelled, d.Notice.Origin))
 		return

@@ -1,6 +1,11 @@
 package revoke
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
+)
 
 // ID identifies a notice for duplicate suppression: what it is about and
 // which incarnation of it.
@@ -27,27 +32,25 @@ type Notice struct {
 	Origin  string // the member that first learned of it (diagnostics only)
 	Subject string
 	Epoch   uint64
+	// SubjectAddress is the failed member's actor system address as the
+	// originator knew it: content, not identity (the first copy's wins).
+	SubjectAddress string
 }
 
 // ID returns the notice's identity.
 func (n Notice) ID() ID { return ID{Subject: n.Subject, Epoch: n.Epoch} }
 
-// Decision is what the shell must do after an event: send the notice to
-// every member in Forward, then, if Deliver, deliver it locally (directory
+// Decision is what the shell must do after an event: the Sends (the
+// notice as a *messages.RevokeNotice, To a member name), then, if Deliver,
+// deliver it locally (directory
 // cleanup, transfer abort, coordinator repair, event published). Sending
 // before delivering is the ULFM order: the wave keeps moving even if local
 // delivery is slow or crashes the member. A send to a member that is dead
 // simply fails; the shell drops it and does nothing else — reliability
 // comes from the overlay's connectivity, not from retries.
 type Decision struct {
-	Forward []string
+	Sends   []outbox.Send
 	Deliver bool
-}
-
-// Send is one message the shell must send: Notice to To.
-type Send struct {
-	To     string
-	Notice Notice
 }
 
 // Default sizes of the Broadcaster's bounded memories.
@@ -151,7 +154,7 @@ func (b *Broadcaster) Originate(n Notice) Decision {
 	if !b.remember(n) {
 		return Decision{}
 	}
-	return Decision{Forward: b.overlay.Neighbors(), Deliver: true}
+	return Decision{Sends: b.sends(n, b.overlay.Neighbors()), Deliver: true}
 }
 
 // Receive handles a copy of n that arrived from member from. On the first
@@ -174,7 +177,7 @@ func (b *Broadcaster) Receive(from string, n Notice) Decision {
 			fwd = append(fwd, id)
 		}
 	}
-	return Decision{Forward: fwd, Deliver: true}
+	return Decision{Sends: b.sends(n, fwd), Deliver: true}
 }
 
 // SetOverlay switches to a new topology's overlay (same self, e.g. from
@@ -194,7 +197,7 @@ func (b *Broadcaster) Receive(from string, n Notice) Decision {
 // An overlay with another self, or nil, is ignored (nothing changes); one
 // with the same members is adopted but is not a change (no re-sends, no
 // expiry of recent notices).
-func (b *Broadcaster) SetOverlay(o *Overlay) []Send {
+func (b *Broadcaster) SetOverlay(o *Overlay) []outbox.Send {
 	if o == nil || o.Self() != b.overlay.Self() {
 		return nil
 	}
@@ -213,15 +216,13 @@ func (b *Broadcaster) SetOverlay(o *Overlay) []Send {
 			gained = append(gained, id)
 		}
 	}
-	var sends []Send
+	var sends []outbox.Send
 	kept := b.recent[:0]
 	for _, r := range b.recent {
 		if r.left <= 0 {
 			continue
 		}
-		for _, to := range gained {
-			sends = append(sends, Send{To: to, Notice: r.n})
-		}
+		sends = append(sends, b.sends(r.n, gained)...)
 		r.left--
 		if r.left > 0 {
 			kept = append(kept, r)
@@ -230,6 +231,26 @@ func (b *Broadcaster) SetOverlay(o *Overlay) []Send {
 	clear(b.recent[len(kept):])
 	b.recent = kept
 	return sends
+}
+
+// sends addresses one copy of n to each member of to. The copies share
+// one message: it is never modified once built.
+func (b *Broadcaster) sends(n Notice, to []string) []outbox.Send {
+	if len(to) == 0 {
+		return nil
+	}
+	msg := &messages.RevokeNotice{Origin: n.Origin, Subject: n.Subject, Epoch: n.Epoch,
+		From: b.overlay.Self(), SubjectAddress: n.SubjectAddress}
+	out := make([]outbox.Send, len(to))
+	for i, m := range to {
+		out[i] = outbox.Send{To: m, Msg: msg}
+	}
+	return out
+}
+
+// NoticeOf reads a notice back from its message.
+func NoticeOf(m *messages.RevokeNotice) Notice {
+	return Notice{Origin: m.GetOrigin(), Subject: m.GetSubject(), Epoch: m.GetEpoch(), SubjectAddress: m.GetSubjectAddress()}
 }
 
 // remember records n's id and reports whether it was new.

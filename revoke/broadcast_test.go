@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // checkWave runs one broadcast from origin with the members in dead failed
@@ -227,27 +229,27 @@ func TestDuplicatesIgnored(t *testing.T) {
 	b := NewBroadcaster(o)
 	n := Notice{Origin: "m0003", Subject: "m0005", Epoch: 2}
 	d := b.Receive("m0001", n)
-	if !d.Deliver || slices.Contains(d.Forward, "m0001") || len(d.Forward) != o.Degree()-1 {
+	if !d.Deliver || slices.Contains(targets(d.Sends), "m0001") || len(targets(d.Sends)) != o.Degree()-1 {
 		t.Fatalf("first copy: %+v", d)
 	}
 	for _, from := range []string{"m0001", "m0002", "m0007"} {
-		if d := b.Receive(from, n); d.Deliver || len(d.Forward) != 0 {
+		if d := b.Receive(from, n); d.Deliver || len(targets(d.Sends)) != 0 {
 			t.Fatalf("duplicate from %s: %+v", from, d)
 		}
 	}
 	// Another detector's wave about the same failure merges with it.
-	if d := b.Originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 2}); d.Deliver || len(d.Forward) != 0 {
+	if d := b.Originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 2}); d.Deliver || len(targets(d.Sends)) != 0 {
 		t.Fatalf("originate of a known notice: %+v", d)
 	}
-	if d := b.Receive("m0004", Notice{Origin: "m0006", Subject: "m0005", Epoch: 2}); d.Deliver || len(d.Forward) != 0 {
+	if d := b.Receive("m0004", Notice{Origin: "m0006", Subject: "m0005", Epoch: 2}); d.Deliver || len(targets(d.Sends)) != 0 {
 		t.Fatalf("same id, other origin: %+v", d)
 	}
 	// A new incarnation is a new notice.
-	if d := b.Originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 3}); !d.Deliver || !slices.Equal(d.Forward, o.Neighbors()) {
+	if d := b.Originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 3}); !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
 		t.Fatalf("new epoch: %+v", d)
 	}
 	// Sender outside the overlay: nobody is left out.
-	if d := b.Receive("stranger", Notice{Subject: "q"}); len(d.Forward) != o.Degree() {
+	if d := b.Receive("stranger", Notice{Subject: "q"}); len(targets(d.Sends)) != o.Degree() {
 		t.Fatalf("stranger: %+v", d)
 	}
 }
@@ -294,7 +296,7 @@ func TestSeenWindowIsBoundedFIFO(t *testing.T) {
 	if d := b.Receive("m0001", ids[0]); !d.Deliver {
 		t.Fatal("evicted id not re-accepted")
 	}
-	if d := b.Receive("m0002", ids[0]); d.Deliver || len(d.Forward) != 0 {
+	if d := b.Receive("m0002", ids[0]); d.Deliver || len(targets(d.Sends)) != 0 {
 		t.Fatal("re-accepted id not remembered")
 	}
 	if b.Seen(ids[2].ID()) || !b.Seen(ids[3].ID()) {
@@ -341,10 +343,10 @@ func TestSetOverlayReplaysToGainedNeighbours(t *testing.T) {
 	}
 	var got []string
 	for _, s := range sends {
-		if s.Notice != n {
-			t.Fatalf("replayed %+v", s.Notice)
+		if got := NoticeOf(s.Msg.(*messages.RevokeNotice)); got != n {
+			t.Fatalf("replayed %+v", got)
 		}
-		got = append(got, s.To)
+		got = append(got, s.To.(string))
 	}
 	if !slices.Equal(got, want) || len(want) == 0 {
 		t.Fatalf("replayed to %v, want gained neighbours %v", got, want)
@@ -469,6 +471,27 @@ func TestJoinerNeedsReplay(t *testing.T) {
 			}
 		} else if got != 0 {
 			t.Fatalf("without replay the joiner delivered %d times; scenario no longer shows the gap", got)
+		}
+	}
+}
+
+// The copies a step sends are whole wire notices: from this member, with
+// the subject's address the originator knew, to each neighbour once.
+func TestSendsAreWireNotices(t *testing.T) {
+	members := []string{"a", "b", "c", "d", "e"}
+	o, err := NewOverlay(members, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBroadcaster(o)
+	d := b.Originate(Notice{Origin: "c", Subject: "e", Epoch: 4, SubjectAddress: "127.0.0.1:9"})
+	if !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
+		t.Fatalf("originate sent to %v, want %v", targets(d.Sends), o.Neighbors())
+	}
+	for _, s := range d.Sends {
+		m := s.Msg.(*messages.RevokeNotice)
+		if m.GetFrom() != "c" || m.GetOrigin() != "c" || m.GetSubject() != "e" || m.GetEpoch() != 4 || m.GetSubjectAddress() != "127.0.0.1:9" {
+			t.Fatalf("copy to %v is %v", s.To, m)
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // sim is a deterministic shell for many Broadcasters: a message queue, no
@@ -80,7 +83,7 @@ func overlaysFor(t testing.TB, members []string) map[string]*Overlay {
 }
 
 func (s *sim) apply(at string, n Notice, d Decision) {
-	if len(d.Forward) == 0 && !d.Deliver {
+	if len(d.Sends) == 0 && !d.Deliver {
 		return
 	}
 	id := n.ID()
@@ -88,7 +91,7 @@ func (s *sim) apply(at string, n Notice, d Decision) {
 		s.rounds[at] = map[ID]int{}
 	}
 	s.rounds[at][id]++
-	for i, to := range d.Forward {
+	for i, to := range targets(d.Sends) {
 		if k, ok := s.crashAfter[at]; ok && i >= k {
 			s.dead[at] = true
 			return
@@ -158,7 +161,7 @@ func (s *sim) switchTo(m string, o *Overlay) {
 	}
 	for _, snd := range s.bc[m].SetOverlay(o) {
 		s.replays++
-		s.queue = append(s.queue, simMsg{from: m, to: snd.To, n: snd.Notice})
+		s.queue = append(s.queue, simMsg{from: m, to: snd.To.(string), n: NoticeOf(snd.Msg.(*messages.RevokeNotice))})
 	}
 }
 
@@ -200,6 +203,15 @@ func randomNames(rng *rand.Rand, n int) []string {
 			seen[id] = true
 			out = append(out, id)
 		}
+	}
+	return out
+}
+
+// targets lists the members sent to, in order.
+func targets(sends []outbox.Send) []string {
+	out := make([]string, len(sends))
+	for i, s := range sends {
+		out[i] = s.To.(string)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 	core "github.com/hoplite-go/hoplite/revoke"
 )
 
@@ -40,10 +41,9 @@ type ActorConfig struct {
 
 // Delivery is one notice delivered at this member.
 type Delivery struct {
+	// Notice carries the failed member's address as the originator knew
+	// it (SubjectAddress).
 	Notice core.Notice
-	// SubjectAddress is the failed member's actor system address, as the
-	// originator knew it.
-	SubjectAddress string
 	// From is the member whose copy was the first to arrive here ("" if
 	// this member originated the notice).
 	From string
@@ -53,8 +53,7 @@ type Delivery struct {
 // member to learn of a failure sends it. In-process only (never crosses a
 // process: the copies that travel are *messages.RevokeNotice).
 type Originate struct {
-	Notice         core.Notice
-	SubjectAddress string
+	Notice core.Notice
 }
 
 // SetMembers switches the broadcaster to the overlay of a new member list
@@ -63,13 +62,10 @@ type SetMembers struct {
 	Members []string
 }
 
-// state is what survives a restart of the actor: the broadcast state (so
-// a restarted broadcaster does not forward or deliver a notice twice) and
-// the subjects' addresses for notices re-sent on overlay changes.
+// state is what survives a restart of the actor: the broadcast state, so
+// a restarted broadcaster does not forward or deliver a notice twice.
 type state struct {
-	core  *core.Broadcaster
-	addrs map[core.ID]string
-	order []core.ID // FIFO of addrs keys, bounded like the core's window
+	core *core.Broadcaster
 }
 
 // broadcasterActor is the thin shell: messages in, core.Broadcaster calls,
@@ -86,7 +82,7 @@ func NewActorProps(cfg ActorConfig) *actor.Props {
 	if cfg.Log == nil {
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	st := &state{addrs: map[core.ID]string{}}
+	st := &state{}
 	return actor.PropsFromProducer(func() actor.Actor { return &broadcasterActor{cfg: cfg, st: st} })
 }
 
@@ -112,7 +108,7 @@ func (a *broadcasterActor) Receive(ctx actor.Context) {
 		if n.Origin == "" {
 			n.Origin = a.cfg.Self
 		}
-		a.apply(ctx, n, m.SubjectAddress, "", a.st.core.Originate(n))
+		a.apply(ctx, n, "", a.st.core.Originate(n))
 	case *messages.RevokeNotice:
 		if a.st.core == nil {
 			return
@@ -124,8 +120,8 @@ func (a *broadcasterActor) Receive(ctx actor.Context) {
 		if a.cfg.Admit != nil && !a.cfg.Admit(m) {
 			return
 		}
-		n := core.Notice{Origin: m.GetOrigin(), Subject: m.GetSubject(), Epoch: m.GetEpoch()}
-		a.apply(ctx, n, m.GetSubjectAddress(), m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
+		n := core.NoticeOf(m)
+		a.apply(ctx, n, m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		a.cfg.Log.WithField("type", actorutil.TypeName(m)).Debug("revoke: dropped an unknown message")
@@ -152,56 +148,33 @@ func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
 		a.cfg.Log.WithError(err).Warn("revoke: bad member list; keeping the old overlay")
 		return
 	}
-	for _, s := range a.st.core.SetOverlay(o) {
-		a.send(ctx, s.To, s.Notice, a.st.addrs[s.Notice.ID()])
-	}
+	a.send(ctx, a.st.core.SetOverlay(o))
 }
 
-func (a *broadcasterActor) apply(ctx actor.Context, n core.Notice, addr, from string, d core.Decision) {
-	if !d.Deliver && len(d.Forward) == 0 {
-		return // a duplicate
-	}
-	a.remember(n.ID(), addr)
+func (a *broadcasterActor) apply(ctx actor.Context, n core.Notice, from string, d core.Decision) {
 	// ULFM order: the wave moves on before the local delivery, so a slow
 	// or crashing delivery does not stop it.
-	for _, to := range d.Forward {
-		a.send(ctx, to, n, addr)
-	}
+	a.send(ctx, d.Sends)
 	if d.Deliver && a.cfg.Deliver != nil {
-		a.cfg.Deliver(ctx, Delivery{Notice: n, SubjectAddress: addr, From: from})
+		a.cfg.Deliver(ctx, Delivery{Notice: n, From: from})
 	}
 }
 
-// send sends one copy; a send to a dead member simply fails (reliability
-// comes from the overlay's connectivity, not from retries). The notice's
-// subject is the failed member: it gets no copy (a send to a dead process
-// only costs a connection attempt, and in Proto.Actor remote that attempt
-// can outlive the process and hit a new incarnation at the same address).
-func (a *broadcasterActor) send(ctx actor.Context, to string, n core.Notice, addr string) {
-	if a.cfg.Peer == nil || to == n.Subject {
-		return
-	}
-	pid := a.cfg.Peer(to)
-	if pid == nil {
-		return
-	}
-	ctx.Send(pid, &messages.RevokeNotice{Origin: n.Origin, Subject: n.Subject, Epoch: n.Epoch,
-		From: a.cfg.Self, SubjectAddress: addr})
-}
-
-func (a *broadcasterActor) remember(id core.ID, addr string) {
-	if _, ok := a.st.addrs[id]; ok {
-		return
-	}
-	a.st.addrs[id] = addr
-	a.st.order = append(a.st.order, id)
-	// Bounded like the core's window: an address is needed only while the
-	// notice may still be replayed.
-	if limit := max(a.st.core.Window(), 1); len(a.st.order) > limit {
-		drop := len(a.st.order) - limit
-		for _, old := range a.st.order[:drop] {
-			delete(a.st.addrs, old)
+// send sends the copies; a send to a dead member simply fails
+// (reliability comes from the overlay's connectivity, not from retries).
+// The notice's subject is the failed member: it gets no copy (a send to a
+// dead process only costs a connection attempt, and in Proto.Actor remote
+// that attempt can outlive the process and hit a new incarnation at the
+// same address).
+func (a *broadcasterActor) send(ctx actor.Context, sends []outbox.Send) {
+	for _, s := range sends {
+		to, _ := s.To.(string)
+		n, _ := s.Msg.(*messages.RevokeNotice)
+		if a.cfg.Peer == nil || n == nil || to == n.GetSubject() {
+			continue
 		}
-		a.st.order = slices.Delete(a.st.order, 0, drop)
+		if pid := a.cfg.Peer(to); pid != nil {
+			ctx.Send(pid, n)
+		}
 	}
 }

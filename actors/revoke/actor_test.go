@@ -115,11 +115,11 @@ func memberNames(k int) []string {
 func TestActorFloodsToEveryMember(t *testing.T) {
 	members := memberNames(8)
 	n := newActorNet(t, members)
-	n.system.Root.Send(n.pids["m03"], &Originate{Notice: core.Notice{Subject: "x", Epoch: 1}, SubjectAddress: "10.0.0.9:1"})
+	n.system.Root.Send(n.pids["m03"], &Originate{Notice: core.Notice{Subject: "x", Epoch: 1, SubjectAddress: "10.0.0.9:1"}})
 	n.waitDelivered(members, "x")
 	for _, m := range members {
 		d := n.deliveries(m)[0]
-		if d.SubjectAddress != "10.0.0.9:1" || d.Notice.Origin != "m03" {
+		if d.Notice.SubjectAddress != "10.0.0.9:1" || d.Notice.Origin != "m03" {
 			t.Fatalf("%s got %+v", m, d)
 		}
 		if (m == "m03") != (d.From == "") {
@@ -166,7 +166,7 @@ func TestActorConcurrentOriginsMerge(t *testing.T) {
 func TestActorReplaysToJoiner(t *testing.T) {
 	members := memberNames(5)
 	n := newActorNet(t, members)
-	n.system.Root.Send(n.pids["m02"], &Originate{Notice: core.Notice{Subject: "w"}, SubjectAddress: "a:1"})
+	n.system.Root.Send(n.pids["m02"], &Originate{Notice: core.Notice{Subject: "w", SubjectAddress: "a:1"}})
 	n.waitDelivered(members, "w")
 	grown := append(append([]string(nil), members...), "m05")
 	log := logrus.New()
@@ -176,7 +176,7 @@ func TestActorReplaysToJoiner(t *testing.T) {
 		n.system.Root.Send(n.pids[m], &SetMembers{Members: grown})
 	}
 	n.waitDelivered(grown, "w")
-	if d := n.deliveries("m05")[0]; d.SubjectAddress != "a:1" {
+	if d := n.deliveries("m05")[0]; d.Notice.SubjectAddress != "a:1" {
 		t.Fatalf("replayed copy lost the subject address: %+v", d)
 	}
 }
