@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hoplite-go/hoplite/barrier/replica"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -55,7 +55,7 @@ type Barrier struct {
 	wait      time.Duration
 	ids       atomic.Uint64
 	stopped   atomic.Bool
-	counters  *counters
+	counters  *mgr.Counters
 	semaphore bool
 }
 
@@ -93,8 +93,6 @@ type Stats struct {
 	// TimedOut: semaphore holders of this handle presumed failed.
 	TimedOut int64
 }
-
-type counters struct{ dup, conflict, orphan, timedOut atomic.Int64 }
 
 // Status is a barrier's state as its acting primary sees it.
 type Status struct {
@@ -265,16 +263,16 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 
 func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOptions) *Barrier {
 	b := &Barrier{name: name, sys: c.System(), opts: wire, host: cfg.host, wait: cfg.wait,
-		counters: &counters{}, semaphore: wire.GetSemaphore() != nil}
-	p := &participant{name: name, onEnter: cfg.onEnter, onFailure: cfg.onFailure, counters: b.counters}
-	b.pid = b.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+		counters: &mgr.Counters{}, semaphore: wire.GetSemaphore() != nil}
+	b.pid = b.sys.Root.Spawn(mgr.NewParticipantProps(mgr.ParticipantConfig{Name: name, OnEnter: cfg.onEnter,
+		OnFailure: cfg.onFailure, Counters: b.counters}))
 	return b
 }
 
 func (b *Barrier) setup(created *messages.BarrierCreated) {
-	s := setup{max: int(created.GetOptions().GetMaxParticipants()), semaphore: created.GetOptions().GetSemaphore() != nil}
+	s := mgr.Setup{Max: int(created.GetOptions().GetMaxParticipants()), Semaphore: created.GetOptions().GetSemaphore() != nil}
 	for _, p := range created.GetReplicas() {
-		s.replicas = append(s.replicas, replica.PeerPID(p))
+		s.Replicas = append(s.Replicas, replica.PeerPID(p))
 	}
 	b.members = append(b.members, created.GetReplicaMembers()...)
 	b.sys.Root.Send(b.pid, s)
@@ -289,8 +287,8 @@ func (b *Barrier) Replicas() []string { return append([]string(nil), b.members..
 
 // Stats counts what this handle ignored.
 func (b *Barrier) Stats() Stats {
-	return Stats{Duplicates: b.counters.dup.Load(), Conflicts: b.counters.conflict.Load(),
-		Orphans: b.counters.orphan.Load(), TimedOut: b.counters.timedOut.Load()}
+	return Stats{Duplicates: b.counters.Dup.Load(), Conflicts: b.counters.Conflict.Load(),
+		Orphans: b.counters.Orphan.Load(), TimedOut: b.counters.TimedOut.Load()}
 }
 
 // Enter enters label and waits until it passes (the barrier fires, or on
@@ -309,8 +307,8 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	ctx, cancel := withWait(ctx, b.wait)
 	defer cancel()
 	id := b.ids.Add(1)
-	ch := make(chan enterResult, 1)
-	b.sys.Root.Send(b.pid, enterReq{id: id, label: label, host: b.host, ch: ch})
+	ch := make(chan mgr.EnterResult, 1)
+	b.sys.Root.Send(b.pid, mgr.EnterRequest{ID: id, Label: label, Host: b.host, Reply: ch})
 	select {
 	case r := <-ch:
 		return b.passOrError(label, r)
@@ -321,7 +319,7 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	// later finds no waiter, and the handle gives such a slot back.)
 	if !b.stopped.Load() {
 		withdrawn := make(chan struct{})
-		b.sys.Root.Send(b.pid, cancelReq{id: id, label: label, done: withdrawn})
+		b.sys.Root.Send(b.pid, mgr.CancelRequest{ID: id, Label: label, Done: withdrawn})
 		select {
 		case <-withdrawn:
 		case <-time.After(time.Second): // the handle's actor stopped meanwhile
@@ -335,14 +333,14 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	return nil, deadlineError(ctx, "barrier %q: %q did not pass", b.name, label)
 }
 
-func (b *Barrier) passOrError(label string, r enterResult) (*Pass, error) {
+func (b *Barrier) passOrError(label string, r mgr.EnterResult) (*Pass, error) {
 	switch {
-	case r.err != nil:
-		return nil, r.err
-	case r.kind == kindCatchUp:
+	case r.Err != nil:
+		return nil, r.Err
+	case r.Kind == mgr.CatchUp:
 		return nil, fmt.Errorf("%w: %q on barrier %q", ErrCatchUp, label, b.name)
 	}
-	return &Pass{Label: label, Host: b.host, Late: r.kind == kindLate, Reason: r.reason, b: b}, nil
+	return &Pass{Label: label, Host: b.host, Late: r.Kind == mgr.Late, Reason: r.Reason, b: b}, nil
 }
 
 // Release tells a semaphore barrier that label left the critical section.
@@ -441,7 +439,7 @@ func (b *Barrier) call(ctx context.Context, build func(id uint64, rank int32) pr
 	defer cancel()
 	id := b.ids.Add(1)
 	ch := make(chan proto.Message, 1)
-	b.sys.Root.Send(b.pid, callReq{id: id, build: build, ch: ch})
+	b.sys.Root.Send(b.pid, mgr.CallRequest{ID: id, Build: build, Reply: ch})
 	select {
 	case r := <-ch:
 		if r == nil {
@@ -449,7 +447,7 @@ func (b *Barrier) call(ctx context.Context, build func(id uint64, rank int32) pr
 		}
 		return r, nil
 	case <-ctx.Done():
-		b.sys.Root.Send(b.pid, cancelReq{id: id})
+		b.sys.Root.Send(b.pid, mgr.CancelRequest{ID: id})
 		return nil, deadlineError(ctx, "barrier %q: no answer", b.name)
 	}
 }

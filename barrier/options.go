@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier/policy"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -153,26 +154,10 @@ func Host(name string) Option { return func(c *config) { c.host = name } }
 func DefaultWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
 // Consultation is what the entry callback is asked.
-type Consultation struct {
-	// Label and Host of the entry that caused it; empty when it was caused
-	// by time (a knee, MinWait, or the callback timeout).
-	Label, Host string
-	// Default is what the barrier would do without the callback: fire now
-	// or not; Reason is the rule behind a true Default.
-	Default bool
-	Reason  string
-	// Knee: a knee in the arrivals just became acceptable, after
-	// KneeArrivals arrivals.
-	Knee         bool
-	KneeArrivals int
-	// Entered is the number of labels entered so far.
-	Entered int
-}
+type Consultation = mgr.Consultation
 
 // Failure is a participant the manager could not serve.
-type Failure struct {
-	Barrier, Label, Host, Reason string
-}
+type Failure = mgr.Failure
 
 const defaultWait = time.Minute
 

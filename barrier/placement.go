@@ -2,7 +2,6 @@ package barrier
 
 import (
 	"cmp"
-
 	"slices"
 
 	"github.com/hoplite-go/hoplite/internal/rendezvous"

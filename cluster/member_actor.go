@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	bmg "github.com/hoplite-go/hoplite/revoke"
-
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
@@ -14,6 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	bmg "github.com/hoplite-go/hoplite/revoke"
 )
 
 // In-process messages of the members actor (they never cross a process).

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	bmg "github.com/hoplite-go/hoplite/revoke"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +19,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
+	bmg "github.com/hoplite-go/hoplite/revoke"
 	"github.com/hoplite-go/hoplite/transport"
 )
 

@@ -7,11 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hoplite-go/hoplite/outbox"
-
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // TableConfig bounds what a LocationTable remembers.

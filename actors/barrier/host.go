@@ -4,12 +4,11 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/hoplite-go/hoplite/barrier/replica"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

@@ -4,11 +4,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hoplite-go/hoplite/barrier/replica"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

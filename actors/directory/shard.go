@@ -7,11 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	table "github.com/hoplite-go/hoplite/directory"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	table "github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"

@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	core "github.com/hoplite-go/hoplite/revoke"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
+	core "github.com/hoplite-go/hoplite/revoke"
 )
 
 // actorNet runs one broadcaster actor per member in one actor system; a

@@ -31,29 +31,29 @@ func TestEnterNotFoundNeedsEveryReplica(t *testing.T) {
 			})
 		}
 	}
-	enter := func(replicas ...actor.ReceiveFunc) enterResult {
+	enter := func(replicas ...actor.ReceiveFunc) EnterResult {
 		t.Helper()
 		var pids []*actor.PID
 		for _, r := range replicas {
 			pids = append(pids, system.Root.Spawn(actor.PropsFromFunc(r)))
 		}
-		p := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &participant{name: "b", counters: &counters{}} }))
+		p := system.Root.Spawn(NewParticipantProps(ParticipantConfig{Name: "b"}))
 		defer system.Root.Stop(p)
-		system.Root.Send(p, setup{replicas: pids, max: 4})
-		ch := make(chan enterResult, 1)
-		system.Root.Send(p, enterReq{id: 1, label: "l", host: "h", ch: ch})
+		system.Root.Send(p, Setup{Replicas: pids, Max: 4})
+		ch := make(chan EnterResult, 1)
+		system.Root.Send(p, EnterRequest{ID: 1, Label: "l", Host: "h", Reply: ch})
 		select {
 		case r := <-ch:
 			return r
 		case <-time.After(5 * time.Second):
 			t.Fatal("the Enter was not answered")
-			return enterResult{}
+			return EnterResult{}
 		}
 	}
-	if r := enter(notFound, firing, notFound); r.err != nil || r.kind != kindFired {
+	if r := enter(notFound, firing, notFound); r.Err != nil || r.Kind != Fired {
 		t.Fatalf("two replicas without the barrier, the primary fires: %+v, want fired", r)
 	}
-	if r := enter(notFound, notFound, notFound); !errors.Is(r.err, messages.ErrNotFound) {
+	if r := enter(notFound, notFound, notFound); !errors.Is(r.Err, messages.ErrNotFound) {
 		t.Fatalf("no replica knows the barrier: %+v, want NOT_FOUND", r)
 	}
 }

@@ -3,6 +3,7 @@ package barrier
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -11,27 +12,34 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// Messages from the API to a handle's participant actor.
+// The messages a barrier handle (package barrier) sends its participant
+// actor. They never cross a process: the replies travel on channels.
 type (
-	setup struct {
-		replicas  []*actor.PID
-		max       int
-		semaphore bool
+	// Setup names the barrier's replicas once it was created or opened.
+	Setup struct {
+		Replicas  []*actor.PID
+		Max       int
+		Semaphore bool
 	}
-	enterReq struct {
-		id          uint64
-		label, host string
-		ch          chan<- enterResult
+	// EnterRequest enters Label; its outcome comes back on Reply.
+	EnterRequest struct {
+		ID          uint64
+		Label, Host string
+		Reply       chan<- EnterResult
 	}
-	callReq struct {
-		id    uint64
-		build func(id uint64, rank int32) proto.Message
-		ch    chan<- proto.Message
+	// CallRequest sends Build's message to every replica; the acting
+	// primary's answer (or nil if the handle stops) comes back on Reply.
+	CallRequest struct {
+		ID    uint64
+		Build func(id uint64, rank int32) proto.Message
+		Reply chan<- proto.Message
 	}
-	cancelReq struct {
-		id    uint64
-		label string        // "" for a call
-		done  chan struct{} // closed once withdrawn (nil: no one waits)
+	// CancelRequest withdraws a waiting Enter (Label set) or call; Done,
+	// if not nil, is closed once it is withdrawn.
+	CancelRequest struct {
+		ID    uint64
+		Label string
+		Done  chan struct{}
 	}
 	// reask: the waiting Enters ask the replicas again.
 	reask struct{}
@@ -44,23 +52,69 @@ type (
 // it still waits.
 const reaskEvery = time.Second
 
-type outcomeKind uint8
+// Outcome is how an Enter passed.
+type Outcome uint8
 
+// The outcomes of an Enter.
 const (
-	kindFired outcomeKind = iota + 1
-	kindLate
-	kindCatchUp
+	Fired Outcome = iota + 1
+	Late
+	CatchUp
 )
 
-type enterResult struct {
-	kind   outcomeKind
-	reason string
-	err    error
+// EnterResult answers an EnterRequest: an outcome, or Err.
+type EnterResult struct {
+	Kind   Outcome
+	Reason string
+	Err    error
+}
+
+// Consultation is what the entry callback is asked.
+type Consultation struct {
+	// Label and Host of the entry that caused it; empty when it was caused
+	// by time (a knee, MinWait, or the callback timeout).
+	Label, Host string
+	// Default is what the barrier would do without the callback: fire now
+	// or not; Reason is the rule behind a true Default.
+	Default bool
+	Reason  string
+	// Knee: a knee in the arrivals just became acceptable, after
+	// KneeArrivals arrivals.
+	Knee         bool
+	KneeArrivals int
+	// Entered is the number of labels entered so far.
+	Entered int
+}
+
+// Failure is a participant the manager could not serve.
+type Failure struct {
+	Barrier, Label, Host, Reason string
+}
+
+// Counters count what a handle ignored; the handle reads them.
+type Counters struct{ Dup, Conflict, Orphan, TimedOut atomic.Int64 }
+
+// ParticipantConfig configures the participant actor of one handle.
+type ParticipantConfig struct {
+	Name      string
+	OnEnter   func(Consultation) bool
+	OnFailure func(Failure)
+	Counters  *Counters
+}
+
+// NewParticipantProps returns the props of a handle's participant actor.
+func NewParticipantProps(cfg ParticipantConfig) *actor.Props {
+	if cfg.Counters == nil {
+		cfg.Counters = &Counters{}
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &participant{name: cfg.Name, onEnter: cfg.OnEnter, onFailure: cfg.OnFailure, counters: cfg.Counters}
+	})
 }
 
 type waiter struct {
 	id uint64
-	ch chan<- enterResult
+	ch chan<- EnterResult
 }
 
 // participant is a handle's actor: it sends each request to every replica,
@@ -74,10 +128,10 @@ type participant struct {
 	semaphore bool
 	enters    map[string]waiter // label -> waiting Enter
 	calls     map[uint64]chan<- proto.Message
-	done      map[string]outcomeKind // labels answered (bounded by max)
+	done      map[string]Outcome // labels answered (bounded by max)
 	onEnter   func(Consultation) bool
 	onFailure func(Failure)
-	counters  *counters
+	counters  *Counters
 	reasking  *time.Timer // armed while an Enter waits
 	entering  map[string]*messages.BarrierEnter
 	// notFound counts, per waiting label, the replicas that answered its
@@ -91,18 +145,18 @@ type participant struct {
 func (p *participant) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p.enters, p.calls, p.done = map[string]waiter{}, map[uint64]chan<- proto.Message{}, map[string]outcomeKind{}
+		p.enters, p.calls, p.done = map[string]waiter{}, map[uint64]chan<- proto.Message{}, map[string]Outcome{}
 		p.entering, p.notFound = map[string]*messages.BarrierEnter{}, map[string]int{}
-	case setup:
-		p.replicas, p.max, p.semaphore = m.replicas, m.max, m.semaphore
-	case enterReq:
-		if w, ok := p.enters[m.label]; ok && w.id != m.id {
-			m.ch <- enterResult{err: messages.Errorf(messages.ErrorCode_CONFLICT, "label %q is already entering barrier %q", m.label, p.name)}
+	case Setup:
+		p.replicas, p.max, p.semaphore = m.Replicas, m.Max, m.Semaphore
+	case EnterRequest:
+		if w, ok := p.enters[m.Label]; ok && w.id != m.ID {
+			m.Reply <- EnterResult{Err: messages.Errorf(messages.ErrorCode_CONFLICT, "label %q is already entering barrier %q", m.Label, p.name)}
 			return
 		}
-		p.enters[m.label] = waiter{id: m.id, ch: m.ch}
-		enter := &messages.BarrierEnter{Name: p.name, Label: m.label, Host: m.host, RequestId: m.id}
-		p.entering[m.label] = enter
+		p.enters[m.Label] = waiter{id: m.ID, ch: m.Reply}
+		enter := &messages.BarrierEnter{Name: p.name, Label: m.Label, Host: m.Host, RequestId: m.ID}
+		p.entering[m.Label] = enter
 		p.sendEnter(ctx, enter)
 		p.armReask(ctx)
 	case reask:
@@ -115,26 +169,26 @@ func (p *participant) Receive(ctx actor.Context) {
 			p.sendEnter(ctx, enter)
 		}
 		p.armReask(ctx)
-	case callReq:
-		p.calls[m.id] = m.ch
+	case CallRequest:
+		p.calls[m.ID] = m.Reply
 		for rank, r := range p.replicas {
-			ctx.Request(r, m.build(m.id, int32(rank)))
+			ctx.Request(r, m.Build(m.ID, int32(rank)))
 		}
-	case cancelReq:
-		if w, ok := p.enters[m.label]; ok && m.label != "" && w.id == m.id {
-			delete(p.enters, m.label)
-			delete(p.notFound, m.label)
+	case CancelRequest:
+		if w, ok := p.enters[m.Label]; ok && m.Label != "" && w.id == m.ID {
+			delete(p.enters, m.Label)
+			delete(p.notFound, m.Label)
 		}
-		delete(p.calls, m.id)
-		if m.done != nil {
-			close(m.done)
+		delete(p.calls, m.ID)
+		if m.Done != nil {
+			close(m.Done)
 		}
 	case *messages.BarrierFired:
-		p.outcome(ctx, m.GetLabel(), kindFired, m.GetReason())
+		p.outcome(ctx, m.GetLabel(), Fired, m.GetReason())
 	case *messages.BarrierLateFire:
-		p.outcome(ctx, m.GetLabel(), kindLate, "")
+		p.outcome(ctx, m.GetLabel(), Late, "")
 	case *messages.BarrierCatchUp:
-		p.outcome(ctx, m.GetLabel(), kindCatchUp, "")
+		p.outcome(ctx, m.GetLabel(), CatchUp, "")
 	case *messages.BarrierRefused:
 		if w, ok := p.enters[m.GetLabel()]; ok && (m.GetRequestId() == 0 || m.GetRequestId() == w.id) {
 			if errors.Is(messages.ErrOrNil(m.GetError()), messages.ErrNotFound) {
@@ -144,10 +198,10 @@ func (p *participant) Receive(ctx actor.Context) {
 			}
 			delete(p.enters, m.GetLabel())
 			delete(p.notFound, m.GetLabel())
-			w.ch <- enterResult{err: errOr(m.GetError())}
+			w.ch <- EnterResult{Err: errOr(m.GetError())}
 		}
 	case *messages.BarrierTimedOut:
-		p.counters.timedOut.Add(1)
+		p.counters.TimedOut.Add(1)
 	case *messages.BarrierReleased:
 		p.answer(m.GetRequestId(), m)
 	case *messages.BarrierClosed:
@@ -167,7 +221,7 @@ func (p *participant) Receive(ctx actor.Context) {
 			p.reasking.Stop()
 		}
 		for l, w := range p.enters {
-			w.ch <- enterResult{err: messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped while %q waited", p.name, l)}
+			w.ch <- EnterResult{Err: messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped while %q waited", p.name, l)}
 		}
 		for _, ch := range p.calls {
 			ch <- nil
@@ -196,11 +250,11 @@ func (p *participant) armReask(ctx actor.Context) {
 	p.reasking = time.AfterFunc(reaskEvery, func() { sys.Root.Send(self, reask{}) })
 }
 
-func (p *participant) outcome(ctx actor.Context, label string, kind outcomeKind, reason string) {
+func (p *participant) outcome(ctx actor.Context, label string, kind Outcome, reason string) {
 	if w, ok := p.enters[label]; ok {
 		delete(p.enters, label)
 		delete(p.notFound, label)
-		w.ch <- enterResult{kind: kind, reason: reason}
+		w.ch <- EnterResult{Kind: kind, Reason: reason}
 		if len(p.done) < max(p.max, 1) {
 			p.done[label] = kind
 		}
@@ -208,12 +262,12 @@ func (p *participant) outcome(ctx actor.Context, label string, kind outcomeKind,
 	}
 	switch prev, ok := p.done[label]; {
 	case ok && prev == kind:
-		p.counters.dup.Add(1) // clients ignore duplicate FIRE messages
+		p.counters.Dup.Add(1) // clients ignore duplicate FIRE messages
 	case ok:
-		p.counters.conflict.Add(1)
+		p.counters.Conflict.Add(1)
 	default:
-		p.counters.orphan.Add(1)
-		if p.semaphore && kind == kindFired {
+		p.counters.Orphan.Add(1)
+		if p.semaphore && kind == Fired {
 			// Admitted, but its Enter gave up waiting: nobody will use the
 			// slot, so give it back.
 			if len(p.done) < max(p.max, 1) {
