@@ -34,5 +34,6 @@
 // supervisor: the barrier's name hashes to a home node, and the manager
 // there and on the next live nodes form an ordered replica list. A handle
 // sends every message to every replica and ignores duplicate answers, so
-// a primary's failure costs a takeover delay, not the barrier.
+// a primary's failure costs a takeover delay, not the barrier. A handle's
+// own actor (its participant, also in actors/barrier) does that matching.
 package barrier

@@ -1,6 +1,7 @@
 // Package barrier is the actor side of partial barriers: the per-node
-// barrier Host (a child of each node supervisor) and one Manager per
-// barrier name and replica, a thin shell around replica.Replica.
+// barrier Host (a child of each node supervisor), one Manager per
+// barrier name and replica, a thin shell around replica.Replica, and the
+// participant actor behind each application handle (package barrier).
 //
 // replica.Replica is the pure core of one manager replica (no goroutines, no
 // clocks, no I/O; time comes in as a value). It owns a policy.Barrier —
