@@ -652,6 +652,11 @@ func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.T
 	return nil
 }
 
+// NextDeadline is when Tick may next have a parked request to time out
+// (zero: none is parked). It may be early, never late: a request answered
+// before its deadline leaves it in place, and that Tick finds nothing.
+func (t *LocationTable) NextDeadline() time.Time { return t.nextDeadline }
+
 // Tick answers every parked request whose deadline has passed with TIMEOUT.
 // It is cheap to call often: it scans only when a deadline is due.
 func (t *LocationTable) Tick(now time.Time) []outbox.Send {
