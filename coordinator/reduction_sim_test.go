@@ -70,13 +70,13 @@ func (s *reduceSim) logf(format string, args ...any) {
 }
 
 func (s *reduceSim) apply(fx Effects) {
-	for _, inv := range fx.Invalidate {
+	for _, inv := range fx.Invalidate() {
 		if w := s.workers[int(inv.Task.GetPosition())]; w != nil && w.gen == int(inv.Task.GetGeneration()) {
 			w.stopped = true
 			s.logf("invalidate p%d g%d", w.pos, w.gen)
 		}
 	}
-	for _, tk := range fx.Tasks {
+	for _, tk := range fx.Tasks() {
 		t := tk.Task
 		w := &simWorker{pos: int(t.GetPosition()), gen: int(t.GetGeneration()), node: tk.Node.GetNodeId()}
 		for _, c := range t.GetChildren() {
@@ -146,12 +146,12 @@ func (s *reduceSim) step() bool {
 			return true
 		}
 		s.logf("arrive %s on %s", e.id, e.node)
-		s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})))
+		s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), t0))
 	case "fail":
 		s.alive[e.node] = false
 		s.killed++
 		s.logf("fail %s", e.node)
-		s.apply(s.r.NodeFailed(e.node))
+		s.apply(s.r.NodeFailed(e.node, t0))
 	case "rejoin":
 		// The failed node's source is created again on a fresh node.
 		n := e.node + "'"
@@ -159,7 +159,7 @@ func (s *reduceSim) step() bool {
 		s.events = append(s.events, simEvent{what: "arrive", id: e.id, node: n})
 	case "started":
 		e.w.started = true
-		s.apply(s.r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}))
+		s.apply(s.r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}, t0))
 	case "done", "doneErr":
 		e.w.done = true
 		m := &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}
@@ -167,7 +167,7 @@ func (s *reduceSim) step() bool {
 			m.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "input node failed")
 		}
 		s.logf("%s p%d g%d", e.what, e.w.pos, e.w.gen)
-		s.apply(s.r.Done(m))
+		s.apply(s.r.Done(m, t0))
 	}
 	return true
 }
@@ -181,7 +181,7 @@ func runReduceSim(t *testing.T, seed uint64) {
 	s := &reduceSim{t: t, rng: rng, n: n, m: m, alive: map[string]bool{}, home: map[string]string{},
 		workers: map[int]*simWorker{}, outputs: map[string]*simWorker{}}
 	s.r = newRed(request(sources, n), Config{ForceDegree: d})
-	s.r.Begin()
+	s.r.Begin(t0)
 	for i, id := range sources {
 		node := fmt.Sprintf("n%d", i)
 		s.alive[node], s.home[id] = true, node
@@ -215,8 +215,8 @@ func runReduceSim(t *testing.T, seed uint64) {
 		}
 		// Too few sources: it rightly waits (until its deadline).
 		fx := s.r.Expire(t0.Add(time.Hour))
-		if fx.Reply == nil || !errorsIs(fx.Reply, messages.ErrTimeout) {
-			t.Fatalf("expire with too few sources: %+v\n%s", fx.Reply, dump())
+		if fx.Reply() == nil || !errorsIs(fx.Reply(), messages.ErrTimeout) {
+			t.Fatalf("expire with too few sources: %+v\n%s", fx.Reply(), dump())
 		}
 		return
 	}
