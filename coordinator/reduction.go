@@ -240,10 +240,10 @@ type Reduction struct {
 	begun time.Time // when the Reduce started (for ReduceDone's Elapsed)
 	// A knee policy gates the tree: until the gate fixes the count,
 	// arrivals wait in pending (in arrival order) and req.num_objects is 0.
-	gate     *KneeGate
-	gateErr  error // an invalid knee policy: Begin fails the Reduce
-	pending  []*messages.LocationUpdate
-	deleted  []string // sources deleted while gating, in order
+	gate    *KneeGate
+	gateErr error // an invalid knee policy: Begin fails the Reduce
+	pending []*messages.LocationUpdate
+	deleted []string // sources deleted while gating, in order
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
