@@ -167,7 +167,9 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		to = c.start.GetCaller().PID()
 	case Requester:
 		to = c.requester
-		c.logReply(s.Msg.(*messages.ReduceReply))
+		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
+			c.logReply(reply)
+		}
 	case TargetShard:
 		to = ctx.Parent()
 	case ShardOf:
