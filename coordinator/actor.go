@@ -80,6 +80,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	if h := c.cfg.BeforeReceive; h != nil {
 		h(c.id, ctx.Message())
 	}
+	c.logReport(ctx.Message())
 	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
@@ -103,7 +104,6 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
 		c.drain(ctx, c.r.Abort(c.stopped(), now))
-		c.stopTimers()
 	}
 }
 
@@ -150,9 +150,12 @@ func (c *Coordinator) drain(ctx actor.Context, fx Effects) {
 	for _, e := range fx.Events {
 		ctx.ActorSystem().EventStream.Publish(e)
 	}
-	if c.r.Over() && c.begun {
+	if c.r.Over() {
+		// Over for good: no timer may fire into a stopped actor's mailbox.
 		c.stopTimers()
-		ctx.Stop(ctx.Self())
+		if c.begun {
+			ctx.Stop(ctx.Self())
+		}
 	}
 }
 
@@ -236,6 +239,21 @@ func (c *Coordinator) stopTimers() {
 	for k, t := range c.timers {
 		t.Stop()
 		delete(c.timers, k)
+	}
+}
+
+// logReport logs a tree position's report (debug level).
+func (c *Coordinator) logReport(msg any) {
+	if !c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		return
+	}
+	switch m := msg.(type) {
+	case *messages.ReduceTaskStarted:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"error": m.GetError().GetMessage()}).Debug("tree position started")
+	case *messages.ReduceTaskDone:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"error": m.GetError().GetMessage()}).Debug("tree position done")
 	}
 }
 
