@@ -138,7 +138,7 @@ func (k *kneeSim) fire(timer any) {
 		if !k.slow && len(k.events) == 0 && !k.r.Gating() {
 			held := 0
 			for id, s := range k.r.sources {
-				if k.alive[s.node.GetNodeId()] && !k.deleted[id] {
+				if (k.inline || k.alive[s.node.GetNodeId()]) && !k.deleted[id] {
 					held++
 				}
 			}
@@ -193,7 +193,7 @@ func (k *kneeSim) invariants() {
 }
 
 func (k *kneeSim) dump() string {
-	return fmt.Sprintf("seed %d: knee %v of %d sources, slow %v\n  %s", k.seed, k.r.req.GetKnee(), k.m, k.slow,
+	return fmt.Sprintf("seed %d: knee %v of %d sources, slow %v, inline %v\n  %s", k.seed, k.r.req.GetKnee(), k.m, k.slow, k.inline,
 		strings.Join(k.log, "\n  "))
 }
 
@@ -227,7 +227,11 @@ func runKneeSim(t *testing.T, seed uint64, stats kneeStats) {
 	d := []int{0, 1, 2, 3, m}[rng.IntN(5)]
 	s := &reduceSim{t: t, rng: rng, m: m, alive: map[string]bool{}, home: map[string]string{},
 		workers: map[int]*simWorker{}, outputs: map[string]*simWorker{}, now: t0, timers: map[any]time.Time{}, deleted: map[string]bool{}}
-	s.r = NewReduction(testReduceID, req, Config{ForceDegree: d, InlineLimit: testInline}, t0, timeout, 100*time.Microsecond, 1.25e9)
+	s.inline = rng.IntN(5) == 0
+	// The caller's node fails in some seeds: nobody would get the answer.
+	caller := &messages.NodeRef{NodeId: "caller"}
+	s.alive["caller"] = true
+	s.r = NewReductionFor(testReduceID, req, caller, Config{ForceDegree: d, InlineLimit: testInline}, t0, timeout, 100*time.Microsecond, 1.25e9)
 	k := &kneeSim{reduceSim: s, seed: seed, ref: ref, slow: rng.IntN(5) == 0}
 	ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond }
 	// Arrival times: a fast group and stragglers, or spread evenly.
@@ -255,6 +259,9 @@ func runKneeSim(t *testing.T, seed uint64, stats kneeStats) {
 		if rng.IntN(2) == 0 {
 			k.timed = append(k.timed, simTimed{at: at, e: simEvent{what: "rejoin", id: sources[i], node: node}})
 		}
+	}
+	if rng.IntN(8) == 0 {
+		k.timed = append(k.timed, simTimed{at: t0.Add(ms(0, horizon)), e: simEvent{what: "fail", node: "caller"}})
 	}
 	if rng.IntN(3) == 0 {
 		for _, i := range rng.Perm(m)[:1+rng.IntN(2)] {
@@ -286,6 +293,9 @@ func runKneeSim(t *testing.T, seed uint64, stats kneeStats) {
 	if k.checks > 0 {
 		stats["knee checks fired"]++
 	}
+	if k.inline {
+		stats["inline"]++
+	}
 }
 
 // checkEnd judges the answer.
@@ -314,6 +324,7 @@ func (k *kneeSim) checkEnd() {
 			if k.ref.Num() == 0 && k.m-gone >= k.ref.Needed() {
 				k.t.Fatalf("DELETED while gating with %d of %d sources left, %d needed: %v\n%s", k.m-gone, k.m, k.ref.Needed(), err, k.dump())
 			}
+		case errors.Is(err, messages.ErrUnavailable) && !k.alive["caller"] && strings.Contains(err.Error(), "the caller's node caller failed"):
 		default:
 			k.t.Fatalf("the Reduce failed: %v\n%s", err, k.dump())
 		}

@@ -45,7 +45,7 @@ type simInput struct {
 }
 
 type simEvent struct {
-	what string // "arrive", "fail", "rejoin", "delete", "started", "done", "doneErr"
+	what string // "arrive", "fail", "rejoin", "delete", "stored", "started", "done", "doneErr"
 	id   string // source
 	node string
 	w    *simWorker
@@ -67,6 +67,7 @@ type reduceSim struct {
 	timers  map[any]time.Time     // armed timers by message (a timer replaces its kind's)
 	reply   *messages.ReduceReply // the answer, once sent
 	deleted map[string]bool       // sources deleted (their bytes are gone)
+	inline  bool                  // small sources: reduced in the coordinator
 }
 
 func (s *reduceSim) logf(format string, args ...any) {
@@ -83,6 +84,9 @@ func (s *reduceSim) apply(fx Effects) {
 		}
 		s.reply = r
 		s.logf("reply %v", r)
+	}
+	if fx.StoreInline() != nil {
+		s.events = append(s.events, simEvent{what: "stored"})
 	}
 	for _, inv := range fx.Invalidate() {
 		if w := s.workers[int(inv.Task.GetPosition())]; w != nil && w.gen == int(inv.Task.GetGeneration()) {
@@ -170,7 +174,14 @@ func (s *reduceSim) deliver(e simEvent) {
 			return // a deleted object is not created again
 		}
 		s.logf("arrive %s on %s", e.id, e.node)
-		s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), s.now))
+		u := located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})
+		if s.inline {
+			u = locatedInline(e.id, make([]byte, 8), u.GetNode())
+		}
+		s.apply(s.r.Located(u, s.now))
+	case "stored":
+		s.logf("stored")
+		s.apply(s.r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, s.now))
 	case "fail":
 		s.alive[e.node] = false
 		s.killed++
