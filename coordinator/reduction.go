@@ -907,9 +907,10 @@ func (r *Reduction) stored(m *messages.StoreReducedReply) effects {
 
 // Waiting lists the sources the Reduction still wants locations for:
 // while it has no result, every source it does not hold (a missing one
-// may complete the tree, a lost one may come back as a backup). The
-// actor subscribes to them again whenever the directory may have lost
-// its subscriptions (a shard restarted or moved).
+// may complete the tree, a lost one may come back as a backup; while a
+// knee policy gates, every source not arrived). Resubscribe asks for
+// them again periodically, as the directory may have lost its
+// subscriptions (a shard restarted or moved).
 func (r *Reduction) Waiting() []string {
 	if r.over || r.reply != nil {
 		return nil
