@@ -438,7 +438,15 @@ func (r *Reduction) arrive(u *messages.LocationUpdate, now time.Time) effects {
 		}
 		return fx
 	}
-	if u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+	if u.GetNode() == nil {
+		return fx
+	}
+	if u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+		// The copy left the directory (evicted, or a partial copy whose
+		// feed died): like a failed node's, it is no longer available.
+		r.pending = slices.DeleteFunc(r.pending, func(p *messages.LocationUpdate) bool {
+			return p.GetObjectId() == id && p.GetNode().GetNodeId() == u.GetNode().GetNodeId()
+		})
 		return fx
 	}
 	if i := slices.IndexFunc(r.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id }); i >= 0 {

@@ -147,3 +147,18 @@ func TestDeletedBackupIsNotPromoted(t *testing.T) {
 		t.Fatalf("want c's task, got %v", fx.Tasks())
 	}
 }
+
+// A pending arrival whose copy leaves the directory before the count is
+// fixed is no longer available: the Reduction waits for it again.
+func TestKneePhaseCopyLeavesTheDirectory(t *testing.T) {
+	r := kneeRed(3, &messages.ReduceKnee{MinPercent: 50})
+	r.Begin(t0)
+	r.Located(located("s0", bigSize, node(0)), t0)
+	if w := r.Waiting(); !slices.Equal(w, []string{"s1", "s2"}) {
+		t.Fatalf("waiting %v", w)
+	}
+	r.Located(&messages.LocationUpdate{ObjectId: "s0", Node: node(0)}, t0)
+	if w := r.Waiting(); !slices.Equal(w, []string{"s0", "s1", "s2"}) {
+		t.Fatalf("waiting %v after s0's copy left", w)
+	}
+}
