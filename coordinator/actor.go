@@ -2,17 +2,14 @@ package coordinator
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/events"
-	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // ActorConfig is what the coordinators of one node share.
@@ -25,9 +22,8 @@ type ActorConfig struct {
 	Estimator *netmodel.Estimator
 	Log       *logrus.Entry
 	// Resubscribe is how often a coordinator that still waits for sources
-	// subscribes to them again (default 500 ms). Subscriptions are soft
-	// state in the directory: a shard that restarts, or moves to another
-	// member, forgets them. (Not on the EventStream's ShardRebuilt: in this
+	// subscribes to them again (default DefaultResubscribe): see
+	// Config.Resubscribe. (Not on the EventStream's ShardRebuilt: in this
 	// Proto.Actor version Subscribe races with Publish.)
 	Resubscribe time.Duration
 	// BeforeReceive, if set, runs before each message a coordinator
@@ -40,30 +36,18 @@ type ActorConfig struct {
 
 // Coordinator is the actor that runs one Reduce: a child of the directory
 // shard that owns the target, which reserved the target id for it. It is
-// a thin shell around a Reduction.
+// a thin shell around a Reduction: each message becomes one call, and
+// drain carries out what the call returns.
 type Coordinator struct {
 	cfg       ActorConfig
 	id        string
 	start     *messages.StartReduce
 	requester *actor.PID
 	r         *Reduction
-	timer     *time.Timer
-	begin     time.Time
-	watched   map[string]string // store node PID -> node id
-	done      chan struct{}
-	// Under a knee policy, until the gate fixes the count: r is a
-	// placeholder that only answers failures, and arrivals wait here.
-	gate      *KneeGate
-	pending   []*messages.LocationUpdate
-	deleted   map[string]bool
-	kneeTimer *time.Timer
+	begun     bool
+	watched   map[string]string   // store node PID -> node id
+	timers    map[any]*time.Timer // timer message -> its pending timer
 }
-
-type expire struct{}
-
-type resubscribe struct{}
-
-type kneeCheck struct{}
 
 // NewProps returns the props of the coordinator of one Reduce. requester
 // receives the ReduceReply.
@@ -78,8 +62,16 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		// The plan reports how many samples its L and B rest on.
 		cfg.Reduce.Estimator = cfg.Estimator
 	}
+	if cfg.Reduce.Resubscribe <= 0 {
+		cfg.Reduce.Resubscribe = cfg.Resubscribe
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester}
+		req := start.GetReduce()
+		L, B, _, _ := cfg.Estimator.Estimate()
+		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
+		r := NewReductionFor(reduceID, req, start.GetCaller(), cfg.Reduce, time.Now(), timeout, L, B)
+		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r,
+			watched: map[string]string{}, timers: map[any]*time.Timer{}}
 	})
 }
 
@@ -88,274 +80,205 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	if h := c.cfg.BeforeReceive; h != nil {
 		h(c.id, ctx.Message())
 	}
+	c.logReport(ctx.Message())
+	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		c.begin = time.Now()
-		req := c.start.GetReduce()
-		L, B, _, _ := c.cfg.Estimator.Estimate()
-		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
-		c.r = NewReductionFor(c.id, req, c.start.GetCaller(), c.cfg.Reduce, c.begin, timeout, L, B)
-		c.watched = map[string]string{}
-		if req.GetKnee() != nil {
-			gate, err := NewKneeGate(req)
-			if err != nil { // validated by the store node: a bug
-				c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: knee: %v", err)))
-				return
-			}
-			c.gate, c.deleted = gate, map[string]bool{}
-		}
-		self, system := ctx.Self(), ctx.ActorSystem()
-		c.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, expire{}) })
-		c.apply(ctx, c.r.Begin())
-		c.subscribe(ctx)
-		c.startRefresh(ctx)
-	case resubscribe:
-		c.subscribe(ctx)
-	case kneeCheck:
-		if c.gating() {
-			c.gateStep(ctx, c.gate.Check(time.Now()))
-		}
-	case *actor.Terminated:
-		if node, ok := c.watched[m.GetWho().String()]; ok {
-			delete(c.watched, m.GetWho().String())
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
-			if c.gating() {
-				// An arrival whose copy died no longer counts as available.
-				c.pending = slices.DeleteFunc(c.pending, func(u *messages.LocationUpdate) bool { return u.GetNode().GetNodeId() == node })
-			}
-			c.apply(ctx, c.r.NodeFailed(node))
-		}
+		c.begun = true
+		c.drain(ctx, c.r.Begin(now))
 	case *messages.LocationUpdate:
-		if c.gating() {
-			c.arrive(ctx, m)
-			return
-		}
-		c.apply(ctx, c.r.Located(m))
+		c.drain(ctx, c.r.Located(m, now))
 	case *messages.ReduceTaskStarted:
-		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
-			"error": m.GetError().GetMessage()}).Debug("tree position started")
-		c.apply(ctx, c.r.Started(m))
+		c.drain(ctx, c.r.Started(m, now))
 	case *messages.ReduceTaskDone:
-		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
-			"error": m.GetError().GetMessage()}).Debug("tree position done")
-		c.apply(ctx, c.r.Done(m))
+		c.drain(ctx, c.r.Done(m, now))
 	case *messages.StoreReducedReply:
-		c.apply(ctx, c.r.Stored(m))
-	case expire:
-		if c.gating() {
-			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_TIMEOUT,
-				"reduce: knee policy: %d of %d sources arrived before the deadline and no knee was accepted (%d needed by min_percent)",
-				c.gate.Arrived(), len(c.start.GetReduce().GetSourceIds()), c.gate.Needed())))
-			return
-		}
-		c.apply(ctx, c.r.Expire(time.Now()))
+		c.drain(ctx, c.r.Stored(m, now))
+	case *actor.Terminated:
+		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
+	case DeadlineTimer:
+		c.drain(ctx, c.r.Expire(now))
+	case KneeTimer:
+		c.drain(ctx, c.r.KneeCheck(now))
+	case ResubscribeTimer:
+		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		c.stopRefresh()
-		if c.kneeTimer != nil {
-			c.kneeTimer.Stop()
-		}
-		if c.r != nil && !c.r.Over() {
-			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")))
-		} else if c.r == nil {
-			// It crashed before its Reduction existed: the caller still
-			// gets an answer, and the reserved target is freed.
-			target := c.start.GetReduce().GetTargetId()
-			if c.requester != nil {
-				ctx.Send(c.requester, &messages.ReduceReply{TargetId: target,
-					Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped before it started")})
-			}
-			if ctx.Parent() != nil {
-				ctx.Send(ctx.Parent(), &messages.ReleaseTarget{TargetId: target, ReduceId: c.id})
-			}
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": target}).Warn("reduce failed: its coordinator stopped before it started")
-		}
+		c.drain(ctx, c.r.Abort(c.stopped(), now))
 	}
 }
 
-// gating reports whether a knee policy has not fixed the count yet.
-func (c *Coordinator) gating() bool { return c.gate != nil && c.gate.Num() == 0 && !c.r.Over() }
-
-// arrive feeds a source's location to the knee gate and keeps it for the
-// Reduction that starts once the count is fixed.
-func (c *Coordinator) arrive(ctx actor.Context, u *messages.LocationUpdate) {
-	id := u.GetObjectId()
-	if !slices.Contains(c.start.GetReduce().GetSourceIds(), id) {
-		return
+// nodeFailed maps a watched store node's termination to its node id.
+func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) Effects {
+	node, ok := c.watched[who.String()]
+	if !ok {
+		return Effects{}
 	}
-	if u.GetDeleted() {
-		c.deleted[id] = true
-		c.pending = slices.DeleteFunc(c.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id })
-		if left := len(c.start.GetReduce().GetSourceIds()) - len(c.deleted); left < c.gate.Needed() {
-			c.apply(ctx, c.r.Abort(messages.Errorf(messages.ErrorCode_DELETED,
-				"reduce: source %q was deleted; %d sources remain, min_percent needs %d", id, left, c.gate.Needed())))
-		}
-		return
-	}
-	if u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED ||
-		slices.ContainsFunc(c.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id }) {
-		return
-	}
-	if pid := u.GetNode().PID(); c.watched[pid.String()] == "" {
-		// Its node may die before the count is fixed.
-		c.watched[pid.String()] = u.GetNode().GetNodeId()
-		ctx.Watch(pid)
-	}
-	c.pending = append(c.pending, u)
-	c.gateStep(ctx, c.gate.Arrive(id, time.Now()))
+	delete(c.watched, who.String())
+	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
+	return c.r.NodeFailed(node, now)
 }
 
-// gateStep starts the Reduction once the gate fixed the count, or arms
-// the timer for the gate's next deadline.
-func (c *Coordinator) gateStep(ctx actor.Context, num int) {
-	if num == 0 {
-		if c.kneeTimer != nil {
-			c.kneeTimer.Stop()
-		}
-		if at := c.gate.NextDeadline(); !at.IsZero() {
-			self, system := ctx.Self(), ctx.ActorSystem()
-			c.kneeTimer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, kneeCheck{}) })
-		}
-		return
+// stopped is the error of a Reduce whose coordinator stops before the
+// Reduce ended (Abort ignores it otherwise).
+func (c *Coordinator) stopped() *messages.Error {
+	if !c.begun {
+		// It crashed before it started: the caller still gets an answer,
+		// and the reserved target is freed.
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped before it started")
 	}
-	req := proto.Clone(c.start.GetReduce()).(*messages.Reduce)
-	req.NumObjects = int32(num)
-	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "arrived": c.gate.Arrived(), "reduce_count": num,
-		"completed_by": c.gate.Reason(), "after": time.Since(c.begin).Round(time.Microsecond)}).Info("knee policy fixed the number of sources to reduce")
-	L, B, _, _ := c.cfg.Estimator.Estimate()
-	// The same deadline as the placeholder's: both count from the start.
-	c.r = NewReductionFor(c.id, req, c.start.GetCaller(), c.cfg.Reduce, c.begin, time.Duration(req.GetTimeoutMs())*time.Millisecond, L, B)
-	c.apply(ctx, c.r.Begin())
-	for _, u := range c.pending {
-		c.apply(ctx, c.r.Located(u))
-	}
-	for id := range c.deleted {
-		c.apply(ctx, c.r.Located(&messages.LocationUpdate{ObjectId: id, Deleted: true}))
-	}
-	c.pending, c.deleted = nil, nil
+	return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")
 }
 
-// subscribe asks the sources' shards for the locations the Reduction
-// still waits for. A shard keeps one subscription per subscriber and
-// object, and the Reduction ignores locations it already has, so doing it
-// again is harmless.
-func (c *Coordinator) subscribe(ctx actor.Context) {
-	for _, id := range c.r.Waiting() {
-		ctx.Request(c.cfg.ShardFor(id), &messages.Subscribe{ObjectId: id})
-	}
-}
-
-// startRefresh renews the subscriptions periodically.
-func (c *Coordinator) startRefresh(ctx actor.Context) {
-	every := c.cfg.Resubscribe
-	if every <= 0 {
-		every = 500 * time.Millisecond
-	}
-	self, system := ctx.Self(), ctx.ActorSystem()
-	// A goroutine rather than the actor scheduler: its timers race
-	// (see actors/directory). It ends with the coordinator.
-	c.done = make(chan struct{})
-	go actorutil.Tick(system, self, every, resubscribe{}, c.done)
-}
-
-func (c *Coordinator) stopRefresh() {
-	if c.done != nil {
-		close(c.done)
-		c.done = nil
-	}
-}
-
-func (c *Coordinator) apply(ctx actor.Context, fx Effects) {
-	remaining := max(1, time.Until(c.r.Deadline()).Milliseconds())
+// drain carries out one step's Effects: watches, sends (resolving To),
+// timers and events; and stops the coordinator once the Reduce answered.
+func (c *Coordinator) drain(ctx actor.Context, fx Effects) {
 	for _, n := range fx.Watch {
 		pid := n.PID()
 		c.watched[pid.String()] = n.GetNodeId()
 		ctx.Watch(pid)
 	}
+	if k := fx.Knee; k != nil {
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "arrived": k.Arrived, "reduce_count": k.Count,
+			"completed_by": k.Reason, "after": k.After.Round(time.Microsecond)}).Info("knee policy fixed the number of sources to reduce")
+	}
+	for _, s := range fx.Sends {
+		c.send(ctx, s)
+	}
+	for _, t := range fx.Timers {
+		c.arm(ctx, t)
+	}
 	for _, e := range fx.Events {
 		ctx.ActorSystem().EventStream.Publish(e)
 	}
-	debug := c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel)
-	for _, t := range fx.Invalidate {
-		if debug {
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": t.Task.GetPosition(), "generation": t.Task.GetGeneration(),
-				"node": t.Node.GetNodeId()}).Debug("invalidating a tree position")
+	if c.r.Over() {
+		// Over for good: no timer may fire into a stopped actor's mailbox.
+		c.stopTimers()
+		if c.begun {
+			ctx.Stop(ctx.Self())
 		}
-		ctx.Send(t.Node.PID(), &messages.ReduceInvalidate{ReduceId: c.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
 	}
-	for _, t := range fx.Tasks {
-		if debug {
-			var kids []string
-			for _, k := range t.Task.GetChildren() {
-				kids = append(kids, k.GetNode().GetNodeId())
-			}
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": t.Task.GetPosition(), "generation": t.Task.GetGeneration(),
-				"node": t.Node.GetNodeId(), "source": t.Task.GetSourceId(), "children": kids, "root": t.Task.GetRoot()}).Debug("sending a tree position its task")
+}
+
+// send delivers one message. Messages that expect an answer go as
+// requests, so it comes back to this coordinator.
+func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
+	var to *actor.PID
+	switch t := s.To.(type) {
+	case *messages.NodeRef:
+		to = t.PID()
+	case CallerNode:
+		to = c.start.GetCaller().PID()
+	case Requester:
+		to = c.requester
+		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
+			c.logReply(reply)
 		}
-		t.Task.TimeoutMs = remaining
-		ctx.Request(t.Node.PID(), t.Task)
+	case TargetShard:
+		to = ctx.Parent()
+	case ShardOf:
+		to = c.cfg.ShardFor(string(t))
 	}
-	if fx.StoreInline != nil {
-		fx.StoreInline.TimeoutMs = remaining
-		ctx.Request(c.start.GetCaller().PID(), fx.StoreInline)
+	if to == nil {
+		return // nobody to tell: a Reduce without a requester, a root actor
 	}
-	for _, n := range fx.Fetch {
-		// A future per participant: a store node answers a Get without a
-		// sender, and the Reduction must know which participant is done.
-		node := n.GetNodeId()
-		get := &messages.Get{ObjectId: c.start.GetReduce().GetTargetId(), Prefetch: true, TimeoutMs: remaining}
-		// The Get answers TIMEOUT by itself at the deadline; the future
-		// only guards against an answer that never comes.
-		f := ctx.RequestFuture(n.PID(), get, time.Duration(remaining)*time.Millisecond+time.Second)
-		ctx.ReenterAfter(f, func(res any, err error) {
-			switch {
-			case errors.Is(err, actor.ErrDeadLetter):
-				// Its node is gone: the watch reports it, and a failed
-				// participant is not waited for.
-			case err != nil:
-				c.apply(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err)))
-			default:
-				gr, ok := res.(*messages.GetReply)
-				if !ok {
-					c.apply(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res)))
-					return
-				}
-				c.apply(ctx, c.r.Fetched(node, messages.ErrOrNil(gr.GetError())))
+	switch m := s.Msg.(type) {
+	case *messages.ReduceTask:
+		c.logTask(m, s.To.(*messages.NodeRef))
+		ctx.Request(to, m)
+	case *messages.ReduceInvalidate:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"node": s.To.(*messages.NodeRef).GetNodeId()}).Debug("invalidating a tree position")
+		ctx.Send(to, m)
+	case *messages.Get:
+		c.fetch(ctx, to, s.To.(*messages.NodeRef).GetNodeId(), m)
+	case *messages.StoreReduced, *messages.Subscribe, *messages.Unsubscribe:
+		ctx.Request(to, m)
+	default: // ReduceRelease, ReleaseTarget, ReduceReply
+		ctx.Send(to, m)
+	}
+}
+
+// fetch runs one all_reduce Get of the result. A future per participant:
+// a store node answers a Get without a sender, and the Reduction must
+// know which participant is done.
+func (c *Coordinator) fetch(ctx actor.Context, to *actor.PID, node string, get *messages.Get) {
+	// The Get answers TIMEOUT by itself at the deadline; the future only
+	// guards against an answer that never comes.
+	f := ctx.RequestFuture(to, get, time.Duration(get.GetTimeoutMs())*time.Millisecond+time.Second)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		switch {
+		case errors.Is(err, actor.ErrDeadLetter):
+			// Its node is gone: the watch reports it, and a failed
+			// participant is not waited for.
+		case err != nil:
+			c.drain(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err), time.Now()))
+		default:
+			gr, ok := res.(*messages.GetReply)
+			if !ok {
+				c.drain(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res), time.Now()))
+				return
 			}
-		})
+			c.drain(ctx, c.r.Fetched(node, messages.ErrOrNil(gr.GetError()), time.Now()))
+		}
+	})
+}
+
+// arm (re)starts the timer for t.Msg: a timer replaces the pending one
+// with the same message.
+func (c *Coordinator) arm(ctx actor.Context, t outbox.Timer) {
+	if old := c.timers[t.Msg]; old != nil {
+		old.Stop()
 	}
-	for _, n := range fx.Release {
-		ctx.Send(n.PID(), &messages.ReduceRelease{ReduceId: c.id, KeepTarget: fx.ReleaseKeep})
+	self, system, msg := ctx.Self(), ctx.ActorSystem(), t.Msg
+	// time.AfterFunc rather than the actor scheduler: its timers race
+	// (see actors/directory).
+	c.timers[t.Msg] = time.AfterFunc(time.Until(t.At), func() { system.Root.Send(self, msg) })
+}
+
+func (c *Coordinator) stopTimers() {
+	for k, t := range c.timers {
+		t.Stop()
+		delete(c.timers, k)
 	}
-	if fx.ReleaseTarget && ctx.Parent() != nil {
-		ctx.Send(ctx.Parent(), &messages.ReleaseTarget{TargetId: c.start.GetReduce().GetTargetId(), ReduceId: c.id})
-	}
-	if fx.Reply == nil {
+}
+
+// logReport logs a tree position's report (debug level).
+func (c *Coordinator) logReport(msg any) {
+	if !c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		return
 	}
-	for _, id := range c.start.GetReduce().GetSourceIds() {
-		ctx.Request(c.cfg.ShardFor(id), &messages.Unsubscribe{ObjectId: id})
+	switch m := msg.(type) {
+	case *messages.ReduceTaskStarted:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"error": m.GetError().GetMessage()}).Debug("tree position started")
+	case *messages.ReduceTaskDone:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
+			"error": m.GetError().GetMessage()}).Debug("tree position done")
 	}
-	if c.gate != nil && c.gate.Num() > 0 {
-		fx.Reply.CompletedBy = c.gate.Reason()
+}
+
+func (c *Coordinator) logTask(t *messages.ReduceTask, n *messages.NodeRef) {
+	if !c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		return
 	}
-	if c.requester != nil {
-		ctx.Send(c.requester, fx.Reply)
+	var kids []string
+	for _, k := range t.GetChildren() {
+		kids = append(kids, k.GetNode().GetNodeId())
 	}
-	ctx.ActorSystem().EventStream.Publish(&events.ReduceDone{Reduce: c.id, Target: fx.Reply.GetTargetId(),
-		Reduced: fx.Reply.GetReducedIds(), Elapsed: time.Since(c.begin), Err: messages.ErrOrNil(fx.Reply.GetError())})
-	entry := c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": fx.Reply.GetTargetId(),
-		"reduced": len(fx.Reply.GetReducedIds()), "elapsed": time.Since(c.begin).Round(time.Microsecond)})
-	if err := messages.ErrOrNil(fx.Reply.GetError()); err != nil {
+	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": t.GetPosition(), "generation": t.GetGeneration(),
+		"node": n.GetNodeId(), "source": t.GetSourceId(), "children": kids, "root": t.GetRoot()}).Debug("sending a tree position its task")
+}
+
+func (c *Coordinator) logReply(reply *messages.ReduceReply) {
+	entry := c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": reply.GetTargetId(),
+		"reduced": len(reply.GetReducedIds()), "elapsed": time.Since(c.r.begun).Round(time.Microsecond)})
+	if err := messages.ErrOrNil(reply.GetError()); err != nil {
 		level := logrus.WarnLevel
 		if errors.Is(err, messages.ErrInvalidArgument) {
 			level = logrus.InfoLevel
 		}
 		entry.WithField("error", err).Log(level, "reduce failed")
-	} else {
-		entry.WithFields(logrus.Fields{"degree": fx.Reply.GetPlan().GetDegree(), "shape": fx.Reply.GetPlan().GetShape()}).Info("reduce done")
+		return
 	}
-	ctx.Stop(ctx.Self())
+	entry.WithFields(logrus.Fields{"degree": reply.GetPlan().GetDegree(), "shape": reply.GetPlan().GetShape()}).Info("reduce done")
 }

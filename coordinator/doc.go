@@ -1,7 +1,12 @@
 // Package coordinator runs Reduce: a Reduction (the pure core) places
 // source objects into a reduce tree as they arrive and decides which node
-// reduces what; the Coordinator actor around it subscribes to the sources'
-// locations and sends the decisions out. The tree shapes and the cost
-// model are in coordinator/plan, the element-wise kernels in
-// coordinator/kernel.
+// reduces what. Under a knee policy the Reduction first gates: it records
+// arrivals, asks a KneeGate how many to reduce (arming a KneeTimer for
+// the gate's next deadline), and plans the tree from what arrived, in
+// arrival order, once the count is fixed. Every step takes now and
+// returns Effects: an outbox.Box of sends and timers, plus the nodes to
+// watch and the domain events. The Coordinator actor around it only
+// turns messages into those steps and carries out what they return. The
+// tree shapes and the cost model are in coordinator/plan, the
+// element-wise kernels in coordinator/kernel.
 package coordinator

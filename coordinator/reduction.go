@@ -6,12 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/hoplite-go/hoplite/coordinator/kernel"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // Shape names the tree shapes a Reduce can use.
@@ -35,6 +38,11 @@ type Config struct {
 	// NewReduction are used, and the plan reports their sample counts as
 	// not known (-1).
 	Estimator *netmodel.Estimator
+	// Resubscribe is how often a Reduction that still waits for sources
+	// subscribes to them again (DefaultResubscribe if 0). Subscriptions
+	// are soft state in the directory: a shard that restarts, or moves to
+	// another member, forgets them.
+	Resubscribe time.Duration
 }
 
 // InternalID names the intermediate output of a tree position. It starts
@@ -83,27 +91,102 @@ func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
 	return nil
 }
 
-// Effects are what a step of a Reduction asks its shell to do.
+// Effects are what a step of a Reduction asks its shell to do: every
+// message to send and every timer to arm (the Box, in order), and the
+// two things that are not messages.
+//
+// A Send's To is a *messages.NodeRef (a store node), or one of the
+// markers Requester, CallerNode, TargetShard and ShardOf, which only the
+// shell can resolve to actors. A Timer's Msg is DeadlineTimer, KneeTimer
+// or ResubscribeTimer; a timer replaces any pending one with the same
+// Msg, and the shell hands it back through Expire, KneeCheck or
+// Resubscribe.
 type Effects struct {
-	// Tasks go to the store nodes that hold tree positions.
-	Tasks []Task
-	// StoreInline asks the caller's node to store a result computed here.
-	StoreInline *messages.StoreReduced
-	// Fetch asks these nodes to Get the target (all_reduce).
-	Fetch []*messages.NodeRef
-	// Reply, when set, answers the Reduce; the Reduction is over.
-	Reply *messages.ReduceReply
-	// Release tells these nodes the Reduce is over (ReleaseKeep: success).
-	Release     []*messages.NodeRef
-	ReleaseKeep bool
-	// ReleaseTarget frees the reserved target at the shard (failure).
-	ReleaseTarget bool
-	// Invalidate tells positions to stop and rewind (a descendant failed).
-	Invalidate []Task
+	outbox.Box
 	// Watch: nodes whose failure the shell must report with NodeFailed.
 	Watch []*messages.NodeRef
-	// Events describe repairs, for the EventStream.
+	// Events describe repairs and the end of the Reduce, for the
+	// EventStream.
 	Events []any
+	// Knee, when set, says this step fixed the count of a knee policy
+	// (for the log).
+	Knee *KneeFixed
+}
+
+// KneeFixed describes how a knee policy fixed the number of sources.
+type KneeFixed struct {
+	Arrived int    // distinct sources arrived by then
+	Count   int    // sources to reduce
+	Reason  string // CompletedByKnee, CompletedByMaxObjects or CompletedByAll
+	After   time.Duration
+}
+
+// Requester is the To of the ReduceReply: whoever asked for the Reduce.
+type Requester struct{}
+
+// CallerNode is the To of StoreReduced: the caller's store node, which
+// stores a result reduced in the coordinator.
+type CallerNode struct{}
+
+// TargetShard is the To of ReleaseTarget: the directory shard that
+// reserved the target and runs the coordinator.
+type TargetShard struct{}
+
+// ShardOf is the To of Subscribe and Unsubscribe: the directory shard of
+// the source object it names.
+type ShardOf string
+
+// DeadlineTimer fires at the Reduce's deadline (hand it to Expire).
+type DeadlineTimer struct{}
+
+// KneeTimer fires when a knee policy's gate could next fix the count
+// (hand it to KneeCheck).
+type KneeTimer struct{}
+
+// ResubscribeTimer fires when the Reduction renews its subscriptions
+// (hand it to Resubscribe).
+type ResubscribeTimer struct{}
+
+// DefaultResubscribe is how often a Reduction that still waits for
+// sources subscribes to them again, unless Config.Resubscribe says.
+const DefaultResubscribe = 500 * time.Millisecond
+
+// effects is a step's decisions in the core's own terms; out turns them
+// into messages once, at the end of a public step.
+type effects struct {
+	Tasks         []Task
+	StoreInline   *messages.StoreReduced
+	Fetch         []*messages.NodeRef
+	Reply         *messages.ReduceReply
+	Release       []*messages.NodeRef
+	ReleaseKeep   bool
+	ReleaseTarget bool
+	Invalidate    []Task
+	Watch         []*messages.NodeRef
+	Events        []any
+	knee          *KneeFixed
+	kneeAt        time.Time // arm KneeTimer (zero: no)
+}
+
+func (fx *effects) merge(o effects) {
+	fx.Tasks = append(fx.Tasks, o.Tasks...)
+	if o.StoreInline != nil {
+		fx.StoreInline = o.StoreInline
+	}
+	fx.Fetch = append(fx.Fetch, o.Fetch...)
+	if o.Reply != nil {
+		fx.Reply, fx.ReleaseKeep, fx.ReleaseTarget = o.Reply, o.ReleaseKeep, o.ReleaseTarget
+	}
+	fx.Release = append(fx.Release, o.Release...)
+	fx.Invalidate = append(fx.Invalidate, o.Invalidate...)
+	fx.Watch = append(fx.Watch, o.Watch...)
+	fx.Events = append(fx.Events, o.Events...)
+	if o.knee != nil {
+		fx.knee = o.knee
+	}
+	if !o.kneeAt.IsZero() {
+		fx.kneeAt = o.kneeAt
+	}
 }
 
 // Task is one ReduceTask for a node.
@@ -156,6 +239,14 @@ type Reduction struct {
 	fetching map[string]bool // node id -> its Get is still running
 	reply    *messages.ReduceReply
 	over     bool
+
+	begun time.Time // when the Reduce started (for ReduceDone's Elapsed)
+	// A knee policy gates the tree: until the gate fixes the count,
+	// arrivals wait in pending (in arrival order) and req.num_objects is 0.
+	gate    *KneeGate
+	gateErr error // an invalid knee policy: Begin fails the Reduce
+	pending []*messages.LocationUpdate
+	deleted []string // sources deleted while gating, in order
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
@@ -170,17 +261,236 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	if cfg.Shape == "" {
 		cfg.Shape = ShapeDAry
 	}
-	return &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
+	if cfg.Resubscribe <= 0 {
+		cfg.Resubscribe = DefaultResubscribe
+	}
+	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
-		asked: map[string]bool{}, fetching: map[string]bool{}}
+		asked: map[string]bool{}, fetching: map[string]bool{}, begun: now}
+	if req.GetKnee() != nil {
+		r.gate, r.gateErr = NewKneeGate(req)
+	}
+	return r
 }
 
-// Begin returns what the shell does first: watch the caller's node.
-func (r *Reduction) Begin() Effects {
-	var fx Effects
+func (r *Reduction) begin() effects {
+	var fx effects
 	r.watch(r.start, &fx)
+	if r.gateErr != nil { // validated by the store node: a bug
+		fx.merge(r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: knee: %v", r.gateErr)))
+	}
 	return fx
+}
+
+// Begin returns what the shell does first: watch the caller's node,
+// subscribe to every source, and arm the deadline and the resubscribe
+// timer.
+func (r *Reduction) Begin(now time.Time) Effects {
+	fx := r.out(r.begin(), now)
+	if r.over {
+		return fx
+	}
+	r.subscribe(&fx)
+	fx.After(r.deadline, DeadlineTimer{})
+	fx.After(now.Add(r.cfg.Resubscribe), ResubscribeTimer{})
+	return fx
+}
+
+// Located handles a location update of a source at now.
+func (r *Reduction) Located(u *messages.LocationUpdate, now time.Time) Effects {
+	return r.out(r.located(u, now), now)
+}
+
+// Started handles a position reporting that its output exists.
+func (r *Reduction) Started(m *messages.ReduceTaskStarted, now time.Time) Effects {
+	return r.out(r.taskStarted(m), now)
+}
+
+// Done handles a position reporting its output complete.
+func (r *Reduction) Done(m *messages.ReduceTaskDone, now time.Time) Effects {
+	return r.out(r.taskDone(m), now)
+}
+
+// NodeFailed repairs the tree after a node failed (see nodeFailed); while
+// a knee policy gates the tree, the arrivals on that node no longer count
+// as available.
+func (r *Reduction) NodeFailed(node string, now time.Time) Effects {
+	return r.out(r.nodeFailed(node), now)
+}
+
+// Fetched handles the end of one all_reduce Get on node.
+func (r *Reduction) Fetched(node string, err error, now time.Time) Effects {
+	return r.out(r.fetched(node, err), now)
+}
+
+// Stored handles the caller's answer to StoreReduced.
+func (r *Reduction) Stored(m *messages.StoreReducedReply, now time.Time) Effects {
+	return r.out(r.stored(m), now)
+}
+
+// Expire fails the Reduction if its deadline has passed (DeadlineTimer);
+// before it, it arms the deadline again, so a timer that fired early
+// does not leave the Reduction without one.
+func (r *Reduction) Expire(now time.Time) Effects {
+	fx := r.out(r.expire(now), now)
+	if !r.over {
+		fx.After(r.deadline, DeadlineTimer{})
+	}
+	return fx
+}
+
+// KneeCheck asks a knee policy's gate whether a knee became known by now
+// (KneeTimer).
+func (r *Reduction) KneeCheck(now time.Time) Effects {
+	var fx effects
+	if r.gating() {
+		r.gateStep(r.gate.Check(now), now, &fx)
+	}
+	return r.out(fx, now)
+}
+
+// Resubscribe subscribes again to the sources the Reduction still waits
+// for, and arms the next renewal (ResubscribeTimer). A shard keeps one
+// subscription per subscriber and object, and the Reduction ignores
+// locations it already has, so doing it again is harmless.
+func (r *Reduction) Resubscribe(now time.Time) Effects {
+	var fx Effects
+	if r.over {
+		return fx
+	}
+	r.subscribe(&fx)
+	fx.After(now.Add(r.cfg.Resubscribe), ResubscribeTimer{})
+	return fx
+}
+
+// Abort fails the Reduction from outside (its actor is stopping).
+func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
+	return r.out(r.abort(err), now)
+}
+
+func (r *Reduction) subscribe(fx *Effects) {
+	for _, id := range r.Waiting() {
+		fx.Send(ShardOf(id), &messages.Subscribe{ObjectId: id})
+	}
+}
+
+// out turns a step's decisions into messages. Each message carries the
+// time left until the Reduce's deadline, as of now.
+func (r *Reduction) out(fx effects, now time.Time) Effects {
+	e := Effects{Watch: fx.Watch, Events: fx.Events, Knee: fx.knee}
+	remaining := max(1, r.deadline.Sub(now).Milliseconds())
+	for _, t := range fx.Invalidate {
+		e.Send(t.Node, &messages.ReduceInvalidate{ReduceId: r.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
+	}
+	for _, t := range fx.Tasks {
+		t.Task.TimeoutMs = remaining
+		e.Send(t.Node, t.Task)
+	}
+	if fx.StoreInline != nil {
+		fx.StoreInline.TimeoutMs = remaining
+		e.Send(CallerNode{}, fx.StoreInline)
+	}
+	for _, n := range fx.Fetch {
+		// The Get answers TIMEOUT by itself at the deadline.
+		e.Send(n, &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining})
+	}
+	for _, n := range fx.Release {
+		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep})
+	}
+	if fx.ReleaseTarget {
+		e.Send(TargetShard{}, &messages.ReleaseTarget{TargetId: r.req.GetTargetId(), ReduceId: r.id})
+	}
+	if !fx.kneeAt.IsZero() {
+		e.After(fx.kneeAt, KneeTimer{})
+	}
+	if fx.Reply == nil {
+		return e
+	}
+	for _, id := range r.req.GetSourceIds() {
+		e.Send(ShardOf(id), &messages.Unsubscribe{ObjectId: id})
+	}
+	if r.gate != nil && r.gate.Num() > 0 {
+		fx.Reply.CompletedBy = r.gate.Reason()
+	}
+	e.Send(Requester{}, fx.Reply)
+	e.Events = append(e.Events, &events.ReduceDone{Reduce: r.id, Target: fx.Reply.GetTargetId(),
+		Reduced: fx.Reply.GetReducedIds(), Elapsed: now.Sub(r.begun), Err: messages.ErrOrNil(fx.Reply.GetError())})
+	return e
+}
+
+// gating reports whether a knee policy has not fixed the count yet.
+func (r *Reduction) gating() bool { return r.gate != nil && r.gate.Num() == 0 && !r.over }
+
+// Gating reports whether a knee policy has not fixed the count yet (the
+// Reduction has no tree and counts arrivals).
+func (r *Reduction) Gating() bool { return r.gating() }
+
+// arrive records a source's location while the gate decides the count.
+func (r *Reduction) arrive(u *messages.LocationUpdate, now time.Time) effects {
+	var fx effects
+	id := u.GetObjectId()
+	if u.GetDeleted() {
+		if !slices.Contains(r.deleted, id) {
+			r.deleted = append(r.deleted, id)
+		}
+		r.pending = slices.DeleteFunc(r.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id })
+		if left := len(r.req.GetSourceIds()) - len(r.deleted); left < r.gate.Needed() {
+			return r.fail(messages.Errorf(messages.ErrorCode_DELETED,
+				"reduce: source %q was deleted; %d sources remain, min_percent needs %d", id, left, r.gate.Needed()))
+		}
+		return fx
+	}
+	if u.GetNode() == nil {
+		return fx
+	}
+	if u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+		// The copy left the directory (evicted, or a partial copy whose
+		// feed died): like a failed node's, it is no longer available.
+		r.pending = slices.DeleteFunc(r.pending, func(p *messages.LocationUpdate) bool {
+			return p.GetObjectId() == id && p.GetNode().GetNodeId() == u.GetNode().GetNodeId()
+		})
+		return fx
+	}
+	if i := slices.IndexFunc(r.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id }); i >= 0 {
+		if p := r.pending[i]; p.GetNode().GetNodeId() == u.GetNode().GetNodeId() && u.GetState() == messages.LocationState_COMPLETE {
+			r.pending[i] = u // its Put finished: the tree may stream it as whole
+		}
+		return fx
+	}
+	r.watch(u.GetNode(), &fx) // its node may die before the count is fixed
+	r.pending = append(r.pending, u)
+	r.gateStep(r.gate.Arrive(id, now), now, &fx)
+	return fx
+}
+
+// gateStep plans the tree from what arrived, in arrival order, once the
+// gate fixed the count; before, it arms the timer for the gate's next
+// deadline.
+func (r *Reduction) gateStep(num int, now time.Time, fx *effects) {
+	if num == 0 {
+		if at := r.gate.NextDeadline(); !at.IsZero() {
+			if !at.After(now) {
+				// The gate did not fire at its own deadline: ask again a
+				// little later rather than at once, forever.
+				at = now.Add(time.Millisecond)
+			}
+			fx.kneeAt = at
+		}
+		return
+	}
+	req := proto.Clone(r.req).(*messages.Reduce)
+	req.NumObjects = int32(num)
+	r.req = req
+	fx.knee = &KneeFixed{Arrived: r.gate.Arrived(), Count: num, Reason: r.gate.Reason(), After: now.Sub(r.begun)}
+	pending, deleted := r.pending, r.deleted
+	r.pending, r.deleted = nil, nil
+	for _, u := range pending {
+		fx.merge(r.located(u, now))
+	}
+	for _, id := range deleted {
+		fx.merge(r.located(&messages.LocationUpdate{ObjectId: id, Deleted: true}, now))
+	}
 }
 
 // ID is the reduce id.
@@ -193,10 +503,13 @@ func (r *Reduction) Over() bool { return r.over }
 func (r *Reduction) Deadline() time.Time { return r.deadline }
 
 // Located handles a location update of a source.
-func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
+func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	id := u.GetObjectId()
 	if r.over || r.reply != nil || !slices.Contains(r.req.GetSourceIds(), id) {
-		return Effects{}
+		return effects{}
+	}
+	if r.gating() {
+		return r.arrive(u, now)
 	}
 	if u.GetDeleted() {
 		return r.sourceDeleted(id)
@@ -211,14 +524,14 @@ func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 			// partial copy whose feed died, an evicted copy): the source
 			// leaves its position as if its node had failed, or the tree
 			// would wait for bytes that never come.
-			var fx Effects
+			var fx effects
 			r.sourceGone(id, &fx)
 			return fx
 		}
-		return Effects{}
+		return effects{}
 	}
 	if u.GetNode() == nil || u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED {
-		return Effects{}
+		return effects{}
 	}
 	if r.size < 0 {
 		if err := kernel.Validate(r.req.GetOp(), r.req.GetDtype(), u.GetSize()); err != nil {
@@ -242,7 +555,7 @@ func (r *Reduction) Located(u *messages.LocationUpdate) Effects {
 		s.inline = u.GetInlineData()
 		return r.maybeReduceInline()
 	}
-	var fx Effects
+	var fx effects
 	r.watch(s.node, &fx) // a backup's node matters too: it may replace a failed one
 	pos, placed, err := r.assign.Arrive(id)
 	if err != nil || !placed {
@@ -271,7 +584,7 @@ func (r *Reduction) place(pos int, id string) {
 
 func (r *Reduction) isLeaf(p int) bool { return len(r.tree.Children(p)) == 0 && p != r.tree.Root() }
 
-func (r *Reduction) watch(n *messages.NodeRef, fx *Effects) {
+func (r *Reduction) watch(n *messages.NodeRef, fx *effects) {
 	if n != nil && !r.watched[n.GetNodeId()] {
 		r.watched[n.GetNodeId()] = true
 		fx.Watch = append(fx.Watch, n)
@@ -279,7 +592,7 @@ func (r *Reduction) watch(n *messages.NodeRef, fx *Effects) {
 }
 
 // choosePlan fixes the tree once S is known (at the first arrival).
-func (r *Reduction) choosePlan() (Effects, bool) {
+func (r *Reduction) choosePlan() (effects, bool) {
 	n := int(r.req.GetNumObjects())
 	nl, nb := -1, -1
 	if e := r.cfg.Estimator; e != nil {
@@ -292,7 +605,7 @@ func (r *Reduction) choosePlan() (Effects, bool) {
 	if r.size < r.cfg.InlineLimit {
 		r.inline = true
 		r.plan.Shape = ShapeInline
-		return Effects{}, true
+		return effects{}, true
 	}
 	var err error
 	switch {
@@ -318,7 +631,7 @@ func (r *Reduction) choosePlan() (Effects, bool) {
 	for p := 0; p < n; p++ {
 		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(p), Parent: int32(r.tree.Parent(p)), Arrival: -1})
 	}
-	return Effects{}, true
+	return effects{}, true
 }
 
 func mapKeys(m map[int]time.Duration) func(func(int) bool) {
@@ -333,7 +646,7 @@ func mapKeys(m map[int]time.Duration) func(func(int) bool) {
 
 // maybeSend sends p's task once p's subtree has arrived and every child
 // that runs a worker has its output ready to stream.
-func (r *Reduction) maybeSend(p int, fx *Effects) {
+func (r *Reduction) maybeSend(p int, fx *effects) {
 	if !r.need[p] || !r.assign.Ready(p) {
 		return
 	}
@@ -383,17 +696,17 @@ func (r *Reduction) outputOf(p int) string {
 }
 
 // Started handles a position reporting that its output exists.
-func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
+func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 	p := int(m.GetPosition())
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
 		int(m.GetGeneration()) != r.gen[p] || r.need[p] {
-		return Effects{} // a generation a repair has replaced
+		return effects{} // a generation a repair has replaced
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
 	}
 	r.started[p] = true
-	var fx Effects
+	var fx effects
 	if parent := r.tree.Parent(p); parent >= 0 {
 		r.maybeSend(parent, &fx)
 	} else if r.req.GetAllReduce() {
@@ -407,7 +720,7 @@ func (r *Reduction) Started(m *messages.ReduceTaskStarted) Effects {
 
 // fetchNew asks every participant not asked yet to Get the result, and
 // watches it: a participant that dies will never answer.
-func (r *Reduction) fetchNew(fx *Effects) {
+func (r *Reduction) fetchNew(fx *effects) {
 	for _, n := range r.participants() {
 		if id := n.GetNodeId(); !r.asked[id] {
 			r.asked[id] = true
@@ -439,22 +752,22 @@ func (r *Reduction) participants() []*messages.NodeRef {
 }
 
 // Done handles a position reporting its output complete.
-func (r *Reduction) Done(m *messages.ReduceTaskDone) Effects {
+func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 	p := int(m.GetPosition())
 	g := int(m.GetGeneration())
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g < 1 || g > r.gen[p] {
-		return Effects{}
+		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
 		if g != r.gen[p] || r.need[p] {
-			return Effects{} // a superseded run: its failure is being repaired
+			return effects{} // a superseded run: its failure is being repaired
 		}
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
 	}
 	if p != r.tree.Root() || r.reply != nil || r.rootAt[g] != r.nodeOf(p).GetNodeId() {
 		// Not the root, already answered, or the root's node failed since:
 		// that copy is gone and a new root is producing the target.
-		return Effects{}
+		return effects{}
 	}
 	// Any generation of the root that finished reduced exactly the sources
 	// placed when it was sent, each once: a failure that came later does
@@ -467,9 +780,9 @@ func (r *Reduction) Done(m *messages.ReduceTaskDone) Effects {
 // leaves its position, the next ready backup takes it (or the next
 // arrival will), and the position's ancestors clear what they reduced and
 // pull again, bottom-up. Other subtrees keep their progress.
-func (r *Reduction) NodeFailed(node string) Effects {
+func (r *Reduction) nodeFailed(node string) effects {
 	if r.over {
-		return Effects{}
+		return effects{}
 	}
 	// A participant that died will not answer its Get of the result, and
 	// needs no copy any more.
@@ -484,7 +797,13 @@ func (r *Reduction) NodeFailed(node string) Effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
 	}
 	delete(r.watched, node)
-	var fx Effects
+	var fx effects
+	if r.gating() {
+		// An arrival whose copy died no longer counts as available (the
+		// gate still counts it: it did arrive).
+		r.pending = slices.DeleteFunc(r.pending, func(u *messages.LocationUpdate) bool { return u.GetNode().GetNodeId() == node })
+		return fx
+	}
 	if r.inline || r.tree == nil {
 		return fx // small sources live in the directory, not on the node
 	}
@@ -498,7 +817,7 @@ func (r *Reduction) NodeFailed(node string) Effects {
 
 // sourceGone takes a source whose copy is gone out of the tree: the next
 // ready backup takes its position, or the next arrival will.
-func (r *Reduction) sourceGone(id string, fx *Effects) {
+func (r *Reduction) sourceGone(id string, fx *effects) {
 	delete(r.sources, id) // it may arrive again, from a new copy
 	rep, err := r.assign.Replace(id)
 	if err != nil || rep.Pos < 0 {
@@ -507,7 +826,7 @@ func (r *Reduction) sourceGone(id string, fx *Effects) {
 	r.repair(rep, id, fx)
 }
 
-func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {
+func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
 	pos := rep.Pos
 	// Reports of the lost worker's generation are stale from now on.
 	r.gen[pos]++
@@ -535,9 +854,9 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *Effects) {
 }
 
 // Fetched handles the end of one all_reduce Get on node.
-func (r *Reduction) Fetched(node string, err error) Effects {
+func (r *Reduction) fetched(node string, err error) effects {
 	if r.over || !r.fetching[node] {
-		return Effects{} // not asked, already answered, or failed since
+		return effects{} // not asked, already answered, or failed since
 	}
 	if err != nil {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: %s could not fetch the result: %v", node, err))
@@ -546,18 +865,18 @@ func (r *Reduction) Fetched(node string, err error) Effects {
 	return r.maybeFinish()
 }
 
-func (r *Reduction) maybeFinish() Effects {
+func (r *Reduction) maybeFinish() effects {
 	if r.reply == nil || len(r.fetching) > 0 {
-		return Effects{}
+		return effects{}
 	}
 	r.over = true
-	return Effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
+	return effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
 }
 
-func (r *Reduction) maybeReduceInline() Effects {
+func (r *Reduction) maybeReduceInline() effects {
 	n := int(r.req.GetNumObjects())
 	if len(r.arrivals) != n {
-		return Effects{}
+		return effects{}
 	}
 	acc := append([]byte(nil), r.sources[r.arrivals[0]].inline...)
 	for _, id := range r.arrivals[1:n] {
@@ -572,13 +891,13 @@ func (r *Reduction) maybeReduceInline() Effects {
 		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(i), Parent: -1,
 			ObjectId: id, NodeId: r.sources[id].node.GetNodeId(), Arrival: int32(i)})
 	}
-	return Effects{StoreInline: &messages.StoreReduced{ReduceId: r.id, TargetId: r.req.GetTargetId(), Data: acc}}
+	return effects{StoreInline: &messages.StoreReduced{ReduceId: r.id, TargetId: r.req.GetTargetId(), Data: acc}}
 }
 
 // Stored handles the caller's answer to StoreInline.
-func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
+func (r *Reduction) stored(m *messages.StoreReducedReply) effects {
 	if r.over || !r.inline || m.GetReduceId() != r.id {
-		return Effects{}
+		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
 		return r.fail(messages.AsError(err))
@@ -589,7 +908,7 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
 	}
 	// The caller's node already holds the result; its prefetch answers at
 	// once, so it needs no special case.
-	var fx Effects
+	var fx effects
 	r.fetchNew(&fx)
 	if len(fx.Fetch) == 0 {
 		return r.maybeFinish()
@@ -599,16 +918,18 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply) Effects {
 
 // Waiting lists the sources the Reduction still wants locations for:
 // while it has no result, every source it does not hold (a missing one
-// may complete the tree, a lost one may come back as a backup). The
-// actor subscribes to them again whenever the directory may have lost
-// its subscriptions (a shard restarted or moved).
+// may complete the tree, a lost one may come back as a backup; while a
+// knee policy gates, every source not arrived). Resubscribe asks for
+// them again periodically, as the directory may have lost its
+// subscriptions (a shard restarted or moved).
 func (r *Reduction) Waiting() []string {
 	if r.over || r.reply != nil {
 		return nil
 	}
 	var ids []string
 	for _, id := range r.req.GetSourceIds() {
-		if r.sources[id] == nil && !slices.Contains(ids, id) {
+		held := r.sources[id] != nil || slices.ContainsFunc(r.pending, func(u *messages.LocationUpdate) bool { return u.GetObjectId() == id })
+		if !held && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
@@ -616,9 +937,14 @@ func (r *Reduction) Waiting() []string {
 }
 
 // Expire fails the Reduction if its deadline has passed.
-func (r *Reduction) Expire(now time.Time) Effects {
+func (r *Reduction) expire(now time.Time) effects {
 	if r.over || now.Before(r.deadline) {
-		return Effects{}
+		return effects{}
+	}
+	if r.gating() {
+		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"reduce: knee policy: %d of %d sources arrived before the deadline and no knee was accepted (%d needed by min_percent)",
+			r.gate.Arrived(), len(r.req.GetSourceIds()), r.gate.Needed()))
 	}
 	n := int(r.req.GetNumObjects())
 	if held := len(r.sources); held < n {
@@ -629,19 +955,25 @@ func (r *Reduction) Expire(now time.Time) Effects {
 }
 
 // Abort fails the Reduction from outside (its actor is stopping).
-func (r *Reduction) Abort(err *messages.Error) Effects {
+func (r *Reduction) abort(err *messages.Error) effects {
 	if r.over {
-		return Effects{}
+		return effects{}
 	}
 	return r.fail(err)
 }
 
-func (r *Reduction) sourceDeleted(id string) Effects {
+func (r *Reduction) sourceDeleted(id string) effects {
 	r.gone[id] = true
 	used := r.sources[id] != nil && (r.inline && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
 		!r.inline && r.assign.Position(id) >= 0)
 	if used {
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
+	}
+	var fx effects
+	if r.sources[id] != nil && !r.inline && r.tree != nil {
+		// A backup whose bytes are gone must not take the place of a
+		// failed position (the knee simulation's seed 2163 reduced one).
+		r.sourceGone(id, &fx)
 	}
 	possible := 0
 	for _, s := range r.req.GetSourceIds() {
@@ -653,7 +985,7 @@ func (r *Reduction) sourceDeleted(id string) Effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED,
 			"reduce: source %q was deleted; %d sources remain for num_objects %d", id, possible, r.req.GetNumObjects()))
 	}
-	return Effects{}
+	return fx
 }
 
 func (r *Reduction) success(reduced []string) *messages.ReduceReply {
@@ -670,9 +1002,9 @@ func (r *Reduction) success(reduced []string) *messages.ReduceReply {
 	return reply
 }
 
-func (r *Reduction) fail(err *messages.Error) Effects {
+func (r *Reduction) fail(err *messages.Error) effects {
 	r.over = true
-	return Effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
+	return effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
 		Release: r.releaseNodes(), ReleaseTarget: true}
 }
 

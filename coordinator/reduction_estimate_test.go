@@ -21,10 +21,10 @@ func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
 	e.ObserveTransfer(50e6, time.Second)
 	e.ObserveTransfer(70e6, time.Second)
 	wantL, wantB, nl, nb := e.Estimate()
-	r.Located(located("s0", bigSize, node(0)))
+	r.Located(located("s0", bigSize, node(0)), t0)
 	e.ObserveTransfer(1e9, time.Second) // after the plan was fixed: not in it
 	for i := 1; i < 4; i++ {
-		r.Located(located(ids("s", 4)[i], bigSize, node(i)))
+		r.Located(located(ids("s", 4)[i], bigSize, node(i)), t0)
 	}
 	p := r.plan
 	if time.Duration(p.GetLatencyNs()) != wantL || p.GetBandwidth() != wantB ||
@@ -40,7 +40,7 @@ func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
 
 	// Without an estimator: the values given, whose origin is not known.
 	r = newRed(request(ids("s", 4), 4), Config{})
-	r.Located(located("s0", bigSize, node(0)))
+	r.Located(located("s0", bigSize, node(0)), t0)
 	if p := r.plan; time.Duration(p.GetLatencyNs()) != 100*time.Microsecond || p.GetBandwidth() != 1.25e9 ||
 		p.GetLatencySamples() != -1 || p.GetBandwidthSamples() != -1 {
 		t.Fatalf("plan without estimator: %v", p)
@@ -59,7 +59,7 @@ func TestTasksMarkWholeLeafInputs(t *testing.T) {
 		var marked, unmarked int
 		check := func(fx Effects) {
 			t.Helper()
-			for _, tk := range fx.Tasks {
+			for _, tk := range fx.Tasks() {
 				for _, c := range tk.Task.GetChildren() {
 					isSource := c.GetObjectId()[0] != 0
 					if want := isSource && whole[c.GetObjectId()]; c.GetComplete() != want {
@@ -79,22 +79,22 @@ func TestTasksMarkWholeLeafInputs(t *testing.T) {
 			switch i % 4 {
 			case 0: // arrives whole
 				whole[id] = true
-				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}))
+				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}, t0))
 			case 1: // arrives partial; a copy elsewhere completing says nothing about this one
-				check(r.Located(located(id, bigSize, n)))
-				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: node(99), State: messages.LocationState_COMPLETE}))
+				check(r.Located(located(id, bigSize, n), t0))
+				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: node(99), State: messages.LocationState_COMPLETE}, t0))
 			case 2: // arrives partial, its Put finishes before its parent's task
-				check(r.Located(located(id, bigSize, n)))
+				check(r.Located(located(id, bigSize, n), t0))
 				whole[id] = true
-				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}))
+				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}, t0))
 			case 3: // stays partial
-				check(r.Located(located(id, bigSize, n)))
+				check(r.Located(located(id, bigSize, n), t0))
 			}
 		}
 		for len(pending) > 0 {
 			tk := pending[0]
 			pending = pending[1:]
-			check(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}))
+			check(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
 		}
 		if r.tree == nil || r.gen[r.tree.Root()] == 0 {
 			t.Fatalf("d=%d: the root never got its task", d)

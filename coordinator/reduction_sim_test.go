@@ -45,7 +45,7 @@ type simInput struct {
 }
 
 type simEvent struct {
-	what string // "arrive", "fail", "rejoin", "started", "done", "doneErr"
+	what string // "arrive", "fail", "rejoin", "delete", "stored", "started", "done", "doneErr"
 	id   string // source
 	node string
 	w    *simWorker
@@ -63,6 +63,11 @@ type reduceSim struct {
 	events  []simEvent
 	killed  int
 	log     []string
+	now     time.Time
+	timers  map[any]time.Time     // armed timers by message (a timer replaces its kind's)
+	reply   *messages.ReduceReply // the answer, once sent
+	deleted map[string]bool       // sources deleted (their bytes are gone)
+	inline  bool                  // small sources: reduced in the coordinator
 }
 
 func (s *reduceSim) logf(format string, args ...any) {
@@ -70,13 +75,26 @@ func (s *reduceSim) logf(format string, args ...any) {
 }
 
 func (s *reduceSim) apply(fx Effects) {
-	for _, inv := range fx.Invalidate {
+	for _, tm := range fx.Timers {
+		s.timers[tm.Msg] = tm.At
+	}
+	if r := fx.Reply(); r != nil {
+		if s.reply != nil {
+			s.t.Fatalf("a second ReduceReply %v after %v", r, s.reply)
+		}
+		s.reply = r
+		s.logf("reply %v", r)
+	}
+	if fx.StoreInline() != nil {
+		s.events = append(s.events, simEvent{what: "stored"})
+	}
+	for _, inv := range fx.Invalidate() {
 		if w := s.workers[int(inv.Task.GetPosition())]; w != nil && w.gen == int(inv.Task.GetGeneration()) {
 			w.stopped = true
 			s.logf("invalidate p%d g%d", w.pos, w.gen)
 		}
 	}
-	for _, tk := range fx.Tasks {
+	for _, tk := range fx.Tasks() {
 		t := tk.Task
 		w := &simWorker{pos: int(t.GetPosition()), gen: int(t.GetGeneration()), node: tk.Node.GetNodeId()}
 		for _, c := range t.GetChildren() {
@@ -99,7 +117,7 @@ func (s *reduceSim) apply(fx Effects) {
 func (s *reduceSim) inputsReady(w *simWorker) (ready, lost bool) {
 	ready = true
 	for _, in := range w.inputs {
-		if !s.alive[in.node] {
+		if !s.alive[in.node] || s.deleted[in.id] {
 			return false, true
 		}
 		if src := s.outputs[in.id]; src != nil && src.node == in.node && s.home[in.id] == "" {
@@ -115,8 +133,20 @@ func (s *reduceSim) inputsReady(w *simWorker) (ready, lost bool) {
 
 // step delivers one random pending event; false when none is left.
 func (s *reduceSim) step() bool {
-	// Workers whose inputs are complete can finish; workers whose input
-	// died report it.
+	s.readyWorkers()
+	if len(s.events) == 0 {
+		return false
+	}
+	i := s.rng.IntN(len(s.events))
+	e := s.events[i]
+	s.events = slices.Delete(s.events, i, i+1)
+	s.deliver(e)
+	return true
+}
+
+// readyWorkers queues the reports of workers that can report: those whose
+// inputs are complete finish, those whose input died report it.
+func (s *reduceSim) readyWorkers() {
 	for _, w := range s.workers {
 		if !w.started || w.done || w.stopped || !s.alive[w.node] {
 			continue
@@ -131,27 +161,36 @@ func (s *reduceSim) step() bool {
 			}
 		}
 	}
-	if len(s.events) == 0 {
-		return false
-	}
-	i := s.rng.IntN(len(s.events))
-	e := s.events[i]
-	s.events = slices.Delete(s.events, i, i+1)
+}
+
+// deliver steps the Reduction with one event at s.now.
+func (s *reduceSim) deliver(e simEvent) {
 	if e.w != nil && (e.w.stopped || !s.alive[e.w.node]) {
-		return true // a stopped or dead worker reports nothing
+		return // a stopped or dead worker reports nothing
 	}
 	switch e.what {
 	case "arrive":
-		if !s.alive[e.node] {
-			return true
+		if !s.alive[e.node] || s.deleted[e.id] {
+			return // a deleted object is not created again
 		}
 		s.logf("arrive %s on %s", e.id, e.node)
-		s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})))
+		u := located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})
+		if s.inline {
+			u = locatedInline(e.id, make([]byte, 8), u.GetNode())
+		}
+		s.apply(s.r.Located(u, s.now))
+	case "stored":
+		s.logf("stored")
+		s.apply(s.r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, s.now))
 	case "fail":
 		s.alive[e.node] = false
 		s.killed++
 		s.logf("fail %s", e.node)
-		s.apply(s.r.NodeFailed(e.node))
+		s.apply(s.r.NodeFailed(e.node, s.now))
+	case "delete":
+		s.deleted[e.id] = true
+		s.logf("delete %s", e.id)
+		s.apply(s.r.Located(&messages.LocationUpdate{ObjectId: e.id, Deleted: true}, s.now))
 	case "rejoin":
 		// The failed node's source is created again on a fresh node.
 		n := e.node + "'"
@@ -159,7 +198,7 @@ func (s *reduceSim) step() bool {
 		s.events = append(s.events, simEvent{what: "arrive", id: e.id, node: n})
 	case "started":
 		e.w.started = true
-		s.apply(s.r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}))
+		s.apply(s.r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}, s.now))
 	case "done", "doneErr":
 		e.w.done = true
 		m := &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}
@@ -167,9 +206,8 @@ func (s *reduceSim) step() bool {
 			m.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "input node failed")
 		}
 		s.logf("%s p%d g%d", e.what, e.w.pos, e.w.gen)
-		s.apply(s.r.Done(m))
+		s.apply(s.r.Done(m, s.now))
 	}
-	return true
 }
 
 func runReduceSim(t *testing.T, seed uint64) {
@@ -179,9 +217,9 @@ func runReduceSim(t *testing.T, seed uint64) {
 	d := []int{0, 1, 2, 3, n}[rng.IntN(5)]
 	sources := ids("s", m)
 	s := &reduceSim{t: t, rng: rng, n: n, m: m, alive: map[string]bool{}, home: map[string]string{},
-		workers: map[int]*simWorker{}, outputs: map[string]*simWorker{}}
+		workers: map[int]*simWorker{}, outputs: map[string]*simWorker{}, now: t0, timers: map[any]time.Time{}, deleted: map[string]bool{}}
 	s.r = newRed(request(sources, n), Config{ForceDegree: d})
-	s.r.Begin()
+	s.apply(s.r.Begin(s.now))
 	for i, id := range sources {
 		node := fmt.Sprintf("n%d", i)
 		s.alive[node], s.home[id] = true, node
@@ -215,8 +253,8 @@ func runReduceSim(t *testing.T, seed uint64) {
 		}
 		// Too few sources: it rightly waits (until its deadline).
 		fx := s.r.Expire(t0.Add(time.Hour))
-		if fx.Reply == nil || !errorsIs(fx.Reply, messages.ErrTimeout) {
-			t.Fatalf("expire with too few sources: %+v\n%s", fx.Reply, dump())
+		if fx.Reply() == nil || !errorsIs(fx.Reply(), messages.ErrTimeout) {
+			t.Fatalf("expire with too few sources: %+v\n%s", fx.Reply(), dump())
 		}
 		return
 	}

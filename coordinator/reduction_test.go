@@ -79,8 +79,8 @@ func nodeIDs(refs []*messages.NodeRef) []string {
 }
 
 func isEmpty(fx Effects) bool {
-	return len(fx.Tasks) == 0 && fx.StoreInline == nil && len(fx.Fetch) == 0 && fx.Reply == nil &&
-		len(fx.Release) == 0 && !fx.ReleaseKeep && !fx.ReleaseTarget
+	return len(fx.Tasks()) == 0 && fx.StoreInline() == nil && len(fx.Fetch()) == 0 && fx.Reply() == nil &&
+		len(fx.Release()) == 0 && !fx.ReleaseKeep() && !fx.ReleaseTarget()
 }
 
 func mustEmpty(t *testing.T, what string, fx Effects) {
@@ -95,30 +95,30 @@ func mustEmpty(t *testing.T, what string, fx Effects) {
 // in release (those that got tasks) told to drop their outputs.
 func mustFail(t *testing.T, r *Reduction, fx Effects, kind error, release []string) *messages.Error {
 	t.Helper()
-	if fx.Reply == nil {
+	if fx.Reply() == nil {
 		t.Fatalf("want a failed reply, got %+v", fx)
 	}
-	err := messages.ErrOrNil(fx.Reply.GetError())
+	err := messages.ErrOrNil(fx.Reply().GetError())
 	if !errors.Is(err, kind) {
 		t.Fatalf("error %v, want %v", err, kind)
 	}
-	if fx.Reply.GetTargetId() != testTarget {
-		t.Fatalf("reply target %q", fx.Reply.GetTargetId())
+	if fx.Reply().GetTargetId() != testTarget {
+		t.Fatalf("reply target %q", fx.Reply().GetTargetId())
 	}
-	if len(fx.Reply.GetReducedIds()) != 0 {
-		t.Fatalf("failed reply lists reduced ids %v", fx.Reply.GetReducedIds())
+	if len(fx.Reply().GetReducedIds()) != 0 {
+		t.Fatalf("failed reply lists reduced ids %v", fx.Reply().GetReducedIds())
 	}
-	if !fx.ReleaseTarget || fx.ReleaseKeep {
-		t.Fatalf("failure must release the target and drop outputs: ReleaseTarget=%v ReleaseKeep=%v", fx.ReleaseTarget, fx.ReleaseKeep)
+	if !fx.ReleaseTarget() || fx.ReleaseKeep() {
+		t.Fatalf("failure must release the target and drop outputs: ReleaseTarget=%v ReleaseKeep=%v", fx.ReleaseTarget(), fx.ReleaseKeep())
 	}
-	got := nodeIDs(fx.Release)
+	got := nodeIDs(fx.Release())
 	slices.Sort(got)
 	want := slices.Clone(release)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("released nodes %v, want %v", got, want)
 	}
-	if len(fx.Tasks) != 0 || fx.StoreInline != nil || len(fx.Fetch) != 0 {
+	if len(fx.Tasks()) != 0 || fx.StoreInline() != nil || len(fx.Fetch()) != 0 {
 		t.Fatalf("a failure must not start anything: %+v", fx)
 	}
 	if !r.Over() {
@@ -126,7 +126,7 @@ func mustFail(t *testing.T, r *Reduction, fx Effects, kind error, release []stri
 	}
 	// Once over, nothing reacts any more.
 	mustEmpty(t, "Expire after the end", r.Expire(t0.Add(time.Hour)))
-	mustEmpty(t, "Abort after the end", r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x")))
+	mustEmpty(t, "Abort after the end", r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x"), t0))
 	return messages.AsError(err)
 }
 
@@ -156,20 +156,20 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	sources := []string{"r3", "r6", "r1", "r5", "r2", "r4"}
 	arrival := []string{"r1", "r2", "r3", "r4", "r5", "r6"}
 	r := newRed(request(sources, 6), Config{ForceDegree: 2})
-	arrive := func(k int) Effects { return r.Located(located(arrival[k], bigSize, node(k))) }
+	arrive := func(k int) Effects { return r.Located(located(arrival[k], bigSize, node(k)), t0) }
 	in := func(k int) *messages.ReduceInput { return &messages.ReduceInput{Node: node(k), ObjectId: arrival[k]} }
 	internal := func(p int) *messages.ReduceInput {
 		return &messages.ReduceInput{Node: node(p), ObjectId: InternalID(testReduceID, p)}
 	}
 	checkTask := func(fx Effects, p int, root bool, out string, children ...*messages.ReduceInput) {
 		t.Helper()
-		if len(fx.Tasks) != 1 {
-			t.Fatalf("want one task for position %d, got %d: %+v", p, len(fx.Tasks), fx.Tasks)
+		if len(fx.Tasks()) != 1 {
+			t.Fatalf("want one task for position %d, got %d: %+v", p, len(fx.Tasks()), fx.Tasks())
 		}
-		if fx.Reply != nil || len(fx.Release) != 0 || fx.ReleaseTarget || len(fx.Fetch) != 0 {
+		if fx.Reply() != nil || len(fx.Release()) != 0 || fx.ReleaseTarget() || len(fx.Fetch()) != 0 {
 			t.Fatalf("unexpected effects beside the task: %+v", fx)
 		}
-		tk := fx.Tasks[0]
+		tk := fx.Tasks()[0]
 		if tk.Node.GetNodeId() != node(p).GetNodeId() {
 			t.Fatalf("task for position %d went to %s, want %s (the holder's node)", p, tk.Node.GetNodeId(), node(p).GetNodeId())
 		}
@@ -196,38 +196,38 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	mustEmpty(t, "R1 (leaf 0)", arrive(0))
 	mustEmpty(t, "R2 (position 1 waits for R3)", arrive(1))
 	// Reports for positions that got no task are ignored.
-	mustEmpty(t, "Started of an unsent position", r.Started(started(1)))
-	mustEmpty(t, "Done of an unsent position", r.Done(done(3)))
+	mustEmpty(t, "Started of an unsent position", r.Started(started(1), t0))
+	mustEmpty(t, "Done of an unsent position", r.Done(done(3), t0))
 	checkTask(arrive(2), 1, false, InternalID(testReduceID, 1), in(0), in(2))
 	mustEmpty(t, "R4 (root waits for its subtree)", arrive(3))
 	mustEmpty(t, "R5 (position 5 waits for R6)", arrive(4))
 	checkTask(arrive(5), 5, false, InternalID(testReduceID, 5), in(4))
 	// The whole tree has arrived, but the root needs both children's
 	// outputs to exist before it can stream them.
-	mustEmpty(t, "Started(5) with 1 not started", r.Started(started(5)))
-	mustEmpty(t, "Started from another reduce", r.Started(&messages.ReduceTaskStarted{ReduceId: "other", Position: 1}))
-	mustEmpty(t, "Started out of range", r.Started(started(9)))
-	checkTask(r.Started(started(1)), 3, true, testTarget, internal(1), internal(5))
-	mustEmpty(t, "Started twice", r.Started(started(1)))
-	mustEmpty(t, "late duplicate location", r.Located(located("r2", bigSize, node(7))))
+	mustEmpty(t, "Started(5) with 1 not started", r.Started(started(5), t0))
+	mustEmpty(t, "Started from another reduce", r.Started(&messages.ReduceTaskStarted{ReduceId: "other", Position: 1}, t0))
+	mustEmpty(t, "Started out of range", r.Started(started(9), t0))
+	checkTask(r.Started(started(1), t0), 3, true, testTarget, internal(1), internal(5))
+	mustEmpty(t, "Started twice", r.Started(started(1), t0))
+	mustEmpty(t, "late duplicate location", r.Located(located("r2", bigSize, node(7)), t0))
 
-	mustEmpty(t, "Done(1)", r.Done(done(1)))
-	mustEmpty(t, "Done(5)", r.Done(done(5)))
-	mustEmpty(t, "Started(root)", r.Started(started(3)))
+	mustEmpty(t, "Done(1)", r.Done(done(1), t0))
+	mustEmpty(t, "Done(5)", r.Done(done(5), t0))
+	mustEmpty(t, "Started(root)", r.Started(started(3), t0))
 	if r.Over() {
 		t.Fatal("over before the root is done")
 	}
-	fx := r.Done(done(3))
-	if fx.Reply == nil || messages.ErrOrNil(fx.Reply.GetError()) != nil {
+	fx := r.Done(done(3), t0)
+	if fx.Reply() == nil || messages.ErrOrNil(fx.Reply().GetError()) != nil {
 		t.Fatalf("want success, got %+v", fx)
 	}
-	if !slices.Equal(fx.Reply.GetReducedIds(), arrival) || len(fx.Reply.GetUnreducedIds()) != 0 {
-		t.Fatalf("reduced %v unreduced %v", fx.Reply.GetReducedIds(), fx.Reply.GetUnreducedIds())
+	if !slices.Equal(fx.Reply().GetReducedIds(), arrival) || len(fx.Reply().GetUnreducedIds()) != 0 {
+		t.Fatalf("reduced %v unreduced %v", fx.Reply().GetReducedIds(), fx.Reply().GetUnreducedIds())
 	}
-	if got := nodeIDs(fx.Release); !slices.Equal(got, []string{"n1", "n3", "n5"}) || !fx.ReleaseKeep || fx.ReleaseTarget {
-		t.Fatalf("release %v keep %v target %v; want the task nodes n1 n3 n5, keeping the target", got, fx.ReleaseKeep, fx.ReleaseTarget)
+	if got := nodeIDs(fx.Release()); !slices.Equal(got, []string{"n1", "n3", "n5"}) || !fx.ReleaseKeep() || fx.ReleaseTarget() {
+		t.Fatalf("release %v keep %v target %v; want the task nodes n1 n3 n5, keeping the target", got, fx.ReleaseKeep(), fx.ReleaseTarget())
 	}
-	pl := fx.Reply.GetPlan()
+	pl := fx.Reply().GetPlan()
 	if pl.GetShape() != ShapeDAry || pl.GetDegree() != 2 || pl.GetObjectSize() != bigSize || len(pl.GetPositions()) != 6 {
 		t.Fatalf("plan %v", pl)
 	}
@@ -240,7 +240,7 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	if !r.Over() {
 		t.Fatal("not over after the reply")
 	}
-	mustEmpty(t, "Done after the end", r.Done(done(3)))
+	mustEmpty(t, "Done after the end", r.Done(done(3), t0))
 }
 
 // sim drives a tree Reduction and checks, at every step, the scheduling
@@ -273,7 +273,7 @@ func (s *sim) apply(fx Effects) {
 	t := s.t
 	t.Helper()
 	s.last = fx
-	for _, tk := range fx.Tasks {
+	for _, tk := range fx.Tasks() {
 		m := tk.Task
 		p := int(m.GetPosition())
 		if p < 0 || p >= s.n {
@@ -325,11 +325,11 @@ func (s *sim) apply(fx Effects) {
 		s.taskNode[p] = tk.Node.GetNodeId()
 		s.order = append(s.order, p)
 	}
-	if fx.Reply != nil {
+	if fx.Reply() != nil {
 		if s.reply != nil {
 			t.Fatal("two replies")
 		}
-		s.reply = fx.Reply
+		s.reply = fx.Reply()
 	}
 }
 
@@ -339,7 +339,7 @@ func (s *sim) arrive(id string, n *messages.NodeRef) {
 		s.arrived = append(s.arrived, id)
 	}
 	s.nodeOf[id] = n
-	s.apply(s.r.Located(located(id, bigSize, n)))
+	s.apply(s.r.Located(located(id, bigSize, n), t0))
 }
 
 // pending lists positions whose task was sent but which have not started.
@@ -356,7 +356,7 @@ func (s *sim) pending() []int {
 func (s *sim) start(p int) {
 	s.t.Helper()
 	s.started[p] = true
-	s.apply(s.r.Started(started(p)))
+	s.apply(s.r.Started(started(p), t0))
 }
 
 // finish starts whatever is pending in random order until the root's
@@ -382,13 +382,13 @@ func (s *sim) finish(rng *rand.Rand) {
 	}
 	for _, p := range s.order {
 		if p != root {
-			s.apply(s.r.Done(done(p)))
+			s.apply(s.r.Done(done(p), t0))
 			if s.reply != nil {
 				t.Fatalf("reply before the root was done")
 			}
 		}
 	}
-	s.apply(s.r.Done(done(root)))
+	s.apply(s.r.Done(done(root), t0))
 }
 
 func TestTaskSchedulingInvariants(t *testing.T) {
@@ -466,9 +466,9 @@ func TestTaskSchedulingInvariants(t *testing.T) {
 			for _, nid := range s.taskNode {
 				want[nid] = true
 			}
-			got := nodeIDs(s.last.Release)
-			if len(got) != len(want) || !s.last.ReleaseKeep || s.last.ReleaseTarget {
-				t.Fatalf("release %v keep %v, want the task nodes %v keeping the target", got, s.last.ReleaseKeep, want)
+			got := nodeIDs(s.last.Release())
+			if len(got) != len(want) || !s.last.ReleaseKeep() || s.last.ReleaseTarget() {
+				t.Fatalf("release %v keep %v, want the task nodes %v keeping the target", got, s.last.ReleaseKeep(), want)
 			}
 			for _, g := range got {
 				if !want[g] {
@@ -512,9 +512,9 @@ func TestSubsetSixOfTen(t *testing.T) {
 func chainWithTask(t *testing.T, sources []string, num int) *Reduction {
 	t.Helper()
 	r := newRed(request(sources, num), Config{ForceDegree: 1})
-	mustEmpty(t, "first arrival", r.Located(located(sources[0], bigSize, node(0))))
-	fx := r.Located(located(sources[1], bigSize, node(1)))
-	if len(fx.Tasks) != 1 || fx.Tasks[0].Node.GetNodeId() != "n1" || fx.Tasks[0].Task.GetPosition() != 1 {
+	mustEmpty(t, "first arrival", r.Located(located(sources[0], bigSize, node(0)), t0))
+	fx := r.Located(located(sources[1], bigSize, node(1)), t0)
+	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Node.GetNodeId() != "n1" || fx.Tasks()[0].Task.GetPosition() != 1 {
 		t.Fatalf("want position 1's task on n1, got %+v", fx)
 	}
 	return r
@@ -523,7 +523,7 @@ func chainWithTask(t *testing.T, sources []string, num int) *Reduction {
 func TestSizeMismatch(t *testing.T) {
 	sources := []string{"a", "b", "c"}
 	r := chainWithTask(t, sources, 3)
-	fx := r.Located(located("c", bigSize+8, node(2)))
+	fx := r.Located(located("c", bigSize+8, node(2)), t0)
 	e := mustFail(t, r, fx, messages.ErrInvalidArgument, []string{"n1"})
 	if !strings.Contains(e.GetMessage(), `"a"`) || !strings.Contains(e.GetMessage(), `"c"`) {
 		t.Fatalf("message %q should name both %q and %q", e.GetMessage(), "a", "c")
@@ -531,16 +531,16 @@ func TestSizeMismatch(t *testing.T) {
 
 	// Mismatch between inline sources.
 	r = newRed(request(sources, 2), Config{})
-	mustEmpty(t, "first", r.Located(locatedInline("b", make([]byte, 16), node(0))))
-	e = mustFail(t, r, r.Located(locatedInline("a", make([]byte, 24), node(1))), messages.ErrInvalidArgument, nil)
+	mustEmpty(t, "first", r.Located(locatedInline("b", make([]byte, 16), node(0)), t0))
+	e = mustFail(t, r, r.Located(locatedInline("a", make([]byte, 24), node(1)), t0), messages.ErrInvalidArgument, nil)
 	if !strings.Contains(e.GetMessage(), `"a"`) || !strings.Contains(e.GetMessage(), `"b"`) {
 		t.Fatalf("message %q should name both ids", e.GetMessage())
 	}
 
 	// A small source after a large one (or the reverse) is a mismatch too.
 	r = newRed(request(sources, 2), Config{})
-	mustEmpty(t, "first", r.Located(located("a", bigSize, node(0))))
-	mustFail(t, r, r.Located(locatedInline("b", make([]byte, 16), node(1))), messages.ErrInvalidArgument, nil)
+	mustEmpty(t, "first", r.Located(located("a", bigSize, node(0)), t0))
+	mustFail(t, r, r.Located(locatedInline("b", make([]byte, 16), node(1)), t0), messages.ErrInvalidArgument, nil)
 }
 
 func TestSizeNotMultipleOfWidth(t *testing.T) {
@@ -561,7 +561,7 @@ func TestSizeNotMultipleOfWidth(t *testing.T) {
 		if tc.size < testInline {
 			u = locatedInline("a", make([]byte, tc.size), node(0))
 		}
-		mustFail(t, r, r.Located(u), messages.ErrInvalidArgument, nil)
+		mustFail(t, r, r.Located(u, t0), messages.ErrInvalidArgument, nil)
 	}
 }
 
@@ -570,15 +570,15 @@ func TestDeletedSources(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		r := chainWithTask(t, sources, 3)
 		// One of the two missing sources can go: 3 remain.
-		mustEmpty(t, "delete d", r.Located(&messages.LocationUpdate{ObjectId: "d", Deleted: true}))
-		e := mustFail(t, r, r.Located(&messages.LocationUpdate{ObjectId: "c", Deleted: true}), messages.ErrDeleted, []string{"n1"})
+		mustEmpty(t, "delete d", r.Located(&messages.LocationUpdate{ObjectId: "d", Deleted: true}, t0))
+		e := mustFail(t, r, r.Located(&messages.LocationUpdate{ObjectId: "c", Deleted: true}, t0), messages.ErrDeleted, []string{"n1"})
 		if !strings.Contains(e.GetMessage(), `"c"`) {
 			t.Fatalf("message %q should name c", e.GetMessage())
 		}
 	})
 	t.Run("placed", func(t *testing.T) {
 		r := chainWithTask(t, sources, 3)
-		mustFail(t, r, r.Located(&messages.LocationUpdate{ObjectId: "a", Deleted: true}), messages.ErrDeleted, []string{"n1"})
+		mustFail(t, r, r.Located(&messages.LocationUpdate{ObjectId: "a", Deleted: true}, t0), messages.ErrDeleted, []string{"n1"})
 	})
 	t.Run("backup", func(t *testing.T) {
 		// A deleted backup (an arrival past num) changes nothing.
@@ -587,7 +587,7 @@ func TestDeletedSources(t *testing.T) {
 		s.arrive("c", node(0))
 		s.arrive("a", node(1))
 		s.arrive("d", node(2))
-		mustEmpty(t, "delete backup d", s.r.Located(&messages.LocationUpdate{ObjectId: "d", Deleted: true}))
+		mustEmpty(t, "delete backup d", s.r.Located(&messages.LocationUpdate{ObjectId: "d", Deleted: true}, t0))
 		s.finish(rand.New(rand.NewPCG(3, 4)))
 		if s.reply == nil || s.reply.GetError() != nil || !slices.Equal(s.reply.GetReducedIds(), []string{"c", "a"}) {
 			t.Fatalf("reply %v", s.reply)
@@ -597,15 +597,15 @@ func TestDeletedSources(t *testing.T) {
 		// The same for the inline path: the result is already being stored
 		// from the first two arrivals; the third is only a backup.
 		r := newRed(request(sources, 2), Config{})
-		mustEmpty(t, "a", r.Located(locatedInline("a", make([]byte, 8), node(0))))
-		if fx := r.Located(locatedInline("b", make([]byte, 8), node(1))); fx.StoreInline == nil {
+		mustEmpty(t, "a", r.Located(locatedInline("a", make([]byte, 8), node(0)), t0))
+		if fx := r.Located(locatedInline("b", make([]byte, 8), node(1)), t0); fx.StoreInline() == nil {
 			t.Fatalf("want StoreInline, got %+v", fx)
 		}
-		mustEmpty(t, "c (backup)", r.Located(locatedInline("c", make([]byte, 8), node(2))))
-		mustEmpty(t, "delete backup c", r.Located(&messages.LocationUpdate{ObjectId: "c", Deleted: true}))
-		fx := r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID})
-		if fx.Reply == nil || fx.Reply.GetError() != nil || !slices.Equal(fx.Reply.GetReducedIds(), []string{"a", "b"}) {
-			t.Fatalf("reply %+v", fx.Reply)
+		mustEmpty(t, "c (backup)", r.Located(locatedInline("c", make([]byte, 8), node(2)), t0))
+		mustEmpty(t, "delete backup c", r.Located(&messages.LocationUpdate{ObjectId: "c", Deleted: true}, t0))
+		fx := r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+		if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"a", "b"}) {
+			t.Fatalf("reply %+v", fx.Reply())
 		}
 	})
 }
@@ -640,15 +640,17 @@ func TestExpire(t *testing.T) {
 func TestWorkerErrors(t *testing.T) {
 	r := chainWithTask(t, []string{"a", "b", "c"}, 3)
 	mustFail(t, r, r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1,
-		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}), messages.ErrCapacity, []string{"n1"})
+		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, t0),
+		messages.ErrCapacity, []string{"n1"})
 
 	r = chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustEmpty(t, "started", r.Started(started(1)))
+	mustEmpty(t, "started", r.Started(started(1), t0))
 	mustFail(t, r, r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: 1, Generation: 1,
-		Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")}), messages.ErrUnavailable, []string{"n1"})
+		Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")}, t0),
+		messages.ErrUnavailable, []string{"n1"})
 
 	r = chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustFail(t, r, r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopping")), messages.ErrUnavailable, []string{"n1"})
+	mustFail(t, r, r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopping"), t0), messages.ErrUnavailable, []string{"n1"})
 }
 
 func le32(vs ...int32) []byte {
@@ -670,47 +672,48 @@ func TestInline(t *testing.T) {
 		"z": le32(100, 200, 5, 7),
 		"x": le32(999, 999, 999, 999),
 	}
-	mustEmpty(t, "y", r.Located(locatedInline("y", data["y"], node(0))))
-	mustEmpty(t, "w", r.Located(locatedInline("w", data["w"], node(1))))
-	fx := r.Located(locatedInline("z", data["z"], node(1)))
-	if fx.StoreInline == nil || len(fx.Tasks) != 0 || fx.Reply != nil {
+	mustEmpty(t, "y", r.Located(locatedInline("y", data["y"], node(0)), t0))
+	mustEmpty(t, "w", r.Located(locatedInline("w", data["w"], node(1)), t0))
+	fx := r.Located(locatedInline("z", data["z"], node(1)), t0)
+	if fx.StoreInline() == nil || len(fx.Tasks()) != 0 || fx.Reply() != nil {
 		t.Fatalf("want StoreInline only, got %+v", fx)
 	}
 	// Computed by hand: 1+10+100, -2-20+200, MaxInt32+1+5 wraps, 100-100+7.
 	want := le32(111, 178, math.MinInt32+5, 7)
-	if s := fx.StoreInline; s.GetTargetId() != testTarget || s.GetReduceId() != testReduceID || string(s.GetData()) != string(want) {
+	if s := fx.StoreInline(); s.GetTargetId() != testTarget || s.GetReduceId() != testReduceID || string(s.GetData()) != string(want) {
 		t.Fatalf("StoreInline %v, want data %v", s, want)
 	}
 	if string(data["y"]) != string(le32(1, -2, math.MaxInt32, 100)) {
 		t.Fatal("the first source's inline bytes were modified in place")
 	}
-	mustEmpty(t, "x past num", r.Located(locatedInline("x", data["x"], node(2))))
-	mustEmpty(t, "Stored of another reduce", r.Stored(&messages.StoreReducedReply{ReduceId: "other"}))
-	fx = r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID})
-	if fx.Reply == nil || fx.Reply.GetError() != nil {
+	mustEmpty(t, "x past num", r.Located(locatedInline("x", data["x"], node(2)), t0))
+	mustEmpty(t, "Stored of another reduce", r.Stored(&messages.StoreReducedReply{ReduceId: "other"}, t0))
+	fx = r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+	if fx.Reply() == nil || fx.Reply().GetError() != nil {
 		t.Fatalf("want success, got %+v", fx)
 	}
-	if !slices.Equal(fx.Reply.GetReducedIds(), []string{"y", "w", "z"}) || !slices.Equal(fx.Reply.GetUnreducedIds(), []string{"x"}) {
-		t.Fatalf("reduced %v unreduced %v", fx.Reply.GetReducedIds(), fx.Reply.GetUnreducedIds())
+	if !slices.Equal(fx.Reply().GetReducedIds(), []string{"y", "w", "z"}) || !slices.Equal(fx.Reply().GetUnreducedIds(), []string{"x"}) {
+		t.Fatalf("reduced %v unreduced %v", fx.Reply().GetReducedIds(), fx.Reply().GetUnreducedIds())
 	}
-	if fx.Reply.GetPlan().GetShape() != ShapeInline || fx.Reply.GetPlan().GetDegree() != 0 || len(fx.Reply.GetPlan().GetPositions()) != 3 {
-		t.Fatalf("plan %v", fx.Reply.GetPlan())
+	if fx.Reply().GetPlan().GetShape() != ShapeInline || fx.Reply().GetPlan().GetDegree() != 0 || len(fx.Reply().GetPlan().GetPositions()) != 3 {
+		t.Fatalf("plan %v", fx.Reply().GetPlan())
 	}
-	if len(fx.Release) != 0 || fx.ReleaseTarget || !r.Over() {
-		t.Fatalf("inline success: release %v target %v over %v", fx.Release, fx.ReleaseTarget, r.Over())
+	if len(fx.Release()) != 0 || fx.ReleaseTarget() || !r.Over() {
+		t.Fatalf("inline success: release %v target %v over %v", fx.Release(), fx.ReleaseTarget(), r.Over())
 	}
 
 	// A failed store fails the Reduce and frees the target.
 	r = newRed(request([]string{"a", "b"}, 1), Config{})
-	if fx := r.Located(locatedInline("b", make([]byte, 8), node(0))); fx.StoreInline == nil {
+	if fx := r.Located(locatedInline("b", make([]byte, 8), node(0)), t0); fx.StoreInline() == nil {
 		t.Fatalf("num 1: want StoreInline at the first arrival, got %+v", fx)
 	}
 	mustFail(t, r, r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID,
-		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}), messages.ErrCapacity, nil)
+		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, t0),
+		messages.ErrCapacity, nil)
 
 	// A small source announced without its bytes cannot be reduced here.
 	r = newRed(request([]string{"a", "b"}, 2), Config{})
-	mustFail(t, r, r.Located(located("a", 8, node(0))), messages.ErrInternal, nil)
+	mustFail(t, r, r.Located(located("a", 8, node(0)), t0), messages.ErrInternal, nil)
 }
 
 func TestAllReduce(t *testing.T) {
@@ -727,30 +730,30 @@ func TestAllReduce(t *testing.T) {
 	}
 	for _, p := range []int{1, 5} {
 		s.start(p)
-		if len(s.last.Fetch) != 0 {
-			t.Fatalf("Started(%d) fetched: %v", p, s.last.Fetch)
+		if len(s.last.Fetch()) != 0 {
+			t.Fatalf("Started(%d) fetched: %v", p, s.last.Fetch())
 		}
 	}
 	s.start(3)
-	got := nodeIDs(s.last.Fetch)
+	got := nodeIDs(s.last.Fetch())
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"n0", "n1", "n3"}) {
 		t.Fatalf("Fetch to %v, want n0 n1 n3 (participants except the root's n2, once each)", got)
 	}
-	mustEmpty(t, "Done(1)", s.r.Done(done(1)))
-	mustEmpty(t, "Done(5)", s.r.Done(done(5)))
-	mustEmpty(t, "Done(root) with fetches running", s.r.Done(done(3)))
-	mustEmpty(t, "Fetched 1", s.r.Fetched("n0", nil))
-	mustEmpty(t, "Fetched 2", s.r.Fetched("n3", nil))
+	mustEmpty(t, "Done(1)", s.r.Done(done(1), t0))
+	mustEmpty(t, "Done(5)", s.r.Done(done(5), t0))
+	mustEmpty(t, "Done(root) with fetches running", s.r.Done(done(3), t0))
+	mustEmpty(t, "Fetched 1", s.r.Fetched("n0", nil, t0))
+	mustEmpty(t, "Fetched 2", s.r.Fetched("n3", nil, t0))
 	if s.r.Over() {
 		t.Fatal("over with a fetch running")
 	}
-	fx := s.r.Fetched("n1", nil)
-	if fx.Reply == nil || fx.Reply.GetError() != nil || !fx.ReleaseKeep {
+	fx := s.r.Fetched("n1", nil, t0)
+	if fx.Reply() == nil || fx.Reply().GetError() != nil || !fx.ReleaseKeep() {
 		t.Fatalf("want success after the last fetch, got %+v", fx)
 	}
-	if !slices.Equal(fx.Reply.GetReducedIds(), sources[:6]) || !slices.Equal(fx.Reply.GetUnreducedIds(), sources[6:]) {
-		t.Fatalf("reduced %v unreduced %v", fx.Reply.GetReducedIds(), fx.Reply.GetUnreducedIds())
+	if !slices.Equal(fx.Reply().GetReducedIds(), sources[:6]) || !slices.Equal(fx.Reply().GetUnreducedIds(), sources[6:]) {
+		t.Fatalf("reduced %v unreduced %v", fx.Reply().GetReducedIds(), fx.Reply().GetUnreducedIds())
 	}
 
 	// A failed fetch fails the AllReduce.
@@ -761,8 +764,8 @@ func TestAllReduce(t *testing.T) {
 	s.start(1)
 	s.start(5)
 	s.start(3)
-	mustEmpty(t, "Fetched", s.r.Fetched("n0", nil))
-	mustFail(t, s.r, s.r.Fetched("n1", messages.Errorf(messages.ErrorCode_TIMEOUT, "slow")), messages.ErrTimeout, []string{"n1", "n2", "n3"})
+	mustEmpty(t, "Fetched", s.r.Fetched("n0", nil, t0))
+	mustFail(t, s.r, s.r.Fetched("n1", messages.Errorf(messages.ErrorCode_TIMEOUT, "slow"), t0), messages.ErrTimeout, []string{"n1", "n2", "n3"})
 }
 
 // An AllReduce of small (inline) sources must also bring the result to
@@ -774,28 +777,28 @@ func TestAllReduceInline(t *testing.T) {
 	r := newRed(req, Config{})
 	var fetch []string
 	note := func(fx Effects) Effects {
-		fetch = append(fetch, nodeIDs(fx.Fetch)...)
+		fetch = append(fetch, nodeIDs(fx.Fetch())...)
 		return fx
 	}
-	note(r.Located(locatedInline("c", make([]byte, 8), node(2))))
-	note(r.Located(locatedInline("a", make([]byte, 8), node(0))))
-	fx := note(r.Located(locatedInline("d", make([]byte, 8), node(2))))
-	if fx.StoreInline == nil {
+	note(r.Located(locatedInline("c", make([]byte, 8), node(2)), t0))
+	note(r.Located(locatedInline("a", make([]byte, 8), node(0)), t0))
+	fx := note(r.Located(locatedInline("d", make([]byte, 8), node(2)), t0))
+	if fx.StoreInline() == nil {
 		t.Fatalf("want StoreInline at the third arrival, got %+v", fx)
 	}
-	note(r.Located(locatedInline("b", make([]byte, 8), node(1))))
-	fx = note(r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}))
+	note(r.Located(locatedInline("b", make([]byte, 8), node(1)), t0))
+	fx = note(r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0))
 	slices.Sort(fetch)
 	if !slices.Equal(fetch, []string{"n0", "n2"}) {
-		t.Fatalf("fetches on %v, want one on each participant n0, n2 (reply so far: %v)", fetch, fx.Reply)
+		t.Fatalf("fetches on %v, want one on each participant n0, n2 (reply so far: %v)", fetch, fx.Reply())
 	}
-	if fx.Reply != nil {
-		t.Fatalf("replied before the participants fetched: %v", fx.Reply)
+	if fx.Reply() != nil {
+		t.Fatalf("replied before the participants fetched: %v", fx.Reply())
 	}
-	mustEmpty(t, "first fetch", r.Fetched("n0", nil))
-	fx = r.Fetched("n2", nil)
-	if fx.Reply == nil || fx.Reply.GetError() != nil || !slices.Equal(fx.Reply.GetReducedIds(), []string{"c", "a", "d"}) {
-		t.Fatalf("reply %+v", fx.Reply)
+	mustEmpty(t, "first fetch", r.Fetched("n0", nil, t0))
+	fx = r.Fetched("n2", nil, t0)
+	if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"c", "a", "d"}) {
+		t.Fatalf("reply %+v", fx.Reply())
 	}
 }
 
@@ -805,16 +808,16 @@ func TestAllReduceSingle(t *testing.T) {
 	req := request([]string{"a", "b"}, 1)
 	req.AllReduce = true
 	r := newRed(req, Config{})
-	fx := r.Located(located("b", bigSize, node(4)))
-	if len(fx.Tasks) != 1 || !fx.Tasks[0].Task.GetRoot() || len(fx.Tasks[0].Task.GetChildren()) != 0 || fx.Tasks[0].Task.GetOutputId() != testTarget {
+	fx := r.Located(located("b", bigSize, node(4)), t0)
+	if len(fx.Tasks()) != 1 || !fx.Tasks()[0].Task.GetRoot() || len(fx.Tasks()[0].Task.GetChildren()) != 0 || fx.Tasks()[0].Task.GetOutputId() != testTarget {
 		t.Fatalf("num 1: want a root task without inputs, got %+v", fx)
 	}
-	if fx := r.Started(started(0)); len(fx.Fetch) != 0 {
-		t.Fatalf("fetch %v", fx.Fetch)
+	if fx := r.Started(started(0), t0); len(fx.Fetch()) != 0 {
+		t.Fatalf("fetch %v", fx.Fetch())
 	}
-	fx = r.Done(done(0))
-	if fx.Reply == nil || fx.Reply.GetError() != nil || !slices.Equal(fx.Reply.GetReducedIds(), []string{"b"}) {
-		t.Fatalf("reply %+v", fx.Reply)
+	fx = r.Done(done(0), t0)
+	if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"b"}) {
+		t.Fatalf("reply %+v", fx.Reply())
 	}
 }
 
@@ -866,16 +869,16 @@ func TestValidateReduce(t *testing.T) {
 
 func TestIgnoredUpdates(t *testing.T) {
 	r := newRed(request([]string{"a", "b"}, 2), Config{ForceDegree: 1})
-	mustEmpty(t, "not a source", r.Located(located("zz", bigSize, node(0))))
-	mustEmpty(t, "no node", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, State: messages.LocationState_PARTIAL}))
-	mustEmpty(t, "no state", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0)}))
-	mustEmpty(t, "a", r.Located(located("a", bigSize, node(0))))
+	mustEmpty(t, "not a source", r.Located(located("zz", bigSize, node(0)), t0))
+	mustEmpty(t, "no node", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, State: messages.LocationState_PARTIAL}, t0))
+	mustEmpty(t, "no state", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0)}, t0))
+	mustEmpty(t, "a", r.Located(located("a", bigSize, node(0)), t0))
 	// The same source published again (COMPLETE, or a copy elsewhere) is
 	// the same arrival, not a second one.
-	mustEmpty(t, "a complete", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0), State: messages.LocationState_COMPLETE}))
-	mustEmpty(t, "a elsewhere", r.Located(located("a", bigSize, node(3))))
-	fx := r.Located(located("b", bigSize, node(1)))
-	if len(fx.Tasks) != 1 || fx.Tasks[0].Task.GetChildren()[0].GetNode().GetNodeId() != "n0" {
+	mustEmpty(t, "a complete", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0), State: messages.LocationState_COMPLETE}, t0))
+	mustEmpty(t, "a elsewhere", r.Located(located("a", bigSize, node(3)), t0))
+	fx := r.Located(located("b", bigSize, node(1)), t0)
+	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetChildren()[0].GetNode().GetNodeId() != "n0" {
 		t.Fatalf("want b's root task reading a on n0, got %+v", fx)
 	}
 }
@@ -885,31 +888,31 @@ func TestStaleReportOfALostPositionIsIgnored(t *testing.T) {
 	// open. The dead worker's late error report must not crash or fail it.
 	r := NewReduction("r", &messages.Reduce{TargetId: "t", SourceIds: []string{"a"}, NumObjects: 1,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
-	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n7"}, State: messages.LocationState_PARTIAL})
-	if len(fx.Tasks) != 1 || fx.Tasks[0].Task.GetGeneration() != 1 {
-		t.Fatalf("tasks %v", fx.Tasks)
+	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n7"}, State: messages.LocationState_PARTIAL}, t0)
+	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetGeneration() != 1 {
+		t.Fatalf("tasks %v", fx.Tasks())
 	}
-	fx = r.NodeFailed("n7")
+	fx = r.NodeFailed("n7", t0)
 	if len(fx.Events) == 0 {
 		t.Fatal("no repair events")
 	}
 	late := errors.New("input lost")
 	for _, f := range []func() Effects{
 		func() Effects {
-			return r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)})
+			return r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)}, t0)
 		},
 		func() Effects {
-			return r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)})
+			return r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)}, t0)
 		},
 	} {
-		if fx := f(); fx.Reply != nil || r.Over() {
-			t.Fatalf("a stale report ended the Reduce: %v", fx.Reply)
+		if fx := f(); fx.Reply() != nil || r.Over() {
+			t.Fatalf("a stale report ended the Reduce: %v", fx.Reply())
 		}
 	}
 	// The source comes back (rejoined): the Reduce goes on with it.
-	fx = r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n8"}, State: messages.LocationState_COMPLETE})
-	if len(fx.Tasks) != 1 || fx.Tasks[0].Node.GetNodeId() != "n8" {
-		t.Fatalf("after the rejoin: %v", fx.Tasks)
+	fx = r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n8"}, State: messages.LocationState_COMPLETE}, t0)
+	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Node.GetNodeId() != "n8" {
+		t.Fatalf("after the rejoin: %v", fx.Tasks())
 	}
 }
 
@@ -918,15 +921,15 @@ func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
 	// node fails while participants fetch. The result must stay a.
 	r := NewReduction("r", &messages.Reduce{TargetId: "t", SourceIds: []string{"a", "b"}, NumObjects: 1,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64, AllReduce: true}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
-	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE})
-	g := fx.Tasks[0].Task.GetGeneration()
-	r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: g})
-	r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: g})
-	if fx := r.NodeFailed("n1"); len(fx.Tasks)+len(fx.Events)+len(fx.Invalidate) != 0 || fx.Reply != nil {
+	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE}, t0)
+	g := fx.Tasks()[0].Task.GetGeneration()
+	r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: g}, t0)
+	r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: g}, t0)
+	if fx := r.NodeFailed("n1", t0); len(fx.Tasks())+len(fx.Events)+len(fx.Invalidate()) != 0 || fx.Reply() != nil {
 		t.Fatalf("a fixed result was repaired: %+v", fx)
 	}
-	if fx := r.Located(&messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}); len(fx.Tasks) != 0 {
-		t.Fatalf("a late arrival changed a fixed result: %+v", fx.Tasks)
+	if fx := r.Located(&messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}, t0); len(fx.Tasks()) != 0 {
+		t.Fatalf("a late arrival changed a fixed result: %+v", fx.Tasks())
 	}
 }
 
@@ -936,20 +939,20 @@ func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
 func TestWaiting(t *testing.T) {
 	sources := []string{"a", "b", "c", "d"}
 	r := newRed(request(sources, 3), Config{})
-	r.Begin()
+	r.Begin(t0)
 	if got := r.Waiting(); !slices.Equal(got, sources) {
 		t.Fatalf("before any arrival: waiting %v", got)
 	}
-	r.Located(located("a", bigSize, node(1)))
-	r.Located(located("b", bigSize, node(2)))
+	r.Located(located("a", bigSize, node(1)), t0)
+	r.Located(located("b", bigSize, node(2)), t0)
 	if got := r.Waiting(); !slices.Equal(got, []string{"c", "d"}) {
 		t.Fatalf("after a, b: waiting %v", got)
 	}
-	r.NodeFailed("n1")
+	r.NodeFailed("n1", t0)
 	if got := r.Waiting(); !slices.Equal(got, []string{"a", "c", "d"}) {
 		t.Fatalf("after a's node failed: waiting %v", got)
 	}
-	r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"))
+	r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"), t0)
 	if got := r.Waiting(); got != nil {
 		t.Fatalf("after the end: waiting %v", got)
 	}
@@ -963,22 +966,22 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 	for _, d := range []int{1, 2} {
 		t.Run(fmt.Sprintf("degree %d", d), func(t *testing.T) {
 			r := newRed(request([]string{"a", "b", "c", "d"}, 3), Config{ForceDegree: d})
-			r.Begin()
+			r.Begin(t0)
 			sent := map[int]int{} // position -> generation last sent
 			step := func(fx Effects) {
-				for _, tk := range fx.Tasks {
+				for _, tk := range fx.Tasks() {
 					sent[int(tk.Task.GetPosition())] = int(tk.Task.GetGeneration())
 				}
 			}
 			for i, id := range []string{"a", "b", "c", "d"} {
-				step(r.Located(located(id, bigSize, node(i))))
+				step(r.Located(located(id, bigSize, node(i)), t0))
 			}
 			// Every worker position reports started (bottom-up).
 			for changed := true; changed; {
 				changed = false
 				for p, g := range sent {
 					if m := (&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: int32(g)}); !r.started[p] {
-						step(r.Started(m))
+						step(r.Started(m, t0))
 						changed = true
 					}
 				}
@@ -995,7 +998,7 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 			}
 			failed := r.plan.Positions[leaf].NodeId
 			before := maps.Clone(sent)
-			fx := r.NodeFailed(failed)
+			fx := r.NodeFailed(failed, t0)
 			step(fx)
 			parent := r.tree.Parent(leaf)
 			if sent[parent] <= before[parent] {
@@ -1020,42 +1023,42 @@ func TestAllReduceParticipantFailure(t *testing.T) {
 	r := newRed(req, Config{ForceDegree: 1})
 	var root *messages.ReduceTask
 	take := func(fx Effects) Effects {
-		for _, tk := range fx.Tasks {
+		for _, tk := range fx.Tasks() {
 			if tk.Task.GetRoot() {
 				root = tk.Task
 			}
 		}
 		return fx
 	}
-	take(r.Located(located("a", bigSize, node(1))))
-	take(r.Located(located("b", bigSize, node(2))))
-	take(r.Located(located("c", bigSize, node(3)))) // a backup
+	take(r.Located(located("a", bigSize, node(1)), t0))
+	take(r.Located(located("b", bigSize, node(2)), t0))
+	take(r.Located(located("c", bigSize, node(3)), t0)) // a backup
 	if root == nil || len(root.GetChildren()) != 1 {
 		t.Fatalf("want a root task with one input, got %v", root)
 	}
 	leafNode := root.GetChildren()[0].GetNode().GetNodeId()
-	fx := r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
-	if got := nodeIDs(fx.Fetch); !slices.Equal(got, []string{leafNode}) {
+	fx := r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}, t0)
+	if got := nodeIDs(fx.Fetch()); !slices.Equal(got, []string{leafNode}) {
 		t.Fatalf("the root started: Gets to %v, want the leaf's node %s", got, leafNode)
 	}
 	gen1 := root.GetGeneration()
-	take(r.NodeFailed(leafNode))
+	take(r.NodeFailed(leafNode, t0))
 	if root.GetGeneration() == gen1 || root.GetChildren()[0].GetNode().GetNodeId() != "n3" {
 		t.Fatalf("after %s failed: root task %v, want a new generation reducing the backup on n3", leafNode, root)
 	}
-	fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
-	if got := nodeIDs(fx.Fetch); !slices.Equal(got, []string{"n3"}) {
+	fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}, t0)
+	if got := nodeIDs(fx.Fetch()); !slices.Equal(got, []string{"n3"}) {
 		t.Fatalf("the new root started: Gets to %v, want only the backup's node n3", got)
 	}
-	mustEmpty(t, "Done(root) with n3's Get running", r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}))
-	mustEmpty(t, "a late answer of the failed participant", r.Fetched(leafNode, nil))
+	mustEmpty(t, "Done(root) with n3's Get running", r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}, t0))
+	mustEmpty(t, "a late answer of the failed participant", r.Fetched(leafNode, nil, t0))
 	// The result is fixed; n3 dies before its Get answers.
-	fx = r.NodeFailed("n3")
-	if fx.Reply == nil || fx.Reply.GetError() != nil {
-		t.Fatalf("the last participant failed after the result was fixed: %+v, want success", fx.Reply)
+	fx = r.NodeFailed("n3", t0)
+	if fx.Reply() == nil || fx.Reply().GetError() != nil {
+		t.Fatalf("the last participant failed after the result was fixed: %+v, want success", fx.Reply())
 	}
 	want := []string{root.GetSourceId(), "c"}
-	if got := slices.Sorted(slices.Values(fx.Reply.GetReducedIds())); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+	if got := slices.Sorted(slices.Values(fx.Reply().GetReducedIds())); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Fatalf("reduced %v, want %v", got, want)
 	}
 }
@@ -1067,11 +1070,11 @@ func TestAllReduceParticipantFailure(t *testing.T) {
 // come and go.
 func TestSourceWhoseCopyLeavesTheDirectoryIsReplaced(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
-	r.Located(located("a", bigSize, node(1)))
-	r.Located(located("b", bigSize, node(2)))
-	r.Located(located("c", bigSize, node(3))) // a backup
+	r.Located(located("a", bigSize, node(1)), t0)
+	r.Located(located("b", bigSize, node(2)), t0)
+	r.Located(located("c", bigSize, node(3)), t0) // a backup
 	gone := func(id string, n int) Effects {
-		return r.Located(&messages.LocationUpdate{ObjectId: id, Node: node(n), State: messages.LocationState_LOCATION_STATE_UNSPECIFIED})
+		return r.Located(&messages.LocationUpdate{ObjectId: id, Node: node(n), State: messages.LocationState_LOCATION_STATE_UNSPECIFIED}, t0)
 	}
 	mustEmpty(t, "a copy of a on another node left", gone("a", 5))
 	fx := gone("b", 2)
@@ -1084,10 +1087,10 @@ func TestSourceWhoseCopyLeavesTheDirectoryIsReplaced(t *testing.T) {
 	if replaced == nil || replaced.Failed != "b" || replaced.Replacement != "c" {
 		t.Fatalf("b's copy on n2 left the directory: events %v, want b replaced by c", fx.Events)
 	}
-	if len(fx.Tasks) == 0 {
+	if len(fx.Tasks()) == 0 {
 		t.Fatalf("no task after the repair: %+v", fx)
 	}
-	for _, tk := range fx.Tasks {
+	for _, tk := range fx.Tasks() {
 		if tk.Task.GetSourceId() == "b" || slices.ContainsFunc(tk.Task.GetChildren(), func(in *messages.ReduceInput) bool { return in.GetObjectId() == "b" }) {
 			t.Fatalf("a task still reads b: %v", tk.Task)
 		}
