@@ -29,6 +29,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
+	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
 	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/coordinator"
@@ -339,7 +340,7 @@ type Member struct {
 	failures  *shard.FailureLog
 	estimator *netmodel.Estimator
 	metrics   *memberMetrics
-	coord     coordinator.ActorConfig
+	coord     coordactor.ActorConfig
 
 	table  atomic.Pointer[[]*actor.PID]        // shard j -> where it runs (copy on write)
 	stores atomic.Pointer[[]*messages.NodeRef] // live store nodes, asked to republish
@@ -493,7 +494,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if e := cfg.embedded; e != nil {
 		m.estimator = e.estimator
 	}
-	m.coord = coordinator.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
+	m.coord = coordactor.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce:        coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
 
@@ -686,7 +687,7 @@ func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
 	return shard.NewShardProps(shard.ShardConfig{
 		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
-			return coordinator.NewProps(m.coord, id, start, requester)
+			return coordactor.NewProps(m.coord, id, start, requester)
 		},
 		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt,
 		BeforeReceive: m.cfg.ShardHook, Host: m.id,

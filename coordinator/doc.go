@@ -5,8 +5,9 @@
 // the gate's next deadline), and plans the tree from what arrived, in
 // arrival order, once the count is fixed. Every step takes now and
 // returns Effects: an outbox.Box of sends and timers, plus the nodes to
-// watch and the domain events. The Coordinator actor around it only
-// turns messages into those steps and carries out what they return. The
+// watch and the domain events. The Coordinator actor around it
+// (actors/coordinator) only turns messages into those steps and carries
+// out what they return. The
 // tree shapes and the cost model are in coordinator/plan, the
 // element-wise kernels in coordinator/kernel.
 package coordinator

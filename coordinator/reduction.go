@@ -496,6 +496,9 @@ func (r *Reduction) gateStep(num int, now time.Time, fx *effects) {
 // ID is the reduce id.
 func (r *Reduction) ID() string { return r.id }
 
+// Begun is when the Reduce started (its deadline counts from it).
+func (r *Reduction) Begun() time.Time { return r.begun }
+
 // Over reports whether the Reduction has answered.
 func (r *Reduction) Over() bool { return r.over }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
@@ -14,7 +15,7 @@ import (
 
 // ActorConfig is what the coordinators of one node share.
 type ActorConfig struct {
-	Reduce Config
+	Reduce coordinator.Config
 	// ShardFor returns the directory shard of an object id (to subscribe
 	// to the sources' locations).
 	ShardFor func(id string) *actor.PID
@@ -22,8 +23,8 @@ type ActorConfig struct {
 	Estimator *netmodel.Estimator
 	Log       *logrus.Entry
 	// Resubscribe is how often a coordinator that still waits for sources
-	// subscribes to them again (default DefaultResubscribe): see
-	// Config.Resubscribe. (Not on the EventStream's ShardRebuilt: in this
+	// subscribes to them again (default coordinator.DefaultResubscribe): see
+	// coordinator.Config.Resubscribe. (Not on the EventStream's ShardRebuilt: in this
 	// Proto.Actor version Subscribe races with Publish.)
 	Resubscribe time.Duration
 	// BeforeReceive, if set, runs before each message a coordinator
@@ -43,7 +44,7 @@ type Coordinator struct {
 	id        string
 	start     *messages.StartReduce
 	requester *actor.PID
-	r         *Reduction
+	r         *coordinator.Reduction
 	begun     bool
 	watched   map[string]string   // store node PID -> node id
 	timers    map[any]*time.Timer // timer message -> its pending timer
@@ -69,7 +70,7 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		req := start.GetReduce()
 		L, B, _, _ := cfg.Estimator.Estimate()
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
-		r := NewReductionFor(reduceID, req, start.GetCaller(), cfg.Reduce, time.Now(), timeout, L, B)
+		r := coordinator.NewReductionFor(reduceID, req, start.GetCaller(), cfg.Reduce, time.Now(), timeout, L, B)
 		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r,
 			watched: map[string]string{}, timers: map[any]*time.Timer{}}
 	})
@@ -96,11 +97,11 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.drain(ctx, c.r.Stored(m, now))
 	case *actor.Terminated:
 		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
-	case DeadlineTimer:
+	case coordinator.DeadlineTimer:
 		c.drain(ctx, c.r.Expire(now))
-	case KneeTimer:
+	case coordinator.KneeTimer:
 		c.drain(ctx, c.r.KneeCheck(now))
-	case ResubscribeTimer:
+	case coordinator.ResubscribeTimer:
 		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
 		c.drain(ctx, c.r.Abort(c.stopped(), now))
@@ -108,10 +109,10 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 }
 
 // nodeFailed maps a watched store node's termination to its node id.
-func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) Effects {
+func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) coordinator.Effects {
 	node, ok := c.watched[who.String()]
 	if !ok {
-		return Effects{}
+		return coordinator.Effects{}
 	}
 	delete(c.watched, who.String())
 	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
@@ -131,7 +132,7 @@ func (c *Coordinator) stopped() *messages.Error {
 
 // drain carries out one step's Effects: watches, sends (resolving To),
 // timers and events; and stops the coordinator once the Reduce answered.
-func (c *Coordinator) drain(ctx actor.Context, fx Effects) {
+func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	for _, n := range fx.Watch {
 		pid := n.PID()
 		c.watched[pid.String()] = n.GetNodeId()
@@ -166,16 +167,16 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	switch t := s.To.(type) {
 	case *messages.NodeRef:
 		to = t.PID()
-	case CallerNode:
+	case coordinator.CallerNode:
 		to = c.start.GetCaller().PID()
-	case Requester:
+	case coordinator.Requester:
 		to = c.requester
 		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
 			c.logReply(reply)
 		}
-	case TargetShard:
+	case coordinator.TargetShard:
 		to = ctx.Parent()
-	case ShardOf:
+	case coordinator.ShardOf:
 		to = c.cfg.ShardFor(string(t))
 	}
 	if to == nil {
@@ -199,7 +200,7 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 }
 
 // fetch runs one all_reduce Get of the result. A future per participant:
-// a store node answers a Get without a sender, and the Reduction must
+// a store node answers a Get without a sender, and the coordinator.Reduction must
 // know which participant is done.
 func (c *Coordinator) fetch(ctx actor.Context, to *actor.PID, node string, get *messages.Get) {
 	// The Get answers TIMEOUT by itself at the deadline; the future only
@@ -271,7 +272,7 @@ func (c *Coordinator) logTask(t *messages.ReduceTask, n *messages.NodeRef) {
 
 func (c *Coordinator) logReply(reply *messages.ReduceReply) {
 	entry := c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": reply.GetTargetId(),
-		"reduced": len(reply.GetReducedIds()), "elapsed": time.Since(c.r.begun).Round(time.Microsecond)})
+		"reduced": len(reply.GetReducedIds()), "elapsed": time.Since(c.r.Begun()).Round(time.Microsecond)})
 	if err := messages.ErrOrNil(reply.GetError()); err != nil {
 		level := logrus.WarnLevel
 		if errors.Is(err, messages.ErrInvalidArgument) {
