@@ -7,7 +7,6 @@
 // returns Effects: an outbox.Box of sends and timers, plus the nodes to
 // watch and the domain events. The Coordinator actor around it
 // (actors/coordinator) only turns messages into those steps and carries
-// out what they return. The
-// tree shapes and the cost model are in coordinator/plan, the
-// element-wise kernels in coordinator/kernel.
+// out what they return. The tree shapes and the cost model are in
+// coordinator/plan, the element-wise kernels in coordinator/kernel.
 package coordinator
