@@ -208,7 +208,7 @@ func (t *LocationTable) forgetIfIdle(e *entry) {
 func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []Send {
 	id := req.GetObjectId()
 	reply := func(err *messages.Error, existed bool) []Send {
-		return []Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed}}}
+		return []Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed, RequestId: req.GetRequestId()}}}
 	}
 	if err := t.check(id); err != nil {
 		return reply(err, false)
