@@ -30,7 +30,7 @@ type PutRequest struct {
 	Reduced  bool
 	// Inline carries the bytes to the directory: the object is under the
 	// inline limit, and the directory serves Gets from its registration on.
-	Inline    bool
+	Inline     bool
 	InlineData []byte
 	// Promoted says the copy fills a placeholder a Get on this node left:
 	// its waiters need these bytes even if the object existed elsewhere.
