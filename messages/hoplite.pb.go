@@ -2074,8 +2074,11 @@ func (x *FetchAborted) GetSender() *NodeRef {
 }
 
 type DeleteObject struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	// request_id: chosen by the deleting store node, echoed in the reply
+	// (see CreateObject.request_id).
+	RequestId     uint64 `protobuf:"varint,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2117,11 +2120,21 @@ func (x *DeleteObject) GetObjectId() string {
 	return ""
 }
 
+func (x *DeleteObject) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+// DeleteObjectReply answers a DeleteObject, and a DropObject that was
+// sent as a request (a Delete's caller node waits for the copies to go).
 type DeleteObjectReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Dropped       []*NodeRef             `protobuf:"bytes,3,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the DeleteObject's or DropObject's
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2177,12 +2190,20 @@ func (x *DeleteObjectReply) GetDropped() []*NodeRef {
 	return nil
 }
 
+func (x *DeleteObjectReply) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
 // DropObject tells a store node to free its copy: after Delete, or
 // (with reason NOT_FOUND) after the Reduce that was producing it failed.
 type DropObject struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Reason        *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"` // nil: DELETED
+	Reason        *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`                         // nil: DELETED
+	RequestId     uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // echoed in the DeleteObjectReply of a request
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2229,6 +2250,13 @@ func (x *DropObject) GetReason() *Error {
 		return x.Reason
 	}
 	return nil
+}
+
+func (x *DropObject) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
 }
 
 // Subscribe: the sender receives a LocationUpdate for every current and
@@ -3605,17 +3633,23 @@ const file_hoplite_proto_rawDesc = "" +
 	"\fFetchAborted\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
-	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\"+\n" +
+	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\"J\n" +
 	"\fDeleteObject\x12\x1b\n" +
-	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\x82\x01\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\x04R\trequestId\"\xa1\x01\n" +
 	"\x11DeleteObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12*\n" +
-	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\"Q\n" +
+	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\"p\n" +
 	"\n" +
 	"DropObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12&\n" +
-	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\"(\n" +
+	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\x04R\trequestId\"(\n" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +

@@ -480,7 +480,7 @@ func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []Send {
 // Delete removes the entry and every copy, and remembers the id as deleted.
 func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []Send {
 	id := req.GetObjectId()
-	reply := &messages.DeleteObjectReply{ObjectId: id}
+	reply := &messages.DeleteObjectReply{ObjectId: id, RequestId: req.GetRequestId()}
 	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
 		reply.Error = err
 		return []Send{{To: replyTo, Msg: reply}}

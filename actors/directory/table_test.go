@@ -594,3 +594,15 @@ func TestCreateEchoesRequestID(t *testing.T) {
 		}
 	}
 }
+
+func TestDeleteEchoesRequestID(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "d", 10, 0)
+	for i, id := range []string{"d", "d", "nothing"} { // deleted, twice, not found
+		out := tb.Delete(&messages.DeleteObject{ObjectId: id, RequestId: uint64(20 + i)}, replyTo("c"))
+		r, ok := out[len(out)-1].Msg.(*messages.DeleteObjectReply)
+		if !ok || r.GetRequestId() != uint64(20+i) {
+			t.Fatalf("delete %d: reply %v, want request id %d", i, out[len(out)-1].Msg, 20+i)
+		}
+	}
+}
