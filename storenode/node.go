@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +26,7 @@ type StoreNode struct {
 	cfg     *Config
 	fetches map[string]*fetchState          // in-flight fetches, by object id
 	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
-	puts    *puts                           // Put registrations in flight; survives restarts
+	reqs    *requests                       // Puts and Deletes in flight; survive restarts
 }
 
 type fetchState struct {
@@ -44,8 +43,8 @@ type fetchEnded struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	p := newPuts()
-	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, puts: p} })
+	r := newRequests()
+	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r} })
 }
 
 // Receive implements actor.Actor.
@@ -84,13 +83,17 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case putCopied:
 		n.putCopiedIn(ctx, m)
 	case *actor.DeadLetterResponse:
-		n.shardGone(ctx, m.Target, "was not running")
+		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
-		n.stopPuts(ctx)
+		n.stopRequests(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
 	case *messages.Delete:
 		n.delete(ctx, m)
+	case *messages.DeleteObjectReply:
+		n.deleteReply(ctx, m)
+	case deleteDeadline:
+		n.deleteTimedOut(ctx, m)
 	case *messages.DropObject:
 		reason := m.GetReason()
 		if reason != nil && errors.Is(reason, messages.ErrDeleted) {
@@ -107,7 +110,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		}
 		if ctx.Sender() != nil {
 			// Asked by a Delete's caller node: the copy is gone here.
-			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId()})
+			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
 		}
 	case *messages.NodeStatus:
 		ctx.Respond(n.status())
@@ -122,7 +125,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 			delete(n.fetches, m.id)
 		}
 	case *actor.Terminated:
-		n.shardGone(ctx, m.GetWho(), "stopped (its node failed, left or stopped)")
+		n.peerGone(ctx, m.GetWho(), "stopped (its node failed, left or stopped)")
 		for id, f := range n.fetches {
 			if samePID(f.pid, m.GetWho()) {
 				delete(n.fetches, id)
@@ -270,56 +273,6 @@ func (n *StoreNode) startFetch(ctx actor.Context, obj *Object, deadline time.Tim
 	d.Store(deadline.UnixNano())
 	pid := ctx.Spawn(newFetchProps(n.cfg, obj, d))
 	n.fetches[obj.ID()] = &fetchState{pid: pid, deadline: d}
-}
-
-func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
-	sender, system := ctx.Sender(), ctx.ActorSystem()
-	id := m.GetObjectId()
-	if err := n.validate(id); err != nil {
-		reply(system, sender, &messages.DeleteReply{ObjectId: id, Error: err})
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
-	go func() {
-		defer cancel()
-		r := &messages.DeleteReply{ObjectId: id}
-		res, err := actorutil.Request(rctx, system.Root, n.cfg.ShardFor(id), &messages.DeleteObject{ObjectId: id})
-		switch dr := res.(type) {
-		case nil:
-			r.Error = messages.AsError(err)
-		case *messages.DeleteObjectReply:
-			r.Error = dr.GetError()
-			if r.Error == nil {
-				n.noteDeleted(id)
-				n.awaitDrops(rctx, system, id, dr.GetDropped())
-			}
-		default:
-			r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to DeleteObject", res)
-		}
-		reply(system, sender, r)
-	}()
-}
-
-// awaitDrops makes a Delete read-your-writes across nodes: the shard
-// tells the nodes holding copies to drop them, but its messages and a
-// later Get at one of those nodes travel different paths, so the Delete
-// returns only once each of them has dropped its copy (a node that fails
-// or does not answer by the deadline has no copy to serve anyway).
-func (n *StoreNode) awaitDrops(ctx context.Context, system *actor.ActorSystem, id string, nodes []*messages.NodeRef) {
-	drop := &messages.DropObject{ObjectId: id, Reason: messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)}
-	var wg sync.WaitGroup
-	for _, node := range nodes {
-		if node.GetNodeId() == n.cfg.Self.GetNodeId() {
-			n.cfg.Store.Remove(id, drop.GetReason())
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = actorutil.Request(ctx, system.Root, node.PID(), drop)
-		}()
-	}
-	wg.Wait()
 }
 
 func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {

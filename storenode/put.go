@@ -12,19 +12,38 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// puts is the store node's table of Put registrations in flight, by
-// request id. It lives outside the actor's restartable state, like the
-// Store: the shard's replies, the deadline timers and the copy-ins'
-// reports are addressed to the node's PID, which a restart keeps, so a
-// Put in flight survives a restart of its node's actor.
-type puts struct {
+// requests is the store node's table of Puts and Deletes in flight, by
+// id. It lives outside the actor's restartable state, like the Store:
+// the answers, the deadline timers and the copy-ins' reports are
+// addressed to the node's PID, which a restart keeps, so a request in
+// flight survives a restart of its node's actor.
+type requests struct {
 	next    uint64
 	runs    map[uint64]*putRun
-	watched map[string]bool // shards this node watches, by PID
+	deletes map[uint64]*deleteRun
+	routes  map[uint64]deleteRoute // a Delete's requests to shard and nodes, by request id
+	watched map[string]bool        // shards and nodes this node watches, by PID
 }
 
-func newPuts() *puts {
-	return &puts{runs: map[uint64]*putRun{}, watched: map[string]bool{}}
+func newRequests() *requests {
+	return &requests{runs: map[uint64]*putRun{}, deletes: map[uint64]*deleteRun{},
+		routes: map[uint64]deleteRoute{}, watched: map[string]bool{}}
+}
+
+// newID names a request.
+func (r *requests) newID() uint64 {
+	r.next++
+	return r.next
+}
+
+// watch watches pid once: its end fails what waits for it. Watches are
+// kept (a node talks to a bounded set of shards and peers) until the
+// peer's end, so no request can miss it.
+func (n *StoreNode) watch(ctx actor.Context, pid *actor.PID) {
+	if key := pid.String(); !n.reqs.watched[key] {
+		n.reqs.watched[key] = true
+		ctx.Watch(pid)
+	}
 }
 
 // putRun is one registration and what its shell holds for it.
@@ -105,10 +124,9 @@ func (n *StoreNode) startPut(ctx actor.Context, req PutRequest, data []byte, tim
 	if req.Size < n.cfg.InlineLimit {
 		req.Inline, req.InlineData = true, data
 	}
-	n.puts.next++
-	req.RequestID = n.puts.next
+	req.RequestID = n.reqs.newID()
 	run := &putRun{reg: NewPutRegistration(req), obj: obj, data: data}
-	n.puts.runs[req.RequestID] = run
+	n.reqs.runs[req.RequestID] = run
 	n.putDo(ctx, req.RequestID, run.reg.Start(now))
 }
 
@@ -157,7 +175,7 @@ func (n *StoreNode) samePutLater(ctx actor.Context, req PutRequest, local *Objec
 
 // putDo carries out one step of registration id.
 func (n *StoreNode) putDo(ctx actor.Context, id uint64, s PutStep) {
-	run := n.puts.runs[id]
+	run := n.reqs.runs[id]
 	if run == nil {
 		return
 	}
@@ -182,7 +200,7 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s PutStep) {
 			ctx.Send(to, snd.Msg)
 		}
 	}
-	if n.puts.runs[id] != run {
+	if n.reqs.runs[id] != run {
 		return // the sends ended it (no shard to register with)
 	}
 	for _, t := range s.Timers {
@@ -196,7 +214,7 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s PutStep) {
 		if run.timer != nil {
 			run.timer.Stop()
 		}
-		delete(n.puts.runs, id)
+		delete(n.reqs.runs, id)
 		if s.Err != nil {
 			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": s.Err}).Debug("put failed")
 		}
@@ -222,10 +240,7 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 		return
 	}
 	run.shard = shard
-	if key := shard.String(); !n.puts.watched[key] {
-		n.puts.watched[key] = true
-		ctx.Watch(shard)
-	}
+	n.watch(ctx, shard)
 	ctx.Request(shard, msg)
 }
 
@@ -258,47 +273,51 @@ func (n *StoreNode) copyIn(ctx actor.Context, id uint64, run *putRun, readable b
 
 // putReply hands the shard's answer to its registration.
 func (n *StoreNode) putReply(ctx actor.Context, m *messages.CreateObjectReply) {
-	if run := n.puts.runs[m.GetRequestId()]; run != nil {
+	if run := n.reqs.runs[m.GetRequestId()]; run != nil {
 		n.putDo(ctx, m.GetRequestId(), run.reg.Reply(time.Now(), m))
 	}
 }
 
 func (n *StoreNode) putTimedOut(ctx actor.Context, m putDeadline) {
-	if run := n.puts.runs[m.id]; run != nil {
+	if run := n.reqs.runs[m.id]; run != nil {
 		n.putDo(ctx, m.id, run.reg.Deadline())
 	}
 }
 
 func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
-	if run := n.puts.runs[m.id]; run != nil {
+	if run := n.reqs.runs[m.id]; run != nil {
 		n.putDo(ctx, m.id, run.reg.CopiedIn(m.complete, m.err))
 	}
 }
 
-// shardGone fails the registrations waiting for a shard that stopped
+// peerGone fails the registrations waiting for a shard that stopped
 // (Terminated) or was not running (a DeadLetterResponse to the request).
-func (n *StoreNode) shardGone(ctx actor.Context, who *actor.PID, why string) {
+func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
 	if who == nil {
 		return
 	}
 	key := who.String()
-	delete(n.puts.watched, key) // a shard started again under this PID is watched anew
-	for id, run := range n.puts.runs {
+	delete(n.reqs.watched, key) // a shard started again under this PID is watched anew
+	for id, run := range n.reqs.runs {
 		if run.shard != nil && run.shard.String() == key {
 			n.putDo(ctx, id, run.reg.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)))
 		}
 	}
 }
 
-// stopPuts fails the registrations still waiting for the directory when
-// the node stops for good: nobody would take their replies. A failed
-// (killed) node says nothing.
-func (n *StoreNode) stopPuts(ctx actor.Context) {
+// stopRequests fails the Puts still waiting for the directory and the
+// Deletes still waiting for their shard when the node stops for good:
+// nobody would take their answers. A failed (killed) node says nothing.
+func (n *StoreNode) stopRequests(ctx actor.Context) {
 	if n.cfg.Store.Failed() != nil {
 		return
 	}
-	for id, run := range n.puts.runs {
-		n.putDo(ctx, id, run.reg.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s stopped", n.cfg.Self.GetNodeId())))
+	stopped := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s stopped", n.cfg.Self.GetNodeId())
+	for id, run := range n.reqs.runs {
+		n.putDo(ctx, id, run.reg.Failed(stopped))
+	}
+	for id, run := range n.reqs.deletes {
+		n.deleteDo(ctx, id, run.del.Failed(stopped))
 	}
 }
 
