@@ -290,19 +290,21 @@ func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
 	}
 }
 
-// peerGone fails the registrations waiting for a shard that stopped
-// (Terminated) or was not running (a DeadLetterResponse to the request).
+// peerGone fails what waits for a shard or node that stopped
+// (Terminated) or was not running (a DeadLetterResponse to a request).
 func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
 	if who == nil {
 		return
 	}
 	key := who.String()
-	delete(n.reqs.watched, key) // a shard started again under this PID is watched anew
+	delete(n.reqs.watched, key) // a peer started again under this PID is watched anew
+	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)
 	for id, run := range n.reqs.runs {
 		if run.shard != nil && run.shard.String() == key {
-			n.putDo(ctx, id, run.reg.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)))
+			n.putDo(ctx, id, run.reg.Failed(gone))
 		}
 	}
+	n.deletePeerGone(ctx, key, gone)
 }
 
 // stopRequests fails the Puts still waiting for the directory and the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +193,59 @@ func putWaitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("no %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A Delete waits for each node that held a copy: one that drops it
+// answers, one that stops before it answers counts as dropped (it has no
+// copy to serve), and this node's own copy goes in place.
+func TestDeleteWaitsForDropsAndPeerFailure(t *testing.T) {
+	system := putQuietSystem(t)
+	dropped := make(chan string, 4)
+	peer := func(name string, stop bool) *messages.NodeRef {
+		pid := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+			if m, ok := ctx.Message().(*messages.DropObject); ok {
+				dropped <- name
+				if stop {
+					ctx.Stop(ctx.Self())
+					return
+				}
+				ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
+			}
+		}))
+		return &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId()}
+	}
+	a, b := peer("a", false), peer("b", true)
+	shard := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.CreateObject:
+			ctx.Respond(&messages.CreateObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
+		case *messages.DeleteObject:
+			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId(),
+				Dropped: []*messages.NodeRef{{NodeId: "n"}, a, b}})
+		}
+	}))
+	node, store := putNode(t, system, shard)
+	if err := doPut(t, system, node, "d", pattern(6, 1000), 60_000); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The Delete's own deadline is far: only the answers can end it.
+	res, err := actorutil.Request(ctx, system.Root, node, &messages.Delete{ObjectId: "d", TimeoutMs: 60_000})
+	if err != nil {
+		t.Fatalf("Delete: no answer: %v", err)
+	}
+	if e := res.(*messages.DeleteReply).GetError(); e != nil {
+		t.Fatalf("Delete: %v", e)
+	}
+	if len(dropped) != 2 {
+		t.Fatalf("%d peers asked to drop before the answer, want 2", len(dropped))
+	}
+	if store.Lookup("d") != nil {
+		t.Fatal("this node's copy survived the Delete")
+	}
+	if !slices.Contains(store.DeletedIDs(), "d") {
+		t.Fatal("the deletion is not remembered for rebuilt shards")
 	}
 }
