@@ -51,12 +51,17 @@ func (runStarted) IgnoreDeadLetterLogging() {}
 func (runEnded) IgnoreDeadLetterLogging()   {}
 
 func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID) *actor.Props {
+	// A restarted worker's runs are numbered apart from its earlier
+	// incarnation's, whose last run may still report to the same PID.
+	var incarnations atomic.Uint64
 	return actor.PropsFromProducer(func() actor.Actor {
 		var to any
 		if coordinator != nil {
 			to = coordinator
 		}
-		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: NewPositionRuns(task, to)}
+		runs := NewPositionRuns(task, to)
+		runs.nextRun = incarnations.Add(1) << 32
+		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
 	})
 }
 
