@@ -190,7 +190,7 @@ func (t *LocationTable) forgetIfIdle(e *entry) {
 func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
 	reply := func(err *messages.Error, existed bool) []outbox.Send {
-		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed, RequestId: req.GetRequestId()}}}
 	}
 	if err := t.check(id); err != nil {
 		return reply(err, false)
@@ -462,7 +462,7 @@ func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []outbox.Send {
 // Delete removes the entry and every copy, and remembers the id as deleted.
 func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
-	reply := &messages.DeleteObjectReply{ObjectId: id}
+	reply := &messages.DeleteObjectReply{ObjectId: id, RequestId: req.GetRequestId()}
 	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
 		reply.Error = err
 		return []outbox.Send{{To: replyTo, Msg: reply}}

@@ -577,3 +577,33 @@ func TestAmnesicTableDeletesUnknownIDs(t *testing.T) {
 		t.Fatalf("a copy coming back after the delete: %v", r)
 	}
 }
+
+// The creator's store node matches replies to its Puts by request id,
+// whatever the reply says.
+func TestCreateEchoesRequestID(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	for i, req := range []*messages.CreateObject{
+		{ObjectId: "e", Size: 10, Creator: node(0), RequestId: 7},  // created
+		{ObjectId: "e", Size: 10, Creator: node(1), RequestId: 8},  // existed
+		{ObjectId: "e", Size: 11, Creator: node(1), RequestId: 9},  // conflict
+		{ObjectId: "f", Size: -1, Creator: node(1), RequestId: 10}, // invalid
+	} {
+		out := tb.Create(req, replyTo("c"))
+		r, ok := out[0].Msg.(*messages.CreateObjectReply)
+		if !ok || r.GetRequestId() != req.GetRequestId() {
+			t.Fatalf("create %d: reply %v, want request id %d", i, out[0].Msg, req.GetRequestId())
+		}
+	}
+}
+
+func TestDeleteEchoesRequestID(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "d", 10, 0)
+	for i, id := range []string{"d", "d", "nothing"} { // deleted, twice, not found
+		out := tb.Delete(&messages.DeleteObject{ObjectId: id, RequestId: uint64(20 + i)}, replyTo("c"))
+		r, ok := out[len(out)-1].Msg.(*messages.DeleteObjectReply)
+		if !ok || r.GetRequestId() != uint64(20+i) {
+			t.Fatalf("delete %d: reply %v, want request id %d", i, out[len(out)-1].Msg, 20+i)
+		}
+	}
+}

@@ -1261,8 +1261,13 @@ type CreateObject struct {
 	// replaced may still be sending its CreateObject: the shard ignores
 	// creations older than the newest it has seen.
 	ReduceGeneration int32 `protobuf:"varint,8,opt,name=reduce_generation,json=reduceGeneration,proto3" json:"reduce_generation,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// request_id: chosen by the creator's store node, echoed in the reply,
+	// so a node that registers several objects at once (or the same id
+	// again after a registration it gave up on) matches each reply to its
+	// Put without a temporary actor per request.
+	RequestId     uint64 `protobuf:"varint,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateObject) Reset() {
@@ -1351,11 +1356,19 @@ func (x *CreateObject) GetReduceGeneration() int32 {
 	return 0
 }
 
+func (x *CreateObject) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
 type CreateObjectReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Existed       bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"` // same id, size and fingerprint: an idempotent Put
+	Existed       bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
+	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1409,6 +1422,13 @@ func (x *CreateObjectReply) GetExisted() bool {
 		return x.Existed
 	}
 	return false
+}
+
+func (x *CreateObjectReply) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
 }
 
 // PublishLocation announces a copy on a node: PARTIAL when it starts,
@@ -2054,8 +2074,11 @@ func (x *FetchAborted) GetSender() *NodeRef {
 }
 
 type DeleteObject struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	// request_id: chosen by the deleting store node, echoed in the reply
+	// (see CreateObject.request_id).
+	RequestId     uint64 `protobuf:"varint,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2097,11 +2120,21 @@ func (x *DeleteObject) GetObjectId() string {
 	return ""
 }
 
+func (x *DeleteObject) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+// DeleteObjectReply answers a DeleteObject, and a DropObject that was
+// sent as a request (a Delete's caller node waits for the copies to go).
 type DeleteObjectReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	Dropped       []*NodeRef             `protobuf:"bytes,3,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the DeleteObject's or DropObject's
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2157,12 +2190,20 @@ func (x *DeleteObjectReply) GetDropped() []*NodeRef {
 	return nil
 }
 
+func (x *DeleteObjectReply) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
 // DropObject tells a store node to free its copy: after Delete, or
 // (with reason NOT_FOUND) after the Reduce that was producing it failed.
 type DropObject struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Reason        *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"` // nil: DELETED
+	Reason        *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`                         // nil: DELETED
+	RequestId     uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // echoed in the DeleteObjectReply of a request
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2209,6 +2250,13 @@ func (x *DropObject) GetReason() *Error {
 		return x.Reason
 	}
 	return nil
+}
+
+func (x *DropObject) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
 }
 
 // Subscribe: the sender receives a LocationUpdate for every current and
@@ -3516,7 +3564,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"DegreeCost\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x17\n" +
-	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\x97\x02\n" +
+	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xb6\x02\n" +
 	"\fCreateObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
@@ -3527,11 +3575,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vinline_data\x18\x06 \x01(\fR\n" +
 	"inlineData\x12\x1b\n" +
 	"\treduce_id\x18\a \x01(\tR\breduceId\x12+\n" +
-	"\x11reduce_generation\x18\b \x01(\x05R\x10reduceGeneration\"p\n" +
+	"\x11reduce_generation\x18\b \x01(\x05R\x10reduceGeneration\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\t \x01(\x04R\trequestId\"\x8f\x01\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
-	"\aexisted\x18\x03 \x01(\bR\aexisted\"\xd2\x01\n" +
+	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\"\xd2\x01\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +
@@ -3581,17 +3633,23 @@ const file_hoplite_proto_rawDesc = "" +
 	"\fFetchAborted\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
-	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\"+\n" +
+	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\"J\n" +
 	"\fDeleteObject\x12\x1b\n" +
-	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\x82\x01\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\x04R\trequestId\"\xa1\x01\n" +
 	"\x11DeleteObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12*\n" +
-	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\"Q\n" +
+	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\"p\n" +
 	"\n" +
 	"DropObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12&\n" +
-	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\"(\n" +
+	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\x04R\trequestId\"(\n" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +

@@ -86,7 +86,17 @@ func (n *StoreNode) gatherAndReduce(ctx context.Context, system *actor.ActorSyst
 	if len(reduced) < num {
 		return nil, fmt.Errorf("naive reduce: only %d of %d sources", len(reduced), num)
 	}
-	if err := n.putObject(ctx, system, m.GetTargetId(), acc, ""); err != nil {
+	// The target is Put through this node's own mailbox, as the sources
+	// were Got: the Put protocol lives in the actor.
+	res, err := actorutil.Request(ctx, system.Root, self, &messages.Put{ObjectId: m.GetTargetId(), Data: acc, TimeoutMs: actorutil.TimeoutMs(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	pr, ok := res.(*messages.PutReply)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Put", res)
+	}
+	if err := messages.ErrOrNil(pr.GetError()); err != nil {
 		return nil, err
 	}
 	return reduced, nil

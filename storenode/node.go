@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/coordinator"
@@ -28,6 +26,7 @@ type StoreNode struct {
 	cfg     *Config
 	fetches map[string]*fetchState          // in-flight fetches, by object id
 	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
+	reqs    *requests                       // Puts and Deletes in flight; survive restarts
 }
 
 type fetchState struct {
@@ -44,7 +43,8 @@ type fetchEnded struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c} })
+	r := newRequests()
+	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r} })
 }
 
 // Receive implements actor.Actor.
@@ -76,10 +76,24 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.republish(ctx, m)
 	case *messages.Put:
 		n.put(ctx, m)
+	case *messages.CreateObjectReply:
+		n.putReply(ctx, m)
+	case putDeadline:
+		n.putTimedOut(ctx, m)
+	case putCopied:
+		n.putCopiedIn(ctx, m)
+	case *actor.DeadLetterResponse:
+		n.peerGone(ctx, m.Target, "was not running")
+	case *actor.Stopping:
+		n.stopRequests(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
 	case *messages.Delete:
 		n.delete(ctx, m)
+	case *messages.DeleteObjectReply:
+		n.deleteReply(ctx, m)
+	case deleteDeadline:
+		n.deleteTimedOut(ctx, m)
 	case *messages.DropObject:
 		reason := m.GetReason()
 		if reason != nil && errors.Is(reason, messages.ErrDeleted) {
@@ -96,7 +110,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		}
 		if ctx.Sender() != nil {
 			// Asked by a Delete's caller node: the copy is gone here.
-			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId()})
+			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
 		}
 	case *messages.NodeStatus:
 		ctx.Respond(n.status())
@@ -111,6 +125,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 			delete(n.fetches, m.id)
 		}
 	case *actor.Terminated:
+		n.peerGone(ctx, m.GetWho(), "stopped (its node failed, left or stopped)")
 		for id, f := range n.fetches {
 			if samePID(f.pid, m.GetWho()) {
 				delete(n.fetches, id)
@@ -172,157 +187,6 @@ func (n *StoreNode) resume(ctx actor.Context) {
 		n.startFetch(ctx, o, time.Now().Add(n.cfg.DefaultTimeout))
 		n.cfg.Log.WithField("object", o.ID()).Info("resuming fetch after restart")
 	}
-}
-
-func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
-	sender, system := ctx.Sender(), ctx.ActorSystem()
-	id, data := m.GetObjectId(), m.GetData()
-	respond := func(err error) {
-		reply(system, sender, &messages.PutReply{ObjectId: id, Error: messages.AsError(err)})
-	}
-	if err := n.validate(id); err != nil {
-		respond(err)
-		return
-	}
-	if int64(len(data)) > n.cfg.Store.Capacity() {
-		respond(messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, len(data), n.cfg.Store.Capacity()))
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
-	go func() {
-		defer cancel()
-		err := n.putObject(rctx, system, id, data, "")
-		if err != nil {
-			n.cfg.Log.WithFields(logrus.Fields{"object": id, "error": err}).Debug("put failed")
-		}
-		respond(err)
-	}()
-}
-
-// putObject stores a creator copy: register with the directory (the
-// creator is a partial location from then on, so receivers may start
-// pipelining), copy the bytes in chunk by chunk, then publish COMPLETE.
-func (n *StoreNode) putObject(ctx context.Context, system *actor.ActorSystem, id string, data []byte, reduceID string) error {
-	fp := Fingerprint(data)
-	size := int64(len(data))
-	var obj *Object
-	var evicted []string
-	var err error
-	promoted := false
-	if local := n.cfg.Store.Lookup(id); local != nil {
-		// A Get on this node that is still locating the object left a
-		// placeholder: this Put fills it (its waiters get these bytes).
-		if evicted, err = n.cfg.Store.Promote(local, size, fp); errors.Is(err, messages.ErrCapacity) {
-			return err
-		} else if err != nil {
-			return n.samePut(ctx, local, data)
-		}
-		obj, promoted = local, true
-	} else if obj, evicted, err = n.cfg.Store.Create(id, size, fp); err != nil {
-		if errors.Is(err, messages.ErrConflict) { // a concurrent Put or Get on this node
-			if local := n.cfg.Store.Lookup(id); local != nil {
-				return n.samePut(ctx, local, data)
-			}
-		}
-		return err
-	}
-	n.unpublish(system, evicted)
-	create := &messages.CreateObject{ObjectId: id, Size: size, Fingerprint: fp, Creator: n.cfg.Self, ReduceId: reduceID}
-	if size < n.cfg.InlineLimit {
-		create.HasInline, create.InlineData = true, data
-	}
-	sent := time.Now()
-	res, err := actorutil.Request(ctx, system.Root, n.cfg.ShardFor(id), create)
-	if err == nil && n.cfg.Estimator != nil {
-		// A CreateObject is answered at once: half its round trip is one
-		// control message's latency.
-		n.cfg.Estimator.ObserveLatency(time.Since(sent) / 2)
-	}
-	if err != nil {
-		n.cfg.Store.Abort(obj, err)
-		// The shard may have registered us before the deadline hit.
-		system.Root.Send(n.cfg.ShardFor(id), &messages.UnpublishLocation{ObjectId: id, Node: n.cfg.Self})
-		return err
-	}
-	cr, ok := res.(*messages.CreateObjectReply)
-	if !ok {
-		n.cfg.Store.Abort(obj, messages.ErrInternal)
-		return messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)
-	}
-	if e := messages.ErrOrNil(cr.GetError()); e != nil {
-		n.cfg.Store.Abort(obj, e)
-		return e
-	}
-	// The directory took the id as a live object: a deletion this node
-	// remembers is older than its shard's memory and must not come back
-	// to delete this object when the shard is rebuilt.
-	n.cfg.Store.ForgetDeleted(id)
-	if cr.GetExisted() {
-		// The same bytes already live elsewhere: idempotent. A promoted
-		// placeholder keeps them as an ordinary copy for its waiters.
-		if !promoted {
-			n.cfg.Store.Abort(obj, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q not stored here", id))
-			return nil
-		}
-		n.cfg.Store.Unpin(obj)
-	}
-	// Whether Gets can already return these bytes without this copy: the
-	// directory serves an inline object from its registration on (shards
-	// and nodes share one InlineLimit), and an id that existed has them.
-	readable := create.GetHasInline() || cr.GetExisted()
-	// The copy-in is bounded memory work and is not cut short by the
-	// deadline: the directory already announced this copy.
-	w := obj.NewWriter() // supersedes a fetch that was filling a placeholder
-	for off := int64(0); off < size; off += int64(n.cfg.ChunkSize) {
-		if h := n.cfg.Hooks.BeforePutChunk; h != nil {
-			h(n.cfg.Self.GetNodeId(), id, off)
-		}
-		if err := w.Append(data[off:min(size, off+int64(n.cfg.ChunkSize))]); err != nil {
-			return putEnded(obj, err, readable) // dropped meanwhile (deleted)
-		}
-	}
-	if err := n.cfg.Store.Complete(obj); err != nil {
-		return putEnded(obj, err, readable)
-	}
-	system.Root.Send(n.cfg.ShardFor(id), &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self,
-		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp, Creator: !cr.GetExisted()})
-	return nil
-}
-
-// putEnded decides a Put whose copy was dropped before it was complete.
-// Only a Delete that came before the bytes were readable fails the Put:
-// once they were (readable, or every byte was in this copy, which
-// receivers stream from while it fills), a consumer may have Got the
-// object and Deleted it before this Put's reply, and that must not turn
-// the Put into an error. The dropped copy is not published: the
-// directory has forgotten the object.
-func putEnded(obj *Object, err error, readable bool) error {
-	if errors.Is(err, messages.ErrDeleted) && (readable || obj.isWhole()) {
-		return nil
-	}
-	return err
-}
-
-// samePut answers a Put of an id this node already holds: the same bytes
-// are an idempotent success, other bytes a conflict. The copy it joined
-// counts as the first Put's: deleted after it was whole, the same bytes
-// still succeed (see putEnded).
-func (n *StoreNode) samePut(ctx context.Context, local *Object, data []byte) error {
-	err := local.WaitComplete(ctx)
-	var have []byte
-	if err == nil {
-		have, err = local.Bytes()
-	}
-	if err != nil {
-		var whole bool
-		if have, whole = local.wholeBytes(); !whole || !errors.Is(err, messages.ErrDeleted) {
-			return err
-		}
-	}
-	if !bytes.Equal(have, data) {
-		return messages.Errorf(messages.ErrorCode_CONFLICT, "object %q already exists with different contents", local.ID())
-	}
-	return nil
 }
 
 func (n *StoreNode) unpublish(system *actor.ActorSystem, evicted []string) {
@@ -402,56 +266,6 @@ func (n *StoreNode) startFetch(ctx actor.Context, obj *Object, deadline time.Tim
 	n.fetches[obj.ID()] = &fetchState{pid: pid, deadline: d}
 }
 
-func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
-	sender, system := ctx.Sender(), ctx.ActorSystem()
-	id := m.GetObjectId()
-	if err := n.validate(id); err != nil {
-		reply(system, sender, &messages.DeleteReply{ObjectId: id, Error: err})
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
-	go func() {
-		defer cancel()
-		r := &messages.DeleteReply{ObjectId: id}
-		res, err := actorutil.Request(rctx, system.Root, n.cfg.ShardFor(id), &messages.DeleteObject{ObjectId: id})
-		switch dr := res.(type) {
-		case nil:
-			r.Error = messages.AsError(err)
-		case *messages.DeleteObjectReply:
-			r.Error = dr.GetError()
-			if r.Error == nil {
-				n.noteDeleted(id)
-				n.awaitDrops(rctx, system, id, dr.GetDropped())
-			}
-		default:
-			r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to DeleteObject", res)
-		}
-		reply(system, sender, r)
-	}()
-}
-
-// awaitDrops makes a Delete read-your-writes across nodes: the shard
-// tells the nodes holding copies to drop them, but its messages and a
-// later Get at one of those nodes travel different paths, so the Delete
-// returns only once each of them has dropped its copy (a node that fails
-// or does not answer by the deadline has no copy to serve anyway).
-func (n *StoreNode) awaitDrops(ctx context.Context, system *actor.ActorSystem, id string, nodes []*messages.NodeRef) {
-	drop := &messages.DropObject{ObjectId: id, Reason: messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)}
-	var wg sync.WaitGroup
-	for _, node := range nodes {
-		if node.GetNodeId() == n.cfg.Self.GetNodeId() {
-			n.cfg.Store.Remove(id, drop.GetReason())
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = actorutil.Request(ctx, system.Root, node.PID(), drop)
-		}()
-	}
-	wg.Wait()
-}
-
 func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	if err := coordinator.ValidateReduce(m, n.cfg.MaxObjectIDLen); err != nil {
 		reply(ctx.ActorSystem(), ctx.Sender(), &messages.ReduceReply{TargetId: m.GetTargetId(), Error: err})
@@ -516,17 +330,6 @@ func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
 		n.reduces[m.GetReduceId()] = workers
 	}
 	workers[m.GetPosition()] = ctx.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
-}
-
-// storeReduced stores a result the coordinator computed without a tree.
-func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
-	sender, system := ctx.Sender(), ctx.ActorSystem()
-	rctx, cancel := context.WithTimeout(context.Background(), n.cfg.timeout(m.GetTimeoutMs()))
-	go func() {
-		defer cancel()
-		err := n.putObject(rctx, system, m.GetTargetId(), m.GetData(), m.GetReduceId())
-		reply(system, sender, &messages.StoreReducedReply{ReduceId: m.GetReduceId(), Error: messages.AsError(err)})
-	}()
 }
 
 // republish sends the directory every copy this node holds that belongs

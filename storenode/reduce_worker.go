@@ -22,91 +22,124 @@ import (
 // coordinator releases the Reduce, so its output stays readable, and it
 // runs again, rewinding its output, whenever the coordinator sends a newer
 // generation of its task (a descendant failed and was replaced).
+//
+// It is the shell of a PositionRuns, which decides when runs start, stop
+// and rewind; each run reduces on its own goroutine and reports its start
+// and end back to this actor as messages.
 type reduceWorker struct {
 	cfg         *Config
-	task        *messages.ReduceTask // the current generation
 	coordinator *actor.PID
-	cancel      context.CancelFunc     // stops the current run
-	last        chan struct{}          // closed when the last queued step has finished
+	runs        *PositionRuns
+	cancel      context.CancelFunc     // stops the active run
 	out         atomic.Pointer[Object] // set by the first run once created
 }
 
+// runStarted is a run's report that its output exists, or why not.
+type runStarted struct {
+	run uint64
+	err *messages.Error
+}
+
+// runEnded is a run's last report.
+type runEnded struct {
+	run uint64
+	end RunEnd
+}
+
+// A run may report after its worker stopped (released): that is expected.
+func (runStarted) IgnoreDeadLetterLogging() {}
+func (runEnded) IgnoreDeadLetterLogging()   {}
+
 func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID) *actor.Props {
+	// A restarted worker's runs are numbered apart from its earlier
+	// incarnation's, whose last run may still report to the same PID.
+	var incarnations atomic.Uint64
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &reduceWorker{cfg: cfg, task: task, coordinator: coordinator}
+		var to any
+		if coordinator != nil {
+			to = coordinator
+		}
+		runs := NewPositionRuns(task, to)
+		runs.nextRun = incarnations.Add(1) << 32
+		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
 	})
 }
 
 func (w *reduceWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		if w.coordinator != nil {
-			ctx.Watch(w.coordinator) // no coordinator, no Reduce: clean up
-		}
-		w.start(ctx.ActorSystem())
+		w.watchCoordinator(ctx)
+		w.do(ctx, w.runs.Start())
 	case *messages.ReduceTask:
-		if m.GetGeneration() > w.task.GetGeneration() {
-			w.task = m
-			w.start(ctx.ActorSystem())
-		}
+		w.do(ctx, w.runs.NewTask(m))
 	case *messages.ReduceInvalidate:
-		if m.GetGeneration() >= w.task.GetGeneration() {
-			w.stop()
-			root := w.task.GetRoot()
-			w.then(func() { w.rewind(root) })
-		}
+		w.do(ctx, w.runs.Invalidate(m.GetGeneration()))
+	case runStarted:
+		w.do(ctx, w.runs.RunStarted(m.run, m.err, w.dead()))
+	case runEnded:
+		w.do(ctx, w.runs.RunEnded(m.run, m.end, w.dead()))
 	case *messages.ReduceRelease:
-		w.release(m.GetKeepTarget())
-		ctx.Stop(ctx.Self())
+		w.do(ctx, w.runs.Release(m.GetKeepTarget()))
 	case *actor.Terminated:
 		if samePID(w.coordinator, m.GetWho()) {
-			// Terminated overtakes the ReduceRelease the coordinator sent
-			// just before it stopped (system messages go first), so a
-			// complete target is kept: it is the result. After a failure
-			// the shard's release of the target drops it anyway.
-			w.cfg.Log.WithField("reduce", w.task.GetReduceId()).Debug("reduce coordinator gone; releasing this position")
-			w.release(w.targetComplete())
-			ctx.Stop(ctx.Self())
+			w.cfg.Log.WithField("reduce", w.runs.Task().GetReduceId()).Debug("reduce coordinator gone; releasing this position")
+			w.do(ctx, w.runs.CoordinatorGone(w.targetComplete()))
 		}
 	case *actor.Stopping, *actor.Restarting:
-		w.stop()
+		w.do(ctx, w.runs.Stop())
 	}
 }
 
-func (w *reduceWorker) start(system *actor.ActorSystem) {
-	w.stop()
-	timeout := time.Duration(w.task.GetTimeoutMs()) * time.Millisecond
+// watchCoordinator: no coordinator, no Reduce; its end cleans up.
+func (w *reduceWorker) watchCoordinator(ctx actor.Context) {
+	if w.coordinator != nil {
+		ctx.Watch(w.coordinator)
+	}
+}
+
+// dead reports whether this node's store has failed (fail-stop: it says
+// nothing more).
+func (w *reduceWorker) dead() bool { return w.cfg.Store.Failed() != nil }
+
+// do carries out one step of the position's runs.
+func (w *reduceWorker) do(ctx actor.Context, s RunStep) {
+	if s.Cancel != 0 && w.cancel != nil {
+		w.cancel()
+		w.cancel = nil
+	}
+	if s.Rewind {
+		w.rewind(w.runs.Task().GetRoot())
+	}
+	if s.Run != nil {
+		w.start(ctx, s.Run)
+	}
+	for _, snd := range s.Sends {
+		if pid, ok := snd.To.(*actor.PID); ok {
+			ctx.Send(pid, snd.Msg)
+		}
+	}
+	if s.Release {
+		w.release(s.KeepOutput)
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// start runs one generation on its own goroutine, bounded by the task's
+// timeout; it reports back to this actor.
+func (w *reduceWorker) start(ctx actor.Context, order *RunOrder) {
+	timeout := time.Duration(order.Task.GetTimeoutMs()) * time.Millisecond
 	if timeout <= 0 {
 		timeout = w.cfg.DefaultTimeout
 	}
 	run, cancel := context.WithTimeout(context.Background(), timeout)
 	w.cancel = cancel
-	task := w.task
-	w.then(func() { w.run(run, system, task) })
-}
-
-// then runs step once every step queued before it has returned. Runs and
-// rewinds of one output must never overlap: a stopped run that has not
-// yet noticed its cancellation would otherwise take a fresh writer after
-// the next run took its own, and that run would wait, superseded, for a
-// repair nobody sends.
-func (w *reduceWorker) then(step func()) {
-	prev, done := w.last, make(chan struct{})
-	w.last = done
+	system, self := ctx.ActorSystem(), ctx.Self()
 	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		step()
+		defer cancel()
+		report := func(msg any) { system.Root.Send(self, msg) }
+		end := w.run(run, system, order.Task, func(err *messages.Error) { report(runStarted{run: order.ID, err: err}) })
+		report(runEnded{run: order.ID, end: end})
 	}()
-}
-
-func (w *reduceWorker) stop() {
-	if w.cancel != nil {
-		w.cancel()
-		w.cancel = nil
-	}
 }
 
 // rewind clears the output now, so readers stop using bytes that contain
@@ -123,24 +156,14 @@ func (w *reduceWorker) rewind(root bool) {
 	_ = o.NewWriter().Rewind()
 }
 
-// report tells the coordinator how the position is doing. A dead node
-// says nothing (fail-stop): its stopped runs would otherwise report
-// "stopped" before the coordinator's watch fires, and fail a Reduce that
-// the repair would finish.
-func (w *reduceWorker) report(system *actor.ActorSystem, msg any) {
-	if w.cfg.Store.Failed() != nil {
-		return
-	}
-	if w.coordinator != nil {
-		system.Root.Send(w.coordinator, msg)
-	}
-}
-
 // maxRestarts bounds how often one generation starts over because an
 // input was rewound under it.
 const maxRestarts = 64
 
-func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) {
+// run reduces one generation. It calls started once its output exists
+// (or could not be made) and returns how it ended; PositionRuns decides
+// what the coordinator hears of both.
+func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(*messages.Error)) RunEnd {
 	pos, gen := t.GetPosition(), t.GetGeneration()
 	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
 	out := w.out.Load()
@@ -148,43 +171,39 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		var err error
 		if out, err = w.createOutput(ctx, system, t); err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
-			w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, err)})
-			return
+			started(stopped(ctx, err))
+			return RunEnd{}
 		}
 		w.out.Store(out)
 	}
-	w.report(system, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
+	started(nil)
 	for restarts := 0; ; restarts++ {
 		if ctx.Err() != nil {
 			// Stopped between two attempts: no new writer for a run that
-			// is over (see then).
-			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, ctx.Err())})
-			return
+			// is over (see PositionRuns).
+			return RunEnd{Report: true, Err: stopped(ctx, ctx.Err())}
 		}
 		wr := out.NewWriter() // supersedes an earlier run's writer
 		if _, done, _ := out.Progress(); done && t.GetRoot() {
-			return // an earlier generation finished the target: it stands
+			return RunEnd{} // an earlier generation finished the target: it stands
 		}
 		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
 			if err := wr.Rewind(); err != nil {
 				// The output was dropped under the run. Released: nobody
 				// listens. Otherwise the coordinator must hear it, or it
 				// waits for this position until its deadline.
-				w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, err)})
-				return
+				return RunEnd{Report: true, Err: stopped(ctx, err)}
 			}
 		}
 		err := w.reduce(ctx, system, t, out, wr)
 		switch {
 		case err == nil:
-			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen})
-			return
+			return RunEnd{Report: true}
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
 			// this report), released (nobody listens), or stopped with its
 			// store node's restart: then the Reduce fails, clearly.
-			w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: stopped(ctx, err)})
-			return
+			return RunEnd{Report: true, Err: stopped(ctx, err)}
 		case errors.Is(err, messages.ErrReset) && restarts < maxRestarts:
 			log.Debug("an input was rewound; reducing again")
 			continue
@@ -192,11 +211,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			// An input's node failed: the coordinator watches it and sends
 			// a new generation of this task (or fails the Reduce).
 			log.WithField("error", err).Info("reduce input lost; waiting for the repaired task")
-			return
+			return RunEnd{}
 		}
 		log.WithField("error", err).Debug("reduce position failed")
-		w.report(system, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: pos, Generation: gen, Error: messages.AsError(err)})
-		return
+		return RunEnd{Report: true, Err: messages.AsError(err)}
 	}
 }
 
@@ -392,23 +410,23 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 
 func (w *reduceWorker) targetComplete() bool {
 	o := w.out.Load()
-	if o == nil || !w.task.GetRoot() {
+	if o == nil || !w.runs.Task().GetRoot() {
 		return false
 	}
 	_, done, err := o.Progress()
 	return done && err == nil
 }
 
-// release frees the output: intermediate outputs always, the target only
-// when the Reduce failed (the shard forgets its locations then too).
+// release frees the output unless PositionRuns keeps it: intermediate
+// outputs always go, the target only when the Reduce failed (the shard
+// forgets its locations then too).
 func (w *reduceWorker) release(keep bool) {
-	w.stop()
-	if w.task.GetRoot() && keep {
+	if keep {
 		return
 	}
 	if o := w.out.Load(); o != nil {
 		// Abort drops the object only while it is still the store's copy
 		// of that id, so a later object of the same id is never touched.
-		w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.task.GetReduceId()))
+		w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
 	}
 }

@@ -1,0 +1,158 @@
+package storenode
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// deleteRun is one Deletion and what its shell holds for it.
+type deleteRun struct {
+	del   *Deletion
+	timer *time.Timer
+}
+
+// deleteRoute names where one of a Delete's requests went: its shard
+// (node "") or a node asked to drop its copy.
+type deleteRoute struct {
+	del  uint64
+	pid  *actor.PID
+	node string
+}
+
+// A Delete's deadline may fire after its node stopped: that is expected.
+func (deleteDeadline) IgnoreDeadLetterLogging() {}
+
+func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
+	id := m.GetObjectId()
+	if err := n.validate(id); err != nil {
+		if s := ctx.Sender(); s != nil {
+			ctx.Send(s, &messages.DeleteReply{ObjectId: id, Error: err})
+		}
+		return
+	}
+	did := n.reqs.newID()
+	d := NewDeletion(DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
+		Deadline: time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))})
+	n.reqs.deletes[did] = &deleteRun{del: d}
+	n.deleteDo(ctx, did, d.Start())
+}
+
+// deleteDo carries out one step of deletion did.
+func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s DeleteStep) {
+	run := n.reqs.deletes[did]
+	if run == nil {
+		return
+	}
+	req := run.del.Request()
+	if s.NoteDeleted {
+		n.noteDeleted(req.ObjectID)
+	}
+	if s.DropLocal != nil {
+		n.cfg.Store.Remove(req.ObjectID, s.DropLocal)
+	}
+	for _, snd := range s.Sends {
+		switch to := snd.To.(type) {
+		case ShardOf:
+			n.deleteAsk(ctx, did, n.cfg.ShardFor(string(to)), "", snd.Msg)
+		case *messages.NodeRef:
+			n.deleteAsk(ctx, did, to.PID(), to.GetNodeId(), snd.Msg)
+		case *actor.PID:
+			ctx.Send(to, snd.Msg)
+		}
+	}
+	if n.reqs.deletes[did] != run {
+		return // the sends ended it (nobody to ask)
+	}
+	for _, t := range s.Timers {
+		system, self, msg := ctx.ActorSystem(), ctx.Self(), t.Msg
+		run.timer = time.AfterFunc(time.Until(t.At), func() { system.Root.Send(self, msg) })
+	}
+	if s.Done {
+		if run.timer != nil {
+			run.timer.Stop()
+		}
+		delete(n.reqs.deletes, did)
+		for rid, r := range n.reqs.routes {
+			if r.del == did {
+				delete(n.reqs.routes, rid)
+			}
+		}
+		if s.Err != nil {
+			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": s.Err}).Debug("delete failed")
+		}
+	}
+}
+
+// deleteAsk sends one of a Delete's requests, stamped with a request id
+// its answer echoes, to a watched peer: a peer that stops before it
+// answers counts as answered (a node) or fails the Delete (the shard).
+func (n *StoreNode) deleteAsk(ctx actor.Context, did uint64, pid *actor.PID, node string, msg any) {
+	run := n.reqs.deletes[did]
+	if pid == nil {
+		gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no actor to send %T to", msg)
+		if node == "" {
+			n.deleteDo(ctx, did, run.del.Failed(gone))
+		} else {
+			n.deleteDo(ctx, did, run.del.Dropped(node))
+		}
+		return
+	}
+	rid := n.reqs.newID()
+	switch m := msg.(type) {
+	case *messages.DeleteObject:
+		m.RequestId = rid
+	case *messages.DropObject:
+		m.RequestId = rid
+	}
+	n.reqs.routes[rid] = deleteRoute{del: did, pid: pid, node: node}
+	n.watch(ctx, pid)
+	ctx.Request(pid, msg)
+}
+
+// deleteReply routes an answer, the shard's or a node's, to its Delete.
+func (n *StoreNode) deleteReply(ctx actor.Context, m *messages.DeleteObjectReply) {
+	r, ok := n.reqs.routes[m.GetRequestId()]
+	if !ok {
+		return // its Delete is over
+	}
+	delete(n.reqs.routes, m.GetRequestId())
+	run := n.reqs.deletes[r.del]
+	if run == nil {
+		return
+	}
+	if r.node == "" {
+		n.deleteDo(ctx, r.del, run.del.Reply(m))
+	} else {
+		n.deleteDo(ctx, r.del, run.del.Dropped(r.node))
+	}
+}
+
+func (n *StoreNode) deleteTimedOut(ctx actor.Context, m deleteDeadline) {
+	if run := n.reqs.deletes[m.id]; run != nil {
+		n.deleteDo(ctx, m.id, run.del.Deadline())
+	}
+}
+
+// deletePeerGone: the peer with PID key stopped. A node asked to drop
+// its copy has none to serve; a shard will not answer.
+func (n *StoreNode) deletePeerGone(ctx actor.Context, key string, gone *messages.Error) {
+	for rid, r := range n.reqs.routes {
+		if r.pid.String() != key {
+			continue
+		}
+		delete(n.reqs.routes, rid)
+		run := n.reqs.deletes[r.del]
+		if run == nil {
+			continue
+		}
+		if r.node == "" {
+			n.deleteDo(ctx, r.del, run.del.Failed(gone))
+		} else {
+			n.deleteDo(ctx, r.del, run.del.Dropped(r.node))
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package storenode
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+func startedDeletion(t *testing.T) *Deletion {
+	t.Helper()
+	d := NewDeletion(DeleteRequest{ID: 3, ObjectID: "x", Self: &messages.NodeRef{NodeId: "n0"}, Requester: putRequester,
+		Deadline: putT0.Add(time.Second)})
+	s := d.Start()
+	if len(s.Sends) != 1 || s.Sends[0].To != ShardOf("x") {
+		t.Fatalf("start sends %v, want one DeleteObject to the shard", s.Sends)
+	}
+	if _, ok := s.Sends[0].Msg.(*messages.DeleteObject); !ok {
+		t.Fatalf("start sends %T", s.Sends[0].Msg)
+	}
+	if len(s.Timers) != 1 || s.Timers[0].Msg != (deleteDeadline{id: 3}) {
+		t.Fatalf("start arms %v", s.Timers)
+	}
+	return d
+}
+
+// deleteAnswer returns the step's DeleteReply to the requester, if any.
+func deleteAnswer(t *testing.T, s DeleteStep) (*messages.Error, bool) {
+	t.Helper()
+	for _, snd := range s.Sends {
+		if snd.To == putRequester {
+			if !s.Done {
+				t.Fatal("answered without being done")
+			}
+			return snd.Msg.(*messages.DeleteReply).GetError(), true
+		}
+	}
+	if s.Done {
+		t.Fatal("done without an answer")
+	}
+	return nil, false
+}
+
+func nodes(ids ...string) []*messages.NodeRef {
+	var out []*messages.NodeRef
+	for _, id := range ids {
+		out = append(out, &messages.NodeRef{NodeId: id})
+	}
+	return out
+}
+
+// A Delete answers only once every other node that held a copy has
+// dropped it (or failed); this node's copy goes in place.
+func TestDeletionWaitsForEveryDrop(t *testing.T) {
+	d := startedDeletion(t)
+	s := d.Reply(&messages.DeleteObjectReply{ObjectId: "x", Dropped: nodes("n0", "n1", "n2")})
+	if !s.NoteDeleted || !errors.Is(s.DropLocal, messages.ErrDeleted) {
+		t.Fatalf("%+v, want the deletion noted and the local copy dropped", s)
+	}
+	var asked []string
+	for _, snd := range s.Sends {
+		if _, ok := snd.Msg.(*messages.DropObject); ok {
+			asked = append(asked, snd.To.(*messages.NodeRef).GetNodeId())
+		}
+	}
+	if len(asked) != 2 || asked[0] != "n1" || asked[1] != "n2" {
+		t.Fatalf("asked %v to drop, want n1 and n2", asked)
+	}
+	if _, ok := deleteAnswer(t, s); ok {
+		t.Fatal("answered before the drops")
+	}
+	if _, ok := deleteAnswer(t, d.Dropped("n1")); ok {
+		t.Fatal("answered with n2 still holding a copy")
+	}
+	if _, ok := deleteAnswer(t, d.Dropped("n1")); ok { // a duplicate
+		t.Fatal("a duplicate drop answered")
+	}
+	if err, ok := deleteAnswer(t, d.Dropped("n2")); !ok || err != nil {
+		t.Fatalf("answer %v %v after every drop, want success", err, ok)
+	}
+	if s := d.Deadline(); s.Done || len(s.Sends) != 0 {
+		t.Fatalf("deadline after the answer: %+v", s)
+	}
+}
+
+func TestDeletionSteps(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps func(t *testing.T, d *Deletion) DeleteStep
+		want  error // the answer's code; nil for success
+	}{
+		{"no copies anywhere: success at once", func(t *testing.T, d *Deletion) DeleteStep {
+			return d.Reply(&messages.DeleteObjectReply{})
+		}, nil},
+		{"only this node's copy: success at once", func(t *testing.T, d *Deletion) DeleteStep {
+			return d.Reply(&messages.DeleteObjectReply{Dropped: nodes("n0")})
+		}, nil},
+		{"the shard's error is the answer", func(t *testing.T, d *Deletion) DeleteStep {
+			return d.Reply(&messages.DeleteObjectReply{Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no")})
+		}, messages.ErrNotFound},
+		{"no answer from the shard: TIMEOUT", func(t *testing.T, d *Deletion) DeleteStep {
+			return d.Deadline()
+		}, messages.ErrTimeout},
+		{"the shard stopped: UNAVAILABLE", func(t *testing.T, d *Deletion) DeleteStep {
+			return d.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
+		}, messages.ErrUnavailable},
+		{"a node that never answers is not waited for past the deadline", func(t *testing.T, d *Deletion) DeleteStep {
+			d.Reply(&messages.DeleteObjectReply{Dropped: nodes("n1")})
+			return d.Deadline()
+		}, nil},
+		{"a node's failure while dropping counts as dropped", func(t *testing.T, d *Deletion) DeleteStep {
+			d.Reply(&messages.DeleteObjectReply{Dropped: nodes("n1")})
+			if s := d.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")); s.Done {
+				t.Fatal("Failed ended a Delete past its shard's answer")
+			}
+			return d.Dropped("n1")
+		}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err, ok := deleteAnswer(t, tc.steps(t, startedDeletion(t)))
+			if !ok {
+				t.Fatal("no answer")
+			}
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("answer %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
