@@ -89,6 +89,7 @@ type waiter struct {
 	kind     waiterKind
 	receiver *messages.NodeRef // waitLocate only
 	naive    bool
+	attempt  uint64 // echoed in the LocateReply (waitLocate only)
 	replyTo  any
 	deadline time.Time
 }
@@ -377,14 +378,14 @@ func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []Send
 func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
-		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}}
+		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err, Attempt: req.GetAttempt()}}}
 	}
 	if !nodeOK(req.GetReceiver()) {
 		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
-			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id)}}}
+			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id), Attempt: req.GetAttempt()}}}
 	}
 	if l, ok := t.lost[id]; ok {
-		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err}}}
+		return []Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err, Attempt: req.GetAttempt()}}}
 	}
 	e := t.entry(id)
 	var out []Send
@@ -398,7 +399,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			// The creator's copy: a Get that waited on this node before
 			// the node's own Put of the id finished. It has the object.
 			return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
-				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id)}})
+				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id), Attempt: req.GetAttempt()}})
 		case loc.state == messages.LocationState_COMPLETE:
 			// A receiver asks because it does not hold the object, so a
 			// record of its whole copy is stale: a late publication of a
@@ -407,7 +408,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			out = append(out, t.removeLocation(e, rid)...)
 			if fx, lost := t.markLostIfGone(e, rid); lost {
 				out = append(out, fx...)
-				return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err}})
+				return append(out, Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err, Attempt: req.GetAttempt()}})
 			}
 		default:
 			// A receiver locating again (its sender failed, or it
@@ -424,7 +425,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		}
 		return false
 	})
-	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), replyTo: replyTo,
+	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
 		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
 	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
 	return append(out, t.serveWaiters(e)...)
@@ -794,7 +795,7 @@ func (w *waiter) fail(id string, err *messages.Error) Send {
 	if w.kind == waitQuery {
 		return Send{To: w.replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}
 	}
-	return Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}
+	return Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err, Attempt: w.attempt}}
 }
 
 // setLocation adds or updates a copy and tells the subscribers.
@@ -861,13 +862,13 @@ func (t *LocationTable) serveWaiters(e *entry) []Send {
 			out = append(out, Send{To: w.replyTo, Msg: e.info()})
 		case e.hasInline:
 			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline}})
+				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline, Attempt: w.attempt}})
 		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator:
 			// The receiver became the creator (a Put on that node while its
 			// Get was waiting): it is its own sender.
 			own := e.locs[w.receiver.GetNodeId()]
 			out = append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch}})
+				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch, Attempt: w.attempt}})
 		default:
 			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
 			if sender == nil {
@@ -897,7 +898,7 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []Send {
 		e.transfers = slices.Delete(e.transfers, 0, len(e.transfers)-t.cfg.TransferLogLimit)
 	}
 	return append(out, Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch}})
+		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
 }
 
 // pickSender chooses a free copy for receiver: complete copies first, then
