@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,8 +30,7 @@ type StoreNode struct {
 }
 
 type fetchState struct {
-	pid      *actor.PID
-	deadline *atomic.Int64 // unix nanos; extended by later Gets
+	pid *actor.PID
 }
 
 // fetchEnded is sent by a fetch session to its store node when it stops.
@@ -354,7 +352,7 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 	if created {
 		n.startFetch(ctx, obj, deadline)
 	} else if f := n.fetches[id]; f != nil {
-		extend(f.deadline, deadline)
+		ctx.Send(f.pid, &extendFetch{deadline: deadline})
 	}
 	rctx, cancel := context.WithDeadline(context.Background(), deadline)
 	self := ctx.Self()
@@ -395,20 +393,9 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 	}()
 }
 
-func extend(d *atomic.Int64, t time.Time) {
-	for {
-		old := d.Load()
-		if t.UnixNano() <= old || d.CompareAndSwap(old, t.UnixNano()) {
-			return
-		}
-	}
-}
-
 func (n *StoreNode) startFetch(ctx actor.Context, obj *Object, deadline time.Time) {
-	d := new(atomic.Int64)
-	d.Store(deadline.UnixNano())
-	pid := ctx.Spawn(newFetchProps(n.cfg, obj, d))
-	n.fetches[obj.ID()] = &fetchState{pid: pid, deadline: d}
+	pid := ctx.Spawn(newFetchProps(n.cfg, obj, deadline))
+	n.fetches[obj.ID()] = &fetchState{pid: pid}
 }
 
 func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
