@@ -930,12 +930,22 @@ func better(a, b *location) bool {
 	return a.order < b.order
 }
 
+// upstreamContains reports whether receiver may be upstream of loc. A
+// chain that reaches a copy no longer in the directory counts as
+// containing it: that copy's node may still be streaming (a receiver
+// named it failed after a stall, which removed it and freed its own
+// sender), so where its bytes come from is unknown. Offering such a chain
+// formed real cycles of streams (the fetch simulation, seed 18: four
+// receivers each waiting on the next until their stall timeouts); it is
+// offered again once its head locates again.
 func (t *LocationTable) upstreamContains(e *entry, loc *location, receiver string) bool {
-	for hops := 0; loc != nil && loc.fetchingFrom != "" && hops <= len(e.locs); hops++ {
-		if loc.fetchingFrom == receiver {
+	for hops := 0; loc.fetchingFrom != ""; hops++ {
+		if loc.fetchingFrom == receiver || hops > len(e.locs) {
 			return true
 		}
-		loc = e.locs[loc.fetchingFrom]
+		if loc = e.locs[loc.fetchingFrom]; loc == nil {
+			return true
+		}
 	}
 	return false
 }
