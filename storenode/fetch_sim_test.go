@@ -815,3 +815,16 @@ func TestFetchSimulated(t *testing.T) {
 			stats.failovers, stats.evictions, stats.ok, stats.retries, stats.staleAttempt)
 	}
 }
+
+// TestFetchSimulatedRegressions replays the seeds that found bugs, whatever
+// the default run's seeds become: 673 (a receiver naming a live, stalled
+// sender failed removed it from the directory, which forgot its upstream
+// and offered a copy downstream of the asker: a cycle of four streams) and
+// 8750 (a partial copy republished after a shard restart was offered
+// although its sender, answered before the restart, was fed by the asker).
+func TestFetchSimulatedRegressions(t *testing.T) {
+	stats := &simStats{codes: map[string]int{}}
+	for _, seed := range []uint64{673, 8750} {
+		runFetchSim(t, seed, stats)
+	}
+}

@@ -323,9 +323,26 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []Send {
 		// and so its fingerprint, known.
 		e.fingerprint, e.reservedBy = req.GetFingerprint(), ""
 	}
+	node := req.GetNode().GetNodeId()
+	known := e.locs[node] != nil
 	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
+	if !known && state == messages.LocationState_PARTIAL && !req.GetCreator() {
+		// A fetch in progress that this table did not hand its sender (it
+		// is republished after the shard restarted or moved): where its
+		// bytes come from is unknown, so no receiver is offered a chain
+		// through it until it completes or locates again. Offering it
+		// formed a real cycle (the fetch simulation, seed 8750: a receiver
+		// streaming from a republished copy whose upstream was a Locate
+		// answered before the restart, which the asker's stream fed).
+		e.locs[node].fetchingFrom = unknownUpstream
+	}
 	return append(out, t.serveWaiters(e)...)
 }
+
+// unknownUpstream is the fetchingFrom of a partial copy whose sender the
+// table does not know; it names no location, so upstreamContains treats
+// every chain through it as possibly containing the receiver.
+const unknownUpstream = "\x00unknown"
 
 // Unpublish removes a node's copy (evicted, or a fetch given up).
 func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []Send {
@@ -935,7 +952,7 @@ func better(a, b *location) bool {
 // containing it: that copy's node may still be streaming (a receiver
 // named it failed after a stall, which removed it and freed its own
 // sender), so where its bytes come from is unknown. Offering such a chain
-// formed real cycles of streams (the fetch simulation, seed 18: four
+// formed real cycles of streams (the fetch simulation, seeds 18 and 673: four
 // receivers each waiting on the next until their stall timeouts); it is
 // offered again once its head locates again.
 func (t *LocationTable) upstreamContains(e *entry, loc *location, receiver string) bool {
