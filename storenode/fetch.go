@@ -82,6 +82,9 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		f.p.Extend(m.deadline)
 	case *actor.Terminated:
 		f.terminated(ctx, m.GetWho(), now)
+	case *actor.DeadLetterResponse:
+		// A Locate reached no shard (it stopped or moved): as Terminated.
+		f.terminated(ctx, m.GetTarget(), now)
 	case *actor.Stopping, *actor.Restarting:
 		// A restarted session runs anew: this one's copy must end, or two
 		// would copy (the writer generation keeps their bytes apart
