@@ -952,7 +952,7 @@ func better(a, b *location) bool {
 // containing it: that copy's node may still be streaming (a receiver
 // named it failed after a stall, which removed it and freed its own
 // sender), so where its bytes come from is unknown. Offering such a chain
-// formed real cycles of streams (the fetch simulation, seeds 18 and 673: four
+// formed real cycles of streams (the fetch simulation, regression seed 673: four
 // receivers each waiting on the next until their stall timeouts); it is
 // offered again once its head locates again.
 func (t *LocationTable) upstreamContains(e *entry, loc *location, receiver string) bool {
