@@ -105,8 +105,12 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 func (f *fetchSession) start() {
 	f.shards, f.senders, f.cuts = map[string]uint64{}, map[string]string{}, map[uint64]context.CancelFunc{}
 	seed := uint64(time.Now().UnixNano())
-	f.p = NewFetchProtocol(FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
-		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}, f.obj, f.deadline)
+	fc := FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
+		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
+	if e := f.cfg.Estimator; e != nil {
+		fc.Observe = e.ObserveTransfer
+	}
+	f.p = NewFetchProtocol(fc, f.obj, f.deadline)
 }
 
 // terminated turns a watched actor's end into the protocol's input: a
@@ -175,9 +179,6 @@ func (f *fetchSession) drain(ctx actor.Context, out FetchOutput) {
 	if fl := out.Failed; fl != nil {
 		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": fl.Sender.GetNodeId(),
 			"offset": fl.Offset, "error": fl.Err}).Info("sender failed; locating another")
-	}
-	if o := out.Observe; o != nil && f.cfg.Estimator != nil {
-		f.cfg.Estimator.ObserveTransfer(o.Bytes, o.Elapsed)
 	}
 	if out.Stream != nil {
 		f.startCopy(ctx, out.Stream)

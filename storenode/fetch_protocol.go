@@ -35,6 +35,11 @@ type FetchConfig struct {
 	// Rand jitters the retry backoff; seeded by the caller (no global
 	// source, so a simulation replays exactly).
 	Rand *rand.Rand
+	// Observe, if set, takes a transfer that measured the network (the
+	// bandwidth estimator's ObserveTransfer). It is called before the copy
+	// is marked complete, like the Store: a Get answered at completion
+	// then finds the measurement already there.
+	Observe func(bytes int64, elapsed time.Duration)
 }
 
 // FetchTimerKind tells which wait a FetchTimer ends.
@@ -65,13 +70,6 @@ type StreamCommand struct {
 	Writer *Writer
 }
 
-// TransferSample is a bandwidth observation for the estimator: a transfer
-// of a complete copy large enough to measure the network.
-type TransferSample struct {
-	Bytes   int64
-	Elapsed time.Duration
-}
-
 // SenderFailure says a sender failed mid-transfer and the protocol locates
 // another (for the shell's log).
 type SenderFailure struct {
@@ -97,8 +95,6 @@ type FetchOutput struct {
 	Switched *events.SenderSwitched
 	// Failed is a sender failure the protocol recovers from.
 	Failed *SenderFailure
-	// Observe is a transfer to feed the bandwidth estimator.
-	Observe *TransferSample
 	// Done: the protocol ended with Err (nil: the object is here, or a
 	// Put on this node took it over). No further step does anything.
 	Done bool
@@ -337,8 +333,8 @@ func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) Fet
 		// network rather than an upstream still arriving. The threshold
 		// does not follow the chunk: a cluster of 1 MiB objects with
 		// 1 MiB chunks must learn its bandwidth too.
-		if moved := p.obj.Size() - p.from; p.senderState == messages.LocationState_COMPLETE && moved >= 4*plan.MinChunk {
-			out.Observe = &TransferSample{Bytes: moved, Elapsed: now.Sub(p.begin)}
+		if moved := p.obj.Size() - p.from; p.cfg.Observe != nil && p.senderState == messages.LocationState_COMPLETE && moved >= 4*plan.MinChunk {
+			p.cfg.Observe(moved, now.Sub(p.begin))
 		}
 		if cerr := p.cfg.Store.Complete(p.obj); cerr != nil {
 			return p.finish(out, cerr)

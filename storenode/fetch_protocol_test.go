@@ -180,6 +180,13 @@ func TestFetchProtocolFailoverResumesAndFixesGrace(t *testing.T) {
 // then complete and the shard hears FetchDone.
 func TestFetchProtocolCompletesAndObserves(t *testing.T) {
 	f := newProtoFixture(t, time.Minute)
+	var observed []time.Duration
+	f.p.cfg.Observe = func(bytes int64, elapsed time.Duration) {
+		if _, done, _ := f.obj.Progress(); done {
+			t.Error("observed after the copy was complete: a Get may return before the measurement")
+		}
+		observed = append(observed, time.Duration(bytes), elapsed)
+	}
 	size := int64(4 * plan.MinChunk)
 	l := f.locate(f.p.Start(f.now))
 	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: size, Sender: sender("a"),
@@ -189,8 +196,8 @@ func TestFetchProtocolCompletesAndObserves(t *testing.T) {
 	}
 	f.now = f.now.Add(time.Second)
 	out = f.p.StreamEnded(out.Stream.ID, nil, f.now)
-	if !out.Done || out.Err != nil || out.Observe == nil || out.Observe.Bytes != size || out.Observe.Elapsed != time.Second {
-		t.Fatalf("the end of a whole transfer: %+v", out)
+	if !out.Done || out.Err != nil || len(observed) != 2 || observed[0] != time.Duration(size) || observed[1] != time.Second {
+		t.Fatalf("the end of a whole transfer: %+v, observed %v", out, observed)
 	}
 	if _, ok := out.Sends[0].Msg.(*messages.FetchDone); !ok {
 		t.Fatalf("no FetchDone: %+v", out.Sends)
