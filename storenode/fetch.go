@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,9 +23,12 @@ import (
 // out with ctx.Request, so the shard answers this actor directly; each
 // copy runs on one goroutine that reports only its end.
 type fetchSession struct {
-	cfg      *Config
-	obj      *Object
-	deadline time.Time
+	cfg *Config
+	obj *Object
+	// deadline is the Gets' latest deadline (unix nanos), kept by the
+	// store node: a session restarted after a panic starts from it, not
+	// from the first Get's.
+	deadline *atomic.Int64
 	p        *FetchProtocol
 	// shards are the shards asked (watched: a stopped shard is an
 	// UNAVAILABLE answer at once), with the attempt last sent to each.
@@ -57,7 +61,7 @@ type locateUnsent struct {
 	err     error
 }
 
-func newFetchProps(cfg *Config, obj *Object, deadline time.Time) *actor.Props {
+func newFetchProps(cfg *Config, obj *Object, deadline *atomic.Int64) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &fetchSession{cfg: cfg, obj: obj, deadline: deadline}
 	})
@@ -110,7 +114,7 @@ func (f *fetchSession) start() {
 	if e := f.cfg.Estimator; e != nil {
 		fc.Observe = e.ObserveTransfer
 	}
-	f.p = NewFetchProtocol(fc, f.obj, f.deadline)
+	f.p = NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
 }
 
 // terminated turns a watched actor's end into the protocol's input: a

@@ -86,7 +86,8 @@ func startFetch(t *testing.T, getDeadline, stall time.Duration, silent bool) *fe
 	f.cfg = (&Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
 		Store: store, ShardFor: func(string) *actor.PID { return shard }, Transport: transport.NewMemory(0),
 		ChunkSize: 32 << 10, StallTimeout: stall, Log: logrus.NewEntry(log)}).withDefaults()
-	d := time.Now().Add(getDeadline)
+	d := new(atomic.Int64)
+	d.Store(time.Now().Add(getDeadline).UnixNano())
 	child := make(chan *actor.PID, 1)
 	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &fetchParent{props: newFetchProps(f.cfg, f.obj, d), ended: f.ended, child: child}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,7 +35,8 @@ type StoreNode struct {
 }
 
 type fetchState struct {
-	pid *actor.PID
+	pid      *actor.PID
+	deadline *atomic.Int64 // unix nanos; extended by later Gets
 }
 
 // fetchEnded is sent by a fetch session to its store node when it stops.
@@ -375,7 +377,9 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 	if created {
 		n.startFetch(ctx, obj, deadline)
 	} else if f := n.fetches[id]; f != nil {
-		ctx.Send(f.pid, &extendFetch{deadline: deadline})
+		if extend(f.deadline, deadline) {
+			ctx.Send(f.pid, &extendFetch{deadline: deadline})
+		}
 	}
 	w := &waitingGet{m: m, sender: sender, deadline: deadline}
 	if _, done, err := obj.Progress(); done || err != nil {
@@ -432,9 +436,24 @@ func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *Object, err er
 	reply(ctx.ActorSystem(), w.sender, r)
 }
 
+// extend moves d to t if t is later, and reports whether it did.
+func extend(d *atomic.Int64, t time.Time) bool {
+	for {
+		old := d.Load()
+		if t.UnixNano() <= old {
+			return false
+		}
+		if d.CompareAndSwap(old, t.UnixNano()) {
+			return true
+		}
+	}
+}
+
 func (n *StoreNode) startFetch(ctx actor.Context, obj *Object, deadline time.Time) {
-	pid := ctx.Spawn(newFetchProps(n.cfg, obj, deadline))
-	n.fetches[obj.ID()] = &fetchState{pid: pid}
+	d := new(atomic.Int64)
+	d.Store(deadline.UnixNano())
+	pid := ctx.Spawn(newFetchProps(n.cfg, obj, d))
+	n.fetches[obj.ID()] = &fetchState{pid: pid, deadline: d}
 }
 
 func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
