@@ -132,10 +132,6 @@ type CallerNode struct{}
 // reserved the target and runs the coordinator.
 type TargetShard struct{}
 
-// ShardOf is the To of Subscribe and Unsubscribe: the directory shard of
-// the source object it names.
-type ShardOf string
-
 // DeadlineTimer fires at the Reduce's deadline (hand it to Expire).
 type DeadlineTimer struct{}
 
@@ -371,7 +367,7 @@ func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
 
 func (r *Reduction) subscribe(fx *Effects) {
 	for _, id := range r.Waiting() {
-		fx.Send(ShardOf(id), &messages.Subscribe{ObjectId: id})
+		fx.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id})
 	}
 }
 
@@ -408,7 +404,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 		return e
 	}
 	for _, id := range r.req.GetSourceIds() {
-		e.Send(ShardOf(id), &messages.Unsubscribe{ObjectId: id})
+		e.Send(directory.ShardOf(id), &messages.Unsubscribe{ObjectId: id})
 	}
 	if r.gate != nil && r.gate.Num() > 0 {
 		fx.Reply.CompletedBy = r.gate.Reason()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -32,7 +33,7 @@ func TestBeginSubscribesAndArmsTimers(t *testing.T) {
 	fx := r.Begin(t0)
 	var subs []string
 	for _, s := range fx.Sends {
-		if m, ok := s.Msg.(*messages.Subscribe); ok && s.To == ShardOf(m.GetObjectId()) {
+		if m, ok := s.Msg.(*messages.Subscribe); ok && s.To == directory.ShardOf(m.GetObjectId()) {
 			subs = append(subs, m.GetObjectId())
 		}
 	}
@@ -47,7 +48,7 @@ func TestBeginSubscribesAndArmsTimers(t *testing.T) {
 	}
 	r.Located(located("s1", bigSize, node(1)), t0)
 	fx = r.Resubscribe(t0.Add(DefaultResubscribe))
-	if len(fx.Sends) != 2 || fx.Sends[0].To != ShardOf("s0") || fx.Sends[1].To != ShardOf("s2") {
+	if len(fx.Sends) != 2 || fx.Sends[0].To != directory.ShardOf("s0") || fx.Sends[1].To != directory.ShardOf("s2") {
 		t.Fatalf("resubscribed %v, want s0 and s2", fx.Sends)
 	}
 	if at, ok := timerAt(fx, ResubscribeTimer{}); !ok || !at.Equal(t0.Add(2*DefaultResubscribe)) {

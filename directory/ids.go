@@ -43,3 +43,9 @@ func ValidateApplicationID(id string, maxLen int) *messages.Error {
 	}
 	return nil
 }
+
+// ShardOf names, as the receiver of a pure core's send (outbox.Send.To),
+// the directory shard that owns an object id. Cores do not know where
+// shards live (they move as members come and go); the shell resolves it
+// when it sends.
+type ShardOf string

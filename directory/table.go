@@ -82,6 +82,7 @@ type waiter struct {
 	kind     waiterKind
 	receiver *messages.NodeRef // waitLocate only
 	naive    bool
+	attempt  uint64 // echoed in the LocateReply (waitLocate only)
 	replyTo  any
 	deadline time.Time
 }
@@ -304,9 +305,26 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 		// and so its fingerprint, known.
 		e.fingerprint, e.reservedBy = req.GetFingerprint(), ""
 	}
+	node := req.GetNode().GetNodeId()
+	known := e.locs[node] != nil
 	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
+	if !known && state == messages.LocationState_PARTIAL && !req.GetCreator() {
+		// A fetch in progress that this table did not hand its sender (it
+		// is republished after the shard restarted or moved): where its
+		// bytes come from is unknown, so no receiver is offered a chain
+		// through it until it completes or locates again. Offering it
+		// formed a real cycle (the fetch simulation, seed 8750: a receiver
+		// streaming from a republished copy whose upstream was a Locate
+		// answered before the restart, which the asker's stream fed).
+		e.locs[node].fetchingFrom = unknownUpstream
+	}
 	return append(out, t.serveWaiters(e)...)
 }
+
+// unknownUpstream is the fetchingFrom of a partial copy whose sender the
+// table does not know; it names no location, so upstreamContains treats
+// every chain through it as possibly containing the receiver.
+const unknownUpstream = "\x00unknown"
 
 // Unpublish removes a node's copy (evicted, or a fetch given up).
 func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []outbox.Send {
@@ -359,14 +377,14 @@ func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []outb
 func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
-		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err, Attempt: req.GetAttempt()}}}
 	}
 	if !nodeOK(req.GetReceiver()) {
 		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
-			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id)}}}
+			Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "locate %q without a receiver", id), Attempt: req.GetAttempt()}}}
 	}
 	if l, ok := t.lost[id]; ok {
-		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err}}}
+		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err, Attempt: req.GetAttempt()}}}
 	}
 	e := t.entry(id)
 	var out []outbox.Send
@@ -380,7 +398,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			// The creator's copy: a Get that waited on this node before
 			// the node's own Put of the id finished. It has the object.
 			return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
-				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id)}})
+				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id), Attempt: req.GetAttempt()}})
 		case loc.state == messages.LocationState_COMPLETE:
 			// A receiver asks because it does not hold the object, so a
 			// record of its whole copy is stale: a late publication of a
@@ -389,7 +407,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			out = append(out, t.removeLocation(e, rid)...)
 			if fx, lost := t.markLostIfGone(e, rid); lost {
 				out = append(out, fx...)
-				return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err}})
+				return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err, Attempt: req.GetAttempt()}})
 			}
 		default:
 			// A receiver locating again (its sender failed, or it
@@ -406,7 +424,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		}
 		return false
 	})
-	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), replyTo: replyTo,
+	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
 		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
 	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
 	return append(out, t.serveWaiters(e)...)
@@ -781,7 +799,7 @@ func (w *waiter) fail(id string, err *messages.Error) outbox.Send {
 	if w.kind == waitQuery {
 		return outbox.Send{To: w.replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}
 	}
-	return outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err}}
+	return outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err, Attempt: w.attempt}}
 }
 
 // setLocation adds or updates a copy and tells the subscribers.
@@ -848,13 +866,13 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 			out = append(out, outbox.Send{To: w.replyTo, Msg: e.info()})
 		case e.hasInline:
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline}})
+				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline, Attempt: w.attempt}})
 		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator:
 			// The receiver became the creator (a Put on that node while its
 			// Get was waiting): it is its own sender.
 			own := e.locs[w.receiver.GetNodeId()]
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch}})
+				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch, Attempt: w.attempt}})
 		default:
 			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
 			if sender == nil {
@@ -884,7 +902,7 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 		e.transfers = slices.Delete(e.transfers, 0, len(e.transfers)-t.cfg.TransferLogLimit)
 	}
 	return append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch}})
+		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
 }
 
 // pickSender chooses a free copy for receiver: complete copies first, then
@@ -916,12 +934,22 @@ func better(a, b *location) bool {
 	return a.order < b.order
 }
 
+// upstreamContains reports whether receiver may be upstream of loc. A
+// chain that reaches a copy no longer in the directory counts as
+// containing it: that copy's node may still be streaming (a receiver
+// named it failed after a stall, which removed it and freed its own
+// sender), so where its bytes come from is unknown. Offering such a chain
+// formed real cycles of streams (the fetch simulation, regression seed 673: four
+// receivers each waiting on the next until their stall timeouts); it is
+// offered again once its head locates again.
 func (t *LocationTable) upstreamContains(e *entry, loc *location, receiver string) bool {
-	for hops := 0; loc != nil && loc.fetchingFrom != "" && hops <= len(e.locs); hops++ {
-		if loc.fetchingFrom == receiver {
+	for hops := 0; loc.fetchingFrom != ""; hops++ {
+		if loc.fetchingFrom == receiver || hops > len(e.locs) {
 			return true
 		}
-		loc = e.locs[loc.fetchingFrom]
+		if loc = e.locs[loc.fetchingFrom]; loc == nil {
+			return true
+		}
 	}
 	return false
 }

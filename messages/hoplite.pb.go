@@ -1698,7 +1698,12 @@ type Locate struct {
 	FailedSender *NodeRef               `protobuf:"bytes,4,opt,name=failed_sender,json=failedSender,proto3" json:"failed_sender,omitempty"`
 	// naive: fetch from the creator even if it is busy (the baseline without
 	// collectives, for comparison); the receiver is not offered to others.
-	Naive         bool `protobuf:"varint,5,opt,name=naive,proto3" json:"naive,omitempty"`
+	Naive bool `protobuf:"varint,5,opt,name=naive,proto3" json:"naive,omitempty"`
+	// attempt numbers the receiver's Locates; the reply echoes it, so a
+	// late answer to an attempt the receiver gave up on is recognised as
+	// stale (replies come straight to the fetch session, not to a
+	// temporary actor per request).
+	Attempt       uint64 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1768,6 +1773,13 @@ func (x *Locate) GetNaive() bool {
 	return false
 }
 
+func (x *Locate) GetAttempt() uint64 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 type LocateReply struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId    string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
@@ -1780,7 +1792,9 @@ type LocateReply struct {
 	SenderState LocationState          `protobuf:"varint,8,opt,name=sender_state,json=senderState,proto3,enum=hoplite.LocationState" json:"sender_state,omitempty"`
 	// epoch changes when a Reduce re-creates its target after losing the
 	// root: a partial copy of an older epoch must be read again from 0.
-	Epoch         uint64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// attempt echoes Locate.attempt.
+	Attempt       uint64 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1874,6 +1888,13 @@ func (x *LocateReply) GetSenderState() LocationState {
 func (x *LocateReply) GetEpoch() uint64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *LocateReply) GetAttempt() uint64 {
+	if x != nil {
+		return x.Attempt
 	}
 	return 0
 }
@@ -3601,14 +3622,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xbf\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xd9\x01\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x125\n" +
 	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x14\n" +
-	"\x05naive\x18\x05 \x01(\bR\x05naive\"\xc1\x02\n" +
+	"\x05naive\x18\x05 \x01(\bR\x05naive\x12\x18\n" +
+	"\aattempt\x18\x06 \x01(\x04R\aattempt\"\xdb\x02\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -3620,7 +3642,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"inlineData\x12(\n" +
 	"\x06sender\x18\a \x01(\v2\x10.hoplite.NodeRefR\x06sender\x129\n" +
 	"\fsender_state\x18\b \x01(\x0e2\x16.hoplite.LocationStateR\vsenderState\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x04R\x05epoch\"Y\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aattempt\x18\n" +
+	" \x01(\x04R\aattempt\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xb6\x01\n" +

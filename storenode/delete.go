@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -56,7 +57,7 @@ func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s DeleteStep) {
 	}
 	for _, snd := range s.Sends {
 		switch to := snd.To.(type) {
-		case ShardOf:
+		case directory.ShardOf:
 			n.deleteAsk(ctx, did, n.cfg.ShardFor(string(to)), "", snd.Msg)
 		case *messages.NodeRef:
 			n.deleteAsk(ctx, did, to.PID(), to.GetNodeId(), snd.Msg)

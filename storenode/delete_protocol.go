@@ -3,6 +3,7 @@ package storenode
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
 )
@@ -35,7 +36,7 @@ const (
 // (read-your-writes across nodes). A node that fails or does not answer
 // by the deadline has no copy to serve anyway: the Delete succeeds.
 //
-// Sends go to ShardOf(object) and to *messages.NodeRef (a store node);
+// Sends go to directory.ShardOf(object) and to *messages.NodeRef (a store node);
 // the shell routes their answers back as Reply, Dropped and Failed.
 type Deletion struct {
 	req     DeleteRequest
@@ -76,7 +77,7 @@ func (d *Deletion) Start() DeleteStep {
 		return s
 	}
 	d.phase = deleteAsking
-	s.Send(ShardOf(d.req.ObjectID), &messages.DeleteObject{ObjectId: d.req.ObjectID})
+	s.Send(directory.ShardOf(d.req.ObjectID), &messages.DeleteObject{ObjectId: d.req.ObjectID})
 	s.After(d.req.Deadline, deleteDeadline{id: d.req.ID})
 	return s
 }

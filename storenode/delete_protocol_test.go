@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -13,7 +14,7 @@ func startedDeletion(t *testing.T) *Deletion {
 	d := NewDeletion(DeleteRequest{ID: 3, ObjectID: "x", Self: &messages.NodeRef{NodeId: "n0"}, Requester: putRequester,
 		Deadline: putT0.Add(time.Second)})
 	s := d.Start()
-	if len(s.Sends) != 1 || s.Sends[0].To != ShardOf("x") {
+	if len(s.Sends) != 1 || s.Sends[0].To != directory.ShardOf("x") {
 		t.Fatalf("start sends %v, want one DeleteObject to the shard", s.Sends)
 	}
 	if _, ok := s.Sends[0].Msg.(*messages.DeleteObject); !ok {

@@ -5,44 +5,62 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/events"
-	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
 // fetchSession is the child actor of a store node that brings one object
-// to this node: it asks the directory for a sender, streams the bytes into
-// the store, and asks again (resuming at its offset) if the sender fails.
-// The copying runs on a goroutine the session owns and stops on Stopping.
+// to this node. It is the shell of a FetchProtocol: Receive turns each
+// message into one call of the protocol and drain turns the protocol's
+// output into sends, one timer, watches and data-plane copies. Locates go
+// out with ctx.Request, so the shard answers this actor directly; each
+// copy runs on one goroutine that reports only its end.
 type fetchSession struct {
-	cfg      *Config
-	obj      *Object
+	cfg *Config
+	obj *Object
+	// deadline is the Gets' latest deadline (unix nanos), kept by the
+	// store node: a session restarted after a panic starts from it, not
+	// from the first Get's.
 	deadline *atomic.Int64
-	cancel   context.CancelFunc
-	// watching is the sender being streamed from: its Terminated cuts the
-	// stream at once instead of waiting for the stall timeout.
-	watching *actor.PID
-	cut      context.CancelFunc
+	p        *FetchProtocol
+	// shards are the shards asked (watched: a stopped shard is an
+	// UNAVAILABLE answer at once), with the attempt last sent to each.
+	shards map[string]uint64
+	// senders are the watched senders, by PID, with their node ids.
+	senders map[string]string
+	// timer is the protocol's one pending wait: a newer timer makes the
+	// older one stale (the protocol would ignore it), so it is stopped.
+	timer *time.Timer
+	// cuts end the running copies, by stream id.
+	cuts map[uint64]context.CancelFunc
+	done bool
 }
 
-type fetchResult struct{ err error }
+// fetchTimerFired hands a FetchTimer back to the session.
+type fetchTimerFired struct{ t FetchTimer }
 
-// watchSender asks the session actor to watch the current sender; cut
-// ends the attempt if the sender terminates.
-type watchSender struct {
-	pid *actor.PID
-	cut context.CancelFunc
+// streamEnded reports the end of one data-plane copy.
+type streamEnded struct {
+	id  uint64
+	err error
 }
 
-type unwatchSender struct{ pid *actor.PID }
+// extendFetch carries a later Get's deadline to the session.
+type extendFetch struct{ deadline time.Time }
+
+// locateUnsent reports a Locate that could not be sent (no shard known).
+type locateUnsent struct {
+	attempt uint64
+	err     error
+}
 
 func newFetchProps(cfg *Config, obj *Object, deadline *atomic.Int64) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
@@ -51,44 +69,187 @@ func newFetchProps(cfg *Config, obj *Object, deadline *atomic.Int64) *actor.Prop
 }
 
 func (f *fetchSession) Receive(ctx actor.Context) {
+	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		run, cancel := context.WithCancel(context.Background())
-		f.cancel = cancel
-		self, system := ctx.Self(), ctx.ActorSystem()
-		go func() {
-			err := f.run(run, system, self)
-			system.Root.Send(self, &fetchResult{err: err})
-		}()
-	case *watchSender:
-		f.unwatch(ctx)
-		f.watching, f.cut = m.pid, m.cut
-		ctx.Watch(m.pid)
-	case *unwatchSender:
-		if samePID(f.watching, m.pid) {
-			f.unwatch(ctx)
-		}
+		f.start()
+		f.drain(ctx, f.p.Start(now))
+	case *messages.LocateReply:
+		f.drain(ctx, f.p.Located(m, now))
+	case *locateUnsent:
+		f.drain(ctx, f.p.LocateFailed(m.attempt, m.err, now))
+	case *fetchTimerFired:
+		f.drain(ctx, f.p.Timer(m.t, now))
+	case *streamEnded:
+		f.endCopy(m.id)
+		f.drain(ctx, f.p.StreamEnded(m.id, m.err, now))
+	case *extendFetch:
+		f.p.Extend(m.deadline)
 	case *actor.Terminated:
-		if samePID(f.watching, m.GetWho()) {
-			f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "sender": m.GetWho().GetId()}).Info("sender terminated")
-			f.cut()
-			f.watching, f.cut = nil, nil
-		}
-	case *fetchResult:
-		if m.err != nil && !errors.Is(m.err, messages.ErrCanceled) {
-			f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "error": m.err}).Debug("fetch failed")
-		}
-		ctx.Send(ctx.Parent(), &fetchEnded{id: f.obj.ID(), pid: ctx.Self()})
-		ctx.Stop(ctx.Self())
+		f.terminated(ctx, m.GetWho(), now)
+	case *actor.DeadLetterResponse:
+		// A Locate reached no shard (it stopped or moved): as Terminated.
+		f.terminated(ctx, m.GetTarget(), now)
 	case *actor.Stopping, *actor.Restarting:
-		// A restarted session runs anew: this run must end, or two would
-		// copy (the writer generation keeps their bytes apart regardless).
-		if f.cancel != nil {
-			f.cancel()
+		// A restarted session runs anew: this one's copy must end, or two
+		// would copy (the writer generation keeps their bytes apart
+		// regardless).
+		if f.p != nil && !f.done {
+			// Not drained: the node that stops or restarts this session
+			// needs no fetchEnded, and the protocol only cuts its copy.
+			f.p.Stop()
+			f.done = true
 		}
+		f.stopAll()
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
+	}
+}
+
+func (f *fetchSession) start() {
+	f.shards, f.senders, f.cuts = map[string]uint64{}, map[string]string{}, map[uint64]context.CancelFunc{}
+	seed := uint64(time.Now().UnixNano())
+	fc := FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
+		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
+	if e := f.cfg.Estimator; e != nil {
+		fc.Observe = e.ObserveTransfer
+	}
+	f.p = NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
+}
+
+// terminated turns a watched actor's end into the protocol's input: a
+// shard's into UNAVAILABLE for the Locate it had, a sender's into a
+// sender failure.
+func (f *fetchSession) terminated(ctx actor.Context, who *actor.PID, now time.Time) {
+	key := who.String()
+	if attempt, ok := f.shards[key]; ok {
+		delete(f.shards, key)
+		f.drain(ctx, f.p.LocateFailed(attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s stopped", who.GetId()), now))
+	}
+	if node, ok := f.senders[key]; ok {
+		delete(f.senders, key)
+		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "sender": who.GetId()}).Info("sender terminated")
+		f.drain(ctx, f.p.SenderFailed(node))
+	}
+}
+
+// drain carries out one step's output.
+func (f *fetchSession) drain(ctx actor.Context, out FetchOutput) {
+	if f.done {
+		return
+	}
+	id := f.obj.ID()
+	for _, s := range out.Sends {
+		pid := f.resolve(s.To)
+		if l, ok := s.Msg.(*messages.Locate); ok {
+			if pid == nil {
+				ctx.Send(ctx.Self(), &locateUnsent{attempt: l.GetAttempt(), err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)})
+				continue
+			}
+			if _, watched := f.shards[pid.String()]; !watched {
+				ctx.Watch(pid)
+			}
+			f.shards[pid.String()] = l.GetAttempt()
+			ctx.Request(pid, l)
+			continue
+		}
+		if pid != nil {
+			ctx.Send(pid, s.Msg)
+		}
+	}
+	for _, t := range out.Timers {
+		f.arm(ctx, t.At, t.Msg.(FetchTimer))
+	}
+	if out.Cut != 0 {
+		if cut := f.cuts[out.Cut]; cut != nil {
+			cut()
+		}
+	}
+	if out.Unwatch != nil {
+		pid := out.Unwatch.PID()
+		if _, ok := f.senders[pid.String()]; ok {
+			delete(f.senders, pid.String())
+			ctx.Unwatch(pid)
+		}
+	}
+	if out.Watch != nil {
+		pid := out.Watch.PID()
+		f.senders[pid.String()] = out.Watch.GetNodeId()
+		ctx.Watch(pid)
+	}
+	if out.Switched != nil {
+		ctx.ActorSystem().EventStream.Publish(out.Switched)
+	}
+	if fl := out.Failed; fl != nil {
+		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": fl.Sender.GetNodeId(),
+			"offset": fl.Offset, "error": fl.Err}).Info("sender failed; locating another")
+	}
+	if out.Stream != nil {
+		f.startCopy(ctx, out.Stream)
+	}
+	if out.Done {
+		f.done = true
+		if out.Err != nil && !errors.Is(out.Err, messages.ErrCanceled) {
+			f.cfg.Log.WithFields(logrus.Fields{"object": id, "error": out.Err}).Debug("fetch failed")
+		}
+		f.stopTimer()
+		ctx.Send(ctx.Parent(), &fetchEnded{id: id, pid: ctx.Self()})
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (f *fetchSession) resolve(to any) *actor.PID {
+	switch t := to.(type) {
+	case directory.ShardOf:
+		return f.cfg.ShardFor(string(t)) // may have moved since the last attempt
+	case *messages.NodeRef:
+		return t.PID()
+	}
+	return nil
+}
+
+// arm sets the one timer. time.AfterFunc rather than Proto.Actor's
+// scheduler (whose cancel races with its timer goroutine): no goroutine
+// runs until it fires, and then only to send one message.
+func (f *fetchSession) arm(ctx actor.Context, at time.Time, t FetchTimer) {
+	f.stopTimer()
+	system, self := ctx.ActorSystem(), ctx.Self()
+	f.timer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, &fetchTimerFired{t: t}) })
+}
+
+func (f *fetchSession) stopTimer() {
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+}
+
+func (f *fetchSession) stopAll() {
+	f.stopTimer()
+	for id, cut := range f.cuts {
+		cut()
+		delete(f.cuts, id)
+	}
+}
+
+// startCopy runs one data-plane copy on its own goroutine; it reports
+// only its end (the object itself records the progress, which readers
+// follow).
+func (f *fetchSession) startCopy(ctx actor.Context, c *StreamCommand) {
+	sctx, cut := context.WithCancel(context.Background())
+	f.cuts[c.ID] = cut
+	system, self, chunk := ctx.ActorSystem(), ctx.Self(), f.cfg.streamChunk()
+	go func() {
+		err := f.stream(sctx, c.Writer, c.Sender, c.Offset, chunk)
+		system.Root.Send(self, &streamEnded{id: c.ID, err: err})
+	}()
+}
+
+func (f *fetchSession) endCopy(id uint64) {
+	if cut := f.cuts[id]; cut != nil {
+		cut()
+		delete(f.cuts, id)
 	}
 }
 
@@ -97,232 +258,10 @@ func samePID(a, b *actor.PID) bool {
 	return a != nil && b != nil && a.Equal(b)
 }
 
-func (f *fetchSession) unwatch(ctx actor.Context) {
-	if f.watching != nil {
-		ctx.Unwatch(f.watching)
-		f.watching, f.cut = nil, nil
-	}
-}
-
-// maxRewinds bounds how often one fetch starts over because its source
-// was rewound (each rewind is a repair of a Reduce upstream).
-const maxRewinds = 64
-
-// run locates a sender and streams from it until the object is complete.
-// Every wait is bounded: locating by the Gets' deadline, streaming by the
-// stall timeout on each chunk.
-func (f *fetchSession) run(ctx context.Context, system *actor.ActorSystem, self *actor.PID) error {
-	id, me := f.obj.ID(), f.cfg.Self
-	// Taking the writer first cuts off a session this one resumes from:
-	// its goroutine may still hold a chunk, which now cannot land.
-	w := f.obj.NewWriter()
-	if _, done, err := f.obj.Progress(); done || err != nil {
-		return err // finished (or dropped) before this session began
-	}
-	var failed *messages.NodeRef
-	// grace is how long the session keeps locating after a sender failed,
-	// even if the Gets that asked have given up: the copy is worth
-	// finishing. It is fixed when a sender first fails, not renewed on
-	// every attempt, or a shard that keeps answering UNAVAILABLE would be
-	// asked forever.
-	var grace time.Time
-	epoch, haveEpoch := uint64(0), false
-	rewinds := 0
-	backoff := 5 * time.Millisecond
-	for {
-		// Read each time: a later Get may have extended the deadline.
-		deadline := later(time.Unix(0, f.deadline.Load()), grace)
-		shard := f.cfg.ShardFor(id) // may have moved since the last attempt
-		lctx, cancel := context.WithDeadline(ctx, deadline)
-		res, err := actorutil.Request(lctx, system.Root, shard, &messages.Locate{ObjectId: id, Receiver: me,
-			TimeoutMs: actorutil.TimeoutMs(lctx), FailedSender: failed, Naive: f.cfg.Naive})
-		cancel()
-		var loc *messages.LocateReply
-		if err == nil {
-			var ok bool
-			if loc, ok = res.(*messages.LocateReply); !ok {
-				err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Locate", res)
-			} else {
-				err = messages.ErrOrNil(loc.GetError())
-			}
-		}
-		if err != nil && ctx.Err() != nil {
-			// Stopped while locating (the node restarts): the restarted
-			// node resumes this fetch; its Gets keep waiting on the object.
-			return messages.ErrCanceled
-		}
-		if err != nil {
-			switch {
-			case errors.Is(err, messages.ErrUnavailable) && time.Now().Before(deadline):
-				// The shard is restarting or moving: its state comes back
-				// from the store nodes, so ask again shortly.
-				if sleep(ctx, backoff) == nil {
-					backoff = min(2*backoff, 200*time.Millisecond)
-					continue
-				}
-			case errors.Is(err, messages.ErrTimeout):
-				system.Root.Send(shard, &messages.CancelLocate{ObjectId: id, Receiver: me})
-				if time.Unix(0, f.deadline.Load()).After(deadline) && ctx.Err() == nil {
-					continue // a later Get extended the deadline
-				}
-				err = messages.Errorf(messages.ErrorCode_TIMEOUT, "object %q: no location before the deadline", id)
-			}
-			return f.abort(system, err)
-		}
-		backoff = 5 * time.Millisecond
-		if f.obj.Pinned() || loc.GetSender().GetNodeId() == me.GetNodeId() {
-			return nil // a Put on this node took the object over
-		}
-		if loc.GetHasInline() {
-			return f.storeInline(system, w, loc)
-		}
-		if f.obj.Size() < 0 {
-			evicted, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint())
-			if err != nil {
-				system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
-				return err
-			}
-			for _, e := range evicted {
-				system.Root.Send(f.cfg.ShardFor(e), &messages.UnpublishLocation{ObjectId: e, Node: me})
-			}
-		} else if f.obj.Size() != loc.GetSize() {
-			system.Root.Send(shard, &messages.FetchAborted{ObjectId: id, Receiver: me, Sender: loc.GetSender()})
-			return f.abort(system, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", id, loc.GetSize(), f.obj.Size()))
-		}
-		if haveEpoch && loc.GetEpoch() != epoch {
-			// A Reduce re-created this object: what we have is stale.
-			if err := w.Rewind(); err != nil {
-				return f.superseded(system, err)
-			}
-		}
-		epoch, haveEpoch = loc.GetEpoch(), true
-		if failed != nil {
-			system.EventStream.Publish(&events.SenderSwitched{Object: id, Receiver: me.GetNodeId(),
-				From: failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: f.written()})
-		}
-		begin, from, chunk := time.Now(), f.written(), f.cfg.streamChunk()
-		err = f.streamWatched(ctx, system, self, w, loc.GetSender(), chunk)
-		switch {
-		case err == nil:
-			// Only a whole-enough transfer from a complete copy measures
-			// the network rather than an upstream still arriving. The
-			// threshold does not follow the chunk: a cluster of 1 MiB
-			// objects with 1 MiB chunks must learn its bandwidth too.
-			if moved := f.obj.Size() - from; f.cfg.Estimator != nil && loc.GetSenderState() == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
-				f.cfg.Estimator.ObserveTransfer(moved, time.Since(begin))
-			}
-			if err := f.cfg.Store.Complete(f.obj); err != nil {
-				return err
-			}
-			system.Root.Send(f.cfg.ShardFor(id), &messages.FetchDone{ObjectId: id, Receiver: me, Sender: loc.GetSender(),
-				Size: f.obj.Size(), Fingerprint: loc.GetFingerprint()})
-			return nil
-		case ctx.Err() != nil, errors.Is(err, messages.ErrCanceled):
-			// Stopped (node restarting or stopping) or superseded by a
-			// newer session: the bytes stay and the newer one goes on.
-			return messages.ErrCanceled
-		}
-		if _, done, oerr := f.obj.Progress(); oerr != nil || done || f.obj.Pinned() {
-			return oerr // dropped (deleted), or a local Put took over
-		}
-		if errors.Is(err, messages.ErrReset) && rewinds < maxRewinds {
-			// The sender's copy was rewound (a Reduce upstream repaired its
-			// tree): start over from the same sender; our own readers get
-			// RESET in turn.
-			rewinds++
-			if rerr := w.Rewind(); rerr != nil {
-				return f.superseded(system, rerr)
-			}
-			failed = nil
-			continue
-		}
-		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": loc.GetSender().GetNodeId(),
-			"offset": f.written(), "error": err}).Info("sender failed; locating another")
-		if grace.IsZero() {
-			grace = time.Now().Add(f.cfg.StallTimeout)
-		}
-		failed = loc.GetSender()
-	}
-}
-
-// streamWatched streams from sender while the session actor watches it.
-func (f *fetchSession) streamWatched(ctx context.Context, system *actor.ActorSystem, self *actor.PID, w *Writer, sender *messages.NodeRef, chunk int) error {
-	sctx, cut := context.WithCancel(ctx)
-	defer cut()
-	pid := sender.PID()
-	system.Root.Send(self, &watchSender{pid: pid, cut: cut})
-	defer system.Root.Send(self, &unwatchSender{pid: pid})
-	err := f.stream(sctx, w, sender, chunk)
-	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
-		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", sender.GetNodeId())
-	}
-	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (f *fetchSession) written() int64 {
-	w, _, _ := f.obj.Progress()
-	return w
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// superseded handles a failed rewind: a newer session owns the object
-// (it stays for that session's Gets) or the object is gone.
-func (f *fetchSession) superseded(system *actor.ActorSystem, err error) error {
-	if errors.Is(err, messages.ErrCanceled) {
-		return messages.ErrCanceled
-	}
-	return f.abort(system, err)
-}
-
-// abort gives up: waiters see err and the directory forgets this copy.
-func (f *fetchSession) abort(system *actor.ActorSystem, err error) error {
-	if _, done, _ := f.obj.Progress(); done || f.obj.Pinned() {
-		return nil // finished after all, or a Put on this node took over
-	}
-	f.cfg.Store.Abort(f.obj, err)
-	system.Root.Send(f.cfg.ShardFor(f.obj.ID()), &messages.FetchAborted{ObjectId: f.obj.ID(), Receiver: f.cfg.Self})
-	return err
-}
-
-func (f *fetchSession) storeInline(system *actor.ActorSystem, w *Writer, loc *messages.LocateReply) error {
-	if _, err := f.cfg.Store.Allocate(f.obj, loc.GetSize(), loc.GetFingerprint()); err != nil {
-		return err
-	}
-	if err := w.Append(loc.GetInlineData()); err != nil {
-		// Superseded (the store node restarted and a newer session owns
-		// the object): its waiters are that session's, not to be failed.
-		return f.superseded(system, err)
-	}
-	if err := f.cfg.Store.Complete(f.obj); err != nil {
-		return err
-	}
-	// Published so that a Delete reaches this cached copy too.
-	system.Root.Send(f.cfg.ShardFor(f.obj.ID()), &messages.PublishLocation{ObjectId: f.obj.ID(), Node: f.cfg.Self,
-		State: messages.LocationState_COMPLETE, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()})
-	return nil
-}
-
-// stream copies the object from sender, starting at what is already here.
-func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.NodeRef, chunk int) error {
+// stream copies the object from sender, starting at off (what is
+// already here). Every read is bounded by the stall timeout.
+func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.NodeRef, off int64, chunk int) error {
 	id := f.obj.ID()
-	off, _, _ := f.obj.Progress()
 	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
 	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()

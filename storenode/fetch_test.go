@@ -34,12 +34,12 @@ func (s *fakeShard) Receive(ctx actor.Context) {
 		return
 	}
 	if m.GetFailedSender() == nil {
-		ctx.Respond(&messages.LocateReply{ObjectId: m.GetObjectId(), Size: 128 << 10, SenderState: messages.LocationState_COMPLETE,
+		ctx.Respond(&messages.LocateReply{ObjectId: m.GetObjectId(), Attempt: m.GetAttempt(), Size: 128 << 10, SenderState: messages.LocationState_COMPLETE,
 			Sender: &messages.NodeRef{NodeId: "gone", Address: ctx.Self().GetAddress(), ActorId: "gone/store", DataAddress: "mem://gone"}})
 		return
 	}
 	s.afterFailure.Add(1)
-	ctx.Respond(&messages.LocateReply{ObjectId: m.GetObjectId(), Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "shard restarting")})
+	ctx.Respond(&messages.LocateReply{ObjectId: m.GetObjectId(), Attempt: m.GetAttempt(), Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "shard restarting")})
 }
 
 // fetchParent spawns one fetch session and reports its end.
@@ -156,22 +156,17 @@ func (f *fetchFixture) warned(typ string) bool {
 // first) neither wipes the newer copy nor fails it for the Gets that wait
 // on it: chaos seed 51 saw those Gets fail CANCELED "writer superseded".
 func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}))
-	defer system.Shutdown()
-	shard := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	store := NewStore(1 << 20)
-	cfg := &Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
-		Log: logrus.NewEntry(logrus.New())}
+	fc := FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Store: store, Grace: time.Second}
 	obj, _ := store.Reserve("x")
 	data := []byte("the object's bytes")
-	loc := &messages.LocateReply{ObjectId: "x", Size: int64(len(data)), HasInline: true, InlineData: data}
+	now := time.Unix(1000, 0)
+	loc := &messages.LocateReply{ObjectId: "x", Size: int64(len(data)), HasInline: true, InlineData: data, Attempt: 1}
 
-	old := &fetchSession{cfg: cfg, obj: obj}
-	oldWriter := obj.NewWriter() // the session before the restart
-	newer := &fetchSession{cfg: cfg, obj: obj}
-	newWriter := obj.NewWriter() // the restarted node's session
+	old := NewFetchProtocol(fc, obj, now.Add(time.Minute))
+	old.Start(now) // the session before the restart
+	newer := NewFetchProtocol(fc, obj, now.Add(time.Minute))
+	newer.Start(now) // the restarted node's session
 
 	// The newer session allocates first but has not written yet when
 	// the old one's Locate reply is handled.
@@ -179,8 +174,8 @@ func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := store.Used()
-	if err := old.storeInline(system, oldWriter, loc); !errors.Is(err, messages.ErrCanceled) {
-		t.Fatalf("the superseded session: %v, want CANCELED", err)
+	if out := old.Located(loc, now); !out.Done || !errors.Is(out.Err, messages.ErrCanceled) || len(out.Sends) != 0 {
+		t.Fatalf("the superseded session: done %v, %v, sends %v; want CANCELED and nothing sent", out.Done, out.Err, out.Sends)
 	}
 	if _, _, err := obj.Progress(); err != nil {
 		t.Fatalf("the superseded session failed the object: %v", err)
@@ -188,8 +183,8 @@ func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 	if store.Used() != used {
 		t.Fatalf("store use went from %d to %d: allocated twice", used, store.Used())
 	}
-	if err := newer.storeInline(system, newWriter, loc); err != nil {
-		t.Fatal(err)
+	if out := newer.Located(loc, now); !out.Done || out.Err != nil {
+		t.Fatalf("the newer session: done %v, %v", out.Done, out.Err)
 	}
 	b, err := obj.Bytes()
 	if err != nil || string(b) != string(data) {
@@ -198,10 +193,9 @@ func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 	if store.Used() != int64(len(data)) {
 		t.Fatalf("store use %d after one %d-byte object", store.Used(), len(data))
 	}
-	// A later attempt by the old session, after the object is complete,
-	// changes nothing either.
-	if err := old.storeInline(system, oldWriter, loc); !errors.Is(err, messages.ErrCanceled) {
-		t.Fatalf("the superseded session after completion: %v", err)
+	// A late, duplicated reply to the old session changes nothing either.
+	if out := old.Located(loc, now); out.Done || len(out.Sends) != 0 {
+		t.Fatalf("the superseded session after completion acted: %+v", out)
 	}
 	if b, err := obj.Bytes(); err != nil || string(b) != string(data) {
 		t.Fatalf("after the old session's second try: %q, %v", b, err)

@@ -27,6 +27,10 @@ type StoreNode struct {
 	fetches map[string]*fetchState          // in-flight fetches, by object id
 	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
 	reqs    *requests                       // Puts and Deletes in flight; survive restarts
+	// gets are the Gets waiting for their objects. They outlive restarts
+	// of the actor, as the Store does: the Gets' timers and the objects'
+	// settle notices name this actor's PID, which a restart keeps.
+	gets *getWaiters
 }
 
 type fetchState struct {
@@ -43,8 +47,8 @@ type fetchEnded struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	r := newRequests()
-	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r} })
+	r, gets := newRequests(), newGetWaiters()
+	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets} })
 }
 
 // Receive implements actor.Actor.
@@ -56,6 +60,9 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *actor.Started:
 		n.fetches = map[string]*fetchState{}
 		n.reduces = map[string]map[int32]*actor.PID{}
+		if n.gets == nil {
+			n.gets = newGetWaiters()
+		}
 		n.resume(ctx)
 	case *messages.Reduce:
 		n.reduce(ctx, m)
@@ -88,6 +95,10 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.stopRequests(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
+	case *objectSettled:
+		n.settled(ctx, m.obj)
+	case *getExpired:
+		n.expired(ctx, m)
 	case *messages.Delete:
 		n.delete(ctx, m)
 	case *messages.DeleteObjectReply:
@@ -197,64 +208,97 @@ func (n *StoreNode) unpublish(system *actor.ActorSystem, evicted []string) {
 }
 
 func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
-	sender, system := ctx.Sender(), ctx.ActorSystem()
 	id := m.GetObjectId()
 	if err := n.validate(id); err != nil {
-		reply(system, sender, &messages.GetReply{ObjectId: id, Error: err})
+		reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id, Error: err})
 		return
 	}
-	timeout := n.cfg.timeout(m.GetTimeoutMs())
-	deadline := time.Now().Add(timeout)
+	n.getUntil(ctx, m, ctx.Sender(), time.Now().Add(n.cfg.timeout(m.GetTimeoutMs())))
+}
+
+// getUntil serves a Get by deadline: at once if the object is here (or
+// failed), else when it settles (objectSettled) or the deadline passes
+// (getExpired), whichever comes first. No goroutine waits: the object
+// and one timer per Get send this actor a message.
+func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.PID, deadline time.Time) {
+	id := m.GetObjectId()
+	if !time.Now().Before(deadline) {
+		// Asked again after a RESET, too late.
+		reply(ctx.ActorSystem(), sender, &messages.GetReply{ObjectId: id, Error: messages.AsError(context.DeadlineExceeded)})
+		return
+	}
 	obj, created := n.cfg.Store.Reserve(id)
 	if created {
 		n.startFetch(ctx, obj, deadline)
 	} else if f := n.fetches[id]; f != nil {
-		extend(f.deadline, deadline)
+		if extend(f.deadline, deadline) {
+			ctx.Send(f.pid, &extendFetch{deadline: deadline})
+		}
 	}
-	rctx, cancel := context.WithDeadline(context.Background(), deadline)
-	self := ctx.Self()
-	go func() {
-		defer cancel()
-		r := &messages.GetReply{ObjectId: id}
-		err := obj.WaitComplete(rctx)
-		if errors.Is(err, messages.ErrReset) {
-			// The copy was stale (a Reduce re-created its target): ask
-			// this node again, within the same deadline.
-			again := proto.CloneOf(m)
-			again.TimeoutMs = actorutil.TimeoutMs(rctx)
-			if res, rerr := actorutil.Request(rctx, system.Root, self, again); rerr != nil {
-				r.Error = messages.AsError(rerr)
-			} else if gr, ok := res.(*messages.GetReply); ok {
-				r = gr
-			} else {
-				r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
-			}
-			reply(system, sender, r)
-			return
-		}
-		if err != nil {
-			r.Error = messages.AsError(err)
-		} else if m.GetPrefetch() {
-			// The object is here; the caller did not want the bytes.
-		} else if b, err := obj.Bytes(); err != nil {
-			r.Error = messages.AsError(err)
-		} else if m.GetReadOnly() {
-			r.Data = b
-		} else {
-			r.Data = bytes.Clone(b)
-			if r.Data == nil {
-				r.Data = []byte{}
-			}
-		}
-		reply(system, sender, r)
-	}()
+	w := &waitingGet{m: m, sender: sender, deadline: deadline}
+	if _, done, err := obj.Progress(); done || err != nil {
+		n.answer(ctx, w, obj, err)
+		return
+	}
+	system, self := ctx.ActorSystem(), ctx.Self()
+	w.timer = time.AfterFunc(time.Until(deadline), func() { system.Root.Send(self, &getExpired{obj: obj, w: w}) })
+	n.gets.add(obj, w, func() { system.Root.Send(self, &objectSettled{obj: obj}) })
 }
 
-func extend(d *atomic.Int64, t time.Time) {
+// settled answers the Gets waiting on obj, which is complete or failed
+// (or was, and was rewound since: they wait on).
+func (n *StoreNode) settled(ctx actor.Context, obj *Object) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	ws, err := n.gets.settle(obj, func() { system.Root.Send(self, &objectSettled{obj: obj}) })
+	for _, w := range ws {
+		w.timer.Stop()
+		n.answer(ctx, w, obj, err)
+	}
+}
+
+// expired answers a Get whose deadline passed before its object settled.
+func (n *StoreNode) expired(ctx actor.Context, m *getExpired) {
+	if n.gets.remove(m.obj, m.w) {
+		reply(ctx.ActorSystem(), m.w.sender, &messages.GetReply{ObjectId: m.obj.ID(), Error: messages.AsError(context.DeadlineExceeded)})
+	}
+}
+
+// answer replies to a Get whose object settled with err (nil: complete).
+func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *Object, err error) {
+	m := w.m
+	if errors.Is(err, messages.ErrReset) {
+		// The copy was stale (a Reduce re-created its target): ask this
+		// node again, within the same deadline.
+		n.getUntil(ctx, m, w.sender, w.deadline)
+		return
+	}
+	r := &messages.GetReply{ObjectId: m.GetObjectId()}
+	if err != nil {
+		r.Error = messages.AsError(err)
+	} else if m.GetPrefetch() {
+		// The object is here; the caller did not want the bytes.
+	} else if b, err := obj.Bytes(); err != nil {
+		r.Error = messages.AsError(err)
+	} else if m.GetReadOnly() {
+		r.Data = b
+	} else {
+		r.Data = bytes.Clone(b)
+		if r.Data == nil {
+			r.Data = []byte{}
+		}
+	}
+	reply(ctx.ActorSystem(), w.sender, r)
+}
+
+// extend moves d to t if t is later, and reports whether it did.
+func extend(d *atomic.Int64, t time.Time) bool {
 	for {
 		old := d.Load()
-		if t.UnixNano() <= old || d.CompareAndSwap(old, t.UnixNano()) {
-			return
+		if t.UnixNano() <= old {
+			return false
+		}
+		if d.CompareAndSwap(old, t.UnixNano()) {
+			return true
 		}
 	}
 }

@@ -37,6 +37,8 @@ type Object struct {
 	// epoch counts rewinds: a reader that began in an older epoch has
 	// bytes that are no longer the object's and gets RESET.
 	epoch uint64
+	// settled are called once the object is complete or failed.
+	settled []func()
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -80,6 +82,27 @@ func (o *Object) Progress() (written int64, done bool, err error) {
 func (o *Object) broadcast() {
 	close(o.changed)
 	o.changed = make(chan struct{})
+	if (o.done || o.err != nil) && len(o.settled) > 0 {
+		fns := o.settled
+		o.settled = nil
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
+
+// OnSettled calls fn once, when the object is complete or failed (at once
+// if it is): an actor waits on an object this way without a goroutine.
+// fn runs under the object's lock, so it must only pass the news on (an
+// actor message), never block or touch the object.
+func (o *Object) OnSettled(fn func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done || o.err != nil {
+		fn()
+		return
+	}
+	o.settled = append(o.settled, fn)
 }
 
 // Append copies p after the written bytes. It is for an object with one

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -194,7 +195,7 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s PutStep) {
 	}
 	for _, snd := range s.Sends {
 		switch to := snd.To.(type) {
-		case ShardOf:
+		case directory.ShardOf:
 			n.toShard(ctx, run, string(to), snd.Msg)
 		case *actor.PID:
 			ctx.Send(to, snd.Msg)

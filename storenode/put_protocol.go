@@ -5,14 +5,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
 )
-
-// ShardOf is the receiver of a PutRegistration's sends to the directory:
-// the shard that owns this object id, resolved by the shell when it sends
-// (a shard may move while a Put registers).
-type ShardOf string
 
 // PutRequest is what a PutRegistration needs to know about one Put (or
 // StoreReduced) whose creator copy the shell has already made in the
@@ -117,7 +113,7 @@ func (p *PutRegistration) Start(now time.Time) PutStep {
 	if r.Inline {
 		create.HasInline, create.InlineData = true, r.InlineData
 	}
-	s.Send(ShardOf(r.ObjectID), create)
+	s.Send(directory.ShardOf(r.ObjectID), create)
 	s.After(r.Deadline, putDeadline{id: r.RequestID})
 	return s
 }
@@ -165,7 +161,7 @@ func (p *PutRegistration) Failed(err *messages.Error) PutStep {
 		return s
 	}
 	s.Abort = err
-	s.Send(ShardOf(p.req.ObjectID), &messages.UnpublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator})
+	s.Send(directory.ShardOf(p.req.ObjectID), &messages.UnpublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator})
 	p.finish(&s, err)
 	return s
 }
@@ -187,7 +183,7 @@ func (p *PutRegistration) CopiedIn(complete bool, err *messages.Error) PutStep {
 		return s
 	}
 	if complete {
-		s.Send(ShardOf(p.req.ObjectID), &messages.PublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator,
+		s.Send(directory.ShardOf(p.req.ObjectID), &messages.PublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator,
 			State: messages.LocationState_COMPLETE, Size: p.req.Size, Fingerprint: p.req.Fingerprint, Creator: !p.existed})
 		err = nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -53,7 +54,7 @@ func answerOf(t *testing.T, s PutStep) (*messages.Error, bool) {
 func shardSends(s PutStep) []any {
 	var out []any
 	for _, snd := range s.Sends {
-		if snd.To == ShardOf("x") {
+		if snd.To == directory.ShardOf("x") {
 			out = append(out, snd.Msg)
 		}
 	}

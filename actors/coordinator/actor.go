@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
@@ -176,7 +177,7 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		}
 	case coordinator.TargetShard:
 		to = ctx.Parent()
-	case coordinator.ShardOf:
+	case directory.ShardOf:
 		to = c.cfg.ShardFor(string(t))
 	}
 	if to == nil {

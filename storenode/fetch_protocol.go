@@ -1,0 +1,480 @@
+package storenode
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/outbox"
+)
+
+// FetchConfig is what the fetch protocol needs of its node.
+type FetchConfig struct {
+	// Self is the receiving node.
+	Self *messages.NodeRef
+	// Store holds the object being fetched. Its operations (Allocate,
+	// Complete, Abort) and the Writer's (Rewind, Append) are in memory and
+	// deterministic, so the protocol calls them directly: their results
+	// decide the next step (an Allocate's evictions are unpublished in the
+	// same step), which an emitted command could not tell it.
+	Store *Store
+	// Naive asks the directory for the creator's copy only (the baseline).
+	Naive bool
+	// Grace is how long the protocol keeps locating after a sender first
+	// failed, even past the Gets' deadline (the StallTimeout).
+	Grace time.Duration
+	// Rand jitters the retry backoff; seeded by the caller (no global
+	// source, so a simulation replays exactly).
+	Rand *rand.Rand
+	// Observe, if set, takes a transfer that measured the network (the
+	// bandwidth estimator's ObserveTransfer). It is called before the copy
+	// is marked complete, like the Store: a Get answered at completion
+	// then finds the measurement already there.
+	Observe func(bytes int64, elapsed time.Duration)
+}
+
+// FetchTimerKind tells which wait a FetchTimer ends.
+type FetchTimerKind int
+
+const (
+	// TimerRetry ends a backoff after the shard answered UNAVAILABLE.
+	TimerRetry FetchTimerKind = iota + 1
+	// TimerLocateDeadline ends a Locate the shard did not answer in time.
+	TimerLocateDeadline
+)
+
+// FetchTimer is what the protocol asks to be handed back (through
+// outbox.Timer) when a wait ends. A timer of an attempt that is over is
+// ignored, so the shell never needs to cancel one.
+type FetchTimer struct {
+	Attempt uint64
+	Kind    FetchTimerKind
+}
+
+// StreamCommand asks the data plane to copy the object from Sender,
+// starting at Offset, through Writer, and to report the end with
+// StreamEnded(ID, ...).
+type StreamCommand struct {
+	ID     uint64
+	Sender *messages.NodeRef
+	Offset int64
+	Writer *Writer
+}
+
+// SenderFailure says a sender failed mid-transfer and the protocol locates
+// another (for the shell's log).
+type SenderFailure struct {
+	Sender *messages.NodeRef
+	Offset int64
+	Err    error
+}
+
+// FetchOutput is what one step of the fetch protocol asks of its shell.
+// The Box holds the directory messages (To is a ShardOf) and the timers
+// (Msg is a FetchTimer); the other fields are data-plane commands and
+// notices that are not messages.
+type FetchOutput struct {
+	outbox.Box
+	// Stream starts a copy; Cut ends the copy with that id early (its
+	// end is still reported).
+	Stream *StreamCommand
+	Cut    uint64
+	// Watch and Unwatch name the sender whose failure must be reported
+	// with SenderFailed.
+	Watch, Unwatch *messages.NodeRef
+	// Switched is published when the copy resumes from a new sender.
+	Switched *events.SenderSwitched
+	// Failed is a sender failure the protocol recovers from.
+	Failed *SenderFailure
+	// Done: the protocol ended with Err (nil: the object is here, or a
+	// Put on this node took it over). No further step does anything.
+	Done bool
+	Err  error
+}
+
+type fetchPhase int
+
+const (
+	phaseIdle fetchPhase = iota
+	phaseLocating
+	phaseBackoff
+	phaseStreaming
+	phaseDone
+)
+
+const (
+	firstBackoff = 5 * time.Millisecond
+	maxBackoff   = 200 * time.Millisecond
+)
+
+// maxRewinds bounds how often one fetch starts over because its source
+// was rewound (each rewind is a repair of a Reduce upstream).
+const maxRewinds = 64
+
+// FetchProtocol brings one object to this node, as a pure step machine:
+// it asks the directory for a sender, streams from it (through the data
+// plane, which the shell runs), and when the sender fails asks again
+// (naming the failed one) and resumes at its current offset. Each input
+// takes now and returns a FetchOutput; it reads no clock, starts no
+// goroutine and does no I/O beyond the in-memory Store.
+//
+// Every state waits with a bound: locating by a timer at the Locate's
+// deadline (the shard answers by then too), backing off by its retry
+// timer, streaming by the data plane's stall timeout per chunk.
+type FetchProtocol struct {
+	cfg FetchConfig
+	obj *Object
+	id  string
+	w   *Writer
+
+	phase fetchPhase
+	// deadline is the latest deadline of the Gets that wait for the
+	// object; later Gets extend it.
+	deadline time.Time
+	// grace is fixed when a sender first fails, not renewed on every
+	// attempt, or a shard that keeps answering UNAVAILABLE would be
+	// asked forever.
+	grace time.Time
+	// locDeadline is the current Locate's deadline.
+	locDeadline time.Time
+	attempt     uint64
+	backoff     time.Duration
+	failed      *messages.NodeRef
+	epoch       uint64
+	haveEpoch   bool
+	rewinds     int
+
+	// The current stream.
+	stream      uint64
+	sender      *messages.NodeRef
+	senderState messages.LocationState
+	fingerprint uint64
+	begin       time.Time
+	from        int64
+	senderGone  bool // cut because the sender terminated
+}
+
+// NewFetchProtocol returns the protocol for obj, a placeholder reserved in
+// cfg.Store, wanted by Gets until deadline.
+func NewFetchProtocol(cfg FetchConfig, obj *Object, deadline time.Time) *FetchProtocol {
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))
+	}
+	return &FetchProtocol{cfg: cfg, obj: obj, id: obj.ID(), deadline: deadline, backoff: firstBackoff}
+}
+
+// Done reports whether the protocol has ended.
+func (p *FetchProtocol) Done() bool { return p.phase == phaseDone }
+
+// Waiting reports what bounds the protocol's current wait: "locate" and
+// "backoff" are bounded by a timer it armed, "stream" by the data plane's
+// stall timeout, "" means it is not waiting (not started or done).
+func (p *FetchProtocol) Waiting() string {
+	switch p.phase {
+	case phaseLocating:
+		return "locate"
+	case phaseBackoff:
+		return "backoff"
+	case phaseStreaming:
+		return "stream"
+	}
+	return ""
+}
+
+// Sender is the node currently streamed from (nil when not streaming).
+func (p *FetchProtocol) Sender() *messages.NodeRef {
+	if p.phase != phaseStreaming {
+		return nil
+	}
+	return p.sender
+}
+
+// Start begins the fetch. Taking the writer first cuts off a session this
+// one resumes from: its copy may still hold a chunk, which now cannot land.
+func (p *FetchProtocol) Start(now time.Time) FetchOutput {
+	var out FetchOutput
+	if p.phase != phaseIdle {
+		return out
+	}
+	p.w = p.obj.NewWriter()
+	if _, done, err := p.obj.Progress(); done || err != nil {
+		return p.finish(out, err) // finished (or dropped) before this session began
+	}
+	p.locate(&out, now)
+	return out
+}
+
+// Extend moves the deadline to a later Get's. A Locate in flight keeps its
+// own deadline; when it times out, the protocol asks again.
+func (p *FetchProtocol) Extend(deadline time.Time) {
+	if deadline.After(p.deadline) {
+		p.deadline = deadline
+	}
+}
+
+// Located takes the shard's answer to a Locate. An answer to an attempt
+// that is over (late, duplicated) changes nothing.
+func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchOutput {
+	var out FetchOutput
+	if p.phase != phaseLocating || loc.GetAttempt() != p.attempt {
+		return out
+	}
+	if err := messages.ErrOrNil(loc.GetError()); err != nil {
+		p.locateFailed(&out, err, now)
+		return out
+	}
+	p.backoff = firstBackoff
+	me := p.cfg.Self
+	if p.obj.Pinned() || loc.GetSender().GetNodeId() == me.GetNodeId() {
+		return p.finish(out, nil) // a Put on this node took the object over
+	}
+	if loc.GetHasInline() {
+		return p.storeInline(out, loc)
+	}
+	if p.obj.Size() < 0 {
+		evicted, err := p.cfg.Store.Allocate(p.obj, loc.GetSize(), loc.GetFingerprint())
+		if err != nil {
+			// Allocate failed and dropped the placeholder already.
+			out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
+			return p.finish(out, err)
+		}
+		for _, e := range evicted {
+			out.Send(directory.ShardOf(e), &messages.UnpublishLocation{ObjectId: e, Node: me})
+		}
+	} else if p.obj.Size() != loc.GetSize() {
+		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
+		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), p.obj.Size()))
+	}
+	if p.haveEpoch && loc.GetEpoch() != p.epoch {
+		// A Reduce re-created this object: what we have is stale.
+		if err := p.w.Rewind(); err != nil {
+			return p.superseded(out, err)
+		}
+	}
+	p.epoch, p.haveEpoch = loc.GetEpoch(), true
+	written := p.written()
+	if p.failed != nil {
+		out.Switched = &events.SenderSwitched{Object: p.id, Receiver: me.GetNodeId(),
+			From: p.failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: written}
+	}
+	p.stream++
+	p.phase = phaseStreaming
+	p.sender, p.senderState, p.fingerprint = loc.GetSender(), loc.GetSenderState(), loc.GetFingerprint()
+	p.begin, p.from, p.senderGone = now, written, false
+	out.Watch = p.sender
+	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Writer: p.w}
+	return out
+}
+
+// LocateFailed reports that a Locate could not be asked or answered (no
+// shard, the shard stopped: UNAVAILABLE). A failure of an attempt that
+// is over changes nothing.
+func (p *FetchProtocol) LocateFailed(attempt uint64, err error, now time.Time) FetchOutput {
+	var out FetchOutput
+	if p.phase != phaseLocating || attempt != p.attempt {
+		return out
+	}
+	p.locateFailed(&out, err, now)
+	return out
+}
+
+// Timer takes back a timer the protocol armed.
+func (p *FetchProtocol) Timer(t FetchTimer, now time.Time) FetchOutput {
+	var out FetchOutput
+	if t.Attempt != p.attempt {
+		return out
+	}
+	switch {
+	case t.Kind == TimerRetry && p.phase == phaseBackoff:
+		p.locate(&out, now)
+	case t.Kind == TimerLocateDeadline && p.phase == phaseLocating:
+		p.locateFailed(&out, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", p.id), now)
+	}
+	return out
+}
+
+// SenderFailed reports that a node failed (its actor terminated). If it
+// is the current sender, the stream is cut; its end, reported as usual,
+// then counts as the sender's failure.
+func (p *FetchProtocol) SenderFailed(node string) FetchOutput {
+	var out FetchOutput
+	if p.phase != phaseStreaming || p.sender.GetNodeId() != node || p.senderGone {
+		return out
+	}
+	p.senderGone = true
+	out.Cut = p.stream
+	return out
+}
+
+// StreamEnded takes the end of the data plane's copy: err nil means every
+// byte arrived. An end of a stream that is over changes nothing.
+func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) FetchOutput {
+	var out FetchOutput
+	if p.phase != phaseStreaming || stream != p.stream {
+		return out
+	}
+	out.Unwatch = p.sender
+	if err != nil && p.senderGone && !errors.Is(err, messages.ErrReset) {
+		err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", p.sender.GetNodeId())
+	}
+	me := p.cfg.Self
+	switch {
+	case err == nil:
+		// Only a whole-enough transfer from a complete copy measures the
+		// network rather than an upstream still arriving. The threshold
+		// does not follow the chunk: a cluster of 1 MiB objects with
+		// 1 MiB chunks must learn its bandwidth too.
+		if moved := p.obj.Size() - p.from; p.cfg.Observe != nil && p.senderState == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
+			p.cfg.Observe(moved, now.Sub(p.begin))
+		}
+		if cerr := p.cfg.Store.Complete(p.obj); cerr != nil {
+			return p.finish(out, cerr)
+		}
+		out.Send(directory.ShardOf(p.id), &messages.FetchDone{ObjectId: p.id, Receiver: me, Sender: p.sender,
+			Size: p.obj.Size(), Fingerprint: p.fingerprint})
+		return p.finish(out, nil)
+	case errors.Is(err, messages.ErrCanceled):
+		// Superseded by a newer session: the bytes stay and it goes on.
+		return p.finish(out, messages.ErrCanceled)
+	}
+	if _, done, oerr := p.obj.Progress(); oerr != nil || done || p.obj.Pinned() {
+		return p.finish(out, oerr) // dropped (deleted), or a local Put took over
+	}
+	if errors.Is(err, messages.ErrReset) && p.rewinds < maxRewinds {
+		// The sender's copy was rewound (a Reduce upstream repaired its
+		// tree): start over; our own readers get RESET in turn.
+		p.rewinds++
+		if rerr := p.w.Rewind(); rerr != nil {
+			return p.superseded(out, rerr)
+		}
+		p.failed = nil
+		p.locate(&out, now)
+		return out
+	}
+	out.Failed = &SenderFailure{Sender: p.sender, Offset: p.written(), Err: err}
+	if p.grace.IsZero() {
+		p.grace = now.Add(p.cfg.Grace)
+	}
+	p.failed = p.sender
+	p.locate(&out, now)
+	return out
+}
+
+// Stop ends the protocol because its session stops (the node restarts or
+// stops): the bytes stay and the restarted node resumes the fetch, so the
+// directory is not told anything.
+func (p *FetchProtocol) Stop() FetchOutput {
+	var out FetchOutput
+	if p.phase == phaseDone {
+		return out
+	}
+	if p.phase == phaseStreaming {
+		out.Cut = p.stream
+		out.Unwatch = p.sender
+	}
+	return p.finish(out, messages.ErrCanceled)
+}
+
+// locate asks the shard for a sender, with a timer at the Locate's
+// deadline: the shard answers TIMEOUT by then, and the timer bounds the
+// wait if its answer is lost.
+func (p *FetchProtocol) locate(out *FetchOutput, now time.Time) {
+	p.attempt++
+	p.phase = phaseLocating
+	p.locDeadline = later(p.deadline, p.grace)
+	if !now.Before(p.locDeadline) {
+		p.locateFailed(out, messages.Errorf(messages.ErrorCode_TIMEOUT, "deadline passed before the Locate was sent"), now)
+		return
+	}
+	out.Send(directory.ShardOf(p.id), &messages.Locate{ObjectId: p.id, Receiver: p.cfg.Self,
+		TimeoutMs: max(1, p.locDeadline.Sub(now).Milliseconds()), FailedSender: p.failed,
+		Naive: p.cfg.Naive, Attempt: p.attempt})
+	out.After(p.locDeadline, FetchTimer{Attempt: p.attempt, Kind: TimerLocateDeadline})
+}
+
+func (p *FetchProtocol) locateFailed(out *FetchOutput, err error, now time.Time) {
+	switch {
+	case errors.Is(err, messages.ErrUnavailable) && now.Before(p.locDeadline):
+		// The shard is restarting or moving: its state comes back from
+		// the store nodes, so ask again shortly. Jitter spreads the
+		// receivers that all lost the same shard.
+		wait := p.backoff/2 + time.Duration(p.cfg.Rand.Int64N(int64(p.backoff/2)+1))
+		p.backoff = min(2*p.backoff, maxBackoff)
+		p.phase = phaseBackoff
+		out.After(now.Add(wait), FetchTimer{Attempt: p.attempt, Kind: TimerRetry})
+		return
+	case errors.Is(err, messages.ErrTimeout):
+		out.Send(directory.ShardOf(p.id), &messages.CancelLocate{ObjectId: p.id, Receiver: p.cfg.Self})
+		if p.deadline.After(p.locDeadline) {
+			p.locate(out, now) // a later Get extended the deadline
+			return
+		}
+		err = messages.Errorf(messages.ErrorCode_TIMEOUT, "object %q: no location before the deadline", p.id)
+	}
+	*out = p.abort(*out, err)
+}
+
+func (p *FetchProtocol) storeInline(out FetchOutput, loc *messages.LocateReply) FetchOutput {
+	if _, err := p.cfg.Store.Allocate(p.obj, loc.GetSize(), loc.GetFingerprint()); err != nil {
+		return p.finish(out, err)
+	}
+	if err := p.w.Append(loc.GetInlineData()); err != nil {
+		// Superseded (the store node restarted and a newer session owns
+		// the object): its waiters are that session's, not to be failed.
+		return p.superseded(out, err)
+	}
+	if err := p.cfg.Store.Complete(p.obj); err != nil {
+		return p.finish(out, err)
+	}
+	// Published so that a Delete reaches this cached copy too.
+	out.Send(directory.ShardOf(p.id), &messages.PublishLocation{ObjectId: p.id, Node: p.cfg.Self,
+		State: messages.LocationState_COMPLETE, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()})
+	return p.finish(out, nil)
+}
+
+// superseded handles a failed rewind or append: a newer session owns the
+// object (it stays for that session's Gets) or the object is gone.
+func (p *FetchProtocol) superseded(out FetchOutput, err error) FetchOutput {
+	if errors.Is(err, messages.ErrCanceled) {
+		return p.finish(out, messages.ErrCanceled)
+	}
+	return p.abort(out, err)
+}
+
+// abort gives up: waiters see err and the directory forgets this copy.
+func (p *FetchProtocol) abort(out FetchOutput, err error) FetchOutput {
+	if _, done, _ := p.obj.Progress(); done || p.obj.Pinned() {
+		return p.finish(out, nil) // finished after all, or a Put on this node took over
+	}
+	p.cfg.Store.Abort(p.obj, err)
+	out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: p.cfg.Self})
+	return p.finish(out, err)
+}
+
+func (p *FetchProtocol) finish(out FetchOutput, err error) FetchOutput {
+	p.phase = phaseDone
+	out.Done, out.Err = true, err
+	return out
+}
+
+func (p *FetchProtocol) written() int64 {
+	w, _, _ := p.obj.Progress()
+	return w
+}
+
+// String describes the protocol's state for logs and failing tests.
+func (p *FetchProtocol) String() string {
+	return fmt.Sprintf("fetch %q: %s attempt %d stream %d sender %s", p.id, p.Waiting(), p.attempt, p.stream, p.sender.GetNodeId())
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,225 @@
+package storenode
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/netmodel"
+)
+
+type protoFixture struct {
+	t     *testing.T
+	p     *FetchProtocol
+	store *Store
+	obj   *Object
+	now   time.Time
+}
+
+func newProtoFixture(t *testing.T, deadline time.Duration) *protoFixture {
+	store := NewStore(1 << 30)
+	obj, _ := store.Reserve("x")
+	now := time.Unix(1000, 0)
+	p := NewFetchProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Store: store, Grace: time.Second,
+		Rand: rand.New(rand.NewPCG(1, 2))}, obj, now.Add(deadline))
+	return &protoFixture{t: t, p: p, store: store, obj: obj, now: now}
+}
+
+// locate returns the one Locate of out (failing if there is none).
+func (f *protoFixture) locate(out FetchOutput) *messages.Locate {
+	f.t.Helper()
+	for _, s := range out.Sends {
+		if l, ok := s.Msg.(*messages.Locate); ok {
+			if s.To != directory.ShardOf("x") {
+				f.t.Fatalf("Locate sent to %v", s.To)
+			}
+			return l
+		}
+	}
+	f.t.Fatalf("no Locate in %+v", out)
+	return nil
+}
+
+func sender(id string) *messages.NodeRef {
+	return &messages.NodeRef{NodeId: id, ActorId: id + "/store"}
+}
+
+// A reply to an attempt that is over (late, duplicated) is ignored: only
+// the current attempt's answer starts a stream.
+func TestFetchProtocolIgnoresStaleReplies(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	l1 := f.locate(f.p.Start(f.now))
+	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l1.GetAttempt(), Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "restarting")}, f.now)
+	if len(out.Timers) != 1 || out.Stream != nil || len(out.Sends) != 0 {
+		t.Fatalf("UNAVAILABLE: want one retry timer, got %+v", out)
+	}
+	f.now = out.Timers[0].At
+	l2 := f.locate(f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now))
+	if l2.GetAttempt() == l1.GetAttempt() {
+		t.Fatalf("the retry reused attempt %d", l1.GetAttempt())
+	}
+	stale := &messages.LocateReply{ObjectId: "x", Attempt: l1.GetAttempt(), Size: 100, Sender: sender("old")}
+	if out := f.p.Located(stale, f.now); out.Stream != nil || out.Done || len(out.Sends) != 0 {
+		t.Fatalf("a stale reply acted: %+v", out)
+	}
+	cur := &messages.LocateReply{ObjectId: "x", Attempt: l2.GetAttempt(), Size: 100, Sender: sender("s")}
+	out = f.p.Located(cur, f.now)
+	if out.Stream == nil || out.Stream.Sender.GetNodeId() != "s" || out.Watch.GetNodeId() != "s" {
+		t.Fatalf("the current reply did not start a watched stream from s: %+v", out)
+	}
+	if again := f.p.Located(cur, f.now); again.Stream != nil || len(again.Sends) != 0 {
+		t.Fatalf("a duplicated reply started a second stream: %+v", again)
+	}
+}
+
+// UNAVAILABLE backs off from 5ms doubling to 200ms, each wait jittered
+// within [backoff/2, backoff].
+func TestFetchProtocolBackoffGrowsWithJitter(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	l := f.locate(f.p.Start(f.now))
+	want := firstBackoff
+	for i := range 10 {
+		out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x")}, f.now)
+		if len(out.Timers) != 1 {
+			t.Fatalf("retry %d: %+v", i, out)
+		}
+		wait := out.Timers[0].At.Sub(f.now)
+		if wait < want/2 || wait > want {
+			t.Fatalf("retry %d waits %v, want within [%v, %v]", i, wait, want/2, want)
+		}
+		want = min(2*want, maxBackoff)
+		f.now = out.Timers[0].At
+		l = f.locate(f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now))
+	}
+	if want != maxBackoff {
+		t.Fatalf("backoff reached %v, want %v", want, maxBackoff)
+	}
+}
+
+// A Locate whose deadline passes is withdrawn (CancelLocate); a later
+// Get's deadline makes the protocol ask again, else it fails TIMEOUT and
+// tells the directory it gave up.
+func TestFetchProtocolTimeoutAndExtension(t *testing.T) {
+	f := newProtoFixture(t, 100*time.Millisecond)
+	out := f.p.Start(f.now)
+	l1 := f.locate(out)
+	if len(out.Timers) != 1 || !out.Timers[0].At.Equal(f.now.Add(100*time.Millisecond)) || l1.GetTimeoutMs() != 100 {
+		t.Fatalf("the Locate's deadline: timeout %dms, timers %+v", l1.GetTimeoutMs(), out.Timers)
+	}
+	f.p.Extend(f.now.Add(time.Second))
+	f.now = out.Timers[0].At
+	out = f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now)
+	if _, ok := out.Sends[0].Msg.(*messages.CancelLocate); !ok {
+		t.Fatalf("no CancelLocate first: %+v", out.Sends)
+	}
+	l2 := f.locate(out)
+	if l2.GetTimeoutMs() != 900 {
+		t.Fatalf("the second Locate's timeout is %dms, want 900", l2.GetTimeoutMs())
+	}
+	f.now = out.Timers[0].At
+	out = f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l2.GetAttempt(), Error: messages.Errorf(messages.ErrorCode_TIMEOUT, "none")}, f.now)
+	if !out.Done || !errors.Is(out.Err, messages.ErrTimeout) {
+		t.Fatalf("past the extended deadline: done %v err %v", out.Done, out.Err)
+	}
+	var cancel, aborted bool
+	for _, s := range out.Sends {
+		_, c := s.Msg.(*messages.CancelLocate)
+		_, a := s.Msg.(*messages.FetchAborted)
+		cancel, aborted = cancel || c, aborted || a
+	}
+	if !cancel || !aborted {
+		t.Fatalf("a TIMEOUT sends CancelLocate and FetchAborted: %+v", out.Sends)
+	}
+	if _, _, err := f.obj.Progress(); !errors.Is(err, messages.ErrTimeout) {
+		t.Fatalf("the placeholder's error: %v", err)
+	}
+}
+
+// A sender's failure (its watch fires) cuts the stream; the cut stream's
+// end counts as UNAVAILABLE and the protocol locates again naming the
+// sender, resuming at its offset. The grace is fixed at the first failure.
+func TestFetchProtocolFailoverResumesAndFixesGrace(t *testing.T) {
+	f := newProtoFixture(t, 10*time.Millisecond)
+	l := f.locate(f.p.Start(f.now))
+	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a")}, f.now)
+	if err := out.Stream.Writer.Append(make([]byte, 40)); err != nil {
+		t.Fatal(err)
+	}
+	cut := f.p.SenderFailed("a")
+	if cut.Cut != out.Stream.ID {
+		t.Fatalf("the sender's failure did not cut its stream: %+v", cut)
+	}
+	f.now = f.now.Add(50 * time.Millisecond) // past the Gets' deadline
+	out = f.p.StreamEnded(out.Stream.ID, messages.ErrCanceled, f.now)
+	if out.Failed == nil || !errors.Is(out.Failed.Err, messages.ErrUnavailable) || out.Unwatch.GetNodeId() != "a" {
+		t.Fatalf("the cut stream's end: %+v", out)
+	}
+	l = f.locate(out)
+	if l.GetFailedSender().GetNodeId() != "a" {
+		t.Fatalf("the Locate after the failure names %q", l.GetFailedSender().GetNodeId())
+	}
+	grace := f.now.Add(time.Second)
+	if !out.Timers[0].At.Equal(grace) {
+		t.Fatalf("the Locate after the failure waits until %v, want the grace %v", out.Timers[0].At, grace)
+	}
+	out = f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("b")}, f.now)
+	if out.Stream.Offset != 40 || out.Switched == nil || out.Switched.From != "a" || out.Switched.To != "b" {
+		t.Fatalf("resumed at %d, switched %+v", out.Stream.Offset, out.Switched)
+	}
+	f.now = f.now.Add(500 * time.Millisecond)
+	out = f.p.StreamEnded(out.Stream.ID, messages.Errorf(messages.ErrorCode_TIMEOUT, "stalled"), f.now)
+	f.locate(out)
+	if !out.Timers[0].At.Equal(grace) {
+		t.Fatalf("a second failure renewed the grace to %v (want %v)", out.Timers[0].At, grace)
+	}
+}
+
+// A whole transfer from a complete copy feeds the estimator; the copy is
+// then complete and the shard hears FetchDone.
+func TestFetchProtocolCompletesAndObserves(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	var observed []time.Duration
+	f.p.cfg.Observe = func(bytes int64, elapsed time.Duration) {
+		if _, done, _ := f.obj.Progress(); done {
+			t.Error("observed after the copy was complete: a Get may return before the measurement")
+		}
+		observed = append(observed, time.Duration(bytes), elapsed)
+	}
+	size := int64(netmodel.MinMeasuredTransfer)
+	l := f.locate(f.p.Start(f.now))
+	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: size, Sender: sender("a"),
+		SenderState: messages.LocationState_COMPLETE}, f.now)
+	if err := out.Stream.Writer.Append(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Second)
+	out = f.p.StreamEnded(out.Stream.ID, nil, f.now)
+	if !out.Done || out.Err != nil || len(observed) != 2 || observed[0] != time.Duration(size) || observed[1] != time.Second {
+		t.Fatalf("the end of a whole transfer: %+v, observed %v", out, observed)
+	}
+	if _, ok := out.Sends[0].Msg.(*messages.FetchDone); !ok {
+		t.Fatalf("no FetchDone: %+v", out.Sends)
+	}
+	if _, done, _ := f.obj.Progress(); !done {
+		t.Fatal("the copy is not complete")
+	}
+}
+
+// A directory epoch that changed between two senders (a Reduce re-created
+// the object) rewinds the copy: the next stream starts at 0.
+func TestFetchProtocolEpochChangeRewinds(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	l := f.locate(f.p.Start(f.now))
+	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a"), Epoch: 1}, f.now)
+	if err := out.Stream.Writer.Append(make([]byte, 60)); err != nil {
+		t.Fatal(err)
+	}
+	l = f.locate(f.p.StreamEnded(out.Stream.ID, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"), f.now))
+	out = f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("b"), Epoch: 2}, f.now)
+	if out.Stream == nil || out.Stream.Offset != 0 {
+		t.Fatalf("after an epoch change the stream starts at %d, want 0", out.Stream.Offset)
+	}
+}
