@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
+	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
@@ -35,7 +36,7 @@ type Config struct {
 	// Capacity is each node's store size in bytes (default 1 GiB).
 	Capacity int64
 	// ChunkSize is the copy and streaming unit; 0 adapts it to the
-	// measured bandwidth (storenode.Config.ChunkSize).
+	// measured bandwidth (storeactor.Config.ChunkSize).
 	ChunkSize int
 	// InlineLimit: smaller objects live in the directory (default 64 KiB).
 	InlineLimit int64
@@ -55,7 +56,7 @@ type Config struct {
 	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
 	ReduceDegree int
 	// Hooks are test and fault-injection points in every node.
-	Hooks storenode.Hooks
+	Hooks storeactor.Hooks
 	// ShardHook runs before each message a directory shard receives (a
 	// hook that panics crashes that shard).
 	ShardHook func(shard string, msg any)

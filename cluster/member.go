@@ -32,6 +32,7 @@ import (
 	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
 	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/actors/revoke"
+	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/certs"
@@ -112,7 +113,7 @@ type MemberConfig struct {
 	// Capacity is this member's store size in bytes (default 1 GiB).
 	Capacity int64
 	// ChunkSize is the copy and streaming unit; 0 adapts it to the
-	// measured bandwidth (storenode.Config.ChunkSize).
+	// measured bandwidth (storeactor.Config.ChunkSize).
 	ChunkSize int
 	// InlineLimit: smaller objects live in the directory (default 64 KiB).
 	InlineLimit int64
@@ -156,7 +157,7 @@ type MemberConfig struct {
 	// Every member of a cluster uses the same CA. Default: plaintext.
 	TLSCert, TLSKey, TLSCA string
 	// Hooks are fault-injection points in the store node (tests).
-	Hooks storenode.Hooks
+	Hooks storeactor.Hooks
 	// ShardHook runs before each message a directory shard of this member
 	// receives (a hook that panics crashes that shard; tests).
 	ShardHook func(shard string, msg any)
@@ -499,7 +500,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		Reduce:        coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
 
 	children := []child{
-		{name: storeName, props: storenode.NewProps(storenode.Config{
+		{name: storeName, props: storeactor.NewProps(storeactor.Config{
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor,
 			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,

@@ -67,11 +67,11 @@ func (c *cursor) next(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
-// combine fills w's object range by range: a copy of own, then every
+// Combine fills w's object range by range: a copy of own, then every
 // child accumulated into it with op. Each finished range is published at
 // once, so the parent (or a Get of the target) streams it while the rest
 // is still being reduced. onRange sees every published range.
-func combine(ctx context.Context, w *Writer, size int64, chunk int, op messages.ReduceOp, dt messages.DType,
+func Combine(ctx context.Context, w *Writer, size int64, chunk int, op messages.ReduceOp, dt messages.DType,
 	own transport.Stream, kids []transport.Stream, onRange func([]byte)) error {
 	width, err := kernel.Width(dt)
 	if err != nil {
@@ -120,16 +120,23 @@ func combine(ctx context.Context, w *Writer, size int64, chunk int, op messages.
 	return nil
 }
 
-// localStream reads an object of this node's own store as a Stream.
-type localStream struct {
+// LocalStream reads an object of this node's own store as a Stream.
+type LocalStream struct {
 	r     transport.ObjectReader
 	off   int64
 	chunk int
 }
 
-func (l *localStream) Size() int64 { return l.r.Size() }
+// NewLocalStream streams r in chunks of chunk bytes.
+func NewLocalStream(r transport.ObjectReader, chunk int) *LocalStream {
+	return &LocalStream{r: r, chunk: chunk}
+}
 
-func (l *localStream) Next(ctx context.Context) ([]byte, error) {
+// Size is the object's size.
+func (l *LocalStream) Size() int64 { return l.r.Size() }
+
+// Next returns the next chunk, or io.EOF after the last.
+func (l *LocalStream) Next(ctx context.Context) ([]byte, error) {
 	if l.off >= l.r.Size() {
 		return nil, io.EOF
 	}
@@ -141,4 +148,5 @@ func (l *localStream) Next(ctx context.Context) ([]byte, error) {
 	return b, nil
 }
 
-func (l *localStream) Close() { l.r.Close() }
+// Close releases the reader.
+func (l *LocalStream) Close() { l.r.Close() }

@@ -59,8 +59,12 @@ type DeleteStep struct {
 	Err  *messages.Error
 }
 
-// deleteDeadline is the timer message of a deletion's deadline.
-type deleteDeadline struct{ id uint64 }
+// DeleteDeadline is the timer message of a deletion's deadline.
+type DeleteDeadline struct{ ID uint64 }
+
+// IgnoreDeadLetterLogging: a Delete's deadline may fire after its node
+// stopped, which is expected (Proto.Actor does not log such dead letters).
+func (DeleteDeadline) IgnoreDeadLetterLogging() {}
 
 // NewDeletion returns the deletion of req, not started.
 func NewDeletion(req DeleteRequest) *Deletion {
@@ -78,7 +82,7 @@ func (d *Deletion) Start() DeleteStep {
 	}
 	d.phase = deleteAsking
 	s.Send(directory.ShardOf(d.req.ObjectID), &messages.DeleteObject{ObjectId: d.req.ObjectID})
-	s.After(d.req.Deadline, deleteDeadline{id: d.req.ID})
+	s.After(d.req.Deadline, DeleteDeadline{ID: d.req.ID})
 	return s
 }
 

@@ -20,7 +20,7 @@ func startedDeletion(t *testing.T) *Deletion {
 	if _, ok := s.Sends[0].Msg.(*messages.DeleteObject); !ok {
 		t.Fatalf("start sends %T", s.Sends[0].Msg)
 	}
-	if len(s.Timers) != 1 || s.Timers[0].Msg != (deleteDeadline{id: 3}) {
+	if len(s.Timers) != 1 || s.Timers[0].Msg != (DeleteDeadline{ID: 3}) {
 		t.Fatalf("start arms %v", s.Timers)
 	}
 	return d

@@ -13,13 +13,15 @@ func Fingerprint(data []byte) uint64 {
 	return uint64(crc32.Checksum(data, castagnoli))<<32 | uint64(crc32.ChecksumIEEE(data))
 }
 
-// fingerprinter computes Fingerprint incrementally, for objects produced
+// Fingerprinter computes Fingerprint incrementally, for objects produced
 // chunk by chunk (a Reduce's target).
-type fingerprinter struct{ c, ieee uint32 }
+type Fingerprinter struct{ c, ieee uint32 }
 
-func (f *fingerprinter) write(p []byte) {
+// Write adds the next bytes.
+func (f *Fingerprinter) Write(p []byte) {
 	f.c = crc32.Update(f.c, castagnoli, p)
 	f.ieee = crc32.Update(f.ieee, crc32.IEEETable, p)
 }
 
-func (f *fingerprinter) sum() uint64 { return uint64(f.c)<<32 | uint64(f.ieee) }
+// Sum is the Fingerprint of everything written.
+func (f *Fingerprinter) Sum() uint64 { return uint64(f.c)<<32 | uint64(f.ieee) }

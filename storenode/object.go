@@ -105,6 +105,13 @@ func (o *Object) OnSettled(fn func()) {
 	o.settled = append(o.settled, fn)
 }
 
+// SettleNotices is how many OnSettled notices wait for the object.
+func (o *Object) SettleNotices() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.settled)
+}
+
 // Append copies p after the written bytes. It is for an object with one
 // writer for its whole life (a Put); copies that can be resumed by another
 // goroutine write through NewWriter.
@@ -327,10 +334,10 @@ func (o *Object) readAt(ctx context.Context, off int64, max int, epoch *uint64) 
 	}
 }
 
-// wholeBytes returns the buffer if every byte of the object was written,
+// WholeBytes returns the buffer if every byte of the object was written,
 // even if it was dropped since: a Put asks whether its bytes were readable
 // before a Delete reached them.
-func (o *Object) wholeBytes() ([]byte, bool) {
+func (o *Object) WholeBytes() ([]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.size < 0 || o.written != o.size {
@@ -339,8 +346,8 @@ func (o *Object) wholeBytes() ([]byte, bool) {
 	return o.buf[:o.size:o.size], true
 }
 
-// isWhole reports whether every byte of the object was written.
-func (o *Object) isWhole() bool {
-	_, ok := o.wholeBytes()
+// IsWhole reports whether every byte of the object was written.
+func (o *Object) IsWhole() bool {
+	_, ok := o.WholeBytes()
 	return ok
 }

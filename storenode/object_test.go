@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -20,17 +21,6 @@ const hangGuard = 10 * time.Second
 type readResult struct {
 	b   []byte
 	err error
-}
-
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("%s: did not return", what)
-		panic("unreachable")
-	}
 }
 
 func notYet[T any](t *testing.T, ch <-chan T, what string) {
@@ -65,7 +55,7 @@ func guardCtx(t *testing.T) context.Context {
 
 func TestObjectReadAtWaitsForBytes(t *testing.T) {
 	s := NewStore(1000)
-	data := pattern(11, 20)
+	data := testutil.Pattern(11, 20)
 	o, _, err := reserveAlloc(t, s, "o", 20)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +71,7 @@ func TestObjectReadAtWaitsForBytes(t *testing.T) {
 	if err := o.Append(data[5:12]); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, ch, "ReadAt after Append")
+	r := testutil.Recv(t, ch, "ReadAt after Append")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -138,7 +128,7 @@ func TestObjectReadAtOnPlaceholderWaitsForAllocate(t *testing.T) {
 	if err := o.Append([]byte{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, ch, "ReadAt")
+	r := testutil.Recv(t, ch, "ReadAt")
 	if r.err != nil || !bytes.Equal(r.b, []byte{1, 2, 3, 4}) {
 		t.Fatalf("ReadAt = %v, %v", r.b, r.err)
 	}
@@ -146,7 +136,7 @@ func TestObjectReadAtOnPlaceholderWaitsForAllocate(t *testing.T) {
 
 func TestObjectWaitCompleteAfterFinish(t *testing.T) {
 	s := NewStore(1000)
-	data := pattern(12, 30)
+	data := testutil.Pattern(12, 30)
 	o, _, err := s.Create("o", 30, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +157,7 @@ func TestObjectWaitCompleteAfterFinish(t *testing.T) {
 	if err := s.Complete(o); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, ch, "WaitComplete"); err != nil {
+	if err := testutil.Recv(t, ch, "WaitComplete"); err != nil {
 		t.Fatal(err)
 	}
 	if w, done, err := o.Progress(); w != 30 || !done || err != nil {
@@ -202,16 +192,16 @@ func TestObjectRemoveWakesWaiters(t *testing.T) {
 
 	s.Remove("o", messages.ErrDeleted)
 	s.Remove("p", messages.ErrDeleted)
-	if r := recv(t, rd, "ReadAt after Remove"); !errors.Is(r.err, messages.ErrDeleted) {
+	if r := testutil.Recv(t, rd, "ReadAt after Remove"); !errors.Is(r.err, messages.ErrDeleted) {
 		t.Fatalf("ReadAt = %v, %v; want DELETED", r.b, r.err)
 	}
-	wantCode(t, recv(t, wc, "WaitComplete after Remove"), messages.ErrDeleted)
-	wantCode(t, recv(t, pw, "placeholder WaitComplete after Remove"), messages.ErrDeleted)
+	testutil.WantErr(t, testutil.Recv(t, wc, "WaitComplete after Remove"), messages.ErrDeleted)
+	testutil.WantErr(t, testutil.Recv(t, pw, "placeholder WaitComplete after Remove"), messages.ErrDeleted)
 	// Later calls fail at once, even below the written bytes.
 	_, err = o.ReadAt(ctx, 0, 10)
-	wantCode(t, err, messages.ErrDeleted)
-	wantCode(t, o.Append([]byte{3}), messages.ErrDeleted)
-	wantCode(t, o.Finish(), messages.ErrDeleted)
+	testutil.WantErr(t, err, messages.ErrDeleted)
+	testutil.WantErr(t, o.Append([]byte{3}), messages.ErrDeleted)
+	testutil.WantErr(t, o.Finish(), messages.ErrDeleted)
 
 	// Removing a complete object stops its readers as well.
 	c := cached(t, s, "c", 8)
@@ -221,9 +211,9 @@ func TestObjectRemoveWakesWaiters(t *testing.T) {
 	}
 	s.Remove("c", messages.ErrDeleted)
 	_, err = r.ReadAt(ctx, 0, 8)
-	wantCode(t, err, messages.ErrDeleted)
+	testutil.WantErr(t, err, messages.ErrDeleted)
 	_, err = c.Bytes()
-	wantCode(t, err, messages.ErrDeleted)
+	testutil.WantErr(t, err, messages.ErrDeleted)
 	r.Close()
 	r.Close()
 	wantUsed(t, s, 0)
@@ -241,10 +231,10 @@ func TestObjectAbortWakesWaiters(t *testing.T) {
 	notYet(t, rd, "ReadAt")
 	abortErr := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender gone")
 	s.Abort(o, abortErr)
-	if r := recv(t, rd, "ReadAt after Abort"); !errors.Is(r.err, messages.ErrUnavailable) {
+	if r := testutil.Recv(t, rd, "ReadAt after Abort"); !errors.Is(r.err, messages.ErrUnavailable) {
 		t.Fatalf("ReadAt = %v, %v; want UNAVAILABLE", r.b, r.err)
 	}
-	wantCode(t, recv(t, wc, "WaitComplete after Abort"), messages.ErrUnavailable)
+	testutil.WantErr(t, testutil.Recv(t, wc, "WaitComplete after Abort"), messages.ErrUnavailable)
 	if s.Lookup("o") != nil {
 		t.Fatal("aborted object still present")
 	}
@@ -263,19 +253,19 @@ func TestObjectWaitRespectsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	_, err = o.ReadAt(ctx, 1, 10)
-	wantCode(t, err, messages.ErrTimeout)
-	wantCode(t, o.WaitComplete(ctx), messages.ErrTimeout)
+	testutil.WantErr(t, err, messages.ErrTimeout)
+	testutil.WantErr(t, o.WaitComplete(ctx), messages.ErrTimeout)
 
 	// A placeholder of unknown size, too.
 	p, _ := s.Reserve("p")
 	_, err = p.ReadAt(ctx, 0, 10)
-	wantCode(t, err, messages.ErrTimeout)
+	testutil.WantErr(t, err, messages.ErrTimeout)
 
 	cctx, ccancel := context.WithCancel(t.Context())
 	ccancel()
 	_, err = o.ReadAt(cctx, 1, 10)
-	wantCode(t, err, messages.ErrCanceled)
-	wantCode(t, o.WaitComplete(cctx), messages.ErrCanceled)
+	testutil.WantErr(t, err, messages.ErrCanceled)
+	testutil.WantErr(t, o.WaitComplete(cctx), messages.ErrCanceled)
 
 	// A ctx that ends does not hurt the object.
 	if w, done, err := o.Progress(); w != 1 || done || err != nil {
@@ -340,19 +330,19 @@ func TestObjectAppendOverflowAndEarlyFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Append(pattern(1, 8)); err != nil {
+	if err := o.Append(testutil.Pattern(1, 8)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Finish(); err == nil {
 		t.Fatal("Finish at 8 of 10 bytes succeeded")
 	}
-	if err := o.Append(pattern(1, 3)); err == nil {
+	if err := o.Append(testutil.Pattern(1, 3)); err == nil {
 		t.Fatal("Append past the size succeeded")
 	}
 	if w, done, err := o.Progress(); w != 8 || done || err != nil {
 		t.Fatalf("Progress after rejected writes = %d, %v, %v", w, done, err)
 	}
-	if err := o.Append(pattern(2, 2)); err != nil {
+	if err := o.Append(testutil.Pattern(2, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Append(nil); err != nil {
@@ -365,7 +355,7 @@ func TestObjectAppendOverflowAndEarlyFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := o.Bytes()
-	if !bytes.Equal(b, append(pattern(1, 8), pattern(2, 2)...)) {
+	if !bytes.Equal(b, append(testutil.Pattern(1, 8), testutil.Pattern(2, 2)...)) {
 		t.Fatalf("Bytes() = %v", b)
 	}
 }
@@ -557,5 +547,38 @@ func TestClearFailsEverything(t *testing.T) {
 	}
 	if s.Used() != 0 || len(s.Objects()) != 0 {
 		t.Fatalf("clear left %d bytes, %d objects", s.Used(), len(s.Objects()))
+	}
+}
+
+// An object tells its settle notice once, when it completes or fails, and
+// at once if it already has.
+func TestOnSettledFiresOnce(t *testing.T) {
+	store := NewStore(1 << 10)
+	obj, _ := store.Reserve("x")
+	calls := 0
+	obj.OnSettled(func() { calls++ })
+	if _, err := store.Allocate(obj, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	w := obj.NewWriter()
+	if err := w.Append([]byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Fatalf("notified %d times before the object settled", calls)
+	}
+	if err := w.Append([]byte("cd")); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Complete(obj); err != nil {
+		t.Fatal(err)
+	}
+	store.Remove("x", messages.ErrDeleted)
+	if calls != 1 {
+		t.Fatalf("notified %d times, want once", calls)
+	}
+	obj.OnSettled(func() { calls++ })
+	if calls != 2 {
+		t.Fatal("a notice registered on a settled object did not fire at once")
 	}
 }

@@ -79,6 +79,11 @@ func NewPositionRuns(task *messages.ReduceTask, coordinator any) *PositionRuns {
 	return &PositionRuns{task: task, coordinator: coordinator}
 }
 
+// NumberFrom numbers the runs after first: a restarted worker's runs must
+// not collide with its earlier incarnation's, whose last run may still
+// report to the same PID.
+func (p *PositionRuns) NumberFrom(first uint64) { p.nextRun = first }
+
 // Task is the newest generation the position knows.
 func (p *PositionRuns) Task() *messages.ReduceTask { return p.task }
 

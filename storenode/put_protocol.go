@@ -89,8 +89,12 @@ type PutStep struct {
 	Err  *messages.Error
 }
 
-// putDeadline is the timer message of a registration's deadline.
-type putDeadline struct{ id uint64 }
+// PutDeadline is the timer message of a registration's deadline.
+type PutDeadline struct{ ID uint64 }
+
+// IgnoreDeadLetterLogging: a Put's deadline may fire after its node
+// stopped, which is expected (Proto.Actor does not log such dead letters).
+func (PutDeadline) IgnoreDeadLetterLogging() {}
 
 // NewPutRegistration returns the registration of req, not started.
 func NewPutRegistration(req PutRequest) *PutRegistration {
@@ -114,7 +118,7 @@ func (p *PutRegistration) Start(now time.Time) PutStep {
 		create.HasInline, create.InlineData = true, r.InlineData
 	}
 	s.Send(directory.ShardOf(r.ObjectID), create)
-	s.After(r.Deadline, putDeadline{id: r.RequestID})
+	s.After(r.Deadline, PutDeadline{ID: r.RequestID})
 	return s
 }
 
@@ -194,11 +198,11 @@ func (p *PutRegistration) CopiedIn(complete bool, err *messages.Error) PutStep {
 func (p *PutRegistration) finish(s *PutStep, err *messages.Error) {
 	p.phase = putDone
 	s.Done, s.Err = true, err
-	s.Send(p.req.Requester, putAnswer(p.req, err))
+	s.Send(p.req.Requester, PutAnswer(p.req, err))
 }
 
-// putAnswer is the reply to the request a registration serves.
-func putAnswer(r PutRequest, err *messages.Error) proto.Message {
+// PutAnswer is the reply to the request a registration serves.
+func PutAnswer(r PutRequest, err *messages.Error) proto.Message {
 	if r.Reduced {
 		return &messages.StoreReducedReply{ReduceId: r.ReduceID, Error: err}
 	}

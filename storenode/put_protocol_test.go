@@ -74,7 +74,7 @@ func startedPut(t *testing.T, req PutRequest) *PutRegistration {
 		c.GetReduceId() != req.ReduceID || c.GetHasInline() != req.Inline {
 		t.Fatalf("start sends %v", sh[0])
 	}
-	if len(s.Timers) != 1 || !s.Timers[0].At.Equal(req.Deadline) || s.Timers[0].Msg != (putDeadline{id: req.RequestID}) {
+	if len(s.Timers) != 1 || !s.Timers[0].At.Equal(req.Deadline) || s.Timers[0].Msg != (PutDeadline{ID: req.RequestID}) {
 		t.Fatalf("start arms %v, want the deadline", s.Timers)
 	}
 	return p

@@ -8,18 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
 // pattern returns n deterministic bytes that differ per seed.
-func pattern(seed byte, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = seed + byte(i*7) + byte(i>>8)
-	}
-	return b
-}
-
 // cached puts a complete, unpinned (fetched) copy of size bytes in s.
 func cached(t *testing.T, s *Store, id string, size int64) *Object {
 	t.Helper()
@@ -30,7 +23,7 @@ func cached(t *testing.T, s *Store, id string, size int64) *Object {
 	if ev, err := s.Allocate(o, size, 0); err != nil || len(ev) != 0 {
 		t.Fatalf("Allocate(%q, %d) = %v, %v; want no eviction", id, size, ev, err)
 	}
-	if err := o.Append(pattern(byte(len(id)), int(size))); err != nil {
+	if err := o.Append(testutil.Pattern(byte(len(id)), int(size))); err != nil {
 		t.Fatalf("Append(%q): %v", id, err)
 	}
 	if err := s.Complete(o); err != nil {
@@ -54,13 +47,6 @@ func wantUsed(t *testing.T, s *Store, want int64) {
 	t.Helper()
 	if got := s.Used(); got != want {
 		t.Fatalf("Used() = %d, want %d", got, want)
-	}
-}
-
-func wantCode(t *testing.T, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("error = %v, want %v", err, target)
 	}
 }
 
@@ -92,7 +78,7 @@ func TestStoreCreatePinsAndConflicts(t *testing.T) {
 		t.Fatalf("creator copy: pinned=%v size=%d fp=%d id=%q", a.Pinned(), a.Size(), a.Fingerprint(), a.ID())
 	}
 	wantUsed(t, s, 60)
-	if err := a.Append(pattern(1, 60)); err != nil {
+	if err := a.Append(testutil.Pattern(1, 60)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Complete(a); err != nil {
@@ -100,9 +86,9 @@ func TestStoreCreatePinsAndConflicts(t *testing.T) {
 	}
 	// A complete, idle, pinned copy is still never evicted.
 	_, _, err = s.Create("b", 50, 0)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	_, _, err = reserveAlloc(t, s, "c", 41)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	wantPresent(t, s, "a")
 	wantUsed(t, s, 60)
 	if _, _, err := a.Progress(); err != nil {
@@ -110,19 +96,19 @@ func TestStoreCreatePinsAndConflicts(t *testing.T) {
 	}
 
 	_, _, err = s.Create("a", 10, 0)
-	wantCode(t, err, messages.ErrConflict)
+	testutil.WantErr(t, err, messages.ErrConflict)
 	if s.Lookup("a") != a {
 		t.Fatal("conflicting Create replaced the object")
 	}
 	// A fetched copy (placeholder) of the same id also conflicts.
 	s.Reserve("p")
 	_, _, err = s.Create("p", 1, 0)
-	wantCode(t, err, messages.ErrConflict)
+	testutil.WantErr(t, err, messages.ErrConflict)
 
 	_, _, err = s.Create("neg", -1, 0)
-	wantCode(t, err, messages.ErrInvalidArgument)
+	testutil.WantErr(t, err, messages.ErrInvalidArgument)
 	_, _, err = s.Create("huge", 101, 0)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	if s.Lookup("neg") != nil || s.Lookup("huge") != nil {
 		t.Fatal("failed Create left an object behind")
 	}
@@ -184,7 +170,7 @@ func TestStoreReservePlaceholder(t *testing.T) {
 	d, _ := s.Reserve("d")
 	s.Remove("d", messages.ErrDeleted)
 	_, err = s.Allocate(d, 5, 0)
-	wantCode(t, err, messages.ErrNotFound)
+	testutil.WantErr(t, err, messages.ErrNotFound)
 	wantUsed(t, s, 10)
 	if s.Lookup("d") != nil {
 		t.Fatal("Allocate resurrected a dropped placeholder")
@@ -267,7 +253,7 @@ func TestStoreAllocateFailsWithoutEvicting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Append(pattern(2, 50)); err != nil {
+	if err := p.Append(testutil.Pattern(2, 50)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Complete(p); err != nil {
@@ -279,7 +265,7 @@ func TestStoreAllocateFailsWithoutEvicting(t *testing.T) {
 
 	// 90+70-100 = 60 needed, only 40 evictable.
 	x, ev, err := reserveAlloc(t, s, "x", 70)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	if len(ev) != 0 {
 		t.Fatalf("evicted %v on failure", ev)
 	}
@@ -297,7 +283,7 @@ func TestStoreAllocateFailsWithoutEvicting(t *testing.T) {
 	if _, _, err := x.Progress(); !errors.Is(err, messages.ErrCapacity) {
 		t.Fatalf("placeholder error = %v, want CAPACITY", err)
 	}
-	wantCode(t, x.WaitComplete(t.Context()), messages.ErrCapacity)
+	testutil.WantErr(t, x.WaitComplete(t.Context()), messages.ErrCapacity)
 	x2, created := s.Reserve("x")
 	if !created || x2 == x {
 		t.Fatal("Reserve after a failed Allocate returned the failed placeholder")
@@ -306,11 +292,11 @@ func TestStoreAllocateFailsWithoutEvicting(t *testing.T) {
 	// Bigger than the whole capacity: CAPACITY even on an empty store.
 	e := NewStore(100)
 	y, _, err := reserveAlloc(t, e, "y", 101)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	if e.Lookup("y") != nil {
 		t.Fatal("placeholder y still in the store")
 	}
-	wantCode(t, y.WaitComplete(t.Context()), messages.ErrCapacity)
+	testutil.WantErr(t, y.WaitComplete(t.Context()), messages.ErrCapacity)
 	wantUsed(t, e, 0)
 	// Exactly the capacity fits.
 	if _, _, err := reserveAlloc(t, e, "z", 100); err != nil {
@@ -334,13 +320,13 @@ func TestStoreOpenReaderHoldsAgainstEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = reserveAlloc(t, s, "x", 60)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	wantPresent(t, s, "a")
 
 	r1.Close()
 	r1.Close() // harmless: must not release r2's hold
 	_, _, err = reserveAlloc(t, s, "x", 60)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	wantPresent(t, s, "a")
 	if _, _, err := a.Progress(); err != nil {
 		t.Fatalf("held object failed: %v", err)
@@ -354,7 +340,7 @@ func TestStoreOpenReaderHoldsAgainstEviction(t *testing.T) {
 	// r3 is the only reader; a double Close of r1/r2 must not have
 	// driven the count below zero and made r3's hold ineffective.
 	_, _, err = reserveAlloc(t, s, "x", 60)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	r3.Close()
 
 	_, ev, err := reserveAlloc(t, s, "x", 60)
@@ -367,9 +353,9 @@ func TestStoreOpenReaderHoldsAgainstEviction(t *testing.T) {
 	wantUsed(t, s, 60)
 	// A reader of an evicted object sees its error.
 	_, err = a.ReadAt(t.Context(), 0, 10)
-	wantCode(t, err, messages.ErrNotFound)
+	testutil.WantErr(t, err, messages.ErrNotFound)
 	_, err = s.OpenObject(t.Context(), "a")
-	wantCode(t, err, messages.ErrNotFound)
+	testutil.WantErr(t, err, messages.ErrNotFound)
 }
 
 func TestStoreIncompleteNotEvicted(t *testing.T) {
@@ -378,12 +364,12 @@ func TestStoreIncompleteNotEvicted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Append(pattern(3, 60)); err != nil {
+	if err := a.Append(testutil.Pattern(3, 60)); err != nil {
 		t.Fatal(err)
 	}
 	// All bytes are there but the copy is not marked complete.
 	_, _, err = reserveAlloc(t, s, "x", 60)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	wantPresent(t, s, "a")
 	if err := s.Complete(a); err != nil {
 		t.Fatal(err)
@@ -408,7 +394,7 @@ func TestStoreUsedAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantUsed(t, s, 60)
-	if err := x.Append(pattern(4, 5)); err != nil {
+	if err := x.Append(testutil.Pattern(4, 5)); err != nil {
 		t.Fatal(err)
 	}
 	s.Abort(x, messages.ErrInternal)
@@ -463,7 +449,7 @@ func TestStoreUsedAccounting(t *testing.T) {
 	}
 	wantUsed(t, s, 100)
 	_, _, err = reserveAlloc(t, s, "e", 95)
-	wantCode(t, err, messages.ErrCapacity)
+	testutil.WantErr(t, err, messages.ErrCapacity)
 	wantUsed(t, s, 100)
 
 	for _, id := range []string{"c", "d", "p"} {
@@ -500,7 +486,7 @@ func TestStoreComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Append(pattern(5, 9)); err != nil {
+	if err := o.Append(testutil.Pattern(5, 9)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Complete(o); err == nil {
@@ -509,7 +495,7 @@ func TestStoreComplete(t *testing.T) {
 	if _, done, _ := o.Progress(); done {
 		t.Fatal("partial object marked done")
 	}
-	if err := o.Append(pattern(5, 1)); err != nil {
+	if err := o.Append(testutil.Pattern(5, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Complete(o); err != nil {
@@ -519,7 +505,7 @@ func TestStoreComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(pattern(5, 9), pattern(5, 1)...)
+	want := append(testutil.Pattern(5, 9), testutil.Pattern(5, 1)...)
 	if !bytes.Equal(b, want) {
 		t.Fatalf("Bytes() = %v, want %v", b, want)
 	}
@@ -533,7 +519,7 @@ func TestStoreComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Remove("g", messages.ErrDeleted)
-	wantCode(t, s.Complete(g), messages.ErrDeleted)
+	testutil.WantErr(t, s.Complete(g), messages.ErrDeleted)
 	if s.Lookup("g") != nil {
 		t.Fatal("Complete resurrected a removed object")
 	}
@@ -575,13 +561,13 @@ func TestStoreOpenObjectWaitsForSize(t *testing.T) {
 	if _, err := s.Allocate(o, 60, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Append(pattern(6, 60)); err != nil {
+	if err := o.Append(testutil.Pattern(6, 60)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Complete(o); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, ch, "OpenObject after Allocate")
+	r := testutil.Recv(t, ch, "OpenObject after Allocate")
 	if r.err != nil || r.size != 60 {
 		t.Fatalf("OpenObject = size %d, %v; want 60", r.size, r.err)
 	}
@@ -591,9 +577,9 @@ func TestStoreOpenObjectWaitsForSize(t *testing.T) {
 	ch = open("p")
 	notYet(t, ch, "OpenObject of a placeholder")
 	s.Abort(p, messages.ErrUnavailable)
-	if r := recv(t, ch, "OpenObject after Abort"); r.err == nil {
+	if r := testutil.Recv(t, ch, "OpenObject after Abort"); r.err == nil {
 		t.Fatal("OpenObject of an aborted placeholder succeeded")
 	}
 	_, err := s.OpenObject(ctx, "missing")
-	wantCode(t, err, messages.ErrNotFound)
+	testutil.WantErr(t, err, messages.ErrNotFound)
 }

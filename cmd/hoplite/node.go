@@ -13,9 +13,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 const nodeUsage = `usage: hoplite node --bind HOST:PORT --seeds HOST:PORT,... [flags]
@@ -128,7 +128,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	if d := f.chunkDelay; d > 0 {
-		cfg.Hooks = storenode.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}
+		cfg.Hooks = storeactor.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}
 	}
 	return cfg, nil
 }

@@ -4,6 +4,7 @@ package testutil
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -158,4 +159,35 @@ func SenderOf(info *messages.ObjectInfo) map[string]string {
 		}
 	}
 	return m
+}
+
+// Pattern is n bytes that differ from those of other seeds and do not
+// repeat within 256 bytes, so a misplaced chunk shows.
+func Pattern(seed byte, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*7) + byte(i>>8)
+	}
+	return b
+}
+
+// WantErr fails t unless errors.Is(err, target).
+func WantErr(t testing.TB, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+// Recv returns the next value on ch, failing t if none comes within ten
+// seconds: a safety net against hangs, never a timing assertion.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: did not return", what)
+		panic("unreachable")
+	}
 }

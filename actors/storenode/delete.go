@@ -8,11 +8,12 @@ import (
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
-// deleteRun is one Deletion and what its shell holds for it.
+// deleteRun is one storenode.Deletion and what its shell holds for it.
 type deleteRun struct {
-	del   *Deletion
+	del   *storenode.Deletion
 	timer *time.Timer
 }
 
@@ -24,9 +25,6 @@ type deleteRoute struct {
 	node string
 }
 
-// A Delete's deadline may fire after its node stopped: that is expected.
-func (deleteDeadline) IgnoreDeadLetterLogging() {}
-
 func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 	id := m.GetObjectId()
 	if err := n.validate(id); err != nil {
@@ -36,14 +34,14 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 		return
 	}
 	did := n.reqs.newID()
-	d := NewDeletion(DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
+	d := storenode.NewDeletion(storenode.DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
 		Deadline: time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))})
 	n.reqs.deletes[did] = &deleteRun{del: d}
 	n.deleteDo(ctx, did, d.Start())
 }
 
 // deleteDo carries out one step of deletion did.
-func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s DeleteStep) {
+func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storenode.DeleteStep) {
 	run := n.reqs.deletes[did]
 	if run == nil {
 		return
@@ -132,9 +130,9 @@ func (n *StoreNode) deleteReply(ctx actor.Context, m *messages.DeleteObjectReply
 	}
 }
 
-func (n *StoreNode) deleteTimedOut(ctx actor.Context, m deleteDeadline) {
-	if run := n.reqs.deletes[m.id]; run != nil {
-		n.deleteDo(ctx, m.id, run.del.Deadline())
+func (n *StoreNode) deleteTimedOut(ctx actor.Context, m storenode.DeleteDeadline) {
+	if run := n.reqs.deletes[m.ID]; run != nil {
+		n.deleteDo(ctx, m.ID, run.del.Deadline())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // waitingGet is a Get waiting for its object.
@@ -19,32 +20,32 @@ type waitingGet struct {
 
 // objectSettled tells the store node that an object Gets wait on is
 // complete or failed.
-type objectSettled struct{ obj *Object }
+type objectSettled struct{ obj *storenode.Object }
 
 // getExpired tells the store node that a waiting Get's deadline passed.
 type getExpired struct {
-	obj *Object
+	obj *storenode.Object
 	w   *waitingGet
 }
 
 // getWaiters are the Gets waiting on objects, by object (an id fetched
-// again after a failure is a new Object, with its own waiters). Only the
+// again after a failure is a new storenode.Object, with its own waiters). Only the
 // store node actor uses it, one message at a time.
 type getWaiters struct {
-	byObj map[*Object][]*waitingGet
+	byObj map[*storenode.Object][]*waitingGet
 	// notified marks the objects with a settle notice registered: one
 	// per object however many Gets come and go, so an object that never
 	// settles holds no growing list of notices.
-	notified map[*Object]bool
+	notified map[*storenode.Object]bool
 }
 
 func newGetWaiters() *getWaiters {
-	return &getWaiters{byObj: map[*Object][]*waitingGet{}, notified: map[*Object]bool{}}
+	return &getWaiters{byObj: map[*storenode.Object][]*waitingGet{}, notified: map[*storenode.Object]bool{}}
 }
 
 // add makes w wait on obj; notify is registered with the object if no
 // notice is pending yet.
-func (g *getWaiters) add(obj *Object, w *waitingGet, notify func()) {
+func (g *getWaiters) add(obj *storenode.Object, w *waitingGet, notify func()) {
 	g.byObj[obj] = append(g.byObj[obj], w)
 	if !g.notified[obj] {
 		g.notified[obj] = true
@@ -55,7 +56,7 @@ func (g *getWaiters) add(obj *Object, w *waitingGet, notify func()) {
 // settle takes the waiters of obj if it is complete (err nil) or failed;
 // if it was rewound since its notice, they keep waiting and notify is
 // registered again.
-func (g *getWaiters) settle(obj *Object, notify func()) ([]*waitingGet, error) {
+func (g *getWaiters) settle(obj *storenode.Object, notify func()) ([]*waitingGet, error) {
 	delete(g.notified, obj)
 	if len(g.byObj[obj]) == 0 {
 		delete(g.byObj, obj)
@@ -73,7 +74,7 @@ func (g *getWaiters) settle(obj *Object, notify func()) ([]*waitingGet, error) {
 }
 
 // remove withdraws w (its deadline passed); false if it was answered.
-func (g *getWaiters) remove(obj *Object, w *waitingGet) bool {
+func (g *getWaiters) remove(obj *storenode.Object, w *waitingGet) bool {
 	ws := g.byObj[obj]
 	i := slices.Index(ws, w)
 	if i < 0 {

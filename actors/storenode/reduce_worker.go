@@ -12,6 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -23,15 +24,15 @@ import (
 // runs again, rewinding its output, whenever the coordinator sends a newer
 // generation of its task (a descendant failed and was replaced).
 //
-// It is the shell of a PositionRuns, which decides when runs start, stop
+// It is the shell of a storenode.PositionRuns, which decides when runs start, stop
 // and rewind; each run reduces on its own goroutine and reports its start
 // and end back to this actor as messages.
 type reduceWorker struct {
 	cfg         *Config
 	coordinator *actor.PID
-	runs        *PositionRuns
-	cancel      context.CancelFunc     // stops the active run
-	out         atomic.Pointer[Object] // set by the first run once created
+	runs        *storenode.PositionRuns
+	cancel      context.CancelFunc               // stops the active run
+	out         atomic.Pointer[storenode.Object] // set by the first run once created
 }
 
 // runStarted is a run's report that its output exists, or why not.
@@ -43,7 +44,7 @@ type runStarted struct {
 // runEnded is a run's last report.
 type runEnded struct {
 	run uint64
-	end RunEnd
+	end storenode.RunEnd
 }
 
 // A run may report after its worker stopped (released): that is expected.
@@ -59,8 +60,8 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 		if coordinator != nil {
 			to = coordinator
 		}
-		runs := NewPositionRuns(task, to)
-		runs.nextRun = incarnations.Add(1) << 32
+		runs := storenode.NewPositionRuns(task, to)
+		runs.NumberFrom(incarnations.Add(1) << 32)
 		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
 	})
 }
@@ -102,7 +103,7 @@ func (w *reduceWorker) watchCoordinator(ctx actor.Context) {
 func (w *reduceWorker) dead() bool { return w.cfg.Store.Failed() != nil }
 
 // do carries out one step of the position's runs.
-func (w *reduceWorker) do(ctx actor.Context, s RunStep) {
+func (w *reduceWorker) do(ctx actor.Context, s storenode.RunStep) {
 	if s.Cancel != 0 && w.cancel != nil {
 		w.cancel()
 		w.cancel = nil
@@ -126,7 +127,7 @@ func (w *reduceWorker) do(ctx actor.Context, s RunStep) {
 
 // start runs one generation on its own goroutine, bounded by the task's
 // timeout; it reports back to this actor.
-func (w *reduceWorker) start(ctx actor.Context, order *RunOrder) {
+func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 	timeout := time.Duration(order.Task.GetTimeoutMs()) * time.Millisecond
 	if timeout <= 0 {
 		timeout = w.cfg.DefaultTimeout
@@ -161,9 +162,9 @@ func (w *reduceWorker) rewind(root bool) {
 const maxRestarts = 64
 
 // run reduces one generation. It calls started once its output exists
-// (or could not be made) and returns how it ended; PositionRuns decides
+// (or could not be made) and returns how it ended; storenode.PositionRuns decides
 // what the coordinator hears of both.
-func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(*messages.Error)) RunEnd {
+func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(*messages.Error)) storenode.RunEnd {
 	pos, gen := t.GetPosition(), t.GetGeneration()
 	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
 	out := w.out.Load()
@@ -172,7 +173,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		if out, err = w.createOutput(ctx, system, t); err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
 			started(stopped(ctx, err))
-			return RunEnd{}
+			return storenode.RunEnd{}
 		}
 		w.out.Store(out)
 	}
@@ -180,30 +181,30 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	for restarts := 0; ; restarts++ {
 		if ctx.Err() != nil {
 			// Stopped between two attempts: no new writer for a run that
-			// is over (see PositionRuns).
-			return RunEnd{Report: true, Err: stopped(ctx, ctx.Err())}
+			// is over (see storenode.PositionRuns).
+			return storenode.RunEnd{Report: true, Err: stopped(ctx, ctx.Err())}
 		}
 		wr := out.NewWriter() // supersedes an earlier run's writer
 		if _, done, _ := out.Progress(); done && t.GetRoot() {
-			return RunEnd{} // an earlier generation finished the target: it stands
+			return storenode.RunEnd{} // an earlier generation finished the target: it stands
 		}
 		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
 			if err := wr.Rewind(); err != nil {
 				// The output was dropped under the run. Released: nobody
 				// listens. Otherwise the coordinator must hear it, or it
 				// waits for this position until its deadline.
-				return RunEnd{Report: true, Err: stopped(ctx, err)}
+				return storenode.RunEnd{Report: true, Err: stopped(ctx, err)}
 			}
 		}
 		err := w.reduce(ctx, system, t, out, wr)
 		switch {
 		case err == nil:
-			return RunEnd{Report: true}
+			return storenode.RunEnd{Report: true}
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
 			// this report), released (nobody listens), or stopped with its
 			// store node's restart: then the Reduce fails, clearly.
-			return RunEnd{Report: true, Err: stopped(ctx, err)}
+			return storenode.RunEnd{Report: true, Err: stopped(ctx, err)}
 		case errors.Is(err, messages.ErrReset) && restarts < maxRestarts:
 			log.Debug("an input was rewound; reducing again")
 			continue
@@ -211,10 +212,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			// An input's node failed: the coordinator watches it and sends
 			// a new generation of this task (or fails the Reduce).
 			log.WithField("error", err).Info("reduce input lost; waiting for the repaired task")
-			return RunEnd{}
+			return storenode.RunEnd{}
 		}
 		log.WithField("error", err).Debug("reduce position failed")
-		return RunEnd{Report: true, Err: messages.AsError(err)}
+		return storenode.RunEnd{Report: true, Err: messages.AsError(err)}
 	}
 }
 
@@ -232,7 +233,7 @@ func stopped(ctx context.Context, err error) *messages.Error {
 // target: created as a pinned creator copy and registered with the shard,
 // which announces it as a partial location at once (Gets and composed
 // Reduces stream from it while it is produced).
-func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*Object, error) {
+func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
 	if errors.Is(err, messages.ErrConflict) && t.GetRoot() {
 		if local := w.cfg.Store.Lookup(t.GetOutputId()); local != nil && !local.Pinned() {
@@ -286,7 +287,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	return out, nil
 }
 
-func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *Object, wr *Writer) error {
+func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) error {
 	// The run measures the link (see observe) only if every input was
 	// whole when it was opened: a read that waits for a producer (a Put
 	// still copying, a child still reducing) would be counted as the
@@ -298,7 +299,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		return err
 	}
 	chunk := w.cfg.streamChunk() // one size for all of this task's streams
-	own := &localStream{r: r, chunk: chunk}
+	own := storenode.NewLocalStream(r, chunk)
 	defer own.Close()
 	if own.Size() != t.GetSize() {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
@@ -326,12 +327,12 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 				c.GetObjectId(), c.GetNode().GetNodeId(), s.Size(), t.GetSize())
 		}
 	}
-	var fp fingerprinter
+	var fp storenode.Fingerprinter
 	onRange := func([]byte) {}
 	if t.GetRoot() {
-		onRange = fp.write
+		onRange = fp.Write
 	}
-	if err := combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
+	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -345,7 +346,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	}
 	if t.GetRoot() {
 		system.Root.Send(w.cfg.ShardFor(t.GetTargetId()), &messages.PublishLocation{ObjectId: t.GetTargetId(), Node: w.cfg.Self,
-			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.sum(), Creator: true})
+			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.Sum(), Creator: true})
 	}
 	return nil
 }
@@ -403,7 +404,7 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 		if err != nil {
 			return nil, err
 		}
-		return &localStream{r: r, chunk: chunk}, nil
+		return storenode.NewLocalStream(r, chunk), nil
 	}
 	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
 }
@@ -417,7 +418,7 @@ func (w *reduceWorker) targetComplete() bool {
 	return done && err == nil
 }
 
-// release frees the output unless PositionRuns keeps it: intermediate
+// release frees the output unless storenode.PositionRuns keeps it: intermediate
 // outputs always go, the target only when the Reduce failed (the shard
 // forgets its locations then too).
 func (w *reduceWorker) release(keep bool) {

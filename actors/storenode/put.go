@@ -11,6 +11,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // requests is the store node's table of Puts and Deletes in flight, by
@@ -49,8 +50,8 @@ func (n *StoreNode) watch(ctx actor.Context, pid *actor.PID) {
 
 // putRun is one registration and what its shell holds for it.
 type putRun struct {
-	reg   *PutRegistration
-	obj   *Object
+	reg   *storenode.PutRegistration
+	obj   *storenode.Object
 	data  []byte
 	shard *actor.PID // where the CreateObject went; its end fails the Put
 	timer *time.Timer
@@ -65,12 +66,11 @@ type putCopied struct {
 }
 
 // A copy-in may report after its node stopped: that is expected.
-func (putCopied) IgnoreDeadLetterLogging()   {}
-func (putDeadline) IgnoreDeadLetterLogging() {}
+func (putCopied) IgnoreDeadLetterLogging() {}
 
 func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 	id, data := m.GetObjectId(), m.GetData()
-	req := PutRequest{ObjectID: id, Requester: requester(ctx)}
+	req := storenode.PutRequest{ObjectID: id, Requester: requester(ctx)}
 	if err := n.validate(id); err != nil {
 		n.answerPut(ctx, req, err)
 		return
@@ -85,7 +85,7 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 // storeReduced stores a result the coordinator computed without a tree:
 // a Put of the Reduce's reserved target.
 func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
-	req := PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true, Requester: requester(ctx)}
+	req := storenode.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true, Requester: requester(ctx)}
 	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs())
 }
 
@@ -97,21 +97,21 @@ func requester(ctx actor.Context) any {
 	return nil
 }
 
-func (n *StoreNode) answerPut(ctx actor.Context, req PutRequest, err *messages.Error) {
+func (n *StoreNode) answerPut(ctx actor.Context, req storenode.PutRequest, err *messages.Error) {
 	if err != nil {
 		n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": err}).Debug("put failed")
 	}
 	if to, ok := req.Requester.(*actor.PID); ok {
-		ctx.Send(to, putAnswer(req, err))
+		ctx.Send(to, storenode.PutAnswer(req, err))
 	}
 }
 
 // startPut makes the creator copy in the local store and starts its
 // registration with the directory.
-func (n *StoreNode) startPut(ctx actor.Context, req PutRequest, data []byte, timeoutMs int64) {
+func (n *StoreNode) startPut(ctx actor.Context, req storenode.PutRequest, data []byte, timeoutMs int64) {
 	now := time.Now()
 	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
-	req.Size, req.Fingerprint, req.Creator = int64(len(data)), Fingerprint(data), n.cfg.Self
+	req.Size, req.Fingerprint, req.Creator = int64(len(data)), storenode.Fingerprint(data), n.cfg.Self
 	obj, joined, evicted, err := n.putCopy(&req)
 	if err != nil {
 		n.answerPut(ctx, req, messages.AsError(err))
@@ -126,7 +126,7 @@ func (n *StoreNode) startPut(ctx actor.Context, req PutRequest, data []byte, tim
 		req.Inline, req.InlineData = true, data
 	}
 	req.RequestID = n.reqs.newID()
-	run := &putRun{reg: NewPutRegistration(req), obj: obj, data: data}
+	run := &putRun{reg: storenode.NewPutRegistration(req), obj: obj, data: data}
 	n.reqs.runs[req.RequestID] = run
 	n.putDo(ctx, req.RequestID, run.reg.Start(now))
 }
@@ -134,7 +134,7 @@ func (n *StoreNode) startPut(ctx actor.Context, req PutRequest, data []byte, tim
 // putCopy makes the creator copy of req in the store, or returns the
 // copy of the id this node already holds (joined: a concurrent Put or
 // Get), for samePut to decide.
-func (n *StoreNode) putCopy(req *PutRequest) (obj, joined *Object, evicted []string, err error) {
+func (n *StoreNode) putCopy(req *storenode.PutRequest) (obj, joined *storenode.Object, evicted []string, err error) {
 	if local := n.cfg.Store.Lookup(req.ObjectID); local != nil {
 		// A Get on this node that is still locating the object left a
 		// placeholder: this Put fills it (its waiters get these bytes).
@@ -159,7 +159,7 @@ func (n *StoreNode) putCopy(req *PutRequest) (obj, joined *Object, evicted []str
 // samePutLater waits, on its own goroutine and within the Put's
 // deadline, for the copy this node already has to be whole, and answers
 // as samePut decides: it is a wait on a local object, not a protocol.
-func (n *StoreNode) samePutLater(ctx actor.Context, req PutRequest, local *Object, data []byte) {
+func (n *StoreNode) samePutLater(ctx actor.Context, req storenode.PutRequest, local *storenode.Object, data []byte) {
 	system := ctx.ActorSystem()
 	go func() {
 		rctx, cancel := context.WithDeadline(context.Background(), req.Deadline)
@@ -169,13 +169,13 @@ func (n *StoreNode) samePutLater(ctx actor.Context, req PutRequest, local *Objec
 			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": err}).Debug("put failed")
 		}
 		if to, ok := req.Requester.(*actor.PID); ok {
-			system.Root.Send(to, putAnswer(req, err))
+			system.Root.Send(to, storenode.PutAnswer(req, err))
 		}
 	}()
 }
 
 // putDo carries out one step of registration id.
-func (n *StoreNode) putDo(ctx actor.Context, id uint64, s PutStep) {
+func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storenode.PutStep) {
 	run := n.reqs.runs[id]
 	if run == nil {
 		return
@@ -279,9 +279,9 @@ func (n *StoreNode) putReply(ctx actor.Context, m *messages.CreateObjectReply) {
 	}
 }
 
-func (n *StoreNode) putTimedOut(ctx actor.Context, m putDeadline) {
-	if run := n.reqs.runs[m.id]; run != nil {
-		n.putDo(ctx, m.id, run.reg.Deadline())
+func (n *StoreNode) putTimedOut(ctx actor.Context, m storenode.PutDeadline) {
+	if run := n.reqs.runs[m.ID]; run != nil {
+		n.putDo(ctx, m.ID, run.reg.Deadline())
 	}
 }
 
@@ -331,8 +331,8 @@ func (n *StoreNode) stopRequests(ctx actor.Context) {
 // object and Deleted it before this Put's reply, and that must not turn
 // the Put into an error. The dropped copy is not published: the
 // directory has forgotten the object.
-func putEnded(obj *Object, err error, readable bool) error {
-	if errors.Is(err, messages.ErrDeleted) && (readable || obj.isWhole()) {
+func putEnded(obj *storenode.Object, err error, readable bool) error {
+	if errors.Is(err, messages.ErrDeleted) && (readable || obj.IsWhole()) {
 		return nil
 	}
 	return err
@@ -342,7 +342,7 @@ func putEnded(obj *Object, err error, readable bool) error {
 // are an idempotent success, other bytes a conflict. The copy it joined
 // counts as the first Put's: deleted after it was whole, the same bytes
 // still succeed (see putEnded).
-func (n *StoreNode) samePut(ctx context.Context, local *Object, data []byte) error {
+func (n *StoreNode) samePut(ctx context.Context, local *storenode.Object, data []byte) error {
 	err := local.WaitComplete(ctx)
 	var have []byte
 	if err == nil {
@@ -350,7 +350,7 @@ func (n *StoreNode) samePut(ctx context.Context, local *Object, data []byte) err
 	}
 	if err != nil {
 		var whole bool
-		if have, whole = local.wholeBytes(); !whole || !errors.Is(err, messages.ErrDeleted) {
+		if have, whole = local.WholeBytes(); !whole || !errors.Is(err, messages.ErrDeleted) {
 			return err
 		}
 	}

@@ -14,7 +14,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // putShardLog records what a store node sends its directory shard and
@@ -34,8 +36,8 @@ func putQuietSystem(t *testing.T) *actor.ActorSystem {
 }
 
 // putNode starts a store node whose only shard is shard.
-func putNode(t *testing.T, system *actor.ActorSystem, shard *actor.PID) (*actor.PID, *Store) {
-	store := NewStore(1 << 20)
+func putNode(t *testing.T, system *actor.ActorSystem, shard *actor.PID) (*actor.PID, *storenode.Store) {
+	store := storenode.NewStore(1 << 20)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
@@ -91,7 +93,7 @@ func TestPutTimesOutWithoutShardReply(t *testing.T) {
 		}
 	}))
 	node, store := putNode(t, system, shard)
-	if err := doPut(t, system, node, "x", pattern(1, 1000), 50); !errors.Is(err, messages.ErrTimeout) {
+	if err := doPut(t, system, node, "x", testutil.Pattern(1, 1000), 50); !errors.Is(err, messages.ErrTimeout) {
 		t.Fatalf("Put: %v, want TIMEOUT", err)
 	}
 	if store.Lookup("x") != nil {
@@ -117,14 +119,14 @@ func TestPutFailsWhenShardStops(t *testing.T) {
 		}
 	}))
 	node, store := putNode(t, system, shard)
-	if err := doPut(t, system, node, "x", pattern(2, 1000), 60_000); !errors.Is(err, messages.ErrUnavailable) {
+	if err := doPut(t, system, node, "x", testutil.Pattern(2, 1000), 60_000); !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("Put: %v, want UNAVAILABLE", err)
 	}
 	if store.Lookup("x") != nil {
 		t.Fatal("the failed Put left its copy in the store")
 	}
 	// The shard is gone for good: the next Put fails the same way.
-	if err := doPut(t, system, node, "y", pattern(3, 1000), 60_000); !errors.Is(err, messages.ErrUnavailable) {
+	if err := doPut(t, system, node, "y", testutil.Pattern(3, 1000), 60_000); !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("Put to a dead shard: %v, want UNAVAILABLE", err)
 	}
 }
@@ -161,10 +163,10 @@ func TestPutRepliesMatchTheirRequests(t *testing.T) {
 	node, store := putNode(t, system, shard)
 	errs := make(chan [2]error, 1)
 	go func() {
-		a, err := putVia(system, node, "accepted", pattern(4, 1000), 60_000)
+		a, err := putVia(system, node, "accepted", testutil.Pattern(4, 1000), 60_000)
 		errs <- [2]error{a, err}
 	}()
-	refused := doPut(t, system, node, "refused", pattern(5, 1000), 60_000)
+	refused := doPut(t, system, node, "refused", testutil.Pattern(5, 1000), 60_000)
 	got := <-errs
 	if got[1] != nil {
 		t.Fatalf("Put accepted: no answer: %v", got[1])
@@ -226,7 +228,7 @@ func TestDeleteWaitsForDropsAndPeerFailure(t *testing.T) {
 		}
 	}))
 	node, store := putNode(t, system, shard)
-	if err := doPut(t, system, node, "d", pattern(6, 1000), 60_000); err != nil {
+	if err := doPut(t, system, node, "d", testutil.Pattern(6, 1000), 60_000); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -18,7 +19,7 @@ type Config struct {
 	// Self names this node; its DataAddress is filled in by Serve.
 	Self *messages.NodeRef
 	// Store holds the bytes; it outlives restarts of the actor.
-	Store *Store
+	Store *storenode.Store
 	// ShardFor returns the directory shard that owns an object id.
 	ShardFor func(id string) *actor.PID
 	// Transport moves object bytes between nodes.

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // A root whose CreateObject the shard refuses (its Reduce ended, e.g. with
@@ -31,7 +32,7 @@ func TestRefusedRootCreateResetsTheWaitingGet(t *testing.T) {
 				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", m.GetObjectId(), m.GetReduceId())})
 		}
 	}))
-	store := NewStore(1 << 20)
+	store := storenode.NewStore(1 << 20)
 	cfg := &Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
 		Log: logrus.NewEntry(logrus.New())}
 	placeholder, _ := store.Reserve("target") // a Get of the target waits here

@@ -15,10 +15,11 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // StoreNode is the actor that serves one node's Put, Get and Delete. It is
-// a thin shell: the bytes live in the Store (which survives the actor's
+// a thin shell: the bytes live in the storenode.Store (which survives the actor's
 // restarts), transfers run in fetch session children, and long waits run
 // on goroutines bounded by the request's deadline, so the mailbox never
 // blocks behind a copy.
@@ -28,7 +29,7 @@ type StoreNode struct {
 	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
 	reqs    *requests                       // Puts and Deletes in flight; survive restarts
 	// gets are the Gets waiting for their objects. They outlive restarts
-	// of the actor, as the Store does: the Gets' timers and the objects'
+	// of the actor, as the storenode.Store does: the Gets' timers and the objects'
 	// settle notices name this actor's PID, which a restart keeps.
 	gets *getWaiters
 }
@@ -85,7 +86,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.put(ctx, m)
 	case *messages.CreateObjectReply:
 		n.putReply(ctx, m)
-	case putDeadline:
+	case storenode.PutDeadline:
 		n.putTimedOut(ctx, m)
 	case putCopied:
 		n.putCopiedIn(ctx, m)
@@ -103,7 +104,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.delete(ctx, m)
 	case *messages.DeleteObjectReply:
 		n.deleteReply(ctx, m)
-	case deleteDeadline:
+	case storenode.DeleteDeadline:
 		n.deleteTimedOut(ctx, m)
 	case *messages.DropObject:
 		reason := m.GetReason()
@@ -247,7 +248,7 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 
 // settled answers the Gets waiting on obj, which is complete or failed
 // (or was, and was rewound since: they wait on).
-func (n *StoreNode) settled(ctx actor.Context, obj *Object) {
+func (n *StoreNode) settled(ctx actor.Context, obj *storenode.Object) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	ws, err := n.gets.settle(obj, func() { system.Root.Send(self, &objectSettled{obj: obj}) })
 	for _, w := range ws {
@@ -264,7 +265,7 @@ func (n *StoreNode) expired(ctx actor.Context, m *getExpired) {
 }
 
 // answer replies to a Get whose object settled with err (nil: complete).
-func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *Object, err error) {
+func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Object, err error) {
 	m := w.m
 	if errors.Is(err, messages.ErrReset) {
 		// The copy was stale (a Reduce re-created its target): ask this
@@ -303,7 +304,7 @@ func extend(d *atomic.Int64, t time.Time) bool {
 	}
 }
 
-func (n *StoreNode) startFetch(ctx actor.Context, obj *Object, deadline time.Time) {
+func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time) {
 	d := new(atomic.Int64)
 	d.Store(deadline.UnixNano())
 	pid := ctx.Spawn(newFetchProps(n.cfg, obj, d))

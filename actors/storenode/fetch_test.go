@@ -13,6 +13,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -60,7 +61,7 @@ func (p *fetchParent) Receive(ctx actor.Context) {
 
 type fetchFixture struct {
 	system *actor.ActorSystem
-	obj    *Object
+	obj    *storenode.Object
 	cfg    *Config
 	fake   *fakeShard
 	ended  chan *actor.PID
@@ -81,7 +82,7 @@ func startFetch(t *testing.T, getDeadline, stall time.Duration, silent bool) *fe
 	f := &fetchFixture{system: system, logs: hook, ended: make(chan *actor.PID, 1),
 		fake: &fakeShard{locates: new(atomic.Int32), afterFailure: new(atomic.Int32), silent: silent}}
 	shard := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return f.fake }))
-	store := NewStore(1 << 20)
+	store := storenode.NewStore(1 << 20)
 	f.obj, _ = store.Reserve("x")
 	f.cfg = (&Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
 		Store: store, ShardFor: func(string) *actor.PID { return shard }, Transport: transport.NewMemory(0),
@@ -156,16 +157,16 @@ func (f *fetchFixture) warned(typ string) bool {
 // first) neither wipes the newer copy nor fails it for the Gets that wait
 // on it: chaos seed 51 saw those Gets fail CANCELED "writer superseded".
 func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
-	store := NewStore(1 << 20)
-	fc := FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Store: store, Grace: time.Second}
+	store := storenode.NewStore(1 << 20)
+	fc := storenode.FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Store: store, Grace: time.Second}
 	obj, _ := store.Reserve("x")
 	data := []byte("the object's bytes")
 	now := time.Unix(1000, 0)
 	loc := &messages.LocateReply{ObjectId: "x", Size: int64(len(data)), HasInline: true, InlineData: data, Attempt: 1}
 
-	old := NewFetchProtocol(fc, obj, now.Add(time.Minute))
+	old := storenode.NewFetchProtocol(fc, obj, now.Add(time.Minute))
 	old.Start(now) // the session before the restart
-	newer := NewFetchProtocol(fc, obj, now.Add(time.Minute))
+	newer := storenode.NewFetchProtocol(fc, obj, now.Add(time.Minute))
 	newer.Start(now) // the restarted node's session
 
 	// The newer session allocates first but has not written yet when

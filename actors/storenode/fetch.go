@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -25,12 +26,12 @@ import (
 // copy runs on one goroutine that reports only its end.
 type fetchSession struct {
 	cfg *Config
-	obj *Object
+	obj *storenode.Object
 	// deadline is the Gets' latest deadline (unix nanos), kept by the
 	// store node: a session restarted after a panic starts from it, not
 	// from the first Get's.
 	deadline *atomic.Int64
-	p        *FetchProtocol
+	p        *storenode.FetchProtocol
 	// shards are the shards asked (watched: a stopped shard is an
 	// UNAVAILABLE answer at once), with the attempt last sent to each.
 	shards map[string]uint64
@@ -44,8 +45,8 @@ type fetchSession struct {
 	done bool
 }
 
-// fetchTimerFired hands a FetchTimer back to the session.
-type fetchTimerFired struct{ t FetchTimer }
+// fetchTimerFired hands a storenode.FetchTimer back to the session.
+type fetchTimerFired struct{ t storenode.FetchTimer }
 
 // streamEnded reports the end of one data-plane copy.
 type streamEnded struct {
@@ -62,7 +63,7 @@ type locateUnsent struct {
 	err     error
 }
 
-func newFetchProps(cfg *Config, obj *Object, deadline *atomic.Int64) *actor.Props {
+func newFetchProps(cfg *Config, obj *storenode.Object, deadline *atomic.Int64) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &fetchSession{cfg: cfg, obj: obj, deadline: deadline}
 	})
@@ -110,12 +111,12 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 func (f *fetchSession) start() {
 	f.shards, f.senders, f.cuts = map[string]uint64{}, map[string]string{}, map[uint64]context.CancelFunc{}
 	seed := uint64(time.Now().UnixNano())
-	fc := FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
+	fc := storenode.FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
 		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
 	if e := f.cfg.Estimator; e != nil {
 		fc.Observe = e.ObserveTransfer
 	}
-	f.p = NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
+	f.p = storenode.NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
 }
 
 // terminated turns a watched actor's end into the protocol's input: a
@@ -135,7 +136,7 @@ func (f *fetchSession) terminated(ctx actor.Context, who *actor.PID, now time.Ti
 }
 
 // drain carries out one step's output.
-func (f *fetchSession) drain(ctx actor.Context, out FetchOutput) {
+func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 	if f.done {
 		return
 	}
@@ -159,7 +160,7 @@ func (f *fetchSession) drain(ctx actor.Context, out FetchOutput) {
 		}
 	}
 	for _, t := range out.Timers {
-		f.arm(ctx, t.At, t.Msg.(FetchTimer))
+		f.arm(ctx, t.At, t.Msg.(storenode.FetchTimer))
 	}
 	if out.Cut != 0 {
 		if cut := f.cuts[out.Cut]; cut != nil {
@@ -212,7 +213,7 @@ func (f *fetchSession) resolve(to any) *actor.PID {
 // arm sets the one timer. time.AfterFunc rather than Proto.Actor's
 // scheduler (whose cancel races with its timer goroutine): no goroutine
 // runs until it fires, and then only to send one message.
-func (f *fetchSession) arm(ctx actor.Context, at time.Time, t FetchTimer) {
+func (f *fetchSession) arm(ctx actor.Context, at time.Time, t storenode.FetchTimer) {
 	f.stopTimer()
 	system, self := ctx.ActorSystem(), ctx.Self()
 	f.timer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, &fetchTimerFired{t: t}) })
@@ -236,7 +237,7 @@ func (f *fetchSession) stopAll() {
 // startCopy runs one data-plane copy on its own goroutine; it reports
 // only its end (the object itself records the progress, which readers
 // follow).
-func (f *fetchSession) startCopy(ctx actor.Context, c *StreamCommand) {
+func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) {
 	sctx, cut := context.WithCancel(context.Background())
 	f.cuts[c.ID] = cut
 	system, self, chunk := ctx.ActorSystem(), ctx.Self(), f.cfg.streamChunk()
@@ -260,7 +261,7 @@ func samePID(a, b *actor.PID) bool {
 
 // stream copies the object from sender, starting at off (what is
 // already here). Every read is bounded by the stall timeout.
-func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.NodeRef, off int64, chunk int) error {
+func (f *fetchSession) stream(ctx context.Context, w *storenode.Writer, sender *messages.NodeRef, off int64, chunk int) error {
 	id := f.obj.ID()
 	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
 	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
@@ -302,7 +303,7 @@ func (f *fetchSession) stream(ctx context.Context, w *Writer, sender *messages.N
 // own buffer: each chunk lands where it belongs and is published by
 // Advance, with no copy on this side (what lets a 1 GiB fetch keep up with
 // a plain TCP read).
-func (f *fetchSession) streamInto(ctx context.Context, w *Writer, s transport.IntoStream, off int64) error {
+func (f *fetchSession) streamInto(ctx context.Context, w *storenode.Writer, s transport.IntoStream, off int64) error {
 	id := f.obj.ID()
 	for {
 		tail, err := w.Tail()
