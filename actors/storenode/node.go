@@ -59,25 +59,15 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		n.fetches = map[string]*fetchState{}
-		n.reduces = map[string]map[int32]*actor.PID{}
-		if n.gets == nil {
-			n.gets = newGetWaiters()
-		}
-		n.resume(ctx)
+		n.started(ctx)
 	case *messages.Reduce:
 		n.reduce(ctx, m)
 	case *messages.ReduceTask:
 		n.reduceTask(ctx, m)
 	case *messages.ReduceRelease:
-		for _, pid := range n.reduces[m.GetReduceId()] {
-			ctx.Send(pid, m)
-		}
-		delete(n.reduces, m.GetReduceId())
+		n.reduceRelease(ctx, m)
 	case *messages.ReduceInvalidate:
-		if pid := n.reduces[m.GetReduceId()][m.GetPosition()]; pid != nil {
-			ctx.Send(pid, m)
-		}
+		n.reduceInvalidate(ctx, m)
 	case *messages.StoreReduced:
 		n.storeReduced(ctx, m)
 	case *messages.Republish:
@@ -107,60 +97,104 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case storenode.DeleteDeadline:
 		n.deleteTimedOut(ctx, m)
 	case *messages.DropObject:
-		reason := m.GetReason()
-		if reason != nil && errors.Is(reason, messages.ErrDeleted) {
-			// Only a drop that says DELETED is a deletion (see
-			// directory's deletedDrop); one without a reason frees a copy
-			// the directory disagrees with.
-			n.noteDeleted(m.GetObjectId())
-		}
-		if reason == nil {
-			reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
-		}
-		if n.cfg.Store.Remove(m.GetObjectId(), reason) {
-			n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
-		}
-		if ctx.Sender() != nil {
-			// Asked by a Delete's caller node: the copy is gone here.
-			ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
-		}
+		n.dropObject(ctx, m)
 	case *messages.NodeStatus:
 		ctx.Respond(n.status())
 	case *messages.QueryObject:
-		if err := n.validate(m.GetObjectId()); err != nil {
-			ctx.Respond(&messages.ObjectInfo{ObjectId: m.GetObjectId(), Error: err})
-			return
-		}
-		ctx.Forward(n.cfg.ShardFor(m.GetObjectId()))
+		n.queryObject(ctx, m)
 	case *fetchEnded:
-		if f := n.fetches[m.id]; f != nil && samePID(f.pid, m.pid) {
-			delete(n.fetches, m.id)
-		}
+		n.fetchEnded(m)
 	case *actor.Terminated:
-		n.peerGone(ctx, m.GetWho(), "stopped (its node failed, left or stopped)")
-		for id, f := range n.fetches {
-			if samePID(f.pid, m.GetWho()) {
-				delete(n.fetches, id)
-			}
-		}
-		for id, workers := range n.reduces {
-			for pos, pid := range workers {
-				if samePID(pid, m.GetWho()) {
-					delete(workers, pos)
-				}
-			}
-			if len(workers) == 0 {
-				delete(n.reduces, id)
-			}
-		}
+		n.terminated(ctx, m.GetWho())
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		entry := n.cfg.Log.WithField("type", actorutil.TypeName(m))
-		if ctx.Sender() != nil {
-			entry = entry.WithField("from", ctx.Sender().String())
-		}
-		entry.Warn("store node dropped an unknown message")
+		n.unknown(ctx, m)
 	}
+}
+
+func (n *StoreNode) started(ctx actor.Context) {
+	n.fetches = map[string]*fetchState{}
+	n.reduces = map[string]map[int32]*actor.PID{}
+	if n.gets == nil {
+		n.gets = newGetWaiters()
+	}
+	n.resume(ctx)
+}
+
+func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) {
+	for _, pid := range n.reduces[m.GetReduceId()] {
+		ctx.Send(pid, m)
+	}
+	delete(n.reduces, m.GetReduceId())
+}
+
+func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {
+	if pid := n.reduces[m.GetReduceId()][m.GetPosition()]; pid != nil {
+		ctx.Send(pid, m)
+	}
+}
+
+// dropObject frees a copy the directory dropped. Only a drop that says
+// DELETED is a deletion (see directory's deletedDrop); one without a
+// reason frees a copy the directory disagrees with.
+func (n *StoreNode) dropObject(ctx actor.Context, m *messages.DropObject) {
+	reason := m.GetReason()
+	if reason != nil && errors.Is(reason, messages.ErrDeleted) {
+		n.noteDeleted(m.GetObjectId())
+	}
+	if reason == nil {
+		reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
+	}
+	if n.cfg.Store.Remove(m.GetObjectId(), reason) {
+		n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
+	}
+	if ctx.Sender() != nil {
+		// Asked by a Delete's caller node: the copy is gone here.
+		ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
+	}
+}
+
+func (n *StoreNode) queryObject(ctx actor.Context, m *messages.QueryObject) {
+	if err := n.validate(m.GetObjectId()); err != nil {
+		ctx.Respond(&messages.ObjectInfo{ObjectId: m.GetObjectId(), Error: err})
+		return
+	}
+	ctx.Forward(n.cfg.ShardFor(m.GetObjectId()))
+}
+
+func (n *StoreNode) fetchEnded(m *fetchEnded) {
+	if f := n.fetches[m.id]; f != nil && samePID(f.pid, m.pid) {
+		delete(n.fetches, m.id)
+	}
+}
+
+// terminated forgets a watched actor that stopped: a shard or peer that
+// Puts and Deletes wait on, a fetch session, a reduce worker.
+func (n *StoreNode) terminated(ctx actor.Context, who *actor.PID) {
+	n.peerGone(ctx, who, "stopped (its node failed, left or stopped)")
+	for id, f := range n.fetches {
+		if samePID(f.pid, who) {
+			delete(n.fetches, id)
+		}
+	}
+	for id, workers := range n.reduces {
+		for pos, pid := range workers {
+			if samePID(pid, who) {
+				delete(workers, pos)
+			}
+		}
+		if len(workers) == 0 {
+			delete(n.reduces, id)
+		}
+	}
+}
+
+func (n *StoreNode) unknown(ctx actor.Context, m any) {
+	entry := n.cfg.Log.WithField("type", actorutil.TypeName(m))
+	if ctx.Sender() != nil {
+		entry = entry.WithField("from", ctx.Sender().String())
+	}
+	entry.Warn("store node dropped an unknown message")
 }
 
 // validate checks an object id from an application.
