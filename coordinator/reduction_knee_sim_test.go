@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -347,24 +345,8 @@ func (k *kneeSim) checkEnd() {
 // TestReductionKneeSimulated runs many seeded knee-policy Reduces
 // (HOPLITE_REDUCE_SIM sets how many; HOPLITE_SEED replays one).
 func TestReductionKneeSimulated(t *testing.T) {
-	seeds := 3000
-	if v := os.Getenv("HOPLITE_REDUCE_SIM"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("HOPLITE_REDUCE_SIM=%q: want a number of seeds", v)
-		}
-		seeds = n
-	}
-	if v := os.Getenv("HOPLITE_SEED"); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("HOPLITE_SEED=%q", v)
-		}
-		runKneeSim(t, seed, kneeStats{})
-		return
-	}
 	stats := kneeStats{}
-	for seed := range uint64(seeds) {
+	for _, seed := range simSeeds(t) {
 		runKneeSim(t, seed, stats)
 		if t.Failed() {
 			return

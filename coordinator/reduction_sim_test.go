@@ -280,26 +280,35 @@ func errorsIs(r *messages.ReduceReply, kind error) bool {
 // TestReductionSimulated runs many seeded schedules (HOPLITE_REDUCE_SIM
 // sets how many; HOPLITE_SEED replays one).
 func TestReductionSimulated(t *testing.T) {
-	seeds := 3000
-	if v := os.Getenv("HOPLITE_REDUCE_SIM"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("HOPLITE_REDUCE_SIM=%q: want a number of seeds", v)
-		}
-		seeds = n
-	}
-	if v := os.Getenv("HOPLITE_SEED"); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("HOPLITE_SEED=%q", v)
-		}
-		runReduceSim(t, seed)
-		return
-	}
-	for seed := range uint64(seeds) {
+	for _, seed := range simSeeds(t) {
 		runReduceSim(t, seed)
 		if t.Failed() {
 			return
 		}
 	}
+}
+
+// simSeeds is the seeds a simulation runs: the one HOPLITE_SEED names, or
+// HOPLITE_REDUCE_SIM of them (3000 by default).
+func simSeeds(t *testing.T) []uint64 {
+	t.Helper()
+	if v := os.Getenv("HOPLITE_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("HOPLITE_SEED=%q", v)
+		}
+		return []uint64{seed}
+	}
+	n := 3000
+	if v := os.Getenv("HOPLITE_REDUCE_SIM"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("HOPLITE_REDUCE_SIM=%q: want a number of seeds", v)
+		}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i)
+	}
+	return seeds
 }

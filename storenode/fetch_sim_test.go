@@ -595,17 +595,9 @@ func (s *fetchSim) restartShard() {
 			continue
 		}
 		for _, o := range n.store.Objects() {
-			size := o.Size()
-			_, done, err := o.Progress()
-			if size < 0 || err != nil {
-				continue
+			if pub, ok := o.Publication(n.ref); ok {
+				s.toShard(n, pub)
 			}
-			state := messages.LocationState_PARTIAL
-			if done {
-				state = messages.LocationState_COMPLETE
-			}
-			s.toShard(n, &messages.PublishLocation{ObjectId: o.ID(), Node: n.ref, State: state, Size: size,
-				Fingerprint: o.Fingerprint(), Creator: o.Pinned()})
 		}
 	}
 }

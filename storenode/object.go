@@ -105,6 +105,23 @@ func (o *Object) OnSettled(fn func()) {
 	o.settled = append(o.settled, fn)
 }
 
+// Publication is what node publishes of its copy of o when a directory
+// shard rebuilds (PARTIAL or COMPLETE), and false for a copy with nothing
+// to offer (not allocated yet, or failed).
+func (o *Object) Publication(node *messages.NodeRef) (*messages.PublishLocation, bool) {
+	size := o.Size()
+	_, done, err := o.Progress()
+	if size < 0 || err != nil {
+		return nil, false
+	}
+	state := messages.LocationState_PARTIAL
+	if done {
+		state = messages.LocationState_COMPLETE
+	}
+	return &messages.PublishLocation{ObjectId: o.ID(), Node: node, State: state, Size: size,
+		Fingerprint: o.Fingerprint(), Creator: o.Pinned()}, true
+}
+
 // SettleNotices is how many OnSettled notices wait for the object.
 func (o *Object) SettleNotices() int {
 	o.mu.Lock()

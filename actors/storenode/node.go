@@ -432,21 +432,15 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 		if strings.HasPrefix(id, internalPrefix) || !want[directory.ShardIndex(id, count)] {
 			continue // reduce intermediates are not in the directory
 		}
-		size := o.Size()
-		_, done, err := o.Progress()
-		if size < 0 || err != nil {
+		pub, ok := o.Publication(n.cfg.Self)
+		if !ok {
 			continue
-		}
-		state := messages.LocationState_PARTIAL
-		if done {
-			state = messages.LocationState_COMPLETE
 		}
 		to := ctx.Sender()
 		if to == nil {
 			to = n.cfg.ShardFor(id)
 		}
-		ctx.Send(to, &messages.PublishLocation{ObjectId: id, Node: n.cfg.Self, State: state,
-			Size: size, Fingerprint: o.Fingerprint(), Creator: o.Pinned()})
+		ctx.Send(to, pub)
 	}
 }
 
