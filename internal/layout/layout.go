@@ -11,8 +11,14 @@
 // returns what to send (outbox) for a shell to carry out.
 package layout
 
-// Pure lists the pure packages, relative to the module root.
+// Pure lists the pure packages, relative to the module root, and the pure
+// files of storenode, whose package also holds the concurrent Store and
+// the Client.
 var Pure = []string{
+	"storenode/delete_protocol.go",
+	"storenode/fetch_protocol.go",
+	"storenode/position_runs.go",
+	"storenode/put_protocol.go",
 	"barrier/policy",
 	"barrier/replica",
 	"coordinator",

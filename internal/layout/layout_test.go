@@ -88,6 +88,7 @@ func TestPurePackagesAreClockAndActorFree(t *testing.T) {
 		return rel + ":" + strconv.Itoa(p.Line)
 	}
 	for _, pkg := range Pure {
+		// A file (storenode's protocols) or a package's directory.
 		files := sources(t, fset, filepath.Join(top, pkg), false)
 		if len(files) == 0 {
 			t.Errorf("%s: no Go files (the list in layout.Pure is stale)", pkg)
