@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
@@ -111,11 +112,11 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 
 // nodeFailed maps a watched store node's termination to its node id.
 func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) coordinator.Effects {
-	node, ok := c.watched[who.String()]
+	node, ok := c.watched[actorutil.Key(who)]
 	if !ok {
 		return coordinator.Effects{}
 	}
-	delete(c.watched, who.String())
+	delete(c.watched, actorutil.Key(who))
 	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
 	return c.r.NodeFailed(node, now)
 }
@@ -136,7 +137,7 @@ func (c *Coordinator) stopped() *messages.Error {
 func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	for _, n := range fx.Watch {
 		pid := n.PID()
-		c.watched[pid.String()] = n.GetNodeId()
+		c.watched[actorutil.Key(pid)] = n.GetNodeId()
 		ctx.Watch(pid)
 	}
 	if k := fx.Knee; k != nil {

@@ -149,11 +149,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.disarm()
 		return
 	case *actor.Terminated:
-		node, ok := s.watched[m.GetWho().String()]
+		node, ok := s.watched[actorutil.Key(m.GetWho())]
 		if !ok {
 			return // a coordinator child
 		}
-		delete(s.watched, m.GetWho().String())
+		delete(s.watched, actorutil.Key(m.GetWho()))
 		if s.cfg.Failures.First(node) {
 			s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
@@ -190,10 +190,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 			s.dropped(ctx, "subscribe without a sender")
 			return
 		}
-		out = s.table.Subscribe(m, ctx.Sender().String(), ctx.Sender())
+		out = s.table.Subscribe(m, actorutil.Key(ctx.Sender()), ctx.Sender())
 	case *messages.Unsubscribe:
 		if ctx.Sender() != nil {
-			out = s.table.Unsubscribe(m, ctx.Sender().String())
+			out = s.table.Unsubscribe(m, actorutil.Key(ctx.Sender()))
 		}
 	case *messages.QueryObject:
 		out = s.table.Query(m, ctx.Sender(), now)
@@ -282,8 +282,8 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 		return
 	}
 	pid := n.PID()
-	if _, ok := s.watched[pid.String()]; !ok {
-		s.watched[pid.String()] = n.GetNodeId()
+	if _, ok := s.watched[actorutil.Key(pid)]; !ok {
+		s.watched[actorutil.Key(pid)] = n.GetNodeId()
 		ctx.Watch(pid)
 	}
 }

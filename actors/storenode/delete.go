@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -140,7 +141,7 @@ func (n *StoreNode) deleteTimedOut(ctx actor.Context, m storenode.DeleteDeadline
 // its copy has none to serve; a shard will not answer.
 func (n *StoreNode) deletePeerGone(ctx actor.Context, key string, gone *messages.Error) {
 	for rid, r := range n.reqs.routes {
-		if r.pid.String() != key {
+		if actorutil.Key(r.pid) != key {
 			continue
 		}
 		delete(n.reqs.routes, rid)

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -123,7 +124,7 @@ func (f *fetchSession) start() {
 // shard's into UNAVAILABLE for the Locate it had, a sender's into a
 // sender failure.
 func (f *fetchSession) terminated(ctx actor.Context, who *actor.PID, now time.Time) {
-	key := who.String()
+	key := actorutil.Key(who)
 	if attempt, ok := f.shards[key]; ok {
 		delete(f.shards, key)
 		f.drain(ctx, f.p.LocateFailed(attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s stopped", who.GetId()), now))
@@ -148,10 +149,10 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 				ctx.Send(ctx.Self(), &locateUnsent{attempt: l.GetAttempt(), err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)})
 				continue
 			}
-			if _, watched := f.shards[pid.String()]; !watched {
+			if _, watched := f.shards[actorutil.Key(pid)]; !watched {
 				ctx.Watch(pid)
 			}
-			f.shards[pid.String()] = l.GetAttempt()
+			f.shards[actorutil.Key(pid)] = l.GetAttempt()
 			ctx.Request(pid, l)
 			continue
 		}
@@ -169,14 +170,14 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 	}
 	if out.Unwatch != nil {
 		pid := out.Unwatch.PID()
-		if _, ok := f.senders[pid.String()]; ok {
-			delete(f.senders, pid.String())
+		if _, ok := f.senders[actorutil.Key(pid)]; ok {
+			delete(f.senders, actorutil.Key(pid))
 			ctx.Unwatch(pid)
 		}
 	}
 	if out.Watch != nil {
 		pid := out.Watch.PID()
-		f.senders[pid.String()] = out.Watch.GetNodeId()
+		f.senders[actorutil.Key(pid)] = out.Watch.GetNodeId()
 		ctx.Watch(pid)
 	}
 	if out.Switched != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -42,7 +43,7 @@ func (r *requests) newID() uint64 {
 // kept (a node talks to a bounded set of shards and peers) until the
 // peer's end, so no request can miss it.
 func (n *StoreNode) watch(ctx actor.Context, pid *actor.PID) {
-	if key := pid.String(); !n.reqs.watched[key] {
+	if key := actorutil.Key(pid); !n.reqs.watched[key] {
 		n.reqs.watched[key] = true
 		ctx.Watch(pid)
 	}
@@ -297,11 +298,11 @@ func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
 	if who == nil {
 		return
 	}
-	key := who.String()
+	key := actorutil.Key(who)
 	delete(n.reqs.watched, key) // a peer started again under this PID is watched anew
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)
 	for id, run := range n.reqs.runs {
-		if run.shard != nil && run.shard.String() == key {
+		if run.shard != nil && actorutil.Key(run.shard) == key {
 			n.putDo(ctx, id, run.reg.Failed(gone))
 		}
 	}

@@ -35,3 +35,10 @@ func Tick(system *actor.ActorSystem, self *actor.PID, every time.Duration, msg a
 		}
 	}
 }
+
+// Key is a map key that names pid: its address and id. PID.String
+// formats the protobuf text form, which costs microseconds per call and
+// showed up at 9 % of the CPU of small Gets.
+func Key(pid *actor.PID) string {
+	return pid.GetAddress() + "\x00" + pid.GetId()
+}
