@@ -139,26 +139,13 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.started(ctx)
 		return
 	case *actor.Restarting:
-		// The table is about to be lost: parked requesters retry against
-		// the restarted shard instead of waiting for their deadlines.
-		s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard restarting")))
-		s.disarm()
+		s.stopping(ctx, "directory shard restarting")
 		return
 	case *actor.Stopping:
-		s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard stopping")))
-		s.disarm()
+		s.stopping(ctx, "directory shard stopping")
 		return
 	case *actor.Terminated:
-		node, ok := s.watched[actorutil.Key(m.GetWho())]
-		if !ok {
-			return // a coordinator child
-		}
-		delete(s.watched, actorutil.Key(m.GetWho()))
-		if s.cfg.Failures.First(node) {
-			s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
-			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
-		}
-		out = s.table.NodeFailed(node)
+		out = s.terminated(ctx, m, now)
 	case tick:
 		s.armedAt = time.Time{}
 		out = s.table.Tick(now)
@@ -249,6 +236,31 @@ func (s *Shard) started(ctx actor.Context) {
 		}
 		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: ctx.Self().GetId(), Host: host})
 	}
+}
+
+// stopping fails the parked requests: the table is about to be lost, and
+// their requesters retry against the restarted (or moved) shard instead
+// of waiting for their deadlines.
+func (s *Shard) stopping(ctx actor.Context, why string) {
+	s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)))
+	s.disarm()
+}
+
+// terminated forgets a watched store node that stopped: its copies and
+// the requests it parked leave the table. (A coordinator child's
+// Terminated is not a node's.)
+func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) []outbox.Send {
+	key := actorutil.Key(m.GetWho())
+	node, ok := s.watched[key]
+	if !ok {
+		return nil
+	}
+	delete(s.watched, key)
+	if s.cfg.Failures.First(node) {
+		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
+		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
+	}
+	return s.table.NodeFailed(node)
 }
 
 // arm sets the timer for the table's next deadline if it is earlier than
