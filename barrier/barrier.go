@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/barrier/handle"
 	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
@@ -337,10 +338,10 @@ func (b *Barrier) passOrError(label string, r mgr.EnterResult) (*Pass, error) {
 	switch {
 	case r.Err != nil:
 		return nil, r.Err
-	case r.Kind == mgr.CatchUp:
+	case r.Kind == handle.CatchUp:
 		return nil, fmt.Errorf("%w: %q on barrier %q", ErrCatchUp, label, b.name)
 	}
-	return &Pass{Label: label, Host: b.host, Late: r.Kind == mgr.Late, Reason: r.Reason, b: b}, nil
+	return &Pass{Label: label, Host: b.host, Late: r.Kind == handle.Late, Reason: r.Reason, b: b}, nil
 }
 
 // Release tells a semaphore barrier that label left the critical section.

@@ -1,7 +1,6 @@
 package barrier
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/barrier/handle"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -41,30 +41,11 @@ type (
 		Label string
 		Done  chan struct{}
 	}
-	// reask: the waiting Enters ask the replicas again.
-	reask struct{}
-)
-
-// reaskEvery is how often a waiting Enter asks again: a release is one
-// message, and one lost in transit (an endpoint that broke under load)
-// would otherwise leave the label waiting until its deadline. A replica
-// answers a repeated Enter with the label's outcome, or not at all while
-// it still waits.
-const reaskEvery = time.Second
-
-// Outcome is how an Enter passed.
-type Outcome uint8
-
-// The outcomes of an Enter.
-const (
-	Fired Outcome = iota + 1
-	Late
-	CatchUp
 )
 
 // EnterResult answers an EnterRequest: an outcome, or Err.
 type EnterResult struct {
-	Kind   Outcome
+	Kind   handle.Outcome
 	Reason string
 	Err    error
 }
@@ -112,178 +93,127 @@ func NewParticipantProps(cfg ParticipantConfig) *actor.Props {
 	})
 }
 
-type waiter struct {
-	id uint64
-	ch chan<- EnterResult
-}
-
-// participant is a handle's actor: it sends each request to every replica,
-// matches the answers with the waiting calls, ignores duplicates, and runs
-// the controller's callbacks. The managers watch it: when it stops, its
-// labels count as failed participants.
+// participant is a handle's actor: the shell around a handle.Participant,
+// which sends each request to every replica, matches the answers with the
+// waiting calls and ignores duplicates. The shell keeps the calls'
+// channels, counts what was ignored, and runs the controller's callbacks.
+// The managers watch it: when it stops, its labels count as failed
+// participants.
 type participant struct {
 	name      string
+	core      *handle.Participant
 	replicas  []*actor.PID
-	max       int
-	semaphore bool
-	enters    map[string]waiter // label -> waiting Enter
+	enters    map[uint64]chan<- EnterResult
 	calls     map[uint64]chan<- proto.Message
-	done      map[string]Outcome // labels answered (bounded by max)
 	onEnter   func(Consultation) bool
 	onFailure func(Failure)
 	counters  *Counters
 	reasking  *time.Timer // armed while an Enter waits
-	entering  map[string]*messages.BarrierEnter
-	// notFound counts, per waiting label, the replicas that answered its
-	// latest round of Enters NOT_FOUND. A host answers so while it has no
-	// manager for the barrier (its replica crashed and is being rebuilt,
-	// or its member restarted): only when every replica says so does the
-	// barrier not exist.
-	notFound map[string]int
 }
 
 func (p *participant) Receive(ctx actor.Context) {
+	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p.enters, p.calls, p.done = map[string]waiter{}, map[uint64]chan<- proto.Message{}, map[string]Outcome{}
-		p.entering, p.notFound = map[string]*messages.BarrierEnter{}, map[string]int{}
+		p.core = handle.New(p.name)
+		p.enters, p.calls = map[uint64]chan<- EnterResult{}, map[uint64]chan<- proto.Message{}
 	case Setup:
-		p.replicas, p.max, p.semaphore = m.Replicas, m.Max, m.Semaphore
+		p.replicas = m.Replicas
+		p.core.Setup(len(m.Replicas), m.Max, m.Semaphore)
 	case EnterRequest:
-		if w, ok := p.enters[m.Label]; ok && w.id != m.ID {
-			m.Reply <- EnterResult{Err: messages.Errorf(messages.ErrorCode_CONFLICT, "label %q is already entering barrier %q", m.Label, p.name)}
-			return
-		}
-		p.enters[m.Label] = waiter{id: m.ID, ch: m.Reply}
-		enter := &messages.BarrierEnter{Name: p.name, Label: m.Label, Host: m.Host, RequestId: m.ID}
-		p.entering[m.Label] = enter
-		p.sendEnter(ctx, enter)
-		p.armReask(ctx)
-	case reask:
+		p.enters[m.ID] = m.Reply
+		p.do(ctx, p.core.Enter(now, m.ID, m.Label, m.Host))
+	case handle.Reask:
 		p.reasking = nil
-		for l, enter := range p.entering {
-			if _, waiting := p.enters[l]; !waiting {
-				delete(p.entering, l)
-				continue
-			}
-			p.sendEnter(ctx, enter)
-		}
-		p.armReask(ctx)
+		p.do(ctx, p.core.Reask(now))
 	case CallRequest:
 		p.calls[m.ID] = m.Reply
-		for rank, r := range p.replicas {
-			ctx.Request(r, m.Build(m.ID, int32(rank)))
-		}
+		p.do(ctx, p.core.Call(m.ID, p.build(m)))
 	case CancelRequest:
-		if w, ok := p.enters[m.Label]; ok && m.Label != "" && w.id == m.ID {
-			delete(p.enters, m.Label)
-			delete(p.notFound, m.Label)
-		}
-		delete(p.calls, m.ID)
-		if m.Done != nil {
-			close(m.Done)
-		}
+		p.cancel(m)
 	case *messages.BarrierFired:
-		p.outcome(ctx, m.GetLabel(), Fired, m.GetReason())
+		p.do(ctx, p.core.Outcome(m.GetLabel(), handle.Fired, m.GetReason()))
 	case *messages.BarrierLateFire:
-		p.outcome(ctx, m.GetLabel(), Late, "")
+		p.do(ctx, p.core.Outcome(m.GetLabel(), handle.Late, ""))
 	case *messages.BarrierCatchUp:
-		p.outcome(ctx, m.GetLabel(), CatchUp, "")
+		p.do(ctx, p.core.Outcome(m.GetLabel(), handle.CatchUp, ""))
 	case *messages.BarrierRefused:
-		if w, ok := p.enters[m.GetLabel()]; ok && (m.GetRequestId() == 0 || m.GetRequestId() == w.id) {
-			if errors.Is(messages.ErrOrNil(m.GetError()), messages.ErrNotFound) {
-				if p.notFound[m.GetLabel()]++; p.notFound[m.GetLabel()] < len(p.replicas) {
-					return // another replica may know it; the next round asks again
-				}
-			}
-			delete(p.enters, m.GetLabel())
-			delete(p.notFound, m.GetLabel())
-			w.ch <- EnterResult{Err: errOr(m.GetError())}
-		}
+		p.do(ctx, p.core.Refused(m))
 	case *messages.BarrierTimedOut:
 		p.counters.TimedOut.Add(1)
 	case *messages.BarrierReleased:
-		p.answer(m.GetRequestId(), m)
+		p.do(ctx, p.core.Answered(m.GetRequestId(), m))
 	case *messages.BarrierClosed:
-		p.answer(m.GetRequestId(), m)
+		p.do(ctx, p.core.Answered(m.GetRequestId(), m))
 	case *messages.BarrierStatusReply:
-		p.answer(m.GetRequestId(), m)
+		p.do(ctx, p.core.Answered(m.GetRequestId(), m))
 	case *messages.BarrierConsult:
 		ctx.Respond(&messages.BarrierDecide{Name: p.name, Id: m.GetId(), Fire: p.consult(ctx, m)})
 	case *messages.BarrierFailure:
-		if p.onFailure != nil {
-			p.safely(ctx, "OnFailure", func() {
-				p.onFailure(Failure{Barrier: p.name, Label: m.GetLabel(), Host: m.GetHost(), Reason: m.GetReason()})
-			})
-		}
+		p.failure(ctx, m)
 	case *actor.Stopping:
 		if p.reasking != nil {
 			p.reasking.Stop()
 		}
-		for l, w := range p.enters {
-			w.ch <- EnterResult{Err: messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped while %q waited", p.name, l)}
-		}
-		for _, ch := range p.calls {
-			ch <- nil
-		}
-		clear(p.enters)
-		clear(p.calls)
+		p.do(ctx, p.core.Stop())
 	}
 }
 
-// sendEnter asks every replica (only the acting primary answers).
-func (p *participant) sendEnter(ctx actor.Context, enter *messages.BarrierEnter) {
-	p.notFound[enter.GetLabel()] = 0
-	for rank, r := range p.replicas {
-		m := proto.Clone(enter).(*messages.BarrierEnter)
-		m.ToRank = int32(rank)
-		ctx.Request(r, m)
-	}
-}
-
-// armReask keeps one timer while any Enter waits.
-func (p *participant) armReask(ctx actor.Context) {
-	if p.reasking != nil || len(p.enters) == 0 {
-		return
-	}
-	sys, self := ctx.ActorSystem(), ctx.Self()
-	p.reasking = time.AfterFunc(reaskEvery, func() { sys.Root.Send(self, reask{}) })
-}
-
-func (p *participant) outcome(ctx actor.Context, label string, kind Outcome, reason string) {
-	if w, ok := p.enters[label]; ok {
-		delete(p.enters, label)
-		delete(p.notFound, label)
-		w.ch <- EnterResult{Kind: kind, Reason: reason}
-		if len(p.done) < max(p.max, 1) {
-			p.done[label] = kind
-		}
-		return
-	}
-	switch prev, ok := p.done[label]; {
-	case ok && prev == kind:
-		p.counters.Dup.Add(1) // clients ignore duplicate FIRE messages
-	case ok:
-		p.counters.Conflict.Add(1)
-	default:
-		p.counters.Orphan.Add(1)
-		if p.semaphore && kind == Fired {
-			// Admitted, but its Enter gave up waiting: nobody will use the
-			// slot, so give it back.
-			if len(p.done) < max(p.max, 1) {
-				p.done[label] = kind
-			}
-			for rank, r := range p.replicas {
-				ctx.Request(r, &messages.BarrierRelease{Name: p.name, Label: label, ToRank: int32(rank)})
-			}
+// do carries out a step: the sends (as requests, so the answers come back
+// here), the re-ask timer, the answers to waiting calls, the counts.
+func (p *participant) do(ctx actor.Context, s handle.Step) {
+	for _, snd := range s.Sends {
+		if r, ok := snd.To.(handle.Rank); ok && int(r) < len(p.replicas) {
+			ctx.Request(p.replicas[r], snd.Msg)
 		}
 	}
+	for _, t := range s.Timers {
+		if p.reasking == nil {
+			sys, self, msg := ctx.ActorSystem(), ctx.Self(), t.Msg
+			p.reasking = time.AfterFunc(time.Until(t.At), func() { sys.Root.Send(self, msg) })
+		}
+	}
+	for _, a := range s.Enters {
+		if ch, ok := p.enters[a.ID]; ok {
+			delete(p.enters, a.ID)
+			ch <- EnterResult{Kind: a.Kind, Reason: a.Reason, Err: a.Err}
+		}
+	}
+	for _, a := range s.Calls {
+		if ch, ok := p.calls[a.ID]; ok {
+			delete(p.calls, a.ID)
+			ch <- a.Msg
+		}
+	}
+	p.counters.Dup.Add(int64(s.Dup))
+	p.counters.Conflict.Add(int64(s.Conflict))
+	p.counters.Orphan.Add(int64(s.Orphans))
 }
 
-func (p *participant) answer(id uint64, m proto.Message) {
-	if ch, ok := p.calls[id]; ok {
-		delete(p.calls, id)
-		ch <- m
+// build makes a call's message for each replica.
+func (p *participant) build(m CallRequest) []proto.Message {
+	msgs := make([]proto.Message, len(p.replicas))
+	for rank := range p.replicas {
+		msgs[rank] = m.Build(m.ID, int32(rank))
+	}
+	return msgs
+}
+
+// cancel withdraws a call whose caller gave up.
+func (p *participant) cancel(m CancelRequest) {
+	p.core.Cancel(m.ID, m.Label)
+	delete(p.enters, m.ID)
+	delete(p.calls, m.ID)
+	if m.Done != nil {
+		close(m.Done)
+	}
+}
+
+func (p *participant) failure(ctx actor.Context, m *messages.BarrierFailure) {
+	if p.onFailure != nil {
+		p.safely(ctx, "OnFailure", func() {
+			p.onFailure(Failure{Barrier: p.name, Label: m.GetLabel(), Host: m.GetHost(), Reason: m.GetReason()})
+		})
 	}
 }
 
@@ -307,11 +237,4 @@ func (p *participant) safely(ctx actor.Context, what string, f func()) {
 		}
 	}()
 	f()
-}
-
-func errOr(e *messages.Error) error {
-	if err := messages.ErrOrNil(e); err != nil {
-		return err
-	}
-	return messages.Errorf(messages.ErrorCode_INTERNAL, "refused without an error")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/barrier/handle"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -50,7 +51,7 @@ func TestEnterNotFoundNeedsEveryReplica(t *testing.T) {
 			return EnterResult{}
 		}
 	}
-	if r := enter(notFound, firing, notFound); r.Err != nil || r.Kind != Fired {
+	if r := enter(notFound, firing, notFound); r.Err != nil || r.Kind != handle.Fired {
 		t.Fatalf("two replicas without the barrier, the primary fires: %+v, want fired", r)
 	}
 	if r := enter(notFound, notFound, notFound); !errors.Is(r.Err, messages.ErrNotFound) {

@@ -19,6 +19,7 @@ var Pure = []string{
 	"storenode/fetch_protocol.go",
 	"storenode/position_runs.go",
 	"storenode/put_protocol.go",
+	"barrier/handle",
 	"barrier/policy",
 	"barrier/replica",
 	"coordinator",

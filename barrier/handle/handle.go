@@ -1,0 +1,241 @@
+// Package handle is the pure core of a barrier handle's participant: it
+// sends each request to every replica of the barrier (only the acting
+// primary answers), matches the answers with the calls that wait for them,
+// ignores duplicates, gives back a semaphore slot nobody will use, and
+// decides when an Enter has failed. No goroutines, no clocks, no I/O: the
+// participant actor (actors/barrier) feeds it events and carries out its
+// Steps.
+package handle
+
+import (
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
+)
+
+// ReaskEvery is how often a waiting Enter asks again: a release is one
+// message, and one lost in transit (an endpoint that broke under load)
+// would otherwise leave the label waiting until its deadline. A replica
+// answers a repeated Enter with the label's outcome, or not at all while
+// it still waits.
+const ReaskEvery = time.Second
+
+// Rank is the To of a send: the replica at that rank.
+type Rank int
+
+// Reask is the timer message that makes the waiting Enters ask again.
+type Reask struct{}
+
+// Outcome is how an Enter passed.
+type Outcome uint8
+
+// The outcomes of an Enter.
+const (
+	Fired Outcome = iota + 1
+	Late
+	CatchUp
+)
+
+// EnterAnswer ends a waiting Enter: an outcome, or Err.
+type EnterAnswer struct {
+	ID     uint64
+	Kind   Outcome
+	Reason string
+	Err    error
+}
+
+// CallAnswer ends a waiting call: the acting primary's answer, or nil if
+// the handle stopped.
+type CallAnswer struct {
+	ID  uint64
+	Msg proto.Message
+}
+
+// Step is what one event asks of the shell: sends to ranks (the To of
+// each is a Rank; the shell sends them as requests, so answers come back)
+// and the re-ask timer, answers to the waiting calls, and what to count.
+type Step struct {
+	outbox.Box
+	Enters                 []EnterAnswer
+	Calls                  []CallAnswer
+	Dup, Conflict, Orphans int
+}
+
+type waiter struct {
+	id    uint64
+	enter *messages.BarrierEnter
+	// notFound counts the replicas that answered this round of Enters
+	// NOT_FOUND. A host answers so while it has no manager for the
+	// barrier (its replica crashed and is being rebuilt, or its member
+	// restarted): only when every replica says so does the barrier not
+	// exist.
+	notFound int
+}
+
+// Participant is the state of one handle.
+type Participant struct {
+	name      string
+	replicas  int
+	max       int
+	semaphore bool
+	enters    map[string]*waiter  // label -> waiting Enter
+	calls     map[uint64]struct{} // waiting calls
+	done      map[string]Outcome  // labels answered (bounded by max)
+	reasking  bool                // a Reask timer is armed
+}
+
+// New returns the participant of a handle of barrier name.
+func New(name string) *Participant {
+	return &Participant{name: name, enters: map[string]*waiter{}, calls: map[uint64]struct{}{}, done: map[string]Outcome{}}
+}
+
+// Setup names how many replicas the barrier has, its participant limit and
+// whether it is a semaphore, once it was created or opened.
+func (p *Participant) Setup(replicas, max int, semaphore bool) {
+	p.replicas, p.max, p.semaphore = replicas, max, semaphore
+}
+
+// Enter enters label on host for the call id.
+func (p *Participant) Enter(now time.Time, id uint64, label, host string) (s Step) {
+	if w, ok := p.enters[label]; ok && w.id != id {
+		s.Enters = append(s.Enters, EnterAnswer{ID: id,
+			Err: messages.Errorf(messages.ErrorCode_CONFLICT, "label %q is already entering barrier %q", label, p.name)})
+		return s
+	}
+	w := &waiter{id: id, enter: &messages.BarrierEnter{Name: p.name, Label: label, Host: host, RequestId: id}}
+	p.enters[label] = w
+	p.sendEnter(w, &s)
+	p.armReask(now, &s)
+	return s
+}
+
+// Reask sends every waiting Enter again.
+func (p *Participant) Reask(now time.Time) (s Step) {
+	p.reasking = false
+	for _, w := range p.enters {
+		p.sendEnter(w, &s)
+	}
+	p.armReask(now, &s)
+	return s
+}
+
+// Call sends msgs[rank] to each replica for the call id.
+func (p *Participant) Call(id uint64, msgs []proto.Message) (s Step) {
+	p.calls[id] = struct{}{}
+	for rank, m := range msgs {
+		s.Send(Rank(rank), m)
+	}
+	return s
+}
+
+// Cancel withdraws the waiting Enter of label (if label is set and it is
+// the call id's) or the waiting call id.
+func (p *Participant) Cancel(id uint64, label string) {
+	if w, ok := p.enters[label]; ok && label != "" && w.id == id {
+		delete(p.enters, label)
+	}
+	delete(p.calls, id)
+}
+
+// Outcome is a replica's news that label passed (fired, late or caught
+// up).
+func (p *Participant) Outcome(label string, kind Outcome, reason string) (s Step) {
+	if w, ok := p.enters[label]; ok {
+		delete(p.enters, label)
+		s.Enters = append(s.Enters, EnterAnswer{ID: w.id, Kind: kind, Reason: reason})
+		if len(p.done) < max(p.max, 1) {
+			p.done[label] = kind
+		}
+		return s
+	}
+	switch prev, ok := p.done[label]; {
+	case ok && prev == kind:
+		s.Dup++ // clients ignore duplicate FIRE messages
+	case ok:
+		s.Conflict++
+	default:
+		s.Orphans++
+		if p.semaphore && kind == Fired {
+			// Admitted, but its Enter gave up waiting: nobody will use the
+			// slot, so give it back.
+			if len(p.done) < max(p.max, 1) {
+				p.done[label] = kind
+			}
+			for rank := range p.replicas {
+				s.Send(Rank(rank), &messages.BarrierRelease{Name: p.name, Label: label, ToRank: int32(rank)})
+			}
+		}
+	}
+	return s
+}
+
+// Refused is a replica's refusal of an Enter. NOT_FOUND fails the Enter
+// only when every replica of the round said so.
+func (p *Participant) Refused(m *messages.BarrierRefused) (s Step) {
+	w, ok := p.enters[m.GetLabel()]
+	if !ok || (m.GetRequestId() != 0 && m.GetRequestId() != w.id) {
+		return s
+	}
+	err := messages.ErrOrNil(m.GetError())
+	if errors.Is(err, messages.ErrNotFound) {
+		if w.notFound++; w.notFound < p.replicas {
+			return s // another replica may know it; the next round asks again
+		}
+	}
+	if err == nil {
+		err = messages.Errorf(messages.ErrorCode_INTERNAL, "refused without an error")
+	}
+	delete(p.enters, m.GetLabel())
+	s.Enters = append(s.Enters, EnterAnswer{ID: w.id, Err: err})
+	return s
+}
+
+// Answered is the acting primary's answer to the call id.
+func (p *Participant) Answered(id uint64, m proto.Message) (s Step) {
+	if _, ok := p.calls[id]; ok {
+		delete(p.calls, id)
+		s.Calls = append(s.Calls, CallAnswer{ID: id, Msg: m})
+	}
+	return s
+}
+
+// Stop ends every waiting call: the handle stopped.
+func (p *Participant) Stop() (s Step) {
+	for l, w := range p.enters {
+		s.Enters = append(s.Enters, EnterAnswer{ID: w.id,
+			Err: messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped while %q waited", p.name, l)})
+	}
+	for id := range p.calls {
+		s.Calls = append(s.Calls, CallAnswer{ID: id})
+	}
+	clear(p.enters)
+	clear(p.calls)
+	return s
+}
+
+// Waiting is how many Enters wait.
+func (p *Participant) Waiting() int { return len(p.enters) }
+
+// sendEnter asks every replica (only the acting primary answers) and
+// starts a new round of NOT_FOUND answers.
+func (p *Participant) sendEnter(w *waiter, s *Step) {
+	w.notFound = 0
+	for rank := range p.replicas {
+		m := proto.CloneOf(w.enter)
+		m.ToRank = int32(rank)
+		s.Send(Rank(rank), m)
+	}
+}
+
+// armReask keeps one timer while any Enter waits.
+func (p *Participant) armReask(now time.Time, s *Step) {
+	if p.reasking || len(p.enters) == 0 {
+		return
+	}
+	p.reasking = true
+	s.After(now.Add(ReaskEvery), Reask{})
+}

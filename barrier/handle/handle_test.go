@@ -1,0 +1,138 @@
+package handle
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"google.golang.org/protobuf/proto"
+)
+
+var t0 = time.Unix(1000, 0)
+
+func enters(s Step) []*messages.BarrierEnter {
+	var out []*messages.BarrierEnter
+	for _, snd := range s.Sends {
+		if m, ok := snd.Msg.(*messages.BarrierEnter); ok {
+			if int(snd.To.(Rank)) != int(m.GetToRank()) {
+				panic("an Enter addressed to another rank than it names")
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func notFound(label string, id uint64) *messages.BarrierRefused {
+	return &messages.BarrierRefused{Label: label, RequestId: id, Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier")}
+}
+
+// An Enter goes to every replica and arms one re-ask; NOT_FOUND fails it
+// only when every replica of a round said so, and a re-ask starts a new
+// round.
+func TestEnterNotFoundNeedsAWholeRound(t *testing.T) {
+	p := New("b")
+	p.Setup(3, 4, false)
+	s := p.Enter(t0, 1, "l", "h")
+	if got := enters(s); len(got) != 3 || len(s.Timers) != 1 || !s.Timers[0].At.Equal(t0.Add(ReaskEvery)) {
+		t.Fatalf("enter: %d Enters, timers %v; want 3 and one re-ask at +%v", len(got), s.Timers, ReaskEvery)
+	}
+	if s := p.Enter(t0, 2, "m", "h"); len(s.Timers) != 0 {
+		t.Fatal("a second waiting Enter armed a second timer")
+	}
+	for range 2 {
+		if s := p.Refused(notFound("l", 1)); len(s.Enters) != 0 {
+			t.Fatalf("NOT_FOUND from part of the round failed the Enter: %v", s.Enters)
+		}
+	}
+	s = p.Reask(t0.Add(ReaskEvery))
+	if len(enters(s)) != 6 || len(s.Timers) != 1 {
+		t.Fatalf("re-ask: %d Enters, %d timers; want both labels to every replica and the timer again", len(enters(s)), len(s.Timers))
+	}
+	p.Refused(notFound("l", 1))
+	p.Refused(notFound("l", 1))
+	if s := p.Refused(notFound("l", 99)); len(s.Enters) != 0 {
+		t.Fatal("a refusal of another request id counted")
+	}
+	s = p.Refused(notFound("l", 1))
+	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || !errors.Is(s.Enters[0].Err, messages.ErrNotFound) {
+		t.Fatalf("a whole round of NOT_FOUND: %+v, want Enter 1 failed NOT_FOUND", s.Enters)
+	}
+	if s := p.Refused(&messages.BarrierRefused{Label: "m", RequestId: 2, Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}); len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrCapacity) {
+		t.Fatalf("another refusal fails at once: %+v", s.Enters)
+	}
+	if p.Waiting() != 0 {
+		t.Fatalf("%d Enters still wait", p.Waiting())
+	}
+	if s := p.Reask(t0.Add(2 * ReaskEvery)); len(s.Sends) != 0 || len(s.Timers) != 0 {
+		t.Fatal("a re-ask with nothing waiting sent or armed something")
+	}
+}
+
+// A second Enter of a waiting label conflicts; an outcome answers the
+// waiter once, and later copies are counted as duplicates or conflicts.
+func TestOutcomesAnswerOnceAndCountTheRest(t *testing.T) {
+	p := New("b")
+	p.Setup(2, 4, false)
+	p.Enter(t0, 1, "l", "h")
+	if s := p.Enter(t0, 2, "l", "h"); len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrConflict) || len(s.Sends) != 0 {
+		t.Fatalf("second Enter of a waiting label: %+v", s)
+	}
+	s := p.Outcome("l", Fired, "all")
+	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || s.Enters[0].Kind != Fired || s.Enters[0].Reason != "all" {
+		t.Fatalf("outcome: %+v", s.Enters)
+	}
+	if s := p.Outcome("l", Fired, "all"); s.Dup != 1 || len(s.Enters) != 0 {
+		t.Fatalf("duplicate: %+v", s)
+	}
+	if s := p.Outcome("l", Late, ""); s.Conflict != 1 {
+		t.Fatalf("other outcome of an answered label: %+v", s)
+	}
+	if s := p.Outcome("x", Fired, ""); s.Orphans != 1 || len(s.Sends) != 0 {
+		t.Fatalf("orphan on a plain barrier: %+v", s)
+	}
+}
+
+// On a semaphore, an admission nobody waits for any more gives the slot
+// back to every replica.
+func TestSemaphoreGivesBackAnOrphanSlot(t *testing.T) {
+	p := New("s")
+	p.Setup(3, 2, true)
+	p.Enter(t0, 1, "l", "h")
+	p.Cancel(1, "l")
+	s := p.Outcome("l", Fired, "")
+	if s.Orphans != 1 || len(s.Sends) != 3 {
+		t.Fatalf("orphan admission: %+v, want three releases", s)
+	}
+	for i, snd := range s.Sends {
+		r, ok := snd.Msg.(*messages.BarrierRelease)
+		if !ok || r.GetLabel() != "l" || snd.To != Rank(i) || r.GetToRank() != int32(i) {
+			t.Fatalf("send %d: %v to %v", i, snd.Msg, snd.To)
+		}
+	}
+}
+
+// Calls are answered by the first answer; Stop ends every waiting call.
+func TestCallsAndStop(t *testing.T) {
+	p := New("b")
+	p.Setup(2, 4, false)
+	s := p.Call(7, []proto.Message{&messages.BarrierStatus{Name: "b"}, &messages.BarrierStatus{Name: "b"}})
+	if len(s.Sends) != 2 || s.Sends[1].To != Rank(1) {
+		t.Fatalf("call sends: %v", s.Sends)
+	}
+	reply := &messages.BarrierStatusReply{RequestId: 7}
+	if s := p.Answered(7, reply); len(s.Calls) != 1 || s.Calls[0].Msg != reply {
+		t.Fatalf("answer: %+v", s.Calls)
+	}
+	if s := p.Answered(7, reply); len(s.Calls) != 0 {
+		t.Fatal("a call answered twice")
+	}
+	p.Call(8, nil)
+	p.Enter(t0, 9, "l", "h")
+	s = p.Stop()
+	if len(s.Calls) != 1 || s.Calls[0].ID != 8 || s.Calls[0].Msg != nil ||
+		len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrCanceled) {
+		t.Fatalf("stop: %+v", s)
+	}
+}
