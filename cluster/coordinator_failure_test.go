@@ -128,10 +128,16 @@ func (f *coordinatorFailure) expectClean(t *testing.T, ctx context.Context) {
 		return true
 	})
 	var last error
+	var info *messages.ObjectInfo
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the directory's last answer about the target: %v, %v", info, last)
+		}
+	})
 	eventually(t, 10*time.Second, "the directory to forget the target", func() bool {
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, last = f.l.Client(0).Info(qctx, f.target, false)
+		info, last = f.l.Client(0).Info(qctx, f.target, false)
 		return errors.Is(last, messages.ErrNotFound)
 	})
 	rep, err := f.l.Client(0).Reduce(ctx, f.target, f.ids, 3, messages.ReduceOp_SUM, messages.DType_INT64)
