@@ -120,7 +120,7 @@ func (w *reduceWorker) do(ctx actor.Context, s storenode.RunStep) {
 		}
 	}
 	if s.Release {
-		w.release(ctx, s.KeepOutput)
+		w.release(s.KeepOutput)
 		ctx.Stop(ctx.Self())
 	}
 }
@@ -421,23 +421,13 @@ func (w *reduceWorker) targetComplete() bool {
 // release frees the output unless storenode.PositionRuns keeps it: intermediate
 // outputs always go, the target only when the Reduce failed (the shard
 // forgets its locations then too).
-func (w *reduceWorker) release(ctx actor.Context, keep bool) {
+func (w *reduceWorker) release(keep bool) {
 	if keep {
 		return
 	}
-	o := w.out.Load()
-	if o == nil {
-		return
-	}
-	held := w.cfg.Store.Lookup(o.ID()) == o
-	// Abort drops the object only while it is still the store's copy of
-	// that id, so a later object of the same id is never touched.
-	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
-	if held && w.runs.Task().GetRoot() {
-		// The target's shard forgets it when the coordinator releases it,
-		// but when the coordinator's member died, a shard rebuilt
-		// elsewhere may have learned this partial target from our
-		// republish, and nobody else tells it the copy is gone.
-		ctx.Send(w.cfg.ShardFor(o.ID()), &messages.UnpublishLocation{ObjectId: o.ID(), Node: w.cfg.Self})
+	if o := w.out.Load(); o != nil {
+		// Abort drops the object only while it is still the store's copy
+		// of that id, so a later object of the same id is never touched.
+		w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
 	}
 }
