@@ -61,6 +61,10 @@ func (a *agent) Receive(ctx actor.Context) {
 		go func() { respond(a.put(m)) }()
 	case *messages.BenchVerify:
 		go func() { respond(a.verify(m)) }()
+	case *messages.BenchFetch:
+		go func() { respond(a.fetch(m)) }()
+	case *messages.BenchReduce:
+		go func() { respond(a.reduce(m)) }()
 	case *messages.BenchTargetID:
 		r := &messages.BenchTargetIDReply{}
 		for n := 0; n < 1<<20 && r.ObjectId == ""; n++ {
@@ -135,4 +139,57 @@ func (a *agent) verify(m *messages.BenchVerify) *messages.BenchVerifyReply {
 		r.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "%s: %v", a.m.ID(), err)
 	}
 	return r
+}
+
+// fetch Gets an object into the agent's node at the scheduled time and
+// times the Get by the node's clock.
+func (a *agent) fetch(m *messages.BenchFetch) *messages.BenchFetchReply {
+	r := &messages.BenchFetchReply{ObjectId: m.GetObjectId()}
+	ctx, cancel := opContext(m.GetTimeoutMs())
+	defer cancel()
+	if err := sleepUntil(ctx, unixNano(m.GetAtUnixNano())); err != nil {
+		r.Error = messages.AsError(err)
+		return r
+	}
+	start := time.Now()
+	err := prefetch(ctx, a.m.System().Root, a.m.StoreNode(), m.GetObjectId())
+	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), time.Now().UnixNano()
+	if err != nil {
+		r.Error = messages.AsError(err)
+	}
+	return r
+}
+
+// reduce calls a float32 SUM (All)Reduce on the agent's node at the
+// scheduled time and times it by the node's clock.
+func (a *agent) reduce(m *messages.BenchReduce) *messages.BenchReduceReply {
+	r := &messages.BenchReduceReply{}
+	ctx, cancel := opContext(m.GetTimeoutMs())
+	defer cancel()
+	if err := sleepUntil(ctx, unixNano(m.GetAtUnixNano())); err != nil {
+		r.Error = messages.AsError(err)
+		return r
+	}
+	c := a.m.Client()
+	start := time.Now()
+	var err error
+	if m.GetAllReduce() {
+		r.Reply, err = c.AllReduce(ctx, m.GetTargetId(), m.GetSourceIds(), int(m.GetNumObjects()), messages.ReduceOp_SUM, messages.DType_FLOAT32)
+	} else {
+		r.Reply, err = c.Reduce(ctx, m.GetTargetId(), m.GetSourceIds(), int(m.GetNumObjects()), messages.ReduceOp_SUM, messages.DType_FLOAT32)
+	}
+	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), time.Now().UnixNano()
+	if err != nil {
+		r.Error = messages.AsError(err)
+	}
+	return r
+}
+
+// unixNano is the time of a message's at_unix_nano (0: the zero time, at
+// once).
+func unixNano(ns int64) time.Time {
+	if ns <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }

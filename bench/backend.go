@@ -18,10 +18,12 @@ type backend interface {
 	// Put Puts a prepared object on host at at (zero: now) and returns
 	// when the Put was issued: the object's arrival.
 	Put(ctx context.Context, host int, id string, at time.Time) (time.Time, error)
-	// Fetch Gets id into host's store (prefetch: no bytes come back).
-	Fetch(ctx context.Context, host int, id string) error
-	// Reduce is a SUM over float32 called on host.
-	Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool) (*messages.ReduceReply, error)
+	// Fetch Gets id into host's store (prefetch: no bytes come back) at
+	// at (zero: now), timed on host.
+	Fetch(ctx context.Context, host int, id string, at time.Time) (timing, error)
+	// Reduce is a SUM over float32 called on host at at (zero: now),
+	// timed on host.
+	Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool, at time.Time) (*messages.ReduceReply, timing, error)
 	// Verify checks host's copy of id against srcs (see Check).
 	Verify(ctx context.Context, host int, id string, srcs []DataSpec) error
 	// Delete frees the objects everywhere (errors are ignored: a Delete
@@ -34,6 +36,25 @@ type backend interface {
 	TargetID(ctx context.Context, prefix string) (string, error)
 	// Close stops the cluster.
 	Close()
+}
+
+// timing is when an operation started and ended on the host that ran it.
+// Every host of a backend reads the same clock (one machine: the embedded
+// cluster, or the testbed's namespaces), so timings of different hosts
+// compare: a collective is timed from its first start to its last end,
+// as MPI and Gloo time theirs after a barrier, without the driver's round
+// trips to the hosts.
+type timing struct{ start, done time.Time }
+
+// timed runs f at at (zero: now) and times it.
+func timed(ctx context.Context, at time.Time, f func() error) (timing, error) {
+	if err := sleepUntil(ctx, at); err != nil {
+		return timing{}, err
+	}
+	s := timing{start: time.Now()}
+	err := f()
+	s.done = time.Now()
+	return s, err
 }
 
 // prefetch Gets id into the store node at pid without its bytes.

@@ -56,19 +56,26 @@ func (b *localBackend) Put(ctx context.Context, host int, id string, at time.Tim
 	return start, nil
 }
 
-func (b *localBackend) Fetch(ctx context.Context, host int, id string) error {
-	if err := prefetch(ctx, b.l.System().Root, b.l.StoreNode(host), id); err != nil {
-		return fmt.Errorf("get %s on host %d: %w", id, host, err)
+func (b *localBackend) Fetch(ctx context.Context, host int, id string, at time.Time) (timing, error) {
+	s, err := timed(ctx, at, func() error { return prefetch(ctx, b.l.System().Root, b.l.StoreNode(host), id) })
+	if err != nil {
+		return s, fmt.Errorf("get %s on host %d: %w", id, host, err)
 	}
-	return nil
+	return s, nil
 }
 
-func (b *localBackend) Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool) (*messages.ReduceReply, error) {
+func (b *localBackend) Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool, at time.Time) (*messages.ReduceReply, timing, error) {
 	c := b.l.Client(host)
-	if all {
-		return c.AllReduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
-	}
-	return c.Reduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+	var r *messages.ReduceReply
+	s, err := timed(ctx, at, func() (err error) {
+		if all {
+			r, err = c.AllReduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+		} else {
+			r, err = c.Reduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+		}
+		return err
+	})
+	return r, s, err
 }
 
 func (b *localBackend) Verify(ctx context.Context, host int, id string, srcs []DataSpec) error {

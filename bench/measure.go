@@ -80,25 +80,47 @@ func (m *measurement) bytesSpec(suffix string) DataSpec {
 	return DataSpec{ID: m.tag + "-" + suffix, Size: m.g.size}
 }
 
+// startLead is how far ahead the driver schedules the start of a
+// collective's calls on the hosts: enough for its requests to reach
+// every host before then, so that they all start together.
+const startLead = 20 * time.Millisecond
+
 func (m *measurement) p2p(ctx context.Context) (sample, error) {
 	d := m.bytesSpec("obj")
 	defer m.b.Delete(ctx, []string{d.ID})
 	if err := m.create(ctx, 0, d); err != nil {
 		return sample{}, err
 	}
-	begin := time.Now()
-	if err := m.b.Fetch(ctx, 1, d.ID); err != nil {
+	t, err := m.b.Fetch(ctx, 1, d.ID, time.Time{})
+	if err != nil {
 		return sample{}, err
 	}
-	elapsed := time.Since(begin)
-	return sample{d: elapsed}, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
+	return sample{d: t.done.Sub(t.start)}, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
 }
 
-// afterKill runs the failure: kill the victim m.kill after now (if this
+// spanOf is the time from the first start to the last end of timings
+// (zero ones, of calls that failed, left out).
+func spanOf(ts ...timing) time.Duration {
+	var first, last time.Time
+	for _, t := range ts {
+		if t.start.IsZero() {
+			continue
+		}
+		if first.IsZero() || t.start.Before(first) {
+			first = t.start
+		}
+		if t.done.After(last) {
+			last = t.done
+		}
+	}
+	return last.Sub(first)
+}
+
+// afterKill runs the failure: kill the victim m.kill after begin (if this
 // is a failure run and done has not closed by then). killed closes once
 // the victim is dead; wait waits for the killer and says whether it
 // killed.
-func (m *measurement) afterKill(ctx context.Context, done <-chan struct{}) (killed <-chan struct{}, wait func() (bool, error)) {
+func (m *measurement) afterKill(ctx context.Context, begin time.Time, done <-chan struct{}) (killed <-chan struct{}, wait func() (bool, error)) {
 	k := make(chan struct{})
 	if !m.sys.kill {
 		return k, func() (bool, error) { return false, nil }
@@ -106,7 +128,7 @@ func (m *measurement) afterKill(ctx context.Context, done <-chan struct{}) (kill
 	res := make(chan error, 1)
 	did := false
 	go func() {
-		t := time.NewTimer(m.kill)
+		t := time.NewTimer(time.Until(begin.Add(m.kill)))
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -135,24 +157,24 @@ func (m *measurement) broadcast(ctx context.Context) (sample, error) {
 	type got struct {
 		host int
 		err  error
-		at   time.Time
+		t    timing
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan got, m.nodes)
 	done := make(chan struct{})
-	begin := time.Now()
-	killed, wait := m.afterKill(ctx, done)
+	begin := time.Now().Add(startLead)
+	killed, wait := m.afterKill(ctx, begin, done)
 	for h := 1; h < m.nodes; h++ {
 		go func() {
-			err := m.b.Fetch(fctx, h, d.ID)
-			results <- got{h, err, time.Now()}
+			t, err := m.b.Fetch(fctx, h, d.ID, begin)
+			results <- got{h, err, t}
 		}()
 	}
 	// Every receiver's Get, except the victim's once it is dead (a killed
 	// process never answers).
 	errs := make([]error, m.nodes)
-	end := begin
+	var times []timing
 	pending := m.nodes - 1
 	victimDone := false
 	for pending > 0 {
@@ -173,12 +195,10 @@ func (m *measurement) broadcast(ctx context.Context) (sample, error) {
 			}
 		}
 		errs[g.host] = g.err
-		if g.at.After(end) {
-			end = g.at
-		}
+		times = append(times, g.t)
 		pending--
 	}
-	elapsed := end.Sub(begin)
+	elapsed := spanOf(times...)
 	close(done)
 	did, kerr := wait()
 	if kerr != nil {
@@ -220,11 +240,15 @@ func (m *measurement) gather(ctx context.Context) (sample, error) {
 	if err := each(span(1, m.nodes), func(h int) error { return m.create(ctx, h, specs[h]) }); err != nil {
 		return sample{}, err
 	}
-	begin := time.Now()
-	if err := each(span(1, m.nodes), func(h int) error { return m.b.Fetch(ctx, 0, specs[h].ID) }); err != nil {
+	begin := time.Now().Add(startLead)
+	times := make([]timing, m.nodes)
+	if err := each(span(1, m.nodes), func(h int) (err error) {
+		times[h], err = m.b.Fetch(ctx, 0, specs[h].ID, begin)
+		return err
+	}); err != nil {
 		return sample{}, err
 	}
-	elapsed := time.Since(begin)
+	elapsed := spanOf(times...)
 	return sample{d: elapsed}, each(span(1, m.nodes), func(h int) error { return m.b.Verify(ctx, 0, specs[h].ID, specs[h:h+1]) })
 }
 
@@ -270,15 +294,25 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 		num = m.nodes - 1 // one backup: a lost source is replaced
 	}
 	done := make(chan struct{})
-	begin := time.Now()
-	_, wait := m.afterKill(ctx, done)
+	begin := time.Now().Add(startLead)
+	_, wait := m.afterKill(ctx, begin, done)
 	// The naive baseline has no allreduce: it reduces at the caller and
 	// then every host Gets the result from there.
-	r, err := m.b.Reduce(ctx, 0, target, ids, num, all && !m.sys.naive)
+	r, t, err := m.b.Reduce(ctx, 0, target, ids, num, all && !m.sys.naive, begin)
+	times := []timing{t}
 	if err == nil && all && m.sys.naive {
-		err = each(span(1, m.nodes), func(h int) error { return m.b.Fetch(ctx, h, target) })
+		fetched := make([]timing, m.nodes)
+		err = each(span(1, m.nodes), func(h int) (err error) {
+			fetched[h], err = m.b.Fetch(ctx, h, target, time.Time{})
+			return err
+		})
+		for _, f := range fetched {
+			if !f.done.IsZero() {
+				times = append(times, timing{start: t.start, done: f.done})
+			}
+		}
 	}
-	elapsed := time.Since(begin)
+	elapsed := spanOf(times...)
 	close(done)
 	killed, kerr := wait()
 	if err != nil {
@@ -330,15 +364,15 @@ func (m *measurement) async(ctx context.Context) (sample, error) {
 		return sample{}, err
 	}
 	type result struct {
-		r    *messages.ReduceReply
-		err  error
-		done time.Time
+		r   *messages.ReduceReply
+		err error
+		t   timing
 	}
 	res := make(chan result, 1)
 	begin := time.Now()
 	go func() {
-		r, err := m.b.Reduce(ctx, 0, target, ids, m.nodes, false)
-		res <- result{r, err, time.Now()}
+		r, t, err := m.b.Reduce(ctx, 0, target, ids, m.nodes, false, time.Time{})
+		res <- result{r, err, t}
 	}()
 	arrivals := make([]time.Time, m.nodes)
 	// A short lead lets the Reduce reach its coordinator before the first
@@ -362,8 +396,8 @@ func (m *measurement) async(ctx context.Context) (sample, error) {
 			last = a
 		}
 	}
-	s := sample{d: r.done.Sub(last), extra: planExtra(r.r.GetPlan())}
-	s.extra["total_s"] = r.done.Sub(begin).Seconds()
+	s := sample{d: r.t.done.Sub(last), extra: planExtra(r.r.GetPlan())}
+	s.extra["total_s"] = r.t.done.Sub(begin).Seconds()
 	want, err := reducedSpecs(r.r, specs)
 	if err != nil {
 		return s, err

@@ -413,19 +413,40 @@ func (ns *nodeSet) Put(ctx context.Context, host int, id string, at time.Time) (
 	return time.Unix(0, r.GetStartedUnixNano()), agentErr(host, "put "+id, r.GetError())
 }
 
-func (ns *nodeSet) Fetch(ctx context.Context, host int, id string) error {
-	if err := prefetch(ctx, ns.root(), ns.store(host), id); err != nil {
-		return fmt.Errorf("get %s on host %d: %w", id, host, err)
+func (ns *nodeSet) Fetch(ctx context.Context, host int, id string, at time.Time) (timing, error) {
+	msg := &messages.BenchFetch{ObjectId: id, TimeoutMs: actorutil.TimeoutMs(ctx)}
+	if !at.IsZero() {
+		msg.AtUnixNano = at.UnixNano()
 	}
-	return nil
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(host), msg)
+	if err != nil {
+		return timing{}, fmt.Errorf("get %s on host %d: %w", id, host, err)
+	}
+	r, ok := res.(*messages.BenchFetchReply)
+	if !ok {
+		return timing{}, fmt.Errorf("get on host %d: unexpected reply %T", host, res)
+	}
+	return timing{time.Unix(0, r.GetStartedUnixNano()), time.Unix(0, r.GetDoneUnixNano())}, agentErr(host, "get "+id, r.GetError())
 }
 
-func (ns *nodeSet) Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool) (*messages.ReduceReply, error) {
-	c := storenode.NewClient(ns.root(), ns.store(host), ns.t.o.OpTimeout)
-	if all {
-		return c.AllReduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+func (ns *nodeSet) Reduce(ctx context.Context, host int, target string, sources []string, num int, all bool, at time.Time) (*messages.ReduceReply, timing, error) {
+	msg := &messages.BenchReduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), AllReduce: all, TimeoutMs: actorutil.TimeoutMs(ctx)}
+	if !at.IsZero() {
+		msg.AtUnixNano = at.UnixNano()
 	}
-	return c.Reduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(host), msg)
+	if err != nil {
+		return nil, timing{}, fmt.Errorf("reduce %s on host %d: %w", target, host, err)
+	}
+	r, ok := res.(*messages.BenchReduceReply)
+	if !ok {
+		return nil, timing{}, fmt.Errorf("reduce on host %d: unexpected reply %T", host, res)
+	}
+	s := timing{time.Unix(0, r.GetStartedUnixNano()), time.Unix(0, r.GetDoneUnixNano())}
+	if err := messages.ErrOrNil(r.GetError()); err != nil {
+		return r.GetReply(), s, err
+	}
+	return r.GetReply(), s, nil
 }
 
 func (ns *nodeSet) Verify(ctx context.Context, host int, id string, srcs []DataSpec) error {

@@ -629,6 +629,294 @@ func (x *BenchTargetIDReply) GetError() *Error {
 	return nil
 }
 
+// BenchFetch Gets object_id into the agent's node (prefetch: no bytes come
+// back) at at_unix_nano (0: at once), and reports when the Get started and
+// ended by the node's clock. The hosts share one clock, so a collective is
+// timed inside the cluster from a common start, as MPI and Gloo time
+// theirs after a barrier, without the driver's own round trips.
+type BenchFetch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchFetch) Reset() {
+	*x = BenchFetch{}
+	mi := &file_bench_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchFetch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchFetch) ProtoMessage() {}
+
+func (x *BenchFetch) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchFetch.ProtoReflect.Descriptor instead.
+func (*BenchFetch) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BenchFetch) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *BenchFetch) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *BenchFetch) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type BenchFetchReply struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId        string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	StartedUnixNano int64                  `protobuf:"varint,2,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	DoneUnixNano    int64                  `protobuf:"varint,3,opt,name=done_unix_nano,json=doneUnixNano,proto3" json:"done_unix_nano,omitempty"`
+	Error           *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BenchFetchReply) Reset() {
+	*x = BenchFetchReply{}
+	mi := &file_bench_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchFetchReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchFetchReply) ProtoMessage() {}
+
+func (x *BenchFetchReply) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchFetchReply.ProtoReflect.Descriptor instead.
+func (*BenchFetchReply) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BenchFetchReply) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *BenchFetchReply) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *BenchFetchReply) GetDoneUnixNano() int64 {
+	if x != nil {
+		return x.DoneUnixNano
+	}
+	return 0
+}
+
+func (x *BenchFetchReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// BenchReduce calls a float32 SUM Reduce (or AllReduce) from inside the
+// agent's node at at_unix_nano (0: at once) and times it there, like
+// BenchFetch.
+type BenchReduce struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TargetId      string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	SourceIds     []string               `protobuf:"bytes,2,rep,name=source_ids,json=sourceIds,proto3" json:"source_ids,omitempty"`
+	NumObjects    int32                  `protobuf:"varint,3,opt,name=num_objects,json=numObjects,proto3" json:"num_objects,omitempty"`
+	AllReduce     bool                   `protobuf:"varint,4,opt,name=all_reduce,json=allReduce,proto3" json:"all_reduce,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,5,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchReduce) Reset() {
+	*x = BenchReduce{}
+	mi := &file_bench_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchReduce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchReduce) ProtoMessage() {}
+
+func (x *BenchReduce) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchReduce.ProtoReflect.Descriptor instead.
+func (*BenchReduce) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *BenchReduce) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *BenchReduce) GetSourceIds() []string {
+	if x != nil {
+		return x.SourceIds
+	}
+	return nil
+}
+
+func (x *BenchReduce) GetNumObjects() int32 {
+	if x != nil {
+		return x.NumObjects
+	}
+	return 0
+}
+
+func (x *BenchReduce) GetAllReduce() bool {
+	if x != nil {
+		return x.AllReduce
+	}
+	return false
+}
+
+func (x *BenchReduce) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *BenchReduce) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type BenchReduceReply struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Reply           *ReduceReply           `protobuf:"bytes,1,opt,name=reply,proto3" json:"reply,omitempty"`
+	StartedUnixNano int64                  `protobuf:"varint,2,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	DoneUnixNano    int64                  `protobuf:"varint,3,opt,name=done_unix_nano,json=doneUnixNano,proto3" json:"done_unix_nano,omitempty"`
+	Error           *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BenchReduceReply) Reset() {
+	*x = BenchReduceReply{}
+	mi := &file_bench_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchReduceReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchReduceReply) ProtoMessage() {}
+
+func (x *BenchReduceReply) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchReduceReply.ProtoReflect.Descriptor instead.
+func (*BenchReduceReply) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *BenchReduceReply) GetReply() *ReduceReply {
+	if x != nil {
+		return x.Reply
+	}
+	return nil
+}
+
+func (x *BenchReduceReply) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *BenchReduceReply) GetDoneUnixNano() int64 {
+	if x != nil {
+		return x.DoneUnixNano
+	}
+	return 0
+}
+
+func (x *BenchReduceReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_bench_proto protoreflect.FileDescriptor
 
 const file_bench_proto_rawDesc = "" +
@@ -672,7 +960,36 @@ const file_bench_proto_rawDesc = "" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"W\n" +
 	"\x12BenchTargetIDReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05errorB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"j\n" +
+	"\n" +
+	"BenchFetch\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
+	"atUnixNano\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"\xa6\x01\n" +
+	"\x0fBenchFetchReply\x12\x1b\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12*\n" +
+	"\x11started_unix_nano\x18\x02 \x01(\x03R\x0fstartedUnixNano\x12$\n" +
+	"\x0edone_unix_nano\x18\x03 \x01(\x03R\fdoneUnixNano\x12$\n" +
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xca\x01\n" +
+	"\vBenchReduce\x12\x1b\n" +
+	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1d\n" +
+	"\n" +
+	"source_ids\x18\x02 \x03(\tR\tsourceIds\x12\x1f\n" +
+	"\vnum_objects\x18\x03 \x01(\x05R\n" +
+	"numObjects\x12\x1d\n" +
+	"\n" +
+	"all_reduce\x18\x04 \x01(\bR\tallReduce\x12 \n" +
+	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
+	"atUnixNano\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\"\xb6\x01\n" +
+	"\x10BenchReduceReply\x12*\n" +
+	"\x05reply\x18\x01 \x01(\v2\x14.hoplite.ReduceReplyR\x05reply\x12*\n" +
+	"\x11started_unix_nano\x18\x02 \x01(\x03R\x0fstartedUnixNano\x12$\n" +
+	"\x0edone_unix_nano\x18\x03 \x01(\x03R\fdoneUnixNano\x12$\n" +
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05errorB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_bench_proto_rawDescOnce sync.Once
@@ -686,7 +1003,7 @@ func file_bench_proto_rawDescGZIP() []byte {
 	return file_bench_proto_rawDescData
 }
 
-var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_bench_proto_goTypes = []any{
 	(*BenchData)(nil),          // 0: hoplite.BenchData
 	(*BenchHello)(nil),         // 1: hoplite.BenchHello
@@ -699,20 +1016,28 @@ var file_bench_proto_goTypes = []any{
 	(*BenchVerifyReply)(nil),   // 8: hoplite.BenchVerifyReply
 	(*BenchTargetID)(nil),      // 9: hoplite.BenchTargetID
 	(*BenchTargetIDReply)(nil), // 10: hoplite.BenchTargetIDReply
-	(*Error)(nil),              // 11: hoplite.Error
+	(*BenchFetch)(nil),         // 11: hoplite.BenchFetch
+	(*BenchFetchReply)(nil),    // 12: hoplite.BenchFetchReply
+	(*BenchReduce)(nil),        // 13: hoplite.BenchReduce
+	(*BenchReduceReply)(nil),   // 14: hoplite.BenchReduceReply
+	(*Error)(nil),              // 15: hoplite.Error
+	(*ReduceReply)(nil),        // 16: hoplite.ReduceReply
 }
 var file_bench_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BenchPrepare.data:type_name -> hoplite.BenchData
-	11, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
-	11, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
+	15, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
+	15, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
 	0,  // 3: hoplite.BenchVerify.sources:type_name -> hoplite.BenchData
-	11, // 4: hoplite.BenchVerifyReply.error:type_name -> hoplite.Error
-	11, // 5: hoplite.BenchTargetIDReply.error:type_name -> hoplite.Error
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	15, // 4: hoplite.BenchVerifyReply.error:type_name -> hoplite.Error
+	15, // 5: hoplite.BenchTargetIDReply.error:type_name -> hoplite.Error
+	15, // 6: hoplite.BenchFetchReply.error:type_name -> hoplite.Error
+	16, // 7: hoplite.BenchReduceReply.reply:type_name -> hoplite.ReduceReply
+	15, // 8: hoplite.BenchReduceReply.error:type_name -> hoplite.Error
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_bench_proto_init() }
@@ -727,7 +1052,7 @@ func file_bench_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bench_proto_rawDesc), len(file_bench_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
