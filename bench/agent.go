@@ -61,6 +61,9 @@ func (a *agent) Receive(ctx actor.Context) {
 		go func() { respond(a.put(m)) }()
 	case *messages.BenchVerify:
 		go func() { respond(a.verify(m)) }()
+	case *messages.BenchCPU:
+		cpu, _ := processCPU() // getrusage(RUSAGE_SELF) does not fail
+		ctx.Respond(&messages.BenchCPUReply{CpuNs: int64(cpu)})
 	case *messages.BenchFetch:
 		go func() { respond(a.fetch(m)) }()
 	case *messages.BenchReduce:

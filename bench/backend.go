@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -29,6 +30,9 @@ type backend interface {
 	// Delete frees the objects everywhere (errors are ignored: a Delete
 	// is cleanup).
 	Delete(ctx context.Context, ids []string)
+	// CPU is the CPU time the hosts' processes have used so far, all
+	// together (user and system, by their own accounting).
+	CPU(ctx context.Context) (time.Duration, error)
 	// Kill fails host (fail-stop).
 	Kill(host int) error
 	// TargetID is an id with prefix whose directory shard, and so a
@@ -55,6 +59,16 @@ func timed(ctx context.Context, at time.Time, f func() error) (timing, error) {
 	err := f()
 	s.done = time.Now()
 	return s, err
+}
+
+// processCPU is this process's CPU time so far: user and system, every
+// thread.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // prefetch Gets id into the store node at pid without its bytes.

@@ -97,6 +97,10 @@ func (b *localBackend) Delete(ctx context.Context, ids []string) {
 	}
 }
 
+// CPU is the whole process's: the embedded cluster's members share it
+// with the driver.
+func (b *localBackend) CPU(context.Context) (time.Duration, error) { return processCPU() }
+
 func (b *localBackend) Kill(host int) error { return b.l.Kill(host) }
 
 func (b *localBackend) TargetID(_ context.Context, prefix string) (string, error) {

@@ -15,6 +15,34 @@ import (
 type sample struct {
 	d     time.Duration
 	extra map[string]float64
+	// cpu is what the operation cost the hosts' processes, all together
+	// (measured: hasCPU).
+	cpu    time.Duration
+	hasCPU bool
+}
+
+// cpuMeter measures the hosts' CPU over an operation: start before it,
+// stop after it.
+type cpuMeter struct {
+	b     backend
+	start time.Duration
+	ok    bool
+}
+
+func startCPU(ctx context.Context, b backend) *cpuMeter {
+	c, err := b.CPU(ctx)
+	return &cpuMeter{b: b, start: c, ok: err == nil}
+}
+
+// stop records the CPU used since start into s (nothing if either read
+// failed).
+func (c *cpuMeter) stop(ctx context.Context, s *sample) {
+	if !c.ok {
+		return
+	}
+	if end, err := c.b.CPU(ctx); err == nil {
+		s.cpu, s.hasCPU = end-c.start, true
+	}
 }
 
 // each runs f for every host in hosts at once and returns the first error.
@@ -91,11 +119,14 @@ func (m *measurement) p2p(ctx context.Context) (sample, error) {
 	if err := m.create(ctx, 0, d); err != nil {
 		return sample{}, err
 	}
+	cpu := startCPU(ctx, m.b)
 	t, err := m.b.Fetch(ctx, 1, d.ID, time.Time{})
 	if err != nil {
 		return sample{}, err
 	}
-	return sample{d: t.done.Sub(t.start)}, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
+	s := sample{d: t.done.Sub(t.start)}
+	cpu.stop(ctx, &s)
+	return s, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
 }
 
 // spanOf is the time from the first start to the last end of timings
@@ -163,6 +194,7 @@ func (m *measurement) broadcast(ctx context.Context) (sample, error) {
 	defer cancel()
 	results := make(chan got, m.nodes)
 	done := make(chan struct{})
+	cpu := startCPU(ctx, m.b)
 	begin := time.Now().Add(startLead)
 	killed, wait := m.afterKill(ctx, begin, done)
 	for h := 1; h < m.nodes; h++ {
@@ -208,6 +240,8 @@ func (m *measurement) broadcast(ctx context.Context) (sample, error) {
 	if m.sys.kill {
 		s.extra["killed"] = b2f(did)
 		s.extra["kill_at_s"] = m.kill.Seconds()
+	} else {
+		cpu.stop(ctx, &s)
 	}
 	var survivors []int
 	for h := 1; h < m.nodes; h++ {
@@ -240,6 +274,7 @@ func (m *measurement) gather(ctx context.Context) (sample, error) {
 	if err := each(span(1, m.nodes), func(h int) error { return m.create(ctx, h, specs[h]) }); err != nil {
 		return sample{}, err
 	}
+	cpu := startCPU(ctx, m.b)
 	begin := time.Now().Add(startLead)
 	times := make([]timing, m.nodes)
 	if err := each(span(1, m.nodes), func(h int) (err error) {
@@ -248,8 +283,9 @@ func (m *measurement) gather(ctx context.Context) (sample, error) {
 	}); err != nil {
 		return sample{}, err
 	}
-	elapsed := spanOf(times...)
-	return sample{d: elapsed}, each(span(1, m.nodes), func(h int) error { return m.b.Verify(ctx, 0, specs[h].ID, specs[h:h+1]) })
+	s := sample{d: spanOf(times...)}
+	cpu.stop(ctx, &s)
+	return s, each(span(1, m.nodes), func(h int) error { return m.b.Verify(ctx, 0, specs[h].ID, specs[h:h+1]) })
 }
 
 // sources are one float32 object per host.
@@ -294,6 +330,7 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 		num = m.nodes - 1 // one backup: a lost source is replaced
 	}
 	done := make(chan struct{})
+	cpu := startCPU(ctx, m.b)
 	begin := time.Now().Add(startLead)
 	_, wait := m.afterKill(ctx, begin, done)
 	// The naive baseline has no allreduce: it reduces at the caller and
@@ -325,6 +362,8 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	if m.sys.kill {
 		s.extra["killed"] = b2f(killed)
 		s.extra["kill_at_s"] = m.kill.Seconds()
+	} else {
+		cpu.stop(ctx, &s)
 	}
 	want, err := reducedSpecs(r, specs)
 	if err != nil {

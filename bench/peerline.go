@@ -18,6 +18,9 @@ type PeerResult struct {
 	Size                int64
 	IntervalMs          float64
 	Median, Min, Max    float64 // seconds
+	// CPU is the median CPU seconds of one call, all ranks together
+	// (optional cpu_s=; 0 when the peer does not report it).
+	CPU float64
 }
 
 // ParsePeerResult parses one RESULT line of a peer script.
@@ -76,6 +79,9 @@ func ParsePeerResult(line string) (PeerResult, error) {
 	}
 	r.Median, r.Min, r.Max = num("median", true), num("min", true), num("max", true)
 	r.Reps = int(integer("reps"))
+	if _, ok := kv["cpu_s"]; ok {
+		r.CPU = num("cpu_s", true)
+	}
 	if err != nil {
 		return PeerResult{}, err
 	}

@@ -19,8 +19,14 @@ func TestParsePeerResult(t *testing.T) {
 	if err != nil || r.Algorithm != "" || r.IntervalMs != 12.5 || r.Median != 0.5 || r.Reps != 5 {
 		t.Errorf("got %+v, %v", r, err)
 	}
+	// cpu_s, when given, is the CPU of one call, all ranks together.
+	r, err = ParsePeerResult("RESULT peer=mpi op=reduce nodes=8 size=1024 median=0.001 min=0.001 max=0.002 reps=5 cpu_s=0.0125")
+	if err != nil || r.CPU != 0.0125 {
+		t.Errorf("got %+v, %v; want cpu 0.0125", r, err)
+	}
 	for _, bad := range []string{
 		"",
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 cpu_s=-1", // negative CPU
 		"peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",          // no RESULT
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1",          // no reps
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=x min=1 max=1 reps=1",   // not a number

@@ -31,6 +31,7 @@ func (r *runner) runPeer(ctx context.Context, si int) {
 			continue
 		}
 		res.Reps, res.Median, res.Min, res.Max = pr.Reps, pr.Median, pr.Min, pr.Max
+		res.CPUMedian = pr.CPU
 		if alg, err := strconv.Atoi(pr.Algorithm); err == nil {
 			res.Extra = map[string]float64{"algorithm": float64(alg)}
 		} else if s.alg == "best" && pr.Algorithm != "" {

@@ -68,6 +68,11 @@ type Result struct {
 	Min    float64   `json:"min_s,omitempty"`
 	Max    float64   `json:"max_s,omitempty"`
 	Ideal  float64   `json:"ideal_s"`
+	// CPU is each repetition's CPU seconds, all hosts' processes
+	// together, by their own accounting (ours and naive on the testbed);
+	// CPUMedian is their median, or the median a peer reports.
+	CPU       []float64 `json:"cpu_s,omitempty"`
+	CPUMedian float64   `json:"cpu_median_s,omitempty"`
 	// Ratio is this median over ours in the same comparison (for
 	// ours-failure: over the failure-free time).
 	Ratio float64 `json:"ratio_to_ours,omitempty"`
@@ -142,7 +147,7 @@ func secs(s float64) string {
 // WriteTable prints the results as a table.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsize\tsystem\tmedian\tmin\tmax\tideal\t×ours\tnote")
+	fmt.Fprintln(tw, "scenario\tsize\tsystem\tmedian\tmin\tmax\tideal\t×ours\tcpu/op\tnote")
 	for _, res := range r.Results {
 		name := res.Scenario
 		if res.Interval > 0 || res.Scenario == "async" {
@@ -150,7 +155,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		if !res.ok() && res.Reps == 0 {
 			reason, _, _ := strings.Cut(res.Reason, "\n")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\t%s: %s\n", name, SizeName(res.Size), res.System, secs(res.Ideal), res.Status, reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\t\t%s: %s\n", name, SizeName(res.Size), res.System, secs(res.Ideal), res.Status, reason)
 			continue
 		}
 		ratio := ""
@@ -177,8 +182,12 @@ func (r *Report) WriteTable(w io.Writer) {
 			reason, _, _ := strings.Cut(res.Reason, "\n")
 			note = res.Status + ": " + reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, SizeName(res.Size), res.System,
-			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, note)
+		cpu := ""
+		if res.CPUMedian > 0 {
+			cpu = secs(res.CPUMedian)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, SizeName(res.Size), res.System,
+			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, cpu, note)
 	}
 	_ = tw.Flush()
 }

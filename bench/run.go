@@ -296,6 +296,9 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			// A failed system keeps the times of its good repetitions.
 			res.setTimes(r.times[gi][si])
+			if len(res.CPU) > 0 {
+				res.CPUMedian = medianOf(res.CPU)
+			}
 			if n := r.failed[gi][si]; n > 0 && !r.dead[gi][si] {
 				res.Status = StatusFailed
 				res.Reason = fmt.Sprintf("%d of %d reps failed, first: %v", n, n+len(r.times[gi][si]), r.firstErr[gi][si])
@@ -485,6 +488,9 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	}
 	r.times[gi][si] = append(r.times[gi][si], smp.d)
 	res := &r.res[gi][si]
+	if smp.hasCPU {
+		res.CPU = append(res.CPU, smp.cpu.Seconds())
+	}
 	for k, v := range smp.extra {
 		if res.Extra == nil {
 			res.Extra = map[string]float64{}

@@ -71,6 +71,11 @@ func TestScenariosInProcess(t *testing.T) {
 					if len(res.Times) != 1 || res.Times[0] <= 0 || res.Median != res.Times[0] || res.Ideal <= 0 {
 						t.Errorf("%s: times %v median %v ideal %v", res.System, res.Times, res.Median, res.Ideal)
 					}
+					// Every measured repetition of a failure-free run
+					// has its CPU cost (async's includes its Puts: none).
+					if res.System != SysOursFailure && c.scenario != "async" && (len(res.CPU) != 1 || res.CPUMedian <= 0) {
+						t.Errorf("%s: cpu %v median %v, want one positive per rep", res.System, res.CPU, res.CPUMedian)
+					}
 					if !slices.Contains(ok, res.System) {
 						ok = append(ok, res.System)
 					}

@@ -26,3 +26,17 @@ func Summarize(ds []time.Duration) Stats {
 	}
 	return Stats{Median: med, Min: s[0], Max: s[n-1], N: n}
 }
+
+// medianOf is the median of xs (0 for none).
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[n/2]
+}

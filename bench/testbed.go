@@ -483,6 +483,33 @@ func (ns *nodeSet) alive(p *nodeProc) bool {
 	return !p.killed
 }
 
+// CPU sums the node processes' own accounting, asked of their agents.
+func (ns *nodeSet) CPU(ctx context.Context) (time.Duration, error) {
+	var mu sync.Mutex
+	var total time.Duration
+	var live []int
+	for h, p := range ns.procs {
+		if ns.alive(p) {
+			live = append(live, h)
+		}
+	}
+	err := each(live, func(h int) error {
+		res, err := actorutil.Request(ctx, ns.root(), ns.agent(h), &messages.BenchCPU{})
+		if err != nil {
+			return fmt.Errorf("cpu of host %d: %w", h, err)
+		}
+		r, ok := res.(*messages.BenchCPUReply)
+		if !ok {
+			return fmt.Errorf("cpu of host %d: unexpected reply %T", h, res)
+		}
+		mu.Lock()
+		total += time.Duration(r.GetCpuNs())
+		mu.Unlock()
+		return nil
+	})
+	return total, err
+}
+
 // Kill SIGKILLs host's node process (`ip netns exec` execs the binary:
 // the process is the node itself).
 func (ns *nodeSet) Kill(host int) error {

@@ -111,6 +111,13 @@ func TestTestbedSmoke(t *testing.T) {
 				if ours && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
 					t.Errorf("%s: %s %q times %v", res.System, res.Status, res.Reason, res.Times)
 				}
+				// The members' own CPU accounting, and MPI's, per call.
+				if ours && res.ok() && res.CPUMedian <= 0 {
+					t.Errorf("%s: no CPU cost per rep (%v)", res.System, res.CPU)
+				}
+				if strings.HasPrefix(res.System, "mpi") && res.ok() && res.CPUMedian <= 0 {
+					t.Errorf("%s: the RESULT line carried no cpu_s", res.System)
+				}
 				if forced && "d="+strconv.Itoa(int(res.Extra["degree"])) != res.System {
 					t.Errorf("%s: the reduce ran with degree %v", res.System, res.Extra["degree"])
 				}

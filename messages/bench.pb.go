@@ -917,6 +917,89 @@ func (x *BenchReduceReply) GetError() *Error {
 	return nil
 }
 
+// BenchCPU asks for the CPU time the agent's node process has used so
+// far (user and system, every thread: getrusage), so that the driver can
+// report what an operation cost all members together.
+type BenchCPU struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchCPU) Reset() {
+	*x = BenchCPU{}
+	mi := &file_bench_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchCPU) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchCPU) ProtoMessage() {}
+
+func (x *BenchCPU) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchCPU.ProtoReflect.Descriptor instead.
+func (*BenchCPU) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{15}
+}
+
+type BenchCPUReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CpuNs         int64                  `protobuf:"varint,1,opt,name=cpu_ns,json=cpuNs,proto3" json:"cpu_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchCPUReply) Reset() {
+	*x = BenchCPUReply{}
+	mi := &file_bench_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchCPUReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchCPUReply) ProtoMessage() {}
+
+func (x *BenchCPUReply) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchCPUReply.ProtoReflect.Descriptor instead.
+func (*BenchCPUReply) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *BenchCPUReply) GetCpuNs() int64 {
+	if x != nil {
+		return x.CpuNs
+	}
+	return 0
+}
+
 var File_bench_proto protoreflect.FileDescriptor
 
 const file_bench_proto_rawDesc = "" +
@@ -989,7 +1072,11 @@ const file_bench_proto_rawDesc = "" +
 	"\x05reply\x18\x01 \x01(\v2\x14.hoplite.ReduceReplyR\x05reply\x12*\n" +
 	"\x11started_unix_nano\x18\x02 \x01(\x03R\x0fstartedUnixNano\x12$\n" +
 	"\x0edone_unix_nano\x18\x03 \x01(\x03R\fdoneUnixNano\x12$\n" +
-	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05errorB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\n" +
+	"\n" +
+	"\bBenchCPU\"&\n" +
+	"\rBenchCPUReply\x12\x15\n" +
+	"\x06cpu_ns\x18\x01 \x01(\x03R\x05cpuNsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_bench_proto_rawDescOnce sync.Once
@@ -1003,7 +1090,7 @@ func file_bench_proto_rawDescGZIP() []byte {
 	return file_bench_proto_rawDescData
 }
 
-var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_bench_proto_goTypes = []any{
 	(*BenchData)(nil),          // 0: hoplite.BenchData
 	(*BenchHello)(nil),         // 1: hoplite.BenchHello
@@ -1020,19 +1107,21 @@ var file_bench_proto_goTypes = []any{
 	(*BenchFetchReply)(nil),    // 12: hoplite.BenchFetchReply
 	(*BenchReduce)(nil),        // 13: hoplite.BenchReduce
 	(*BenchReduceReply)(nil),   // 14: hoplite.BenchReduceReply
-	(*Error)(nil),              // 15: hoplite.Error
-	(*ReduceReply)(nil),        // 16: hoplite.ReduceReply
+	(*BenchCPU)(nil),           // 15: hoplite.BenchCPU
+	(*BenchCPUReply)(nil),      // 16: hoplite.BenchCPUReply
+	(*Error)(nil),              // 17: hoplite.Error
+	(*ReduceReply)(nil),        // 18: hoplite.ReduceReply
 }
 var file_bench_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BenchPrepare.data:type_name -> hoplite.BenchData
-	15, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
-	15, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
+	17, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
+	17, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
 	0,  // 3: hoplite.BenchVerify.sources:type_name -> hoplite.BenchData
-	15, // 4: hoplite.BenchVerifyReply.error:type_name -> hoplite.Error
-	15, // 5: hoplite.BenchTargetIDReply.error:type_name -> hoplite.Error
-	15, // 6: hoplite.BenchFetchReply.error:type_name -> hoplite.Error
-	16, // 7: hoplite.BenchReduceReply.reply:type_name -> hoplite.ReduceReply
-	15, // 8: hoplite.BenchReduceReply.error:type_name -> hoplite.Error
+	17, // 4: hoplite.BenchVerifyReply.error:type_name -> hoplite.Error
+	17, // 5: hoplite.BenchTargetIDReply.error:type_name -> hoplite.Error
+	17, // 6: hoplite.BenchFetchReply.error:type_name -> hoplite.Error
+	18, // 7: hoplite.BenchReduceReply.reply:type_name -> hoplite.ReduceReply
+	17, // 8: hoplite.BenchReduceReply.error:type_name -> hoplite.Error
 	9,  // [9:9] is the sub-list for method output_type
 	9,  // [9:9] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
@@ -1052,7 +1141,7 @@ func file_bench_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bench_proto_rawDesc), len(file_bench_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -15,6 +15,11 @@
  * completion, which is what thesis Fig. 2.8 compares. p2p is a ping-pong between
  * ranks 0 and 1, reported as one-way time (round trip / 2). One warm-up
  * repetition is run and not counted. Rank 0 prints one RESULT line.
+ *
+ * cpu_s is the median over repetitions of the CPU time (user + system,
+ * getrusage of each rank's own process, every thread) that the ranks
+ * spent inside the timed call, summed over ranks: what the operation
+ * cost the machine, for comparison with the members' own accounting.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 enum op { OP_BCAST, OP_REDUCE, OP_ALLREDUCE, OP_GATHER, OP_P2P };
@@ -49,6 +55,17 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* cpu_seconds is this process's CPU time so far, every thread, user and
+ * system. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 static void sleep_until(double t)
@@ -164,6 +181,7 @@ int main(int argc, char **argv)
 		memset(dst, 0, dst_bytes); /* touch the pages before timing */
 
 	double *times = calloc((size_t)reps, sizeof(double));
+	double *cpus = calloc((size_t)reps, sizeof(double));
 	for (long r = -1; r < reps; r++) { /* r == -1 is the warm-up */
 		check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 		double start = now();
@@ -175,6 +193,7 @@ int main(int argc, char **argv)
 			sleep_until(start + rank * interval_ms * 1e-3);
 			entry = now() - start;
 		}
+		double cpu0 = cpu_seconds();
 		switch (op) {
 		case OP_BCAST:
 			check(MPI_Bcast(src, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
@@ -207,6 +226,9 @@ int main(int argc, char **argv)
 			break;
 		}
 		double end = now();
+		double cpu = cpu_seconds() - cpu0, cpu_sum = 0;
+		check(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+		      "MPI_Reduce(sum)");
 		/* {completion, entry} relative to this rank's start; the MAX of
 		 * each over ranks gives the last completion and last entry. */
 		double mine[2] = {end - start, entry}, worst[2] = {0, 0};
@@ -214,20 +236,25 @@ int main(int argc, char **argv)
 			mine[0] = rank == 0 ? (end - start) / 2 : 0;
 		check(MPI_Reduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
 		      "MPI_Reduce(max)");
-		if (r >= 0)
+		if (r >= 0) {
 			times[r] = worst[0] - worst[1];
+			cpus[r] = cpu_sum;
+		}
 	}
 
 	if (rank == 0) {
 		qsort(times, (size_t)reps, sizeof(double), cmp_double);
 		double median = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
+		qsort(cpus, (size_t)reps, sizeof(double), cmp_double);
+		double cpu_median = reps % 2 ? cpus[reps / 2] : (cpus[reps / 2 - 1] + cpus[reps / 2]) / 2;
 		printf("RESULT peer=mpi op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
-		       "median=%.6f min=%.6f max=%.6f reps=%ld\n",
+		       "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f\n",
 		       op_names[op], nranks, size, algorithm, interval_ms, median, times[0],
-		       times[reps - 1], reps);
+		       times[reps - 1], reps, cpu_median);
 		fflush(stdout);
 	}
 	free(times);
+	free(cpus);
 	free(dst);
 	free(src);
 	MPI_Finalize();
