@@ -27,12 +27,12 @@ func TestParsePeerResult(t *testing.T) {
 	for _, bad := range []string{
 		"",
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 cpu_s=-1", // negative CPU
-		"peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",          // no RESULT
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1",          // no reps
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=x min=1 max=1 reps=1",   // not a number
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=2 max=3 reps=1",   // min > median
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=NaN min=1 max=1 reps=1", // NaN
-		"RESULT peer=mpi op=bcast nodes=-8 size=1 median=1 min=1 max=1 reps=1",  // negative count
+		"peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",                 // no RESULT
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1",                 // no reps
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=x min=1 max=1 reps=1",          // not a number
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=2 max=3 reps=1",          // min > median
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=NaN min=1 max=1 reps=1",        // NaN
+		"RESULT peer=mpi op=bcast nodes=-8 size=1 median=1 min=1 max=1 reps=1",         // negative count
 		"RESULT peer=mpi peer=dask op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 junk",
 	} {
