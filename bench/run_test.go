@@ -73,8 +73,9 @@ func TestScenariosInProcess(t *testing.T) {
 					}
 					// Every measured repetition of a failure-free run
 					// has its CPU cost (async's includes its Puts: none).
-					if res.System != SysOursFailure && c.scenario != "async" && (len(res.CPU) != 1 || res.CPUMedian <= 0) {
-						t.Errorf("%s: cpu %v median %v, want one positive per rep", res.System, res.CPU, res.CPUMedian)
+					// Less the idle baseline it may be 0 in one process.
+					if res.System != SysOursFailure && c.scenario != "async" && (len(res.CPU) != 1 || res.CPU[0] < 0) {
+						t.Errorf("%s: cpu %v, want one per rep", res.System, res.CPU)
 					}
 					if !slices.Contains(ok, res.System) {
 						ok = append(ok, res.System)

@@ -867,6 +867,14 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 		case e.hasInline:
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline, Attempt: w.attempt}})
+			// The receiver stores the bytes it is sent: it holds a copy
+			// from now on (a Delete must reach it), recorded here instead
+			// of by a PublishLocation of its own, which would cost the
+			// shard a third message per inline Get. A receiver that fails
+			// to store them unpublishes; until then the entry only sends
+			// a Delete's drop to a node without the copy, since inline
+			// objects are always served from here, never from a copy.
+			out = append(out, t.setLocation(e, w.receiver, messages.LocationState_COMPLETE, false)...)
 		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator:
 			// The receiver became the creator (a Put on that node while its
 			// Get was waiting): it is its own sender.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -248,6 +249,28 @@ func TestInlineObjectsNeedNoSender(t *testing.T) {
 	// An inline object is never claimed: the creator can serve everyone.
 	if lr := locateReply(t, locate(tb, "small", 3, t0), replyTo("r3")); string(lr.GetInlineData()) != "abc" {
 		t.Fatalf("second inline reply %v", lr)
+	}
+}
+
+// An inline reply makes its receiver a copy at once: the receiver sends
+// no PublishLocation, yet a Delete reaches its copy; one that could not
+// store the bytes unpublishes.
+func TestInlineReplyRecordsTheReceiversCopy(t *testing.T) {
+	tb := NewLocationTable(TableConfig{InlineLimit: 64})
+	tb.Create(&messages.CreateObject{ObjectId: "small", Size: 3, Creator: node(0), HasInline: true, InlineData: []byte("abc")}, nil)
+	locateReply(t, locate(tb, "small", 2, t0), replyTo("r2"))
+	locateReply(t, locate(tb, "small", 3, t0), replyTo("r3"))
+	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "small", Node: node(3)})
+	info := tb.Query(&messages.QueryObject{ObjectId: "small"}, replyTo("q"), t0)[0].Msg.(*messages.ObjectInfo)
+	var got []string
+	for _, l := range info.GetLocations() {
+		if l.GetNode().GetNodeId() != "n0" && l.GetState() != messages.LocationState_COMPLETE {
+			t.Errorf("received copy on %s is %v", l.GetNode().GetNodeId(), l.GetState())
+		}
+		got = append(got, l.GetNode().GetNodeId())
+	}
+	if want := []string{"n0", "n2"}; !slices.Equal(got, want) {
+		t.Fatalf("locations %v, want %v (the creator and the receiver that kept its copy)", got, want)
 	}
 }
 

@@ -419,8 +419,13 @@ func (p *FetchProtocol) locateFailed(out *FetchOutput, err error, now time.Time)
 	*out = p.abort(*out, err)
 }
 
+// storeInline keeps the bytes of an inline LocateReply. The shard
+// recorded this node's copy when it answered (LocationTable.serveWaiters),
+// so nothing is published on success; a copy that could not be stored is
+// unpublished.
 func (p *FetchProtocol) storeInline(out FetchOutput, loc *messages.LocateReply) FetchOutput {
 	if _, err := p.cfg.Store.Allocate(p.obj, loc.GetSize(), loc.GetFingerprint()); err != nil {
+		out.Send(directory.ShardOf(p.id), &messages.UnpublishLocation{ObjectId: p.id, Node: p.cfg.Self})
 		return p.finish(out, err)
 	}
 	if err := p.w.Append(loc.GetInlineData()); err != nil {
@@ -429,11 +434,9 @@ func (p *FetchProtocol) storeInline(out FetchOutput, loc *messages.LocateReply) 
 		return p.superseded(out, err)
 	}
 	if err := p.cfg.Store.Complete(p.obj); err != nil {
+		out.Send(directory.ShardOf(p.id), &messages.UnpublishLocation{ObjectId: p.id, Node: p.cfg.Self})
 		return p.finish(out, err)
 	}
-	// Published so that a Delete reaches this cached copy too.
-	out.Send(directory.ShardOf(p.id), &messages.PublishLocation{ObjectId: p.id, Node: p.cfg.Self,
-		State: messages.LocationState_COMPLETE, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()})
 	return p.finish(out, nil)
 }
 
