@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -61,6 +62,10 @@ func (a *agent) Receive(ctx actor.Context) {
 		go func() { respond(a.put(m)) }()
 	case *messages.BenchVerify:
 		go func() { respond(a.verify(m)) }()
+	case *messages.BenchEcho:
+		ctx.Respond(&messages.BenchEchoReply{})
+	case *messages.BenchRoundTrips:
+		go func() { respond(a.roundTrips(system, m)) }()
 	case *messages.BenchCPU:
 		cpu, _ := processCPU() // getrusage(RUSAGE_SELF) does not fail
 		ctx.Respond(&messages.BenchCPUReply{CpuNs: int64(cpu)})
@@ -186,6 +191,38 @@ func (a *agent) reduce(m *messages.BenchReduce) *messages.BenchReduceReply {
 		r.Error = messages.AsError(err)
 	}
 	return r
+}
+
+// roundTrips makes one bare request and response to the agent at each
+// address, all at once, at the scheduled time, and times them.
+func (a *agent) roundTrips(system *actor.ActorSystem, m *messages.BenchRoundTrips) *messages.BenchRoundTripsReply {
+	r := &messages.BenchRoundTripsReply{}
+	ctx, cancel := opContext(m.GetTimeoutMs())
+	defer cancel()
+	if err := sleepUntil(ctx, unixNano(m.GetAtUnixNano())); err != nil {
+		r.Error = messages.AsError(err)
+		return r
+	}
+	wait := time.Until(deadlineOf(ctx))
+	start := time.Now()
+	errs := make([]error, len(m.GetAddresses()))
+	var wg sync.WaitGroup
+	for i, addr := range m.GetAddresses() {
+		wg.Go(func() {
+			_, errs[i] = system.Root.RequestFuture(actor.NewPID(addr, AgentName), &messages.BenchEcho{}, wait).Result()
+		})
+	}
+	wg.Wait()
+	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), time.Now().UnixNano()
+	if err := errors.Join(errs...); err != nil {
+		r.Error = messages.AsError(err)
+	}
+	return r
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline() // opContext always sets one
+	return d
 }
 
 // unixNano is the time of a message's at_unix_nano (0: the zero time, at

@@ -30,6 +30,10 @@ type backend interface {
 	// Delete frees the objects everywhere (errors are ignored: a Delete
 	// is cleanup).
 	Delete(ctx context.Context, ids []string)
+	// RoundTrips has host from make one bare Proto.Actor request and
+	// response to each host of to, all at once, at at, timed on from
+	// (testbed only).
+	RoundTrips(ctx context.Context, from int, to []int, at time.Time) (timing, error)
 	// CPU is the CPU time the hosts' processes have used so far, all
 	// together (user and system, by their own accounting).
 	CPU(ctx context.Context) (time.Duration, error)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -95,6 +96,12 @@ func (b *localBackend) Delete(ctx context.Context, ids []string) {
 			}
 		}
 	}
+}
+
+// RoundTrips is not measured in process: the members share one process,
+// and there are no bench agents.
+func (b *localBackend) RoundTrips(context.Context, int, []int, time.Time) (timing, error) {
+	return timing{}, errors.New("needs --testbed")
 }
 
 // CPU is the whole process's: the embedded cluster's members share it

@@ -89,6 +89,9 @@ type measurement struct {
 const victim = 1
 
 func (m *measurement) run(ctx context.Context) (sample, error) {
+	if m.sys.floor {
+		return m.floor(ctx)
+	}
 	switch m.g.kind {
 	case "p2p":
 		return m.p2p(ctx)
@@ -135,6 +138,44 @@ func (m *measurement) p2p(ctx context.Context) (sample, error) {
 	s := sample{d: t.done.Sub(t.start)}
 	cpu.stop(ctx, &s)
 	return s, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
+}
+
+// floor times bare Proto.Actor round trips between the hosts' agents in
+// the pattern of the scenario's control messages, from a common start:
+// p2p, one receiver to the sender; broadcast, every receiver to host 0
+// at once (the fan-in of their Locates at one directory shard); reduce
+// and gather, host 0 to every other host at once. No object moves: it is
+// what the actor control plane costs before Hoplite does anything.
+func (m *measurement) floor(ctx context.Context) (sample, error) {
+	cpu := startCPU(ctx, m.b)
+	begin := time.Now().Add(startLead)
+	others := span(1, m.nodes)
+	var times []timing
+	var err error
+	switch m.g.kind {
+	case "p2p":
+		var t timing
+		t, err = m.b.RoundTrips(ctx, 1, []int{0}, begin)
+		times = append(times, t)
+	case "broadcast":
+		times = make([]timing, m.nodes)
+		err = each(others, func(h int) (err error) {
+			times[h], err = m.b.RoundTrips(ctx, h, []int{0}, begin)
+			return err
+		})
+	case "reduce", "gather":
+		var t timing
+		t, err = m.b.RoundTrips(ctx, 0, others, begin)
+		times = append(times, t)
+	default:
+		return sample{}, fmt.Errorf("no round-trip pattern for %s", m.g.kind)
+	}
+	if err != nil {
+		return sample{}, err
+	}
+	s := sample{d: spanOf(times...)}
+	cpu.stop(ctx, &s)
+	return s, nil
 }
 
 // spanOf is the time from the first start to the last end of timings

@@ -93,8 +93,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask or gloo)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo or actor)", p)
 		}
 	}
 	if c.TLS && c.Testbed == nil {
@@ -175,8 +175,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				r.Interval = g.interval.Seconds()
 			}
 			switch {
-			case !s.ours() && o.Testbed == nil:
+			case (!s.ours() || s.floor) && o.Testbed == nil:
 				r.Status, r.Reason = StatusSkipped, "needs --testbed"
+			case s.floor:
+				if why := floorOp(g); why != "" {
+					r.Status, r.Reason = StatusSkipped, why
+				}
 			case !s.ours():
 				if _, why := peerOp(s.peer, g); why != "" {
 					r.Status, r.Reason = StatusSkipped, why

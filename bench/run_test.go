@@ -63,7 +63,7 @@ func TestScenariosInProcess(t *testing.T) {
 		{"failure", 4, []string{SysOurs, SysOursFailure}},
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
-			r := smoke(t, Options{Scenario: c.scenario, Nodes: c.nodes, Peers: []string{"naive", "mpi", "dask"}})
+			r := smoke(t, Options{Scenario: c.scenario, Nodes: c.nodes, Peers: []string{"naive", "mpi", "dask", "actor"}})
 			var ok []string
 			for _, res := range r.Results {
 				switch {
@@ -80,7 +80,7 @@ func TestScenariosInProcess(t *testing.T) {
 					if !slices.Contains(ok, res.System) {
 						ok = append(ok, res.System)
 					}
-				case strings.HasPrefix(res.System, "mpi") || res.System == SysDask:
+				case strings.HasPrefix(res.System, "mpi") || res.System == SysDask || res.System == SysActorRTT:
 					if res.Status != StatusSkipped || res.Reason != "needs --testbed" {
 						t.Errorf("%s: %s %q, want skipped: needs --testbed", res.System, res.Status, res.Reason)
 					}

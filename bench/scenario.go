@@ -45,6 +45,11 @@ const (
 	SysOursFailure = "ours-failure"
 	// SysOursTLS is ours with every node over mutual TLS (--tls).
 	SysOursTLS = "ours-tls"
+	// SysActorRTT is the actor control plane's floor (--peers actor):
+	// bare Proto.Actor requests and responses between the bench agents of
+	// hoplite nodes, in the fan-in or fan-out of the scenario's control
+	// messages (see measurement.floor). Testbed only.
+	SysActorRTT = "actor-rtt"
 )
 
 // DegreeN in Options.Degrees stands for N, the number of hosts.
@@ -66,6 +71,7 @@ type system struct {
 	shape  string // Config.ReduceShape / hoplite node -reduce-shape ("": d-ary)
 	kill   bool   // the failure variant: a participant is killed at 50 %
 	tls    bool   // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor  bool   // SysActorRTT: bare round trips instead of the operation
 	peer   string
 	alg    string // the peer's --algorithm (mpi, gloo)
 }
@@ -161,6 +167,9 @@ func (o *Options) systems() []system {
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})
 	}
+	if slices.Contains(o.Peers, "actor") {
+		out = append(out, system{name: SysActorRTT, floor: true})
+	}
 	if slices.Contains(o.Peers, "mpi") {
 		out = append(out, system{name: SysMPIDefault, peer: "mpi", alg: "default"}, system{name: SysMPIBest, peer: "mpi", alg: "best"})
 	}
@@ -171,6 +180,16 @@ func (o *Options) systems() []system {
 		out = append(out, system{name: SysGlooDefault, peer: "gloo", alg: "default"}, system{name: SysGlooBest, peer: "gloo", alg: "best"})
 	}
 	return out
+}
+
+// floorOp says why the actor-rtt floor has no counterpart of g ("" if it
+// has one).
+func floorOp(g group) string {
+	switch g.scenario {
+	case "p2p", "broadcast", "reduce", "gather":
+		return ""
+	}
+	return "n/a: no round-trip pattern for " + g.scenario
 }
 
 // peerOp is the peer script's --op for a group, or why the peer has none.

@@ -483,6 +483,25 @@ func (ns *nodeSet) alive(p *nodeProc) bool {
 	return !p.killed
 }
 
+func (ns *nodeSet) RoundTrips(ctx context.Context, from int, to []int, at time.Time) (timing, error) {
+	msg := &messages.BenchRoundTrips{TimeoutMs: actorutil.TimeoutMs(ctx)}
+	for _, h := range to {
+		msg.Addresses = append(msg.Addresses, ns.procs[h].bind)
+	}
+	if !at.IsZero() {
+		msg.AtUnixNano = at.UnixNano()
+	}
+	res, err := actorutil.Request(ctx, ns.root(), ns.agent(from), msg)
+	if err != nil {
+		return timing{}, fmt.Errorf("round trips from host %d: %w", from, err)
+	}
+	r, ok := res.(*messages.BenchRoundTripsReply)
+	if !ok {
+		return timing{}, fmt.Errorf("round trips from host %d: unexpected reply %T", from, res)
+	}
+	return timing{time.Unix(0, r.GetStartedUnixNano()), time.Unix(0, r.GetDoneUnixNano())}, agentErr(from, "round trips", r.GetError())
+}
+
 // CPU sums the node processes' own accounting, asked of their agents.
 func (ns *nodeSet) CPU(ctx context.Context) (time.Duration, error) {
 	var mu sync.Mutex

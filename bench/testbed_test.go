@@ -68,7 +68,7 @@ func TestTestbedSmoke(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hoplite-go/hoplite/cmd/hoplite").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	peers := []string{"naive"}
+	peers := []string{"naive", "actor"}
 	for _, p := range []string{"mpi", "dask", "gloo"} {
 		if st, err := os.Stat(filepath.Join("peers", p, "run")); err == nil && st.Mode()&0o111 != 0 {
 			peers = append(peers, p)
@@ -123,6 +123,11 @@ func TestTestbedSmoke(t *testing.T) {
 				}
 				if res.System == SysChainLeaf && res.Extra["chain_leaf"] != 1 {
 					t.Errorf("%s: the reduce ran with a d-ary tree", res.System)
+				}
+				// The control plane's floor is ours to measure, where the
+				// scenario has a round-trip pattern.
+				if res.System == SysActorRTT && scenario != "degree" && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
+					t.Errorf("%s: %s %q times %v", res.System, res.Status, res.Reason, res.Times)
 				}
 				if !ours && !res.ok() {
 					// A peer's own failure is reported, not ours to fail on.

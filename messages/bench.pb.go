@@ -1000,6 +1000,204 @@ func (x *BenchCPUReply) GetCpuNs() int64 {
 	return 0
 }
 
+// BenchRoundTrips has the agent make one bare Proto.Actor request and
+// response (BenchEcho) to the bench agent at each address, all at once,
+// at at_unix_nano (0: at once), and time them by the node's clock: the
+// actor control plane's floor for the same fan-in or fan-out as a
+// collective's control messages, measured beside it.
+type BenchRoundTrips struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Addresses     []string               `protobuf:"bytes,1,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchRoundTrips) Reset() {
+	*x = BenchRoundTrips{}
+	mi := &file_bench_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchRoundTrips) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchRoundTrips) ProtoMessage() {}
+
+func (x *BenchRoundTrips) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchRoundTrips.ProtoReflect.Descriptor instead.
+func (*BenchRoundTrips) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *BenchRoundTrips) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+func (x *BenchRoundTrips) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *BenchRoundTrips) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type BenchRoundTripsReply struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	StartedUnixNano int64                  `protobuf:"varint,1,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	DoneUnixNano    int64                  `protobuf:"varint,2,opt,name=done_unix_nano,json=doneUnixNano,proto3" json:"done_unix_nano,omitempty"`
+	Error           *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BenchRoundTripsReply) Reset() {
+	*x = BenchRoundTripsReply{}
+	mi := &file_bench_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchRoundTripsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchRoundTripsReply) ProtoMessage() {}
+
+func (x *BenchRoundTripsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchRoundTripsReply.ProtoReflect.Descriptor instead.
+func (*BenchRoundTripsReply) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *BenchRoundTripsReply) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *BenchRoundTripsReply) GetDoneUnixNano() int64 {
+	if x != nil {
+		return x.DoneUnixNano
+	}
+	return 0
+}
+
+func (x *BenchRoundTripsReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// BenchEcho is answered at once with a BenchEchoReply.
+type BenchEcho struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchEcho) Reset() {
+	*x = BenchEcho{}
+	mi := &file_bench_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchEcho) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchEcho) ProtoMessage() {}
+
+func (x *BenchEcho) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchEcho.ProtoReflect.Descriptor instead.
+func (*BenchEcho) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{19}
+}
+
+type BenchEchoReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BenchEchoReply) Reset() {
+	*x = BenchEchoReply{}
+	mi := &file_bench_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BenchEchoReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BenchEchoReply) ProtoMessage() {}
+
+func (x *BenchEchoReply) ProtoReflect() protoreflect.Message {
+	mi := &file_bench_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BenchEchoReply.ProtoReflect.Descriptor instead.
+func (*BenchEchoReply) Descriptor() ([]byte, []int) {
+	return file_bench_proto_rawDescGZIP(), []int{20}
+}
+
 var File_bench_proto protoreflect.FileDescriptor
 
 const file_bench_proto_rawDesc = "" +
@@ -1076,7 +1274,19 @@ const file_bench_proto_rawDesc = "" +
 	"\n" +
 	"\bBenchCPU\"&\n" +
 	"\rBenchCPUReply\x12\x15\n" +
-	"\x06cpu_ns\x18\x01 \x01(\x03R\x05cpuNsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"\x06cpu_ns\x18\x01 \x01(\x03R\x05cpuNs\"p\n" +
+	"\x0fBenchRoundTrips\x12\x1c\n" +
+	"\taddresses\x18\x01 \x03(\tR\taddresses\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
+	"atUnixNano\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"\x8e\x01\n" +
+	"\x14BenchRoundTripsReply\x12*\n" +
+	"\x11started_unix_nano\x18\x01 \x01(\x03R\x0fstartedUnixNano\x12$\n" +
+	"\x0edone_unix_nano\x18\x02 \x01(\x03R\fdoneUnixNano\x12$\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\v\n" +
+	"\tBenchEcho\"\x10\n" +
+	"\x0eBenchEchoReplyB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_bench_proto_rawDescOnce sync.Once
@@ -1090,43 +1300,48 @@ func file_bench_proto_rawDescGZIP() []byte {
 	return file_bench_proto_rawDescData
 }
 
-var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_bench_proto_goTypes = []any{
-	(*BenchData)(nil),          // 0: hoplite.BenchData
-	(*BenchHello)(nil),         // 1: hoplite.BenchHello
-	(*BenchHelloReply)(nil),    // 2: hoplite.BenchHelloReply
-	(*BenchPrepare)(nil),       // 3: hoplite.BenchPrepare
-	(*BenchPrepareReply)(nil),  // 4: hoplite.BenchPrepareReply
-	(*BenchPut)(nil),           // 5: hoplite.BenchPut
-	(*BenchPutReply)(nil),      // 6: hoplite.BenchPutReply
-	(*BenchVerify)(nil),        // 7: hoplite.BenchVerify
-	(*BenchVerifyReply)(nil),   // 8: hoplite.BenchVerifyReply
-	(*BenchTargetID)(nil),      // 9: hoplite.BenchTargetID
-	(*BenchTargetIDReply)(nil), // 10: hoplite.BenchTargetIDReply
-	(*BenchFetch)(nil),         // 11: hoplite.BenchFetch
-	(*BenchFetchReply)(nil),    // 12: hoplite.BenchFetchReply
-	(*BenchReduce)(nil),        // 13: hoplite.BenchReduce
-	(*BenchReduceReply)(nil),   // 14: hoplite.BenchReduceReply
-	(*BenchCPU)(nil),           // 15: hoplite.BenchCPU
-	(*BenchCPUReply)(nil),      // 16: hoplite.BenchCPUReply
-	(*Error)(nil),              // 17: hoplite.Error
-	(*ReduceReply)(nil),        // 18: hoplite.ReduceReply
+	(*BenchData)(nil),            // 0: hoplite.BenchData
+	(*BenchHello)(nil),           // 1: hoplite.BenchHello
+	(*BenchHelloReply)(nil),      // 2: hoplite.BenchHelloReply
+	(*BenchPrepare)(nil),         // 3: hoplite.BenchPrepare
+	(*BenchPrepareReply)(nil),    // 4: hoplite.BenchPrepareReply
+	(*BenchPut)(nil),             // 5: hoplite.BenchPut
+	(*BenchPutReply)(nil),        // 6: hoplite.BenchPutReply
+	(*BenchVerify)(nil),          // 7: hoplite.BenchVerify
+	(*BenchVerifyReply)(nil),     // 8: hoplite.BenchVerifyReply
+	(*BenchTargetID)(nil),        // 9: hoplite.BenchTargetID
+	(*BenchTargetIDReply)(nil),   // 10: hoplite.BenchTargetIDReply
+	(*BenchFetch)(nil),           // 11: hoplite.BenchFetch
+	(*BenchFetchReply)(nil),      // 12: hoplite.BenchFetchReply
+	(*BenchReduce)(nil),          // 13: hoplite.BenchReduce
+	(*BenchReduceReply)(nil),     // 14: hoplite.BenchReduceReply
+	(*BenchCPU)(nil),             // 15: hoplite.BenchCPU
+	(*BenchCPUReply)(nil),        // 16: hoplite.BenchCPUReply
+	(*BenchRoundTrips)(nil),      // 17: hoplite.BenchRoundTrips
+	(*BenchRoundTripsReply)(nil), // 18: hoplite.BenchRoundTripsReply
+	(*BenchEcho)(nil),            // 19: hoplite.BenchEcho
+	(*BenchEchoReply)(nil),       // 20: hoplite.BenchEchoReply
+	(*Error)(nil),                // 21: hoplite.Error
+	(*ReduceReply)(nil),          // 22: hoplite.ReduceReply
 }
 var file_bench_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BenchPrepare.data:type_name -> hoplite.BenchData
-	17, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
-	17, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
+	21, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
+	21, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
 	0,  // 3: hoplite.BenchVerify.sources:type_name -> hoplite.BenchData
-	17, // 4: hoplite.BenchVerifyReply.error:type_name -> hoplite.Error
-	17, // 5: hoplite.BenchTargetIDReply.error:type_name -> hoplite.Error
-	17, // 6: hoplite.BenchFetchReply.error:type_name -> hoplite.Error
-	18, // 7: hoplite.BenchReduceReply.reply:type_name -> hoplite.ReduceReply
-	17, // 8: hoplite.BenchReduceReply.error:type_name -> hoplite.Error
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	21, // 4: hoplite.BenchVerifyReply.error:type_name -> hoplite.Error
+	21, // 5: hoplite.BenchTargetIDReply.error:type_name -> hoplite.Error
+	21, // 6: hoplite.BenchFetchReply.error:type_name -> hoplite.Error
+	22, // 7: hoplite.BenchReduceReply.reply:type_name -> hoplite.ReduceReply
+	21, // 8: hoplite.BenchReduceReply.error:type_name -> hoplite.Error
+	21, // 9: hoplite.BenchRoundTripsReply.error:type_name -> hoplite.Error
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_bench_proto_init() }
@@ -1141,7 +1356,7 @@ func file_bench_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bench_proto_rawDesc), len(file_bench_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
