@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/hoplite-go/hoplite/bench"
@@ -127,6 +128,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	scenario := args[0]
 	if scenario == "p2p-tcp" {
 		return p2pTCPCommand(ctx, args[1:], stdout, stderr)
+	}
+	if scenario == "scale-plot" {
+		return scalePlotCommand(args[1:], stdout, stderr)
 	}
 	if !slices.Contains(bench.Scenarios, scenario) {
 		return usageError{fmt.Sprintf("unknown scenario %q: want one of %s", scenario, strings.Join(bench.Scenarios, ", "))}
@@ -387,4 +391,57 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+const scalePlotUsage = `usage: hoplite bench scale-plot -o FILE.png [-systems ours,mpi-best] REPORT.json...
+
+Reads --json reports of the same scenarios at several N (and possibly
+different bandwidths) and draws each system's median time over the ideal
+(S/B for broadcast and reduce) against N, with its min-max range; prints
+the points as a table.
+
+flags:
+`
+
+// scalePlotCommand is `hoplite bench scale-plot`.
+func scalePlotCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench scale-plot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "the PNG file to write")
+	systems := fs.String("systems", "ours,mpi-best", "the systems to draw (comma-separated; all: every one)")
+	title := fs.String("title", "time / (S/B) against N", "the plot's title")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, scalePlotUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() == 0 {
+		return usageError{"scale-plot needs -o FILE.png and at least one report"}
+	}
+	var reports []*bench.Report
+	for _, path := range fs.Args() {
+		r, err := bench.ReadJSON(path)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, r)
+	}
+	var keep []string
+	if *systems != "all" {
+		keep = strings.Split(*systems, ",")
+	}
+	pts := bench.ScalePoints(reports, keep)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tsystem\tN\tmedian/ideal\tmin\tmax")
+	for _, p := range pts {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.3f\n", p.Scenario, p.System, p.Nodes, p.Ratio, p.Lo, p.Hi)
+	}
+	tw.Flush()
+	if err := bench.PlotScale(pts, *title, *out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", *out)
+	return nil
 }

@@ -260,6 +260,33 @@ func TestBenchJSONAndPlot(t *testing.T) {
 	}
 }
 
+// scale-plot reads reports of several N and draws time / ideal against N.
+func TestBenchScalePlot(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"3", "4"} {
+		code, stdout, stderr := hoplite(t, "bench", "broadcast", "--nodes", n, "--size", "1MiB", "--reps", "1", "--warmup", "0",
+			"--bandwidth", "4gbit", "--peers", "naive", "--json", dir+"/b"+n+".json")
+		if code != 0 {
+			t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := hoplite(t, "bench", "scale-plot", "-o", dir+"/s.png", "-systems", "ours,naive", dir+"/b3.json", dir+"/b4.json")
+	if code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, row := range []string{"broadcast  naive   3", "broadcast  naive   4", "broadcast  ours    3", "broadcast  ours    4"} {
+		if !strings.Contains(stdout, row) {
+			t.Errorf("no row %q in:\n%s", row, stdout)
+		}
+	}
+	if png, err := os.ReadFile(dir + "/s.png"); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("no PNG: %v", err)
+	}
+	if code, _, stderr := hoplite(t, "bench", "scale-plot", dir+"/b3.json"); code != 2 || !strings.Contains(stderr, "needs -o") {
+		t.Errorf("without -o: exit %d, %s", code, stderr)
+	}
+}
+
 // `bench p2p` is the loopback benchmark unless scenario flags say otherwise.
 func TestBenchP2PDispatch(t *testing.T) {
 	for _, c := range []struct {
