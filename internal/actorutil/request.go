@@ -2,6 +2,7 @@ package actorutil
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,8 +13,8 @@ import (
 // Request sends msg to pid and waits for the reply until ctx ends. It
 // watches pid while it waits: an actor that stops before answering (a
 // directory shard on a node that was killed, a store node that left)
-// fails the request at once with UNAVAILABLE. (A plain future would wait
-// for its whole deadline, since a stopped actor's mailbox is dropped
+// fails the request at once with UNAVAILABLE. (An unwatched future would
+// wait for its whole deadline, since a stopped actor's mailbox is dropped
 // without a reply; the caller would hang although it could have retried
 // at the shard's new home at once.)
 func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
@@ -26,67 +27,51 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	if pid == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no actor to send %T to", msg)
 	}
+	deadline, _ := ctx.Deadline()
+	system := root.ActorSystem()
+	// A future, not an actor, waits for the reply: it needs no mailbox,
+	// no goroutine and no Started/Stop round, which a request pays on
+	// every hop of a small Get. It also watches the target: the
+	// Terminated that a stopped target sends its watchers resolves it.
+	f := actor.NewFuture(system, time.Until(deadline))
 	done := make(chan requestResult, 1)
-	asker := root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &watchedRequest{target: pid, msg: msg, done: done}
-	}))
+	f.ContinueWith(func(res any, err error) { done <- requestResult{res, err} })
+	target, _ := system.ProcessRegistry.Get(pid)
+	target.SendSystemMessage(pid, &actor.Watch{Watcher: f.PID()})
+	root.RequestWithCustomSender(pid, msg, f.PID())
+	var r requestResult
 	select {
-	case r := <-done:
-		return r.v, r.err
+	case r = <-done:
 	case <-ctx.Done():
-		root.Send(asker, giveUp{})
+		root.Stop(f.PID()) // resolves it; a late reply is dropped
+	}
+	target.SendSystemMessage(pid, &actor.Unwatch{Watcher: f.PID()})
+	if ctx.Err() != nil && r.v == nil && r.err == nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
 		}
 		return nil, messages.AsError(ctx.Err())
 	}
+	switch m := r.v.(type) {
+	case *actor.Terminated:
+		if pid.Equal(m.GetWho()) {
+			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", pid.GetId())
+		}
+	}
+	switch {
+	case errors.Is(r.err, actor.ErrDeadLetter):
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is not running", pid.GetId())
+	case errors.Is(r.err, actor.ErrTimeout):
+		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
+	case r.err != nil:
+		return nil, messages.AsError(r.err)
+	}
+	return r.v, nil
 }
 
 type requestResult struct {
 	v   any
 	err error
-}
-
-// giveUp ends a watchedRequest whose caller stopped waiting.
-type giveUp struct{}
-
-// watchedRequest is the short-lived actor behind request: it watches the
-// target, sends the request, and reports the first of the reply and the
-// target's termination.
-type watchedRequest struct {
-	target *actor.PID
-	msg    any
-	done   chan<- requestResult
-	over   bool
-}
-
-func (w *watchedRequest) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		ctx.Watch(w.target)
-		ctx.Request(w.target, w.msg)
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.ReceiveTimeout:
-	case *actor.Terminated:
-		if w.target.Equal(m.GetWho()) {
-			w.finish(ctx, requestResult{err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", w.target.GetId())})
-		}
-	case *actor.DeadLetterResponse:
-		w.finish(ctx, requestResult{err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is not running", w.target.GetId())})
-	case giveUp:
-		w.finish(ctx, requestResult{})
-	default:
-		w.finish(ctx, requestResult{v: m})
-	}
-}
-
-func (w *watchedRequest) finish(ctx actor.Context, r requestResult) {
-	if w.over {
-		return
-	}
-	w.over = true
-	w.done <- r // buffered; read at most once
-	ctx.Unwatch(w.target)
-	ctx.Stop(ctx.Self())
 }
 
 // TimeoutMs is the time left before ctx's deadline in whole milliseconds
