@@ -9,15 +9,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/internal/testutil"
 )
 
 // hoplite runs the command line in process with a deadline and returns the
-// exit code and both outputs.
+// exit code and both outputs. The outputs are safe for concurrent writes:
+// a stopped cluster's remote endpoints may still log their teardown (to
+// stderr) after run returned.
 func hoplite(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr testutil.SyncBuffer
 	code := run(ctx, args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
