@@ -159,6 +159,9 @@ func (o *Object) NewWriter() *Writer {
 	return &Writer{o: o, gen: o.writerGen}
 }
 
+// Size is the object's size (-1 while unknown).
+func (w *Writer) Size() int64 { return w.o.Size() }
+
 // Append copies p after the written bytes, unless a newer writer exists.
 func (w *Writer) Append(p []byte) error {
 	w.o.mu.Lock()

@@ -54,13 +54,14 @@ type Config struct {
 	adaptChunk bool // ChunkSize was 0: follow the measured bandwidth
 }
 
-// streamChunk is the chunk size for a transfer starting now.
-func (c *Config) streamChunk() int {
+// streamChunk is the chunk size for a transfer of an object of size
+// bytes starting now.
+func (c *Config) streamChunk(size int64) int {
 	if !c.adaptChunk {
 		return c.ChunkSize
 	}
 	if _, B, _, n := c.Estimator.Estimate(); n > 0 {
-		return plan.ChunkFor(B)
+		return plan.ChunkForObject(B, size)
 	}
 	return c.ChunkSize
 }

@@ -241,7 +241,7 @@ func (f *fetchSession) stopAll() {
 func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) {
 	sctx, cut := context.WithCancel(context.Background())
 	f.cuts[c.ID] = cut
-	system, self, chunk := ctx.ActorSystem(), ctx.Self(), f.cfg.streamChunk()
+	system, self, chunk := ctx.ActorSystem(), ctx.Self(), f.cfg.streamChunk(c.Writer.Size())
 	go func() {
 		err := f.stream(sctx, c.Writer, c.Sender, c.Offset, chunk)
 		system.Root.Send(self, &streamEnded{id: c.ID, err: err})

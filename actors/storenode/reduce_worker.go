@@ -298,7 +298,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	if err != nil {
 		return err
 	}
-	chunk := w.cfg.streamChunk() // one size for all of this task's streams
+	chunk := w.cfg.streamChunk(t.GetSize()) // one size for all of this task's streams
 	own := storenode.NewLocalStream(r, chunk)
 	defer own.Close()
 	if own.Size() != t.GetSize() {

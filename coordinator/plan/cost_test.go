@@ -154,3 +154,27 @@ func TestChunkFor(t *testing.T) {
 		}
 	}
 }
+
+func TestChunkForObjectKeepsEnoughChunksToPipeline(t *testing.T) {
+	B := 400e6 / 8 // 400 Mbit/s: ChunkFor gives 256 KiB
+	for _, c := range []struct {
+		S    int64
+		want int
+	}{
+		{32 << 20, 256 << 10}, // 128 chunks: the bandwidth's chunk
+		{4 << 20, 256 << 10},  // exactly 16
+		{2 << 20, 128 << 10},
+		{1 << 20, 64 << 10},
+		{256 << 10, MinChunk}, // never below MinChunk
+		{1, MinChunk},
+		{0, 256 << 10},  // size unknown
+		{-1, 256 << 10}, // likewise
+	} {
+		if got := ChunkForObject(B, c.S); got != c.want {
+			t.Errorf("ChunkForObject(400 Mbit/s, %d) = %d, want %d", c.S, got, c.want)
+		}
+	}
+	if got := ChunkForObject(math.Inf(1), 1<<30); got != MaxChunk {
+		t.Errorf("unbounded bandwidth, 1 GiB: %d, want %d", got, MaxChunk)
+	}
+}
