@@ -292,8 +292,15 @@ func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offs
 		return nil, err
 	}
 	w.metrics.fetches.Inc()
-	return &watchedStream{Stream: s, addr: addr, w: w, start: time.Now(),
-		received: w.metrics.received.WithLabelValues(w.peerOf(addr))}, nil
+	ws := &watchedStream{Stream: s, addr: addr, w: w, start: time.Now(),
+		received: w.metrics.received.WithLabelValues(w.peerOf(addr))}
+	if is, ok := s.(transport.IntoStream); ok {
+		// Keep the receive-into-the-object path of the TCP transport: a
+		// wrapper with Next alone made every fetched byte take one more
+		// copy (a fifth of a 32 MiB broadcast's CPU).
+		return &watchedIntoStream{watchedStream: ws, into: is}, nil
+	}
+	return ws, nil
 }
 
 type watchedStream struct {
@@ -306,14 +313,31 @@ type watchedStream struct {
 
 func (s *watchedStream) Next(ctx context.Context) ([]byte, error) {
 	b, err := s.Stream.Next(ctx)
-	s.received.Add(float64(len(b)))
+	s.observe(len(b), err)
+	return b, err
+}
+
+// observe counts n received bytes and reports a stream's end or failure.
+func (s *watchedStream) observe(n int, err error) {
+	s.received.Add(float64(n))
 	switch {
 	case err == io.EOF:
 		s.w.metrics.fetchSeconds.Observe(time.Since(s.start).Seconds())
 	case err != nil:
 		s.w.check(s.addr, err)
 	}
-	return b, err
+}
+
+// watchedIntoStream is a watchedStream over a transport.IntoStream.
+type watchedIntoStream struct {
+	*watchedStream
+	into transport.IntoStream
+}
+
+func (s *watchedIntoStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	n, err := s.into.NextInto(ctx, dst)
+	s.observe(n, err)
+	return n, err
 }
 
 // peerByData names the member serving a data address (the address itself

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// chunkStream serves data in chunks of 3 bytes; intoStream adds NextInto.
+type chunkStream struct {
+	data []byte
+	off  int
+}
+
+func (s *chunkStream) Size() int64 { return int64(len(s.data)) }
+func (s *chunkStream) Close()      {}
+func (s *chunkStream) Next(context.Context) ([]byte, error) {
+	if s.off == len(s.data) {
+		return nil, io.EOF
+	}
+	b := s.data[s.off:min(s.off+3, len(s.data))]
+	s.off += len(b)
+	return b, nil
+}
+
+type intoStream struct{ chunkStream }
+
+func (s *intoStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	b, err := s.Next(ctx)
+	return copy(dst, b), err
+}
+
+type fakeTransport struct {
+	transport.Transport
+	into bool
+}
+
+func (f fakeTransport) Open(context.Context, string, string, string, int64, int) (transport.Stream, error) {
+	if f.into {
+		return &intoStream{chunkStream{data: []byte("0123456789")}}, nil
+	}
+	return &chunkStream{data: []byte("0123456789")}, nil
+}
+
+// The failure-watching wrapper keeps a transport's receive-into path (a
+// fetch then lands each chunk in the object's buffer without a copy) and
+// counts the bytes either way.
+func TestWatchedStreamKeepsReceiveInto(t *testing.T) {
+	for _, into := range []bool{true, false} {
+		m := newMemberMetrics(&Member{})
+		w := &watchedTransport{Transport: fakeTransport{into: into}, report: func(string, error) {}, metrics: m,
+			peerOf: func(string) string { return "peer" }}
+		s, err := w.Open(t.Context(), "self", "addr", "x", 0, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		is, ok := s.(transport.IntoStream)
+		if ok != into {
+			t.Fatalf("inner stream into=%v: the wrapper is an IntoStream: %v", into, ok)
+		}
+		var got []byte
+		for {
+			var n int
+			var err error
+			if into {
+				buf := make([]byte, 3)
+				n, err = is.NextInto(t.Context(), buf)
+				got = append(got, buf[:n]...)
+			} else {
+				var b []byte
+				b, err = s.Next(t.Context())
+				got = append(got, b...)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if string(got) != "0123456789" {
+			t.Errorf("into=%v: read %q", into, got)
+		}
+		if n := testutil.ToFloat64(m.received.WithLabelValues("peer")); n != 10 {
+			t.Errorf("into=%v: %v bytes counted, want 10", into, n)
+		}
+	}
+}
