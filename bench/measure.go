@@ -428,11 +428,18 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	return s, each(check, func(h int) error { return m.b.Verify(ctx, h, target, want) })
 }
 
-// planExtra is what a reduce sample records of its plan: the degree, and
-// chain_leaf 1 if the tree had the chain-leaf shape (its degree is its
-// binary top's).
+// planExtra is what a reduce sample records of its plan: the degree, the
+// L and B it was chosen from, and chain_leaf 1 if the tree had the
+// chain-leaf shape (its degree is its binary top's).
 func planExtra(p *messages.ReducePlan) map[string]float64 {
 	x := map[string]float64{"degree": float64(p.GetDegree())}
+	// What the cost model chose from: the coordinator's L and B.
+	if p.GetLatencyNs() > 0 {
+		x["plan_latency_ms"] = float64(p.GetLatencyNs()) / 1e6
+	}
+	if p.GetBandwidth() > 0 {
+		x["plan_bandwidth_mbit"] = p.GetBandwidth() * 8 / 1e6
+	}
 	if p.GetShape() == coordinator.ShapeChainLeaf {
 		x["chain_leaf"] = 1
 	}

@@ -617,6 +617,9 @@ func (r *Reduction) choosePlan() (effects, bool) {
 			d = min(r.cfg.ForceDegree, n)
 		}
 		for _, k := range slices.Sorted(mapKeys(costs)) {
+			if !(r.B > 0) {
+				break // unknown bandwidth: every cost is "forever", none worth reporting
+			}
 			r.plan.Costs = append(r.plan.Costs, &messages.DegreeCost{Degree: int32(k), CostUs: costs[k].Microseconds()})
 		}
 		r.plan.Shape = ShapeDAry

@@ -104,3 +104,29 @@ func TestTasksMarkWholeLeafInputs(t *testing.T) {
 		}
 	}
 }
+
+// With no bandwidth measured (a member's B starts unknown, 0), the plan is
+// the chain however large the measured L: a guessed B against an L taken
+// under load chose binary trees that took half as long again.
+func TestUnknownBandwidthPlansAChain(t *testing.T) {
+	e := netmodel.NewEstimator(100*time.Microsecond, 0)
+	e.ObserveLatency(15 * time.Millisecond) // Puts queued behind bulk copies
+	r := newRed(request(ids("s", 8), 8), Config{Estimator: e})
+	for i, id := range ids("s", 8) {
+		r.Located(located(id, bigSize, node(i)), t0)
+	}
+	if p := r.plan; p.GetDegree() != 1 || p.GetBandwidthSamples() != 0 {
+		t.Fatalf("unknown B: degree %d (%d bandwidth samples), want the chain", p.GetDegree(), p.GetBandwidthSamples())
+	}
+	// Once B is measured the model decides: a slow link and a large L
+	// still make the chain; a fast link with the same L a wider tree.
+	e.ObserveTransfer(50e6, time.Second) // 400 Mbit/s
+	r = newRed(request(ids("s", 8), 8), Config{Estimator: e})
+	for i, id := range ids("s", 8) {
+		r.Located(located(id, bigSize, node(i)), t0)
+	}
+	want, _ := plan.ChooseDegree(8, 15*time.Millisecond, 50e6, bigSize, 8)
+	if got := r.plan.GetDegree(); int(got) != want {
+		t.Fatalf("measured B: degree %d, the model's choice is %d", got, want)
+	}
+}

@@ -274,9 +274,12 @@ func opStatus(ctx context.Context, c *cluster.Client, _ []string, o opsIO) error
 			continue
 		}
 		n := m.Node
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%v\t%s/s\n", m.ID, m.Shards, n.GetObjects(), bytesString(n.GetUsed()),
-			bytesString(n.GetPinned()), bytesString(n.GetCapacity()), time.Duration(n.GetLatencyUs())*time.Microsecond,
-			bytesString(int64(n.GetBandwidthBytesPerSecond())))
+		bw := bytesString(int64(n.GetBandwidthBytesPerSecond())) + "/s"
+		if n.GetBandwidthSamples() == 0 {
+			bw = "unmeasured"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Shards, n.GetObjects(), bytesString(n.GetUsed()),
+			bytesString(n.GetPinned()), bytesString(n.GetCapacity()), time.Duration(n.GetLatencyUs())*time.Microsecond, bw)
 	}
 	return w.Flush()
 }

@@ -116,9 +116,12 @@ func estimateOrigin(samples int64) string {
 
 // printPlan shows the tree by arrival and why its degree was chosen.
 func printPlan(w io.Writer, p *messages.ReducePlan) {
-	fmt.Fprintf(w, "  shape %s, degree %d, S = %d MiB, L = %v %s, B = %.0f MB/s %s\n",
-		p.GetShape(), p.GetDegree(), p.GetObjectSize()>>20, time.Duration(p.GetLatencyNs()), estimateOrigin(p.GetLatencySamples()),
-		p.GetBandwidth()/1e6, estimateOrigin(p.GetBandwidthSamples()))
+	b := fmt.Sprintf("%.0f MB/s %s", p.GetBandwidth()/1e6, estimateOrigin(p.GetBandwidthSamples()))
+	if p.GetBandwidth() <= 0 {
+		b = "unknown (no transfer measured yet: a chain)"
+	}
+	fmt.Fprintf(w, "  shape %s, degree %d, S = %d MiB, L = %v %s, B = %s\n",
+		p.GetShape(), p.GetDegree(), p.GetObjectSize()>>20, time.Duration(p.GetLatencyNs()), estimateOrigin(p.GetLatencySamples()), b)
 	if len(p.GetCosts()) > 0 {
 		var parts []string
 		for _, c := range p.GetCosts() {

@@ -28,4 +28,11 @@ func TestPrintPlanNamesTheEstimatesOrigin(t *testing.T) {
 			t.Errorf("samples %d, %d: got\n%s\nwant a line with %q", c.nl, c.nb, out.String(), c.want)
 		}
 	}
+	// A member that has measured no transfer plans without a bandwidth.
+	var out bytes.Buffer
+	printPlan(&out, &messages.ReducePlan{Shape: "d-ary", Degree: 1, ObjectSize: 16 << 20,
+		LatencyNs: int64(time.Millisecond), LatencySamples: 3})
+	if want := "B = unknown (no transfer measured yet: a chain)"; !strings.Contains(out.String(), want) {
+		t.Errorf("unknown B: got\n%s\nwant a line with %q", out.String(), want)
+	}
 }

@@ -67,7 +67,9 @@ func saturate(nanos float64) time.Duration {
 // ChooseDegree returns the degree in 1..min(n, maxD) that minimises Cost,
 // and the cost of every degree it evaluated so that callers can log why.
 // Ties go to the smaller degree, which moves fewer bytes into each node.
-// n < 1 and maxD < 1 count as 1, so there is always an answer.
+// n < 1 and maxD < 1 count as 1, so there is always an answer. An unknown
+// bandwidth (B <= 0) makes every degree cost forever alike: the answer is
+// the chain, d = 1, whatever L is.
 func ChooseDegree(n int, L time.Duration, B float64, S int64, maxD int) (d int, costs map[int]time.Duration) {
 	n, maxD = max(n, 1), max(maxD, 1)
 	top := min(n, maxD)
