@@ -43,7 +43,11 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	select {
 	case r = <-done:
 	case <-ctx.Done():
-		root.Stop(f.PID()) // resolves it; a late reply is dropped
+		select {
+		case r = <-done: // a reply that came with the deadline still counts
+		default:
+			root.Stop(f.PID()) // resolves it; a late reply is dropped
+		}
 	}
 	target.SendSystemMessage(pid, &actor.Unwatch{Watcher: f.PID()})
 	if ctx.Err() != nil && r.v == nil && r.err == nil {
