@@ -34,7 +34,8 @@ scenarios:
 %s
 "hoplite bench p2p" without --testbed and without any of the flags above
 the legacy ones runs the two-process loopback benchmark instead
-(hoplite bench p2p-tcp -h).
+(hoplite bench p2p-tcp -h). "hoplite bench scale-plot -o F.png R.json..."
+draws time / (S/B) against N from --json reports of several N.
 
 flags:
 `
