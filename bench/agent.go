@@ -193,10 +193,18 @@ func (a *agent) reduce(m *messages.BenchReduce) *messages.BenchReduceReply {
 	return r
 }
 
+// maxRoundTrips bounds the goroutines one BenchRoundTrips starts (one per
+// host of a testbed, which has at most 200).
+const maxRoundTrips = 1024
+
 // roundTrips makes one bare request and response to the agent at each
 // address, all at once, at the scheduled time, and times them.
 func (a *agent) roundTrips(system *actor.ActorSystem, m *messages.BenchRoundTrips) *messages.BenchRoundTripsReply {
 	r := &messages.BenchRoundTripsReply{}
+	if n := len(m.GetAddresses()); n > maxRoundTrips {
+		r.Error = messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "%d round trips asked at once, at most %d", n, maxRoundTrips)
+		return r
+	}
 	ctx, cancel := opContext(m.GetTimeoutMs())
 	defer cancel()
 	if err := sleepUntil(ctx, unixNano(m.GetAtUnixNano())); err != nil {
