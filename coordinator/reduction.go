@@ -45,10 +45,16 @@ type Config struct {
 	Resubscribe time.Duration
 }
 
-// InternalID names the intermediate output of a tree position. It starts
-// with a NUL byte, which no object id that a user may pass ever does.
-func InternalID(reduceID string, pos int) string {
-	return fmt.Sprintf("%sreduce/%s/%d", directory.InternalPrefix, reduceID, pos)
+// InternalID names the intermediate output of one generation of a tree
+// position. It starts with a NUL byte, which no object id that a user may
+// pass ever does. The generation is in the name so that a parent's task
+// can only name the output its child's current task creates: a parent
+// re-tasked after a repair never reads what an earlier generation of the
+// child reduced (that object has another name), so the coordinator sends
+// a parent's task without waiting for the child to report (see
+// Reduction's ready) and re-tasks every invalidated ancestor at once.
+func InternalID(reduceID string, pos, gen int) string {
+	return fmt.Sprintf("%sreduce/%s/%d/%d", directory.InternalPrefix, reduceID, pos, gen)
 }
 
 // ValidateReduce checks a request before anything is reserved.
@@ -222,7 +228,8 @@ type Reduction struct {
 	plan     *messages.ReducePlan
 	gen      map[int]int      // the last task generation sent per position (0: none)
 	need     map[int]bool     // positions that need a task (first, or again after a repair)
-	started  map[int]bool     // positions whose output can be streamed in the current generation
+	sent     map[int]bool     // positions whose current generation's task went out
+	started  map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
 	rootSet  map[int][]string // per root generation: the sources it reduces
 	rootAt   map[int]string   // per root generation: the node it ran on
 	watched  map[string]bool
@@ -261,7 +268,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 		cfg.Resubscribe = DefaultResubscribe
 	}
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
-		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{},
+		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
 		asked: map[string]bool{}, fetching: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
@@ -577,7 +584,7 @@ func (r *Reduction) place(pos int, id string) {
 	if r.isLeaf(pos) {
 		r.started[pos] = true
 	} else {
-		r.need[pos], r.started[pos] = true, false
+		r.need[pos], r.sent[pos], r.started[pos] = true, false, false
 	}
 }
 
@@ -646,20 +653,20 @@ func mapKeys(m map[int]time.Duration) func(func(int) bool) {
 	}
 }
 
-// maybeSend sends p's task once p's subtree has arrived and every child
-// that runs a worker has its output ready to stream.
+// maybeSend sends p's task once p's subtree has arrived and every child's
+// output is named (see ready).
 func (r *Reduction) maybeSend(p int, fx *effects) {
 	if !r.need[p] || !r.assign.Ready(p) {
 		return
 	}
 	kids := r.tree.Children(p)
 	for _, c := range kids {
-		if !r.started[c] {
+		if !r.ready(c) {
 			return
 		}
 	}
 	r.gen[p]++
-	r.need[p], r.started[p] = false, false
+	r.need[p], r.sent[p], r.started[p] = false, true, false
 	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
 		Size: r.size, Position: int32(p), Root: p == r.tree.Root(), SourceId: r.assign.Holder(p), OutputId: r.outputOf(p),
 		Generation: int32(r.gen[p])}
@@ -687,6 +694,21 @@ func (r *Reduction) nodeOf(p int) *messages.NodeRef {
 	return nil
 }
 
+// ready reports whether a parent's task may name c's output now: a
+// leaf's output is its source, ready once placed; any other position's is
+// the object its current generation's task creates, named by that
+// generation. The parent does not wait for c to report that the object
+// exists: its stream waits for it on c's node. Sending the whole subtree
+// at once saves a control round trip per level of the tree, and since
+// every generation's output has its own name, a parent can never stream
+// one that an earlier generation of c reduced.
+func (r *Reduction) ready(c int) bool {
+	if r.isLeaf(c) {
+		return r.started[c]
+	}
+	return r.sent[c]
+}
+
 func (r *Reduction) outputOf(p int) string {
 	switch {
 	case p == r.tree.Root():
@@ -694,7 +716,7 @@ func (r *Reduction) outputOf(p int) string {
 	case len(r.tree.Children(p)) == 0:
 		return r.assign.Holder(p)
 	}
-	return InternalID(r.id, p)
+	return InternalID(r.id, p, r.gen[p])
 }
 
 // Started handles a position reporting that its output exists.
@@ -834,7 +856,7 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
 	r.gen[pos]++
 	fx.Events = append(fx.Events, &events.TreeNodeReplaced{Reduce: r.id, Position: pos, Failed: failed, Replacement: rep.NewID})
 	r.plan.Positions[pos].ObjectId, r.plan.Positions[pos].NodeId, r.plan.Positions[pos].Arrival = "", "", -1
-	r.started[pos], r.need[pos] = false, false
+	r.started[pos], r.need[pos], r.sent[pos] = false, false, false
 	if rep.NewID != "" {
 		r.place(pos, rep.NewID)
 	}
@@ -846,7 +868,7 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
 			// Stop it now, before it finishes with the lost object in it.
 			fx.Invalidate = append(fx.Invalidate, Task{Node: r.nodeOf(a), Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(a), Generation: int32(r.gen[a])}})
 		}
-		r.need[a], r.started[a] = true, false
+		r.need[a], r.sent[a], r.started[a] = true, false, false
 	}
 	// Walk up as an arrival does: a ready backup in a leaf is started at
 	// once, and no later report would prompt its parent's new task.

@@ -19,7 +19,8 @@ import (
 // source arriving again from a new node) delivered in a random order
 // chosen by a seed. Workers are modelled by what they need: a worker can
 // finish only once its children's outputs are complete and their nodes
-// alive; a worker whose input node died reports an error or is stopped
+// alive (its task may go out before theirs start: it names outputs by
+// generation, and every task must name its children's newest); a worker whose input node died reports an error or is stopped
 // by an invalidation, whichever the schedule picks first.
 //
 // Liveness is the property under test: when no event is left, the
@@ -99,9 +100,17 @@ func (s *reduceSim) apply(fx Effects) {
 		w := &simWorker{pos: int(t.GetPosition()), gen: int(t.GetGeneration()), node: tk.Node.GetNodeId()}
 		for _, c := range t.GetChildren() {
 			w.inputs = append(w.inputs, simInput{node: c.GetNode().GetNodeId(), id: c.GetObjectId()})
+			// Stale reads are impossible by construction: an intermediate
+			// input is always the output of its position's newest task.
+			if src := s.outputs[c.GetObjectId()]; s.home[c.GetObjectId()] == "" && (src == nil || s.workers[src.pos] != src) {
+				s.t.Fatalf("task p%d g%d names input %q, which is not the output of its position's newest task\n%v", w.pos, w.gen, c.GetObjectId(), s.log)
+			}
 		}
 		if old := s.workers[w.pos]; old != nil && old.node == w.node {
 			old.stopped = true // the node runs the newest generation of a position
+		}
+		if _, again := s.outputs[t.GetOutputId()]; again && !t.GetRoot() {
+			s.t.Fatalf("output %q of p%d g%d was another task's output before", t.GetOutputId(), w.pos, w.gen)
 		}
 		s.workers[w.pos] = w
 		s.outputs[t.GetOutputId()] = w

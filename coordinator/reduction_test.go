@@ -159,17 +159,20 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	arrive := func(k int) Effects { return r.Located(located(arrival[k], bigSize, node(k)), t0) }
 	in := func(k int) *messages.ReduceInput { return &messages.ReduceInput{Node: node(k), ObjectId: arrival[k]} }
 	internal := func(p int) *messages.ReduceInput {
-		return &messages.ReduceInput{Node: node(p), ObjectId: InternalID(testReduceID, p)}
+		return &messages.ReduceInput{Node: node(p), ObjectId: InternalID(testReduceID, p, 1)}
 	}
-	checkTask := func(fx Effects, p int, root bool, out string, children ...*messages.ReduceInput) {
+	checkTasks := func(fx Effects, want int) []Task {
 		t.Helper()
-		if len(fx.Tasks()) != 1 {
-			t.Fatalf("want one task for position %d, got %d: %+v", p, len(fx.Tasks()), fx.Tasks())
+		if len(fx.Tasks()) != want {
+			t.Fatalf("want %d tasks, got %d: %+v", want, len(fx.Tasks()), fx.Tasks())
 		}
 		if fx.Reply() != nil || len(fx.Release()) != 0 || fx.ReleaseTarget() || len(fx.Fetch()) != 0 {
-			t.Fatalf("unexpected effects beside the task: %+v", fx)
+			t.Fatalf("unexpected effects beside the tasks: %+v", fx)
 		}
-		tk := fx.Tasks()[0]
+		return fx.Tasks()
+	}
+	checkTask := func(tk Task, p int, root bool, out string, children ...*messages.ReduceInput) {
+		t.Helper()
 		if tk.Node.GetNodeId() != node(p).GetNodeId() {
 			t.Fatalf("task for position %d went to %s, want %s (the holder's node)", p, tk.Node.GetNodeId(), node(p).GetNodeId())
 		}
@@ -198,16 +201,19 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	// Reports for positions that got no task are ignored.
 	mustEmpty(t, "Started of an unsent position", r.Started(started(1), t0))
 	mustEmpty(t, "Done of an unsent position", r.Done(done(3), t0))
-	checkTask(arrive(2), 1, false, InternalID(testReduceID, 1), in(0), in(2))
+	checkTask(checkTasks(arrive(2), 1)[0], 1, false, InternalID(testReduceID, 1, 1), in(0), in(2))
 	mustEmpty(t, "R4 (root waits for its subtree)", arrive(3))
 	mustEmpty(t, "R5 (position 5 waits for R6)", arrive(4))
-	checkTask(arrive(5), 5, false, InternalID(testReduceID, 5), in(4))
-	// The whole tree has arrived, but the root needs both children's
-	// outputs to exist before it can stream them.
-	mustEmpty(t, "Started(5) with 1 not started", r.Started(started(5), t0))
+	// R6 completes the tree: position 5 and the root go out together. The
+	// root does not wait for its children to report that their outputs
+	// exist: those are named by generation, and its streams wait for them.
+	tasks := checkTasks(arrive(5), 2)
+	checkTask(tasks[0], 5, false, InternalID(testReduceID, 5, 1), in(4))
+	checkTask(tasks[1], 3, true, testTarget, internal(1), internal(5))
+	mustEmpty(t, "Started(5)", r.Started(started(5), t0))
 	mustEmpty(t, "Started from another reduce", r.Started(&messages.ReduceTaskStarted{ReduceId: "other", Position: 1}, t0))
 	mustEmpty(t, "Started out of range", r.Started(started(9), t0))
-	checkTask(r.Started(started(1), t0), 3, true, testTarget, internal(1), internal(5))
+	mustEmpty(t, "Started(1)", r.Started(started(1), t0))
 	mustEmpty(t, "Started twice", r.Started(started(1), t0))
 	mustEmpty(t, "late duplicate location", r.Located(located("r2", bigSize, node(7)), t0))
 
@@ -245,7 +251,7 @@ func TestTaskOrderFigure25a(t *testing.T) {
 
 // sim drives a tree Reduction and checks, at every step, the scheduling
 // invariants: a task is sent only when its position's whole subtree has
-// arrived and its non-leaf children have started, once per position,
+// arrived and its non-leaf children's tasks went out, once per position,
 // never for a leaf, and with the right inputs.
 type sim struct {
 	t        *testing.T
@@ -291,8 +297,8 @@ func (s *sim) apply(fx Effects) {
 		}
 		kids := s.tree.Children(p)
 		for _, c := range kids {
-			if !s.leaf(c) && !s.started[c] {
-				t.Fatalf("task for position %d before its child %d started", p, c)
+			if !s.leaf(c) && s.tasks[c] == nil {
+				t.Fatalf("task for position %d before its child %d's task", p, c)
 			}
 		}
 		holder := s.arrived[p]
@@ -300,7 +306,7 @@ func (s *sim) apply(fx Effects) {
 			t.Fatalf("position %d: task source %s on %s, want %s on %s", p, m.GetSourceId(), tk.Node.GetNodeId(), holder, s.nodeOf[holder].GetNodeId())
 		}
 		root := p == s.tree.Root()
-		wantOut := InternalID(testReduceID, p)
+		wantOut := InternalID(testReduceID, p, int(m.GetGeneration()))
 		if root {
 			wantOut = testTarget
 		}
@@ -312,9 +318,11 @@ func (s *sim) apply(fx Effects) {
 		}
 		for i, c := range kids {
 			in := m.GetChildren()[i]
-			want := InternalID(testReduceID, c)
+			var want string
 			if s.leaf(c) {
 				want = s.arrived[c]
+			} else {
+				want = InternalID(testReduceID, c, int(s.tasks[c].GetGeneration()))
 			}
 			if in.GetObjectId() != want || in.GetNode().GetNodeId() != s.nodeOf[s.arrived[c]].GetNodeId() {
 				t.Fatalf("position %d input %d: (%s, %q), want (%s, %q)", p, i, in.GetNode().GetNodeId(), in.GetObjectId(),

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hoplite-go/hoplite/directory"
@@ -29,6 +30,10 @@ type Store struct {
 	deletedIdx   map[string]*list.Element
 	deletedLimit int
 	evictions    int64
+	// created is closed (and replaced) whenever an object is created: a
+	// reader of a Reduce intermediate that is not here yet waits on it
+	// (see OpenObject).
+	created chan struct{}
 }
 
 // NewStore returns an empty store that holds at most capacity bytes.
@@ -155,7 +160,17 @@ func (s *Store) Create(id string, size int64, fingerprint uint64) (*Object, []st
 	o.fingerprint = fingerprint
 	s.allocate(o, size)
 	s.objects[id] = o
+	s.announceLocked()
 	return o, evicted, nil
+}
+
+// announceLocked wakes the readers waiting for an object to be created.
+// Callers hold s.mu.
+func (s *Store) announceLocked() {
+	if s.created != nil {
+		close(s.created)
+		s.created = nil
+	}
 }
 
 // Reserve returns the object if the store has it, or a new placeholder of
@@ -330,6 +345,7 @@ func (s *Store) Fail(err error) {
 	s.failed = err
 	s.deleted.Init()
 	clear(s.deletedIdx)
+	s.announceLocked()
 	s.mu.Unlock()
 	s.Clear(err)
 }
@@ -381,14 +397,32 @@ func (s *Store) removeLocked(o *Object, err error) {
 // OpenObject implements transport.Source: a reader that holds the object
 // against eviction until it is closed. A receiver is announced as a
 // partial location before it knows the object's size; opening it waits
-// for that instead of failing.
+// for that instead of failing. A Reduce intermediate (an internal id) that
+// is not here yet is waited for too, until ctx ends: a parent's task goes
+// out with its children's, and may reach its node first.
 func (s *Store) OpenObject(ctx context.Context, id string) (transport.ObjectReader, error) {
 	for {
 		s.mu.Lock()
 		o := s.objects[id]
 		if o == nil {
+			if !strings.HasPrefix(id, directory.InternalPrefix) || s.failed != nil {
+				s.mu.Unlock()
+				return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", id)
+			}
+			// A Reduce intermediate that this node's worker has not
+			// created yet: its parent's task went out with it, and the
+			// parent streams as soon as it exists.
+			if s.created == nil {
+				s.created = make(chan struct{})
+			}
+			ch := s.created
 			s.mu.Unlock()
-			return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", id)
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node (waited for its reduce worker to create it)", id)
+			}
 		}
 		o.mu.Lock()
 		size, err, ch := o.size, o.err, o.changed

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -582,4 +583,53 @@ func TestStoreOpenObjectWaitsForSize(t *testing.T) {
 	}
 	_, err := s.OpenObject(ctx, "missing")
 	testutil.WantErr(t, err, messages.ErrNotFound)
+}
+
+// A reduce worker's output may be opened by its parent before the worker
+// creates it (the coordinator sends a subtree's tasks together): an
+// internal id is waited for until it is created or the context ends; an
+// application id that is not here fails at once.
+func TestStoreOpenObjectWaitsForInternalOutput(t *testing.T) {
+	s := NewStore(100)
+	id := directory.InternalPrefix + "reduce/r/1/1"
+	opened := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		r, err := s.OpenObject(ctx, id)
+		if err == nil {
+			if r.Size() != 8 {
+				err = messages.Errorf(messages.ErrorCode_INTERNAL, "opened with size %d, want 8", r.Size())
+			}
+			r.Close()
+		}
+		opened <- err
+	}()
+	notYet(t, opened, "OpenObject of an intermediate not created yet")
+	if _, _, err := s.Create("unrelated", 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	notYet(t, opened, "OpenObject after another object was created")
+	if _, _, err := s.Create(id, 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Recv(t, opened, "OpenObject after Create"); err != nil {
+		t.Fatalf("OpenObject = %v", err)
+	}
+
+	// The wait ends with its context, as NOT_FOUND.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.OpenObject(ctx, directory.InternalPrefix+"reduce/r/2/1")
+	testutil.WantErr(t, err, messages.ErrNotFound)
+
+	// A failed store has nothing to wait for.
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := s.OpenObject(t.Context(), directory.InternalPrefix+"reduce/r/3/1")
+		waiting <- err
+	}()
+	notYet(t, waiting, "OpenObject of an intermediate not created yet")
+	s.Fail(messages.ErrUnavailable)
+	testutil.WantErr(t, testutil.Recv(t, waiting, "OpenObject after Fail"), messages.ErrNotFound)
 }

@@ -168,7 +168,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	pos, gen := t.GetPosition(), t.GetGeneration()
 	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
 	out := w.out.Load()
-	if out == nil {
+	if out == nil || out.ID() != t.GetOutputId() {
+		// The first run, or a generation whose output has a new name (see
+		// coordinator.InternalID): the earlier one is nobody's input now.
+		old := out
 		var err error
 		if out, err = w.createOutput(ctx, system, t); err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
@@ -176,6 +179,9 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			return storenode.RunEnd{}
 		}
 		w.out.Store(out)
+		if old != nil {
+			w.cfg.Store.Abort(old, messages.Errorf(messages.ErrorCode_RESET, "reduce %s position %d: generation %d replaced this output", t.GetReduceId(), pos, gen))
+		}
 	}
 	started(nil)
 	for restarts := 0; ; restarts++ {
@@ -425,9 +431,12 @@ func (w *reduceWorker) release(keep bool) {
 	if keep {
 		return
 	}
-	if o := w.out.Load(); o != nil {
-		// Abort drops the object only while it is still the store's copy
-		// of that id, so a later object of the same id is never touched.
-		w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
+	o := w.out.Load()
+	if o == nil {
+		return
 	}
+	// Abort drops the object only while it is still the store's copy of
+	// that id, so a later object of the same id is never touched.
+	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
+
 }
