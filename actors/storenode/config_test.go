@@ -15,6 +15,12 @@ func TestStreamChunkAdaptsOnlyWhenNotFixed(t *testing.T) {
 	if got := auto.streamChunk(32 << 20); got != 1<<20 {
 		t.Fatalf("before any measurement: %d, want 1 MiB", got)
 	}
+	// Unmeasured, a small object still moves in 16 chunks: the reader
+	// picks a stream's chunk, and one whole-object reader in a chain
+	// makes every hop above it wait for the whole object.
+	if got := auto.streamChunk(1 << 20); got != 64<<10 {
+		t.Fatalf("1 MiB before any measurement: %d, want 64 KiB", got)
+	}
 	est.ObserveTransfer(50e6, time.Second) // 400 Mbit/s
 	if got := auto.streamChunk(32 << 20); got != 256<<10 {
 		t.Fatalf("at 400 Mbit/s: %d, want 256 KiB", got)
