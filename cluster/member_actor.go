@@ -113,63 +113,103 @@ func newMembersProps(m *Member) *actor.Props {
 }
 
 func (a *membersActor) Receive(ctx actor.Context) {
-	st := a.st
-	st.view.SetNow(time.Now())
+	a.st.view.SetNow(time.Now())
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		a.stop = make(chan struct{})
-		go actorutil.Tick(ctx.ActorSystem(), ctx.Self(), 50*time.Millisecond, membersTick{}, a.stop)
-		a.reconcile(ctx)
+		a.started(ctx)
 	case *actor.Stopping, *actor.Restarting:
-		if a.stop != nil {
-			close(a.stop)
-			a.stop = nil
-		}
+		a.stopTicker()
 	case *pcluster.ClusterTopology:
 		a.topology(ctx, msg)
 	case *messages.MemberHello:
 		a.greeted(ctx, msg)
 	case *messages.MemberLeaving:
-		if st.view.Leaving(msg.GetMemberId()) {
-			a.m.log.WithField("leaving", msg.GetMemberId()).Info("member leaving: moving its shards")
-		}
-		a.reconcile(ctx)
-		ctx.Respond(&messages.MemberLeavingReply{MemberId: a.m.id})
+		a.memberLeaving(ctx, msg)
 	case *memberFailed:
-		st.view.Failed(msg.id)
-		a.reconcile(ctx)
+		a.memberFailed(ctx, msg)
 	case leaveSelf:
-		st.view.selfLeaving = true
-		a.reconcile(ctx)
-		ctx.Respond(leaveDone{})
+		a.leaveSelf(ctx)
 	case awaitSettled:
-		if st.settled && a.ownShardsRunning() {
-			ctx.Respond(a.settledReply())
-		} else if ctx.Sender() != nil {
-			st.waiters = append(st.waiters, ctx.Sender())
-		}
+		a.awaitSettled(ctx)
 	case placementQuery:
-		ctx.Respond(placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
-			ownRunning: st.settled && a.ownShardsRunning(), peers: st.view.Describe()})
+		ctx.Respond(a.placement())
 	case membersTick:
-		a.greet(ctx)
-		a.reconcile(ctx)
-		// Not on the embedded cluster: its members share one in-process
-		// membership, so their views cannot disagree for long, and its
-		// tests run up to 16 members at once (n·(n-1) requests per
-		// check).
-		if st.settled && a.m.cfg.embedded == nil && time.Since(st.lastViewCheck) >= viewCheckInterval {
-			st.lastViewCheck = time.Now()
-			a.compareViews(ctx)
-		}
+		a.tick(ctx)
 	case *actor.Terminated:
-		for j, stopping := range st.stopping {
-			if stopping && msg.GetWho().GetId() == memberRoot+"/"+shardName(j) {
-				delete(st.stopping, j)
-			}
-		}
-		a.reconcile(ctx)
+		a.shardTerminated(ctx, msg.GetWho())
 	}
+}
+
+func (a *membersActor) started(ctx actor.Context) {
+	a.stop = make(chan struct{})
+	go actorutil.Tick(ctx.ActorSystem(), ctx.Self(), 50*time.Millisecond, membersTick{}, a.stop)
+	a.reconcile(ctx)
+}
+
+func (a *membersActor) stopTicker() {
+	if a.stop != nil {
+		close(a.stop)
+		a.stop = nil
+	}
+}
+
+func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeaving) {
+	if a.st.view.Leaving(msg.GetMemberId()) {
+		a.m.log.WithField("leaving", msg.GetMemberId()).Info("member leaving: moving its shards")
+	}
+	a.reconcile(ctx)
+	ctx.Respond(&messages.MemberLeavingReply{MemberId: a.m.id})
+}
+
+func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
+	a.st.view.Failed(msg.id)
+	a.reconcile(ctx)
+}
+
+func (a *membersActor) leaveSelf(ctx actor.Context) {
+	a.st.view.selfLeaving = true
+	a.reconcile(ctx)
+	ctx.Respond(leaveDone{})
+}
+
+// awaitSettled answers once this member's view is settled and its own
+// shards run; until then the asker waits in the list.
+func (a *membersActor) awaitSettled(ctx actor.Context) {
+	if a.st.settled && a.ownShardsRunning() {
+		ctx.Respond(a.settledReply())
+	} else if ctx.Sender() != nil {
+		a.st.waiters = append(a.st.waiters, ctx.Sender())
+	}
+}
+
+func (a *membersActor) placement() placement {
+	st := a.st
+	return placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
+		ownRunning: st.settled && a.ownShardsRunning(), peers: st.view.Describe()}
+}
+
+func (a *membersActor) tick(ctx actor.Context) {
+	st := a.st
+	a.greet(ctx)
+	a.reconcile(ctx)
+	// Not on the embedded cluster: its members share one in-process
+	// membership, so their views cannot disagree for long, and its
+	// tests run up to 16 members at once (n·(n-1) requests per
+	// check).
+	if st.settled && a.m.cfg.embedded == nil && time.Since(st.lastViewCheck) >= viewCheckInterval {
+		st.lastViewCheck = time.Now()
+		a.compareViews(ctx)
+	}
+}
+
+// shardTerminated notes that a shard this member was stopping is gone.
+func (a *membersActor) shardTerminated(ctx actor.Context, who *actor.PID) {
+	for j, stopping := range a.st.stopping {
+		if stopping && who.GetId() == memberRoot+"/"+shardName(j) {
+			delete(a.st.stopping, j)
+		}
+	}
+	a.reconcile(ctx)
 }
 
 func (a *membersActor) topology(ctx actor.Context, t *pcluster.ClusterTopology) {

@@ -36,28 +36,41 @@ func nodeSupervisorProps(children []child) *actor.Props {
 func (s *nodeSupervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		for _, c := range s.children {
-			if _, err := ctx.SpawnNamed(c.props, c.name); err != nil {
-				ctx.Logger().Error("node supervisor could not start a child", "child", c.name, "error", err)
-			}
-		}
+		s.startChildren(ctx)
 	case ready:
 		ctx.Respond(ready{})
 	case hostChild:
-		pid, err := ctx.SpawnNamed(m.props, m.name)
-		if err != nil {
-			ctx.Respond(err)
-			return
-		}
-		ctx.Respond(pid)
+		s.host(ctx, m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		// Logged, not silently lost: a message sent to the wrong PID (the
-		// supervisor instead of one of its children) shows up here.
-		args := []any{"type", fmt.Sprintf("%T", m)}
-		if ctx.Sender() != nil {
-			args = append(args, "from", ctx.Sender().String())
-		}
-		ctx.Logger().Warn("node supervisor dropped an unknown message", args...)
+		s.dropped(ctx, m)
 	}
+}
+
+func (s *nodeSupervisor) startChildren(ctx actor.Context) {
+	for _, c := range s.children {
+		if _, err := ctx.SpawnNamed(c.props, c.name); err != nil {
+			ctx.Logger().Error("node supervisor could not start a child", "child", c.name, "error", err)
+		}
+	}
+}
+
+// host spawns a child asked for later and answers its PID (or the error).
+func (s *nodeSupervisor) host(ctx actor.Context, m hostChild) {
+	pid, err := ctx.SpawnNamed(m.props, m.name)
+	if err != nil {
+		ctx.Respond(err)
+		return
+	}
+	ctx.Respond(pid)
+}
+
+// dropped logs, rather than silently loses, a message sent to the wrong
+// PID (the supervisor instead of one of its children).
+func (s *nodeSupervisor) dropped(ctx actor.Context, m any) {
+	args := []any{"type", fmt.Sprintf("%T", m)}
+	if ctx.Sender() != nil {
+		args = append(args, "from", ctx.Sender().String())
+	}
+	ctx.Logger().Warn("node supervisor dropped an unknown message", args...)
 }

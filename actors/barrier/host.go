@@ -58,29 +58,19 @@ func NewHostProps(cfg HostConfig) *actor.Props {
 func (h *Host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		h.managers, h.names, h.closed = map[string]*actor.PID{}, map[string]string{}, map[string]bool{}
+		h.started()
 	case *messages.BarrierCreate:
 		h.create(ctx, m)
 	case *messages.BarrierOpen:
-		h.route(ctx, m.GetName(), true, &messages.BarrierCreated{Name: m.GetName()}, func(r proto.Message, e *messages.Error) {
-			r.(*messages.BarrierCreated).Error = e
-		})
+		h.open(ctx, m)
 	case *messages.BarrierEnter:
-		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
-			r.(*messages.BarrierRefused).Error = e
-		})
+		h.enter(ctx, m)
 	case *messages.BarrierRelease:
-		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierReleased{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
-			r.(*messages.BarrierReleased).Error = e
-		})
+		h.release(ctx, m)
 	case *messages.BarrierClose:
-		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierClosed{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
-			r.(*messages.BarrierClosed).Error = e
-		})
+		h.close(ctx, m)
 	case *messages.BarrierStatus:
-		h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierStatusReply{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
-			r.(*messages.BarrierStatusReply).Error = e
-		})
+		h.status(ctx, m)
 	case *messages.BarrierDecide:
 		h.route(ctx, m.GetName(), false, nil, nil)
 	case *messages.BarrierReplicate:
@@ -88,22 +78,69 @@ func (h *Host) Receive(ctx actor.Context) {
 	case *messages.BarrierSyncRequest:
 		h.route(ctx, m.GetName(), false, nil, nil)
 	case managerClosed:
-		h.tombstone(m.name)
-		if pid := h.managers[m.name]; pid != nil {
-			delete(h.managers, m.name)
-			delete(h.names, pid.GetId())
-			ctx.Poison(pid)
-		}
+		h.managerClosed(ctx, m.name)
 	case *actor.Terminated:
-		if name, ok := h.names[m.GetWho().GetId()]; ok {
-			delete(h.names, m.GetWho().GetId())
-			if h.managers[name].Equal(m.GetWho()) {
-				delete(h.managers, name)
-			}
-		}
+		h.managerGone(m.GetWho())
 	case *actor.DeadLetterResponse, actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		h.cfg.Log.WithFields(logrus.Fields{"host": ctx.Self().GetId(), "type": actorutil.TypeName(m)}).Debug("barrier host dropped an unknown message")
+	}
+}
+
+func (h *Host) started() {
+	h.managers, h.names, h.closed = map[string]*actor.PID{}, map[string]string{}, map[string]bool{}
+}
+
+// The requests routed to a barrier's manager, each with the refusal its
+// asker gets when there is none.
+
+func (h *Host) open(ctx actor.Context, m *messages.BarrierOpen) {
+	h.route(ctx, m.GetName(), true, &messages.BarrierCreated{Name: m.GetName()}, func(r proto.Message, e *messages.Error) {
+		r.(*messages.BarrierCreated).Error = e
+	})
+}
+
+func (h *Host) enter(ctx actor.Context, m *messages.BarrierEnter) {
+	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+		r.(*messages.BarrierRefused).Error = e
+	})
+}
+
+func (h *Host) release(ctx actor.Context, m *messages.BarrierRelease) {
+	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierReleased{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+		r.(*messages.BarrierReleased).Error = e
+	})
+}
+
+func (h *Host) close(ctx actor.Context, m *messages.BarrierClose) {
+	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierClosed{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+		r.(*messages.BarrierClosed).Error = e
+	})
+}
+
+func (h *Host) status(ctx actor.Context, m *messages.BarrierStatus) {
+	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierStatusReply{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+		r.(*messages.BarrierStatusReply).Error = e
+	})
+}
+
+// managerClosed remembers a closed barrier and stops its manager.
+func (h *Host) managerClosed(ctx actor.Context, name string) {
+	h.tombstone(name)
+	if pid := h.managers[name]; pid != nil {
+		delete(h.managers, name)
+		delete(h.names, pid.GetId())
+		ctx.Poison(pid)
+	}
+}
+
+// managerGone forgets a manager that stopped.
+func (h *Host) managerGone(who *actor.PID) {
+	if name, ok := h.names[who.GetId()]; ok {
+		delete(h.names, who.GetId())
+		if h.managers[name].Equal(who) {
+			delete(h.managers, name)
+		}
 	}
 }
 

@@ -82,11 +82,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		e = m.core.ParticipantDown(now, msg.GetWho())
 	case wake:
-		if msg.gen != m.gen {
-			return
-		}
-		m.armed = time.Time{}
-		e = m.core.Tick(now)
+		e = m.woken(now, msg)
 	case *actor.DeadLetterResponse:
 		e = m.core.Undelivered(now, msg.GetTarget())
 	case *messages.BarrierCreated:
@@ -98,6 +94,15 @@ func (m *Manager) Receive(ctx actor.Context) {
 		return
 	}
 	m.do(ctx, now, e)
+}
+
+// woken ticks the core when the timer that fired is the one armed last.
+func (m *Manager) woken(now time.Time, w wake) replica.Effects {
+	if w.gen != m.gen {
+		return replica.Effects{}
+	}
+	m.armed = time.Time{}
+	return m.core.Tick(now)
 }
 
 func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) bool {

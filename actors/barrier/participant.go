@@ -115,20 +115,16 @@ func (p *participant) Receive(ctx actor.Context) {
 	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p.core = handle.New(p.name)
-		p.enters, p.calls = map[uint64]chan<- EnterResult{}, map[uint64]chan<- proto.Message{}
+		p.started()
 	case Setup:
-		p.replicas = m.Replicas
-		p.core.Setup(len(m.Replicas), m.Max, m.Semaphore)
+		p.setup(m)
 	case EnterRequest:
-		p.enters[m.ID] = m.Reply
-		p.do(ctx, p.core.Enter(now, m.ID, m.Label, m.Host))
+		p.do(ctx, p.enter(now, m))
 	case handle.Reask:
 		p.reasking = nil
 		p.do(ctx, p.core.Reask(now))
 	case CallRequest:
-		p.calls[m.ID] = m.Reply
-		p.do(ctx, p.core.Call(m.ID, p.build(m)))
+		p.do(ctx, p.call(m))
 	case CancelRequest:
 		p.cancel(m)
 	case *messages.BarrierFired:
@@ -152,11 +148,37 @@ func (p *participant) Receive(ctx actor.Context) {
 	case *messages.BarrierFailure:
 		p.failure(ctx, m)
 	case *actor.Stopping:
-		if p.reasking != nil {
-			p.reasking.Stop()
-		}
-		p.do(ctx, p.core.Stop())
+		p.do(ctx, p.stopping())
 	}
+}
+
+func (p *participant) started() {
+	p.core = handle.New(p.name)
+	p.enters, p.calls = map[uint64]chan<- EnterResult{}, map[uint64]chan<- proto.Message{}
+}
+
+func (p *participant) setup(m Setup) {
+	p.replicas = m.Replicas
+	p.core.Setup(len(m.Replicas), m.Max, m.Semaphore)
+}
+
+// enter keeps the caller's reply channel and asks the core.
+func (p *participant) enter(now time.Time, m EnterRequest) handle.Step {
+	p.enters[m.ID] = m.Reply
+	return p.core.Enter(now, m.ID, m.Label, m.Host)
+}
+
+// call keeps the caller's reply channel and asks the core.
+func (p *participant) call(m CallRequest) handle.Step {
+	p.calls[m.ID] = m.Reply
+	return p.core.Call(m.ID, p.build(m))
+}
+
+func (p *participant) stopping() handle.Step {
+	if p.reasking != nil {
+		p.reasking.Stop()
+	}
+	return p.core.Stop()
 }
 
 // do carries out a step: the sends (as requests, so the answers come back

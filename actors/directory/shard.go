@@ -173,24 +173,16 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.Tombstones:
 		out = s.table.ApplyTombstones(m)
 	case *messages.Subscribe:
-		if ctx.Sender() == nil {
-			s.dropped(ctx, "subscribe without a sender")
-			return
-		}
-		out = s.table.Subscribe(m, actorutil.Key(ctx.Sender()), ctx.Sender())
+		out = s.subscribe(ctx, m)
 	case *messages.Unsubscribe:
-		if ctx.Sender() != nil {
-			out = s.table.Unsubscribe(m, actorutil.Key(ctx.Sender()))
-		}
+		out = s.unsubscribe(ctx, m)
 	case *messages.QueryObject:
 		out = s.table.Query(m, ctx.Sender(), now)
 	case CountObjects:
 		ctx.Respond(ObjectCount{Objects: s.table.Known()})
 		return
 	case *messages.ListObjects:
-		if ctx.Sender() != nil {
-			ctx.Respond(s.table.List(m))
-		}
+		s.list(ctx, m)
 		return
 	case *messages.StartReduce:
 		s.startReduce(ctx, m)
@@ -209,6 +201,29 @@ func (s *Shard) Receive(ctx actor.Context) {
 	}
 	s.deliver(ctx, out)
 	s.arm(ctx)
+}
+
+// subscribe pushes the object's locations to the sender, the subscriber
+// (a Reduce coordinator), from now on.
+func (s *Shard) subscribe(ctx actor.Context, m *messages.Subscribe) []outbox.Send {
+	if ctx.Sender() == nil {
+		s.dropped(ctx, "subscribe without a sender")
+		return nil
+	}
+	return s.table.Subscribe(m, actorutil.Key(ctx.Sender()), ctx.Sender())
+}
+
+func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) []outbox.Send {
+	if ctx.Sender() == nil {
+		return nil
+	}
+	return s.table.Unsubscribe(m, actorutil.Key(ctx.Sender()))
+}
+
+func (s *Shard) list(ctx actor.Context, m *messages.ListObjects) {
+	if ctx.Sender() != nil {
+		ctx.Respond(s.table.List(m))
+	}
 }
 
 func (s *Shard) started(ctx actor.Context) {

@@ -90,42 +90,59 @@ func NewActorProps(cfg ActorConfig) *actor.Props {
 func (a *broadcasterActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		if a.st.core == nil {
-			o, err := core.NewOverlay([]string{a.cfg.Self}, a.cfg.Self)
-			if err != nil {
-				a.cfg.Log.WithError(err).Error("revoke: cannot build the overlay of self")
-				return
-			}
-			a.st.core = core.NewBroadcaster(o, a.cfg.Options...)
-		}
+		a.started()
 	case *SetMembers:
 		a.setMembers(ctx, m.Members)
 	case *Originate:
-		if a.st.core == nil || m.Notice.Subject == "" {
-			return
-		}
-		n := m.Notice
-		if n.Origin == "" {
-			n.Origin = a.cfg.Self
-		}
-		a.apply(ctx, n, "", a.st.core.Originate(n))
+		a.originate(ctx, m.Notice)
 	case *messages.RevokeNotice:
-		if a.st.core == nil {
-			return
-		}
-		if m.GetSubject() == "" {
-			a.cfg.Log.WithField("from", m.GetFrom()).Debug("revoke: dropped a notice without a subject")
-			return
-		}
-		if a.cfg.Admit != nil && !a.cfg.Admit(m) {
-			return
-		}
-		n := core.NoticeOf(m)
-		a.apply(ctx, n, m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
+		a.received(ctx, m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		a.cfg.Log.WithField("type", actorutil.TypeName(m)).Debug("revoke: dropped an unknown message")
 	}
+}
+
+// started builds the overlay of this member alone; a restarted actor
+// keeps the core it had (it lives in st).
+func (a *broadcasterActor) started() {
+	if a.st.core != nil {
+		return
+	}
+	o, err := core.NewOverlay([]string{a.cfg.Self}, a.cfg.Self)
+	if err != nil {
+		a.cfg.Log.WithError(err).Error("revoke: cannot build the overlay of self")
+		return
+	}
+	a.st.core = core.NewBroadcaster(o, a.cfg.Options...)
+}
+
+// originate starts the broadcast of a notice this member raises.
+func (a *broadcasterActor) originate(ctx actor.Context, n core.Notice) {
+	if a.st.core == nil || n.Subject == "" {
+		return
+	}
+	if n.Origin == "" {
+		n.Origin = a.cfg.Self
+	}
+	a.apply(ctx, n, "", a.st.core.Originate(n))
+}
+
+// received steps the core with a peer's notice, unless the notice is not
+// this cluster's (Admit) or names no subject.
+func (a *broadcasterActor) received(ctx actor.Context, m *messages.RevokeNotice) {
+	if a.st.core == nil {
+		return
+	}
+	if m.GetSubject() == "" {
+		a.cfg.Log.WithField("from", m.GetFrom()).Debug("revoke: dropped a notice without a subject")
+		return
+	}
+	if a.cfg.Admit != nil && !a.cfg.Admit(m) {
+		return
+	}
+	n := core.NoticeOf(m)
+	a.apply(ctx, n, m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
 }
 
 func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {

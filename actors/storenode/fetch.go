@@ -74,8 +74,7 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		f.start()
-		f.drain(ctx, f.p.Start(now))
+		f.drain(ctx, f.start(now))
 	case *messages.LocateReply:
 		f.drain(ctx, f.p.Located(m, now))
 	case *locateUnsent:
@@ -93,23 +92,27 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		// A Locate reached no shard (it stopped or moved): as Terminated.
 		f.terminated(ctx, m.GetTarget(), now)
 	case *actor.Stopping, *actor.Restarting:
-		// A restarted session runs anew: this one's copy must end, or two
-		// would copy (the writer generation keeps their bytes apart
-		// regardless).
-		if f.p != nil && !f.done {
-			// Not drained: the node that stops or restarts this session
-			// needs no fetchEnded, and the protocol only cuts its copy.
-			f.p.Stop()
-			f.done = true
-		}
-		f.stopAll()
+		f.stopping()
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
 	}
 }
 
-func (f *fetchSession) start() {
+// stopping ends this session's copy: a restarted session runs anew, and
+// two would copy (the writer generation keeps their bytes apart
+// regardless).
+func (f *fetchSession) stopping() {
+	if f.p != nil && !f.done {
+		// Not drained: the node that stops or restarts this session
+		// needs no fetchEnded, and the protocol only cuts its copy.
+		f.p.Stop()
+		f.done = true
+	}
+	f.stopAll()
+}
+
+func (f *fetchSession) start(now time.Time) storenode.FetchOutput {
 	f.shards, f.senders, f.cuts = map[string]uint64{}, map[string]string{}, map[uint64]context.CancelFunc{}
 	seed := uint64(time.Now().UnixNano())
 	fc := storenode.FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
@@ -118,6 +121,7 @@ func (f *fetchSession) start() {
 		fc.Observe = e.ObserveTransfer
 	}
 	f.p = storenode.NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
+	return f.p.Start(now)
 }
 
 // terminated turns a watched actor's end into the protocol's input: a
