@@ -258,3 +258,45 @@ func TestLostIDsAreBounded(t *testing.T) {
 		t.Fatalf("%d ids answered LOST, %d remembered; want 2 and 2", lost, len(tb.lost))
 	}
 }
+
+// A shard rebuilt after its member died (taking the Reduce's coordinator,
+// its child, with it) is republished a root's partial target with the
+// Reduce's id: that Reduce has failed, so the shard drops the copy rather
+// than record a location that nobody finishes and whose release may never
+// reach it. A shard that still holds that Reduce's reservation records it
+// as usual, and a partial copy without a Reduce id is an ordinary
+// creator's.
+func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
+	partial := func(rid string) *messages.PublishLocation {
+		return &messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_PARTIAL, Size: 1 << 20, Creator: true, ReduceId: rid}
+	}
+	tb := NewLocationTable(TableConfig{Amnesic: true})
+	out := tb.Publish(partial("red#1"))
+	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrNotFound) {
+		t.Fatalf("a rebuilt shard republished a failed Reduce's partial target: %v, want it dropped (NOT_FOUND)", out)
+	}
+	if out := locate(tb, "t", 1, t0); len(repliesTo(out, replyTo("r1"))) != 0 {
+		t.Fatalf("a Get after the drop: %v, want it to wait for a producer", out)
+	}
+	if err := tb.Reserve("t", "red#2"); err != nil {
+		t.Fatalf("the id cannot be reserved again: %v", err)
+	}
+
+	// The shard that reserved it: the copy is recorded.
+	tb = NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	if out := tb.Publish(partial("red#1")); dropsTo(out, 0) != nil {
+		t.Fatalf("the running Reduce's own shard dropped its target: %v", out)
+	}
+	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); r.GetSender().GetNodeId() != "n0" {
+		t.Fatalf("a Get of the running Reduce's target: %v, want the root's copy on n0", r)
+	}
+
+	// Without a Reduce id: an ordinary creator's partial copy.
+	tb = NewLocationTable(TableConfig{Amnesic: true})
+	if out := tb.Publish(partial("")); dropsTo(out, 0) != nil {
+		t.Fatalf("a creator's partial copy without a Reduce was dropped: %v", out)
+	}
+}

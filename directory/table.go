@@ -289,6 +289,19 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 		}
 		delete(t.lost, id) // a whole copy survived after all
 	}
+	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_PARTIAL && req.GetCreator() {
+		if e := t.entries[id]; e == nil || e.reservedBy != rid {
+			// A Reduce's root still writing its target, republished to a
+			// shard that was rebuilt: the Reduce's coordinator, a child of
+			// the shard, died with it, so the Reduce has failed and
+			// nothing will ever finish this copy. Recording it would leave
+			// a location that its root drops when it is released, which
+			// this shard might never hear (the release can go to the
+			// shard's old, dead address).
+			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id,
+				Reason: messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q ended with its directory shard", id)}}}
+		}
+	}
 	e := t.entry(id)
 	if !e.known {
 		// A republication after a shard restart carries what we lost.

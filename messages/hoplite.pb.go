@@ -1434,13 +1434,19 @@ func (x *CreateObjectReply) GetRequestId() uint64 {
 // PublishLocation announces a copy on a node: PARTIAL when it starts,
 // COMPLETE when it is whole. Also used to republish after a shard restart.
 type PublishLocation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Node          *NodeRef               `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
-	State         LocationState          `protobuf:"varint,3,opt,name=state,proto3,enum=hoplite.LocationState" json:"state,omitempty"`
-	Size          int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
-	Fingerprint   uint64                 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
-	Creator       bool                   `protobuf:"varint,6,opt,name=creator,proto3" json:"creator,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId    string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Node        *NodeRef               `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	State       LocationState          `protobuf:"varint,3,opt,name=state,proto3,enum=hoplite.LocationState" json:"state,omitempty"`
+	Size        int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Fingerprint uint64                 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Creator     bool                   `protobuf:"varint,6,opt,name=creator,proto3" json:"creator,omitempty"`
+	// reduce_id names the Reduce whose root is producing this (partial)
+	// creator copy of its target, in a republish. A shard that does not
+	// hold that Reduce's reservation was rebuilt, and the Reduce's
+	// coordinator died with its old incarnation: it drops the copy instead
+	// of recording a location nobody will finish.
+	ReduceId      string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1515,6 +1521,13 @@ func (x *PublishLocation) GetCreator() bool {
 		return x.Creator
 	}
 	return false
+}
+
+func (x *PublishLocation) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
 }
 
 // UnpublishLocation removes a copy (eviction, or a fetch given up).
@@ -3604,14 +3617,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
 	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestId\"\xd2\x01\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\"\xef\x01\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +
 	"\x05state\x18\x03 \x01(\x0e2\x16.hoplite.LocationStateR\x05state\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12 \n" +
 	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\x12\x18\n" +
-	"\acreator\x18\x06 \x01(\bR\acreator\"V\n" +
+	"\acreator\x18\x06 \x01(\bR\acreator\x12\x1b\n" +
+	"\treduce_id\x18\a \x01(\tR\breduceId\"V\n" +
 	"\x11UnpublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"O\n" +

@@ -39,6 +39,9 @@ type Object struct {
 	epoch uint64
 	// settled are called once the object is complete or failed.
 	settled []func()
+	// producer is the Reduce whose root writes this target (see
+	// Publication).
+	producer string
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -105,6 +108,14 @@ func (o *Object) OnSettled(fn func()) {
 	o.settled = append(o.settled, fn)
 }
 
+// SetProducer records that the root of Reduce reduceID writes o, its
+// target: a partial o is republished with the Reduce's id.
+func (o *Object) SetProducer(reduceID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.producer = reduceID
+}
+
 // Publication is what node publishes of its copy of o when a directory
 // shard rebuilds (PARTIAL or COMPLETE), and false for a copy with nothing
 // to offer (not allocated yet, or failed).
@@ -118,8 +129,14 @@ func (o *Object) Publication(node *messages.NodeRef) (*messages.PublishLocation,
 	if done {
 		state = messages.LocationState_COMPLETE
 	}
-	return &messages.PublishLocation{ObjectId: o.ID(), Node: node, State: state, Size: size,
-		Fingerprint: o.Fingerprint(), Creator: o.Pinned()}, true
+	pub := &messages.PublishLocation{ObjectId: o.ID(), Node: node, State: state, Size: size,
+		Fingerprint: o.Fingerprint(), Creator: o.Pinned()}
+	if !done {
+		o.mu.Lock()
+		pub.ReduceId = o.producer
+		o.mu.Unlock()
+	}
+	return pub, true
 }
 
 // SettleNotices is how many OnSettled notices wait for the object.

@@ -265,6 +265,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	if !t.GetRoot() {
 		return out, nil
 	}
+	out.SetProducer(t.GetReduceId())
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	refused := false
@@ -438,5 +439,4 @@ func (w *reduceWorker) release(keep bool) {
 	// Abort drops the object only while it is still the store's copy of
 	// that id, so a later object of the same id is never touched.
 	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
-
 }
