@@ -33,9 +33,12 @@ type fetchSession struct {
 	// from the first Get's.
 	deadline *atomic.Int64
 	p        *storenode.FetchProtocol
-	// shards are the shards asked (watched: a stopped shard is an
-	// UNAVAILABLE answer at once), with the attempt last sent to each.
+	// shards are the shards asked, with the attempt last sent to each: a
+	// watched shard that stops is an UNAVAILABLE answer at once.
 	shards map[string]uint64
+	// shardWatch is, per shard asked, the watch: a timer until it is due
+	// (see watchDelay), then nil once the shard is watched.
+	shardWatch map[string]*time.Timer
 	// senders are the watched senders, by PID, with their node ids.
 	senders map[string]string
 	// timer is the protocol's one pending wait: a newer timer makes the
@@ -57,6 +60,17 @@ type streamEnded struct {
 
 // extendFetch carries a later Get's deadline to the session.
 type extendFetch struct{ deadline time.Time }
+
+// watchShard: a Locate to the shard is still unanswered after
+// watchDelay: watch the shard now.
+type watchShard struct{ pid *actor.PID }
+
+// watchDelay is how long a session waits for a Locate's answer before it
+// watches the shard. Most Locates are answered well within it, and a
+// remote watch is two more messages across the network per Get (Watch,
+// and the Unwatch at the end), so the watch waits; a shard that stopped
+// is then noticed this much later.
+var watchDelay = 25 * time.Millisecond // a variable for the tests
 
 // locateUnsent reports a Locate that could not be sent (no shard known).
 type locateUnsent struct {
@@ -86,13 +100,15 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		f.drain(ctx, f.p.StreamEnded(m.id, m.err, now))
 	case *extendFetch:
 		f.p.Extend(m.deadline)
+	case watchShard:
+		f.watchShard(ctx, m.pid)
 	case *actor.Terminated:
 		f.terminated(ctx, m.GetWho(), now)
 	case *actor.DeadLetterResponse:
 		// A Locate reached no shard (it stopped or moved): as Terminated.
 		f.terminated(ctx, m.GetTarget(), now)
 	case *actor.Stopping, *actor.Restarting:
-		f.stopping()
+		f.stopping(ctx)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
@@ -102,7 +118,7 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 // stopping ends this session's copy: a restarted session runs anew, and
 // two would copy (the writer generation keeps their bytes apart
 // regardless).
-func (f *fetchSession) stopping() {
+func (f *fetchSession) stopping(ctx actor.Context) {
 	if f.p != nil && !f.done {
 		// Not drained: the node that stops or restarts this session
 		// needs no fetchEnded, and the protocol only cuts its copy.
@@ -110,10 +126,42 @@ func (f *fetchSession) stopping() {
 		f.done = true
 	}
 	f.stopAll()
+	f.unwatchAll(ctx)
+}
+
+// unwatchAll ends every watch of this session. An actor that stops does
+// not unwatch what it watched, and a watched actor keeps its watchers
+// until it stops itself: without this, a long-lived shard would keep the
+// PID of every session that ever located an object through it.
+func (f *fetchSession) unwatchAll(ctx actor.Context) {
+	for key, t := range f.shardWatch {
+		if t != nil {
+			t.Stop()
+		} else if pid := actorutil.PIDOfKey(key); pid != nil {
+			ctx.Unwatch(pid)
+		}
+		delete(f.shardWatch, key)
+	}
+	for key := range f.senders {
+		if pid := actorutil.PIDOfKey(key); pid != nil {
+			ctx.Unwatch(pid)
+		}
+		delete(f.senders, key)
+	}
+}
+
+// watchShard watches a shard whose Locate is still unanswered.
+func (f *fetchSession) watchShard(ctx actor.Context, pid *actor.PID) {
+	key := actorutil.Key(pid)
+	if t, ok := f.shardWatch[key]; f.done || !ok || t == nil {
+		return // over, or watched already
+	}
+	f.shardWatch[key] = nil
+	ctx.Watch(pid)
 }
 
 func (f *fetchSession) start(now time.Time) storenode.FetchOutput {
-	f.shards, f.senders, f.cuts = map[string]uint64{}, map[string]string{}, map[uint64]context.CancelFunc{}
+	f.shards, f.shardWatch, f.senders, f.cuts = map[string]uint64{}, map[string]*time.Timer{}, map[string]string{}, map[uint64]context.CancelFunc{}
 	seed := uint64(time.Now().UnixNano())
 	fc := storenode.FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
 		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
@@ -153,8 +201,9 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 				ctx.Send(ctx.Self(), &locateUnsent{attempt: l.GetAttempt(), err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)})
 				continue
 			}
-			if _, watched := f.shards[actorutil.Key(pid)]; !watched {
-				ctx.Watch(pid)
+			if _, ok := f.shardWatch[actorutil.Key(pid)]; !ok {
+				system, self := ctx.ActorSystem(), ctx.Self()
+				f.shardWatch[actorutil.Key(pid)] = time.AfterFunc(watchDelay, func() { system.Root.Send(self, watchShard{pid: pid}) })
 			}
 			f.shards[actorutil.Key(pid)] = l.GetAttempt()
 			ctx.Request(pid, l)
@@ -200,6 +249,7 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 			f.cfg.Log.WithFields(logrus.Fields{"object": id, "error": out.Err}).Debug("fetch failed")
 		}
 		f.stopTimer()
+		f.unwatchAll(ctx)
 		ctx.Send(ctx.Parent(), &fetchEnded{id: id, pid: ctx.Self()})
 		ctx.Stop(ctx.Self())
 	}

@@ -202,3 +202,91 @@ func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 		t.Fatalf("after the old session's second try: %q, %v", b, err)
 	}
 }
+
+// watchCountingShard is a directory shard as a bare Process: it answers
+// every Locate with the object inline, after a delay, and counts the
+// Watch and Unwatch system messages it gets.
+type watchCountingShard struct {
+	system             *actor.ActorSystem
+	delay              time.Duration
+	watches, unwatches atomic.Int32
+}
+
+func (s *watchCountingShard) SendUserMessage(_ *actor.PID, message any) {
+	env, ok := message.(*actor.MessageEnvelope)
+	if !ok {
+		return
+	}
+	l, ok := env.Message.(*messages.Locate)
+	if !ok || env.Sender == nil {
+		return
+	}
+	data := []byte("inline bytes")
+	reply := &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt(), Size: int64(len(data)), HasInline: true, InlineData: data}
+	time.AfterFunc(s.delay, func() { s.system.Root.Send(env.Sender, reply) })
+}
+
+func (s *watchCountingShard) SendSystemMessage(_ *actor.PID, message any) {
+	switch message.(type) {
+	case *actor.Watch:
+		s.watches.Add(1)
+	case *actor.Unwatch:
+		s.unwatches.Add(1)
+	}
+}
+
+func (s *watchCountingShard) Stop(*actor.PID) {}
+
+// A fetch session leaves no watch behind on the shard it asked: a
+// watched actor keeps its watchers until it stops, so every Get would
+// otherwise add one for good to a long-lived shard. A Locate answered
+// quickly costs no watch at all (two fewer messages across the network);
+// one answered late is watched meanwhile, and unwatched at the end.
+func TestFetchSessionLeavesNoWatchOnTheShard(t *testing.T) {
+	defer func(d time.Duration) { watchDelay = d }(watchDelay)
+	for _, tc := range []struct {
+		name         string
+		delay, watch time.Duration // the shard's answer, the session's watch
+		wantWatches  int32
+	}{{"answered before the watch is due", 0, time.Hour, 0}, {"answered late", 300 * time.Millisecond, time.Millisecond, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			watchDelay = tc.watch
+			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+				return slog.New(slog.NewTextHandler(io.Discard, nil))
+			}))
+			t.Cleanup(system.Shutdown)
+			shard := &watchCountingShard{system: system, delay: tc.delay}
+			pid, ok := system.ProcessRegistry.Add(shard, "counting-shard")
+			if !ok {
+				t.Fatal("shard process not registered")
+			}
+			store := storenode.NewStore(1 << 20)
+			obj, _ := store.Reserve("x")
+			cfg := (&Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
+				Store: store, ShardFor: func(string) *actor.PID { return pid }, Transport: transport.NewMemory(0),
+				StallTimeout: 10 * time.Second, Log: logrus.NewEntry(logrus.New())}).withDefaults()
+			d := new(atomic.Int64)
+			d.Store(time.Now().Add(10 * time.Second).UnixNano())
+			ended, child := make(chan *actor.PID, 1), make(chan *actor.PID, 1)
+			system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+				return &fetchParent{props: newFetchProps(cfg, obj, d), ended: ended, child: child}
+			}))
+			<-child
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the fetch session did not end")
+			}
+			if b, err := obj.Bytes(); err != nil || string(b) != "inline bytes" {
+				t.Fatalf("fetched %q, %v", b, err)
+			}
+			// The Unwatch is sent as the session ends; give it a moment.
+			for wait := time.Now().Add(5 * time.Second); shard.unwatches.Load() < shard.watches.Load() && time.Now().Before(wait); {
+				time.Sleep(time.Millisecond)
+			}
+			if w, u := shard.watches.Load(), shard.unwatches.Load(); w != tc.wantWatches || u != w {
+				t.Fatalf("the shard got %d watches and %d unwatches, want %d and as many unwatches", w, u, tc.wantWatches)
+			}
+		})
+	}
+}
