@@ -1020,8 +1020,13 @@ type ReducePlan struct {
 	// coordinator was given L and B without their estimator).
 	LatencySamples   int64 `protobuf:"varint,8,opt,name=latency_samples,json=latencySamples,proto3" json:"latency_samples,omitempty"`
 	BandwidthSamples int64 `protobuf:"varint,9,opt,name=bandwidth_samples,json=bandwidthSamples,proto3" json:"bandwidth_samples,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// shape_costs: for an AllReduce that could be sliced, the modelled time
+	// of each shape ("sliced" and "d-ary": reduce, then broadcast).
+	ShapeCosts []*ShapeCost `protobuf:"bytes,10,rep,name=shape_costs,json=shapeCosts,proto3" json:"shape_costs,omitempty"`
+	// slices: how many slices a sliced AllReduce cut the object into.
+	Slices        int32 `protobuf:"varint,11,opt,name=slices,proto3" json:"slices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReducePlan) Reset() {
@@ -1117,6 +1122,73 @@ func (x *ReducePlan) GetBandwidthSamples() int64 {
 	return 0
 }
 
+func (x *ReducePlan) GetShapeCosts() []*ShapeCost {
+	if x != nil {
+		return x.ShapeCosts
+	}
+	return nil
+}
+
+func (x *ReducePlan) GetSlices() int32 {
+	if x != nil {
+		return x.Slices
+	}
+	return 0
+}
+
+// ShapeCost is the cost model's time for one AllReduce shape.
+type ShapeCost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shape         string                 `protobuf:"bytes,1,opt,name=shape,proto3" json:"shape,omitempty"`
+	CostUs        int64                  `protobuf:"varint,2,opt,name=cost_us,json=costUs,proto3" json:"cost_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShapeCost) Reset() {
+	*x = ShapeCost{}
+	mi := &file_hoplite_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShapeCost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShapeCost) ProtoMessage() {}
+
+func (x *ShapeCost) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShapeCost.ProtoReflect.Descriptor instead.
+func (*ShapeCost) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ShapeCost) GetShape() string {
+	if x != nil {
+		return x.Shape
+	}
+	return ""
+}
+
+func (x *ShapeCost) GetCostUs() int64 {
+	if x != nil {
+		return x.CostUs
+	}
+	return 0
+}
+
 type ReducePosition struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Position      int32                  `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
@@ -1130,7 +1202,7 @@ type ReducePosition struct {
 
 func (x *ReducePosition) Reset() {
 	*x = ReducePosition{}
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1214,7 @@ func (x *ReducePosition) String() string {
 func (*ReducePosition) ProtoMessage() {}
 
 func (x *ReducePosition) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1227,7 @@ func (x *ReducePosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducePosition.ProtoReflect.Descriptor instead.
 func (*ReducePosition) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReducePosition) GetPosition() int32 {
@@ -1203,7 +1275,7 @@ type DegreeCost struct {
 
 func (x *DegreeCost) Reset() {
 	*x = DegreeCost{}
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1287,7 @@ func (x *DegreeCost) String() string {
 func (*DegreeCost) ProtoMessage() {}
 
 func (x *DegreeCost) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1300,7 @@ func (x *DegreeCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DegreeCost.ProtoReflect.Descriptor instead.
 func (*DegreeCost) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DegreeCost) GetDegree() int32 {
@@ -1272,7 +1344,7 @@ type CreateObject struct {
 
 func (x *CreateObject) Reset() {
 	*x = CreateObject{}
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1356,7 @@ func (x *CreateObject) String() string {
 func (*CreateObject) ProtoMessage() {}
 
 func (x *CreateObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1369,7 @@ func (x *CreateObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObject.ProtoReflect.Descriptor instead.
 func (*CreateObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateObject) GetObjectId() string {
@@ -1375,7 +1447,7 @@ type CreateObjectReply struct {
 
 func (x *CreateObjectReply) Reset() {
 	*x = CreateObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1459,7 @@ func (x *CreateObjectReply) String() string {
 func (*CreateObjectReply) ProtoMessage() {}
 
 func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1472,7 @@ func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObjectReply.ProtoReflect.Descriptor instead.
 func (*CreateObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateObjectReply) GetObjectId() string {
@@ -1453,7 +1525,7 @@ type PublishLocation struct {
 
 func (x *PublishLocation) Reset() {
 	*x = PublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1537,7 @@ func (x *PublishLocation) String() string {
 func (*PublishLocation) ProtoMessage() {}
 
 func (x *PublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1550,7 @@ func (x *PublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishLocation.ProtoReflect.Descriptor instead.
 func (*PublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PublishLocation) GetObjectId() string {
@@ -1541,7 +1613,7 @@ type UnpublishLocation struct {
 
 func (x *UnpublishLocation) Reset() {
 	*x = UnpublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1625,7 @@ func (x *UnpublishLocation) String() string {
 func (*UnpublishLocation) ProtoMessage() {}
 
 func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1638,7 @@ func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpublishLocation.ProtoReflect.Descriptor instead.
 func (*UnpublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{17}
+	return file_hoplite_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UnpublishLocation) GetObjectId() string {
@@ -1596,7 +1668,7 @@ type ReportLost struct {
 
 func (x *ReportLost) Reset() {
 	*x = ReportLost{}
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1680,7 @@ func (x *ReportLost) String() string {
 func (*ReportLost) ProtoMessage() {}
 
 func (x *ReportLost) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1693,7 @@ func (x *ReportLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLost.ProtoReflect.Descriptor instead.
 func (*ReportLost) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{18}
+	return file_hoplite_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportLost) GetObjectId() string {
@@ -1649,7 +1721,7 @@ type ReportLostReply struct {
 
 func (x *ReportLostReply) Reset() {
 	*x = ReportLostReply{}
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1733,7 @@ func (x *ReportLostReply) String() string {
 func (*ReportLostReply) ProtoMessage() {}
 
 func (x *ReportLostReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1746,7 @@ func (x *ReportLostReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLostReply.ProtoReflect.Descriptor instead.
 func (*ReportLostReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{19}
+	return file_hoplite_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReportLostReply) GetObjectId() string {
@@ -1723,7 +1795,7 @@ type Locate struct {
 
 func (x *Locate) Reset() {
 	*x = Locate{}
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1807,7 @@ func (x *Locate) String() string {
 func (*Locate) ProtoMessage() {}
 
 func (x *Locate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1820,7 @@ func (x *Locate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locate.ProtoReflect.Descriptor instead.
 func (*Locate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{20}
+	return file_hoplite_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Locate) GetObjectId() string {
@@ -1814,7 +1886,7 @@ type LocateReply struct {
 
 func (x *LocateReply) Reset() {
 	*x = LocateReply{}
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1898,7 @@ func (x *LocateReply) String() string {
 func (*LocateReply) ProtoMessage() {}
 
 func (x *LocateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1911,7 @@ func (x *LocateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateReply.ProtoReflect.Descriptor instead.
 func (*LocateReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{21}
+	return file_hoplite_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LocateReply) GetObjectId() string {
@@ -1923,7 +1995,7 @@ type CancelLocate struct {
 
 func (x *CancelLocate) Reset() {
 	*x = CancelLocate{}
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2007,7 @@ func (x *CancelLocate) String() string {
 func (*CancelLocate) ProtoMessage() {}
 
 func (x *CancelLocate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2020,7 @@ func (x *CancelLocate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLocate.ProtoReflect.Descriptor instead.
 func (*CancelLocate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{22}
+	return file_hoplite_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelLocate) GetObjectId() string {
@@ -1982,7 +2054,7 @@ type FetchDone struct {
 
 func (x *FetchDone) Reset() {
 	*x = FetchDone{}
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2066,7 @@ func (x *FetchDone) String() string {
 func (*FetchDone) ProtoMessage() {}
 
 func (x *FetchDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2079,7 @@ func (x *FetchDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchDone.ProtoReflect.Descriptor instead.
 func (*FetchDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{23}
+	return file_hoplite_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FetchDone) GetObjectId() string {
@@ -2058,7 +2130,7 @@ type FetchAborted struct {
 
 func (x *FetchAborted) Reset() {
 	*x = FetchAborted{}
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2070,7 +2142,7 @@ func (x *FetchAborted) String() string {
 func (*FetchAborted) ProtoMessage() {}
 
 func (x *FetchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2083,7 +2155,7 @@ func (x *FetchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchAborted.ProtoReflect.Descriptor instead.
 func (*FetchAborted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{24}
+	return file_hoplite_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FetchAborted) GetObjectId() string {
@@ -2119,7 +2191,7 @@ type DeleteObject struct {
 
 func (x *DeleteObject) Reset() {
 	*x = DeleteObject{}
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2203,7 @@ func (x *DeleteObject) String() string {
 func (*DeleteObject) ProtoMessage() {}
 
 func (x *DeleteObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2216,7 @@ func (x *DeleteObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObject.ProtoReflect.Descriptor instead.
 func (*DeleteObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{25}
+	return file_hoplite_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteObject) GetObjectId() string {
@@ -2175,7 +2247,7 @@ type DeleteObjectReply struct {
 
 func (x *DeleteObjectReply) Reset() {
 	*x = DeleteObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2259,7 @@ func (x *DeleteObjectReply) String() string {
 func (*DeleteObjectReply) ProtoMessage() {}
 
 func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2272,7 @@ func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectReply.ProtoReflect.Descriptor instead.
 func (*DeleteObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{26}
+	return file_hoplite_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteObjectReply) GetObjectId() string {
@@ -2244,7 +2316,7 @@ type DropObject struct {
 
 func (x *DropObject) Reset() {
 	*x = DropObject{}
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2328,7 @@ func (x *DropObject) String() string {
 func (*DropObject) ProtoMessage() {}
 
 func (x *DropObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2341,7 @@ func (x *DropObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropObject.ProtoReflect.Descriptor instead.
 func (*DropObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{27}
+	return file_hoplite_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DropObject) GetObjectId() string {
@@ -2304,7 +2376,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2388,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2401,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{28}
+	return file_hoplite_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Subscribe) GetObjectId() string {
@@ -2348,7 +2420,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2432,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2445,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{29}
+	return file_hoplite_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -2398,7 +2470,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2482,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2495,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -2488,7 +2560,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2572,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2585,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -2549,7 +2621,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2633,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2646,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -2620,7 +2692,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2704,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2717,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -2697,7 +2769,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +2781,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +2794,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -2779,7 +2851,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2791,7 +2863,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2804,7 +2876,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -2830,14 +2902,17 @@ type ReduceInput struct {
 	// complete: the input was whole when the task was sent (a leaf's source
 	// that its Put had finished), so streaming it measures the link and not
 	// the producer: the worker may feed the bandwidth estimate with it.
-	Complete      bool `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
+	Complete bool `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
+	// offset: in a gather task, where this input's bytes land in the
+	// output (a slice of a sliced AllReduce's target).
+	Offset        int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2924,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2937,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -2886,6 +2961,13 @@ func (x *ReduceInput) GetComplete() bool {
 	return false
 }
 
+func (x *ReduceInput) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 // ReduceTask tells a store node to run one tree position: reduce its own
 // source with its children's outputs, chunk by chunk, into output_id (the
 // target itself at the root), and stream it to its parent.
@@ -2905,14 +2987,24 @@ type ReduceTask struct {
 	// generation grows each time the coordinator re-runs the position
 	// (its inputs changed or a descendant failed): the worker rewinds its
 	// output and reduces again.
-	Generation    int32 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation int32 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	// source_offset: the position reduces bytes [source_offset,
+	// source_offset+size) of its source, not the whole object: one slice of
+	// a sliced AllReduce, read in place (no copy of the slice is made).
+	SourceOffset int64 `protobuf:"varint,13,opt,name=source_offset,json=sourceOffset,proto3" json:"source_offset,omitempty"`
+	// gather: the position has no source and reduces nothing; it copies
+	// each child (a reduced slice, on the node that reduced it) to the
+	// child's offset in output_id, the target (the all-gather of a sliced
+	// AllReduce). With root it registers the target as its creator; without,
+	// it publishes its copy once complete.
+	Gather        bool `protobuf:"varint,14,opt,name=gather,proto3" json:"gather,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2924,7 +3016,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2937,7 +3029,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3024,6 +3116,20 @@ func (x *ReduceTask) GetGeneration() int32 {
 	return 0
 }
 
+func (x *ReduceTask) GetSourceOffset() int64 {
+	if x != nil {
+		return x.SourceOffset
+	}
+	return 0
+}
+
+func (x *ReduceTask) GetGather() bool {
+	if x != nil {
+		return x.Gather
+	}
+	return false
+}
+
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3037,7 +3143,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3155,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3168,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3106,7 +3212,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3118,7 +3224,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3131,7 +3237,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -3176,7 +3282,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +3294,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +3307,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -3237,7 +3343,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3355,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3368,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -3293,7 +3399,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3411,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3424,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -3359,7 +3465,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3371,7 +3477,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3384,7 +3490,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -3413,7 +3519,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3531,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3544,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -3467,7 +3573,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3585,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3598,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -3575,7 +3681,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\runreduced_ids\x18\x03 \x03(\tR\funreducedIds\x12$\n" +
 	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
 	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\x12!\n" +
-	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\xd0\x02\n" +
+	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\x9d\x03\n" +
 	"\n" +
 	"ReducePlan\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +
@@ -3588,7 +3694,14 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vobject_size\x18\a \x01(\x03R\n" +
 	"objectSize\x12'\n" +
 	"\x0flatency_samples\x18\b \x01(\x03R\x0elatencySamples\x12+\n" +
-	"\x11bandwidth_samples\x18\t \x01(\x03R\x10bandwidthSamples\"\x94\x01\n" +
+	"\x11bandwidth_samples\x18\t \x01(\x03R\x10bandwidthSamples\x123\n" +
+	"\vshape_costs\x18\n" +
+	" \x03(\v2\x12.hoplite.ShapeCostR\n" +
+	"shapeCosts\x12\x16\n" +
+	"\x06slices\x18\v \x01(\x05R\x06slices\":\n" +
+	"\tShapeCost\x12\x14\n" +
+	"\x05shape\x18\x01 \x01(\tR\x05shape\x12\x17\n" +
+	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\x94\x01\n" +
 	"\x0eReducePosition\x12\x1a\n" +
 	"\bposition\x18\x01 \x01(\x05R\bposition\x12\x16\n" +
 	"\x06parent\x18\x02 \x01(\x05R\x06parent\x12\x1b\n" +
@@ -3729,11 +3842,12 @@ const file_hoplite_proto_rawDesc = "" +
 	"\ttransfers\x18\x06 \x03(\v2\x11.hoplite.TransferR\ttransfers\"`\n" +
 	"\vStartReduce\x12'\n" +
 	"\x06reduce\x18\x01 \x01(\v2\x0f.hoplite.ReduceR\x06reduce\x12(\n" +
-	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"l\n" +
+	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"\x84\x01\n" +
 	"\vReduceInput\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
-	"\bcomplete\x18\x03 \x01(\bR\bcomplete\"\xfe\x02\n" +
+	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xbb\x03\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -3751,7 +3865,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\v \x01(\x03R\ttimeoutMs\x12\x1e\n" +
 	"\n" +
 	"generation\x18\f \x01(\x05R\n" +
-	"generation\"\x92\x01\n" +
+	"generation\x12#\n" +
+	"\rsource_offset\x18\r \x01(\x03R\fsourceOffset\x12\x16\n" +
+	"\x06gather\x18\x0e \x01(\bR\x06gather\"\x92\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
@@ -3836,7 +3952,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -3854,40 +3970,41 @@ var file_hoplite_proto_goTypes = []any{
 	(*ReduceKnee)(nil),        // 13: hoplite.ReduceKnee
 	(*ReduceReply)(nil),       // 14: hoplite.ReduceReply
 	(*ReducePlan)(nil),        // 15: hoplite.ReducePlan
-	(*ReducePosition)(nil),    // 16: hoplite.ReducePosition
-	(*DegreeCost)(nil),        // 17: hoplite.DegreeCost
-	(*CreateObject)(nil),      // 18: hoplite.CreateObject
-	(*CreateObjectReply)(nil), // 19: hoplite.CreateObjectReply
-	(*PublishLocation)(nil),   // 20: hoplite.PublishLocation
-	(*UnpublishLocation)(nil), // 21: hoplite.UnpublishLocation
-	(*ReportLost)(nil),        // 22: hoplite.ReportLost
-	(*ReportLostReply)(nil),   // 23: hoplite.ReportLostReply
-	(*Locate)(nil),            // 24: hoplite.Locate
-	(*LocateReply)(nil),       // 25: hoplite.LocateReply
-	(*CancelLocate)(nil),      // 26: hoplite.CancelLocate
-	(*FetchDone)(nil),         // 27: hoplite.FetchDone
-	(*FetchAborted)(nil),      // 28: hoplite.FetchAborted
-	(*DeleteObject)(nil),      // 29: hoplite.DeleteObject
-	(*DeleteObjectReply)(nil), // 30: hoplite.DeleteObjectReply
-	(*DropObject)(nil),        // 31: hoplite.DropObject
-	(*Subscribe)(nil),         // 32: hoplite.Subscribe
-	(*Unsubscribe)(nil),       // 33: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),    // 34: hoplite.LocationUpdate
-	(*QueryObject)(nil),       // 35: hoplite.QueryObject
-	(*Location)(nil),          // 36: hoplite.Location
-	(*Transfer)(nil),          // 37: hoplite.Transfer
-	(*ObjectInfo)(nil),        // 38: hoplite.ObjectInfo
-	(*StartReduce)(nil),       // 39: hoplite.StartReduce
-	(*ReduceInput)(nil),       // 40: hoplite.ReduceInput
-	(*ReduceTask)(nil),        // 41: hoplite.ReduceTask
-	(*ReduceTaskStarted)(nil), // 42: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 43: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 44: hoplite.ReduceInvalidate
-	(*ReduceRelease)(nil),     // 45: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 46: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 47: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 48: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 49: hoplite.Republish
+	(*ShapeCost)(nil),         // 16: hoplite.ShapeCost
+	(*ReducePosition)(nil),    // 17: hoplite.ReducePosition
+	(*DegreeCost)(nil),        // 18: hoplite.DegreeCost
+	(*CreateObject)(nil),      // 19: hoplite.CreateObject
+	(*CreateObjectReply)(nil), // 20: hoplite.CreateObjectReply
+	(*PublishLocation)(nil),   // 21: hoplite.PublishLocation
+	(*UnpublishLocation)(nil), // 22: hoplite.UnpublishLocation
+	(*ReportLost)(nil),        // 23: hoplite.ReportLost
+	(*ReportLostReply)(nil),   // 24: hoplite.ReportLostReply
+	(*Locate)(nil),            // 25: hoplite.Locate
+	(*LocateReply)(nil),       // 26: hoplite.LocateReply
+	(*CancelLocate)(nil),      // 27: hoplite.CancelLocate
+	(*FetchDone)(nil),         // 28: hoplite.FetchDone
+	(*FetchAborted)(nil),      // 29: hoplite.FetchAborted
+	(*DeleteObject)(nil),      // 30: hoplite.DeleteObject
+	(*DeleteObjectReply)(nil), // 31: hoplite.DeleteObjectReply
+	(*DropObject)(nil),        // 32: hoplite.DropObject
+	(*Subscribe)(nil),         // 33: hoplite.Subscribe
+	(*Unsubscribe)(nil),       // 34: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),    // 35: hoplite.LocationUpdate
+	(*QueryObject)(nil),       // 36: hoplite.QueryObject
+	(*Location)(nil),          // 37: hoplite.Location
+	(*Transfer)(nil),          // 38: hoplite.Transfer
+	(*ObjectInfo)(nil),        // 39: hoplite.ObjectInfo
+	(*StartReduce)(nil),       // 40: hoplite.StartReduce
+	(*ReduceInput)(nil),       // 41: hoplite.ReduceInput
+	(*ReduceTask)(nil),        // 42: hoplite.ReduceTask
+	(*ReduceTaskStarted)(nil), // 43: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 44: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 45: hoplite.ReduceInvalidate
+	(*ReduceRelease)(nil),     // 46: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 47: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 48: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 49: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 50: hoplite.Republish
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -3899,49 +4016,50 @@ var file_hoplite_proto_depIdxs = []int32{
 	13, // 6: hoplite.Reduce.knee:type_name -> hoplite.ReduceKnee
 	4,  // 7: hoplite.ReduceReply.error:type_name -> hoplite.Error
 	15, // 8: hoplite.ReduceReply.plan:type_name -> hoplite.ReducePlan
-	16, // 9: hoplite.ReducePlan.positions:type_name -> hoplite.ReducePosition
-	17, // 10: hoplite.ReducePlan.costs:type_name -> hoplite.DegreeCost
-	5,  // 11: hoplite.CreateObject.creator:type_name -> hoplite.NodeRef
-	4,  // 12: hoplite.CreateObjectReply.error:type_name -> hoplite.Error
-	5,  // 13: hoplite.PublishLocation.node:type_name -> hoplite.NodeRef
-	3,  // 14: hoplite.PublishLocation.state:type_name -> hoplite.LocationState
-	5,  // 15: hoplite.UnpublishLocation.node:type_name -> hoplite.NodeRef
-	5,  // 16: hoplite.ReportLost.node:type_name -> hoplite.NodeRef
-	4,  // 17: hoplite.ReportLostReply.error:type_name -> hoplite.Error
-	5,  // 18: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
-	5,  // 19: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
-	4,  // 20: hoplite.LocateReply.error:type_name -> hoplite.Error
-	5,  // 21: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
-	3,  // 22: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
-	5,  // 23: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
-	5,  // 24: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
-	5,  // 25: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
-	5,  // 26: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
-	5,  // 27: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
-	4,  // 28: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
-	5,  // 29: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
-	4,  // 30: hoplite.DropObject.reason:type_name -> hoplite.Error
-	5,  // 31: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 32: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	5,  // 33: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 34: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 35: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	36, // 36: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	37, // 37: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 38: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 39: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 40: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 41: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 42: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	40, // 43: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	4,  // 44: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 45: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 46: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	17, // 9: hoplite.ReducePlan.positions:type_name -> hoplite.ReducePosition
+	18, // 10: hoplite.ReducePlan.costs:type_name -> hoplite.DegreeCost
+	16, // 11: hoplite.ReducePlan.shape_costs:type_name -> hoplite.ShapeCost
+	5,  // 12: hoplite.CreateObject.creator:type_name -> hoplite.NodeRef
+	4,  // 13: hoplite.CreateObjectReply.error:type_name -> hoplite.Error
+	5,  // 14: hoplite.PublishLocation.node:type_name -> hoplite.NodeRef
+	3,  // 15: hoplite.PublishLocation.state:type_name -> hoplite.LocationState
+	5,  // 16: hoplite.UnpublishLocation.node:type_name -> hoplite.NodeRef
+	5,  // 17: hoplite.ReportLost.node:type_name -> hoplite.NodeRef
+	4,  // 18: hoplite.ReportLostReply.error:type_name -> hoplite.Error
+	5,  // 19: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
+	5,  // 20: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
+	4,  // 21: hoplite.LocateReply.error:type_name -> hoplite.Error
+	5,  // 22: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
+	3,  // 23: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
+	5,  // 24: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
+	5,  // 25: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
+	5,  // 26: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
+	5,  // 27: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
+	5,  // 28: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
+	4,  // 29: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
+	5,  // 30: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
+	4,  // 31: hoplite.DropObject.reason:type_name -> hoplite.Error
+	5,  // 32: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 33: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	5,  // 34: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 35: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 36: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	37, // 37: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	38, // 38: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 39: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 40: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 41: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 42: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 43: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	41, // 44: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	4,  // 45: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 46: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 47: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -3955,7 +4073,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
