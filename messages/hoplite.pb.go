@@ -2988,9 +2988,10 @@ type ReduceTask struct {
 	// (its inputs changed or a descendant failed): the worker rewinds its
 	// output and reduces again.
 	Generation int32 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
-	// source_offset: the position reduces bytes [source_offset,
-	// source_offset+size) of its source, not the whole object: one slice of
-	// a sliced AllReduce, read in place (no copy of the slice is made).
+	// sliced: the position reduces bytes [source_offset, source_offset+size)
+	// of its source, not the whole object: one slice of a sliced AllReduce,
+	// read in place (no copy of the slice is made).
+	Sliced       bool  `protobuf:"varint,15,opt,name=sliced,proto3" json:"sliced,omitempty"`
 	SourceOffset int64 `protobuf:"varint,13,opt,name=source_offset,json=sourceOffset,proto3" json:"source_offset,omitempty"`
 	// gather: the position has no source and reduces nothing; it copies
 	// each child (a reduced slice, on the node that reduced it) to the
@@ -3114,6 +3115,13 @@ func (x *ReduceTask) GetGeneration() int32 {
 		return x.Generation
 	}
 	return 0
+}
+
+func (x *ReduceTask) GetSliced() bool {
+	if x != nil {
+		return x.Sliced
+	}
+	return false
 }
 
 func (x *ReduceTask) GetSourceOffset() int64 {
@@ -3847,7 +3855,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
 	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xbb\x03\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xd3\x03\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -3865,7 +3873,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\v \x01(\x03R\ttimeoutMs\x12\x1e\n" +
 	"\n" +
 	"generation\x18\f \x01(\x05R\n" +
-	"generation\x12#\n" +
+	"generation\x12\x16\n" +
+	"\x06sliced\x18\x0f \x01(\bR\x06sliced\x12#\n" +
 	"\rsource_offset\x18\r \x01(\x03R\fsourceOffset\x12\x16\n" +
 	"\x06gather\x18\x0e \x01(\bR\x06gather\"\x92\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +

@@ -186,7 +186,8 @@ func (p *PositionRuns) RunEnded(run uint64, end RunEnd, dead bool) RunStep {
 }
 
 // Release ends the position at the coordinator's word: the run stops and
-// the output is dropped, except a target the Reduce keeps (its result).
+// the output is dropped, except a target the Reduce keeps (its result:
+// the root's output, or a gather's copy of it).
 func (p *PositionRuns) Release(keep bool) RunStep {
 	var s RunStep
 	if p.over {
@@ -194,7 +195,8 @@ func (p *PositionRuns) Release(keep bool) RunStep {
 	}
 	p.over = true
 	s.Cancel, p.pending = p.active, pendingNone
-	s.Release, s.KeepOutput = true, keep && p.task.GetRoot()
+	// A gather's output is a copy of the target too (a sliced AllReduce).
+	s.Release, s.KeepOutput = true, keep && (p.task.GetRoot() || p.task.GetGather())
 	return s
 }
 

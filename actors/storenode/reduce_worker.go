@@ -109,7 +109,7 @@ func (w *reduceWorker) do(ctx actor.Context, s storenode.RunStep) {
 		w.cancel = nil
 	}
 	if s.Rewind {
-		w.rewind(w.runs.Task().GetRoot())
+		w.rewind(keepsTarget(w.runs.Task()))
 	}
 	if s.Run != nil {
 		w.start(ctx, s.Run)
@@ -191,7 +191,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			return storenode.RunEnd{Report: true, Err: stopped(ctx, ctx.Err())}
 		}
 		wr := out.NewWriter() // supersedes an earlier run's writer
-		if _, done, _ := out.Progress(); done && t.GetRoot() {
+		if _, done, _ := out.Progress(); done && keepsTarget(t) {
 			return storenode.RunEnd{} // an earlier generation finished the target: it stands
 		}
 		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
@@ -202,7 +202,12 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 				return storenode.RunEnd{Report: true, Err: stopped(ctx, err)}
 			}
 		}
-		err := w.reduce(ctx, system, t, out, wr)
+		var err error
+		if t.GetGather() {
+			err = w.gather(ctx, system, t, out, wr)
+		} else {
+			err = w.reduce(ctx, system, t, out, wr)
+		}
 		switch {
 		case err == nil:
 			return storenode.RunEnd{Report: true}
@@ -241,7 +246,7 @@ func stopped(ctx context.Context, err error) *messages.Error {
 // Reduces stream from it while it is produced).
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
-	if errors.Is(err, messages.ErrConflict) && t.GetRoot() {
+	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
 		if local := w.cfg.Store.Lookup(t.GetOutputId()); local != nil && !local.Pinned() {
 			if local.Size() < 0 {
 				// A Get of the target on this node left a placeholder while
@@ -304,6 +309,12 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
 		return err
+	}
+	if t.GetSliced() {
+		// A slice of a sliced AllReduce: its own bytes, read in place.
+		if r, err = storenode.NewSliceReader(r, t.GetSourceOffset(), t.GetSize()); err != nil {
+			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
+		}
 	}
 	chunk := w.cfg.streamChunk(t.GetSize()) // one size for all of this task's streams
 	own := storenode.NewLocalStream(r, chunk)
@@ -418,7 +429,7 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 
 func (w *reduceWorker) targetComplete() bool {
 	o := w.out.Load()
-	if o == nil || !w.runs.Task().GetRoot() {
+	if o == nil || !keepsTarget(w.runs.Task()) {
 		return false
 	}
 	_, done, err := o.Progress()
@@ -439,4 +450,92 @@ func (w *reduceWorker) release(keep bool) {
 	// Abort drops the object only while it is still the store's copy of
 	// that id, so a later object of the same id is never touched.
 	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
+}
+
+// keepsTarget reports whether the position's output is (a copy of) the
+// Reduce's target, which outlives the Reduce: the root's, or a gather's
+// in a sliced AllReduce. Such an output, once complete, is never rewound.
+func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGather() }
+
+// gather assembles the target of a sliced AllReduce: every child is one
+// reduced slice, on the node that reduced it (this node's own, or a
+// peer's), and lands at its offset in the target's buffer, in place. The
+// slices are fetched at once, one goroutine each: each peer sends its
+// slice to every participant, so every uplink and downlink carries
+// (N-1)/N of the object, as in a ring's all-gather. The target is
+// published whole, so a Get never streams a copy with holes in it. The
+// root's gather created the target in the directory (createOutput);
+// the others publish their copies as ordinary complete copies (that is
+// why the coordinator sends their tasks only once the root's started).
+func (w *reduceWorker) gather(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) error {
+	size := t.GetSize()
+	buf, err := wr.Tail()
+	if err != nil {
+		return err
+	}
+	if int64(len(buf)) != size {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
+	}
+	kids := t.GetChildren()
+	ends := make([]int64, len(kids))
+	for i, c := range kids {
+		ends[i] = size
+		if i+1 < len(kids) {
+			ends[i] = kids[i+1].GetOffset()
+		}
+		if c.GetOffset() < 0 || c.GetOffset() > ends[i] {
+			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "gather into %q: slice %d at [%d, %d)", t.GetOutputId(), i, c.GetOffset(), ends[i])
+		}
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunk := w.cfg.streamChunk(size / int64(max(len(kids), 1)))
+	errs := make(chan error, len(kids))
+	for i, c := range kids {
+		go func() {
+			err := w.gatherOne(gctx, c, chunk, buf[c.GetOffset():ends[i]])
+			if err != nil {
+				cancel() // the others are pointless now
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range kids {
+		if err := <-errs; err != nil && (first == nil || errors.Is(first, context.Canceled) || errors.Is(first, messages.ErrCanceled)) {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	if ctx.Err() != nil {
+		return messages.AsError(ctx.Err())
+	}
+	if err := wr.Advance(int(size)); err != nil {
+		return err
+	}
+	var fp storenode.Fingerprinter
+	fp.Write(buf)
+	if err := w.cfg.Store.Complete(out); err != nil {
+		return err
+	}
+	if !t.GetRoot() {
+		// An ordinary copy, evictable like any fetched one; the root's
+		// gather holds the creator's copy.
+		w.cfg.Store.Unpin(out)
+	}
+	system.Root.Send(w.cfg.ShardFor(t.GetTargetId()), &messages.PublishLocation{ObjectId: t.GetTargetId(), Node: w.cfg.Self,
+		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp.Sum(), Creator: t.GetRoot()})
+	return nil
+}
+
+// gatherOne copies one reduced slice into dst.
+func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, dst []byte) error {
+	s, err := w.open(ctx, in, chunk)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return storenode.CopyStream(ctx, s, dst)
 }

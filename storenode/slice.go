@@ -1,0 +1,86 @@
+package storenode
+
+import (
+	"context"
+	"io"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// sliceReader reads bytes [off, off+n) of an object as if they were an
+// object of n bytes. A sliced AllReduce reduces each slice of a source in
+// place this way: no view object, no copy, and the source's reader keeps
+// the whole object held against eviction.
+type sliceReader struct {
+	r   transport.ObjectReader
+	off int64
+	n   int64
+}
+
+// NewSliceReader returns a reader of bytes [off, off+n) of r, which it
+// takes over (closing the slice closes r). A range outside r is
+// INVALID_ARGUMENT and closes r.
+func NewSliceReader(r transport.ObjectReader, off, n int64) (transport.ObjectReader, error) {
+	if off < 0 || n < 0 || off+n > r.Size() {
+		r.Close()
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "slice [%d, %d) outside an object of %d bytes", off, off+n, r.Size())
+	}
+	return &sliceReader{r: r, off: off, n: n}, nil
+}
+
+func (s *sliceReader) Size() int64 { return s.n }
+
+func (s *sliceReader) ReadAt(ctx context.Context, off int64, max int) ([]byte, error) {
+	if off >= s.n {
+		return nil, io.EOF
+	}
+	b, err := s.r.ReadAt(ctx, s.off+off, int(min(int64(max), s.n-off)))
+	if err == io.EOF {
+		// The object is shorter than its size said: it cannot be.
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "slice read at %d ended early", off)
+	}
+	return b, err
+}
+
+func (s *sliceReader) Close() { s.r.Close() }
+
+// CopyStream copies the whole of s into dst, which must be exactly
+// s.Size() bytes: one slice of a sliced AllReduce landing in place in the
+// target's buffer. A stream that can read into the caller's memory does,
+// so the only copy is the data plane's own.
+func CopyStream(ctx context.Context, s transport.Stream, dst []byte) error {
+	if s.Size() != int64(len(dst)) {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "slice of %d bytes for a range of %d", s.Size(), len(dst))
+	}
+	into, _ := s.(transport.IntoStream)
+	at := 0
+	for at < len(dst) {
+		if ctx.Err() != nil {
+			return messages.AsError(ctx.Err())
+		}
+		var n int
+		var err error
+		if into != nil {
+			n, err = into.NextInto(ctx, dst[at:])
+		} else {
+			var b []byte
+			b, err = s.Next(ctx)
+			if len(b) > len(dst)-at {
+				return messages.Errorf(messages.ErrorCode_INTERNAL, "slice stream sent past its size %d", len(dst))
+			}
+			n = copy(dst[at:], b)
+		}
+		at += n
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if at != len(dst) {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "slice stream ended at %d of %d bytes", at, len(dst))
+	}
+	return nil
+}
