@@ -1,0 +1,107 @@
+package plan
+
+import (
+	"time"
+)
+
+// Slice is one slice of a sliced AllReduce: bytes [Off, Off+Len) of
+// every source and of the target.
+type Slice struct {
+	Off, Len int64
+}
+
+// Slices cuts an object of size bytes into n slices whose boundaries fall
+// on width-byte elements, as even as whole elements allow: the first
+// (size/width) mod n slices hold one element more. It returns nil when
+// the cut is impossible: n < 1, width < 1, size not a multiple of width,
+// or fewer elements than slices (a slice would be empty).
+func Slices(size int64, n, width int) []Slice {
+	if n < 1 || width < 1 || size < 0 || size%int64(width) != 0 {
+		return nil
+	}
+	elems := size / int64(width)
+	if elems < int64(n) {
+		return nil
+	}
+	out := make([]Slice, n)
+	var off int64
+	for i := range out {
+		e := elems / int64(n)
+		if int64(i) < elems%int64(n) {
+			e++
+		}
+		out[i] = Slice{Off: off, Len: e * int64(width)}
+		off += out[i].Len
+	}
+	return out
+}
+
+// SlicedCost models a sliced AllReduce of n sources of S bytes: a
+// reduce-scatter (slice i reduced by a pipelined chain over every
+// participant, rooted on participant i) and an all-gather (every
+// participant fetches the n-1 slices it did not reduce). Every
+// participant sends and receives (n-1)/n·S in each phase, as in a ring,
+// so
+//
+//	T = 2(n-1)/n·S/B + (n-1)·c/B + (n+2)·L
+//
+// where c is the chunk a slice moves in (ChunkForObject of S/n, at most
+// the slice): a chain of n positions fills its pipeline one chunk per
+// hop. The chains are started one position after another, n control
+// round trips, and the gathers take two more (the creator's, then the
+// others'). B <= 0 or NaN prices every byte as forever, as Cost does.
+func SlicedCost(n int, L time.Duration, B float64, S int64) time.Duration {
+	n = max(n, 1)
+	S = max(S, 0)
+	slice := S / int64(n)
+	chunk := min(int64(ChunkForObject(B, slice)), slice)
+	// (n-1)/n·S unrounded: a slice may be an element larger than S/n.
+	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n)
+	xfer += transferNanos(B, int64(n-1)*chunk)
+	return saturate(xfer + float64(n+2)*max(float64(L), 0))
+}
+
+// ReduceBroadcastCost models the AllReduce that reduces to one root and
+// then broadcasts the target: the best tree of Cost (degree 1..min(n,
+// maxD), which ChooseDegree picks) plus the broadcast, a chain to the n-1
+// other participants, Cost(n-1, 1) = (n-1)·L + S/B. The broadcast
+// pipelines behind the reduce, but it shares the same links, so its
+// bytes add up with the reduce's: 2·S/B over the busiest link for a chain.
+func ReduceBroadcastCost(n int, L time.Duration, B float64, S int64, maxD int) (time.Duration, int) {
+	d, costs := ChooseDegree(n, L, B, S, maxD)
+	return saturate(float64(costs[d]) + float64(Cost(max(n-1, 1), 1, L, B, S))), d
+}
+
+// AllReduceChoice is the cost model's verdict between the two AllReduce
+// shapes.
+type AllReduceChoice struct {
+	Sliced bool
+	// SlicedCost and ReduceBroadcastCost are the two modelled times (at the
+	// bandwidth given; see ChooseAllReduce for an unknown one).
+	SlicedCost, ReduceBroadcastCost time.Duration
+	// Degree is the reduce tree's degree the reduce-then-broadcast shape
+	// would use.
+	Degree int
+}
+
+// ChooseAllReduce picks the sliced shape when it is modelled faster than
+// reduce-then-broadcast for n sources of S bytes of width-byte elements,
+// and possible: n >= 2 and every slice holds at least one element. Ties
+// go to reduce-then-broadcast, the shape that also serves late arrivals.
+// With no bandwidth known (B <= 0 or NaN) both shapes are priced at one
+// byte per second, which compares the bytes each moves over its busiest
+// link (every byte then outweighs any latency): the sliced shape moves
+// 2(n-1)/n·S, a reduce then a broadcast about 2·S.
+func ChooseAllReduce(n int, L time.Duration, B float64, S int64, width, maxD int) AllReduceChoice {
+	if !(B > 0) {
+		B = 1
+	}
+	rb, d := ReduceBroadcastCost(n, L, B, S, maxD)
+	c := AllReduceChoice{ReduceBroadcastCost: rb, Degree: d}
+	if n < 2 || Slices(S, n, width) == nil {
+		return c
+	}
+	c.SlicedCost = SlicedCost(n, L, B, S)
+	c.Sliced = c.SlicedCost < rb
+	return c
+}

@@ -1,0 +1,152 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+func TestSlices(t *testing.T) {
+	cases := []struct {
+		size     int64
+		n, width int
+		want     []Slice
+	}{
+		{16, 2, 4, []Slice{{0, 8}, {8, 8}}},
+		{20, 3, 4, []Slice{{0, 8}, {8, 8}, {16, 4}}},           // 5 elements: 2, 2, 1
+		{56, 4, 8, []Slice{{0, 16}, {16, 16}, {32, 16}, {48, 8}}}, // 7 elements: 2, 2, 2, 1
+		{12, 3, 4, []Slice{{0, 4}, {4, 4}, {8, 4}}},
+		{8, 3, 4, nil},  // 2 elements for 3 slices
+		{10, 2, 4, nil}, // not whole elements
+		{16, 0, 4, nil},
+		{16, 2, 0, nil},
+	}
+	for _, c := range cases {
+		got := Slices(c.size, c.n, c.width)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("Slices(%d, %d, %d) = %v, want %v", c.size, c.n, c.width, got, c.want)
+		}
+	}
+	// Every cut covers the object exactly, in order, on element bounds.
+	for _, n := range []int{1, 2, 3, 5, 7, 8, 16} {
+		for _, width := range []int{4, 8} {
+			for _, elems := range []int64{int64(n), 1000, 16385, 1 << 20} {
+				size := elems * int64(width)
+				s := Slices(size, n, width)
+				var off int64
+				for i, sl := range s {
+					if sl.Off != off || sl.Len <= 0 || sl.Len%int64(width) != 0 || (i > 0 && sl.Len > s[0].Len) || s[0].Len-sl.Len > int64(width) {
+						t.Fatalf("Slices(%d, %d, %d)[%d] = %v", size, n, width, i, sl)
+					}
+					off += sl.Len
+				}
+				if len(s) != n || off != size {
+					t.Fatalf("Slices(%d, %d, %d) covers %d bytes in %d slices", size, n, width, off, len(s))
+				}
+			}
+		}
+	}
+}
+
+func TestAllReduceCostsHandComputed(t *testing.T) {
+	const us = time.Microsecond
+	// n = 8, S = 8 MiB, B = 1e9 B/s, L = 100 µs. Sliced: 2·7/8·S/B =
+	// 14680.064 µs, slices of 1 MiB move in 64 KiB chunks (16 a slice):
+	// fill 7·65536 ns, latency 10·L. Reduce+broadcast: the chain wins,
+	// T(1) = 8·L + S/B, broadcast 7·L + S/B.
+	s := SlicedCost(8, 100*us, 1e9, 8<<20)
+	if want := 14680064*time.Nanosecond + 7*65536*time.Nanosecond + 1000*us; s != want {
+		t.Errorf("SlicedCost = %v, want %v", s, want)
+	}
+	rb, d := ReduceBroadcastCost(8, 100*us, 1e9, 8<<20, 8)
+	if want := 800*us + 8388608*time.Nanosecond + 700*us + 8388608*time.Nanosecond; rb != want || d != 1 {
+		t.Errorf("ReduceBroadcastCost = %v (d=%d), want %v (d=1)", rb, d, want)
+	}
+	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8); !c.Sliced || c.SlicedCost != s || c.ReduceBroadcastCost != rb {
+		t.Errorf("ChooseAllReduce = %+v, want sliced at %v vs %v", c, s, rb)
+	}
+	// n = 2, S = 65540 (just above a 64 KiB inline limit): sliced is
+	// 65.54 + 32.77 (one slice-sized chunk of fill) + 4·100 µs = 498.31
+	// µs; the flat tree (d = 2: 100 + 2·65.54) plus a broadcast to one
+	// (100 + 65.54) is 396.62 µs: the latencies decide.
+	c := ChooseAllReduce(2, 100*us, 1e9, 65540, 4, 2)
+	if c.Sliced || c.SlicedCost != 498310*time.Nanosecond || c.ReduceBroadcastCost != 396620*time.Nanosecond || c.Degree != 2 {
+		t.Errorf("ChooseAllReduce(2, 65540 B) = %+v, want reduce+broadcast 396.62µs vs sliced 498.31µs", c)
+	}
+}
+
+// TestChooseAllReduceMatchesAnalyticT checks the choice across n, S, L
+// and B against the two analytic times, computed here independently.
+func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
+	var slicedWins, rbWins int
+	for _, n := range []int{2, 3, 4, 5, 8, 12, 16} {
+		for _, S := range []int64{65540, 1 << 20, 32 << 20, 256 << 20} {
+			for _, L := range []time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 20 * time.Millisecond} {
+				for _, B := range []float64{1.25e6, 5e7, 1.25e9, 1.25e10} {
+					sec := func(bytes float64) float64 { return bytes / B }
+					// Sliced: 2(n-1)/n·S/B + fill + (n+2)·L.
+					slice := S / int64(n)
+					chunk := float64(ChunkFor(B))
+					for chunk > MinChunk && chunk*MinChunksPerObject > float64(slice) {
+						chunk /= 2
+					}
+					chunk = math.Min(chunk, float64(slice))
+					tSliced := sec(2*float64(n-1)*float64(S)/float64(n)) + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
+					// Reduce then broadcast: min over d of T(d), plus (n-1)·L + S/B.
+					best := math.Inf(1)
+					for d := 1; d <= n; d++ {
+						var td float64
+						if d == 1 {
+							td = float64(n)*L.Seconds() + sec(float64(S))
+						} else {
+							td = L.Seconds()*math.Log(float64(n))/math.Log(float64(d)) + float64(d)*sec(float64(S))
+						}
+						best = math.Min(best, td)
+					}
+					tRB := best + float64(n-1)*L.Seconds() + sec(float64(S))
+					c := ChooseAllReduce(n, L, B, S, 4, n)
+					near := func(got time.Duration, want float64) bool { return math.Abs(got.Seconds()-want) < 2e-9+want*1e-9 }
+					if !near(c.SlicedCost, tSliced) || !near(c.ReduceBroadcastCost, tRB) {
+						t.Fatalf("n=%d S=%d L=%v B=%g: costs sliced %v rb %v, analytic %.9fs %.9fs", n, S, L, B, c.SlicedCost, c.ReduceBroadcastCost, tSliced, tRB)
+					}
+					if math.Abs(tSliced-tRB) < 1e-8 {
+						continue // a tie within rounding: either answer is right
+					}
+					if want := tSliced < tRB; c.Sliced != want {
+						t.Errorf("n=%d S=%d L=%v B=%g: sliced=%v, want %v (T sliced %.6fs, T reduce+broadcast %.6fs)", n, S, L, B, c.Sliced, want, tSliced, tRB)
+					}
+					if c.Sliced {
+						slicedWins++
+					} else {
+						rbWins++
+					}
+				}
+			}
+		}
+	}
+	// The sweep must exercise both answers, or it checks nothing.
+	if slicedWins == 0 || rbWins == 0 {
+		t.Fatalf("the sweep chose sliced %d times and reduce+broadcast %d times: want both", slicedWins, rbWins)
+	}
+}
+
+func TestChooseAllReduceRefusesWhatCannotBeSliced(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		S     int64
+		width int
+	}{
+		{1, 32 << 20, 4}, // one participant: nothing to exchange
+		{8, 28, 4},       // 7 elements for 8 slices
+		{4, 1<<20 + 2, 4},
+	} {
+		if got := ChooseAllReduce(c.n, 0, 1e6, c.S, c.width, c.n); got.Sliced {
+			t.Errorf("ChooseAllReduce(n=%d, S=%d, width=%d) chose sliced", c.n, c.S, c.width)
+		}
+	}
+	// An unknown bandwidth compares bytes on the busiest link: sliced.
+	if c := ChooseAllReduce(8, time.Millisecond, 0, 32<<20, 4, 8); !c.Sliced {
+		t.Errorf("ChooseAllReduce with B unknown = %+v, want sliced", c)
+	}
+}
