@@ -14,7 +14,7 @@ func TestSlices(t *testing.T) {
 		want     []Slice
 	}{
 		{16, 2, 4, []Slice{{0, 8}, {8, 8}}},
-		{20, 3, 4, []Slice{{0, 8}, {8, 8}, {16, 4}}},           // 5 elements: 2, 2, 1
+		{20, 3, 4, []Slice{{0, 8}, {8, 8}, {16, 4}}},              // 5 elements: 2, 2, 1
 		{56, 4, 8, []Slice{{0, 16}, {16, 16}, {32, 16}, {48, 8}}}, // 7 elements: 2, 2, 2, 1
 		{12, 3, 4, []Slice{{0, 4}, {4, 4}, {8, 4}}},
 		{8, 3, 4, nil},  // 2 elements for 3 slices
