@@ -134,6 +134,12 @@ type MemberConfig struct {
 	// the Reduces whose target's directory shard is placed here: every
 	// member of a cluster should use the same values.
 	ReduceDegree int
+	// AllReduceShape chooses the shape of AllReduces that could be sliced
+	// (coordinator.Config.AllReduceShape): "" lets the cost model choose,
+	// coordinator.ShapeSliced always reduce-scatters and all-gathers,
+	// coordinator.ShapeDAry always reduces and then broadcasts. Like the
+	// reduce shape, every member should use the same value.
+	AllReduceShape string
 	// RefreshInterval is how often the automanaged provider polls the
 	// seeds (default 200ms). Crashes are detected faster than that (data
 	// connections, remote endpoints); a graceful leave is seen within it.
@@ -261,6 +267,11 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	case "", coordinator.ShapeDAry, coordinator.ShapeChainLeaf:
 	default:
 		return bad("unknown reduce shape %q (%s or %s)", c.ReduceShape, coordinator.ShapeDAry, coordinator.ShapeChainLeaf)
+	}
+	switch c.AllReduceShape {
+	case "", coordinator.ShapeDAry, coordinator.ShapeSliced:
+	default:
+		return bad("unknown allreduce shape %q (%s or %s)", c.AllReduceShape, coordinator.ShapeDAry, coordinator.ShapeSliced)
 	}
 	if c.InlineLimit == 0 {
 		c.InlineLimit = 64 << 10
@@ -504,7 +515,8 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.coord = coordactor.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
-		Reduce:        coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree}}
+		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
+			AllReduceShape: cfg.AllReduceShape}}
 
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
@@ -575,6 +587,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	if cfg.ReduceShape != "" {
 		fields["reduce_shape"] = cfg.ReduceShape
+	}
+	if cfg.AllReduceShape != "" {
+		fields["allreduce_shape"] = cfg.AllReduceShape
 	}
 	m.log.WithFields(fields).Info("member joined the cluster")
 	return nil

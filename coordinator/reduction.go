@@ -38,6 +38,14 @@ type Config struct {
 	// NewReduction are used, and the plan reports their sample counts as
 	// not known (-1).
 	Estimator *netmodel.Estimator
+	// AllReduceShape chooses an AllReduce's shape where the sliced one is
+	// possible (every source reduced, no knee policy, sources of at least
+	// InlineLimit bytes): "" lets the cost model choose
+	// (plan.ChooseAllReduce), ShapeSliced always slices, ShapeDAry never
+	// does (reduce, then broadcast). A forced Shape or ForceDegree
+	// (experiments with the tree) also keeps reduce-then-broadcast unless
+	// this says ShapeSliced.
+	AllReduceShape string
 	// Resubscribe is how often a Reduction that still waits for sources
 	// subscribes to them again (DefaultResubscribe if 0). Subscriptions
 	// are soft state in the directory: a shard that restarts, or moves to
@@ -248,6 +256,9 @@ type Reduction struct {
 	// arrivals wait in pending (in arrival order) and req.num_objects is 0.
 	gate    *KneeGate
 	gateErr error // an invalid knee policy: Begin fails the Reduce
+	// sliced is set when an AllReduce reduce-scatters and all-gathers
+	// (see sliced); tree and assign stay nil then.
+	sliced  *sliced
 	pending []*messages.LocationUpdate
 	deleted []string // sources deleted while gating, in order
 }
@@ -525,6 +536,11 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 		switch {
 		case same && u.GetState() == messages.LocationState_COMPLETE:
 			s.complete = true // its Put finished after it arrived
+		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && r.sliced != nil && !r.sliced.running:
+			// Not there any more before the chains started: as if its
+			// node failed (it may appear again elsewhere).
+			delete(r.sources, id)
+			r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool { return a == id })
 		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && !r.inline && r.tree != nil:
 			// The copy the tree uses left the directory (a receiver's
 			// partial copy whose feed died, an evicted copy): the source
@@ -563,6 +579,10 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	}
 	var fx effects
 	r.watch(s.node, &fx) // a backup's node matters too: it may replace a failed one
+	if r.sliced != nil {
+		fx.merge(r.slicedArrived())
+		return fx
+	}
 	pos, placed, err := r.assign.Arrive(id)
 	if err != nil || !placed {
 		return fx // a backup: it stays where it is
@@ -613,6 +633,9 @@ func (r *Reduction) choosePlan() (effects, bool) {
 		r.plan.Shape = ShapeInline
 		return effects{}, true
 	}
+	if r.chooseSliced(n) {
+		return effects{}, true
+	}
 	var err error
 	switch {
 	case r.cfg.Shape == ShapeChainLeaf && r.cfg.ForceDegree <= 0:
@@ -641,6 +664,40 @@ func (r *Reduction) choosePlan() (effects, bool) {
 		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(p), Parent: int32(r.tree.Parent(p)), Arrival: -1})
 	}
 	return effects{}, true
+}
+
+// chooseSliced decides, once S is known, whether an AllReduce of n
+// sources is sliced (see sliced), and reports both shapes' modelled
+// times in the plan. Only an AllReduce that reduces every source, with
+// no knee policy, can be: its late arrivals, backups and repairs need the
+// one tree.
+func (r *Reduction) chooseSliced(n int) bool {
+	if !r.req.GetAllReduce() || r.req.GetKnee() != nil || n != len(r.req.GetSourceIds()) || r.cfg.AllReduceShape == ShapeDAry {
+		return false
+	}
+	forced := r.cfg.AllReduceShape == ShapeSliced
+	if !forced && (r.cfg.Shape == ShapeChainLeaf || r.cfg.ForceDegree > 0) {
+		return false
+	}
+	width, err := kernel.Width(r.req.GetDtype())
+	if err != nil {
+		return false
+	}
+	cut := plan.Slices(r.size, n, width)
+	if n < 2 || cut == nil {
+		return false
+	}
+	c := plan.ChooseAllReduce(n, r.L, r.B, r.size, width, n)
+	if r.B > 0 {
+		r.plan.ShapeCosts = []*messages.ShapeCost{{Shape: ShapeSliced, CostUs: c.SlicedCost.Microseconds()},
+			{Shape: ShapeDAry, CostUs: c.ReduceBroadcastCost.Microseconds()}}
+	}
+	if !c.Sliced && !forced {
+		return false
+	}
+	r.sliced = newSliced(n, cut)
+	r.slicedPlan()
+	return true
 }
 
 func mapKeys(m map[int]time.Duration) func(func(int) bool) {
@@ -721,6 +778,12 @@ func (r *Reduction) outputOf(p int) string {
 
 // Started handles a position reporting that its output exists.
 func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
+	if r.sliced != nil {
+		if r.over || m.GetReduceId() != r.id {
+			return effects{}
+		}
+		return r.slicedStarted(m)
+	}
 	p := int(m.GetPosition())
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
 		int(m.GetGeneration()) != r.gen[p] || r.need[p] {
@@ -777,6 +840,12 @@ func (r *Reduction) participants() []*messages.NodeRef {
 
 // Done handles a position reporting its output complete.
 func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
+	if r.sliced != nil {
+		if r.over || m.GetReduceId() != r.id {
+			return effects{}
+		}
+		return r.slicedDone(m)
+	}
 	p := int(m.GetPosition())
 	g := int(m.GetGeneration())
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g < 1 || g > r.gen[p] {
@@ -821,6 +890,9 @@ func (r *Reduction) nodeFailed(node string) effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
 	}
 	delete(r.watched, node)
+	if r.sliced != nil {
+		return r.slicedNodeFailed(node)
+	}
 	var fx effects
 	if r.gating() {
 		// An arrival whose copy died no longer counts as available (the
@@ -988,6 +1060,10 @@ func (r *Reduction) abort(err *messages.Error) effects {
 
 func (r *Reduction) sourceDeleted(id string) effects {
 	r.gone[id] = true
+	if r.sliced != nil {
+		// A sliced AllReduce reduces every source.
+		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "allreduce: source %q was deleted during the AllReduce", id))
+	}
 	used := r.sources[id] != nil && (r.inline && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
 		!r.inline && r.assign.Position(id) >= 0)
 	if used {

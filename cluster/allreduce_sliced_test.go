@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Tests of the sliced AllReduce (reduce-scatter, then all-gather, through
+// the store). Its order of operations is fixed (see coordinator's
+// sliced): element j of slice k is s[k] op (s[k-1] op (... op s[k+1])),
+// sources indexed by their place in the request, mod n. The reference
+// here reduces in exactly that order, in plain Go arithmetic of the
+// dtype, so every result, float SUM and PROD included, must match it bit
+// for bit.
+
+// slicedRef is the sliced AllReduce's exact result for sources in
+// request order.
+func slicedRef(op messages.ReduceOp, dt messages.DType, sources [][]byte) []byte {
+	n, w := len(sources), rdWidth(dt)
+	out := make([]byte, len(sources[0]))
+	for k, sl := range plan.Slices(int64(len(out)), n, w) {
+		for e := sl.Off; e < sl.Off+sl.Len; e += int64(w) {
+			// The chain: leaf s[k+1], then each next link's own value op
+			// what it received, the root s[k] last.
+			acc := sources[(k+1)%n][e : e+int64(w)]
+			for c := 1; c < n; c++ {
+				acc = slicedOp(op, dt, sources[(k+1+c)%n][e:e+int64(w)], acc)
+			}
+			copy(out[e:], acc)
+		}
+	}
+	return out
+}
+
+// slicedOp is a op b for one element, in the dtype's own arithmetic.
+func slicedOp(op messages.ReduceOp, dt messages.DType, a, b []byte) []byte {
+	out := make([]byte, len(a))
+	switch dt {
+	case messages.DType_FLOAT32:
+		x, y := math.Float32frombits(binary.LittleEndian.Uint32(a)), math.Float32frombits(binary.LittleEndian.Uint32(b))
+		var r float32
+		switch op {
+		case messages.ReduceOp_SUM:
+			r = x + y
+		case messages.ReduceOp_PROD:
+			r = x * y
+		case messages.ReduceOp_MIN:
+			r = min(x, y)
+		case messages.ReduceOp_MAX:
+			r = max(x, y)
+		}
+		binary.LittleEndian.PutUint32(out, math.Float32bits(r))
+	case messages.DType_FLOAT64:
+		x, y := math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b))
+		var r float64
+		switch op {
+		case messages.ReduceOp_SUM:
+			r = x + y
+		case messages.ReduceOp_PROD:
+			r = x * y
+		case messages.ReduceOp_MIN:
+			r = min(x, y)
+		case messages.ReduceOp_MAX:
+			r = max(x, y)
+		}
+		binary.LittleEndian.PutUint64(out, math.Float64bits(r))
+	case messages.DType_INT32:
+		binary.LittleEndian.PutUint32(out, uint32(rdIntOp(op, int32(binary.LittleEndian.Uint32(a)), int32(binary.LittleEndian.Uint32(b)))))
+	case messages.DType_INT64:
+		binary.LittleEndian.PutUint64(out, uint64(rdIntOp(op, int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(b)))))
+	}
+	return out
+}
+
+// TestSlicedAllReduceExact runs sliced AllReduces of n = 2..8 sources on
+// an 8-node cluster, for every op and dtype, at a size whose element
+// count no n divides and at one element above the inline limit, and
+// checks every participant's copy, and a non-participant's Get, bit for
+// bit against slicedRef. The caller is node 7: a participant only when
+// n = 8, so the target's creator is the caller's node in one case and
+// the first source's in the others.
+func TestSlicedAllReduceExact(t *testing.T) {
+	const nodes = 8
+	l := start(t, Config{Nodes: nodes, AllReduceShape: coordinator.ShapeSliced})
+	ctx := deadline(t, 4*time.Minute)
+	rng := rand.New(rand.NewPCG(15, 1))
+	limit := 64 << 10 // the default inline limit
+	for n := 2; n <= nodes; n++ {
+		for _, dt := range allDtypes {
+			w := rdWidth(dt)
+			// 32771 is prime: no n divides it, so the slices are uneven.
+			for _, elems := range []int{32771, limit/w + 1} {
+				for _, op := range allOps {
+					name := fmt.Sprintf("n%d-%v-%v-%d", n, dt, op, elems)
+					var ids []string
+					var data [][]byte
+					for i := 0; i < n; i++ {
+						id := fmt.Sprintf("%s-src%d", name, i)
+						b := rdData(rng, op, dt, elems)
+						rdPut(t, ctx, l, i, id, b)
+						ids, data = append(ids, id), append(data, b)
+					}
+					target := name + "-all"
+					r, err := l.Client(nodes-1).AllReduce(ctx, target, ids, n, op, dt)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if p := r.GetPlan(); p.GetShape() != coordinator.ShapeSliced || int(p.GetSlices()) != n || len(p.GetPositions()) != n*n {
+						t.Fatalf("%s: plan shape %q, %d slices, %d positions; want sliced, %d, %d", name, p.GetShape(), p.GetSlices(), len(p.GetPositions()), n, n*n)
+					}
+					if !slices.Equal(r.GetReducedIds(), ids) || len(r.GetUnreducedIds()) != 0 {
+						t.Fatalf("%s: reduced %v, unreduced %v; want %v", name, r.GetReducedIds(), r.GetUnreducedIds(), ids)
+					}
+					want := slicedRef(op, dt, data)
+					for i := 0; i < n; i++ {
+						o := l.Store(i).Lookup(target)
+						if o == nil {
+							t.Fatalf("%s: participant node %d has no copy of the target", name, i)
+						}
+						got, err := o.Bytes()
+						if err != nil {
+							t.Fatalf("%s: node %d's copy: %v", name, i, err)
+						}
+						if !bytes.Equal(got, want) {
+							t.Fatalf("%s: node %d's copy differs from the reference at byte %d", name, i, firstDiff(got, want))
+						}
+					}
+					if n < nodes {
+						got, err := l.Client(nodes-1).Get(ctx, target)
+						if err != nil || !bytes.Equal(got, want) {
+							t.Fatalf("%s: Get on a non-participant: err %v, equal %v", name, err, bytes.Equal(got, want))
+						}
+					}
+				}
+			}
+		}
+		rdNoIntermediates(t, l)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

@@ -1,0 +1,226 @@
+package coordinator
+
+import (
+	"slices"
+
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ShapeSliced is the AllReduce shape that reduce-scatters, then
+// all-gathers, through the store (see sliced).
+const ShapeSliced = "sliced"
+
+// sliced is the state of a sliced AllReduce: a reduce-scatter, then an
+// all-gather, both made of ordinary tree positions.
+//
+// The object is cut into n slices, n the number of sources, on element
+// bounds (plan.Slices). Participant i is the node of the i-th source in
+// the request. Slice k is reduced by a chain over every participant,
+// rotated so that its root is participant k: chain index c holds
+// participant (k+1+c) mod n, so every participant is the leaf of one
+// chain, the root of one, and a middle link of the others, and sends and
+// receives (n-1)/n of the object, as in a ring. Each chain position
+// reduces its source's slice in place (ReduceTask.sliced) with its
+// predecessor's output into an internal object. Then every participant's
+// gather position copies the n reduced slices into its copy of the
+// target (ReduceTask.gather): the creator's gather first (it registers
+// the target with the shard), the others once it started.
+//
+// The order of a float SUM or PROD differs from a tree's: element j of
+// slice k is s[k] op (s[k-1] op (... op s[k+1])), the sources indexed by
+// their place in the request, mod n.
+//
+// There is no repair: every source is needed (num_objects == len(sources)),
+// so a participant that fails before the chains start leaves the
+// Reduction waiting for its source to appear again, and one that fails
+// after fails the AllReduce with UNAVAILABLE, which frees the target id.
+type sliced struct {
+	n       int
+	slices  []plan.Slice
+	running bool
+	started map[int]bool      // positions that reported their output exists
+	gathers []string          // node ids with a gather, the creator's first
+	gpos    map[string]int    // node id -> its gather's position
+	done    map[string]bool   // node id -> its gather finished
+	roots   int               // chain roots started
+	sent    map[int]bool      // positions whose task was sent
+	gnode   map[int]string    // gather position -> node id
+	kid     map[int]*srcChild // chain position -> what it reads (nil for a leaf)
+}
+
+type srcChild struct {
+	node *messages.NodeRef
+	id   string
+}
+
+func newSliced(n int, cut []plan.Slice) *sliced {
+	return &sliced{n: n, slices: cut, started: map[int]bool{}, gpos: map[string]int{}, done: map[string]bool{},
+		sent: map[int]bool{}, gnode: map[int]string{}, kid: map[int]*srcChild{}}
+}
+
+// member is the participant (index into the request's sources) at chain
+// index c of slice k.
+func (s *sliced) member(k, c int) int { return (k + 1 + c) % s.n }
+
+// slicedPlan fills the plan's positions: every chain, parent the next
+// link, the root last.
+func (r *Reduction) slicedPlan() {
+	s := r.sliced
+	r.plan.Shape, r.plan.Degree, r.plan.Slices = ShapeSliced, 1, int32(s.n)
+	for k := 0; k < s.n; k++ {
+		for c := 0; c < s.n; c++ {
+			parent := int32(k*s.n + c + 1)
+			if c == s.n-1 {
+				parent = -1
+			}
+			r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(k*s.n + c), Parent: parent,
+				ObjectId: r.req.GetSourceIds()[s.member(k, c)], Arrival: -1})
+		}
+	}
+}
+
+// slicedArrived is an arrival of a sliced AllReduce: the chains start
+// once every source is there.
+func (r *Reduction) slicedArrived() effects {
+	s := r.sliced
+	if s.running || len(r.sources) < s.n {
+		return effects{}
+	}
+	s.running = true
+	for _, pp := range r.plan.Positions {
+		src := r.sources[pp.GetObjectId()]
+		pp.NodeId, pp.Arrival = src.node.GetNodeId(), int32(src.arrival)
+	}
+	// The creator of the target: the caller's node if it holds a source
+	// (its copy is the pinned one, as a Put's), else the first source's.
+	var nodes []*messages.NodeRef
+	for _, id := range r.req.GetSourceIds() {
+		n := r.sources[id].node
+		if !slices.ContainsFunc(nodes, func(m *messages.NodeRef) bool { return m.GetNodeId() == n.GetNodeId() }) {
+			nodes = append(nodes, n)
+		}
+	}
+	if i := slices.IndexFunc(nodes, func(m *messages.NodeRef) bool { return m.GetNodeId() == r.start.GetNodeId() }); i > 0 {
+		nodes[0], nodes[i] = nodes[i], nodes[0]
+	}
+	for g, n := range nodes {
+		s.gathers = append(s.gathers, n.GetNodeId())
+		s.gpos[n.GetNodeId()] = s.n*s.n + g
+		s.gnode[s.n*s.n+g] = n.GetNodeId()
+		r.nodes[n.GetNodeId()] = n
+	}
+	var fx effects
+	for k := 0; k < s.n; k++ {
+		r.slicedSend(k*s.n, &fx)
+	}
+	return fx
+}
+
+// slicedSend sends chain position p its task: a leaf at once, a link
+// once its predecessor's output exists.
+func (r *Reduction) slicedSend(p int, fx *effects) {
+	s := r.sliced
+	k, c := p/s.n, p%s.n
+	id := r.req.GetSourceIds()[s.member(k, c)]
+	node := r.sources[id].node
+	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
+		Size: s.slices[k].Len, Position: int32(p), SourceId: id, Sliced: true, SourceOffset: s.slices[k].Off,
+		OutputId: InternalID(r.id, p, 1), Generation: 1}
+	if c > 0 {
+		prev := r.sources[r.req.GetSourceIds()[s.member(k, c-1)]].node
+		task.Children = []*messages.ReduceInput{{Node: prev, ObjectId: InternalID(r.id, p-1, 1)}}
+	}
+	s.sent[p] = true
+	r.gen[p] = 1
+	r.nodes[node.GetNodeId()] = node
+	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
+}
+
+// gatherTask is node's gather: every slice from its chain's root, in
+// order; the first gather is the creator's (Root).
+func (r *Reduction) gatherTask(node string) Task {
+	s := r.sliced
+	p := s.gpos[node]
+	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
+		Size: r.size, Position: int32(p), Root: node == s.gathers[0], Gather: true, OutputId: r.req.GetTargetId(), Generation: 1}
+	for k := 0; k < s.n; k++ {
+		root := k*s.n + s.n - 1
+		task.Children = append(task.Children, &messages.ReduceInput{Node: r.sources[r.req.GetSourceIds()[k]].node,
+			ObjectId: InternalID(r.id, root, 1), Offset: s.slices[k].Off})
+	}
+	s.sent[p] = true
+	r.gen[p] = 1
+	return Task{Node: r.nodes[node], Task: task}
+}
+
+func (r *Reduction) slicedStarted(m *messages.ReduceTaskStarted) effects {
+	s := r.sliced
+	p := int(m.GetPosition())
+	if !s.sent[p] || m.GetGeneration() != 1 || s.started[p] {
+		return effects{}
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
+	}
+	s.started[p] = true
+	var fx effects
+	switch {
+	case p < s.n*s.n && p%s.n < s.n-1:
+		r.slicedSend(p+1, &fx)
+	case p < s.n*s.n:
+		// Every gather reads every chain's root: they start once all
+		// roots' outputs exist, the creator's first.
+		if s.roots++; s.roots == s.n {
+			fx.Tasks = append(fx.Tasks, r.gatherTask(s.gathers[0]))
+		}
+	case s.gnode[p] == s.gathers[0]:
+		// The target is registered: the other copies may publish.
+		for _, n := range s.gathers[1:] {
+			fx.Tasks = append(fx.Tasks, r.gatherTask(n))
+		}
+	}
+	return fx
+}
+
+func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
+	s := r.sliced
+	p := int(m.GetPosition())
+	if !s.sent[p] || m.GetGeneration() != 1 {
+		return effects{}
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
+	}
+	node, ok := s.gnode[p]
+	if !ok || s.done[node] {
+		return effects{}
+	}
+	s.done[node] = true
+	if len(s.done) < len(s.gathers) {
+		return effects{}
+	}
+	r.reply = r.success(r.req.GetSourceIds())
+	return r.maybeFinish()
+}
+
+// slicedNodeFailed: before the chains start, the sources on the node are
+// no longer there (they may appear again, from another copy); after,
+// the AllReduce fails: its chains need every source, and have no repair.
+func (r *Reduction) slicedNodeFailed(node string) effects {
+	s := r.sliced
+	if !s.running {
+		for _, id := range slices.Clone(r.arrivals) {
+			if src := r.sources[id]; src != nil && src.node.GetNodeId() == node {
+				delete(r.sources, id)
+				r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool { return a == id })
+			}
+		}
+		return effects{}
+	}
+	if _, ok := r.nodes[node]; !ok {
+		return effects{}
+	}
+	return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+		"allreduce: participant %s failed during a sliced AllReduce; its sources' slices are lost (the target id is free: retry)", node))
+}
