@@ -3,10 +3,12 @@ package cluster
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,4 +157,99 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestSlicedAllReduceParticipantKilled kills a participant in the middle
+// of a sliced AllReduce: once its chains run (the first chain position
+// started) and once the all-gather began (the creator's gather started,
+// the others' not sent yet). The chains need every source and have no
+// repair, so the AllReduce must fail at once with UNAVAILABLE, long
+// before its deadline (a TIMEOUT would be the hang this guards against),
+// leave nothing behind (no copy of the target, no intermediate), and a
+// retry of the same target over the surviving sources must succeed with
+// their exact result.
+func TestSlicedAllReduceParticipantKilled(t *testing.T) {
+	for _, phase := range []string{"reduce-scatter", "all-gather"} {
+		t.Run(phase, func(t *testing.T) {
+			const nodes, victim = 6, 3
+			target := idOnNode("sliced-kill", 0, nodes, nodes) // the coordinator runs on node 0, the caller
+			blocked, resume := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			cfg := Config{Nodes: nodes, AllReduceShape: coordinator.ShapeSliced, ChunkSize: 16 << 10, Log: faultLog()}
+			cfg.CoordinatorHook = func(_ string, msg any) {
+				m, ok := msg.(*messages.ReduceTaskStarted)
+				if !ok || (phase == "reduce-scatter") != (m.GetPosition() < nodes*nodes) {
+					return
+				}
+				// Hold the coordinator until the victim is dead.
+				once.Do(func() {
+					close(blocked)
+					<-resume
+				})
+			}
+			l := start(t, cfg)
+			ctx := deadline(t, 60*time.Second)
+			var ids []string
+			var data [][]byte
+			for i := 0; i < nodes; i++ {
+				id := fmt.Sprintf("k%d", i)
+				b := int64s(uint64(i+1), 40000) // 320 KB
+				rdPut(t, ctx, l, i, id, b)
+				ids, data = append(ids, id), append(data, b)
+			}
+			type result struct {
+				reply *messages.ReduceReply
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rctx, cancel := contextWithTimeout(ctx, 20*time.Second)
+				defer cancel()
+				r, err := l.Client(0).AllReduce(rctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
+				done <- result{r, err}
+			}()
+			select {
+			case <-blocked:
+			case res := <-done:
+				t.Fatalf("the AllReduce ended before the %s began: %v", phase, res.err)
+			}
+			err := l.Kill(victim)
+			close(resume)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			var me *messages.Error
+			if !errors.As(res.err, &me) || me.GetCode() != messages.ErrorCode_UNAVAILABLE {
+				t.Fatalf("AllReduce with participant node-%d killed in the %s: err %v, want UNAVAILABLE", victim, phase, res.err)
+			}
+			rdNoCopy(t, l, target)
+			rdNoIntermediates(t, l)
+			// The id is free: the survivors' AllReduce under it is exact.
+			var sids []string
+			var sdata [][]byte
+			for i := range nodes {
+				if i != victim {
+					sids, sdata = append(sids, ids[i]), append(sdata, data[i])
+				}
+			}
+			r, err := l.Client(0).AllReduce(ctx, target, sids, len(sids), messages.ReduceOp_SUM, messages.DType_INT64)
+			if err != nil {
+				t.Fatalf("retry over the survivors: %v", err)
+			}
+			if r.GetPlan().GetShape() != coordinator.ShapeSliced {
+				t.Fatalf("retry shape %q, want sliced", r.GetPlan().GetShape())
+			}
+			want := slicedRef(messages.ReduceOp_SUM, messages.DType_INT64, sdata)
+			for i := range nodes {
+				if i == victim {
+					continue
+				}
+				got, err := l.Client(i).Get(ctx, target)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("node %d's result after the retry: err %v, equal %v", i, err, bytes.Equal(got, want))
+				}
+			}
+		})
+	}
 }

@@ -172,6 +172,8 @@ type effects struct {
 	ReleaseKeep   bool
 	ReleaseTarget bool
 	Invalidate    []Task
+	Publish       []*messages.PublishLocation // to the target's shard, before the reply
+	Drop          []*messages.NodeRef         // nodes whose unregistered copy of the target must go
 	Watch         []*messages.NodeRef
 	Events        []any
 	knee          *KneeFixed
@@ -189,6 +191,8 @@ func (fx *effects) merge(o effects) {
 	}
 	fx.Release = append(fx.Release, o.Release...)
 	fx.Invalidate = append(fx.Invalidate, o.Invalidate...)
+	fx.Publish = append(fx.Publish, o.Publish...)
+	fx.Drop = append(fx.Drop, o.Drop...)
 	fx.Watch = append(fx.Watch, o.Watch...)
 	fx.Events = append(fx.Events, o.Events...)
 	if o.knee != nil {
@@ -408,6 +412,14 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
 		e.Send(n, &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining})
+	}
+	for _, p := range fx.Publish {
+		e.Send(TargetShard{}, p)
+	}
+	for _, n := range fx.Drop {
+		// RESET: a Get of the target waiting on that node asks again.
+		e.Send(n, &messages.DropObject{ObjectId: r.req.GetTargetId(),
+			Reason: messages.Errorf(messages.ErrorCode_RESET, "the AllReduce producing %q failed", r.req.GetTargetId())})
 	}
 	for _, n := range fx.Release {
 		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep})
@@ -1104,8 +1116,12 @@ func (r *Reduction) success(reduced []string) *messages.ReduceReply {
 
 func (r *Reduction) fail(err *messages.Error) effects {
 	r.over = true
-	return effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
+	fx := effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
 		Release: r.releaseNodes(), ReleaseTarget: true}
+	if r.sliced != nil {
+		fx.Drop = r.slicedCopies()
+	}
+	return fx
 }
 
 func (r *Reduction) releaseNodes() []*messages.NodeRef {

@@ -24,8 +24,12 @@ const ShapeSliced = "sliced"
 // reduces its source's slice in place (ReduceTask.sliced) with its
 // predecessor's output into an internal object. Then every participant's
 // gather position copies the n reduced slices into its copy of the
-// target (ReduceTask.gather): the creator's gather first (it registers
-// the target with the shard), the others once it started.
+// target (ReduceTask.gather); the creator's gather creates the target in
+// the directory, reserved for this Reduce, as a partial copy. Once every
+// gather is done the coordinator publishes the complete copies (the
+// creator's first, which ends the reservation) and answers: until then
+// the reservation stands, so a failed AllReduce's release of the target
+// drops every copy.
 //
 // The order of a float SUM or PROD differs from a tree's: element j of
 // slice k is s[k] op (s[k-1] op (... op s[k+1])), the sources indexed by
@@ -39,24 +43,19 @@ type sliced struct {
 	n       int
 	slices  []plan.Slice
 	running bool
-	started map[int]bool      // positions that reported their output exists
-	gathers []string          // node ids with a gather, the creator's first
-	gpos    map[string]int    // node id -> its gather's position
-	done    map[string]bool   // node id -> its gather finished
-	roots   int               // chain roots started
-	sent    map[int]bool      // positions whose task was sent
-	gnode   map[int]string    // gather position -> node id
-	kid     map[int]*srcChild // chain position -> what it reads (nil for a leaf)
-}
-
-type srcChild struct {
-	node *messages.NodeRef
-	id   string
+	started map[int]bool    // positions that reported their output exists
+	gathers []string        // node ids with a gather, the creator's first
+	gpos    map[string]int  // node id -> its gather's position
+	done    map[string]bool // node id -> its gather finished
+	roots   int             // chain roots started
+	sent    map[int]bool    // positions whose task was sent
+	gnode   map[int]string  // gather position -> node id
+	fp      uint64          // the target's fingerprint, from the creator's gather
 }
 
 func newSliced(n int, cut []plan.Slice) *sliced {
 	return &sliced{n: n, slices: cut, started: map[int]bool{}, gpos: map[string]int{}, done: map[string]bool{},
-		sent: map[int]bool{}, gnode: map[int]string{}, kid: map[int]*srcChild{}}
+		sent: map[int]bool{}, gnode: map[int]string{}}
 }
 
 // member is the participant (index into the request's sources) at chain
@@ -170,14 +169,11 @@ func (r *Reduction) slicedStarted(m *messages.ReduceTaskStarted) effects {
 		r.slicedSend(p+1, &fx)
 	case p < s.n*s.n:
 		// Every gather reads every chain's root: they start once all
-		// roots' outputs exist, the creator's first.
+		// roots' outputs exist.
 		if s.roots++; s.roots == s.n {
-			fx.Tasks = append(fx.Tasks, r.gatherTask(s.gathers[0]))
-		}
-	case s.gnode[p] == s.gathers[0]:
-		// The target is registered: the other copies may publish.
-		for _, n := range s.gathers[1:] {
-			fx.Tasks = append(fx.Tasks, r.gatherTask(n))
+			for _, n := range s.gathers {
+				fx.Tasks = append(fx.Tasks, r.gatherTask(n))
+			}
 		}
 	}
 	return fx
@@ -197,11 +193,21 @@ func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
 		return effects{}
 	}
 	s.done[node] = true
+	if node == s.gathers[0] {
+		s.fp = m.GetFingerprint()
+	}
 	if len(s.done) < len(s.gathers) {
 		return effects{}
 	}
 	r.reply = r.success(r.req.GetSourceIds())
-	return r.maybeFinish()
+	fx := r.maybeFinish()
+	// The creator's copy first: it ends the reservation, and the others
+	// are copies of a known object. One sender, one shard: in order.
+	for i, id := range s.gathers {
+		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: r.nodes[id],
+			State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: s.fp, Creator: i == 0})
+	}
+	return fx
 }
 
 // slicedNodeFailed: before the chains start, the sources on the node are
@@ -223,4 +229,20 @@ func (r *Reduction) slicedNodeFailed(node string) effects {
 	}
 	return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
 		"allreduce: participant %s failed during a sliced AllReduce; its sources' slices are lost (the target id is free: retry)", node))
+}
+
+// slicedCopies are the nodes whose gather may hold a copy of the target
+// that the directory does not know (only the creator's is registered
+// before the end), which a failed AllReduce must drop itself: a gather
+// worker keeps a complete copy when its coordinator stops, as the root
+// keeps the target, because that stop overtakes the release that says
+// whether the AllReduce succeeded.
+func (r *Reduction) slicedCopies() []*messages.NodeRef {
+	var out []*messages.NodeRef
+	for _, id := range r.sliced.gathers {
+		if r.sliced.sent[r.sliced.gpos[id]] {
+			out = append(out, r.nodes[id])
+		}
+	}
+	return out
 }

@@ -2996,8 +2996,9 @@ type ReduceTask struct {
 	// gather: the position has no source and reduces nothing; it copies
 	// each child (a reduced slice, on the node that reduced it) to the
 	// child's offset in output_id, the target (the all-gather of a sliced
-	// AllReduce). With root it registers the target as its creator; without,
-	// it publishes its copy once complete.
+	// AllReduce). With root it creates the target in the directory (as a
+	// partial copy); the coordinator publishes the complete copies when
+	// every gather is done, so a failed AllReduce leaves no target.
 	Gather        bool `protobuf:"varint,14,opt,name=gather,proto3" json:"gather,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3209,11 +3210,14 @@ func (x *ReduceTaskStarted) GetGeneration() int32 {
 
 // ReduceTaskDone: the position's output is complete (or failed).
 type ReduceTaskDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
-	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	Generation    int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId   string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position   int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Error      *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Generation int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	// fingerprint: a gather's, of the target copy it assembled (the
+	// coordinator registers the copies once every gather is done).
+	Fingerprint   uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3272,6 +3276,13 @@ func (x *ReduceTaskDone) GetError() *Error {
 func (x *ReduceTaskDone) GetGeneration() int32 {
 	if x != nil {
 		return x.Generation
+	}
+	return 0
+}
+
+func (x *ReduceTaskDone) GetFingerprint() uint64 {
+	if x != nil {
+		return x.Fingerprint
 	}
 	return 0
 }
@@ -3883,14 +3894,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
-	"generation\"\x8f\x01\n" +
+	"generation\"\xb1\x01\n" +
 	"\x0eReduceTaskDone\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
 	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
-	"generation\"k\n" +
+	"generation\x12 \n" +
+	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\"k\n" +
 	"\x10ReduceInvalidate\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +

@@ -71,6 +71,8 @@ type RunOrder struct {
 type RunEnd struct {
 	Report bool
 	Err    *messages.Error
+	// Fingerprint is a gather's, of the target copy it assembled.
+	Fingerprint uint64
 }
 
 // NewPositionRuns returns the runs of a position whose first task is
@@ -173,7 +175,8 @@ func (p *PositionRuns) RunEnded(run uint64, end RunEnd, dead bool) RunStep {
 		return s // released: nobody listens, nothing follows
 	}
 	if end.Report && !dead {
-		s.Send(p.coordinator, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(), Error: end.Err})
+		s.Send(p.coordinator, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(),
+			Error: end.Err, Fingerprint: end.Fingerprint})
 	}
 	switch p.pending {
 	case pendingRun:

@@ -33,6 +33,11 @@ type reduceWorker struct {
 	runs        *storenode.PositionRuns
 	cancel      context.CancelFunc               // stops the active run
 	out         atomic.Pointer[storenode.Object] // set by the first run once created
+	// dropped is set when the position was released without keeping its
+	// output: a run that creates the output after that (the release
+	// overtook it: a worker released right after it was spawned) drops
+	// it itself, or it would stay in the store for good.
+	dropped atomic.Bool
 }
 
 // runStarted is a run's report that its output exists, or why not.
@@ -182,6 +187,11 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		if old != nil {
 			w.cfg.Store.Abort(old, messages.Errorf(messages.ErrorCode_RESET, "reduce %s position %d: generation %d replaced this output", t.GetReduceId(), pos, gen))
 		}
+		if w.dropped.Load() {
+			w.dropOutput(out, t.GetReduceId())
+			started(stopped(ctx, messages.Errorf(messages.ErrorCode_CANCELED, "released")))
+			return storenode.RunEnd{}
+		}
 	}
 	started(nil)
 	for restarts := 0; ; restarts++ {
@@ -203,14 +213,15 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			}
 		}
 		var err error
+		var fp uint64
 		if t.GetGather() {
-			err = w.gather(ctx, system, t, out, wr)
+			fp, err = w.gather(ctx, t, out, wr)
 		} else {
 			err = w.reduce(ctx, system, t, out, wr)
 		}
 		switch {
 		case err == nil:
-			return storenode.RunEnd{Report: true}
+			return storenode.RunEnd{Report: true, Fingerprint: fp}
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
 			// this report), released (nobody listens), or stopped with its
@@ -270,7 +281,6 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	if !t.GetRoot() {
 		return out, nil
 	}
-	out.SetProducer(t.GetReduceId())
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	refused := false
@@ -441,15 +451,28 @@ func (w *reduceWorker) targetComplete() bool {
 // forgets its locations then too).
 func (w *reduceWorker) release(keep bool) {
 	if keep {
+		if t := w.runs.Task(); t.GetGather() && !t.GetRoot() {
+			// A participant's copy of the target, published by the
+			// coordinator: from now on an ordinary, evictable copy.
+			if o := w.out.Load(); o != nil {
+				w.cfg.Store.Unpin(o)
+			}
+		}
 		return
 	}
-	o := w.out.Load()
-	if o == nil {
-		return
+	// Set before the load: a run that stores its output after this load
+	// sees the flag (both are sequentially consistent atomics).
+	w.dropped.Store(true)
+	if o := w.out.Load(); o != nil {
+		w.dropOutput(o, w.runs.Task().GetReduceId())
 	}
-	// Abort drops the object only while it is still the store's copy of
-	// that id, so a later object of the same id is never touched.
-	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", w.runs.Task().GetReduceId()))
+}
+
+// dropOutput frees a released position's output. Abort drops the object
+// only while it is still the store's copy of that id, so a later object
+// of the same id is never touched (and dropping twice is harmless).
+func (w *reduceWorker) dropOutput(o *storenode.Object, reduceID string) {
+	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", reduceID))
 }
 
 // keepsTarget reports whether the position's output is (a copy of) the
@@ -462,19 +485,21 @@ func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGathe
 // peer's), and lands at its offset in the target's buffer, in place. The
 // slices are fetched at once, one goroutine each: each peer sends its
 // slice to every participant, so every uplink and downlink carries
-// (N-1)/N of the object, as in a ring's all-gather. The target is
-// published whole, so a Get never streams a copy with holes in it. The
-// root's gather created the target in the directory (createOutput);
-// the others publish their copies as ordinary complete copies (that is
-// why the coordinator sends their tasks only once the root's started).
-func (w *reduceWorker) gather(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) error {
+// (N-1)/N of the object, as in a ring's all-gather. The bytes become
+// readable all at once, so a Get never streams a copy with holes in it.
+// The root's gather created the target in the directory, as a partial
+// copy (createOutput); no gather publishes its complete copy: the
+// coordinator does, for all of them, once every gather is done, so an
+// AllReduce that fails leaves nothing its release of the target misses.
+// It returns the copy's fingerprint for that.
+func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (uint64, error) {
 	size := t.GetSize()
 	buf, err := wr.Tail()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if int64(len(buf)) != size {
-		return messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
+		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
 	}
 	kids := t.GetChildren()
 	ends := make([]int64, len(kids))
@@ -484,7 +509,7 @@ func (w *reduceWorker) gather(ctx context.Context, system *actor.ActorSystem, t 
 			ends[i] = kids[i+1].GetOffset()
 		}
 		if c.GetOffset() < 0 || c.GetOffset() > ends[i] {
-			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "gather into %q: slice %d at [%d, %d)", t.GetOutputId(), i, c.GetOffset(), ends[i])
+			return 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "gather into %q: slice %d at [%d, %d)", t.GetOutputId(), i, c.GetOffset(), ends[i])
 		}
 	}
 	gctx, cancel := context.WithCancel(ctx)
@@ -507,27 +532,19 @@ func (w *reduceWorker) gather(ctx context.Context, system *actor.ActorSystem, t 
 		}
 	}
 	if first != nil {
-		return first
+		return 0, first
 	}
 	if ctx.Err() != nil {
-		return messages.AsError(ctx.Err())
-	}
-	if err := wr.Advance(int(size)); err != nil {
-		return err
+		return 0, messages.AsError(ctx.Err())
 	}
 	var fp storenode.Fingerprinter
 	fp.Write(buf)
-	if err := w.cfg.Store.Complete(out); err != nil {
-		return err
+	if err := wr.Advance(int(size)); err != nil {
+		return 0, err
 	}
-	if !t.GetRoot() {
-		// An ordinary copy, evictable like any fetched one; the root's
-		// gather holds the creator's copy.
-		w.cfg.Store.Unpin(out)
-	}
-	system.Root.Send(w.cfg.ShardFor(t.GetTargetId()), &messages.PublishLocation{ObjectId: t.GetTargetId(), Node: w.cfg.Self,
-		State: messages.LocationState_COMPLETE, Size: size, Fingerprint: fp.Sum(), Creator: t.GetRoot()})
-	return nil
+	// Pinned (as the Store creates it) until the release: an eviction
+	// would unpublish a copy the coordinator has yet to publish.
+	return fp.Sum(), w.cfg.Store.Complete(out)
 }
 
 // gatherOne copies one reduced slice into dst.
