@@ -429,8 +429,9 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 }
 
 // planExtra is what a reduce sample records of its plan: the degree, the
-// L and B it was chosen from, and chain_leaf 1 if the tree had the
-// chain-leaf shape (its degree is its binary top's).
+// L and B it was chosen from, chain_leaf 1 if the tree had the
+// chain-leaf shape (its degree is its binary top's), and sliced 1 for an
+// AllReduce that reduce-scattered and all-gathered.
 func planExtra(p *messages.ReducePlan) map[string]float64 {
 	x := map[string]float64{"degree": float64(p.GetDegree())}
 	// What the cost model chose from: the coordinator's L and B.
@@ -442,6 +443,9 @@ func planExtra(p *messages.ReducePlan) map[string]float64 {
 	}
 	if p.GetShape() == coordinator.ShapeChainLeaf {
 		x["chain_leaf"] = 1
+	}
+	if p.GetShape() == coordinator.ShapeSliced {
+		x["sliced"] = 1
 	}
 	return x
 }

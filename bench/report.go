@@ -170,6 +170,8 @@ func (r *Report) WriteTable(w io.Writer) {
 				note = "chain-leaf: one chain (S/(B·L) >= N)"
 			case res.Extra["chain_leaf"] == 1:
 				note = "chain-leaf: binary top, chains below"
+			case res.Extra["sliced"] == 1:
+				note = "sliced: reduce-scatter, all-gather"
 			}
 		}
 		if a, ok := res.Extra["algorithm"]; ok {

@@ -57,7 +57,7 @@ func TestScenariosInProcess(t *testing.T) {
 		{"broadcast", 4, []string{SysOurs, SysNaive}},
 		{"gather", 3, []string{SysOurs, SysNaive}},
 		{"reduce", 4, []string{SysOurs, SysNaive}},
-		{"allreduce", 3, []string{SysOurs, SysNaive}},
+		{"allreduce", 3, []string{SysOurs, SysReduceBcast, SysNaive}},
 		{"async", 3, []string{SysOurs, SysNaive}},
 		{"degree", 3, []string{SysOurs, "d=1", "d=2", "d=3", SysChainLeaf, SysNaive}},
 		{"failure", 4, []string{SysOurs, SysOursFailure}},

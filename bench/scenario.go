@@ -63,17 +63,25 @@ const DegreeChainLeaf = -2
 // SysChainLeaf is the column of DegreeChainLeaf.
 const SysChainLeaf = "chain-leaf"
 
+// SysReduceBcast is ours with AllReduces forced to reduce, then
+// broadcast (Config.AllReduceShape d-ary): the allreduce scenario's
+// comparison with the sliced shape the cost model usually picks.
+const SysReduceBcast = "reduce-bcast"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
 	naive  bool   // Config.Naive / hoplite node -naive
 	degree int    // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
 	shape  string // Config.ReduceShape / hoplite node -reduce-shape ("": d-ary)
-	kill   bool   // the failure variant: a participant is killed at 50 %
-	tls    bool   // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor  bool   // SysActorRTT: bare round trips instead of the operation
-	peer   string
-	alg    string // the peer's --algorithm (mpi, gloo)
+	// arShape is Config.AllReduceShape / hoplite node -allreduce-shape
+	// ("": the cost model's).
+	arShape string
+	kill    bool // the failure variant: a participant is killed at 50 %
+	tls     bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor   bool // SysActorRTT: bare round trips instead of the operation
+	peer    string
+	alg     string // the peer's --algorithm (mpi, gloo)
 }
 
 func (s system) ours() bool { return s.peer == "" }
@@ -145,6 +153,8 @@ func (o *Options) systems() []system {
 	switch o.Scenario {
 	case "failure":
 		return append(out, system{name: SysOursFailure, kill: true})
+	case "allreduce":
+		out = append(out, system{name: SysReduceBcast, arShape: coordinator.ShapeDAry})
 	}
 	degrees := o.Degrees
 	if degrees == nil && o.Scenario == "degree" {

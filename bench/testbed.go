@@ -304,6 +304,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.shape != "" {
 		args = append(args, "-reduce-shape", s.shape)
 	}
+	if s.arShape != "" {
+		args = append(args, "-allreduce-shape", s.arShape)
+	}
 	if s.tls {
 		args = append(args, "-tls-cert", t.certs.Cert, "-tls-key", t.certs.Key, "-tls-ca", t.certs.CA)
 	}

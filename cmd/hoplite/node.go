@@ -31,12 +31,15 @@ tell each other the seeds they know). etcd (for hosts that come and go):
 SIGTERM or SIGINT leaves the cluster gracefully.
 
 Benchmarks compare systems by starting every member of a cluster with the
-same -naive, -reduce-degree and -reduce-shape: -naive is the baseline
-without collectives, -reduce-degree N forces the reduce tree degree (the
-degree ablation; 0 lets the cost model choose) and -reduce-shape picks
-d-ary (default) or chain-leaf trees. -naive applies to this member's own
-Gets and Reduces, the other two to the Reduces coordinated here (those
-whose target's directory shard this member hosts): mixed values mix plans.
+same -naive, -reduce-degree, -reduce-shape and -allreduce-shape: -naive
+is the baseline without collectives, -reduce-degree N forces the reduce
+tree degree (the degree ablation; 0 lets the cost model choose),
+-reduce-shape picks d-ary (default) or chain-leaf trees and
+-allreduce-shape forces AllReduces to be sliced (reduce-scatter,
+all-gather) or d-ary (reduce, then broadcast) instead of letting the cost
+model choose. -naive applies to this member's own Gets and Reduces, the
+others to the Reduces coordinated here (those whose target's directory
+shard this member hosts): mixed values mix plans.
 
 flags:
 `
@@ -48,7 +51,7 @@ type nodeFlags struct {
 	capacity, chunk                                            string
 	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
 	healthMisses                                               int
-	logFormat, logLevel, reduceShape                           string
+	logFormat, logLevel, reduceShape, allReduceShape           string
 	tlsCert, tlsKey, tlsCA                                     string
 	protocolVersion                                            uint
 	naive, benchAgent, pprof                                   bool
@@ -76,6 +79,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.naive, "naive", false, "benchmarks: the naive baseline (every Get from the creator, every Reduce gathered at the caller)")
 	fs.IntVar(&f.reduceDegree, "reduce-degree", 0, "benchmarks: force the reduce tree degree N >= 1 (0: chosen by the cost model)")
 	fs.StringVar(&f.reduceShape, "reduce-shape", "", "benchmarks: reduce tree shape, d-ary or chain-leaf (default d-ary)")
+	fs.StringVar(&f.allReduceShape, "allreduce-shape", "", "benchmarks: force the AllReduce shape, sliced or d-ary (default: the cost model's choice)")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
@@ -124,7 +128,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
-		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape,
+		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
 		Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	if d := f.chunkDelay; d > 0 {

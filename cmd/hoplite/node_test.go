@@ -16,6 +16,7 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		naive         bool
 		degree        int
 		shape         string
+		arShape       string
 		benchAgentSet bool
 	}{
 		{args: nil},
@@ -23,6 +24,8 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		{args: []string{"-reduce-degree", "2"}, degree: 2},
 		{args: []string{"-reduce-degree", "3", "-reduce-shape", "d-ary"}, degree: 3, shape: "d-ary"},
 		{args: []string{"-reduce-shape", "chain-leaf", "-bench-agent"}, shape: "chain-leaf", benchAgentSet: true},
+		{args: []string{"-allreduce-shape", "sliced"}, arShape: "sliced"},
+		{args: []string{"-allreduce-shape", "d-ary"}, arShape: "d-ary"},
 	} {
 		fs := flag.NewFlagSet("node", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -35,8 +38,8 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		if cfg.Naive != c.naive || cfg.ReduceDegree != c.degree || cfg.ReduceShape != c.shape || f.benchAgent != c.benchAgentSet {
-			t.Errorf("%q: naive %v degree %d shape %q bench agent %v", c.args, cfg.Naive, cfg.ReduceDegree, cfg.ReduceShape, f.benchAgent)
+		if cfg.Naive != c.naive || cfg.ReduceDegree != c.degree || cfg.ReduceShape != c.shape || cfg.AllReduceShape != c.arShape || f.benchAgent != c.benchAgentSet {
+			t.Errorf("%q: naive %v degree %d shape %q allreduce shape %q bench agent %v", c.args, cfg.Naive, cfg.ReduceDegree, cfg.ReduceShape, cfg.AllReduceShape, f.benchAgent)
 		}
 	}
 }
@@ -50,6 +53,7 @@ func TestNodeRejectsBadReduceFlags(t *testing.T) {
 	}{
 		{[]string{"-reduce-degree", "-2"}, "reduce degree -2"},
 		{[]string{"-reduce-shape", "star"}, `unknown reduce shape "star"`},
+		{[]string{"-allreduce-shape", "ring"}, `unknown allreduce shape "ring"`},
 		{[]string{"-reduce-degree", "two"}, `invalid value "two" for flag -reduce-degree`},
 	} {
 		code, stdout, stderr := hoplite(t, append([]string{"node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000"}, c.args...)...)
@@ -64,7 +68,7 @@ func TestNodeUsageListsTheBenchFlags(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	for _, want := range []string{"-naive", "-reduce-degree", "-reduce-shape", "d-ary or chain-leaf", "-bench-agent"} {
+	for _, want := range []string{"-naive", "-reduce-degree", "-reduce-shape", "d-ary or chain-leaf", "-allreduce-shape", "-bench-agent"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("usage has no %q:\n%s", want, stderr)
 		}
