@@ -150,6 +150,38 @@ func TestSlicedAllReduceExact(t *testing.T) {
 	}
 }
 
+// TestSlicedAllReduceSharedNode: sources that share a node are separate
+// participants (a chain link each, a slice each to root), and the node
+// gets one copy of the target.
+func TestSlicedAllReduceSharedNode(t *testing.T) {
+	l := start(t, Config{Nodes: 3, AllReduceShape: coordinator.ShapeSliced})
+	ctx := deadline(t, 60*time.Second)
+	rng := rand.New(rand.NewPCG(16, 1))
+	var ids []string
+	var data [][]byte
+	for i, node := range []int{0, 0, 1, 2, 1} {
+		id := fmt.Sprintf("shared-%d", i)
+		b := rdData(rng, messages.ReduceOp_SUM, messages.DType_FLOAT64, 20011)
+		rdPut(t, ctx, l, node, id, b)
+		ids, data = append(ids, id), append(data, b)
+	}
+	r, err := l.Client(2).AllReduce(ctx, "shared-all", ids, len(ids), messages.ReduceOp_SUM, messages.DType_FLOAT64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GetPlan().GetShape() != coordinator.ShapeSliced || r.GetPlan().GetSlices() != 5 {
+		t.Fatalf("plan %v", r.GetPlan())
+	}
+	want := slicedRef(messages.ReduceOp_SUM, messages.DType_FLOAT64, data)
+	for i := range 3 {
+		got, err := l.Client(i).Get(ctx, "shared-all")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("node %d: err %v, equal %v", i, err, bytes.Equal(got, want))
+		}
+	}
+	rdNoIntermediates(t, l)
+}
+
 func firstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
