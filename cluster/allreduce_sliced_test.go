@@ -192,16 +192,18 @@ func firstDiff(a, b []byte) int {
 }
 
 // TestSlicedAllReduceParticipantKilled kills a participant in the middle
-// of a sliced AllReduce: once its chains run (the first chain position
-// started) and once the all-gather began (the creator's gather started,
-// the others' not sent yet). The chains need every source and have no
-// repair, so the AllReduce must fail at once with UNAVAILABLE, long
-// before its deadline (a TIMEOUT would be the hang this guards against),
-// leave nothing behind (no copy of the target, no intermediate), and a
-// retry of the same target over the surviving sources must succeed with
-// their exact result.
+// of a sliced AllReduce: once its chains run (a chain position's output
+// exists), once the all-gather runs (a gather's output exists), and once
+// a participant's copy is complete (a gather finished) but not all are.
+// The coordinator is held at that report until the kill is delivered;
+// the failure notice, a system message, is handled right after it. The
+// chains need every source and have no repair, so the AllReduce must
+// fail at once with UNAVAILABLE, long before its deadline (a TIMEOUT
+// would be the hang this guards against), leave nothing behind (no copy
+// of the target, no intermediate), and a retry of the same target over
+// the surviving sources must succeed with their exact result.
 func TestSlicedAllReduceParticipantKilled(t *testing.T) {
-	for _, phase := range []string{"reduce-scatter", "all-gather"} {
+	for _, phase := range []string{"reduce-scatter", "all-gather", "gathered"} {
 		t.Run(phase, func(t *testing.T) {
 			const nodes, victim = 6, 3
 			target := idOnNode("sliced-kill", 0, nodes, nodes) // the coordinator runs on node 0, the caller
@@ -209,8 +211,14 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 			var once sync.Once
 			cfg := Config{Nodes: nodes, AllReduceShape: coordinator.ShapeSliced, ChunkSize: 16 << 10, Log: faultLog()}
 			cfg.CoordinatorHook = func(_ string, msg any) {
-				m, ok := msg.(*messages.ReduceTaskStarted)
-				if !ok || (phase == "reduce-scatter") != (m.GetPosition() < nodes*nodes) {
+				var hold bool
+				switch m := msg.(type) {
+				case *messages.ReduceTaskStarted:
+					hold = phase == "reduce-scatter" && m.GetPosition() < nodes*nodes || phase == "all-gather" && m.GetPosition() >= nodes*nodes
+				case *messages.ReduceTaskDone:
+					hold = phase == "gathered" && m.GetPosition() >= nodes*nodes
+				}
+				if !hold {
 					return
 				}
 				// Hold the coordinator until the victim is dead.

@@ -47,7 +47,6 @@ type sliced struct {
 	gathers []string        // node ids with a gather, the creator's first
 	gpos    map[string]int  // node id -> its gather's position
 	done    map[string]bool // node id -> its gather finished
-	roots   int             // chain roots started
 	sent    map[int]bool    // positions whose task was sent
 	gnode   map[int]string  // gather position -> node id
 	fp      uint64          // the target's fingerprint, from the creator's gather
@@ -109,15 +108,21 @@ func (r *Reduction) slicedArrived() effects {
 		s.gnode[s.n*s.n+g] = n.GetNodeId()
 		r.nodes[n.GetNodeId()] = n
 	}
+	// Every task at once: a reader of an intermediate that does not exist
+	// yet waits for it on its node (see storenode.Store.OpenObject), so no
+	// link waits for its predecessor's report and no gather for the
+	// roots'. Every output is generation 1's: there are no repairs.
 	var fx effects
-	for k := 0; k < s.n; k++ {
-		r.slicedSend(k*s.n, &fx)
+	for p := 0; p < s.n*s.n; p++ {
+		r.slicedSend(p, &fx)
+	}
+	for _, n := range s.gathers {
+		fx.Tasks = append(fx.Tasks, r.gatherTask(n))
 	}
 	return fx
 }
 
-// slicedSend sends chain position p its task: a leaf at once, a link
-// once its predecessor's output exists.
+// slicedSend sends chain position p its task.
 func (r *Reduction) slicedSend(p int, fx *effects) {
 	s := r.sliced
 	k, c := p/s.n, p%s.n
@@ -163,20 +168,7 @@ func (r *Reduction) slicedStarted(m *messages.ReduceTaskStarted) effects {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
 	}
 	s.started[p] = true
-	var fx effects
-	switch {
-	case p < s.n*s.n && p%s.n < s.n-1:
-		r.slicedSend(p+1, &fx)
-	case p < s.n*s.n:
-		// Every gather reads every chain's root: they start once all
-		// roots' outputs exist.
-		if s.roots++; s.roots == s.n {
-			for _, n := range s.gathers {
-				fx.Tasks = append(fx.Tasks, r.gatherTask(n))
-			}
-		}
-	}
-	return fx
+	return effects{}
 }
 
 func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {

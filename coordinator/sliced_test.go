@@ -60,8 +60,8 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 }
 
 // TestSlicedTasks drives a sliced AllReduce of 3 sources by hand: the
-// rotated chains, their slices, the gathers once every root started, and
-// the publications, creator first, before the answer.
+// rotated chains, their slices, the gathers, and the publications,
+// creator first, before the answer.
 func TestSlicedTasks(t *testing.T) {
 	const n = 3
 	size := int64(3*(1<<15)+1) * 8 // int64: 98305 elements, the first slice one longer
@@ -73,35 +73,32 @@ func TestSlicedTasks(t *testing.T) {
 	for i := 0; i < n; i++ {
 		tasks = append(tasks, r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0).Tasks()...)
 	}
-	// The leaves: slice k's chain starts at participant k+1.
-	if len(tasks) != n {
-		t.Fatalf("%d tasks after every arrival, want the %d leaves", len(tasks), n)
+	// Every task goes out once every source is there: n chains of n,
+	// then the gathers. Slice k's chain starts at participant k+1 and
+	// ends (its root) at participant k; each link reads its predecessor.
+	if len(tasks) != n*n+n {
+		t.Fatalf("%d tasks after every arrival, want %d", len(tasks), n*n+n)
 	}
-	for k, tk := range tasks {
+	for p, tk := range tasks[:n*n] {
 		task := tk.Task
-		if int(task.GetPosition()) != k*n || tk.Node.GetNodeId() != fmt.Sprintf("n%d", (k+1)%n) || !task.GetSliced() ||
-			task.GetSourceOffset() != cut[k].Off || task.GetSize() != cut[k].Len || len(task.GetChildren()) != 0 || task.GetRoot() {
-			t.Fatalf("leaf of slice %d: %v on %s", k, task, tk.Node.GetNodeId())
+		k, c := p/n, p%n
+		if int(task.GetPosition()) != p || tk.Node.GetNodeId() != fmt.Sprintf("n%d", (k+1+c)%n) || !task.GetSliced() ||
+			task.GetSourceId() != fmt.Sprintf("s%d", (k+1+c)%n) || task.GetSourceOffset() != cut[k].Off || task.GetSize() != cut[k].Len ||
+			task.GetRoot() || task.GetOutputId() != InternalID(testReduceID, p, 1) {
+			t.Fatalf("chain position %d: %v on %s", p, task, tk.Node.GetNodeId())
+		}
+		switch kids := task.GetChildren(); {
+		case c == 0 && len(kids) != 0:
+			t.Fatalf("leaf %d reads %v", p, kids)
+		case c > 0 && (len(kids) != 1 || kids[0].GetObjectId() != InternalID(testReduceID, p-1, 1) || kids[0].GetNode().GetNodeId() != fmt.Sprintf("n%d", (k+c)%n)):
+			t.Fatalf("link %d reads %v", p, kids)
 		}
 	}
-	// Each link starts once its predecessor's output exists; the roots
-	// are participants 0, 1, 2 for slices 0, 1, 2.
-	var gathers []Task
-	for c := 0; c < n; c++ {
-		for k := 0; k < n; k++ {
-			fx := r.Started(started(k*n+c), t0)
-			if c < n-1 {
-				next := fx.Tasks()
-				if len(next) != 1 || int(next[0].Task.GetPosition()) != k*n+c+1 || next[0].Node.GetNodeId() != fmt.Sprintf("n%d", (k+2+c)%n) ||
-					next[0].Task.GetChildren()[0].GetObjectId() != InternalID(testReduceID, k*n+c, 1) {
-					t.Fatalf("after p%d started: %v", k*n+c, next)
-				}
-				continue
-			}
-			gathers = append(gathers, fx.Tasks()...)
-			if k < n-1 && len(fx.Tasks()) > 0 {
-				t.Fatalf("gathers sent before every root started")
-			}
+	gathers := tasks[n*n:]
+	// A started report changes nothing; a failed one fails the AllReduce.
+	for _, tk := range tasks {
+		if fx := r.Started(started(int(tk.Task.GetPosition())), t0); len(fx.Sends) != 0 {
+			t.Fatalf("p%d started: %v", tk.Task.GetPosition(), fx.Sends)
 		}
 	}
 	if len(gathers) != n || gathers[0].Node.GetNodeId() != "n2" || !gathers[0].Task.GetRoot() {

@@ -72,24 +72,6 @@ func (c *Config) streamChunk(size int64) int {
 	return plan.ChunkForObject(B, size)
 }
 
-// sliceChunk is streamChunk for the streams of a sliced AllReduce, whose
-// objects are slices of S/N bytes: before anything is measured it still
-// keeps plan.MinChunksPerObject chunks in a slice, because every link of
-// a chain waits for one chunk (1 MiB chunks would make the fill of an
-// 8-node chain over 4 MiB slices 7 MiB at every link's speed). Only the
-// unmeasured 1 MiB of a whole object's fetch is kept for its own sake:
-// one chunk is what lets that fetch measure B.
-func (c *Config) sliceChunk(size int64) int {
-	if !c.adaptChunk {
-		return c.ChunkSize
-	}
-	B := 0.0
-	if _, b, _, n := c.Estimator.Estimate(); n > 0 {
-		B = b
-	}
-	return plan.ChunkForObject(B, size)
-}
-
 // Hooks are called at points where tests and fault injection need to act.
 // They run on the copying goroutine: a hook that blocks stalls that copy.
 type Hooks struct {

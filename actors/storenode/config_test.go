@@ -37,24 +37,3 @@ func TestStreamChunkAdaptsOnlyWhenNotFixed(t *testing.T) {
 		t.Fatalf("no estimator: %d, want 1 MiB", got)
 	}
 }
-
-// The streams of a sliced AllReduce keep 16 chunks to a slice even
-// before anything is measured: each link of a chain waits for a chunk.
-func TestSliceChunk(t *testing.T) {
-	est := netmodel.NewEstimator(time.Millisecond, 1e9)
-	auto := (&Config{Estimator: est}).withDefaults()
-	if got := auto.sliceChunk(4 << 20); got != 256<<10 {
-		t.Fatalf("a 4 MiB slice before any measurement: %d, want 256 KiB", got)
-	}
-	est.ObserveTransfer(50e6, time.Second) // 400 Mbit/s
-	if got := auto.sliceChunk(4 << 20); got != 256<<10 {
-		t.Fatalf("a 4 MiB slice at 400 Mbit/s: %d, want 256 KiB", got)
-	}
-	if got := auto.sliceChunk(512 << 10); got != 64<<10 {
-		t.Fatalf("a 512 KiB slice at 400 Mbit/s: %d, want 64 KiB", got)
-	}
-	fixed := (&Config{Estimator: est, ChunkSize: 32 << 10}).withDefaults()
-	if got := fixed.sliceChunk(4 << 20); got != 32<<10 {
-		t.Fatalf("fixed 32 KiB: %d", got)
-	}
-}

@@ -327,9 +327,6 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		}
 	}
 	chunk := w.cfg.streamChunk(t.GetSize()) // one size for all of this task's streams
-	if t.GetSliced() {
-		chunk = w.cfg.sliceChunk(t.GetSize())
-	}
 	own := storenode.NewLocalStream(r, chunk)
 	defer own.Close()
 	if own.Size() != t.GetSize() {
@@ -517,7 +514,7 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chunk := w.cfg.sliceChunk(size / int64(max(len(kids), 1)))
+	chunk := w.cfg.streamChunk(size / int64(max(len(kids), 1)))
 	errs := make(chan error, len(kids))
 	for i, c := range kids {
 		go func() {

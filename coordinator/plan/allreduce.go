@@ -47,9 +47,9 @@ func Slices(size int64, n, width int) []Slice {
 //
 // where c is the chunk a slice moves in (ChunkForObject of S/n, at most
 // the slice): a chain of n positions fills its pipeline one chunk per
-// hop. The chains are started one position after another, n control
-// round trips, and the gathers take two more (the creator's, then the
-// others'). B <= 0 or NaN prices every byte as forever, as Cost does.
+// hop. Latency is charged as T(1) charges a chain, one L a link (n), plus
+// one for the gathers' fetches and one for publishing the copies at the
+// end. B <= 0 or NaN prices every byte as forever, as Cost does.
 func SlicedCost(n int, L time.Duration, B float64, S int64) time.Duration {
 	n = max(n, 1)
 	S = max(S, 0)
