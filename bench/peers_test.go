@@ -34,14 +34,15 @@ func TestPeerOp(t *testing.T) {
 }
 
 // --peers gloo adds two columns, like mpi: Gloo's default algorithm and
-// the best of all its algorithms for the op.
+// the best of all its algorithms for the op (after ours and, for an
+// allreduce, ours reduced then broadcast).
 func TestGlooSystems(t *testing.T) {
 	o := &Options{Scenario: "allreduce", Nodes: 3, Peers: []string{"mpi", "gloo"}}
 	var got []string
 	for _, s := range o.systems() {
 		got = append(got, s.name+"/"+s.peer+"/"+s.alg)
 	}
-	want := []string{SysOurs + "//", "mpi-default/mpi/default", "mpi-best/mpi/best", "gloo-default/gloo/default", "gloo-best/gloo/best"}
+	want := []string{SysOurs + "//", SysReduceBcast + "//", "mpi-default/mpi/default", "mpi-best/mpi/best", "gloo-default/gloo/default", "gloo-best/gloo/best"}
 	if !slices.Equal(got, want) {
 		t.Errorf("systems %v, want %v", got, want)
 	}
