@@ -22,10 +22,12 @@ const ShapeSliced = "sliced"
 // chain, the root of one, and a middle link of the others, and sends and
 // receives (n-1)/n of the object, as in a ring. Each chain position
 // reduces its source's slice in place (ReduceTask.sliced) with its
-// predecessor's output into an internal object. Then every participant's
-// gather position copies the n reduced slices into its copy of the
-// target (ReduceTask.gather); the creator's gather creates the target in
-// the directory, reserved for this Reduce, as a partial copy. Once every
+// predecessor's output into an internal object. Every participant's
+// gather position, sent with the chains, copies the n reduced slices into
+// its copy of the target as the roots produce them (ReduceTask.gather),
+// so the all-gather overlaps the reduce-scatter; the creator's gather
+// creates the target in the directory, reserved for this Reduce, as a
+// partial copy. Once every
 // gather is done the coordinator publishes the complete copies (the
 // creator's first, which ends the reservation) and answers: until then
 // the reservation stands, so a failed AllReduce's release of the target
