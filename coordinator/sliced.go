@@ -27,11 +27,10 @@ const ShapeSliced = "sliced"
 // its copy of the target as the roots produce them (ReduceTask.gather),
 // so the all-gather overlaps the reduce-scatter; the creator's gather
 // creates the target in the directory, reserved for this Reduce, as a
-// partial copy. Once every
-// gather is done the coordinator publishes the complete copies (the
-// creator's first, which ends the reservation) and answers: until then
-// the reservation stands, so a failed AllReduce's release of the target
-// drops every copy.
+// partial copy. Once every gather is done the coordinator publishes the
+// complete copies (the creator's first, which ends the reservation) and
+// answers: until then the reservation stands, so a failed AllReduce's
+// release of the target drops every copy.
 //
 // The order of a float SUM or PROD differs from a tree's: element j of
 // slice k is s[k] op (s[k-1] op (... op s[k+1])), the sources indexed by
