@@ -278,9 +278,16 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	for _, id := range evicted {
 		system.Root.Send(w.cfg.ShardFor(id), &messages.UnpublishLocation{ObjectId: id, Node: w.cfg.Self})
 	}
+	if t.GetGather() {
+		// A copy of the target too, partial until the gather ends: a
+		// shard rebuilt meanwhile drops it rather than record a copy
+		// nobody finishes (see storenode.Object.Publication).
+		out.SetProducer(t.GetReduceId())
+	}
 	if !t.GetRoot() {
 		return out, nil
 	}
+	out.SetProducer(t.GetReduceId())
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	refused := false
