@@ -25,6 +25,7 @@ import (
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/barrier/replica"
+	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -176,6 +177,11 @@ type chaosPlan struct {
 	reduces      []chaosReduce
 	barrier      *chaosBarrier // or nil
 	steps        []chaosStep   // sorted by at
+	// allReduceShape is Config.AllReduceShape: in half the plans every
+	// AllReduce of all its sources is sliced (the cost model picks
+	// reduce-then-broadcast for objects this small on fast links), and
+	// every AllReduce of two sources or more reduces all of them.
+	allReduceShape string
 }
 
 func chaosOpName(op messages.ReduceOp) string { return messages.ReduceOp_name[int32(op)] }
@@ -224,7 +230,7 @@ func (p *chaosPlan) describe(s chaosStep) string {
 
 func (p *chaosPlan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d nodes, chunk %d, stall timeout %v\n", p.seed, p.nodes, p.chunk, p.stallTimeout)
+	fmt.Fprintf(&b, "seed %d: %d nodes, chunk %d, stall timeout %v, allreduce shape %q\n", p.seed, p.nodes, p.chunk, p.stallTimeout, p.allReduceShape)
 	for _, s := range p.steps {
 		b.WriteString("  " + p.describe(s) + "\n")
 	}
@@ -365,6 +371,15 @@ func chaosGenerate(seed uint64) *chaosPlan {
 		}
 		if rb.IntN(2) == 0 {
 			steps = append(steps, chaosStep{kind: stepCrashBarrier, rank: rb.IntN(3), at: time.Duration(rb.Int64N(int64(window)))})
+		}
+	}
+	// Its own generator too: the schedules stay what they were.
+	if rand.New(rand.NewPCG(seed, 0x511ced)).IntN(2) == 0 {
+		p.allReduceShape = coordinator.ShapeSliced
+		for i, red := range p.reduces {
+			if red.all && len(red.sources) >= 2 {
+				p.reduces[i].num = len(red.sources)
+			}
 		}
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
@@ -1164,7 +1179,8 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 		putErr: map[int]error{}, killed: map[int]bool{}, redRep: map[int]*messages.ReduceReply{}, redErr: map[int]error{},
 		putEnd: map[int]time.Time{}, stalled: map[int]chaosStalled{},
 		barReady: make(chan struct{}), enterErr: map[int]error{}, enterRun: map[int][2]time.Time{}}
-	cfg := Config{Nodes: p.nodes, ChunkSize: p.chunk, StallTimeout: p.stallTimeout, DefaultTimeout: 5 * time.Second, Log: log}
+	cfg := Config{Nodes: p.nodes, ChunkSize: p.chunk, StallTimeout: p.stallTimeout, DefaultTimeout: 5 * time.Second, Log: log,
+		AllReduceShape: p.allReduceShape}
 	cfg.Hooks.BeforeFetchChunk = c.stallHook
 	cfg.Hooks.BeforeReceive = chaosCrashHook
 	cfg.ShardHook = chaosCrashHook
