@@ -1,0 +1,107 @@
+package storenode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A slice reader reads exactly its range of the object, in place, and
+// refuses a range outside it.
+func TestSliceReader(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(1 << 20)
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	o, _, err := s.Create("src", int64(len(data)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *LocalStream {
+		r, err := s.OpenObject(ctx, "src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr, err := NewSliceReader(r, 300, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewLocalStream(sr, 64)
+	}
+	ls := open()
+	if ls.Size() != 400 {
+		t.Fatalf("size %d, want 400", ls.Size())
+	}
+	var got []byte
+	for {
+		b, err := ls.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 64 {
+			t.Fatalf("chunk of %d bytes, want at most 64", len(b))
+		}
+		got = append(got, b...)
+	}
+	if !bytes.Equal(got, data[300:700]) {
+		t.Fatalf("slice read %d bytes that are not bytes [300, 700) of the object", len(got))
+	}
+	ls.Close()
+	// CopyStream lands the same range in place.
+	dst := make([]byte, 400)
+	ls = open()
+	if err := CopyStream(ctx, ls, dst); err != nil || !bytes.Equal(dst, data[300:700]) {
+		t.Fatalf("CopyStream: %v, equal %v", err, bytes.Equal(dst, data[300:700]))
+	}
+	ls.Close()
+	// A range that does not fit the object is refused.
+	for _, c := range [][2]int64{{900, 101}, {-1, 10}, {0, 1001}} {
+		r, err := s.OpenObject(ctx, "src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewSliceReader(r, c[0], c[1]); !errors.Is(err, messages.ErrInvalidArgument) {
+			t.Errorf("slice [%d, +%d) of 1000 bytes: %v, want INVALID_ARGUMENT", c[0], c[1], err)
+		}
+	}
+}
+
+// CopyStream refuses a stream whose size is not the range's.
+func TestCopyStreamSizeMismatch(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(1 << 20)
+	o, _, err := s.Create("x", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.OpenObject(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := NewLocalStream(r, 4)
+	defer ls.Close()
+	if err := CopyStream(ctx, ls, make([]byte, 12)); !errors.Is(err, messages.ErrInvalidArgument) {
+		t.Fatalf("a 10-byte stream into 12 bytes: %v, want INVALID_ARGUMENT", err)
+	}
+}
