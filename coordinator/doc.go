@@ -7,6 +7,10 @@
 // returns Effects: an outbox.Box of sends and timers, plus the nodes to
 // watch and the domain events. The Coordinator actor around it
 // (actors/coordinator) only turns messages into those steps and carries
-// out what they return. The tree shapes and the cost model are in
-// coordinator/plan, the element-wise kernels in coordinator/kernel.
+// out what they return. An AllReduce of every source may instead be
+// sliced, when the cost model prices it lower (see ShapeSliced): a
+// reduce-scatter by one rotated chain per slice, then an all-gather into
+// every participant's copy of the target, both run by the same workers.
+// The tree shapes and the cost model are in coordinator/plan, the
+// element-wise kernels in coordinator/kernel.
 package coordinator
