@@ -29,7 +29,8 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 		size   int64
 		sliced bool
 	}{
-		{"allreduce 1 MiB", allReduceRequest(ids("s", 8)), Config{}, bigSize, true},
+		{"allreduce 1 MiB of 4", allReduceRequest(ids("s", 4)), Config{}, bigSize, true},
+		{"allreduce 1 MiB of 8 (its streams' contention)", allReduceRequest(ids("s", 8)), Config{}, bigSize, false},
 		{"allreduce just above the inline limit", allReduceRequest(ids("s", 2)), Config{}, testInline + 8, false},
 		{"reduce", request(ids("s", 8), 8), Config{}, bigSize, false},
 		{"allreduce of 6 of 8", func() *messages.Reduce { r := allReduceRequest(ids("s", 8)); r.NumObjects = 6; return r }(), Config{}, bigSize, false},

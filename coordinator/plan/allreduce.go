@@ -36,14 +36,29 @@ func Slices(size int64, n, width int) []Slice {
 	return out
 }
 
+// SlicedContention is how much longer the bytes of a sliced AllReduce
+// take than the ring's bound 2(n-1)/n·S/B, per participant beyond two:
+// every link carries n-1 chains' streams and n-1 gathers' at once, not
+// one stream at a time as a ring's, and the chains that TCP serves last
+// finish late (on the testbed, 8 hosts at 400 Mbit/s, 32 MiB, medians of
+// 5: the slices' roots finished between 0.88 and 1.84 s; the AllReduce
+// took 1.81× the bound at n = 8 and 1.20× at n = 4, a fit of 0.135 and
+// 0.10 a participant). With it the model picks reduce-then-broadcast at
+// n = 8 (measured 1.83 s against 2.13 s) and the sliced shape at n = 4
+// (1.21 s against 1.46 s).
+const SlicedContention = 0.12
+
+// slicedFactor is 1 + SlicedContention·(n-2), at least 1.
+func slicedFactor(n int) float64 { return 1 + SlicedContention*float64(max(n-2, 0)) }
+
 // SlicedCost models a sliced AllReduce of n sources of S bytes: a
 // reduce-scatter (slice i reduced by a pipelined chain over every
 // participant, rooted on participant i) and an all-gather (every
 // participant fetches the n-1 slices it did not reduce). Every
 // participant sends and receives (n-1)/n·S in each phase, as in a ring,
-// so
+// so, with the contention of its concurrent streams (SlicedContention),
 //
-//	T = 2(n-1)/n·S/B + (n-1)·c/B + (n+2)·L
+//	T = 2(n-1)/n·S/B·(1 + 0.12·(n-2)) + (n-1)·c/B + (n+2)·L
 //
 // where c is the chunk a slice moves in (ChunkForObject of S/n, at most
 // the slice): a chain of n positions fills its pipeline one chunk per
@@ -56,7 +71,7 @@ func SlicedCost(n int, L time.Duration, B float64, S int64) time.Duration {
 	slice := S / int64(n)
 	chunk := min(int64(ChunkForObject(B, slice)), slice)
 	// (n-1)/n·S unrounded: a slice may be an element larger than S/n.
-	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n)
+	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n) * slicedFactor(n)
 	xfer += transferNanos(B, int64(n-1)*chunk)
 	return saturate(xfer + float64(n+2)*max(float64(L), 0))
 }
@@ -91,7 +106,8 @@ type AllReduceChoice struct {
 // With no bandwidth known (B <= 0 or NaN) both shapes are priced at one
 // byte per second, which compares the bytes each moves over its busiest
 // link (every byte then outweighs any latency): the sliced shape moves
-// 2(n-1)/n·S, a reduce then a broadcast about 2·S.
+// 2(n-1)/n·S, slowed by its contention, a reduce then a broadcast about
+// 2·S (sliced up to n = 4).
 func ChooseAllReduce(n int, L time.Duration, B float64, S int64, width, maxD int) AllReduceChoice {
 	if !(B > 0) {
 		B = 1

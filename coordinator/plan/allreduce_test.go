@@ -51,20 +51,25 @@ func TestSlices(t *testing.T) {
 
 func TestAllReduceCostsHandComputed(t *testing.T) {
 	const us = time.Microsecond
-	// n = 8, S = 8 MiB, B = 1e9 B/s, L = 100 µs. Sliced: 2·7/8·S/B =
-	// 14680.064 µs, slices of 1 MiB move in 64 KiB chunks (16 a slice):
-	// fill 7·65536 ns, latency 10·L. Reduce+broadcast: the chain wins,
-	// T(1) = 8·L + S/B, broadcast 7·L + S/B.
-	s := SlicedCost(8, 100*us, 1e9, 8<<20)
-	if want := 14680064*time.Nanosecond + 7*65536*time.Nanosecond + 1000*us; s != want {
+	// n = 4, S = 8 MiB, B = 1e9 B/s, L = 100 µs. Sliced: 2·3/4·S/B =
+	// 12582.912 µs, times the contention 1 + 0.12·2 = 15602.81088 µs;
+	// slices of 2 MiB move in 128 KiB chunks (16 a slice): fill
+	// 3·131072 ns, latency 6·L. Reduce+broadcast: the chain wins,
+	// T(1) = 4·L + S/B, broadcast 3·L + S/B.
+	s := SlicedCost(4, 100*us, 1e9, 8<<20)
+	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us; (s - want).Abs() > time.Nanosecond {
 		t.Errorf("SlicedCost = %v, want %v", s, want)
 	}
-	rb, d := ReduceBroadcastCost(8, 100*us, 1e9, 8<<20, 8)
-	if want := 800*us + 8388608*time.Nanosecond + 700*us + 8388608*time.Nanosecond; rb != want || d != 1 {
+	rb, d := ReduceBroadcastCost(4, 100*us, 1e9, 8<<20, 4)
+	if want := 400*us + 8388608*time.Nanosecond + 300*us + 8388608*time.Nanosecond; rb != want || d != 1 {
 		t.Errorf("ReduceBroadcastCost = %v (d=%d), want %v (d=1)", rb, d, want)
 	}
-	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8); !c.Sliced || c.SlicedCost != s || c.ReduceBroadcastCost != rb {
+	if c := ChooseAllReduce(4, 100*us, 1e9, 8<<20, 4, 4); !c.Sliced || c.SlicedCost != s || c.ReduceBroadcastCost != rb {
 		t.Errorf("ChooseAllReduce = %+v, want sliced at %v vs %v", c, s, rb)
+	}
+	// n = 8: the bytes alone are 2·7/8·1.72 = 3.01·S/B against 2·S/B.
+	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8); c.Sliced {
+		t.Errorf("ChooseAllReduce(8) = %+v, want reduce+broadcast", c)
 	}
 	// n = 2, S = 65540 (just above a 64 KiB inline limit): sliced is
 	// 65.54 + 32.77 (one slice-sized chunk of fill) + 4·100 µs = 498.31
@@ -92,7 +97,8 @@ func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
 						chunk /= 2
 					}
 					chunk = math.Min(chunk, float64(slice))
-					tSliced := sec(2*float64(n-1)*float64(S)/float64(n)) + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
+					contention := 1 + 0.12*float64(n-2)
+					tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*contention + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
 					// Reduce then broadcast: min over d of T(d), plus (n-1)·L + S/B.
 					best := math.Inf(1)
 					for d := 1; d <= n; d++ {
@@ -145,8 +151,12 @@ func TestChooseAllReduceRefusesWhatCannotBeSliced(t *testing.T) {
 			t.Errorf("ChooseAllReduce(n=%d, S=%d, width=%d) chose sliced", c.n, c.S, c.width)
 		}
 	}
-	// An unknown bandwidth compares bytes on the busiest link: sliced.
-	if c := ChooseAllReduce(8, time.Millisecond, 0, 32<<20, 4, 8); !c.Sliced {
-		t.Errorf("ChooseAllReduce with B unknown = %+v, want sliced", c)
+	// An unknown bandwidth compares bytes on the busiest link: sliced
+	// while its contention leaves it fewer (n = 3), not at n = 8.
+	if c := ChooseAllReduce(3, time.Millisecond, 0, 32<<20, 4, 3); !c.Sliced {
+		t.Errorf("ChooseAllReduce(3) with B unknown = %+v, want sliced", c)
+	}
+	if c := ChooseAllReduce(8, time.Millisecond, 0, 32<<20, 4, 8); c.Sliced {
+		t.Errorf("ChooseAllReduce(8) with B unknown = %+v, want reduce+broadcast", c)
 	}
 }
