@@ -49,37 +49,15 @@ func slicedOp(op messages.ReduceOp, dt messages.DType, a, b []byte) []byte {
 	out := make([]byte, len(a))
 	switch dt {
 	case messages.DType_FLOAT32:
-		x, y := math.Float32frombits(binary.LittleEndian.Uint32(a)), math.Float32frombits(binary.LittleEndian.Uint32(b))
-		var r float32
-		switch op {
-		case messages.ReduceOp_SUM:
-			r = x + y
-		case messages.ReduceOp_PROD:
-			r = x * y
-		case messages.ReduceOp_MIN:
-			r = min(x, y)
-		case messages.ReduceOp_MAX:
-			r = max(x, y)
-		}
+		r := rdOp(op, math.Float32frombits(binary.LittleEndian.Uint32(a)), math.Float32frombits(binary.LittleEndian.Uint32(b)))
 		binary.LittleEndian.PutUint32(out, math.Float32bits(r))
 	case messages.DType_FLOAT64:
-		x, y := math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b))
-		var r float64
-		switch op {
-		case messages.ReduceOp_SUM:
-			r = x + y
-		case messages.ReduceOp_PROD:
-			r = x * y
-		case messages.ReduceOp_MIN:
-			r = min(x, y)
-		case messages.ReduceOp_MAX:
-			r = max(x, y)
-		}
+		r := rdOp(op, math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b)))
 		binary.LittleEndian.PutUint64(out, math.Float64bits(r))
 	case messages.DType_INT32:
-		binary.LittleEndian.PutUint32(out, uint32(rdIntOp(op, int32(binary.LittleEndian.Uint32(a)), int32(binary.LittleEndian.Uint32(b)))))
+		binary.LittleEndian.PutUint32(out, uint32(rdOp(op, int32(binary.LittleEndian.Uint32(a)), int32(binary.LittleEndian.Uint32(b)))))
 	case messages.DType_INT64:
-		binary.LittleEndian.PutUint64(out, uint64(rdIntOp(op, int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(b)))))
+		binary.LittleEndian.PutUint64(out, uint64(rdOp(op, int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(b)))))
 	}
 	return out
 }

@@ -100,7 +100,9 @@ func rdInt(dt messages.DType, b []byte, i int) int64 {
 	return int64(binary.LittleEndian.Uint64(b[i*8:]))
 }
 
-func rdIntOp[T int32 | int64](op messages.ReduceOp, a, b T) T {
+// rdOp is a op b in T's own arithmetic (integers wrap; float MIN and MAX
+// propagate NaN, as Go's min and max do).
+func rdOp[T int32 | int64 | float32 | float64](op messages.ReduceOp, a, b T) T {
 	switch op {
 	case messages.ReduceOp_SUM:
 		return a + b
@@ -129,9 +131,9 @@ func rdCheck(t *testing.T, op messages.ReduceOp, dt messages.DType, got []byte, 
 			acc := rdInt(dt, inputs[0], i)
 			for _, in := range inputs[1:] {
 				if dt == messages.DType_INT32 {
-					acc = int64(rdIntOp(op, int32(acc), int32(rdInt(dt, in, i))))
+					acc = int64(rdOp(op, int32(acc), int32(rdInt(dt, in, i))))
 				} else {
-					acc = rdIntOp(op, acc, rdInt(dt, in, i))
+					acc = rdOp(op, acc, rdInt(dt, in, i))
 				}
 			}
 			if g := rdInt(dt, got, i); g != acc {
