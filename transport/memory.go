@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"sync"
@@ -164,4 +165,54 @@ func pace(ctx context.Context, up, down *link, n int) error {
 	case <-ctx.Done():
 		return messages.AsError(ctx.Err())
 	}
+}
+
+// Call implements Caller: the peer's Controller runs on the caller's
+// goroutine. Its ctx also ends when the peer stops serving, as a TCP
+// handler's does when its process dies, and the call then fails
+// UNAVAILABLE whatever the handler returns.
+func (m *Memory) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "control call to %s without a deadline", addr)
+	}
+	if len(req) > MaxControlRequest {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "control request of %d bytes exceeds %d", len(req), MaxControlRequest)
+	}
+	peer := m.node(addr)
+	if peer == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no data endpoint at %s", addr)
+	}
+	h, ok := peer.src.(Controller)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node at %s takes no control requests", addr)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-peer.closed:
+			cancel()
+		case <-stop:
+		}
+	}()
+	// The request and the answer are the caller's and the peer's own, as
+	// if they had crossed a wire.
+	reply, err := h.Control(cctx, kind, bytes.Clone(req))
+	select {
+	case <-peer.closed:
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data endpoint %s stopped serving during a control request", addr)
+	default:
+	}
+	if err != nil {
+		if e := ctxErr(ctx); e != nil {
+			return nil, e
+		}
+		return nil, messages.AsError(err)
+	}
+	if len(reply) > MaxControlReply {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "control reply of %d bytes exceeds %d", len(reply), MaxControlReply)
+	}
+	return bytes.Clone(reply), nil
 }

@@ -342,7 +342,15 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 	}
 	for {
 		req, ok := sc.readRequest()
-		if !ok || !sc.serveStream(req) {
+		if !ok {
+			return
+		}
+		if req.control {
+			ok = sc.serveControl(req)
+		} else {
+			ok = sc.serveStream(req)
+		}
+		if !ok {
 			return
 		}
 	}
@@ -367,12 +375,16 @@ func (sc *serverConn) readRequest() (tcpRequest, bool) {
 		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
 	}
-	if !bytes.Equal(h[:4], reqMagic[:]) {
+	control := bytes.Equal(h[:4], ctlMagic[:])
+	if !control && !bytes.Equal(h[:4], reqMagic[:]) {
 		sc.s.t.logf("transport: data plane %s: not a data request from %s (magic %q); dropping connection", sc.s.addr, sc.peer, h[:4])
 		return tcpRequest{}, false
 	}
-	req := parseRequestHeader(&h)
 	sc.preamble = true
+	if control {
+		return sc.readControl(&h)
+	}
+	req := parseRequestHeader(&h)
 	if req.version != tcpVersion {
 		sc.refuse(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
 			"data protocol version %d not supported: this node speaks version %d", req.version, tcpVersion))

@@ -65,6 +65,12 @@ type tcpRequest struct {
 	chunk     uint32
 	keepalive time.Duration
 	id        string
+
+	// A control request (see encodeControl) instead of a stream.
+	control bool
+	kind    byte
+	timeout time.Duration
+	payload []byte
 }
 
 func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration) []byte {
@@ -128,4 +134,38 @@ func decodeError(p []byte, addr string) (err error, ok bool) {
 	// Messages may travel on in protobuf replies: keep them valid UTF-8.
 	msg := strings.ToValidUTF8(string(p[2:]), "\uFFFD")
 	return messages.Errorf(messages.ErrorCode(code), "%s (data peer %s)", msg, addr), true
+}
+
+// A control request (see Caller) shares the connections and the response
+// format; it differs in its header (24 bytes, then the payload):
+//
+//	0  [4]byte magic "HPDC"
+//	4  uint16  protocol version (tcpVersion)
+//	6  uint8   kind, chosen by the Controller's user
+//	7  uint8   0
+//	8  uint32  payload length, at most MaxControlRequest
+//	12 uint32  timeout in ms, 1..maxControlTimeout: the handler's deadline
+//	16 [8]byte 0
+//	24 []byte  payload
+//
+// The answer is the preamble, then one frame: 'C' with the reply (at most
+// MaxControlReply bytes) or 'E'. While the handler runs the client sends
+// nothing; a byte or a close from it means it gave up.
+const (
+	frameControl      = 'C'
+	maxControlTimeout = uint32(time.Hour / time.Millisecond)
+)
+
+var ctlMagic = [4]byte{'H', 'P', 'D', 'C'}
+
+func encodeControl(kind byte, req []byte, timeout time.Duration) []byte {
+	b := make([]byte, reqHeaderLen+len(req))
+	copy(b, ctlMagic[:])
+	binary.BigEndian.PutUint16(b[4:], tcpVersion)
+	b[6] = kind
+	binary.BigEndian.PutUint32(b[8:], uint32(len(req)))
+	ms := min(max(timeout.Milliseconds(), 1), int64(maxControlTimeout))
+	binary.BigEndian.PutUint32(b[12:], uint32(ms))
+	copy(b[reqHeaderLen:], req)
+	return b
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand"
 	"net"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -1419,7 +1420,7 @@ func TestTCPFrameCodec(t *testing.T) {
 	copy(h[:], req)
 	got := parseRequestHeader(&h)
 	want := tcpRequest{version: tcpVersion, idLen: 3, offset: 1<<40 + 3, chunk: 12345, keepalive: 1500 * time.Millisecond}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parsed %+v, want %+v", got, want)
 	}
 	long := messages.Errorf(messages.ErrorCode_CONFLICT, "%s", strings.Repeat("é", maxErrMsg))

@@ -1,0 +1,35 @@
+package transport
+
+import "context"
+
+// Control requests are the few small request/response exchanges whose
+// latency decides a small object's cost (today a Locate and its reply,
+// which carries an inline object's bytes). They ride on the data plane's
+// connections instead of the actor control plane: on the testbed seven
+// Proto.Actor round trips into one process took 2.8–5.6 ms, the same
+// exchange over plain TCP under 1 ms. The transport carries opaque bytes;
+// what they mean is the Controller's business.
+
+// Caller is a Transport that can also carry control requests.
+type Caller interface {
+	// Call sends req of the given kind to the node served at addr and
+	// returns its answer. ctx must have a deadline: it bounds the wait,
+	// and the peer's handler gets the same deadline. An error the peer's
+	// handler returned comes back typed; a peer that is gone is
+	// UNAVAILABLE.
+	Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error)
+}
+
+// Controller is a Source that answers control requests. Control is
+// called on the connection's goroutine; ctx ends at the caller's
+// deadline, when the caller hangs up, or when the node stops serving.
+type Controller interface {
+	Control(ctx context.Context, kind byte, req []byte) ([]byte, error)
+}
+
+// Limits of a control exchange: a request is a small message; a reply
+// may carry an inline object, whose limit a cluster configures.
+const (
+	MaxControlRequest = 64 << 10
+	MaxControlReply   = 64 << 20
+)
