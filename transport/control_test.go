@@ -239,7 +239,7 @@ func TestTCPControlBadRequests(t *testing.T) {
 	}
 	_, _, addr = tcpPair(t, newCtlSource(), TCPConfig{}, TCPConfig{})
 	for name, mutate := range map[string]func([]byte){
-		"oversized": func(h []byte) { binary.BigEndian.PutUint32(h[8:], MaxControlRequest+1) },
+		"oversized":  func(h []byte) { binary.BigEndian.PutUint32(h[8:], MaxControlRequest+1) },
 		"no timeout": func(h []byte) { binary.BigEndian.PutUint32(h[12:], 0) },
 		"version":    func(h []byte) { binary.BigEndian.PutUint16(h[4:], tcpVersion+1) },
 	} {
