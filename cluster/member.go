@@ -383,6 +383,7 @@ type peerIndex struct {
 	byID   map[string]string // member id -> actor system address
 	byAddr map[string]string // actor system address -> member id
 	byData map[string]string // data address -> member id
+	dataOf map[string]string // actor system address -> data address
 }
 
 // Join starts a member and joins the cluster: it returns once the member
@@ -442,7 +443,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.system.ID = m.id
 	m.store = storenode.NewStore(cfg.Capacity)
 	m.metrics = newMemberMetrics(m)
-	served := &countingSource{Source: m.store, sent: m.metrics.sent}
+	served := &controlSource{countingSource: countingSource{Source: m.store, sent: m.metrics.sent}, m: m}
 	var dataAddr string
 	if e := cfg.embedded; e != nil {
 		m.data = e.memory
@@ -496,7 +497,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.ref = &messages.NodeRef{NodeId: m.id, Address: addr, ActorId: memberRoot + "/" + storeName, DataAddress: dataAddr}
 	selfStores := []*messages.NodeRef{m.ref}
 	m.stores.Store(&selfStores)
-	m.peers.Store(&peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}})
+	m.peers.Store(newPeerIndex())
 	table := make([]*actor.PID, cfg.Shards)
 	for j := range table {
 		table[j] = shardPID(addr, j)
@@ -520,7 +521,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
-			Self: m.ref, Store: m.store, ShardFor: m.shardFor,
+			Self: m.ref, Store: m.store, ShardFor: m.shardFor, LocateAt: m.locateAt,
 			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
@@ -697,6 +698,45 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 	m.manageRoutes(e)
 	m.health = e
 	return e, nil
+}
+
+// locateAt is where a Locate to shard goes on the data plane: its
+// member's data address, or "" for a shard on this member (an actor
+// message in process is cheaper than any socket) or on a member whose
+// data address this member does not know yet.
+func (m *Member) locateAt(shard *actor.PID) string {
+	if shard == nil || shard.GetAddress() == m.system.Address() {
+		return ""
+	}
+	if idx := m.peers.Load(); idx != nil {
+		return idx.dataOf[shard.GetAddress()]
+	}
+	return ""
+}
+
+// controlSource is what a member serves on the data plane: its store's
+// objects, and the Locates of other members for the shards it hosts.
+type controlSource struct {
+	countingSource
+	m *Member
+}
+
+// Control implements transport.Controller.
+func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]byte, error) {
+	m := s.m
+	if kind != messages.ControlLocate {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
+	}
+	if m.table.Load() == nil || m.storePID.Load() == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+	}
+	b, err := shard.ServeLocate(ctx, m.system.Root, m.shardFor, req)
+	result := "ok"
+	if err != nil {
+		result = messages.AsError(err).GetCode().String()
+	}
+	m.metrics.locates.WithLabelValues(result).Inc()
+	return b, err
 }
 
 func (m *Member) shardFor(id string) *actor.PID {
@@ -975,3 +1015,7 @@ func safely(f func()) {
 }
 
 var errNotRunning = errors.New("member is not running")
+
+func newPeerIndex() *peerIndex {
+	return &peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}, dataOf: map[string]string{}}
+}

@@ -371,7 +371,7 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 	reach := v.Reachable()
 	if !slices.Equal(reach, st.lastReach) {
 		st.lastReach = reach
-		idx := &peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}}
+		idx := newPeerIndex()
 		for _, id := range reach {
 			if id == m.id {
 				continue
@@ -379,7 +379,7 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 			p := v.peers[id]
 			idx.byID[id], idx.byAddr[p.address] = p.address, id
 			if d := p.store.GetDataAddress(); d != "" {
-				idx.byData[d] = id
+				idx.byData[d], idx.dataOf[p.address] = id, d
 			}
 		}
 		m.peers.Store(idx)

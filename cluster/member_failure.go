@@ -303,6 +303,20 @@ func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offs
 	return ws, nil
 }
 
+// Call implements transport.Caller: a peer that could not be reached is
+// suspected, as for a stream; one that answered with an error is alive.
+func (w *watchedTransport) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
+	c, ok := w.Transport.(transport.Caller)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "the data plane carries no control requests")
+	}
+	b, err := c.Call(ctx, addr, kind, req)
+	if err != nil && !transport.Answered(err) {
+		w.check(addr, err)
+	}
+	return b, err
+}
+
 type watchedStream struct {
 	transport.Stream
 	addr     string

@@ -33,6 +33,7 @@ type memberMetrics struct {
 	repairs      prometheus.Counter
 	failures     prometheus.Counter
 	reduces      *prometheus.HistogramVec // by result
+	locates      *prometheus.CounterVec   // Locates served on the data plane, by result
 }
 
 func newMemberMetrics(m *Member) *memberMetrics {
@@ -57,8 +58,11 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		reduces: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hoplite_reduce_duration_seconds",
 			Help:    "Duration of the Reduces coordinated on this member (events.ReduceDone), by result.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"result"}),
+		locates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_locates_total",
+			Help: "Locates from other members that this member's shards answered on the data plane, by result (ok, or the error code)."},
+			[]string{"result"}),
 	}
-	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.failures, mm.reduces,
+	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.failures, mm.reduces, mm.locates,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	usage := func(f func(u storeUsage) float64) func() float64 {

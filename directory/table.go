@@ -443,6 +443,39 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	return append(out, t.serveWaiters(e)...)
 }
 
+// AbandonLocate withdraws the one parked Locate whose answer was to go
+// to replyTo, and no other: a caller on the data plane that hung up. A
+// CancelLocate names only the receiver, and on the data plane it could
+// overtake nothing in order — a receiver's next Locate may arrive on
+// another connection first — so it would withdraw that one instead.
+// replyTo is matched by address and id (a PID, or anything with those).
+func (t *LocationTable) AbandonLocate(id string, replyTo any) []outbox.Send {
+	e := t.entries[id]
+	if e == nil {
+		return nil
+	}
+	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
+		return w.kind == waitLocate && sameEndpoint(w.replyTo, replyTo)
+	})
+	t.forgetIfIdle(e)
+	return nil
+}
+
+// endpoint is what a reply address has: an actor PID's address and id.
+type endpoint interface {
+	GetAddress() string
+	GetId() string
+}
+
+func sameEndpoint(a, b any) bool {
+	ea, ok1 := a.(endpoint)
+	eb, ok2 := b.(endpoint)
+	if !ok1 || !ok2 {
+		return a == b
+	}
+	return ea.GetAddress() == eb.GetAddress() && ea.GetId() == eb.GetId()
+}
+
 // CancelLocate withdraws the parked Locate requests of a receiver.
 func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []outbox.Send {
 	e := t.entries[req.GetObjectId()]

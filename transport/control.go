@@ -1,6 +1,9 @@
 package transport
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Control requests are the few small request/response exchanges whose
 // latency decides a small object's cost (today a Locate and its reply,
@@ -33,3 +36,17 @@ const (
 	MaxControlRequest = 64 << 10
 	MaxControlReply   = 64 << 20
 )
+
+// answered wraps an error that the peer's Controller returned.
+type answered struct{ err error }
+
+func (a answered) Error() string { return a.err.Error() }
+func (a answered) Unwrap() error { return a.err }
+
+// Answered says whether err from Call is the peer's answer (it is alive
+// and said no), not a failure to reach it: only the latter says anything
+// about the peer's health.
+func Answered(err error) bool {
+	var a answered
+	return errors.As(err, &a)
+}

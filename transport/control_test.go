@@ -88,8 +88,8 @@ func TestControlCall(t *testing.T) {
 			// An error the handler returns arrives typed, with its text,
 			// and the next call works.
 			_, err := tr.c.Call(ctx, tr.addr, 'n', []byte("x7"))
-			if !errors.Is(err, messages.ErrNotFound) || !strings.Contains(err.Error(), "no x7 here") {
-				t.Fatalf("failing handler: %v", err)
+			if !errors.Is(err, messages.ErrNotFound) || !strings.Contains(err.Error(), "no x7 here") || !Answered(err) {
+				t.Fatalf("failing handler: %v (answered %v)", err, Answered(err))
 			}
 			// The handler's deadline is the caller's.
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -112,8 +112,8 @@ func TestControlCall(t *testing.T) {
 			if _, err := tr.c.Call(ctx, tr.addr, 'e', make([]byte, MaxControlRequest+1)); !errors.Is(err, messages.ErrInvalidArgument) {
 				t.Fatalf("an oversized request = %v, want INVALID_ARGUMENT", err)
 			}
-			if _, err := tr.c.Call(ctx, tr.addr+"9", 'e', nil); !errors.Is(err, messages.ErrUnavailable) {
-				t.Fatalf("a call to nobody = %v, want UNAVAILABLE", err)
+			if _, err := tr.c.Call(ctx, tr.addr+"9", 'e', nil); !errors.Is(err, messages.ErrUnavailable) || Answered(err) {
+				t.Fatalf("a call to nobody = %v, want UNAVAILABLE, not an answer", err)
 			}
 		})
 	}

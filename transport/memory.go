@@ -209,7 +209,7 @@ func (m *Memory) Call(ctx context.Context, addr string, kind byte, req []byte) (
 		if e := ctxErr(ctx); e != nil {
 			return nil, e
 		}
-		return nil, messages.AsError(err)
+		return nil, answered{messages.AsError(err)}
 	}
 	if len(reply) > MaxControlReply {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "control reply of %d bytes exceeds %d", len(reply), MaxControlReply)

@@ -206,7 +206,7 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 			inStep = false
 			return nil, got, t.callProtocolError(c, "malformed error frame")
 		}
-		return nil, got, e
+		return nil, got, answered{e}
 	}
 	return p, got, nil
 }

@@ -164,6 +164,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.Locate(m, ctx.Sender(), now)
 	case *messages.CancelLocate:
 		out = s.table.CancelLocate(m)
+	case AbandonLocate:
+		out = s.table.AbandonLocate(m.ObjectID, m.ReplyTo)
 	case *messages.FetchDone:
 		out = s.table.FetchDone(m)
 	case *messages.FetchAborted:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -46,7 +47,12 @@ type fetchSession struct {
 	timer *time.Timer
 	// cuts end the running copies, by stream id.
 	cuts map[uint64]context.CancelFunc
-	done bool
+	// calls end the Locates on the data plane still unanswered, by
+	// attempt; byActor is set for a shard whose last Locate went as an
+	// actor message.
+	calls   map[uint64]context.CancelFunc
+	byActor map[string]bool
+	done    bool
 }
 
 // fetchTimerFired hands a storenode.FetchTimer back to the session.
@@ -72,7 +78,8 @@ type watchShard struct{ pid *actor.PID }
 // is then noticed this much later.
 var watchDelay = 25 * time.Millisecond // a variable for the tests
 
-// locateUnsent reports a Locate that could not be sent (no shard known).
+// locateUnsent reports a Locate that could not be sent (no shard known)
+// or, on the data plane, was not answered.
 type locateUnsent struct {
 	attempt uint64
 	err     error
@@ -162,6 +169,7 @@ func (f *fetchSession) watchShard(ctx actor.Context, pid *actor.PID) {
 
 func (f *fetchSession) start(now time.Time) storenode.FetchOutput {
 	f.shards, f.shardWatch, f.senders, f.cuts = map[string]uint64{}, map[string]*time.Timer{}, map[string]string{}, map[uint64]context.CancelFunc{}
+	f.calls, f.byActor = map[uint64]context.CancelFunc{}, map[string]bool{}
 	seed := uint64(time.Now().UnixNano())
 	fc := storenode.FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
 		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
@@ -206,7 +214,11 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 				f.shardWatch[actorutil.Key(pid)] = time.AfterFunc(watchDelay, func() { system.Root.Send(self, watchShard{pid: pid}) })
 			}
 			f.shards[actorutil.Key(pid)] = l.GetAttempt()
-			ctx.Request(pid, l)
+			f.sendLocate(ctx, pid, l)
+			continue
+		}
+		if _, ok := s.Msg.(*messages.CancelLocate); ok && pid != nil {
+			f.cancelLocate(ctx, pid, s.Msg)
 			continue
 		}
 		if pid != nil {
@@ -255,6 +267,72 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 	}
 }
 
+// sendLocate asks the shard at pid: on the data plane when its member
+// has a data address (a Locate and its reply are most of a small Get's
+// latency, and the actor control plane's round trip costs several times
+// a TCP one), else as an actor message.
+func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages.Locate) {
+	key := actorutil.Key(pid)
+	caller, _ := f.cfg.Transport.(transport.Caller)
+	addr := ""
+	if f.cfg.LocateAt != nil && caller != nil {
+		addr = f.cfg.LocateAt(pid)
+	}
+	if addr == "" {
+		f.byActor[key] = true
+		ctx.Request(pid, l)
+		return
+	}
+	delete(f.byActor, key)
+	attempt := l.GetAttempt()
+	req, err := proto.Marshal(l)
+	if err != nil {
+		ctx.Send(ctx.Self(), &locateUnsent{attempt: attempt, err: messages.Errorf(messages.ErrorCode_INTERNAL, "encode Locate: %v", err)})
+		return
+	}
+	// The shard answers by its deadline; the margin lets that answer
+	// (TIMEOUT, or a location found at the last moment) come back.
+	cctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.GetTimeoutMs())*time.Millisecond+locateCallMargin)
+	f.calls[attempt] = cancel
+	system, self := ctx.ActorSystem(), ctx.Self()
+	go func() {
+		defer cancel()
+		b, err := caller.Call(cctx, addr, messages.ControlLocate, req)
+		if err == nil {
+			reply := &messages.LocateReply{}
+			if err = proto.Unmarshal(b, reply); err == nil {
+				system.Root.Send(self, reply)
+				return
+			}
+			err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "malformed LocateReply from %s: %v", addr, err)
+		}
+		system.Root.Send(self, &locateUnsent{attempt: attempt, err: err})
+	}()
+}
+
+// locateCallMargin is how long a Locate on the data plane waits past the
+// timeout it gives the shard.
+const locateCallMargin = time.Second
+
+// cancelLocate withdraws this session's waiting Locate at pid. One on the
+// data plane is withdrawn by hanging up (the shard drops exactly that
+// request); a CancelLocate message could arrive after this session's next
+// Locate, which travels on another connection, and withdraw that instead.
+func (f *fetchSession) cancelLocate(ctx actor.Context, pid *actor.PID, msg any) {
+	f.endCalls()
+	if f.byActor[actorutil.Key(pid)] {
+		ctx.Send(pid, msg)
+	}
+}
+
+// endCalls hangs up every Locate on the data plane still waiting.
+func (f *fetchSession) endCalls() {
+	for attempt, cancel := range f.calls {
+		cancel()
+		delete(f.calls, attempt)
+	}
+}
+
 func (f *fetchSession) resolve(to any) *actor.PID {
 	switch t := to.(type) {
 	case directory.ShardOf:
@@ -283,6 +361,7 @@ func (f *fetchSession) stopTimer() {
 
 func (f *fetchSession) stopAll() {
 	f.stopTimer()
+	f.endCalls()
 	for id, cut := range f.cuts {
 		cut()
 		delete(f.cuts, id)

@@ -18,6 +18,14 @@ import (
 // without a reply; the caller would hang although it could have retried
 // at the shard's new home at once.)
 func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
+	return RequestOrAbandon(ctx, root, pid, msg, nil)
+}
+
+// RequestOrAbandon is Request; if ctx ends before the reply, abandon (when
+// set) is called with the PID the reply was to go to, so that the caller
+// can withdraw exactly this request where pid keeps requests waiting (a
+// directory shard parks a Locate until the object exists).
+func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID)) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
 	}
@@ -47,6 +55,9 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 		case r = <-done: // a reply that came with the deadline still counts
 		default:
 			root.Stop(f.PID()) // resolves it; a late reply is dropped
+			if abandon != nil {
+				abandon(f.PID())
+			}
 		}
 	}
 	target.SendSystemMessage(pid, &actor.Unwatch{Watcher: f.PID()})

@@ -1,0 +1,56 @@
+package directory
+
+import (
+	"context"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// AbandonLocate withdraws the parked Locate whose reply was to go to
+// ReplyTo (in process only: ServeLocate sends it when its caller hangs
+// up).
+type AbandonLocate struct {
+	ObjectID string
+	ReplyTo  *actor.PID
+}
+
+// ServeLocate answers a Locate that arrived on the data plane
+// (messages.ControlLocate): it asks the object's shard on this member as
+// a fetch session would, and returns the encoded LocateReply. The shard
+// parks a Locate of an object that does not exist yet; if ctx ends
+// first (the caller's deadline, or it hung up), that Locate is
+// withdrawn. A shard that is not on this member (it moved) is
+// UNAVAILABLE, which the caller retries where its table now says.
+func ServeLocate(ctx context.Context, root *actor.RootContext, shardFor func(id string) *actor.PID, req []byte) ([]byte, error) {
+	var l messages.Locate
+	if err := proto.Unmarshal(req, &l); err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "malformed Locate on the data plane: %v", err)
+	}
+	id := l.GetObjectId()
+	if id == "" {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "Locate without an object id")
+	}
+	pid := shardFor(id)
+	if pid == nil || pid.GetAddress() != root.ActorSystem().Address() {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard of %q is not on this member (%s)", id, pid.GetAddress())
+	}
+	res, err := actorutil.RequestOrAbandon(ctx, root, pid, &l, func(replyTo *actor.PID) {
+		root.Send(pid, AbandonLocate{ObjectID: id, ReplyTo: replyTo})
+	})
+	if err != nil {
+		return nil, err
+	}
+	reply, ok := res.(*messages.LocateReply)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "shard %s answered a Locate with %T", pid.GetId(), res)
+	}
+	b, err := proto.Marshal(reply)
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "encode LocateReply: %v", err)
+	}
+	return b, nil
+}
