@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 func allReduceRequest(sources []string) *messages.Reduce {
@@ -482,4 +484,158 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		}
 	}
 	return replanned
+}
+
+// finishTree runs a re-planned tree to its answer: every task starts
+// (the root's start asks the participants to fetch), then finishes, then
+// every fetch ends. It returns the reply and the nodes asked to fetch.
+func finishTree(t *testing.T, r *Reduction, tasks []Task) (*messages.ReduceReply, []string) {
+	t.Helper()
+	var fetch []string
+	var reply *messages.ReduceReply
+	take := func(fx Effects) {
+		fetch = append(fetch, nodeIDs(fx.Fetch())...)
+		if rep := fx.Reply(); rep != nil {
+			reply = rep
+		}
+		tasks = append(tasks, fx.Tasks()...)
+	}
+	for i := 0; i < len(tasks); i++ {
+		tk := tasks[i].Task
+		if tk.GetGeneration() < 2 && r.staleGen > 0 {
+			t.Fatalf("re-planned task p%d has generation %d, as the abandoned run's", tk.GetPosition(), tk.GetGeneration())
+		}
+		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+	}
+	for _, tk := range tasks {
+		take(r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0))
+	}
+	for _, n := range fetch {
+		take(r.Fetched(n, nil, t0))
+	}
+	return reply, fetch
+}
+
+// TestSlicedReplan: a participant that fails before the chains start,
+// during the reduce-scatter, or during the gather ends the sliced run;
+// the AllReduce re-plans as a tree over the sources that still exist and
+// answers with exactly those, the dead participant's source unreduced.
+// Once the chains ran, the surviving participants are released and
+// their gathers' copies dropped before the new tasks go out, and the old
+// run's late reports change nothing.
+func TestSlicedReplan(t *testing.T) {
+	const n = 4
+	for _, phase := range []string{"before the chains", "reduce-scatter", "gather"} {
+		t.Run(phase, func(t *testing.T) {
+			r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
+			r.start = node(0)
+			r.Begin(t0)
+			arrive := n
+			if phase == "before the chains" {
+				arrive = 3 // s3 is still being produced
+			}
+			var sliced []Task
+			for i := 0; i < arrive; i++ {
+				sliced = append(sliced, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
+			}
+			switch phase {
+			case "reduce-scatter":
+				for _, tk := range sliced[:n*n] {
+					r.Started(started(int(tk.Task.GetPosition())), t0)
+				}
+				r.Done(done(0), t0) // slice 0's leaf
+			case "gather":
+				for _, tk := range sliced {
+					r.Started(started(int(tk.Task.GetPosition())), t0)
+				}
+				for _, tk := range sliced[:n*n] {
+					r.Done(done(int(tk.Task.GetPosition())), t0)
+				}
+				r.Done(done(n*n), t0) // n0's gather: its copy is complete
+			}
+			fx := r.NodeFailed("n2", t0)
+			if fx.Reply() != nil {
+				t.Fatalf("the AllReduce answered at the failure: %v", fx.Reply())
+			}
+			if r.plan.GetShape() != ShapeDAry || r.req.GetNumObjects() != n-1 || len(r.plan.GetPositions()) != n-1 {
+				t.Fatalf("re-plan: shape %q, %d sources, plan %v", r.plan.GetShape(), r.req.GetNumObjects(), r.plan)
+			}
+			if !slices.ContainsFunc(fx.Events, func(e any) bool { ev, ok := e.(*events.AllReduceReplanned); return ok && ev.Node == "n2" && ev.Num == n-1 }) {
+				t.Fatalf("no AllReduceReplanned event: %v", fx.Events)
+			}
+			// The abandoned run: every surviving participant (each had a
+			// gather) is released and loses its copy, before the new tasks.
+			var drops, releases []string
+			firstTask := slices.IndexFunc(fx.Sends, func(s outbox.Send) bool { _, ok := s.Msg.(*messages.ReduceTask); return ok })
+			for i, s := range fx.Sends {
+				switch m := s.Msg.(type) {
+				case *messages.DropObject:
+					drops = append(drops, s.To.(*messages.NodeRef).GetNodeId())
+				case *messages.ReduceRelease:
+					if m.GetKeepTarget() {
+						t.Fatalf("the abandoned run keeps its target: %v", m)
+					}
+					releases = append(releases, s.To.(*messages.NodeRef).GetNodeId())
+				default:
+					continue
+				}
+				if firstTask >= 0 && i > firstTask {
+					t.Fatalf("%T to %v after the new tasks", s.Msg, s.To)
+				}
+			}
+			want := []string{"n0", "n1", "n3"}
+			if phase == "before the chains" {
+				want = nil // nothing ran
+			}
+			slices.Sort(drops)
+			if !slices.Equal(drops, want) || !slices.Equal(releases, want) {
+				t.Fatalf("drops %v, releases %v, want %v", drops, releases, want)
+			}
+			tasks := fx.Tasks()
+			if phase != "before the chains" {
+				// Late reports of the old run: the root's gather and a chain
+				// root, generation 1, at positions the new tree uses.
+				for p := 0; p < n-1; p++ {
+					if fx := r.Done(done(p), t0); len(fx.Sends) != 0 || r.reply != nil {
+						t.Fatalf("a stale report of position %d was taken: %v", p, fx.Sends)
+					}
+				}
+			} else {
+				tasks = append(tasks, r.Located(located("s3", bigSize, node(3)), t0).Tasks()...)
+			}
+			// The dead participant's source is Put again elsewhere: a backup.
+			tasks = append(tasks, r.Located(located("s2", bigSize, node(7)), t0).Tasks()...)
+			reply, fetch := finishTree(t, r, tasks)
+			if reply == nil || reply.GetError() != nil {
+				t.Fatalf("reply %v", reply)
+			}
+			red := slices.Sorted(slices.Values(reply.GetReducedIds()))
+			if !slices.Equal(red, []string{"s0", "s1", "s3"}) || !slices.Equal(reply.GetUnreducedIds(), []string{"s2"}) {
+				t.Fatalf("reduced %v, unreduced %v", reply.GetReducedIds(), reply.GetUnreducedIds())
+			}
+			// Every surviving participant but the root's node fetches the result.
+			root := r.plan.GetPositions()[r.tree.Root()].GetNodeId()
+			got := append(slices.Clone(fetch), root)
+			slices.Sort(got)
+			if !slices.Equal(got, []string{"n0", "n1", "n3"}) {
+				t.Fatalf("fetches %v and root %s: want every surviving participant", fetch, root)
+			}
+		})
+	}
+}
+
+// TestSlicedReplanNothingLeft: a failure that takes every source fails
+// the AllReduce with UNAVAILABLE at once, and drops the gathers' copies.
+func TestSlicedReplanNothingLeft(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 2)), Config{AllReduceShape: ShapeSliced})
+	r.start = node(5)
+	r.Begin(t0)
+	r.Located(located("s0", bigSize, node(0)), t0)
+	if tasks := r.Located(located("s1", bigSize, node(0)), t0).Tasks(); len(tasks) == 0 {
+		t.Fatal("the chains did not start")
+	}
+	fx := r.NodeFailed("n0", t0)
+	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
+		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
+	}
 }
