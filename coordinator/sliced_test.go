@@ -560,7 +560,10 @@ func TestSlicedReplan(t *testing.T) {
 			if r.plan.GetShape() != ShapeDAry || r.req.GetNumObjects() != n-1 || len(r.plan.GetPositions()) != n-1 {
 				t.Fatalf("re-plan: shape %q, %d sources, plan %v", r.plan.GetShape(), r.req.GetNumObjects(), r.plan)
 			}
-			if !slices.ContainsFunc(fx.Events, func(e any) bool { ev, ok := e.(*events.AllReduceReplanned); return ok && ev.Node == "n2" && ev.Num == n-1 }) {
+			if !slices.ContainsFunc(fx.Events, func(e any) bool {
+				ev, ok := e.(*events.AllReduceReplanned)
+				return ok && ev.Node == "n2" && ev.Num == n-1
+			}) {
 				t.Fatalf("no AllReduceReplanned event: %v", fx.Events)
 			}
 			// The abandoned run: every surviving participant (each had a
