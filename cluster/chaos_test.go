@@ -49,7 +49,10 @@ import (
 //     (or, if that Reduce failed, of some num-subset of its sources);
 //   - a Reduce that returns nil reduced exactly num distinct ids among
 //     its sources (reduced + unreduced partition the sources) and its
-//     target, where a Get succeeds, is exactly their reduction;
+//     target, where a Get succeeds, is exactly their reduction; an
+//     AllReduce of all its sources may reduce fewer (at least one) once
+//     a node was killed: a sliced run that loses a participant re-plans
+//     over the sources that still exist;
 //   - every call returns (result or typed *messages.Error) before its
 //     deadline plus chaosGrace, and its error code is one that faults or
 //     deadlines explain: TIMEOUT, UNAVAILABLE, NOT_FOUND, RESET (see
@@ -612,8 +615,17 @@ func (c *chaosRun) reducedInputs(r chaosReduce, ids []string) [][]byte {
 	return in
 }
 
-// checkReply: exactly num distinct reduced ids among the sources; reduced
-// and unreduced partition the sources.
+// survivorsOnly reports whether r may succeed with fewer than num
+// sources: an AllReduce of every source may be sliced, and a sliced
+// AllReduce that loses a participant re-plans over the sources that
+// still exist (see coordinator's slicedReplan).
+func (c *chaosRun) survivorsOnly(r chaosReduce) bool {
+	return r.all && r.num == len(r.sources)
+}
+
+// checkReply: exactly num distinct reduced ids among the sources (or, for
+// an AllReduce of all of them after a kill, at least one: the survivors'
+// re-plan); reduced and unreduced partition the sources.
 func (c *chaosRun) checkReply(s chaosStep, r chaosReduce, rep *messages.ReduceReply) bool {
 	var src []string
 	for _, o := range r.sources {
@@ -628,7 +640,7 @@ func (c *chaosRun) checkReply(s chaosStep, r chaosReduce, rep *messages.ReduceRe
 		}
 		seen[id] = true
 	}
-	if len(red) != r.num {
+	if len(red) != r.num && !(c.survivorsOnly(r) && len(red) >= 1 && c.anyKilled()) {
 		c.errorf("%s: reduced %d ids %v, want %d", c.p.describe(s), len(red), red, r.num)
 		return false
 	}
@@ -1009,7 +1021,8 @@ func (c *chaosRun) faultsDuring(run chaosReduceRun) string {
 }
 
 // checkTargetGets: a Get of a target returns the reduction of exactly the
-// reduced ids, or, when its Reduce failed, of some num-subset of sources.
+// reduced ids, or, when its Reduce failed, of some num-subset of sources
+// (of a smaller one for a re-planned AllReduce, see survivorsOnly).
 func (c *chaosRun) checkTargetGets() {
 	for _, g := range c.tgets {
 		r := c.p.reduces[g.step.red]
@@ -1023,15 +1036,23 @@ func (c *chaosRun) checkTargetGets() {
 		for _, o := range r.sources {
 			inputs = append(inputs, c.p.objs[o].data)
 		}
+		// A re-planned AllReduce of all its sources (see survivorsOnly)
+		// may have completed a target of fewer before it failed.
+		least := r.num
+		if c.survivorsOnly(r) && c.anyKilled() {
+			least = 1
+		}
 		found := false
-		for _, subset := range chaosSubsets(len(inputs), r.num) {
-			var in [][]byte
-			for _, k := range subset {
-				in = append(in, inputs[k])
-			}
-			if bytes.Equal(g.data, chaosReduceBytes(r.op, in)) {
-				found = true
-				break
+		for k := r.num; k >= least && !found; k-- {
+			for _, subset := range chaosSubsets(len(inputs), k) {
+				var in [][]byte
+				for _, k := range subset {
+					in = append(in, inputs[k])
+				}
+				if bytes.Equal(g.data, chaosReduceBytes(r.op, in)) {
+					found = true
+					break
+				}
 			}
 		}
 		if !found {

@@ -257,7 +257,7 @@ func (l *Local) forward(from string, e any) {
 			l.app.EventStream.Publish(e)
 		}
 	case *events.SenderSwitched, *events.TreeNodeReplaced, *events.AncestorsInvalidated,
-		*events.ShardRebuilt, *events.ReduceDone, *actor.SupervisorEvent,
+		*events.ShardRebuilt, *events.ReduceDone, *events.AllReduceReplanned, *actor.SupervisorEvent,
 		*barrierhost.DeliveryFailed, *barrierhost.TookOver:
 		l.app.EventStream.Publish(e)
 	}

@@ -174,6 +174,7 @@ type effects struct {
 	Invalidate    []Task
 	Publish       []*messages.PublishLocation // to the target's shard, before the reply
 	Drop          []*messages.NodeRef         // nodes whose unregistered copy of the target must go
+	Abandon       []*messages.NodeRef         // nodes whose workers of an abandoned run must stop and drop their outputs
 	Watch         []*messages.NodeRef
 	Events        []any
 	knee          *KneeFixed
@@ -193,6 +194,7 @@ func (fx *effects) merge(o effects) {
 	fx.Invalidate = append(fx.Invalidate, o.Invalidate...)
 	fx.Publish = append(fx.Publish, o.Publish...)
 	fx.Drop = append(fx.Drop, o.Drop...)
+	fx.Abandon = append(fx.Abandon, o.Abandon...)
 	fx.Watch = append(fx.Watch, o.Watch...)
 	fx.Events = append(fx.Events, o.Events...)
 	if o.knee != nil {
@@ -262,9 +264,13 @@ type Reduction struct {
 	gateErr error // an invalid knee policy: Begin fails the Reduce
 	// sliced is set when an AllReduce reduce-scatters and all-gathers
 	// (see sliced); tree and assign stay nil then.
-	sliced  *sliced
-	pending []*messages.LocationUpdate
-	deleted []string // sources deleted while gating, in order
+	sliced *sliced
+	// staleGen: reports of this generation or older come from an
+	// abandoned sliced run (1 once its tasks went out): the re-planned
+	// tree's tasks all have newer generations (see slicedReplan).
+	staleGen int
+	pending  []*messages.LocationUpdate
+	deleted  []string // sources deleted while gating, in order
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
@@ -401,6 +407,19 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, t := range fx.Invalidate {
 		e.Send(t.Node, &messages.ReduceInvalidate{ReduceId: r.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
 	}
+	for _, n := range fx.Drop {
+		// RESET: a Get of the target waiting on that node asks again.
+		// Before any task: a re-planned root on that node creates the
+		// target anew, and one node's messages arrive in order.
+		e.Send(n, &messages.DropObject{ObjectId: r.req.GetTargetId(),
+			Reason: messages.Errorf(messages.ErrorCode_RESET, "the AllReduce run producing %q failed or was abandoned", r.req.GetTargetId())})
+	}
+	for _, n := range fx.Abandon {
+		// Before the re-planned tasks, for the same reason: the node stops
+		// every worker of the abandoned run (they say nothing more) and
+		// spawns new ones for the new tasks.
+		e.Send(n, &messages.ReduceRelease{ReduceId: r.id})
+	}
 	for _, t := range fx.Tasks {
 		t.Task.TimeoutMs = remaining
 		e.Send(t.Node, t.Task)
@@ -415,11 +434,6 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	}
 	for _, p := range fx.Publish {
 		e.Send(TargetShard{}, p)
-	}
-	for _, n := range fx.Drop {
-		// RESET: a Get of the target waiting on that node asks again.
-		e.Send(n, &messages.DropObject{ObjectId: r.req.GetTargetId(),
-			Reason: messages.Errorf(messages.ErrorCode_RESET, "the AllReduce producing %q failed", r.req.GetTargetId())})
 	}
 	for _, n := range fx.Release {
 		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep})
@@ -595,15 +609,22 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 		fx.merge(r.slicedArrived())
 		return fx
 	}
+	r.arriveInTree(id, &fx)
+	return fx
+}
+
+// arriveInTree places an arrived source in the tree's next open
+// position, if any (else it stays a backup), and sends every task that
+// its arrival completes, up to the root.
+func (r *Reduction) arriveInTree(id string, fx *effects) {
 	pos, placed, err := r.assign.Arrive(id)
 	if err != nil || !placed {
-		return fx // a backup: it stays where it is
+		return // a backup: it stays where it is
 	}
 	r.place(pos, id)
 	for p := pos; p >= 0; p = r.tree.Parent(p) {
-		r.maybeSend(p, &fx)
+		r.maybeSend(p, fx)
 	}
-	return fx
 }
 
 // place records that id now holds pos: a leaf's output is its source
@@ -648,6 +669,15 @@ func (r *Reduction) choosePlan() (effects, bool) {
 	if r.chooseSliced(n) {
 		return effects{}, true
 	}
+	if err := r.newTree(n); err != nil {
+		return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: tree: %v", err)), false
+	}
+	return effects{}, true
+}
+
+// newTree plans the tree of n positions into r.plan (its shape, degree,
+// prices and open positions) and starts its assignment.
+func (r *Reduction) newTree(n int) error {
 	var err error
 	switch {
 	case r.cfg.Shape == ShapeChainLeaf && r.cfg.ForceDegree <= 0:
@@ -668,14 +698,14 @@ func (r *Reduction) choosePlan() (effects, bool) {
 		r.tree, err = plan.NewTree(n, d)
 	}
 	if err != nil {
-		return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: tree: %v", err)), false
+		return err
 	}
 	r.plan.Degree = int32(r.tree.Degree())
 	r.assign = plan.NewAssignment(r.tree)
 	for p := 0; p < n; p++ {
 		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(p), Parent: int32(r.tree.Parent(p)), Arrival: -1})
 	}
-	return effects{}, true
+	return nil
 }
 
 // chooseSliced decides, once S is known, whether an AllReduce of n
@@ -798,7 +828,7 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 	}
 	p := int(m.GetPosition())
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
-		int(m.GetGeneration()) != r.gen[p] || r.need[p] {
+		int(m.GetGeneration()) != r.gen[p] || r.need[p] || int(m.GetGeneration()) <= r.staleGen {
 		return effects{} // a generation a repair has replaced
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
@@ -860,7 +890,7 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 	}
 	p := int(m.GetPosition())
 	g := int(m.GetGeneration())
-	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g < 1 || g > r.gen[p] {
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g <= r.staleGen || g > r.gen[p] {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {

@@ -2,13 +2,16 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 func allReduceRequest(sources []string) *messages.Reduce {
@@ -141,17 +144,24 @@ func TestSlicedTasks(t *testing.T) {
 	}
 }
 
-// The sliced AllReduce simulated: arrivals, node failures before and
-// after the chains start, sources that come back from a fresh node, and
-// worker reports, in an order a seed picks. Liveness: when nothing is
-// left to happen, the Reduction has answered, or it is missing a source
-// and its deadline fails it with TIMEOUT. Safety: a success reduced
-// every source and no participant died after the chains started; a
-// failure after they started is UNAVAILABLE and drops the copies of
-// every gather that was sent.
+// The sliced AllReduce simulated: arrivals, node failures at any moment
+// (before the chains start, during the reduce-scatter, during the
+// gather), sources that come back from a fresh node, worker reports and
+// the participants' Gets, in an order a seed picks. Workers compute what
+// their outputs hold, as counts of (source, slice) pairs, so exactness
+// is checked, not assumed. A released worker says nothing new, but a
+// report it sent before its release may still arrive.
+//
+// Liveness: when nothing is left to happen, the Reduction has answered,
+// or fewer sources than it needs exist and its deadline fails it with
+// TIMEOUT. Safety: a success holds every source of ReducedIds exactly
+// once in every slice, ReducedIds and UnreducedIds split the request,
+// and every participant alive at the end holds the result or was asked
+// to fetch it; a sliced run abandoned after it started released every
+// surviving participant and dropped every gather's copy.
 func TestSlicedSimulated(t *testing.T) {
 	seeds := simSeeds(t)
-	seeds = seeds[:min(len(seeds), 1000)]
+	seeds = seeds[:min(len(seeds), 2000)]
 	outcomes := map[string]int{}
 	for _, seed := range seeds {
 		outcomes[runSlicedSim(t, seed)]++
@@ -159,173 +169,476 @@ func TestSlicedSimulated(t *testing.T) {
 			return
 		}
 	}
+	t.Logf("outcomes %v", outcomes)
 	// The schedules must reach every ending, or they check little.
-	if len(seeds) > 100 && (outcomes["ok"] == 0 || outcomes["UNAVAILABLE"] == 0 || outcomes["TIMEOUT"] == 0) {
-		t.Fatalf("outcomes %v: want successes, UNAVAILABLE failures and TIMEOUTs", outcomes)
+	if len(seeds) > 100 {
+		for _, o := range []string{"sliced", "replanned before the chains", "replanned while running", "TIMEOUT"} {
+			if outcomes[o] == 0 {
+				t.Fatalf("outcomes %v: none %q", outcomes, o)
+			}
+		}
 	}
 }
 
 type slicedWorker struct {
-	pos     int
-	node    string
-	inputs  []string // node ids it reads from
-	after   []int    // positions whose outputs it needs complete
-	started bool
-	done    bool
+	task     *messages.ReduceTask
+	node     string
+	started  bool
+	done     bool
+	released bool
+	value    map[string]int // (source@slice offset) -> times reduced in
+}
+
+type slicedEvent struct {
+	what  string // arrive, fail, started, done, fetched
+	id    string
+	node  string
+	w     *slicedWorker
+	value map[string]int // done: what the worker read while its inputs were there
+}
+
+type slicedSim struct {
+	t        *testing.T
+	rng      *rand.Rand
+	r        *Reduction
+	n        int
+	offs     []int64
+	alive    map[string]bool
+	home     map[string]string        // source -> the node its live copy is on
+	outputs  map[string]*slicedWorker // output id -> the worker that writes it
+	workers  []*slicedWorker
+	events   []slicedEvent
+	dropped  map[string]bool // nodes whose copy of the target was dropped
+	released map[string]bool // nodes told to stop an abandoned run
+	fetch    map[string]bool // nodes asked to Get the result
+	result   *slicedWorker   // the root whose Done fixed a tree's result
+	reply    *messages.ReduceReply
+	log      []string
+}
+
+func (s *slicedSim) logf(format string, args ...any) {
+	s.log = append(s.log, fmt.Sprintf(format, args...))
+}
+
+// full is what the reduction of ids holds: each source once in each slice.
+func (s *slicedSim) full(ids []string) map[string]int {
+	v := map[string]int{}
+	for _, id := range ids {
+		for _, off := range s.offs {
+			v[fmt.Sprintf("%s@%d", id, off)]++
+		}
+	}
+	return v
+}
+
+func (s *slicedSim) apply(fx Effects) {
+	if rep := fx.Reply(); rep != nil {
+		if s.reply != nil {
+			s.t.Fatalf("a second reply %v", rep)
+		}
+		s.reply = rep
+		s.logf("reply %v", rep)
+	}
+	// In order: a release or drop sent before a task reaches its node first.
+	for _, snd := range fx.Sends {
+		to, _ := snd.To.(*messages.NodeRef)
+		switch m := snd.Msg.(type) {
+		case *messages.DropObject:
+			if m.GetObjectId() == testTarget {
+				s.dropped[to.GetNodeId()] = true
+			}
+		case *messages.ReduceRelease:
+			if !m.GetKeepTarget() && s.reply == nil {
+				s.released[to.GetNodeId()] = true
+				for _, w := range s.workers {
+					if w.node == to.GetNodeId() {
+						w.released = true
+					}
+				}
+				s.logf("release %s", to.GetNodeId())
+			}
+		case *messages.ReduceInvalidate:
+			for _, w := range s.workers {
+				if w.node == to.GetNodeId() && w.task.GetPosition() == m.GetPosition() && w.task.GetGeneration() == m.GetGeneration() {
+					w.released = true
+				}
+			}
+		case *messages.Get:
+			s.fetch[to.GetNodeId()] = true
+			s.events = append(s.events, slicedEvent{what: "fetched", node: to.GetNodeId()})
+		case *messages.ReduceTask:
+			w := &slicedWorker{task: m, node: to.GetNodeId()}
+			for _, old := range s.workers {
+				if old.node == w.node && old.task.GetPosition() == m.GetPosition() && !old.released {
+					old.released = true // the node runs a position's newest task
+				}
+			}
+			s.workers = append(s.workers, w)
+			s.outputs[m.GetOutputId()+"/"+w.node] = w
+			s.logf("task p%d g%d on %s", m.GetPosition(), m.GetGeneration(), w.node)
+			if s.alive[w.node] {
+				s.events = append(s.events, slicedEvent{what: "started", w: w})
+			}
+		}
+	}
+}
+
+// input is the worker writing in (nil for a source) and whether in can
+// be read in full now.
+func (s *slicedSim) input(in *messages.ReduceInput) (*slicedWorker, bool) {
+	nd := in.GetNode().GetNodeId()
+	if !s.alive[nd] {
+		return nil, false
+	}
+	if s.home[in.GetObjectId()] != "" {
+		return nil, s.home[in.GetObjectId()] == nd
+	}
+	w := s.outputs[in.GetObjectId()+"/"+nd]
+	return w, w != nil && w.done && !w.released
+}
+
+func (s *slicedSim) ready(w *slicedWorker) bool {
+	for _, in := range w.task.GetChildren() {
+		if _, ok := s.input(in); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// output computes what w writes from its own source and its inputs,
+// which must be readable.
+func (s *slicedSim) output(w *slicedWorker) map[string]int {
+	out := map[string]int{}
+	if id := w.task.GetSourceId(); id != "" {
+		if w.task.GetSliced() {
+			out[fmt.Sprintf("%s@%d", id, w.task.GetSourceOffset())]++
+		} else {
+			maps.Copy(out, s.full([]string{id}))
+		}
+	}
+	for _, in := range w.task.GetChildren() {
+		src, _ := s.input(in)
+		v := s.full([]string{in.GetObjectId()})
+		if src != nil {
+			v = src.value
+		}
+		for k, c := range v {
+			out[k] += c
+		}
+	}
+	return out
+}
+
+func (s *slicedSim) queue() {
+	for _, w := range s.workers {
+		if !w.started || w.done || w.released || !s.alive[w.node] || slices.ContainsFunc(s.events, func(e slicedEvent) bool { return e.w == w }) {
+			continue
+		}
+		if s.ready(w) {
+			s.events = append(s.events, slicedEvent{what: "done", w: w, value: s.output(w)})
+		}
+	}
 }
 
 func runSlicedSim(t *testing.T, seed uint64) string {
 	rng := rand.New(rand.NewPCG(seed, 0x511ced))
 	n := 2 + rng.IntN(7)
 	sources := ids("s", n)
-	r := newRed(allReduceRequest(sources), Config{AllReduceShape: ShapeSliced})
-	alive := map[string]bool{}
-	workers := map[int]*slicedWorker{}
-	type ev struct {
-		what string
-		id   string
-		node string
-		w    *slicedWorker
+	s := &slicedSim{t: t, rng: rng, n: n, alive: map[string]bool{}, home: map[string]string{}, outputs: map[string]*slicedWorker{},
+		dropped: map[string]bool{}, released: map[string]bool{}, fetch: map[string]bool{}}
+	for _, c := range plan.Slices(bigSize, n, 8) {
+		s.offs = append(s.offs, c.Off)
 	}
-	var events []ev
-	var log []string
-	var reply *messages.ReduceReply
-	var dropped []string
-	runningAt := -1 // the step at which the chains started
-	diedRunning := false
-	apply := func(fx Effects) {
-		if rep := fx.Reply(); rep != nil {
-			if reply != nil {
-				t.Fatalf("seed %d: a second reply", seed)
-			}
-			reply = rep
-		}
-		for _, s := range fx.Sends {
-			if m, ok := s.Msg.(*messages.DropObject); ok && m.GetObjectId() == testTarget {
-				dropped = append(dropped, s.To.(*messages.NodeRef).GetNodeId())
-			}
-		}
-		for _, tk := range fx.Tasks() {
-			w := &slicedWorker{pos: int(tk.Task.GetPosition()), node: tk.Node.GetNodeId()}
-			for _, in := range tk.Task.GetChildren() {
-				w.inputs = append(w.inputs, in.GetNode().GetNodeId())
-			}
-			if tk.Task.GetGather() {
-				for k := 0; k < n; k++ {
-					w.after = append(w.after, k*n+n-1)
-				}
-			} else if w.pos%n > 0 {
-				w.after = []int{w.pos - 1}
-			}
-			workers[w.pos] = w
-			log = append(log, fmt.Sprintf("task p%d on %s", w.pos, w.node))
-			if alive[w.node] {
-				events = append(events, ev{what: "started", w: w})
-			}
-		}
-	}
-	apply(r.Begin(t0))
+	s.r = newRed(allReduceRequest(sources), Config{AllReduceShape: ShapeSliced})
+	s.apply(s.r.Begin(t0))
 	for i, id := range sources {
 		node := fmt.Sprintf("n%d", i)
-		alive[node] = true
-		events = append(events, ev{what: "arrive", id: id, node: node})
+		s.alive[node] = true
+		s.events = append(s.events, slicedEvent{what: "arrive", id: id, node: node})
 	}
 	for _, i := range rng.Perm(n)[:rng.IntN(3)] {
-		events = append(events, ev{what: "fail", node: fmt.Sprintf("n%d", i), id: sources[i]})
+		s.events = append(s.events, slicedEvent{what: "fail", node: fmt.Sprintf("n%d", i), id: sources[i]})
 	}
+	replanned := ""
+	var slicedGathers []*slicedWorker
 	for step := 0; ; step++ {
-		// Workers whose inputs are complete can finish.
-		for _, w := range workers {
-			if !w.started || w.done || !alive[w.node] || slices.ContainsFunc(events, func(e ev) bool { return e.w == w }) {
-				continue
-			}
-			ready := true
-			for _, p := range w.after {
-				if u := workers[p]; u == nil || !u.done || !alive[u.node] {
-					ready = false
-				}
-			}
-			if ready {
-				events = append(events, ev{what: "done", w: w})
-			}
-		}
-		if len(events) == 0 || step > 100_000 {
+		s.queue()
+		if len(s.events) == 0 {
 			break
 		}
-		i := rng.IntN(len(events))
-		e := events[i]
-		events = slices.Delete(events, i, i+1)
-		if e.w != nil && !alive[e.w.node] {
+		if step > 100_000 {
+			t.Fatalf("seed %d: no quiescence", seed)
+		}
+		i := rng.IntN(len(s.events))
+		e := s.events[i]
+		s.events = slices.Delete(s.events, i, i+1)
+		if e.w != nil && !s.alive[e.w.node] {
 			continue
+		}
+		wasSliced, wasRunning := s.r.sliced != nil, s.r.sliced != nil && s.r.sliced.running
+		if wasRunning && slicedGathers == nil {
+			for _, w := range s.workers {
+				if w.task.GetGather() {
+					slicedGathers = append(slicedGathers, w)
+				}
+			}
 		}
 		switch e.what {
 		case "arrive":
-			if alive[e.node] {
-				log = append(log, "arrive "+e.id+" on "+e.node)
-				apply(r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), t0))
-				if r.sliced != nil && r.sliced.running && runningAt < 0 {
-					runningAt = step
-				}
+			if !s.alive[e.node] {
+				continue
 			}
+			s.home[e.id] = e.node
+			s.logf("arrive %s on %s", e.id, e.node)
+			s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), t0))
 		case "fail":
-			alive[e.node] = false
-			log = append(log, "fail "+e.node)
-			if runningAt >= 0 {
-				diedRunning = true
+			s.alive[e.node] = false
+			if s.home[e.id] == e.node {
+				delete(s.home, e.id)
 			}
-			apply(r.NodeFailed(e.node, t0))
+			s.logf("fail %s", e.node)
+			s.apply(s.r.NodeFailed(e.node, t0))
 			if rng.IntN(2) == 0 {
 				// Its source is Put again on a fresh node.
 				fresh := e.node + "'"
-				alive[fresh] = true
-				events = append(events, ev{what: "arrive", id: e.id, node: fresh})
+				s.alive[fresh] = true
+				s.events = append(s.events, slicedEvent{what: "arrive", id: e.id, node: fresh})
 			}
 		case "started":
 			e.w.started = true
-			apply(r.Started(started(e.w.pos), t0))
+			m := started(int(e.w.task.GetPosition()))
+			m.Generation = e.w.task.GetGeneration()
+			s.apply(s.r.Started(m, t0))
 		case "done":
-			e.w.done = true
-			apply(r.Done(done(e.w.pos), t0))
+			e.w.done, e.w.value = true, e.value
+			s.logf("done p%d g%d on %s", e.w.task.GetPosition(), e.w.task.GetGeneration(), e.w.node)
+			m := done(int(e.w.task.GetPosition()))
+			m.Generation = e.w.task.GetGeneration()
+			hadResult := s.r.reply != nil
+			s.apply(s.r.Done(m, t0))
+			if !hadResult && s.r.reply != nil && s.r.sliced == nil {
+				s.result = e.w
+			}
+		case "fetched":
+			if s.alive[e.node] {
+				s.apply(s.r.Fetched(e.node, nil, t0))
+			}
+		}
+		if wasSliced && s.r.sliced == nil && !s.r.Over() {
+			replanned = "replanned before the chains"
+			if wasRunning {
+				replanned = "replanned while running"
+				// The abandoned run stopped everywhere and left no copy.
+				for _, w := range slicedGathers {
+					if s.alive[w.node] && (!s.dropped[w.node] || !s.released[w.node]) {
+						t.Fatalf("seed %d: abandoned gather on %s: dropped %v, released %v\n%v", seed, w.node, s.dropped, s.released, s.log)
+					}
+				}
+			}
 		}
 	}
-	dump := func() string { return fmt.Sprintf("seed %d, n %d:\n  %v", seed, n, log) }
-	if reply == nil {
-		if len(r.sources) == n {
-			t.Fatalf("hang: every source is held and nothing is left to happen\n%s", dump())
+	dump := func() string { return fmt.Sprintf("seed %d, n %d:\n  %v", seed, n, s.log) }
+	if s.reply == nil {
+		if held, need := len(s.r.sources), int(s.r.req.GetNumObjects()); held >= need {
+			t.Fatalf("hang: %d sources held, %d needed, and nothing is left to happen\n%s", held, need, dump())
 		}
-		fx := r.Expire(t0.Add(time.Hour))
+		fx := s.r.Expire(t0.Add(time.Hour))
 		if !errorsIs(fx.Reply(), messages.ErrTimeout) {
 			t.Fatalf("expire with a source missing: %v\n%s", fx.Reply(), dump())
 		}
 		return "TIMEOUT"
 	}
-	err := messages.ErrOrNil(reply.GetError())
-	switch {
-	case diedRunning && err == nil:
-		// A participant that died after its gather finished does not
-		// change the result: the AllReduce may still succeed then.
-		for _, w := range workers {
-			if !alive[w.node] && w.pos >= n*n && !w.done {
-				t.Fatalf("success although %s died before its gather finished\n%s", w.node, dump())
+	if err := messages.ErrOrNil(s.reply.GetError()); err != nil {
+		t.Fatalf("failed: %v\n%s", err, dump())
+	}
+	red, unred := s.reply.GetReducedIds(), s.reply.GetUnreducedIds()
+	if all := slices.Sorted(slices.Values(append(slices.Clone(red), unred...))); !slices.Equal(all, sources) {
+		t.Fatalf("reduced %v and unreduced %v do not split the sources\n%s", red, unred, dump())
+	}
+	want := s.full(red)
+	if replanned == "" {
+		// Sliced to the end: every source, in every gather's copy.
+		if !slices.Equal(red, sources) {
+			t.Fatalf("sliced run reduced %v\n%s", red, dump())
+		}
+		for _, w := range s.workers {
+			if w.task.GetGather() && s.alive[w.node] && (!w.done || !maps.Equal(w.value, want)) {
+				t.Fatalf("gather on %s holds %v, want %v\n%s", w.node, w.value, want, dump())
 			}
 		}
-	case !diedRunning && err != nil:
-		t.Fatalf("failed with no participant dead after the start: %v\n%s", err, dump())
-	case err != nil:
-		if !errorsIs(reply, messages.ErrUnavailable) {
-			t.Fatalf("failure %v, want UNAVAILABLE\n%s", err, dump())
+		return "sliced"
+	}
+	if s.result == nil || !maps.Equal(s.result.value, want) {
+		t.Fatalf("the re-planned tree's result %v, want %v (reduced %v)\n%s", s.result, want, red, dump())
+	}
+	if len(red) != int(s.r.req.GetNumObjects()) {
+		t.Fatalf("reduced %v, the re-plan asked for %d\n%s", red, s.r.req.GetNumObjects(), dump())
+	}
+	// Every participant alive at the end holds the result: the root's node,
+	// or one that was asked to fetch it.
+	for _, id := range red {
+		nd := fmt.Sprintf("n%s", id[1:]) // its first copy's node; a fresh one's is n<i>'
+		if s.alive[nd] && nd != s.result.node && !s.fetch[nd] {
+			t.Fatalf("participant %s (%s) was never asked to fetch the result\n%s", nd, id, dump())
 		}
-		for _, w := range workers {
-			if w.pos >= n*n && !slices.Contains(dropped, w.node) {
-				t.Fatalf("gather on %s was sent but its copy was not dropped (%v)\n%s", w.node, dropped, dump())
+	}
+	return replanned
+}
+
+// finishTree runs a re-planned tree to its answer: every task starts
+// (the root's start asks the participants to fetch), then finishes, then
+// every fetch ends. It returns the reply and the nodes asked to fetch.
+func finishTree(t *testing.T, r *Reduction, tasks []Task) (*messages.ReduceReply, []string) {
+	t.Helper()
+	var fetch []string
+	var reply *messages.ReduceReply
+	take := func(fx Effects) {
+		fetch = append(fetch, nodeIDs(fx.Fetch())...)
+		if rep := fx.Reply(); rep != nil {
+			reply = rep
+		}
+		tasks = append(tasks, fx.Tasks()...)
+	}
+	for i := 0; i < len(tasks); i++ {
+		tk := tasks[i].Task
+		if tk.GetGeneration() < 2 && r.staleGen > 0 {
+			t.Fatalf("re-planned task p%d has generation %d, as the abandoned run's", tk.GetPosition(), tk.GetGeneration())
+		}
+		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+	}
+	for _, tk := range tasks {
+		take(r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0))
+	}
+	for _, n := range fetch {
+		take(r.Fetched(n, nil, t0))
+	}
+	return reply, fetch
+}
+
+// TestSlicedReplan: a participant that fails before the chains start,
+// during the reduce-scatter, or during the gather ends the sliced run;
+// the AllReduce re-plans as a tree over the sources that still exist and
+// answers with exactly those, the dead participant's source unreduced.
+// Once the chains ran, the surviving participants are released and
+// their gathers' copies dropped before the new tasks go out, and the old
+// run's late reports change nothing.
+func TestSlicedReplan(t *testing.T) {
+	const n = 4
+	for _, phase := range []string{"before the chains", "reduce-scatter", "gather"} {
+		t.Run(phase, func(t *testing.T) {
+			r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
+			r.start = node(0)
+			r.Begin(t0)
+			arrive := n
+			if phase == "before the chains" {
+				arrive = 3 // s3 is still being produced
 			}
-		}
+			var sliced []Task
+			for i := 0; i < arrive; i++ {
+				sliced = append(sliced, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
+			}
+			switch phase {
+			case "reduce-scatter":
+				for _, tk := range sliced[:n*n] {
+					r.Started(started(int(tk.Task.GetPosition())), t0)
+				}
+				r.Done(done(0), t0) // slice 0's leaf
+			case "gather":
+				for _, tk := range sliced {
+					r.Started(started(int(tk.Task.GetPosition())), t0)
+				}
+				for _, tk := range sliced[:n*n] {
+					r.Done(done(int(tk.Task.GetPosition())), t0)
+				}
+				r.Done(done(n*n), t0) // n0's gather: its copy is complete
+			}
+			fx := r.NodeFailed("n2", t0)
+			if fx.Reply() != nil {
+				t.Fatalf("the AllReduce answered at the failure: %v", fx.Reply())
+			}
+			if r.plan.GetShape() != ShapeDAry || r.req.GetNumObjects() != n-1 || len(r.plan.GetPositions()) != n-1 {
+				t.Fatalf("re-plan: shape %q, %d sources, plan %v", r.plan.GetShape(), r.req.GetNumObjects(), r.plan)
+			}
+			if !slices.ContainsFunc(fx.Events, func(e any) bool {
+				ev, ok := e.(*events.AllReduceReplanned)
+				return ok && ev.Node == "n2" && ev.Num == n-1
+			}) {
+				t.Fatalf("no AllReduceReplanned event: %v", fx.Events)
+			}
+			// The abandoned run: every surviving participant (each had a
+			// gather) is released and loses its copy, before the new tasks.
+			var drops, releases []string
+			firstTask := slices.IndexFunc(fx.Sends, func(s outbox.Send) bool { _, ok := s.Msg.(*messages.ReduceTask); return ok })
+			for i, s := range fx.Sends {
+				switch m := s.Msg.(type) {
+				case *messages.DropObject:
+					drops = append(drops, s.To.(*messages.NodeRef).GetNodeId())
+				case *messages.ReduceRelease:
+					if m.GetKeepTarget() {
+						t.Fatalf("the abandoned run keeps its target: %v", m)
+					}
+					releases = append(releases, s.To.(*messages.NodeRef).GetNodeId())
+				default:
+					continue
+				}
+				if firstTask >= 0 && i > firstTask {
+					t.Fatalf("%T to %v after the new tasks", s.Msg, s.To)
+				}
+			}
+			want := []string{"n0", "n1", "n3"}
+			if phase == "before the chains" {
+				want = nil // nothing ran
+			}
+			slices.Sort(drops)
+			if !slices.Equal(drops, want) || !slices.Equal(releases, want) {
+				t.Fatalf("drops %v, releases %v, want %v", drops, releases, want)
+			}
+			tasks := fx.Tasks()
+			if phase != "before the chains" {
+				// Late reports of the old run: the root's gather and a chain
+				// root, generation 1, at positions the new tree uses.
+				for p := 0; p < n-1; p++ {
+					if fx := r.Done(done(p), t0); len(fx.Sends) != 0 || r.reply != nil {
+						t.Fatalf("a stale report of position %d was taken: %v", p, fx.Sends)
+					}
+				}
+			} else {
+				tasks = append(tasks, r.Located(located("s3", bigSize, node(3)), t0).Tasks()...)
+			}
+			// The dead participant's source is Put again elsewhere: a backup.
+			tasks = append(tasks, r.Located(located("s2", bigSize, node(7)), t0).Tasks()...)
+			reply, fetch := finishTree(t, r, tasks)
+			if reply == nil || reply.GetError() != nil {
+				t.Fatalf("reply %v", reply)
+			}
+			red := slices.Sorted(slices.Values(reply.GetReducedIds()))
+			if !slices.Equal(red, []string{"s0", "s1", "s3"}) || !slices.Equal(reply.GetUnreducedIds(), []string{"s2"}) {
+				t.Fatalf("reduced %v, unreduced %v", reply.GetReducedIds(), reply.GetUnreducedIds())
+			}
+			// Every surviving participant but the root's node fetches the result.
+			root := r.plan.GetPositions()[r.tree.Root()].GetNodeId()
+			got := append(slices.Clone(fetch), root)
+			slices.Sort(got)
+			if !slices.Equal(got, []string{"n0", "n1", "n3"}) {
+				t.Fatalf("fetches %v and root %s: want every surviving participant", fetch, root)
+			}
+		})
 	}
-	if err == nil && !slices.Equal(reply.GetReducedIds(), sources) {
-		t.Fatalf("reduced %v\n%s", reply.GetReducedIds(), dump())
+}
+
+// TestSlicedReplanNothingLeft: a failure that takes every source fails
+// the AllReduce with UNAVAILABLE at once, and drops the gathers' copies.
+func TestSlicedReplanNothingLeft(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 2)), Config{AllReduceShape: ShapeSliced})
+	r.start = node(5)
+	r.Begin(t0)
+	r.Located(located("s0", bigSize, node(0)), t0)
+	if tasks := r.Located(located("s1", bigSize, node(0)), t0).Tasks(); len(tasks) == 0 {
+		t.Fatal("the chains did not start")
 	}
-	if err != nil {
-		return messages.AsError(err).GetCode().String()
+	fx := r.NodeFailed("n0", t0)
+	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
+		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
 	}
-	return "ok"
 }

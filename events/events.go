@@ -68,3 +68,14 @@ type ReduceDone struct {
 	Elapsed time.Duration
 	Err     error
 }
+
+// AllReduceReplanned: a participant of a sliced AllReduce failed; the
+// coordinator abandoned the sliced run (its workers stopped, its copies
+// of the target dropped) and reduces, then broadcasts, over the sources
+// that still exist instead.
+type AllReduceReplanned struct {
+	Reduce string
+	Node   string   // the failed participant's node
+	Lost   []string // the sources whose copy was on it
+	Num    int      // how many sources the new tree reduces
+}

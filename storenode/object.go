@@ -40,8 +40,9 @@ type Object struct {
 	// settled are called once the object is complete or failed.
 	settled []func()
 	// producer is the Reduce whose root writes this target (see
-	// Publication).
-	producer string
+	// Publication), and producerGen the generation of that root's task.
+	producer    string
+	producerGen int32
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -108,12 +109,21 @@ func (o *Object) OnSettled(fn func()) {
 	o.settled = append(o.settled, fn)
 }
 
-// SetProducer records that the root of Reduce reduceID writes o, its
-// target: a partial o is republished with the Reduce's id.
-func (o *Object) SetProducer(reduceID string) {
+// SetProducer records that generation gen of the root of Reduce
+// reduceID (or of a sliced AllReduce's gather) writes o, its target: a
+// partial o is republished with the Reduce's id.
+func (o *Object) SetProducer(reduceID string, gen int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.producer = reduceID
+	o.producer, o.producerGen = reduceID, gen
+}
+
+// Producer is the Reduce, and its task's generation, that writes o
+// ("" and 0 for any other object).
+func (o *Object) Producer() (reduceID string, gen int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.producer, o.producerGen
 }
 
 // Publication is what node publishes of its copy of o when a directory

@@ -149,6 +149,12 @@ func (s *Store) Objects() []*Object {
 func (s *Store) Create(id string, size int64, fingerprint uint64) (*Object, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		// Fail-stop: a run still going on a dead node (a reduce worker
+		// whose run outlived the failure) must not leave an object in the
+		// cleared store.
+		return nil, nil, messages.AsError(s.failed)
+	}
 	if s.objects[id] != nil {
 		return nil, nil, messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is already in this node's store", id)
 	}

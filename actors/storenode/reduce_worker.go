@@ -258,7 +258,16 @@ func stopped(ctx context.Context, err error) *messages.Error {
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
 	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
-		if local := w.cfg.Store.Lookup(t.GetOutputId()); local != nil && !local.Pinned() {
+		local := w.cfg.Store.Lookup(t.GetOutputId())
+		if local != nil && local.Pinned() && olderRun(local, t) {
+			// An older run of this Reduce wrote the target here: a gather
+			// of a sliced run that the coordinator abandoned for a tree,
+			// whose release has not reached its worker yet. Its bytes are
+			// not this run's result. (An older run never removes a newer
+			// one's copy: generations only grow.)
+			w.cfg.Store.Abort(local, messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
+			out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+		} else if local != nil && !local.Pinned() {
 			if local.Size() < 0 {
 				// A Get of the target on this node left a placeholder while
 				// it waited: the root fills it, as a Put would.
@@ -282,12 +291,12 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 		// A copy of the target too, partial until the gather ends: a
 		// shard rebuilt meanwhile drops it rather than record a copy
 		// nobody finishes (see storenode.Object.Publication).
-		out.SetProducer(t.GetReduceId())
+		out.SetProducer(t.GetReduceId(), t.GetGeneration())
 	}
 	if !t.GetRoot() {
 		return out, nil
 	}
-	out.SetProducer(t.GetReduceId())
+	out.SetProducer(t.GetReduceId(), t.GetGeneration())
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	refused := false
@@ -480,6 +489,13 @@ func (w *reduceWorker) release(keep bool) {
 // of the same id is never touched (and dropping twice is harmless).
 func (w *reduceWorker) dropOutput(o *storenode.Object, reduceID string) {
 	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", reduceID))
+}
+
+// olderRun reports whether o is a copy of the target that an older
+// generation of t's Reduce writes.
+func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
+	rid, gen := o.Producer()
+	return rid == t.GetReduceId() && gen < t.GetGeneration()
 }
 
 // keepsTarget reports whether the position's output is (a copy of) the
