@@ -93,8 +93,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo or actor)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor or actor-locates)", p)
 		}
 	}
 	if c.TLS && c.Testbed == nil {

@@ -68,6 +68,11 @@ const SysChainLeaf = "chain-leaf"
 // comparison with the sliced shape the cost model usually picks.
 const SysReduceBcast = "reduce-bcast"
 
+// SysActorLocates is ours with every Locate sent as an actor message
+// (--peers actor-locates, hoplite node -actor-locates), as before the
+// data plane carried them: that change measured in the same run.
+const SysActorLocates = "ours-actor-locates"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -78,10 +83,12 @@ type system struct {
 	// ("": the cost model's).
 	arShape string
 	kill    bool // the failure variant: a participant is killed at 50 %
-	tls     bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor   bool // SysActorRTT: bare round trips instead of the operation
-	peer    string
-	alg     string // the peer's --algorithm (mpi, gloo)
+	// actorLocates: hoplite node -actor-locates.
+	actorLocates bool
+	tls          bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor        bool // SysActorRTT: bare round trips instead of the operation
+	peer         string
+	alg          string // the peer's --algorithm (mpi, gloo)
 }
 
 func (s system) ours() bool { return s.peer == "" }
@@ -173,6 +180,9 @@ func (o *Options) systems() []system {
 		if !slices.ContainsFunc(out, func(s system) bool { return s.degree == d }) {
 			out = append(out, system{name: "d=" + strconv.Itoa(d), degree: d})
 		}
+	}
+	if slices.Contains(o.Peers, "actor-locates") {
+		out = append(out, system{name: SysActorLocates, actorLocates: true})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

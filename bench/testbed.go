@@ -307,6 +307,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.arShape != "" {
 		args = append(args, "-allreduce-shape", s.arShape)
 	}
+	if s.actorLocates {
+		args = append(args, "-actor-locates")
+	}
 	if s.tls {
 		args = append(args, "-tls-cert", t.certs.Cert, "-tls-key", t.certs.Key, "-tls-ca", t.certs.CA)
 	}

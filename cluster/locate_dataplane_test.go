@@ -51,6 +51,24 @@ func TestLocateTravelsOnTheDataPlane(t *testing.T) {
 	}
 }
 
+// ActorLocates (the benchmarks' comparison) keeps every Locate an actor
+// message.
+func TestActorLocatesKeepLocatesOffTheDataPlane(t *testing.T) {
+	l := start(t, Config{Nodes: 3, ActorLocates: true})
+	ctx := deadline(t, 20*time.Second)
+	id := idOnNode("actor", 1, 3, 3)
+	data := hoptestutil.Pattern(3, 1000)
+	if err := l.Client(0).Put(ctx, id, data); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Client(2).Get(ctx, id); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %v", err)
+	}
+	if n := locatesServed(l, 1, "ok"); n != 0 {
+		t.Fatalf("%v Locates on the data plane with ActorLocates", n)
+	}
+}
+
 // A Get that waits for an object on another member's shard and gives up
 // withdraws exactly its own parked Locate: the shard forgets the waiter
 // (no object entry is left), and a Get of the same object started at

@@ -140,6 +140,9 @@ type MemberConfig struct {
 	// coordinator.ShapeDAry always reduces and then broadcasts. Like the
 	// reduce shape, every member should use the same value.
 	AllReduceShape string
+	// ActorLocates sends every Locate as an actor message, as before the
+	// data plane carried them (benchmarks: the comparison in one run).
+	ActorLocates bool
 	// RefreshInterval is how often the automanaged provider polls the
 	// seeds (default 200ms). Crashes are detected faster than that (data
 	// connections, remote endpoints); a graceful leave is seen within it.
@@ -592,6 +595,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if cfg.AllReduceShape != "" {
 		fields["allreduce_shape"] = cfg.AllReduceShape
 	}
+	if cfg.ActorLocates {
+		fields["actor_locates"] = true
+	}
 	m.log.WithFields(fields).Info("member joined the cluster")
 	return nil
 }
@@ -705,7 +711,7 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 // message in process is cheaper than any socket) or on a member whose
 // data address this member does not know yet.
 func (m *Member) locateAt(shard *actor.PID) string {
-	if shard == nil || shard.GetAddress() == m.system.Address() {
+	if m.cfg.ActorLocates || shard == nil || shard.GetAddress() == m.system.Address() {
 		return ""
 	}
 	if idx := m.peers.Load(); idx != nil {

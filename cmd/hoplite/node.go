@@ -54,7 +54,7 @@ type nodeFlags struct {
 	logFormat, logLevel, reduceShape, allReduceShape           string
 	tlsCert, tlsKey, tlsCA                                     string
 	protocolVersion                                            uint
-	naive, benchAgent, pprof                                   bool
+	naive, benchAgent, pprof, actorLocates                     bool
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -80,6 +80,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.reduceDegree, "reduce-degree", 0, "benchmarks: force the reduce tree degree N >= 1 (0: chosen by the cost model)")
 	fs.StringVar(&f.reduceShape, "reduce-shape", "", "benchmarks: reduce tree shape, d-ary or chain-leaf (default d-ary)")
 	fs.StringVar(&f.allReduceShape, "allreduce-shape", "", "benchmarks: force the AllReduce shape, sliced or d-ary (default: the cost model's choice)")
+	fs.BoolVar(&f.actorLocates, "actor-locates", false, "benchmarks: send every Locate as an actor message instead of on the data plane")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
@@ -129,7 +130,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
-		Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		ActorLocates: f.actorLocates, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	if d := f.chunkDelay; d > 0 {
 		cfg.Hooks = storeactor.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}

@@ -18,6 +18,7 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		shape         string
 		arShape       string
 		benchAgentSet bool
+		actorLocates  bool
 	}{
 		{args: nil},
 		{args: []string{"-naive"}, naive: true},
@@ -26,6 +27,7 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		{args: []string{"-reduce-shape", "chain-leaf", "-bench-agent"}, shape: "chain-leaf", benchAgentSet: true},
 		{args: []string{"-allreduce-shape", "sliced"}, arShape: "sliced"},
 		{args: []string{"-allreduce-shape", "d-ary"}, arShape: "d-ary"},
+		{args: []string{"-actor-locates"}, actorLocates: true},
 	} {
 		fs := flag.NewFlagSet("node", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -38,7 +40,7 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		if cfg.Naive != c.naive || cfg.ReduceDegree != c.degree || cfg.ReduceShape != c.shape || cfg.AllReduceShape != c.arShape || f.benchAgent != c.benchAgentSet {
+		if cfg.Naive != c.naive || cfg.ReduceDegree != c.degree || cfg.ReduceShape != c.shape || cfg.AllReduceShape != c.arShape || f.benchAgent != c.benchAgentSet || cfg.ActorLocates != c.actorLocates {
 			t.Errorf("%q: naive %v degree %d shape %q allreduce shape %q bench agent %v", c.args, cfg.Naive, cfg.ReduceDegree, cfg.ReduceShape, cfg.AllReduceShape, f.benchAgent)
 		}
 	}
