@@ -68,6 +68,7 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	small := fs.Int("small", 1000, "small-object Gets (and round trips) to time")
 	smallSize := fs.Int("small-size", 1024, "small object size in bytes (below the 64 KiB inline limit)")
 	logLevel := fs.String("log-level", "error", "log level of both members")
+	actorLocates := fs.Bool("actor-locates", false, "also run a pair whose member sends its Locates as actor messages (as before the data plane carried them) at the same time, alternating, and compare their inline Gets")
 	withTLS := fs.Bool("tls", false, "also run a second pair of members over mutual TLS (certificates made for the run) at the same time, every measurement alternating between the pairs, and report the TLS cost")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,7 +96,8 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}()
 	names := []string{"hoplite data plane"}
-	start := func(tlsFiles *p2pTLS) error {
+	suffixes := []string{""}
+	start := func(tlsFiles *p2pTLS, o p2pOpts) error {
 		p, err := p2pStart(ctx, o, tlsFiles, stderr)
 		if err != nil {
 			return err
@@ -103,7 +105,7 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		pairs = append(pairs, p)
 		return nil
 	}
-	if err := start(nil); err != nil {
+	if err := start(nil, o); err != nil {
 		return err
 	}
 	if *withTLS {
@@ -116,10 +118,18 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return err
 		}
-		if err := start(&p2pTLS{ca: ca, cert: cert, key: key}); err != nil {
+		if err := start(&p2pTLS{ca: ca, cert: cert, key: key}, o); err != nil {
 			return err
 		}
-		names = append(names, "hoplite over mTLS")
+		names, suffixes = append(names, "hoplite over mTLS"), append(suffixes, ", mTLS")
+	}
+	if *actorLocates {
+		ao := o
+		ao.actorLocates = true
+		if err := start(nil, ao); err != nil {
+			return err
+		}
+		names, suffixes = append(names, "hoplite, actor Locates"), append(suffixes, ", actor Locates")
 	}
 	fmt.Fprintf(stdout, "p2p: %s between two processes on loopback (members %s and %s), %d reps, variants interleaved\n",
 		sizeName(size), pairs[0].a.Address(), pairs[0].peer.GetAddress(), *reps)
@@ -241,15 +251,17 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	for i := range pairs {
-		suffix := ""
-		if i > 0 {
-			suffix = ", mTLS"
-		}
+		suffix := suffixes[i]
 		fmt.Fprintf(stdout, "inline Get across processes (%d B, %d objects%s): p50 %v  p99 %v\n", *smallSize, len(gets[i]), suffix,
 			percentile(gets[i], 50), percentile(gets[i], 99))
 		fmt.Fprintf(stdout, "Proto.Actor request/response round trip%s:    p50 %v  p99 %v\n", suffix, percentile(rtts[i], 50), percentile(rtts[i], 99))
 		fmt.Fprintf(stdout, "inline Get / round trip%s: p50 %.2fx  p99 %.2fx\n", suffix,
 			percentile(gets[i], 50).Seconds()/percentile(rtts[i], 50).Seconds(), percentile(gets[i], 99).Seconds()/percentile(rtts[i], 99).Seconds())
+	}
+	if *actorLocates {
+		a := len(pairs) - 1
+		fmt.Fprintf(stdout, "inline Get, Locate on the data plane / as an actor message: p50 %.2fx  p99 %.2fx\n",
+			percentile(gets[0], 50).Seconds()/percentile(gets[a], 50).Seconds(), percentile(gets[0], 99).Seconds()/percentile(gets[a], 99).Seconds())
 	}
 	if *withTLS {
 		pct := func(plain, tls time.Duration) float64 {
@@ -274,6 +286,7 @@ type p2pOpts struct {
 	size, chunk            int64
 	reps, small, smallSize int
 	logLevel               string
+	actorLocates           bool // the local member's MemberConfig.ActorLocates
 }
 
 // p2pTLS are the certificate files of a pair over mutual TLS.
@@ -378,7 +391,7 @@ func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer
 		log.SetLevel(lvl)
 	}
 	mcfg := cluster.MemberConfig{Bind: hostA, ManagePort: ports[1], Seeds: strings.Split(seeds, ","),
-		Capacity: o.size + 64<<20, ChunkSize: int(o.chunk), Log: log, DefaultTimeout: 5 * time.Minute}
+		Capacity: o.size + 64<<20, ChunkSize: int(o.chunk), Log: log, DefaultTimeout: 5 * time.Minute, ActorLocates: o.actorLocates}
 	if tlsFiles != nil {
 		mcfg.TLSCert, mcfg.TLSKey, mcfg.TLSCA = tlsFiles.cert, tlsFiles.key, tlsFiles.ca
 	}
