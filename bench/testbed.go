@@ -310,6 +310,10 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.actorLocates {
 		args = append(args, "-actor-locates")
 	}
+	if t.o.Log != nil {
+		// --log-level: the nodes log at it too, into --log-dir.
+		args = append(args, "-log-level", t.o.LogLevel.String())
+	}
 	if s.tls {
 		args = append(args, "-tls-cert", t.certs.Cert, "-tls-key", t.certs.Key, "-tls-ca", t.certs.CA)
 	}
