@@ -293,3 +293,25 @@ func TestTCPControlTLS(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want only the 3 calls of the cluster's member", n)
 	}
 }
+
+// BenchmarkTCPControlCall is the round trip of a small control request
+// on loopback: the data plane's floor under a Locate.
+func BenchmarkTCPControlCall(b *testing.B) {
+	src := newCtlSource()
+	srv := NewTCP(TCPConfig{})
+	defer srv.Close()
+	cli := NewTCP(TCPConfig{})
+	defer cli.Close()
+	addr, err := srv.Serve("a", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := make([]byte, 100)
+	for b.Loop() {
+		if _, err := cli.Call(ctx, addr, 'e', req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
