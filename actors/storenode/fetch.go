@@ -97,8 +97,10 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 	case *actor.Started:
 		f.drain(ctx, f.start(now))
 	case *messages.LocateReply:
+		f.callEnded(m.GetAttempt())
 		f.drain(ctx, f.p.Located(m, now))
 	case *locateUnsent:
+		f.callEnded(m.attempt)
 		f.drain(ctx, f.p.LocateFailed(m.attempt, m.err, now))
 	case *fetchTimerFired:
 		f.drain(ctx, f.p.Timer(m.t, now))
@@ -323,6 +325,13 @@ func (f *fetchSession) cancelLocate(ctx actor.Context, pid *actor.PID, msg any) 
 	if f.byActor[actorutil.Key(pid)] {
 		ctx.Send(pid, msg)
 	}
+}
+
+// callEnded forgets the data-plane Locate of attempt, answered or
+// failed (its goroutine released its context), so that a long Get's
+// retries keep no entry each.
+func (f *fetchSession) callEnded(attempt uint64) {
+	delete(f.calls, attempt)
 }
 
 // endCalls hangs up every Locate on the data plane still waiting.
