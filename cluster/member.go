@@ -738,8 +738,11 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	}
 	b, err := shard.ServeLocate(ctx, m.system.Root, m.shardFor, req)
 	result := "ok"
-	if err != nil {
+	switch {
+	case err != nil:
 		result = messages.AsError(err).GetCode().String()
+	case len(b) == 0:
+		result = "forwarded" // the answer names a sender: it went as an actor message
 	}
 	m.metrics.locates.WithLabelValues(result).Inc()
 	return b, err

@@ -59,7 +59,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			Help:    "Duration of the Reduces coordinated on this member (events.ReduceDone), by result.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"result"}),
 		locates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_locates_total",
-			Help: "Locates from other members that this member's shards answered on the data plane, by result (ok, or the error code)."},
+			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (answered on the data plane: inline bytes), forwarded (an answer that names a sender, sent as an actor message behind the shard's other messages to that member), or the error code."},
 			[]string{"result"}),
 	}
 	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.failures, mm.reduces, mm.locates,

@@ -1788,7 +1788,14 @@ type Locate struct {
 	// late answer to an attempt the receiver gave up on is recognised as
 	// stale (replies come straight to the fetch session, not to a
 	// temporary actor per request).
-	Attempt       uint64 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt uint64 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// reply_to is the fetch session that asked, set when the Locate came on
+	// the data plane (transport.Caller): an answer that names a sender is
+	// sent to it as an actor message, behind whatever the shard sent the
+	// receiver before (one ordered connection per pair of members: a drop
+	// of the copy it is about never overtakes it); an inline answer or an
+	// error comes back on the data plane.
+	ReplyTo       *NodeRef `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1863,6 +1870,13 @@ func (x *Locate) GetAttempt() uint64 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *Locate) GetReplyTo() *NodeRef {
+	if x != nil {
+		return x.ReplyTo
+	}
+	return nil
 }
 
 type LocateReply struct {
@@ -3768,7 +3782,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xd9\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x86\x02\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
@@ -3776,7 +3790,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x125\n" +
 	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x14\n" +
 	"\x05naive\x18\x05 \x01(\bR\x05naive\x12\x18\n" +
-	"\aattempt\x18\x06 \x01(\x04R\aattempt\"\xdb\x02\n" +
+	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
+	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\"\xdb\x02\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -4049,38 +4064,39 @@ var file_hoplite_proto_depIdxs = []int32{
 	4,  // 18: hoplite.ReportLostReply.error:type_name -> hoplite.Error
 	5,  // 19: hoplite.Locate.receiver:type_name -> hoplite.NodeRef
 	5,  // 20: hoplite.Locate.failed_sender:type_name -> hoplite.NodeRef
-	4,  // 21: hoplite.LocateReply.error:type_name -> hoplite.Error
-	5,  // 22: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
-	3,  // 23: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
-	5,  // 24: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
-	5,  // 25: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
-	5,  // 26: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
-	5,  // 27: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
-	5,  // 28: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
-	4,  // 29: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
-	5,  // 30: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
-	4,  // 31: hoplite.DropObject.reason:type_name -> hoplite.Error
-	5,  // 32: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 33: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	5,  // 34: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 35: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 36: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	37, // 37: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	38, // 38: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 39: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 40: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 41: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 42: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 43: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	41, // 44: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	4,  // 45: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 46: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 47: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	5,  // 21: hoplite.Locate.reply_to:type_name -> hoplite.NodeRef
+	4,  // 22: hoplite.LocateReply.error:type_name -> hoplite.Error
+	5,  // 23: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
+	3,  // 24: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
+	5,  // 25: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
+	5,  // 26: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
+	5,  // 27: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
+	5,  // 28: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
+	5,  // 29: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
+	4,  // 30: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
+	5,  // 31: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
+	4,  // 32: hoplite.DropObject.reason:type_name -> hoplite.Error
+	5,  // 33: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 34: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	5,  // 35: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 36: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 37: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	37, // 38: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	38, // 39: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 40: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 41: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 42: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 43: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 44: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	41, // 45: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	4,  // 46: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 47: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 48: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }

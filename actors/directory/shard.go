@@ -161,7 +161,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.ReportLost(m, ctx.Sender())
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
-		out = s.table.Locate(m, ctx.Sender(), now)
+		out = s.table.Locate(m, locateReplyTo(ctx.Sender(), m), now)
 	case *messages.CancelLocate:
 		out = s.table.CancelLocate(m)
 	case AbandonLocate:
@@ -348,6 +348,8 @@ func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {
 			ctx.Send(to, o.Msg)
 		case *messages.NodeRef:
 			ctx.Send(to.PID(), o.Msg)
+		case splitReply:
+			to.deliver(ctx, o.Msg)
 		case nil:
 			// The request was a tell: nobody waits for the answer.
 		default:

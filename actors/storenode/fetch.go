@@ -287,6 +287,8 @@ func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages
 	}
 	delete(f.byActor, key)
 	attempt := l.GetAttempt()
+	l = proto.CloneOf(l)
+	l.ReplyTo = &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: ctx.Self().GetAddress(), ActorId: ctx.Self().GetId()}
 	req, err := proto.Marshal(l)
 	if err != nil {
 		ctx.Send(ctx.Self(), &locateUnsent{attempt: attempt, err: messages.Errorf(messages.ErrorCode_INTERNAL, "encode Locate: %v", err)})
@@ -300,6 +302,9 @@ func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages
 	go func() {
 		defer cancel()
 		b, err := caller.Call(cctx, addr, messages.ControlLocate, req)
+		if err == nil && len(b) == 0 {
+			return // the answer names a sender: it comes as an actor message (see Locate.reply_to)
+		}
 		if err == nil {
 			reply := &messages.LocateReply{}
 			if err = proto.Unmarshal(b, reply); err == nil {
