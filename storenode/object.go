@@ -43,6 +43,8 @@ type Object struct {
 	// Publication), and producerGen the generation of that root's task.
 	producer    string
 	producerGen int32
+	// gather: o is a sliced AllReduce gather's copy of the target.
+	gather bool
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -116,6 +118,20 @@ func (o *Object) SetProducer(reduceID string, gen int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.producer, o.producerGen = reduceID, gen
+}
+
+// MarkGatherCopy records that a sliced AllReduce's gather writes o.
+func (o *Object) MarkGatherCopy() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gather = true
+}
+
+// GatherCopy says whether a sliced AllReduce's gather writes o.
+func (o *Object) GatherCopy() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gather
 }
 
 // Producer is the Reduce, and its task's generation, that writes o

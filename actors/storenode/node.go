@@ -25,9 +25,16 @@ import (
 // blocks behind a copy.
 type StoreNode struct {
 	cfg     *Config
-	fetches map[string]*fetchState          // in-flight fetches, by object id
-	reduces map[string]map[int32]*actor.PID // reduce workers, by reduce id and position
-	reqs    *requests                       // Puts and Deletes in flight; survive restarts
+	fetches map[string]*fetchState // in-flight fetches, by object id
+	// reduces are the reduce workers, by reduce id and position. They
+	// are not children: a restart of this actor stops its children, and
+	// a worker stopped that way tells its coordinator nothing (the
+	// coordinator would wait for the position until the Reduce's
+	// deadline, although its node and the store's bytes are fine). They
+	// run beside it, watched, and the map outlives restarts as the store
+	// does.
+	reduces *reduceWorkers
+	reqs    *requests // Puts and Deletes in flight; survive restarts
 	// gets are the Gets waiting for their objects. They outlive restarts
 	// of the actor, as the storenode.Store does: the Gets' timers and the objects'
 	// settle notices name this actor's PID, which a restart keeps.
@@ -48,8 +55,14 @@ type fetchEnded struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	r, gets := newRequests(), newGetWaiters()
-	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets} })
+	r, gets, reduces := newRequests(), newGetWaiters(), &reduceWorkers{byReduce: map[string]map[int32]*actor.PID{}}
+	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces} })
+}
+
+// reduceWorkers are a store node's reduce workers, by reduce id and
+// position; only the store node's current incarnation touches them.
+type reduceWorkers struct {
+	byReduce map[string]map[int32]*actor.PID
 }
 
 // Receive implements actor.Actor.
@@ -84,6 +97,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
 		n.stopRequests(ctx)
+		n.stopWorkers(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
 	case *objectSettled:
@@ -114,22 +128,33 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 
 func (n *StoreNode) started(ctx actor.Context) {
 	n.fetches = map[string]*fetchState{}
-	n.reduces = map[string]map[int32]*actor.PID{}
 	if n.gets == nil {
 		n.gets = newGetWaiters()
 	}
 	n.resume(ctx)
 }
 
+// stopWorkers stops the reduce workers with this actor (they are not
+// its children, which a stop would take along): the node is going away.
+// A restart keeps them.
+func (n *StoreNode) stopWorkers(ctx actor.Context) {
+	for id, workers := range n.reduces.byReduce {
+		for _, pid := range workers {
+			ctx.Stop(pid)
+		}
+		delete(n.reduces.byReduce, id)
+	}
+}
+
 func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) {
-	for _, pid := range n.reduces[m.GetReduceId()] {
+	for _, pid := range n.reduces.byReduce[m.GetReduceId()] {
 		ctx.Send(pid, m)
 	}
-	delete(n.reduces, m.GetReduceId())
+	delete(n.reduces.byReduce, m.GetReduceId())
 }
 
 func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {
-	if pid := n.reduces[m.GetReduceId()][m.GetPosition()]; pid != nil {
+	if pid := n.reduces.byReduce[m.GetReduceId()][m.GetPosition()]; pid != nil {
 		ctx.Send(pid, m)
 	}
 }
@@ -177,14 +202,14 @@ func (n *StoreNode) terminated(ctx actor.Context, who *actor.PID) {
 			delete(n.fetches, id)
 		}
 	}
-	for id, workers := range n.reduces {
+	for id, workers := range n.reduces.byReduce {
 		for pos, pid := range workers {
 			if samePID(pid, who) {
 				delete(workers, pos)
 			}
 		}
 		if len(workers) == 0 {
-			delete(n.reduces, id)
+			delete(n.reduces.byReduce, id)
 		}
 	}
 }
@@ -399,16 +424,19 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 // reduceTask runs a tree position: a new worker, or a newer generation
 // for the worker already there (it rewinds and reduces again).
 func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
-	workers := n.reduces[m.GetReduceId()]
+	workers := n.reduces.byReduce[m.GetReduceId()]
 	if pid := workers[m.GetPosition()]; pid != nil {
 		ctx.Send(pid, m)
 		return
 	}
 	if workers == nil {
 		workers = map[int32]*actor.PID{}
-		n.reduces[m.GetReduceId()] = workers
+		n.reduces.byReduce[m.GetReduceId()] = workers
 	}
-	workers[m.GetPosition()] = ctx.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
+	// Beside this actor, not a child (see StoreNode.reduces).
+	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
+	ctx.Watch(pid)
+	workers[m.GetPosition()] = pid
 }
 
 // republish sends the directory every copy this node holds that belongs

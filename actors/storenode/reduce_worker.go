@@ -259,7 +259,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
 	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
 		local := w.cfg.Store.Lookup(t.GetOutputId())
-		if local != nil && local.Pinned() && olderRun(local, t) {
+		if local != nil && local.Pinned() && local.GatherCopy() && olderRun(local, t) {
 			// An older run of this Reduce wrote the target here: a gather
 			// of a sliced run that the coordinator abandoned for a tree,
 			// whose release has not reached its worker yet. Its bytes are
@@ -292,6 +292,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 		// shard rebuilt meanwhile drops it rather than record a copy
 		// nobody finishes (see storenode.Object.Publication).
 		out.SetProducer(t.GetReduceId(), t.GetGeneration())
+		out.MarkGatherCopy()
 	}
 	if !t.GetRoot() {
 		return out, nil
@@ -492,7 +493,11 @@ func (w *reduceWorker) dropOutput(o *storenode.Object, reduceID string) {
 }
 
 // olderRun reports whether o is a copy of the target that an older
-// generation of t's Reduce writes.
+// generation of t's Reduce writes. Only a sliced run's gather copy is
+// replaced this way (see createOutput): a tree root's own target, even
+// of an older generation, is its worker's to rewind, and replacing it
+// under a d-ary AllReduce's participants lost their copies
+// (TestAllReduceParticipantKilledBeforeItsGet failed 4 runs in 8).
 func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
 	rid, gen := o.Producer()
 	return rid == t.GetReduceId() && gen < t.GetGeneration()
