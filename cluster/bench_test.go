@@ -172,33 +172,12 @@ const benchParallelism = 8
 // BenchmarkSmallGetInlineParallel is the throughput of concurrent small
 // Gets on one node (ops/s; ns/op is its inverse).
 func BenchmarkSmallGetInlineParallel(b *testing.B) {
-	b.Run("first", func(b *testing.B) {
-		l := benchCluster(b, Config{Nodes: 2})
-		ids, data := benchPutSmall(b, l, "small", b.N)
-		c1 := l.Client(1)
-		var next atomic.Int64
-		b.SetBytes(benchSmallSize)
-		b.SetParallelism(benchParallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := next.Add(1) - 1
-				ctx, cancel := context.WithTimeout(b.Context(), benchTimeout)
-				got, err := c1.Get(ctx, ids[i])
-				cancel()
-				if err != nil {
-					b.Errorf("get %s: %v", ids[i], err)
-					return
-				}
-				if !bytes.Equal(got, data[i]) {
-					b.Errorf("get %s: wrong bytes", ids[i])
-					return
-				}
-			}
-		})
-		b.StopTimer()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
-	})
+	for _, v := range []struct {
+		name string
+		cfg  Config
+	}{{"first", Config{Nodes: 2}}, {"first-actor-locates", Config{Nodes: 2, ActorLocates: true}}} {
+		b.Run(v.name, func(b *testing.B) { benchSmallGetsParallel(b, v.cfg) })
+	}
 	b.Run("cached", func(b *testing.B) {
 		l := benchCluster(b, Config{Nodes: 2})
 		ids, data := benchPutSmall(b, l, "small", 1)
@@ -485,4 +464,34 @@ func BenchmarkStartLocal16(b *testing.B) {
 		l.Stop()
 	}
 	b.ReportMetric(float64(heap)/(1<<20), "MiB-heap")
+}
+
+// benchSmallGetsParallel times concurrent first Gets of 1 KiB objects
+// put on node 0, on node 1 of a cluster of cfg.
+func benchSmallGetsParallel(b *testing.B, cfg Config) {
+	l := benchCluster(b, cfg)
+	ids, data := benchPutSmall(b, l, "small", b.N)
+	c1 := l.Client(1)
+	var next atomic.Int64
+	b.SetBytes(benchSmallSize)
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			ctx, cancel := context.WithTimeout(b.Context(), benchTimeout)
+			got, err := c1.Get(ctx, ids[i])
+			cancel()
+			if err != nil {
+				b.Errorf("get %s: %v", ids[i], err)
+				return
+			}
+			if !bytes.Equal(got, data[i]) {
+				b.Errorf("get %s: wrong bytes", ids[i])
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
