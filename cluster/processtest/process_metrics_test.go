@@ -105,3 +105,36 @@ func TestProcessMetrics(t *testing.T) {
 		t.Fatalf("/debug/pprof/ without --pprof: %d, want 404", code)
 	}
 }
+
+// TestProcessLocatesOnTheDataPlane: between `hoplite node` processes, a
+// Get whose object's shard is on the other member asks it on the data
+// plane: answered there with the bytes for an inline object, and as an
+// actor message for one that streams (the members count both). With 16
+// objects of each kind, some shard is on the creator's member but for a
+// chance of 2^-16.
+func TestProcessLocatesOnTheDataPlane(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 2)
+	a := startNode(t, bin, slots[0], seeds)
+	b := startNode(t, bin, slots[1], seeds)
+	a.waitStarted(t, 60*time.Second)
+	b.waitStarted(t, 60*time.Second)
+	c := newTestClient(t)
+	c.converge(t, a, b)
+	for i := range 16 {
+		small := randomBytes(uint64(100+i), 1<<10)
+		large := randomBytes(uint64(200+i), 256<<10)
+		putRetry(t, c.of(a), "dp-small-"+strconv.Itoa(i), small)
+		putRetry(t, c.of(a), "dp-large-"+strconv.Itoa(i), large)
+		getExact(t, c.of(b), "dp-small-"+strconv.Itoa(i), small)
+		getExact(t, c.of(b), "dp-large-"+strconv.Itoa(i), large)
+	}
+	_, am := scrape(t, a, "/metrics")
+	if v := sample(am, "hoplite_data_plane_locates_total", `result="ok"`); v < 1 {
+		t.Errorf("inline Locates answered on the data plane by the creator's member: %v, want >= 1", v)
+	}
+	if v := sample(am, "hoplite_data_plane_locates_total", `result="forwarded"`); v < 1 {
+		t.Errorf("Locates of streamed objects answered as actor messages: %v, want >= 1", v)
+	}
+}
