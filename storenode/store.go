@@ -411,7 +411,16 @@ func (s *Store) OpenObject(ctx context.Context, id string) (transport.ObjectRead
 		s.mu.Lock()
 		o := s.objects[id]
 		if o == nil {
-			if !strings.HasPrefix(id, directory.InternalPrefix) || s.failed != nil {
+			if s.failed != nil {
+				// The node is gone (fail-stop): a reader still reaching
+				// it must fail over as from a broken connection. NOT_FOUND
+				// here made a reduce tree position fail its whole Reduce
+				// when it read its child's output from a node killed a
+				// moment before, ahead of the failure notice that repairs.
+				s.mu.Unlock()
+				return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: this node failed", id)
+			}
+			if !strings.HasPrefix(id, directory.InternalPrefix) {
 				s.mu.Unlock()
 				return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", id)
 			}

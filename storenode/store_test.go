@@ -623,7 +623,8 @@ func TestStoreOpenObjectWaitsForInternalOutput(t *testing.T) {
 	_, err := s.OpenObject(ctx, directory.InternalPrefix+"reduce/r/2/1")
 	testutil.WantErr(t, err, messages.ErrNotFound)
 
-	// A failed store has nothing to wait for.
+	// A failed store has nothing to wait for, and says its node is gone
+	// (UNAVAILABLE: readers fail over), not that the object is missing.
 	waiting := make(chan error, 1)
 	go func() {
 		_, err := s.OpenObject(t.Context(), directory.InternalPrefix+"reduce/r/3/1")
@@ -631,5 +632,7 @@ func TestStoreOpenObjectWaitsForInternalOutput(t *testing.T) {
 	}()
 	notYet(t, waiting, "OpenObject of an intermediate not created yet")
 	s.Fail(messages.ErrUnavailable)
-	testutil.WantErr(t, testutil.Recv(t, waiting, "OpenObject after Fail"), messages.ErrNotFound)
+	testutil.WantErr(t, testutil.Recv(t, waiting, "OpenObject after Fail"), messages.ErrUnavailable)
+	_, err = s.OpenObject(t.Context(), "a-user-object")
+	testutil.WantErr(t, err, messages.ErrUnavailable)
 }
