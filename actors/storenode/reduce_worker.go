@@ -487,9 +487,20 @@ func (w *reduceWorker) release(keep bool) {
 
 // dropOutput frees a released position's output. Abort drops the object
 // only while it is still the store's copy of that id, so a later object
-// of the same id is never touched (and dropping twice is harmless).
+// of the same id is never touched (and dropping twice is harmless). A
+// parent still reading an intermediate learns UNAVAILABLE, as from a node
+// that failed, and waits for its repaired task: a node being killed
+// loses its coordinator first (its remote endpoints close before its
+// store fails), and NOT_FOUND here made the parent fail the whole Reduce
+// before the failure notice could repair it
+// (TestReduceSurvivesKillsOfSourceNodes, seed 4). A copy of the target
+// says NOT_FOUND: the Reduce that made it is over.
 func (w *reduceWorker) dropOutput(o *storenode.Object, reduceID string) {
-	w.cfg.Store.Abort(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "reduce %s released its output", reduceID))
+	code := messages.ErrorCode_UNAVAILABLE
+	if keepsTarget(w.runs.Task()) {
+		code = messages.ErrorCode_NOT_FOUND
+	}
+	w.cfg.Store.Abort(o, messages.Errorf(code, "reduce %s released its output", reduceID))
 }
 
 // olderRun reports whether o is a copy of the target that an older
