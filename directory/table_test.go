@@ -420,6 +420,38 @@ func TestCancelLocateForgetsWaiter(t *testing.T) {
 	}
 }
 
+// endpointRef is a reply address with an actor PID's getters.
+type endpointRef struct{ addr, id string }
+
+func (e endpointRef) GetAddress() string { return e.addr }
+func (e endpointRef) GetId() string      { return e.id }
+
+// AbandonLocate withdraws only the parked Locate whose reply was to go to
+// that address (matched by address and id, not by identity): another
+// reply address leaves it parked, and it is answered when the object
+// comes.
+func TestAbandonLocateWithdrawsExactlyThatRequest(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	call := endpointRef{"m1", "future$7"}
+	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, call, t0)
+	tb.AbandonLocate("x", endpointRef{"m1", "future$8"})
+	tb.AbandonLocate("y", call)
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c"))
+	if lr := locateReply(t, out, call); lr.GetSender().GetNodeId() != "n0" {
+		t.Fatalf("the parked Locate was answered with %v", lr)
+	}
+
+	tb.Locate(&messages.Locate{ObjectId: "z", Receiver: node(2), TimeoutMs: 1000}, call, t0)
+	tb.AbandonLocate("z", endpointRef{"m1", "future$7"}) // an equal address, another value
+	if tb.Len() != 1 {
+		t.Fatalf("entries after the abandon: %d, want only x", tb.Len())
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "z", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c"))
+	if r := repliesTo(out, call); len(r) != 0 {
+		t.Fatalf("an abandoned Locate was answered: %v", r)
+	}
+}
+
 func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 100, 0)
