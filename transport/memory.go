@@ -172,11 +172,8 @@ func pace(ctx context.Context, up, down *link, n int) error {
 // handler's does when its process dies, and the call then fails
 // UNAVAILABLE whatever the handler returns.
 func (m *Memory) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "control call to %s without a deadline", addr)
-	}
-	if len(req) > MaxControlRequest {
-		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "control request of %d bytes exceeds %d", len(req), MaxControlRequest)
+	if err := checkCall(ctx, addr, req); err != nil {
+		return nil, err
 	}
 	peer := m.node(addr)
 	if peer == nil {

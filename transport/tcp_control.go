@@ -120,16 +120,10 @@ func (sc *serverConn) watchHangup(cancel context.CancelFunc) (stop func() bool) 
 // Call implements Caller. Connections are the streams' pool: a control
 // exchange ends on a frame boundary, so the connection goes back to it.
 func (t *TCP) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "control call to %s without a deadline", addr)
-	}
-	if len(req) > MaxControlRequest {
-		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "control request of %d bytes exceeds %d", len(req), MaxControlRequest)
-	}
-	if err := ctxErr(ctx); err != nil {
+	if err := checkCall(ctx, addr, req); err != nil {
 		return nil, err
 	}
+	deadline, _ := ctx.Deadline()
 	msg := encodeControl(kind, req, time.Until(deadline))
 	for {
 		c, reused, err := t.getConn(ctx, addr)

@@ -48,11 +48,11 @@ type fetchSession struct {
 	// cuts end the running copies, by stream id.
 	cuts map[uint64]context.CancelFunc
 	// calls end the Locates on the data plane still unanswered, by
-	// attempt; byActor is set for a shard whose last Locate went as an
-	// actor message.
-	calls   map[uint64]context.CancelFunc
-	byActor map[string]bool
-	done    bool
+	// attempt; lastByActor is set when the last Locate went as an actor
+	// message (a session locates one object, at one shard at a time).
+	calls       map[uint64]context.CancelFunc
+	lastByActor bool
+	done        bool
 }
 
 // fetchTimerFired hands a storenode.FetchTimer back to the session.
@@ -171,7 +171,7 @@ func (f *fetchSession) watchShard(ctx actor.Context, pid *actor.PID) {
 
 func (f *fetchSession) start(now time.Time) storenode.FetchOutput {
 	f.shards, f.shardWatch, f.senders, f.cuts = map[string]uint64{}, map[string]*time.Timer{}, map[string]string{}, map[uint64]context.CancelFunc{}
-	f.calls, f.byActor = map[uint64]context.CancelFunc{}, map[string]bool{}
+	f.calls = map[uint64]context.CancelFunc{}
 	seed := uint64(time.Now().UnixNano())
 	fc := storenode.FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
 		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
@@ -271,21 +271,20 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 
 // sendLocate asks the shard at pid: on the data plane when its member
 // has a data address (a Locate and its reply are most of a small Get's
-// latency, and the actor control plane's round trip costs several times
-// a TCP one), else as an actor message.
+// latency: across two processes an inline Get took 0.93x the time this
+// way, 1.28x a bare actor round trip instead of 1.51x), else as an actor
+// message.
 func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages.Locate) {
-	key := actorutil.Key(pid)
 	caller, _ := f.cfg.Transport.(transport.Caller)
 	addr := ""
 	if f.cfg.LocateAt != nil && caller != nil {
 		addr = f.cfg.LocateAt(pid)
 	}
-	if addr == "" {
-		f.byActor[key] = true
+	f.lastByActor = addr == ""
+	if f.lastByActor {
 		ctx.Request(pid, l)
 		return
 	}
-	delete(f.byActor, key)
 	attempt := l.GetAttempt()
 	l = proto.CloneOf(l)
 	l.ReplyTo = &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: ctx.Self().GetAddress(), ActorId: ctx.Self().GetId()}
@@ -327,7 +326,7 @@ const locateCallMargin = time.Second
 // Locate, which travels on another connection, and withdraw that instead.
 func (f *fetchSession) cancelLocate(ctx actor.Context, pid *actor.PID, msg any) {
 	f.endCalls()
-	if f.byActor[actorutil.Key(pid)] {
+	if f.lastByActor {
 		ctx.Send(pid, msg)
 	}
 }

@@ -33,7 +33,7 @@ type StoreNode struct {
 	// deadline, although its node and the store's bytes are fine). They
 	// run beside it, watched, and the map outlives restarts as the store
 	// does.
-	reduces *reduceWorkers
+	reduces map[string]map[int32]*actor.PID
 	reqs    *requests // Puts and Deletes in flight; survive restarts
 	// gets are the Gets waiting for their objects. They outlive restarts
 	// of the actor, as the storenode.Store does: the Gets' timers and the objects'
@@ -55,14 +55,8 @@ type fetchEnded struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	r, gets, reduces := newRequests(), newGetWaiters(), &reduceWorkers{byReduce: map[string]map[int32]*actor.PID{}}
+	r, gets, reduces := newRequests(), newGetWaiters(), map[string]map[int32]*actor.PID{}
 	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces} })
-}
-
-// reduceWorkers are a store node's reduce workers, by reduce id and
-// position; only the store node's current incarnation touches them.
-type reduceWorkers struct {
-	byReduce map[string]map[int32]*actor.PID
 }
 
 // Receive implements actor.Actor.
@@ -138,23 +132,23 @@ func (n *StoreNode) started(ctx actor.Context) {
 // its children, which a stop would take along): the node is going away.
 // A restart keeps them.
 func (n *StoreNode) stopWorkers(ctx actor.Context) {
-	for id, workers := range n.reduces.byReduce {
+	for id, workers := range n.reduces {
 		for _, pid := range workers {
 			ctx.Stop(pid)
 		}
-		delete(n.reduces.byReduce, id)
+		delete(n.reduces, id)
 	}
 }
 
 func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) {
-	for _, pid := range n.reduces.byReduce[m.GetReduceId()] {
+	for _, pid := range n.reduces[m.GetReduceId()] {
 		ctx.Send(pid, m)
 	}
-	delete(n.reduces.byReduce, m.GetReduceId())
+	delete(n.reduces, m.GetReduceId())
 }
 
 func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {
-	if pid := n.reduces.byReduce[m.GetReduceId()][m.GetPosition()]; pid != nil {
+	if pid := n.reduces[m.GetReduceId()][m.GetPosition()]; pid != nil {
 		ctx.Send(pid, m)
 	}
 }
@@ -202,14 +196,14 @@ func (n *StoreNode) terminated(ctx actor.Context, who *actor.PID) {
 			delete(n.fetches, id)
 		}
 	}
-	for id, workers := range n.reduces.byReduce {
+	for id, workers := range n.reduces {
 		for pos, pid := range workers {
 			if samePID(pid, who) {
 				delete(workers, pos)
 			}
 		}
 		if len(workers) == 0 {
-			delete(n.reduces.byReduce, id)
+			delete(n.reduces, id)
 		}
 	}
 }
@@ -424,14 +418,14 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 // reduceTask runs a tree position: a new worker, or a newer generation
 // for the worker already there (it rewinds and reduces again).
 func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
-	workers := n.reduces.byReduce[m.GetReduceId()]
+	workers := n.reduces[m.GetReduceId()]
 	if pid := workers[m.GetPosition()]; pid != nil {
 		ctx.Send(pid, m)
 		return
 	}
 	if workers == nil {
 		workers = map[int32]*actor.PID{}
-		n.reduces.byReduce[m.GetReduceId()] = workers
+		n.reduces[m.GetReduceId()] = workers
 	}
 	// Beside this actor, not a child (see StoreNode.reduces).
 	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
