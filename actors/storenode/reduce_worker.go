@@ -377,7 +377,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	if t.GetRoot() {
 		onRange = fp.Write
 	}
-	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), own, kids, onRange); err != nil {
+	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(own, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -593,5 +593,5 @@ func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, 
 		return err
 	}
 	defer s.Close()
-	return storenode.CopyStream(ctx, s, dst)
+	return storenode.CopyStream(ctx, w.hooked(s, in.GetObjectId(), 0), dst)
 }

@@ -352,7 +352,7 @@ func TestUsageConventions(t *testing.T) {
 		}
 	}
 	_, _, stderr := hoplite(t, "node", "-h")
-	for _, hidden := range []string{"-test-chunk-delay", "-protocol-version"} {
+	for _, hidden := range []string{"-test-chunk-delay", "-test-reduce-chunk-delay", "-protocol-version"} {
 		if strings.Contains(stderr, hidden) {
 			t.Errorf("node -h shows the test-only flag %s", hidden)
 		}

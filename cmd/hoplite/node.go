@@ -13,7 +13,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
 )
@@ -50,6 +49,7 @@ type nodeFlags struct {
 	managePort, shards, reduceDegree                           int
 	capacity, chunk                                            string
 	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
+	reduceChunkDelay                                           time.Duration
 	healthMisses                                               int
 	logFormat, logLevel, reduceShape, allReduceShape           string
 	tlsCert, tlsKey, tlsCA                                     string
@@ -86,6 +86,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
+	fs.DurationVar(&f.reduceChunkDelay, "test-reduce-chunk-delay", 0, "fault injection: sleep this long before each chunk a reduce task combines or gathers")
 }
 
 func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
@@ -132,8 +133,15 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
 		ActorLocates: f.actorLocates, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
+	// Hooks stay nil unless asked for: the store node then pays nothing
+	// per chunk.
 	if d := f.chunkDelay; d > 0 {
-		cfg.Hooks = storeactor.Hooks{BeforeFetchChunk: func(string, string, int64) { time.Sleep(d) }}
+		cfg.Hooks.BeforeFetchChunk = func(string, string, int64) { time.Sleep(d) }
+	}
+	if d := f.reduceChunkDelay; d > 0 {
+		// Stretches a Reduce or AllReduce (loopback runs them in
+		// milliseconds) so that a test's SIGKILL lands inside it.
+		cfg.Hooks.BeforeReduceChunk = func(string, string, int64) { time.Sleep(d) }
 	}
 	return cfg, nil
 }
@@ -143,7 +151,7 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), nodeUsage)
-		printFlags(fs, "protocol-version", "test-chunk-delay")
+		printFlags(fs, "protocol-version", "test-chunk-delay", "test-reduce-chunk-delay")
 	}
 	var f nodeFlags
 	f.register(fs)

@@ -76,3 +76,35 @@ func TestNodeUsageListsTheBenchFlags(t *testing.T) {
 		}
 	}
 }
+
+// The fault-injection flags each set their own hook and nothing else: a
+// member started without them has no hook, so its store node pays
+// nothing per chunk.
+func TestNodeFaultInjectionFlagsSetTheirHooks(t *testing.T) {
+	for _, c := range []struct {
+		args          []string
+		fetch, reduce bool
+	}{
+		{args: nil},
+		{args: []string{"-test-chunk-delay", "1ms"}, fetch: true},
+		{args: []string{"-test-reduce-chunk-delay", "1ms"}, reduce: true},
+		{args: []string{"-test-chunk-delay", "1ms", "-test-reduce-chunk-delay", "1ms"}, fetch: true, reduce: true},
+	} {
+		fs := flag.NewFlagSet("node", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f nodeFlags
+		f.register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		cfg, err := f.config(logrus.New())
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		h := cfg.Hooks
+		if (h.BeforeFetchChunk != nil) != c.fetch || (h.BeforeReduceChunk != nil) != c.reduce || h.BeforePutChunk != nil || h.BeforeReceive != nil {
+			t.Errorf("%q: fetch hook %v, reduce hook %v, put hook %v, receive hook %v; want fetch %v, reduce %v, no others", c.args,
+				h.BeforeFetchChunk != nil, h.BeforeReduceChunk != nil, h.BeforePutChunk != nil, h.BeforeReceive != nil, c.fetch, c.reduce)
+		}
+	}
+}
