@@ -31,6 +31,7 @@ type memberMetrics struct {
 	fetchSeconds prometheus.Histogram
 	failovers    prometheus.Counter
 	repairs      prometheus.Counter
+	replans      prometheus.Counter
 	failures     prometheus.Counter
 	reduces      *prometheus.HistogramVec // by result
 	locates      *prometheus.CounterVec   // Locates served on the data plane, by result
@@ -53,6 +54,8 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			Help: "Transfers that switched to another sender after theirs failed (events.SenderSwitched)."}),
 		repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_reduce_repairs_total",
 			Help: "Reduce tree positions replaced after a failure (events.TreeNodeReplaced), by coordinators on this member."}),
+		replans: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_allreduce_replans_total",
+			Help: "Sliced AllReduces that lost a participant and went on as reduce-then-broadcast over the surviving sources (events.AllReduceReplanned), by coordinators on this member."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_member_failures_total",
 			Help: "Failures of other members this member published (events.NodeFailed)."}),
 		reduces: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hoplite_reduce_duration_seconds",
@@ -62,7 +65,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (answered on the data plane: inline bytes), forwarded (an answer that names a sender, sent as an actor message behind the shard's other messages to that member), or the error code."},
 			[]string{"result"}),
 	}
-	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.failures, mm.reduces, mm.locates,
+	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.replans, mm.failures, mm.reduces, mm.locates,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	usage := func(f func(u storeUsage) float64) func() float64 {
@@ -107,6 +110,8 @@ func (mm *memberMetrics) observe(e any) {
 		mm.failovers.Inc()
 	case *events.TreeNodeReplaced:
 		mm.repairs.Inc()
+	case *events.AllReduceReplanned:
+		mm.replans.Inc()
 	case *events.NodeFailed:
 		mm.failures.Inc()
 		// Labels of members that are gone would pile up over restarts.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
@@ -151,6 +152,12 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 		c.arm(ctx, t)
 	}
 	for _, e := range fx.Events {
+		if r, ok := e.(*events.AllReduceReplanned); ok {
+			// The operator's view of it: the AllReduce goes on, in
+			// another shape, without the lost sources.
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": r.Node, "lost": r.Lost, "reduce_count": r.Num}).
+				Info("sliced allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources")
+		}
 		ctx.ActorSystem().EventStream.Publish(e)
 	}
 	if c.r.Over() {
