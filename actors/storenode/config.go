@@ -86,10 +86,11 @@ type Hooks struct {
 	// BeforeFetchChunk runs before a fetched chunk at off is stored.
 	BeforeFetchChunk func(node, id string, off int64)
 	// BeforeReduceChunk runs before a reduce task reads the chunk at off
-	// of its input id: the node's own source (or its slice) in a tree or
-	// chain position, before that chunk is combined; a slice of the
-	// target in a gather position. A hook that sleeps makes a Reduce or
-	// AllReduce last long enough for a test to act inside it.
+	// of its input id: in a tree or chain position its own source (a
+	// chain's offsets are the source's, within its slice), once per
+	// chunk it combines; in a gather position each slice's chain output.
+	// A hook that sleeps makes a Reduce or AllReduce last long enough
+	// for a test to act inside it.
 	BeforeReduceChunk func(node, id string, off int64)
 	// BeforeReceive runs in the store node actor before each message; a
 	// hook that panics crashes the actor, which its supervisor restarts.
