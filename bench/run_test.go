@@ -224,7 +224,8 @@ func TestIgnoredForcedDegreeFails(t *testing.T) {
 }
 
 // On the testbed every system gets a fresh set of nodes started with its
-// own flags: the forced degree of the degree scenario on every node.
+// own flags: the forced degree of the degree scenario on every node, and
+// every node the rate of the links the testbed shapes.
 func TestTestbedNodeArgs(t *testing.T) {
 	o, err := (&Options{Scenario: "degree", Nodes: 3, Peers: []string{"naive"}}).withDefaults()
 	if err != nil {
@@ -239,7 +240,7 @@ func TestTestbedNodeArgs(t *testing.T) {
 		for h := 0; h < o.Nodes; h++ {
 			args := strings.Join(tb.nodeArgs(h, s, "198.18.77.1:20000", 30000, []string{"198.18.77.1:30000"}), " ")
 			if !strings.HasPrefix(args, "netns exec x-h"+strconv.Itoa(h)+" /bin/hoplite node -bind 198.18.77.1:20000 ") ||
-				!strings.HasSuffix(args, "-bench-agent"+strings.TrimRight(" "+want[s.name], " ")) {
+				!strings.HasSuffix(args, "-bench-agent -link-rate 400000000bit"+strings.TrimRight(" "+want[s.name], " ")) {
 				t.Errorf("%s host %d: %s", s.name, h, args)
 			}
 		}

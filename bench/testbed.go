@@ -294,7 +294,7 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	args := []string{"netns", "exec", t.tb.Namespaces[h], t.tb.Binary, "node", "-bind", bind,
 		"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
 		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", chunkArg(t.o.ChunkSize),
-		"-bench-agent"}
+		"-bench-agent", "-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64) + "bit"}
 	if s.naive {
 		args = append(args, "-naive")
 	}

@@ -41,7 +41,7 @@ func TestTestbedNodeArgsTLS(t *testing.T) {
 		if !strings.HasPrefix(args, "netns exec x-h1 /bin/hoplite node -bind 198.18.77.2:20000 ") {
 			t.Errorf("%s: %s", s.name, args)
 		}
-		if got := strings.HasSuffix(args, "-bench-agent"+tlsArgs); got != (s.name == SysOursTLS) {
+		if got := strings.HasSuffix(args, "-bench-agent -link-rate 400000000bit"+tlsArgs); got != (s.name == SysOursTLS) {
 			t.Errorf("%s: TLS flags %v: %s", s.name, got, args)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -143,6 +144,15 @@ type MemberConfig struct {
 	// ActorLocates sends every Locate as an actor message, as before the
 	// data plane carried them (benchmarks: the comparison in one run).
 	ActorLocates bool
+	// LinkRate is this member's network link in bits per second, as its
+	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
+	// member paces the streams of sliced AllReduces at the link's TCP
+	// payload rate (PayloadRate) and the cost model prices that shape
+	// paced, and it is the bandwidth the model starts from until the
+	// member measures one. It must be the rate of the link's bottleneck:
+	// pacing above it brings back the contention it removes. The embedded
+	// cluster (in-memory links) ignores it.
+	LinkRate float64
 	// RefreshInterval is how often the automanaged provider polls the
 	// seeds (default 200ms). Crashes are detected faster than that (data
 	// connections, remote endpoints); a graceful leave is seen within it.
@@ -275,6 +285,9 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	case "", coordinator.ShapeDAry, coordinator.ShapeSliced:
 	default:
 		return bad("unknown allreduce shape %q (%s or %s)", c.AllReduceShape, coordinator.ShapeDAry, coordinator.ShapeSliced)
+	}
+	if c.LinkRate < 0 || math.IsNaN(c.LinkRate) || math.IsInf(c.LinkRate, 0) {
+		return bad("link rate %v bit/s: want a positive rate, or 0 for unknown", c.LinkRate)
 	}
 	if c.InlineLimit == 0 {
 		c.InlineLimit = 64 << 10
@@ -422,6 +435,28 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	return m, nil
 }
 
+// PayloadRate is what TCP over Ethernet (1500-byte frames, timestamps)
+// carries of a link of bitsPerSecond, in bytes per second: 1448 payload
+// bytes in every 1538 on the wire (preamble and gap, Ethernet, IP and TCP
+// headers). A 400 Mbit/s testbed host (shaped by tc, which counts 1514
+// bytes a frame) carries 47.8 MB/s, PayloadRate 47.1: just under, which is
+// where a paced sliced AllReduce runs fastest (see transport.EgressPacer).
+func PayloadRate(bitsPerSecond float64) float64 {
+	if !(bitsPerSecond > 0) || math.IsInf(bitsPerSecond, 0) {
+		return 0
+	}
+	return bitsPerSecond / 8 * 1448 / 1538
+}
+
+// pace is the rate of this member's paced streams (0: unpaced): its
+// link's payload rate, on the TCP data plane only.
+func (m *Member) pace() float64 {
+	if m.cfg.embedded != nil {
+		return 0
+	}
+	return PayloadRate(m.cfg.LinkRate)
+}
+
 func (m *Member) start(ctx context.Context, host string, port int) error {
 	cfg := m.cfg
 	// Proto.Actor panics on a port in use and its automanaged provider only
@@ -444,6 +479,17 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// list use it, and it is new on every start (a restarted member is a
 	// new incarnation; the failed one stays failed).
 	m.system.ID = m.id
+	// B is unknown (0) until this member measures a transfer: the reduce
+	// cost model then builds the chain (plan.ChooseDegree), the shape
+	// that moves each byte across each link once. A made-up 10 Gbit/s
+	// against an L measured while the sources' Puts loaded the machine
+	// chose binary trees: 32 MiB AllReduces of 2.5 s instead of 1.6 s on
+	// the testbed, whenever the coordinator's member had measured no
+	// transfer (a reduce measures B only on a leaf's parent).
+	m.estimator = netmodel.NewEstimator(100*time.Microsecond, m.pace())
+	if e := cfg.embedded; e != nil {
+		m.estimator = e.estimator
+	}
 	m.store = storenode.NewStore(cfg.Capacity)
 	m.metrics = newMemberMetrics(m)
 	served := &controlSource{countingSource: countingSource{Source: m.store, sent: m.metrics.sent}, m: m}
@@ -460,7 +506,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			m.log.Debugf(format, args...)
 		}, TLS: cfg.tls, Refused: func(peer string, err error) {
 			logRefused(m.log.WithFields(logrus.Fields{"peer": peer, "port": "data"}), err)
-		}})
+		}, Pace: m.pace})
 		m.data, m.closeData = tcp, tcp.Close
 		dataAddr, err = tcp.Serve(m.id, served)
 		if err != nil {
@@ -506,21 +552,10 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		table[j] = shardPID(addr, j)
 	}
 	m.table.Store(&table)
-	// B is unknown (0) until this member measures a transfer: the reduce
-	// cost model then builds the chain (plan.ChooseDegree), the shape
-	// that moves each byte across each link once. A made-up 10 Gbit/s
-	// against an L measured while the sources' Puts loaded the machine
-	// chose binary trees: 32 MiB AllReduces of 2.5 s instead of 1.6 s on
-	// the testbed, whenever the coordinator's member had measured no
-	// transfer (a reduce measures B only on a leaf's parent).
-	m.estimator = netmodel.NewEstimator(100*time.Microsecond, 0)
-	if e := cfg.embedded; e != nil {
-		m.estimator = e.estimator
-	}
 	m.coord = coordactor.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
-			AllReduceShape: cfg.AllReduceShape}}
+			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0}}
 
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
@@ -597,6 +632,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	if cfg.ActorLocates {
 		fields["actor_locates"] = true
+	}
+	if p := m.pace(); p > 0 {
+		fields["pace_bytes_per_second"] = p
 	}
 	m.log.WithFields(fields).Info("member joined the cluster")
 	return nil

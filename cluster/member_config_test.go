@@ -28,6 +28,8 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 		{"negative degree", func(c *MemberConfig) { c.ReduceDegree = -1 }, "reduce degree -1"},
 		{"unknown shape", func(c *MemberConfig) { c.ReduceShape = "star" }, `unknown reduce shape "star"`},
 		{"inline is not a choice", func(c *MemberConfig) { c.ReduceShape = coordinator.ShapeInline }, `unknown reduce shape "inline"`},
+		{"negative link rate", func(c *MemberConfig) { c.LinkRate = -1 }, "link rate -1"},
+		{"link rate NaN", func(c *MemberConfig) { c.LinkRate = math.NaN() }, "link rate NaN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := joinSlot(t, slots[0], nil, quietLog(), c.mod)
@@ -39,6 +41,19 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 				t.Fatalf("want INVALID_ARGUMENT naming %q, got %v", c.want, err)
 			}
 		})
+	}
+}
+
+// TestPayloadRate: a link's TCP payload rate, 1448 bytes in every 1538
+// on the wire; nothing for a rate not known.
+func TestPayloadRate(t *testing.T) {
+	for bits, want := range map[float64]float64{400e6: 400e6 / 8 * 1448 / 1538, 10e9: 10e9 / 8 * 1448 / 1538, 0: 0, -5: 0, math.Inf(1): 0, math.NaN(): 0} {
+		if got := PayloadRate(bits); got != want {
+			t.Errorf("PayloadRate(%v) = %v, want %v", bits, got, want)
+		}
+	}
+	if r := PayloadRate(400e6); r < 47e6 || r > 47.8e6 {
+		t.Errorf("PayloadRate(400 Mbit/s) = %v: not just under the 47.8 MB/s a tc-shaped 400 Mbit/s link carries", r)
 	}
 }
 

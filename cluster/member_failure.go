@@ -287,6 +287,18 @@ func (w *watchedTransport) check(addr string, err error) {
 
 func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
 	s, err := w.Transport.Open(ctx, self, addr, id, offset, chunk)
+	return w.watch(addr, s, err)
+}
+
+// OpenPaced implements transport.PacedOpener, pacing where the wrapped
+// transport can.
+func (w *watchedTransport) OpenPaced(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
+	s, err := transport.OpenPaced(ctx, w.Transport, self, addr, id, offset, chunk)
+	return w.watch(addr, s, err)
+}
+
+// watch wraps an opened stream (or reports its failure to open).
+func (w *watchedTransport) watch(addr string, s transport.Stream, err error) (transport.Stream, error) {
 	if err != nil {
 		w.check(addr, err)
 		return nil, err

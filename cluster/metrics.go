@@ -98,6 +98,14 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		_, b, _, _ := m.estimator.Estimate()
 		return b
 	})
+	mm.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_data_plane_paced_bytes_total",
+		Help: "Bytes this member sent on paced data-plane streams (a sliced AllReduce's; paced at the member's link rate, -link-rate, if set)."},
+		func() float64 {
+			if p, ok := m.data.(interface{ PacedBytes() int64 }); ok {
+				return float64(p.PacedBytes())
+			}
+			return 0
+		}))
 	mm.reg.MustRegister(&shardCollector{m: m, desc: prometheus.NewDesc("hoplite_directory_objects",
 		"Objects known to each directory shard hosted on this member.", []string{"shard"}, nil)})
 	return mm

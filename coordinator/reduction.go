@@ -46,6 +46,10 @@ type Config struct {
 	// (experiments with the tree) also keeps reduce-then-broadcast unless
 	// this says ShapeSliced.
 	AllReduceShape string
+	// Paced says that the members pace a sliced AllReduce's streams at
+	// their link's rate (transport.EgressPacer): the cost model then
+	// prices the shape with PacedSlicedContention.
+	Paced bool
 	// Resubscribe is how often a Reduction that still waits for sources
 	// subscribes to them again (DefaultResubscribe if 0). Subscriptions
 	// are soft state in the directory: a shard that restarts, or moves to
@@ -729,7 +733,7 @@ func (r *Reduction) chooseSliced(n int) bool {
 	if n < 2 || cut == nil {
 		return false
 	}
-	c := plan.ChooseAllReduce(n, r.L, r.B, r.size, width, n)
+	c := plan.ChooseAllReduce(n, r.L, r.B, r.size, width, n, r.cfg.Paced)
 	if r.B > 0 {
 		r.plan.ShapeCosts = []*messages.ShapeCost{{Shape: ShapeSliced, CostUs: c.SlicedCost.Microseconds()},
 			{Shape: ShapeDAry, CostUs: c.ReduceBroadcastCost.Microseconds()}}

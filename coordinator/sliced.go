@@ -136,7 +136,7 @@ func (r *Reduction) slicedSend(p int, fx *effects) {
 	node := r.sources[id].node
 	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
 		Size: s.slices[k].Len, Position: int32(p), SourceId: id, Sliced: true, SourceOffset: s.slices[k].Off,
-		OutputId: InternalID(r.id, p, 1), Generation: 1}
+		OutputId: InternalID(r.id, p, 1), Generation: 1, Slices: int32(s.n), Bandwidth: r.B}
 	if c > 0 {
 		prev := r.sources[r.req.GetSourceIds()[s.member(k, c-1)]].node
 		task.Children = []*messages.ReduceInput{{Node: prev, ObjectId: InternalID(r.id, p-1, 1)}}
@@ -153,7 +153,8 @@ func (r *Reduction) gatherTask(node string) Task {
 	s := r.sliced
 	p := s.gpos[node]
 	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
-		Size: r.size, Position: int32(p), Root: node == s.gathers[0], Gather: true, OutputId: r.req.GetTargetId(), Generation: 1}
+		Size: r.size, Position: int32(p), Root: node == s.gathers[0], Gather: true, OutputId: r.req.GetTargetId(), Generation: 1,
+		Slices: int32(s.n), Bandwidth: r.B}
 	for k := 0; k < s.n; k++ {
 		root := k*s.n + s.n - 1
 		task.Children = append(task.Children, &messages.ReduceInput{Node: r.sources[r.req.GetSourceIds()[k]].node,

@@ -33,7 +33,8 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 		sliced bool
 	}{
 		{"allreduce 1 MiB of 4", allReduceRequest(ids("s", 4)), Config{}, bigSize, true},
-		{"allreduce 1 MiB of 8 (its streams' contention)", allReduceRequest(ids("s", 8)), Config{}, bigSize, false},
+		{"allreduce 1 MiB of 8 (its unpaced streams' contention)", allReduceRequest(ids("s", 8)), Config{}, bigSize, false},
+		{"allreduce 1 MiB of 8, paced", allReduceRequest(ids("s", 8)), Config{Paced: true}, bigSize, true},
 		{"allreduce just above the inline limit", allReduceRequest(ids("s", 2)), Config{}, testInline + 8, false},
 		{"reduce", request(ids("s", 8), 8), Config{}, bigSize, false},
 		{"allreduce of 6 of 8", func() *messages.Reduce { r := allReduceRequest(ids("s", 8)); r.NumObjects = 6; return r }(), Config{}, bigSize, false},
@@ -52,12 +53,12 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 			continue
 		}
 		// The plan's prices are the model's at the L and B it used.
-		ch := plan.ChooseAllReduce(len(c.req.GetSourceIds()), time.Duration(r.plan.GetLatencyNs()), r.plan.GetBandwidth(), c.size, 8, len(c.req.GetSourceIds()))
+		ch := plan.ChooseAllReduce(len(c.req.GetSourceIds()), time.Duration(r.plan.GetLatencyNs()), r.plan.GetBandwidth(), c.size, 8, len(c.req.GetSourceIds()), c.cfg.Paced)
 		want := []*messages.ShapeCost{{Shape: ShapeSliced, CostUs: ch.SlicedCost.Microseconds()}, {Shape: ShapeDAry, CostUs: ch.ReduceBroadcastCost.Microseconds()}}
 		if fmt.Sprint(r.plan.GetShapeCosts()) != fmt.Sprint(want) {
 			t.Errorf("%s: shape costs %v, want %v", c.name, r.plan.GetShapeCosts(), want)
 		}
-		if c.cfg == (Config{}) && c.sliced != ch.Sliced {
+		if (c.cfg == Config{} || c.cfg == Config{Paced: true}) && c.sliced != ch.Sliced {
 			t.Errorf("%s: the model says sliced %v", c.name, ch.Sliced)
 		}
 	}

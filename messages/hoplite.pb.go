@@ -3013,7 +3013,16 @@ type ReduceTask struct {
 	// AllReduce). With root it creates the target in the directory (as a
 	// partial copy); the coordinator publishes the complete copies when
 	// every gather is done, so a failed AllReduce leaves no target.
-	Gather        bool `protobuf:"varint,14,opt,name=gather,proto3" json:"gather,omitempty"`
+	Gather bool `protobuf:"varint,14,opt,name=gather,proto3" json:"gather,omitempty"`
+	// slices: the n of a sliced AllReduce (its chain and gather positions;
+	// 0 otherwise). 2(n−1) streams leave each participant at once: the
+	// worker sizes its chunks to its stream's share of the link and asks
+	// its inputs' senders to pace them (transport.PacedOpener).
+	Slices int32 `protobuf:"varint,16,opt,name=slices,proto3" json:"slices,omitempty"`
+	// bandwidth: B, in bytes per second, as the coordinator's member
+	// measured it (0: unknown). A sliced position asks its inputs' senders
+	// to pace them at it and sizes its chunks to its share of it.
+	Bandwidth     float64 `protobuf:"fixed64,17,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3153,6 +3162,20 @@ func (x *ReduceTask) GetGather() bool {
 	return false
 }
 
+func (x *ReduceTask) GetSlices() int32 {
+	if x != nil {
+		return x.Slices
+	}
+	return 0
+}
+
+func (x *ReduceTask) GetBandwidth() float64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3231,7 +3254,14 @@ type ReduceTaskDone struct {
 	Generation int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
 	// fingerprint: a gather's, of the target copy it assembled (the
 	// coordinator registers the copies once every gather is done).
-	Fingerprint   uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Fingerprint uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// measured_bytes over measured_ns: a transfer that measured the link
+	// (netmodel.Estimator.ObserveTransfer) during this position's run, for
+	// the coordinator's member, which prices and paces the next Reduces
+	// (0: none). Positions often measure on other members than the
+	// coordinator's.
+	MeasuredBytes int64 `protobuf:"varint,6,opt,name=measured_bytes,json=measuredBytes,proto3" json:"measured_bytes,omitempty"`
+	MeasuredNs    int64 `protobuf:"varint,7,opt,name=measured_ns,json=measuredNs,proto3" json:"measured_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3297,6 +3327,20 @@ func (x *ReduceTaskDone) GetGeneration() int32 {
 func (x *ReduceTaskDone) GetFingerprint() uint64 {
 	if x != nil {
 		return x.Fingerprint
+	}
+	return 0
+}
+
+func (x *ReduceTaskDone) GetMeasuredBytes() int64 {
+	if x != nil {
+		return x.MeasuredBytes
+	}
+	return 0
+}
+
+func (x *ReduceTaskDone) GetMeasuredNs() int64 {
+	if x != nil {
+		return x.MeasuredNs
 	}
 	return 0
 }
@@ -3367,9 +3411,14 @@ func (x *ReduceInvalidate) GetGeneration() int32 {
 // ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
 // the target is kept on success and dropped on failure.
 type ReduceRelease struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	KeepTarget    bool                   `protobuf:"varint,2,opt,name=keep_target,json=keepTarget,proto3" json:"keep_target,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId   string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	KeepTarget bool                   `protobuf:"varint,2,opt,name=keep_target,json=keepTarget,proto3" json:"keep_target,omitempty"`
+	// bandwidth: B as the coordinator's member knows it at the end (0:
+	// unknown), for participants that have measured none themselves: a
+	// member that coordinates a later AllReduce needs B to pace it, and
+	// the positions that measure it report to the coordinator alone.
+	Bandwidth     float64 `protobuf:"fixed64,3,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3416,6 +3465,13 @@ func (x *ReduceRelease) GetKeepTarget() bool {
 		return x.KeepTarget
 	}
 	return false
+}
+
+func (x *ReduceRelease) GetBandwidth() float64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
 }
 
 // StoreReduced asks the caller's node to store a result computed without a
@@ -3881,7 +3937,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
 	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xd3\x03\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\x89\x04\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -3902,14 +3958,16 @@ const file_hoplite_proto_rawDesc = "" +
 	"generation\x12\x16\n" +
 	"\x06sliced\x18\x0f \x01(\bR\x06sliced\x12#\n" +
 	"\rsource_offset\x18\r \x01(\x03R\fsourceOffset\x12\x16\n" +
-	"\x06gather\x18\x0e \x01(\bR\x06gather\"\x92\x01\n" +
+	"\x06gather\x18\x0e \x01(\bR\x06gather\x12\x16\n" +
+	"\x06slices\x18\x10 \x01(\x05R\x06slices\x12\x1c\n" +
+	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\"\x92\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
 	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
-	"generation\"\xb1\x01\n" +
+	"generation\"\xf9\x01\n" +
 	"\x0eReduceTaskDone\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
@@ -3917,17 +3975,21 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
 	"generation\x12 \n" +
-	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\"k\n" +
+	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\x12%\n" +
+	"\x0emeasured_bytes\x18\x06 \x01(\x03R\rmeasuredBytes\x12\x1f\n" +
+	"\vmeasured_ns\x18\a \x01(\x03R\n" +
+	"measuredNs\"k\n" +
 	"\x10ReduceInvalidate\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
-	"generation\"M\n" +
+	"generation\"k\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
 	"\vkeep_target\x18\x02 \x01(\bR\n" +
-	"keepTarget\"{\n" +
+	"keepTarget\x12\x1c\n" +
+	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\"{\n" +
 	"\fStoreReduced\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
 	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12\x12\n" +

@@ -1,6 +1,7 @@
 package netmodel
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -66,6 +67,23 @@ func (e *Estimator) ObserveTransfer(n int64, d time.Duration) {
 		e.b = (1-ewmaWeight)*e.b + ewmaWeight*bw
 	}
 	e.nb++
+}
+
+// ObservePeer takes B from another member's estimate of the same
+// network (bytes per second) while this one has measured no transfer:
+// it then counts as one sample, which the member's own transfers refine.
+// Without it a member that never moved a whole object (one that only
+// takes part in sliced AllReduces) would never know B, and could never
+// pace the AllReduces it coordinates.
+func (e *Estimator) ObservePeer(B float64) {
+	if !(B > 0) || math.IsInf(B, 0) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nb == 0 {
+		e.b, e.nb = B, 1
+	}
 }
 
 // Estimate returns the current L and B and how many observations of each

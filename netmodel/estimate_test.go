@@ -47,3 +47,27 @@ func TestEstimatorLatencyIgnoresQueueingButFollowsARealChange(t *testing.T) {
 		t.Fatalf("L = %v once the window holds only slower samples, want 5 ms", l)
 	}
 }
+
+// TestEstimatorTakesAPeersBandwidthOnlyBeforeItsOwn: a peer's B stands
+// in while nothing was measured here, and never overrides a measurement.
+func TestEstimatorTakesAPeersBandwidthOnlyBeforeItsOwn(t *testing.T) {
+	e := NewEstimator(100*time.Microsecond, 0)
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		e.ObservePeer(bad)
+	}
+	if _, b, _, n := e.Estimate(); b != 0 || n != 0 {
+		t.Fatalf("after invalid peer estimates: B %v from %d samples, want none", b, n)
+	}
+	e.ObservePeer(47e6)
+	if _, b, _, n := e.Estimate(); b != 47e6 || n != 1 {
+		t.Fatalf("after a peer's 47 MB/s: B %v from %d samples", b, n)
+	}
+	e.ObservePeer(1e9) // another peer's: this member already has an estimate
+	if _, b, _, _ := e.Estimate(); b != 47e6 {
+		t.Fatalf("a second peer estimate replaced the first: B %v", b)
+	}
+	e.ObserveTransfer(50e6, time.Second) // its own measurement refines it
+	if _, b, _, n := e.Estimate(); b != 0.8*47e6+0.2*50e6 || n != 2 {
+		t.Fatalf("after a transfer: B %v from %d samples", b, n)
+	}
+}

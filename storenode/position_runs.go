@@ -73,6 +73,9 @@ type RunEnd struct {
 	Err    *messages.Error
 	// Fingerprint is a gather's, of the target copy it assembled.
 	Fingerprint uint64
+	// MeasuredBytes in MeasuredNanos: a transfer of the run that
+	// measured the link, for the coordinator's cost model (0: none).
+	MeasuredBytes, MeasuredNanos int64
 }
 
 // NewPositionRuns returns the runs of a position whose first task is
@@ -176,7 +179,7 @@ func (p *PositionRuns) RunEnded(run uint64, end RunEnd, dead bool) RunStep {
 	}
 	if end.Report && !dead {
 		s.Send(p.coordinator, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(),
-			Error: end.Err, Fingerprint: end.Fingerprint})
+			Error: end.Err, Fingerprint: end.Fingerprint, MeasuredBytes: end.MeasuredBytes, MeasuredNs: end.MeasuredNanos})
 	}
 	switch p.pending {
 	case pendingRun:

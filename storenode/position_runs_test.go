@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -357,5 +358,21 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPositionRunsReportsWhatARunMeasured: a run that measured the link
+// passes its transfer to the coordinator in its done report, which is
+// how the coordinator's member learns B from positions on other members.
+func TestPositionRunsReportsWhatARunMeasured(t *testing.T) {
+	p := NewPositionRuns(genTask(1, false), coord)
+	r1 := wantRun(t, p.Start(), 1)
+	s := p.RunEnded(r1, RunEnd{Report: true, MeasuredBytes: 32 << 20, MeasuredNanos: int64(700 * time.Millisecond)}, false)
+	if len(s.Sends) != 1 {
+		t.Fatalf("sends %v, want one done report", s.Sends)
+	}
+	d, ok := s.Sends[0].Msg.(*messages.ReduceTaskDone)
+	if !ok || d.GetMeasuredBytes() != 32<<20 || d.GetMeasuredNs() != int64(700*time.Millisecond) {
+		t.Fatalf("report %v, want done with 32 MiB in 700ms", s.Sends[0].Msg)
 	}
 }

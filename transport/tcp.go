@@ -59,6 +59,11 @@ type TCPConfig struct {
 	// Refused, if set, receives connections refused by the TLS handshake
 	// (peer address and why); default Log. A member logs them at warn.
 	Refused func(peer string, err error)
+	// Pace, if set, is the rate in bytes per second at which this node
+	// sends the streams opened with OpenPaced, all of them together, in
+	// turn chunk by chunk (see EgressPacer): its link's payload rate.
+	// It is read at every chunk; <= 0, or nil, sends them unpaced.
+	Pace func() float64
 }
 
 // handshakeTimeout bounds a TLS handshake on the data plane: a peer that
@@ -83,9 +88,17 @@ type TCP struct {
 
 	dials      atomic.Int64 // client connections dialed
 	keepalives atomic.Int64 // keepalive frames sent
+	pacer      *EgressPacer // the paced streams this node sends
 }
 
-var _ Transport = (*TCP)(nil)
+var (
+	_ Transport   = (*TCP)(nil)
+	_ PacedOpener = (*TCP)(nil)
+)
+
+// PacedBytes is how many bytes this node sent on streams opened with
+// OpenPaced.
+func (t *TCP) PacedBytes() int64 { return t.pacer.Bytes() }
 
 // NewTCP returns a TCP transport; Close stops it.
 func NewTCP(cfg TCPConfig) *TCP {
@@ -111,6 +124,7 @@ func NewTCP(cfg TCPConfig) *TCP {
 		cfg.MaxServerConns = 1024
 	}
 	return &TCP{
+		pacer:   &EgressPacer{rate: cfg.Pace},
 		cfg:     cfg,
 		servers: map[string]*tcpServer{},
 		nodes:   map[string]string{},
@@ -390,6 +404,10 @@ func (sc *serverConn) readRequest() (tcpRequest, bool) {
 			"data protocol version %d not supported: this node speaks version %d", req.version, tcpVersion))
 		return tcpRequest{}, false
 	}
+	if req.badFlags {
+		sc.refuse(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "request with unknown flags"))
+		return tcpRequest{}, false
+	}
 	if req.idLen > maxIDLen {
 		sc.refuse(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
 			"object id of %d bytes exceeds %d", req.idLen, maxIDLen))
@@ -485,6 +503,11 @@ func (sc *serverConn) serveStream(req tcpRequest) bool {
 		}
 		// Never more than the receiver asked for, nor past the size.
 		b = b[:min(int64(len(b)), int64(chunk), size-off)]
+		if req.paced {
+			if err, connErr := sc.waiting(func(ctx context.Context) error { return sc.s.t.pacer.wait(ctx, len(b)) }); err != nil || connErr != nil {
+				return false // stopping, or the receiver went away while we waited
+			}
+		}
 		if err := sc.writeFrame(frameData, b); err != nil {
 			return false
 		}
@@ -717,6 +740,16 @@ func (t *TCP) poolSize(addr string) int {
 
 // Open implements Transport. A chunk size above 64 MiB is clamped to it.
 func (t *TCP) Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (Stream, error) {
+	return t.open(ctx, addr, id, offset, chunk, false)
+}
+
+// OpenPaced implements PacedOpener: the peer sends the stream through
+// its EgressPacer, at its TCPConfig.Pace.
+func (t *TCP) OpenPaced(ctx context.Context, self, addr, id string, offset int64, chunk int) (Stream, error) {
+	return t.open(ctx, addr, id, offset, chunk, true)
+}
+
+func (t *TCP) open(ctx context.Context, addr, id string, offset int64, chunk int, paced bool) (Stream, error) {
 	if chunk <= 0 {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "chunk size %d", chunk)
 	}
@@ -730,7 +763,7 @@ func (t *TCP) Open(ctx context.Context, self, addr, id string, offset int64, chu
 		return nil, err
 	}
 	chunk = min(chunk, maxChunk)
-	req := encodeRequest(id, offset, chunk, t.cfg.StallTimeout/3)
+	req := encodeRequest(id, offset, chunk, t.cfg.StallTimeout/3, paced)
 	for {
 		c, reused, err := t.getConn(ctx, addr)
 		if err != nil {

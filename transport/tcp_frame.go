@@ -18,11 +18,15 @@ import (
 //
 //	0  [4]byte magic "HPDQ"
 //	4  uint16  protocol version (tcpVersion)
-//	6  uint16  id length, at most maxIDLen
+//	6  uint16  bits 0–12: id length, at most maxIDLen; bit 15: paced
+//	           (reqPaced); bits 13–14: 0
 //	8  int64   offset
 //	16 uint32  chunk size, 1..maxChunk
 //	20 uint32  keepalive interval in ms the receiver asks for (0: the sender's)
 //	24 []byte  object id
+//
+// A paced request asks the sender to send the stream through its
+// EgressPacer (OpenPaced), at the rate of the sender's own link.
 //
 // Response, server to client: a preamble, [4]byte magic "HPDR" and uint16
 // protocol version, then frames of {uint8 kind, uint32 length, length bytes}:
@@ -34,12 +38,16 @@ import (
 //
 // The stream ends after its last data byte (offset reaches size).
 const (
-	tcpVersion     = 1
+	// tcpVersion 2 added the paced bit to the request.
+	tcpVersion     = 2
 	reqHeaderLen   = 24
 	preambleLen    = 6
 	frameHeaderLen = 5
 	// maxIDLen caps object ids on the wire.
 	maxIDLen = 4096
+	// reqPaced and reqIDLenMask split a request's id-length field.
+	reqPaced     = 1 << 15
+	reqIDLenMask = 1<<13 - 1
 	// maxChunk caps a data frame; Open clamps larger chunk sizes to it.
 	maxChunk  = 64 << 20
 	maxErrMsg = 1024
@@ -65,6 +73,8 @@ type tcpRequest struct {
 	chunk     uint32
 	keepalive time.Duration
 	id        string
+	paced     bool
+	badFlags  bool // bits 13–14 of the id-length field were set
 
 	// A control request (see encodeControl) instead of a stream.
 	control bool
@@ -73,11 +83,16 @@ type tcpRequest struct {
 	payload []byte
 }
 
-func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration) []byte {
+// encodeRequest encodes a stream request.
+func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration, paced bool) []byte {
 	b := make([]byte, reqHeaderLen+len(id))
 	copy(b, reqMagic[:])
 	binary.BigEndian.PutUint16(b[4:], tcpVersion)
-	binary.BigEndian.PutUint16(b[6:], uint16(len(id)))
+	idLen := uint16(len(id))
+	if paced {
+		idLen |= reqPaced
+	}
+	binary.BigEndian.PutUint16(b[6:], idLen)
 	binary.BigEndian.PutUint64(b[8:], uint64(offset))
 	binary.BigEndian.PutUint32(b[16:], uint32(chunk))
 	binary.BigEndian.PutUint32(b[20:], uint32(min(keepalive.Milliseconds(), 1<<32-1)))
@@ -87,9 +102,12 @@ func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration) 
 
 // parseRequestHeader decodes the fixed part; the caller checks the magic.
 func parseRequestHeader(h *[reqHeaderLen]byte) tcpRequest {
+	idField := binary.BigEndian.Uint16(h[6:])
 	return tcpRequest{
 		version:   binary.BigEndian.Uint16(h[4:]),
-		idLen:     int(binary.BigEndian.Uint16(h[6:])),
+		idLen:     int(idField & reqIDLenMask),
+		paced:     idField&reqPaced != 0,
+		badFlags:  idField&^(reqPaced|reqIDLenMask) != 0,
 		offset:    int64(binary.BigEndian.Uint64(h[8:])),
 		chunk:     binary.BigEndian.Uint32(h[16:]),
 		keepalive: time.Duration(binary.BigEndian.Uint32(h[20:])) * time.Millisecond,

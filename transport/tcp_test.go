@@ -1283,9 +1283,15 @@ func TestTCPMaliciousClient(t *testing.T) {
 	wantClosed("version", c)
 	// An id longer than the cap.
 	c = dial()
-	c.Write(rawRequest(tcpVersion, 0xFFFF, strings.Repeat("x", 0xFFFF), 0, 10))
+	c.Write(rawRequest(tcpVersion, reqIDLenMask, strings.Repeat("x", reqIDLenMask), 0, 10))
 	wantError("long id", c, messages.ErrorCode_INVALID_ARGUMENT, "exceeds")
 	wantClosed("long id", c)
+	// A flag this version does not know.
+	c = dial()
+	c.Write(rawRequest(tcpVersion, 1<<14|1, "o", 0, 10))
+	wantError("unknown flag", c, messages.ErrorCode_INVALID_ARGUMENT, "unknown flags")
+	wantClosed("unknown flag", c)
+
 	// A truncated request, then silence: dropped after StallTimeout.
 	c = dial()
 	c.Write(rawRequest(tcpVersion, 1, "o", 0, 10)[:10])
@@ -1412,16 +1418,24 @@ func TestTCPCloseStopsEverything(t *testing.T) {
 }
 
 func TestTCPFrameCodec(t *testing.T) {
-	req := encodeRequest("obj", 1<<40+3, 12345, 1500*time.Millisecond)
+	req := encodeRequest("obj", 1<<40+3, 12345, 1500*time.Millisecond, true)
 	if len(req) != reqHeaderLen+3 || !bytes.Equal(req[:4], reqMagic[:]) {
 		t.Fatalf("request %x", req)
 	}
 	var h [reqHeaderLen]byte
 	copy(h[:], req)
 	got := parseRequestHeader(&h)
-	want := tcpRequest{version: tcpVersion, idLen: 3, offset: 1<<40 + 3, chunk: 12345, keepalive: 1500 * time.Millisecond}
+	want := tcpRequest{version: tcpVersion, idLen: 3, offset: 1<<40 + 3, chunk: 12345, keepalive: 1500 * time.Millisecond, paced: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parsed %+v, want %+v", got, want)
+	}
+	copy(h[:], encodeRequest("obj", 0, 1, 0, false))
+	if got := parseRequestHeader(&h); got.paced || got.idLen != 3 || got.badFlags {
+		t.Fatalf("unpaced request parsed as %+v", got)
+	}
+	binary.BigEndian.PutUint16(h[6:], 1<<13|3) // a flag this version does not know
+	if got := parseRequestHeader(&h); !got.badFlags {
+		t.Fatalf("unknown flag not reported: %+v", got)
 	}
 	long := messages.Errorf(messages.ErrorCode_CONFLICT, "%s", strings.Repeat("é", maxErrMsg))
 	p := errorPayload(long)

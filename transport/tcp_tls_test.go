@@ -105,7 +105,7 @@ func TestTCPTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := encodeRequest("o", 0, 1<<20, 0)
+	req := encodeRequest("o", 0, 1<<20, 0, false)
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	nc.Write(req)
 	reply, _ := io.ReadAll(nc)

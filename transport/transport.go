@@ -63,3 +63,21 @@ type Transport interface {
 	// self, starting at offset, in chunks of at most chunk bytes.
 	Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (Stream, error)
 }
+
+// PacedOpener is a Transport whose streams can ask their sender to pace
+// them: the sender sends every such stream of its node through one
+// EgressPacer, at its link's rate, so that many streams that leave a node
+// at once share its link evenly (a sliced AllReduce's).
+type PacedOpener interface {
+	// OpenPaced is Transport.Open for a paced stream.
+	OpenPaced(ctx context.Context, self, addr, id string, offset int64, chunk int) (Stream, error)
+}
+
+// OpenPaced opens a paced stream on t if it paces (PacedOpener), else an
+// ordinary one: pacing changes when bytes leave, never which.
+func OpenPaced(ctx context.Context, t Transport, self, addr, id string, offset int64, chunk int) (Stream, error) {
+	if p, ok := t.(PacedOpener); ok {
+		return p.OpenPaced(ctx, self, addr, id, offset, chunk)
+	}
+	return t.Open(ctx, self, addr, id, offset, chunk)
+}

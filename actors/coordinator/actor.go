@@ -95,6 +95,14 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *messages.ReduceTaskStarted:
 		c.drain(ctx, c.r.Started(m, now))
 	case *messages.ReduceTaskDone:
+		if m.GetMeasuredBytes() > 0 && m.GetMeasuredNs() > 0 {
+			// The position measured the link on its member: the next
+			// Reduces this member plans (and the sliced ones it paces)
+			// need B too, and a cluster that only reduces measures it
+			// nowhere else. (In one process the estimator is shared, so
+			// this counts that transfer twice: a heavier EWMA weight.)
+			c.cfg.Estimator.ObserveTransfer(m.GetMeasuredBytes(), time.Duration(m.GetMeasuredNs()))
+		}
 		c.drain(ctx, c.r.Done(m, now))
 	case *messages.StoreReducedReply:
 		c.drain(ctx, c.r.Stored(m, now))
@@ -172,6 +180,11 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 // send delivers one message. Messages that expect an answer go as
 // requests, so it comes back to this coordinator.
 func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
+	if r, ok := s.Msg.(*messages.ReduceRelease); ok {
+		if _, b, _, n := c.cfg.Estimator.Estimate(); n > 0 {
+			r.Bandwidth = b // see ReduceRelease.bandwidth
+		}
+	}
 	var to *actor.PID
 	switch t := s.To.(type) {
 	case *messages.NodeRef:

@@ -67,15 +67,25 @@ type Config struct {
 // every hop above it in a chain into store-and-forward (a 1 MiB Reduce of
 // 8 took 90 ms instead of about 40: positions above a leaf-only member
 // got their first byte only when their child had finished).
-func (c *Config) streamChunk(size int64) int {
+func (c *Config) streamChunk(size int64) int { return c.sharedStreamChunk(size, 1, 0) }
+
+// sharedStreamChunk is streamChunk for one of streams streams that share
+// the link (a sliced AllReduce's 2(n−1)): about 5 ms of its share, not of
+// the whole link. A chain's fill costs one chunk of that share per hop,
+// so 256 KiB chunks, right for one stream, cost a sliced AllReduce of 8
+// seven hops of 70 ms. B > 0 is the bandwidth to use (the coordinator's,
+// with which it paces the streams), else this node's measurement.
+func (c *Config) sharedStreamChunk(size int64, streams int, B float64) int {
 	if !c.adaptChunk {
 		return c.ChunkSize
 	}
-	B := 0.0 // not measured: ChunkFor's default, c.ChunkSize
-	if _, b, _, n := c.Estimator.Estimate(); n > 0 {
-		B = b
+	if !(B > 0) {
+		B = 0 // not measured: ChunkFor's default, c.ChunkSize
+		if _, b, _, n := c.Estimator.Estimate(); n > 0 {
+			B = b
+		}
 	}
-	return plan.ChunkForObject(B, size)
+	return plan.ChunkForObject(B/float64(max(streams, 1)), size)
 }
 
 // Hooks are called at points where tests and fault injection need to act.

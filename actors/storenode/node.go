@@ -141,6 +141,9 @@ func (n *StoreNode) stopWorkers(ctx actor.Context) {
 }
 
 func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) {
+	if e := n.cfg.Estimator; e != nil {
+		e.ObservePeer(m.GetBandwidth())
+	}
 	for _, pid := range n.reduces[m.GetReduceId()] {
 		ctx.Send(pid, m)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
@@ -194,6 +195,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		}
 	}
 	started(nil)
+	if t.GetSlices() > 0 {
+		log.WithFields(logrus.Fields{"bandwidth": t.GetBandwidth(), "chunk": w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth())}).
+			Debug("sliced AllReduce position")
+	}
 	for restarts := 0; ; restarts++ {
 		if ctx.Err() != nil {
 			// Stopped between two attempts: no new writer for a run that
@@ -214,14 +219,15 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		}
 		var err error
 		var fp uint64
+		var m measured
 		if t.GetGather() {
 			fp, err = w.gather(ctx, t, out, wr)
 		} else {
-			err = w.reduce(ctx, system, t, out, wr)
+			m, err = w.reduce(ctx, system, t, out, wr)
 		}
 		switch {
 		case err == nil:
-			return storenode.RunEnd{Report: true, Fingerprint: fp}
+			return storenode.RunEnd{Report: true, Fingerprint: fp, MeasuredBytes: m.bytes, MeasuredNanos: int64(m.wait)}
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
 			// this report), released (nobody listens), or stopped with its
@@ -326,7 +332,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	return out, nil
 }
 
-func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) error {
+func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (measured, error) {
 	// The run measures the link (see observe) only if every input was
 	// whole when it was opened: a read that waits for a producer (a Put
 	// still copying, a child still reducing) would be counted as the
@@ -335,19 +341,19 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	whole := w.wholeHere(t.GetSourceId()) && t.GetSize() >= netmodel.MinMeasuredTransfer
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
-		return err
+		return measured{}, err
 	}
 	if t.GetSliced() {
 		// A slice of a sliced AllReduce: its own bytes, read in place.
 		if r, err = storenode.NewSliceReader(r, t.GetSourceOffset(), t.GetSize()); err != nil {
-			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
+			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
 		}
 	}
-	chunk := w.cfg.streamChunk(t.GetSize()) // one size for all of this task's streams
+	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()) // one size for all of this task's streams
 	own := storenode.NewLocalStream(r, chunk)
 	defer own.Close()
 	if own.Size() != t.GetSize() {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
+		return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
 	}
 	kids := make([]transport.Stream, 0, len(t.GetChildren()))
 	defer func() {
@@ -358,9 +364,9 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	var remote []*timedStream
 	for _, c := range t.GetChildren() {
 		whole = whole && c.GetComplete()
-		s, err := w.open(ctx, c, chunk)
+		s, err := w.open(ctx, c, chunk, paced(t))
 		if err != nil {
-			return err
+			return measured{}, err
 		}
 		if c.GetNode().GetNodeId() != w.cfg.Self.GetNodeId() {
 			ts := &timedStream{Stream: s}
@@ -368,7 +374,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		}
 		kids = append(kids, s)
 		if s.Size() != t.GetSize() {
-			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
+			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
 				c.GetObjectId(), c.GetNode().GetNodeId(), s.Size(), t.GetSize())
 		}
 	}
@@ -378,22 +384,23 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		onRange = fp.Write
 	}
 	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(own, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
-		return err
+		return measured{}, err
 	}
 	if ctx.Err() != nil {
-		return messages.AsError(ctx.Err())
+		return measured{}, messages.AsError(ctx.Err())
 	}
+	var m measured
 	if whole {
-		w.observe(remote)
+		m = w.observe(remote)
 	}
 	if err := w.cfg.Store.Complete(out); err != nil {
-		return err
+		return measured{}, err
 	}
 	if t.GetRoot() {
 		system.Root.Send(w.cfg.ShardFor(t.GetTargetId()), &messages.PublishLocation{ObjectId: t.GetTargetId(), Node: w.cfg.Self,
 			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.Sum(), Creator: true})
 	}
-	return nil
+	return m, nil
 }
 
 // wholeHere reports whether this node's copy of id is complete now.
@@ -412,17 +419,23 @@ func (w *reduceWorker) wholeHere(id string) bool {
 // default chunk size, for ever). The streams are added up because they
 // share this node's downlink, which is what the cost model's d·S/B is
 // about; only the time the reads waited counts, not the kernel's.
-func (w *reduceWorker) observe(remote []*timedStream) {
+func (w *reduceWorker) observe(remote []*timedStream) measured {
 	if w.cfg.Estimator == nil || len(remote) == 0 {
-		return
+		return measured{}
 	}
-	var n int64
-	var wait time.Duration
+	var m measured
 	for _, s := range remote {
-		n += s.Size()
-		wait += s.wait
+		m.bytes += s.Size()
+		m.wait += s.wait
 	}
-	w.cfg.Estimator.ObserveTransfer(n, wait)
+	w.cfg.Estimator.ObserveTransfer(m.bytes, m.wait)
+	return m
+}
+
+// measured is a transfer that measured the link: bytes in wait.
+type measured struct {
+	bytes int64
+	wait  time.Duration
 }
 
 // timedStream is a peer's stream that adds up how long its reads waited.
@@ -439,9 +452,23 @@ func (s *timedStream) Next(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
+// slicedStreams is how many streams share a participant's link in t's
+// AllReduce: 2(n−1) in a sliced one (n−1 chains' and n−1 gathers'), else 1.
+func slicedStreams(t *messages.ReduceTask) int {
+	if t.GetSlices() == 0 {
+		return 1
+	}
+	return plan.SlicedStreams(int(t.GetSlices()))
+}
+
+// paced says whether t's inputs ask their senders to pace them: a sliced
+// AllReduce's streams leave every node together and must share its link
+// evenly (transport.EgressPacer).
+func paced(t *messages.ReduceTask) bool { return t.GetSlices() > 0 }
+
 // open streams one input: from this node's store directly, or from a
-// peer over the data plane.
-func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk int) (transport.Stream, error) {
+// peer over the data plane, paced by the sender if paced.
+func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool) (transport.Stream, error) {
 	octx, cancel := context.WithTimeout(ctx, w.cfg.StallTimeout)
 	defer cancel()
 	if in.GetNode().GetNodeId() == w.cfg.Self.GetNodeId() {
@@ -450,6 +477,9 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 			return nil, err
 		}
 		return storenode.NewLocalStream(r, chunk), nil
+	}
+	if paced {
+		return transport.OpenPaced(octx, w.cfg.Transport, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
 	}
 	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
 }
@@ -553,11 +583,11 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chunk := w.cfg.streamChunk(size / int64(max(len(kids), 1)))
+	chunk := w.cfg.sharedStreamChunk(size/int64(max(len(kids), 1)), slicedStreams(t), t.GetBandwidth())
 	errs := make(chan error, len(kids))
 	for i, c := range kids {
 		go func() {
-			err := w.gatherOne(gctx, c, chunk, buf[c.GetOffset():ends[i]])
+			err := w.gatherOne(gctx, c, chunk, paced(t), buf[c.GetOffset():ends[i]])
 			if err != nil {
 				cancel() // the others are pointless now
 			}
@@ -587,8 +617,8 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 }
 
 // gatherOne copies one reduced slice into dst.
-func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, dst []byte) error {
-	s, err := w.open(ctx, in, chunk)
+func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool, dst []byte) error {
+	s, err := w.open(ctx, in, chunk, paced)
 	if err != nil {
 		return err
 	}

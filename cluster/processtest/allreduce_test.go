@@ -17,15 +17,17 @@ import (
 
 // TestProcessAllReduce runs AllReduces on four `hoplite node` members
 // started with -allreduce-shape sliced (on loopback the cost model's
-// choice follows the measured L and B, which vary): one of all four
-// sources, sliced, and one of three of the four, which only
-// reduce-then-broadcast can do. Every member Gets each target, exact.
+// choice follows the measured L and B, which vary) and a link rate, so
+// that the sliced run's streams are paced: one of all four sources,
+// sliced, and one of three of the four, which only reduce-then-broadcast
+// can do. Every member Gets each target, exact, and every member sent
+// its share of the sliced run through its pacer.
 func TestProcessAllReduce(t *testing.T) {
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 4)
 	var nodes []*nodeProc
 	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-allreduce-shape", coordinator.ShapeSliced))
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-allreduce-shape", coordinator.ShapeSliced, "-link-rate", "2gbit"))
 	}
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)
@@ -71,6 +73,18 @@ func TestProcessAllReduce(t *testing.T) {
 		want := sum(r.GetReducedIds())
 		for _, n := range nodes {
 			getExact(t, c.of(n), tc.target, want)
+		}
+		if tc.shape != coordinator.ShapeSliced {
+			continue
+		}
+		// Each member sends the three slices it does not root in chains
+		// and its own slice to three gathers, about 1.5·S = 6·elems bytes
+		// (slices are cut on elements): all of it paced.
+		for _, n := range nodes {
+			_, body := scrape(t, n, "/metrics")
+			if got, min := sample(body, "hoplite_data_plane_paced_bytes_total", ""), float64(5*elems); got < min {
+				t.Errorf("%s sent %v paced bytes, want at least %v", n.slot.bind, got, min)
+			}
 		}
 	}
 }

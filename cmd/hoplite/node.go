@@ -47,7 +47,7 @@ flags:
 type nodeFlags struct {
 	bind, seeds, dataBind, provider, providerAddr, clusterName string
 	managePort, shards, reduceDegree                           int
-	capacity, chunk                                            string
+	capacity, chunk, linkRate                                  string
 	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
 	reduceChunkDelay                                           time.Duration
 	healthMisses                                               int
@@ -64,6 +64,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.managePort, "manage-port", 0, "automanaged HTTP port, on all interfaces (default: bind port + 1000)")
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
+	fs.StringVar(&f.linkRate, "link-rate", "", "this host's network link, e.g. 10gbit or 400mbit (default: not known); paces sliced AllReduces at its TCP payload rate")
 	fs.IntVar(&f.shards, "shards", 64, "directory shards of the whole cluster (equal on every member)")
 	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged (a fixed list of hosts) or etcd (hosts that come and go)")
 	fs.StringVar(&f.providerAddr, "provider-address", "", "etcd server client endpoint HOST:PORT (default 127.0.0.1:2379)")
@@ -120,6 +121,14 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	if err != nil || chunk < 0 || chunk > 64<<20 || (chunk == 0 && f.chunk != "auto") {
 		return cluster.MemberConfig{}, fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB, or auto", f.chunk)
 	}
+	var linkRate float64
+	if f.linkRate != "" {
+		bw, err := bench.ParseBandwidth(f.linkRate)
+		if err != nil {
+			return cluster.MemberConfig{}, fmt.Errorf("-link-rate: %w", err)
+		}
+		linkRate = bw.BitsPerSecond
+	}
 	var seeds []string
 	for _, s := range strings.Split(f.seeds, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -131,7 +140,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
-		ActorLocates: f.actorLocates, Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		ActorLocates: f.actorLocates, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.

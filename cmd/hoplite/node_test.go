@@ -46,6 +46,31 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 	}
 }
 
+// -link-rate takes the bandwidth forms of bench --bandwidth.
+func TestNodeLinkRate(t *testing.T) {
+	for arg, want := range map[string]float64{"": 0, "400mbit": 400e6, "10gbit": 10e9, "50MB/s": 400e6} {
+		fs := flag.NewFlagSet("node", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f nodeFlags
+		f.register(fs)
+		args := []string{"-bind", "127.0.0.1:7000"}
+		if arg != "" {
+			args = append(args, "-link-rate", arg)
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(logrus.New())
+		if err != nil || cfg.LinkRate != want {
+			t.Errorf("-link-rate %q: %v bit/s, %v; want %v", arg, cfg.LinkRate, err, want)
+		}
+	}
+	code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", "-link-rate", "fast")
+	if code == 0 || !strings.Contains(stderr, `-link-rate: bandwidth "fast"`) || stdout != "" {
+		t.Errorf("-link-rate fast: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+}
+
 // Bad benchmark flags fail at once with the member's clear error, before
 // anything listens.
 func TestNodeRejectsBadReduceFlags(t *testing.T) {

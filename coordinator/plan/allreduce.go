@@ -36,42 +36,63 @@ func Slices(size int64, n, width int) []Slice {
 	return out
 }
 
-// SlicedContention is how much longer the bytes of a sliced AllReduce
-// take than the ring's bound 2(n-1)/n·S/B, per participant beyond two:
-// every link carries n-1 chains' streams and n-1 gathers' at once, not
-// one stream at a time as a ring's, and the chains that TCP serves last
-// finish late (on the testbed, 8 hosts at 400 Mbit/s, 32 MiB, medians of
-// 5: the slices' roots finished between 0.88 and 1.84 s; the AllReduce
-// took 1.81× the bound at n = 8 and 1.20× at n = 4, a fit of 0.135 and
-// 0.10 a participant). With it the model picks reduce-then-broadcast at
-// n = 8 (measured 1.83 s against 2.13 s) and the sliced shape at n = 4
-// (1.21 s against 1.46 s).
+// SlicedContention is how much longer the bytes of an unpaced sliced
+// AllReduce take than the ring's bound 2(n-1)/n·S/B, per participant
+// beyond two: every link carries n-1 chains' streams and n-1 gathers' at
+// once, not one stream at a time as a ring's, and left to TCP the chains
+// it serves last finish late (on the testbed, 8 hosts at 400 Mbit/s, 32
+// MiB, medians of 5: the slices' roots finished between 0.88 and 1.84 s;
+// the AllReduce took 1.81× the bound at n = 8 and 1.20× at n = 4, a fit
+// of 0.135 and 0.10 a participant). It applies when the link rate is not
+// known to the senders (cluster.Config.LinkRate), which cannot pace.
 const SlicedContention = 0.12
 
-// slicedFactor is 1 + SlicedContention·(n-2), at least 1.
-func slicedFactor(n int) float64 { return 1 + SlicedContention*float64(max(n-2, 0)) }
+// PacedSlicedContention is SlicedContention for streams paced by their
+// senders at their link's rate (transport.EgressPacer), which share each
+// link evenly: 8 testbed hosts took 1.12× the bound (1.31 s; paced at 47
+// MB/s, 0.98 of the link's payload rate, the bound is 1.25 s).
+const PacedSlicedContention = 0.02
+
+// slicedFactor is 1 + contention·(n-2), at least 1.
+func slicedFactor(n int, paced bool) float64 {
+	c := SlicedContention
+	if paced {
+		c = PacedSlicedContention
+	}
+	return 1 + c*float64(max(n-2, 0))
+}
+
+// SlicedStreams is how many of a sliced AllReduce's streams leave (and
+// reach) each of its n participants at once: n-1 chains' and n-1 gathers'.
+func SlicedStreams(n int) int { return max(2*(n-1), 1) }
 
 // SlicedCost models a sliced AllReduce of n sources of S bytes: a
 // reduce-scatter (slice i reduced by a pipelined chain over every
 // participant, rooted on participant i) and an all-gather (every
 // participant fetches the n-1 slices it did not reduce). Every
 // participant sends and receives (n-1)/n·S in each phase, as in a ring,
-// so, with the contention of its concurrent streams (SlicedContention),
+// so, with the contention of its concurrent streams (SlicedContention,
+// or PacedSlicedContention if paced),
 //
-//	T = 2(n-1)/n·S/B·(1 + 0.12·(n-2)) + (n-1)·c/B + (n+2)·L
+//	T = 2(n-1)/n·S/B·(1 + contention·(n-2)) + (n-1)·c/B + (n+2)·L
 //
 // where c is the chunk a slice moves in (ChunkForObject of S/n, at most
-// the slice): a chain of n positions fills its pipeline one chunk per
-// hop. Latency is charged as T(1) charges a chain, one L a link (n), plus
-// one for the gathers' fetches and one for publishing the copies at the
-// end. B <= 0 or NaN prices every byte as forever, as Cost does.
-func SlicedCost(n int, L time.Duration, B float64, S int64) time.Duration {
+// the slice; of B/SlicedStreams(n) if paced, each stream's share): a
+// chain of n positions fills its pipeline one chunk per hop. Latency is
+// charged as T(1) charges a chain, one L a link (n), plus one for the
+// gathers' fetches and one for publishing the copies at the end. B <= 0
+// or NaN prices every byte as forever, as Cost does.
+func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Duration {
 	n = max(n, 1)
 	S = max(S, 0)
 	slice := S / int64(n)
-	chunk := min(int64(ChunkForObject(B, slice)), slice)
+	share := B
+	if paced {
+		share = B / float64(SlicedStreams(n))
+	}
+	chunk := min(int64(ChunkForObject(share, slice)), slice)
 	// (n-1)/n·S unrounded: a slice may be an element larger than S/n.
-	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n) * slicedFactor(n)
+	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n) * slicedFactor(n, paced)
 	xfer += transferNanos(B, int64(n-1)*chunk)
 	return saturate(xfer + float64(n+2)*max(float64(L), 0))
 }
@@ -103,12 +124,14 @@ type AllReduceChoice struct {
 // reduce-then-broadcast for n sources of S bytes of width-byte elements,
 // and possible: n >= 2 and every slice holds at least one element. Ties
 // go to reduce-then-broadcast, the shape that also serves late arrivals.
-// With no bandwidth known (B <= 0 or NaN) both shapes are priced at one
-// byte per second, which compares the bytes each moves over its busiest
-// link (every byte then outweighs any latency): the sliced shape moves
-// 2(n-1)/n·S, slowed by its contention, a reduce then a broadcast about
-// 2·S (sliced up to n = 4).
-func ChooseAllReduce(n int, L time.Duration, B float64, S int64, width, maxD int) AllReduceChoice {
+// paced says the sliced shape's streams are paced by their senders
+// (PacedSlicedContention, else SlicedContention). With no bandwidth known
+// (B <= 0 or NaN) both shapes are priced at one byte per second, which
+// compares the bytes each moves over its busiest link (every byte then
+// outweighs any latency): unpaced, the sliced shape moves 2(n-1)/n·S,
+// slowed by its contention, a reduce then a broadcast about 2·S (sliced
+// up to n = 4).
+func ChooseAllReduce(n int, L time.Duration, B float64, S int64, width, maxD int, paced bool) AllReduceChoice {
 	if !(B > 0) {
 		B = 1
 	}
@@ -117,7 +140,7 @@ func ChooseAllReduce(n int, L time.Duration, B float64, S int64, width, maxD int
 	if n < 2 || Slices(S, n, width) == nil {
 		return c
 	}
-	c.SlicedCost = SlicedCost(n, L, B, S)
+	c.SlicedCost = SlicedCost(n, L, B, S, paced)
 	c.Sliced = c.SlicedCost < rb
 	return c
 }

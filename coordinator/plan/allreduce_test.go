@@ -56,26 +56,39 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 	// slices of 2 MiB move in 128 KiB chunks (16 a slice): fill
 	// 3·131072 ns, latency 6·L. Reduce+broadcast: the chain wins,
 	// T(1) = 4·L + S/B, broadcast 3·L + S/B.
-	s := SlicedCost(4, 100*us, 1e9, 8<<20)
+	s := SlicedCost(4, 100*us, 1e9, 8<<20, false)
 	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us; (s - want).Abs() > time.Nanosecond {
 		t.Errorf("SlicedCost = %v, want %v", s, want)
+	}
+	// Paced: the contention is 1 + 0.02·2 (13086.22848 µs); each stream's
+	// share is B/6, whose 5 ms chunk (1 MiB) halves to the same 128 KiB.
+	ps := SlicedCost(4, 100*us, 1e9, 8<<20, true)
+	if want := 13086228*time.Nanosecond + 3*131072*time.Nanosecond + 600*us; (ps - want).Abs() > time.Nanosecond {
+		t.Errorf("paced SlicedCost = %v, want %v", ps, want)
 	}
 	rb, d := ReduceBroadcastCost(4, 100*us, 1e9, 8<<20, 4)
 	if want := 400*us + 8388608*time.Nanosecond + 300*us + 8388608*time.Nanosecond; rb != want || d != 1 {
 		t.Errorf("ReduceBroadcastCost = %v (d=%d), want %v (d=1)", rb, d, want)
 	}
-	if c := ChooseAllReduce(4, 100*us, 1e9, 8<<20, 4, 4); !c.Sliced || c.SlicedCost != s || c.ReduceBroadcastCost != rb {
+	if c := ChooseAllReduce(4, 100*us, 1e9, 8<<20, 4, 4, false); !c.Sliced || c.SlicedCost != s || c.ReduceBroadcastCost != rb {
 		t.Errorf("ChooseAllReduce = %+v, want sliced at %v vs %v", c, s, rb)
 	}
-	// n = 8: the bytes alone are 2·7/8·1.72 = 3.01·S/B against 2·S/B.
-	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8); c.Sliced {
+	if c := ChooseAllReduce(4, 100*us, 1e9, 8<<20, 4, 4, true); !c.Sliced || c.SlicedCost != ps || c.ReduceBroadcastCost != rb {
+		t.Errorf("ChooseAllReduce(paced) = %+v, want sliced at %v vs %v", c, ps, rb)
+	}
+	// n = 8 unpaced: the bytes alone are 2·7/8·1.72 = 3.01·S/B against
+	// 2·S/B; paced, 2·7/8·1.12 = 1.96·S/B.
+	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8, false); c.Sliced {
 		t.Errorf("ChooseAllReduce(8) = %+v, want reduce+broadcast", c)
+	}
+	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8, true); !c.Sliced {
+		t.Errorf("ChooseAllReduce(8, paced) = %+v, want sliced", c)
 	}
 	// n = 2, S = 65540 (just above a 64 KiB inline limit): sliced is
 	// 65.54 + 32.77 (one slice-sized chunk of fill) + 4·100 µs = 498.31
 	// µs; the flat tree (d = 2: 100 + 2·65.54) plus a broadcast to one
 	// (100 + 65.54) is 396.62 µs: the latencies decide.
-	c := ChooseAllReduce(2, 100*us, 1e9, 65540, 4, 2)
+	c := ChooseAllReduce(2, 100*us, 1e9, 65540, 4, 2, false)
 	if c.Sliced || c.SlicedCost != 498310*time.Nanosecond || c.ReduceBroadcastCost != 396620*time.Nanosecond || c.Degree != 2 {
 		t.Errorf("ChooseAllReduce(2, 65540 B) = %+v, want reduce+broadcast 396.62µs vs sliced 498.31µs", c)
 	}
@@ -84,56 +97,64 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 // TestChooseAllReduceMatchesAnalyticT checks the choice across n, S, L
 // and B against the two analytic times, computed here independently.
 func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
-	var slicedWins, rbWins int
-	for _, n := range []int{2, 3, 4, 5, 8, 12, 16} {
-		for _, S := range []int64{65540, 1 << 20, 32 << 20, 256 << 20} {
-			for _, L := range []time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 20 * time.Millisecond} {
-				for _, B := range []float64{1.25e6, 5e7, 1.25e9, 1.25e10} {
-					sec := func(bytes float64) float64 { return bytes / B }
-					// Sliced: 2(n-1)/n·S/B + fill + (n+2)·L.
-					slice := S / int64(n)
-					chunk := float64(ChunkFor(B))
-					for chunk > MinChunk && chunk*MinChunksPerObject > float64(slice) {
-						chunk /= 2
-					}
-					chunk = math.Min(chunk, float64(slice))
-					contention := 1 + 0.12*float64(n-2)
-					tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*contention + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
-					// Reduce then broadcast: min over d of T(d), plus (n-1)·L + S/B.
-					best := math.Inf(1)
-					for d := 1; d <= n; d++ {
-						var td float64
-						if d == 1 {
-							td = float64(n)*L.Seconds() + sec(float64(S))
-						} else {
-							td = L.Seconds()*math.Log(float64(n))/math.Log(float64(d)) + float64(d)*sec(float64(S))
+	for _, paced := range []bool{false, true} {
+		slicedWins, rbWins := 0, 0
+		for _, n := range []int{2, 3, 4, 5, 8, 12, 16} {
+			for _, S := range []int64{65540, 1 << 20, 32 << 20, 256 << 20} {
+				for _, L := range []time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 20 * time.Millisecond} {
+					for _, B := range []float64{1.25e6, 5e7, 1.25e9, 1.25e10} {
+						sec := func(bytes float64) float64 { return bytes / B }
+						// Sliced: 2(n-1)/n·S/B + fill + (n+2)·L.
+						// Paced, each of the 2(n-1) streams' share of B sets
+						// the chunk.
+						slice := S / int64(n)
+						share, perParticipant := B, 0.12
+						if paced {
+							share, perParticipant = B/float64(2*(n-1)), 0.02
 						}
-						best = math.Min(best, td)
-					}
-					tRB := best + float64(n-1)*L.Seconds() + sec(float64(S))
-					c := ChooseAllReduce(n, L, B, S, 4, n)
-					near := func(got time.Duration, want float64) bool { return math.Abs(got.Seconds()-want) < 2e-9+want*1e-9 }
-					if !near(c.SlicedCost, tSliced) || !near(c.ReduceBroadcastCost, tRB) {
-						t.Fatalf("n=%d S=%d L=%v B=%g: costs sliced %v rb %v, analytic %.9fs %.9fs", n, S, L, B, c.SlicedCost, c.ReduceBroadcastCost, tSliced, tRB)
-					}
-					if math.Abs(tSliced-tRB) < 1e-8 {
-						continue // a tie within rounding: either answer is right
-					}
-					if want := tSliced < tRB; c.Sliced != want {
-						t.Errorf("n=%d S=%d L=%v B=%g: sliced=%v, want %v (T sliced %.6fs, T reduce+broadcast %.6fs)", n, S, L, B, c.Sliced, want, tSliced, tRB)
-					}
-					if c.Sliced {
-						slicedWins++
-					} else {
-						rbWins++
+						chunk := float64(ChunkFor(share))
+						for chunk > MinChunk && chunk*MinChunksPerObject > float64(slice) {
+							chunk /= 2
+						}
+						chunk = math.Min(chunk, float64(slice))
+						contention := 1 + perParticipant*float64(n-2)
+						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*contention + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
+						// Reduce then broadcast: min over d of T(d), plus (n-1)·L + S/B.
+						best := math.Inf(1)
+						for d := 1; d <= n; d++ {
+							var td float64
+							if d == 1 {
+								td = float64(n)*L.Seconds() + sec(float64(S))
+							} else {
+								td = L.Seconds()*math.Log(float64(n))/math.Log(float64(d)) + float64(d)*sec(float64(S))
+							}
+							best = math.Min(best, td)
+						}
+						tRB := best + float64(n-1)*L.Seconds() + sec(float64(S))
+						c := ChooseAllReduce(n, L, B, S, 4, n, paced)
+						near := func(got time.Duration, want float64) bool { return math.Abs(got.Seconds()-want) < 2e-9+want*1e-9 }
+						if !near(c.SlicedCost, tSliced) || !near(c.ReduceBroadcastCost, tRB) {
+							t.Fatalf("paced=%v n=%d S=%d L=%v B=%g: costs sliced %v rb %v, analytic %.9fs %.9fs", paced, n, S, L, B, c.SlicedCost, c.ReduceBroadcastCost, tSliced, tRB)
+						}
+						if math.Abs(tSliced-tRB) < 1e-8 {
+							continue // a tie within rounding: either answer is right
+						}
+						if want := tSliced < tRB; c.Sliced != want {
+							t.Errorf("paced=%v n=%d S=%d L=%v B=%g: sliced=%v, want %v (T sliced %.6fs, T reduce+broadcast %.6fs)", paced, n, S, L, B, c.Sliced, want, tSliced, tRB)
+						}
+						if c.Sliced {
+							slicedWins++
+						} else {
+							rbWins++
+						}
 					}
 				}
 			}
 		}
-	}
-	// The sweep must exercise both answers, or it checks nothing.
-	if slicedWins == 0 || rbWins == 0 {
-		t.Fatalf("the sweep chose sliced %d times and reduce+broadcast %d times: want both", slicedWins, rbWins)
+		// The sweep must exercise both answers, or it checks nothing.
+		if slicedWins == 0 || rbWins == 0 {
+			t.Fatalf("paced=%v: the sweep chose sliced %d times and reduce+broadcast %d times: want both", paced, slicedWins, rbWins)
+		}
 	}
 }
 
@@ -147,16 +168,16 @@ func TestChooseAllReduceRefusesWhatCannotBeSliced(t *testing.T) {
 		{8, 28, 4},       // 7 elements for 8 slices
 		{4, 1<<20 + 2, 4},
 	} {
-		if got := ChooseAllReduce(c.n, 0, 1e6, c.S, c.width, c.n); got.Sliced {
+		if got := ChooseAllReduce(c.n, 0, 1e6, c.S, c.width, c.n, true); got.Sliced {
 			t.Errorf("ChooseAllReduce(n=%d, S=%d, width=%d) chose sliced", c.n, c.S, c.width)
 		}
 	}
 	// An unknown bandwidth compares bytes on the busiest link: sliced
 	// while its contention leaves it fewer (n = 3), not at n = 8.
-	if c := ChooseAllReduce(3, time.Millisecond, 0, 32<<20, 4, 3); !c.Sliced {
+	if c := ChooseAllReduce(3, time.Millisecond, 0, 32<<20, 4, 3, false); !c.Sliced {
 		t.Errorf("ChooseAllReduce(3) with B unknown = %+v, want sliced", c)
 	}
-	if c := ChooseAllReduce(8, time.Millisecond, 0, 32<<20, 4, 8); c.Sliced {
+	if c := ChooseAllReduce(8, time.Millisecond, 0, 32<<20, 4, 8, false); c.Sliced {
 		t.Errorf("ChooseAllReduce(8) with B unknown = %+v, want reduce+broadcast", c)
 	}
 }
