@@ -85,7 +85,7 @@ type waiter struct {
 	// noCopy: the receiver keeps no copy (Locate.no_copy): it is answered
 	// without a claim or a location, and it is apart from the receiver's
 	// Locates for a copy of its own.
-	noCopy bool
+	noCopy   bool
 	attempt  uint64 // echoed in the LocateReply (waitLocate only)
 	replyTo  any
 	deadline time.Time
