@@ -300,7 +300,12 @@ func (n *StoreNode) getInto(ctx actor.Context, m *storenode.GetIntoRequest) {
 		fail(err)
 		return
 	}
-	if n.cfg.Store.Lookup(id) != nil {
+	if o := n.cfg.Store.Lookup(id); o != nil {
+		if size := o.Size(); size > m.Dst.Len() {
+			// Known already: no need to wait for a copy that cannot fit.
+			fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is %d bytes; the buffer holds only %d", id, size, m.Dst.Len()))
+			return
+		}
 		n.getIntoLocal(ctx, m, ctx.Sender())
 		return
 	}
