@@ -26,7 +26,7 @@ func freePorts(t testing.TB, n int) []int { return testutil.FreePorts(t, n) }
 // syncBuffer collects a logger's output for a failing test.
 type syncBuffer = testutil.SyncBuffer
 
-func testLogger(t *testing.T, level logrus.Level) *logrus.Logger {
+func testLogger(t testing.TB, level logrus.Level) *logrus.Logger {
 	buf := &syncBuffer{}
 	log := logrus.New()
 	log.SetOutput(buf)
@@ -41,7 +41,7 @@ func testLogger(t *testing.T, level logrus.Level) *logrus.Logger {
 
 type memberSlot struct{ bind, manage string }
 
-func memberSlots(t *testing.T, n int) ([]memberSlot, []string) {
+func memberSlots(t testing.TB, n int) ([]memberSlot, []string) {
 	binds, seeds := testutil.MemberSlots(t, n)
 	var slots []memberSlot
 	for i := range binds {
@@ -50,7 +50,7 @@ func memberSlots(t *testing.T, n int) ([]memberSlot, []string) {
 	return slots, seeds
 }
 
-func joinSlot(t *testing.T, s memberSlot, seeds []string, log *logrus.Logger, mod func(*MemberConfig)) (*Member, error) {
+func joinSlot(t testing.TB, s memberSlot, seeds []string, log *logrus.Logger, mod func(*MemberConfig)) (*Member, error) {
 	t.Helper()
 	_, mp, _ := net.SplitHostPort(s.manage)
 	var manage int
@@ -69,7 +69,7 @@ func joinSlot(t *testing.T, s memberSlot, seeds []string, log *logrus.Logger, mo
 	return m, err
 }
 
-func waitMembers(t *testing.T, n int, ms ...*Member) {
+func waitMembers(t testing.TB, n int, ms ...*Member) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -82,6 +82,10 @@ type waiter struct {
 	kind     waiterKind
 	receiver *messages.NodeRef // waitLocate only
 	naive    bool
+	// noCopy: the receiver keeps no copy (Locate.no_copy): it is answered
+	// without a claim or a location, and it is apart from the receiver's
+	// Locates for a copy of its own.
+	noCopy   bool
 	attempt  uint64 // echoed in the LocateReply (waitLocate only)
 	replyTo  any
 	deadline time.Time
@@ -405,6 +409,15 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
 		out = append(out, t.removeLocation(e, f.GetNodeId())...)
 	}
+	if req.GetNoCopy() {
+		// Whatever the receiver's own record says, it is not about this
+		// request: a copy the node holds or fetches for its Gets (the node
+		// reads a complete one itself: see serveWaiters).
+		e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), noCopy: true, attempt: req.GetAttempt(),
+			replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
+		t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
+		return append(out, t.serveWaiters(e)...)
+	}
 	if loc := e.locs[rid]; loc != nil {
 		switch {
 		case loc.state == messages.LocationState_COMPLETE && loc.creator:
@@ -430,8 +443,9 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	}
 	// A receiver has at most one parked Locate: a newer one (its fetch
 	// resumed after a restart) replaces it, or both would claim a sender.
+	// Its no-copy Locates claim nothing and stay.
 	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
-		if w.kind == waitLocate && w.receiver.GetNodeId() == rid {
+		if w.kind == waitLocate && w.receiver.GetNodeId() == rid && !w.noCopy {
 			out = append(out, w.fail(id, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "superseded by a newer Locate from %s", rid)))
 			return true
 		}
@@ -476,7 +490,10 @@ func sameEndpoint(a, b any) bool {
 	return ea.GetAddress() == eb.GetAddress() && ea.GetId() == eb.GetId()
 }
 
-// CancelLocate withdraws the parked Locate requests of a receiver.
+// CancelLocate withdraws the parked Locate requests of a receiver, except
+// its no-copy ones: several of those may wait at once (a GetInto each),
+// and a CancelLocate names only the receiver. They are withdrawn by their
+// own deadlines, or by AbandonLocate.
 func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []outbox.Send {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
@@ -484,7 +501,7 @@ func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []outbox.Send {
 	}
 	rid := req.GetReceiver().GetNodeId()
 	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
-		return w.kind == waitLocate && w.receiver.GetNodeId() == rid
+		return w.kind == waitLocate && w.receiver.GetNodeId() == rid && !w.noCopy
 	})
 	t.forgetIfIdle(e)
 	return nil
@@ -920,13 +937,26 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 			// to store them unpublishes; until then the entry only sends
 			// a Delete's drop to a node without the copy, since inline
 			// objects are always served from here, never from a copy.
-			out = append(out, t.setLocation(e, w.receiver, messages.LocationState_COMPLETE, false)...)
-		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator:
+			// A no-copy receiver stores nothing.
+			if !w.noCopy {
+				out = append(out, t.setLocation(e, w.receiver, messages.LocationState_COMPLETE, false)...)
+			}
+		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator,
+			w.noCopy && e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].state == messages.LocationState_COMPLETE:
 			// The receiver became the creator (a Put on that node while its
-			// Get was waiting): it is its own sender.
+			// Get was waiting): it is its own sender. So is a no-copy
+			// receiver whose node now holds a whole copy: it reads that.
 			own := e.locs[w.receiver.GetNodeId()]
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch, Attempt: w.attempt}})
+		case w.noCopy:
+			sender := t.pickReadable(e, w.receiver.GetNodeId())
+			if sender == nil {
+				kept = append(kept, w)
+				continue
+			}
+			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+				Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
 		default:
 			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
 			if sender == nil {
@@ -975,6 +1005,27 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 			continue
 		}
 		if best == nil || better(loc, best) {
+			best = loc
+		}
+	}
+	return best
+}
+
+// pickReadable chooses the copy a no-copy receiver reads: never its own
+// node's, never a naive copy; a copy that serves nobody before a busy one
+// (whose bandwidth goes to a receiver that extends the tree), then
+// complete before partial, oldest first. A busy copy is taken rather than
+// waited for: the reader claims nothing, so it cannot wait its turn in
+// the tree, and a free sender might come only when a whole broadcast is
+// done. Cycles do not matter: the reader feeds nobody.
+func (t *LocationTable) pickReadable(e *entry, receiver string) *location {
+	var best *location
+	for id, loc := range e.locs {
+		if id == receiver || loc.naive {
+			continue
+		}
+		free, bestFree := loc.servingTo == "", best != nil && best.servingTo == ""
+		if best == nil || free && !bestFree || free == bestFree && better(loc, best) {
 			best = loc
 		}
 	}

@@ -662,3 +662,101 @@ func TestDeleteEchoesRequestID(t *testing.T) {
 		}
 	}
 }
+
+func locateNoCopy(tb *LocationTable, id string, receiver int, to string, now time.Time) []outbox.Send {
+	return tb.Locate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000, NoCopy: true}, replyTo(to), now)
+}
+
+// TestNoCopyLocateLeavesNoTrace: a receiver that keeps no copy
+// (GetInto) is answered with a copy to read, but the directory records
+// nothing of it: no location (nobody is offered it, subscribers hear
+// nothing, an inline answer records no copy), no claim on its sender
+// (the next ordinary receiver still gets the free creator), no transfer.
+func TestNoCopyLocateLeavesNoTrace(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
+	out := locateNoCopy(tb, "x", 1, "i1", t0)
+	if s := locateReply(t, out, replyTo("i1")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("no-copy receiver got %s, want n0", s)
+	}
+	if len(repliesTo(out, replyTo("s"))) != 0 {
+		t.Fatalf("a subscriber heard of the no-copy receiver: %v", out)
+	}
+	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("the next receiver got %s, want the creator (not claimed by the no-copy read)", s)
+	}
+	info := queryInfo(t, tb, "x")
+	if len(info.GetLocations()) != 2 || len(info.GetTransfers()) != 1 {
+		t.Fatalf("locations %v transfers %v: want n0 and n2, one transfer", info.GetLocations(), info.GetTransfers())
+	}
+
+	small := []byte("inline")
+	tb.Create(&messages.CreateObject{ObjectId: "s", Size: int64(len(small)), HasInline: true, InlineData: small, Creator: node(0)}, replyTo("c"))
+	if r := locateReply(t, locateNoCopy(tb, "s", 3, "i3", t0), replyTo("i3")); string(r.GetInlineData()) != "inline" {
+		t.Fatalf("inline no-copy answer %v", r)
+	}
+	if locs := queryInfo(t, tb, "s").GetLocations(); len(locs) != 1 {
+		t.Fatalf("an inline no-copy answer recorded a copy: %v", locs)
+	}
+}
+
+// TestNoCopyLocatePrefersAFreeCopyAndTakesABusyOne: a no-copy reader
+// prefers a copy that serves nobody, but reads a busy one rather than
+// wait for the tree; never its own node's copy in progress.
+func TestNoCopyLocatePrefersAFreeCopyAndTakesABusyOne(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 100, 0)
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100, Creator: true})
+	locate(tb, "x", 1, t0) // n1 fetches from n0: n0 busy, n1 partial and free
+	if s := locateReply(t, locateNoCopy(tb, "x", 2, "i2", t0), replyTo("i2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("got %s, want the free partial n1", s)
+	}
+	// n1's own no-copy read skips its own partial copy and reads the busy creator.
+	if s := locateReply(t, locateNoCopy(tb, "x", 1, "i1", t0), replyTo("i1")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("n1 got %s, want n0", s)
+	}
+	// A node whose own copy is whole reads that one.
+	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	if s := locateReply(t, locateNoCopy(tb, "x", 1, "i1b", t0), replyTo("i1b")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n1 with a whole copy got %s, want itself", s)
+	}
+}
+
+// TestNoCopyLocatesParkApartFromTheReceiversOwn: before the object
+// exists, a node's Get (an ordinary Locate) and two GetIntos (no-copy)
+// all park; none replaces another, a CancelLocate of the Get withdraws
+// only the Get's, and on creation both no-copy readers are answered.
+// Deadlines still time them out, and a Delete fails them.
+func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if out := locate(tb, "x", 1, t0); len(out) != 0 {
+		t.Fatalf("parked Locate answered: %v", out)
+	}
+	for _, to := range []string{"i1", "i2"} {
+		if out := locateNoCopy(tb, "x", 1, to, t0); len(out) != 0 {
+			t.Fatalf("parking %s answered %v", to, out)
+		}
+	}
+	tb.CancelLocate(&messages.CancelLocate{ObjectId: "x", Receiver: node(1)})
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c"))
+	if len(repliesTo(out, replyTo("r1"))) != 0 {
+		t.Fatal("the cancelled Locate was answered")
+	}
+	for _, to := range []string{"i1", "i2"} {
+		if r := locateReply(t, out, replyTo(to)); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
+			t.Fatalf("%s: %v", to, r)
+		}
+	}
+
+	locateNoCopy(tb, "y", 1, "iy", t0)
+	if r := locateReply(t, tb.Tick(t0.Add(2*time.Second)), replyTo("iy")); !errors.Is(r.GetError(), messages.ErrTimeout) {
+		t.Fatalf("parked no-copy Locate at its deadline: %v", r)
+	}
+	create(t, tb, "z", 100, 0)
+	tb.Delete(&messages.DeleteObject{ObjectId: "z"}, replyTo("d"))
+	if r := locateReply(t, locateNoCopy(tb, "z", 1, "iz", t0), replyTo("iz")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("no-copy Locate of a deleted object: %v", r)
+	}
+}

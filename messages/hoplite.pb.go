@@ -1795,7 +1795,16 @@ type Locate struct {
 	// receiver before (one ordered connection per pair of members: a drop
 	// of the copy it is about never overtakes it); an inline answer or an
 	// error comes back on the data plane.
-	ReplyTo       *NodeRef `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	ReplyTo *NodeRef `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	// no_copy: the receiver reads the object into its caller's memory and
+	// keeps no copy (Client.GetInto). The directory records no location for
+	// it (nobody is offered it, no Reduce sees it, no drop is sent to it),
+	// claims no sender for it (nothing would free the claim if it failed,
+	// and it serves nobody, so it forms no tree), and its parked Locate
+	// neither replaces nor is replaced by the receiver's other Locates of the
+	// object (a Get on the same node may be fetching it meanwhile). No
+	// FetchDone or FetchAborted follows.
+	NoCopy        bool `protobuf:"varint,8,opt,name=no_copy,json=noCopy,proto3" json:"no_copy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1877,6 +1886,13 @@ func (x *Locate) GetReplyTo() *NodeRef {
 		return x.ReplyTo
 	}
 	return nil
+}
+
+func (x *Locate) GetNoCopy() bool {
+	if x != nil {
+		return x.NoCopy
+	}
+	return false
 }
 
 type LocateReply struct {
@@ -3838,7 +3854,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x86\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x9f\x02\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
@@ -3847,7 +3863,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x14\n" +
 	"\x05naive\x18\x05 \x01(\bR\x05naive\x12\x18\n" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
-	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\"\xdb\x02\n" +
+	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
+	"\ano_copy\x18\b \x01(\bR\x06noCopy\"\xdb\x02\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +

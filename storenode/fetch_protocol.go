@@ -58,12 +58,15 @@ type FetchTimer struct {
 
 // StreamCommand asks the data plane to copy the object from Sender,
 // starting at Offset, through Writer, and to report the end with
-// StreamEnded(ID, ...).
+// StreamEnded(ID, ...). A fetch into a caller's buffer has no Writer: the
+// copy goes to the buffer's bytes [Offset, Size) and reports its end with
+// IntoStreamEnded(ID, ...).
 type StreamCommand struct {
 	ID     uint64
 	Sender *messages.NodeRef
 	Offset int64
 	Writer *Writer
+	Size   int64
 }
 
 // SenderFailure says a sender failed mid-transfer and the protocol locates
@@ -95,6 +98,15 @@ type FetchOutput struct {
 	// Put on this node took it over). No further step does anything.
 	Done bool
 	Err  error
+	// For a fetch into a caller's buffer, a Done without Err says how it
+	// ended: Local, the object is on this node after all (its own Put
+	// took it over, or a Get brought a whole copy) and is read from the
+	// store; Inline, the object's bytes came with the directory's answer
+	// (the shell copies them into the buffer); otherwise the buffer holds
+	// all Size bytes of it.
+	Local  bool
+	Inline []byte
+	Size   int64
 }
 
 type fetchPhase int
@@ -157,6 +169,15 @@ type FetchProtocol struct {
 	begin       time.Time
 	from        int64
 	senderGone  bool // cut because the sender terminated
+
+	// into is set for a fetch into a caller's buffer of capacity bytes
+	// (NewFetchIntoProtocol): obj and w are nil, size is the object's
+	// size once known (-1 before), and have is how many of its bytes the
+	// buffer holds, in order from 0, of the epoch streamed.
+	into     bool
+	capacity int64
+	size     int64
+	have     int64
 }
 
 // NewFetchProtocol returns the protocol for obj, a placeholder reserved in
@@ -166,6 +187,21 @@ func NewFetchProtocol(cfg FetchConfig, obj *Object, deadline time.Time) *FetchPr
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))
 	}
 	return &FetchProtocol{cfg: cfg, obj: obj, id: obj.ID(), deadline: deadline, backoff: firstBackoff}
+}
+
+// NewFetchIntoProtocol returns the protocol for a fetch of object id into
+// a caller's buffer of capacity bytes (Client.GetInto) instead of into
+// cfg.Store: the node keeps no copy, so its Locates say no_copy (the
+// directory neither records this node as a location nor claims a sender
+// for it), nothing is published, allocated or told to the directory when
+// it ends, and a failed sender's replacement resumes at the bytes the
+// buffer already holds (IntoStreamEnded reports them). It starts locating
+// at once: the shell reads a local copy itself before it starts one.
+func NewFetchIntoProtocol(cfg FetchConfig, id string, capacity int64, deadline time.Time) *FetchProtocol {
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 1))
+	}
+	return &FetchProtocol{cfg: cfg, id: id, deadline: deadline, backoff: firstBackoff, into: true, capacity: capacity, size: -1}
 }
 
 // Done reports whether the protocol has ended.
@@ -201,6 +237,10 @@ func (p *FetchProtocol) Start(now time.Time) FetchOutput {
 	if p.phase != phaseIdle {
 		return out
 	}
+	if p.into {
+		p.locate(&out, now)
+		return out
+	}
 	p.w = p.obj.NewWriter()
 	if _, done, err := p.obj.Progress(); done || err != nil {
 		return p.finish(out, err) // finished (or dropped) before this session began
@@ -230,6 +270,9 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchO
 	}
 	p.backoff = firstBackoff
 	me := p.cfg.Self
+	if p.into {
+		return p.locatedInto(out, loc, now)
+	}
 	if p.obj.Pinned() || loc.GetSender().GetNodeId() == me.GetNodeId() {
 		return p.finish(out, nil) // a Put on this node took the object over
 	}
@@ -258,8 +301,15 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchO
 	}
 	p.epoch, p.haveEpoch = loc.GetEpoch(), true
 	written := p.written()
+	p.startStream(&out, loc, written, now)
+	out.Stream.Writer = p.w
+	return out
+}
+
+// startStream streams from loc's sender from offset written on.
+func (p *FetchProtocol) startStream(out *FetchOutput, loc *messages.LocateReply, written int64, now time.Time) {
 	if p.failed != nil {
-		out.Switched = &events.SenderSwitched{Object: p.id, Receiver: me.GetNodeId(),
+		out.Switched = &events.SenderSwitched{Object: p.id, Receiver: p.cfg.Self.GetNodeId(),
 			From: p.failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: written}
 	}
 	p.stream++
@@ -267,7 +317,38 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchO
 	p.sender, p.senderState, p.fingerprint = loc.GetSender(), loc.GetSenderState(), loc.GetFingerprint()
 	p.begin, p.from, p.senderGone = now, written, false
 	out.Watch = p.sender
-	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Writer: p.w}
+	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Size: loc.GetSize()}
+}
+
+// locatedInto is Located for a fetch into a caller's buffer.
+func (p *FetchProtocol) locatedInto(out FetchOutput, loc *messages.LocateReply, now time.Time) FetchOutput {
+	if loc.GetSender().GetNodeId() == p.cfg.Self.GetNodeId() {
+		out.Local = true // the directory says this node holds it: the store has it
+		return p.finish(out, nil)
+	}
+	size := loc.GetSize()
+	switch {
+	case size < 0:
+		return p.finish(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: the directory says its size is %d", p.id, size))
+	case size > p.capacity:
+		return p.finish(out, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"object %q is %d bytes; the buffer holds only %d", p.id, size, p.capacity))
+	case p.size >= 0 && size != p.size:
+		return p.finish(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, earlier %d", p.id, size, p.size))
+	}
+	p.size = size
+	if loc.GetHasInline() {
+		if int64(len(loc.GetInlineData())) != size {
+			return p.finish(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: %d inline bytes for size %d", p.id, len(loc.GetInlineData()), size))
+		}
+		out.Inline, out.Size = loc.GetInlineData(), size
+		return p.finish(out, nil)
+	}
+	if p.haveEpoch && loc.GetEpoch() != p.epoch {
+		p.have = 0 // a Reduce re-created the object: the bytes held are stale
+	}
+	p.epoch, p.haveEpoch = loc.GetEpoch(), true
+	p.startStream(&out, loc, p.have, now)
 	return out
 }
 
@@ -314,6 +395,17 @@ func (p *FetchProtocol) SenderFailed(node string) FetchOutput {
 // StreamEnded takes the end of the data plane's copy: err nil means every
 // byte arrived. An end of a stream that is over changes nothing.
 func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) FetchOutput {
+	return p.streamEnded(stream, 0, err, now)
+}
+
+// IntoStreamEnded is StreamEnded for a fetch into a caller's buffer:
+// upTo is how far the buffer holds the object's bytes now (a sender that
+// failed is replaced from there), err nil that it holds them all.
+func (p *FetchProtocol) IntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) FetchOutput {
+	return p.streamEnded(stream, upTo, err, now)
+}
+
+func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseStreaming || stream != p.stream {
 		return out
@@ -322,6 +414,15 @@ func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) Fet
 	if err != nil && p.senderGone && !errors.Is(err, messages.ErrReset) {
 		err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", p.sender.GetNodeId())
 	}
+	if p.into {
+		if upTo < p.from || upTo > p.size {
+			return p.finish(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: a stream from %d ended at %d of %d", p.id, p.from, upTo, p.size))
+		}
+		p.have = upTo
+		if err == nil && upTo != p.size {
+			err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", p.id, p.sender.GetNodeId(), upTo, p.size)
+		}
+	}
 	me := p.cfg.Self
 	switch {
 	case err == nil:
@@ -329,8 +430,12 @@ func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) Fet
 		// network rather than an upstream still arriving. The threshold
 		// does not follow the chunk: a cluster of 1 MiB objects with
 		// 1 MiB chunks must learn its bandwidth too.
-		if moved := p.obj.Size() - p.from; p.cfg.Observe != nil && p.senderState == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
+		if moved := p.objectSize() - p.from; p.cfg.Observe != nil && p.senderState == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
 			p.cfg.Observe(moved, now.Sub(p.begin))
+		}
+		if p.into {
+			out.Size = p.size
+			return p.finish(out, nil)
 		}
 		if cerr := p.cfg.Store.Complete(p.obj); cerr != nil {
 			return p.finish(out, cerr)
@@ -338,18 +443,25 @@ func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) Fet
 		out.Send(directory.ShardOf(p.id), &messages.FetchDone{ObjectId: p.id, Receiver: me, Sender: p.sender,
 			Size: p.obj.Size(), Fingerprint: p.fingerprint})
 		return p.finish(out, nil)
-	case errors.Is(err, messages.ErrCanceled):
+	case errors.Is(err, messages.ErrCanceled) && !p.into:
 		// Superseded by a newer session: the bytes stay and it goes on.
+		// (A fetch into a caller's buffer has no such successor: a caller
+		// that gave up stops it with Stop, so a cancellation that comes
+		// here is the sender's, and another sender is asked for.)
 		return p.finish(out, messages.ErrCanceled)
 	}
-	if _, done, oerr := p.obj.Progress(); oerr != nil || done || p.obj.Pinned() {
-		return p.finish(out, oerr) // dropped (deleted), or a local Put took over
+	if !p.into {
+		if _, done, oerr := p.obj.Progress(); oerr != nil || done || p.obj.Pinned() {
+			return p.finish(out, oerr) // dropped (deleted), or a local Put took over
+		}
 	}
 	if errors.Is(err, messages.ErrReset) && p.rewinds < maxRewinds {
 		// The sender's copy was rewound (a Reduce upstream repaired its
 		// tree): start over; our own readers get RESET in turn.
 		p.rewinds++
-		if rerr := p.w.Rewind(); rerr != nil {
+		if p.into {
+			p.have = 0
+		} else if rerr := p.w.Rewind(); rerr != nil {
 			return p.superseded(out, rerr)
 		}
 		p.failed = nil
@@ -393,7 +505,7 @@ func (p *FetchProtocol) locate(out *FetchOutput, now time.Time) {
 	}
 	out.Send(directory.ShardOf(p.id), &messages.Locate{ObjectId: p.id, Receiver: p.cfg.Self,
 		TimeoutMs: max(1, p.locDeadline.Sub(now).Milliseconds()), FailedSender: p.failed,
-		Naive: p.cfg.Naive, Attempt: p.attempt})
+		Naive: p.cfg.Naive && !p.into, Attempt: p.attempt, NoCopy: p.into})
 	out.After(p.locDeadline, FetchTimer{Attempt: p.attempt, Kind: TimerLocateDeadline})
 }
 
@@ -409,7 +521,11 @@ func (p *FetchProtocol) locateFailed(out *FetchOutput, err error, now time.Time)
 		out.After(now.Add(wait), FetchTimer{Attempt: p.attempt, Kind: TimerRetry})
 		return
 	case errors.Is(err, messages.ErrTimeout):
-		out.Send(directory.ShardOf(p.id), &messages.CancelLocate{ObjectId: p.id, Receiver: p.cfg.Self})
+		if !p.into {
+			// A no-copy Locate is not withdrawn this way (see the shard's
+			// CancelLocate); its own deadline, the same, ends it there.
+			out.Send(directory.ShardOf(p.id), &messages.CancelLocate{ObjectId: p.id, Receiver: p.cfg.Self})
+		}
 		if p.deadline.After(p.locDeadline) {
 			p.locate(out, now) // a later Get extended the deadline
 			return
@@ -451,6 +567,9 @@ func (p *FetchProtocol) superseded(out FetchOutput, err error) FetchOutput {
 
 // abort gives up: waiters see err and the directory forgets this copy.
 func (p *FetchProtocol) abort(out FetchOutput, err error) FetchOutput {
+	if p.into {
+		return p.finish(out, err) // no copy, no claim: nothing to undo
+	}
 	if _, done, _ := p.obj.Progress(); done || p.obj.Pinned() {
 		return p.finish(out, nil) // finished after all, or a Put on this node took over
 	}
@@ -466,8 +585,18 @@ func (p *FetchProtocol) finish(out FetchOutput, err error) FetchOutput {
 }
 
 func (p *FetchProtocol) written() int64 {
+	if p.into {
+		return p.have
+	}
 	w, _, _ := p.obj.Progress()
 	return w
+}
+
+func (p *FetchProtocol) objectSize() int64 {
+	if p.into {
+		return p.size
+	}
+	return p.obj.Size()
 }
 
 // String describes the protocol's state for logs and failing tests.

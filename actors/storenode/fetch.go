@@ -26,9 +26,15 @@ import (
 // output into sends, one timer, watches and data-plane copies. Locates go
 // out with ctx.Request, so the shard answers this actor directly; each
 // copy runs on one goroutine that reports only its end.
+//
+// A session with into set fetches into a GetInto caller's buffer instead
+// of the store (storenode.NewFetchIntoProtocol): it has no object, and it
+// answers the caller when it ends, not its store node.
 type fetchSession struct {
-	cfg *Config
-	obj *storenode.Object
+	cfg  *Config
+	id   string
+	obj  *storenode.Object
+	into *intoJob
 	// deadline is the Gets' latest deadline (unix nanos), kept by the
 	// store node: a session restarted after a panic starts from it, not
 	// from the first Get's.
@@ -55,13 +61,35 @@ type fetchSession struct {
 	done        bool
 }
 
+// intoJob is the GetInto a session serves. It is kept by the session's
+// producer, so that a session restarted after a panic knows it answered.
+type intoJob struct {
+	req     *storenode.GetIntoRequest
+	caller  *actor.PID
+	replied atomic.Bool
+	// stopWatch ends the watch of the caller's context (callerGone).
+	stopWatch func() bool
+}
+
+// callerGone: the GetInto's caller stopped waiting.
+type callerGone struct{}
+
+// intoLocal asks the store node to answer a GetInto from its own copy:
+// the directory said this node holds the object.
+type intoLocal struct {
+	req    *storenode.GetIntoRequest
+	caller *actor.PID
+}
+
 // fetchTimerFired hands a storenode.FetchTimer back to the session.
 type fetchTimerFired struct{ t storenode.FetchTimer }
 
-// streamEnded reports the end of one data-plane copy.
+// streamEnded reports the end of one data-plane copy; upTo is how far a
+// copy into a caller's buffer got.
 type streamEnded struct {
-	id  uint64
-	err error
+	id   uint64
+	upTo int64
+	err  error
 }
 
 // extendFetch carries a later Get's deadline to the session.
@@ -87,7 +115,16 @@ type locateUnsent struct {
 
 func newFetchProps(cfg *Config, obj *storenode.Object, deadline *atomic.Int64) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &fetchSession{cfg: cfg, obj: obj, deadline: deadline}
+		return &fetchSession{cfg: cfg, id: obj.ID(), obj: obj, deadline: deadline}
+	})
+}
+
+// newFetchIntoProps is the session of one GetInto of an object this node
+// does not hold, answering caller.
+func newFetchIntoProps(cfg *Config, req *storenode.GetIntoRequest, caller *actor.PID) *actor.Props {
+	job := &intoJob{req: req, caller: caller}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &fetchSession{cfg: cfg, id: req.ObjectID, into: job}
 	})
 }
 
@@ -95,7 +132,11 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		f.drain(ctx, f.start(now))
+		if f.into != nil && f.into.replied.Load() {
+			ctx.Stop(ctx.Self()) // restarted after it answered: nothing left to do
+			return
+		}
+		f.drain(ctx, f.start(ctx, now))
 	case *messages.LocateReply:
 		f.callEnded(m.GetAttempt())
 		f.drain(ctx, f.p.Located(m, now))
@@ -106,7 +147,15 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		f.drain(ctx, f.p.Timer(m.t, now))
 	case *streamEnded:
 		f.endCopy(m.id)
-		f.drain(ctx, f.p.StreamEnded(m.id, m.err, now))
+		if f.into != nil {
+			f.drain(ctx, f.p.IntoStreamEnded(m.id, m.upTo, m.err, now))
+		} else {
+			f.drain(ctx, f.p.StreamEnded(m.id, m.err, now))
+		}
+	case callerGone:
+		if f.p != nil && f.into.replied.CompareAndSwap(false, true) {
+			f.drain(ctx, f.p.Stop()) // nobody to answer: the caller returned
+		}
 	case *extendFetch:
 		f.p.Extend(m.deadline)
 	case watchShard:
@@ -120,7 +169,7 @@ func (f *fetchSession) Receive(ctx actor.Context) {
 		f.stopping(ctx)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
+		f.cfg.Log.WithFields(logrus.Fields{"object": f.id, "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
 	}
 }
 
@@ -133,6 +182,9 @@ func (f *fetchSession) stopping(ctx actor.Context) {
 		// needs no fetchEnded, and the protocol only cuts its copy.
 		f.p.Stop()
 		f.done = true
+		// A GetInto's caller is answered now; its copy, cut below, may
+		// still hold the buffer, and the caller waits for it to let go.
+		f.answer(ctx, nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the fetch of %q stopped with its store node (restarted or stopping)", f.id))
 	}
 	f.stopAll()
 	f.unwatchAll(ctx)
@@ -169,14 +221,22 @@ func (f *fetchSession) watchShard(ctx actor.Context, pid *actor.PID) {
 	ctx.Watch(pid)
 }
 
-func (f *fetchSession) start(now time.Time) storenode.FetchOutput {
+func (f *fetchSession) start(ctx actor.Context, now time.Time) storenode.FetchOutput {
 	f.shards, f.shardWatch, f.senders, f.cuts = map[string]uint64{}, map[string]*time.Timer{}, map[string]string{}, map[uint64]context.CancelFunc{}
 	f.calls = map[uint64]context.CancelFunc{}
 	seed := uint64(time.Now().UnixNano())
 	fc := storenode.FetchConfig{Self: f.cfg.Self, Store: f.cfg.Store, Naive: f.cfg.Naive, Grace: f.cfg.StallTimeout,
-		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.obj.ID()))))}
+		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(f.id))))}
 	if e := f.cfg.Estimator; e != nil {
 		fc.Observe = e.ObserveTransfer
+	}
+	if j := f.into; j != nil {
+		// The caller's deadline is final: it returns then, so no grace.
+		fc.Grace = 0
+		f.p = storenode.NewFetchIntoProtocol(fc, f.id, j.req.Dst.Len(), j.req.Deadline)
+		system, self := ctx.ActorSystem(), ctx.Self()
+		j.stopWatch = context.AfterFunc(j.req.Dst.Context(), func() { system.Root.Send(self, callerGone{}) })
+		return f.p.Start(now)
 	}
 	f.p = storenode.NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
 	return f.p.Start(now)
@@ -193,7 +253,7 @@ func (f *fetchSession) terminated(ctx actor.Context, who *actor.PID, now time.Ti
 	}
 	if node, ok := f.senders[key]; ok {
 		delete(f.senders, key)
-		f.cfg.Log.WithFields(logrus.Fields{"object": f.obj.ID(), "sender": who.GetId()}).Info("sender terminated")
+		f.cfg.Log.WithFields(logrus.Fields{"object": f.id, "sender": who.GetId()}).Info("sender terminated")
 		f.drain(ctx, f.p.SenderFailed(node))
 	}
 }
@@ -203,7 +263,7 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 	if f.done {
 		return
 	}
-	id := f.obj.ID()
+	id := f.id
 	for _, s := range out.Sends {
 		pid := f.resolve(s.To)
 		if l, ok := s.Msg.(*messages.Locate); ok {
@@ -264,9 +324,41 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 		}
 		f.stopTimer()
 		f.unwatchAll(ctx)
-		ctx.Send(ctx.Parent(), &fetchEnded{id: id, pid: ctx.Self()})
+		if f.into != nil {
+			f.answer(ctx, &out, out.Err)
+		} else {
+			ctx.Send(ctx.Parent(), &fetchEnded{id: id, pid: ctx.Self()})
+		}
 		ctx.Stop(ctx.Self())
 	}
+}
+
+// answer ends a GetInto: with err, or as out says (the bytes are in the
+// buffer, come inline, or are on this node, which its store node reads).
+// Only the first answer goes out.
+func (f *fetchSession) answer(ctx actor.Context, out *storenode.FetchOutput, err error) {
+	j := f.into
+	if j == nil {
+		return
+	}
+	if j.stopWatch != nil {
+		j.stopWatch()
+	}
+	if !j.replied.CompareAndSwap(false, true) {
+		return
+	}
+	r := &storenode.GetIntoReply{ObjectID: f.id, Err: err}
+	switch {
+	case err != nil:
+	case out.Local:
+		ctx.Send(ctx.Parent(), &intoLocal{req: j.req, caller: j.caller})
+		return
+	case out.Inline != nil:
+		r.N, r.Data = out.Size, out.Inline
+	default:
+		r.N = out.Size
+	}
+	ctx.Send(j.caller, r)
 }
 
 // sendLocate asks the shard at pid: on the data plane when its member
@@ -385,9 +477,22 @@ func (f *fetchSession) stopAll() {
 // only its end (the object itself records the progress, which readers
 // follow).
 func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	if f.into != nil {
+		// Bound to the caller's wait as well: a caller that gives up
+		// waits for this copy to let go of its buffer.
+		sctx, cut := context.WithCancel(f.into.req.Dst.Context())
+		f.cuts[c.ID] = cut
+		chunk := f.cfg.streamChunk(c.Size)
+		go func() {
+			upTo, err := f.streamToBuffer(sctx, c.Sender, c.Offset, c.Size, chunk)
+			system.Root.Send(self, &streamEnded{id: c.ID, upTo: upTo, err: err})
+		}()
+		return
+	}
 	sctx, cut := context.WithCancel(context.Background())
 	f.cuts[c.ID] = cut
-	system, self, chunk := ctx.ActorSystem(), ctx.Self(), f.cfg.streamChunk(c.Writer.Size())
+	chunk := f.cfg.streamChunk(c.Writer.Size())
 	go func() {
 		err := f.stream(sctx, c.Writer, c.Sender, c.Offset, chunk)
 		system.Root.Send(self, &streamEnded{id: c.ID, err: err})
@@ -409,7 +514,7 @@ func samePID(a, b *actor.PID) bool {
 // stream copies the object from sender, starting at off (what is
 // already here). Every read is bounded by the stall timeout.
 func (f *fetchSession) stream(ctx context.Context, w *storenode.Writer, sender *messages.NodeRef, off int64, chunk int) error {
-	id := f.obj.ID()
+	id := f.id
 	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
 	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
@@ -451,7 +556,7 @@ func (f *fetchSession) stream(ctx context.Context, w *storenode.Writer, sender *
 // Advance, with no copy on this side (what lets a 1 GiB fetch keep up with
 // a plain TCP read).
 func (f *fetchSession) streamInto(ctx context.Context, w *storenode.Writer, s transport.IntoStream, off int64) error {
-	id := f.obj.ID()
+	id := f.id
 	for {
 		tail, err := w.Tail()
 		if err != nil {
@@ -477,4 +582,66 @@ func (f *fetchSession) streamInto(ctx context.Context, w *storenode.Writer, s tr
 		}
 		off += int64(n)
 	}
+}
+
+// streamToBuffer copies the object (size bytes) from sender into the
+// GetInto caller's buffer, from off (what earlier copies put there) on,
+// and returns how far the buffer holds it. It holds the buffer
+// throughout: no other goroutine writes it meanwhile, and the caller's
+// GetInto returns only after it let go. On a transport that receives
+// into the caller's memory each chunk is read from the socket straight
+// into its place; otherwise each chunk is copied once. Nothing past size
+// is written.
+func (f *fetchSession) streamToBuffer(ctx context.Context, sender *messages.NodeRef, off, size int64, chunk int) (int64, error) {
+	dst := f.into.req.Dst
+	b, ok := dst.Hold()
+	if !ok {
+		return off, messages.Errorf(messages.ErrorCode_CANCELED, "GetInto of %q: the buffer is no longer lent (the caller returned)", f.id)
+	}
+	defer dst.Release()
+	if size > int64(len(b)) || off < 0 || off > size {
+		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "GetInto of %q: bytes %d..%d of a buffer of %d", f.id, off, size, len(b))
+	}
+	b = b[:size:size]
+	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), f.id, off, chunk)
+	cancel()
+	if err != nil {
+		return off, err
+	}
+	defer s.Close()
+	if s.Size() != size {
+		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", f.id, s.Size(), size)
+	}
+	is, direct := s.(transport.IntoStream)
+	for off < size {
+		cctx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+		var n int
+		if direct {
+			n, err = is.NextInto(cctx, b[off:])
+		} else {
+			var p []byte
+			if p, err = s.Next(cctx); err == nil {
+				if int64(len(p)) > size-off {
+					err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: a chunk of %d bytes at %d of %d", f.id, len(p), off, size)
+				}
+				n = copy(b[off:], p)
+			}
+		}
+		cancel()
+		if err == io.EOF {
+			return off, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", f.id, sender.GetNodeId(), off, size)
+		}
+		if err != nil {
+			return off, err
+		}
+		if h := f.cfg.Hooks.BeforeFetchChunk; h != nil {
+			h(f.cfg.Self.GetNodeId(), f.id, off)
+		}
+		if ctx.Err() != nil {
+			return off, ctx.Err() // cut: a chunk ready in memory does not check ctx
+		}
+		off += int64(n)
+	}
+	return off, nil
 }

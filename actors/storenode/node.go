@@ -94,6 +94,10 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.stopWorkers(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
+	case *storenode.GetIntoRequest:
+		n.getInto(ctx, m)
+	case *intoLocal:
+		n.getIntoLocal(ctx, m.req, m.caller)
 	case *objectSettled:
 		n.settled(ctx, m.obj)
 	case *getExpired:
@@ -271,6 +275,57 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 		return
 	}
 	n.getUntil(ctx, m, ctx.Sender(), time.Now().Add(n.cfg.timeout(m.GetTimeoutMs())))
+}
+
+// getInto serves a GetInto (storenode.Client.GetInto). An object this
+// node holds or is receiving is answered as a read-only Get, which the
+// caller copies into its buffer; any other is fetched by a session of its
+// own straight into the caller's buffer, keeping no copy here. Such
+// sessions are not in n.fetches: they are no fetch of the node's copy,
+// and several may run for one object (one per caller, each into its own
+// buffer) beside a Get's fetch of it.
+func (n *StoreNode) getInto(ctx actor.Context, m *storenode.GetIntoRequest) {
+	id := m.ObjectID
+	fail := func(err *messages.Error) {
+		ctx.Send(ctx.Sender(), &storenode.GetIntoReply{ObjectID: id, Err: err})
+	}
+	switch {
+	case ctx.Sender() == nil:
+		return // nobody to answer, nobody to fetch for
+	case m.Dst == nil:
+		fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "GetInto of %q without a buffer", id))
+		return
+	case !time.Now().Before(m.Deadline):
+		fail(messages.AsError(context.DeadlineExceeded))
+		return
+	}
+	if err := n.validate(id); err != nil {
+		fail(err)
+		return
+	}
+	if o := n.cfg.Store.Lookup(id); o != nil {
+		if size := o.Size(); size > m.Dst.Len() {
+			// Known already: no need to wait for a copy that cannot fit.
+			fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is %d bytes; the buffer holds only %d", id, size, m.Dst.Len()))
+			return
+		}
+		n.getIntoLocal(ctx, m, ctx.Sender())
+		return
+	}
+	ctx.Spawn(newFetchIntoProps(n.cfg, m, ctx.Sender()))
+}
+
+// getIntoLocal answers a GetInto from this node's copy, once it is
+// complete, as a read-only Get.
+func (n *StoreNode) getIntoLocal(ctx actor.Context, m *storenode.GetIntoRequest, caller *actor.PID) {
+	if n.cfg.Store.Lookup(m.ObjectID) == nil {
+		// The directory named this node's copy, which is gone already:
+		// the caller asks again (a placement race, like a moving shard).
+		ctx.Send(caller, &storenode.GetIntoReply{ObjectID: m.ObjectID, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"the directory names %s's copy of %q, which its store no longer holds", n.cfg.Self.GetNodeId(), m.ObjectID)})
+		return
+	}
+	n.getUntil(ctx, &messages.Get{ObjectId: m.ObjectID, ReadOnly: true}, caller, m.Deadline)
 }
 
 // getUntil serves a Get by deadline: at once if the object is here (or

@@ -32,8 +32,10 @@ const p2pUsage = `usage: hoplite bench p2p [flags]   (also: hoplite bench p2p-tc
 
 Moves one object between two processes on loopback, each a cluster member
 (this process and a peer it starts): Hoplite's data plane (a Get of an
-object the peer Put) against a plain Go TCP copy of the same bytes from the
-same peer, interleaved in the same run; then small-object (inline) Gets
+object the peer Put, into a fresh buffer of the store; and a GetInto of
+another into one reused buffer) against a plain Go TCP copy of the same
+bytes from the same peer (into a fresh buffer, and into the same reused
+buffer), interleaved in the same run; then small-object (inline) Gets
 across the processes against a plain Proto.Actor request/response round
 trip between them.
 
@@ -143,15 +145,24 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	// store allocates every object (it never recycles one: Gets share an
 	// object's buffer read-only), and into one buffer reused by every
 	// copy, its pages already mapped: the bound without the page faults.
-	var plain, plainReused []time.Duration
+	// GetInto (the first pair's) goes into that same buffer: like for like.
+	var plain, plainReused, into []time.Duration
 	reused := make([]byte, len(want))
 	for i := range reused {
 		reused[i] = 1 // fault the pages in before timing
 	}
 	for rep := 0; rep < *reps; rep++ {
-		n := len(pairs) + 2
+		n := len(pairs) + 3
 		for k := range n {
 			variant := (rep + k) % n
+			if variant == len(pairs)+2 {
+				d, err := p2pGetInto(ctx, pairs[0].a, p2pIntoID, want, reused)
+				if err != nil {
+					return err
+				}
+				into = append(into, d)
+				continue
+			}
 			if variant >= len(pairs) {
 				var buf []byte // fresh
 				if variant == len(pairs)+1 {
@@ -178,7 +189,7 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	line := func(name string, ds []time.Duration) time.Duration {
 		slices.Sort(ds)
 		m := ds[len(ds)/2]
-		fmt.Fprintf(stdout, "%-19s median %-12v %7.0f MB/s   (min %v, max %v)\n", name, m.Round(time.Millisecond),
+		fmt.Fprintf(stdout, "%-28s median %-12v %7.0f MB/s   (min %v, max %v)\n", name, m.Round(time.Millisecond),
 			float64(size)/m.Seconds()/1e6, ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 		return m
 	}
@@ -186,12 +197,15 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	for i := range pairs {
 		medians = append(medians, line(names[i], ours[i]))
 	}
+	im := line("hoplite into a reused buffer", into)
 	pm := line("plain TCP, fresh", plain)
 	rm := line("plain TCP, reused", plainReused)
 	fmt.Fprintf(stdout, "hoplite / plain TCP throughput, both into fresh buffers: %.2fx by median, %.2fx best vs best\n",
 		pm.Seconds()/medians[0].Seconds(), plain[0].Seconds()/ours[0][0].Seconds())
-	fmt.Fprintf(stdout, "hoplite / plain TCP into a reused buffer:                %.2fx by median, %.2fx best vs best\n",
+	fmt.Fprintf(stdout, "hoplite (fresh) / plain TCP into a reused buffer:        %.2fx by median, %.2fx best vs best\n",
 		rm.Seconds()/medians[0].Seconds(), plainReused[0].Seconds()/ours[0][0].Seconds())
+	fmt.Fprintf(stdout, "hoplite / plain TCP, both into one reused buffer: %.2fx by median, %.2fx best vs best\n",
+		rm.Seconds()/im.Seconds(), plainReused[0].Seconds()/into[0].Seconds())
 
 	// Small objects: each peer creates them (through its store node, on
 	// remote), their directory shard is on the peer, and the local member
@@ -327,7 +341,7 @@ func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer
 	peerCtx, stopPeer := context.WithCancel(ctx)
 	cmd := exec.CommandContext(peerCtx, exe, "bench", p2pPeerCommand, "-bind", hostB, "-manage-port", strconv.Itoa(ports[3]),
 		"-seeds", seeds, "-size", strconv.FormatInt(o.size, 10), "-reps", strconv.Itoa(o.reps), "-raw", raw,
-		"-capacity", strconv.FormatInt(int64(o.reps)*o.size+64<<20, 10), "-chunk-size", strconv.FormatInt(o.chunk, 10),
+		"-capacity", strconv.FormatInt(int64(o.reps+1)*o.size+64<<20, 10), "-chunk-size", strconv.FormatInt(o.chunk, 10),
 		"-log-level", o.logLevel)
 	if tlsFiles != nil {
 		cmd.Args = append(cmd.Args, "-tls-cert", tlsFiles.cert, "-tls-key", tlsFiles.key, "-tls-ca", tlsFiles.ca)
@@ -438,6 +452,26 @@ func p2pGet(ctx context.Context, a *cluster.Member, id string, want []byte) (tim
 	return d, nil
 }
 
+// p2pIntoID is the object GetInto fetches every rep: it keeps no copy,
+// so each fetch crosses the processes (an id the Gets fetched would be
+// local).
+const p2pIntoID = "p2p-into"
+
+// p2pGetInto fetches id from the peer into buf, which it reuses.
+func p2pGetInto(ctx context.Context, a *cluster.Member, id string, want, buf []byte) (time.Duration, error) {
+	t := time.Now()
+	n, err := a.Client().GetInto(ctx, id, buf)
+	d := time.Since(t)
+	if err != nil {
+		return 0, fmt.Errorf("get %s into a buffer: %w", id, err)
+	}
+	if n != len(want) || !bytes.Equal(buf[:n], want) {
+		return 0, fmt.Errorf("get %s into a buffer: other bytes", id)
+	}
+	clear(buf[:n]) // the next copy into it must not find these bytes in place (untimed)
+	return d, nil
+}
+
 // p2pPlain copies the object from the peer's raw port into buf, or into a
 // fresh buffer if buf is nil.
 func p2pPlain(ctx context.Context, raw string, want, buf []byte) (time.Duration, error) {
@@ -448,7 +482,8 @@ func p2pPlain(ctx context.Context, raw string, want, buf []byte) (time.Duration,
 	}
 	defer c.Close()
 	t := time.Now()
-	if buf == nil {
+	reused := buf != nil
+	if !reused {
 		buf = make([]byte, len(want)) // a fresh buffer, like a store's new object (timed, as the store's is)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute))
@@ -458,6 +493,9 @@ func p2pPlain(ctx context.Context, raw string, want, buf []byte) (time.Duration,
 	elapsed := time.Since(t)
 	if !bytes.Equal(buf, want) {
 		return 0, errors.New("plain copy: other bytes")
+	}
+	if reused {
+		clear(buf) // as after a GetInto (p2pGetInto): both leave it alike
 	}
 	return elapsed, nil
 }
@@ -553,9 +591,13 @@ func p2pPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	for rep := 0; rep < *reps; rep++ {
+	for rep := 0; rep <= *reps; rep++ {
+		id := fmt.Sprintf("p2p-%d", rep)
+		if rep == *reps {
+			id = p2pIntoID
+		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		err := m.Client().Put(pctx, fmt.Sprintf("p2p-%d", rep), data)
+		err := m.Client().Put(pctx, id, data)
 		cancel()
 		if err != nil {
 			return err
