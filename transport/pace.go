@@ -38,12 +38,16 @@ func NewEgressPacer(rate func() float64) *EgressPacer {
 	return &EgressPacer{rate: rate}
 }
 
-// Bytes is how many bytes went through the pacer (also while unpaced).
+// Bytes is how many bytes were sent through the pacer (also while
+// unpaced).
 func (p *EgressPacer) Bytes() int64 { return p.bytes.Load() }
 
-// wait returns when n more bytes may be sent, or with ctx's error.
+// sent counts n bytes sent after their wait.
+func (p *EgressPacer) sent(n int) { p.bytes.Add(int64(n)) }
+
+// wait returns when n more bytes may be sent, or with ctx's error. A wait
+// that ends with ctx keeps its slot: the clock never runs backwards.
 func (p *EgressPacer) wait(ctx context.Context, n int) error {
-	p.bytes.Add(int64(n))
 	var rate float64
 	if p.rate != nil {
 		rate = p.rate()

@@ -511,6 +511,9 @@ func (sc *serverConn) serveStream(req tcpRequest) bool {
 		if err := sc.writeFrame(frameData, b); err != nil {
 			return false
 		}
+		if req.paced {
+			sc.s.t.pacer.sent(len(b))
+		}
 		off += int64(len(b))
 	}
 	return true
