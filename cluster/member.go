@@ -479,7 +479,8 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// list use it, and it is new on every start (a restarted member is a
 	// new incarnation; the failed one stays failed).
 	m.system.ID = m.id
-	// B is unknown (0) until this member measures a transfer: the reduce
+	// B is the link's payload rate if the operator stated it (LinkRate),
+	// else unknown (0) until this member measures a transfer: the reduce
 	// cost model then builds the chain (plan.ChooseDegree), the shape
 	// that moves each byte across each link once. A made-up 10 Gbit/s
 	// against an L measured while the sources' Puts loaded the machine

@@ -22,7 +22,7 @@ import (
 // rate must be the link's: paced at 46, 47, 47.6 and 48.5 MB/s over links
 // that carry 47.8, the same AllReduce took 1.38, 1.31, 1.33 and 1.40 s;
 // in-band measurements of B missed by more (53 and 35 MB/s), which is why
-// the rate is the member's declared link rate (cluster.Config.LinkRate).
+// the rate is the member's declared link rate (cluster.MemberConfig.LinkRate).
 type EgressPacer struct {
 	rate func() float64 // bytes per second; nil or <= 0: unpaced
 
