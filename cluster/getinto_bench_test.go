@@ -20,18 +20,7 @@ import (
 // plane (`hoplite bench p2p-tcp` measures it across processes).
 func BenchmarkGetIntoVsTCP64MiB(b *testing.B) {
 	const size = 64 << 20
-	log := testLogger(b, logrus.WarnLevel)
-	slots, seeds := memberSlots(b, 2)
-	mod := func(c *MemberConfig) { c.ChunkSize, c.Capacity = 4<<20, 2*size }
-	sender, err := joinSlot(b, slots[0], seeds, log, mod)
-	if err != nil {
-		b.Fatal(err)
-	}
-	receiver, err := joinSlot(b, slots[1], seeds, log, mod)
-	if err != nil {
-		b.Fatal(err)
-	}
-	waitMembers(b, 2, sender, receiver)
+	sender, receiver := joinPair(b, testLogger(b, logrus.WarnLevel), func(c *MemberConfig) { c.ChunkSize, c.Capacity = 4<<20, 2*size })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	data := randomBytes(9, size)

@@ -336,17 +336,7 @@ func TestGetIntoConcurrentWithGet(t *testing.T) {
 // (which reads each chunk from the socket straight into the buffer):
 // GetInto of two objects into one reused buffer, each exact, none kept.
 func TestMembersGetInto(t *testing.T) {
-	log := testLogger(t, logrus.WarnLevel)
-	slots, seeds := memberSlots(t, 2)
-	a, err := joinSlot(t, slots[0], seeds, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := joinSlot(t, slots[1], seeds, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitMembers(t, 2, a, b)
+	a, b := joinPair(t, testLogger(t, logrus.WarnLevel), nil)
 	ctx := deadline(t, 20*time.Second)
 	one, two := randomBytes(7, 3<<20+17), randomBytes(8, 2<<20+1)
 	if err := a.Client().Put(ctx, "one", one); err != nil {

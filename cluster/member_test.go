@@ -69,6 +69,23 @@ func joinSlot(t testing.TB, s memberSlot, seeds []string, log *logrus.Logger, mo
 	return m, err
 }
 
+// joinPair joins two members on the TCP data plane (each configured by
+// mod, if set) and waits until both see both.
+func joinPair(t testing.TB, log *logrus.Logger, mod func(*MemberConfig)) (a, b *Member) {
+	t.Helper()
+	slots, seeds := memberSlots(t, 2)
+	a, err := joinSlot(t, slots[0], seeds, log, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = joinSlot(t, slots[1], seeds, log, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(t, 2, a, b)
+	return a, b
+}
+
 func waitMembers(t testing.TB, n int, ms ...*Member) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -85,17 +102,7 @@ func waitMembers(t testing.TB, n int, ms ...*Member) {
 // plane): Put on one, Get on the other, byte-exact; small objects come
 // inline; Reduce across both.
 func TestMembersPutGet(t *testing.T) {
-	log := testLogger(t, logrus.InfoLevel)
-	slots, seeds := memberSlots(t, 2)
-	a, err := joinSlot(t, slots[0], seeds, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := joinSlot(t, slots[1], seeds, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitMembers(t, 2, a, b)
+	a, b := joinPair(t, testLogger(t, logrus.InfoLevel), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
