@@ -1,12 +1,15 @@
 package processtest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // scrape reads a member's /metrics and returns the samples whose name
@@ -137,4 +140,67 @@ func TestProcessLocatesOnTheDataPlane(t *testing.T) {
 	if v := sample(am, "hoplite_data_plane_locates_total", `result="forwarded"`); v < 1 {
 		t.Errorf("Locates of streamed objects answered as actor messages: %v, want >= 1", v)
 	}
+}
+
+// TestProcessReduceSpreadsBandwidth: among `hoplite node` processes that
+// have measured no bandwidth, Reduces (chains: the leaf's parent reads a
+// whole source, which measures the link) leave every member with a B:
+// the measuring member its own, the coordinator's member from the
+// position's report, the others from the coordinator's release. The
+// spreading is best effort (a report that reaches the coordinator after
+// the root's finds it gone), so the test allows three Reduces: fewer than
+// the four it would take every member to measure the link alone.
+func TestProcessReduceSpreadsBandwidth(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 4)
+	var nodes []*nodeProc
+	for i := range slots {
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-reduce-degree", "1"))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	c := newTestClient(t)
+	c.converge(t, nodes...)
+	bandwidth := func(n *nodeProc) float64 {
+		_, body := scrape(t, n, "/metrics")
+		return sample(body, "hoplite_bandwidth_bytes_per_second", "")
+	}
+	var ids []string
+	for i, n := range nodes {
+		if b := bandwidth(n); b != 0 {
+			t.Fatalf("%s measured %v B/s before any transfer", n.slot.bind, b)
+		}
+		id := "bw-src-" + strconv.Itoa(i)
+		putRetry(t, c.of(n), id, randomBytes(uint64(400+i), 1<<20))
+		ids = append(ids, id)
+	}
+	var without []string
+	for r := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := c.of(nodes[r%len(nodes)]).Reduce(ctx, "bw-sum-"+strconv.Itoa(r), ids, len(ids), messages.ReduceOp_SUM, messages.DType_INT32)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The releases follow the reply: allow them a moment.
+		end := time.Now().Add(2 * time.Second)
+		for {
+			without = without[:0]
+			for _, n := range nodes {
+				if bandwidth(n) <= 0 {
+					without = append(without, n.slot.bind)
+				}
+			}
+			if len(without) == 0 {
+				return
+			}
+			if time.Now().After(end) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Fatalf("after three Reduces %v have no bandwidth", without)
 }
