@@ -616,11 +616,10 @@ func (c *chaosRun) reducedInputs(r chaosReduce, ids []string) [][]byte {
 }
 
 // survivorsOnly reports whether r may succeed with fewer than num
-// sources: an AllReduce of every source may be sliced, and a sliced
-// AllReduce that loses a participant re-plans over the sources that
-// still exist (see coordinator's slicedReplan).
+// sources: an AllReduce that loses participants it cannot replace lowers
+// num to the sources that still exist (see coordinator's replan).
 func (c *chaosRun) survivorsOnly(r chaosReduce) bool {
-	return r.all && r.num == len(r.sources)
+	return r.all
 }
 
 // checkReply: exactly num distinct reduced ids among the sources (or, for
@@ -1036,7 +1035,7 @@ func (c *chaosRun) checkTargetGets() {
 		for _, o := range r.sources {
 			inputs = append(inputs, c.p.objs[o].data)
 		}
-		// A re-planned AllReduce of all its sources (see survivorsOnly)
+		// A re-planned AllReduce (see survivorsOnly)
 		// may have completed a target of fewer before it failed.
 		least := r.num
 		if c.survivorsOnly(r) && c.anyKilled() {

@@ -55,7 +55,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_reduce_repairs_total",
 			Help: "Reduce tree positions replaced after a failure (events.TreeNodeReplaced), by coordinators on this member."}),
 		replans: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_allreduce_replans_total",
-			Help: "Sliced AllReduces that lost a participant and went on as reduce-then-broadcast over the surviving sources (events.AllReduceReplanned), by coordinators on this member."}),
+			Help: "AllReduces whose run lost a participant it could not do without and went on as reduce-then-broadcast over the surviving sources (events.AllReduceReplanned), by coordinators on this member."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_member_failures_total",
 			Help: "Failures of other members this member published (events.NodeFailed)."}),
 		reduces: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hoplite_reduce_duration_seconds",

@@ -270,11 +270,14 @@ type Reduction struct {
 	// (see sliced); tree and assign stay nil then.
 	sliced *sliced
 	// staleGen: reports of this generation or older come from an
-	// abandoned sliced run (1 once its tasks went out): the re-planned
-	// tree's tasks all have newer generations (see slicedReplan).
+	// abandoned run (a sliced run's generation is 1): the re-planned
+	// tree's tasks all have newer generations (see replan).
 	staleGen int
-	pending  []*messages.LocationUpdate
-	deleted  []string // sources deleted while gating, in order
+	// lost: sources of an AllReduce whose node died, until a new copy
+	// arrives (see allReduceNodeFailed).
+	lost    map[string]bool
+	pending []*messages.LocationUpdate
+	deleted []string // sources deleted while gating, in order
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
@@ -295,7 +298,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
-		asked: map[string]bool{}, fetching: map[string]bool{}, begun: now}
+		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
 	}
@@ -599,6 +602,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	}
 	s := &source{node: u.GetNode(), arrival: len(r.arrivals), complete: u.GetState() == messages.LocationState_COMPLETE}
 	r.sources[id] = s
+	delete(r.lost, id) // a new copy: it may take part again
 	r.arrivals = append(r.arrivals, id)
 	if r.inline {
 		if !u.GetHasInline() {
@@ -936,10 +940,10 @@ func (r *Reduction) nodeFailed(node string) effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
 	}
 	delete(r.watched, node)
-	if r.sliced != nil {
-		return r.slicedNodeFailed(node)
-	}
 	var fx effects
+	if r.req.GetAllReduce() && !r.gating() && !r.inline && (r.sliced != nil || r.tree != nil) && r.allReduceNodeFailed(node, &fx) {
+		return fx
+	}
 	if r.gating() {
 		// An arrival whose copy died no longer counts as available (the
 		// gate still counts it: it did arrive).

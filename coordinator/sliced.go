@@ -2,12 +2,8 @@ package coordinator
 
 import (
 	"slices"
-	"strings"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
-	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -43,8 +39,8 @@ const ShapeSliced = "sliced"
 // There is no repair inside the shape: its chains need every source. A
 // participant that fails, before the chains start or after, ends the
 // sliced run instead: the AllReduce goes on as reduce-then-broadcast
-// over the sources that still exist (see slicedReplan), and its reply
-// names them.
+// over the sources that still exist (see replan), and its reply names
+// them.
 type sliced struct {
 	n       int
 	slices  []plan.Slice
@@ -205,90 +201,6 @@ func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
 	for i, id := range s.gathers {
 		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: r.nodes[id],
 			State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: s.fp, Creator: i == 0})
-	}
-	return fx
-}
-
-// slicedNodeFailed abandons the sliced shape when a participant fails:
-// its chains need every source and have no repair, and waiting for the
-// lost sources to appear again could wait until the deadline. The
-// AllReduce goes on as reduce-then-broadcast over the sources that still
-// exist (see slicedReplan). A node that held no arrived source changes
-// nothing.
-func (r *Reduction) slicedNodeFailed(node string) effects {
-	var lost []string
-	for _, id := range r.req.GetSourceIds() {
-		if src := r.sources[id]; src != nil && src.node.GetNodeId() == node {
-			lost = append(lost, id)
-		}
-	}
-	if len(lost) == 0 {
-		return effects{}
-	}
-	return r.slicedReplan(node, lost)
-}
-
-// slicedReplan replaces a sliced run that lost the sources on node by a
-// d-ary tree (the reduce-then-broadcast shape) of n = m - len(lost)
-// positions: the sources that survive, placed in their arrival order,
-// plus any still to arrive; a lost source that is created again is a
-// backup that takes a position only if one is still open, or a failure
-// makes one. That tree has late arrivals, backups and repairs, and its
-// reply names exactly the sources its root reduced.
-//
-// Once the chains ran, their workers stop and their outputs go: every
-// surviving participant gets a release (which makes its workers say
-// nothing more) and each gather's copy of the target a drop, both sent
-// before the new tasks, so that a new root on that node creates the
-// target afresh. Reports already on their way carry generation 1; the
-// new tree's tasks start at generation 2 (staleGen), so their outputs
-// have new names too (InternalID) and the directory takes the new
-// root's target as a newer generation, dropping any copy it still lists.
-func (r *Reduction) slicedReplan(node string, lost []string) effects {
-	s := r.sliced
-	num := len(r.req.GetSourceIds()) - len(lost)
-	if num < 1 {
-		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-			"allreduce: participant %s failed and held every source (%s): nothing is left to reduce", node, strings.Join(lost, ", ")))
-	}
-	var fx effects
-	for _, id := range lost {
-		delete(r.sources, id) // it may arrive again, from a new copy
-		r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool { return a == id })
-	}
-	if s.running {
-		r.staleGen = 1
-		for _, n := range r.slicedCopies() {
-			if n.GetNodeId() != node {
-				fx.Drop = append(fx.Drop, n)
-			}
-		}
-		for _, n := range r.releaseNodes() {
-			if n.GetNodeId() != node {
-				fx.Abandon = append(fx.Abandon, n)
-			}
-		}
-	}
-	fx.Events = append(fx.Events, &events.AllReduceReplanned{Reduce: r.id, Node: node, Lost: slices.Clone(lost), Num: num})
-	req := proto.Clone(r.req).(*messages.Reduce)
-	req.NumObjects = int32(num)
-	r.req = req
-	r.sliced = nil
-	r.gen, r.need, r.sent, r.started = map[int]int{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
-	for p := 0; p < num; p++ {
-		r.gen[p] = r.staleGen
-	}
-	// The plan is the new tree's; the shapes' prices stay, as what the
-	// model chose from.
-	old := r.plan
-	r.plan = &messages.ReducePlan{LatencyNs: old.GetLatencyNs(), Bandwidth: old.GetBandwidth(), ObjectSize: old.GetObjectSize(),
-		LatencySamples: old.GetLatencySamples(), BandwidthSamples: old.GetBandwidthSamples(), ShapeCosts: old.GetShapeCosts()}
-	if err := r.newTree(num); err != nil {
-		fx.merge(r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "allreduce: re-planned tree: %v", err)))
-		return fx
-	}
-	for _, id := range slices.Clone(r.arrivals) {
-		r.arriveInTree(id, &fx)
 	}
 	return fx
 }

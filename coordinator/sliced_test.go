@@ -173,7 +173,8 @@ func TestSlicedSimulated(t *testing.T) {
 	t.Logf("outcomes %v", outcomes)
 	// The schedules must reach every ending, or they check little.
 	if len(seeds) > 100 {
-		for _, o := range []string{"sliced", "replanned before the chains", "replanned while running", "TIMEOUT"} {
+		for _, o := range []string{"sliced", "replanned before the chains", "replanned while running", "replanned again in the tree",
+			"d-ary", "d-ary, n lowered", "UNAVAILABLE: every source lost", "TIMEOUT"} {
 			if outcomes[o] == 0 {
 				t.Fatalf("outcomes %v: none %q", outcomes, o)
 			}
@@ -214,6 +215,7 @@ type slicedSim struct {
 	fetch    map[string]bool // nodes asked to Get the result
 	result   *slicedWorker   // the root whose Done fixed a tree's result
 	reply    *messages.ReduceReply
+	replans  int // AllReduceReplanned events: the sliced run's, then the tree's
 	log      []string
 }
 
@@ -233,6 +235,12 @@ func (s *slicedSim) full(ids []string) map[string]int {
 }
 
 func (s *slicedSim) apply(fx Effects) {
+	for _, e := range fx.Events {
+		if ev, ok := e.(*events.AllReduceReplanned); ok {
+			s.replans++
+			s.logf("replanned from %s to %d sources", ev.From, ev.Num)
+		}
+	}
 	if rep := fx.Reply(); rep != nil {
 		if s.reply != nil {
 			s.t.Fatalf("a second reply %v", rep)
@@ -351,7 +359,18 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 	for _, c := range plan.Slices(bigSize, n, 8) {
 		s.offs = append(s.offs, c.Off)
 	}
-	s.r = newRed(allReduceRequest(sources), Config{AllReduceShape: ShapeSliced})
+	// A third of the runs are d-ary from the start, some of them n of m
+	// (one backup): a tree lowers n only when backups and late arrivals
+	// cannot make it up.
+	dary := rng.IntN(3) == 0
+	req, cfg := allReduceRequest(sources), Config{AllReduceShape: ShapeSliced}
+	if dary {
+		cfg.AllReduceShape = ShapeDAry
+		if n > 2 && rng.IntN(2) == 0 {
+			req.NumObjects--
+		}
+	}
+	s.r = newRed(req, cfg)
 	s.apply(s.r.Begin(t0))
 	for i, id := range sources {
 		node := fmt.Sprintf("n%d", i)
@@ -362,6 +381,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		s.events = append(s.events, slicedEvent{what: "fail", node: fmt.Sprintf("n%d", i), id: sources[i]})
 	}
 	replanned := ""
+	nothingLeft := false
 	var slicedGathers []*slicedWorker
 	for step := 0; ; step++ {
 		s.queue()
@@ -399,7 +419,12 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 				delete(s.home, e.id)
 			}
 			s.logf("fail %s", e.node)
+			hadReply := s.reply != nil
 			s.apply(s.r.NodeFailed(e.node, t0))
+			if !hadReply && s.reply != nil {
+				// Failing at once is right only when no source has a copy.
+				nothingLeft = len(s.home) == 0
+			}
 			if rng.IntN(2) == 0 {
 				// Its source is Put again on a fresh node.
 				fresh := e.node + "'"
@@ -451,6 +476,9 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		return "TIMEOUT"
 	}
 	if err := messages.ErrOrNil(s.reply.GetError()); err != nil {
+		if errorsIs(s.reply, messages.ErrUnavailable) && nothingLeft {
+			return "UNAVAILABLE: every source lost"
+		}
 		t.Fatalf("failed: %v\n%s", err, dump())
 	}
 	red, unred := s.reply.GetReducedIds(), s.reply.GetUnreducedIds()
@@ -458,6 +486,12 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		t.Fatalf("reduced %v and unreduced %v do not split the sources\n%s", red, unred, dump())
 	}
 	want := s.full(red)
+	if dary {
+		replanned = "d-ary"
+		if s.replans > 0 {
+			replanned = "d-ary, n lowered"
+		}
+	}
 	if replanned == "" {
 		// Sliced to the end: every source, in every gather's copy.
 		if !slices.Equal(red, sources) {
@@ -475,6 +509,10 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 	}
 	if len(red) != int(s.r.req.GetNumObjects()) {
 		t.Fatalf("reduced %v, the re-plan asked for %d\n%s", red, s.r.req.GetNumObjects(), dump())
+	}
+	if s.replans > 1 && !dary {
+		// The tree lost a participant too, and lowered n again.
+		replanned = "replanned again in the tree"
 	}
 	// Every participant alive at the end holds the result: the root's node,
 	// or one that was asked to fetch it.
@@ -503,7 +541,7 @@ func finishTree(t *testing.T, r *Reduction, tasks []Task) (*messages.ReduceReply
 	}
 	for i := 0; i < len(tasks); i++ {
 		tk := tasks[i].Task
-		if tk.GetGeneration() < 2 && r.staleGen > 0 {
+		if int(tk.GetGeneration()) <= r.staleGen {
 			t.Fatalf("re-planned task p%d has generation %d, as the abandoned run's", tk.GetPosition(), tk.GetGeneration())
 		}
 		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))

@@ -163,8 +163,8 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 		if r, ok := e.(*events.AllReduceReplanned); ok {
 			// The operator's view of it: the AllReduce goes on, in
 			// another shape, without the lost sources.
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": r.Node, "lost": r.Lost, "reduce_count": r.Num}).
-				Info("sliced allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources")
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": r.Node, "lost": r.Lost, "reduce_count": r.Num, "from": r.From}).
+				Info("allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources")
 		}
 		ctx.ActorSystem().EventStream.Publish(e)
 	}

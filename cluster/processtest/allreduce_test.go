@@ -216,6 +216,6 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 	if v := sample(body, "hoplite_allreduce_replans_total", ""); v != 1 {
 		t.Errorf("%s: hoplite_allreduce_replans_total = %v, want 1", caller.id, v)
 	}
-	logged(t, caller, "sliced allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources",
+	logged(t, caller, "allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources",
 		map[string]string{"node": victim.id})
 }

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// TestAllReduceLowersNAtEveryFailure: two participants of an AllReduce
+// of every source die one after the other, each once the run it is in
+// has started (the first in the first run, the second in the tree the
+// first failure re-planned). Nothing can replace them, so each failure
+// lowers n: every survivor ends with the exact sum of the four surviving
+// sources, the reply names them, and nothing waits for the deadline. The
+// first run is d-ary (a tree that cannot repair without a backup) or
+// sliced (which re-plans as a tree at the first failure).
+func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
+	for _, shape := range []string{coordinator.ShapeDAry, coordinator.ShapeSliced} {
+		t.Run(shape, func(t *testing.T) {
+			const nodes = 6
+			victims := []int{2, 4}
+			target := idOnNode("shrink-"+shape, 0, nodes, nodes) // the coordinator runs on node 0, the caller
+			// The coordinator is held at the first task start of each run
+			// (a re-planned tree's generations are newer) until that run's
+			// victim is dead.
+			held := make(chan int, len(victims))
+			resume := make(chan struct{})
+			var mu sync.Mutex
+			runs := map[int32]bool{}
+			firstGen := int32(1)
+			cfg := Config{Nodes: nodes, AllReduceShape: shape, ChunkSize: 16 << 10, Log: faultLog()}
+			cfg.CoordinatorHook = func(_ string, msg any) {
+				m, ok := msg.(*messages.ReduceTaskStarted)
+				if !ok {
+					return
+				}
+				mu.Lock()
+				g := m.GetGeneration()
+				hold := len(runs) < len(victims) && !runs[g] && (len(runs) == 0 && g == firstGen || len(runs) > 0 && g > maxKey(runs))
+				if hold {
+					runs[g] = true
+				}
+				mu.Unlock()
+				if hold {
+					held <- int(g)
+					<-resume
+				}
+			}
+			l := start(t, cfg)
+			ctx := deadline(t, 90*time.Second)
+			var ids []string
+			byID := map[string][]byte{}
+			for i := 0; i < nodes; i++ {
+				id := fmt.Sprintf("%s-%d", shape, i)
+				b := int64s(uint64(i+1), 40000) // 320 KB
+				rdPut(t, ctx, l, i, id, b)
+				ids, byID[id] = append(ids, id), b
+			}
+			type result struct {
+				reply *messages.ReduceReply
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rctx, cancel := contextWithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				r, err := l.Client(0).AllReduce(rctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
+				done <- result{r, err}
+			}()
+			for k, v := range victims {
+				select {
+				case g := <-held:
+					t.Logf("run %d (generation %d) started: killing node-%d", k+1, g, v)
+				case res := <-done:
+					t.Fatalf("the AllReduce ended before run %d started: %v, %v", k+1, res.reply, res.err)
+				}
+				err := l.Kill(v)
+				resume <- struct{}{}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(resume)
+			res := <-done
+			if res.err != nil {
+				t.Fatalf("AllReduce with node-%d and node-%d killed: %v", victims[0], victims[1], res.err)
+			}
+			r := res.reply
+			if r.GetPlan().GetShape() != coordinator.ShapeDAry {
+				t.Fatalf("plan shape %q after the kills, want the re-planned %q", r.GetPlan().GetShape(), coordinator.ShapeDAry)
+			}
+			inputs := rdCheckSets(t, r, ids, nodes-len(victims), byID)
+			if un := slices.Sorted(slices.Values(r.GetUnreducedIds())); !slices.Equal(un, []string{ids[victims[0]], ids[victims[1]]}) {
+				t.Fatalf("unreduced %v, want the victims' %s and %s", un, ids[victims[0]], ids[victims[1]])
+			}
+			want := make([]byte, len(inputs[0]))
+			for _, in := range inputs {
+				for e := 0; e < len(want); e += 8 {
+					binary.LittleEndian.PutUint64(want[e:], binary.LittleEndian.Uint64(want[e:])+binary.LittleEndian.Uint64(in[e:]))
+				}
+			}
+			for i := range nodes {
+				if slices.Contains(victims, i) {
+					continue
+				}
+				if got, err := l.Client(i).Get(ctx, target); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("Get on node %d: err %v, equal %v (first difference at byte %d)", i, err, bytes.Equal(got, want), firstDiff(got, want))
+				}
+			}
+			rdNoIntermediates(t, l)
+		})
+	}
+}
+
+func maxKey(m map[int32]bool) int32 {
+	var out int32
+	for k := range m {
+		out = max(out, k)
+	}
+	return out
+}
