@@ -3,7 +3,7 @@
  * benchmarks. Built and launched by bench/peers/mpi/run; see README.md.
  *
  *   mpibench --op bcast|reduce|allreduce|gather|p2p --size BYTES --reps R
- *            [--interval-ms X] [--algorithm NAME]
+ *            [--interval-ms X] [--algorithm NAME] [--max-rep-s S]
  *
  * Data are random float32 so that nothing on the path can compress them.
  * Every repetition starts with MPI_Barrier; each rank takes its own exit
@@ -15,6 +15,9 @@
  * completion, which is what thesis Fig. 2.8 compares. p2p is a ping-pong between
  * ranks 0 and 1, reported as one-way time (round trip / 2). One warm-up
  * repetition is run and not counted. Rank 0 prints one RESULT line.
+ * With --max-rep-s S, a repetition (the warm-up included) that takes
+ * longer than S seconds ends the run: rank 0 prints a SKIPPED line
+ * instead (run's --algorithm best uses it to drop hopeless candidates).
  *
  * cpu_s is the median over repetitions of the CPU time (user + system,
  * getrusage of each rank's own process, every thread) that the ranks
@@ -42,7 +45,7 @@ static void usage_fail(const char *msg)
 	if (rank == 0)
 		fprintf(stderr,
 			"mpibench: %s\nusage: mpibench --op bcast|reduce|allreduce|gather|p2p "
-			"--size BYTES --reps R [--interval-ms X] [--algorithm NAME]\n",
+			"--size BYTES --reps R [--interval-ms X] [--algorithm NAME] [--max-rep-s S]\n",
 			msg);
 	MPI_Finalize();
 	exit(2);
@@ -119,6 +122,7 @@ int main(int argc, char **argv)
 	long reps = -1;
 	double interval_ms = 0;
 	const char *algorithm = "default";
+	double max_rep_s = 0; /* 0: no limit */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (i + 1 >= argc)
@@ -145,6 +149,10 @@ int main(int argc, char **argv)
 				usage_fail("--interval-ms must be a non-negative number");
 		} else if (strcmp(a, "--algorithm") == 0) {
 			algorithm = v;
+		} else if (strcmp(a, "--max-rep-s") == 0) {
+			max_rep_s = strtod(v, &end);
+			if (*end || max_rep_s < 0)
+				usage_fail("--max-rep-s must be a non-negative number (seconds)");
 		} else {
 			usage_fail("unknown flag");
 		}
@@ -239,6 +247,28 @@ int main(int argc, char **argv)
 		if (r >= 0) {
 			times[r] = worst[0] - worst[1];
 			cpus[r] = cpu_sum;
+		}
+		/* A sweep's candidate that is far slower than the algorithm to
+		 * beat stops after its first repetition (the warm-up) instead of
+		 * running them all: every rank must stop together, so rank 0
+		 * decides and tells the others, outside the timed call. */
+		if (max_rep_s > 0) {
+			int stop = rank == 0 && worst[0] - worst[1] > max_rep_s;
+			check(MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast(stop)");
+			if (stop) {
+				if (rank == 0) {
+					printf("SKIPPED peer=mpi op=%s nodes=%d size=%lld algorithm=%s rep_s=%.6f "
+					       "max_rep_s=%g\n",
+					       op_names[op], nranks, size, algorithm, worst[0] - worst[1], max_rep_s);
+					fflush(stdout);
+				}
+				free(times);
+				free(cpus);
+				free(dst);
+				free(src);
+				MPI_Finalize();
+				return 0;
+			}
 		}
 	}
 
