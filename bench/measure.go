@@ -374,10 +374,7 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	if err := each(span(0, m.nodes), func(h int) error { return m.create(ctx, h, specs[h]) }); err != nil {
 		return sample{}, err
 	}
-	num := m.nodes
-	if m.g.scenario == "failure-reduce" {
-		num = m.nodes - 1 // one backup: a lost source is replaced
-	}
+	num := m.g.reduced(m.nodes) // failure-reduce: one backup replaces a lost source
 	done := make(chan struct{})
 	cpu := startCPU(ctx, m.b)
 	begin := time.Now().Add(startLead)

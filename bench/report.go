@@ -7,10 +7,13 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
 )
 
 // Result statuses.
@@ -35,7 +38,11 @@ type Report struct {
 	Sizes         []int64  `json:"sizes"`
 	Peers         []string `json:"peers"`
 	Results       []Result `json:"results"`
-	Notes         []string `json:"notes,omitempty"`
+	// TradeOffs are the failure scenario's shapes at both ends: each
+	// one's failure-free median against its median with the victim
+	// killed (see TradeOff).
+	TradeOffs []TradeOff `json:"trade_offs,omitempty"`
+	Notes     []string   `json:"notes,omitempty"`
 	// Seconds is the run's wall time.
 	Seconds float64 `json:"seconds"`
 }
@@ -73,9 +80,16 @@ type Result struct {
 	// CPUMedian is their median, or the median a peer reports.
 	CPU       []float64 `json:"cpu_s,omitempty"`
 	CPUMedian float64   `json:"cpu_median_s,omitempty"`
-	// Ratio is this median over ours in the same comparison (for
-	// ours-failure: over the failure-free time).
+	// Ratio is this median over ours in the same comparison. For a
+	// failure variant too: over ours failure-free, the cost model's
+	// shape without a failure, whatever the variant's own shape.
 	Ratio float64 `json:"ratio_to_ours,omitempty"`
+	// FailureFree names a failure variant's failure-free system (ours
+	// for ours-failure, d=2 for d=2-failure): the same shape without the
+	// kill, whose median placed the kill at 50 %. RatioToFree is this
+	// median over that one's: what the repair cost that shape.
+	FailureFree string  `json:"failure_free,omitempty"`
+	RatioToFree float64 `json:"ratio_to_failure_free,omitempty"`
 	// Extra holds per-scenario details: the degree the cost model chose,
 	// async's total time, when the failure was injected.
 	Extra map[string]float64 `json:"extra,omitempty"`
@@ -192,12 +206,15 @@ func (r *Report) WriteTable(w io.Writer) {
 			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, cpu, note)
 	}
 	_ = tw.Flush()
+	r.writeTradeOffs(w)
 }
 
 // ResultLines are the machine-readable summary: one line per comparison,
 // `RESULT scenario=broadcast nodes=8 size=33554432 ours=1.234s
 // ideal=0.671s naive=...s mpi-default=...s ...` (a system that did not
-// run shows skipped or failed); with ours-tls, last, ours-tls/ours=1.050x.
+// run shows skipped or failed); with ours-tls, last, ours-tls/ours=1.050x;
+// in the failure scenario, last, each failure variant over its
+// failure-free system: ours-failure/ours=1.510x d=2-failure/d=2=1.200x.
 func (r *Report) ResultLines() []string {
 	var lines []string
 	var cur []Result
@@ -233,6 +250,12 @@ func (r *Report) ResultLines() []string {
 				fmt.Fprintf(&b, " %s/%s=%sx", SysOursTLS, SysOurs, strconv.FormatFloat(res.Ratio, 'f', 3, 64))
 			}
 		}
+		// The repair's cost per shape.
+		for _, res := range cur {
+			if res.ok() && res.RatioToFree > 0 {
+				fmt.Fprintf(&b, " %s/%s=%sx", res.System, res.FailureFree, strconv.FormatFloat(res.RatioToFree, 'f', 3, 64))
+			}
+		}
 		lines = append(lines, b.String())
 		cur = nil
 	}
@@ -246,18 +269,175 @@ func (r *Report) ResultLines() []string {
 	return lines
 }
 
-// ratios fills Ratio: each median over ours's in the same comparison.
+// sameComparison says whether a and b are measurements of one comparison
+// (scenario, size, interval).
+func sameComparison(a, b Result) bool {
+	return a.Scenario == b.Scenario && a.Size == b.Size && a.Interval == b.Interval
+}
+
+// ratios fills Ratio, each median over ours's in the same comparison,
+// RatioToFree, a failure variant's over its failure-free system's, and
+// the trade-offs.
 func (r *Report) ratios() {
 	for i := range r.Results {
 		res := &r.Results[i]
-		res.Ratio = 0
-		if !res.ok() || res.System == SysOurs {
+		res.Ratio, res.RatioToFree = 0, 0
+		if !res.ok() {
 			continue
 		}
 		for _, o := range r.Results {
-			if o.System == SysOurs && o.ok() && o.Scenario == res.Scenario && o.Size == res.Size && o.Interval == res.Interval && o.Median > 0 {
+			if !o.ok() || o.Median <= 0 || !sameComparison(o, *res) {
+				continue
+			}
+			if o.System == SysOurs && res.System != SysOurs {
 				res.Ratio = res.Median / o.Median
 			}
+			if res.FailureFree != "" && o.System == res.FailureFree {
+				res.RatioToFree = res.Median / o.Median
+			}
 		}
+	}
+	r.TradeOffs = tradeOffs(r.Results)
+}
+
+// TradeOff is one shape of the failure scenario at both ends (issue
+// #15): its failure-free median, its median with host 1 killed at 50 %
+// of that, and both against the cost model's shape failure-free. A shape
+// that repairs cheaply but is slower without a failure shows a low
+// FailureOverFree and a high FreeOverChosen. Medians in seconds.
+type TradeOff struct {
+	Scenario string `json:"scenario"`
+	Size     int64  `json:"size"`
+	// System is the failure-free system (ours: the cost model's shape;
+	// d=2; chain-leaf), FailureSystem its failure variant.
+	System        string `json:"system"`
+	FailureSystem string `json:"failure_system"`
+	// Degree is the tree degree the failure-free reduce ran with (its
+	// last repetition; chain-leaf: its binary top's), Shape its shape
+	// (d-ary, chain-leaf, inline); neither for a broadcast.
+	Degree int    `json:"degree,omitempty"`
+	Shape  string `json:"shape,omitempty"`
+	// Status is ok when both ends are; else the first one's status and
+	// reason ("n/a: a broadcast has no reduce tree ..." for a forced
+	// degree in failure-broadcast). Medians of a failed result are of its
+	// good repetitions.
+	Status        string  `json:"status"`
+	FreeMedian    float64 `json:"failure_free_median_s,omitempty"`
+	FailureMedian float64 `json:"failure_median_s,omitempty"`
+	// KillAt is when the victim was killed: half of FreeMedian.
+	KillAt float64 `json:"kill_at_s,omitempty"`
+	// FailureOverFree is FailureMedian / FreeMedian, the repair's cost;
+	// FreeOverChosen and FailureOverChosen are FreeMedian and
+	// FailureMedian over ours failure-free (the cost model's shape).
+	FailureOverFree   float64 `json:"failure_over_free,omitempty"`
+	FreeOverChosen    float64 `json:"failure_free_over_chosen,omitempty"`
+	FailureOverChosen float64 `json:"failure_over_chosen,omitempty"`
+}
+
+// tradeOffs pairs every failure variant with its failure-free system, in
+// the results' order.
+func tradeOffs(results []Result) []TradeOff {
+	var out []TradeOff
+	for _, k := range results {
+		if k.FailureFree == "" {
+			continue
+		}
+		i := slices.IndexFunc(results, func(f Result) bool { return f.System == k.FailureFree && sameComparison(f, k) })
+		if i < 0 {
+			continue
+		}
+		f := results[i]
+		t := TradeOff{Scenario: k.Scenario, Size: k.Size, System: f.System, FailureSystem: k.System, Status: StatusOK,
+			KillAt: k.Extra["kill_at_s"]}
+		for _, res := range []Result{f, k} {
+			if !res.ok() {
+				t.Status = res.Status + ": " + res.System + ": " + res.Reason
+				if res.Status == StatusSkipped {
+					t.Status = res.Reason
+				}
+				break
+			}
+		}
+		if d, ok := f.Extra["degree"]; ok {
+			t.Degree, t.Shape = int(d), coordinator.ShapeDAry
+			switch {
+			case d == 0:
+				t.Shape = coordinator.ShapeInline
+			case f.Extra["chain_leaf"] == 1:
+				t.Shape = coordinator.ShapeChainLeaf
+			}
+		}
+		if f.Median > 0 && k.Median > 0 && f.Status != StatusSkipped && k.Status != StatusSkipped {
+			t.FreeMedian, t.FailureMedian = f.Median, k.Median
+			t.FailureOverFree = k.Median / f.Median
+			for _, o := range results {
+				if o.System == SysOurs && o.ok() && o.Median > 0 && sameComparison(o, k) {
+					t.FreeOverChosen, t.FailureOverChosen = f.Median/o.Median, k.Median/o.Median
+				}
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// writeTradeOffs prints the trade-offs as a second table.
+func (r *Report) writeTradeOffs(w io.Writer) {
+	if len(r.TradeOffs) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "trade-off: each shape failure-free, and with host 1 killed at 50 % of that shape's own failure-free median;")
+	fmt.Fprintln(w, "chosen = ours failure-free (the cost model's shape)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario	size	shape	tree	failure-free	failure	failure/free	free/chosen	failure/chosen	note")
+	x := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64) + "x"
+	}
+	s := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return secs(v)
+	}
+	// Shapes with no counterpart (forced degrees in a broadcast) are one
+	// line each comparison, after the table.
+	type naLine struct{ where, why string }
+	var na []naLine
+	naSystems := map[naLine][]string{}
+	for _, t := range r.TradeOffs {
+		if strings.HasPrefix(t.Status, "n/a") {
+			l := naLine{t.Scenario + " " + SizeName(t.Size), t.Status}
+			if naSystems[l] == nil {
+				na = append(na, l)
+			}
+			naSystems[l] = append(naSystems[l], t.System)
+			continue
+		}
+		tree := "-"
+		switch t.Shape {
+		case coordinator.ShapeDAry:
+			tree = fmt.Sprintf("degree %d", t.Degree)
+		case coordinator.ShapeChainLeaf:
+			tree = fmt.Sprintf("chain-leaf, top %d", t.Degree)
+		case coordinator.ShapeInline:
+			tree = "inline"
+		}
+		note := ""
+		if t.KillAt > 0 {
+			note = "killed at " + secs(t.KillAt)
+		}
+		if t.Status != StatusOK {
+			note, _, _ = strings.Cut(t.Status, "\n")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Scenario, SizeName(t.Size), t.System, tree,
+			s(t.FreeMedian), s(t.FailureMedian), x(t.FailureOverFree), x(t.FreeOverChosen), x(t.FailureOverChosen), note)
+	}
+	_ = tw.Flush()
+	for _, l := range na {
+		fmt.Fprintf(w, "%s: %s %s\n", l.where, strings.Join(naSystems[l], ", "), l.why)
 	}
 }

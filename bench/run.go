@@ -31,7 +31,12 @@ type Options struct {
 	// Intervals are async's arrival intervals (default S/(4B)).
 	Intervals []time.Duration
 	// Degrees are forced reduce tree degrees compared with the chosen one
-	// (DegreeN stands for N); the degree scenario defaults to 1, 2, N.
+	// (DegreeN stands for N, DegreeChainLeaf for the chain-leaf shape);
+	// the degree scenario defaults to 1, 2, N and chain-leaf. In the
+	// failure scenario each forced one is measured at both ends, as the
+	// chosen one is: failure-free ("d=2") and with host 1 killed at 50 %
+	// of its own failure-free median ("d=2-failure"), in failure-reduce
+	// only (a broadcast has no reduce tree).
 	Degrees []int
 	// ChunkSize is Hoplite's transfer chunk; 0 adapts it to the measured
 	// bandwidth (storenode.Config.ChunkSize).
@@ -170,7 +175,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for gi, g := range groups {
 		for _, s := range systems {
 			r := Result{Scenario: g.scenario, Size: g.size, System: s.name, Status: StatusOK,
-				Ideal: g.ideal(o.Nodes, o.Bandwidth.BytesPerSecond()).Seconds(), group: g}
+				Ideal: g.ideal(o.Nodes, o.Bandwidth.BytesPerSecond()).Seconds(), FailureFree: s.free, group: g}
 			if g.hasInt {
 				r.Interval = g.interval.Seconds()
 			}
@@ -179,6 +184,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				r.Status, r.Reason = StatusSkipped, "needs --testbed"
 			case s.floor:
 				if why := floorOp(g); why != "" {
+					r.Status, r.Reason = StatusSkipped, why
+				}
+			case s.forced():
+				if why := treeOp(g); why != "" {
 					r.Status, r.Reason = StatusSkipped, why
 				}
 			case !s.ours():
@@ -407,12 +416,15 @@ func (r *runner) runSystem(ctx context.Context, si int) {
 	}()
 	for gi := range r.groups {
 		var kill time.Duration
-		if s.kill {
-			if len(r.times[gi][0]) == 0 {
-				r.fail(gi, si, errors.New("no failure-free time to place the failure at"))
+		if s.kill && r.runnable(gi, si) {
+			// At 50 % of the same shape's own failure-free median (run
+			// before it: systems lists it first).
+			free := slices.IndexFunc(r.systems, func(f system) bool { return f.name == s.free })
+			if free < 0 || len(r.times[gi][free]) == 0 {
+				r.fail(gi, si, fmt.Errorf("no failure-free time of %s to place the failure at", s.free))
 				continue
 			}
-			kill = Summarize(r.times[gi][0]).Median / 2
+			kill = Summarize(r.times[gi][free]).Median / 2
 		}
 		var prof *profileWindow // ours under --profile, from its first measured rep
 		first := -r.o.Warmup
@@ -479,8 +491,10 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	// -reduce-degree support would not start, but one whose members
 	// disagree would plan with the coordinator's own) measures another
 	// system than the column says.
-	if d, ok := smp.extra["degree"]; ok && s.degree > 0 && d > 0 && int(d) != min(s.degree, r.o.Nodes) {
-		r.repFailed(gi, si, fmt.Errorf("the reduce ran with tree degree %d, not the forced %d", int(d), min(s.degree, r.o.Nodes)))
+	// The coordinator caps a forced degree at the tree's positions (N-1
+	// in failure-reduce, whose backup is not reduced).
+	if d, ok := smp.extra["degree"]; ok && s.degree > 0 && d > 0 && int(d) != min(s.degree, g.reduced(r.o.Nodes)) {
+		r.repFailed(gi, si, fmt.Errorf("the reduce ran with tree degree %d, not the forced %d", int(d), min(s.degree, g.reduced(r.o.Nodes))))
 		return
 	}
 	if d := smp.extra["degree"]; d > 0 && s.shape != "" && smp.extra["chain_leaf"] != 1 { // 0: inline, no tree

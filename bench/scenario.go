@@ -21,7 +21,7 @@ var scenarioHelp = map[string]string{
 	"allreduce": "reduce, and every host gets the result",
 	"async":     "reduce with the sources arriving one by one every --interval; time from the last arrival",
 	"degree":    "reduce with tree degree d = 1, 2, N, the published code's chain-leaf shape and the degree the cost model chooses",
-	"failure":   "broadcast and reduce with one participant killed at 50 % of the failure-free median",
+	"failure":   "broadcast and reduce with one participant killed at 50 % of the failure-free median; with --degree, each forced reduce tree too, killed at 50 % of its own",
 }
 
 // ScenarioHelp is one line per scenario, for usage texts.
@@ -42,7 +42,7 @@ const (
 	SysDask        = "dask"
 	SysGlooDefault = "gloo-default"
 	SysGlooBest    = "gloo-best"
-	SysOursFailure = "ours-failure"
+	SysOursFailure = "ours" + FailureSuffix
 	// SysOursTLS is ours with every node over mutual TLS (--tls).
 	SysOursTLS = "ours-tls"
 	// SysActorRTT is the actor control plane's floor (--peers actor):
@@ -51,6 +51,11 @@ const (
 	// messages (see measurement.floor). Testbed only.
 	SysActorRTT = "actor-rtt"
 )
+
+// FailureSuffix names the failure variant of a system in the failure
+// scenario: "ours-failure", "d=2-failure", "chain-leaf-failure", the
+// system with host 1 killed at 50 % of its own failure-free median.
+const FailureSuffix = "-failure"
 
 // DegreeN in Options.Degrees stands for N, the number of hosts.
 const DegreeN = -1
@@ -83,6 +88,9 @@ type system struct {
 	// ("": the cost model's).
 	arShape string
 	kill    bool // the failure variant: a participant is killed at 50 %
+	// free is the kill variant's failure-free system (the same shape
+	// without the kill), whose median places the kill.
+	free string
 	// actorLocates: hoplite node -actor-locates.
 	actorLocates bool
 	tls          bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
@@ -92,6 +100,17 @@ type system struct {
 }
 
 func (s system) ours() bool { return s.peer == "" }
+
+// forced says whether s forces the reduce tree (a degree or a shape).
+func (s system) forced() bool { return s.degree > 0 || s.shape != "" }
+
+// withFailure is s's failure variant: the same nodes, host 1 killed at
+// 50 % of s's failure-free median.
+func (s system) withFailure() system {
+	k := s
+	k.name, k.kill, k.free = s.name+FailureSuffix, true, s.name
+	return k
+}
 
 // group is one comparison: a scenario at one size (and one arrival
 // interval for async), measured on every system.
@@ -159,7 +178,9 @@ func (o *Options) systems() []system {
 	}
 	switch o.Scenario {
 	case "failure":
-		return append(out, system{name: SysOursFailure, kill: true})
+		// The cost model's choice at both ends; each forced degree
+		// below adds its own pair.
+		out = append(out, system{name: SysOurs}.withFailure())
 	case "allreduce":
 		out = append(out, system{name: SysReduceBcast, arShape: coordinator.ShapeDAry})
 	}
@@ -168,18 +189,31 @@ func (o *Options) systems() []system {
 		degrees = []int{1, 2, DegreeN, DegreeChainLeaf}
 	}
 	for _, d := range degrees {
-		if d == DegreeChainLeaf {
-			if !slices.ContainsFunc(out, func(s system) bool { return s.shape != "" }) {
-				out = append(out, system{name: SysChainLeaf, shape: coordinator.ShapeChainLeaf})
+		var s system
+		switch {
+		case d == DegreeChainLeaf:
+			if slices.ContainsFunc(out, func(s system) bool { return s.shape != "" }) {
+				continue
 			}
-			continue
+			s = system{name: SysChainLeaf, shape: coordinator.ShapeChainLeaf}
+		default:
+			if d == DegreeN {
+				d = o.Nodes
+			}
+			if slices.ContainsFunc(out, func(s system) bool { return s.degree == d }) {
+				continue
+			}
+			s = system{name: "d=" + strconv.Itoa(d), degree: d}
 		}
-		if d == DegreeN {
-			d = o.Nodes
+		out = append(out, s)
+		if o.Scenario == "failure" {
+			// Both ends of the trade-off: the shape failure-free, and
+			// killed at 50 % of that shape's own median.
+			out = append(out, s.withFailure())
 		}
-		if !slices.ContainsFunc(out, func(s system) bool { return s.degree == d }) {
-			out = append(out, system{name: "d=" + strconv.Itoa(d), degree: d})
-		}
+	}
+	if o.Scenario == "failure" {
+		return out // no peer has the failure scenarios
 	}
 	if slices.Contains(o.Peers, "actor-locates") {
 		out = append(out, system{name: SysActorLocates, actorLocates: true})
@@ -210,6 +244,26 @@ func floorOp(g group) string {
 		return ""
 	}
 	return "n/a: no round-trip pattern for " + g.scenario
+}
+
+// treeOp says why a system that forces the reduce tree has no
+// counterpart of g ("" if it has one): a broadcast has no reduce tree
+// (the failure scenario's broadcast group).
+func treeOp(g group) string {
+	if g.kind == "broadcast" {
+		return "n/a: a broadcast has no reduce tree (--degree forces the reduce's)"
+	}
+	return ""
+}
+
+// reduced is how many sources a reduce group's Reduce reduces, and so
+// how many positions its tree has: N, or N-1 in failure-reduce (one
+// backup, which replaces the lost source).
+func (g group) reduced(nodes int) int {
+	if g.scenario == "failure-reduce" {
+		return nodes - 1
+	}
+	return nodes
 }
 
 // peerOp is the peer script's --op for a group, or why the peer has none.

@@ -30,6 +30,13 @@ a table and, last, one RESULT line per comparison:
 
   RESULT scenario=broadcast nodes=8 size=33554432 ours=0.70s ideal=0.671s naive=4.9s ...
 
+"hoplite bench failure --degree 1,2,n,chain-leaf" measures the reduce
+repair's trade-off: every shape failure-free (ours: the cost model's; d=2;
+...) and with host 1 killed at 50 %% of that shape's own failure-free
+median (ours-failure, d=2-failure, ...); a second table (and the JSON's
+trade_offs) gives each one's failure/free ratio and both times over ours
+failure-free.
+
 scenarios:
 %s
 "hoplite bench p2p" without --testbed and without any of the flags above
@@ -60,7 +67,8 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
 	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours and naive)")
 	fs.StringVar(&f.interval, "interval", "", "async: arrival interval(s), e.g. 0,50ms,200ms (default S/(4B))")
-	fs.StringVar(&f.degree, "degree", "", "reduce trees to compare with the chosen degree: d[,d...] (d >= 1, n, or chain-leaf: the published code's binary tree of chains), chosen, or all = 1,2,n,chain-leaf (degree scenario: all)")
+	fs.StringVar(&f.degree, "degree", "", "reduce trees to compare with the chosen degree: d[,d...] (d >= 1, n, or chain-leaf: the published code's binary tree of chains; chosen, the cost model's, is always measured), chosen, or all = 1,2,n,chain-leaf (degree scenario: all). "+
+		"failure: each one at both ends, d=2 failure-free and d=2-failure killed at 50 % of d=2's own failure-free median, in failure-reduce only (a broadcast has no reduce tree)")
 	fs.StringVar(&f.jsonPath, "json", "", "write every measurement and the machine to this JSON file")
 	fs.StringVar(&f.plotPath, "plot", "", "draw the results into this PNG file")
 	fs.BoolVar(&f.testbed, "testbed", false, "run on the network-namespace testbed (root; re-runs itself under bench/testbed run)")
@@ -282,7 +290,8 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 }
 
 // parseDegrees reads --degree: "all" (1, 2, N and chain-leaf), "chosen"
-// (none forced) or a list; the degree scenario defaults to all.
+// (none forced) or a list (in which chosen, always measured, adds
+// nothing); the degree scenario defaults to all.
 func parseDegrees(s, scenario string) ([]int, error) {
 	if s == "" && scenario == "degree" {
 		s = "all"
@@ -291,7 +300,7 @@ func parseDegrees(s, scenario string) ([]int, error) {
 		return nil, nil
 	}
 	switch scenario {
-	case "degree", "reduce", "allreduce", "async":
+	case "degree", "reduce", "allreduce", "async", "failure":
 	default:
 		return nil, fmt.Errorf("-degree is for the reduce scenarios, not %s", scenario)
 	}
@@ -312,9 +321,12 @@ func parseDegrees(s, scenario string) ([]int, error) {
 			out = append(out, bench.DegreeChainLeaf)
 			continue
 		}
+		if p == "chosen" {
+			continue // the cost model's: always measured (ours)
+		}
 		d, err := strconv.Atoi(p)
 		if err != nil || d < 1 {
-			return nil, fmt.Errorf("-degree %q: want d[,d...] (d >= 1, n or chain-leaf), chosen or all", s)
+			return nil, fmt.Errorf("-degree %q: want d[,d...] (d >= 1, n, chain-leaf or chosen), chosen or all", s)
 		}
 		out = append(out, d)
 	}
