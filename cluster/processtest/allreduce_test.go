@@ -100,14 +100,38 @@ func TestProcessAllReduce(t *testing.T) {
 // in milliseconds) so that the kill lands inside it; the shape of the
 // reply proves it did.
 func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
+	allReduceSurvives(t, coordinator.ShapeSliced, 4, 1)
+}
+
+// TestProcessAllReduceLowersNAtEveryFailure: five `hoplite node`
+// members run an AllReduce of every source as a d-ary tree, which has no
+// backup to repair with; two participants are SIGKILLed one after the
+// other, each once the run it is in moves its bytes (the second in the
+// tree the first failure re-planned). Each failure lowers n: the reply
+// reduces exactly the three survivors' sources, every survivor Gets their
+// exact sum, and the coordinator's member counted and logged two
+// re-plans.
+func TestProcessAllReduceLowersNAtEveryFailure(t *testing.T) {
+	allReduceSurvives(t, coordinator.ShapeDAry, 5, 2)
+}
+
+// allReduceSurvives runs an AllReduce of every source among members
+// `hoplite node` processes forced to shape, and SIGKILLs the last kills
+// members one after the other, the k-th once the coordinator's member has
+// counted k re-plans and the victim has moved a chunk since (a chain
+// position sends, a reducer receives). The caller's member runs the
+// coordinator (it hosts the target's shard) and creates the target:
+// losing it ends the AllReduce with UNAVAILABLE by design, so it is never
+// a victim. Every id's shard is on the caller's member too, so no shard
+// moves with a victim (TestProcessChaos covers that): the test is about
+// the runs alone, the same on every run.
+func allReduceSurvives(t *testing.T, shape string, members, kills int) {
 	const (
-		members = 4
-		chunk   = 32 << 10
+		chunk = 32 << 10
 		// Each chain position and gather waits this long per chunk: a
 		// slice of 2 MiB / 4 is 17 chunks, so the sliced run lasts 0.85 s
 		// at the very least, however idle the machine; the kill follows
-		// its first chunk by a scrape. The re-planned tree (64 chunks)
-		// then takes about 3 s.
+		// its first chunk by a scrape. A tree (64 chunks) takes about 3 s.
 		delay = "50ms"
 		elems = 512<<10 + 3 // no slice boundary falls on a round number
 	)
@@ -115,7 +139,7 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 	slots, seeds := memberSlots(t, members)
 	var nodes []*nodeProc
 	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-allreduce-shape", coordinator.ShapeSliced,
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-allreduce-shape", shape,
 			"-chunk-size", strconv.Itoa(chunk), "-test-reduce-chunk-delay", delay))
 	}
 	for _, n := range nodes {
@@ -123,21 +147,15 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 	}
 	c := newTestClient(t)
 	view := c.converge(t, nodes...)
-	// The caller's member runs the coordinator (it hosts the target's
-	// shard) and creates the target: losing it ends the AllReduce with
-	// UNAVAILABLE by design. The victim is another participant. Every id's
-	// shard is on the caller's member too, so no shard moves with the
-	// victim (TestProcessChaos covers that): the test is about the sliced
-	// run alone, the same on every run.
-	caller, victim := nodes[0], nodes[members-1]
-	target := idOwnedBy(t, view, caller.id, "sliced-kill")
+	caller, victims, survivors := nodes[0], nodes[members-kills:], nodes[:members-kills]
+	target := idOwnedBy(t, view, caller.id, "survive-"+shape)
 
 	// Integer-valued float32s whose sums stay below 2^24: exact in any
-	// order of association, so both shapes give the same bits.
+	// order of association, so every shape gives the same bits.
 	value := func(i, k int) float32 { return float32((k*(i+1) + 7*i) % 4096) }
 	var sources []string
 	for i, n := range nodes {
-		id := idOwnedBy(t, view, caller.id, fmt.Sprintf("sliced-kill-src%d", i))
+		id := idOwnedBy(t, view, caller.id, fmt.Sprintf("survive-%s-src%d", shape, i))
 		b := make([]byte, 4*elems)
 		for k := range elems {
 			binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(value(i, k)))
@@ -145,19 +163,25 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 		putRetry(t, c.of(n), id, b)
 		sources = append(sources, id)
 	}
-	victimSrc := sources[members-1]
-	survivorSrcs := sources[:members-1]
+	victimSrcs, survivorSrcs := sources[members-kills:], sources[:members-kills]
 	want := make([]byte, 4*elems)
 	for k := range elems {
 		var s float32
-		for i := range members - 1 {
+		for i := range survivors {
 			s += value(i, k)
 		}
 		binary.LittleEndian.PutUint32(want[4*k:], math.Float32bits(s))
 	}
 
-	_, body := scrape(t, victim, "/metrics")
-	sentBefore := sample(body, "hoplite_data_sent_bytes_total", "")
+	moved := func(n *nodeProc) float64 {
+		_, body := scrape(t, n, "/metrics")
+		return sample(body, "hoplite_data_sent_bytes_total", "") + sample(body, "hoplite_data_received_bytes_total", "")
+	}
+	replans := func() float64 {
+		_, body := scrape(t, caller, "/metrics")
+		return sample(body, "hoplite_allreduce_replans_total", "")
+	}
+	before := moved(victims[0])
 	type result struct {
 		r   *messages.ReduceReply
 		err error
@@ -170,31 +194,35 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 		done <- result{r, err}
 	}()
 
-	// The sliced run is under way once the victim serves its chains: it
-	// is a position in every slice's chain (a leaf in one), and its data
-	// plane sends nothing else here.
-	end := time.Now().Add(30 * time.Second)
-	for {
-		_, body := scrape(t, victim, "/metrics")
-		if sample(body, "hoplite_data_sent_bytes_total", "")-sentBefore >= chunk {
-			break
+	for k, victim := range victims {
+		// Run k is under way once the coordinator re-planned k times
+		// and the victim moved a chunk of it.
+		end := time.Now().Add(30 * time.Second)
+		base := before
+		for waiting := k > 0; ; {
+			if waiting && replans() >= float64(k) {
+				waiting, base = false, moved(victim)
+			}
+			if !waiting && moved(victim)-base >= chunk {
+				break
+			}
+			select {
+			case res := <-done:
+				t.Fatalf("the AllReduce ended before run %d moved a chunk on %s: %v (shape %q)", k+1, victim.id, res.err, res.r.GetPlan().GetShape())
+			case <-time.After(10 * time.Millisecond):
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s moved no chunk of run %d within 30s", victim.id, k+1)
+			}
 		}
-		select {
-		case res := <-done:
-			t.Fatalf("the AllReduce ended before the victim served a chunk of it: %v (shape %q)", res.err, res.r.GetPlan().GetShape())
-		case <-time.After(10 * time.Millisecond):
+		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("%s served no chunk of the AllReduce within 30s", victim.id)
-		}
+		<-victim.exited
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.exited
 	res := <-done // bounded by the AllReduce's own deadline
 	if res.err != nil {
-		t.Fatalf("AllReduce with participant %s killed: %v", victim.id, res.err)
+		t.Fatalf("AllReduce with %d participants killed: %v", kills, res.err)
 	}
 	r := res.r
 	if got := r.GetPlan().GetShape(); got != coordinator.ShapeDAry {
@@ -204,18 +232,19 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 	if !slices.Equal(reduced, slices.Sorted(slices.Values(survivorSrcs))) {
 		t.Fatalf("reduced %v, want exactly the survivors' sources %v", r.GetReducedIds(), survivorSrcs)
 	}
-	if !slices.Equal(r.GetUnreducedIds(), []string{victimSrc}) {
-		t.Fatalf("unreduced %v, want the victim's %s", r.GetUnreducedIds(), victimSrc)
+	if un := slices.Sorted(slices.Values(r.GetUnreducedIds())); !slices.Equal(un, slices.Sorted(slices.Values(victimSrcs))) {
+		t.Fatalf("unreduced %v, want the victims' %v", r.GetUnreducedIds(), victimSrcs)
 	}
-	for _, n := range nodes[:members-1] {
+	for _, n := range survivors {
 		getExact(t, c.of(n), target, want)
 	}
 
-	// The operator sees the re-plan on the coordinator's member.
-	_, body = scrape(t, caller, "/metrics")
-	if v := sample(body, "hoplite_allreduce_replans_total", ""); v != 1 {
-		t.Errorf("%s: hoplite_allreduce_replans_total = %v, want 1", caller.id, v)
+	// The operator sees every re-plan on the coordinator's member.
+	if v := replans(); v != float64(kills) {
+		t.Errorf("%s: hoplite_allreduce_replans_total = %v, want %d", caller.id, v, kills)
 	}
-	logged(t, caller, "allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources",
-		map[string]string{"node": victim.id})
+	for _, victim := range victims {
+		logged(t, caller, "allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources",
+			map[string]string{"node": victim.id})
+	}
 }
