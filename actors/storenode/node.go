@@ -486,7 +486,7 @@ func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
 		n.reduces[m.GetReduceId()] = workers
 	}
 	// Beside this actor, not a child (see StoreNode.reduces).
-	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
+	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender(), time.Now()))
 	ctx.Watch(pid)
 	workers[m.GetPosition()] = pid
 }

@@ -39,6 +39,8 @@ type reduceWorker struct {
 	// overtook it: a worker released right after it was spawned) drops
 	// it itself, or it would stay in the store for good.
 	dropped atomic.Bool
+	// tl is the first run's timeline (debug logs; see timeline).
+	tl *timeline
 }
 
 // runStarted is a run's report that its output exists, or why not.
@@ -57,7 +59,7 @@ type runEnded struct {
 func (runStarted) IgnoreDeadLetterLogging() {}
 func (runEnded) IgnoreDeadLetterLogging()   {}
 
-func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID) *actor.Props {
+func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID, received time.Time) *actor.Props {
 	// A restarted worker's runs are numbered apart from its earlier
 	// incarnation's, whose last run may still report to the same PID.
 	var incarnations atomic.Uint64
@@ -68,13 +70,14 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 		}
 		runs := storenode.NewPositionRuns(task, to)
 		runs.NumberFrom(incarnations.Add(1) << 32)
-		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
+		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs, tl: &timeline{received: received}}
 	})
 }
 
 func (w *reduceWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		w.tl.started = time.Now()
 		w.watchCoordinator(ctx)
 		w.do(ctx, w.runs.Start())
 	case *messages.ReduceTask:
@@ -143,6 +146,7 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	go func() {
 		defer cancel()
+		mark(&w.tl.run)
 		report := func(msg any) { system.Root.Send(self, msg) }
 		end := w.run(run, system, order.Task, func(err *messages.Error) { report(runStarted{run: order.ID, err: err}) })
 		report(runEnded{run: order.ID, end: end})
@@ -194,6 +198,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			return storenode.RunEnd{}
 		}
 	}
+	mark(&w.tl.created)
 	started(nil)
 	if t.GetSlices() > 0 {
 		log.WithFields(logrus.Fields{"bandwidth": t.GetBandwidth(), "chunk": w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth())}).
@@ -225,6 +230,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		} else {
 			m, err = w.reduce(ctx, system, t, out, wr)
 		}
+		w.tl.log(w.cfg.Log, t)
 		switch {
 		case err == nil:
 			return storenode.RunEnd{Report: true, Fingerprint: fp, MeasuredBytes: m.bytes, MeasuredNanos: int64(m.wait)}
@@ -262,7 +268,9 @@ func stopped(ctx context.Context, err error) *messages.Error {
 // which announces it as a partial location at once (Gets and composed
 // Reduces stream from it while it is produced).
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
+	allocAt := time.Now()
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+	w.tl.alloc.CompareAndSwap(0, int64(time.Since(allocAt)))
 	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
 		local := w.cfg.Store.Lookup(t.GetOutputId())
 		if local != nil && local.Pinned() && local.GatherCopy() && olderRun(local, t) {
@@ -352,6 +360,10 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()) // one size for all of this task's streams
 	own := storenode.NewLocalStream(r, chunk)
 	defer own.Close()
+	var ownIn transport.Stream = own
+	if len(t.GetChildren()) == 0 {
+		ownIn = firstByte(own, &w.tl.first) // a leaf's first byte is its own
+	}
 	if own.Size() != t.GetSize() {
 		return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
 	}
@@ -372,18 +384,19 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 			ts := &timedStream{Stream: s}
 			remote, s = append(remote, ts), ts
 		}
-		kids = append(kids, s)
+		kids = append(kids, firstByte(s, &w.tl.first))
 		if s.Size() != t.GetSize() {
 			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
 				c.GetObjectId(), c.GetNode().GetNodeId(), s.Size(), t.GetSize())
 		}
 	}
+	markMax(&w.tl.opened)
 	var fp storenode.Fingerprinter
 	onRange := func([]byte) {}
 	if t.GetRoot() {
 		onRange = fp.Write
 	}
-	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(own, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
+	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(ownIn, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
 		return measured{}, err
 	}
 	if ctx.Err() != nil {
@@ -623,5 +636,6 @@ func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, 
 		return err
 	}
 	defer s.Close()
-	return storenode.CopyStream(ctx, w.hooked(s, in.GetObjectId(), 0), dst)
+	markMax(&w.tl.opened)
+	return storenode.CopyStream(ctx, w.hooked(firstByte(s, &w.tl.first), in.GetObjectId(), 0), dst)
 }
