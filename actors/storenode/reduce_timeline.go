@@ -29,11 +29,51 @@ type timeline struct {
 	logged   atomic.Bool
 }
 
-// mark sets *at to now unless it is set.
-func mark(at *atomic.Int64) { at.CompareAndSwap(0, time.Now().UnixNano()) }
+// The steps a timeline marks.
+const (
+	stepRun = iota
+	stepCreated
+	stepOpened
+	stepFirst
+)
 
-// markMax sets *at to now if that is later (the last of several events).
-func markMax(at *atomic.Int64) {
+// step is the time of one step; nil for a worker without a timeline.
+func (tl *timeline) step(s int) *atomic.Int64 {
+	if tl == nil {
+		return nil
+	}
+	switch s {
+	case stepRun:
+		return &tl.run
+	case stepCreated:
+		return &tl.created
+	case stepOpened:
+		return &tl.opened
+	}
+	return &tl.first
+}
+
+// mark sets step s to now unless it is set.
+func (tl *timeline) mark(s int) {
+	if at := tl.step(s); at != nil {
+		at.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
+// markAlloc records how long the store took to create the output.
+func (tl *timeline) markAlloc(d time.Duration) {
+	if tl != nil {
+		tl.alloc.CompareAndSwap(0, int64(d))
+	}
+}
+
+// markLast sets step s to now if that is later (the last of several
+// events).
+func (tl *timeline) markLast(s int) {
+	at := tl.step(s)
+	if at == nil {
+		return
+	}
 	now := time.Now().UnixNano()
 	for {
 		old := at.Load()
@@ -61,8 +101,11 @@ func (tl *timeline) log(log *logrus.Entry, t *messages.ReduceTask) {
 }
 
 // firstByte wraps an input stream to mark the first byte it yields.
-func firstByte(in transport.Stream, at *atomic.Int64) transport.Stream {
-	s := &firstStream{Stream: in, at: at}
+func (tl *timeline) firstByte(in transport.Stream) transport.Stream {
+	if tl == nil {
+		return in
+	}
+	s := &firstStream{Stream: in, at: &tl.first}
 	if into, ok := in.(transport.IntoStream); ok {
 		return &firstIntoStream{firstStream: s, into: into}
 	}
@@ -77,7 +120,7 @@ type firstStream struct {
 func (s *firstStream) Next(ctx context.Context) ([]byte, error) {
 	b, err := s.Stream.Next(ctx)
 	if len(b) > 0 {
-		mark(s.at)
+		s.at.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return b, err
 }
@@ -90,7 +133,7 @@ type firstIntoStream struct {
 func (s *firstIntoStream) NextInto(ctx context.Context, dst []byte) (int, error) {
 	n, err := s.into.NextInto(ctx, dst)
 	if n > 0 {
-		mark(s.at)
+		s.at.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return n, err
 }

@@ -77,7 +77,9 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 func (w *reduceWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		w.tl.started = time.Now()
+		if w.tl != nil {
+			w.tl.started = time.Now()
+		}
 		w.watchCoordinator(ctx)
 		w.do(ctx, w.runs.Start())
 	case *messages.ReduceTask:
@@ -146,7 +148,7 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	go func() {
 		defer cancel()
-		mark(&w.tl.run)
+		w.tl.mark(stepRun)
 		report := func(msg any) { system.Root.Send(self, msg) }
 		end := w.run(run, system, order.Task, func(err *messages.Error) { report(runStarted{run: order.ID, err: err}) })
 		report(runEnded{run: order.ID, end: end})
@@ -198,7 +200,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			return storenode.RunEnd{}
 		}
 	}
-	mark(&w.tl.created)
+	w.tl.mark(stepCreated)
 	started(nil)
 	if t.GetSlices() > 0 {
 		log.WithFields(logrus.Fields{"bandwidth": t.GetBandwidth(), "chunk": w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth())}).
@@ -270,7 +272,7 @@ func stopped(ctx context.Context, err error) *messages.Error {
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
 	allocAt := time.Now()
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
-	w.tl.alloc.CompareAndSwap(0, int64(time.Since(allocAt)))
+	w.tl.markAlloc(time.Since(allocAt))
 	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
 		local := w.cfg.Store.Lookup(t.GetOutputId())
 		if local != nil && local.Pinned() && local.GatherCopy() && olderRun(local, t) {
@@ -362,7 +364,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	defer own.Close()
 	var ownIn transport.Stream = own
 	if len(t.GetChildren()) == 0 {
-		ownIn = firstByte(own, &w.tl.first) // a leaf's first byte is its own
+		ownIn = w.tl.firstByte(own) // a leaf's first byte is its own
 	}
 	if own.Size() != t.GetSize() {
 		return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
@@ -384,13 +386,13 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 			ts := &timedStream{Stream: s}
 			remote, s = append(remote, ts), ts
 		}
-		kids = append(kids, firstByte(s, &w.tl.first))
+		kids = append(kids, w.tl.firstByte(s))
 		if s.Size() != t.GetSize() {
 			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
 				c.GetObjectId(), c.GetNode().GetNodeId(), s.Size(), t.GetSize())
 		}
 	}
-	markMax(&w.tl.opened)
+	w.tl.markLast(stepOpened)
 	var fp storenode.Fingerprinter
 	onRange := func([]byte) {}
 	if t.GetRoot() {
@@ -636,6 +638,6 @@ func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, 
 		return err
 	}
 	defer s.Close()
-	markMax(&w.tl.opened)
-	return storenode.CopyStream(ctx, w.hooked(firstByte(s, &w.tl.first), in.GetObjectId(), 0), dst)
+	w.tl.markLast(stepOpened)
+	return storenode.CopyStream(ctx, w.hooked(w.tl.firstByte(s), in.GetObjectId(), 0), dst)
 }
