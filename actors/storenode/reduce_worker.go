@@ -3,6 +3,7 @@ package storenode
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -576,14 +577,27 @@ func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGathe
 // coordinator does, for all of them, once every gather is done, so an
 // AllReduce that fails leaves nothing its release of the target misses.
 // It returns the copy's fingerprint for that.
+//
+// The target's buffer is made when the first slice's first bytes arrive
+// (storenode.CopyStreamLazy), after the chains have filled: made at the
+// start, with the chains' outputs, the 32 MiB of a gather of 32 MiB were
+// most of what 8 members allocated at once, on 2 vCPUs, and the garbage
+// collection that allocation started ran in the same window
+// (BenchmarkSlicedAllReduceStagger, runtime traces).
 func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (uint64, error) {
 	size := t.GetSize()
-	buf, err := wr.Tail()
-	if err != nil {
-		return 0, err
-	}
-	if int64(len(buf)) != size {
-		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
+	var (
+		once   sync.Once
+		buf    []byte
+		bufErr error
+	)
+	target := func() ([]byte, error) {
+		once.Do(func() {
+			if buf, bufErr = wr.Tail(); bufErr == nil && int64(len(buf)) != size {
+				bufErr = messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
+			}
+		})
+		return buf, bufErr
 	}
 	kids := t.GetChildren()
 	ends := make([]int64, len(kids))
@@ -602,7 +616,7 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	errs := make(chan error, len(kids))
 	for i, c := range kids {
 		go func() {
-			err := w.gatherOne(gctx, c, chunk, paced(t), buf[c.GetOffset():ends[i]])
+			err := w.gatherOne(gctx, c, chunk, paced(t), target, c.GetOffset(), ends[i])
 			if err != nil {
 				cancel() // the others are pointless now
 			}
@@ -621,6 +635,9 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	if ctx.Err() != nil {
 		return 0, messages.AsError(ctx.Err())
 	}
+	if _, err := target(); err != nil { // no slice made it (none had bytes)
+		return 0, err
+	}
 	var fp storenode.Fingerprinter
 	fp.Write(buf)
 	if err := wr.Advance(int(size)); err != nil {
@@ -631,13 +648,20 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	return fp.Sum(), w.cfg.Store.Complete(out)
 }
 
-// gatherOne copies one reduced slice into dst.
-func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool, dst []byte) error {
+// gatherOne copies one reduced slice into [off, end) of the target's
+// buffer, which target makes once the slice's first bytes are in.
+func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool, target func() ([]byte, error), off, end int64) error {
 	s, err := w.open(ctx, in, chunk, paced)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	w.tl.markLast(stepOpened)
-	return storenode.CopyStream(ctx, w.hooked(w.tl.firstByte(s), in.GetObjectId(), 0), dst)
+	return storenode.CopyStreamLazy(ctx, w.hooked(w.tl.firstByte(s), in.GetObjectId(), 0), end-off, func() ([]byte, error) {
+		buf, err := target()
+		if err != nil {
+			return nil, err
+		}
+		return buf[off:end:end], nil
+	})
 }
