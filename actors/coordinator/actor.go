@@ -158,8 +158,11 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	sendAt := time.Now()
 	tasks := 0
 	for _, s := range fx.Sends {
-		if _, ok := s.Msg.(*messages.ReduceTask); ok {
+		switch m := s.Msg.(type) {
+		case *messages.ReduceTask:
 			tasks++
+		case *messages.ReduceTaskBatch:
+			tasks += len(m.GetTasks())
 		}
 		c.send(ctx, s)
 	}
@@ -221,6 +224,11 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	switch m := s.Msg.(type) {
 	case *messages.ReduceTask:
 		c.logTask(m, s.To.(*messages.NodeRef))
+		ctx.Request(to, m) // the worker reports to the sender
+	case *messages.ReduceTaskBatch:
+		for _, t := range m.GetTasks() {
+			c.logTask(t, s.To.(*messages.NodeRef))
+		}
 		ctx.Request(to, m)
 	case *messages.ReduceInvalidate:
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),

@@ -3,6 +3,7 @@ package processtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,8 +33,9 @@ type posTimeline struct {
 type staggerRep struct {
 	sentAt, sendNs int64 // the coordinator's first task send, and how long its sends took
 	// per member: its last task's arrival, its last worker's start, its
-	// last run's start, its last output's creation (its whole share is
-	// ready: every chain through it can pass it), its last input's first
+	// last run's start, its last chain output's creation (its whole share
+	// of the chains is ready: every chain through it can pass it; a
+	// gather's output is nobody's input), its last chain input's first
 	// byte; all from sentAt.
 	recv, spawn, run, created, first []time.Duration
 }
@@ -91,7 +93,12 @@ func parseStagger(nodes []*nodeProc, target string) (staggerRep, error) {
 		rep.recv = append(rep.recv, last(i, func(t posTimeline) int64 { return t.received }))
 		rep.spawn = append(rep.spawn, last(i, func(t posTimeline) int64 { return t.started }))
 		rep.run = append(rep.run, last(i, func(t posTimeline) int64 { return t.run }))
-		rep.created = append(rep.created, last(i, func(t posTimeline) int64 { return t.created }))
+		rep.created = append(rep.created, last(i, func(t posTimeline) int64 {
+			if t.gather {
+				return 0
+			}
+			return t.created
+		}))
 		rep.first = append(rep.first, last(i, func(t posTimeline) int64 {
 			if t.gather {
 				return 0 // a gather's first byte waits for a whole chain
@@ -125,21 +132,34 @@ func median(ds []time.Duration) time.Duration {
 // node` members on loopback start their shares of a sliced AllReduce of
 // 32 MiB (forced sliced, paced at 400 Mbit/s, debug logs): from the
 // coordinator's first task send to each member's last position having
-// its output (its whole share in place), and the stages before it. Run
-// with -benchtime 1x; it reports the medians of the reps.
+// its output (its whole share in place), and the stages before it. Two
+// clusters side by side, their reps interleaved: one whose coordinators
+// send each task alone (-unbatched-reduce-tasks, as before
+// ReduceTaskBatch) and one that batches them per node. Run with
+// -benchtime 1x; it reports the medians of the reps and the ratios of
+// the stagger medians to the first cluster's. HOPLITE_STAGGER_BEFORE=BIN
+// adds a cluster of BIN, a hoplite binary of an earlier commit (one that
+// logs the timelines, 9166f89 on), first: before and after in one run.
 //
-//	go test -run x -bench SlicedAllReduceStagger -benchtime 1x ./cluster/processtest/
+//	HOPLITE_STAGGER_BEFORE=/tmp/hoplite-9166f89 go test -run '^$' -bench SlicedAllReduceStagger -benchtime 1x ./cluster/processtest/
 func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 	const (
 		members = 8
 		size    = 32 << 20
 		reps    = 7
 	)
-	modes := []struct {
+	type mode struct {
 		name  string
+		bin   string
 		flags []string
-	}{{"current", nil}}
+	}
 	bin := hopliteBinary(b)
+	modes := []mode{{"per-task", bin, []string{"-unbatched-reduce-tasks"}}, {"batched", bin, nil}}
+	if before := os.Getenv("HOPLITE_STAGGER_BEFORE"); before != "" {
+		// A hoplite binary of an earlier commit (with the debug
+		// timelines, 9166f89 on): a third cluster, first in each round.
+		modes = append([]mode{{"before", before, nil}}, modes...)
+	}
 	c := newTestClient(b)
 	var clusters []*staggerCluster
 	for _, m := range modes {
@@ -147,7 +167,7 @@ func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 		cl := &staggerCluster{name: m.name}
 		for i := range slots {
 			args := append([]string{"-allreduce-shape", coordinator.ShapeSliced, "-link-rate", "400mbit", "-log-level", "debug", "-capacity", "512MiB"}, m.flags...)
-			cl.nodes = append(cl.nodes, startNode(b, bin, slots[i], seeds, args...))
+			cl.nodes = append(cl.nodes, startNode(b, m.bin, slots[i], seeds, args...))
 		}
 		for _, n := range cl.nodes {
 			n.waitStarted(b, 60*time.Second)
@@ -202,8 +222,9 @@ func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 			b.ReportMetric(float64(median(stag[cl.name]).Microseconds())/1000, "stagger-ms-"+cl.name)
 			b.ReportMetric(float64(median(took[cl.name]).Microseconds())/1000, "allreduce-ms-"+cl.name)
 		}
-		if len(clusters) == 2 {
-			b.ReportMetric(float64(median(stag[clusters[1].name]))/float64(median(stag[clusters[0].name])), "stagger-ratio")
+		// Each cluster's median stagger over the first's.
+		for _, cl := range clusters[1:] {
+			b.ReportMetric(float64(median(stag[cl.name]))/float64(median(stag[clusters[0].name])), "stagger-ratio-"+cl.name)
 		}
 	}
 }
