@@ -37,7 +37,8 @@ const (
 	stepFirst
 )
 
-// step is the time of one step; nil for a worker without a timeline.
+// step is the time of one step; nil for a worker without a timeline
+// (its log is not at debug level: then nothing is timed or wrapped).
 func (tl *timeline) step(s int) *atomic.Int64 {
 	if tl == nil {
 		return nil
@@ -119,7 +120,7 @@ type firstStream struct {
 
 func (s *firstStream) Next(ctx context.Context) ([]byte, error) {
 	b, err := s.Stream.Next(ctx)
-	if len(b) > 0 {
+	if len(b) > 0 && s.at.Load() == 0 {
 		s.at.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return b, err
@@ -132,7 +133,7 @@ type firstIntoStream struct {
 
 func (s *firstIntoStream) NextInto(ctx context.Context, dst []byte) (int, error) {
 	n, err := s.into.NextInto(ctx, dst)
-	if n > 0 {
+	if n > 0 && s.at.Load() == 0 {
 		s.at.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return n, err

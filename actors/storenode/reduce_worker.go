@@ -40,7 +40,8 @@ type reduceWorker struct {
 	// overtook it: a worker released right after it was spawned) drops
 	// it itself, or it would stay in the store for good.
 	dropped atomic.Bool
-	// tl is the first run's timeline (debug logs; see timeline).
+	// tl is the first run's timeline (debug logs; see timeline), nil
+	// unless the log is at debug level.
 	tl *timeline
 }
 
@@ -71,7 +72,11 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 		}
 		runs := storenode.NewPositionRuns(task, to)
 		runs.NumberFrom(incarnations.Add(1) << 32)
-		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs, tl: &timeline{received: received}}
+		w := &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
+		if cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			w.tl = &timeline{received: received} // only debug logs show it
+		}
+		return w
 	})
 }
 
