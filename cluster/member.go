@@ -144,6 +144,11 @@ type MemberConfig struct {
 	// ActorLocates sends every Locate as an actor message, as before the
 	// data plane carried them (benchmarks: the comparison in one run).
 	ActorLocates bool
+	// UnbatchedReduceTasks makes this member's coordinators send each
+	// reduce task as a message of its own, as before ReduceTaskBatch
+	// (coordinator.Config.UnbatchedTasks; benchmarks: the start stagger
+	// in one run).
+	UnbatchedReduceTasks bool
 	// LinkRate is this member's network link in bits per second, as its
 	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
 	// member paces the streams of sliced AllReduces at the link's TCP
@@ -556,7 +561,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.coord = coordactor.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
-			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0}}
+			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks}}
 
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
@@ -630,6 +635,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	if cfg.AllReduceShape != "" {
 		fields["allreduce_shape"] = cfg.AllReduceShape
+	}
+	if cfg.UnbatchedReduceTasks {
+		fields["unbatched_reduce_tasks"] = true
 	}
 	if cfg.ActorLocates {
 		fields["actor_locates"] = true

@@ -7,15 +7,30 @@ import (
 // The tests read a step's outbox through these views, in the core's
 // terms: which tasks went to which node, what the requester got, and so on.
 
-// Tasks are the ReduceTasks sent, with their nodes.
+// Tasks are the ReduceTasks sent, alone or in a ReduceTaskBatch, with
+// their nodes, in the order they were sent.
 func (fx Effects) Tasks() []Task {
 	var out []Task
 	for _, s := range fx.Sends {
-		if t, ok := s.Msg.(*messages.ReduceTask); ok {
-			out = append(out, Task{Node: s.To.(*messages.NodeRef), Task: t})
+		switch m := s.Msg.(type) {
+		case *messages.ReduceTask:
+			out = append(out, Task{Node: s.To.(*messages.NodeRef), Task: m})
+		case *messages.ReduceTaskBatch:
+			for _, t := range m.GetTasks() {
+				out = append(out, Task{Node: s.To.(*messages.NodeRef), Task: t})
+			}
 		}
 	}
 	return out
+}
+
+// isTasks reports whether msg carries tasks (a ReduceTask or a batch).
+func isTasks(msg any) bool {
+	switch msg.(type) {
+	case *messages.ReduceTask, *messages.ReduceTaskBatch:
+		return true
+	}
+	return false
 }
 
 // Invalidate are the ReduceInvalidates sent, as tasks naming a position

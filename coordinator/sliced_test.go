@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -79,11 +80,13 @@ func TestSlicedTasks(t *testing.T) {
 		tasks = append(tasks, r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0).Tasks()...)
 	}
 	// Every task goes out once every source is there: n chains of n,
-	// then the gathers. Slice k's chain starts at participant k+1 and
+	// then the gathers (positions n·n on; batched per node, see
+	// TestSlicedTasksBatched). Slice k's chain starts at participant k+1 and
 	// ends (its root) at participant k; each link reads its predecessor.
 	if len(tasks) != n*n+n {
 		t.Fatalf("%d tasks after every arrival, want %d", len(tasks), n*n+n)
 	}
+	tasks = byPosition(tasks)
 	for p, tk := range tasks[:n*n] {
 		task := tk.Task
 		k, c := p/n, p%n
@@ -276,19 +279,28 @@ func (s *slicedSim) apply(fx Effects) {
 			s.fetch[to.GetNodeId()] = true
 			s.events = append(s.events, slicedEvent{what: "fetched", node: to.GetNodeId()})
 		case *messages.ReduceTask:
-			w := &slicedWorker{task: m, node: to.GetNodeId()}
-			for _, old := range s.workers {
-				if old.node == w.node && old.task.GetPosition() == m.GetPosition() && !old.released {
-					old.released = true // the node runs a position's newest task
-				}
-			}
-			s.workers = append(s.workers, w)
-			s.outputs[m.GetOutputId()+"/"+w.node] = w
-			s.logf("task p%d g%d on %s", m.GetPosition(), m.GetGeneration(), w.node)
-			if s.alive[w.node] {
-				s.events = append(s.events, slicedEvent{what: "started", w: w})
+			s.task(to, m)
+		case *messages.ReduceTaskBatch:
+			for _, m := range m.GetTasks() {
+				s.task(to, m)
 			}
 		}
+	}
+}
+
+// task is a node's worker taking m.
+func (s *slicedSim) task(to *messages.NodeRef, m *messages.ReduceTask) {
+	w := &slicedWorker{task: m, node: to.GetNodeId()}
+	for _, old := range s.workers {
+		if old.node == w.node && old.task.GetPosition() == m.GetPosition() && !old.released {
+			old.released = true // the node runs a position's newest task
+		}
+	}
+	s.workers = append(s.workers, w)
+	s.outputs[m.GetOutputId()+"/"+w.node] = w
+	s.logf("task p%d g%d on %s", m.GetPosition(), m.GetGeneration(), w.node)
+	if s.alive[w.node] {
+		s.events = append(s.events, slicedEvent{what: "started", w: w})
 	}
 }
 
@@ -577,6 +589,7 @@ func TestSlicedReplan(t *testing.T) {
 			for i := 0; i < arrive; i++ {
 				sliced = append(sliced, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
 			}
+			sliced = byPosition(sliced)
 			switch phase {
 			case "reduce-scatter":
 				for _, tk := range sliced[:n*n] {
@@ -608,7 +621,7 @@ func TestSlicedReplan(t *testing.T) {
 			// The abandoned run: every surviving participant (each had a
 			// gather) is released and loses its copy, before the new tasks.
 			var drops, releases []string
-			firstTask := slices.IndexFunc(fx.Sends, func(s outbox.Send) bool { _, ok := s.Msg.(*messages.ReduceTask); return ok })
+			firstTask := slices.IndexFunc(fx.Sends, func(s outbox.Send) bool { return isTasks(s.Msg) })
 			for i, s := range fx.Sends {
 				switch m := s.Msg.(type) {
 				case *messages.DropObject:
@@ -679,5 +692,87 @@ func TestSlicedReplanNothingLeft(t *testing.T) {
 	fx := r.NodeFailed("n0", t0)
 	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
 		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
+	}
+}
+
+// byPosition sorts tasks by position (a sliced run's chains, then its
+// gathers).
+func byPosition(tasks []Task) []Task {
+	return slices.SortedStableFunc(slices.Values(tasks), func(a, b Task) int { return cmp.Compare(a.Task.GetPosition(), b.Task.GetPosition()) })
+}
+
+// TestSlicedTasksBatched: the sliced run's tasks reach each participant
+// in one ReduceTaskBatch, its n chain positions (one per slice) and its
+// gather in position order, the participants in the order of their first
+// position, after nothing else; a step with one task for a node sends it
+// alone; and Config.UnbatchedTasks sends one ReduceTask per position, as
+// before the batches.
+func TestSlicedTasksBatched(t *testing.T) {
+	const n = 4
+	run := func(cfg Config) Effects {
+		cfg.AllReduceShape = ShapeSliced
+		r := newRed(allReduceRequest(ids("s", n)), cfg)
+		r.start = node(0)
+		r.Begin(t0)
+		for i := 0; i < n-1; i++ {
+			if fx := r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0); len(fx.Tasks()) != 0 {
+				t.Fatalf("tasks before every source arrived: %v", fx.Tasks())
+			}
+		}
+		return r.Located(located(fmt.Sprintf("s%d", n-1), bigSize, node(n-1)), t0)
+	}
+	fx := run(Config{})
+	var order []string
+	for _, s := range fx.Sends {
+		b, ok := s.Msg.(*messages.ReduceTaskBatch)
+		if !ok {
+			if isTasks(s.Msg) {
+				t.Fatalf("a lone %T to %v: every participant has n+1 tasks", s.Msg, s.To)
+			}
+			continue
+		}
+		nd := s.To.(*messages.NodeRef).GetNodeId()
+		order = append(order, nd)
+		var pos []int
+		for _, tk := range b.GetTasks() {
+			pos = append(pos, int(tk.GetPosition()))
+		}
+		// Participant i holds chain index (i-k-1) mod n of slice k.
+		var want []int
+		for k := 0; k < n; k++ {
+			i := int(nd[1] - '0')
+			want = append(want, k*n+((i-k-1)%n+n)%n)
+		}
+		gather := slices.Index([]string{"n0", "n1", "n2", "n3"}, nd) // the creator n0's first: r.start
+		want = append(want, n*n+gather)
+		if !slices.Equal(pos, want) {
+			t.Fatalf("%s's batch: positions %v, want %v", nd, pos, want)
+		}
+		for _, tk := range b.GetTasks() {
+			if tk.GetTimeoutMs() <= 0 || tk.GetReduceId() != testReduceID {
+				t.Fatalf("%s's batch: task %v", nd, tk)
+			}
+		}
+	}
+	// Position 0 is slice 0's leaf, on participant 1; then 2, 3, 0.
+	if !slices.Equal(order, []string{"n1", "n2", "n3", "n0"}) {
+		t.Fatalf("batches to %v, want n1, n2, n3, n0 (the order of their first positions)", order)
+	}
+	if got := len(fx.Tasks()); got != n*n+n {
+		t.Fatalf("%d tasks in the batches, want %d", got, n*n+n)
+	}
+
+	fx = run(Config{UnbatchedTasks: true})
+	count := 0
+	for _, s := range fx.Sends {
+		switch s.Msg.(type) {
+		case *messages.ReduceTaskBatch:
+			t.Fatal("UnbatchedTasks sent a batch")
+		case *messages.ReduceTask:
+			count++
+		}
+	}
+	if count != n*n+n {
+		t.Fatalf("%d ReduceTasks unbatched, want %d", count, n*n+n)
 	}
 }

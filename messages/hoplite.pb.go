@@ -3192,6 +3192,59 @@ func (x *ReduceTask) GetBandwidth() float64 {
 	return 0
 }
 
+// ReduceTaskBatch carries the tasks one step of a Reduce sends one node,
+// in the coordinator's order: a sliced AllReduce's n chain positions and
+// the gather of each participant, or a subtree's positions on one node.
+// One message, one delivery and one turn of the store node, which spawns
+// the whole share at once: sent one by one, a node's tasks reached it in
+// several deliveries up to tens of ms apart, and every chain through a
+// late position waited for it. Each task is handled as a ReduceTask of
+// its own; one the node cannot run is answered with that position's
+// ReduceTaskStarted error, and the others run.
+type ReduceTaskBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         []*ReduceTask          `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceTaskBatch) Reset() {
+	*x = ReduceTaskBatch{}
+	mi := &file_hoplite_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceTaskBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceTaskBatch) ProtoMessage() {}
+
+func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
+func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3205,7 +3258,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3217,7 +3270,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3230,7 +3283,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3284,7 +3337,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3349,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3362,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -3375,7 +3428,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3387,7 +3440,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3400,7 +3453,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -3441,7 +3494,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3453,7 +3506,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3466,7 +3519,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -3504,7 +3557,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3569,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3582,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -3570,7 +3623,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3582,7 +3635,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3595,7 +3648,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -3624,7 +3677,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3636,7 +3689,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3649,7 +3702,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -3678,7 +3731,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +3743,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +3756,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -3977,7 +4030,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"\rsource_offset\x18\r \x01(\x03R\fsourceOffset\x12\x16\n" +
 	"\x06gather\x18\x0e \x01(\bR\x06gather\x12\x16\n" +
 	"\x06slices\x18\x10 \x01(\x05R\x06slices\x12\x1c\n" +
-	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\"\x92\x01\n" +
+	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\"<\n" +
+	"\x0fReduceTaskBatch\x12)\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\x92\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
@@ -4067,7 +4122,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4112,14 +4167,15 @@ var file_hoplite_proto_goTypes = []any{
 	(*StartReduce)(nil),       // 40: hoplite.StartReduce
 	(*ReduceInput)(nil),       // 41: hoplite.ReduceInput
 	(*ReduceTask)(nil),        // 42: hoplite.ReduceTask
-	(*ReduceTaskStarted)(nil), // 43: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 44: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 45: hoplite.ReduceInvalidate
-	(*ReduceRelease)(nil),     // 46: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 47: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 48: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 49: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 50: hoplite.Republish
+	(*ReduceTaskBatch)(nil),   // 43: hoplite.ReduceTaskBatch
+	(*ReduceTaskStarted)(nil), // 44: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 45: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 46: hoplite.ReduceInvalidate
+	(*ReduceRelease)(nil),     // 47: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 48: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 49: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 50: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 51: hoplite.Republish
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -4168,14 +4224,15 @@ var file_hoplite_proto_depIdxs = []int32{
 	1,  // 43: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
 	2,  // 44: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
 	41, // 45: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	4,  // 46: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 47: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 48: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	42, // 46: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	4,  // 47: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 48: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 49: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -4189,7 +4246,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -227,7 +227,7 @@ func (w *Writer) Tail() ([]byte, error) {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q has no buffer yet", w.o.id)
 	}
 	w.o.lent = true
-	return w.o.buf[w.o.written:w.o.size:w.o.size], nil
+	return w.o.bufLocked()[w.o.written:w.o.size:w.o.size], nil
 }
 
 // Advance publishes n bytes written in place at the front of Tail.
@@ -255,9 +255,10 @@ func (w *Writer) Rewind() error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	// A fresh buffer: slices handed to readers before stay as they were
-	// (bytes below written are immutable), they just stop being current.
-	w.o.buf = make([]byte, w.o.size)
+	// A fresh buffer (made by the next write): slices handed to readers
+	// before stay as they were (bytes below written are immutable), they
+	// just stop being current.
+	w.o.buf = nil
 	w.o.written, w.o.done = 0, false
 	w.o.epoch++
 	w.o.broadcast()
@@ -278,6 +279,17 @@ func (w *Writer) usable() error {
 	return w.o.err
 }
 
+// bufLocked is the object's buffer, made on first use: the store charges
+// an object's bytes when it is created and the first write allocates them
+// (see Store.allocate); a rewind drops the buffer for the next write to
+// make afresh. Callers hold o.mu and know the size.
+func (o *Object) bufLocked() []byte {
+	if o.buf == nil && o.size > 0 {
+		o.buf = make([]byte, o.size)
+	}
+	return o.buf
+}
+
 func (o *Object) appendLocked(p []byte) error {
 	if o.err != nil {
 		return o.err
@@ -288,7 +300,7 @@ func (o *Object) appendLocked(p []byte) error {
 	// Copying under the lock is safe for readers (they only read below
 	// written) and keeps the happens-before edge simple for the race
 	// detector; a chunk copy is short.
-	copy(o.buf[o.written:], p)
+	copy(o.bufLocked()[o.written:], p)
 	o.written += int64(len(p))
 	o.broadcast()
 	return nil

@@ -53,8 +53,49 @@ func CopyStream(ctx context.Context, s transport.Stream, dst []byte) error {
 	if s.Size() != int64(len(dst)) {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "slice of %d bytes for a range of %d", s.Size(), len(dst))
 	}
+	return copyStreamFrom(ctx, s, dst, 0)
+}
+
+// CopyStreamLazy is CopyStream into the n bytes that dst returns, which
+// it calls only once the stream's first bytes have arrived (or it is
+// empty): a gather of a sliced AllReduce makes the target's buffer once
+// it has something to put there, not with every other output of the
+// AllReduce at its start (see reduceWorker.gather). The first chunk is
+// copied, the rest lands in place as with CopyStream.
+func CopyStreamLazy(ctx context.Context, s transport.Stream, n int64, dst func() ([]byte, error)) error {
+	if s.Size() != n {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "slice of %d bytes for a range of %d", s.Size(), n)
+	}
+	var first []byte
+	var err error
+	if n > 0 {
+		if first, err = s.Next(ctx); err != nil && err != io.EOF {
+			return err
+		}
+		if int64(len(first)) > n {
+			return messages.Errorf(messages.ErrorCode_INTERNAL, "slice stream sent past its size %d", n)
+		}
+	}
+	d, derr := dst()
+	if derr != nil {
+		return derr
+	}
+	if int64(len(d)) != n {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "a range of %d bytes for a slice of %d", len(d), n)
+	}
+	at := copy(d, first)
+	if err == io.EOF {
+		if at != len(d) {
+			return messages.Errorf(messages.ErrorCode_INTERNAL, "slice stream ended at %d of %d bytes", at, len(d))
+		}
+		return nil
+	}
+	return copyStreamFrom(ctx, s, d, at)
+}
+
+// copyStreamFrom copies the rest of s into dst[at:].
+func copyStreamFrom(ctx context.Context, s transport.Stream, dst []byte, at int) error {
 	into, _ := s.(transport.IntoStream)
-	at := 0
 	for at < len(dst) {
 		if ctx.Err() != nil {
 			return messages.AsError(ctx.Err())

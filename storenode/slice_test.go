@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -103,5 +104,72 @@ func TestCopyStreamSizeMismatch(t *testing.T) {
 	defer ls.Close()
 	if err := CopyStream(ctx, ls, make([]byte, 12)); !errors.Is(err, messages.ErrInvalidArgument) {
 		t.Fatalf("a 10-byte stream into 12 bytes: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+// CopyStreamLazy asks for its destination only once the stream's first
+// bytes are in, then copies every byte into it; an empty stream asks at
+// once; a destination of the wrong size or one that fails is an error.
+func TestCopyStreamLazy(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(1 << 20)
+	o, _, err := s.Create("x", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.OpenObject(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := NewLocalStream(r, 4)
+	defer ls.Close()
+	asked := make(chan struct{})
+	dst := make([]byte, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- CopyStreamLazy(ctx, ls, 10, func() ([]byte, error) {
+			close(asked)
+			return dst, nil
+		})
+	}()
+	select {
+	case <-asked:
+		t.Fatal("the destination was asked for before any byte arrived")
+	case <-time.After(50 * time.Millisecond):
+	}
+	want := []byte("0123456789")
+	if err := o.Append(want[:3]); err != nil {
+		t.Fatal(err)
+	}
+	<-asked
+	if err := o.Append(want[3:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || string(dst) != string(want) {
+		t.Fatalf("copied %q, %v; want %q", dst, err, want)
+	}
+
+	if _, _, err := s.Create("e", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	re, err := s.OpenObject(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	if err := CopyStreamLazy(ctx, NewLocalStream(re, 4), 0, func() ([]byte, error) { called = true; return nil, nil }); err != nil || !called {
+		t.Fatalf("an empty stream: %v, destination asked for: %v", err, called)
+	}
+	r2, _ := s.OpenObject(ctx, "x")
+	if err := CopyStreamLazy(ctx, NewLocalStream(r2, 4), 10, func() ([]byte, error) { return make([]byte, 9), nil }); !errors.Is(err, messages.ErrInternal) {
+		t.Fatalf("a destination of 9 bytes for 10: %v, want INTERNAL", err)
+	}
+	r3, _ := s.OpenObject(ctx, "x")
+	refused := messages.Errorf(messages.ErrorCode_CANCELED, "no buffer")
+	if err := CopyStreamLazy(ctx, NewLocalStream(r3, 4), 10, func() ([]byte, error) { return nil, refused }); !errors.Is(err, messages.ErrCanceled) {
+		t.Fatalf("a failed destination: %v, want its CANCELED", err)
 	}
 }

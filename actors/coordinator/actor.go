@@ -51,6 +51,7 @@ type Coordinator struct {
 	begun     bool
 	watched   map[string]string   // store node PID -> node id
 	timers    map[any]*time.Timer // timer message -> its pending timer
+	stepAt    time.Time           // when the message being handled was taken (for the debug log of task sends)
 }
 
 // NewProps returns the props of the coordinator of one Reduce. requester
@@ -86,6 +87,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	}
 	c.logReport(ctx.Message())
 	now := time.Now()
+	c.stepAt = now
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.begun = true
@@ -153,8 +155,23 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "arrived": k.Arrived, "reduce_count": k.Count,
 			"completed_by": k.Reason, "after": k.After.Round(time.Microsecond)}).Info("knee policy fixed the number of sources to reduce")
 	}
+	sendAt := time.Now()
+	tasks := 0
 	for _, s := range fx.Sends {
+		switch m := s.Msg.(type) {
+		case *messages.ReduceTask:
+			tasks++
+		case *messages.ReduceTaskBatch:
+			tasks += len(m.GetTasks())
+		}
 		c.send(ctx, s)
+	}
+	if tasks > 0 && c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		// The start of a tree (or a sliced AllReduce's every chain): with
+		// the store nodes' "reduce position timeline", where a late start
+		// comes from.
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "tasks": tasks, "sends": len(fx.Sends), "step_at_ns": c.stepAt.UnixNano(),
+			"sent_at_ns": sendAt.UnixNano(), "step_ns": int64(sendAt.Sub(c.stepAt)), "send_ns": int64(time.Since(sendAt))}).Debug("reduce tasks sent")
 	}
 	for _, t := range fx.Timers {
 		c.arm(ctx, t)
@@ -207,6 +224,11 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	switch m := s.Msg.(type) {
 	case *messages.ReduceTask:
 		c.logTask(m, s.To.(*messages.NodeRef))
+		ctx.Request(to, m) // the worker reports to the sender
+	case *messages.ReduceTaskBatch:
+		for _, t := range m.GetTasks() {
+			c.logTask(t, s.To.(*messages.NodeRef))
+		}
 		ctx.Request(to, m)
 	case *messages.ReduceInvalidate:
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),

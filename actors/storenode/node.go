@@ -70,7 +70,9 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *messages.Reduce:
 		n.reduce(ctx, m)
 	case *messages.ReduceTask:
-		n.reduceTask(ctx, m)
+		n.reduceTask(ctx, m, time.Now())
+	case *messages.ReduceTaskBatch:
+		n.reduceTaskBatch(ctx, m)
 	case *messages.ReduceRelease:
 		n.reduceRelease(ctx, m)
 	case *messages.ReduceInvalidate:
@@ -473,9 +475,31 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	}()
 }
 
+// reduceTaskBatch runs every task of a batch, in its order, as if each
+// had come alone (see reduceTask): a task that cannot run is answered as
+// its position's error and the others run.
+func (n *StoreNode) reduceTaskBatch(ctx actor.Context, m *messages.ReduceTaskBatch) {
+	now := time.Now()
+	for _, t := range m.GetTasks() {
+		n.reduceTask(ctx, t, now)
+	}
+}
+
 // reduceTask runs a tree position: a new worker, or a newer generation
-// for the worker already there (it rewinds and reduces again).
-func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
+// for the worker already there (it rewinds and reduces again). A task
+// that names no position to run is answered at once with
+// INVALID_ARGUMENT as that position's start, which fails its Reduce
+// (see storenode.CheckTask); received is when it was taken from the
+// mailbox (the worker's debug timeline).
+func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask, received time.Time) {
+	if err := storenode.CheckTask(m); err != nil {
+		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "position": m.GetPosition(), "error": err}).Warn("refused a reduce task")
+		if ctx.Sender() != nil {
+			ctx.Send(ctx.Sender(), &messages.ReduceTaskStarted{ReduceId: m.GetReduceId(), Position: m.GetPosition(),
+				Generation: m.GetGeneration(), Error: err})
+		}
+		return
+	}
 	workers := n.reduces[m.GetReduceId()]
 	if pid := workers[m.GetPosition()]; pid != nil {
 		ctx.Send(pid, m)
@@ -486,7 +510,7 @@ func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask) {
 		n.reduces[m.GetReduceId()] = workers
 	}
 	// Beside this actor, not a child (see StoreNode.reduces).
-	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender()))
+	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender(), received))
 	ctx.Watch(pid)
 	workers[m.GetPosition()] = pid
 }

@@ -3,6 +3,7 @@ package storenode
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,9 @@ type reduceWorker struct {
 	// overtook it: a worker released right after it was spawned) drops
 	// it itself, or it would stay in the store for good.
 	dropped atomic.Bool
+	// tl is the first run's timeline (debug logs; see timeline), nil
+	// unless the log is at debug level.
+	tl *timeline
 }
 
 // runStarted is a run's report that its output exists, or why not.
@@ -57,7 +61,7 @@ type runEnded struct {
 func (runStarted) IgnoreDeadLetterLogging() {}
 func (runEnded) IgnoreDeadLetterLogging()   {}
 
-func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID) *actor.Props {
+func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID, received time.Time) *actor.Props {
 	// A restarted worker's runs are numbered apart from its earlier
 	// incarnation's, whose last run may still report to the same PID.
 	var incarnations atomic.Uint64
@@ -68,13 +72,20 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 		}
 		runs := storenode.NewPositionRuns(task, to)
 		runs.NumberFrom(incarnations.Add(1) << 32)
-		return &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
+		w := &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
+		if cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			w.tl = &timeline{received: received} // only debug logs show it
+		}
+		return w
 	})
 }
 
 func (w *reduceWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		if w.tl != nil {
+			w.tl.started = time.Now()
+		}
 		w.watchCoordinator(ctx)
 		w.do(ctx, w.runs.Start())
 	case *messages.ReduceTask:
@@ -143,6 +154,7 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	go func() {
 		defer cancel()
+		w.tl.mark(stepRun)
 		report := func(msg any) { system.Root.Send(self, msg) }
 		end := w.run(run, system, order.Task, func(err *messages.Error) { report(runStarted{run: order.ID, err: err}) })
 		report(runEnded{run: order.ID, end: end})
@@ -194,6 +206,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			return storenode.RunEnd{}
 		}
 	}
+	w.tl.mark(stepCreated)
 	started(nil)
 	if t.GetSlices() > 0 {
 		log.WithFields(logrus.Fields{"bandwidth": t.GetBandwidth(), "chunk": w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth())}).
@@ -225,6 +238,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		} else {
 			m, err = w.reduce(ctx, system, t, out, wr)
 		}
+		w.tl.log(w.cfg.Log, t)
 		switch {
 		case err == nil:
 			return storenode.RunEnd{Report: true, Fingerprint: fp, MeasuredBytes: m.bytes, MeasuredNanos: int64(m.wait)}
@@ -262,7 +276,9 @@ func stopped(ctx context.Context, err error) *messages.Error {
 // which announces it as a partial location at once (Gets and composed
 // Reduces stream from it while it is produced).
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
+	allocAt := time.Now()
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+	w.tl.markAlloc(time.Since(allocAt))
 	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
 		local := w.cfg.Store.Lookup(t.GetOutputId())
 		if local != nil && local.Pinned() && local.GatherCopy() && olderRun(local, t) {
@@ -352,6 +368,10 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()) // one size for all of this task's streams
 	own := storenode.NewLocalStream(r, chunk)
 	defer own.Close()
+	var ownIn transport.Stream = own
+	if len(t.GetChildren()) == 0 {
+		ownIn = w.tl.firstByte(own) // a leaf's first byte is its own
+	}
 	if own.Size() != t.GetSize() {
 		return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
 	}
@@ -372,18 +392,19 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 			ts := &timedStream{Stream: s}
 			remote, s = append(remote, ts), ts
 		}
-		kids = append(kids, s)
+		kids = append(kids, w.tl.firstByte(s))
 		if s.Size() != t.GetSize() {
 			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
 				c.GetObjectId(), c.GetNode().GetNodeId(), s.Size(), t.GetSize())
 		}
 	}
+	w.tl.markLast(stepOpened)
 	var fp storenode.Fingerprinter
 	onRange := func([]byte) {}
 	if t.GetRoot() {
 		onRange = fp.Write
 	}
-	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(own, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
+	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(ownIn, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
 		return measured{}, err
 	}
 	if ctx.Err() != nil {
@@ -561,14 +582,27 @@ func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGathe
 // coordinator does, for all of them, once every gather is done, so an
 // AllReduce that fails leaves nothing its release of the target misses.
 // It returns the copy's fingerprint for that.
+//
+// The target's buffer is made when the first slice's first bytes arrive
+// (storenode.CopyStreamLazy), after the chains have filled: made at the
+// start, with the chains' outputs, the 32 MiB of a gather of 32 MiB were
+// most of what 8 members allocated at once, on 2 vCPUs, and the garbage
+// collection that allocation started ran in the same window
+// (BenchmarkSlicedAllReduceStagger, runtime traces).
 func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (uint64, error) {
 	size := t.GetSize()
-	buf, err := wr.Tail()
-	if err != nil {
-		return 0, err
-	}
-	if int64(len(buf)) != size {
-		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
+	var (
+		once   sync.Once
+		buf    []byte
+		bufErr error
+	)
+	target := func() ([]byte, error) {
+		once.Do(func() {
+			if buf, bufErr = wr.Tail(); bufErr == nil && int64(len(buf)) != size {
+				bufErr = messages.Errorf(messages.ErrorCode_INTERNAL, "gather into %q: %d of %d bytes free", t.GetOutputId(), len(buf), size)
+			}
+		})
+		return buf, bufErr
 	}
 	kids := t.GetChildren()
 	ends := make([]int64, len(kids))
@@ -587,7 +621,7 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	errs := make(chan error, len(kids))
 	for i, c := range kids {
 		go func() {
-			err := w.gatherOne(gctx, c, chunk, paced(t), buf[c.GetOffset():ends[i]])
+			err := w.gatherOne(gctx, c, chunk, paced(t), target, c.GetOffset(), ends[i])
 			if err != nil {
 				cancel() // the others are pointless now
 			}
@@ -606,6 +640,9 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	if ctx.Err() != nil {
 		return 0, messages.AsError(ctx.Err())
 	}
+	if _, err := target(); err != nil { // no slice made it (none had bytes)
+		return 0, err
+	}
 	var fp storenode.Fingerprinter
 	fp.Write(buf)
 	if err := wr.Advance(int(size)); err != nil {
@@ -616,12 +653,20 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	return fp.Sum(), w.cfg.Store.Complete(out)
 }
 
-// gatherOne copies one reduced slice into dst.
-func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool, dst []byte) error {
+// gatherOne copies one reduced slice into [off, end) of the target's
+// buffer, which target makes once the slice's first bytes are in.
+func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool, target func() ([]byte, error), off, end int64) error {
 	s, err := w.open(ctx, in, chunk, paced)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return storenode.CopyStream(ctx, w.hooked(s, in.GetObjectId(), 0), dst)
+	w.tl.markLast(stepOpened)
+	return storenode.CopyStreamLazy(ctx, w.hooked(w.tl.firstByte(s), in.GetObjectId(), 0), end-off, func() ([]byte, error) {
+		buf, err := target()
+		if err != nil {
+			return nil, err
+		}
+		return buf[off:end:end], nil
+	})
 }

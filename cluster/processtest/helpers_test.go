@@ -11,7 +11,7 @@ type memberSlot struct{ bind, manage string }
 
 // memberSlots returns n free loopback slots and the seeds (every manage
 // endpoint).
-func memberSlots(t *testing.T, n int) ([]memberSlot, []string) {
+func memberSlots(t testing.TB, n int) ([]memberSlot, []string) {
 	binds, seeds := testutil.MemberSlots(t, n)
 	var slots []memberSlot
 	for i := range binds {

@@ -46,7 +46,7 @@ var (
 )
 
 // hopliteBinary builds cmd/hoplite once per test binary run.
-func hopliteBinary(t *testing.T) string {
+func hopliteBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "hoplite-bin-")
@@ -91,7 +91,7 @@ var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+)
 
 // startNode starts a member process; wait says whether to wait for its
 // start line.
-func startNode(t *testing.T, bin string, slot memberSlot, seeds []string, extra ...string) *nodeProc {
+func startNode(t testing.TB, bin string, slot memberSlot, seeds []string, extra ...string) *nodeProc {
 	t.Helper()
 	_, manage, _ := net.SplitHostPort(slot.manage)
 	args := append([]string{"node", "-bind", slot.bind, "-manage-port", manage, "-seeds", strings.Join(seeds, ","),
@@ -131,7 +131,7 @@ func tail(s string, n int) string {
 }
 
 // waitStarted waits for the process's start line.
-func (p *nodeProc) waitStarted(t *testing.T, d time.Duration) {
+func (p *nodeProc) waitStarted(t testing.TB, d time.Duration) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for {
@@ -207,7 +207,7 @@ var (
 // Proto.Actor Remote.Start writes grpc's global logger, which the gRPC
 // goroutines of a remote started earlier read (a data race inside the
 // libraries under -race).
-func newTestClient(t *testing.T) *testClient {
+func newTestClient(t testing.TB) *testClient {
 	t.Helper()
 	clientOnce.Do(func() {
 		port := freePorts(t, 1)[0]
@@ -246,7 +246,7 @@ func (c *testClient) view(p *nodeProc) ([]string, error) {
 }
 
 // converge waits until every node reports the same view of exactly them.
-func (c *testClient) converge(t *testing.T, nodes ...*nodeProc) []string {
+func (c *testClient) converge(t testing.TB, nodes ...*nodeProc) []string {
 	t.Helper()
 	var want []string
 	for _, n := range nodes {
@@ -279,7 +279,7 @@ const testShards = 64
 
 // idOwnedBy returns an object id with prefix whose directory shard the
 // member owner hosts in view.
-func idOwnedBy(t *testing.T, view []string, owner, prefix string) string {
+func idOwnedBy(t testing.TB, view []string, owner, prefix string) string {
 	t.Helper()
 	owners := cluster.ShardOwners(view, testShards)
 	for i := 0; i < 1<<16; i++ {
@@ -292,7 +292,7 @@ func idOwnedBy(t *testing.T, view []string, owner, prefix string) string {
 	return ""
 }
 
-func putRetry(t *testing.T, cl *storenode.Client, id string, data []byte) {
+func putRetry(t testing.TB, cl *storenode.Client, id string, data []byte) {
 	t.Helper()
 	end := time.Now().Add(20 * time.Second)
 	for {
