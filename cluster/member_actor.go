@@ -17,8 +17,9 @@ import (
 
 // In-process messages of the members actor (they never cross a process).
 type (
-	// memberFailed: a failure notice about id was delivered here.
-	memberFailed struct{ id string }
+	// memberFailed: a failure notice about id, at address as its
+	// originator knew it ("" if unknown), was delivered here.
+	memberFailed struct{ id, address string }
 	// leaveSelf: this member leaves; answered with leaveDone once its
 	// placement excludes it.
 	leaveSelf struct{}
@@ -162,7 +163,12 @@ func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeav
 }
 
 func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
-	a.st.view.Failed(msg.id)
+	if !a.st.view.Failed(msg.id, msg.address) {
+		if p := a.st.view.peers[msg.id]; p != nil && !p.dead {
+			a.m.log.WithFields(logrus.Fields{"subject": msg.id, "subject_address": msg.address, "known_address": p.address}).
+				Info("ignored a failure notice about a member at another address (a late message for another cluster)")
+		}
+	}
 	a.reconcile(ctx)
 }
 

@@ -185,6 +185,15 @@ func probe(addr string) (dead bool, err error) {
 // members node-0, node-1, … in every process, so on a machine running
 // several of them (tests in parallel) such a late notice would otherwise
 // expel a live member of the wrong cluster.
+//
+// The subject's address is looked up among the peers this member uses
+// and, failing that, in the provider's topology: at a member's start no
+// handshake is over yet, so no peer is in use, while the topology
+// already names them (a notice admitted then, when only the peer index
+// was asked, marked node-1 dead at a starting node-0 of another test
+// binary's cluster: "the members did not converge ... node-1 dead true").
+// A subject this member knows nowhere is admitted: it may be a member
+// the topology dropped already, whose failure must still be delivered.
 func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 	addr := n.GetSubjectAddress()
 	if addr == "" {
@@ -196,6 +205,9 @@ func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 	} else if idx := m.peers.Load(); idx != nil {
 		known = idx.byID[n.GetSubject()]
 	}
+	if known == "" {
+		known = m.topologyAddress(n.GetSubject())
+	}
 	if known == "" || known == addr {
 		return true
 	}
@@ -203,6 +215,19 @@ func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 		"from": n.GetFrom(), "origin": n.GetOrigin()}).
 		Info("ignored a failure notice about a member at another address (a late message for another cluster or incarnation)")
 	return false
+}
+
+// topologyAddress is the address at which the provider's current
+// topology lists member id ("" if it does not).
+func (m *Member) topologyAddress(id string) string {
+	if t := m.topo.Load(); t != nil {
+		for _, mem := range t.GetMembers() {
+			if mem.GetId() == id {
+				return mem.Address()
+			}
+		}
+	}
+	return ""
 }
 
 // deliver runs once per failure notice at this member (in the revoke
@@ -215,7 +240,7 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 	}
 	// Out of placement and of the overlay at once: its shards move.
 	if pid := m.membersPID.Load(); pid != nil {
-		ctx.Send(pid, &memberFailed{id: id})
+		ctx.Send(pid, &memberFailed{id: id, address: d.Notice.SubjectAddress})
 	}
 	if addr == "" {
 		addr, _, _ = strings.Cut(id, "#")
