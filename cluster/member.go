@@ -957,8 +957,14 @@ func (m *Member) Stop() {
 // member while its store still serves their rebuild, objects whose only
 // copy is here are reported lost (deleted from the directory and logged,
 // so Gets of them fail at once instead of waiting), then the member stops.
-// It returns the ids of the lost objects.
+// It returns the ids of the lost objects. A ctx without a deadline gets
+// DefaultTimeout.
 func (m *Member) Leave(ctx context.Context) ([]string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.cfg.DefaultTimeout)
+		defer cancel()
+	}
 	lost, err := m.leave(ctx)
 	m.teardown(true)
 	return lost, err

@@ -450,11 +450,15 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 }
 
 // reportLost gives up this member's copy of id and says whether it was
-// the last. The shard may have just moved and not yet know the copy (its
-// rebuild is under way): NOT_FOUND and UNAVAILABLE are retried a while.
+// the last. The shard may have just moved: it answers UNAVAILABLE until
+// every store node has republished to it (only then can it tell whether
+// a copy is the last), or does not run yet; those are retried until the
+// leave's deadline, which a loaded machine needs (a fixed 20 tries, about
+// a second, gave up on an object under the full test suite). NOT_FOUND
+// (the shard does not know this member's copy) is retried a while.
 func (m *Member) reportLost(ctx context.Context, id string) (bool, error) {
 	var last error
-	for attempt := 0; attempt < 20; attempt++ {
+	for notFound := 0; notFound < 20; {
 		res, err := m.system.Root.RequestFuture(m.shardFor(id), &messages.ReportLost{ObjectId: id, Node: m.ref}, time.Second).Result()
 		if err == nil {
 			r, ok := res.(*messages.ReportLostReply)
@@ -465,14 +469,16 @@ func (m *Member) reportLost(ctx context.Context, id string) (bool, error) {
 			if err == nil {
 				return r.GetLost(), nil
 			}
-			if !errors.Is(err, messages.ErrNotFound) && !errors.Is(err, messages.ErrUnavailable) {
+			if errors.Is(err, messages.ErrNotFound) {
+				notFound++
+			} else if !errors.Is(err, messages.ErrUnavailable) {
 				return false, err
 			}
 		}
 		last = err
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return false, fmt.Errorf("%w (last answer: %v)", ctx.Err(), last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
