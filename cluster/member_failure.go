@@ -142,15 +142,65 @@ var ErrExpelled = errors.New("hoplite: the other members declared this member fa
 // is told directly (the broadcast sends no copy to its subject), so that
 // it rejoins as a new incarnation instead of serving on outside the
 // placement.
+//
+// The notice is repeated until that incarnation no longer answers at
+// addr (nothing listens, or another member id answers there), for at most
+// expelNoticeFor: one notice is not enough. The member is usually paused
+// when it is dropped (that is why it missed its health checks), and the
+// Proto.Actor endpoint that carries the notice connects to it only when
+// it resumes; that one connection attempt can fail (the endpoint is
+// dropped with what it holds), and a member that never heard of its
+// expulsion served on outside every other member's view for good
+// (TestProcessExpelledRejoins under load: "views did not converge", the
+// member logging only "membership views disagree").
 func (m *Member) expelled(id, addr string) {
-	dead, err := probe(addr)
-	if dead {
-		return
+	end := time.Now().Add(expelNoticeFor)
+	members := actor.NewPID(addr, memberRoot+"/"+membersName)
+	for told := 0; ; told++ {
+		dead, err := probe(addr)
+		if dead {
+			return
+		}
+		if told == 0 {
+			m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
+				Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
+		}
+		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName), &messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr})
+		if m.cfg.embedded != nil {
+			// Once only: embedded members never pause, and their ids
+			// (node-0, node-1, …) are alike in every process, so a member
+			// of another test binary's cluster that took this address
+			// would answer to the same id and be told it was expelled.
+			return
+		}
+		// Who answers there now? A hello without a member id: the
+		// answer's view is all it asks for, nothing is recorded there.
+		res, err := m.system.Root.RequestFuture(members,
+			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, expelNoticeEvery).Result()
+		if r, ok := res.(*messages.MemberHelloReply); err == nil && ok && r.GetMemberId() != id {
+			return // it stopped, and a new incarnation serves there
+		}
+		if time.Now().After(end) {
+			m.log.WithFields(logrus.Fields{"member": id, "notices": told + 1}).
+				Warn("a member the provider dropped still answers after being told to rejoin: giving up telling it")
+			return
+		}
+		select {
+		case <-m.quit:
+			return
+		case <-time.After(expelNoticeEvery):
+		}
 	}
-	m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
-		Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
-	m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName), &messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr})
 }
+
+const (
+	// expelNoticeEvery is how often a member that was dropped while it
+	// answers is told again, and how long each check waits for its answer.
+	expelNoticeEvery = time.Second
+	// expelNoticeFor bounds the telling: longer than a pause the health
+	// checks did not tolerate is likely to last.
+	expelNoticeFor = time.Minute
+)
 
 // resync asks the store node at addr to republish what it holds to the
 // shards hosted here.
