@@ -352,7 +352,22 @@ type watchedTransport struct {
 	report  func(dataAddr string, err error)
 	metrics *memberMetrics
 	peerOf  func(dataAddr string) string
+	// down, if set, reports that this member crashed: it opens nothing
+	// and calls nobody any more (see errCrashed).
+	down func() bool
 }
+
+// errCrashed is what a crashed member's data plane answers its own
+// actors, which run on for a moment while they are stopped: a SIGKILLed
+// process sends nothing more, and an embedded member killed by Local.Kill
+// must not either. One that still could sent a Locate to another
+// member's shard after every member had delivered its failure, and the
+// shard recorded the dead member as a partial copy and handed it to the
+// next receiver as its sender (TestFigure4BroadcastFailover: R3 fetched
+// from the killed R1 first, a second SenderSwitched).
+var errCrashed = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "this member has crashed")
+
+func (w *watchedTransport) crashed() bool { return w.down != nil && w.down() }
 
 func (w *watchedTransport) check(addr string, err error) {
 	if errors.Is(err, messages.ErrUnavailable) {
@@ -361,6 +376,9 @@ func (w *watchedTransport) check(addr string, err error) {
 }
 
 func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
+	if w.crashed() {
+		return nil, errCrashed
+	}
 	s, err := w.Transport.Open(ctx, self, addr, id, offset, chunk)
 	return w.watch(addr, s, err)
 }
@@ -368,6 +386,9 @@ func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offs
 // OpenPaced implements transport.PacedOpener, pacing where the wrapped
 // transport can.
 func (w *watchedTransport) OpenPaced(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
+	if w.crashed() {
+		return nil, errCrashed
+	}
 	s, err := transport.OpenPaced(ctx, w.Transport, self, addr, id, offset, chunk)
 	return w.watch(addr, s, err)
 }
@@ -393,6 +414,9 @@ func (w *watchedTransport) watch(addr string, s transport.Stream, err error) (tr
 // Call implements transport.Caller: a peer that could not be reached is
 // suspected, as for a stream; one that answered with an error is alive.
 func (w *watchedTransport) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
+	if w.crashed() {
+		return nil, errCrashed
+	}
 	c, ok := w.Transport.(transport.Caller)
 	if !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "the data plane carries no control requests")
