@@ -290,7 +290,7 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 	}
 	// Out of placement and of the overlay at once: its shards move.
 	if pid := m.membersPID.Load(); pid != nil {
-		ctx.Send(pid, &memberFailed{id: id, address: d.Notice.SubjectAddress})
+		ctx.Send(pid, &memberFailed{id: id, address: d.Notice.SubjectAddress, origin: d.Notice.Origin, from: d.From})
 	}
 	if addr == "" {
 		addr, _, _ = strings.Cut(id, "#")

@@ -28,8 +28,9 @@ type peer struct {
 	why         string // incompatibility
 	store       *messages.NodeRef
 	inTopology  bool
-	dead        bool // a failure notice about it was delivered here
-	leaving     bool // it announced a graceful leave
+	dead        bool   // a failure notice about it was delivered here
+	deadBy      string // whose notice, for diagnostics (Describe)
+	leaving     bool   // it announced a graceful leave
 }
 
 // memberView is one member's membership state: a pure core (no actors,
@@ -238,7 +239,11 @@ func (v *memberView) Describe() map[string]string {
 	out := make(map[string]string, len(v.peers))
 	for id, p := range v.peers {
 		state := [...]string{"no hello answered", "compatible", "incompatible: " + p.why}[p.state]
-		out[id] = fmt.Sprintf("%s, in topology %v, dead %v, leaving %v, quarantined %v", state, p.inTopology, p.dead, p.leaving, v.quarantined(p))
+		dead := fmt.Sprint(p.dead)
+		if p.dead && p.deadBy != "" {
+			dead += " (" + p.deadBy + ")"
+		}
+		out[id] = fmt.Sprintf("%s, in topology %v, dead %s, leaving %v, quarantined %v", state, p.inTopology, dead, p.leaving, v.quarantined(p))
 	}
 	return out
 }
