@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -53,4 +55,32 @@ func TestNoticeOfAnotherClusterIsIgnored(t *testing.T) {
 	eventually(t, 10*time.Second, "b's node-0 delivers a notice about its own node-1", func() bool {
 		return len(nodeFailures(evs, "node-1")) > 0
 	})
+}
+
+// At a member's start no handshake is over, so its peer index is empty,
+// while the provider's topology already names its peers. Admission must
+// ask the topology then: it admitted any notice about a member it had
+// not greeted yet, and so a late notice of another process's cluster
+// about its "node-1" was forwarded and delivered at a starting node-0.
+func TestAdmitNoticeAsksTheTopologyBeforeTheHandshakes(t *testing.T) {
+	m := &Member{id: "node-0", log: logrus.NewEntry(quietLog())}
+	m.peers.Store(newPeerIndex())
+	m.topo.Store(&pcluster.ClusterTopology{Members: []*pcluster.Member{
+		{Id: "node-0", Host: "127.0.0.1", Port: 1000},
+		{Id: "node-1", Host: "127.0.0.1", Port: 1001},
+	}})
+	notice := func(subject, addr string) *messages.RevokeNotice {
+		return &messages.RevokeNotice{Origin: "node-2", From: "node-2", Subject: subject, SubjectAddress: addr}
+	}
+	if m.admitNotice(notice("node-1", "127.0.0.1:2001")) {
+		t.Fatal("admitted a notice about node-1 at another address than the topology's")
+	}
+	if !m.admitNotice(notice("node-1", "127.0.0.1:1001")) {
+		t.Fatal("refused a notice about node-1 at its topology address")
+	}
+	// Gone from the topology (dropped before the notice came): admitted,
+	// its failure must still be delivered.
+	if !m.admitNotice(notice("node-3", "127.0.0.1:1003")) {
+		t.Fatal("refused a notice about a member this member does not know")
+	}
 }

@@ -397,6 +397,9 @@ type Member struct {
 	errMu    sync.Mutex
 	err      error
 	stopOnce sync.Once
+	// crashed is set first thing by crash: its data plane then refuses
+	// its own actors' requests (watchedTransport.down).
+	crashed atomic.Bool
 }
 
 // peerIndex resolves the members a failure may be reported about.
@@ -566,7 +569,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor, LocateAt: m.locateAt,
-			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData},
+			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
@@ -965,8 +968,14 @@ func (m *Member) Stop() {
 // member while its store still serves their rebuild, objects whose only
 // copy is here are reported lost (deleted from the directory and logged,
 // so Gets of them fail at once instead of waiting), then the member stops.
-// It returns the ids of the lost objects.
+// It returns the ids of the lost objects. A ctx without a deadline gets
+// DefaultTimeout.
 func (m *Member) Leave(ctx context.Context) ([]string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.cfg.DefaultTimeout)
+		defer cancel()
+	}
 	lost, err := m.leave(ctx)
 	m.teardown(true)
 	return lost, err
@@ -1028,6 +1037,7 @@ func (m *Member) teardown(graceful bool) {
 // other members learn of it only through their own failure path.
 func (m *Member) crash(gone error) {
 	m.stopOnce.Do(func() {
+		m.crashed.Store(true) // first: nothing it runs reaches another member any more
 		m.failures.Close()
 		if m.pc != nil && m.pc.Remote != nil {
 			safely(func() { m.pc.Remote.Shutdown(false) })

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -17,8 +18,11 @@ import (
 
 // In-process messages of the members actor (they never cross a process).
 type (
-	// memberFailed: a failure notice about id was delivered here.
-	memberFailed struct{ id string }
+	// memberFailed: a failure notice about id, at address as its
+	// originator knew it ("" if unknown), was delivered here; origin and
+	// from say whose it was (diagnostics of a view that does not
+	// converge).
+	memberFailed struct{ id, address, origin, from string }
 	// leaveSelf: this member leaves; answered with leaveDone once its
 	// placement excludes it.
 	leaveSelf struct{}
@@ -162,7 +166,16 @@ func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeav
 }
 
 func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
-	a.st.view.Failed(msg.id)
+	if a.st.view.Failed(msg.id, msg.address) {
+		if p := a.st.view.peers[msg.id]; p != nil {
+			p.deadBy = fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member"))
+		}
+	} else {
+		if p := a.st.view.peers[msg.id]; p != nil && !p.dead {
+			a.m.log.WithFields(logrus.Fields{"subject": msg.id, "subject_address": msg.address, "known_address": p.address}).
+				Info("ignored a failure notice about a member at another address (a late message for another cluster)")
+		}
+	}
 	a.reconcile(ctx)
 }
 

@@ -142,15 +142,65 @@ var ErrExpelled = errors.New("hoplite: the other members declared this member fa
 // is told directly (the broadcast sends no copy to its subject), so that
 // it rejoins as a new incarnation instead of serving on outside the
 // placement.
+//
+// The notice is repeated until that incarnation no longer answers at
+// addr (nothing listens, or another member id answers there), for at most
+// expelNoticeFor: one notice is not enough. The member is usually paused
+// when it is dropped (that is why it missed its health checks), and the
+// Proto.Actor endpoint that carries the notice connects to it only when
+// it resumes; that one connection attempt can fail (the endpoint is
+// dropped with what it holds), and a member that never heard of its
+// expulsion served on outside every other member's view for good
+// (TestProcessExpelledRejoins under load: "views did not converge", the
+// member logging only "membership views disagree").
 func (m *Member) expelled(id, addr string) {
-	dead, err := probe(addr)
-	if dead {
-		return
+	end := time.Now().Add(expelNoticeFor)
+	members := actor.NewPID(addr, memberRoot+"/"+membersName)
+	for told := 0; ; told++ {
+		dead, err := probe(addr)
+		if dead {
+			return
+		}
+		if told == 0 {
+			m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
+				Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
+		}
+		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName), &messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr})
+		if m.cfg.embedded != nil {
+			// Once only: embedded members never pause, and their ids
+			// (node-0, node-1, …) are alike in every process, so a member
+			// of another test binary's cluster that took this address
+			// would answer to the same id and be told it was expelled.
+			return
+		}
+		// Who answers there now? A hello without a member id: the
+		// answer's view is all it asks for, nothing is recorded there.
+		res, err := m.system.Root.RequestFuture(members,
+			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, expelNoticeEvery).Result()
+		if r, ok := res.(*messages.MemberHelloReply); err == nil && ok && r.GetMemberId() != id {
+			return // it stopped, and a new incarnation serves there
+		}
+		if time.Now().After(end) {
+			m.log.WithFields(logrus.Fields{"member": id, "notices": told + 1}).
+				Warn("a member the provider dropped still answers after being told to rejoin: giving up telling it")
+			return
+		}
+		select {
+		case <-m.quit:
+			return
+		case <-time.After(expelNoticeEvery):
+		}
 	}
-	m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
-		Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
-	m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName), &messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr})
 }
+
+const (
+	// expelNoticeEvery is how often a member that was dropped while it
+	// answers is told again, and how long each check waits for its answer.
+	expelNoticeEvery = time.Second
+	// expelNoticeFor bounds the telling: longer than a pause the health
+	// checks did not tolerate is likely to last.
+	expelNoticeFor = time.Minute
+)
 
 // resync asks the store node at addr to republish what it holds to the
 // shards hosted here.
@@ -185,6 +235,15 @@ func probe(addr string) (dead bool, err error) {
 // members node-0, node-1, … in every process, so on a machine running
 // several of them (tests in parallel) such a late notice would otherwise
 // expel a live member of the wrong cluster.
+//
+// The subject's address is looked up among the peers this member uses
+// and, failing that, in the provider's topology: at a member's start no
+// handshake is over yet, so no peer is in use, while the topology
+// already names them (a notice admitted then, when only the peer index
+// was asked, marked node-1 dead at a starting node-0 of another test
+// binary's cluster: "the members did not converge ... node-1 dead true").
+// A subject this member knows nowhere is admitted: it may be a member
+// the topology dropped already, whose failure must still be delivered.
 func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 	addr := n.GetSubjectAddress()
 	if addr == "" {
@@ -196,6 +255,9 @@ func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 	} else if idx := m.peers.Load(); idx != nil {
 		known = idx.byID[n.GetSubject()]
 	}
+	if known == "" {
+		known = m.topologyAddress(n.GetSubject())
+	}
 	if known == "" || known == addr {
 		return true
 	}
@@ -203,6 +265,19 @@ func (m *Member) admitNotice(n *messages.RevokeNotice) bool {
 		"from": n.GetFrom(), "origin": n.GetOrigin()}).
 		Info("ignored a failure notice about a member at another address (a late message for another cluster or incarnation)")
 	return false
+}
+
+// topologyAddress is the address at which the provider's current
+// topology lists member id ("" if it does not).
+func (m *Member) topologyAddress(id string) string {
+	if t := m.topo.Load(); t != nil {
+		for _, mem := range t.GetMembers() {
+			if mem.GetId() == id {
+				return mem.Address()
+			}
+		}
+	}
+	return ""
 }
 
 // deliver runs once per failure notice at this member (in the revoke
@@ -215,7 +290,7 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 	}
 	// Out of placement and of the overlay at once: its shards move.
 	if pid := m.membersPID.Load(); pid != nil {
-		ctx.Send(pid, &memberFailed{id: id})
+		ctx.Send(pid, &memberFailed{id: id, address: d.Notice.SubjectAddress, origin: d.Notice.Origin, from: d.From})
 	}
 	if addr == "" {
 		addr, _, _ = strings.Cut(id, "#")
@@ -277,7 +352,22 @@ type watchedTransport struct {
 	report  func(dataAddr string, err error)
 	metrics *memberMetrics
 	peerOf  func(dataAddr string) string
+	// down, if set, reports that this member crashed: it opens nothing
+	// and calls nobody any more (see errCrashed).
+	down func() bool
 }
+
+// errCrashed is what a crashed member's data plane answers its own
+// actors, which run on for a moment while they are stopped: a SIGKILLed
+// process sends nothing more, and an embedded member killed by Local.Kill
+// must not either. One that still could sent a Locate to another
+// member's shard after every member had delivered its failure, and the
+// shard recorded the dead member as a partial copy and handed it to the
+// next receiver as its sender (TestFigure4BroadcastFailover: R3 fetched
+// from the killed R1 first, a second SenderSwitched).
+var errCrashed = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "this member has crashed")
+
+func (w *watchedTransport) crashed() bool { return w.down != nil && w.down() }
 
 func (w *watchedTransport) check(addr string, err error) {
 	if errors.Is(err, messages.ErrUnavailable) {
@@ -286,6 +376,9 @@ func (w *watchedTransport) check(addr string, err error) {
 }
 
 func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
+	if w.crashed() {
+		return nil, errCrashed
+	}
 	s, err := w.Transport.Open(ctx, self, addr, id, offset, chunk)
 	return w.watch(addr, s, err)
 }
@@ -293,6 +386,9 @@ func (w *watchedTransport) Open(ctx context.Context, self, addr, id string, offs
 // OpenPaced implements transport.PacedOpener, pacing where the wrapped
 // transport can.
 func (w *watchedTransport) OpenPaced(ctx context.Context, self, addr, id string, offset int64, chunk int) (transport.Stream, error) {
+	if w.crashed() {
+		return nil, errCrashed
+	}
 	s, err := transport.OpenPaced(ctx, w.Transport, self, addr, id, offset, chunk)
 	return w.watch(addr, s, err)
 }
@@ -318,6 +414,9 @@ func (w *watchedTransport) watch(addr string, s transport.Stream, err error) (tr
 // Call implements transport.Caller: a peer that could not be reached is
 // suspected, as for a stream; one that answered with an error is alive.
 func (w *watchedTransport) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
+	if w.crashed() {
+		return nil, errCrashed
+	}
 	c, ok := w.Transport.(transport.Caller)
 	if !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "the data plane carries no control requests")
@@ -425,11 +524,15 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 }
 
 // reportLost gives up this member's copy of id and says whether it was
-// the last. The shard may have just moved and not yet know the copy (its
-// rebuild is under way): NOT_FOUND and UNAVAILABLE are retried a while.
+// the last. The shard may have just moved: it answers UNAVAILABLE until
+// every store node has republished to it (only then can it tell whether
+// a copy is the last), or does not run yet; those are retried until the
+// leave's deadline, which a loaded machine needs (a fixed 20 tries, about
+// a second, gave up on an object under the full test suite). NOT_FOUND
+// (the shard does not know this member's copy) is retried a while.
 func (m *Member) reportLost(ctx context.Context, id string) (bool, error) {
 	var last error
-	for attempt := 0; attempt < 20; attempt++ {
+	for notFound := 0; notFound < 20; {
 		res, err := m.system.Root.RequestFuture(m.shardFor(id), &messages.ReportLost{ObjectId: id, Node: m.ref}, time.Second).Result()
 		if err == nil {
 			r, ok := res.(*messages.ReportLostReply)
@@ -440,14 +543,16 @@ func (m *Member) reportLost(ctx context.Context, id string) (bool, error) {
 			if err == nil {
 				return r.GetLost(), nil
 			}
-			if !errors.Is(err, messages.ErrNotFound) && !errors.Is(err, messages.ErrUnavailable) {
+			if errors.Is(err, messages.ErrNotFound) {
+				notFound++
+			} else if !errors.Is(err, messages.ErrUnavailable) {
 				return false, err
 			}
 		}
 		last = err
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return false, fmt.Errorf("%w (last answer: %v)", ctx.Err(), last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

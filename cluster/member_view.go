@@ -28,8 +28,9 @@ type peer struct {
 	why         string // incompatibility
 	store       *messages.NodeRef
 	inTopology  bool
-	dead        bool // a failure notice about it was delivered here
-	leaving     bool // it announced a graceful leave
+	dead        bool   // a failure notice about it was delivered here
+	deadBy      string // whose notice, for diagnostics (Describe)
+	leaving     bool   // it announced a graceful leave
 }
 
 // memberView is one member's membership state: a pure core (no actors,
@@ -178,11 +179,24 @@ func (v *memberView) Hello(id, address string, store *messages.NodeRef, compatib
 	return false
 }
 
-// Failed records a delivered failure notice. It reports whether it
-// changed anything.
-func (v *memberView) Failed(id string) bool {
+// Failed records a delivered failure notice about member id, which the
+// notice's originator knew at address ("" if it did not say). It reports
+// whether it changed anything. A notice naming the member at another
+// address than this view knows it at is not about this member: embedded
+// clusters name their members node-0, node-1, … in every process, and a
+// late notice of another process's cluster reaches this member through a
+// loopback port that cluster's member held before. The revoke actor's
+// admission refuses most of them, but only by what it knew when the
+// notice came (at a member's start, before the handshakes, it knows no
+// peer, and the topology that names one can arrive between admission and
+// delivery): this is the check that sees the view's own knowledge, so no
+// interleaving lets such a notice mark a live member dead.
+func (v *memberView) Failed(id, address string) bool {
 	p := v.peers[id]
 	if p == nil || p.dead {
+		return false
+	}
+	if address != "" && p.address != "" && address != p.address {
 		return false
 	}
 	p.dead = true
@@ -225,7 +239,11 @@ func (v *memberView) Describe() map[string]string {
 	out := make(map[string]string, len(v.peers))
 	for id, p := range v.peers {
 		state := [...]string{"no hello answered", "compatible", "incompatible: " + p.why}[p.state]
-		out[id] = fmt.Sprintf("%s, in topology %v, dead %v, leaving %v, quarantined %v", state, p.inTopology, p.dead, p.leaving, v.quarantined(p))
+		dead := fmt.Sprint(p.dead)
+		if p.dead && p.deadBy != "" {
+			dead += " (" + p.deadBy + ")"
+		}
+		out[id] = fmt.Sprintf("%s, in topology %v, dead %s, leaving %v, quarantined %v", state, p.inTopology, dead, p.leaving, v.quarantined(p))
 	}
 	return out
 }

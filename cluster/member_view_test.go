@@ -106,7 +106,7 @@ func TestMemberViewLifecycle(t *testing.T) {
 		t.Fatalf("stores %d", got)
 	}
 	// a fails: gone from everything; then the topology drops it.
-	if !v.Failed("a") || v.Failed("a") {
+	if !v.Failed("a", "") || v.Failed("a", "") {
 		t.Fatal("Failed must report the first notice only")
 	}
 	if got := v.Reachable(); !slices.Equal(got, []string{"b", "d"}) {
@@ -120,7 +120,7 @@ func TestMemberViewLifecycle(t *testing.T) {
 	// for addressQuarantine after a's failure.
 	t0 := time.Unix(1000, 0)
 	v.SetNow(t0)
-	v.Failed("d") // d's address is now quarantined from t0
+	v.Failed("d", "") // d's address is now quarantined from t0
 	v.Topology([]topologyMember{{"b", "b-addr"}, {"c", "c-addr"}, {"d2", "d-addr"}})
 	if got := v.NeedsHello(); len(got) != 0 {
 		t.Fatalf("greeting a quarantined incarnation: %v", got[0].id)
@@ -140,5 +140,39 @@ func TestMemberViewLifecycle(t *testing.T) {
 	}
 	if v.Address("b") != "b-addr" || v.Address("d2") != "d-addr" || v.Address("zz") != "" {
 		t.Fatal("addresses")
+	}
+}
+
+// A starting member knows its peers from the topology before any
+// handshake is over. A failure notice of another process's embedded
+// cluster that names a member alike ("node-1") at that cluster's address
+// reached a starting node-0 through a recycled loopback port and marked
+// its live node-1 dead for good: "the members did not converge within
+// 20s: node-0 sees [node-0 node-2] … node-1 … dead true". The view
+// takes a notice only if it names the member at the address it knows.
+func TestViewIgnoresANoticeAboutAMemberAtAnotherAddress(t *testing.T) {
+	ref := func(id string) *messages.NodeRef {
+		return &messages.NodeRef{NodeId: id, Address: "127.0.0.1:100" + id[len(id)-1:], ActorId: "node/store", DataAddress: id + "-data"}
+	}
+	v := newMemberView("node-0", "127.0.0.1:1000", ref("node-0"), 4)
+	v.Topology([]topologyMember{{"node-0", "127.0.0.1:1000"}, {"node-1", "127.0.0.1:1001"}, {"node-2", "127.0.0.1:1002"}})
+	// Another cluster's node-1, at its own address: not this one.
+	if v.Failed("node-1", "127.0.0.1:2001") {
+		t.Fatal("a notice naming node-1 at another address marked it dead")
+	}
+	v.Hello("node-1", "127.0.0.1:1001", ref("node-1"), true, "")
+	v.Hello("node-2", "127.0.0.1:1002", ref("node-2"), true, "")
+	if got := v.Live(); !slices.Equal(got, []string{"node-0", "node-1", "node-2"}) {
+		t.Fatalf("live after the foreign notice and the handshakes: %v", got)
+	}
+	// A notice naming it at its own address (or at none) is about it.
+	if !v.Failed("node-1", "127.0.0.1:1001") {
+		t.Fatal("a notice naming node-1 at its address was not taken")
+	}
+	if !v.Failed("node-2", "") {
+		t.Fatal("a notice without an address was not taken")
+	}
+	if got := v.Live(); !slices.Equal(got, []string{"node-0"}) {
+		t.Fatalf("live after the real failures: %v", got)
 	}
 }

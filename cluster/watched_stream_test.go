@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -89,4 +91,51 @@ func TestWatchedStreamKeepsReceiveInto(t *testing.T) {
 			t.Errorf("into=%v: %v bytes counted, want 10", into, n)
 		}
 	}
+}
+
+// A crashed member's data plane opens nothing and calls nobody: its
+// actors run on for a moment while they are stopped, and a Locate one of
+// them sent on the data plane after every member had delivered its
+// failure made a shard record the dead member as a copy and hand it to
+// the next receiver as its sender (TestFigure4BroadcastFailover, about 1
+// run in 10 under load). It does not report its peers as suspects either:
+// it is the one that is gone.
+func TestCrashedMembersDataPlaneRefusesItsOwnRequests(t *testing.T) {
+	var down, opened bool
+	var reported []string
+	w := &watchedTransport{Transport: countingOpens{opened: &opened}, metrics: newMemberMetrics(&Member{}),
+		report: func(addr string, _ error) { reported = append(reported, addr) },
+		peerOf: func(string) string { return "peer" }, down: func() bool { return down }}
+	if _, err := w.Open(t.Context(), "self", "addr", "x", 0, 3); err != nil || !opened {
+		t.Fatalf("a live member's Open: %v (opened %v)", err, opened)
+	}
+	down, opened = true, false
+	if _, err := w.Open(t.Context(), "self", "addr", "x", 0, 3); !errors.Is(err, messages.ErrUnavailable) || opened {
+		t.Fatalf("a crashed member's Open: %v (reached the transport: %v), want UNAVAILABLE", err, opened)
+	}
+	if _, err := w.OpenPaced(t.Context(), "self", "addr", "x", 0, 3); !errors.Is(err, messages.ErrUnavailable) || opened {
+		t.Fatalf("a crashed member's OpenPaced: %v (reached the transport: %v), want UNAVAILABLE", err, opened)
+	}
+	if _, err := w.Call(t.Context(), "addr", messages.ControlLocate, nil); !errors.Is(err, messages.ErrUnavailable) || opened {
+		t.Fatalf("a crashed member's Call: %v (reached the transport: %v), want UNAVAILABLE", err, opened)
+	}
+	if len(reported) != 0 {
+		t.Fatalf("a crashed member suspected its peers: %v", reported)
+	}
+}
+
+// countingOpens is a transport (and control caller) that notes being used.
+type countingOpens struct {
+	transport.Transport
+	opened *bool
+}
+
+func (c countingOpens) Open(context.Context, string, string, string, int64, int) (transport.Stream, error) {
+	*c.opened = true
+	return &chunkStream{data: []byte("0123456789")}, nil
+}
+
+func (c countingOpens) Call(context.Context, string, byte, []byte) ([]byte, error) {
+	*c.opened = true
+	return nil, nil
 }

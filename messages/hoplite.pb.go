@@ -3773,6 +3773,54 @@ func (x *Republish) GetShardCount() int32 {
 	return 0
 }
 
+// RepublishDone answers a Republish request once the store node has sent
+// the asker every copy and deletion it asked for (they travel before it,
+// on the same ordered connection): a rebuilt shard knows then that it has
+// heard everything that store node holds for it.
+type RepublishDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepublishDone) Reset() {
+	*x = RepublishDone{}
+	mi := &file_hoplite_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepublishDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepublishDone) ProtoMessage() {}
+
+func (x *RepublishDone) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
+func (*RepublishDone) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RepublishDone) GetNode() *NodeRef {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
 var File_hoplite_proto protoreflect.FileDescriptor
 
 const file_hoplite_proto_rawDesc = "" +
@@ -4077,7 +4125,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tRepublish\x12\x16\n" +
 	"\x06shards\x18\x01 \x03(\x05R\x06shards\x12\x1f\n" +
 	"\vshard_count\x18\x02 \x01(\x05R\n" +
-	"shardCount*\xb0\x01\n" +
+	"shardCount\"5\n" +
+	"\rRepublishDone\x12$\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node*\xb0\x01\n" +
 	"\tErrorCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
@@ -4122,7 +4172,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4176,6 +4226,7 @@ var file_hoplite_proto_goTypes = []any{
 	(*StoreReducedReply)(nil), // 49: hoplite.StoreReducedReply
 	(*ReleaseTarget)(nil),     // 50: hoplite.ReleaseTarget
 	(*Republish)(nil),         // 51: hoplite.Republish
+	(*RepublishDone)(nil),     // 52: hoplite.RepublishDone
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -4228,11 +4279,12 @@ var file_hoplite_proto_depIdxs = []int32{
 	4,  // 47: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
 	4,  // 48: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
 	4,  // 49: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	5,  // 50: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -4246,7 +4298,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -111,7 +111,19 @@ type Shard struct {
 	armedAt time.Time
 	watched map[string]string // store node PID -> node id, watched for Terminated
 	starts  *atomic.Int32     // shared by the shard's incarnations
+	// republishing holds the store nodes (by PID key) asked to republish
+	// at this start that have not answered RepublishDone yet, until
+	// republishUntil: while one may still send copies, the table cannot
+	// tell whether a copy it knows is the last.
+	republishing   map[string]bool
+	republishUntil time.Time
 }
+
+// RepublishWait bounds how long a shard that (re)started waits for the
+// store nodes' RepublishDone before it answers ReportLost from what it
+// has: a store node that died meanwhile never answers (its copies are
+// gone, and the failure path says so).
+const RepublishWait = 5 * time.Second
 
 // NewShardProps returns the props of a directory shard actor.
 func NewShardProps(cfg ShardConfig) *actor.Props {
@@ -158,7 +170,19 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.UnpublishLocation:
 		out = s.table.Unpublish(m)
 	case *messages.ReportLost:
+		if n := s.rebuilding(now); n > 0 {
+			// Whether this is the last copy is not known before every store
+			// node has republished: a leaving member asking now was told
+			// "lost" of an object another member held (its publication
+			// still on the way), or NOT_FOUND of its own. It retries.
+			out = []outbox.Send{{To: ctx.Sender(), Msg: &messages.ReportLostReply{ObjectId: m.GetObjectId(),
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", ctx.Self().GetId(), n)}}}
+			break
+		}
 		out = s.table.ReportLost(m, ctx.Sender())
+	case *messages.RepublishDone:
+		delete(s.republishing, actorutil.Key(m.GetNode().PID()))
+		return
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
 		out = s.table.Locate(m, locateReplyTo(ctx.Sender(), m), now)
@@ -196,6 +220,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *actor.DeadLetterResponse:
 		// A Republish request to a store node that died meanwhile: its
 		// copies are gone, and the failure path says so.
+		delete(s.republishing, actorutil.Key(m.Target))
 		return
 	default:
 		s.dropped(ctx, "unknown message")
@@ -233,6 +258,8 @@ func (s *Shard) started(ctx actor.Context) {
 	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt
 	s.table = table.NewLocationTable(tc)
 	s.watched = map[string]string{}
+	s.republishing = map[string]bool{}
+	s.republishUntil = time.Now().Add(RepublishWait)
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
 	if s.cfg.Nodes != nil {
 		// Soft state: whatever the store nodes hold, and the ids they
@@ -240,6 +267,7 @@ func (s *Shard) started(ctx actor.Context) {
 		// A request, so the copies come back to this shard even before the
 		// nodes' shard tables point here (the shard may just have moved).
 		for _, n := range s.cfg.Nodes() {
+			s.republishing[actorutil.Key(n.PID())] = true
 			ctx.Request(n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 		}
 	}
@@ -273,6 +301,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		return nil
 	}
 	delete(s.watched, key)
+	delete(s.republishing, key) // it will not answer any more
 	if s.cfg.Failures.First(node) {
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
@@ -315,6 +344,15 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 		s.watched[actorutil.Key(pid)] = n.GetNodeId()
 		ctx.Watch(pid)
 	}
+}
+
+// rebuilding counts the store nodes that may still republish copies to
+// this shard (none once RepublishWait has passed since it started).
+func (s *Shard) rebuilding(now time.Time) int {
+	if !now.Before(s.republishUntil) {
+		return 0
+	}
+	return len(s.republishing)
 }
 
 // startReduce reserves the target and spawns the Reduce's coordinator as a

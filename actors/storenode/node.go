@@ -546,6 +546,12 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 		}
 		ctx.Send(to, pub)
 	}
+	// The asker (a rebuilt shard) learns that it has everything now: the
+	// publications above reach it first (one sender, one receiver, in
+	// order), and it decides whether a copy is the last one only then.
+	if ctx.Sender() != nil {
+		ctx.Respond(&messages.RepublishDone{Node: n.cfg.Self})
+	}
 }
 
 // tombstoneBatch bounds the ids of one Tombstones message (a remote

@@ -151,6 +151,27 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 			}
 		}
 	}
+	// What the shards and the Reduce's coordinator received, so that the
+	// sources arrive at the coordinator in Put order (R1, R2, …: the tree
+	// the events describe) by messages, not by sleeps: each source's shard
+	// lives on its own member, and two Puts in a row reached the
+	// coordinator out of order under load ("R1+R7+R4+R3+R5+R6").
+	var arrMu sync.Mutex
+	subscribed, heard := map[string]bool{}, map[string]bool{}
+	cfg.ShardHook = func(_ string, msg any) {
+		if m, ok := msg.(*messages.Subscribe); ok {
+			arrMu.Lock()
+			subscribed[m.GetObjectId()] = true
+			arrMu.Unlock()
+		}
+	}
+	cfg.CoordinatorHook = func(_ string, msg any) {
+		if m, ok := msg.(*messages.LocationUpdate); ok && !m.GetDeleted() && m.GetNode() != nil {
+			arrMu.Lock()
+			heard[m.GetObjectId()] = true
+			arrMu.Unlock()
+		}
+	}
 	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
 		if id == "R6" && off > 0 {
 			select { // R6 is placed but cannot finish
@@ -249,7 +270,15 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 		r, err := l.Client(0).Reduce(ctx, recoveryTarget, ids, recoveryNum, messages.ReduceOp_SUM, messages.DType_INT64)
 		res <- result{r, err}
 	}()
-	time.Sleep(20 * time.Millisecond) // the coordinator subscribes first
+	// The coordinator subscribes to every source first: each Put's
+	// location is then pushed to it, none replayed out of order.
+	if err := poll(ctx, "the coordinator's subscriptions", func() bool {
+		arrMu.Lock()
+		defer arrMu.Unlock()
+		return len(subscribed) >= len(ids)
+	}); err != nil {
+		return err
+	}
 	held := make(chan error, 1)
 	for i, id := range ids[:recoveryNum+1] {
 		if id == "R6" {
@@ -257,14 +286,14 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 		} else if err := l.Client(i).Put(ctx, id, src[id]); err != nil {
 			return err
 		}
-		if err := poll(ctx, id+" to arrive", func() bool {
-			info, err := l.Client(0).Info(ctx, id, false)
-			return err == nil && len(info.GetLocations()) > 0
+		if err := poll(ctx, id+" to reach the coordinator", func() bool {
+			arrMu.Lock()
+			defer arrMu.Unlock()
+			return heard[id]
 		}); err != nil {
 			return err
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // R7's arrival reaches the coordinator
 	pr.printf("  reduce: SUM of %d of %d int64 sources of %d MiB, R6's Put held, R7 a backup; killing node-1 (R2)\n",
 		recoveryNum, recoveryNodes, srcSize>>20)
 	if err := l.Kill(recoveryVictim); err != nil {

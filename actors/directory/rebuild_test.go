@@ -1,0 +1,107 @@
+package directory
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A member that leaves asks the shards that moved off it, still
+// rebuilding, whether its copies were the last. A rebuilt shard that
+// answered from what it had heard so far told it "lost" of an object
+// another store node held, whose publication was still on the way
+// (TestProcessGracefulLeave: "2 objects lost", and the directory then
+// failed Gets of an object that exists). It answers UNAVAILABLE until
+// every store node it asked to republish has said RepublishDone.
+func TestRebuiltShardAnswersReportLostOnlyOnceEveryStoreRepublished(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	const size = 1 << 20
+	// A store node stand-in: on Republish it publishes its copies to the
+	// asker and, unless held, answers RepublishDone; a held one does both
+	// when it receives release{}.
+	type release struct{}
+	fakeStore := func(name string, objects []string, hold bool) *messages.NodeRef {
+		var self *messages.NodeRef
+		var asker *actor.PID
+		answer := func(ctx actor.Context) {
+			for _, id := range objects {
+				ctx.Send(asker, &messages.PublishLocation{ObjectId: id, Node: self, State: messages.LocationState_COMPLETE, Size: size})
+			}
+			ctx.Send(asker, &messages.RepublishDone{Node: self})
+		}
+		pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+			switch ctx.Message().(type) {
+			case *messages.Republish:
+				asker = ctx.Sender()
+				if !hold {
+					answer(ctx)
+				}
+			case release:
+				answer(ctx)
+			}
+		}), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId(), DataAddress: "mem://" + name}
+		return self
+	}
+	leaver := fakeStore("leaver", []string{"only", "shared"}, false)
+	other := fakeStore("other", []string{"shared"}, true)
+	shard, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: true,
+		Nodes: func() []*messages.NodeRef { return []*messages.NodeRef{leaver, other} }}), "shard-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportLost := func(id string) *messages.ReportLostReply {
+		t.Helper()
+		res, err := system.Root.RequestFuture(shard, &messages.ReportLost{ObjectId: id, Node: leaver}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*messages.ReportLostReply)
+	}
+	// The leaver's copies are known: the shard heard from it.
+	end := time.Now().Add(10 * time.Second)
+	for {
+		res, err := system.Root.RequestFuture(shard, CountObjects{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.(ObjectCount).Objects == 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the shard never learned the leaver's copies")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// "other" has not republished: nobody can say yet whether "shared" is lost.
+	r := reportLost("shared")
+	if r.GetLost() || !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrUnavailable) {
+		t.Fatalf("ReportLost(shared) while a store node had not republished: lost %v, error %v; want UNAVAILABLE", r.GetLost(), r.GetError())
+	}
+	system.Root.Send(other.PID(), release{})
+	end = time.Now().Add(10 * time.Second)
+	for {
+		r = reportLost("shared")
+		if !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrUnavailable) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("still UNAVAILABLE after every store node republished: %v", r.GetError())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.GetError() != nil || r.GetLost() {
+		t.Fatalf("ReportLost(shared) with another complete copy: lost %v, error %v; want not lost", r.GetLost(), r.GetError())
+	}
+	if r := reportLost("only"); r.GetError() != nil || !r.GetLost() {
+		t.Fatalf("ReportLost(only), the last copy: lost %v, error %v; want lost", r.GetLost(), r.GetError())
+	}
+}
