@@ -18,7 +18,7 @@ import (
 func TestMPIBenchSkipsASlowRepetition(t *testing.T) {
 	for _, tool := range []string{"mpicc", "mpirun"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s: bench/peers/install installs OpenMPI", tool)
+			t.Skipf("skipped: %s is not on PATH (bench/peers/install installs OpenMPI, as .ci/run does)", tool)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

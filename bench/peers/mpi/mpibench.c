@@ -190,6 +190,7 @@ int main(int argc, char **argv)
 
 	double *times = calloc((size_t)reps, sizeof(double));
 	double *cpus = calloc((size_t)reps, sizeof(double));
+	int skipped = 0; /* stopped by --max-rep-s: no RESULT */
 	for (long r = -1; r < reps; r++) { /* r == -1 is the warm-up */
 		check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 		double start = now();
@@ -262,17 +263,13 @@ int main(int argc, char **argv)
 					       op_names[op], nranks, size, algorithm, worst[0] - worst[1], max_rep_s);
 					fflush(stdout);
 				}
-				free(times);
-				free(cpus);
-				free(dst);
-				free(src);
-				MPI_Finalize();
-				return 0;
+				skipped = 1;
+				break;
 			}
 		}
 	}
 
-	if (rank == 0) {
+	if (rank == 0 && !skipped) {
 		qsort(times, (size_t)reps, sizeof(double), cmp_double);
 		double median = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
 		qsort(cpus, (size_t)reps, sizeof(double), cmp_double);
