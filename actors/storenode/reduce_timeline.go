@@ -84,7 +84,9 @@ func (tl *timeline) markLast(s int) {
 	}
 }
 
-// log writes the timeline once, at debug level.
+// log writes the timeline once, at debug level, when the first run ends
+// (done_ns: a chain's root and a gather end with their slice, which says
+// which slice held the AllReduce up).
 func (tl *timeline) log(log *logrus.Entry, t *messages.ReduceTask) {
 	if tl == nil || !log.Logger.IsLevelEnabled(logrus.DebugLevel) || tl.logged.Swap(true) {
 		return
@@ -98,7 +100,7 @@ func (tl *timeline) log(log *logrus.Entry, t *messages.ReduceTask) {
 	log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": t.GetPosition(), "generation": t.GetGeneration(),
 		"gather": t.GetGather(), "received_ns": tl.received.UnixNano(), "spawn_ns": int64(tl.started.Sub(tl.received)),
 		"run_ns": int64(ns(tl.run.Load())), "created_ns": int64(ns(tl.created.Load())), "opened_ns": int64(ns(tl.opened.Load())),
-		"first_ns": int64(ns(tl.first.Load())), "alloc_ns": tl.alloc.Load()}).Debug("reduce position timeline")
+		"first_ns": int64(ns(tl.first.Load())), "alloc_ns": tl.alloc.Load(), "done_ns": int64(ns(time.Now().UnixNano()))}).Debug("reduce position timeline")
 }
 
 // firstByte wraps an input stream to mark the first byte it yields.
