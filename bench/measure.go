@@ -200,6 +200,29 @@ func spanOf(ts ...timing) time.Duration {
 // is a failure run and done has not closed by then). killed closes once
 // the victim is dead; wait waits for the killer and says whether it
 // killed.
+// ownSpans is how the peers time a collective (mpibench, gloobench):
+// each participant from its own start, the slowest of them; and how far
+// apart the participants started. spanOf charges an op for a participant
+// that woke late at begin (on a loaded host, a process waiting for a
+// core); the peers start their clocks at each rank's own exit from a
+// barrier, which does not.
+func ownSpans(ts ...timing) (slowest, skew time.Duration) {
+	var first, last time.Time
+	for _, t := range ts {
+		if t.start.IsZero() {
+			continue
+		}
+		slowest = max(slowest, t.done.Sub(t.start))
+		if first.IsZero() || t.start.Before(first) {
+			first = t.start
+		}
+		if t.start.After(last) {
+			last = t.start
+		}
+	}
+	return slowest, last.Sub(first)
+}
+
 func (m *measurement) afterKill(ctx context.Context, begin time.Time, done <-chan struct{}) (killed <-chan struct{}, wait func() (bool, error)) {
 	k := make(chan struct{})
 	if !m.sys.kill {
@@ -286,6 +309,8 @@ func (m *measurement) broadcast(ctx context.Context) (sample, error) {
 		return sample{}, fmt.Errorf("kill host %d: %w", victim, kerr)
 	}
 	s := sample{d: elapsed, extra: map[string]float64{}}
+	own, skew := ownSpans(times...)
+	s.extra["own_s"], s.extra["start_skew_s"] = own.Seconds(), skew.Seconds()
 	if m.sys.kill {
 		s.extra["killed"] = b2f(did)
 		s.extra["kill_at_s"] = m.kill.Seconds()
@@ -443,6 +468,7 @@ func planExtra(p *messages.ReducePlan) map[string]float64 {
 	}
 	if p.GetShape() == coordinator.ShapeSliced {
 		x["sliced"] = 1
+		x["ring_gather"] = b2f(p.GetRingGather())
 	}
 	return x
 }

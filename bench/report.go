@@ -184,8 +184,10 @@ func (r *Report) WriteTable(w io.Writer) {
 				note = "chain-leaf: one chain (S/(B·L) >= N)"
 			case res.Extra["chain_leaf"] == 1:
 				note = "chain-leaf: binary top, chains below"
+			case res.Extra["sliced"] == 1 && res.Extra["ring_gather"] == 1:
+				note = "sliced: reduce-scatter, all-gather around the ring"
 			case res.Extra["sliced"] == 1:
-				note = "sliced: reduce-scatter, all-gather"
+				note = "sliced: reduce-scatter, all-gather from the roots"
 			}
 		}
 		if a, ok := res.Extra["algorithm"]; ok {

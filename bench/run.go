@@ -98,8 +98,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor or actor-locates)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, actor-locates or star-gather)", p)
 		}
 	}
 	if c.TLS && c.Testbed == nil {

@@ -78,6 +78,11 @@ const SysReduceBcast = "reduce-bcast"
 // data plane carried them: that change measured in the same run.
 const SysActorLocates = "ours-actor-locates"
 
+// SysStarGather is ours with a sliced AllReduce's gathers fetching every
+// slice from its root (--peers star-gather, hoplite node -no-ring-gather),
+// as before the ring all-gather: that change measured in the same run.
+const SysStarGather = "ours-star-gather"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -93,6 +98,8 @@ type system struct {
 	free string
 	// actorLocates: hoplite node -actor-locates.
 	actorLocates bool
+	// noRingGather: hoplite node -no-ring-gather.
+	noRingGather bool
 	tls          bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
 	floor        bool // SysActorRTT: bare round trips instead of the operation
 	peer         string
@@ -217,6 +224,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "actor-locates") {
 		out = append(out, system{name: SysActorLocates, actorLocates: true})
+	}
+	if slices.Contains(o.Peers, "star-gather") {
+		out = append(out, system{name: SysStarGather, noRingGather: true})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

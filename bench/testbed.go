@@ -307,6 +307,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.arShape != "" {
 		args = append(args, "-allreduce-shape", s.arShape)
 	}
+	if s.noRingGather {
+		args = append(args, "-no-ring-gather")
+	}
 	if s.actorLocates {
 		args = append(args, "-actor-locates")
 	}

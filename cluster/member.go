@@ -149,6 +149,10 @@ type MemberConfig struct {
 	// (coordinator.Config.UnbatchedTasks; benchmarks: the start stagger
 	// in one run).
 	UnbatchedReduceTasks bool
+	// NoRingGather makes this member's sliced AllReduces gather every
+	// slice from its root, as before the ring all-gather
+	// (coordinator.Config.NoRingGather; benchmarks: both in one run).
+	NoRingGather bool
 	// LinkRate is this member's network link in bits per second, as its
 	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
 	// member paces the streams of sliced AllReduces at the link's TCP
@@ -564,7 +568,8 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.coord = coordactor.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
-			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks}}
+			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
+			NoRingGather: cfg.NoRingGather}}
 
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
@@ -641,6 +646,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	if cfg.UnbatchedReduceTasks {
 		fields["unbatched_reduce_tasks"] = true
+	}
+	if cfg.NoRingGather {
+		fields["no_ring_gather"] = true
 	}
 	if cfg.ActorLocates {
 		fields["actor_locates"] = true

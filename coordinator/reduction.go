@@ -58,6 +58,10 @@ type Config struct {
 	// UnbatchedTasks sends every ReduceTask as a message of its own, as
 	// before ReduceTaskBatch (benchmarks: the start stagger it costs).
 	UnbatchedTasks bool
+	// NoRingGather makes a sliced AllReduce's gathers fetch every slice
+	// from its root, as before the ring all-gather (see sliced;
+	// benchmarks: both in one run).
+	NoRingGather bool
 }
 
 // InternalID names the intermediate output of one generation of a tree

@@ -36,6 +36,18 @@ const ShapeSliced = "sliced"
 // slice k is s[k] op (s[k-1] op (... op s[k+1])), the sources indexed by
 // their place in the request, mod n.
 //
+// When every participant is a node of its own, the all-gather goes around
+// the ring as well (ring): slice k's root is followed by n-1 relay
+// positions (ReduceTask.relay) on participants k+1, ..., k-1, each
+// copying its predecessor's copy of the slice as it arrives, and every
+// gather copies its slices from its own node (the root's output or a
+// relay's). Every byte a participant receives then comes from its
+// predecessor, whose paced link alone feeds it. Fetched by each gather
+// from each root instead, n-1 senders fed every downlink unpaced as a
+// whole: on the testbed (8 hosts, 400 Mbit/s) some downlinks queued a
+// megabyte (21 ms) for whole runs while others idled, and each chain
+// paid those queues at every hop.
+//
 // There is no repair inside the shape: its chains need every source. A
 // participant that fails, before the chains start or after, ends the
 // sliced run instead: the AllReduce goes on as reduce-then-broadcast
@@ -52,6 +64,9 @@ type sliced struct {
 	sent    map[int]bool    // positions whose task was sent
 	gnode   map[int]string  // gather position -> node id
 	fp      uint64          // the target's fingerprint, from the creator's gather
+	// ring: the all-gather relays each slice around the participants
+	// (every participant a node of its own; see relayPos).
+	ring bool
 }
 
 func newSliced(n int, cut []plan.Slice) *sliced {
@@ -62,6 +77,10 @@ func newSliced(n int, cut []plan.Slice) *sliced {
 // member is the participant (index into the request's sources) at chain
 // index c of slice k.
 func (s *sliced) member(k, c int) int { return (k + 1 + c) % s.n }
+
+// relayPos is the position of slice k's j-th relay (1 <= j < n), on
+// participant k+j: after the n·n chain positions and the n gathers'.
+func (s *sliced) relayPos(k, j int) int { return s.n*s.n + s.n + k*(s.n-1) + j - 1 }
 
 // slicedPlan fills the plan's positions: every chain, parent the next
 // link, the root last.
@@ -118,6 +137,15 @@ func (r *Reduction) slicedArrived() effects {
 	for p := 0; p < s.n*s.n; p++ {
 		r.slicedSend(p, &fx)
 	}
+	s.ring = len(nodes) == s.n && s.n > 2 && !r.cfg.NoRingGather
+	r.plan.RingGather = s.ring
+	if s.ring {
+		for k := 0; k < s.n; k++ {
+			for j := 1; j < s.n; j++ {
+				r.relaySend(k, j, &fx)
+			}
+		}
+	}
 	for _, n := range s.gathers {
 		fx.Tasks = append(fx.Tasks, r.gatherTask(n))
 	}
@@ -143,18 +171,43 @@ func (r *Reduction) slicedSend(p int, fx *effects) {
 	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
 }
 
+// relaySend sends slice k's j-th relay its task: copy the slice from
+// the participant before it (the root, for the first).
+func (r *Reduction) relaySend(k, j int, fx *effects) {
+	s := r.sliced
+	p := s.relayPos(k, j)
+	node := r.sources[r.req.GetSourceIds()[(k+j)%s.n]].node
+	prev := r.sources[r.req.GetSourceIds()[(k+j-1)%s.n]].node
+	from := InternalID(r.id, k*s.n+s.n-1, 1) // the root's output
+	if j > 1 {
+		from = InternalID(r.id, s.relayPos(k, j-1), 1)
+	}
+	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
+		Size: s.slices[k].Len, Position: int32(p), Relay: true, OutputId: InternalID(r.id, p, 1), Generation: 1,
+		Slices: int32(s.n), Bandwidth: r.B, Children: []*messages.ReduceInput{{Node: prev, ObjectId: from}}}
+	s.sent[p] = true
+	r.gen[p] = 1
+	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
+}
+
 // gatherTask is node's gather: every slice from its chain's root, in
-// order; the first gather is the creator's (Root).
+// order, or in a ring from this node's own copy of it (the root's output
+// or a relay's); the first gather is the creator's (Root).
 func (r *Reduction) gatherTask(node string) Task {
 	s := r.sliced
 	p := s.gpos[node]
 	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
 		Size: r.size, Position: int32(p), Root: node == s.gathers[0], Gather: true, OutputId: r.req.GetTargetId(), Generation: 1,
 		Slices: int32(s.n), Bandwidth: r.B}
+	// In a ring, this node is participant i (its only one).
+	i := slices.IndexFunc(r.req.GetSourceIds(), func(id string) bool { return r.sources[id].node.GetNodeId() == node })
 	for k := 0; k < s.n; k++ {
-		root := k*s.n + s.n - 1
-		task.Children = append(task.Children, &messages.ReduceInput{Node: r.sources[r.req.GetSourceIds()[k]].node,
-			ObjectId: InternalID(r.id, root, 1), Offset: s.slices[k].Off})
+		in := &messages.ReduceInput{Node: r.sources[r.req.GetSourceIds()[k]].node, ObjectId: InternalID(r.id, k*s.n+s.n-1, 1),
+			Offset: s.slices[k].Off}
+		if s.ring && i != k {
+			in.Node, in.ObjectId = r.nodes[node], InternalID(r.id, s.relayPos(k, (i-k+s.n)%s.n), 1)
+		}
+		task.Children = append(task.Children, in)
 	}
 	s.sent[p] = true
 	r.gen[p] = 1

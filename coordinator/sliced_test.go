@@ -13,6 +13,7 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 func allReduceRequest(sources []string) *messages.Reduce {
@@ -65,14 +66,15 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 	}
 }
 
-// TestSlicedTasks drives a sliced AllReduce of 3 sources by hand: the
-// rotated chains, their slices, the gathers, and the publications,
-// creator first, before the answer.
+// TestSlicedTasks drives a sliced AllReduce of 3 sources by hand, its
+// gathers fetching every slice from its root (NoRingGather; the ring's
+// relays: TestSlicedRingTasks): the rotated chains, their slices, the
+// gathers, and the publications, creator first, before the answer.
 func TestSlicedTasks(t *testing.T) {
 	const n = 3
 	size := int64(3*(1<<15)+1) * 8 // int64: 98305 elements, the first slice one longer
 	cut := plan.Slices(size, n, 8)
-	r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
+	r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced, NoRingGather: true})
 	r.start = node(2) // the caller's node holds s2: it creates the target
 	r.Begin(t0)
 	var tasks []Task
@@ -103,6 +105,9 @@ func TestSlicedTasks(t *testing.T) {
 		}
 	}
 	gathers := tasks[n*n:]
+	if r.plan.GetRingGather() {
+		t.Fatal("NoRingGather: the plan says the all-gather went around the ring")
+	}
 	// A started report changes nothing; a failed one fails the AllReduce.
 	for _, tk := range tasks {
 		if fx := r.Started(started(int(tk.Task.GetPosition())), t0); len(fx.Sends) != 0 {
@@ -695,8 +700,93 @@ func TestSlicedReplanNothingLeft(t *testing.T) {
 	}
 }
 
+// TestSlicedRingTasks: with every participant a node of its own, each
+// reduced slice goes around the ring by relays, each reading the copy of
+// the participant before it, and every gather reads its slices from its
+// own node; so every input of every position is on its own node or its
+// predecessor's. The reply waits for the gathers, as without the ring.
+func TestSlicedRingTasks(t *testing.T) {
+	const n = 4
+	size := int64(4*(1<<15)+3) * 8 // int64: slices of uneven length
+	cut := plan.Slices(size, n, 8)
+	r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
+	r.start = node(0)
+	r.Begin(t0)
+	var tasks []Task
+	for i := 0; i < n; i++ {
+		tasks = append(tasks, r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0).Tasks()...)
+	}
+	if !r.plan.GetRingGather() {
+		t.Fatal("the plan does not say the all-gather goes around the ring")
+	}
+	if want := n*n + n + n*(n-1); len(tasks) != want {
+		t.Fatalf("%d tasks, want %d: n chains of n, n gathers, n slices relayed n-1 times", len(tasks), want)
+	}
+	tasks = byPosition(tasks)
+	nodeOf := func(tk Task) int { return int(tk.Node.GetNodeId()[1] - '0') }
+	// Every input is on the reader's node or on its predecessor's.
+	for _, tk := range tasks {
+		for _, in := range tk.Task.GetChildren() {
+			from := int(in.GetNode().GetNodeId()[1] - '0')
+			if from != nodeOf(tk) && from != (nodeOf(tk)+n-1)%n {
+				t.Fatalf("position %d on n%d reads %s on n%d: not its own node or its predecessor", tk.Task.GetPosition(), nodeOf(tk), in.GetObjectId(), from)
+			}
+		}
+	}
+	relays := tasks[n*n+n:]
+	for i, tk := range relays {
+		k, j := i/(n-1), i%(n-1)+1
+		task := tk.Task
+		from := InternalID(testReduceID, k*n+n-1, 1) // the root's output
+		if j > 1 {
+			from = InternalID(testReduceID, int(relays[i-1].Task.GetPosition()), 1)
+		}
+		if !task.GetRelay() || task.GetGather() || task.GetSourceId() != "" || task.GetSize() != cut[k].Len || nodeOf(tk) != (k+j)%n ||
+			len(task.GetChildren()) != 1 || task.GetChildren()[0].GetObjectId() != from || task.GetOutputId() != InternalID(testReduceID, int(task.GetPosition()), 1) {
+			t.Fatalf("relay %d of slice %d: %v on n%d", j, k, task, nodeOf(tk))
+		}
+		if err := storenode.CheckTask(task); err != nil {
+			t.Fatalf("relay %d of slice %d: %v", j, k, err)
+		}
+	}
+	for _, g := range tasks[n*n : n*n+n] {
+		i := nodeOf(g)
+		for k, in := range g.Task.GetChildren() {
+			want := InternalID(testReduceID, k*n+n-1, 1) // its own slice: the root's output
+			if k != i {
+				want = InternalID(testReduceID, int(relays[k*(n-1)+(i-k+n)%n-1].Task.GetPosition()), 1)
+			}
+			if in.GetNode().GetNodeId() != g.Node.GetNodeId() || in.GetObjectId() != want || in.GetOffset() != cut[k].Off {
+				t.Fatalf("n%d's gather reads slice %d from %v, want %s here", i, k, in, want)
+			}
+		}
+	}
+	// Relays report like chain links: nothing happens until the gathers.
+	for _, tk := range relays {
+		if fx := r.Done(done(int(tk.Task.GetPosition())), t0); fx.Reply() != nil || len(fx.Sends) != 0 {
+			t.Fatalf("relay %d done: %v", tk.Task.GetPosition(), fx.Sends)
+		}
+	}
+	for i, g := range tasks[n*n : n*n+n] {
+		if fx := r.Done(done(int(g.Task.GetPosition())), t0); (fx.Reply() != nil) != (i == n-1) {
+			t.Fatalf("gather %d done: reply %v", i, fx.Reply())
+		}
+	}
+	// A failed relay fails the run like any position.
+	r = newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
+	r.Begin(t0)
+	for i := 0; i < n; i++ {
+		r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0)
+	}
+	m := done(r.sliced.relayPos(1, 2))
+	m.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "disk on fire")
+	if fx := r.Done(m, t0); !errorsIs(fx.Reply(), messages.ErrInternal) {
+		t.Fatalf("a failed relay: reply %v, want INTERNAL", fx.Reply())
+	}
+}
+
 // byPosition sorts tasks by position (a sliced run's chains, then its
-// gathers).
+// gathers, then its relays).
 func byPosition(tasks []Task) []Task {
 	return slices.SortedStableFunc(slices.Values(tasks), func(a, b Task) int { return cmp.Compare(a.Task.GetPosition(), b.Task.GetPosition()) })
 }
@@ -727,7 +817,7 @@ func TestSlicedTasksBatched(t *testing.T) {
 		b, ok := s.Msg.(*messages.ReduceTaskBatch)
 		if !ok {
 			if isTasks(s.Msg) {
-				t.Fatalf("a lone %T to %v: every participant has n+1 tasks", s.Msg, s.To)
+				t.Fatalf("a lone %T to %v: every participant has 2n tasks", s.Msg, s.To)
 			}
 			continue
 		}
@@ -739,9 +829,16 @@ func TestSlicedTasksBatched(t *testing.T) {
 		}
 		// Participant i holds chain index (i-k-1) mod n of slice k.
 		var want []int
+		i := int(nd[1] - '0')
 		for k := 0; k < n; k++ {
-			i := int(nd[1] - '0')
 			want = append(want, k*n+((i-k-1)%n+n)%n)
+		}
+		// Then the relays it holds, slice by slice: slice k's ((i-k) mod
+		// n)-th, position n·n + n + k(n-1) + j - 1.
+		for k := 0; k < n; k++ {
+			if j := (i - k + n) % n; j > 0 {
+				want = append(want, n*n+n+k*(n-1)+j-1)
+			}
 		}
 		gather := slices.Index([]string{"n0", "n1", "n2", "n3"}, nd) // the creator n0's first: r.start
 		want = append(want, n*n+gather)
@@ -758,8 +855,8 @@ func TestSlicedTasksBatched(t *testing.T) {
 	if !slices.Equal(order, []string{"n1", "n2", "n3", "n0"}) {
 		t.Fatalf("batches to %v, want n1, n2, n3, n0 (the order of their first positions)", order)
 	}
-	if got := len(fx.Tasks()); got != n*n+n {
-		t.Fatalf("%d tasks in the batches, want %d", got, n*n+n)
+	if got := len(fx.Tasks()); got != 2*n*n {
+		t.Fatalf("%d tasks in the batches, want %d", got, 2*n*n)
 	}
 
 	fx = run(Config{UnbatchedTasks: true})
@@ -772,7 +869,7 @@ func TestSlicedTasksBatched(t *testing.T) {
 			count++
 		}
 	}
-	if count != n*n+n {
-		t.Fatalf("%d ReduceTasks unbatched, want %d", count, n*n+n)
+	if count != 2*n*n {
+		t.Fatalf("%d ReduceTasks unbatched, want %d", count, 2*n*n)
 	}
 }

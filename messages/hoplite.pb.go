@@ -1024,7 +1024,12 @@ type ReducePlan struct {
 	// of each shape ("sliced" and "d-ary": reduce, then broadcast).
 	ShapeCosts []*ShapeCost `protobuf:"bytes,10,rep,name=shape_costs,json=shapeCosts,proto3" json:"shape_costs,omitempty"`
 	// slices: how many slices a sliced AllReduce cut the object into.
-	Slices        int32 `protobuf:"varint,11,opt,name=slices,proto3" json:"slices,omitempty"`
+	Slices int32 `protobuf:"varint,11,opt,name=slices,proto3" json:"slices,omitempty"`
+	// ring_gather: the sliced AllReduce's all-gather relayed every slice
+	// around the ring of participants (ReduceTask.relay), each receiving
+	// from its predecessor only; false: every gather fetched each slice
+	// from its root.
+	RingGather    bool `protobuf:"varint,12,opt,name=ring_gather,json=ringGather,proto3" json:"ring_gather,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1134,6 +1139,13 @@ func (x *ReducePlan) GetSlices() int32 {
 		return x.Slices
 	}
 	return 0
+}
+
+func (x *ReducePlan) GetRingGather() bool {
+	if x != nil {
+		return x.RingGather
+	}
+	return false
 }
 
 // ShapeCost is the cost model's time for one AllReduce shape.
@@ -3038,7 +3050,13 @@ type ReduceTask struct {
 	// bandwidth: B, in bytes per second, as the coordinator's member
 	// measured it (0: unknown). A sliced position asks its inputs' senders
 	// to pace them at it and sizes its chunks to its share of it.
-	Bandwidth     float64 `protobuf:"fixed64,17,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	Bandwidth float64 `protobuf:"fixed64,17,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	// relay: the position has no source and reduces nothing; it copies its
+	// one child, a reduced slice of size bytes, into output_id as the bytes
+	// arrive. A sliced AllReduce's all-gather passes each slice around the
+	// ring of participants by relays, so that every participant receives
+	// from its predecessor only (see coordinator's sliced).
+	Relay         bool `protobuf:"varint,18,opt,name=relay,proto3" json:"relay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3190,6 +3208,13 @@ func (x *ReduceTask) GetBandwidth() float64 {
 		return x.Bandwidth
 	}
 	return 0
+}
+
+func (x *ReduceTask) GetRelay() bool {
+	if x != nil {
+		return x.Relay
+	}
+	return false
 }
 
 // ReduceTaskBatch carries the tasks one step of a Reduce sends one node,
@@ -3887,7 +3912,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\runreduced_ids\x18\x03 \x03(\tR\funreducedIds\x12$\n" +
 	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
 	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\x12!\n" +
-	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\x9d\x03\n" +
+	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\xbe\x03\n" +
 	"\n" +
 	"ReducePlan\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +
@@ -3904,7 +3929,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vshape_costs\x18\n" +
 	" \x03(\v2\x12.hoplite.ShapeCostR\n" +
 	"shapeCosts\x12\x16\n" +
-	"\x06slices\x18\v \x01(\x05R\x06slices\":\n" +
+	"\x06slices\x18\v \x01(\x05R\x06slices\x12\x1f\n" +
+	"\vring_gather\x18\f \x01(\bR\n" +
+	"ringGather\":\n" +
 	"\tShapeCost\x12\x14\n" +
 	"\x05shape\x18\x01 \x01(\tR\x05shape\x12\x17\n" +
 	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\x94\x01\n" +
@@ -4055,7 +4082,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
 	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\x89\x04\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\x9f\x04\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -4078,7 +4105,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\rsource_offset\x18\r \x01(\x03R\fsourceOffset\x12\x16\n" +
 	"\x06gather\x18\x0e \x01(\bR\x06gather\x12\x16\n" +
 	"\x06slices\x18\x10 \x01(\x05R\x06slices\x12\x1c\n" +
-	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\"<\n" +
+	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\x12\x14\n" +
+	"\x05relay\x18\x12 \x01(\bR\x05relay\"<\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\x92\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +

@@ -27,8 +27,10 @@ func CheckTask(t *messages.ReduceTask) *messages.Error {
 		return bad("position %d: size %d", t.GetPosition(), t.GetSize())
 	case t.GetOutputId() == "":
 		return bad("position %d: no output id", t.GetPosition())
-	case t.GetSourceId() == "" && !t.GetGather():
+	case t.GetSourceId() == "" && !t.GetGather() && !t.GetRelay():
 		return bad("position %d: no source", t.GetPosition())
+	case t.GetRelay() && (len(t.GetChildren()) != 1 || t.GetGather() || t.GetSourceId() != ""):
+		return bad("position %d: a relay copies exactly one input and has no source", t.GetPosition())
 	}
 	for i, c := range t.GetChildren() {
 		if c.GetNode().GetNodeId() == "" || c.GetObjectId() == "" {

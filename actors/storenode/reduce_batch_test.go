@@ -172,6 +172,27 @@ func TestCheckTask(t *testing.T) {
 	if err := storenode.CheckTask(gather); err != nil {
 		t.Fatalf("a gather (no source): %v", err)
 	}
+	relay := func() *messages.ReduceTask {
+		r := leafTask("r#1", 20, "", 8)
+		r.Relay = true
+		r.Children = []*messages.ReduceInput{{Node: &messages.NodeRef{NodeId: "m"}, ObjectId: "x"}}
+		return r
+	}
+	if err := storenode.CheckTask(relay()); err != nil {
+		t.Fatalf("a relay (no source, one input): %v", err)
+	}
+	for name, mut := range map[string]func(*messages.ReduceTask){
+		"relay with a source": func(t *messages.ReduceTask) { t.SourceId = "s0" },
+		"relay of nothing":    func(t *messages.ReduceTask) { t.Children = nil },
+		"relay of two":        func(t *messages.ReduceTask) { t.Children = append(t.Children, t.Children[0]) },
+		"relay and gather":    func(t *messages.ReduceTask) { t.Gather = true },
+	} {
+		bad := relay()
+		mut(bad)
+		if err := storenode.CheckTask(bad); !errors.Is(err, messages.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
 	for name, mut := range map[string]func(*messages.ReduceTask){
 		"no reduce id":   func(t *messages.ReduceTask) { t.ReduceId = "" },
 		"negative":       func(t *messages.ReduceTask) { t.Position = -1 },

@@ -233,9 +233,12 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		var err error
 		var fp uint64
 		var m measured
-		if t.GetGather() {
+		switch {
+		case t.GetGather():
 			fp, err = w.gather(ctx, t, out, wr)
-		} else {
+		case t.GetRelay():
+			err = w.relay(ctx, t, out, wr)
+		default:
 			m, err = w.reduce(ctx, system, t, out, wr)
 		}
 		w.tl.log(w.cfg.Log, t)
@@ -651,6 +654,32 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	// Pinned (as the Store creates it) until the release: an eviction
 	// would unpublish a copy the coordinator has yet to publish.
 	return fp.Sum(), w.cfg.Store.Complete(out)
+}
+
+// relay copies its one child, a reduced slice on the participant before
+// this one, into its output as the bytes arrive, for the next
+// participant's relay and this node's gather to read (a sliced
+// AllReduce's ring all-gather).
+func (w *reduceWorker) relay(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) error {
+	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth())
+	s, err := w.open(ctx, t.GetChildren()[0], chunk, paced(t))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	w.tl.markLast(stepOpened)
+	if s.Size() != t.GetSize() {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "relay input %q has %d bytes, the slice is %d",
+			t.GetChildren()[0].GetObjectId(), s.Size(), t.GetSize())
+	}
+	in := w.hooked(w.tl.firstByte(s), t.GetChildren()[0].GetObjectId(), 0)
+	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), in, nil, nil); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return messages.AsError(ctx.Err())
+	}
+	return w.cfg.Store.Complete(out)
 }
 
 // gatherOne copies one reduced slice into [off, end) of the target's

@@ -77,9 +77,15 @@ func TestProcessAllReduce(t *testing.T) {
 		if tc.shape != coordinator.ShapeSliced {
 			continue
 		}
+		// Four members, one source each: the all-gather goes around the
+		// ring (every slice relayed member to member).
+		if !r.GetPlan().GetRingGather() {
+			t.Fatalf("AllReduce %s: plan %v: the all-gather did not go around the ring", tc.target, r.GetPlan())
+		}
 		// Each member sends the three slices it does not root in chains
-		// and its own slice to three gathers, about 1.5·S = 6·elems bytes
-		// (slices are cut on elements): all of it paced.
+		// to its successor, and its own slice and the two it relays
+		// on, about 1.5·S = 6·elems bytes (slices are cut on elements):
+		// all of it paced.
 		for _, n := range nodes {
 			_, body := scrape(t, n, "/metrics")
 			if got, min := sample(body, "hoplite_data_plane_paced_bytes_total", ""), float64(5*elems); got < min {
