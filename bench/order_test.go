@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -421,5 +422,31 @@ func TestInterleavedPeerFailures(t *testing.T) {
 	}
 	if res := result(t, r2, SysMPIBest); res.Status != StatusFailed || !strings.HasPrefix(res.Reason, "choosing the best algorithm: ") {
 		t.Errorf("mpi-best: %s %q", res.Status, res.Reason)
+	}
+}
+
+// An interleaved testbed run keeps every node set of ours's systems up at
+// once: the run warns when their peak may not fit in memory.
+func TestMemoryWarning(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		sets  int
+		size  int64
+		avail int64
+		want  string
+	}{
+		{2, 256 << 20, 20 * gib, ""}, // allreduce 256 MiB: ours and reduce-bcast, 12 GiB
+		{6, 256 << 20, 20 * gib, "6 node sets of 8 up at once, about 36.0 GiB"}, // degree 256 MiB
+		{6, 32 << 20, 20 * gib, ""},
+		{1, 1 << 30, gib, ""}, // one set: the sequential order holds it too
+		{6, 256 << 20, 0, ""}, // unknown: no guess
+	} {
+		got := memoryWarning(c.sets, 8, c.size, c.avail)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) || (got != "" && !strings.Contains(got, "--sequential")) {
+			t.Errorf("%d sets of %d bytes in %d: %q, want %q", c.sets, c.size, c.avail, got, c.want)
+		}
+	}
+	if a := memAvailable(); runtime.GOOS == "linux" && a <= 0 {
+		t.Errorf("MemAvailable %d on this Linux machine", a)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -466,6 +467,17 @@ func (r *runner) logDir() string {
 // failure-free ones: each is killed at 50 % of its shape's failure-free
 // median, which must be known before it runs.
 func (r *runner) runRounds(ctx context.Context, sis []int) {
+	if r.tb != nil && r.o.Scenario != "failure" {
+		sets := 0
+		for _, si := range sis {
+			if r.systems[si].ours() && slices.ContainsFunc(r.res, func(rs []Result) bool { return rs[si].ok() }) {
+				sets++
+			}
+		}
+		if w := memoryWarning(sets, r.o.Nodes, slices.Max(r.o.Sizes), memAvailable()); w != "" {
+			r.note(w)
+		}
+	}
 	backends := make([]backend, len(r.systems))
 	defer func() {
 		for _, b := range backends {
@@ -542,6 +554,40 @@ func (r *runner) rounds(ctx context.Context, gi int, sis []int, backends []backe
 			}
 		}
 	}
+}
+
+// memoryWarning warns ("" if not needed) when sets node sets of nodes
+// each, up at once in an interleaved testbed run, may not fit in avail
+// bytes (0: unknown) with objects of size bytes: each node holds about
+// 3 size at its peak (a source, the agent's generated copy of it, a
+// result), and an idle set keeps its heap until Go collects it, which
+// an idle process does rarely. A guess, not a measurement: it is there
+// to point at --sequential before the kernel's OOM killer does.
+func memoryWarning(sets, nodes int, size, avail int64) string {
+	need := int64(sets) * int64(nodes) * 3 * size
+	if sets < 2 || avail <= 0 || need <= avail {
+		return ""
+	}
+	return fmt.Sprintf("memory: this interleaved run keeps %d node sets of %d up at once, about %.1f GiB at their peak (3 S per node) "+
+		"against %.1f GiB available; --sequential runs one set at a time", sets, nodes, float64(need)/(1<<30), float64(avail)/(1<<30))
+}
+
+// memAvailable is the kernel's estimate of the memory available to new
+// processes (MemAvailable), 0 if unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // freshRep runs one measured repetition of si on a cluster of its own,
