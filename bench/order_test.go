@@ -317,6 +317,14 @@ func TestInterleavedRunOrder(t *testing.T) {
 	if res := result(t, r, SysGlooDefault); math.Abs(res.Ratio-3.1/0.2) > 1e-9 {
 		t.Errorf("gloo-default: ratio %v, want %v", res.Ratio, 3.1/0.2)
 	}
+	// Every launch keeps its own log, named by its comparison and step.
+	for name, args := range map[string]string{"peer-mpi-best-allreduce-1MiB-sweep.log": "--reps 3 --algorithm best",
+		"peer-mpi-best-allreduce-1MiB-rep3.log": "--reps 1 --algorithm 4", "peer-gloo-default-allreduce-1MiB-rep1.log": "--reps 1 --algorithm default"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(log.path), name))
+		if err != nil || !strings.Contains(string(b), args+"\n") {
+			t.Errorf("%s: %q, %v; want the launch with %s", name, b, err, args)
+		}
+	}
 	// order[] reads back from the JSON.
 	path := filepath.Join(t.TempDir(), "r.json")
 	if err := r.WriteJSON(path); err != nil {

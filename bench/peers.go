@@ -133,12 +133,15 @@ func (r *runner) peerOnce(ctx context.Context, s system, g group, reps int, alg,
 		args = append(args, "--algorithm", alg)
 	}
 	// Generous: a peer starts its own processes (mpirun, a Dask cluster,
-	// Gloo's ranks) before its repetitions. A best sweep's reps are each
-	// algorithm's.
+	// Gloo's ranks) before its repetitions. A best sweep keeps the
+	// patience of a sequential run's one launch of --reps, its reps
+	// being each algorithm's.
 	timeout := 5*time.Minute + time.Duration(reps+2)*10*g.ideal(r.o.Nodes, r.o.Bandwidth.BytesPerSecond())
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	logPath := filepath.Join(r.logDir(), fmt.Sprintf("peer-%s-%s-%s%s.log", s.name, g.scenario, SizeName(g.size), logSuffix))
+	// Named by the comparison's label: async's intervals of one size
+	// would otherwise write over each other's logs.
+	logPath := filepath.Join(r.logDir(), fmt.Sprintf("peer-%s-%s%s.log", s.name, strings.ReplaceAll(g.label(), " ", "-"), logSuffix))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return PeerResult{}, err
