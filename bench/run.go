@@ -274,6 +274,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.log = logrus.New()
 		r.log.SetOutput(io.Discard)
 	}
+	// On stderr too: whoever watches the bar sees which order runs.
+	r.prog.logf("%s", o.orderNote())
 	if err := r.run(ctx); err != nil {
 		r.prog.close()
 		return nil, err
