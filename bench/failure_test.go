@@ -368,7 +368,9 @@ func TestFailureRunOrder(t *testing.T) {
 		t.Run(fmt.Sprintf("sequential=%v", c.sequential), func(t *testing.T) {
 			calls := &fakeCalls{measured: map[string]int{}}
 			opened := map[string]int{}
-			r, err := Run(t.Context(), Options{Scenario: "failure", Nodes: 4, Sizes: []int64{4 << 20}, Reps: 2, Warmup: 1,
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			r, err := Run(ctx, Options{Scenario: "failure", Nodes: 4, Sizes: []int64{4 << 20}, Reps: 2, Warmup: 1,
 				OpTimeout: 10 * time.Second, Degrees: []int{2}, Progress: io.Discard, Sequential: c.sequential,
 				newBackend: func(o *Options, s system, _ *logrus.Logger) (backend, error) {
 					calls.mu.Lock()

@@ -409,7 +409,9 @@ func TestInterleavedPeerFailures(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mpi", "run"), []byte("#!/bin/sh\necho \"mpi $*\" >>"+elog.path+"\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r2, err := Run(t.Context(), Options{Scenario: "reduce", Nodes: 3, Sizes: []int64{1 << 20}, Reps: 3, Warmup: 0,
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	r2, err := Run(ctx, Options{Scenario: "reduce", Nodes: 3, Sizes: []int64{1 << 20}, Reps: 3, Warmup: 0,
 		Peers: []string{"mpi"}, OpTimeout: 10 * time.Second, Progress: io.Discard,
 		Testbed: &Testbed{PeersDir: dir, LogDir: dir, Hosts: []string{"a", "b", "c"}, Namespaces: []string{"x", "y", "z"}},
 		newBackend: func(o *Options, s system, _ *logrus.Logger) (backend, error) {
