@@ -11,4 +11,35 @@
 // testbed's processes); the testbed driver never moves bulk bytes itself:
 // the bench agent in each node creates the objects locally (Put from
 // inside the node) and Gets with prefetch leave the bytes where they land.
+//
+// # Run order
+//
+// A comparison's (one scenario, size and interval) repetitions are
+// interleaved across its systems, so that drift in the machine's load
+// falls on every system alike rather than on whichever ran last: first
+// a best peer's sweep (every algorithm with --reps, unrecorded; it
+// chooses the algorithm that column then forces) and every system's
+// warm-ups, then round k runs measured repetition k of every system,
+// the order rotated by one each round (round 2 starts with the second
+// system). Ours's systems (ours, naive, the forced degrees and shapes,
+// ours-tls, ...) keep one cluster each, started at their first warm-up,
+// for the whole run; on the testbed all their node sets are up at once,
+// idle but for their heartbeats while another system runs, peers'
+// launches included (the run warns when their memory may not fit). A
+// peer (mpi, gloo, dask) is launched once per measured repetition with
+// --reps 1: its script runs its own warm-up in the same launch, then the
+// one timed repetition. The failure scenario gives every repetition a
+// fresh cluster with its own warm-ups, as before, and runs its rounds in
+// two phases per comparison: the failure-free systems', then the
+// failure variants', each killed at 50 % of its shape's failure-free
+// median from the first phase.
+//
+// Options.Sequential (hoplite bench --sequential) runs each system's
+// repetitions back to back instead, one system after another, and each
+// peer in one launch of --reps: the order before interleaving (with
+// --tls, ours and ours-tls still alternate); --profile implies it, as
+// its window must hold ours's repetitions alone. The report's run_order
+// and first note say which order ran, and each recorded time's order[]
+// entry its repetition and its sequence number among all the run's
+// steps (warm-ups and peer launches included).
 package bench

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -100,16 +102,23 @@ type fakeFailureBackend struct {
 }
 
 // fakeCalls counts each system's measured operations (of all its
-// clusters) and the kills.
+// clusters) and the kills, and lists every operation in the order they
+// ran: "d=2 rep=0", "d=2 rep=-1" for a warm-up (the rep its ids carry).
 type fakeCalls struct {
 	mu       sync.Mutex
 	measured map[string]int
 	kills    int
+	events   []string
 }
 
-func (b *fakeFailureBackend) took(at time.Time) timing {
+func (b *fakeFailureBackend) took(at time.Time, id string) timing {
 	b.calls.mu.Lock()
 	defer b.calls.mu.Unlock()
+	rep := "?"
+	if m := tagRep.FindStringSubmatch(id); m != nil {
+		rep = m[1]
+	}
+	b.calls.events = append(b.calls.events, b.sys.name+" rep="+rep)
 	d := fakeWarmup
 	if b.ops++; b.ops > 1 {
 		times := fakeTimes[b.sys.name]
@@ -126,14 +135,14 @@ func (b *fakeFailureBackend) Put(_ context.Context, _ int, _ string, at time.Tim
 
 // Fetch: a broadcast's receivers all report the same span, counted once
 // (host 2 counts it; the other hosts' Gets end sooner).
-func (b *fakeFailureBackend) Fetch(_ context.Context, host int, _ string, at time.Time) (timing, error) {
+func (b *fakeFailureBackend) Fetch(_ context.Context, host int, id string, at time.Time) (timing, error) {
 	if host == 2 {
-		return b.took(at), nil
+		return b.took(at, id), nil
 	}
 	return timing{start: at, done: at.Add(time.Millisecond)}, nil
 }
 
-func (b *fakeFailureBackend) Reduce(_ context.Context, _ int, _ string, sources []string, num int, _ bool, at time.Time) (*messages.ReduceReply, timing, error) {
+func (b *fakeFailureBackend) Reduce(_ context.Context, _ int, target string, sources []string, num int, _ bool, at time.Time) (*messages.ReduceReply, timing, error) {
 	p := &messages.ReducePlan{Degree: 1, Shape: coordinator.ShapeDAry}
 	switch {
 	case b.sys.shape != "":
@@ -141,7 +150,7 @@ func (b *fakeFailureBackend) Reduce(_ context.Context, _ int, _ string, sources 
 	case b.sys.degree > 0:
 		p.Degree = int32(min(b.sys.degree, num))
 	}
-	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: p}, b.took(at), nil
+	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: p}, b.took(at, target), nil
 }
 
 func (b *fakeFailureBackend) Verify(context.Context, int, string, []DataSpec) error { return nil }
@@ -325,5 +334,71 @@ func TestFailureWithoutItsFreeTime(t *testing.T) {
 		if to.System == "d=2" && to.Scenario == "failure-reduce" && (!strings.HasPrefix(to.Status, "failed: d=2: start:") || to.FailureOverFree != 0) {
 			t.Errorf("trade-off %+v", to)
 		}
+	}
+}
+
+// The failure scenario interleaves too, in two phases per comparison:
+// the failure-free systems' rounds, then their failure variants' (each
+// killed at 50 % of its shape's median, which the first phase
+// measured). Every repetition has a fresh cluster, warmed up first.
+// --sequential runs each system's repetitions back to back.
+func TestFailureRunOrder(t *testing.T) {
+	for _, c := range []struct {
+		sequential bool
+		want       []string // per comparison: failure-broadcast, then failure-reduce
+	}{
+		{false, []string{
+			// failure-broadcast: d=2 has no broadcast.
+			"ours rep=-1", "ours rep=0", "ours rep=-1", "ours rep=1",
+			"ours-failure rep=-1", "ours-failure rep=0", "ours-failure rep=-1", "ours-failure rep=1",
+			// failure-reduce: round 1 in list order, round 2 rotated.
+			"ours rep=-1", "ours rep=0", "d=2 rep=-1", "d=2 rep=0", "d=2 rep=-1", "d=2 rep=1", "ours rep=-1", "ours rep=1",
+			"ours-failure rep=-1", "ours-failure rep=0", "d=2-failure rep=-1", "d=2-failure rep=0",
+			"d=2-failure rep=-1", "d=2-failure rep=1", "ours-failure rep=-1", "ours-failure rep=1",
+		}},
+		{true, []string{
+			// One system after another, each over both comparisons.
+			"ours rep=-1", "ours rep=0", "ours rep=-1", "ours rep=1", "ours rep=-1", "ours rep=0", "ours rep=-1", "ours rep=1",
+			"ours-failure rep=-1", "ours-failure rep=0", "ours-failure rep=-1", "ours-failure rep=1",
+			"ours-failure rep=-1", "ours-failure rep=0", "ours-failure rep=-1", "ours-failure rep=1",
+			"d=2 rep=-1", "d=2 rep=0", "d=2 rep=-1", "d=2 rep=1",
+			"d=2-failure rep=-1", "d=2-failure rep=0", "d=2-failure rep=-1", "d=2-failure rep=1",
+		}},
+	} {
+		t.Run(fmt.Sprintf("sequential=%v", c.sequential), func(t *testing.T) {
+			calls := &fakeCalls{measured: map[string]int{}}
+			opened := map[string]int{}
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			r, err := Run(ctx, Options{Scenario: "failure", Nodes: 4, Sizes: []int64{4 << 20}, Reps: 2, Warmup: 1,
+				OpTimeout: 10 * time.Second, Degrees: []int{2}, Progress: io.Discard, Sequential: c.sequential,
+				newBackend: func(o *Options, s system, _ *logrus.Logger) (backend, error) {
+					calls.mu.Lock()
+					opened[s.name]++
+					calls.mu.Unlock()
+					return &fakeFailureBackend{sys: s, nodes: o.Nodes, calls: calls}, nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(calls.events, c.want) {
+				t.Errorf("operations\n%q\nwant\n%q", calls.events, c.want)
+			}
+			// A fresh cluster per repetition.
+			if want := map[string]int{SysOurs: 4, SysOursFailure: 4, "d=2": 2, "d=2-failure": 2}; !maps.Equal(opened, want) {
+				t.Errorf("clusters opened %v, want %v", opened, want)
+			}
+			// The kill at half the median of the same comparison's
+			// failure-free reps (fakeTimes, in the order each system
+			// ran: ours 900, 700 ms in the broadcast, 800, 900 in the
+			// reduce; d=2 500, 300 ms), in either order.
+			for _, res := range r.Results {
+				want := map[string]float64{"failure-broadcast " + SysOursFailure: 0.4, "failure-reduce " + SysOursFailure: 0.425,
+					"failure-reduce d=2-failure": 0.2}[res.Scenario+" "+res.System]
+				if strings.HasSuffix(res.System, FailureSuffix) && res.ok() && math.Abs(res.Extra["kill_at_s"]-want) > 1e-9 {
+					t.Errorf("%s %s: killed at %v s, want %v", res.Scenario, res.System, res.Extra["kill_at_s"], want)
+				}
+			}
+		})
 	}
 }

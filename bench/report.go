@@ -37,7 +37,11 @@ type Report struct {
 	Reps          int      `json:"reps"`
 	Sizes         []int64  `json:"sizes"`
 	Peers         []string `json:"peers"`
-	Results       []Result `json:"results"`
+	// RunOrder is OrderInterleaved (a comparison's systems take turns,
+	// one repetition each: see Result.Order) or OrderSequential (each
+	// system's repetitions back to back, Options.Sequential).
+	RunOrder string   `json:"run_order,omitempty"`
+	Results  []Result `json:"results"`
 	// TradeOffs are the failure scenario's shapes at both ends: each
 	// one's failure-free median against its median with the victim
 	// killed (see TradeOff).
@@ -67,14 +71,19 @@ type Result struct {
 	System   string  `json:"system"`
 	Status   string  `json:"status"`
 	Reason   string  `json:"reason,omitempty"`
-	// Times are the repetitions in the order they ran (ours, naive); a
-	// peer reports only its summary.
-	Times  []float64 `json:"times_s,omitempty"`
-	Reps   int       `json:"reps"`
-	Median float64   `json:"median_s,omitempty"`
-	Min    float64   `json:"min_s,omitempty"`
-	Max    float64   `json:"max_s,omitempty"`
-	Ideal  float64   `json:"ideal_s"`
+	// Times are the repetitions in the order they ran (ours, naive, and a
+	// peer of an interleaved run, launched once per repetition); a peer
+	// of a sequential run reports only its summary.
+	Times []float64 `json:"times_s,omitempty"`
+	// Order says when each of Times ran (same index): its repetition and
+	// its place in the whole run, so that a reader can check which reps of
+	// other systems ran between two of this one's.
+	Order  []RepOrder `json:"order,omitempty"`
+	Reps   int        `json:"reps"`
+	Median float64    `json:"median_s,omitempty"`
+	Min    float64    `json:"min_s,omitempty"`
+	Max    float64    `json:"max_s,omitempty"`
+	Ideal  float64    `json:"ideal_s"`
 	// CPU is each repetition's CPU seconds, all hosts' processes
 	// together, by their own accounting (ours and naive on the testbed);
 	// CPUMedian is their median, or the median a peer reports.
@@ -95,6 +104,17 @@ type Result struct {
 	Extra map[string]float64 `json:"extra,omitempty"`
 
 	group group
+}
+
+// RepOrder places one recorded repetition in its run.
+type RepOrder struct {
+	// Rep is the measured repetition, from 1 (warm-ups are not recorded).
+	Rep int `json:"rep"`
+	// Seq is the step's number in the run, from 1, counting every
+	// measurement as it starts (warm-ups, a profile's unrecorded fill and
+	// every peer launch, a best peer's sweep included), over all
+	// comparisons and systems.
+	Seq int `json:"seq"`
 }
 
 func (r *Result) ok() bool { return r.Status == StatusOK }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +28,17 @@ type Options struct {
 	Peers []string
 	// Reps are the measured repetitions per system and size (default 3).
 	Reps int
-	// Warmup repetitions run first and are not recorded (ours and naive).
+	// Warmup repetitions run first and are not recorded (ours's systems:
+	// once per cluster; a peer's script runs its own warm-up in every
+	// launch).
 	Warmup int
+	// Sequential runs each system's repetitions back to back, one system
+	// after another, ours's systems first and then each peer in one launch
+	// of Reps repetitions: the order before runs were interleaved. By
+	// default a comparison's repetitions are interleaved across its
+	// systems (see runRounds), so that drift in the machine's load falls
+	// on every system alike. Profile implies it.
+	Sequential bool
 	// Intervals are async's arrival intervals (default S/(4B)).
 	Intervals []time.Duration
 	// Degrees are forced reduce tree degrees compared with the chosen one
@@ -136,6 +147,40 @@ func (o *Options) withDefaults() (*Options, error) {
 	return &c, nil
 }
 
+// sequential says whether the run keeps the old order (Options.Sequential):
+// a profile's window must hold ours's repetitions alone, so --profile
+// does too.
+func (o *Options) sequential() bool { return o.Sequential || o.Profile != "" }
+
+// Run orders (Report.RunOrder).
+const (
+	OrderInterleaved = "interleaved"
+	OrderSequential  = "sequential"
+)
+
+// orderNote is the report's note on the order the repetitions ran in.
+func (o *Options) orderNote() string {
+	if o.sequential() {
+		why := ""
+		if !o.Sequential {
+			why = " (--profile: its window holds ours's reps alone)"
+		}
+		return "run order: sequential" + why + ": each system's reps back to back, one system after another" +
+			" (with --tls ours and ours-tls alternate), each peer in one launch of --reps " + strconv.Itoa(o.Reps) +
+			"; order[] in the JSON gives each time's rep and its sequence number in the run"
+	}
+	n := "run order: interleaved: per comparison, every system's warm-ups first, then round k runs measured rep k of every system" +
+		" (the order rotated by one each round)"
+	if o.Scenario == "failure" {
+		n += "; the failure variants' rounds after the failure-free ones (their kill is placed at 50 % of that median)"
+	}
+	if o.Testbed != nil && slices.ContainsFunc(o.systems(), func(s system) bool { return !s.ours() }) {
+		n += "; a peer is launched once per measured rep (--reps 1, after its own warm-up in the same launch), " +
+			"a best column with the algorithm an unrecorded sweep of --reps " + strconv.Itoa(o.Reps) + " chose before the rounds"
+	}
+	return n + "; order[] in the JSON gives each time's rep and its sequence number in the run"
+}
+
 // maxIdeal is the longest ideal time of the run's groups.
 func (o *Options) maxIdeal() time.Duration {
 	var m time.Duration
@@ -169,7 +214,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Scenario: o.Scenario, Mode: o.mode(), Command: o.Command, Date: start.UTC(), Machine: machine(),
 		Nodes: o.Nodes, BandwidthBits: o.Bandwidth.BitsPerSecond, Bandwidth: o.Bandwidth.String(), Reps: o.Reps,
-		Sizes: o.Sizes, Peers: o.Peers}
+		Sizes: o.Sizes, Peers: o.Peers, RunOrder: OrderInterleaved}
+	if o.sequential() {
+		rep.RunOrder = OrderSequential
+	}
 	groups, systems := o.groups(), o.systems()
 	res := make([][]Result, len(groups))
 	for gi, g := range groups {
@@ -207,8 +255,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 					total += o.Reps * (1 + o.Warmup) // a fresh cluster per repetition
 				case s.ours():
 					total += o.Reps + o.Warmup
+				case o.sequential():
+					total++ // one launch of --reps
+				case s.alg == "best":
+					total += o.Reps + 1 // the sweep, then a launch per rep
 				default:
-					total++
+					total += o.Reps
 				}
 			}
 		}
@@ -222,6 +274,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.log = logrus.New()
 		r.log.SetOutput(io.Discard)
 	}
+	// On stderr too: whoever watches the bar sees which order runs.
+	r.prog.logf("%s", o.orderNote())
 	if err := r.run(ctx); err != nil {
 		r.prog.close()
 		return nil, err
@@ -231,7 +285,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Results = append(rep.Results, res[gi]...)
 	}
 	rep.ratios()
-	rep.Notes = r.notes
+	rep.Notes = append([]string{o.orderNote()}, r.notes...)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -252,13 +306,23 @@ type runner struct {
 	failed   [][]int
 	firstErr [][]error
 	dead     [][]bool // the system could not start: nothing more to run
+	// seq counts the run's steps as they start (every measurement,
+	// warm-ups and a profile's fill included, and every peer launch), so
+	// that order[] shows where each recorded rep ran.
+	seq   int
+	order [][][]RepOrder
+	// pinned is the algorithm a best peer's sweep chose, which its
+	// measured launches force (interleaved runs).
+	pinned [][]string
 }
 
 func (r *runner) run(ctx context.Context) error {
 	r.times = make([][][]time.Duration, len(r.groups))
+	r.order, r.pinned = make([][][]RepOrder, len(r.groups)), make([][]string, len(r.groups))
 	r.failed, r.firstErr, r.dead = make([][]int, len(r.groups)), make([][]error, len(r.groups)), make([][]bool, len(r.groups))
 	for gi := range r.groups {
 		r.times[gi] = make([][]time.Duration, len(r.systems))
+		r.order[gi], r.pinned[gi] = make([][]RepOrder, len(r.systems)), make([]string, len(r.systems))
 		r.failed[gi], r.firstErr[gi], r.dead[gi] = make([]int, len(r.systems)), make([]error, len(r.systems)), make([]bool, len(r.systems))
 	}
 	if r.o.Testbed != nil && r.o.newBackend == nil { // tests stand in for the testbed's nodes
@@ -269,46 +333,25 @@ func (r *runner) run(ctx context.Context) error {
 		r.tb = tb
 		defer tb.close()
 	}
-	var ours []int
-	for si, s := range r.systems {
-		if s.ours() {
-			ours = append(ours, si)
+	if !r.o.sequential() {
+		all := make([]int, len(r.systems))
+		for si := range all {
+			all[si] = si
 		}
-	}
-	switch {
-	case r.o.Testbed == nil && r.o.Scenario != "failure":
-		r.runInterleaved(ctx, ours)
-	case r.o.TLS:
-		// ours and ours-tls side by side (both node sets up at once), so
-		// that load from elsewhere falls on both; the others one after
-		// another, as without --tls.
-		pair := []int{ours[0], slices.IndexFunc(r.systems, func(s system) bool { return s.tls })}
-		r.runInterleaved(ctx, pair)
-		for _, si := range ours {
-			if !slices.Contains(pair, si) {
-				r.runSystem(ctx, si)
-			}
-		}
-	default:
-		for _, si := range ours {
-			r.runSystem(ctx, si)
-		}
-	}
-	if r.tb != nil {
-		for si, s := range r.systems {
-			if !s.ours() {
-				r.runPeer(ctx, si)
-			}
-		}
+		r.runRounds(ctx, all)
+	} else {
+		r.runSequential(ctx)
 	}
 	for gi := range r.groups {
 		for si := range r.systems {
 			res := &r.res[gi][si]
-			if !r.systems[si].ours() || res.Status == StatusSkipped {
+			// A sequential peer's one launch set its summary itself.
+			if (!r.systems[si].ours() && r.o.sequential()) || res.Status == StatusSkipped {
 				continue
 			}
 			// A failed system keeps the times of its good repetitions.
 			res.setTimes(r.times[gi][si])
+			res.Order = r.order[gi][si]
 			if len(res.CPU) > 0 {
 				res.CPUMedian = medianOf(res.CPU)
 			}
@@ -326,11 +369,11 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 func (r *runner) open(ctx context.Context, s system) (backend, error) {
-	if r.tb != nil {
-		return r.tb.open(ctx, s)
-	}
 	if r.o.newBackend != nil {
 		return r.o.newBackend(r.o, s, r.log)
+	}
+	if r.tb != nil {
+		return r.tb.open(ctx, s)
 	}
 	return openLocal(r.o, s, r.log)
 }
@@ -346,8 +389,8 @@ func (r *runner) repFailed(gi, si int, err error) {
 		r.firstErr[gi][si] = err
 	}
 	where := ""
-	if r.tb != nil {
-		where = " (logs in " + r.tb.logDir + ")"
+	if d := r.logDir(); d != "" {
+		where = " (logs in " + d + ")"
 	}
 	r.prog.logf("%s %s: %v%s", r.groups[gi].label(), r.systems[si].name, err, where)
 }
@@ -359,19 +402,84 @@ func (r *runner) fail(gi, si int, err error) {
 	if res.ok() {
 		res.Status, res.Reason = StatusFailed, err.Error()
 		where := ""
-		if r.tb != nil {
-			where = " (logs in " + r.tb.logDir + ")"
+		if d := r.logDir(); d != "" {
+			where = " (logs in " + d + ")"
 		}
 		r.prog.logf("%s %s: %v%s", r.groups[gi].label(), r.systems[si].name, err, where)
 	}
 }
 
-// runInterleaved runs the repetitions of the systems ours (indices into
-// r.systems) in turn, rotating the order, all their backends open at
-// once: drift (other load on the machine) hits every system alike. In
-// process idle backends cost nothing; on the testbed only ours and
-// ours-tls run this way.
-func (r *runner) runInterleaved(ctx context.Context, ours []int) {
+// runSequential runs the systems in the order from before runs were
+// interleaved (Options.Sequential): ours's systems one after another
+// (with --tls, ours and ours-tls side by side, so that load from
+// elsewhere falls on both), then each peer in one launch.
+func (r *runner) runSequential(ctx context.Context) {
+	var ours []int
+	for si, s := range r.systems {
+		if s.ours() {
+			ours = append(ours, si)
+		}
+	}
+	var pair []int
+	if r.o.TLS {
+		pair = []int{ours[0], slices.IndexFunc(r.systems, func(s system) bool { return s.tls })}
+		r.runRounds(ctx, pair)
+	}
+	for _, si := range ours {
+		if !slices.Contains(pair, si) {
+			r.runSystem(ctx, si)
+		}
+	}
+	if r.logDir() != "" {
+		for si, s := range r.systems {
+			if !s.ours() {
+				r.runPeer(ctx, si)
+			}
+		}
+	}
+}
+
+// logDir is where the testbed's node and peer logs go: "" when nothing
+// runs on the testbed (in process; or tests whose backend stands in for
+// the nodes without naming a Testbed.LogDir for their stand-in peers),
+// and then no peer runs.
+func (r *runner) logDir() string {
+	switch {
+	case r.tb != nil:
+		return r.tb.logDir
+	case r.o.Testbed != nil:
+		return r.o.Testbed.LogDir
+	}
+	return ""
+}
+
+// runRounds runs the repetitions of the systems sis (indices into
+// r.systems) interleaved, one comparison after another: first every
+// system's warm-ups, then round k runs measured repetition k of every
+// system, the order rotated by one each round so that no system always
+// follows the same one. Drift (other load on the machine) then falls on
+// every system alike instead of on whichever ran last.
+//
+// Ours's systems keep one backend each, open from their first warm-up
+// to the end (a fresh one per repetition in the failure scenario, which
+// kills a node: each with its own warm-ups, as in runSystem). A peer is
+// launched once per measured repetition (peerRep); its script runs its
+// own warm-up in each launch. A best peer's algorithm is chosen first,
+// by an unrecorded sweep. The failure variants' rounds come after the
+// failure-free ones: each is killed at 50 % of its shape's failure-free
+// median, which must be known before it runs.
+func (r *runner) runRounds(ctx context.Context, sis []int) {
+	if r.tb != nil && r.o.Scenario != "failure" {
+		sets := 0
+		for _, si := range sis {
+			if r.systems[si].ours() && slices.ContainsFunc(r.res, func(rs []Result) bool { return rs[si].ok() }) {
+				sets++
+			}
+		}
+		if w := memoryWarning(sets, r.o.Nodes, slices.Max(r.o.Sizes), memAvailable()); w != "" {
+			r.note(w)
+		}
+	}
 	backends := make([]backend, len(r.systems))
 	defer func() {
 		for _, b := range backends {
@@ -381,14 +489,61 @@ func (r *runner) runInterleaved(ctx context.Context, ours []int) {
 		}
 	}()
 	for gi := range r.groups {
-		for rep := -r.o.Warmup; rep < r.o.Reps; rep++ {
-			for k := range ours {
-				si := ours[(k+max(rep, 0))%len(ours)]
-				if !r.runnable(gi, si) {
-					continue
+		var free, kills []int
+		for _, si := range sis {
+			if r.systems[si].kill {
+				kills = append(kills, si)
+			} else {
+				free = append(free, si)
+			}
+		}
+		for _, si := range free {
+			if s := r.systems[si]; !s.ours() && s.alg == "best" && r.runnable(gi, si) && r.logDir() != "" && ctx.Err() == nil {
+				r.choosePeerAlgorithm(ctx, gi, si)
+			}
+		}
+		r.rounds(ctx, gi, free, backends, nil)
+		if len(kills) == 0 {
+			continue
+		}
+		at := map[int]time.Duration{}
+		for _, si := range kills {
+			if !r.runnable(gi, si) {
+				continue
+			}
+			kill, err := r.killAt(gi, si)
+			if err != nil {
+				r.fail(gi, si, err)
+				continue
+			}
+			at[si] = kill
+		}
+		r.rounds(ctx, gi, kills, backends, at)
+	}
+}
+
+// rounds runs comparison gi's rounds over sis (see runRounds); kill holds
+// each failure variant's kill time.
+func (r *runner) rounds(ctx context.Context, gi int, sis []int, backends []backend, kill map[int]time.Duration) {
+	fresh := r.o.Scenario == "failure"
+	for rep := -r.o.Warmup; rep < r.o.Reps && ctx.Err() == nil; rep++ {
+		for k := range sis {
+			si := sis[(k+max(rep, 0))%len(sis)]
+			if !r.runnable(gi, si) {
+				continue
+			}
+			switch s := r.systems[si]; {
+			case !s.ours():
+				if rep >= 0 && r.logDir() != "" { // its warm-up is in each launch
+					r.peerRep(ctx, gi, si, rep)
 				}
+			case fresh:
+				if rep >= 0 { // each fresh cluster gets its own warm-ups
+					r.freshRep(ctx, gi, si, rep, kill[si])
+				}
+			default:
 				if backends[si] == nil {
-					b, err := r.open(ctx, r.systems[si])
+					b, err := r.open(ctx, s)
 					if err != nil {
 						for g := range r.groups {
 							r.fail(g, si, fmt.Errorf("start: %w", err))
@@ -401,6 +556,68 @@ func (r *runner) runInterleaved(ctx context.Context, ours []int) {
 			}
 		}
 	}
+}
+
+// memoryWarning warns ("" if not needed) when sets node sets of nodes
+// each, up at once in an interleaved testbed run, may not fit in avail
+// bytes (0: unknown) with objects of size bytes: each node holds about
+// 3 size at its peak (a source, the agent's generated copy of it, a
+// result), and an idle set keeps its heap until Go collects it, which
+// an idle process does rarely. A guess, not a measurement: it is there
+// to point at --sequential before the kernel's OOM killer does.
+func memoryWarning(sets, nodes int, size, avail int64) string {
+	need := int64(sets) * int64(nodes) * 3 * size
+	if sets < 2 || avail <= 0 || need <= avail {
+		return ""
+	}
+	return fmt.Sprintf("memory: this interleaved run keeps %d node sets of %d up at once, about %.1f GiB at their peak (3 S per node) "+
+		"against %.1f GiB available; --sequential runs one set at a time", sets, nodes, float64(need)/(1<<30), float64(avail)/(1<<30))
+}
+
+// memAvailable is the kernel's estimate of the memory available to new
+// processes (MemAvailable), 0 if unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// freshRep runs one measured repetition of si on a cluster of its own,
+// warmed up first without a failure (a cold cluster has not measured its
+// links yet: the reduce's cost model starts from defaults).
+func (r *runner) freshRep(ctx context.Context, gi, si, rep int, kill time.Duration) {
+	b, err := r.open(ctx, r.systems[si])
+	if err != nil {
+		r.fail(gi, si, fmt.Errorf("start: %w", err))
+		return
+	}
+	defer b.Close()
+	for w := 0; w < r.o.Warmup; w++ {
+		r.measure(ctx, b, gi, si, -1, 0)
+	}
+	r.measure(ctx, b, gi, si, rep, kill)
+}
+
+// killAt is when failure variant si is killed in comparison gi: at 50 %
+// of its failure-free system's median (systems lists that one first, so
+// it has run by then).
+func (r *runner) killAt(gi, si int) (time.Duration, error) {
+	s := r.systems[si]
+	free := slices.IndexFunc(r.systems, func(f system) bool { return f.name == s.free })
+	if free < 0 || len(r.times[gi][free]) == 0 {
+		return 0, fmt.Errorf("no failure-free time of %s to place the failure at", s.free)
+	}
+	return Summarize(r.times[gi][free]).Median / 2, nil
 }
 
 // runSystem runs one system's groups and repetitions on one backend (a
@@ -417,14 +634,11 @@ func (r *runner) runSystem(ctx context.Context, si int) {
 	for gi := range r.groups {
 		var kill time.Duration
 		if s.kill && r.runnable(gi, si) {
-			// At 50 % of the same shape's own failure-free median (run
-			// before it: systems lists it first).
-			free := slices.IndexFunc(r.systems, func(f system) bool { return f.name == s.free })
-			if free < 0 || len(r.times[gi][free]) == 0 {
-				r.fail(gi, si, fmt.Errorf("no failure-free time of %s to place the failure at", s.free))
+			var err error
+			if kill, err = r.killAt(gi, si); err != nil {
+				r.fail(gi, si, err)
 				continue
 			}
-			kill = Summarize(r.times[gi][free]).Median / 2
 		}
 		var prof *profileWindow // ours under --profile, from its first measured rep
 		first := -r.o.Warmup
@@ -463,6 +677,8 @@ func (r *runner) runSystem(ctx context.Context, si int) {
 
 func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill time.Duration) {
 	g, s := r.groups[gi], r.systems[si]
+	r.seq++
+	seq := r.seq
 	if rep < 0 {
 		s.kill = false // warm-ups run failure-free
 	}
@@ -505,6 +721,7 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 		return
 	}
 	r.times[gi][si] = append(r.times[gi][si], smp.d)
+	r.order[gi][si] = append(r.order[gi][si], RepOrder{Rep: rep + 1, Seq: seq})
 	res := &r.res[gi][si]
 	if smp.hasCPU {
 		res.CPU = append(res.CPU, smp.cpu.Seconds())

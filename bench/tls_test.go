@@ -149,58 +149,72 @@ func (b recBackend) Close() {
 }
 
 // On the testbed ours and ours-tls run side by side, their repetitions
-// (warm-up included) alternating in a rotating order; the other systems
-// run after them, one at a time, as without --tls. The ratio to ours
-// appears in the RESULT line. (In-process backends stand in for the
-// testbed's nodes.)
+// (warm-up included) alternating in a rotating order. By default the
+// other systems take their turns in the same rounds; --sequential keeps
+// the order from before: ours and ours-tls alternate, the others run
+// after them, one at a time. The ratio to ours appears in the RESULT
+// line. (In-process backends stand in for the testbed's nodes.)
 func TestTLSInterleavesWithOurs(t *testing.T) {
-	rec := &recorder{}
-	o := Options{Scenario: "broadcast", Nodes: 3, Sizes: []int64{64 << 10}, Reps: 3, Warmup: 1, Peers: []string{"naive"},
-		Bandwidth: Bandwidth{BitsPerSecond: 4e9}, OpTimeout: 20 * time.Second, Progress: io.Discard, TLS: true,
-		Testbed: &Testbed{},
-		newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
-			b, err := openLocal(o, system{name: s.name, naive: s.naive}, log)
+	for _, c := range []struct {
+		sequential bool
+		want       []string
+		peak       int
+	}{
+		// Warm-ups, then rep 1 in list order, rep 2 rotated by one, rep 3 by two.
+		{false, []string{SysOurs, SysOursTLS, SysNaive, SysOurs, SysOursTLS, SysNaive, SysOursTLS, SysNaive, SysOurs,
+			SysNaive, SysOurs, SysOursTLS}, 3},
+		{true, []string{SysOurs, SysOursTLS, SysOurs, SysOursTLS, SysOursTLS, SysOurs, SysOurs, SysOursTLS,
+			SysNaive, SysNaive, SysNaive, SysNaive}, 2},
+	} {
+		t.Run(fmt.Sprintf("sequential=%v", c.sequential), func(t *testing.T) {
+			rec := &recorder{}
+			o := Options{Scenario: "broadcast", Nodes: 3, Sizes: []int64{64 << 10}, Reps: 3, Warmup: 1, Peers: []string{"naive"},
+				Bandwidth: Bandwidth{BitsPerSecond: 4e9}, OpTimeout: 20 * time.Second, Progress: io.Discard, TLS: true,
+				Testbed: &Testbed{}, Sequential: c.sequential,
+				newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
+					b, err := openLocal(o, system{name: s.name, naive: s.naive}, log)
+					if err != nil {
+						return nil, err
+					}
+					rec.mu.Lock()
+					rec.open++
+					rec.peak = max(rec.peak, rec.open)
+					rec.mu.Unlock()
+					return recBackend{backend: b, r: rec, name: s.name}, nil
+				}}
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			r, err := Run(ctx, o)
 			if err != nil {
-				return nil, err
+				t.Fatal(err)
 			}
-			rec.mu.Lock()
-			rec.open++
-			rec.peak = max(rec.peak, rec.open)
-			rec.mu.Unlock()
-			return recBackend{backend: b, r: rec, name: s.name}, nil
-		}}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	r, err := Run(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{SysOurs, SysOursTLS, SysOurs, SysOursTLS, SysOursTLS, SysOurs, SysOurs, SysOursTLS, SysNaive, SysNaive, SysNaive, SysNaive}
-	if !slices.Equal(rec.puts, want) {
-		t.Errorf("puts ran on %v, want %v", rec.puts, want)
-	}
-	if rec.peak != 2 || rec.open != 0 {
-		t.Errorf("backends open at once: peak %d, left open %d; want 2, 0", rec.peak, rec.open)
-	}
-	var tlsRes *Result
-	for i := range r.Results {
-		if res := &r.Results[i]; res.System == SysOursTLS {
-			tlsRes = res
-		} else if !res.ok() {
-			t.Errorf("%s: %s %s", res.System, res.Status, res.Reason)
-		}
-	}
-	if tlsRes == nil || !tlsRes.ok() || len(tlsRes.Times) != 3 || tlsRes.Ratio <= 0 {
-		t.Fatalf("ours-tls: %+v", tlsRes)
-	}
-	lines := r.ResultLines()
-	if len(lines) != 1 || !resultLine.MatchString(lines[0]) || !strings.Contains(lines[0], " ours-tls=") ||
-		!strings.HasSuffix(lines[0], fmt.Sprintf(" ours-tls/ours=%.3fx", tlsRes.Ratio)) {
-		t.Errorf("RESULT lines %q", lines)
-	}
-	var table strings.Builder
-	r.WriteTable(&table)
-	if !strings.Contains(table.String(), SysOursTLS) || !strings.Contains(table.String(), fmt.Sprintf("%.2fx", tlsRes.Ratio)) {
-		t.Errorf("table without ours-tls:\n%s", table.String())
+			if !slices.Equal(rec.puts, c.want) {
+				t.Errorf("puts ran on %v, want %v", rec.puts, c.want)
+			}
+			if rec.peak != c.peak || rec.open != 0 {
+				t.Errorf("backends open at once: peak %d, left open %d; want %d, 0", rec.peak, rec.open, c.peak)
+			}
+			var tlsRes *Result
+			for i := range r.Results {
+				if res := &r.Results[i]; res.System == SysOursTLS {
+					tlsRes = res
+				} else if !res.ok() {
+					t.Errorf("%s: %s %s", res.System, res.Status, res.Reason)
+				}
+			}
+			if tlsRes == nil || !tlsRes.ok() || len(tlsRes.Times) != 3 || tlsRes.Ratio <= 0 {
+				t.Fatalf("ours-tls: %+v", tlsRes)
+			}
+			lines := r.ResultLines()
+			if len(lines) != 1 || !resultLine.MatchString(lines[0]) || !strings.Contains(lines[0], " ours-tls=") ||
+				!strings.HasSuffix(lines[0], fmt.Sprintf(" ours-tls/ours=%.3fx", tlsRes.Ratio)) {
+				t.Errorf("RESULT lines %q", lines)
+			}
+			var table strings.Builder
+			r.WriteTable(&table)
+			if !strings.Contains(table.String(), SysOursTLS) || !strings.Contains(table.String(), fmt.Sprintf("%.2fx", tlsRes.Ratio)) {
+				t.Errorf("table without ours-tls:\n%s", table.String())
+			}
+		})
 	}
 }

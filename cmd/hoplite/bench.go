@@ -52,7 +52,7 @@ type benchFlags struct {
 	nodes, reps, warmup, net                 int
 	size, bandwidth, peers, interval, degree string
 	jsonPath, plotPath                       string
-	testbed, tls                             bool
+	testbed, tls, sequential                 bool
 	script, binary, peersDir, logDir, prefix string
 	chunk, logLevel, profile                 string
 	sizeMiB, chunkKiB, profileSeconds        int
@@ -65,7 +65,11 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bandwidth, "bandwidth", "400mbit", "B: each host's up and down link (400mbit, 1gbit, 50MB/s)")
 	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask,gloo,actor (all but naive and actor-locates need --testbed; actor-locates is ours with every Locate as an actor message, as before the data plane carried them; star-gather is ours with a sliced AllReduce gathering every slice from its root, as before the ring all-gather; actor is the actor control plane's floor: bare Proto.Actor round trips between the nodes in the scenario's fan-in or fan-out)")
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
-	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours and naive)")
+	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours's systems, naive too; each peer launch runs its own warm-up)")
+	fs.BoolVar(&f.sequential, "sequential", false, "run each system's repetitions back to back, one system after another, each peer in one launch of --reps "+
+		"(the order before interleaving). Default: a comparison's repetitions interleave across its systems: warm-ups first, then rep 1 of every system, rep 2 of every system, ... "+
+		"(the order rotated each round; a peer launched once per rep, a best peer's algorithm chosen by an unrecorded sweep first; failure variants after their failure-free rounds), "+
+		"so that drift in the machine's load falls on every system alike. --profile runs sequentially anyway")
 	fs.StringVar(&f.interval, "interval", "", "async: arrival interval(s), e.g. 0,50ms,200ms (default S/(4B))")
 	fs.StringVar(&f.degree, "degree", "", "reduce trees to compare with the chosen degree: d[,d...] (d >= 1, n, or chain-leaf: the published code's binary tree of chains; chosen, the cost model's, is always measured), chosen, or all = 1,2,n,chain-leaf (degree scenario: all). "+
 		"failure: each one at both ends, d=2 failure-free and d=2-failure killed at 50 % of d=2's own failure-free median, in failure-reduce only (a broadcast has no reduce tree)")
@@ -101,7 +105,7 @@ var legacyBenchFlags = []string{"size-mib", "link-mbps", "chunk-kib"}
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
 	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib",
-	"profile", "profile-seconds"}
+	"profile", "profile-seconds", "sequential"}
 
 // legacyP2P says whether `bench p2p ARGS` means the two-process loopback
 // benchmark (p2p.go).
@@ -243,7 +247,7 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 			return nil, usageError{fmt.Sprintf("--profile-seconds %d: want 1..%d", f.profileSeconds, bench.MaxProfileSeconds)}
 		}
 	}
-	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup, TLS: f.tls}
+	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup, TLS: f.tls, Sequential: f.sequential}
 	var err error
 	if f.profile != "" {
 		// Absolute: the run under the testbed script, and the report,
