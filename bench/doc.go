@@ -25,7 +25,8 @@
 // ours-tls, ...) keep one cluster each, started at their first warm-up,
 // for the whole run; on the testbed all their node sets are up at once,
 // idle but for their heartbeats while another system runs, peers'
-// launches included (the run warns when their memory may not fit). A
+// launches included (a run whose sets may not fit in memory runs
+// sequentially instead, with a note). A
 // peer (mpi, gloo, dask) is launched once per measured repetition with
 // --reps 1: its script runs its own warm-up in the same launch, then the
 // one timed repetition. The failure scenario gives every repetition a

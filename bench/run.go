@@ -217,6 +217,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	start := time.Now()
+	// An interleaved testbed run keeps every node set of ours's systems
+	// up at once; one that may not fit runs sequentially instead.
+	var memNote string
+	if o.Testbed != nil && !o.sequential() && o.Scenario != "failure" {
+		sets := 0
+		for _, s := range o.systems() {
+			if s.ours() {
+				sets++
+			}
+		}
+		if memNote = memoryFallback(sets, o.Nodes, slices.Max(o.Sizes), memAvailable()); memNote != "" {
+			o.Sequential = true
+		}
+	}
 	rep := &Report{Scenario: o.Scenario, Mode: o.mode(), Command: o.Command, Date: start.UTC(), Machine: machine(),
 		Nodes: o.Nodes, BandwidthBits: o.Bandwidth.BitsPerSecond, Bandwidth: o.Bandwidth.String(), Reps: o.Reps,
 		Sizes: o.Sizes, Peers: o.Peers, RunOrder: OrderInterleaved}
@@ -280,6 +294,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.log.SetOutput(io.Discard)
 	}
 	// On stderr too: whoever watches the bar sees which order runs.
+	if memNote != "" {
+		r.note(memNote)
+	}
 	r.prog.logf("%s", o.orderNote())
 	if err := r.run(ctx); err != nil {
 		r.prog.close()
@@ -474,17 +491,6 @@ func (r *runner) logDir() string {
 // failure-free ones: each is killed at 50 % of its shape's failure-free
 // median, which must be known before it runs.
 func (r *runner) runRounds(ctx context.Context, sis []int) {
-	if r.tb != nil && r.o.Scenario != "failure" {
-		sets := 0
-		for _, si := range sis {
-			if r.systems[si].ours() && slices.ContainsFunc(r.res, func(rs []Result) bool { return rs[si].ok() }) {
-				sets++
-			}
-		}
-		if w := memoryWarning(sets, r.o.Nodes, slices.Max(r.o.Sizes), memAvailable()); w != "" {
-			r.note(w)
-		}
-	}
 	backends := make([]backend, len(r.systems))
 	defer func() {
 		for _, b := range backends {
@@ -563,20 +569,22 @@ func (r *runner) rounds(ctx context.Context, gi int, sis []int, backends []backe
 	}
 }
 
-// memoryWarning warns ("" if not needed) when sets node sets of nodes
-// each, up at once in an interleaved testbed run, may not fit in avail
-// bytes (0: unknown) with objects of size bytes: each node holds about
-// 3 size at its peak (a source, the agent's generated copy of it, a
-// result), and an idle set keeps its heap until Go collects it, which
-// an idle process does rarely. A guess, not a measurement: it is there
-// to point at --sequential before the kernel's OOM killer does.
-func memoryWarning(sets, nodes int, size, avail int64) string {
-	need := int64(sets) * int64(nodes) * 3 * size
+// memoryFallback says why an interleaved testbed run must run
+// sequentially ("" if it need not): sets node sets of nodes each, up at
+// once, may not fit in avail bytes (0: unknown) with objects of size
+// bytes. A node of a sliced AllReduce holds about 4 size at its peak (its
+// source, its chain outputs, its relays, its copy of the target), the
+// agent that made the source held another, and an idle set keeps its
+// heap until Go returns it, which an idle process does slowly: 6 size a
+// node. (An interleaved 8 × 256 MiB AllReduce with two sets, estimated at
+// 3 size a node, used the VM's 23 GiB and thrashed for half an hour.)
+func memoryFallback(sets, nodes int, size, avail int64) string {
+	need := int64(sets) * int64(nodes) * 6 * size
 	if sets < 2 || avail <= 0 || need <= avail {
 		return ""
 	}
-	return fmt.Sprintf("memory: this interleaved run keeps %d node sets of %d up at once, about %.1f GiB at their peak (3 S per node) "+
-		"against %.1f GiB available; --sequential runs one set at a time", sets, nodes, float64(need)/(1<<30), float64(avail)/(1<<30))
+	return fmt.Sprintf("memory: interleaved, this run would keep %d node sets of %d up at once, about %.1f GiB at their peak (6 S per node) "+
+		"against %.1f GiB available: it ran sequentially, one set at a time", sets, nodes, float64(need)/(1<<30), float64(avail)/(1<<30))
 }
 
 // memAvailable is the kernel's estimate of the memory available to new
