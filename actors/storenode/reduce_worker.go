@@ -191,7 +191,16 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		// coordinator.InternalID): the earlier one is nobody's input now.
 		old := out
 		var err error
-		if out, err = w.createOutput(ctx, system, t); err != nil {
+		create := func() error {
+			out, err = w.createOutput(ctx, system, t)
+			return err
+		}
+		if h := w.cfg.Hooks.AroundReduceOutput; h != nil {
+			h(w.cfg.Self.GetNodeId(), t, create)
+		} else {
+			_ = create()
+		}
+		if err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
 			started(stopped(ctx, err))
 			return storenode.RunEnd{}
