@@ -102,6 +102,12 @@ type Hooks struct {
 	// A hook that sleeps makes a Reduce or AllReduce last long enough
 	// for a test to act inside it.
 	BeforeReduceChunk func(node, id string, off int64)
+	// AroundReduceOutput, if set, runs a reduce run's creation of its
+	// position's output on the run's goroutine: it must call create once
+	// (which returns the creation's error). A hook that blocks before
+	// create holds the run as a worker scheduled late on a loaded machine
+	// is; one that acts after it knows the attempt is over.
+	AroundReduceOutput func(node string, task *messages.ReduceTask, create func() error)
 	// BeforeReceive runs in the store node actor before each message; a
 	// hook that panics crashes the actor, which its supervisor restarts.
 	BeforeReceive func(node string, msg any)

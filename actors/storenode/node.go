@@ -33,12 +33,18 @@ type StoreNode struct {
 	// deadline, although its node and the store's bytes are fine). They
 	// run beside it, watched, and the map outlives restarts as the store
 	// does.
-	reduces map[string]map[int32]*actor.PID
+	reduces map[string]map[int32]*workerRef
 	reqs    *requests // Puts and Deletes in flight; survive restarts
 	// gets are the Gets waiting for their objects. They outlive restarts
 	// of the actor, as the storenode.Store does: the Gets' timers and the objects'
 	// settle notices name this actor's PID, which a restart keeps.
 	gets *getWaiters
+}
+
+// workerRef is a reduce worker as its store node knows it.
+type workerRef struct {
+	pid *actor.PID
+	out *positionOutput // shared with the worker
 }
 
 type fetchState struct {
@@ -55,7 +61,7 @@ type fetchEnded struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	r, gets, reduces := newRequests(), newGetWaiters(), map[string]map[int32]*actor.PID{}
+	r, gets, reduces := newRequests(), newGetWaiters(), map[string]map[int32]*workerRef{}
 	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces} })
 }
 
@@ -139,8 +145,8 @@ func (n *StoreNode) started(ctx actor.Context) {
 // A restart keeps them.
 func (n *StoreNode) stopWorkers(ctx actor.Context) {
 	for id, workers := range n.reduces {
-		for _, pid := range workers {
-			ctx.Stop(pid)
+		for _, wk := range workers {
+			ctx.Stop(wk.pid)
 		}
 		delete(n.reduces, id)
 	}
@@ -150,15 +156,23 @@ func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) 
 	if e := n.cfg.Estimator; e != nil {
 		e.ObservePeer(m.GetBandwidth())
 	}
-	for _, pid := range n.reduces[m.GetReduceId()] {
-		ctx.Send(pid, m)
+	for _, wk := range n.reduces[m.GetReduceId()] {
+		if !m.GetKeepTarget() {
+			// In this turn, not when the worker gets to it: the messages
+			// after this one (a re-planned run's tasks and Gets of the
+			// target) must find nothing of this run (see positionOutput).
+			if o, target := wk.out.release(); o != nil {
+				dropReleased(n.cfg.Store, o, target, m.GetReduceId())
+			}
+		}
+		ctx.Send(wk.pid, m)
 	}
 	delete(n.reduces, m.GetReduceId())
 }
 
 func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {
-	if pid := n.reduces[m.GetReduceId()][m.GetPosition()]; pid != nil {
-		ctx.Send(pid, m)
+	if wk := n.reduces[m.GetReduceId()][m.GetPosition()]; wk != nil {
+		ctx.Send(wk.pid, m)
 	}
 }
 
@@ -206,8 +220,8 @@ func (n *StoreNode) terminated(ctx actor.Context, who *actor.PID) {
 		}
 	}
 	for id, workers := range n.reduces {
-		for pos, pid := range workers {
-			if samePID(pid, who) {
+		for pos, wk := range workers {
+			if samePID(wk.pid, who) {
 				delete(workers, pos)
 			}
 		}
@@ -501,18 +515,19 @@ func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask, receiv
 		return
 	}
 	workers := n.reduces[m.GetReduceId()]
-	if pid := workers[m.GetPosition()]; pid != nil {
-		ctx.Send(pid, m)
+	if wk := workers[m.GetPosition()]; wk != nil {
+		ctx.Send(wk.pid, m)
 		return
 	}
 	if workers == nil {
-		workers = map[int32]*actor.PID{}
+		workers = map[int32]*workerRef{}
 		n.reduces[m.GetReduceId()] = workers
 	}
 	// Beside this actor, not a child (see StoreNode.reduces).
-	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender(), received))
+	out := &positionOutput{}
+	pid := ctx.ActorSystem().Root.Spawn(newReduceWorkerProps(n.cfg, m, ctx.Sender(), out, received))
 	ctx.Watch(pid)
-	workers[m.GetPosition()] = pid
+	workers[m.GetPosition()] = &workerRef{pid: pid, out: out}
 }
 
 // republish sends the directory every copy this node holds that belongs

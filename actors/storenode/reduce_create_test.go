@@ -36,7 +36,7 @@ func TestRefusedRootCreateResetsTheWaitingGet(t *testing.T) {
 	cfg := &Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
 		Log: logrus.NewEntry(logrus.New())}
 	placeholder, _ := store.Reserve("target") // a Get of the target waits here
-	w := &reduceWorker{cfg: cfg}
+	w := &reduceWorker{cfg: cfg, out: &positionOutput{}}
 	task := &messages.ReduceTask{ReduceId: "r1", TargetId: "target", OutputId: "target", Root: true, Size: 64}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -33,13 +33,10 @@ type reduceWorker struct {
 	cfg         *Config
 	coordinator *actor.PID
 	runs        *storenode.PositionRuns
-	cancel      context.CancelFunc               // stops the active run
-	out         atomic.Pointer[storenode.Object] // set by the first run once created
-	// dropped is set when the position was released without keeping its
-	// output: a run that creates the output after that (the release
-	// overtook it: a worker released right after it was spawned) drops
-	// it itself, or it would stay in the store for good.
-	dropped atomic.Bool
+	cancel      context.CancelFunc // stops the active run
+	// out is the output, shared with the store node, which drops it when
+	// it handles a release that does not keep it (see positionOutput).
+	out *positionOutput
 	// tl is the first run's timeline (debug logs; see timeline), nil
 	// unless the log is at debug level.
 	tl *timeline
@@ -61,7 +58,7 @@ type runEnded struct {
 func (runStarted) IgnoreDeadLetterLogging() {}
 func (runEnded) IgnoreDeadLetterLogging()   {}
 
-func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID, received time.Time) *actor.Props {
+func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *actor.PID, out *positionOutput, received time.Time) *actor.Props {
 	// A restarted worker's runs are numbered apart from its earlier
 	// incarnation's, whose last run may still report to the same PID.
 	var incarnations atomic.Uint64
@@ -72,7 +69,9 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 		}
 		runs := storenode.NewPositionRuns(task, to)
 		runs.NumberFrom(incarnations.Add(1) << 32)
-		w := &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs}
+		// The output is the position's, not one incarnation's: the store
+		// node's release drops whatever any of them made.
+		w := &reduceWorker{cfg: cfg, coordinator: coordinator, runs: runs, out: out}
 		if cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 			w.tl = &timeline{received: received} // only debug logs show it
 		}
@@ -165,7 +164,7 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 // a lost object. A complete target is never rewound: it already is the
 // exact result of the sources its generation reduced.
 func (w *reduceWorker) rewind(root bool) {
-	o := w.out.Load()
+	o := w.out.load()
 	if o == nil {
 		return
 	}
@@ -185,24 +184,33 @@ const maxRestarts = 64
 func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(*messages.Error)) storenode.RunEnd {
 	pos, gen := t.GetPosition(), t.GetGeneration()
 	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
-	out := w.out.Load()
+	out := w.out.load()
 	if out == nil || out.ID() != t.GetOutputId() {
 		// The first run, or a generation whose output has a new name (see
 		// coordinator.InternalID): the earlier one is nobody's input now.
 		old := out
 		var err error
-		if out, err = w.createOutput(ctx, system, t); err != nil {
+		create := func() error {
+			out, err = w.createOutput(ctx, system, t)
+			return err
+		}
+		if h := w.cfg.Hooks.AroundReduceOutput; h != nil {
+			h(w.cfg.Self.GetNodeId(), t, create)
+		} else {
+			_ = create()
+		}
+		if err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
 			started(stopped(ctx, err))
 			return storenode.RunEnd{}
 		}
-		w.out.Store(out)
 		if old != nil {
 			w.cfg.Store.Abort(old, messages.Errorf(messages.ErrorCode_RESET, "reduce %s position %d: generation %d replaced this output", t.GetReduceId(), pos, gen))
 		}
-		if w.dropped.Load() {
-			w.dropOutput(out, t.GetReduceId())
-			started(stopped(ctx, messages.Errorf(messages.ErrorCode_CANCELED, "released")))
+		if w.out.isReleased() {
+			// Released since the output was made (a root waits for the
+			// shard meanwhile): the release dropped it already.
+			started(stopped(ctx, errReleased))
 			return storenode.RunEnd{}
 		}
 	}
@@ -277,52 +285,23 @@ func stopped(ctx context.Context, err error) *messages.Error {
 // createOutput makes the position's output object. The root's is the
 // target: created as a pinned creator copy and registered with the shard,
 // which announces it as a partial location at once (Gets and composed
-// Reduces stream from it while it is produced).
+// Reduces stream from it while it is produced). A position released
+// before it gets here makes nothing (see positionOutput).
 func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
-	allocAt := time.Now()
-	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
-	w.tl.markAlloc(time.Since(allocAt))
-	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
-		local := w.cfg.Store.Lookup(t.GetOutputId())
-		if local != nil && local.Pinned() && local.GatherCopy() && olderRun(local, t) {
-			// An older run of this Reduce wrote the target here: a gather
-			// of a sliced run that the coordinator abandoned for a tree,
-			// whose release has not reached its worker yet. Its bytes are
-			// not this run's result. (An older run never removes a newer
-			// one's copy: generations only grow.)
-			w.cfg.Store.Abort(local, messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
-			out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
-		} else if local != nil && !local.Pinned() {
-			if local.Size() < 0 {
-				// A Get of the target on this node left a placeholder while
-				// it waited: the root fills it, as a Put would.
-				out = local
-				evicted, err = w.cfg.Store.Promote(local, t.GetSize(), 0)
-			} else {
-				// A copy fetched from an earlier root of this Reduce: stale.
-				// Its readers get RESET and ask again.
-				w.cfg.Store.Remove(t.GetOutputId(), messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
-				out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
-			}
-		}
-	}
+	var evicted []string
+	out, prev, err := w.out.create(keepsTarget(t), func() (o *storenode.Object, err error) {
+		o, evicted, err = w.makeOutput(t)
+		return o, err
+	})
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range evicted {
 		system.Root.Send(w.cfg.ShardFor(id), &messages.UnpublishLocation{ObjectId: id, Node: w.cfg.Self})
 	}
-	if t.GetGather() {
-		// A copy of the target too, partial until the gather ends: a
-		// shard rebuilt meanwhile drops it rather than record a copy
-		// nobody finishes (see storenode.Object.Publication).
-		out.SetProducer(t.GetReduceId(), t.GetGeneration())
-		out.MarkGatherCopy()
-	}
 	if !t.GetRoot() {
 		return out, nil
 	}
-	out.SetProducer(t.GetReduceId(), t.GetGeneration())
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
 	refused := false
@@ -346,9 +325,57 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 			why = messages.Errorf(messages.ErrorCode_RESET, "the shard refused %q to this reduce run: %v", t.GetTargetId(), err)
 		}
 		w.cfg.Store.Abort(out, why)
+		w.out.undo(out, prev)
 		return nil, err
 	}
 	return out, nil
+}
+
+// makeOutput makes the output object in the store, with the marks that
+// say which run writes it, and returns the ids it evicted for room.
+func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []string, error) {
+	allocAt := time.Now()
+	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+	w.tl.markAlloc(time.Since(allocAt))
+	if errors.Is(err, messages.ErrConflict) && keepsTarget(t) {
+		local := w.cfg.Store.Lookup(t.GetOutputId())
+		if local != nil && local.Pinned() && local.GatherCopy() && olderRun(local, t) {
+			// An older run of this Reduce wrote the target here: a gather
+			// of a sliced run that the coordinator abandoned for a tree.
+			// Its bytes are not this run's result. (An older run never
+			// removes a newer one's copy: generations only grow, and a
+			// released position makes nothing; see positionOutput.)
+			w.cfg.Store.Abort(local, messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
+			out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+		} else if local != nil && !local.Pinned() {
+			if local.Size() < 0 {
+				// A Get of the target on this node left a placeholder while
+				// it waited: the root fills it, as a Put would.
+				out = local
+				evicted, err = w.cfg.Store.Promote(local, t.GetSize(), 0)
+			} else {
+				// A copy fetched from an earlier root of this Reduce: stale.
+				// Its readers get RESET and ask again.
+				w.cfg.Store.Remove(t.GetOutputId(), messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
+				out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if keepsTarget(t) {
+		// A gather's is a copy of the target too, partial until the
+		// gather ends: a shard rebuilt meanwhile drops it rather than
+		// record a copy nobody finishes (see
+		// storenode.Object.Publication). A newer run's root reads the
+		// marks (olderRun).
+		out.SetProducer(t.GetReduceId(), t.GetGeneration())
+	}
+	if t.GetGather() {
+		out.MarkGatherCopy()
+	}
+	return out, evicted, nil
 }
 
 func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (measured, error) {
@@ -509,7 +536,7 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 }
 
 func (w *reduceWorker) targetComplete() bool {
-	o := w.out.Load()
+	o := w.out.load()
 	if o == nil || !keepsTarget(w.runs.Task()) {
 		return false
 	}
@@ -525,36 +552,17 @@ func (w *reduceWorker) release(keep bool) {
 		if t := w.runs.Task(); t.GetGather() && !t.GetRoot() {
 			// A participant's copy of the target, published by the
 			// coordinator: from now on an ordinary, evictable copy.
-			if o := w.out.Load(); o != nil {
+			if o := w.out.load(); o != nil {
 				w.cfg.Store.Unpin(o)
 			}
 		}
 		return
 	}
-	// Set before the load: a run that stores its output after this load
-	// sees the flag (both are sequentially consistent atomics).
-	w.dropped.Store(true)
-	if o := w.out.Load(); o != nil {
-		w.dropOutput(o, w.runs.Task().GetReduceId())
+	// The store node dropped it already if the release came through it
+	// (see positionOutput); a coordinator that stopped did not.
+	if o, target := w.out.release(); o != nil {
+		dropReleased(w.cfg.Store, o, target, w.runs.Task().GetReduceId())
 	}
-}
-
-// dropOutput frees a released position's output. Abort drops the object
-// only while it is still the store's copy of that id, so a later object
-// of the same id is never touched (and dropping twice is harmless). A
-// parent still reading an intermediate learns UNAVAILABLE, as from a node
-// that failed, and waits for its repaired task: a node being killed
-// loses its coordinator first (its remote endpoints close before its
-// store fails), and NOT_FOUND here made the parent fail the whole Reduce
-// before the failure notice could repair it
-// (TestReduceSurvivesKillsOfSourceNodes, seed 4). A copy of the target
-// says NOT_FOUND: the Reduce that made it is over.
-func (w *reduceWorker) dropOutput(o *storenode.Object, reduceID string) {
-	code := messages.ErrorCode_UNAVAILABLE
-	if keepsTarget(w.runs.Task()) {
-		code = messages.ErrorCode_NOT_FOUND
-	}
-	w.cfg.Store.Abort(o, messages.Errorf(code, "reduce %s released its output", reduceID))
 }
 
 // olderRun reports whether o is a copy of the target that an older
