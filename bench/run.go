@@ -52,11 +52,6 @@ type Options struct {
 	// ChunkSize is Hoplite's transfer chunk; 0 adapts it to the measured
 	// bandwidth (storenode.Config.ChunkSize).
 	ChunkSize int
-	// LinkFrame is the testbed nodes' -link-frame: the bytes their links
-	// count for a full TCP segment, which sets the rate they pace sliced
-	// AllReduces at (0: TestbedLinkFrame; 1538 paces as on an Ethernet
-	// wire, for comparisons).
-	LinkFrame int
 	// OpTimeout bounds each operation (default: 30 s plus 20 S/B).
 	OpTimeout time.Duration
 	// Command is the command line, recorded in the report.

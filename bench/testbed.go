@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -290,18 +289,12 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	return ns, nil
 }
 
-// TestbedLinkFrame is what the testbed's links count for a full TCP
-// segment (1448 payload bytes): tc tbf on a veth counts the Ethernet
-// header and the IP packet, 1514 bytes, and no preamble, gap or FCS.
-const TestbedLinkFrame = 1514
-
 // nodeArgs is `ip`'s command line for host h's node of system s.
 func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seeds []string) []string {
 	args := []string{"netns", "exec", t.tb.Namespaces[h], t.tb.Binary, "node", "-bind", bind,
 		"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
 		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", chunkArg(t.o.ChunkSize),
-		"-bench-agent", "-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64) + "bit",
-		"-link-frame", strconv.Itoa(cmp.Or(t.o.LinkFrame, TestbedLinkFrame))}
+		"-bench-agent", "-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64) + "bit"}
 	if s.naive {
 		args = append(args, "-naive")
 	}

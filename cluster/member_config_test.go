@@ -30,8 +30,6 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 		{"inline is not a choice", func(c *MemberConfig) { c.ReduceShape = coordinator.ShapeInline }, `unknown reduce shape "inline"`},
 		{"negative link rate", func(c *MemberConfig) { c.LinkRate = -1 }, "link rate -1"},
 		{"link rate NaN", func(c *MemberConfig) { c.LinkRate = math.NaN() }, "link rate NaN"},
-		{"link frame under a segment's payload", func(c *MemberConfig) { c.LinkFrame = 1000 }, "link frame 1000"},
-		{"negative link frame", func(c *MemberConfig) { c.LinkFrame = -1 }, "link frame -1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := joinSlot(t, slots[0], nil, quietLog(), c.mod)
@@ -46,20 +44,16 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 	}
 }
 
-// TestPayloadRate: a link's TCP payload rate, 1448 bytes in every frame
-// the link counts (Ethernet's 1538 unless told); nothing for a rate not
-// known.
+// TestPayloadRate: a link's TCP payload rate, 1448 bytes in every 1538
+// on the wire; nothing for a rate not known.
 func TestPayloadRate(t *testing.T) {
 	for bits, want := range map[float64]float64{400e6: 400e6 / 8 * 1448 / 1538, 10e9: 10e9 / 8 * 1448 / 1538, 0: 0, -5: 0, math.Inf(1): 0, math.NaN(): 0} {
-		if got := PayloadRate(bits, 0); got != want {
-			t.Errorf("PayloadRate(%v, 0) = %v, want %v", bits, got, want)
+		if got := PayloadRate(bits); got != want {
+			t.Errorf("PayloadRate(%v) = %v, want %v", bits, got, want)
 		}
 	}
-	if r := PayloadRate(400e6, 0); r < 47e6 || r > 47.8e6 {
-		t.Errorf("PayloadRate(400 Mbit/s, Ethernet) = %v: not just under the 47.8 MB/s a tc-shaped 400 Mbit/s link carries", r)
-	}
-	if r, want := PayloadRate(400e6, 1514), 400e6/8*1448/1514; r != want {
-		t.Errorf("PayloadRate(400 Mbit/s, tc's 1514) = %v, want %v", r, want)
+	if r := PayloadRate(400e6); r < 47e6 || r > 47.8e6 {
+		t.Errorf("PayloadRate(400 Mbit/s) = %v: not just under the 47.8 MB/s a tc-shaped 400 Mbit/s link carries", r)
 	}
 }
 

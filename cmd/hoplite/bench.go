@@ -56,7 +56,6 @@ type benchFlags struct {
 	script, binary, peersDir, logDir, prefix string
 	chunk, logLevel, profile                 string
 	sizeMiB, chunkKiB, profileSeconds        int
-	linkFrame                                int
 	linkMbps                                 float64
 }
 
@@ -96,7 +95,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	// The flags of the earlier `hoplite bench broadcast`, still accepted.
 	fs.IntVar(&f.sizeMiB, "size-mib", 0, "legacy: object size in MiB (overrides -size)")
 	fs.Float64Var(&f.linkMbps, "link-mbps", 0, "legacy: B in Mbit/s (overrides -bandwidth)")
-	fs.IntVar(&f.linkFrame, "link-frame", bench.TestbedLinkFrame, "with --testbed: the nodes' -link-frame, the bytes a link counts for a full TCP segment, which sets the rate sliced AllReduces are paced at (the testbed's tc tbf counts 1514; 1538 paces as on an Ethernet wire)")
 	fs.IntVar(&f.chunkKiB, "chunk-kib", 0, "legacy: chunk size in KiB (overrides -chunk-size)")
 }
 
@@ -107,7 +105,7 @@ var legacyBenchFlags = []string{"size-mib", "link-mbps", "chunk-kib"}
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
 	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib",
-	"profile", "profile-seconds", "sequential", "link-frame"}
+	"profile", "profile-seconds", "sequential"}
 
 // legacyP2P says whether `bench p2p ARGS` means the two-process loopback
 // benchmark (p2p.go).
@@ -292,10 +290,6 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 		}
 	}
 	o.ChunkSize = int(chunk)
-	if f.linkFrame < 1448 || f.linkFrame > 65535 {
-		return nil, fmt.Errorf("-link-frame %d: want 1448..65535 bytes", f.linkFrame)
-	}
-	o.LinkFrame = f.linkFrame
 	return o, nil
 }
 

@@ -46,7 +46,7 @@ flags:
 // nodeFlags are the flags of `hoplite node` (and of the bench peer).
 type nodeFlags struct {
 	bind, seeds, dataBind, provider, providerAddr, clusterName string
-	managePort, shards, reduceDegree, linkFrame                int
+	managePort, shards, reduceDegree                           int
 	capacity, chunk, linkRate                                  string
 	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
 	reduceChunkDelay                                           time.Duration
@@ -66,7 +66,6 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
 	fs.StringVar(&f.linkRate, "link-rate", "", "this host's network link, e.g. 10gbit or 400mbit (default: not known); paces sliced AllReduces at its TCP payload rate")
-	fs.IntVar(&f.linkFrame, "link-frame", 0, "bytes the link counts for a full TCP segment of 1448 payload bytes: 1538 on an Ethernet wire (0, the default), 1514 for a Linux qdisc shaping a veth (tc tbf)")
 	fs.IntVar(&f.shards, "shards", 64, "directory shards of the whole cluster (equal on every member)")
 	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged (a fixed list of hosts) or etcd (hosts that come and go)")
 	fs.StringVar(&f.providerAddr, "provider-address", "", "etcd server client endpoint HOST:PORT (default 127.0.0.1:2379)")
@@ -144,7 +143,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
-		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, LinkRate: linkRate, LinkFrame: f.linkFrame, Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.
