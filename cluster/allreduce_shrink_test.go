@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,23 +28,36 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 			const nodes = 6
 			victims := []int{2, 4}
 			target := idOnNode("shrink-"+shape, 0, nodes, nodes) // the coordinator runs on node 0, the caller
-			// The coordinator is held at the first task start of each run
-			// (a re-planned tree's generations are newer) until that run's
-			// victim is dead.
+			// The coordinator is held at a task start of each run (a
+			// re-planned tree's generations are newer) until that run's
+			// victim is dead: the first run's once every source was
+			// located (a d-ary tree starts a position as its source
+			// arrives, and a victim whose source was never located is not
+			// known to be lost: the AllReduce waits for it as for any
+			// source not Put yet, to its deadline), a re-planned one's at
+			// its first.
 			held := make(chan int, len(victims))
 			resume := make(chan struct{})
 			var mu sync.Mutex
 			runs := map[int32]bool{}
+			located := map[string]bool{}
 			firstGen := int32(1)
 			cfg := Config{Nodes: nodes, AllReduceShape: shape, ChunkSize: 16 << 10, Log: faultLog()}
 			cfg.CoordinatorHook = func(_ string, msg any) {
+				if u, ok := msg.(*messages.LocationUpdate); ok && u.GetNode().GetNodeId() != "" && strings.HasPrefix(u.GetObjectId(), shape+"-") {
+					mu.Lock()
+					located[u.GetObjectId()] = true
+					mu.Unlock()
+					return
+				}
 				m, ok := msg.(*messages.ReduceTaskStarted)
 				if !ok {
 					return
 				}
 				mu.Lock()
 				g := m.GetGeneration()
-				hold := len(runs) < len(victims) && !runs[g] && (len(runs) == 0 && g == firstGen || len(runs) > 0 && g > maxKey(runs))
+				hold := len(runs) < len(victims) && !runs[g] &&
+					(len(runs) == 0 && g == firstGen && len(located) >= nodes || len(runs) > 0 && g > maxKey(runs))
 				if hold {
 					runs[g] = true
 				}
