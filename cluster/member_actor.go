@@ -41,6 +41,9 @@ type (
 	placement      struct {
 		live, owners []string
 		ownRunning   bool
+		// shards are the shards this member runs (the embedded cluster
+		// waits for their rebuilds too).
+		shards []*actor.PID
 		// peers says why each known peer is or is not live (diagnostics
 		// of a view that does not converge).
 		peers map[string]string
@@ -197,8 +200,12 @@ func (a *membersActor) awaitSettled(ctx actor.Context) {
 
 func (a *membersActor) placement() placement {
 	st := a.st
-	return placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
+	p := placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
 		ownRunning: st.settled && a.ownShardsRunning(), peers: st.view.Describe()}
+	for _, pid := range st.running {
+		p.shards = append(p.shards, pid)
+	}
+	return p
 }
 
 func (a *membersActor) tick(ctx actor.Context) {
