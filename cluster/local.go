@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
+	shard "github.com/hoplite-go/hoplite/actors/directory"
 	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
@@ -284,7 +285,8 @@ func (l *Local) liveMembers() []*Member {
 
 // converge waits until every live member sees exactly the live members,
 // they agree on the placement of every shard, and each runs the shards
-// placed on it. Callers hold l.ops.
+// placed on it, rebuilt from every store node's republish. Callers hold
+// l.ops.
 func (l *Local) converge() error {
 	live := l.liveMembers()
 	want := make([]string, 0, len(live))
@@ -314,6 +316,8 @@ func (l *Local) converge() error {
 				why = fmt.Sprintf("%s places the shards elsewhere", m.id)
 			case !p.ownRunning:
 				why = fmt.Sprintf("%s does not run all its shards yet", m.id)
+			default:
+				why = rebuilding(m, p.shards)
 			}
 			if why != "" {
 				break
@@ -328,6 +332,26 @@ func (l *Local) converge() error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// rebuilding says which of m's shards still waits for store nodes to
+// republish ("" if none). A shard asks every store node when it starts,
+// and their answers are publications: until they are in, a member's copy
+// can reach the directory a second time, after the caller's own Put or
+// Get (TestPutThenRemoteGetCostsTwoControlRoundTrips saw an inline Get's
+// member publish its copy), and a shard cannot tell a last copy.
+func rebuilding(m *Member, shards []*actor.PID) string {
+	for _, pid := range shards {
+		res, err := m.system.Root.RequestFuture(pid, shard.RebuildQuery{}, time.Second).Result()
+		st, ok := res.(shard.RebuildStatus)
+		switch {
+		case err != nil || !ok:
+			return fmt.Sprintf("%s's shard %s does not answer: %v", m.id, pid.GetId(), err)
+		case st.Pending > 0:
+			return fmt.Sprintf("%s's shard %s waits for %d store nodes to republish", m.id, pid.GetId(), st.Pending)
+		}
+	}
+	return ""
 }
 
 // Kill fails node i the way SIGKILL fails a process: nobody can reach its

@@ -384,6 +384,11 @@ type Member struct {
 	live   atomic.Pointer[[]string]            // placement members, sorted
 	peers  atomic.Pointer[peerIndex]           // reachable members by id, address, data address
 	topo   atomic.Pointer[pcluster.ClusterTopology]
+	// lastTopology is topo numbered (topologySeq counts the provider's
+	// topologies in the order it published them): what the members
+	// actor is sent.
+	lastTopology atomic.Pointer[topologyUpdate]
+	topologySeq  atomic.Uint64
 
 	node, storePID, revokePID atomic.Pointer[actor.PID]
 	membersPID                atomic.Pointer[actor.PID]
@@ -540,9 +545,13 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		m.system.EventStream.Subscribe(func(e any) {
 			switch e := e.(type) {
 			case *pcluster.ClusterTopology:
+				// The provider publishes one topology at a time (under its
+				// member list's lock), so the numbers follow its order.
+				u := &topologyUpdate{topology: e, seq: m.topologySeq.Add(1)}
 				m.topo.Store(e)
+				m.lastTopology.Store(u)
 				if pid := m.membersPID.Load(); pid != nil {
-					m.system.Root.Send(pid, e)
+					m.system.Root.Send(pid, u)
 				}
 			case *remote.EndpointTerminatedEvent:
 				m.suspect(suspicion{address: e.Address, why: "remote endpoint terminated"})
@@ -595,8 +604,12 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.revokePID.Store(actor.NewPID(addr, memberRoot+"/"+revokeName))
 	members := actor.NewPID(addr, memberRoot+"/"+membersName)
 	m.membersPID.Store(members)
-	if t := m.topo.Load(); t != nil {
-		m.system.Root.Send(members, t)
+	// The topologies published before the members actor was known. This
+	// send races with the subscription's, which may already have sent a
+	// newer one: the members actor applies only topologies newer than
+	// the last it applied.
+	if u := m.lastTopology.Load(); u != nil {
+		m.system.Root.Send(members, u)
 	}
 
 	deadline, _ := ctx.Deadline()

@@ -35,12 +35,21 @@ type (
 		reasons                  []string
 	}
 	membersTick struct{}
+	// topologyUpdate is a topology the provider published, numbered in
+	// the order it published them (seq counts from 1).
+	topologyUpdate struct {
+		topology *pcluster.ClusterTopology
+		seq      uint64
+	}
 	// placementQuery is answered with placement: what this member placed
 	// (the embedded cluster waits for every member to agree).
 	placementQuery struct{}
 	placement      struct {
 		live, owners []string
 		ownRunning   bool
+		// shards are the shards this member runs (the embedded cluster
+		// waits for their rebuilds too).
+		shards []*actor.PID
 		// peers says why each known peer is or is not live (diagnostics
 		// of a view that does not converge).
 		peers map[string]string
@@ -57,6 +66,8 @@ type membersState struct {
 	stopping    map[int]bool
 	hello       map[string]*helloState
 	topologySet bool
+	// topologySeq is the number of the last topology applied.
+	topologySeq uint64
 	settled     bool
 	waiters     []*actor.PID
 	started     time.Time
@@ -123,7 +134,7 @@ func (a *membersActor) Receive(ctx actor.Context) {
 		a.started(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		a.stopTicker()
-	case *pcluster.ClusterTopology:
+	case *topologyUpdate:
 		a.topology(ctx, msg)
 	case *messages.MemberHello:
 		a.greeted(ctx, msg)
@@ -197,8 +208,12 @@ func (a *membersActor) awaitSettled(ctx actor.Context) {
 
 func (a *membersActor) placement() placement {
 	st := a.st
-	return placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
+	p := placement{live: slices.Clone(st.lastLive), owners: slices.Clone(st.owners),
 		ownRunning: st.settled && a.ownShardsRunning(), peers: st.view.Describe()}
+	for _, pid := range st.running {
+		p.shards = append(p.shards, pid)
+	}
+	return p
 }
 
 func (a *membersActor) tick(ctx actor.Context) {
@@ -225,10 +240,22 @@ func (a *membersActor) shardTerminated(ctx actor.Context, who *actor.PID) {
 	a.reconcile(ctx)
 }
 
-func (a *membersActor) topology(ctx actor.Context, t *pcluster.ClusterTopology) {
+// topology applies a provider topology newer than the last applied. An
+// older one can arrive after a newer one (Join sends the last it saw while
+// the subscription may have sent a newer one already), and applying it
+// would take back the members that joined in between: they "left the
+// topology", and this member spread a failure notice about each live one
+// (at 8 members starting under load: "the members did not converge ...
+// node-4: compatible, in topology true, dead true", or a Join that
+// never settled).
+func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 	st := a.st
+	if u.topology == nil || u.seq <= st.topologySeq {
+		return
+	}
+	st.topologySeq = u.seq
 	var members []topologyMember
-	for _, m := range t.GetMembers() {
+	for _, m := range u.topology.GetMembers() {
 		members = append(members, topologyMember{id: m.GetId(), address: m.Address()})
 	}
 	before := map[string]*peer{}

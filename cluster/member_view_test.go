@@ -176,3 +176,23 @@ func TestViewIgnoresANoticeAboutAMemberAtAnotherAddress(t *testing.T) {
 		t.Fatalf("live after the real failures: %v", got)
 	}
 }
+
+// A notice about a member this view does not know yet (admitted: it may
+// be about a member the topology dropped already) is not remembered: the
+// member that later joins under that name is live, whatever address the
+// notice named. Had the notice been about that member, the provider would
+// not list it and its handshake would not be answered.
+func TestViewForgetsANoticeAboutAnUnknownMember(t *testing.T) {
+	ref := &messages.NodeRef{NodeId: "node-4", Address: "127.0.0.1:1004", ActorId: "node/store", DataAddress: "node-4-data"}
+	v := newMemberView("node-0", "127.0.0.1:1000", &messages.NodeRef{NodeId: "node-0", Address: "127.0.0.1:1000"}, 4)
+	for _, addr := range []string{"127.0.0.1:2004", "127.0.0.1:1004", ""} {
+		if v.Failed("node-4", addr) {
+			t.Fatalf("a notice about the unknown node-4 at %q changed the view", addr)
+		}
+	}
+	v.Topology([]topologyMember{{"node-0", "127.0.0.1:1000"}, {"node-4", "127.0.0.1:1004"}})
+	v.Hello("node-4", "127.0.0.1:1004", ref, true, "")
+	if got := v.Live(); !slices.Equal(got, []string{"node-0", "node-4"}) {
+		t.Fatalf("live after node-4 joined: %v (%v)", got, v.Describe())
+	}
+}

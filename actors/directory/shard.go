@@ -125,6 +125,18 @@ type Shard struct {
 // gone, and the failure path says so).
 const RepublishWait = 5 * time.Second
 
+// RebuildQuery asks a shard (in process) how far its rebuild is; it
+// answers RebuildStatus. A shard that just started still expects the
+// copies of every store node it asked to republish: they arrive later as
+// publications, which a caller that wants a quiet directory (the embedded
+// cluster's start) must not mistake for its own traffic.
+type RebuildQuery struct{}
+
+// RebuildStatus answers RebuildQuery: Pending store nodes have not
+// answered the shard's republish request yet (0 once RepublishWait has
+// passed since it started).
+type RebuildStatus struct{ Pending int }
+
 // NewShardProps returns the props of a directory shard actor.
 func NewShardProps(cfg ShardConfig) *actor.Props {
 	if cfg.Log == nil {
@@ -182,6 +194,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.ReportLost(m, ctx.Sender())
 	case *messages.RepublishDone:
 		delete(s.republishing, actorutil.Key(m.GetNode().PID()))
+		return
+	case RebuildQuery:
+		ctx.Respond(RebuildStatus{Pending: s.rebuilding(now)})
 		return
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())

@@ -106,6 +106,9 @@ type pendingOp struct {
 	heard     time.Time
 }
 
+// closeKey is the key of a client's close (there is one per barrier).
+const closeKey = "c"
+
 const (
 	recentKeys   = 1024 // confirmed keys remembered by a backup
 	extraPending = 64   // pending client operations beyond MaxParticipants
@@ -230,7 +233,14 @@ func (r *Replica) Barrier() *policy.Barrier { return r.b }
 func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
 	reply := &messages.BarrierCreated{Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas),
 		ReplicaMembers: r.cfg.Members, Existed: true}
-	if r.closed {
+	// A backup learns of a close from the primary's op, which may arrive
+	// after the closer's next Open: the primary answers the Close without
+	// waiting for its backups. The closer's handle told this replica
+	// itself, though, before it could hear the answer (one ordered
+	// connection per pair of members), and a heard close always commits:
+	// the primary applies it, or whoever takes over commits what it heard.
+	// So a close this replica heard is answered as done.
+	if r.closed || r.pendingKeys[closeKey] {
 		reply = &messages.BarrierCreated{Name: r.cfg.Name, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", r.cfg.Name)}
 	} else if m != nil && !m.GetFromPrimary() {
 		if r.fresh {
@@ -300,7 +310,7 @@ func (r *Replica) Release(now time.Time, m *messages.BarrierRelease, from *actor
 // Close handles BarrierClose.
 func (r *Replica) Close(now time.Time, m *messages.BarrierClose, from *actor.PID) (e Effects) {
 	defer r.flush(&e)
-	p := &pendingOp{key: "c", kind: messages.BarrierOpKind_BARRIER_OP_CLOSE, from: from, requestID: m.GetRequestId(), heard: now}
+	p := &pendingOp{key: closeKey, kind: messages.BarrierOpKind_BARRIER_OP_CLOSE, from: from, requestID: m.GetRequestId(), heard: now}
 	if !r.Acting() {
 		if !r.closed {
 			r.hear(p, &e)

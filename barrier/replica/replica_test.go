@@ -368,3 +368,46 @@ func TestRepeatedEnterGetsItsOutcomeAgain(t *testing.T) {
 		t.Fatalf("the same label under a new request: %v, want CONFLICT", got[len(got)-1])
 	}
 }
+
+// A backup that heard a client's Close answers an Open with DELETED even
+// before the primary's close op reaches it: the closer may open again as
+// soon as the primary answered, and a heard close always commits.
+func TestBackupThatHeardACloseAnswersDeleted(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3}
+	n := newNet(t, 2, o, nil)
+	backup := n.r(1)
+	opener := participant(1)
+	open := func() *messages.BarrierCreated {
+		t.Helper()
+		var reply *messages.BarrierCreated
+		for _, s := range backup.Created(nil, opener).Sends {
+			if m, ok := s.Msg.(*messages.BarrierCreated); ok && pidOf(s.To).Equal(opener) {
+				reply = m
+			}
+		}
+		if reply == nil {
+			t.Fatal("the backup did not answer the Open")
+		}
+		return reply
+	}
+	if got := open(); got.GetError() != nil || !got.GetExisted() {
+		t.Fatalf("open before the close: %v", got)
+	}
+	// The closer's Close reaches the backup; the primary's op is still in
+	// flight (not delivered here).
+	n.deliver(n.hosts[1], backup.Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
+	if backup.Closed() {
+		t.Fatal("the backup applied a close the primary has not committed")
+	}
+	if got := open(); got.GetError().GetCode() != messages.ErrorCode_DELETED {
+		t.Fatalf("open with a close heard: %v, want DELETED", got)
+	}
+	// The primary commits it; the backup then holds it closed.
+	n.deliver(n.hosts[0], n.r(0).Close(ms(2), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
+	if !backup.Closed() {
+		t.Fatal("the backup did not apply the primary's close")
+	}
+	if got := open(); got.GetError().GetCode() != messages.ErrorCode_DELETED {
+		t.Fatalf("open after the close: %v, want DELETED", got)
+	}
+}
