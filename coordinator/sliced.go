@@ -44,9 +44,9 @@ const ShapeSliced = "sliced"
 // relay's). Every byte a participant receives then comes from its
 // predecessor, whose paced link alone feeds it. Fetched by each gather
 // from each root instead, n-1 senders fed every downlink unpaced as a
-// whole: on the testbed (8 hosts, 400 Mbit/s) some downlinks queued a
-// megabyte (21 ms) for whole runs while others idled, and each chain
-// paid those queues at every hop.
+// whole: on the testbed (8 hosts, 400 Mbit/s) some downlinks queued
+// half a megabyte on average over a run (peaks of 1.7 MB, 35 ms) while
+// others idled, and each chain paid those queues at every hop.
 //
 // There is no repair inside the shape: its chains need every source. A
 // participant that fails, before the chains start or after, ends the
