@@ -167,7 +167,7 @@ echo "RESULT peer=` + peer + ` op=$op nodes=3 size=$size algorithm=$name median=
 func orderRun(t *testing.T, sequential bool, mpiFailOn, glooFailOn int) (*Report, *eventLog) {
 	t.Helper()
 	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("the stand-in peer scripts need /bin/bash")
+		t.Skipf("skipped: /bin/bash is missing (%v); the stand-in peer scripts need it", err)
 	}
 	dir := t.TempDir()
 	log := &eventLog{path: filepath.Join(dir, "events")}

@@ -504,7 +504,8 @@ func (s *timedStream) Next(ctx context.Context) ([]byte, error) {
 }
 
 // slicedStreams is how many streams share a participant's link in t's
-// AllReduce: 2(n−1) in a sliced one (n−1 chains' and n−1 gathers'), else 1.
+// AllReduce: 2(n−1) in a sliced one (n−1 chains' and n−1 relays' or
+// gathers'), else 1.
 func slicedStreams(t *messages.ReduceTask) int {
 	if t.GetSlices() == 0 {
 		return 1
@@ -582,11 +583,11 @@ func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
 func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGather() }
 
 // gather assembles the target of a sliced AllReduce: every child is one
-// reduced slice, on the node that reduced it (this node's own, or a
-// peer's), and lands at its offset in the target's buffer, in place. The
-// slices are fetched at once, one goroutine each: each peer sends its
-// slice to every participant, so every uplink and downlink carries
-// (N-1)/N of the object, as in a ring's all-gather. The bytes become
+// reduced slice, on this node (its own root's output, or a relay's when
+// the all-gather goes around the ring) or on the peer that reduced it,
+// and lands at its offset in the target's buffer, in place. The slices
+// are copied at once, one goroutine each; either way every uplink and
+// downlink carries (N-1)/N of the object, as in a ring's all-gather. The bytes become
 // readable all at once, so a Get never streams a copy with holes in it.
 // The root's gather created the target in the directory, as a partial
 // copy (createOutput); no gather publishes its complete copy: the

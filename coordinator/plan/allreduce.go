@@ -65,7 +65,8 @@ func slicedFactor(n int, paced bool) float64 {
 }
 
 // SlicedStreams is how many of a sliced AllReduce's streams leave (and
-// reach) each of its n participants at once: n-1 chains' and n-1 gathers'.
+// reach) each of its n participants at once: n-1 chains' and n-1 relays'
+// (or, gathered from the roots, gathers').
 func SlicedStreams(n int) int { return max(2*(n-1), 1) }
 
 // SlicedCost models a sliced AllReduce of n sources of S bytes: a
