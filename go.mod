@@ -13,6 +13,7 @@ require (
 	go.etcd.io/etcd/server/v3 v3.5.10
 	go.uber.org/zap v1.21.0
 	golang.org/x/net v0.21.0
+	golang.org/x/sys v0.19.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.60.1
 	google.golang.org/protobuf v1.36.12
@@ -87,7 +88,6 @@ require (
 	golang.org/x/exp v0.0.0-20231110203233-9a3e6036ecaa // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.16.0 // indirect
-	golang.org/x/sys v0.19.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 	golang.org/x/time v0.3.0 // indirect
 	google.golang.org/genproto v0.0.0-20231002182017-d307bd883b97 // indirect

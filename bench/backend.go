@@ -88,16 +88,36 @@ func prefetch(ctx context.Context, root *actor.RootContext, pid *actor.PID, id s
 	return messages.ErrOrNil(r.GetError())
 }
 
+// sleepUntil returns at at (zero: at once), or with ctx's error.
+//
+// A Go timer alone starts a scheduled operation up to a millisecond late:
+// a process with nothing to run waits for its next timer in epoll_wait,
+// whose timeout is whole milliseconds (runtime/netpoll_epoll.go rounds
+// any wait under 1 ms up to 1 ms). Eight members started a 1 KiB
+// broadcast 0.7-1 ms apart that way, more than the broadcast's own time.
+// So the timer wakes the caller startSlack early and preciseSleep, which
+// blocks this goroutine's thread in the kernel, sleeps the rest.
 func sleepUntil(ctx context.Context, at time.Time) error {
 	if at.IsZero() {
 		return nil
 	}
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if d := time.Until(at) - startSlack; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	preciseSleep(at)
+	return nil
 }
+
+// startSlack is how early sleepUntil's timer fires: more than the
+// timer's millisecond of rounding, little enough that the thread it
+// blocks is not missed.
+const startSlack = 2 * time.Millisecond

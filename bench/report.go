@@ -100,8 +100,14 @@ type Result struct {
 	FailureFree string  `json:"failure_free,omitempty"`
 	RatioToFree float64 `json:"ratio_to_failure_free,omitempty"`
 	// Extra holds per-scenario details: the degree the cost model chose,
-	// async's total time, when the failure was injected.
+	// async's total time, when the failure was injected, a broadcast's
+	// slowest receiver from its own start. Each is the median over the
+	// recorded repetitions (ExtraReps has every one), except killed, a
+	// count of the repetitions whose victim was killed.
 	Extra map[string]float64 `json:"extra,omitempty"`
+	// ExtraReps holds each Extra's value in every recorded repetition,
+	// in the order of TimesS.
+	ExtraReps map[string][]float64 `json:"extra_reps,omitempty"`
 
 	group group
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// ChunkSize is Hoplite's transfer chunk; 0 adapts it to the measured
 	// bandwidth (storenode.Config.ChunkSize).
 	ChunkSize int
+	// NodeProcs is GOMAXPROCS for each testbed node: 0 gives each its
+	// share of this machine's CPUs (NumCPU / Nodes, at least 1), as a
+	// host with that many cores would have; NodeProcsGo leaves Go's
+	// default (every CPU of the machine). See nodeProcs.
+	NodeProcs int
 	// OpTimeout bounds each operation (default: 30 s plus 20 S/B).
 	OpTimeout time.Duration
 	// Command is the command line, recorded in the report.
@@ -109,8 +114,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, actor-locates or star-gather)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, actor-locates, star-gather or go-procs)", p)
 		}
 	}
 	if c.TLS && c.Testbed == nil {
@@ -291,6 +296,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// On stderr too: whoever watches the bar sees which order runs.
 	if memNote != "" {
 		r.note(memNote)
+	}
+	if o.Testbed != nil {
+		r.note(o.procsNote())
 	}
 	r.prog.logf("%s", o.orderNote())
 	if err := r.run(ctx); err != nil {
@@ -736,13 +744,13 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	}
 	for k, v := range smp.extra {
 		if res.Extra == nil {
-			res.Extra = map[string]float64{}
+			res.Extra, res.ExtraReps = map[string]float64{}, map[string][]float64{}
 		}
-		// The last repetition's value; counts add up.
+		res.ExtraReps[k] = append(res.ExtraReps[k], v)
 		if k == "killed" {
 			res.Extra[k] += v
 		} else {
-			res.Extra[k] = v
+			res.Extra[k] = medianOf(res.ExtraReps[k])
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,7 +240,8 @@ func TestTestbedNodeArgs(t *testing.T) {
 		names = append(names, s.name)
 		for h := 0; h < o.Nodes; h++ {
 			args := strings.Join(tb.nodeArgs(h, s, "198.18.77.1:20000", 30000, []string{"198.18.77.1:30000"}), " ")
-			if !strings.HasPrefix(args, "netns exec x-h"+strconv.Itoa(h)+" /bin/hoplite node -bind 198.18.77.1:20000 ") ||
+			procs := strconv.Itoa(max(1, runtime.NumCPU()/3))
+			if !strings.HasPrefix(args, "netns exec x-h"+strconv.Itoa(h)+" env GOMAXPROCS="+procs+" /bin/hoplite node -bind 198.18.77.1:20000 ") ||
 				!strings.HasSuffix(args, "-bench-agent -link-rate 400000000bit"+strings.TrimRight(" "+want[s.name], " ")) {
 				t.Errorf("%s host %d: %s", s.name, h, args)
 			}
@@ -247,6 +249,46 @@ func TestTestbedNodeArgs(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{SysOurs, "d=1", "d=2", "d=3", SysChainLeaf, SysNaive}) {
 		t.Errorf("systems %v", names)
+	}
+}
+
+// Each testbed node's Go scheduler gets the node's share of the CPUs
+// unless told otherwise; the go-procs column runs at Go's default in the
+// same run.
+func TestTestbedNodeProcs(t *testing.T) {
+	for _, c := range []struct {
+		procs, nodes int
+		peers        []string
+		want         map[string]string // system: GOMAXPROCS, "" none
+	}{
+		{0, 1 << 20, nil, map[string]string{SysOurs: "1"}},
+		{0, 2, []string{"go-procs"}, map[string]string{SysOurs: strconv.Itoa(max(1, runtime.NumCPU()/2)), SysGoProcs: ""}},
+		{3, 8, []string{"go-procs"}, map[string]string{SysOurs: "3", SysGoProcs: ""}},
+		{NodeProcsGo, 8, nil, map[string]string{SysOurs: ""}},
+	} {
+		o, err := (&Options{Scenario: "broadcast", Nodes: c.nodes, NodeProcs: c.procs, Peers: c.peers}).withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0"}, Binary: "/bin/hoplite"}}
+		var got []string
+		for _, s := range o.systems() {
+			got = append(got, s.name)
+			args := strings.Join(tb.nodeArgs(0, s, "198.18.77.1:20000", 30000, nil), " ")
+			prefix := "netns exec x-h0 /bin/hoplite node "
+			if p := c.want[s.name]; p != "" {
+				prefix = "netns exec x-h0 env GOMAXPROCS=" + p + " /bin/hoplite node "
+			}
+			if !strings.HasPrefix(args, prefix) {
+				t.Errorf("procs %d, %d nodes, %s: %s, want the prefix %q", c.procs, c.nodes, s.name, args, prefix)
+			}
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("procs %d peers %v: systems %v", c.procs, c.peers, got)
+		}
+		if note := o.procsNote(); !strings.Contains(note, "GOMAXPROCS") || slices.Contains(c.peers, "go-procs") != strings.Contains(note, SysGoProcs) {
+			t.Errorf("procs %d peers %v: note %q", c.procs, c.peers, note)
+		}
 	}
 }
 
@@ -266,3 +308,30 @@ func TestBadOptions(t *testing.T) {
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// A broadcast's per-repetition details are kept for every repetition,
+// and the headline value is their median, not the last one's.
+func TestExtraPerRepetition(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	r, err := Run(ctx, Options{Scenario: "broadcast", Nodes: 3, Sizes: []int64{1 << 10}, Reps: 5,
+		Bandwidth: Bandwidth{BitsPerSecond: 4e9}, OpTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := result(t, r, SysOurs)
+	for _, k := range []string{"own_s", "start_skew_s"} {
+		reps := res.ExtraReps[k]
+		if len(reps) != 5 {
+			t.Fatalf("%s: %d values, want one per repetition: %v", k, len(reps), reps)
+		}
+		if res.Extra[k] != medianOf(reps) {
+			t.Errorf("%s: %v, want the median of %v", k, res.Extra[k], reps)
+		}
+	}
+	for i, own := range res.ExtraReps["own_s"] {
+		if own <= 0 || own > res.Times[i]+1e-9 {
+			t.Errorf("rep %d: the slowest receiver's own time %v s, the span %v s", i+1, own, res.Times[i])
+		}
+	}
+}

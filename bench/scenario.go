@@ -83,6 +83,11 @@ const SysActorLocates = "ours-actor-locates"
 // as before the ring all-gather: that change measured in the same run.
 const SysStarGather = "ours-star-gather"
 
+// SysGoProcs is ours with every testbed node at Go's default GOMAXPROCS
+// (--peers go-procs): every CPU of the machine, which the testbed's
+// members share, instead of its share of them (Options.NodeProcs).
+const SysGoProcs = "ours-go-procs"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -100,10 +105,13 @@ type system struct {
 	actorLocates bool
 	// noRingGather: hoplite node -no-ring-gather.
 	noRingGather bool
-	tls          bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor        bool // SysActorRTT: bare round trips instead of the operation
-	peer         string
-	alg          string // the peer's --algorithm (mpi, gloo)
+	// goProcs: the node runs at Go's default GOMAXPROCS whatever
+	// Options.NodeProcs says.
+	goProcs bool
+	tls     bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor   bool // SysActorRTT: bare round trips instead of the operation
+	peer    string
+	alg     string // the peer's --algorithm (mpi, gloo)
 }
 
 func (s system) ours() bool { return s.peer == "" }
@@ -227,6 +235,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "star-gather") {
 		out = append(out, system{name: SysStarGather, noRingGather: true})
+	}
+	if slices.Contains(o.Peers, "go-procs") {
+		out = append(out, system{name: SysGoProcs, goProcs: true})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

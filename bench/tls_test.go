@@ -38,7 +38,7 @@ func TestTestbedNodeArgsTLS(t *testing.T) {
 	const tlsArgs = " -tls-cert /logs/tls/member.pem -tls-key /logs/tls/member-key.pem -tls-ca /logs/tls/ca.pem"
 	for _, s := range o.systems() {
 		args := strings.Join(tb.nodeArgs(1, s, "198.18.77.2:20000", 30000, []string{"198.18.77.1:30000"}), " ")
-		if !strings.HasPrefix(args, "netns exec x-h1 /bin/hoplite node -bind 198.18.77.2:20000 ") {
+		if !strings.Contains(args, " /bin/hoplite node -bind 198.18.77.2:20000 ") || !strings.HasPrefix(args, "netns exec x-h1 ") {
 			t.Errorf("%s: %s", s.name, args)
 		}
 		if got := strings.HasSuffix(args, "-bench-agent -link-rate 400000000bit"+tlsArgs); got != (s.name == SysOursTLS) {

@@ -54,7 +54,7 @@ type benchFlags struct {
 	jsonPath, plotPath                       string
 	testbed, tls, sequential                 bool
 	script, binary, peersDir, logDir, prefix string
-	chunk, logLevel, profile                 string
+	chunk, logLevel, profile, nodeProcs      string
 	sizeMiB, chunkKiB, profileSeconds        int
 	linkMbps                                 float64
 }
@@ -84,6 +84,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.peersDir, "peers-dir", "", "the peers' scripts (default: bench/peers beside the testbed script)")
 	fs.StringVar(&f.logDir, "log-dir", "", "where the testbed's node and peer logs go (default: a temporary directory)")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "Hoplite's transfer chunk size, or auto: about 5 ms of the measured bandwidth (256KiB at 400mbit)")
+	fs.StringVar(&f.nodeProcs, "node-procs", "auto", "with --testbed: GOMAXPROCS of each node: auto (its share of this machine's CPUs, NumCPU/N, at least 1), go (Go's default: every CPU), or a number")
 	fs.StringVar(&f.profile, "profile", "", "with --testbed: write Go profiles of ours's nodes (started with -pprof) to this directory, "+
 		"DIR/host-H-{cpu,heap,allocs,mutex,block}.pb.gz (DIR/<comparison>/... with several sizes or intervals). "+
 		"The CPU, allocs, mutex and block profiles cover one window of --profile-seconds opened just before ours's first measured rep "+
@@ -105,7 +106,7 @@ var legacyBenchFlags = []string{"size-mib", "link-mbps", "chunk-kib"}
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
 	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib",
-	"profile", "profile-seconds", "sequential"}
+	"profile", "profile-seconds", "sequential", "node-procs"}
 
 // legacyP2P says whether `bench p2p ARGS` means the two-process loopback
 // benchmark (p2p.go).
@@ -290,6 +291,15 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 		}
 	}
 	o.ChunkSize = int(chunk)
+	switch f.nodeProcs {
+	case "auto", "":
+	case "go":
+		o.NodeProcs = bench.NodeProcsGo
+	default:
+		if o.NodeProcs, err = strconv.Atoi(f.nodeProcs); err != nil || o.NodeProcs < 1 || o.NodeProcs > 1024 {
+			return nil, fmt.Errorf("-node-procs %q: want auto, go or 1..1024", f.nodeProcs)
+		}
+	}
 	return o, nil
 }
 

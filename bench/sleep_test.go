@@ -1,0 +1,36 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// sleepUntil never returns before the time it was given, whether the
+// time is past the timer's slack or within it, and returns at once with
+// ctx's error when ctx ends first.
+func TestSleepUntil(t *testing.T) {
+	for _, ahead := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, startSlack / 2, 3 * startSlack} {
+		at := time.Now().Add(ahead)
+		if err := sleepUntil(context.Background(), at); err != nil {
+			t.Fatalf("%v ahead: %v", ahead, err)
+		}
+		if now := time.Now(); now.Before(at) {
+			t.Errorf("%v ahead: returned %v before the time", ahead, at.Sub(now))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	err := sleepUntil(ctx, time.Now().Add(time.Hour))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a cancelled wait: %v", err)
+	}
+	if waited := time.Since(begin); waited > 10*time.Minute {
+		t.Fatalf("a cancelled wait lasted %v", waited) // not a timing target: it must not wait out the hour
+	}
+	if err := sleepUntil(context.Background(), time.Time{}); err != nil {
+		t.Fatalf("the zero time: %v", err)
+	}
+}
