@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/clock"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -95,8 +96,8 @@ func prefetch(ctx context.Context, root *actor.RootContext, pid *actor.PID, id s
 // whose timeout is whole milliseconds (runtime/netpoll_epoll.go rounds
 // any wait under 1 ms up to 1 ms). Eight members started a 1 KiB
 // broadcast 0.7-1 ms apart that way, more than the broadcast's own time.
-// So the timer wakes the caller startSlack early and preciseSleep, which
-// blocks this goroutine's thread in the kernel, sleeps the rest.
+// So the timer wakes the caller startSlack early and clock.SleepUntil,
+// which blocks this goroutine's thread in the kernel, sleeps the rest.
 func sleepUntil(ctx context.Context, at time.Time) error {
 	if at.IsZero() {
 		return nil
@@ -113,7 +114,7 @@ func sleepUntil(ctx context.Context, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	preciseSleep(at)
+	clock.SleepUntil(at)
 	return nil
 }
 
