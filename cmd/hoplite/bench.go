@@ -63,7 +63,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.nodes, "nodes", 8, "N: hosts")
 	fs.StringVar(&f.size, "size", "32MiB", "object size S, or several: 1KiB,32KiB,1MiB,32MiB,256MiB")
 	fs.StringVar(&f.bandwidth, "bandwidth", "400mbit", "B: each host's up and down link (400mbit, 1gbit, 50MB/s)")
-	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask,gloo,actor (all but naive and actor-locates need --testbed; actor-locates is ours with every Locate as an actor message, as before the data plane carried them; star-gather is ours with a sliced AllReduce gathering every slice from its root, as before the ring all-gather; actor is the actor control plane's floor: bare Proto.Actor round trips between the nodes in the scenario's fan-in or fan-out)")
+	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask,gloo,actor (all but naive and actor-locates need --testbed; actor-locates is ours with every Locate as an actor message, as before the data plane carried them; star-gather is ours with a sliced AllReduce gathering every slice from its root, as before the ring all-gather; go-procs is ours with every testbed node at Go's default GOMAXPROCS instead of its share of the CPUs; actor is the actor control plane's floor: bare Proto.Actor round trips between the nodes in the scenario's fan-in or fan-out)")
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
 	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours's systems, naive too; each peer launch runs its own warm-up)")
 	fs.BoolVar(&f.sequential, "sequential", false, "run each system's repetitions back to back, one system after another, each peer in one launch of --reps "+
