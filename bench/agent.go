@@ -198,7 +198,8 @@ func (a *agent) reduce(m *messages.BenchReduce) *messages.BenchReduceReply {
 const maxRoundTrips = 1024
 
 // roundTrips makes one bare request and response to the agent at each
-// address, all at once, at the scheduled time, and times them.
+// address (or, data_plane, a bare control request on the data plane to
+// its member), all at once, at the scheduled time, and times them.
 func (a *agent) roundTrips(system *actor.ActorSystem, m *messages.BenchRoundTrips) *messages.BenchRoundTripsReply {
 	r := &messages.BenchRoundTripsReply{}
 	if n := len(m.GetAddresses()); n > maxRoundTrips {
@@ -212,11 +213,30 @@ func (a *agent) roundTrips(system *actor.ActorSystem, m *messages.BenchRoundTrip
 		return r
 	}
 	wait := time.Until(deadlineOf(ctx))
+	var data []string
+	if m.GetDataPlane() {
+		byActor := map[string]string{}
+		for _, n := range a.m.Members() {
+			byActor[n.GetAddress()] = n.GetDataAddress()
+		}
+		for _, addr := range m.GetAddresses() {
+			d := byActor[addr]
+			if d == "" {
+				r.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no member with a data address at %s", addr)
+				return r
+			}
+			data = append(data, d)
+		}
+	}
 	start := time.Now()
 	errs := make([]error, len(m.GetAddresses()))
 	var wg sync.WaitGroup
 	for i, addr := range m.GetAddresses() {
 		wg.Go(func() {
+			if data != nil {
+				errs[i] = a.m.PingData(ctx, data[i])
+				return
+			}
 			_, errs[i] = system.Root.RequestFuture(actor.NewPID(addr, AgentName), &messages.BenchEcho{}, wait).Result()
 		})
 	}

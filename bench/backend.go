@@ -34,7 +34,7 @@ type backend interface {
 	// RoundTrips has host from make one bare Proto.Actor request and
 	// response to each host of to, all at once, at at, timed on from
 	// (testbed only).
-	RoundTrips(ctx context.Context, from int, to []int, at time.Time) (timing, error)
+	RoundTrips(ctx context.Context, from int, to []int, at time.Time, dataPlane bool) (timing, error)
 	// CPU is the CPU time the hosts' processes have used so far, all
 	// together (user and system, by their own accounting).
 	CPU(ctx context.Context) (time.Duration, error)

@@ -155,7 +155,7 @@ func (b *fakeFailureBackend) Reduce(_ context.Context, _ int, target string, sou
 
 func (b *fakeFailureBackend) Verify(context.Context, int, string, []DataSpec) error { return nil }
 func (b *fakeFailureBackend) Delete(context.Context, []string)                      {}
-func (b *fakeFailureBackend) RoundTrips(context.Context, int, []int, time.Time) (timing, error) {
+func (b *fakeFailureBackend) RoundTrips(context.Context, int, []int, time.Time, bool) (timing, error) {
 	return timing{}, errors.New("no")
 }
 func (b *fakeFailureBackend) CPU(context.Context) (time.Duration, error) { return 0, nil }

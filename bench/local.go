@@ -100,7 +100,7 @@ func (b *localBackend) Delete(ctx context.Context, ids []string) {
 
 // RoundTrips is not measured in process: the members share one process,
 // and there are no bench agents.
-func (b *localBackend) RoundTrips(context.Context, int, []int, time.Time) (timing, error) {
+func (b *localBackend) RoundTrips(context.Context, int, []int, time.Time, bool) (timing, error) {
 	return timing{}, errors.New("needs --testbed")
 }
 

@@ -140,8 +140,10 @@ func (m *measurement) p2p(ctx context.Context) (sample, error) {
 	return s, m.b.Verify(ctx, 1, d.ID, []DataSpec{d})
 }
 
-// floor times bare Proto.Actor round trips between the hosts' agents in
-// the pattern of the scenario's control messages, from a common start:
+// floor times bare Proto.Actor round trips between the hosts' agents (or,
+// data-rtt, bare control requests on the data plane between their
+// members) in the pattern of the scenario's control messages, from a
+// common start:
 // p2p, one receiver to the sender; broadcast, every receiver to host 0
 // at once (the fan-in of their Locates at one directory shard); reduce
 // and gather, host 0 to every other host at once. No object moves: it is
@@ -155,17 +157,17 @@ func (m *measurement) floor(ctx context.Context) (sample, error) {
 	switch m.g.kind {
 	case "p2p":
 		var t timing
-		t, err = m.b.RoundTrips(ctx, 1, []int{0}, begin)
+		t, err = m.b.RoundTrips(ctx, 1, []int{0}, begin, m.sys.dataPlane)
 		times = append(times, t)
 	case "broadcast":
 		times = make([]timing, m.nodes)
 		err = each(others, func(h int) (err error) {
-			times[h], err = m.b.RoundTrips(ctx, h, []int{0}, begin)
+			times[h], err = m.b.RoundTrips(ctx, h, []int{0}, begin, m.sys.dataPlane)
 			return err
 		})
 	case "reduce", "gather":
 		var t timing
-		t, err = m.b.RoundTrips(ctx, 0, others, begin)
+		t, err = m.b.RoundTrips(ctx, 0, others, begin, m.sys.dataPlane)
 		times = append(times, t)
 	default:
 		return sample{}, fmt.Errorf("no round-trip pattern for %s", m.g.kind)

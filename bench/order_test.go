@@ -110,7 +110,7 @@ func (b *orderBackend) Reduce(_ context.Context, _ int, target string, sources [
 
 func (b *orderBackend) Verify(context.Context, int, string, []DataSpec) error { return nil }
 func (b *orderBackend) Delete(context.Context, []string)                      {}
-func (b *orderBackend) RoundTrips(context.Context, int, []int, time.Time) (timing, error) {
+func (b *orderBackend) RoundTrips(context.Context, int, []int, time.Time, bool) (timing, error) {
 	return timing{}, fmt.Errorf("no")
 }
 func (b *orderBackend) CPU(context.Context) (time.Duration, error) { return 0, nil }

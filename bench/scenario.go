@@ -50,6 +50,11 @@ const (
 	// hoplite nodes, in the fan-in or fan-out of the scenario's control
 	// messages (see measurement.floor). Testbed only.
 	SysActorRTT = "actor-rtt"
+	// SysDataRTT is the data plane's floor (--peers data): the round
+	// trips of SysActorRTT as bare control requests on the data plane's
+	// connections (messages.ControlPing), the way a Get's Locate travels.
+	// Testbed only.
+	SysDataRTT = "data-rtt"
 )
 
 // FailureSuffix names the failure variant of a system in the failure
@@ -109,9 +114,11 @@ type system struct {
 	// Options.NodeProcs says.
 	goProcs bool
 	tls     bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor   bool // SysActorRTT: bare round trips instead of the operation
-	peer    string
-	alg     string // the peer's --algorithm (mpi, gloo)
+	floor   bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
+	// dataPlane: the floor's round trips go on the data plane (SysDataRTT).
+	dataPlane bool
+	peer      string
+	alg       string // the peer's --algorithm (mpi, gloo)
 }
 
 func (s system) ours() bool { return s.peer == "" }
@@ -244,6 +251,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "actor") {
 		out = append(out, system{name: SysActorRTT, floor: true})
+	}
+	if slices.Contains(o.Peers, "data") {
+		out = append(out, system{name: SysDataRTT, floor: true, dataPlane: true})
 	}
 	if slices.Contains(o.Peers, "mpi") {
 		out = append(out, system{name: SysMPIDefault, peer: "mpi", alg: "default"}, system{name: SysMPIBest, peer: "mpi", alg: "best"})

@@ -542,8 +542,8 @@ func (ns *nodeSet) alive(p *nodeProc) bool {
 	return !p.killed
 }
 
-func (ns *nodeSet) RoundTrips(ctx context.Context, from int, to []int, at time.Time) (timing, error) {
-	msg := &messages.BenchRoundTrips{TimeoutMs: actorutil.TimeoutMs(ctx)}
+func (ns *nodeSet) RoundTrips(ctx context.Context, from int, to []int, at time.Time, dataPlane bool) (timing, error) {
+	msg := &messages.BenchRoundTrips{TimeoutMs: actorutil.TimeoutMs(ctx), DataPlane: dataPlane}
 	for _, h := range to {
 		msg.Addresses = append(msg.Addresses, ns.procs[h].bind)
 	}

@@ -69,7 +69,7 @@ func TestTestbedSmoke(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hoplite-go/hoplite/cmd/hoplite").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	peers := []string{"naive", "actor"}
+	peers := []string{"naive", "actor", "data"}
 	for _, p := range []string{"mpi", "dask", "gloo"} {
 		if st, err := os.Stat(filepath.Join("peers", p, "run")); err == nil && st.Mode()&0o111 != 0 {
 			peers = append(peers, p)
@@ -132,7 +132,7 @@ func TestTestbedSmoke(t *testing.T) {
 				}
 				// The control plane's floor is ours to measure, where the
 				// scenario has a round-trip pattern.
-				if res.System == SysActorRTT && scenario != "degree" && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
+				if (res.System == SysActorRTT || res.System == SysDataRTT) && scenario != "degree" && (!res.ok() || len(res.Times) != 1 || res.Median <= 0) {
 					t.Errorf("%s: %s %q times %v", res.System, res.Status, res.Reason, res.Times)
 				}
 				if !ours && !res.ok() {

@@ -801,6 +801,9 @@ type controlSource struct {
 // Control implements transport.Controller.
 func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]byte, error) {
 	m := s.m
+	if kind == messages.ControlPing {
+		return nil, nil
+	}
 	if kind != messages.ControlLocate {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
 	}
@@ -871,6 +874,18 @@ func (m *Member) Address() string { return m.system.Address() }
 
 // DataAddress is the data plane's bound address.
 func (m *Member) DataAddress() string { return m.ref.GetDataAddress() }
+
+// PingData makes one bare control round trip on the data plane to the
+// member whose data address is addr: what a Locate there costs before
+// the directory does anything. ctx must have a deadline.
+func (m *Member) PingData(ctx context.Context, addr string) error {
+	c, ok := m.data.(transport.Caller)
+	if !ok {
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s: its data plane carries no control requests", m.id)
+	}
+	_, err := c.Call(ctx, addr, messages.ControlPing, nil)
+	return err
+}
 
 // Node is this member's store node as directory records name it.
 func (m *Member) Node() *messages.NodeRef { return m.ref }

@@ -1006,10 +1006,14 @@ func (x *BenchCPUReply) GetCpuNs() int64 {
 // actor control plane's floor for the same fan-in or fan-out as a
 // collective's control messages, measured beside it.
 type BenchRoundTrips struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Addresses     []string               `protobuf:"bytes,1,rep,name=addresses,proto3" json:"addresses,omitempty"`
-	AtUnixNano    int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Addresses  []string               `protobuf:"bytes,1,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	AtUnixNano int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	TimeoutMs  int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// data_plane: each round trip is a bare control request on the data
+	// plane (messages.ControlPing) to the member at that actor address,
+	// not a Proto.Actor request and response.
+	DataPlane     bool `protobuf:"varint,4,opt,name=data_plane,json=dataPlane,proto3" json:"data_plane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1063,6 +1067,13 @@ func (x *BenchRoundTrips) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *BenchRoundTrips) GetDataPlane() bool {
+	if x != nil {
+		return x.DataPlane
+	}
+	return false
 }
 
 type BenchRoundTripsReply struct {
@@ -1274,13 +1285,15 @@ const file_bench_proto_rawDesc = "" +
 	"\n" +
 	"\bBenchCPU\"&\n" +
 	"\rBenchCPUReply\x12\x15\n" +
-	"\x06cpu_ns\x18\x01 \x01(\x03R\x05cpuNs\"p\n" +
+	"\x06cpu_ns\x18\x01 \x01(\x03R\x05cpuNs\"\x8f\x01\n" +
 	"\x0fBenchRoundTrips\x12\x1c\n" +
 	"\taddresses\x18\x01 \x03(\tR\taddresses\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
 	"atUnixNano\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"\x8e\x01\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x1d\n" +
+	"\n" +
+	"data_plane\x18\x04 \x01(\bR\tdataPlane\"\x8e\x01\n" +
 	"\x14BenchRoundTripsReply\x12*\n" +
 	"\x11started_unix_nano\x18\x01 \x01(\x03R\x0fstartedUnixNano\x12$\n" +
 	"\x0edone_unix_nano\x18\x02 \x01(\x03R\fdoneUnixNano\x12$\n" +
