@@ -282,7 +282,14 @@ type Reduction struct {
 	staleGen int
 	// lost: sources of an AllReduce whose node died, until a new copy
 	// arrives (see allReduceNodeFailed).
-	lost    map[string]bool
+	lost map[string]bool
+	// failed: nodes whose failure this Reduction applied. A node id names
+	// one incarnation of a member, never reused (messages.NodeRef), so a
+	// location naming one of these was sent before the failure (a shard
+	// that had not heard of it yet, a resubscription that crossed it)
+	// and is stale: taking it made a lost source possible again, and put
+	// it on a dead node.
+	failed  map[string]bool
 	pending []*messages.LocationUpdate
 	deleted []string // sources deleted while gating, in order
 }
@@ -305,7 +312,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
-		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, begun: now}
+		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
 	}
@@ -603,6 +610,9 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	id := u.GetObjectId()
 	if r.over || r.reply != nil || !slices.Contains(r.req.GetSourceIds(), id) {
 		return effects{}
+	}
+	if n := u.GetNode(); n != nil && r.failed[n.GetNodeId()] {
+		return effects{} // sent before that node failed (see failed)
 	}
 	if r.gating() {
 		return r.arrive(u, now)
@@ -973,6 +983,7 @@ func (r *Reduction) nodeFailed(node string) effects {
 	if r.over {
 		return effects{}
 	}
+	r.failed[node] = true
 	// A participant that died will not answer its Get of the result, and
 	// needs no copy any more.
 	delete(r.fetching, node)
