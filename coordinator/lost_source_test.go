@@ -11,7 +11,13 @@ import (
 
 // These tests are about what a Reduction learns of sources that are gone:
 // locations of a node whose failure it applied (sent before the failure,
-// delivered after it).
+// delivered after it), and the directory's word that a source has no copy
+// left (LocationUpdate.error LOST).
+
+// lostUpdate is the directory's notice that id's last copy is gone.
+func lostUpdate(id string) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: id, Error: messages.Errorf(messages.ErrorCode_LOST, "object %q is lost", id)}
+}
 
 func completeAt(id string, n *messages.NodeRef) *messages.LocationUpdate {
 	return &messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}
@@ -111,5 +117,146 @@ func TestLateLocationOfAFailedNodeIsNotPlaced(t *testing.T) {
 	}
 	if got := r.Waiting(); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("waiting for %v, want c (it may be Put again)", got)
+	}
+}
+
+// A source the directory reports lost before it was ever located lowers
+// an AllReduce's n as the failure of a participant holding it would: the
+// survivors get the reduction of the sources that still exist, instead
+// of a wait for the deadline. In a tree and in a sliced run, which needs
+// every source, and before anything arrived (the first arrival plans for
+// the lowered n).
+func TestSourceLostBeforeItWasLocated(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		shape   string
+		arrived int
+	}{
+		{"d-ary", ShapeDAry, 2},
+		{"sliced", ShapeSliced, 2},
+		{"nothing arrived yet", ShapeSliced, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: tc.shape})
+			r.start = node(9)
+			r.Begin(t0)
+			var tasks []Task
+			for i := 0; i < tc.arrived; i++ {
+				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+			}
+			fx := r.Located(lostUpdate("s2"), t0)
+			if fx.Reply() != nil {
+				t.Fatalf("the AllReduce answered: %v", fx.Reply())
+			}
+			ev := replanned(fx)
+			if ev == nil || ev.Num != 2 || !slices.Equal(ev.Lost, []string{"s2"}) || ev.Node != "" {
+				t.Fatalf("s2 lost: replan %+v, want n lowered to 2 without s2", ev)
+			}
+			if r.req.GetNumObjects() != 2 {
+				t.Fatalf("num_objects %d, want 2", r.req.GetNumObjects())
+			}
+			tasks = fx.Tasks() // the re-planned tree's: the old run's are abandoned
+			for i := tc.arrived; i < 2; i++ {
+				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+			}
+			if r.plan.GetShape() != ShapeDAry {
+				t.Fatalf("shape %q, want the tree", r.plan.GetShape())
+			}
+			// The directory repeats it to every resubscription: nothing
+			// changes.
+			if fx := r.Located(lostUpdate("s2"), t0); !isEmpty(fx) || replanned(fx) != nil {
+				t.Fatalf("s2 reported lost again: %+v", fx)
+			}
+			reply, _ := finishTree(t, r, tasks)
+			mustReduce(t, reply, []string{"s0", "s1"}, []string{"s2"})
+		})
+	}
+}
+
+// A located source reported lost (its copy's node died, and the shard
+// said so before the coordinator heard of the failure) is lost as if
+// that node had failed; the failure, heard next, changes nothing more.
+func TestLocatedSourceReportedLost(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: ShapeDAry})
+	r.start = node(9)
+	r.Begin(t0)
+	for i := 0; i < 3; i++ {
+		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
+	}
+	fx := r.Located(lostUpdate("s2"), t0)
+	if ev := replanned(fx); ev == nil || ev.Num != 2 {
+		t.Fatalf("s2 lost: replan %+v, want n lowered to 2", ev)
+	}
+	for _, tk := range fx.Tasks() {
+		if tk.Task.GetSourceId() == "s2" || tk.Node.GetNodeId() == "n2" {
+			t.Fatalf("a task still uses s2: %v on %s", tk.Task, tk.Node.GetNodeId())
+		}
+	}
+	tasks := fx.Tasks()
+	if more := r.NodeFailed("n2", t0); replanned(more) != nil || len(more.Tasks()) != 0 {
+		t.Fatalf("n2's failure after s2 was lost: %+v", more)
+	}
+	reply, _ := finishTree(t, r, tasks)
+	mustReduce(t, reply, []string{"s0", "s1"}, []string{"s2"})
+}
+
+// Every source lost: the AllReduce fails at once.
+func TestEverySourceLost(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 2)), Config{})
+	r.start = node(9)
+	r.Begin(t0)
+	r.Located(completeAt("s0", node(0)), t0)
+	if fx := r.Located(lostUpdate("s1"), t0); fx.Reply() != nil {
+		t.Fatalf("one of two sources lost: %v", fx.Reply())
+	}
+	fx := r.Located(lostUpdate("s0"), t0)
+	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
+		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
+	}
+}
+
+// A plain Reduce treats a lost source as its node's failure does: a
+// placed one leaves its position for the ready backup; one not located
+// is still waited for (it may be Put again: the caller asked for n).
+func TestReduceSourceLost(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c", "d"}, 2), Config{ForceDegree: 1})
+	r.Begin(t0)
+	r.Located(completeAt("a", node(1)), t0)
+	r.Located(completeAt("b", node(2)), t0)
+	r.Located(completeAt("c", node(3)), t0) // a backup
+	if fx := r.Located(lostUpdate("d"), t0); !isEmpty(fx) || len(fx.Events) != 0 {
+		t.Fatalf("a source never located was lost: %+v", fx)
+	}
+	fx := r.Located(lostUpdate("b"), t0)
+	var rep *events.TreeNodeReplaced
+	for _, e := range fx.Events {
+		if ev, ok := e.(*events.TreeNodeReplaced); ok {
+			rep = ev
+		}
+	}
+	if rep == nil || rep.Failed != "b" || rep.Replacement != "c" {
+		t.Fatalf("b lost: events %v, want b replaced by c", fx.Events)
+	}
+	for _, tk := range fx.Tasks() {
+		if tk.Task.GetSourceId() == "b" || slices.ContainsFunc(tk.Task.GetChildren(), func(in *messages.ReduceInput) bool { return in.GetObjectId() == "b" }) {
+			t.Fatalf("a task still reads b: %v", tk.Task)
+		}
+	}
+	// b is Put again: it arrives as any source does.
+	if got := nodeIDs(r.Located(completeAt("b", node(5)), t0).Watch); !slices.Equal(got, []string{"n5"}) {
+		t.Fatalf("b Put again on n5: watches %v", got)
+	}
+}
+
+// While a knee policy gates the tree, a lost arrival no longer counts as
+// available, as one whose node failed.
+func TestKneePhaseSourceLost(t *testing.T) {
+	r := kneeRed(4, &messages.ReduceKnee{MinPercent: 100})
+	r.Begin(t0)
+	r.Located(completeAt("s0", node(0)), t0)
+	r.Located(completeAt("s1", node(1)), t0)
+	r.Located(lostUpdate("s1"), t0)
+	if len(r.pending) != 1 || r.pending[0].GetObjectId() != "s0" {
+		t.Fatalf("pending %v, want s0 alone", r.pending)
 	}
 }

@@ -280,8 +280,9 @@ type Reduction struct {
 	// abandoned run (a sliced run's generation is 1): the re-planned
 	// tree's tasks all have newer generations (see replan).
 	staleGen int
-	// lost: sources of an AllReduce whose node died, until a new copy
-	// arrives (see allReduceNodeFailed).
+	// lost: sources of an AllReduce whose node died, or that the
+	// directory reported lost (no copy left), until a new copy arrives
+	// (see allReduceLost).
 	lost map[string]bool
 	// failed: nodes whose failure this Reduction applied. A node id names
 	// one incarnation of a member, never reused (messages.NodeRef), so a
@@ -541,6 +542,12 @@ func (r *Reduction) arrive(u *messages.LocationUpdate, now time.Time) effects {
 		}
 		return fx
 	}
+	if u.GetError() != nil {
+		// No copy is left (LOST): like a failed node's arrival, it is no
+		// longer available (the gate still counts it: it did arrive).
+		r.pending = slices.DeleteFunc(r.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id })
+		return fx
+	}
 	if u.GetNode() == nil {
 		return fx
 	}
@@ -619,6 +626,9 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	}
 	if u.GetDeleted() {
 		return r.sourceDeleted(id)
+	}
+	if u.GetError() != nil {
+		return r.sourceLost(id)
 	}
 	if s := r.sources[id]; s != nil {
 		same := u.GetNode() != nil && u.GetNode().GetNodeId() == s.node.GetNodeId()
@@ -1014,6 +1024,29 @@ func (r *Reduction) nodeFailed(node string) effects {
 		if s := r.sources[id]; s != nil && s.node.GetNodeId() == node {
 			r.sourceGone(id, &fx)
 		}
+	}
+	return fx
+}
+
+// sourceLost handles the directory's word that a source has no copy
+// left (LocationUpdate.error, LOST): as the failure of the node holding
+// it would. A located source leaves the run (an AllReduce that cannot
+// make up n without it lowers n; a tree repairs with a backup). An
+// AllReduce lowers n for one never located too: nothing else tells it
+// that such a source is gone (the failure of its node names no source
+// the Reduction knew of). A plain Reduce keeps waiting for one, which
+// may be Put again: the caller asked for n. Inline sources live in the
+// directory and are never lost.
+func (r *Reduction) sourceLost(id string) effects {
+	var fx effects
+	if r.inline {
+		return fx
+	}
+	if r.req.GetAllReduce() && r.allReduceLost("", []string{id}, &fx) {
+		return fx
+	}
+	if r.sources[id] != nil && r.tree != nil {
+		r.sourceGone(id, &fx)
 	}
 	return fx
 }
