@@ -32,10 +32,12 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 			// re-planned tree's generations are newer) until that run's
 			// victim is dead: the first run's once every source was
 			// located (a d-ary tree starts a position as its source
-			// arrives, and a victim whose source was never located is not
-			// known to be lost: the AllReduce waits for it as for any
-			// source not Put yet, to its deadline), a re-planned one's at
-			// its first.
+			// arrives; a victim whose source was never located is known
+			// to be lost only by its shard's word, which a shard on the
+			// victim itself takes with it: the AllReduce would wait for
+			// it as for any source not Put yet, to its deadline; see
+			// TestAllReduceOfASourceLostBeforeItBegan), a re-planned
+			// one's at its first.
 			held := make(chan int, len(victims))
 			resume := make(chan struct{})
 			var mu sync.Mutex

@@ -18,8 +18,11 @@ import (
 // surviving sources, named in the reply, instead of a hang until the
 // deadline. Lowering n happens at every failure that leaves fewer
 // possible sources than n, not only at the first: a source counts as
-// possible while it is not deleted and not lost (its node died and no
-// new copy of it arrived since).
+// possible while it is not deleted and not lost (its node died, or the
+// directory reported that no copy of it is left, and no new copy of it
+// arrived since). The directory's report is what tells of a source lost
+// before the coordinator got any location of it: the failure of its
+// node names no source the coordinator knew of.
 
 // allReduceNodeFailed handles the failure of node in a running
 // AllReduce (sliced or tree) and reports whether it did: whether node
@@ -36,12 +39,25 @@ func (r *Reduction) allReduceNodeFailed(node string, fx *effects) bool {
 	if len(lost) == 0 {
 		return r.sliced != nil // a sliced run needs nothing from a node without sources
 	}
+	return r.allReduceLost(node, lost, fx)
+}
+
+// allReduceLost marks sources of a running AllReduce lost, with node
+// (their copies' node, "" when the directory reported them lost), and
+// reports whether it handled that: whether it re-planned the run with n
+// lowered (or failed it), because fewer than n sources are still
+// possible or a sliced run lost one. Otherwise a tree repairs a lost
+// source's position with a backup or a late arrival.
+func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool {
 	for _, id := range lost {
 		r.lost[id] = true
 	}
 	num := min(int(r.req.GetNumObjects()), r.possible())
 	if r.sliced == nil && num == int(r.req.GetNumObjects()) {
-		return false // the tree repairs with a backup or a late arrival
+		// The tree repairs with a backup or a late arrival (and a source
+		// reported lost again changes nothing). A sliced run reduces
+		// every source: it cannot lose one without lowering n.
+		return false
 	}
 	fx.merge(r.replan(node, lost, num))
 	return true
@@ -59,7 +75,8 @@ func (r *Reduction) possible() int {
 	return n
 }
 
-// replan replaces the AllReduce's run, which lost the sources on node, by
+// replan replaces the AllReduce's run, which lost the sources on node
+// (or the sources lost, which the directory reported: node ""), by
 // a d-ary tree (the reduce-then-broadcast shape) of num positions: the
 // sources that survive, placed in their arrival order, plus any still to
 // arrive; a lost source that is created again is a backup that takes a
@@ -80,10 +97,23 @@ func (r *Reduction) possible() int {
 // shrinks keeps none of its positions' outputs.
 func (r *Reduction) replan(node string, lost []string, num int) effects {
 	if num < 1 {
+		if node == "" {
+			return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+				"allreduce: sources %s were lost (no copy left): no source is left to reduce", strings.Join(lost, ", ")))
+		}
 		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
 			"allreduce: participant %s failed with sources %s: no source is left to reduce", node, strings.Join(lost, ", ")))
 	}
 	var fx effects
+	if r.size < 0 {
+		// Nothing arrived yet (sources reported lost before any was
+		// located), so nothing ran and no shape was chosen: the first
+		// arrival plans for num, as a tree (a sliced run reduces every
+		// source).
+		fx.Events = append(fx.Events, &events.AllReduceReplanned{Reduce: r.id, Node: node, Lost: slices.Clone(lost), Num: num})
+		r.setNum(num)
+		return fx
+	}
 	for _, id := range lost {
 		delete(r.sources, id) // it may arrive again, from a new copy
 	}
@@ -122,9 +152,7 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 	}
 	fx.Events = append(fx.Events, &events.AllReduceReplanned{Reduce: r.id, Node: node, Lost: slices.Clone(lost), Num: num,
 		From: r.plan.GetShape()})
-	req := proto.Clone(r.req).(*messages.Reduce)
-	req.NumObjects = int32(num)
-	r.req = req
+	r.setNum(num)
 	r.sliced = nil
 	r.gen, r.need, r.sent, r.started = map[int]int{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
 	for p := 0; p < num; p++ {
@@ -143,4 +171,12 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 		r.arriveInTree(id, &fx)
 	}
 	return fx
+}
+
+// setNum lowers the number of sources to reduce. The request is copied,
+// not changed: the shell's StartReduce holds it.
+func (r *Reduction) setNum(num int) {
+	req := proto.Clone(r.req).(*messages.Reduce)
+	req.NumObjects = int32(num)
+	r.req = req
 }

@@ -280,9 +280,17 @@ type Reduction struct {
 	// abandoned run (a sliced run's generation is 1): the re-planned
 	// tree's tasks all have newer generations (see replan).
 	staleGen int
-	// lost: sources of an AllReduce whose node died, until a new copy
-	// arrives (see allReduceNodeFailed).
-	lost    map[string]bool
+	// lost: sources of an AllReduce whose node died, or that the
+	// directory reported lost (no copy left), until a new copy arrives
+	// (see allReduceLost).
+	lost map[string]bool
+	// failed: nodes whose failure this Reduction applied. A node id names
+	// one incarnation of a member, never reused (messages.NodeRef), so a
+	// location naming one of these was sent before the failure (a shard
+	// that had not heard of it yet, a resubscription that crossed it)
+	// and is stale: taking it made a lost source possible again, and put
+	// it on a dead node.
+	failed  map[string]bool
 	pending []*messages.LocationUpdate
 	deleted []string // sources deleted while gating, in order
 }
@@ -305,7 +313,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
-		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, begun: now}
+		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
 	}
@@ -534,6 +542,12 @@ func (r *Reduction) arrive(u *messages.LocationUpdate, now time.Time) effects {
 		}
 		return fx
 	}
+	if u.GetError() != nil {
+		// No copy is left (LOST): like a failed node's arrival, it is no
+		// longer available (the gate still counts it: it did arrive).
+		r.pending = slices.DeleteFunc(r.pending, func(p *messages.LocationUpdate) bool { return p.GetObjectId() == id })
+		return fx
+	}
 	if u.GetNode() == nil {
 		return fx
 	}
@@ -604,11 +618,17 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	if r.over || r.reply != nil || !slices.Contains(r.req.GetSourceIds(), id) {
 		return effects{}
 	}
+	if n := u.GetNode(); n != nil && r.failed[n.GetNodeId()] {
+		return effects{} // sent before that node failed (see failed)
+	}
 	if r.gating() {
 		return r.arrive(u, now)
 	}
 	if u.GetDeleted() {
 		return r.sourceDeleted(id)
+	}
+	if u.GetError() != nil {
+		return r.sourceLost(id)
 	}
 	if s := r.sources[id]; s != nil {
 		same := u.GetNode() != nil && u.GetNode().GetNodeId() == s.node.GetNodeId()
@@ -973,6 +993,7 @@ func (r *Reduction) nodeFailed(node string) effects {
 	if r.over {
 		return effects{}
 	}
+	r.failed[node] = true
 	// A participant that died will not answer its Get of the result, and
 	// needs no copy any more.
 	delete(r.fetching, node)
@@ -1003,6 +1024,29 @@ func (r *Reduction) nodeFailed(node string) effects {
 		if s := r.sources[id]; s != nil && s.node.GetNodeId() == node {
 			r.sourceGone(id, &fx)
 		}
+	}
+	return fx
+}
+
+// sourceLost handles the directory's word that a source has no copy
+// left (LocationUpdate.error, LOST): as the failure of the node holding
+// it would. A located source leaves the run (an AllReduce that cannot
+// make up n without it lowers n; a tree repairs with a backup). An
+// AllReduce lowers n for one never located too: nothing else tells it
+// that such a source is gone (the failure of its node names no source
+// the Reduction knew of). A plain Reduce keeps waiting for one, which
+// may be Put again: the caller asked for n. Inline sources live in the
+// directory and are never lost.
+func (r *Reduction) sourceLost(id string) effects {
+	var fx effects
+	if r.inline {
+		return fx
+	}
+	if r.req.GetAllReduce() && r.allReduceLost("", []string{id}, &fx) {
+		return fx
+	}
+	if r.sources[id] != nil && r.tree != nil {
+		r.sourceGone(id, &fx)
 	}
 	return fx
 }

@@ -155,19 +155,23 @@ func TestSlicedTasks(t *testing.T) {
 
 // The sliced AllReduce simulated: arrivals, node failures at any moment
 // (before the chains start, during the reduce-scatter, during the
-// gather), sources that come back from a fresh node, worker reports and
-// the participants' Gets, in an order a seed picks. Workers compute what
-// their outputs hold, as counts of (source, slice) pairs, so exactness
-// is checked, not assumed. A released worker says nothing new, but a
-// report it sent before its release may still arrive.
+// gather), what the source's shard says after a failure, in its order (a
+// stale location of the dead node's copy, sent before the failure; the
+// object LOST, unless the shard restarted and forgot; a fresh Put's
+// location), worker reports and the participants' Gets, in an order a
+// seed picks. Workers compute what their outputs hold, as counts of
+// (source, slice) pairs, so exactness is checked, not assumed. A
+// released worker says nothing new, but a report it sent before its
+// release may still arrive.
 //
 // Liveness: when nothing is left to happen, the Reduction has answered,
-// or fewer sources than it needs exist and its deadline fails it with
-// TIMEOUT. Safety: a success holds every source of ReducedIds exactly
-// once in every slice, ReducedIds and UnreducedIds split the request,
-// and every participant alive at the end holds the result or was asked
-// to fetch it; a sliced run abandoned after it started released every
-// surviving participant and dropped every gather's copy.
+// or fewer sources than it needs exist, one of the lost ones was never
+// reported lost, and its deadline fails it with TIMEOUT. Safety: a
+// success holds every source of ReducedIds exactly once in every slice,
+// ReducedIds and UnreducedIds split the request, and every participant
+// alive at the end holds the result or was asked to fetch it; a sliced
+// run abandoned after it started released every surviving participant
+// and dropped every gather's copy.
 func TestSlicedSimulated(t *testing.T) {
 	seeds := simSeeds(t)
 	seeds = seeds[:min(len(seeds), 2000)]
@@ -182,7 +186,7 @@ func TestSlicedSimulated(t *testing.T) {
 	// The schedules must reach every ending, or they check little.
 	if len(seeds) > 100 {
 		for _, o := range []string{"sliced", "replanned before the chains", "replanned while running", "replanned again in the tree",
-			"d-ary", "d-ary, n lowered", "UNAVAILABLE: every source lost", "TIMEOUT"} {
+			"d-ary", "d-ary, n lowered", "UNAVAILABLE: every source lost", "TIMEOUT", "n lowered before the first arrival"} {
 			if outcomes[o] == 0 {
 				t.Fatalf("outcomes %v: none %q", outcomes, o)
 			}
@@ -200,11 +204,15 @@ type slicedWorker struct {
 }
 
 type slicedEvent struct {
-	what  string // arrive, fail, started, done, fetched
+	what  string // arrive, fail, stale, lost, started, done, fetched
 	id    string
 	node  string
 	w     *slicedWorker
 	value map[string]int // done: what the worker read while its inputs were there
+	// then: events that follow this one from the same sender (a shard's
+	// messages to the coordinator keep their order); the first is queued
+	// when this one is delivered.
+	then []slicedEvent
 }
 
 type slicedSim struct {
@@ -223,8 +231,18 @@ type slicedSim struct {
 	fetch    map[string]bool // nodes asked to Get the result
 	result   *slicedWorker   // the root whose Done fixed a tree's result
 	reply    *messages.ReduceReply
-	replans  int // AllReduceReplanned events: the sliced run's, then the tree's
+	replans  int             // AllReduceReplanned events: the sliced run's, then the tree's
+	reported map[string]bool // sources the directory reported lost
 	log      []string
+}
+
+// chain queues evs in their order (see slicedEvent.then).
+func (s *slicedSim) chain(evs []slicedEvent) {
+	if len(evs) > 0 {
+		head := evs[0]
+		head.then = evs[1:]
+		s.events = append(s.events, head)
+	}
 }
 
 func (s *slicedSim) logf(format string, args ...any) {
@@ -372,7 +390,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 	n := 2 + rng.IntN(7)
 	sources := ids("s", n)
 	s := &slicedSim{t: t, rng: rng, n: n, alive: map[string]bool{}, home: map[string]string{}, outputs: map[string]*slicedWorker{},
-		dropped: map[string]bool{}, released: map[string]bool{}, fetch: map[string]bool{}}
+		dropped: map[string]bool{}, released: map[string]bool{}, fetch: map[string]bool{}, reported: map[string]bool{}}
 	for _, c := range plan.Slices(bigSize, n, 8) {
 		s.offs = append(s.offs, c.Off)
 	}
@@ -411,6 +429,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		i := rng.IntN(len(s.events))
 		e := s.events[i]
 		s.events = slices.Delete(s.events, i, i+1)
+		s.chain(e.then)
 		if e.w != nil && !s.alive[e.w.node] {
 			continue
 		}
@@ -442,11 +461,34 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 				// Failing at once is right only when no source has a copy.
 				nothingLeft = len(s.home) == 0
 			}
+			// What the source's shard says next, in its order: the dead
+			// copy's location, sent before the failure; that the source
+			// is lost (its only copy was there), unless the shard
+			// restarted and forgot; a fresh Put's location.
+			var next []slicedEvent
+			if rng.IntN(2) == 0 {
+				next = append(next, slicedEvent{what: "stale", id: e.id, node: e.node})
+			}
+			if rng.IntN(3) > 0 {
+				next = append(next, slicedEvent{what: "lost", id: e.id})
+			}
 			if rng.IntN(2) == 0 {
 				// Its source is Put again on a fresh node.
 				fresh := e.node + "'"
 				s.alive[fresh] = true
-				s.events = append(s.events, slicedEvent{what: "arrive", id: e.id, node: fresh})
+				next = append(next, slicedEvent{what: "arrive", id: e.id, node: fresh})
+			}
+			s.chain(next)
+		case "stale":
+			s.logf("stale location of %s on %s", e.id, e.node)
+			s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), t0))
+		case "lost":
+			s.reported[e.id] = true
+			s.logf("%s reported lost", e.id)
+			hadReply := s.reply != nil
+			s.apply(s.r.Located(lostUpdate(e.id), t0))
+			if !hadReply && s.reply != nil {
+				nothingLeft = len(s.home) == 0
 			}
 		case "started":
 			e.w.started = true
@@ -486,6 +528,9 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		if held, need := len(s.r.sources), int(s.r.req.GetNumObjects()); held >= need {
 			t.Fatalf("hang: %d sources held, %d needed, and nothing is left to happen\n%s", held, need, dump())
 		}
+		if !slices.ContainsFunc(sources, func(id string) bool { return s.home[id] == "" && !s.reported[id] }) {
+			t.Fatalf("hang: every source is located or was reported lost, and nothing is left to happen\n%s", dump())
+		}
 		fx := s.r.Expire(t0.Add(time.Hour))
 		if !errorsIs(fx.Reply(), messages.ErrTimeout) {
 			t.Fatalf("expire with a source missing: %v\n%s", fx.Reply(), dump())
@@ -508,6 +553,11 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		if s.replans > 0 {
 			replanned = "d-ary, n lowered"
 		}
+	}
+	if replanned == "" && s.replans > 0 {
+		// A source reported lost before any arrived: the first arrival
+		// planned a tree for the lowered n.
+		replanned = "n lowered before the first arrival"
 	}
 	if replanned == "" {
 		// Sliced to the end: every source, in every gather's copy.

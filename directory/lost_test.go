@@ -300,3 +300,75 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 		t.Fatalf("a creator's partial copy without a Reduce was dropped: %v", out)
 	}
 }
+
+// updates are the LocationUpdates out sends to sub.
+func updates(out []outbox.Send, sub any) []*messages.LocationUpdate {
+	var got []*messages.LocationUpdate
+	for _, s := range repliesTo(out, sub) {
+		if u, ok := s.Msg.(*messages.LocationUpdate); ok {
+			got = append(got, u)
+		}
+	}
+	return got
+}
+
+// A subscriber (a Reduce coordinator) hears that an object is lost, when
+// it happens and when it subscribes to one already lost: a Reduce that
+// never got a location of a source whose only copy died would otherwise
+// wait for it until its deadline. It stays subscribed: a new Put of the
+// id is a new source for it.
+func TestSubscribersHearAnObjectIsLost(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	got := updates(tb.NodeFailed("n0"), sub)
+	if len(got) != 2 || got[0].GetNode().GetNodeId() != "n0" || got[0].GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+		t.Fatalf("n0 failed: updates %v, want n0's copy gone, then LOST", got)
+	}
+	if u := got[1]; !errors.Is(u.GetError(), messages.ErrLost) || u.GetNode() != nil || u.GetObjectId() != "x" {
+		t.Fatalf("n0 failed: update %v, want LOST without a node", u)
+	}
+
+	// A subscriber that comes after the loss (the source was lost before
+	// the Reduce began) hears it at once; so does a resubscription.
+	late := replyTo("late")
+	for range 2 {
+		got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late), late)
+		if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) {
+			t.Fatalf("subscribe to a lost object: %v, want LOST", got)
+		}
+	}
+	// Put again: both subscribers hear of the new copy.
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(5)}, replyTo("c"))
+	for _, s := range []any{sub, late} {
+		if got := updates(out, s); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" || got[0].GetError() != nil {
+			t.Fatalf("after a new Put, %v heard %v, want n5's copy", s, got)
+		}
+	}
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late), late); len(got) != 1 || got[0].GetError() != nil {
+		t.Fatalf("subscribe after the new Put: %v, want n5's copy", got)
+	}
+}
+
+// An eviction of the last complete copy is a loss too; an object that
+// keeps a complete copy is not.
+func TestSubscribersHearTheLastEviction(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	locate(tb, "x", 1, t0)
+	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	for _, u := range updates(tb.NodeFailed("n0"), sub) {
+		if u.GetError() != nil {
+			t.Fatalf("n1's complete copy is left: %v", u)
+		}
+	}
+	got := updates(tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}), sub)
+	if len(got) == 0 || !errors.Is(got[len(got)-1].GetError(), messages.ErrLost) {
+		t.Fatalf("the last copy evicted: %v, want LOST last", got)
+	}
+}

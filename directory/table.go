@@ -681,7 +681,10 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 }
 
 // Subscribe pushes every current and future location of the object to
-// the subscriber; key identifies the subscriber for Unsubscribe.
+// the subscriber; key identifies the subscriber for Unsubscribe. The
+// subscriber also hears when the object is deleted, and when it is lost
+// (LocationUpdate.error: now, if it is lost already, and whenever its
+// last copy goes).
 func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
@@ -695,7 +698,20 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: to, Msg: e.update(loc.node, loc.state)})
 	}
+	if l, ok := t.lost[id]; ok {
+		// Lost before this subscription (a Reduce that began after its
+		// source's last copy died, or a resubscription): no location
+		// will come unless the id is Put again, which the subscriber
+		// will hear of. (A shard that restarted forgot its lost marks:
+		// its subscribers wait for their deadlines, as before.)
+		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, l.err)})
+	}
 	return out
+}
+
+// lostUpdate tells a subscriber that no copy of id is left (err: LOST).
+func lostUpdate(id string, err *messages.Error) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: id, Error: err}
 }
 
 // Unsubscribe stops the pushes to the subscriber with this key.
@@ -832,9 +848,15 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 	}
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
-		// Subscribers (Reduce coordinators) keep waiting: a new Put of
-		// the id is a new source for them.
+		// Subscribers (Reduce coordinators) stay: a new Put of the id is
+		// a new source for them. They hear that no copy is left: one
+		// that never got a location of it (it subscribed late, or the
+		// copy died before its location reached it) would otherwise
+		// wait for it until its deadline.
 		t.entries[e.id] = &entry{id: e.id, locs: map[string]*location{}, subscribers: e.subscribers}
+		for _, s := range e.subscribers {
+			out = append(out, outbox.Send{To: s.to, Msg: lostUpdate(e.id, err)})
+		}
 	}
 	t.lostSeq++
 	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen}

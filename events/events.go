@@ -69,16 +69,16 @@ type ReduceDone struct {
 	Err     error
 }
 
-// AllReduceReplanned: a participant of an AllReduce failed, and its run
-// could not go on without it (a sliced run needs every source; a tree
-// needs n, and too few sources were left to make up n). The coordinator
-// abandoned the run (its workers stopped, its copies of the target
-// dropped) and reduces, then broadcasts, over the sources that still
-// exist instead.
+// AllReduceReplanned: a participant of an AllReduce failed, or the
+// directory reported a source lost (no copy left), and its run could not
+// go on without it (a sliced run needs every source; a tree needs n, and
+// too few sources were left to make up n). The coordinator abandoned the
+// run (its workers stopped, its copies of the target dropped) and
+// reduces, then broadcasts, over the sources that still exist instead.
 type AllReduceReplanned struct {
 	Reduce string
-	Node   string   // the failed participant's node
+	Node   string   // the failed participant's node ("": the directory reported Lost)
 	Lost   []string // the sources whose copy was on it
 	Num    int      // how many sources the new tree reduces
-	From   string   // the abandoned run's shape (coordinator.ShapeSliced or ShapeDAry)
+	From   string   // the abandoned run's shape (coordinator.ShapeSliced or ShapeDAry; "": nothing ran yet)
 }

@@ -317,11 +317,16 @@ func (x *Error) GetMessage() string {
 
 // NodeRef names a store node: its logical id and where its actor lives.
 type NodeRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`                            // actor system address ("nonhost" in process)
-	ActorId       string                 `protobuf:"bytes,3,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`             // the store node actor's id at that address
-	DataAddress   string                 `protobuf:"bytes,4,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"` // data-plane endpoint (transport specific)
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node_id is the member's id, which names one incarnation of it: a
+	// member that starts again, even at the same address, has a new one
+	// (cluster.Member.ID), and an id whose failure was seen never comes
+	// back. So a message naming a node id whose failure a coordinator
+	// applied was sent before that failure.
+	NodeId        string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`                            // actor system address ("nonhost" in process)
+	ActorId       string `protobuf:"bytes,3,opt,name=actor_id,json=actorId,proto3" json:"actor_id,omitempty"`             // the store node actor's id at that address
+	DataAddress   string `protobuf:"bytes,4,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"` // data-plane endpoint (transport specific)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2497,15 +2502,26 @@ func (x *Unsubscribe) GetObjectId() string {
 	return ""
 }
 
+// LocationUpdate is one change of an object a subscriber hears of: a
+// copy on node in state (LOCATION_STATE_UNSPECIFIED: the copy left the
+// directory), or, without a node, the end of every copy: deleted, or an
+// error.
 type LocationUpdate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Node          *NodeRef               `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	State         LocationState          `protobuf:"varint,4,opt,name=state,proto3,enum=hoplite.LocationState" json:"state,omitempty"`
-	Deleted       bool                   `protobuf:"varint,5,opt,name=deleted,proto3" json:"deleted,omitempty"`
-	HasInline     bool                   `protobuf:"varint,6,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"`
-	InlineData    []byte                 `protobuf:"bytes,7,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId   string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Size       int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Node       *NodeRef               `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	State      LocationState          `protobuf:"varint,4,opt,name=state,proto3,enum=hoplite.LocationState" json:"state,omitempty"`
+	Deleted    bool                   `protobuf:"varint,5,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	HasInline  bool                   `protobuf:"varint,6,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"`
+	InlineData []byte                 `protobuf:"bytes,7,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
+	// error, with code LOST: the object's last complete copy died with its
+	// node (or its owner let it go), so no location will come unless it is
+	// Put again (its locations then follow as usual). Sent when it
+	// happens, and at once to a Subscribe of an object already lost: a
+	// Reduce waiting for a source that is never coming would otherwise
+	// learn it only at its deadline. A Get of it fails with the same error.
+	Error         *Error `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2585,6 +2601,13 @@ func (x *LocationUpdate) GetHasInline() bool {
 func (x *LocationUpdate) GetInlineData() []byte {
 	if x != nil {
 		return x.InlineData
+	}
+	return nil
+}
+
+func (x *LocationUpdate) GetError() *Error {
+	if x != nil {
+		return x.Error
 	}
 	return nil
 }
@@ -4039,7 +4062,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
-	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\xef\x01\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\x95\x02\n" +
 	"\x0eLocationUpdate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12$\n" +
@@ -4049,7 +4072,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"has_inline\x18\x06 \x01(\bR\thasInline\x12\x1f\n" +
 	"\vinline_data\x18\a \x01(\fR\n" +
-	"inlineData\"]\n" +
+	"inlineData\x12$\n" +
+	"\x05error\x18\b \x01(\v2\x0e.hoplite.ErrorR\x05error\"]\n" +
 	"\vQueryObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04wait\x18\x02 \x01(\bR\x04wait\x12\x1d\n" +
@@ -4292,27 +4316,28 @@ var file_hoplite_proto_depIdxs = []int32{
 	4,  // 32: hoplite.DropObject.reason:type_name -> hoplite.Error
 	5,  // 33: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
 	3,  // 34: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	5,  // 35: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 36: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 37: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	37, // 38: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	38, // 39: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 40: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 41: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 42: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 43: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 44: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	41, // 45: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	42, // 46: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
-	4,  // 47: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 48: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 49: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	5,  // 50: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	4,  // 35: hoplite.LocationUpdate.error:type_name -> hoplite.Error
+	5,  // 36: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 37: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 38: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	37, // 39: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	38, // 40: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 41: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 42: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 43: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 44: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 45: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	41, // 46: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	42, // 47: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	4,  // 48: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 49: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 50: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	5,  // 51: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
