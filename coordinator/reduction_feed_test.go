@@ -17,7 +17,6 @@ import (
 // order a run can produce it. Only Subscribe reaches the table from the
 // Reduction; the table's LocationUpdates come back to it at once.
 type feedSim struct {
-	t   *testing.T
 	tb  *directory.LocationTable
 	r   *Reduction
 	now time.Time
@@ -87,7 +86,7 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 			name = "subscribed before the sender failed"
 		}
 		t.Run(name, func(t *testing.T) {
-			s := &feedSim{t: t, tb: directory.NewLocationTable(directory.TableConfig{}), now: t0,
+			s := &feedSim{tb: directory.NewLocationTable(directory.TableConfig{}), now: t0,
 				unreachable: map[string]bool{"s0": true}}
 			req := request([]string{"s0", "s1"}, 1)
 			req.Op = messages.ReduceOp_MAX
