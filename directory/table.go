@@ -418,6 +418,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
 		return append(out, t.serveWaiters(e)...)
 	}
+	fed := false // the receiver's copy had a sender until this Locate
 	if loc := e.locs[rid]; loc != nil {
 		switch {
 		case loc.state == messages.LocationState_COMPLETE && loc.creator:
@@ -438,6 +439,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		default:
 			// A receiver locating again (its sender failed, or it
 			// restarted) releases the sender it had.
+			fed = !loc.unfed()
 			out = append(out, t.endTransfer(e, rid, true)...)
 		}
 	}
@@ -454,7 +456,22 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
 		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
 	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
-	return append(out, t.serveWaiters(e)...)
+	out = append(out, t.serveWaiters(e)...)
+	if loc := e.locs[rid]; loc != nil && fed && loc.unfed() {
+		// No sender for it now: until one is claimed for it (which
+		// announces it again), its copy cannot grow, and the subscribers
+		// hear that it left. A Reduce coordinator that placed it puts a
+		// backup in its place; kept, it waited for bytes that may never
+		// come: the copy's sender had died with the last other copy
+		// before the shard heard of the failure (so the object was not
+		// lost), and the tree's root waited on it until the receiver
+		// gave up at its Get's deadline; the Reduce failed although
+		// another source was whole (chaos seed 93). The table keeps the
+		// copy: a failure of its node can still show that the object is
+		// lost, and a Delete or a loss still drops it.
+		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
+	}
+	return out
 }
 
 // AbandonLocate withdraws the one parked Locate whose answer was to go
@@ -696,6 +713,9 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 	}
 	var out []outbox.Send
 	for _, loc := range t.sortedLocations(e) {
+		if loc.unfed() {
+			continue // see Locate
+		}
 		out = append(out, outbox.Send{To: to, Msg: e.update(loc.node, loc.state)})
 	}
 	if l, ok := t.lost[id]; ok {
@@ -1011,8 +1031,17 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
 }
 
+// unfed reports whether a copy is a receiver's partial copy that no sender
+// feeds: its receiver is locating again, and the copy cannot grow until a
+// sender is claimed for it. It is not offered to receivers, readers or
+// subscribers meanwhile.
+func (l *location) unfed() bool {
+	return l.state == messages.LocationState_PARTIAL && !l.creator && l.fetchingFrom == ""
+}
+
 // pickSender chooses a free copy for receiver: complete copies first, then
-// partial ones, oldest first; never the receiver itself, never a copy whose
+// partial ones, oldest first; never the receiver itself, never an unfed
+// copy (its receiver would stall where it ends), never a copy whose
 // upstream chain contains the receiver (that would be a cycle).
 func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *location {
 	var best *location
@@ -1023,7 +1052,7 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 			}
 			continue
 		}
-		if id == receiver || loc.servingTo != "" || loc.naive || t.upstreamContains(e, loc, receiver) {
+		if id == receiver || loc.servingTo != "" || loc.naive || loc.unfed() || t.upstreamContains(e, loc, receiver) {
 			continue
 		}
 		if best == nil || better(loc, best) {
@@ -1034,7 +1063,7 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 }
 
 // pickReadable chooses the copy a no-copy receiver reads: never its own
-// node's, never a naive copy; a copy that serves nobody before a busy one
+// node's, never a naive or unfed copy; a copy that serves nobody before a busy one
 // (whose bandwidth goes to a receiver that extends the tree), then
 // complete before partial, oldest first. A busy copy is taken rather than
 // waited for: the reader claims nothing, so it cannot wait its turn in
@@ -1043,7 +1072,7 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 func (t *LocationTable) pickReadable(e *entry, receiver string) *location {
 	var best *location
 	for id, loc := range e.locs {
-		if id == receiver || loc.naive {
+		if id == receiver || loc.naive || loc.unfed() {
 			continue
 		}
 		free, bestFree := loc.servingTo == "", best != nil && best.servingTo == ""
@@ -1062,8 +1091,8 @@ func better(a, b *location) bool {
 }
 
 // upstreamContains reports whether receiver may be upstream of loc. A
-// chain that reaches a copy no longer in the directory counts as
-// containing it: that copy's node may still be streaming (a receiver
+// chain that reaches a copy no longer in the directory, or an unfed one,
+// counts as containing it: that copy's node may still be streaming (a receiver
 // named it failed after a stall, which removed it and freed its own
 // sender), so where its bytes come from is unknown. Offering such a chain
 // formed real cycles of streams (the fetch simulation, regression seed 673: four
@@ -1074,7 +1103,7 @@ func (t *LocationTable) upstreamContains(e *entry, loc *location, receiver strin
 		if loc.fetchingFrom == receiver || hops > len(e.locs) {
 			return true
 		}
-		if loc = e.locs[loc.fetchingFrom]; loc == nil {
+		if loc = e.locs[loc.fetchingFrom]; loc == nil || loc.unfed() {
 			return true
 		}
 	}

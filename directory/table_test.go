@@ -760,3 +760,89 @@ func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
 		t.Fatalf("no-copy Locate of a deleted object: %v", r)
 	}
 }
+
+// updates lists the LocationUpdates out sends to the subscriber to, as
+// node:state.
+func updates(out []outbox.Send, to any) []string {
+	var got []string
+	for _, s := range repliesTo(out, to) {
+		if u, ok := s.Msg.(*messages.LocationUpdate); ok {
+			got = append(got, u.GetNode().GetNodeId()+":"+u.GetState().String())
+		}
+	}
+	return got
+}
+
+// A receiver that locates again and gets no sender is no location until
+// one is claimed for it: its partial copy cannot grow meanwhile. A Reduce
+// coordinator that placed it, or would, must hear that it is gone (chaos
+// seed 93: a Reduce waited on such a copy until the receiver gave up, and
+// failed although another source was whole), and no receiver is handed
+// it. A receiver served at once stays one, unannounced. The table still
+// knows the copy: its node's failure shows that the object is lost.
+func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
+	locate(tb, "x", 1, t0) // n1 <- n0
+	locate(tb, "x", 2, t0) // n2 <- n1
+	locate(tb, "x", 3, t0) // n3 <- n2
+	// n0 fails, and n1 says so before the shard hears of it. Every other
+	// copy is downstream of n1: it gets no sender.
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0)
+	if len(repliesTo(out, replyTo("r1"))) != 0 {
+		t.Fatalf("n1 was given a sender: %v", out)
+	}
+	if got := fmt.Sprint(updates(out, replyTo("s"))); got != "[n0:LOCATION_STATE_UNSPECIFIED n1:LOCATION_STATE_UNSPECIFIED]" {
+		t.Fatalf("subscriber told %v, want n0 and n1 gone", got)
+	}
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s2", replyTo("s2")), replyTo("s2")); slices.Contains(got, "n1:PARTIAL") {
+		t.Fatalf("a new subscriber is offered n1: %v", got)
+	}
+	// n2's stream from n1 ends where n1's copy did, and n2 locates again.
+	// The older waiter n1 is handed neither n2, unfed now, nor n3, which
+	// only n2 feeds: both would stall it where they end.
+	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0)
+	if r := repliesTo(out, replyTo("r1")); len(r) != 0 {
+		t.Fatalf("n1 was handed an unfed copy: %v", r)
+	}
+	if got := updates(out, replyTo("s")); !slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
+		t.Fatalf("subscriber told %v, want n2 gone", got)
+	}
+	// n0 only stalled: its copy comes back, and n1 is fed (and announced)
+	// again.
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Fingerprint: 42, Creator: true})
+	if s := locateReply(t, out, replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("n1 resumed from %s, want n0", s)
+	}
+	if got := updates(out, replyTo("s")); !slices.Contains(got, "n1:PARTIAL") {
+		t.Fatalf("subscriber not told n1 is a location again: %v", got)
+	}
+
+	// n2 <- n1 <- n0, and n1 fails: n2 resumes from n0 (which n1's
+	// failure freed) in the same step, and stays a location throughout.
+	tb = NewLocationTable(TableConfig{})
+	create(t, tb, "y", 1<<20, 0)
+	locate(tb, "y", 1, t0) // n1 <- n0
+	locate(tb, "y", 2, t0) // n2 <- n1
+	tb.Subscribe(&messages.Subscribe{ObjectId: "y"}, "s", replyTo("s"))
+	out = tb.Locate(&messages.Locate{ObjectId: "y", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0)
+	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("n2 resumed from %s, want n0 (freed by n1's failure)", s)
+	}
+	if got := updates(out, replyTo("s")); slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
+		t.Fatalf("n2, served at once, was announced gone: %v", got)
+	}
+
+	// n1 <- n0; n0 dies and n1 says so first; then both failures reach
+	// the shard: the last copy, unfed, went with n1, and z is lost.
+	tb = NewLocationTable(TableConfig{})
+	create(t, tb, "z", 1<<20, 0)
+	locate(tb, "z", 1, t0)
+	tb.Locate(&messages.Locate{ObjectId: "z", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0)
+	tb.NodeFailed("n0")
+	tb.NodeFailed("n1")
+	if lr := locateReply(t, locate(tb, "z", 9, t0), replyTo("r9")); !errors.Is(lr.GetError(), messages.ErrLost) {
+		t.Fatalf("a Get of z after its last copy died: %v, want LOST", lr)
+	}
+}
