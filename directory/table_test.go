@@ -761,9 +761,9 @@ func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
 	}
 }
 
-// updates lists the LocationUpdates out sends to the subscriber to, as
-// node:state.
-func updates(out []outbox.Send, to any) []string {
+// updateStates lists the LocationUpdates out sends to the subscriber to,
+// as node:state.
+func updateStates(out []outbox.Send, to any) []string {
 	var got []string
 	for _, s := range repliesTo(out, to) {
 		if u, ok := s.Msg.(*messages.LocationUpdate); ok {
@@ -793,10 +793,10 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	if len(repliesTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("n1 was given a sender: %v", out)
 	}
-	if got := fmt.Sprint(updates(out, replyTo("s"))); got != "[n0:LOCATION_STATE_UNSPECIFIED n1:LOCATION_STATE_UNSPECIFIED]" {
+	if got := fmt.Sprint(updateStates(out, replyTo("s"))); got != "[n0:LOCATION_STATE_UNSPECIFIED n1:LOCATION_STATE_UNSPECIFIED]" {
 		t.Fatalf("subscriber told %v, want n0 and n1 gone", got)
 	}
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s2", replyTo("s2")), replyTo("s2")); slices.Contains(got, "n1:PARTIAL") {
+	if got := updateStates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s2", replyTo("s2")), replyTo("s2")); slices.Contains(got, "n1:PARTIAL") {
 		t.Fatalf("a new subscriber is offered n1: %v", got)
 	}
 	// n2's stream from n1 ends where n1's copy did, and n2 locates again.
@@ -806,7 +806,7 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	if r := repliesTo(out, replyTo("r1")); len(r) != 0 {
 		t.Fatalf("n1 was handed an unfed copy: %v", r)
 	}
-	if got := updates(out, replyTo("s")); !slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
+	if got := updateStates(out, replyTo("s")); !slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
 		t.Fatalf("subscriber told %v, want n2 gone", got)
 	}
 	// n0 only stalled: its copy comes back, and n1 is fed (and announced)
@@ -815,7 +815,7 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	if s := locateReply(t, out, replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n1 resumed from %s, want n0", s)
 	}
-	if got := updates(out, replyTo("s")); !slices.Contains(got, "n1:PARTIAL") {
+	if got := updateStates(out, replyTo("s")); !slices.Contains(got, "n1:PARTIAL") {
 		t.Fatalf("subscriber not told n1 is a location again: %v", got)
 	}
 
@@ -830,7 +830,7 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n2 resumed from %s, want n0 (freed by n1's failure)", s)
 	}
-	if got := updates(out, replyTo("s")); slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
+	if got := updateStates(out, replyTo("s")); slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
 		t.Fatalf("n2, served at once, was announced gone: %v", got)
 	}
 
