@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,57 @@ func TestAdmitNoticeAsksTheTopologyBeforeTheHandshakes(t *testing.T) {
 	// its failure must still be delivered.
 	if !m.admitNotice(notice("node-3", "127.0.0.1:1003")) {
 		t.Fatal("refused a notice about a member this member does not know")
+	}
+}
+
+// A late notice of another cluster about a name this cluster has not
+// used yet is admitted (the subject may be a member the topology dropped
+// already) and remembered by every member's broadcaster. When this
+// cluster's member of that name later fails, its notice must not be
+// taken for a duplicate of the late one: with the epoch 0 every notice
+// carried, the real failure was delivered nowhere, and the failed member
+// stayed in every member's view as a peer that was never declared dead.
+func TestLateNoticeDoesNotHideALaterFailureOfTheSameName(t *testing.T) {
+	b := start(t, Config{Nodes: 3})
+	const subject = "node-1.1" // node 1 after its first restart
+	// Another cluster's node-1.1, at an address of its own, as a member
+	// that predates the epoch (0) would send it.
+	late := &messages.RevokeNotice{Origin: "node-2", Subject: subject, From: "node-2", SubjectAddress: "127.0.0.1:1"}
+	b.System().Root.Send(actor.NewPID(b.Member(0).System().Address(), memberRoot+"/"+revokeName), late)
+	// Every member delivers it (unknown subject) and so remembers its id.
+	for i := range 3 {
+		m := b.Member(i)
+		eventually(t, 10*time.Second, m.ID()+" delivers the late notice", func() bool {
+			b.evMu.Lock()
+			defer b.evMu.Unlock()
+			return b.delivered[m.ID()][subject]
+		})
+	}
+
+	if err := b.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	if id := b.Member(1).ID(); id != subject {
+		t.Fatalf("restarted node 1 is %q, want %q", id, subject)
+	}
+	if err := b.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	// The view forgets a peer once it is out of the topology and declared
+	// dead; one that is never declared dead stays.
+	for _, i := range []int{0, 2} {
+		m := b.Member(i)
+		eventually(t, 10*time.Second, m.ID()+" delivers the failure of "+subject, func() bool {
+			res, err := m.System().Root.RequestFuture(m.membersPID.Load(), placementQuery{}, time.Second).Result()
+			p, ok := res.(placement)
+			if err != nil || !ok {
+				return false
+			}
+			d, known := p.peers[subject]
+			return !known || strings.Contains(d, "dead true")
+		})
 	}
 }

@@ -285,7 +285,7 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 		}
 		entry.Info("member left the topology: spreading a failure notice")
 		if pid := a.m.revokePID.Load(); pid != nil {
-			ctx.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: id, SubjectAddress: p.address}})
+			ctx.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(id, p.address)})
 		}
 		if !p.leaving {
 			go a.m.expelled(id, p.address)

@@ -125,7 +125,7 @@ func (m *Member) detect() {
 			}
 			entry.WithField("confirmed_in", time.Since(r.s.at).Round(time.Microsecond)).Info("member unreachable: spreading a failure notice")
 			if pid := m.revokePID.Load(); pid != nil {
-				m.system.Root.Send(pid, &revoke.Originate{Notice: bmg.Notice{Subject: r.id, SubjectAddress: r.address}})
+				m.system.Root.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(r.id, r.address)})
 			}
 		}
 	}
@@ -165,7 +165,10 @@ func (m *Member) expelled(id, addr string) {
 			m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
 				Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
 		}
-		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName), &messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr})
+		// The wave's notice (revoke.FailureNotice), not another one with
+		// epoch 0: one failure of one incarnation has one id.
+		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName),
+			&messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr, Epoch: bmg.IncarnationEpoch(addr)})
 		if m.cfg.embedded != nil {
 			// Once only: embedded members never pause, and their ids
 			// (node-0, node-1, …) are alike in every process, so a member

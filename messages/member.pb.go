@@ -294,12 +294,15 @@ func (x *MemberLeavingReply) GetMemberId() string {
 // overlay, from one member's "node/revoke" broadcaster to another's. Its
 // identity for duplicate suppression is (subject, epoch).
 type RevokeNotice struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Origin         string                 `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`                                       // the member that first learned of it (diagnostics)
-	Subject        string                 `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`                                     // the failed member's id
-	Epoch          uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`                                        // the subject's incarnation the notice is about
-	From           string                 `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`                                           // the member this copy comes from
-	SubjectAddress string                 `protobuf:"bytes,5,opt,name=subject_address,json=subjectAddress,proto3" json:"subject_address,omitempty"` // the failed member's actor system address
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Origin  string                 `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`   // the member that first learned of it (diagnostics)
+	Subject string                 `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"` // the failed member's id
+	// The subject's incarnation the notice is about: for a member failure
+	// revoke.IncarnationEpoch(subject_address), which every detector
+	// computes alike; 0 if unknown (and from members that predate it).
+	Epoch          uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	From           string `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`                                           // the member this copy comes from
+	SubjectAddress string `protobuf:"bytes,5,opt,name=subject_address,json=subjectAddress,proto3" json:"subject_address,omitempty"` // the failed member's actor system address
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }

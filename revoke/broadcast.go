@@ -1,6 +1,7 @@
 package revoke
 
 import (
+	"hash/fnv"
 	"slices"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -20,7 +21,16 @@ import (
 // on — the failed member's incarnation or the topology epoch in which it
 // was a member — not a detector-local counter; two detectors that disagree
 // produce two waves and the notice is delivered twice, which delivery
-// (idempotent cleanup) tolerates.
+// (idempotent cleanup) tolerates. For member failures it is
+// IncarnationEpoch (FailureNotice fills it): the one incarnation number
+// every detector already holds.
+//
+// Agreeing is not enough: the epoch must also tell incarnations apart.
+// With a constant epoch the id is the subject's name alone, and a notice
+// about one holder of a name (a late notice of another cluster whose
+// members are named alike) suppresses, for as long as the window holds
+// it, the notice about a later member of that name: the real failure is
+// neither forwarded nor delivered here.
 type ID struct {
 	Subject string // the failed member, or the revoked object / scope
 	Epoch   uint64 // incarnation of Subject this notice is about
@@ -39,6 +49,36 @@ type Notice struct {
 
 // ID returns the notice's identity.
 func (n Notice) ID() ID { return ID{Subject: n.Subject, Epoch: n.Epoch} }
+
+// FailureNotice is the notice that member subject, listening at address
+// (its actor system address), failed: Epoch is IncarnationEpoch(address).
+// Every detector of a failure builds it from what it knows of the member,
+// so concurrent detections still merge into one wave.
+func FailureNotice(subject, address string) Notice {
+	return Notice{Subject: subject, Epoch: IncarnationEpoch(address), SubjectAddress: address}
+}
+
+// IncarnationEpoch is the epoch of notices about the member incarnation
+// that listens at address: a 64-bit FNV-1a hash of it, 0 for an unknown
+// address (the epoch notices had before it was filled in).
+//
+// Why the address: a member id together with the address it listens at
+// is the incarnation, and it is the only incarnation number every
+// detector already agrees on. Topology numbers are counted by each member
+// (detectors would disagree and the waves would not merge), and the id
+// alone is not enough: embedded clusters name their members node-0,
+// node-1, … in every process, so one name may belong to members of two
+// clusters; they listen at different addresses. The membership view and
+// the admission of notices tell members apart the same way (by id and
+// address).
+func IncarnationEpoch(address string) uint64 {
+	if address == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(address))
+	return h.Sum64()
+}
 
 // Decision is what the shell must do after an event: the Sends (the
 // notice as a *messages.RevokeNotice, To a member name), then, if Deliver,

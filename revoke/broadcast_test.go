@@ -495,3 +495,89 @@ func TestSendsAreWireNotices(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleNoticeDoesNotSuppressALaterIncarnation: members of embedded
+// clusters are named alike in every process, so a member may hold a late
+// notice about another cluster's "node-1.1" (admitted: it knew no member
+// of that name yet) when its own node-1.1 fails. The real failure must
+// still be forwarded and delivered, at that member and everywhere; a
+// second detector's notice of the same failure must still merge with the
+// first (the broadcast terminates), and many incarnations of one name
+// must not grow the window.
+func TestStaleNoticeDoesNotSuppressALaterIncarnation(t *testing.T) {
+	const subject, theirs, ours = "node-1.1", "127.0.0.1:41001", "127.0.0.1:42002"
+	members := names(8, "m")
+	o, _ := NewOverlay(members, members[0])
+	stale := []Notice{
+		// As members built notices before the epoch was filled in.
+		{Origin: "node-2", Subject: subject, SubjectAddress: theirs},
+		// As they build them now.
+		FailureNotice(subject, theirs),
+	}
+	for i, old := range stale {
+		b := NewBroadcaster(o)
+		if d := b.Receive("m0001", old); !d.Deliver {
+			t.Fatalf("stale notice %d was not new: %+v", i, d)
+		}
+		nt := FailureNotice(subject, ours)
+		nt.Origin = members[0]
+		d := b.Originate(nt)
+		if !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
+			t.Fatalf("after stale notice %d the real failure was suppressed: deliver %v, sent to %v", i, d.Deliver, targets(d.Sends))
+		}
+		for _, s := range d.Sends {
+			if m := s.Msg.(*messages.RevokeNotice); m.GetEpoch() != IncarnationEpoch(ours) || m.GetSubjectAddress() != ours {
+				t.Fatalf("copy %v", m)
+			}
+		}
+		other := FailureNotice(subject, ours)
+		other.Origin = "m0004"
+		if d := b.Receive("m0003", other); d.Deliver || len(d.Sends) != 0 {
+			t.Fatalf("another detector's notice of the same failure: %+v", d)
+		}
+	}
+
+	// Every member holds the stale notice; the real wave still reaches
+	// every one of them, once.
+	rng := rand.New(rand.NewSource(11))
+	all := randomNames(rng, 60)
+	s := newSim(t, overlaysFor(t, all), rng)
+	s.originate(all[3], Notice{Origin: all[3], Subject: subject, SubjectAddress: theirs})
+	s.run()
+	for _, at := range []string{all[7], all[20]} { // two detectors
+		nt := FailureNotice(subject, ours)
+		nt.Origin = at
+		s.originate(at, nt)
+	}
+	s.run()
+	s.checkAllDelivered(all, FailureNotice(subject, ours).ID(), "real failure after a stale notice")
+
+	// Incarnations of one name are distinct ids, and the window is still
+	// the bound.
+	b := NewBroadcaster(o, WithWindow(4))
+	for port := range 100 {
+		if d := b.Receive("m0001", FailureNotice(subject, fmt.Sprintf("127.0.0.1:%d", 30000+port))); !d.Deliver {
+			t.Fatalf("incarnation %d not new", port)
+		}
+	}
+	if b.Remembered() != 4 {
+		t.Fatalf("window holds %d ids, want 4", b.Remembered())
+	}
+	if d := b.Receive("m0002", FailureNotice(subject, "127.0.0.1:30099")); d.Deliver {
+		t.Fatal("duplicate of the latest incarnation delivered again")
+	}
+}
+
+func TestIncarnationEpoch(t *testing.T) {
+	if IncarnationEpoch("") != 0 {
+		t.Fatal("unknown address: epoch not 0")
+	}
+	a, b := IncarnationEpoch("127.0.0.1:1001"), IncarnationEpoch("127.0.0.1:1002")
+	if a == 0 || a == b || a != IncarnationEpoch("127.0.0.1:1001") {
+		t.Fatalf("epochs %d %d", a, b)
+	}
+	n := FailureNotice("x", "127.0.0.1:1001")
+	if n.Subject != "x" || n.SubjectAddress != "127.0.0.1:1001" || n.Epoch != a || n.Origin != "" {
+		t.Fatalf("FailureNotice: %+v", n)
+	}
+}
