@@ -32,8 +32,9 @@ type backend interface {
 	// is cleanup).
 	Delete(ctx context.Context, ids []string)
 	// RoundTrips has host from make one bare Proto.Actor request and
-	// response to each host of to, all at once, at at, timed on from
-	// (testbed only).
+	// response to each host of to (dataPlane: one bare control request
+	// on the data plane to each one's member), all at once, at at, timed
+	// on from (testbed only).
 	RoundTrips(ctx context.Context, from int, to []int, at time.Time, dataPlane bool) (timing, error)
 	// CPU is the CPU time the hosts' processes have used so far, all
 	// together (user and system, by their own accounting).
@@ -94,10 +95,11 @@ func prefetch(ctx context.Context, root *actor.RootContext, pid *actor.PID, id s
 // A Go timer alone starts a scheduled operation up to a millisecond late:
 // a process with nothing to run waits for its next timer in epoll_wait,
 // whose timeout is whole milliseconds (runtime/netpoll_epoll.go rounds
-// any wait under 1 ms up to 1 ms). Eight members started a 1 KiB
-// broadcast 0.7-1 ms apart that way, more than the broadcast's own time.
+// any wait under 1 ms up to 1 ms), as long as a whole 1 KiB operation.
 // So the timer wakes the caller startSlack early and clock.SleepUntil,
 // which blocks this goroutine's thread in the kernel, sleeps the rest.
+// (Eight members still start 0.5-0.7 ms apart on 2 vCPUs: the kernel
+// runs the woken members one after another.)
 func sleepUntil(ctx context.Context, at time.Time) error {
 	if at.IsZero() {
 		return nil

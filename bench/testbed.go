@@ -297,13 +297,13 @@ const NodeProcsGo = -1
 // nodeProcs is the GOMAXPROCS of each testbed node, 0 for Go's default.
 //
 // The testbed's N hosts share this machine's CPUs, but a Go process
-// sizes its scheduler by the machine: eight members with GOMAXPROCS 2
-// on 2 vCPUs each woke a second thread to spin for work whenever one
-// goroutine readied another, and stole the CPU the other members' Gets
-// were waiting for. A 1 KiB broadcast to 7 took 2.2 ms from a receiver's
-// own start with Go's default and 0.76 ms with GOMAXPROCS 1, at 40 %
-// less CPU (2026-11-24). A member on a host of its own has its cores;
-// one of N on a shared machine, its share of them.
+// sizes its scheduler by the machine: eight members on 2 vCPUs each ran
+// as if both were theirs. At their share (GOMAXPROCS 1), in the same
+// runs (medians, 2026-11-24): a 1 KiB broadcast to 7 took 0.93x and
+// 0.98x the time, a 1 KiB reduce 0.88x, broadcast and reduce of 32 MiB
+// 0.97x and 0.99x, with 10-22 % less CPU per operation; an AllReduce of
+// 8 x 32 MiB was unchanged idle (0.997x). A member on a host of its own
+// has its cores; one of N on a shared machine, its share of them.
 func (o *Options) nodeProcs() int {
 	switch {
 	case o.NodeProcs == NodeProcsGo:
