@@ -3,6 +3,7 @@ package directory
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,12 +51,30 @@ type CountObjects struct{}
 // ObjectCount answers CountObjects.
 type ObjectCount struct{ Objects int }
 
-// FailureLog remembers which node failures were already announced.
+// FailureLog remembers which node failures were already announced: the
+// last maxFailuresRemembered of them. Node ids name incarnations and are
+// never reused, so a long-lived cluster with churn would otherwise keep
+// one entry per member that ever failed. An id forgotten that way can be
+// announced again by a report that comes after thousands of other
+// failures; delivering a failure twice is harmless (its cleanup is
+// idempotent), growing without bound is not.
 type FailureLog struct {
 	mu     sync.Mutex
-	seen   map[string]bool
+	seen   map[string]uint64 // node id -> the sequence number of its record
+	order  []failureRecord   // the records, oldest first (Forget leaves its record here)
+	seq    uint64
 	closed bool
 }
+
+// failureRecord is one First that returned true.
+type failureRecord struct {
+	node string
+	seq  uint64
+}
+
+// maxFailuresRemembered bounds FailureLog, like the failure broadcast's
+// window of notice ids (revoke).
+const maxFailuresRemembered = 4096
 
 // Close stops all reports: the cluster is shutting down, and nodes that
 // stop now have not failed.
@@ -77,12 +96,21 @@ func (f *FailureLog) First(node string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
-		f.seen = map[string]bool{}
+		f.seen = map[string]uint64{}
 	}
-	if f.seen[node] || f.closed {
+	if _, ok := f.seen[node]; ok || f.closed {
 		return false
 	}
-	f.seen[node] = true
+	f.seq++
+	f.seen[node] = f.seq
+	f.order = append(f.order, failureRecord{node, f.seq})
+	if len(f.order) > maxFailuresRemembered {
+		old := f.order[0]
+		f.order = slices.Delete(f.order, 0, 1)
+		if f.seen[old.node] == old.seq { // not forgotten and recorded again since
+			delete(f.seen, old.node)
+		}
+	}
 	return true
 }
 

@@ -2,6 +2,7 @@ package directory
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,5 +50,45 @@ func TestShardWakesOnlyForDeadlines(t *testing.T) {
 	}
 	if n := ticks.Load(); n < 1 || n > 3 {
 		t.Fatalf("the shard woke %d times for one deadline", n)
+	}
+}
+
+// FailureLog announces each failure once, again after Forget, and holds
+// at most maxFailuresRemembered ids: a cluster with churn names every
+// failed member anew.
+func TestFailureLogIsBounded(t *testing.T) {
+	var f FailureLog
+	if !f.First("x") || f.First("x") {
+		t.Fatal("the first report, then a repeat")
+	}
+	f.Forget("x")
+	if !f.First("x") {
+		t.Fatal("a node that came back fails again: its report is new")
+	}
+	// x's first record (forgotten) is dropped from the window first: it
+	// must not take x's newer one with it.
+	for i := range maxFailuresRemembered - 1 {
+		if !f.First(fmt.Sprintf("n-%d", i)) {
+			t.Fatalf("n-%d: a new failure not announced", i)
+		}
+	}
+	if f.First("x") {
+		t.Fatal("x's newer record was forgotten with its older one")
+	}
+	for i := range 3 * maxFailuresRemembered {
+		f.First(fmt.Sprintf("m-%d", i))
+	}
+	if len(f.seen) > maxFailuresRemembered || len(f.order) > maxFailuresRemembered {
+		t.Fatalf("the log holds %d ids in %d records, at most %d", len(f.seen), len(f.order), maxFailuresRemembered)
+	}
+	if f.First(fmt.Sprintf("m-%d", 3*maxFailuresRemembered-1)) {
+		t.Fatal("the latest failure was announced twice")
+	}
+	if !f.First("x") {
+		t.Fatal("a failure thousands of failures old is still remembered")
+	}
+	f.Close()
+	if f.First("new") {
+		t.Fatal("a closed log announces failures")
 	}
 }
