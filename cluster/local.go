@@ -560,19 +560,35 @@ func (l *Local) stop() {
 	}
 }
 
-// usedPorts are the loopback ports members of this process have bound.
-// A port is never given to a second member: the survivors of a killed
-// member still hold PIDs at its address, and Proto.Actor would deliver
-// their late messages to whatever member binds the port next (of another
-// embedded cluster, or a new incarnation), which no message could tell
-// apart. Bounded by the port range.
+// usedPorts are the loopback ports members of this process have bound,
+// and when. A port is not given to another member for portQuarantine:
+// the survivors of a killed member still hold PIDs at its address, and
+// Proto.Actor would deliver their late messages to whatever member binds
+// the port next (of another embedded cluster, or a new incarnation),
+// which no message could tell apart. Never reusing a port at all ran out
+// of them: a soak of 1000 chaos seeds in one process binds more than the
+// kernel's 28,000 ephemeral ports, and its seeds from about the 550th on
+// failed to start. Bounded by the port range.
 var usedPorts = struct {
 	sync.Mutex
-	m map[int]bool
-}{m: map[int]bool{}}
+	m map[int]time.Time
+}{m: map[int]time.Time{}}
+
+// portQuarantine is how long a port stays another member's: much longer
+// than survivors keep sending to a member that failed (they detect it
+// within seconds, and a test's cluster lives seconds to a minute), much
+// shorter than the time a soak takes to go through the port range.
+const portQuarantine = time.Minute
+
+// loopbackPortFree says whether port, bound by no member of this process or
+// last handed out more than portQuarantine before now, may be handed out.
+func loopbackPortFree(used map[int]time.Time, port int, now time.Time) bool {
+	at, ok := used[port]
+	return !ok || now.Sub(at) > portQuarantine
+}
 
 // freshLoopbackPort returns a free 127.0.0.1 port no member of this
-// process had before.
+// process had in the last portQuarantine.
 func freshLoopbackPort() (int, error) {
 	usedPorts.Lock()
 	defer usedPorts.Unlock()
@@ -588,12 +604,12 @@ func freshLoopbackPort() (int, error) {
 			return 0, fmt.Errorf("find a loopback port: %w", err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
-		if !usedPorts.m[port] {
+		if loopbackPortFree(usedPorts.m, port, time.Now()) {
 			ln.Close()
-			usedPorts.m[port] = true
+			usedPorts.m[port] = time.Now()
 			return port, nil
 		}
 		held = append(held, ln)
 	}
-	return 0, fmt.Errorf("find a loopback port: 64 tries gave only ports used before")
+	return 0, fmt.Errorf("find a loopback port: 64 tries gave only ports other members had in the last %v", portQuarantine)
 }
