@@ -30,8 +30,19 @@ func (el *endpointLazy) connect() {
 	el.manager.remote.actorSystem.Logger().Debug("connecting to remote address", slog.String("address", el.address))
 	em := el.manager
 	system := em.remote.actorSystem
-	rst, _ := system.Root.RequestFuture(em.endpointSupervisor, el.address, -1).Result()
-	ep := rst.(*endpoint)
+	rst, err := system.Root.RequestFuture(em.endpointSupervisor, el.address, -1).Result()
+	// Hoplite patch: the supervisor may be gone (the system is shutting
+	// down, or a node was killed under a test) and the future then
+	// answers nil, which the unchecked assertion turned into a panic; and
+	// as the once was spent, every later Get of this address panicked too,
+	// outside any actor (removeEndpoint runs on the event stream), which
+	// killed the process. Without an endpoint, Get returns nil and the
+	// callers drop the message.
+	ep, ok := rst.(*endpoint)
+	if !ok {
+		system.Logger().Debug("no endpoint for remote address", slog.String("address", el.address), slog.Any("error", err))
+		return
+	}
 	el.Set(ep)
 }
 
@@ -39,10 +50,12 @@ func (el *endpointLazy) Set(ep *endpoint) {
 	el.endpoint.Store(ep)
 }
 
+// Get returns the endpoint, connecting the first time; nil if that
+// connect failed (Hoplite patch: see connect).
 func (el *endpointLazy) Get() *endpoint {
 	el.once.Do(el.connect)
-	ep := el.endpoint.Load()
-	return ep.(*endpoint)
+	ep, _ := el.endpoint.Load().(*endpoint)
+	return ep
 }
 
 type endpoint struct {
@@ -169,8 +182,9 @@ func (em *endpointManager) endpointEvent(evn interface{}) {
 		em.remote.Logger().Debug("EndpointManager received endpoint terminated event, removing endpoint", slog.Any("message", evn))
 		em.removeEndpoint(msg)
 	case *EndpointConnectedEvent:
-		endpoint := em.ensureConnected(msg.Address)
-		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+		if endpoint := em.ensureConnected(msg.Address); endpoint != nil {
+			em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+		}
 	}
 }
 
@@ -179,8 +193,9 @@ func (em *endpointManager) remoteTerminate(msg *remoteTerminate) {
 		return
 	}
 	address := msg.Watchee.Address
-	endpoint := em.ensureConnected(address)
-	em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	if endpoint := em.ensureConnected(address); endpoint != nil {
+		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	}
 }
 
 func (em *endpointManager) remoteWatch(msg *remoteWatch) {
@@ -188,8 +203,9 @@ func (em *endpointManager) remoteWatch(msg *remoteWatch) {
 		return
 	}
 	address := msg.Watchee.Address
-	endpoint := em.ensureConnected(address)
-	em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	if endpoint := em.ensureConnected(address); endpoint != nil {
+		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	}
 }
 
 func (em *endpointManager) remoteUnwatch(msg *remoteUnwatch) {
@@ -197,8 +213,9 @@ func (em *endpointManager) remoteUnwatch(msg *remoteUnwatch) {
 		return
 	}
 	address := msg.Watchee.Address
-	endpoint := em.ensureConnected(address)
-	em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	if endpoint := em.ensureConnected(address); endpoint != nil {
+		em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
+	}
 }
 
 func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
@@ -213,6 +230,14 @@ func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
 	}
 	address := msg.target.Address
 	endpoint := em.ensureConnected(address)
+	if endpoint == nil {
+		em.remote.actorSystem.EventStream.Publish(&actor.DeadLetterEvent{
+			PID:     msg.target,
+			Message: msg.message,
+			Sender:  msg.sender,
+		})
+		return
+	}
 	em.remote.actorSystem.Root.Send(endpoint.writer, msg)
 }
 
@@ -223,7 +248,13 @@ func (em *endpointManager) ensureConnected(address string) *endpoint {
 		e, _ = em.connections.LoadOrStore(address, el)
 	}
 	el := e.(*endpointLazy)
-	return el.Get()
+	ep := el.Get()
+	if ep == nil {
+		// Hoplite patch: a connect that failed is not kept, so that the
+		// next message to the address tries again.
+		em.connections.CompareAndDelete(address, el)
+	}
+	return ep
 }
 
 // func (em *endpointManager) ensureConnected(address string) *endpoint {
@@ -255,6 +286,9 @@ func (em *endpointManager) removeEndpoint(msg *EndpointTerminatedEvent) {
 		if le.unloaded.CompareAndSwap(false, true) {
 			em.connections.Delete(msg.Address)
 			ep := le.Get()
+			if ep == nil {
+				return // its connect failed: no writer or watcher to stop (Hoplite patch)
+			}
 			em.remote.Logger().Debug("Sending EndpointTerminatedEvent to EndpointWatcher and EndpointWriter", slog.String("address", msg.Address))
 			em.remote.actorSystem.Root.Send(ep.watcher, msg)
 			em.remote.actorSystem.Root.Send(ep.writer, msg)
