@@ -2007,6 +2007,70 @@ func (x *BarrierReplicate) GetConfirmed() string {
 	return ""
 }
 
+// BarrierCloseAck: a backup applied the primary's close. The primary
+// answers the closer's BarrierClose only once every backup acknowledged
+// (or its deadline passed, with an error): once Close returns, no replica
+// answers the barrier open.
+type BarrierCloseAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	FromRank      int32                  `protobuf:"varint,3,opt,name=from_rank,json=fromRank,proto3" json:"from_rank,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierCloseAck) Reset() {
+	*x = BarrierCloseAck{}
+	mi := &file_barrier_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierCloseAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierCloseAck) ProtoMessage() {}
+
+func (x *BarrierCloseAck) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierCloseAck.ProtoReflect.Descriptor instead.
+func (*BarrierCloseAck) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *BarrierCloseAck) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BarrierCloseAck) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *BarrierCloseAck) GetFromRank() int32 {
+	if x != nil {
+		return x.FromRank
+	}
+	return 0
+}
+
 // BarrierSyncRequest: a replica missed ops and asks the primary for a sync.
 type BarrierSyncRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2019,7 +2083,7 @@ type BarrierSyncRequest struct {
 
 func (x *BarrierSyncRequest) Reset() {
 	*x = BarrierSyncRequest{}
-	mi := &file_barrier_proto_msgTypes[25]
+	mi := &file_barrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2095,7 @@ func (x *BarrierSyncRequest) String() string {
 func (*BarrierSyncRequest) ProtoMessage() {}
 
 func (x *BarrierSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[25]
+	mi := &file_barrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2108,7 @@ func (x *BarrierSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierSyncRequest.ProtoReflect.Descriptor instead.
 func (*BarrierSyncRequest) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{25}
+	return file_barrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BarrierSyncRequest) GetName() string {
@@ -2233,7 +2297,11 @@ const file_barrier_proto_rawDesc = "" +
 	"\x02op\x18\x05 \x01(\v2\x12.hoplite.BarrierOpR\x02op\x12\x12\n" +
 	"\x04sync\x18\x06 \x01(\bR\x04sync\x12$\n" +
 	"\x03log\x18\a \x03(\v2\x12.hoplite.BarrierOpR\x03log\x12\x1c\n" +
-	"\tconfirmed\x18\b \x01(\tR\tconfirmed\"[\n" +
+	"\tconfirmed\x18\b \x01(\tR\tconfirmed\"X\n" +
+	"\x0fBarrierCloseAck\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
+	"\tfrom_rank\x18\x03 \x01(\x05R\bfromRank\"[\n" +
 	"\x12BarrierSyncRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
@@ -2263,7 +2331,7 @@ func file_barrier_proto_rawDescGZIP() []byte {
 }
 
 var file_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_barrier_proto_goTypes = []any{
 	(BarrierLateMode)(0),       // 0: hoplite.BarrierLateMode
 	(BarrierOpKind)(0),         // 1: hoplite.BarrierOpKind
@@ -2292,8 +2360,9 @@ var file_barrier_proto_goTypes = []any{
 	(*BarrierFailure)(nil),     // 24: hoplite.BarrierFailure
 	(*BarrierOp)(nil),          // 25: hoplite.BarrierOp
 	(*BarrierReplicate)(nil),   // 26: hoplite.BarrierReplicate
-	(*BarrierSyncRequest)(nil), // 27: hoplite.BarrierSyncRequest
-	(*Error)(nil),              // 28: hoplite.Error
+	(*BarrierCloseAck)(nil),    // 27: hoplite.BarrierCloseAck
+	(*BarrierSyncRequest)(nil), // 28: hoplite.BarrierSyncRequest
+	(*Error)(nil),              // 29: hoplite.Error
 }
 var file_barrier_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BarrierOptions.late_mode:type_name -> hoplite.BarrierLateMode
@@ -2304,12 +2373,12 @@ var file_barrier_proto_depIdxs = []int32{
 	5,  // 5: hoplite.BarrierCreate.controller:type_name -> hoplite.BarrierPeer
 	2,  // 6: hoplite.BarrierCreated.options:type_name -> hoplite.BarrierOptions
 	5,  // 7: hoplite.BarrierCreated.replicas:type_name -> hoplite.BarrierPeer
-	28, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
-	28, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
-	28, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
-	28, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
+	29, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
+	29, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
+	29, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
+	29, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
 	20, // 12: hoplite.BarrierStatusReply.passed:type_name -> hoplite.BarrierPassage
-	28, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
+	29, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
 	1,  // 14: hoplite.BarrierOp.kind:type_name -> hoplite.BarrierOpKind
 	5,  // 15: hoplite.BarrierOp.reply:type_name -> hoplite.BarrierPeer
 	25, // 16: hoplite.BarrierReplicate.op:type_name -> hoplite.BarrierOp
@@ -2333,7 +2402,7 @@ func file_barrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_barrier_proto_rawDesc), len(file_barrier_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

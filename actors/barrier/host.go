@@ -77,6 +77,8 @@ func (h *Host) Receive(ctx actor.Context) {
 		h.route(ctx, m.GetName(), false, nil, nil)
 	case *messages.BarrierSyncRequest:
 		h.route(ctx, m.GetName(), false, nil, nil)
+	case *messages.BarrierCloseAck:
+		h.route(ctx, m.GetName(), false, nil, nil)
 	case managerClosed:
 		h.managerClosed(ctx, m.name)
 	case *actor.Terminated:

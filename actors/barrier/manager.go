@@ -79,6 +79,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		e = m.core.Replicate(now, msg)
 	case *messages.BarrierSyncRequest:
 		e = m.core.SyncRequest(msg)
+	case *messages.BarrierCloseAck:
+		e = m.core.CloseAck(msg)
 	case *actor.Terminated:
 		e = m.core.ParticipantDown(now, msg.GetWho())
 	case wake:

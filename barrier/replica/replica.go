@@ -109,6 +109,18 @@ type pendingOp struct {
 // closeKey is the key of a client's close (there is one per barrier).
 const closeKey = "c"
 
+// closeWait is a close the acting primary applied and has not answered:
+// the closer hears BarrierClosed only once every backup acknowledged it
+// (BarrierCloseAck), so that when Close returns no replica answers the
+// barrier open to a reader elsewhere; or, at deadline, with TIMEOUT.
+type closeWait struct {
+	from      *actor.PID
+	requestID uint64
+	waiting   []string
+	acked     []bool // by rank; the primary's own is set
+	deadline  time.Time
+}
+
 const (
 	recentKeys   = 1024 // confirmed keys remembered by a backup
 	extraPending = 64   // pending client operations beyond MaxParticipants
@@ -143,6 +155,9 @@ type Replica struct {
 	overflow  bool
 	fresh     bool // no client create answered yet
 	synced    bool // holds a primary's state (false after a restart until a sync)
+	// closing: the acting primary applied a client's close and waits for
+	// its backups to acknowledge it before answering the closer.
+	closing *closeWait
 
 	// Backup state.
 	pending     []*pendingOp
@@ -383,6 +398,10 @@ func (r *Replica) ParticipantDown(now time.Time, pid *actor.PID) (e Effects) {
 // Tick handles the timer set at NextWake.
 func (r *Replica) Tick(now time.Time) (e Effects) {
 	defer r.flush(&e)
+	if c := r.closing; c != nil && !now.Before(c.deadline) {
+		r.answerClose(&e)
+		return
+	}
 	if r.closed {
 		return
 	}
@@ -398,6 +417,9 @@ func (r *Replica) Tick(now time.Time) (e Effects) {
 
 // NextWake is when the shell should call Tick (zero: no timer).
 func (r *Replica) NextWake() time.Time {
+	if r.closing != nil {
+		return r.closing.deadline
+	}
 	if r.closed {
 		return time.Time{}
 	}
@@ -457,7 +479,11 @@ func (r *Replica) Replicate(now time.Time, m *messages.BarrierReplicate) (e Effe
 		}
 	case m.GetOp() != nil:
 		switch {
-		case m.GetSeq() == r.seq+1 && r.synced:
+		case m.GetSeq() == r.seq+1 && r.synced,
+			// A close ends the barrier whatever this backup missed: it
+			// applies it at once instead of waiting for a sync (which an
+			// overflowed primary no longer sends).
+			m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE && !r.closed:
 			op := m.GetOp()
 			if _, _, err := r.apply(op); err != nil {
 				e.Warnings = append(e.Warnings, fmt.Sprintf("barrier %q: op %d (%v) failed on a backup: %v; asking for a sync", r.cfg.Name, m.GetSeq(), op.GetKind(), err))
@@ -474,9 +500,55 @@ func (r *Replica) Replicate(now time.Time, m *messages.BarrierReplicate) (e Effe
 	}
 	r.prune()
 	if r.closed {
+		// The primary answers the closer only once every backup says
+		// so. Acknowledged on every message while closed: an ack is
+		// idempotent, and one lost is then sent again.
+		e.send(from, &messages.BarrierCloseAck{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank)})
 		e.Stop = true
 	}
 	return
+}
+
+// CloseAck handles a backup's acknowledgement of the primary's close.
+func (r *Replica) CloseAck(m *messages.BarrierCloseAck) (e Effects) {
+	c := r.closing
+	rank := int(m.GetFromRank())
+	if c == nil || m.GetEpoch() != r.epoch || rank < 0 || rank >= len(c.acked) {
+		return
+	}
+	c.acked[rank] = true
+	if !slices.Contains(c.acked, false) {
+		r.answerClose(&e)
+	}
+	return
+}
+
+// answerClose answers the closer (with TIMEOUT naming the backups that
+// did not acknowledge, if any) and stops the replica.
+func (r *Replica) answerClose(e *Effects) {
+	c := r.closing
+	r.closing = nil
+	reply := &messages.BarrierClosed{Name: r.cfg.Name, RequestId: c.requestID, Waiting: c.waiting}
+	var missing []string
+	for rank, ok := range c.acked {
+		if !ok {
+			who := r.cfg.Replicas[rank].String()
+			if rank < len(r.cfg.Members) {
+				who = r.cfg.Members[rank]
+			}
+			missing = append(missing, who)
+		}
+	}
+	if len(missing) > 0 {
+		// The barrier is closed (this replica applied it, and a backup
+		// that took over would commit the close its closer also sent
+		// it), but those replicas may answer it open for a while.
+		reply.Error = messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"barrier %q closed, but replicas %v did not acknowledge within %v: they may answer it open until they hear the close",
+			r.cfg.Name, missing, r.takeover)
+	}
+	e.send(c.from, reply)
+	e.Stop = true
 }
 
 // SyncRequest handles a replica that missed operations.
@@ -557,8 +629,19 @@ func (r *Replica) takeOver(now time.Time, e *Effects) {
 
 // hear records a client operation heard by a backup.
 func (r *Replica) hear(p *pendingOp, e *Effects) {
-	if r.pendingKeys[p.key] || r.recent[p.key] || len(r.pending) >= r.opts.MaxParticipants+extraPending {
+	if r.pendingKeys[p.key] || r.recent[p.key] {
 		return
+	}
+	if len(r.pending) >= r.opts.MaxParticipants+extraPending {
+		if p.kind != messages.BarrierOpKind_BARRIER_OP_CLOSE {
+			return
+		}
+		// A close must not be lost: it ends the barrier, and a backup
+		// that takes over commits only what it heard. It takes the place
+		// of the newest pending operation, which the close would cut
+		// anyway (an Enter is refused, and re-asked until then; a
+		// query's caller has a deadline).
+		r.unhear(len(r.pending) - 1)
 	}
 	r.pending = append(r.pending, p)
 	r.pendingKeys[p.key] = true
@@ -566,6 +649,16 @@ func (r *Replica) hear(p *pendingOp, e *Effects) {
 		r.nPendEnter++
 		r.watch(p.from)
 	}
+}
+
+// unhear drops the pending operation at i.
+func (r *Replica) unhear(i int) {
+	p := r.pending[i]
+	delete(r.pendingKeys, p.key)
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER {
+		r.nPendEnter--
+	}
+	r.pending = slices.Delete(r.pending, i, i+1)
 }
 
 // prune drops pending operations the primary's state confirms.
@@ -691,14 +784,21 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 	case messages.BarrierOpKind_BARRIER_OP_RELEASE:
 		e.send(p.from, &messages.BarrierReleased{Name: name, Label: p.label, RequestId: p.requestID})
 	case messages.BarrierOpKind_BARRIER_OP_CLOSE:
-		e.send(p.from, &messages.BarrierClosed{Name: name, RequestId: p.requestID, Waiting: waiting})
 		for _, l := range waiting {
 			if in := r.labels[l]; in != nil {
 				e.send(in.reply, &messages.BarrierRefused{Name: name, Label: l,
 					Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q closed while %q waited", name, l)})
 			}
 		}
-		e.Stop = true
+		// The closer hears the answer once every backup applied the
+		// close (CloseAck), or at the deadline: a backup that takes
+		// longer than a takeover is presumed unreachable.
+		r.closing = &closeWait{from: p.from, requestID: p.requestID, waiting: waiting,
+			acked: make([]bool, len(r.cfg.Replicas)), deadline: now.Add(r.takeover)}
+		r.closing.acked[r.cfg.Rank] = true
+		if !slices.Contains(r.closing.acked, false) {
+			r.answerClose(e)
+		}
 		return
 	}
 	r.emit(now, d, e)
@@ -729,7 +829,9 @@ func (r *Replica) commit(op *messages.BarrierOp, e *Effects) (policy.Decision, [
 		op.Quiet = quiet(d) && pct == r.pctAsked
 	}
 	r.appendLog(op, e)
-	if !r.overflow {
+	// A close is forwarded even after the log overflowed: the backups
+	// must hear it (they apply it whatever they missed) and acknowledge.
+	if !r.overflow || op.GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE {
 		for rank, p := range r.cfg.Replicas {
 			if rank != r.cfg.Rank {
 				e.send(p, &messages.BarrierReplicate{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank), Seq: r.seq, Op: op})

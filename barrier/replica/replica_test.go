@@ -71,6 +71,8 @@ func (n *net) deliver(from *actor.PID, e Effects) {
 			n.deliver(to, r.Replicate(time.Unix(0, 0), m))
 		case *messages.BarrierSyncRequest:
 			n.deliver(to, r.SyncRequest(m))
+		case *messages.BarrierCloseAck:
+			n.deliver(to, r.CloseAck(m))
 		}
 	}
 }
@@ -409,5 +411,136 @@ func TestBackupThatHeardACloseAnswersDeleted(t *testing.T) {
 	}
 	if got := open(); got.GetError().GetCode() != messages.ErrorCode_DELETED {
 		t.Fatalf("open after the close: %v, want DELETED", got)
+	}
+}
+
+// A backup whose pending list is full still keeps a Close it hears: a
+// close ends the barrier and must not be lost if the primary fails before
+// committing it (the backup that takes over commits what it heard).
+func TestFullPendingListKeepsAClose(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 2, TakeoverAfterMs: 100}
+	n := newNet(t, 2, o, nil)
+	n.down[n.hosts[0].String()] = true // the primary is silent
+	backup := n.r(1)
+	// Status queries fill the backup's pending list (each is its own key).
+	for i := range 2 + extraPending + 5 {
+		n.deliver(n.hosts[1], backup.Status(ms(1), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
+	}
+	if got := len(backup.pending); got != 2+extraPending {
+		t.Fatalf("pending list of %d, want it full at %d", got, 2+extraPending)
+	}
+	n.deliver(n.hosts[1], backup.Close(ms(2), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(0)))
+	if len(backup.pending) > 2+extraPending {
+		t.Fatalf("pending list grew to %d past its bound %d", len(backup.pending), 2+extraPending)
+	}
+	if got := backup.Created(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError().GetCode() != messages.ErrorCode_DELETED {
+		t.Fatalf("open after a close was heard: %v, want DELETED", got)
+	}
+	// The backup takes over and commits the close it heard.
+	n.deliver(n.hosts[1], backup.Tick(ms(1000)))
+	if !backup.Acting() || !backup.Closed() {
+		t.Fatalf("after takeover: acting %v, closed %v; the heard close was lost", backup.Acting(), backup.Closed())
+	}
+	// The old primary is silent, so it never acknowledges: the closer
+	// hears at the deadline that the close is not known everywhere.
+	if got := n.closedTo(participant(0)); len(got) != 0 {
+		t.Fatalf("the closer got %v before the old primary acknowledged or the deadline", got)
+	}
+	n.deliver(n.hosts[1], backup.Tick(backup.NextWake()))
+	got := n.closedTo(participant(0))
+	if len(got) != 1 || got[0].GetRequestId() != 77 || !errors.Is(messages.ErrOrNil(got[0].GetError()), messages.ErrTimeout) {
+		t.Fatalf("the closer got %v, want one BarrierClosed with TIMEOUT", got)
+	}
+}
+
+// closedTo is the BarrierClosed answers sent to pid.
+func (n *net) closedTo(pid *actor.PID) []*messages.BarrierClosed {
+	var out []*messages.BarrierClosed
+	for _, m := range n.sentTo(pid) {
+		if c, ok := m.(*messages.BarrierClosed); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// The primary answers a Close only once every backup applied it: a
+// backup that has not heard it yet would answer an Open from another
+// process "open" after the closer's Close returned.
+func TestCloseAnswersOnceEveryBackupApplied(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3}
+	n := newNet(t, 3, o, nil)
+	closer := participant(0)
+	// Backup 2 hears neither the closer's Close nor the primary's op yet
+	// (both in flight).
+	n.down[n.hosts[2].String()] = true
+	n.deliver(n.hosts[1], n.r(1).Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
+	n.deliver(n.hosts[0], n.r(0).Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
+	if !n.r(0).Closed() || !n.r(1).Closed() {
+		t.Fatal("the primary or backup 1 did not close")
+	}
+	if got := n.r(2).Created(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError() != nil {
+		t.Fatalf("backup 2 (close in flight) answered %v; the test expects it to look open", got)
+	}
+	if got := n.closedTo(closer); len(got) != 0 {
+		t.Fatalf("the closer got %v while backup 2 still answers open", got)
+	}
+	if n.r(0).NextWake().IsZero() {
+		t.Fatal("the primary waits for acknowledgements without a deadline")
+	}
+	// The primary's op reaches backup 2, which applies and acknowledges it.
+	var op *messages.BarrierReplicate
+	for _, e := range n.effects {
+		for _, s := range e.Sends {
+			if m, ok := s.Msg.(*messages.BarrierReplicate); ok && pidOf(s.To).Equal(n.hosts[2]) && m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE {
+				op = m
+			}
+		}
+	}
+	if op == nil {
+		t.Fatal("the primary did not forward its close to backup 2")
+	}
+	n.down[n.hosts[2].String()] = false
+	n.deliver(n.hosts[2], n.r(2).Replicate(ms(2), op))
+	if got := n.r(2).Created(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError().GetCode() != messages.ErrorCode_DELETED {
+		t.Fatalf("backup 2 after the close: %v, want DELETED", got)
+	}
+	got := n.closedTo(closer)
+	if len(got) != 1 || got[0].GetError() != nil || got[0].GetRequestId() != 5 {
+		t.Fatalf("the closer got %v, want one BarrierClosed without error", got)
+	}
+	if e := n.effects[len(n.effects)-1]; !e.Stop {
+		t.Fatal("the primary did not stop once every backup acknowledged")
+	}
+}
+
+// A backup that does not acknowledge the close before the deadline (it
+// is gone, or cut off) makes the closer's Close fail with TIMEOUT: the
+// barrier is closed, but that replica may still answer it open.
+func TestCloseTimesOutWithoutAnAck(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	n := newNet(t, 2, o, nil)
+	closer := participant(0)
+	n.down[n.hosts[1].String()] = true
+	n.deliver(n.hosts[0], n.r(0).Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
+	if got := n.closedTo(closer); len(got) != 0 {
+		t.Fatalf("answered before any ack: %v", got)
+	}
+	if w := n.r(0).NextWake(); !w.Equal(ms(101)) {
+		t.Fatalf("next wake %v, want the deadline %v", w, ms(101))
+	}
+	n.deliver(n.hosts[0], n.r(0).Tick(ms(50)))
+	if got := n.closedTo(closer); len(got) != 0 {
+		t.Fatalf("answered before the deadline: %v", got)
+	}
+	e := n.r(0).Tick(ms(101))
+	n.deliver(n.hosts[0], e)
+	got := n.closedTo(closer)
+	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].GetError()), messages.ErrTimeout) || !e.Stop {
+		t.Fatalf("at the deadline: %v (stop %v), want TIMEOUT and stop", got, e.Stop)
+	}
+	// A late ack changes nothing.
+	if e := n.r(0).CloseAck(&messages.BarrierCloseAck{Name: "b", FromRank: 1}); len(e.Sends) != 0 {
+		t.Fatalf("a late ack: %v", e.Sends)
 	}
 }

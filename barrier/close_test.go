@@ -1,0 +1,86 @@
+package barrier_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// carriesClose: a replication message that would tell a backup of a close.
+func carriesClose(m *messages.BarrierReplicate) bool {
+	if m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE {
+		return true
+	}
+	for _, op := range m.GetLog() {
+		if op.GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE {
+			return true
+		}
+	}
+	return false
+}
+
+// Once Close returns without error, no member answers an Open of the
+// barrier as open; a backup that cannot hear the close makes Close fail
+// with TIMEOUT instead of returning while that backup still answers open.
+func TestCloseReturnsOnceNoReplicaAnswersOpen(t *testing.T) {
+	l, err := cluster.StartLocal(cluster.Config{Nodes: 3, Log: quietLog(), BarrierHook: func(_ string, msg any) {
+		// The backup of barrier "cut" never learns of its close: every
+		// message that would tell it crashes it (the message is lost and
+		// the manager restarts).
+		switch m := msg.(type) {
+		case *messages.BarrierClose:
+			if m.GetName() == "cut" && m.GetToRank() != 0 {
+				panic("test: the backup loses the closer's Close")
+			}
+		case *messages.BarrierReplicate:
+			if m.GetName() == "cut" && carriesClose(m) {
+				panic("test: the backup loses the primary's close")
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	ctx := deadline(t, 20*time.Second)
+	hosts, err := l.BarrierHosts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// openAnywhere names a member whose barrier host answers name open.
+	openAnywhere := func(name string) string {
+		t.Helper()
+		for _, h := range hosts {
+			res, err := actorutil.Request(ctx, l.System().Root, h.PID, &messages.BarrierOpen{Name: name})
+			if err != nil {
+				t.Fatalf("open %q on %s: %v", name, h.Member, err)
+			}
+			if c, ok := res.(*messages.BarrierCreated); ok && c.GetError() == nil {
+				return h.Member
+			}
+		}
+		return ""
+	}
+	for _, name := range []string{"whole", "cut"} {
+		b, err := barrier.New(ctx, l, name, barrier.Max(3), barrier.TakeoverAfter(300*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.Close(ctx)
+		switch {
+		case name == "whole" && err != nil:
+			t.Fatalf("close %q with every replica reachable: %v", name, err)
+		case err == nil:
+			if m := openAnywhere(name); m != "" {
+				t.Fatalf("%q: Close returned, but %s answers it open", name, m)
+			}
+		case !errors.Is(err, messages.ErrTimeout):
+			t.Fatalf("close %q: %v, want TIMEOUT (its backup never heard it)", name, err)
+		}
+	}
+}
