@@ -807,7 +807,8 @@ func (c *chaosRun) run(s chaosStep) {
 
 // checkBarrier: the creation (at the start) succeeds unless a kill ran
 // meanwhile; a participant passes unless every replica's member was
-// killed, or its deadline came too soon after the last participant began
+// killed (or all but one whose manager crashed and so may hold no state),
+// or its deadline came too soon after the last participant began
 // or the create returned (chaosReduceSlack) or after a kill of a replica's member or a crash of
 // a replica (the takeover silence and the slack) for the barrier to fire;
 // and no label passes
@@ -833,14 +834,35 @@ func (c *chaosRun) checkBarrier() {
 			lastBegin = r[0]
 		}
 	}
-	gone := 0
+	gone, killed := 0, map[int]bool{}
 	for _, n := range c.barNodes {
 		for _, f := range c.faults {
 			if f.step.kind == stepKill && f.step.node == n && f.begin.Before(c.enterEnd) {
 				gone++
+				killed[n] = true
 				if f.begin.After(lastKill) {
 					lastKill = f.begin
 				}
+				break
+			}
+		}
+	}
+	if gone == len(c.barNodes)-1 {
+		// The last replica standing may have lost its state: a crashed
+		// manager restarts empty (replica.Config.Restarted) and must not
+		// lead until an acting primary syncs it, for with no record of
+		// who passed or of a close it could fire a fired barrier again
+		// or reopen a closed one. A backup that holds the state syncs it
+		// only once it takes over, which waits for a client or a
+		// deadline, so the sync may never have come before the other
+		// replicas' members died: then no replica holds the barrier, as
+		// if every member had been killed.
+		for _, f := range c.faults {
+			if f.step.kind != stepCrashBarrier || !f.begin.Before(c.enterEnd) {
+				continue
+			}
+			if n := c.barNodes[f.step.rank%len(c.barNodes)]; !killed[n] {
+				gone++
 				break
 			}
 		}
@@ -866,8 +888,8 @@ func (c *chaosRun) checkBarrier() {
 		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosSlow(chaosReduceSlack))):
 		case deadline.Before(lastKill.Add(replica.DefaultTakeoverAfter + chaosSlow(chaosTakeoverSlack))):
 		default:
-			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members lived and every participant had entered in time",
-				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes))
+			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members (nodes %v, by rank) lived and every participant had entered in time",
+				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes), c.barNodes)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -426,6 +426,13 @@ func (r *Replica) NextWake() time.Time {
 	if r.Acting() {
 		return r.b.NextDeadline()
 	}
+	if !r.synced {
+		// A replica that lost its state waits for a sync, not a time: it
+		// must not take over (shouldTakeOver), so a wake-up at a pending
+		// operation's takeover time would find nothing to do, and being
+		// past, be armed again at once, forever.
+		return time.Time{}
+	}
 	var t time.Time
 	consider := func(x time.Time) {
 		if !x.IsZero() && (t.IsZero() || x.Before(t)) {

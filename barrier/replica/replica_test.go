@@ -544,3 +544,72 @@ func TestCloseTimesOutWithoutAnAck(t *testing.T) {
 		t.Fatalf("a late ack: %v", e.Sends)
 	}
 }
+
+// restart replaces replica i by one that lost its state, as its manager
+// does when it panics, and delivers its sync requests.
+func (n *net) restart(now time.Time, i int, o *messages.BarrierOptions) *Replica {
+	r, e, err := New(Config{Name: "b", Options: o, Replicas: n.hosts, Members: []string{"node-0", "node-1", "node-2", "node-3"}[:len(n.hosts)],
+		Rank: i, Restarted: true}, now)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.replicas[n.hosts[i].String()] = r
+	n.deliver(n.hosts[i], e)
+	return r
+}
+
+// A replica that restarted without state never leads on its own, however
+// long the silence and however often participants ask: with no record of
+// who passed or of a close, it could fire again or reopen the barrier. Its
+// state comes back only from an acting primary: a state-holding backup
+// ignores its sync request and syncs it once it takes over. (The chaos
+// oracle relies on this: seeds 85912919137 and 85912919249 lose the primary
+// and the other backup after the last replica with state crashed.)
+func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 4, TakeoverAfterMs: 100}
+	for _, stateHolderLives := range []bool{false, true} {
+		t.Run(fmt.Sprintf("backup with state lives=%v", stateHolderLives), func(t *testing.T) {
+			n := newNet(t, 3, o, nil)
+			n.down[n.hosts[0].String()] = true // the primary fails
+			n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1})
+			n.deliver(n.hosts[1], n.r(1).Tick(ms(101)))
+			if !n.r(1).Acting() || n.r(2).Barrier().Entered() != 1 {
+				t.Fatal("the first backup did not take over and sync the second")
+			}
+			n.client(ms(110), participant(1), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2})
+			// The acting primary crashes: the other backup holds the state
+			// but does not act, so nobody answers the sync request.
+			r1 := n.restart(ms(120), 1, o)
+			if r1.Barrier().Entered() != 0 {
+				t.Fatal("the restarted replica got a sync from a backup")
+			}
+			if !stateHolderLives {
+				n.down[n.hosts[2].String()] = true
+			}
+			for k, at := range []int{200, 400, 800, 5000} {
+				n.client(ms(at), participant(2+k%2), &messages.BarrierEnter{Name: "b", Label: string(rune('c' + k%2)), RequestId: uint64(3 + k%2)})
+				for i := 1; i < 3; i++ {
+					if !n.down[n.hosts[i].String()] {
+						n.deliver(n.hosts[i], n.r(i).Tick(ms(at+300)))
+					}
+				}
+			}
+			if !stateHolderLives {
+				if r1.Acting() || !r1.NextWake().IsZero() || len(n.out) != 0 {
+					t.Fatalf("a replica without state acts %v, wakes at %v, sent %v", r1.Acting(), r1.NextWake(), n.out)
+				}
+				return
+			}
+			if !n.r(2).Acting() || r1.Barrier().Entered() != 4 {
+				t.Fatalf("the backup with state acts %v; the restarted replica has %d entries", n.r(2).Acting(), r1.Barrier().Entered())
+			}
+			for i := range 4 {
+				if got := n.sentTo(participant(i)); len(got) == 0 {
+					t.Fatalf("participant %d got nothing", i)
+				} else if _, ok := got[0].(*messages.BarrierFired); !ok {
+					t.Fatalf("participant %d got %v", i, got)
+				}
+			}
+		})
+	}
+}
