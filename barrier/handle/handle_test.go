@@ -136,3 +136,38 @@ func TestCallsAndStop(t *testing.T) {
 		t.Fatalf("stop: %+v", s)
 	}
 }
+
+// A Close's DELETED answers (members whose replica applied the close and
+// stopped) wait for the acting primary's answer, which settles the call;
+// only every replica saying DELETED (closed before) answers DELETED.
+// Other calls take their first answer.
+func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
+	p := New("b")
+	p.Setup(3, 8, false)
+	deleted := &messages.BarrierClosed{Name: "b", Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", "b")}
+	p.Call(1, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	for range 2 {
+		if s := p.Answered(1, deleted); len(s.Calls) != 0 {
+			t.Fatalf("a backup's DELETED answered the Close: %+v", s.Calls)
+		}
+	}
+	s := p.Answered(1, &messages.BarrierClosed{Name: "b"})
+	if len(s.Calls) != 1 || s.Calls[0].Msg.(*messages.BarrierClosed).GetError() != nil {
+		t.Fatalf("the primary's answer: %+v", s.Calls)
+	}
+	if s := p.Answered(1, deleted); len(s.Calls) != 0 {
+		t.Fatal("a late answer to a settled call")
+	}
+	p.Call(2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	var got []CallAnswer
+	for range 3 {
+		got = append(got, p.Answered(2, deleted).Calls...)
+	}
+	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierClosed).GetError()), messages.ErrDeleted) {
+		t.Fatalf("a Close of a barrier closed before: %+v", got)
+	}
+	p.Call(3, []proto.Message{&messages.BarrierStatus{}})
+	if s := p.Answered(3, &messages.BarrierStatusReply{Error: messages.Errorf(messages.ErrorCode_DELETED, "closed")}); len(s.Calls) != 1 {
+		t.Fatal("a status call waited past its first answer")
+	}
+}

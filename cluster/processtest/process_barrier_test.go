@@ -2,6 +2,7 @@ package processtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // Barriers on `hoplite node` processes, used from a process outside the
@@ -45,6 +47,21 @@ func TestProcessBarriers(t *testing.T) {
 	for l, reason := range passes {
 		if reason != "max" {
 			t.Fatalf("%s passed with %q, want max", l, reason)
+		}
+	}
+
+	// Close returns once every replica applied it: from then on no
+	// replica, in any member process, answers the barrier open.
+	cb, err := barrier.New(ctx, bc, "proc-close", barrier.Max(3), barrier.Replicas(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.Close(ctx); err != nil {
+		t.Fatalf("close with every replica alive: %v", err)
+	}
+	for i := range 10 {
+		if _, err := barrier.Open(ctx, bc, "proc-close"); !errors.Is(err, messages.ErrDeleted) {
+			t.Fatalf("open %d after Close returned: %v, want DELETED", i, err)
 		}
 	}
 
