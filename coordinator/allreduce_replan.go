@@ -43,7 +43,8 @@ func (r *Reduction) allReduceNodeFailed(node string, fx *effects) bool {
 }
 
 // allReduceLost marks sources of a running AllReduce lost, with node
-// (their copies' node, "" when the directory reported them lost), and
+// (their copies' node; "" for a source the directory reported lost
+// before it was ever located), and
 // reports whether it handled that: whether it re-planned the run with n
 // lowered (or failed it), because fewer than n sources are still
 // possible or a sliced run lost one. Otherwise a tree repairs a lost
@@ -76,7 +77,8 @@ func (r *Reduction) possible() int {
 }
 
 // replan replaces the AllReduce's run, which lost the sources on node
-// (or the sources lost, which the directory reported: node ""), by
+// (or the sources the directory reported lost: node "" if none of them
+// was ever located), by
 // a d-ary tree (the reduce-then-broadcast shape) of num positions: the
 // sources that survive, placed in their arrival order, plus any still to
 // arrive; a lost source that is created again is a backup that takes a

@@ -184,8 +184,8 @@ func TestLocatedSourceReportedLost(t *testing.T) {
 		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
 	}
 	fx := r.Located(lostUpdate("s2"), t0)
-	if ev := replanned(fx); ev == nil || ev.Num != 2 {
-		t.Fatalf("s2 lost: replan %+v, want n lowered to 2", ev)
+	if ev := replanned(fx); ev == nil || ev.Num != 2 || ev.Node != "n2" {
+		t.Fatalf("s2 lost: replan %+v, want n lowered to 2, the loss named after s2's node n2", ev)
 	}
 	for _, tk := range fx.Tasks() {
 		if tk.Task.GetSourceId() == "s2" || tk.Node.GetNodeId() == "n2" {

@@ -1042,7 +1042,15 @@ func (r *Reduction) sourceLost(id string) effects {
 	if r.inline {
 		return fx
 	}
-	if r.req.GetAllReduce() && r.allReduceLost("", []string{id}, &fx) {
+	// A located source's loss is its node's, as far as anybody can tell
+	// (the operator's log and AllReduceReplanned name it): the shard's
+	// report and that node's failure notice race, and either may come
+	// first.
+	node := ""
+	if s := r.sources[id]; s != nil && s.node != nil {
+		node = s.node.GetNodeId()
+	}
+	if r.req.GetAllReduce() && r.allReduceLost(node, []string{id}, &fx) {
 		return fx
 	}
 	if r.sources[id] != nil && r.tree != nil {

@@ -77,7 +77,7 @@ type ReduceDone struct {
 // reduces, then broadcasts, over the sources that still exist instead.
 type AllReduceReplanned struct {
 	Reduce string
-	Node   string   // the failed participant's node ("": the directory reported Lost)
+	Node   string   // the failed participant's node ("": the directory reported a source lost that was never located)
 	Lost   []string // the sources whose copy was on it
 	Num    int      // how many sources the new tree reduces
 	From   string   // the abandoned run's shape (coordinator.ShapeSliced or ShapeDAry; "": nothing ran yet)

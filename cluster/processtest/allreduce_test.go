@@ -249,8 +249,33 @@ func allReduceSurvives(t *testing.T, shape string, members, kills int) {
 	if v := replans(); v != float64(kills) {
 		t.Errorf("%s: hoplite_allreduce_replans_total = %v, want %d", caller.id, v, kills)
 	}
-	for _, victim := range victims {
-		logged(t, caller, "allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources",
-			map[string]string{"node": victim.id})
+	// Each re-plan names the victim, or, when its source's shard reported
+	// the source lost before any location of it reached the coordinator,
+	// the source alone (node "": nobody can tell whose it was).
+	for k, victim := range victims {
+		replanLogged(t, caller, victim.id, victimSrcs[k])
+	}
+}
+
+// replanLogged waits for p's log of an AllReduce re-plan that lost src on
+// node (or on no known node).
+func replanLogged(t *testing.T, p *nodeProc, node, src string) {
+	t.Helper()
+	const msg = "allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources"
+	end := time.Now().Add(10 * time.Second)
+	for {
+		for _, e := range p.logs() {
+			if e.str("msg") != msg {
+				continue
+			}
+			lost, _ := e["lost"].([]any)
+			if e.str("node") == node || e.str("node") == "" && slices.Contains(lost, any(src)) {
+				return
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s never logged %q for node %s or its source %s", p.id, msg, node, src)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
