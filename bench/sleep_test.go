@@ -22,13 +22,10 @@ func TestSleepUntil(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	begin := time.Now()
-	err := sleepUntil(ctx, time.Now().Add(time.Hour))
-	if !errors.Is(err, context.DeadlineExceeded) {
+	// A wait that ignored ctx would sleep the hour: the test binary's
+	// timeout, not a time assertion, catches that.
+	if err := sleepUntil(ctx, time.Now().Add(time.Hour)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a cancelled wait: %v", err)
-	}
-	if waited := time.Since(begin); waited > 10*time.Minute {
-		t.Fatalf("a cancelled wait lasted %v", waited) // not a timing target: it must not wait out the hour
 	}
 	if err := sleepUntil(context.Background(), time.Time{}); err != nil {
 		t.Fatalf("the zero time: %v", err)
