@@ -88,6 +88,12 @@ const SysActorLocates = "ours-actor-locates"
 // as before the ring all-gather: that change measured in the same run.
 const SysStarGather = "ours-star-gather"
 
+// SysNoPush is ours with an inline AllReduce's participants locating its
+// result at the target's shard (--peers no-push, hoplite node
+// -no-inline-push), as before the coordinator pushed it with their Gets:
+// that change measured in the same run.
+const SysNoPush = "ours-no-push"
+
 // SysGoProcs is ours with every testbed node at Go's default GOMAXPROCS
 // (--peers go-procs): every CPU of the machine, which the testbed's
 // members share, instead of its share of them (Options.NodeProcs).
@@ -110,6 +116,8 @@ type system struct {
 	actorLocates bool
 	// noRingGather: hoplite node -no-ring-gather.
 	noRingGather bool
+	// noInlinePush: hoplite node -no-inline-push.
+	noInlinePush bool
 	// goProcs: the node runs at Go's default GOMAXPROCS whatever
 	// Options.NodeProcs says.
 	goProcs bool
@@ -242,6 +250,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "star-gather") {
 		out = append(out, system{name: SysStarGather, noRingGather: true})
+	}
+	if slices.Contains(o.Peers, "no-push") {
+		out = append(out, system{name: SysNoPush, noInlinePush: true})
 	}
 	if slices.Contains(o.Peers, "go-procs") {
 		out = append(out, system{name: SysGoProcs, goProcs: true})

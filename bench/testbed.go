@@ -356,6 +356,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.noRingGather {
 		args = append(args, "-no-ring-gather")
 	}
+	if s.noInlinePush {
+		args = append(args, "-no-inline-push")
+	}
 	if s.actorLocates {
 		args = append(args, "-actor-locates")
 	}

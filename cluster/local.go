@@ -65,6 +65,9 @@ type Config struct {
 	// NoRingGather: sliced AllReduces gather from the roots (see
 	// MemberConfig.NoRingGather).
 	NoRingGather bool
+	// NoInlinePush: inline AllReduces' participants locate the result
+	// (see MemberConfig.NoInlinePush).
+	NoInlinePush bool
 	// Hooks are test and fault-injection points in every node.
 	Hooks storeactor.Hooks
 	// ShardHook runs before each message a directory shard receives (a
@@ -224,7 +227,7 @@ func (l *Local) startMember(i int) error {
 		}
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
-			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, Hooks: cfg.Hooks,
+			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, Hooks: cfg.Hooks,
 			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator}}
 		m, err = Join(context.Background(), mc)

@@ -153,6 +153,10 @@ type MemberConfig struct {
 	// slice from its root, as before the ring all-gather
 	// (coordinator.Config.NoRingGather; benchmarks: both in one run).
 	NoRingGather bool
+	// NoInlinePush makes this member's inline AllReduces leave their
+	// participants to locate the result (coordinator.Config.NoInlinePush;
+	// benchmarks: both in one run).
+	NoInlinePush bool
 	// LinkRate is this member's network link in bits per second, as its
 	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
 	// member paces the streams of sliced AllReduces at the link's TCP
@@ -578,7 +582,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
-			NoRingGather: cfg.NoRingGather}}
+			NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush}}
 
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
@@ -662,6 +666,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	if cfg.NoRingGather {
 		fields["no_ring_gather"] = true
+	}
+	if cfg.NoInlinePush {
+		fields["no_inline_push"] = true
 	}
 	if cfg.ActorLocates {
 		fields["actor_locates"] = true

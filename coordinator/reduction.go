@@ -15,6 +15,7 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // Shape names the tree shapes a Reduce can use.
@@ -62,6 +63,11 @@ type Config struct {
 	// from its root, as before the ring all-gather (see sliced;
 	// benchmarks: both in one run).
 	NoRingGather bool
+	// NoInlinePush makes an inline AllReduce's participants locate its
+	// result at the target's shard instead of receiving it with their
+	// Gets (messages.Get.pushed), as before the push (benchmarks: both in
+	// one run).
+	NoInlinePush bool
 }
 
 // InternalID names the intermediate output of one generation of a tree
@@ -268,6 +274,11 @@ type Reduction struct {
 	reply    *messages.ReduceReply
 	over     bool
 
+	// result is an inline Reduce's result once computed: an AllReduce
+	// pushes it with the participants' Gets (messages.Get.pushed), and
+	// records each copy at the target's shard when its node answers.
+	result []byte
+
 	begun time.Time // when the Reduce started (for ReduceDone's Elapsed)
 	// A knee policy gates the tree: until the gate fixes the count,
 	// arrivals wait in pending (in arrival order) and req.num_objects is 0.
@@ -452,7 +463,11 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	}
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
-		e.Send(n, &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining})
+		get := &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining}
+		if r.inline && r.result != nil && !r.cfg.NoInlinePush {
+			get.Pushed, get.PushedData = true, r.result
+		}
+		e.Send(n, get)
 	}
 	for _, p := range fx.Publish {
 		e.Send(TargetShard{}, p)
@@ -1106,7 +1121,21 @@ func (r *Reduction) fetched(node string, err error) effects {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: %s could not fetch the result: %v", node, err))
 	}
 	delete(r.fetching, node)
-	return r.maybeFinish()
+	fx := r.maybeFinish()
+	if !r.inline || r.result == nil || r.cfg.NoInlinePush {
+		return fx
+	}
+	for _, n := range r.participants() {
+		if n.GetNodeId() == node {
+			// The node stored the pushed result (or already held a copy,
+			// which its own fetch registered: recording it again changes
+			// nothing). Before the reply, so that a Delete after it
+			// reaches this copy.
+			fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: n,
+				State: messages.LocationState_COMPLETE, Size: int64(len(r.result)), Fingerprint: storenode.Fingerprint(r.result)})
+		}
+	}
+	return fx
 }
 
 func (r *Reduction) maybeFinish() effects {
@@ -1135,6 +1164,7 @@ func (r *Reduction) maybeReduceInline() effects {
 		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(i), Parent: -1,
 			ObjectId: id, NodeId: r.sources[id].node.GetNodeId(), Arrival: int32(i)})
 	}
+	r.result = acc
 	return effects{StoreInline: &messages.StoreReduced{ReduceId: r.id, TargetId: r.req.GetTargetId(), Data: acc}}
 }
 

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -789,7 +790,7 @@ func TestAllReduceInline(t *testing.T) {
 		return fx
 	}
 	note(r.Located(locatedInline("c", make([]byte, 8), node(2)), t0))
-	note(r.Located(locatedInline("a", make([]byte, 8), node(0)), t0))
+	note(r.Located(locatedInline("a", []byte{1, 0, 0, 0, 2, 0, 0, 0}, node(0)), t0))
 	fx := note(r.Located(locatedInline("d", make([]byte, 8), node(2)), t0))
 	if fx.StoreInline() == nil {
 		t.Fatalf("want StoreInline at the third arrival, got %+v", fx)
@@ -803,10 +804,40 @@ func TestAllReduceInline(t *testing.T) {
 	if fx.Reply() != nil {
 		t.Fatalf("replied before the participants fetched: %v", fx.Reply())
 	}
-	mustEmpty(t, "first fetch", r.Fetched("n0", nil, t0))
+	// The Gets carry the result (the sum of c, a and d), so that no
+	// participant locates it.
+	for _, snd := range fx.Sends {
+		if g, ok := snd.Msg.(*messages.Get); ok && (!g.GetPrefetch() || !g.GetPushed() || !bytes.Equal(g.GetPushedData(), []byte{1, 0, 0, 0, 2, 0, 0, 0})) {
+			t.Fatalf("Get %v: want a prefetch pushing the result", g)
+		}
+	}
+	// Each answer records that node's copy at the target's shard, before
+	// the reply (in the order of the sends).
+	published := func(fx Effects) []string {
+		var out []string
+		for _, snd := range fx.Sends {
+			if p, ok := snd.Msg.(*messages.PublishLocation); ok {
+				if _, shard := snd.To.(TargetShard); !shard || p.GetState() != messages.LocationState_COMPLETE || p.GetSize() != 8 || p.GetObjectId() != testTarget {
+					t.Fatalf("publication %v to %v", p, snd.To)
+				}
+				out = append(out, p.GetNode().GetNodeId())
+			}
+			if _, ok := snd.Msg.(*messages.ReduceReply); ok && len(out) == 0 {
+				t.Fatal("replied before the last participant's copy was recorded")
+			}
+		}
+		return out
+	}
+	fx = r.Fetched("n0", nil, t0)
+	if fx.Reply() != nil || !slices.Equal(published(fx), []string{"n0"}) {
+		t.Fatalf("first fetch: %+v", fx)
+	}
 	fx = r.Fetched("n2", nil, t0)
 	if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"c", "a", "d"}) {
 		t.Fatalf("reply %+v", fx.Reply())
+	}
+	if !slices.Equal(published(fx), []string{"n2"}) {
+		t.Fatalf("last fetch published %v, want n2", published(fx))
 	}
 }
 

@@ -515,7 +515,14 @@ type Get struct {
 	TimeoutMs int64 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// prefetch brings the object into this node's store and replies without
 	// the bytes (AllReduce uses it to place the result on participants).
-	Prefetch      bool `protobuf:"varint,4,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	Prefetch bool `protobuf:"varint,4,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	// pushed (with prefetch) carries the object's bytes: the result of an
+	// AllReduce of inline sources, which its coordinator computed itself.
+	// A node without a copy stores them instead of locating the object; the
+	// coordinator records the copy at the object's shard once the node has
+	// answered. A node that holds or is fetching a copy already ignores them.
+	Pushed        bool   `protobuf:"varint,5,opt,name=pushed,proto3" json:"pushed,omitempty"`
+	PushedData    []byte `protobuf:"bytes,6,opt,name=pushed_data,json=pushedData,proto3" json:"pushed_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -576,6 +583,20 @@ func (x *Get) GetPrefetch() bool {
 		return x.Prefetch
 	}
 	return false
+}
+
+func (x *Get) GetPushed() bool {
+	if x != nil {
+		return x.Pushed
+	}
+	return false
+}
+
+func (x *Get) GetPushedData() []byte {
+	if x != nil {
+		return x.PushedData
+	}
+	return nil
 }
 
 type GetReply struct {
@@ -3889,13 +3910,16 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"M\n" +
 	"\bPutReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"z\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xb3\x01\n" +
 	"\x03Get\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x1a\n" +
-	"\bprefetch\x18\x04 \x01(\bR\bprefetch\"a\n" +
+	"\bprefetch\x18\x04 \x01(\bR\bprefetch\x12\x16\n" +
+	"\x06pushed\x18\x05 \x01(\bR\x06pushed\x12\x1f\n" +
+	"\vpushed_data\x18\x06 \x01(\fR\n" +
+	"pushedData\"a\n" +
 	"\bGetReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12$\n" +

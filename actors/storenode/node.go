@@ -290,7 +290,45 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 		reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id, Error: err})
 		return
 	}
+	if m.GetPrefetch() && m.GetPushed() && n.storePushed(ctx, m) {
+		return
+	}
 	n.getUntil(ctx, m, ctx.Sender(), time.Now().Add(n.cfg.timeout(m.GetTimeoutMs())))
+}
+
+// storePushed serves a prefetch that came with the object's bytes (an
+// inline AllReduce's result) by storing them, and reports whether it did.
+// It does not when this node holds or is fetching a copy already: the
+// ordinary Get waits for that one, which its fetch registers. A copy
+// stored here is registered by the coordinator (see messages.Get.pushed),
+// which saves every participant a Locate of the result at the one shard
+// they would all ask at once.
+func (n *StoreNode) storePushed(ctx actor.Context, m *messages.Get) bool {
+	id, data := m.GetObjectId(), m.GetPushedData()
+	obj, created := n.cfg.Store.Reserve(id)
+	if !created {
+		return false
+	}
+	fail := func(err error) {
+		n.cfg.Store.Abort(obj, err)
+		reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id, Error: messages.AsError(err)})
+	}
+	evicted, err := n.cfg.Store.Allocate(obj, int64(len(data)), storenode.Fingerprint(data))
+	if err != nil {
+		fail(err)
+		return true
+	}
+	n.unpublish(ctx.ActorSystem(), evicted)
+	if err := obj.NewWriter().Append(data); err != nil {
+		fail(err)
+		return true
+	}
+	if err := n.cfg.Store.Complete(obj); err != nil {
+		fail(err)
+		return true
+	}
+	reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id})
+	return true
 }
 
 // getInto serves a GetInto (storenode.Client.GetInto). An object this
