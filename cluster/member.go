@@ -578,7 +578,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		table[j] = shardPID(addr, j)
 	}
 	m.table.Store(&table)
-	m.coord = coordactor.ActorConfig{ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
+	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,

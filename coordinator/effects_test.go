@@ -46,13 +46,26 @@ func (fx Effects) Invalidate() []Task {
 	return out
 }
 
-// StoreInline is the StoreReduced sent to the caller's node, if any.
+// StoreInline is the StoreReduced sent to the caller's node (a Reduce)
+// or to the target's member's (an AllReduce that pushes its result), if
+// any.
 func (fx Effects) StoreInline() *messages.StoreReduced {
 	for _, s := range fx.Sends {
 		if m, ok := s.Msg.(*messages.StoreReduced); ok {
-			if _, caller := s.To.(CallerNode); caller {
+			switch s.To.(type) {
+			case CallerNode, TargetNode:
 				return m
 			}
+		}
+	}
+	return nil
+}
+
+// StoredAt is where the StoreReduced went (nil: none was sent).
+func (fx Effects) StoredAt() any {
+	for _, s := range fx.Sends {
+		if _, ok := s.Msg.(*messages.StoreReduced); ok {
+			return s.To
 		}
 	}
 	return nil

@@ -127,7 +127,8 @@ func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
 // two things that are not messages.
 //
 // A Send's To is a *messages.NodeRef (a store node), or one of the
-// markers Requester, CallerNode, TargetShard and ShardOf, which only the
+// markers Requester, CallerNode, TargetNode, TargetShard and ShardOf,
+// which only the
 // shell can resolve to actors. A Timer's Msg is DeadlineTimer, KneeTimer
 // or ResubscribeTimer; a timer replaces any pending one with the same
 // Msg, and the shell hands it back through Expire, KneeCheck or
@@ -155,9 +156,16 @@ type KneeFixed struct {
 // Requester is the To of the ReduceReply: whoever asked for the Reduce.
 type Requester struct{}
 
-// CallerNode is the To of StoreReduced: the caller's store node, which
-// stores a result reduced in the coordinator.
+// CallerNode is the To of StoreReduced for a Reduce: the caller's store
+// node, which stores a result reduced in the coordinator.
 type CallerNode struct{}
+
+// TargetNode is the To of StoreReduced for an AllReduce that pushes its
+// result: the store node of the member whose shard runs the coordinator.
+// The result's first copy and its registration then cost no trip across
+// members, before the push brings it to the participants (the caller's
+// node among them, if it held a source).
+type TargetNode struct{}
 
 // TargetShard is the To of ReleaseTarget: the directory shard that
 // reserved the target and runs the coordinator.
@@ -459,12 +467,16 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	r.sendTasks(fx.Tasks, &e)
 	if fx.StoreInline != nil {
 		fx.StoreInline.TimeoutMs = remaining
-		e.Send(CallerNode{}, fx.StoreInline)
+		var to any = CallerNode{}
+		if r.pushes() {
+			to = TargetNode{}
+		}
+		e.Send(to, fx.StoreInline)
 	}
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
 		get := &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining}
-		if r.inline && r.result != nil && !r.cfg.NoInlinePush {
+		if r.pushes() && r.result != nil {
 			get.Pushed, get.PushedData = true, r.result
 		}
 		e.Send(n, get)
@@ -1122,7 +1134,7 @@ func (r *Reduction) fetched(node string, err error) effects {
 	}
 	delete(r.fetching, node)
 	fx := r.maybeFinish()
-	if !r.inline || r.result == nil || r.cfg.NoInlinePush {
+	if !r.pushes() || r.result == nil {
 		return fx
 	}
 	for _, n := range r.participants() {
@@ -1144,6 +1156,12 @@ func (r *Reduction) maybeFinish() effects {
 	}
 	r.over = true
 	return effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
+}
+
+// pushes says whether this Reduction sends its result with the
+// participants' Gets: an AllReduce of inline sources.
+func (r *Reduction) pushes() bool {
+	return r.inline && r.req.GetAllReduce() && !r.cfg.NoInlinePush
 }
 
 func (r *Reduction) maybeReduceInline() effects {
@@ -1180,8 +1198,8 @@ func (r *Reduction) stored(m *messages.StoreReducedReply) effects {
 	if !r.req.GetAllReduce() {
 		return r.maybeFinish()
 	}
-	// The caller's node already holds the result; its prefetch answers at
-	// once, so it needs no special case.
+	// The node that stored the result answers its prefetch at once, so it
+	// needs no special case.
 	var fx effects
 	r.fetchNew(&fx)
 	if len(fx.Fetch) == 0 {

@@ -687,6 +687,9 @@ func TestInline(t *testing.T) {
 	if fx.StoreInline() == nil || len(fx.Tasks()) != 0 || fx.Reply() != nil {
 		t.Fatalf("want StoreInline only, got %+v", fx)
 	}
+	if _, ok := fx.StoredAt().(CallerNode); !ok {
+		t.Fatalf("a Reduce's result stored at %T, want the caller's node", fx.StoredAt())
+	}
 	// Computed by hand: 1+10+100, -2-20+200, MaxInt32+1+5 wraps, 100-100+7.
 	want := le32(111, 178, math.MinInt32+5, 7)
 	if s := fx.StoreInline(); s.GetTargetId() != testTarget || s.GetReduceId() != testReduceID || string(s.GetData()) != string(want) {
@@ -794,6 +797,11 @@ func TestAllReduceInline(t *testing.T) {
 	fx := note(r.Located(locatedInline("d", make([]byte, 8), node(2)), t0))
 	if fx.StoreInline() == nil {
 		t.Fatalf("want StoreInline at the third arrival, got %+v", fx)
+	}
+	// Stored on the target's member, which costs no trip across members
+	// (a Reduce stores it on the caller's node: TestReduceInline).
+	if _, ok := fx.StoredAt().(TargetNode); !ok {
+		t.Fatalf("stored at %T, want TargetNode", fx.StoredAt())
 	}
 	note(r.Located(locatedInline("b", make([]byte, 8), node(1)), t0))
 	fx = note(r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0))

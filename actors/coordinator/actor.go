@@ -19,6 +19,9 @@ import (
 // ActorConfig is what the coordinators of one node share.
 type ActorConfig struct {
 	Reduce coordinator.Config
+	// Self is this member's store node, which stores the result of an
+	// inline AllReduce (coordinator.TargetNode); nil: the caller's node.
+	Self *messages.NodeRef
 	// ShardFor returns the directory shard of an object id (to subscribe
 	// to the sources' locations).
 	ShardFor func(id string) *actor.PID
@@ -208,6 +211,11 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		to = t.PID()
 	case coordinator.CallerNode:
 		to = c.start.GetCaller().PID()
+	case coordinator.TargetNode:
+		to = c.start.GetCaller().PID()
+		if c.cfg.Self != nil {
+			to = c.cfg.Self.PID()
+		}
 	case coordinator.Requester:
 		to = c.requester
 		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
