@@ -3,6 +3,7 @@ package processtest
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -91,6 +92,42 @@ func TestProcessAllReduce(t *testing.T) {
 			if got, min := sample(body, "hoplite_data_plane_paced_bytes_total", ""), float64(5*elems); got < min {
 				t.Errorf("%s sent %v paced bytes, want at least %v", n.slot.bind, got, min)
 			}
+		}
+	}
+
+	// Inline sources: the coordinator reduces them itself and pushes the
+	// result with the participants' Gets. Every member reads it exact, and
+	// after a Delete none still serves it (a pushed copy is recorded at
+	// the target's shard, so the Delete reaches it).
+	const small = 256
+	var smallIDs []string
+	for i, n := range nodes {
+		id := fmt.Sprintf("ar-small-src-%d", i)
+		data[id] = randomBytes(uint64(400+i), 4*small)
+		putRetry(t, c.of(n), id, data[id])
+		smallIDs = append(smallIDs, id)
+	}
+	want := make([]byte, 4*small)
+	for _, id := range smallIDs {
+		for k := 0; k < small; k++ {
+			binary.LittleEndian.PutUint32(want[4*k:], binary.LittleEndian.Uint32(want[4*k:])+binary.LittleEndian.Uint32(data[id][4*k:]))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	r, err := c.of(nodes[1]).AllReduce(ctx, "ar-small", smallIDs, len(nodes), messages.ReduceOp_SUM, messages.DType_INT32)
+	if err != nil || r.GetPlan().GetShape() != coordinator.ShapeInline {
+		t.Fatalf("inline AllReduce: %v (plan %v)", err, r.GetPlan())
+	}
+	for _, n := range nodes {
+		getExact(t, c.of(n), "ar-small", want)
+	}
+	if err := c.of(nodes[2]).Delete(ctx, "ar-small"); err != nil {
+		t.Fatalf("delete the inline AllReduce's result: %v", err)
+	}
+	for _, n := range nodes {
+		if got, err := c.of(n).Get(ctx, "ar-small"); !errors.Is(err, messages.ErrDeleted) {
+			t.Errorf("Get of the deleted result on %s: %d bytes, err %v; want DELETED", n.slot.bind, len(got), err)
 		}
 	}
 }
