@@ -117,3 +117,44 @@ func TestInlineAllReducePushesTheResult(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineAllReducePushFallsBackToActorMessages: a participant whose
+// data plane cannot be reached still gets an inline AllReduce's result,
+// pushed again as an actor message.
+func TestInlineAllReducePushFallsBackToActorMessages(t *testing.T) {
+	const nodes = 3
+	l := start(t, Config{Nodes: nodes})
+	ctx := deadline(t, 30*time.Second)
+	// A target whose coordinator is not on node 2, so that node 2's push
+	// crosses members.
+	var target string
+	for k := 0; target == ""; k++ {
+		id := fmt.Sprintf("fallback-%d", k)
+		if l.NodeOf(l.Member(0).shardFor(id).GetAddress()) != 2 {
+			target = id
+		}
+	}
+	var ids []string
+	want := make([]byte, 64)
+	for i := 0; i < nodes; i++ {
+		id := fmt.Sprintf("fallback-src%d", i)
+		b := make([]byte, 64)
+		for k := range b {
+			b[k] = byte(i + k)
+			want[k] += b[k]
+		}
+		rdPut(t, ctx, l, i, id, b)
+		ids = append(ids, id)
+	}
+	l.transport.Unserve(l.Node(2).GetDataAddress())
+	if _, err := l.Client(0).AllReduce(ctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT32); err != nil {
+		t.Fatalf("AllReduce with node 2's data plane down: %v", err)
+	}
+	o := l.Store(2).Lookup(target)
+	if o == nil {
+		t.Fatal("node 2 has no copy of the result")
+	}
+	if got, err := o.Bytes(); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("node 2's copy: err %v, equal %v", err, bytes.Equal(got, want))
+	}
+}

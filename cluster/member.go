@@ -578,7 +578,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		table[j] = shardPID(addr, j)
 	}
 	m.table.Store(&table)
-	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, Estimator: m.estimator, Log: m.log,
+	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
@@ -810,6 +810,9 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	m := s.m
 	if kind == messages.ControlPing {
 		return nil, nil
+	}
+	if kind == messages.ControlPush {
+		return m.servePush(ctx, req)
 	}
 	if kind != messages.ControlLocate {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)

@@ -35,6 +35,7 @@ type memberMetrics struct {
 	failures     prometheus.Counter
 	reduces      *prometheus.HistogramVec // by result
 	locates      *prometheus.CounterVec   // Locates served on the data plane, by result
+	pushes       *prometheus.CounterVec   // inline AllReduce results pushed to this member on the data plane, by result
 }
 
 func newMemberMetrics(m *Member) *memberMetrics {
@@ -64,8 +65,11 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		locates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_locates_total",
 			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (answered on the data plane: inline bytes), forwarded (an answer that names a sender, sent as an actor message behind the shard's other messages to that member), or the error code."},
 			[]string{"result"}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_pushes_total",
+			Help: "Inline AllReduce results that coordinators on other members pushed to this member's store node on the data plane, by result: ok, or the error code of the store node's answer or of the push itself."},
+			[]string{"result"}),
 	}
-	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.replans, mm.failures, mm.reduces, mm.locates,
+	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.replans, mm.failures, mm.reduces, mm.locates, mm.pushes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	usage := func(f func(u storeUsage) float64) func() float64 {

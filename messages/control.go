@@ -11,4 +11,8 @@ const (
 	// member: a bare round trip on the data plane (the benchmark's
 	// data-rtt floor).
 	ControlPing byte = 'P'
+	// ControlPush carries an AllReduce coordinator's Get that pushes an
+	// inline result (Get.pushed) to a participant's member, which hands it
+	// to its store node; the answer is the store node's GetReply.
+	ControlPush byte = 'G'
 )

@@ -1,11 +1,13 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
@@ -14,6 +16,7 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
+	"github.com/hoplite-go/hoplite/transport"
 )
 
 // ActorConfig is what the coordinators of one node share.
@@ -22,6 +25,12 @@ type ActorConfig struct {
 	// Self is this member's store node, which stores the result of an
 	// inline AllReduce (coordinator.TargetNode); nil: the caller's node.
 	Self *messages.NodeRef
+	// PushAt is the data address to which a push of an inline AllReduce's
+	// result to node goes as a control request (messages.ControlPush),
+	// "" for an actor message; CallData sends it. Either nil: every push
+	// is an actor message.
+	PushAt   func(node *messages.NodeRef) string
+	CallData func(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error)
 	// ShardFor returns the directory shard of an object id (to subscribe
 	// to the sources' locations).
 	ShardFor func(id string) *actor.PID
@@ -55,6 +64,18 @@ type Coordinator struct {
 	watched   map[string]string   // store node PID -> node id
 	timers    map[any]*time.Timer // timer message -> its pending timer
 	stepAt    time.Time           // when the message being handled was taken (for the debug log of task sends)
+	// pushes end the data-plane pushes still running when the
+	// coordinator stops (each also ends at its own deadline).
+	pushes []context.CancelFunc
+}
+
+// pushAnswered is a data-plane push's end (see push).
+type pushAnswered struct {
+	to    *actor.PID
+	node  string
+	get   *messages.Get
+	reply []byte
+	err   error
 }
 
 // NewProps returns the props of the coordinator of one Reduce. requester
@@ -111,6 +132,8 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.drain(ctx, c.r.Done(m, now))
 	case *messages.StoreReducedReply:
 		c.drain(ctx, c.r.Stored(m, now))
+	case *pushAnswered:
+		c.pushAnswered(ctx, m, now)
 	case *actor.Terminated:
 		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
 	case coordinator.DeadlineTimer:
@@ -120,6 +143,9 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case coordinator.ResubscribeTimer:
 		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
+		for _, cancel := range c.pushes {
+			cancel()
+		}
 		c.drain(ctx, c.r.Abort(c.stopped(), now))
 	}
 }
@@ -243,7 +269,9 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 			"node": s.To.(*messages.NodeRef).GetNodeId()}).Debug("invalidating a tree position")
 		ctx.Send(to, m)
 	case *messages.Get:
-		c.fetch(ctx, to, s.To.(*messages.NodeRef).GetNodeId(), m)
+		if !c.push(ctx, to, s.To.(*messages.NodeRef), m) {
+			c.fetch(ctx, to, s.To.(*messages.NodeRef).GetNodeId(), m)
+		}
 	case *messages.StoreReduced, *messages.Subscribe, *messages.Unsubscribe:
 		ctx.Request(to, m)
 	default: // ReduceRelease, ReleaseTarget, ReduceReply
@@ -274,6 +302,59 @@ func (c *Coordinator) fetch(ctx actor.Context, to *actor.PID, node string, get *
 			c.drain(ctx, c.r.Fetched(node, messages.ErrOrNil(gr.GetError()), time.Now()))
 		}
 	})
+}
+
+// push sends a Get that pushes an inline result as a control request on
+// the data plane, and reports whether it did. Its answer comes back as a
+// pushAnswered message.
+func (c *Coordinator) push(ctx actor.Context, to *actor.PID, node *messages.NodeRef, get *messages.Get) bool {
+	if !get.GetPushed() || c.cfg.PushAt == nil || c.cfg.CallData == nil {
+		return false
+	}
+	addr := c.cfg.PushAt(node)
+	if addr == "" {
+		return false
+	}
+	req, err := proto.Marshal(get)
+	if err != nil || len(req) > transport.MaxControlRequest {
+		return false // a result above the data plane's request limit goes as an actor message
+	}
+	// The store node answers TIMEOUT by itself at the deadline; the extra
+	// second lets that answer come back.
+	cctx, cancel := context.WithTimeout(context.Background(), time.Duration(get.GetTimeoutMs())*time.Millisecond+time.Second)
+	c.pushes = append(c.pushes, cancel)
+	root, self, call, id := ctx.ActorSystem().Root, ctx.Self(), c.cfg.CallData, node.GetNodeId()
+	go func() {
+		defer cancel()
+		b, err := call(cctx, addr, messages.ControlPush, req)
+		root.Send(self, &pushAnswered{to: to, node: id, get: get, reply: b, err: err})
+	}()
+	return true
+}
+
+// pushAnswered ends a data-plane push. The store node's own answer,
+// error or not, is in the GetReply; an error of the call itself (the
+// connection failed, the member is gone or still starting, its store node
+// did not answer) means the push may not have reached the node, so it
+// goes again as an actor message, whose fate the node's watch decides as
+// for any participant: the data plane failing is no verdict on the node.
+func (c *Coordinator) pushAnswered(ctx actor.Context, m *pushAnswered, now time.Time) {
+	if m.err != nil {
+		if c.r.Over() {
+			return
+		}
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": m.node, "error": m.err}).Debug("push on the data plane failed; sending it as an actor message")
+		c.fetch(ctx, m.to, m.node, m.get)
+		return
+	}
+	var gr messages.GetReply
+	err := proto.Unmarshal(m.reply, &gr)
+	if err != nil {
+		err = messages.Errorf(messages.ErrorCode_INTERNAL, "malformed answer to a push: %v", err)
+	} else {
+		err = messages.ErrOrNil(gr.GetError())
+	}
+	c.drain(ctx, c.r.Fetched(m.node, err, now))
 }
 
 // arm (re)starts the timer for t.Msg: a timer replaces the pending one

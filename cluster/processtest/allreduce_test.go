@@ -122,6 +122,16 @@ func TestProcessAllReduce(t *testing.T) {
 	for _, n := range nodes {
 		getExact(t, c.of(n), "ar-small", want)
 	}
+	// Every participant but the one on the coordinator's member was
+	// pushed the result on the data plane.
+	pushed := 0.0
+	for _, n := range nodes {
+		_, body := scrape(t, n, "/metrics")
+		pushed += sample(body, "hoplite_data_plane_pushes_total", `result="ok"`)
+	}
+	if pushed < float64(len(nodes)-1) {
+		t.Errorf("%v pushes on the data plane answered ok, want at least %d", pushed, len(nodes)-1)
+	}
 	if err := c.of(nodes[2]).Delete(ctx, "ar-small"); err != nil {
 		t.Fatalf("delete the inline AllReduce's result: %v", err)
 	}
