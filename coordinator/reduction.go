@@ -384,7 +384,8 @@ func (r *Reduction) NodeFailed(node string, now time.Time) Effects {
 	return r.out(r.nodeFailed(node), now)
 }
 
-// Fetched handles the end of one all_reduce Get on node.
+// Fetched handles the end of one Get of the result on node: an
+// AllReduce participant's, or a push of an inline result (see pushes).
 func (r *Reduction) Fetched(node string, err error, now time.Time) Effects {
 	return r.out(r.fetched(node, err), now)
 }
@@ -477,7 +478,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 		// The Get answers TIMEOUT by itself at the deadline.
 		get := &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining}
 		if r.pushes() && r.result != nil {
-			get.Pushed, get.PushedData = true, r.result
+			get.Pushed, get.PushedData, get.Pin = true, r.result, r.pinned(n.GetNodeId())
 		}
 		e.Send(n, get)
 	}
@@ -952,13 +953,23 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 // watches it: a participant that dies will never answer.
 func (r *Reduction) fetchNew(fx *effects) {
 	for _, n := range r.participants() {
-		if id := n.GetNodeId(); !r.asked[id] {
-			r.asked[id] = true
-			r.fetching[id] = true
-			r.watch(n, fx)
-			fx.Fetch = append(fx.Fetch, n)
-		}
+		r.askFetch(n, fx)
 	}
+}
+
+// askFetch sends node its Get of the result, once.
+func (r *Reduction) askFetch(n *messages.NodeRef, fx *effects) {
+	if id := n.GetNodeId(); !r.asked[id] {
+		r.asked[id] = true
+		r.fetching[id] = true
+		r.watch(n, fx)
+		fx.Fetch = append(fx.Fetch, n)
+	}
+}
+
+// pinned says whether node's pushed copy is pinned: the caller's node's.
+func (r *Reduction) pinned(node string) bool {
+	return r.start != nil && r.start.GetNodeId() == node
 }
 
 // participants are the nodes of the reduced sources, except the root's,
@@ -1124,28 +1135,42 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
 	}
 }
 
-// Fetched handles the end of one all_reduce Get on node.
+// Fetched handles the end of one Get of the result on node: an
+// AllReduce participant's, or a push of an inline result (see pushes).
 func (r *Reduction) fetched(node string, err error) effects {
 	if r.over || !r.fetching[node] {
 		return effects{} // not asked, already answered, or failed since
 	}
 	if err != nil {
-		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: %s could not fetch the result: %v", node, err))
+		what := "allreduce"
+		if !r.req.GetAllReduce() {
+			what = "reduce"
+		}
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "%s: %s could not fetch the result: %v", what, node, err))
 	}
 	delete(r.fetching, node)
 	fx := r.maybeFinish()
 	if !r.pushes() || r.result == nil {
 		return fx
 	}
-	for _, n := range r.participants() {
-		if n.GetNodeId() == node {
-			// The node stored the pushed result (or already held a copy,
-			// which its own fetch registered: recording it again changes
-			// nothing). Before the reply, so that a Delete after it
-			// reaches this copy.
-			fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: n,
-				State: messages.LocationState_COMPLETE, Size: int64(len(r.result)), Fingerprint: storenode.Fingerprint(r.result)})
+	n := r.start
+	if !r.pinned(node) {
+		n = nil
+		for _, p := range r.participants() {
+			if p.GetNodeId() == node {
+				n = p
+			}
 		}
+	}
+	if n != nil {
+		// The node stored the pushed result (or already held a copy,
+		// which its own fetch registered: recording it again changes
+		// nothing). Before the reply, so that a Delete after it reaches
+		// this copy. The caller's pinned copy is a creator's, as its
+		// republication would say.
+		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: n,
+			State: messages.LocationState_COMPLETE, Size: int64(len(r.result)), Fingerprint: storenode.Fingerprint(r.result),
+			Creator: r.pinned(node)})
 	}
 	return fx
 }
@@ -1158,10 +1183,15 @@ func (r *Reduction) maybeFinish() effects {
 	return effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
 }
 
-// pushes says whether this Reduction sends its result with the
-// participants' Gets: an AllReduce of inline sources.
+// pushes says whether this Reduction of inline sources stores its result
+// on its own member (TargetNode) and sends it with Gets (Get.pushed) to
+// the caller's node, pinned there as the caller's own copy, and, for an
+// AllReduce, to the participants. Stored on the caller's node instead,
+// the result's first copy costs two round trips between the caller's
+// member and the coordinator's (the store, then its registration at the
+// coordinator's shard) where the push costs one.
 func (r *Reduction) pushes() bool {
-	return r.inline && r.req.GetAllReduce() && !r.cfg.NoInlinePush
+	return r.inline && !r.cfg.NoInlinePush
 }
 
 func (r *Reduction) maybeReduceInline() effects {
@@ -1195,12 +1225,19 @@ func (r *Reduction) stored(m *messages.StoreReducedReply) effects {
 		return r.fail(messages.AsError(err))
 	}
 	r.reply = r.success(r.arrivals[:r.req.GetNumObjects()])
+	var fx effects
+	if r.pushes() && r.start != nil {
+		// The caller's node first (once, if it is a participant too).
+		r.askFetch(r.start, &fx)
+	}
 	if !r.req.GetAllReduce() {
-		return r.maybeFinish()
+		if len(fx.Fetch) == 0 {
+			return r.maybeFinish()
+		}
+		return fx
 	}
 	// The node that stored the result answers its prefetch at once, so it
 	// needs no special case.
-	var fx effects
 	r.fetchNew(&fx)
 	if len(fx.Fetch) == 0 {
 		return r.maybeFinish()

@@ -333,7 +333,7 @@ func (k *kneeSim) checkEnd() {
 		k.t.Fatalf("reduced %v, want %d distinct\n%s", red, k.ref.Num(), k.dump())
 	}
 	for _, id := range red {
-		if !slices.Contains(k.first, id) || k.deleted[id] {
+		if !slices.Contains(k.first, id) || k.deleted[id] && !k.lateDeleted[id] {
 			k.t.Fatalf("reduced %q, which never arrived or was deleted\n%s", id, k.dump())
 		}
 	}

@@ -46,7 +46,7 @@ type simInput struct {
 }
 
 type simEvent struct {
-	what string // "arrive", "fail", "rejoin", "delete", "stored", "started", "done", "doneErr"
+	what string // "arrive", "fail", "rejoin", "delete", "stored", "fetched", "started", "done", "doneErr"
 	id   string // source
 	node string
 	w    *simWorker
@@ -68,6 +68,10 @@ type reduceSim struct {
 	timers  map[any]time.Time     // armed timers by message (a timer replaces its kind's)
 	reply   *messages.ReduceReply // the answer, once sent
 	deleted map[string]bool       // sources deleted (their bytes are gone)
+	// stored: an inline result was stored, so it is fixed; deletions
+	// after it (while the result is pushed) do not change what it holds.
+	stored      bool
+	lateDeleted map[string]bool // sources deleted once the result was stored
 	inline  bool                  // small sources: reduced in the coordinator
 }
 
@@ -88,6 +92,11 @@ func (s *reduceSim) apply(fx Effects) {
 	}
 	if fx.StoreInline() != nil {
 		s.events = append(s.events, simEvent{what: "stored"})
+	}
+	for _, n := range fx.Fetch() {
+		// The result pushed to (or fetched by) a node: it answers once,
+		// unless it died first (its failure is reported instead).
+		s.events = append(s.events, simEvent{what: "fetched", node: n.GetNodeId()})
 	}
 	for _, inv := range fx.Invalidate() {
 		if w := s.workers[int(inv.Task.GetPosition())]; w != nil && w.gen == int(inv.Task.GetGeneration()) {
@@ -190,7 +199,14 @@ func (s *reduceSim) deliver(e simEvent) {
 		s.apply(s.r.Located(u, s.now))
 	case "stored":
 		s.logf("stored")
+		s.stored = true
 		s.apply(s.r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, s.now))
+	case "fetched":
+		if !s.alive[e.node] {
+			return
+		}
+		s.logf("fetched on %s", e.node)
+		s.apply(s.r.Fetched(e.node, nil, s.now))
 	case "fail":
 		s.alive[e.node] = false
 		s.killed++
@@ -198,6 +214,12 @@ func (s *reduceSim) deliver(e simEvent) {
 		s.apply(s.r.NodeFailed(e.node, s.now))
 	case "delete":
 		s.deleted[e.id] = true
+		if s.stored {
+			if s.lateDeleted == nil {
+				s.lateDeleted = map[string]bool{}
+			}
+			s.lateDeleted[e.id] = true
+		}
 		s.logf("delete %s", e.id)
 		s.apply(s.r.Located(&messages.LocationUpdate{ObjectId: e.id, Deleted: true}, s.now))
 	case "rejoin":

@@ -521,8 +521,12 @@ type Get struct {
 	// A node without a copy stores them instead of locating the object; the
 	// coordinator records the copy at the object's shard once the node has
 	// answered. A node that holds or is fetching a copy already ignores them.
-	Pushed        bool   `protobuf:"varint,5,opt,name=pushed,proto3" json:"pushed,omitempty"`
-	PushedData    []byte `protobuf:"bytes,6,opt,name=pushed_data,json=pushedData,proto3" json:"pushed_data,omitempty"`
+	Pushed     bool   `protobuf:"varint,5,opt,name=pushed,proto3" json:"pushed,omitempty"`
+	PushedData []byte `protobuf:"bytes,6,opt,name=pushed_data,json=pushedData,proto3" json:"pushed_data,omitempty"`
+	// pin (with pushed) keeps the stored copy pinned, as a creator's copy:
+	// the caller's node of an inline Reduce or AllReduce gets the result
+	// this way, the copy it used to create itself.
+	Pin           bool `protobuf:"varint,7,opt,name=pin,proto3" json:"pin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -597,6 +601,13 @@ func (x *Get) GetPushedData() []byte {
 		return x.PushedData
 	}
 	return nil
+}
+
+func (x *Get) GetPin() bool {
+	if x != nil {
+		return x.Pin
+	}
+	return false
 }
 
 type GetReply struct {
@@ -3910,7 +3921,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"M\n" +
 	"\bPutReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xb3\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xc5\x01\n" +
 	"\x03Get\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1d\n" +
@@ -3919,7 +3930,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bprefetch\x18\x04 \x01(\bR\bprefetch\x12\x16\n" +
 	"\x06pushed\x18\x05 \x01(\bR\x06pushed\x12\x1f\n" +
 	"\vpushed_data\x18\x06 \x01(\fR\n" +
-	"pushedData\"a\n" +
+	"pushedData\x12\x10\n" +
+	"\x03pin\x18\a \x01(\bR\x03pin\"a\n" +
 	"\bGetReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12$\n" +

@@ -297,7 +297,8 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 }
 
 // storePushed serves a prefetch that came with the object's bytes (an
-// inline AllReduce's result) by storing them, and reports whether it did.
+// inline Reduce's result) by storing them, pinned if asked, and reports
+// whether it did.
 // It does not when this node holds or is fetching a copy already: the
 // ordinary Get waits for that one, which its fetch registers. A copy
 // stored here is registered by the coordinator (see messages.Get.pushed),
@@ -305,18 +306,33 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 // they would all ask at once.
 func (n *StoreNode) storePushed(ctx actor.Context, m *messages.Get) bool {
 	id, data := m.GetObjectId(), m.GetPushedData()
-	obj, created := n.cfg.Store.Reserve(id)
-	if !created {
-		return false
+	size, fingerprint := int64(len(data)), storenode.Fingerprint(data)
+	var obj *storenode.Object
+	var evicted []string
+	if m.GetPin() {
+		if n.cfg.Store.Lookup(id) != nil {
+			return false
+		}
+		var err error
+		obj, evicted, err = n.cfg.Store.Create(id, size, fingerprint)
+		if err != nil {
+			reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id, Error: messages.AsError(err)})
+			return true
+		}
+	} else {
+		var created bool
+		if obj, created = n.cfg.Store.Reserve(id); !created {
+			return false
+		}
+		var err error
+		if evicted, err = n.cfg.Store.Allocate(obj, size, fingerprint); err != nil {
+			reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id, Error: messages.AsError(err)})
+			return true
+		}
 	}
 	fail := func(err error) {
 		n.cfg.Store.Abort(obj, err)
 		reply(ctx.ActorSystem(), ctx.Sender(), &messages.GetReply{ObjectId: id, Error: messages.AsError(err)})
-	}
-	evicted, err := n.cfg.Store.Allocate(obj, int64(len(data)), storenode.Fingerprint(data))
-	if err != nil {
-		fail(err)
-		return true
 	}
 	n.unpublish(ctx.ActorSystem(), evicted)
 	if err := obj.NewWriter().Append(data); err != nil {
