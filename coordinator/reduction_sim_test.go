@@ -72,7 +72,7 @@ type reduceSim struct {
 	// after it (while the result is pushed) do not change what it holds.
 	stored      bool
 	lateDeleted map[string]bool // sources deleted once the result was stored
-	inline  bool                  // small sources: reduced in the coordinator
+	inline      bool            // small sources: reduced in the coordinator
 }
 
 func (s *reduceSim) logf(format string, args ...any) {
