@@ -401,11 +401,13 @@ func (b *Barrier) Hosts(ctx context.Context) (map[string]string, error) {
 
 // Close closes the barrier for everyone: waiting labels fail with
 // DELETED, and so does every later call. It also stops this handle.
-// It returns once every replica applied the close, so that no replica
-// answers the barrier open afterwards (Open anywhere answers DELETED). A
-// replica that does not acknowledge within the barrier's TakeoverAfter
-// makes it fail with TIMEOUT: the barrier is closed, but that replica
-// may answer it open until it hears the close.
+// It returns once every live replica applied the close, so that no
+// replica answers the barrier open afterwards (Open anywhere answers
+// DELETED); a replica whose member the cluster declared failed (its
+// failure notice was delivered and accepted) is not waited for. A live replica that does not
+// acknowledge within the barrier's TakeoverAfter makes it fail with
+// TIMEOUT: the barrier is closed, but that replica may answer it open
+// until it hears the close.
 func (b *Barrier) Close(ctx context.Context) error {
 	res, err := b.call(ctx, func(id uint64, rank int32) proto.Message {
 		return &messages.BarrierClose{Name: b.name, RequestId: id, ToRank: rank}

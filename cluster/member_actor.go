@@ -10,6 +10,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
@@ -178,9 +179,17 @@ func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeav
 
 func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 	if a.st.view.Failed(msg.id, msg.address) {
+		addr := msg.address
 		if p := a.st.view.peers[msg.id]; p != nil {
 			p.deadBy = fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member"))
+			addr = cmp.Or(p.address, addr)
 		}
+		// The barrier managers here stop waiting for that member's
+		// replicas to acknowledge a close. The view's acceptance, not any
+		// NodeFailed: a directory shard also reports a store whose
+		// endpoint merely broke, and a Close that skipped a live replica
+		// could return while it answers the barrier open.
+		ctx.Send(barrierHost(a.m.system.Address()), &barrierhost.MemberFailed{Member: msg.id, Address: addr})
 	} else {
 		if p := a.st.view.peers[msg.id]; p != nil && !p.dead {
 			a.m.log.WithFields(logrus.Fields{"subject": msg.id, "subject_address": msg.address, "known_address": p.address}).

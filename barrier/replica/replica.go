@@ -111,8 +111,9 @@ const closeKey = "c"
 
 // closeWait is a close the acting primary applied and has not answered:
 // the closer hears BarrierClosed only once every backup acknowledged it
-// (BarrierCloseAck), so that when Close returns no replica answers the
-// barrier open to a reader elsewhere; or, at deadline, with TIMEOUT.
+// (BarrierCloseAck) or was declared failed (MemberDown), so that when
+// Close returns no live replica answers the barrier open to a reader
+// elsewhere; or, at deadline, with TIMEOUT.
 type closeWait struct {
 	from      *actor.PID
 	requestID uint64
@@ -158,6 +159,9 @@ type Replica struct {
 	// closing: the acting primary applied a client's close and waits for
 	// its backups to acknowledge it before answering the closer.
 	closing *closeWait
+	// down: by rank, replicas whose member the cluster declared failed
+	// (MemberDown). A close waits for no acknowledgement from them.
+	down []bool
 
 	// Backup state.
 	pending     []*pendingOp
@@ -195,6 +199,7 @@ func New(cfg Config, now time.Time) (*Replica, Effects, error) {
 		maxLog: 8*o.MaxParticipants + 64, labels: map[string]*labelInfo{}, byPID: map[string][]string{},
 		watched: map[string]bool{}, dead: map[string]bool{}, pendingKeys: map[string]bool{}, recent: map[string]bool{}, lastPrimary: now,
 		fresh: !cfg.Restarted && cfg.Rank == 0, asked: map[uint64]bool{}, synced: !cfg.Restarted,
+		down: make([]bool, len(cfg.Replicas)),
 	}
 	// A controller that fails cannot answer: consultations then take
 	// their default answer.
@@ -524,10 +529,43 @@ func (r *Replica) CloseAck(m *messages.BarrierCloseAck) (e Effects) {
 		return
 	}
 	c.acked[rank] = true
-	if !slices.Contains(c.acked, false) {
+	if r.closeSettled() {
 		r.answerClose(&e)
 	}
 	return
+}
+
+// MemberDown tells the replica that the cluster declared member, at
+// address (its actor system's), failed: its failure notice was delivered
+// and the member view accepted it. A replica it hosted never acknowledges
+// a close: the acting primary's Close waits only for the others, so that
+// a Close after a takeover succeeds once every live replica applied it
+// instead of timing out on the dead old primary. A member the cluster
+// declared failed is out for good (it is expelled when it hears the
+// notice about itself, and a restart is a new member id), so it answers
+// nobody open afterwards. A replica counts as down only if both its
+// member id and its host's address match: a notice about another
+// incarnation of the name settles nothing.
+func (r *Replica) MemberDown(member, address string) (e Effects) {
+	for rank, m := range r.cfg.Members {
+		if m == member && rank != r.cfg.Rank && rank < len(r.down) && r.cfg.Replicas[rank].GetAddress() == address {
+			r.down[rank] = true
+		}
+	}
+	if r.closing != nil && r.closeSettled() {
+		r.answerClose(&e)
+	}
+	return
+}
+
+// closeSettled: every replica acknowledged the close, or failed.
+func (r *Replica) closeSettled() bool {
+	for rank, ok := range r.closing.acked {
+		if !ok && !r.down[rank] {
+			return false
+		}
+	}
+	return true
 }
 
 // answerClose answers the closer (with TIMEOUT naming the backups that
@@ -538,7 +576,7 @@ func (r *Replica) answerClose(e *Effects) {
 	reply := &messages.BarrierClosed{Name: r.cfg.Name, RequestId: c.requestID, Waiting: c.waiting}
 	var missing []string
 	for rank, ok := range c.acked {
-		if !ok {
+		if !ok && !r.down[rank] {
 			who := r.cfg.Replicas[rank].String()
 			if rank < len(r.cfg.Members) {
 				who = r.cfg.Members[rank]
@@ -803,7 +841,7 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 		r.closing = &closeWait{from: p.from, requestID: p.requestID, waiting: waiting,
 			acked: make([]bool, len(r.cfg.Replicas)), deadline: now.Add(r.takeover)}
 		r.closing.acked[r.cfg.Rank] = true
-		if !slices.Contains(r.closing.acked, false) {
+		if r.closeSettled() {
 			r.answerClose(e)
 		}
 		return

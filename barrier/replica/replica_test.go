@@ -613,3 +613,62 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 		})
 	}
 }
+
+// After a takeover the old primary never acknowledges a close: the new
+// primary answers the closer once every replica acknowledged it or was
+// declared failed (MemberDown), whichever order the failure notice and
+// the close come in; a failed member that hosts no replica, another
+// incarnation of a replica's member name, or an ack still missing from a
+// live one, settles nothing.
+func TestCloseWaitsOnlyForLiveReplicas(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	for _, downFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notice before close=%v", downFirst), func(t *testing.T) {
+			n := newNet(t, 3, o, nil)
+			closer := participant(0)
+			n.down[n.hosts[0].String()] = true // the primary fails
+			n.client(ms(1), participant(1), &messages.BarrierStatus{Name: "b", RequestId: 1})
+			n.deliver(n.hosts[1], n.r(1).Tick(ms(101)))
+			if !n.r(1).Acting() {
+				t.Fatal("backup 1 did not take over")
+			}
+			if downFirst {
+				n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "nonhost"))
+			}
+			n.deliver(n.hosts[1], n.r(1).MemberDown("node-7", "nonhost"))   // hosts no replica of b
+			n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "elsewhere")) // another incarnation of the name
+			// Backup 2 hears the close only later.
+			n.down[n.hosts[2].String()] = true
+			n.client(ms(110), closer, &messages.BarrierClose{Name: "b", RequestId: 5})
+			if got := n.closedTo(closer); len(got) != 0 {
+				t.Fatalf("answered while live backup 2 had not applied the close: %v", got)
+			}
+			var op *messages.BarrierReplicate
+			for _, e := range n.effects {
+				for _, s := range e.Sends {
+					if m, ok := s.Msg.(*messages.BarrierReplicate); ok && pidOf(s.To).Equal(n.hosts[2]) && m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE {
+						op = m
+					}
+				}
+			}
+			if op == nil {
+				t.Fatal("the new primary did not forward its close to backup 2")
+			}
+			n.down[n.hosts[2].String()] = false
+			n.deliver(n.hosts[2], n.r(2).Replicate(ms(111), op))
+			if !downFirst {
+				if got := n.closedTo(closer); len(got) != 0 {
+					t.Fatalf("answered before the old primary acknowledged or was declared failed: %v", got)
+				}
+				n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "nonhost"))
+			}
+			got := n.closedTo(closer)
+			if len(got) != 1 || got[0].GetError() != nil || got[0].GetRequestId() != 5 {
+				t.Fatalf("the closer got %v, want one BarrierClosed without error", got)
+			}
+			if e := n.effects[len(n.effects)-1]; !e.Stop {
+				t.Fatal("the new primary did not stop once the close settled")
+			}
+		})
+	}
+}
