@@ -677,16 +677,8 @@ func (r *Replica) hear(p *pendingOp, e *Effects) {
 	if r.pendingKeys[p.key] || r.recent[p.key] {
 		return
 	}
-	if len(r.pending) >= r.opts.MaxParticipants+extraPending {
-		if p.kind != messages.BarrierOpKind_BARRIER_OP_CLOSE {
-			return
-		}
-		// A close must not be lost: it ends the barrier, and a backup
-		// that takes over commits only what it heard. It takes the place
-		// of the newest pending operation, which the close would cut
-		// anyway (an Enter is refused, and re-asked until then; a
-		// query's caller has a deadline).
-		r.unhear(len(r.pending) - 1)
+	if len(r.pending) >= r.opts.MaxParticipants+extraPending && !r.makeRoom(p) {
+		return
 	}
 	r.pending = append(r.pending, p)
 	r.pendingKeys[p.key] = true
@@ -694,6 +686,42 @@ func (r *Replica) hear(p *pendingOp, e *Effects) {
 		r.nPendEnter++
 		r.watch(p.from)
 	}
+}
+
+// makeRoom frees a place for p in a full pending list, or reports that
+// p is to be dropped. A backup that takes over commits only what it
+// heard, in the order heard, so losing an Enter, a Release or a Close
+// can change an outcome: the newest op that a Close used to replace
+// could be the Enter that fired the barrier, and the takeover then
+// refused every label instead of releasing them. Status queries change
+// nothing, and their callers wait with a deadline: they are what a full
+// list sheds, the oldest first, and a query that finds the list full is
+// not kept. A refusal sent to the client instead would not do: only the
+// acting primary answers, and the first answer a handle gets is the one
+// its caller sees.
+//
+// The list always has a query to shed: Enters are heard only while the
+// entered and pending ones stay within MaxParticipants, a Release only
+// for a label that entered, and there is one close key, so operations
+// fill at most MaxParticipants+1 of MaxParticipants+extraPending places.
+func (r *Replica) makeRoom(p *pendingOp) bool {
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED {
+		return false
+	}
+	i := slices.IndexFunc(r.pending, func(q *pendingOp) bool { return q.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED })
+	if i < 0 {
+		// Not reachable (see above); a close is still kept, one past the
+		// bound, as it ends the barrier.
+		return p.kind == messages.BarrierOpKind_BARRIER_OP_CLOSE
+	}
+	shed := r.pending[i]
+	r.unhear(i)
+	if i == 0 && len(r.pending) > 0 && shed.heard.Before(r.pending[0].heard) {
+		// The takeover time counts from the oldest client message the
+		// primary left unconfirmed, shed or not.
+		r.pending[0].heard = shed.heard
+	}
+	return true
 }
 
 // unhear drops the pending operation at i.

@@ -672,3 +672,46 @@ func TestCloseWaitsOnlyForLiveReplicas(t *testing.T) {
 		})
 	}
 }
+
+// A backup's full pending list sheds status queries, never an operation
+// that changes the barrier: a Close heard when the list is full keeps the
+// Enter that fired the barrier (it was the newest op, and was the one
+// replaced), and Enters heard when queries fill the list are kept too.
+// After the takeover both labels pass, then the barrier closes.
+func TestFullPendingListShedsQueriesNotOperations(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 2, TakeoverAfterMs: 100}
+	limit := 2 + extraPending
+	for _, queries := range []int{limit - 2, limit + 5} {
+		t.Run(fmt.Sprintf("%d queries first", queries), func(t *testing.T) {
+			n := newNet(t, 2, o, nil)
+			n.down[n.hosts[0].String()] = true // the primary is silent
+			backup := n.r(1)
+			for i := range queries { // the first at 1 ms, the rest at 2 ms
+				n.deliver(n.hosts[1], backup.Status(ms(1+min(i, 1)), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
+			}
+			// The second Enter fires the barrier (Max 2); the Close comes after.
+			n.deliver(n.hosts[1], backup.Enter(ms(2), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1001}, participant(0)))
+			n.deliver(n.hosts[1], backup.Enter(ms(3), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 1002}, participant(1)))
+			n.deliver(n.hosts[1], backup.Close(ms(4), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(2)))
+			if len(backup.pending) > limit {
+				t.Fatalf("pending list grew to %d past its bound %d", len(backup.pending), limit)
+			}
+			if w := backup.NextWake(); !w.Equal(ms(101)) {
+				t.Fatalf("takeover at %v, want %v: shedding the oldest query must not put it off", w.Sub(t0), ms(101).Sub(t0))
+			}
+			n.deliver(n.hosts[1], backup.Tick(ms(1000)))
+			if !backup.Acting() || !backup.Closed() {
+				t.Fatalf("after takeover: acting %v, closed %v", backup.Acting(), backup.Closed())
+			}
+			for i := range 2 {
+				got := n.sentTo(participant(i))
+				if len(got) != 1 {
+					t.Fatalf("participant %d got %v, want its FIRE", i, got)
+				}
+				if _, ok := got[0].(*messages.BarrierFired); !ok {
+					t.Fatalf("participant %d got %v, want its FIRE (the close came after the barrier fired)", i, got)
+				}
+			}
+		})
+	}
+}
