@@ -294,8 +294,12 @@ func (b *Barrier) Stats() Stats {
 
 // Enter enters label and waits until it passes (the barrier fires, or on
 // a semaphore barrier the label is admitted). It fails with ErrCatchUp
-// (wrapped) for a late label of a CatchUp barrier, and with typed errors
-// otherwise. An Enter whose context ends has still entered the barrier
+// (wrapped) for a late label of a CatchUp barrier, with UNAVAILABLE at
+// once when every replica lost the barrier's state (each manager crashed
+// and restarted empty, and none that held the state was left to give it
+// back; no replica without it leads, so the barrier cannot go on), and
+// with typed errors otherwise. An Enter whose context ends has still
+// entered the barrier
 // (on a semaphore, the handle gives back the slot if it is admitted
 // later).
 func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {

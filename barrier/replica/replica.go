@@ -302,6 +302,21 @@ func (r *Replica) Enter(now time.Time, m *messages.BarrierEnter, from *actor.PID
 		return
 	}
 	if !r.Acting() {
+		if !r.synced {
+			// This replica lost the barrier's state and leads nothing
+			// until an acting primary syncs it (shouldTakeOver), so it
+			// says so instead of keeping quiet: when every replica says
+			// so in one round, the state is gone (none holds it, and none
+			// can get it back) and the participant's Enter fails at once
+			// instead of at its deadline (handle.Participant.Refused). It
+			// does not hear the Enter: one its caller was told failed
+			// must not be committed later; a participant that waits asks
+			// again every second anyway.
+			e.send(from, &messages.BarrierRefused{Name: r.cfg.Name, Label: m.GetLabel(), RequestId: m.GetRequestId(),
+				LostState: true, FromRank: int32(r.cfg.Rank),
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "barrier %q: replica %d lost the barrier's state", r.cfg.Name, r.cfg.Rank)})
+			return
+		}
 		if r.closed || r.labels[p.label] != nil || r.b.Entered()+r.nPendEnter >= r.opts.MaxParticipants {
 			return // the primary knows it, or will refuse it
 		}

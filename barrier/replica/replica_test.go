@@ -594,9 +594,17 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 					}
 				}
 			}
+			// All the replica without state tells anyone is that it lost
+			// the state (its refusals of c and d).
+			var told []any
+			for _, snd := range n.out {
+				if r, ok := snd.Msg.(*messages.BarrierRefused); !ok || !r.GetLostState() || r.GetFromRank() != 1 {
+					told = append(told, snd.Msg)
+				}
+			}
 			if !stateHolderLives {
-				if r1.Acting() || !r1.NextWake().IsZero() || len(n.out) != 0 {
-					t.Fatalf("a replica without state acts %v, wakes at %v, sent %v", r1.Acting(), r1.NextWake(), n.out)
+				if r1.Acting() || !r1.NextWake().IsZero() || len(told) != 0 || len(r1.pending) != 0 {
+					t.Fatalf("a replica without state acts %v, wakes at %v, heard %d, sent %v", r1.Acting(), r1.NextWake(), len(r1.pending), told)
 				}
 				return
 			}
@@ -604,7 +612,13 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 				t.Fatalf("the backup with state acts %v; the restarted replica has %d entries", n.r(2).Acting(), r1.Barrier().Entered())
 			}
 			for i := range 4 {
-				if got := n.sentTo(participant(i)); len(got) == 0 {
+				var got []any
+				for _, m := range n.sentTo(participant(i)) {
+					if r, ok := m.(*messages.BarrierRefused); !ok || !r.GetLostState() {
+						got = append(got, m)
+					}
+				}
+				if len(got) == 0 {
 					t.Fatalf("participant %d got nothing", i)
 				} else if _, ok := got[0].(*messages.BarrierFired); !ok {
 					t.Fatalf("participant %d got %v", i, got)
@@ -713,5 +727,41 @@ func TestFullPendingListShedsQueriesNotOperations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A replica that lost its state refuses an Enter with lost_state and its
+// rank, every time it is asked, and neither hears nor commits it; once an
+// acting primary synced it, it stays quiet as a backup again.
+func TestReplicaWithoutStateSaysSo(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	n := newNet(t, 3, o, nil)
+	n.down[n.hosts[0].String()] = true // the primary does not answer the sync request yet
+	r2 := n.restart(ms(1), 2, o)
+	enter := &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 7}
+	for range 2 { // a participant asks again while it waits
+		n.deliver(n.hosts[2], r2.Enter(ms(2), enter, participant(0)))
+	}
+	got := n.sentTo(participant(0))
+	if len(got) != 2 {
+		t.Fatalf("participant got %v, want two refusals", got)
+	}
+	for _, m := range got {
+		r, ok := m.(*messages.BarrierRefused)
+		if !ok || !r.GetLostState() || r.GetFromRank() != 2 || r.GetRequestId() != 7 || !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrUnavailable) {
+			t.Fatalf("participant got %v, want UNAVAILABLE refusals with lost_state from rank 2", m)
+		}
+	}
+	if len(r2.pending) != 0 || r2.Acting() || r2.Barrier().Entered() != 0 {
+		t.Fatalf("the replica without state heard %d ops, acts %v, entered %d", len(r2.pending), r2.Acting(), r2.Barrier().Entered())
+	}
+	// The primary answers the sync request now; the replica is a backup
+	// with state again and leaves the answer to the primary.
+	n.down[n.hosts[0].String()] = false
+	n.deliver(n.hosts[0], n.r(0).SyncRequest(&messages.BarrierSyncRequest{Name: "b", FromRank: 2}))
+	n.out = nil
+	n.deliver(n.hosts[2], r2.Enter(ms(3), enter, participant(0)))
+	if got := n.sentTo(participant(0)); len(got) != 0 {
+		t.Fatalf("a synced backup answered %v", got)
 	}
 }
