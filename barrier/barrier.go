@@ -294,8 +294,12 @@ func (b *Barrier) Stats() Stats {
 
 // Enter enters label and waits until it passes (the barrier fires, or on
 // a semaphore barrier the label is admitted). It fails with ErrCatchUp
-// (wrapped) for a late label of a CatchUp barrier, and with typed errors
-// otherwise. An Enter whose context ends has still entered the barrier
+// (wrapped) for a late label of a CatchUp barrier, with UNAVAILABLE at
+// once when every replica lost the barrier's state (each manager crashed
+// and restarted empty, and none that held the state was left to give it
+// back; no replica without it leads, so the barrier cannot go on), and
+// with typed errors otherwise. An Enter whose context ends has still
+// entered the barrier
 // (on a semaphore, the handle gives back the slot if it is admitted
 // later).
 func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
@@ -401,11 +405,13 @@ func (b *Barrier) Hosts(ctx context.Context) (map[string]string, error) {
 
 // Close closes the barrier for everyone: waiting labels fail with
 // DELETED, and so does every later call. It also stops this handle.
-// It returns once every replica applied the close, so that no replica
-// answers the barrier open afterwards (Open anywhere answers DELETED). A
-// replica that does not acknowledge within the barrier's TakeoverAfter
-// makes it fail with TIMEOUT: the barrier is closed, but that replica
-// may answer it open until it hears the close.
+// It returns once every live replica applied the close, so that no
+// replica answers the barrier open afterwards (Open anywhere answers
+// DELETED); a replica whose member the cluster declared failed (its
+// failure notice was delivered and accepted) is not waited for. A live replica that does not
+// acknowledge within the barrier's TakeoverAfter makes it fail with
+// TIMEOUT: the barrier is closed, but that replica may answer it open
+// until it hears the close.
 func (b *Barrier) Close(ctx context.Context) error {
 	res, err := b.call(ctx, func(id uint64, rank int32) proto.Message {
 		return &messages.BarrierClose{Name: b.name, RequestId: id, ToRank: rank}

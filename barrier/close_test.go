@@ -84,3 +84,45 @@ func TestCloseReturnsOnceNoReplicaAnswersOpen(t *testing.T) {
 		}
 	}
 }
+
+// A Close after a takeover waits only for the replicas still alive: the
+// old primary's member failed (events.NodeFailed was delivered everywhere)
+// and will never acknowledge, so Close returns once the live replicas
+// applied it, and none of them answers the barrier open. (It failed with
+// TIMEOUT while the new primary waited for the dead one's ack.)
+func TestCloseAfterTakeoverWaitsOnlyForLiveReplicas(t *testing.T) {
+	l := startCluster(t, 3)
+	ctx := deadline(t, 20*time.Second)
+	b, err := barrier.New(ctx, l, "taken-over", barrier.Max(3), barrier.Replicas(3), barrier.TakeoverAfter(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := b.Replicas()[0]
+	if err := l.Kill(l.IndexOf(old)); err != nil {
+		t.Fatal(err)
+	}
+	// A query the old primary never answers makes a backup take over.
+	s, err := b.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Primary == old || s.Epoch < 1 {
+		t.Fatalf("status %+v: no takeover from %s", s, old)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatalf("close after the takeover: %v", err)
+	}
+	hosts, err := l.BarrierHosts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		res, err := actorutil.Request(ctx, l.System().Root, h.PID, &messages.BarrierOpen{Name: "taken-over"})
+		if err != nil {
+			t.Fatalf("open on %s: %v", h.Member, err)
+		}
+		if c, ok := res.(*messages.BarrierCreated); !ok || !errors.Is(messages.ErrOrNil(c.GetError()), messages.ErrDeleted) {
+			t.Fatalf("Close returned, but %s answers %v, want DELETED", h.Member, res)
+		}
+	}
+}

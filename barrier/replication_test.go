@@ -1,12 +1,19 @@
 package barrier_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // Killing the primary's node mid-barrier loses no entry (participants told
@@ -182,5 +189,63 @@ func TestBarrierOnRestartedNode(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
+	}
+}
+
+// crashManager makes the BarrierHook of TestEnterFailsWhenEveryReplicaLostTheState
+// crash the manager it is sent to.
+type crashManager struct{}
+
+// When every replica of a barrier lost its state (each manager crashed
+// and restarted empty, and none that held the state was left to sync
+// them), an Enter fails at once with UNAVAILABLE instead of waiting for
+// its deadline; no replica leads without the state. (The Enter waited for
+// its deadline: the restarted replicas kept quiet.)
+func TestEnterFailsWhenEveryReplicaLostTheState(t *testing.T) {
+	l, err := cluster.StartLocal(cluster.Config{Nodes: 3, Log: quietLog(), BarrierHook: func(_ string, msg any) {
+		if _, ok := msg.(crashManager); ok {
+			panic("test: the manager crashes and restarts without state")
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	ctx := deadline(t, 30*time.Second)
+	const name = "amnesia"
+	b, err := barrier.New(ctx, l, name, barrier.Max(2), barrier.Replicas(3), barrier.TakeoverAfter(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The primary first: once it restarted, the backups (with the state,
+	// but not acting, and with no client or deadline to take over for)
+	// answer no sync request, so nobody holds the state after the
+	// backups crashed too.
+	for _, member := range b.Replicas() {
+		i := l.IndexOf(member)
+		sys, host := l.Member(i).System(), l.Barriers(i)
+		open := func() *messages.BarrierCreated {
+			t.Helper()
+			res, err := sys.Root.RequestFuture(host, &messages.BarrierOpen{Name: name}, 10*time.Second).Result()
+			c, ok := res.(*messages.BarrierCreated)
+			if err != nil || !ok {
+				t.Fatalf("open on %s: %v %v", member, res, err)
+			}
+			return c
+		}
+		// A backup is created by the primary's message, after New returned.
+		eventually(ctx, t, member+" hosts a replica", func() bool { return open().GetError() == nil })
+		sys.Root.Send(actor.NewPID(host.GetAddress(), host.GetId()+"/"+mgr.ChildName(name)), crashManager{})
+		// Its host forwards the Open to the manager after the crash (one
+		// sender, one mailbox): the answer comes from the restarted one.
+		if c := open(); c.GetError() != nil {
+			t.Fatalf("open on %s after its manager crashed: %v", member, c.GetError())
+		}
+	}
+	enterCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err = b.Enter(enterCtx, "a")
+	if !errors.Is(err, messages.ErrUnavailable) {
+		t.Fatalf("enter with every replica's state lost: %v, want UNAVAILABLE (the replicas lost the state), not its deadline's error", err)
 	}
 }

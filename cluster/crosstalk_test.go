@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -86,54 +89,103 @@ func TestAdmitNoticeAsksTheTopologyBeforeTheHandshakes(t *testing.T) {
 	}
 }
 
-// A late notice of another cluster about a name this cluster has not
-// used yet is admitted (the subject may be a member the topology dropped
-// already) and remembered by every member's broadcaster. When this
-// cluster's member of that name later fails, its notice must not be
-// taken for a duplicate of the late one: with the epoch 0 every notice
-// carried, the real failure was delivered nowhere, and the failed member
-// stayed in every member's view as a peer that was never declared dead.
+// A late notice of another cluster about a member name is admitted when
+// the name is not in use here (yet, or any more: the subject may be a
+// member the topology dropped already) and remembered by every member's
+// broadcaster. Whichever comes first, it and the real failure of this
+// cluster's member of that name are told apart by incarnation:
+//
+//   - the real failure is still delivered everywhere (with the epoch 0
+//     every notice carried, it was taken for a duplicate of the late one,
+//     and the failed member stayed in every view as a peer never declared
+//     dead);
+//   - the real failure is published (events.NodeFailed) once on every
+//     survivor, and the late notice, about no member of this cluster,
+//     never is (FailureLog was keyed by name: the late notice published a
+//     NodeFailed, and the real failure then none).
 func TestLateNoticeDoesNotHideALaterFailureOfTheSameName(t *testing.T) {
-	b := start(t, Config{Nodes: 3})
-	const subject = "node-1.1" // node 1 after its first restart
-	// Another cluster's node-1.1, at an address of its own, as a member
-	// that predates the epoch (0) would send it.
-	late := &messages.RevokeNotice{Origin: "node-2", Subject: subject, From: "node-2", SubjectAddress: "127.0.0.1:1"}
-	b.System().Root.Send(actor.NewPID(b.Member(0).System().Address(), memberRoot+"/"+revokeName), late)
-	// Every member delivers it (unknown subject) and so remembers its id.
-	for i := range 3 {
-		m := b.Member(i)
-		eventually(t, 10*time.Second, m.ID()+" delivers the late notice", func() bool {
-			b.evMu.Lock()
-			defer b.evMu.Unlock()
-			return b.delivered[m.ID()][subject]
-		})
-	}
-
-	if err := b.Kill(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Restart(1); err != nil {
-		t.Fatal(err)
-	}
-	if id := b.Member(1).ID(); id != subject {
-		t.Fatalf("restarted node 1 is %q, want %q", id, subject)
-	}
-	if err := b.Kill(1); err != nil {
-		t.Fatal(err)
-	}
-	// The view forgets a peer once it is out of the topology and declared
-	// dead; one that is never declared dead stays.
-	for _, i := range []int{0, 2} {
-		m := b.Member(i)
-		eventually(t, 10*time.Second, m.ID()+" delivers the failure of "+subject, func() bool {
-			res, err := m.System().Root.RequestFuture(m.membersPID.Load(), placementQuery{}, time.Second).Result()
-			p, ok := res.(placement)
-			if err != nil || !ok {
-				return false
+	for _, lateFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("late notice first=%v", lateFirst), func(t *testing.T) {
+			b := start(t, Config{Nodes: 3})
+			const subject = "node-1.1" // node 1 after its first restart
+			const elsewhere = "127.0.0.1:1"
+			survivors := []int{0, 2}
+			logs := map[int]*eventLog{}
+			delivered := map[int]chan struct{}{}
+			for _, i := range survivors {
+				sys := b.Member(i).System()
+				logs[i] = recordEventsOf(t, sys)
+				// The late notice's delivery shows as the termination of
+				// its subject's endpoint (no member listens there).
+				ch := make(chan struct{})
+				var once sync.Once
+				sub := sys.EventStream.Subscribe(func(e any) {
+					if e, ok := e.(*remote.EndpointTerminatedEvent); ok && e.Address == elsewhere {
+						once.Do(func() { close(ch) })
+					}
+				})
+				t.Cleanup(func() { sys.EventStream.Unsubscribe(sub) })
+				delivered[i] = ch
 			}
-			d, known := p.peers[subject]
-			return !known || strings.Contains(d, "dead true")
+			sendLate := func() {
+				t.Helper()
+				// Another cluster's node-1.1, at an address of its own.
+				late := &messages.RevokeNotice{Origin: "elsewhere", Subject: subject, From: "elsewhere", SubjectAddress: elsewhere}
+				b.System().Root.Send(actor.NewPID(b.Member(0).System().Address(), memberRoot+"/"+revokeName), late)
+				ctx := deadline(t, 10*time.Second)
+				for _, i := range survivors {
+					select {
+					case <-delivered[i]:
+					case <-ctx.Done():
+						t.Fatalf("%s did not deliver the late notice: %v", b.Member(i).ID(), ctx.Err())
+					}
+					// The members actor handles it before this query.
+					if _, err := b.Member(i).System().Root.RequestFuture(b.Member(i).membersPID.Load(), placementQuery{}, 10*time.Second).Result(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if lateFirst {
+				sendLate()
+			}
+			if err := b.Kill(1); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Restart(1); err != nil {
+				t.Fatal(err)
+			}
+			if id := b.Member(1).ID(); id != subject {
+				t.Fatalf("restarted node 1 is %q, want %q", id, subject)
+			}
+			if err := b.Kill(1); err != nil {
+				t.Fatal(err)
+			}
+			if !lateFirst {
+				sendLate()
+			}
+			for _, i := range survivors {
+				m := b.Member(i)
+				// The view forgets a peer once it is out of the topology
+				// and declared dead; one that is never declared dead stays.
+				eventually(t, 10*time.Second, m.ID()+" delivers the failure of "+subject, func() bool {
+					res, err := m.System().Root.RequestFuture(m.membersPID.Load(), placementQuery{}, time.Second).Result()
+					p, ok := res.(placement)
+					if err != nil || !ok {
+						return false
+					}
+					d, known := p.peers[subject]
+					return !known || strings.Contains(d, "dead true")
+				})
+				// Kill returned: every survivor published the failure.
+				got := nodeFailures(logs[i], subject)
+				if len(got) != 1 || got[0].DetectedBy == "revoke:elsewhere" {
+					var seen []string
+					for _, e := range got {
+						seen = append(seen, e.DetectedBy)
+					}
+					t.Fatalf("%s published the failure of %s detected by %v, want once, not by the late notice", m.ID(), subject, seen)
+				}
+			}
 		})
 	}
 }

@@ -10,7 +10,9 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/actors/revoke"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	bmg "github.com/hoplite-go/hoplite/revoke"
@@ -178,8 +180,27 @@ func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeav
 
 func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 	if a.st.view.Failed(msg.id, msg.address) {
+		addr := msg.address
 		if p := a.st.view.peers[msg.id]; p != nil {
 			p.deadBy = fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member"))
+			addr = cmp.Or(p.address, addr)
+		}
+		// The barrier managers here stop waiting for that member's
+		// replicas to acknowledge a close. The view's acceptance, not any
+		// NodeFailed: a directory shard also reports a store whose
+		// endpoint merely broke, and a Close that skipped a live replica
+		// could return while it answers the barrier open.
+		ctx.Send(barrierHost(a.m.system.Address()), &barrierhost.MemberFailed{Member: msg.id, Address: addr})
+		// Published here, not where the notice was delivered: only a
+		// notice the view accepted is about one of this member's peers.
+		// A late notice of another cluster about a name not used here
+		// yet was published too, and the real failure of that name's
+		// member later was then taken for a repeat (FailureLog) and
+		// published nowhere. The log is keyed by incarnation, so a
+		// directory shard's report of the same failure is not repeated.
+		if a.m.failures.First(msg.id, addr) {
+			a.m.log.WithFields(logrus.Fields{"failed": msg.id, "origin": msg.origin, "from": msg.from}).Warn("member failed")
+			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: msg.id, DetectedBy: "revoke:" + msg.origin, At: time.Now()})
 		}
 	} else {
 		if p := a.st.view.peers[msg.id]; p != nil && !p.dead {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/directory"
-	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 	bmg "github.com/hoplite-go/hoplite/revoke"
 	"github.com/hoplite-go/hoplite/transport"
@@ -314,10 +313,10 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 			ctx.Send(pid, &actor.Terminated{Who: store, Why: actor.TerminatedReason_AddressTerminated})
 		}
 	}
-	if m.failures.First(id) {
-		m.log.WithFields(logrus.Fields{"failed": id, "origin": d.Notice.Origin, "from": d.From}).Warn("member failed")
-		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: id, DetectedBy: "revoke:" + d.Notice.Origin, At: time.Now()})
-	}
+	// events.NodeFailed is published by the members actor, once its view
+	// accepted the notice (memberFailed): a notice about a name this
+	// member never knew, or about the name at another address, is not
+	// about one of its members.
 }
 
 // addressReused reports whether another incarnation now lives at addr (a

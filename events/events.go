@@ -15,9 +15,12 @@ package events
 import "time"
 
 // NodeFailed: a member (its store node) failed (fail-stop). Each member
-// publishes it once per failure on its own actor system, from whichever
-// path told it first: one of its directory shards saw the store node
-// terminate, or the failure broadcast (revoke) delivered the notice. An
+// publishes it once per failed incarnation (member id and address) on its
+// own actor system, from whichever path told it first: one of its
+// directory shards saw the store node terminate, or the failure broadcast
+// (revoke) delivered the notice and the member's view accepted it (a
+// notice naming a member this member does not know, or knows at another
+// address, is about another cluster's member of that name). An
 // embedded cluster (cluster.Local) republishes it on the application's
 // system once per failed member; nobody announces a Kill by hand.
 type NodeFailed struct {

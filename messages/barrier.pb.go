@@ -996,11 +996,17 @@ func (x *BarrierTimedOut) GetLabel() string {
 // BarrierRefused: an Enter failed (bad input, duplicate label, full,
 // unknown or closed barrier, or the barrier closed while it waited).
 type BarrierRefused struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
-	RequestId     uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Label     string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	RequestId uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Error     *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// lost_state: not the acting primary's answer but replica from_rank's
+	// news that it holds none of the barrier's state (its manager restarted
+	// and no replica with state synced it since); error is UNAVAILABLE. An
+	// Enter fails on it only once every replica said so in one round.
+	LostState     bool  `protobuf:"varint,5,opt,name=lost_state,json=lostState,proto3" json:"lost_state,omitempty"`
+	FromRank      int32 `protobuf:"varint,6,opt,name=from_rank,json=fromRank,proto3" json:"from_rank,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1061,6 +1067,20 @@ func (x *BarrierRefused) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *BarrierRefused) GetLostState() bool {
+	if x != nil {
+		return x.LostState
+	}
+	return false
+}
+
+func (x *BarrierRefused) GetFromRank() int32 {
+	if x != nil {
+		return x.FromRank
+	}
+	return 0
 }
 
 // BarrierRelease (SEMAPHORE_RELEASED): label left the critical section.
@@ -2207,13 +2227,16 @@ const file_barrier_proto_rawDesc = "" +
 	"\x05label\x18\x02 \x01(\tR\x05label\";\n" +
 	"\x0fBarrierTimedOut\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05label\x18\x02 \x01(\tR\x05label\"\x7f\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\"\xbb\x01\n" +
 	"\x0eBarrierRefused\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\x04R\trequestId\x12$\n" +
-	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\"r\n" +
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"lost_state\x18\x05 \x01(\bR\tlostState\x12\x1b\n" +
+	"\tfrom_rank\x18\x06 \x01(\x05R\bfromRank\"r\n" +
 	"\x0eBarrierRelease\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x1d\n" +

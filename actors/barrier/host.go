@@ -31,8 +31,13 @@ type HostConfig struct {
 // spawns one Manager child per barrier replica on demand and routes every
 // barrier message to it by name. A manager that panics is restarted (it
 // asks the other replicas for their state).
+//
+// It also passes on the failures its member declared (MemberFailed) to
+// its managers: a replica on a failed member never acknowledges a close,
+// and a Close must not wait for it.
 type Host struct {
 	cfg        HostConfig
+	failed     *failedMembers        // shared by the host's incarnations and its managers
 	managers   map[string]*actor.PID // barrier name -> manager
 	names      map[string]string     // manager id -> barrier name
 	closed     map[string]bool
@@ -51,7 +56,8 @@ func NewHostProps(cfg HostConfig) *actor.Props {
 		cfg.Tombstones = 4096
 	}
 	restart := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
-	return actor.PropsFromProducer(func() actor.Actor { return &Host{cfg: cfg} }, actor.WithSupervisor(restart))
+	failed := newFailedMembers(cfg.Tombstones)
+	return actor.PropsFromProducer(func() actor.Actor { return &Host{cfg: cfg, failed: failed} }, actor.WithSupervisor(restart))
 }
 
 // Receive implements actor.Actor.
@@ -59,6 +65,14 @@ func (h *Host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.started()
+	case *MemberFailed:
+		if h.failed.add(*m) {
+			// Every manager hears it; one whose replicas are not on that
+			// member ignores it.
+			for _, pid := range h.managers {
+				ctx.Send(pid, m)
+			}
+		}
 	case *messages.BarrierCreate:
 		h.create(ctx, m)
 	case *messages.BarrierOpen:
@@ -223,7 +237,7 @@ func (h *Host) create(ctx actor.Context, m *messages.BarrierCreate) {
 		fail(messages.ErrorCode_CAPACITY, "node hosts %d barriers already", len(h.managers))
 		return
 	}
-	pid, err := ctx.SpawnNamed(newManagerProps(ManagerConfig{Create: c, Log: h.cfg.Log, BeforeReceive: h.cfg.BeforeReceive}), ChildName(name))
+	pid, err := ctx.SpawnNamed(newManagerProps(ManagerConfig{Create: c, Log: h.cfg.Log, BeforeReceive: h.cfg.BeforeReceive, Failed: h.failed.has}), ChildName(name))
 	if err != nil {
 		fail(messages.ErrorCode_UNAVAILABLE, "barrier %q: cannot start its manager: %v", name, err)
 		return

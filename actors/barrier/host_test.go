@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +191,52 @@ func TestHostLimitsAndTombstones(t *testing.T) {
 	}
 	if _, err := barrier.Open(ctx, h, "b0"); !errors.Is(err, messages.ErrNotFound) {
 		t.Fatalf("open b0: %v, want NOT_FOUND (its tombstone was evicted)", err)
+	}
+}
+
+// A manager that starts after the cluster declared a member failed knows
+// of it: a Close does not wait for the acknowledgement of that member's
+// replica (here it is alive but loses every close, so an ack can never
+// come), and returns without error.
+func TestManagerStartedAfterAFailureKnowsOfIt(t *testing.T) {
+	const name = "after-failure"
+	// The failed member: the barrier's first backup (startHosts names
+	// its members node-0, node-1, node-2).
+	down := barrier.Placement(name, []barrier.MemberHost{{Member: "node-0"}, {Member: "node-1"}, {Member: "node-2"}})[1].Member
+	h := startHosts(t, 3, mgr.HostConfig{BeforeReceive: func(manager string, msg any) {
+		if !strings.HasPrefix(manager, down+"/") {
+			return
+		}
+		switch m := msg.(type) {
+		case *messages.BarrierClose:
+			panic("test: the failed member's replica loses the closer's Close")
+		case *messages.BarrierReplicate:
+			if m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE || slices.ContainsFunc(m.GetLog(), func(op *messages.BarrierOp) bool {
+				return op.GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE
+			}) {
+				panic("test: the failed member's replica loses the primary's close")
+			}
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Told before the barrier exists: no manager can hear it as it
+	// happens. (Each host is told, as each member's failure path tells
+	// its own; an answer from each shows it handled the notice.)
+	for id, pid := range h.pids {
+		h.sys.Root.Send(pid, &mgr.MemberFailed{Member: down, Address: h.pids[down].GetAddress()})
+		if _, err := h.sys.Root.RequestFuture(pid, &messages.BarrierOpen{Name: name}, 10*time.Second).Result(); err != nil {
+			t.Fatalf("host %s: %v", id, err)
+		}
+	}
+	b, err := barrier.New(ctx, h, name, barrier.Max(2), barrier.Replicas(3), barrier.TakeoverAfter(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Replicas(); len(got) != 3 || got[1] != down {
+		t.Fatalf("replicas %v, want %s second", got, down)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatalf("close with the failed member's replica silent: %v", err)
 	}
 }

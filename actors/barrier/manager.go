@@ -20,6 +20,10 @@ type ManagerConfig struct {
 	Log    *logrus.Entry
 	// BeforeReceive: see HostConfig.
 	BeforeReceive func(manager string, msg any)
+	// Failed reports whether the cluster declared a member incarnation
+	// failed before this manager (re)started; later failures come as
+	// MemberFailed.
+	Failed func(member, address string) bool
 }
 
 // wake is sent by the manager's timer; stale generations are ignored.
@@ -81,6 +85,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		e = m.core.SyncRequest(msg)
 	case *messages.BarrierCloseAck:
 		e = m.core.CloseAck(msg)
+	case *MemberFailed:
+		e = m.core.MemberDown(msg.Member, msg.Address)
 	case *actor.Terminated:
 		e = m.core.ParticipantDown(now, msg.GetWho())
 	case wake:
@@ -124,6 +130,13 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 		return false
 	}
 	m.core, *e = core, e0
+	if m.cfg.Failed != nil {
+		for rank, member := range c.GetReplicaMembers() {
+			if addr := c.GetReplicas()[rank].GetAddress(); m.cfg.Failed(member, addr) {
+				*e = merge(*e, core.MemberDown(member, addr))
+			}
+		}
+	}
 	if restarted {
 		m.cfg.Log.WithField("manager", ctx.Self().GetId()).Warn("barrier manager restarted without state; asking the other replicas")
 	} else if c.GetRank() == 0 && !c.GetFromPrimary() {
@@ -199,4 +212,16 @@ func (m *Manager) disarm() {
 		m.timer.Stop()
 		m.timer = nil
 	}
+}
+
+// merge appends b's effects to a's (a core event's effects, in order).
+func merge(a, b replica.Effects) replica.Effects {
+	a.Sends = append(a.Sends, b.Sends...)
+	a.Watch = append(a.Watch, b.Watch...)
+	a.Failures = append(a.Failures, b.Failures...)
+	a.Warnings = append(a.Warnings, b.Warnings...)
+	a.TookOver = a.TookOver || b.TookOver
+	a.SteppedDown = a.SteppedDown || b.SteppedDown
+	a.Stop = a.Stop || b.Stop
+	return a
 }

@@ -58,17 +58,27 @@ type ObjectCount struct{ Objects int }
 // announced again by a report that comes after thousands of other
 // failures; delivering a failure twice is harmless (its cleanup is
 // idempotent), growing without bound is not.
+//
+// A failure is keyed by the incarnation, node id and actor system
+// address (as revoke.ID keys a notice by subject and IncarnationEpoch of
+// the address): one name may belong to members of two clusters (embedded
+// clusters name theirs node-0, node-1, … in every process), and a report
+// about the other's member must not make the real failure of this
+// cluster's member of that name look like a repeat.
 type FailureLog struct {
 	mu     sync.Mutex
-	seen   map[string]uint64 // node id -> the sequence number of its record
-	order  []failureRecord   // the records, oldest first (Forget leaves its record here)
+	seen   map[incarnation]uint64 // node -> the sequence number of its record
+	order  []failureRecord        // the records, oldest first (Forget leaves its record here)
 	seq    uint64
 	closed bool
 }
 
+// incarnation is one member incarnation: its id and address.
+type incarnation struct{ node, address string }
+
 // failureRecord is one First that returned true.
 type failureRecord struct {
-	node string
+	node incarnation
 	seq  uint64
 }
 
@@ -87,23 +97,24 @@ func (f *FailureLog) Close() {
 	f.closed = true
 }
 
-// First reports whether this is the first report of node's failure since
-// Forget(node).
-func (f *FailureLog) First(node string) bool {
+// First reports whether this is the first report of the failure of node
+// listening at address (its actor system's) since Forget(node, address).
+func (f *FailureLog) First(node, address string) bool {
 	if f == nil {
 		return true
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
-		f.seen = map[string]uint64{}
+		f.seen = map[incarnation]uint64{}
 	}
-	if _, ok := f.seen[node]; ok || f.closed {
+	key := incarnation{node, address}
+	if _, ok := f.seen[key]; ok || f.closed {
 		return false
 	}
 	f.seq++
-	f.seen[node] = f.seq
-	f.order = append(f.order, failureRecord{node, f.seq})
+	f.seen[key] = f.seq
+	f.order = append(f.order, failureRecord{key, f.seq})
 	if len(f.order) > maxFailuresRemembered {
 		old := f.order[0]
 		f.order = slices.Delete(f.order, 0, 1)
@@ -114,14 +125,15 @@ func (f *FailureLog) First(node string) bool {
 	return true
 }
 
-// Forget lets a node that came back be reported again when it fails.
-func (f *FailureLog) Forget(node string) {
+// Forget lets a node (at address) that came back be reported again when
+// it fails.
+func (f *FailureLog) Forget(node, address string) {
 	if f == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.seen, node)
+	delete(f.seen, incarnation{node, address})
 }
 
 type tick struct{}
@@ -345,7 +357,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	}
 	delete(s.watched, key)
 	delete(s.republishing, key) // it will not answer any more
-	if s.cfg.Failures.First(node) {
+	if s.cfg.Failures.First(node, m.GetWho().GetAddress()) {
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
 	}

@@ -58,37 +58,58 @@ func TestShardWakesOnlyForDeadlines(t *testing.T) {
 // failed member anew.
 func TestFailureLogIsBounded(t *testing.T) {
 	var f FailureLog
-	if !f.First("x") || f.First("x") {
+	if !f.First("x", "a") || f.First("x", "a") {
 		t.Fatal("the first report, then a repeat")
 	}
-	f.Forget("x")
-	if !f.First("x") {
+	f.Forget("x", "a")
+	if !f.First("x", "a") {
 		t.Fatal("a node that came back fails again: its report is new")
 	}
 	// x's first record (forgotten) is dropped from the window first: it
 	// must not take x's newer one with it.
 	for i := range maxFailuresRemembered - 1 {
-		if !f.First(fmt.Sprintf("n-%d", i)) {
+		if !f.First(fmt.Sprintf("n-%d", i), "a") {
 			t.Fatalf("n-%d: a new failure not announced", i)
 		}
 	}
-	if f.First("x") {
+	if f.First("x", "a") {
 		t.Fatal("x's newer record was forgotten with its older one")
 	}
 	for i := range 3 * maxFailuresRemembered {
-		f.First(fmt.Sprintf("m-%d", i))
+		f.First(fmt.Sprintf("m-%d", i), "a")
 	}
 	if len(f.seen) > maxFailuresRemembered || len(f.order) > maxFailuresRemembered {
 		t.Fatalf("the log holds %d ids in %d records, at most %d", len(f.seen), len(f.order), maxFailuresRemembered)
 	}
-	if f.First(fmt.Sprintf("m-%d", 3*maxFailuresRemembered-1)) {
+	if f.First(fmt.Sprintf("m-%d", 3*maxFailuresRemembered-1), "a") {
 		t.Fatal("the latest failure was announced twice")
 	}
-	if !f.First("x") {
+	if !f.First("x", "a") {
 		t.Fatal("a failure thousands of failures old is still remembered")
 	}
 	f.Close()
-	if f.First("new") {
+	if f.First("new", "a") {
 		t.Fatal("a closed log announces failures")
+	}
+}
+
+// FailureLog keys a failure by incarnation (node id and address): a
+// report about a member of another cluster with the same name, at its
+// own address, neither hides the real failure of this cluster's member
+// of that name nor is hidden by it, in either order.
+func TestFailureLogKeysIncarnations(t *testing.T) {
+	for _, lateFirst := range []bool{true, false} {
+		var f FailureLog
+		late, ours := func() bool { return f.First("node-1.1", "127.0.0.1:1") }, func() bool { return f.First("node-1.1", "127.0.0.1:4242") }
+		first, second := ours, late
+		if lateFirst {
+			first, second = late, ours
+		}
+		if !first() || !second() {
+			t.Fatalf("late report first %v: a failure of one incarnation hid another's", lateFirst)
+		}
+		if late() || ours() {
+			t.Fatalf("late report first %v: a repeat was announced", lateFirst)
+		}
 	}
 }

@@ -74,6 +74,10 @@ type waiter struct {
 	// restarted): only when every replica says so does the barrier not
 	// exist.
 	notFound int
+	// lost: the ranks that answered this round that they lost the
+	// barrier's state (BarrierRefused.lost_state). Only when every
+	// replica says so is the state gone.
+	lost map[int32]bool
 }
 
 // Participant is the state of one handle.
@@ -173,14 +177,32 @@ func (p *Participant) Outcome(label string, kind Outcome, reason string) (s Step
 	return s
 }
 
-// Refused is a replica's refusal of an Enter. NOT_FOUND fails the Enter
-// only when every replica of the round said so.
+// Refused is a replica's refusal of an Enter. NOT_FOUND, and a replica's
+// news that it lost the barrier's state, fail the Enter only when every
+// replica of the round said so (the latter with UNAVAILABLE).
 func (p *Participant) Refused(m *messages.BarrierRefused) (s Step) {
 	w, ok := p.enters[m.GetLabel()]
 	if !ok || (m.GetRequestId() != 0 && m.GetRequestId() != w.id) {
 		return s
 	}
 	err := messages.ErrOrNil(m.GetError())
+	if m.GetLostState() {
+		// One replica restarted without state: another may hold it (and
+		// lead, or sync it). Counted by rank, so that a slow replica's
+		// answers to two rounds do not count as two replicas.
+		rank := m.GetFromRank()
+		if rank < 0 || int(rank) >= p.replicas {
+			return s
+		}
+		if w.lost == nil {
+			w.lost = map[int32]bool{}
+		}
+		if w.lost[rank] = true; len(w.lost) < p.replicas {
+			return s
+		}
+		err = messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"barrier %q: the replicas lost the barrier's state (each restarted, and none that held it is left)", p.name)
+	}
 	if errors.Is(err, messages.ErrNotFound) {
 		if w.notFound++; w.notFound < p.replicas {
 			return s // another replica may know it; the next round asks again
@@ -241,7 +263,7 @@ func (p *Participant) Waiting() int { return len(p.enters) }
 // sendEnter asks every replica (only the acting primary answers) and
 // starts a new round of NOT_FOUND answers.
 func (p *Participant) sendEnter(w *waiter, s *Step) {
-	w.notFound = 0
+	w.notFound, w.lost = 0, nil
 	for rank := range p.replicas {
 		m := proto.CloneOf(w.enter)
 		m.ToRank = int32(rank)

@@ -171,3 +171,36 @@ func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 		t.Fatal("a status call waited past its first answer")
 	}
 }
+
+func lost(label string, id uint64, rank int32) *messages.BarrierRefused {
+	return &messages.BarrierRefused{Label: label, RequestId: id, LostState: true, FromRank: rank,
+		Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "replica %d lost the barrier's state", rank)}
+}
+
+// A replica's news that it lost the barrier's state fails an Enter only
+// when every replica said so in one round, counted by rank: one replica
+// answering two rounds (or a rank the barrier does not have) is not the
+// whole barrier, and a re-ask starts a new round. Then the Enter fails
+// with UNAVAILABLE at once, not at its deadline.
+func TestEnterFailsOnceEveryReplicaLostTheState(t *testing.T) {
+	p := New("b")
+	p.Setup(3, 4, false)
+	p.Enter(t0, 1, "l", "h")
+	for _, m := range []*messages.BarrierRefused{lost("l", 1, 0), lost("l", 1, 0), lost("l", 1, 1), lost("l", 1, 3), lost("l", 1, -1)} {
+		if s := p.Refused(m); len(s.Enters) != 0 {
+			t.Fatalf("%v failed the Enter with two of three replicas heard: %v", m, s.Enters)
+		}
+	}
+	p.Reask(t0.Add(ReaskEvery)) // a new round: ranks 0 and 1 must say so again
+	if s := p.Refused(lost("l", 1, 2)); len(s.Enters) != 0 {
+		t.Fatalf("rank 2 alone in a new round failed the Enter: %v", s.Enters)
+	}
+	p.Refused(lost("l", 1, 0))
+	s := p.Refused(lost("l", 1, 1))
+	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || !errors.Is(s.Enters[0].Err, messages.ErrUnavailable) {
+		t.Fatalf("every replica lost the state: %+v, want Enter 1 failed UNAVAILABLE", s.Enters)
+	}
+	if p.Waiting() != 0 {
+		t.Fatal("the failed Enter still waits")
+	}
+}

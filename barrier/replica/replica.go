@@ -111,8 +111,9 @@ const closeKey = "c"
 
 // closeWait is a close the acting primary applied and has not answered:
 // the closer hears BarrierClosed only once every backup acknowledged it
-// (BarrierCloseAck), so that when Close returns no replica answers the
-// barrier open to a reader elsewhere; or, at deadline, with TIMEOUT.
+// (BarrierCloseAck) or was declared failed (MemberDown), so that when
+// Close returns no live replica answers the barrier open to a reader
+// elsewhere; or, at deadline, with TIMEOUT.
 type closeWait struct {
 	from      *actor.PID
 	requestID uint64
@@ -158,6 +159,9 @@ type Replica struct {
 	// closing: the acting primary applied a client's close and waits for
 	// its backups to acknowledge it before answering the closer.
 	closing *closeWait
+	// down: by rank, replicas whose member the cluster declared failed
+	// (MemberDown). A close waits for no acknowledgement from them.
+	down []bool
 
 	// Backup state.
 	pending     []*pendingOp
@@ -195,6 +199,7 @@ func New(cfg Config, now time.Time) (*Replica, Effects, error) {
 		maxLog: 8*o.MaxParticipants + 64, labels: map[string]*labelInfo{}, byPID: map[string][]string{},
 		watched: map[string]bool{}, dead: map[string]bool{}, pendingKeys: map[string]bool{}, recent: map[string]bool{}, lastPrimary: now,
 		fresh: !cfg.Restarted && cfg.Rank == 0, asked: map[uint64]bool{}, synced: !cfg.Restarted,
+		down: make([]bool, len(cfg.Replicas)),
 	}
 	// A controller that fails cannot answer: consultations then take
 	// their default answer.
@@ -297,6 +302,21 @@ func (r *Replica) Enter(now time.Time, m *messages.BarrierEnter, from *actor.PID
 		return
 	}
 	if !r.Acting() {
+		if !r.synced {
+			// This replica lost the barrier's state and leads nothing
+			// until an acting primary syncs it (shouldTakeOver), so it
+			// says so instead of keeping quiet: when every replica says
+			// so in one round, the state is gone (none holds it, and none
+			// can get it back) and the participant's Enter fails at once
+			// instead of at its deadline (handle.Participant.Refused). It
+			// does not hear the Enter: one its caller was told failed
+			// must not be committed later; a participant that waits asks
+			// again every second anyway.
+			e.send(from, &messages.BarrierRefused{Name: r.cfg.Name, Label: m.GetLabel(), RequestId: m.GetRequestId(),
+				LostState: true, FromRank: int32(r.cfg.Rank),
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "barrier %q: replica %d lost the barrier's state", r.cfg.Name, r.cfg.Rank)})
+			return
+		}
 		if r.closed || r.labels[p.label] != nil || r.b.Entered()+r.nPendEnter >= r.opts.MaxParticipants {
 			return // the primary knows it, or will refuse it
 		}
@@ -524,10 +544,43 @@ func (r *Replica) CloseAck(m *messages.BarrierCloseAck) (e Effects) {
 		return
 	}
 	c.acked[rank] = true
-	if !slices.Contains(c.acked, false) {
+	if r.closeSettled() {
 		r.answerClose(&e)
 	}
 	return
+}
+
+// MemberDown tells the replica that the cluster declared member, at
+// address (its actor system's), failed: its failure notice was delivered
+// and the member view accepted it. A replica it hosted never acknowledges
+// a close: the acting primary's Close waits only for the others, so that
+// a Close after a takeover succeeds once every live replica applied it
+// instead of timing out on the dead old primary. A member the cluster
+// declared failed is out for good (it is expelled when it hears the
+// notice about itself, and a restart is a new member id), so it answers
+// nobody open afterwards. A replica counts as down only if both its
+// member id and its host's address match: a notice about another
+// incarnation of the name settles nothing.
+func (r *Replica) MemberDown(member, address string) (e Effects) {
+	for rank, m := range r.cfg.Members {
+		if m == member && rank != r.cfg.Rank && rank < len(r.down) && r.cfg.Replicas[rank].GetAddress() == address {
+			r.down[rank] = true
+		}
+	}
+	if r.closing != nil && r.closeSettled() {
+		r.answerClose(&e)
+	}
+	return
+}
+
+// closeSettled: every replica acknowledged the close, or failed.
+func (r *Replica) closeSettled() bool {
+	for rank, ok := range r.closing.acked {
+		if !ok && !r.down[rank] {
+			return false
+		}
+	}
+	return true
 }
 
 // answerClose answers the closer (with TIMEOUT naming the backups that
@@ -538,7 +591,7 @@ func (r *Replica) answerClose(e *Effects) {
 	reply := &messages.BarrierClosed{Name: r.cfg.Name, RequestId: c.requestID, Waiting: c.waiting}
 	var missing []string
 	for rank, ok := range c.acked {
-		if !ok {
+		if !ok && !r.down[rank] {
 			who := r.cfg.Replicas[rank].String()
 			if rank < len(r.cfg.Members) {
 				who = r.cfg.Members[rank]
@@ -639,16 +692,8 @@ func (r *Replica) hear(p *pendingOp, e *Effects) {
 	if r.pendingKeys[p.key] || r.recent[p.key] {
 		return
 	}
-	if len(r.pending) >= r.opts.MaxParticipants+extraPending {
-		if p.kind != messages.BarrierOpKind_BARRIER_OP_CLOSE {
-			return
-		}
-		// A close must not be lost: it ends the barrier, and a backup
-		// that takes over commits only what it heard. It takes the place
-		// of the newest pending operation, which the close would cut
-		// anyway (an Enter is refused, and re-asked until then; a
-		// query's caller has a deadline).
-		r.unhear(len(r.pending) - 1)
+	if len(r.pending) >= r.opts.MaxParticipants+extraPending && !r.makeRoom(p) {
+		return
 	}
 	r.pending = append(r.pending, p)
 	r.pendingKeys[p.key] = true
@@ -656,6 +701,42 @@ func (r *Replica) hear(p *pendingOp, e *Effects) {
 		r.nPendEnter++
 		r.watch(p.from)
 	}
+}
+
+// makeRoom frees a place for p in a full pending list, or reports that
+// p is to be dropped. A backup that takes over commits only what it
+// heard, in the order heard, so losing an Enter, a Release or a Close
+// can change an outcome: the newest op that a Close used to replace
+// could be the Enter that fired the barrier, and the takeover then
+// refused every label instead of releasing them. Status queries change
+// nothing, and their callers wait with a deadline: they are what a full
+// list sheds, the oldest first, and a query that finds the list full is
+// not kept. A refusal sent to the client instead would not do: only the
+// acting primary answers, and the first answer a handle gets is the one
+// its caller sees.
+//
+// The list always has a query to shed: Enters are heard only while the
+// entered and pending ones stay within MaxParticipants, a Release only
+// for a label that entered, and there is one close key, so operations
+// fill at most MaxParticipants+1 of MaxParticipants+extraPending places.
+func (r *Replica) makeRoom(p *pendingOp) bool {
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED {
+		return false
+	}
+	i := slices.IndexFunc(r.pending, func(q *pendingOp) bool { return q.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED })
+	if i < 0 {
+		// Not reachable (see above); a close is still kept, one past the
+		// bound, as it ends the barrier.
+		return p.kind == messages.BarrierOpKind_BARRIER_OP_CLOSE
+	}
+	shed := r.pending[i]
+	r.unhear(i)
+	if i == 0 && len(r.pending) > 0 && shed.heard.Before(r.pending[0].heard) {
+		// The takeover time counts from the oldest client message the
+		// primary left unconfirmed, shed or not.
+		r.pending[0].heard = shed.heard
+	}
+	return true
 }
 
 // unhear drops the pending operation at i.
@@ -803,7 +884,7 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 		r.closing = &closeWait{from: p.from, requestID: p.requestID, waiting: waiting,
 			acked: make([]bool, len(r.cfg.Replicas)), deadline: now.Add(r.takeover)}
 		r.closing.acked[r.cfg.Rank] = true
-		if !slices.Contains(r.closing.acked, false) {
+		if r.closeSettled() {
 			r.answerClose(e)
 		}
 		return

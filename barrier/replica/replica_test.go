@@ -594,9 +594,17 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 					}
 				}
 			}
+			// All the replica without state tells anyone is that it lost
+			// the state (its refusals of c and d).
+			var told []any
+			for _, snd := range n.out {
+				if r, ok := snd.Msg.(*messages.BarrierRefused); !ok || !r.GetLostState() || r.GetFromRank() != 1 {
+					told = append(told, snd.Msg)
+				}
+			}
 			if !stateHolderLives {
-				if r1.Acting() || !r1.NextWake().IsZero() || len(n.out) != 0 {
-					t.Fatalf("a replica without state acts %v, wakes at %v, sent %v", r1.Acting(), r1.NextWake(), n.out)
+				if r1.Acting() || !r1.NextWake().IsZero() || len(told) != 0 || len(r1.pending) != 0 {
+					t.Fatalf("a replica without state acts %v, wakes at %v, heard %d, sent %v", r1.Acting(), r1.NextWake(), len(r1.pending), told)
 				}
 				return
 			}
@@ -604,12 +612,156 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 				t.Fatalf("the backup with state acts %v; the restarted replica has %d entries", n.r(2).Acting(), r1.Barrier().Entered())
 			}
 			for i := range 4 {
-				if got := n.sentTo(participant(i)); len(got) == 0 {
+				var got []any
+				for _, m := range n.sentTo(participant(i)) {
+					if r, ok := m.(*messages.BarrierRefused); !ok || !r.GetLostState() {
+						got = append(got, m)
+					}
+				}
+				if len(got) == 0 {
 					t.Fatalf("participant %d got nothing", i)
 				} else if _, ok := got[0].(*messages.BarrierFired); !ok {
 					t.Fatalf("participant %d got %v", i, got)
 				}
 			}
 		})
+	}
+}
+
+// After a takeover the old primary never acknowledges a close: the new
+// primary answers the closer once every replica acknowledged it or was
+// declared failed (MemberDown), whichever order the failure notice and
+// the close come in; a failed member that hosts no replica, another
+// incarnation of a replica's member name, or an ack still missing from a
+// live one, settles nothing.
+func TestCloseWaitsOnlyForLiveReplicas(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	for _, downFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notice before close=%v", downFirst), func(t *testing.T) {
+			n := newNet(t, 3, o, nil)
+			closer := participant(0)
+			n.down[n.hosts[0].String()] = true // the primary fails
+			n.client(ms(1), participant(1), &messages.BarrierStatus{Name: "b", RequestId: 1})
+			n.deliver(n.hosts[1], n.r(1).Tick(ms(101)))
+			if !n.r(1).Acting() {
+				t.Fatal("backup 1 did not take over")
+			}
+			if downFirst {
+				n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "nonhost"))
+			}
+			n.deliver(n.hosts[1], n.r(1).MemberDown("node-7", "nonhost"))   // hosts no replica of b
+			n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "elsewhere")) // another incarnation of the name
+			// Backup 2 hears the close only later.
+			n.down[n.hosts[2].String()] = true
+			n.client(ms(110), closer, &messages.BarrierClose{Name: "b", RequestId: 5})
+			if got := n.closedTo(closer); len(got) != 0 {
+				t.Fatalf("answered while live backup 2 had not applied the close: %v", got)
+			}
+			var op *messages.BarrierReplicate
+			for _, e := range n.effects {
+				for _, s := range e.Sends {
+					if m, ok := s.Msg.(*messages.BarrierReplicate); ok && pidOf(s.To).Equal(n.hosts[2]) && m.GetOp().GetKind() == messages.BarrierOpKind_BARRIER_OP_CLOSE {
+						op = m
+					}
+				}
+			}
+			if op == nil {
+				t.Fatal("the new primary did not forward its close to backup 2")
+			}
+			n.down[n.hosts[2].String()] = false
+			n.deliver(n.hosts[2], n.r(2).Replicate(ms(111), op))
+			if !downFirst {
+				if got := n.closedTo(closer); len(got) != 0 {
+					t.Fatalf("answered before the old primary acknowledged or was declared failed: %v", got)
+				}
+				n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "nonhost"))
+			}
+			got := n.closedTo(closer)
+			if len(got) != 1 || got[0].GetError() != nil || got[0].GetRequestId() != 5 {
+				t.Fatalf("the closer got %v, want one BarrierClosed without error", got)
+			}
+			if e := n.effects[len(n.effects)-1]; !e.Stop {
+				t.Fatal("the new primary did not stop once the close settled")
+			}
+		})
+	}
+}
+
+// A backup's full pending list sheds status queries, never an operation
+// that changes the barrier: a Close heard when the list is full keeps the
+// Enter that fired the barrier (it was the newest op, and was the one
+// replaced), and Enters heard when queries fill the list are kept too.
+// After the takeover both labels pass, then the barrier closes.
+func TestFullPendingListShedsQueriesNotOperations(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 2, TakeoverAfterMs: 100}
+	limit := 2 + extraPending
+	for _, queries := range []int{limit - 2, limit + 5} {
+		t.Run(fmt.Sprintf("%d queries first", queries), func(t *testing.T) {
+			n := newNet(t, 2, o, nil)
+			n.down[n.hosts[0].String()] = true // the primary is silent
+			backup := n.r(1)
+			for i := range queries { // the first at 1 ms, the rest at 2 ms
+				n.deliver(n.hosts[1], backup.Status(ms(1+min(i, 1)), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
+			}
+			// The second Enter fires the barrier (Max 2); the Close comes after.
+			n.deliver(n.hosts[1], backup.Enter(ms(2), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1001}, participant(0)))
+			n.deliver(n.hosts[1], backup.Enter(ms(3), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 1002}, participant(1)))
+			n.deliver(n.hosts[1], backup.Close(ms(4), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(2)))
+			if len(backup.pending) > limit {
+				t.Fatalf("pending list grew to %d past its bound %d", len(backup.pending), limit)
+			}
+			if w := backup.NextWake(); !w.Equal(ms(101)) {
+				t.Fatalf("takeover at %v, want %v: shedding the oldest query must not put it off", w.Sub(t0), ms(101).Sub(t0))
+			}
+			n.deliver(n.hosts[1], backup.Tick(ms(1000)))
+			if !backup.Acting() || !backup.Closed() {
+				t.Fatalf("after takeover: acting %v, closed %v", backup.Acting(), backup.Closed())
+			}
+			for i := range 2 {
+				got := n.sentTo(participant(i))
+				if len(got) != 1 {
+					t.Fatalf("participant %d got %v, want its FIRE", i, got)
+				}
+				if _, ok := got[0].(*messages.BarrierFired); !ok {
+					t.Fatalf("participant %d got %v, want its FIRE (the close came after the barrier fired)", i, got)
+				}
+			}
+		})
+	}
+}
+
+// A replica that lost its state refuses an Enter with lost_state and its
+// rank, every time it is asked, and neither hears nor commits it; once an
+// acting primary synced it, it stays quiet as a backup again.
+func TestReplicaWithoutStateSaysSo(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	n := newNet(t, 3, o, nil)
+	n.down[n.hosts[0].String()] = true // the primary does not answer the sync request yet
+	r2 := n.restart(ms(1), 2, o)
+	enter := &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 7}
+	for range 2 { // a participant asks again while it waits
+		n.deliver(n.hosts[2], r2.Enter(ms(2), enter, participant(0)))
+	}
+	got := n.sentTo(participant(0))
+	if len(got) != 2 {
+		t.Fatalf("participant got %v, want two refusals", got)
+	}
+	for _, m := range got {
+		r, ok := m.(*messages.BarrierRefused)
+		if !ok || !r.GetLostState() || r.GetFromRank() != 2 || r.GetRequestId() != 7 || !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrUnavailable) {
+			t.Fatalf("participant got %v, want UNAVAILABLE refusals with lost_state from rank 2", m)
+		}
+	}
+	if len(r2.pending) != 0 || r2.Acting() || r2.Barrier().Entered() != 0 {
+		t.Fatalf("the replica without state heard %d ops, acts %v, entered %d", len(r2.pending), r2.Acting(), r2.Barrier().Entered())
+	}
+	// The primary answers the sync request now; the replica is a backup
+	// with state again and leaves the answer to the primary.
+	n.down[n.hosts[0].String()] = false
+	n.deliver(n.hosts[0], n.r(0).SyncRequest(&messages.BarrierSyncRequest{Name: "b", FromRank: 2}))
+	n.out = nil
+	n.deliver(n.hosts[2], r2.Enter(ms(3), enter, participant(0)))
+	if got := n.sentTo(participant(0)); len(got) != 0 {
+		t.Fatalf("a synced backup answered %v", got)
 	}
 }
