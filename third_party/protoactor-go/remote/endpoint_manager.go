@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -75,13 +76,24 @@ type endpointManager struct {
 	activator                 *actor.PID
 	stopped                   atomic.Bool // Hoplite patch: read by every sender, written by stop
 	endpointReaderConnections *sync.Map
+	// Hoplite patch: streamCtx is the context of every endpoint writer's
+	// stream, canceled when the manager stops. A writer waiting for a
+	// peer's answer to its connect request (a peer whose reader is
+	// suspended because it is shutting down answers nothing) then stops
+	// at once; upstream's writer waited without end, so stopping the
+	// endpoint supervisor timed out after 10 s.
+	streamCtx    context.Context
+	cancelStream context.CancelFunc
 }
 
 func newEndpointManager(r *Remote) *endpointManager {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &endpointManager{
 		connections:               &sync.Map{},
 		remote:                    r,
 		endpointReaderConnections: &sync.Map{},
+		streamCtx:                 ctx,
+		cancelStream:              cancel,
 	}
 }
 
@@ -115,6 +127,9 @@ func (em *endpointManager) waiting(timeout time.Duration) error {
 
 func (em *endpointManager) stop() {
 	em.stopped.Store(true)
+	if em.cancelStream != nil {
+		em.cancelStream()
+	}
 	r := em.remote
 	r.actorSystem.EventStream.Unsubscribe(em.endpointSub)
 	if err := em.stopActivator(); err != nil {

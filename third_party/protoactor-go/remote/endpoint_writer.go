@@ -93,7 +93,13 @@ func (state *endpointWriter) initializeInternal() error {
 	}
 	state.conn = conn
 	c := NewRemotingClient(conn)
-	stream, err := c.Receive(context.Background(), state.config.CallOptions...)
+	// Hoplite patch: the manager's context, not Background (see
+	// endpointManager.streamCtx).
+	ctx := context.Background()
+	if em := state.remote.edpManager; em != nil && em.streamCtx != nil {
+		ctx = em.streamCtx
+	}
+	stream, err := c.Receive(ctx, state.config.CallOptions...)
 	if err != nil {
 		state.remote.Logger().Error("EndpointWriter failed to create receive stream", slog.String("address", state.address), slog.Any("error", err))
 		return err
