@@ -372,3 +372,64 @@ func TestSubscribersHearTheLastEviction(t *testing.T) {
 		t.Fatalf("the last copy evicted: %v, want LOST last", got)
 	}
 }
+
+// A receiver's fetch finished just as its sender's node died, and its
+// FetchDone came after the failure made the object lost: the loss had
+// dropped that partial copy, so the copy is freed when the drop reaches
+// its node, and the FetchDone must not make it a location. Recorded, it
+// was a COMPLETE copy for subscribers and senders while Gets failed LOST.
+func TestFetchDoneOfACopyTheLossDroppedIsIgnored(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	locate(tb, "x", 1, t0) // n1 streams from n0
+	if d := dropsTo(tb.NodeFailed("n0"), 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
+	}
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20})
+	if got := updates(out, sub); len(got) != 0 {
+		t.Fatalf("FetchDone of the dropped copy: subscriber heard %v, want nothing", got)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("Locate after the dropped copy's FetchDone: %v from %s, want LOST", r.GetError(), r.GetSender().GetNodeId())
+	}
+	// So is its republication, sent before the drop reached it.
+	if out := complete(tb, "x", 1, 1<<20, false); len(updates(out, sub)) != 0 {
+		t.Fatalf("republication of the dropped copy: %v, want nothing", out)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("Locate after the dropped copy's republication: %v, want LOST", r.GetError())
+	}
+}
+
+// A copy the table no longer tracked when the object was lost (another
+// receiver named it a failed sender, yet it went on streaming to its end)
+// reports itself whole afterwards: the object is not lost after all. As a
+// complete republication does, its FetchDone ends the loss, and the
+// subscribers hear of the copy.
+func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	locate(tb, "x", 1, t0) // n1 streams from n0
+	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n2's sender %s, want n1", s)
+	}
+	// n2 gives up on n1 (a stall): n1 leaves the table, n2 takes n0.
+	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
+	out := tb.NodeFailed("n0")
+	if dropsTo(out, 1) != nil || dropsTo(out, 2) == nil {
+		t.Fatalf("n0 failed: %v, want n2's copy dropped and nothing sent to n1", out)
+	}
+	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7})
+	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_COMPLETE || got[0].GetSize() != 1<<20 {
+		t.Fatalf("FetchDone of a surviving copy: subscriber heard %v, want n1 COMPLETE", got)
+	}
+	if r := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
+		t.Fatalf("Locate after the surviving copy's FetchDone: %v from %s, want n1", r.GetError(), r.GetSender().GetNodeId())
+	}
+}

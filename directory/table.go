@@ -99,6 +99,11 @@ type lostMark struct {
 	// took the result).
 	producedBy string
 	rootGen    int32
+	// dropped holds the nodes whose partial copies the loss dropped. A
+	// copy of theirs that reports itself whole afterwards (its FetchDone,
+	// or a republication, crossed the loss's DropObject) is about to be
+	// freed by that drop: it is no copy to end the loss with.
+	dropped map[string]struct{}
 }
 
 // lostRef is one entry of the lost FIFO; seq tells whether the id was
@@ -148,8 +153,9 @@ type LocationTable struct {
 	tombOrder  []string // FIFO of tombstones, bounded by TombstoneLimit
 	// lost remembers objects whose every copy died with its node, so a Get
 	// fails at once with LOST instead of waiting for a copy that will not
-	// come; a new Put (or a complete copy republished) ends it. Bounded
-	// like the tombstones.
+	// come; a new Put, or a whole copy that the loss did not drop
+	// (republished, or a fetch that completed), ends it. Bounded like the
+	// tombstones.
 	lost         map[string]lostMark
 	lostOrder    []lostRef // FIFO, bounded by TombstoneLimit
 	lostSeq      uint64
@@ -291,7 +297,9 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 			// A partial copy of a lost object can never complete.
 			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
 		}
-		delete(t.lost, id) // a whole copy survived after all
+		if !t.endLoss(id, req.GetNode().GetNodeId()) {
+			return nil
+		}
 	}
 	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_PARTIAL && req.GetCreator() {
 		if e := t.entries[id]; e == nil || e.reservedBy != rid {
@@ -530,11 +538,24 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
 		return []outbox.Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
 	}
-	e := t.entries[id]
-	if e == nil || !nodeOK(req.GetReceiver()) {
+	if !nodeOK(req.GetReceiver()) {
 		return nil
 	}
 	rid := req.GetReceiver().GetNodeId()
+	if _, ok := t.lost[id]; ok {
+		// As in Publish: a whole copy ends the loss, unless it is one the
+		// loss dropped. Recording that one (and keeping the mark) gave
+		// subscribers and Locates a COMPLETE copy that its node frees
+		// when the loss's DropObject arrives, while Gets failed LOST.
+		if !t.endLoss(id, rid) {
+			return nil
+		}
+		t.entry(id) // the loss left no entry unless there are subscribers
+	}
+	e := t.entries[id]
+	if e == nil {
+		return nil
+	}
 	out := t.endTransfer(e, rid, false)
 	if !e.known {
 		// Rebuilt since the fetch began, and this is the first word of
@@ -843,6 +864,20 @@ func (t *LocationTable) noteDeadline(d time.Time) {
 	}
 }
 
+// endLoss decides whether a whole copy on node, reported after id was
+// marked lost, ends the loss: it does (the mark goes) unless the loss
+// dropped node's partial copy, whose completion crossed that DropObject
+// and is freed by it. Such a report is ignored; the drop already on its
+// way frees the copy, and sending another could free a copy the node
+// fetches after a new Put of the id.
+func (t *LocationTable) endLoss(id, node string) bool {
+	if _, dropped := t.lost[id].dropped[node]; dropped {
+		return false
+	}
+	delete(t.lost, id) // a whole copy survived after all
+	return true
+}
+
 // markLostIfGone ends an object that can no longer be read: no inline
 // bytes, no complete copy and no creator's copy (which completes from its
 // Put) remain after node's copy went, and no Reduce is producing it. Its
@@ -863,8 +898,10 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, err))
 	}
+	dropped := map[string]struct{}{}
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
+		dropped[loc.node.GetNodeId()] = struct{}{}
 	}
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
@@ -879,7 +916,7 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 		}
 	}
 	t.lostSeq++
-	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen}
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen, dropped: dropped}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
 	if len(t.lostOrder) > t.cfg.TombstoneLimit {
 		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {
