@@ -433,3 +433,44 @@ func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
 		t.Fatalf("Locate after the surviving copy's FetchDone: %v from %s, want n1", r.GetError(), r.GetSender().GetNodeId())
 	}
 }
+
+// When an object is lost, its partial copies are dropped, and its
+// subscribers hear that each of them left before they hear LOST, as when
+// a copy is removed any other way: a Reduce coordinator kept a dropped
+// copy among its source's locations.
+func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	if got := updates(locate(tb, "x", 1, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_PARTIAL {
+		t.Fatalf("n1 starts fetching: subscriber heard %v, want n1 PARTIAL", got)
+	}
+	if got := updates(locate(tb, "x", 2, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n2" {
+		t.Fatalf("n2 starts fetching: subscriber heard %v, want n2 PARTIAL", got)
+	}
+	out := tb.NodeFailed("n0")
+	left := map[string]bool{}
+	got := updates(out, sub)
+	if len(got) == 0 {
+		t.Fatal("n0 failed: the subscriber heard nothing")
+	}
+	for _, u := range got[:len(got)-1] {
+		if u.GetError() != nil || u.GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+			t.Fatalf("n0 failed: update %v before the last, want a copy leaving", u)
+		}
+		left[u.GetNode().GetNodeId()] = true
+	}
+	for _, n := range []int{0, 1, 2} {
+		if !left[node(n).GetNodeId()] {
+			t.Fatalf("n0 failed: subscriber heard %v, want n0, n1 and n2 leaving", got)
+		}
+		if n > 0 && dropsTo(out, n) == nil {
+			t.Fatalf("n0 failed: n%d's partial copy not dropped: %v", n, out)
+		}
+	}
+	if u := got[len(got)-1]; !errors.Is(u.GetError(), messages.ErrLost) {
+		t.Fatalf("n0 failed: last update %v, want LOST", u)
+	}
+}

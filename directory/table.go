@@ -902,6 +902,10 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
 		dropped[loc.node.GetNodeId()] = struct{}{}
+		// Subscribers hear that the copy left, as removeLocation tells
+		// them: a Reduce coordinator kept a dropped partial copy as a
+		// source location, which no longer exists anywhere.
+		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
 	}
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
