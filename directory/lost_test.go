@@ -474,3 +474,44 @@ func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
 		t.Fatalf("n0 failed: last update %v, want LOST", u)
 	}
 }
+
+// A shard that restarted or moved forgets its lost marks, and a source
+// whose only copy died with the shard's old host is republished by
+// nobody: a Reduce that resubscribes to it (having located it before)
+// heard nothing and waited for its deadline. Told that the subscriber
+// located it before, the table answers LOST when it knows no copy; it
+// does not when a copy is known, when a Reduce is producing the id, or
+// when the subscriber never located it (it may not be Put yet).
+func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T) {
+	tb := NewLocationTable(TableConfig{Amnesic: true})
+	sub := replyTo("coord")
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub), sub); len(got) != 0 {
+		t.Fatalf("first subscription to an unknown id: %v, want nothing", got)
+	}
+	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) || got[0].GetNode() != nil {
+		t.Fatalf("resubscription of a located source the table does not know: %v, want LOST", got)
+	}
+	// Still subscribed: a new Put is a new source.
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(5)}, replyTo("c"))
+	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" {
+		t.Fatalf("after a new Put: %v, want n5's copy", got)
+	}
+	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	if len(got) != 1 || got[0].GetError() != nil || got[0].GetNode().GetNodeId() != "n5" {
+		t.Fatalf("resubscription with a copy known: %v, want n5's copy only", got)
+	}
+	// A republished copy is known too.
+	complete(tb, "y", 1, 1<<20, true)
+	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "y", LocatedBefore: true}, "coord", sub), sub)
+	if len(got) != 1 || got[0].GetError() != nil {
+		t.Fatalf("resubscription of a republished source: %v, want its copy only", got)
+	}
+	// A Reduce's target still being produced is no loss.
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub), sub); len(got) != 0 {
+		t.Fatalf("resubscription of a reserved target: %v, want nothing", got)
+	}
+}

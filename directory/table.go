@@ -722,7 +722,10 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 // the subscriber; key identifies the subscriber for Unsubscribe. The
 // subscriber also hears when the object is deleted, and when it is lost
 // (LocationUpdate.error: now, if it is lost already, and whenever its
-// last copy goes).
+// last copy goes). A subscriber that located the object before
+// (Subscribe.located_before) hears LOST too when the table knows no copy
+// of it: the shell sets that flag only once every store node has
+// republished (see actors/directory), so no copy is left anywhere.
 func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
@@ -743,9 +746,18 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 		// Lost before this subscription (a Reduce that began after its
 		// source's last copy died, or a resubscription): no location
 		// will come unless the id is Put again, which the subscriber
-		// will hear of. (A shard that restarted forgot its lost marks:
-		// its subscribers wait for their deadlines, as before.)
+		// will hear of.
 		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, l.err)})
+	} else if req.GetLocatedBefore() && !e.known && e.reservedBy == "" {
+		// The subscriber had a copy's location, and now no copy, no loss
+		// and no deletion of the id is known: its copies went before
+		// this table began (a shard that restarted or moved forgets its
+		// lost marks, and a node that died with the shard's old host
+		// republishes nothing). The subscriber (a Reduce waiting for the
+		// source) waited for its deadline. A Reduce producing the id
+		// (reservedBy) will create it: that is no loss.
+		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, messages.Errorf(messages.ErrorCode_LOST,
+			"object %q is lost: this directory shard knows no copy of it, and its subscriber located one before (every copy went before the shard started over); Put it again to re-create it", id))})
 	}
 	return out
 }
