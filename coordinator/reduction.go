@@ -309,7 +309,13 @@ type Reduction struct {
 	// that had not heard of it yet, a resubscription that crossed it)
 	// and is stale: taking it made a lost source possible again, and put
 	// it on a dead node.
-	failed  map[string]bool
+	failed map[string]bool
+	// seen: sources a location of which arrived. A resubscription to one
+	// that is missing again says so (Subscribe.located_before): a shard
+	// that restarted or moved knows nothing of a source whose copies went
+	// before, and answers LOST only then, instead of leaving the Reduce
+	// to wait for it until its deadline.
+	seen    map[string]bool
 	pending []*messages.LocationUpdate
 	deleted []string // sources deleted while gating, in order
 }
@@ -332,7 +338,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
-		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, begun: now}
+		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
 	}
@@ -437,7 +443,7 @@ func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
 
 func (r *Reduction) subscribe(fx *Effects) {
 	for _, id := range r.Waiting() {
-		fx.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id})
+		fx.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id]})
 	}
 }
 
@@ -648,6 +654,9 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	}
 	if n := u.GetNode(); n != nil && r.failed[n.GetNodeId()] {
 		return effects{} // sent before that node failed (see failed)
+	}
+	if u.GetNode() != nil && u.GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED && !u.GetDeleted() && u.GetError() == nil {
+		r.seen[id] = true
 	}
 	if r.gating() {
 		return r.arrive(u, now)

@@ -163,3 +163,24 @@ func TestKneePhaseCopyLeavesTheDirectory(t *testing.T) {
 		t.Fatalf("waiting %v after s0's copy left", w)
 	}
 }
+
+// A resubscription says which sources were located before and are
+// missing again: a directory shard that restarted or moved knows nothing
+// of a source whose copies went before, and answers LOST to such a
+// subscription only (a source never located may not be Put yet).
+func TestResubscriptionSaysWhichSourcesWereLocatedBefore(t *testing.T) {
+	r := newRed(request(ids("s", 3), 3), Config{})
+	r.Begin(t0)
+	r.Located(located("s1", bigSize, node(1)), t0)
+	r.NodeFailed("n1", t0.Add(time.Millisecond))
+	fx := r.Resubscribe(t0.Add(DefaultResubscribe))
+	before := map[string]bool{}
+	for _, s := range fx.Sends {
+		if m, ok := s.Msg.(*messages.Subscribe); ok {
+			before[m.GetObjectId()] = m.GetLocatedBefore()
+		}
+	}
+	if len(before) != 3 || before["s0"] || !before["s1"] || before["s2"] {
+		t.Fatalf("resubscribed %v, want s0, s1 (located before) and s2", before)
+	}
+}

@@ -372,3 +372,146 @@ func TestSubscribersHearTheLastEviction(t *testing.T) {
 		t.Fatalf("the last copy evicted: %v, want LOST last", got)
 	}
 }
+
+// A receiver's fetch finished just as its sender's node died, and its
+// FetchDone came after the failure made the object lost: the loss had
+// dropped that partial copy, so the copy is freed when the drop reaches
+// its node, and the FetchDone must not make it a location. Recorded, it
+// was a COMPLETE copy for subscribers and senders while Gets failed LOST.
+func TestFetchDoneOfACopyTheLossDroppedIsIgnored(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	locate(tb, "x", 1, t0) // n1 streams from n0
+	if d := dropsTo(tb.NodeFailed("n0"), 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
+	}
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20})
+	if got := updates(out, sub); len(got) != 0 {
+		t.Fatalf("FetchDone of the dropped copy: subscriber heard %v, want nothing", got)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("Locate after the dropped copy's FetchDone: %v from %s, want LOST", r.GetError(), r.GetSender().GetNodeId())
+	}
+	// So is its republication, sent before the drop reached it.
+	if out := complete(tb, "x", 1, 1<<20, false); len(updates(out, sub)) != 0 {
+		t.Fatalf("republication of the dropped copy: %v, want nothing", out)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("Locate after the dropped copy's republication: %v, want LOST", r.GetError())
+	}
+}
+
+// A copy the table no longer tracked when the object was lost (another
+// receiver named it a failed sender, yet it went on streaming to its end)
+// reports itself whole afterwards: the object is not lost after all. As a
+// complete republication does, its FetchDone ends the loss, and the
+// subscribers hear of the copy.
+func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	locate(tb, "x", 1, t0) // n1 streams from n0
+	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n2's sender %s, want n1", s)
+	}
+	// n2 gives up on n1 (a stall): n1 leaves the table, n2 takes n0.
+	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
+	out := tb.NodeFailed("n0")
+	if dropsTo(out, 1) != nil || dropsTo(out, 2) == nil {
+		t.Fatalf("n0 failed: %v, want n2's copy dropped and nothing sent to n1", out)
+	}
+	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7})
+	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_COMPLETE || got[0].GetSize() != 1<<20 {
+		t.Fatalf("FetchDone of a surviving copy: subscriber heard %v, want n1 COMPLETE", got)
+	}
+	if r := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
+		t.Fatalf("Locate after the surviving copy's FetchDone: %v from %s, want n1", r.GetError(), r.GetSender().GetNodeId())
+	}
+}
+
+// When an object is lost, its partial copies are dropped, and its
+// subscribers hear that each of them left before they hear LOST, as when
+// a copy is removed any other way: a Reduce coordinator kept a dropped
+// copy among its source's locations.
+func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	sub := replyTo("coord")
+	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	if got := updates(locate(tb, "x", 1, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_PARTIAL {
+		t.Fatalf("n1 starts fetching: subscriber heard %v, want n1 PARTIAL", got)
+	}
+	if got := updates(locate(tb, "x", 2, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n2" {
+		t.Fatalf("n2 starts fetching: subscriber heard %v, want n2 PARTIAL", got)
+	}
+	out := tb.NodeFailed("n0")
+	left := map[string]bool{}
+	got := updates(out, sub)
+	if len(got) == 0 {
+		t.Fatal("n0 failed: the subscriber heard nothing")
+	}
+	for _, u := range got[:len(got)-1] {
+		if u.GetError() != nil || u.GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED {
+			t.Fatalf("n0 failed: update %v before the last, want a copy leaving", u)
+		}
+		left[u.GetNode().GetNodeId()] = true
+	}
+	for _, n := range []int{0, 1, 2} {
+		if !left[node(n).GetNodeId()] {
+			t.Fatalf("n0 failed: subscriber heard %v, want n0, n1 and n2 leaving", got)
+		}
+		if n > 0 && dropsTo(out, n) == nil {
+			t.Fatalf("n0 failed: n%d's partial copy not dropped: %v", n, out)
+		}
+	}
+	if u := got[len(got)-1]; !errors.Is(u.GetError(), messages.ErrLost) {
+		t.Fatalf("n0 failed: last update %v, want LOST", u)
+	}
+}
+
+// A shard that restarted or moved forgets its lost marks, and a source
+// whose only copy died with the shard's old host is republished by
+// nobody: a Reduce that resubscribes to it (having located it before)
+// heard nothing and waited for its deadline. Told that the subscriber
+// located it before, the table answers LOST when it knows no copy; it
+// does not when a copy is known, when a Reduce is producing the id, or
+// when the subscriber never located it (it may not be Put yet).
+func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T) {
+	tb := NewLocationTable(TableConfig{Amnesic: true})
+	sub := replyTo("coord")
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub), sub); len(got) != 0 {
+		t.Fatalf("first subscription to an unknown id: %v, want nothing", got)
+	}
+	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) || got[0].GetNode() != nil {
+		t.Fatalf("resubscription of a located source the table does not know: %v, want LOST", got)
+	}
+	// Still subscribed: a new Put is a new source.
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(5)}, replyTo("c"))
+	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" {
+		t.Fatalf("after a new Put: %v, want n5's copy", got)
+	}
+	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	if len(got) != 1 || got[0].GetError() != nil || got[0].GetNode().GetNodeId() != "n5" {
+		t.Fatalf("resubscription with a copy known: %v, want n5's copy only", got)
+	}
+	// A republished copy is known too.
+	complete(tb, "y", 1, 1<<20, true)
+	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "y", LocatedBefore: true}, "coord", sub), sub)
+	if len(got) != 1 || got[0].GetError() != nil {
+		t.Fatalf("resubscription of a republished source: %v, want its copy only", got)
+	}
+	// A Reduce's target still being produced is no loss.
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub), sub); len(got) != 0 {
+		t.Fatalf("resubscription of a reserved target: %v, want nothing", got)
+	}
+}

@@ -99,6 +99,11 @@ type lostMark struct {
 	// took the result).
 	producedBy string
 	rootGen    int32
+	// dropped holds the nodes whose partial copies the loss dropped. A
+	// copy of theirs that reports itself whole afterwards (its FetchDone,
+	// or a republication, crossed the loss's DropObject) is about to be
+	// freed by that drop: it is no copy to end the loss with.
+	dropped map[string]struct{}
 }
 
 // lostRef is one entry of the lost FIFO; seq tells whether the id was
@@ -148,8 +153,9 @@ type LocationTable struct {
 	tombOrder  []string // FIFO of tombstones, bounded by TombstoneLimit
 	// lost remembers objects whose every copy died with its node, so a Get
 	// fails at once with LOST instead of waiting for a copy that will not
-	// come; a new Put (or a complete copy republished) ends it. Bounded
-	// like the tombstones.
+	// come; a new Put, or a whole copy that the loss did not drop
+	// (republished, or a fetch that completed), ends it. Bounded like the
+	// tombstones.
 	lost         map[string]lostMark
 	lostOrder    []lostRef // FIFO, bounded by TombstoneLimit
 	lostSeq      uint64
@@ -291,7 +297,9 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 			// A partial copy of a lost object can never complete.
 			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
 		}
-		delete(t.lost, id) // a whole copy survived after all
+		if !t.endLoss(id, req.GetNode().GetNodeId()) {
+			return nil
+		}
 	}
 	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_PARTIAL && req.GetCreator() {
 		if e := t.entries[id]; e == nil || e.reservedBy != rid {
@@ -530,11 +538,24 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
 		return []outbox.Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
 	}
-	e := t.entries[id]
-	if e == nil || !nodeOK(req.GetReceiver()) {
+	if !nodeOK(req.GetReceiver()) {
 		return nil
 	}
 	rid := req.GetReceiver().GetNodeId()
+	if _, ok := t.lost[id]; ok {
+		// As in Publish: a whole copy ends the loss, unless it is one the
+		// loss dropped. Recording that one (and keeping the mark) gave
+		// subscribers and Locates a COMPLETE copy that its node frees
+		// when the loss's DropObject arrives, while Gets failed LOST.
+		if !t.endLoss(id, rid) {
+			return nil
+		}
+		t.entry(id) // the loss left no entry unless there are subscribers
+	}
+	e := t.entries[id]
+	if e == nil {
+		return nil
+	}
 	out := t.endTransfer(e, rid, false)
 	if !e.known {
 		// Rebuilt since the fetch began, and this is the first word of
@@ -701,7 +722,10 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 // the subscriber; key identifies the subscriber for Unsubscribe. The
 // subscriber also hears when the object is deleted, and when it is lost
 // (LocationUpdate.error: now, if it is lost already, and whenever its
-// last copy goes).
+// last copy goes). A subscriber that located the object before
+// (Subscribe.located_before) hears LOST too when the table knows no copy
+// of it: the shell sets that flag only once every store node has
+// republished (see actors/directory), so no copy is left anywhere.
 func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
@@ -722,9 +746,18 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 		// Lost before this subscription (a Reduce that began after its
 		// source's last copy died, or a resubscription): no location
 		// will come unless the id is Put again, which the subscriber
-		// will hear of. (A shard that restarted forgot its lost marks:
-		// its subscribers wait for their deadlines, as before.)
+		// will hear of.
 		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, l.err)})
+	} else if req.GetLocatedBefore() && !e.known && e.reservedBy == "" {
+		// The subscriber had a copy's location, and now no copy, no loss
+		// and no deletion of the id is known: its copies went before
+		// this table began (a shard that restarted or moved forgets its
+		// lost marks, and a node that died with the shard's old host
+		// republishes nothing). The subscriber (a Reduce waiting for the
+		// source) waited for its deadline. A Reduce producing the id
+		// (reservedBy) will create it: that is no loss.
+		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, messages.Errorf(messages.ErrorCode_LOST,
+			"object %q is lost: this directory shard knows no copy of it, and its subscriber located one before (every copy went before the shard started over); Put it again to re-create it", id))})
 	}
 	return out
 }
@@ -843,6 +876,20 @@ func (t *LocationTable) noteDeadline(d time.Time) {
 	}
 }
 
+// endLoss decides whether a whole copy on node, reported after id was
+// marked lost, ends the loss: it does (the mark goes) unless the loss
+// dropped node's partial copy, whose completion crossed that DropObject
+// and is freed by it. Such a report is ignored; the drop already on its
+// way frees the copy, and sending another could free a copy the node
+// fetches after a new Put of the id.
+func (t *LocationTable) endLoss(id, node string) bool {
+	if _, dropped := t.lost[id].dropped[node]; dropped {
+		return false
+	}
+	delete(t.lost, id) // a whole copy survived after all
+	return true
+}
+
 // markLostIfGone ends an object that can no longer be read: no inline
 // bytes, no complete copy and no creator's copy (which completes from its
 // Put) remain after node's copy went, and no Reduce is producing it. Its
@@ -863,8 +910,14 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, err))
 	}
+	dropped := map[string]struct{}{}
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
+		dropped[loc.node.GetNodeId()] = struct{}{}
+		// Subscribers hear that the copy left, as removeLocation tells
+		// them: a Reduce coordinator kept a dropped partial copy as a
+		// source location, which no longer exists anywhere.
+		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
 	}
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
@@ -879,7 +932,7 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 		}
 	}
 	t.lostSeq++
-	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen}
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen, dropped: dropped}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
 	if len(t.lostOrder) > t.cfg.TombstoneLimit {
 		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {

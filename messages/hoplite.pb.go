@@ -2447,8 +2447,14 @@ func (x *DropObject) GetRequestId() uint64 {
 // Subscribe: the sender receives a LocationUpdate for every current and
 // future location of the object until Unsubscribe or Delete.
 type Subscribe struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	// located_before: the subscriber heard of a copy of the object before
+	// and lost it since (a Reduce resubscribing to a source whose copy
+	// went). A shard that knows no copy of it, no loss and no deletion, and
+	// has every store node's republication, answers LOST at once: the copies
+	// went before the shard (re)started, so its lost mark went with it.
+	LocatedBefore bool `protobuf:"varint,2,opt,name=located_before,json=locatedBefore,proto3" json:"located_before,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2488,6 +2494,13 @@ func (x *Subscribe) GetObjectId() string {
 		return x.ObjectId
 	}
 	return ""
+}
+
+func (x *Subscribe) GetLocatedBefore() bool {
+	if x != nil {
+		return x.LocatedBefore
+	}
+	return false
 }
 
 type Unsubscribe struct {
@@ -4094,9 +4107,10 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12&\n" +
 	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\x04R\trequestId\"(\n" +
+	"request_id\x18\x03 \x01(\x04R\trequestId\"O\n" +
 	"\tSubscribe\x12\x1b\n" +
-	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"*\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12%\n" +
+	"\x0elocated_before\x18\x02 \x01(\bR\rlocatedBefore\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\x95\x02\n" +
 	"\x0eLocationUpdate\x12\x1b\n" +

@@ -105,3 +105,91 @@ func TestRebuiltShardAnswersReportLostOnlyOnceEveryStoreRepublished(t *testing.T
 		t.Fatalf("ReportLost(only), the last copy: lost %v, error %v; want lost", r.GetLost(), r.GetError())
 	}
 }
+
+// A rebuilt shard answers a subscriber that located an object before and
+// finds no copy of it (its copies went before the shard started over,
+// and its lost mark with the old shard) with LOST, but only once every
+// store node has republished: until then a copy may still come, so a
+// resubscription meanwhile only subscribes.
+func TestRebuiltShardAnswersLocatedBeforeSubscriptionsOnceEveryStoreRepublished(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	type release struct{}
+	var store *messages.NodeRef
+	var asker *actor.PID
+	spid, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case *messages.Republish:
+			asker = ctx.Sender()
+		case release:
+			ctx.Send(asker, &messages.RepublishDone{Node: store})
+		}
+	}), "held-store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store = &messages.NodeRef{NodeId: "held-store", Address: spid.GetAddress(), ActorId: spid.GetId(), DataAddress: "mem://held-store"}
+	shard, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: true,
+		Nodes: func() []*messages.NodeRef { return []*messages.NodeRef{store} }}), "shard-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ping struct{}
+	updates := make(chan *messages.LocationUpdate, 16)
+	sub, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.LocationUpdate:
+			updates <- m
+		case ping:
+			ctx.Respond(m)
+		}
+	}), "subscriber")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int {
+		t.Helper()
+		res, err := system.Root.RequestFuture(shard, RebuildQuery{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(RebuildStatus).Pending
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("rebuild pending %d, want the held store node", n)
+	}
+	subscribe := func() {
+		system.Root.RequestWithCustomSender(shard, &messages.Subscribe{ObjectId: "src", LocatedBefore: true}, sub)
+	}
+	subscribe()
+	// The shard takes one sender's messages in order: once it answers
+	// this query it has handled the subscription, and once the
+	// subscriber answers a ping it has taken what the shard sent it.
+	if n := pending(); n != 1 {
+		t.Fatalf("rebuild pending %d after the subscription, want 1", n)
+	}
+	if _, err := system.Root.RequestFuture(sub, ping{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-updates:
+		t.Fatalf("subscription while a store node had not republished: %v, want nothing yet", u)
+	default:
+	}
+	system.Root.Send(spid, release{})
+	for end := time.Now().Add(10 * time.Second); pending() != 0; {
+		if time.Now().After(end) {
+			t.Fatal("the store node's RepublishDone never counted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	subscribe()
+	select {
+	case u := <-updates:
+		if !errors.Is(messages.ErrOrNil(u.GetError()), messages.ErrLost) {
+			t.Fatalf("resubscription after the rebuild: %v, want LOST", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("resubscription after the rebuild: no answer")
+	}
+}

@@ -254,7 +254,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.Tombstones:
 		out = s.table.ApplyTombstones(m)
 	case *messages.Subscribe:
-		out = s.subscribe(ctx, m)
+		out = s.subscribe(ctx, m, now)
 	case *messages.Unsubscribe:
 		out = s.unsubscribe(ctx, m)
 	case *messages.QueryObject:
@@ -287,10 +287,17 @@ func (s *Shard) Receive(ctx actor.Context) {
 
 // subscribe pushes the object's locations to the sender, the subscriber
 // (a Reduce coordinator), from now on.
-func (s *Shard) subscribe(ctx actor.Context, m *messages.Subscribe) []outbox.Send {
+func (s *Shard) subscribe(ctx actor.Context, m *messages.Subscribe, now time.Time) []outbox.Send {
 	if ctx.Sender() == nil {
 		s.dropped(ctx, "subscribe without a sender")
 		return nil
+	}
+	if m.GetLocatedBefore() && s.rebuilding(now) > 0 {
+		// A copy the table does not know yet may still be republished
+		// (as for ReportLost): whether the object is lost is answered to
+		// a later resubscription, once the rebuild is over. The
+		// subscription itself holds now.
+		m = &messages.Subscribe{ObjectId: m.GetObjectId()}
 	}
 	return s.table.Subscribe(m, actorutil.Key(ctx.Sender()), ctx.Sender())
 }
