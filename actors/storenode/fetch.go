@@ -390,7 +390,9 @@ func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages
 		return
 	}
 	attempt := l.GetAttempt()
-	l = proto.CloneOf(l)
+	// Set in place, not on a clone (a reflective deep copy was 6% of an
+	// inline Get's CPU): the protocol builds each Locate anew and keeps
+	// no reference to it.
 	l.ReplyTo = &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: ctx.Self().GetAddress(), ActorId: ctx.Self().GetId()}
 	req, err := proto.Marshal(l)
 	if err != nil {

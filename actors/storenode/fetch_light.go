@@ -164,7 +164,7 @@ func (n *StoreNode) sendLightLocate(ctx actor.Context, lf *lightFetch, caller tr
 	system, self := ctx.ActorSystem(), ctx.Self()
 	attempt := l.GetAttempt()
 	lf.attempt = attempt
-	l = proto.CloneOf(l)
+	// In place, as fetchSession.sendLocate does.
 	l.ReplyTo = &messages.NodeRef{NodeId: n.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}
 	req, err := proto.Marshal(l)
 	if err != nil {
