@@ -25,8 +25,9 @@ import (
 // bytes (or says the object is gone), and the protocol stores them in
 // the same step. A session would add a spawn, its Started and Stop
 // rounds, two more runs of a mailbox (each on a fresh goroutine whose
-// stack grows) and the store node's fetchEnded and Terminated: about a
-// fifth of an inline Get's CPU. Anything else (an answer that names a
+// stack grows) and the store node's fetchEnded and Terminated
+// (BenchmarkInlineGetRemoteShard, 7 interleaved runs: CPU per Get 39.3
+// -> 35.2 us, p50 25.5 -> 22.3 us without them). Anything else (an answer that names a
 // sender to stream from, an UNAVAILABLE to retry after a backoff, a
 // timeout, or no answer within watchDelay, when a session would watch
 // the shard) is handed to a session that adopts the protocol where it
