@@ -36,6 +36,10 @@ type FetchConfig struct {
 	// is marked complete, like the Store: a Get answered at completion
 	// then finds the measurement already there.
 	Observe func(bytes int64, elapsed time.Duration)
+	// FirstAttempt numbers the Locates from FirstAttempt+1 on. A shell
+	// whose answers can reach it from another fetch of the same object
+	// (they share one reply address) starts each fetch at its own.
+	FirstAttempt uint64
 }
 
 // FetchTimerKind tells which wait a FetchTimer ends.
@@ -186,7 +190,7 @@ func NewFetchProtocol(cfg FetchConfig, obj *Object, deadline time.Time) *FetchPr
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))
 	}
-	return &FetchProtocol{cfg: cfg, obj: obj, id: obj.ID(), deadline: deadline, backoff: firstBackoff}
+	return &FetchProtocol{cfg: cfg, obj: obj, id: obj.ID(), deadline: deadline, backoff: firstBackoff, attempt: cfg.FirstAttempt}
 }
 
 // NewFetchIntoProtocol returns the protocol for a fetch of object id into

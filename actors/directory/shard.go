@@ -194,7 +194,11 @@ func NewShardProps(cfg ShardConfig) *actor.Props {
 // Receive implements actor.Actor.
 func (s *Shard) Receive(ctx actor.Context) {
 	if h := s.cfg.BeforeReceive; h != nil {
-		h(ctx.Self().GetId(), ctx.Message())
+		msg := ctx.Message()
+		if sl, ok := msg.(servedLocate); ok {
+			msg = sl.locate // the hook sees a Locate as it came, on either path
+		}
+		h(ctx.Self().GetId(), msg)
 	}
 	now := time.Now()
 	var out []outbox.Send
@@ -240,7 +244,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
-		out = s.table.Locate(m, locateReplyTo(ctx.Sender(), m), now)
+		out = s.table.Locate(m, ctx.Sender(), now)
+	case servedLocate:
+		s.watch(ctx, m.locate.GetReceiver())
+		out = s.table.Locate(m.locate, m.reply, now)
 	case *messages.CancelLocate:
 		out = s.table.CancelLocate(m)
 	case AbandonLocate:
@@ -448,7 +455,7 @@ func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {
 			ctx.Send(to, o.Msg)
 		case *messages.NodeRef:
 			ctx.Send(to.PID(), o.Msg)
-		case splitReply:
+		case *callReply:
 			to.deliver(ctx, o.Msg)
 		case nil:
 			// The request was a tell: nobody waits for the answer.

@@ -26,6 +26,9 @@ import (
 type StoreNode struct {
 	cfg     *Config
 	fetches map[string]*fetchState // in-flight fetches, by object id
+	// light are the fetches this actor runs itself, by object id (see
+	// lightFetch), and those a session adopted until it ends.
+	light map[string]*lightFetch
 	// reduces are the reduce workers, by reduce id and position. They
 	// are not children: a restart of this actor stops its children, and
 	// a worker stopped that way tells its coordinator nothing (the
@@ -98,8 +101,11 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *actor.DeadLetterResponse:
 		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
+		n.stopLight()
 		n.stopRequests(ctx)
 		n.stopWorkers(ctx)
+	case *actor.Restarting:
+		n.stopLight()
 	case *messages.Get:
 		n.get(ctx, m)
 	case *storenode.GetIntoRequest:
@@ -124,6 +130,12 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.queryObject(ctx, m)
 	case *fetchEnded:
 		n.fetchEnded(m)
+	case *lightLocated:
+		n.lightLocated(ctx, m)
+	case *messages.LocateReply:
+		n.locateReply(ctx, m)
+	case *lightDue:
+		n.lightDue(ctx, m)
 	case *actor.Terminated:
 		n.terminated(ctx, m.GetWho())
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -134,6 +146,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 
 func (n *StoreNode) started(ctx actor.Context) {
 	n.fetches = map[string]*fetchState{}
+	n.light = map[string]*lightFetch{}
 	if n.gets == nil {
 		n.gets = newGetWaiters()
 	}
@@ -208,6 +221,7 @@ func (n *StoreNode) fetchEnded(m *fetchEnded) {
 	if f := n.fetches[m.id]; f != nil && samePID(f.pid, m.pid) {
 		delete(n.fetches, m.id)
 	}
+	n.sessionEnded(m.id, m.pid)
 }
 
 // terminated forgets a watched actor that stopped: a shard or peer that
@@ -217,6 +231,11 @@ func (n *StoreNode) terminated(ctx actor.Context, who *actor.PID) {
 	for id, f := range n.fetches {
 		if samePID(f.pid, who) {
 			delete(n.fetches, id)
+		}
+	}
+	for id, lf := range n.light {
+		if samePID(lf.session, who) {
+			delete(n.light, id)
 		}
 	}
 	for id, workers := range n.reduces {
@@ -411,11 +430,15 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 	}
 	obj, created := n.cfg.Store.Reserve(id)
 	if created {
-		n.startFetch(ctx, obj, deadline)
+		if !n.startLight(ctx, obj, deadline) {
+			n.startFetch(ctx, obj, deadline)
+		}
 	} else if f := n.fetches[id]; f != nil {
 		if extend(f.deadline, deadline) {
 			ctx.Send(f.pid, &extendFetch{deadline: deadline})
 		}
+	} else if lf := n.light[id]; lf != nil && lf.obj == obj && extend(lf.deadline, deadline) {
+		lf.p.Extend(deadline)
 	}
 	w := &waitingGet{m: m, sender: sender, deadline: deadline}
 	if _, done, err := obj.Progress(); done || err != nil {

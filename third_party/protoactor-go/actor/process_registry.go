@@ -22,7 +22,12 @@ type SliceMap struct {
 
 func newSliceMap() *SliceMap {
 	sm := &SliceMap{}
-	sm.LocalPIDs = make([]cmap.ConcurrentMap, 1024)
+	// Hoplite patch: 8 buckets, not 1024. Each bucket is a concurrent map
+	// of 32 locked shards, so upstream's 1024 made 32768 small maps that a
+	// future's or a spawned actor's registration (three per small Get)
+	// met cold in the cache; 256 shards still spread the lock contention
+	// of a few thousand actors.
+	sm.LocalPIDs = make([]cmap.ConcurrentMap, 8)
 
 	for i := 0; i < len(sm.LocalPIDs); i++ {
 		sm.LocalPIDs[i] = cmap.New()
