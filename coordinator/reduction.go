@@ -1192,15 +1192,18 @@ func (r *Reduction) maybeFinish() effects {
 	return effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
 }
 
-// pushes says whether this Reduction of inline sources stores its result
-// on its own member (TargetNode) and sends it with Gets (Get.pushed) to
-// the caller's node, pinned there as the caller's own copy, and, for an
-// AllReduce, to the participants. Stored on the caller's node instead,
-// the result's first copy costs two round trips between the caller's
-// member and the coordinator's (the store, then its registration at the
-// coordinator's shard) where the push costs one.
+// pushes says whether this Reduction, an AllReduce of inline sources,
+// stores its result on its own member (TargetNode) and sends it with Gets
+// (Get.pushed) to the participants and to the caller's node, pinned there
+// as the caller's own copy. The participants then locate nothing, and the
+// result's first copy costs no round trips between the caller's member
+// and the coordinator's (a store, then its registration at the
+// coordinator's shard), which the caller's push overlaps with the
+// participants'. A plain Reduce stores on the caller's node as before:
+// pushing to it instead measured no faster (1 KiB, 8 hosts, 41
+// interleaved repetitions: 0.97x) at more CPU.
 func (r *Reduction) pushes() bool {
-	return r.inline && !r.cfg.NoInlinePush
+	return r.inline && r.req.GetAllReduce() && !r.cfg.NoInlinePush
 }
 
 func (r *Reduction) maybeReduceInline() effects {

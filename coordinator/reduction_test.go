@@ -670,13 +670,13 @@ func le32(vs ...int32) []byte {
 	return b
 }
 
-// TestInline: the path without the push (Config.NoInlinePush): the
-// caller's node stores the result, and its answer completes the Reduce.
+// TestInline: a Reduce of inline sources: the caller's node stores the
+// result, and its answer completes the Reduce.
 func TestInline(t *testing.T) {
 	sources := []string{"w", "x", "y", "z"}
 	req := request(sources, 3)
 	req.Dtype = messages.DType_INT32
-	r := newRed(req, Config{NoInlinePush: true})
+	r := newRed(req, Config{})
 	data := map[string][]byte{
 		"y": le32(1, -2, math.MaxInt32, 100),
 		"w": le32(10, -20, 1, -100),
@@ -717,7 +717,7 @@ func TestInline(t *testing.T) {
 	}
 
 	// A failed store fails the Reduce and frees the target.
-	r = newRed(request([]string{"a", "b"}, 1), Config{NoInlinePush: true})
+	r = newRed(request([]string{"a", "b"}, 1), Config{})
 	if fx := r.Located(locatedInline("b", make([]byte, 8), node(0)), t0); fx.StoreInline() == nil {
 		t.Fatalf("num 1: want StoreInline at the first arrival, got %+v", fx)
 	}
@@ -782,30 +782,46 @@ func TestAllReduce(t *testing.T) {
 	mustFail(t, s.r, s.r.Fetched("n1", messages.Errorf(messages.ErrorCode_TIMEOUT, "slow"), t0), messages.ErrTimeout, []string{"n1", "n2", "n3"})
 }
 
-// TestInlineReducePushesToTheCaller: an inline Reduce stores its result
-// on the coordinator's member, then pushes it, pinned, to the caller's
-// node and records that copy as a creator's at the target's shard before
-// it replies.
-func TestInlineReducePushesToTheCaller(t *testing.T) {
+// TestInlineAllReducePinsTheCallersCopy: an inline AllReduce stores its
+// result on the coordinator's member, then pushes it to the participants
+// and, pinned, to the caller's node (which held no source here), and
+// records the caller's copy as a creator's at the target's shard before
+// it replies. A plain Reduce stores on the caller's node (TestInline).
+func TestInlineAllReducePinsTheCallersCopy(t *testing.T) {
 	caller := node(9)
-	r := NewReductionFor(testReduceID, request([]string{"a", "b"}, 2), caller, Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
+	req := request([]string{"a", "b"}, 2)
+	req.AllReduce = true
+	r := NewReductionFor(testReduceID, req, caller, Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
 	mustEmpty(t, "a", r.Located(locatedInline("a", le32(1, 2), node(0)), t0))
 	fx := r.Located(locatedInline("b", le32(10, 20), node(1)), t0)
 	if _, ok := fx.StoredAt().(TargetNode); !ok || fx.StoreInline() == nil {
 		t.Fatalf("stored at %T, want TargetNode: %+v", fx.StoredAt(), fx)
 	}
 	fx = r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
-	if fx.Reply() != nil || len(fx.Fetch()) != 1 || fx.Fetch()[0].GetNodeId() != "n9" {
-		t.Fatalf("want one push to the caller's node n9 and no reply yet, got %+v", fx)
+	got := nodeIDs(fx.Fetch())
+	slices.Sort(got)
+	if fx.Reply() != nil || !slices.Equal(got, []string{"n0", "n1", "n9"}) {
+		t.Fatalf("want pushes to n0, n1 and the caller's n9 and no reply yet, got %v, %+v", got, fx)
 	}
 	for _, snd := range fx.Sends {
-		if g, ok := snd.Msg.(*messages.Get); ok && (!g.GetPushed() || !g.GetPin() || !bytes.Equal(g.GetPushedData(), le32(11, 22))) {
-			t.Fatalf("push %v: want the result, pinned", g)
+		if g, ok := snd.Msg.(*messages.Get); ok {
+			pin := snd.To.(*messages.NodeRef).GetNodeId() == "n9"
+			if !g.GetPushed() || g.GetPin() != pin || !bytes.Equal(g.GetPushedData(), le32(11, 22)) {
+				t.Fatalf("push %v to %v: want the result, pinned only on the caller's node", g, snd.To)
+			}
 		}
 	}
-	if fx := r.Fetched("n0", nil, t0); len(fx.Sends) != 0 {
+	if fx := r.Fetched("n5", nil, t0); len(fx.Sends) != 0 {
 		t.Fatalf("an answer from a node never asked: %+v", fx)
 	}
+	mustNoReply := func(fx Effects) {
+		t.Helper()
+		if fx.Reply() != nil {
+			t.Fatalf("replied with pushes unanswered: %+v", fx.Reply())
+		}
+	}
+	mustNoReply(r.Fetched("n0", nil, t0))
+	mustNoReply(r.Fetched("n1", nil, t0))
 	fx = r.Fetched("n9", nil, t0)
 	var pub *messages.PublishLocation
 	for _, snd := range fx.Sends {
@@ -823,10 +839,13 @@ func TestInlineReducePushesToTheCaller(t *testing.T) {
 		t.Fatalf("reply %+v over %v", fx.Reply(), r.Over())
 	}
 
-	// A push that the caller's node refuses fails the Reduce.
-	r = NewReductionFor(testReduceID, request([]string{"a"}, 1), caller, Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
+	// A push that the caller's node refuses fails the AllReduce.
+	req = request([]string{"a"}, 1)
+	req.AllReduce = true
+	r = NewReductionFor(testReduceID, req, caller, Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
 	r.Located(locatedInline("a", le32(1, 2), node(0)), t0)
 	r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+	r.Fetched("n0", nil, t0)
 	if fx := r.Fetched("n9", messages.Errorf(messages.ErrorCode_CAPACITY, "full"), t0); fx.Reply() == nil || !errors.Is(messages.ErrOrNil(fx.Reply().GetError()), messages.ErrCapacity) {
 		t.Fatalf("a push the caller's node refused: %+v", fx.Reply())
 	}
