@@ -205,7 +205,10 @@ func New(cfg Config, now time.Time) (*Replica, Effects, error) {
 	// their default answer.
 	r.watch(cfg.Controller)
 	r.flush(&e)
-	if cfg.Restarted && len(cfg.Replicas) > 1 {
+	if cfg.Restarted {
+		// No primary until one syncs this replica; an only replica has
+		// nobody to sync from, and leads nothing any more (its state is
+		// gone: acting on an empty one would fire a fired barrier again).
 		r.primary = -1
 		for rank, p := range cfg.Replicas {
 			if rank != cfg.Rank {

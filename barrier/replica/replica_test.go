@@ -765,3 +765,33 @@ func TestReplicaWithoutStateSaysSo(t *testing.T) {
 		t.Fatalf("a synced backup answered %v", got)
 	}
 }
+
+// A barrier's only replica that restarted (its manager crashed) holds no
+// state and has nobody to sync from: it must not act as the primary, or
+// it would fire a fired barrier again, or answer a closed one open. It
+// refuses every Enter as a replica that lost the state, which with one
+// replica fails the Enter at once (handle.Participant.Refused).
+func TestOnlyReplicaRestartedLeadsNothing(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 1, TakeoverAfterMs: 100}
+	n := newNet(t, 1, o, nil)
+	enter := &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1}
+	n.deliver(n.hosts[0], n.r(0).Enter(ms(1), enter, participant(0)))
+	if fired, _ := n.r(0).Barrier().Fired(); !fired {
+		t.Fatal("the barrier of one did not fire on its Enter")
+	}
+	r := n.restart(ms(2), 0, o)
+	n.out = nil
+	again := &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2}
+	n.deliver(n.hosts[0], r.Enter(ms(3), again, participant(1)))
+	n.deliver(n.hosts[0], r.Tick(ms(1000)))
+	if r.Acting() || r.Barrier().Entered() != 0 {
+		t.Fatalf("the restarted only replica acts %v with %d entered", r.Acting(), r.Barrier().Entered())
+	}
+	got := n.sentTo(participant(1))
+	if len(got) != 1 {
+		t.Fatalf("participant got %v, want one refusal", got)
+	}
+	if m, ok := got[0].(*messages.BarrierRefused); !ok || !m.GetLostState() || !errors.Is(messages.ErrOrNil(m.GetError()), messages.ErrUnavailable) {
+		t.Fatalf("participant got %v, want an UNAVAILABLE refusal with lost_state", got[0])
+	}
+}
