@@ -58,8 +58,9 @@ func freeTestbedNet() (string, int, error) {
 // The testbed smoke run: 3 namespaces, 1 MiB broadcast, reduce and the
 // degree ablation, ours and naive (and each forced degree and the
 // chain-leaf shape: nodes started with -reduce-degree or -reduce-shape),
-// and the peers whose scripts exist; every result
-// verified by the agents in the nodes.
+// and the peers whose scripts exist; then a 1 KiB AllReduce, ours and
+// ours-no-push (-no-inline-push); every result verified by the agents in
+// the nodes.
 func TestTestbedSmoke(t *testing.T) {
 	script, _ := filepath.Abs("testbed")
 	if why := testbedSkip(script); why != "" {
@@ -145,4 +146,34 @@ func TestTestbedSmoke(t *testing.T) {
 			}
 		})
 	}
+	// An inline AllReduce on hoplite node processes, with the result
+	// pushed to the participants (ours) and located by them (no-push,
+	// nodes started with -no-inline-push); the agents verify both.
+	t.Run("allreduce-inline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+		defer cancel()
+		dir := t.TempDir()
+		js := filepath.Join(dir, "r.json")
+		cmd := exec.CommandContext(ctx, bin, "bench", "allreduce", "--testbed", "--testbed-script", script, "--nodes", "3",
+			"--testbed-prefix", prefix, "--testbed-net", strconv.Itoa(net),
+			"--size", "1KiB", "--reps", "2", "--warmup", "0", "--peers", "no-push", "--json", js)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		r, err := ReadJSON(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, res := range r.Results {
+			seen[res.System] = true
+			if (res.System == SysOurs || res.System == SysNoPush) && (!res.ok() || len(res.Times) != 2) {
+				t.Errorf("%s: %s %q times %v\n%s", res.System, res.Status, res.Reason, res.Times, out)
+			}
+		}
+		if !seen[SysOurs] || !seen[SysNoPush] {
+			t.Errorf("systems %v, want %s and %s", seen, SysOurs, SysNoPush)
+		}
+	})
 }
