@@ -12,10 +12,12 @@ import (
 
 // An inline AllReduce's coordinator pushes the result to its
 // participants with their Gets (messages.Get.pushed). Across members the
-// push rides on the data plane as a control request, like a Locate: a
-// coordinator's fan-out of actor requests to seven members cost about
-// three times the same fan-out of data-plane requests on the testbed
-// (bench/results, the actor-rtt and data-rtt floors of a 1 KiB reduce).
+// push rides on the data plane as a control request, like a Locate: bare
+// fan-outs of actor requests to seven members cost two to three times
+// the same fan-outs of data-plane requests on the testbed (the actor-rtt
+// and data-rtt floors of a 1 KiB reduce). Within a whole 1 KiB AllReduce
+// the difference measured smaller: pushes as actor messages took
+// 1.02-1.11x the time in three runs (bench/results, sixth session).
 
 // servePush hands a coordinator's push of an inline AllReduce result
 // (messages.ControlPush) to this member's store node, as the actor
