@@ -16,7 +16,8 @@ import (
 
 // Barriers on `hoplite node` processes, used from a process outside the
 // cluster: the replicated manager loses the primary's member and then a
-// backup's member (SIGKILL) mid-barrier and every label still passes once.
+// backup's member (SIGKILL) mid-barrier and every label still passes once;
+// the barrier then closes with only its live replica acknowledging.
 func TestProcessBarriers(t *testing.T) {
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 5)
@@ -134,6 +135,15 @@ func TestProcessBarriers(t *testing.T) {
 			t.Fatalf("%s passed twice: %+v", p.Label, s.Passed)
 		}
 		seen[p.Label] = true
+	}
+	// Close after the takeovers waits only for the replica on the live
+	// member: the dead members' replicas never acknowledge, and their
+	// members were declared failed (before, Close failed TIMEOUT here).
+	if err := b.Close(ctx); err != nil {
+		t.Fatalf("close with two of three replicas' members dead: %v", err)
+	}
+	if _, err := barrier.Open(ctx, bc, "proc-failover"); !errors.Is(err, messages.ErrDeleted) {
+		t.Fatalf("open after Close returned: %v, want DELETED", err)
 	}
 }
 
