@@ -67,7 +67,20 @@ type Coordinator struct {
 	// pushes end the data-plane pushes still running when the
 	// coordinator stops (each also ends at its own deadline).
 	pushes []context.CancelFunc
+	// blind are the nodes released without a bandwidth (this member had
+	// measured none). The position that measured a link may report after
+	// the root did (its report crosses another connection), so an ended
+	// Reduce that released nodes blind lingers up to lingerFor for that
+	// report, then sends them B in a second ReduceRelease (see linger).
+	blind     []*actor.PID
+	lingering bool
 }
+
+// lingerFor bounds how long an ended Reduce waits for a late measurement.
+const lingerFor = time.Second
+
+// lingerEnd ends a coordinator's wait for a late measurement.
+type lingerEnd struct{}
 
 // pushAnswered is a data-plane push's end (see push).
 type pushAnswered struct {
@@ -108,6 +121,10 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 func (c *Coordinator) Receive(ctx actor.Context) {
 	if h := c.cfg.BeforeReceive; h != nil {
 		h(c.id, ctx.Message())
+	}
+	if c.lingering {
+		c.linger(ctx, ctx.Message())
+		return
 	}
 	c.logReport(ctx.Message())
 	now := time.Now()
@@ -217,9 +234,43 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	if c.r.Over() {
 		// Over for good: no timer may fire into a stopped actor's mailbox.
 		c.stopTimers()
-		if c.begun {
-			ctx.Stop(ctx.Self())
+		if !c.begun {
+			return
 		}
+		if len(c.blind) > 0 {
+			c.lingering = true
+			c.arm(ctx, outbox.Timer{At: time.Now().Add(lingerFor), Msg: lingerEnd{}})
+			return
+		}
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// linger is an ended Reduce's wait for a position's late report of a
+// measured link: with it, the nodes released without a bandwidth get B
+// in a second ReduceRelease (a release of a Reduce whose workers are gone
+// only records B). Anything else is late too, and ignored.
+func (c *Coordinator) linger(ctx actor.Context, msg any) {
+	switch m := msg.(type) {
+	case *messages.ReduceTaskDone:
+		if m.GetMeasuredBytes() <= 0 || m.GetMeasuredNs() <= 0 {
+			return
+		}
+		c.cfg.Estimator.ObserveTransfer(m.GetMeasuredBytes(), time.Duration(m.GetMeasuredNs()))
+		_, b, _, n := c.cfg.Estimator.Estimate()
+		if n == 0 {
+			return
+		}
+		for _, pid := range c.blind {
+			ctx.Send(pid, &messages.ReduceRelease{ReduceId: c.id, KeepTarget: true, Bandwidth: b})
+		}
+		c.stopTimers()
+		ctx.Stop(ctx.Self())
+	case lingerEnd:
+		c.stopTimers()
+		ctx.Stop(ctx.Self())
+	case *actor.Stopping:
+		c.stopTimers()
 	}
 }
 
@@ -254,6 +305,9 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	}
 	if to == nil {
 		return // nobody to tell: a Reduce without a requester, a root actor
+	}
+	if r, ok := s.Msg.(*messages.ReduceRelease); ok && r.GetBandwidth() == 0 {
+		c.blind = append(c.blind, to)
 	}
 	switch m := s.Msg.(type) {
 	case *messages.ReduceTask:
