@@ -1296,13 +1296,37 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	stopped = true
 	// Stop is not a client call, but a Stop that waits out protoactor's
 	// 10 s stop timeout means an actor could not stop: a watchdog says so.
-	var stuck atomic.Bool
-	watchdog := time.AfterFunc(chaosSlow(5*time.Second), func() { stuck.Store(true) })
+	var stacks atomic.Pointer[string] // set once Stop runs too long
+	watchdog := time.AfterFunc(chaosSlow(5*time.Second), func() {
+		s := remoteStacks()
+		stacks.Store(&s)
+	})
 	l.Stop()
-	watchdog.Stop()
-	if stuck.Load() {
-		c.errorf("Stop was still running after %v: an actor could not stop", chaosSlow(5*time.Second))
+	if !watchdog.Stop() {
+		// It fired: wait until it has taken the stacks.
+		for stacks.Load() == nil {
+			time.Sleep(time.Millisecond)
+		}
 	}
+	if s := stacks.Load(); s != nil {
+		c.errorf("Stop was still running after %v: an actor could not stop; Proto.Actor remote goroutines of the process (every seed's) then:\n%s", chaosSlow(5*time.Second), *s)
+	}
+}
+
+// remoteStacks is the process's goroutines that run Proto.Actor's
+// remoting (an endpoint writer, watcher or manager), grouped by stack, at
+// most 16 KiB of them: what a Stop that does not end waits for.
+func remoteStacks() string {
+	var b strings.Builder
+	var all bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&all, 1)
+	for _, g := range strings.Split(all.String(), "\n\n") {
+		if strings.Contains(g, "protoactor-go/remote.") && b.Len() < 16<<10 {
+			b.WriteString(g)
+			b.WriteString("\n\n")
+		}
+	}
+	return b.String()
 }
 
 // chaosGoroutines waits until at most base+slack goroutines run; on
