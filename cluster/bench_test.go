@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // Benchmarks of the embedded cluster. None of them runs without -bench.
@@ -104,6 +106,27 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(rank(0.99).Nanoseconds()), "p99-ns/op")
 }
 
+// timedGets Gets each of ids in turn through c, checks it against data,
+// and returns each Get's latency.
+func timedGets(b *testing.B, ctx context.Context, c *storenode.Client, ids []string, data [][]byte) []time.Duration {
+	b.Helper()
+	lat := make([]time.Duration, 0, len(ids))
+	for i, id := range ids {
+		gctx, cancel := context.WithTimeout(ctx, benchTimeout)
+		t0 := time.Now()
+		got, err := c.Get(gctx, id)
+		lat = append(lat, time.Since(t0))
+		cancel()
+		if err != nil {
+			b.Fatalf("get %s: %v", id, err)
+		}
+		if !bytes.Equal(got, data[i]) {
+			b.Fatalf("get %s: wrong bytes", id)
+		}
+	}
+	return lat
+}
+
 // BenchmarkSmallGetInline measures the sequential latency of a Get of a
 // 1 KiB (inline) object put on another node. first: every Get is of an id
 // never fetched on the reading node (a directory round trip that returns
@@ -113,23 +136,9 @@ func BenchmarkSmallGetInline(b *testing.B) {
 	b.Run("first", func(b *testing.B) {
 		l := benchCluster(b, Config{Nodes: 2})
 		ids, data := benchPutSmall(b, l, "small", b.N)
-		c1 := l.Client(1)
-		lat := make([]time.Duration, 0, b.N)
 		b.SetBytes(benchSmallSize)
 		b.ResetTimer()
-		for i := range b.N {
-			ctx, cancel := context.WithTimeout(b.Context(), benchTimeout)
-			t0 := time.Now()
-			got, err := c1.Get(ctx, ids[i])
-			lat = append(lat, time.Since(t0))
-			cancel()
-			if err != nil {
-				b.Fatalf("get %s: %v", ids[i], err)
-			}
-			if !bytes.Equal(got, data[i]) {
-				b.Fatalf("get %s: wrong bytes", ids[i])
-			}
-		}
+		lat := timedGets(b, b.Context(), l.Client(1), ids, data)
 		b.StopTimer()
 		reportLatency(b, lat)
 	})

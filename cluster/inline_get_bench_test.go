@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -72,7 +70,6 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 		}
 	}
 	c1 := l.Client(1)
-	lat := make([]time.Duration, 0, b.N)
 	b.SetBytes(benchSmallSize)
 	b.ReportAllocs()
 	if *getProfile != "" {
@@ -89,19 +86,7 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 	}
 	cpu0 := processCPU(b)
 	b.ResetTimer()
-	for i := range b.N {
-		gctx, cancel := context.WithTimeout(ctx, benchTimeout)
-		t0 := time.Now()
-		got, err := c1.Get(gctx, ids[i])
-		lat = append(lat, time.Since(t0))
-		cancel()
-		if err != nil {
-			b.Fatalf("get %s: %v", ids[i], err)
-		}
-		if !bytes.Equal(got, data[i]) {
-			b.Fatalf("get %s: wrong bytes", ids[i])
-		}
-	}
+	lat := timedGets(b, ctx, c1, ids, data)
 	b.StopTimer()
 	if *getProfile != "" {
 		writeAllocs(b, *getProfile+".allocs1")
