@@ -942,6 +942,15 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 		int(m.GetGeneration()) != r.gen[p] || r.need[p] || int(m.GetGeneration()) <= r.staleGen {
 		return effects{} // a generation a repair has replaced
 	}
+	if s := int(m.GetSealedGeneration()); s > 0 && p == r.tree.Root() && r.reply == nil && s < r.gen[p] && r.rootSet[s] != nil {
+		// An earlier root finished the target before the repair that
+		// replaced it, and a whole copy of its result survives, which a
+		// Get may have returned already (the directory refused this root;
+		// see directory.LocationTable.Create): that generation reduced
+		// exactly the sources placed when it was sent, and is the result.
+		r.reply = r.success(r.rootSet[s])
+		return r.maybeFinish()
+	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
 	}

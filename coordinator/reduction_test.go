@@ -1051,6 +1051,48 @@ func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
 	}
 }
 
+// Reduce 1 of [a, b] (chaos seed 89): the root reduces a on n1, finishes
+// the target, and a Get copies it; n1 fails before the root's report
+// arrives. The repair places b in a new root, which the directory refuses
+// because the target is sealed with generation 1 (a whole copy survives).
+// The reply must name a, whose bytes the Get holds, not b, and a plain
+// failure of a later root must still fail the Reduce.
+func TestSealedTargetIsTheEarlierGenerationsResult(t *testing.T) {
+	for _, sealed := range []bool{true, false} {
+		r := NewReduction("r", &messages.Reduce{TargetId: testTarget, SourceIds: []string{"a", "b"}, NumObjects: 1,
+			Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
+		fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE}, t0)
+		r.Located(&messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}, t0)
+		if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetSourceId() != "a" {
+			t.Fatalf("tasks %v, want a root reducing a", fx.Tasks())
+		}
+		r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1}, t0)
+		fx = r.NodeFailed("n1", t0)
+		if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetSourceId() != "b" || fx.Tasks()[0].Task.GetGeneration() <= 1 {
+			t.Fatalf("repair tasks %v, want a new generation reducing b", fx.Tasks())
+		}
+		refusal := &messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: fx.Tasks()[0].Task.GetGeneration(),
+			Error: messages.Errorf(messages.ErrorCode_CONFLICT, "object %q: root generation 1 finished it", testTarget)}
+		if sealed {
+			refusal.SealedGeneration = 1
+		}
+		fx = r.Started(refusal, t0)
+		if !sealed {
+			mustFail(t, r, fx, messages.ErrConflict, []string{"n1", "n2"})
+			continue
+		}
+		if fx.Reply() == nil || fx.Reply().GetError() != nil {
+			t.Fatalf("sealed by generation 1: reply %v, want success", fx.Reply())
+		}
+		if got := fx.Reply().GetReducedIds(); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("reduced %v, want [a]: the finished generation's sources", got)
+		}
+		if !fx.ReleaseKeep() || !r.Over() {
+			t.Fatalf("the Reduce must end keeping the target: keep %v over %v", fx.ReleaseKeep(), r.Over())
+		}
+	}
+}
+
 // Waiting is what the actor subscribes to again after a shard forgot its
 // subscriptions: the sources not held, including a lost one that may
 // come back as a backup, and nothing once the result is fixed.

@@ -515,3 +515,53 @@ func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T)
 		t.Fatalf("resubscription of a reserved target: %v, want nothing", got)
 	}
 }
+
+// The root finished the target, a Get fetched a whole copy (and may have
+// returned its bytes), and then the root's node died before the
+// coordinator took the result (chaos seed 89: the repaired Reduce of 1 of
+// 5 sources reduced another source into the same id, and both Gets held
+// bytes that its reply did not name). The target is sealed: a newer root
+// of the same Reduce is refused with the finished generation, and the
+// surviving copy stays. Without a whole copy the new root re-creates it,
+// dropping partial copies with RESET, as before.
+func TestFinishedTargetWithASurvivingCopyIsSealed(t *testing.T) {
+	for _, whole := range []bool{true, false} {
+		tb := NewLocationTable(TableConfig{})
+		if err := tb.Reserve("t", "red#1"); err != nil {
+			t.Fatal(err)
+		}
+		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+		if r := locateReply(t, locate(tb, "t", 2, t0), replyTo("r2")); r.GetSender().GetNodeId() != "n0" {
+			t.Fatalf("whole=%v: a Get streams from %v, want the root n0", whole, r.GetSender())
+		}
+		if whole {
+			complete(tb, "t", 0, 1<<20, true)
+			complete(tb, "t", 2, 1<<20, false)
+		}
+		tb.NodeFailed("n0")
+		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
+		r := repliesTo(out, replyTo("c2"))
+		if len(r) != 1 {
+			t.Fatalf("whole=%v: create of generation 2: %v", whole, out)
+		}
+		reply := r[0].Msg.(*messages.CreateObjectReply)
+		if !whole {
+			if reply.GetError() != nil || reply.GetSealedGeneration() != 0 {
+				t.Fatalf("only a partial copy left: generation 2 got %v (sealed %d), want success", reply.GetError(), reply.GetSealedGeneration())
+			}
+			if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
+				t.Fatalf("the partial copy of generation 1 on n2: drop %v, want RESET", d)
+			}
+			continue
+		}
+		if !errors.Is(reply.GetError(), messages.ErrConflict) || reply.GetSealedGeneration() != 1 {
+			t.Fatalf("a whole copy survives: generation 2 got %v (sealed %d), want CONFLICT sealed by 1", reply.GetError(), reply.GetSealedGeneration())
+		}
+		if d := dropsTo(out, 2); d != nil {
+			t.Fatalf("the refused root dropped the surviving copy: %v", d)
+		}
+		if s := locateReply(t, locate(tb, "t", 3, t0), replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
+			t.Fatalf("a Get after the refusal streams from %s, want the surviving copy on n2", s)
+		}
+	}
+}

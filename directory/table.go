@@ -134,7 +134,8 @@ type entry struct {
 	// may create it meanwhile.
 	reservedBy string
 	// producedBy is the Reduce that created this object: it may create it
-	// again (its root's node failed after the target was complete).
+	// again (its root's node failed after the target was complete), unless
+	// a whole copy survives (see Create: the target is sealed).
 	producedBy string
 	// rootGen is the newest root generation of that Reduce that created
 	// it: an older root's late CreateObject must not undo a newer one.
@@ -189,6 +190,16 @@ func (t *LocationTable) entry(id string) *entry {
 	return e
 }
 
+// hasWholeCopy reports whether a complete copy of e is listed.
+func (e *entry) hasWholeCopy() bool {
+	for _, loc := range e.locs {
+		if loc.state == messages.LocationState_COMPLETE {
+			return true
+		}
+	}
+	return false
+}
+
 // forgetIfIdle drops an entry that holds nothing and nobody waits on, so
 // Gets of ids that never appear leave no trace once they give up.
 func (t *LocationTable) forgetIfIdle(e *entry) {
@@ -203,6 +214,11 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 	reply := func(err *messages.Error, existed bool) []outbox.Send {
 		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed, RequestId: req.GetRequestId()}}}
 	}
+	sealed := func(gen int32) []outbox.Send {
+		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, RequestId: req.GetRequestId(), SealedGeneration: gen,
+			Error: messages.Errorf(messages.ErrorCode_CONFLICT, "object %q: root generation %d of reduce %s finished it and a whole copy survives",
+				id, gen, req.GetReduceId())}}}
+	}
 	if err := t.check(id); err != nil {
 		return reply(err, false)
 	}
@@ -216,6 +232,17 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 	rid := req.GetReduceId()
 	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && e.producedBy == "" {
 		e.producedBy, e.rootGen = rid, l.rootGen
+	}
+	if rid != "" && e.known && e.reservedBy == "" && e.producedBy == rid && req.GetReduceGeneration() > e.rootGen && e.hasWholeCopy() {
+		// An earlier root finished the target (its COMPLETE ended the
+		// reservation) and then its node failed, or a repair replaced it,
+		// before the coordinator took its result. A whole copy survives
+		// on another node: a Get fetched it, and may have returned those
+		// bytes already. A new root would produce other contents under
+		// the same id (another backup source, a lowered n), so the target
+		// is sealed: the coordinator takes the finished generation's
+		// result (ReduceTaskStarted.sealed_generation).
+		return sealed(e.rootGen)
 	}
 	if rid != "" && e.reservedBy == "" && e.producedBy == rid {
 		e.reservedBy = rid
@@ -233,10 +260,11 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 	delete(t.lost, id) // a lost object may be created again
 	var stale []outbox.Send
 	if e.known && req.GetReduceId() != "" {
-		// The Reduce lost its root and re-creates the target elsewhere:
-		// every copy of the old epoch, even a complete one, holds other
-		// contents than the new target will. They are dropped with RESET
-		// (a Get waiting on one asks again and gets the new epoch).
+		// The Reduce lost its root before it finished (or every whole
+		// copy of what it finished is gone) and re-creates the target
+		// elsewhere: every copy of the old epoch holds other contents than
+		// the new target will. They are dropped with RESET (a Get waiting
+		// on one asks again and gets the new epoch).
 		reset := messages.Errorf(messages.ErrorCode_RESET, "the Reduce producing %q re-creates it", id)
 		for nid, loc := range e.locs {
 			t.endTransfer(e, nid, true)

@@ -1485,13 +1485,18 @@ func (x *CreateObject) GetRequestId() uint64 {
 }
 
 type CreateObjectReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Existed       bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
-	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId  string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Error     *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Existed   bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
+	RequestId uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
+	// sealed_generation refuses a Reduce's root the target because an
+	// earlier root generation of the same Reduce finished it and a whole
+	// copy of that result survives (0: not sealed). Readers may already
+	// hold those bytes, so that generation's result is the Reduce's.
+	SealedGeneration int32 `protobuf:"varint,5,opt,name=sealed_generation,json=sealedGeneration,proto3" json:"sealed_generation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateObjectReply) Reset() {
@@ -1548,6 +1553,13 @@ func (x *CreateObjectReply) GetExisted() bool {
 func (x *CreateObjectReply) GetRequestId() uint64 {
 	if x != nil {
 		return x.RequestId
+	}
+	return 0
+}
+
+func (x *CreateObjectReply) GetSealedGeneration() int32 {
+	if x != nil {
+		return x.SealedGeneration
 	}
 	return 0
 }
@@ -3340,13 +3352,18 @@ func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
 
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
-	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	Generation    int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId   string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position   int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Error      *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Generation int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	// sealed_generation: a root whose target the directory refused because
+	// generation sealed_generation of this Reduce already finished it
+	// (CreateObjectReply.sealed_generation; 0: not so). The coordinator
+	// takes that generation's result.
+	SealedGeneration int32 `protobuf:"varint,5,opt,name=sealed_generation,json=sealedGeneration,proto3" json:"sealed_generation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ReduceTaskStarted) Reset() {
@@ -3403,6 +3420,13 @@ func (x *ReduceTaskStarted) GetError() *Error {
 func (x *ReduceTaskStarted) GetGeneration() int32 {
 	if x != nil {
 		return x.Generation
+	}
+	return 0
+}
+
+func (x *ReduceTaskStarted) GetSealedGeneration() int32 {
+	if x != nil {
+		return x.SealedGeneration
 	}
 	return 0
 }
@@ -4029,13 +4053,14 @@ const file_hoplite_proto_rawDesc = "" +
 	"\treduce_id\x18\a \x01(\tR\breduceId\x12+\n" +
 	"\x11reduce_generation\x18\b \x01(\x05R\x10reduceGeneration\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\t \x01(\x04R\trequestId\"\x8f\x01\n" +
+	"request_id\x18\t \x01(\x04R\trequestId\"\xbc\x01\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
 	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestId\"\xef\x01\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\x12+\n" +
+	"\x11sealed_generation\x18\x05 \x01(\x05R\x10sealedGeneration\"\xef\x01\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +
@@ -4182,14 +4207,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\x12\x14\n" +
 	"\x05relay\x18\x12 \x01(\bR\x05relay\"<\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\x92\x01\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xbf\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
 	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
-	"generation\"\xf9\x01\n" +
+	"generation\x12+\n" +
+	"\x11sealed_generation\x18\x05 \x01(\x05R\x10sealedGeneration\"\xf9\x01\n" +
 	"\x0eReduceTaskDone\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +

@@ -44,9 +44,22 @@ type reduceWorker struct {
 
 // runStarted is a run's report that its output exists, or why not.
 type runStarted struct {
-	run uint64
+	run    uint64
+	err    *messages.Error
+	sealed int32 // see targetSealed
+}
+
+// targetSealed is the directory's refusal of a root's target because an
+// earlier root generation finished it and a whole copy survives
+// (CreateObjectReply.sealed_generation): the coordinator takes that
+// generation's result.
+type targetSealed struct {
+	gen int32
 	err *messages.Error
 }
+
+func (e *targetSealed) Error() string { return e.err.Error() }
+func (e *targetSealed) Unwrap() error { return e.err }
 
 // runEnded is a run's last report.
 type runEnded struct {
@@ -92,7 +105,7 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 	case *messages.ReduceInvalidate:
 		w.do(ctx, w.runs.Invalidate(m.GetGeneration()))
 	case runStarted:
-		w.do(ctx, w.runs.RunStarted(m.run, m.err, w.dead()))
+		w.do(ctx, w.runs.RunStarted(m.run, m.err, m.sealed, w.dead()))
 	case runEnded:
 		w.do(ctx, w.runs.RunEnded(m.run, m.end, w.dead()))
 	case *messages.ReduceRelease:
@@ -155,7 +168,14 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 		defer cancel()
 		w.tl.mark(stepRun)
 		report := func(msg any) { system.Root.Send(self, msg) }
-		end := w.run(run, system, order.Task, func(err *messages.Error) { report(runStarted{run: order.ID, err: err}) })
+		end := w.run(run, system, order.Task, func(err error) {
+			var sealed *targetSealed
+			if errors.As(err, &sealed) {
+				report(runStarted{run: order.ID, err: sealed.err, sealed: sealed.gen})
+				return
+			}
+			report(runStarted{run: order.ID, err: messages.AsError(err)})
+		})
 		report(runEnded{run: order.ID, end: end})
 	}()
 }
@@ -181,7 +201,7 @@ const maxRestarts = 64
 // run reduces one generation. It calls started once its output exists
 // (or could not be made) and returns how it ended; storenode.PositionRuns decides
 // what the coordinator hears of both.
-func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(*messages.Error)) storenode.RunEnd {
+func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(error)) storenode.RunEnd {
 	pos, gen := t.GetPosition(), t.GetGeneration()
 	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
 	out := w.out.load()
@@ -201,7 +221,12 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		}
 		if err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
-			started(stopped(ctx, err))
+			var sealed *targetSealed
+			if errors.As(err, &sealed) {
+				started(sealed)
+			} else {
+				started(stopped(ctx, err))
+			}
 			return storenode.RunEnd{}
 		}
 		if old != nil {
@@ -304,13 +329,13 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	}
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
-	refused := false
+	refused, sealed := false, int32(0)
 	if err == nil {
 		if cr, ok := res.(*messages.CreateObjectReply); !ok {
 			err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)
 		} else {
 			err = messages.ErrOrNil(cr.GetError())
-			refused = err != nil
+			refused, sealed = err != nil, cr.GetSealedGeneration()
 		}
 	}
 	if err != nil {
@@ -326,6 +351,9 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 		}
 		w.cfg.Store.Abort(out, why)
 		w.out.undo(out, prev)
+		if refused && sealed > 0 {
+			return nil, &targetSealed{gen: sealed, err: messages.AsError(err)}
+		}
 		return nil, err
 	}
 	return out, nil
