@@ -73,9 +73,9 @@ func TestReduceKeepsAFinishedResultAGetReturned(t *testing.T) {
 	if err != nil || !bytes.Equal(got, a) {
 		t.Fatalf("Get of the finished target on node-3: %v (equal to a: %v)", err, bytes.Equal(got, a))
 	}
-	// The directory records node-3's whole copy before the kill. (A copy
-	// whose report crosses its sender's failure is dropped with the loss:
-	// that window is not closed; see the closing note of the fix.)
+	// The directory records node-3's whole copy before the kill (a copy
+	// whose report crosses the loss is dropped with it, and the target is
+	// sealed as lost: directory's TestFinishedTargetLostWithAReaderIsSealed).
 	for {
 		info, err := l.Client(0).Info(ctx, target, false)
 		if err != nil {
@@ -106,6 +106,11 @@ func TestReduceKeepsAFinishedResultAGetReturned(t *testing.T) {
 	}
 	if ids := res.reply.GetReducedIds(); len(ids) != 1 || ids[0] != "a" {
 		t.Fatalf("the reply names %v, but a Get returned the finished root's result, a (plan %v)", ids, res.reply.GetPlan())
+	}
+	for _, p := range res.reply.GetPlan().GetPositions() {
+		if p.GetParent() < 0 && (p.GetNodeId() != l.Member(1).ID() || p.GetObjectId() != "a") {
+			t.Fatalf("the reply's plan has its root at %s reducing %s, want the finished root: a on %s", p.GetNodeId(), p.GetObjectId(), l.Member(1).ID())
+		}
 	}
 	for _, i := range []int{0, 2, 3} {
 		if got, err := l.Client(i).Get(ctx, target); err != nil || !bytes.Equal(got, a) {

@@ -271,6 +271,10 @@ type Reduction struct {
 	started  map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
 	rootSet  map[int][]string // per root generation: the sources it reduces
 	rootAt   map[int]string   // per root generation: the node it ran on
+	// rootPlan is the plan as each root generation was sent: a reply that
+	// takes an earlier generation's result (see taskStarted) shows the
+	// tree that made it, not the repaired one.
+	rootPlan map[int]*messages.ReducePlan
 	watched  map[string]bool
 	nodes    map[string]*messages.NodeRef
 	// all_reduce: the participants' Gets of the result. Each node is asked
@@ -337,7 +341,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	}
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
-		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
+		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, rootPlan: map[int]*messages.ReducePlan{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
 		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
@@ -883,6 +887,7 @@ func (r *Reduction) maybeSend(p int, fx *effects) {
 	if p == r.tree.Root() {
 		r.rootSet[r.gen[p]] = r.assign.Placed()
 		r.rootAt[r.gen[p]] = r.nodeOf(p).GetNodeId()
+		r.rootPlan[r.gen[p]] = proto.Clone(r.plan).(*messages.ReducePlan)
 	}
 	for _, c := range kids {
 		// Only a leaf's input can be whole already: it is its source.
@@ -944,11 +949,14 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 	}
 	if s := int(m.GetSealedGeneration()); s > 0 && p == r.tree.Root() && r.reply == nil && s < r.gen[p] && r.rootSet[s] != nil {
 		// An earlier root finished the target before the repair that
-		// replaced it, and a whole copy of its result survives, which a
-		// Get may have returned already (the directory refused this root;
-		// see directory.LocationTable.Create): that generation reduced
-		// exactly the sources placed when it was sent, and is the result.
+		// replaced it, and a Get may have returned its bytes: a whole copy
+		// survives, or the loss of the last one dropped copies that Gets
+		// read (the directory refused this root; see
+		// directory.LocationTable.Create). That generation reduced exactly
+		// the sources placed when it was sent, and is the result, even if
+		// it is lost now (Gets then say so).
 		r.reply = r.success(r.rootSet[s])
+		r.reply.Plan = r.rootPlan[s]
 		return r.maybeFinish()
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {

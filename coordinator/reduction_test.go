@@ -1087,6 +1087,9 @@ func TestSealedTargetIsTheEarlierGenerationsResult(t *testing.T) {
 		if got := fx.Reply().GetReducedIds(); !slices.Equal(got, []string{"a"}) {
 			t.Fatalf("reduced %v, want [a]: the finished generation's sources", got)
 		}
+		if pos := fx.Reply().GetPlan().GetPositions(); len(pos) != 1 || pos[0].GetObjectId() != "a" || pos[0].GetNodeId() != "n1" {
+			t.Fatalf("the reply's plan %v, want the finished tree: a on n1", pos)
+		}
 		if !fx.ReleaseKeep() || !r.Over() {
 			t.Fatalf("the Reduce must end keeping the target: keep %v over %v", fx.ReleaseKeep(), r.Over())
 		}

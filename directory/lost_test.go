@@ -526,6 +526,7 @@ func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T)
 // dropping partial copies with RESET, as before.
 func TestFinishedTargetWithASurvivingCopyIsSealed(t *testing.T) {
 	for _, whole := range []bool{true, false} {
+		// whole=false: the root had not finished; n2's copy is partial.
 		tb := NewLocationTable(TableConfig{})
 		if err := tb.Reserve("t", "red#1"); err != nil {
 			t.Fatal(err)
@@ -563,5 +564,36 @@ func TestFinishedTargetWithASurvivingCopyIsSealed(t *testing.T) {
 		if s := locateReply(t, locate(tb, "t", 3, t0), replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
 			t.Fatalf("a Get after the refusal streams from %s, want the surviving copy on n2", s)
 		}
+	}
+}
+
+// The root finished the target while a Get on n2 read it, and died; the
+// shard heard of the death before n2's report that its copy was whole
+// (the two cross: n2's Get may have returned every byte). The loss drops
+// n2's copy, so no whole copy survives, but the result may have been
+// read: the target is sealed as lost, and the Reduce's next root is
+// refused with the finished generation rather than making other bytes.
+func TestFinishedTargetLostWithAReaderIsSealed(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	locate(tb, "t", 2, t0)
+	complete(tb, "t", 0, 1<<20, true)
+	if d := dropsTo(tb.NodeFailed("n0"), 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("the reader's partial copy: drop %v, want LOST", d)
+	}
+	complete(tb, "t", 2, 1<<20, false) // n2's report, crossed with the drop
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
+	r := repliesTo(out, replyTo("c2"))
+	if len(r) != 1 {
+		t.Fatalf("create of generation 2: %v", out)
+	}
+	if reply := r[0].Msg.(*messages.CreateObjectReply); !errors.Is(reply.GetError(), messages.ErrConflict) || reply.GetSealedGeneration() != 1 {
+		t.Fatalf("generation 2 got %v (sealed %d), want CONFLICT sealed by 1", reply.GetError(), reply.GetSealedGeneration())
+	}
+	if rl := locateReply(t, locate(tb, "t", 3, t0), replyTo("r3")); !errors.Is(rl.GetError(), messages.ErrLost) {
+		t.Fatalf("a Get after the refusal: %v, want LOST", rl.GetError())
 	}
 }

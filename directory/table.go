@@ -230,6 +230,15 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 	}
 	e := t.entry(id)
 	rid := req.GetReduceId()
+	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && req.GetReduceGeneration() > l.rootGen && len(l.dropped) > 0 {
+		// The root finished the target (it was lost after its COMPLETE
+		// ended the reservation), and the loss dropped copies that Gets
+		// were reading from it. Such a Get may have read every byte, and
+		// returned them, while its report was on its way: the target is
+		// sealed, lost as it is, and the finished generation is the
+		// Reduce's result. (With no reader, a new root makes it again.)
+		return sealed(l.rootGen)
+	}
 	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && e.producedBy == "" {
 		e.producedBy, e.rootGen = rid, l.rootGen
 	}
