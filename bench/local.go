@@ -23,7 +23,7 @@ type localBackend struct {
 
 func openLocal(o *Options, sys system, log *logrus.Logger) (*localBackend, error) {
 	l, err := cluster.StartLocal(cluster.Config{Nodes: o.Nodes, LinkBandwidth: o.Bandwidth.BytesPerSecond(),
-		Naive: sys.naive, ReduceDegree: sys.degree, ReduceShape: sys.shape, AllReduceShape: sys.arShape, ActorLocates: sys.actorLocates, NoRingGather: sys.noRingGather, NoInlinePush: sys.noInlinePush, ChunkSize: o.ChunkSize, Capacity: o.capacity(),
+		Naive: sys.naive, ReduceDegree: sys.degree, ReduceShape: sys.shape, AllReduceShape: sys.arShape, ActorLocates: sys.actorLocates, NoRingGather: sys.noRingGather, NoInlinePush: sys.noInlinePush, ActorSubscribes: sys.actorSubscribes, ChunkSize: o.ChunkSize, Capacity: o.capacity(),
 		DefaultTimeout: o.OpTimeout, Log: log})
 	if err != nil {
 		return nil, err

@@ -114,8 +114,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "data" && p != "no-push" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs or no-push)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "data" && p != "no-push" && p != "actor-subscribes" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, no-push or actor-subscribes)", p)
 		}
 	}
 	if c.TLS && c.Testbed == nil {

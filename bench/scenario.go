@@ -94,6 +94,12 @@ const SysStarGather = "ours-star-gather"
 // that change measured in the same run.
 const SysNoPush = "ours-no-push"
 
+// SysActorSubscribes is ours with Reduce coordinators subscribing to their
+// sources by actor message (--peers actor-subscribes, hoplite node
+// -actor-subscribes), as before a Subscribe could travel on the data
+// plane: that change measured in the same run.
+const SysActorSubscribes = "ours-actor-subscribes"
+
 // SysGoProcs is ours with every testbed node at Go's default GOMAXPROCS
 // (--peers go-procs): every CPU of the machine, which the testbed's
 // members share, instead of its share of them (Options.NodeProcs).
@@ -118,6 +124,8 @@ type system struct {
 	noRingGather bool
 	// noInlinePush: hoplite node -no-inline-push.
 	noInlinePush bool
+	// actorSubscribes: hoplite node -actor-subscribes.
+	actorSubscribes bool
 	// goProcs: the node runs at Go's default GOMAXPROCS whatever
 	// Options.NodeProcs says.
 	goProcs bool
@@ -253,6 +261,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "no-push") {
 		out = append(out, system{name: SysNoPush, noInlinePush: true})
+	}
+	if slices.Contains(o.Peers, "actor-subscribes") {
+		out = append(out, system{name: SysActorSubscribes, actorSubscribes: true})
 	}
 	if slices.Contains(o.Peers, "go-procs") {
 		out = append(out, system{name: SysGoProcs, goProcs: true})

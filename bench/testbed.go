@@ -359,6 +359,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.noInlinePush {
 		args = append(args, "-no-inline-push")
 	}
+	if s.actorSubscribes {
+		args = append(args, "-actor-subscribes")
+	}
 	if s.actorLocates {
 		args = append(args, "-actor-locates")
 	}

@@ -68,6 +68,9 @@ type Config struct {
 	// NoInlinePush: inline AllReduces' participants locate the result
 	// (see MemberConfig.NoInlinePush).
 	NoInlinePush bool
+	// ActorSubscribes: Reduce coordinators subscribe by actor message
+	// (see MemberConfig.ActorSubscribes).
+	ActorSubscribes bool
 	// Hooks are test and fault-injection points in every node.
 	Hooks storeactor.Hooks
 	// ShardHook runs before each message a directory shard receives (a
@@ -227,7 +230,7 @@ func (l *Local) startMember(i int) error {
 		}
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
-			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, Hooks: cfg.Hooks,
+			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, ActorSubscribes: cfg.ActorSubscribes, Hooks: cfg.Hooks,
 			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator}}
 		m, err = Join(context.Background(), mc)

@@ -157,6 +157,11 @@ type MemberConfig struct {
 	// participants to locate the result (coordinator.Config.NoInlinePush;
 	// benchmarks: both in one run).
 	NoInlinePush bool
+	// ActorSubscribes makes this member's Reduce coordinators subscribe to
+	// their sources by actor message, as before a Subscribe could travel
+	// on the data plane (shard.ServeSubscribe; benchmarks: both in one
+	// run).
+	ActorSubscribes bool
 	// LinkRate is this member's network link in bits per second, as its
 	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
 	// member paces the streams of sliced AllReduces at the link's TCP
@@ -578,7 +583,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		table[j] = shardPID(addr, j)
 	}
 	m.table.Store(&table)
-	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
+	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
@@ -669,6 +674,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	if cfg.NoInlinePush {
 		fields["no_inline_push"] = true
+	}
+	if cfg.ActorSubscribes {
+		fields["actor_subscribes"] = true
 	}
 	if cfg.ActorLocates {
 		fields["actor_locates"] = true
@@ -814,6 +822,9 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	if kind == messages.ControlPush {
 		return m.servePush(ctx, req)
 	}
+	if kind == messages.ControlSubscribe {
+		return m.serveSubscribe(ctx, req)
+	}
 	if kind != messages.ControlLocate {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
 	}
@@ -829,6 +840,35 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 		result = "forwarded" // the answer names a sender: it went as an actor message
 	}
 	m.metrics.locates.WithLabelValues(result).Inc()
+	return b, err
+}
+
+// subscribeAt is the data address of the member hosting shard, to which a
+// coordinator's Subscribe goes as a control request; "" sends it as an
+// actor message (a shard on this member, or one whose data address this
+// member does not know yet).
+func (m *Member) subscribeAt(shard *actor.PID) string {
+	if m.cfg.ActorSubscribes {
+		return ""
+	}
+	return m.locateAt(shard)
+}
+
+// serveSubscribe hands a Reduce coordinator's Subscribe on the data plane
+// to the source's shard here (see shard.ServeSubscribe).
+func (m *Member) serveSubscribe(ctx context.Context, req []byte) ([]byte, error) {
+	if m.table.Load() == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+	}
+	b, err := shard.ServeSubscribe(ctx, m.system.Root, m.shardFor, req)
+	result := "sent"
+	switch {
+	case err != nil:
+		result = messages.AsError(err).GetCode().String()
+	case len(b) > 0:
+		result = "inline" // an empty SubscribeAnswer encodes to nothing
+	}
+	m.metrics.subscribes.WithLabelValues(result).Inc()
 	return b, err
 }
 

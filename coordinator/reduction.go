@@ -659,6 +659,12 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	if n := u.GetNode(); n != nil && r.failed[n.GetNodeId()] {
 		return effects{} // sent before that node failed (see failed)
 	}
+	if r.gone[id] && !u.GetDeleted() {
+		// Deleted ids are never used again: this location is older than
+		// the deletion (an inline source's location answered on the data
+		// plane, which a deletion sent as an actor message overtook).
+		return effects{}
+	}
 	if u.GetNode() != nil && u.GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED && !u.GetDeleted() && u.GetError() == nil {
 		r.seen[id] = true
 	}

@@ -1096,6 +1096,28 @@ func TestSealedTargetIsTheEarlierGenerationsResult(t *testing.T) {
 	}
 }
 
+// A deleted source's location that arrives after its deletion (an inline
+// location answered on the data plane, which the deletion, an actor
+// message, overtook) is older than the deletion: ids are never used
+// again, so it must not make the source arrive.
+func TestLocationAfterDeletionIsIgnored(t *testing.T) {
+	r := newRed(request([]string{"a", "b"}, 1), Config{})
+	r.Begin(t0)
+	if fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Deleted: true}, t0); fx.Reply() != nil {
+		t.Fatalf("deleting one of two sources for n = 1 ended the Reduce: %v", fx.Reply())
+	}
+	if fx := r.Located(locatedInline("a", []byte{1, 0, 0, 0, 0, 0, 0, 0}, node(1)), t0); fx.StoreInline() != nil || fx.Reply() != nil {
+		t.Fatalf("a deleted source's late location was reduced: %+v", fx)
+	}
+	fx := r.Located(locatedInline("b", []byte{2, 0, 0, 0, 0, 0, 0, 0}, node(2)), t0)
+	if fx.StoreInline() == nil {
+		t.Fatalf("b's arrival did not reduce: %+v", fx)
+	}
+	if got := fx.StoreInline().GetData(); got[0] != 2 {
+		t.Fatalf("reduced %v, want b's bytes", got)
+	}
+}
+
 // Waiting is what the actor subscribes to again after a shard forgot its
 // subscriptions: the sources not held, including a lost one that may
 // come back as a backup, and nothing once the result is fixed.

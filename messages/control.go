@@ -15,4 +15,8 @@ const (
 	// inline result (Get.pushed) to a participant's member, which hands it
 	// to its store node; the answer is the store node's GetReply.
 	ControlPush byte = 'G'
+	// ControlSubscribe carries a Reduce coordinator's Subscribe to the
+	// member hosting the source's directory shard; the answer is a
+	// SubscribeAnswer.
+	ControlSubscribe byte = 'S'
 )

@@ -2467,6 +2467,10 @@ type Subscribe struct {
 	// has every store node's republication, answers LOST at once: the copies
 	// went before the shard (re)started, so its lost mark went with it.
 	LocatedBefore bool `protobuf:"varint,2,opt,name=located_before,json=locatedBefore,proto3" json:"located_before,omitempty"`
+	// subscriber: where the updates go, for a Subscribe on the data plane
+	// (messages.ControlSubscribe), which has no sender; an actor message's
+	// sender is its subscriber.
+	Subscriber    *NodeRef `protobuf:"bytes,3,opt,name=subscriber,proto3" json:"subscriber,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2515,6 +2519,62 @@ func (x *Subscribe) GetLocatedBefore() bool {
 	return false
 }
 
+func (x *Subscribe) GetSubscriber() *NodeRef {
+	if x != nil {
+		return x.Subscriber
+	}
+	return nil
+}
+
+// SubscribeAnswer answers a Subscribe on the data plane. updates are the
+// object's current locations when it is inline (each carries its bytes,
+// so it needs no order against later updates); otherwise they went to the
+// subscriber as actor messages, in order with the later ones, and updates
+// is empty.
+type SubscribeAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Updates       []*LocationUpdate      `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeAnswer) Reset() {
+	*x = SubscribeAnswer{}
+	mi := &file_hoplite_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeAnswer) ProtoMessage() {}
+
+func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeAnswer.ProtoReflect.Descriptor instead.
+func (*SubscribeAnswer) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SubscribeAnswer) GetUpdates() []*LocationUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
 type Unsubscribe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
@@ -2524,7 +2584,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2596,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2609,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -2585,7 +2645,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2657,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2670,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -2682,7 +2742,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +2754,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +2767,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -2743,7 +2803,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2815,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2828,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -2814,7 +2874,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +2886,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +2899,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -2891,7 +2951,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2963,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +2976,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -2973,7 +3033,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3045,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3058,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -3034,7 +3094,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3106,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3119,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -3143,7 +3203,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3215,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3228,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3315,7 +3375,7 @@ type ReduceTaskBatch struct {
 
 func (x *ReduceTaskBatch) Reset() {
 	*x = ReduceTaskBatch{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3387,7 @@ func (x *ReduceTaskBatch) String() string {
 func (*ReduceTaskBatch) ProtoMessage() {}
 
 func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3400,7 @@ func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
 func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
@@ -3368,7 +3428,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3440,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3453,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3454,7 +3514,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3526,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3479,7 +3539,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -3545,7 +3605,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3617,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3630,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -3611,7 +3671,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3623,7 +3683,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3636,7 +3696,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -3674,7 +3734,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3746,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3759,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -3740,7 +3800,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +3812,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +3825,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -3794,7 +3854,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +3866,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +3879,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -3848,7 +3908,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3920,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3933,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -3903,7 +3963,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3915,7 +3975,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3928,7 +3988,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4132,10 +4192,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12&\n" +
 	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\x04R\trequestId\"O\n" +
+	"request_id\x18\x03 \x01(\x04R\trequestId\"\x81\x01\n" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12%\n" +
-	"\x0elocated_before\x18\x02 \x01(\bR\rlocatedBefore\"*\n" +
+	"\x0elocated_before\x18\x02 \x01(\bR\rlocatedBefore\x120\n" +
+	"\n" +
+	"subscriber\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\n" +
+	"subscriber\"D\n" +
+	"\x0fSubscribeAnswer\x121\n" +
+	"\aupdates\x18\x01 \x03(\v2\x17.hoplite.LocationUpdateR\aupdates\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\x95\x02\n" +
 	"\x0eLocationUpdate\x12\x1b\n" +
@@ -4300,7 +4365,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4336,25 +4401,26 @@ var file_hoplite_proto_goTypes = []any{
 	(*DeleteObjectReply)(nil), // 31: hoplite.DeleteObjectReply
 	(*DropObject)(nil),        // 32: hoplite.DropObject
 	(*Subscribe)(nil),         // 33: hoplite.Subscribe
-	(*Unsubscribe)(nil),       // 34: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),    // 35: hoplite.LocationUpdate
-	(*QueryObject)(nil),       // 36: hoplite.QueryObject
-	(*Location)(nil),          // 37: hoplite.Location
-	(*Transfer)(nil),          // 38: hoplite.Transfer
-	(*ObjectInfo)(nil),        // 39: hoplite.ObjectInfo
-	(*StartReduce)(nil),       // 40: hoplite.StartReduce
-	(*ReduceInput)(nil),       // 41: hoplite.ReduceInput
-	(*ReduceTask)(nil),        // 42: hoplite.ReduceTask
-	(*ReduceTaskBatch)(nil),   // 43: hoplite.ReduceTaskBatch
-	(*ReduceTaskStarted)(nil), // 44: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 45: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 46: hoplite.ReduceInvalidate
-	(*ReduceRelease)(nil),     // 47: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 48: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 49: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 50: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 51: hoplite.Republish
-	(*RepublishDone)(nil),     // 52: hoplite.RepublishDone
+	(*SubscribeAnswer)(nil),   // 34: hoplite.SubscribeAnswer
+	(*Unsubscribe)(nil),       // 35: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),    // 36: hoplite.LocationUpdate
+	(*QueryObject)(nil),       // 37: hoplite.QueryObject
+	(*Location)(nil),          // 38: hoplite.Location
+	(*Transfer)(nil),          // 39: hoplite.Transfer
+	(*ObjectInfo)(nil),        // 40: hoplite.ObjectInfo
+	(*StartReduce)(nil),       // 41: hoplite.StartReduce
+	(*ReduceInput)(nil),       // 42: hoplite.ReduceInput
+	(*ReduceTask)(nil),        // 43: hoplite.ReduceTask
+	(*ReduceTaskBatch)(nil),   // 44: hoplite.ReduceTaskBatch
+	(*ReduceTaskStarted)(nil), // 45: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 46: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 47: hoplite.ReduceInvalidate
+	(*ReduceRelease)(nil),     // 48: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 49: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 50: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 51: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 52: hoplite.Republish
+	(*RepublishDone)(nil),     // 53: hoplite.RepublishDone
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -4390,30 +4456,32 @@ var file_hoplite_proto_depIdxs = []int32{
 	4,  // 30: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
 	5,  // 31: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
 	4,  // 32: hoplite.DropObject.reason:type_name -> hoplite.Error
-	5,  // 33: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 34: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	4,  // 35: hoplite.LocationUpdate.error:type_name -> hoplite.Error
-	5,  // 36: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 37: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 38: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	37, // 39: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	38, // 40: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 41: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 42: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 43: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 44: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 45: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	41, // 46: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	42, // 47: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
-	4,  // 48: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 49: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 50: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	5,  // 51: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	5,  // 33: hoplite.Subscribe.subscriber:type_name -> hoplite.NodeRef
+	36, // 34: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
+	5,  // 35: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 36: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	4,  // 37: hoplite.LocationUpdate.error:type_name -> hoplite.Error
+	5,  // 38: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 39: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 40: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	38, // 41: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	39, // 42: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 43: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 44: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 45: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 46: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 47: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	42, // 48: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	43, // 49: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	4,  // 50: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 51: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 52: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	5,  // 53: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -4427,7 +4495,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -29,8 +30,13 @@ type ActorConfig struct {
 	// result to node goes as a control request (messages.ControlPush),
 	// "" for an actor message; CallData sends it. Either nil: every push
 	// is an actor message.
-	PushAt   func(node *messages.NodeRef) string
-	CallData func(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error)
+	PushAt func(node *messages.NodeRef) string
+	// SubscribeAt is the data address to which a Subscribe to shard goes
+	// as a control request (messages.ControlSubscribe; see subscribe), ""
+	// for an actor message; CallData sends it. Either nil: every
+	// Subscribe is an actor message.
+	SubscribeAt func(shard *actor.PID) string
+	CallData    func(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error)
 	// ShardFor returns the directory shard of an object id (to subscribe
 	// to the sources' locations).
 	ShardFor func(id string) *actor.PID
@@ -67,6 +73,11 @@ type Coordinator struct {
 	// pushes end the data-plane pushes still running when the
 	// coordinator stops (each also ends at its own deadline).
 	pushes []context.CancelFunc
+	// subscribing ends the data-plane Subscribes still running when the
+	// coordinator stops, by source; over tells them that the Reduce
+	// ended (see subscribe).
+	subscribing map[string]context.CancelFunc
+	over        *atomic.Bool
 	// blind are the nodes released without a bandwidth (this member had
 	// measured none). The position that measured a link may report after
 	// the root did (its report crosses another connection), so an ended
@@ -113,7 +124,7 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
 		r := coordinator.NewReductionFor(reduceID, req, start.GetCaller(), cfg.Reduce, time.Now(), timeout, L, B)
 		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r,
-			watched: map[string]string{}, timers: map[any]*time.Timer{}}
+			watched: map[string]string{}, timers: map[any]*time.Timer{}, subscribing: map[string]context.CancelFunc{}, over: new(atomic.Bool)}
 	})
 }
 
@@ -151,6 +162,8 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.drain(ctx, c.r.Stored(m, now))
 	case *pushAnswered:
 		c.pushAnswered(ctx, m, now)
+	case *subscribeAnswered:
+		c.subscribeAnswered(ctx, m, now)
 	case *actor.Terminated:
 		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
 	case coordinator.DeadlineTimer:
@@ -160,7 +173,11 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case coordinator.ResubscribeTimer:
 		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
+		c.over.Store(true)
 		for _, cancel := range c.pushes {
+			cancel()
+		}
+		for _, cancel := range c.subscribing {
 			cancel()
 		}
 		c.drain(ctx, c.r.Abort(c.stopped(), now))
@@ -192,6 +209,10 @@ func (c *Coordinator) stopped() *messages.Error {
 // drain carries out one step's Effects: watches, sends (resolving To),
 // timers and events; and stops the coordinator once the Reduce answered.
 func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
+	if c.r.Over() {
+		// Before the step's Unsubscribes go: see subscribe.
+		c.over.Store(true)
+	}
 	for _, n := range fx.Watch {
 		pid := n.PID()
 		c.watched[actorutil.Key(pid)] = n.GetNodeId()
@@ -326,7 +347,11 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		if !c.push(ctx, to, s.To.(*messages.NodeRef), m) {
 			c.fetch(ctx, to, s.To.(*messages.NodeRef).GetNodeId(), m)
 		}
-	case *messages.StoreReduced, *messages.Subscribe, *messages.Unsubscribe:
+	case *messages.Subscribe:
+		if !c.subscribe(ctx, to, m) {
+			ctx.Request(to, m)
+		}
+	case *messages.StoreReduced, *messages.Unsubscribe:
 		ctx.Request(to, m)
 	default: // ReduceRelease, ReleaseTarget, ReduceReply
 		ctx.Send(to, m)

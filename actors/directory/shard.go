@@ -195,8 +195,11 @@ func NewShardProps(cfg ShardConfig) *actor.Props {
 func (s *Shard) Receive(ctx actor.Context) {
 	if h := s.cfg.BeforeReceive; h != nil {
 		msg := ctx.Message()
-		if sl, ok := msg.(servedLocate); ok {
-			msg = sl.locate // the hook sees a Locate as it came, on either path
+		switch m := msg.(type) {
+		case servedLocate:
+			msg = m.locate // the hook sees a Locate as it came, on either path
+		case servedSubscribe:
+			msg = m.sub // and a Subscribe
 		}
 		h(ctx.Self().GetId(), msg)
 	}
@@ -261,7 +264,15 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.Tombstones:
 		out = s.table.ApplyTombstones(m)
 	case *messages.Subscribe:
-		out = s.subscribe(ctx, m, now)
+		if ctx.Sender() == nil {
+			s.dropped(ctx, "subscribe without a sender")
+			return
+		}
+		out = s.subscribe(ctx.Sender(), m, now)
+	case servedSubscribe:
+		var a *messages.SubscribeAnswer
+		a, out = answerInline(s.subscribe(m.subscriber, m.sub, now))
+		m.done <- a
 	case *messages.Unsubscribe:
 		out = s.unsubscribe(ctx, m)
 	case *messages.QueryObject:
@@ -292,13 +303,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 	s.arm(ctx)
 }
 
-// subscribe pushes the object's locations to the sender, the subscriber
-// (a Reduce coordinator), from now on.
-func (s *Shard) subscribe(ctx actor.Context, m *messages.Subscribe, now time.Time) []outbox.Send {
-	if ctx.Sender() == nil {
-		s.dropped(ctx, "subscribe without a sender")
-		return nil
-	}
+// subscribe pushes the object's locations to the subscriber (a Reduce
+// coordinator) from now on.
+func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe, now time.Time) []outbox.Send {
 	if m.GetLocatedBefore() && s.rebuilding(now) > 0 {
 		// A copy the table does not know yet may still be republished
 		// (as for ReportLost): whether the object is lost is answered to
@@ -306,7 +313,7 @@ func (s *Shard) subscribe(ctx actor.Context, m *messages.Subscribe, now time.Tim
 		// subscription itself holds now.
 		m = &messages.Subscribe{ObjectId: m.GetObjectId()}
 	}
-	return s.table.Subscribe(m, actorutil.Key(ctx.Sender()), ctx.Sender())
+	return s.table.Subscribe(m, actorutil.Key(subscriber), subscriber)
 }
 
 func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) []outbox.Send {

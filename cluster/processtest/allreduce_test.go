@@ -132,6 +132,32 @@ func TestProcessAllReduce(t *testing.T) {
 	if pushed < float64(len(nodes)-1) {
 		t.Errorf("%v pushes on the data plane answered ok, want at least %d", pushed, len(nodes)-1)
 	}
+	// A Reduce of sixteen inline sources, which hash to every member's
+	// shards: its coordinator subscribes to those on other members on the
+	// data plane, and their bytes come back in the answers.
+	var many []string
+	wantMany := make([]byte, 4*small)
+	for i := range 16 {
+		id := fmt.Sprintf("r-small-src-%d", i)
+		b := randomBytes(uint64(500+i), 4*small)
+		putRetry(t, c.of(nodes[i%len(nodes)]), id, b)
+		many = append(many, id)
+		for k := 0; k < small; k++ {
+			binary.LittleEndian.PutUint32(wantMany[4*k:], binary.LittleEndian.Uint32(wantMany[4*k:])+binary.LittleEndian.Uint32(b[4*k:]))
+		}
+	}
+	if _, err := c.of(nodes[3]).Reduce(ctx, "r-small", many, len(many), messages.ReduceOp_SUM, messages.DType_INT32); err != nil {
+		t.Fatalf("inline Reduce of %d sources: %v", len(many), err)
+	}
+	getExact(t, c.of(nodes[0]), "r-small", wantMany)
+	subscribed := 0.0
+	for _, n := range nodes {
+		_, body := scrape(t, n, "/metrics")
+		subscribed += sample(body, "hoplite_data_plane_subscribes_total", `result="inline"`)
+	}
+	if subscribed < 1 {
+		t.Errorf("%v Subscribes answered inline on the data plane, want at least 1", subscribed)
+	}
 	if err := c.of(nodes[2]).Delete(ctx, "ar-small"); err != nil {
 		t.Fatalf("delete the inline AllReduce's result: %v", err)
 	}

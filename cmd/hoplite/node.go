@@ -45,17 +45,17 @@ flags:
 
 // nodeFlags are the flags of `hoplite node` (and of the bench peer).
 type nodeFlags struct {
-	bind, seeds, dataBind, provider, providerAddr, clusterName string
-	managePort, shards, reduceDegree                           int
-	capacity, chunk, linkRate                                  string
-	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
-	reduceChunkDelay                                           time.Duration
-	healthMisses                                               int
-	logFormat, logLevel, reduceShape, allReduceShape           string
-	tlsCert, tlsKey, tlsCA                                     string
-	protocolVersion                                            uint
-	naive, benchAgent, pprof, actorLocates                     bool
-	unbatchedTasks, noRingGather, noInlinePush                 bool
+	bind, seeds, dataBind, provider, providerAddr, clusterName  string
+	managePort, shards, reduceDegree                            int
+	capacity, chunk, linkRate                                   string
+	refresh, joinTimeout, chunkDelay, healthTimeout             time.Duration
+	reduceChunkDelay                                            time.Duration
+	healthMisses                                                int
+	logFormat, logLevel, reduceShape, allReduceShape            string
+	tlsCert, tlsKey, tlsCA                                      string
+	protocolVersion                                             uint
+	naive, benchAgent, pprof, actorLocates                      bool
+	unbatchedTasks, noRingGather, noInlinePush, actorSubscribes bool
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -85,6 +85,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.actorLocates, "actor-locates", false, "benchmarks: send every Locate as an actor message instead of on the data plane")
 	fs.BoolVar(&f.unbatchedTasks, "unbatched-reduce-tasks", false, "benchmarks: send each reduce task as a message of its own, not one batch per node and step")
 	fs.BoolVar(&f.noRingGather, "no-ring-gather", false, "benchmarks: a sliced AllReduce's gathers fetch every slice from its root, not around the ring of participants")
+	fs.BoolVar(&f.actorSubscribes, "actor-subscribes", false, "benchmarks: Reduce coordinators subscribe to their sources by actor message instead of on the data plane")
 	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
@@ -144,7 +145,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
-		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.
