@@ -85,6 +85,10 @@ type Coordinator struct {
 	// report, then sends them B in a second ReduceRelease (see linger).
 	blind     []*actor.PID
 	lingering bool
+	// locatedAt and storedAt are when the last source location and the
+	// inline result's store answer came: the reply's log splits the
+	// Reduce's time with them (waiting for sources, storing, the rest).
+	locatedAt, storedAt time.Time
 }
 
 // lingerFor bounds how long an ended Reduce waits for a late measurement.
@@ -145,6 +149,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.begun = true
 		c.drain(ctx, c.r.Begin(now))
 	case *messages.LocationUpdate:
+		c.locatedAt = now
 		c.drain(ctx, c.r.Located(m, now))
 	case *messages.ReduceTaskStarted:
 		c.drain(ctx, c.r.Started(m, now))
@@ -159,6 +164,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		}
 		c.drain(ctx, c.r.Done(m, now))
 	case *messages.StoreReducedReply:
+		c.storedAt = now
 		c.drain(ctx, c.r.Stored(m, now))
 	case *pushAnswered:
 		c.pushAnswered(ctx, m, now)
@@ -493,5 +499,12 @@ func (c *Coordinator) logReply(reply *messages.ReduceReply) {
 		entry.WithField("error", err).Log(level, "reduce failed")
 		return
 	}
-	entry.WithFields(logrus.Fields{"degree": reply.GetPlan().GetDegree(), "shape": reply.GetPlan().GetShape()}).Info("reduce done")
+	entry = entry.WithFields(logrus.Fields{"degree": reply.GetPlan().GetDegree(), "shape": reply.GetPlan().GetShape()})
+	if !c.locatedAt.IsZero() {
+		entry = entry.WithField("last_location_after", c.locatedAt.Sub(c.r.Begun()).Round(time.Microsecond))
+	}
+	if !c.storedAt.IsZero() {
+		entry = entry.WithField("stored_after", c.storedAt.Sub(c.r.Begun()).Round(time.Microsecond))
+	}
+	entry.Info("reduce done")
 }

@@ -91,6 +91,9 @@ func (c *Coordinator) subscribeAnswered(ctx actor.Context, m *subscribeAnswered,
 		ctx.Request(m.to, m.sub)
 		return
 	}
+	if len(a.GetUpdates()) > 0 {
+		c.locatedAt = now
+	}
 	for _, u := range a.GetUpdates() {
 		if h := c.cfg.BeforeReceive; h != nil {
 			h(c.id, u) // the hook sees a location as it came, on either path
