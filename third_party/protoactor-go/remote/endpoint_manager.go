@@ -313,6 +313,16 @@ func (em *endpointManager) removeEndpoint(msg *EndpointTerminatedEvent) {
 
 type endpointSupervisor struct {
 	remote *Remote
+	// Hoplite patch: set once the supervisor is stopping; it then spawns
+	// no endpoint. Such an endpoint's writer and watcher were never
+	// stopped: the supervisor sends Stop only to the children it has when
+	// it starts stopping, and the manager, which has already stopped
+	// listening for endpoint events by then, does not stop them either.
+	// The supervisor then waited for them without end, and Shutdown gave up
+	// after 10 s. A request still reaches a stopping supervisor: its sender
+	// saw the manager running a moment before, or the request was queued
+	// behind the Stop, which as a system message is handled first.
+	stopping bool
 }
 
 func newEndpointSupervisor(remote *Remote) actor.Actor {
@@ -322,7 +332,17 @@ func newEndpointSupervisor(remote *Remote) actor.Actor {
 }
 
 func (state *endpointSupervisor) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Stopping); ok {
+		state.stopping = true
+	}
 	if address, ok := ctx.Message().(string); ok {
+		if state.stopping {
+			// Hoplite patch: no endpoint, so the requester's Get returns
+			// nil and the message is dead-lettered (see connect).
+			ctx.Logger().Debug("EndpointSupervisor stopping, no endpoint spawned", slog.String("address", address))
+			ctx.Respond(nil)
+			return
+		}
 		ctx.Logger().Debug("EndpointSupervisor spawning EndpointWriter and EndpointWatcher", slog.String("address", address))
 		e := &endpoint{
 			writer:  state.spawnEndpointWriter(state.remote, address, ctx),
