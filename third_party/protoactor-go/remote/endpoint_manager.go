@@ -27,11 +27,20 @@ func NewEndpointLazy(em *endpointManager, address string) *endpointLazy {
 	}
 }
 
+// connectTimeout bounds the wait for the endpoint supervisor's answer
+// (Hoplite patch; see connect).
+const connectTimeout = 10 * time.Second
+
 func (el *endpointLazy) connect() {
 	el.manager.remote.actorSystem.Logger().Debug("connecting to remote address", slog.String("address", el.address))
 	em := el.manager
 	system := em.remote.actorSystem
-	rst, err := system.Root.RequestFuture(em.endpointSupervisor, el.address, -1).Result()
+	// Hoplite patch: a bounded wait. A request still in the supervisor's
+	// mailbox when it stops is dropped unanswered, and without a timeout
+	// this sender, and every later one to the address (they wait on the
+	// same once), would block for good. Spawning an endpoint takes
+	// microseconds; a supervisor this late is stopping or wedged.
+	rst, err := system.Root.RequestFuture(em.endpointSupervisor, el.address, connectTimeout).Result()
 	// Hoplite patch: the supervisor may be gone (the system is shutting
 	// down, or a node was killed under a test) and the future then
 	// answers nil, which the unchecked assertion turned into a panic; and
