@@ -38,13 +38,43 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 			// it as for any source not Put yet, to its deadline; see
 			// TestAllReduceOfASourceLostBeforeItBegan), a re-planned
 			// one's at its first.
+			//
+			// A held run's reduce chunks wait until the next run started,
+			// so that it cannot finish its target before its victim's
+			// failure reaches the coordinator: the participants' Gets
+			// would copy it, and a finished target that a Get copied is
+			// the result (the directory seals it; see
+			// TestReduceKeepsAFinishedResultAGetReturned), with the
+			// victim's source in it.
 			held := make(chan int, len(victims))
 			resume := make(chan struct{})
 			var mu sync.Mutex
 			runs := map[int32]bool{}
 			located := map[string]bool{}
 			firstGen := int32(1)
+			var stall chan struct{} // closed when the stalled run's successor starts
+			stalledGen := int32(0)
+			unstall := func() { // under mu
+				if stalledGen != 0 {
+					close(stall)
+					stalledGen = 0
+				}
+			}
 			cfg := Config{Nodes: nodes, AllReduceShape: shape, ChunkSize: 16 << 10, Log: faultLog()}
+			cfg.Hooks.BeforeReduceChunk = func(string, string, int64) {
+				mu.Lock()
+				ch := stall
+				if stalledGen == 0 {
+					ch = nil
+				}
+				mu.Unlock()
+				if ch != nil {
+					select {
+					case <-ch:
+					case <-time.After(30 * time.Second):
+					}
+				}
+			}
 			cfg.CoordinatorHook = func(_ string, msg any) {
 				if u, ok := msg.(*messages.LocationUpdate); ok && u.GetNode().GetNodeId() != "" && strings.HasPrefix(u.GetObjectId(), shape+"-") {
 					mu.Lock()
@@ -58,10 +88,14 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 				}
 				mu.Lock()
 				g := m.GetGeneration()
+				if stalledGen != 0 && g > stalledGen {
+					unstall() // the next run started: the stalled one was abandoned
+				}
 				hold := len(runs) < len(victims) && !runs[g] &&
 					(len(runs) == 0 && g == firstGen && len(located) >= nodes || len(runs) > 0 && g > maxKey(runs))
 				if hold {
 					runs[g] = true
+					stall, stalledGen = make(chan struct{}), g
 				}
 				mu.Unlock()
 				if hold {
@@ -105,6 +139,9 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 			}
 			close(resume)
 			res := <-done
+			mu.Lock()
+			unstall()
+			mu.Unlock()
 			if res.err != nil {
 				t.Fatalf("AllReduce with node-%d and node-%d killed: %v", victims[0], victims[1], res.err)
 			}

@@ -498,6 +498,16 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, n := range fx.Release {
 		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep})
 	}
+	if fx.ReleaseKeep && r.tree != nil {
+		for _, n := range r.bystanders(fx.Release) {
+			// No worker there: the release only carries the bandwidth the
+			// shell adds (see ReduceRelease.bandwidth) to a member that
+			// took part with a source only (a leaf's is read where it
+			// lies), which would otherwise learn B from no Reduce whose
+			// leaf it keeps being.
+			e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: true})
+		}
+	}
 	if fx.ReleaseTarget {
 		e.Send(TargetShard{}, &messages.ReleaseTarget{TargetId: r.req.GetTargetId(), ReduceId: r.id})
 	}
@@ -1378,6 +1388,25 @@ func (r *Reduction) fail(err *messages.Error) effects {
 		fx.Drop = r.slicedCopies()
 	}
 	return fx
+}
+
+// bystanders are the live nodes of the arrived sources that ran no task
+// (not in released), in node id order.
+func (r *Reduction) bystanders(released []*messages.NodeRef) []*messages.NodeRef {
+	seen := map[string]bool{}
+	for _, n := range released {
+		seen[n.GetNodeId()] = true
+	}
+	var out []*messages.NodeRef
+	for _, s := range r.sources {
+		id := s.node.GetNodeId()
+		if !seen[id] && !r.failed[id] {
+			seen[id] = true
+			out = append(out, s.node)
+		}
+	}
+	slices.SortFunc(out, func(a, b *messages.NodeRef) int { return strings.Compare(a.GetNodeId(), b.GetNodeId()) })
+	return out
 }
 
 func (r *Reduction) releaseNodes() []*messages.NodeRef {

@@ -231,8 +231,10 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	if !slices.Equal(fx.Reply().GetReducedIds(), arrival) || len(fx.Reply().GetUnreducedIds()) != 0 {
 		t.Fatalf("reduced %v unreduced %v", fx.Reply().GetReducedIds(), fx.Reply().GetUnreducedIds())
 	}
-	if got := nodeIDs(fx.Release()); !slices.Equal(got, []string{"n1", "n3", "n5"}) || !fx.ReleaseKeep() || fx.ReleaseTarget() {
-		t.Fatalf("release %v keep %v target %v; want the task nodes n1 n3 n5, keeping the target", got, fx.ReleaseKeep(), fx.ReleaseTarget())
+	// The task nodes, then the leaves' nodes, which ran no task: they are
+	// told only the bandwidth the shell adds.
+	if got := nodeIDs(fx.Release()); !slices.Equal(got, []string{"n1", "n3", "n5", "n0", "n2", "n4"}) || !fx.ReleaseKeep() || fx.ReleaseTarget() {
+		t.Fatalf("release %v keep %v target %v; want the task nodes n1 n3 n5 and the leaves' n0 n2 n4, keeping the target", got, fx.ReleaseKeep(), fx.ReleaseTarget())
 	}
 	pl := fx.Reply().GetPlan()
 	if pl.GetShape() != ShapeDAry || pl.GetDegree() != 2 || pl.GetObjectSize() != bigSize || len(pl.GetPositions()) != 6 {
@@ -471,17 +473,35 @@ func TestTaskSchedulingInvariants(t *testing.T) {
 					t.Fatalf("plan position %d: %v", p, pos)
 				}
 			}
-			want := map[string]bool{}
+			// Every node that got a task is released, keeping the target;
+			// so is every other node that holds an arrived source (it
+			// only learns the bandwidth), each once.
+			want, holders := map[string]bool{}, map[string]bool{}
 			for _, nid := range s.taskNode {
 				want[nid] = true
 			}
-			got := nodeIDs(s.last.Release())
-			if len(got) != len(want) || !s.last.ReleaseKeep() || s.last.ReleaseTarget() {
-				t.Fatalf("release %v keep %v, want the task nodes %v keeping the target", got, s.last.ReleaseKeep(), want)
+			for _, n := range s.nodeOf { // every located source's
+				holders[n.GetNodeId()] = true
 			}
+			got := nodeIDs(s.last.Release())
+			if !s.last.ReleaseKeep() || s.last.ReleaseTarget() {
+				t.Fatalf("release %v keep %v, want the target kept", got, s.last.ReleaseKeep())
+			}
+			seen := map[string]bool{}
 			for _, g := range got {
-				if !want[g] {
-					t.Fatalf("released %s, which got no task", g)
+				if seen[g] || !want[g] && !holders[g] {
+					t.Fatalf("released %v: %s twice, or it got no task and holds no source", got, g)
+				}
+				seen[g] = true
+			}
+			for nid := range want {
+				if !seen[nid] {
+					t.Fatalf("released %v: not %s, which got a task", got, nid)
+				}
+			}
+			for nid := range holders {
+				if !seen[nid] {
+					t.Fatalf("released %v: not %s, which holds an arrived source", got, nid)
 				}
 			}
 		})

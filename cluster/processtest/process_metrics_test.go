@@ -146,10 +146,11 @@ func TestProcessLocatesOnTheDataPlane(t *testing.T) {
 // have measured no bandwidth, Reduces (chains: the leaf's parent reads a
 // whole source, which measures the link) leave every member with a B:
 // the measuring member its own, the coordinator's member from the
-// position's report, the others from the coordinator's release. The
-// spreading is best effort (a report that reaches the coordinator after
-// the root's finds it gone), so the test allows three Reduces: fewer than
-// the four it would take every member to measure the link alone.
+// position's report, the others from the coordinator's release, which
+// also goes to a leaf's member, which runs no task (without it, a member
+// whose source kept being a leaf never learned B: this test failed so
+// in a CI run). The test allows three Reduces: fewer than the four it
+// would take every member to measure the link alone.
 func TestProcessReduceSpreadsBandwidth(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
