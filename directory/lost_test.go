@@ -597,3 +597,29 @@ func TestFinishedTargetLostWithAReaderIsSealed(t *testing.T) {
 		t.Fatalf("a Get after the refusal: %v, want LOST", rl.GetError())
 	}
 }
+
+// A root that finished the target, whose copy is the only one, does not
+// seal it: no Get copied it. A re-planned AllReduce drops that copy itself
+// (its drop may reach the shard after the new root's CreateObject), and a
+// seal would leave the Reduce answering with a result whose last copy it
+// was dropping. The new root creates the target, and the old copy goes
+// with RESET.
+func TestRootsOwnCopyDoesNotSealTheTarget(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	complete(tb, "t", 0, 1<<20, true)
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
+	r := repliesTo(out, replyTo("c2"))
+	if len(r) != 1 {
+		t.Fatalf("create of generation 2: %v", out)
+	}
+	if reply := r[0].Msg.(*messages.CreateObjectReply); reply.GetError() != nil || reply.GetSealedGeneration() != 0 {
+		t.Fatalf("generation 2 got %v (sealed %d), want success", reply.GetError(), reply.GetSealedGeneration())
+	}
+	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
+		t.Fatalf("the first root's copy: drop %v, want RESET", d)
+	}
+}

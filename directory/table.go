@@ -190,10 +190,11 @@ func (t *LocationTable) entry(id string) *entry {
 	return e
 }
 
-// hasWholeCopy reports whether a complete copy of e is listed.
-func (e *entry) hasWholeCopy() bool {
+// hasFetchedCopy reports whether a complete copy of e that is not its
+// creator's is listed.
+func (e *entry) hasFetchedCopy() bool {
 	for _, loc := range e.locs {
-		if loc.state == messages.LocationState_COMPLETE {
+		if loc.state == messages.LocationState_COMPLETE && !loc.creator {
 			return true
 		}
 	}
@@ -242,15 +243,17 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && e.producedBy == "" {
 		e.producedBy, e.rootGen = rid, l.rootGen
 	}
-	if rid != "" && e.known && e.reservedBy == "" && e.producedBy == rid && req.GetReduceGeneration() > e.rootGen && e.hasWholeCopy() {
+	if rid != "" && e.known && e.reservedBy == "" && e.producedBy == rid && req.GetReduceGeneration() > e.rootGen && e.hasFetchedCopy() {
 		// An earlier root finished the target (its COMPLETE ended the
 		// reservation) and then its node failed, or a repair replaced it,
-		// before the coordinator took its result. A whole copy survives
-		// on another node: a Get fetched it, and may have returned those
-		// bytes already. A new root would produce other contents under
-		// the same id (another backup source, a lowered n), so the target
-		// is sealed: the coordinator takes the finished generation's
-		// result (ReduceTaskStarted.sealed_generation).
+		// before the coordinator took its result. A whole copy that a Get
+		// fetched survives, and that Get may have returned those bytes
+		// already. A new root would produce other contents under the same
+		// id (another backup source, a lowered n), so the target is
+		// sealed: the coordinator takes the finished generation's result
+		// (ReduceTaskStarted.sealed_generation). The root's own copy does
+		// not seal it: a re-planned AllReduce drops that copy itself, and
+		// the drop may still be on its way here.
 		return sealed(e.rootGen)
 	}
 	if rid != "" && e.reservedBy == "" && e.producedBy == rid {
