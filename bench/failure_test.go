@@ -402,3 +402,57 @@ func TestFailureRunOrder(t *testing.T) {
 		})
 	}
 }
+
+// lostRootBackend's Reduce finishes only after the victim was killed, as
+// a Reduce whose reply was on its way when the kill came, and its root
+// reduced the source of host root; every Verify then answers LOST.
+type lostRootBackend struct {
+	fakeFailureBackend
+	root   int
+	killed chan struct{}
+}
+
+func (b *lostRootBackend) Kill(int) error {
+	close(b.killed)
+	return nil
+}
+
+func (b *lostRootBackend) Reduce(ctx context.Context, _ int, target string, sources []string, num int, _ bool, at time.Time) (*messages.ReduceReply, timing, error) {
+	select {
+	case <-b.killed:
+	case <-ctx.Done():
+		return nil, timing{}, ctx.Err()
+	}
+	p := &messages.ReducePlan{Degree: 1, Shape: coordinator.ShapeDAry,
+		Positions: []*messages.ReducePosition{{Parent: -1, ObjectId: sources[b.root]}, {Parent: 0, ObjectId: sources[(b.root+1)%len(sources)]}}}
+	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: p}, timing{start: at, done: time.Now()}, nil
+}
+
+func (b *lostRootBackend) Verify(context.Context, int, string, []DataSpec) error {
+	return messages.Errorf(messages.ErrorCode_LOST, "the target's only copy was on the victim")
+}
+
+// A failure rep whose Reduce had finished when the victim died, the root
+// there holding the target's only copy, keeps its time and says so
+// (lost_with_root): the result died with its node, as any object's only
+// copy does (TestBenchFailureDegrees failed so once in CI). A LOST target
+// whose root was elsewhere is still a failed rep.
+func TestFailureRepWhoseRootDiedWithTheResult(t *testing.T) {
+	for _, root := range []int{victim, 0} {
+		b := &lostRootBackend{root: root, killed: make(chan struct{})}
+		m := &measurement{b: b, g: group{scenario: "failure-reduce", kind: "reduce", size: 1 << 20}, nodes: 4,
+			sys: system{name: "ours-failure", kill: true}, kill: time.Millisecond, tag: "lost"}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := m.run(ctx)
+		cancel()
+		if root != victim {
+			if !errors.Is(err, messages.ErrLost) {
+				t.Fatalf("root on host %d, not the victim: %v, want the LOST verify", root, err)
+			}
+			continue
+		}
+		if err != nil || s.extra["lost_with_root"] != 1 || s.extra["killed"] != 1 || s.d <= 0 {
+			t.Fatalf("root on the victim: %v, extra %v, time %v; want the rep kept with lost_with_root", err, s.extra, s.d)
+		}
+	}
+}

@@ -449,7 +449,27 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	if all {
 		check = append(check, m.nodes-1)
 	}
-	return s, each(check, func(h int) error { return m.b.Verify(ctx, h, target, want) })
+	err = each(check, func(h int) error { return m.b.Verify(ctx, h, target, want) })
+	if err != nil && killed && errors.Is(err, messages.ErrLost) && rootReduced(r.GetPlan(), specs[victim].ID) {
+		// The Reduce had finished when the victim died (its reply was on
+		// its way), and the root there held the target's only copy: the
+		// result is lost with its node, as any object's only copy is.
+		// The time stands; the rep says so.
+		s.extra["lost_with_root"] = 1
+		return s, nil
+	}
+	return s, err
+}
+
+// rootReduced reports whether the plan's root position reduced source id
+// (and so ran on its node).
+func rootReduced(p *messages.ReducePlan, id string) bool {
+	for _, pos := range p.GetPositions() {
+		if pos.GetParent() < 0 {
+			return pos.GetObjectId() == id
+		}
+	}
+	return false
 }
 
 // planExtra is what a reduce sample records of its plan: the degree, the
