@@ -201,6 +201,17 @@ func (e *entry) hasFetchedCopy() bool {
 	return false
 }
 
+// hasSource reports whether a copy listed can be read whole: a complete
+// one, or a creator's (it completes from its Put).
+func (e *entry) hasSource() bool {
+	for _, loc := range e.locs {
+		if loc.state == messages.LocationState_COMPLETE || loc.creator {
+			return true
+		}
+	}
+	return false
+}
+
 // forgetIfIdle drops an entry that holds nothing and nobody waits on, so
 // Gets of ids that never appear leave no trace once they give up.
 func (t *LocationTable) forgetIfIdle(e *entry) {
@@ -294,6 +305,20 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 	if e.known && len(e.locs) == 0 && !e.hasInline {
 		// Every copy is gone (a creator that failed before it finished, or
 		// whose node died): the object can be created again.
+		e.known = false
+	}
+	if e.known && !e.hasInline && !e.hasSource() && e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
+		// Only receivers' partial copies are left, and nothing can finish
+		// them: their creator's copy went (its Put failed, or a receiver
+		// named it a failed sender) before a whole copy existed. Answered
+		// "existed", this Put dropped its copy, the only source of these
+		// bytes, and succeeded: every later Get waited for a sender until
+		// its deadline (chaos seed 91128467: a Put retried after its first
+		// CreateObject went to a shard's dead host, while the rebuilt shard
+		// had the first attempt's republished copy, which a receiver
+		// claimed and then reported failed). This Put is the creator
+		// again; the partial copies hold the same bytes, and their parked
+		// receivers take it as their sender.
 		e.known = false
 	}
 	if e.known {
@@ -936,13 +961,8 @@ func (t *LocationTable) endLoss(id, node string) bool {
 // waiters fail with LOST, partial copies (which can never complete) are
 // dropped, and the id is remembered as lost.
 func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bool) {
-	if !e.known || e.hasInline || e.reservedBy != "" {
+	if !e.known || e.hasInline || e.reservedBy != "" || e.hasSource() {
 		return nil, false
-	}
-	for _, loc := range e.locs {
-		if loc.state == messages.LocationState_COMPLETE || loc.creator {
-			return nil, false
-		}
 	}
 	err := messages.Errorf(messages.ErrorCode_LOST,
 		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)

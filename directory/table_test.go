@@ -846,3 +846,41 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 		t.Fatalf("a Get of z after its last copy died: %v, want LOST", lr)
 	}
 }
+
+// TestCreateOverOnlyUnfedPartialCopiesRegistersTheCreator: a rebuilt
+// shard learns a Put's copy from its republication, a receiver claims it,
+// the Put fails (its CreateObject went to the shard's dead host) and
+// drops the copy, and the receiver names it a failed sender. The retried
+// Put of the same bytes finds only the receiver's partial copy, which
+// nothing can finish: it must become the creator (and feed the receiver),
+// not be told the object exists and drop its copy (chaos seed 91128467:
+// no Get found a location again).
+func TestCreateOverOnlyUnfedPartialCopiesRegistersTheCreator(t *testing.T) {
+	tb := NewLocationTable(TableConfig{Amnesic: true})
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42, Creator: true})
+	if s := locateReply(t, locate(tb, "x", 4, t0), replyTo("r4")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n4's sender %s, want n1", s)
+	}
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(4), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r4"), t0)
+	if len(repliesTo(out, replyTo("r4"))) != 0 {
+		t.Fatalf("n4 was given a sender with no source left: %v", out)
+	}
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(1)}, replyTo("c"))
+	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil || r[0].Msg.(*messages.CreateObjectReply).GetExisted() {
+		t.Fatalf("the retried Put was answered %v: told the object exists, it drops the only source", r)
+	}
+	if s := locateReply(t, out, replyTo("r4")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n4 resumed from %s, want the creator n1", s)
+	}
+	complete(tb, "x", 1, 1<<20, true)
+	if r := locateReply(t, locate(tb, "x", 6, t0), replyTo("r6")); r.GetError() != nil || r.GetSender() == nil {
+		t.Fatalf("a later Get was answered %v, want a sender", r)
+	}
+
+	// Other bytes under the id still conflict: a copy that only stalled
+	// may be republished whole.
+	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 43, Creator: node(2)}, replyTo("c2"))
+	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrConflict) {
+		t.Fatalf("other bytes: %v", r)
+	}
+}
