@@ -623,3 +623,42 @@ func TestRootsOwnCopyDoesNotSealTheTarget(t *testing.T) {
 		t.Fatalf("the first root's copy: drop %v, want RESET", d)
 	}
 }
+
+// A sliced AllReduce's creator gather registers the target unoffered
+// (chaos seed 91161246: three Gets streamed a sliced run's target from the
+// creator's gather, a participant then died, and the re-planned
+// AllReduce answered with four sources, not the five those bytes held).
+// No Locate gets it and no subscriber hears of it until the coordinator
+// publishes it complete; then the parked Locate is served.
+func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	sub := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1, Unoffered: true}, replyTo("c"))
+	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		t.Fatalf("create: %v", out)
+	}
+	if n := len(repliesTo(out, replyTo("coord"))) + len(sub); n != 0 {
+		t.Fatalf("a subscriber heard of the unoffered copy: %v %v", sub, out)
+	}
+	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
+		t.Fatalf("a Locate was offered the unoffered copy: %v", out)
+	}
+	if s := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord2", replyTo("coord2")); len(s) != 0 {
+		t.Fatalf("a later subscriber heard of the unoffered copy: %v", s)
+	}
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	if r := locateReply(t, out, replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
+		t.Fatalf("the parked Locate once the copy is complete: %v", r)
+	}
+	heard := false
+	for _, u := range repliesTo(out, replyTo("coord")) {
+		m := u.Msg.(*messages.LocationUpdate)
+		heard = heard || m.GetNode().GetNodeId() == "n0" && m.GetState() == messages.LocationState_COMPLETE
+	}
+	if !heard {
+		t.Fatalf("the subscriber did not hear of the complete copy: %v", out)
+	}
+}

@@ -69,6 +69,9 @@ type location struct {
 	fetchingFrom string
 	// naive copies were fetched by the baseline and are never offered.
 	naive bool
+	// unoffered: a creator's copy offered to nobody until it is complete
+	// (CreateObject.unoffered).
+	unoffered bool
 }
 
 type waiterKind int
@@ -342,6 +345,15 @@ func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox
 		e.hasInline, e.inline = true, req.GetInlineData()
 	}
 	out := append(reply(nil, false), stale...)
+	if req.GetUnoffered() {
+		// Recorded, so that the copy counts (a failure of its node, the
+		// Reduce's release), but announced to nobody until it is complete.
+		loc := &location{node: req.GetCreator(), state: messages.LocationState_PARTIAL, creator: true, unoffered: true}
+		e.seq++
+		loc.order = e.seq
+		e.locs[req.GetCreator().GetNodeId()] = loc
+		return out
+	}
 	out = append(out, t.setLocation(e, req.GetCreator(), messages.LocationState_PARTIAL, true)...)
 	return append(out, t.serveWaiters(e)...)
 }
@@ -802,7 +814,7 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 	}
 	var out []outbox.Send
 	for _, loc := range t.sortedLocations(e) {
-		if loc.unfed() {
+		if loc.unfed() || loc.unoffered {
 			continue // see Locate
 		}
 		out = append(out, outbox.Send{To: to, Msg: e.update(loc.node, loc.state)})
@@ -1035,6 +1047,10 @@ func (t *LocationTable) setLocation(e *entry, node *messages.NodeRef, state mess
 	loc.creator = loc.creator || creator
 	if state == messages.LocationState_COMPLETE {
 		loc.fetchingFrom = ""
+		loc.unoffered = false
+	}
+	if loc.unoffered {
+		return nil
 	}
 	return e.notify(node, state)
 }
@@ -1165,7 +1181,7 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 			}
 			continue
 		}
-		if id == receiver || loc.servingTo != "" || loc.naive || loc.unfed() || t.upstreamContains(e, loc, receiver) {
+		if id == receiver || loc.servingTo != "" || loc.naive || loc.unoffered || loc.unfed() || t.upstreamContains(e, loc, receiver) {
 			continue
 		}
 		if best == nil || better(loc, best) {
@@ -1185,7 +1201,7 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 func (t *LocationTable) pickReadable(e *entry, receiver string) *location {
 	var best *location
 	for id, loc := range e.locs {
-		if id == receiver || loc.naive || loc.unfed() {
+		if id == receiver || loc.naive || loc.unoffered || loc.unfed() {
 			continue
 		}
 		free, bestFree := loc.servingTo == "", best != nil && best.servingTo == ""

@@ -1386,7 +1386,14 @@ type CreateObject struct {
 	// so a node that registers several objects at once (or the same id
 	// again after a registration it gave up on) matches each reply to its
 	// Put without a temporary actor per request.
-	RequestId     uint64 `protobuf:"varint,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId uint64 `protobuf:"varint,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// unoffered: the creator's copy is offered to no receiver and no
+	// subscriber until it is published COMPLETE. A sliced AllReduce's
+	// creator gather registers the target so; its bytes are not the result
+	// until every gather is done, and a participant that dies before then
+	// re-plans the AllReduce over other sources (a Get that had read them
+	// would hold bytes of no result).
+	Unoffered     bool `protobuf:"varint,10,opt,name=unoffered,proto3" json:"unoffered,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1482,6 +1489,13 @@ func (x *CreateObject) GetRequestId() uint64 {
 		return x.RequestId
 	}
 	return 0
+}
+
+func (x *CreateObject) GetUnoffered() bool {
+	if x != nil {
+		return x.Unoffered
+	}
+	return false
 }
 
 type CreateObjectReply struct {
@@ -4100,7 +4114,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"DegreeCost\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x17\n" +
-	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xb6\x02\n" +
+	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xd4\x02\n" +
 	"\fCreateObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
@@ -4113,7 +4127,9 @@ const file_hoplite_proto_rawDesc = "" +
 	"\treduce_id\x18\a \x01(\tR\breduceId\x12+\n" +
 	"\x11reduce_generation\x18\b \x01(\x05R\x10reduceGeneration\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\t \x01(\x04R\trequestId\"\xbc\x01\n" +
+	"request_id\x18\t \x01(\x04R\trequestId\x12\x1c\n" +
+	"\tunoffered\x18\n" +
+	" \x01(\bR\tunoffered\"\xbc\x01\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +

@@ -327,8 +327,12 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	if !t.GetRoot() {
 		return out, nil
 	}
+	// A sliced AllReduce's creator gather registers the target unoffered:
+	// its bytes are the result only once every gather is done, when the
+	// coordinator publishes the copies (a Get that streamed them earlier
+	// could hold the bytes of a run a participant's failure abandoned).
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
-		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()})
+		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration(), Unoffered: t.GetGather()})
 	refused, sealed := false, int32(0)
 	if err == nil {
 		if cr, ok := res.(*messages.CreateObjectReply); !ok {
