@@ -369,6 +369,23 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 	if _, gone := t.tombstones[id]; gone {
 		return []outbox.Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
 	}
+	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_COMPLETE && req.GetCreator() {
+		// A Reduce root's own report that it finished the target. It
+		// counts only while the root's copy is the one this table records
+		// for the Reduce's reservation. Otherwise the copy was dropped
+		// here first: the Reduce failed and released it (the release
+		// comes from its coordinator, this from the root's node, and
+		// either may arrive first), a new root re-created the target,
+		// the root's node failed, or the shard was rebuilt (and the
+		// coordinator died with it). Its node frees it or has lost it,
+		// so recording it gave a Get on that node "already holds" and
+		// other Gets a sender without the object. A root that keeps its
+		// finished target republishes it without the Reduce's id.
+		e := t.entries[id]
+		if e == nil || e.reservedBy != rid || e.locs[req.GetNode().GetNodeId()] == nil || !e.locs[req.GetNode().GetNodeId()].creator {
+			return nil
+		}
+	}
 	if l, ok := t.lost[id]; ok {
 		if req.GetState() != messages.LocationState_COMPLETE {
 			// A partial copy of a lost object can never complete.
@@ -762,8 +779,9 @@ func (t *LocationTable) Reserve(id, reduceID string) *messages.Error {
 }
 
 // Release undoes a failed Reduce: its reservation goes, and so does any
-// partial target it created (copies dropped, no tombstone), so nothing
-// half-done remains and the id can be used again. Waiting Gets keep waiting.
+// target it created, partial or finished (copies dropped, no tombstone),
+// so nothing of it remains and the id can be used again. Waiting Gets
+// keep waiting.
 func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 	rid := req.GetReduceId()
 	if rid == "" {
@@ -776,10 +794,17 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 		t.lost[req.GetTargetId()] = l
 	}
 	e := t.entries[req.GetTargetId()]
+	// A target the Reduce finished (its root's COMPLETE ended the
+	// reservation) goes too: the Reduce failed after all (its caller's
+	// node died, or its deadline passed, before the coordinator took the
+	// root's report), and the root's worker drops its copy on the same
+	// release. Kept, it was a copy its node no longer held: a Get there
+	// failed with "already holds" (chaos soak seed 91128695).
+	finished := e != nil && e.producedBy == rid && e.reservedBy == ""
 	if e != nil && e.producedBy == rid {
 		e.producedBy = ""
 	}
-	if e == nil || e.reservedBy != rid {
+	if e == nil || e.reservedBy != rid && !finished {
 		return nil
 	}
 	e.reservedBy = ""

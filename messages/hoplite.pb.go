@@ -1592,7 +1592,11 @@ type PublishLocation struct {
 	// creator copy of its target, in a republish. A shard that does not
 	// hold that Reduce's reservation was rebuilt, and the Reduce's
 	// coordinator died with its old incarnation: it drops the copy instead
-	// of recording a location nobody will finish.
+	// of recording a location nobody will finish. On a COMPLETE creator
+	// copy it is the root's own report that it finished the target: a
+	// shard that no longer records that root's copy under the Reduce's
+	// reservation (the Reduce was released, or re-created the target, or
+	// the root's node failed) ignores it.
 	ReduceId      string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -480,8 +480,10 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		return measured{}, err
 	}
 	if t.GetRoot() {
+		// With the Reduce's id: a shard that dropped this copy meanwhile
+		// (the Reduce failed and released it) does not record it again.
 		system.Root.Send(w.cfg.ShardFor(t.GetTargetId()), &messages.PublishLocation{ObjectId: t.GetTargetId(), Node: w.cfg.Self,
-			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.Sum(), Creator: true})
+			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.Sum(), Creator: true, ReduceId: t.GetReduceId()})
 	}
 	return m, nil
 }
