@@ -245,6 +245,14 @@ func (p *FetchProtocol) Start(now time.Time) FetchOutput {
 		p.locate(&out, now)
 		return out
 	}
+	if p.obj.Pinned() {
+		// A creator on this node (a Put, or a Reduce's root) took the
+		// placeholder before this session began, and fills it itself: the
+		// Gets wait for it to settle. Taking the writer would cut the
+		// creator off (a root then waited for a repair that never came:
+		// TestAbandonedGatherLeavesTheNewRunsGetAlone, once in ~150 runs).
+		return p.finish(out, nil)
+	}
 	p.w = p.obj.NewWriter()
 	if _, done, err := p.obj.Progress(); done || err != nil {
 		return p.finish(out, err) // finished (or dropped) before this session began

@@ -223,3 +223,22 @@ func TestFetchProtocolEpochChangeRewinds(t *testing.T) {
 		t.Fatalf("after an epoch change the stream starts at %d, want 0", out.Stream.Offset)
 	}
 }
+
+// A session that starts after a creator on its node took the placeholder
+// (a Put, or a Reduce's root promoted it) leaves the object to it: it
+// ends at once without taking the writer, which would cut the creator
+// off.
+func TestFetchStartingAfterTheCreatorTookThePlaceholderLeavesIt(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	if _, err := f.store.Promote(f.obj, 16, 0); err != nil {
+		t.Fatal(err)
+	}
+	w := f.obj.NewWriter() // the creator's
+	out := f.p.Start(f.now)
+	if !out.Done || out.Err != nil || len(out.Sends) != 0 {
+		t.Fatalf("start over a creator's copy: %+v, want done, no error, no Locate", out)
+	}
+	if err := w.Append(make([]byte, 16)); err != nil {
+		t.Fatalf("the creator's writer after the session started: %v", err)
+	}
+}
