@@ -47,15 +47,7 @@ func TestAllReduceParticipantKilledBeforeItsGet(t *testing.T) {
 	// victim. Shard j is not always on node-j: a member that had to retry
 	// its port under load joins as a new incarnation (node-1.1), which
 	// moves the placement.
-	target := ""
-	for k := 0; target == ""; k++ {
-		if k == 10000 {
-			t.Fatal("node-0 hosts no directory shard")
-		}
-		if id := "all-" + strconv.Itoa(k); l.Member(0).ShardOwner(id) == l.Member(0).ID() {
-			target = id
-		}
-	}
+	target := idOwnedBy(t, l, 0, "all")
 	ctx := deadline(t, 30*time.Second)
 	data := map[string][]byte{}
 	for i, id := range []string{"a", "b", "c"} {

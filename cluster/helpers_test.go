@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,6 +44,22 @@ func start(t *testing.T, cfg Config) *Local {
 	}
 	t.Cleanup(l.Stop)
 	return l
+}
+
+// idOwnedBy returns an id (prefix-k) whose directory shard the running
+// member i hosts, so that a Reduce of that target is coordinated there.
+// It asks the member, not the nominal placement (idOnNode): a member that
+// had to retry its port under load joins as a new incarnation
+// (node-1.1), which moves the placement.
+func idOwnedBy(t *testing.T, l *Local, i int, prefix string) string {
+	t.Helper()
+	for k := range 10000 {
+		if id := prefix + "-" + strconv.Itoa(k); l.Member(i).ShardOwner(id) == l.Member(i).ID() {
+			return id
+		}
+	}
+	t.Fatalf("node-%d hosts no directory shard", i)
+	return ""
 }
 
 func deadline(t *testing.T, d time.Duration) context.Context {

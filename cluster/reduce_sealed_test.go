@@ -11,7 +11,6 @@ package cluster
 
 import (
 	"bytes"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -37,15 +36,7 @@ func TestReduceKeepsAFinishedResultAGetReturned(t *testing.T) {
 	}
 	l := start(t, cfg)
 	// The coordinator runs on node-0, the caller, never on the victim.
-	target := ""
-	for k := 0; target == ""; k++ {
-		if k == 10000 {
-			t.Fatal("node-0 hosts no directory shard")
-		}
-		if id := "sealed-" + strconv.Itoa(k); l.Member(0).ShardOwner(id) == l.Member(0).ID() {
-			target = id
-		}
-	}
+	target := idOwnedBy(t, l, 0, "sealed")
 	ctx := deadline(t, 30*time.Second)
 	a, b := int64s(1, chunk), int64s(2, chunk) // 256 KiB: a tree, not inline
 	if err := l.Client(1).Put(ctx, "a", a); err != nil {

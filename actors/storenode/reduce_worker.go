@@ -50,7 +50,7 @@ type runStarted struct {
 }
 
 // targetSealed is the directory's refusal of a root's target because an
-// earlier root generation finished it and a whole copy survives
+// earlier root generation finished it and a Get may have read it
 // (CreateObjectReply.sealed_generation): the coordinator takes that
 // generation's result.
 type targetSealed struct {
@@ -221,12 +221,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		}
 		if err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
-			var sealed *targetSealed
-			if errors.As(err, &sealed) {
-				started(sealed)
-			} else {
-				started(stopped(ctx, err))
+			if sealed := (*targetSealed)(nil); !errors.As(err, &sealed) {
+				err = stopped(ctx, err)
 			}
+			started(err)
 			return storenode.RunEnd{}
 		}
 		if old != nil {
