@@ -164,11 +164,27 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 			err = messages.Errorf(messages.ErrorCode_CONFLICT, "barrier %q was created meanwhile by another controller", name)
 		default:
 			b.setup(created)
+			if !created.GetExisted() {
+				createBackups(c, create)
+			}
 			return b, nil
 		}
 	}
 	b.Stop()
 	return nil, err
+}
+
+// createBackups asks the backups' hosts to create their replicas, as the
+// primary did when it answered. A primary that dies right after its
+// answer may not have sent its own requests, and a barrier without
+// backups dies with it; the handle's requests are sent before any later
+// request of its own, and a host that has the replica ignores them.
+func createBackups(c Cluster, create *messages.BarrierCreate) {
+	for rank := 1; rank < len(create.GetReplicas()); rank++ {
+		b := proto.Clone(create).(*messages.BarrierCreate)
+		b.Rank, b.FromPrimary = int32(rank), true
+		c.System().Root.Send(replica.PeerPID(create.GetReplicas()[rank]), b)
+	}
 }
 
 // Open returns a handle on an existing barrier (NOT_FOUND if there is

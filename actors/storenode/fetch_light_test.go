@@ -190,6 +190,12 @@ func TestLightFetchRetriesInSessionAfterUnavailable(t *testing.T) {
 	if n := dp.count(); n != 2 {
 		t.Errorf("%d Locates; want 2", n)
 	}
+	// The session answers the Get before it stops and tells its store
+	// node, so its fetchEnded may still be on its way.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !slices.Contains(received(), "*storenode.fetchEnded") {
+		time.Sleep(time.Millisecond)
+	}
 	if !slices.Contains(received(), "*storenode.fetchEnded") {
 		t.Errorf("no session retried: the store node received %v", received())
 	}

@@ -223,15 +223,20 @@ func New(cfg Config, now time.Time) (*Replica, Effects, error) {
 // (called once by a new primary).
 func (r *Replica) CreateBackups() (e Effects) {
 	for rank, p := range r.cfg.Replicas {
-		if rank == r.cfg.Rank {
-			continue
+		if rank != r.cfg.Rank {
+			e.send(p, r.backupCreate(rank))
 		}
-		e.send(p, &messages.BarrierCreate{
-			Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas), ReplicaMembers: r.cfg.Members,
-			Controller: Peer(r.cfg.Controller), Rank: int32(rank), FromPrimary: true,
-		})
 	}
 	return
+}
+
+// backupCreate asks the host of replica rank to create it; a host that
+// has it already ignores the request.
+func (r *Replica) backupCreate(rank int) *messages.BarrierCreate {
+	return &messages.BarrierCreate{
+		Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas), ReplicaMembers: r.cfg.Members,
+		Controller: Peer(r.cfg.Controller), Rank: int32(rank), FromPrimary: true,
+	}
 }
 
 // Acting reports whether this replica acts as the primary.
@@ -667,6 +672,13 @@ func (r *Replica) takeOver(now time.Time, e *Effects) {
 	e.TookOver = true
 	for rank, p := range r.cfg.Replicas {
 		if rank != r.cfg.Rank {
+			// The old primary may have died before its own request to
+			// create this backup left: a host without the replica drops
+			// the sync, and a close would wait for its ack in vain. The
+			// create goes first on the same ordered connection.
+			if rank != 0 && !r.down[rank] {
+				e.send(p, r.backupCreate(rank))
+			}
 			r.sendSync(p, e)
 		}
 	}
