@@ -30,7 +30,9 @@ type Options struct {
 	Reps int
 	// Warmup repetitions run first and are not recorded (ours's systems:
 	// once per cluster; a peer's script runs its own warm-up in every
-	// launch).
+	// launch). Unless it is 0, in interleaved rounds each measured rep of
+	// ours's systems also follows one unrecorded rep of its own, as a
+	// peer launch's timed rep follows the launch's warm-up.
 	Warmup int
 	// Sequential runs each system's repetitions back to back, one system
 	// after another, ours's systems first and then each peer in one launch
@@ -272,8 +274,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				switch {
 				case s.ours() && o.Scenario == "failure":
 					total += o.Reps * (1 + o.Warmup) // a fresh cluster per repetition
-				case s.ours():
+				case s.ours() && (o.Warmup == 0 || o.sequential() && !(o.TLS && (s.name == SysOurs || s.tls))):
 					total += o.Reps + o.Warmup
+				case s.ours():
+					total += 2*o.Reps + o.Warmup // in rounds, a warm-up before each rep
 				case o.sequential():
 					total++ // one launch of --reps
 				case s.alg == "best":
@@ -565,6 +569,14 @@ func (r *runner) rounds(ctx context.Context, gi int, sis []int, backends []backe
 						continue
 					}
 					backends[si] = b
+				}
+				if rep >= 0 && r.o.Warmup > 0 {
+					// Each measured rep right after a warm-up of its own, as
+					// each peer launch times its rep right after the
+					// launch's warm-up: otherwise ours's members start
+					// every rep idle since the round before (the other
+					// systems' reps, peer launches among them).
+					r.measure(ctx, backends[si], gi, si, -1, 0)
 				}
 				r.measure(ctx, backends[si], gi, si, rep, 0)
 			}

@@ -157,18 +157,28 @@ func (b recBackend) Close() {
 func TestTLSInterleavesWithOurs(t *testing.T) {
 	for _, c := range []struct {
 		sequential bool
+		warmup     int
 		want       []string
 		peak       int
 	}{
-		// Warm-ups, then rep 1 in list order, rep 2 rotated by one, rep 3 by two.
-		{false, []string{SysOurs, SysOursTLS, SysNaive, SysOurs, SysOursTLS, SysNaive, SysOursTLS, SysNaive, SysOurs,
-			SysNaive, SysOurs, SysOursTLS}, 3},
-		{true, []string{SysOurs, SysOursTLS, SysOurs, SysOursTLS, SysOursTLS, SysOurs, SysOurs, SysOursTLS,
+		// Warm-ups, then rep 1 in list order, rep 2 rotated by one, rep 3
+		// by two, each rep right after a warm-up of its own.
+		{false, 1, []string{SysOurs, SysOursTLS, SysNaive,
+			SysOurs, SysOurs, SysOursTLS, SysOursTLS, SysNaive, SysNaive,
+			SysOursTLS, SysOursTLS, SysNaive, SysNaive, SysOurs, SysOurs,
+			SysNaive, SysNaive, SysOurs, SysOurs, SysOursTLS, SysOursTLS}, 3},
+		// naive runs alone afterwards: its warm-up, then its reps.
+		{true, 1, []string{SysOurs, SysOursTLS,
+			SysOurs, SysOurs, SysOursTLS, SysOursTLS,
+			SysOursTLS, SysOursTLS, SysOurs, SysOurs,
+			SysOurs, SysOurs, SysOursTLS, SysOursTLS,
 			SysNaive, SysNaive, SysNaive, SysNaive}, 2},
+		// --warmup 0: no warm-up at all, cold reps.
+		{false, 0, []string{SysOurs, SysOursTLS, SysNaive, SysOursTLS, SysNaive, SysOurs, SysNaive, SysOurs, SysOursTLS}, 3},
 	} {
-		t.Run(fmt.Sprintf("sequential=%v", c.sequential), func(t *testing.T) {
+		t.Run(fmt.Sprintf("sequential=%v,warmup=%d", c.sequential, c.warmup), func(t *testing.T) {
 			rec := &recorder{}
-			o := Options{Scenario: "broadcast", Nodes: 3, Sizes: []int64{64 << 10}, Reps: 3, Warmup: 1, Peers: []string{"naive"},
+			o := Options{Scenario: "broadcast", Nodes: 3, Sizes: []int64{64 << 10}, Reps: 3, Warmup: c.warmup, Peers: []string{"naive"},
 				Bandwidth: Bandwidth{BitsPerSecond: 4e9}, OpTimeout: 20 * time.Second, Progress: io.Discard, TLS: true,
 				Testbed: &Testbed{}, Sequential: c.sequential,
 				newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {

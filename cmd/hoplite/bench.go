@@ -65,7 +65,8 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bandwidth, "bandwidth", "400mbit", "B: each host's up and down link (400mbit, 1gbit, 50MB/s)")
 	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask,gloo,actor (all but naive and actor-locates need --testbed; actor-locates is ours with every Locate as an actor message, as before the data plane carried them; star-gather is ours with a sliced AllReduce gathering every slice from its root, as before the ring all-gather; go-procs is ours with every testbed node at Go's default GOMAXPROCS instead of its share of the CPUs; no-push is ours with an inline AllReduce's participants locating its result instead of receiving it with their Gets; actor is the actor control plane's floor: bare Proto.Actor round trips between the nodes in the scenario's fan-in or fan-out; data is the data plane's: the same round trips as bare control requests on the data plane, the way a Get's Locate travels)")
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
-	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours's systems, naive too; each peer launch runs its own warm-up)")
+	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours's systems, naive too; each peer launch runs its own warm-up); "+
+		"unless 0, in interleaved rounds each of ours's measured reps also follows one of its own")
 	fs.BoolVar(&f.sequential, "sequential", false, "run each system's repetitions back to back, one system after another, each peer in one launch of --reps "+
 		"(the order before interleaving). Default: a comparison's repetitions interleave across its systems: warm-ups first, then rep 1 of every system, rep 2 of every system, ... "+
 		"(the order rotated each round; a peer launched once per rep, a best peer's algorithm chosen by an unrecorded sweep first; failure variants after their failure-free rounds), "+
