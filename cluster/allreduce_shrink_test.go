@@ -39,9 +39,9 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 			// TestAllReduceOfASourceLostBeforeItBegan), a re-planned
 			// one's at its first.
 			//
-			// A held run's reduce chunks wait until the next run started,
-			// so that it cannot finish its target before its victim's
-			// failure reaches the coordinator: the participants' Gets
+			// The held runs' reduce chunks wait until the run after the
+			// last victim's started, so that none can finish its target
+			// before its victim's failure reaches the coordinator: the participants' Gets
 			// would copy it, and a finished target that a Get copied is
 			// the result (the directory seals it; see
 			// TestReduceKeepsAFinishedResultAGetReturned), with the
@@ -52,7 +52,7 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 			runs := map[int32]bool{}
 			located := map[string]bool{}
 			firstGen := int32(1)
-			var stall chan struct{} // closed when the stalled run's successor starts
+			var stall chan struct{} // closed when the run after the last victim's starts
 			stalledGen := int32(0)
 			unstall := func() { // under mu
 				if stalledGen != 0 {
@@ -88,14 +88,23 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 				}
 				mu.Lock()
 				g := m.GetGeneration()
-				if stalledGen != 0 && g > stalledGen {
-					unstall() // the next run started: the stalled one was abandoned
+				if stalledGen != 0 && len(runs) == len(victims) && g > maxKey(runs) {
+					// The run after the last victim's started: the held
+					// ones were abandoned and released before it (their
+					// releases went ahead of its tasks). Unstalled when
+					// only their successor started, an abandoned run could
+					// still finish its target before its workers heard of
+					// the release (CI failed so once).
+					unstall()
 				}
 				hold := len(runs) < len(victims) && !runs[g] &&
 					(len(runs) == 0 && g == firstGen && len(located) >= nodes || len(runs) > 0 && g > maxKey(runs))
 				if hold {
 					runs[g] = true
-					stall, stalledGen = make(chan struct{}), g
+					if stalledGen == 0 {
+						stall = make(chan struct{})
+					}
+					stalledGen = g
 				}
 				mu.Unlock()
 				if hold {
