@@ -92,7 +92,17 @@ type waiter struct {
 	attempt  uint64 // echoed in the LocateReply (waitLocate only)
 	replyTo  any
 	deadline time.Time
+	// avoid is a creator whose stream to this receiver failed: the
+	// receiver is not sent back to it before avoidUntil (see Locate).
+	avoid      string
+	avoidUntil time.Time
 }
+
+// AvoidFailedCreator is how long a receiver that named a creator's whole
+// copy as its failed sender is not sent back to it. The copy stays in
+// the directory for everyone else: only the creator's node can lose it,
+// and the cluster says when that node fails.
+const AvoidFailedCreator = 200 * time.Millisecond
 
 type lostMark struct {
 	err *messages.Error
@@ -508,16 +518,30 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 	e := t.entry(id)
 	var out []outbox.Send
 	rid := req.GetReceiver().GetNodeId()
+	avoid := ""
 	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
-		out = append(out, t.removeLocation(e, f.GetNodeId())...)
+		if loc := e.locs[f.GetNodeId()]; loc != nil && loc.creator && loc.state == messages.LocationState_COMPLETE {
+			// A receiver's stream error says nothing certain about the
+			// creator (the receiver stalled, a connection broke): removed,
+			// its whole copy, often the only one, was offered to nobody
+			// again while its node lived, and every later Get waited to
+			// its deadline. A creator that died goes with its node's
+			// failure; until then this receiver tries others first, and
+			// it again only after AvoidFailedCreator.
+			avoid = f.GetNodeId()
+		} else {
+			out = append(out, t.removeLocation(e, f.GetNodeId())...)
+		}
 	}
 	if req.GetNoCopy() {
 		// Whatever the receiver's own record says, it is not about this
 		// request: a copy the node holds or fetches for its Gets (the node
 		// reads a complete one itself: see serveWaiters).
-		e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), noCopy: true, attempt: req.GetAttempt(),
-			replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
-		t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
+		w := &waiter{kind: waitLocate, receiver: req.GetReceiver(), noCopy: true, attempt: req.GetAttempt(),
+			replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))}
+		t.avoidFor(w, avoid, now)
+		e.waiters = append(e.waiters, w)
+		t.noteDeadline(w.deadline)
 		return append(out, t.serveWaiters(e)...)
 	}
 	fed := false // the receiver's copy had a sender until this Locate
@@ -555,9 +579,11 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		}
 		return false
 	})
-	e.waiters = append(e.waiters, &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
-		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))})
-	t.noteDeadline(e.waiters[len(e.waiters)-1].deadline)
+	w := &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
+		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))}
+	t.avoidFor(w, avoid, now)
+	e.waiters = append(e.waiters, w)
+	t.noteDeadline(w.deadline)
 	out = append(out, t.serveWaiters(e)...)
 	if loc := e.locs[rid]; loc != nil && fed && loc.unfed() {
 		// No sender for it now: until one is claimed for it (which
@@ -574,6 +600,16 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
 	}
 	return out
+}
+
+// avoidFor keeps w away from node until AvoidFailedCreator from now (no
+// node: nothing to avoid).
+func (t *LocationTable) avoidFor(w *waiter, node string, now time.Time) {
+	if node == "" {
+		return
+	}
+	w.avoid, w.avoidUntil = node, now.Add(AvoidFailedCreator)
+	t.noteDeadline(w.avoidUntil)
 }
 
 // AbandonLocate withdraws the one parked Locate whose answer was to go
@@ -919,16 +955,25 @@ func (t *LocationTable) Tick(now time.Time) []outbox.Send {
 	var out []outbox.Send
 	for _, e := range t.entries {
 		kept := e.waiters[:0]
+		unavoided := false
 		for _, w := range e.waiters {
 			if now.Before(w.deadline) {
 				kept = append(kept, w)
 				t.noteDeadline(w.deadline)
+				if w.avoid != "" && now.Before(w.avoidUntil) {
+					t.noteDeadline(w.avoidUntil)
+				} else if w.avoid != "" {
+					w.avoid, unavoided = "", true
+				}
 				continue
 			}
 			out = append(out, w.fail(e.id, messages.Errorf(messages.ErrorCode_TIMEOUT, "no location for %q before the deadline", e.id)))
 		}
 		clear(e.waiters[len(kept):])
 		e.waiters = kept
+		if unavoided {
+			out = append(out, t.serveWaiters(e)...)
+		}
 		t.forgetIfIdle(e)
 	}
 	return out
@@ -1146,7 +1191,7 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, Sender: own.node, SenderState: own.state, Epoch: e.epoch, Attempt: w.attempt}})
 		case w.noCopy:
-			sender := t.pickReadable(e, w.receiver.GetNodeId())
+			sender := t.pickReadable(e, w.receiver.GetNodeId(), w.avoid)
 			if sender == nil {
 				kept = append(kept, w)
 				continue
@@ -1154,7 +1199,7 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
 		default:
-			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive)
+			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive, w.avoid)
 			if sender == nil {
 				kept = append(kept, w)
 				continue
@@ -1197,9 +1242,12 @@ func (l *location) unfed() bool {
 // partial ones, oldest first; never the receiver itself, never an unfed
 // copy (its receiver would stall where it ends), never a copy whose
 // upstream chain contains the receiver (that would be a cycle).
-func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *location {
+func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid string) *location {
 	var best *location
 	for id, loc := range e.locs {
+		if id == avoid {
+			continue
+		}
 		if naive {
 			if loc.creator {
 				return loc
@@ -1223,10 +1271,10 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool) *locat
 // waited for: the reader claims nothing, so it cannot wait its turn in
 // the tree, and a free sender might come only when a whole broadcast is
 // done. Cycles do not matter: the reader feeds nobody.
-func (t *LocationTable) pickReadable(e *entry, receiver string) *location {
+func (t *LocationTable) pickReadable(e *entry, receiver, avoid string) *location {
 	var best *location
 	for id, loc := range e.locs {
-		if id == receiver || loc.naive || loc.unoffered || loc.unfed() {
+		if id == receiver || id == avoid || loc.naive || loc.unoffered || loc.unfed() {
 			continue
 		}
 		free, bestFree := loc.servingTo == "", best != nil && best.servingTo == ""
