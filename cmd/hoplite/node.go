@@ -49,7 +49,7 @@ type nodeFlags struct {
 	managePort, shards, reduceDegree                            int
 	capacity, chunk, linkRate                                   string
 	refresh, joinTimeout, chunkDelay, healthTimeout             time.Duration
-	reduceChunkDelay                                            time.Duration
+	reduceChunkDelay, stallTimeout                              time.Duration
 	healthMisses                                                int
 	logFormat, logLevel, reduceShape, allReduceShape            string
 	tlsCert, tlsKey, tlsCA                                      string
@@ -74,6 +74,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof on the manage port (next to /metrics), with mutex and block profiling on")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 2*time.Second, "automanaged: how long a health check of a member may take")
 	fs.IntVar(&f.healthMisses, "health-misses", 3, "automanaged: health checks a member must miss in a row before it is dropped (a refused connection drops it at once)")
+	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Second, "a receiver gives up a stream that makes no progress for this long and asks the directory for another sender")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -115,6 +116,9 @@ func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
 }
 
 func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
+	if f.stallTimeout <= 0 {
+		return cluster.MemberConfig{}, fmt.Errorf("-stall-timeout %v: want a positive duration", f.stallTimeout)
+	}
 	capacity, err := parseSize(f.capacity)
 	if err != nil {
 		return cluster.MemberConfig{}, fmt.Errorf("-capacity: %w", err)
@@ -143,7 +147,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	cfg := cluster.MemberConfig{Bind: f.bind, ManagePort: f.managePort, Seeds: seeds, DataBind: f.dataBind,
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
-		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof,
+		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
 		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}

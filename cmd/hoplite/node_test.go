@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -131,5 +132,31 @@ func TestNodeFaultInjectionFlagsSetTheirHooks(t *testing.T) {
 			t.Errorf("%q: fetch hook %v, reduce hook %v, put hook %v, receive hook %v; want fetch %v, reduce %v, no others", c.args,
 				h.BeforeFetchChunk != nil, h.BeforeReduceChunk != nil, h.BeforePutChunk != nil, h.BeforeReceive != nil, c.fetch, c.reduce)
 		}
+	}
+}
+
+// -stall-timeout reaches the member's config (default 10 s); a duration
+// that is not positive fails at once.
+func TestNodeStallTimeout(t *testing.T) {
+	for arg, want := range map[string]time.Duration{"": 10 * time.Second, "250ms": 250 * time.Millisecond} {
+		fs := flag.NewFlagSet("node", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f nodeFlags
+		f.register(fs)
+		args := []string{"-bind", "127.0.0.1:7000"}
+		if arg != "" {
+			args = append(args, "-stall-timeout", arg)
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(logrus.New())
+		if err != nil || cfg.StallTimeout != want {
+			t.Errorf("-stall-timeout %q: %v, %v; want %v", arg, cfg.StallTimeout, err, want)
+		}
+	}
+	code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", "-stall-timeout", "0s")
+	if code == 0 || !strings.Contains(stderr, "-stall-timeout 0s: want a positive duration") || stdout != "" {
+		t.Errorf("-stall-timeout 0s: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
 }
