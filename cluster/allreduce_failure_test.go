@@ -9,6 +9,7 @@ package cluster
 // of its 3 sources existed.
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,17 +57,9 @@ func TestAllReduceParticipantKilledBeforeItsGet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type result struct {
-		reply *messages.ReduceReply
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rctx, cancel := contextWithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		r, err := l.Client(0).AllReduce(rctx, target, []string{"a", "b", "c"}, 2, messages.ReduceOp_SUM, messages.DType_INT64)
-		done <- result{r, err}
-	}()
+	done := goReduce(ctx, 10*time.Second, func(rctx context.Context) (*messages.ReduceReply, error) {
+		return l.Client(0).AllReduce(rctx, target, []string{"a", "b", "c"}, 2, messages.ReduceOp_SUM, messages.DType_INT64)
+	})
 	<-blocked
 	mu.Lock()
 	v := victim

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -122,17 +123,9 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 				rdPut(t, ctx, l, i, id, b)
 				ids, byID[id] = append(ids, id), b
 			}
-			type result struct {
-				reply *messages.ReduceReply
-				err   error
-			}
-			done := make(chan result, 1)
-			go func() {
-				rctx, cancel := contextWithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				r, err := l.Client(0).AllReduce(rctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
-				done <- result{r, err}
-			}()
+			done := goReduce(ctx, 30*time.Second, func(rctx context.Context) (*messages.ReduceReply, error) {
+				return l.Client(0).AllReduce(rctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
+			})
 			for k, v := range victims {
 				select {
 				case g := <-held:

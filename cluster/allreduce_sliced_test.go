@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -217,17 +218,9 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 				rdPut(t, ctx, l, i, id, b)
 				ids, data = append(ids, id), append(data, b)
 			}
-			type result struct {
-				reply *messages.ReduceReply
-				err   error
-			}
-			done := make(chan result, 1)
-			go func() {
-				rctx, cancel := contextWithTimeout(ctx, 20*time.Second)
-				defer cancel()
-				r, err := l.Client(0).AllReduce(rctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
-				done <- result{r, err}
-			}()
+			done := goReduce(ctx, 20*time.Second, func(rctx context.Context) (*messages.ReduceReply, error) {
+				return l.Client(0).AllReduce(rctx, target, ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
+			})
 			select {
 			case <-blocked:
 			case res := <-done:

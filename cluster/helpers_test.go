@@ -173,3 +173,23 @@ func systemOf(l *Local, pid *actor.PID) *actor.ActorSystem {
 	}
 	return l.app
 }
+
+// reduceResult is the end of a Reduce or AllReduce that a test runs in
+// the background.
+type reduceResult struct {
+	reply *messages.ReduceReply
+	err   error
+}
+
+// goReduce runs call (a client's Reduce or AllReduce) in the background
+// with d of ctx's time; its end comes on the channel returned.
+func goReduce(ctx context.Context, d time.Duration, call func(context.Context) (*messages.ReduceReply, error)) <-chan reduceResult {
+	done := make(chan reduceResult, 1)
+	go func() {
+		rctx, cancel := contextWithTimeout(ctx, d)
+		defer cancel()
+		r, err := call(rctx)
+		done <- reduceResult{r, err}
+	}()
+	return done
+}

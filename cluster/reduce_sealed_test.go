@@ -11,6 +11,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -42,17 +43,9 @@ func TestReduceKeepsAFinishedResultAGetReturned(t *testing.T) {
 	if err := l.Client(1).Put(ctx, "a", a); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		reply *messages.ReduceReply
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rctx, cancel := contextWithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		r, err := l.Client(0).Reduce(rctx, target, []string{"a", "b"}, 1, messages.ReduceOp_SUM, messages.DType_INT64)
-		done <- result{r, err}
-	}()
+	done := goReduce(ctx, 20*time.Second, func(rctx context.Context) (*messages.ReduceReply, error) {
+		return l.Client(0).Reduce(rctx, target, []string{"a", "b"}, 1, messages.ReduceOp_SUM, messages.DType_INT64)
+	})
 	select {
 	case <-rootDone:
 	case r := <-done:

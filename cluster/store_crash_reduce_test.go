@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -58,17 +59,9 @@ func TestReduceSurvivesAStoreNodeCrash(t *testing.T) {
 	if err := l.Client(2).Put(ctx, "b", data["b"]); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		reply *messages.ReduceReply
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rctx, cancel := contextWithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		r, err := l.Client(0).Reduce(rctx, "sum", []string{"a", "b"}, 2, messages.ReduceOp_SUM, messages.DType_INT64)
-		done <- result{r, err}
-	}()
+	done := goReduce(ctx, 10*time.Second, func(rctx context.Context) (*messages.ReduceReply, error) {
+		return l.Client(0).Reduce(rctx, "sum", []string{"a", "b"}, 2, messages.ReduceOp_SUM, messages.DType_INT64)
+	})
 	var node string
 	select {
 	case node = <-started:

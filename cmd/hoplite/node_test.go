@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/cluster"
 )
 
 // The benchmark flags become the member's configuration.
@@ -47,21 +49,28 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 	}
 }
 
+// nodeConfig parses `hoplite node -bind 127.0.0.1:7000` and args into the
+// member's config.
+func nodeConfig(t *testing.T, args ...string) (cluster.MemberConfig, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f nodeFlags
+	f.register(fs)
+	if err := fs.Parse(append([]string{"-bind", "127.0.0.1:7000"}, args...)); err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	return f.config(logrus.New())
+}
+
 // -link-rate takes the bandwidth forms of bench --bandwidth.
 func TestNodeLinkRate(t *testing.T) {
 	for arg, want := range map[string]float64{"": 0, "400mbit": 400e6, "10gbit": 10e9, "50MB/s": 400e6} {
-		fs := flag.NewFlagSet("node", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var f nodeFlags
-		f.register(fs)
-		args := []string{"-bind", "127.0.0.1:7000"}
+		var args []string
 		if arg != "" {
-			args = append(args, "-link-rate", arg)
+			args = []string{"-link-rate", arg}
 		}
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(logrus.New())
+		cfg, err := nodeConfig(t, args...)
 		if err != nil || cfg.LinkRate != want {
 			t.Errorf("-link-rate %q: %v bit/s, %v; want %v", arg, cfg.LinkRate, err, want)
 		}
@@ -139,18 +148,11 @@ func TestNodeFaultInjectionFlagsSetTheirHooks(t *testing.T) {
 // that is not positive fails at once.
 func TestNodeStallTimeout(t *testing.T) {
 	for arg, want := range map[string]time.Duration{"": 10 * time.Second, "250ms": 250 * time.Millisecond} {
-		fs := flag.NewFlagSet("node", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var f nodeFlags
-		f.register(fs)
-		args := []string{"-bind", "127.0.0.1:7000"}
+		var args []string
 		if arg != "" {
-			args = append(args, "-stall-timeout", arg)
+			args = []string{"-stall-timeout", arg}
 		}
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(logrus.New())
+		cfg, err := nodeConfig(t, args...)
 		if err != nil || cfg.StallTimeout != want {
 			t.Errorf("-stall-timeout %q: %v, %v; want %v", arg, cfg.StallTimeout, err, want)
 		}
