@@ -528,10 +528,7 @@ func TestFinishedTargetWithASurvivingCopyIsSealed(t *testing.T) {
 	for _, whole := range []bool{true, false} {
 		// whole=false: the root had not finished; n2's copy is partial.
 		tb := NewLocationTable(TableConfig{})
-		if err := tb.Reserve("t", "red#1"); err != nil {
-			t.Fatal(err)
-		}
-		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+		reduceRoot(t, tb, 0)
 		if r := locateReply(t, locate(tb, "t", 2, t0), replyTo("r2")); r.GetSender().GetNodeId() != "n0" {
 			t.Fatalf("whole=%v: a Get streams from %v, want the root n0", whole, r.GetSender())
 		}
@@ -575,10 +572,7 @@ func TestFinishedTargetWithASurvivingCopyIsSealed(t *testing.T) {
 // refused with the finished generation rather than making other bytes.
 func TestFinishedTargetLostWithAReaderIsSealed(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
-		t.Fatal(err)
-	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	reduceRoot(t, tb, 0)
 	locate(tb, "t", 2, t0)
 	complete(tb, "t", 0, 1<<20, true)
 	if d := dropsTo(tb.NodeFailed("n0"), 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
@@ -606,10 +600,7 @@ func TestFinishedTargetLostWithAReaderIsSealed(t *testing.T) {
 // with RESET.
 func TestRootsOwnCopyDoesNotSealTheTarget(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
-		t.Fatal(err)
-	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	reduceRoot(t, tb, 0)
 	complete(tb, "t", 0, 1<<20, true)
 	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
 	r := repliesTo(out, replyTo("c2"))

@@ -13,6 +13,19 @@ func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID stri
 		Creator: true, ReduceId: reduceID})
 }
 
+// reduceRoot reserves target "t" for reduce red#1 and registers its
+// first root (generation 1, 1 MiB) on node creator.
+func reduceRoot(t *testing.T, tb *LocationTable, creator int) {
+	t.Helper()
+	if err := tb.Reserve("t", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		t.Fatalf("the first root's create: %v", out)
+	}
+}
+
 // A Reduce whose root finished the target before the Reduce failed (its
 // caller's node died while the root's COMPLETE was on its way; chaos
 // soak seed 91128695) releases the target: the root's worker drops it,
@@ -21,10 +34,7 @@ func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID stri
 // elsewhere to a copy that no longer exists.
 func TestReleaseDropsAFinishedTargetOfAFailedReduce(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
-		t.Fatal(err)
-	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	reduceRoot(t, tb, 2)
 	locate(tb, "t", 3, t0) // a Get fetching from the root
 	rootComplete(tb, "t", 2, 1<<20, "red#1")
 	tb.FetchDone(fetchDone(tb, "t", node(3), node(2)))
@@ -50,10 +60,7 @@ func TestReleaseDropsAFinishedTargetOfAFailedReduce(t *testing.T) {
 // the COMPLETE left a copy that its node did not hold.
 func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
-		t.Fatal(err)
-	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	reduceRoot(t, tb, 2)
 	locate(tb, "t", 4, t0) // a waiting Get keeps the entry
 	tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
 	rootComplete(tb, "t", 2, 1<<20, "red#1")
