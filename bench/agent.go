@@ -166,31 +166,43 @@ func (a *agent) fetch(m *messages.BenchFetch) *messages.BenchFetchReply {
 	if err != nil {
 		r.Error = messages.AsError(err)
 	}
-	// A plain timer: a millisecond late costs nothing here, and
-	// sleepUntil's precise end would block a thread while others fetch.
+	holdReply(ctx, start, done)
+	return r
+}
+
+// minReplyHold and maxReplyHold bound how long an agent holds a timed
+// call's reply.
+const (
+	minReplyHold = 10 * time.Millisecond
+	maxReplyHold = time.Second
+)
+
+// replyAt is when an agent sends the reply of a timed call (a Get, an
+// (All)Reduce, a floor's round trips) that ran from start to done: as long
+// after done as the call took, at least minReplyHold and at most
+// maxReplyHold. A reply sent while the other participants still work is
+// a gRPC write here and a wake-up of the driver, on the CPUs the
+// testbed's hosts share. Held as long as the Get took, a 1 KiB
+// broadcast to 7 took 1.22 and 1.04 ms against 1.41 and 1.44 ms sent at
+// once (21 reps each, alternating runs); but a receiver whose Get took
+// 0.1 ms still replied while the slowest fetched for another millisecond,
+// and perf samples of those windows put a tenth of the CPU in the
+// replies' gRPC writes and the driver. The times are the node's clock at
+// start and done either way; the peers' scripts, like this, report only
+// after their timed calls.
+func replyAt(start, done time.Time) time.Time {
+	return done.Add(min(max(done.Sub(start), minReplyHold), maxReplyHold))
+}
+
+// holdReply waits until replyAt(start, done), or for ctx. A plain timer:
+// a millisecond late costs nothing here.
+func holdReply(ctx context.Context, start, done time.Time) {
 	t := time.NewTimer(time.Until(replyAt(start, done)))
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return r
-}
-
-// maxReplyHold bounds how long an agent holds a timed Get's reply.
-const maxReplyHold = time.Second
-
-// replyAt is when an agent sends the reply of a timed Get that ran from
-// start to done: as long after done as the Get took (at most
-// maxReplyHold). The receivers of a broadcast finish close together, and
-// a reply sent while the others still fetch is a gRPC write and a wake-up
-// of the driver on the CPUs the testbed's hosts share: with replies sent
-// at once, a 1 KiB broadcast to 7 took 1.41 and 1.44 ms, with them held
-// 1.22 and 1.04 ms (21 reps each, alternating runs). The times are the
-// node's clock at start and done either way; the peers' scripts, like
-// this, report only after their timed calls.
-func replyAt(start, done time.Time) time.Time {
-	return done.Add(min(max(done.Sub(start), 0), maxReplyHold))
 }
 
 // reduce calls a float32 SUM (All)Reduce on the agent's node at the
@@ -211,10 +223,12 @@ func (a *agent) reduce(m *messages.BenchReduce) *messages.BenchReduceReply {
 	} else {
 		r.Reply, err = c.Reduce(ctx, m.GetTargetId(), m.GetSourceIds(), int(m.GetNumObjects()), messages.ReduceOp_SUM, messages.DType_FLOAT32)
 	}
-	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), time.Now().UnixNano()
+	done := time.Now()
+	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), done.UnixNano()
 	if err != nil {
 		r.Error = messages.AsError(err)
 	}
+	holdReply(ctx, start, done)
 	return r
 }
 
@@ -266,10 +280,12 @@ func (a *agent) roundTrips(system *actor.ActorSystem, m *messages.BenchRoundTrip
 		})
 	}
 	wg.Wait()
-	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), time.Now().UnixNano()
+	done := time.Now()
+	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), done.UnixNano()
 	if err := errors.Join(errs...); err != nil {
 		r.Error = messages.AsError(err)
 	}
+	holdReply(ctx, start, done)
 	return r
 }
 

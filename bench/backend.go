@@ -92,35 +92,17 @@ func prefetch(ctx context.Context, root *actor.RootContext, pid *actor.PID, id s
 
 // sleepUntil returns at at (zero: at once), or with ctx's error.
 //
-// A Go timer alone starts a scheduled operation up to a millisecond late:
-// a process with nothing to run waits for its next timer in epoll_wait,
-// whose timeout is whole milliseconds (runtime/netpoll_epoll.go rounds
-// any wait under 1 ms up to 1 ms), as long as a whole 1 KiB operation.
-// So the timer wakes the caller startSlack early and clock.SleepUntil,
-// which blocks this goroutine's thread in the kernel, sleeps the rest.
-// (Eight members still start 0.5-0.7 ms apart on 2 vCPUs: the kernel
-// runs the woken members one after another.)
+// A Go timer alone starts a scheduled operation up to a millisecond late
+// (see clock.SleepUntil), as long as a whole 1 KiB operation. Blocking a
+// thread in clock_nanosleep for the last stretch, as this did before,
+// starts on time but puts the Go runtime's sysmon of every sleeping
+// member into polling every 80 µs for the next few milliseconds, on the
+// CPUs the operation runs on. clock.SleepUntil does neither. (Eight
+// members still start apart on 2 vCPUs: the kernel runs the woken
+// members one after another.)
 func sleepUntil(ctx context.Context, at time.Time) error {
 	if at.IsZero() {
 		return nil
 	}
-	if d := time.Until(at) - startSlack; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	clock.SleepUntil(at)
-	return nil
+	return clock.SleepUntil(ctx, at)
 }
-
-// startSlack is how early sleepUntil's timer fires: more than the
-// timer's millisecond of rounding, little enough that the thread it
-// blocks is not missed.
-const startSlack = 2 * time.Millisecond

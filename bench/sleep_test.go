@@ -8,10 +8,10 @@ import (
 )
 
 // sleepUntil never returns before the time it was given, whether the
-// time is past the timer's slack or within it, and returns at once with
-// ctx's error when ctx ends first.
+// time is within a Go timer's millisecond of rounding or past it, and
+// returns at once with ctx's error when ctx ends first.
 func TestSleepUntil(t *testing.T) {
-	for _, ahead := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, startSlack / 2, 3 * startSlack} {
+	for _, ahead := range []time.Duration{-time.Millisecond, 0, 300 * time.Microsecond, time.Millisecond, 6 * time.Millisecond} {
 		at := time.Now().Add(ahead)
 		if err := sleepUntil(context.Background(), at); err != nil {
 			t.Fatalf("%v ahead: %v", ahead, err)

@@ -1,27 +1,106 @@
 package clock
 
 import (
+	"context"
+	"errors"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// SleepUntil blocks the calling goroutine's thread until at by the
-// realtime clock, to within the kernel's timer slack (50 µs by default).
+// SleepUntil returns at at by the realtime clock, or earlier with ctx's
+// error.
 //
 // A Go timer on a process with nothing else to run fires up to a
 // millisecond late: the runtime waits for it in epoll_wait, whose timeout
 // is whole milliseconds (runtime/netpoll_epoll.go rounds any wait under
-// 1 ms up to 1 ms). Use this for short waits whose lateness matters;
-// it holds an OS thread while it sleeps.
-func SleepUntil(at time.Time) {
-	ts := unix.NsecToTimespec(at.UnixNano())
-	for time.Now().Before(at) {
-		// EINTR (a signal, e.g. the Go runtime's preemption) only cuts
-		// the sleep short: the loop sleeps the rest.
-		if err := unix.ClockNanosleep(unix.CLOCK_REALTIME, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
-			time.Sleep(time.Until(at)) // not for a valid time; never spin
-			return
+// 1 ms up to 1 ms). SleepUntil waits on a timerfd in Go's netpoller
+// instead: the timer is the kernel's high-resolution one, without timer
+// slack, and its expiry wakes epoll_wait at once. The goroutine parks as
+// on any read, so no thread sits in a blocking system call: one would
+// make the runtime's sysmon retake its P and then poll every 20 µs (80 µs
+// with the kernel's timer slack) for the next few milliseconds, in every
+// process that sleeps this way, on the CPUs the operation after the
+// sleep needs.
+func SleepUntil(ctx context.Context, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(at) {
+		return nil
+	}
+	t, err := takeTimer()
+	if err == nil {
+		err = t.arm(at)
+		if err != nil {
+			t.f.Close()
 		}
+	}
+	if err != nil {
+		return timerSleep(ctx, at) // no timerfd: the Go timer's precision
+	}
+	stop := context.AfterFunc(ctx, func() { _ = t.f.SetReadDeadline(time.Unix(1, 0)) })
+	var expirations [8]byte
+	for {
+		_, err := t.f.Read(expirations[:])
+		switch {
+		case err == nil:
+			if stop() {
+				t.giveBack() // expired, so disarmed, and no deadline set
+			} else {
+				t.f.Close()
+			}
+			return nil
+		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ECANCELED):
+			// ECANCELED: the realtime clock was set; the absolute
+			// expiry stays armed, so wait for it again.
+			continue
+		}
+		stop()
+		t.f.Close()
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return timerSleep(ctx, at)
+	}
+}
+
+// timer is a non-blocking timerfd as a file in Go's netpoller.
+type timer struct {
+	f  *os.File
+	fd int
+}
+
+// idleTimers keeps a few disarmed timers for the next sleeps: closing one
+// is an epoll_ctl and a close on the thread that has just woken, at the
+// moment its caller wanted to start work.
+var idleTimers = make(chan timer, 8)
+
+func takeTimer() (timer, error) {
+	select {
+	case t := <-idleTimers:
+		return t, nil
+	default:
+	}
+	fd, err := unix.TimerfdCreate(unix.CLOCK_REALTIME, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return timer{}, err
+	}
+	return timer{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}, nil
+}
+
+// arm sets t to expire once, at at.
+func (t timer) arm(at time.Time) error {
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(at.UnixNano())}
+	return unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
+}
+
+// giveBack keeps t for a later sleep, or closes it when enough are kept.
+func (t timer) giveBack() {
+	select {
+	case idleTimers <- t:
+	default:
+		t.f.Close()
 	}
 }

@@ -2,7 +2,11 @@
 
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
-// SleepUntil sleeps until at with the Go timer.
-func SleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
+// SleepUntil sleeps until at with the Go timer, or returns earlier with
+// ctx's error.
+func SleepUntil(ctx context.Context, at time.Time) error { return timerSleep(ctx, at) }
