@@ -342,8 +342,16 @@ func (s *Shard) started(ctx actor.Context) {
 		// know were deleted, come back to us.
 		// A request, so the copies come back to this shard even before the
 		// nodes' shard tables point here (the shard may just have moved).
+		//
+		// Every live store node is watched now rather than at its first
+		// Locate or copy here: a remote Watch is a gRPC message and a run
+		// of the node's mailbox, which would otherwise fall inside the
+		// first small Get each node makes of an object on this shard
+		// (seven of them in a 1 KiB broadcast to 7 whose object's shard
+		// is new to them).
 		for _, n := range s.cfg.Nodes() {
 			s.republishing[actorutil.Key(n.PID())] = true
+			s.watch(ctx, n)
 			ctx.Request(n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 		}
 	}
