@@ -116,8 +116,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
 	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "data" && p != "no-push" && p != "actor-subscribes" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, no-push or actor-subscribes)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" {
+			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push or actor-subscribes)", p)
 		}
 	}
 	if c.TLS && c.Testbed == nil {
@@ -249,7 +249,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				r.Interval = g.interval.Seconds()
 			}
 			switch {
-			case (!s.ours() || s.floor) && o.Testbed == nil:
+			case (!s.ours() || s.floor || s.kernelSlack) && o.Testbed == nil:
 				r.Status, r.Reason = StatusSkipped, "needs --testbed"
 			case s.floor:
 				if why := floorOp(g); why != "" {

@@ -335,3 +335,45 @@ func TestExtraPerRepetition(t *testing.T) {
 		}
 	}
 }
+
+// The kernel-slack column's nodes run with -timer-slack 0, ours's with
+// the node's default (no flag); the report's note says so. Without the
+// testbed it is skipped: in process there is no node process to set.
+func TestKernelSlackColumn(t *testing.T) {
+	o, err := (&Options{Scenario: "broadcast", Nodes: 8, Peers: []string{"kernel-slack"}}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0"}, Binary: "/bin/hoplite"}}
+	seen := map[string]bool{}
+	for _, s := range o.systems() {
+		args := tb.nodeArgs(0, s, "198.18.77.1:20000", 30000, nil)
+		i := slices.Index(args, "-timer-slack")
+		seen[s.name] = true
+		switch s.name {
+		case SysKernelSlack:
+			if i < 0 || i+1 >= len(args) || args[i+1] != "0" {
+				t.Errorf("%s: %q, want -timer-slack 0", s.name, args)
+			}
+		default:
+			if i >= 0 {
+				t.Errorf("%s: %q, want the node's default slack", s.name, args)
+			}
+		}
+	}
+	if !seen[SysOurs] || !seen[SysKernelSlack] || len(seen) != 2 {
+		t.Fatalf("systems %v, want ours and %s", seen, SysKernelSlack)
+	}
+	if note := o.procsNote(); !strings.Contains(note, SysKernelSlack+" the kernel's") {
+		t.Errorf("note %q does not say the column's slack", note)
+	}
+	rep, err := Run(context.Background(), Options{Scenario: "broadcast", Nodes: 3, Sizes: []int64{1024}, Reps: 1, Peers: []string{"kernel-slack"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.System == SysKernelSlack && (r.Status != StatusSkipped || r.Reason != "needs --testbed") {
+			t.Errorf("in process, %s: %s %q, want skipped", r.System, r.Status, r.Reason)
+		}
+	}
+}

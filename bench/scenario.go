@@ -105,6 +105,12 @@ const SysActorSubscribes = "ours-actor-subscribes"
 // members share, instead of its share of them (Options.NodeProcs).
 const SysGoProcs = "ours-go-procs"
 
+// SysKernelSlack is ours with every testbed node at the kernel's timer
+// slack (--peers kernel-slack, hoplite node -timer-slack 0) instead of
+// the node's default (see internal/timerslack): that setting measured in
+// the same run.
+const SysKernelSlack = "ours-kernel-slack"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -129,8 +135,10 @@ type system struct {
 	// goProcs: the node runs at Go's default GOMAXPROCS whatever
 	// Options.NodeProcs says.
 	goProcs bool
-	tls     bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor   bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
+	// kernelSlack: hoplite node -timer-slack 0.
+	kernelSlack bool
+	tls         bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor       bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
 	// dataPlane: the floor's round trips go on the data plane (SysDataRTT).
 	dataPlane bool
 	peer      string
@@ -267,6 +275,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "go-procs") {
 		out = append(out, system{name: SysGoProcs, goProcs: true})
+	}
+	if slices.Contains(o.Peers, "kernel-slack") {
+		out = append(out, system{name: SysKernelSlack, kernelSlack: true})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

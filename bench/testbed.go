@@ -216,7 +216,7 @@ type nodeProc struct {
 	killed  bool
 }
 
-var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+) manage=(\d+) members=(\d+)$`)
+var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+) manage=(\d+) members=(\d+)(?: timer-slack=\S+)?$`)
 
 // nodeSet is the testbed's hoplite cluster for one system: the backend.
 type nodeSet struct {
@@ -328,6 +328,10 @@ func (o *Options) procsNote() string {
 	if slices.Contains(o.Peers, "go-procs") {
 		note += "; " + SysGoProcs + " at Go's default"
 	}
+	note += "; timer slack: hoplite node's default"
+	if slices.Contains(o.Peers, "kernel-slack") {
+		note += ", " + SysKernelSlack + " the kernel's"
+	}
 	return note
 }
 
@@ -364,6 +368,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	}
 	if s.actorLocates {
 		args = append(args, "-actor-locates")
+	}
+	if s.kernelSlack {
+		args = append(args, "-timer-slack", "0")
 	}
 	if t.o.Log != nil {
 		// --log-level: the nodes log at it too, into --log-dir.

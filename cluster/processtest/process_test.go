@@ -83,11 +83,12 @@ type nodeProc struct {
 	stderr  *syncBuffer
 	id      string // member id, from its start line
 	address string
+	slack   string // its timer slack, from its start line
 	exited  chan struct{}
 	exitErr error
 }
 
-var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+) manage=(\d+) members=(\d+)$`)
+var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+) manage=(\d+) members=(\d+)(?: timer-slack=(\S+))?$`)
 
 // startNode starts a member process; wait says whether to wait for its
 // start line.
@@ -137,7 +138,7 @@ func (p *nodeProc) waitStarted(t testing.TB, d time.Duration) {
 	for {
 		for _, line := range strings.Split(p.stdout.String(), "\n") {
 			if m := startLine.FindStringSubmatch(line); m != nil {
-				p.id, p.address = m[1], m[2]
+				p.id, p.address, p.slack = m[1], m[2], m[6]
 				return
 			}
 		}

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/hoplite-go/hoplite/internal/timerslack"
 )
 
 const usage = `usage: hoplite <command> [flags]
@@ -42,6 +44,7 @@ Run "hoplite <command> -h" for the flags of a command.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ensureTimerSlack = timerslack.Ensure
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/timerslack"
 )
 
 const nodeUsage = `usage: hoplite node --bind HOST:PORT --seeds HOST:PORT,... [flags]
@@ -49,7 +50,7 @@ type nodeFlags struct {
 	managePort, shards, reduceDegree                            int
 	capacity, chunk, linkRate                                   string
 	refresh, joinTimeout, chunkDelay, healthTimeout             time.Duration
-	reduceChunkDelay, stallTimeout                              time.Duration
+	reduceChunkDelay, stallTimeout, timerSlack                  time.Duration
 	healthMisses                                                int
 	logFormat, logLevel, reduceShape, allReduceShape            string
 	tlsCert, tlsKey, tlsCA                                      string
@@ -75,6 +76,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 2*time.Second, "automanaged: how long a health check of a member may take")
 	fs.IntVar(&f.healthMisses, "health-misses", 3, "automanaged: health checks a member must miss in a row before it is dropped (a refused connection drops it at once)")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Second, "a receiver gives up a stream that makes no progress for this long and asks the directory for another sender")
+	fs.DurationVar(&f.timerSlack, "timer-slack", defaultTimerSlack, "Linux: the process's timer slack (set, then the node executes itself again to give it to every thread); 0 leaves the kernel's (see internal/timerslack)")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -118,6 +120,9 @@ func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
 func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	if f.stallTimeout <= 0 {
 		return cluster.MemberConfig{}, fmt.Errorf("-stall-timeout %v: want a positive duration", f.stallTimeout)
+	}
+	if f.timerSlack < 0 || f.timerSlack > maxTimerSlack {
+		return cluster.MemberConfig{}, fmt.Errorf("-timer-slack %v: want 0 (the kernel's) up to %v", f.timerSlack, maxTimerSlack)
 	}
 	capacity, err := parseSize(f.capacity)
 	if err != nil {
@@ -187,6 +192,10 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	// Before anything starts: it may execute the program again.
+	if err := ensureTimerSlack(f.timerSlack); err != nil {
+		log.WithError(err).Warn("timer slack not set: the Go runtime's sysmon wakes more often")
+	}
 	if f.pprof {
 		// The process's own rates, set by the binary rather than the
 		// library: without them /debug/pprof/mutex and /block are empty.
@@ -220,8 +229,8 @@ func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig,
 			return fmt.Errorf("-bench-agent: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "hoplite node %s address=%s data=%s manage=%d members=%d\n",
-		m.ID(), m.Address(), m.DataAddress(), managePort(cfg), len(m.Members()))
+	fmt.Fprintf(stdout, "hoplite node %s address=%s data=%s manage=%d members=%d timer-slack=%s\n",
+		m.ID(), m.Address(), m.DataAddress(), managePort(cfg), len(m.Members()), timerSlackNow())
 	select {
 	case <-ctx.Done():
 		log.WithField("member", m.ID()).Info("signal: leaving the cluster")
@@ -236,6 +245,29 @@ func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig,
 		}
 		return errors.New("member stopped")
 	}
+}
+
+// defaultTimerSlack is `hoplite node -timer-slack`'s default, and
+// maxTimerSlack its bound: the slack delays every timed sleep of the
+// process (timers, deadlines, the pacer's slots) by up to this much.
+const (
+	defaultTimerSlack = time.Millisecond
+	maxTimerSlack     = 10 * time.Millisecond
+)
+
+// ensureTimerSlack is timerslack.Ensure in the hoplite binary (main sets
+// it); nothing in tests that run nodeCommand in their own process, which
+// it would execute again.
+var ensureTimerSlack = func(time.Duration) error { return nil }
+
+// timerSlackNow is the process's timer slack for the start line, or "?"
+// where it cannot be read.
+func timerSlackNow() string {
+	d, err := timerslack.Current()
+	if err != nil {
+		return "?"
+	}
+	return d.String()
 }
 
 func managePort(cfg cluster.MemberConfig) int {

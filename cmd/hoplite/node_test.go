@@ -162,3 +162,19 @@ func TestNodeStallTimeout(t *testing.T) {
 		t.Errorf("-stall-timeout 0s: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// -timer-slack takes 0 (the kernel's) up to 10 ms; anything else is
+// refused before the node starts.
+func TestNodeTimerSlackBounds(t *testing.T) {
+	for _, arg := range []string{"0s", "1ms", "10ms"} {
+		if _, err := nodeConfig(t, "-timer-slack", arg); err != nil {
+			t.Errorf("-timer-slack %s: %v", arg, err)
+		}
+	}
+	for _, arg := range []string{"-1ms", "11ms"} {
+		code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", "-timer-slack", arg)
+		if code == 0 || !strings.Contains(stderr, "-timer-slack "+arg+": want 0 (the kernel's) up to 10ms") || stdout != "" {
+			t.Errorf("-timer-slack %s: exit %d, stdout %q, stderr:\n%s", arg, code, stdout, stderr)
+		}
+	}
+}
