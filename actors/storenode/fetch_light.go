@@ -174,7 +174,7 @@ func (n *StoreNode) sendLightLocate(ctx actor.Context, lf *lightFetch, caller tr
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.GetTimeoutMs())*time.Millisecond+locateCallMargin)
 	lf.cancel = cancel
-	go func() {
+	callRunner.Schedule(func() {
 		defer cancel()
 		r := &lightLocated{lf: lf, attempt: attempt}
 		b, err := caller.Call(cctx, addr, messages.ControlLocate, req)
@@ -192,8 +192,14 @@ func (n *StoreNode) sendLightLocate(ctx actor.Context, lf *lightFetch, caller tr
 			r.err = err
 		}
 		system.Root.Send(self, r)
-	}()
+	})
 }
+
+// callRunner runs light fetches' Locate calls on the actor runtime's
+// worker goroutines (pooled: see third_party/README.md) rather than a
+// fresh goroutine each, whose stack the call and the reply's decoding
+// would grow again every time.
+var callRunner = actor.NewDefaultDispatcher(1)
 
 // lightLocated takes the end of a light fetch's Locate on the data plane.
 func (n *StoreNode) lightLocated(ctx actor.Context, m *lightLocated) {
