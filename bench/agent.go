@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/clock"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -194,15 +195,10 @@ func replyAt(start, done time.Time) time.Time {
 	return done.Add(min(max(done.Sub(start), minReplyHold), maxReplyHold))
 }
 
-// holdReply waits until replyAt(start, done), or for ctx. A plain timer:
-// a millisecond late costs nothing here.
+// holdReply waits until replyAt(start, done), or for ctx. A Go timer: a
+// millisecond late costs nothing here.
 func holdReply(ctx context.Context, start, done time.Time) {
-	t := time.NewTimer(time.Until(replyAt(start, done)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	_ = clock.Wait(ctx, replyAt(start, done)) // ctx's end: reply now
 }
 
 // reduce calls a float32 SUM (All)Reduce on the agent's node at the

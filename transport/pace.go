@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hoplite-go/hoplite/internal/clock"
 )
 
 // EgressPacer shares one sending rate among the streams that ask for
@@ -58,18 +60,10 @@ func (p *EgressPacer) wait(ctx context.Context, n int) error {
 	p.mu.Lock()
 	start := reserve(&p.next, time.Now(), n, rate)
 	p.mu.Unlock()
-	d := time.Until(start)
-	if d <= 0 {
+	if time.Until(start) <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Wait(ctx, start)
 }
 
 // reserve books n bytes at rate on the clock whose last slot ends at

@@ -38,7 +38,7 @@ func SleepUntil(ctx context.Context, at time.Time) error {
 		}
 	}
 	if err != nil {
-		return timerSleep(ctx, at) // no timerfd: the Go timer's precision
+		return Wait(ctx, at) // no timerfd: the Go timer's precision
 	}
 	stop := context.AfterFunc(ctx, func() { _ = t.f.SetReadDeadline(time.Unix(1, 0)) })
 	var expirations [8]byte
@@ -62,7 +62,7 @@ func SleepUntil(ctx context.Context, at time.Time) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		return timerSleep(ctx, at)
+		return Wait(ctx, at)
 	}
 }
 

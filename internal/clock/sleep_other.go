@@ -9,4 +9,4 @@ import (
 
 // SleepUntil sleeps until at with the Go timer, or returns earlier with
 // ctx's error.
-func SleepUntil(ctx context.Context, at time.Time) error { return timerSleep(ctx, at) }
+func SleepUntil(ctx context.Context, at time.Time) error { return Wait(ctx, at) }
