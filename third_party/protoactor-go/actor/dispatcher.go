@@ -41,6 +41,10 @@ const (
 	maxIdleWorkers = 64
 )
 
+// runWorker runs fn and then whatever Schedule hands it. (With the
+// timer semantics before Go 1.23, which this module's go line selects
+// when it is the main module, a stale expiry can end a worker early:
+// that only costs the pool a worker.)
 func runWorker(fn func()) {
 	var t *time.Timer
 	for {
