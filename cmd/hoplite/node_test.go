@@ -63,6 +63,16 @@ func nodeConfig(t *testing.T, args ...string) (cluster.MemberConfig, error) {
 	return f.config(logrus.New())
 }
 
+// nodeRefuses runs `hoplite node` with flag set to value and checks that
+// it exits non-zero before starting, saying want on stderr.
+func nodeRefuses(t *testing.T, flag, value, want string) {
+	t.Helper()
+	code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", flag, value)
+	if code == 0 || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("%s %s: exit %d, stdout %q, stderr:\n%s", flag, value, code, stdout, stderr)
+	}
+}
+
 // -link-rate takes the bandwidth forms of bench --bandwidth.
 func TestNodeLinkRate(t *testing.T) {
 	for arg, want := range map[string]float64{"": 0, "400mbit": 400e6, "10gbit": 10e9, "50MB/s": 400e6} {
@@ -75,10 +85,7 @@ func TestNodeLinkRate(t *testing.T) {
 			t.Errorf("-link-rate %q: %v bit/s, %v; want %v", arg, cfg.LinkRate, err, want)
 		}
 	}
-	code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", "-link-rate", "fast")
-	if code == 0 || !strings.Contains(stderr, `-link-rate: bandwidth "fast"`) || stdout != "" {
-		t.Errorf("-link-rate fast: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
-	}
+	nodeRefuses(t, "-link-rate", "fast", `-link-rate: bandwidth "fast"`)
 }
 
 // Bad benchmark flags fail at once with the member's clear error, before
@@ -157,10 +164,7 @@ func TestNodeStallTimeout(t *testing.T) {
 			t.Errorf("-stall-timeout %q: %v, %v; want %v", arg, cfg.StallTimeout, err, want)
 		}
 	}
-	code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", "-stall-timeout", "0s")
-	if code == 0 || !strings.Contains(stderr, "-stall-timeout 0s: want a positive duration") || stdout != "" {
-		t.Errorf("-stall-timeout 0s: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
-	}
+	nodeRefuses(t, "-stall-timeout", "0s", "-stall-timeout 0s: want a positive duration")
 }
 
 // -timer-slack takes 0 (the kernel's) up to 10 ms; anything else is
@@ -172,9 +176,6 @@ func TestNodeTimerSlackBounds(t *testing.T) {
 		}
 	}
 	for _, arg := range []string{"-1ms", "11ms"} {
-		code, stdout, stderr := hoplite(t, "node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000", "-timer-slack", arg)
-		if code == 0 || !strings.Contains(stderr, "-timer-slack "+arg+": want 0 (the kernel's) up to 10ms") || stdout != "" {
-			t.Errorf("-timer-slack %s: exit %d, stdout %q, stderr:\n%s", arg, code, stdout, stderr)
-		}
+		nodeRefuses(t, "-timer-slack", arg, "-timer-slack "+arg+": want 0 (the kernel's) up to 10ms")
 	}
 }

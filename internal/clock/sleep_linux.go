@@ -2,7 +2,6 @@ package clock
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
@@ -41,29 +40,22 @@ func SleepUntil(ctx context.Context, at time.Time) error {
 		return Wait(ctx, at) // no timerfd: the Go timer's precision
 	}
 	stop := context.AfterFunc(ctx, func() { _ = t.f.SetReadDeadline(time.Unix(1, 0)) })
+	// The poller retries EINTR and EAGAIN itself; without
+	// TFD_TIMER_CANCEL_ON_SET a clock step never fails the read.
 	var expirations [8]byte
-	for {
-		_, err := t.f.Read(expirations[:])
-		switch {
-		case err == nil:
-			if stop() {
-				t.giveBack() // expired, so disarmed, and no deadline set
-			} else {
-				t.f.Close()
-			}
-			return nil
-		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ECANCELED):
-			// ECANCELED: the realtime clock was set; the absolute
-			// expiry stays armed, so wait for it again.
-			continue
-		}
-		stop()
+	_, err = t.f.Read(expirations[:])
+	if stop() && err == nil {
+		t.giveBack() // expired, so disarmed, and no deadline set
+	} else {
 		t.f.Close()
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		return Wait(ctx, at)
 	}
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return Wait(ctx, at)
 }
 
 // timer is a non-blocking timerfd as a file in Go's netpoller.
