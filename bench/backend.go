@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/clock"

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"

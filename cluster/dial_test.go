@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 )
 
 // A remote whose port is taken fails with an error that says so

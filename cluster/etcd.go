@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"

@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/logbridge"

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 

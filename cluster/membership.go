@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 )
 
 // membership is an in-process membership service: the embedded cluster's

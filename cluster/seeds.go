@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/labstack/echo"
 )
 

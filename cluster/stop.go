@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 )
 
 // stopUntilGone stops a node supervisor and waits until it and every

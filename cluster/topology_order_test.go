@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 )
 
 // A topology the provider published before a newer one can reach the

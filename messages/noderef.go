@@ -1,6 +1,6 @@
 package messages
 
-import "github.com/asynkron/protoactor-go/actor"
+import "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 // PID is the store node actor this NodeRef names.
 func (n *NodeRef) PID() *actor.PID {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/messages"

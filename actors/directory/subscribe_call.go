@@ -3,7 +3,7 @@ package directory
 import (
 	"context"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/messages"

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/coordinator/kernel"
 	"github.com/hoplite-go/hoplite/internal/actorutil"

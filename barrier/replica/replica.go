@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/barrier/policy"

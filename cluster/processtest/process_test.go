@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/directory"

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/barrier"

@@ -41,7 +41,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"

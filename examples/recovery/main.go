@@ -33,8 +33,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-const protoactor = "github.com/asynkron/protoactor-go"
+const protoactor = "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go"
 
 // root is the module root, two levels above this package.
 func root(t *testing.T) string {

@@ -3,7 +3,7 @@ package logbridge
 import (
 	"log/slog"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 )
 

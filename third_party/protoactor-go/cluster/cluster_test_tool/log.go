@@ -1,1 +1,0 @@
-package cluster_test_tool
