@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/emirpasic/gods/stacks/linkedliststack"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/ctxext"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/metrics"
-	"github.com/emirpasic/gods/stacks/linkedliststack"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
