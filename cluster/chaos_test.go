@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/internal/cpuload"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -77,7 +78,9 @@ import (
 // without -race on 2 cores: pass -timeout 0 for more). HOPLITE_CHAOS_KEEP=3,7,9
 // (with HOPLITE_SEED) runs only the listed steps of the schedule, to
 // shrink a failing one by hand. HOPLITE_CHAOS_PAR sets how many seeds run
-// at once; HOPLITE_CHAOS_VERBOSE=1 logs every call.
+// at once; HOPLITE_CHAOS_VERBOSE=1 logs every call. HOPLITE_CHAOS_LOAD=N
+// runs N CPU-bound processes beside the cluster (internal/cpuload), with
+// the same oracle: a busy machine may cost time, never a wrong answer.
 
 const (
 	// chaosDefaultSeeds is the default run's small schedules, seeds 1..N
@@ -1360,6 +1363,7 @@ func chaosGoroutines(t *testing.T, base, slack int, wait time.Duration) {
 
 // TestChaos runs randomized fault schedules; see the comment at the top.
 func TestChaos(t *testing.T) {
+	cpuload.FromEnv(t) // HOPLITE_CHAOS_LOAD=N: N CPU-bound processes beside the cluster
 	var seeds []uint64
 	// Each seed runs 8-16 members, each an actor system with its own
 	// gRPC server: 16 seeds at once took 17 GB under -race.

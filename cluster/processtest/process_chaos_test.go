@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/internal/cpuload"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -89,6 +90,7 @@ func processChaosSeeds(t *testing.T) []uint64 {
 }
 
 func TestProcessChaos(t *testing.T) {
+	cpuload.FromEnv(t) // HOPLITE_CHAOS_LOAD=N: N CPU-bound processes beside the cluster
 	// Mostly waiting on other processes: it runs beside the other such tests.
 	t.Parallel()
 	bin := hopliteBinary(t)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/hoplite-go/hoplite/internal/cpuload"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -90,6 +91,7 @@ func (c *testClient) convergeAddrs(t *testing.T, d time.Duration, nodes ...*node
 // checks tolerate these pauses: 3 misses of 2 s), and every paused member
 // serves afterwards.
 func TestProcessPauseChaos(t *testing.T) {
+	cpuload.FromEnv(t) // HOPLITE_CHAOS_LOAD=N: N CPU-bound processes beside the cluster
 	bin := hopliteBinary(t)
 	const n = 8
 	rng := rand.New(rand.NewPCG(11, 0x9a05e))
