@@ -2,7 +2,6 @@ package actorutil
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -35,58 +34,80 @@ func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.P
 	if pid == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no actor to send %T to", msg)
 	}
-	deadline, _ := ctx.Deadline()
 	system := root.ActorSystem()
-	// A future, not an actor, waits for the reply: it needs no mailbox,
+	// A catcher, not an actor, waits for the reply: it needs no mailbox,
 	// no goroutine and no Started/Stop round, which a request pays on
 	// every hop of a small Get. It also watches the target: the
-	// Terminated that a stopped target sends its watchers resolves it.
-	f := actor.NewFuture(system, time.Until(deadline))
-	done := make(chan requestResult, 1)
-	f.ContinueWith(func(res any, err error) { done <- requestResult{res, err} })
+	// Terminated that a stopped target sends its watchers ends the wait.
+	c := &replyCatcher{target: pid, done: make(chan any, 1)}
+	self, _ := system.ProcessRegistry.Add(c, "request"+system.ProcessRegistry.NextId())
+	defer system.ProcessRegistry.Remove(self) // a late reply goes to the dead letters
 	target, _ := system.ProcessRegistry.Get(pid)
-	target.SendSystemMessage(pid, &actor.Watch{Watcher: f.PID()})
-	root.RequestWithCustomSender(pid, msg, f.PID())
-	var r requestResult
+	target.SendSystemMessage(pid, &actor.Watch{Watcher: self})
+	defer target.SendSystemMessage(pid, &actor.Unwatch{Watcher: self})
+	root.RequestWithCustomSender(pid, msg, self)
+	var reply any
 	select {
-	case r = <-done:
+	case reply = <-c.done:
 	case <-ctx.Done():
 		select {
-		case r = <-done: // a reply that came with the deadline still counts
+		case reply = <-c.done: // a reply that came with the deadline still counts
 		default:
-			root.Stop(f.PID()) // resolves it; a late reply is dropped
 			if abandon != nil {
-				abandon(f.PID())
+				abandon(self)
 			}
+			if ctx.Err() == context.DeadlineExceeded {
+				return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
+			}
+			return nil, messages.AsError(ctx.Err())
 		}
 	}
-	target.SendSystemMessage(pid, &actor.Unwatch{Watcher: f.PID()})
-	if ctx.Err() != nil && r.v == nil && r.err == nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
-		}
-		return nil, messages.AsError(ctx.Err())
-	}
-	switch m := r.v.(type) {
+	switch reply.(type) {
 	case *actor.Terminated:
-		if pid.Equal(m.GetWho()) {
-			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", pid.GetId())
-		}
-	}
-	switch {
-	case errors.Is(r.err, actor.ErrDeadLetter):
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", pid.GetId())
+	case *actor.DeadLetterResponse:
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is not running", pid.GetId())
-	case errors.Is(r.err, actor.ErrTimeout):
-		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
-	case r.err != nil:
-		return nil, messages.AsError(r.err)
 	}
-	return r.v, nil
+	return reply, nil
 }
 
-type requestResult struct {
-	v   any
-	err error
+// replyCatcher is the sender of one request: a process in the actor
+// system's registry (so a reply from another member reaches it through
+// the remote as one from this system does) that hands the first reply,
+// or the watched target's Terminated, to the waiting request.
+type replyCatcher struct {
+	target *actor.PID
+	done   chan any // buffered: one outcome, the first
+}
+
+var _ actor.Process = (*replyCatcher)(nil)
+
+// SendUserMessage implements actor.Process: a reply, or the dead letter
+// process's DeadLetterResponse when the target was not running.
+func (c *replyCatcher) SendUserMessage(_ *actor.PID, message any) {
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	c.offer(msg)
+}
+
+// SendSystemMessage implements actor.Process: the watch's Terminated
+// (the target stopped, was not found, or its member is gone).
+func (c *replyCatcher) SendSystemMessage(_ *actor.PID, message any) {
+	if t, ok := message.(*actor.Terminated); ok && c.target.Equal(t.GetWho()) {
+		c.offer(t)
+	}
+}
+
+// Stop implements actor.Process. It does nothing: the request removes
+// its catcher from the registry when it ends, whatever ended it.
+func (*replyCatcher) Stop(*actor.PID) {}
+
+// offer keeps the first outcome; later ones are dropped (the request
+// reads one).
+func (c *replyCatcher) offer(msg any) {
+	select {
+	case c.done <- msg:
+	default:
+	}
 }
 
 // TimeoutMs is the time left before ctx's deadline in whole milliseconds

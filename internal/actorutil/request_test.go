@@ -75,24 +75,39 @@ func TestRequestOutcomes(t *testing.T) {
 		t.Error("a request without a deadline was sent")
 	}
 
-	// The futures of finished requests are gone from the registry: the
-	// only processes left are the test's own actors.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		futures := 0
-		for _, bucket := range system.ProcessRegistry.LocalPIDs.LocalPIDs {
-			for _, id := range bucket.Keys() {
-				if strings.HasPrefix(id, "future") {
-					futures++
-				}
+	// A target that keeps the request: at the deadline, abandon is told
+	// the PID the target would answer to.
+	asked := make(chan *actor.PID, 1)
+	keeper := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(echo); ok {
+			asked <- ctx.Sender()
+		}
+	}))
+	var abandoned *actor.PID
+	_, err = RequestOrAbandon(ctxFor(50*time.Millisecond), root, keeper, echo{"x"}, func(replyTo *actor.PID) { abandoned = replyTo })
+	if !errors.Is(err, messages.ErrTimeout) {
+		t.Errorf("kept request: %v, want TIMEOUT", err)
+	}
+	if replyTo := <-asked; abandoned == nil || !abandoned.Equal(replyTo) {
+		t.Errorf("abandoned %v, the target was asked by %v", abandoned, replyTo)
+	}
+
+	// Finished requests leave nothing registered: the only processes
+	// left are the test's own actors.
+	if n := requestsRegistered(system); n != 0 {
+		t.Fatalf("%d requests left registered", n)
+	}
+}
+
+// requestsRegistered counts the reply catchers in system's registry.
+func requestsRegistered(system *actor.ActorSystem) int {
+	n := 0
+	for _, bucket := range system.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			if strings.HasPrefix(id, "request") {
+				n++
 			}
 		}
-		if futures == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d futures left registered", futures)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	return n
 }

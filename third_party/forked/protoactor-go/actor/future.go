@@ -131,14 +131,6 @@ func (f *Future) Wait() error {
 	return f.err
 }
 
-// ContinueWith calls continuation with the future's result once it is
-// resolved (at once if it is), in the goroutine that resolves it: it must
-// not block. Hoplite patch: lets a caller wait for a reply or its own
-// context without a goroutine or an actor per request.
-func (f *Future) ContinueWith(continuation func(res interface{}, err error)) {
-	f.continueWith(continuation)
-}
-
 func (f *Future) continueWith(continuation func(res interface{}, err error)) {
 	f.cond.L.Lock()
 	defer f.cond.L.Unlock() // use defer as the continuation co
