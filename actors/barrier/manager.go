@@ -43,6 +43,10 @@ type Manager struct {
 	gen    uint64
 	armed  time.Time
 	stop   bool
+	// senders send the asks, one per participant or controller, so that
+	// a DeadLetterResponse names the one that was gone. Kept until the
+	// manager stops: a dead letter may come after the Terminated.
+	senders actorutil.Senders
 }
 
 func newManagerProps(cfg ManagerConfig) *actor.Props {
@@ -64,6 +68,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping, *actor.Restarting:
 		m.disarm()
+		m.senders.Close()
 		return
 	case *messages.BarrierCreate:
 		e = m.core.Created(msg, ctx.Sender())
@@ -154,7 +159,7 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	for _, s := range e.Sends {
 		switch to := s.To.(type) {
 		case replica.Ask:
-			ctx.Request(to.PID, s.Msg)
+			m.senders.Request(ctx, to.PID, s.Msg)
 		case *actor.PID:
 			ctx.Send(to, s.Msg)
 		}

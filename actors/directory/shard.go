@@ -157,6 +157,9 @@ type Shard struct {
 	// tell whether a copy it knows is the last.
 	republishing   map[string]bool
 	republishUntil time.Time
+	// senders send the Republish requests, one per store node, so that a
+	// DeadLetterResponse names the node that was not running.
+	senders actorutil.Senders
 }
 
 // RepublishWait bounds how long a shard that (re)started waits for the
@@ -352,7 +355,7 @@ func (s *Shard) started(ctx actor.Context) {
 		for _, n := range s.cfg.Nodes() {
 			s.republishing[actorutil.Key(n.PID())] = true
 			s.watch(ctx, n)
-			ctx.Request(n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+			s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 		}
 	}
 	if !first {
@@ -373,6 +376,7 @@ func (s *Shard) started(ctx actor.Context) {
 func (s *Shard) stopping(ctx actor.Context, why string) {
 	s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)))
 	s.disarm()
+	s.senders.Close() // a restarted shard asks anew
 }
 
 // terminated forgets a watched store node that stopped: its copies and

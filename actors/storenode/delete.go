@@ -110,7 +110,7 @@ func (n *StoreNode) deleteAsk(ctx actor.Context, did uint64, pid *actor.PID, nod
 	}
 	n.reqs.routes[rid] = deleteRoute{del: did, pid: pid, node: node}
 	n.watch(ctx, pid)
-	ctx.Request(pid, msg)
+	n.reqs.senders.Request(ctx, pid, msg)
 }
 
 // deleteReply routes an answer, the shard's or a node's, to its Delete.

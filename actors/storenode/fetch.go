@@ -58,7 +58,10 @@ type fetchSession struct {
 	// message (a session locates one object, at one shard at a time).
 	calls       map[uint64]context.CancelFunc
 	lastByActor bool
-	done        bool
+	// locators send the Locates by actor, one per shard, so that a
+	// DeadLetterResponse names the shard that was not running.
+	locators actorutil.Senders
+	done     bool
 	// adopt is the store node's own fetch this session takes over (see
 	// lightFetch); a session restarted after a panic starts anew.
 	adopt *adoption
@@ -191,6 +194,7 @@ func (f *fetchSession) stopping(ctx actor.Context) {
 	}
 	f.stopAll()
 	f.unwatchAll(ctx)
+	f.locators.Close()
 }
 
 // unwatchAll ends every watch of this session. An actor that stops does
@@ -336,6 +340,7 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 		}
 		f.stopTimer()
 		f.unwatchAll(ctx)
+		f.locators.Close()
 		if f.into != nil {
 			f.answer(ctx, &out, out.Err)
 		} else {
@@ -386,7 +391,7 @@ func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages
 	}
 	f.lastByActor = addr == ""
 	if f.lastByActor {
-		ctx.Request(pid, l)
+		f.locators.Request(ctx, pid, l)
 		return
 	}
 	attempt := l.GetAttempt()

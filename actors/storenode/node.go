@@ -104,6 +104,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.stopLight()
 		n.stopRequests(ctx)
 		n.stopWorkers(ctx)
+		n.reqs.senders.Close()
 	case *actor.Restarting:
 		n.stopLight()
 	case *messages.Get:

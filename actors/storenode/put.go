@@ -26,6 +26,9 @@ type requests struct {
 	deletes map[uint64]*deleteRun
 	routes  map[uint64]deleteRoute // a Delete's requests to shard and nodes, by request id
 	watched map[string]bool        // shards and nodes this node watches, by PID
+	// senders are the senders of the requests to shards and nodes, one
+	// per peer: a DeadLetterResponse names the peer that was not running.
+	senders actorutil.Senders
 }
 
 func newRequests() *requests {
@@ -243,7 +246,7 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 	}
 	run.shard = shard
 	n.watch(ctx, shard)
-	ctx.Request(shard, msg)
+	n.reqs.senders.Request(ctx, shard, msg)
 }
 
 // copyIn copies the bytes into the creator copy on its own goroutine, so
@@ -300,6 +303,7 @@ func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
 	}
 	key := actorutil.Key(who)
 	delete(n.reqs.watched, key) // a peer started again under this PID is watched anew
+	n.reqs.senders.Forget(who)
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)
 	for id, run := range n.reqs.runs {
 		if run.shard != nil && actorutil.Key(run.shard) == key {

@@ -32,9 +32,7 @@ func NewDeadLetter(actorSystem *ActorSystem) *deadLetterProcess {
 
 			// send back a response instead of timeout.
 			if deadLetter.Sender != nil {
-				// Hoplite patch: say which actor was gone, so a sender
-				// of many requests knows which one was not delivered.
-				actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{Target: deadLetter.PID})
+				actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{})
 			}
 
 			// bail out if sender is set and deadletter request logging is false
