@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/clock"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -25,7 +26,7 @@ const AgentName = "bench-agent"
 // the driver's link.
 func StartAgent(m *cluster.Member) (*actor.PID, error) {
 	a := &agent{m: m, prepared: map[string][]byte{}}
-	return m.System().Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), AgentName)
+	return m.System().Root.SpawnNamed(actorutil.Props(func() actor.Actor { return a }), AgentName)
 }
 
 type agent struct {

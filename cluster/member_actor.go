@@ -126,7 +126,7 @@ func newMembersProps(m *Member) *actor.Props {
 
 		viewChecks: map[string]*viewCheck{},
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &membersActor{m: m, st: st} })
+	return actorutil.Props(func() actor.Actor { return &membersActor{m: m, st: st} })
 }
 
 func (a *membersActor) Receive(ctx actor.Context) {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 )
 
 // child is one actor a node supervisor keeps running.
@@ -29,7 +31,7 @@ type nodeSupervisor struct {
 
 func nodeSupervisorProps(children []child) *actor.Props {
 	strategy := actor.NewExponentialBackoffStrategy(10*time.Second, 10*time.Millisecond)
-	return actor.PropsFromProducer(func() actor.Actor { return &nodeSupervisor{children: children} },
+	return actorutil.Props(func() actor.Actor { return &nodeSupervisor{children: children} },
 		actor.WithSupervisor(strategy))
 }
 

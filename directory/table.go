@@ -194,6 +194,28 @@ func (t *LocationTable) check(id string) *messages.Error {
 
 func nodeOK(n *messages.NodeRef) bool { return n != nil && n.GetNodeId() != "" }
 
+// sameIncarnation reports whether two references name one incarnation of
+// a node: its id at the same actor system address. An id may come back at
+// another address (embedded clusters in one process name their members
+// alike), and the copies of one incarnation are not the other's.
+func sameIncarnation(a, b *messages.NodeRef) bool {
+	return a.GetNodeId() == b.GetNodeId() && a.GetAddress() == b.GetAddress()
+}
+
+// supersede drops e's record of node's id when another incarnation left
+// it: node, which creates or locates now, is the id's live incarnation,
+// and the record's copy went with the other one. Kept, the record would
+// name the other incarnation's address, and this one's own completion
+// would be turned away as another incarnation's (FetchDone). It reports
+// whether a record went.
+func (t *LocationTable) supersede(e *entry, node *messages.NodeRef) ([]outbox.Send, bool) {
+	loc := e.locs[node.GetNodeId()]
+	if loc == nil || sameIncarnation(loc.node, node) {
+		return nil, false
+	}
+	return t.removeLocation(e, node.GetNodeId()), true
+}
+
 func (t *LocationTable) entry(id string) *entry {
 	e := t.entries[id]
 	if e == nil {
@@ -235,6 +257,14 @@ func (t *LocationTable) forgetIfIdle(e *entry) {
 
 // Create registers an object for its creator (a Put).
 func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox.Send {
+	var out []outbox.Send
+	if e := t.entries[req.GetObjectId()]; e != nil && nodeOK(req.GetCreator()) {
+		out, _ = t.supersede(e, req.GetCreator())
+	}
+	return append(out, t.create(req, replyTo)...)
+}
+
+func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
 	reply := func(err *messages.Error, existed bool) []outbox.Send {
 		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed, RequestId: req.GetRequestId()}}}
@@ -396,6 +426,12 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 			return nil
 		}
 	}
+	if e := t.entries[id]; e != nil && e.locs[req.GetNode().GetNodeId()] != nil && !sameIncarnation(e.locs[req.GetNode().GetNodeId()].node, req.GetNode()) {
+		// Another incarnation of the node (its id at another address)
+		// created or located this object since: its record is not about
+		// this copy (see FetchDone).
+		return nil
+	}
 	if l, ok := t.lost[id]; ok {
 		if req.GetState() != messages.LocationState_COMPLETE {
 			// A partial copy of a lost object can never complete.
@@ -504,6 +540,19 @@ func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []outb
 // Locate finds one sender for a receiver, or parks the request until one
 // exists or the deadline passes (see Tick).
 func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
+	var out []outbox.Send
+	if e := t.entries[req.GetObjectId()]; e != nil && nodeOK(req.GetReceiver()) {
+		if fx, gone := t.supersede(e, req.GetReceiver()); gone {
+			out = fx
+			if fx, lost := t.markLostIfGone(e, req.GetReceiver().GetNodeId()); lost {
+				out = append(out, fx...) // answered LOST below
+			}
+		}
+	}
+	return append(out, t.locate(req, replyTo, now)...)
+}
+
+func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
 		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err, Attempt: req.GetAttempt()}}}
@@ -672,6 +721,12 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 		return nil
 	}
 	rid := req.GetReceiver().GetNodeId()
+	if e := t.entries[id]; e != nil && e.locs[rid] != nil && !sameIncarnation(e.locs[rid].node, req.GetReceiver()) {
+		// A transfer of another incarnation of the node (its id at
+		// another address): the copy this table records is the other
+		// incarnation's, and this completion says nothing about it.
+		return nil
+	}
 	if _, ok := t.lost[id]; ok {
 		// As in Publish: a whole copy ends the loss, unless it is one the
 		// loss dropped. Recording that one (and keeping the mark) gave
@@ -983,12 +1038,23 @@ func (t *LocationTable) Tick(now time.Time) []outbox.Send {
 // parked. Receivers it was serving find out from their own sessions and
 // locate again (naming it as failed); senders it was fetching from are free.
 func (t *LocationTable) NodeFailed(node string) []outbox.Send {
+	return t.nodeFailed(node, func(*messages.NodeRef) bool { return true })
+}
+
+// IncarnationFailed is NodeFailed for the incarnation of node at address
+// only: the copies and requests of another incarnation of the id (at
+// another address) stay, for it is not the one that failed.
+func (t *LocationTable) IncarnationFailed(node, address string) []outbox.Send {
+	return t.nodeFailed(node, func(n *messages.NodeRef) bool { return n.GetAddress() == address })
+}
+
+func (t *LocationTable) nodeFailed(node string, same func(*messages.NodeRef) bool) []outbox.Send {
 	var out []outbox.Send
 	for _, e := range t.entries {
 		e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
-			return w.kind == waitLocate && w.receiver.GetNodeId() == node
+			return w.kind == waitLocate && w.receiver.GetNodeId() == node && same(w.receiver)
 		})
-		if e.locs[node] != nil {
+		if e.locs[node] != nil && same(e.locs[node].node) {
 			out = append(out, t.removeLocation(e, node)...)
 			if fx, lost := t.markLostIfGone(e, node); lost {
 				out = append(out, fx...)

@@ -57,7 +57,7 @@ func NewHostProps(cfg HostConfig) *actor.Props {
 	}
 	restart := actor.NewOneForOneStrategy(3, 10*time.Second, actor.DefaultDecider)
 	failed := newFailedMembers(cfg.Tombstones)
-	return actor.PropsFromProducer(func() actor.Actor { return &Host{cfg: cfg, failed: failed} }, actor.WithSupervisor(restart))
+	return actorutil.Props(func() actor.Actor { return &Host{cfg: cfg, failed: failed} }, actor.WithSupervisor(restart))
 }
 
 // Receive implements actor.Actor.

@@ -51,7 +51,7 @@ type Manager struct {
 
 func newManagerProps(cfg ManagerConfig) *actor.Props {
 	starts := new(atomic.Int32)
-	return actor.PropsFromProducer(func() actor.Actor { return &Manager{cfg: cfg, starts: starts} })
+	return actorutil.Props(func() actor.Actor { return &Manager{cfg: cfg, starts: starts} })
 }
 
 // Receive implements actor.Actor.

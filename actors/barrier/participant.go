@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/barrier/handle"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -88,7 +89,7 @@ func NewParticipantProps(cfg ParticipantConfig) *actor.Props {
 	if cfg.Counters == nil {
 		cfg.Counters = &Counters{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor {
+	return actorutil.Props(func() actor.Actor {
 		return &participant{name: cfg.Name, onEnter: cfg.OnEnter, onFailure: cfg.OnFailure, counters: cfg.Counters}
 	})
 }

@@ -122,7 +122,7 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 	if cfg.Reduce.Resubscribe <= 0 {
 		cfg.Reduce.Resubscribe = cfg.Resubscribe
 	}
-	return actor.PropsFromProducer(func() actor.Actor {
+	return actorutil.Props(func() actor.Actor {
 		req := start.GetReduce()
 		L, B, _, _ := cfg.Estimator.Estimate()
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond

@@ -65,12 +65,24 @@ type ObjectCount struct{ Objects int }
 // clusters name theirs node-0, node-1, … in every process), and a report
 // about the other's member must not make the real failure of this
 // cluster's member of that name look like a repeat.
+//
+// A directory shard's report is a suspicion (Suspect): its Terminated
+// also comes when a connection to a live member merely broke. The
+// member's own failure path confirms a failure (First); a suspicion it
+// never confirmed goes when the node proves alive (Refute), so that its
+// real failure later is announced again.
 type FailureLog struct {
 	mu     sync.Mutex
-	seen   map[incarnation]uint64 // node -> the sequence number of its record
-	order  []failureRecord        // the records, oldest first (Forget leaves its record here)
+	seen   map[incarnation]failureSeen
+	order  []failureRecord // the records, oldest first (Forget leaves its record here)
 	seq    uint64
 	closed bool
+}
+
+// failureSeen is the record of one incarnation's failure.
+type failureSeen struct {
+	seq       uint64 // the sequence number of its record in order
+	suspected bool   // a shard's report the member's failure path has not confirmed
 }
 
 // incarnation is one member incarnation: its id and address.
@@ -98,32 +110,70 @@ func (f *FailureLog) Close() {
 }
 
 // First reports whether this is the first report of the failure of node
-// listening at address (its actor system's) since Forget(node, address).
+// listening at address (its actor system's) since Forget(node, address):
+// the member's failure path confirms it (a shard's suspicion of it, if
+// any, was announced already and is confirmed now).
 func (f *FailureLog) First(node, address string) bool {
+	return f.report(node, address, false)
+}
+
+// Suspect is First for a directory shard's report: a suspicion, which
+// Refute takes back if the member's failure path has not confirmed it.
+func (f *FailureLog) Suspect(node, address string) bool {
+	return f.report(node, address, true)
+}
+
+func (f *FailureLog) report(node, address string, suspicion bool) bool {
 	if f == nil {
 		return true
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
-		f.seen = map[incarnation]uint64{}
+		f.seen = map[incarnation]failureSeen{}
 	}
 	key := incarnation{node, address}
-	if _, ok := f.seen[key]; ok || f.closed {
+	if r, ok := f.seen[key]; ok || f.closed {
+		if ok && !suspicion {
+			r.suspected = false
+			f.seen[key] = r
+		}
 		return false
 	}
 	f.seq++
-	f.seen[key] = f.seq
+	f.seen[key] = failureSeen{seq: f.seq, suspected: suspicion}
 	f.order = append(f.order, failureRecord{key, f.seq})
 	if len(f.order) > maxFailuresRemembered {
 		old := f.order[0]
 		f.order = slices.Delete(f.order, 0, 1)
-		if f.seen[old.node] == old.seq { // not forgotten and recorded again since
+		if f.seen[old.node].seq == old.seq { // not forgotten and recorded again since
 			delete(f.seen, old.node)
 		}
 	}
 	return true
 }
+
+// Refute takes back a shard's suspicion of node at address that the
+// member's failure path has not confirmed: the node proved alive (it sent
+// a message after the report). It reports whether there was one.
+func (f *FailureLog) Refute(node, address string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := incarnation{node, address}
+	if r, ok := f.seen[key]; ok && r.suspected {
+		delete(f.seen, key)
+		return true
+	}
+	return false
+}
+
+// Left records that node (at address) leaves on purpose: its store
+// stops, and that is no failure, so no report of it is announced (as if
+// it had been already).
+func (f *FailureLog) Left(node, address string) { f.First(node, address) }
 
 // Forget lets a node (at address) that came back be reported again when
 // it fails.
@@ -190,7 +240,7 @@ func NewShardProps(cfg ShardConfig) *actor.Props {
 	// fails with a clear error (the caller may retry) instead of resuming
 	// half-remembered state.
 	stopCoordinator := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-	return actor.PropsFromProducer(func() actor.Actor { return &Shard{cfg: cfg, starts: starts} },
+	return actorutil.Props(func() actor.Actor { return &Shard{cfg: cfg, starts: starts} },
 		actor.WithSupervisor(stopCoordinator))
 }
 
@@ -390,11 +440,11 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	}
 	delete(s.watched, key)
 	delete(s.republishing, key) // it will not answer any more
-	if s.cfg.Failures.First(node, m.GetWho().GetAddress()) {
+	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
 	}
-	return s.table.NodeFailed(node)
+	return s.table.IncarnationFailed(node, m.GetWho().GetAddress())
 }
 
 // arm sets the timer for the table's next deadline if it is earlier than
@@ -431,7 +481,26 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 	if _, ok := s.watched[actorutil.Key(pid)]; !ok {
 		s.watched[actorutil.Key(pid)] = n.GetNodeId()
 		ctx.Watch(pid)
+		if s.liveInView(n) && s.cfg.Failures.Refute(n.GetNodeId(), n.GetAddress()) {
+			// Its Terminated was a broken connection, not its failure: it
+			// still speaks, and the member's view still lists it. Its
+			// copies left this table with the suspicion; it sends them
+			// again.
+			s.cfg.Log.WithFields(logrus.Fields{"node": n.GetNodeId(), "shard": ctx.Self().GetId()}).Info("a node suspected failed proved alive")
+			s.senders.Request(ctx, pid, &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+		}
 	}
+}
+
+// liveInView reports whether the member's view lists n's incarnation as a
+// live store node (with no view to ask, a node that speaks lives).
+func (s *Shard) liveInView(n *messages.NodeRef) bool {
+	if s.cfg.Nodes == nil {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.Nodes(), func(v *messages.NodeRef) bool {
+		return v.GetNodeId() == n.GetNodeId() && v.GetAddress() == n.GetAddress()
+	})
 }
 
 // rebuilding counts the store nodes that may still republish copies to

@@ -83,7 +83,7 @@ func NewActorProps(cfg ActorConfig) *actor.Props {
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	st := &state{}
-	return actor.PropsFromProducer(func() actor.Actor { return &broadcasterActor{cfg: cfg, st: st} })
+	return actorutil.Props(func() actor.Actor { return &broadcasterActor{cfg: cfg, st: st} })
 }
 
 // Receive implements actor.Actor.

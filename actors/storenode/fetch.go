@@ -120,7 +120,7 @@ type locateUnsent struct {
 }
 
 func newFetchProps(cfg *Config, obj *storenode.Object, deadline *atomic.Int64) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
+	return actorutil.Props(func() actor.Actor {
 		return &fetchSession{cfg: cfg, id: obj.ID(), obj: obj, deadline: deadline}
 	})
 }
@@ -129,7 +129,7 @@ func newFetchProps(cfg *Config, obj *storenode.Object, deadline *atomic.Int64) *
 // does not hold, answering caller.
 func newFetchIntoProps(cfg *Config, req *storenode.GetIntoRequest, caller *actor.PID) *actor.Props {
 	job := &intoJob{req: req, caller: caller}
-	return actor.PropsFromProducer(func() actor.Actor {
+	return actorutil.Props(func() actor.Actor {
 		return &fetchSession{cfg: cfg, id: req.ObjectID, into: job}
 	})
 }

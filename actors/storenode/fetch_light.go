@@ -82,7 +82,7 @@ type adoption struct {
 }
 
 func newAdoptedFetchProps(cfg *Config, a *adoption) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
+	return actorutil.Props(func() actor.Actor {
 		return &fetchSession{cfg: cfg, id: a.lf.obj.ID(), obj: a.lf.obj, deadline: a.lf.deadline, adopt: a}
 	})
 }
@@ -195,11 +195,11 @@ func (n *StoreNode) sendLightLocate(ctx actor.Context, lf *lightFetch, caller tr
 	})
 }
 
-// callRunner runs light fetches' Locate calls on the actor runtime's
-// worker goroutines (pooled: see third_party/README.md) rather than a
-// fresh goroutine each, whose stack the call and the reply's decoding
-// would grow again every time.
-var callRunner = actor.NewDefaultDispatcher(1)
+// callRunner runs light fetches' Locate calls on the actors' pooled
+// worker goroutines (actorutil.Dispatcher) rather than a fresh goroutine
+// each, whose stack the call and the reply's decoding would grow again
+// every time.
+var callRunner = actorutil.Dispatcher
 
 // lightLocated takes the end of a light fetch's Locate on the data plane.
 func (n *StoreNode) lightLocated(ctx actor.Context, m *lightLocated) {

@@ -65,7 +65,7 @@ type fetchEnded struct {
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
 	r, gets, reduces := newRequests(), newGetWaiters(), map[string]map[int32]*workerRef{}
-	return actor.PropsFromProducer(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces} })
+	return actorutil.Props(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces} })
 }
 
 // Receive implements actor.Actor.

@@ -75,7 +75,7 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 	// A restarted worker's runs are numbered apart from its earlier
 	// incarnation's, whose last run may still report to the same PID.
 	var incarnations atomic.Uint64
-	return actor.PropsFromProducer(func() actor.Actor {
+	return actorutil.Props(func() actor.Actor {
 		var to any
 		if coordinator != nil {
 			to = coordinator

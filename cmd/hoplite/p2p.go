@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -577,7 +578,7 @@ func p2pPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer m.Stop()
-	if _, err := m.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+	if _, err := m.System().Root.SpawnNamed(actorutil.PropsFromFunc(func(c actor.Context) {
 		if msg, ok := c.Message().(*messages.MemberLeaving); ok {
 			c.Respond(msg)
 		}

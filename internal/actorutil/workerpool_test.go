@@ -1,0 +1,95 @@
+package actorutil
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+)
+
+// waitIdle waits until n workers are parked (the pool has no event to
+// wait for: it polls).
+func waitIdle(t *testing.T, n int32) {
+	t.Helper()
+	end := time.Now().Add(workerIdle + 5*time.Second)
+	for idleWorkers.Load() != n {
+		if time.Now().After(end) {
+			t.Fatalf("%d workers parked, want %d", idleWorkers.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Dispatcher runs each function once, on a parked worker when there is
+// one; it parks at most maxIdleWorkers, and none after workerIdle.
+func TestWorkerPool(t *testing.T) {
+	d := Dispatcher
+	waitIdle(t, 0)
+	done := make(chan struct{})
+	d.Schedule(func() { close(done) })
+	<-done
+	waitIdle(t, 1)
+	// The parked worker takes the next function: inside it, no worker is
+	// parked (a fresh goroutine would have left the parked one waiting).
+	parked := make(chan int32, 1)
+	d.Schedule(func() { parked <- idleWorkers.Load() })
+	if n := <-parked; n != 0 {
+		t.Fatalf("a function scheduled beside a parked worker ran on a new goroutine (%d parked)", n)
+	}
+	// A burst: every function runs once, however many run at once.
+	const burst = 3 * maxIdleWorkers
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ran := 0
+	for range burst {
+		wg.Add(1)
+		d.Schedule(func() {
+			defer wg.Done()
+			<-release
+			mu.Lock()
+			ran++
+			mu.Unlock()
+		})
+	}
+	close(release)
+	wg.Wait()
+	if ran != burst {
+		t.Fatalf("%d of %d functions ran", ran, burst)
+	}
+	waitIdle(t, maxIdleWorkers) // the rest returned
+	waitIdle(t, 0)              // and the parked ones leave after workerIdle
+}
+
+// countingDispatcher counts the runs it is handed.
+type countingDispatcher struct{ n atomic.Int32 }
+
+func (d *countingDispatcher) Schedule(fn func()) { d.n.Add(1); go fn() }
+func (*countingDispatcher) Throughput() int      { return 1 }
+
+// Props run their actors on Dispatcher (its worker parks after the
+// actor's first run), and a dispatcher option given to them wins.
+func TestPropsUseTheWorkerPool(t *testing.T) {
+	system := actor.NewActorSystem()
+	for _, props := range []*actor.Props{
+		PropsFromFunc(func(actor.Context) {}),
+		Props(func() actor.Actor { return actor.ReceiveFunc(func(actor.Context) {}) }),
+	} {
+		waitIdle(t, 0)
+		pid := system.Root.Spawn(props)
+		if err := system.Root.StopFuture(pid).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, 1)
+	}
+	var other countingDispatcher
+	pid := system.Root.Spawn(PropsFromFunc(func(actor.Context) {}, actor.WithDispatcher(&other)))
+	if err := system.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if other.n.Load() == 0 {
+		t.Error("a dispatcher option given to PropsFromFunc was overridden")
+	}
+}
