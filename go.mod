@@ -26,6 +26,7 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.21.0
 	go.uber.org/zap v1.21.0
 	golang.org/x/exp v0.0.0-20231110203233-9a3e6036ecaa
+	golang.org/x/mod v0.43.0
 	golang.org/x/net v0.21.0
 	golang.org/x/sync v0.16.0
 	golang.org/x/sys v0.19.0
