@@ -16,7 +16,9 @@ import (
 // was a third of the CPU of an inline Get in one process. A worker keeps
 // its grown stack for the next run. Workers park at most workerIdle, and
 // at most maxIdleWorkers of them at once: the pool never outgrows the
-// runs in flight.
+// runs in flight. BenchmarkInlineGetRemoteShard (cluster), 5 alternating
+// runs, a goroutine per run -> the pool: CPU per Get 45.0 -> 34.4 us,
+// p50 25.9 -> 16.5 us (medians).
 var Dispatcher actor.Dispatcher = workerPool{}
 
 // Props are the props of one of Hoplite's actors: producer's actor, run
