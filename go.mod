@@ -28,7 +28,6 @@ require (
 	golang.org/x/exp v0.0.0-20231110203233-9a3e6036ecaa
 	golang.org/x/mod v0.43.0
 	golang.org/x/net v0.21.0
-	golang.org/x/sync v0.16.0
 	golang.org/x/sys v0.19.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.60.1

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
-	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
@@ -405,7 +403,7 @@ type Member struct {
 	health *echo.Echo // the automanaged provider's HTTP server
 	// automanaged is the automanaged provider (nil with another one):
 	// the seed exchange grows its polled hosts.
-	automanaged *automanaged.AutoManagedProvider
+	automanaged *seedProvider
 	suspects    chan suspicion
 	quit        chan struct{}
 	subs        []*eventstream.Subscription
@@ -485,8 +483,7 @@ func (m *Member) pace() float64 {
 
 func (m *Member) start(ctx context.Context, host string, port int) error {
 	cfg := m.cfg
-	// Proto.Actor panics on a port in use and its automanaged provider only
-	// logs it: check first, for a clear error.
+	// Proto.Actor panics on a port in use: check first, for a clear error.
 	if port != 0 {
 		if err := portFree("tcp", cfg.Bind); err != nil {
 			return fmt.Errorf("member address %s is not available: %w", cfg.Bind, err)
@@ -727,20 +724,15 @@ func (m *Member) newProvider(ctx context.Context, host string) (pcluster.Cluster
 		if err != nil {
 			return nil, err
 		}
-		ln := e.Listener
-		e.GET("/_health", func(c echo.Context) error {
-			h, port, _ := m.system.GetHostPort()
-			return c.JSON(http.StatusOK, automanaged.NewNode(cfg.ClusterName, m.id, h, port, cfg.ManagePort, m.pc.GetClusterKinds()))
-		})
-		p := automanaged.NewWithTesting(cfg.RefreshInterval, cfg.ManagePort, e, cfg.Seeds...).
-			WithHealthCheck(cfg.HealthTimeout, cfg.HealthMisses)
-		if cfg.tls != nil {
-			p = p.WithTLS(cfg.tls)
-		}
 		if err := m.checkSeeds(ctx, net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort))); err != nil {
-			_ = ln.Close()
+			_ = e.Listener.Close()
 			return nil, err
 		}
+		// Our own automanaged provider (seed_provider.go): it serves
+		// /_health and starts the manage port's server in StartMember.
+		p := newSeedProvider(e, seedProviderConfig{Cluster: cfg.ClusterName, ManagePort: cfg.ManagePort, Seeds: cfg.Seeds,
+			Refresh: cfg.RefreshInterval, Timeout: cfg.HealthTimeout, Misses: cfg.HealthMisses, TLS: cfg.tls,
+			Log: m.log.WithField("provider", ProviderAutomanaged)})
 		m.serveSeeds(e, p)
 		m.automanaged = p
 		return p, nil

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/labstack/echo"
 )
 
@@ -34,7 +33,7 @@ type seedExchange struct {
 }
 
 // serveSeeds answers seed exchanges on the manage port's HTTP server.
-func (m *Member) serveSeeds(e *echo.Echo, p *automanaged.AutoManagedProvider) {
+func (m *Member) serveSeeds(e *echo.Echo, p *seedProvider) {
 	e.POST(seedsPath, func(c echo.Context) error {
 		var in seedExchange
 		if err := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 1<<20)).Decode(&in); err != nil {
@@ -51,7 +50,7 @@ func (m *Member) serveSeeds(e *echo.Echo, p *automanaged.AutoManagedProvider) {
 
 // learnSeeds adds seeds to the provider's polled hosts, logging the new
 // ones.
-func (m *Member) learnSeeds(p *automanaged.AutoManagedProvider, seeds []string, how string) {
+func (m *Member) learnSeeds(p *seedProvider, seeds []string, how string) {
 	var valid []string
 	for _, s := range seeds {
 		if len(s) > 0 && len(s) < 300 {
@@ -65,7 +64,7 @@ func (m *Member) learnSeeds(p *automanaged.AutoManagedProvider, seeds []string, 
 }
 
 // exchangeSeeds runs the seed exchange until the member stops.
-func (m *Member) exchangeSeeds(p *automanaged.AutoManagedProvider, self string) {
+func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 	// The manage port speaks mutual TLS when the member does: present
 	// this member's certificate, as the health checks do.
 	tr := &http.Transport{TLSClientConfig: m.cfg.tls, TLSHandshakeTimeout: time.Second}

@@ -1,0 +1,381 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
+	"github.com/labstack/echo"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// maxSeedHosts bounds the hosts a member polls: the seeds it was given
+// and those the seed exchange taught it. Hosts are never forgotten (a
+// member that left may come back at the same address), so without a
+// bound a long-lived cluster whose members come and go at new addresses
+// would poll ever more of them.
+const maxSeedHosts = 1024
+
+// seedProvider is Hoplite's automanaged membership provider. Every member
+// serves /_health on its manage port, naming itself, and polls the
+// /_health of every seed it knows each refresh interval; the topology is
+// the members that answer. It replaces Proto.Actor's automanaged
+// provider, which
+//   - polls a host list fixed at construction, so members given different
+//     seeds saw different clusters for good (here the list grows:
+//     AddHosts, fed by the seed exchange of seeds.go);
+//   - drops a member after one check slower than 2 s, and Proto.Actor
+//     then blocks its id for good, so a member paused for a moment on a
+//     loaded host was expelled (here a member leaves the topology only
+//     after misses checks in a row, or at once when its port refuses the
+//     connection: nothing listens, the process is gone);
+//   - says nothing of why a member left (HealthError does);
+//   - only speaks plain HTTP (here HTTPS with this member's client
+//     certificate when the cluster runs mutual TLS);
+//   - keeps its state in package variables shared by every provider of
+//     the process, and its poll outlives Shutdown by a refresh interval.
+//
+// A member that answers for another cluster's name is not in the
+// topology. When no host answers at all, not even this member's own
+// port, the topology is left as it was: an empty one would declare every
+// member failed, and this member is stopping or its host is starved.
+type seedProvider struct {
+	cluster    string
+	managePort int
+	refresh    time.Duration
+	timeout    time.Duration
+	misses     int
+	scheme     string // "https" with mutual TLS
+	tr         *http.Transport
+	client     *http.Client
+	server     *echo.Echo // the manage port's: StartMember starts it, Shutdown closes it
+	log        *logrus.Entry
+
+	ctx    context.Context // the poll's lifetime
+	cancel context.CancelFunc
+	loops  sync.WaitGroup // the poll and the server
+	stop   sync.Once
+
+	// self is what /_health answers: nil (503) until StartMember.
+	self    atomic.Pointer[seedNode]
+	publish func([]*pcluster.Member)
+
+	hostsMu sync.Mutex
+	hosts   []string
+	full    bool // a seed was turned away for lack of room (logged once)
+
+	healthMu sync.Mutex
+	health   map[string]*hostHealth // by host, for the hosts polled
+}
+
+// seedProviderConfig configures a seedProvider.
+type seedProviderConfig struct {
+	Cluster    string        // members answering for another name are ignored
+	ManagePort int           // this member's, in its /_health answer
+	Seeds      []string      // host:manage-port to poll, this member's own included
+	Refresh    time.Duration // pause between two polls
+	Timeout    time.Duration // bound on each health check
+	Misses     int           // checks in a row a member may miss and stay (at least 1)
+	TLS        *tls.Config   // mutual TLS: this member's certificate and the cluster's CA; nil is plain HTTP
+	Log        *logrus.Entry
+}
+
+// seedNode is a member's /_health answer (the JSON of Proto.Actor's
+// automanaged NodeModel).
+type seedNode struct {
+	ID             string   `json:"id"`
+	Address        string   `json:"address"`
+	AutoManagePort int      `json:"auto_manage_port"`
+	Port           int      `json:"port"`
+	Kinds          []string `json:"kinds"`
+	ClusterName    string   `json:"cluster_name"`
+}
+
+// hostHealth is what the health checks know of one host.
+type hostHealth struct {
+	last   *seedNode // as it last answered; nil: not in the topology
+	missed int       // checks missed in a row since
+	err    error     // why it was last missed (a *healthMiss), or nil
+	errID  string    // the member that err is about
+}
+
+// healthMiss is why a member was last missed by the health checks. It
+// matches messages.ErrUnavailable with errors.Is and unwraps to the
+// check's own error (syscall.ECONNREFUSED for a port nobody listens on).
+type healthMiss struct {
+	host   string
+	missed int
+	err    error
+}
+
+func (e *healthMiss) Error() string {
+	return fmt.Sprintf("%d consecutive failed health checks of %s, the last: %v", e.missed, e.host, e.err)
+}
+
+// Unwrap is the last failed check's error.
+func (e *healthMiss) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, messages.ErrUnavailable) true.
+func (e *healthMiss) Is(target error) bool { return messages.ErrUnavailable.Is(target) }
+
+// newSeedProvider returns the provider of a member whose manage port
+// server is server (listening, not serving yet); it adds /_health to it.
+func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
+	tr := &http.Transport{
+		// Members dial each other directly, never through a proxy.
+		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 5 * time.Second}).DialContext,
+		TLSClientConfig:     cfg.TLS, // ServerName is set per host by the transport
+		TLSHandshakeTimeout: cfg.Timeout,
+		// One connection per member, kept between polls (a TLS handshake
+		// every refresh interval would cost more than the check).
+		MaxIdleConnsPerHost: 2,
+		MaxConnsPerHost:     4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &seedProvider{
+		cluster: cfg.Cluster, managePort: cfg.ManagePort, refresh: cfg.Refresh, timeout: cfg.Timeout, misses: max(cfg.Misses, 1),
+		scheme: scheme, tr: tr, client: &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		server: server, log: cfg.Log,
+		ctx: ctx, cancel: cancel,
+		health: map[string]*hostHealth{},
+	}
+	p.AddHosts(cfg.Seeds...)
+	server.GET("/_health", func(c echo.Context) error {
+		n := p.self.Load()
+		if n == nil {
+			return c.String(http.StatusServiceUnavailable, "starting")
+		}
+		return c.JSON(http.StatusOK, n)
+	})
+	return p
+}
+
+// StartMember starts serving /_health and polling the seeds. The first
+// topology is published once the first poll is done; Proto.Actor's
+// cluster.Join waits for it.
+func (p *seedProvider) StartMember(c *pcluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return fmt.Errorf("automanaged provider: %w", err)
+	}
+	p.start(&seedNode{ID: c.ActorSystem.ID, Address: host, Port: port, AutoManagePort: p.managePort,
+		Kinds: c.GetClusterKinds(), ClusterName: p.cluster}, func(ms []*pcluster.Member) { c.MemberList.UpdateClusterTopology(ms) })
+	return nil
+}
+
+// start serves /_health as self and polls, handing each topology to
+// publish.
+func (p *seedProvider) start(self *seedNode, publish func([]*pcluster.Member)) {
+	p.self.Store(self)
+	p.publish = publish
+	p.loops.Add(2)
+	go func() {
+		defer p.loops.Done()
+		if err := p.server.StartServer(p.server.Server); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.WithError(err).Warn("the manage port stopped serving: the other members will drop this one")
+		}
+	}()
+	go p.poll()
+}
+
+// StartClient is not supported: Hoplite's clients are members.
+func (p *seedProvider) StartClient(*pcluster.Cluster) error {
+	return errors.New("automanaged provider: clients are not supported")
+}
+
+// Shutdown closes the manage port's server (the other members' checks
+// are refused: they drop this member at once) and stops the poll,
+// cutting its checks short. graceful changes nothing: the closed port
+// is the goodbye.
+func (p *seedProvider) Shutdown(graceful bool) error {
+	p.stop.Do(func() {
+		_ = p.server.Close()
+		p.cancel()
+		p.loops.Wait()
+		p.tr.CloseIdleConnections()
+	})
+	return nil
+}
+
+// AddHosts adds host:port endpoints to the ones polled and returns those
+// that were new. Beyond maxSeedHosts new ones are turned away (the first
+// time is logged).
+func (p *seedProvider) AddHosts(hosts ...string) []string {
+	p.hostsMu.Lock()
+	defer p.hostsMu.Unlock()
+	var added []string
+	for _, h := range hosts {
+		if h == "" || slices.Contains(p.hosts, h) {
+			continue
+		}
+		if len(p.hosts) >= maxSeedHosts {
+			if !p.full {
+				p.full = true
+				p.log.WithField("seed", h).Warnf("this member already polls %d hosts: further seeds are ignored", maxSeedHosts)
+			}
+			continue
+		}
+		p.hosts = append(p.hosts, h)
+		added = append(added, h)
+	}
+	return added
+}
+
+// Hosts are the endpoints polled (a copy).
+func (p *seedProvider) Hosts() []string {
+	p.hostsMu.Lock()
+	defer p.hostsMu.Unlock()
+	return slices.Clone(p.hosts)
+}
+
+// HealthError is why the member id was last missed by a health check, or
+// nil: the evidence for a member that left the topology (the members
+// actor logs it).
+func (p *seedProvider) HealthError(id string) error {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	for _, h := range p.health {
+		if h.err != nil && h.errID == id {
+			return h.err
+		}
+	}
+	return nil
+}
+
+// poll publishes the topology every refresh interval until Shutdown.
+func (p *seedProvider) poll() {
+	defer p.loops.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if members, ok := p.round(p.ctx); ok {
+			p.publish(members)
+		}
+		t.Reset(p.refresh)
+	}
+}
+
+// round checks every host once, in parallel, and returns the topology:
+// the members that answered or are tolerated, sorted by id. ok is false
+// when there is nothing to publish (no host answered, or ctx ended).
+func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, ok bool) {
+	hosts := p.Hosts()
+	nodes := make([]*seedNode, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = p.check(ctx, h)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, false // stopping: the checks were cut short, not missed
+	}
+	nodes = p.judge(hosts, nodes, errs)
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		ok = true
+		if n.ClusterName != p.cluster || seen[n.ID] {
+			continue
+		}
+		seen[n.ID] = true
+		members = append(members, &pcluster.Member{Id: n.ID, Host: n.Address, Port: int32(n.Port), Kinds: slices.Clone(n.Kinds)})
+	}
+	slices.SortFunc(members, func(a, b *pcluster.Member) int { return strings.Compare(a.Id, b.Id) })
+	return members, ok
+}
+
+// check asks host for its /_health, within the health check timeout.
+func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.scheme+"://"+host+"/_health", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, 1<<20)
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, body) // the connection serves the next check
+		return nil, fmt.Errorf("health status %s", resp.Status)
+	}
+	var n seedNode
+	if err := json.NewDecoder(body).Decode(&n); err != nil {
+		return nil, fmt.Errorf("health answer: %w", err)
+	}
+	if n.ID == "" {
+		return nil, errors.New("health answer names no member")
+	}
+	_, _ = io.Copy(io.Discard, body)
+	return &n, nil
+}
+
+// judge turns one round's answers into the nodes to publish, host by
+// host: an answer, or the host as it last answered while it has missed
+// fewer than misses checks in a row and did not refuse the connection.
+// It records why each member was missed.
+func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) []*seedNode {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	out := make([]*seedNode, len(hosts))
+	for i, host := range hosts {
+		h := p.health[host]
+		if h == nil {
+			h = &hostHealth{}
+			p.health[host] = h
+		}
+		if nodes[i] != nil {
+			*h = hostHealth{last: nodes[i]}
+			out[i] = nodes[i]
+			continue
+		}
+		if h.last == nil {
+			continue // not in the topology: nothing to keep
+		}
+		h.missed++
+		h.err, h.errID = &healthMiss{host: host, missed: h.missed, err: errs[i]}, h.last.ID
+		if h.missed < p.misses && !errors.Is(errs[i], syscall.ECONNREFUSED) {
+			p.log.WithError(errs[i]).WithFields(logrus.Fields{"member": h.last.ID, "host": host, "missed": h.missed}).
+				Debug("health check missed: the member stays in the topology")
+			out[i] = h.last
+			continue
+		}
+		p.log.WithError(h.err).WithField("member", h.last.ID).Debug("health checks failed: the member leaves the topology")
+		h.last, h.missed = nil, 0
+	}
+	return out
+}
