@@ -995,6 +995,9 @@ func (x *BarrierTimedOut) GetLabel() string {
 
 // BarrierRefused: an Enter failed (bad input, duplicate label, full,
 // unknown or closed barrier, or the barrier closed while it waited).
+// NOT_FOUND comes from a replica's host that has no manager for the
+// barrier (from_rank); like lost_state it fails the Enter only once every
+// replica said one or the other in one round.
 type BarrierRefused struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1153,11 +1156,14 @@ func (x *BarrierRelease) GetToRank() int32 {
 }
 
 type BarrierReleased struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
-	RequestId     uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Label     string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	RequestId uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Error     *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// from_rank and lost_state: see BarrierClosed.
+	FromRank      int32 `protobuf:"varint,5,opt,name=from_rank,json=fromRank,proto3" json:"from_rank,omitempty"`
+	LostState     bool  `protobuf:"varint,6,opt,name=lost_state,json=lostState,proto3" json:"lost_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1218,6 +1224,20 @@ func (x *BarrierReleased) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *BarrierReleased) GetFromRank() int32 {
+	if x != nil {
+		return x.FromRank
+	}
+	return 0
+}
+
+func (x *BarrierReleased) GetLostState() bool {
+	if x != nil {
+		return x.LostState
+	}
+	return false
 }
 
 // BarrierClose closes a barrier for good: waiting labels are refused
@@ -1283,11 +1303,19 @@ func (x *BarrierClose) GetToRank() int32 {
 }
 
 type BarrierClosed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	RequestId     uint64                 `protobuf:"varint,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Waiting       []string               `protobuf:"bytes,3,rep,name=waiting,proto3" json:"waiting,omitempty"` // labels that were still waiting
-	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RequestId uint64                 `protobuf:"varint,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Waiting   []string               `protobuf:"bytes,3,rep,name=waiting,proto3" json:"waiting,omitempty"` // labels that were still waiting
+	Error     *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// from_rank is the rank of the replica (or of its member's barrier
+	// host) that answered. An answer that is not the acting primary's
+	// settles a call only once every replica gave one: NOT_FOUND (the
+	// host has no manager for the barrier), lost_state (the replica holds
+	// none of the barrier's state, as in BarrierRefused; error is
+	// UNAVAILABLE) and, to a Close, DELETED.
+	FromRank      int32 `protobuf:"varint,5,opt,name=from_rank,json=fromRank,proto3" json:"from_rank,omitempty"`
+	LostState     bool  `protobuf:"varint,6,opt,name=lost_state,json=lostState,proto3" json:"lost_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1348,6 +1376,20 @@ func (x *BarrierClosed) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *BarrierClosed) GetFromRank() int32 {
+	if x != nil {
+		return x.FromRank
+	}
+	return 0
+}
+
+func (x *BarrierClosed) GetLostState() bool {
+	if x != nil {
+		return x.LostState
+	}
+	return false
 }
 
 // BarrierStatus asks who passed (getHosts) and how far the barrier got.
@@ -1480,16 +1522,19 @@ func (x *BarrierPassage) GetAtUnixNano() int64 {
 }
 
 type BarrierStatusReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	RequestId     uint64                 `protobuf:"varint,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Passed        []*BarrierPassage      `protobuf:"bytes,3,rep,name=passed,proto3" json:"passed,omitempty"` // in the order they passed
-	Entered       int32                  `protobuf:"varint,4,opt,name=entered,proto3" json:"entered,omitempty"`
-	Fired         bool                   `protobuf:"varint,5,opt,name=fired,proto3" json:"fired,omitempty"`
-	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Primary       string                 `protobuf:"bytes,10,opt,name=primary,proto3" json:"primary,omitempty"` // member id of the replica that answered
-	Error         *Error                 `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RequestId uint64                 `protobuf:"varint,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Passed    []*BarrierPassage      `protobuf:"bytes,3,rep,name=passed,proto3" json:"passed,omitempty"` // in the order they passed
+	Entered   int32                  `protobuf:"varint,4,opt,name=entered,proto3" json:"entered,omitempty"`
+	Fired     bool                   `protobuf:"varint,5,opt,name=fired,proto3" json:"fired,omitempty"`
+	Reason    string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Epoch     uint64                 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Primary   string                 `protobuf:"bytes,10,opt,name=primary,proto3" json:"primary,omitempty"` // member id of the replica that answered
+	Error     *Error                 `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// from_rank and lost_state: see BarrierClosed.
+	FromRank      int32 `protobuf:"varint,11,opt,name=from_rank,json=fromRank,proto3" json:"from_rank,omitempty"`
+	LostState     bool  `protobuf:"varint,12,opt,name=lost_state,json=lostState,proto3" json:"lost_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1585,6 +1630,20 @@ func (x *BarrierStatusReply) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *BarrierStatusReply) GetFromRank() int32 {
+	if x != nil {
+		return x.FromRank
+	}
+	return 0
+}
+
+func (x *BarrierStatusReply) GetLostState() bool {
+	if x != nil {
+		return x.LostState
+	}
+	return false
 }
 
 // BarrierConsult asks the controller's entry callback whether to fire now
@@ -2242,24 +2301,30 @@ const file_barrier_proto_rawDesc = "" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\x04R\trequestId\x12\x17\n" +
-	"\ato_rank\x18\x04 \x01(\x05R\x06toRank\"\x80\x01\n" +
+	"\ato_rank\x18\x04 \x01(\x05R\x06toRank\"\xbc\x01\n" +
 	"\x0fBarrierReleased\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\x04R\trequestId\x12$\n" +
-	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\"Z\n" +
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1b\n" +
+	"\tfrom_rank\x18\x05 \x01(\x05R\bfromRank\x12\x1d\n" +
+	"\n" +
+	"lost_state\x18\x06 \x01(\bR\tlostState\"Z\n" +
 	"\fBarrierClose\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\x04R\trequestId\x12\x17\n" +
-	"\ato_rank\x18\x03 \x01(\x05R\x06toRank\"\x82\x01\n" +
+	"\ato_rank\x18\x03 \x01(\x05R\x06toRank\"\xbe\x01\n" +
 	"\rBarrierClosed\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\x04R\trequestId\x12\x18\n" +
 	"\awaiting\x18\x03 \x03(\tR\awaiting\x12$\n" +
-	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\"[\n" +
+	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1b\n" +
+	"\tfrom_rank\x18\x05 \x01(\x05R\bfromRank\x12\x1d\n" +
+	"\n" +
+	"lost_state\x18\x06 \x01(\bR\tlostState\"[\n" +
 	"\rBarrierStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -2270,7 +2335,7 @@ const file_barrier_proto_rawDesc = "" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
 	"\x04late\x18\x03 \x01(\bR\x04late\x12 \n" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
-	"atUnixNano\"\x9c\x02\n" +
+	"atUnixNano\"\xd8\x02\n" +
 	"\x12BarrierStatusReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -2282,7 +2347,10 @@ const file_barrier_proto_rawDesc = "" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aprimary\x18\n" +
 	" \x01(\tR\aprimary\x12$\n" +
-	"\x05error\x18\t \x01(\v2\x0e.hoplite.ErrorR\x05errorJ\x04\b\b\x10\t\"\xec\x01\n" +
+	"\x05error\x18\t \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1b\n" +
+	"\tfrom_rank\x18\v \x01(\x05R\bfromRank\x12\x1d\n" +
+	"\n" +
+	"lost_state\x18\f \x01(\bR\tlostStateJ\x04\b\b\x10\t\"\xec\x01\n" +
 	"\x0eBarrierConsult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x14\n" +

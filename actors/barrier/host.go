@@ -86,13 +86,13 @@ func (h *Host) Receive(ctx actor.Context) {
 	case *messages.BarrierStatus:
 		h.status(ctx, m)
 	case *messages.BarrierDecide:
-		h.route(ctx, m.GetName(), false, nil, nil)
+		h.route(ctx, m.GetName(), nil, nil)
 	case *messages.BarrierReplicate:
-		h.route(ctx, m.GetName(), false, nil, nil)
+		h.route(ctx, m.GetName(), nil, nil)
 	case *messages.BarrierSyncRequest:
-		h.route(ctx, m.GetName(), false, nil, nil)
+		h.route(ctx, m.GetName(), nil, nil)
 	case *messages.BarrierCloseAck:
-		h.route(ctx, m.GetName(), false, nil, nil)
+		h.route(ctx, m.GetName(), nil, nil)
 	case managerClosed:
 		h.managerClosed(ctx, m.name)
 	case *actor.Terminated:
@@ -108,34 +108,36 @@ func (h *Host) started() {
 }
 
 // The requests routed to a barrier's manager, each with the refusal its
-// asker gets when there is none.
+// asker gets when there is none. The refusal names the rank the request
+// was addressed to: a handle sends each request to every replica, and
+// the host of each answers for its own (see route).
 
 func (h *Host) open(ctx actor.Context, m *messages.BarrierOpen) {
-	h.route(ctx, m.GetName(), true, &messages.BarrierCreated{Name: m.GetName()}, func(r proto.Message, e *messages.Error) {
+	h.route(ctx, m.GetName(), &messages.BarrierCreated{Name: m.GetName()}, func(r proto.Message, e *messages.Error) {
 		r.(*messages.BarrierCreated).Error = e
 	})
 }
 
 func (h *Host) enter(ctx actor.Context, m *messages.BarrierEnter) {
-	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+	h.route(ctx, m.GetName(), &messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId(), FromRank: m.GetToRank()}, func(r proto.Message, e *messages.Error) {
 		r.(*messages.BarrierRefused).Error = e
 	})
 }
 
 func (h *Host) release(ctx actor.Context, m *messages.BarrierRelease) {
-	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierReleased{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+	h.route(ctx, m.GetName(), &messages.BarrierReleased{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId(), FromRank: m.GetToRank()}, func(r proto.Message, e *messages.Error) {
 		r.(*messages.BarrierReleased).Error = e
 	})
 }
 
 func (h *Host) close(ctx actor.Context, m *messages.BarrierClose) {
-	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierClosed{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+	h.route(ctx, m.GetName(), &messages.BarrierClosed{Name: m.GetName(), RequestId: m.GetRequestId(), FromRank: m.GetToRank()}, func(r proto.Message, e *messages.Error) {
 		r.(*messages.BarrierClosed).Error = e
 	})
 }
 
 func (h *Host) status(ctx actor.Context, m *messages.BarrierStatus) {
-	h.route(ctx, m.GetName(), m.GetToRank() == 0, &messages.BarrierStatusReply{Name: m.GetName(), RequestId: m.GetRequestId()}, func(r proto.Message, e *messages.Error) {
+	h.route(ctx, m.GetName(), &messages.BarrierStatusReply{Name: m.GetName(), RequestId: m.GetRequestId(), FromRank: m.GetToRank()}, func(r proto.Message, e *messages.Error) {
 		r.(*messages.BarrierStatusReply).Error = e
 	})
 }
@@ -161,9 +163,16 @@ func (h *Host) managerGone(who *actor.PID) {
 }
 
 // route forwards a message to its barrier's manager. Without one, a
-// closed name answers DELETED and, if answerUnknown, an unknown name
-// answers NOT_FOUND; reply is the answer to fill with set.
-func (h *Host) route(ctx actor.Context, name string, answerUnknown bool, reply proto.Message, set func(proto.Message, *messages.Error)) {
+// closed name answers DELETED and an unknown name NOT_FOUND; reply is
+// the answer to fill with set. Every replica's host answers for the rank
+// it was asked as, not only the first's: the handle settles on NOT_FOUND
+// only once every replica's host said so (one without a manager may be
+// about to get one, or have lost its replica while others hold the
+// barrier), so with the first alone answering, an Enter, Close, Status or
+// Release of a barrier no replica holds waited for its deadline, and a
+// call took the first's NOT_FOUND for the answer although a backup that
+// took over held the barrier.
+func (h *Host) route(ctx actor.Context, name string, reply proto.Message, set func(proto.Message, *messages.Error)) {
 	if pid := h.managers[name]; pid != nil {
 		ctx.Forward(pid)
 		return
@@ -175,8 +184,6 @@ func (h *Host) route(ctx actor.Context, name string, answerUnknown bool, reply p
 	switch {
 	case h.closed[name]:
 		err = messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", name)
-	case !answerUnknown:
-		return
 	default:
 		if err = replica.CheckName(name); err == nil {
 			err = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)

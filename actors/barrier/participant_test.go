@@ -20,7 +20,7 @@ func TestEnterNotFoundNeedsEveryReplica(t *testing.T) {
 	defer system.Shutdown()
 	notFound := func(ctx actor.Context) {
 		if m, ok := ctx.Message().(*messages.BarrierEnter); ok {
-			ctx.Respond(&messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId(),
+			ctx.Respond(&messages.BarrierRefused{Name: m.GetName(), Label: m.GetLabel(), RequestId: m.GetRequestId(), FromRank: m.GetToRank(),
 				Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", m.GetName())})
 		}
 	}

@@ -68,16 +68,129 @@ type Step struct {
 type waiter struct {
 	id    uint64
 	enter *messages.BarrierEnter
-	// notFound counts the replicas that answered this round of Enters
-	// NOT_FOUND. A host answers so while it has no manager for the
-	// barrier (its replica crashed and is being rebuilt, or its member
-	// restarted): only when every replica says so does the barrier not
-	// exist.
-	notFound int
-	// lost: the ranks that answered this round that they lost the
-	// barrier's state (BarrierRefused.lost_state). Only when every
-	// replica says so is the state gone.
-	lost map[int32]bool
+	// absent: the ranks that answered this round that they hold none of
+	// the barrier: NOT_FOUND (the replica's host has no manager for it:
+	// its replica crashed and is being rebuilt, or is not created yet) or
+	// lost_state (its manager restarted and nobody synced it). Counted by
+	// rank, so that a slow replica's answers to two rounds do not count
+	// as two replicas.
+	absent
+}
+
+// absent collects the answers of replicas that hold none of the barrier,
+// by rank: only when every replica gave one is the barrier gone (or, on a
+// Close, closed already). Until then another replica may hold it, and
+// its answer is the one that counts.
+type absent map[int32]proto.Message
+
+// absence classifies an answer: whether it is a replica's news that it
+// holds none of the barrier (NOT_FOUND, lost_state, or to a Close,
+// DELETED) rather than the acting primary's answer, and its rank.
+func absence(m proto.Message) (rank int32, ok bool) {
+	err, lost := errorOf(m), isLost(m)
+	switch r := m.(type) {
+	case *messages.BarrierRefused:
+		rank = r.GetFromRank()
+	case *messages.BarrierReleased:
+		rank = r.GetFromRank()
+	case *messages.BarrierStatusReply:
+		rank = r.GetFromRank()
+	case *messages.BarrierClosed:
+		// A Close goes to every replica at once, and the acting primary
+		// answers it only once every replica applied the close. A
+		// backup that applied it (from the primary) stops, and its
+		// member then answers the closer's own Close, which arrives
+		// after, DELETED: taken as the answer, that made a Close that
+		// closed the barrier fail, before the last replica had heard of
+		// it (TestProcessBarriers: one run in five). So a Close's
+		// DELETED counts only once every replica said so (the barrier
+		// was closed before).
+		rank = r.GetFromRank()
+		if errors.Is(err, messages.ErrDeleted) {
+			return rank, true
+		}
+	default:
+		return 0, false
+	}
+	return rank, lost || errors.Is(err, messages.ErrNotFound)
+}
+
+// add records m from rank; it reports whether every one of n replicas
+// has answered so.
+func (a absent) add(rank int32, m proto.Message, n int) bool {
+	if rank < 0 || int(rank) >= n {
+		return false
+	}
+	a[rank] = m
+	return len(a) >= n
+}
+
+// verdict is the answer once every replica said it holds none of the
+// barrier: a replica's DELETED if one said so (the barrier closed),
+// NOT_FOUND if all did, and otherwise UNAVAILABLE: some replicas lost the
+// state and the others never had it, so none holds it and none can get
+// it back.
+func (a absent) verdict(name string) (proto.Message, error) {
+	var lost proto.Message
+	for rank := range int32(len(a)) { // every rank answered (see add)
+		m := a[rank]
+		if err := errorOf(m); errors.Is(err, messages.ErrDeleted) {
+			return m, err
+		}
+		if isLost(m) {
+			lost = m
+		}
+	}
+	if lost == nil {
+		return a[0], errorOf(a[0])
+	}
+	return withError(lost, messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+		"barrier %q: the replicas lost the barrier's state (each restarted, and none that held it is left)", name))
+}
+
+// errorOf is the error an answer carries.
+func errorOf(m proto.Message) error {
+	switch r := m.(type) {
+	case *messages.BarrierRefused:
+		return messages.ErrOrNil(r.GetError())
+	case *messages.BarrierReleased:
+		return messages.ErrOrNil(r.GetError())
+	case *messages.BarrierStatusReply:
+		return messages.ErrOrNil(r.GetError())
+	case *messages.BarrierClosed:
+		return messages.ErrOrNil(r.GetError())
+	}
+	return nil
+}
+
+func isLost(m proto.Message) bool {
+	switch r := m.(type) {
+	case *messages.BarrierRefused:
+		return r.GetLostState()
+	case *messages.BarrierReleased:
+		return r.GetLostState()
+	case *messages.BarrierStatusReply:
+		return r.GetLostState()
+	case *messages.BarrierClosed:
+		return r.GetLostState()
+	}
+	return false
+}
+
+// withError is a copy of the answer m with err.
+func withError(m proto.Message, err *messages.Error) (proto.Message, error) {
+	m = proto.Clone(m)
+	switch r := m.(type) {
+	case *messages.BarrierRefused:
+		r.Error = err
+	case *messages.BarrierReleased:
+		r.Error = err
+	case *messages.BarrierStatusReply:
+		r.Error = err
+	case *messages.BarrierClosed:
+		r.Error = err
+	}
+	return m, err
 }
 
 // Participant is the state of one handle.
@@ -87,14 +200,14 @@ type Participant struct {
 	max       int
 	semaphore bool
 	enters    map[string]*waiter // label -> waiting Enter
-	calls     map[uint64]int     // waiting calls: how many replicas answered DELETED (see Answered)
+	calls     map[uint64]absent  // waiting calls: the replicas that hold none of the barrier (see Answered)
 	done      map[string]Outcome // labels answered (bounded by max)
 	reasking  bool               // a Reask timer is armed
 }
 
 // New returns the participant of a handle of barrier name.
 func New(name string) *Participant {
-	return &Participant{name: name, enters: map[string]*waiter{}, calls: map[uint64]int{}, done: map[string]Outcome{}}
+	return &Participant{name: name, enters: map[string]*waiter{}, calls: map[uint64]absent{}, done: map[string]Outcome{}}
 }
 
 // Setup names how many replicas the barrier has, its participant limit and
@@ -129,7 +242,7 @@ func (p *Participant) Reask(now time.Time) (s Step) {
 
 // Call sends msgs[rank] to each replica for the call id.
 func (p *Participant) Call(id uint64, msgs []proto.Message) (s Step) {
-	p.calls[id] = 0
+	p.calls[id] = absent{}
 	for rank, m := range msgs {
 		s.Send(Rank(rank), m)
 	}
@@ -179,34 +292,23 @@ func (p *Participant) Outcome(label string, kind Outcome, reason string) (s Step
 
 // Refused is a replica's refusal of an Enter. NOT_FOUND, and a replica's
 // news that it lost the barrier's state, fail the Enter only when every
-// replica of the round said so (the latter with UNAVAILABLE).
+// replica of the round said one or the other (NOT_FOUND if all said
+// so, UNAVAILABLE otherwise): another replica may hold the barrier, and
+// the next round asks again.
 func (p *Participant) Refused(m *messages.BarrierRefused) (s Step) {
 	w, ok := p.enters[m.GetLabel()]
 	if !ok || (m.GetRequestId() != 0 && m.GetRequestId() != w.id) {
 		return s
 	}
 	err := messages.ErrOrNil(m.GetError())
-	if m.GetLostState() {
-		// One replica restarted without state: another may hold it (and
-		// lead, or sync it). Counted by rank, so that a slow replica's
-		// answers to two rounds do not count as two replicas.
-		rank := m.GetFromRank()
-		if rank < 0 || int(rank) >= p.replicas {
+	if rank, ok := absence(m); ok {
+		if w.absent == nil {
+			w.absent = absent{}
+		}
+		if !w.absent.add(rank, m, p.replicas) {
 			return s
 		}
-		if w.lost == nil {
-			w.lost = map[int32]bool{}
-		}
-		if w.lost[rank] = true; len(w.lost) < p.replicas {
-			return s
-		}
-		err = messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-			"barrier %q: the replicas lost the barrier's state (each restarted, and none that held it is left)", p.name)
-	}
-	if errors.Is(err, messages.ErrNotFound) {
-		if w.notFound++; w.notFound < p.replicas {
-			return s // another replica may know it; the next round asks again
-		}
+		_, err = w.absent.verdict(p.name)
 	}
 	if err == nil {
 		err = messages.Errorf(messages.ErrorCode_INTERNAL, "refused without an error")
@@ -217,26 +319,21 @@ func (p *Participant) Refused(m *messages.BarrierRefused) (s Step) {
 }
 
 // Answered is a replica's answer to the call id: the acting primary's,
-// or the DELETED a member answers for a replica that already closed.
-//
-// A Close goes to every replica at once, and the acting primary answers
-// it only once every replica applied the close. A backup that applied it
-// (from the primary) stops, and its member then answers the closer's own
-// Close, which arrives after, DELETED: taken as the answer, that made a
-// Close that closed the barrier fail, before the last replica had heard
-// of it (TestProcessBarriers: one run in five). So a Close's DELETED
-// counts only once every replica said so (the barrier was closed before);
-// the primary's answer settles it at once.
+// which settles it at once, or a replica's news that it holds none of the
+// barrier (NOT_FOUND from its host, lost_state, or to a Close, DELETED:
+// see absence), which settles it only once every replica gave one (see
+// absent.verdict). Waiting for the primary's answer alone, a call to a
+// barrier whose every replica lost its state waited for its deadline.
 func (p *Participant) Answered(id uint64, m proto.Message) (s Step) {
-	deleted, ok := p.calls[id]
+	a, ok := p.calls[id]
 	if !ok {
 		return s
 	}
-	if c, isClose := m.(*messages.BarrierClosed); isClose && errors.Is(messages.ErrOrNil(c.GetError()), messages.ErrDeleted) {
-		if deleted++; deleted < p.replicas {
-			p.calls[id] = deleted
+	if rank, ok := absence(m); ok {
+		if !a.add(rank, m, p.replicas) {
 			return s
 		}
+		m, _ = a.verdict(p.name)
 	}
 	delete(p.calls, id)
 	s.Calls = append(s.Calls, CallAnswer{ID: id, Msg: m})
@@ -263,7 +360,7 @@ func (p *Participant) Waiting() int { return len(p.enters) }
 // sendEnter asks every replica (only the acting primary answers) and
 // starts a new round of NOT_FOUND answers.
 func (p *Participant) sendEnter(w *waiter, s *Step) {
-	w.notFound, w.lost = 0, nil
+	w.absent = nil
 	for rank := range p.replicas {
 		m := proto.CloneOf(w.enter)
 		m.ToRank = int32(rank)

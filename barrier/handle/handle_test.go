@@ -24,13 +24,13 @@ func enters(s Step) []*messages.BarrierEnter {
 	return out
 }
 
-func notFound(label string, id uint64) *messages.BarrierRefused {
-	return &messages.BarrierRefused{Label: label, RequestId: id, Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier")}
+func notFound(label string, id uint64, rank int32) *messages.BarrierRefused {
+	return &messages.BarrierRefused{Label: label, RequestId: id, FromRank: rank, Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier")}
 }
 
 // An Enter goes to every replica and arms one re-ask; NOT_FOUND fails it
-// only when every replica of a round said so, and a re-ask starts a new
-// round.
+// only when every replica of a round said so (counted by rank: one
+// replica answering twice is not two), and a re-ask starts a new round.
 func TestEnterNotFoundNeedsAWholeRound(t *testing.T) {
 	p := New("b")
 	p.Setup(3, 4, false)
@@ -41,8 +41,8 @@ func TestEnterNotFoundNeedsAWholeRound(t *testing.T) {
 	if s := p.Enter(t0, 2, "m", "h"); len(s.Timers) != 0 {
 		t.Fatal("a second waiting Enter armed a second timer")
 	}
-	for range 2 {
-		if s := p.Refused(notFound("l", 1)); len(s.Enters) != 0 {
+	for _, rank := range []int32{0, 1, 1, 0} {
+		if s := p.Refused(notFound("l", 1, rank)); len(s.Enters) != 0 {
 			t.Fatalf("NOT_FOUND from part of the round failed the Enter: %v", s.Enters)
 		}
 	}
@@ -50,12 +50,12 @@ func TestEnterNotFoundNeedsAWholeRound(t *testing.T) {
 	if len(enters(s)) != 6 || len(s.Timers) != 1 {
 		t.Fatalf("re-ask: %d Enters, %d timers; want both labels to every replica and the timer again", len(enters(s)), len(s.Timers))
 	}
-	p.Refused(notFound("l", 1))
-	p.Refused(notFound("l", 1))
-	if s := p.Refused(notFound("l", 99)); len(s.Enters) != 0 {
+	p.Refused(notFound("l", 1, 2))
+	p.Refused(notFound("l", 1, 0))
+	if s := p.Refused(notFound("l", 99, 1)); len(s.Enters) != 0 {
 		t.Fatal("a refusal of another request id counted")
 	}
-	s = p.Refused(notFound("l", 1))
+	s = p.Refused(notFound("l", 1, 1))
 	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || !errors.Is(s.Enters[0].Err, messages.ErrNotFound) {
 		t.Fatalf("a whole round of NOT_FOUND: %+v, want Enter 1 failed NOT_FOUND", s.Enters)
 	}
@@ -144,10 +144,12 @@ func TestCallsAndStop(t *testing.T) {
 func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 	p := New("b")
 	p.Setup(3, 8, false)
-	deleted := &messages.BarrierClosed{Name: "b", Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", "b")}
+	deleted := func(rank int32) *messages.BarrierClosed {
+		return &messages.BarrierClosed{Name: "b", FromRank: rank, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", "b")}
+	}
 	p.Call(1, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
-	for range 2 {
-		if s := p.Answered(1, deleted); len(s.Calls) != 0 {
+	for _, rank := range []int32{1, 2, 2} {
+		if s := p.Answered(1, deleted(rank)); len(s.Calls) != 0 {
 			t.Fatalf("a backup's DELETED answered the Close: %+v", s.Calls)
 		}
 	}
@@ -155,13 +157,13 @@ func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 	if len(s.Calls) != 1 || s.Calls[0].Msg.(*messages.BarrierClosed).GetError() != nil {
 		t.Fatalf("the primary's answer: %+v", s.Calls)
 	}
-	if s := p.Answered(1, deleted); len(s.Calls) != 0 {
+	if s := p.Answered(1, deleted(0)); len(s.Calls) != 0 {
 		t.Fatal("a late answer to a settled call")
 	}
 	p.Call(2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	var got []CallAnswer
-	for range 3 {
-		got = append(got, p.Answered(2, deleted).Calls...)
+	for rank := range int32(3) {
+		got = append(got, p.Answered(2, deleted(rank)).Calls...)
 	}
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierClosed).GetError()), messages.ErrDeleted) {
 		t.Fatalf("a Close of a barrier closed before: %+v", got)
@@ -202,5 +204,80 @@ func TestEnterFailsOnceEveryReplicaLostTheState(t *testing.T) {
 	}
 	if p.Waiting() != 0 {
 		t.Fatal("the failed Enter still waits")
+	}
+}
+
+// A call's NOT_FOUND from a replica's host (it has no manager for the
+// barrier) or a replica's news that it lost the barrier's state is not
+// the answer while another replica may hold the barrier: the acting
+// primary's answer, later, is (the first replica's host, without its
+// replica, answered NOT_FOUND at once, and that was the answer although a
+// backup that took over held the barrier). Once every replica said one or
+// the other the call is answered at once: NOT_FOUND if every host said
+// so, UNAVAILABLE if some replicas lost the state (the call waited for
+// its deadline).
+func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
+	p := New("b")
+	p.Setup(3, 8, false)
+	status := []proto.Message{&messages.BarrierStatus{}, &messages.BarrierStatus{}, &messages.BarrierStatus{}}
+	nf := func(rank int32) *messages.BarrierStatusReply {
+		return &messages.BarrierStatusReply{FromRank: rank, Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier")}
+	}
+	gone := func(rank int32) *messages.BarrierStatusReply {
+		return &messages.BarrierStatusReply{FromRank: rank, LostState: true, Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "replica %d lost the barrier's state", rank)}
+	}
+	p.Call(1, status)
+	for _, m := range []*messages.BarrierStatusReply{nf(0), gone(2), nf(0), nf(5)} {
+		if s := p.Answered(1, m); len(s.Calls) != 0 {
+			t.Fatalf("%v answered the call while rank 1 may hold the barrier", m)
+		}
+	}
+	primary := &messages.BarrierStatusReply{FromRank: 1, Entered: 2}
+	if s := p.Answered(1, primary); len(s.Calls) != 1 || s.Calls[0].Msg != primary {
+		t.Fatalf("the acting primary's answer: %+v", s.Calls)
+	}
+
+	p.Call(2, status)
+	var got []CallAnswer
+	for rank := range int32(3) {
+		got = append(got, p.Answered(2, nf(rank)).Calls...)
+	}
+	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierStatusReply).GetError()), messages.ErrNotFound) {
+		t.Fatalf("every host without the barrier: %+v, want NOT_FOUND", got)
+	}
+
+	p.Call(3, status)
+	got = nil
+	for _, m := range []*messages.BarrierStatusReply{gone(0), nf(1), gone(2)} {
+		got = append(got, p.Answered(3, m).Calls...)
+	}
+	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierStatusReply).GetError()), messages.ErrUnavailable) {
+		t.Fatalf("no replica holds the state: %+v, want UNAVAILABLE", got)
+	}
+
+	// A Close: every replica lost the state.
+	p.Call(4, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	got = nil
+	for rank := range int32(3) {
+		got = append(got, p.Answered(4, &messages.BarrierClosed{FromRank: rank, LostState: true,
+			Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "lost")}).Calls...)
+	}
+	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierClosed).GetError()), messages.ErrUnavailable) {
+		t.Fatalf("a Close no replica can apply: %+v, want UNAVAILABLE", got)
+	}
+}
+
+// NOT_FOUND and lost state mix in one round of Enters: when every replica
+// said one or the other, none holds the barrier's state and the Enter
+// fails with UNAVAILABLE at once.
+func TestEnterFailsWhenNoReplicaHoldsTheState(t *testing.T) {
+	p := New("b")
+	p.Setup(3, 4, false)
+	p.Enter(t0, 1, "l", "h")
+	p.Refused(notFound("l", 1, 0))
+	p.Refused(lost("l", 1, 2))
+	s := p.Refused(notFound("l", 1, 1))
+	if len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrUnavailable) {
+		t.Fatalf("no replica holds the state: %+v, want UNAVAILABLE", s.Enters)
 	}
 }

@@ -341,6 +341,10 @@ func (r *Replica) Release(now time.Time, m *messages.BarrierRelease, from *actor
 	p := &pendingOp{key: releaseKey(m.GetLabel()), kind: messages.BarrierOpKind_BARRIER_OP_RELEASE, label: m.GetLabel(),
 		from: from, requestID: m.GetRequestId(), heard: now}
 	if !r.Acting() {
+		if !r.synced {
+			r.answerLost(p, &e)
+			return
+		}
 		if in := r.labels[p.label]; in != nil && in.out == outHolding && !r.closed {
 			r.hear(p, &e)
 		}
@@ -355,6 +359,10 @@ func (r *Replica) Close(now time.Time, m *messages.BarrierClose, from *actor.PID
 	defer r.flush(&e)
 	p := &pendingOp{key: closeKey, kind: messages.BarrierOpKind_BARRIER_OP_CLOSE, from: from, requestID: m.GetRequestId(), heard: now}
 	if !r.Acting() {
+		if !r.synced {
+			r.answerLost(p, &e)
+			return
+		}
 		if !r.closed {
 			r.hear(p, &e)
 		}
@@ -372,11 +380,34 @@ func (r *Replica) Status(now time.Time, m *messages.BarrierStatus, from *actor.P
 	}
 	p := &pendingOp{key: "s" + from.String() + "/" + strconv.FormatUint(m.GetRequestId(), 10), from: from, requestID: m.GetRequestId(), heard: now}
 	if !r.Acting() {
+		if !r.synced {
+			r.answerLost(p, &e)
+			return
+		}
 		r.hear(p, &e)
 		return
 	}
 	r.clientOp(now, p, &e)
 	return
+}
+
+// answerLost tells the caller of a Release, Close or Status that this
+// replica holds none of the barrier's state (it restarted and no acting
+// primary synced it), as Enter does: the handle fails the call at once
+// when every replica says so, instead of at its deadline, and waits for
+// the acting primary's answer otherwise. The operation is not heard: one
+// its caller was told failed must not be committed later.
+func (r *Replica) answerLost(p *pendingOp, e *Effects) {
+	err := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "barrier %q: replica %d lost the barrier's state", r.cfg.Name, r.cfg.Rank)
+	rank := int32(r.cfg.Rank)
+	switch p.kind {
+	case messages.BarrierOpKind_BARRIER_OP_RELEASE:
+		e.send(p.from, &messages.BarrierReleased{Name: r.cfg.Name, Label: p.label, RequestId: p.requestID, Error: err, LostState: true, FromRank: rank})
+	case messages.BarrierOpKind_BARRIER_OP_CLOSE:
+		e.send(p.from, &messages.BarrierClosed{Name: r.cfg.Name, RequestId: p.requestID, Error: err, LostState: true, FromRank: rank})
+	default:
+		e.send(p.from, &messages.BarrierStatusReply{Name: r.cfg.Name, RequestId: p.requestID, Error: err, LostState: true, FromRank: rank})
+	}
 }
 
 // Decide handles the controller's answer to a consultation.
@@ -847,7 +878,7 @@ func (r *Replica) rebuild(log []*messages.BarrierOp, seq uint64) error {
 func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 	name := r.cfg.Name
 	if p.kind == messages.BarrierOpKind_BARRIER_OP_UNSPECIFIED { // status query
-		st := &messages.BarrierStatusReply{Name: name, RequestId: p.requestID, Entered: int32(r.b.Entered()), Epoch: r.epoch}
+		st := &messages.BarrierStatusReply{Name: name, RequestId: p.requestID, Entered: int32(r.b.Entered()), Epoch: r.epoch, FromRank: int32(r.cfg.Rank)}
 		if r.cfg.Rank < len(r.cfg.Members) {
 			st.Primary = r.cfg.Members[r.cfg.Rank]
 		}
@@ -876,9 +907,9 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 		case messages.BarrierOpKind_BARRIER_OP_ENTER:
 			e.send(p.from, &messages.BarrierRefused{Name: name, Label: p.label, RequestId: p.requestID, Error: me})
 		case messages.BarrierOpKind_BARRIER_OP_RELEASE:
-			e.send(p.from, &messages.BarrierReleased{Name: name, Label: p.label, RequestId: p.requestID, Error: me})
+			e.send(p.from, &messages.BarrierReleased{Name: name, Label: p.label, RequestId: p.requestID, Error: me, FromRank: int32(r.cfg.Rank)})
 		case messages.BarrierOpKind_BARRIER_OP_CLOSE:
-			e.send(p.from, &messages.BarrierClosed{Name: name, RequestId: p.requestID, Error: me})
+			e.send(p.from, &messages.BarrierClosed{Name: name, RequestId: p.requestID, Error: me, FromRank: int32(r.cfg.Rank)})
 		}
 		r.keepalive(p.key, e)
 		return

@@ -795,3 +795,43 @@ func TestOnlyReplicaRestartedLeadsNothing(t *testing.T) {
 		t.Fatalf("participant got %v, want an UNAVAILABLE refusal with lost_state", got[0])
 	}
 }
+
+// A replica that lost its state answers a Release, a Close and a Status
+// query with lost_state and its rank, as it refuses an Enter, and hears
+// none of them: the handle fails such a call at once when every replica
+// says so. (It kept quiet, and a call to a barrier whose every replica
+// lost its state waited for its deadline.)
+func TestReplicaWithoutStateAnswersCalls(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	n := newNet(t, 3, o, nil)
+	n.down[n.hosts[0].String()] = true // nobody syncs the restarted replica
+	r2 := n.restart(ms(1), 2, o)
+	n.out = nil
+	n.deliver(n.hosts[2], r2.Release(ms(2), &messages.BarrierRelease{Name: "b", Label: "a", RequestId: 4}, participant(0)))
+	n.deliver(n.hosts[2], r2.Close(ms(2), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
+	n.deliver(n.hosts[2], r2.Status(ms(2), &messages.BarrierStatus{Name: "b", RequestId: 6}, participant(0)))
+	got := n.sentTo(participant(0))
+	if len(got) != 3 {
+		t.Fatalf("participant got %v, want three answers", got)
+	}
+	for i, m := range got {
+		var rank int32
+		var lost bool
+		var err *messages.Error
+		var id uint64
+		switch r := m.(type) {
+		case *messages.BarrierReleased:
+			rank, lost, err, id = r.GetFromRank(), r.GetLostState(), r.GetError(), r.GetRequestId()
+		case *messages.BarrierClosed:
+			rank, lost, err, id = r.GetFromRank(), r.GetLostState(), r.GetError(), r.GetRequestId()
+		case *messages.BarrierStatusReply:
+			rank, lost, err, id = r.GetFromRank(), r.GetLostState(), r.GetError(), r.GetRequestId()
+		}
+		if !lost || rank != 2 || id != uint64(4+i) || !errors.Is(messages.ErrOrNil(err), messages.ErrUnavailable) {
+			t.Fatalf("answer %d: %v, want UNAVAILABLE with lost_state from rank 2 to request %d", i, m, 4+i)
+		}
+	}
+	if len(r2.pending) != 0 || r2.Closed() {
+		t.Fatalf("the replica without state heard %d ops (closed %v)", len(r2.pending), r2.Closed())
+	}
+}
