@@ -120,9 +120,13 @@ type Local struct {
 	stopped bool
 
 	evMu      sync.Mutex
-	delivered map[string]map[string]bool // member -> failed members it delivered
-	announced map[string]bool            // failed members announced on app
+	delivered map[string]map[incarnation]bool // member -> failed incarnations it delivered
+	announced map[incarnation]bool            // failed incarnations announced on app
 }
+
+// incarnation names one member incarnation, as events.NodeFailed does:
+// its id and its actor system's address.
+type incarnation struct{ id, address string }
 
 // StartLocal starts an embedded cluster and returns once every member
 // has joined, every member sees all of them and the directory shards run
@@ -154,7 +158,7 @@ func StartLocal(cfg Config) (*Local, error) {
 	}
 	l := &Local{cfg: cfg, membership: newMembership(), transport: transport.NewMemory(cfg.LinkBandwidth),
 		estimator: netmodel.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log),
-		delivered: map[string]map[string]bool{}, announced: map[string]bool{}}
+		delivered: map[string]map[incarnation]bool{}, announced: map[incarnation]bool{}}
 	app, err := startAppSystem(cfg.Log)
 	if err != nil {
 		return nil, err
@@ -242,7 +246,7 @@ func (l *Local) startMember(i int) error {
 		}
 	}
 	l.evMu.Lock()
-	l.delivered[m.id] = map[string]bool{}
+	l.delivered[m.id] = map[incarnation]bool{}
 	l.evMu.Unlock()
 	id := m.id
 	sub := m.system.EventStream.Subscribe(func(e any) { l.forward(id, e) })
@@ -255,16 +259,19 @@ func (l *Local) startMember(i int) error {
 // forward republishes a member's domain events and supervisor events on
 // the application's EventStream. Every member publishes NodeFailed once
 // for each failure it delivers; the application sees it once per failed
-// member, from the first member that delivered it.
+// incarnation (member id and address), from the first member that
+// delivered it: a failure of another incarnation of a name is another
+// failure, not a repeat.
 func (l *Local) forward(from string, e any) {
 	switch e := e.(type) {
 	case *events.NodeFailed:
+		who := incarnation{e.Node, e.Address}
 		l.evMu.Lock()
 		if d := l.delivered[from]; d != nil {
-			d[e.Node] = true
+			d[who] = true
 		}
-		first := !l.announced[e.Node]
-		l.announced[e.Node] = true
+		first := !l.announced[who]
+		l.announced[who] = true
 		l.evMu.Unlock()
 		if first {
 			l.app.EventStream.Publish(e)
@@ -382,8 +389,9 @@ func (l *Local) Kill(i int) error {
 	l.mu.Unlock()
 	m.system.EventStream.Unsubscribe(sub)
 	l.log.WithField("node", m.id).Warn("node killed (fault injection)")
+	failed := incarnation{m.id, m.Address()}
 	m.crash(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s failed", m.id))
-	if err := l.waitDelivered(m.id); err != nil {
+	if err := l.waitDelivered(failed); err != nil {
 		return err
 	}
 	return l.converge()
@@ -391,7 +399,7 @@ func (l *Local) Kill(i int) error {
 
 // waitDelivered waits until every live member delivered the failure of
 // id. Callers hold l.ops.
-func (l *Local) waitDelivered(id string) error {
+func (l *Local) waitDelivered(id incarnation) error {
 	end := time.Now().Add(convergeTimeout)
 	for {
 		var missing []string
@@ -407,7 +415,7 @@ func (l *Local) waitDelivered(id string) error {
 			return nil
 		}
 		if time.Now().After(end) {
-			return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%v did not learn of the failure of %s within %v", missing, id, convergeTimeout)
+			return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%v did not learn of the failure of %s (at %s) within %v", missing, id.id, id.address, convergeTimeout)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -25,6 +25,10 @@ import "time"
 // system once per failed member; nobody announces a Kill by hand.
 type NodeFailed struct {
 	Node string
+	// Address is the failed incarnation's actor system address: with
+	// Node, it names the incarnation (a member that starts again is
+	// another one, even under the same name).
+	Address string
 	// DetectedBy is the actor that saw the Terminated (a shard's id) or
 	// "revoke:<member>" when the failure broadcast delivered it.
 	DetectedBy string

@@ -153,9 +153,21 @@ func (f *FailureLog) report(node, address string, suspicion bool) bool {
 	return true
 }
 
+// Suspected reports whether a shard's suspicion of node at address stands
+// unconfirmed.
+func (f *FailureLog) Suspected(node, address string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[incarnation{node, address}].suspected
+}
+
 // Refute takes back a shard's suspicion of node at address that the
-// member's failure path has not confirmed: the node proved alive (it sent
-// a message after the report). It reports whether there was one.
+// member's failure path has not confirmed: the node proved alive (it
+// answered a question asked after the report). It reports whether there
+// was one.
 func (f *FailureLog) Refute(node, address string) bool {
 	if f == nil {
 		return false
@@ -210,6 +222,12 @@ type Shard struct {
 	// senders send the Republish requests, one per store node, so that a
 	// DeadLetterResponse names the node that was not running.
 	senders actorutil.Senders
+	// probing holds the store nodes (by PID key) that spoke again after
+	// this member's shards suspected them failed, asked NodeStatus and not
+	// answered yet: only an answer to a question asked after the
+	// suspicion shows the node alive (a message it sent before it died can
+	// come after its Terminated).
+	probing map[string]bool
 }
 
 // RepublishWait bounds how long a shard that (re)started waits for the
@@ -343,10 +361,14 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.Release(m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
+	case *messages.NodeStatusReply:
+		s.proved(ctx, m.GetNode())
+		return
 	case *actor.DeadLetterResponse:
 		// A Republish request to a store node that died meanwhile: its
 		// copies are gone, and the failure path says so.
 		delete(s.republishing, actorutil.Key(m.Target))
+		delete(s.probing, actorutil.Key(m.Target))
 		return
 	default:
 		s.dropped(ctx, "unknown message")
@@ -388,6 +410,7 @@ func (s *Shard) started(ctx actor.Context) {
 	s.table = table.NewLocationTable(tc)
 	s.watched = map[string]string{}
 	s.republishing = map[string]bool{}
+	s.probing = map[string]bool{}
 	s.republishUntil = time.Now().Add(RepublishWait)
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
 	if s.cfg.Nodes != nil {
@@ -440,9 +463,10 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	}
 	delete(s.watched, key)
 	delete(s.republishing, key) // it will not answer any more
+	delete(s.probing, key)
 	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
-		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, DetectedBy: ctx.Self().GetId(), At: now})
+		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: ctx.Self().GetId(), At: now})
 	}
 	return s.table.IncarnationFailed(node, m.GetWho().GetAddress())
 }
@@ -481,26 +505,30 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 	if _, ok := s.watched[actorutil.Key(pid)]; !ok {
 		s.watched[actorutil.Key(pid)] = n.GetNodeId()
 		ctx.Watch(pid)
-		if s.liveInView(n) && s.cfg.Failures.Refute(n.GetNodeId(), n.GetAddress()) {
-			// Its Terminated was a broken connection, not its failure: it
-			// still speaks, and the member's view still lists it. Its
-			// copies left this table with the suspicion; it sends them
-			// again.
-			s.cfg.Log.WithFields(logrus.Fields{"node": n.GetNodeId(), "shard": ctx.Self().GetId()}).Info("a node suspected failed proved alive")
-			s.senders.Request(ctx, pid, &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+		if s.cfg.Failures.Suspected(n.GetNodeId(), n.GetAddress()) && !s.probing[actorutil.Key(pid)] {
+			// A node suspected failed speaks: it may live (its Terminated
+			// was a broken connection), or this came before it died. Its
+			// answer to a question asked now tells (see proved); a dead
+			// node's Terminated comes again through the new watch.
+			s.probing[actorutil.Key(pid)] = true
+			s.senders.Request(ctx, pid, &messages.NodeStatus{})
 		}
 	}
 }
 
-// liveInView reports whether the member's view lists n's incarnation as a
-// live store node (with no view to ask, a node that speaks lives).
-func (s *Shard) liveInView(n *messages.NodeRef) bool {
-	if s.cfg.Nodes == nil {
-		return true
+// proved takes back the suspicion of a node that answered a probe (see
+// watch): it lives. Its copies left this table with the suspicion, so it
+// is asked for them again; and its real failure later is announced, not
+// taken for a repeat of the suspicion (FailureLog).
+func (s *Shard) proved(ctx actor.Context, n *messages.NodeRef) {
+	if n == nil || !s.probing[actorutil.Key(n.PID())] {
+		return
 	}
-	return slices.ContainsFunc(s.cfg.Nodes(), func(v *messages.NodeRef) bool {
-		return v.GetNodeId() == n.GetNodeId() && v.GetAddress() == n.GetAddress()
-	})
+	delete(s.probing, actorutil.Key(n.PID()))
+	if s.cfg.Failures.Refute(n.GetNodeId(), n.GetAddress()) {
+		s.cfg.Log.WithFields(logrus.Fields{"node": n.GetNodeId(), "shard": ctx.Self().GetId()}).Info("a node suspected failed proved alive")
+		s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+	}
 }
 
 // rebuilding counts the store nodes that may still republish copies to
