@@ -152,7 +152,7 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 		create.Replicas = append(create.Replicas, replica.Peer(h.PID))
 		create.ReplicaMembers = append(create.ReplicaMembers, h.Member)
 	}
-	res, err := actorutil.Request(ctx, c.System().Root, live[0].PID, create)
+	res, err := ask(ctx, c.System().Root, live[0].PID, create)
 	if err == nil {
 		created, ok := res.(*messages.BarrierCreated)
 		switch {
@@ -238,7 +238,7 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 	answers := make(chan answer, len(hosts))
 	for _, h := range hosts {
 		go func() {
-			res, err := actorutil.Request(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
+			res, err := ask(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
 			if err != nil {
 				answers <- answer{err: err}
 				return
@@ -276,6 +276,23 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 		return nil, stop
 	}
 	return nil, last
+}
+
+// ask requests msg of pid until it answers or ctx ends, asking again
+// every handle.ReaskEvery: one request, or its answer, lost in transit (a
+// connection that broke under load) otherwise failed the whole New or
+// Open with TIMEOUT at its deadline, although every member lived (chaos
+// seed 14). Open is read-only, and a host answers a creator's repeated
+// create as it answered the first (replica.Replica.Created).
+func ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto.Message) (any, error) {
+	for {
+		once, cancel := context.WithTimeout(ctx, handle.ReaskEvery)
+		res, err := actorutil.Request(once, root, pid, msg)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, messages.ErrTimeout) {
+			return res, err
+		}
+	}
 }
 
 func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOptions) *Barrier {

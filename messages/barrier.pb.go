@@ -2150,6 +2150,86 @@ func (x *BarrierCloseAck) GetFromRank() int32 {
 	return 0
 }
 
+// BarrierHandover goes from a replica that adopted a new acting primary's
+// state (a sync at a higher claim) to that primary: what its own state had
+// applied that the new one lacks (entries, releases, a forced fire, a
+// close). A backup takes over when it hears clients but not the primary
+// for a while, which a primary that is only slow causes too, and the new
+// primary's state can lack what the old one decided and told its
+// participants (an entry the backup never heard: its host had no manager
+// yet). Such a participant passed and asks no more: without its entry the
+// new primary never reached Max, and the labels still waiting waited for
+// their deadlines. The primary applies each op it lacks as a client
+// operation; a replica that is not the primary any more passes it on to the
+// one it follows (at a higher epoch).
+type BarrierHandover struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // the epoch of the primary it is for
+	FromRank      int32                  `protobuf:"varint,3,opt,name=from_rank,json=fromRank,proto3" json:"from_rank,omitempty"`
+	Ops           []*BarrierOp           `protobuf:"bytes,4,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierHandover) Reset() {
+	*x = BarrierHandover{}
+	mi := &file_barrier_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierHandover) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierHandover) ProtoMessage() {}
+
+func (x *BarrierHandover) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierHandover.ProtoReflect.Descriptor instead.
+func (*BarrierHandover) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BarrierHandover) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BarrierHandover) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *BarrierHandover) GetFromRank() int32 {
+	if x != nil {
+		return x.FromRank
+	}
+	return 0
+}
+
+func (x *BarrierHandover) GetOps() []*BarrierOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
 // BarrierSyncRequest: a replica missed ops and asks the primary for a sync.
 type BarrierSyncRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2162,7 +2242,7 @@ type BarrierSyncRequest struct {
 
 func (x *BarrierSyncRequest) Reset() {
 	*x = BarrierSyncRequest{}
-	mi := &file_barrier_proto_msgTypes[26]
+	mi := &file_barrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2254,7 @@ func (x *BarrierSyncRequest) String() string {
 func (*BarrierSyncRequest) ProtoMessage() {}
 
 func (x *BarrierSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[26]
+	mi := &file_barrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2267,7 @@ func (x *BarrierSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierSyncRequest.ProtoReflect.Descriptor instead.
 func (*BarrierSyncRequest) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{26}
+	return file_barrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BarrierSyncRequest) GetName() string {
@@ -2392,7 +2472,12 @@ const file_barrier_proto_rawDesc = "" +
 	"\x0fBarrierCloseAck\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
-	"\tfrom_rank\x18\x03 \x01(\x05R\bfromRank\"[\n" +
+	"\tfrom_rank\x18\x03 \x01(\x05R\bfromRank\"~\n" +
+	"\x0fBarrierHandover\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
+	"\tfrom_rank\x18\x03 \x01(\x05R\bfromRank\x12$\n" +
+	"\x03ops\x18\x04 \x03(\v2\x12.hoplite.BarrierOpR\x03ops\"[\n" +
 	"\x12BarrierSyncRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
@@ -2422,7 +2507,7 @@ func file_barrier_proto_rawDescGZIP() []byte {
 }
 
 var file_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_barrier_proto_goTypes = []any{
 	(BarrierLateMode)(0),       // 0: hoplite.BarrierLateMode
 	(BarrierOpKind)(0),         // 1: hoplite.BarrierOpKind
@@ -2452,8 +2537,9 @@ var file_barrier_proto_goTypes = []any{
 	(*BarrierOp)(nil),          // 25: hoplite.BarrierOp
 	(*BarrierReplicate)(nil),   // 26: hoplite.BarrierReplicate
 	(*BarrierCloseAck)(nil),    // 27: hoplite.BarrierCloseAck
-	(*BarrierSyncRequest)(nil), // 28: hoplite.BarrierSyncRequest
-	(*Error)(nil),              // 29: hoplite.Error
+	(*BarrierHandover)(nil),    // 28: hoplite.BarrierHandover
+	(*BarrierSyncRequest)(nil), // 29: hoplite.BarrierSyncRequest
+	(*Error)(nil),              // 30: hoplite.Error
 }
 var file_barrier_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BarrierOptions.late_mode:type_name -> hoplite.BarrierLateMode
@@ -2464,21 +2550,22 @@ var file_barrier_proto_depIdxs = []int32{
 	5,  // 5: hoplite.BarrierCreate.controller:type_name -> hoplite.BarrierPeer
 	2,  // 6: hoplite.BarrierCreated.options:type_name -> hoplite.BarrierOptions
 	5,  // 7: hoplite.BarrierCreated.replicas:type_name -> hoplite.BarrierPeer
-	29, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
-	29, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
-	29, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
-	29, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
+	30, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
+	30, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
+	30, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
+	30, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
 	20, // 12: hoplite.BarrierStatusReply.passed:type_name -> hoplite.BarrierPassage
-	29, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
+	30, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
 	1,  // 14: hoplite.BarrierOp.kind:type_name -> hoplite.BarrierOpKind
 	5,  // 15: hoplite.BarrierOp.reply:type_name -> hoplite.BarrierPeer
 	25, // 16: hoplite.BarrierReplicate.op:type_name -> hoplite.BarrierOp
 	25, // 17: hoplite.BarrierReplicate.log:type_name -> hoplite.BarrierOp
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	25, // 18: hoplite.BarrierHandover.ops:type_name -> hoplite.BarrierOp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_barrier_proto_init() }
@@ -2493,7 +2580,7 @@ func file_barrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_barrier_proto_rawDesc), len(file_barrier_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -93,6 +93,8 @@ func (h *Host) Receive(ctx actor.Context) {
 		h.route(ctx, m.GetName(), nil, nil)
 	case *messages.BarrierCloseAck:
 		h.route(ctx, m.GetName(), nil, nil)
+	case *messages.BarrierHandover:
+		h.route(ctx, m.GetName(), nil, nil)
 	case managerClosed:
 		h.managerClosed(ctx, m.name)
 	case *actor.Terminated:

@@ -90,6 +90,8 @@ func (m *Manager) Receive(ctx actor.Context) {
 		e = m.core.SyncRequest(msg)
 	case *messages.BarrierCloseAck:
 		e = m.core.CloseAck(msg)
+	case *messages.BarrierHandover:
+		e = m.core.Handover(now, msg)
 	case *MemberFailed:
 		e = m.core.MemberDown(msg.Member, msg.Address)
 	case *actor.Terminated:

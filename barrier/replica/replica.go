@@ -271,7 +271,10 @@ func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects
 	if r.closed || r.pendingKeys[closeKey] {
 		reply = &messages.BarrierCreated{Name: r.cfg.Name, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", r.cfg.Name)}
 	} else if m != nil && !m.GetFromPrimary() {
-		if r.fresh {
+		if creator := PeerPID(m.GetController()); r.fresh || creator != nil && r.cfg.Controller != nil && creator.Equal(r.cfg.Controller) {
+			// The first create, or its creator asking again (its answer
+			// to the first may have been lost: barrier.New asks until it
+			// hears one).
 			reply.Existed, r.fresh = false, false
 		} else if !proto.Equal(m.GetOptions(), r.cfg.Options) {
 			reply.Error = messages.Errorf(messages.ErrorCode_CONFLICT, "barrier %q exists with other options", r.cfg.Name)
@@ -539,9 +542,16 @@ func (r *Replica) Replicate(now time.Time, m *messages.BarrierReplicate) (e Effe
 	r.lastPrimary = now
 	switch {
 	case m.GetSync():
+		var before *snapshot
+		if r.synced {
+			before = r.snapshot()
+		}
 		r.synced = true
 		if err := r.rebuild(m.GetLog(), m.GetSeq()); err != nil {
 			e.Warnings = append(e.Warnings, fmt.Sprintf("barrier %q: replaying the primary's log: %v", r.cfg.Name, err))
+		}
+		if ops := r.lacking(before); len(ops) > 0 {
+			e.send(from, &messages.BarrierHandover{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank), Ops: ops})
 		}
 	case m.GetOp() != nil:
 		switch {
@@ -571,6 +581,99 @@ func (r *Replica) Replicate(now time.Time, m *messages.BarrierReplicate) (e Effe
 		// idempotent, and one lost is then sent again.
 		e.send(from, &messages.BarrierCloseAck{Name: r.cfg.Name, Epoch: r.epoch, FromRank: int32(r.cfg.Rank)})
 		e.Stop = true
+	}
+	return
+}
+
+// snapshot is what a replica's state had decided, kept across the
+// adoption of another primary's state (see lacking).
+type snapshot struct {
+	labels map[string]labelInfo
+	order  []string
+	fired  bool
+	closed bool
+}
+
+func (r *Replica) snapshot() *snapshot {
+	s := &snapshot{labels: make(map[string]labelInfo, len(r.labels)), order: slices.Clone(r.order), closed: r.closed}
+	for l, in := range r.labels {
+		s.labels[l] = *in
+	}
+	s.fired, _ = r.b.Fired()
+	return s
+}
+
+// lacking lists what before had applied that the state adopted since
+// lacks, as ops for the new primary to apply (BarrierHandover): the entries
+// it does not have (but not a semaphore's labels that left already: they
+// need nothing more), the releases of labels it has holding, a fire it has
+// not made, and a close. A false suspicion of the old primary (a backup
+// took over while it was only slow) costs time, never an entry that a
+// participant was told had passed.
+func (r *Replica) lacking(before *snapshot) []*messages.BarrierOp {
+	if before == nil {
+		return nil
+	}
+	var ops []*messages.BarrierOp
+	for _, l := range before.order {
+		in := before.labels[l]
+		left := in.out == outReleased || in.out == outTimedOut
+		switch now := r.labels[l]; {
+		case now == nil && !left:
+			ops = append(ops, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_ENTER, Label: l, Host: in.host,
+				Reply: Peer(in.reply), RequestId: in.request})
+		case now != nil && left && now.out == outHolding:
+			ops = append(ops, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_RELEASE, Label: l})
+		}
+	}
+	if fired, _ := r.b.Fired(); before.fired && !fired && r.opts.Semaphore == nil {
+		ops = append(ops, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE})
+	}
+	if before.closed && !r.closed {
+		ops = append(ops, &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_CLOSE})
+	}
+	return ops
+}
+
+// Handover handles what a replica that adopted this primary's state had
+// applied and that state lacks (see lacking). The acting primary applies
+// each op it still lacks as a client operation, at its own time; a replica
+// that follows a primary of a higher epoch passes it on.
+func (r *Replica) Handover(now time.Time, m *messages.BarrierHandover) (e Effects) {
+	defer r.flush(&e)
+	if !r.Acting() {
+		if r.primary >= 0 && r.primary != r.cfg.Rank && r.epoch > m.GetEpoch() {
+			fwd := proto.CloneOf(m)
+			fwd.Epoch, fwd.FromRank = r.epoch, int32(r.cfg.Rank)
+			e.send(r.cfg.Replicas[r.primary], fwd)
+		}
+		return
+	}
+	for _, op := range m.GetOps() {
+		if r.closed {
+			return
+		}
+		l := op.GetLabel()
+		switch op.GetKind() {
+		case messages.BarrierOpKind_BARRIER_OP_ENTER:
+			if r.labels[l] != nil || CheckLabel(l, op.GetHost()) != nil {
+				continue
+			}
+			r.clientOp(now, &pendingOp{key: enterKey(l), kind: op.GetKind(), label: l, host: op.GetHost(),
+				from: PeerPID(op.GetReply()), requestID: op.GetRequestId(), heard: now}, &e)
+		case messages.BarrierOpKind_BARRIER_OP_RELEASE:
+			if in := r.labels[l]; in != nil && in.out == outHolding {
+				r.clientOp(now, &pendingOp{key: releaseKey(l), kind: op.GetKind(), label: l, heard: now}, &e)
+			}
+		case messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE:
+			if fired, _ := r.b.Fired(); !fired && r.opts.Semaphore == nil {
+				r.commitEmit(now, &messages.BarrierOp{Kind: op.GetKind(), AtUnixNano: now.UnixNano()}, &e)
+			}
+		case messages.BarrierOpKind_BARRIER_OP_CLOSE:
+			if r.closing == nil {
+				r.clientOp(now, &pendingOp{key: closeKey, kind: op.GetKind(), heard: now}, &e)
+			}
+		}
 	}
 	return
 }

@@ -26,6 +26,22 @@ type net struct {
 	out      []outbox.Send // to participants and the controller
 	down     map[string]bool
 	effects  []Effects
+	// cut drops what one replica sends another ("from>to" of their
+	// hosts): a slow link, or a host without the barrier's manager yet.
+	cut map[string]bool
+	// now is the time a handover is applied at.
+	now time.Time
+	// fifo delivers in the order sent, as one ordered connection per pair
+	// of replicas does, rather than depth first (a reply before the rest
+	// of what its cause sent).
+	fifo     bool
+	queue    []queued
+	draining bool
+}
+
+type queued struct {
+	from, to *actor.PID
+	msg      any
 }
 
 func newNet(t *testing.T, k int, o *messages.BarrierOptions, controller *actor.PID) *net {
@@ -49,6 +65,10 @@ func (n *net) r(i int) *Replica { return n.replicas[n.hosts[i].String()] }
 
 // deliver routes e's sends: replication to the replicas, the rest to n.out.
 func (n *net) deliver(from *actor.PID, e Effects) {
+	if n.fifo {
+		n.deliverFIFO(from, e)
+		return
+	}
 	n.effects = append(n.effects, e)
 	for _, s := range e.Sends {
 		to := pidOf(s.To)
@@ -63,7 +83,7 @@ func (n *net) deliver(from *actor.PID, e Effects) {
 			n.out = append(n.out, s)
 			continue
 		}
-		if n.down[to.String()] {
+		if n.down[to.String()] || n.cut[from.String()+">"+to.String()] {
 			continue
 		}
 		switch m := s.Msg.(type) {
@@ -73,7 +93,45 @@ func (n *net) deliver(from *actor.PID, e Effects) {
 			n.deliver(to, r.SyncRequest(m))
 		case *messages.BarrierCloseAck:
 			n.deliver(to, r.CloseAck(m))
+		case *messages.BarrierHandover:
+			n.deliver(to, r.Handover(n.now, m))
 		}
+	}
+}
+
+func (n *net) deliverFIFO(from *actor.PID, e Effects) {
+	n.effects = append(n.effects, e)
+	for _, s := range e.Sends {
+		to := pidOf(s.To)
+		if n.replicas[to.String()] == nil {
+			n.out = append(n.out, s)
+			continue
+		}
+		if !n.down[to.String()] && !n.cut[from.String()+">"+to.String()] {
+			n.queue = append(n.queue, queued{from, to, s.Msg})
+		}
+	}
+	if n.draining {
+		return
+	}
+	n.draining = true
+	defer func() { n.draining = false }()
+	for len(n.queue) > 0 {
+		q := n.queue[0]
+		n.queue = n.queue[1:]
+		r := n.replicas[q.to.String()]
+		var e Effects
+		switch m := q.msg.(type) {
+		case *messages.BarrierReplicate:
+			e = r.Replicate(n.now, m)
+		case *messages.BarrierSyncRequest:
+			e = r.SyncRequest(m)
+		case *messages.BarrierCloseAck:
+			e = r.CloseAck(m)
+		case *messages.BarrierHandover:
+			e = r.Handover(n.now, m)
+		}
+		n.deliverFIFO(q.to, e)
 	}
 }
 
@@ -833,5 +891,88 @@ func TestReplicaWithoutStateAnswersCalls(t *testing.T) {
 	}
 	if len(r2.pending) != 0 || r2.Closed() {
 		t.Fatalf("the replica without state heard %d ops (closed %v)", len(r2.pending), r2.Closed())
+	}
+}
+
+// A backup that takes over while the primary is only slow may lack what
+// the primary decided: here the primary fired a barrier of three with two
+// entries the backup never heard (its host had no manager for the barrier
+// yet) and told the participants, and the backup took over with the third
+// alone. The old primary, and the other backup, adopt the new primary's
+// state and hand over what it lacks, and the new primary applies it: the
+// barrier fires there too, and the third label, whose FIRE from the old
+// primary was lost, passes when it asks again. (Its two peers had passed
+// and asked no more: the new primary never reached three, and the third
+// waited for its deadline although every replica lived; chaos seeds 38
+// and 68.)
+func TestTakeoverKeepsWhatTheSlowPrimaryDecided(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3, TakeoverAfterMs: 100}
+	n := newNet(t, 3, o, nil)
+	n.fifo = true
+	n.cut = map[string]bool{n.hosts[0].String() + ">" + n.hosts[1].String(): true} // the primary's messages to replica 1 are lost
+	enter := func(at time.Time, i int, ranks ...int) {
+		m := &messages.BarrierEnter{Name: "b", Label: fmt.Sprintf("l%d", i), Host: "h", RequestId: 1}
+		for _, rank := range ranks {
+			n.deliver(n.hosts[rank], n.r(rank).Enter(at, m, participant(i)))
+		}
+	}
+	enter(ms(1), 0, 0, 2) // replica 1 never hears l0 and l1
+	enter(ms(2), 1, 0, 2)
+	enter(ms(3), 2, 0, 1, 2)
+	if fired, _ := n.r(0).Barrier().Fired(); !fired {
+		t.Fatal("the primary did not fire with three entries")
+	}
+	// Replica 1 heard l2 and nothing from the primary: it takes over.
+	// (What the primary sent it meanwhile is lost; it reaches it again.)
+	n.cut = nil
+	n.now = ms(200)
+	n.deliver(n.hosts[1], n.r(1).Tick(ms(200)))
+	if !n.r(1).Acting() || n.r(0).Acting() {
+		t.Fatalf("acting: replica 0 %v, replica 1 %v; want replica 1 alone", n.r(0).Acting(), n.r(1).Acting())
+	}
+	// l2's FIRE from the old primary was lost in transit: it asks again.
+	enter(ms(300), 2, 0, 1, 2)
+	var fires []*messages.BarrierFired
+	for _, m := range n.sentTo(participant(2)) {
+		if f, ok := m.(*messages.BarrierFired); ok && f.GetEpoch() == 1 {
+			fires = append(fires, f)
+		}
+	}
+	if len(fires) == 0 {
+		t.Fatalf("l2 was never told it passed by the new primary (entered there: %d)", n.r(1).Barrier().Entered())
+	}
+	sameState(t, n.r(1), n.r(0))
+	sameState(t, n.r(1), n.r(2))
+}
+
+// A creator asking again (barrier.New asks until it hears an answer, and
+// the first answer may have been lost) is answered as the first time: the
+// barrier is its, new. Another creator's create finds it existing.
+func TestCreatorAskingAgainCreatedIt(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 3}
+	ctrl, other := actor.NewPID("nonhost", "creator"), actor.NewPID("nonhost", "other")
+	hosts := []*actor.PID{actor.NewPID("nonhost", "node-0/barriers")}
+	r, _, err := New(Config{Name: "b", Options: o, Replicas: hosts, Rank: 0, Controller: ctrl}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(controller *actor.PID) *messages.BarrierCreated {
+		t.Helper()
+		e := r.Created(&messages.BarrierCreate{Name: "b", Options: o, Controller: Peer(controller)}, participant(0))
+		if len(e.Sends) != 1 {
+			t.Fatalf("create answered %v", e.Sends)
+		}
+		return e.Sends[0].Msg.(*messages.BarrierCreated)
+	}
+	for i := range 2 {
+		if c := create(ctrl); c.GetError() != nil || c.GetExisted() {
+			t.Fatalf("the creator's create %d: %v, want created", i, c)
+		}
+	}
+	if c := create(other); c.GetError() != nil || !c.GetExisted() {
+		t.Fatalf("another creator's create: %v, want existed", c)
+	}
+	if c := create(nil); c.GetError() != nil || !c.GetExisted() {
+		t.Fatalf("a create without a controller: %v, want existed", c)
 	}
 }
