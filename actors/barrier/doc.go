@@ -27,7 +27,11 @@
 //     confirmed, re-sends every outcome already decided (clients ignore
 //     duplicates), and acts on deadlines that passed. A replica that hears
 //     a higher epoch (or the same epoch from a lower rank) steps down and
-//     adopts that primary's log.
+//     adopts that primary's log, and hands that primary what its own
+//     state had applied and the adopted one lacks (BarrierHandover), which
+//     the primary applies as client operations: a backup that took over
+//     from a primary that was only slow may not have heard everything the
+//     primary decided and told its participants.
 //
 // Quiet ticks and vetoes (an entry callback re-asked every
 // CallbackTimeout) are compacted so the log stays within a few entries
