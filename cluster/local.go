@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -84,9 +85,18 @@ type Config struct {
 	// with the manager's id. A hook that panics crashes that manager: it
 	// restarts and gets the barrier's state back from its peers.
 	BarrierHook func(manager string, msg any)
-	// Log receives the cluster's logs and Proto.Actor's (default: logrus's
-	// standard logger).
+	// Log receives the cluster's logs and Proto.Actor's, at its own level.
+	// Set Log or Logger, not both; with neither, the cluster logs
+	// warnings and errors on stderr.
 	Log *logrus.Logger
+	// Logger, if set, receives the cluster's logs and Proto.Actor's as
+	// slog records: an application that logs through log/slog gets
+	// Hoplite's records in its own stream (Proto.Actor's info records and
+	// the errors that are the normal life of a cluster come at debug,
+	// repeats throttled). The cluster asks its handler for the lowest
+	// level it enables once, when it starts: records below it are not
+	// made.
+	Logger *slog.Logger
 }
 
 // convergeTimeout bounds how long StartLocal, Kill and Restart wait for
@@ -107,6 +117,7 @@ type Local struct {
 	transport  *transport.Memory
 	estimator  *netmodel.Estimator
 	log        *logrus.Entry
+	protoLog   slog.Handler // where Proto.Actor's records go
 
 	// ops serializes Kill, Restart and Stop: each waits for the cluster
 	// to settle, holding ops but not mu, so that calls on the live
@@ -144,9 +155,11 @@ func StartLocal(cfg Config) (*Local, error) {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
 	}
-	if cfg.Log == nil {
-		cfg.Log = logrus.StandardLogger()
+	log, protoLog, err := loggers(cfg.Log, cfg.Logger)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Log = log
 	if cfg.InlineLimit == 0 {
 		cfg.InlineLimit = 64 << 10
 	}
@@ -157,9 +170,9 @@ func StartLocal(cfg Config) (*Local, error) {
 		bandwidth = cfg.LinkBandwidth
 	}
 	l := &Local{cfg: cfg, membership: newMembership(), transport: transport.NewMemory(cfg.LinkBandwidth),
-		estimator: netmodel.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log),
+		estimator: netmodel.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log), protoLog: protoLog,
 		delivered: map[string]map[incarnation]bool{}, announced: map[incarnation]bool{}}
-	app, err := startAppSystem(cfg.Log)
+	app, err := startAppSystem(protoLog)
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +211,8 @@ func StartLocal(cfg Config) (*Local, error) {
 // startAppSystem starts the application's actor system: not a member,
 // but reachable by them (remote on a loopback port), so that actors
 // spawned in it can talk to every member's store node.
-func startAppSystem(log *logrus.Logger) (sys *actor.ActorSystem, err error) {
-	sys = actor.NewActorSystem(actorSystemOptions(log)...)
+func startAppSystem(log slog.Handler) (sys *actor.ActorSystem, err error) {
+	sys = actor.NewActorSystem(appSystemOptions(log)...)
 	r := remote.NewRemote(sys, remoteConfig("127.0.0.1", 0))
 	defer func() {
 		if p := recover(); p != nil {
@@ -235,7 +248,7 @@ func (l *Local) startMember(i int) error {
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
 			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, ActorSubscribes: cfg.ActorSubscribes, Hooks: cfg.Hooks,
-			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log,
+			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log, protoLog: l.protoLog,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator}}
 		m, err = Join(context.Background(), mc)
 		if err == nil {
@@ -529,8 +542,10 @@ func (l *Local) NodeOf(address string) int {
 	return -1
 }
 
-// Stop stops every member and the application's actor system. Calling it
-// again does nothing.
+// Stop stops every member and the application's actor system, together:
+// no member takes another's stop for a failure or a leave, so none
+// spreads a failure notice, moves or rebuilds a shard, or logs any of it.
+// Calling it again does nothing.
 func (l *Local) Stop() {
 	l.ops.Lock()
 	defer l.ops.Unlock()
@@ -557,8 +572,12 @@ func (l *Local) stop() {
 		running = append(running, m)
 	}
 	l.mu.Unlock()
-	// All at once: a member that stops first would be a failure for the
-	// others, who would start moving its shards.
+	// First every member stops reacting to the others' departures: the
+	// cluster stops, nobody fails or leaves, so nobody spreads a failure
+	// notice or moves a shard. Then all at once.
+	for _, m := range running {
+		m.quiesce()
+	}
 	var wg sync.WaitGroup
 	for _, m := range running {
 		wg.Add(1)

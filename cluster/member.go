@@ -204,9 +204,16 @@ type MemberConfig struct {
 	// member receives, with the manager's id; a hook that panics crashes
 	// that manager, which restarts and asks its peers (tests).
 	BarrierHook func(manager string, msg any)
-	// Log receives the member's logs and Proto.Actor's (default: logrus's
-	// standard logger).
+	// Log receives the member's logs and Proto.Actor's, at its own level.
+	// Set Log or Logger, not both; with neither, the member logs warnings
+	// and errors on stderr (`hoplite node` sets its level by -log-level).
 	Log *logrus.Logger
+	// Logger, if set, receives the member's logs and Proto.Actor's as
+	// slog records (Proto.Actor's info records and the errors that are the
+	// normal life of a cluster come at debug, repeats throttled). The
+	// member asks its handler for the lowest level it enables once, when
+	// it starts: records below it are not made.
+	Logger *slog.Logger
 	// ProtocolVersion overrides the version this member speaks (0: the
 	// package's ProtocolVersion). Only for testing the handshake.
 	ProtocolVersion uint32
@@ -217,6 +224,9 @@ type MemberConfig struct {
 
 	// tls is loaded from TLSCert, TLSKey and TLSCA by withDefaults.
 	tls *tls.Config
+	// protoLog is where Proto.Actor's records go (Logger's handler, or
+	// Log's), set by withDefaults.
+	protoLog slog.Handler
 
 	// embedded is set by StartLocal: the member runs in a process with
 	// others, finds them through an in-process membership and moves
@@ -326,8 +336,12 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	if c.JoinTimeout <= 0 {
 		c.JoinTimeout = 30 * time.Second
 	}
-	if c.Log == nil {
-		c.Log = logrus.StandardLogger()
+	if c.protoLog == nil {
+		log, h, err := loggers(c.Log, c.Logger)
+		if err != nil {
+			return c, "", 0, err
+		}
+		c.Log, c.protoLog = log, h
 	}
 	if c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" {
 		if c.TLSCert == "" || c.TLSKey == "" || c.TLSCA == "" {
@@ -416,6 +430,11 @@ type Member struct {
 	// crashed is set first thing by crash: its data plane then refuses
 	// its own actors' requests (watchedTransport.down).
 	crashed atomic.Bool
+	// closing is set by quiesce: the whole cluster stops, and this member
+	// takes no other member's departure for a failure or a leave.
+	closing atomic.Bool
+	// leaveOnce: one Leave (or Stop) leaves; a later one waits for it.
+	leaveOnce sync.Once
 }
 
 // peerIndex resolves the members a failure may be reported about.
@@ -496,7 +515,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.provider = provider
 
 	m.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return memberLogger(cfg.Log, m.id)
+		return systemLogger(cfg.protoLog, m.id)
 	}))
 	// The member id is the system id: Proto.Actor's membership and block
 	// list use it, and it is new on every start (a restarted member is a
@@ -1033,30 +1052,61 @@ func (m *Member) fail(err error) {
 	}
 	m.errMu.Unlock()
 	m.log.WithError(err).Error("member stopping")
-	go m.Stop()
+	// Not a leave: the others declared it failed already.
+	go m.teardown(false)
 }
 
-// Stop stops the member at once, without the graceful leave: for the
-// others it is a failure (tests, and a member declared failed).
+// Stop leaves the cluster and stops the member: Leave, bounded by
+// DefaultTimeout, for a program that has no use for the lost objects'
+// ids (they are logged). For the other members it is a leave, not a
+// failure: they move its shards and spread no failure notice.
 func (m *Member) Stop() {
-	m.teardown(false)
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.DefaultTimeout)
+	defer cancel()
+	_, _ = m.Leave(ctx)
 }
 
 // Leave leaves the cluster gracefully: the directory shards move off this
 // member while its store still serves their rebuild, objects whose only
 // copy is here are reported lost (deleted from the directory and logged,
 // so Gets of them fail at once instead of waiting), then the member stops.
-// It returns the ids of the lost objects. A ctx without a deadline gets
-// DefaultTimeout.
+// A member that is the last of its cluster hands nothing off: everything
+// it holds is lost. It returns the ids of the lost objects. A ctx
+// without a deadline gets DefaultTimeout. A second Leave (or Stop) waits
+// for the first, within ctx, and returns no ids.
 func (m *Member) Leave(ctx context.Context) ([]string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.cfg.DefaultTimeout)
 		defer cancel()
 	}
+	first := false
+	m.leaveOnce.Do(func() { first = true })
+	select {
+	case <-m.done:
+		first = false // stopped already (crashed, expelled): nothing to leave
+	default:
+	}
+	if !first {
+		select {
+		case <-m.done:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the member to stop: %w", ctx.Err())
+		}
+	}
 	lost, err := m.leave(ctx)
 	m.teardown(true)
 	return lost, err
+}
+
+// quiesce makes this member ignore the departure of every other one:
+// the whole cluster stops (Local.Stop), and members that stop together
+// neither failed nor left. No failure notice, no moved or rebuilt
+// shard, no NodeFailed.
+func (m *Member) quiesce() {
+	m.closing.Store(true)
+	m.failures.Close()
 }
 
 func (m *Member) teardown(graceful bool) {

@@ -25,6 +25,12 @@ type (
 	// from say whose it was (diagnostics of a view that does not
 	// converge).
 	memberFailed struct{ id, address, origin, from string }
+	// memberGone: this member's failure detector confirmed that nothing
+	// listens at id's address any more (signal is what made it look).
+	memberGone struct {
+		id, address, signal string
+		confirmedIn         time.Duration
+	}
 	// leaveSelf: this member leaves; answered with leaveDone once its
 	// placement excludes it.
 	leaveSelf struct{}
@@ -63,6 +69,10 @@ type membersState struct {
 	view        *memberView
 	owners      []string // current placement (shard j -> member id)
 	formerOwner []string // the owner before the last move of shard j
+	// formerLeft[j]: shard j's former owner announced its leave, so the
+	// shard moves while that owner's store still republishes to it,
+	// rather than being rebuilt after a failure.
+	formerLeft  []bool
 	running     map[int]*actor.PID
 	spawning    map[int]bool
 	stopping    map[int]bool
@@ -144,6 +154,8 @@ func (a *membersActor) Receive(ctx actor.Context) {
 		a.memberLeaving(ctx, msg)
 	case *memberFailed:
 		a.memberFailed(ctx, msg)
+	case *memberGone:
+		a.memberGone(ctx, msg)
 	case leaveSelf:
 		a.leaveSelf(ctx)
 	case awaitSettled:
@@ -171,14 +183,66 @@ func (a *membersActor) stopTicker() {
 }
 
 func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeaving) {
-	if a.st.view.Leaving(msg.GetMemberId()) {
-		a.m.log.WithField("leaving", msg.GetMemberId()).Info("member leaving: moving its shards")
+	id := msg.GetMemberId()
+	if a.st.view.Leaving(id) {
+		a.m.log.WithField("leaving", id).Info("member leaving: moving its shards")
+		// Its store stops when it is gone: not a failure for the shards
+		// here that watch it (FailureLog: no "node failed", no NodeFailed).
+		a.m.failures.Left(id, a.st.view.Address(id))
 	}
 	a.reconcile(ctx)
 	ctx.Respond(&messages.MemberLeavingReply{MemberId: a.m.id})
 }
 
+// memberGone decides what a member the failure detector found gone is:
+// one that announced its leave has left (nothing to spread: every member
+// it told sees it go by itself); any other failed, and the failure is
+// spread.
+func (a *membersActor) memberGone(ctx actor.Context, msg *memberGone) {
+	if a.m.closing.Load() {
+		return
+	}
+	if p := a.st.view.peers[msg.id]; p != nil && p.leaving && (p.address == "" || p.address == msg.address) {
+		a.departed(ctx, msg.id, "its address: "+msg.signal)
+		return
+	}
+	a.m.log.WithFields(logrus.Fields{"suspect": msg.id, "signal": msg.signal, "confirmed_in": msg.confirmedIn}).
+		Info("member unreachable: spreading a failure notice")
+	if pid := a.m.revokePID.Load(); pid != nil {
+		ctx.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(msg.id, msg.address)})
+	}
+}
+
+// departed ends the leave of a member that announced it: gone from the
+// topology, or nothing listens at its address any more. What a
+// delivered failure does here, without the notice and without calling
+// it a failure: the barrier managers stop waiting for its replicas, and
+// the local shards drop what is left of its copies and parked requests
+// (it gave its copies up while it left; one it could not is gone now).
+func (a *membersActor) departed(ctx actor.Context, id, how string) {
+	p := a.st.view.peers[id]
+	if p == nil {
+		return
+	}
+	addr := p.address
+	if !a.st.view.Departed(id) {
+		return
+	}
+	a.m.log.WithFields(logrus.Fields{"left": id, "seen_by": how}).Info("member left the cluster")
+	ctx.Send(barrierHost(a.m.system.Address()), &barrierhost.MemberFailed{Member: id, Address: addr})
+	if addr != "" && !a.m.addressReused(addr, id) {
+		store := actor.NewPID(addr, memberRoot+"/"+storeName)
+		for _, pid := range a.m.localShards() {
+			ctx.Send(pid, &actor.Terminated{Who: store, Why: actor.TerminatedReason_AddressTerminated})
+		}
+	}
+	a.reconcile(ctx)
+}
+
 func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
+	if a.m.closing.Load() {
+		return
+	}
 	if a.st.view.Failed(msg.id, msg.address) {
 		addr := msg.address
 		if p := a.st.view.peers[msg.id]; p != nil {
@@ -271,8 +335,8 @@ func (a *membersActor) shardTerminated(ctx actor.Context, who *actor.PID) {
 // never settled).
 func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 	st := a.st
-	if u.topology == nil || u.seq <= st.topologySeq {
-		return
+	if u.topology == nil || u.seq <= st.topologySeq || a.m.closing.Load() {
+		return // closing: the whole cluster stops, nobody leaves or fails
 	}
 	st.topologySeq = u.seq
 	var members []topologyMember
@@ -294,11 +358,16 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 		if p == nil || p.dead || p.state == peerIncompatible {
 			continue
 		}
-		// The provider no longer sees it: a failure (or the end of a
-		// graceful leave), spread like any other. The provider has
-		// confirmed it (several missed health checks, or a refused
-		// connection) and blocked the id: it cannot stay.
-		entry := a.m.log.WithFields(logrus.Fields{"member": id, "leaving": p.leaving, "signal": "provider topology"})
+		if p.leaving {
+			// The end of a leave it announced: its shards moved already.
+			a.departed(ctx, id, "provider topology")
+			continue
+		}
+		// The provider no longer sees it: a failure, spread like any
+		// other. The provider has confirmed it (several missed health
+		// checks, or a refused connection) and blocked the id: it cannot
+		// stay.
+		entry := a.m.log.WithFields(logrus.Fields{"member": id, "signal": "provider topology"})
 		if hp, ok := a.m.provider.(interface{ HealthError(string) error }); ok {
 			if err := hp.HealthError(id); err != nil {
 				entry = entry.WithField("evidence", err.Error())
@@ -308,9 +377,7 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 		if pid := a.m.revokePID.Load(); pid != nil {
 			ctx.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(id, p.address)})
 		}
-		if !p.leaving {
-			go a.m.expelled(id, p.address)
-		}
+		go a.m.expelled(id, p.address)
 	}
 	a.greet(ctx)
 	a.reconcile(ctx)
@@ -399,11 +466,14 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 	if st.settled && !slices.Equal(owners, st.owners) {
 		if st.formerOwner == nil {
 			st.formerOwner = make([]string, len(owners))
+			st.formerLeft = make([]bool, len(owners))
 		}
 		moved := movedShards(st.owners, owners)
 		for _, j := range moved {
 			if int(j) < len(st.owners) {
 				st.formerOwner[j] = st.owners[j]
+				p := v.peers[st.owners[j]]
+				st.formerLeft[j] = p != nil && p.leaving
 			}
 		}
 		self := m.system.Address()
@@ -495,9 +565,10 @@ func (a *membersActor) runShards(ctx actor.Context) {
 		case want && pid == nil && !st.spawning[j] && !st.stopping[j]:
 			st.spawning[j] = true
 			former := st.formerOwner[j]
-			// A shard whose former host failed or left is rebuilt (and says
-			// so); one that moved because a member joined simply moves.
-			rebuilt := former != "" && former != m.id && !slices.Contains(st.lastLive, former)
+			// A shard whose former host failed is rebuilt (and says so); one
+			// that moved because a member joined or announced its leave
+			// simply moves (its former host's store republishes to it).
+			rebuilt := former != "" && former != m.id && !slices.Contains(st.lastLive, former) && !st.formerLeft[j]
 			f := ctx.RequestFuture(node, hostChild{child{name: shardName(j), props: m.shardProps(j, rebuilt)}}, 5*time.Second)
 			ctx.ReenterAfter(f, func(res any, err error) {
 				delete(st.spawning, j)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,8 +36,11 @@ import (
 // The first two are suspicions: this member probes the suspect's actor
 // system port, and only a refused connection (nothing listens there any
 // more: the process is gone) confirms the failure. A confirmed failure
-// goes to the revoke broadcaster, which floods a notice over the BMG
-// overlay; every member delivers it once (deliver, below).
+// goes to the members actor, which hands it to the revoke broadcaster
+// unless the member announced a leave (memberGone); the broadcaster
+// floods a notice over the BMG overlay, and every member delivers it
+// once (deliver, below). While the whole cluster stops (quiesce), none
+// of it runs: members that stop together have not failed.
 
 type suspicion struct {
 	address     string // actor system address, or
@@ -110,6 +114,9 @@ func (m *Member) detect() {
 			}()
 		case r := <-results:
 			delete(probing, r.id)
+			if m.closing.Load() {
+				continue
+			}
 			entry := m.log.WithFields(logrus.Fields{"suspect": r.id, "signal": r.s.why})
 			if !r.dead {
 				entry.WithError(r.err).Debug("suspected member is still reachable")
@@ -122,9 +129,11 @@ func (m *Member) detect() {
 				}
 				continue
 			}
-			entry.WithField("confirmed_in", time.Since(r.s.at).Round(time.Microsecond)).Info("member unreachable: spreading a failure notice")
-			if pid := m.revokePID.Load(); pid != nil {
-				m.system.Root.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(r.id, r.address)})
+			// The members actor decides: a member that announced its leave
+			// and is gone now left; any other failed.
+			if pid := m.membersPID.Load(); pid != nil {
+				m.system.Root.Send(pid, &memberGone{id: r.id, address: r.address, signal: r.s.why,
+					confirmedIn: time.Since(r.s.at).Round(time.Microsecond)})
 			}
 		}
 	}
@@ -285,6 +294,9 @@ func (m *Member) topologyAddress(id string) string {
 // deliver runs once per failure notice at this member (in the revoke
 // actor, after the notice was forwarded).
 func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
+	if m.closing.Load() {
+		return // the whole cluster stops: nobody failed
+	}
 	id, addr := d.Notice.Subject, d.Notice.SubjectAddress
 	if id == m.id {
 		m.fail(fmt.Errorf("%w (notice from %s)", ErrExpelled, d.Notice.Origin))
@@ -480,10 +492,26 @@ func (m *Member) peerByData(addr string) string {
 
 // ---- graceful leave ----
 
+// leave takes this member out of the cluster while it still serves: the
+// others move its shards (and their rebuilds read its store), then every
+// complete copy it holds is given up to the directory, which says for
+// each whether it was the last. It returns the objects lost: those only
+// this member held. A member with no live peer hands nothing off (nobody
+// would take it, and its shards stop with it): every object it holds is
+// lost, and counted so without asking anyone.
 func (m *Member) leave(ctx context.Context) ([]string, error) {
 	members := m.membersPID.Load()
 	if members == nil {
 		return nil, errNotRunning
+	}
+	if !m.hasLivePeer() {
+		lost := m.heldObjects()
+		entry := m.log.WithField("lost_objects", len(lost))
+		if len(lost) > 0 {
+			entry.WithField("objects", sample(lost, 10)).Warn("leaving with no other member: the objects held here are lost")
+		}
+		entry.Info("member leaving the cluster")
+		return lost, nil
 	}
 	// 1. Everyone takes us out of placement: our shards move while our
 	// store still answers the new owners' republish requests.
@@ -503,14 +531,7 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 	// no other member holds are lost: the shard marks them so, and Gets of
 	// them fail at once with LOST instead of waiting. Logged, and returned.
 	var lost []string
-	for _, o := range m.store.Objects() {
-		id := o.ID()
-		if strings.HasPrefix(id, directory.InternalPrefix) {
-			continue // reduce intermediates are not in the directory
-		}
-		if _, done, err := o.Progress(); !done || err != nil {
-			continue
-		}
+	for _, id := range m.heldObjects() {
 		gone, err := m.reportLost(ctx, id)
 		if err != nil {
 			m.log.WithError(err).WithField("object", id).Warn("leave: could not give up a copy")
@@ -523,6 +544,45 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 	}
 	m.log.WithField("lost_objects", len(lost)).Info("member leaving the cluster")
 	return lost, nil
+}
+
+// hasLivePeer reports whether another member is in this member's
+// placement (one that is itself leaving is not).
+func (m *Member) hasLivePeer() bool {
+	if live := m.live.Load(); live != nil {
+		for _, id := range *live {
+			if id != m.id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// heldObjects lists the objects of which this member holds a complete
+// copy that the directory knows (reduce intermediates are not in it).
+func (m *Member) heldObjects() []string {
+	var out []string
+	for _, o := range m.store.Objects() {
+		id := o.ID()
+		if strings.HasPrefix(id, directory.InternalPrefix) {
+			continue
+		}
+		if _, done, err := o.Progress(); !done || err != nil {
+			continue
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sample is at most n of ids, for a log line.
+func sample(ids []string, n int) []string {
+	if len(ids) <= n {
+		return ids
+	}
+	return append(slices.Clip(ids[:n]), fmt.Sprintf("(%d more)", len(ids)-n))
 }
 
 // reportLost gives up this member's copy of id and says whether it was

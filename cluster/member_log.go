@@ -22,8 +22,13 @@ import (
 //   - other warnings and errors are kept, at most one per message text
 //     every 5 seconds.
 func memberLogger(l *logrus.Logger, memberID string) *slog.Logger {
-	f := &memberLogFilter{inner: logbridge.NewHandler(l), throttle: &logThrottle{last: map[string]time.Time{}}}
-	return slog.New(f).With("lib", "Proto.Actor", "system", memberID)
+	return systemLogger(logbridge.NewHandler(l), memberID)
+}
+
+// systemLogger is memberLogger for records that go to h.
+func systemLogger(h slog.Handler, systemID string) *slog.Logger {
+	f := &memberLogFilter{inner: h, throttle: &logThrottle{last: map[string]time.Time{}}}
+	return slog.New(f).With("lib", "Proto.Actor", "system", systemID)
 }
 
 // expectedErrors are prefixes of Proto.Actor messages that describe the
@@ -37,6 +42,7 @@ var expectedErrors = []string{
 	"EndpointWriter failed to create receive stream",
 	"EndpointWriter lost connection",
 	"EndpointWatcher receive message for already terminated endpoint",
+	"EndpointReader failed to send disconnection message",
 	"Automanaged server stopping",
 	"EndpointWriter failed to send connect request",
 	"EndpointWriter failed to receive connect response",

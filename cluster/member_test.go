@@ -222,10 +222,10 @@ func getU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
-// A member that stops without leaving is failed for the others: the
-// survivor publishes NodeFailed once, takes over every shard and still
-// serves what it holds; objects that lived only on the failed member
-// are gone from the directory.
+// A member that dies (crash: what SIGKILL does to a process) is failed
+// for the others: the survivor publishes NodeFailed once, takes over
+// every shard and still serves what it holds; objects that lived only on
+// the failed member are gone from the directory.
 func TestMemberFailureInProcess(t *testing.T) {
 	log := testLogger(t, logrus.InfoLevel)
 	slots, seeds := memberSlots(t, 3)
@@ -254,7 +254,7 @@ func TestMemberFailureInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := ms[2].ID()
-	ms[2].Stop()
+	ms[2].crash(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s killed", victim))
 	select {
 	case f := <-failed:
 		if f.Node != victim {

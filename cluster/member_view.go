@@ -28,8 +28,8 @@ type peer struct {
 	why         string // incompatibility
 	store       *messages.NodeRef
 	inTopology  bool
-	dead        bool   // a failure notice about it was delivered here
-	deadBy      string // whose notice, for diagnostics (Describe)
+	dead        bool   // a failure notice about it was delivered here, or it left
+	deadBy      string // whose notice ("left" after a leave), for diagnostics (Describe)
 	leaving     bool   // it announced a graceful leave
 }
 
@@ -214,6 +214,24 @@ func (v *memberView) Leaving(id string) bool {
 		return false
 	}
 	p.leaving = true
+	return true
+}
+
+// Departed records the end of a leave peer id announced: it is gone as
+// a failed member is (out of the overlay and the stores, its address
+// quarantined for the same reason), though no notice was spread. It
+// reports whether it changed anything: only a peer that announced its
+// leave departs.
+func (v *memberView) Departed(id string) bool {
+	p := v.peers[id]
+	if p == nil || p.dead || !p.leaving {
+		return false
+	}
+	p.dead, p.deadBy = true, "left"
+	if p.address != "" {
+		v.quarantine[p.address] = v.now.Add(addressQuarantine)
+	}
+	v.gc()
 	return true
 }
 

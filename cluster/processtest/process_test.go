@@ -747,6 +747,17 @@ func TestProcessGracefulLeave(t *testing.T) {
 	c.converge(t, a, b)
 	for _, n := range []*nodeProc{a, b} {
 		logged(t, n, "member leaving: moving its shards", map[string]string{"leaving": leaver.id})
+		// A leave, not a failure: once the others saw it go, none of
+		// them spread a failure notice, published its failure or
+		// rebuilt a shard it held.
+		logged(t, n, "member left the cluster", map[string]string{"left": leaver.id})
+		for _, e := range n.logs() {
+			switch e.str("msg") {
+			case "member unreachable: spreading a failure notice", "member left the topology: spreading a failure notice",
+				"member failed", "node failed", "directory shard rebuilt from the store nodes":
+				t.Errorf("%s logged %q after a graceful leave: %v", n.id, e.str("msg"), e)
+			}
+		}
 	}
 }
 

@@ -9,15 +9,12 @@ import (
 	"log"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
 func main() {
-	logrus.SetLevel(logrus.WarnLevel) // the cluster logs to logrus's standard logger
-	l, err := cluster.StartLocal(cluster.Config{Nodes: 8})
+	l, err := cluster.StartLocal(cluster.Config{Nodes: 8}) // logs warnings and errors on stderr
 	check(err)
 	defer l.Stop()
 
