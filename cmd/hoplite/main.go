@@ -104,23 +104,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// version is the module version the binary was built from (a
-// pseudo-version or "(devel)"), with the VCS revision when known.
+// version is what `hoplite version` prints after "hoplite ": the build
+// information of this binary (versionOf).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
+	return versionOf(bi, ok)
+}
+
+// versionOf says which code a binary was built from: its module version
+// (a release such as v1.2.0, or a pseudo-version: of the dependency, or
+// stamped from the clone it was built in; "(devel)" when the go command
+// stamped nothing), the VCS revision and whether the tree had
+// uncommitted changes (in a clone, unless -buildvcs=false), and the Go
+// version. A devel build without a revision says so: such a binary
+// cannot be traced to a commit.
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return "unknown (the binary carries no build information)"
 	}
 	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var revision, modified string
 	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			v += " " + s.Value
-		}
-		if s.Key == "vcs.modified" && s.Value == "true" {
-			v += " (modified)"
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
 		}
 	}
-	return v + " " + bi.GoVersion
+	switch {
+	case revision != "":
+		v += " " + revision
+		if modified == "true" {
+			v += " (modified)"
+		}
+	case v == "(devel)":
+		v += " (no VCS revision: built outside a clone or with -buildvcs=false)"
+	}
+	if bi.GoVersion != "" {
+		v += " " + bi.GoVersion
+	}
+	return v
 }
 
 // isFlagError: the flag package's parse errors (it has printed them with

@@ -36,7 +36,9 @@ func builtHoplite(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "hoplite")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		// -buildvcs=auto: stamped with the revision in a clone, whatever
+		// GOFLAGS says (TestVersionOfABuiltBinary reads it back).
+		if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, ".").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
