@@ -126,6 +126,15 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 	if v == "" {
 		v = "(devel)"
 	}
+	if r := bi.Main.Replace; r != nil {
+		// A dependent module built it with a replace of Hoplite (a
+		// checkout): the required version says little without where the
+		// code came from. The VCS settings are not stamped for it.
+		v += " => " + r.Path
+		if r.Version != "" && r.Version != "(devel)" {
+			v += " " + r.Version
+		}
+	}
 	var revision, modified string
 	for _, s := range bi.Settings {
 		switch s.Key {

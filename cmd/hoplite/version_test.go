@@ -35,6 +35,9 @@ func TestVersionOf(t *testing.T) {
 		{"no module version", &debug.BuildInfo{GoVersion: "go1.26.8"}, true,
 			"(devel) (no VCS revision: built outside a clone or with -buildvcs=false) go1.26.8"},
 		{"no build information", nil, false, "unknown (the binary carries no build information)"},
+		{"a dependent's build, Hoplite replaced by a checkout", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/hoplite-go/hoplite",
+			Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "/src/hoplite", Version: "(devel)"}}}, true,
+			"v0.0.0-00010101000000-000000000000 => /src/hoplite go1.26.8"},
 	} {
 		if got := versionOf(c.bi, c.ok); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
