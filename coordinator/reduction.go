@@ -197,6 +197,7 @@ type effects struct {
 	ReleaseKeep   bool
 	ReleaseTarget bool
 	Invalidate    []Task
+	Commit        []Task                      // the tree root whose result the Reduction took: it completes the target
 	Publish       []*messages.PublishLocation // to the target's shard, before the reply
 	Drop          []*messages.NodeRef         // nodes whose unregistered copy of the target must go
 	Abandon       []*messages.NodeRef         // nodes whose workers of an abandoned run must stop and drop their outputs
@@ -217,6 +218,7 @@ func (fx *effects) merge(o effects) {
 	}
 	fx.Release = append(fx.Release, o.Release...)
 	fx.Invalidate = append(fx.Invalidate, o.Invalidate...)
+	fx.Commit = append(fx.Commit, o.Commit...)
 	fx.Publish = append(fx.Publish, o.Publish...)
 	fx.Drop = append(fx.Drop, o.Drop...)
 	fx.Abandon = append(fx.Abandon, o.Abandon...)
@@ -271,10 +273,6 @@ type Reduction struct {
 	started  map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
 	rootSet  map[int][]string // per root generation: the sources it reduces
 	rootAt   map[int]string   // per root generation: the node it ran on
-	// rootPlan is the plan as each root generation was sent: a reply that
-	// takes an earlier generation's result (see taskStarted) shows the
-	// tree that made it, not the repaired one.
-	rootPlan map[int]*messages.ReducePlan
 	watched  map[string]bool
 	nodes    map[string]*messages.NodeRef
 	// all_reduce: the participants' Gets of the result. Each node is asked
@@ -341,7 +339,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	}
 	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
-		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, rootPlan: map[int]*messages.ReducePlan{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
+		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
 		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
@@ -483,6 +481,12 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 			to = TargetNode{}
 		}
 		e.Send(to, fx.StoreInline)
+	}
+	for _, c := range fx.Commit {
+		// Before the release that keeps the target: the root completes it
+		// first (one node's messages arrive in order).
+		e.Send(c.Node, &messages.ReduceCommit{ReduceId: r.id, Position: c.Task.GetPosition(), Generation: c.Task.GetGeneration(),
+			TargetId: r.req.GetTargetId()})
 	}
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
@@ -903,7 +907,6 @@ func (r *Reduction) maybeSend(p int, fx *effects) {
 	if p == r.tree.Root() {
 		r.rootSet[r.gen[p]] = r.assign.Placed()
 		r.rootAt[r.gen[p]] = r.nodeOf(p).GetNodeId()
-		r.rootPlan[r.gen[p]] = proto.Clone(r.plan).(*messages.ReducePlan)
 	}
 	for _, c := range kids {
 		// Only a leaf's input can be whole already: it is its source.
@@ -962,18 +965,6 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
 		int(m.GetGeneration()) != r.gen[p] || r.need[p] || int(m.GetGeneration()) <= r.staleGen {
 		return effects{} // a generation a repair has replaced
-	}
-	if s := int(m.GetSealedGeneration()); s > 0 && p == r.tree.Root() && r.reply == nil && s < r.gen[p] && r.rootSet[s] != nil {
-		// An earlier root finished the target before the repair that
-		// replaced it, and a Get may have returned its bytes: a whole copy
-		// survives, or the loss of the last one dropped copies that Gets
-		// read (the directory refused this root; see
-		// directory.LocationTable.Create). That generation reduced exactly
-		// the sources placed when it was sent, and is the result, even if
-		// it is lost now (Gets then say so).
-		r.reply = r.success(r.rootSet[s])
-		r.reply.Plan = r.rootPlan[s]
-		return r.maybeFinish()
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
@@ -1053,16 +1044,26 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 		}
 		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
 	}
-	if p != r.tree.Root() || r.reply != nil || r.rootAt[g] != r.nodeOf(p).GetNodeId() {
-		// Not the root, already answered, or the root's node failed since:
-		// that copy is gone and a new root is producing the target.
+	if p != r.tree.Root() || r.reply != nil || g != r.gen[p] || r.need[p] || !r.sent[p] || r.rootAt[g] != r.nodeOf(p).GetNodeId() {
+		// Not the root, already answered, or a generation a repair
+		// replaced (or is about to: an input was lost and the root was
+		// invalidated). That root holds its target's last byte back until
+		// a commit that never comes, so nobody read it whole, and its
+		// worker rewinds it, or drops it when released.
 		return effects{}
 	}
-	// Any generation of the root that finished reduced exactly the sources
-	// placed when it was sent, each once: a failure that came later does
-	// not change that result.
+	// The root's generation reduced exactly the sources placed when it
+	// was sent, each once. This is the moment the result is fixed: the
+	// root completes the target only on this commit, and the target's
+	// shard offers it as the whole result (ending the reservation) before
+	// the reply.
 	r.reply = r.success(r.rootSet[g])
-	return r.maybeFinish()
+	fx := r.maybeFinish()
+	root := r.nodeOf(p)
+	fx.Commit = append(fx.Commit, Task{Node: root, Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(p), Generation: int32(g)}})
+	fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: root,
+		State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: m.GetFingerprint(), Creator: true, ReduceId: r.id})
+	return fx
 }
 
 // NodeFailed repairs the tree after a node failed: each source it held

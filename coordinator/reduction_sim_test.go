@@ -34,6 +34,7 @@ import (
 type simWorker struct {
 	pos, gen int
 	node     string
+	source   string
 	inputs   []simInput
 	started  bool
 	done     bool
@@ -73,6 +74,9 @@ type reduceSim struct {
 	stored      bool
 	lateDeleted map[string]bool // sources deleted once the result was stored
 	inline      bool            // small sources: reduced in the coordinator
+	// committed are the root workers the Reduction committed (told to
+	// complete the target, which readers may then read whole).
+	committed []*simWorker
 }
 
 func (s *reduceSim) logf(format string, args ...any) {
@@ -98,6 +102,18 @@ func (s *reduceSim) apply(fx Effects) {
 		// unless it died first (its failure is reported instead).
 		s.events = append(s.events, simEvent{what: "fetched", node: n.GetNodeId()})
 	}
+	for _, snd := range fx.Sends {
+		m, ok := snd.Msg.(*messages.ReduceCommit)
+		if !ok {
+			continue
+		}
+		w := s.workers[int(m.GetPosition())]
+		if w == nil || w.gen != int(m.GetGeneration()) || w.node != snd.To.(*messages.NodeRef).GetNodeId() || !w.done {
+			s.t.Fatalf("commit of p%d g%d on %v, which is not a finished root worker there\n%v", m.GetPosition(), m.GetGeneration(), snd.To, s.log)
+		}
+		s.committed = append(s.committed, w)
+		s.logf("commit p%d g%d", w.pos, w.gen)
+	}
 	for _, inv := range fx.Invalidate() {
 		if w := s.workers[int(inv.Task.GetPosition())]; w != nil && w.gen == int(inv.Task.GetGeneration()) {
 			w.stopped = true
@@ -106,7 +122,7 @@ func (s *reduceSim) apply(fx Effects) {
 	}
 	for _, tk := range fx.Tasks() {
 		t := tk.Task
-		w := &simWorker{pos: int(t.GetPosition()), gen: int(t.GetGeneration()), node: tk.Node.GetNodeId()}
+		w := &simWorker{pos: int(t.GetPosition()), gen: int(t.GetGeneration()), node: tk.Node.GetNodeId(), source: t.GetSourceId()}
 		for _, c := range t.GetChildren() {
 			w.inputs = append(w.inputs, simInput{node: c.GetNode().GetNodeId(), id: c.GetObjectId()})
 			// Stale reads are impossible by construction: an intermediate
@@ -293,6 +309,14 @@ func runReduceSim(t *testing.T, seed uint64) {
 	if err := messages.ErrOrNil(rep.GetError()); err != nil {
 		t.Fatalf("the Reduce failed: %v\n%s", err, dump())
 	}
+	// The one generation the target is readable whole in is the one the
+	// reply names.
+	if len(s.committed) != 1 {
+		t.Fatalf("%d root generations committed, want 1\n%s", len(s.committed), dump())
+	}
+	if got, want := s.reducedBy(s.committed[0]), slices.Sorted(slices.Values(rep.GetReducedIds())); !slices.Equal(got, want) {
+		t.Fatalf("the committed root reduced %v, the reply names %v\n%s", got, want, dump())
+	}
 	red := rep.GetReducedIds()
 	if len(red) != n || len(slices.Compact(slices.Sorted(slices.Values(red)))) != n {
 		t.Fatalf("reduced %v, want %d distinct\n%s", red, n, dump())
@@ -302,6 +326,26 @@ func runReduceSim(t *testing.T, seed uint64) {
 			t.Fatalf("reduced unknown id %q\n%s", id, dump())
 		}
 	}
+}
+
+// reducedBy lists the sources w's output holds, sorted: its own and its
+// inputs', through the workers that made them.
+func (s *reduceSim) reducedBy(w *simWorker) []string {
+	var out []string
+	var walk func(w *simWorker)
+	walk = func(w *simWorker) {
+		out = append(out, w.source)
+		for _, in := range w.inputs {
+			if s.home[in.id] != "" {
+				out = append(out, in.id)
+			} else if src := s.outputs[in.id]; src != nil {
+				walk(src)
+			}
+		}
+	}
+	walk(w)
+	slices.Sort(out)
+	return out
 }
 
 func errorsIs(r *messages.ReduceReply, kind error) bool {

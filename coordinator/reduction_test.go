@@ -1071,48 +1071,83 @@ func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
 	}
 }
 
-// Reduce 1 of [a, b] (chaos seed 89): the root reduces a on n1, finishes
-// the target, and a Get copies it; n1 fails before the root's report
-// arrives. The repair places b in a new root, which the directory refuses
-// because the target is sealed with generation 1 (a whole copy survives).
-// The reply must name a, whose bytes the Get holds, not b, and a plain
-// failure of a later root must still fail the Reduce.
-func TestSealedTargetIsTheEarlierGenerationsResult(t *testing.T) {
-	for _, sealed := range []bool{true, false} {
-		r := NewReduction("r", &messages.Reduce{TargetId: testTarget, SourceIds: []string{"a", "b"}, NumObjects: 1,
-			Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
-		fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE}, t0)
-		r.Located(&messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}, t0)
-		if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetSourceId() != "a" {
-			t.Fatalf("tasks %v, want a root reducing a", fx.Tasks())
+// commits lists the ReduceCommits fx sends, as "node:generation", and
+// the index of each among fx's sends.
+func commits(fx Effects) (out []string, at []int) {
+	for i, s := range fx.Sends {
+		if m, ok := s.Msg.(*messages.ReduceCommit); ok {
+			out = append(out, fmt.Sprintf("%s:%d", s.To.(*messages.NodeRef).GetNodeId(), m.GetGeneration()))
+			at = append(at, i)
 		}
-		r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1}, t0)
-		fx = r.NodeFailed("n1", t0)
-		if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetSourceId() != "b" || fx.Tasks()[0].Task.GetGeneration() <= 1 {
-			t.Fatalf("repair tasks %v, want a new generation reducing b", fx.Tasks())
+	}
+	return out, at
+}
+
+// The coordinator alone fixes a Reduce's result: it takes the report of
+// the root generation it sent last, never an earlier one, and only then
+// tells that root to complete the target (ReduceCommit) and the target's
+// shard to offer it (a COMPLETE creator publication with the Reduce's id,
+// which ends the reservation), before the reply and before the release
+// that keeps the target. Reduce 2 of [a, b, c] as a chain: leaf a on n0,
+// root b on n1. n0 fails after the first root finished; its report
+// arrives after the repair sent a second root generation to n1 with c.
+// Taking it made the reply name a while the target on n1, rewound by the
+// repair, held b and c.
+func TestOnlyTheLastRootGenerationIsCommitted(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
+	r.Begin(t0)
+	var tasks []Task
+	tasks = append(tasks, r.Located(located("a", bigSize, node(0)), t0).Tasks()...)
+	tasks = append(tasks, r.Located(located("b", bigSize, node(1)), t0).Tasks()...)
+	if len(tasks) != 1 || tasks[0].Node.GetNodeId() != "n1" || !tasks[0].Task.GetRoot() {
+		t.Fatalf("tasks %v, want the root on n1", tasks)
+	}
+	g1 := tasks[0].Task.GetGeneration()
+	r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g1}, t0)
+	r.NodeFailed("n0", t0)
+	fx := r.Located(located("c", bigSize, node(2)), t0)
+	var g2 int32
+	for _, tk := range fx.Tasks() {
+		if tk.Task.GetRoot() {
+			g2 = tk.Task.GetGeneration()
 		}
-		refusal := &messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: fx.Tasks()[0].Task.GetGeneration(),
-			Error: messages.Errorf(messages.ErrorCode_CONFLICT, "object %q: root generation 1 finished it", testTarget)}
-		if sealed {
-			refusal.SealedGeneration = 1
+	}
+	if g2 <= g1 {
+		t.Fatalf("after n0 failed and c arrived: tasks %v, want a new root generation", fx.Tasks())
+	}
+	fx = r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g1, Fingerprint: 1}, t0)
+	if fx.Reply() != nil {
+		t.Fatalf("the replaced root generation's report answered: %v", fx.Reply())
+	}
+	if c, _ := commits(fx); len(c) != 0 {
+		t.Fatalf("the replaced root generation was committed: %v", c)
+	}
+	fx = r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g2, Fingerprint: 7}, t0)
+	mustReduce(t, fx.Reply(), []string{"b", "c"}, []string{"a"})
+	c, at := commits(fx)
+	if want := fmt.Sprintf("n1:%d", g2); !slices.Equal(c, []string{want}) {
+		t.Fatalf("commits %v, want %s", c, want)
+	}
+	var publish, release, reply = -1, -1, -1
+	for i, s := range fx.Sends {
+		switch m := s.Msg.(type) {
+		case *messages.PublishLocation:
+			if _, ok := s.To.(TargetShard); !ok || m.GetNode().GetNodeId() != "n1" || m.GetState() != messages.LocationState_COMPLETE ||
+				!m.GetCreator() || m.GetReduceId() != testReduceID || m.GetFingerprint() != 7 || m.GetSize() != bigSize {
+				t.Fatalf("publication %v to %v, want the target's shard told of n1's whole creator copy", m, s.To)
+			}
+			publish = i
+		case *messages.ReduceRelease:
+			if s.To.(*messages.NodeRef).GetNodeId() == "n1" {
+				release = i
+			}
+		case *messages.ReduceReply:
+			reply = i
 		}
-		fx = r.Started(refusal, t0)
-		if !sealed {
-			mustFail(t, r, fx, messages.ErrConflict, []string{"n1", "n2"})
-			continue
-		}
-		if fx.Reply() == nil || fx.Reply().GetError() != nil {
-			t.Fatalf("sealed by generation 1: reply %v, want success", fx.Reply())
-		}
-		if got := fx.Reply().GetReducedIds(); !slices.Equal(got, []string{"a"}) {
-			t.Fatalf("reduced %v, want [a]: the finished generation's sources", got)
-		}
-		if pos := fx.Reply().GetPlan().GetPositions(); len(pos) != 1 || pos[0].GetObjectId() != "a" || pos[0].GetNodeId() != "n1" {
-			t.Fatalf("the reply's plan %v, want the finished tree: a on n1", pos)
-		}
-		if !fx.ReleaseKeep() || !r.Over() {
-			t.Fatalf("the Reduce must end keeping the target: keep %v over %v", fx.ReleaseKeep(), r.Over())
-		}
+	}
+	if publish < 0 || release < 0 || reply < 0 || at[0] > release || publish > reply {
+		t.Fatalf("sends in order: commit %d, publication %d, n1's release %d, reply %d; want the commit before n1's release and the publication before the reply",
+			at[0], publish, release, reply)
 	}
 }
 

@@ -108,33 +108,6 @@ func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
 	}
 }
 
-// The root finished the target and its node died before the coordinator
-// took the result: the target is lost for Gets, but the Reduce that made
-// it moves its root and creates it again; another Reduce may not.
-func TestLostTargetCanBeCreatedAgainByItsReduce(t *testing.T) {
-	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
-		t.Fatal(err)
-	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
-	complete(tb, "t", 0, 1<<20, true)
-	tb.NodeFailed("n0")
-	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
-		t.Fatalf("the finished target whose only copy died: %v, want LOST", r.GetError())
-	}
-	other := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(2), ReduceId: "red#2"}, replyTo("c2"))
-	if r := repliesTo(other, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
-		t.Fatalf("another Reduce creating the lost target: %v, want INVALID_ARGUMENT", other)
-	}
-	again := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c3"))
-	if r := repliesTo(again, replyTo("c3")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
-		t.Fatalf("its own Reduce creating the lost target on a new root: %v, want success", again)
-	}
-	if out := locate(tb, "t", 2, t0); locateReply(t, out, replyTo("r2")).GetSender().GetNodeId() != "n1" {
-		t.Fatalf("a Get after the new root started: %v, want n1's partial copy", out)
-	}
-}
-
 // Once its Reduce failed and released the target, a late CreateObject of
 // that Reduce (a worker's, still on its way) cannot reserve it again.
 func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
@@ -516,102 +489,75 @@ func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T)
 	}
 }
 
-// The root finished the target, a Get fetched a whole copy (and may have
-// returned its bytes), and then the root's node died before the
-// coordinator took the result (chaos seed 89: the repaired Reduce of 1 of
-// 5 sources reduced another source into the same id, and both Gets held
-// bytes that its reply did not name). The target is sealed: a newer root
-// of the same Reduce is refused with the finished generation, and the
-// surviving copy stays. Without a whole copy the new root re-creates it,
-// dropping partial copies with RESET, as before.
-func TestFinishedTargetWithASurvivingCopyIsSealed(t *testing.T) {
-	for _, whole := range []bool{true, false} {
-		// whole=false: the root had not finished; n2's copy is partial.
-		tb := NewLocationTable(TableConfig{})
-		reduceRoot(t, tb, 0)
-		if r := locateReply(t, locate(tb, "t", 2, t0), replyTo("r2")); r.GetSender().GetNodeId() != "n0" {
-			t.Fatalf("whole=%v: a Get streams from %v, want the root n0", whole, r.GetSender())
-		}
-		if whole {
-			complete(tb, "t", 0, 1<<20, true)
-			complete(tb, "t", 2, 1<<20, false)
-		}
-		tb.NodeFailed("n0")
-		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
-		r := repliesTo(out, replyTo("c2"))
-		if len(r) != 1 {
-			t.Fatalf("whole=%v: create of generation 2: %v", whole, out)
-		}
-		reply := r[0].Msg.(*messages.CreateObjectReply)
-		if !whole {
-			if reply.GetError() != nil || reply.GetSealedGeneration() != 0 {
-				t.Fatalf("only a partial copy left: generation 2 got %v (sealed %d), want success", reply.GetError(), reply.GetSealedGeneration())
-			}
-			if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
-				t.Fatalf("the partial copy of generation 1 on n2: drop %v, want RESET", d)
-			}
-			continue
-		}
-		if !errors.Is(reply.GetError(), messages.ErrConflict) || reply.GetSealedGeneration() != 1 {
-			t.Fatalf("a whole copy survives: generation 2 got %v (sealed %d), want CONFLICT sealed by 1", reply.GetError(), reply.GetSealedGeneration())
-		}
-		if d := dropsTo(out, 2); d != nil {
-			t.Fatalf("the refused root dropped the surviving copy: %v", d)
-		}
-		if s := locateReply(t, locate(tb, "t", 3, t0), replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
-			t.Fatalf("a Get after the refusal streams from %s, want the surviving copy on n2", s)
-		}
+// A Reduce's target becomes readable whole only when its coordinator
+// commits a root's result (rootComplete: the COMPLETE creator publication
+// with the Reduce's id), and that commit always stands while the Reduce
+// holds the reservation: a receiver whose stream from the root, still
+// partial, stalled named the root a failed sender, which removed its
+// copy. Refused, the commit left the target reserved with no copy, and
+// every Get of it waited for its deadline although the root held the
+// result.
+func TestCommitRecordsARootCopyAFailedSenderRemoved(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	reduceRoot(t, tb, 0)
+	locate(tb, "t", 2, t0) // n2 streams from the root on n0
+	tb.Locate(&messages.Locate{ObjectId: "t", Receiver: node(2), FailedSender: node(0), TimeoutMs: 1000}, replyTo("r2"), t0)
+	out := rootComplete(tb, "t", 0, 1<<20, "red#1")
+	if r := locateReply(t, out, replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" || r.GetSenderState() != messages.LocationState_COMPLETE {
+		t.Fatalf("the parked Get once the coordinator committed: %v, want the root's whole copy on n0", r)
+	}
+	if e := tb.entries["t"]; e.reservedBy != "" {
+		t.Fatalf("the commit left the target reserved by %q", e.reservedBy)
 	}
 }
 
-// The root finished the target while a Get on n2 read it, and died; the
-// shard heard of the death before n2's report that its copy was whole
-// (the two cross: n2's Get may have returned every byte). The loss drops
-// n2's copy, so no whole copy survives, but the result may have been
-// read: the target is sealed as lost, and the Reduce's next root is
-// refused with the finished generation rather than making other bytes.
-func TestFinishedTargetLostWithAReaderIsSealed(t *testing.T) {
+// Once committed, a Reduce's target is an object like any other: its
+// Reduce never creates it again (its coordinator has answered), so a
+// late CreateObject of that Reduce is refused, and when its only copy
+// dies it is LOST, as the Reduce's result is, until it is Put again.
+func TestCommittedTargetIsNotCreatedAgainByItsReduce(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	reduceRoot(t, tb, 0)
-	locate(tb, "t", 2, t0)
-	complete(tb, "t", 0, 1<<20, true)
-	if d := dropsTo(tb.NodeFailed("n0"), 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
-		t.Fatalf("the reader's partial copy: drop %v, want LOST", d)
+	rootComplete(tb, "t", 0, 1<<20, "red#1")
+	tb.NodeFailed("n0")
+	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("the committed target whose only copy died: %v, want LOST", r.GetError())
 	}
-	complete(tb, "t", 2, 1<<20, false) // n2's report, crossed with the drop
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
-	r := repliesTo(out, replyTo("c2"))
-	if len(r) != 1 {
-		t.Fatalf("create of generation 2: %v", out)
+	again := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
+	if r := repliesTo(again, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
+		t.Fatalf("its Reduce creating the committed target again: %v, want INVALID_ARGUMENT", again)
 	}
-	if reply := r[0].Msg.(*messages.CreateObjectReply); !errors.Is(reply.GetError(), messages.ErrConflict) || reply.GetSealedGeneration() != 1 {
-		t.Fatalf("generation 2 got %v (sealed %d), want CONFLICT sealed by 1", reply.GetError(), reply.GetSealedGeneration())
+	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("after the refused create: %v, want LOST still", r.GetError())
 	}
-	if rl := locateReply(t, locate(tb, "t", 3, t0), replyTo("r3")); !errors.Is(rl.GetError(), messages.ErrLost) {
-		t.Fatalf("a Get after the refusal: %v, want LOST", rl.GetError())
+	create(t, tb, "t", 1<<20, 3)
+	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); r.GetError() != nil || r.GetSender().GetNodeId() != "n3" {
+		t.Fatalf("after a new Put: %v, want n3's copy", r)
 	}
 }
 
-// A root that finished the target, whose copy is the only one, does not
-// seal it: no Get copied it. A re-planned AllReduce drops that copy itself
-// (its drop may reach the shard after the new root's CreateObject), and a
-// seal would leave the Reduce answering with a result whose last copy it
-// was dropping. The new root creates the target, and the old copy goes
-// with RESET.
-func TestRootsOwnCopyDoesNotSealTheTarget(t *testing.T) {
+// A Reduce's coordinator commits its root's result while the root's node
+// fails: the commit names a copy the failure removed. Recorded again, it
+// makes the shard watch the node, whose failure comes back at once (see
+// actors/directory) and leaves the target lost, which is what its Gets
+// must hear, at once, rather than wait for a reservation nobody ends.
+func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	reduceRoot(t, tb, 0)
-	complete(tb, "t", 0, 1<<20, true)
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
-	r := repliesTo(out, replyTo("c2"))
-	if len(r) != 1 {
-		t.Fatalf("create of generation 2: %v", out)
+	locate(tb, "t", 2, t0) // a Get streaming from the root
+	tb.NodeFailed("n0")
+	if out := locate(tb, "t", 3, t0); len(repliesTo(out, replyTo("r3"))) != 0 {
+		t.Fatalf("a Get of the target while its Reduce repairs: %v, want it to wait", out)
 	}
-	if reply := r[0].Msg.(*messages.CreateObjectReply); reply.GetError() != nil || reply.GetSealedGeneration() != 0 {
-		t.Fatalf("generation 2 got %v (sealed %d), want success", reply.GetError(), reply.GetSealedGeneration())
+	rootComplete(tb, "t", 0, 1<<20, "red#1") // serves n3 from n0 (its stream fails)
+	out := tb.NodeFailed("n0")               // the watch, renewed, says n0 is gone
+	for _, n := range []int{2, 3} {
+		if d := dropsTo(out, n); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+			t.Fatalf("the reader's partial copy on n%d: drop %v, want LOST", n, d)
+		}
 	}
-	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
-		t.Fatalf("the first root's copy: drop %v, want RESET", d)
+	if r := locateReply(t, locate(tb, "t", 4, t0), replyTo("r4")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("a Get after the commit and the failure: %v, want LOST", r.GetError())
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
-// rootComplete is a Reduce root's own report that it finished the target.
-func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID string) {
-	tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size,
+// rootComplete is a Reduce coordinator's commit of its root's result on
+// node n: the target's copy there is whole.
+func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID string) []outbox.Send {
+	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size,
 		Creator: true, ReduceId: reduceID})
 }
 

@@ -31,7 +31,28 @@ type TableConfig struct {
 	// of such an id succeeds (and leaves a tombstone, so a copy
 	// republished later is dropped) instead of answering NOT_FOUND.
 	Amnesic bool
+	// Instance numbers this table among the tables a shard starts over
+	// with (the low 24 bits count): every epoch it issues
+	// (LocateReply.epoch) carries it, above a count of its own. A shard
+	// gives each of its tables a random one, so a table that started over
+	// issues no epoch an earlier one did, and tells a copy fetched under
+	// one of its own epochs from one fetched under an earlier table's
+	// (see FetchDone, and SameTable).
+	Instance uint32
 }
+
+// epochCountBits is how many low bits of an epoch count a table's epochs
+// (2^40: more than a table issues in years); the bits above are its
+// Instance.
+const epochCountBits = 40
+
+// SameTable reports whether two epochs were issued by one table: then
+// they differ only if the object's contents changed between them (a
+// Reduce made its target again, or a failed one released it). Epochs of
+// two tables say nothing of the sort: the shard started over in between,
+// and an object's contents change only together with every copy the
+// directory knows of.
+func SameTable(a, b uint64) bool { return a>>epochCountBits == b>>epochCountBits }
 
 // DefaultTableConfig returns the limits used when a field is zero.
 func DefaultTableConfig() TableConfig {
@@ -107,11 +128,9 @@ const AvoidFailedCreator = 200 * time.Millisecond
 type lostMark struct {
 	err *messages.Error
 	seq uint64
-	// producedBy is the Reduce whose target this was: it may still create
-	// it again on a new root (the old root died before the coordinator
-	// took the result).
-	producedBy string
-	rootGen    int32
+	// epoch is the lost entry's: a whole copy of it that the loss did not
+	// drop holds those contents (see FetchDone).
+	epoch uint64
 	// dropped holds the nodes whose partial copies the loss dropped. A
 	// copy of theirs that reports itself whole afterwards (its FetchDone,
 	// or a republication, crossed the loss's DropObject) is about to be
@@ -146,15 +165,14 @@ type entry struct {
 	// reservedBy is the Reduce that will create this object; nobody else
 	// may create it meanwhile.
 	reservedBy string
-	// producedBy is the Reduce that created this object: it may create it
-	// again (its root's node failed after the target was complete), unless
-	// a whole copy survives (see Create: the target is sealed).
+	// producedBy is the Reduce that created this object (its release
+	// drops the target even once committed).
 	producedBy string
 	// rootGen is the newest root generation of that Reduce that created
 	// it: an older root's late CreateObject must not undo a newer one.
 	rootGen int32
-	// epoch grows when a Reduce re-creates its target on a new root:
-	// partial copies of an older epoch hold bytes that are no longer valid.
+	// epoch names the entry's contents (see LocationTable.newEpoch):
+	// copies of another epoch hold bytes that are no longer valid.
 	epoch uint64
 }
 
@@ -174,6 +192,8 @@ type LocationTable struct {
 	lostOrder    []lostRef // FIFO, bounded by TombstoneLimit
 	lostSeq      uint64
 	nextDeadline time.Time
+	// epochs is how many epochs the table issued (see newEpoch).
+	epochs uint64
 }
 
 // NewLocationTable returns an empty table.
@@ -219,21 +239,29 @@ func (t *LocationTable) supersede(e *entry, node *messages.NodeRef) ([]outbox.Se
 func (t *LocationTable) entry(id string) *entry {
 	e := t.entries[id]
 	if e == nil {
-		e = &entry{id: id, locs: map[string]*location{}}
+		e = &entry{id: id, locs: map[string]*location{}, epoch: t.newEpoch()}
 		t.entries[id] = e
 	}
 	return e
 }
 
-// hasFetchedCopy reports whether a complete copy of e that is not its
-// creator's is listed.
-func (e *entry) hasFetchedCopy() bool {
-	for _, loc := range e.locs {
-		if loc.state == messages.LocationState_COMPLETE && !loc.creator {
-			return true
-		}
-	}
-	return false
+// newEpoch issues an epoch: a name for an entry's contents that no other
+// entry, no earlier contents of the same id and no other table of the
+// shard had (TableConfig.Instance). An entry gets one when it is
+// made, and a new one whenever its contents may change: a Reduce creates
+// its target again, a failed Reduce releases it, or the id is created
+// anew after every copy went.
+func (t *LocationTable) newEpoch() uint64 {
+	t.epochs++
+	return t.base() | t.epochs&(1<<epochCountBits-1)
+}
+
+func (t *LocationTable) base() uint64 { return uint64(t.cfg.Instance&(1<<24-1)) << epochCountBits }
+
+// ownEpoch reports whether this table issued epoch ep.
+func (t *LocationTable) ownEpoch(ep uint64) bool {
+	n := ep &^ t.base()
+	return SameTable(ep, t.base()) && n > 0 && n <= t.epochs
 }
 
 // hasSource reports whether a copy listed can be read whole: a complete
@@ -269,11 +297,6 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	reply := func(err *messages.Error, existed bool) []outbox.Send {
 		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed, RequestId: req.GetRequestId()}}}
 	}
-	sealed := func(gen int32) []outbox.Send {
-		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, RequestId: req.GetRequestId(), SealedGeneration: gen,
-			Error: messages.Errorf(messages.ErrorCode_CONFLICT, "object %q: root generation %d of reduce %s finished it and a whole copy survives",
-				id, gen, req.GetReduceId())}}}
-	}
 	if err := t.check(id); err != nil {
 		return reply(err, false)
 	}
@@ -285,34 +308,12 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	}
 	e := t.entry(id)
 	rid := req.GetReduceId()
-	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && req.GetReduceGeneration() > l.rootGen && len(l.dropped) > 0 {
-		// The root finished the target (it was lost after its COMPLETE
-		// ended the reservation), and the loss dropped copies that Gets
-		// were reading from it. Such a Get may have read every byte, and
-		// returned them, while its report was on its way: the target is
-		// sealed, lost as it is, and the finished generation is the
-		// Reduce's result. (With no reader, a new root makes it again.)
-		return sealed(l.rootGen)
-	}
-	if l, ok := t.lost[id]; ok && rid != "" && l.producedBy == rid && e.producedBy == "" {
-		e.producedBy, e.rootGen = rid, l.rootGen
-	}
-	if rid != "" && e.known && e.reservedBy == "" && e.producedBy == rid && req.GetReduceGeneration() > e.rootGen && e.hasFetchedCopy() {
-		// An earlier root finished the target (its COMPLETE ended the
-		// reservation) and then its node failed, or a repair replaced it,
-		// before the coordinator took its result. A whole copy that a Get
-		// fetched survives, and that Get may have returned those bytes
-		// already. A new root would produce other contents under the same
-		// id (another backup source, a lowered n), so the target is
-		// sealed: the coordinator takes the finished generation's result
-		// (ReduceTaskStarted.sealed_generation). The root's own copy does
-		// not seal it: a re-planned AllReduce drops that copy itself, and
-		// the drop may still be on its way here.
-		return sealed(e.rootGen)
-	}
-	if rid != "" && e.reservedBy == "" && e.producedBy == rid {
-		e.reservedBy = rid
-	}
+	// A Reduce creates its target only while it holds the reservation:
+	// its coordinator ends it when it takes a root's result (see
+	// Publish), and never creates the target again after that. A root
+	// that finished is not a result before then, and no reader got its
+	// last byte (storenode.Object.HoldTail), so a repaired root simply
+	// creates the target anew.
 	if rid != "" && e.producedBy == rid && req.GetReduceGeneration() < e.rootGen {
 		return reply(messages.Errorf(messages.ErrorCode_CANCELED,
 			"object %q: root generation %d of reduce %s was replaced by generation %d", id, req.GetReduceGeneration(), rid, e.rootGen), false)
@@ -343,13 +344,13 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		}
 		clear(e.locs)
 		e.known = false
-		e.epoch++
 	}
 	if e.known && len(e.locs) == 0 && !e.hasInline {
 		// Every copy is gone (a creator that failed before it finished, or
 		// whose node died): the object can be created again.
 		e.known = false
 	}
+	sameBytes := false // the copies left hold this Put's bytes
 	if e.known && !e.hasInline && !e.hasSource() && e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
 		// Only receivers' partial copies are left, and nothing can finish
 		// them: their creator's copy went (its Put failed, or a receiver
@@ -362,7 +363,7 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		// claimed and then reported failed). This Put is the creator
 		// again; the partial copies hold the same bytes, and their parked
 		// receivers take it as their sender.
-		e.known = false
+		e.known, sameBytes = false, true
 	}
 	if e.known {
 		if own := e.locs[req.GetCreator().GetNodeId()]; own != nil && own.creator &&
@@ -378,6 +379,12 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	if !sameBytes {
+		// Whatever copies of the id went before held other contents (a
+		// Reduce's earlier root, a released target, a lost object Put
+		// again): a report of one of them is stale (see FetchDone).
+		e.epoch = t.newEpoch()
+	}
 	if rid != "" {
 		e.producedBy, e.rootGen = rid, req.GetReduceGeneration()
 	}
@@ -410,19 +417,18 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 		return []outbox.Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
 	}
 	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_COMPLETE && req.GetCreator() {
-		// A Reduce root's own report that it finished the target. It
-		// counts only while the root's copy is the one this table records
-		// for the Reduce's reservation. Otherwise the copy was dropped
-		// here first: the Reduce failed and released it (the release
-		// comes from its coordinator, this from the root's node, and
-		// either may arrive first), a new root re-created the target,
-		// the root's node failed, or the shard was rebuilt (and the
-		// coordinator died with it). Its node frees it or has lost it,
-		// so recording it gave a Get on that node "already holds" and
-		// other Gets a sender without the object. A root that keeps its
-		// finished target republishes it without the Reduce's id.
-		e := t.entries[id]
-		if e == nil || e.reservedBy != rid || e.locs[req.GetNode().GetNodeId()] == nil || !e.locs[req.GetNode().GetNodeId()].creator {
+		// A Reduce's coordinator commits its root's result (the root
+		// holds the target's last byte back until then, so this is when
+		// the target becomes readable whole). It counts only while the
+		// Reduce holds the reservation: otherwise the Reduce was released
+		// (it failed), or the shard was rebuilt and the coordinator died
+		// with its old incarnation. A root copy this table no longer lists
+		// is recorded again: a receiver that named the root a failed
+		// sender removed it while it was partial, and the root holds the
+		// result. If instead the root's node failed, recording it watches
+		// the node again, and the failure comes back at once and leaves
+		// the target lost.
+		if e := t.entries[id]; e == nil || e.reservedBy != rid {
 			return nil
 		}
 	}
@@ -711,7 +717,15 @@ func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []outbox.Send {
 	return nil
 }
 
-// FetchDone marks the receiver complete and frees its sender.
+// FetchDone marks the receiver complete and frees its sender. A copy
+// fetched under an epoch this table issued and no longer has (a Reduce
+// created its target again, or a failed one released it, since the
+// Locate) holds other contents than the entry: it is not recorded, and a
+// receiver this table lists no copy of is told to drop it (one it lists
+// fetches anew, its old copy gone). A copy fetched under an epoch of an
+// earlier incarnation of the table (the shard started over since the
+// Locate) teaches the table the object, as a republication would, even
+// an id it has no entry for.
 func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 	id := req.GetObjectId()
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
@@ -720,14 +734,17 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 	if !nodeOK(req.GetReceiver()) {
 		return nil
 	}
-	rid := req.GetReceiver().GetNodeId()
+	rid, ep := req.GetReceiver().GetNodeId(), req.GetEpoch()
 	if e := t.entries[id]; e != nil && e.locs[rid] != nil && !sameIncarnation(e.locs[rid].node, req.GetReceiver()) {
 		// A transfer of another incarnation of the node (its id at
 		// another address): the copy this table records is the other
 		// incarnation's, and this completion says nothing about it.
 		return nil
 	}
-	if _, ok := t.lost[id]; ok {
+	if l, ok := t.lost[id]; ok {
+		if t.ownEpoch(ep) && ep != l.epoch {
+			return t.staleCopy(t.entries[id], req)
+		}
 		// As in Publish: a whole copy ends the loss, unless it is one the
 		// loss dropped. Recording that one (and keeping the mark) gave
 		// subscribers and Locates a COMPLETE copy that its node frees
@@ -735,11 +752,20 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 		if !t.endLoss(id, rid) {
 			return nil
 		}
-		t.entry(id) // the loss left no entry unless there are subscribers
+		if e := t.entry(id); !e.known { // the loss left no entry unless there are subscribers
+			e.epoch = l.epoch // the copy holds what was lost
+		}
 	}
 	e := t.entries[id]
-	if e == nil {
-		return nil
+	switch {
+	case t.ownEpoch(ep) && (e == nil || e.epoch != ep):
+		return t.staleCopy(e, req)
+	case e == nil:
+		// Rebuilt since the fetch began, and the sender's republication
+		// (if it lives) has not come: the copy is the first word of the
+		// object. Ignored, it was a whole copy no Delete reached, and a
+		// subscriber that located the object before heard LOST.
+		e = t.entry(id)
 	}
 	out := t.endTransfer(e, rid, false)
 	if !e.known {
@@ -751,6 +777,21 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
 	}
 	out = append(out, t.setLocation(e, req.GetReceiver(), messages.LocationState_COMPLETE, false)...)
 	return append(out, t.serveWaiters(e)...)
+}
+
+// staleCopy answers the FetchDone of a copy of contents the entry e (nil:
+// none) no longer has. Every copy the table listed when the contents
+// changed was dropped then; a receiver it lists now is fetching anew, so
+// its copy is another. One it does not list may hold the stale copy
+// whole, unknown to any Delete, and would serve it to Gets on its node:
+// it drops it (a Get waiting there asks again).
+func (t *LocationTable) staleCopy(e *entry, req *messages.FetchDone) []outbox.Send {
+	if e != nil && e.locs[req.GetReceiver().GetNodeId()] != nil {
+		return nil
+	}
+	return []outbox.Send{{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: req.GetObjectId(),
+		Reason: messages.Errorf(messages.ErrorCode_RESET, "the copy of %q on %s holds contents the directory no longer has (its Reduce made it again, or failed)",
+			req.GetObjectId(), req.GetReceiver().GetNodeId())}}}
 }
 
 // FetchAborted removes a receiver that gave up and frees its sender.
@@ -878,12 +919,6 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 	if rid == "" {
 		return nil
 	}
-	// A failed Reduce may never create its target again, not even from a
-	// worker whose CreateObject is still on its way.
-	if l, ok := t.lost[req.GetTargetId()]; ok && l.producedBy == rid {
-		l.producedBy = ""
-		t.lost[req.GetTargetId()] = l
-	}
 	e := t.entries[req.GetTargetId()]
 	// A target the Reduce finished (its root's COMPLETE ended the
 	// reservation) goes too: the Reduce failed after all (its caller's
@@ -907,6 +942,7 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 	}
 	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
 	e.transfers = nil
+	e.epoch = t.newEpoch() // a copy of the released target reporting late is stale
 	t.forgetIfIdle(e)
 	return out
 }
@@ -1109,11 +1145,45 @@ func (t *LocationTable) endLoss(id, node string) bool {
 // waiters fail with LOST, partial copies (which can never complete) are
 // dropped, and the id is remembered as lost.
 func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bool) {
-	if !e.known || e.hasInline || e.reservedBy != "" || e.hasSource() {
+	if !t.unreadable(e) {
 		return nil, false
 	}
-	err := messages.Errorf(messages.ErrorCode_LOST,
-		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)
+	return t.markLost(e, messages.Errorf(messages.ErrorCode_LOST,
+		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)), true
+}
+
+// unreadable reports whether e is an object nobody can read any more: no
+// inline bytes, no complete copy and no creator's copy are listed, and no
+// Reduce is producing it.
+func (t *LocationTable) unreadable(e *entry) bool {
+	return e.known && !e.hasInline && e.reservedBy == "" && !e.hasSource()
+}
+
+// Republished is the shell's word that every store node alive when the
+// table began has republished what it holds, or failed (see
+// actors/directory): a copy the table does not list exists nowhere. An
+// object it knows only from partial copies (a rebuilt shard learns them
+// from receivers whose sender died before the shard started over) can
+// never be read whole: it is lost, its parked Gets fail with LOST instead
+// of waiting for their deadlines, and its partial copies are dropped.
+func (t *LocationTable) Republished() []outbox.Send {
+	var ids []string
+	for id, e := range t.entries {
+		if t.unreadable(e) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var out []outbox.Send
+	for _, id := range ids {
+		out = append(out, t.markLost(t.entries[id], messages.Errorf(messages.ErrorCode_LOST,
+			"object %q is lost: no complete copy remains (every store node has republished its copies to this directory shard, which started over, and none is whole); Put it again to re-create it", id))...)
+	}
+	return out
+}
+
+// markLost ends e as lost with err (see markLostIfGone).
+func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 	var out []outbox.Send
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, err))
@@ -1134,13 +1204,13 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 		// that never got a location of it (it subscribed late, or the
 		// copy died before its location reached it) would otherwise
 		// wait for it until its deadline.
-		t.entries[e.id] = &entry{id: e.id, locs: map[string]*location{}, subscribers: e.subscribers}
+		t.entries[e.id] = &entry{id: e.id, locs: map[string]*location{}, subscribers: e.subscribers, epoch: e.epoch}
 		for _, s := range e.subscribers {
 			out = append(out, outbox.Send{To: s.to, Msg: lostUpdate(e.id, err)})
 		}
 	}
 	t.lostSeq++
-	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, producedBy: e.producedBy, rootGen: e.rootGen, dropped: dropped}
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, dropped: dropped}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
 	if len(t.lostOrder) > t.cfg.TombstoneLimit {
 		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {
@@ -1148,7 +1218,7 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 		}
 		t.lostOrder = t.lostOrder[1:]
 	}
-	return out, true
+	return out
 }
 
 func (t *LocationTable) addTombstone(id string) {

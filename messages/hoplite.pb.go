@@ -1499,18 +1499,13 @@ func (x *CreateObject) GetUnoffered() bool {
 }
 
 type CreateObjectReply struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId  string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Error     *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Existed   bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
-	RequestId uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
-	// sealed_generation refuses a Reduce's root the target because an
-	// earlier root generation of the same Reduce finished it and a whole
-	// copy of that result survives (0: not sealed). Readers may already
-	// hold those bytes, so that generation's result is the Reduce's.
-	SealedGeneration int32 `protobuf:"varint,5,opt,name=sealed_generation,json=sealedGeneration,proto3" json:"sealed_generation,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Existed       bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
+	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateObjectReply) Reset() {
@@ -1571,13 +1566,6 @@ func (x *CreateObjectReply) GetRequestId() uint64 {
 	return 0
 }
 
-func (x *CreateObjectReply) GetSealedGeneration() int32 {
-	if x != nil {
-		return x.SealedGeneration
-	}
-	return 0
-}
-
 // PublishLocation announces a copy on a node: PARTIAL when it starts,
 // COMPLETE when it is whole. Also used to republish after a shard restart.
 type PublishLocation struct {
@@ -1593,10 +1581,12 @@ type PublishLocation struct {
 	// hold that Reduce's reservation was rebuilt, and the Reduce's
 	// coordinator died with its old incarnation: it drops the copy instead
 	// of recording a location nobody will finish. On a COMPLETE creator
-	// copy it is the root's own report that it finished the target: a
-	// shard that no longer records that root's copy under the Reduce's
-	// reservation (the Reduce was released, or re-created the target, or
-	// the root's node failed) ignores it.
+	// copy it is the coordinator's commit of the root's result (see
+	// ReduceCommit): the reservation ends and the copy is offered, recorded
+	// again if a receiver's Locate had removed it (if the root's node
+	// failed, the shard's renewed watch of it says so at once, and the
+	// target is lost). A shard where the Reduce holds no reservation
+	// ignores it: the Reduce was released, or the shard was rebuilt.
 	ReduceId      string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1984,8 +1974,11 @@ type LocateReply struct {
 	InlineData  []byte                 `protobuf:"bytes,6,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
 	Sender      *NodeRef               `protobuf:"bytes,7,opt,name=sender,proto3" json:"sender,omitempty"`
 	SenderState LocationState          `protobuf:"varint,8,opt,name=sender_state,json=senderState,proto3,enum=hoplite.LocationState" json:"sender_state,omitempty"`
-	// epoch changes when a Reduce re-creates its target after losing the
-	// root: a partial copy of an older epoch must be read again from 0.
+	// epoch names the entry's contents at the shard: it changes when a
+	// Reduce re-creates its target after losing the root, when a failed
+	// Reduce releases it, and whenever the id is created again after every
+	// copy went. A partial copy of an older epoch must be read again from
+	// 0, and is reported with FetchDone.epoch.
 	Epoch uint64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// attempt echoes Locate.attempt.
 	Attempt       uint64 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
@@ -2155,8 +2148,13 @@ type FetchDone struct {
 	// The object's size and fingerprint: a shard rebuilt since the fetch
 	// began may not know the object yet, and must not announce the copy
 	// with a size it does not have.
-	Size          int64  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
-	Fingerprint   uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Size        int64  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Fingerprint uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// epoch is LocateReply.epoch of the Locate that named the sender: a
+	// copy of another epoch than the entry's holds other contents (a Reduce
+	// re-created or released its target meanwhile) and is dropped, not
+	// offered.
+	Epoch         uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2222,6 +2220,13 @@ func (x *FetchDone) GetSize() int64 {
 func (x *FetchDone) GetFingerprint() uint64 {
 	if x != nil {
 		return x.Fingerprint
+	}
+	return 0
+}
+
+func (x *FetchDone) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -3430,18 +3435,13 @@ func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
 
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	ReduceId   string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	Position   int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
-	Error      *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	Generation int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
-	// sealed_generation: a root whose target the directory refused because
-	// generation sealed_generation of this Reduce already finished it
-	// (CreateObjectReply.sealed_generation; 0: not so). The coordinator
-	// takes that generation's result.
-	SealedGeneration int32 `protobuf:"varint,5,opt,name=sealed_generation,json=sealedGeneration,proto3" json:"sealed_generation,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Generation    int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReduceTaskStarted) Reset() {
@@ -3502,22 +3502,18 @@ func (x *ReduceTaskStarted) GetGeneration() int32 {
 	return 0
 }
 
-func (x *ReduceTaskStarted) GetSealedGeneration() int32 {
-	if x != nil {
-		return x.SealedGeneration
-	}
-	return 0
-}
-
-// ReduceTaskDone: the position's output is complete (or failed).
+// ReduceTaskDone: the position's output is complete (or failed). A
+// tree's root has written every byte of the target but holds it back
+// until the coordinator commits it (ReduceCommit).
 type ReduceTaskDone struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ReduceId   string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	Position   int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
 	Error      *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	Generation int32                  `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
-	// fingerprint: a gather's, of the target copy it assembled (the
-	// coordinator registers the copies once every gather is done).
+	// fingerprint: a gather's, of the target copy it assembled, or a tree
+	// root's, of the target (the coordinator registers the copies once it
+	// takes the result).
 	Fingerprint uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// measured_bytes over measured_ns: a transfer that measured the link
 	// (netmodel.Estimator.ObserveTransfer) during this position's run, for
@@ -3672,6 +3668,84 @@ func (x *ReduceInvalidate) GetGeneration() int32 {
 	return 0
 }
 
+// ReduceCommit tells the node of a tree's root that its coordinator took
+// generation's result: the node completes its copy of the target, which
+// that generation wrote whole. Until then the root withholds the target's
+// last byte from every reader (a Get on its node, a stream from it, a Get
+// that streams from one of those), so no Get returns a result that a
+// repair could still replace: the coordinator alone decides which
+// generation is the Reduce's, after its root finished, and no generation
+// it did not take is ever read whole. The node applies it itself, not
+// through the root's worker: the coordinator stops right after it, and
+// its Terminated can reach the worker first.
+type ReduceCommit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	TargetId      string                 `protobuf:"bytes,4,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceCommit) Reset() {
+	*x = ReduceCommit{}
+	mi := &file_hoplite_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceCommit) ProtoMessage() {}
+
+func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
+func (*ReduceCommit) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ReduceCommit) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceCommit) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ReduceCommit) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ReduceCommit) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
 // ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
 // the target is kept on success and dropped on failure.
 type ReduceRelease struct {
@@ -3689,7 +3763,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +3775,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +3788,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -3752,7 +3826,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +3838,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +3851,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -3818,7 +3892,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3830,7 +3904,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3843,7 +3917,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -3872,7 +3946,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3884,7 +3958,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3897,7 +3971,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -3926,7 +4000,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3938,7 +4012,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3951,7 +4025,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -3981,7 +4055,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3993,7 +4067,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4006,7 +4080,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4133,14 +4207,13 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\t \x01(\x04R\trequestId\x12\x1c\n" +
 	"\tunoffered\x18\n" +
-	" \x01(\bR\tunoffered\"\xbc\x01\n" +
+	" \x01(\bR\tunoffered\"\xa8\x01\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
 	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestId\x12+\n" +
-	"\x11sealed_generation\x18\x05 \x01(\x05R\x10sealedGeneration\"\xef\x01\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestIdJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xef\x01\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +
@@ -4186,13 +4259,14 @@ const file_hoplite_proto_rawDesc = "" +
 	" \x01(\x04R\aattempt\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
-	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xb6\x01\n" +
+	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xcc\x01\n" +
 	"\tFetchDone\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
 	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12 \n" +
-	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\"\x83\x01\n" +
+	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\x83\x01\n" +
 	"\fFetchAborted\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
@@ -4292,15 +4366,14 @@ const file_hoplite_proto_rawDesc = "" +
 	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\x12\x14\n" +
 	"\x05relay\x18\x12 \x01(\bR\x05relay\"<\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xbf\x01\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xab\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
 	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x04 \x01(\x05R\n" +
-	"generation\x12+\n" +
-	"\x11sealed_generation\x18\x05 \x01(\x05R\x10sealedGeneration\"\xf9\x01\n" +
+	"generationJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xf9\x01\n" +
 	"\x0eReduceTaskDone\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
@@ -4317,7 +4390,14 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
-	"generation\"k\n" +
+	"generation\"\x84\x01\n" +
+	"\fReduceCommit\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\x12\x1b\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"k\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
 	"\vkeep_target\x18\x02 \x01(\bR\n" +
@@ -4385,7 +4465,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4435,12 +4515,13 @@ var file_hoplite_proto_goTypes = []any{
 	(*ReduceTaskStarted)(nil), // 45: hoplite.ReduceTaskStarted
 	(*ReduceTaskDone)(nil),    // 46: hoplite.ReduceTaskDone
 	(*ReduceInvalidate)(nil),  // 47: hoplite.ReduceInvalidate
-	(*ReduceRelease)(nil),     // 48: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 49: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 50: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 51: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 52: hoplite.Republish
-	(*RepublishDone)(nil),     // 53: hoplite.RepublishDone
+	(*ReduceCommit)(nil),      // 48: hoplite.ReduceCommit
+	(*ReduceRelease)(nil),     // 49: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 50: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 51: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 52: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 53: hoplite.Republish
+	(*RepublishDone)(nil),     // 54: hoplite.RepublishDone
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -4515,7 +4596,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   50,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

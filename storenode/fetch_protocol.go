@@ -305,7 +305,7 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchO
 		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
 		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), p.obj.Size()))
 	}
-	if p.haveEpoch && loc.GetEpoch() != p.epoch {
+	if p.stale(loc) {
 		// A Reduce re-created this object: what we have is stale.
 		if err := p.w.Rewind(); err != nil {
 			return p.superseded(out, err)
@@ -316,6 +316,15 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchO
 	p.startStream(&out, loc, written, now)
 	out.Stream.Writer = p.w
 	return out
+}
+
+// stale reports whether the bytes fetched so far are of other contents
+// than loc's sender holds: the shard's table issued loc's epoch after the
+// one they were fetched under. An epoch of another table (the shard
+// started over since) keeps them: contents change only with every copy
+// the directory knows, this one among them, which it drops.
+func (p *FetchProtocol) stale(loc *messages.LocateReply) bool {
+	return p.haveEpoch && loc.GetEpoch() != p.epoch && directory.SameTable(loc.GetEpoch(), p.epoch)
 }
 
 // startStream streams from loc's sender from offset written on.
@@ -356,7 +365,7 @@ func (p *FetchProtocol) locatedInto(out FetchOutput, loc *messages.LocateReply, 
 		out.Inline, out.Size = loc.GetInlineData(), size
 		return p.finish(out, nil)
 	}
-	if p.haveEpoch && loc.GetEpoch() != p.epoch {
+	if p.stale(loc) {
 		p.have = 0 // a Reduce re-created the object: the bytes held are stale
 	}
 	p.epoch, p.haveEpoch = loc.GetEpoch(), true
@@ -453,7 +462,7 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 			return p.finish(out, cerr)
 		}
 		out.Send(directory.ShardOf(p.id), &messages.FetchDone{ObjectId: p.id, Receiver: me, Sender: p.sender,
-			Size: p.obj.Size(), Fingerprint: p.fingerprint})
+			Size: p.obj.Size(), Fingerprint: p.fingerprint, Epoch: p.epoch})
 		return p.finish(out, nil)
 	case errors.Is(err, messages.ErrCanceled) && !p.into:
 		// Superseded by a newer session: the bytes stay and it goes on.

@@ -589,6 +589,7 @@ func (s *fetchSim) restartShard() {
 	cfg := directory.DefaultTableConfig()
 	cfg.InlineLimit = simInline
 	cfg.Amnesic = true
+	cfg.Instance = uint32(s.restarts) // a new table, as the shard's (its epochs are its own)
 	s.table = directory.NewLocationTable(cfg)
 	for _, n := range s.nodes {
 		if !n.alive {

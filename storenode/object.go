@@ -45,6 +45,9 @@ type Object struct {
 	producerGen int32
 	// gather: o is a sliced AllReduce gather's copy of the target.
 	gather bool
+	// held: readers get no byte past size-1 until o is complete (see
+	// HoldTail).
+	held bool
 }
 
 func newObject(id string, size int64, pinned bool) *Object {
@@ -118,6 +121,30 @@ func (o *Object) SetProducer(reduceID string, gen int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.producer, o.producerGen = reduceID, gen
+}
+
+// HoldTail withholds o's last byte from its readers until o is complete.
+// A Reduce's tree root writes its target so: readers stream the rest as
+// it is produced, but none can finish reading it (and no Get return it)
+// before the coordinator takes that root's result and the root completes
+// it (messages.ReduceCommit). A generation the coordinator does not take
+// is rewound or dropped, and nobody ever read it whole.
+func (o *Object) HoldTail() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.held = true
+}
+
+// HeldWhole reports whether o is held (HoldTail), written whole and not
+// complete yet: a root's finished target that awaits its commit.
+func (o *Object) HeldWhole() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.heldWholeLocked()
+}
+
+func (o *Object) heldWholeLocked() bool {
+	return o.held && !o.done && o.err == nil && o.size >= 0 && o.written == o.size
 }
 
 // MarkGatherCopy records that a sliced AllReduce's gather writes o.
@@ -387,6 +414,9 @@ func (o *Object) readAt(ctx context.Context, off int64, max int, epoch *uint64) 
 		o.mu.Lock()
 		size, written, err, ch := o.size, o.written, o.err, o.changed
 		buf, cur := o.buf, o.epoch
+		if o.held && !o.done && size > 0 {
+			written = min(written, size-1) // see HoldTail
+		}
 		o.mu.Unlock()
 		if err != nil {
 			return nil, err

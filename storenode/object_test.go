@@ -582,3 +582,93 @@ func TestOnSettledFiresOnce(t *testing.T) {
 		t.Fatal("a notice registered on a settled object did not fire at once")
 	}
 }
+
+// A held object (a Reduce root's target) gives its readers every byte
+// but the last until it is complete: a stream of it, and so a Get, can
+// finish only once the coordinator took that result.
+func TestHeldObjectWithholdsItsLastByteUntilComplete(t *testing.T) {
+	s := NewStore(1 << 20)
+	o, _, err := s.Create("target", 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.HoldTail()
+	w := o.NewWriter()
+	if err := w.Append([]byte("abcdefgh")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.OpenObject(guardCtx(t), "target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if b, err := r.ReadAt(guardCtx(t), 0, 16); err != nil || string(b) != "abcdefg" {
+		t.Fatalf("read of the held object: %q, %v; want every byte but the last", b, err)
+	}
+	// With a context already done, a read that had bytes would return
+	// them; the last one is not there to read.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if b, err := r.ReadAt(done, 7, 1); err == nil {
+		t.Fatalf("read of the held last byte: %q, want it withheld", b)
+	}
+	last := asyncReadAt(guardCtx(t), o, 7, 1)
+	notYet(t, last, "the read of the held last byte")
+	if err := s.Complete(o); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-last:
+		if res.err != nil || string(res.b) != "h" {
+			t.Fatalf("the last byte once complete: %q, %v", res.b, res.err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the last byte was never read")
+	}
+}
+
+// A commit completes a held target only if the generation it names wrote
+// it whole: not one still being written, not another generation's or
+// another Reduce's, not one rewound since.
+func TestCommitTargetCompletesOnlyTheGenerationThatWroteIt(t *testing.T) {
+	s := NewStore(1 << 20)
+	o, _, err := s.Create("target", 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.HoldTail()
+	o.SetProducer("r", 2)
+	w := o.NewWriter()
+	if err := w.Append([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if s.CommitTarget("target", "r", 2) {
+		t.Fatal("committed a target still being written")
+	}
+	if err := w.Append([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		reduce string
+		gen    int32
+	}{{"r", 1}, {"r", 3}, {"other", 2}} {
+		if s.CommitTarget("target", c.reduce, c.gen) {
+			t.Fatalf("a commit of %s generation %d completed generation 2's target", c.reduce, c.gen)
+		}
+	}
+	if err := w.Rewind(); err != nil {
+		t.Fatal(err)
+	}
+	if s.CommitTarget("target", "r", 2) {
+		t.Fatal("committed a rewound target")
+	}
+	if err := w.Append([]byte("abcd")); err != nil {
+		t.Fatal(err)
+	}
+	if !s.CommitTarget("target", "r", 2) {
+		t.Fatal("the commit of the generation that wrote the target whole did not complete it")
+	}
+	if b, err := o.Bytes(); err != nil || string(b) != "abcd" {
+		t.Fatalf("the committed target: %q, %v", b, err)
+	}
+}

@@ -151,19 +151,16 @@ func (p *PositionRuns) Invalidate(gen int32) RunStep {
 }
 
 // RunStarted is a run's report that its output exists (err nil) or could
-// not be made; sealed, if not 0, is the earlier root generation that the
-// directory says finished the target (ReduceTaskStarted.sealed_generation).
-// dead says this node's store has failed: a dead node says
+// not be made. dead says this node's store has failed: a dead node says
 // nothing (fail-stop), or its stopped runs would report before the
 // coordinator's watch fires and fail a Reduce the repair would finish.
-func (p *PositionRuns) RunStarted(run uint64, err *messages.Error, sealed int32, dead bool) RunStep {
+func (p *PositionRuns) RunStarted(run uint64, err *messages.Error, dead bool) RunStep {
 	var s RunStep
 	if p.over || run != p.active || dead {
 		return s
 	}
 	t := p.activeTask
-	s.Send(p.coordinator, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(), Error: err,
-		SealedGeneration: sealed})
+	s.Send(p.coordinator, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(), Error: err})
 	return s
 }
 
@@ -212,8 +209,9 @@ func (p *PositionRuns) Release(keep bool) RunStep {
 // CoordinatorGone ends the position when its coordinator stopped.
 // Terminated overtakes the ReduceRelease the coordinator sent just before
 // it stopped (system messages go first), so a complete target is kept:
-// it is the result. After a failure the shard's release of the target
-// drops it anyway.
+// it is the result. So is a root's target written whole that awaits its
+// commit, which may be on its way too (the node applies it). After a
+// failure the shard's release of the target drops it anyway.
 func (p *PositionRuns) CoordinatorGone(targetComplete bool) RunStep {
 	return p.Release(targetComplete)
 }

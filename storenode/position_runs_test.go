@@ -101,7 +101,7 @@ func TestPositionRunsSteps(t *testing.T) {
 		{
 			name: "started and done are reported",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				wantSends(t, p.RunStarted(r1, nil, 0, false), "started g1 err=false")
+				wantSends(t, p.RunStarted(r1, nil, false), "started g1 err=false")
 				return p.RunEnded(r1, RunEnd{Report: true}, false)
 			},
 			wantSends: []string{"done g1 err=false"},
@@ -109,7 +109,7 @@ func TestPositionRunsSteps(t *testing.T) {
 		{
 			name: "a failed start is reported with its error",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.RunStarted(r1, fail, 0, false)
+				return p.RunStarted(r1, fail, false)
 			},
 			wantSends: []string{"started g1 err=true"},
 		},
@@ -122,7 +122,7 @@ func TestPositionRunsSteps(t *testing.T) {
 		{
 			name: "a dead node reports nothing",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				if s := p.RunStarted(r1, nil, 0, true); len(s.Sends) != 0 {
+				if s := p.RunStarted(r1, nil, true); len(s.Sends) != 0 {
 					t.Fatalf("dead node reported start: %v", sentTypes(s))
 				}
 				return p.RunEnded(r1, RunEnd{Report: true, Err: fail}, true)
@@ -328,7 +328,7 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 					invalidated = invalidated || g >= gen
 					check("invalidate", p.Invalidate(g))
 				case k < 9 && running != 0:
-					check("started", p.RunStarted(running, nil, 0, false))
+					check("started", p.RunStarted(running, nil, false))
 				case k == 9 && rng.IntN(8) == 0:
 					check("release", p.Release(rng.IntN(2) == 0))
 				}

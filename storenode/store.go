@@ -323,6 +323,22 @@ func (s *Store) Complete(o *Object) error {
 	return nil
 }
 
+// CommitTarget completes the held copy of target id (Object.HoldTail)
+// that generation gen of Reduce reduceID wrote whole, and reports whether
+// it did: the Reduce's coordinator took that generation's result
+// (messages.ReduceCommit). A copy another run produces, one still being
+// written or rewound, or one dropped stays as it is.
+func (s *Store) CommitTarget(id, reduceID string, gen int32) bool {
+	o := s.Lookup(id)
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	ok := o.heldWholeLocked() && o.producer == reduceID && o.producerGen == gen
+	o.mu.Unlock()
+	return ok && s.Complete(o) == nil
+}
+
 // refreshLRU puts o in or out of the eviction list. Callers hold s.mu.
 func (s *Store) refreshLRU(o *Object) {
 	if s.objects[o.id] != o {

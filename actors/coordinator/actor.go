@@ -152,10 +152,6 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.locatedAt = now
 		c.drain(ctx, c.r.Located(m, now))
 	case *messages.ReduceTaskStarted:
-		if g := m.GetSealedGeneration(); g > 0 && !c.r.Over() {
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "generation": m.GetGeneration(), "sealed_generation": g}).
-				Info("the directory refused a repaired root: an earlier root finished the target and a Get copied it; that generation's result is the Reduce's")
-		}
 		c.drain(ctx, c.r.Started(m, now))
 	case *messages.ReduceTaskDone:
 		if m.GetMeasuredBytes() > 0 && m.GetMeasuredNs() > 0 {
@@ -363,7 +359,7 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		}
 	case *messages.StoreReduced, *messages.Unsubscribe:
 		ctx.Request(to, m)
-	default: // ReduceRelease, ReleaseTarget, ReduceReply
+	default: // ReduceCommit, ReduceRelease, ReleaseTarget, ReduceReply
 		ctx.Send(to, m)
 	}
 }

@@ -193,3 +193,114 @@ func TestRebuiltShardAnswersLocatedBeforeSubscriptionsOnceEveryStoreRepublished(
 		t.Fatal("resubscription after the rebuild: no answer")
 	}
 }
+
+// fakeRepublisher is a store node stand-in: on Republish it sends the
+// asker pubs, then RepublishDone unless held; a held one does both when
+// it receives releaseRepublish{}.
+type releaseRepublish struct{}
+
+func fakeRepublisher(t *testing.T, system *actor.ActorSystem, name string, hold bool, pubs func(self *messages.NodeRef) []*messages.PublishLocation) *messages.NodeRef {
+	t.Helper()
+	var self *messages.NodeRef
+	var asker *actor.PID
+	released := !hold
+	answer := func(ctx actor.Context) {
+		for _, p := range pubs(self) {
+			ctx.Send(asker, p)
+		}
+		ctx.Send(asker, &messages.RepublishDone{Node: self})
+	}
+	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case *messages.Republish:
+			asker = ctx.Sender()
+			if released {
+				answer(ctx)
+			}
+		case releaseRepublish:
+			released = true
+			if asker != nil {
+				answer(ctx)
+			}
+		}
+	}), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId(), DataAddress: "mem://" + name}
+	return self
+}
+
+// A store node slower to republish than RepublishWait still holds copies
+// the rebuilt shard has not heard of: "lost" is not answered until it
+// has republished (or failed), however long that takes. The shard
+// answered ReportLost from what it had once RepublishWait had passed, and
+// told a leaving member its copy of an object another node held was the
+// last.
+func TestRebuiltShardNeverAnswersLostBeforeEveryStoreRepublished(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	complete := func(id string) func(*messages.NodeRef) []*messages.PublishLocation {
+		return func(self *messages.NodeRef) []*messages.PublishLocation {
+			return []*messages.PublishLocation{{ObjectId: id, Node: self, State: messages.LocationState_COMPLETE, Size: 1 << 20}}
+		}
+	}
+	leaver := fakeRepublisher(t, system, "leaver", false, complete("shared"))
+	slow := fakeRepublisher(t, system, "slow", true, complete("shared"))
+	shard, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: true, RepublishWait: time.Nanosecond,
+		Nodes: func() []*messages.NodeRef { return []*messages.NodeRef{leaver, slow} }}), "shard-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); ; {
+		res, err := system.Root.RequestFuture(shard, CountObjects{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.(ObjectCount).Objects == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the shard never learned the leaver's copy")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := system.Root.RequestFuture(shard, &messages.ReportLost{ObjectId: "shared", Node: leaver}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(*messages.ReportLostReply); r.GetLost() || !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrUnavailable) {
+		t.Fatalf("ReportLost(shared) past RepublishWait while a store node had not republished: lost %v, error %v; want UNAVAILABLE", r.GetLost(), r.GetError())
+	}
+}
+
+// Once every store node has republished, an object the rebuilt shard
+// knows only from a receiver's partial copy (its sender died with the
+// shard's old host) can never be read whole: a Get parked on it hears
+// LOST then, not TIMEOUT at its deadline.
+func TestRebuiltShardAnswersLostForAnObjectWithOnlyPartialCopiesOnceRepublished(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	store := fakeRepublisher(t, system, "receiver", true, func(self *messages.NodeRef) []*messages.PublishLocation {
+		return []*messages.PublishLocation{{ObjectId: "orphan", Node: self, State: messages.LocationState_PARTIAL, Size: 1 << 20}}
+	})
+	shard, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: true,
+		Nodes: func() []*messages.NodeRef { return []*messages.NodeRef{store} }}), "shard-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	getter, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), "getter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := system.Root.RequestFuture(shard, &messages.Locate{ObjectId: "orphan", TimeoutMs: 30_000,
+		Receiver: &messages.NodeRef{NodeId: "getter", Address: getter.GetAddress(), ActorId: getter.GetId()}}, 20*time.Second)
+	system.Root.Send(store.PID(), releaseRepublish{})
+	res, err := get.Result()
+	if err != nil {
+		t.Fatalf("the parked Get: %v, want an answer", err)
+	}
+	if r := res.(*messages.LocateReply); !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrLost) {
+		t.Fatalf("the parked Get of the orphan: %v, want LOST", r)
+	}
+}

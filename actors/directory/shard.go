@@ -1,7 +1,9 @@
 package directory
 
 import (
+	"cmp"
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -42,6 +44,11 @@ type ShardConfig struct {
 	// Host names the member hosting the shard in ShardRebuilt (default:
 	// the parent actor's id).
 	Host string
+	// RepublishWait bounds how long RebuildQuery counts the store nodes
+	// that have not republished yet (DefaultRepublishWait if 0). Whether a
+	// copy is the last is never decided before every one of them answered
+	// or failed, however long that takes.
+	RepublishWait time.Duration
 }
 
 // CountObjects asks a shard (in the same process) how many objects it
@@ -214,11 +221,15 @@ type Shard struct {
 	watched map[string]string // store node PID -> node id, watched for Terminated
 	starts  *atomic.Int32     // shared by the shard's incarnations
 	// republishing holds the store nodes (by PID key) asked to republish
-	// at this start that have not answered RepublishDone yet, until
-	// republishUntil: while one may still send copies, the table cannot
-	// tell whether a copy it knows is the last.
+	// at this start that have neither answered RepublishDone nor failed:
+	// while one may still send copies, the table cannot tell whether a
+	// copy it knows is the last, and LOST is not answered from it.
+	// republishUntil bounds only what RebuildQuery reports.
 	republishing   map[string]bool
 	republishUntil time.Time
+	// republished: every store node asked has answered or failed, and the
+	// table was told (LocationTable.Republished).
+	republished bool
 	// senders send the Republish requests, one per store node, so that a
 	// DeadLetterResponse names the node that was not running.
 	senders actorutil.Senders
@@ -230,11 +241,8 @@ type Shard struct {
 	probing map[string]bool
 }
 
-// RepublishWait bounds how long a shard that (re)started waits for the
-// store nodes' RepublishDone before it answers ReportLost from what it
-// has: a store node that died meanwhile never answers (its copies are
-// gone, and the failure path says so).
-const RepublishWait = 5 * time.Second
+// DefaultRepublishWait is ShardConfig.RepublishWait's default.
+const DefaultRepublishWait = 5 * time.Second
 
 // RebuildQuery asks a shard (in process) how far its rebuild is; it
 // answers RebuildStatus. A shard that just started still expects the
@@ -245,7 +253,7 @@ type RebuildQuery struct{}
 
 // RebuildStatus answers RebuildQuery: Pending store nodes have not
 // answered the shard's republish request yet (0 once RepublishWait has
-// passed since it started).
+// passed since it started: the caller only waits for a quiet directory).
 type RebuildStatus struct{ Pending int }
 
 // NewShardProps returns the props of a directory shard actor.
@@ -300,7 +308,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.UnpublishLocation:
 		out = s.table.Unpublish(m)
 	case *messages.ReportLost:
-		if n := s.rebuilding(now); n > 0 {
+		if n := len(s.republishing); n > 0 {
 			// Whether this is the last copy is not known before every store
 			// node has republished: a leaving member asking now was told
 			// "lost" of an object another member held (its publication
@@ -312,9 +320,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.ReportLost(m, ctx.Sender())
 	case *messages.RepublishDone:
 		delete(s.republishing, actorutil.Key(m.GetNode().PID()))
-		return
+		out = s.republishedAll()
 	case RebuildQuery:
-		ctx.Respond(RebuildStatus{Pending: s.rebuilding(now)})
+		ctx.Respond(RebuildStatus{Pending: s.pending(now)})
 		return
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
@@ -339,10 +347,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 			s.dropped(ctx, "subscribe without a sender")
 			return
 		}
-		out = s.subscribe(ctx.Sender(), m, now)
+		out = s.subscribe(ctx.Sender(), m)
 	case servedSubscribe:
 		var a *messages.SubscribeAnswer
-		a, out = answerInline(s.subscribe(m.subscriber, m.sub, now))
+		a, out = answerInline(s.subscribe(m.subscriber, m.sub))
 		m.done <- a
 	case *messages.Unsubscribe:
 		out = s.unsubscribe(ctx, m)
@@ -369,7 +377,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		// copies are gone, and the failure path says so.
 		delete(s.republishing, actorutil.Key(m.Target))
 		delete(s.probing, actorutil.Key(m.Target))
-		return
+		out = s.republishedAll()
 	default:
 		s.dropped(ctx, "unknown message")
 		return
@@ -380,8 +388,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 
 // subscribe pushes the object's locations to the subscriber (a Reduce
 // coordinator) from now on.
-func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe, now time.Time) []outbox.Send {
-	if m.GetLocatedBefore() && s.rebuilding(now) > 0 {
+func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe) []outbox.Send {
+	if m.GetLocatedBefore() && len(s.republishing) > 0 {
 		// A copy the table does not know yet may still be republished
 		// (as for ReportLost): whether the object is lost is answered to
 		// a later resubscription, once the rebuild is over. The
@@ -407,11 +415,13 @@ func (s *Shard) list(ctx actor.Context, m *messages.ListObjects) {
 func (s *Shard) started(ctx actor.Context) {
 	tc := s.cfg.Table
 	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt
+	tc.Instance = tableInstance()
 	s.table = table.NewLocationTable(tc)
 	s.watched = map[string]string{}
 	s.republishing = map[string]bool{}
 	s.probing = map[string]bool{}
-	s.republishUntil = time.Now().Add(RepublishWait)
+	s.republished = false
+	s.republishUntil = time.Now().Add(cmp.Or(s.cfg.RepublishWait, DefaultRepublishWait))
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
 	if s.cfg.Nodes != nil {
 		// Soft state: whatever the store nodes hold, and the ids they
@@ -468,7 +478,27 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: ctx.Self().GetId(), At: now})
 	}
-	return s.table.IncarnationFailed(node, m.GetWho().GetAddress())
+	return append(s.table.IncarnationFailed(node, m.GetWho().GetAddress()), s.republishedAll()...)
+}
+
+// republishedAll tells the table, once, that every store node it asked
+// to republish has answered or failed: no copy it does not list exists
+// (see LocationTable.Republished).
+func (s *Shard) republishedAll() []outbox.Send {
+	if s.republished || len(s.republishing) > 0 || s.table == nil {
+		return nil
+	}
+	s.republished = true
+	return s.table.Republished()
+}
+
+// tableInstance is a new table's Instance: random (and never 0, the
+// instance of epochs no table issued), so that it issues no epoch an
+// earlier table of the shard did.
+func tableInstance() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return max(binary.BigEndian.Uint32(b[:])&(1<<24-1), 1)
 }
 
 // arm sets the timer for the table's next deadline if it is earlier than
@@ -531,9 +561,10 @@ func (s *Shard) proved(ctx actor.Context, n *messages.NodeRef) {
 	}
 }
 
-// rebuilding counts the store nodes that may still republish copies to
-// this shard (none once RepublishWait has passed since it started).
-func (s *Shard) rebuilding(now time.Time) int {
+// pending counts the store nodes that may still republish copies to this
+// shard, for RebuildQuery (none once RepublishWait has passed since it
+// started).
+func (s *Shard) pending(now time.Time) int {
 	if !now.Before(s.republishUntil) {
 		return 0
 	}

@@ -86,6 +86,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.reduceRelease(ctx, m)
 	case *messages.ReduceInvalidate:
 		n.reduceInvalidate(ctx, m)
+	case *messages.ReduceCommit:
+		n.reduceCommit(m)
 	case *messages.StoreReduced:
 		n.storeReduced(ctx, m)
 	case *messages.Republish:
@@ -187,6 +189,21 @@ func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) 
 func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {
 	if wk := n.reduces[m.GetReduceId()][m.GetPosition()]; wk != nil {
 		ctx.Send(wk.pid, m)
+	}
+}
+
+// reduceCommit completes the target a tree root on this node wrote whole
+// for the generation its coordinator took (messages.ReduceCommit): its
+// readers finish, and Gets here return it. It is done here, in this
+// turn, not by the root's worker: the coordinator stops once it has
+// answered, and its Terminated, a system message, can reach the worker
+// before this (the worker then keeps the held target for it), and the
+// release that follows it finds the target complete. A commit of a
+// generation that did not write the copy completes nothing.
+func (n *StoreNode) reduceCommit(m *messages.ReduceCommit) {
+	if !n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration()) {
+		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "target": m.GetTargetId(), "generation": m.GetGeneration()}).
+			Info("a committed reduce target is not here whole (dropped, or its node's store failed): the result is lost")
 	}
 }
 

@@ -140,12 +140,20 @@ func (r *abandonRig) get() *actor.Future {
 }
 
 // newRootServes sends the re-planned tree's root (generation 2), which reduces
-// this node's one source into the target, and checks that the Get
+// this node's one source into the target, commits its result when it
+// reports it done, as its coordinator does, and checks that the Get
 // returns and the node holds the new run's result.
 func (r *abandonRig) newRootServes(get *actor.Future) {
 	r.t.Helper()
-	r.system.Root.Send(r.node, &messages.ReduceTask{ReduceId: abandonReduce, TargetId: abandonTarget, Op: messages.ReduceOp_SUM,
-		Dtype: messages.DType_INT64, Size: abandonSize, Position: 0, Root: true, SourceId: "src", OutputId: abandonTarget, Generation: 2})
+	node := r.node
+	coord := r.system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.ReduceTaskDone); ok && m.GetError() == nil {
+			ctx.Send(node, &messages.ReduceCommit{ReduceId: m.GetReduceId(), Position: m.GetPosition(), Generation: m.GetGeneration(),
+				TargetId: abandonTarget})
+		}
+	}))
+	r.system.Root.RequestWithCustomSender(r.node, &messages.ReduceTask{ReduceId: abandonReduce, TargetId: abandonTarget, Op: messages.ReduceOp_SUM,
+		Dtype: messages.DType_INT64, Size: abandonSize, Position: 0, Root: true, SourceId: "src", OutputId: abandonTarget, Generation: 2}, coord)
 	res, err := get.Result()
 	if err != nil {
 		r.t.Fatalf("Get of the target: %v", err)

@@ -44,22 +44,9 @@ type reduceWorker struct {
 
 // runStarted is a run's report that its output exists, or why not.
 type runStarted struct {
-	run    uint64
-	err    *messages.Error
-	sealed int32 // see targetSealed
-}
-
-// targetSealed is the directory's refusal of a root's target because an
-// earlier root generation finished it and a Get may have read it
-// (CreateObjectReply.sealed_generation): the coordinator takes that
-// generation's result.
-type targetSealed struct {
-	gen int32
+	run uint64
 	err *messages.Error
 }
-
-func (e *targetSealed) Error() string { return e.err.Error() }
-func (e *targetSealed) Unwrap() error { return e.err }
 
 // runEnded is a run's last report.
 type runEnded struct {
@@ -105,15 +92,19 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 	case *messages.ReduceInvalidate:
 		w.do(ctx, w.runs.Invalidate(m.GetGeneration()))
 	case runStarted:
-		w.do(ctx, w.runs.RunStarted(m.run, m.err, m.sealed, w.dead()))
+		w.do(ctx, w.runs.RunStarted(m.run, m.err, w.dead()))
 	case runEnded:
 		w.do(ctx, w.runs.RunEnded(m.run, m.end, w.dead()))
 	case *messages.ReduceRelease:
-		w.do(ctx, w.runs.Release(m.GetKeepTarget()))
+		// A target is kept only whole: a root's that its coordinator
+		// committed, a gather's that it finished. A root whose result the
+		// coordinator did not take (it moved the root elsewhere) holds a
+		// target nobody may read whole: it goes.
+		w.do(ctx, w.runs.Release(m.GetKeepTarget() && w.targetComplete()))
 	case *actor.Terminated:
 		if samePID(w.coordinator, m.GetWho()) {
 			w.cfg.Log.WithField("reduce", w.runs.Task().GetReduceId()).Debug("reduce coordinator gone; releasing this position")
-			w.do(ctx, w.runs.CoordinatorGone(w.targetComplete()))
+			w.do(ctx, w.runs.CoordinatorGone(w.targetComplete() || w.targetAwaitsCommit()))
 		}
 	case *actor.Stopping, *actor.Restarting:
 		w.do(ctx, w.runs.Stop())
@@ -169,11 +160,6 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 		w.tl.mark(stepRun)
 		report := func(msg any) { system.Root.Send(self, msg) }
 		end := w.run(run, system, order.Task, func(err error) {
-			var sealed *targetSealed
-			if errors.As(err, &sealed) {
-				report(runStarted{run: order.ID, err: sealed.err, sealed: sealed.gen})
-				return
-			}
 			report(runStarted{run: order.ID, err: messages.AsError(err)})
 		})
 		report(runEnded{run: order.ID, end: end})
@@ -182,7 +168,8 @@ func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
 
 // rewind clears the output now, so readers stop using bytes that contain
 // a lost object. A complete target is never rewound: it already is the
-// exact result of the sources its generation reduced.
+// exact result of the sources its generation reduced, which its
+// coordinator took (a root's target completes only at its commit).
 func (w *reduceWorker) rewind(root bool) {
 	o := w.out.load()
 	if o == nil {
@@ -221,10 +208,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		}
 		if err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
-			if sealed := (*targetSealed)(nil); !errors.As(err, &sealed) {
-				err = stopped(ctx, err)
-			}
-			started(err)
+			started(stopped(ctx, err))
 			return storenode.RunEnd{}
 		}
 		if old != nil {
@@ -236,6 +220,12 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			started(stopped(ctx, errReleased))
 			return storenode.RunEnd{}
 		}
+	}
+	if keepsTarget(t) {
+		// A root that runs again on this node reuses its output: the
+		// marks name the generation writing it now, which alone its
+		// coordinator's commit can complete (storenode.Store.CommitTarget).
+		out.SetProducer(t.GetReduceId(), t.GetGeneration())
 	}
 	w.tl.mark(stepCreated)
 	started(nil)
@@ -270,7 +260,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		case t.GetRelay():
 			err = w.relay(ctx, t, out, wr)
 		default:
-			m, err = w.reduce(ctx, system, t, out, wr)
+			m, fp, err = w.reduce(ctx, t, out, wr)
 		}
 		w.tl.log(w.cfg.Log, t)
 		switch {
@@ -331,13 +321,13 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 	// could hold the bytes of a run a participant's failure abandoned).
 	res, err := actorutil.Request(ctx, system.Root, w.cfg.ShardFor(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(),
 		Size: t.GetSize(), Creator: w.cfg.Self, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration(), Unoffered: t.GetGather()})
-	refused, sealed := false, int32(0)
+	refused := false
 	if err == nil {
 		if cr, ok := res.(*messages.CreateObjectReply); !ok {
 			err = messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to CreateObject", res)
 		} else {
 			err = messages.ErrOrNil(cr.GetError())
-			refused, sealed = err != nil, cr.GetSealedGeneration()
+			refused = err != nil
 		}
 	}
 	if err != nil {
@@ -353,9 +343,6 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 		}
 		w.cfg.Store.Abort(out, why)
 		w.out.undo(out, prev)
-		if refused && sealed > 0 {
-			return nil, &targetSealed{gen: sealed, err: messages.AsError(err)}
-		}
 		return nil, err
 	}
 	return out, nil
@@ -402,13 +389,23 @@ func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []
 		// marks (olderRun).
 		out.SetProducer(t.GetReduceId(), t.GetGeneration())
 	}
+	if heldRoot(t) {
+		// Readable as it is produced, but whole only once the coordinator
+		// takes this root's result (see commit).
+		out.HoldTail()
+	}
 	if t.GetGather() {
 		out.MarkGatherCopy()
 	}
 	return out, evicted, nil
 }
 
-func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (measured, error) {
+// reduce reduces the position's own source with its children's outputs
+// into out, and returns what it measured and, at a tree's root, the
+// target's fingerprint. A root's target stays incomplete, its last byte
+// held back, until its coordinator commits it (see commit); every other
+// output completes here.
+func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (measured, uint64, error) {
 	// The run measures the link (see observe) only if every input was
 	// whole when it was opened: a read that waits for a producer (a Put
 	// still copying, a child still reducing) would be counted as the
@@ -417,12 +414,12 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 	whole := w.wholeHere(t.GetSourceId()) && t.GetSize() >= netmodel.MinMeasuredTransfer
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
-		return measured{}, err
+		return measured{}, 0, err
 	}
 	if t.GetSliced() {
 		// A slice of a sliced AllReduce: its own bytes, read in place.
 		if r, err = storenode.NewSliceReader(r, t.GetSourceOffset(), t.GetSize()); err != nil {
-			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
+			return measured{}, 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
 		}
 	}
 	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()) // one size for all of this task's streams
@@ -433,7 +430,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		ownIn = w.tl.firstByte(own) // a leaf's first byte is its own
 	}
 	if own.Size() != t.GetSize() {
-		return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
+		return measured{}, 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q has %d bytes, the Reduce expects %d", t.GetSourceId(), own.Size(), t.GetSize())
 	}
 	kids := make([]transport.Stream, 0, len(t.GetChildren()))
 	defer func() {
@@ -446,7 +443,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		whole = whole && c.GetComplete()
 		s, err := w.open(ctx, c, chunk, paced(t))
 		if err != nil {
-			return measured{}, err
+			return measured{}, 0, err
 		}
 		if c.GetNode().GetNodeId() != w.cfg.Self.GetNodeId() {
 			ts := &timedStream{Stream: s}
@@ -454,7 +451,7 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		}
 		kids = append(kids, w.tl.firstByte(s))
 		if s.Size() != t.GetSize() {
-			return measured{}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
+			return measured{}, 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "input %q on %s has %d bytes, the Reduce expects %d",
 				c.GetObjectId(), c.GetNode().GetNodeId(), s.Size(), t.GetSize())
 		}
 	}
@@ -465,25 +462,23 @@ func (w *reduceWorker) reduce(ctx context.Context, system *actor.ActorSystem, t 
 		onRange = fp.Write
 	}
 	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(ownIn, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
-		return measured{}, err
+		return measured{}, 0, err
 	}
 	if ctx.Err() != nil {
-		return measured{}, messages.AsError(ctx.Err())
+		return measured{}, 0, messages.AsError(ctx.Err())
 	}
 	var m measured
 	if whole {
 		m = w.observe(remote)
 	}
+	if heldRoot(t) {
+		// Whole, and held: the coordinator commits it (see commit).
+		return m, fp.Sum(), nil
+	}
 	if err := w.cfg.Store.Complete(out); err != nil {
-		return measured{}, err
+		return measured{}, 0, err
 	}
-	if t.GetRoot() {
-		// With the Reduce's id: a shard that dropped this copy meanwhile
-		// (the Reduce failed and released it) does not record it again.
-		system.Root.Send(w.cfg.ShardFor(t.GetTargetId()), &messages.PublishLocation{ObjectId: t.GetTargetId(), Node: w.cfg.Self,
-			State: messages.LocationState_COMPLETE, Size: t.GetSize(), Fingerprint: fp.Sum(), Creator: true, ReduceId: t.GetReduceId()})
-	}
-	return m, nil
+	return m, 0, nil
 }
 
 // wholeHere reports whether this node's copy of id is complete now.
@@ -568,6 +563,14 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
 }
 
+// targetAwaitsCommit reports whether the position is a tree's root whose
+// run wrote the target whole, held back until its coordinator's commit
+// (the node applies it: see StoreNode.reduceCommit).
+func (w *reduceWorker) targetAwaitsCommit() bool {
+	o := w.out.load()
+	return o != nil && heldRoot(w.runs.Task()) && o.HeldWhole()
+}
+
 func (w *reduceWorker) targetComplete() bool {
 	o := w.out.load()
 	if o == nil || !keepsTarget(w.runs.Task()) {
@@ -608,6 +611,11 @@ func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
 	rid, gen := o.Producer()
 	return rid == t.GetReduceId() && gen < t.GetGeneration()
 }
+
+// heldRoot reports whether the position is a tree's root, whose target
+// completes only at its coordinator's commit (a sliced AllReduce's
+// gathers are offered by the coordinator instead).
+func heldRoot(t *messages.ReduceTask) bool { return t.GetRoot() && !t.GetGather() }
 
 // keepsTarget reports whether the position's output is (a copy of) the
 // Reduce's target, which outlives the Reduce: the root's, or a gather's
