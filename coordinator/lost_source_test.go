@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hoplite-go/hoplite/events"
@@ -217,7 +218,7 @@ func TestEverySourceLost(t *testing.T) {
 
 // A plain Reduce treats a lost source as its node's failure does: a
 // placed one leaves its position for the ready backup; one not located
-// is still waited for (it may be Put again: the caller asked for n).
+// is waited for while enough others can make up n (it may be Put again).
 func TestReduceSourceLost(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c", "d"}, 2), Config{ForceDegree: 1})
 	r.Begin(t0)
@@ -258,5 +259,30 @@ func TestKneePhaseSourceLost(t *testing.T) {
 	r.Located(lostUpdate("s1"), t0)
 	if len(r.pending) != 1 || r.pending[0].GetObjectId() != "s0" {
 		t.Fatalf("pending %v, want s0 alone", r.pending)
+	}
+}
+
+// A plain Reduce whose lost sources leave fewer than n that can take
+// part fails at once with LOST, naming them, instead of waiting for them
+// until its deadline and answering TIMEOUT: located or not, a lost
+// source takes part again only if a new copy of it arrives (it is Put
+// again), which before the failure makes it possible again.
+func TestReduceFailsWithLostOnceTooFewSourcesCanTakePart(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c", "d"}, 3), Config{ForceDegree: 1})
+	r.Begin(t0)
+	r.Located(completeAt("a", node(1)), t0)
+	r.Located(completeAt("b", node(2)), t0)
+	if fx := r.Located(lostUpdate("c"), t0); fx.Reply() != nil {
+		t.Fatalf("c lost, a, b and d can make up 3: %v", fx.Reply())
+	}
+	// c is Put again: possible once more; then d is lost.
+	r.Located(completeAt("c", node(3)), t0)
+	if fx := r.Located(lostUpdate("d"), t0); fx.Reply() != nil {
+		t.Fatalf("d lost after c came back: %v", fx.Reply())
+	}
+	fx := r.Located(lostUpdate("b"), t0)
+	err := mustFail(t, r, fx, messages.ErrLost, nodeIDs(fx.Release()))
+	if msg := err.GetMessage(); !strings.Contains(msg, "b, d") {
+		t.Fatalf("the failure %q does not name the lost sources b and d", msg)
 	}
 }

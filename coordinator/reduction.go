@@ -1115,9 +1115,12 @@ func (r *Reduction) nodeFailed(node string) effects {
 // make up n without it lowers n; a tree repairs with a backup). An
 // AllReduce lowers n for one never located too: nothing else tells it
 // that such a source is gone (the failure of its node names no source
-// the Reduction knew of). A plain Reduce keeps waiting for one, which
-// may be Put again: the caller asked for n. Inline sources live in the
-// directory and are never lost.
+// the Reduction knew of). A plain Reduce counts a lost source, located or
+// not, as one that cannot take part until a new copy of it arrives (it
+// may be Put again), and fails with LOST once fewer than n can: it waited
+// for them until its deadline, and answered TIMEOUT about sources the
+// directory knew were gone. Inline sources live in the directory and are
+// never lost.
 func (r *Reduction) sourceLost(id string) effects {
 	var fx effects
 	if r.inline {
@@ -1136,6 +1139,21 @@ func (r *Reduction) sourceLost(id string) effects {
 	}
 	if r.sources[id] != nil && r.tree != nil {
 		r.sourceGone(id, &fx)
+	}
+	if r.req.GetAllReduce() {
+		return fx
+	}
+	r.lost[id] = true
+	if n := int(r.req.GetNumObjects()); r.possible() < n {
+		var lost []string
+		for _, s := range r.req.GetSourceIds() {
+			if r.lost[s] && !r.gone[s] {
+				lost = append(lost, s)
+			}
+		}
+		return r.fail(messages.Errorf(messages.ErrorCode_LOST,
+			"reduce: sources %s are lost (no copy is left); %d sources remain for num_objects %d; Put them again to reduce them",
+			strings.Join(lost, ", "), r.possible(), n))
 	}
 	return fx
 }
@@ -1354,13 +1372,7 @@ func (r *Reduction) sourceDeleted(id string) effects {
 		// failed position (the knee simulation's seed 2163 reduced one).
 		r.sourceGone(id, &fx)
 	}
-	possible := 0
-	for _, s := range r.req.GetSourceIds() {
-		if !r.gone[s] {
-			possible++
-		}
-	}
-	if possible < int(r.req.GetNumObjects()) {
+	if possible := r.possible(); possible < int(r.req.GetNumObjects()) {
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED,
 			"reduce: source %q was deleted; %d sources remain for num_objects %d", id, possible, r.req.GetNumObjects()))
 	}
