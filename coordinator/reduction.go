@@ -468,7 +468,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 		// Before the re-planned tasks, for the same reason: the node stops
 		// every worker of the abandoned run (they say nothing more) and
 		// spawns new ones for the new tasks.
-		e.Send(n, &messages.ReduceRelease{ReduceId: r.id})
+		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, TargetId: r.req.GetTargetId()})
 	}
 	for _, t := range fx.Tasks {
 		t.Task.TimeoutMs = remaining
@@ -500,7 +500,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 		e.Send(TargetShard{}, p)
 	}
 	for _, n := range fx.Release {
-		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep})
+		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep, TargetId: r.req.GetTargetId()})
 	}
 	if fx.ReleaseKeep && r.tree != nil {
 		for _, n := range r.bystanders(fx.Release) {
@@ -509,7 +509,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 			// took part with a source only (a leaf's is read where it
 			// lies), which would otherwise learn B from no Reduce whose
 			// leaf it keeps being.
-			e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: true})
+			e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: true, TargetId: r.req.GetTargetId()})
 		}
 	}
 	if fx.ReleaseTarget {

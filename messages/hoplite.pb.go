@@ -3756,7 +3756,14 @@ type ReduceRelease struct {
 	// unknown), for participants that have measured none themselves: a
 	// member that coordinates a later AllReduce needs B to pace it, and
 	// the positions that measure it report to the coordinator alone.
-	Bandwidth     float64 `protobuf:"fixed64,3,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	Bandwidth float64 `protobuf:"fixed64,3,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	// target_id: the node drops its copy of the target that this Reduce's
+	// run made (its producer marks say so), unless it is kept and complete
+	// (a root's that the coordinator committed, a gather's that finished):
+	// a root's worker may have stopped before the release arrives (its
+	// coordinator's Terminated overtook it), and an uncommitted target is
+	// no result.
+	TargetId      string `protobuf:"bytes,4,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3810,6 +3817,13 @@ func (x *ReduceRelease) GetBandwidth() float64 {
 		return x.Bandwidth
 	}
 	return 0
+}
+
+func (x *ReduceRelease) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
 }
 
 // StoreReduced asks the caller's node to store a result computed without a
@@ -4397,12 +4411,13 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
 	"generation\x12\x1b\n" +
-	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"k\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"\x88\x01\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
 	"\vkeep_target\x18\x02 \x01(\bR\n" +
 	"keepTarget\x12\x1c\n" +
-	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\"{\n" +
+	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\x12\x1b\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"{\n" +
 	"\fStoreReduced\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
 	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12\x12\n" +

@@ -184,6 +184,18 @@ func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) 
 		ctx.Send(wk.pid, m)
 	}
 	delete(n.reduces, m.GetReduceId())
+	// The copy of the target this Reduce's run made here, found by id:
+	// its worker may have stopped already, taking its record above with
+	// it (its coordinator's Terminated, a system message, overtook this
+	// release). It stays only as the result: kept, and complete (its
+	// commit came before this release, or it is a gather's that
+	// finished). A root's target that no commit completed is no result.
+	if o := n.cfg.Store.Lookup(m.GetTargetId()); o != nil && m.GetTargetId() != "" {
+		_, done, _ := o.Progress()
+		if rid, _ := o.Producer(); rid == m.GetReduceId() && !(m.GetKeepTarget() && done) {
+			dropReleased(n.cfg.Store, o, true, rid)
+		}
+	}
 }
 
 func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {

@@ -136,3 +136,74 @@ func TestRootTargetCompletesOnlyOnItsCommit(t *testing.T) {
 		t.Fatalf("the committed target: %v, equal to the source %v", err, bytes.Equal(b, data))
 	}
 }
+
+// A root's target that no commit completed is no result: its node drops
+// it when the Reduce is released, even keeping the target, and even if
+// the root's worker is gone by then (its coordinator stopped right after
+// answering, and its Terminated reached the worker before the release:
+// the worker keeps a target that awaits a commit, which may be on its
+// way). Kept, the copy stayed pinned and held for ever, and a Get on
+// that node waited on it to its deadline.
+func TestReleaseDropsARootTargetNoCommitCompleted(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	defer system.Shutdown()
+	shard := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.CreateObject); ok {
+			ctx.Respond(&messages.CreateObjectReply{ObjectId: m.GetObjectId()})
+		}
+	}))
+	for _, commit := range []bool{false, true} {
+		store := storenode.NewStore(1 << 20)
+		src, _, err := store.Create("src", 64, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Append(make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Complete(src); err != nil {
+			t.Fatal(err)
+		}
+		log := logrus.New()
+		log.SetOutput(io.Discard)
+		node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
+			Log: logrus.NewEntry(log), DefaultTimeout: 5 * time.Second, StallTimeout: 5 * time.Second}))
+		reports := make(chan *messages.ReduceTaskDone, 1)
+		coord := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+			if m, ok := ctx.Message().(*messages.ReduceTaskDone); ok {
+				reports <- m
+			}
+		}))
+		system.Root.RequestWithCustomSender(node, &messages.ReduceTask{ReduceId: "r1", TargetId: "target", OutputId: "target", Root: true,
+			Size: 64, Generation: 1, SourceId: "src", Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, coord)
+		select {
+		case <-reports:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the root never reported done")
+		}
+		if commit {
+			system.Root.Send(node, &messages.ReduceCommit{ReduceId: "r1", Generation: 1, TargetId: "target"})
+		}
+		if err := system.Root.StopFuture(coord).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		system.Root.Send(node, &messages.ReduceRelease{ReduceId: "r1", KeepTarget: true, TargetId: "target"})
+		if _, err := system.Root.RequestFuture(node, &messages.NodeStatus{}, 10*time.Second).Result(); err != nil {
+			t.Fatal(err)
+		}
+		o := store.Lookup("target")
+		if !commit && o != nil {
+			t.Fatal("the uncommitted root target is still in the store after the Reduce's release")
+		}
+		if commit {
+			if o == nil {
+				t.Fatal("the committed target went with the release that keeps it")
+			}
+			if _, done, err := o.Progress(); !done || err != nil {
+				t.Fatalf("the committed target after the release: done %v, %v", done, err)
+			}
+		}
+	}
+}
