@@ -472,8 +472,9 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 		return nil
 	}
 	if state == messages.LocationState_COMPLETE && req.GetCreator() && e.reservedBy != "" {
-		// A Reduce's root finished its target: only now are its contents,
-		// and so its fingerprint, known.
+		// A Reduce's coordinator committed its root's target (or a sliced
+		// AllReduce's gathers): only now are its contents, and so its
+		// fingerprint, known.
 		e.fingerprint, e.reservedBy = req.GetFingerprint(), ""
 	}
 	node := req.GetNode().GetNodeId()
@@ -920,10 +921,10 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 		return nil
 	}
 	e := t.entries[req.GetTargetId()]
-	// A target the Reduce finished (its root's COMPLETE ended the
-	// reservation) goes too: the Reduce failed after all (its caller's
-	// node died, or its deadline passed, before the coordinator took the
-	// root's report), and the root's worker drops its copy on the same
+	// A target the Reduce committed (its coordinator's COMPLETE ended the
+	// reservation) goes too: the Reduce failed after all (an AllReduce
+	// whose participant could not fetch the result, or whose deadline
+	// passed meanwhile), and the root's node drops its copy on the same
 	// release. Kept, it was a copy its node no longer held: a Get there
 	// failed with "already holds" (chaos soak seed 91128695).
 	finished := e != nil && e.producedBy == rid && e.reservedBy == ""

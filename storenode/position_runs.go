@@ -65,9 +65,11 @@ type RunOrder struct {
 
 // RunEnd is how a run ended, as its goroutine saw it. Report false means
 // it ended without a word to the coordinator: it could not start (its
-// RunStarted said why), an earlier generation had finished the root's
-// target, or an input's node failed and the coordinator, which watches
-// that node, sends a repaired generation.
+// RunStarted said why), the coordinator had committed an earlier
+// generation's target, or an input's node failed and the coordinator,
+// which watches that node, sends a repaired generation. A tree root's
+// run that reports success has written the target whole but not
+// completed it: its coordinator's commit does (messages.ReduceCommit).
 type RunEnd struct {
 	Report bool
 	Err    *messages.Error

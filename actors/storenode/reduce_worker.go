@@ -241,7 +241,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		}
 		wr := out.NewWriter() // supersedes an earlier run's writer
 		if _, done, _ := out.Progress(); done && keepsTarget(t) {
-			return storenode.RunEnd{} // an earlier generation finished the target: it stands
+			return storenode.RunEnd{} // the coordinator committed an earlier generation's target: it stands
 		}
 		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
 			if err := wr.Rewind(); err != nil {
