@@ -248,13 +248,20 @@ func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
 		return effects{}
 	}
 	r.reply = r.success(r.req.GetSourceIds())
-	fx := r.maybeFinish()
+	var fx effects
 	// The creator's copy first: it ends the reservation, and the others
-	// are copies of a known object. One sender, one shard: in order.
+	// are copies of a known object. One sender, one shard: in order. Every
+	// gather's node completes its copy on its commit (until then a Get
+	// there could return a run a participant's failure abandons), and the
+	// AllReduce answers once each says its copy is whole: a participant's
+	// Get of the result, sent after its commit, answers then.
 	for i, id := range s.gathers {
+		fx.Commit = append(fx.Commit, Task{Node: r.nodes[id], Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(s.gpos[id]), Generation: 1}})
 		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: r.nodes[id],
 			State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: s.fp, Creator: i == 0})
+		r.askFetch(r.nodes[id], &fx)
 	}
+	fx.merge(r.maybeFinish())
 	return fx
 }
 

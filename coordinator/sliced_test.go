@@ -135,17 +135,47 @@ func TestSlicedTasks(t *testing.T) {
 			continue
 		}
 		var pubs []*messages.PublishLocation
-		replyAt, lastPub := -1, -1
-		for j, s := range fx.Sends {
-			switch m := s.Msg.(type) {
-			case *messages.PublishLocation:
-				pubs, lastPub = append(pubs, m), j
-			case *messages.ReduceReply:
-				replyAt = j
+		for _, s := range fx.Sends {
+			if m, ok := s.Msg.(*messages.PublishLocation); ok {
+				pubs = append(pubs, m)
 			}
 		}
-		if len(pubs) != n || !pubs[0].GetCreator() || pubs[0].GetNode().GetNodeId() != "n2" || pubs[1].GetCreator() || pubs[0].GetFingerprint() != 0xfeed || replyAt < lastPub {
-			t.Fatalf("publications %v (reply at %d)", pubs, replyAt)
+		if len(pubs) != n || !pubs[0].GetCreator() || pubs[0].GetNode().GetNodeId() != "n2" || pubs[1].GetCreator() || pubs[0].GetFingerprint() != 0xfeed {
+			t.Fatalf("publications %v", pubs)
+		}
+		// Every gather's node completes its copy on its commit, which
+		// comes before the release that keeps it (one node's messages
+		// arrive in order): until then a Get there could return a run
+		// that a participant's failure abandons.
+		committed := map[string]int{}
+		for j, s := range fx.Sends {
+			node, _ := s.To.(*messages.NodeRef)
+			switch m := s.Msg.(type) {
+			case *messages.ReduceCommit:
+				if m.GetTargetId() != testTarget || m.GetGeneration() != 1 {
+					t.Fatalf("commit %v", m)
+				}
+				committed[node.GetNodeId()] = j
+			case *messages.ReduceRelease:
+				if at, ok := committed[node.GetNodeId()]; !ok || at > j {
+					t.Fatalf("the release to %s comes before its commit (sends %v)", node.GetNodeId(), fx.Sends)
+				}
+			}
+		}
+		if len(committed) != n {
+			t.Fatalf("commits to %v, want every gather's node", committed)
+		}
+		// It answers once every gather's node says its copy is whole (its
+		// Get of the result, sent after its commit).
+		asked := nodeIDs(fx.Fetch())
+		if slices.Sort(asked); !slices.Equal(asked, []string{"n0", "n1", "n2"}) || fx.Reply() != nil {
+			t.Fatalf("Gets of the result on %v, reply %v; want every gather's node asked first", asked, fx.Reply())
+		}
+		for j, node := range asked {
+			fx = r.Fetched(node, nil, t0)
+			if (fx.Reply() != nil) != (j == len(asked)-1) {
+				t.Fatalf("%s's copy is whole: reply %v", node, fx.Reply())
+			}
 		}
 		if rep := fx.Reply(); rep.GetError() != nil || !slices.Equal(rep.GetReducedIds(), ids("s", n)) || !fx.ReleaseKeep() {
 			t.Fatalf("reply %v", rep)
@@ -817,9 +847,17 @@ func TestSlicedRingTasks(t *testing.T) {
 			t.Fatalf("relay %d done: %v", tk.Task.GetPosition(), fx.Sends)
 		}
 	}
+	var fetch []string
 	for i, g := range tasks[n*n : n*n+n] {
-		if fx := r.Done(done(int(g.Task.GetPosition())), t0); (fx.Reply() != nil) != (i == n-1) {
-			t.Fatalf("gather %d done: reply %v", i, fx.Reply())
+		fx := r.Done(done(int(g.Task.GetPosition())), t0)
+		if fx.Reply() != nil || (len(fx.Fetch()) != 0) != (i == n-1) {
+			t.Fatalf("gather %d done: reply %v, Gets on %v", i, fx.Reply(), fx.Fetch())
+		}
+		fetch = append(fetch, nodeIDs(fx.Fetch())...)
+	}
+	for j, node := range fetch {
+		if fx := r.Fetched(node, nil, t0); (fx.Reply() != nil) != (j == n-1) {
+			t.Fatalf("%s's copy is whole: reply %v", node, fx.Reply())
 		}
 	}
 	// A failed relay fails the run like any position.

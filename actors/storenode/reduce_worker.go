@@ -388,10 +388,8 @@ func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []
 		// storenode.Object.Publication). A newer run's root reads the
 		// marks (olderRun).
 		out.SetProducer(t.GetReduceId(), t.GetGeneration())
-	}
-	if heldRoot(t) {
 		// Readable as it is produced, but whole only once the coordinator
-		// takes this root's result (see commit).
+		// takes this run's result (see StoreNode.reduceCommit).
 		out.HoldTail()
 	}
 	if t.GetGather() {
@@ -471,8 +469,9 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 	if whole {
 		m = w.observe(remote)
 	}
-	if heldRoot(t) {
-		// Whole, and held: the coordinator commits it (see commit).
+	if t.GetRoot() {
+		// Whole, and held: the coordinator commits it (see
+		// StoreNode.reduceCommit).
 		return m, fp.Sum(), nil
 	}
 	if err := w.cfg.Store.Complete(out); err != nil {
@@ -563,12 +562,12 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 	return w.cfg.Transport.Open(octx, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
 }
 
-// targetAwaitsCommit reports whether the position is a tree's root whose
-// run wrote the target whole, held back until its coordinator's commit
-// (the node applies it: see StoreNode.reduceCommit).
+// targetAwaitsCommit reports whether the position's run wrote its copy of
+// the target whole, held back until its coordinator's commit (the node
+// applies it: see StoreNode.reduceCommit).
 func (w *reduceWorker) targetAwaitsCommit() bool {
 	o := w.out.load()
-	return o != nil && heldRoot(w.runs.Task()) && o.HeldWhole()
+	return o != nil && keepsTarget(w.runs.Task()) && o.HeldWhole()
 }
 
 func (w *reduceWorker) targetComplete() bool {
@@ -612,14 +611,12 @@ func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
 	return rid == t.GetReduceId() && gen < t.GetGeneration()
 }
 
-// heldRoot reports whether the position is a tree's root, whose target
-// completes only at its coordinator's commit (a sliced AllReduce's
-// gathers are offered by the coordinator instead).
-func heldRoot(t *messages.ReduceTask) bool { return t.GetRoot() && !t.GetGather() }
-
 // keepsTarget reports whether the position's output is (a copy of) the
 // Reduce's target, which outlives the Reduce: the root's, or a gather's
-// in a sliced AllReduce. Such an output, once complete, is never rewound.
+// in a sliced AllReduce. Such an output completes only at its
+// coordinator's commit (until then its last byte is held back from its
+// readers: storenode.Object.HoldTail), and once complete it is never
+// rewound.
 func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGather() }
 
 // gather assembles the target of a sliced AllReduce: every child is one
@@ -700,9 +697,11 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	if err := wr.Advance(int(size)); err != nil {
 		return 0, err
 	}
+	// Whole, and held until the coordinator commits it: a Get on this
+	// node returned a run that a participant's failure then abandoned.
 	// Pinned (as the Store creates it) until the release: an eviction
 	// would unpublish a copy the coordinator has yet to publish.
-	return fp.Sum(), w.cfg.Store.Complete(out)
+	return fp.Sum(), nil
 }
 
 // relay copies its one child, a reduced slice on the participant before
