@@ -599,3 +599,28 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 		t.Fatalf("the subscriber did not hear of the complete copy: %v", out)
 	}
 }
+
+// A receiver names the last whole copy, a fetched one, as its failed
+// sender before the shard hears that its node died: the copy is avoided,
+// not removed, as a creator's is, so the failure, when it comes, finds it
+// and the object is LOST at once. Removed, no copy was left for the
+// failure to end, and Gets of the object waited for their deadlines.
+func TestLastWholeCopyNamedFailedIsLostWithItsNode(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	locate(tb, "x", 1, t0)
+	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.NodeFailed("n0") // n1's copy is the last whole one
+	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
+		t.Fatalf("n2's sender %s, want n1", s)
+	}
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
+	if len(repliesTo(out, replyTo("r2"))) != 0 {
+		t.Fatalf("n2 locating again, naming n1 failed: %v, want it to wait", out)
+	}
+	out = tb.NodeFailed("n1")
+	if r := locateReply(t, out, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("n2's parked Locate once n1 failed: %v, want LOST", r.GetError())
+	}
+}

@@ -275,6 +275,17 @@ func (e *entry) hasSource() bool {
 	return false
 }
 
+// hasSourceBut reports whether a copy other than node's can be read
+// whole (see hasSource).
+func (e *entry) hasSourceBut(node string) bool {
+	for id, loc := range e.locs {
+		if id != node && (loc.state == messages.LocationState_COMPLETE || loc.creator) {
+			return true
+		}
+	}
+	return false
+}
+
 // forgetIfIdle drops an entry that holds nothing and nobody waits on, so
 // Gets of ids that never appear leave no trace once they give up.
 func (t *LocationTable) forgetIfIdle(e *entry) {
@@ -576,14 +587,18 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 	rid := req.GetReceiver().GetNodeId()
 	avoid := ""
 	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
-		if loc := e.locs[f.GetNodeId()]; loc != nil && loc.creator && loc.state == messages.LocationState_COMPLETE {
+		if loc := e.locs[f.GetNodeId()]; loc != nil && loc.state == messages.LocationState_COMPLETE && (loc.creator || !e.hasSourceBut(f.GetNodeId())) {
 			// A receiver's stream error says nothing certain about the
 			// creator (the receiver stalled, a connection broke): removed,
 			// its whole copy, often the only one, was offered to nobody
 			// again while its node lived, and every later Get waited to
 			// its deadline. A creator that died goes with its node's
 			// failure; until then this receiver tries others first, and
-			// it again only after AvoidFailedCreator.
+			// it again only after AvoidFailedCreator. So does the last
+			// whole copy of any other node: removed, no copy was left to
+			// offer, and once its node's failure came there was no copy
+			// for it to end, so the object was never found LOST and its
+			// Gets waited for their deadlines.
 			avoid = f.GetNodeId()
 		} else {
 			out = append(out, t.removeLocation(e, f.GetNodeId())...)
