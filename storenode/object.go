@@ -135,6 +135,14 @@ func (o *Object) HoldTail() {
 	o.held = true
 }
 
+// Uncommitted reports whether o is held (HoldTail) and not complete: a
+// Reduce's copy of its target that no commit completed (yet).
+func (o *Object) Uncommitted() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.held && !o.done && o.err == nil
+}
+
 // HeldWhole reports whether o is held (HoldTail), written whole and not
 // complete yet: a root's finished target that awaits its commit.
 func (o *Object) HeldWhole() bool {

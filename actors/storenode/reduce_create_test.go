@@ -207,3 +207,87 @@ func TestReleaseDropsARootTargetNoCommitCompleted(t *testing.T) {
 		}
 	}
 }
+
+// A Reduce started again after its coordinator's member died (a new
+// Reduce id, at the target shard's new home) may put its root on the
+// node where the first one's root wrote the target and kept it for a
+// commit that never came: that copy is no result (nobody read it
+// whole), and the new root replaces it instead of failing on it.
+func TestRootReplacesAnUncommittedTargetOfAnotherReduce(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	defer system.Shutdown()
+	shard := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.CreateObject); ok {
+			ctx.Respond(&messages.CreateObjectReply{ObjectId: m.GetObjectId()})
+		}
+	}))
+	store := storenode.NewStore(1 << 20)
+	src, _, err := store.Create("src", 64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 64)
+	data[0] = 7
+	if err := src.Append(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Complete(src); err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
+		Log: logrus.NewEntry(log), DefaultTimeout: 5 * time.Second, StallTimeout: 5 * time.Second}))
+	run := func(reduceID string) (*actor.PID, chan any) {
+		reports := make(chan any, 4)
+		coord := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+			switch m := ctx.Message().(type) {
+			case *messages.ReduceTaskStarted, *messages.ReduceTaskDone:
+				reports <- m
+			}
+		}))
+		system.Root.RequestWithCustomSender(node, &messages.ReduceTask{ReduceId: reduceID, TargetId: "target", OutputId: "target", Root: true,
+			Size: 64, Generation: 1, SourceId: "src", Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, coord)
+		return coord, reports
+	}
+	next := func(c chan any) any {
+		select {
+		case m := <-c:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("no report from the root")
+			return nil
+		}
+	}
+	oldCoord, oldReports := run("first")
+	next(oldReports) // started
+	if d, ok := next(oldReports).(*messages.ReduceTaskDone); !ok || d.GetError() != nil {
+		t.Fatalf("the first Reduce's root: %v", d)
+	}
+	// Its coordinator's member dies: the worker keeps the held target.
+	if err := system.Root.StopFuture(oldCoord).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	_, reports := run("second")
+	if s, ok := next(reports).(*messages.ReduceTaskStarted); !ok || s.GetError() != nil {
+		t.Fatalf("the second Reduce's root on the same node: %v, want it started", s)
+	}
+	if d, ok := next(reports).(*messages.ReduceTaskDone); !ok || d.GetError() != nil {
+		t.Fatalf("the second Reduce's root: %v", d)
+	}
+	system.Root.Send(node, &messages.ReduceCommit{ReduceId: "second", Generation: 1, TargetId: "target"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o := store.Lookup("target")
+	if o == nil {
+		t.Fatal("no target after the second root")
+	}
+	if err := o.WaitComplete(ctx); err != nil {
+		t.Fatalf("the second Reduce's committed target: %v", err)
+	}
+	if rid, _ := o.Producer(); rid != "second" {
+		t.Fatalf("the target is produced by %q, want the second Reduce", rid)
+	}
+}

@@ -364,6 +364,15 @@ func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []
 			// released position makes nothing; see positionOutput.)
 			w.cfg.Store.Abort(local, messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
 			out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
+		} else if local != nil && local.Pinned() && staleUncommitted(local, t) {
+			// Another run's copy of the target that no commit completed:
+			// no result, and nobody read it whole (its last byte was held
+			// back). Its coordinator is gone (a Reduce started again at
+			// its target shard's new home, a released one whose worker
+			// kept the copy for a commit that never came), or this run
+			// would not hold the reservation.
+			w.cfg.Store.Abort(local, messages.Errorf(messages.ErrorCode_RESET, "%q is produced again on this node", t.GetOutputId()))
+			out, evicted, err = w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
 		} else if local != nil && !local.Pinned() {
 			if local.Size() < 0 {
 				// A Get of the target on this node left a placeholder while
@@ -609,6 +618,14 @@ func (w *reduceWorker) release(keep bool) {
 func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
 	rid, gen := o.Producer()
 	return rid == t.GetReduceId() && gen < t.GetGeneration()
+}
+
+// staleUncommitted reports whether o is a copy of the target that another
+// run wrote (another Reduce's, or an older generation of t's) and that no
+// commit completed.
+func staleUncommitted(o *storenode.Object, t *messages.ReduceTask) bool {
+	rid, gen := o.Producer()
+	return o.Uncommitted() && (rid != t.GetReduceId() || gen < t.GetGeneration())
 }
 
 // keepsTarget reports whether the position's output is (a copy of) the
