@@ -945,9 +945,9 @@ func (c *chaosRun) shardHost(id string) int {
 
 // checkReduceTimeouts: a Reduce "completes as long as num sources exist"
 // (issue 4), so a TIMEOUT needs an excuse: fewer than num of its sources
-// were available, or a fault took away its caller, or a stall held its
-// data. A source is available if its Put succeeded in time
-// (chaosReduceSlack before the Reduce's deadline) and its creator
+// were available, or a fault took away its caller or its coordinator, or
+// a stall held its data. A source is available if its Put succeeded in
+// time (chaosReduceSlack before the Reduce's deadline) and its creator
 // was neither killed (which also covers a restart) before the Reduce
 // returned nor had its store node crash while the Reduce ran. Other
 // faults (kills of nodes with copies, shard crashes and moves) are what
@@ -980,11 +980,8 @@ func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
 	}
 	for _, f := range c.faults {
 		during := f.begin.Before(run.end) && f.end.After(run.begin)
-		// Only the caller's own kill: a Reduce whose coordinator's host is
-		// killed starts again at the target shard's new home, within its
-		// deadline.
-		if f.step.kind == stepKill && during && f.step.node == run.caller {
-			return fmt.Sprintf("%s while it ran (its caller)", c.p.describe(f.step))
+		if f.step.kind == stepKill && during && (f.step.node == run.caller || f.step.node == run.shardHost) {
+			return fmt.Sprintf("%s while it ran (its caller or its coordinator's host)", c.p.describe(f.step))
 		}
 	}
 	var ids []string // what the Reduce moves: its sources, and the result for an AllReduce

@@ -576,13 +576,13 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	// lost host) nothing would ever answer. Watching the shard turns the
 	// loss of its member into UNAVAILABLE at once instead of a wait for
 	// the caller's whole deadline.
-	sender, system, self := ctx.Sender(), ctx.ActorSystem(), ctx.Self()
+	sender, system := ctx.Sender(), ctx.ActorSystem()
 	// A little past the coordinator's own deadline, so that its TIMEOUT,
 	// which names the sources that never appeared, arrives first.
 	rctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.GetTimeoutMs())*time.Millisecond+time.Second)
 	go func() {
 		defer cancel()
-		res, err := n.startReduce(rctx, system, self, shard, start)
+		res, err := actorutil.Request(rctx, system.Root, shard, start)
 		if err != nil {
 			reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(), Error: messages.AsError(err)})
 			return
@@ -594,74 +594,6 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(),
 			Error: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to StartReduce", res)})
 	}()
-}
-
-// Bounds of startReduce's pause between asking a stopped shard and its
-// new home.
-const (
-	reshardFirstWait = 5 * time.Millisecond
-	reshardMaxWait   = 200 * time.Millisecond
-)
-
-// startReduce asks the target's shard to run the Reduce and waits for its
-// answer. A shard that stops before it answers (its member failed or
-// left) took the Reduce's coordinator with it: the Reduce starts again at
-// the shard's new home, with the time left, as long as this node runs.
-// That is safe: nothing of the dead attempt is readable (only a
-// coordinator's commit makes a target whole, and the rebuilt shard drops
-// the copies of a Reduce it does not know), and the new coordinator
-// reduces, reserves and commits afresh, so its answer names exactly the
-// sources of the target it makes. Only the caller's own member failing,
-// or the sources running out, fails such a Reduce.
-func (n *StoreNode) startReduce(ctx context.Context, system *actor.ActorSystem, self, shard *actor.PID, start *messages.StartReduce) (any, error) {
-	target := start.GetReduce().GetTargetId()
-	deadline, _ := ctx.Deadline()
-	limit := deadline.Add(-time.Second) // the coordinator's own deadline (see reduce)
-	wait := reshardFirstWait
-	for {
-		res, err := actorutil.Request(ctx, system.Root, shard, start)
-		if err == nil || !errors.Is(err, messages.ErrUnavailable) {
-			return res, err
-		}
-		// The request failed itself (an answer that is an error is the
-		// coordinator's verdict and stands): the shard stopped or is not
-		// running. Its new home may be named before the shard runs
-		// there, or only once this member's view drops the dead one:
-		// ask again, with a growing pause, until the deadline.
-		if !n.running(system, self) || time.Until(limit) <= wait {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, reshardMaxWait)
-		if !n.running(system, self) {
-			return nil, err
-		}
-		shard = n.cfg.ShardFor(target)
-		left := time.Until(limit).Milliseconds()
-		if left <= 0 {
-			return nil, err
-		}
-		n.cfg.Log.WithFields(map[string]any{"target": target, "shard": shard.String(), "error": err, "left_ms": left}).
-			Info("reduce: the target's shard stopped before it answered; starting the Reduce again at its new home")
-		r := proto.CloneOf(start.GetReduce())
-		r.TimeoutMs = left
-		start = &messages.StartReduce{Reduce: r, Caller: start.GetCaller()}
-	}
-}
-
-// running reports whether this store node still runs (its actor system
-// up, its store not failed, the actor itself registered): a Reduce it
-// started is worth starting again only then.
-func (n *StoreNode) running(system *actor.ActorSystem, self *actor.PID) bool {
-	if system.IsStopped() || n.cfg.Store.Failed() != nil {
-		return false
-	}
-	_, ok := system.ProcessRegistry.Get(self)
-	return ok
 }
 
 // reduceTaskBatch runs every task of a batch, in its order, as if each
