@@ -25,6 +25,31 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 // can withdraw exactly this request where pid keeps requests waiting (a
 // directory shard parks a Locate until the object exists).
 func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID)) (any, error) {
+	return request(ctx, root, pid, msg, abandon, 0)
+}
+
+// RequestEvery is Request for a request the target may receive more than
+// once (it answers a repeat as it answered the first, or ignores it): it
+// sends msg again after every, then after twice as long each time, until
+// the reply comes or ctx ends, so that one request or answer lost in
+// transit (a connection that broke) costs a re-send rather than the whole
+// deadline. Every send has the same sender, so the answer to any of them
+// counts: on a loaded machine, where a round trip can take longer than
+// every, a fresh request per send would throw away each answer that was
+// on its way and never get one. The growing interval (at most
+// maxResendGrowth times every) keeps the repeats few when answers are
+// merely slow.
+func RequestEvery(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, every time.Duration) (any, error) {
+	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond))
+}
+
+// maxResendGrowth bounds RequestEvery's interval: a request lost while
+// answers are slow is still sent again within a few round trips.
+const maxResendGrowth = 8
+
+// request is Request, sending msg again after every, 2*every, 4*every...
+// while no reply came (never if every is 0).
+func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every time.Duration) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
 	}
@@ -46,20 +71,37 @@ func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.P
 	target.SendSystemMessage(pid, &actor.Watch{Watcher: self})
 	defer target.SendSystemMessage(pid, &actor.Unwatch{Watcher: self})
 	root.RequestWithCustomSender(pid, msg, self)
+	// Without every, resend stays nil and never fires.
+	var resend <-chan time.Time
+	var timer *time.Timer
+	again := every
+	if every > 0 {
+		timer = time.NewTimer(again)
+		defer timer.Stop()
+		resend = timer.C
+	}
 	var reply any
-	select {
-	case reply = <-c.done:
-	case <-ctx.Done():
+	for waiting := true; waiting; {
 		select {
-		case reply = <-c.done: // a reply that came with the deadline still counts
-		default:
-			if abandon != nil {
-				abandon(self)
+		case reply = <-c.done:
+			waiting = false
+		case <-resend:
+			root.RequestWithCustomSender(pid, msg, self)
+			again = min(2*again, maxResendGrowth*every)
+			timer.Reset(again)
+		case <-ctx.Done():
+			select {
+			case reply = <-c.done: // a reply that came with the deadline still counts
+				waiting = false
+			default:
+				if abandon != nil {
+					abandon(self)
+				}
+				if ctx.Err() == context.DeadlineExceeded {
+					return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
+				}
+				return nil, messages.AsError(ctx.Err())
 			}
-			if ctx.Err() == context.DeadlineExceeded {
-				return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
-			}
-			return nil, messages.AsError(ctx.Err())
 		}
 	}
 	switch reply.(type) {

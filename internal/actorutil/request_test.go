@@ -111,3 +111,51 @@ func requestsRegistered(system *actor.ActorSystem) int {
 	}
 	return n
 }
+
+// RequestEvery sends again while no answer came, and takes the answer to
+// any of its sends: one to a send that was lost (the target dropped the
+// first), and one slower than the interval (the target answers the first
+// send only once the second came).
+func TestRequestEvery(t *testing.T) {
+	system := actor.NewActorSystem()
+	root := system.Root
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	seen := 0
+	dropsFirst := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(echo); ok {
+			if seen++; seen > 1 {
+				ctx.Respond(echo{m.v + "!"})
+			}
+		}
+	}))
+	if v, err := RequestEvery(ctx, root, dropsFirst, echo{"lost"}, time.Millisecond); err != nil || v != (echo{"lost!"}) {
+		t.Errorf("first send lost: %v, %v; want the answer to the second", v, err)
+	}
+
+	var first *actor.PID
+	asked := 0
+	slow := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(echo); !ok {
+			return
+		}
+		switch asked++; asked {
+		case 1:
+			first = ctx.Sender()
+		case 2:
+			ctx.Send(first, echo{"first"})
+		}
+	}))
+	if v, err := RequestEvery(ctx, root, slow, echo{"x"}, time.Millisecond); err != nil || v != (echo{"first"}) {
+		t.Errorf("slow answer: %v, %v; want the answer to the first send", v, err)
+	}
+
+	// No answer at all: TIMEOUT at the deadline, as Request.
+	silent := root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	sctx, scancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer scancel()
+	if _, err := RequestEvery(sctx, root, silent, echo{"x"}, time.Millisecond); !errors.Is(err, messages.ErrTimeout) {
+		t.Errorf("silent target: %v, want TIMEOUT", err)
+	}
+}
