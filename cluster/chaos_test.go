@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/cpuload"
 	"math/rand/v2"
 	"os"
@@ -58,8 +59,10 @@ import (
 //     deadline plus chaosGrace, and its error code is one that faults or
 //     deadlines explain: TIMEOUT, UNAVAILABLE, NOT_FOUND, RESET (see
 //     chaosExplained);
-//   - a Reduce fails with TIMEOUT only if the faults explain it: fewer
-//     than num of its sources were Put in time on creators that no Kill,
+//   - a Reduce fails with TIMEOUT only if the faults or the machine's
+//     speed explain it: fewer than num of its sources were Put in time
+//     (chaosReduceSlack plus chaosReduceTrips round trips between members,
+//     as a probe measured them while it ran) on creators that no Kill,
 //     Restart or store crash touched before it returned, or its caller or
 //     the node hosting its coordinator (the target's shard) was killed
 //     while it ran, or an injected stall held a fetch of one of its
@@ -90,8 +93,10 @@ const (
 	chaosBigSeeds     = 1_000_000
 	// chaosGrace is how long past its deadline a call may return: the
 	// answer travels through actors on a loaded machine (2 vCPUs, -race,
-	// 16 seeds at once). A call later than that fails the seed.
-	chaosGrace       = 2 * time.Second
+	// 4 seeds at once beside other packages' tests). A call later than
+	// that fails the seed. (Under HOPLITE_CHAOS_LOAD=2 on one CPU the
+	// latest return measured 0.14–0.44 s past a deadline.)
+	chaosGrace       = time.Second
 	chaosCrashReason = "chaos: injected crash"
 	// chaosReduceSlack is the least time a Reduce needs after its last
 	// source was Put: a source Put later than its deadline minus this does
@@ -101,6 +106,23 @@ const (
 	// the takeover silence that follows the loss of its primary (16 seeds
 	// of up to 16 members each share 2 cores in the default run).
 	chaosTakeoverSlack = 2 * time.Second
+	// chaosReduceTrips is how many round trips between members a Reduce
+	// makes after its last source was Put: the start and the location
+	// reaching the coordinator, the task reaching a worker, the worker's
+	// fetch, its report, the commit and the answer on its way back. On an
+	// idle machine a round trip costs milliseconds (a median of 70 ms
+	// under -race, 4 seeds at once); with HOPLITE_CHAOS_LOAD=2 on one CPU
+	// the probe measured a median of 1.1 s and a 99th percentile of 8.7 s,
+	// and the slacks grow by that many trips.
+	chaosReduceTrips = 6
+	// chaosBarrierTrips is the same for a barrier after its last
+	// participant entered (the Open, the Enter, the release).
+	chaosBarrierTrips = 4
+	// chaosProbeEvery is how often a seed measures a round trip between
+	// members (see probe).
+	chaosProbeEvery = 100 * time.Millisecond
+	// chaosProbesOut bounds the probes waiting for their answer at once.
+	chaosProbesOut = 4
 )
 
 // chaosSlow scales every call's deadline and the oracle's slacks under
@@ -192,6 +214,8 @@ type chaosPlan struct {
 
 func chaosOpName(op messages.ReduceOp) string { return messages.ReduceOp_name[int32(op)] }
 
+// describe says what step s does; its deadline is the one the call runs
+// under (chaosSlow's, under the race detector).
 func (p *chaosPlan) describe(s chaosStep) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#%d +%v ", s.idx, s.at)
@@ -200,7 +224,7 @@ func (p *chaosPlan) describe(s chaosStep) string {
 		o := p.objs[s.obj]
 		fmt.Fprintf(&b, "put %s (%d B) on node-%d", o.id, len(o.data), o.node)
 	case stepGet:
-		fmt.Fprintf(&b, "get %s on node-%d (deadline %v)", p.objs[s.obj].id, s.node, s.timeout)
+		fmt.Fprintf(&b, "get %s on node-%d (deadline %v)", p.objs[s.obj].id, s.node, chaosSlow(s.timeout))
 	case stepReduce:
 		r := p.reduces[s.red]
 		var src []string
@@ -211,9 +235,9 @@ func (p *chaosPlan) describe(s chaosStep) string {
 		if r.all {
 			kind = "allreduce"
 		}
-		fmt.Fprintf(&b, "%s %s = %s %d of [%s] on node-%d (deadline %v)", kind, r.target, chaosOpName(r.op), r.num, strings.Join(src, " "), s.node, s.timeout)
+		fmt.Fprintf(&b, "%s %s = %s %d of [%s] on node-%d (deadline %v)", kind, r.target, chaosOpName(r.op), r.num, strings.Join(src, " "), s.node, chaosSlow(s.timeout))
 	case stepTargetGet:
-		fmt.Fprintf(&b, "get target %s on node-%d (deadline %v)", p.reduces[s.red].target, s.node, s.timeout)
+		fmt.Fprintf(&b, "get target %s on node-%d (deadline %v)", p.reduces[s.red].target, s.node, chaosSlow(s.timeout))
 	case stepKill:
 		fmt.Fprintf(&b, "kill node-%d", s.node)
 	case stepRestart:
@@ -225,9 +249,9 @@ func (p *chaosPlan) describe(s chaosStep) string {
 	case stepCrashShard:
 		fmt.Fprintf(&b, "crash directory shard %d", s.shard)
 	case stepBarrier:
-		fmt.Fprintf(&b, "barrier %s: Max %d, 3 replicas (deadline %v)", p.barrier.name, p.barrier.max, s.timeout)
+		fmt.Fprintf(&b, "barrier %s: Max %d, 3 replicas (deadline %v)", p.barrier.name, p.barrier.max, chaosSlow(s.timeout))
 	case stepEnter:
-		fmt.Fprintf(&b, "enter %s as p%d (deadline %v)", p.barrier.name, s.label, s.timeout)
+		fmt.Fprintf(&b, "enter %s as p%d (deadline %v)", p.barrier.name, s.label, chaosSlow(s.timeout))
 	case stepCrashBarrier:
 		fmt.Fprintf(&b, "crash %s's replica %d", p.barrier.name, s.rank)
 	}
@@ -399,8 +423,17 @@ func chaosGenerate(seed uint64) *chaosPlan {
 // chaosStats counts outcomes over all seeds (logged at the end).
 type chaosStats struct {
 	mu      sync.Mutex
-	calls   map[string]int // "get ok", "reduce TIMEOUT", ...
-	maxOver time.Duration  // the latest any call returned past its deadline
+	calls   map[string]int  // "get ok", "reduce TIMEOUT", ...
+	maxOver time.Duration   // the latest any call returned past its deadline
+	rtts    []time.Duration // every probe's round trip (see probe)
+}
+
+func (s *chaosStats) probed(p []chaosProbe) {
+	s.mu.Lock()
+	for _, x := range p {
+		s.rtts = append(s.rtts, x.rtt)
+	}
+	s.mu.Unlock()
 }
 
 func (s *chaosStats) over(d time.Duration) {
@@ -441,7 +474,14 @@ func (s *chaosStats) String() string {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, s.calls[k]))
 	}
-	return fmt.Sprintf("%s; latest return %v past a deadline", strings.Join(parts, " "), s.maxOver.Round(time.Millisecond))
+	rtt := "none"
+	if n := len(s.rtts); n > 0 {
+		r := slices.Sorted(slices.Values(s.rtts))
+		rtt = fmt.Sprintf("median %v, 99th percentile %v, max %v of %d", r[n/2].Round(time.Microsecond),
+			r[n*99/100].Round(time.Microsecond), r[n-1].Round(time.Microsecond), n)
+	}
+	return fmt.Sprintf("%s; latest return %v past a deadline; round trips between members: %s",
+		strings.Join(parts, " "), s.maxOver.Round(time.Millisecond), rtt)
 }
 
 // chaosRun executes one plan.
@@ -473,10 +513,20 @@ type chaosRun struct {
 	barErr   error
 	barReady chan struct{}
 	barNodes []int
-	barDone  time.Time // when the create returned
+	barRun   [2]time.Time // when the create began, its deadline
+	barDone  time.Time    // when the create returned
 	enterErr map[int]error
 	enterRun map[int][2]time.Time // participant -> when its Enter began, its deadline
 	enterEnd time.Time
+	// probes are the round trips between members the probe measured
+	// while the schedule ran, in the order they ended (see probe).
+	probes []chaosProbe
+}
+
+// chaosProbe is one round trip the probe measured: it began at at.
+type chaosProbe struct {
+	at  time.Time
+	rtt time.Duration
 }
 
 // chaosReduceRun is one Reduce as it ran.
@@ -747,12 +797,14 @@ func (c *chaosRun) run(s chaosStep) {
 		sendIn(c.l, c.l.Shard(s.shard), chaosCrash{})
 	case stepBarrier:
 		var b *barrier.Barrier
+		begin := time.Now()
 		err := c.call("barrier new", s, chaosSlow(s.timeout), func(ctx context.Context) (err error) {
 			b, err = barrier.New(ctx, c.l, p.barrier.name, barrier.Max(p.barrier.max), barrier.Replicas(3))
 			return err
 		})
 		c.mu.Lock()
 		c.bar, c.barErr, c.barDone = b, err, time.Now()
+		c.barRun = [2]time.Time{begin, begin.Add(chaosSlow(s.timeout))}
 		if b != nil {
 			for _, id := range b.Replicas() {
 				c.barNodes = append(c.barNodes, c.l.IndexOf(id))
@@ -828,7 +880,18 @@ func (c *chaosRun) checkBarrier() {
 				return // a kill as it was created: its primary may be gone
 			}
 		}
-		c.errorf("barrier %s: create failed with no kill meanwhile: %v", c.p.barrier.name, c.barErr)
+		// New asks every member whether the barrier exists and waits for
+		// the slowest, then asks the primary to create it: on a machine
+		// so loaded that chaosBarrierTrips of the slowest round trips
+		// measured meanwhile outlast its deadline, a TIMEOUT is the
+		// machine's.
+		begin, deadline := c.barRun[0], c.barRun[1]
+		slowest := c.rttMax(begin, c.barDone)
+		if errors.Is(c.barErr, messages.ErrTimeout) && deadline.Before(begin.Add(chaosBarrierTrips*slowest)) {
+			return
+		}
+		c.errorf("barrier %s: create failed with no kill meanwhile (the slowest round trip measured meanwhile: %v): %v",
+			c.p.barrier.name, slowest.Round(time.Millisecond), c.barErr)
 		return
 	}
 	lastBegin, lastKill := c.barDone, time.Time{}
@@ -886,13 +949,17 @@ func (c *chaosRun) checkBarrier() {
 			continue
 		}
 		deadline := c.enterRun[k][1]
+		// The round trips it takes to fire and release, as the probe
+		// measured them while it waited.
+		trips := chaosBarrierTrips * c.rtt(c.enterRun[k][0], deadline)
 		switch {
 		case !all:
-		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosSlow(chaosReduceSlack))):
-		case deadline.Before(lastKill.Add(replica.DefaultTakeoverAfter + chaosSlow(chaosTakeoverSlack))):
+		case errors.Is(err, messages.ErrTimeout) && deadline.Before(lastBegin.Add(chaosSlow(chaosReduceSlack)+trips)):
+		case deadline.Before(lastKill.Add(replica.DefaultTakeoverAfter + chaosSlow(chaosTakeoverSlack) + trips)):
 		default:
-			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members (nodes %v, by rank) lived and every participant had entered in time",
-				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes), c.barNodes)
+			c.errorf("barrier %s: p%d did not pass (%v) although %d of its %d replicas' members (nodes %v, by rank) lived and every participant had entered in time (%v before its deadline; %d round trips of %v meanwhile)",
+				c.p.barrier.name, k, err, len(c.barNodes)-gone, len(c.barNodes), c.barNodes, deadline.Sub(lastBegin).Round(time.Millisecond),
+				chaosBarrierTrips, (trips / chaosBarrierTrips).Round(time.Millisecond))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -943,11 +1010,121 @@ func (c *chaosRun) shardHost(id string) int {
 	return c.l.NodeOf(c.l.Shard(directory.ShardIndex(id, c.l.cfg.Shards)).GetAddress())
 }
 
+// probe measures round trips between members while the schedule runs:
+// every chaosProbeEvery, unless chaosProbesOut are still out, until c.stop
+// closes, a NodeStatus request from the application's actor system to a
+// live node's store node, which answers it itself; it crosses the remote
+// and waits in the store node's mailbox as the calls' messages do. The
+// oracle's slacks grow by what it measured: a loaded machine may cost
+// time, and how much is measured rather than assumed. done closes when
+// every probe returned.
+func (c *chaosRun) probe(done chan<- struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var out sync.WaitGroup
+	defer out.Wait()
+	slots := make(chan struct{}, chaosProbesOut)
+	tick := time.NewTicker(chaosProbeEvery)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			continue // the machine is slow: the probes out will say how slow
+		}
+		node := c.liveNode(i % c.p.nodes)
+		out.Add(1)
+		go func() {
+			defer out.Done()
+			defer func() { <-slots }()
+			pctx, pcancel := context.WithTimeout(ctx, chaosSlow(5*time.Second))
+			defer pcancel()
+			begin := time.Now()
+			_, err := actorutil.Request(pctx, c.l.System().Root, c.l.StoreNode(node), &messages.NodeStatus{})
+			rtt := time.Since(begin)
+			// One that timed out, or was still out when the schedule
+			// ended, took at least that long; a node killed under it
+			// (UNAVAILABLE) measured nothing.
+			if err == nil || errors.Is(err, messages.ErrTimeout) || errors.Is(err, messages.ErrCanceled) {
+				c.mu.Lock()
+				c.probes = append(c.probes, chaosProbe{at: begin, rtt: rtt})
+				c.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// rtt is the mean round trip the probe measured from from to to (or the
+// last one before from, if none began in between): what each trip
+// between members cost a call that ran then. Callers hold c.mu.
+func (c *chaosRun) rtt(from, to time.Time) time.Duration {
+	var sum time.Duration
+	n := 0
+	for _, p := range c.probes {
+		if !p.at.Before(from) && !p.at.After(to) {
+			sum += p.rtt
+			n++
+		}
+	}
+	if n == 0 {
+		return c.rttBefore(from)
+	}
+	return sum / time.Duration(n)
+}
+
+// rttBefore is the round trip of the last probe that began before t (0:
+// none). Callers hold c.mu.
+func (c *chaosRun) rttBefore(t time.Time) time.Duration {
+	var last chaosProbe
+	for _, p := range c.probes {
+		if p.at.Before(t) && p.at.After(last.at) {
+			last = p
+		}
+	}
+	return last.rtt
+}
+
+// rttMax is the slowest round trip the probe measured from from to to
+// (see rtt). Callers hold c.mu.
+func (c *chaosRun) rttMax(from, to time.Time) time.Duration {
+	var slowest time.Duration
+	for _, p := range c.probes {
+		if !p.at.Before(from) && !p.at.After(to) {
+			slowest = max(slowest, p.rtt)
+		}
+	}
+	if slowest == 0 {
+		return c.rttBefore(from)
+	}
+	return slowest
+}
+
+// reduceSlack is the least time a Reduce that ran from begin to end needs
+// after its last source was Put: chaosReduceSlack and chaosReduceTrips
+// round trips as the probe measured them meanwhile. Callers hold c.mu.
+func (c *chaosRun) reduceSlack(run chaosReduceRun) time.Duration {
+	return chaosSlow(chaosReduceSlack) + chaosReduceTrips*c.rtt(run.begin, run.end)
+}
+
 // checkReduceTimeouts: a Reduce "completes as long as num sources exist"
 // (issue 4), so a TIMEOUT needs an excuse: fewer than num of its sources
 // were available, or a fault took away its caller or its coordinator, or
-// a stall held its data. A source is available if its Put succeeded in
-// time (chaosReduceSlack before the Reduce's deadline) and its creator
+// a stall held its data, or the machine was too slow for its deadline. A
+// source is available if its Put succeeded in time (reduceSlack before
+// the Reduce's deadline) and its creator
 // was neither killed (which also covers a restart) before the Reduce
 // returned nor had its store node crash while the Reduce ran. Other
 // faults (kills of nodes with copies, shard crashes and moves) are what
@@ -965,9 +1142,10 @@ func (c *chaosRun) checkReduceTimeouts() {
 			}
 			continue
 		}
-		c.errorf("%s (caller node-%d, coordinator on node-%d) returned TIMEOUT after %v, but no fault explains it: %d of its sources stayed available and it needs %d (%s): %v",
+		c.errorf("%s (caller node-%d, coordinator on node-%d) returned TIMEOUT after %v, but no fault explains it: %d of its sources stayed available and it needs %d, a Reduce needs %v after them (%d round trips of %v meanwhile) (%s): %v",
 			c.p.describe(run.step), run.caller, run.shardHost, run.end.Sub(run.begin).Round(time.Millisecond),
-			len(c.availableSources(run)), c.p.reduces[run.step.red].num, c.faultsDuring(run), run.err)
+			len(c.availableSources(run)), c.p.reduces[run.step.red].num, c.reduceSlack(run).Round(time.Millisecond),
+			chaosReduceTrips, c.rtt(run.begin, run.end).Round(time.Millisecond), c.faultsDuring(run), run.err)
 	}
 }
 
@@ -976,7 +1154,12 @@ func (c *chaosRun) checkReduceTimeouts() {
 func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
 	r := c.p.reduces[run.step.red]
 	if n := len(c.availableSources(run)); n < r.num {
-		return fmt.Sprintf("only %d of its sources stayed available, it needs %d", n, r.num)
+		return fmt.Sprintf("only %d of its sources stayed available, it needs %d (a source Put less than %v before its deadline does not count: %d round trips of %v meanwhile)",
+			n, r.num, c.reduceSlack(run).Round(time.Millisecond), chaosReduceTrips, c.rtt(run.begin, run.end).Round(time.Millisecond))
+	}
+	if slack, left := c.reduceSlack(run), chaosSlow(run.step.timeout); left < slack {
+		return fmt.Sprintf("its deadline %v is shorter than the %v a Reduce needs (%d round trips of %v meanwhile)",
+			left, slack.Round(time.Millisecond), chaosReduceTrips, c.rtt(run.begin, run.end).Round(time.Millisecond))
 	}
 	for _, f := range c.faults {
 		during := f.begin.Before(run.end) && f.end.After(run.begin)
@@ -1007,7 +1190,7 @@ func (c *chaosRun) availableSources(run chaosReduceRun) []string {
 	for _, o := range c.p.reduces[run.step.red].sources {
 		obj := c.p.objs[o]
 		err, put := c.putErr[o]
-		if !put || err != nil || c.putEnd[o].After(deadline.Add(-chaosSlow(chaosReduceSlack))) {
+		if !put || err != nil || c.putEnd[o].After(deadline.Add(-c.reduceSlack(run))) {
 			continue
 		}
 		touched := false
@@ -1113,9 +1296,9 @@ func (c *chaosRun) settle() {
 		for attempt := range 2 {
 			node := c.liveNode(rng.IntN(c.p.nodes))
 			client := c.l.Client(node)
-			s := chaosStep{idx: -1, kind: stepGet, obj: i, node: node, timeout: chaosSlow(5 * time.Second)}
+			s := chaosStep{idx: -1, kind: stepGet, obj: i, node: node, timeout: 5 * time.Second}
 			var got []byte
-			err := c.call("final get", s, s.timeout, func(ctx context.Context) (err error) { got, err = client.Get(ctx, o.id); return err })
+			err := c.call("final get", s, chaosSlow(s.timeout), func(ctx context.Context) (err error) { got, err = client.Get(ctx, o.id); return err })
 			if err == nil {
 				if !bytes.Equal(got, o.data) {
 					c.errorf("final get of %s on node-%d: wrong bytes", o.id, node)
@@ -1254,6 +1437,8 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 
 	t0 := time.Now()
 	c.t0 = t0
+	probed := make(chan struct{})
+	go c.probe(probed)
 	var ops sync.WaitGroup
 	var faults []chaosStep
 	for _, s := range p.steps {
@@ -1282,7 +1467,9 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 		}
 	}()
 	ops.Wait()
-	close(c.stop) // release stalls: the faults are over
+	close(c.stop) // release stalls and the probe: the faults are over
+	<-probed
+	stats.probed(c.probes)
 	c.checkReduceTimeouts()
 	c.checkTargetGets()
 	c.checkBarrier()
