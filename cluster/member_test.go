@@ -50,6 +50,23 @@ func memberSlots(t testing.TB, n int) ([]memberSlot, []string) {
 	return slots, seeds
 }
 
+// joinMembers starts n members that log to log, each seeded with all
+// of them, and waits until every one sees all n.
+func joinMembers(t testing.TB, n int, log *logrus.Logger) []*Member {
+	t.Helper()
+	slots, seeds := memberSlots(t, n)
+	var ms []*Member
+	for _, s := range slots {
+		m, err := joinSlot(t, s, seeds, log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	waitMembers(t, n, ms...)
+	return ms
+}
+
 func joinSlot(t testing.TB, s memberSlot, seeds []string, log *logrus.Logger, mod func(*MemberConfig)) (*Member, error) {
 	t.Helper()
 	_, mp, _ := net.SplitHostPort(s.manage)
@@ -228,16 +245,7 @@ func getU32(b []byte) uint32 {
 // the failed member are gone from the directory.
 func TestMemberFailureInProcess(t *testing.T) {
 	log := testLogger(t, logrus.InfoLevel)
-	slots, seeds := memberSlots(t, 3)
-	var ms []*Member
-	for _, s := range slots {
-		m, err := joinSlot(t, s, seeds, log, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	waitMembers(t, 3, ms...)
+	ms := joinMembers(t, 3, log)
 	failed := make(chan *events.NodeFailed, 16)
 	ms[0].System().EventStream.Subscribe(func(e any) {
 		if f, ok := e.(*events.NodeFailed); ok {

@@ -242,16 +242,7 @@ func logged(hook *logtest.Hook, id, msg string) bool {
 // or logs a failure.
 func TestMemberStopIsALeave(t *testing.T) {
 	log, hook := hookedLogger(t)
-	slots, seeds := memberSlots(t, 3)
-	var ms []*Member
-	for _, s := range slots {
-		m, err := joinSlot(t, s, seeds, log, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	waitMembers(t, 3, ms...)
+	ms := joinMembers(t, 3, log)
 	var evs []*eventLog
 	for _, m := range ms[:2] {
 		evs = append(evs, recordEventsOf(t, m.System()))
@@ -307,16 +298,7 @@ func TestMemberStopIsALeave(t *testing.T) {
 // included), and it tries to give up no copy.
 func TestLastMemberLeavesAtOnceAndCountsItsObjectsLost(t *testing.T) {
 	log, hook := hookedLogger(t)
-	slots, seeds := memberSlots(t, 2)
-	var ms []*Member
-	for _, s := range slots {
-		m, err := joinSlot(t, s, seeds, log, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	waitMembers(t, 2, ms...)
+	ms := joinMembers(t, 2, log)
 	first, last := ms[0], ms[1]
 	ctx := deadline(t, 30*time.Second)
 	if err := first.Client().Put(ctx, "copied", randomBytes(3, 200<<10)); err != nil {
