@@ -320,6 +320,8 @@ type Reduction struct {
 	seen    map[string]bool
 	pending []*messages.LocationUpdate
 	deleted []string // sources deleted while gating, in order
+	// lastTree is what the last ReduceTree event said (see treeEvent).
+	lastTree string
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
@@ -453,6 +455,7 @@ func (r *Reduction) subscribe(fx *Effects) {
 // time left until the Reduce's deadline, as of now.
 func (r *Reduction) out(fx effects, now time.Time) Effects {
 	e := Effects{Watch: fx.Watch, Events: fx.Events, Knee: fx.knee}
+	r.treeEvent(&e, fx.Reply)
 	remaining := max(1, r.deadline.Sub(now).Milliseconds())
 	for _, t := range fx.Invalidate {
 		e.Send(t.Node, &messages.ReduceInvalidate{ReduceId: r.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
@@ -531,6 +534,59 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	e.Events = append(e.Events, &events.ReduceDone{Reduce: r.id, Target: fx.Reply.GetTargetId(),
 		Reduced: fx.Reply.GetReducedIds(), Elapsed: now.Sub(r.begun), Err: messages.ErrOrNil(fx.Reply.GetError())})
 	return e
+}
+
+// treeEvent adds a ReduceTree event to e when this step changed the tree
+// (a position filled, replaced, sent, started, or the Reduce answered
+// with reply): the live view draws the tree from these. A step that
+// changed nothing a reader sees publishes nothing.
+func (r *Reduction) treeEvent(e *Effects, reply *messages.ReduceReply) {
+	if r.tree == nil || r.plan == nil {
+		return
+	}
+	if r.reply != nil {
+		reply = r.reply // fixed at the root's report, answered perhaps later
+	}
+	done := reply != nil && reply.GetError() == nil
+	ev := &events.ReduceTree{Reduce: r.id, Target: r.req.GetTargetId(), Shape: r.plan.GetShape(), Degree: int(r.plan.GetDegree()),
+		Num: len(r.plan.Positions), Size: r.size, L: r.L, B: r.B, Done: done}
+	if r.gate != nil && r.gate.Num() > 0 {
+		ev.Knee = r.gate.Reason()
+	}
+	var sig strings.Builder
+	for p, pos := range r.plan.Positions {
+		state := "open"
+		switch {
+		case pos.GetObjectId() == "":
+		case done:
+			state = "done"
+		case r.isLeaf(p):
+			state = "ready"
+		case r.started[p]:
+			state = "reducing"
+		case r.sent[p]:
+			state = "sent"
+		default:
+			state = "waiting"
+		}
+		ev.Positions = append(ev.Positions, events.ReducePosition{Position: p, Parent: int(pos.GetParent()), Object: pos.GetObjectId(),
+			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: state})
+		fmt.Fprintf(&sig, "%s/%s/%s;", pos.GetObjectId(), pos.GetNodeId(), state)
+	}
+	if reply != nil {
+		sig.WriteString("answered")
+	}
+	if sig.String() == r.lastTree {
+		return
+	}
+	r.lastTree = sig.String()
+	if len(r.plan.Costs) > 0 {
+		ev.Costs = make(map[int]time.Duration, len(r.plan.Costs))
+		for _, c := range r.plan.Costs {
+			ev.Costs[int(c.GetDegree())] = time.Duration(c.GetCostUs()) * time.Microsecond
+		}
+	}
+	e.Events = append(e.Events, ev)
 }
 
 // sendTasks sends a step's tasks: every task of one node in one

@@ -89,3 +89,61 @@ type AllReduceReplanned struct {
 	Num    int      // how many sources the new tree reduces
 	From   string   // the abandoned run's shape (coordinator.ShapeSliced or ShapeDAry; "": nothing ran yet)
 }
+
+// TransferStarted: a receiver opened a stream of an object from a
+// sender, from Offset (a broadcast tree's edge as it forms; after a
+// SenderSwitched, the resumed stream). Published by the receiver.
+type TransferStarted struct {
+	Object   string
+	Receiver string
+	Sender   string
+	Offset   int64
+	Size     int64
+	At       time.Time
+}
+
+// TransferEnded: that stream ended: the receiver's copy is whole (Err
+// nil), or the stream failed or was cut (its sender failed, the fetch
+// was cancelled). Published by the receiver.
+type TransferEnded struct {
+	Object   string
+	Receiver string
+	Sender   string
+	Err      error
+	At       time.Time
+}
+
+// ReduceTree: a Reduce's tree as it stands, published by its coordinator
+// when a step changed it: a position filled by an arrival, its task sent
+// or started, a position replaced after a failure, the Reduce answered.
+type ReduceTree struct {
+	Reduce string
+	Target string
+	Shape  string // coordinator.ShapeDAry or ShapeChainLeaf
+	Degree int
+	Num    int   // positions (the sources reduced)
+	Size   int64 // each source's bytes
+	// L and B are the cost model's inputs; Costs its T(d) per degree
+	// considered (empty while B is unknown).
+	L     time.Duration
+	B     float64
+	Costs map[int]time.Duration
+	// Knee says how a knee policy fixed Num ("" without one).
+	Knee      string
+	Positions []ReducePosition
+	Done      bool // the Reduce answered
+}
+
+// ReducePosition is one position of a ReduceTree: the source placed
+// there (its object and node; "" while open), its parent (-1: the root),
+// the source's arrival rank, and State: open, ready (a leaf: its source
+// is its output), waiting (its task is due), sent, reducing (its output
+// streams) or done.
+type ReducePosition struct {
+	Position int
+	Parent   int
+	Object   string
+	Node     string
+	Arrival  int
+	State    string
+}

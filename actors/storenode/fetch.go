@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -497,6 +498,17 @@ func (f *fetchSession) stopAll() {
 // follow).
 func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) {
 	system, self := ctx.ActorSystem(), ctx.Self()
+	// A broadcast tree's edge, as it forms and as it ends (the live view
+	// draws them): two events per stream, none per chunk.
+	receiver, sender := f.cfg.Self.GetNodeId(), c.Sender.GetNodeId()
+	ended := func(err error) {
+		system.EventStream.Publish(&events.TransferEnded{Object: f.id, Receiver: receiver, Sender: sender, Err: err, At: time.Now()})
+	}
+	size := c.Size
+	if f.into == nil {
+		size = c.Writer.Size()
+	}
+	system.EventStream.Publish(&events.TransferStarted{Object: f.id, Receiver: receiver, Sender: sender, Offset: c.Offset, Size: size, At: time.Now()})
 	if f.into != nil {
 		// Bound to the caller's wait as well: a caller that gives up
 		// waits for this copy to let go of its buffer.
@@ -505,6 +517,7 @@ func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) 
 		chunk := f.cfg.streamChunk(c.Size)
 		go func() {
 			upTo, err := f.streamToBuffer(sctx, c.Sender, c.Offset, c.Size, chunk)
+			ended(err)
 			system.Root.Send(self, &streamEnded{id: c.ID, upTo: upTo, err: err})
 		}()
 		return
@@ -514,6 +527,7 @@ func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) 
 	chunk := f.cfg.streamChunk(c.Writer.Size())
 	go func() {
 		err := f.stream(sctx, c.Writer, c.Sender, c.Offset, chunk)
+		ended(err)
 		system.Root.Send(self, &streamEnded{id: c.ID, err: err})
 	}()
 }
