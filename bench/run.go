@@ -115,10 +115,8 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.Bandwidth.BitsPerSecond == 0 {
 		c.Bandwidth = Bandwidth{BitsPerSecond: 400e6}
 	}
-	for _, p := range c.Peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" {
-			return nil, fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push or actor-subscribes)", p)
-		}
+	if err := CheckPeers(c.Peers); err != nil {
+		return nil, err
 	}
 	if c.TLS && c.Testbed == nil {
 		return nil, errors.New("--tls needs --testbed: the in-process cluster runs without TLS")
@@ -157,6 +155,16 @@ func (o *Options) withDefaults() (*Options, error) {
 // sequential says whether the run keeps the old order (Options.Sequential):
 // a profile's window must hold ours's repetitions alone, so --profile
 // does too.
+// CheckPeers says which of peers is not a system Run can compare with.
+func CheckPeers(peers []string) error {
+	for _, p := range peers {
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" {
+			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push or actor-subscribes)", p)
+		}
+	}
+	return nil
+}
+
 func (o *Options) sequential() bool { return o.Sequential || o.Profile != "" }
 
 // Run orders (Report.RunOrder).

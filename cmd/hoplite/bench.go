@@ -166,7 +166,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	opts, err := f.options(scenario)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	opts.Command = append([]string{"hoplite", "bench"}, args...)
 	if c := os.Getenv(benchCommandEnv); c != "" && f.testbed {
@@ -273,6 +273,9 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 		if p = strings.TrimSpace(p); p != "" {
 			o.Peers = append(o.Peers, p)
 		}
+	}
+	if err := bench.CheckPeers(o.Peers); err != nil {
+		return nil, err
 	}
 	if f.interval != "" {
 		if scenario != "async" {

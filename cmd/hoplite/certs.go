@@ -34,10 +34,10 @@ func certsCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
 	if *dir == "" {
-		return fmt.Errorf("-dir is required")
+		return usageError{"-dir is required"}
 	}
 	var hs []string
 	for _, h := range strings.Split(*hosts, ",") {

@@ -62,6 +62,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *nodes < 2 || size < 1<<20 {
 		return usageError{"need at least 2 nodes and a 1 MiB object"}
 	}
+	if *reduceNum < 0 || *reduceNum > *nodes {
+		return usageError{fmt.Sprintf("-reduce-num %d: want 1..%d (0: all but two)", *reduceNum, *nodes)}
+	}
 	log := logrus.New()
 	log.SetOutput(stderr)
 	log.SetLevel(logrus.WarnLevel)
@@ -113,9 +116,6 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if *reduceNum == 0 {
 		*reduceNum = max(1, *nodes-2)
-	}
-	if *reduceNum < 1 || *reduceNum > *nodes {
-		return fmt.Errorf("-reduce-num must be in 1..%d", *nodes)
 	}
 	fmt.Fprintf(stdout, "\n== Reduce: SUM of %d of %d float32 sources of %s, one per node, Put one by one every %v ==\n",
 		*reduceNum, *nodes, bench.SizeName(int64(reduceSize)), *interval)

@@ -36,7 +36,8 @@ operator commands, on a running cluster (--addr: any member's address):
   ls      list the objects
   members list the live members
   status  members, shards, store use, measured latency and bandwidth
-  version print the version
+  version print the version (also: hoplite --version)
+  completion  print a bash or zsh completion script (hoplite completion -h)
 
 Run "hoplite <command> -h" for the flags of a command.
 `
@@ -72,13 +73,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = certsCommand(args[1:], stdout, stderr)
 	case "put", "get", "rm", "stat", "ls", "members", "status":
 		err = opsMain(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
-	case "version":
-		if len(args) > 1 {
-			fmt.Fprintf(stderr, "hoplite version: unexpected arguments %q\n", args[1:])
+	case "version", "--version", "-version":
+		switch {
+		case len(args) > 1 && isHelp(args[1]):
+			fmt.Fprint(stdout, versionUsage)
+			return 0
+		case len(args) > 1:
+			fmt.Fprintf(stderr, "hoplite version: unexpected arguments %q (hoplite version -h for help)\n", args[1:])
 			return 2
 		}
 		fmt.Fprintln(stdout, "hoplite", version())
 		return 0
+	case "completion":
+		err = completionCommand(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -92,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ue usageError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "hoplite %s: %v (hoplite %s -h for help)\n", args[0], err, args[0])
+		fmt.Fprintf(stderr, "hoplite %s: %s (hoplite %s -h for help)\n", args[0], strings.TrimPrefix(err.Error(), "hoplite: "), args[0])
 		return 2
 	case err != nil && isFlagError(err):
 		return 2 // the flag package said what and printed the usage
@@ -102,6 +109,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+const versionUsage = `usage: hoplite version   (also: hoplite --version)
+
+Prints the module version, VCS revision and Go version of this binary.
+`
+
+// isHelp: an argument that asks for help.
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// asUsage makes err, a check of a flag's value, a usage error (exit
+// status 2), unless it is one of the flag package's.
+func asUsage(err error) error {
+	var ue usageError
+	if err == nil || errors.As(err, &ue) || err == flag.ErrHelp || isFlagError(err) {
+		return err
+	}
+	return usageError{strings.TrimPrefix(err.Error(), "hoplite: ")}
 }
 
 // version is what `hoplite version` prints after "hoplite ": the build

@@ -394,8 +394,8 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{[]string{"bench", "broadcast", "-degree", "2"}, "-degree"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(t.Context(), c.args, &out, &errb); code != 1 || !strings.Contains(errb.String(), c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, errb.String(), c.want)
+		if code := run(t.Context(), c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errb.String(), c.want)
 		}
 	}
 }

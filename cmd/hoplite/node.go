@@ -63,7 +63,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bind, "bind", "127.0.0.1:7000", "this member's actor system address HOST:PORT (Proto.Actor remote)")
 	fs.StringVar(&f.seeds, "seeds", "", "comma-separated automanaged endpoints HOST:MANAGE-PORT of the members (this one's is added)")
 	fs.StringVar(&f.dataBind, "data-bind", "", "data plane address HOST:PORT (default: the bind host, a free port)")
-	fs.IntVar(&f.managePort, "manage-port", 0, "automanaged HTTP port, on all interfaces (default: bind port + 1000)")
+	fs.IntVar(&f.managePort, "manage-port", 0, "automanaged HTTP port (/_health, /metrics), on the bind host (default: bind port + 1000)")
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
 	fs.StringVar(&f.linkRate, "link-rate", "", "this host's network link, e.g. 10gbit or 400mbit (default: not known); paces sliced AllReduces at its TCP payload rate")
@@ -190,7 +190,7 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg, err := f.config(log)
 	if err != nil {
-		return err
+		return usageError{err.Error()} // every config error is a flag's value
 	}
 	// Before anything starts: it may execute the program again.
 	if err := ensureTimerSlack(f.timerSlack); err != nil {

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // The operator commands use a running cluster from a shell through
@@ -30,12 +33,23 @@ type opsCommand struct {
 	run             func(ctx context.Context, c *cluster.Client, args []string, io opsIO) error
 }
 
+// opsOpts are the flags every operator command shares, and those of get
+// and ls.
+type opsOpts struct {
+	addr, tlsCert, tlsKey, tlsCA string
+	timeout, wait                time.Duration
+	limit                        int
+	all                          bool
+	cursor                       string
+}
+
 // opsIO is where an operator command reads and writes; progress is drawn
 // on stderr when it is a terminal.
 type opsIO struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	tty            bool
+	opts           opsOpts
 }
 
 var opsCommands = map[string]opsCommand{
@@ -43,7 +57,7 @@ var opsCommands = map[string]opsCommand{
 		doc: "Stores FILE (or standard input, or FILE -) as object ID, created on the member at --addr.",
 		run: opPut},
 	"get": {name: "get", args: "ID [FILE]", nargs: [2]int{1, 2},
-		doc: "Writes object ID to FILE (or standard output). A Get waits for an object that does not exist yet, until --timeout.",
+		doc: "Writes object ID to FILE (or standard output). An id that does not exist is NOT_FOUND at once; --wait waits that long for its creation.",
 		run: opGet},
 	"rm": {name: "rm", args: "ID...", nargs: [2]int{1, 1 << 20},
 		doc: "Deletes objects (every copy; an id is never reused).", run: opRm},
@@ -65,18 +79,19 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 		fmt.Fprintf(fs.Output(), opsUsage, oc.name, oc.args, oc.doc)
 		fs.PrintDefaults()
 	}
-	addr := fs.String("addr", "", "a member's actor system address HOST:PORT (as hoplite node prints it)")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	tlsCert := fs.String("tls-cert", "", "mutual TLS: a certificate the cluster's CA signed (with -tls-key and -tls-ca)")
-	tlsKey := fs.String("tls-key", "", "mutual TLS: the key of -tls-cert")
-	tlsCA := fs.String("tls-ca", "", "mutual TLS: the cluster's CA certificate")
-	var limit int
-	var all bool
-	var cursor string
-	if name == "ls" {
-		fs.IntVar(&limit, "limit", 100, "objects per page (1..1000)")
-		fs.BoolVar(&all, "all", false, "list every page")
-		fs.StringVar(&cursor, "after", "", "continue from the cursor a previous page printed")
+	var o opsOpts
+	fs.StringVar(&o.addr, "addr", "", "a member's actor system address HOST:PORT (as hoplite node prints it; a name of its host will do)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: a certificate the cluster's CA signed (with -tls-key and -tls-ca)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA certificate")
+	switch name {
+	case "ls":
+		fs.IntVar(&o.limit, "limit", 100, "objects per page (1..1000)")
+		fs.BoolVar(&o.all, "all", false, "list every page")
+		fs.StringVar(&o.cursor, "after", "", "continue from the cursor a previous page printed")
+	case "get":
+		fs.DurationVar(&o.wait, "wait", 0, "wait this long for an object that does not exist yet to be created (0: NOT_FOUND at once)")
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,28 +99,34 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	if n := fs.NArg(); n < oc.nargs[0] || n > oc.nargs[1] {
 		return usageError{fmt.Sprintf("want %s, got %d arguments", cmp(oc.args, "no arguments"), n)}
 	}
-	if *addr == "" {
+	if o.addr == "" {
 		return usageError{"--addr is required"}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	if name == "ls" && (o.limit < 1 || o.limit > 1000) {
+		return usageError{fmt.Sprintf("--limit %d: want 1..1000", o.limit)}
+	}
+	if o.timeout <= 0 || o.wait < 0 {
+		return usageError{"--timeout must be positive and --wait not negative"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	opts := []cluster.DialOption{cluster.WithTimeout(*timeout)}
-	if *tlsCert != "" || *tlsKey != "" || *tlsCA != "" {
-		cfg, err := cluster.TLSConfig(*tlsCert, *tlsKey, *tlsCA)
+	dopts := []cluster.DialOption{cluster.WithTimeout(o.timeout)}
+	if o.tlsCert != "" || o.tlsKey != "" || o.tlsCA != "" {
+		cfg, err := cluster.TLSConfig(o.tlsCert, o.tlsKey, o.tlsCA)
 		if err != nil {
 			return err
 		}
-		opts = append(opts, cluster.WithTLS(cfg))
+		dopts = append(dopts, cluster.WithTLS(cfg))
 	}
-	c, err := cluster.Dial(ctx, *addr, opts...)
+	c, err := cluster.Dial(ctx, o.addr, dopts...)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if name == "ls" {
-		return opLs(ctx, c, cursor, limit, all, stdout)
+		return opLs(ctx, c, o, stdout)
 	}
-	return oc.run(ctx, c, fs.Args(), opsIO{stdin: stdin, stdout: stdout, stderr: stderr, tty: isTerminal(stderr)})
+	return oc.run(ctx, c, fs.Args(), opsIO{stdin: stdin, stdout: stdout, stderr: stderr, tty: isTerminal(stderr), opts: o})
 }
 
 // usageError is a bad command line (exit status 2).
@@ -158,6 +179,13 @@ func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 	// fetched, then while a large one is written.
 	prog := newTransferProgress(o.stderr, o.tty && (toFile || !isTerminal(o.stdout)), "get "+args[0], 0)
 	defer prog.end()
+	// The API's Get waits for an object to be created; from a shell, an
+	// id that does not exist is more often a typo. Ask the directory
+	// without waiting (or waiting --wait) first.
+	prog.waiting("locating")
+	if err := objectExists(ctx, c, args[0], o.opts.wait); err != nil {
+		return err
+	}
 	prog.waiting("fetching")
 	data, err := c.Get(ctx, args[0])
 	if err != nil {
@@ -180,11 +208,28 @@ func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 	return f.Close()
 }
 
+// objectExists asks the directory for id: NOT_FOUND at once when it
+// does not exist, unless wait > 0 asks to wait that long for its
+// creation.
+func objectExists(ctx context.Context, c *cluster.Client, id string, wait time.Duration) error {
+	if wait <= 0 {
+		_, err := c.Info(ctx, id, false)
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_, err := c.Info(wctx, id, true)
+	if err != nil && (errors.Is(err, messages.ErrTimeout) || wctx.Err() != nil) && ctx.Err() == nil {
+		return messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was not created within --wait %v", id, wait)
+	}
+	return err
+}
+
 func opRm(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
 	stdout := o.stdout
 	for _, id := range args {
 		if err := c.Delete(ctx, id); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
+			return idError{id, err}
 		}
 		fmt.Fprintf(stdout, "deleted %s\n", id)
 	}
@@ -219,14 +264,12 @@ func opStat(ctx context.Context, c *cluster.Client, args []string, o opsIO) erro
 	return nil
 }
 
-func opLs(ctx context.Context, c *cluster.Client, cursor string, limit int, all bool, stdout io.Writer) error {
-	if limit < 1 || limit > 1000 {
-		return usageError{fmt.Sprintf("--limit %d: want 1..1000", limit)}
-	}
+func opLs(ctx context.Context, c *cluster.Client, o opsOpts, stdout io.Writer) error {
+	cursor := o.cursor
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSIZE\tCOMPLETE\tPARTIAL\tINLINE")
 	for {
-		page, err := c.List(ctx, cursor, limit)
+		page, err := c.List(ctx, cursor, o.limit)
 		if err != nil {
 			return err
 		}
@@ -239,13 +282,53 @@ func opLs(ctx context.Context, c *cluster.Client, cursor string, limit int, all 
 		if page.Next == "" {
 			return nil
 		}
-		if !all {
-			fmt.Fprintf(stdout, "more: hoplite ls --after %q\n", page.Next)
+		if !o.all {
+			fmt.Fprintf(stdout, "more: %s\n", lsHint(o, page.Next))
 			return nil
 		}
 		cursor = page.Next
 	}
 }
+
+// lsHint is the command that lists the next page: this one's flags, with
+// --after the cursor, quoted for a POSIX shell.
+func lsHint(o opsOpts, next string) string {
+	args := []string{"hoplite", "ls", "--addr", o.addr}
+	if o.limit != 100 {
+		args = append(args, "--limit", fmt.Sprint(o.limit))
+	}
+	if o.timeout != 30*time.Second {
+		args = append(args, "--timeout", o.timeout.String())
+	}
+	for _, f := range [][2]string{{"--tls-cert", o.tlsCert}, {"--tls-key", o.tlsKey}, {"--tls-ca", o.tlsCA}} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
+		}
+	}
+	args = append(args, "--after", next)
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// idError is an error about one of several ids, said once ("ID: CODE:
+// ..."): the command's prefix comes before it.
+type idError struct {
+	id  string
+	err error
+}
+
+func (e idError) Error() string { return e.id + ": " + strings.TrimPrefix(e.err.Error(), "hoplite: ") }
+func (e idError) Unwrap() error { return e.err }
 
 func opMembers(ctx context.Context, c *cluster.Client, _ []string, o opsIO) error {
 	stdout := o.stdout

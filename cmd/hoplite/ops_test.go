@@ -187,7 +187,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 
 	// Bad input: a file larger than the member's capacity is refused
-	// whole; a missing id times out; an address that is not a member.
+	// whole; a missing id is NOT_FOUND; an address that is not a member.
 	big := filepath.Join(dir, "big.bin")
 	if err := os.WriteFile(big, make([]byte, 12<<20), 0o644); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestOperatorCommands(t *testing.T) {
 	if _, out, _ := cli(t, bin, nil, "ls", a); strings.Contains(out, "too-big") {
 		t.Fatalf("a refused put is listed:\n%s", out)
 	}
-	if code, _, errs := cli(t, bin, nil, "get", a, "--timeout", "1s", "never-put"); code != 1 || !strings.Contains(errs, "TIMEOUT") {
+	if code, _, errs := cli(t, bin, nil, "get", a, "never-put"); code != 1 || !strings.Contains(errs, "NOT_FOUND") {
 		t.Fatalf("get of a missing id: exit %d, %s", code, errs)
 	}
 	if code, _, errs := cli(t, bin, nil, "members", "--addr", freeLoopback(t), "--timeout", "2s"); code != 1 || !strings.Contains(errs, "UNAVAILABLE") {

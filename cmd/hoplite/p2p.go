@@ -78,14 +78,17 @@ func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	size, err := parseSize(*sizeFlag)
 	if err != nil {
-		return fmt.Errorf("-size: %w", err)
+		return usageError{fmt.Sprintf("-size: %v", err)}
 	}
 	chunk, err := parseSize(*chunkFlag)
 	if err != nil || chunk > 64<<20 {
-		return fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB", *chunkFlag)
+		return usageError{fmt.Sprintf("-chunk-size %q: want 1 byte .. 64MiB", *chunkFlag)}
 	}
 	if *reps < 1 || *small < 1 || *smallSize < 1 || *smallSize >= 64<<10 {
-		return errors.New("need -reps >= 1, -small >= 1 and 1 <= -small-size < 65536")
+		return usageError{"need -reps >= 1, -small >= 1 and 1 <= -small-size < 65536"}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
 	o := p2pOpts{size: size, chunk: chunk, reps: *reps, small: *small, smallSize: *smallSize, logLevel: *logLevel}
 	want := p2pData(size)

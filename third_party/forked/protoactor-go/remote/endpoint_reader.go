@@ -141,6 +141,14 @@ func (s *endpointReader) onMessageBatch(m *MessageBatch) error {
 			s.remote.Logger().Error("EndpointReader received message with unknown target", slog.Int("target", int(envelope.Target)), slog.Int("targetRequestId", int(envelope.TargetRequestId)))
 			return errors.New("unknown target")
 		}
+		// Hoplite patch: the sender reached this system's port under another
+		// name (localhost for 127.0.0.1, a host name for its address): the
+		// message is for this system. Upstream looked the address up as a
+		// remote one and sent it back to itself over the network, for ever,
+		// one core busy per such message.
+		if addr := s.remote.actorSystem.Address(); target.Address != addr {
+			target = &actor.PID{Address: addr, Id: target.Id, RequestId: target.RequestId}
+		}
 
 		message, err := Deserialize(data, m.TypeNames[envelope.TypeId], envelope.SerializerId)
 		if err != nil {
