@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// fetchSession is one Get on a host: the real FetchProtocol, its
+// streams carried by the simulated data plane.
+type fetchSession struct {
+	w      *world
+	h      *host
+	id     string
+	p      *storenode.FetchProtocol
+	obj    *objState
+	stream *stream
+	sid    uint64
+	// sender is who the current stream reads from; senders every one
+	// this Get read from, in order (for the tree and cycle checks).
+	sender  *host
+	senders []*host
+	begun   time.Duration
+	ended   time.Duration
+	done    bool
+	err     error
+	onDone  func(*fetchSession)
+	// sum is the checksum of the bytes the Get ended with.
+	sum uint64
+}
+
+func (h *host) fetch(id string) *fetchSession {
+	for _, f := range h.fetches {
+		if f.id == id && !f.done {
+			return f
+		}
+	}
+	return nil
+}
+
+// get starts a Get of id on h; onDone runs when it ends.
+func (w *world) get(h *host, id string, onDone func(*fetchSession)) *fetchSession {
+	fs := &fetchSession{w: w, h: h, id: id, begun: w.eng.now, onDone: onDone}
+	if o := h.objs[id]; o != nil && o.complete {
+		fs.done, fs.sum, fs.ended = true, o.sum, w.eng.now
+		onDone(fs)
+		return fs
+	}
+	so, _ := h.store.Reserve(id)
+	fs.obj = h.obj(id)
+	fs.p = storenode.NewFetchProtocol(storenode.FetchConfig{Self: h.ref, Store: h.store, Grace: w.p.Grace, Rand: h.rng}, so, w.now().Add(w.p.Timeout))
+	h.fetches = append(h.fetches, fs)
+	fs.apply(fs.p.Start(w.now()))
+	return fs
+}
+
+// apply carries out one step's output.
+func (fs *fetchSession) apply(out storenode.FetchOutput) {
+	w := fs.w
+	for _, s := range out.Sends {
+		if to, ok := s.To.(directory.ShardOf); ok {
+			w.toShard(fs.h, to, s.Msg, fetchReply{h: fs.h, id: fs.id})
+		}
+	}
+	for _, t := range out.Timers {
+		ft, ok := t.Msg.(storenode.FetchTimer)
+		if !ok {
+			continue
+		}
+		w.eng.at(virt(t.At), func() {
+			if !fs.done && fs.h.alive {
+				fs.apply(fs.p.Timer(ft, w.now()))
+			}
+		})
+	}
+	if out.Cut != 0 && fs.stream != nil && fs.sid == out.Cut {
+		st, sid := fs.stream, fs.sid
+		st.cut()
+		w.eng.after(0, func() {
+			if !fs.done {
+				fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "cut"), w.now()))
+			}
+		})
+	}
+	if cmd := out.Stream; cmd != nil {
+		fs.startStream(cmd)
+	}
+	if out.Done {
+		fs.finish(out.Err)
+	}
+}
+
+func (fs *fetchSession) startStream(cmd *storenode.StreamCommand) {
+	w := fs.w
+	fs.sid = cmd.ID
+	sender := w.hostOf(cmd.Sender)
+	fs.sender = sender
+	fs.senders = append(fs.senders, sender)
+	fs.obj.size = cmd.Size
+	fs.obj.writer = cmd.Writer
+	if fs.obj.written != cmd.Offset {
+		// The store's object was rewound or resumed elsewhere: follow it.
+		fs.obj.written = cmd.Offset
+	}
+	sid := cmd.ID
+	if sender == nil {
+		w.eng.after(w.p.Latency, func() {
+			fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no such sender"), w.now()))
+		})
+		return
+	}
+	from := sender.obj(fs.id)
+	fs.stream = w.openStream(from, fs.h, cmd.Offset, cmd.Size,
+		func(n int64, last bool) error {
+			if last {
+				fs.obj.sum = from.sum
+			}
+			return fs.obj.advance(n)
+		},
+		func(err error) {
+			if fs.done || fs.sid != sid {
+				return
+			}
+			fs.apply(fs.p.StreamEnded(sid, err, w.now()))
+		})
+}
+
+func (fs *fetchSession) finish(err error) {
+	if fs.done {
+		return
+	}
+	fs.done, fs.err, fs.ended = true, err, fs.w.eng.now
+	if err == nil {
+		fs.obj.complete = true
+		fs.sum = fs.obj.sum
+		fs.obj.wake()
+	}
+	if fs.stream != nil {
+		fs.stream.cut()
+	}
+	if fs.onDone != nil {
+		fs.onDone(fs)
+	}
+}
+
+// senderFailed tells the fetches on h that node failed.
+func (h *host) senderFailed(node string) {
+	for _, fs := range h.fetches {
+		if !fs.done && fs.sender != nil && fs.sender.name == node {
+			fs.apply(fs.p.SenderFailed(node))
+		}
+	}
+}

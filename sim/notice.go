@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/revoke"
+)
+
+// overlays gives every host its real revoke.Broadcaster on the binomial
+// graph of all hosts.
+func (w *world) overlays() error {
+	names := make([]string, len(w.hosts))
+	for i, h := range w.hosts {
+		names[i] = h.name
+	}
+	for _, h := range w.hosts {
+		o, err := revoke.NewOverlay(names, h.name)
+		if err != nil {
+			return err
+		}
+		h.bc = revoke.NewBroadcaster(o)
+	}
+	return nil
+}
+
+// kill stops host d now: its streams break (their other ends see the
+// connection reset L later), its messages are lost, and its binomial
+// graph neighbours, which watch it, originate the failure notice once
+// they detect it.
+func (w *world) kill(d *host) {
+	if !d.alive {
+		return
+	}
+	d.alive = false
+	for _, st := range d.streams {
+		if st.ended {
+			continue
+		}
+		st := st
+		st.cut()
+		if st.dst != d {
+			w.eng.after(w.p.Latency, func() {
+				st.ended = false
+				st.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", d.name))
+			})
+		}
+	}
+	for _, o := range d.objs {
+		o.gone = true
+	}
+	// Wake readers of d's copies in a fixed order (map order must not
+	// decide): the streams above already carry the failure.
+	if d.bc == nil {
+		return
+	}
+	n := revoke.FailureNotice(d.name, d.name)
+	watchers := d.bc.Overlay().Neighbors()
+	if w.oneDetector {
+		// The notice's own spread: one watcher detects, the binomial
+		// graph carries it to the rest.
+		watchers = watchers[:1]
+	}
+	for _, nb := range watchers {
+		h := w.byName[nb]
+		w.eng.after(w.p.Detect, func() {
+			if h.alive {
+				w.decide(h, n, h.bc.Originate(n), 0)
+			}
+		})
+	}
+}
+
+// decide carries out a broadcaster's decision at h: forward, then
+// deliver (the failed node leaves every core on h).
+func (w *world) decide(h *host, n revoke.Notice, d revoke.Decision, hops int) {
+	for _, s := range d.Sends {
+		to := w.byName[s.To.(string)]
+		if to == nil {
+			continue
+		}
+		from := h.name
+		w.send(h, to, qRevoke, func() { w.decide(to, n, to.bc.Receive(from, n), hops+1) })
+	}
+	if !d.Deliver {
+		return
+	}
+	h.noticed, h.hops = w.eng.now, hops
+	if h.noticed == 0 {
+		h.noticed = 1 // delivered at time zero still counts
+	}
+	for _, s := range w.shards {
+		if w.shardHost(s) == h {
+			w.shardStep(s, nodeFailed(n.Subject), nil)
+		}
+	}
+	for _, red := range h.coords {
+		if red.r != nil && !red.r.Over() {
+			red.apply(red.r.NodeFailed(n.Subject, w.now()))
+		}
+	}
+	h.senderFailed(n.Subject)
+}

@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// reduction is one Reduce's coordinator: the real coordinator.Reduction
+// on the host that runs the target's shard.
+type reduction struct {
+	w      *world
+	id     string
+	host   *host
+	caller *host
+	req    *messages.Reduce
+	r      *coordinator.Reduction
+	timers map[any]uint64
+	// reply is the answer and when the caller had it.
+	reply   *messages.ReduceReply
+	replyAt time.Duration
+	begun   time.Duration
+	// committed is the root worker whose result the coordinator took.
+	committed *worker
+	workers   []*worker
+	onReply   func(*reduction)
+}
+
+// worker runs one tree position on a host: it streams its children's
+// outputs, adds them to its own source chunk by chunk and offers the sum
+// as it grows (to its parent, or, at the root, as the target).
+type worker struct {
+	r       *reduction
+	h       *host
+	t       *messages.ReduceTask
+	own     *objState
+	out     *objState
+	inputs  []*stream
+	from    []*objState
+	recv    []int64
+	sums    []uint64
+	ended   []bool
+	stopped bool
+	done    bool
+}
+
+// startReduce has caller ask the target's shard for a Reduce.
+func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.Config, onReply func(*reduction)) *reduction {
+	s := w.shardFor(req.GetTargetId())
+	coord := w.shardHost(s)
+	red := &reduction{w: w, id: "reduce-" + req.GetTargetId(), host: coord, caller: caller, req: req, timers: map[any]uint64{},
+		begun: w.eng.now, onReply: onReply}
+	w.send(caller, coord, qShard, func() {
+		if _, err := s.t.Reserve(req.GetTargetId(), red.id); err != nil {
+			w.violate("reserve %s: %v", req.GetTargetId(), err)
+			return
+		}
+		red.r = coordinator.NewReductionFor(red.id, req, caller.ref, cfg, w.now(), w.p.Timeout, w.p.Latency, w.payload)
+		coord.coords = append(coord.coords, red)
+		red.apply(red.r.Begin(w.now()))
+	})
+	return red
+}
+
+func (red *reduction) apply(fx coordinator.Effects) {
+	w := red.w
+	for _, t := range fx.Timers {
+		kind := t.Msg
+		red.timers[kind]++
+		gen := red.timers[kind]
+		w.eng.at(virt(t.At), func() {
+			if red.timers[kind] != gen || !red.host.alive || red.r.Over() {
+				return
+			}
+			now := w.now()
+			switch kind.(type) {
+			case coordinator.DeadlineTimer:
+				red.apply(red.r.Expire(now))
+			case coordinator.ResubscribeTimer:
+				red.apply(red.r.Resubscribe(now))
+			case coordinator.KneeTimer:
+				red.apply(red.r.KneeCheck(now))
+			}
+		})
+	}
+	for _, snd := range fx.Sends {
+		switch to := snd.To.(type) {
+		case directory.ShardOf:
+			w.toShard(red.host, to, snd.Msg, coordReply{r: red})
+		case coordinator.TargetShard:
+			w.toShard(red.host, directory.ShardOf(red.req.GetTargetId()), snd.Msg, nil)
+		case coordinator.Requester:
+			m := snd.Msg.(*messages.ReduceReply)
+			w.send(red.host, red.caller, qStore, func() {
+				if red.reply == nil {
+					red.reply, red.replyAt = m, w.eng.now
+					if red.onReply != nil {
+						red.onReply(red)
+					}
+				}
+			})
+		case *messages.NodeRef:
+			h := w.hostOf(to)
+			msg := snd.Msg
+			w.send(red.host, h, qStore, func() { red.atNode(h, msg) })
+		}
+	}
+}
+
+// atNode is a store node's handling of a coordinator's message.
+func (red *reduction) atNode(h *host, msg any) {
+	w := red.w
+	switch m := msg.(type) {
+	case *messages.ReduceTask:
+		red.startWorker(h, m)
+	case *messages.ReduceTaskBatch:
+		for _, t := range m.GetTasks() {
+			red.startWorker(h, t)
+		}
+	case *messages.ReduceInvalidate:
+		for _, wk := range red.workers {
+			if wk.h == h && wk.t.GetPosition() == m.GetPosition() && wk.t.GetGeneration() == m.GetGeneration() {
+				wk.stop()
+			}
+		}
+	case *messages.ReduceRelease:
+		for _, wk := range red.workers {
+			if wk.h == h && wk != red.committed {
+				wk.stop()
+			}
+		}
+	case *messages.ReduceCommit:
+		for _, wk := range red.workers {
+			if wk.h == h && wk.t.GetPosition() == m.GetPosition() && wk.t.GetGeneration() == m.GetGeneration() && wk.done {
+				red.committed = wk
+				wk.out.complete = true
+				wk.out.wake()
+			}
+		}
+	case *messages.DropObject:
+		if o := h.objs[m.GetObjectId()]; o != nil && !o.complete {
+			o.gone = true
+			o.wake()
+		}
+	case *messages.Get:
+		// An AllReduce's participant fetches the result.
+		w.get(h, m.GetObjectId(), func(fs *fetchSession) {
+			err := fs.err
+			w.send(h, red.host, qCoord, func() { red.apply(red.r.Fetched(h.name, err, w.now())) })
+		})
+	}
+}
+
+func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
+	w := red.w
+	for _, old := range red.workers {
+		if old.h == h && old.t.GetPosition() == t.GetPosition() {
+			old.stop() // the node runs the newest generation of a position
+		}
+	}
+	wk := &worker{r: red, h: h, t: t, own: h.objs[t.GetSourceId()]}
+	red.workers = append(red.workers, wk)
+	h.workers = append(h.workers, wk)
+	if wk.own == nil || !wk.own.complete {
+		w.violate("task p%d on %s names source %q it does not hold", t.GetPosition(), h.name, t.GetSourceId())
+		return
+	}
+	started := &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}
+	if len(t.GetChildren()) == 0 && !t.GetRoot() {
+		// A leaf: its output is its source, whole already.
+		wk.out, wk.done = wk.own, true
+		red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+		red.toCoord(h, func() {
+			red.apply(red.r.Done(&messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}, w.now()))
+		})
+		return
+	}
+	out := h.obj(t.GetOutputId())
+	out.size, out.written, out.complete, out.gone, out.held, out.sum = t.GetSize(), 0, false, false, t.GetRoot(), 0
+	wk.out = out
+	if t.GetRoot() {
+		w.toShard(h, directory.ShardOf(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(), Size: t.GetSize(),
+			Creator: h.ref, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()}, createReply{h: h})
+	}
+	red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+	n := len(t.GetChildren())
+	wk.recv, wk.sums, wk.ended = make([]int64, n), make([]uint64, n), make([]bool, n)
+	for k, c := range t.GetChildren() {
+		ch := w.hostOf(c.GetNode())
+		if ch == nil {
+			w.violate("task p%d names unknown node %v", t.GetPosition(), c.GetNode())
+			continue
+		}
+		from := ch.obj(c.GetObjectId())
+		if from.size < 0 {
+			from.size = t.GetSize()
+		}
+		wk.from = append(wk.from, from)
+		k := k
+		st := w.openStream(from, h, 0, t.GetSize(),
+			func(n int64, last bool) error {
+				wk.recv[k] += n
+				wk.progress()
+				return nil
+			},
+			func(err error) {
+				if wk.stopped {
+					return
+				}
+				if err != nil {
+					wk.fail(err)
+					return
+				}
+				wk.sums[k], wk.ended[k] = from.sum, true
+				wk.progress()
+			})
+		wk.inputs = append(wk.inputs, st)
+	}
+}
+
+func (red *reduction) toCoord(h *host, fn func()) { red.w.send(h, red.host, qCoord, fn) }
+
+// progress offers as much of the sum as every input has delivered.
+func (wk *worker) progress() {
+	if wk.stopped || wk.done {
+		return
+	}
+	m := wk.t.GetSize()
+	all := true
+	for k := range wk.recv {
+		m = min(m, wk.recv[k])
+		all = all && wk.ended[k]
+	}
+	if all {
+		sum := wk.own.sum
+		for _, s := range wk.sums {
+			sum += s
+		}
+		wk.out.sum = sum
+	}
+	if err := wk.out.advance(m - wk.out.written); err != nil {
+		wk.fail(err)
+		return
+	}
+	if all && wk.out.written == wk.t.GetSize() {
+		wk.done = true
+		if !wk.t.GetRoot() {
+			wk.out.complete = true
+		}
+		t, red, w := wk.t, wk.r, wk.r.w
+		red.toCoord(wk.h, func() {
+			red.apply(red.r.Done(&messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}, w.now()))
+		})
+	}
+}
+
+// fail handles an input's loss. An input whose node failed (or that
+// left it) is not reported, as the real worker does not: the coordinator
+// watches that node and sends a new generation of the task.
+func (wk *worker) fail(err error) {
+	wk.stop()
+}
+
+func (wk *worker) stop() {
+	if wk.stopped {
+		return
+	}
+	wk.stopped = true
+	for _, st := range wk.inputs {
+		st.cut()
+	}
+	if wk.out != nil && wk.out != wk.own && !wk.out.complete {
+		wk.out.gone = true
+		wk.out.wake()
+	}
+}
+
+// inputsOn reports whether the worker still waits on a stream from h.
+func (wk *worker) waitsOn(h *host) bool {
+	if wk.stopped || wk.done {
+		return false
+	}
+	for _, st := range wk.inputs {
+		if !st.ended && st.src == h {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,340 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Scenarios the simulator runs.
+var Scenarios = []string{"broadcast", "reduce", "allreduce", "notice", "barrier"}
+
+// Config is one simulated run.
+type Config struct {
+	Scenario string
+	Params
+	// Size is S, the object size in bytes (not used by notice and barrier).
+	Size int64
+	// Num is a reduce's n of m = N sources (0: all).
+	Num int
+	// Kill is how many hosts fail, KillAt when: a fraction of the
+	// failure-free run's time (the simulator runs that first).
+	Kill   int
+	KillAt float64
+}
+
+// Outcome is what one run measured, and the invariants it broke.
+type Outcome struct {
+	Scenario string `json:"scenario"`
+	Nodes    int    `json:"nodes"`
+	Size     int64  `json:"size"`
+	Seed     uint64 `json:"seed"`
+	// Time is the operation's time: the last Get's end (broadcast), the
+	// reply at the caller (reduce, allreduce), the last live host's
+	// delivery of the notice (notice), the last release (barrier).
+	Time time.Duration `json:"time_ns"`
+	// FailureFree is the same run's time without the kill (0: no kill).
+	FailureFree time.Duration `json:"failure_free_ns,omitempty"`
+	KilledAt    time.Duration `json:"killed_at_ns,omitempty"`
+	Killed      []string      `json:"killed,omitempty"`
+	// Depth is the broadcast tree's depth (hops from the creator to the
+	// farthest receiver), or the most hops a notice took.
+	Depth int `json:"depth"`
+	// Degree is the reduce tree's degree the cost model chose.
+	Degree int `json:"degree,omitempty"`
+	// ShardQueue and CoordQueue are the longest a message waited at a
+	// directory shard and at a coordinator: a hot one queues.
+	ShardQueue time.Duration `json:"shard_queue_ns"`
+	CoordQueue time.Duration `json:"coord_queue_ns"`
+	// HotShard is the most messages one shard processed.
+	HotShard int64 `json:"hot_shard_messages"`
+	Messages int64 `json:"messages"`
+	Events   int64 `json:"events"`
+	// MaxQueue is the most events pending at once.
+	MaxQueue   int      `json:"max_queue"`
+	Violations []string `json:"violations,omitempty"`
+}
+
+// Run simulates one configuration. With Kill > 0 it first runs the same
+// seed failure-free to place the kill.
+func Run(c Config) (*Outcome, error) {
+	if c.N < 2 {
+		return nil, fmt.Errorf("sim: %d hosts: need at least 2", c.N)
+	}
+	if c.Kill >= c.N-1 {
+		return nil, fmt.Errorf("sim: kill %d of %d hosts: at most %d", c.Kill, c.N, c.N-2)
+	}
+	if c.Scenario != "notice" && c.Scenario != "barrier" && c.Size <= 0 {
+		return nil, fmt.Errorf("sim: %s needs a size", c.Scenario)
+	}
+	var free time.Duration
+	if c.Kill > 0 && c.Scenario != "notice" {
+		cc := c
+		cc.Kill = 0
+		o, err := Run(cc)
+		if err != nil {
+			return nil, err
+		}
+		free = o.Time
+	}
+	w := newWorld(c.Params)
+	if err := w.overlays(); err != nil {
+		return nil, err
+	}
+	w.chunk = int64(plan.ChunkForObject(w.payload, c.Size))
+	out := &Outcome{Scenario: c.Scenario, Nodes: c.N, Size: c.Size, Seed: c.Seed, FailureFree: free}
+	var err error
+	switch c.Scenario {
+	case "broadcast":
+		err = w.broadcast(c, out)
+	case "reduce", "allreduce":
+		err = w.reduce(c, out)
+	case "notice":
+		err = w.notice(c, out)
+	case "barrier":
+		err = w.barrier(c, out)
+	default:
+		err = fmt.Errorf("sim: unknown scenario %q (want one of %v)", c.Scenario, Scenarios)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.ShardQueue, out.CoordQueue = w.queueWait[qShard], w.queueWait[qCoord]
+	for _, s := range w.shards {
+		out.HotShard = max(out.HotShard, s.served)
+	}
+	out.Messages, out.Events, out.MaxQueue = w.msgs, w.eng.steps, w.eng.maxQueue
+	out.Violations = append(out.Violations, w.violations...)
+	return out, nil
+}
+
+// victims picks k hosts to kill: never host 0 (the creator or caller)
+// nor a host that runs a directory shard of the objects in play (a
+// shard's move to a new home is not simulated).
+func (w *world) victims(k int, ids ...string) []*host {
+	spare := map[*host]bool{w.hosts[0]: true}
+	for _, id := range ids {
+		spare[w.shardHost(w.shardFor(id))] = true
+	}
+	var pool []*host
+	for _, h := range w.hosts {
+		if !spare[h] {
+			pool = append(pool, h)
+		}
+	}
+	var out []*host
+	for _, i := range w.rng.Perm(len(pool))[:min(k, len(pool))] {
+		out = append(out, pool[i])
+	}
+	slices.SortFunc(out, func(a, b *host) int { return a.idx - b.idx })
+	return out
+}
+
+func (w *world) scheduleKill(c Config, out *Outcome, ids ...string) {
+	if c.Kill <= 0 {
+		return
+	}
+	vs := w.victims(c.Kill, ids...)
+	at := time.Duration(float64(out.FailureFree) * c.KillAt)
+	out.KilledAt = at
+	for _, v := range vs {
+		out.Killed = append(out.Killed, v.name)
+		w.eng.at(at, func() { w.kill(v) })
+	}
+}
+
+// put makes id, of size bytes and checksum sum, a whole creator copy on
+// h registered at its shard, before time starts (the scenarios time
+// collectives of objects that exist, as the testbed does).
+func (w *world) put(h *host, id string, size int64, sum uint64) error {
+	if _, _, err := h.store.Create(id, size, sum); err != nil {
+		return err
+	}
+	o := h.obj(id)
+	o.size, o.written, o.sum, o.complete = size, size, sum, true
+	s := w.shardFor(id)
+	s.t.Create(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: sum, Creator: h.ref}, nil)
+	s.t.Publish(&messages.PublishLocation{ObjectId: id, Node: h.ref, State: messages.LocationState_COMPLETE, Size: size, Fingerprint: sum, Creator: true})
+	return nil
+}
+
+func (w *world) broadcast(c Config, out *Outcome) error {
+	const id = "object"
+	sum := w.rng.Uint64()
+	if err := w.put(w.hosts[0], id, c.Size, sum); err != nil {
+		return err
+	}
+	w.scheduleKill(c, out, id)
+	var gets []*fetchSession
+	for _, h := range w.hosts[1:] {
+		gets = append(gets, w.get(h, id, func(*fetchSession) {}))
+	}
+	w.eng.run(c.Timeout+time.Minute, nil)
+	depth := map[*host]int{w.hosts[0]: 0}
+	for _, fs := range gets {
+		if !fs.h.alive {
+			continue
+		}
+		switch {
+		case !fs.done:
+			w.violate("Get on %s never ended", fs.h.name)
+		case fs.err != nil:
+			w.violate("Get on %s failed: %v", fs.h.name, fs.err)
+		case fs.sum != sum:
+			w.violate("Get on %s ended with checksum %x, want %x", fs.h.name, fs.sum, sum)
+		default:
+			out.Time = max(out.Time, fs.ended)
+		}
+	}
+	// The tree: every receiver's last sender. Walking up from each must
+	// reach the creator without meeting a host twice.
+	parent := map[*host]*host{}
+	for _, fs := range gets {
+		if fs.done && fs.err == nil && fs.sender != nil {
+			parent[fs.h] = fs.sender
+		}
+	}
+	var walk func(h *host, seen int) int
+	walk = func(h *host, seen int) int {
+		if d, ok := depth[h]; ok {
+			return d
+		}
+		if seen > len(w.hosts) {
+			w.violate("the broadcast tree has a cycle through %s", h.name)
+			return 0
+		}
+		p := parent[h]
+		if p == nil {
+			return 0
+		}
+		d := walk(p, seen+1) + 1
+		depth[h] = d
+		return d
+	}
+	for _, fs := range gets {
+		out.Depth = max(out.Depth, walk(fs.h, 0))
+	}
+	return nil
+}
+
+func (w *world) reduce(c Config, out *Outcome) error {
+	all := c.Scenario == "allreduce"
+	sources := make([]string, c.N)
+	sums := map[string]uint64{}
+	for i, h := range w.hosts {
+		sources[i] = fmt.Sprintf("s%04d", i)
+		sums[sources[i]] = w.rng.Uint64()
+		if err := w.put(h, sources[i], c.Size, sums[sources[i]]); err != nil {
+			return err
+		}
+	}
+	num := c.Num
+	if num <= 0 || num > c.N {
+		num = c.N
+		if c.Kill > 0 && !all {
+			num = c.N - c.Kill // n of m: as many as can survive
+		}
+	}
+	const target = "target"
+	req := &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: messages.ReduceOp_SUM,
+		Dtype: messages.DType_FLOAT32, TimeoutMs: c.Timeout.Milliseconds(), AllReduce: all}
+	cfg := coordinator.Config{InlineLimit: 64 << 10}
+	if all {
+		cfg.AllReduceShape = coordinator.ShapeDAry // reduce, then broadcast: the sliced shape is not simulated
+	}
+	w.scheduleKill(c, out, target)
+	red := w.startReduce(w.hosts[0], req, cfg, nil)
+	w.eng.run(c.Timeout+time.Minute, func() bool { return red.reply != nil })
+	if red.reply != nil {
+		// Let the messages the answer raced (the root's commit) land.
+		w.eng.run(w.eng.now+time.Second, nil)
+	}
+	dead := map[string]bool{}
+	for _, k := range out.Killed {
+		dead[k] = true
+	}
+	switch {
+	case red.reply == nil:
+		w.violate("the Reduce never answered")
+		return nil
+	case red.reply.GetError() != nil:
+		w.violate("the Reduce failed: %v", red.reply.GetError())
+		return nil
+	}
+	out.Time = red.replyAt
+	if p := red.reply.GetPlan(); p != nil {
+		out.Degree = int(p.GetDegree())
+	}
+	ids := red.reply.GetReducedIds()
+	var want uint64
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			w.violate("source %s reduced twice", id)
+		}
+		seen[id] = true
+		want += sums[id]
+	}
+	if len(seen) != num && !(all && len(seen) == num-len(out.Killed)) {
+		// An AllReduce of every source goes on without the dead ones.
+		w.violate("%d distinct sources reduced, want %d", len(seen), num)
+	}
+	for id := range seen {
+		if h := w.hosts[slices.Index(sources, id)]; !h.alive {
+			w.violate("the result holds %s of dead %s", id, h.name)
+		}
+	}
+	root := red.committed
+	switch {
+	case root == nil:
+		w.violate("no root committed")
+	case root.out.sum != want:
+		w.violate("the target holds checksum %x, the reduced sources sum to %x", root.out.sum, want)
+	case dead[root.h.name]:
+		w.violate("the committed root %s is dead", root.h.name)
+	}
+	// No live worker may still wait on a dead host once every live host
+	// knows of its failure.
+	for _, wk := range red.workers {
+		for _, k := range out.Killed {
+			if wk.h.alive && wk.waitsOn(w.byName[k]) {
+				w.violate("p%d on %s still waits on dead %s", wk.t.GetPosition(), wk.h.name, k)
+			}
+		}
+	}
+	if all && root != nil {
+		for _, h := range w.hosts {
+			if o := h.objs[target]; h.alive && o != nil && o.complete && o.sum != want {
+				w.violate("%s holds the result with checksum %x, want %x", h.name, o.sum, want)
+			}
+		}
+	}
+	return nil
+}
+
+func (w *world) notice(c Config, out *Outcome) error {
+	k := max(c.Kill, 1)
+	vs := w.victims(k)
+	w.oneDetector = true
+	for _, v := range vs {
+		out.Killed = append(out.Killed, v.name)
+		w.kill(v)
+	}
+	w.eng.run(c.Timeout, nil)
+	for _, h := range w.hosts {
+		if !h.alive {
+			continue
+		}
+		if h.noticed == 0 {
+			w.violate("the notice never reached %s", h.name)
+			continue
+		}
+		out.Time = max(out.Time, h.noticed)
+		out.Depth = max(out.Depth, h.hops)
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/revoke"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// queue names a host's control-message server: each processes one
+// message at a time for its per-message cost, so a host that many
+// messages reach at once (a hot directory shard, a Reduce's coordinator)
+// queues them.
+type queue int
+
+const (
+	qStore  queue = iota // the store node (fetch sessions, reduce workers)
+	qShard               // the directory shards the host runs
+	qCoord               // the Reduce coordinators the host runs
+	qRevoke              // the failure broadcaster
+	nQueues
+)
+
+// host is one simulated member.
+type host struct {
+	idx   int
+	name  string
+	ref   *messages.NodeRef
+	alive bool
+	up    link
+	down  link
+	free  [nQueues]time.Duration
+	store *storenode.Store
+	objs  map[string]*objState
+	// fetches are the fetch sessions in flight here, in start order
+	// (a slice: the order of every step must not depend on map order).
+	fetches []*fetchSession
+	streams []*stream // streams this host sends or receives
+	bc      *revoke.Broadcaster
+	coords  []*reduction
+	workers []*worker
+	rng     *rand.Rand
+	// noticed is when the failure notice reached this host (0: not yet).
+	noticed time.Duration
+	hops    int
+}
+
+// world is the simulated cluster: hosts, their links, and the engine.
+type world struct {
+	p      Params
+	eng    *engine
+	net    network
+	hosts  []*host
+	byName map[string]*host
+	shards []*shard
+	rng    *rand.Rand
+	// payload is each link's TCP payload rate, bytes per second.
+	payload float64
+	chunk   int64
+	msgs    int64
+	// queueWait is the longest a message waited for each queue kind.
+	queueWait [nQueues]time.Duration
+	violations []string
+	// oneDetector: only the first watcher of a failed host originates
+	// its notice (the notice scenario measures the spread itself).
+	oneDetector bool
+}
+
+func newWorld(p Params) *world {
+	w := &world{p: p, eng: &engine{}, byName: map[string]*host{}}
+	w.net.eng = w.eng
+	w.rng = rand.New(rand.NewPCG(p.Seed, 0x51e))
+	w.payload = p.Bandwidth / 8 * p.PayloadEfficiency
+	for i := 0; i < p.N; i++ {
+		name := fmt.Sprintf("h%04d", i)
+		h := &host{idx: i, name: name, alive: true, ref: &messages.NodeRef{NodeId: name, Address: name},
+			store: storenode.NewStore(1 << 50), objs: map[string]*objState{},
+			rng: rand.New(rand.NewPCG(p.Seed, uint64(i)+1))}
+		h.up.cap, h.down.cap = w.payload, w.payload
+		if p.SlowFraction > 0 && w.rng.Float64() < p.SlowFraction {
+			h.up.cap, h.down.cap = w.payload*p.SlowFactor, w.payload*p.SlowFactor
+		}
+		w.hosts = append(w.hosts, h)
+		w.byName[name] = h
+	}
+	w.newShards()
+	return w
+}
+
+func (w *world) violate(format string, args ...any) {
+	if len(w.violations) < 100 {
+		w.violations = append(w.violations, fmt.Sprintf("t=%v: ", w.eng.now)+fmt.Sprintf(format, args...))
+	}
+}
+
+func (w *world) now() time.Time { return wall(w.eng.now) }
+
+// hostOf is the host a node reference names (nil if none).
+func (w *world) hostOf(n *messages.NodeRef) *host { return w.byName[n.GetNodeId()] }
+
+// cost is the processing cost of one message at a queue.
+func (w *world) cost(q queue) time.Duration {
+	switch q {
+	case qShard:
+		return w.p.ShardCost
+	case qCoord:
+		return w.p.CoordCost
+	}
+	return w.p.StoreCost
+}
+
+// send carries a control message from one host to another's queue: it
+// arrives L later (nothing across the network on one host), waits for
+// the queue, and fn runs when it has been processed. Messages to a dead
+// host are lost.
+func (w *world) send(from, to *host, q queue, fn func()) {
+	w.msgs++
+	lat := w.p.Latency
+	if from == to {
+		lat = 0
+	}
+	w.eng.after(lat, func() { w.process(to, q, fn) })
+}
+
+func (w *world) process(h *host, q queue, fn func()) {
+	if !h.alive {
+		return
+	}
+	start := max(w.eng.now, h.free[q])
+	if wait := start - w.eng.now; wait > w.queueWait[q] {
+		w.queueWait[q] = wait
+	}
+	h.free[q] = start + w.cost(q)
+	w.eng.at(h.free[q], func() {
+		if h.alive {
+			fn()
+		}
+	})
+}
+
+// objState is what the data plane knows of one copy of an object on a
+// host: how many of its bytes are there, and its content as a checksum.
+// No byte is ever allocated: fetched copies advance the real store's
+// object (storenode.Writer.Advance) without writing into it.
+type objState struct {
+	h        *host
+	id       string
+	size     int64 // -1 until known
+	written  int64
+	sum      uint64 // the content's checksum, known once the copy is whole
+	complete bool
+	// held: the last byte is readable only once complete (a Reduce's
+	// root holds its target until its coordinator commits it).
+	held    bool
+	gone    bool
+	writer  *storenode.Writer
+	waiters []*stream
+}
+
+func (h *host) obj(id string) *objState {
+	o := h.objs[id]
+	if o == nil {
+		o = &objState{h: h, id: id, size: -1}
+		h.objs[id] = o
+	}
+	return o
+}
+
+// readable is how many bytes a reader may take.
+func (o *objState) readable() int64 {
+	if o.held && !o.complete && o.size > 0 {
+		return min(o.written, o.size-1)
+	}
+	return o.written
+}
+
+// advance records n more bytes and wakes the streams that wait for them.
+func (o *objState) advance(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if o.writer != nil {
+		if err := o.writer.Advance(int(n)); err != nil {
+			return err
+		}
+	}
+	o.written += n
+	o.wake()
+	return nil
+}
+
+func (o *objState) wake() {
+	ws := o.waiters
+	o.waiters = nil
+	for _, s := range ws {
+		s.pump()
+	}
+}
+
+// stream moves an object's bytes from a sender's copy to a receiver in
+// chunks, as the data plane does: a chunk leaves as soon as the sender
+// has it (so a partial copy relays what it receives: pipelining), and
+// lands L after it left.
+type stream struct {
+	w        *world
+	from     *objState
+	src, dst *host
+	off      int64
+	size     int64
+	fl       flow
+	sending  int64
+	ended    bool
+	started  bool
+	land     func(n int64, last bool) error
+	end      func(err error)
+}
+
+// openStream starts a stream of size bytes of from's copy to dst, from
+// offset off; the first byte leaves once the request reached the sender.
+func (w *world) openStream(from *objState, dst *host, off, size int64, land func(int64, bool) error, end func(error)) *stream {
+	s := &stream{w: w, from: from, src: from.h, dst: dst, off: off, size: size, land: land, end: end}
+	s.fl.up, s.fl.down = &s.src.up, &dst.down
+	s.fl.onChunkOut = s.chunkOut
+	s.src.streams = append(s.src.streams, s)
+	dst.streams = append(dst.streams, s)
+	w.eng.after(w.p.Latency, func() {
+		s.started = true
+		if !s.src.alive {
+			s.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s is dead", s.src.name))
+			return
+		}
+		s.pump()
+	})
+	return s
+}
+
+func (s *stream) pump() {
+	if s.ended || !s.started || s.sending > 0 {
+		return
+	}
+	if s.from.gone {
+		s.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q left %s", s.from.id, s.src.name))
+		return
+	}
+	if s.off >= s.size {
+		return
+	}
+	avail := s.from.readable() - s.off
+	if avail <= 0 {
+		if s.fl.on {
+			s.w.net.removeFlow(&s.fl)
+		}
+		s.from.waiters = append(s.from.waiters, s)
+		return
+	}
+	n := min(s.w.chunk, avail, s.size-s.off)
+	s.sending = n
+	if s.fl.on {
+		s.w.net.nextChunk(&s.fl, n)
+		return
+	}
+	s.fl.remaining = float64(n)
+	s.w.net.addFlow(&s.fl)
+}
+
+func (s *stream) chunkOut() {
+	n := s.sending
+	s.sending = 0
+	s.off += n
+	last := s.off >= s.size
+	s.w.eng.after(s.w.p.Latency, func() {
+		if s.ended {
+			return
+		}
+		if err := s.land(n, last); err != nil {
+			s.fail(err)
+			return
+		}
+		if last {
+			s.ended = true
+			s.end(nil)
+		}
+	})
+	if last {
+		s.w.net.removeFlow(&s.fl)
+		return
+	}
+	s.pump()
+}
+
+// fail ends the stream early with err (reported to its receiver).
+func (s *stream) fail(err error) {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.w.net.removeFlow(&s.fl)
+	s.end(err)
+}
+
+// cut ends the stream early without a report (its receiver ended it).
+func (s *stream) cut() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.w.net.removeFlow(&s.fl)
+}
