@@ -62,7 +62,7 @@ type world struct {
 	chunk   int64
 	msgs    int64
 	// queueWait is the longest a message waited for each queue kind.
-	queueWait [nQueues]time.Duration
+	queueWait  [nQueues]time.Duration
 	violations []string
 	// oneDetector: only the first watcher of a failed host originates
 	// its notice (the notice scenario measures the spread itself).
