@@ -97,6 +97,11 @@ type Config struct {
 	// level it enables once, when it starts: records below it are not
 	// made.
 	Logger *slog.Logger
+	// UI, if set, serves the live view (package liveview) of the cluster
+	// at http://UI/live/ (HOST:PORT; port 0 picks one, see Local.UIAddr)
+	// until Stop. Read-only, plain HTTP: bind it where only those who may
+	// watch can reach it.
+	UI string
 }
 
 // convergeTimeout bounds how long StartLocal, Kill and Restart wait for
@@ -129,6 +134,7 @@ type Local struct {
 	alive   []bool
 	starts  []int // how often each node was started (names incarnations)
 	stopped bool
+	ui      *localUI // the live view's server (Config.UI)
 
 	evMu      sync.Mutex
 	delivered map[string]map[incarnation]bool // member -> failed incarnations it delivered
@@ -203,6 +209,12 @@ func StartLocal(cfg Config) (*Local, error) {
 	if err := l.converge(); err != nil {
 		l.stop()
 		return nil, err
+	}
+	if cfg.UI != "" {
+		if err := l.serveUI(cfg.UI); err != nil {
+			l.stop()
+			return nil, err
+		}
 	}
 	cfg.Log.WithFields(logrus.Fields{"nodes": cfg.Nodes, "shards": cfg.Shards}).Info("embedded cluster started")
 	return l, nil
@@ -560,6 +572,9 @@ func (l *Local) stop() {
 		return // Stop is idempotent: protoactor's Shutdown is not
 	}
 	l.stopped = true
+	if l.ui != nil {
+		l.ui.close()
+	}
 	var running []*Member
 	for i, m := range l.members {
 		if m == nil || !l.alive[i] {

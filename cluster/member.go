@@ -414,7 +414,8 @@ type Member struct {
 	node, storePID, revokePID atomic.Pointer[actor.PID]
 	membersPID                atomic.Pointer[actor.PID]
 
-	health *echo.Echo // the automanaged provider's HTTP server
+	health   *echo.Echo // the automanaged provider's HTTP server
+	liveView *liveState // the live view: this member's recorder, and the hub its manage port serves
 	// automanaged is the automanaged provider (nil with another one):
 	// the seed exchange grows its polled hosts.
 	automanaged *seedProvider
@@ -463,6 +464,7 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	}
 	m := &Member{cfg: cfg, id: id, failures: &shard.FailureLog{},
 		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
+	m.liveView = newLiveState(m)
 	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
 	if seeded && cfg.Provider == ProviderEtcd {
 		// Said, not refused: a deployment switching providers may keep
@@ -535,6 +537,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.store = storenode.NewStore(cfg.Capacity)
 	m.metrics = newMemberMetrics(m)
+	m.startView()
 	served := &controlSource{countingSource: countingSource{Source: m.store, sent: m.metrics.sent}, m: m}
 	var dataAddr string
 	if e := cfg.embedded; e != nil {
@@ -589,6 +592,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if m.automanaged != nil && !cfg.noSeedExchange {
 		go m.exchangeSeeds(m.automanaged, net.JoinHostPort(host, strconv.Itoa(cfg.ManagePort)))
 	}
+	m.liveView.data.Store(&dataAddr)
 	addr := m.system.Address()
 	m.ref = &messages.NodeRef{NodeId: m.id, Address: addr, ActorId: memberRoot + "/" + storeName, DataAddress: dataAddr}
 	selfStores := []*messages.NodeRef{m.ref}
@@ -835,6 +839,9 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	}
 	if kind == messages.ControlSubscribe {
 		return m.serveSubscribe(ctx, req)
+	}
+	if kind == messages.ControlLive {
+		return m.serveLive(req)
 	}
 	if kind != messages.ControlLocate {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
@@ -1146,6 +1153,9 @@ func (m *Member) teardown(graceful bool) {
 			if m.pc.Remote != nil {
 				safely(func() { m.pc.Remote.Shutdown(false) })
 			}
+		}
+		if m.liveView != nil {
+			m.liveView.hub.Close()
 		}
 		if m.health != nil {
 			_ = m.health.Close()

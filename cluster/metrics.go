@@ -207,6 +207,7 @@ func (m *Member) manageRoutes(e *echo.Echo) {
 		}
 		m.metrics.handler().ServeHTTP(w, r)
 	})))
+	m.liveRoutes(e)
 	if m.cfg.Pprof {
 		e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
 		e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))

@@ -19,4 +19,8 @@ const (
 	// member hosting the source's directory shard; the answer is a
 	// SubscribeAnswer.
 	ControlSubscribe byte = 'S'
+	// ControlLive carries the live view's gathering from the member a
+	// browser watches: the one kind that is not protobuf, but the JSON of
+	// liveview.Request, answered by a liveview.Batch.
+	ControlLive byte = 'V'
 )
