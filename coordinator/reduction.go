@@ -489,7 +489,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 		// Before the release that keeps the target: the root completes it
 		// first (one node's messages arrive in order).
 		e.Send(c.Node, &messages.ReduceCommit{ReduceId: r.id, Position: c.Task.GetPosition(), Generation: c.Task.GetGeneration(),
-			TargetId: r.req.GetTargetId()})
+			TargetId: r.req.GetTargetId(), ReducedIds: r.reply.GetReducedIds()})
 	}
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
@@ -1333,7 +1333,8 @@ func (r *Reduction) maybeReduceInline() effects {
 			ObjectId: id, NodeId: r.sources[id].node.GetNodeId(), Arrival: int32(i)})
 	}
 	r.result = acc
-	return effects{StoreInline: &messages.StoreReduced{ReduceId: r.id, TargetId: r.req.GetTargetId(), Data: acc}}
+	return effects{StoreInline: &messages.StoreReduced{ReduceId: r.id, TargetId: r.req.GetTargetId(), Data: acc,
+		ReducedIds: slices.Clone(r.arrivals[:n])}}
 }
 
 // Stored handles the caller's answer to StoreInline.

@@ -97,7 +97,7 @@ func TestEpochsAreNeverReused(t *testing.T) {
 		reduceRoot(t, tb, 0)
 		note("the first root's target", locateReply(t, locate(tb, "t", 2, t0), replyTo("r2")).GetEpoch())
 		tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
-		if err := tb.Reserve("t", "red#2"); err != nil {
+		if _, err := tb.Reserve("t", "red#2"); err != nil {
 			t.Fatal(err)
 		}
 		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#2", ReduceGeneration: 1}, replyTo("c"))
@@ -144,7 +144,7 @@ func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
 	partial("fed", 1, false)
 	complete(tb, "fed", 3, 1<<20, true)
 	partial("putting", 4, true)
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(5), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))

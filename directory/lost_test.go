@@ -98,7 +98,7 @@ func TestCreatorStillPuttingIsNotLost(t *testing.T) {
 
 func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
@@ -113,7 +113,7 @@ func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
 func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
 	for _, lost := range []bool{false, true} {
 		tb := NewLocationTable(TableConfig{})
-		if err := tb.Reserve("t", "red#1"); err != nil {
+		if _, err := tb.Reserve("t", "red#1"); err != nil {
 			t.Fatal(err)
 		}
 		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
@@ -135,7 +135,7 @@ func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
 // it arrives after the new root's, it must not drop the new root's copy.
 func TestStaleRootCannotRecreateTheTarget(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	create := func(n int, gen int32, to string) *messages.CreateObjectReply {
@@ -251,13 +251,13 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 	if out := locate(tb, "t", 1, t0); len(repliesTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("a Get after the drop: %v, want it to wait for a producer", out)
 	}
-	if err := tb.Reserve("t", "red#2"); err != nil {
+	if _, err := tb.Reserve("t", "red#2"); err != nil {
 		t.Fatalf("the id cannot be reserved again: %v", err)
 	}
 
 	// The shard that reserved it: the copy is recorded.
 	tb = NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	if out := tb.Publish(partial("red#1")); dropsTo(out, 0) != nil {
@@ -481,7 +481,7 @@ func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T)
 		t.Fatalf("resubscription of a republished source: %v, want its copy only", got)
 	}
 	// A Reduce's target still being produced is no loss.
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub), sub); len(got) != 0 {
@@ -569,7 +569,7 @@ func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 // publishes it complete; then the parked Locate is served.
 func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	sub := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord"))

@@ -19,7 +19,7 @@ func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID stri
 // first root (generation 1, 1 MiB) on node creator.
 func reduceRoot(t *testing.T, tb *LocationTable, creator int) {
 	t.Helper()
-	if err := tb.Reserve("t", "red#1"); err != nil {
+	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
@@ -50,7 +50,7 @@ func TestReleaseDropsAFinishedTargetOfAFailedReduce(t *testing.T) {
 		t.Fatalf("a Get of the released target on the root's node: %v, want it to wait for a new producer", out)
 	}
 	// The id can be produced again.
-	if err := tb.Reserve("t", "red#2"); err != nil {
+	if _, err := tb.Reserve("t", "red#2"); err != nil {
 		t.Fatalf("reserving the released target again: %v", err)
 	}
 }
@@ -75,7 +75,7 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 
 	// The same with no entry left (nobody waited).
 	tb = NewLocationTable(TableConfig{})
-	if err := tb.Reserve("u", "red#1"); err != nil {
+	if _, err := tb.Reserve("u", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	tb.Create(&messages.CreateObject{ObjectId: "u", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
@@ -87,7 +87,7 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 
 	// A root whose Reduce still holds the reservation finishes it.
 	tb = NewLocationTable(TableConfig{})
-	if err := tb.Reserve("v", "red#1"); err != nil {
+	if _, err := tb.Reserve("v", "red#1"); err != nil {
 		t.Fatal(err)
 	}
 	tb.Create(&messages.CreateObject{ObjectId: "v", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))

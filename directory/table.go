@@ -171,6 +171,12 @@ type entry struct {
 	// rootGen is the newest root generation of that Reduce that created
 	// it: an older root's late CreateObject must not undo a newer one.
 	rootGen int32
+	// call and reduced, learnt from a republished complete copy, say
+	// which Reduce call committed this object and what it reduces: an
+	// attempt of that call started again here (its coordinator died with
+	// this shard's old home) answers with them (see Reserve).
+	call    string
+	reduced []string
 	// epoch names the entry's contents (see LocationTable.newEpoch):
 	// copies of another epoch hold bytes that are no longer valid.
 	epoch uint64
@@ -390,6 +396,7 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	e.call, e.reduced = "", nil
 	if !sameBytes {
 		// Whatever copies of the id went before held other contents (a
 		// Reduce's earlier root, a released target, a lost object Put
@@ -467,7 +474,7 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 			// a location that its root drops when it is released, which
 			// this shard might never hear (the release can go to the
 			// shard's old, dead address).
-			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id,
+			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, ReduceId: rid,
 				Reason: messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q ended with its directory shard", id)}}}
 		}
 	}
@@ -481,6 +488,10 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 	state := req.GetState()
 	if state != messages.LocationState_PARTIAL && state != messages.LocationState_COMPLETE {
 		return nil
+	}
+	if state == messages.LocationState_COMPLETE && req.GetProducedBy() != "" && e.reservedBy == "" && e.call == "" {
+		// A committed Reduce target republished to a rebuilt shard.
+		e.call, e.reduced = CallOf(req.GetProducedBy()), slices.Clone(req.GetReducedIds())
 	}
 	if state == messages.LocationState_COMPLETE && req.GetCreator() && e.reservedBy != "" {
 		// A Reduce's coordinator committed its root's target (or a sliced
@@ -911,19 +922,43 @@ func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []outbox.Send 
 
 // Reserve keeps id free for the Reduce reduceID to create. It fails if the
 // id exists, was deleted, or is already reserved.
-func (t *LocationTable) Reserve(id, reduceID string) *messages.Error {
+//
+// A target that an earlier attempt of the same call committed (see
+// ReduceID) is that call's result: Reserve returns the sources it
+// reduces, reserves nothing, and the Reduce answers with them. Its
+// coordinator died with this shard's old home after the commit, before
+// its answer reached the caller; reducing again would replace a result
+// that readers may have read.
+func (t *LocationTable) Reserve(id, reduceID string) (committed []string, err *messages.Error) {
 	if err := t.check(id); err != nil {
-		return err
+		return nil, err
 	}
 	e := t.entry(id)
 	switch {
+	case e.known && e.call != "" && e.call == CallOf(reduceID) && len(e.reduced) > 0:
+		return slices.Clone(e.reduced), nil
 	case e.known:
-		return messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q already exists", id)
+		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q already exists", id)
 	case e.reservedBy != "":
-		return messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q is already being produced", id)
+		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q is already being produced", id)
 	}
 	e.reservedBy = reduceID
-	return nil
+	return nil, nil
+}
+
+// ReduceID names one attempt (nonce) of a Reduce call into target.
+// Attempts of one call share the prefix CallOf returns.
+func ReduceID(target, call, nonce string) string {
+	return target + "#" + call + "." + nonce
+}
+
+// CallOf is the call a reduce id's attempt belongs to (see ReduceID): the
+// id up to its last '.', or the whole id if it has none.
+func CallOf(reduceID string) string {
+	if i := strings.LastIndexByte(reduceID, '.'); i >= 0 {
+		return reduceID[:i]
+	}
+	return reduceID
 }
 
 // Release undoes a failed Reduce: its reservation goes, and so does any
@@ -957,6 +992,7 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
 	}
 	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
+	e.call, e.reduced = "", nil
 	e.transfers = nil
 	e.epoch = t.newEpoch() // a copy of the released target reporting late is stale
 	t.forgetIfIdle(e)

@@ -1587,7 +1587,12 @@ type PublishLocation struct {
 	// failed, the shard's renewed watch of it says so at once, and the
 	// target is lost). A shard where the Reduce holds no reservation
 	// ignores it: the Reduce was released, or the shard was rebuilt.
-	ReduceId      string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	ReduceId string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	// produced_by and reduced_ids, in a republish of a complete Reduce
+	// target: the run that produced it and the sources it reduces (see
+	// StartReduce.call_id). Unlike reduce_id they commit nothing.
+	ProducedBy    string   `protobuf:"bytes,8,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
+	ReducedIds    []string `protobuf:"bytes,9,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1669,6 +1674,20 @@ func (x *PublishLocation) GetReduceId() string {
 		return x.ReduceId
 	}
 	return ""
+}
+
+func (x *PublishLocation) GetProducedBy() string {
+	if x != nil {
+		return x.ProducedBy
+	}
+	return ""
+}
+
+func (x *PublishLocation) GetReducedIds() []string {
+	if x != nil {
+		return x.ReducedIds
+	}
+	return nil
 }
 
 // UnpublishLocation removes a copy (eviction, or a fetch given up).
@@ -2420,10 +2439,14 @@ func (x *DeleteObjectReply) GetRequestId() uint64 {
 // DropObject tells a store node to free its copy: after Delete, or
 // (with reason NOT_FOUND) after the Reduce that was producing it failed.
 type DropObject struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Reason        *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`                         // nil: DELETED
-	RequestId     uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // echoed in the DeleteObjectReply of a request
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId  string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Reason    *Error                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`                         // nil: DELETED
+	RequestId uint64                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // echoed in the DeleteObjectReply of a request
+	// reduce_id limits the drop to a copy of the target that this Reduce's
+	// run wrote and no commit completed: a copy another run made since (an
+	// attempt started again at a rebuilt shard) stays.
+	ReduceId      string `protobuf:"bytes,4,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2477,6 +2500,13 @@ func (x *DropObject) GetRequestId() uint64 {
 		return x.RequestId
 	}
 	return 0
+}
+
+func (x *DropObject) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
 }
 
 // Subscribe: the sender receives a LocationUpdate for every current and
@@ -3047,9 +3077,16 @@ func (x *ObjectInfo) GetTransfers() []*Transfer {
 // StartReduce asks the shard that owns target_id to run a Reduce. The
 // requester (the message's sender) gets the ReduceReply.
 type StartReduce struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Reduce        *Reduce                `protobuf:"bytes,1,opt,name=reduce,proto3" json:"reduce,omitempty"`
-	Caller        *NodeRef               `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Reduce *Reduce                `protobuf:"bytes,1,opt,name=reduce,proto3" json:"reduce,omitempty"`
+	Caller *NodeRef               `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
+	// call_id names the caller's Reduce across its attempts: the caller's
+	// node starts it again at the target shard's new home when the shard
+	// (and the coordinator, its child) died before answering, with the same
+	// call_id. The shard makes each attempt's reduce id from it, and a
+	// rebuilt shard that finds the target already committed by an attempt
+	// of this call answers with that result instead of CONFLICT.
+	CallId        string `protobuf:"bytes,3,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3096,6 +3133,13 @@ func (x *StartReduce) GetCaller() *NodeRef {
 		return x.Caller
 	}
 	return nil
+}
+
+func (x *StartReduce) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
 }
 
 // ReduceInput is one stream a tree node reduces: a child's output, or a
@@ -3679,11 +3723,16 @@ func (x *ReduceInvalidate) GetGeneration() int32 {
 // through the root's worker: the coordinator stops right after it, and
 // its Terminated can reach the worker first.
 type ReduceCommit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
-	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
-	TargetId      string                 `protobuf:"bytes,4,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId   string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Position   int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	Generation int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	TargetId   string                 `protobuf:"bytes,4,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	// reduced_ids: the sources the committed result reduces, in the reply's
+	// order. The node keeps them with the target and republishes them, so
+	// that a rebuilt shard can answer an attempt of the same call with
+	// this result (see StartReduce.call_id).
+	ReducedIds    []string `protobuf:"bytes,5,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3744,6 +3793,13 @@ func (x *ReduceCommit) GetTargetId() string {
 		return x.TargetId
 	}
 	return ""
+}
+
+func (x *ReduceCommit) GetReducedIds() []string {
+	if x != nil {
+		return x.ReducedIds
+	}
+	return nil
 }
 
 // ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
@@ -3834,6 +3890,7 @@ type StoreReduced struct {
 	TargetId      string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
 	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
 	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	ReducedIds    []string               `protobuf:"bytes,5,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"` // as in ReduceCommit
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3894,6 +3951,13 @@ func (x *StoreReduced) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *StoreReduced) GetReducedIds() []string {
+	if x != nil {
+		return x.ReducedIds
+	}
+	return nil
 }
 
 type StoreReducedReply struct {
@@ -4227,7 +4291,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
 	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestIdJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xef\x01\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestIdJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xb1\x02\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +
@@ -4235,7 +4299,11 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12 \n" +
 	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\x12\x18\n" +
 	"\acreator\x18\x06 \x01(\bR\acreator\x12\x1b\n" +
-	"\treduce_id\x18\a \x01(\tR\breduceId\"V\n" +
+	"\treduce_id\x18\a \x01(\tR\breduceId\x12\x1f\n" +
+	"\vproduced_by\x18\b \x01(\tR\n" +
+	"producedBy\x12\x1f\n" +
+	"\vreduced_ids\x18\t \x03(\tR\n" +
+	"reducedIds\"V\n" +
 	"\x11UnpublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"O\n" +
@@ -4294,13 +4362,14 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12*\n" +
 	"\adropped\x18\x03 \x03(\v2\x10.hoplite.NodeRefR\adropped\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestId\"p\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\"\x8d\x01\n" +
 	"\n" +
 	"DropObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12&\n" +
 	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\x04R\trequestId\"\x81\x01\n" +
+	"request_id\x18\x03 \x01(\x04R\trequestId\x12\x1b\n" +
+	"\treduce_id\x18\x04 \x01(\tR\breduceId\"\x81\x01\n" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12%\n" +
 	"\x0elocated_before\x18\x02 \x01(\bR\rlocatedBefore\x120\n" +
@@ -4346,10 +4415,11 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"has_inline\x18\x04 \x01(\bR\thasInline\x12/\n" +
 	"\tlocations\x18\x05 \x03(\v2\x11.hoplite.LocationR\tlocations\x12/\n" +
-	"\ttransfers\x18\x06 \x03(\v2\x11.hoplite.TransferR\ttransfers\"`\n" +
+	"\ttransfers\x18\x06 \x03(\v2\x11.hoplite.TransferR\ttransfers\"y\n" +
 	"\vStartReduce\x12'\n" +
 	"\x06reduce\x18\x01 \x01(\v2\x0f.hoplite.ReduceR\x06reduce\x12(\n" +
-	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\"\x84\x01\n" +
+	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\x12\x17\n" +
+	"\acall_id\x18\x03 \x01(\tR\x06callId\"\x84\x01\n" +
 	"\vReduceInput\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
@@ -4404,26 +4474,30 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
-	"generation\"\x84\x01\n" +
+	"generation\"\xa5\x01\n" +
 	"\fReduceCommit\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
 	"generation\x12\x1b\n" +
-	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"\x88\x01\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\x12\x1f\n" +
+	"\vreduced_ids\x18\x05 \x03(\tR\n" +
+	"reducedIds\"\x88\x01\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
 	"\vkeep_target\x18\x02 \x01(\bR\n" +
 	"keepTarget\x12\x1c\n" +
 	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\x12\x1b\n" +
-	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"{\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\"\x9c\x01\n" +
 	"\fStoreReduced\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
 	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"V\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\x12\x1f\n" +
+	"\vreduced_ids\x18\x05 \x03(\tR\n" +
+	"reducedIds\"V\n" +
 	"\x11StoreReducedReply\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"I\n" +

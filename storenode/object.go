@@ -43,6 +43,9 @@ type Object struct {
 	// Publication), and producerGen the generation of that root's task.
 	producer    string
 	producerGen int32
+	// reduced are the sources of the result o holds, once committed: a
+	// rebuilt shard answers an attempt of the same Reduce with them.
+	reduced []string
 	// gather: o is a sliced AllReduce gather's copy of the target.
 	gather bool
 	// held: readers get no byte past size-1 until o is complete (see
@@ -123,6 +126,14 @@ func (o *Object) SetProducer(reduceID string, gen int32) {
 	o.producer, o.producerGen = reduceID, gen
 }
 
+// SetReduced records the sources of the result o holds (a Reduce's
+// committed target); the slice is kept, not copied.
+func (o *Object) SetReduced(ids []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reduced = ids
+}
+
 // HoldTail withholds o's last byte from its readers until o is complete.
 // A Reduce's tree root writes its target so: readers stream the rest as
 // it is produced, but none can finish reading it (and no Get return it)
@@ -192,11 +203,13 @@ func (o *Object) Publication(node *messages.NodeRef) (*messages.PublishLocation,
 	}
 	pub := &messages.PublishLocation{ObjectId: o.ID(), Node: node, State: state, Size: size,
 		Fingerprint: o.Fingerprint(), Creator: o.Pinned()}
+	o.mu.Lock()
 	if !done {
-		o.mu.Lock()
 		pub.ReduceId = o.producer
-		o.mu.Unlock()
+	} else if o.producer != "" && o.reduced != nil {
+		pub.ProducedBy, pub.ReducedIds = o.producer, o.reduced
 	}
+	o.mu.Unlock()
 	return pub, true
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -642,7 +643,7 @@ func TestCommitTargetCompletesOnlyTheGenerationThatWroteIt(t *testing.T) {
 	if err := w.Append([]byte("abc")); err != nil {
 		t.Fatal(err)
 	}
-	if s.CommitTarget("target", "r", 2) {
+	if s.CommitTarget("target", "r", 2, nil) {
 		t.Fatal("committed a target still being written")
 	}
 	if err := w.Append([]byte("d")); err != nil {
@@ -652,23 +653,30 @@ func TestCommitTargetCompletesOnlyTheGenerationThatWroteIt(t *testing.T) {
 		reduce string
 		gen    int32
 	}{{"r", 1}, {"r", 3}, {"other", 2}} {
-		if s.CommitTarget("target", c.reduce, c.gen) {
+		if s.CommitTarget("target", c.reduce, c.gen, nil) {
 			t.Fatalf("a commit of %s generation %d completed generation 2's target", c.reduce, c.gen)
 		}
 	}
 	if err := w.Rewind(); err != nil {
 		t.Fatal(err)
 	}
-	if s.CommitTarget("target", "r", 2) {
+	if s.CommitTarget("target", "r", 2, nil) {
 		t.Fatal("committed a rewound target")
 	}
 	if err := w.Append([]byte("abcd")); err != nil {
 		t.Fatal(err)
 	}
-	if !s.CommitTarget("target", "r", 2) {
+	if !s.CommitTarget("target", "r", 2, []string{"s1", "s0"}) {
 		t.Fatal("the commit of the generation that wrote the target whole did not complete it")
 	}
 	if b, err := o.Bytes(); err != nil || string(b) != "abcd" {
 		t.Fatalf("the committed target: %q, %v", b, err)
+	}
+	// A rebuilt shard learns which run made the result and what it
+	// reduces (an attempt of the same Reduce answers with them).
+	pub, ok := o.Publication(&messages.NodeRef{NodeId: "n"})
+	if !ok || pub.GetState() != messages.LocationState_COMPLETE || pub.GetReduceId() != "" ||
+		pub.GetProducedBy() != "r" || !slices.Equal(pub.GetReducedIds(), []string{"s1", "s0"}) {
+		t.Fatalf("republication of the committed target: %v", pub)
 	}
 }

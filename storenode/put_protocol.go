@@ -24,6 +24,9 @@ type PutRequest struct {
 	// its reserved target, answered with a StoreReducedReply.
 	ReduceID string
 	Reduced  bool
+	// ReducedIDs are the sources a StoreReduced's result reduces, kept
+	// with the copy (see storenode.Object.SetReduced).
+	ReducedIDs []string
 	// Inline carries the bytes to the directory: the object is under the
 	// inline limit, and the directory serves Gets from its registration on.
 	Inline     bool

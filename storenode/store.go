@@ -328,13 +328,16 @@ func (s *Store) Complete(o *Object) error {
 // it did: the Reduce's coordinator took that generation's result
 // (messages.ReduceCommit). A copy another run produces, one still being
 // written or rewound, or one dropped stays as it is.
-func (s *Store) CommitTarget(id, reduceID string, gen int32) bool {
+func (s *Store) CommitTarget(id, reduceID string, gen int32, reduced []string) bool {
 	o := s.Lookup(id)
 	if o == nil {
 		return false
 	}
 	o.mu.Lock()
 	ok := o.heldWholeLocked() && o.producer == reduceID && o.producerGen == gen
+	if ok {
+		o.reduced = reduced
+	}
 	o.mu.Unlock()
 	return ok && s.Complete(o) == nil
 }

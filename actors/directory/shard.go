@@ -12,6 +12,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 
 	table "github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
@@ -227,6 +228,9 @@ type Shard struct {
 	// republishUntil bounds only what RebuildQuery reports.
 	republishing   map[string]bool
 	republishUntil time.Time
+	// deferred are the Reduces asked for while republishing (bounded by
+	// maxDeferredReduces): they start once it is over.
+	deferred []deferredReduce
 	// republished: every store node asked has answered or failed, and the
 	// table was told (LocationTable.Republished).
 	republished bool
@@ -363,7 +367,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.list(ctx, m)
 		return
 	case *messages.StartReduce:
-		s.startReduce(ctx, m)
+		s.startReduce(ctx, m, ctx.Sender(), now)
 		return
 	case *messages.ReleaseTarget:
 		out = s.table.Release(m)
@@ -383,6 +387,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	}
 	s.deliver(ctx, out)
+	s.startDeferred(ctx)
 	s.arm(ctx)
 }
 
@@ -574,25 +579,97 @@ func (s *Shard) pending(now time.Time) int {
 // startReduce reserves the target and spawns the Reduce's coordinator as a
 // child: the target's shard is where Gets of the target wait, and it
 // rejects a second Reduce or a Put of the same target meanwhile.
-func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce) {
+func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *actor.PID, arrived time.Time) {
 	target := m.GetReduce().GetTargetId()
-	fail := func(err *messages.Error) {
-		if ctx.Sender() != nil {
-			ctx.Respond(&messages.ReduceReply{TargetId: target, Error: err})
+	answer := func(r *messages.ReduceReply) {
+		if sender != nil {
+			ctx.Send(sender, r)
 		}
 	}
+	fail := func(err *messages.Error) { answer(&messages.ReduceReply{TargetId: target, Error: err}) }
 	if s.cfg.NewCoordinator == nil {
 		fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "this directory shard runs no reduce coordinators"))
 		return
 	}
+	if len(s.republishing) > 0 {
+		// The table may not know the target yet: a copy of it, or an
+		// earlier attempt's committed result, may still be republished.
+		// Reserved now, the target would be produced again over it.
+		if len(s.deferred) >= maxDeferredReduces {
+			fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding and holds %d Reduces already", ctx.Self().GetId(), len(s.deferred)))
+			return
+		}
+		s.deferred = append(s.deferred, deferredReduce{start: m, sender: sender, arrived: arrived})
+		return
+	}
+	if waited := time.Since(arrived); waited >= time.Millisecond {
+		// It waited for the rebuild: the coordinator gets what is left.
+		left := m.GetReduce().GetTimeoutMs() - waited.Milliseconds()
+		if m.GetReduce().GetTimeoutMs() > 0 && left <= 0 {
+			fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce into %q: the deadline passed while directory shard %s rebuilt", target, ctx.Self().GetId()))
+			return
+		}
+		if m.GetReduce().GetTimeoutMs() > 0 {
+			r := proto.CloneOf(m.GetReduce())
+			r.TimeoutMs = left
+			m = &messages.StartReduce{Reduce: r, Caller: m.GetCaller(), CallId: m.GetCallId()}
+		}
+	}
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
-	id := fmt.Sprintf("%s#%x", target, nonce)
-	if err := s.table.Reserve(target, id); err != nil {
+	call := m.GetCallId()
+	if call == "" {
+		call = fmt.Sprintf("%x", nonce[:3])
+	}
+	id := table.ReduceID(target, call, fmt.Sprintf("%x", nonce))
+	committed, err := s.table.Reserve(target, id)
+	if err != nil {
 		fail(err)
 		return
 	}
-	ctx.Spawn(s.cfg.NewCoordinator(id, m, ctx.Sender()))
+	if committed != nil {
+		s.cfg.Log.WithFields(logrus.Fields{"target": target, "call": call}).
+			Info("reduce: an earlier attempt of this call committed the target before its coordinator died; answering with its result")
+		answer(&messages.ReduceReply{TargetId: target, ReducedIds: committed,
+			UnreducedIds: unreduced(m.GetReduce().GetSourceIds(), committed)})
+		return
+	}
+	ctx.Spawn(s.cfg.NewCoordinator(id, m, sender))
+}
+
+// startDeferred starts the Reduces that waited for the rebuild, once it
+// is over.
+func (s *Shard) startDeferred(ctx actor.Context) {
+	if len(s.republishing) > 0 || len(s.deferred) == 0 {
+		return
+	}
+	d := s.deferred
+	s.deferred = nil
+	for _, r := range d {
+		s.startReduce(ctx, r.start, r.sender, r.arrived)
+	}
+}
+
+// maxDeferredReduces bounds the Reduces a rebuilding shard holds until
+// every store node has republished.
+const maxDeferredReduces = 4096
+
+// deferredReduce is a StartReduce that came while the shard rebuilt.
+type deferredReduce struct {
+	start   *messages.StartReduce
+	sender  *actor.PID
+	arrived time.Time
+}
+
+// unreduced is sources without reduced, in sources' order.
+func unreduced(sources, reduced []string) []string {
+	var out []string
+	for _, id := range sources {
+		if !slices.Contains(reduced, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {

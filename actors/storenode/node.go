@@ -3,6 +3,8 @@ package storenode
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -213,10 +215,20 @@ func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvali
 // release that follows it finds the target complete. A commit of a
 // generation that did not write the copy completes nothing.
 func (n *StoreNode) reduceCommit(m *messages.ReduceCommit) {
-	if !n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration()) {
+	if !n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration(), m.GetReducedIds()) {
 		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "target": m.GetTargetId(), "generation": m.GetGeneration()}).
 			Info("a committed reduce target is not here whole (dropped, or its node's store failed): the result is lost")
 	}
+}
+
+// uncommittedOf reports whether o is a copy of a Reduce's target that
+// run reduceID wrote and no commit completed.
+func uncommittedOf(o *storenode.Object, reduceID string) bool {
+	if o == nil || !o.Uncommitted() {
+		return false
+	}
+	p, _ := o.Producer()
+	return p == reduceID
 }
 
 // dropObject frees a copy the directory dropped. Only a drop that says
@@ -229,6 +241,11 @@ func (n *StoreNode) dropObject(ctx actor.Context, m *messages.DropObject) {
 	}
 	if reason == nil {
 		reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
+	}
+	if rid := m.GetReduceId(); rid != "" && !uncommittedOf(n.cfg.Store.Lookup(m.GetObjectId()), rid) {
+		// Only the uncommitted copy that run made: by now the copy here
+		// may be another attempt's of the same target, or committed.
+		return
 	}
 	if n.cfg.Store.Remove(m.GetObjectId(), reason) {
 		n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
@@ -564,7 +581,9 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		n.naiveReduce(ctx, m)
 		return
 	}
-	start := &messages.StartReduce{Reduce: m, Caller: n.cfg.Self}
+	var call [8]byte
+	_, _ = rand.Read(call[:])
+	start := &messages.StartReduce{Reduce: m, Caller: n.cfg.Self, CallId: hex.EncodeToString(call[:])}
 	shard := n.cfg.ShardFor(m.GetTargetId())
 	if ctx.Sender() == nil {
 		ctx.Send(shard, start)
@@ -576,13 +595,13 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	// lost host) nothing would ever answer. Watching the shard turns the
 	// loss of its member into UNAVAILABLE at once instead of a wait for
 	// the caller's whole deadline.
-	sender, system := ctx.Sender(), ctx.ActorSystem()
+	sender, system, self := ctx.Sender(), ctx.ActorSystem(), ctx.Self()
 	// A little past the coordinator's own deadline, so that its TIMEOUT,
 	// which names the sources that never appeared, arrives first.
 	rctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.GetTimeoutMs())*time.Millisecond+time.Second)
 	go func() {
 		defer cancel()
-		res, err := actorutil.Request(rctx, system.Root, shard, start)
+		res, err := n.startReduce(rctx, system, self, shard, start)
 		if err != nil {
 			reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(), Error: messages.AsError(err)})
 			return
@@ -594,6 +613,78 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(),
 			Error: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to StartReduce", res)})
 	}()
+}
+
+// Bounds of startReduce's pause between asking a stopped shard and its
+// new home.
+const (
+	reshardFirstWait = 5 * time.Millisecond
+	reshardMaxWait   = 200 * time.Millisecond
+)
+
+// startReduce asks the target's shard to run the Reduce and waits for its
+// answer. A shard that stops before it answers (its member failed or
+// left) took the Reduce's coordinator with it: the Reduce starts again at
+// the shard's new home, with the time left and the same call id, for as
+// long as this node runs. That is safe. Nothing of the dead attempt is
+// readable unless its coordinator committed it: an uncommitted root
+// holds its target's last byte back, and the rebuilt shard drops such
+// copies (the attempt's own, by its reduce id). A committed result is
+// republished with its call id and sources, and the rebuilt shard, which
+// starts no Reduce before every store node has republished, answers the
+// new attempt with it. Otherwise the new coordinator reserves, reduces
+// and commits afresh, so its answer names exactly the sources of the
+// target it makes. Only the caller's own member failing, or the sources
+// running out, fails such a Reduce.
+func (n *StoreNode) startReduce(ctx context.Context, system *actor.ActorSystem, self, shard *actor.PID, start *messages.StartReduce) (any, error) {
+	target := start.GetReduce().GetTargetId()
+	deadline, _ := ctx.Deadline()
+	limit := deadline.Add(-time.Second) // the coordinator's own deadline (see reduce)
+	wait := reshardFirstWait
+	for {
+		res, err := actorutil.Request(ctx, system.Root, shard, start)
+		if err == nil || !errors.Is(err, messages.ErrUnavailable) {
+			return res, err
+		}
+		// The request failed itself (an answer that is an error is the
+		// coordinator's verdict and stands): the shard stopped or is not
+		// running. Its new home may be named before the shard runs
+		// there, or only once this member's view drops the dead one:
+		// ask again, with a growing pause, until the deadline.
+		if !n.running(system, self) || time.Until(limit) <= wait {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, reshardMaxWait)
+		if !n.running(system, self) {
+			return nil, err
+		}
+		shard = n.cfg.ShardFor(target)
+		left := time.Until(limit).Milliseconds()
+		if left <= 0 {
+			return nil, err
+		}
+		n.cfg.Log.WithFields(map[string]any{"target": target, "call": start.GetCallId(), "shard": shard.String(), "error": err, "left_ms": left}).
+			Info("reduce: the target's shard stopped before it answered; starting the Reduce again at its new home")
+		r := proto.CloneOf(start.GetReduce())
+		r.TimeoutMs = left
+		start = &messages.StartReduce{Reduce: r, Caller: start.GetCaller(), CallId: start.GetCallId()}
+	}
+}
+
+// running reports whether this store node still runs (its actor system
+// up, its store not failed, the actor itself registered): a Reduce it
+// started is worth starting again only then.
+func (n *StoreNode) running(system *actor.ActorSystem, self *actor.PID) bool {
+	if system.IsStopped() || n.cfg.Store.Failed() != nil {
+		return false
+	}
+	_, ok := system.ProcessRegistry.Get(self)
+	return ok
 }
 
 // reduceTaskBatch runs every task of a batch, in its order, as if each

@@ -89,7 +89,8 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 // storeReduced stores a result the coordinator computed without a tree:
 // a Put of the Reduce's reserved target.
 func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
-	req := storenode.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true, Requester: requester(ctx)}
+	req := storenode.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true,
+		ReducedIDs: m.GetReducedIds(), Requester: requester(ctx)}
 	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs())
 }
 
@@ -126,6 +127,12 @@ func (n *StoreNode) startPut(ctx actor.Context, req storenode.PutRequest, data [
 		return
 	}
 	n.unpublish(ctx.ActorSystem(), evicted)
+	if req.Reduced {
+		// A rebuilt shard learns from this copy's republication which
+		// Reduce made it and what it reduces.
+		obj.SetProducer(req.ReduceID, 0)
+		obj.SetReduced(req.ReducedIDs)
+	}
 	if req.Size < n.cfg.InlineLimit {
 		req.Inline, req.InlineData = true, data
 	}

@@ -291,3 +291,41 @@ func TestRootReplacesAnUncommittedTargetOfAnotherReduce(t *testing.T) {
 		t.Fatalf("the target is produced by %q, want the second Reduce", rid)
 	}
 }
+
+// A rebuilt shard drops the uncommitted target copy of a Reduce it holds
+// no reservation for (its coordinator died with the shard's old home),
+// naming that run: by the time the drop arrives, the copy on the node may
+// be the next attempt's, which must stay, and a committed result is never
+// dropped this way.
+func TestUncommittedOfNamesOnlyThatRunsHeldCopy(t *testing.T) {
+	store := storenode.NewStore(1 << 20)
+	held := func(id, rid string) *storenode.Object {
+		o, _, err := store.Create(id, 4, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SetProducer(rid, 1)
+		o.HoldTail()
+		if err := o.Append([]byte("abcd")); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := held("t1", "t1#call.a1")
+	if !uncommittedOf(o, "t1#call.a1") {
+		t.Fatal("the run's own uncommitted copy is not dropped")
+	}
+	if uncommittedOf(o, "t1#call.a0") {
+		t.Fatal("a drop naming the dead attempt would remove the next attempt's copy")
+	}
+	c := held("t2", "t2#call.a1")
+	if !store.CommitTarget("t2", "t2#call.a1", 1, []string{"s"}) {
+		t.Fatal("commit")
+	}
+	if uncommittedOf(c, "t2#call.a1") {
+		t.Fatal("a committed result would be dropped")
+	}
+	if uncommittedOf(nil, "x") {
+		t.Fatal("no copy, nothing to drop")
+	}
+}
