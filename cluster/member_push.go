@@ -17,7 +17,7 @@ import (
 // the same fan-outs of data-plane requests on the testbed (the actor-rtt
 // and data-rtt floors of a 1 KiB reduce). Within a whole 1 KiB AllReduce
 // the difference measured smaller: pushes as actor messages took
-// 1.02-1.11x the time in three runs (bench/results, sixth session).
+// 1.02-1.11x the time in three runs (bench/results/archive, 2026-11-24).
 
 // servePush hands a coordinator's push of an inline AllReduce result
 // (messages.ControlPush) to this member's store node, as the actor

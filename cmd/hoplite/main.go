@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch {
 		case len(args) > 1 && args[1] == "p2p":
 			err = p2pCommand(ctx, args[2:], stdout, stderr)
+		case len(args) > 1 && args[1] == "report":
+			err = reportCommand(args[2:], stdout, stderr)
 		case len(args) > 1 && args[1] == p2pPeerCommand:
 			err = p2pPeer(ctx, args[2:], stdout, stderr)
 		default:
