@@ -1121,8 +1121,8 @@ func (c *chaosRun) reduceSlack(run chaosReduceRun) time.Duration {
 
 // checkReduceTimeouts: a Reduce "completes as long as num sources exist"
 // (issue 4), so a TIMEOUT needs an excuse: fewer than num of its sources
-// were available, or a fault took away its caller or its coordinator, or
-// a stall held its data, or the machine was too slow for its deadline. A
+// were available, or a fault took away its caller, or a stall held its
+// data, or the machine was too slow for its deadline. A
 // source is available if its Put succeeded in time (reduceSlack before
 // the Reduce's deadline) and its creator
 // was neither killed (which also covers a restart) before the Reduce
@@ -1133,6 +1133,23 @@ func (c *chaosRun) checkReduceTimeouts() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, run := range c.redRuns {
+		for _, f := range c.faults {
+			if f.step.kind == stepKill && f.step.node == run.shardHost && f.step.node != run.caller &&
+				f.begin.Before(run.end) && f.end.After(run.begin) {
+				// Counted apart in the summary: how such Reduces ended.
+				c.stats.add("reduce whose coordinator's member was killed", run.err)
+				break
+			}
+		}
+		if errors.Is(run.err, messages.ErrUnavailable) {
+			if excuse := c.unavailableExcuse(run); excuse == "" {
+				c.errorf("%s (caller node-%d, coordinator on node-%d) returned UNAVAILABLE after %v, but neither its caller nor its coordinator alone failed (%s): %v",
+					c.p.describe(run.step), run.caller, run.shardHost, run.end.Sub(run.begin).Round(time.Millisecond), c.faultsDuring(run), run.err)
+			} else if chaosVerbose {
+				c.t.Logf("seed %d: %s: UNAVAILABLE explained: %s", c.p.seed, c.p.describe(run.step), excuse)
+			}
+			continue
+		}
 		if !errors.Is(run.err, messages.ErrTimeout) {
 			continue
 		}
@@ -1149,6 +1166,27 @@ func (c *chaosRun) checkReduceTimeouts() {
 	}
 }
 
+// unavailableExcuse says which fault explains a Reduce's UNAVAILABLE, or
+// "": its caller's member killed or restarted, or its store node
+// crashed, while it ran, or its coordinator crashed alone (the target's
+// shard crashed: a coordinator is not restarted). A kill of the
+// coordinator's member is no excuse: the Reduce starts again at the
+// target shard's new home. Callers hold c.mu.
+func (c *chaosRun) unavailableExcuse(run chaosReduceRun) string {
+	shard := directory.ShardIndex(c.p.reduces[run.step.red].target, c.l.cfg.Shards)
+	for _, f := range c.faults {
+		if !f.begin.Before(run.end) || !f.end.After(run.begin) {
+			continue
+		}
+		switch k := f.step.kind; {
+		case (k == stepKill || k == stepRestart || k == stepCrashStore) && f.step.node == run.caller,
+			k == stepCrashShard && f.step.shard == shard:
+			return c.p.describe(f.step) + " while it ran"
+		}
+	}
+	return ""
+}
+
 // timeoutExcuse says which fault explains a Reduce's TIMEOUT, or "".
 // Callers hold c.mu.
 func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
@@ -1163,8 +1201,11 @@ func (c *chaosRun) timeoutExcuse(run chaosReduceRun) string {
 	}
 	for _, f := range c.faults {
 		during := f.begin.Before(run.end) && f.end.After(run.begin)
-		if f.step.kind == stepKill && during && (f.step.node == run.caller || f.step.node == run.shardHost) {
-			return fmt.Sprintf("%s while it ran (its caller or its coordinator's host)", c.p.describe(f.step))
+		// Only the caller's own kill: a Reduce whose coordinator's host is
+		// killed starts again at the target shard's new home, within its
+		// deadline.
+		if f.step.kind == stepKill && during && f.step.node == run.caller {
+			return fmt.Sprintf("%s while it ran (its caller)", c.p.describe(f.step))
 		}
 	}
 	var ids []string // what the Reduce moves: its sources, and the result for an AllReduce

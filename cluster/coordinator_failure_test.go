@@ -19,9 +19,11 @@ import (
 )
 
 // The project's choice for a Reduce whose coordinator fails (README,
-// "Failures and recovery"): the coordinator is stopped by its shard, not
-// restarted, and the Reduce fails at once with UNAVAILABLE, leaving no
-// partial target; the caller may retry with the same target id. These
+// "Failures and recovery"): a coordinator that crashes is stopped by its
+// shard, not restarted, and the Reduce fails at once with UNAVAILABLE,
+// leaving no partial target; the caller may retry with the same target
+// id. A coordinator lost with its member (the target shard's host) is
+// started again by the caller's store node at the shard's new home. These
 // tests crash the coordinator itself and kill the node that hosts it.
 
 // coordinatorFailure is one such scenario: a Reduce of 3 of {a, b, c}
@@ -196,10 +198,12 @@ func TestCoordinatorPanicFailsReduce(t *testing.T) {
 	f.expectClean(t, ctx)
 }
 
-// TestCoordinatorHostKilledFailsReduce: the node that hosts the target's
-// shard, and so the coordinator, is killed; the caller and the sources
-// live elsewhere.
-func TestCoordinatorHostKilledFailsReduce(t *testing.T) {
+// TestCoordinatorHostKilledReduceResumes: the node that hosts the
+// target's shard, and so the coordinator, is killed while the root
+// writes the target; the caller and the sources live elsewhere. The
+// Reduce starts again at the shard's new home: the dead attempt's partial
+// target goes, and the Reduce answers with a+b+c once c's Put finishes.
+func TestCoordinatorHostKilledReduceResumes(t *testing.T) {
 	const nodes = 5
 	target := idOnNode("tgt", 4, nodes, nodes) // node-4 holds no source and is not the caller
 	f := coordinatorFailureCluster(t, nodes, target, nil)
@@ -211,8 +215,26 @@ func TestCoordinatorHostKilledFailsReduce(t *testing.T) {
 	if err := f.l.Kill(4); err != nil {
 		t.Fatal(err)
 	}
-	f.expectUnavailable(t, ctx)
-	f.expectClean(t, ctx)
+	f.release()
+	if err := <-f.cput; err != nil {
+		t.Fatalf("put c: %v", err)
+	}
+	select {
+	case err := <-f.done:
+		if err != nil {
+			t.Fatalf("Reduce after its coordinator's host was killed: %v, want success", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the Reduce did not answer after its coordinator's host was killed")
+	}
+	got, err := f.l.Client(3).Get(ctx, f.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := chaosReduceBytes(messages.ReduceOp_SUM, [][]byte{f.data["a"], f.data["b"], f.data["c"]})
+	if !bytes.Equal(got, want) {
+		t.Fatal("the target is not a+b+c")
+	}
 }
 
 // A coordinator that crashes in Started, before its Reduction exists,

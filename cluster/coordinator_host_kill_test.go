@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A Reduce outlives the member that hosts its coordinator (the target's
+// directory shard): the caller's store node starts it again at the
+// shard's new home, and it answers OK within its deadline with exactly
+// the reduction of the sources it names. Node-1 hosts the target's shard
+// and one of the four sources; node-0 calls a Reduce of 3 of them; node-1
+// is killed at one moment of the Reduce (its coordinator's start, the
+// root mid-stream, the root's result in but neither committed nor
+// answered), the coordinator held until the kill has taken effect, so
+// that it can say nothing more.
+func TestCoordinatorHostKilledReduceGoesOn(t *testing.T) {
+	for _, when := range []string{"started", "streaming", "root-done"} {
+		t.Run(when, func(t *testing.T) { runCoordinatorHostKill(t, when) })
+	}
+}
+
+func runCoordinatorHostKill(t *testing.T, when string) {
+	const (
+		nodes  = 5
+		victim = 1
+		chunk  = 32 << 10
+		elems  = 64 << 10 // 512 KiB sources: 16 chunks
+	)
+	var (
+		l       *Local
+		armed   atomic.Bool
+		fired   atomic.Bool
+		kill    = make(chan struct{})
+		roots   sync.Map // reduce id → root position
+		prefix  string
+		killErr = make(chan error, 1)
+	)
+	// trigger asks for the kill once and holds the calling goroutine
+	// (a coordinator or a worker of the first attempt) until it took
+	// effect: nothing it does afterwards reaches another member.
+	trigger := func() {
+		if !armed.Load() || !fired.CompareAndSwap(false, true) {
+			return
+		}
+		close(kill)
+		end := time.Now().Add(10 * time.Second)
+		for !l.Member(victim).crashed.Load() && time.Now().Before(end) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	cfg := Config{Nodes: nodes, ChunkSize: chunk, LinkBandwidth: 125e6, Log: failureLog(t)}
+	cfg.CoordinatorHook = func(reduce string, msg any) {
+		if !strings.HasPrefix(reduce, prefix+"#") {
+			return
+		}
+		switch m := msg.(type) {
+		case *actor.Started:
+			if when == "started" {
+				trigger()
+			}
+		case *messages.ReduceTaskDone:
+			if pos, ok := roots.Load(m.GetReduceId()); when == "root-done" && ok && pos == m.GetPosition() && m.GetError() == nil {
+				trigger() // the root's result is in, not yet committed nor answered
+			}
+		}
+	}
+	cfg.Hooks.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
+		if task.GetRoot() {
+			roots.Store(task.GetReduceId(), task.GetPosition())
+		}
+		_ = create()
+	}
+	cfg.Hooks.BeforeReduceChunk = func(_, _ string, off int64) {
+		if when == "streaming" && off >= 4*chunk {
+			trigger()
+		}
+	}
+	l = start(t, cfg)
+	ctx := deadline(t, 60*time.Second)
+	target := idOwnedBy(t, l, victim, "hostkill-"+when)
+	prefix = target
+	ids := []string{"a", "b", "c", "d"}
+	data := map[string][]byte{}
+	for i, id := range ids {
+		data[id] = int64s(uint64(i+1)*1000, elems)
+		if err := l.Client(i+1).Put(ctx, id, data[id]); err != nil {
+			t.Fatalf("put %s: %v", id, err)
+		}
+	}
+	go func() {
+		select {
+		case <-kill:
+			killErr <- l.Kill(victim)
+		case <-ctx.Done():
+			killErr <- nil
+		}
+	}()
+	armed.Store(true)
+	res := <-goReduce(ctx, 20*time.Second, func(rctx context.Context) (*messages.ReduceReply, error) {
+		return l.Client(0).Reduce(rctx, target, ids, 3, messages.ReduceOp_SUM, messages.DType_INT64)
+	})
+	if !fired.Load() {
+		t.Fatalf("the Reduce ended (%v) before node-%d was killed: the scenario did not happen", res.err, victim)
+	}
+	if err := <-killErr; err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if res.err != nil {
+		t.Fatalf("Reduce after its coordinator's member was killed (%s): %v, want success", when, res.err)
+	}
+	red := res.reply.GetReducedIds()
+	if len(red) != 3 || len(slices.Compact(slices.Sorted(slices.Values(red)))) != 3 || slices.Contains(red, "a") {
+		t.Fatalf("reduced %v: want 3 distinct sources, none of them node-%d's a", red, victim)
+	}
+	got, err := l.Client(0).Get(ctx, target)
+	if err != nil {
+		t.Fatalf("get target: %v", err)
+	}
+	var in [][]byte
+	for _, id := range red {
+		in = append(in, data[id])
+	}
+	if want := chaosReduceBytes(messages.ReduceOp_SUM, in); !bytes.Equal(got, want) {
+		t.Fatal(fmt.Sprintf("the target is not the sum of %v", red))
+	}
+}
