@@ -11,6 +11,12 @@ import (
 type link struct {
 	cap   float64 // bytes per second
 	flows []*flow
+	// A token bucket of burst bytes, as the testbed's tbf shaper has: it
+	// fills at cap while the link carries nothing, and a chunk that starts
+	// takes what it holds at once (a shaped link idle for a while passes
+	// its first bytes at the speed of the wire underneath).
+	burst, tokens float64
+	idleSince     time.Duration
 	// scratch for rebalance
 	mark int64
 	rem  float64
@@ -46,7 +52,33 @@ type network struct {
 	rebalances, rebalanced int64
 }
 
+// refresh fills an idle link's bucket up to now.
+func (l *link) refresh(now time.Duration) {
+	if len(l.flows) == 0 && now > l.idleSince {
+		l.tokens = math.Min(l.burst, l.tokens+l.cap*(now-l.idleSince).Seconds())
+	}
+	if len(l.flows) == 0 {
+		l.idleSince = now
+	}
+}
+
+// take returns how many of size bytes the buckets of up and down pass at
+// once, and takes them from both.
+func (n *network) take(up, down *link, size int64) float64 {
+	up.refresh(n.eng.now)
+	down.refresh(n.eng.now)
+	free := math.Min(float64(size), math.Min(up.tokens, down.tokens))
+	if free <= 0 {
+		return 0
+	}
+	up.tokens -= free
+	down.tokens -= free
+	return free
+}
+
 func (n *network) addFlow(f *flow) {
+	f.up.refresh(n.eng.now)
+	f.down.refresh(n.eng.now)
 	f.on = true
 	f.last = n.eng.now
 	f.iu = len(f.up.flows)
@@ -78,6 +110,11 @@ func (n *network) removeFlow(f *flow) {
 	}
 	drop(f.up, f.iu)
 	drop(f.down, f.id)
+	for _, l := range [2]*link{f.up, f.down} {
+		if len(l.flows) == 0 {
+			l.idleSince = n.eng.now
+		}
+	}
 	n.rebalance(f.up, f.down)
 }
 
@@ -175,7 +212,7 @@ func (n *network) schedule(f *flow) {
 // nextChunk gives f another chunk of size bytes at its current rate,
 // without leaving its links (no other flow's rate changes).
 func (n *network) nextChunk(f *flow, size int64) {
-	f.remaining = float64(size)
+	f.remaining = float64(size) - n.take(f.up, f.down, size)
 	f.last = n.eng.now
 	n.schedule(f)
 }

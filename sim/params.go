@@ -13,6 +13,10 @@ type Params struct {
 	// payload: 1448 of every 1514 bytes tc counts on the testbed (a
 	// full-sized TCP segment with timestamps in an Ethernet frame).
 	PayloadEfficiency float64
+	// Burst is each link's token bucket in payload bytes: the testbed's
+	// tbf burst, max(4 ms at the rate, 128 KiB) (bench/testbed), 0 for
+	// none.
+	Burst float64
 	// Latency is the one-way latency L of every message and data chunk.
 	Latency time.Duration
 	// StoreCost, ShardCost and CoordCost are the processing time of one
@@ -39,6 +43,12 @@ type Params struct {
 // testbed's tbf shaper counts.
 const TestbedPayloadEfficiency = 1448.0 / 1514.0
 
+// TestbedBurst is the testbed's tbf burst at rate bits per second (4 ms
+// at the rate, at least 128 KiB), in payload bytes.
+func TestbedBurst(rate float64) float64 {
+	return max(rate/8*0.004, 128<<10) * TestbedPayloadEfficiency
+}
+
 // DefaultParams are the testbed's settings: 400 Mbit/s per host up and
 // down, veth latency, the per-message costs measured there (see
 // docs/simulator.md).
@@ -47,6 +57,7 @@ func DefaultParams(n int) Params {
 		N:                 n,
 		Bandwidth:         400e6,
 		PayloadEfficiency: TestbedPayloadEfficiency,
+		Burst:             TestbedBurst(400e6),
 		Latency:           50 * time.Microsecond,
 		StoreCost:         20 * time.Microsecond,
 		ShardCost:         20 * time.Microsecond,

@@ -24,6 +24,7 @@ type reduction struct {
 	begun   time.Duration
 	// committed is the root worker whose result the coordinator took.
 	committed *worker
+	commitAt  time.Duration
 	workers   []*worker
 	onReply   func(*reduction)
 }
@@ -134,13 +135,19 @@ func (red *reduction) atNode(h *host, msg any) {
 	case *messages.ReduceCommit:
 		for _, wk := range red.workers {
 			if wk.h == h && wk.t.GetPosition() == m.GetPosition() && wk.t.GetGeneration() == m.GetGeneration() && wk.done {
-				red.committed = wk
+				red.committed, red.commitAt = wk, w.eng.now
 				wk.out.complete = true
 				wk.out.wake()
 			}
 		}
 	case *messages.DropObject:
-		if o := h.objs[m.GetObjectId()]; o != nil && !o.complete {
+		// A stale copy of the target (its run was abandoned): a fetch of
+		// it starts over (RESET), as a dropped store object's readers do.
+		if fs := h.fetch(m.GetObjectId()); fs != nil && fs.stream != nil && !fs.stream.ended {
+			st, sid := fs.stream, fs.sid
+			st.cut()
+			fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_RESET, "dropped"), w.now()))
+		} else if o := h.objs[m.GetObjectId()]; o != nil && !o.complete {
 			o.gone = true
 			o.wake()
 		}

@@ -83,6 +83,8 @@ func newWorld(p Params) *world {
 		if p.SlowFraction > 0 && w.rng.Float64() < p.SlowFraction {
 			h.up.cap, h.down.cap = w.payload*p.SlowFactor, w.payload*p.SlowFactor
 		}
+		h.up.burst, h.down.burst = p.Burst, p.Burst
+		h.up.tokens, h.down.tokens = p.Burst, p.Burst
 		w.hosts = append(w.hosts, h)
 		w.byName[name] = h
 	}
@@ -262,7 +264,7 @@ func (s *stream) pump() {
 		s.w.net.nextChunk(&s.fl, n)
 		return
 	}
-	s.fl.remaining = float64(n)
+	s.fl.remaining = float64(n) - s.w.net.take(s.fl.up, s.fl.down, n)
 	s.w.net.addFlow(&s.fl)
 }
 

@@ -1,0 +1,50 @@
+package sim
+
+// Testbed is one measured median the simulator is checked against: the
+// testbed's `hoplite bench` on network namespaces shaped by tc tbf, 2
+// vCPUs (bench/results; N = 16 ran at 200 Mbit/s, the rest at 400).
+// AllReduce is the reduce-then-broadcast shape (system reduce-bcast),
+// the one the simulator runs.
+type Testbed struct {
+	Scenario  string
+	Nodes     int
+	Bandwidth float64 // bits per second
+	Size      int64
+	Median    float64 // seconds
+	File      string  // under bench/results
+	// Miss, if set, says why the model does not meet the tolerance here:
+	// the comparison is reported, not enforced.
+	Miss string
+}
+
+// TestbedMedians are the measurements the validation compares with.
+var TestbedMedians = []Testbed{
+	{"broadcast", 4, 400e6, 32 << 20, 0.711878401, "testbed-broadcast-32MiB-n4-2026-11-25T0021.json", ""},
+	{"broadcast", 8, 400e6, 32 << 20, 0.722718645, "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json", ""},
+	{"broadcast", 16, 200e6, 32 << 20, 1.536729712, "testbed-broadcast-32MiB-n16-2026-11-25T0012.json", ""},
+	{"reduce", 4, 400e6, 32 << 20, 0.706552138, "testbed-reduce-32MiB-n4-2026-11-25T0023.json", ""},
+	{"reduce", 8, 400e6, 32 << 20, 0.716625592, "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json", ""},
+	{"reduce", 16, 200e6, 32 << 20, 1.454277261, "testbed-reduce-32MiB-n16-2026-11-25T0016.json", ""},
+	{"allreduce", 4, 400e6, 32 << 20, 1.446315375, "archive/testbed-allreduce-32MiB-n4-paced.json", ""},
+	{"allreduce", 8, 400e6, 32 << 20, 1.547921153, "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", ""},
+	{"broadcast", 8, 400e6, 1 << 20, 0.020826616, "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json", ""},
+	{"reduce", 8, 400e6, 1 << 20, 0.027477884, "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json",
+		"the testbed's 1 MiB reduce pays about 9 ms the model has no term for (its median moved between 23.7 and 27.5 ms across runs of one binary)"},
+	{"allreduce", 8, 400e6, 1 << 20, 0.051956579, "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", ""},
+}
+
+// Tolerance is how far a prediction may be from its measured median:
+// 10 % at 32 MiB, 20 % at 1 MiB.
+func (t Testbed) Tolerance() float64 {
+	if t.Size >= 32<<20 {
+		return 0.10
+	}
+	return 0.20
+}
+
+// Config is the simulated run of the measurement's setting.
+func (t Testbed) Config(seed uint64) Config {
+	p := DefaultParams(t.Nodes)
+	p.Bandwidth, p.Burst, p.Seed = t.Bandwidth, TestbedBurst(t.Bandwidth), seed
+	return Config{Scenario: t.Scenario, Params: p, Size: t.Size}
+}
