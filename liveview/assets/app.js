@@ -246,13 +246,13 @@ function renderBroadcasts() {
     const g = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}` });
     o.edges.forEach((x, i) => {
       const a = pos.get(x.from), b = pos.get(x.to), p = edgeProgress(x);
-      const off = x.failover ? 6 : 0;
+      const off = x.failover ? 10 : 0;
       const label = x.failover ? `failover ${p.pct}%` : x.state === "failed" ? "failed" : `${p.pct}% ${p.rate ? rate(p.rate) : ""}`;
       g.append(svg("g", { class: "edge", "data-edge": "1", "data-object": o.id, "data-from": x.from, "data-to": x.to,
         "data-state": x.state, "data-failover": x.failover ? "1" : "0" },
         svg("title", { text: `${short(x.from)} → ${short(x.to)}` }),
         svg("line", { x1: a.x + 14, y1: a.y + off, x2: b.x - 14, y2: b.y + off }),
-        svg("text", { x: (a.x + b.x) / 2 - 20, y: (a.y + b.y) / 2 - 4 + off, text: label })));
+        svg("text", { x: (a.x + b.x) / 2 - 20, y: (a.y + b.y) / 2 + (x.failover ? 22 : -4), text: label })));
     });
     for (const [n, p] of pos) {
       g.append(svg("g", { class: "node", "data-node": n, "data-health": healthOf(n) },
@@ -350,7 +350,7 @@ function renderObjects() {
   }
   const rows = [...objs.values()].sort((a, b) => a.id.localeCompare(b.id)).slice(0, 200);
   $("#objects tbody").replaceChildren(...rows.map((o) => el("tr", { "data-object": o.id },
-    el("td", { text: o.id }), el("td", { text: bytes(o.size) }),
+    el("td", { text: o.id.replace(/[\x00-\x1f]/g, "") }), el("td", { text: bytes(o.size) }),
     el("td", {}, ...o.copies.map(({ member, c }) => el("span", { class: "copy", "data-member": member, "data-complete": c.complete ? "1" : "0",
       text: `${short(member)}: ${c.complete ? "complete" : Math.floor((100 * c.written) / Math.max(1, c.size)) + "%"}${c.pinned ? " (pinned)" : ""}  ` }))))));
 }
