@@ -27,6 +27,7 @@ commands:
           or between two processes (hoplite bench p2p -h)
   node    run one member of a multi-process cluster (hoplite node -h)
   certs   make a CA and member certificates for mutual TLS (hoplite certs -h)
+  sim     simulate N hosts (to 1,024 and beyond) with the real cores (hoplite sim -h)
 
 operator commands, on a running cluster (--addr: any member's address):
   put     store a file or standard input as an object
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = nodeCommand(ctx, args[1:], stdout, stderr)
 	case "certs":
 		err = certsCommand(args[1:], stdout, stderr)
+	case "sim":
+		err = simCommand(ctx, args[1:], stdout, stderr)
 	case "put", "get", "rm", "stat", "ls", "members", "status":
 		err = opsMain(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
