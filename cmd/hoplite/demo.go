@@ -36,6 +36,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		printFlags(fs, "size-mib", "chunk-kib", "reduce-mib", "recovery-mib")
 	}
 	verbose := fs.Bool("v", false, "log at debug level")
+	fs.StringVar(&demoUI, "ui", "", "serve the live view of each embedded cluster at http://HOST:PORT/live/ while it runs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +76,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	link := *linkMbps * 1e6 / 8
 	fmt.Fprintf(stdout, "Hoplite demo: %d nodes, %s object, link %s per node, chunks of %s\n\n",
 		*nodes, bench.SizeName(int64(size)), linkName(*linkMbps), bench.SizeName(int64(chunk)))
+	if demoUI != "" {
+		fmt.Fprintf(stdout, "live view: http://%s/live/ (each part's cluster in turn)\n\n", demoUI)
+	}
 
 	var results [2]broadcastRun
 	for k, naive := range []bool{false, true} {
@@ -84,7 +88,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stdout, "== Broadcast, %s ==\n", name)
 		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
-			ChunkSize: chunk, Capacity: int64(size) * 2, Log: log})
+			ChunkSize: chunk, Capacity: int64(size) * 2, Log: log, UI: demoUI})
 		if err != nil {
 			return err
 		}
@@ -122,7 +126,7 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var reduceTimes [2]time.Duration
 	for k, naive := range []bool{false, true} {
 		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
-			ChunkSize: chunk, Capacity: int64(reduceSize) * int64(*nodes+2), Log: log})
+			ChunkSize: chunk, Capacity: int64(reduceSize) * int64(*nodes+2), Log: log, UI: demoUI})
 		if err != nil {
 			return err
 		}
@@ -145,6 +149,10 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		reduceTimes[1].Round(time.Millisecond), reduceTimes[1].Seconds()/reduceTimes[0].Seconds())
 	return recoveryPart()
 }
+
+// demoUI is -ui: where every embedded cluster of the demo serves its
+// live view (cluster.Config.UI), the recovery part's included.
+var demoUI string
 
 func linkName(mbps float64) string {
 	if mbps <= 0 {

@@ -180,6 +180,7 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 			}
 		}
 	}
+	cfg.UI = demoUI
 	l, err := cluster.StartLocal(cfg)
 	if err != nil {
 		return err
