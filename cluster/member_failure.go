@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	bmg "github.com/hoplite-go/hoplite/revoke"
 	"github.com/hoplite-go/hoplite/transport"
@@ -515,16 +517,27 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 	}
 	// 1. Everyone takes us out of placement: our shards move while our
 	// store still answers the new owners' republish requests.
+	// Each member is asked until it answers, within the leave's
+	// deadline: one that has not heard of the leave when our connection
+	// closes takes it for a failure and spreads a notice (a fixed 2 s wait
+	// ran out on a loaded machine, and a survivor did so). A member that
+	// dies meanwhile fails its request at once (it is watched), and one
+	// that never answers sees us leave the topology.
 	idx := *m.peers.Load()
-	replies := make([]*actor.Future, 0, len(idx.byID))
+	var asked sync.WaitGroup
 	for _, addr := range idx.byID {
-		replies = append(replies, m.system.Root.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName),
-			&messages.MemberLeaving{MemberId: m.id}, 2*time.Second))
+		asked.Add(1)
+		go func() {
+			defer asked.Done()
+			_, err := actorutil.RequestEvery(ctx, m.system.Root, actor.NewPID(addr, memberRoot+"/"+membersName),
+				&messages.MemberLeaving{MemberId: m.id}, time.Second)
+			if err != nil {
+				m.log.WithError(err).WithField("member", addr).Info("leave: a member did not confirm the leave; it sees this member leave the topology")
+			}
+		}()
 	}
-	for _, f := range replies {
-		_, _ = f.Result() // a member that does not answer sees us leave the topology
-	}
-	if _, err := m.system.Root.RequestFuture(members, leaveSelf{}, 5*time.Second).Result(); err != nil {
+	asked.Wait()
+	if _, err := actorutil.Request(ctx, m.system.Root, members, leaveSelf{}); err != nil {
 		return nil, err
 	}
 	// 2. Every complete copy we hold is given up to the directory; those
