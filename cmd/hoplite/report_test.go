@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchTablesAreGenerated: every benchmark table of README.md and
+// docs/ is what hoplite bench report makes of bench/results, and the
+// README and docs/benchmarks.md hold the tables they should.
+func TestBenchTablesAreGenerated(t *testing.T) {
+	results := filepath.Join("..", "..", "bench", "results")
+	m, err := readManifest(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	docs = append(docs, filepath.Join("..", "..", "README.md"))
+	want := map[string]string{"README.md": "headline", "benchmarks.md": "all"}
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := regenerate(string(b), results, filepath.Dir(doc), m)
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if now != string(b) {
+			t.Errorf("%s: a benchmark table differs from the reports; run hoplite bench report --update %s", doc, doc)
+		}
+		if name, ok := want[filepath.Base(doc)]; ok && !strings.Contains(string(b), reportBegin+name+" -->") {
+			t.Errorf("%s has no %q table", doc, name)
+		}
+	}
+}
+
+// TestBenchReportFindsAChangedFigure: a figure edited by hand is found
+// and --update puts the report's back.
+func TestBenchReportFindsAChangedFigure(t *testing.T) {
+	results, _ := filepath.Abs(filepath.Join("..", "..", "bench", "results"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy elsewhere links the results from there: --update first.
+	doc := filepath.Join(t.TempDir(), "README.md")
+	if err := os.WriteFile(doc, readme, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := hoplite(t, "bench", "report", "--results", results, "--update", doc); code != 0 {
+		t.Fatalf("--update: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := hoplite(t, "bench", "report", "--results", results, doc); code != 0 {
+		t.Fatalf("check of a generated table: exit %d, %s", code, stderr)
+	}
+	copied, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(copied), "| **0.723 s", "| **0.700 s", 1)
+	if edited == string(copied) {
+		t.Fatal("the README's headline table has no 0.723 s broadcast")
+	}
+	if err := os.WriteFile(doc, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := hoplite(t, "bench", "report", "--results", results, doc); code != 1 || !strings.Contains(stderr, "differ") {
+		t.Fatalf("check of an edited table: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := hoplite(t, "bench", "report", "--results", results, "--update", doc); code != 0 {
+		t.Fatalf("--update: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := hoplite(t, "bench", "report", "--results", results, doc); code != 0 {
+		t.Fatalf("check after --update: exit %d, %s", code, stderr)
+	}
+}
