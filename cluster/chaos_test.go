@@ -1168,19 +1168,15 @@ func (c *chaosRun) checkReduceTimeouts() {
 
 // unavailableExcuse says which fault explains a Reduce's UNAVAILABLE, or
 // "": its caller's member killed or restarted, or its store node
-// crashed, while it ran, or its coordinator crashed alone (the target's
-// shard crashed: a coordinator is not restarted). A kill of the
-// coordinator's member is no excuse: the Reduce starts again at the
-// target shard's new home. Callers hold c.mu.
+// crashed, while it ran. A kill of the coordinator's member, or a crash
+// or move of the target's shard, is no excuse: the Reduce starts again
+// at the shard's home. Callers hold c.mu.
 func (c *chaosRun) unavailableExcuse(run chaosReduceRun) string {
-	shard := directory.ShardIndex(c.p.reduces[run.step.red].target, c.l.cfg.Shards)
 	for _, f := range c.faults {
 		if !f.begin.Before(run.end) || !f.end.After(run.begin) {
 			continue
 		}
-		switch k := f.step.kind; {
-		case (k == stepKill || k == stepRestart || k == stepCrashStore) && f.step.node == run.caller,
-			k == stepCrashShard && f.step.shard == shard:
+		if k := f.step.kind; (k == stepKill || k == stepRestart || k == stepCrashStore) && f.step.node == run.caller {
 			return c.p.describe(f.step) + " while it ran"
 		}
 	}

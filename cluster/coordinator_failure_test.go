@@ -45,11 +45,14 @@ const coordFailChunk = 32 << 10
 
 // coordinatorFailureCluster starts the cluster; hook (may be nil) runs in
 // every coordinator.
-func coordinatorFailureCluster(t *testing.T, nodes int, target string, hook func(reduce string, msg any)) *coordinatorFailure {
+func coordinatorFailureCluster(t *testing.T, nodes int, target string, hook func(reduce string, msg any), opts ...func(*Config)) *coordinatorFailure {
 	f := &coordinatorFailure{target: target, ids: []string{"a", "b", "c"}, data: map[string][]byte{},
 		cput: make(chan error, 1), done: make(chan error, 1)}
 	hold := make(chan struct{})
 	cfg := Config{Nodes: nodes, ChunkSize: coordFailChunk, ReduceDegree: 1, CoordinatorHook: hook}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	cfg.Hooks.BeforePutChunk = func(_, id string, off int64) {
 		if id == "c" && off > 0 {
 			<-hold
@@ -226,6 +229,54 @@ func TestCoordinatorHostKilledReduceResumes(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the Reduce did not answer after its coordinator's host was killed")
+	}
+	got, err := f.l.Client(3).Get(ctx, f.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := chaosReduceBytes(messages.ReduceOp_SUM, [][]byte{f.data["a"], f.data["b"], f.data["c"]})
+	if !bytes.Equal(got, want) {
+		t.Fatal("the target is not a+b+c")
+	}
+}
+
+// TestCoordinatorShardCrashedReduceResumes: the target's directory
+// shard crashes (and restarts, rebuilt) while the root writes the
+// target, and takes the coordinator, its child, with it. The coordinator
+// tells the caller it stopped with its shard, and the caller's node
+// starts the Reduce again there: it answers with a+b+c once c's Put
+// finishes (chaos seed 78 under load, where a shard moving away from a
+// restarted member failed an AllReduce UNAVAILABLE).
+func TestCoordinatorShardCrashedReduceResumes(t *testing.T) {
+	const nodes = 5
+	target := idOnNode("tgt", 4, nodes, nodes)
+	stopped := make(chan struct{})
+	var once sync.Once
+	hook := func(_ string, msg any) {
+		if _, ok := msg.(*actor.Stopping); ok {
+			once.Do(func() { close(stopped) })
+		}
+	}
+	f := coordinatorFailureCluster(t, nodes, target, hook, func(c *Config) { c.ShardHook = chaosCrashHook })
+	ctx := deadline(t, 20*time.Second)
+	f.begin(t, ctx)
+	sendIn(f.l, f.l.Shard(directory.ShardIndex(target, nodes)), chaosCrash{})
+	select {
+	case <-stopped: // the first attempt's coordinator stops with its shard
+	case <-ctx.Done():
+		t.Fatal("the coordinator did not stop when its shard crashed")
+	}
+	f.release()
+	if err := <-f.cput; err != nil {
+		t.Fatalf("put c: %v", err)
+	}
+	select {
+	case err := <-f.done:
+		if err != nil {
+			t.Fatalf("Reduce after its coordinator's shard crashed: %v, want success", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the Reduce did not answer after its coordinator's shard crashed")
 	}
 	got, err := f.l.Client(3).Get(ctx, f.target)
 	if err != nil {

@@ -121,8 +121,16 @@ func runCoordinatorHostKill(t *testing.T, when string) {
 		t.Fatalf("Reduce after its coordinator's member was killed (%s): %v, want success", when, res.err)
 	}
 	red := res.reply.GetReducedIds()
-	if len(red) != 3 || len(slices.Compact(slices.Sorted(slices.Values(red)))) != 3 || slices.Contains(red, "a") {
-		t.Fatalf("reduced %v: want 3 distinct sources, none of them node-%d's a", red, victim)
+	if len(red) != 3 || len(slices.Compact(slices.Sorted(slices.Values(red)))) != 3 {
+		t.Fatalf("reduced %v: want 3 distinct sources", red)
+	}
+	// Once the root's result is in, the dead attempt's commit may have got
+	// out before the kill: the target then holds that result, which may
+	// include a, and the next attempt answers with it (a rebuilt shard
+	// learns it from the root's republished copy). Before that, a died
+	// with its member and cannot be in the result.
+	if when != "root-done" && slices.Contains(red, "a") {
+		t.Fatalf("reduced %v: node-%d's a, whose member was killed before any result was in", red, victim)
 	}
 	got, err := l.Client(0).Get(ctx, target)
 	if err != nil {

@@ -900,8 +900,8 @@ func (m *Member) storeNodes() []*messages.NodeRef { return *m.stores.Load() }
 func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
 	return shard.NewShardProps(shard.ShardConfig{
 		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit}, Log: m.log,
-		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
-			return coordactor.NewProps(m.coord, id, start, requester)
+		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
+			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},
 		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt,
 		BeforeReceive: m.cfg.ShardHook, Host: m.id,

@@ -965,7 +965,12 @@ type ReduceReply struct {
 	Plan         *ReducePlan            `protobuf:"bytes,5,opt,name=plan,proto3" json:"plan,omitempty"` // how it was done (for tools and demos)
 	// completed_by says what fixed the number reduced under a knee policy:
 	// "knee", "max_objects" or "all_sources" (empty for a fixed num_objects).
-	CompletedBy   string `protobuf:"bytes,6,opt,name=completed_by,json=completedBy,proto3" json:"completed_by,omitempty"`
+	CompletedBy string `protobuf:"bytes,6,opt,name=completed_by,json=completedBy,proto3" json:"completed_by,omitempty"`
+	// shard_stopped: the coordinator stopped because its directory shard
+	// did (the shard moved to another member, or restarted), not on its
+	// own: nothing of this attempt remains readable, and the caller's node
+	// starts the Reduce again at the shard's home (StartReduce.call_id).
+	ShardStopped  bool `protobuf:"varint,7,opt,name=shard_stopped,json=shardStopped,proto3" json:"shard_stopped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1040,6 +1045,13 @@ func (x *ReduceReply) GetCompletedBy() string {
 		return x.CompletedBy
 	}
 	return ""
+}
+
+func (x *ReduceReply) GetShardStopped() bool {
+	if x != nil {
+		return x.ShardStopped
+	}
+	return false
 }
 
 // ReducePlan reports the tree a Reduce built and why.
@@ -4230,7 +4242,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vmax_objects\x18\x02 \x01(\x05R\n" +
 	"maxObjects\x12\x1e\n" +
 	"\vmin_wait_ms\x18\x03 \x01(\x03R\tminWaitMs\x12\x16\n" +
-	"\x06warmup\x18\x04 \x01(\x05R\x06warmup\"\xe2\x01\n" +
+	"\x06warmup\x18\x04 \x01(\x05R\x06warmup\"\x87\x02\n" +
 	"\vReduceReply\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1f\n" +
 	"\vreduced_ids\x18\x02 \x03(\tR\n" +
@@ -4238,7 +4250,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\runreduced_ids\x18\x03 \x03(\tR\funreducedIds\x12$\n" +
 	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
 	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\x12!\n" +
-	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\"\xbe\x03\n" +
+	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\x12#\n" +
+	"\rshard_stopped\x18\a \x01(\bR\fshardStopped\"\xbe\x03\n" +
 	"\n" +
 	"ReducePlan\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +

@@ -65,11 +65,15 @@ type Coordinator struct {
 	id        string
 	start     *messages.StartReduce
 	requester *actor.PID
-	r         *coordinator.Reduction
-	begun     bool
-	watched   map[string]string   // store node PID -> node id
-	timers    map[any]*time.Timer // timer message -> its pending timer
-	stepAt    time.Time           // when the message being handled was taken (for the debug log of task sends)
+	// shardStopped and withShard: see NewProps. withShard is set when the
+	// coordinator stops while its shard does.
+	shardStopped func() bool
+	withShard    bool
+	r            *coordinator.Reduction
+	begun        bool
+	watched      map[string]string   // store node PID -> node id
+	timers       map[any]*time.Timer // timer message -> its pending timer
+	stepAt       time.Time           // when the message being handled was taken (for the debug log of task sends)
 	// pushes end the data-plane pushes still running when the
 	// coordinator stops (each also ends at its own deadline).
 	pushes []context.CancelFunc
@@ -108,7 +112,12 @@ type pushAnswered struct {
 
 // NewProps returns the props of the coordinator of one Reduce. requester
 // receives the ReduceReply.
-func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
+//
+// shardStopped (nil: never) reports whether the coordinator's directory
+// shard stopped or is restarting: a coordinator that stops with it tells
+// its requester so (ReduceReply.shard_stopped), and the caller's node
+// starts the Reduce again at the shard's home.
+func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 	if cfg.Log == nil {
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -127,7 +136,7 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		L, B, _, _ := cfg.Estimator.Estimate()
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
 		r := coordinator.NewReductionFor(reduceID, req, start.GetCaller(), cfg.Reduce, time.Now(), timeout, L, B)
-		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r,
+		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r, shardStopped: shardStopped,
 			watched: map[string]string{}, timers: map[any]*time.Timer{}, subscribing: map[string]context.CancelFunc{}, over: new(atomic.Bool)}
 	})
 }
@@ -186,6 +195,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		for _, cancel := range c.subscribing {
 			cancel()
 		}
+		c.withShard = c.shardStopped != nil && c.shardStopped()
 		c.drain(ctx, c.r.Abort(c.stopped(), now))
 	}
 }
@@ -323,6 +333,11 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	case coordinator.Requester:
 		to = c.requester
 		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
+			if c.withShard && reply.GetError() != nil {
+				reply = proto.CloneOf(reply)
+				reply.ShardStopped = true
+				s.Msg = reply
+			}
 			c.logReply(reply)
 		}
 	case coordinator.TargetShard:

@@ -121,7 +121,7 @@ func TestLateMeasurementReachesTheReleasedNodes(t *testing.T) {
 	}
 	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: ids, NumObjects: sources,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_FLOAT32, TimeoutMs: 10_000}, Caller: holders["src-0"]}
-	props := NewProps(cfg, "sum#1", start, requester)
+	props := NewProps(cfg, "sum#1", start, requester, nil)
 	mu.Lock()
 	shardPID = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &fakeShard{props: props, holders: holders, size: 1 << 20}

@@ -120,7 +120,7 @@ func TestSubscribesOnTheDataPlane(t *testing.T) {
 	}
 	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: []string{"a", "b", "c"}, NumObjects: 2,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64, TimeoutMs: 10_000}, Caller: holder}
-	props := NewProps(cfg, "sum#1", start, requester)
+	props := NewProps(cfg, "sum#1", start, requester, nil)
 	mu.Lock()
 	shardPID = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &subscribeShard{props: props, inline: sources, holder: holder, seen: seen}

@@ -50,7 +50,7 @@ func TestRebuiltShardAnswersAnAttemptWithItsCallsCommittedResult(t *testing.T) {
 	var coordinators atomic.Int32
 	shard, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: true,
 		Nodes: func() []*messages.NodeRef { return []*messages.NodeRef{self} },
-		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
+		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, _ func() bool) *actor.Props {
 			coordinators.Add(1)
 			return actor.PropsFromFunc(func(ctx actor.Context) {
 				if _, ok := ctx.Message().(*actor.Started); ok {

@@ -27,7 +27,9 @@ type ShardConfig struct {
 	Log   *logrus.Entry
 	// NewCoordinator returns the props of the coordinator of one Reduce
 	// (injected so the directory does not depend on the coordinator).
-	NewCoordinator func(reduceID string, start *messages.StartReduce, requester *actor.PID) *actor.Props
+	// shardStopped reports whether the shard that spawned it has stopped
+	// or is restarting (see messages.ReduceReply.shard_stopped).
+	NewCoordinator func(reduceID string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props
 	// Index and Count place this shard among all shards (for Republish).
 	Index, Count int
 	// Nodes lists the live store nodes, asked to republish what they hold
@@ -228,6 +230,9 @@ type Shard struct {
 	// republishUntil bounds only what RebuildQuery reports.
 	republishing   map[string]bool
 	republishUntil time.Time
+	// gone is set when this incarnation stops or restarts; its
+	// coordinators read it (see NewCoordinator).
+	gone atomic.Bool
 	// deferred are the Reduces asked for while republishing (bounded by
 	// maxDeferredReduces): they start once it is over.
 	deferred []deferredReduce
@@ -462,6 +467,9 @@ func (s *Shard) started(ctx actor.Context) {
 // their requesters retry against the restarted (or moved) shard instead
 // of waiting for their deadlines.
 func (s *Shard) stopping(ctx actor.Context, why string) {
+	// Before the coordinators stop with it: they tell their callers to
+	// start the Reduce again at the shard's home.
+	s.gone.Store(true)
 	s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)))
 	s.disarm()
 	s.senders.Close() // a restarted shard asks anew
@@ -634,7 +642,7 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 			UnreducedIds: unreduced(m.GetReduce().GetSourceIds(), committed)})
 		return
 	}
-	ctx.Spawn(s.cfg.NewCoordinator(id, m, sender))
+	ctx.Spawn(s.cfg.NewCoordinator(id, m, sender, s.gone.Load))
 }
 
 // startDeferred starts the Reduces that waited for the rebuild, once it

@@ -643,14 +643,18 @@ func (n *StoreNode) startReduce(ctx context.Context, system *actor.ActorSystem, 
 	wait := reshardFirstWait
 	for {
 		res, err := actorutil.Request(ctx, system.Root, shard, start)
-		if err == nil || !errors.Is(err, messages.ErrUnavailable) {
+		if r, ok := res.(*messages.ReduceReply); ok && r.GetShardStopped() {
+			// The coordinator stopped with its shard (moved, restarted).
+			err = messages.AsError(r.GetError())
+		} else if err == nil || !errors.Is(err, messages.ErrUnavailable) {
 			return res, err
 		}
-		// The request failed itself (an answer that is an error is the
-		// coordinator's verdict and stands): the shard stopped or is not
-		// running. Its new home may be named before the shard runs
-		// there, or only once this member's view drops the dead one:
-		// ask again, with a growing pause, until the deadline.
+		// The request failed itself, or the coordinator stopped with its
+		// shard (any other answer that is an error is the coordinator's
+		// verdict and stands): the shard stopped or is not running. Its
+		// new home may be named before the shard runs there, or only once
+		// this member's view drops the dead one: ask again, with a
+		// growing pause, until the deadline.
 		if !n.running(system, self) || time.Until(limit) <= wait {
 			return nil, err
 		}
