@@ -12,10 +12,10 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // Shape names the tree shapes a Reduce can use.
@@ -1286,7 +1286,7 @@ func (r *Reduction) fetched(node string, err error) effects {
 		// this copy. The caller's pinned copy is a creator's, as its
 		// republication would say.
 		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: n,
-			State: messages.LocationState_COMPLETE, Size: int64(len(r.result)), Fingerprint: storenode.Fingerprint(r.result),
+			State: messages.LocationState_COMPLETE, Size: int64(len(r.result)), Fingerprint: fingerprint.Of(r.result),
 			Creator: r.pinned(node)})
 	}
 	return fx

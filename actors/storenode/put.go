@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -116,7 +117,7 @@ func (n *StoreNode) answerPut(ctx actor.Context, req storenode.PutRequest, err *
 func (n *StoreNode) startPut(ctx actor.Context, req storenode.PutRequest, data []byte, timeoutMs int64) {
 	now := time.Now()
 	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
-	req.Size, req.Fingerprint, req.Creator = int64(len(data)), storenode.Fingerprint(data), n.cfg.Self
+	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fingerprint.Of(data), n.cfg.Self
 	obj, joined, evicted, err := n.putCopy(&req)
 	if err != nil {
 		n.answerPut(ctx, req, messages.AsError(err))

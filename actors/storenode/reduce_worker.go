@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
@@ -463,7 +464,7 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 		}
 	}
 	w.tl.markLast(stepOpened)
-	var fp storenode.Fingerprinter
+	var fp fingerprint.Writer
 	onRange := func([]byte) {}
 	if t.GetRoot() {
 		onRange = fp.Write
@@ -709,7 +710,7 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 	if _, err := target(); err != nil { // no slice made it (none had bytes)
 		return 0, err
 	}
-	var fp storenode.Fingerprinter
+	var fp fingerprint.Writer
 	fp.Write(buf)
 	if err := wr.Advance(int(size)); err != nil {
 		return 0, err
