@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -112,7 +113,19 @@ type helloState struct {
 	inflight bool
 	next     time.Time
 	backoff  time.Duration
+	// wait is how long the next handshake waits for its answer: it
+	// doubles (up to helloMaxWait) after each one that timed out, since
+	// on a loaded machine a round trip can take longer than helloFirstWait
+	// and a fixed wait would throw every answer away (a join failed so
+	// under 10 CPU-bound processes).
+	wait time.Duration
 }
+
+// Bounds of a handshake's wait for its answer (helloState.wait).
+const (
+	helloFirstWait = time.Second
+	helloMaxWait   = 8 * time.Second
+)
 
 // membersActor ("node/members") is the shell around a memberView: it
 // greets new members (the compatibility handshake), answers their
@@ -202,8 +215,17 @@ func (a *membersActor) memberGone(ctx actor.Context, msg *memberGone) {
 	if a.m.closing.Load() {
 		return
 	}
-	if p := a.st.view.peers[msg.id]; p != nil && p.leaving && (p.address == "" || p.address == msg.address) {
+	p := a.st.view.peers[msg.id]
+	if p != nil && p.leaving && (p.address == "" || p.address == msg.address) {
 		a.departed(ctx, msg.id, "its address: "+msg.signal)
+		return
+	}
+	if p == nil || p.dead {
+		// Gone from the view already: it departed (a leave whose end the
+		// topology showed first, and the view forgot it), or its failure
+		// was spread. Its connection closing now is that same end: a
+		// notice would call a member that left failed.
+		a.m.log.WithFields(logrus.Fields{"member": msg.id, "signal": msg.signal}).Debug("member gone from the view already; its connection closed")
 		return
 	}
 	a.m.log.WithFields(logrus.Fields{"suspect": msg.id, "signal": msg.signal, "confirmed_in": msg.confirmedIn}).
@@ -397,10 +419,14 @@ func (a *membersActor) greet(ctx actor.Context) {
 		}
 		h.inflight = true
 		id, addr := p.id, p.address
-		f := ctx.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName), a.m.hello(), time.Second)
+		h.wait = max(h.wait, helloFirstWait)
+		f := ctx.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName), a.m.hello(), h.wait)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			h.inflight = false
 			r, ok := res.(*messages.MemberHelloReply)
+			if errors.Is(err, actor.ErrTimeout) {
+				h.wait = min(2*h.wait, helloMaxWait)
+			}
 			if err != nil || !ok || r.GetMemberId() != id {
 				// Not up yet (or another incarnation answers there): retry.
 				h.backoff = min(max(2*h.backoff, 50*time.Millisecond), time.Second)
