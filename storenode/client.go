@@ -54,8 +54,9 @@ const (
 // was moving to its new owner or restarting); op reports it as raced. An
 // UNAVAILABLE of the request to the store node (the node is gone) is not
 // retried: it would only turn into a TIMEOUT. Put, Get, Delete and Info
-// are idempotent, so retrying them is safe; a Reduce is not retried, its
-// caller must know it failed.
+// are idempotent, so retrying them is safe. A Reduce is not retried
+// here: the caller's store node starts it again itself, under the same
+// call id, when its coordinator stops with the target's shard.
 func (c *Client) retry(ctx context.Context, op func(ctx context.Context) (raced bool, err error)) error {
 	ctx, cancel := c.withDeadline(ctx)
 	defer cancel()
