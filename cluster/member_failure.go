@@ -605,10 +605,20 @@ func sample(ids []string, n int) []string {
 // leave's deadline, which a loaded machine needs (a fixed 20 tries, about
 // a second, gave up on an object under the full test suite). NOT_FOUND
 // (the shard does not know this member's copy) is retried a while.
+//
+// Each ask waits longer than the one before that timed out (1 s doubling
+// to 8 s): on a machine where a round trip takes longer than a fixed
+// wait, every answer would come after its ask gave up.
 func (m *Member) reportLost(ctx context.Context, id string) (bool, error) {
 	var last error
+	wait := time.Second
 	for notFound := 0; notFound < 20; {
-		res, err := m.system.Root.RequestFuture(m.shardFor(id), &messages.ReportLost{ObjectId: id, Node: m.ref}, time.Second).Result()
+		actx, cancel := context.WithTimeout(ctx, wait)
+		res, err := actorutil.Request(actx, m.system.Root, m.shardFor(id), &messages.ReportLost{ObjectId: id, Node: m.ref})
+		cancel()
+		if errors.Is(err, messages.ErrTimeout) {
+			wait = min(2*wait, 8*time.Second)
+		}
 		if err == nil {
 			r, ok := res.(*messages.ReportLostReply)
 			if !ok {
