@@ -8,7 +8,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -22,6 +24,10 @@ type slowHosts struct {
 }
 
 func (c slowHosts) System() *actor.ActorSystem { return c.system }
+
+func (c slowHosts) ParticipantProps(cfg participant.Config) *actor.Props {
+	return mgr.NewParticipantProps(cfg)
+}
 
 func (c slowHosts) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
 	return []barrier.MemberHost{{Member: "m0", PID: c.host}}, nil

@@ -10,8 +10,8 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier/handle"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
@@ -29,6 +29,10 @@ type Cluster interface {
 	System() *actor.ActorSystem
 	// BarrierHosts lists the barrier hosts of the live members.
 	BarrierHosts(ctx context.Context) ([]MemberHost, error)
+	// ParticipantProps makes a handle's participant actor, which talks
+	// to the replicas for it (the cluster's wiring supplies the actor, so
+	// that this API imports no actor shell).
+	ParticipantProps(cfg participant.Config) *actor.Props
 }
 
 // MemberHost is one cluster member's barrier host.
@@ -56,7 +60,8 @@ type Barrier struct {
 	wait      time.Duration
 	ids       atomic.Uint64
 	stopped   atomic.Bool
-	counters  *mgr.Counters
+	counters  *participant.Counters
+	gone      chan struct{} // closed when the handle's actor stopped
 	semaphore bool
 }
 
@@ -229,46 +234,32 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 	if err != nil {
 		return nil, err
 	}
-	type answer struct {
-		created *messages.BarrierCreated
-		err     error
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the other asks stop once one found it
-	answers := make(chan answer, len(hosts))
-	for _, h := range hosts {
-		go func() {
-			res, err := ask(ctx, c.System().Root, h.PID, &messages.BarrierOpen{Name: name})
-			if err != nil {
-				answers <- answer{err: err}
-				return
-			}
-			created, ok := res.(*messages.BarrierCreated)
-			if !ok {
-				answers <- answer{err: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierOpen", res)}
-				return
-			}
-			answers <- answer{created: created, err: messages.ErrOrNil(created.GetError())}
-		}()
+	pids := make([]*actor.PID, len(hosts))
+	for i, h := range hosts {
+		pids[i] = h.PID
 	}
+	answers := actorutil.RequestAll(ctx, c.System().Root, pids, &messages.BarrierOpen{Name: name}, handle.ReaskEvery)
 	var last error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no barrier %q", name)
 	var stop error // an answer that decides unless another member has it
 	for range hosts {
 		a := <-answers
+		created, err := openAnswer(a.Msg, a.Err)
 		switch {
-		case a.err == nil:
-			return a.created, nil
-		case errors.Is(a.err, messages.ErrTimeout) || errors.Is(a.err, messages.ErrCanceled):
+		case err == nil:
+			return created, nil
+		case errors.Is(err, messages.ErrTimeout) || errors.Is(err, messages.ErrCanceled):
 			if stop == nil {
-				stop = a.err
+				stop = err
 			}
-		case errors.Is(a.err, messages.ErrNotFound):
-			last = a.err
-		case errors.Is(a.err, messages.ErrUnavailable):
+		case errors.Is(err, messages.ErrNotFound):
+			last = err
+		case errors.Is(err, messages.ErrUnavailable):
 			// that member is going away; another replica may answer
 		default:
 			if stop == nil {
-				stop = a.err // DELETED, INTERNAL: unless a replica has it
+				stop = err // DELETED, INTERNAL: unless a replica has it
 			}
 		}
 	}
@@ -276,6 +267,18 @@ func find(ctx context.Context, c Cluster, name string) (*messages.BarrierCreated
 		return nil, stop
 	}
 	return nil, last
+}
+
+// openAnswer is one host's answer to BarrierOpen: the barrier, or why not.
+func openAnswer(res any, err error) (*messages.BarrierCreated, error) {
+	if err != nil {
+		return nil, err
+	}
+	created, ok := res.(*messages.BarrierCreated)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to BarrierOpen", res)
+	}
+	return created, messages.ErrOrNil(created.GetError())
 }
 
 // ask requests msg of pid until it answers or ctx ends, asking again
@@ -293,14 +296,14 @@ func ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto
 
 func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOptions) *Barrier {
 	b := &Barrier{name: name, sys: c.System(), opts: wire, host: cfg.host, wait: cfg.wait,
-		counters: &mgr.Counters{}, semaphore: wire.GetSemaphore() != nil}
-	b.pid = b.sys.Root.Spawn(mgr.NewParticipantProps(mgr.ParticipantConfig{Name: name, OnEnter: cfg.onEnter,
-		OnFailure: cfg.onFailure, Counters: b.counters}))
+		counters: &participant.Counters{}, gone: make(chan struct{}), semaphore: wire.GetSemaphore() != nil}
+	b.pid = b.sys.Root.Spawn(c.ParticipantProps(participant.Config{Name: name, OnEnter: cfg.onEnter,
+		OnFailure: cfg.onFailure, Counters: b.counters, Gone: b.gone}))
 	return b
 }
 
 func (b *Barrier) setup(created *messages.BarrierCreated) {
-	s := mgr.Setup{Max: int(created.GetOptions().GetMaxParticipants()), Semaphore: created.GetOptions().GetSemaphore() != nil}
+	s := participant.Setup{Max: int(created.GetOptions().GetMaxParticipants()), Semaphore: created.GetOptions().GetSemaphore() != nil}
 	for _, p := range created.GetReplicas() {
 		s.Replicas = append(s.Replicas, replica.PeerPID(p))
 	}
@@ -341,8 +344,8 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	ctx, cancel := withWait(ctx, b.wait)
 	defer cancel()
 	id := b.ids.Add(1)
-	ch := make(chan mgr.EnterResult, 1)
-	b.sys.Root.Send(b.pid, mgr.EnterRequest{ID: id, Label: label, Host: b.host, Reply: ch})
+	ch := make(chan participant.EnterResult, 1)
+	b.sys.Root.Send(b.pid, participant.EnterRequest{ID: id, Label: label, Host: b.host, Reply: ch})
 	select {
 	case r := <-ch:
 		return b.passOrError(label, r)
@@ -353,10 +356,10 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	// later finds no waiter, and the handle gives such a slot back.)
 	if !b.stopped.Load() {
 		withdrawn := make(chan struct{})
-		b.sys.Root.Send(b.pid, mgr.CancelRequest{ID: id, Label: label, Done: withdrawn})
+		b.sys.Root.Send(b.pid, participant.CancelRequest{ID: id, Label: label, Done: withdrawn})
 		select {
 		case <-withdrawn:
-		case <-time.After(time.Second): // the handle's actor stopped meanwhile
+		case <-b.gone: // the handle's actor stopped meanwhile
 		}
 	}
 	select {
@@ -367,7 +370,7 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	return nil, deadlineError(ctx, "barrier %q: %q did not pass", b.name, label)
 }
 
-func (b *Barrier) passOrError(label string, r mgr.EnterResult) (*Pass, error) {
+func (b *Barrier) passOrError(label string, r participant.EnterResult) (*Pass, error) {
 	switch {
 	case r.Err != nil:
 		return nil, r.Err
@@ -480,7 +483,7 @@ func (b *Barrier) call(ctx context.Context, build func(id uint64, rank int32) pr
 	defer cancel()
 	id := b.ids.Add(1)
 	ch := make(chan proto.Message, 1)
-	b.sys.Root.Send(b.pid, mgr.CallRequest{ID: id, Build: build, Reply: ch})
+	b.sys.Root.Send(b.pid, participant.CallRequest{ID: id, Build: build, Reply: ch})
 	select {
 	case r := <-ch:
 		if r == nil {
@@ -488,7 +491,7 @@ func (b *Barrier) call(ctx context.Context, build func(id uint64, rank int32) pr
 		}
 		return r, nil
 	case <-ctx.Done():
-		b.sys.Root.Send(b.pid, mgr.CancelRequest{ID: id})
+		b.sys.Root.Send(b.pid, participant.CancelRequest{ID: id})
 		return nil, deadlineError(ctx, "barrier %q: no answer", b.name)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -22,6 +23,10 @@ type hostList struct {
 }
 
 func (h *hostList) System() *actor.ActorSystem { return h.system }
+
+func (h *hostList) ParticipantProps(cfg participant.Config) *actor.Props {
+	return mgr.NewParticipantProps(cfg)
+}
 
 func (h *hostList) BarrierHosts(context.Context) ([]barrier.MemberHost, error) { return h.hosts, nil }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/barrier/policy"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -154,10 +154,10 @@ func Host(name string) Option { return func(c *config) { c.host = name } }
 func DefaultWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
 // Consultation is what the entry callback is asked.
-type Consultation = mgr.Consultation
+type Consultation = participant.Consultation
 
 // Failure is a participant the manager could not serve.
-type Failure = mgr.Failure
+type Failure = participant.Failure
 
 const defaultWait = time.Minute
 

@@ -7,7 +7,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -18,6 +20,24 @@ import (
 
 func barrierHost(address string) *actor.PID {
 	return actor.NewPID(address, memberRoot+"/"+barriersName)
+}
+
+// ParticipantProps is a barrier handle's participant actor
+// (barrier.Cluster).
+func (m *Member) ParticipantProps(cfg participant.Config) *actor.Props {
+	return mgr.NewParticipantProps(cfg)
+}
+
+// ParticipantProps is a barrier handle's participant actor
+// (barrier.Cluster).
+func (l *Local) ParticipantProps(cfg participant.Config) *actor.Props {
+	return mgr.NewParticipantProps(cfg)
+}
+
+// ParticipantProps is a barrier handle's participant actor
+// (barrier.Cluster).
+func (c *BarrierClient) ParticipantProps(cfg participant.Config) *actor.Props {
+	return mgr.NewParticipantProps(cfg)
 }
 
 // BarrierHosts lists the barrier hosts of the members live in this

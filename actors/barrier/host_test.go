@@ -15,6 +15,7 @@ import (
 
 	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/logbridge"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -27,6 +28,9 @@ type hosts struct {
 }
 
 func (h *hosts) System() *actor.ActorSystem { return h.sys }
+func (h *hosts) ParticipantProps(cfg participant.Config) *actor.Props {
+	return mgr.NewParticipantProps(cfg)
+}
 func (h *hosts) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
 	var out []barrier.MemberHost
 	for id, pid := range h.pids {

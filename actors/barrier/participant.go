@@ -2,87 +2,39 @@ package barrier
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/barrier/handle"
+	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// The messages a barrier handle (package barrier) sends its participant
-// actor. They never cross a process: the replies travel on channels.
+// The contract with the handle (package barrier) is package participant;
+// these names are its types.
 type (
-	// Setup names the barrier's replicas once it was created or opened.
-	Setup struct {
-		Replicas  []*actor.PID
-		Max       int
-		Semaphore bool
-	}
-	// EnterRequest enters Label; its outcome comes back on Reply.
-	EnterRequest struct {
-		ID          uint64
-		Label, Host string
-		Reply       chan<- EnterResult
-	}
-	// CallRequest sends Build's message to every replica; the acting
-	// primary's answer (or nil if the handle stops) comes back on Reply.
-	CallRequest struct {
-		ID    uint64
-		Build func(id uint64, rank int32) proto.Message
-		Reply chan<- proto.Message
-	}
-	// CancelRequest withdraws a waiting Enter (Label set) or call; Done,
-	// if not nil, is closed once it is withdrawn.
-	CancelRequest struct {
-		ID    uint64
-		Label string
-		Done  chan struct{}
-	}
+	// Setup names the barrier's replicas (participant.Setup).
+	Setup = participant.Setup
+	// EnterRequest enters a label (participant.EnterRequest).
+	EnterRequest = participant.EnterRequest
+	// CallRequest asks every replica (participant.CallRequest).
+	CallRequest = participant.CallRequest
+	// CancelRequest withdraws a call (participant.CancelRequest).
+	CancelRequest = participant.CancelRequest
+	// EnterResult answers an EnterRequest (participant.EnterResult).
+	EnterResult = participant.EnterResult
+	// Consultation is what the entry callback is asked.
+	Consultation = participant.Consultation
+	// Failure is a participant the manager could not serve.
+	Failure = participant.Failure
+	// Counters count what a handle ignored.
+	Counters = participant.Counters
+	// ParticipantConfig configures the participant actor of one handle.
+	ParticipantConfig = participant.Config
 )
-
-// EnterResult answers an EnterRequest: an outcome, or Err.
-type EnterResult struct {
-	Kind   handle.Outcome
-	Reason string
-	Err    error
-}
-
-// Consultation is what the entry callback is asked.
-type Consultation struct {
-	// Label and Host of the entry that caused it; empty when it was caused
-	// by time (a knee, MinWait, or the callback timeout).
-	Label, Host string
-	// Default is what the barrier would do without the callback: fire now
-	// or not; Reason is the rule behind a true Default.
-	Default bool
-	Reason  string
-	// Knee: a knee in the arrivals just became acceptable, after
-	// KneeArrivals arrivals.
-	Knee         bool
-	KneeArrivals int
-	// Entered is the number of labels entered so far.
-	Entered int
-}
-
-// Failure is a participant the manager could not serve.
-type Failure struct {
-	Barrier, Label, Host, Reason string
-}
-
-// Counters count what a handle ignored; the handle reads them.
-type Counters struct{ Dup, Conflict, Orphan, TimedOut atomic.Int64 }
-
-// ParticipantConfig configures the participant actor of one handle.
-type ParticipantConfig struct {
-	Name      string
-	OnEnter   func(Consultation) bool
-	OnFailure func(Failure)
-	Counters  *Counters
-}
 
 // NewParticipantProps returns the props of a handle's participant actor.
 func NewParticipantProps(cfg ParticipantConfig) *actor.Props {
@@ -90,17 +42,17 @@ func NewParticipantProps(cfg ParticipantConfig) *actor.Props {
 		cfg.Counters = &Counters{}
 	}
 	return actorutil.Props(func() actor.Actor {
-		return &participant{name: cfg.Name, onEnter: cfg.OnEnter, onFailure: cfg.OnFailure, counters: cfg.Counters}
+		return &participantActor{name: cfg.Name, onEnter: cfg.OnEnter, onFailure: cfg.OnFailure, counters: cfg.Counters, gone: cfg.Gone}
 	})
 }
 
-// participant is a handle's actor: the shell around a handle.Participant,
+// participantActor is a handle's actor: the shell around a handle.Participant,
 // which sends each request to every replica, matches the answers with the
 // waiting calls and ignores duplicates. The shell keeps the calls'
 // channels, counts what was ignored, and runs the controller's callbacks.
 // The managers watch it: when it stops, its labels count as failed
 // participants.
-type participant struct {
+type participantActor struct {
 	name      string
 	core      *handle.Participant
 	replicas  []*actor.PID
@@ -110,9 +62,10 @@ type participant struct {
 	onFailure func(Failure)
 	counters  *Counters
 	reasking  *time.Timer // armed while an Enter waits
+	gone      chan struct{}
 }
 
-func (p *participant) Receive(ctx actor.Context) {
+func (p *participantActor) Receive(ctx actor.Context) {
 	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
@@ -150,32 +103,36 @@ func (p *participant) Receive(ctx actor.Context) {
 		p.failure(ctx, m)
 	case *actor.Stopping:
 		p.do(ctx, p.stopping())
+	case *actor.Stopped:
+		if p.gone != nil {
+			close(p.gone)
+		}
 	}
 }
 
-func (p *participant) started() {
+func (p *participantActor) started() {
 	p.core = handle.New(p.name)
 	p.enters, p.calls = map[uint64]chan<- EnterResult{}, map[uint64]chan<- proto.Message{}
 }
 
-func (p *participant) setup(m Setup) {
+func (p *participantActor) setup(m Setup) {
 	p.replicas = m.Replicas
 	p.core.Setup(len(m.Replicas), m.Max, m.Semaphore)
 }
 
 // enter keeps the caller's reply channel and asks the core.
-func (p *participant) enter(now time.Time, m EnterRequest) handle.Step {
+func (p *participantActor) enter(now time.Time, m EnterRequest) handle.Step {
 	p.enters[m.ID] = m.Reply
 	return p.core.Enter(now, m.ID, m.Label, m.Host)
 }
 
 // call keeps the caller's reply channel and asks the core.
-func (p *participant) call(m CallRequest) handle.Step {
+func (p *participantActor) call(m CallRequest) handle.Step {
 	p.calls[m.ID] = m.Reply
 	return p.core.Call(m.ID, p.build(m))
 }
 
-func (p *participant) stopping() handle.Step {
+func (p *participantActor) stopping() handle.Step {
 	if p.reasking != nil {
 		p.reasking.Stop()
 	}
@@ -184,7 +141,7 @@ func (p *participant) stopping() handle.Step {
 
 // do carries out a step: the sends (as requests, so the answers come back
 // here), the re-ask timer, the answers to waiting calls, the counts.
-func (p *participant) do(ctx actor.Context, s handle.Step) {
+func (p *participantActor) do(ctx actor.Context, s handle.Step) {
 	for _, snd := range s.Sends {
 		if r, ok := snd.To.(handle.Rank); ok && int(r) < len(p.replicas) {
 			ctx.Request(p.replicas[r], snd.Msg)
@@ -214,7 +171,7 @@ func (p *participant) do(ctx actor.Context, s handle.Step) {
 }
 
 // build makes a call's message for each replica.
-func (p *participant) build(m CallRequest) []proto.Message {
+func (p *participantActor) build(m CallRequest) []proto.Message {
 	msgs := make([]proto.Message, len(p.replicas))
 	for rank := range p.replicas {
 		msgs[rank] = m.Build(m.ID, int32(rank))
@@ -223,7 +180,7 @@ func (p *participant) build(m CallRequest) []proto.Message {
 }
 
 // cancel withdraws a call whose caller gave up.
-func (p *participant) cancel(m CancelRequest) {
+func (p *participantActor) cancel(m CancelRequest) {
 	p.core.Cancel(m.ID, m.Label)
 	delete(p.enters, m.ID)
 	delete(p.calls, m.ID)
@@ -232,7 +189,7 @@ func (p *participant) cancel(m CancelRequest) {
 	}
 }
 
-func (p *participant) failure(ctx actor.Context, m *messages.BarrierFailure) {
+func (p *participantActor) failure(ctx actor.Context, m *messages.BarrierFailure) {
 	if p.onFailure != nil {
 		p.safely(ctx, "OnFailure", func() {
 			p.onFailure(Failure{Barrier: p.name, Label: m.GetLabel(), Host: m.GetHost(), Reason: m.GetReason()})
@@ -240,7 +197,7 @@ func (p *participant) failure(ctx actor.Context, m *messages.BarrierFailure) {
 	}
 }
 
-func (p *participant) consult(ctx actor.Context, m *messages.BarrierConsult) bool {
+func (p *participantActor) consult(ctx actor.Context, m *messages.BarrierConsult) bool {
 	fire := m.GetDefaultFire()
 	if p.onEnter == nil {
 		return fire
@@ -253,7 +210,7 @@ func (p *participant) consult(ctx actor.Context, m *messages.BarrierConsult) boo
 
 // safely runs an application callback; a panic is logged, not fatal to
 // the handle.
-func (p *participant) safely(ctx actor.Context, what string, f func()) {
+func (p *participantActor) safely(ctx actor.Context, what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			ctx.Logger().Error("barrier callback panicked", "barrier", p.name, "callback", what, "panic", fmt.Sprint(r))

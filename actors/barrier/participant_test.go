@@ -58,3 +58,29 @@ func TestEnterNotFoundNeedsEveryReplica(t *testing.T) {
 		t.Fatalf("no replica knows the barrier: %+v, want NOT_FOUND", r)
 	}
 }
+
+// The participant closes its Gone channel when it stops and not before: a
+// handle withdrawing an Enter waits for the withdrawal or for that, so a
+// stopped actor cannot leave it waiting for an answer that never comes.
+func TestParticipantClosesGoneWhenStopped(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	gone := make(chan struct{})
+	p := system.Root.Spawn(NewParticipantProps(ParticipantConfig{Name: "b", Gone: gone}))
+	withdrawn := make(chan struct{})
+	system.Root.Send(p, CancelRequest{ID: 1, Label: "l", Done: withdrawn})
+	<-withdrawn // the actor has handled a message: it is running
+	select {
+	case <-gone:
+		t.Fatal("Gone closed while the participant runs")
+	default:
+	}
+	if err := system.Root.StopFuture(p).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Gone not closed after the participant stopped")
+	}
+}

@@ -161,3 +161,27 @@ func TimeoutMs(ctx context.Context) int64 {
 	}
 	return max(1, time.Until(deadline).Milliseconds())
 }
+
+// Answer is one target's reply to RequestAll: Index is the target's place
+// in the list, Msg the reply, Err why there is none.
+type Answer struct {
+	Index int
+	Msg   any
+	Err   error
+}
+
+// RequestAll sends msg to every pid at once, each as RequestEvery does,
+// and returns a channel with room for every answer, on which each
+// target's reply (or error) comes as it arrives: one round trip for all,
+// not one per target. The requests still waiting stop when ctx ends, each
+// then with its error, so exactly len(pids) answers come.
+func RequestAll(ctx context.Context, root *actor.RootContext, pids []*actor.PID, msg any, every time.Duration) <-chan Answer {
+	answers := make(chan Answer, len(pids))
+	for i, pid := range pids {
+		go func() {
+			res, err := RequestEvery(ctx, root, pid, msg, every)
+			answers <- Answer{Index: i, Msg: res, Err: err}
+		}()
+	}
+	return answers
+}

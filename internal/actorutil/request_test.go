@@ -159,3 +159,40 @@ func TestRequestEvery(t *testing.T) {
 		t.Errorf("silent target: %v, want TIMEOUT", err)
 	}
 }
+
+// RequestAll gives exactly one answer per target, with its index: the
+// replies of the ones that answer, UNAVAILABLE for one that stops, and a
+// deadline error for one that never answers, once the context ends.
+func TestRequestAll(t *testing.T) {
+	system := actor.NewActorSystem()
+	root := system.Root
+	answering := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(echo); ok {
+			ctx.Respond(echo{m.v + "!"})
+		}
+	}))
+	stopping := root.Spawn(actor.PropsFromProducer(func() actor.Actor { return stopOnAsk{} }))
+	silent := root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	answers := RequestAll(ctx, root, []*actor.PID{silent, answering, stopping, answering}, echo{"a"}, 100*time.Millisecond)
+	got := map[int]Answer{}
+	for range 4 {
+		a := <-answers
+		if _, dup := got[a.Index]; dup {
+			t.Fatalf("two answers for target %d", a.Index)
+		}
+		got[a.Index] = a
+	}
+	for _, i := range []int{1, 3} {
+		if got[i].Err != nil || got[i].Msg != (echo{"a!"}) {
+			t.Errorf("target %d: %v, %v; want its reply", i, got[i].Msg, got[i].Err)
+		}
+	}
+	if !errors.Is(got[2].Err, messages.ErrUnavailable) {
+		t.Errorf("stopped target: %v; want UNAVAILABLE", got[2].Err)
+	}
+	if !errors.Is(got[0].Err, messages.ErrTimeout) {
+		t.Errorf("silent target: %v; want TIMEOUT", got[0].Err)
+	}
+}
