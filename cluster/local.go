@@ -23,7 +23,7 @@ import (
 	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -120,7 +120,7 @@ type Local struct {
 	app        *actor.ActorSystem // the application's actor system: System()
 	membership *membership
 	transport  *transport.Memory
-	estimator  *netmodel.Estimator
+	estimator  *estimator.Estimator
 	log        *logrus.Entry
 	protoLog   slog.Handler // where Proto.Actor's records go
 
@@ -176,7 +176,7 @@ func StartLocal(cfg Config) (*Local, error) {
 		bandwidth = cfg.LinkBandwidth
 	}
 	l := &Local{cfg: cfg, membership: newMembership(), transport: transport.NewMemory(cfg.LinkBandwidth),
-		estimator: netmodel.NewEstimator(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log), protoLog: protoLog,
+		estimator: estimator.New(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log), protoLog: protoLog,
 		delivered: map[string]map[incarnation]bool{}, announced: map[incarnation]bool{}}
 	app, err := startAppSystem(protoLog)
 	if err != nil {

@@ -36,7 +36,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -241,7 +241,7 @@ type embedding struct {
 	id         string // the member id: node-i, node-i.k after k restarts
 	membership *membership
 	memory     *transport.Memory
-	estimator  *netmodel.Estimator // one process, one network: shared
+	estimator  *estimator.Estimator // one process, one network: shared
 }
 
 func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
@@ -396,7 +396,7 @@ type Member struct {
 	store     *storenode.Store
 	ref       *messages.NodeRef
 	failures  *shard.FailureLog
-	estimator *netmodel.Estimator
+	estimator *estimator.Estimator
 	metrics   *memberMetrics
 	coord     coordactor.ActorConfig
 
@@ -531,7 +531,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// chose binary trees: 32 MiB AllReduces of 2.5 s instead of 1.6 s on
 	// the testbed, whenever the coordinator's member had measured no
 	// transfer (a reduce measures B only on a leaf's parent).
-	m.estimator = netmodel.NewEstimator(100*time.Microsecond, m.pace())
+	m.estimator = estimator.New(100*time.Microsecond, m.pace())
 	if e := cfg.embedded; e != nil {
 		m.estimator = e.estimator
 	}

@@ -14,9 +14,15 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/outbox"
 )
+
+// Estimates supplies the network's current L and B and how many
+// observations each rests on (netmodel/estimator.Estimator, which the
+// member's shells share).
+type Estimates interface {
+	Estimate() (L time.Duration, B float64, latencySamples, bandwidthSamples int)
+}
 
 // Shape names the tree shapes a Reduce can use.
 const (
@@ -38,7 +44,7 @@ type Config struct {
 	// on, which the plan reports; without it the L and B given to
 	// NewReduction are used, and the plan reports their sample counts as
 	// not known (-1).
-	Estimator *netmodel.Estimator
+	Estimator Estimates
 	// AllReduceShape chooses an AllReduce's shape where the sliced one is
 	// possible (every source reduced, no knee policy, sources of at least
 	// InlineLimit bytes): "" lets the cost model choose

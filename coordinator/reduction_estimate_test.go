@@ -6,13 +6,13 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 )
 
 // The plan reports the estimate it was chosen with, taken when S is known
 // (the first arrival), and how many observations L and B rest on.
 func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
-	e := netmodel.NewEstimator(100*time.Microsecond, 1.25e9)
+	e := estimator.New(100*time.Microsecond, 1.25e9)
 	e.ObserveLatency(300 * time.Microsecond) // before the Reduce
 	r := newRed(request(ids("s", 4), 4), Config{Estimator: e})
 	// Measured after the Reduce started and before its first source
@@ -109,7 +109,7 @@ func TestTasksMarkWholeLeafInputs(t *testing.T) {
 // the chain however large the measured L: a guessed B against an L taken
 // under load chose binary trees that took half as long again.
 func TestUnknownBandwidthPlansAChain(t *testing.T) {
-	e := netmodel.NewEstimator(100*time.Microsecond, 0)
+	e := estimator.New(100*time.Microsecond, 0)
 	e.ObserveLatency(15 * time.Millisecond) // Puts queued behind bulk copies
 	r := newRed(request(ids("s", 8), 8), Config{Estimator: e})
 	for i, id := range ids("s", 8) {

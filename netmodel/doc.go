@@ -1,8 +1,8 @@
 // Package netmodel keeps the running estimates of the network that the
 // cost model and the transfers share: the control-message latency L and
 // the link bandwidth B, from durations the callers measured. It reads no
-// clock, so it is pure; it is safe for concurrent use because every store
-// node and coordinator of a member observe into one Estimator.
+// clock and takes no lock, so it is pure; the shells of a member share
+// one set of estimates through netmodel/estimator, which locks.
 package netmodel
 
 // MinMeasuredTransfer is the smallest transfer whose rate is taken as the

@@ -2,17 +2,15 @@ package netmodel
 
 import (
 	"math"
-	"sync"
 	"time"
 )
 
-// Estimator keeps running estimates of the network latency L and the
+// Estimates are running estimates of the network latency L and the
 // bandwidth B that the cost model needs, from observations the data plane
-// reports. It reads no clock: callers pass durations they measured. It is
-// safe for concurrent use, because every node's store and every
-// coordinator on a member share one.
-type Estimator struct {
-	mu     sync.Mutex
+// reports. They read no clock: callers pass durations they measured. They
+// are a plain value; the one a member's shells share is
+// netmodel/estimator.Estimator, which locks around them.
+type Estimates struct {
 	l      time.Duration
 	recent [latencyWindow]time.Duration // the last latency samples, a ring
 	b      float64
@@ -32,19 +30,17 @@ const ewmaWeight = 0.2
 // model pick a binary tree over a chain for 32 MiB objects.
 const latencyWindow = 32
 
-// NewEstimator starts from defaults used until the first observations.
-func NewEstimator(defaultL time.Duration, defaultB float64) *Estimator {
-	return &Estimator{l: defaultL, b: defaultB}
+// NewEstimates starts from defaults used until the first observations.
+func NewEstimates(defaultL time.Duration, defaultB float64) Estimates {
+	return Estimates{l: defaultL, b: defaultB}
 }
 
 // ObserveLatency records one one-way control message latency; L is the
 // minimum of the last latencyWindow samples.
-func (e *Estimator) ObserveLatency(d time.Duration) {
+func (e *Estimates) ObserveLatency(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.recent[e.nl%latencyWindow] = d
 	e.nl++
 	e.l = d
@@ -54,13 +50,11 @@ func (e *Estimator) ObserveLatency(d time.Duration) {
 }
 
 // ObserveTransfer records a transfer of n bytes that took d.
-func (e *Estimator) ObserveTransfer(n int64, d time.Duration) {
+func (e *Estimates) ObserveTransfer(n int64, d time.Duration) {
 	if n <= 0 || d <= 0 {
 		return
 	}
 	bw := float64(n) / d.Seconds()
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.nb == 0 {
 		e.b = bw
 	} else {
@@ -75,12 +69,10 @@ func (e *Estimator) ObserveTransfer(n int64, d time.Duration) {
 // Without it a member that never moved a whole object (one that only
 // takes part in sliced AllReduces) would never know B, and could never
 // pace the AllReduces it coordinates.
-func (e *Estimator) ObservePeer(B float64) {
+func (e *Estimates) ObservePeer(B float64) {
 	if !(B > 0) || math.IsInf(B, 0) {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.nb == 0 {
 		e.b, e.nb = B, 1
 	}
@@ -88,8 +80,6 @@ func (e *Estimator) ObservePeer(B float64) {
 
 // Estimate returns the current L and B and how many observations of each
 // they rest on (0: still the defaults).
-func (e *Estimator) Estimate() (L time.Duration, B float64, latencySamples, bandwidthSamples int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Estimates) Estimate() (L time.Duration, B float64, latencySamples, bandwidthSamples int) {
 	return e.l, e.b, e.nl, e.nb
 }

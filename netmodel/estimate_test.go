@@ -7,7 +7,7 @@ import (
 )
 
 func TestEstimatorStartsAtDefaultsAndFollowsObservations(t *testing.T) {
-	e := NewEstimator(100*time.Microsecond, 1e9)
+	e := NewEstimates(100*time.Microsecond, 1e9)
 	if l, b, nl, nb := e.Estimate(); l != 100*time.Microsecond || b != 1e9 || nl != 0 || nb != 0 {
 		t.Fatalf("defaults: %v %v %d %d", l, b, nl, nb)
 	}
@@ -34,7 +34,7 @@ func TestEstimatorStartsAtDefaultsAndFollowsObservations(t *testing.T) {
 // recent sample shows the real latency; once a whole window says the
 // path is slower, L follows.
 func TestEstimatorLatencyIgnoresQueueingButFollowsARealChange(t *testing.T) {
-	e := NewEstimator(time.Millisecond, 1e9)
+	e := NewEstimates(time.Millisecond, 1e9)
 	e.ObserveLatency(200 * time.Microsecond)
 	for range latencyWindow - 1 {
 		e.ObserveLatency(300 * time.Millisecond) // behind a 32 MiB transfer
@@ -51,7 +51,7 @@ func TestEstimatorLatencyIgnoresQueueingButFollowsARealChange(t *testing.T) {
 // TestEstimatorTakesAPeersBandwidthOnlyBeforeItsOwn: a peer's B stands
 // in while nothing was measured here, and never overrides a measurement.
 func TestEstimatorTakesAPeersBandwidthOnlyBeforeItsOwn(t *testing.T) {
-	e := NewEstimator(100*time.Microsecond, 0)
+	e := NewEstimates(100*time.Microsecond, 0)
 	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
 		e.ObservePeer(bad)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/outbox"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -41,7 +41,7 @@ type ActorConfig struct {
 	// to the sources' locations).
 	ShardFor func(id string) *actor.PID
 	// Estimator supplies L and B for the cost model.
-	Estimator *netmodel.Estimator
+	Estimator *estimator.Estimator
 	Log       *logrus.Entry
 	// Resubscribe is how often a coordinator that still waits for sources
 	// subscribes to them again (default coordinator.DefaultResubscribe): see
@@ -122,7 +122,7 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	if cfg.Estimator == nil {
-		cfg.Estimator = netmodel.NewEstimator(100*time.Microsecond, 1.25e9)
+		cfg.Estimator = estimator.New(100*time.Microsecond, 1.25e9)
 	}
 	if cfg.Reduce.Estimator == nil {
 		// The plan reports how many samples its L and B rest on.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 )
 
 // fakeShard is the coordinator's parent: it spawns it, and answers every
@@ -107,7 +107,7 @@ func TestLateMeasurementReachesTheReleasedNodes(t *testing.T) {
 			replies <- r
 		}
 	}))
-	estimator := netmodel.NewEstimator(100*time.Microsecond, 0) // no sample yet
+	estimator := estimator.New(100*time.Microsecond, 0) // no sample yet
 	var shardPID *actor.PID
 	var mu sync.Mutex
 	cfg := ActorConfig{

@@ -9,7 +9,7 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -51,7 +51,7 @@ type Config struct {
 	Naive bool
 	// Estimator receives measured transfer bandwidth and control latency
 	// (the L and B of the reduce cost model); nil disables measuring.
-	Estimator *netmodel.Estimator
+	Estimator *estimator.Estimator
 	// Hooks let tests and fault injection act at chosen points.
 	Hooks Hooks
 	// Log is where this node logs.

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/netmodel/estimator"
 )
 
 // A zero ChunkSize follows the measured bandwidth and the object's size;
 // a given one is kept.
 func TestStreamChunkAdaptsOnlyWhenNotFixed(t *testing.T) {
-	est := netmodel.NewEstimator(time.Millisecond, 1e9)
+	est := estimator.New(time.Millisecond, 1e9)
 	auto := (&Config{Estimator: est}).withDefaults()
 	if got := auto.streamChunk(32 << 20); got != 1<<20 {
 		t.Fatalf("before any measurement: %d, want 1 MiB", got)

@@ -1,34 +1,73 @@
-// Package layout states the rule the source tree follows, and its test
-// checks it: actors live in actors/ and cluster/, algorithms live in pure
-// packages.
+// Package layout states the rules the source tree follows, and its tests
+// check them: actors live in actors/ and cluster/, algorithms live in
+// pure core packages.
 //
-// Every type with a Receive(actor.Context) method — an actor — is declared
+// Every package of the module is a core unless Shells names it. A core is
+// a plain step machine: time comes in as a value, and every step returns
+// what the shell should do. So every file of a core
+//   - imports nothing of Proto.Actor but the actor package, and names
+//     nothing of it but its PID address type;
+//   - imports none of the Forbidden standard packages (locks, atomics,
+//     contexts, files, sockets, the runtime);
+//   - imports, of the module, only other cores and the Wire packages, so
+//     that no core reaches a shell through another package;
+//   - imports, outside the standard library and the module, only Allowed;
+//   - has no go statement, no channel and no select, and calls no clock
+//     function of package time (Now, Since, Sleep, After, timers...).
+//
+// Package storenode holds the concurrent Store and the public Client
+// beside its protocols: its files are core files unless StoreFiles names
+// them.
+//
+// Every type with a Receive(actor.Context) method (an actor) is declared
 // under actors/ (the shells) or in cluster (the member's supervisor and
-// member actor, which wire the shells together); programs (cmd/, examples/,
-// bench/) are applications and may define their own. The pure packages in
-// Pure import nothing of Proto.Actor but its PID address type, start no
-// goroutine and read no clock: time comes in as a value, and every step
-// returns what to send (outbox) for a shell to carry out.
+// member actor, which wire the shells together); programs (cmd/,
+// examples/, bench/) are applications and may define their own.
 package layout
 
-// Pure lists the pure packages, relative to the module root, and the pure
-// files of storenode, whose package also holds the concurrent Store and
-// the Client.
-var Pure = []string{
-	"storenode/delete_protocol.go",
-	"storenode/fetch_protocol.go",
-	"storenode/position_runs.go",
-	"storenode/put_protocol.go",
-	"barrier/handle",
-	"barrier/policy",
-	"barrier/replica",
-	"coordinator",
-	"coordinator/kernel",
-	"coordinator/plan",
-	"directory",
-	"netmodel",
-	"outbox",
-	"revoke",
+// Shells are the module's packages that are not cores, each with why. A
+// key ending in "/..." names a directory and everything under it; any
+// other key names one package.
+var Shells = map[string]string{
+	"actors/...":          "the actor shells around the cores",
+	"cluster/...":         "the member: its supervisor, boot and wiring",
+	"cmd/...":             "programs",
+	"examples/...":        "programs",
+	"bench/...":           "programs and their measurements",
+	"internal/...":        "helpers of the shells and tests (actor requests, clocks, certificates)",
+	"third_party/...":     "Proto.Actor, patched",
+	"transport":           "the network: connections, frames, TLS",
+	"liveview":            "the live view's HTTP server",
+	"sim":                 "the simulator: drives the cores, writes reports and plots",
+	"barrier":             "the barrier API: blocking calls with deadlines over the participant actor",
+	"barrier/participant": "the contract between a barrier handle and its actor: channels and counters",
+	"netmodel/estimator":  "the network estimates a member's shells share: locked",
+	"storenode":           "the Store (concurrent) and the Client beside the protocols; see StoreFiles",
+}
+
+// Wire are the module packages a core may import although they are not
+// cores: the generated wire messages (the protobuf runtime they use keeps
+// its own state) and Proto.Actor's actor package, of which a core names
+// only PID.
+var Wire = []string{
+	"messages",
+	"third_party/forked/protoactor-go/actor",
+}
+
+// Allowed are the packages outside the standard library and the module
+// that a core may import.
+var Allowed = []string{"google.golang.org/protobuf/proto"}
+
+// Forbidden are the standard packages no core imports; each also forbids
+// the packages under it (net forbids net/http).
+var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall", "runtime", "log",
+	"crypto/rand", "embed", "plugin"}
+
+// StoreFiles are the files of package storenode that are not core files:
+// the Store and its objects (concurrent, bytes) and the public Client.
+var StoreFiles = []string{
+	"store.go", "object.go", "slice.go", "combine.go", // the Store
+	"client.go", "into.go", "typed.go", // the Client
 }
 
 // ActorHomes are where actors may be declared, besides programs; the one
