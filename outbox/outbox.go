@@ -1,8 +1,9 @@
 // Package outbox is what a pure protocol step hands its actor shell: the
-// messages to send and the timers to arm. Every pure core (the location
-// table, the Reduction, the fetch and put protocols, the revoke
-// broadcaster, the barrier replica) returns these, so every shell drains
-// them the same way and a simulation can deliver them instead.
+// messages to send, the timers to arm, the nodes to watch and the events
+// to publish. Every pure core (the location table, the Reduction, the
+// fetch and put protocols, the revoke broadcaster, the barrier replica)
+// returns a Box, so every shell drains them the same way and a
+// simulation can deliver them instead.
 package outbox
 
 import (
@@ -27,10 +28,21 @@ type Timer struct {
 	Msg any
 }
 
-// Box collects the sends and timers of one step, in order.
+// Box is the one output every core's step returns, embedded in the
+// step's result beside what is the core's own (a Reduce's reply, a
+// fetch's end, a replica's takeover): the messages to send, the timers to
+// arm, the nodes to watch or stop watching, and the events to publish, in
+// order. A shell carries out a Box the same way whichever core made it,
+// and a simulation delivers it instead.
 type Box struct {
 	Sends  []Send
 	Timers []Timer
+	// Watch names whom the shell must watch and report the failure of
+	// back to the core; Unwatch whom it no longer needs to. Each is an
+	// address in the core's terms, as Send.To.
+	Watch, Unwatch []any
+	// Events are notices for the shell's event stream or its log.
+	Events []any
 }
 
 // Send appends a message to deliver; a nil receiver has nobody to answer
@@ -47,11 +59,38 @@ func (b *Box) After(at time.Time, msg any) {
 	b.Timers = append(b.Timers, Timer{At: at, Msg: msg})
 }
 
-// Merge appends another step's sends and timers after this one's.
+// WatchFor asks the shell to watch who (nil: nobody).
+func (b *Box) WatchFor(who any) {
+	if who != nil {
+		b.Watch = append(b.Watch, who)
+	}
+}
+
+// UnwatchFor tells the shell that who need no longer be watched (nil:
+// nobody).
+func (b *Box) UnwatchFor(who any) {
+	if who != nil {
+		b.Unwatch = append(b.Unwatch, who)
+	}
+}
+
+// Emit appends an event.
+func (b *Box) Emit(event any) {
+	if event != nil {
+		b.Events = append(b.Events, event)
+	}
+}
+
+// Merge appends another step's output after this one's.
 func (b *Box) Merge(o Box) {
 	b.Sends = append(b.Sends, o.Sends...)
 	b.Timers = append(b.Timers, o.Timers...)
+	b.Watch = append(b.Watch, o.Watch...)
+	b.Unwatch = append(b.Unwatch, o.Unwatch...)
+	b.Events = append(b.Events, o.Events...)
 }
 
 // Empty reports whether the step asked for nothing.
-func (b *Box) Empty() bool { return len(b.Sends) == 0 && len(b.Timers) == 0 }
+func (b *Box) Empty() bool {
+	return len(b.Sends) == 0 && len(b.Timers) == 0 && len(b.Watch) == 0 && len(b.Unwatch) == 0 && len(b.Events) == 0
+}

@@ -30,3 +30,37 @@ func TestBoxKeepsOrderAndDropsTells(t *testing.T) {
 		t.Fatal("a box with sends reports empty")
 	}
 }
+
+// Watches, unwatches and events keep their order through Merge, nil ones
+// are dropped, and any of them makes a box non-empty.
+func TestBoxCarriesWatchesAndEvents(t *testing.T) {
+	var b Box
+	b.WatchFor(nil)
+	b.UnwatchFor(nil)
+	b.Emit(nil)
+	if !b.Empty() {
+		t.Fatalf("nil watches and events were kept: %+v", b)
+	}
+	for _, one := range []func(*Box){
+		func(b *Box) { b.WatchFor("n1") }, func(b *Box) { b.UnwatchFor("n1") }, func(b *Box) { b.Emit("e") },
+	} {
+		var x Box
+		one(&x)
+		if x.Empty() {
+			t.Fatalf("a box with %+v reports empty", x)
+		}
+	}
+	b.WatchFor("n1")
+	b.Emit("e1")
+	var o Box
+	o.WatchFor("n2")
+	o.UnwatchFor("n1")
+	o.Emit("e2")
+	b.Merge(o)
+	if len(b.Watch) != 2 || b.Watch[0] != "n1" || b.Watch[1] != "n2" || len(b.Unwatch) != 1 || b.Unwatch[0] != "n1" {
+		t.Fatalf("watch %v unwatch %v", b.Watch, b.Unwatch)
+	}
+	if len(b.Events) != 2 || b.Events[0] != "e1" || b.Events[1] != "e2" {
+		t.Fatalf("events %v", b.Events)
+	}
+}
