@@ -80,7 +80,7 @@ func IncarnationEpoch(address string) uint64 {
 	return h.Sum64()
 }
 
-// Decision is what the shell must do after an event: the Sends (the
+// Decision is what the shell must do after an event: the Box's Sends (the
 // notice as a *messages.RevokeNotice, To a member name), then, if Deliver,
 // deliver it locally (directory
 // cleanup, transfer abort, coordinator repair, event published). Sending
@@ -89,7 +89,7 @@ func IncarnationEpoch(address string) uint64 {
 // simply fails; the shell drops it and does nothing else — reliability
 // comes from the overlay's connectivity, not from retries.
 type Decision struct {
-	Sends   []outbox.Send
+	outbox.Box
 	Deliver bool
 }
 
@@ -194,7 +194,7 @@ func (b *Broadcaster) Originate(n Notice) Decision {
 	if !b.remember(n) {
 		return Decision{}
 	}
-	return Decision{Sends: b.sends(n, b.overlay.Neighbors()), Deliver: true}
+	return Decision{Box: outbox.Box{Sends: b.sends(n, b.overlay.Neighbors())}, Deliver: true}
 }
 
 // Receive handles a copy of n that arrived from member from. On the first
@@ -217,7 +217,7 @@ func (b *Broadcaster) Receive(from string, n Notice) Decision {
 			fwd = append(fwd, id)
 		}
 	}
-	return Decision{Sends: b.sends(n, fwd), Deliver: true}
+	return Decision{Box: outbox.Box{Sends: b.sends(n, fwd)}, Deliver: true}
 }
 
 // SetOverlay switches to a new topology's overlay (same self, e.g. from
@@ -237,13 +237,13 @@ func (b *Broadcaster) Receive(from string, n Notice) Decision {
 // An overlay with another self, or nil, is ignored (nothing changes); one
 // with the same members is adopted but is not a change (no re-sends, no
 // expiry of recent notices).
-func (b *Broadcaster) SetOverlay(o *Overlay) []outbox.Send {
+func (b *Broadcaster) SetOverlay(o *Overlay) Decision {
 	if o == nil || o.Self() != b.overlay.Self() {
-		return nil
+		return Decision{}
 	}
 	if slices.Equal(o.members, b.overlay.members) {
 		b.overlay = o // same topology: not a change
-		return nil
+		return Decision{}
 	}
 	old := make(map[string]bool, len(b.overlay.nbrs))
 	for _, id := range b.overlay.nbrs {
@@ -270,7 +270,7 @@ func (b *Broadcaster) SetOverlay(o *Overlay) []outbox.Send {
 	}
 	clear(b.recent[len(kept):])
 	b.recent = kept
-	return sends
+	return Decision{Box: outbox.Box{Sends: sends}}
 }
 
 // sends addresses one copy of n to each member of to. The copies share

@@ -318,7 +318,7 @@ func TestSeenWindowIsBoundedFIFO(t *testing.T) {
 	if len(b.recent) != 0 {
 		t.Fatalf("%d recent notices after %d changes", len(b.recent), DefaultReplayChanges)
 	}
-	if sends := b.SetOverlay(o); len(sends) != 0 {
+	if sends := b.SetOverlay(o).Sends; len(sends) != 0 {
 		t.Fatalf("expired notices replayed: %d", len(sends))
 	}
 }
@@ -330,7 +330,11 @@ func TestSetOverlayReplaysToGainedNeighbours(t *testing.T) {
 	n := Notice{Subject: "m0003", Epoch: 1}
 	b.Originate(n)
 	nw, _ := o.WithMembers(append(old[:3:3], old[4:]...)) // m0003 left: n=7
-	sends := b.SetOverlay(nw)
+	d := b.SetOverlay(nw)
+	if d.Deliver {
+		t.Fatal("an overlay change delivers nothing")
+	}
+	sends := d.Sends
 	was := map[string]bool{}
 	for _, x := range o.Neighbors() {
 		was[x] = true
@@ -355,7 +359,7 @@ func TestSetOverlayReplaysToGainedNeighbours(t *testing.T) {
 		t.Fatal("overlay not switched")
 	}
 	other, _ := NewOverlay(old, "m0001")
-	if s := b.SetOverlay(other); s != nil || b.Overlay() != nw {
+	if s := b.SetOverlay(other); !s.Empty() || b.Overlay() != nw {
 		t.Fatal("overlay of another self accepted")
 	}
 	if d := b.Receive("m0002", n); d.Deliver {
@@ -363,7 +367,7 @@ func TestSetOverlayReplaysToGainedNeighbours(t *testing.T) {
 	}
 	noReplay := NewBroadcaster(o, WithReplayChanges(0))
 	noReplay.Originate(n)
-	if r := noReplay.SetOverlay(nw); len(r) != 0 {
+	if r := noReplay.SetOverlay(nw).Sends; len(r) != 0 {
 		t.Fatalf("replay disabled but %d sends", len(r))
 	}
 }

@@ -159,7 +159,7 @@ func (s *sim) switchTo(m string, o *Overlay) {
 	if s.dead[m] {
 		return
 	}
-	for _, snd := range s.bc[m].SetOverlay(o) {
+	for _, snd := range s.bc[m].SetOverlay(o).Sends {
 		s.replays++
 		s.queue = append(s.queue, simMsg{from: m, to: snd.To.(string), n: NoticeOf(snd.Msg.(*messages.RevokeNotice))})
 	}

@@ -165,7 +165,7 @@ func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
 		a.cfg.Log.WithError(err).Warn("revoke: bad member list; keeping the old overlay")
 		return
 	}
-	a.send(ctx, a.st.core.SetOverlay(o))
+	a.send(ctx, a.st.core.SetOverlay(o).Sends)
 }
 
 func (a *broadcasterActor) apply(ctx actor.Context, n core.Notice, from string, d core.Decision) {
