@@ -156,7 +156,9 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	self := ctx.Self().GetId()
 	for _, p := range e.Watch {
-		ctx.Watch(p)
+		if pid, ok := p.(*actor.PID); ok {
+			ctx.Watch(pid)
+		}
 	}
 	for _, s := range e.Sends {
 		switch to := s.To.(type) {
@@ -223,8 +225,7 @@ func (m *Manager) disarm() {
 
 // merge appends b's effects to a's (a core event's effects, in order).
 func merge(a, b replica.Effects) replica.Effects {
-	a.Sends = append(a.Sends, b.Sends...)
-	a.Watch = append(a.Watch, b.Watch...)
+	a.Merge(b.Box)
 	a.Failures = append(a.Failures, b.Failures...)
 	a.Warnings = append(a.Warnings, b.Warnings...)
 	a.TookOver = a.TookOver || b.TookOver

@@ -35,8 +35,10 @@ const (
 // Effects is what one event asks the shell to do, in order: watch, send,
 // report failures, then stop if Stop.
 type Effects struct {
-	Sends    []outbox.Send
-	Watch    []*actor.PID
+	// Box holds the sends (To an *actor.PID or an Ask) and the
+	// participants (*actor.PID) to watch. The replica's one timer is not
+	// in it: the shell arms it at NextWake after every step.
+	outbox.Box
 	Failures []Failure
 	// TookOver: this replica became the acting primary (Epoch is new).
 	TookOver bool
@@ -1290,7 +1292,9 @@ func (r *Replica) watch(pid *actor.PID) {
 
 // flush hands newly seen participants to the shell.
 func (r *Replica) flush(e *Effects) {
-	e.Watch = append(e.Watch, r.toWatch...)
+	for _, pid := range r.toWatch {
+		e.WatchFor(pid)
+	}
 	r.toWatch = r.toWatch[:0]
 }
 

@@ -976,3 +976,24 @@ func TestCreatorAskingAgainCreatedIt(t *testing.T) {
 		t.Fatalf("a create without a controller: %v, want existed", c)
 	}
 }
+
+// The replica asks its shell (in the Box) to watch each participant it
+// hears from, once: a second Enter from the same participant asks
+// nothing more.
+func TestReplicaWatchesEachParticipantOnce(t *testing.T) {
+	r, _, err := New(Config{Name: "b", Options: &messages.BarrierOptions{MaxParticipants: 4},
+		Replicas: []*actor.PID{actor.NewPID("nonhost", "node-0/barriers")}, Members: []string{"node-0"}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := r.Enter(ms(1), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1}, participant(0))
+	if len(e.Watch) != 1 || e.Watch[0].(*actor.PID).String() != participant(0).String() {
+		t.Fatalf("first Enter of p0: watch %v, want p0", e.Watch)
+	}
+	if e := r.Enter(ms(2), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2}, participant(0)); len(e.Watch) != 0 {
+		t.Fatalf("second Enter of p0: watch %v, want none", e.Watch)
+	}
+	if e := r.Enter(ms(3), &messages.BarrierEnter{Name: "b", Label: "c", RequestId: 3}, participant(1)); len(e.Watch) != 1 {
+		t.Fatalf("first Enter of p1: watch %v, want p1", e.Watch)
+	}
+}
