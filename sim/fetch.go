@@ -8,13 +8,14 @@ import (
 	"github.com/hoplite-go/hoplite/storenode"
 )
 
-// fetchSession is one Get on a host: the real FetchProtocol, its
+// fetchSession is one Get on a host: the real FetchProtocol (run against
+// the host's store by storenode.Fetch), its
 // streams carried by the simulated data plane.
 type fetchSession struct {
 	w      *world
 	h      *host
 	id     string
-	p      *storenode.FetchProtocol
+	p      *storenode.Fetch
 	obj    *objState
 	stream *stream
 	sid    uint64
@@ -50,7 +51,7 @@ func (w *world) get(h *host, id string, onDone func(*fetchSession)) *fetchSessio
 	}
 	so, _ := h.store.Reserve(id)
 	fs.obj = h.obj(id)
-	fs.p = storenode.NewFetchProtocol(storenode.FetchConfig{Self: h.ref, Store: h.store, Grace: w.p.Grace, Rand: h.rng}, so, w.now().Add(w.p.Timeout))
+	fs.p = storenode.NewFetch(storenode.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, w.now().Add(w.p.Timeout), nil)
 	h.fetches = append(h.fetches, fs)
 	fs.apply(fs.p.Start(w.now()))
 	return fs
@@ -99,7 +100,7 @@ func (fs *fetchSession) startStream(cmd *storenode.StreamCommand) {
 	fs.sender = sender
 	fs.senders = append(fs.senders, sender)
 	fs.obj.size = cmd.Size
-	fs.obj.writer = cmd.Writer
+	fs.obj.writer = fs.p.Writer()
 	if fs.obj.written != cmd.Offset {
 		// The store's object was rewound or resumed elsewhere: follow it.
 		fs.obj.written = cmd.Offset

@@ -12,9 +12,9 @@ import (
 
 func newIntoFixture(t *testing.T, capacity int64, deadline time.Duration) *protoFixture {
 	now := time.Unix(1000, 0)
-	p := NewFetchIntoProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Store: NewStore(1 << 20),
-		Rand: rand.New(rand.NewPCG(1, 2))}, "x", capacity, now.Add(deadline))
-	return &protoFixture{t: t, p: p, store: p.cfg.Store, now: now}
+	p := NewFetchInto(FetchConfig{Self: &messages.NodeRef{NodeId: "me"},
+		Rand: rand.New(rand.NewPCG(1, 2))}, "x", capacity, now.Add(deadline), nil)
+	return &protoFixture{t: t, p: p, store: NewStore(1 << 20), now: now}
 }
 
 // noDirectoryNotice fails if out tells the directory of a copy or a
@@ -40,12 +40,12 @@ func TestFetchIntoStreamsAndKeepsNoCopy(t *testing.T) {
 	}
 	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 600, Sender: sender("s"),
 		SenderState: messages.LocationState_COMPLETE}, f.now)
-	if c := out.Stream; c == nil || c.Writer != nil || c.Offset != 0 || c.Size != 600 || c.Sender.GetNodeId() != "s" || out.Watch.GetNodeId() != "s" {
+	if c := out.Stream; c == nil || f.p.Writer() != nil || c.Offset != 0 || c.Size != 600 || c.Sender.GetNodeId() != "s" || watched(out) != "s" {
 		t.Fatalf("stream command %+v", out)
 	}
 	out = f.p.IntoStreamEnded(out.Stream.ID, 600, nil, f.now)
 	noDirectoryNotice(t, out)
-	if !out.Done || out.Err != nil || out.Size != 600 || out.Local || out.Unwatch.GetNodeId() != "s" {
+	if !out.Done || out.Err != nil || out.Size != 600 || out.Local || unwatched(out) != "s" {
 		t.Fatalf("end %+v", out)
 	}
 	if f.store.Lookup("x") != nil || f.store.Used() != 0 {
@@ -116,7 +116,7 @@ func TestFetchIntoResumesAfterSenderFailure(t *testing.T) {
 		t.Fatalf("sender failure did not cut the stream: %+v", cut)
 	}
 	out = f.p.IntoStreamEnded(out.Stream.ID, 400, messages.Errorf(messages.ErrorCode_CANCELED, "cut"), f.now)
-	if out.Failed == nil || out.Failed.Offset != 400 {
+	if out.Failure() == nil || out.Failure().Offset != 400 {
 		t.Fatalf("failure %+v", out)
 	}
 	l = f.locate(out)
@@ -124,7 +124,7 @@ func TestFetchIntoResumesAfterSenderFailure(t *testing.T) {
 		t.Fatalf("relocate %v", l)
 	}
 	out = f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 1000, Sender: sender("b"), Epoch: 1}, f.now)
-	if out.Stream == nil || out.Stream.Offset != 400 || out.Switched == nil || out.Switched.Offset != 400 {
+	if out.Stream == nil || out.Stream.Offset != 400 || out.Switched() == nil || out.Switched().Offset != 400 {
 		t.Fatalf("resume %+v", out)
 	}
 	out = f.p.IntoStreamEnded(out.Stream.ID, 700, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "b failed"), f.now)

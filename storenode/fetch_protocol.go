@@ -17,12 +17,6 @@ import (
 type FetchConfig struct {
 	// Self is the receiving node.
 	Self *messages.NodeRef
-	// Store holds the object being fetched. Its operations (Allocate,
-	// Complete, Abort) and the Writer's (Rewind, Append) are in memory and
-	// deterministic, so the protocol calls them directly: their results
-	// decide the next step (an Allocate's evictions are unpublished in the
-	// same step), which an emitted command could not tell it.
-	Store *Store
 	// Naive asks the directory for the creator's copy only (the baseline).
 	Naive bool
 	// Grace is how long the protocol keeps locating after a sender first
@@ -31,11 +25,6 @@ type FetchConfig struct {
 	// Rand jitters the retry backoff; seeded by the caller (no global
 	// source, so a simulation replays exactly).
 	Rand *rand.Rand
-	// Observe, if set, takes a transfer that measured the network (the
-	// bandwidth estimator's ObserveTransfer). It is called before the copy
-	// is marked complete, like the Store: a Get answered at completion
-	// then finds the measurement already there.
-	Observe func(bytes int64, elapsed time.Duration)
 	// FirstAttempt numbers the Locates from FirstAttempt+1 on. A shell
 	// whose answers can reach it from another fetch of the same object
 	// (they share one reply address) starts each fetch at its own.
@@ -61,43 +50,108 @@ type FetchTimer struct {
 }
 
 // StreamCommand asks the data plane to copy the object from Sender,
-// starting at Offset, through Writer, and to report the end with
-// StreamEnded(ID, ...). A fetch into a caller's buffer has no Writer: the
-// copy goes to the buffer's bytes [Offset, Size) and reports its end with
-// IntoStreamEnded(ID, ...).
+// starting at Offset, through the object's writer (which the Fetch that
+// carries out the protocol's store operations holds: Fetch.Writer), and
+// to report the end with StreamEnded(ID, ...). A fetch into a caller's
+// buffer has no writer: the copy goes to the buffer's bytes [Offset,
+// Size) and reports its end with IntoStreamEnded(ID, ...).
 type StreamCommand struct {
 	ID     uint64
 	Sender *messages.NodeRef
 	Offset int64
-	Writer *Writer
 	Size   int64
 }
 
 // SenderFailure says a sender failed mid-transfer and the protocol locates
-// another (for the shell's log).
+// another (an event, for the shell's log).
 type SenderFailure struct {
 	Sender *messages.NodeRef
 	Offset int64
 	Err    error
 }
 
+// ObjectState is what the protocol knows of the object it fetches into
+// the store, read by the shell before each step and after each store
+// operation: the protocol holds no object.
+type ObjectState struct {
+	// Size is the object's size, -1 until it is allocated.
+	Size int64
+	// Written is how many of its bytes are here; Done, that all are;
+	// Err, that it was dropped (deleted) or failed.
+	Written int64
+	Done    bool
+	Err     error
+	// Pinned: a creator on this node (a Put, a Reduce's root) holds it.
+	Pinned bool
+}
+
+// StoreOpKind names a store operation the protocol asks for.
+type StoreOpKind int
+
+const (
+	// OpTakeWriter takes the object's writer, which cuts off an older
+	// session's copy: a chunk it still holds cannot land.
+	OpTakeWriter StoreOpKind = iota + 1
+	// OpAllocate gives the placeholder its Size and Fingerprint, evicting
+	// other objects to make room (StoreResult.Evicted).
+	OpAllocate
+	// OpRewind drops the bytes fetched so far: their contents changed.
+	OpRewind
+	// OpStoreInline allocates Size bytes, appends Data and completes the
+	// object, in one.
+	OpStoreInline
+	// OpComplete marks the object complete.
+	OpComplete
+	// OpAbort fails the object with Err: its waiters see it.
+	OpAbort
+)
+
+// StoreOp is a store operation a step asks its shell to carry out before
+// anything else of the step's output. Its result comes back with
+// StoreDone, unless the protocol ended with the step (OpAbort).
+type StoreOp struct {
+	Kind        StoreOpKind
+	Size        int64
+	Fingerprint uint64
+	Data        []byte
+	Err         error
+}
+
+// StoreResult is the outcome of a StoreOp: Err if it failed (for
+// OpStoreInline, AppendFailed if the append did, which means a newer
+// session owns the object), and what an allocation evicted.
+type StoreResult struct {
+	Err          error
+	AppendFailed bool
+	Evicted      []string
+}
+
+// Measurement is a transfer that measured the network, for the
+// bandwidth estimator. The shell takes it before the step's store
+// operation: a Get answered at completion then finds it already there.
+type Measurement struct {
+	Bytes   int64
+	Elapsed time.Duration
+}
+
 // FetchOutput is what one step of the fetch protocol asks of its shell.
-// The Box holds the directory messages (To is a ShardOf) and the timers
-// (Msg is a FetchTimer); the other fields are data-plane commands and
-// notices that are not messages.
+// The Box holds the directory messages (To is a ShardOf), the timers
+// (Msg is a FetchTimer), the sender to watch or unwatch (a
+// *messages.NodeRef, whose failure comes back with SenderFailed) and the
+// events (*events.SenderSwitched when the copy resumes from a new sender,
+// *SenderFailure when the protocol recovers from one); the other fields
+// are store and data-plane commands that are not messages.
 type FetchOutput struct {
 	outbox.Box
+	// Store is a store operation, carried out first; its result comes
+	// back with StoreDone.
+	Store *StoreOp
+	// Measured is a transfer that measured the network.
+	Measured *Measurement
 	// Stream starts a copy; Cut ends the copy with that id early (its
 	// end is still reported).
 	Stream *StreamCommand
 	Cut    uint64
-	// Watch and Unwatch name the sender whose failure must be reported
-	// with SenderFailed.
-	Watch, Unwatch *messages.NodeRef
-	// Switched is published when the copy resumes from a new sender.
-	Switched *events.SenderSwitched
-	// Failed is a sender failure the protocol recovers from.
-	Failed *SenderFailure
 	// Done: the protocol ended with Err (nil: the object is here, or a
 	// Put on this node took it over). No further step does anything.
 	Done bool
@@ -113,6 +167,43 @@ type FetchOutput struct {
 	Size   int64
 }
 
+// Switched is the step's SenderSwitched event, if any.
+func (o *FetchOutput) Switched() *events.SenderSwitched {
+	for _, e := range o.Events {
+		if s, ok := e.(*events.SenderSwitched); ok {
+			return s
+		}
+	}
+	return nil
+}
+
+// Failure is the step's SenderFailure event, if any.
+func (o *FetchOutput) Failure() *SenderFailure {
+	for _, e := range o.Events {
+		if f, ok := e.(*SenderFailure); ok {
+			return f
+		}
+	}
+	return nil
+}
+
+// Then appends the output of the step that continues this one (after a
+// store operation): its box after this one's, its commands in place of
+// this one's.
+func (o *FetchOutput) Then(n FetchOutput) {
+	o.Merge(n.Box)
+	o.Store, o.Measured = n.Store, n.Measured
+	if n.Stream != nil {
+		o.Stream = n.Stream
+	}
+	if n.Cut != 0 {
+		o.Cut = n.Cut
+	}
+	if n.Done {
+		o.Done, o.Err, o.Local, o.Inline, o.Size = true, n.Err, n.Local, n.Inline, n.Size
+	}
+}
+
 type fetchPhase int
 
 const (
@@ -120,7 +211,21 @@ const (
 	phaseLocating
 	phaseBackoff
 	phaseStreaming
+	phaseStoring // waiting for StoreDone
 	phaseDone
+)
+
+// storeNext says what the protocol does with a StoreResult.
+type storeNext int
+
+const (
+	nextNone storeNext = iota
+	nextStarted
+	nextAllocated
+	nextRewoundStale
+	nextInlineStored
+	nextCompleted
+	nextRewoundReset
 )
 
 const (
@@ -136,17 +241,23 @@ const maxRewinds = 64
 // it asks the directory for a sender, streams from it (through the data
 // plane, which the shell runs), and when the sender fails asks again
 // (naming the failed one) and resumes at its current offset. Each input
-// takes now and returns a FetchOutput; it reads no clock, starts no
-// goroutine and does no I/O beyond the in-memory Store.
+// takes now (and the object's state) and returns a FetchOutput; it reads
+// no clock, starts no goroutine and touches no store: what it asks of the
+// store is a StoreOp in its output, whose result comes back with
+// StoreDone (Fetch carries them out).
 //
 // Every state waits with a bound: locating by a timer at the Locate's
 // deadline (the shard answers by then too), backing off by its retry
 // timer, streaming by the data plane's stall timeout per chunk.
 type FetchProtocol struct {
 	cfg FetchConfig
-	obj *Object
 	id  string
-	w   *Writer
+	// st is the object's state as of the last input.
+	st ObjectState
+	// next is what a StoreDone continues with; loc the answer it
+	// continues.
+	next storeNext
+	loc  *messages.LocateReply
 
 	phase fetchPhase
 	// deadline is the latest deadline of the Gets that wait for the
@@ -175,7 +286,7 @@ type FetchProtocol struct {
 	senderGone  bool // cut because the sender terminated
 
 	// into is set for a fetch into a caller's buffer of capacity bytes
-	// (NewFetchIntoProtocol): obj and w are nil, size is the object's
+	// (NewFetchIntoProtocol): there is no object, size is the object's
 	// size once known (-1 before), and have is how many of its bytes the
 	// buffer holds, in order from 0, of the epoch streamed.
 	into     bool
@@ -184,18 +295,18 @@ type FetchProtocol struct {
 	have     int64
 }
 
-// NewFetchProtocol returns the protocol for obj, a placeholder reserved in
-// cfg.Store, wanted by Gets until deadline.
-func NewFetchProtocol(cfg FetchConfig, obj *Object, deadline time.Time) *FetchProtocol {
+// NewFetchProtocol returns the protocol for object id, a placeholder
+// reserved in the store, wanted by Gets until deadline.
+func NewFetchProtocol(cfg FetchConfig, id string, deadline time.Time) *FetchProtocol {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))
 	}
-	return &FetchProtocol{cfg: cfg, obj: obj, id: obj.ID(), deadline: deadline, backoff: firstBackoff, attempt: cfg.FirstAttempt}
+	return &FetchProtocol{cfg: cfg, id: id, deadline: deadline, backoff: firstBackoff, attempt: cfg.FirstAttempt}
 }
 
 // NewFetchIntoProtocol returns the protocol for a fetch of object id into
 // a caller's buffer of capacity bytes (Client.GetInto) instead of into
-// cfg.Store: the node keeps no copy, so its Locates say no_copy (the
+// the store: the node keeps no copy, so its Locates say no_copy (the
 // directory neither records this node as a location nor claims a sender
 // for it), nothing is published, allocated or told to the directory when
 // it ends, and a failed sender's replacement resumes at the bytes the
@@ -222,6 +333,8 @@ func (p *FetchProtocol) Waiting() string {
 		return "backoff"
 	case phaseStreaming:
 		return "stream"
+	case phaseStoring:
+		return "store"
 	}
 	return ""
 }
@@ -236,16 +349,17 @@ func (p *FetchProtocol) Sender() *messages.NodeRef {
 
 // Start begins the fetch. Taking the writer first cuts off a session this
 // one resumes from: its copy may still hold a chunk, which now cannot land.
-func (p *FetchProtocol) Start(now time.Time) FetchOutput {
+func (p *FetchProtocol) Start(st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseIdle {
 		return out
 	}
+	p.st = st
 	if p.into {
 		p.locate(&out, now)
 		return out
 	}
-	if p.obj.Pinned() {
+	if st.Pinned {
 		// A creator on this node (a Put, or a Reduce's root) took the
 		// placeholder before this session began, and fills it itself: the
 		// Gets wait for it to settle. Taking the writer would cut the
@@ -253,11 +367,77 @@ func (p *FetchProtocol) Start(now time.Time) FetchOutput {
 		// TestAbandonedGatherLeavesTheNewRunsGetAlone, once in ~150 runs).
 		return p.finish(out, nil)
 	}
-	p.w = p.obj.NewWriter()
-	if _, done, err := p.obj.Progress(); done || err != nil {
-		return p.finish(out, err) // finished (or dropped) before this session began
+	return p.store(out, &StoreOp{Kind: OpTakeWriter}, nextStarted, nil)
+}
+
+// store asks for op and waits for its result, which continues with next
+// (and loc).
+func (p *FetchProtocol) store(out FetchOutput, op *StoreOp, next storeNext, loc *messages.LocateReply) FetchOutput {
+	p.phase, p.next, p.loc = phaseStoring, next, loc
+	out.Store = op
+	return out
+}
+
+// StoreDone takes the result of the last step's store operation and the
+// object's state after it, and goes on from where that step stopped.
+func (p *FetchProtocol) StoreDone(r StoreResult, st ObjectState, now time.Time) FetchOutput {
+	var out FetchOutput
+	if p.phase != phaseStoring {
+		return out
 	}
-	p.locate(&out, now)
+	p.st = st
+	next, loc := p.next, p.loc
+	p.next, p.loc = nextNone, nil
+	me := p.cfg.Self
+	switch next {
+	case nextStarted:
+		if st.Done || st.Err != nil {
+			return p.finish(out, st.Err) // finished (or dropped) before this session began
+		}
+		p.locate(&out, now)
+		return out
+	case nextAllocated:
+		if r.Err != nil {
+			// Allocate failed and dropped the placeholder already.
+			out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
+			return p.finish(out, r.Err)
+		}
+		for _, e := range r.Evicted {
+			out.Send(directory.ShardOf(e), &messages.UnpublishLocation{ObjectId: e, Node: me})
+		}
+		return p.allocated(out, loc, now)
+	case nextRewoundStale:
+		if r.Err != nil {
+			return p.superseded(out, r.Err)
+		}
+		return p.streamFrom(out, loc, now)
+	case nextInlineStored:
+		switch {
+		case r.Err == nil:
+			return p.finish(out, nil)
+		case r.AppendFailed:
+			// Superseded (the store node restarted and a newer session
+			// owns the object): its waiters are that session's, not to
+			// be failed.
+			return p.superseded(out, r.Err)
+		}
+		out.Send(directory.ShardOf(p.id), &messages.UnpublishLocation{ObjectId: p.id, Node: me})
+		return p.finish(out, r.Err)
+	case nextCompleted:
+		if r.Err != nil {
+			return p.finish(out, r.Err)
+		}
+		out.Send(directory.ShardOf(p.id), &messages.FetchDone{ObjectId: p.id, Receiver: me, Sender: p.sender,
+			Size: st.Size, Fingerprint: p.fingerprint, Epoch: p.epoch})
+		return p.finish(out, nil)
+	case nextRewoundReset:
+		if r.Err != nil {
+			return p.superseded(out, r.Err)
+		}
+		p.failed = nil
+		p.locate(&out, now)
+		return out
+	}
 	return out
 }
 
@@ -271,11 +451,12 @@ func (p *FetchProtocol) Extend(deadline time.Time) {
 
 // Located takes the shard's answer to a Locate. An answer to an attempt
 // that is over (late, duplicated) changes nothing.
-func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchOutput {
+func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseLocating || loc.GetAttempt() != p.attempt {
 		return out
 	}
+	p.st = st
 	if err := messages.ErrOrNil(loc.GetError()); err != nil {
 		p.locateFailed(&out, err, now)
 		return out
@@ -285,36 +466,38 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, now time.Time) FetchO
 	if p.into {
 		return p.locatedInto(out, loc, now)
 	}
-	if p.obj.Pinned() || loc.GetSender().GetNodeId() == me.GetNodeId() {
+	if st.Pinned || loc.GetSender().GetNodeId() == me.GetNodeId() {
 		return p.finish(out, nil) // a Put on this node took the object over
 	}
 	if loc.GetHasInline() {
-		return p.storeInline(out, loc)
+		// The shard recorded this node's copy when it answered
+		// (LocationTable.serveWaiters), so nothing is published on
+		// success; a copy that could not be stored is unpublished.
+		return p.store(out, &StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData()}, nextInlineStored, nil)
 	}
-	if p.obj.Size() < 0 {
-		evicted, err := p.cfg.Store.Allocate(p.obj, loc.GetSize(), loc.GetFingerprint())
-		if err != nil {
-			// Allocate failed and dropped the placeholder already.
-			out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
-			return p.finish(out, err)
-		}
-		for _, e := range evicted {
-			out.Send(directory.ShardOf(e), &messages.UnpublishLocation{ObjectId: e, Node: me})
-		}
-	} else if p.obj.Size() != loc.GetSize() {
+	if st.Size < 0 {
+		return p.store(out, &StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()}, nextAllocated, loc)
+	} else if st.Size != loc.GetSize() {
 		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
-		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), p.obj.Size()))
+		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), st.Size))
 	}
+	return p.allocated(out, loc, now)
+}
+
+// allocated goes on with loc once the object has its size: bytes of
+// other contents are dropped first.
+func (p *FetchProtocol) allocated(out FetchOutput, loc *messages.LocateReply, now time.Time) FetchOutput {
 	if p.stale(loc) {
 		// A Reduce re-created this object: what we have is stale.
-		if err := p.w.Rewind(); err != nil {
-			return p.superseded(out, err)
-		}
+		return p.store(out, &StoreOp{Kind: OpRewind}, nextRewoundStale, loc)
 	}
+	return p.streamFrom(out, loc, now)
+}
+
+// streamFrom streams from loc's sender from what is here on.
+func (p *FetchProtocol) streamFrom(out FetchOutput, loc *messages.LocateReply, now time.Time) FetchOutput {
 	p.epoch, p.haveEpoch = loc.GetEpoch(), true
-	written := p.written()
-	p.startStream(&out, loc, written, now)
-	out.Stream.Writer = p.w
+	p.startStream(&out, loc, p.written(), now)
 	return out
 }
 
@@ -330,14 +513,14 @@ func (p *FetchProtocol) stale(loc *messages.LocateReply) bool {
 // startStream streams from loc's sender from offset written on.
 func (p *FetchProtocol) startStream(out *FetchOutput, loc *messages.LocateReply, written int64, now time.Time) {
 	if p.failed != nil {
-		out.Switched = &events.SenderSwitched{Object: p.id, Receiver: p.cfg.Self.GetNodeId(),
-			From: p.failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: written}
+		out.Emit(&events.SenderSwitched{Object: p.id, Receiver: p.cfg.Self.GetNodeId(),
+			From: p.failed.GetNodeId(), To: loc.GetSender().GetNodeId(), Offset: written})
 	}
 	p.stream++
 	p.phase = phaseStreaming
 	p.sender, p.senderState, p.fingerprint = loc.GetSender(), loc.GetSenderState(), loc.GetFingerprint()
 	p.begin, p.from, p.senderGone = now, written, false
-	out.Watch = p.sender
+	out.WatchFor(p.sender)
 	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Size: loc.GetSize()}
 }
 
@@ -376,21 +559,23 @@ func (p *FetchProtocol) locatedInto(out FetchOutput, loc *messages.LocateReply, 
 // LocateFailed reports that a Locate could not be asked or answered (no
 // shard, the shard stopped: UNAVAILABLE). A failure of an attempt that
 // is over changes nothing.
-func (p *FetchProtocol) LocateFailed(attempt uint64, err error, now time.Time) FetchOutput {
+func (p *FetchProtocol) LocateFailed(attempt uint64, err error, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseLocating || attempt != p.attempt {
 		return out
 	}
+	p.st = st
 	p.locateFailed(&out, err, now)
 	return out
 }
 
 // Timer takes back a timer the protocol armed.
-func (p *FetchProtocol) Timer(t FetchTimer, now time.Time) FetchOutput {
+func (p *FetchProtocol) Timer(t FetchTimer, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if t.Attempt != p.attempt {
 		return out
 	}
+	p.st = st
 	switch {
 	case t.Kind == TimerRetry && p.phase == phaseBackoff:
 		p.locate(&out, now)
@@ -415,7 +600,8 @@ func (p *FetchProtocol) SenderFailed(node string) FetchOutput {
 
 // StreamEnded takes the end of the data plane's copy: err nil means every
 // byte arrived. An end of a stream that is over changes nothing.
-func (p *FetchProtocol) StreamEnded(stream uint64, err error, now time.Time) FetchOutput {
+func (p *FetchProtocol) StreamEnded(stream uint64, err error, st ObjectState, now time.Time) FetchOutput {
+	p.st = st
 	return p.streamEnded(stream, 0, err, now)
 }
 
@@ -431,7 +617,7 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 	if p.phase != phaseStreaming || stream != p.stream {
 		return out
 	}
-	out.Unwatch = p.sender
+	out.UnwatchFor(p.sender)
 	if err != nil && p.senderGone && !errors.Is(err, messages.ErrReset) {
 		err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s terminated", p.sender.GetNodeId())
 	}
@@ -444,26 +630,20 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 			err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", p.id, p.sender.GetNodeId(), upTo, p.size)
 		}
 	}
-	me := p.cfg.Self
 	switch {
 	case err == nil:
 		// Only a whole-enough transfer from a complete copy measures the
 		// network rather than an upstream still arriving. The threshold
 		// does not follow the chunk: a cluster of 1 MiB objects with
 		// 1 MiB chunks must learn its bandwidth too.
-		if moved := p.objectSize() - p.from; p.cfg.Observe != nil && p.senderState == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
-			p.cfg.Observe(moved, now.Sub(p.begin))
+		if moved := p.objectSize() - p.from; p.senderState == messages.LocationState_COMPLETE && moved >= netmodel.MinMeasuredTransfer {
+			out.Measured = &Measurement{Bytes: moved, Elapsed: now.Sub(p.begin)}
 		}
 		if p.into {
 			out.Size = p.size
 			return p.finish(out, nil)
 		}
-		if cerr := p.cfg.Store.Complete(p.obj); cerr != nil {
-			return p.finish(out, cerr)
-		}
-		out.Send(directory.ShardOf(p.id), &messages.FetchDone{ObjectId: p.id, Receiver: me, Sender: p.sender,
-			Size: p.obj.Size(), Fingerprint: p.fingerprint, Epoch: p.epoch})
-		return p.finish(out, nil)
+		return p.store(out, &StoreOp{Kind: OpComplete}, nextCompleted, nil)
 	case errors.Is(err, messages.ErrCanceled) && !p.into:
 		// Superseded by a newer session: the bytes stay and it goes on.
 		// (A fetch into a caller's buffer has no such successor: a caller
@@ -472,24 +652,23 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 		return p.finish(out, messages.ErrCanceled)
 	}
 	if !p.into {
-		if _, done, oerr := p.obj.Progress(); oerr != nil || done || p.obj.Pinned() {
-			return p.finish(out, oerr) // dropped (deleted), or a local Put took over
+		if p.st.Err != nil || p.st.Done || p.st.Pinned {
+			return p.finish(out, p.st.Err) // dropped (deleted), or a local Put took over
 		}
 	}
 	if errors.Is(err, messages.ErrReset) && p.rewinds < maxRewinds {
 		// The sender's copy was rewound (a Reduce upstream repaired its
 		// tree): start over; our own readers get RESET in turn.
 		p.rewinds++
-		if p.into {
-			p.have = 0
-		} else if rerr := p.w.Rewind(); rerr != nil {
-			return p.superseded(out, rerr)
+		if !p.into {
+			return p.store(out, &StoreOp{Kind: OpRewind}, nextRewoundReset, nil)
 		}
+		p.have = 0
 		p.failed = nil
 		p.locate(&out, now)
 		return out
 	}
-	out.Failed = &SenderFailure{Sender: p.sender, Offset: p.written(), Err: err}
+	out.Emit(&SenderFailure{Sender: p.sender, Offset: p.written(), Err: err})
 	if p.grace.IsZero() {
 		p.grace = now.Add(p.cfg.Grace)
 	}
@@ -508,7 +687,7 @@ func (p *FetchProtocol) Stop() FetchOutput {
 	}
 	if p.phase == phaseStreaming {
 		out.Cut = p.stream
-		out.Unwatch = p.sender
+		out.UnwatchFor(p.sender)
 	}
 	return p.finish(out, messages.ErrCanceled)
 }
@@ -556,27 +735,6 @@ func (p *FetchProtocol) locateFailed(out *FetchOutput, err error, now time.Time)
 	*out = p.abort(*out, err)
 }
 
-// storeInline keeps the bytes of an inline LocateReply. The shard
-// recorded this node's copy when it answered (LocationTable.serveWaiters),
-// so nothing is published on success; a copy that could not be stored is
-// unpublished.
-func (p *FetchProtocol) storeInline(out FetchOutput, loc *messages.LocateReply) FetchOutput {
-	if _, err := p.cfg.Store.Allocate(p.obj, loc.GetSize(), loc.GetFingerprint()); err != nil {
-		out.Send(directory.ShardOf(p.id), &messages.UnpublishLocation{ObjectId: p.id, Node: p.cfg.Self})
-		return p.finish(out, err)
-	}
-	if err := p.w.Append(loc.GetInlineData()); err != nil {
-		// Superseded (the store node restarted and a newer session owns
-		// the object): its waiters are that session's, not to be failed.
-		return p.superseded(out, err)
-	}
-	if err := p.cfg.Store.Complete(p.obj); err != nil {
-		out.Send(directory.ShardOf(p.id), &messages.UnpublishLocation{ObjectId: p.id, Node: p.cfg.Self})
-		return p.finish(out, err)
-	}
-	return p.finish(out, nil)
-}
-
 // superseded handles a failed rewind or append: a newer session owns the
 // object (it stays for that session's Gets) or the object is gone.
 func (p *FetchProtocol) superseded(out FetchOutput, err error) FetchOutput {
@@ -591,10 +749,10 @@ func (p *FetchProtocol) abort(out FetchOutput, err error) FetchOutput {
 	if p.into {
 		return p.finish(out, err) // no copy, no claim: nothing to undo
 	}
-	if _, done, _ := p.obj.Progress(); done || p.obj.Pinned() {
+	if p.st.Done || p.st.Pinned {
 		return p.finish(out, nil) // finished after all, or a Put on this node took over
 	}
-	p.cfg.Store.Abort(p.obj, err)
+	out.Store = &StoreOp{Kind: OpAbort, Err: err}
 	out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: p.cfg.Self})
 	return p.finish(out, err)
 }
@@ -609,15 +767,14 @@ func (p *FetchProtocol) written() int64 {
 	if p.into {
 		return p.have
 	}
-	w, _, _ := p.obj.Progress()
-	return w
+	return p.st.Written
 }
 
 func (p *FetchProtocol) objectSize() int64 {
 	if p.into {
 		return p.size
 	}
-	return p.obj.Size()
+	return p.st.Size
 }
 
 // String describes the protocol's state for logs and failing tests.

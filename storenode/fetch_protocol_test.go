@@ -13,7 +13,7 @@ import (
 
 type protoFixture struct {
 	t     *testing.T
-	p     *FetchProtocol
+	p     *Fetch
 	store *Store
 	obj   *Object
 	now   time.Time
@@ -23,8 +23,8 @@ func newProtoFixture(t *testing.T, deadline time.Duration) *protoFixture {
 	store := NewStore(1 << 30)
 	obj, _ := store.Reserve("x")
 	now := time.Unix(1000, 0)
-	p := NewFetchProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Store: store, Grace: time.Second,
-		Rand: rand.New(rand.NewPCG(1, 2))}, obj, now.Add(deadline))
+	p := NewFetch(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
+		Rand: rand.New(rand.NewPCG(1, 2))}, store, obj, now.Add(deadline), nil)
 	return &protoFixture{t: t, p: p, store: store, obj: obj, now: now}
 }
 
@@ -41,6 +41,22 @@ func (f *protoFixture) locate(out FetchOutput) *messages.Locate {
 	}
 	f.t.Fatalf("no Locate in %+v", out)
 	return nil
+}
+
+// watched is the node id out asks to watch ("" for none).
+func watched(out FetchOutput) string {
+	if len(out.Watch) != 1 {
+		return ""
+	}
+	return out.Watch[0].(*messages.NodeRef).GetNodeId()
+}
+
+// unwatched is the node id out asks to stop watching ("" for none).
+func unwatched(out FetchOutput) string {
+	if len(out.Unwatch) != 1 {
+		return ""
+	}
+	return out.Unwatch[0].(*messages.NodeRef).GetNodeId()
 }
 
 func sender(id string) *messages.NodeRef {
@@ -67,7 +83,7 @@ func TestFetchProtocolIgnoresStaleReplies(t *testing.T) {
 	}
 	cur := &messages.LocateReply{ObjectId: "x", Attempt: l2.GetAttempt(), Size: 100, Sender: sender("s")}
 	out = f.p.Located(cur, f.now)
-	if out.Stream == nil || out.Stream.Sender.GetNodeId() != "s" || out.Watch.GetNodeId() != "s" {
+	if out.Stream == nil || out.Stream.Sender.GetNodeId() != "s" || watched(out) != "s" {
 		t.Fatalf("the current reply did not start a watched stream from s: %+v", out)
 	}
 	if again := f.p.Located(cur, f.now); again.Stream != nil || len(again.Sends) != 0 {
@@ -145,7 +161,7 @@ func TestFetchProtocolFailoverResumesAndFixesGrace(t *testing.T) {
 	f := newProtoFixture(t, 10*time.Millisecond)
 	l := f.locate(f.p.Start(f.now))
 	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a")}, f.now)
-	if err := out.Stream.Writer.Append(make([]byte, 40)); err != nil {
+	if err := f.p.Writer().Append(make([]byte, 40)); err != nil {
 		t.Fatal(err)
 	}
 	cut := f.p.SenderFailed("a")
@@ -154,7 +170,7 @@ func TestFetchProtocolFailoverResumesAndFixesGrace(t *testing.T) {
 	}
 	f.now = f.now.Add(50 * time.Millisecond) // past the Gets' deadline
 	out = f.p.StreamEnded(out.Stream.ID, messages.ErrCanceled, f.now)
-	if out.Failed == nil || !errors.Is(out.Failed.Err, messages.ErrUnavailable) || out.Unwatch.GetNodeId() != "a" {
+	if out.Failure() == nil || !errors.Is(out.Failure().Err, messages.ErrUnavailable) || unwatched(out) != "a" {
 		t.Fatalf("the cut stream's end: %+v", out)
 	}
 	l = f.locate(out)
@@ -166,8 +182,8 @@ func TestFetchProtocolFailoverResumesAndFixesGrace(t *testing.T) {
 		t.Fatalf("the Locate after the failure waits until %v, want the grace %v", out.Timers[0].At, grace)
 	}
 	out = f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("b")}, f.now)
-	if out.Stream.Offset != 40 || out.Switched == nil || out.Switched.From != "a" || out.Switched.To != "b" {
-		t.Fatalf("resumed at %d, switched %+v", out.Stream.Offset, out.Switched)
+	if sw := out.Switched(); out.Stream.Offset != 40 || sw == nil || sw.From != "a" || sw.To != "b" {
+		t.Fatalf("resumed at %d, switched %+v", out.Stream.Offset, sw)
 	}
 	f.now = f.now.Add(500 * time.Millisecond)
 	out = f.p.StreamEnded(out.Stream.ID, messages.Errorf(messages.ErrorCode_TIMEOUT, "stalled"), f.now)
@@ -182,7 +198,7 @@ func TestFetchProtocolFailoverResumesAndFixesGrace(t *testing.T) {
 func TestFetchProtocolCompletesAndObserves(t *testing.T) {
 	f := newProtoFixture(t, time.Minute)
 	var observed []time.Duration
-	f.p.cfg.Observe = func(bytes int64, elapsed time.Duration) {
+	f.p.observe = func(bytes int64, elapsed time.Duration) {
 		if _, done, _ := f.obj.Progress(); done {
 			t.Error("observed after the copy was complete: a Get may return before the measurement")
 		}
@@ -192,7 +208,7 @@ func TestFetchProtocolCompletesAndObserves(t *testing.T) {
 	l := f.locate(f.p.Start(f.now))
 	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: size, Sender: sender("a"),
 		SenderState: messages.LocationState_COMPLETE}, f.now)
-	if err := out.Stream.Writer.Append(make([]byte, size)); err != nil {
+	if err := f.p.Writer().Append(make([]byte, size)); err != nil {
 		t.Fatal(err)
 	}
 	f.now = f.now.Add(time.Second)
@@ -214,7 +230,7 @@ func TestFetchProtocolEpochChangeRewinds(t *testing.T) {
 	f := newProtoFixture(t, time.Minute)
 	l := f.locate(f.p.Start(f.now))
 	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a"), Epoch: 1}, f.now)
-	if err := out.Stream.Writer.Append(make([]byte, 60)); err != nil {
+	if err := f.p.Writer().Append(make([]byte, 60)); err != nil {
 		t.Fatal(err)
 	}
 	l = f.locate(f.p.StreamEnded(out.Stream.ID, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"), f.now))
@@ -240,5 +256,83 @@ func TestFetchStartingAfterTheCreatorTookThePlaceholderLeavesIt(t *testing.T) {
 	}
 	if err := w.Append(make([]byte, 16)); err != nil {
 		t.Fatalf("the creator's writer after the session started: %v", err)
+	}
+}
+
+// The protocol itself holds no store: what it needs done to the object
+// comes out as StoreOps, one per step, and goes on only once StoreDone
+// brings the result and the object's state back. Driven here with
+// states alone: take the writer, allocate (its evictions unpublished),
+// stream, complete, and FetchDone names the size the state reported.
+func TestFetchProtocolAsksTheStore(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := NewFetchProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
+		Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
+	fresh := ObjectState{Size: -1}
+	out := p.Start(fresh, now)
+	if out.Store == nil || out.Store.Kind != OpTakeWriter || len(out.Sends) != 0 {
+		t.Fatalf("start: %+v; want only OpTakeWriter", out)
+	}
+	if o := p.Located(&messages.LocateReply{ObjectId: "x", Attempt: 1}, fresh, now); o.Store != nil || len(o.Sends) != 0 {
+		t.Fatalf("an answer while the store works changed something: %+v", o)
+	}
+	out = p.StoreDone(StoreResult{}, fresh, now)
+	var l *messages.Locate
+	for _, s := range out.Sends {
+		l, _ = s.Msg.(*messages.Locate)
+	}
+	if l == nil || out.Store != nil {
+		t.Fatalf("after the writer: %+v; want a Locate", out)
+	}
+	out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Fingerprint: 7, Sender: sender("s"),
+		SenderState: messages.LocationState_COMPLETE}, fresh, now)
+	if op := out.Store; op == nil || op.Kind != OpAllocate || op.Size != 100 || op.Fingerprint != 7 || out.Stream != nil {
+		t.Fatalf("located: %+v; want OpAllocate of 100 bytes, fingerprint 7, and no stream yet", out)
+	}
+	out = p.StoreDone(StoreResult{Evicted: []string{"old"}}, ObjectState{Size: 100}, now)
+	if len(out.Sends) != 1 || out.Sends[0].To != directory.ShardOf("old") || out.Stream == nil || out.Stream.Offset != 0 || watched(out) != "s" {
+		t.Fatalf("allocated: %+v; want old unpublished and a stream from s at 0", out)
+	}
+	out = p.StreamEnded(out.Stream.ID, nil, ObjectState{Size: 100, Written: 100}, now.Add(time.Millisecond))
+	if out.Store == nil || out.Store.Kind != OpComplete || out.Done || len(out.Sends) != 0 {
+		t.Fatalf("stream ended: %+v; want OpComplete before anything is told", out)
+	}
+	out = p.StoreDone(StoreResult{}, ObjectState{Size: 100, Written: 100, Done: true}, now)
+	if len(out.Sends) != 1 || !out.Done || out.Err != nil {
+		t.Fatalf("completed: %+v; want FetchDone and the end", out)
+	}
+	if d, ok := out.Sends[0].Msg.(*messages.FetchDone); !ok || d.GetSize() != 100 || d.GetFingerprint() != 7 {
+		t.Fatalf("completed: sent %v; want FetchDone of 100 bytes, fingerprint 7", out.Sends[0].Msg)
+	}
+}
+
+// An inline answer is one store operation; an append refused because a
+// newer session owns the object ends this one CANCELED, telling nobody,
+// and a failed allocation unpublishes the copy the shard recorded.
+func TestFetchProtocolInlineStoreOp(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		r     StoreResult
+		err   error
+		unpub bool
+	}{
+		{"stored", StoreResult{}, nil, false},
+		{"superseded", StoreResult{Err: messages.ErrCanceled, AppendFailed: true}, messages.ErrCanceled, false},
+		{"no room", StoreResult{Err: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, messages.ErrCapacity, true},
+	} {
+		now := time.Unix(1000, 0)
+		p := NewFetchProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
+		p.Start(ObjectState{Size: -1}, now)
+		out := p.StoreDone(StoreResult{}, ObjectState{Size: -1}, now)
+		attempt := out.Sends[0].Msg.(*messages.Locate).GetAttempt()
+		out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, ObjectState{Size: -1}, now)
+		if op := out.Store; op == nil || op.Kind != OpStoreInline || string(op.Data) != "abc" || op.Size != 3 {
+			t.Fatalf("%s: %+v; want OpStoreInline of abc", c.name, out)
+		}
+		out = p.StoreDone(c.r, ObjectState{Size: 3}, now)
+		unpub := len(out.Sends) == 1
+		if !out.Done || !errors.Is(out.Err, c.err) && !(c.err == nil && out.Err == nil) || unpub != c.unpub || len(out.Sends) > 1 {
+			t.Fatalf("%s: done %v err %v sends %v; want err %v, unpublished %v", c.name, out.Done, out.Err, out.Sends, c.err, c.unpub)
+		}
 	}
 }

@@ -89,7 +89,7 @@ type simFetch struct {
 	node  *simNode
 	inc   int
 	id    string
-	p     *FetchProtocol
+	p     *Fetch
 	timer *FetchTimer // the newest timer armed
 	// stream is the running copy (nil when none).
 	stream   *simStream
@@ -261,7 +261,7 @@ func (s *fetchSim) nodeGets(o outbox.Send) {
 			return
 		}
 		r := o.Msg.(*messages.LocateReply)
-		if f.p.Waiting() == "locate" && r.GetAttempt() != f.p.attempt {
+		if f.p.Waiting() == "locate" && r.GetAttempt() != f.p.p.attempt {
 			s.stats.staleAttempt++
 		}
 		s.logf("%s <- LocateReply %s attempt %d sender %s err %v", n.id, f.id, r.GetAttempt(), r.GetSender().GetNodeId(), r.GetError())
@@ -312,7 +312,7 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 		}
 		s.at(t.At.Sub(s.now), func() {
 			if n.alive && n.inc == f.inc && !f.ended {
-				if ft.Kind == TimerRetry && ft.Attempt == f.p.attempt {
+				if ft.Kind == TimerRetry && ft.Attempt == f.p.p.attempt {
 					s.stats.retries++
 				}
 				s.step(f, f.p.Timer(ft, s.now))
@@ -322,7 +322,7 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 	if out.Cut != 0 && f.stream != nil && f.stream.cmd.ID == out.Cut {
 		f.stream.cut = true
 	}
-	if out.Failed != nil {
+	if out.Failure() != nil {
 		f.failures++
 		s.stats.failovers++
 	}
@@ -345,8 +345,8 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 			if !errors.As(out.Err, &me) {
 				s.fail("fetch %s@%s ended with an untyped error %T %v", f.id, n.id, out.Err, out.Err)
 			}
-			if errors.Is(out.Err, messages.ErrTimeout) && s.now.Before(f.p.deadline) {
-				s.fail("fetch %s@%s timed out %v before its Gets' deadline", f.id, n.id, f.p.deadline.Sub(s.now))
+			if errors.Is(out.Err, messages.ErrTimeout) && s.now.Before(f.p.p.deadline) {
+				s.fail("fetch %s@%s timed out %v before its Gets' deadline", f.id, n.id, f.p.p.deadline.Sub(s.now))
 			}
 		}
 		return
@@ -358,15 +358,15 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 func (s *fetchSim) checkArmed(f *simFetch) {
 	switch f.p.Waiting() {
 	case "locate":
-		if f.timer == nil || f.timer.Attempt != f.p.attempt || f.timer.Kind != TimerLocateDeadline {
-			s.fail("fetch %s@%s locates (attempt %d) without a deadline timer (%+v)", f.id, f.node.id, f.p.attempt, f.timer)
+		if f.timer == nil || f.timer.Attempt != f.p.p.attempt || f.timer.Kind != TimerLocateDeadline {
+			s.fail("fetch %s@%s locates (attempt %d) without a deadline timer (%+v)", f.id, f.node.id, f.p.p.attempt, f.timer)
 		}
 	case "backoff":
-		if f.timer == nil || f.timer.Attempt != f.p.attempt || f.timer.Kind != TimerRetry {
+		if f.timer == nil || f.timer.Attempt != f.p.p.attempt || f.timer.Kind != TimerRetry {
 			s.fail("fetch %s@%s backs off without a retry timer", f.id, f.node.id)
 		}
 	case "stream":
-		if f.stream == nil || f.stream.ended || f.stream.cmd.ID != f.p.stream {
+		if f.stream == nil || f.stream.ended || f.stream.cmd.ID != f.p.p.stream {
 			s.fail("fetch %s@%s streams without a running copy", f.id, f.node.id)
 		}
 	case "":
@@ -452,7 +452,7 @@ func (s *fetchSim) pump(st *simStream) {
 			end(err)
 			return
 		default:
-			if err := st.cmd.Writer.Append(b); err != nil {
+			if err := st.f.p.Writer().Append(b); err != nil {
 				end(err)
 				return
 			}
@@ -485,8 +485,8 @@ func (s *fetchSim) get(n *simNode, id string, timeout time.Duration) {
 		return
 	}
 	f := &simFetch{node: n, inc: n.inc, id: id}
-	f.p = NewFetchProtocol(FetchConfig{Self: n.ref, Store: n.store, Grace: simStall,
-		Rand: rand.New(rand.NewPCG(s.seed, uint64(len(s.fetches))))}, obj, deadline)
+	f.p = NewFetch(FetchConfig{Self: n.ref, Grace: simStall,
+		Rand: rand.New(rand.NewPCG(s.seed, uint64(len(s.fetches))))}, n.store, obj, deadline, nil)
 	n.fetches[id] = f
 	s.fetches = append(s.fetches, f)
 	s.logf("%s Get %s (deadline %v)", n.id, id, timeout)

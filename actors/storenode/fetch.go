@@ -40,7 +40,7 @@ type fetchSession struct {
 	// store node: a session restarted after a panic starts from it, not
 	// from the first Get's.
 	deadline *atomic.Int64
-	p        *storenode.FetchProtocol
+	p        *storenode.Fetch
 	// shards are the shards asked, with the attempt last sent to each: a
 	// watched shard that stops is an UNAVAILABLE answer at once.
 	shards map[string]uint64
@@ -239,24 +239,29 @@ func (f *fetchSession) start(ctx actor.Context, now time.Time) storenode.FetchOu
 	if j := f.into; j != nil {
 		// The caller's deadline is final: it returns then, so no grace.
 		fc.Grace = 0
-		f.p = storenode.NewFetchIntoProtocol(fc, f.id, j.req.Dst.Len(), j.req.Deadline)
+		f.p = storenode.NewFetchInto(fc, f.id, j.req.Dst.Len(), j.req.Deadline, observer(f.cfg))
 		system, self := ctx.ActorSystem(), ctx.Self()
 		j.stopWatch = context.AfterFunc(j.req.Dst.Context(), func() { system.Root.Send(self, callerGone{}) })
 		return f.p.Start(now)
 	}
-	f.p = storenode.NewFetchProtocol(fc, f.obj, time.Unix(0, f.deadline.Load()))
+	f.p = storenode.NewFetch(fc, f.cfg.Store, f.obj, time.Unix(0, f.deadline.Load()), observer(f.cfg))
 	return f.p.Start(now)
 }
 
 // fetchConfig is the protocol's configuration for a fetch of object id.
 func fetchConfig(cfg *Config, id string) storenode.FetchConfig {
 	seed := uint64(time.Now().UnixNano())
-	fc := storenode.FetchConfig{Self: cfg.Self, Store: cfg.Store, Naive: cfg.Naive, Grace: cfg.StallTimeout,
+	return storenode.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.StallTimeout,
 		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(id))))}
+}
+
+// observer takes the transfers a fetch measured (nil without an
+// estimator).
+func observer(cfg *Config) func(bytes int64, elapsed time.Duration) {
 	if e := cfg.Estimator; e != nil {
-		fc.Observe = e.ObserveTransfer
+		return e.ObserveTransfer
 	}
-	return fc
+	return nil
 }
 
 // terminated turns a watched actor's end into the protocol's input: a
@@ -312,24 +317,32 @@ func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
 			cut()
 		}
 	}
-	if out.Unwatch != nil {
-		pid := out.Unwatch.PID()
+	for _, w := range out.Unwatch {
+		n, ok := w.(*messages.NodeRef)
+		if !ok {
+			continue
+		}
+		pid := n.PID()
 		if _, ok := f.senders[actorutil.Key(pid)]; ok {
 			delete(f.senders, actorutil.Key(pid))
 			ctx.Unwatch(pid)
 		}
 	}
-	if out.Watch != nil {
-		pid := out.Watch.PID()
-		f.senders[actorutil.Key(pid)] = out.Watch.GetNodeId()
-		ctx.Watch(pid)
+	for _, w := range out.Watch {
+		if n, ok := w.(*messages.NodeRef); ok {
+			pid := n.PID()
+			f.senders[actorutil.Key(pid)] = n.GetNodeId()
+			ctx.Watch(pid)
+		}
 	}
-	if out.Switched != nil {
-		ctx.ActorSystem().EventStream.Publish(out.Switched)
-	}
-	if fl := out.Failed; fl != nil {
-		f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": fl.Sender.GetNodeId(),
-			"offset": fl.Offset, "error": fl.Err}).Info("sender failed; locating another")
+	for _, e := range out.Events {
+		switch e := e.(type) {
+		case *storenode.SenderFailure:
+			f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": e.Sender.GetNodeId(),
+				"offset": e.Offset, "error": e.Err}).Info("sender failed; locating another")
+		default:
+			ctx.ActorSystem().EventStream.Publish(e)
+		}
 	}
 	if out.Stream != nil {
 		f.startCopy(ctx, out.Stream)
@@ -505,8 +518,9 @@ func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) 
 		system.EventStream.Publish(&events.TransferEnded{Object: f.id, Receiver: receiver, Sender: sender, Err: err, At: time.Now()})
 	}
 	size := c.Size
+	w := f.p.Writer()
 	if f.into == nil {
-		size = c.Writer.Size()
+		size = w.Size()
 	}
 	system.EventStream.Publish(&events.TransferStarted{Object: f.id, Receiver: receiver, Sender: sender, Offset: c.Offset, Size: size, At: time.Now()})
 	if f.into != nil {
@@ -524,9 +538,9 @@ func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) 
 	}
 	sctx, cut := context.WithCancel(context.Background())
 	f.cuts[c.ID] = cut
-	chunk := f.cfg.streamChunk(c.Writer.Size())
+	chunk := f.cfg.streamChunk(w.Size())
 	go func() {
-		err := f.stream(sctx, c.Writer, c.Sender, c.Offset, chunk)
+		err := f.stream(sctx, w, c.Sender, c.Offset, chunk)
 		ended(err)
 		system.Root.Send(self, &streamEnded{id: c.ID, err: err})
 	}()

@@ -40,7 +40,7 @@ import (
 // object survives a restart of the actor, which resumes it in a session
 // as it does the copies of the sessions it stopped.
 type lightFetch struct {
-	p        *storenode.FetchProtocol
+	p        *storenode.Fetch
 	obj      *storenode.Object
 	deadline *atomic.Int64 // unix nanos, as fetchState's
 	shard    *actor.PID
@@ -129,7 +129,7 @@ func (n *StoreNode) startLight(ctx actor.Context, obj *storenode.Object, deadlin
 	fc.FirstAttempt = rand.Uint64() &^ (1<<32 - 1)
 	d := new(atomic.Int64)
 	d.Store(deadline.UnixNano())
-	lf := &lightFetch{obj: obj, deadline: d, shard: shard, p: storenode.NewFetchProtocol(fc, obj, deadline)}
+	lf := &lightFetch{obj: obj, deadline: d, shard: shard, p: storenode.NewFetch(fc, n.cfg.Store, obj, deadline, observer(n.cfg))}
 	now := time.Now()
 	out := lf.p.Start(now)
 	l, ok := onlyLocate(out)
@@ -152,7 +152,7 @@ func (n *StoreNode) startLight(ctx actor.Context, obj *storenode.Object, deadlin
 // onlyLocate returns the Locate of a step that sends that alone and arms
 // only its deadline, as the protocol's first step does.
 func onlyLocate(out storenode.FetchOutput) (*messages.Locate, bool) {
-	if out.Done || out.Stream != nil || out.Watch != nil || len(out.Sends) != 1 || len(out.Timers) != 1 {
+	if out.Done || out.Stream != nil || len(out.Watch) != 0 || len(out.Sends) != 1 || len(out.Timers) != 1 {
 		return nil, false
 	}
 	l, ok := out.Sends[0].Msg.(*messages.Locate)

@@ -158,15 +158,15 @@ func (f *fetchFixture) warned(typ string) bool {
 // on it: chaos seed 51 saw those Gets fail CANCELED "writer superseded".
 func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 	store := storenode.NewStore(1 << 20)
-	fc := storenode.FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Store: store, Grace: time.Second}
+	fc := storenode.FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Grace: time.Second}
 	obj, _ := store.Reserve("x")
 	data := []byte("the object's bytes")
 	now := time.Unix(1000, 0)
 	loc := &messages.LocateReply{ObjectId: "x", Size: int64(len(data)), HasInline: true, InlineData: data, Attempt: 1}
 
-	old := storenode.NewFetchProtocol(fc, obj, now.Add(time.Minute))
+	old := storenode.NewFetch(fc, store, obj, now.Add(time.Minute), nil)
 	old.Start(now) // the session before the restart
-	newer := storenode.NewFetchProtocol(fc, obj, now.Add(time.Minute))
+	newer := storenode.NewFetch(fc, store, obj, now.Add(time.Minute), nil)
 	newer.Start(now) // the restarted node's session
 
 	// The newer session allocates first but has not written yet when

@@ -17,7 +17,9 @@
 //
 // Package storenode holds the concurrent Store and the public Client
 // beside its protocols: its files are core files unless StoreFiles names
-// them.
+// them, and its core files name nothing the StoreFiles declare (a
+// protocol asks for store operations; it holds no Store, Object or
+// Writer).
 //
 // Every type with a Receive(actor.Context) method (an actor) is declared
 // under actors/ (the shells) or in cluster (the member's supervisor and
@@ -64,9 +66,11 @@ var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall
 	"crypto/rand", "embed", "plugin"}
 
 // StoreFiles are the files of package storenode that are not core files:
-// the Store and its objects (concurrent, bytes) and the public Client.
+// the Store and its objects (concurrent, bytes), what runs a protocol
+// against them, and the public Client.
 var StoreFiles = []string{
 	"store.go", "object.go", "slice.go", "combine.go", // the Store
+	"fetch.go",                         // runs the FetchProtocol against the Store
 	"client.go", "into.go", "typed.go", // the Client
 }
 

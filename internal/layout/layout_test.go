@@ -267,12 +267,19 @@ func TestCoresArePure(t *testing.T) {
 		if !isCore(rel) && rel != "storenode" {
 			continue
 		}
+		var store map[string]bool // what storenode's StoreFiles declare
+		if rel == "storenode" {
+			store = declared(t, fset, p.dir, StoreFiles)
+		}
 		for _, name := range coreFiles(p) {
 			f, err := parser.ParseFile(fset, filepath.Join(p.dir, name), nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range checkFile(f, mod, isCore, at) {
+				t.Error(b)
+			}
+			for _, b := range namesOf(f, store, at) {
 				t.Error(b)
 			}
 			checked++
@@ -292,6 +299,71 @@ func TestCoresArePure(t *testing.T) {
 			t.Errorf("layout.StoreFiles names storenode/%s, which does not exist", f)
 		}
 	}
+}
+
+// declared lists the package-level names the files declare.
+func declared(t *testing.T, fset *token.FileSet, dir string, files []string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					names[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						names[s.Name.Name] = true
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							names[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// namesOf reports f's references to the package-level names in names:
+// identifiers that are not a selector's field or method, a struct
+// field's or a literal's key, or a declaration's own name.
+func namesOf(f *ast.File, names map[string]bool, at func(ast.Node) string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	skip := map[*ast.Ident]bool{}
+	var bad []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			skip[n.Sel] = true
+		case *ast.KeyValueExpr:
+			if id, ok := n.Key.(*ast.Ident); ok {
+				skip[id] = true
+			}
+		case *ast.Field:
+			for _, id := range n.Names {
+				skip[id] = true
+			}
+		case *ast.FuncDecl:
+			skip[n.Name] = true
+		case *ast.Ident:
+			if names[n.Name] && !skip[n] {
+				bad = append(bad, fmt.Sprintf("%s: names %s, which the store's files declare; a protocol asks for store operations instead", at(n), n.Name))
+			}
+		}
+		return true
+	})
+	return bad
 }
 
 // No core reaches a shell through the packages it imports, however

@@ -1,0 +1,154 @@
+package storenode
+
+import (
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Fetch runs a FetchProtocol against the store: it reads the object's
+// state for each input, carries out the store operations the protocol
+// asks for (feeding their results back until it asks for none), hands a
+// measured transfer to Observe before the operation that completes the
+// copy, and holds the object's writer that the streams write through. Its methods are the
+// protocol's, without the object's state; the outputs it returns ask
+// for no store operation. A fetch into a caller's buffer
+// (NewFetchInto) has no object, and its protocol asks for none.
+type Fetch struct {
+	p       *FetchProtocol
+	store   *Store
+	obj     *Object
+	w       *Writer
+	observe func(bytes int64, elapsed time.Duration)
+}
+
+// NewFetch returns the fetch of obj, a placeholder reserved in store,
+// wanted by Gets until deadline; observe, if set, takes each transfer
+// that measured the network (the bandwidth estimator's
+// ObserveTransfer).
+func NewFetch(cfg FetchConfig, store *Store, obj *Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
+	return &Fetch{p: NewFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
+}
+
+// NewFetchInto returns the fetch of object id into a caller's buffer of
+// capacity bytes (see NewFetchIntoProtocol).
+func NewFetchInto(cfg FetchConfig, id string, capacity int64, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
+	return &Fetch{p: NewFetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
+}
+
+// Writer is the object's writer the streams write through (nil before
+// the fetch started, and for a fetch into a caller's buffer).
+func (f *Fetch) Writer() *Writer { return f.w }
+
+// Protocol is the step machine this fetch runs.
+func (f *Fetch) Protocol() *FetchProtocol { return f.p }
+
+// Start begins the fetch (FetchProtocol.Start).
+func (f *Fetch) Start(now time.Time) FetchOutput { return f.run(f.p.Start(f.state(), now), now) }
+
+// Located takes the shard's answer to a Locate (FetchProtocol.Located).
+func (f *Fetch) Located(loc *messages.LocateReply, now time.Time) FetchOutput {
+	return f.run(f.p.Located(loc, f.state(), now), now)
+}
+
+// LocateFailed reports a Locate not asked or not answered
+// (FetchProtocol.LocateFailed).
+func (f *Fetch) LocateFailed(attempt uint64, err error, now time.Time) FetchOutput {
+	return f.run(f.p.LocateFailed(attempt, err, f.state(), now), now)
+}
+
+// Timer takes back a timer the protocol armed (FetchProtocol.Timer).
+func (f *Fetch) Timer(t FetchTimer, now time.Time) FetchOutput {
+	return f.run(f.p.Timer(t, f.state(), now), now)
+}
+
+// SenderFailed reports that a node failed (FetchProtocol.SenderFailed).
+func (f *Fetch) SenderFailed(node string) FetchOutput { return f.p.SenderFailed(node) }
+
+// StreamEnded takes the end of the data plane's copy
+// (FetchProtocol.StreamEnded).
+func (f *Fetch) StreamEnded(stream uint64, err error, now time.Time) FetchOutput {
+	return f.run(f.p.StreamEnded(stream, err, f.state(), now), now)
+}
+
+// IntoStreamEnded is StreamEnded for a fetch into a caller's buffer
+// (FetchProtocol.IntoStreamEnded).
+func (f *Fetch) IntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) FetchOutput {
+	return f.run(f.p.IntoStreamEnded(stream, upTo, err, now), now)
+}
+
+// Stop ends the fetch because its shell stops (FetchProtocol.Stop).
+func (f *Fetch) Stop() FetchOutput { return f.p.Stop() }
+
+// Extend moves the deadline to a later Get's.
+func (f *Fetch) Extend(deadline time.Time) { f.p.Extend(deadline) }
+
+// Done reports whether the fetch has ended.
+func (f *Fetch) Done() bool { return f.p.Done() }
+
+// Waiting reports what bounds the fetch's current wait
+// (FetchProtocol.Waiting).
+func (f *Fetch) Waiting() string { return f.p.Waiting() }
+
+// Sender is the node currently streamed from (nil when not streaming).
+func (f *Fetch) Sender() *messages.NodeRef { return f.p.Sender() }
+
+// String describes the fetch's state for logs and failing tests.
+func (f *Fetch) String() string { return f.p.String() }
+
+// state reads the object's state (the zero state for a fetch into a
+// caller's buffer, which has no object).
+func (f *Fetch) state() ObjectState {
+	if f.obj == nil {
+		return ObjectState{Size: -1}
+	}
+	written, done, err := f.obj.Progress()
+	return ObjectState{Size: f.obj.Size(), Written: written, Done: done, Err: err, Pinned: f.obj.Pinned()}
+}
+
+// run carries out out's store operations, and those of the steps they
+// continue, and returns everything else they asked for, in order.
+func (f *Fetch) run(out FetchOutput, now time.Time) FetchOutput {
+	for {
+		if m := out.Measured; m != nil {
+			out.Measured = nil
+			if f.observe != nil {
+				f.observe(m.Bytes, m.Elapsed)
+			}
+		}
+		op := out.Store
+		if op == nil {
+			break
+		}
+		out.Store = nil
+		r := f.apply(op)
+		out.Then(f.p.StoreDone(r, f.state(), now))
+	}
+	return out
+}
+
+// apply carries out one store operation.
+func (f *Fetch) apply(op *StoreOp) StoreResult {
+	switch op.Kind {
+	case OpTakeWriter:
+		f.w = f.obj.NewWriter()
+	case OpAllocate:
+		evicted, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint)
+		return StoreResult{Err: err, Evicted: evicted}
+	case OpRewind:
+		return StoreResult{Err: f.w.Rewind()}
+	case OpStoreInline:
+		if _, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint); err != nil {
+			return StoreResult{Err: err}
+		}
+		if err := f.w.Append(op.Data); err != nil {
+			return StoreResult{Err: err, AppendFailed: true}
+		}
+		return StoreResult{Err: f.store.Complete(f.obj)}
+	case OpComplete:
+		return StoreResult{Err: f.store.Complete(f.obj)}
+	case OpAbort:
+		f.store.Abort(f.obj, op.Err)
+	}
+	return StoreResult{}
+}
