@@ -11,7 +11,6 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
@@ -393,10 +392,7 @@ func (f *fetchSession) answer(ctx actor.Context, out *storenode.FetchOutput, err
 }
 
 // sendLocate asks the shard at pid: on the data plane when its member
-// has a data address (a Locate and its reply are most of a small Get's
-// latency: across two processes an inline Get took 0.93x the time this
-// way, 1.28x a bare actor round trip instead of 1.51x), else as an actor
-// message.
+// has a data address (callLocate), else as an actor message.
 func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages.Locate) {
 	caller, _ := f.cfg.Transport.(transport.Caller)
 	addr := ""
@@ -408,42 +404,25 @@ func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages
 		f.locators.Request(ctx, pid, l)
 		return
 	}
-	attempt := l.GetAttempt()
-	// Set in place, not on a clone (a reflective deep copy was 6% of an
-	// inline Get's CPU): the protocol builds each Locate anew and keeps
-	// no reference to it.
-	l.ReplyTo = &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: ctx.Self().GetAddress(), ActorId: ctx.Self().GetId()}
-	req, err := proto.Marshal(l)
-	if err != nil {
-		ctx.Send(ctx.Self(), &locateUnsent{attempt: attempt, err: messages.Errorf(messages.ErrorCode_INTERNAL, "encode Locate: %v", err)})
-		return
+	self := ctx.Self()
+	replyTo := &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}
+	if cancel := callLocate(ctx.ActorSystem(), self, caller, addr, replyTo, l, sessionLocateEnd); cancel != nil {
+		f.calls[l.GetAttempt()] = cancel
 	}
-	// The shard answers by its deadline; the margin lets that answer
-	// (TIMEOUT, or a location found at the last moment) come back.
-	cctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.GetTimeoutMs())*time.Millisecond+locateCallMargin)
-	f.calls[attempt] = cancel
-	system, self := ctx.ActorSystem(), ctx.Self()
-	go func() {
-		defer cancel()
-		b, err := caller.Call(cctx, addr, messages.ControlLocate, req)
-		if err == nil && len(b) == 0 {
-			return // the answer names a sender: it comes as an actor message (see Locate.reply_to)
-		}
-		if err == nil {
-			reply := &messages.LocateReply{}
-			if err = proto.Unmarshal(b, reply); err == nil {
-				system.Root.Send(self, reply)
-				return
-			}
-			err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "malformed LocateReply from %s: %v", addr, err)
-		}
-		system.Root.Send(self, &locateUnsent{attempt: attempt, err: err})
-	}()
 }
 
-// locateCallMargin is how long a Locate on the data plane waits past the
-// timeout it gives the shard.
-const locateCallMargin = time.Second
+// sessionLocateEnd is what a session hears of its Locate's end: the
+// answer, or why there is none; nothing when the answer is forwarded (it
+// comes as an actor message).
+func sessionLocateEnd(r locateEnd) any {
+	switch {
+	case r.forwarded:
+		return nil
+	case r.err != nil:
+		return &locateUnsent{attempt: r.attempt, err: r.err}
+	}
+	return r.reply
+}
 
 // cancelLocate withdraws this session's waiting Locate at pid. One on the
 // data plane is withdrawn by hanging up (the shard drops exactly that

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -138,7 +137,13 @@ func (n *StoreNode) startLight(ctx actor.Context, obj *storenode.Object, deadlin
 		return true
 	}
 	n.light[obj.ID()] = lf
-	n.sendLightLocate(ctx, lf, caller, addr, l)
+	self := ctx.Self()
+	lf.attempt = l.GetAttempt()
+	lf.cancel = callLocate(ctx.ActorSystem(), self, caller, addr,
+		&messages.NodeRef{NodeId: n.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}, l,
+		func(r locateEnd) any {
+			return &lightLocated{lf: lf, attempt: r.attempt, reply: r.reply, err: r.err, forwarded: r.forwarded}
+		})
 	lf.timers = out.Timers
 	wait := watchDelay
 	for _, t := range out.Timers {
@@ -157,42 +162,6 @@ func onlyLocate(out storenode.FetchOutput) (*messages.Locate, bool) {
 	}
 	l, ok := out.Sends[0].Msg.(*messages.Locate)
 	return l, ok
-}
-
-// sendLightLocate sends l on the data plane, as a session's sendLocate
-// does, with this store node as reply_to.
-func (n *StoreNode) sendLightLocate(ctx actor.Context, lf *lightFetch, caller transport.Caller, addr string, l *messages.Locate) {
-	system, self := ctx.ActorSystem(), ctx.Self()
-	attempt := l.GetAttempt()
-	lf.attempt = attempt
-	// In place, as fetchSession.sendLocate does.
-	l.ReplyTo = &messages.NodeRef{NodeId: n.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}
-	req, err := proto.Marshal(l)
-	if err != nil {
-		ctx.Send(self, &lightLocated{lf: lf, attempt: attempt, err: messages.Errorf(messages.ErrorCode_INTERNAL, "encode Locate: %v", err)})
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.GetTimeoutMs())*time.Millisecond+locateCallMargin)
-	lf.cancel = cancel
-	callRunner.Schedule(func() {
-		defer cancel()
-		r := &lightLocated{lf: lf, attempt: attempt}
-		b, err := caller.Call(cctx, addr, messages.ControlLocate, req)
-		switch {
-		case err == nil && len(b) == 0:
-			r.forwarded = true // the answer names a sender: it comes as an actor message
-		case err == nil:
-			reply := &messages.LocateReply{}
-			if uerr := proto.Unmarshal(b, reply); uerr != nil {
-				r.err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "malformed LocateReply from %s: %v", addr, uerr)
-			} else {
-				r.reply = reply
-			}
-		default:
-			r.err = err
-		}
-		system.Root.Send(self, r)
-	})
 }
 
 // callRunner runs light fetches' Locate calls on the actors' pooled
