@@ -16,6 +16,7 @@ import (
 // (NewFetchInto) has no object, and its protocol asks for none.
 type Fetch struct {
 	p       *FetchProtocol
+	proto   FetchProtocol // what p points to: one allocation for both
 	store   *Store
 	obj     *Object
 	w       *Writer
@@ -27,13 +28,17 @@ type Fetch struct {
 // that measured the network (the bandwidth estimator's
 // ObserveTransfer).
 func NewFetch(cfg FetchConfig, store *Store, obj *Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
-	return &Fetch{p: NewFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
+	f := &Fetch{proto: *NewFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
+	f.p = &f.proto
+	return f
 }
 
 // NewFetchInto returns the fetch of object id into a caller's buffer of
 // capacity bytes (see NewFetchIntoProtocol).
 func NewFetchInto(cfg FetchConfig, id string, capacity int64, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
-	return &Fetch{p: NewFetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
+	f := &Fetch{proto: *NewFetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
+	f.p = &f.proto
+	return f
 }
 
 // Writer is the object's writer the streams write through (nil before
@@ -96,14 +101,16 @@ func (f *Fetch) Sender() *messages.NodeRef { return f.p.Sender() }
 // String describes the fetch's state for logs and failing tests.
 func (f *Fetch) String() string { return f.p.String() }
 
-// state reads the object's state (the zero state for a fetch into a
-// caller's buffer, which has no object).
+// state reads the object's state at one instant (the zero state for a
+// fetch into a caller's buffer, which has no object).
 func (f *Fetch) state() ObjectState {
 	if f.obj == nil {
 		return ObjectState{Size: -1}
 	}
-	written, done, err := f.obj.Progress()
-	return ObjectState{Size: f.obj.Size(), Written: written, Done: done, Err: err, Pinned: f.obj.Pinned()}
+	o := f.obj
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return ObjectState{Size: o.size, Written: o.written, Done: o.done, Err: o.err, Pinned: o.pinned}
 }
 
 // run carries out out's store operations, and those of the steps they
@@ -117,11 +124,11 @@ func (f *Fetch) run(out FetchOutput, now time.Time) FetchOutput {
 			}
 		}
 		op := out.Store
-		if op == nil {
+		if op.Kind == 0 {
 			break
 		}
-		out.Store = nil
-		r := f.apply(op)
+		out.Store = StoreOp{}
+		r := f.apply(&op)
 		out.Then(f.p.StoreDone(r, f.state(), now))
 	}
 	return out

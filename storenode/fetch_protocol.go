@@ -143,9 +143,10 @@ type Measurement struct {
 // are store and data-plane commands that are not messages.
 type FetchOutput struct {
 	outbox.Box
-	// Store is a store operation, carried out first; its result comes
-	// back with StoreDone.
-	Store *StoreOp
+	// Store is a store operation (none if its Kind is 0), carried out
+	// first; its result comes back with StoreDone. A value, not a
+	// pointer: an inline Get's steps allocate nothing for it.
+	Store StoreOp
 	// Measured is a transfer that measured the network.
 	Measured *Measurement
 	// Stream starts a copy; Cut ends the copy with that id early (its
@@ -191,7 +192,11 @@ func (o *FetchOutput) Failure() *SenderFailure {
 // store operation): its box after this one's, its commands in place of
 // this one's.
 func (o *FetchOutput) Then(n FetchOutput) {
-	o.Merge(n.Box)
+	if o.Box.Empty() {
+		o.Box = n.Box // n is the caller's to drop: no copy of its slices
+	} else {
+		o.Merge(n.Box)
+	}
 	o.Store, o.Measured = n.Store, n.Measured
 	if n.Stream != nil {
 		o.Stream = n.Stream
@@ -367,12 +372,12 @@ func (p *FetchProtocol) Start(st ObjectState, now time.Time) FetchOutput {
 		// TestAbandonedGatherLeavesTheNewRunsGetAlone, once in ~150 runs).
 		return p.finish(out, nil)
 	}
-	return p.store(out, &StoreOp{Kind: OpTakeWriter}, nextStarted, nil)
+	return p.store(out, StoreOp{Kind: OpTakeWriter}, nextStarted, nil)
 }
 
 // store asks for op and waits for its result, which continues with next
 // (and loc).
-func (p *FetchProtocol) store(out FetchOutput, op *StoreOp, next storeNext, loc *messages.LocateReply) FetchOutput {
+func (p *FetchProtocol) store(out FetchOutput, op StoreOp, next storeNext, loc *messages.LocateReply) FetchOutput {
 	p.phase, p.next, p.loc = phaseStoring, next, loc
 	out.Store = op
 	return out
@@ -473,10 +478,10 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 		// The shard recorded this node's copy when it answered
 		// (LocationTable.serveWaiters), so nothing is published on
 		// success; a copy that could not be stored is unpublished.
-		return p.store(out, &StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData()}, nextInlineStored, nil)
+		return p.store(out, StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData()}, nextInlineStored, nil)
 	}
 	if st.Size < 0 {
-		return p.store(out, &StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()}, nextAllocated, loc)
+		return p.store(out, StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()}, nextAllocated, loc)
 	} else if st.Size != loc.GetSize() {
 		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
 		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), st.Size))
@@ -489,7 +494,7 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 func (p *FetchProtocol) allocated(out FetchOutput, loc *messages.LocateReply, now time.Time) FetchOutput {
 	if p.stale(loc) {
 		// A Reduce re-created this object: what we have is stale.
-		return p.store(out, &StoreOp{Kind: OpRewind}, nextRewoundStale, loc)
+		return p.store(out, StoreOp{Kind: OpRewind}, nextRewoundStale, loc)
 	}
 	return p.streamFrom(out, loc, now)
 }
@@ -643,7 +648,7 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 			out.Size = p.size
 			return p.finish(out, nil)
 		}
-		return p.store(out, &StoreOp{Kind: OpComplete}, nextCompleted, nil)
+		return p.store(out, StoreOp{Kind: OpComplete}, nextCompleted, nil)
 	case errors.Is(err, messages.ErrCanceled) && !p.into:
 		// Superseded by a newer session: the bytes stay and it goes on.
 		// (A fetch into a caller's buffer has no such successor: a caller
@@ -661,7 +666,7 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 		// tree): start over; our own readers get RESET in turn.
 		p.rewinds++
 		if !p.into {
-			return p.store(out, &StoreOp{Kind: OpRewind}, nextRewoundReset, nil)
+			return p.store(out, StoreOp{Kind: OpRewind}, nextRewoundReset, nil)
 		}
 		p.have = 0
 		p.failed = nil
@@ -752,7 +757,7 @@ func (p *FetchProtocol) abort(out FetchOutput, err error) FetchOutput {
 	if p.st.Done || p.st.Pinned {
 		return p.finish(out, nil) // finished after all, or a Put on this node took over
 	}
-	out.Store = &StoreOp{Kind: OpAbort, Err: err}
+	out.Store = StoreOp{Kind: OpAbort, Err: err}
 	out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: p.cfg.Self})
 	return p.finish(out, err)
 }

@@ -270,10 +270,10 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 		Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
 	fresh := ObjectState{Size: -1}
 	out := p.Start(fresh, now)
-	if out.Store == nil || out.Store.Kind != OpTakeWriter || len(out.Sends) != 0 {
+	if out.Store.Kind != OpTakeWriter || len(out.Sends) != 0 {
 		t.Fatalf("start: %+v; want only OpTakeWriter", out)
 	}
-	if o := p.Located(&messages.LocateReply{ObjectId: "x", Attempt: 1}, fresh, now); o.Store != nil || len(o.Sends) != 0 {
+	if o := p.Located(&messages.LocateReply{ObjectId: "x", Attempt: 1}, fresh, now); o.Store.Kind != 0 || len(o.Sends) != 0 {
 		t.Fatalf("an answer while the store works changed something: %+v", o)
 	}
 	out = p.StoreDone(StoreResult{}, fresh, now)
@@ -281,12 +281,12 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 	for _, s := range out.Sends {
 		l, _ = s.Msg.(*messages.Locate)
 	}
-	if l == nil || out.Store != nil {
+	if l == nil || out.Store.Kind != 0 {
 		t.Fatalf("after the writer: %+v; want a Locate", out)
 	}
 	out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Fingerprint: 7, Sender: sender("s"),
 		SenderState: messages.LocationState_COMPLETE}, fresh, now)
-	if op := out.Store; op == nil || op.Kind != OpAllocate || op.Size != 100 || op.Fingerprint != 7 || out.Stream != nil {
+	if op := out.Store; op.Kind != OpAllocate || op.Size != 100 || op.Fingerprint != 7 || out.Stream != nil {
 		t.Fatalf("located: %+v; want OpAllocate of 100 bytes, fingerprint 7, and no stream yet", out)
 	}
 	out = p.StoreDone(StoreResult{Evicted: []string{"old"}}, ObjectState{Size: 100}, now)
@@ -294,7 +294,7 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 		t.Fatalf("allocated: %+v; want old unpublished and a stream from s at 0", out)
 	}
 	out = p.StreamEnded(out.Stream.ID, nil, ObjectState{Size: 100, Written: 100}, now.Add(time.Millisecond))
-	if out.Store == nil || out.Store.Kind != OpComplete || out.Done || len(out.Sends) != 0 {
+	if out.Store.Kind != OpComplete || out.Done || len(out.Sends) != 0 {
 		t.Fatalf("stream ended: %+v; want OpComplete before anything is told", out)
 	}
 	out = p.StoreDone(StoreResult{}, ObjectState{Size: 100, Written: 100, Done: true}, now)
@@ -326,7 +326,7 @@ func TestFetchProtocolInlineStoreOp(t *testing.T) {
 		out := p.StoreDone(StoreResult{}, ObjectState{Size: -1}, now)
 		attempt := out.Sends[0].Msg.(*messages.Locate).GetAttempt()
 		out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, ObjectState{Size: -1}, now)
-		if op := out.Store; op == nil || op.Kind != OpStoreInline || string(op.Data) != "abc" || op.Size != 3 {
+		if op := out.Store; op.Kind != OpStoreInline || string(op.Data) != "abc" || op.Size != 3 {
 			t.Fatalf("%s: %+v; want OpStoreInline of abc", c.name, out)
 		}
 		out = p.StoreDone(c.r, ObjectState{Size: 3}, now)

@@ -406,15 +406,17 @@ func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages
 	}
 	self := ctx.Self()
 	replyTo := &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}
-	if cancel := callLocate(ctx.ActorSystem(), self, caller, addr, replyTo, l, sessionLocateEnd); cancel != nil {
+	if cancel := callLocate(ctx.ActorSystem(), self, caller, addr, replyTo, l, sessionLocates{}); cancel != nil {
 		f.calls[l.GetAttempt()] = cancel
 	}
 }
 
-// sessionLocateEnd is what a session hears of its Locate's end: the
-// answer, or why there is none; nothing when the answer is forwarded (it
-// comes as an actor message).
-func sessionLocateEnd(r locateEnd) any {
+// sessionLocates tell a session of its Locates' ends: the answer, or why
+// there is none; nothing when the answer is forwarded (it comes as an
+// actor message).
+type sessionLocates struct{}
+
+func (sessionLocates) locateEnded(r locateEnd) any {
 	switch {
 	case r.forwarded:
 		return nil

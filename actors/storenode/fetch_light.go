@@ -69,6 +69,11 @@ type lightLocated struct {
 	forwarded bool
 }
 
+// locateEnded hands the end of the light fetch's Locate to its store node.
+func (lf *lightFetch) locateEnded(r locateEnd) any {
+	return &lightLocated{lf: lf, attempt: r.attempt, reply: r.reply, err: r.err, forwarded: r.forwarded}
+}
+
 // lightDue: a light fetch's Locate is still unanswered after watchDelay.
 type lightDue struct{ lf *lightFetch }
 
@@ -140,10 +145,7 @@ func (n *StoreNode) startLight(ctx actor.Context, obj *storenode.Object, deadlin
 	self := ctx.Self()
 	lf.attempt = l.GetAttempt()
 	lf.cancel = callLocate(ctx.ActorSystem(), self, caller, addr,
-		&messages.NodeRef{NodeId: n.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}, l,
-		func(r locateEnd) any {
-			return &lightLocated{lf: lf, attempt: r.attempt, reply: r.reply, err: r.err, forwarded: r.forwarded}
-		})
+		&messages.NodeRef{NodeId: n.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}, l, lf)
 	lf.timers = out.Timers
 	wait := watchDelay
 	for _, t := range out.Timers {

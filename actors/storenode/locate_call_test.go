@@ -30,6 +30,11 @@ func (c scriptedCaller) Call(ctx context.Context, addr string, kind byte, req []
 	return c.answer(ctx, l)
 }
 
+// endAs is a locateEnder from a func.
+type endAs func(locateEnd) any
+
+func (f endAs) locateEnded(r locateEnd) any { return f(r) }
+
 // One Locate call for both fetch shells: it carries reply_to, is bounded
 // by the Locate's timeout plus the margin, and ends as the answer says
 // (decoded, forwarded, failed, malformed), or hangs up when canceled;
@@ -49,7 +54,7 @@ func TestCallLocateEnds(t *testing.T) {
 		t.Helper()
 		caller := scriptedCaller{t: t, answer: answer}
 		l := &messages.Locate{ObjectId: "x", Attempt: 7, TimeoutMs: 2000}
-		cancel := callLocate(system, self, caller, "shard-member:1", replyTo, l, func(r locateEnd) any { return r })
+		cancel := callLocate(system, self, caller, "shard-member:1", replyTo, l, endAs(func(r locateEnd) any { return r }))
 		if cancel == nil {
 			t.Fatal("no cancel for a Locate that was sent")
 		}
@@ -94,7 +99,7 @@ func TestCallLocateEnds(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	cancel := callLocate(system, self, caller, "shard-member:1", replyTo, &messages.Locate{ObjectId: "x", Attempt: 8, TimeoutMs: 60_000},
-		func(locateEnd) any { return nil })
+		endAs(func(locateEnd) any { return nil }))
 	cancel()
 	select {
 	case <-hung:
