@@ -28,7 +28,7 @@ type Fetch struct {
 // that measured the network (the bandwidth estimator's
 // ObserveTransfer).
 func NewFetch(cfg FetchConfig, store *Store, obj *Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
-	f := &Fetch{proto: *NewFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
+	f := &Fetch{proto: fetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
 	f.p = &f.proto
 	return f
 }
@@ -36,7 +36,7 @@ func NewFetch(cfg FetchConfig, store *Store, obj *Object, deadline time.Time, ob
 // NewFetchInto returns the fetch of object id into a caller's buffer of
 // capacity bytes (see NewFetchIntoProtocol).
 func NewFetchInto(cfg FetchConfig, id string, capacity int64, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
-	f := &Fetch{proto: *NewFetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
+	f := &Fetch{proto: fetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
 	f.p = &f.proto
 	return f
 }

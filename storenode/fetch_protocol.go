@@ -303,10 +303,16 @@ type FetchProtocol struct {
 // NewFetchProtocol returns the protocol for object id, a placeholder
 // reserved in the store, wanted by Gets until deadline.
 func NewFetchProtocol(cfg FetchConfig, id string, deadline time.Time) *FetchProtocol {
+	p := fetchProtocol(cfg, id, deadline)
+	return &p
+}
+
+// fetchProtocol is NewFetchProtocol as a value, for a Fetch to hold.
+func fetchProtocol(cfg FetchConfig, id string, deadline time.Time) FetchProtocol {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))
 	}
-	return &FetchProtocol{cfg: cfg, id: id, deadline: deadline, backoff: firstBackoff, attempt: cfg.FirstAttempt}
+	return FetchProtocol{cfg: cfg, id: id, deadline: deadline, backoff: firstBackoff, attempt: cfg.FirstAttempt}
 }
 
 // NewFetchIntoProtocol returns the protocol for a fetch of object id into
@@ -318,10 +324,16 @@ func NewFetchProtocol(cfg FetchConfig, id string, deadline time.Time) *FetchProt
 // buffer already holds (IntoStreamEnded reports them). It starts locating
 // at once: the shell reads a local copy itself before it starts one.
 func NewFetchIntoProtocol(cfg FetchConfig, id string, capacity int64, deadline time.Time) *FetchProtocol {
+	p := fetchIntoProtocol(cfg, id, capacity, deadline)
+	return &p
+}
+
+// fetchIntoProtocol is NewFetchIntoProtocol as a value.
+func fetchIntoProtocol(cfg FetchConfig, id string, capacity int64, deadline time.Time) FetchProtocol {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 1))
 	}
-	return &FetchProtocol{cfg: cfg, id: id, deadline: deadline, backoff: firstBackoff, into: true, capacity: capacity, size: -1}
+	return FetchProtocol{cfg: cfg, id: id, deadline: deadline, backoff: firstBackoff, into: true, capacity: capacity, size: -1}
 }
 
 // Done reports whether the protocol has ended.
