@@ -153,7 +153,7 @@ func failureLog(t *testing.T) *logrus.Logger {
 	l.SetOutput(writerFunc(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if len(lines) == 400 {
+		if len(lines) == failureLogLines {
 			lines = lines[1:]
 		}
 		lines = append(lines, string(p))
@@ -172,3 +172,11 @@ func failureLog(t *testing.T) *logrus.Logger {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// failureLogLines is how many lines failureLog keeps (HOPLITE_FAILURE_LOG_LINES).
+var failureLogLines = func() int {
+	if n, err := strconv.Atoi(os.Getenv("HOPLITE_FAILURE_LOG_LINES")); err == nil && n > 0 {
+		return n
+	}
+	return 400
+}()

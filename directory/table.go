@@ -946,6 +946,14 @@ func (t *LocationTable) Reserve(id, reduceID string) (committed []string, err *m
 	return nil, nil
 }
 
+// Reservation is the Reduce that holds id's reservation ("" if none).
+func (t *LocationTable) Reservation(id string) string {
+	if e := t.entries[id]; e != nil {
+		return e.reservedBy
+	}
+	return ""
+}
+
 // ReduceID names one attempt (nonce) of a Reduce call into target.
 // Attempts of one call share the prefix CallOf returns.
 func ReduceID(target, call, nonce string) string {

@@ -3814,6 +3814,79 @@ func (x *ReduceCommit) GetReducedIds() []string {
 	return nil
 }
 
+// ReduceCommitted is a node's answer to a ReduceCommit sent as a
+// request: whether its copy of the target is now whole. The coordinator
+// answers its caller only after it: a commit lost with the coordinator's
+// member while its answer got out would leave the caller an OK for a
+// target nobody can read.
+type ReduceCommitted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId      string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	TargetId      string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	Whole         bool                   `protobuf:"varint,3,opt,name=whole,proto3" json:"whole,omitempty"`
+	NodeId        string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"` // the answering node
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceCommitted) Reset() {
+	*x = ReduceCommitted{}
+	mi := &file_hoplite_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceCommitted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceCommitted) ProtoMessage() {}
+
+func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
+func (*ReduceCommitted) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ReduceCommitted) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *ReduceCommitted) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *ReduceCommitted) GetWhole() bool {
+	if x != nil {
+		return x.Whole
+	}
+	return false
+}
+
+func (x *ReduceCommitted) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
 // ReduceRelease ends a Reduce on a node: intermediate outputs are freed;
 // the target is kept on success and dropped on failure.
 type ReduceRelease struct {
@@ -3838,7 +3911,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3850,7 +3923,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3863,7 +3936,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -3909,7 +3982,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3921,7 +3994,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3934,7 +4007,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -3982,7 +4055,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4067,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4080,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4036,7 +4109,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4048,7 +4121,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4061,7 +4134,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4090,7 +4163,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4102,7 +4175,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4115,7 +4188,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4145,7 +4218,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4157,7 +4230,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4170,7 +4243,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4496,7 +4569,12 @@ const file_hoplite_proto_rawDesc = "" +
 	"generation\x12\x1b\n" +
 	"\ttarget_id\x18\x04 \x01(\tR\btargetId\x12\x1f\n" +
 	"\vreduced_ids\x18\x05 \x03(\tR\n" +
-	"reducedIds\"\x88\x01\n" +
+	"reducedIds\"z\n" +
+	"\x0fReduceCommitted\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
+	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12\x14\n" +
+	"\x05whole\x18\x03 \x01(\bR\x05whole\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\"\x88\x01\n" +
 	"\rReduceRelease\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1f\n" +
 	"\vkeep_target\x18\x02 \x01(\bR\n" +
@@ -4567,7 +4645,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4618,12 +4696,13 @@ var file_hoplite_proto_goTypes = []any{
 	(*ReduceTaskDone)(nil),    // 46: hoplite.ReduceTaskDone
 	(*ReduceInvalidate)(nil),  // 47: hoplite.ReduceInvalidate
 	(*ReduceCommit)(nil),      // 48: hoplite.ReduceCommit
-	(*ReduceRelease)(nil),     // 49: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 50: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 51: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 52: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 53: hoplite.Republish
-	(*RepublishDone)(nil),     // 54: hoplite.RepublishDone
+	(*ReduceCommitted)(nil),   // 49: hoplite.ReduceCommitted
+	(*ReduceRelease)(nil),     // 50: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 51: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 52: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 53: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 54: hoplite.Republish
+	(*RepublishDone)(nil),     // 55: hoplite.RepublishDone
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -4698,7 +4777,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -69,11 +69,19 @@ type Coordinator struct {
 	// coordinator stops while its shard does.
 	shardStopped func() bool
 	withShard    bool
-	r            *coordinator.Reduction
-	begun        bool
-	watched      map[string]string   // store node PID -> node id
-	timers       map[any]*time.Timer // timer message -> its pending timer
-	stepAt       time.Time           // when the message being handled was taken (for the debug log of task sends)
+	// held is the Reduce's answer, kept back until every node that
+	// commits its target has said so (ReduceCommitted, or its node
+	// stopped): committing (the node completes the target) reaches a node
+	// on another connection than the answer reaches the caller, and a
+	// commit lost with this member while the answer got out left an OK
+	// for a target nobody could read. committing holds those nodes' ids.
+	held       *outbox.Send
+	committing map[string]bool
+	r          *coordinator.Reduction
+	begun      bool
+	watched    map[string]string   // store node PID -> node id
+	timers     map[any]*time.Timer // timer message -> its pending timer
+	stepAt     time.Time           // when the message being handled was taken (for the debug log of task sends)
 	// pushes end the data-plane pushes still running when the
 	// coordinator stops (each also ends at its own deadline).
 	pushes []context.CancelFunc
@@ -98,8 +106,62 @@ type Coordinator struct {
 // lingerFor bounds how long an ended Reduce waits for a late measurement.
 const lingerFor = time.Second
 
+// AttachRequester makes Requester the one the coordinator answers: the
+// caller's node asked again for the same call (its first request failed
+// while the shard moved) and this coordinator already runs it.
+type AttachRequester struct{ Requester *actor.PID }
+
 // lingerEnd ends a coordinator's wait for a late measurement.
 type lingerEnd struct{}
+
+// commitWaitEnd ends a coordinator's wait for its commit's confirmation
+// (see Coordinator.held) at the Reduce's deadline.
+type commitWaitEnd struct{}
+
+// holdReply keeps fx's successful answer back when fx also commits the
+// target (see Coordinator.held); the commits then go as requests.
+func (c *Coordinator) holdReply(fx coordinator.Effects) {
+	var reply *outbox.Send
+	commits := map[string]bool{}
+	for i, s := range fx.Sends {
+		switch m := s.Msg.(type) {
+		case *messages.ReduceReply:
+			if _, ok := s.To.(coordinator.Requester); ok && m.GetError() == nil {
+				reply = &fx.Sends[i]
+			}
+		case *messages.ReduceCommit:
+			if n, ok := s.To.(*messages.NodeRef); ok {
+				commits[n.GetNodeId()] = true
+			}
+		}
+	}
+	if reply == nil || len(commits) == 0 || c.requester == nil {
+		return
+	}
+	c.held = &outbox.Send{To: reply.To, Msg: reply.Msg}
+	reply.Msg = nil // sent once every commit is confirmed (see send)
+	c.committing = commits
+}
+
+// committed records that node confirmed its commit (or stopped), and
+// sends the held answer once none is outstanding.
+func (c *Coordinator) committed(ctx actor.Context, node string) {
+	if c.held == nil || !c.committing[node] {
+		return
+	}
+	delete(c.committing, node)
+	if len(c.committing) == 0 {
+		c.release(ctx)
+		c.finish(ctx)
+	}
+}
+
+// release sends the held answer.
+func (c *Coordinator) release(ctx actor.Context) {
+	held := *c.held
+	c.held, c.committing = nil, nil
+	c.send(ctx, held)
+}
 
 // pushAnswered is a data-plane push's end (see push).
 type pushAnswered struct {
@@ -179,7 +241,19 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.pushAnswered(ctx, m, now)
 	case *subscribeAnswered:
 		c.subscribeAnswered(ctx, m, now)
+	case *messages.ReduceCommitted:
+		c.committed(ctx, m.GetNodeId())
+	case *AttachRequester:
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "requester": m.Requester.String()}).Info("reduce: the caller asked again; answering its new request")
+		c.requester = m.Requester
+	case commitWaitEnd:
+		if c.held != nil {
+			c.cfg.Log.WithField("reduce", c.id).Warn("reduce: no node confirmed the commit by the deadline; answering as committed")
+			c.release(ctx)
+			c.finish(ctx)
+		}
 	case *actor.Terminated:
+		c.committed(ctx, c.watched[actorutil.Key(m.GetWho())]) // a node that died will not answer
 		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
 	case coordinator.DeadlineTimer:
 		c.drain(ctx, c.r.Expire(now))
@@ -196,6 +270,15 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			cancel()
 		}
 		c.withShard = c.shardStopped != nil && c.shardStopped()
+		if c.held != nil && c.withShard {
+			// Stopped with its shard before the commit was confirmed: the
+			// caller's node starts the Reduce again, and the rebuilt shard
+			// answers it with this result if the commit took.
+			reply := proto.CloneOf(c.held.Msg.(*messages.ReduceReply))
+			reply.Error = c.stopped()
+			c.held.Msg = reply
+			c.release(ctx)
+		}
 		c.drain(ctx, c.r.Abort(c.stopped(), now))
 	}
 }
@@ -240,6 +323,7 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	}
 	sendAt := time.Now()
 	tasks := 0
+	c.holdReply(fx)
 	for _, s := range fx.Sends {
 		switch m := s.Msg.(type) {
 		case *messages.ReduceTask:
@@ -274,13 +358,32 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 		if !c.begun {
 			return
 		}
-		if len(c.blind) > 0 {
-			c.lingering = true
-			c.arm(ctx, outbox.Timer{At: time.Now().Add(lingerFor), Msg: lingerEnd{}})
+		if c.held != nil {
+			// Until the commit is confirmed, or the Reduce's deadline.
+			c.arm(ctx, outbox.Timer{At: c.r.Deadline(), Msg: commitWaitEnd{}})
 			return
 		}
-		ctx.Stop(ctx.Self())
+		c.finish(ctx)
 	}
+}
+
+// finish stops the coordinator of a Reduce that answered, or lingers
+// first for a late measurement (see linger).
+func (c *Coordinator) finish(ctx actor.Context) {
+	c.stopTimers()
+	if _, b, _, n := c.cfg.Estimator.Estimate(); n > 0 && len(c.blind) > 0 {
+		// Measured while the answer waited for its commit's confirmation.
+		for _, pid := range c.blind {
+			ctx.Send(pid, &messages.ReduceRelease{ReduceId: c.id, KeepTarget: true, Bandwidth: b})
+		}
+		c.blind = nil
+	}
+	if len(c.blind) > 0 {
+		c.lingering = true
+		c.arm(ctx, outbox.Timer{At: time.Now().Add(lingerFor), Msg: lingerEnd{}})
+		return
+	}
+	ctx.Stop(ctx.Self())
 }
 
 // linger is an ended Reduce's wait for a position's late report of a
@@ -352,6 +455,14 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		c.blind = append(c.blind, to)
 	}
 	switch m := s.Msg.(type) {
+	case nil:
+		// A held answer (see holdReply).
+	case *messages.ReduceCommit:
+		if c.held != nil {
+			ctx.Request(to, m) // its node confirms it (ReduceCommitted)
+		} else {
+			ctx.Send(to, m)
+		}
 	case *messages.ReduceTask:
 		c.logTask(m, s.To.(*messages.NodeRef))
 		ctx.Request(to, m) // the worker reports to the sender

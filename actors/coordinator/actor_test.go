@@ -58,6 +58,8 @@ func (f *fakeStore) Receive(ctx actor.Context) {
 		f.run(ctx, m)
 	case *messages.ReduceRelease:
 		f.releases <- release{f.name, m}
+	case *messages.ReduceCommit:
+		ctx.Respond(&messages.ReduceCommitted{ReduceId: m.GetReduceId(), TargetId: m.GetTargetId(), Whole: true, NodeId: f.name})
 	}
 }
 

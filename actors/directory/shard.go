@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
 	table "github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -233,6 +234,9 @@ type Shard struct {
 	// gone is set when this incarnation stops or restarts; its
 	// coordinators read it (see NewCoordinator).
 	gone atomic.Bool
+	// coordinators are the running Reduces' coordinators (children), by
+	// reduce id.
+	coordinators map[string]*actor.PID
 	// deferred are the Reduces asked for while republishing (bounded by
 	// maxDeferredReduces): they start once it is over.
 	deferred []deferredReduce
@@ -468,8 +472,16 @@ func (s *Shard) started(ctx actor.Context) {
 // of waiting for their deadlines.
 func (s *Shard) stopping(ctx actor.Context, why string) {
 	// Before the coordinators stop with it: they tell their callers to
-	// start the Reduce again at the shard's home.
+	// start the Reduce again at the shard's home, and so are the Reduces
+	// that waited for the rebuild told.
 	s.gone.Store(true)
+	for _, d := range s.deferred {
+		if d.sender != nil {
+			ctx.Send(d.sender, &messages.ReduceReply{TargetId: d.start.GetReduce().GetTargetId(), ShardStopped: true,
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s before the Reduce started", why)})
+		}
+	}
+	s.deferred = nil
 	s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)))
 	s.disarm()
 	s.senders.Close() // a restarted shard asks anew
@@ -479,6 +491,12 @@ func (s *Shard) stopping(ctx actor.Context, why string) {
 // the requests it parked leave the table. (A coordinator child's
 // Terminated is not a node's.)
 func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) []outbox.Send {
+	for id, pid := range s.coordinators {
+		if pid.Equal(m.GetWho()) {
+			delete(s.coordinators, id)
+			return nil
+		}
+	}
 	key := actorutil.Key(m.GetWho())
 	node, ok := s.watched[key]
 	if !ok {
@@ -630,6 +648,15 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 		call = fmt.Sprintf("%x", nonce[:3])
 	}
 	id := table.ReduceID(target, call, fmt.Sprintf("%x", nonce))
+	if rid := s.table.Reservation(target); rid != "" && table.CallOf(rid) == table.CallOf(id) {
+		if pid := s.coordinators[rid]; pid != nil {
+			// The same call, asked again (its caller's request failed
+			// while this shard moved or restarted): the running attempt
+			// answers the new request.
+			ctx.Send(pid, &coordactor.AttachRequester{Requester: sender})
+			return
+		}
+	}
 	committed, err := s.table.Reserve(target, id)
 	if err != nil {
 		fail(err)
@@ -642,7 +669,11 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 			UnreducedIds: unreduced(m.GetReduce().GetSourceIds(), committed)})
 		return
 	}
-	ctx.Spawn(s.cfg.NewCoordinator(id, m, sender, s.gone.Load))
+	pid := ctx.Spawn(s.cfg.NewCoordinator(id, m, sender, s.gone.Load))
+	if s.coordinators == nil {
+		s.coordinators = map[string]*actor.PID{}
+	}
+	s.coordinators[id] = pid
 }
 
 // startDeferred starts the Reduces that waited for the rebuild, once it

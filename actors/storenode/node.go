@@ -89,7 +89,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *messages.ReduceInvalidate:
 		n.reduceInvalidate(ctx, m)
 	case *messages.ReduceCommit:
-		n.reduceCommit(m)
+		n.reduceCommit(ctx, m)
 	case *messages.StoreReduced:
 		n.storeReduced(ctx, m)
 	case *messages.Republish:
@@ -214,10 +214,14 @@ func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvali
 // before this (the worker then keeps the held target for it), and the
 // release that follows it finds the target complete. A commit of a
 // generation that did not write the copy completes nothing.
-func (n *StoreNode) reduceCommit(m *messages.ReduceCommit) {
-	if !n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration(), m.GetReducedIds()) {
+func (n *StoreNode) reduceCommit(ctx actor.Context, m *messages.ReduceCommit) {
+	whole := n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration(), m.GetReducedIds())
+	if !whole {
 		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "target": m.GetTargetId(), "generation": m.GetGeneration()}).
 			Info("a committed reduce target is not here whole (dropped, or its node's store failed): the result is lost")
+	}
+	if ctx.Sender() != nil {
+		ctx.Respond(&messages.ReduceCommitted{ReduceId: m.GetReduceId(), TargetId: m.GetTargetId(), Whole: whole, NodeId: n.cfg.Self.GetNodeId()})
 	}
 }
 
