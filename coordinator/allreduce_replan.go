@@ -100,7 +100,7 @@ func (r *Reduction) possible() int {
 func (r *Reduction) replan(node string, lost []string, num int) effects {
 	if num < 1 {
 		if node == "" {
-			return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			return r.fail(messages.Errorf(messages.ErrorCode_LOST,
 				"allreduce: sources %s were lost (no copy left): no source is left to reduce", strings.Join(lost, ", ")))
 		}
 		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,

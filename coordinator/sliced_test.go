@@ -216,7 +216,7 @@ func TestSlicedSimulated(t *testing.T) {
 	// The schedules must reach every ending, or they check little.
 	if len(seeds) > 100 {
 		for _, o := range []string{"sliced", "replanned before the chains", "replanned while running", "replanned again in the tree",
-			"d-ary", "d-ary, n lowered", "UNAVAILABLE: every source lost", "TIMEOUT", "n lowered before the first arrival"} {
+			"d-ary", "d-ary, n lowered", "LOST: every source lost", "TIMEOUT", "n lowered before the first arrival"} {
 			if outcomes[o] == 0 {
 				t.Fatalf("outcomes %v: none %q", outcomes, o)
 			}
@@ -568,8 +568,8 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		return "TIMEOUT"
 	}
 	if err := messages.ErrOrNil(s.reply.GetError()); err != nil {
-		if errorsIs(s.reply, messages.ErrUnavailable) && nothingLeft {
-			return "UNAVAILABLE: every source lost"
+		if (errorsIs(s.reply, messages.ErrLost) || errorsIs(s.reply, messages.ErrUnavailable)) && nothingLeft {
+			return "LOST: every source lost"
 		}
 		t.Fatalf("failed: %v\n%s", err, dump())
 	}
