@@ -72,7 +72,7 @@ func TestCertsCommand(t *testing.T) {
 	if _, err := cluster.TLSConfig(filepath.Join(dir, "member.pem"), filepath.Join(dir, "member-key.pem"), filepath.Join(dir, "ca.pem")); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := hoplite(t, "certs", "--hosts", "127.0.0.1"); code != 1 || !strings.Contains(stderr, "-dir") {
+	if code, _, stderr := hoplite(t, "certs", "--hosts", "127.0.0.1"); code != 2 || !strings.Contains(stderr, "-dir") { // a usage error
 		t.Fatalf("certs without --dir: exit %d, %s", code, stderr)
 	}
 }
