@@ -14,7 +14,6 @@ import (
 	"github.com/hoplite-go/hoplite/liveview"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // liveState is a member's part of the live view (package liveview): the
@@ -87,9 +86,9 @@ func (m *Member) livePeers() []liveview.Peer {
 	if v.data.Load() == nil {
 		return out // starting: m.data is not set yet
 	}
-	caller, ok := m.data.(transport.Caller)
+	caller := m.data
 	idx := m.peers.Load()
-	if !ok || idx == nil {
+	if caller == nil || idx == nil {
 		return out
 	}
 	for id, addr := range idx.byID {

@@ -947,11 +947,10 @@ func (m *Member) DataAddress() string { return m.ref.GetDataAddress() }
 // member whose data address is addr: what a Locate there costs before
 // the directory does anything. ctx must have a deadline.
 func (m *Member) PingData(ctx context.Context, addr string) error {
-	c, ok := m.data.(transport.Caller)
-	if !ok {
-		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s: its data plane carries no control requests", m.id)
+	if m.data == nil {
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s: no data plane yet", m.id)
 	}
-	_, err := c.Call(ctx, addr, messages.ControlPing, nil)
+	_, err := m.data.Call(ctx, addr, messages.ControlPing, nil)
 	return err
 }
 

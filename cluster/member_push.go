@@ -7,7 +7,6 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // An inline AllReduce's coordinator pushes the result to its
@@ -75,9 +74,8 @@ func (m *Member) pushAt(node *messages.NodeRef) string {
 
 // callData sends a control request on this member's data plane.
 func (m *Member) callData(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
-	c, ok := m.data.(transport.Caller)
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s: its data plane carries no control requests", m.id)
+	if m.data == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s: no data plane yet", m.id)
 	}
-	return c.Call(ctx, addr, kind, req)
+	return m.data.Call(ctx, addr, kind, req)
 }

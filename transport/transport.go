@@ -52,8 +52,11 @@ type IntoStream interface {
 	NextInto(ctx context.Context, dst []byte) (int, error)
 }
 
-// Transport connects store nodes' data planes.
+// Transport connects store nodes' data planes: streams of objects, and
+// control requests (Caller) on the same connections. Both transports,
+// Memory and TCP, implement all of it.
 type Transport interface {
+	Caller
 	// Serve makes src reachable for node and returns the data address that
 	// node publishes in its NodeRef.
 	Serve(node string, src Source) (addr string, err error)

@@ -394,7 +394,7 @@ func (f *fetchSession) answer(ctx actor.Context, out *storenode.FetchOutput, err
 // sendLocate asks the shard at pid: on the data plane when its member
 // has a data address (callLocate), else as an actor message.
 func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages.Locate) {
-	caller, _ := f.cfg.Transport.(transport.Caller)
+	caller := f.cfg.Transport
 	addr := ""
 	if f.cfg.LocateAt != nil && caller != nil {
 		addr = f.cfg.LocateAt(pid)

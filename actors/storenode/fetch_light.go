@@ -15,7 +15,6 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // lightFetch is a fetch the store node runs itself, without a fetch
@@ -115,8 +114,8 @@ func (f *fetchSession) adopted(ctx actor.Context, a *adoption) storenode.FetchOu
 // light fetch; it reports false when its Locate cannot go on the data
 // plane (the caller starts a session instead).
 func (n *StoreNode) startLight(ctx actor.Context, obj *storenode.Object, deadline time.Time) bool {
-	caller, ok := n.cfg.Transport.(transport.Caller)
-	if !ok || n.cfg.LocateAt == nil {
+	caller := n.cfg.Transport
+	if caller == nil || n.cfg.LocateAt == nil {
 		return false
 	}
 	shard := n.cfg.ShardFor(obj.ID())
