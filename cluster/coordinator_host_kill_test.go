@@ -168,3 +168,41 @@ func runCoordinatorHostKill(t *testing.T, kind, when string) {
 		t.Fatal(fmt.Sprintf("the target is not the sum of %v", red))
 	}
 }
+
+// Every copy of an AllReduce's result records the run and the sources it
+// reduces once the AllReduce answers, not only the root's: the root's
+// member may die with the coordinator's after the commit, and a rebuilt
+// shard then learns the call's result from a participant's copy (the
+// chaos soak's seed 5001199 failed CONFLICT when only the root's copy
+// carried it).
+func TestAllReduceCopiesRecordTheirRun(t *testing.T) {
+	const elems = 64 << 10
+	l := start(t, Config{Nodes: 4, ChunkSize: 32 << 10, AllReduceShape: "d-ary"})
+	ctx := deadline(t, 30*time.Second)
+	ids := []string{"a", "b", "c", "d"}
+	for i, id := range ids {
+		if err := l.Client(i).Put(ctx, id, int64s(uint64(i+1), elems)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := l.Client(0).AllReduce(ctx, "sum", ids, 4, messages.ReduceOp_SUM, messages.DType_INT64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := 0
+	for i := range l.Nodes() {
+		o := l.Store(i).Lookup("sum")
+		if o == nil {
+			continue
+		}
+		copies++
+		pub, ok := o.Publication(&messages.NodeRef{NodeId: fmt.Sprint(i)})
+		if !ok || pub.GetState() != messages.LocationState_COMPLETE || pub.GetProducedBy() == "" ||
+			!slices.Equal(pub.GetReducedIds(), rep.GetReducedIds()) {
+			t.Errorf("node-%d's copy of the result republishes %v; want it complete, with its run and the sources %v", i, pub, rep.GetReducedIds())
+		}
+	}
+	if copies != 4 {
+		t.Fatalf("%d nodes hold the result, want every participant's 4", copies)
+	}
+}

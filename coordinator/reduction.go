@@ -204,6 +204,7 @@ type effects struct {
 	ReleaseTarget bool
 	Invalidate    []Task
 	Commit        []Task                      // the tree root whose result the Reduction took: it completes the target
+	Mark          []*messages.NodeRef         // AllReduce participants whose copies of the result record the run (ReduceCommit.mark_only)
 	Publish       []*messages.PublishLocation // to the target's shard, before the reply
 	Drop          []*messages.NodeRef         // nodes whose unregistered copy of the target must go
 	Abandon       []*messages.NodeRef         // nodes whose workers of an abandoned run must stop and drop their outputs
@@ -225,6 +226,7 @@ func (fx *effects) merge(o effects) {
 	fx.Release = append(fx.Release, o.Release...)
 	fx.Invalidate = append(fx.Invalidate, o.Invalidate...)
 	fx.Commit = append(fx.Commit, o.Commit...)
+	fx.Mark = append(fx.Mark, o.Mark...)
 	fx.Publish = append(fx.Publish, o.Publish...)
 	fx.Drop = append(fx.Drop, o.Drop...)
 	fx.Abandon = append(fx.Abandon, o.Abandon...)
@@ -504,6 +506,10 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 			get.Pushed, get.PushedData, get.Pin = true, r.result, r.pinned(n.GetNodeId())
 		}
 		e.Send(n, get)
+	}
+	for _, n := range fx.Mark {
+		// After the Gets: a node's copy of the result exists by then.
+		e.Send(n, &messages.ReduceCommit{ReduceId: r.id, TargetId: r.req.GetTargetId(), ReducedIds: r.reply.GetReducedIds(), MarkOnly: true})
 	}
 	for _, p := range fx.Publish {
 		e.Send(TargetShard{}, p)
@@ -1123,6 +1129,9 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 	fx := r.maybeFinish()
 	root := r.nodeOf(p)
 	fx.Commit = append(fx.Commit, Task{Node: root, Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(p), Generation: int32(g)}})
+	if r.req.GetAllReduce() {
+		fx.Mark = append(fx.Mark, r.participants()...)
+	}
 	fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: root,
 		State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: m.GetFingerprint(), Creator: true, ReduceId: r.id})
 	return fx

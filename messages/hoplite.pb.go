@@ -3744,7 +3744,13 @@ type ReduceCommit struct {
 	// order. The node keeps them with the target and republishes them, so
 	// that a rebuilt shard can answer an attempt of the same call with
 	// this result (see StartReduce.call_id).
-	ReducedIds    []string `protobuf:"bytes,5,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
+	ReducedIds []string `protobuf:"bytes,5,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
+	// mark_only: the node holds (or is fetching) a copy of an AllReduce's
+	// result, not the root's: it records the run and its sources on that
+	// copy, which commits nothing, so that the copy is republished so too
+	// (a rebuilt shard answers the call's next attempt with it when the
+	// root's member died with the coordinator's).
+	MarkOnly      bool `protobuf:"varint,6,opt,name=mark_only,json=markOnly,proto3" json:"mark_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3812,6 +3818,13 @@ func (x *ReduceCommit) GetReducedIds() []string {
 		return x.ReducedIds
 	}
 	return nil
+}
+
+func (x *ReduceCommit) GetMarkOnly() bool {
+	if x != nil {
+		return x.MarkOnly
+	}
+	return false
 }
 
 // ReduceCommitted is a node's answer to a ReduceCommit sent as a
@@ -4560,7 +4573,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
-	"generation\"\xa5\x01\n" +
+	"generation\"\xc2\x01\n" +
 	"\fReduceCommit\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x1e\n" +
@@ -4569,7 +4582,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"generation\x12\x1b\n" +
 	"\ttarget_id\x18\x04 \x01(\tR\btargetId\x12\x1f\n" +
 	"\vreduced_ids\x18\x05 \x03(\tR\n" +
-	"reducedIds\"z\n" +
+	"reducedIds\x12\x1b\n" +
+	"\tmark_only\x18\x06 \x01(\bR\bmarkOnly\"z\n" +
 	"\x0fReduceCommitted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
 	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12\x14\n" +

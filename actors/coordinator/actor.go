@@ -118,11 +118,11 @@ type lingerEnd struct{}
 // (see Coordinator.held) at the Reduce's deadline.
 type commitWaitEnd struct{}
 
-// holdReply keeps fx's successful answer back when fx also commits the
-// target (see Coordinator.held); the commits then go as requests.
+// holdReply records the nodes fx commits at (their commits go as
+// requests, see send), and keeps fx's successful answer back while any
+// commit is unconfirmed (see Coordinator.held).
 func (c *Coordinator) holdReply(fx coordinator.Effects) {
 	var reply *outbox.Send
-	commits := map[string]bool{}
 	for i, s := range fx.Sends {
 		switch m := s.Msg.(type) {
 		case *messages.ReduceReply:
@@ -131,26 +131,28 @@ func (c *Coordinator) holdReply(fx coordinator.Effects) {
 			}
 		case *messages.ReduceCommit:
 			if n, ok := s.To.(*messages.NodeRef); ok {
-				commits[n.GetNodeId()] = true
+				if c.committing == nil {
+					c.committing = map[string]bool{}
+				}
+				c.committing[n.GetNodeId()] = true
 			}
 		}
 	}
-	if reply == nil || len(commits) == 0 || c.requester == nil {
+	if reply == nil || len(c.committing) == 0 || c.requester == nil {
 		return
 	}
 	c.held = &outbox.Send{To: reply.To, Msg: reply.Msg}
 	reply.Msg = nil // sent once every commit is confirmed (see send)
-	c.committing = commits
 }
 
 // committed records that node confirmed its commit (or stopped), and
 // sends the held answer once none is outstanding.
 func (c *Coordinator) committed(ctx actor.Context, node string) {
-	if c.held == nil || !c.committing[node] {
+	if !c.committing[node] {
 		return
 	}
 	delete(c.committing, node)
-	if len(c.committing) == 0 {
+	if c.held != nil && len(c.committing) == 0 {
 		c.release(ctx)
 		c.finish(ctx)
 	}
@@ -159,7 +161,7 @@ func (c *Coordinator) committed(ctx actor.Context, node string) {
 // release sends the held answer.
 func (c *Coordinator) release(ctx actor.Context) {
 	held := *c.held
-	c.held, c.committing = nil, nil
+	c.held = nil
 	c.send(ctx, held)
 }
 
@@ -458,11 +460,7 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	case nil:
 		// A held answer (see holdReply).
 	case *messages.ReduceCommit:
-		if c.held != nil {
-			ctx.Request(to, m) // its node confirms it (ReduceCommitted)
-		} else {
-			ctx.Send(to, m)
-		}
+		ctx.Request(to, m) // its node confirms it (ReduceCommitted)
 	case *messages.ReduceTask:
 		c.logTask(m, s.To.(*messages.NodeRef))
 		ctx.Request(to, m) // the worker reports to the sender

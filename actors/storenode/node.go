@@ -215,6 +215,22 @@ func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvali
 // release that follows it finds the target complete. A commit of a
 // generation that did not write the copy completes nothing.
 func (n *StoreNode) reduceCommit(ctx actor.Context, m *messages.ReduceCommit) {
+	if m.GetMarkOnly() {
+		// A participant's copy of an AllReduce's result: it records the
+		// run, and a copy this node makes later is the fetch's own (the
+		// coordinator's Get of the result came first).
+		o := n.cfg.Store.Lookup(m.GetTargetId())
+		if o != nil {
+			if p, _ := o.Producer(); p == "" {
+				o.SetProducer(m.GetReduceId(), 0)
+				o.SetReduced(m.GetReducedIds())
+			}
+		}
+		if ctx.Sender() != nil {
+			ctx.Respond(&messages.ReduceCommitted{ReduceId: m.GetReduceId(), TargetId: m.GetTargetId(), Whole: o != nil, NodeId: n.cfg.Self.GetNodeId()})
+		}
+		return
+	}
 	whole := n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration(), m.GetReducedIds())
 	if !whole {
 		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "target": m.GetTargetId(), "generation": m.GetGeneration()}).
