@@ -201,6 +201,28 @@ func TestCoordinatorPanicFailsReduce(t *testing.T) {
 	f.expectClean(t, ctx)
 }
 
+// expectSum waits for the Reduce's answer, which must be a success, and
+// checks that the target holds a+b+c; what names the coordinator's fault.
+func (f *coordinatorFailure) expectSum(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	select {
+	case err := <-f.done:
+		if err != nil {
+			t.Fatalf("Reduce after its coordinator's %s: %v, want success", what, err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the Reduce did not answer after its coordinator's %s", what)
+	}
+	got, err := f.l.Client(3).Get(ctx, f.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := chaosReduceBytes(messages.ReduceOp_SUM, [][]byte{f.data["a"], f.data["b"], f.data["c"]})
+	if !bytes.Equal(got, want) {
+		t.Fatal("the target is not a+b+c")
+	}
+}
+
 // TestCoordinatorHostKilledReduceResumes: the node that hosts the
 // target's shard, and so the coordinator, is killed while the root
 // writes the target; the caller and the sources live elsewhere. The
@@ -222,22 +244,7 @@ func TestCoordinatorHostKilledReduceResumes(t *testing.T) {
 	if err := <-f.cput; err != nil {
 		t.Fatalf("put c: %v", err)
 	}
-	select {
-	case err := <-f.done:
-		if err != nil {
-			t.Fatalf("Reduce after its coordinator's host was killed: %v, want success", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the Reduce did not answer after its coordinator's host was killed")
-	}
-	got, err := f.l.Client(3).Get(ctx, f.target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := chaosReduceBytes(messages.ReduceOp_SUM, [][]byte{f.data["a"], f.data["b"], f.data["c"]})
-	if !bytes.Equal(got, want) {
-		t.Fatal("the target is not a+b+c")
-	}
+	f.expectSum(t, ctx, "host was killed")
 }
 
 // TestCoordinatorShardCrashedReduceResumes: the target's directory
@@ -270,22 +277,7 @@ func TestCoordinatorShardCrashedReduceResumes(t *testing.T) {
 	if err := <-f.cput; err != nil {
 		t.Fatalf("put c: %v", err)
 	}
-	select {
-	case err := <-f.done:
-		if err != nil {
-			t.Fatalf("Reduce after its coordinator's shard crashed: %v, want success", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the Reduce did not answer after its coordinator's shard crashed")
-	}
-	got, err := f.l.Client(3).Get(ctx, f.target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := chaosReduceBytes(messages.ReduceOp_SUM, [][]byte{f.data["a"], f.data["b"], f.data["c"]})
-	if !bytes.Equal(got, want) {
-		t.Fatal("the target is not a+b+c")
-	}
+	f.expectSum(t, ctx, "shard crashed")
 }
 
 // A coordinator that crashes in Started, before its Reduction exists,
