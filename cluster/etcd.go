@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -163,10 +165,7 @@ func newEtcdProvider(ctx context.Context, address, clusterName string, log *logr
 	st, err := cli.Status(cctx, address)
 	if err != nil {
 		_ = cli.Close()
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer in time (is it an etcd server?): %w", err)
-		}
-		return fail("status request", err)
+		return fail("status request", statusErr(cctx, err))
 	}
 	if st.Header == nil || st.Header.ClusterId == 0 {
 		_ = cli.Close()
@@ -177,6 +176,31 @@ func newEtcdProvider(ctx context.Context, address, clusterName string, log *logr
 		log:      log,
 		startCtx: ctx, ctx: pctx, cancel: pcancel, resync: make(chan struct{}, 1),
 		published: map[string]*pcluster.Member{}}, nil
+}
+
+// statusErr classifies a failed Status request by its context, not by
+// what the client returned: gRPC's own timer for the deadline can fire
+// before ctx's, and the client then returns a bare gRPC status that says
+// DeadlineExceeded without wrapping context.DeadlineExceeded (seen on a
+// busy machine). A caller must be able to tell "no answer in time" from
+// "cancelled" from "refused" with errors.Is.
+func statusErr(ctx context.Context, err error) error {
+	timedOut := errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		timedOut = true
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) || (status.Code(err) == codes.Canceled && ctx.Err() != nil):
+		if !errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("%w: %w", context.Canceled, err)
+		}
+	case timedOut:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		}
+		err = fmt.Errorf("no answer in time (is it an etcd server?): %w", err)
+	}
+	return err
 }
 
 func (p *etcdProvider) err(op string, err error) error {

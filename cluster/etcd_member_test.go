@@ -13,6 +13,8 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hoplite-go/hoplite/internal/etcdtest"
 	"github.com/hoplite-go/hoplite/messages"
@@ -164,5 +166,33 @@ func TestJoinCancelledWhileSettling(t *testing.T) {
 	var pe *ProviderError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &pe) {
 		t.Fatalf("join: %v, want the cancellation during the handshake", err)
+	}
+}
+
+// TestEtcdStatusErrorIsClassifiedByItsContext: the Status check's error
+// says DeadlineExceeded or Canceled with errors.Is whatever shape the
+// client gave it, the race that made TestJoinEtcdNotEtcd fail on a busy
+// machine: gRPC's timer fired first and a bare gRPC status came back.
+func TestEtcdStatusErrorIsClassifiedByItsContext(t *testing.T) {
+	live, cancelLive := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelLive()
+	bare := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	if err := statusErr(live, bare); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a gRPC DeadlineExceeded status: %v, want it to wrap context.DeadlineExceeded", err)
+	}
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelPast()
+	unavailable := status.Error(codes.Unavailable, "unexpected HTTP status code received from server: 400")
+	if err := statusErr(past, unavailable); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "400") {
+		t.Errorf("the last attempt's error after the deadline: %v, want DeadlineExceeded and the cause", err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := statusErr(cancelled, status.Error(codes.Canceled, "context canceled")); !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a cancelled check: %v, want context.Canceled only", err)
+	}
+	refused := errors.New("connection refused")
+	if err := statusErr(live, refused); errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Errorf("a refused check in time: %v, want neither context error", err)
 	}
 }
