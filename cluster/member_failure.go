@@ -427,17 +427,13 @@ func (w *watchedTransport) watch(addr string, s transport.Stream, err error) (tr
 	return ws, nil
 }
 
-// Call implements transport.Caller: a peer that could not be reached is
+// Call makes a control request on the data plane: a peer that could not be reached is
 // suspected, as for a stream; one that answered with an error is alive.
 func (w *watchedTransport) Call(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
 	if w.crashed() {
 		return nil, errCrashed
 	}
-	c, ok := w.Transport.(transport.Caller)
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "the data plane carries no control requests")
-	}
-	b, err := c.Call(ctx, addr, kind, req)
+	b, err := w.Transport.Call(ctx, addr, kind, req)
 	if err != nil && !transport.Answered(err) {
 		w.check(addr, err)
 	}

@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	shard "github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// locateAt is where a Locate to shard goes on the data plane: its
+// member's data address, or "" for a shard on this member (an actor
+// message in process is cheaper than any socket) or on a member whose
+// data address this member does not know yet.
+func (m *Member) locateAt(shard *actor.PID) string {
+	if m.cfg.ActorLocates || shard == nil || shard.GetAddress() == m.system.Address() {
+		return ""
+	}
+	if idx := m.peers.Load(); idx != nil {
+		return idx.dataOf[shard.GetAddress()]
+	}
+	return ""
+}
+
+// controlSource is what a member serves on the data plane: its store's
+// objects, and the Locates of other members for the shards it hosts.
+type controlSource struct {
+	countingSource
+	m *Member
+}
+
+// Control implements transport.Controller.
+func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]byte, error) {
+	m := s.m
+	if kind == messages.ControlPing {
+		return nil, nil
+	}
+	if kind == messages.ControlPush {
+		return m.servePush(ctx, req)
+	}
+	if kind == messages.ControlSubscribe {
+		return m.serveSubscribe(ctx, req)
+	}
+	if kind == messages.ControlLive {
+		return m.serveLive(req)
+	}
+	if kind != messages.ControlLocate {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
+	}
+	if m.table.Load() == nil || m.storePID.Load() == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+	}
+	b, err := shard.ServeLocate(ctx, m.system.Root, m.shardFor, req)
+	result := "ok"
+	switch {
+	case err != nil:
+		result = messages.AsError(err).GetCode().String()
+	case len(b) == 0:
+		result = "forwarded" // the answer names a sender: it went as an actor message
+	}
+	m.metrics.locates.WithLabelValues(result).Inc()
+	return b, err
+}
+
+// subscribeAt is the data address of the member hosting shard, to which a
+// coordinator's Subscribe goes as a control request; "" sends it as an
+// actor message (a shard on this member, or one whose data address this
+// member does not know yet).
+func (m *Member) subscribeAt(shard *actor.PID) string {
+	if m.cfg.ActorSubscribes {
+		return ""
+	}
+	return m.locateAt(shard)
+}
+
+// serveSubscribe hands a Reduce coordinator's Subscribe on the data plane
+// to the source's shard here (see shard.ServeSubscribe).
+func (m *Member) serveSubscribe(ctx context.Context, req []byte) ([]byte, error) {
+	if m.table.Load() == nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+	}
+	b, err := shard.ServeSubscribe(ctx, m.system.Root, m.shardFor, req)
+	result := "sent"
+	switch {
+	case err != nil:
+		result = messages.AsError(err).GetCode().String()
+	case len(b) > 0:
+		result = "inline" // an empty SubscribeAnswer encodes to nothing
+	}
+	m.metrics.subscribes.WithLabelValues(result).Inc()
+	return b, err
+}
+
+func (m *Member) shardFor(id string) *actor.PID {
+	t := *m.table.Load()
+	return t[directory.ShardIndex(id, len(t))]
+}
+
+// revokePeer is where a member's broadcaster lives.
+func (m *Member) revokePeer(id string) *actor.PID {
+	addr := (*m.peers.Load()).byID[id]
+	if id == m.id {
+		addr = m.system.Address()
+	}
+	if addr == "" {
+		return nil
+	}
+	return actor.NewPID(addr, memberRoot+"/"+revokeName)
+}
