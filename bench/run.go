@@ -158,8 +158,8 @@ func (o *Options) withDefaults() (*Options, error) {
 // CheckPeers says which of peers is not a system Run can compare with.
 func CheckPeers(peers []string) error {
 	for _, p := range peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" {
-			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push or actor-subscribes)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" {
+			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push actor-subscribes or ui)", p)
 		}
 	}
 	return nil
@@ -476,6 +476,9 @@ func (r *runner) runSequential(ctx context.Context) {
 	}
 }
 
+	}
+	if s.name == SysOursUI {
+		return r.openWatched(ctx, s)
 // logDir is where the testbed's node and peer logs go: "" when nothing
 // runs on the testbed (in process; or tests whose backend stands in for
 // the nodes without naming a Testbed.LogDir for their stand-in peers),

@@ -261,6 +261,7 @@ func (o *Options) systems() []system {
 	if o.Scenario == "failure" {
 		return out // no peer has the failure scenarios
 	}
+	out = append(out, o.uiSystems()...)
 	if slices.Contains(o.Peers, "actor-locates") {
 		out = append(out, system{name: SysActorLocates, actorLocates: true})
 	}
