@@ -159,7 +159,7 @@ func (o *Options) withDefaults() (*Options, error) {
 func CheckPeers(peers []string) error {
 	for _, p := range peers {
 		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" {
-			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push actor-subscribes or ui)", p)
+			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, actor-locates, star-gather, go-procs, kernel-slack, no-push, actor-subscribes or ui)", p)
 		}
 	}
 	return nil
@@ -409,6 +409,9 @@ func (r *runner) open(ctx context.Context, s system) (backend, error) {
 	if r.o.newBackend != nil {
 		return r.o.newBackend(r.o, s, r.log)
 	}
+	if s.name == SysOursUI {
+		return r.openWatched(ctx, s)
+	}
 	if r.tb != nil {
 		return r.tb.open(ctx, s)
 	}
@@ -476,9 +479,6 @@ func (r *runner) runSequential(ctx context.Context) {
 	}
 }
 
-	}
-	if s.name == SysOursUI {
-		return r.openWatched(ctx, s)
 // logDir is where the testbed's node and peer logs go: "" when nothing
 // runs on the testbed (in process; or tests whose backend stands in for
 // the nodes without naming a Testbed.LogDir for their stand-in peers),
