@@ -44,6 +44,12 @@ type StoreNode struct {
 	// of the actor, as the storenode.Store does: the Gets' timers and the objects'
 	// settle notices name this actor's PID, which a restart keeps.
 	gets *getWaiters
+	// held are republications waiting for the commit of targets this node
+	// holds whole (see heldRepublish), and lateCommit the targets whose
+	// wait ran out: a commit that comes after all publishes them again.
+	// Both are bounded by the Reduce roots this node runs.
+	held       []*heldRepublish
+	lateCommit map[string]bool
 }
 
 // workerRef is a reduce worker as its store node knows it.
@@ -94,6 +100,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.storeReduced(ctx, m)
 	case *messages.Republish:
 		n.republish(ctx, m)
+	case *heldRepublishDue:
+		n.heldDue(ctx, m)
 	case *messages.Put:
 		n.put(ctx, m)
 	case *messages.CreateObjectReply:
@@ -105,11 +113,13 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *actor.DeadLetterResponse:
 		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
+		n.endHeld(ctx, true)
 		n.stopLight()
 		n.stopRequests(ctx)
 		n.stopWorkers(ctx)
 		n.reqs.senders.Close()
 	case *actor.Restarting:
+		n.endHeld(ctx, true)
 		n.stopLight()
 	case *messages.Get:
 		n.get(ctx, m)
@@ -198,6 +208,9 @@ func (n *StoreNode) reduceRelease(ctx actor.Context, m *messages.ReduceRelease) 
 			dropReleased(n.cfg.Store, o, true, rid)
 		}
 	}
+	if m.GetTargetId() != "" {
+		n.settleHeld(ctx, m.GetTargetId())
+	}
 }
 
 func (n *StoreNode) reduceInvalidate(ctx actor.Context, m *messages.ReduceInvalidate) {
@@ -232,6 +245,7 @@ func (n *StoreNode) reduceCommit(ctx actor.Context, m *messages.ReduceCommit) {
 		return
 	}
 	whole := n.cfg.Store.CommitTarget(m.GetTargetId(), m.GetReduceId(), m.GetGeneration(), m.GetReducedIds())
+	n.settleHeld(ctx, m.GetTargetId())
 	if !whole {
 		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "target": m.GetTargetId(), "generation": m.GetGeneration()}).
 			Info("a committed reduce target is not here whole (dropped, or its node's store failed): the result is lost")
@@ -270,6 +284,7 @@ func (n *StoreNode) dropObject(ctx actor.Context, m *messages.DropObject) {
 	if n.cfg.Store.Remove(m.GetObjectId(), reason) {
 		n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
 	}
+	n.settleHeld(ctx, m.GetObjectId())
 	if ctx.Sender() != nil {
 		// Asked by a Delete's caller node: the copy is gone here.
 		ctx.Respond(&messages.DeleteObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
@@ -768,10 +783,15 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	// Deletions first: a copy that missed its DropObject is then dropped
 	// on arrival instead of being offered to a receiver meanwhile.
 	n.republishDeleted(ctx, want, count)
+	var held []string
 	for _, o := range n.cfg.Store.Objects() {
 		id := o.ID()
 		if strings.HasPrefix(id, internalPrefix) || !want[directory.ShardIndex(id, count)] {
 			continue // reduce intermediates are not in the directory
+		}
+		if ctx.Sender() != nil && o.HeldWhole() {
+			held = append(held, id) // its commit may be on its way
+			continue
 		}
 		pub, ok := o.Publication(n.cfg.Self)
 		if !ok {
@@ -786,7 +806,10 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	// The asker (a rebuilt shard) learns that it has everything now: the
 	// publications above reach it first (one sender, one receiver, in
 	// order), and it decides whether a copy is the last one only then.
-	if ctx.Sender() != nil {
+	switch {
+	case len(held) > 0:
+		n.holdForCommit(ctx, ctx.Sender(), held)
+	case ctx.Sender() != nil:
 		ctx.Respond(&messages.RepublishDone{Node: n.cfg.Self})
 	}
 }
