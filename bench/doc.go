@@ -35,6 +35,23 @@
 // failure variants', each killed at 50 % of its shape's failure-free
 // median from the first phase.
 //
+// # Warm-ups, fresh clusters and load
+//
+// By default nothing is warmed up (Options.Warmup 0): every recorded
+// repetition of ours is an operation as an application runs it, its
+// first one included. --warmup N runs N unrecorded repetitions on each
+// cluster first and, in rounds, one before each recorded rep. --fresh
+// (Options.Fresh) starts a new cluster for every recorded repetition, so
+// that the first operation's cost is a figure of its own. --load N
+// (Options.Load) runs N CPU-bound processes (`hoplite bench load-spin`,
+// load.go) beside the cluster for the whole run; each ends by itself
+// after Options.LoadFor or when its standard input, held by the run,
+// closes. Every recorded repetition records the one-minute load average
+// as it ended (Result.Load), the report the run's range (Report.Load),
+// and a system whose median load differs from ours's by a CPU or more
+// (LoadDiffers) is marked in the table, the RESULT line and `hoplite
+// bench report`.
+//
 // Options.Sequential (hoplite bench --sequential) runs each system's
 // repetitions back to back instead, one system after another, and each
 // peer in one launch of --reps: the order before interleaving (with

@@ -34,6 +34,7 @@ func (r *runner) runPeer(ctx context.Context, si int) {
 		}
 		res.Reps, res.Median, res.Min, res.Max = pr.Reps, pr.Median, pr.Min, pr.Max
 		res.CPUMedian = pr.CPU
+		r.recordLoad(res)
 		if alg, err := strconv.Atoi(pr.Algorithm); err == nil {
 			res.Extra = map[string]float64{"algorithm": float64(alg)}
 		} else if s.alg == "best" && pr.Algorithm != "" {
@@ -102,6 +103,7 @@ func (r *runner) peerRep(ctx context.Context, gi, si, rep int) {
 	r.times[gi][si] = append(r.times[gi][si], time.Duration(math.Round(pr.Median*float64(time.Second))))
 	r.order[gi][si] = append(r.order[gi][si], RepOrder{Rep: rep + 1, Seq: seq})
 	res := &r.res[gi][si]
+	r.recordLoad(res)
 	if pr.CPU > 0 {
 		res.CPU = append(res.CPU, pr.CPU)
 	}

@@ -32,11 +32,19 @@ type Report struct {
 	Machine  Machine   `json:"machine"`
 	Nodes    int       `json:"nodes"`
 	// BandwidthBits is B, each host's up and down link, in bit/s.
-	BandwidthBits float64  `json:"bandwidth_bits_per_s"`
-	Bandwidth     string   `json:"bandwidth"`
-	Reps          int      `json:"reps"`
-	Sizes         []int64  `json:"sizes"`
-	Peers         []string `json:"peers"`
+	BandwidthBits float64 `json:"bandwidth_bits_per_s"`
+	Bandwidth     string  `json:"bandwidth"`
+	Reps          int     `json:"reps"`
+	// Warmup is the unrecorded reps before ours's first recorded one on
+	// each cluster (0: none, the default; see Options.Warmup); Fresh,
+	// whether every recorded rep had a new cluster (--fresh).
+	Warmup int  `json:"warmup"`
+	Fresh  bool `json:"fresh,omitempty"`
+	// Load is the CPU-bound processes beside the cluster (--load) and
+	// the machine's load average over the run.
+	Load  RunLoad  `json:"load"`
+	Sizes []int64  `json:"sizes"`
+	Peers []string `json:"peers"`
 	// RunOrder is OrderInterleaved (a comparison's systems take turns,
 	// one repetition each: see Result.Order) or OrderSequential (each
 	// system's repetitions back to back, Options.Sequential).
@@ -89,6 +97,13 @@ type Result struct {
 	// CPUMedian is their median, or the median a peer reports.
 	CPU       []float64 `json:"cpu_s,omitempty"`
 	CPUMedian float64   `json:"cpu_median_s,omitempty"`
+	// Load is the machine's one-minute load average as each recorded
+	// repetition (or a sequential peer's one launch) ended, LoadMedian
+	// their median: what else ran beside this system (on
+	// Report.Machine.CPUs CPUs). LoadDiffers says when two systems'
+	// medians do not compare.
+	Load       []float64 `json:"load_1m,omitempty"`
+	LoadMedian float64   `json:"load_1m_median,omitempty"`
 	// Ratio is this median over ours in the same comparison. For a
 	// failure variant too: over ours failure-free, the cost model's
 	// shape without a failure, whatever the variant's own shape.
@@ -187,7 +202,7 @@ func secs(s float64) string {
 // WriteTable prints the results as a table.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsize\tsystem\tmedian\tmin\tmax\tideal\t×ours\tcpu/op\tnote")
+	fmt.Fprintln(tw, "scenario\tsize\tsystem\tmedian\tmin\tmax\tideal\t×ours\tcpu/op\tload\tnote")
 	for _, res := range r.Results {
 		name := res.Scenario
 		if res.Interval > 0 || res.Scenario == "async" {
@@ -195,7 +210,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		if !res.ok() && res.Reps == 0 {
 			reason, _, _ := strings.Cut(res.Reason, "\n")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\t\t%s: %s\n", name, SizeName(res.Size), res.System, secs(res.Ideal), res.Status, reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\t\t\t%s: %s\n", name, SizeName(res.Size), res.System, secs(res.Ideal), res.Status, reason)
 			continue
 		}
 		ratio := ""
@@ -230,17 +245,36 @@ func (r *Report) WriteTable(w io.Writer) {
 		if res.CPUMedian > 0 {
 			cpu = secs(res.CPUMedian)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, SizeName(res.Size), res.System,
-			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, cpu, note)
+		load := ""
+		if len(res.Load) > 0 {
+			load = strconv.FormatFloat(res.LoadMedian, 'f', 2, 64)
+			if r.loadDiffers(res) {
+				load += "*"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, SizeName(res.Size), res.System,
+			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, cpu, load, note)
 	}
 	_ = tw.Flush()
+	fmt.Fprintf(w, "load: the one-minute load average as each rep ended, median, on %d CPUs", r.Machine.CPUs)
+	if r.Load.Procs > 0 {
+		fmt.Fprintf(w, ", with %d CPU-bound processes beside the cluster (--load)", r.Load.Procs)
+	}
+	fmt.Fprintln(w, "; * marks a system whose load differs from ours's by a CPU or more: its times do not compare with ours's")
+	if r.Warmup == 0 {
+		fmt.Fprintln(w, "no warm-up: every recorded rep is an operation as an application runs it (--warmup N adds unrecorded ones)")
+	}
 	r.writeTradeOffs(w)
 }
 
 // ResultLines are the machine-readable summary: one line per comparison,
 // `RESULT scenario=broadcast nodes=8 size=33554432 ours=1.234s
-// ideal=0.671s naive=...s mpi-default=...s ...` (a system that did not
-// run shows skipped or failed); with ours-tls, last, ours-tls/ours=1.050x;
+// ideal=0.671s naive=...s mpi-default=...s ... cpu=ours:0.31s,...
+// cpus=2 load=1.52` (a system that did not run shows skipped or failed;
+// cpu is each system's median CPU per operation, cpus the machine's,
+// load the median one-minute load average over the comparison's reps,
+// and load-differs=mpi-best:3.10 names a system that ran under a load
+// that differs from ours's, LoadDiffers); with ours-tls, last, ours-tls/ours=1.050x;
 // in the failure scenario, last, each failure variant over its
 // failure-free system: ours-failure/ours=1.510x d=2-failure/d=2=1.200x.
 func (r *Report) ResultLines() []string {
@@ -272,6 +306,28 @@ func (r *Report) ResultLines() []string {
 				fmt.Fprintf(&b, " %s=%s", res.System, val(res))
 			}
 		}
+		// What each system's operation cost in CPU, and what else ran.
+		var cpu, differs []string
+		var loads []float64
+		for _, res := range cur {
+			if res.CPUMedian > 0 {
+				cpu = append(cpu, res.System+":"+secs(res.CPUMedian))
+			}
+			loads = append(loads, res.Load...)
+			if r.loadDiffers(res) {
+				differs = append(differs, res.System+":"+strconv.FormatFloat(res.LoadMedian, 'f', 2, 64))
+			}
+		}
+		if len(cpu) > 0 {
+			fmt.Fprintf(&b, " cpu=%s", strings.Join(cpu, ","))
+		}
+		fmt.Fprintf(&b, " cpus=%d", r.Machine.CPUs)
+		if len(loads) > 0 {
+			fmt.Fprintf(&b, " load=%s", strconv.FormatFloat(medianOf(loads), 'f', 2, 64))
+		}
+		if len(differs) > 0 {
+			fmt.Fprintf(&b, " load-differs=%s", strings.Join(differs, ","))
+		}
 		// TLS's cost at a glance: ours-tls's median over ours's.
 		for _, res := range cur {
 			if res.System == SysOursTLS && res.ok() && res.Ratio > 0 {
@@ -295,6 +351,20 @@ func (r *Report) ResultLines() []string {
 	}
 	flush()
 	return lines
+}
+
+// loadDiffers says whether res ran under a load that differs from ours's
+// in the same comparison (LoadDiffers).
+func (r *Report) loadDiffers(res Result) bool {
+	if res.System == SysOurs || len(res.Load) == 0 {
+		return false
+	}
+	for _, o := range r.Results {
+		if o.System == SysOurs && sameComparison(o, res) && len(o.Load) > 0 {
+			return LoadDiffers(o.LoadMedian, res.LoadMedian, r.Machine.CPUs)
+		}
+	}
+	return false
 }
 
 // sameComparison says whether a and b are measurements of one comparison

@@ -41,6 +41,20 @@ type Options struct {
 	// systems (see runRounds), so that drift in the machine's load falls
 	// on every system alike. Profile implies it.
 	Sequential bool
+	// Fresh gives ours's systems a new cluster for every measured
+	// repetition (its Warmup warm-ups, if any, on that cluster first), so
+	// that what the first operations on a cluster cost is measured
+	// rather than hidden in a warm-up. The failure scenario always does.
+	Fresh bool
+	// Load starts this many CPU-bound processes beside the cluster for
+	// the whole run (hoplite bench --load): the busy machine as a result
+	// of its own. Each stops by itself after LoadFor (default
+	// DefaultLoadFor), when the run ends, or with the run's process.
+	Load    int
+	LoadFor time.Duration
+	// LoadCommand is what a load process runs (default: this executable,
+	// `bench load-spin`); `--for D` is added.
+	LoadCommand []string
 	// Intervals are async's arrival intervals (default S/(4B)).
 	Intervals []time.Duration
 	// Degrees are forced reduce tree degrees compared with the chosen one
@@ -88,6 +102,8 @@ type Options struct {
 	newBackend func(o *Options, s system, log *logrus.Logger) (backend, error)
 	// profileFetch replaces the HTTP fetch of a profile (tests).
 	profileFetch func(ctx context.Context, url, path string) error
+	// loadAvg replaces the reading of the machine's load average (tests).
+	loadAvg func() (float64, bool)
 }
 
 func (o *Options) withDefaults() (*Options, error) {
@@ -132,6 +148,8 @@ func (o *Options) withDefaults() (*Options, error) {
 			return nil, errors.New("--profile is not for --tls runs: ours-tls's reps interleave with ours's window (and its manage ports speak TLS)")
 		case c.Scenario == "failure":
 			return nil, errors.New("--profile is not for the failure scenario (a fresh cluster per repetition)")
+		case c.Fresh:
+			return nil, errors.New("--profile is not for --fresh runs (a fresh cluster per repetition)")
 		}
 		if c.ProfileSeconds == 0 {
 			c.ProfileSeconds = defaultProfileSeconds
@@ -145,6 +163,12 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.Reps < 1 || c.Warmup < 0 {
 		return nil, errors.New("need --reps >= 1 and --warmup >= 0")
+	}
+	if c.Load < 0 || c.Load > maxLoad {
+		return nil, fmt.Errorf("--load %d: want 0..%d", c.Load, maxLoad)
+	}
+	if c.LoadFor == 0 {
+		c.LoadFor = DefaultLoadFor
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = 30*time.Second + 20*c.maxIdeal()
@@ -166,6 +190,15 @@ func CheckPeers(peers []string) error {
 }
 
 func (o *Options) sequential() bool { return o.Sequential || o.Profile != "" }
+
+// fresh says whether ours's systems get a new cluster per measured
+// repetition: with --fresh, and always in the failure scenario (which
+// kills a member).
+func (o *Options) fresh() bool { return o.Fresh || o.Scenario == "failure" }
+
+// maxLoad bounds --load: more CPU-bound processes than this measure the
+// kernel's scheduler, not a busy machine.
+const maxLoad = 64
 
 // Run orders (Report.RunOrder).
 const (
@@ -194,6 +227,26 @@ func (o *Options) orderNote() string {
 			"a best column with the algorithm an unrecorded sweep of --reps " + strconv.Itoa(o.Reps) + " chose before the rounds"
 	}
 	return n + "; order[] in the JSON gives each time's rep and its sequence number in the run"
+}
+
+// warmupNote is the report's note on what the recorded reps followed:
+// nothing by default, so that a figure is what a user's first operations
+// get.
+func (o *Options) warmupNote() string {
+	n := "warm-up: none: every recorded rep of ours is an operation as a user's application runs it, on a cluster that ran only the reps before it"
+	if o.Warmup > 0 {
+		n = fmt.Sprintf("warm-up: %d unrecorded reps on each of ours's clusters before its first recorded rep", o.Warmup)
+		if !o.sequential() && !o.fresh() {
+			n += ", and one before each recorded rep (in rounds, as a peer launch times its rep after its own warm-up)"
+		}
+	}
+	if o.Fresh {
+		n += "; --fresh: ours's systems start a new cluster for every recorded rep (the cluster's start is not timed)"
+	}
+	if o.Load > 0 {
+		n += fmt.Sprintf("; --load %d: %d CPU-bound processes ran beside the cluster for the whole run", o.Load, o.Load)
+	}
+	return n
 }
 
 // maxIdeal is the longest ideal time of the run's groups.
@@ -230,7 +283,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// An interleaved testbed run keeps every node set of ours's systems
 	// up at once; one that may not fit runs sequentially instead.
 	var memNote string
-	if o.Testbed != nil && !o.sequential() && o.Scenario != "failure" {
+	if o.Testbed != nil && !o.sequential() && !o.fresh() {
 		sets := 0
 		for _, s := range o.systems() {
 			if s.ours() {
@@ -243,7 +296,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep := &Report{Scenario: o.Scenario, Mode: o.mode(), Command: o.Command, Date: start.UTC(), Machine: machine(),
 		Nodes: o.Nodes, BandwidthBits: o.Bandwidth.BitsPerSecond, Bandwidth: o.Bandwidth.String(), Reps: o.Reps,
-		Sizes: o.Sizes, Peers: o.Peers, RunOrder: OrderInterleaved}
+		Warmup: o.Warmup, Fresh: o.Fresh, Sizes: o.Sizes, Peers: o.Peers, RunOrder: OrderInterleaved}
+	rep.Load.Procs, rep.Load.CPUs = o.Load, rep.Machine.CPUs
+	rep.Load.Start, _ = o.loadNow()
+	load, err := startLoad(o.Load, o.LoadFor, o.LoadCommand)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = load.stop(context.Background()) }()
 	if o.sequential() {
 		rep.RunOrder = OrderSequential
 	}
@@ -280,7 +340,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		for si, s := range systems {
 			if res[gi][si].ok() {
 				switch {
-				case s.ours() && o.Scenario == "failure":
+				case s.ours() && o.fresh():
 					total += o.Reps * (1 + o.Warmup) // a fresh cluster per repetition
 				case s.ours() && (o.Warmup == 0 || o.sequential() && !(o.TLS && (s.name == SysOurs || s.tls))):
 					total += o.Reps + o.Warmup
@@ -313,16 +373,22 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.note(o.procsNote())
 	}
 	r.prog.logf("%s", o.orderNote())
+	r.prog.logf("%s", o.warmupNote())
 	if err := r.run(ctx); err != nil {
 		r.prog.close()
 		return nil, err
 	}
 	r.prog.close()
+	rep.Load.End, _ = o.loadNow()
+	rep.Load.Min, rep.Load.Max, rep.Load.Measured = r.load.Min, r.load.Max, r.load.Measured
+	if err := load.stop(ctx); err != nil {
+		r.notes = append(r.notes, err.Error())
+	}
 	for gi := range groups {
 		rep.Results = append(rep.Results, res[gi]...)
 	}
 	rep.ratios()
-	rep.Notes = append([]string{o.orderNote()}, r.notes...)
+	rep.Notes = append([]string{o.orderNote(), o.warmupNote()}, r.notes...)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -351,6 +417,8 @@ type runner struct {
 	// pinned is the algorithm a best peer's sweep chose, which its
 	// measured launches force (interleaved runs).
 	pinned [][]string
+	// load is the range of the load average over the recorded reps.
+	load RunLoad
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -554,7 +622,7 @@ func (r *runner) runRounds(ctx context.Context, sis []int) {
 // rounds runs comparison gi's rounds over sis (see runRounds); kill holds
 // each failure variant's kill time.
 func (r *runner) rounds(ctx context.Context, gi int, sis []int, backends []backend, kill map[int]time.Duration) {
-	fresh := r.o.Scenario == "failure"
+	fresh := r.o.fresh()
 	for rep := -r.o.Warmup; rep < r.o.Reps && ctx.Err() == nil; rep++ {
 		for k := range sis {
 			si := sis[(k+max(rep, 0))%len(sis)]
@@ -663,7 +731,7 @@ func (r *runner) killAt(gi, si int) (time.Duration, error) {
 // fresh one per repetition for failure runs).
 func (r *runner) runSystem(ctx context.Context, si int) {
 	s := r.systems[si]
-	fresh := r.o.Scenario == "failure"
+	fresh := r.o.fresh()
 	var b backend
 	defer func() {
 		if b != nil {
@@ -762,6 +830,7 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	r.times[gi][si] = append(r.times[gi][si], smp.d)
 	r.order[gi][si] = append(r.order[gi][si], RepOrder{Rep: rep + 1, Seq: seq})
 	res := &r.res[gi][si]
+	r.recordLoad(res)
 	if smp.hasCPU {
 		res.CPU = append(res.CPU, smp.cpu.Seconds())
 	}

@@ -52,7 +52,9 @@ type benchFlags struct {
 	nodes, reps, warmup, net                 int
 	size, bandwidth, peers, interval, degree string
 	jsonPath, plotPath                       string
-	testbed, tls, sequential                 bool
+	testbed, tls, sequential, fresh          bool
+	load                                     int
+	loadFor                                  time.Duration
 	script, binary, peersDir, logDir, prefix string
 	chunk, logLevel, profile, nodeProcs      string
 	sizeMiB, chunkKiB, profileSeconds        int
@@ -65,8 +67,14 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bandwidth, "bandwidth", "400mbit", "B: each host's up and down link (400mbit, 1gbit, 50MB/s)")
 	fs.StringVar(&f.peers, "peers", "", "systems to compare with ours: naive,mpi,dask,gloo,actor (all but naive and actor-locates need --testbed; actor-locates is ours with every Locate as an actor message, as before the data plane carried them; star-gather is ours with a sliced AllReduce gathering every slice from its root, as before the ring all-gather; go-procs is ours with every testbed node at Go's default GOMAXPROCS instead of its share of the CPUs; kernel-slack is ours with every testbed node at the kernel's timer slack (hoplite node -timer-slack 0); ui is ours with a client reading host 0's live view feed (/live/feed) during each repetition; no-push is ours with an inline AllReduce's participants locating its result instead of receiving it with their Gets; actor is the actor control plane's floor: bare Proto.Actor round trips between the nodes in the scenario's fan-in or fan-out; data is the data plane's: the same round trips as bare control requests on the data plane, the way a Get's Locate travels)")
 	fs.IntVar(&f.reps, "reps", 3, "measured repetitions per system and size")
-	fs.IntVar(&f.warmup, "warmup", 1, "unrecorded repetitions before them (ours's systems, naive too; each peer launch runs its own warm-up); "+
-		"unless 0, in interleaved rounds each of ours's measured reps also follows one of its own")
+	fs.IntVar(&f.warmup, "warmup", 0, "unrecorded repetitions before them on each of ours's clusters (naive too; each peer launch runs its own warm-up); "+
+		"unless 0, in interleaved rounds each of ours's measured reps also follows one of its own. "+
+		"Default 0: every figure is what an application's operations get, the first ones included")
+	fs.BoolVar(&f.fresh, "fresh", false, "a new cluster for every measured repetition of ours's systems (its start not timed; --warmup reps on it first): "+
+		"what the first operations on a cluster cost, as a tracked figure")
+	fs.IntVar(&f.load, "load", 0, "run N CPU-bound processes beside the cluster for the whole run (a busy machine; each stops by itself after --load-for, "+
+		"when the run ends, or with the run's process); every result records the load average either way")
+	fs.DurationVar(&f.loadFor, "load-for", bench.DefaultLoadFor, "with --load: the longest a load process runs (0: the default)")
 	fs.BoolVar(&f.sequential, "sequential", false, "run each system's repetitions back to back, one system after another, each peer in one launch of --reps "+
 		"(the order before interleaving). Default: a comparison's repetitions interleave across its systems: warm-ups first, then rep 1 of every system, rep 2 of every system, ... "+
 		"(the order rotated each round; a peer launched once per rep, a best peer's algorithm chosen by an unrecorded sweep first; failure variants after their failure-free rounds), "+
@@ -107,7 +115,7 @@ var legacyBenchFlags = []string{"size-mib", "link-mbps", "chunk-kib"}
 // of them (and no --testbed), `bench p2p` is the loopback benchmark.
 var newScenarioFlags = []string{"nodes", "bandwidth", "peers", "warmup", "interval", "degree", "json", "plot", "testbed",
 	"testbed-script", "testbed-prefix", "testbed-net", "hoplite", "peers-dir", "log-dir", "log-level", "size-mib", "link-mbps", "chunk-kib",
-	"profile", "profile-seconds", "sequential", "node-procs"}
+	"profile", "profile-seconds", "sequential", "node-procs", "fresh", "load", "load-for"}
 
 // legacyP2P says whether `bench p2p ARGS` means the two-process loopback
 // benchmark (p2p.go).
@@ -146,6 +154,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if scenario == "scale-plot" {
 		return scalePlotCommand(args[1:], stdout, stderr)
+	}
+	if scenario == bench.LoadSpinCommand {
+		return loadSpinCommand(args[1:], stderr)
 	}
 	if !slices.Contains(bench.Scenarios, scenario) {
 		return usageError{fmt.Sprintf("unknown scenario %q: want one of %s", scenario, strings.Join(bench.Scenarios, ", "))}
@@ -249,7 +260,14 @@ func (f *benchFlags) options(scenario string) (*bench.Options, error) {
 			return nil, usageError{fmt.Sprintf("--profile-seconds %d: want 1..%d", f.profileSeconds, bench.MaxProfileSeconds)}
 		}
 	}
-	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup, TLS: f.tls, Sequential: f.sequential}
+	if f.fresh && f.profile != "" {
+		return nil, usageError{"--profile is not for --fresh runs (a fresh cluster per repetition)"}
+	}
+	if f.load < 0 || f.loadFor < 0 {
+		return nil, usageError{"need --load >= 0 and --load-for >= 0 (0: the default)"}
+	}
+	o := &bench.Options{Scenario: scenario, Nodes: f.nodes, Reps: f.reps, Warmup: f.warmup, TLS: f.tls, Sequential: f.sequential,
+		Fresh: f.fresh, Load: f.load, LoadFor: f.loadFor}
 	var err error
 	if f.profile != "" {
 		// Absolute: the run under the testbed script, and the report,
@@ -474,5 +492,22 @@ func scalePlotCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", *out)
+	return nil
+}
+
+// loadSpinCommand is `hoplite bench load-spin --for D`, not listed: one
+// CPU-bound load process of `hoplite bench --load` (bench.Spin), which
+// ends after D or when its standard input closes.
+func loadSpinCommand(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench "+bench.LoadSpinCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	d := fs.Duration("for", bench.DefaultLoadFor, "how long to run at most")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *d <= 0 || fs.NArg() > 0 {
+		return usageError{"load-spin takes --for D (D > 0) only"}
+	}
+	bench.Spin(os.Stdin, time.Now().Add(*d))
 	return nil
 }

@@ -207,6 +207,11 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 		if best != nil {
 			peerCell = fmt.Sprintf("%s %s", duration(best.Median), best.System)
 			ratio = fmt.Sprintf("%.2f×", ours.Median/best.Median)
+			// A peer that ran under another load than ours's is not
+			// compared like with like: say so beside the ratio.
+			if len(ours.Load) > 0 && len(best.Load) > 0 && bench.LoadDiffers(ours.LoadMedian, best.LoadMedian, r.Machine.CPUs) {
+				ratio += fmt.Sprintf(" (load differs: %.2f against %.2f)", ours.LoadMedian, best.LoadMedian)
+			}
 		}
 		fmt.Fprintf(&b, "| %s | **%s** | %s | %s | [%s](%s) |\n", row.Label, oursCell, peerCell, ratio,
 			r.Date.UTC().Format("2006-01-02"), filepath.ToSlash(filepath.Join(link, row.File)))
@@ -224,9 +229,16 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 		if len(cmd) > 0 {
 			cmd[0] = "hoplite"
 		}
-		fmt.Fprintf(&b, "- [%s](%s): %s; %s, %d hosts at %s, %d repetitions; %d CPUs (%s), %s %s, %s; `%s`\n",
+		load := ""
+		if r.Load.Measured {
+			load = fmt.Sprintf(", load %.2f–%.2f", r.Load.Min, r.Load.Max)
+			if r.Load.Procs > 0 {
+				load += fmt.Sprintf(" with %d CPU-bound processes beside", r.Load.Procs)
+			}
+		}
+		fmt.Fprintf(&b, "- [%s](%s): %s; %s, %d hosts at %s, %d repetitions; %d CPUs (%s)%s, %s %s, %s; `%s`\n",
 			f, filepath.ToSlash(filepath.Join(link, f)), r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Mode, r.Nodes,
-			r.Bandwidth, r.Reps, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GOOS, r.Machine.Kernel, r.Machine.GoVersion,
+			r.Bandwidth, r.Reps, r.Machine.CPUs, r.Machine.CPUModel, load, r.Machine.GOOS, r.Machine.Kernel, r.Machine.GoVersion,
 			strings.Join(cmd, " "))
 	}
 	return b.String(), nil
