@@ -61,6 +61,9 @@ type Status struct {
 	LatencyNs int64   `json:"latency_ns"`
 	Bandwidth float64 `json:"bandwidth"`
 	Copies    []Copy  `json:"copies,omitempty"`
+	// Barriers are the barriers whose manager replica on this member
+	// acts as primary, or did last (at most MaxBarriers).
+	Barriers []barrierhost.State `json:"barriers,omitempty"`
 	// Health is set by the Hub: up (answered the last gathering),
 	// unreachable (did not), failed (a member published its failure),
 	// gone (left the view without a failure).
@@ -78,6 +81,10 @@ type Copy struct {
 
 // MaxCopies bounds the copies one Status lists.
 const MaxCopies = 256
+
+// MaxBarriers bounds the barriers one Status lists: past it, a Recorder
+// forgets closed barriers first, then those that changed longest ago.
+const MaxBarriers = 64
 
 // Batch is what a member answers a gathering: its status and its
 // entries after the asked sequence number. Last is the highest sequence
@@ -111,6 +118,10 @@ type Recorder struct {
 	mu   sync.Mutex
 	ring []Entry // ring[(seq-1) % len]
 	last uint64  // the last seq recorded
+	// barriers are the last barrierhost.State of each barrier: a state,
+	// not a history, kept beside the ring so that a busy barrier's steps
+	// do not push the transfers out of it.
+	barriers map[string]*barrierhost.State
 }
 
 // NewRecorder records member's events in a ring of capacity entries
@@ -120,12 +131,46 @@ func NewRecorder(member string, capacity int, status func() Status) *Recorder {
 	if capacity <= 0 {
 		capacity = DefaultRecorderEntries
 	}
-	return &Recorder{member: member, status: status, ring: make([]Entry, capacity)}
+	return &Recorder{member: member, status: status, ring: make([]Entry, capacity), barriers: map[string]*barrierhost.State{}}
+}
+
+// observeBarrier keeps s as its barrier's state.
+func (r *Recorder) observeBarrier(s *barrierhost.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.barriers[s.Barrier] = s
+	if len(r.barriers) <= MaxBarriers {
+		return
+	}
+	var victim *barrierhost.State
+	for _, b := range r.barriers {
+		if victim == nil || b.Closed && !victim.Closed || b.Closed == victim.Closed && b.At.Before(victim.At) {
+			victim = b
+		}
+	}
+	delete(r.barriers, victim.Barrier)
+}
+
+// barrierStatesLocked lists the barriers' states by name.
+func (r *Recorder) barrierStatesLocked() []barrierhost.State {
+	if len(r.barriers) == 0 {
+		return nil
+	}
+	out := make([]barrierhost.State, 0, len(r.barriers))
+	for _, b := range r.barriers {
+		out = append(out, *b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Barrier < out[j].Barrier })
+	return out
 }
 
 // Observe records e if it is a domain event the view shows; subscribe it
 // to the member's EventStream. It never blocks beyond the ring's lock.
 func (r *Recorder) Observe(e any) {
+	if s, ok := e.(*barrierhost.State); ok {
+		r.observeBarrier(s)
+		return
+	}
 	kind, data, at, ok := describe(e)
 	if !ok {
 		return
@@ -153,6 +198,9 @@ func (r *Recorder) Since(seq uint64) Batch {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if b.Status != nil {
+		b.Status.Barriers = r.barrierStatesLocked()
+	}
 	b.Last = r.last
 	if seq >= r.last {
 		if seq > r.last {

@@ -26,3 +26,40 @@ type TookOver struct {
 	Epoch   uint64
 	At      time.Time
 }
+
+// State: a barrier's numbers as a manager replica holds them, published
+// by the acting primary after each step that changed one of them, and
+// once more by a replica that stops acting (it stepped down, or the
+// barrier closed). A live view shows the latest per barrier.
+type State struct {
+	Barrier string
+	Manager string // the publishing manager
+	Member  string // its cluster member
+	Acting  bool   // the publisher is the acting primary
+	Epoch   uint64
+	// Kind is "barrier", "throttled" or "semaphore"; Max its
+	// MaxParticipants.
+	Kind string
+	Max  int
+	// Entered counts the distinct labels that entered, Passed those that
+	// passed; Queued those waiting (for the fire, or for a semaphore's
+	// slot); Throttled those the fire released that wait for their
+	// throttled batch.
+	Entered, Passed, Queued, Throttled int
+	Fired                              bool
+	Reason                             string // why it fired
+	// Limit and Holders: a semaphore's concurrency level and its holders
+	// now (0 otherwise).
+	Limit, Holders int
+	Replicas       []ReplicaState // in rank order
+	Closed         bool
+	At             time.Time
+}
+
+// ReplicaState is one replica of a barrier's manager: its member, and
+// whether it acts as primary or its member was declared failed.
+type ReplicaState struct {
+	Member  string
+	Primary bool
+	Down    bool
+}

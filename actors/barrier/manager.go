@@ -1,6 +1,7 @@
 package barrier
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,8 @@ type Manager struct {
 	// a DeadLetterResponse names the one that was gone. Kept until the
 	// manager stops: a dead letter may come after the Terminated.
 	senders actorutil.Senders
+	// shown is the last State published (nil: none).
+	shown *State
 }
 
 func newManagerProps(cfg ManagerConfig) *actor.Props {
@@ -197,6 +200,57 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	if !m.stop {
 		m.arm(ctx)
 	}
+	m.publishState(ctx, now)
+}
+
+// publishState publishes the barrier's State when it changed: the
+// acting primary's, and a last one from a replica that stops acting.
+func (m *Manager) publishState(ctx actor.Context, now time.Time) {
+	acting := m.core.Acting() && !m.core.Closed()
+	if !acting && (m.shown == nil || !m.shown.Acting) {
+		return
+	}
+	b := m.core.Barrier()
+	entered, passed, queued, holders := b.Counts()
+	fired, reason := b.Fired()
+	o := m.cfg.Create.GetOptions()
+	s := &State{Barrier: m.cfg.Create.GetName(), Manager: ctx.Self().GetId(), Acting: acting, Epoch: m.core.Epoch(), Kind: "barrier",
+		Max: int(o.GetMaxParticipants()), Entered: entered, Passed: passed, Queued: queued, Fired: fired, Limit: b.Limit(),
+		Holders: holders, Closed: m.core.Closed() || m.stop}
+	switch {
+	case o.GetSemaphore() != nil:
+		s.Kind = "semaphore"
+	case o.GetThrottle() != nil:
+		s.Kind = "throttled"
+		if fired {
+			s.Queued, s.Throttled = 0, queued
+		}
+	}
+	if fired {
+		s.Reason = reason.String()
+	}
+	members, primary := m.cfg.Create.GetReplicaMembers(), m.core.Primary()
+	if rank := int(m.cfg.Create.GetRank()); rank < len(members) {
+		s.Member = members[rank]
+	}
+	s.Replicas = make([]ReplicaState, len(members))
+	for rank, id := range members {
+		s.Replicas[rank] = ReplicaState{Member: id, Primary: rank == primary, Down: m.core.Down(rank)}
+	}
+	if m.shown != nil && m.shown.sameAs(s) {
+		return
+	}
+	s.At = now
+	m.shown = s
+	ctx.ActorSystem().EventStream.Publish(s)
+}
+
+// sameAs reports whether o shows what s shows (At aside).
+func (s *State) sameAs(o *State) bool {
+	return s.Barrier == o.Barrier && s.Manager == o.Manager && s.Member == o.Member && s.Acting == o.Acting && s.Epoch == o.Epoch &&
+		s.Kind == o.Kind && s.Max == o.Max && s.Entered == o.Entered && s.Passed == o.Passed && s.Queued == o.Queued &&
+		s.Throttled == o.Throttled && s.Fired == o.Fired && s.Reason == o.Reason && s.Limit == o.Limit && s.Holders == o.Holders &&
+		s.Closed == o.Closed && slices.Equal(s.Replicas, o.Replicas)
 }
 
 // arm sets the one timer at the core's next wake-up.

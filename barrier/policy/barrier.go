@@ -740,3 +740,11 @@ func (b *Barrier) Knees() []KneePoint {
 
 // Vetoes is the number of Veto answers received.
 func (b *Barrier) Vetoes() int { return b.vetoes }
+
+// Counts are the barrier's numbers as they stand, without copying its
+// lists: distinct labels entered, labels passed, labels queued (waiting
+// for the fire, a throttled batch or a semaphore slot), and a
+// semaphore's holders.
+func (b *Barrier) Counts() (entered, passed, queued, holders int) {
+	return len(b.entries), len(b.passed), len(b.queue), len(b.holders)
+}

@@ -259,6 +259,14 @@ func (r *Replica) LogLen() int { return len(r.log) }
 // Barrier is the replica's state machine (read-only use).
 func (r *Replica) Barrier() *policy.Barrier { return r.b }
 
+// Primary is the acting primary's rank as this replica knows it (-1:
+// unknown).
+func (r *Replica) Primary() int { return r.primary }
+
+// Down reports whether the cluster declared the member of the replica at
+// rank failed.
+func (r *Replica) Down(rank int) bool { return rank >= 0 && rank < len(r.down) && r.down[rank] }
+
 // Created answers BarrierCreate and BarrierOpen.
 func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
 	reply := &messages.BarrierCreated{Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas),
