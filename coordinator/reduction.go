@@ -582,7 +582,7 @@ func (r *Reduction) treeEvent(e *Effects, reply *messages.ReduceReply) {
 			state = "waiting"
 		}
 		ev.Positions = append(ev.Positions, events.ReducePosition{Position: p, Parent: int(pos.GetParent()), Object: pos.GetObjectId(),
-			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: state})
+			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: state, Output: r.outputOf(p)})
 		fmt.Fprintf(&sig, "%s/%s/%s;", pos.GetObjectId(), pos.GetNodeId(), state)
 	}
 	if reply != nil {

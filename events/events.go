@@ -138,7 +138,10 @@ type ReduceTree struct {
 // there (its object and node; "" while open), its parent (-1: the root),
 // the source's arrival rank, and State: open, ready (a leaf: its source
 // is its output), waiting (its task is due), sent, reducing (its output
-// streams) or done.
+// streams) or done. Output is the object the position makes on Node
+// (the source itself at a leaf, the target at the root, an internal
+// object between): how far its copy there got is the position's
+// progress.
 type ReducePosition struct {
 	Position int
 	Parent   int
@@ -146,4 +149,5 @@ type ReducePosition struct {
 	Node     string
 	Arrival  int
 	State    string
+	Output   string
 }
