@@ -286,7 +286,7 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 		// directory shard's report of the same failure is not repeated.
 		if a.m.failures.First(msg.id, addr) {
 			a.m.log.WithFields(logrus.Fields{"failed": msg.id, "origin": msg.origin, "from": msg.from}).Warn("member failed")
-			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: msg.id, Address: addr, DetectedBy: "revoke:" + msg.origin, At: time.Now()})
+			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: msg.id, Address: addr, DetectedBy: "revoke:" + msg.origin, Forwarder: msg.from, At: time.Now()})
 		}
 	} else {
 		if p := a.st.view.peers[msg.id]; p != nil && !p.dead {

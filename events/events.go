@@ -30,9 +30,14 @@ type NodeFailed struct {
 	// another one, even under the same name).
 	Address string
 	// DetectedBy is the actor that saw the Terminated (a shard's id) or
-	// "revoke:<member>" when the failure broadcast delivered it.
+	// "revoke:<member>" when the failure broadcast delivered it (the
+	// member that originated the notice).
 	DetectedBy string
-	At         time.Time
+	// Forwarder is the member that passed the notice on to this one over
+	// the binomial graph ("" when a shard saw it, or this member
+	// originated it).
+	Forwarder string
+	At        time.Time
 }
 
 // SenderSwitched: a receiver lost its sender mid-transfer and resumed
