@@ -17,6 +17,7 @@ import (
 	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
 	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -51,8 +52,13 @@ type Member struct {
 	ref       *messages.NodeRef
 	failures  *shard.FailureLog
 	estimator *estimator.Estimator
-	metrics   *memberMetrics
-	coord     coordactor.ActorConfig
+	// lag is the process's scheduling delay, which stretches the timeouts
+	// inside the member (stall, health check, re-subscription); releaseLag
+	// gives it back at teardown.
+	lag        *lag.Meter
+	releaseLag func()
+	metrics    *memberMetrics
+	coord      coordactor.ActorConfig
 
 	table  atomic.Pointer[[]*actor.PID]        // shard j -> where it runs (copy on write)
 	stores atomic.Pointer[[]*messages.NodeRef] // live store nodes, asked to republish

@@ -27,6 +27,7 @@ import (
 	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -75,6 +76,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			return fmt.Errorf("member address %s is not available: %w", cfg.Bind, err)
 		}
 	}
+	m.lag, m.releaseLag = lag.Shared()
 	provider, err := m.newProvider(ctx, host)
 	if err != nil {
 		return err
@@ -169,7 +171,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.table.Store(&table)
 	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
-		BeforeReceive: cfg.CoordinatorHook,
+		BeforeReceive: cfg.CoordinatorHook, Stretch: m.lag.Stretch,
 		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
 			NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush}}
@@ -179,7 +181,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor, LocateAt: m.locateAt,
 			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-			StallTimeout: cfg.StallTimeout, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Admit: m.admitNotice, Log: m.log})},
@@ -319,7 +321,7 @@ func (m *Member) newProvider(ctx context.Context, host string) (pcluster.Cluster
 		// Our own automanaged provider (seed_provider.go): it serves
 		// /_health and starts the manage port's server in StartMember.
 		p := newSeedProvider(e, seedProviderConfig{Cluster: cfg.ClusterName, ManagePort: cfg.ManagePort, Seeds: cfg.Seeds,
-			Refresh: cfg.RefreshInterval, Timeout: cfg.HealthTimeout, Misses: cfg.HealthMisses, TLS: cfg.tls,
+			Refresh: cfg.RefreshInterval, Timeout: cfg.HealthTimeout, Misses: cfg.HealthMisses, TLS: cfg.tls, Stretch: m.lag.Stretch,
 			Log: m.log.WithField("provider", ProviderAutomanaged)})
 		m.serveSeeds(e, p)
 		m.automanaged = p

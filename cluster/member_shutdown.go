@@ -131,6 +131,9 @@ func (m *Member) teardown(graceful bool) {
 		if m.system != nil {
 			m.system.Shutdown()
 		}
+		if m.releaseLag != nil {
+			m.releaseLag()
+		}
 		m.doneOnce.Do(func() { close(m.done) })
 	})
 }

@@ -58,6 +58,7 @@ type seedProvider struct {
 	managePort int
 	refresh    time.Duration
 	timeout    time.Duration
+	stretch    func(time.Duration) time.Duration // nil: fixed
 	misses     int
 	scheme     string // "https" with mutual TLS
 	tr         *http.Transport
@@ -90,6 +91,10 @@ type seedProviderConfig struct {
 	Refresh    time.Duration // pause between two polls
 	Timeout    time.Duration // bound on each health check
 	Misses     int           // checks in a row a member may miss and stay (at least 1)
+	// Stretch lengthens Timeout by the process's recent scheduling delay
+	// (internal/lag): a member that answers late because this one, or the
+	// machine, is busy is not a member that failed. Nil keeps it fixed.
+	Stretch func(time.Duration) time.Duration
 	TLS        *tls.Config   // mutual TLS: this member's certificate and the cluster's CA; nil is plain HTTP
 	Log        *logrus.Entry
 }
@@ -137,9 +142,10 @@ func (e *healthMiss) Is(target error) bool { return messages.ErrUnavailable.Is(t
 func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 	tr := &http.Transport{
 		// Members dial each other directly, never through a proxy.
-		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 5 * time.Second}).DialContext,
+		// Each check's context bounds its dial, handshake and answer
+		// together (check): fixed timeouts here would not stretch.
+		DialContext:         (&net.Dialer{KeepAlive: 5 * time.Second}).DialContext,
 		TLSClientConfig:     cfg.TLS, // ServerName is set per host by the transport
-		TLSHandshakeTimeout: cfg.Timeout,
 		// One connection per member, kept between polls (a TLS handshake
 		// every refresh interval would cost more than the check).
 		MaxIdleConnsPerHost: 2,
@@ -152,8 +158,8 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &seedProvider{
-		cluster: cfg.Cluster, managePort: cfg.ManagePort, refresh: cfg.Refresh, timeout: cfg.Timeout, misses: max(cfg.Misses, 1),
-		scheme: scheme, tr: tr, client: &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		cluster: cfg.Cluster, managePort: cfg.ManagePort, refresh: cfg.Refresh, timeout: cfg.Timeout, stretch: cfg.Stretch, misses: max(cfg.Misses, 1),
+		scheme: scheme, tr: tr, client: &http.Client{Transport: tr},
 		server: server, log: cfg.Log,
 		ctx: ctx, cancel: cancel,
 		health: map[string]*hostHealth{},
@@ -317,7 +323,11 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 
 // check asks host for its /_health, within the health check timeout.
 func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	timeout := p.timeout
+	if p.stretch != nil {
+		timeout = p.stretch(timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.scheme+"://"+host+"/_health", nil)
 	if err != nil {

@@ -30,7 +30,12 @@ const (
 	healthy int32 = iota
 	failing       // 503
 	hanging       // no answer until the check gives up
+	slow          // answers after slowAnswer
 )
+
+// slowAnswer is how long a slow fakeMember takes: a member, or a
+// machine, that is busy.
+const slowAnswer = 300 * time.Millisecond
 
 // fakeMember is a member's /_health on an httptest server at 127.0.0.1,
 // whose answer a test switches.
@@ -49,6 +54,12 @@ func newFakeMember(t *testing.T, id, cluster string, tlsCfg *tls.Config) *fakeMe
 			http.Error(w, "not now", http.StatusServiceUnavailable)
 		case hanging:
 			<-r.Context().Done() // the client gave up
+		case slow:
+			select {
+			case <-time.After(slowAnswer):
+				_ = json.NewEncoder(w).Encode(f.node)
+			case <-r.Context().Done():
+			}
 		default:
 			_ = json.NewEncoder(w).Encode(f.node)
 		}
@@ -278,4 +289,26 @@ func TestSeedProviderTLS(t *testing.T) {
 
 	plain := testSeedProvider(t, 1, 2*time.Second, nil, a.host())
 	wantIDs(t, "plain HTTP to a TLS member", roundIDs(t, plain))
+}
+
+// TestSeedProviderStretchesItsTimeoutOnABusyMachine: a health check
+// waits its timeout lengthened by the process's scheduling delay
+// (seedProviderConfig.Stretch), so a member that answers late on a busy
+// machine is not counted a miss; with the timeout fixed it is.
+func TestSeedProviderStretchesItsTimeoutOnABusyMachine(t *testing.T) {
+	a := newFakeMember(t, "a", seedTestCluster, nil)
+	fixed := testSeedProvider(t, 3, 100*time.Millisecond, nil, a.host())
+	stretched := testSeedProvider(t, 3, 100*time.Millisecond, nil, a.host())
+	stretched.stretch = func(d time.Duration) time.Duration { return d + 2*time.Second } // a busy machine's lag
+	wantIDs(t, "a healthy", roundIDs(t, fixed), "a")
+	wantIDs(t, "a healthy", roundIDs(t, stretched), "a")
+	a.mode.Store(slow)
+	roundIDs(t, fixed)
+	if err := fixed.HealthError("a"); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a fixed 100 ms check of a member answering in %v: %v, want a timeout", slowAnswer, err)
+	}
+	wantIDs(t, "a slow member, the check stretched", roundIDs(t, stretched), "a")
+	if err := stretched.HealthError("a"); err != nil {
+		t.Fatalf("a stretched check of a member answering in %v: %v, want no miss", slowAnswer, err)
+	}
 }

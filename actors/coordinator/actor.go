@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -48,6 +49,10 @@ type ActorConfig struct {
 	// coordinator.Config.Resubscribe. (Not on the EventStream's ShardRebuilt: in this
 	// Proto.Actor version Subscribe races with Publish.)
 	Resubscribe time.Duration
+	// Stretch lengthens the re-subscription interval and the linger by the
+	// process's recent scheduling delay (internal/lag): on a busy machine
+	// re-asks that come faster than answers only add load. Nil keeps them.
+	Stretch func(time.Duration) time.Duration
 	// BeforeReceive, if set, runs before each message a coordinator
 	// receives, with the Reduce's id (target#nonce), for fault injection
 	// and tests. A hook that panics crashes the coordinator: its shard
@@ -199,7 +204,11 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		req := start.GetReduce()
 		L, B, _, _ := cfg.Estimator.Estimate()
 		timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
-		r := coordinator.NewReductionFor(reduceID, req, start.GetCaller(), cfg.Reduce, time.Now(), timeout, L, B)
+		rcfg := cfg.Reduce
+		if cfg.Stretch != nil {
+			rcfg.Resubscribe = cfg.Stretch(cmp.Or(rcfg.Resubscribe, coordinator.DefaultResubscribe))
+		}
+		r := coordinator.NewReductionFor(reduceID, req, start.GetCaller(), rcfg, time.Now(), timeout, L, B)
 		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r, shardStopped: shardStopped,
 			watched: map[string]string{}, timers: map[any]*time.Timer{}, subscribing: map[string]context.CancelFunc{}, over: new(atomic.Bool)}
 	})
@@ -382,7 +391,7 @@ func (c *Coordinator) finish(ctx actor.Context) {
 	}
 	if len(c.blind) > 0 {
 		c.lingering = true
-		c.arm(ctx, outbox.Timer{At: time.Now().Add(lingerFor), Msg: lingerEnd{}})
+		c.arm(ctx, outbox.Timer{At: time.Now().Add(c.stretch(lingerFor)), Msg: lingerEnd{}})
 		return
 	}
 	ctx.Stop(ctx.Self())
@@ -631,4 +640,13 @@ func (c *Coordinator) logReply(reply *messages.ReduceReply) {
 		entry = entry.WithField("stored_after", c.storedAt.Sub(c.r.Begun()).Round(time.Microsecond))
 	}
 	entry.Info("reduce done")
+}
+
+// stretch is d lengthened by the recent scheduling delay (see
+// ActorConfig.Stretch).
+func (c *Coordinator) stretch(d time.Duration) time.Duration {
+	if c.cfg.Stretch == nil {
+		return d
+	}
+	return c.cfg.Stretch(d)
 }

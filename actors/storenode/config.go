@@ -46,6 +46,10 @@ type Config struct {
 	// StallTimeout abandons a transfer that makes no progress for this
 	// long and looks for another sender (default 10s).
 	StallTimeout time.Duration
+	// Stretch lengthens the stall timeout by the process's recent
+	// scheduling delay (internal/lag), so that a transfer on a busy
+	// machine is not abandoned for being slow; nil keeps it fixed.
+	Stretch func(time.Duration) time.Duration
 	// Naive fetches every object from its creator (the baseline without
 	// collectives, for comparisons).
 	Naive bool
@@ -141,4 +145,12 @@ func (c *Config) withDefaults() *Config {
 // (at most directory.MaxTimeout).
 func (c *Config) timeout(ms int64) time.Duration {
 	return directory.Timeout(ms, c.DefaultTimeout)
+}
+
+// stall is the stall timeout as of now: StallTimeout, stretched.
+func (c *Config) stall() time.Duration {
+	if c.Stretch == nil {
+		return c.StallTimeout
+	}
+	return c.Stretch(c.StallTimeout)
 }

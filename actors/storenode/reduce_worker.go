@@ -557,7 +557,7 @@ func paced(t *messages.ReduceTask) bool { return t.GetSlices() > 0 }
 // open streams one input: from this node's store directly, or from a
 // peer over the data plane, paced by the sender if paced.
 func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk int, paced bool) (transport.Stream, error) {
-	octx, cancel := context.WithTimeout(ctx, w.cfg.StallTimeout)
+	octx, cancel := context.WithTimeout(ctx, w.cfg.stall())
 	defer cancel()
 	if in.GetNode().GetNodeId() == w.cfg.Self.GetNodeId() {
 		r, err := w.cfg.Store.OpenObject(octx, in.GetObjectId())
