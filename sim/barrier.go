@@ -20,14 +20,14 @@ func (w *world) barrier(c Config, out *Outcome) error {
 	fire := func(labels []string) {
 		for _, l := range labels {
 			h := w.byName[l]
-			w.send(mgr, h, qStore, func() {
+			w.send(mgr, h, qStore, viaActor, func() {
 				released[h.idx] = true
 				out.Time = max(out.Time, w.eng.now)
 			})
 		}
 	}
 	for _, h := range w.hosts {
-		w.send(h, mgr, qCoord, func() {
+		w.send(h, mgr, qCoord, viaActor, func() {
 			d, err := b.Enter(w.now(), h.name, h.name)
 			if err != nil {
 				w.violate("enter %s: %v", h.name, err)

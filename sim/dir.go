@@ -36,15 +36,27 @@ type (
 		h  *host
 		id string
 	}
-	createReply struct{ h *host }
-	coordReply  struct{ r *reduction }
+	// createReply is a root worker waiting for its target's
+	// registration: then runs with the shard's answer.
+	createReply struct {
+		h    *host
+		then func(*messages.Error)
+	}
+	coordReply struct{ r *reduction }
 )
 
 // toShard sends msg from a host to the shard of the object it names;
-// ctx is who the shard answers.
+// ctx is who the shard answers. Locates and Subscribes are requests on
+// the data plane, as the store nodes and coordinators send them; the
+// rest are actor messages.
 func (w *world) toShard(from *host, to directory.ShardOf, msg any, ctx any) {
 	s := w.shardFor(string(to))
-	w.send(from, w.shardHost(s), qShard, func() { w.shardStep(s, msg, ctx) })
+	via := viaActor
+	switch msg.(type) {
+	case *messages.Locate, *messages.Subscribe:
+		via = viaRequest
+	}
+	w.send(from, w.shardHost(s), qShard, via, func() { w.shardStep(s, msg, ctx) })
 }
 
 // shardStep hands one message to the table and carries out its sends.
@@ -108,7 +120,7 @@ func (w *world) route(from *host, out []outbox.Send) {
 				continue
 			}
 			h, id := to.h, to.id
-			w.send(from, h, qStore, func() {
+			w.send(from, h, qStore, viaRequest, func() {
 				if fs := h.fetch(id); fs != nil {
 					fs.apply(fs.p.Located(m, w.now()))
 				}
@@ -119,14 +131,20 @@ func (w *world) route(from *host, out []outbox.Send) {
 				continue
 			}
 			r := to.r
-			w.send(from, r.host, qCoord, func() { r.apply(r.r.Located(m, w.now())) })
+			w.send(from, r.host, qCoord, viaRequest, func() { r.apply(r.r.Located(m, w.now())) })
+		case createReply:
+			m, ok := snd.Msg.(*messages.CreateObjectReply)
+			if !ok || to.then == nil {
+				continue
+			}
+			w.send(from, to.h, qStore, viaActor, func() { to.then(m.GetError()) })
 		case *messages.NodeRef:
 			// Drops and deletions at store nodes: no scenario here
 			// deletes, and a stale copy's drop only ends a copy nobody
 			// reads; counted as messages, not acted on.
 			w.msgs++
 		default:
-			w.msgs++ // CreateObjectReply: the creator goes on anyway
+			w.msgs++
 		}
 	}
 }

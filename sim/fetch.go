@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"time"
 
 	"github.com/hoplite-go/hoplite/directory"
@@ -21,13 +22,14 @@ type fetchSession struct {
 	sid    uint64
 	// sender is who the current stream reads from; senders every one
 	// this Get read from, in order (for the tree and cycle checks).
-	sender  *host
-	senders []*host
-	begun   time.Duration
-	ended   time.Duration
-	done    bool
-	err     error
-	onDone  func(*fetchSession)
+	sender   *host
+	senders  []*host
+	begun    time.Duration
+	ended    time.Duration
+	deadline time.Time
+	done     bool
+	err      error
+	onDone   func(*fetchSession)
 	// sum is the checksum of the bytes the Get ended with.
 	sum uint64
 }
@@ -49,12 +51,20 @@ func (w *world) get(h *host, id string, onDone func(*fetchSession)) *fetchSessio
 		onDone(fs)
 		return fs
 	}
-	so, _ := h.store.Reserve(id)
-	fs.obj = h.obj(id)
-	fs.p = storenode.NewFetch(storenode.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, w.now().Add(w.p.Timeout), nil)
+	fs.deadline = w.now().Add(w.p.Timeout)
 	h.fetches = append(h.fetches, fs)
-	fs.apply(fs.p.Start(w.now()))
+	fs.start()
 	return fs
+}
+
+// start runs a fresh FetchProtocol for the Get, until its deadline.
+func (fs *fetchSession) start() {
+	w, h := fs.w, fs.h
+	so, _ := h.store.Reserve(fs.id)
+	fs.obj = h.obj(fs.id)
+	fs.stream, fs.sender = nil, nil
+	fs.p = storenode.NewFetch(storenode.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, fs.deadline, nil)
+	fs.apply(fs.p.Start(w.now()))
 }
 
 // apply carries out one step's output.
@@ -132,14 +142,21 @@ func (fs *fetchSession) finish(err error) {
 	if fs.done {
 		return
 	}
+	if fs.stream != nil {
+		fs.stream.cut()
+	}
+	if errors.Is(err, messages.ErrReset) && fs.w.now().Before(fs.deadline) {
+		// The copy was stale (a Reduce re-created its target): the store
+		// node asks again within the same deadline, as it answers a Get
+		// whose object settled with RESET.
+		fs.start()
+		return
+	}
 	fs.done, fs.err, fs.ended = true, err, fs.w.eng.now
 	if err == nil {
 		fs.obj.complete = true
 		fs.sum = fs.obj.sum
 		fs.obj.wake()
-	}
-	if fs.stream != nil {
-		fs.stream.cut()
 	}
 	if fs.onDone != nil {
 		fs.onDone(fs)

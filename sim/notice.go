@@ -78,7 +78,7 @@ func (w *world) decide(h *host, n revoke.Notice, d revoke.Decision, hops int) {
 			continue
 		}
 		from := h.name
-		w.send(h, to, qRevoke, func() { w.decide(to, n, to.bc.Receive(from, n), hops+1) })
+		w.send(h, to, qRevoke, viaActor, func() { w.decide(to, n, to.bc.Receive(from, n), hops+1) })
 	}
 	if !d.Deliver {
 		return
@@ -93,6 +93,7 @@ func (w *world) decide(h *host, n revoke.Notice, d revoke.Decision, hops int) {
 		}
 	}
 	for _, red := range h.coords {
+		red.committed(n.Subject) // a node that failed will not confirm
 		if red.r != nil && !red.r.Over() {
 			red.apply(red.r.NodeFailed(n.Subject, w.now()))
 		}

@@ -22,11 +22,18 @@ type reduction struct {
 	reply   *messages.ReduceReply
 	replyAt time.Duration
 	begun   time.Duration
-	// committed is the root worker whose result the coordinator took.
-	committed *worker
-	commitAt  time.Duration
-	workers   []*worker
-	onReply   func(*reduction)
+	// root is the root worker whose result the coordinator took.
+	root     *worker
+	commitAt time.Duration
+	workers  []*worker
+	onReply  func(*reduction)
+	// held is a successful answer kept back, as the coordinator's shell
+	// keeps it, until every node it sent a ReduceCommit has confirmed it
+	// (or failed): committing names those nodes.
+	held       *messages.ReduceReply
+	committing map[string]bool
+	// commitTo is the host the coordinator last committed a root on.
+	commitTo *host
 }
 
 // worker runs one tree position on a host: it streams its children's
@@ -53,7 +60,7 @@ func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.
 	coord := w.shardHost(s)
 	red := &reduction{w: w, id: "reduce-" + req.GetTargetId(), host: coord, caller: caller, req: req, timers: map[any]uint64{},
 		begun: w.eng.now, onReply: onReply}
-	w.send(caller, coord, qShard, func() {
+	w.send(caller, coord, qShard, viaActor, func() {
 		if _, err := s.t.Reserve(req.GetTargetId(), red.id); err != nil {
 			w.violate("reserve %s: %v", req.GetTargetId(), err)
 			return
@@ -65,8 +72,13 @@ func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.
 	return red
 }
 
+var debugFx func(*reduction, string, coordinator.Effects)
+
 func (red *reduction) apply(fx coordinator.Effects) {
 	w := red.w
+	if debugFx != nil {
+		debugFx(red, "", fx)
+	}
 	for _, t := range fx.Timers {
 		kind := t.Msg
 		red.timers[kind]++
@@ -94,19 +106,66 @@ func (red *reduction) apply(fx coordinator.Effects) {
 			w.toShard(red.host, directory.ShardOf(red.req.GetTargetId()), snd.Msg, nil)
 		case coordinator.Requester:
 			m := snd.Msg.(*messages.ReduceReply)
-			w.send(red.host, red.caller, qStore, func() {
-				if red.reply == nil {
-					red.reply, red.replyAt = m, w.eng.now
-					if red.onReply != nil {
-						red.onReply(red)
-					}
-				}
-			})
+			if m.GetError() == nil && len(red.committing) > 0 {
+				red.held = m
+				continue
+			}
+			red.answer(m)
 		case *messages.NodeRef:
 			h := w.hostOf(to)
 			msg := snd.Msg
-			w.send(red.host, h, qStore, func() { red.atNode(h, msg) })
+			if c, ok := msg.(*messages.ReduceCommit); ok {
+				if !c.GetMarkOnly() {
+					red.commitTo = h
+				}
+				if red.committing == nil {
+					red.committing = map[string]bool{}
+				}
+				red.committing[to.GetNodeId()] = true
+				if red.held == nil {
+					// Answered as committed at the deadline at the latest.
+					w.eng.at(virt(red.r.Deadline()), func() {
+						if red.held != nil {
+							red.committing = nil
+							red.release()
+						}
+					})
+				}
+			}
+			w.send(red.host, h, qStore, viaActor, func() { red.atNode(h, msg) })
 		}
+	}
+}
+
+// answer sends the Reduce's answer to its caller.
+func (red *reduction) answer(m *messages.ReduceReply) {
+	w := red.w
+	w.send(red.host, red.caller, qStore, viaActor, func() {
+		if red.reply == nil {
+			red.reply, red.replyAt = m, w.eng.now
+			if red.onReply != nil {
+				red.onReply(red)
+			}
+		}
+	})
+}
+
+// committed records that node confirmed its commit, or failed, and
+// sends a held answer once no commit is outstanding.
+func (red *reduction) committed(node string) {
+	if !red.committing[node] {
+		return
+	}
+	delete(red.committing, node)
+	if len(red.committing) == 0 {
+		red.release()
+	}
+}
+
+func (red *reduction) release() {
+	if m := red.held; m != nil && red.host.alive {
+		red.held = nil
+		red.answer(m)
 	}
 }
 
@@ -128,34 +187,36 @@ func (red *reduction) atNode(h *host, msg any) {
 		}
 	case *messages.ReduceRelease:
 		for _, wk := range red.workers {
-			if wk.h == h && wk != red.committed {
+			if wk.h == h && wk != red.root {
 				wk.stop()
 			}
 		}
 	case *messages.ReduceCommit:
 		for _, wk := range red.workers {
-			if wk.h == h && wk.t.GetPosition() == m.GetPosition() && wk.t.GetGeneration() == m.GetGeneration() && wk.done {
-				red.committed, red.commitAt = wk, w.eng.now
+			if !m.GetMarkOnly() && wk.h == h && wk.t.GetPosition() == m.GetPosition() && wk.t.GetGeneration() == m.GetGeneration() && wk.done {
+				red.root, red.commitAt = wk, w.eng.now
 				wk.out.complete = true
 				wk.out.wake()
 			}
 		}
+		// The node confirms (ReduceCommitted).
+		red.toCoord(h, func() { red.committed(h.name) })
 	case *messages.DropObject:
 		// A stale copy of the target (its run was abandoned): a fetch of
 		// it starts over (RESET), as a dropped store object's readers do.
-		if fs := h.fetch(m.GetObjectId()); fs != nil && fs.stream != nil && !fs.stream.ended {
+		id := m.GetObjectId()
+		if fs := h.fetch(id); fs != nil && fs.stream != nil && !fs.stream.ended {
 			st, sid := fs.stream, fs.sid
 			st.cut()
 			fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_RESET, "dropped"), w.now()))
-		} else if o := h.objs[m.GetObjectId()]; o != nil && !o.complete {
-			o.gone = true
-			o.wake()
+		} else {
+			h.drop(id)
 		}
 	case *messages.Get:
 		// An AllReduce's participant fetches the result.
 		w.get(h, m.GetObjectId(), func(fs *fetchSession) {
 			err := fs.err
-			w.send(h, red.host, qCoord, func() { red.apply(red.r.Fetched(h.name, err, w.now())) })
+			w.send(h, red.host, qCoord, viaActor, func() { red.apply(red.r.Fetched(h.name, err, w.now())) })
 		})
 	}
 }
@@ -184,14 +245,44 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 		})
 		return
 	}
+	if t.GetRoot() {
+		// A copy fetched from an earlier root of this Reduce is stale: the
+		// real worker removes it and creates the target anew.
+		if o := h.objs[t.GetOutputId()]; o != nil && o.writer != nil {
+			h.drop(t.GetOutputId())
+		}
+	}
 	out := h.obj(t.GetOutputId())
 	out.size, out.written, out.complete, out.gone, out.held, out.sum = t.GetSize(), 0, false, false, t.GetRoot(), 0
 	wk.out = out
-	if t.GetRoot() {
-		w.toShard(h, directory.ShardOf(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(), Size: t.GetSize(),
-			Creator: h.ref, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()}, createReply{h: h})
+	if !t.GetRoot() {
+		red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+		wk.open()
+		return
 	}
-	red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+	// A root registers the target with its shard and waits for the
+	// answer before it reports and reads its inputs, as the real worker
+	// creates its output first.
+	w.toShard(h, directory.ShardOf(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(), Size: t.GetSize(),
+		Creator: h.ref, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()},
+		createReply{h: h, then: func(err *messages.Error) {
+			if wk.stopped {
+				return
+			}
+			if err != nil {
+				started.Error = err
+				wk.stop()
+			}
+			red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+			if err == nil {
+				wk.open()
+			}
+		}})
+}
+
+// open streams the worker's children's outputs to it.
+func (wk *worker) open() {
+	w, h, t := wk.r.w, wk.h, wk.t
 	n := len(t.GetChildren())
 	wk.recv, wk.sums, wk.ended = make([]int64, n), make([]uint64, n), make([]bool, n)
 	for k, c := range t.GetChildren() {
@@ -223,11 +314,12 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 				wk.sums[k], wk.ended[k] = from.sum, true
 				wk.progress()
 			})
+		st.cpu += w.p.ReduceCost
 		wk.inputs = append(wk.inputs, st)
 	}
 }
 
-func (red *reduction) toCoord(h *host, fn func()) { red.w.send(h, red.host, qCoord, fn) }
+func (red *reduction) toCoord(h *host, fn func()) { red.w.send(h, red.host, qCoord, viaActor, fn) }
 
 // progress offers as much of the sum as every input has delivered.
 func (wk *worker) progress() {

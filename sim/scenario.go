@@ -21,6 +21,9 @@ type Config struct {
 	Size int64
 	// Num is a reduce's n of m = N sources (0: all).
 	Num int
+	// Degree, if > 0, is the reduce tree's degree instead of the cost
+	// model's (coordinator.Config.ForceDegree).
+	Degree int
 	// Kill is how many hosts fail, KillAt when: a fraction of the
 	// failure-free run's time (the simulator runs that first).
 	Kill   int
@@ -44,8 +47,10 @@ type Outcome struct {
 	// Depth is the broadcast tree's depth (hops from the creator to the
 	// farthest receiver), or the most hops a notice took.
 	Depth int `json:"depth"`
-	// Degree is the reduce tree's degree the cost model chose.
-	Degree int `json:"degree,omitempty"`
+	// Degree is the reduce tree's degree the cost model chose, Root the
+	// host whose root the coordinator last committed.
+	Degree int    `json:"degree,omitempty"`
+	Root   string `json:"root,omitempty"`
 	// ShardQueue and CoordQueue are the longest a message waited at a
 	// directory shard and at a coordinator: a hot one queues.
 	ShardQueue time.Duration `json:"shard_queue_ns"`
@@ -55,7 +60,11 @@ type Outcome struct {
 	Messages int64 `json:"messages"`
 	Events   int64 `json:"events"`
 	// MaxQueue is the most events pending at once.
-	MaxQueue   int      `json:"max_queue"`
+	MaxQueue int `json:"max_queue"`
+	// Error is the code of a typed error the operation answered with
+	// where that is the true answer (an AllReduce whose result's only
+	// whole copy died: LOST); empty for success.
+	Error      string   `json:"error,omitempty"`
 	Violations []string `json:"violations,omitempty"`
 }
 
@@ -242,7 +251,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	const target = "target"
 	req := &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: messages.ReduceOp_SUM,
 		Dtype: messages.DType_FLOAT32, TimeoutMs: c.Timeout.Milliseconds(), AllReduce: all}
-	cfg := coordinator.Config{InlineLimit: 64 << 10}
+	cfg := coordinator.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree}
 	if all {
 		cfg.AllReduceShape = coordinator.ShapeDAry // reduce, then broadcast: the sliced shape is not simulated
 	}
@@ -257,12 +266,21 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	for _, k := range out.Killed {
 		dead[k] = true
 	}
-	switch {
+	if red.commitTo != nil {
+		out.Root = red.commitTo.name
+	}
+	switch err := red.reply.GetError(); {
 	case red.reply == nil:
 		w.violate("the Reduce never answered")
 		return nil
-	case red.reply.GetError() != nil:
-		w.violate("the Reduce failed: %v", red.reply.GetError())
+	case err != nil && all && err.GetCode() == messages.ErrorCode_LOST && red.commitTo != nil && dead[red.commitTo.name]:
+		// The root the coordinator committed held the result's only
+		// whole copy and died before a participant had all of it: LOST
+		// is the true answer.
+		out.Time, out.Error = red.replyAt, err.GetCode().String()
+		return nil
+	case err != nil:
+		w.violate("the Reduce failed: %v", err)
 		return nil
 	}
 	out.Time = red.replyAt
@@ -283,12 +301,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 		// An AllReduce of every source goes on without the dead ones.
 		w.violate("%d distinct sources reduced, want %d", len(seen), num)
 	}
-	for id := range seen {
-		if h := w.hosts[slices.Index(sources, id)]; !h.alive && out.KilledAt < red.commitAt {
-			w.violate("the result holds %s of dead %s", id, h.name)
-		}
-	}
-	root := red.committed
+	root := red.root
 	switch {
 	case root == nil:
 		w.violate("no root committed")

@@ -12,30 +12,38 @@ type Testbed struct {
 	Size      int64
 	Median    float64 // seconds
 	File      string  // under bench/results
-	// Miss, if set, says why the model does not meet the tolerance here:
-	// the comparison is reported, not enforced.
-	Miss string
+	// Miss, if set, says why the model does not meet the tolerance here;
+	// the test then holds the prediction to MissBound instead, so that
+	// the gap cannot grow unseen.
+	Miss      string
+	MissBound float64
 }
 
 // TestbedMedians are the measurements the validation compares with.
 var TestbedMedians = []Testbed{
-	{"broadcast", 4, 400e6, 32 << 20, 0.711878401, "testbed-broadcast-32MiB-n4-2026-11-25T0021.json", ""},
-	{"broadcast", 8, 400e6, 32 << 20, 0.722718645, "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json", ""},
-	{"broadcast", 16, 200e6, 32 << 20, 1.536729712, "testbed-broadcast-32MiB-n16-2026-11-25T0012.json", ""},
-	{"reduce", 4, 400e6, 32 << 20, 0.706552138, "testbed-reduce-32MiB-n4-2026-11-25T0023.json", ""},
-	{"reduce", 8, 400e6, 32 << 20, 0.716625592, "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json", ""},
-	{"reduce", 16, 200e6, 32 << 20, 1.454277261, "testbed-reduce-32MiB-n16-2026-11-25T0016.json", ""},
-	{"allreduce", 4, 400e6, 32 << 20, 1.446315375, "archive/testbed-allreduce-32MiB-n4-paced.json", ""},
-	{"allreduce", 8, 400e6, 32 << 20, 1.547921153, "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", ""},
-	{"broadcast", 8, 400e6, 1 << 20, 0.020826616, "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json", ""},
+	{"broadcast", 4, 400e6, 32 << 20, 0.711878401, "testbed-broadcast-32MiB-n4-2026-11-25T0021.json", "", 0},
+	{"broadcast", 8, 400e6, 32 << 20, 0.722718645, "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json", "", 0},
+	{"broadcast", 16, 200e6, 32 << 20, 1.536729712, "testbed-broadcast-32MiB-n16-2026-11-25T0012.json", "", 0},
+	{"reduce", 4, 400e6, 32 << 20, 0.706552138, "testbed-reduce-32MiB-n4-2026-11-25T0023.json", "", 0},
+	{"reduce", 8, 400e6, 32 << 20, 0.716625592, "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json", "", 0},
+	{"reduce", 16, 200e6, 32 << 20, 1.454277261, "testbed-reduce-32MiB-n16-2026-11-25T0016.json", "", 0},
+	{"allreduce", 4, 400e6, 32 << 20, 1.446315375, "archive/testbed-allreduce-32MiB-n4-paced.json", "", 0},
+	{"allreduce", 8, 400e6, 32 << 20, 1.547921153, "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", "", 0},
+	{"broadcast", 8, 400e6, 1 << 20, 0.020826616, "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json", "", 0},
 	{"reduce", 8, 400e6, 1 << 20, 0.027477884, "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json",
-		"the testbed's 1 MiB reduce pays about 9 ms the model has no term for (its median moved between 23.7 and 27.5 ms across runs of one binary)"},
-	{"allreduce", 8, 400e6, 1 << 20, 0.051956579, "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", ""},
+		"the testbed's reduce positions start late and pass each chunk on late: its workers' timelines show " +
+			"tasks arriving 1-9 ms apart as the sources are located, a root's target registered 1.3-5.8 ms after its task, " +
+			"and 0.5-0.8 ms a hop where the model's chain passes a chunk in 0.15 ms (CPU scheduling of 8 nodes on 2 vCPUs, " +
+			"TCP's restart after idle: neither is modelled); its median moved between 23.1 and 27.5 ms across runs", 0.30},
+	{"allreduce", 8, 400e6, 1 << 20, 0.051956579, "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", "", 0},
 }
 
 // Tolerance is how far a prediction may be from its measured median:
-// 10 % at 32 MiB, 20 % at 1 MiB.
+// 10 % at 32 MiB, 20 % at 1 MiB, MissBound where the model misses.
 func (t Testbed) Tolerance() float64 {
+	if t.Miss != "" {
+		return t.MissBound
+	}
 	if t.Size >= 32<<20 {
 		return 0.10
 	}

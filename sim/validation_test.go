@@ -7,7 +7,8 @@ import (
 
 // TestValidationAgainstTestbed compares the simulator's predictions at
 // the testbed's settings with the measured medians: within 10 % at
-// 32 MiB, 20 % at 1 MiB.
+// 32 MiB, 20 % at 1 MiB, and the 1 MiB reduce, which the model misses,
+// within its MissBound.
 func TestValidationAgainstTestbed(t *testing.T) {
 	for _, m := range TestbedMedians {
 		o, err := Run(m.Config(1))
@@ -21,8 +22,7 @@ func TestValidationAgainstTestbed(t *testing.T) {
 		off := got/m.Median - 1
 		t.Logf("%-9s N=%-2d S=%-8d measured %.4f s, simulated %.4f s (%+.1f %%)", m.Scenario, m.Nodes, m.Size, m.Median, got, 100*off)
 		if m.Miss != "" {
-			t.Logf("  not enforced: %s", m.Miss)
-			continue
+			t.Logf("  outside %.0f %%, held within %.0f %%: %s", 100*Testbed{Size: m.Size}.Tolerance(), 100*m.Tolerance(), m.Miss)
 		}
 		if math.Abs(off) > m.Tolerance() {
 			t.Errorf("%s N=%d S=%d: simulated %.4f s, measured %.4f s: %+.1f %%, more than %.0f %%", m.Scenario, m.Nodes, m.Size, got, m.Median, 100*off, 100*m.Tolerance())

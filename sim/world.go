@@ -21,7 +21,17 @@ const (
 	qShard               // the directory shards the host runs
 	qCoord               // the Reduce coordinators the host runs
 	qRevoke              // the failure broadcaster
+	qData                // the CPU that takes received chunks in
 	nQueues
+)
+
+// plane is how a control message travels: as a Proto.Actor message, or
+// as a request on the data plane's connections.
+type plane int
+
+const (
+	viaActor plane = iota
+	viaRequest
 )
 
 // host is one simulated member.
@@ -115,19 +125,26 @@ func (w *world) cost(q queue) time.Duration {
 }
 
 // send carries a control message from one host to another's queue: it
-// arrives L later (nothing across the network on one host), waits for
-// the queue, and fn runs when it has been processed. Messages to a dead
-// host are lost.
-func (w *world) send(from, to *host, q queue, fn func()) {
+// arrives the plane's latency later (nothing across the network on one
+// host), waits for the queue, and fn runs when it has been processed.
+// Messages to a dead host are lost.
+func (w *world) send(from, to *host, q queue, via plane, fn func()) {
 	w.msgs++
-	lat := w.p.Latency
+	lat := w.p.actorLatency()
+	if via == viaRequest {
+		lat = w.p.requestLatency()
+	}
 	if from == to {
 		lat = 0
 	}
 	w.eng.after(lat, func() { w.process(to, q, fn) })
 }
 
-func (w *world) process(h *host, q queue, fn func()) {
+func (w *world) process(h *host, q queue, fn func()) { w.work(h, q, w.cost(q), fn) }
+
+// work runs fn once h's queue q has spent cost on it, after what the
+// queue holds already.
+func (w *world) work(h *host, q queue, cost time.Duration, fn func()) {
 	if !h.alive {
 		return
 	}
@@ -135,7 +152,7 @@ func (w *world) process(h *host, q queue, fn func()) {
 	if wait := start - w.eng.now; wait > w.queueWait[q] {
 		w.queueWait[q] = wait
 	}
-	h.free[q] = start + w.cost(q)
+	h.free[q] = start + cost
 	w.eng.at(h.free[q], func() {
 		if h.alive {
 			fn()
@@ -169,6 +186,17 @@ func (h *host) obj(id string) *objState {
 		h.objs[id] = o
 	}
 	return o
+}
+
+// drop removes h's copy of id, as a store node drops an object: its
+// readers see it gone, and the next copy starts afresh.
+func (h *host) drop(id string) {
+	if o := h.objs[id]; o != nil {
+		o.gone, o.complete = true, false
+		delete(h.objs, id)
+		o.wake()
+	}
+	h.store.Remove(id, messages.Errorf(messages.ErrorCode_RESET, "%q dropped on %s", id, h.name))
 }
 
 // readable is how many bytes a reader may take.
@@ -218,17 +246,20 @@ type stream struct {
 	started  bool
 	land     func(n int64, last bool) error
 	end      func(err error)
+	// cpu is what the receiver spends on each byte before it is readable
+	// there (seconds per byte).
+	cpu float64
 }
 
 // openStream starts a stream of size bytes of from's copy to dst, from
 // offset off; the first byte leaves once the request reached the sender.
 func (w *world) openStream(from *objState, dst *host, off, size int64, land func(int64, bool) error, end func(error)) *stream {
-	s := &stream{w: w, from: from, src: from.h, dst: dst, off: off, size: size, land: land, end: end}
+	s := &stream{w: w, from: from, src: from.h, dst: dst, off: off, size: size, land: land, end: end, cpu: w.p.ByteCost}
 	s.fl.up, s.fl.down = &s.src.up, &dst.down
 	s.fl.onChunkOut = s.chunkOut
 	s.src.streams = append(s.src.streams, s)
 	dst.streams = append(dst.streams, s)
-	w.eng.after(w.p.Latency, func() {
+	w.eng.after(w.p.requestLatency(), func() {
 		s.started = true
 		if !s.src.alive {
 			s.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s is dead", s.src.name))
@@ -277,20 +308,28 @@ func (s *stream) chunkOut() {
 		if s.ended {
 			return
 		}
-		if err := s.land(n, last); err != nil {
-			s.fail(err)
-			return
-		}
-		if last {
-			s.ended = true
-			s.end(nil)
-		}
+		s.w.work(s.dst, qData, time.Duration(float64(n)*s.cpu*float64(time.Second)), func() { s.landed(n, last) })
 	})
 	if last {
 		s.w.net.removeFlow(&s.fl)
 		return
 	}
 	s.pump()
+}
+
+// landed hands a chunk its receiver has taken in to the stream's reader.
+func (s *stream) landed(n int64, last bool) {
+	if s.ended {
+		return
+	}
+	if err := s.land(n, last); err != nil {
+		s.fail(err)
+		return
+	}
+	if last {
+		s.ended = true
+		s.end(nil)
+	}
 }
 
 // fail ends the stream early with err (reported to its receiver).

@@ -40,6 +40,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cost := fs.Duration("msg-cost", 20*time.Microsecond, "processing time of one control message at a store node, shard or coordinator")
 	shards := fs.Int("shards", 64, "directory shards")
 	num := fs.Int("num", 0, "reduce: n of the N sources (0: all, or N-kill with --kill)")
+	degree := fs.Int("degree", 0, "reduce and allreduce: the tree's degree (0: the cost model's)")
 	kill := fs.Int("kill", 0, "hosts killed during each run")
 	killAt := fs.Float64("kill-at", 0.5, "when: a fraction of the failure-free time")
 	slow := fs.Float64("slow-fraction", 0, "fraction of the hosts with half-speed links")
@@ -76,7 +77,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Kill: *kill, KillAt: *killAt})
+			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Degree: *degree, Kill: *kill, KillAt: *killAt})
 			if err != nil {
 				return err
 			}
