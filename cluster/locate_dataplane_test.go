@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	shard "github.com/hoplite-go/hoplite/actors/directory"
+	"github.com/hoplite-go/hoplite/directory"
 	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -22,18 +23,13 @@ func locatesServed(l *Local, i int, result string) float64 {
 }
 
 // A Get whose object's shard is on another member asks it on the data
-// plane; the answer comes back on it for an inline object, and as an
-// actor message for one that streams (it names a sender, and must not be
-// overtaken by the shard's later messages about that copy). A Get whose
-// shard is local asks it in process.
+// plane, and the answer comes back on it, for an inline object and for
+// one that streams alike. A Get whose shard is local asks it in process.
 func TestLocateTravelsOnTheDataPlane(t *testing.T) {
 	l := start(t, Config{Nodes: 3})
 	ctx := deadline(t, 20*time.Second)
 	for _, size := range []int{1 << 10, 1 << 20} {
 		result := "ok"
-		if size >= 64<<10 {
-			result = "forwarded"
-		}
 		id := idOnNode(fmt.Sprintf("dp%d", size), 1, 3, 3) // shard on node 1; Put on 0, Get on 2
 		data := hoptestutil.Pattern(byte(size), size)
 		if err := l.Client(0).Put(ctx, id, data); err != nil {
@@ -84,11 +80,20 @@ func TestLocateOnTheDataPlaneWithdrawnByHangup(t *testing.T) {
 	l := start(t, Config{Nodes: 3})
 	ctx := deadline(t, 30*time.Second)
 	id := idOnNode("wait", 1, 3, 3)
-	shardPID := l.Member(2).shardFor(id)
+	// CountObjects is an in-process message: asked of the shard where it
+	// runs now, from its own member (a PID taken from another member's
+	// table before its view settled named another address, and the
+	// request went out as a remote message that cannot be sent).
 	objects := func() int {
-		res, err := l.Member(1).System().Root.RequestFuture(shardPID, shard.CountObjects{}, 5*time.Second).Result()
+		pid := l.Shard(directory.ShardIndex(id, 3))
+		host := l.NodeOf(pid.GetAddress())
+		if host < 0 {
+			return -1
+		}
+		res, err := l.Member(host).System().Root.RequestFuture(pid, shard.CountObjects{}, 5*time.Second).Result()
 		if err != nil {
-			t.Fatal(err)
+			t.Logf("counting the shard's objects: %v", err)
+			return -1
 		}
 		return res.(shard.ObjectCount).Objects
 	}
