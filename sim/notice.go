@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/revoke"
 )
@@ -99,4 +101,14 @@ func (w *world) decide(h *host, n revoke.Notice, d revoke.Decision, hops int) {
 		}
 	}
 	h.senderFailed(n.Subject)
+}
+
+// pause stops host h's processing for d: every message and chunk that
+// reaches it meanwhile waits until it resumes (a process stopped or
+// descheduled; its peers see no failure).
+func (w *world) pause(h *host, d time.Duration) {
+	until := w.eng.now + d
+	for q := range h.free {
+		h.free[q] = max(h.free[q], until)
+	}
 }

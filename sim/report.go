@@ -39,7 +39,7 @@ func Report(command []string, p Params, outs []*Outcome) *bench.Report {
 		}
 		ideal := Ideal(o.Scenario, o.Nodes, o.Size, p).Seconds()
 		sys := SysSim
-		if len(o.Killed) > 0 && o.Scenario != "notice" {
+		if (len(o.Killed) > 0 || len(o.Paused) > 0) && o.Scenario != "notice" {
 			sys = SysFailure
 		}
 		res := bench.Result{Scenario: o.Scenario, Size: o.Size, System: sys, Status: bench.StatusOK, Reps: 1,
@@ -54,6 +54,7 @@ func Report(command []string, p Params, outs []*Outcome) *bench.Report {
 			res.Extra["failure_free_s"] = o.FailureFree.Seconds()
 			res.Extra["killed_at_s"] = o.KilledAt.Seconds()
 			res.Extra["killed"] = float64(len(o.Killed))
+			res.Extra["paused"] = float64(len(o.Paused))
 		}
 		if len(o.Violations) > 0 {
 			res.Status, res.Reason = bench.StatusFailed, strings.Join(o.Violations, "; ")
@@ -64,9 +65,12 @@ func Report(command []string, p Params, outs []*Outcome) *bench.Report {
 			if t <= 0 {
 				continue
 			}
-			r.Results = append(r.Results, bench.Result{Scenario: o.Scenario, Size: o.Size, System: a, Status: bench.StatusOK, Reps: 1,
-				Median: t.Seconds(), Min: t.Seconds(), Max: t.Seconds(), Ideal: ideal,
-				Ratio: t.Seconds() / o.Time.Seconds()})
+			res := bench.Result{Scenario: o.Scenario, Size: o.Size, System: a, Status: bench.StatusOK, Reps: 1,
+				Median: t.Seconds(), Min: t.Seconds(), Max: t.Seconds(), Ideal: ideal}
+			if o.Time > 0 {
+				res.Ratio = t.Seconds() / o.Time.Seconds()
+			}
+			r.Results = append(r.Results, res)
 		}
 	}
 	r.Scenario = strings.Join(scen, ",")

@@ -7,11 +7,12 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
 // Scenarios the simulator runs.
-var Scenarios = []string{"broadcast", "reduce", "allreduce", "notice", "barrier"}
+var Scenarios = []string{"broadcast", "reduce", "allreduce", "async", "notice", "barrier"}
 
 // Config is one simulated run.
 type Config struct {
@@ -28,6 +29,15 @@ type Config struct {
 	// failure-free run's time (the simulator runs that first).
 	Kill   int
 	KillAt float64
+	// Pause is how many hosts stop for PauseFor at PauseAt of the
+	// failure-free time: their queues and CPU take nothing in meanwhile
+	// (a process stopped or descheduled); bytes already sent still land.
+	Pause    int
+	PauseAt  float64
+	PauseFor time.Duration
+	// Interval is the async scenario's time between two sources' Puts
+	// (0: S/(4B), as hoplite bench's default).
+	Interval time.Duration
 }
 
 // Outcome is what one run measured, and the invariants it broke.
@@ -40,10 +50,15 @@ type Outcome struct {
 	// reply at the caller (reduce, allreduce), the last live host's
 	// delivery of the notice (notice), the last release (barrier).
 	Time time.Duration `json:"time_ns"`
-	// FailureFree is the same run's time without the kill (0: no kill).
+	// FailureFree is the same run's time without the kill or pause (0:
+	// none).
 	FailureFree time.Duration `json:"failure_free_ns,omitempty"`
 	KilledAt    time.Duration `json:"killed_at_ns,omitempty"`
 	Killed      []string      `json:"killed,omitempty"`
+	Paused      []string      `json:"paused,omitempty"`
+	// LastPut is when the async scenario's last source was Put (its
+	// Time counts from there, as hoplite bench's async does).
+	LastPut time.Duration `json:"last_put_ns,omitempty"`
 	// Depth is the broadcast tree's depth (hops from the creator to the
 	// farthest receiver), or the most hops a notice took.
 	Depth int `json:"depth"`
@@ -80,10 +95,18 @@ func Run(c Config) (*Outcome, error) {
 	if c.Scenario != "notice" && c.Scenario != "barrier" && c.Size <= 0 {
 		return nil, fmt.Errorf("sim: %s needs a size", c.Scenario)
 	}
+	if c.Scenario == "async" && c.Kill > 0 {
+		// Its sources register after the kill, some at shards on dead
+		// hosts, and a shard's move to a new home is not simulated.
+		return nil, fmt.Errorf("sim: async with --kill is not simulated (a dead host's directory shards do not move)")
+	}
+	if c.Pause >= c.N-1 {
+		return nil, fmt.Errorf("sim: pause %d of %d hosts: at most %d", c.Pause, c.N, c.N-2)
+	}
 	var free time.Duration
-	if c.Kill > 0 && c.Scenario != "notice" {
+	if (c.Kill > 0 || c.Pause > 0) && c.Scenario != "notice" {
 		cc := c
-		cc.Kill = 0
+		cc.Kill, cc.Pause = 0, 0
 		o, err := Run(cc)
 		if err != nil {
 			return nil, err
@@ -100,7 +123,7 @@ func Run(c Config) (*Outcome, error) {
 	switch c.Scenario {
 	case "broadcast":
 		err = w.broadcast(c, out)
-	case "reduce", "allreduce":
+	case "reduce", "allreduce", "async":
 		err = w.reduce(c, out)
 	case "notice":
 		err = w.notice(c, out)
@@ -144,6 +167,13 @@ func (w *world) victims(k int, ids ...string) []*host {
 }
 
 func (w *world) scheduleKill(c Config, out *Outcome, ids ...string) {
+	if c.Pause > 0 {
+		at := time.Duration(float64(out.FailureFree) * c.PauseAt)
+		for _, v := range w.victims(c.Pause, ids...) {
+			out.Paused = append(out.Paused, v.name)
+			w.eng.at(at, func() { w.pause(v, c.PauseFor) })
+		}
+	}
 	if c.Kill <= 0 {
 		return
 	}
@@ -169,6 +199,24 @@ func (w *world) put(h *host, id string, size int64, sum uint64) error {
 	s.t.Create(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: sum, Creator: h.ref}, nil)
 	s.t.Publish(&messages.PublishLocation{ObjectId: id, Node: h.ref, State: messages.LocationState_COMPLETE, Size: size, Fingerprint: sum, Creator: true})
 	return nil
+}
+
+// putLater makes id a whole copy on h now and registers it with its
+// shard by messages, as a Put does: the shard tells the Reduces that
+// wait for it.
+func (w *world) putLater(h *host, id string, size int64, sum uint64) {
+	if !h.alive {
+		return // a host that died before its Put never makes the source
+	}
+	if _, _, err := h.store.Create(id, size, sum); err != nil {
+		w.violate("put %s on %s: %v", id, h.name, err)
+		return
+	}
+	o := h.obj(id)
+	o.size, o.written, o.sum, o.complete = size, size, sum, true
+	w.toShard(h, directory.ShardOf(id), &messages.CreateObject{ObjectId: id, Size: size, Fingerprint: sum, Creator: h.ref}, nil)
+	w.toShard(h, directory.ShardOf(id), &messages.PublishLocation{ObjectId: id, Node: h.ref, State: messages.LocationState_COMPLETE,
+		Size: size, Fingerprint: sum, Creator: true}, nil)
 }
 
 func (w *world) broadcast(c Config, out *Outcome) error {
@@ -232,11 +280,23 @@ func (w *world) broadcast(c Config, out *Outcome) error {
 
 func (w *world) reduce(c Config, out *Outcome) error {
 	all := c.Scenario == "allreduce"
+	async := c.Scenario == "async"
 	sources := make([]string, c.N)
 	sums := map[string]uint64{}
+	interval := c.Interval
+	if interval <= 0 {
+		interval = time.Duration(float64(c.Size) / (4 * w.payload) * float64(time.Second))
+	}
 	for i, h := range w.hosts {
 		sources[i] = fmt.Sprintf("s%04d", i)
 		sums[sources[i]] = w.rng.Uint64()
+		if async {
+			// The Reduce is called first; source i is Put at i·interval.
+			id, at := sources[i], time.Duration(i)*interval
+			out.LastPut = max(out.LastPut, at)
+			w.eng.at(at, func() { w.putLater(h, id, c.Size, sums[id]) })
+			continue
+		}
 		if err := w.put(h, sources[i], c.Size, sums[sources[i]]); err != nil {
 			return err
 		}
@@ -283,7 +343,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 		w.violate("the Reduce failed: %v", err)
 		return nil
 	}
-	out.Time = red.replyAt
+	out.Time = red.replyAt - out.LastPut
 	if p := red.reply.GetPlan(); p != nil {
 		out.Degree = int(p.GetDegree())
 	}

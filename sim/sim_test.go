@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 )
 
 func run(t *testing.T, c Config) *Outcome {
@@ -34,6 +35,10 @@ func TestDeterministic(t *testing.T) {
 	for _, sc := range Scenarios {
 		c := cfg(sc, 24, 4<<20, 7)
 		c.Kill, c.KillAt, c.SlowFraction = 2, 0.5, 0.25
+		c.Pause, c.PauseAt, c.PauseFor = 1, 0.3, 20*time.Millisecond
+		if sc == "async" {
+			c.Kill = 0 // not simulated: see Run
+		}
 		var first []byte
 		for i := 0; i < 3; i++ {
 			o := run(t, c)
@@ -107,6 +112,43 @@ func TestAllReduceRootHostKilledAnswers(t *testing.T) {
 		t.Fatal("no run killed its AllReduce's root host")
 	}
 	t.Logf("%d runs killed the root's host; %d answered LOST", answered, lost)
+}
+
+// TestPausedHosts pauses two hosts for 50 ms half way through each data
+// scenario: the invariants hold, nobody is taken for dead, and the run
+// takes no less than without the pause.
+func TestPausedHosts(t *testing.T) {
+	for _, sc := range []string{"broadcast", "reduce", "allreduce", "async"} {
+		c := cfg(sc, 16, 2<<20, 3)
+		c.Pause, c.PauseAt, c.PauseFor = 2, 0.5, 50*time.Millisecond
+		o := run(t, c)
+		if len(o.Paused) != 2 || len(o.Killed) != 0 {
+			t.Errorf("%s: paused %v, killed %v", sc, o.Paused, o.Killed)
+		}
+		if o.Time < o.FailureFree {
+			t.Errorf("%s: %v with the pause, %v without", sc, o.Time, o.FailureFree)
+		}
+		t.Logf("%s: %v with 2 hosts paused 50 ms, %v without", sc, o.Time, o.FailureFree)
+	}
+}
+
+// TestAsyncArrivals: a Reduce called before its sources exist, which are
+// Put one every interval, answers with the exact sum once the last
+// arrives; with arrivals far apart the tree has reduced all but the
+// last by then, so the time after the last Put is the last source's
+// own transfer, under what a binomial tree started then would take.
+func TestAsyncArrivals(t *testing.T) {
+	c := cfg("async", 8, 4<<20, 1)
+	c.Interval = 200 * time.Millisecond
+	o := run(t, c)
+	if o.LastPut != 7*c.Interval {
+		t.Errorf("last Put at %v, want %v", o.LastPut, 7*c.Interval)
+	}
+	mpi := Analytic(SysBinomial, "reduce", 8, 4<<20, c.Params)
+	if o.Time >= mpi {
+		t.Errorf("%v after the last Put, a binomial tree takes %v: the earlier sources were not reduced meanwhile", o.Time, mpi)
+	}
+	t.Logf("async, 200 ms apart: %v after the last Put (binomial tree %v, S/B %v)", o.Time, mpi, Ideal("reduce", 8, 4<<20, c.Params))
 }
 
 // TestShortScale256 is the default suite's scale run: 256 hosts, every

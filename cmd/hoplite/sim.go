@@ -32,7 +32,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, simUsage); fs.PrintDefaults() }
-	scenarios := fs.String("scenario", "broadcast,reduce,allreduce,notice,barrier", "scenarios: "+strings.Join(sim.Scenarios, ", "))
+	scenarios := fs.String("scenario", "broadcast,reduce,allreduce,async,notice,barrier", "scenarios: "+strings.Join(sim.Scenarios, ", "))
 	nodes := fs.String("nodes", "2,4,8,16,32,64,128,256,512,1024", "host counts, comma-separated")
 	size := fs.String("size", "32MiB", "object size S")
 	bw := fs.String("bandwidth", "400mbit", "each host's up and down link (tc units, as the testbed)")
@@ -43,6 +43,10 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	degree := fs.Int("degree", 0, "reduce and allreduce: the tree's degree (0: the cost model's)")
 	kill := fs.Int("kill", 0, "hosts killed during each run")
 	killAt := fs.Float64("kill-at", 0.5, "when: a fraction of the failure-free time")
+	pause := fs.Int("pause", 0, "hosts paused during each run (their processing stops; no failure is seen)")
+	pauseAt := fs.Float64("pause-at", 0.5, "when: a fraction of the failure-free time")
+	pauseFor := fs.Duration("pause-for", 50*time.Millisecond, "how long each paused host stops")
+	interval := fs.Duration("interval", 0, "async: time between two sources' Puts (0: S/(4B))")
 	slow := fs.Float64("slow-fraction", 0, "fraction of the hosts with half-speed links")
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
@@ -77,7 +81,8 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Degree: *degree, Kill: *kill, KillAt: *killAt})
+			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Degree: *degree, Kill: *kill, KillAt: *killAt,
+				Pause: *pause, PauseAt: *pauseAt, PauseFor: *pauseFor, Interval: *interval})
 			if err != nil {
 				return err
 			}
