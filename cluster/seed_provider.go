@@ -95,8 +95,8 @@ type seedProviderConfig struct {
 	// (internal/lag): a member that answers late because this one, or the
 	// machine, is busy is not a member that failed. Nil keeps it fixed.
 	Stretch func(time.Duration) time.Duration
-	TLS        *tls.Config   // mutual TLS: this member's certificate and the cluster's CA; nil is plain HTTP
-	Log        *logrus.Entry
+	TLS     *tls.Config // mutual TLS: this member's certificate and the cluster's CA; nil is plain HTTP
+	Log     *logrus.Entry
 }
 
 // seedNode is a member's /_health answer (the JSON of Proto.Actor's
@@ -144,8 +144,8 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		// Members dial each other directly, never through a proxy.
 		// Each check's context bounds its dial, handshake and answer
 		// together (check): fixed timeouts here would not stretch.
-		DialContext:         (&net.Dialer{KeepAlive: 5 * time.Second}).DialContext,
-		TLSClientConfig:     cfg.TLS, // ServerName is set per host by the transport
+		DialContext:     (&net.Dialer{KeepAlive: 5 * time.Second}).DialContext,
+		TLSClientConfig: cfg.TLS, // ServerName is set per host by the transport
 		// One connection per member, kept between polls (a TLS handshake
 		// every refresh interval would cost more than the check).
 		MaxIdleConnsPerHost: 2,
