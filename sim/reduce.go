@@ -65,7 +65,7 @@ func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.
 			w.violate("reserve %s: %v", req.GetTargetId(), err)
 			return
 		}
-		red.r = coordinator.NewReductionFor(red.id, req, caller.ref, cfg, w.now(), w.p.Timeout, w.p.Latency, w.payload)
+		red.r = coordinator.NewReductionFor(red.id, req, caller.ref, cfg, w.now(), time.Duration(req.GetTimeoutMs())*time.Millisecond, w.p.Latency, w.payload)
 		coord.coords = append(coord.coords, red)
 		red.apply(red.r.Begin(w.now()))
 	})

@@ -42,7 +42,7 @@ func Report(command []string, p Params, outs []*Outcome) *bench.Report {
 		if (len(o.Killed) > 0 || len(o.Paused) > 0) && o.Scenario != "notice" {
 			sys = SysFailure
 		}
-		res := bench.Result{Scenario: o.Scenario, Size: o.Size, System: sys, Status: bench.StatusOK, Reps: 1,
+		res := bench.Result{Scenario: o.Scenario, Size: o.Size, Interval: o.Interval.Seconds(), System: sys, Status: bench.StatusOK, Reps: 1,
 			Times: []float64{o.Time.Seconds()}, Median: o.Time.Seconds(), Min: o.Time.Seconds(), Max: o.Time.Seconds(), Ideal: ideal,
 			Extra: map[string]float64{
 				"depth": float64(o.Depth), "degree": float64(o.Degree),
@@ -65,7 +65,7 @@ func Report(command []string, p Params, outs []*Outcome) *bench.Report {
 			if t <= 0 {
 				continue
 			}
-			res := bench.Result{Scenario: o.Scenario, Size: o.Size, System: a, Status: bench.StatusOK, Reps: 1,
+			res := bench.Result{Scenario: o.Scenario, Size: o.Size, Interval: o.Interval.Seconds(), System: a, Status: bench.StatusOK, Reps: 1,
 				Median: t.Seconds(), Min: t.Seconds(), Max: t.Seconds(), Ideal: ideal}
 			if o.Time > 0 {
 				res.Ratio = t.Seconds() / o.Time.Seconds()

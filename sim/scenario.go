@@ -58,7 +58,8 @@ type Outcome struct {
 	Paused      []string      `json:"paused,omitempty"`
 	// LastPut is when the async scenario's last source was Put (its
 	// Time counts from there, as hoplite bench's async does).
-	LastPut time.Duration `json:"last_put_ns,omitempty"`
+	LastPut  time.Duration `json:"last_put_ns,omitempty"`
+	Interval time.Duration `json:"interval_ns,omitempty"`
 	// Depth is the broadcast tree's depth (hops from the creator to the
 	// farthest receiver), or the most hops a notice took.
 	Depth int `json:"depth"`
@@ -291,6 +292,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 		sources[i] = fmt.Sprintf("s%04d", i)
 		sums[sources[i]] = w.rng.Uint64()
 		if async {
+			out.Interval = interval
 			// The Reduce is called first; source i is Put at i·interval.
 			id, at := sources[i], time.Duration(i)*interval
 			out.LastPut = max(out.LastPut, at)
@@ -309,15 +311,18 @@ func (w *world) reduce(c Config, out *Outcome) error {
 		}
 	}
 	const target = "target"
+	// The deadline counts from the last Put (async), as the caller's
+	// would who called the Reduce expecting its sources over that time.
+	timeout := out.LastPut + c.Timeout
 	req := &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: messages.ReduceOp_SUM,
-		Dtype: messages.DType_FLOAT32, TimeoutMs: c.Timeout.Milliseconds(), AllReduce: all}
+		Dtype: messages.DType_FLOAT32, TimeoutMs: timeout.Milliseconds(), AllReduce: all}
 	cfg := coordinator.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree}
 	if all {
 		cfg.AllReduceShape = coordinator.ShapeDAry // reduce, then broadcast: the sliced shape is not simulated
 	}
 	w.scheduleKill(c, out, target)
 	red := w.startReduce(w.hosts[0], req, cfg, nil)
-	w.eng.run(c.Timeout+time.Minute, func() bool { return red.reply != nil })
+	w.eng.run(timeout+time.Minute, func() bool { return red.reply != nil })
 	if red.reply != nil {
 		// Let the messages the answer raced (the root's commit) land.
 		w.eng.run(w.eng.now+time.Second, nil)
