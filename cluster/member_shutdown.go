@@ -177,6 +177,9 @@ func (m *Member) crash(gone error) {
 		if m.system != nil {
 			m.system.Shutdown()
 		}
+		if m.releaseLag != nil {
+			m.releaseLag()
+		}
 		m.doneOnce.Do(func() { close(m.done) })
 	})
 }
