@@ -27,10 +27,18 @@ type sample struct {
 // agents answering the CPU reads themselves) is measured first over an
 // idle startLead, and subtracted: for a 1 KiB operation it is of the
 // same order as the operation.
+//
+// Where the backend's processes can be read (procCounter), it also
+// records the kernel's counts over the operation: minor page faults
+// (extra minflt), the time its threads waited for a CPU (runq_wait_s)
+// and their context switches (ctxsw), without the idle baseline: what a
+// first operation pays that later ones do not shows there.
 type cpuMeter struct {
 	b           backend
 	start, idle time.Duration
 	ok          bool
+	pc          procCounter
+	counters    procCounters
 }
 
 func startCPU(ctx context.Context, b backend) *cpuMeter {
@@ -39,17 +47,33 @@ func startCPU(ctx context.Context, b backend) *cpuMeter {
 		return &cpuMeter{}
 	}
 	c1, err1 := b.CPU(ctx)
-	return &cpuMeter{b: b, start: c1, idle: c1 - c0, ok: err1 == nil}
+	m := &cpuMeter{b: b, start: c1, idle: c1 - c0, ok: err1 == nil}
+	if pc, ok := b.(procCounter); ok {
+		if c, err := pc.procCounters(); err == nil {
+			m.pc, m.counters = pc, c
+		}
+	}
+	return m
 }
 
 // stop records the CPU used since start, less the idle baseline, into s
-// (nothing if a read failed).
+// (nothing if a read failed), and the kernel's counts.
 func (c *cpuMeter) stop(ctx context.Context, s *sample) {
 	if !c.ok {
 		return
 	}
 	if end, err := c.b.CPU(ctx); err == nil {
 		s.cpu, s.hasCPU = max(0, end-c.start-c.idle), true
+	}
+	if c.pc == nil {
+		return
+	}
+	if end, err := c.pc.procCounters(); err == nil {
+		d := end.sub(c.counters)
+		if s.extra == nil {
+			s.extra = map[string]float64{}
+		}
+		s.extra["minflt"], s.extra["runq_wait_s"], s.extra["ctxsw"] = float64(d.minflt), float64(d.runqNs)/1e9, float64(d.ctxsw)
 	}
 }
 

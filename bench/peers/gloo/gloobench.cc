@@ -43,6 +43,7 @@
 #include <vector>
 
 #include <cerrno>
+#include <sys/resource.h>
 
 #include "gloo/allreduce.h"
 #include "gloo/allreduce_halving_doubling.h"
@@ -134,6 +135,15 @@ Flags parse(int argc, char** argv) {
     usage_fail("--algorithm " + f.algorithm + " is not one of " + f.op + "'s:" + valid);
   }
   return f;
+}
+
+// cpu_seconds is this process's CPU time so far, every thread (Gloo's
+// transport threads too), user and system.
+double cpu_seconds() {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 double now() {
@@ -306,11 +316,11 @@ int run(const Flags& f) {
     }
   };
 
-  std::vector<double> times(f.reps);
+  std::vector<double> times(f.reps), cpus(f.reps);
   for (long r = -1; r < f.reps; r++) { // r == -1 is the warm-up
     if (!work.empty()) std::copy(src.begin(), src.end(), work.begin());
     barrier();
-    double start = now();
+    double start = now(), cpu0 = cpu_seconds();
     // entry: when this rank actually called the collective; a rank woken
     // late on a busy machine has not arrived yet.
     double entry = 0;
@@ -319,7 +329,7 @@ int run(const Flags& f) {
       entry = now() - start;
     }
     once();
-    double end = now();
+    double end = now(), cpu = cpu_seconds() - cpu0, cpuSum = 0;
     // {completion, entry} from this rank's start; the max of each over
     // ranks is the last completion and the last entry.
     double mine[2] = {end - start, entry}, worst[2] = {0, 0};
@@ -329,7 +339,14 @@ int run(const Flags& f) {
     o.setOutput(worst, 2);
     o.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
     gloo::allreduce(o);
-    if (r >= 0) times[r] = worst[0] - worst[1];
+    // What the call cost every rank's process together, as mpibench
+    // reports it.
+    gloo::AllreduceOptions c(ctx);
+    c.setInput(&cpu, 1);
+    c.setOutput(&cpuSum, 1);
+    c.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<double>));
+    gloo::allreduce(c);
+    if (r >= 0) times[r] = worst[0] - worst[1], cpus[r] = cpuSum;
   }
 
   // The last repetition's result, sampled.
@@ -352,9 +369,11 @@ int run(const Flags& f) {
     std::qsort(times.data(), times.size(), sizeof(double), cmp_double);
     size_t m = times.size();
     double median = m % 2 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
+    std::qsort(cpus.data(), cpus.size(), sizeof(double), cmp_double);
+    double cpuMedian = m % 2 ? cpus[m / 2] : (cpus[m / 2 - 1] + cpus[m / 2]) / 2;
     printf("RESULT peer=gloo op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
-           "median=%.6f min=%.6f max=%.6f reps=%ld\n",
-           op.c_str(), n, f.size, alg.c_str(), f.interval_ms, median, times[0], times[m - 1], f.reps);
+           "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f\n",
+           op.c_str(), n, f.size, alg.c_str(), f.interval_ms, median, times[0], times[m - 1], f.reps, cpuMedian);
     fflush(stdout);
   }
   return 0;
