@@ -111,6 +111,13 @@ const SysGoProcs = "ours-go-procs"
 // the same run.
 const SysKernelSlack = "ours-kernel-slack"
 
+// SysOursCold is ours with every testbed node left cold when it reports
+// ready (--peers cold, hoplite node -no-warm-up): no data-plane
+// connections to its peers until an operation dials them, no stated link
+// rate taken as its bandwidth (cluster/warmup.go). With --fresh, its
+// ratio to ours is what the warm-up saves a cluster's first operation.
+const SysOursCold = "ours-cold"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -137,8 +144,10 @@ type system struct {
 	goProcs bool
 	// kernelSlack: hoplite node -timer-slack 0.
 	kernelSlack bool
-	tls         bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor       bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
+	// cold: hoplite node -no-warm-up (SysOursCold).
+	cold  bool
+	tls   bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
 	// dataPlane: the floor's round trips go on the data plane (SysDataRTT).
 	dataPlane bool
 	peer      string
@@ -279,6 +288,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "kernel-slack") {
 		out = append(out, system{name: SysKernelSlack, kernelSlack: true})
+	}
+	if slices.Contains(o.Peers, "cold") {
+		out = append(out, system{name: SysOursCold, cold: true})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

@@ -372,6 +372,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.kernelSlack {
 		args = append(args, "-timer-slack", "0")
 	}
+	if s.cold {
+		args = append(args, "-no-warm-up")
+	}
 	if t.o.Log != nil {
 		// --log-level: the nodes log at it too, into --log-dir.
 		args = append(args, "-log-level", t.o.LogLevel.String())

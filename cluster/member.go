@@ -52,6 +52,9 @@ type Member struct {
 	ref       *messages.NodeRef
 	failures  *shard.FailureLog
 	estimator *estimator.Estimator
+	// warm keeps the member's data-plane connections to its peers and
+	// its estimates ready for the first operations (warmup.go).
+	warm *warmer
 	// lag is the process's scheduling delay, which stretches the timeouts
 	// inside the member (stall, health check, re-subscription); releaseLag
 	// gives it back at teardown.
@@ -178,10 +181,13 @@ func (m *Member) Members() []*messages.NodeRef {
 	return out
 }
 
-// WaitMembers waits until n members (this one included) are live here.
+// WaitMembers waits until n members (this one included) are live here,
+// then until its data-plane connections to them are warm (at most a few
+// seconds more; see warmup.go).
 func (m *Member) WaitMembers(ctx context.Context, n int) error {
 	for {
 		if len(*m.live.Load()) >= n {
+			m.warm.waitWarm(ctx)
 			return nil
 		}
 		select {

@@ -540,6 +540,7 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 			}
 		}
 		m.peers.Store(idx)
+		m.warm.peersChanged()
 		if pid := m.revokePID.Load(); pid != nil {
 			ctx.Send(pid, &revoke.SetMembers{Members: reach})
 		}

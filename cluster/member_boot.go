@@ -102,6 +102,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if e := cfg.embedded; e != nil {
 		m.estimator = e.estimator
 	}
+	m.warm = newWarmer(m, cfg.NoWarmUp)
 	m.store = storenode.NewStore(cfg.Capacity)
 	m.metrics = newMemberMetrics(m)
 	m.startView()
@@ -176,10 +177,10 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
 			NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush}}
 
-	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
-			Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
+			Self: m.ref, Store: m.store, ShardFor: m.shardFor, LocateAt: m.locateAt,
+			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load},
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},
@@ -271,6 +272,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if p := m.pace(); p > 0 {
 		fields["pace_bytes_per_second"] = p
 	}
+	// Ready means warm: connections to the peers known now, and the
+	// stated link's chunk size (warmup.go).
+	m.warm.start(ctx, m.quit)
 	m.log.WithFields(fields).Info("member joined the cluster")
 	return nil
 }

@@ -125,6 +125,11 @@ type MemberConfig struct {
 	// participants to locate the result (coordinator.Config.NoInlinePush;
 	// benchmarks: both in one run).
 	NoInlinePush bool
+	// NoWarmUp leaves the member cold when it reports ready: no
+	// data-plane connections to its peers until an operation needs them,
+	// no stated link rate taken as its bandwidth (warmup.go). For
+	// measuring what the warm-up saves (hoplite bench --peers cold).
+	NoWarmUp bool
 	// ActorSubscribes makes this member's Reduce coordinators subscribe to
 	// their sources by actor message, as before a Subscribe could travel
 	// on the data plane (shard.ServeSubscribe; benchmarks: both in one

@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// A ready member is a warm one. What a member's first operations would
+// otherwise pay, it does when it joins and whenever its peers change,
+// in the background, bounded in time and in what it holds:
+//
+//   - a data-plane connection to each peer (up to maxWarmPeers of them,
+//     the nearest in member-id order beyond that): one bare control
+//     round trip (ControlPing), whose connection the transport then
+//     keeps in its pool. A Get's Locate and its stream, and a reduce's
+//     streams, find it there instead of dialing. The round trips are
+//     also control-latency samples: L is calibrated before the first
+//     Reduce plans with it.
+//   - the chunk size: a member whose operator stated its link
+//     (MemberConfig.LinkRate) takes that rate as its bandwidth until it
+//     measures one (Estimator.ObservePeer), so its first transfers are
+//     cut to about 5 ms of the link (256 KiB at 400 Mbit/s) instead of
+//     the unmeasured default of 1 MiB.
+//   - every warmRefresh it pings the peers again, so that their pooled
+//     connections outlive the transport's idle limit while the
+//     application does other work between operations.
+//
+// Join waits for the first round (at most warmJoinWait) before it
+// returns, and WaitMembers for a round over the peers it counted (at most
+// warmJoinWait more): a member that reports ready has its connections
+// in place. Nothing here is needed for correctness; a ping that fails
+// is tried again at the next change or refresh. The warm-up's cost and
+// effect are measured by `hoplite bench --fresh --peers cold`
+// (docs/benchmarks.md).
+
+const (
+	// maxWarmPeers bounds the peers a member keeps a warm connection to.
+	maxWarmPeers = 32
+	// warmParallel bounds the round trips in flight at once.
+	warmParallel = 8
+	// warmTimeout bounds one round trip.
+	warmTimeout = 2 * time.Second
+	// warmJoinWait bounds how long Join and WaitMembers wait for the
+	// warm-up.
+	warmJoinWait = 3 * time.Second
+	// warmRefresh is how often the peers are pinged again: under half of
+	// the transport's default pool idle limit (IdleTimeout/2, 45 s).
+	warmRefresh = 20 * time.Second
+)
+
+// warmer keeps a member warm (see above).
+type warmer struct {
+	m       *Member
+	disable bool
+	kick    chan struct{} // capacity 1: the peers changed
+
+	mu sync.Mutex
+	// warm holds the data addresses whose last round trip succeeded, and
+	// when: only current targets (at most maxWarmPeers).
+	warm map[string]time.Time
+}
+
+func newWarmer(m *Member, disable bool) *warmer {
+	return &warmer{m: m, disable: disable, kick: make(chan struct{}, 1), warm: map[string]time.Time{}}
+}
+
+// peersChanged tells the warmer that the member's reachable peers
+// changed (the members actor calls it; it never blocks).
+func (w *warmer) peersChanged() {
+	if w == nil || w.disable {
+		return
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// start takes the stated link rate as the bandwidth, warms the peers
+// known now (waiting at most warmJoinWait, or ctx) and keeps them warm
+// in the background until quit closes.
+func (w *warmer) start(ctx context.Context, quit <-chan struct{}) {
+	if w == nil || w.disable {
+		return
+	}
+	if p := w.m.pace(); p > 0 {
+		if _, _, _, n := w.m.estimator.Estimate(); n == 0 {
+			w.m.estimator.ObservePeer(p)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, warmJoinWait)
+	w.round(wctx)
+	cancel()
+	go w.run(quit)
+}
+
+// run warms the peers whenever they change, and again every warmRefresh.
+func (w *warmer) run(quit <-chan struct{}) {
+	t := time.NewTicker(warmRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-w.kick:
+		case <-t.C:
+			w.mu.Lock()
+			clear(w.warm) // ping every target again
+			w.mu.Unlock()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), warmTimeout+time.Second)
+		go func() {
+			select {
+			case <-quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		w.round(ctx)
+		cancel()
+	}
+}
+
+// targets are the data addresses to keep warm: every reachable peer's,
+// or, beyond maxWarmPeers, the nearest after this member in id order
+// (every member warms a different window of the ring; streams between
+// members far apart dial on first use).
+func (w *warmer) targets() []string {
+	idx := w.m.peers.Load()
+	if idx == nil {
+		return nil
+	}
+	type peer struct{ id, data string }
+	var ps []peer
+	for data, id := range idx.byData {
+		ps = append(ps, peer{id, data})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].id < ps[j].id })
+	if len(ps) > maxWarmPeers {
+		at := sort.Search(len(ps), func(i int) bool { return ps[i].id > w.m.id })
+		ps = append(ps[at:], ps[:at]...)[:maxWarmPeers]
+	}
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.data)
+	}
+	return out
+}
+
+// round pings every target not warm yet, warmParallel at a time, and
+// records the ones that answered; each answer's round trip is a latency
+// sample (half of it, one way).
+func (w *warmer) round(ctx context.Context) {
+	targets := w.targets()
+	w.mu.Lock()
+	for a := range w.warm { // departed peers' entries go
+		if !slices.Contains(targets, a) {
+			delete(w.warm, a)
+		}
+	}
+	var todo []string
+	for _, a := range targets {
+		if _, ok := w.warm[a]; !ok {
+			todo = append(todo, a)
+		}
+	}
+	w.mu.Unlock()
+	sem := make(chan struct{}, warmParallel)
+	var wg sync.WaitGroup
+	for _, addr := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			pctx, cancel := context.WithTimeout(ctx, warmTimeout)
+			defer cancel()
+			start := time.Now()
+			if err := w.m.PingData(pctx, addr); err != nil {
+				return
+			}
+			rtt := time.Since(start)
+			w.m.estimator.ObserveLatency(rtt / 2)
+			w.mu.Lock()
+			w.warm[addr] = time.Now()
+			w.mu.Unlock()
+		})
+	}
+	wg.Wait()
+}
+
+// waitWarm warms the targets not warm yet and waits for their round
+// trips, for at most warmJoinWait or ctx (the warm-up is best effort: it
+// never fails a wait). WaitMembers calls it once its n members are live.
+func (w *warmer) waitWarm(ctx context.Context) {
+	if w == nil || w.disable {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, warmJoinWait)
+	defer cancel()
+	w.round(wctx)
+}
+
+// warmPeers are the data addresses this member holds warm (tests).
+func (w *warmer) warmPeers() []string {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for a := range w.warm {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
