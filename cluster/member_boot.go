@@ -177,10 +177,10 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, UnbatchedTasks: cfg.UnbatchedReduceTasks,
 			NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush}}
 
+	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
-			Self: m.ref, Store: m.store, ShardFor: m.shardFor, LocateAt: m.locateAt,
-			Transport: &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load},
+			Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 		})},

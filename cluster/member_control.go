@@ -6,9 +6,29 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	shard "github.com/hoplite-go/hoplite/actors/directory"
+	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
 )
+
+// locator is how this member's store node asks a directory shard
+// (storeactor.Locator): in process when the shard is on this member (an
+// actor message in process is cheaper than any socket), on the data
+// plane (data) to another member whose data address this member knows,
+// else, and always with ActorLocates, as an actor message. Every answer
+// comes back as the call's result.
+func (m *Member) locator(data transport.Caller) storeactor.Locator {
+	return func(ctx context.Context, pid *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
+		if !m.cfg.ActorLocates && pid.GetAddress() == m.system.Address() {
+			return shard.LocateHere(ctx, m.system.Root, pid, l)
+		}
+		if addr := m.locateAt(pid); addr != "" {
+			return shard.CallLocate(ctx, data, addr, l)
+		}
+		return shard.RequestLocate(ctx, m.system.Root, pid, l)
+	}
+}
 
 // locateAt is where a Locate to shard goes on the data plane: its
 // member's data address, or "" for a shard on this member (an actor
@@ -54,11 +74,8 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	}
 	b, err := shard.ServeLocate(ctx, m.system.Root, m.shardFor, req)
 	result := "ok"
-	switch {
-	case err != nil:
+	if err != nil {
 		result = messages.AsError(err).GetCode().String()
-	case len(b) == 0:
-		result = "forwarded" // the answer names a sender: it went as an actor message
 	}
 	m.metrics.locates.WithLabelValues(result).Inc()
 	return b, err

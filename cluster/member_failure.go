@@ -316,7 +316,7 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 	// member hears of it from the others): those actors are alive.
 	if addr != m.system.Address() && !m.addressReused(addr, id) {
 		// Everything here that watches the member's actors hears of it now:
-		// fetch sessions (transfer abort), reduce coordinators (tree
+		// store nodes (a fetch's sender or shard), reduce coordinators (tree
 		// repair), directory shards; as Proto.Actor does for a member the
 		// topology dropped.
 		ctx.ActorSystem().EventStream.Publish(&remote.EndpointTerminatedEvent{Address: addr})

@@ -64,7 +64,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			Help:    "Duration of the Reduces coordinated on this member (events.ReduceDone), by result.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"result"}),
 		locates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_locates_total",
-			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (answered on the data plane: inline bytes), forwarded (an answer that names a sender, sent as an actor message behind the shard's other messages to that member), or the error code."},
+			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (the answer: inline bytes, or a sender to stream from), or the error code."},
 			[]string{"result"}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_pushes_total",
 			Help: "Inline AllReduce results that coordinators on other members pushed to this member's store node on the data plane, by result: ok, or the error code of the store node's answer or of the push itself."},

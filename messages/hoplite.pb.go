@@ -1886,15 +1886,13 @@ type Locate struct {
 	Naive bool `protobuf:"varint,5,opt,name=naive,proto3" json:"naive,omitempty"`
 	// attempt numbers the receiver's Locates; the reply echoes it, so a
 	// late answer to an attempt the receiver gave up on is recognised as
-	// stale (replies come straight to the fetch session, not to a
+	// stale (replies come straight to the store node's fetch, not to a
 	// temporary actor per request).
 	Attempt uint64 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// reply_to is the fetch session that asked, set when the Locate came on
-	// the data plane (transport.Caller): an answer that names a sender is
-	// sent to it as an actor message, behind whatever the shard sent the
-	// receiver before (one ordered connection per pair of members: a drop
-	// of the copy it is about never overtakes it); an inline answer or an
-	// error comes back on the data plane.
+	// reply_to is not set any more (a member of this protocol version
+	// ignores it): every answer comes back the way its Locate went, and a
+	// DropObject that overtakes an answer ends the receiver's fetch there
+	// (its store node takes both).
 	ReplyTo *NodeRef `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
 	// no_copy: the receiver reads the object into its caller's memory and
 	// keeps no copy (Client.GetInto). The directory records no location for

@@ -10,6 +10,6 @@
 // PositionRuns (when a reduce tree position runs, stops and rewinds).
 // FetchProtocol holds no object either: what it needs of the store comes
 // out of a step as a StoreOp, and Fetch runs it against the Store. The
-// store node, fetch session and reduce worker actors that drive them live
-// in actors/storenode.
+// store node and reduce worker actors that drive them live in
+// actors/storenode.
 package storenode

@@ -203,9 +203,9 @@ func (s *Store) Allocate(o *Object, size int64, fingerprint uint64) ([]string, e
 	if s.objects[o.id] != o {
 		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was dropped", o.id)
 	}
-	// Once: a fetch session superseded after it located the object (its
-	// store node restarted) may still try, and a second buffer would
-	// wipe what the newer session wrote and count the bytes twice.
+	// Once: a fetch superseded after it located the object (its store
+	// node restarted) may still try, and a second buffer would wipe what
+	// the newer fetch wrote and count the bytes twice.
 	if have := o.Size(); have >= 0 {
 		if have != size {
 			return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: allocated with %d bytes, asked for %d", o.id, have, size)

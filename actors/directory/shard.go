@@ -719,7 +719,7 @@ func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {
 		case *messages.NodeRef:
 			ctx.Send(to.PID(), o.Msg)
 		case *callReply:
-			to.deliver(ctx, o.Msg)
+			to.deliver(o.Msg)
 		case nil:
 			// The request was a tell: nobody waits for the answer.
 		default:

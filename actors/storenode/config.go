@@ -24,12 +24,9 @@ type Config struct {
 	ShardFor func(id string) *actor.PID
 	// Transport moves object bytes between nodes.
 	Transport transport.Transport
-	// LocateAt returns the data address of the member hosting shard, for
-	// a Locate to travel on the data plane (the Transport must be a
-	// transport.Caller); "" sends it as an actor message: the shard is on
-	// this member, or its member's data address is not known. Nil sends
-	// every Locate as an actor message.
-	LocateAt func(shard *actor.PID) string
+	// Locate carries the fetches' Locates to their shards (nil: as actor
+	// messages, which is what a node outside a cluster has).
+	Locate Locator
 
 	// ChunkSize is the unit of copying, streaming and progress. 0 adapts
 	// it to the bandwidth the Estimator measured (plan.ChunkFor: about

@@ -3,10 +3,8 @@ package storenode
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -20,238 +18,113 @@ import (
 	"github.com/hoplite-go/hoplite/transport"
 )
 
-// fetchSession is the child actor of a store node that brings one object
-// to this node. It is the shell of a FetchProtocol: Receive turns each
-// message into one call of the protocol and drain turns the protocol's
-// output into sends, one timer, watches and data-plane copies. Locates go
-// out with ctx.Request, so the shard answers this actor directly; each
-// copy runs on one goroutine that reports only its end.
+// fetchRun is one fetch the store node runs: a storenode.Fetch (the step
+// machine) and what the node holds for it, from the Get that starts it to
+// its end, inline or streamed. The store node is its one shell: each
+// message about the fetch (its Locate's end, a timer, a copy's end, a
+// watched peer's end) becomes one call of the protocol, and drain carries
+// out the output (sends, one timer, the Locate call, data-plane copies).
+// No other actor takes a fetch over, so a small Get costs no spawn, and
+// a Locate's answer has one place to go.
 //
-// A session with into set fetches into a GetInto caller's buffer instead
-// of the store (storenode.NewFetchIntoProtocol): it has no object, and it
-// answers the caller when it ends, not its store node.
-type fetchSession struct {
-	cfg  *Config
+// A run with into set fetches into a GetInto caller's buffer instead of
+// the store (storenode.NewFetchInto): it has no object, and it answers
+// the caller when it ends. Such runs are not in StoreNode.fetches (they
+// are no fetch of the node's copy; several may run for one object).
+//
+// A run lives in one incarnation of the actor: a restart stops it (done),
+// and the restarted node resumes the copies in the store anew (resume).
+// Every message about a run names it, so one for a run that ended is
+// dropped.
+type fetchRun struct {
 	id   string
-	obj  *storenode.Object
+	p    *storenode.Fetch
+	obj  *storenode.Object // nil for a fetch into a caller's buffer
 	into *intoJob
-	// deadline is the Gets' latest deadline (unix nanos), kept by the
-	// store node: a session restarted after a panic starts from it, not
-	// from the first Get's.
-	deadline *atomic.Int64
-	p        *storenode.Fetch
-	// shards are the shards asked, with the attempt last sent to each: a
-	// watched shard that stops is an UNAVAILABLE answer at once.
-	shards map[string]uint64
-	// shardWatch is, per shard asked, the watch: a timer until it is due
-	// (see watchDelay), then nil once the shard is watched.
-	shardWatch map[string]*time.Timer
-	// senders are the watched senders, by PID, with their node ids.
+	// shard and attempt are the Locate the run waits for; cancel hangs
+	// its call up (nil once it ended).
+	shard   *actor.PID
+	attempt uint64
+	cancel  context.CancelFunc
+	// senders are the nodes the run streams from, by PID key, with their
+	// node ids: the node watches them, and their end is a sender failure.
 	senders map[string]string
 	// timer is the protocol's one pending wait: a newer timer makes the
 	// older one stale (the protocol would ignore it), so it is stopped.
 	timer *time.Timer
 	// cuts end the running copies, by stream id.
 	cuts map[uint64]context.CancelFunc
-	// calls end the Locates on the data plane still unanswered, by
-	// attempt; lastByActor is set when the last Locate went as an actor
-	// message (a session locates one object, at one shard at a time).
-	calls       map[uint64]context.CancelFunc
-	lastByActor bool
-	// locators send the Locates by actor, one per shard, so that a
-	// DeadLetterResponse names the shard that was not running.
-	locators actorutil.Senders
-	done     bool
-	// adopt is the store node's own fetch this session takes over (see
-	// lightFetch); a session restarted after a panic starts anew.
-	adopt *adoption
+	done bool
 }
 
-// intoJob is the GetInto a session serves. It is kept by the session's
-// producer, so that a session restarted after a panic knows it answered.
+// intoJob is the GetInto a run serves.
 type intoJob struct {
 	req     *storenode.GetIntoRequest
 	caller  *actor.PID
-	replied atomic.Bool
-	// stopWatch ends the watch of the caller's context (callerGone).
+	replied bool
+	// stopWatch ends the watch of the caller's context (fetchCallerGone).
 	stopWatch func() bool
 }
 
-// callerGone: the GetInto's caller stopped waiting.
-type callerGone struct{}
-
-// intoLocal asks the store node to answer a GetInto from its own copy:
-// the directory said this node holds the object.
-type intoLocal struct {
-	req    *storenode.GetIntoRequest
-	caller *actor.PID
+// fetchLocated is the end of a run's Locate: the shard's answer, or why
+// there is none. It is the one way a Locate's answer comes back.
+type fetchLocated struct {
+	run     *fetchRun
+	attempt uint64
+	reply   *messages.LocateReply
+	err     error
 }
 
-// fetchTimerFired hands a storenode.FetchTimer back to the session.
-type fetchTimerFired struct{ t storenode.FetchTimer }
+// fetchTimerFired hands a storenode.FetchTimer back to its run.
+type fetchTimerFired struct {
+	run *fetchRun
+	t   storenode.FetchTimer
+}
 
-// streamEnded reports the end of one data-plane copy; upTo is how far a
-// copy into a caller's buffer got.
-type streamEnded struct {
+// fetchStreamEnded reports the end of one data-plane copy; upTo is how
+// far a copy into a caller's buffer got.
+type fetchStreamEnded struct {
+	run  *fetchRun
 	id   uint64
 	upTo int64
 	err  error
 }
 
-// extendFetch carries a later Get's deadline to the session.
-type extendFetch struct{ deadline time.Time }
+// fetchCallerGone: a GetInto's caller stopped waiting.
+type fetchCallerGone struct{ run *fetchRun }
 
-// watchShard: a Locate to the shard is still unanswered after
-// watchDelay: watch the shard now.
-type watchShard struct{ pid *actor.PID }
-
-// watchDelay is how long a session waits for a Locate's answer before it
-// watches the shard. Most Locates are answered well within it, and a
-// remote watch is two more messages across the network per Get (Watch,
-// and the Unwatch at the end), so the watch waits; a shard that stopped
-// is then noticed this much later.
-var watchDelay = 25 * time.Millisecond // a variable for the tests
-
-// locateUnsent reports a Locate that could not be sent (no shard known)
-// or, on the data plane, was not answered.
-type locateUnsent struct {
-	attempt uint64
-	err     error
+// startFetch starts the fetch of obj, which Reserve just created, for
+// Gets until deadline.
+func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time) {
+	id := obj.ID()
+	run := &fetchRun{id: id, obj: obj}
+	run.p = storenode.NewFetch(fetchConfig(n.cfg, id), n.cfg.Store, obj, deadline, observer(n.cfg))
+	n.fetches[id] = run
+	n.drain(ctx, run, run.p.Start(time.Now()))
 }
 
-func newFetchProps(cfg *Config, obj *storenode.Object, deadline *atomic.Int64) *actor.Props {
-	return actorutil.Props(func() actor.Actor {
-		return &fetchSession{cfg: cfg, id: obj.ID(), obj: obj, deadline: deadline}
-	})
-}
-
-// newFetchIntoProps is the session of one GetInto of an object this node
-// does not hold, answering caller.
-func newFetchIntoProps(cfg *Config, req *storenode.GetIntoRequest, caller *actor.PID) *actor.Props {
-	job := &intoJob{req: req, caller: caller}
-	return actorutil.Props(func() actor.Actor {
-		return &fetchSession{cfg: cfg, id: req.ObjectID, into: job}
-	})
-}
-
-func (f *fetchSession) Receive(ctx actor.Context) {
-	now := time.Now()
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		if f.into != nil && f.into.replied.Load() {
-			ctx.Stop(ctx.Self()) // restarted after it answered: nothing left to do
-			return
-		}
-		f.drain(ctx, f.start(ctx, now))
-	case *messages.LocateReply:
-		f.callEnded(m.GetAttempt())
-		f.drain(ctx, f.p.Located(m, now))
-	case *locateUnsent:
-		f.callEnded(m.attempt)
-		f.drain(ctx, f.p.LocateFailed(m.attempt, m.err, now))
-	case *fetchTimerFired:
-		f.drain(ctx, f.p.Timer(m.t, now))
-	case *streamEnded:
-		f.endCopy(m.id)
-		if f.into != nil {
-			f.drain(ctx, f.p.IntoStreamEnded(m.id, m.upTo, m.err, now))
-		} else {
-			f.drain(ctx, f.p.StreamEnded(m.id, m.err, now))
-		}
-	case callerGone:
-		if f.p != nil && f.into.replied.CompareAndSwap(false, true) {
-			f.drain(ctx, f.p.Stop()) // nobody to answer: the caller returned
-		}
-	case *extendFetch:
-		f.p.Extend(m.deadline)
-	case watchShard:
-		f.watchShard(ctx, m.pid)
-	case *actor.Terminated:
-		f.terminated(ctx, m.GetWho(), now)
-	case *actor.DeadLetterResponse:
-		// A Locate reached no shard (it stopped or moved): as Terminated.
-		f.terminated(ctx, m.GetTarget(), now)
-	case *actor.Stopping, *actor.Restarting:
-		f.stopping(ctx)
-	case actor.SystemMessage, actor.AutoReceiveMessage:
-	default:
-		f.cfg.Log.WithFields(logrus.Fields{"object": f.id, "type": fmt.Sprintf("%T", m)}).Warn("fetch session: unknown message dropped")
-	}
-}
-
-// stopping ends this session's copy: a restarted session runs anew, and
-// two would copy (the writer generation keeps their bytes apart
-// regardless).
-func (f *fetchSession) stopping(ctx actor.Context) {
-	if f.p != nil && !f.done {
-		// Not drained: the node that stops or restarts this session
-		// needs no fetchEnded, and the protocol only cuts its copy.
-		f.p.Stop()
-		f.done = true
-		// A GetInto's caller is answered now; its copy, cut below, may
-		// still hold the buffer, and the caller waits for it to let go.
-		f.answer(ctx, nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the fetch of %q stopped with its store node (restarted or stopping)", f.id))
-	}
-	f.stopAll()
-	f.unwatchAll(ctx)
-	f.locators.Close()
-}
-
-// unwatchAll ends every watch of this session. An actor that stops does
-// not unwatch what it watched, and a watched actor keeps its watchers
-// until it stops itself: without this, a long-lived shard would keep the
-// PID of every session that ever located an object through it.
-func (f *fetchSession) unwatchAll(ctx actor.Context) {
-	for key, t := range f.shardWatch {
-		if t != nil {
-			t.Stop()
-		} else if pid := actorutil.PIDOfKey(key); pid != nil {
-			ctx.Unwatch(pid)
-		}
-		delete(f.shardWatch, key)
-	}
-	for key := range f.senders {
-		if pid := actorutil.PIDOfKey(key); pid != nil {
-			ctx.Unwatch(pid)
-		}
-		delete(f.senders, key)
-	}
-}
-
-// watchShard watches a shard whose Locate is still unanswered.
-func (f *fetchSession) watchShard(ctx actor.Context, pid *actor.PID) {
-	key := actorutil.Key(pid)
-	if t, ok := f.shardWatch[key]; f.done || !ok || t == nil {
-		return // over, or watched already
-	}
-	f.shardWatch[key] = nil
-	ctx.Watch(pid)
-}
-
-func (f *fetchSession) start(ctx actor.Context, now time.Time) storenode.FetchOutput {
-	f.shards, f.shardWatch, f.senders, f.cuts = map[string]uint64{}, map[string]*time.Timer{}, map[string]string{}, map[uint64]context.CancelFunc{}
-	f.calls = map[uint64]context.CancelFunc{}
-	if a := f.adopt; a != nil && a.taken.CompareAndSwap(false, true) {
-		return f.adopted(ctx, a)
-	}
-	fc := fetchConfig(f.cfg, f.id)
-	if j := f.into; j != nil {
-		// The caller's deadline is final: it returns then, so no grace.
-		fc.Grace = 0
-		f.p = storenode.NewFetchInto(fc, f.id, j.req.Dst.Len(), j.req.Deadline, observer(f.cfg))
-		system, self := ctx.ActorSystem(), ctx.Self()
-		j.stopWatch = context.AfterFunc(j.req.Dst.Context(), func() { system.Root.Send(self, callerGone{}) })
-		return f.p.Start(now)
-	}
-	f.p = storenode.NewFetch(fc, f.cfg.Store, f.obj, time.Unix(0, f.deadline.Load()), observer(f.cfg))
-	return f.p.Start(now)
+// startInto starts the fetch of a GetInto of an object this node does
+// not hold, into the caller's buffer.
+func (n *StoreNode) startInto(ctx actor.Context, req *storenode.GetIntoRequest, caller *actor.PID) {
+	fc := fetchConfig(n.cfg, req.ObjectID)
+	// The caller's deadline is final: it returns then, so no grace.
+	fc.Grace = 0
+	run := &fetchRun{id: req.ObjectID, into: &intoJob{req: req, caller: caller}}
+	run.p = storenode.NewFetchInto(fc, req.ObjectID, req.Dst.Len(), req.Deadline, observer(n.cfg))
+	n.intos[run] = struct{}{}
+	system, self := ctx.ActorSystem(), ctx.Self()
+	run.into.stopWatch = context.AfterFunc(req.Dst.Context(), func() { system.Root.Send(self, &fetchCallerGone{run: run}) })
+	n.drain(ctx, run, run.p.Start(time.Now()))
 }
 
 // fetchConfig is the protocol's configuration for a fetch of object id.
+// Its attempts start at a random number: a Locate's answer names its
+// attempt, which then cannot meet another fetch's of the same object.
 func fetchConfig(cfg *Config, id string) storenode.FetchConfig {
 	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, seed>>32^uint64(len(id))))
 	return storenode.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.StallTimeout,
-		Rand: rand.New(rand.NewPCG(seed, seed>>32^uint64(len(id))))}
+		Rand: r, FirstAttempt: r.Uint64() &^ (1<<32 - 1)}
 }
 
 // observer takes the transfers a fetch measured (nil without an
@@ -263,125 +136,195 @@ func observer(cfg *Config) func(bytes int64, elapsed time.Duration) {
 	return nil
 }
 
-// terminated turns a watched actor's end into the protocol's input: a
+// fetchLocated takes the end of a run's Locate.
+func (n *StoreNode) fetchLocated(ctx actor.Context, m *fetchLocated) {
+	run := m.run
+	if run.done {
+		return
+	}
+	if m.attempt == run.attempt {
+		run.cancel = nil // the call ended and released its context
+	}
+	if m.err != nil {
+		n.drain(ctx, run, run.p.LocateFailed(m.attempt, m.err, time.Now()))
+		return
+	}
+	n.drain(ctx, run, run.p.Located(m.reply, time.Now()))
+}
+
+func (n *StoreNode) fetchTimerFired(ctx actor.Context, m *fetchTimerFired) {
+	if !m.run.done {
+		n.drain(ctx, m.run, m.run.p.Timer(m.t, time.Now()))
+	}
+}
+
+func (n *StoreNode) fetchStreamEnded(ctx actor.Context, m *fetchStreamEnded) {
+	run := m.run
+	if run.done {
+		return
+	}
+	run.endCopy(m.id)
+	if run.into != nil {
+		n.drain(ctx, run, run.p.IntoStreamEnded(m.id, m.upTo, m.err, time.Now()))
+	} else {
+		n.drain(ctx, run, run.p.StreamEnded(m.id, m.err, time.Now()))
+	}
+}
+
+func (n *StoreNode) fetchCallerGone(ctx actor.Context, m *fetchCallerGone) {
+	if run := m.run; !run.done && !run.into.replied {
+		run.into.replied = true         // nobody to answer: the caller returned
+		n.drain(ctx, run, run.p.Stop()) // cuts its copy
+	}
+}
+
+// fetchPeerGone turns a watched actor's end into the runs' input: a
 // shard's into UNAVAILABLE for the Locate it had, a sender's into a
 // sender failure.
-func (f *fetchSession) terminated(ctx actor.Context, who *actor.PID, now time.Time) {
+func (n *StoreNode) fetchPeerGone(ctx actor.Context, who *actor.PID) {
 	key := actorutil.Key(who)
-	if attempt, ok := f.shards[key]; ok {
-		delete(f.shards, key)
-		f.drain(ctx, f.p.LocateFailed(attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s stopped", who.GetId()), now))
+	each := func(run *fetchRun) {
+		if run.done {
+			return
+		}
+		if run.cancel != nil && actorutil.Key(run.shard) == key {
+			run.hangUp()
+			n.drain(ctx, run, run.p.LocateFailed(run.attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s stopped", who.GetId()), time.Now()))
+		}
+		if node, ok := run.senders[key]; ok && !run.done {
+			delete(run.senders, key)
+			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": who.GetId()}).Info("sender terminated")
+			n.drain(ctx, run, run.p.SenderFailed(node))
+		}
 	}
-	if node, ok := f.senders[key]; ok {
-		delete(f.senders, key)
-		f.cfg.Log.WithFields(logrus.Fields{"object": f.id, "sender": who.GetId()}).Info("sender terminated")
-		f.drain(ctx, f.p.SenderFailed(node))
+	for _, run := range n.fetches {
+		each(run)
+	}
+	for run := range n.intos {
+		each(run)
+	}
+}
+
+// fetchDropped ends the run of obj, a copy the directory dropped (the
+// store removed it): its Locate's answer may still come, and must find
+// nothing to act on. The shard sends the drop after that answer, but the
+// two travel different ways; both end here, in this actor.
+func (n *StoreNode) fetchDropped(ctx actor.Context, obj *storenode.Object) {
+	if run := n.fetches[obj.ID()]; run != nil && run.obj == obj {
+		n.drain(ctx, run, run.p.Stop())
 	}
 }
 
 // drain carries out one step's output.
-func (f *fetchSession) drain(ctx actor.Context, out storenode.FetchOutput) {
-	if f.done {
+func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storenode.FetchOutput) {
+	if run.done {
 		return
 	}
-	id := f.id
 	for _, s := range out.Sends {
-		pid := f.resolve(s.To)
-		if l, ok := s.Msg.(*messages.Locate); ok {
-			if pid == nil {
-				ctx.Send(ctx.Self(), &locateUnsent{attempt: l.GetAttempt(), err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)})
-				continue
+		switch m := s.Msg.(type) {
+		case *messages.Locate:
+			n.locate(ctx, run, s.To, m)
+		case *messages.CancelLocate:
+			// A Locate is withdrawn by hanging its call up: the shard
+			// drops exactly that request, where a CancelLocate message
+			// could overtake the run's next Locate and withdraw that.
+			run.hangUp()
+		default:
+			if pid := n.resolve(s.To); pid != nil {
+				ctx.Send(pid, s.Msg)
 			}
-			if _, ok := f.shardWatch[actorutil.Key(pid)]; !ok {
-				system, self := ctx.ActorSystem(), ctx.Self()
-				f.shardWatch[actorutil.Key(pid)] = time.AfterFunc(watchDelay, func() { system.Root.Send(self, watchShard{pid: pid}) })
-			}
-			f.shards[actorutil.Key(pid)] = l.GetAttempt()
-			f.sendLocate(ctx, pid, l)
-			continue
-		}
-		if _, ok := s.Msg.(*messages.CancelLocate); ok && pid != nil {
-			f.cancelLocate(ctx, pid, s.Msg)
-			continue
-		}
-		if pid != nil {
-			ctx.Send(pid, s.Msg)
 		}
 	}
 	for _, t := range out.Timers {
-		f.arm(ctx, t.At, t.Msg.(storenode.FetchTimer))
+		n.arm(ctx, run, t.At, t.Msg.(storenode.FetchTimer))
 	}
 	if out.Cut != 0 {
-		if cut := f.cuts[out.Cut]; cut != nil {
+		if cut := run.cuts[out.Cut]; cut != nil {
 			cut()
 		}
 	}
 	for _, w := range out.Unwatch {
-		n, ok := w.(*messages.NodeRef)
-		if !ok {
-			continue
-		}
-		pid := n.PID()
-		if _, ok := f.senders[actorutil.Key(pid)]; ok {
-			delete(f.senders, actorutil.Key(pid))
-			ctx.Unwatch(pid)
+		if ref, ok := w.(*messages.NodeRef); ok {
+			delete(run.senders, actorutil.Key(ref.PID()))
 		}
 	}
 	for _, w := range out.Watch {
-		if n, ok := w.(*messages.NodeRef); ok {
-			pid := n.PID()
-			f.senders[actorutil.Key(pid)] = n.GetNodeId()
-			ctx.Watch(pid)
+		if ref, ok := w.(*messages.NodeRef); ok {
+			pid := ref.PID()
+			if run.senders == nil {
+				run.senders = map[string]string{}
+			}
+			run.senders[actorutil.Key(pid)] = ref.GetNodeId()
+			n.watch(ctx, pid)
 		}
 	}
 	for _, e := range out.Events {
 		switch e := e.(type) {
 		case *storenode.SenderFailure:
-			f.cfg.Log.WithFields(logrus.Fields{"object": id, "sender": e.Sender.GetNodeId(),
+			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": e.Sender.GetNodeId(),
 				"offset": e.Offset, "error": e.Err}).Info("sender failed; locating another")
 		default:
 			ctx.ActorSystem().EventStream.Publish(e)
 		}
 	}
 	if out.Stream != nil {
-		f.startCopy(ctx, out.Stream)
+		n.startCopy(ctx, run, out.Stream)
 	}
 	if out.Done {
-		f.done = true
 		if out.Err != nil && !errors.Is(out.Err, messages.ErrCanceled) {
-			f.cfg.Log.WithFields(logrus.Fields{"object": id, "error": out.Err}).Debug("fetch failed")
+			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "error": out.Err}).Debug("fetch failed")
 		}
-		f.stopTimer()
-		f.unwatchAll(ctx)
-		f.locators.Close()
-		if f.into != nil {
-			f.answer(ctx, &out, out.Err)
-		} else {
-			ctx.Send(ctx.Parent(), &fetchEnded{id: id, pid: ctx.Self()})
+		n.endRun(run)
+		if run.into != nil {
+			n.answerInto(ctx, run, &out, out.Err)
 		}
-		ctx.Stop(ctx.Self())
 	}
 }
 
-// answer ends a GetInto: with err, or as out says (the bytes are in the
-// buffer, come inline, or are on this node, which its store node reads).
-// Only the first answer goes out.
-func (f *fetchSession) answer(ctx actor.Context, out *storenode.FetchOutput, err error) {
-	j := f.into
-	if j == nil {
+// locate sends a run's Locate to the object's shard, the one way every
+// Locate goes: the node's Locator, called on a pooled worker, whose end
+// comes back as a fetchLocated. The node watches the shard (once: a
+// node asks a bounded set of shards), so a shard that stops with the
+// Locate in its mailbox fails it at once.
+func (n *StoreNode) locate(ctx actor.Context, run *fetchRun, to any, l *messages.Locate) {
+	run.hangUp() // a run has one Locate at a time
+	run.attempt = l.GetAttempt()
+	shard := n.resolve(to)
+	if shard == nil {
+		ctx.Send(ctx.Self(), &fetchLocated{run: run, attempt: run.attempt,
+			err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", run.id)})
 		return
 	}
+	n.watch(ctx, shard)
+	run.shard = shard
+	run.cancel = callLocate(ctx.ActorSystem(), ctx.Self(), n.locator, shard, l, run)
+}
+
+// hangUp ends the run's Locate call, if one is waiting.
+func (r *fetchRun) hangUp() {
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+}
+
+// answerInto ends a GetInto: with err, or as out says (the bytes are in
+// the buffer, came inline, or are on this node, which is read from the
+// store). Only the first answer goes out.
+func (n *StoreNode) answerInto(ctx actor.Context, run *fetchRun, out *storenode.FetchOutput, err error) {
+	j := run.into
 	if j.stopWatch != nil {
 		j.stopWatch()
 	}
-	if !j.replied.CompareAndSwap(false, true) {
+	if j.replied {
 		return
 	}
-	r := &storenode.GetIntoReply{ObjectID: f.id, Err: err}
+	j.replied = true
+	r := &storenode.GetIntoReply{ObjectID: run.id, Err: err}
 	switch {
 	case err != nil:
 	case out.Local:
-		ctx.Send(ctx.Parent(), &intoLocal{req: j.req, caller: j.caller})
+		n.getIntoLocal(ctx, j.req, j.caller)
 		return
 	case out.Inline != nil:
 		r.N, r.Data = out.Size, out.Inline
@@ -391,147 +334,118 @@ func (f *fetchSession) answer(ctx actor.Context, out *storenode.FetchOutput, err
 	ctx.Send(j.caller, r)
 }
 
-// sendLocate asks the shard at pid: on the data plane when its member
-// has a data address (callLocate), else as an actor message.
-func (f *fetchSession) sendLocate(ctx actor.Context, pid *actor.PID, l *messages.Locate) {
-	caller := f.cfg.Transport
-	addr := ""
-	if f.cfg.LocateAt != nil && caller != nil {
-		addr = f.cfg.LocateAt(pid)
-	}
-	f.lastByActor = addr == ""
-	if f.lastByActor {
-		f.locators.Request(ctx, pid, l)
-		return
-	}
-	self := ctx.Self()
-	replyTo := &messages.NodeRef{NodeId: f.cfg.Self.GetNodeId(), Address: self.GetAddress(), ActorId: self.GetId()}
-	if cancel := callLocate(ctx.ActorSystem(), self, caller, addr, replyTo, l, sessionLocates{}); cancel != nil {
-		f.calls[l.GetAttempt()] = cancel
+// endRun forgets a run that ended and releases what it holds.
+func (n *StoreNode) endRun(run *fetchRun) {
+	run.done = true
+	run.stopAll()
+	if run.into != nil {
+		delete(n.intos, run)
+	} else if n.fetches[run.id] == run {
+		delete(n.fetches, run.id)
 	}
 }
 
-// sessionLocates tell a session of its Locates' ends: the answer, or why
-// there is none; nothing when the answer is forwarded (it comes as an
-// actor message).
-type sessionLocates struct{}
-
-func (sessionLocates) locateEnded(r locateEnd) any {
-	switch {
-	case r.forwarded:
-		return nil
-	case r.err != nil:
-		return &locateUnsent{attempt: r.attempt, err: r.err}
+// stopFetches ends every run: this actor stops or restarts. The bytes
+// stay in the store, where a restarted node resumes them; a GetInto's
+// caller is answered now (its copy, cut here, may still hold the buffer,
+// and the caller waits for it to let go).
+func (n *StoreNode) stopFetches(ctx actor.Context) {
+	for _, run := range n.fetches {
+		run.p.Stop()
+		n.endRun(run)
 	}
-	return r.reply
-}
-
-// cancelLocate withdraws this session's waiting Locate at pid. One on the
-// data plane is withdrawn by hanging up (the shard drops exactly that
-// request); a CancelLocate message could arrive after this session's next
-// Locate, which travels on another connection, and withdraw that instead.
-func (f *fetchSession) cancelLocate(ctx actor.Context, pid *actor.PID, msg any) {
-	f.endCalls()
-	if f.lastByActor {
-		ctx.Send(pid, msg)
+	for run := range n.intos {
+		run.p.Stop()
+		n.endRun(run)
+		n.answerInto(ctx, run, nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the fetch of %q stopped with its store node (restarted or stopping)", run.id))
 	}
 }
 
-// callEnded forgets the data-plane Locate of attempt, answered or
-// failed (its goroutine released its context), so that a long Get's
-// retries keep no entry each.
-func (f *fetchSession) callEnded(attempt uint64) {
-	delete(f.calls, attempt)
-}
-
-// endCalls hangs up every Locate on the data plane still waiting.
-func (f *fetchSession) endCalls() {
-	for attempt, cancel := range f.calls {
-		cancel()
-		delete(f.calls, attempt)
-	}
-}
-
-func (f *fetchSession) resolve(to any) *actor.PID {
+func (n *StoreNode) resolve(to any) *actor.PID {
 	switch t := to.(type) {
 	case directory.ShardOf:
-		return f.cfg.ShardFor(string(t)) // may have moved since the last attempt
+		return n.cfg.ShardFor(string(t)) // may have moved since the last attempt
 	case *messages.NodeRef:
 		return t.PID()
 	}
 	return nil
 }
 
-// arm sets the one timer. time.AfterFunc rather than Proto.Actor's
+// arm sets the run's one timer. time.AfterFunc rather than Proto.Actor's
 // scheduler (whose cancel races with its timer goroutine): no goroutine
 // runs until it fires, and then only to send one message.
-func (f *fetchSession) arm(ctx actor.Context, at time.Time, t storenode.FetchTimer) {
-	f.stopTimer()
+func (n *StoreNode) arm(ctx actor.Context, run *fetchRun, at time.Time, t storenode.FetchTimer) {
+	run.stopTimer()
 	system, self := ctx.ActorSystem(), ctx.Self()
-	f.timer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, &fetchTimerFired{t: t}) })
+	run.timer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, &fetchTimerFired{run: run, t: t}) })
 }
 
-func (f *fetchSession) stopTimer() {
-	if f.timer != nil {
-		f.timer.Stop()
-		f.timer = nil
+func (r *fetchRun) stopTimer() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
 	}
 }
 
-func (f *fetchSession) stopAll() {
-	f.stopTimer()
-	f.endCalls()
-	for id, cut := range f.cuts {
+func (r *fetchRun) stopAll() {
+	r.stopTimer()
+	r.hangUp()
+	for id, cut := range r.cuts {
 		cut()
-		delete(f.cuts, id)
+		delete(r.cuts, id)
+	}
+}
+
+func (r *fetchRun) endCopy(id uint64) {
+	if cut := r.cuts[id]; cut != nil {
+		cut()
+		delete(r.cuts, id)
 	}
 }
 
 // startCopy runs one data-plane copy on its own goroutine; it reports
 // only its end (the object itself records the progress, which readers
 // follow).
-func (f *fetchSession) startCopy(ctx actor.Context, c *storenode.StreamCommand) {
+func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storenode.StreamCommand) {
+	cfg := n.cfg
 	system, self := ctx.ActorSystem(), ctx.Self()
 	// A broadcast tree's edge, as it forms and as it ends (the live view
 	// draws them): two events per stream, none per chunk.
-	receiver, sender := f.cfg.Self.GetNodeId(), c.Sender.GetNodeId()
+	receiver, sender, id := cfg.Self.GetNodeId(), c.Sender.GetNodeId(), run.id
 	ended := func(err error) {
-		system.EventStream.Publish(&events.TransferEnded{Object: f.id, Receiver: receiver, Sender: sender, Err: err, At: time.Now()})
+		system.EventStream.Publish(&events.TransferEnded{Object: id, Receiver: receiver, Sender: sender, Err: err, At: time.Now()})
 	}
 	size := c.Size
-	w := f.p.Writer()
-	if f.into == nil {
+	w := run.p.Writer()
+	if run.into == nil {
 		size = w.Size()
 	}
-	system.EventStream.Publish(&events.TransferStarted{Object: f.id, Receiver: receiver, Sender: sender, Offset: c.Offset, Size: size, At: time.Now()})
-	if f.into != nil {
+	system.EventStream.Publish(&events.TransferStarted{Object: id, Receiver: receiver, Sender: sender, Offset: c.Offset, Size: size, At: time.Now()})
+	if run.cuts == nil {
+		run.cuts = map[uint64]context.CancelFunc{}
+	}
+	if j := run.into; j != nil {
 		// Bound to the caller's wait as well: a caller that gives up
 		// waits for this copy to let go of its buffer.
-		sctx, cut := context.WithCancel(f.into.req.Dst.Context())
-		f.cuts[c.ID] = cut
-		chunk := f.cfg.streamChunk(c.Size)
+		sctx, cut := context.WithCancel(j.req.Dst.Context())
+		run.cuts[c.ID] = cut
+		chunk := cfg.streamChunk(c.Size)
 		go func() {
-			upTo, err := f.streamToBuffer(sctx, c.Sender, c.Offset, c.Size, chunk)
+			upTo, err := streamToBuffer(sctx, cfg, id, j.req.Dst, c.Sender, c.Offset, c.Size, chunk)
 			ended(err)
-			system.Root.Send(self, &streamEnded{id: c.ID, upTo: upTo, err: err})
+			system.Root.Send(self, &fetchStreamEnded{run: run, id: c.ID, upTo: upTo, err: err})
 		}()
 		return
 	}
 	sctx, cut := context.WithCancel(context.Background())
-	f.cuts[c.ID] = cut
-	chunk := f.cfg.streamChunk(w.Size())
+	run.cuts[c.ID] = cut
+	chunk := cfg.streamChunk(w.Size())
+	want := run.obj.Size()
 	go func() {
-		err := f.stream(sctx, w, c.Sender, c.Offset, chunk)
+		err := stream(sctx, cfg, id, want, w, c.Sender, c.Offset, chunk)
 		ended(err)
-		system.Root.Send(self, &streamEnded{id: c.ID, err: err})
+		system.Root.Send(self, &fetchStreamEnded{run: run, id: c.ID, err: err})
 	}()
-}
-
-func (f *fetchSession) endCopy(id uint64) {
-	if cut := f.cuts[id]; cut != nil {
-		cut()
-		delete(f.cuts, id)
-	}
 }
 
 // samePID compares PIDs; protoactor's Equal dereferences a nil receiver.
@@ -539,25 +453,24 @@ func samePID(a, b *actor.PID) bool {
 	return a != nil && b != nil && a.Equal(b)
 }
 
-// stream copies the object from sender, starting at off (what is
-// already here). Every read is bounded by the stall timeout.
-func (f *fetchSession) stream(ctx context.Context, w *storenode.Writer, sender *messages.NodeRef, off int64, chunk int) error {
-	id := f.id
-	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
-	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
+// stream copies object id (size bytes) from sender, starting at off
+// (what is already here). Every read is bounded by the stall timeout.
+func stream(ctx context.Context, cfg *Config, id string, size int64, w *storenode.Writer, sender *messages.NodeRef, off int64, chunk int) error {
+	octx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if s.Size() != f.obj.Size() {
-		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), f.obj.Size())
+	if s.Size() != size {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), size)
 	}
 	if is, ok := s.(transport.IntoStream); ok {
-		return f.streamInto(ctx, w, is, off)
+		return streamInto(ctx, cfg, id, w, is, off)
 	}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
 		b, err := s.Next(cctx)
 		cancel()
 		if err == io.EOF {
@@ -566,8 +479,8 @@ func (f *fetchSession) stream(ctx context.Context, w *storenode.Writer, sender *
 		if err != nil {
 			return err
 		}
-		if h := f.cfg.Hooks.BeforeFetchChunk; h != nil {
-			h(f.cfg.Self.GetNodeId(), id, off)
+		if h := cfg.Hooks.BeforeFetchChunk; h != nil {
+			h(cfg.Self.GetNodeId(), id, off)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err() // stopped: a chunk ready in memory does not check ctx
@@ -583,14 +496,13 @@ func (f *fetchSession) stream(ctx context.Context, w *storenode.Writer, sender *
 // own buffer: each chunk lands where it belongs and is published by
 // Advance, with no copy on this side (what lets a 1 GiB fetch keep up with
 // a plain TCP read).
-func (f *fetchSession) streamInto(ctx context.Context, w *storenode.Writer, s transport.IntoStream, off int64) error {
-	id := f.id
+func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer, s transport.IntoStream, off int64) error {
 	for {
 		tail, err := w.Tail()
 		if err != nil {
 			return err
 		}
-		cctx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
 		n, err := s.NextInto(cctx, tail)
 		cancel()
 		if err == io.EOF {
@@ -599,8 +511,8 @@ func (f *fetchSession) streamInto(ctx context.Context, w *storenode.Writer, s tr
 		if err != nil {
 			return err
 		}
-		if h := f.cfg.Hooks.BeforeFetchChunk; h != nil {
-			h(f.cfg.Self.GetNodeId(), id, off)
+		if h := cfg.Hooks.BeforeFetchChunk; h != nil {
+			h(cfg.Self.GetNodeId(), id, off)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -612,38 +524,37 @@ func (f *fetchSession) streamInto(ctx context.Context, w *storenode.Writer, s tr
 	}
 }
 
-// streamToBuffer copies the object (size bytes) from sender into the
-// GetInto caller's buffer, from off (what earlier copies put there) on,
-// and returns how far the buffer holds it. It holds the buffer
+// streamToBuffer copies object id (size bytes) from sender into the
+// GetInto caller's buffer dst, from off (what earlier copies put there)
+// on, and returns how far the buffer holds it. It holds the buffer
 // throughout: no other goroutine writes it meanwhile, and the caller's
 // GetInto returns only after it let go. On a transport that receives
 // into the caller's memory each chunk is read from the socket straight
 // into its place; otherwise each chunk is copied once. Nothing past size
 // is written.
-func (f *fetchSession) streamToBuffer(ctx context.Context, sender *messages.NodeRef, off, size int64, chunk int) (int64, error) {
-	dst := f.into.req.Dst
+func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *storenode.IntoBuffer, sender *messages.NodeRef, off, size int64, chunk int) (int64, error) {
 	b, ok := dst.Hold()
 	if !ok {
-		return off, messages.Errorf(messages.ErrorCode_CANCELED, "GetInto of %q: the buffer is no longer lent (the caller returned)", f.id)
+		return off, messages.Errorf(messages.ErrorCode_CANCELED, "GetInto of %q: the buffer is no longer lent (the caller returned)", id)
 	}
 	defer dst.Release()
 	if size > int64(len(b)) || off < 0 || off > size {
-		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "GetInto of %q: bytes %d..%d of a buffer of %d", f.id, off, size, len(b))
+		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "GetInto of %q: bytes %d..%d of a buffer of %d", id, off, size, len(b))
 	}
 	b = b[:size:size]
-	octx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
-	s, err := f.cfg.Transport.Open(octx, f.cfg.Self.GetDataAddress(), sender.GetDataAddress(), f.id, off, chunk)
+	octx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
 	if err != nil {
 		return off, err
 	}
 	defer s.Close()
 	if s.Size() != size {
-		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", f.id, s.Size(), size)
+		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), size)
 	}
 	is, direct := s.(transport.IntoStream)
 	for off < size {
-		cctx, cancel := context.WithTimeout(ctx, f.cfg.StallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
 		var n int
 		if direct {
 			n, err = is.NextInto(cctx, b[off:])
@@ -651,20 +562,20 @@ func (f *fetchSession) streamToBuffer(ctx context.Context, sender *messages.Node
 			var p []byte
 			if p, err = s.Next(cctx); err == nil {
 				if int64(len(p)) > size-off {
-					err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: a chunk of %d bytes at %d of %d", f.id, len(p), off, size)
+					err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: a chunk of %d bytes at %d of %d", id, len(p), off, size)
 				}
 				n = copy(b[off:], p)
 			}
 		}
 		cancel()
 		if err == io.EOF {
-			return off, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", f.id, sender.GetNodeId(), off, size)
+			return off, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", id, sender.GetNodeId(), off, size)
 		}
 		if err != nil {
 			return off, err
 		}
-		if h := f.cfg.Hooks.BeforeFetchChunk; h != nil {
-			h(f.cfg.Self.GetNodeId(), f.id, off)
+		if h := cfg.Hooks.BeforeFetchChunk; h != nil {
+			h(cfg.Self.GetNodeId(), id, off)
 		}
 		if ctx.Err() != nil {
 			return off, ctx.Err() // cut: a chunk ready in memory does not check ctx

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -22,15 +21,18 @@ import (
 
 // StoreNode is the actor that serves one node's Put, Get and Delete. It is
 // a thin shell: the bytes live in the storenode.Store (which survives the actor's
-// restarts), transfers run in fetch session children, and long waits run
+// restarts), each fetch is a run it drives itself (fetchRun) whose copies
+// move on goroutines that report only their end, and long waits run
 // on goroutines bounded by the request's deadline, so the mailbox never
 // blocks behind a copy.
 type StoreNode struct {
-	cfg     *Config
-	fetches map[string]*fetchState // in-flight fetches, by object id
-	// light are the fetches this actor runs itself, by object id (see
-	// lightFetch), and those a session adopted until it ends.
-	light map[string]*lightFetch
+	cfg *Config
+	// fetches are the fetches of this node's copies, by object id, and
+	// intos those into GetInto callers' buffers (see fetchRun).
+	fetches map[string]*fetchRun
+	intos   map[*fetchRun]struct{}
+	// locator carries the fetches' Locates (Config.Locate).
+	locator Locator
 	// reduces are the reduce workers, by reduce id and position. They
 	// are not children: a restart of this actor stops its children, and
 	// a worker stopped that way tells its coordinator nothing (the
@@ -56,17 +58,6 @@ type StoreNode struct {
 type workerRef struct {
 	pid *actor.PID
 	out *positionOutput // shared with the worker
-}
-
-type fetchState struct {
-	pid      *actor.PID
-	deadline *atomic.Int64 // unix nanos; extended by later Gets
-}
-
-// fetchEnded is sent by a fetch session to its store node when it stops.
-type fetchEnded struct {
-	id  string
-	pid *actor.PID
 }
 
 // NewProps returns the props of a store node actor.
@@ -114,19 +105,17 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
 		n.endHeld(ctx, true)
-		n.stopLight()
+		n.stopFetches(ctx)
 		n.stopRequests(ctx)
 		n.stopWorkers(ctx)
 		n.reqs.senders.Close()
 	case *actor.Restarting:
 		n.endHeld(ctx, true)
-		n.stopLight()
+		n.stopFetches(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
 	case *storenode.GetIntoRequest:
 		n.getInto(ctx, m)
-	case *intoLocal:
-		n.getIntoLocal(ctx, m.req, m.caller)
 	case *objectSettled:
 		n.settled(ctx, m.obj)
 	case *getExpired:
@@ -143,14 +132,14 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		ctx.Respond(n.status())
 	case *messages.QueryObject:
 		n.queryObject(ctx, m)
-	case *fetchEnded:
-		n.fetchEnded(m)
-	case *lightLocated:
-		n.lightLocated(ctx, m)
-	case *messages.LocateReply:
-		n.locateReply(ctx, m)
-	case *lightDue:
-		n.lightDue(ctx, m)
+	case *fetchLocated:
+		n.fetchLocated(ctx, m)
+	case *fetchTimerFired:
+		n.fetchTimerFired(ctx, m)
+	case *fetchStreamEnded:
+		n.fetchStreamEnded(ctx, m)
+	case *fetchCallerGone:
+		n.fetchCallerGone(ctx, m)
 	case *actor.Terminated:
 		n.terminated(ctx, m.GetWho())
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -160,8 +149,11 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 }
 
 func (n *StoreNode) started(ctx actor.Context) {
-	n.fetches = map[string]*fetchState{}
-	n.light = map[string]*lightFetch{}
+	n.fetches, n.intos = map[string]*fetchRun{}, map[*fetchRun]struct{}{}
+	n.locator = n.cfg.Locate
+	if n.locator == nil {
+		n.locator = requestLocate(ctx.ActorSystem())
+	}
 	if n.gets == nil {
 		n.gets = newGetWaiters()
 	}
@@ -281,8 +273,9 @@ func (n *StoreNode) dropObject(ctx actor.Context, m *messages.DropObject) {
 		// may be another attempt's of the same target, or committed.
 		return
 	}
-	if n.cfg.Store.Remove(m.GetObjectId(), reason) {
+	if obj := n.cfg.Store.Lookup(m.GetObjectId()); obj != nil && n.cfg.Store.Remove(m.GetObjectId(), reason) {
 		n.cfg.Log.WithField("object", m.GetObjectId()).Debug("dropped deleted object")
+		n.fetchDropped(ctx, obj)
 	}
 	n.settleHeld(ctx, m.GetObjectId())
 	if ctx.Sender() != nil {
@@ -299,27 +292,12 @@ func (n *StoreNode) queryObject(ctx actor.Context, m *messages.QueryObject) {
 	ctx.Forward(n.cfg.ShardFor(m.GetObjectId()))
 }
 
-func (n *StoreNode) fetchEnded(m *fetchEnded) {
-	if f := n.fetches[m.id]; f != nil && samePID(f.pid, m.pid) {
-		delete(n.fetches, m.id)
-	}
-	n.sessionEnded(m.id, m.pid)
-}
-
 // terminated forgets a watched actor that stopped: a shard or peer that
-// Puts and Deletes wait on, a fetch session, a reduce worker.
+// Puts and Deletes wait on, or a fetch (see fetchPeerGone), a reduce
+// worker.
 func (n *StoreNode) terminated(ctx actor.Context, who *actor.PID) {
 	n.peerGone(ctx, who, "stopped (its node failed, left or stopped)")
-	for id, f := range n.fetches {
-		if samePID(f.pid, who) {
-			delete(n.fetches, id)
-		}
-	}
-	for id, lf := range n.light {
-		if samePID(lf.session, who) {
-			delete(n.light, id)
-		}
-	}
+	n.fetchPeerGone(ctx, who)
 	for id, workers := range n.reduces {
 		for pos, wk := range workers {
 			if samePID(wk.pid, who) {
@@ -450,9 +428,9 @@ func (n *StoreNode) storePushed(ctx actor.Context, m *messages.Get) bool {
 
 // getInto serves a GetInto (storenode.Client.GetInto). An object this
 // node holds or is receiving is answered as a read-only Get, which the
-// caller copies into its buffer; any other is fetched by a session of its
-// own straight into the caller's buffer, keeping no copy here. Such
-// sessions are not in n.fetches: they are no fetch of the node's copy,
+// caller copies into its buffer; any other is fetched by a run of its own
+// (startInto) straight into the caller's buffer, keeping no copy here.
+// Such runs are not in n.fetches: they are no fetch of the node's copy,
 // and several may run for one object (one per caller, each into its own
 // buffer) beside a Get's fetch of it.
 func (n *StoreNode) getInto(ctx actor.Context, m *storenode.GetIntoRequest) {
@@ -483,7 +461,7 @@ func (n *StoreNode) getInto(ctx actor.Context, m *storenode.GetIntoRequest) {
 		n.getIntoLocal(ctx, m, ctx.Sender())
 		return
 	}
-	ctx.Spawn(newFetchIntoProps(n.cfg, m, ctx.Sender()))
+	n.startInto(ctx, m, ctx.Sender())
 }
 
 // getIntoLocal answers a GetInto from this node's copy, once it is
@@ -512,15 +490,9 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 	}
 	obj, created := n.cfg.Store.Reserve(id)
 	if created {
-		if !n.startLight(ctx, obj, deadline) {
-			n.startFetch(ctx, obj, deadline)
-		}
-	} else if f := n.fetches[id]; f != nil {
-		if extend(f.deadline, deadline) {
-			ctx.Send(f.pid, &extendFetch{deadline: deadline})
-		}
-	} else if lf := n.light[id]; lf != nil && lf.obj == obj && extend(lf.deadline, deadline) {
-		lf.p.Extend(deadline)
+		n.startFetch(ctx, obj, deadline)
+	} else if run := n.fetches[id]; run != nil && run.obj == obj {
+		run.p.Extend(deadline)
 	}
 	w := &waitingGet{m: m, sender: sender, deadline: deadline}
 	if _, done, err := obj.Progress(); done || err != nil {
@@ -575,26 +547,6 @@ func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Obje
 		}
 	}
 	reply(ctx.ActorSystem(), w.sender, r)
-}
-
-// extend moves d to t if t is later, and reports whether it did.
-func extend(d *atomic.Int64, t time.Time) bool {
-	for {
-		old := d.Load()
-		if t.UnixNano() <= old {
-			return false
-		}
-		if d.CompareAndSwap(old, t.UnixNano()) {
-			return true
-		}
-	}
-}
-
-func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time) {
-	d := new(atomic.Int64)
-	d.Store(deadline.UnixNano())
-	pid := ctx.Spawn(newFetchProps(n.cfg, obj, d))
-	n.fetches[obj.ID()] = &fetchState{pid: pid, deadline: d}
 }
 
 func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
