@@ -2,7 +2,8 @@
 // cluster in virtual time that drives the project's real pure cores: the
 // directory's LocationTable (one per shard), the store node's
 // FetchProtocol over a real Store (every Get), the coordinator's
-// Reduction (every Reduce and AllReduce), the revoke Broadcaster on the
+// Reduction (every Reduce and AllReduce, both AllReduce shapes), the
+// revoke Broadcaster on the
 // binomial graph (failure notices) and the barrier policy.
 //
 // Only the network and the hosts are modelled: each host has an uplink

@@ -72,13 +72,8 @@ func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.
 	return red
 }
 
-var debugFx func(*reduction, string, coordinator.Effects)
-
 func (red *reduction) apply(fx coordinator.Effects) {
 	w := red.w
-	if debugFx != nil {
-		debugFx(red, "", fx)
-	}
 	for _, t := range fx.Timers {
 		kind := t.Msg
 		red.timers[kind]++
@@ -194,7 +189,10 @@ func (red *reduction) atNode(h *host, msg any) {
 	case *messages.ReduceCommit:
 		for _, wk := range red.workers {
 			if !m.GetMarkOnly() && wk.h == h && wk.t.GetPosition() == m.GetPosition() && wk.t.GetGeneration() == m.GetGeneration() && wk.done {
-				red.root, red.commitAt = wk, w.eng.now
+				if red.root == nil || !wk.t.GetGather() || wk.t.GetRoot() {
+					red.root = wk // a sliced run's: the creator's gather
+				}
+				red.commitAt = w.eng.now
 				wk.out.complete = true
 				wk.out.wake()
 			}
@@ -231,12 +229,15 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 	wk := &worker{r: red, h: h, t: t, own: h.objs[t.GetSourceId()]}
 	red.workers = append(red.workers, wk)
 	h.workers = append(h.workers, wk)
-	if wk.own == nil || !wk.own.complete {
+	// A gather or a relay of a sliced AllReduce has no source: it copies
+	// its children's slices.
+	copies := t.GetGather() || t.GetRelay()
+	if !copies && (wk.own == nil || !wk.own.complete) {
 		w.violate("task p%d on %s names source %q it does not hold", t.GetPosition(), h.name, t.GetSourceId())
 		return
 	}
 	started := &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}
-	if len(t.GetChildren()) == 0 && !t.GetRoot() {
+	if len(t.GetChildren()) == 0 && !t.GetRoot() && !t.GetSliced() {
 		// A leaf: its output is its source, whole already.
 		wk.out, wk.done = wk.own, true
 		red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
@@ -253,7 +254,7 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 		}
 	}
 	out := h.obj(t.GetOutputId())
-	out.size, out.written, out.complete, out.gone, out.held, out.sum = t.GetSize(), 0, false, false, t.GetRoot(), 0
+	out.size, out.written, out.complete, out.gone, out.held, out.sum = t.GetSize(), 0, false, false, t.GetRoot() || t.GetGather(), 0
 	wk.out = out
 	if !t.GetRoot() {
 		red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
@@ -264,7 +265,7 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 	// answer before it reports and reads its inputs, as the real worker
 	// creates its output first.
 	w.toShard(h, directory.ShardOf(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(), Size: t.GetSize(),
-		Creator: h.ref, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration()},
+		Creator: h.ref, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration(), Unoffered: t.GetGather()},
 		createReply{h: h, then: func(err *messages.Error) {
 			if wk.stopped {
 				return
@@ -291,13 +292,22 @@ func (wk *worker) open() {
 			w.violate("task p%d names unknown node %v", t.GetPosition(), c.GetNode())
 			continue
 		}
+		size := t.GetSize()
+		if t.GetGather() {
+			// Slice k of the target: up to the next slice's offset.
+			end := t.GetSize()
+			if k+1 < n {
+				end = t.GetChildren()[k+1].GetOffset()
+			}
+			size = end - c.GetOffset()
+		}
 		from := ch.obj(c.GetObjectId())
 		if from.size < 0 {
-			from.size = t.GetSize()
+			from.size = size
 		}
 		wk.from = append(wk.from, from)
 		k := k
-		st := w.openStream(from, h, 0, t.GetSize(),
+		st := w.openStream(from, h, 0, size,
 			func(n int64, last bool) error {
 				wk.recv[k] += n
 				wk.progress()
@@ -314,9 +324,12 @@ func (wk *worker) open() {
 				wk.sums[k], wk.ended[k] = from.sum, true
 				wk.progress()
 			})
-		st.cpu += w.p.ReduceCost
+		if !t.GetGather() && !t.GetRelay() {
+			st.cpu += w.p.ReduceCost
+		}
 		wk.inputs = append(wk.inputs, st)
 	}
+	wk.progress() // a sliced chain's first link has no input: its slice is here
 }
 
 func (red *reduction) toCoord(h *host, fn func()) { red.w.send(h, red.host, qCoord, viaActor, fn) }
@@ -326,33 +339,69 @@ func (wk *worker) progress() {
 	if wk.stopped || wk.done {
 		return
 	}
-	m := wk.t.GetSize()
+	t := wk.t
+	m := t.GetSize()
 	all := true
 	for k := range wk.recv {
 		m = min(m, wk.recv[k])
 		all = all && wk.ended[k]
 	}
-	if all {
-		sum := wk.own.sum
-		for _, s := range wk.sums {
-			sum += s
+	if len(wk.recv) < len(t.GetChildren()) {
+		all = false // an input could not be opened
+	}
+	if t.GetGather() {
+		// Each slice lands at its own offset; the target is whole, and
+		// written, once every slice is.
+		if m = 0; all {
+			m = t.GetSize()
 		}
-		wk.out.sum = sum
+	}
+	if all {
+		wk.out.sum = wk.sum()
 	}
 	if err := wk.out.advance(m - wk.out.written); err != nil {
 		wk.fail(err)
 		return
 	}
-	if all && wk.out.written == wk.t.GetSize() {
+	if all && wk.out.written == t.GetSize() {
 		wk.done = true
-		if !wk.t.GetRoot() {
+		if !t.GetRoot() && !t.GetGather() {
 			wk.out.complete = true
 		}
-		t, red, w := wk.t, wk.r, wk.r.w
-		red.toCoord(wk.h, func() {
-			red.apply(red.r.Done(&messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}, w.now()))
-		})
+		red, w := wk.r, wk.r.w
+		done := &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}
+		if t.GetGather() {
+			done.Fingerprint = wk.out.sum
+		}
+		red.toCoord(wk.h, func() { red.apply(red.r.Done(done, w.now())) })
 	}
+}
+
+// sum is the checksum of the worker's output once every input ended. A
+// copy's checksum stands for its content whatever range of it a stream
+// moved, so a slice of a source carries the source's: a position sums
+// its own and its inputs', a relay passes its input's on, and a gather's
+// target holds their common value only if every slice reduced the same
+// sources (else a value no sum of sources has, which the invariants
+// catch).
+func (wk *worker) sum() uint64 {
+	t := wk.t
+	switch {
+	case t.GetRelay():
+		return wk.sums[0]
+	case t.GetGather():
+		for _, s := range wk.sums[1:] {
+			if s != wk.sums[0] {
+				return ^wk.sums[0] ^ s ^ 0x5ca7
+			}
+		}
+		return wk.sums[0]
+	}
+	sum := wk.own.sum
+	for _, s := range wk.sums {
+		sum += s
+	}
+	return sum
 }
 
 // fail handles an input's loss. An input whose node failed (or that

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/bench"
+	"github.com/hoplite-go/hoplite/coordinator"
 )
 
 // Ideal is the scenario's ideal time, as hoplite bench computes it: S/B
@@ -50,6 +51,9 @@ func Report(command []string, p Params, outs []*Outcome) *bench.Report {
 				"hot_shard_messages": float64(o.HotShard), "messages": float64(o.Messages),
 				"events": float64(o.Events), "violations": float64(len(o.Violations)),
 			}}
+		if o.Shape == coordinator.ShapeSliced {
+			res.Extra["sliced"] = 1
+		}
 		if o.FailureFree > 0 {
 			res.Extra["failure_free_s"] = o.FailureFree.Seconds()
 			res.Extra["killed_at_s"] = o.KilledAt.Seconds()

@@ -23,8 +23,11 @@ type Config struct {
 	// Num is a reduce's n of m = N sources (0: all).
 	Num int
 	// Degree, if > 0, is the reduce tree's degree instead of the cost
-	// model's (coordinator.Config.ForceDegree).
+	// model's (coordinator.Config.ForceDegree); Shape an AllReduce's
+	// (coordinator.Config.AllReduceShape: "" the cost model's choice,
+	// coordinator.ShapeSliced or coordinator.ShapeDAry).
 	Degree int
+	Shape  string
 	// Kill is how many hosts fail, KillAt when: a fraction of the
 	// failure-free run's time (the simulator runs that first).
 	Kill   int
@@ -67,6 +70,8 @@ type Outcome struct {
 	// host whose root the coordinator last committed.
 	Degree int    `json:"degree,omitempty"`
 	Root   string `json:"root,omitempty"`
+	// Shape is the Reduce's plan's shape (an AllReduce's sliced or not).
+	Shape string `json:"shape,omitempty"`
 	// ShardQueue and CoordQueue are the longest a message waited at a
 	// directory shard and at a coordinator: a hot one queues.
 	ShardQueue time.Duration `json:"shard_queue_ns"`
@@ -316,10 +321,9 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	timeout := out.LastPut + c.Timeout
 	req := &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: messages.ReduceOp_SUM,
 		Dtype: messages.DType_FLOAT32, TimeoutMs: timeout.Milliseconds(), AllReduce: all}
-	cfg := coordinator.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree}
-	if all {
-		cfg.AllReduceShape = coordinator.ShapeDAry // reduce, then broadcast: the sliced shape is not simulated
-	}
+	// The members pace a sliced AllReduce's streams (the links' max-min
+	// fair shares model that), as the testbed's do.
+	cfg := coordinator.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true}
 	w.scheduleKill(c, out, target)
 	red := w.startReduce(w.hosts[0], req, cfg, nil)
 	w.eng.run(timeout+time.Minute, func() bool { return red.reply != nil })
@@ -350,7 +354,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	}
 	out.Time = red.replyAt - out.LastPut
 	if p := red.reply.GetPlan(); p != nil {
-		out.Degree = int(p.GetDegree())
+		out.Degree, out.Shape = int(p.GetDegree()), p.GetShape()
 	}
 	ids := red.reply.GetReducedIds()
 	var want uint64

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator"
 )
 
 func run(t *testing.T, c Config) *Outcome {
@@ -112,6 +114,29 @@ func TestAllReduceRootHostKilledAnswers(t *testing.T) {
 		t.Fatal("no run killed its AllReduce's root host")
 	}
 	t.Logf("%d runs killed the root's host; %d answered LOST", answered, lost)
+}
+
+// TestSlicedAllReduceUnderFailures runs the sliced AllReduce (reduce-
+// scatter chains, then the ring all-gather) with participants killed
+// before, during and after its chains: it has no repair inside the
+// shape, so the coordinator goes on as reduce-then-broadcast over the
+// sources still there, and every run answers with their exact sum.
+func TestSlicedAllReduceUnderFailures(t *testing.T) {
+	for _, n := range []int{4, 8, 13} {
+		free := cfg("allreduce", n, 8<<20, 1)
+		free.Shape = coordinator.ShapeSliced
+		if o := run(t, free); o.Shape != coordinator.ShapeSliced {
+			t.Fatalf("N=%d: ran %q, want the sliced shape", n, o.Shape)
+		}
+		for seed := uint64(1); seed <= 4; seed++ {
+			for _, at := range []float64{0.05, 0.3, 0.6, 0.9} {
+				c := cfg("allreduce", n, 8<<20, seed)
+				c.Shape = coordinator.ShapeSliced
+				c.Kill, c.KillAt = 1+int(seed%2), at
+				run(t, c)
+			}
+		}
+	}
 }
 
 // TestPausedHosts pauses two hosts for 50 ms half way through each data

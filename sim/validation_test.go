@@ -20,7 +20,7 @@ func TestValidationAgainstTestbed(t *testing.T) {
 		}
 		got := o.Time.Seconds()
 		off := got/m.Median - 1
-		t.Logf("%-9s N=%-2d S=%-8d measured %.4f s, simulated %.4f s (%+.1f %%)", m.Scenario, m.Nodes, m.Size, m.Median, got, 100*off)
+		t.Logf("%-9s %-7s N=%-2d S=%-8d measured %.4f s, simulated %.4f s (%+.1f %%)", m.Scenario, m.Shape, m.Nodes, m.Size, m.Median, got, 100*off)
 		if m.Miss != "" {
 			t.Logf("  outside %.0f %%, held within %.0f %%: %s", 100*Testbed{Size: m.Size}.Tolerance(), 100*m.Tolerance(), m.Miss)
 		}

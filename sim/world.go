@@ -259,7 +259,11 @@ func (w *world) openStream(from *objState, dst *host, off, size int64, land func
 	s.fl.onChunkOut = s.chunkOut
 	s.src.streams = append(s.src.streams, s)
 	dst.streams = append(dst.streams, s)
-	w.eng.after(w.p.requestLatency(), func() {
+	open := w.p.requestLatency()
+	if s.src == dst {
+		open = 0
+	}
+	w.eng.after(open, func() {
 		s.started = true
 		if !s.src.alive {
 			s.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender %s is dead", s.src.name))
@@ -287,6 +291,21 @@ func (s *stream) pump() {
 			s.w.net.removeFlow(&s.fl)
 		}
 		s.from.waiters = append(s.from.waiters, s)
+		return
+	}
+	if s.src == s.dst {
+		// A copy on the reader's own node: read from its store, no link.
+		n := min(avail, s.size-s.off)
+		s.sending = n
+		s.w.eng.after(0, func() {
+			s.sending = 0
+			s.off += n
+			last := s.off >= s.size
+			s.landed(n, last)
+			if !last {
+				s.pump()
+			}
+		})
 		return
 	}
 	n := min(s.w.chunk, avail, s.size-s.off)

@@ -41,6 +41,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	shards := fs.Int("shards", 64, "directory shards")
 	num := fs.Int("num", 0, "reduce: n of the N sources (0: all, or N-kill with --kill)")
 	degree := fs.Int("degree", 0, "reduce and allreduce: the tree's degree (0: the cost model's)")
+	shape := fs.String("allreduce-shape", "", "allreduce: sliced, d-ary (reduce, then broadcast), or empty for the cost model's choice")
 	kill := fs.Int("kill", 0, "hosts killed during each run")
 	killAt := fs.Float64("kill-at", 0.5, "when: a fraction of the failure-free time")
 	pause := fs.Int("pause", 0, "hosts paused during each run (their processing stops; no failure is seen)")
@@ -81,7 +82,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Degree: *degree, Kill: *kill, KillAt: *killAt,
+			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Degree: *degree, Shape: *shape, Kill: *kill, KillAt: *killAt,
 				Pause: *pause, PauseAt: *pauseAt, PauseFor: *pauseFor, Interval: *interval})
 			if err != nil {
 				return err
