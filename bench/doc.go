@@ -48,7 +48,7 @@
 // after Options.LoadFor or when its standard input, held by the run,
 // closes. Every recorded repetition records the one-minute load average
 // as it ended (Result.Load), the report the run's range (Report.Load),
-// and a system whose median load differs from ours's by a CPU or more
+// and a system whose median load differs from ours's by a CPU and a quarter or more
 // (LoadDiffers) is marked in the table, the RESULT line and `hoplite
 // bench report`.
 //

@@ -166,13 +166,15 @@ type RunLoad struct {
 
 // LoadDiffers says whether two systems' median one-minute loads a and b
 // (on a machine of cpus CPUs) differ enough that their times do not
-// compare: by a whole CPU's worth of runnable work or more, or a
-// quarter of the CPUs on a larger machine.
+// compare: by a whole CPU's worth of runnable work or more, a quarter
+// of the CPUs on a larger machine, and a quarter of the larger load on a
+// machine that busy already (19 against 20 runnable on 2 CPUs is one
+// condition, not two).
 func LoadDiffers(a, b float64, cpus int) bool {
 	if a <= 0 && b <= 0 {
 		return false
 	}
-	return math.Abs(a-b) >= max(1, 0.25*float64(cpus))
+	return math.Abs(a-b) >= max(1, 0.25*float64(cpus), 0.25*max(a, b))
 }
 
 // loadNow reads the one-minute load average (Options.loadAvg in tests).

@@ -218,6 +218,7 @@ func TestLoadDiffers(t *testing.T) {
 	}{
 		{0.5, 1.4, 2, false}, {0.5, 1.5, 2, true}, {3, 1, 2, true}, {0, 0, 2, false},
 		{2, 4.5, 16, false}, {2, 6, 16, true}, // a quarter of 16 CPUs
+		{19.37, 18.97, 2, false}, {10, 12.4, 2, false}, {10, 14, 2, true}, // a quarter of the larger
 	} {
 		if got := LoadDiffers(c.a, c.b, c.cpus); got != c.want {
 			t.Errorf("LoadDiffers(%v, %v, %d) = %v", c.a, c.b, c.cpus, got)

@@ -260,7 +260,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.Load.Procs > 0 {
 		fmt.Fprintf(w, ", with %d CPU-bound processes beside the cluster (--load)", r.Load.Procs)
 	}
-	fmt.Fprintln(w, "; * marks a system whose load differs from ours's by a CPU or more: its times do not compare with ours's")
+	fmt.Fprintln(w, "; * marks a system whose load differs from ours's by a CPU and a quarter or more: its times do not compare with ours's")
 	if r.Warmup == 0 {
 		fmt.Fprintln(w, "no warm-up: every recorded rep is an operation as an application runs it (--warmup N adds unrecorded ones)")
 	}
