@@ -3,190 +3,39 @@ package processtest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
+	"github.com/hoplite-go/hoplite/barrier"
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/liveview/livetest"
 	"github.com/hoplite-go/hoplite/messages"
 )
-
-// chromiumInstall is how the project's own setup (.ci/run) installs
-// the browser the live view's test drives.
-const chromiumInstall = "apt-get update && apt-get install -y chromium"
-
-// chromiumPath finds Debian's Chromium (HOPLITE_CHROMIUM names another).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("HOPLITE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatalf("the live view's browser test needs Chromium, which is not installed: run `%s` (or set HOPLITE_CHROMIUM to a Chromium binary)", chromiumInstall)
-	return ""
-}
-
-// newBrowser starts headless Chromium for t: no sandbox (tests run as
-// root), nothing that reaches for the network on its own (with none but
-// the package registries, its start stalls on refused connections), a
-// fresh profile.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1500, 1900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first action starts the browser, bound to the context it is
-	// given for its whole life: a deadline on it would end the browser.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err := <-started:
-		if err != nil {
-			t.Fatalf("start Chromium: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("Chromium did not start within 30 s")
-	}
-	return ctx
-}
-
-// liveDOM is what the live view's page shows, read from its DOM.
-type liveDOM struct {
-	Conn    string `json:"conn"`
-	Members []struct {
-		ID, Health string
-	} `json:"members"`
-	Edges []struct {
-		Object, From, To, State string
-		Failover                bool
-	} `json:"edges"`
-	Switches []struct {
-		Object, Receiver, From, To string
-	} `json:"switches"`
-	Positions []struct {
-		Reduce, Object, Node, State string
-		Position                    int
-		Repaired                    bool
-	} `json:"positions"`
-	Repairs []struct {
-		Reduce, Failed, Replacement string
-		Position                    int
-	} `json:"repairs"`
-}
-
-const readDOM = `(() => {
-  const all = (s) => [...document.querySelectorAll(s)];
-  return {
-    conn: document.querySelector('#conn').dataset.state,
-    members: all('#members tr[data-member]').map(e => ({ID: e.dataset.member, Health: e.dataset.health})),
-    edges: all('#broadcasts g[data-edge]').map(e => ({Object: e.dataset.object, From: e.dataset.from, To: e.dataset.to,
-      State: e.dataset.state, Failover: e.dataset.failover === '1'})),
-    switches: all('#broadcasts [data-switch]').map(e => ({Object: e.closest('[data-object]').dataset.object,
-      Receiver: e.dataset.receiver, From: e.dataset.from, To: e.dataset.to})),
-    positions: all('#reduces g.pos').map(e => ({Reduce: e.dataset.reduce, Position: Number(e.dataset.position),
-      Object: e.dataset.object || '', Node: e.dataset.node || '', State: e.dataset.state, Repaired: e.dataset.repaired === '1'})),
-    repairs: all('#reduces [data-repair]').map(e => ({Reduce: e.dataset.reduce, Position: Number(e.dataset.position),
-      Failed: e.dataset.failed, Replacement: e.dataset.replacement || ''})),
-  };
-})()`
-
-// page is the live view open in the browser.
-type page struct {
-	t   *testing.T
-	ctx context.Context
-}
-
-func (p *page) dom() (liveDOM, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
-	defer cancel()
-	return chromedp.Run(ctx, chromedp.Evaluate[liveDOM](readDOM))
-}
-
-// wait reads the page until cond holds, failing after 20 s with what
-// the page showed last (and its screenshot).
-func (p *page) wait(what string, cond func(liveDOM) bool) liveDOM {
-	p.t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	for {
-		d, err := p.dom()
-		if err == nil && cond(d) {
-			return d
-		}
-		if time.Now().After(end) {
-			p.screenshot("failed.png")
-			b, _ := json.MarshalIndent(d, "", " ")
-			p.t.Fatalf("the live view never showed %s (%v); it showed:\n%s", what, err, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// screenshot saves the whole page as name in the test's artifact
-// directory (go test -artifacts keeps it), and where
-// HOPLITE_LIVEVIEW_SCREENSHOT says.
-func (p *page) screenshot(name string) {
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		p.t.Logf("screenshot: %v", err)
-		return
-	}
-	paths := []string{filepath.Join(p.t.ArtifactDir(), name)}
-	if dst := os.Getenv("HOPLITE_LIVEVIEW_SCREENSHOT"); dst != "" && name == "live-view.png" {
-		paths = append(paths, dst)
-	}
-	for _, path := range paths {
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			p.t.Errorf("screenshot: %v", err)
-			continue
-		}
-		p.t.Logf("screenshot: %s", path)
-	}
-}
 
 // TestLiveViewInABrowser: four `hoplite node` processes and the live view
 // of the first, open in headless Chromium. A 16 MiB broadcast loses a
 // relaying receiver to SIGKILL mid-transfer, and a Reduce loses a source's
-// member; the page shows every stream the directory records with its
-// endpoints, the failover stream, the reduce tree's positions as the
-// Reduce placed them and its repair, and both killed members failed.
+// member; a Reduce then runs until its knee (max_objects), and a throttled
+// barrier and a semaphore hold participants. The page shows every stream
+// the directory records with its endpoints (in the tree and in the
+// timeline), the failover stream and the failed one it replaced, copies
+// part way, the reduce tree's positions as the Reduce placed them, part
+// way and then done, its repair, the knee, the barriers' counts and
+// replicas, every member's measured L (and B where it received), both
+// killed members failed, and how each survivor learnt of each failure.
 func TestLiveViewInABrowser(t *testing.T) {
 	bin := hopliteBinary(t)
-	browser := newBrowser(t)
+	browser := livetest.Browser(t)
 	slots, seeds := memberSlots(t, 4)
 	var nodes []*nodeProc
 	for i := range 4 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-test-chunk-delay", "4ms"))
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-test-chunk-delay", "8ms", "-test-reduce-chunk-delay", "30ms"))
 	}
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)
@@ -194,14 +43,8 @@ func TestLiveViewInABrowser(t *testing.T) {
 	c := newTestClient(t)
 	view := c.converge(t, nodes...)
 	_, manage, _ := net.SplitHostPort(nodes[0].slot.manage)
-	p := &page{t: t, ctx: browser}
-	nav, cancel := context.WithTimeout(browser, 20*time.Second)
-	err := chromedp.Do(nav, chromedp.Navigate("http://127.0.0.1:"+manage+"/live/"), chromedp.WaitVisible("#members"))
-	cancel()
-	if err != nil {
-		t.Fatalf("open the live view: %v", err)
-	}
-	p.wait("four members up", func(d liveDOM) bool {
+	p := livetest.Open(t, browser, "http://127.0.0.1:"+manage+"/live/")
+	p.Wait("four members up", func(d livetest.DOM) bool {
 		up := 0
 		for _, m := range d.Members {
 			if m.Health == "up" {
@@ -209,6 +52,54 @@ func TestLiveViewInABrowser(t *testing.T) {
 			}
 		}
 		return d.Conn == "open" && up == 4
+	})
+
+	// ---- barriers: a throttled one (3 enter, the fire lets one through
+	// and holds two for the next batch, an hour away) and a semaphore of
+	// one (one holds it, one waits), each replicated on 3 members.
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.address)
+	}
+	bc := cluster.NewBarrierClient(c.system, addrs...)
+	bctx, bcancel := context.WithCancel(context.Background())
+	defer bcancel()
+	newBarrier := func(name string, opts ...barrier.Option) *barrier.Barrier {
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		b, err := barrier.New(ctx, bc, name, append(opts, barrier.Replicas(3))...)
+		if err != nil {
+			t.Fatalf("barrier %s: %v", name, err)
+		}
+		return b
+	}
+	throttled := newBarrier("lv-throttled", barrier.Max(3), barrier.Throttle(1, time.Hour))
+	sem := newBarrier("lv-sem", barrier.Max(3), barrier.Semaphore(1))
+	for b, labels := range map[*barrier.Barrier][]string{throttled: {"t1", "t2", "t3"}, sem: {"s1", "s2"}} {
+		for _, l := range labels {
+			go func() { _, _ = b.Enter(bctx, l) }()
+		}
+	}
+	replicaRows := func(b *barrier.Barrier) []livetest.Replica {
+		var out []livetest.Replica
+		for i, m := range b.Replicas() {
+			out = append(out, livetest.Replica{Member: m, Primary: i == 0})
+		}
+		return out
+	}
+	d := p.Wait("the barriers' counts and replicas", func(d livetest.DOM) bool {
+		var tb, sb *livetest.Barrier
+		for i, b := range d.Barriers {
+			switch b.Name {
+			case "lv-throttled":
+				tb = &d.Barriers[i]
+			case "lv-sem":
+				sb = &d.Barriers[i]
+			}
+		}
+		return tb != nil && sb != nil && tb.Kind == "throttled" && tb.Entered == 3 && tb.Passed == 1 && tb.Throttled == 2 &&
+			slices.Equal(tb.Replicas, replicaRows(throttled)) && sb.Kind == "semaphore" && sb.Holders == 1 && sb.Limit == 1 &&
+			sb.Queued == 1 && slices.Equal(sb.Replicas, replicaRows(sem))
 	})
 
 	// ---- broadcast: node 0 creates (it hosts the object's shard and the
@@ -265,36 +156,61 @@ func TestLiveViewInABrowser(t *testing.T) {
 	if len(streams) < 2 {
 		t.Fatalf("the directory recorded %d streams to the survivors: %v", len(streams), info.GetTransfers())
 	}
-	d := p.wait("the broadcast's streams, the failover and the victim failed", func(d liveDOM) bool {
-		shown := map[edge]bool{}
-		failover := false
+	var switched livetest.Switch
+	d = p.Wait("the broadcast's streams in the tree and the timeline, the failover and the victim failed", func(d livetest.DOM) bool {
+		shown, bars := map[edge]bool{}, map[edge]bool{}
 		for _, e := range d.Edges {
 			if e.Object == id {
 				shown[edge{e.From, e.To}] = true
-				failover = failover || e.Failover && e.From != victim.id && e.To != victim.id
+			}
+		}
+		for _, b := range d.Bars {
+			if b.Object == id {
+				bars[edge{b.From, b.To}] = true
 			}
 		}
 		for _, s := range streams {
-			if !shown[s] {
+			if !shown[s] || !bars[s] || !slices.Contains(d.Lanes, s.to) {
 				return false
 			}
 		}
-		switched := slices.ContainsFunc(d.Switches, func(s struct{ Object, Receiver, From, To string }) bool {
+		i := slices.IndexFunc(d.Switches, func(s livetest.Switch) bool {
 			return s.Object == id && s.From == victim.id && s.To != victim.id
 		})
-		return failover && switched && health(d, victim.id) == "failed"
+		if i < 0 {
+			return false
+		}
+		switched = d.Switches[i]
+		// The stream the receiver lost is drawn failed, the one it
+		// resumed from is the failover.
+		lost := slices.Contains(d.Edges, livetest.Edge{Object: id, From: victim.id, To: switched.Receiver, State: "failed"})
+		failover := slices.ContainsFunc(d.Edges, func(e livetest.Edge) bool {
+			return e.Object == id && e.Failover && e.From == switched.To && e.To == switched.Receiver
+		})
+		return lost && failover && health(d, victim.id) == "failed"
 	})
 	for _, e := range d.Edges {
 		if e.Object == id && (e.From == e.To || e.From == "" || e.To == "") {
 			t.Fatalf("an edge with wrong endpoints: %+v", e)
 		}
 	}
+	seen, err := p.Seen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := false
+	for k, pct := range seen.Partial {
+		partial = partial || strings.HasPrefix(k, id+"|") && pct > 0 && pct < 100
+	}
+	if !partial {
+		t.Fatalf("the objects panel never showed a copy of %s part way: %v", id, seen.Partial)
+	}
 
 	// ---- Reduce 4 of 6 on the caller (node 0); three sources exist, one
 	// on victim2, placed in the tree before victim2 dies; then the rest.
 	a, victim2 := survivors[1], survivors[2]
 	target := idOwnedBy(t, view, nodes[0].id, "live-sum")
-	const elems = 256 << 10
+	const elems = 1 << 20
 	put := func(n *nodeProc, k int) {
 		putRetry(t, c.of(n), fmt.Sprintf("lsrc-%d", k), randomBytes(uint64(200+k), 4*elems))
 	}
@@ -311,18 +227,14 @@ func TestLiveViewInABrowser(t *testing.T) {
 	}
 	done := make(chan reduced, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		r, err := c.of(nodes[0]).Reduce(ctx, target, sources, 4, messages.ReduceOp_SUM, messages.DType_INT32)
 		done <- reduced{r, err}
 	}()
 	isTarget := func(reduce string) bool { return strings.HasPrefix(reduce, target+"#") }
-	p.wait("the reduce tree with lsrc-1 placed on its member", func(d liveDOM) bool {
-		return slices.ContainsFunc(d.Positions, func(x struct {
-			Reduce, Object, Node, State string
-			Position                    int
-			Repaired                    bool
-		}) bool {
+	p.Wait("the reduce tree with lsrc-1 placed on its member", func(d livetest.DOM) bool {
+		return slices.ContainsFunc(d.Positions, func(x livetest.Position) bool {
 			return isTarget(x.Reduce) && x.Object == "lsrc-1" && x.Node == victim2.id
 		})
 	})
@@ -338,10 +250,10 @@ func TestLiveViewInABrowser(t *testing.T) {
 		t.Fatalf("reduce with a member killed: %v", r.err)
 	}
 	plan := r.r.GetPlan().GetPositions()
-	d = p.wait("the reduce tree as answered, its repair, and victim2 failed", func(d liveDOM) bool {
+	d = p.Wait("the reduce tree as answered, its repair, and victim2 failed", func(d livetest.DOM) bool {
 		got := map[int]string{}
 		for _, x := range d.Positions {
-			if isTarget(x.Reduce) && x.State == "done" {
+			if isTarget(x.Reduce) && x.State == "done" && x.Progress == 100 {
 				got[x.Position] = x.Object + "@" + x.Node
 			}
 		}
@@ -353,10 +265,7 @@ func TestLiveViewInABrowser(t *testing.T) {
 				return false
 			}
 		}
-		repaired := slices.ContainsFunc(d.Repairs, func(x struct {
-			Reduce, Failed, Replacement string
-			Position                    int
-		}) bool {
+		repaired := slices.ContainsFunc(d.Repairs, func(x livetest.Repair) bool {
 			return isTarget(x.Reduce) && x.Failed == "lsrc-1"
 		})
 		return repaired && health(d, victim2.id) == "failed" && health(d, victim.id) == "failed"
@@ -370,15 +279,99 @@ func TestLiveViewInABrowser(t *testing.T) {
 	if marked == 0 {
 		t.Fatal("no reduce position is marked repaired")
 	}
-	p.screenshot("live-view.png")
+	if seen, err = p.Seen(); err != nil {
+		t.Fatal(err)
+	}
+	partWay := false
+	for k := range seen.Progress {
+		partWay = partWay || isTarget(k)
+	}
+	if !partWay {
+		t.Fatalf("the reduce tree never showed a position part way: %v", seen.Progress)
+	}
+
+	// ---- a Reduce until its knee: max_objects fixes it at 2 of 3.
+	knee := idOwnedBy(t, view, nodes[0].id, "live-knee")
+	kctx, kcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	kr, err := c.of(nodes[0]).ReduceUntilKnee(kctx, knee, []string{"lsrc-0", "lsrc-2", "lsrc-3"}, &messages.ReduceKnee{MaxObjects: 2},
+		messages.ReduceOp_SUM, messages.DType_INT32)
+	kcancel()
+	if err != nil || kr.GetCompletedBy() != "max_objects" {
+		t.Fatalf("reduce until the knee: %v (completed by %q)", err, kr.GetCompletedBy())
+	}
+	d = p.Wait("the knee of the second Reduce", func(d livetest.DOM) bool {
+		return slices.ContainsFunc(d.Reduces, func(x livetest.Reduce) bool {
+			return strings.HasPrefix(x.ID, knee+"#") && x.Knee == "max_objects" && x.Num == 2
+		})
+	})
+
+	// ---- members: L measured by every member alive, B by every
+	// survivor that received the broadcast; each survivor noticed both
+	// failures, each notice as it came: from a shard of its own, or from
+	// the failure broadcast (its origin a member, its forwarder one too,
+	// or none when the member raised it).
+	ids := map[string]bool{}
+	for _, n := range nodes {
+		ids[n.id] = true
+	}
+	received := map[string]bool{}
+	for _, s := range streams {
+		received[s.to] = true
+	}
+	for _, n := range without(survivors, victim2) {
+		m := member(t, d, n.id)
+		if m.Health != "up" || m.LatencyNs <= 0 || received[n.id] && m.Bandwidth <= 0 {
+			t.Errorf("member %s shows %+v: want up, L measured (and B, having received %s)", n.id, m, id)
+		}
+		for _, dead := range []*nodeProc{victim, victim2} {
+			i := slices.IndexFunc(m.Failures, func(f livetest.Failure) bool { return f.Node == dead.id })
+			if i < 0 {
+				t.Errorf("%s shows no notice of %s's failure: %+v", n.id, dead.id, m.Failures)
+				continue
+			}
+			switch f := m.Failures[i]; f.Via {
+			case "shard":
+				if !strings.Contains(f.DetectedBy, "shard") {
+					t.Errorf("%s: a shard's notice names no shard: %+v", n.id, f)
+				}
+			case "revoke":
+				if !ids[f.Origin] || f.Forwarder != "" && !ids[f.Forwarder] {
+					t.Errorf("%s: a failure broadcast's notice names no member as its origin or forwarder: %+v", n.id, f)
+				}
+			default:
+				t.Errorf("%s: a notice that came neither way: %+v", n.id, f)
+			}
+		}
+	}
+	// A replica on a killed member is marked failed.
+	for _, b := range d.Barriers {
+		for _, r := range b.Replicas {
+			if (r.Member == victim.id || r.Member == victim2.id) && !r.Down {
+				t.Errorf("barrier %s's replica on the killed %s is not marked failed: %+v", b.Name, r.Member, b.Replicas)
+			}
+		}
+	}
+	p.Screenshot("live-view.png", os.Getenv("HOPLITE_LIVEVIEW_SCREENSHOT"))
 }
 
 // health is the page's word for member id's health.
-func health(d liveDOM, id string) string {
+func health(d livetest.DOM, id string) string {
 	for _, m := range d.Members {
 		if m.ID == id {
 			return m.Health
 		}
 	}
 	return ""
+}
+
+// member is member id's row.
+func member(t *testing.T, d livetest.DOM, id string) livetest.Member {
+	t.Helper()
+	for _, m := range d.Members {
+		if m.ID == id {
+			return m
+		}
+	}
+	t.Fatalf("the page shows no member %s: %+v", id, d.Members)
+	return livetest.Member{}
 }

@@ -199,21 +199,38 @@ function render() {
     (S.skipped ? ` (this page skipped ${S.skipped})` : "") + (S.self ? ` · served by ${S.self}` : "");
 }
 
+// failureText says how a member learnt of a failure: a directory shard
+// of its own saw the store terminate, or the failure broadcast delivered
+// the notice, raised by its origin and passed on by a forwarder over the
+// binomial graph.
+function failureText(f) {
+  const who = `${short(f.Node)} (${incarnation(f.Node)})`;
+  const by = f.DetectedBy || "";
+  if (by.startsWith("revoke:")) {
+    const origin = by.slice("revoke:".length);
+    return `${who}: notice of ${short(origin) || "?"}` + (f.Forwarder ? `, forwarded by ${short(f.Forwarder)}` : ", raised here");
+  }
+  return `${who}: seen by ${by}`;
+}
+
 function renderMembers() {
   const body = $("#members tbody");
   body.replaceChildren(...S.members.map((m) => {
     const pct = m.capacity > 0 ? Math.min(100, (100 * m.used) / m.capacity) : 0;
-    const fails = (S.failures.get(m.member) || []).map((f) =>
-      el("div", { "data-failure": f.Node, text: `${short(f.Node)} (${incarnation(f.Node)}) via ${f.DetectedBy}` }));
-    return el("tr", { "data-member": m.member, "data-health": m.health },
+    const fails = (S.failures.get(m.member) || []).map((f) => {
+      const by = f.DetectedBy || "", revoke = by.startsWith("revoke:");
+      return el("div", { "data-failure": f.Node, "data-detected-by": by, "data-via": revoke ? "revoke" : "shard",
+        "data-origin": revoke ? by.slice("revoke:".length) : "", "data-forwarder": f.Forwarder || "", text: failureText(f) });
+    });
+    return el("tr", { "data-member": m.member, "data-health": m.health, "data-latency-ns": m.latency_ns || 0, "data-bandwidth": m.bandwidth || 0 },
       el("td", { title: m.member, text: short(m.member) + (m.member === S.self ? " (this page)" : "") }),
       el("td", { text: m.address || "" }),
       el("td", { text: incarnation(m.member) }),
       el("td", { class: "health", text: m.health }),
       el("td", {}, el("span", { class: "bar" }, el("i", { style: `width:${pct}%` })),
         `${bytes(m.used)} / ${bytes(m.capacity)} (${bytes(m.pinned)} pinned)`),
-      el("td", { text: dur(m.latency_ns) }),
-      el("td", { text: rate(m.bandwidth) }),
+      el("td", { class: "latency", text: dur(m.latency_ns) }),
+      el("td", { class: "bandwidth", text: rate(m.bandwidth) }),
       el("td", {}, ...fails));
   }));
 }
@@ -270,6 +287,26 @@ function renderBroadcasts() {
   }));
 }
 
+// copyOf is member's copy of object id as its last status listed it.
+function copyOf(member, id) {
+  if (!member || !id) return null;
+  const m = S.members.find((x) => x.member === member);
+  return m ? (m.copies || []).find((c) => c.id === id) || null : null;
+}
+
+// positionProgress is how far a reduce position's output got on its
+// node, in percent ("" while unknown): done and ready (a leaf's output is
+// its source) are whole.
+function positionProgress(p) {
+  if (p.State === "done" || p.State === "ready") return 100;
+  if (!p.Object || p.State === "waiting" || p.State === "open") return "";
+  const c = copyOf(p.Node, p.Output);
+  if (!c) return p.State === "sent" ? 0 : "";
+  return c.complete ? 100 : Math.floor((100 * c.written) / Math.max(1, c.size));
+}
+
+const BOX_W = 150, BOX_H = 44, COL_W = 160, ROW_H = 62;
+
 function renderReduces() {
   const box = $("#reduces");
   const rs = [...S.reduces.values()].filter((r) => r.tree).reverse();
@@ -284,39 +321,47 @@ function renderReduces() {
     const walk = (p, d) => {
       const ch = kids.get(p) || []; maxDepth = Math.max(maxDepth, d);
       if (ch.length) walk(ch[0], d + 1);
-      xy.set(p, { x: 10 + col++ * 110, y: 10 + d * 58 });
+      xy.set(p, { x: 10 + col++ * COL_W, y: 10 + d * ROW_H });
       for (const c of ch.slice(1)) walk(c, d + 1);
     };
     if (ps.length) walk(root, 0);
-    const width = 20 + col * 110, height = 30 + (maxDepth + 1) * 58;
+    const width = 20 + col * COL_W, height = 20 + (maxDepth + 1) * ROW_H;
     const g = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}` });
     for (const p of ps) if (p.Parent >= 0 && xy.has(p.Parent) && xy.has(p.Position)) {
       const a = xy.get(p.Position), b = xy.get(p.Parent);
-      g.append(svg("line", { class: "tree-link", x1: a.x + 50, y1: a.y, x2: b.x + 50, y2: b.y + 38 }));
+      g.append(svg("line", { class: "tree-link", x1: a.x + BOX_W / 2, y1: a.y, x2: b.x + BOX_W / 2, y2: b.y + BOX_H }));
     }
     for (const p of ps) {
       const c = xy.get(p.Position); if (!c) continue;
-      const rep = r.repaired.get(p.Position);
+      const rep = r.repaired.get(p.Position), prog = positionProgress(p);
       g.append(svg("g", { class: "pos", "data-reduce": r.id, "data-position": p.Position, "data-object": p.Object, "data-node": p.Node,
-        "data-state": p.State, "data-repaired": rep ? "1" : "0", "data-invalidated": r.invalidated.has(p.Position) ? "1" : "0" },
-        svg("title", { text: `position ${p.Position}: ${p.Object || "open"} on ${p.Node || "–"} (arrival ${p.Arrival}), ${p.State}` }),
-        svg("rect", { x: c.x, y: c.y, width: 100, height: 38 }),
+        "data-output": p.Output || "", "data-progress": prog, "data-state": p.State, "data-repaired": rep ? "1" : "0",
+        "data-invalidated": r.invalidated.has(p.Position) ? "1" : "0" },
+        svg("title", { text: `position ${p.Position}: ${p.Object || "open"} on ${p.Node || "–"} (arrival ${p.Arrival}), ${p.State}` +
+          (p.Output ? `, makes ${p.Output.replace(/[\x00-\x1f]/g, "")}` : "") }),
+        svg("rect", { x: c.x, y: c.y, width: BOX_W, height: BOX_H }),
+        svg("rect", { class: "progress", x: c.x + 1, y: c.y + BOX_H - 5, width: prog === "" ? 0 : ((BOX_W - 2) * prog) / 100, height: 4 }),
         svg("text", { x: c.x + 5, y: c.y + 15, text: `p${p.Position} ${p.Object || "(open)"}` }),
-        svg("text", { x: c.x + 5, y: c.y + 31, text: `${short(p.Node)} ${p.State}` })));
+        svg("text", { x: c.x + 5, y: c.y + 31, text: `${short(p.Node)} ${p.State}${prog === "" ? "" : " " + prog + "%"}` })));
     }
+    // The cost model beside the tree: T(d) of every degree considered,
+    // the chosen one marked.
     const costs = Object.entries(t.Costs || {}).sort((a, b) => a[0] - b[0]);
     const table = costs.length ? el("table", { class: "costs" },
-      el("tr", {}, el("th", { text: "d" }), ...costs.map(([d]) => el("td", { class: Number(d) === t.Degree ? "chosen" : "", text: d }))),
-      el("tr", {}, el("th", { text: "T(d)" }), ...costs.map(([d, c]) => el("td", { class: Number(d) === t.Degree ? "chosen" : "", text: dur(c) })))) : null;
+      el("tr", {}, el("th", { text: "d" }), el("th", { text: "T(d)" })),
+      ...costs.map(([d, c]) => el("tr", { class: Number(d) === t.Degree ? "chosen" : "", "data-degree": d, "data-cost-ns": c,
+        "data-chosen": Number(d) === t.Degree ? "1" : "0" }, el("td", { text: d }), el("td", { text: dur(c) }))))
+      : el("p", { class: "costs empty", text: "T(d): no estimate of B yet (a chain)" });
     const repairs = el("ul", { class: "repairs" }, ...[...r.repaired.values()].map((x) =>
       el("li", { "data-repair": "1", "data-reduce": r.id, "data-position": x.Position, "data-failed": x.Failed, "data-replacement": x.Replacement,
         text: `TreeNodeReplaced: position ${x.Position} lost ${x.Failed}, ${x.Replacement ? "taken by " + x.Replacement : "waiting for an arrival"}` })),
-      ...(r.invalidated.size ? [el("li", { "data-invalidated-list": "1", text: `AncestorsInvalidated: positions ${[...r.invalidated].join(", ")} cleared and pull again` })] : []));
+      ...(r.invalidated.size ? [el("li", { "data-invalidated-list": [...r.invalidated].join(","), text: `AncestorsInvalidated: positions ${[...r.invalidated].join(", ")} cleared and pull again` })] : []));
     const res = r.result ? (r.result.Err ? ` — failed: ${r.result.Err}` : ` — done in ${dur(r.result.Elapsed)}, reduced ${(r.result.Reduced || []).join(", ")}`) : "";
-    const knee = t.Knee ? `, knee: ${t.Knee}` : "";
-    return el("div", { class: "reduce", "data-reduce": r.id, "data-done": r.done ? "1" : "0" },
-      el("h3", { text: `${t.Target} ← ${t.Num} sources of ${bytes(t.Size)}: ${t.Shape}, degree ${t.Degree}, L ${dur(t.L)}, B ${rate(t.B)}${knee}${res}` }),
-      g, table, repairs);
+    const knee = t.Knee ? el("div", { class: "knee", "data-knee": t.Knee, "data-num": t.Num,
+      text: `Runs until the knee: ${t.Num} sources, fixed by ${t.Knee === "knee" ? "the knee in their arrivals" : t.Knee === "max_objects" ? "max_objects" : "every source arriving"}` }) : null;
+    return el("div", { class: "reduce", "data-reduce": r.id, "data-done": r.done ? "1" : "0", "data-knee": t.Knee || "" },
+      el("h3", { text: `${t.Target} ← ${t.Num} sources of ${bytes(t.Size)}: ${t.Shape}, degree ${t.Degree}, L ${dur(t.L)}, B ${rate(t.B)}${res}` }),
+      knee, el("div", { class: "reduce-body" }, g, table), repairs);
   }));
 }
 
@@ -330,7 +375,7 @@ function renderTimeline() {
   const width = g.clientWidth || 1000, left = 130, lh = 18;
   const sx = (t) => left + ((t - t0) / Math.max(1, t1 - t0)) * (width - left - 10);
   const kids = [];
-  lanes.forEach((l, i) => kids.push(svg("text", { class: "lane", x: 4, y: 14 + i * lh, text: short(l) })));
+  lanes.forEach((l, i) => kids.push(svg("text", { class: "lane", "data-lane": l, x: 4, y: 14 + i * lh, text: short(l) })));
   for (const x of ts) {
     const i = lanes.indexOf(x.to), a = sx(x.start), b = sx(x.end || now);
     kids.push(svg("rect", { class: "t", "data-transfer": "1", "data-object": x.object, "data-from": x.from, "data-to": x.to, "data-state": x.state,
@@ -351,25 +396,65 @@ function renderObjects() {
   const rows = [...objs.values()].sort((a, b) => a.id.localeCompare(b.id)).slice(0, 200);
   $("#objects tbody").replaceChildren(...rows.map((o) => el("tr", { "data-object": o.id },
     el("td", { text: o.id.replace(/[\x00-\x1f]/g, "") }), el("td", { text: bytes(o.size) }),
-    el("td", {}, ...o.copies.map(({ member, c }) => el("span", { class: "copy", "data-member": member, "data-complete": c.complete ? "1" : "0",
-      text: `${short(member)}: ${c.complete ? "complete" : Math.floor((100 * c.written) / Math.max(1, c.size)) + "%"}${c.pinned ? " (pinned)" : ""}  ` }))))));
+    el("td", {}, ...o.copies.map(({ member, c }) => {
+      const pct = c.complete ? 100 : Math.floor((100 * c.written) / Math.max(1, c.size));
+      return el("span", { class: "copy", "data-member": member, "data-complete": c.complete ? "1" : "0", "data-progress": pct,
+        "data-written": c.written, text: `${short(member)}: ${c.complete ? "complete" : pct + "%"}${c.pinned ? " (pinned)" : ""}  ` });
+    })))));
+}
+
+// barrierStates is each barrier's state as the members last reported
+// it: the acting primary's of the highest epoch, else the latest.
+function barrierStates() {
+  const best = new Map();
+  for (const m of S.members) for (const b of m.barriers || []) {
+    const o = best.get(b.Barrier);
+    const better = !o || (b.Acting && !o.Acting) || (b.Acting === o.Acting && (b.Epoch > o.Epoch || (b.Epoch === o.Epoch && b.At > o.At)));
+    if (better) best.set(b.Barrier, b);
+  }
+  return [...best.values()].sort((a, b) => a.Barrier.localeCompare(b.Barrier));
 }
 
 function renderBarriers() {
   const box = $("#barriers");
-  if (!S.barriers.length) { box.replaceChildren(el("p", { class: "empty", text: "No barrier event yet (take-overs and failed deliveries show here)." })); return; }
-  box.replaceChildren(el("ul", {}, ...S.barriers.slice().reverse().map((e) => {
-    const d = e.data;
-    return el("li", { "data-kind": e.kind, text: e.kind === "BarrierTookOver"
-      ? `${d.Barrier}: ${d.Manager} on ${short(d.Member)} took over (epoch ${d.Epoch})`
-      : `${d.Barrier}: delivery to ${d.Label}@${short(d.Host)} failed: ${d.Reason}` });
-  })));
+  const bs = barrierStates();
+  const kids = [];
+  if (bs.length) {
+    kids.push(el("table", { id: "barrier-table" },
+      el("tr", {}, ...["barrier", "kind", "entered", "passed", "throttled", "queued", "semaphore", "fired", "replicas (★ primary)"].map((h) => el("th", { text: h }))),
+      ...bs.map((b) => el("tr", { "data-barrier": b.Barrier, "data-kind": b.Kind, "data-entered": b.Entered, "data-passed": b.Passed,
+        "data-throttled": b.Throttled, "data-queued": b.Queued, "data-holders": b.Holders, "data-limit": b.Limit, "data-epoch": b.Epoch,
+        "data-closed": b.Closed ? "1" : "0" },
+        el("td", { text: b.Barrier + (b.Closed ? " (closed)" : "") }),
+        el("td", { text: `${b.Kind}, max ${b.Max}` }),
+        el("td", { text: b.Entered }), el("td", { text: b.Passed }), el("td", { text: b.Throttled }), el("td", { text: b.Queued }),
+        el("td", { class: "semaphore", text: b.Kind === "semaphore" ? `${b.Holders} of ${b.Limit} held` : "–" }),
+        el("td", { text: b.Fired ? b.Reason : "no" }),
+        el("td", {}, ...(b.Replicas || []).map((x) => {
+          const failed = x.Down || healthOf(x.Member) === "failed";
+          return el("span", { class: "replica", "data-replica": x.Member, "data-primary": x.Primary ? "1" : "0", "data-down": failed ? "1" : "0",
+            text: `${x.Primary ? "★" : ""}${short(x.Member)}${failed ? " (failed)" : ""}  ` });
+        }), b.Epoch ? ` epoch ${b.Epoch}` : "")))));
+  }
+  if (S.barriers.length) {
+    kids.push(el("ul", { class: "barrier-events" }, ...S.barriers.slice().reverse().map((e) => {
+      const d = e.data;
+      return el("li", { "data-kind": e.kind, text: e.kind === "BarrierTookOver"
+        ? `${d.Barrier}: ${d.Manager} on ${short(d.Member)} took over (epoch ${d.Epoch})`
+        : `${d.Barrier}: delivery to ${d.Label}@${short(d.Host)} failed: ${d.Reason}` });
+    })));
+  }
+  if (!kids.length) kids.push(el("p", { class: "empty", text: "No barrier yet." }));
+  box.replaceChildren(...kids);
 }
 
 function describe(e) {
   const d = e.data || {};
   switch (e.kind) {
-    case "NodeFailed": return `${short(d.Node)} failed (detected by ${d.DetectedBy})`;
+    case "NodeFailed": return `${short(d.Node)} failed: ${failureText(d).replace(/^[^:]*: /, "")}`;
+    case "BarrierTookOver": return `${d.Barrier}: ${short(d.Member)} took over as primary (epoch ${d.Epoch})`;
+    case "BarrierDeliveryFailed": return `${d.Barrier}: delivery to ${d.Label}@${short(d.Host)} failed: ${d.Reason}`;
+    case "AllReduceReplanned": return `${d.Reduce}: replanned over ${d.Num} sources (${short(d.Node) || "a source"} lost ${(d.Lost || []).join(", ")})`;
     case "SenderSwitched": return `${d.Object}: ${short(d.Receiver)} switched ${short(d.From)} → ${short(d.To)} at ${bytes(d.Offset)}`;
     case "TreeNodeReplaced": return `${d.Reduce}: position ${d.Position} lost ${d.Failed} → ${d.Replacement || "(waiting)"}`;
     case "AncestorsInvalidated": return `${d.Reduce}: positions ${(d.Positions || []).join(", ")} invalidated`;

@@ -1,0 +1,216 @@
+package liveview
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/liveview/livetest"
+)
+
+// Members of the scripted cluster (bind address # incarnation).
+const (
+	m1 = "127.0.0.1:7001#a1" // serves the page; the creator, the coordinator
+	m2 = "127.0.0.1:7002#b2"
+	m3 = "127.0.0.1:7003#c3"
+	m4 = "127.0.0.1:7004#d4" // failed
+)
+
+// TestPageShowsEveryPanel: the page, in a real browser, fed a scripted
+// cluster through the Hub: a broadcast whose relaying receiver failed
+// (the receiver switched senders), a Reduce run until a knee whose
+// source was lost (a position replaced, its ancestors invalidated) with
+// positions part way, a throttled barrier and a semaphore, members'
+// stores and measurements, and the failure as each member learnt of it.
+// Every panel shows what it was fed, read back from the page's DOM.
+func TestPageShowsEveryPanel(t *testing.T) {
+	const mib = 1 << 20
+	internal := "\x00reduce/sum#1/1/2" // the inner position's output
+	statuses := map[string]Status{
+		m1: {Address: "sys-1", Capacity: 1 << 30, Used: 48 * mib, Pinned: 16 * mib, LatencyNs: 250_000, Bandwidth: 50e6,
+			Copies: []Copy{{ID: "sum", Size: mib, Written: mib / 4}, {ID: "bcast", Size: 16 * mib, Written: 16 * mib, Complete: true, Pinned: true}}},
+		m2: {Address: "sys-2", Capacity: 1 << 30, Used: 8 * mib, LatencyNs: 300_000, Bandwidth: 48e6,
+			Copies: []Copy{{ID: "bcast", Size: 16 * mib, Written: 6 * mib}, {ID: internal, Size: mib, Written: mib / 2}}},
+		m3: {Address: "sys-3", Capacity: 1 << 30, Used: 17 * mib, LatencyNs: 280_000, Bandwidth: 49e6,
+			Copies: []Copy{{ID: "bcast", Size: 16 * mib, Written: 16 * mib, Complete: true}}},
+	}
+	recs := map[string]*Recorder{}
+	for _, id := range []string{m1, m2, m3} {
+		s := statuses[id]
+		s.Member, s.At = id, time.Now().UnixMilli()
+		recs[id] = NewRecorder(id, 0, func() Status { return s })
+	}
+	unavailable := errors.New("UNAVAILABLE: the sender failed")
+	// The broadcast: m4 relayed to m2 and failed; m2 resumed from m1.
+	recs[m2].Observe(&events.TransferStarted{Object: "bcast", Receiver: m2, Sender: m4, Size: 16 * mib})
+	recs[m3].Observe(&events.TransferStarted{Object: "bcast", Receiver: m3, Sender: m1, Size: 16 * mib})
+	recs[m3].Observe(&events.TransferEnded{Object: "bcast", Receiver: m3, Sender: m1})
+	recs[m2].Observe(&events.SenderSwitched{Object: "bcast", Receiver: m2, From: m4, To: m1, Offset: 4 * mib})
+	recs[m2].Observe(&events.TransferEnded{Object: "bcast", Receiver: m2, Sender: m4, Err: unavailable})
+	recs[m2].Observe(&events.TransferStarted{Object: "bcast", Receiver: m2, Sender: m1, Offset: 4 * mib, Size: 16 * mib})
+	// The failure as each member learnt of it.
+	recs[m1].Observe(&events.NodeFailed{Node: m4, DetectedBy: "node/shard-3", At: time.Now()})
+	recs[m2].Observe(&events.NodeFailed{Node: m4, DetectedBy: "revoke:" + m3, Forwarder: m1, At: time.Now()})
+	recs[m3].Observe(&events.NodeFailed{Node: m4, DetectedBy: "revoke:" + m3, At: time.Now()})
+	// The Reduce: a chain of 3 fixed by max_objects; s4 on m4 was lost,
+	// s2 took its position and the ancestors pull again.
+	recs[m1].Observe(&events.ReduceTree{Reduce: "sum#1", Target: "sum", Shape: "d-ary", Degree: 1, Num: 3, Size: mib,
+		L: 200 * time.Microsecond, B: 50e6, Knee: "max_objects",
+		Costs: map[int]time.Duration{1: 60 * time.Millisecond, 2: 80 * time.Millisecond, 3: 90 * time.Millisecond},
+		Positions: []events.ReducePosition{
+			{Position: 0, Parent: -1, Object: "s0", Node: m1, Arrival: 0, State: "reducing", Output: "sum"},
+			{Position: 1, Parent: 0, Object: "s1", Node: m2, Arrival: 1, State: "reducing", Output: internal},
+			{Position: 2, Parent: 1, Object: "s2", Node: m3, Arrival: 3, State: "ready", Output: "s2"},
+		}})
+	recs[m1].Observe(&events.TreeNodeReplaced{Reduce: "sum#1", Position: 2, Failed: "s4", Replacement: "s2"})
+	recs[m1].Observe(&events.AncestorsInvalidated{Reduce: "sum#1", Positions: []int{1, 0}})
+	// Barriers: a throttled one whose backup's member failed, a
+	// semaphore; a stale state of the throttled one from a replica that
+	// no longer acts.
+	recs[m1].Observe(&barrierhost.State{Barrier: "tb", Member: m1, Acting: true, Epoch: 1, Kind: "throttled", Max: 4, Entered: 4, Passed: 1,
+		Throttled: 3, Fired: true, Reason: "max", Replicas: []barrierhost.ReplicaState{{Member: m1, Primary: true}, {Member: m4, Down: true}},
+		At: time.Now()})
+	recs[m3].Observe(&barrierhost.State{Barrier: "tb", Member: m3, Acting: false, Epoch: 0, Kind: "throttled", Max: 4, Entered: 2,
+		Replicas: []barrierhost.ReplicaState{{Member: m4, Primary: true}, {Member: m3}}, At: time.Now().Add(-time.Second)})
+	recs[m2].Observe(&barrierhost.State{Barrier: "sem", Member: m2, Acting: true, Kind: "semaphore", Max: 5, Entered: 3, Queued: 1,
+		Holders: 2, Limit: 2, Replicas: []barrierhost.ReplicaState{{Member: m2, Primary: true}, {Member: m3}}, At: time.Now()})
+	recs[m1].Observe(&barrierhost.TookOver{Barrier: "tb", Manager: "barriers/tb", Member: m1, Epoch: 1, At: time.Now()})
+
+	hub := NewHub(HubConfig{Self: m1, Interval: 20 * time.Millisecond, Peers: func() []Peer {
+		var out []Peer
+		for _, id := range []string{m1, m2, m3} {
+			rec := recs[id]
+			out = append(out, Peer{ID: id, Fetch: func(_ context.Context, since uint64) (*Batch, error) {
+				b := rec.Since(since)
+				return &b, nil
+			}})
+		}
+		return out
+	}})
+	srv := httptest.NewServer(hub)
+	defer srv.Close()
+	defer hub.Close() // first: it ends the page's feed, which srv.Close waits for
+	page := livetest.Open(t, livetest.Browser(t), srv.URL+"/")
+	d := page.Wait("every panel", func(d livetest.DOM) bool {
+		return d.Conn == "open" && len(d.Members) == 4 && len(d.Edges) == 3 && len(d.Positions) == 3 && len(d.Barriers) == 2 &&
+			len(d.Bars) == 3 && slices.Contains(d.Events, "AncestorsInvalidated") && len(d.Copies) >= 5
+	})
+	defer func() {
+		if t.Failed() {
+			page.Screenshot("failed.png", "")
+		}
+	}()
+
+	// Members: health, store, L and B, and how each learnt of m4's failure.
+	member := func(id string) livetest.Member {
+		for _, m := range d.Members {
+			if m.ID == id {
+				return m
+			}
+		}
+		t.Fatalf("no member %s: %+v", id, d.Members)
+		return livetest.Member{}
+	}
+	for _, id := range []string{m1, m2, m3} {
+		if m := member(id); m.Health != "up" || m.LatencyNs != float64(statuses[id].LatencyNs) || m.Bandwidth != statuses[id].Bandwidth {
+			t.Errorf("member %s: %+v, want up with L %d ns, B %v", id, m, statuses[id].LatencyNs, statuses[id].Bandwidth)
+		}
+	}
+	if m := member(m4); m.Health != "failed" {
+		t.Errorf("the failed member: %+v", m)
+	}
+	wantFailure := map[string]livetest.Failure{
+		m1: {Node: m4, DetectedBy: "node/shard-3", Via: "shard"},
+		m2: {Node: m4, DetectedBy: "revoke:" + m3, Via: "revoke", Origin: m3, Forwarder: m1},
+		m3: {Node: m4, DetectedBy: "revoke:" + m3, Via: "revoke", Origin: m3},
+	}
+	for id, want := range wantFailure {
+		if fs := member(id).Failures; len(fs) != 1 || fs[0] != want {
+			t.Errorf("%s noticed %+v, want %+v", id, fs, want)
+		}
+	}
+
+	// The broadcast tree: the relay's stream failed, the failover drawn.
+	wantEdges := []livetest.Edge{
+		{Object: "bcast", From: m4, To: m2, State: "failed"},
+		{Object: "bcast", From: m1, To: m3, State: "done"},
+		{Object: "bcast", From: m1, To: m2, State: "streaming", Failover: true},
+	}
+	for _, e := range wantEdges {
+		if !slices.Contains(d.Edges, e) {
+			t.Errorf("no edge %+v in %+v", e, d.Edges)
+		}
+	}
+	if want := (livetest.Switch{Object: "bcast", Receiver: m2, From: m4, To: m1}); !slices.Equal(d.Switches, []livetest.Switch{want}) {
+		t.Errorf("switches %+v, want %+v", d.Switches, want)
+	}
+
+	// Objects: where the copies are, complete or how far.
+	for _, c := range []livetest.Copy{
+		{Object: "bcast", Member: m1, Complete: true, Progress: 100},
+		{Object: "bcast", Member: m2, Progress: 37},
+		{Object: "bcast", Member: m3, Complete: true, Progress: 100},
+	} {
+		if !slices.Contains(d.Copies, c) {
+			t.Errorf("no copy %+v in %+v", c, d.Copies)
+		}
+	}
+
+	// The Reduce: its knee, T(d) beside the tree with the chosen degree,
+	// each position's progress, the repair and the invalidated ancestors.
+	if len(d.Reduces) != 1 || d.Reduces[0].Knee != "max_objects" || d.Reduces[0].Num != 3 {
+		t.Errorf("reduces %+v, want one fixed at 3 by max_objects", d.Reduces)
+	} else if cs := d.Reduces[0].Costs; !slices.Equal(cs, []livetest.Cost{{Degree: 1, CostNs: 60e6, Chosen: true}, {Degree: 2, CostNs: 80e6}, {Degree: 3, CostNs: 90e6}}) {
+		t.Errorf("T(d): %+v", cs)
+	}
+	wantPos := map[int]livetest.Position{
+		0: {Reduce: "sum#1", Position: 0, Object: "s0", Node: m1, Output: "sum", State: "reducing", Progress: 25, Invalidated: true},
+		1: {Reduce: "sum#1", Position: 1, Object: "s1", Node: m2, Output: internal, State: "reducing", Progress: 50, Invalidated: true},
+		2: {Reduce: "sum#1", Position: 2, Object: "s2", Node: m3, Output: "s2", State: "ready", Progress: 100, Repaired: true},
+	}
+	for _, p := range d.Positions {
+		if p != wantPos[p.Position] {
+			t.Errorf("position %+v, want %+v", p, wantPos[p.Position])
+		}
+	}
+	if want := (livetest.Repair{Reduce: "sum#1", Position: 2, Failed: "s4", Replacement: "s2"}); !slices.Equal(d.Repairs, []livetest.Repair{want}) {
+		t.Errorf("repairs %+v, want %+v", d.Repairs, want)
+	}
+
+	// The timeline: a lane per receiver, a bar per stream.
+	if !slices.Equal(d.Lanes, []string{m2, m3}) {
+		t.Errorf("timeline lanes %v, want %s and %s", d.Lanes, m2, m3)
+	}
+	for _, e := range wantEdges {
+		if !slices.Contains(d.Bars, livetest.Bar{Object: e.Object, From: e.From, To: e.To, State: e.State}) {
+			t.Errorf("no timeline bar for %+v in %+v", e, d.Bars)
+		}
+	}
+
+	// Barriers: counts, the semaphore, the replicas (the acting
+	// primary's state, not the stale one).
+	wantBarriers := []livetest.Barrier{
+		{Name: "sem", Kind: "semaphore", Entered: 3, Queued: 1, Holders: 2, Limit: 2,
+			Replicas: []livetest.Replica{{Member: m2, Primary: true}, {Member: m3}}},
+		{Name: "tb", Kind: "throttled", Entered: 4, Passed: 1, Throttled: 3, Epoch: 1,
+			Replicas: []livetest.Replica{{Member: m1, Primary: true}, {Member: m4, Down: true}}},
+	}
+	for i, want := range wantBarriers {
+		if got := d.Barriers[i]; got.Name != want.Name || got.Kind != want.Kind || got.Entered != want.Entered || got.Passed != want.Passed ||
+			got.Throttled != want.Throttled || got.Queued != want.Queued || got.Holders != want.Holders || got.Limit != want.Limit ||
+			got.Epoch != want.Epoch || !slices.Equal(got.Replicas, want.Replicas) {
+			t.Errorf("barrier %+v, want %+v", got, want)
+		}
+	}
+	for _, k := range []string{"NodeFailed", "SenderSwitched", "TreeNodeReplaced", "AncestorsInvalidated", "BarrierTookOver", "TransferStarted", "TransferEnded"} {
+		if !slices.Contains(d.Events, k) {
+			t.Errorf("the events list has no %s: %v", k, d.Events)
+		}
+	}
+	page.Screenshot("every-panel.png", "")
+}
