@@ -11,9 +11,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 func allReduceRequest(sources []string) *messages.Reduce {
@@ -825,7 +825,7 @@ func TestSlicedRingTasks(t *testing.T) {
 			len(task.GetChildren()) != 1 || task.GetChildren()[0].GetObjectId() != from || task.GetOutputId() != InternalID(testReduceID, int(task.GetPosition()), 1) {
 			t.Fatalf("relay %d of slice %d: %v on n%d", j, k, task, nodeOf(tk))
 		}
-		if err := storenode.CheckTask(task); err != nil {
+		if err := storeproto.CheckTask(task); err != nil {
 			t.Fatalf("relay %d of slice %d: %v", j, k, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -63,12 +64,12 @@ func (fs *fetchSession) start() {
 	so, _ := h.store.Reserve(fs.id)
 	fs.obj = h.obj(fs.id)
 	fs.stream, fs.sender = nil, nil
-	fs.p = storenode.NewFetch(storenode.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, fs.deadline, nil)
+	fs.p = storenode.NewFetch(storeproto.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, fs.deadline, nil)
 	fs.apply(fs.p.Start(w.now()))
 }
 
 // apply carries out one step's output.
-func (fs *fetchSession) apply(out storenode.FetchOutput) {
+func (fs *fetchSession) apply(out storeproto.FetchOutput) {
 	w := fs.w
 	for _, s := range out.Sends {
 		if to, ok := s.To.(directory.ShardOf); ok {
@@ -76,7 +77,7 @@ func (fs *fetchSession) apply(out storenode.FetchOutput) {
 		}
 	}
 	for _, t := range out.Timers {
-		ft, ok := t.Msg.(storenode.FetchTimer)
+		ft, ok := t.Msg.(storeproto.FetchTimer)
 		if !ok {
 			continue
 		}
@@ -103,7 +104,7 @@ func (fs *fetchSession) apply(out storenode.FetchOutput) {
 	}
 }
 
-func (fs *fetchSession) startStream(cmd *storenode.StreamCommand) {
+func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 	w := fs.w
 	fs.sid = cmd.ID
 	sender := w.hostOf(cmd.Sender)

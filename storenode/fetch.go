@@ -1,12 +1,13 @@
 package storenode
 
 import (
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// Fetch runs a FetchProtocol against the store: it reads the object's
+// Fetch runs a storeproto.FetchProtocol against the store: it reads the object's
 // state for each input, carries out the store operations the protocol
 // asks for (feeding their results back until it asks for none), hands a
 // measured transfer to Observe before the operation that completes the
@@ -15,8 +16,8 @@ import (
 // for no store operation. A fetch into a caller's buffer
 // (NewFetchInto) has no object, and its protocol asks for none.
 type Fetch struct {
-	p       *FetchProtocol
-	proto   FetchProtocol // what p points to: one allocation for both
+	p       *storeproto.FetchProtocol
+	proto   storeproto.FetchProtocol // what p points to: one allocation for both
 	store   *Store
 	obj     *Object
 	w       *Writer
@@ -27,16 +28,16 @@ type Fetch struct {
 // wanted by Gets until deadline; observe, if set, takes each transfer
 // that measured the network (the bandwidth estimator's
 // ObserveTransfer).
-func NewFetch(cfg FetchConfig, store *Store, obj *Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
-	f := &Fetch{proto: fetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
+func NewFetch(cfg storeproto.FetchConfig, store *Store, obj *Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
+	f := &Fetch{proto: storeproto.MakeFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
 	f.p = &f.proto
 	return f
 }
 
 // NewFetchInto returns the fetch of object id into a caller's buffer of
-// capacity bytes (see NewFetchIntoProtocol).
-func NewFetchInto(cfg FetchConfig, id string, capacity int64, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
-	f := &Fetch{proto: fetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
+// capacity bytes (see storeproto.NewFetchIntoProtocol).
+func NewFetchInto(cfg storeproto.FetchConfig, id string, capacity int64, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
+	f := &Fetch{proto: storeproto.MakeFetchIntoProtocol(cfg, id, capacity, deadline), observe: observe}
 	f.p = &f.proto
 	return f
 }
@@ -46,44 +47,46 @@ func NewFetchInto(cfg FetchConfig, id string, capacity int64, deadline time.Time
 func (f *Fetch) Writer() *Writer { return f.w }
 
 // Protocol is the step machine this fetch runs.
-func (f *Fetch) Protocol() *FetchProtocol { return f.p }
+func (f *Fetch) Protocol() *storeproto.FetchProtocol { return f.p }
 
-// Start begins the fetch (FetchProtocol.Start).
-func (f *Fetch) Start(now time.Time) FetchOutput { return f.run(f.p.Start(f.state(), now), now) }
+// Start begins the fetch (storeproto.FetchProtocol.Start).
+func (f *Fetch) Start(now time.Time) storeproto.FetchOutput {
+	return f.run(f.p.Start(f.state(), now), now)
+}
 
-// Located takes the shard's answer to a Locate (FetchProtocol.Located).
-func (f *Fetch) Located(loc *messages.LocateReply, now time.Time) FetchOutput {
+// Located takes the shard's answer to a Locate (storeproto.FetchProtocol.Located).
+func (f *Fetch) Located(loc *messages.LocateReply, now time.Time) storeproto.FetchOutput {
 	return f.run(f.p.Located(loc, f.state(), now), now)
 }
 
 // LocateFailed reports a Locate not asked or not answered
-// (FetchProtocol.LocateFailed).
-func (f *Fetch) LocateFailed(attempt uint64, err error, now time.Time) FetchOutput {
+// (storeproto.FetchProtocol.LocateFailed).
+func (f *Fetch) LocateFailed(attempt uint64, err error, now time.Time) storeproto.FetchOutput {
 	return f.run(f.p.LocateFailed(attempt, err, f.state(), now), now)
 }
 
-// Timer takes back a timer the protocol armed (FetchProtocol.Timer).
-func (f *Fetch) Timer(t FetchTimer, now time.Time) FetchOutput {
+// Timer takes back a timer the protocol armed (storeproto.FetchProtocol.Timer).
+func (f *Fetch) Timer(t storeproto.FetchTimer, now time.Time) storeproto.FetchOutput {
 	return f.run(f.p.Timer(t, f.state(), now), now)
 }
 
-// SenderFailed reports that a node failed (FetchProtocol.SenderFailed).
-func (f *Fetch) SenderFailed(node string) FetchOutput { return f.p.SenderFailed(node) }
+// SenderFailed reports that a node failed (storeproto.FetchProtocol.SenderFailed).
+func (f *Fetch) SenderFailed(node string) storeproto.FetchOutput { return f.p.SenderFailed(node) }
 
 // StreamEnded takes the end of the data plane's copy
-// (FetchProtocol.StreamEnded).
-func (f *Fetch) StreamEnded(stream uint64, err error, now time.Time) FetchOutput {
+// (storeproto.FetchProtocol.StreamEnded).
+func (f *Fetch) StreamEnded(stream uint64, err error, now time.Time) storeproto.FetchOutput {
 	return f.run(f.p.StreamEnded(stream, err, f.state(), now), now)
 }
 
 // IntoStreamEnded is StreamEnded for a fetch into a caller's buffer
-// (FetchProtocol.IntoStreamEnded).
-func (f *Fetch) IntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) FetchOutput {
+// (storeproto.FetchProtocol.IntoStreamEnded).
+func (f *Fetch) IntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) storeproto.FetchOutput {
 	return f.run(f.p.IntoStreamEnded(stream, upTo, err, now), now)
 }
 
-// Stop ends the fetch because its shell stops (FetchProtocol.Stop).
-func (f *Fetch) Stop() FetchOutput { return f.p.Stop() }
+// Stop ends the fetch because its shell stops (storeproto.FetchProtocol.Stop).
+func (f *Fetch) Stop() storeproto.FetchOutput { return f.p.Stop() }
 
 // Extend moves the deadline to a later Get's.
 func (f *Fetch) Extend(deadline time.Time) { f.p.Extend(deadline) }
@@ -92,7 +95,7 @@ func (f *Fetch) Extend(deadline time.Time) { f.p.Extend(deadline) }
 func (f *Fetch) Done() bool { return f.p.Done() }
 
 // Waiting reports what bounds the fetch's current wait
-// (FetchProtocol.Waiting).
+// (storeproto.FetchProtocol.Waiting).
 func (f *Fetch) Waiting() string { return f.p.Waiting() }
 
 // Sender is the node currently streamed from (nil when not streaming).
@@ -103,19 +106,19 @@ func (f *Fetch) String() string { return f.p.String() }
 
 // state reads the object's state at one instant (the zero state for a
 // fetch into a caller's buffer, which has no object).
-func (f *Fetch) state() ObjectState {
+func (f *Fetch) state() storeproto.ObjectState {
 	if f.obj == nil {
-		return ObjectState{Size: -1}
+		return storeproto.ObjectState{Size: -1}
 	}
 	o := f.obj
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return ObjectState{Size: o.size, Written: o.written, Done: o.done, Err: o.err, Pinned: o.pinned}
+	return storeproto.ObjectState{Size: o.size, Written: o.written, Done: o.done, Err: o.err, Pinned: o.pinned}
 }
 
 // run carries out out's store operations, and those of the steps they
 // continue, and returns everything else they asked for, in order.
-func (f *Fetch) run(out FetchOutput, now time.Time) FetchOutput {
+func (f *Fetch) run(out storeproto.FetchOutput, now time.Time) storeproto.FetchOutput {
 	for {
 		if m := out.Measured; m != nil {
 			out.Measured = nil
@@ -127,7 +130,7 @@ func (f *Fetch) run(out FetchOutput, now time.Time) FetchOutput {
 		if op.Kind == 0 {
 			break
 		}
-		out.Store = StoreOp{}
+		out.Store = storeproto.StoreOp{}
 		r := f.apply(&op)
 		out.Then(f.p.StoreDone(r, f.state(), now))
 	}
@@ -135,27 +138,27 @@ func (f *Fetch) run(out FetchOutput, now time.Time) FetchOutput {
 }
 
 // apply carries out one store operation.
-func (f *Fetch) apply(op *StoreOp) StoreResult {
+func (f *Fetch) apply(op *storeproto.StoreOp) storeproto.StoreResult {
 	switch op.Kind {
-	case OpTakeWriter:
+	case storeproto.OpTakeWriter:
 		f.w = f.obj.NewWriter()
-	case OpAllocate:
+	case storeproto.OpAllocate:
 		evicted, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint)
-		return StoreResult{Err: err, Evicted: evicted}
-	case OpRewind:
-		return StoreResult{Err: f.w.Rewind()}
-	case OpStoreInline:
+		return storeproto.StoreResult{Err: err, Evicted: evicted}
+	case storeproto.OpRewind:
+		return storeproto.StoreResult{Err: f.w.Rewind()}
+	case storeproto.OpStoreInline:
 		if _, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint); err != nil {
-			return StoreResult{Err: err}
+			return storeproto.StoreResult{Err: err}
 		}
 		if err := f.w.Append(op.Data); err != nil {
-			return StoreResult{Err: err, AppendFailed: true}
+			return storeproto.StoreResult{Err: err, AppendFailed: true}
 		}
-		return StoreResult{Err: f.store.Complete(f.obj)}
-	case OpComplete:
-		return StoreResult{Err: f.store.Complete(f.obj)}
-	case OpAbort:
+		return storeproto.StoreResult{Err: f.store.Complete(f.obj)}
+	case storeproto.OpComplete:
+		return storeproto.StoreResult{Err: f.store.Complete(f.obj)}
+	case storeproto.OpAbort:
 		f.store.Abort(f.obj, op.Err)
 	}
-	return StoreResult{}
+	return storeproto.StoreResult{}
 }

@@ -2,6 +2,7 @@ package storenode
 
 import (
 	"errors"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,14 +13,14 @@ import (
 
 func newIntoFixture(t *testing.T, capacity int64, deadline time.Duration) *protoFixture {
 	now := time.Unix(1000, 0)
-	p := NewFetchInto(FetchConfig{Self: &messages.NodeRef{NodeId: "me"},
+	p := NewFetchInto(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"},
 		Rand: rand.New(rand.NewPCG(1, 2))}, "x", capacity, now.Add(deadline), nil)
 	return &protoFixture{t: t, p: p, store: NewStore(1 << 20), now: now}
 }
 
 // noDirectoryNotice fails if out tells the directory of a copy or a
 // transfer: a fetch into a caller's buffer keeps and claims nothing.
-func noDirectoryNotice(t *testing.T, out FetchOutput) {
+func noDirectoryNotice(t *testing.T, out storeproto.FetchOutput) {
 	t.Helper()
 	for _, s := range out.Sends {
 		switch s.Msg.(type) {
@@ -156,7 +157,7 @@ func TestFetchIntoErrorsAreTheDirectorys(t *testing.T) {
 	out := f.p.Start(f.now)
 	f.locate(out)
 	f.now = out.Timers[0].At
-	out = f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now)
+	out = f.p.Timer(out.Timers[0].Msg.(storeproto.FetchTimer), f.now)
 	noDirectoryNotice(t, out)
 	if !out.Done || !errors.Is(out.Err, messages.ErrTimeout) {
 		t.Fatalf("timeout %+v", out)

@@ -2,6 +2,7 @@ package storenode
 
 import (
 	"errors"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -23,13 +24,13 @@ func newProtoFixture(t *testing.T, deadline time.Duration) *protoFixture {
 	store := NewStore(1 << 30)
 	obj, _ := store.Reserve("x")
 	now := time.Unix(1000, 0)
-	p := NewFetch(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
+	p := NewFetch(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
 		Rand: rand.New(rand.NewPCG(1, 2))}, store, obj, now.Add(deadline), nil)
 	return &protoFixture{t: t, p: p, store: store, obj: obj, now: now}
 }
 
 // locate returns the one Locate of out (failing if there is none).
-func (f *protoFixture) locate(out FetchOutput) *messages.Locate {
+func (f *protoFixture) locate(out storeproto.FetchOutput) *messages.Locate {
 	f.t.Helper()
 	for _, s := range out.Sends {
 		if l, ok := s.Msg.(*messages.Locate); ok {
@@ -44,7 +45,7 @@ func (f *protoFixture) locate(out FetchOutput) *messages.Locate {
 }
 
 // watched is the node id out asks to watch ("" for none).
-func watched(out FetchOutput) string {
+func watched(out storeproto.FetchOutput) string {
 	if len(out.Watch) != 1 {
 		return ""
 	}
@@ -52,7 +53,7 @@ func watched(out FetchOutput) string {
 }
 
 // unwatched is the node id out asks to stop watching ("" for none).
-func unwatched(out FetchOutput) string {
+func unwatched(out storeproto.FetchOutput) string {
 	if len(out.Unwatch) != 1 {
 		return ""
 	}
@@ -73,7 +74,7 @@ func TestFetchProtocolIgnoresStaleReplies(t *testing.T) {
 		t.Fatalf("UNAVAILABLE: want one retry timer, got %+v", out)
 	}
 	f.now = out.Timers[0].At
-	l2 := f.locate(f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now))
+	l2 := f.locate(f.p.Timer(out.Timers[0].Msg.(storeproto.FetchTimer), f.now))
 	if l2.GetAttempt() == l1.GetAttempt() {
 		t.Fatalf("the retry reused attempt %d", l1.GetAttempt())
 	}
@@ -96,7 +97,7 @@ func TestFetchProtocolIgnoresStaleReplies(t *testing.T) {
 func TestFetchProtocolBackoffGrowsWithJitter(t *testing.T) {
 	f := newProtoFixture(t, time.Minute)
 	l := f.locate(f.p.Start(f.now))
-	want := firstBackoff
+	want := 5 * time.Millisecond
 	for i := range 10 {
 		out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x")}, f.now)
 		if len(out.Timers) != 1 {
@@ -106,12 +107,12 @@ func TestFetchProtocolBackoffGrowsWithJitter(t *testing.T) {
 		if wait < want/2 || wait > want {
 			t.Fatalf("retry %d waits %v, want within [%v, %v]", i, wait, want/2, want)
 		}
-		want = min(2*want, maxBackoff)
+		want = min(2*want, 200*time.Millisecond)
 		f.now = out.Timers[0].At
-		l = f.locate(f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now))
+		l = f.locate(f.p.Timer(out.Timers[0].Msg.(storeproto.FetchTimer), f.now))
 	}
-	if want != maxBackoff {
-		t.Fatalf("backoff reached %v, want %v", want, maxBackoff)
+	if want != 200*time.Millisecond {
+		t.Fatalf("backoff reached %v, want 200ms", want)
 	}
 }
 
@@ -127,7 +128,7 @@ func TestFetchProtocolTimeoutAndExtension(t *testing.T) {
 	}
 	f.p.Extend(f.now.Add(time.Second))
 	f.now = out.Timers[0].At
-	out = f.p.Timer(out.Timers[0].Msg.(FetchTimer), f.now)
+	out = f.p.Timer(out.Timers[0].Msg.(storeproto.FetchTimer), f.now)
 	if _, ok := out.Sends[0].Msg.(*messages.CancelLocate); !ok {
 		t.Fatalf("no CancelLocate first: %+v", out.Sends)
 	}
@@ -266,17 +267,17 @@ func TestFetchStartingAfterTheCreatorTookThePlaceholderLeavesIt(t *testing.T) {
 // stream, complete, and FetchDone names the size the state reported.
 func TestFetchProtocolAsksTheStore(t *testing.T) {
 	now := time.Unix(1000, 0)
-	p := NewFetchProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
+	p := storeproto.NewFetchProtocol(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
 		Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
-	fresh := ObjectState{Size: -1}
+	fresh := storeproto.ObjectState{Size: -1}
 	out := p.Start(fresh, now)
-	if out.Store.Kind != OpTakeWriter || len(out.Sends) != 0 {
-		t.Fatalf("start: %+v; want only OpTakeWriter", out)
+	if out.Store.Kind != storeproto.OpTakeWriter || len(out.Sends) != 0 {
+		t.Fatalf("start: %+v; want only storeproto.OpTakeWriter", out)
 	}
 	if o := p.Located(&messages.LocateReply{ObjectId: "x", Attempt: 1}, fresh, now); o.Store.Kind != 0 || len(o.Sends) != 0 {
 		t.Fatalf("an answer while the store works changed something: %+v", o)
 	}
-	out = p.StoreDone(StoreResult{}, fresh, now)
+	out = p.StoreDone(storeproto.StoreResult{}, fresh, now)
 	var l *messages.Locate
 	for _, s := range out.Sends {
 		l, _ = s.Msg.(*messages.Locate)
@@ -286,18 +287,18 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 	}
 	out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Fingerprint: 7, Sender: sender("s"),
 		SenderState: messages.LocationState_COMPLETE}, fresh, now)
-	if op := out.Store; op.Kind != OpAllocate || op.Size != 100 || op.Fingerprint != 7 || out.Stream != nil {
-		t.Fatalf("located: %+v; want OpAllocate of 100 bytes, fingerprint 7, and no stream yet", out)
+	if op := out.Store; op.Kind != storeproto.OpAllocate || op.Size != 100 || op.Fingerprint != 7 || out.Stream != nil {
+		t.Fatalf("located: %+v; want storeproto.OpAllocate of 100 bytes, fingerprint 7, and no stream yet", out)
 	}
-	out = p.StoreDone(StoreResult{Evicted: []string{"old"}}, ObjectState{Size: 100}, now)
+	out = p.StoreDone(storeproto.StoreResult{Evicted: []string{"old"}}, storeproto.ObjectState{Size: 100}, now)
 	if len(out.Sends) != 1 || out.Sends[0].To != directory.ShardOf("old") || out.Stream == nil || out.Stream.Offset != 0 || watched(out) != "s" {
 		t.Fatalf("allocated: %+v; want old unpublished and a stream from s at 0", out)
 	}
-	out = p.StreamEnded(out.Stream.ID, nil, ObjectState{Size: 100, Written: 100}, now.Add(time.Millisecond))
-	if out.Store.Kind != OpComplete || out.Done || len(out.Sends) != 0 {
-		t.Fatalf("stream ended: %+v; want OpComplete before anything is told", out)
+	out = p.StreamEnded(out.Stream.ID, nil, storeproto.ObjectState{Size: 100, Written: 100}, now.Add(time.Millisecond))
+	if out.Store.Kind != storeproto.OpComplete || out.Done || len(out.Sends) != 0 {
+		t.Fatalf("stream ended: %+v; want storeproto.OpComplete before anything is told", out)
 	}
-	out = p.StoreDone(StoreResult{}, ObjectState{Size: 100, Written: 100, Done: true}, now)
+	out = p.StoreDone(storeproto.StoreResult{}, storeproto.ObjectState{Size: 100, Written: 100, Done: true}, now)
 	if len(out.Sends) != 1 || !out.Done || out.Err != nil {
 		t.Fatalf("completed: %+v; want FetchDone and the end", out)
 	}
@@ -312,24 +313,24 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 func TestFetchProtocolInlineStoreOp(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		r     StoreResult
+		r     storeproto.StoreResult
 		err   error
 		unpub bool
 	}{
-		{"stored", StoreResult{}, nil, false},
-		{"superseded", StoreResult{Err: messages.ErrCanceled, AppendFailed: true}, messages.ErrCanceled, false},
-		{"no room", StoreResult{Err: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, messages.ErrCapacity, true},
+		{"stored", storeproto.StoreResult{}, nil, false},
+		{"superseded", storeproto.StoreResult{Err: messages.ErrCanceled, AppendFailed: true}, messages.ErrCanceled, false},
+		{"no room", storeproto.StoreResult{Err: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, messages.ErrCapacity, true},
 	} {
 		now := time.Unix(1000, 0)
-		p := NewFetchProtocol(FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
-		p.Start(ObjectState{Size: -1}, now)
-		out := p.StoreDone(StoreResult{}, ObjectState{Size: -1}, now)
+		p := storeproto.NewFetchProtocol(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
+		p.Start(storeproto.ObjectState{Size: -1}, now)
+		out := p.StoreDone(storeproto.StoreResult{}, storeproto.ObjectState{Size: -1}, now)
 		attempt := out.Sends[0].Msg.(*messages.Locate).GetAttempt()
-		out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, ObjectState{Size: -1}, now)
-		if op := out.Store; op.Kind != OpStoreInline || string(op.Data) != "abc" || op.Size != 3 {
-			t.Fatalf("%s: %+v; want OpStoreInline of abc", c.name, out)
+		out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, storeproto.ObjectState{Size: -1}, now)
+		if op := out.Store; op.Kind != storeproto.OpStoreInline || string(op.Data) != "abc" || op.Size != 3 {
+			t.Fatalf("%s: %+v; want storeproto.OpStoreInline of abc", c.name, out)
 		}
-		out = p.StoreDone(c.r, ObjectState{Size: 3}, now)
+		out = p.StoreDone(c.r, storeproto.ObjectState{Size: 3}, now)
 		unpub := len(out.Sends) == 1
 		if !out.Done || !errors.Is(out.Err, c.err) && !(c.err == nil && out.Err == nil) || unpub != c.unpub || len(out.Sends) > 1 {
 			t.Fatalf("%s: done %v err %v sends %v; want err %v, unpublished %v", c.name, out.Done, out.Err, out.Sends, c.err, c.unpub)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -21,7 +22,7 @@ import (
 )
 
 // A broadcast simulated deterministically, like coordinator's
-// TestReductionSimulated: many receivers, each a FetchProtocol over a
+// TestReductionSimulated: many receivers, each a storeproto.FetchProtocol over a
 // real Store, fetch objects through the real LocationTable, stepped by a
 // seeded schedule of every event a real run produces: directory replies
 // delayed, duplicated and reordered; a data plane that streams a sender's
@@ -90,7 +91,7 @@ type simFetch struct {
 	inc   int
 	id    string
 	p     *Fetch
-	timer *FetchTimer // the newest timer armed
+	timer *storeproto.FetchTimer // the newest timer armed
 	// stream is the running copy (nil when none).
 	stream   *simStream
 	moved    int64
@@ -100,7 +101,7 @@ type simFetch struct {
 
 type simStream struct {
 	f      *simFetch
-	cmd    *StreamCommand
+	cmd    *storeproto.StreamCommand
 	sender string
 	off    int64
 	reader transport.ObjectReader
@@ -261,7 +262,7 @@ func (s *fetchSim) nodeGets(o outbox.Send) {
 			return
 		}
 		r := o.Msg.(*messages.LocateReply)
-		if f.p.Waiting() == "locate" && r.GetAttempt() != f.p.p.attempt {
+		if f.p.Waiting() == "locate" && r.GetAttempt() != f.p.Protocol().Attempt() {
 			s.stats.staleAttempt++
 		}
 		s.logf("%s <- LocateReply %s attempt %d sender %s err %v", n.id, f.id, r.GetAttempt(), r.GetSender().GetNodeId(), r.GetError())
@@ -289,7 +290,7 @@ func (s *fetchSim) nodeGets(o outbox.Send) {
 }
 
 // step carries out one step of a receiver's protocol, then checks it.
-func (s *fetchSim) step(f *simFetch, out FetchOutput) {
+func (s *fetchSim) step(f *simFetch, out storeproto.FetchOutput) {
 	n := f.node
 	for _, snd := range out.Sends {
 		if _, ok := snd.To.(directory.ShardOf); !ok {
@@ -305,14 +306,14 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 		}
 	}
 	for _, t := range out.Timers {
-		ft := t.Msg.(FetchTimer)
+		ft := t.Msg.(storeproto.FetchTimer)
 		f.timer = &ft
 		if t.At.Before(s.now) {
 			s.fail("fetch %s@%s armed a timer in the past", f.id, n.id)
 		}
 		s.at(t.At.Sub(s.now), func() {
 			if n.alive && n.inc == f.inc && !f.ended {
-				if ft.Kind == TimerRetry && ft.Attempt == f.p.p.attempt {
+				if ft.Kind == storeproto.TimerRetry && ft.Attempt == f.p.Protocol().Attempt() {
 					s.stats.retries++
 				}
 				s.step(f, f.p.Timer(ft, s.now))
@@ -345,8 +346,8 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 			if !errors.As(out.Err, &me) {
 				s.fail("fetch %s@%s ended with an untyped error %T %v", f.id, n.id, out.Err, out.Err)
 			}
-			if errors.Is(out.Err, messages.ErrTimeout) && s.now.Before(f.p.p.deadline) {
-				s.fail("fetch %s@%s timed out %v before its Gets' deadline", f.id, n.id, f.p.p.deadline.Sub(s.now))
+			if errors.Is(out.Err, messages.ErrTimeout) && s.now.Before(f.p.Protocol().Deadline()) {
+				s.fail("fetch %s@%s timed out %v before its Gets' deadline", f.id, n.id, f.p.Protocol().Deadline().Sub(s.now))
 			}
 		}
 		return
@@ -358,15 +359,15 @@ func (s *fetchSim) step(f *simFetch, out FetchOutput) {
 func (s *fetchSim) checkArmed(f *simFetch) {
 	switch f.p.Waiting() {
 	case "locate":
-		if f.timer == nil || f.timer.Attempt != f.p.p.attempt || f.timer.Kind != TimerLocateDeadline {
-			s.fail("fetch %s@%s locates (attempt %d) without a deadline timer (%+v)", f.id, f.node.id, f.p.p.attempt, f.timer)
+		if f.timer == nil || f.timer.Attempt != f.p.Protocol().Attempt() || f.timer.Kind != storeproto.TimerLocateDeadline {
+			s.fail("fetch %s@%s locates (attempt %d) without a deadline timer (%+v)", f.id, f.node.id, f.p.Protocol().Attempt(), f.timer)
 		}
 	case "backoff":
-		if f.timer == nil || f.timer.Attempt != f.p.p.attempt || f.timer.Kind != TimerRetry {
+		if f.timer == nil || f.timer.Attempt != f.p.Protocol().Attempt() || f.timer.Kind != storeproto.TimerRetry {
 			s.fail("fetch %s@%s backs off without a retry timer", f.id, f.node.id)
 		}
 	case "stream":
-		if f.stream == nil || f.stream.ended || f.stream.cmd.ID != f.p.p.stream {
+		if f.stream == nil || f.stream.ended || f.stream.cmd.ID != f.p.Protocol().Stream() {
 			s.fail("fetch %s@%s streams without a running copy", f.id, f.node.id)
 		}
 	case "":
@@ -485,7 +486,7 @@ func (s *fetchSim) get(n *simNode, id string, timeout time.Duration) {
 		return
 	}
 	f := &simFetch{node: n, inc: n.inc, id: id}
-	f.p = NewFetch(FetchConfig{Self: n.ref, Grace: simStall,
+	f.p = NewFetch(storeproto.FetchConfig{Self: n.ref, Grace: simStall,
 		Rand: rand.New(rand.NewPCG(s.seed, uint64(len(s.fetches))))}, n.store, obj, deadline, nil)
 	n.fetches[id] = f
 	s.fetches = append(s.fetches, f)

@@ -8,13 +8,13 @@ import (
 
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
-// deleteRun is one storenode.Deletion and what its shell holds for it.
+// deleteRun is one storeproto.Deletion and what its shell holds for it.
 type deleteRun struct {
-	del   *storenode.Deletion
+	del   *storeproto.Deletion
 	timer *time.Timer
 }
 
@@ -35,14 +35,14 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 		return
 	}
 	did := n.reqs.newID()
-	d := storenode.NewDeletion(storenode.DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
+	d := storeproto.NewDeletion(storeproto.DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
 		Deadline: time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))})
 	n.reqs.deletes[did] = &deleteRun{del: d}
 	n.deleteDo(ctx, did, d.Start())
 }
 
 // deleteDo carries out one step of deletion did.
-func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storenode.DeleteStep) {
+func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storeproto.DeleteStep) {
 	run := n.reqs.deletes[did]
 	if run == nil {
 		return
@@ -131,7 +131,7 @@ func (n *StoreNode) deleteReply(ctx actor.Context, m *messages.DeleteObjectReply
 	}
 }
 
-func (n *StoreNode) deleteTimedOut(ctx actor.Context, m storenode.DeleteDeadline) {
+func (n *StoreNode) deleteTimedOut(ctx actor.Context, m storeproto.DeleteDeadline) {
 	if run := n.reqs.deletes[m.ID]; run != nil {
 		n.deleteDo(ctx, m.ID, run.del.Deadline())
 	}

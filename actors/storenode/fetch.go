@@ -13,6 +13,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -75,10 +76,10 @@ type fetchLocated struct {
 	err     error
 }
 
-// fetchTimerFired hands a storenode.FetchTimer back to its run.
+// fetchTimerFired hands a storeproto.FetchTimer back to its run.
 type fetchTimerFired struct {
 	run *fetchRun
-	t   storenode.FetchTimer
+	t   storeproto.FetchTimer
 }
 
 // fetchStreamEnded reports the end of one data-plane copy; upTo is how
@@ -120,10 +121,10 @@ func (n *StoreNode) startInto(ctx actor.Context, req *storenode.GetIntoRequest, 
 // fetchConfig is the protocol's configuration for a fetch of object id.
 // Its attempts start at a random number: a Locate's answer names its
 // attempt, which then cannot meet another fetch's of the same object.
-func fetchConfig(cfg *Config, id string) storenode.FetchConfig {
+func fetchConfig(cfg *Config, id string) storeproto.FetchConfig {
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, seed>>32^uint64(len(id))))
-	return storenode.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.StallTimeout,
+	return storeproto.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.StallTimeout,
 		Rand: r, FirstAttempt: r.Uint64() &^ (1<<32 - 1)}
 }
 
@@ -216,7 +217,7 @@ func (n *StoreNode) fetchDropped(ctx actor.Context, obj *storenode.Object) {
 }
 
 // drain carries out one step's output.
-func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storenode.FetchOutput) {
+func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storeproto.FetchOutput) {
 	if run.done {
 		return
 	}
@@ -236,7 +237,7 @@ func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storenode.FetchO
 		}
 	}
 	for _, t := range out.Timers {
-		n.arm(ctx, run, t.At, t.Msg.(storenode.FetchTimer))
+		n.arm(ctx, run, t.At, t.Msg.(storeproto.FetchTimer))
 	}
 	if out.Cut != 0 {
 		if cut := run.cuts[out.Cut]; cut != nil {
@@ -260,7 +261,7 @@ func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storenode.FetchO
 	}
 	for _, e := range out.Events {
 		switch e := e.(type) {
-		case *storenode.SenderFailure:
+		case *storeproto.SenderFailure:
 			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": e.Sender.GetNodeId(),
 				"offset": e.Offset, "error": e.Err}).Info("sender failed; locating another")
 		default:
@@ -311,7 +312,7 @@ func (r *fetchRun) hangUp() {
 // answerInto ends a GetInto: with err, or as out says (the bytes are in
 // the buffer, came inline, or are on this node, which is read from the
 // store). Only the first answer goes out.
-func (n *StoreNode) answerInto(ctx actor.Context, run *fetchRun, out *storenode.FetchOutput, err error) {
+func (n *StoreNode) answerInto(ctx actor.Context, run *fetchRun, out *storeproto.FetchOutput, err error) {
 	j := run.into
 	if j.stopWatch != nil {
 		j.stopWatch()
@@ -374,7 +375,7 @@ func (n *StoreNode) resolve(to any) *actor.PID {
 // arm sets the run's one timer. time.AfterFunc rather than Proto.Actor's
 // scheduler (whose cancel races with its timer goroutine): no goroutine
 // runs until it fires, and then only to send one message.
-func (n *StoreNode) arm(ctx actor.Context, run *fetchRun, at time.Time, t storenode.FetchTimer) {
+func (n *StoreNode) arm(ctx actor.Context, run *fetchRun, at time.Time, t storeproto.FetchTimer) {
 	run.stopTimer()
 	system, self := ctx.ActorSystem(), ctx.Self()
 	run.timer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, &fetchTimerFired{run: run, t: t}) })
@@ -406,7 +407,7 @@ func (r *fetchRun) endCopy(id uint64) {
 // startCopy runs one data-plane copy on its own goroutine; it reports
 // only its end (the object itself records the progress, which readers
 // follow).
-func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storenode.StreamCommand) {
+func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.StreamCommand) {
 	cfg := n.cfg
 	system, self := ctx.ActorSystem(), ctx.Self()
 	// A broadcast tree's edge, as it forms and as it ends (the live view

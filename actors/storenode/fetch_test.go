@@ -15,6 +15,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -111,7 +112,7 @@ func TestFetchGivesUpAfterSenderFailureWhenShardStaysUnavailable(t *testing.T) {
 // on it: chaos seed 51 saw those Gets fail CANCELED "writer superseded".
 func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 	store := storenode.NewStore(1 << 20)
-	fc := storenode.FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Grace: time.Second}
+	fc := storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Grace: time.Second}
 	obj, _ := store.Reserve("x")
 	data := []byte("the object's bytes")
 	now := time.Unix(1000, 0)

@@ -15,6 +15,7 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -97,7 +98,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.put(ctx, m)
 	case *messages.CreateObjectReply:
 		n.putReply(ctx, m)
-	case storenode.PutDeadline:
+	case storeproto.PutDeadline:
 		n.putTimedOut(ctx, m)
 	case putCopied:
 		n.putCopiedIn(ctx, m)
@@ -124,7 +125,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.delete(ctx, m)
 	case *messages.DeleteObjectReply:
 		n.deleteReply(ctx, m)
-	case storenode.DeleteDeadline:
+	case storeproto.DeleteDeadline:
 		n.deleteTimedOut(ctx, m)
 	case *messages.DropObject:
 		n.dropObject(ctx, m)
@@ -692,10 +693,10 @@ func (n *StoreNode) reduceTaskBatch(ctx actor.Context, m *messages.ReduceTaskBat
 // for the worker already there (it rewinds and reduces again). A task
 // that names no position to run is answered at once with
 // INVALID_ARGUMENT as that position's start, which fails its Reduce
-// (see storenode.CheckTask); received is when it was taken from the
+// (see storeproto.CheckTask); received is when it was taken from the
 // mailbox (the worker's debug timeline).
 func (n *StoreNode) reduceTask(ctx actor.Context, m *messages.ReduceTask, received time.Time) {
-	if err := storenode.CheckTask(m); err != nil {
+	if err := storeproto.CheckTask(m); err != nil {
 		n.cfg.Log.WithFields(map[string]any{"reduce": m.GetReduceId(), "position": m.GetPosition(), "error": err}).Warn("refused a reduce task")
 		if ctx.Sender() != nil {
 			ctx.Send(ctx.Sender(), &messages.ReduceTaskStarted{ReduceId: m.GetReduceId(), Position: m.GetPosition(),

@@ -12,6 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -55,7 +56,7 @@ func (n *StoreNode) watch(ctx actor.Context, pid *actor.PID) {
 
 // putRun is one registration and what its shell holds for it.
 type putRun struct {
-	reg   *storenode.PutRegistration
+	reg   *storeproto.PutRegistration
 	obj   *storenode.Object
 	data  []byte
 	shard *actor.PID // where the CreateObject went; its end fails the Put
@@ -75,7 +76,7 @@ func (putCopied) IgnoreDeadLetterLogging() {}
 
 func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 	id, data := m.GetObjectId(), m.GetData()
-	req := storenode.PutRequest{ObjectID: id, Requester: requester(ctx)}
+	req := storeproto.PutRequest{ObjectID: id, Requester: requester(ctx)}
 	if err := n.validate(id); err != nil {
 		n.answerPut(ctx, req, err)
 		return
@@ -90,7 +91,7 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 // storeReduced stores a result the coordinator computed without a tree:
 // a Put of the Reduce's reserved target.
 func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
-	req := storenode.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true,
+	req := storeproto.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true,
 		ReducedIDs: m.GetReducedIds(), Requester: requester(ctx)}
 	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs())
 }
@@ -103,18 +104,18 @@ func requester(ctx actor.Context) any {
 	return nil
 }
 
-func (n *StoreNode) answerPut(ctx actor.Context, req storenode.PutRequest, err *messages.Error) {
+func (n *StoreNode) answerPut(ctx actor.Context, req storeproto.PutRequest, err *messages.Error) {
 	if err != nil {
 		n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": err}).Debug("put failed")
 	}
 	if to, ok := req.Requester.(*actor.PID); ok {
-		ctx.Send(to, storenode.PutAnswer(req, err))
+		ctx.Send(to, storeproto.PutAnswer(req, err))
 	}
 }
 
 // startPut makes the creator copy in the local store and starts its
 // registration with the directory.
-func (n *StoreNode) startPut(ctx actor.Context, req storenode.PutRequest, data []byte, timeoutMs int64) {
+func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data []byte, timeoutMs int64) {
 	now := time.Now()
 	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
 	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fingerprint.Of(data), n.cfg.Self
@@ -138,7 +139,7 @@ func (n *StoreNode) startPut(ctx actor.Context, req storenode.PutRequest, data [
 		req.Inline, req.InlineData = true, data
 	}
 	req.RequestID = n.reqs.newID()
-	run := &putRun{reg: storenode.NewPutRegistration(req), obj: obj, data: data}
+	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data}
 	n.reqs.runs[req.RequestID] = run
 	n.putDo(ctx, req.RequestID, run.reg.Start(now))
 }
@@ -146,7 +147,7 @@ func (n *StoreNode) startPut(ctx actor.Context, req storenode.PutRequest, data [
 // putCopy makes the creator copy of req in the store, or returns the
 // copy of the id this node already holds (joined: a concurrent Put or
 // Get), for samePut to decide.
-func (n *StoreNode) putCopy(req *storenode.PutRequest) (obj, joined *storenode.Object, evicted []string, err error) {
+func (n *StoreNode) putCopy(req *storeproto.PutRequest) (obj, joined *storenode.Object, evicted []string, err error) {
 	if local := n.cfg.Store.Lookup(req.ObjectID); local != nil {
 		// A Get on this node that is still locating the object left a
 		// placeholder: this Put fills it (its waiters get these bytes).
@@ -171,7 +172,7 @@ func (n *StoreNode) putCopy(req *storenode.PutRequest) (obj, joined *storenode.O
 // samePutLater waits, on its own goroutine and within the Put's
 // deadline, for the copy this node already has to be whole, and answers
 // as samePut decides: it is a wait on a local object, not a protocol.
-func (n *StoreNode) samePutLater(ctx actor.Context, req storenode.PutRequest, local *storenode.Object, data []byte) {
+func (n *StoreNode) samePutLater(ctx actor.Context, req storeproto.PutRequest, local *storenode.Object, data []byte) {
 	system := ctx.ActorSystem()
 	go func() {
 		rctx, cancel := context.WithDeadline(context.Background(), req.Deadline)
@@ -181,13 +182,13 @@ func (n *StoreNode) samePutLater(ctx actor.Context, req storenode.PutRequest, lo
 			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": err}).Debug("put failed")
 		}
 		if to, ok := req.Requester.(*actor.PID); ok {
-			system.Root.Send(to, storenode.PutAnswer(req, err))
+			system.Root.Send(to, storeproto.PutAnswer(req, err))
 		}
 	}()
 }
 
 // putDo carries out one step of registration id.
-func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storenode.PutStep) {
+func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
 	run := n.reqs.runs[id]
 	if run == nil {
 		return
@@ -291,7 +292,7 @@ func (n *StoreNode) putReply(ctx actor.Context, m *messages.CreateObjectReply) {
 	}
 }
 
-func (n *StoreNode) putTimedOut(ctx actor.Context, m storenode.PutDeadline) {
+func (n *StoreNode) putTimedOut(ctx actor.Context, m storeproto.PutDeadline) {
 	if run := n.reqs.runs[m.ID]; run != nil {
 		n.putDo(ctx, m.ID, run.reg.Deadline())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -163,13 +164,13 @@ func TestReduceTaskBatchReportsABadTaskAlone(t *testing.T) {
 // CheckTask refuses what no worker could run.
 func TestCheckTask(t *testing.T) {
 	ok := leafTask("r#1", 0, "s0", 8)
-	if err := storenode.CheckTask(ok); err != nil {
+	if err := storeproto.CheckTask(ok); err != nil {
 		t.Fatalf("a good task: %v", err)
 	}
 	gather := leafTask("r#1", 9, "", 8)
 	gather.Gather = true
 	gather.Children = []*messages.ReduceInput{{Node: &messages.NodeRef{NodeId: "m"}, ObjectId: "x"}}
-	if err := storenode.CheckTask(gather); err != nil {
+	if err := storeproto.CheckTask(gather); err != nil {
 		t.Fatalf("a gather (no source): %v", err)
 	}
 	relay := func() *messages.ReduceTask {
@@ -178,7 +179,7 @@ func TestCheckTask(t *testing.T) {
 		r.Children = []*messages.ReduceInput{{Node: &messages.NodeRef{NodeId: "m"}, ObjectId: "x"}}
 		return r
 	}
-	if err := storenode.CheckTask(relay()); err != nil {
+	if err := storeproto.CheckTask(relay()); err != nil {
 		t.Fatalf("a relay (no source, one input): %v", err)
 	}
 	for name, mut := range map[string]func(*messages.ReduceTask){
@@ -189,7 +190,7 @@ func TestCheckTask(t *testing.T) {
 	} {
 		bad := relay()
 		mut(bad)
-		if err := storenode.CheckTask(bad); !errors.Is(err, messages.ErrInvalidArgument) {
+		if err := storeproto.CheckTask(bad); !errors.Is(err, messages.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
 		}
 	}
@@ -204,11 +205,11 @@ func TestCheckTask(t *testing.T) {
 	} {
 		bad := leafTask("r#1", 0, "s0", 8)
 		mut(bad)
-		if err := storenode.CheckTask(bad); !errors.Is(err, messages.ErrInvalidArgument) {
+		if err := storeproto.CheckTask(bad); !errors.Is(err, messages.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
 		}
 	}
-	if err := storenode.CheckTask(nil); !errors.Is(err, messages.ErrInvalidArgument) {
+	if err := storeproto.CheckTask(nil); !errors.Is(err, messages.ErrInvalidArgument) {
 		t.Errorf("nil: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -27,13 +28,13 @@ import (
 // runs again, rewinding its output, whenever the coordinator sends a newer
 // generation of its task (a descendant failed and was replaced).
 //
-// It is the shell of a storenode.PositionRuns, which decides when runs start, stop
+// It is the shell of a storeproto.PositionRuns, which decides when runs start, stop
 // and rewind; each run reduces on its own goroutine and reports its start
 // and end back to this actor as messages.
 type reduceWorker struct {
 	cfg         *Config
 	coordinator *actor.PID
-	runs        *storenode.PositionRuns
+	runs        *storeproto.PositionRuns
 	cancel      context.CancelFunc // stops the active run
 	// out is the output, shared with the store node, which drops it when
 	// it handles a release that does not keep it (see positionOutput).
@@ -52,7 +53,7 @@ type runStarted struct {
 // runEnded is a run's last report.
 type runEnded struct {
 	run uint64
-	end storenode.RunEnd
+	end storeproto.RunEnd
 }
 
 // A run may report after its worker stopped (released): that is expected.
@@ -68,7 +69,7 @@ func newReduceWorkerProps(cfg *Config, task *messages.ReduceTask, coordinator *a
 		if coordinator != nil {
 			to = coordinator
 		}
-		runs := storenode.NewPositionRuns(task, to)
+		runs := storeproto.NewPositionRuns(task, to)
 		runs.NumberFrom(incarnations.Add(1) << 32)
 		// The output is the position's, not one incarnation's: the store
 		// node's release drops whatever any of them made.
@@ -124,7 +125,7 @@ func (w *reduceWorker) watchCoordinator(ctx actor.Context) {
 func (w *reduceWorker) dead() bool { return w.cfg.Store.Failed() != nil }
 
 // do carries out one step of the position's runs.
-func (w *reduceWorker) do(ctx actor.Context, s storenode.RunStep) {
+func (w *reduceWorker) do(ctx actor.Context, s storeproto.RunStep) {
 	if s.Cancel != 0 && w.cancel != nil {
 		w.cancel()
 		w.cancel = nil
@@ -148,7 +149,7 @@ func (w *reduceWorker) do(ctx actor.Context, s storenode.RunStep) {
 
 // start runs one generation on its own goroutine, bounded by the task's
 // timeout; it reports back to this actor.
-func (w *reduceWorker) start(ctx actor.Context, order *storenode.RunOrder) {
+func (w *reduceWorker) start(ctx actor.Context, order *storeproto.RunOrder) {
 	timeout := time.Duration(order.Task.GetTimeoutMs()) * time.Millisecond
 	if timeout <= 0 {
 		timeout = w.cfg.DefaultTimeout
@@ -187,9 +188,9 @@ func (w *reduceWorker) rewind(root bool) {
 const maxRestarts = 64
 
 // run reduces one generation. It calls started once its output exists
-// (or could not be made) and returns how it ended; storenode.PositionRuns decides
+// (or could not be made) and returns how it ended; storeproto.PositionRuns decides
 // what the coordinator hears of both.
-func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(error)) storenode.RunEnd {
+func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(error)) storeproto.RunEnd {
 	pos, gen := t.GetPosition(), t.GetGeneration()
 	log := w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": pos, "generation": gen})
 	out := w.out.load()
@@ -210,7 +211,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		if err != nil {
 			log.WithField("error", err).Debug("reduce position could not start")
 			started(stopped(ctx, err))
-			return storenode.RunEnd{}
+			return storeproto.RunEnd{}
 		}
 		if old != nil {
 			w.cfg.Store.Abort(old, messages.Errorf(messages.ErrorCode_RESET, "reduce %s position %d: generation %d replaced this output", t.GetReduceId(), pos, gen))
@@ -219,7 +220,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			// Released since the output was made (a root waits for the
 			// shard meanwhile): the release dropped it already.
 			started(stopped(ctx, errReleased))
-			return storenode.RunEnd{}
+			return storeproto.RunEnd{}
 		}
 	}
 	if keepsTarget(t) {
@@ -237,19 +238,19 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	for restarts := 0; ; restarts++ {
 		if ctx.Err() != nil {
 			// Stopped between two attempts: no new writer for a run that
-			// is over (see storenode.PositionRuns).
-			return storenode.RunEnd{Report: true, Err: stopped(ctx, ctx.Err())}
+			// is over (see storeproto.PositionRuns).
+			return storeproto.RunEnd{Report: true, Err: stopped(ctx, ctx.Err())}
 		}
 		wr := out.NewWriter() // supersedes an earlier run's writer
 		if _, done, _ := out.Progress(); done && keepsTarget(t) {
-			return storenode.RunEnd{} // the coordinator committed an earlier generation's target: it stands
+			return storeproto.RunEnd{} // the coordinator committed an earlier generation's target: it stands
 		}
 		if written, _, _ := out.Progress(); written > 0 || out.Epoch() > 0 || t.GetGeneration() > 1 {
 			if err := wr.Rewind(); err != nil {
 				// The output was dropped under the run. Released: nobody
 				// listens. Otherwise the coordinator must hear it, or it
 				// waits for this position until its deadline.
-				return storenode.RunEnd{Report: true, Err: stopped(ctx, err)}
+				return storeproto.RunEnd{Report: true, Err: stopped(ctx, err)}
 			}
 		}
 		var err error
@@ -266,12 +267,12 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 		w.tl.log(w.cfg.Log, t)
 		switch {
 		case err == nil:
-			return storenode.RunEnd{Report: true, Fingerprint: fp, MeasuredBytes: m.bytes, MeasuredNanos: int64(m.wait)}
+			return storeproto.RunEnd{Report: true, Fingerprint: fp, MeasuredBytes: m.bytes, MeasuredNanos: int64(m.wait)}
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Superseded by a newer generation (the coordinator ignores
 			// this report), released (nobody listens), or stopped with its
 			// store node's restart: then the Reduce fails, clearly.
-			return storenode.RunEnd{Report: true, Err: stopped(ctx, err)}
+			return storeproto.RunEnd{Report: true, Err: stopped(ctx, err)}
 		case errors.Is(err, messages.ErrReset) && restarts < maxRestarts:
 			log.Debug("an input was rewound; reducing again")
 			continue
@@ -279,10 +280,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 			// An input's node failed: the coordinator watches it and sends
 			// a new generation of this task (or fails the Reduce).
 			log.WithField("error", err).Info("reduce input lost; waiting for the repaired task")
-			return storenode.RunEnd{}
+			return storeproto.RunEnd{}
 		}
 		log.WithField("error", err).Debug("reduce position failed")
-		return storenode.RunEnd{Report: true, Err: messages.AsError(err)}
+		return storeproto.RunEnd{Report: true, Err: messages.AsError(err)}
 	}
 }
 
@@ -589,7 +590,7 @@ func (w *reduceWorker) targetComplete() bool {
 	return done && err == nil
 }
 
-// release frees the output unless storenode.PositionRuns keeps it: intermediate
+// release frees the output unless storeproto.PositionRuns keeps it: intermediate
 // outputs always go, the target only when the Reduce failed (the shard
 // forgets its locations then too).
 func (w *reduceWorker) release(keep bool) {

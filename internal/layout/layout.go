@@ -2,7 +2,9 @@
 // check them: actors live in actors/ and cluster/, algorithms live in
 // pure core packages.
 //
-// Every package of the module is a core unless Shells names it. A core is
+// Every package of the module is a core unless Shells names it (Cores
+// names the few under a Shells directory that are cores all the same). A
+// core is
 // a plain step machine: time comes in as a value, and every step returns
 // what the shell should do. So every file of a core
 //   - imports nothing of Proto.Actor but the actor package, and names
@@ -15,11 +17,11 @@
 //   - has no go statement, no channel and no select, and calls no clock
 //     function of package time (Now, Since, Sleep, After, timers...).
 //
-// Package storenode holds the concurrent Store and the public Client
-// beside its protocols: its files are core files unless StoreFiles names
-// them, and its core files name nothing the StoreFiles declare (a
+// Package storenode holds the concurrent Store and the public Client; its
+// protocols are the core internal/storeproto, which cannot reach them (a
 // protocol asks for store operations; it holds no Store, Object or
-// Writer).
+// Writer). storenode's files are core files unless StoreFiles names them,
+// and its core files name nothing the StoreFiles declare.
 //
 // Every type with a Receive(actor.Context) method (an actor) is declared
 // under actors/ (the shells) or in cluster (the member's supervisor and
@@ -44,7 +46,13 @@ var Shells = map[string]string{
 	"barrier":             "the barrier API: blocking calls with deadlines over the participant actor",
 	"barrier/participant": "the contract between a barrier handle and its actor: channels and counters",
 	"netmodel/estimator":  "the network estimates a member's shells share: locked",
-	"storenode":           "the Store (concurrent) and the Client beside the protocols; see StoreFiles",
+	"storenode":           "the Store (concurrent) and the Client; see StoreFiles",
+}
+
+// Cores are packages under a Shells directory that are cores all the
+// same: internal, so that they stay out of the public API.
+var Cores = []string{
+	"internal/storeproto", // the store node's protocols
 }
 
 // Wire are the module packages a core may import although they are not

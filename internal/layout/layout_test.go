@@ -126,8 +126,12 @@ func modulePackages(t *testing.T, top string) map[string]*pkg {
 	return out
 }
 
-// shell says whether the package at rel is a shell (Shells).
+// shell says whether the package at rel is a shell (Shells, but not
+// Cores).
 func shell(rel string) bool {
+	if slices.Contains(Cores, rel) {
+		return false
+	}
 	for k := range Shells {
 		if dir, ok := strings.CutSuffix(k, "/..."); ok {
 			if rel == dir || strings.HasPrefix(rel, dir+"/") {
@@ -292,6 +296,11 @@ func TestCoresArePure(t *testing.T) {
 		dir, _ := strings.CutSuffix(k, "/...")
 		if _, err := os.Stat(filepath.Join(top, dir)); err != nil {
 			t.Errorf("layout.Shells names %s, which does not exist", k)
+		}
+	}
+	for _, c := range Cores {
+		if pkgs[c] == nil {
+			t.Errorf("layout.Cores names %s, which is no package", c)
 		}
 	}
 	for _, f := range StoreFiles {

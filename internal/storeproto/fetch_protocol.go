@@ -1,4 +1,4 @@
-package storenode
+package storeproto
 
 import (
 	"errors"
@@ -303,12 +303,13 @@ type FetchProtocol struct {
 // NewFetchProtocol returns the protocol for object id, a placeholder
 // reserved in the store, wanted by Gets until deadline.
 func NewFetchProtocol(cfg FetchConfig, id string, deadline time.Time) *FetchProtocol {
-	p := fetchProtocol(cfg, id, deadline)
+	p := MakeFetchProtocol(cfg, id, deadline)
 	return &p
 }
 
-// fetchProtocol is NewFetchProtocol as a value, for a Fetch to hold.
-func fetchProtocol(cfg FetchConfig, id string, deadline time.Time) FetchProtocol {
+// MakeFetchProtocol is NewFetchProtocol as a value, for a shell that
+// holds the protocol in its own allocation (storenode.Fetch).
+func MakeFetchProtocol(cfg FetchConfig, id string, deadline time.Time) FetchProtocol {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))
 	}
@@ -324,12 +325,12 @@ func fetchProtocol(cfg FetchConfig, id string, deadline time.Time) FetchProtocol
 // buffer already holds (IntoStreamEnded reports them). It starts locating
 // at once: the shell reads a local copy itself before it starts one.
 func NewFetchIntoProtocol(cfg FetchConfig, id string, capacity int64, deadline time.Time) *FetchProtocol {
-	p := fetchIntoProtocol(cfg, id, capacity, deadline)
+	p := MakeFetchIntoProtocol(cfg, id, capacity, deadline)
 	return &p
 }
 
-// fetchIntoProtocol is NewFetchIntoProtocol as a value.
-func fetchIntoProtocol(cfg FetchConfig, id string, capacity int64, deadline time.Time) FetchProtocol {
+// MakeFetchIntoProtocol is NewFetchIntoProtocol as a value.
+func MakeFetchIntoProtocol(cfg FetchConfig, id string, capacity int64, deadline time.Time) FetchProtocol {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 1))
 	}
@@ -355,6 +356,15 @@ func (p *FetchProtocol) Waiting() string {
 	}
 	return ""
 }
+
+// Attempt numbers the protocol's last Locate.
+func (p *FetchProtocol) Attempt() uint64 { return p.attempt }
+
+// Deadline is the Gets' latest deadline.
+func (p *FetchProtocol) Deadline() time.Time { return p.deadline }
+
+// Stream is the id of the protocol's last copy (0 before the first).
+func (p *FetchProtocol) Stream() uint64 { return p.stream }
 
 // Sender is the node currently streamed from (nil when not streaming).
 func (p *FetchProtocol) Sender() *messages.NodeRef {

@@ -1,4 +1,4 @@
-package storenode
+package storeproto
 
 import "github.com/hoplite-go/hoplite/messages"
 
