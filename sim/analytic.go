@@ -79,7 +79,8 @@ func FillCost(n int, L time.Duration, B float64, S, c int64) (time.Duration, int
 //	binomial tree (MPI):  ⌈log2 n⌉·(L + S/B), twice for AllReduce
 //	pipelined chain:      S/B + (n-2)·c/B + (n-1)·L (a chain of n-1 hops
 //	                      fills one chunk a hop); AllReduce chains a
-//	                      reduce into a broadcast: 2n-3 hops
+//	                      reduce into a broadcast: 2n-3 hops, 2·S/B over
+//	                      a middle host's links
 //	ring (Gloo, MPI's large messages): 2(n-1)/n·S/B + 2(n-1)·L
 //	                      (broadcast and reduce as scatter/reduce-scatter
 //	                      plus (all)gather)
@@ -122,11 +123,13 @@ func Analytic(system, scenario string, n int, S int64, p Params) time.Duration {
 		}
 		return secs(t)
 	case SysChain:
-		hops := float64(n - 1)
+		hops, xfer := float64(n-1), sb
 		if all {
-			hops = float64(2*n - 3)
+			// A middle host's downlink takes both the partial sum and the
+			// result, its uplink sends both: 2·S/B.
+			hops, xfer = float64(2*n-3), 2*sb
 		}
-		return secs(sb + math.Max(hops-1, 0)*c + hops*L)
+		return secs(xfer + math.Max(hops-1, 0)*c + hops*L)
 	case SysRing:
 		return secs(2*float64(n-1)/float64(n)*sb + 2*float64(n-1)*L)
 	case SysThesis:

@@ -101,6 +101,9 @@ func Run(c Config) (*Outcome, error) {
 	if c.Scenario != "notice" && c.Scenario != "barrier" && c.Size <= 0 {
 		return nil, fmt.Errorf("sim: %s needs a size", c.Scenario)
 	}
+	if (c.Scenario == "barrier" && (c.Kill > 0 || c.Pause > 0)) || (c.Scenario == "notice" && c.Pause > 0) {
+		return nil, fmt.Errorf("sim: %s with --kill or --pause is not simulated", c.Scenario)
+	}
 	if c.Scenario == "async" && c.Kill > 0 {
 		// Its sources register after the kill, some at shards on dead
 		// hosts, and a shard's move to a new home is not simulated.

@@ -38,8 +38,13 @@ func TestDeterministic(t *testing.T) {
 		c := cfg(sc, 24, 4<<20, 7)
 		c.Kill, c.KillAt, c.SlowFraction = 2, 0.5, 0.25
 		c.Pause, c.PauseAt, c.PauseFor = 1, 0.3, 20*time.Millisecond
-		if sc == "async" {
+		switch sc {
+		case "async":
 			c.Kill = 0 // not simulated: see Run
+		case "notice":
+			c.Pause = 0
+		case "barrier":
+			c.Kill, c.Pause = 0, 0
 		}
 		var first []byte
 		for i := 0; i < 3; i++ {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/bench"
+	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/sim"
 )
 
@@ -82,8 +83,22 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			o, err := sim.Run(sim.Config{Scenario: strings.TrimSpace(sc), Params: p, Size: S, Num: *num, Degree: *degree, Shape: *shape, Kill: *kill, KillAt: *killAt,
-				Pause: *pause, PauseAt: *pauseAt, PauseFor: *pauseFor, Interval: *interval})
+			sc := strings.TrimSpace(sc)
+			k, ps := *kill, *pause
+			// What a scenario does not simulate, it runs without.
+			switch sc {
+			case "barrier":
+				k, ps = 0, 0
+			case "notice":
+				ps = 0
+			case "async":
+				k = 0
+			}
+			if (k != *kill || ps != *pause) && n == ns[0] {
+				fmt.Fprintf(stderr, "hoplite sim: %s runs without --kill and --pause it does not simulate\n", sc)
+			}
+			o, err := sim.Run(sim.Config{Scenario: sc, Params: p, Size: S, Num: *num, Degree: *degree, Shape: *shape, Kill: k, KillAt: *killAt,
+				Pause: ps, PauseAt: *pauseAt, PauseFor: *pauseFor, Interval: *interval})
 			if err != nil {
 				return err
 			}
@@ -110,7 +125,10 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *plotPath != "" {
 		var measured []sim.Measured
 		for _, m := range sim.TestbedMedians {
-			if m.Size == S {
+			// An AllReduce's measurement of the shape simulated: the
+			// cost model's (the testbed's ours) unless --allreduce-shape.
+			shaped := m.Scenario != "allreduce" || (*shape == "" && m.Shape != coordinator.ShapeDAry) || (*shape != "" && m.Shape == *shape)
+			if m.Size == S && shaped {
 				p := sim.DefaultParams(m.Nodes)
 				p.Bandwidth = m.Bandwidth
 				measured = append(measured, sim.Measured{Scenario: m.Scenario, Nodes: m.Nodes, Ratio: m.Median / sim.Ideal(m.Scenario, m.Nodes, m.Size, p).Seconds()})
