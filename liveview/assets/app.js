@@ -269,7 +269,7 @@ function renderBroadcasts() {
         "data-state": x.state, "data-failover": x.failover ? "1" : "0" },
         svg("title", { text: `${short(x.from)} → ${short(x.to)}` }),
         svg("line", { x1: a.x + 14, y1: a.y + off, x2: b.x - 14, y2: b.y + off }),
-        svg("text", { x: (a.x + b.x) / 2 - 20, y: (a.y + b.y) / 2 + (x.failover ? 22 : -4), text: label })));
+        svg("text", { x: (a.x + b.x) / 2 - 20, y: (a.y + b.y) / 2 + off - 4, text: label })));
     });
     for (const [n, p] of pos) {
       g.append(svg("g", { class: "node", "data-node": n, "data-health": healthOf(n) },
