@@ -10,7 +10,7 @@ import (
 
 	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/events"
-	"github.com/hoplite-go/hoplite/liveview/livetest"
+	"github.com/hoplite-go/hoplite/internal/livetest"
 )
 
 // Members of the scripted cluster (bind address # incarnation).

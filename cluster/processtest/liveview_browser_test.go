@@ -14,7 +14,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
-	"github.com/hoplite-go/hoplite/liveview/livetest"
+	"github.com/hoplite-go/hoplite/internal/livetest"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
