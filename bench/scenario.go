@@ -55,6 +55,11 @@ const (
 	// connections (messages.ControlPing), the way a Get's Locate travels.
 	// Testbed only.
 	SysDataRTT = "data-rtt"
+	// SysEchoRTT is the network's floor for SysDataRTT's round trips
+	// (--peers echo): a request and its reply of 64 bytes over TCP in C
+	// (bench/peers/echo), in the same pattern, timed the same way.
+	// Testbed only; p2p and broadcast.
+	SysEchoRTT = "echo-rtt"
 )
 
 // FailureSuffix names the failure variant of a system in the failure
@@ -301,6 +306,9 @@ func (o *Options) systems() []system {
 	if slices.Contains(o.Peers, "data") {
 		out = append(out, system{name: SysDataRTT, floor: true, dataPlane: true})
 	}
+	if slices.Contains(o.Peers, "echo") {
+		out = append(out, system{name: SysEchoRTT, peer: "echo"})
+	}
 	if slices.Contains(o.Peers, "mpi") {
 		out = append(out, system{name: SysMPIDefault, peer: "mpi", alg: "default"}, system{name: SysMPIBest, peer: "mpi", alg: "best"})
 	}
@@ -347,6 +355,15 @@ func (g group) reduced(nodes int) int {
 func peerOp(peer string, g group) (string, string) {
 	if g.scenario == "degree" || g.scenario == "failure-broadcast" || g.scenario == "failure-reduce" {
 		return "", "n/a: the peer has no " + g.scenario
+	}
+	if peer == "echo" {
+		switch g.kind {
+		case "p2p":
+			return "p2p", ""
+		case "broadcast":
+			return "bcast", ""
+		}
+		return "", "n/a: the echo floor has the p2p and broadcast patterns only"
 	}
 	switch g.kind {
 	case "p2p", "gather", "reduce":
