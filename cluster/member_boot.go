@@ -136,6 +136,10 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	// writes its remote block list without synchronisation on every
 	// topology gossip (a data race in v0.0.0-20240822202345).
 	pcfg.GossipInterval = 24 * time.Hour
+	// The start's internal requests (the gossip actor's state, asked while
+	// the member starts) wait 5 s upstream: past that on a machine at load
+	// 20 an embedded member's start panicked "future: timeout".
+	pcfg.TimeoutTime = m.lag.Stretch(pcfg.TimeoutTime)
 	m.pc = pcluster.New(m.system, pcfg)
 	m.subs = append(m.subs, m.system.EventStream.Subscribe(m.metrics.observe),
 		m.system.EventStream.Subscribe(func(e any) {
@@ -194,7 +198,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		return fmt.Errorf("start the node supervisor: %w", err)
 	}
 	m.node.Store(node)
-	if _, err := m.system.Root.RequestFuture(node, ready{}, 10*time.Second).Result(); err != nil {
+	if _, err := m.system.Root.RequestFuture(node, ready{}, m.lag.Stretch(10*time.Second)).Result(); err != nil {
 		return fmt.Errorf("the node supervisor did not start: %w", err)
 	}
 	m.storePID.Store(actor.NewPID(addr, memberRoot+"/"+storeName))

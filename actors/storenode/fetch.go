@@ -124,7 +124,7 @@ func (n *StoreNode) startInto(ctx actor.Context, req *storenode.GetIntoRequest, 
 func fetchConfig(cfg *Config, id string) storeproto.FetchConfig {
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, seed>>32^uint64(len(id))))
-	return storeproto.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.StallTimeout,
+	return storeproto.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.stall(),
 		Rand: r, FirstAttempt: r.Uint64() &^ (1<<32 - 1)}
 }
 
@@ -457,7 +457,7 @@ func samePID(a, b *actor.PID) bool {
 // stream copies object id (size bytes) from sender, starting at off
 // (what is already here). Every read is bounded by the stall timeout.
 func stream(ctx context.Context, cfg *Config, id string, size int64, w *storenode.Writer, sender *messages.NodeRef, off int64, chunk int) error {
-	octx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+	octx, cancel := context.WithTimeout(ctx, cfg.stall())
 	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
 	if err != nil {
@@ -471,7 +471,7 @@ func stream(ctx context.Context, cfg *Config, id string, size int64, w *storenod
 		return streamInto(ctx, cfg, id, w, is, off)
 	}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
 		b, err := s.Next(cctx)
 		cancel()
 		if err == io.EOF {
@@ -503,7 +503,7 @@ func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer
 		if err != nil {
 			return err
 		}
-		cctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
 		n, err := s.NextInto(cctx, tail)
 		cancel()
 		if err == io.EOF {
@@ -543,7 +543,7 @@ func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *storenode.
 		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "GetInto of %q: bytes %d..%d of a buffer of %d", id, off, size, len(b))
 	}
 	b = b[:size:size]
-	octx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+	octx, cancel := context.WithTimeout(ctx, cfg.stall())
 	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
 	if err != nil {
@@ -555,7 +555,7 @@ func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *storenode.
 	}
 	is, direct := s.(transport.IntoStream)
 	for off < size {
-		cctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
 		var n int
 		if direct {
 			n, err = is.NextInto(cctx, b[off:])
