@@ -27,7 +27,8 @@ const (
 // source was lost (a position replaced, its ancestors invalidated) with
 // positions part way, a throttled barrier and a semaphore, members'
 // stores and measurements, and the failure as each member learnt of it.
-// Every panel shows what it was fed, read back from the page's DOM.
+// A stream in progress shows its progress and rate. Every panel shows
+// what it was fed, read back from the page's DOM.
 func TestPageShowsEveryPanel(t *testing.T) {
 	const mib = 1 << 20
 	internal := "\x00reduce/sum#1/1/2" // the inner position's output
@@ -42,14 +43,25 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	recs := map[string]*Recorder{}
 	for _, id := range []string{m1, m2, m3} {
 		s := statuses[id]
-		s.Member, s.At = id, time.Now().UnixMilli()
-		recs[id] = NewRecorder(id, 0, func() Status { return s })
+		s.Member = id
+		var moved int64
+		recs[id] = NewRecorder(id, 0, func() Status {
+			s := s
+			s.At = time.Now().UnixMilli()
+			if id == m3 {
+				// m3 streams "moving" from m1: 64 KiB more at every ask.
+				moved = min(moved+64<<10, 16*mib)
+				s.Copies = append(slices.Clone(s.Copies), Copy{ID: "moving", Size: 16 * mib, Written: moved})
+			}
+			return s
+		})
 	}
 	unavailable := errors.New("UNAVAILABLE: the sender failed")
 	// The broadcast: m4 relayed to m2 and failed; m2 resumed from m1.
 	recs[m2].Observe(&events.TransferStarted{Object: "bcast", Receiver: m2, Sender: m4, Size: 16 * mib})
 	recs[m3].Observe(&events.TransferStarted{Object: "bcast", Receiver: m3, Sender: m1, Size: 16 * mib})
 	recs[m3].Observe(&events.TransferEnded{Object: "bcast", Receiver: m3, Sender: m1})
+	recs[m3].Observe(&events.TransferStarted{Object: "moving", Receiver: m3, Sender: m1, Size: 16 * mib})
 	recs[m2].Observe(&events.SenderSwitched{Object: "bcast", Receiver: m2, From: m4, To: m1, Offset: 4 * mib})
 	recs[m2].Observe(&events.TransferEnded{Object: "bcast", Receiver: m2, Sender: m4, Err: unavailable})
 	recs[m2].Observe(&events.TransferStarted{Object: "bcast", Receiver: m2, Sender: m1, Offset: 4 * mib, Size: 16 * mib})
@@ -97,8 +109,11 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	defer hub.Close() // first: it ends the page's feed, which srv.Close waits for
 	page := livetest.Open(t, livetest.Browser(t), srv.URL+"/")
 	d := page.Wait("every panel", func(d livetest.DOM) bool {
-		return d.Conn == "open" && len(d.Members) == 4 && len(d.Edges) == 3 && len(d.Positions) == 3 && len(d.Barriers) == 2 &&
-			len(d.Bars) == 3 && slices.Contains(d.Events, "AncestorsInvalidated") && len(d.Copies) >= 5
+		moving := slices.ContainsFunc(d.Streams, func(s livetest.Stream) bool {
+			return s.Object == "moving" && s.Progress > 0 && s.Progress < 100 && s.Rate > 0
+		})
+		return d.Conn == "open" && len(d.Members) == 4 && len(d.Edges) == 4 && len(d.Positions) == 3 && len(d.Barriers) == 2 &&
+			len(d.Bars) == 4 && slices.Contains(d.Events, "AncestorsInvalidated") && len(d.Copies) >= 6 && moving
 	})
 	defer func() {
 		if t.Failed() {
@@ -144,6 +159,13 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	for _, e := range wantEdges {
 		if !slices.Contains(d.Edges, e) {
 			t.Errorf("no edge %+v in %+v", e, d.Edges)
+		}
+	}
+	for _, want := range []livetest.Stream{{Object: "bcast", From: m1, To: m2, Progress: 37}, {Object: "bcast", From: m1, To: m3, Progress: 100}} {
+		if !slices.ContainsFunc(d.Streams, func(s livetest.Stream) bool {
+			return s.Object == want.Object && s.From == want.From && s.To == want.To && s.Progress == want.Progress
+		}) {
+			t.Errorf("no stream labelled %+v in %+v", want, d.Streams)
 		}
 	}
 	if want := (livetest.Switch{Object: "bcast", Receiver: m2, From: m4, To: m1}); !slices.Equal(d.Switches, []livetest.Switch{want}) {

@@ -5,6 +5,7 @@ type DOM struct {
 	Conn      string     `json:"conn"`
 	Members   []Member   `json:"members"`
 	Edges     []Edge     `json:"edges"`
+	Streams   []Stream   `json:"streams"`
 	Switches  []Switch   `json:"switches"`
 	Reduces   []Reduce   `json:"reduces"`
 	Positions []Position `json:"positions"`
@@ -35,6 +36,15 @@ type Failure struct {
 type Edge struct {
 	Object, From, To, State string
 	Failover                bool
+}
+
+// Stream is an edge's label: its receiver's copy in percent (100 once
+// the stream ended whole) and the rate the page last measured (bytes per
+// second, 0 while unknown).
+type Stream struct {
+	Object, From, To string
+	Progress         int
+	Rate             float64
 }
 
 // Switch is a SenderSwitched the broadcasts panel lists.
@@ -108,6 +118,8 @@ const readDOM = `(() => {
         Origin: f.dataset.origin, Forwarder: f.dataset.forwarder}))})),
     edges: all('#broadcasts g[data-edge]').map(e => ({Object: e.dataset.object, From: e.dataset.from, To: e.dataset.to,
       State: e.dataset.state, Failover: e.dataset.failover === '1'})),
+    streams: all('#broadcasts g[data-edge]').map(e => ({Object: e.dataset.object, From: e.dataset.from, To: e.dataset.to,
+      Progress: Number(e.dataset.progress), Rate: Number(e.dataset.rate)})),
     switches: all('#broadcasts [data-switch]').map(e => ({Object: e.closest('[data-object]').dataset.object,
       Receiver: e.dataset.receiver, From: e.dataset.from, To: e.dataset.to})),
     reduces: all('#reduces div.reduce').map(e => ({ID: e.dataset.reduce, Knee: e.dataset.knee,

@@ -266,7 +266,7 @@ function renderBroadcasts() {
       const off = x.failover ? 10 : 0;
       const label = x.failover ? `failover ${p.pct}%` : x.state === "failed" ? "failed" : `${p.pct}% ${p.rate ? rate(p.rate) : ""}`;
       g.append(svg("g", { class: "edge", "data-edge": "1", "data-object": o.id, "data-from": x.from, "data-to": x.to,
-        "data-state": x.state, "data-failover": x.failover ? "1" : "0" },
+        "data-state": x.state, "data-failover": x.failover ? "1" : "0", "data-progress": p.pct, "data-rate": Math.round(p.rate || 0) },
         svg("title", { text: `${short(x.from)} → ${short(x.to)}` }),
         svg("line", { x1: a.x + 14, y1: a.y + off, x2: b.x - 14, y2: b.y + off }),
         svg("text", { x: (a.x + b.x) / 2 - 20, y: (a.y + b.y) / 2 + off - 4, text: label })));
