@@ -148,3 +148,17 @@ func Analytic(system, scenario string, n int, S int64, p Params) time.Duration {
 	}
 	return 0
 }
+
+// Ideal is the scenario's ideal time, as hoplite bench computes it: S/B
+// at the link's rate (B/8, not the payload rate), 2(n-1)/n·S/B for
+// AllReduce; the notice's and the barrier's are the binomial model's.
+func Ideal(scenario string, n int, S int64, p Params) time.Duration {
+	sb := float64(S) / (p.Bandwidth / 8)
+	switch scenario {
+	case "allreduce":
+		sb *= 2 * float64(n-1) / float64(n)
+	case "notice", "barrier":
+		return Analytic(SysBinomial, scenario, n, S, p)
+	}
+	return time.Duration(sb * float64(time.Second))
+}

@@ -1,25 +1,35 @@
 package sim
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
 )
 
-// shard is one directory shard: the real LocationTable.
+// shard is one directory shard: the real LocationTable, on its home.
 type shard struct {
 	idx  int
 	t    *directory.LocationTable
+	home *host
 	tick time.Duration // the Tick armed (0: none)
 	// served counts the messages it processed (its load).
 	served int64
+	// republishing are the hosts a rebuilt table still waits for (see
+	// moveShards); moves counts the table's rebuilds.
+	republishing map[*host]bool
+	moves        int
 }
 
 func (w *world) newShards() {
 	for i := 0; i < w.p.Shards; i++ {
-		w.shards = append(w.shards, &shard{idx: i, t: directory.NewLocationTable(directory.TableConfig{Instance: uint32(i + 1)})})
+		w.instances++
+		w.shards = append(w.shards, &shard{idx: i, home: w.hosts[i%len(w.hosts)],
+			t: directory.NewLocationTable(directory.TableConfig{Instance: w.instances})})
 	}
 }
 
@@ -28,7 +38,93 @@ func (w *world) shardFor(id string) *shard {
 }
 
 // shardHost is the host that runs shard s.
-func (w *world) shardHost(s *shard) *host { return w.hosts[s.idx%len(w.hosts)] }
+func (w *world) shardHost(s *shard) *host { return s.home }
+
+// moveShards gives every shard at dead a new home, once the members see
+// it gone: the live host of the highest rendezvous weight for the shard
+// (the cluster's placement moves only the dead member's shards). The new
+// table starts empty and asks every live store node to republish what it
+// holds of the shard (storenode.Object.Publication); when each has
+// answered (or died) it learns that it heard everything
+// (LocationTable.Republished): an object it knows only from partial
+// copies is lost. Messages sent to the dead home meanwhile are lost, as
+// the real shells' are; subscriptions are soft state, renewed by the
+// coordinators' Resubscribe timers.
+func (w *world) moveShards(dead *host) {
+	for _, s := range w.shards {
+		if s.home != dead {
+			continue
+		}
+		var best *host
+		var bestW uint64
+		for _, h := range w.hosts {
+			if !h.alive {
+				continue
+			}
+			if wt := rendezvous.Weight(rendezvous.Seed(h.name), uint64(s.idx)); best == nil || wt > bestW {
+				best, bestW = h, wt
+			}
+		}
+		if best == nil {
+			return
+		}
+		w.instances++
+		s.home, s.moves, s.tick = best, s.moves+1, 0
+		s.t = directory.NewLocationTable(directory.TableConfig{Instance: w.instances})
+		s.republishing = map[*host]bool{}
+		for _, h := range w.hosts {
+			if h.alive {
+				s.republishing[h] = true
+			}
+		}
+		t := s.t
+		for _, h := range w.hosts {
+			if !h.alive {
+				continue
+			}
+			w.send(best, h, qStore, viaActor, func() { w.republish(h, s, t) })
+		}
+	}
+}
+
+// republish is store node h's answer to shard s's Republish: its copies
+// of the shard's objects, then RepublishDone, in order on one connection.
+func (w *world) republish(h *host, s *shard, t *directory.LocationTable) {
+	var pubs []*messages.PublishLocation
+	for _, o := range h.store.Objects() {
+		if w.shardFor(o.ID()) != s {
+			continue
+		}
+		if pub, ok := o.Publication(h.ref); ok {
+			pubs = append(pubs, pub)
+		}
+	}
+	slices.SortFunc(pubs, func(a, b *messages.PublishLocation) int { return strings.Compare(a.GetObjectId(), b.GetObjectId()) })
+	for _, pub := range pubs {
+		w.send(h, s.home, qShard, viaActor, func() {
+			if s.t == t {
+				w.shardStep(s, pub, nil)
+			}
+		})
+	}
+	w.send(h, s.home, qShard, viaActor, func() { w.republishDone(s, t, h) })
+}
+
+// republishDone records that h has republished to table t of s (or
+// died): the last one tells the table.
+func (w *world) republishDone(s *shard, t *directory.LocationTable, h *host) {
+	if s.t != t || !s.republishing[h] {
+		return
+	}
+	delete(s.republishing, h)
+	if len(s.republishing) == 0 {
+		w.shardStep(s, republished{}, nil)
+	}
+}
+
+// republished is the shard shell's word that every store node has
+// republished (LocationTable.Republished).
+type republished struct{}
 
 // Reply targets the shards answer to (the outbox's opaque To).
 type (
@@ -91,6 +187,8 @@ func (w *world) shardStep(s *shard, msg any, ctx any) {
 		out = t.NodeFailed(string(m))
 	case tick:
 		out = t.Tick(now)
+	case republished:
+		out = t.Republished()
 	}
 	w.route(w.shardHost(s), out)
 	if d := t.NextDeadline(); !d.IsZero() && (s.tick == 0 || virt(d) < s.tick) {
@@ -122,6 +220,9 @@ func (w *world) route(from *host, out []outbox.Send) {
 			h, id := to.h, to.id
 			w.send(from, h, qStore, viaRequest, func() {
 				if fs := h.fetch(id); fs != nil {
+					if fs.locating == m.GetAttempt() {
+						fs.locating = 0
+					}
 					fs.apply(fs.p.Located(m, w.now()))
 				}
 			})

@@ -33,6 +33,23 @@ type fetchSession struct {
 	onDone   func(*fetchSession)
 	// sum is the checksum of the bytes the Get ended with.
 	sum uint64
+	// locating is the attempt of the Locate that waits for its answer
+	// from locHome (0: none).
+	locating uint64
+	locHome  *host
+}
+
+// locateLost fails the Locate attempt whose shard's home died, once the
+// connection's reset is seen.
+func (fs *fetchSession) locateLost(attempt uint64) {
+	w := fs.w
+	w.eng.after(w.p.Detect, func() {
+		if fs.done || fs.locating != attempt || !fs.h.alive {
+			return
+		}
+		fs.locating = 0
+		fs.apply(fs.p.LocateFailed(attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard's member %s failed", fs.locHome.name), w.now()))
+	})
 }
 
 func (h *host) fetch(id string) *fetchSession {
@@ -72,9 +89,21 @@ func (fs *fetchSession) start() {
 func (fs *fetchSession) apply(out storeproto.FetchOutput) {
 	w := fs.w
 	for _, s := range out.Sends {
-		if to, ok := s.To.(directory.ShardOf); ok {
-			w.toShard(fs.h, to, s.Msg, fetchReply{h: fs.h, id: fs.id})
+		to, ok := s.To.(directory.ShardOf)
+		if !ok {
+			continue
 		}
+		if l, ok := s.Msg.(*messages.Locate); ok {
+			// The Locate is a call: if the shard's home dies before it
+			// answers (or is dead, the members not knowing yet), the call
+			// fails once the connection resets.
+			home := w.shardHost(w.shardFor(string(to)))
+			fs.locating, fs.locHome = l.GetAttempt(), home
+			if !home.alive {
+				fs.locateLost(l.GetAttempt())
+			}
+		}
+		w.toShard(fs.h, to, s.Msg, fetchReply{h: fs.h, id: fs.id})
 	}
 	for _, t := range out.Timers {
 		ft, ok := t.Msg.(storeproto.FetchTimer)

@@ -49,6 +49,16 @@ func (w *world) kill(d *host) {
 	for _, o := range d.objs {
 		o.gone = true
 	}
+	// The members see it gone: its directory shards move, and the
+	// Locates waiting at them fail.
+	w.eng.after(w.p.Detect, func() { w.moveShards(d) })
+	for _, h := range w.hosts {
+		for _, fs := range h.fetches {
+			if !fs.done && fs.locating != 0 && fs.locHome == d {
+				fs.locateLost(fs.locating)
+			}
+		}
+	}
 	// Wake readers of d's copies in a fixed order (map order must not
 	// decide): the streams above already carry the failure.
 	if d.bc == nil {

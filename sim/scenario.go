@@ -32,6 +32,8 @@ type Config struct {
 	// failure-free run's time (the simulator runs that first).
 	Kill   int
 	KillAt float64
+	// KillHosts are hosts (by index) killed at KillAt besides Kill's.
+	KillHosts []int
 	// Pause is how many hosts stop for PauseFor at PauseAt of the
 	// failure-free time: their queues and CPU take nothing in meanwhile
 	// (a process stopped or descheduled); bytes already sent still land.
@@ -76,10 +78,12 @@ type Outcome struct {
 	// directory shard and at a coordinator: a hot one queues.
 	ShardQueue time.Duration `json:"shard_queue_ns"`
 	CoordQueue time.Duration `json:"coord_queue_ns"`
-	// HotShard is the most messages one shard processed.
-	HotShard int64 `json:"hot_shard_messages"`
-	Messages int64 `json:"messages"`
-	Events   int64 `json:"events"`
+	// HotShard is the most messages one shard processed, ShardMoves how
+	// many shards moved to a new home (their host died).
+	HotShard   int64 `json:"hot_shard_messages"`
+	ShardMoves int   `json:"shard_moves,omitempty"`
+	Messages   int64 `json:"messages"`
+	Events     int64 `json:"events"`
 	// MaxQueue is the most events pending at once.
 	MaxQueue int `json:"max_queue"`
 	// Error is the code of a typed error the operation answered with
@@ -94,6 +98,11 @@ type Outcome struct {
 func Run(c Config) (*Outcome, error) {
 	if c.N < 2 {
 		return nil, fmt.Errorf("sim: %d hosts: need at least 2", c.N)
+	}
+	for _, i := range c.KillHosts {
+		if i <= 0 || i >= c.N {
+			return nil, fmt.Errorf("sim: kill host %d: want 1..%d (host 0 is the creator or caller)", i, c.N-1)
+		}
 	}
 	if c.Kill >= c.N-1 {
 		return nil, fmt.Errorf("sim: kill %d of %d hosts: at most %d", c.Kill, c.N, c.N-2)
@@ -113,9 +122,9 @@ func Run(c Config) (*Outcome, error) {
 		return nil, fmt.Errorf("sim: pause %d of %d hosts: at most %d", c.Pause, c.N, c.N-2)
 	}
 	var free time.Duration
-	if (c.Kill > 0 || c.Pause > 0) && c.Scenario != "notice" {
+	if (c.Kill > 0 || len(c.KillHosts) > 0 || c.Pause > 0) && c.Scenario != "notice" {
 		cc := c
-		cc.Kill, cc.Pause = 0, 0
+		cc.Kill, cc.KillHosts, cc.Pause = 0, nil, 0
 		o, err := Run(cc)
 		if err != nil {
 			return nil, err
@@ -147,6 +156,7 @@ func Run(c Config) (*Outcome, error) {
 	out.ShardQueue, out.CoordQueue = w.queueWait[qShard], w.queueWait[qCoord]
 	for _, s := range w.shards {
 		out.HotShard = max(out.HotShard, s.served)
+		out.ShardMoves += s.moves
 	}
 	out.Messages, out.Events, out.MaxQueue = w.msgs, w.eng.steps, w.eng.maxQueue
 	out.Violations = append(out.Violations, w.violations...)
@@ -154,8 +164,8 @@ func Run(c Config) (*Outcome, error) {
 }
 
 // victims picks k hosts to kill: never host 0 (the creator or caller)
-// nor a host that runs a directory shard of the objects in play (a
-// shard's move to a new home is not simulated).
+// nor a host that runs a directory shard of ids (a Reduce's target: its
+// coordinator's restart at the shard's new home is not simulated).
 func (w *world) victims(k int, ids ...string) []*host {
 	spare := map[*host]bool{w.hosts[0]: true}
 	for _, id := range ids {
@@ -183,10 +193,15 @@ func (w *world) scheduleKill(c Config, out *Outcome, ids ...string) {
 			w.eng.at(at, func() { w.pause(v, c.PauseFor) })
 		}
 	}
-	if c.Kill <= 0 {
+	if c.Kill <= 0 && len(c.KillHosts) == 0 {
 		return
 	}
 	vs := w.victims(c.Kill, ids...)
+	for _, i := range c.KillHosts {
+		if v := w.hosts[i]; !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
 	at := time.Duration(float64(out.FailureFree) * c.KillAt)
 	out.KilledAt = at
 	for _, v := range vs {
@@ -199,7 +214,7 @@ func (w *world) scheduleKill(c Config, out *Outcome, ids ...string) {
 // h registered at its shard, before time starts (the scenarios time
 // collectives of objects that exist, as the testbed does).
 func (w *world) put(h *host, id string, size int64, sum uint64) error {
-	if _, _, err := h.store.Create(id, size, sum); err != nil {
+	if err := w.storeWhole(h, id, size, sum); err != nil {
 		return err
 	}
 	o := h.obj(id)
@@ -210,6 +225,19 @@ func (w *world) put(h *host, id string, size int64, sum uint64) error {
 	return nil
 }
 
+// storeWhole makes id a whole copy in h's store, as a finished Put
+// leaves it (its bytes counted, not written).
+func (w *world) storeWhole(h *host, id string, size int64, sum uint64) error {
+	o, _, err := h.store.Create(id, size, sum)
+	if err != nil {
+		return err
+	}
+	if err := o.NewWriter().Advance(int(size)); err != nil {
+		return err
+	}
+	return h.store.Complete(o)
+}
+
 // putLater makes id a whole copy on h now and registers it with its
 // shard by messages, as a Put does: the shard tells the Reduces that
 // wait for it.
@@ -217,7 +245,7 @@ func (w *world) putLater(h *host, id string, size int64, sum uint64) {
 	if !h.alive {
 		return // a host that died before its Put never makes the source
 	}
-	if _, _, err := h.store.Create(id, size, sum); err != nil {
+	if err := w.storeWhole(h, id, size, sum); err != nil {
 		w.violate("put %s on %s: %v", id, h.name, err)
 		return
 	}
@@ -234,7 +262,7 @@ func (w *world) broadcast(c Config, out *Outcome) error {
 	if err := w.put(w.hosts[0], id, c.Size, sum); err != nil {
 		return err
 	}
-	w.scheduleKill(c, out, id)
+	w.scheduleKill(c, out) // the object's shard may die: it moves
 	var gets []*fetchSession
 	for _, h := range w.hosts[1:] {
 		gets = append(gets, w.get(h, id, func(*fetchSession) {}))

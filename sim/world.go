@@ -77,6 +77,8 @@ type world struct {
 	// oneDetector: only the first watcher of a failed host originates
 	// its notice (the notice scenario measures the spread itself).
 	oneDetector bool
+	// instances numbers the directory tables, a rebuilt shard's anew.
+	instances uint32
 }
 
 func newWorld(p Params) *world {

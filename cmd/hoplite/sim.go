@@ -104,7 +104,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			outs = append(outs, o)
 		}
-		r := sim.Report(append([]string{"hoplite", "sim"}, args...), p, outs)
+		r := simReport(append([]string{"hoplite", "sim"}, args...), p, outs)
 		reports = append(reports, r)
 		r.WriteTable(stdout)
 	}
@@ -123,7 +123,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if *plotPath != "" {
-		var measured []sim.Measured
+		var measured []scaleMeasured
 		for _, m := range sim.TestbedMedians {
 			// An AllReduce's measurement of the shape simulated: the
 			// cost model's (the testbed's ours) unless --allreduce-shape.
@@ -131,13 +131,13 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if m.Size == S && shaped {
 				p := sim.DefaultParams(m.Nodes)
 				p.Bandwidth = m.Bandwidth
-				measured = append(measured, sim.Measured{Scenario: m.Scenario, Nodes: m.Nodes, Ratio: m.Median / sim.Ideal(m.Scenario, m.Nodes, m.Size, p).Seconds()})
+				measured = append(measured, scaleMeasured{Scenario: m.Scenario, Nodes: m.Nodes, Ratio: m.Median / sim.Ideal(m.Scenario, m.Nodes, m.Size, p).Seconds()})
 			}
 		}
 		ext := filepath.Ext(*plotPath)
 		for _, sc := range scen {
 			path := strings.TrimSuffix(*plotPath, ext) + "-" + strings.TrimSpace(sc) + ext
-			if err := sim.PlotScale(reports, strings.TrimSpace(sc), measured, path); err != nil {
+			if err := plotScale(reports, strings.TrimSpace(sc), measured, path); err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, "wrote", path)
