@@ -23,6 +23,8 @@ type shard struct {
 	// moveShards); moves counts the table's rebuilds.
 	republishing map[*host]bool
 	moves        int
+	// deferred are the Reduces that came while the table rebuilt.
+	deferred []func()
 }
 
 func (w *world) newShards() {
@@ -71,7 +73,7 @@ func (w *world) moveShards(dead *host) {
 		w.instances++
 		s.home, s.moves, s.tick = best, s.moves+1, 0
 		s.t = directory.NewLocationTable(directory.TableConfig{Instance: w.instances})
-		s.republishing = map[*host]bool{}
+		s.republishing, s.deferred = map[*host]bool{}, nil
 		for _, h := range w.hosts {
 			if h.alive {
 				s.republishing[h] = true
@@ -119,6 +121,11 @@ func (w *world) republishDone(s *shard, t *directory.LocationTable, h *host) {
 	delete(s.republishing, h)
 	if len(s.republishing) == 0 {
 		w.shardStep(s, republished{}, nil)
+		d := s.deferred
+		s.deferred = nil
+		for _, start := range d {
+			start()
+		}
 	}
 }
 

@@ -61,8 +61,20 @@ func (h *host) fetch(id string) *fetchSession {
 	return nil
 }
 
-// get starts a Get of id on h; onDone runs when it ends.
+// get starts a Get of id on h; onDone runs when it ends. A Get of an
+// object the node is fetching already waits for that fetch, as the store
+// node runs one fetch per object.
 func (w *world) get(h *host, id string, onDone func(*fetchSession)) *fetchSession {
+	if fs := h.fetch(id); fs != nil {
+		prev := fs.onDone
+		fs.onDone = func(fs *fetchSession) {
+			if prev != nil {
+				prev(fs)
+			}
+			onDone(fs)
+		}
+		return fs
+	}
 	fs := &fetchSession{w: w, h: h, id: id, begun: w.eng.now, onDone: onDone}
 	if o := h.objs[id]; o != nil && o.complete {
 		fs.done, fs.sum, fs.ended = true, o.sum, w.eng.now
@@ -143,6 +155,9 @@ func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 	fs.obj.writer = fs.p.Writer()
 	if fs.obj.written != cmd.Offset {
 		// The store's object was rewound or resumed elsewhere: follow it.
+		if cmd.Offset < fs.obj.written {
+			fs.obj.rewound(cmd.Offset)
+		}
 		fs.obj.written = cmd.Offset
 	}
 	sid := cmd.ID

@@ -49,9 +49,33 @@ func (w *world) kill(d *host) {
 	for _, o := range d.objs {
 		o.gone = true
 	}
-	// The members see it gone: its directory shards move, and the
-	// Locates waiting at them fail.
-	w.eng.after(w.p.Detect, func() { w.moveShards(d) })
+	// The members see it gone: its directory shards move, the Locates
+	// waiting at them fail, a rebuilding shard stops waiting for its
+	// republication, the workers of the Reduces it coordinated release
+	// their positions, and their callers start them again.
+	w.eng.after(w.p.Detect, func() {
+		for _, s := range w.shards {
+			if s.republishing[d] {
+				w.republishDone(s, s.t, d)
+			}
+		}
+		w.moveShards(d)
+		for _, c := range w.calls {
+			for _, red := range c.attempts {
+				if red.host != d {
+					continue
+				}
+				for _, wk := range red.workers {
+					if wk.h.alive {
+						wk.stop()
+					}
+				}
+			}
+		}
+	})
+	for _, c := range w.calls {
+		c.hostDied(d)
+	}
 	for _, h := range w.hosts {
 		for _, fs := range h.fetches {
 			if !fs.done && fs.locating != 0 && fs.locHome == d {

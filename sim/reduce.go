@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
@@ -26,7 +29,6 @@ type reduction struct {
 	root     *worker
 	commitAt time.Duration
 	workers  []*worker
-	onReply  func(*reduction)
 	// held is a successful answer kept back, as the coordinator's shell
 	// keeps it, until every node it sent a ReduceCommit has confirmed it
 	// (or failed): committing names those nodes.
@@ -34,6 +36,8 @@ type reduction struct {
 	committing map[string]bool
 	// commitTo is the host the coordinator last committed a root on.
 	commitTo *host
+	// call is the caller's Reduce this is an attempt of.
+	call *reduceCall
 }
 
 // worker runs one tree position on a host: it streams its children's
@@ -54,22 +58,108 @@ type worker struct {
 	done    bool
 }
 
+// reduceCall is one Reduce as its caller's store node runs it: an
+// attempt at the target's shard, and, if the shard's member dies before
+// it answers, another at the shard's new home with the time left and the
+// same call id (as storenode's startReduce does).
+type reduceCall struct {
+	w      *world
+	caller *host
+	req    *messages.Reduce
+	cfg    coordinator.Config
+	call   string
+	// deadline is the caller's, in virtual time; wait the pause before
+	// the next attempt (5 ms, doubling to 200 ms).
+	deadline time.Duration
+	wait     time.Duration
+	cur      *reduction
+	attempts []*reduction
+	reply    *messages.ReduceReply
+	replyAt  time.Duration
+}
+
 // startReduce has caller ask the target's shard for a Reduce.
-func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.Config, onReply func(*reduction)) *reduction {
+func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.Config) *reduceCall {
+	c := &reduceCall{w: w, caller: caller, req: req, cfg: cfg, call: "c1",
+		deadline: w.eng.now + time.Duration(req.GetTimeoutMs())*time.Millisecond, wait: 5 * time.Millisecond}
+	c.attempt(req)
+	return c
+}
+
+// attempt sends the call to the target shard's current home.
+func (c *reduceCall) attempt(req *messages.Reduce) {
+	w := c.w
 	s := w.shardFor(req.GetTargetId())
 	coord := w.shardHost(s)
-	red := &reduction{w: w, id: "reduce-" + req.GetTargetId(), host: coord, caller: caller, req: req, timers: map[any]uint64{},
-		begun: w.eng.now, onReply: onReply}
-	w.send(caller, coord, qShard, viaActor, func() {
-		if _, err := s.t.Reserve(req.GetTargetId(), red.id); err != nil {
-			w.violate("reserve %s: %v", req.GetTargetId(), err)
+	red := &reduction{w: w, id: directory.ReduceID(req.GetTargetId(), c.call, fmt.Sprint(len(c.attempts)+1)), host: coord,
+		caller: c.caller, req: req, timers: map[any]uint64{}, begun: w.eng.now, call: c}
+	c.cur = red
+	c.attempts = append(c.attempts, red)
+	if len(c.attempts) == 1 {
+		w.calls = append(w.calls, c)
+	}
+	w.send(c.caller, coord, qShard, viaActor, func() {
+		if s.home != coord {
+			return // the shard moved away: the caller's watch sees its member gone
+		}
+		if len(s.republishing) > 0 {
+			// A rebuilt shard starts no Reduce before every store node has
+			// republished.
+			s.deferred = append(s.deferred, func() { c.begin(red, s) })
 			return
 		}
-		red.r = coordinator.NewReductionFor(red.id, req, caller.ref, cfg, w.now(), time.Duration(req.GetTimeoutMs())*time.Millisecond, w.p.Latency, w.payload)
-		coord.coords = append(coord.coords, red)
-		red.apply(red.r.Begin(w.now()))
+		c.begin(red, s)
 	})
-	return red
+}
+
+// begin runs attempt red at shard s: reserve the target, then the
+// coordinator with the caller's time left.
+func (c *reduceCall) begin(red *reduction, s *shard) {
+	w := c.w
+	if red != c.cur || !red.host.alive {
+		return
+	}
+	left := c.deadline - w.eng.now
+	if left <= 0 {
+		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(),
+			Error: messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce into %q: the deadline passed while its directory shard rebuilt", c.req.GetTargetId())})
+		return
+	}
+	committed, err := s.t.Reserve(c.req.GetTargetId(), red.id)
+	switch {
+	case err != nil:
+		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), Error: err})
+		return
+	case committed != nil:
+		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), ReducedIds: committed})
+		return
+	}
+	red.r = coordinator.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
+	red.host.coords = append(red.host.coords, red)
+	red.apply(red.r.Begin(w.now()))
+}
+
+// hostDied is the caller's watch on its attempt's coordinator: if that
+// member died before answering, the Reduce starts again at the target
+// shard's new home after a pause, with the time left.
+func (c *reduceCall) hostDied(d *host) {
+	w := c.w
+	if c.reply != nil || c.cur.host != d || !c.caller.alive {
+		return
+	}
+	w.eng.after(w.p.Detect+c.wait, func() {
+		if c.reply != nil || c.cur.host != d || !c.caller.alive {
+			return
+		}
+		left := c.deadline - w.eng.now
+		if left <= 0 {
+			return // the caller's own deadline answers
+		}
+		req := proto.CloneOf(c.req)
+		req.TimeoutMs = max(1, left.Milliseconds())
+		c.wait = min(2*c.wait, 200*time.Millisecond)
+		c.attempt(req)
+	})
 }
 
 func (red *reduction) apply(fx coordinator.Effects) {
@@ -134,13 +224,13 @@ func (red *reduction) apply(fx coordinator.Effects) {
 
 // answer sends the Reduce's answer to its caller.
 func (red *reduction) answer(m *messages.ReduceReply) {
-	w := red.w
+	w, c := red.w, red.call
 	w.send(red.host, red.caller, qStore, viaActor, func() {
 		if red.reply == nil {
 			red.reply, red.replyAt = m, w.eng.now
-			if red.onReply != nil {
-				red.onReply(red)
-			}
+		}
+		if c.reply == nil && c.cur == red {
+			c.reply, c.replyAt = m, w.eng.now
 		}
 	})
 }
@@ -195,6 +285,17 @@ func (red *reduction) atNode(h *host, msg any) {
 				red.commitAt = w.eng.now
 				wk.out.complete = true
 				wk.out.wake()
+			}
+		}
+		if m.GetMarkOnly() {
+			// A participant's copy of an AllReduce's result records the
+			// run and its sources, as the store node marks it: a shard
+			// rebuilt later learns the committed result from it.
+			if o := h.store.Lookup(m.GetTargetId()); o != nil {
+				if p, _ := o.Producer(); p == "" {
+					o.SetProducer(m.GetReduceId(), 0)
+					o.SetReduced(m.GetReducedIds())
+				}
 			}
 		}
 		// The node confirms (ReduceCommitted).
@@ -252,8 +353,17 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 		if o := h.objs[t.GetOutputId()]; o != nil && o.writer != nil {
 			h.drop(t.GetOutputId())
 		}
+		if o := h.objs[t.GetOutputId()]; o != nil && o.producer != red.id {
+			// Another attempt's output (its coordinator died): the real
+			// worker aborts that store object and makes its own, so the
+			// old attempt's workers and readers keep theirs.
+			delete(h.objs, t.GetOutputId())
+			o.gone = true
+			o.wake()
+		}
 	}
 	out := h.obj(t.GetOutputId())
+	out.producer = red.id
 	out.size, out.written, out.complete, out.gone, out.held, out.sum = t.GetSize(), 0, false, false, t.GetRoot() || t.GetGather(), 0
 	wk.out = out
 	if !t.GetRoot() {

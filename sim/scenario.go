@@ -82,8 +82,11 @@ type Outcome struct {
 	// many shards moved to a new home (their host died).
 	HotShard   int64 `json:"hot_shard_messages"`
 	ShardMoves int   `json:"shard_moves,omitempty"`
-	Messages   int64 `json:"messages"`
-	Events     int64 `json:"events"`
+	// Attempts is how many times the caller started its Reduce (again
+	// at the target shard's new home when its member died).
+	Attempts int   `json:"attempts,omitempty"`
+	Messages int64 `json:"messages"`
+	Events   int64 `json:"events"`
 	// MaxQueue is the most events pending at once.
 	MaxQueue int `json:"max_queue"`
 	// Error is the code of a typed error the operation answered with
@@ -164,8 +167,7 @@ func Run(c Config) (*Outcome, error) {
 }
 
 // victims picks k hosts to kill: never host 0 (the creator or caller)
-// nor a host that runs a directory shard of ids (a Reduce's target: its
-// coordinator's restart at the shard's new home is not simulated).
+// nor a host that runs a directory shard of ids.
 func (w *world) victims(k int, ids ...string) []*host {
 	spare := map[*host]bool{w.hosts[0]: true}
 	for _, id := range ids {
@@ -342,8 +344,8 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	num := c.Num
 	if num <= 0 || num > c.N {
 		num = c.N
-		if c.Kill > 0 && !all {
-			num = c.N - c.Kill // n of m: as many as can survive
+		if killed := c.Kill + len(c.KillHosts); killed > 0 && !all {
+			num = c.N - killed // n of m: as many as can survive
 		}
 	}
 	const target = "target"
@@ -355,10 +357,16 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	// The members pace a sliced AllReduce's streams (the links' max-min
 	// fair shares model that), as the testbed's do.
 	cfg := coordinator.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true}
-	w.scheduleKill(c, out, target)
-	red := w.startReduce(w.hosts[0], req, cfg, nil)
-	w.eng.run(timeout+time.Minute, func() bool { return red.reply != nil })
-	if red.reply != nil {
+	if async {
+		w.scheduleKill(c, out, target) // pauses only: see Run
+	} else {
+		w.scheduleKill(c, out) // the target's shard may die: the caller starts the Reduce again
+	}
+	call := w.startReduce(w.hosts[0], req, cfg)
+	w.eng.run(timeout+time.Minute, func() bool { return call.reply != nil })
+	red := call.cur
+	out.Attempts = len(call.attempts)
+	if call.reply != nil {
 		// Let the messages the answer raced (the root's commit) land.
 		w.eng.run(w.eng.now+time.Second, nil)
 	}
@@ -369,25 +377,25 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	if red.commitTo != nil {
 		out.Root = red.commitTo.name
 	}
-	switch err := red.reply.GetError(); {
-	case red.reply == nil:
+	switch err := call.reply.GetError(); {
+	case call.reply == nil:
 		w.violate("the Reduce never answered")
 		return nil
 	case err != nil && all && err.GetCode() == messages.ErrorCode_LOST && red.commitTo != nil && dead[red.commitTo.name]:
 		// The root the coordinator committed held the result's only
 		// whole copy and died before a participant had all of it: LOST
 		// is the true answer.
-		out.Time, out.Error = red.replyAt, err.GetCode().String()
+		out.Time, out.Error = call.replyAt, err.GetCode().String()
 		return nil
 	case err != nil:
 		w.violate("the Reduce failed: %v", err)
 		return nil
 	}
-	out.Time = red.replyAt - out.LastPut
-	if p := red.reply.GetPlan(); p != nil {
+	out.Time = call.replyAt - out.LastPut
+	if p := call.reply.GetPlan(); p != nil {
 		out.Degree, out.Shape = int(p.GetDegree()), p.GetShape()
 	}
-	ids := red.reply.GetReducedIds()
+	ids := call.reply.GetReducedIds()
 	var want uint64
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -402,6 +410,13 @@ func (w *world) reduce(c Config, out *Outcome) error {
 		w.violate("%d distinct sources reduced, want %d", len(seen), num)
 	}
 	root := red.root
+	for _, a := range call.attempts {
+		if root == nil && a.root != nil && a.commitAt > 0 {
+			// Answered with an earlier attempt's committed result (its
+			// coordinator died before it answered).
+			root = a.root
+		}
+	}
 	switch {
 	case root == nil:
 		w.violate("no root committed")
@@ -412,7 +427,11 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	}
 	// No live worker may still wait on a dead host once every live host
 	// knows of its failure.
-	for _, wk := range red.workers {
+	var workers []*worker
+	for _, a := range call.attempts {
+		workers = append(workers, a.workers...)
+	}
+	for _, wk := range workers {
 		for _, k := range out.Killed {
 			if wk.h.alive && wk.waitsOn(w.byName[k]) {
 				w.violate("p%d on %s still waits on dead %s", wk.t.GetPosition(), wk.h.name, k)

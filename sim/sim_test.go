@@ -171,6 +171,40 @@ func TestBroadcastOutlivesItsShard(t *testing.T) {
 	}
 }
 
+// TestReduceOutlivesItsCoordinator kills the host of the target's
+// directory shard, which runs the Reduce's coordinator, at several points
+// of a Reduce and an AllReduce: the shard moves, its new home defers the
+// Reduce until every store node has republished, the caller starts the
+// Reduce again there with the time left, and it answers with the exact
+// sum of the sources it names.
+func TestReduceOutlivesItsCoordinator(t *testing.T) {
+	for _, sc := range []string{"reduce", "allreduce"} {
+		for _, n := range []int{16, 70} {
+			home := directory.ShardIndex("target", DefaultParams(n).Shards) % n
+			if home == 0 {
+				t.Fatalf("N=%d: the target's shard is on the caller's host", n)
+			}
+			restarted := 0
+			for seed := uint64(1); seed <= 3; seed++ {
+				for _, at := range []float64{0, 0.3, 0.7} {
+					c := cfg(sc, n, 4<<20, seed)
+					c.KillHosts, c.KillAt = []int{home}, at
+					o := run(t, c)
+					if o.ShardMoves == 0 {
+						t.Errorf("%s N=%d seed %d at %.1f: no shard moved", sc, n, seed, at)
+					}
+					if o.Attempts > 1 {
+						restarted++
+					}
+				}
+			}
+			if restarted == 0 {
+				t.Errorf("%s N=%d: no Reduce was started again", sc, n)
+			}
+		}
+	}
+}
+
 // TestPausedHosts pauses two hosts for 50 ms half way through each data
 // scenario: the invariants hold, nobody is taken for dead, and the run
 // takes no less than without the pause.

@@ -79,6 +79,8 @@ type world struct {
 	oneDetector bool
 	// instances numbers the directory tables, a rebuilt shard's anew.
 	instances uint32
+	// calls are the Reduces called, for their callers' watch.
+	calls []*reduceCall
 }
 
 func newWorld(p Params) *world {
@@ -175,10 +177,12 @@ type objState struct {
 	complete bool
 	// held: the last byte is readable only once complete (a Reduce's
 	// root holds its target until its coordinator commits it).
-	held    bool
-	gone    bool
-	writer  *storenode.Writer
-	waiters []*stream
+	held   bool
+	gone   bool
+	writer *storenode.Writer
+	// producer is the Reduce attempt whose worker writes this output.
+	producer string
+	waiters  []*stream
 }
 
 func (h *host) obj(id string) *objState {
@@ -199,6 +203,17 @@ func (h *host) drop(id string) {
 		o.wake()
 	}
 	h.store.Remove(id, messages.Errorf(messages.ErrorCode_RESET, "%q dropped on %s", id, h.name))
+}
+
+// rewound tells the streams that read o past off that the bytes they
+// took are gone (RESET): their readers start over, as a rewound store
+// object's readers do.
+func (o *objState) rewound(off int64) {
+	for _, st := range o.h.streams {
+		if st.from == o && !st.ended && st.off > off {
+			st.fail(messages.Errorf(messages.ErrorCode_RESET, "%q on %s was rewound", o.id, o.h.name))
+		}
+	}
 }
 
 // readable is how many bytes a reader may take.
