@@ -297,11 +297,14 @@ func TestSeedProviderTLS(t *testing.T) {
 // machine is not counted a miss; with the timeout fixed it is.
 func TestSeedProviderStretchesItsTimeoutOnABusyMachine(t *testing.T) {
 	a := newFakeMember(t, "a", seedTestCluster, nil)
-	fixed := testSeedProvider(t, 3, 100*time.Millisecond, nil, a.host())
-	stretched := testSeedProvider(t, 3, 100*time.Millisecond, nil, a.host())
-	stretched.stretch = func(d time.Duration) time.Duration { return d + 2*time.Second } // a busy machine's lag
+	// Both first see a answer in time (with a timeout no busy machine
+	// misses), then check with 100 ms.
+	fixed := testSeedProvider(t, 3, 10*time.Second, nil, a.host())
+	stretched := testSeedProvider(t, 3, 10*time.Second, nil, a.host())
 	wantIDs(t, "a healthy", roundIDs(t, fixed), "a")
 	wantIDs(t, "a healthy", roundIDs(t, stretched), "a")
+	fixed.timeout, stretched.timeout = 100*time.Millisecond, 100*time.Millisecond
+	stretched.stretch = func(d time.Duration) time.Duration { return d + 5*time.Second } // a busy machine's lag
 	a.mode.Store(slow)
 	roundIDs(t, fixed)
 	if err := fixed.HealthError("a"); err == nil || !errors.Is(err, context.DeadlineExceeded) {
