@@ -8,9 +8,11 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // ManagerConfig configures one barrier manager replica.
@@ -158,19 +160,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 
 func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	self := ctx.Self().GetId()
-	for _, p := range e.Watch {
-		if pid, ok := p.(*actor.PID); ok {
-			ctx.Watch(pid)
-		}
-	}
-	for _, s := range e.Sends {
-		switch to := s.To.(type) {
-		case replica.Ask:
-			m.senders.Request(ctx, to.PID, s.Msg)
-		case *actor.PID:
-			ctx.Send(to, s.Msg)
-		}
-	}
+	managerOut.Carry(ctx, m, e.Box, nil)
 	name := m.cfg.Create.GetName()
 	for _, f := range e.Failures {
 		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "label": f.Label, "host": f.Host, "reason": f.Reason}).Warn("barrier participant failed")
@@ -201,6 +191,21 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 		m.arm(ctx)
 	}
 	m.publishState(ctx, now)
+}
+
+// managerOut carries out a replica's Effects (the generic shell): an Ask
+// goes as a request through the manager's senders, so that a
+// DeadLetterResponse names the participant or controller that was not
+// running; a plain send to its PID; the participants to watch are
+// watched.
+var managerOut = &shell.Carrier[*Manager]{
+	Route: func(ctx actor.Context, m *Manager, s outbox.Send) bool {
+		a, ok := s.To.(replica.Ask)
+		if ok {
+			m.senders.Request(ctx, a.PID, s.Msg)
+		}
+		return ok
+	},
 }
 
 // publishState publishes the barrier's State when it changed: the

@@ -6,6 +6,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
@@ -165,33 +166,35 @@ func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
 		a.cfg.Log.WithError(err).Warn("revoke: bad member list; keeping the old overlay")
 		return
 	}
-	a.send(ctx, a.st.core.SetOverlay(o).Sends)
+	out.Carry(ctx, a, a.st.core.SetOverlay(o).Box, nil)
 }
 
 func (a *broadcasterActor) apply(ctx actor.Context, n core.Notice, from string, d core.Decision) {
 	// ULFM order: the wave moves on before the local delivery, so a slow
 	// or crashing delivery does not stop it.
-	a.send(ctx, d.Sends)
+	out.Carry(ctx, a, d.Box, nil)
 	if d.Deliver && a.cfg.Deliver != nil {
 		a.cfg.Deliver(ctx, Delivery{Notice: n, From: from})
 	}
 }
 
-// send sends the copies; a send to a dead member simply fails
-// (reliability comes from the overlay's connectivity, not from retries).
-// The notice's subject is the failed member: it gets no copy (a send to a
-// dead process only costs a connection attempt, and in Proto.Actor remote
-// that attempt can outlive the process and hit a new incarnation at the
-// same address).
-func (a *broadcasterActor) send(ctx actor.Context, sends []outbox.Send) {
-	for _, s := range sends {
+// out carries out the broadcaster's decisions (the generic shell): a
+// copy goes to the member it names, through ActorConfig.Peer; a send to a
+// dead member simply fails (reliability comes from the overlay's
+// connectivity, not from retries). The notice's subject is the failed
+// member: it gets no copy (a send to a dead process only costs a
+// connection attempt, and in Proto.Actor remote that attempt can outlive
+// the process and hit a new incarnation at the same address).
+var out = &shell.Carrier[*broadcasterActor]{
+	Route: func(ctx actor.Context, a *broadcasterActor, s outbox.Send) bool {
 		to, _ := s.To.(string)
 		n, _ := s.Msg.(*messages.RevokeNotice)
 		if a.cfg.Peer == nil || n == nil || to == n.GetSubject() {
-			continue
+			return true // nobody gets it
 		}
 		if pid := a.cfg.Peer(to); pid != nil {
 			ctx.Send(pid, n)
 		}
-	}
+		return true
+	},
 }

@@ -6,10 +6,12 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // deleteRun is one storeproto.Deletion and what its shell holds for it.
@@ -54,22 +56,8 @@ func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storeproto.DeleteS
 	if s.DropLocal != nil {
 		n.cfg.Store.Remove(req.ObjectID, s.DropLocal)
 	}
-	for _, snd := range s.Sends {
-		switch to := snd.To.(type) {
-		case directory.ShardOf:
-			n.deleteAsk(ctx, did, n.cfg.ShardFor(string(to)), "", snd.Msg)
-		case *messages.NodeRef:
-			n.deleteAsk(ctx, did, to.PID(), to.GetNodeId(), snd.Msg)
-		case *actor.PID:
-			ctx.Send(to, snd.Msg)
-		}
-	}
-	if n.reqs.deletes[did] != run {
+	if !n.deleteOut.Carry(ctx, did, s.Box, n.deleteEnded) {
 		return // the sends ended it (nobody to ask)
-	}
-	for _, t := range s.Timers {
-		system, self, msg := ctx.ActorSystem(), ctx.Self(), t.Msg
-		run.timer = time.AfterFunc(time.Until(t.At), func() { system.Root.Send(self, msg) })
 	}
 	if s.Done {
 		if run.timer != nil {
@@ -86,6 +74,34 @@ func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storeproto.DeleteS
 		}
 	}
 }
+
+// newDeleteCarrier wires the generic shell to the Delete protocol: its
+// requests to the shard and to the nodes go by deleteAsk, and the
+// deadline comes back to this actor.
+func (n *StoreNode) newDeleteCarrier() *shell.Carrier[uint64] {
+	return &shell.Carrier[uint64]{
+		Route: func(ctx actor.Context, did uint64, s outbox.Send) bool {
+			switch to := s.To.(type) {
+			case directory.ShardOf:
+				n.deleteAsk(ctx, did, n.cfg.ShardFor(string(to)), "", s.Msg)
+			case *messages.NodeRef:
+				n.deleteAsk(ctx, did, to.PID(), to.GetNodeId(), s.Msg)
+			default:
+				return false
+			}
+			return true
+		},
+		Timer: func(ctx actor.Context, did uint64, t outbox.Timer) {
+			if run := n.reqs.deletes[did]; run != nil {
+				run.timer = shell.After(ctx, t.At, t.Msg)
+			}
+		},
+	}
+}
+
+// deleteEnded reports whether the Delete did is over (its sends can end
+// it).
+func (n *StoreNode) deleteEnded(did uint64) bool { return n.reqs.deletes[did] == nil }
 
 // deleteAsk sends one of a Delete's requests, stamped with a request id
 // its answer echoes, to a watched peer: a peer that stops before it

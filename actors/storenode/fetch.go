@@ -10,11 +10,13 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -50,9 +52,8 @@ type fetchRun struct {
 	// senders are the nodes the run streams from, by PID key, with their
 	// node ids: the node watches them, and their end is a sender failure.
 	senders map[string]string
-	// timer is the protocol's one pending wait: a newer timer makes the
-	// older one stale (the protocol would ignore it), so it is stopped.
-	timer *time.Timer
+	// timer is the protocol's one pending wait.
+	timer shell.Timer
 	// cuts end the running copies, by stream id.
 	cuts map[uint64]context.CancelFunc
 	done bool
@@ -216,56 +217,68 @@ func (n *StoreNode) fetchDropped(ctx actor.Context, obj *storenode.Object) {
 	}
 }
 
-// drain carries out one step's output.
+// newFetchCarrier wires the generic shell to the fetch protocol: a
+// Locate goes through the Locator and a CancelLocate hangs its call up,
+// other sends go to the shard or node they name; a timer comes back as a
+// fetchTimerFired of its run; the senders a run streams from are watched
+// by the node (once), and their end is the run's sender failure.
+func (n *StoreNode) newFetchCarrier() *shell.Carrier[*fetchRun] {
+	return &shell.Carrier[*fetchRun]{
+		Resolve: n.resolve,
+		Route: func(ctx actor.Context, run *fetchRun, s outbox.Send) bool {
+			switch m := s.Msg.(type) {
+			case *messages.Locate:
+				n.locate(ctx, run, s.To, m)
+				return true
+			case *messages.CancelLocate:
+				// A Locate is withdrawn by hanging its call up: the shard
+				// drops exactly that request, where a CancelLocate message
+				// could overtake the run's next Locate and withdraw that.
+				run.hangUp()
+				return true
+			}
+			return false
+		},
+		Timer: func(ctx actor.Context, run *fetchRun, t outbox.Timer) {
+			system, self, ft := ctx.ActorSystem(), ctx.Self(), t.Msg.(storeproto.FetchTimer)
+			run.timer.Func(t.At, func() { system.Root.Send(self, &fetchTimerFired{run: run, t: ft}) })
+		},
+		Watch: func(ctx actor.Context, run *fetchRun, who any) {
+			if ref, ok := who.(*messages.NodeRef); ok {
+				pid := ref.PID()
+				if run.senders == nil {
+					run.senders = map[string]string{}
+				}
+				run.senders[actorutil.Key(pid)] = ref.GetNodeId()
+				n.watch(ctx, pid)
+			}
+		},
+		Unwatch: func(_ actor.Context, run *fetchRun, who any) {
+			if ref, ok := who.(*messages.NodeRef); ok {
+				delete(run.senders, actorutil.Key(ref.PID()))
+			}
+		},
+		Event: func(ctx actor.Context, run *fetchRun, e any) {
+			if f, ok := e.(*storeproto.SenderFailure); ok {
+				n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": f.Sender.GetNodeId(),
+					"offset": f.Offset, "error": f.Err}).Info("sender failed; locating another")
+				return
+			}
+			ctx.ActorSystem().EventStream.Publish(e)
+		},
+	}
+}
+
+// drain carries out one step's output: its Box through the generic
+// shell, then what is the fetch's own (a copy to cut or start, the end).
 func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storeproto.FetchOutput) {
 	if run.done {
 		return
 	}
-	for _, s := range out.Sends {
-		switch m := s.Msg.(type) {
-		case *messages.Locate:
-			n.locate(ctx, run, s.To, m)
-		case *messages.CancelLocate:
-			// A Locate is withdrawn by hanging its call up: the shard
-			// drops exactly that request, where a CancelLocate message
-			// could overtake the run's next Locate and withdraw that.
-			run.hangUp()
-		default:
-			if pid := n.resolve(s.To); pid != nil {
-				ctx.Send(pid, s.Msg)
-			}
-		}
-	}
-	for _, t := range out.Timers {
-		n.arm(ctx, run, t.At, t.Msg.(storeproto.FetchTimer))
-	}
+	n.fetchOut.Carry(ctx, run, out.Box, nil)
 	if out.Cut != 0 {
 		if cut := run.cuts[out.Cut]; cut != nil {
 			cut()
-		}
-	}
-	for _, w := range out.Unwatch {
-		if ref, ok := w.(*messages.NodeRef); ok {
-			delete(run.senders, actorutil.Key(ref.PID()))
-		}
-	}
-	for _, w := range out.Watch {
-		if ref, ok := w.(*messages.NodeRef); ok {
-			pid := ref.PID()
-			if run.senders == nil {
-				run.senders = map[string]string{}
-			}
-			run.senders[actorutil.Key(pid)] = ref.GetNodeId()
-			n.watch(ctx, pid)
-		}
-	}
-	for _, e := range out.Events {
-		switch e := e.(type) {
-		case *storeproto.SenderFailure:
-			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": e.Sender.GetNodeId(),
-				"offset": e.Offset, "error": e.Err}).Info("sender failed; locating another")
-		default:
-			ctx.ActorSystem().EventStream.Publish(e)
 		}
 	}
 	if out.Stream != nil {
@@ -372,24 +385,8 @@ func (n *StoreNode) resolve(to any) *actor.PID {
 	return nil
 }
 
-// arm sets the run's one timer. time.AfterFunc rather than Proto.Actor's
-// scheduler (whose cancel races with its timer goroutine): no goroutine
-// runs until it fires, and then only to send one message.
-func (n *StoreNode) arm(ctx actor.Context, run *fetchRun, at time.Time, t storeproto.FetchTimer) {
-	run.stopTimer()
-	system, self := ctx.ActorSystem(), ctx.Self()
-	run.timer = time.AfterFunc(time.Until(at), func() { system.Root.Send(self, &fetchTimerFired{run: run, t: t}) })
-}
-
-func (r *fetchRun) stopTimer() {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
-}
-
 func (r *fetchRun) stopAll() {
-	r.stopTimer()
+	r.timer.Stop()
 	r.hangUp()
 	for id, cut := range r.cuts {
 		cut()

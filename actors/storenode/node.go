@@ -12,6 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -34,6 +35,11 @@ type StoreNode struct {
 	intos   map[*fetchRun]struct{}
 	// locator carries the fetches' Locates (Config.Locate).
 	locator Locator
+	// fetchOut, putOut and deleteOut carry out the protocols' outboxes
+	// (the generic shell, wired once per incarnation).
+	fetchOut  *shell.Carrier[*fetchRun]
+	putOut    *shell.Carrier[uint64]
+	deleteOut *shell.Carrier[uint64]
 	// reduces are the reduce workers, by reduce id and position. They
 	// are not children: a restart of this actor stops its children, and
 	// a worker stopped that way tells its coordinator nothing (the
@@ -151,6 +157,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 
 func (n *StoreNode) started(ctx actor.Context) {
 	n.fetches, n.intos = map[string]*fetchRun{}, map[*fetchRun]struct{}{}
+	n.fetchOut, n.putOut, n.deleteOut = n.newFetchCarrier(), n.newPutCarrier(), n.newDeleteCarrier()
 	n.locator = n.cfg.Locate
 	if n.locator == nil {
 		n.locator = requestLocate(ctx.ActorSystem())

@@ -9,11 +9,13 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 	"github.com/hoplite-go/hoplite/storenode"
 )
 
@@ -206,20 +208,8 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
 	if s.Unpin {
 		n.cfg.Store.Unpin(run.obj)
 	}
-	for _, snd := range s.Sends {
-		switch to := snd.To.(type) {
-		case directory.ShardOf:
-			n.toShard(ctx, run, string(to), snd.Msg)
-		case *actor.PID:
-			ctx.Send(to, snd.Msg)
-		}
-	}
-	if n.reqs.runs[id] != run {
+	if !n.putOut.Carry(ctx, id, s.Box, n.putEnded) {
 		return // the sends ended it (no shard to register with)
-	}
-	for _, t := range s.Timers {
-		system, self, msg := ctx.ActorSystem(), ctx.Self(), t.Msg
-		run.timer = time.AfterFunc(time.Until(t.At), func() { system.Root.Send(self, msg) })
 	}
 	if s.CopyIn {
 		n.copyIn(ctx, id, run, s.Readable)
@@ -234,6 +224,28 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
 		}
 	}
 }
+
+// newPutCarrier wires the generic shell to the Put protocol: a send to
+// a shard goes by toShard, and the deadline comes back to this actor.
+func (n *StoreNode) newPutCarrier() *shell.Carrier[uint64] {
+	return &shell.Carrier[uint64]{
+		Route: func(ctx actor.Context, id uint64, s outbox.Send) bool {
+			to, ok := s.To.(directory.ShardOf)
+			if ok {
+				n.toShard(ctx, n.reqs.runs[id], string(to), s.Msg)
+			}
+			return ok
+		},
+		Timer: func(ctx actor.Context, id uint64, t outbox.Timer) {
+			if run := n.reqs.runs[id]; run != nil {
+				run.timer = shell.After(ctx, t.At, t.Msg)
+			}
+		},
+	}
+}
+
+// putEnded reports whether the Put id is over (its sends can end it).
+func (n *StoreNode) putEnded(id uint64) bool { return n.reqs.runs[id] == nil }
 
 // toShard sends to the shard of id. The CreateObject goes as a request,
 // so the shard answers this actor, which watches the shard: a shard that
