@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -94,6 +96,39 @@ func TestCompletionScripts(t *testing.T) {
 	for _, cmd := range []string{"demo", "node", "members", "completion", "--addr", "--wait"} {
 		if !strings.Contains(script, cmd) {
 			t.Errorf("zsh completion lacks %s", cmd)
+		}
+	}
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		return // .ci/run installs zsh, so CI always runs what follows
+	}
+	// The script loaded by zsh's own completion system; compadd, which
+	// only a completion widget may call, prints what it was offered
+	// (zsh filters the offers by PREFIX itself).
+	for _, c := range []struct {
+		words, prefix string
+		current       int
+		want          []string
+	}{
+		{"hoplite me", "me", 2, []string{"members", "completion", "--version"}},
+		{"hoplite get --w", "--w", 3, []string{"--wait", "--addr"}},
+		{"hoplite bench p2p --small-s", "--small-s", 4, []string{"--small-size"}},
+		{"hoplite completion z", "z", 3, []string{"bash", "zsh"}},
+	} {
+		prog := "autoload -U compinit && compinit -u -d " + filepath.Join(t.TempDir(), "zcompdump") + "\n" + script +
+			"\ncompadd() { print -r -- \"offered: $*\" }\n_files() { : }\n" +
+			"words=(" + c.words + "); CURRENT=" + strconv.Itoa(c.current) + "; PREFIX=" + c.prefix + "; _hoplite\n"
+		out, err := exec.Command(zsh, "-f", "-c", prog).CombinedOutput()
+		offered := ""
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "offered: ") {
+				offered += " " + strings.TrimPrefix(line, "offered: ") + " "
+			}
+		}
+		for _, w := range c.want {
+			if err != nil || !strings.Contains(offered, " "+w+" ") {
+				t.Errorf("zsh completion of %q offered %q (%v), want %s among them; output:\n%s", c.words, offered, err, w, out)
+			}
 		}
 	}
 }
