@@ -138,7 +138,10 @@ func TestBackupFiresADeadlineThePrimaryMissed(t *testing.T) {
 	l := startCluster(t, 3)
 	ev := watchEvents(t, l)
 	ctx := deadline(t, 20*time.Second)
-	b, err := barrier.New(ctx, l, "deadline", barrier.Max(5), barrier.Timeout(400*time.Millisecond), barrier.TakeoverAfter(50*time.Millisecond))
+	// The deadline leaves the kill below time to come first on a busy
+	// machine: at 400 ms the primary fired before its kill once (load 17
+	// on 2 vCPUs), and no backup had anything to take over.
+	b, err := barrier.New(ctx, l, "deadline", barrier.Max(5), barrier.Timeout(2*time.Second), barrier.TakeoverAfter(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
