@@ -2,91 +2,11 @@ package storenode
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/getinto"
 	"github.com/hoplite-go/hoplite/messages"
 )
-
-// IntoBuffer is the destination of one GetInto: the caller's memory,
-// lent to the store node that fills it. At most one goroutine holds it at
-// a time (Hold), and once the caller's GetInto returns nobody can hold it
-// again; GetInto returns only after the holder let go, so the caller may
-// reuse the memory at once.
-type IntoBuffer struct {
-	b   []byte
-	ctx context.Context
-
-	mu     sync.Mutex
-	held   bool
-	closed bool
-	holder sync.WaitGroup
-}
-
-// newIntoBuffer lends b until close; ctx ends when the caller stops
-// waiting, and with it every write.
-func newIntoBuffer(ctx context.Context, b []byte) *IntoBuffer {
-	return &IntoBuffer{b: b, ctx: ctx}
-}
-
-// Len is how many bytes the buffer holds.
-func (d *IntoBuffer) Len() int64 { return int64(len(d.b)) }
-
-// Context ends when the caller stops waiting: a writer's I/O is bound to
-// it, so that the caller's wait for the writer to let go is short.
-func (d *IntoBuffer) Context() context.Context { return d.ctx }
-
-// Hold gives the caller's memory to one writer until Release. It fails if
-// another writer holds it (a second one would race the first) or the
-// caller has returned (the memory is the caller's again).
-func (d *IntoBuffer) Hold() ([]byte, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.held || d.closed {
-		return nil, false
-	}
-	d.held = true
-	d.holder.Add(1)
-	return d.b, true
-}
-
-// Release ends a Hold.
-func (d *IntoBuffer) Release() {
-	d.mu.Lock()
-	d.held = false
-	d.mu.Unlock()
-	d.holder.Done()
-}
-
-// close takes the memory back: no Hold succeeds after it, and it returns
-// once the current holder (if any) released it.
-func (d *IntoBuffer) close() {
-	d.mu.Lock()
-	d.closed = true
-	d.mu.Unlock()
-	d.holder.Wait()
-}
-
-// GetIntoRequest asks the store node in this process for object
-// ObjectID in Dst (Client.GetInto). It carries the caller's memory, so it
-// is no protobuf message and never crosses a process.
-type GetIntoRequest struct {
-	ObjectID string
-	Dst      *IntoBuffer
-	Deadline time.Time
-}
-
-// GetIntoReply answers a GetIntoRequest: Err, or N bytes of the object,
-// which are in Dst already unless Data is set (inline bytes the directory
-// sent, which the caller copies; a local copy is answered with a
-// messages.GetReply to copy from instead).
-type GetIntoReply struct {
-	ObjectID string
-	N        int64
-	Data     []byte
-	Err      error
-}
 
 // GetInto fetches object id into dst and returns its size n: dst[:n]
 // holds its bytes, and dst[n:] is untouched. Like Get it waits for the
@@ -157,20 +77,20 @@ func (c *Client) getInto(ctx context.Context, id string, dst []byte) (n int, rac
 	}
 	deadline, _ := ctx.Deadline()
 	wctx, stopWriting := context.WithCancel(ctx)
-	buf := newIntoBuffer(wctx, dst)
-	res, err := actorutil.Request(ctx, c.root, c.node, &GetIntoRequest{ObjectID: id, Dst: buf, Deadline: deadline})
+	buf := getinto.NewBuffer(wctx, dst)
+	res, err := actorutil.Request(ctx, c.root, c.node, &getinto.Request{ObjectID: id, Dst: buf, Deadline: deadline})
 	// The memory comes back before anything else happens to it: a writer
 	// that outlives the answer (the node stopped the fetch and answered
 	// at once; the caller's deadline passed) is told to stop, and waited
 	// for.
 	stopWriting()
-	buf.close()
+	buf.Close()
 	if err != nil {
 		return 0, false, err
 	}
 	var data []byte
 	switch r := res.(type) {
-	case *GetIntoReply:
+	case *getinto.Reply:
 		if r.Err != nil {
 			return 0, true, r.Err
 		}

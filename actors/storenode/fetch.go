@@ -14,6 +14,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/getinto"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
@@ -61,7 +62,7 @@ type fetchRun struct {
 
 // intoJob is the GetInto a run serves.
 type intoJob struct {
-	req     *storenode.GetIntoRequest
+	req     *getinto.Request
 	caller  *actor.PID
 	replied bool
 	// stopWatch ends the watch of the caller's context (fetchCallerGone).
@@ -107,7 +108,7 @@ func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadlin
 
 // startInto starts the fetch of a GetInto of an object this node does
 // not hold, into the caller's buffer.
-func (n *StoreNode) startInto(ctx actor.Context, req *storenode.GetIntoRequest, caller *actor.PID) {
+func (n *StoreNode) startInto(ctx actor.Context, req *getinto.Request, caller *actor.PID) {
 	fc := fetchConfig(n.cfg, req.ObjectID)
 	// The caller's deadline is final: it returns then, so no grace.
 	fc.Grace = 0
@@ -334,7 +335,7 @@ func (n *StoreNode) answerInto(ctx actor.Context, run *fetchRun, out *storeproto
 		return
 	}
 	j.replied = true
-	r := &storenode.GetIntoReply{ObjectID: run.id, Err: err}
+	r := &getinto.Reply{ObjectID: run.id, Err: err}
 	switch {
 	case err != nil:
 	case out.Local:
@@ -530,7 +531,7 @@ func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer
 // into the caller's memory each chunk is read from the socket straight
 // into its place; otherwise each chunk is copied once. Nothing past size
 // is written.
-func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *storenode.IntoBuffer, sender *messages.NodeRef, off, size int64, chunk int) (int64, error) {
+func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *getinto.Buffer, sender *messages.NodeRef, off, size int64, chunk int) (int64, error) {
 	b, ok := dst.Hold()
 	if !ok {
 		return off, messages.Errorf(messages.ErrorCode_CANCELED, "GetInto of %q: the buffer is no longer lent (the caller returned)", id)

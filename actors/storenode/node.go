@@ -16,6 +16,7 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/getinto"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -121,7 +122,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.stopFetches(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
-	case *storenode.GetIntoRequest:
+	case *getinto.Request:
 		n.getInto(ctx, m)
 	case *objectSettled:
 		n.settled(ctx, m.obj)
@@ -441,10 +442,10 @@ func (n *StoreNode) storePushed(ctx actor.Context, m *messages.Get) bool {
 // Such runs are not in n.fetches: they are no fetch of the node's copy,
 // and several may run for one object (one per caller, each into its own
 // buffer) beside a Get's fetch of it.
-func (n *StoreNode) getInto(ctx actor.Context, m *storenode.GetIntoRequest) {
+func (n *StoreNode) getInto(ctx actor.Context, m *getinto.Request) {
 	id := m.ObjectID
 	fail := func(err *messages.Error) {
-		ctx.Send(ctx.Sender(), &storenode.GetIntoReply{ObjectID: id, Err: err})
+		ctx.Send(ctx.Sender(), &getinto.Reply{ObjectID: id, Err: err})
 	}
 	switch {
 	case ctx.Sender() == nil:
@@ -474,11 +475,11 @@ func (n *StoreNode) getInto(ctx actor.Context, m *storenode.GetIntoRequest) {
 
 // getIntoLocal answers a GetInto from this node's copy, once it is
 // complete, as a read-only Get.
-func (n *StoreNode) getIntoLocal(ctx actor.Context, m *storenode.GetIntoRequest, caller *actor.PID) {
+func (n *StoreNode) getIntoLocal(ctx actor.Context, m *getinto.Request, caller *actor.PID) {
 	if n.cfg.Store.Lookup(m.ObjectID) == nil {
 		// The directory named this node's copy, which is gone already:
 		// the caller asks again (a placement race, like a moving shard).
-		ctx.Send(caller, &storenode.GetIntoReply{ObjectID: m.ObjectID, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+		ctx.Send(caller, &getinto.Reply{ObjectID: m.ObjectID, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
 			"the directory names %s's copy of %q, which its store no longer holds", n.cfg.Self.GetNodeId(), m.ObjectID)})
 		return
 	}

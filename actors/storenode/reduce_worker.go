@@ -13,6 +13,7 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/reduceio"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
@@ -427,12 +428,12 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 	}
 	if t.GetSliced() {
 		// A slice of a sliced AllReduce: its own bytes, read in place.
-		if r, err = storenode.NewSliceReader(r, t.GetSourceOffset(), t.GetSize()); err != nil {
+		if r, err = reduceio.NewSliceReader(r, t.GetSourceOffset(), t.GetSize()); err != nil {
 			return measured{}, 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
 		}
 	}
 	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()) // one size for all of this task's streams
-	own := storenode.NewLocalStream(r, chunk)
+	own := reduceio.NewLocalStream(r, chunk)
 	defer own.Close()
 	var ownIn transport.Stream = own
 	if len(t.GetChildren()) == 0 {
@@ -470,7 +471,7 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 	if t.GetRoot() {
 		onRange = fp.Write
 	}
-	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(ownIn, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
+	if err := reduceio.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), w.hooked(ownIn, t.GetSourceId(), t.GetSourceOffset()), kids, onRange); err != nil {
 		return measured{}, 0, err
 	}
 	if ctx.Err() != nil {
@@ -565,7 +566,7 @@ func (w *reduceWorker) open(ctx context.Context, in *messages.ReduceInput, chunk
 		if err != nil {
 			return nil, err
 		}
-		return storenode.NewLocalStream(r, chunk), nil
+		return reduceio.NewLocalStream(r, chunk), nil
 	}
 	if paced {
 		return transport.OpenPaced(octx, w.cfg.Transport, w.cfg.Self.GetDataAddress(), in.GetNode().GetDataAddress(), in.GetObjectId(), 0, chunk)
@@ -652,7 +653,7 @@ func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGathe
 // It returns the copy's fingerprint for that.
 //
 // The target's buffer is made when the first slice's first bytes arrive
-// (storenode.CopyStreamLazy), after the chains have filled: made at the
+// (reduceio.CopyStreamLazy), after the chains have filled: made at the
 // start, with the chains' outputs, the 32 MiB of a gather of 32 MiB were
 // most of what 8 members allocated at once, on 2 vCPUs, and the garbage
 // collection that allocation started ran in the same window
@@ -740,7 +741,7 @@ func (w *reduceWorker) relay(ctx context.Context, t *messages.ReduceTask, out *s
 			t.GetChildren()[0].GetObjectId(), s.Size(), t.GetSize())
 	}
 	in := w.hooked(w.tl.firstByte(s), t.GetChildren()[0].GetObjectId(), 0)
-	if err := storenode.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), in, nil, nil); err != nil {
+	if err := reduceio.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), in, nil, nil); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -758,7 +759,7 @@ func (w *reduceWorker) gatherOne(ctx context.Context, in *messages.ReduceInput, 
 	}
 	defer s.Close()
 	w.tl.markLast(stepOpened)
-	return storenode.CopyStreamLazy(ctx, w.hooked(w.tl.firstByte(s), in.GetObjectId(), 0), end-off, func() ([]byte, error) {
+	return reduceio.CopyStreamLazy(ctx, w.hooked(w.tl.firstByte(s), in.GetObjectId(), 0), end-off, func() ([]byte, error) {
 		buf, err := target()
 		if err != nil {
 			return nil, err

@@ -77,7 +77,7 @@ var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall
 // the Store and its objects (concurrent, bytes), what runs a protocol
 // against them, and the public Client.
 var StoreFiles = []string{
-	"store.go", "object.go", "slice.go", "combine.go", // the Store
+	"store.go", "object.go", // the Store
 	"fetch.go",                         // runs the FetchProtocol against the Store
 	"client.go", "into.go", "typed.go", // the Client
 }

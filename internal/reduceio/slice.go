@@ -1,4 +1,4 @@
-package storenode
+package reduceio
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package storenode
+package reduceio
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/coordinator/kernel"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -71,7 +72,7 @@ func (c *cursor) next(ctx context.Context) ([]byte, error) {
 // child accumulated into it with op. Each finished range is published at
 // once, so the parent (or a Get of the target) streams it while the rest
 // is still being reduced. onRange sees every published range.
-func Combine(ctx context.Context, w *Writer, size int64, chunk int, op messages.ReduceOp, dt messages.DType,
+func Combine(ctx context.Context, w *storenode.Writer, size int64, chunk int, op messages.ReduceOp, dt messages.DType,
 	own transport.Stream, kids []transport.Stream, onRange func([]byte)) error {
 	width, err := kernel.Width(dt)
 	if err != nil {
