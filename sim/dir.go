@@ -238,8 +238,15 @@ func (w *world) route(from *host, out []outbox.Send) {
 			if !ok {
 				continue
 			}
+			// An inline source's update is the answer to the Subscribe on
+			// the data plane; any other comes as an actor message, to keep
+			// its order with the later ones (directory.ServeSubscribe).
+			via := viaActor
+			if m.GetHasInline() {
+				via = viaRequest
+			}
 			r := to.r
-			w.send(from, r.host, qCoord, viaRequest, func() { r.apply(r.r.Located(m, w.now())) })
+			w.send(from, r.host, qCoord, via, func() { r.apply(r.r.Located(m, w.now())) })
 		case createReply:
 			m, ok := snd.Msg.(*messages.CreateObjectReply)
 			if !ok || to.then == nil {

@@ -34,6 +34,13 @@ type Params struct {
 	// is readable only once its host's CPU has processed it, one chunk at
 	// a time: a pipeline pays it once a hop.
 	ByteCost, ReduceCost float64 // seconds per byte
+	// CPUs is how many cores the hosts share, 0 for a core of its own
+	// each. The testbed runs its N hosts as processes of one machine
+	// with 2 vCPUs: with CPUs > 0 every piece of a host's processing (a
+	// control message at any of its queues, a chunk taken in) waits,
+	// besides its own queue, for one of the machine's cores, first come
+	// first served, and holds it for its cost.
+	CPUs int
 	// StoreCost, ShardCost and CoordCost are the processing time of one
 	// control message at a store node, a directory shard and a Reduce
 	// coordinator.
@@ -70,7 +77,8 @@ func TestbedBurst(rate float64) float64 {
 // 0.58 ms (actor-rtt), a data plane round trip 0.24–0.47 ms (data-rtt),
 // 1.3 ns of CPU per byte a host receives (a 32 MiB broadcast to 8 hosts
 // used 0.31 s of CPU for 7 × 32 MiB received) and 0.2 ns more per byte a
-// Reduce combines (the 32 MiB reduce's 0.36 s).
+// Reduce combines (the 32 MiB reduce's 0.36 s). The hosts have a core
+// each: TestbedCPUs is the testbed's machine.
 func DefaultParams(n int) Params {
 	return Params{
 		N:                 n,
@@ -93,6 +101,10 @@ func DefaultParams(n int) Params {
 		Seed:              1,
 	}
 }
+
+// TestbedCPUs is the cores of the machine the testbed runs its hosts on
+// (bench/results: "cpus": 2).
+const TestbedCPUs = 2
 
 // actorLatency is ActorLatency, or Latency if it is not set.
 func (p Params) actorLatency() time.Duration {

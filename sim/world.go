@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -43,8 +44,12 @@ type host struct {
 	up    link
 	down  link
 	free  [nQueues]time.Duration
-	store *storenode.Store
-	objs  map[string]*objState
+	// jobs wait for a core of the machine (Params.CPUs > 0), by queue;
+	// queued says the host is on the machine's run queue or running.
+	jobs   [nQueues][]job
+	queued bool
+	store  *storenode.Store
+	objs   map[string]*objState
 	// fetches are the fetch sessions in flight here, in start order
 	// (a slice: the order of every step must not depend on map order).
 	fetches []*fetchSession
@@ -81,11 +86,14 @@ type world struct {
 	instances uint32
 	// calls are the Reduces called, for their callers' watch.
 	calls []*reduceCall
+	// cpu is the machine's shared cores (Params.CPUs > 0).
+	cpu machine
 }
 
 func newWorld(p Params) *world {
 	w := &world{p: p, eng: &engine{}, byName: map[string]*host{}}
 	w.net.eng = w.eng
+	w.cpu = machine{w: w, idle: p.CPUs}
 	w.rng = rand.New(rand.NewPCG(p.Seed, 0x51e))
 	w.payload = p.Bandwidth / 8 * p.PayloadEfficiency
 	for i := 0; i < p.N; i++ {
@@ -147,9 +155,14 @@ func (w *world) send(from, to *host, q queue, via plane, fn func()) {
 func (w *world) process(h *host, q queue, fn func()) { w.work(h, q, w.cost(q), fn) }
 
 // work runs fn once h's queue q has spent cost on it, after what the
-// queue holds already.
+// queue holds already and, on a machine of Params.CPUs cores, once a
+// core is free for it.
 func (w *world) work(h *host, q queue, cost time.Duration, fn func()) {
 	if !h.alive {
+		return
+	}
+	if w.p.CPUs > 0 {
+		w.cpu.submit(h, q, cost, fn)
 		return
 	}
 	start := max(w.eng.now, h.free[q])
@@ -162,6 +175,94 @@ func (w *world) work(h *host, q queue, cost time.Duration, fn func()) {
 			fn()
 		}
 	})
+}
+
+// job is one piece of a host's processing waiting for a core.
+type job struct {
+	cost time.Duration
+	fn   func()
+	at   time.Duration // when it was submitted
+}
+
+// machine is the cores the hosts share (Params.CPUs > 0). A host runs
+// one job at a time, as the testbed's nodes run at GOMAXPROCS 1: a host
+// with jobs waiting joins the machine's run queue once, and the first
+// free core runs its oldest job whose queue is not paused. A paused
+// host joins the run queue only once the pause ends.
+type machine struct {
+	w    *world
+	idle int
+	// ready is the run queue: ready[head:] wait for a core, in order.
+	ready []*host
+	head  int
+}
+
+func (m *machine) submit(h *host, q queue, cost time.Duration, fn func()) {
+	h.jobs[q] = append(h.jobs[q], job{cost: cost, fn: fn, at: m.w.eng.now})
+	if !h.queued {
+		h.queued = true
+		m.enqueue(h)
+	}
+}
+
+// enqueue puts h on the run queue, once a pause is over.
+func (m *machine) enqueue(h *host) {
+	w := m.w
+	if until := slices.Max(h.free[:]); until > w.eng.now {
+		w.eng.at(until, func() { m.enqueue(h) })
+		return
+	}
+	m.ready = append(m.ready, h)
+	m.dispatch()
+}
+
+// dispatch gives free cores the hosts at the run queue's front.
+func (m *machine) dispatch() {
+	w := m.w
+	for m.idle > 0 && m.head < len(m.ready) {
+		h := m.ready[m.head]
+		m.ready[m.head] = nil
+		m.head++
+		if m.head > len(m.ready)/2 {
+			m.ready = append(m.ready[:0], m.ready[m.head:]...)
+			m.head = 0
+		}
+		if !h.alive {
+			h.jobs, h.queued = [nQueues][]job{}, false
+			continue
+		}
+		q := queue(-1)
+		for k := range h.jobs {
+			if len(h.jobs[k]) > 0 && (q < 0 || h.jobs[k][0].at < h.jobs[q][0].at) {
+				q = queue(k)
+			}
+		}
+		j := h.jobs[q][0]
+		h.jobs[q][0] = job{}
+		h.jobs[q] = h.jobs[q][1:]
+		if wait := w.eng.now - j.at; wait > w.queueWait[q] {
+			w.queueWait[q] = wait
+		}
+		m.idle--
+		w.eng.after(j.cost, func() {
+			m.idle++
+			if h.alive {
+				j.fn()
+			}
+			h.queued = false
+			for k := range h.jobs {
+				if h.alive && len(h.jobs[k]) > 0 {
+					h.queued = true
+				}
+			}
+			if h.queued {
+				m.enqueue(h)
+			} else {
+				h.jobs = [nQueues][]job{}
+			}
+			m.dispatch()
+		})
+	}
 }
 
 // objState is what the data plane knows of one copy of an object on a

@@ -40,6 +40,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	lat := fs.Duration("latency", 50*time.Microsecond, "one-way latency L")
 	cost := fs.Duration("msg-cost", 20*time.Microsecond, "processing time of one control message at a store node, shard or coordinator")
 	shards := fs.Int("shards", 64, "directory shards")
+	cpus := fs.Int("cpus", 0, "cores the hosts share, as the testbed's processes share its machine's (one job at a time per host); 0: a core per host")
 	num := fs.Int("num", 0, "reduce: n of the N sources (0: all, or N-kill with --kill)")
 	degree := fs.Int("degree", 0, "reduce and allreduce: the tree's degree (0: the cost model's)")
 	shape := fs.String("allreduce-shape", "", "allreduce: sliced, d-ary (reduce, then broadcast), or empty for the cost model's choice")
@@ -78,6 +79,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p := sim.DefaultParams(n)
 		p.Bandwidth, p.Burst, p.Latency, p.Shards, p.Seed, p.SlowFraction = B.BitsPerSecond, sim.TestbedBurst(B.BitsPerSecond), *lat, *shards, *seed, *slow
 		p.StoreCost, p.ShardCost, p.CoordCost = *cost, *cost, *cost
+		p.CPUs = *cpus
 		var outs []*sim.Outcome
 		for _, sc := range scen {
 			if err := ctx.Err(); err != nil {
