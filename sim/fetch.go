@@ -5,19 +5,19 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/fetchrun"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // fetchSession is one Get on a host: the real FetchProtocol (run against
-// the host's store by storenode.Fetch), its
+// the host's store by fetchrun.Fetch), its
 // streams carried by the simulated data plane.
 type fetchSession struct {
 	w      *world
 	h      *host
 	id     string
-	p      *storenode.Fetch
+	p      *fetchrun.Fetch
 	obj    *objState
 	stream *stream
 	sid    uint64
@@ -93,7 +93,7 @@ func (fs *fetchSession) start() {
 	so, _ := h.store.Reserve(fs.id)
 	fs.obj = h.obj(fs.id)
 	fs.stream, fs.sender = nil, nil
-	fs.p = storenode.NewFetch(storeproto.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, fs.deadline, nil)
+	fs.p = fetchrun.NewFetch(storeproto.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, fs.deadline, nil)
 	fs.apply(fs.p.Start(w.now()))
 }
 

@@ -68,6 +68,15 @@ func (o *Object) Size() int64 {
 	return o.size
 }
 
+// State reads at one instant the object's size (-1 before it is
+// allocated), the bytes written, whether it is complete or pinned, and
+// its error: what a fetch protocol's step reads of it.
+func (o *Object) State() (size, written int64, done, pinned bool, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.size, o.written, o.done, o.pinned, o.err
+}
+
 // Pinned reports whether this is the creator's copy.
 func (o *Object) Pinned() bool {
 	o.mu.Lock()

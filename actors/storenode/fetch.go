@@ -14,6 +14,7 @@ import (
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/fetchrun"
 	"github.com/hoplite-go/hoplite/internal/getinto"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
@@ -22,7 +23,7 @@ import (
 	"github.com/hoplite-go/hoplite/transport"
 )
 
-// fetchRun is one fetch the store node runs: a storenode.Fetch (the step
+// fetchRun is one fetch the store node runs: a fetchrun.Fetch (the step
 // machine) and what the node holds for it, from the Get that starts it to
 // its end, inline or streamed. The store node is its one shell: each
 // message about the fetch (its Locate's end, a timer, a copy's end, a
@@ -32,7 +33,7 @@ import (
 // a Locate's answer has one place to go.
 //
 // A run with into set fetches into a GetInto caller's buffer instead of
-// the store (storenode.NewFetchInto): it has no object, and it answers
+// the store (fetchrun.NewFetchInto): it has no object, and it answers
 // the caller when it ends. Such runs are not in StoreNode.fetches (they
 // are no fetch of the node's copy; several may run for one object).
 //
@@ -42,7 +43,7 @@ import (
 // dropped.
 type fetchRun struct {
 	id   string
-	p    *storenode.Fetch
+	p    *fetchrun.Fetch
 	obj  *storenode.Object // nil for a fetch into a caller's buffer
 	into *intoJob
 	// shard and attempt are the Locate the run waits for; cancel hangs
@@ -101,7 +102,7 @@ type fetchCallerGone struct{ run *fetchRun }
 func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time) {
 	id := obj.ID()
 	run := &fetchRun{id: id, obj: obj}
-	run.p = storenode.NewFetch(fetchConfig(n.cfg, id), n.cfg.Store, obj, deadline, observer(n.cfg))
+	run.p = fetchrun.NewFetch(fetchConfig(n.cfg, id), n.cfg.Store, obj, deadline, observer(n.cfg))
 	n.fetches[id] = run
 	n.drain(ctx, run, run.p.Start(time.Now()))
 }
@@ -113,7 +114,7 @@ func (n *StoreNode) startInto(ctx actor.Context, req *getinto.Request, caller *a
 	// The caller's deadline is final: it returns then, so no grace.
 	fc.Grace = 0
 	run := &fetchRun{id: req.ObjectID, into: &intoJob{req: req, caller: caller}}
-	run.p = storenode.NewFetchInto(fc, req.ObjectID, req.Dst.Len(), req.Deadline, observer(n.cfg))
+	run.p = fetchrun.NewFetchInto(fc, req.ObjectID, req.Dst.Len(), req.Deadline, observer(n.cfg))
 	n.intos[run] = struct{}{}
 	system, self := ctx.ActorSystem(), ctx.Self()
 	run.into.stopWatch = context.AfterFunc(req.Dst.Context(), func() { system.Root.Send(self, &fetchCallerGone{run: run}) })

@@ -15,6 +15,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/fetchrun"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -118,9 +119,9 @@ func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
 	now := time.Unix(1000, 0)
 	loc := &messages.LocateReply{ObjectId: "x", Size: int64(len(data)), HasInline: true, InlineData: data, Attempt: 1}
 
-	old := storenode.NewFetch(fc, store, obj, now.Add(time.Minute), nil)
+	old := fetchrun.NewFetch(fc, store, obj, now.Add(time.Minute), nil)
 	old.Start(now) // the session before the restart
-	newer := storenode.NewFetch(fc, store, obj, now.Add(time.Minute), nil)
+	newer := fetchrun.NewFetch(fc, store, obj, now.Add(time.Minute), nil)
 	newer.Start(now) // the restarted node's session
 
 	// The newer session allocates first but has not written yet when

@@ -74,11 +74,9 @@ var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall
 	"crypto/rand", "embed", "plugin"}
 
 // StoreFiles are the files of package storenode that are not core files:
-// the Store and its objects (concurrent, bytes), what runs a protocol
-// against them, and the public Client.
+// the Store and its objects (concurrent, bytes), and the public Client.
 var StoreFiles = []string{
 	"store.go", "object.go", // the Store
-	"fetch.go",                         // runs the FetchProtocol against the Store
 	"client.go", "into.go", "typed.go", // the Client
 }
 

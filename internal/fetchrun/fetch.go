@@ -1,26 +1,28 @@
-package storenode
+package fetchrun
 
 import (
-	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
-// Fetch runs a storeproto.FetchProtocol against the store: it reads the object's
-// state for each input, carries out the store operations the protocol
-// asks for (feeding their results back until it asks for none), hands a
-// measured transfer to Observe before the operation that completes the
-// copy, and holds the object's writer that the streams write through. Its methods are the
-// protocol's, without the object's state; the outputs it returns ask
-// for no store operation. A fetch into a caller's buffer
-// (NewFetchInto) has no object, and its protocol asks for none.
+// Fetch runs a storeproto.FetchProtocol against the store: it reads the
+// object's state for each input, carries out the store operations the
+// protocol asks for (feeding their results back until it asks for none),
+// hands a measured transfer to observe before the operation that
+// completes the copy, and holds the object's writer that the streams
+// write through. Its methods are the protocol's, without the object's
+// state; the outputs it returns ask for no store operation. A fetch into
+// a caller's buffer (NewFetchInto) has no object, and its protocol asks
+// for none.
 type Fetch struct {
 	p       *storeproto.FetchProtocol
 	proto   storeproto.FetchProtocol // what p points to: one allocation for both
-	store   *Store
-	obj     *Object
-	w       *Writer
+	store   *storenode.Store
+	obj     *storenode.Object
+	w       *storenode.Writer
 	observe func(bytes int64, elapsed time.Duration)
 }
 
@@ -28,7 +30,7 @@ type Fetch struct {
 // wanted by Gets until deadline; observe, if set, takes each transfer
 // that measured the network (the bandwidth estimator's
 // ObserveTransfer).
-func NewFetch(cfg storeproto.FetchConfig, store *Store, obj *Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
+func NewFetch(cfg storeproto.FetchConfig, store *storenode.Store, obj *storenode.Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
 	f := &Fetch{proto: storeproto.MakeFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
 	f.p = &f.proto
 	return f
@@ -44,7 +46,7 @@ func NewFetchInto(cfg storeproto.FetchConfig, id string, capacity int64, deadlin
 
 // Writer is the object's writer the streams write through (nil before
 // the fetch started, and for a fetch into a caller's buffer).
-func (f *Fetch) Writer() *Writer { return f.w }
+func (f *Fetch) Writer() *storenode.Writer { return f.w }
 
 // Protocol is the step machine this fetch runs.
 func (f *Fetch) Protocol() *storeproto.FetchProtocol { return f.p }
@@ -110,10 +112,8 @@ func (f *Fetch) state() storeproto.ObjectState {
 	if f.obj == nil {
 		return storeproto.ObjectState{Size: -1}
 	}
-	o := f.obj
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return storeproto.ObjectState{Size: o.size, Written: o.written, Done: o.done, Err: o.err, Pinned: o.pinned}
+	size, written, done, pinned, err := f.obj.State()
+	return storeproto.ObjectState{Size: size, Written: written, Done: done, Err: err, Pinned: pinned}
 }
 
 // run carries out out's store operations, and those of the steps they

@@ -1,4 +1,4 @@
-package storenode
+package fetchrun
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -16,14 +15,16 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/outbox"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
 // A broadcast simulated deterministically, like coordinator's
 // TestReductionSimulated: many receivers, each a storeproto.FetchProtocol over a
-// real Store, fetch objects through the real LocationTable, stepped by a
+// real storenode.Store, fetch objects through the real LocationTable, stepped by a
 // seeded schedule of every event a real run produces: directory replies
 // delayed, duplicated and reordered; a data plane that streams a sender's
 // current bytes (a partial copy grows while it is read); creators that
@@ -78,7 +79,7 @@ type simNode struct {
 	ref   *messages.NodeRef
 	inc   int // incarnation: messages to an older one are lost with it
 	alive bool
-	store *Store
+	store *storenode.Store
 	// fetches are the protocols in flight here, by object id.
 	fetches map[string]*simFetch
 	// toShard is when the last message from this node reaches the shard:
@@ -115,7 +116,7 @@ type simGet struct {
 	node     *simNode
 	inc      int
 	id       string
-	obj      *Object
+	obj      *storenode.Object
 	deadline time.Time
 	answered bool
 }
@@ -500,7 +501,7 @@ func (s *fetchSim) put(n *simNode, id string) {
 		return
 	}
 	data := s.data[id]
-	fp := Fingerprint(data)
+	fp := storenode.Fingerprint(data)
 	obj, evicted, err := n.store.Create(id, int64(len(data)), fp)
 	if err != nil {
 		s.fail("put %s on %s: %v", id, n.id, err)
@@ -569,7 +570,7 @@ func (s *fetchSim) rejoin(n *simNode, ids []string) {
 	}
 	n.inc++
 	n.alive = true
-	n.store = NewStore(s.capacity)
+	n.store = storenode.NewStore(s.capacity)
 	n.fetches = map[string]*simFetch{}
 	s.stats.rejoins++
 	s.logf("REJOIN %s", n.id)
@@ -653,9 +654,9 @@ func runFetchSim(t *testing.T, seed uint64, stats *simStats) {
 	for i := range nNodes {
 		id := fmt.Sprintf("n%d", i)
 		n := &simNode{id: id, ref: &messages.NodeRef{NodeId: id, Address: "sim", ActorId: id + "/store", DataAddress: "mem://" + id},
-			alive: true, store: NewStore(s.capacity * int64(len(ids))), fetches: map[string]*simFetch{}}
+			alive: true, store: storenode.NewStore(s.capacity * int64(len(ids))), fetches: map[string]*simFetch{}}
 		if i > 0 {
-			n.store = NewStore(s.capacity)
+			n.store = storenode.NewStore(s.capacity)
 		}
 		s.nodes = append(s.nodes, n)
 		s.byID[id] = n

@@ -1,27 +1,28 @@
-package storenode
+package fetchrun
 
 import (
 	"errors"
-	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 type protoFixture struct {
 	t     *testing.T
 	p     *Fetch
-	store *Store
-	obj   *Object
+	store *storenode.Store
+	obj   *storenode.Object
 	now   time.Time
 }
 
 func newProtoFixture(t *testing.T, deadline time.Duration) *protoFixture {
-	store := NewStore(1 << 30)
+	store := storenode.NewStore(1 << 30)
 	obj, _ := store.Reserve("x")
 	now := time.Unix(1000, 0)
 	p := NewFetch(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
