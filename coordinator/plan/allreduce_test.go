@@ -55,7 +55,7 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 	// 12582.912 µs, times the contention 1 + 0.12·2 = 15602.81088 µs;
 	// slices of 2 MiB move in 128 KiB chunks (16 a slice): fill
 	// 3·131072 ns, latency 6·L. Reduce+broadcast: the chain wins,
-	// T(1) = 4·L + S/B, broadcast 3·L + S/B.
+	// T(1) = 4·L + S/B + its fill, 2 chunks of 512 KiB, broadcast 3·L + S/B.
 	s := SlicedCost(4, 100*us, 1e9, 8<<20, false)
 	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us; (s - want).Abs() > time.Nanosecond {
 		t.Errorf("SlicedCost = %v, want %v", s, want)
@@ -67,7 +67,7 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 		t.Errorf("paced SlicedCost = %v, want %v", ps, want)
 	}
 	rb, d := ReduceBroadcastCost(4, 100*us, 1e9, 8<<20, 4)
-	if want := 400*us + 8388608*time.Nanosecond + 300*us + 8388608*time.Nanosecond; rb != want || d != 1 {
+	if want := 400*us + 8388608*time.Nanosecond + 2*524288*time.Nanosecond + 300*us + 8388608*time.Nanosecond; rb != want || d != 1 {
 		t.Errorf("ReduceBroadcastCost = %v (d=%d), want %v (d=1)", rb, d, want)
 	}
 	if c := ChooseAllReduce(4, 100*us, 1e9, 8<<20, 4, 4, false); !c.Sliced || c.SlicedCost != s || c.ReduceBroadcastCost != rb {
@@ -119,14 +119,21 @@ func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
 						chunk = math.Min(chunk, float64(slice))
 						contention := 1 + perParticipant*float64(n-2)
 						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*contention + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
-						// Reduce then broadcast: min over d of T(d), plus (n-1)·L + S/B.
+						// Reduce then broadcast: min over d of T(d) with its
+						// fill of chunks c, plus (n-1)·L + S/B.
+						fc := float64(ChunkFor(B))
+						for fc > MinChunk && fc*MinChunksPerObject > float64(S) {
+							fc /= 2
+						}
+						fc = math.Min(fc, float64(S))
 						best := math.Inf(1)
 						for d := 1; d <= n; d++ {
 							var td float64
 							if d == 1 {
-								td = float64(n)*L.Seconds() + sec(float64(S))
+								td = float64(n)*L.Seconds() + sec(float64(S)) + float64(max(n-2, 0))*sec(fc)
 							} else {
-								td = L.Seconds()*math.Log(float64(n))/math.Log(float64(d)) + float64(d)*sec(float64(S))
+								h := math.Ceil(math.Log(float64(n))/math.Log(float64(d)) - 1e-9)
+								td = L.Seconds()*math.Log(float64(n))/math.Log(float64(d)) + float64(d)*sec(float64(S)) + (h-1)*float64(d)*sec(fc)
 							}
 							best = math.Min(best, td)
 						}

@@ -64,8 +64,42 @@ func saturate(nanos float64) time.Duration {
 	return time.Duration(math.Round(nanos))
 }
 
-// ChooseDegree returns the degree in 1..min(n, maxD) that minimises Cost,
-// and the cost of every degree it evaluated so that callers can log why.
+// Fill is what a pipeline of chunks adds to Cost for a tree of degree d
+// over n objects of S bytes: before a path's last byte can follow its
+// first, the first chunk c crosses every hop, and a node of degree d
+// waits for one chunk from each of its children over its one downlink.
+//
+//	Fill(1) = (n-2)·c/B         a chain of n-1 hops
+//	Fill(d) = (h-1)·d·c/B       h = ⌈log_d n⌉ levels (d > 1)
+//
+// c is the chunk the data plane moves an S-byte object in at B
+// (ChunkForObject, at most S). Eq. 2.1 leaves it out: a chain pays S/B
+// once whatever its length, which holds while (n-2)·c is small beside S;
+// at 1,024 hosts of 32 MiB on 400 Mbit/s a chain's fill is five times
+// its S/B. An unknown bandwidth (B <= 0 or NaN) adds nothing: Cost is
+// forever already.
+func Fill(n, d int, B float64, S int64) time.Duration {
+	n, d = max(n, 1), max(d, 1)
+	if !(B > 0) || math.IsInf(B, 1) || S <= 0 || n <= 2 {
+		return 0
+	}
+	c := min(int64(ChunkForObject(B, S)), S)
+	var hops float64
+	if d == 1 {
+		hops = float64(n - 2)
+	} else {
+		h := 0
+		for p := 1; p < n; p *= d {
+			h++
+		}
+		hops = float64((h - 1) * d)
+	}
+	return saturate(hops * transferNanos(B, c))
+}
+
+// ChooseDegree returns the degree in 1..min(n, maxD) that minimises Cost
+// plus the pipeline's Fill, and the cost of every degree it evaluated so
+// that callers can log why.
 // Ties go to the smaller degree, which moves fewer bytes into each node.
 // n < 1 and maxD < 1 count as 1, so there is always an answer. An unknown
 // bandwidth (B <= 0) makes every degree cost forever alike: the answer is
@@ -76,7 +110,7 @@ func ChooseDegree(n int, L time.Duration, B float64, S int64, maxD int) (d int, 
 	costs = make(map[int]time.Duration, top)
 	d = 1
 	for k := 1; k <= top; k++ {
-		costs[k] = Cost(n, k, L, B, S)
+		costs[k] = Cost(n, k, L, B, S) + Fill(n, k, B, S)
 		if costs[k] < costs[d] {
 			d = k
 		}

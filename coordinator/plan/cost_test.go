@@ -78,9 +78,10 @@ func TestChooseDegree(t *testing.T) {
 		// 8 bytes: latency dominates, the flat gather has one hop.
 		{"tiny S", 16, time.Millisecond, 1e9, 8, 16, 16},
 		{"zero S", 16, time.Millisecond, 1e9, 0, 16, 16},
-		// S/B = L = 1ms: T(2) = 6, T(3) = 2.52+3 = 5.52, T(4) = 6 (ms).
+		// S/B = L = 1ms, 64 KiB chunks (65.536 µs): T(2) = 6 + 3·2·0.066,
+		// T(3) = 2.52+3 + 2·3·0.066, T(4) = 6 + 4·0.066 (ms).
 		{"balanced", 16, time.Millisecond, 1e9, 1e6, 16, 3},
-		// maxD caps the search: T(1) = 17ms, T(2) = 6ms.
+		// maxD caps the search: T(1) = 17 + 14·0.066 ms, T(2) = 6.39 ms.
 		{"capped", 16, time.Millisecond, 1e9, 1e6, 2, 2},
 		{"single object", 1, time.Millisecond, 1e9, 1e6, 8, 1},
 		{"no bandwidth ties to chain", 16, time.Millisecond, 0, 1, 16, 1},
@@ -97,7 +98,7 @@ func TestChooseDegree(t *testing.T) {
 		}
 		for k := 1; k <= top; k++ {
 			got, ok := costs[k]
-			if !ok || got != Cost(max(c.n, 1), k, c.L, c.B, c.S) {
+			if !ok || got != Cost(max(c.n, 1), k, c.L, c.B, c.S)+Fill(max(c.n, 1), k, c.B, c.S) {
 				t.Errorf("%s: costs[%d] = %v, %v", c.name, k, got, ok)
 			}
 			if got < costs[d] {
@@ -176,5 +177,60 @@ func TestChunkForObjectKeepsEnoughChunksToPipeline(t *testing.T) {
 	}
 	if got := ChunkForObject(math.Inf(1), 1<<30); got != MaxChunk {
 		t.Errorf("unbounded bandwidth, 1 GiB: %d, want %d", got, MaxChunk)
+	}
+}
+
+func TestFillHandComputed(t *testing.T) {
+	// B = 1e9 B/s, S = 8 MiB: 512 KiB chunks (ChunkFor's 4 MiB halved to
+	// keep 16 a chunk), 524.288 µs each.
+	const c = 524288 * time.Nanosecond
+	for _, tc := range []struct {
+		n, d int
+		want time.Duration
+	}{
+		{1, 1, 0}, {2, 1, 0}, {3, 1, c}, {16, 1, 14 * c},
+		{16, 2, 3 * 2 * c}, // h = 4
+		{17, 2, 4 * 2 * c}, // h = 5
+		{16, 4, 1 * 4 * c}, // h = 2
+		{16, 16, 0},        // the flat gather: one level
+	} {
+		if got := Fill(tc.n, tc.d, 1e9, 8<<20); got != tc.want {
+			t.Errorf("Fill(%d, %d) = %v, want %v", tc.n, tc.d, got, tc.want)
+		}
+	}
+	// A small object moves in one chunk of its own size.
+	if got := Fill(4, 1, 1e9, 1000); got != 2*time.Microsecond {
+		t.Errorf("Fill of a 1000-byte object on a chain of 4 = %v, want 2µs", got)
+	}
+	for _, B := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if got := Fill(16, 2, B, 8<<20); got != 0 {
+			t.Errorf("Fill at B=%v = %v, want 0", B, got)
+		}
+	}
+}
+
+// TestChooseDegreeWithFill: with the pipeline's fill a long chain loses
+// to the binary tree, as the simulator measures it (docs/simulator.md:
+// at 1,024 hosts of 32 MiB on the testbed's links the chain takes
+// 3.97 S/B, d = 2 2.19), while the testbed's sizes keep the chain.
+func TestChooseDegreeWithFill(t *testing.T) {
+	const B = 400e6 / 8 * 1448 / 1514 // the testbed's payload rate
+	L := 44 * time.Microsecond
+	for _, tc := range []struct {
+		n    int
+		S    int64
+		want int
+	}{
+		{4, 32 << 20, 1}, {8, 32 << 20, 1}, {16, 32 << 20, 1}, {128, 32 << 20, 1},
+		{256, 32 << 20, 2}, {1024, 32 << 20, 2},
+		{8, 1 << 20, 1}, {16, 1 << 20, 1}, {64, 1 << 20, 2},
+	} {
+		if d, costs := ChooseDegree(tc.n, L, B, tc.S, tc.n); d != tc.want {
+			t.Errorf("n=%d S=%d: ChooseDegree = %d, want %d (T(1) %v, T(2) %v)", tc.n, tc.S, d, tc.want, costs[1], costs[2])
+		}
+		// Eq. 2.1 alone keeps the chain at every one of them.
+		if tc.want != 1 && Cost(tc.n, 1, L, B, tc.S) >= Cost(tc.n, 2, L, B, tc.S) {
+			t.Errorf("n=%d S=%d: eq. 2.1 alone already prefers d=2", tc.n, tc.S)
+		}
 	}
 }

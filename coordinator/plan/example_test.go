@@ -47,15 +47,16 @@ func ExampleAssignment_Replace() {
 }
 
 func ExampleChooseDegree() {
-	d, costs := plan.ChooseDegree(16, 1_000_000, 1e9, 1_000_000, 4) // L=1ms, S/B=1ms
+	// L=1ms, S/B=1ms, 64 KiB chunks: eq. 2.1 plus the pipeline's fill.
+	d, costs := plan.ChooseDegree(16, 1_000_000, 1e9, 1_000_000, 4)
 	for k := 1; k <= 4; k++ {
 		fmt.Printf("d=%d T=%v\n", k, costs[k])
 	}
 	fmt.Println("chosen", d)
 	// Output:
-	// d=1 T=17ms
-	// d=2 T=6ms
-	// d=3 T=5.523719ms
-	// d=4 T=6ms
+	// d=1 T=17.917504ms
+	// d=2 T=6.393216ms
+	// d=3 T=5.916935ms
+	// d=4 T=6.262144ms
 	// chosen 3
 }
