@@ -560,38 +560,51 @@ func (r *Reduction) treeEvent(e *Effects, reply *messages.ReduceReply) {
 		reply = r.reply // fixed at the root's report, answered perhaps later
 	}
 	done := reply != nil && reply.GetError() == nil
+	stateOf := func(p int, pos *messages.ReducePosition) string {
+		switch {
+		case pos.GetObjectId() == "":
+			return "open"
+		case done:
+			return "done"
+		case r.isLeaf(p):
+			return "ready"
+		case r.started[p]:
+			return "reducing"
+		case r.sent[p]:
+			return "sent"
+		}
+		return "waiting"
+	}
+	// The signature first, with appends only: most steps change nothing
+	// the view shows, and a coordinator of 1,024 positions takes a step
+	// for every report, so the event's positions are built only when it
+	// goes out.
+	sig := make([]byte, 0, len(r.lastTree)+16)
+	for p, pos := range r.plan.Positions {
+		sig = append(sig, pos.GetObjectId()...)
+		sig = append(sig, '/')
+		sig = append(sig, pos.GetNodeId()...)
+		sig = append(sig, '/')
+		sig = append(sig, stateOf(p, pos)...)
+		sig = append(sig, ';')
+	}
+	if reply != nil {
+		sig = append(sig, "answered"...)
+	}
+	if string(sig) == r.lastTree {
+		return
+	}
+	r.lastTree = string(sig)
 	ev := &events.ReduceTree{Reduce: r.id, Target: r.req.GetTargetId(), Shape: r.plan.GetShape(), Degree: int(r.plan.GetDegree()),
 		Num: len(r.plan.Positions), Size: r.size, L: r.L, B: r.B, Done: done}
 	if r.gate != nil && r.gate.Num() > 0 {
 		ev.Knee = r.gate.Reason()
 	}
-	var sig strings.Builder
+	ev.Positions = make([]events.ReducePosition, 0, len(r.plan.Positions))
 	for p, pos := range r.plan.Positions {
-		state := "open"
-		switch {
-		case pos.GetObjectId() == "":
-		case done:
-			state = "done"
-		case r.isLeaf(p):
-			state = "ready"
-		case r.started[p]:
-			state = "reducing"
-		case r.sent[p]:
-			state = "sent"
-		default:
-			state = "waiting"
-		}
 		ev.Positions = append(ev.Positions, events.ReducePosition{Position: p, Parent: int(pos.GetParent()), Object: pos.GetObjectId(),
-			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: state, Output: r.outputOf(p)})
-		fmt.Fprintf(&sig, "%s/%s/%s;", pos.GetObjectId(), pos.GetNodeId(), state)
+			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: stateOf(p, pos), Output: r.outputOf(p)})
 	}
-	if reply != nil {
-		sig.WriteString("answered")
-	}
-	if sig.String() == r.lastTree {
-		return
-	}
-	r.lastTree = sig.String()
 	if len(r.plan.Costs) > 0 {
 		ev.Costs = make(map[int]time.Duration, len(r.plan.Costs))
 		for _, c := range r.plan.Costs {
