@@ -144,7 +144,7 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	stuck := stopLog(&cfg)
 	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && off > 0 {
-			<-hold // the store node has a fetch session child when it stops
+			<-hold // the store node has a copy running when it stops
 		}
 	}
 	cfg.Hooks.BeforeReceive = func(node string, msg any) {
@@ -227,7 +227,7 @@ func TestKillWhileStoreNodeTakesATask(t *testing.T) {
 	stuck := stopLog(&cfg)
 	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && off > 0 {
-			<-hold // a child (the fetch session) is stopping with the node
+			<-hold // a copy is running while the node stops
 		}
 	}
 	cfg.Hooks.BeforeReceive = func(node string, msg any) {

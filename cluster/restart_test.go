@@ -103,8 +103,8 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 	}()
 	<-stalled
 	sendIn(l, l.StoreNode(2), crash{})
-	// A second Started means the restart is done: protoactor restarts an
-	// actor only after all its children (the fetch session) have stopped.
+	// A second Started means the restart is done (the restarted node
+	// resumes the copy from the bytes it has).
 	eventually(t, 10*time.Second, "node-2's store node restarted", func() bool { return node2Starts.Load() >= 2 })
 	close(release)
 	sendIn(l, l.StoreNode(1), crash{})
