@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -55,5 +57,39 @@ func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Beyond maxWarmPeers a member keeps warm the peers that follow it in
+// member-id order, wrapping around: every member a different window, all
+// of them bounded.
+func TestWarmTargetsAreBounded(t *testing.T) {
+	idx := newPeerIndex()
+	for i := range 40 {
+		id := fmt.Sprintf("m%02d", i)
+		if id == "m10" {
+			continue // this member
+		}
+		idx.byData[fmt.Sprintf("d%02d", i)] = id
+	}
+	m := &Member{id: "m10"}
+	m.peers.Store(idx)
+	w := newWarmer(m, false)
+	got := w.targets()
+	var want []string
+	for i := 11; len(want) < maxWarmPeers; i = (i + 1) % 40 {
+		if i != 10 {
+			want = append(want, fmt.Sprintf("d%02d", i))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("targets %v\nwant %v", got, want)
+	}
+	// A small cluster: every peer.
+	small := newPeerIndex()
+	small.byData["d1"], small.byData["d2"] = "m01", "m02"
+	m.peers.Store(small)
+	if got := w.targets(); !slices.Equal(got, []string{"d1", "d2"}) {
+		t.Errorf("targets of a small cluster %v", got)
 	}
 }
