@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
+	"github.com/hoplite-go/hoplite/actors/shell"
 	table "github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -712,20 +713,34 @@ func unreduced(sources, reduced []string) []string {
 }
 
 func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {
-	for _, o := range out {
+	shardOut.Carry(ctx, s, outbox.Box{Sends: out}, nil)
+}
+
+// shardOut carries out the table's sends (the generic shell): to a PID
+// or a store node, or back to the LocateHere call waiting on a callReply;
+// a nil target was a tell's (nobody waits for the answer).
+var shardOut = &shell.Carrier[*Shard]{
+	Route: func(_ actor.Context, s *Shard, o outbox.Send) bool {
 		switch to := o.To.(type) {
-		case *actor.PID:
-			ctx.Send(to, o.Msg)
-		case *messages.NodeRef:
-			ctx.Send(to.PID(), o.Msg)
+		case *actor.PID, *messages.NodeRef:
+			return false
 		case *callReply:
 			to.deliver(o.Msg)
 		case nil:
-			// The request was a tell: nobody waits for the answer.
 		default:
 			s.cfg.Log.WithField("type", to).Error("directory shard: send to an unknown target kind")
 		}
-	}
+		return true
+	},
+	Resolve: func(to any) *actor.PID {
+		switch to := to.(type) {
+		case *actor.PID:
+			return to
+		case *messages.NodeRef:
+			return to.PID()
+		}
+		return nil
+	},
 }
 
 func (s *Shard) dropped(ctx actor.Context, why string) {

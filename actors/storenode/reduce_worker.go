@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -137,16 +138,16 @@ func (w *reduceWorker) do(ctx actor.Context, s storeproto.RunStep) {
 	if s.Run != nil {
 		w.start(ctx, s.Run)
 	}
-	for _, snd := range s.Sends {
-		if pid, ok := snd.To.(*actor.PID); ok {
-			ctx.Send(pid, snd.Msg)
-		}
-	}
+	workerOut.Carry(ctx, w, s.Box, nil)
 	if s.Release {
 		w.release(s.KeepOutput)
 		ctx.Stop(ctx.Self())
 	}
 }
+
+// workerOut carries out a position's steps (the generic shell): its
+// reports go to the coordinator's PID.
+var workerOut = &shell.Carrier[*reduceWorker]{}
 
 // start runs one generation on its own goroutine, bounded by the task's
 // timeout; it reports back to this actor.
