@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -131,7 +132,15 @@ func (c *reduceCall) begin(red *reduction, s *shard) {
 		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), Error: err})
 		return
 	case committed != nil:
-		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), ReducedIds: committed})
+		// An earlier attempt committed the target before its coordinator
+		// died: the shard answers with its result, as the real one does.
+		var unreduced []string
+		for _, id := range c.req.GetSourceIds() {
+			if !slices.Contains(committed, id) {
+				unreduced = append(unreduced, id)
+			}
+		}
+		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), ReducedIds: committed, UnreducedIds: unreduced})
 		return
 	}
 	red.r = coordinator.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
@@ -284,6 +293,7 @@ func (red *reduction) atNode(h *host, msg any) {
 				}
 				red.commitAt = w.eng.now
 				wk.out.complete = true
+				h.commitTarget(wk.out, m)
 				wk.out.wake()
 			}
 		}
@@ -318,6 +328,30 @@ func (red *reduction) atNode(h *host, msg any) {
 			w.send(h, red.host, qCoord, viaActor, func() { red.apply(red.r.Fetched(h.name, err, w.now())) })
 		})
 	}
+}
+
+// commitTarget keeps the committed copy o of a Reduce's target in h's
+// store as the store node keeps its root's output: written whole, marked
+// with the run and its generation, completed by the commit with the
+// sources it reduced (storenode.Store.CommitTarget). A shard rebuilt
+// after the coordinator died learns the committed result from its
+// republication, and the call's next attempt answers with it
+// (LocationTable.Reserve) instead of reducing again beside a copy that
+// holds another result.
+func (h *host) commitTarget(o *objState, m *messages.ReduceCommit) {
+	if h.store.Lookup(o.id) != nil {
+		return // a fetched copy's object: the fetch keeps it
+	}
+	so, _, err := h.store.Create(o.id, o.size, 0)
+	if err != nil {
+		return
+	}
+	so.SetProducer(m.GetReduceId(), m.GetGeneration())
+	so.HoldTail()
+	if so.NewWriter().Advance(int(o.size)) != nil {
+		return
+	}
+	h.store.CommitTarget(o.id, m.GetReduceId(), m.GetGeneration(), m.GetReducedIds())
 }
 
 func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {

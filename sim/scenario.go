@@ -415,6 +415,9 @@ func (w *world) reduce(c Config, out *Outcome) error {
 			// Answered with an earlier attempt's committed result (its
 			// coordinator died before it answered).
 			root = a.root
+			if out.Root == "" {
+				out.Root = root.h.name
+			}
 		}
 	}
 	switch {

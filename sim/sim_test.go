@@ -123,6 +123,30 @@ func TestAllReduceRootHostKilledAnswers(t *testing.T) {
 	t.Logf("%d runs killed the root's host; %d answered LOST", answered, lost)
 }
 
+// TestAllReduceAnswersItsCommittedResult kills the host of an
+// AllReduce's coordinator (with its target's directory shard) after the
+// coordinator committed the root and before it answered: N = 20, seed 4,
+// 2 hosts killed at 0.9 of the failure-free run, with 1.12 ns of CPU a
+// byte, which puts the kill after the commit. The root's node keeps the
+// committed target in its store, marked with the run and its sources,
+// and republishes it to the rebuilt shard, which answers the caller's
+// next attempt with that result, as the real shard does. The simulator
+// once kept a root's copy out of its store: the next attempt reduced
+// again without the dead hosts' sources, and the first root's host kept
+// a complete copy of the target holding the first attempt's sum.
+func TestAllReduceAnswersItsCommittedResult(t *testing.T) {
+	c := cfg("allreduce", 20, 2<<20, 4)
+	c.ByteCost = 1.12e-9
+	c.Kill, c.KillAt = 2, 0.9
+	o := run(t, c)
+	if o.Attempts < 2 {
+		t.Fatalf("the Reduce was attempted %d times: the kill no longer took its coordinator", o.Attempts)
+	}
+	if o.Error != "" {
+		t.Fatalf("answered %s, want the committed result", o.Error)
+	}
+}
+
 // TestSlicedAllReduceUnderFailures runs the sliced AllReduce (reduce-
 // scatter chains, then the ring all-gather) with participants killed
 // before, during and after its chains: it has no repair inside the
