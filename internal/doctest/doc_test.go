@@ -2,6 +2,9 @@ package doctest
 
 import (
 	"fmt"
+	"go/doc/comment"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,15 +34,21 @@ const fragmentPrelude = `package main
 
 import (
 	"context"
+	"fmt"
 	"log"
+	"time"
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 var (
 	_ = log.Println
+	_ = fmt.Sprint
+	_ = time.Second
 	_ messages.ReduceOp
+	_ storenode.Client
 )
 
 func main() {
@@ -67,42 +76,88 @@ func TestGoSnippetsCompile(t *testing.T) {
 		}
 		for i, m := range goBlock.FindAllStringSubmatch(string(b), -1) {
 			n++
-			src, fragment := m[1], !strings.HasPrefix(strings.TrimSpace(stripComments(m[1])), "package ")
-			if fragment {
-				src = fragmentPrelude + src + "}\n"
-			}
-			// Inside the module (a testdata directory, which ./... leaves
-			// out), so that the snippet builds against this checkout.
-			dir, err := os.MkdirTemp("testdata", "snippet-")
-			if err != nil {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if dir, err = os.MkdirTemp("testdata", "snippet-"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Cleanup(func() { os.RemoveAll(dir); os.Remove("testdata") })
-			if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command("go", "build", "-o", os.DevNull, "./"+filepath.ToSlash(dir)).CombinedOutput()
-			if err == nil {
-				continue
-			}
-			var real []string
-			for _, line := range strings.Split(string(out), "\n") {
-				if strings.Contains(line, "main.go:") && !(fragment && notUsed.MatchString(line)) {
-					real = append(real, line)
-				}
-			}
-			if len(real) > 0 || !fragment {
-				t.Errorf("%s, Go block %d does not compile:\n%s\n%s", doc, i+1, out, numbered(src))
-			}
+			buildSnippet(t, fmt.Sprintf("%s, Go block %d", doc, i+1), m[1])
 		}
 	}
 	if n < 4 {
 		t.Errorf("found %d Go blocks; the README alone has two", n)
+	}
+}
+
+// docExamples are the public packages whose package documentation shows
+// code (what `go doc` prints, where Example functions do not appear).
+var docExamples = []string{"cluster", "storenode"}
+
+// TestPackageDocExamplesCompile builds the code blocks of the public
+// packages' documentation as fragments, as TestGoSnippetsCompile does
+// the documents'.
+func TestPackageDocExamplesCompile(t *testing.T) {
+	for _, pkg := range docExamples {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, pkg), func(fi os.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		for _, p := range pkgs {
+			for _, f := range p.Files {
+				if f.Doc != nil {
+					text += f.Doc.Text()
+				}
+			}
+		}
+		var parsed comment.Parser
+		blocks := 0
+		for _, b := range parsed.Parse(text).Content {
+			if code, ok := b.(*comment.Code); ok {
+				blocks++
+				buildSnippet(t, fmt.Sprintf("package %s's documentation, code block %d", pkg, blocks), code.Text)
+			}
+		}
+		if blocks == 0 {
+			t.Errorf("package %s's documentation shows no code", pkg)
+		}
+	}
+}
+
+// buildSnippet builds src, a program or a fragment (statements, built
+// inside a main after fragmentPrelude), and fails the test if it does not
+// compile.
+func buildSnippet(t *testing.T, what, src string) {
+	t.Helper()
+	fragment := !strings.HasPrefix(strings.TrimSpace(stripComments(src)), "package ")
+	if fragment {
+		src = fragmentPrelude + src + "}\n"
+	}
+	// Inside the module (a testdata directory, which ./... leaves
+	// out), so that the snippet builds against this checkout.
+	dir, err := os.MkdirTemp("testdata", "snippet-")
+	if err != nil {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if dir, err = os.MkdirTemp("testdata", "snippet-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(dir); os.Remove("testdata") })
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "build", "-o", os.DevNull, "./"+filepath.ToSlash(dir)).CombinedOutput()
+	if err == nil {
+		return
+	}
+	var real []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "main.go:") && !(fragment && notUsed.MatchString(line)) {
+			real = append(real, line)
+		}
+	}
+	if len(real) > 0 || !fragment {
+		t.Errorf("%s does not compile:\n%s\n%s", what, out, numbered(src))
 	}
 }
 
