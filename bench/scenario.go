@@ -123,6 +123,14 @@ const SysKernelSlack = "ours-kernel-slack"
 // ratio to ours is what the warm-up saves a cluster's first operation.
 const SysOursCold = "ours-cold"
 
+// SysLazyFree is ours with every testbed node's Go runtime giving freed
+// memory back to the kernel lazily (--peers lazy-free: GODEBUG=
+// madvdontneed=0, MADV_FREE instead of MADV_DONTNEED): the pages of a
+// deleted object's buffer stay mapped until the kernel needs them, so
+// the next operation's buffers need not fault them in again. Its minflt
+// beside ours's is what the heap's cooling between operations costs.
+const SysLazyFree = "ours-lazy-free"
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -150,9 +158,11 @@ type system struct {
 	// kernelSlack: hoplite node -timer-slack 0.
 	kernelSlack bool
 	// cold: hoplite node -no-warm-up (SysOursCold).
-	cold  bool
-	tls   bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
+	cold bool
+	// lazyFree: the node runs with GODEBUG=madvdontneed=0 (SysLazyFree).
+	lazyFree bool
+	tls      bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor    bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
 	// dataPlane: the floor's round trips go on the data plane (SysDataRTT).
 	dataPlane bool
 	peer      string
@@ -296,6 +306,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "cold") {
 		out = append(out, system{name: SysOursCold, cold: true})
+	}
+	if slices.Contains(o.Peers, "lazy-free") {
+		out = append(out, system{name: SysLazyFree, lazyFree: true})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

@@ -338,8 +338,15 @@ func (o *Options) procsNote() string {
 // nodeArgs is `ip`'s command line for host h's node of system s.
 func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seeds []string) []string {
 	args := []string{"netns", "exec", t.tb.Namespaces[h]}
+	var env []string
 	if p := t.o.nodeProcs(); p > 0 && !s.goProcs {
-		args = append(args, "env", "GOMAXPROCS="+strconv.Itoa(p))
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(p))
+	}
+	if s.lazyFree {
+		env = append(env, "GODEBUG=madvdontneed=0")
+	}
+	if len(env) > 0 {
+		args = append(append(args, "env"), env...)
 	}
 	args = append(args, t.tb.Binary, "node", "-bind", bind,
 		"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
