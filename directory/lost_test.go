@@ -506,8 +506,8 @@ func TestCommitRecordsARootCopyAFailedSenderRemoved(t *testing.T) {
 	if r := locateReply(t, out, replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" || r.GetSenderState() != messages.LocationState_COMPLETE {
 		t.Fatalf("the parked Get once the coordinator committed: %v, want the root's whole copy on n0", r)
 	}
-	if e := tb.entries["t"]; e.reservedBy != "" {
-		t.Fatalf("the commit left the target reserved by %q", e.reservedBy)
+	if e := tb.entries["t"]; e.target.reservedBy != "" {
+		t.Fatalf("the commit left the target reserved by %q", e.target.reservedBy)
 	}
 }
 

@@ -162,21 +162,9 @@ type entry struct {
 	transfers   []*messages.Transfer
 	waiters     []*waiter
 	subscribers []subscriber
-	// reservedBy is the Reduce that will create this object; nobody else
-	// may create it meanwhile.
-	reservedBy string
-	// producedBy is the Reduce that created this object (its release
-	// drops the target even once committed).
-	producedBy string
-	// rootGen is the newest root generation of that Reduce that created
-	// it: an older root's late CreateObject must not undo a newer one.
-	rootGen int32
-	// call and reduced, learnt from a republished complete copy, say
-	// which Reduce call committed this object and what it reduces: an
-	// attempt of that call started again here (its coordinator died with
-	// this shard's old home) answers with them (see Reserve).
-	call    string
-	reduced []string
+	// target is the entry's Reduce side: the Reduce that reserved,
+	// created or committed the id, if any (reduce_targets.go).
+	target reduceTarget
 	// epoch names the entry's contents (see LocationTable.newEpoch):
 	// copies of another epoch hold bytes that are no longer valid.
 	epoch uint64
@@ -295,7 +283,7 @@ func (e *entry) hasSourceBut(node string) bool {
 // forgetIfIdle drops an entry that holds nothing and nobody waits on, so
 // Gets of ids that never appear leave no trace once they give up.
 func (t *LocationTable) forgetIfIdle(e *entry) {
-	if !e.known && e.reservedBy == "" && len(e.waiters) == 0 && len(e.subscribers) == 0 {
+	if !e.known && !e.target.reserved() && len(e.waiters) == 0 && len(e.subscribers) == 0 {
 		delete(t.entries, e.id)
 	}
 }
@@ -324,22 +312,8 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
 	}
 	e := t.entry(id)
-	rid := req.GetReduceId()
-	// A Reduce creates its target only while it holds the reservation:
-	// its coordinator ends it when it takes a root's result (see
-	// Publish), and never creates the target again after that. A root
-	// that finished is not a result before then, and no reader got its
-	// last byte (storenode.Object.HoldTail), so a repaired root simply
-	// creates the target anew.
-	if rid != "" && e.producedBy == rid && req.GetReduceGeneration() < e.rootGen {
-		return reply(messages.Errorf(messages.ErrorCode_CANCELED,
-			"object %q: root generation %d of reduce %s was replaced by generation %d", id, req.GetReduceGeneration(), rid, e.rootGen), false)
-	}
-	if e.reservedBy != req.GetReduceId() {
-		if req.GetReduceId() != "" {
-			return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", id, req.GetReduceId()), false)
-		}
-		return reply(messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id), false)
+	if err := e.target.refuseCreate(id, req); err != nil {
+		return reply(err, false)
 	}
 	delete(t.lost, id) // a lost object may be created again
 	var stale []outbox.Send
@@ -396,15 +370,12 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
-	e.call, e.reduced = "", nil
+	e.target.created(req)
 	if !sameBytes {
 		// Whatever copies of the id went before held other contents (a
 		// Reduce's earlier root, a released target, a lost object Put
 		// again): a report of one of them is stale (see FetchDone).
 		e.epoch = t.newEpoch()
-	}
-	if rid != "" {
-		e.producedBy, e.rootGen = rid, req.GetReduceGeneration()
 	}
 	if req.GetHasInline() && req.GetSize() < t.cfg.InlineLimit {
 		e.hasInline, e.inline = true, req.GetInlineData()
@@ -434,21 +405,8 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 	if _, gone := t.tombstones[id]; gone {
 		return []outbox.Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
 	}
-	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_COMPLETE && req.GetCreator() {
-		// A Reduce's coordinator commits its root's result (the root
-		// holds the target's last byte back until then, so this is when
-		// the target becomes readable whole). It counts only while the
-		// Reduce holds the reservation: otherwise the Reduce was released
-		// (it failed), or the shard was rebuilt and the coordinator died
-		// with its old incarnation. A root copy this table no longer lists
-		// is recorded again: a receiver that named the root a failed
-		// sender removed it while it was partial, and the root holds the
-		// result. If instead the root's node failed, recording it watches
-		// the node again, and the failure comes back at once and leaves
-		// the target lost.
-		if e := t.entries[id]; e == nil || e.reservedBy != rid {
-			return nil
-		}
+	if t.refusesCommit(req) {
+		return nil
 	}
 	if e := t.entries[id]; e != nil && e.locs[req.GetNode().GetNodeId()] != nil && !sameIncarnation(e.locs[req.GetNode().GetNodeId()].node, req.GetNode()) {
 		// Another incarnation of the node (its id at another address)
@@ -465,18 +423,8 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 			return nil
 		}
 	}
-	if rid := req.GetReduceId(); rid != "" && req.GetState() == messages.LocationState_PARTIAL && req.GetCreator() {
-		if e := t.entries[id]; e == nil || e.reservedBy != rid {
-			// A Reduce's root still writing its target, republished to a
-			// shard that was rebuilt: the Reduce's coordinator, a child of
-			// the shard, died with it, so the Reduce has failed and
-			// nothing will ever finish this copy. Recording it would leave
-			// a location that its root drops when it is released, which
-			// this shard might never hear (the release can go to the
-			// shard's old, dead address).
-			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, ReduceId: rid,
-				Reason: messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q ended with its directory shard", id)}}}
-		}
+	if drop := t.orphanRoot(req); drop != nil {
+		return drop
 	}
 	e := t.entry(id)
 	if !e.known {
@@ -489,15 +437,8 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 	if state != messages.LocationState_PARTIAL && state != messages.LocationState_COMPLETE {
 		return nil
 	}
-	if state == messages.LocationState_COMPLETE && req.GetProducedBy() != "" && e.reservedBy == "" && e.call == "" {
-		// A committed Reduce target republished to a rebuilt shard.
-		e.call, e.reduced = CallOf(req.GetProducedBy()), slices.Clone(req.GetReducedIds())
-	}
-	if state == messages.LocationState_COMPLETE && req.GetCreator() && e.reservedBy != "" {
-		// A Reduce's coordinator committed its root's target (or a sliced
-		// AllReduce's gathers): only now are its contents, and so its
-		// fingerprint, known.
-		e.fingerprint, e.reservedBy = req.GetFingerprint(), ""
+	if e.target.published(req) {
+		e.fingerprint = req.GetFingerprint()
 	}
 	node := req.GetNode().GetNodeId()
 	known := e.locs[node] != nil
@@ -920,93 +861,6 @@ func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []outbox.Send 
 	return out
 }
 
-// Reserve keeps id free for the Reduce reduceID to create. It fails if the
-// id exists, was deleted, or is already reserved.
-//
-// A target that an earlier attempt of the same call committed (see
-// ReduceID) is that call's result: Reserve returns the sources it
-// reduces, reserves nothing, and the Reduce answers with them. Its
-// coordinator died with this shard's old home after the commit, before
-// its answer reached the caller; reducing again would replace a result
-// that readers may have read.
-func (t *LocationTable) Reserve(id, reduceID string) (committed []string, err *messages.Error) {
-	if err := t.check(id); err != nil {
-		return nil, err
-	}
-	e := t.entry(id)
-	switch {
-	case e.known && e.call != "" && e.call == CallOf(reduceID) && len(e.reduced) > 0:
-		return slices.Clone(e.reduced), nil
-	case e.known:
-		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q already exists", id)
-	case e.reservedBy != "":
-		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q is already being produced", id)
-	}
-	e.reservedBy = reduceID
-	return nil, nil
-}
-
-// Reservation is the Reduce that holds id's reservation ("" if none).
-func (t *LocationTable) Reservation(id string) string {
-	if e := t.entries[id]; e != nil {
-		return e.reservedBy
-	}
-	return ""
-}
-
-// ReduceID names one attempt (nonce) of a Reduce call into target.
-// Attempts of one call share the prefix CallOf returns.
-func ReduceID(target, call, nonce string) string {
-	return target + "#" + call + "." + nonce
-}
-
-// CallOf is the call a reduce id's attempt belongs to (see ReduceID): the
-// id up to its last '.', or the whole id if it has none.
-func CallOf(reduceID string) string {
-	if i := strings.LastIndexByte(reduceID, '.'); i >= 0 {
-		return reduceID[:i]
-	}
-	return reduceID
-}
-
-// Release undoes a failed Reduce: its reservation goes, and so does any
-// target it created, partial or finished (copies dropped, no tombstone),
-// so nothing of it remains and the id can be used again. Waiting Gets
-// keep waiting.
-func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
-	rid := req.GetReduceId()
-	if rid == "" {
-		return nil
-	}
-	e := t.entries[req.GetTargetId()]
-	// A target the Reduce committed (its coordinator's COMPLETE ended the
-	// reservation) goes too: the Reduce failed after all (an AllReduce
-	// whose participant could not fetch the result, or whose deadline
-	// passed meanwhile), and the root's node drops its copy on the same
-	// release. Kept, it was a copy its node no longer held: a Get there
-	// failed with "already holds" (chaos soak seed 91128695).
-	finished := e != nil && e.producedBy == rid && e.reservedBy == ""
-	if e != nil && e.producedBy == rid {
-		e.producedBy = ""
-	}
-	if e == nil || e.reservedBy != rid && !finished {
-		return nil
-	}
-	e.reservedBy = ""
-	var out []outbox.Send
-	failed := messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q failed; the id may be produced again", e.id)
-	for _, loc := range t.sortedLocations(e) {
-		out = append(out, t.removeLocation(e, loc.node.GetNodeId())...)
-		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
-	}
-	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
-	e.call, e.reduced = "", nil
-	e.transfers = nil
-	e.epoch = t.newEpoch() // a copy of the released target reporting late is stale
-	t.forgetIfIdle(e)
-	return out
-}
-
 // Subscribe pushes every current and future location of the object to
 // the subscriber; key identifies the subscriber for Unsubscribe. The
 // subscriber also hears when the object is deleted, and when it is lost
@@ -1037,7 +891,7 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 		// will come unless the id is Put again, which the subscriber
 		// will hear of.
 		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, l.err)})
-	} else if req.GetLocatedBefore() && !e.known && e.reservedBy == "" {
+	} else if req.GetLocatedBefore() && !e.known && !e.target.reserved() {
 		// The subscriber had a copy's location, and now no copy, no loss
 		// and no deletion of the id is known: its copies went before
 		// this table began (a shard that restarted or moved forgets its
@@ -1216,7 +1070,7 @@ func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bo
 // inline bytes, no complete copy and no creator's copy are listed, and no
 // Reduce is producing it.
 func (t *LocationTable) unreadable(e *entry) bool {
-	return e.known && !e.hasInline && e.reservedBy == "" && !e.hasSource()
+	return e.known && !e.hasInline && !e.target.reserved() && !e.hasSource()
 }
 
 // Republished is the shell's word that every store node alive when the
