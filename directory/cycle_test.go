@@ -20,7 +20,7 @@ func locateFor(t *testing.T, tb *LocationTable, receiver, failed string, now tim
 	if failed != "" {
 		req.FailedSender = cycleNode(failed)
 	}
-	return answered(t, tb.Locate(req, receiver, now), receiver)
+	return answered(t, tb.Locate(req, receiver, now).Sends, receiver)
 }
 
 func answered(t *testing.T, out []outbox.Send, receiver string) string {

@@ -28,11 +28,11 @@ func TestFetchDoneOfAnEarlierEpochIsNotOffered(t *testing.T) {
 	if old.GetSender().GetNodeId() != "n0" {
 		t.Fatalf("n2's sender %v, want the root on n0", old.GetSender())
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
 		t.Fatalf("the new root's create: drop to n2 %v, want RESET", d)
 	}
-	out = tb.FetchDone(fetchDoneIn("t", 2, 0, old))
+	out = tb.FetchDone(fetchDoneIn("t", 2, 0, old)).Sends
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
 		t.Fatalf("n2's FetchDone of the old epoch: %v, want its copy dropped with RESET", out)
 	}
@@ -43,7 +43,7 @@ func TestFetchDoneOfAnEarlierEpochIsNotOffered(t *testing.T) {
 	// n2 fetches again, now from n1: a late report of its first copy
 	// must not touch the new one.
 	tb.Locate(&messages.Locate{ObjectId: "t", Receiver: node(2), TimeoutMs: 1000}, replyTo("r2"), t0)
-	if out := tb.FetchDone(fetchDoneIn("t", 2, 0, old)); len(out) != 0 {
+	if out := tb.FetchDone(fetchDoneIn("t", 2, 0, old)).Sends; len(out) != 0 {
 		t.Fatalf("a late old-epoch report while n2 fetches anew: %v, want nothing", out)
 	}
 	if e := tb.entries["t"]; e.locs["n2"] == nil || e.locs["n2"].state != messages.LocationState_PARTIAL {
@@ -72,7 +72,7 @@ func TestFetchDoneOfAReleasedTargetIsNotRecorded(t *testing.T) {
 	rootComplete(tb, "t", 0, 1<<20, "red#1")
 	loc = locateReply(t, locate(tb, "t", 2, t0), replyTo("r2"))
 	tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
-	if out := tb.FetchDone(fetchDoneIn("t", 2, 0, loc)); dropsTo(out, 2) == nil {
+	if out := tb.FetchDone(fetchDoneIn("t", 2, 0, loc)).Sends; dropsTo(out, 2) == nil {
 		t.Fatalf("a late FetchDone of the released target with no entry: %v, want its copy dropped", out)
 	}
 	if tb.entries["t"] != nil && tb.entries["t"].known {
@@ -112,7 +112,7 @@ func TestEpochsAreNeverReused(t *testing.T) {
 // and a Reduce that had located the object before heard it was LOST.
 func TestRebuiltShardLearnsAnUnknownObjectFromAFetchDone(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true, Instance: 7})
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7, Epoch: 3<<40 | 5}) // an earlier table's epoch
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7, Epoch: 3<<40 | 5}).Sends // an earlier table's epoch
 	if dropsTo(out, 1) != nil {
 		t.Fatalf("FetchDone of an unknown id: %v, want the copy kept", out)
 	}
@@ -120,7 +120,7 @@ func TestRebuiltShardLearnsAnUnknownObjectFromAFetchDone(t *testing.T) {
 		t.Fatalf("a Get after the FetchDone: %v, want n1's copy", r)
 	}
 	sub := replyTo("coord")
-	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
 	for _, u := range got {
 		if u.GetError() != nil {
 			t.Fatalf("a subscriber that located x before: %v, want its copy, not LOST", u)
@@ -151,7 +151,7 @@ func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
 	if out := locate(tb, "orphan", 6, t0); len(repliesTo(out, replyTo("r6"))) != 0 {
 		t.Fatalf("a Get of the orphan before the rebuild is over: %v, want it to wait", out)
 	}
-	out := tb.Republished()
+	out := tb.Republished().Sends
 	if r := locateReply(t, out, replyTo("r6")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the parked Get of the orphan: %v, want LOST", r.GetError())
 	}

@@ -35,12 +35,12 @@ func TestCompletionOfAnotherIncarnationIsNotRecorded(t *testing.T) {
 		tb := NewLocationTable(TableConfig{})
 		create(t, tb, "x", 1<<20, 0)
 		oldN1, newN1 := at(1, "old:1"), at(1, "new:2")
-		if r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: oldN1, TimeoutMs: 1000}, replyTo("old"), t0), replyTo("old")); r.GetSender().GetNodeId() != "n0" {
+		if r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: oldN1, TimeoutMs: 1000}, replyTo("old"), t0).Sends, replyTo("old")); r.GetSender().GetNodeId() != "n0" {
 			t.Fatalf("%s: the old incarnation's Locate: %v", how, r)
 		}
 		// The id's new incarnation locates (the old one is gone): it is
 		// the receiver now, and the sender is its.
-		if r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: newN1, TimeoutMs: 1000}, replyTo("new"), t0), replyTo("new")); r.GetSender().GetNodeId() != "n0" {
+		if r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: newN1, TimeoutMs: 1000}, replyTo("new"), t0).Sends, replyTo("new")); r.GetSender().GetNodeId() != "n0" {
 			t.Fatalf("%s: the new incarnation's Locate: %v", how, r)
 		}
 		late := func(n *messages.NodeRef) {

@@ -77,12 +77,12 @@ func (e *entry) hasSourceBut(node string) bool {
 }
 
 // Create registers an object for its creator (a Put).
-func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) []outbox.Send {
+func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) outbox.Box {
 	var out []outbox.Send
 	if e := t.entries[req.GetObjectId()]; e != nil && nodeOK(req.GetCreator()) {
 		out, _ = t.supersede(e, req.GetCreator())
 	}
-	return append(out, t.create(req, replyTo)...)
+	return outbox.Box{Sends: append(out, t.create(req, replyTo)...)}
 }
 
 func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox.Send {
@@ -185,7 +185,11 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 // Publish records a copy's state on a node (PARTIAL when a copy starts,
 // COMPLETE when it is whole). A publication for a deleted object answers
 // with DropObject so the stale copy is freed.
-func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
+func (t *LocationTable) Publish(req *messages.PublishLocation) outbox.Box {
+	return outbox.Box{Sends: t.publish(req)}
+}
+
+func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 	id := req.GetObjectId()
 	if !nodeOK(req.GetNode()) || ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
 		return nil
@@ -250,17 +254,17 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) []outbox.Send {
 const unknownUpstream = "\x00unknown"
 
 // Unpublish removes a node's copy (evicted, or a fetch given up).
-func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []outbox.Send {
+func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetNode()) {
-		return nil
+		return outbox.Box{}
 	}
 	node := req.GetNode().GetNodeId()
 	out := t.removeLocation(e, node)
 	if fx, lost := t.markLostIfGone(e, node); lost {
-		return append(out, fx...)
+		return outbox.Box{Sends: append(out, fx...)}
 	}
-	return append(out, t.serveWaiters(e)...)
+	return outbox.Box{Sends: append(out, t.serveWaiters(e)...)}
 }
 
 // FetchDone marks the receiver complete and frees its sender. A copy
@@ -272,7 +276,11 @@ func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) []outbox.Send
 // earlier incarnation of the table (the shard started over since the
 // Locate) teaches the table the object, as a republication would, even
 // an id it has no entry for.
-func (t *LocationTable) FetchDone(req *messages.FetchDone) []outbox.Send {
+func (t *LocationTable) FetchDone(req *messages.FetchDone) outbox.Box {
+	return outbox.Box{Sends: t.fetchDone(req)}
+}
+
+func (t *LocationTable) fetchDone(req *messages.FetchDone) []outbox.Send {
 	id := req.GetObjectId()
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
 		return []outbox.Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
@@ -341,13 +349,13 @@ func (t *LocationTable) staleCopy(e *entry, req *messages.FetchDone) []outbox.Se
 }
 
 // FetchAborted removes a receiver that gave up and frees its sender.
-func (t *LocationTable) FetchAborted(req *messages.FetchAborted) []outbox.Send {
+func (t *LocationTable) FetchAborted(req *messages.FetchAborted) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetReceiver()) {
-		return nil
+		return outbox.Box{}
 	}
 	out := t.removeLocation(e, req.GetReceiver().GetNodeId())
-	return append(out, t.serveWaiters(e)...)
+	return outbox.Box{Sends: append(out, t.serveWaiters(e)...)}
 }
 
 // setLocation adds or updates a copy and tells the subscribers.

@@ -35,7 +35,11 @@ type lostRef struct {
 
 // ReportLost removes a node's copy on its owner's word (a member leaving)
 // and answers whether the object is now lost.
-func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []outbox.Send {
+func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) outbox.Box {
+	return outbox.Box{Sends: t.reportLost(req, replyTo)}
+}
+
+func (t *LocationTable) reportLost(req *messages.ReportLost, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
 	reply := &messages.ReportLostReply{ObjectId: id}
 	if err := t.check(id); err != nil || !nodeOK(req.GetNode()) {
@@ -68,15 +72,15 @@ func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) []outb
 // NodeFailed forgets every copy on a failed node and every request it had
 // parked. Receivers it was serving find out from their own sessions and
 // locate again (naming it as failed); senders it was fetching from are free.
-func (t *LocationTable) NodeFailed(node string) []outbox.Send {
-	return t.nodeFailed(node, func(*messages.NodeRef) bool { return true })
+func (t *LocationTable) NodeFailed(node string) outbox.Box {
+	return outbox.Box{Sends: t.nodeFailed(node, func(*messages.NodeRef) bool { return true })}
 }
 
 // IncarnationFailed is NodeFailed for the incarnation of node at address
 // only: the copies and requests of another incarnation of the id (at
 // another address) stay, for it is not the one that failed.
-func (t *LocationTable) IncarnationFailed(node, address string) []outbox.Send {
-	return t.nodeFailed(node, func(n *messages.NodeRef) bool { return n.GetAddress() == address })
+func (t *LocationTable) IncarnationFailed(node, address string) outbox.Box {
+	return outbox.Box{Sends: t.nodeFailed(node, func(n *messages.NodeRef) bool { return n.GetAddress() == address })}
 }
 
 func (t *LocationTable) nodeFailed(node string, same func(*messages.NodeRef) bool) []outbox.Send {
@@ -139,7 +143,7 @@ func (t *LocationTable) unreadable(e *entry) bool {
 // from receivers whose sender died before the shard started over) can
 // never be read whole: it is lost, its parked Gets fail with LOST instead
 // of waiting for their deadlines, and its partial copies are dropped.
-func (t *LocationTable) Republished() []outbox.Send {
+func (t *LocationTable) Republished() outbox.Box {
 	var ids []string
 	for id, e := range t.entries {
 		if t.unreadable(e) {
@@ -152,7 +156,7 @@ func (t *LocationTable) Republished() []outbox.Send {
 		out = append(out, t.markLost(t.entries[id], messages.Errorf(messages.ErrorCode_LOST,
 			"object %q is lost: no complete copy remains (every store node has republished its copies to this directory shard, which started over, and none is whole); Put it again to re-create it", id))...)
 	}
-	return out
+	return outbox.Box{Sends: out}
 }
 
 // markLost ends e as lost with err (see markLostIfGone).

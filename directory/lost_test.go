@@ -9,7 +9,7 @@ import (
 )
 
 func complete(tb *LocationTable, id string, n int, size int64, creator bool) []outbox.Send {
-	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size, Creator: creator})
+	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size, Creator: creator}).Sends
 }
 
 func dropsTo(out []outbox.Send, n int) *messages.DropObject {
@@ -39,7 +39,7 @@ func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
 		t.Fatalf("n2's sender %s, want n1's partial copy", r2.GetSender().GetNodeId())
 	}
 
-	out := tb.NodeFailed("n0")
+	out := tb.NodeFailed("n0").Sends
 	for _, n := range []int{1, 2} {
 		d := dropsTo(out, n)
 		if d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
@@ -49,12 +49,12 @@ func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
 	if r := locateReply(t, locate(tb, "x", 4, t0), replyTo("r4")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("new Locate: %v, want LOST", r.GetError())
 	}
-	info := tb.Query(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0)
+	info := tb.Query(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends
 	if i := info[0].Msg.(*messages.ObjectInfo); !errors.Is(i.GetError(), messages.ErrLost) {
 		t.Fatalf("query: %v, want LOST", i.GetError())
 	}
 	// A late republication of a partial copy is refused.
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20})
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20}).Sends
 	if d := dropsTo(out, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("partial republication of a lost object: %v", out)
 	}
@@ -77,7 +77,7 @@ func TestObjectWithASurvivingCopyIsNotLost(t *testing.T) {
 		t.Fatalf("with n1's complete copy left: %v from %s", r.GetError(), r.GetSender().GetNodeId())
 	}
 	// The last complete copy evicted (the creator is gone): lost.
-	out := tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)})
+	out := tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("n2's partial copy after the last complete one went: %v", out)
 	}
@@ -124,7 +124,7 @@ func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
 			tb.NodeFailed("n0")
 		}
 		tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
-		late := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c2"))
+		late := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c2")).Sends
 		if r := repliesTo(late, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
 			t.Fatalf("lost=%v: a late create of the released Reduce: %v, want INVALID_ARGUMENT", lost, late)
 		}
@@ -139,7 +139,7 @@ func TestStaleRootCannotRecreateTheTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	create := func(n int, gen int32, to string) *messages.CreateObjectReply {
-		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(n), ReduceId: "red#1", ReduceGeneration: gen}, replyTo(to))
+		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(n), ReduceId: "red#1", ReduceGeneration: gen}, replyTo(to)).Sends
 		if d := dropsTo(out, 5); d != nil {
 			t.Fatalf("generation %d on n%d dropped the new root's copy: %v", gen, n, d)
 		}
@@ -201,7 +201,7 @@ func TestDeletingALostObjectTombstonesIt(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	tb.NodeFailed("n0")
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"))
+	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
 	if r := repliesTo(out, replyTo("d")); len(r) != 1 || r[0].Msg.(*messages.DeleteObjectReply).GetError() != nil {
 		t.Fatalf("delete of a lost object: %v", out)
 	}
@@ -244,7 +244,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 		return &messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_PARTIAL, Size: 1 << 20, Creator: true, ReduceId: rid}
 	}
 	tb := NewLocationTable(TableConfig{Amnesic: true})
-	out := tb.Publish(partial("red#1"))
+	out := tb.Publish(partial("red#1")).Sends
 	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrNotFound) {
 		t.Fatalf("a rebuilt shard republished a failed Reduce's partial target: %v, want it dropped (NOT_FOUND)", out)
 	}
@@ -260,7 +260,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	if out := tb.Publish(partial("red#1")); dropsTo(out, 0) != nil {
+	if out := tb.Publish(partial("red#1")).Sends; dropsTo(out, 0) != nil {
 		t.Fatalf("the running Reduce's own shard dropped its target: %v", out)
 	}
 	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); r.GetSender().GetNodeId() != "n0" {
@@ -269,7 +269,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 
 	// Without a Reduce id: an ordinary creator's partial copy.
 	tb = NewLocationTable(TableConfig{Amnesic: true})
-	if out := tb.Publish(partial("")); dropsTo(out, 0) != nil {
+	if out := tb.Publish(partial("")).Sends; dropsTo(out, 0) != nil {
 		t.Fatalf("a creator's partial copy without a Reduce was dropped: %v", out)
 	}
 }
@@ -296,7 +296,7 @@ func TestSubscribersHearAnObjectIsLost(t *testing.T) {
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
 	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
-	got := updates(tb.NodeFailed("n0"), sub)
+	got := updates(tb.NodeFailed("n0").Sends, sub)
 	if len(got) != 2 || got[0].GetNode().GetNodeId() != "n0" || got[0].GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED {
 		t.Fatalf("n0 failed: updates %v, want n0's copy gone, then LOST", got)
 	}
@@ -308,19 +308,19 @@ func TestSubscribersHearAnObjectIsLost(t *testing.T) {
 	// the Reduce began) hears it at once; so does a resubscription.
 	late := replyTo("late")
 	for range 2 {
-		got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late), late)
+		got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late).Sends, late)
 		if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) {
 			t.Fatalf("subscribe to a lost object: %v, want LOST", got)
 		}
 	}
 	// Put again: both subscribers hear of the new copy.
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(5)}, replyTo("c"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(5)}, replyTo("c")).Sends
 	for _, s := range []any{sub, late} {
 		if got := updates(out, s); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" || got[0].GetError() != nil {
 			t.Fatalf("after a new Put, %v heard %v, want n5's copy", s, got)
 		}
 	}
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late), late); len(got) != 1 || got[0].GetError() != nil {
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late).Sends, late); len(got) != 1 || got[0].GetError() != nil {
 		t.Fatalf("subscribe after the new Put: %v, want n5's copy", got)
 	}
 }
@@ -335,12 +335,12 @@ func TestSubscribersHearTheLastEviction(t *testing.T) {
 	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
 	sub := replyTo("coord")
 	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
-	for _, u := range updates(tb.NodeFailed("n0"), sub) {
+	for _, u := range updates(tb.NodeFailed("n0").Sends, sub) {
 		if u.GetError() != nil {
 			t.Fatalf("n1's complete copy is left: %v", u)
 		}
 	}
-	got := updates(tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}), sub)
+	got := updates(tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends, sub)
 	if len(got) == 0 || !errors.Is(got[len(got)-1].GetError(), messages.ErrLost) {
 		t.Fatalf("the last copy evicted: %v, want LOST last", got)
 	}
@@ -358,10 +358,10 @@ func TestFetchDoneOfACopyTheLossDroppedIsIgnored(t *testing.T) {
 	sub := replyTo("coord")
 	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
 	locate(tb, "x", 1, t0) // n1 streams from n0
-	if d := dropsTo(tb.NodeFailed("n0"), 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+	if d := dropsTo(tb.NodeFailed("n0").Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
 	}
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20})
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20}).Sends
 	if got := updates(out, sub); len(got) != 0 {
 		t.Fatalf("FetchDone of the dropped copy: subscriber heard %v, want nothing", got)
 	}
@@ -394,11 +394,11 @@ func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
 	}
 	// n2 gives up on n1 (a stall): n1 leaves the table, n2 takes n0.
 	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
-	out := tb.NodeFailed("n0")
+	out := tb.NodeFailed("n0").Sends
 	if dropsTo(out, 1) != nil || dropsTo(out, 2) == nil {
 		t.Fatalf("n0 failed: %v, want n2's copy dropped and nothing sent to n1", out)
 	}
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7})
+	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7}).Sends
 	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_COMPLETE || got[0].GetSize() != 1<<20 {
 		t.Fatalf("FetchDone of a surviving copy: subscriber heard %v, want n1 COMPLETE", got)
 	}
@@ -423,7 +423,7 @@ func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
 	if got := updates(locate(tb, "x", 2, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n2" {
 		t.Fatalf("n2 starts fetching: subscriber heard %v, want n2 PARTIAL", got)
 	}
-	out := tb.NodeFailed("n0")
+	out := tb.NodeFailed("n0").Sends
 	left := map[string]bool{}
 	got := updates(out, sub)
 	if len(got) == 0 {
@@ -458,25 +458,25 @@ func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
 func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
 	sub := replyTo("coord")
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub), sub); len(got) != 0 {
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub).Sends, sub); len(got) != 0 {
 		t.Fatalf("first subscription to an unknown id: %v, want nothing", got)
 	}
-	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
 	if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) || got[0].GetNode() != nil {
 		t.Fatalf("resubscription of a located source the table does not know: %v, want LOST", got)
 	}
 	// Still subscribed: a new Put is a new source.
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(5)}, replyTo("c"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(5)}, replyTo("c")).Sends
 	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" {
 		t.Fatalf("after a new Put: %v, want n5's copy", got)
 	}
-	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub), sub)
+	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
 	if len(got) != 1 || got[0].GetError() != nil || got[0].GetNode().GetNodeId() != "n5" {
 		t.Fatalf("resubscription with a copy known: %v, want n5's copy only", got)
 	}
 	// A republished copy is known too.
 	complete(tb, "y", 1, 1<<20, true)
-	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "y", LocatedBefore: true}, "coord", sub), sub)
+	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "y", LocatedBefore: true}, "coord", sub).Sends, sub)
 	if len(got) != 1 || got[0].GetError() != nil {
 		t.Fatalf("resubscription of a republished source: %v, want its copy only", got)
 	}
@@ -484,7 +484,7 @@ func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T)
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub), sub); len(got) != 0 {
+	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub).Sends, sub); len(got) != 0 {
 		t.Fatalf("resubscription of a reserved target: %v, want nothing", got)
 	}
 }
@@ -523,7 +523,7 @@ func TestCommittedTargetIsNotCreatedAgainByItsReduce(t *testing.T) {
 	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the committed target whose only copy died: %v, want LOST", r.GetError())
 	}
-	again := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2"))
+	again := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
 	if r := repliesTo(again, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
 		t.Fatalf("its Reduce creating the committed target again: %v, want INVALID_ARGUMENT", again)
 	}
@@ -550,7 +550,7 @@ func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 		t.Fatalf("a Get of the target while its Reduce repairs: %v, want it to wait", out)
 	}
 	rootComplete(tb, "t", 0, 1<<20, "red#1") // serves n3 from n0 (its stream fails)
-	out := tb.NodeFailed("n0")               // the watch, renewed, says n0 is gone
+	out := tb.NodeFailed("n0").Sends         // the watch, renewed, says n0 is gone
 	for _, n := range []int{2, 3} {
 		if d := dropsTo(out, n); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 			t.Fatalf("the reader's partial copy on n%d: drop %v, want LOST", n, d)
@@ -572,8 +572,8 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	sub := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord"))
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1, Unoffered: true}, replyTo("c"))
+	sub := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord")).Sends
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1, Unoffered: true}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
 	}
@@ -583,10 +583,10 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("a Locate was offered the unoffered copy: %v", out)
 	}
-	if s := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord2", replyTo("coord2")); len(s) != 0 {
+	if s := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord2", replyTo("coord2")).Sends; len(s) != 0 {
 		t.Fatalf("a later subscriber heard of the unoffered copy: %v", s)
 	}
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true}).Sends
 	if r := locateReply(t, out, replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
 		t.Fatalf("the parked Locate once the copy is complete: %v", r)
 	}
@@ -615,11 +615,11 @@ func TestLastWholeCopyNamedFailedIsLostWithItsNode(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n2's sender %s, want n1", s)
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0).Sends
 	if len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("n2 locating again, naming n1 failed: %v, want it to wait", out)
 	}
-	out = tb.NodeFailed("n1")
+	out = tb.NodeFailed("n1").Sends
 	if r := locateReply(t, out, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n2's parked Locate once n1 failed: %v, want LOST", r.GetError())
 	}

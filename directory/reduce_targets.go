@@ -217,14 +217,14 @@ func CallOf(reduceID string) string {
 // target it created, partial or finished (copies dropped, no tombstone),
 // so nothing of it remains and the id can be used again. Waiting Gets
 // keep waiting.
-func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
+func (t *LocationTable) Release(req *messages.ReleaseTarget) outbox.Box {
 	rid := req.GetReduceId()
 	if rid == "" {
-		return nil
+		return outbox.Box{}
 	}
 	e := t.entries[req.GetTargetId()]
 	if e == nil || !e.target.release(rid) {
-		return nil
+		return outbox.Box{}
 	}
 	var out []outbox.Send
 	failed := messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q failed; the id may be produced again", e.id)
@@ -236,5 +236,5 @@ func (t *LocationTable) Release(req *messages.ReleaseTarget) []outbox.Send {
 	e.transfers = nil
 	e.epoch = t.newEpoch() // a copy of the released target reporting late is stale
 	t.forgetIfIdle(e)
-	return out
+	return outbox.Box{Sends: out}
 }

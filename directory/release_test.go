@@ -12,7 +12,7 @@ import (
 // node n: the target's copy there is whole.
 func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID string) []outbox.Send {
 	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size,
-		Creator: true, ReduceId: reduceID})
+		Creator: true, ReduceId: reduceID}).Sends
 }
 
 // reduceRoot reserves target "t" for reduce red#1 and registers its
@@ -22,7 +22,7 @@ func reduceRoot(t *testing.T, tb *LocationTable, creator int) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("the first root's create: %v", out)
 	}
@@ -40,7 +40,7 @@ func TestReleaseDropsAFinishedTargetOfAFailedReduce(t *testing.T) {
 	locate(tb, "t", 3, t0) // a Get fetching from the root
 	rootComplete(tb, "t", 2, 1<<20, "red#1")
 	tb.FetchDone(fetchDone(tb, "t", node(3), node(2)))
-	out := tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+	out := tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"}).Sends
 	for _, n := range []int{2, 3} {
 		if d := dropsTo(out, n); d == nil || !errors.Is(d.GetReason(), messages.ErrNotFound) {
 			t.Fatalf("release of the finished target: drop to n%d %v, want NOT_FOUND (out %v)", n, d, out)

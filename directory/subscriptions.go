@@ -24,10 +24,10 @@ type subscriber struct {
 // (Subscribe.located_before) hears LOST too when the table knows no copy
 // of it: the shell sets that flag only once every store node has
 // republished (see actors/directory), so no copy is left anywhere.
-func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) []outbox.Send {
+func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) outbox.Box {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
-		return []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}
+		return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}}
 	}
 	e := t.entry(id)
 	if !slices.ContainsFunc(e.subscribers, func(s subscriber) bool { return s.key == key }) {
@@ -57,7 +57,7 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) [
 		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, messages.Errorf(messages.ErrorCode_LOST,
 			"object %q is lost: this directory shard knows no copy of it, and its subscriber located one before (every copy went before the shard started over); Put it again to re-create it", id))})
 	}
-	return out
+	return outbox.Box{Sends: out}
 }
 
 // lostUpdate tells a subscriber that no copy of id is left (err: LOST).
@@ -66,14 +66,14 @@ func lostUpdate(id string, err *messages.Error) *messages.LocationUpdate {
 }
 
 // Unsubscribe stops the pushes to the subscriber with this key.
-func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) []outbox.Send {
+func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
-		return nil
+		return outbox.Box{}
 	}
 	e.subscribers = slices.DeleteFunc(e.subscribers, func(s subscriber) bool { return s.key == key })
 	t.forgetIfIdle(e)
-	return nil
+	return outbox.Box{}
 }
 
 func (e *entry) update(node *messages.NodeRef, state messages.LocationState) *messages.LocationUpdate {

@@ -14,17 +14,17 @@ import (
 // publications, as it was before the rebuild.
 func TestApplyTombstonesRestoresDeletions(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", ""}}); len(out) != 0 {
+	if out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", ""}}).Sends; len(out) != 0 {
 		t.Fatalf("tombstones of unknown ids sent %v", out)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("put after restored tombstone: %v", r)
 	}
 	if r := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("get after restored tombstone: %v", r)
 	}
-	out = tb.Query(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0)
+	out = tb.Query(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0).Sends
 	if info := out[0].Msg.(*messages.ObjectInfo); !errors.Is(info.GetError(), messages.ErrDeleted) {
 		t.Fatalf("query after restored tombstone: %v", info)
 	}
@@ -54,7 +54,7 @@ func TestApplyTombstonesEndsWhatArrivedBefore(t *testing.T) {
 	complete(tb, "l", 3, 100, false)
 	tb.NodeFailed("n3")
 
-	out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", "w", "l"}})
+	out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", "w", "l"}}).Sends
 	for _, n := range []int{0, 1} {
 		if d := dropsTo(out, n); d == nil || d.GetObjectId() != "x" || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 			t.Fatalf("no DELETED drop of x's copy on n%d: %v", n, out)
@@ -116,10 +116,10 @@ func TestHugeTimeoutsWait(t *testing.T) {
 		tb.Locate(&messages.Locate{ObjectId: "later", Receiver: node(i + 1), TimeoutMs: ms}, replyTo("r"), t0)
 		tb.Query(&messages.QueryObject{ObjectId: "later", Wait: true, TimeoutMs: ms}, replyTo("q"), t0)
 	}
-	if out := tb.Tick(t0.Add(24 * time.Hour)); len(out) != 0 {
+	if out := tb.Tick(t0.Add(24 * time.Hour)).Sends; len(out) != 0 {
 		t.Fatalf("a day later, huge timeouts expired: %v", out)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "later", Size: 10, Creator: node(0)}, replyTo("c"))
+	out := tb.Create(&messages.CreateObject{ObjectId: "later", Size: 10, Creator: node(0)}, replyTo("c")).Sends
 	served := 0
 	for _, s := range out {
 		switch m := s.Msg.(type) {
@@ -149,14 +149,14 @@ func TestOnlyDeletionDropsSayDeleted(t *testing.T) {
 	if d := dropsTo(complete(tb, "x", 1, 99, false), 1); d == nil || d.GetReason() != nil {
 		t.Fatalf("size mismatch drop: %v", d)
 	}
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"))
+	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
 	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatalf("Delete's drop: %v", d)
 	}
 	if d := dropsTo(complete(tb, "x", 2, 100, false), 2); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatalf("drop of a copy published after the Delete: %v", d)
 	}
-	if d := dropsTo(tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(3), Size: 100}), 3); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
+	if d := dropsTo(tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(3), Size: 100}).Sends, 3); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatalf("drop of a fetch finished after the Delete: %v", d)
 	}
 }

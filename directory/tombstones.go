@@ -10,7 +10,11 @@ import (
 // from the store nodes (ApplyTombstones).
 
 // Delete removes the entry and every copy, and remembers the id as deleted.
-func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) []outbox.Send {
+func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) outbox.Box {
+	return outbox.Box{Sends: t.deleteObject(req, replyTo)}
+}
+
+func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []outbox.Send {
 	id := req.GetObjectId()
 	reply := &messages.DeleteObjectReply{ObjectId: id, RequestId: req.GetRequestId()}
 	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
@@ -80,7 +84,7 @@ func deletedDrop(id string) *messages.DropObject {
 // copies of it were republished first: a node that held a copy when the
 // Delete happened may have missed its DropObject, and a deleted id is
 // never reused.
-func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []outbox.Send {
+func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) outbox.Box {
 	var out []outbox.Send
 	for _, id := range req.GetObjectIds() {
 		if ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
@@ -95,7 +99,7 @@ func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) []outbox.Send 
 		}
 		t.addTombstone(id)
 	}
-	return out
+	return outbox.Box{Sends: out}
 }
 
 func (t *LocationTable) addTombstone(id string) {

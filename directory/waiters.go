@@ -46,7 +46,7 @@ const AvoidFailedCreator = 200 * time.Millisecond
 
 // Locate finds one sender for a receiver, or parks the request until one
 // exists or the deadline passes (see Tick).
-func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
+func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) outbox.Box {
 	var out []outbox.Send
 	if e := t.entries[req.GetObjectId()]; e != nil && nodeOK(req.GetReceiver()) {
 		if fx, gone := t.supersede(e, req.GetReceiver()); gone {
@@ -56,7 +56,7 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			}
 		}
 	}
-	return append(out, t.locate(req, replyTo, now)...)
+	return outbox.Box{Sends: append(out, t.locate(req, replyTo, now)...)}
 }
 
 func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
@@ -178,16 +178,16 @@ func (t *LocationTable) avoidFor(w *waiter, node string, now time.Time) {
 // overtake nothing in order — a receiver's next Locate may arrive on
 // another connection first — so it would withdraw that one instead.
 // replyTo is matched by address and id (a PID, or anything with those).
-func (t *LocationTable) AbandonLocate(id string, replyTo any) []outbox.Send {
+func (t *LocationTable) AbandonLocate(id string, replyTo any) outbox.Box {
 	e := t.entries[id]
 	if e == nil {
-		return nil
+		return outbox.Box{}
 	}
 	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
 		return w.kind == waitLocate && sameEndpoint(w.replyTo, replyTo)
 	})
 	t.forgetIfIdle(e)
-	return nil
+	return outbox.Box{}
 }
 
 // endpoint is what a reply address has: an actor PID's address and id.
@@ -209,21 +209,25 @@ func sameEndpoint(a, b any) bool {
 // its no-copy ones: several of those may wait at once (a GetInto each),
 // and a CancelLocate names only the receiver. They are withdrawn by their
 // own deadlines, or by AbandonLocate.
-func (t *LocationTable) CancelLocate(req *messages.CancelLocate) []outbox.Send {
+func (t *LocationTable) CancelLocate(req *messages.CancelLocate) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
-		return nil
+		return outbox.Box{}
 	}
 	rid := req.GetReceiver().GetNodeId()
 	e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
 		return w.kind == waitLocate && w.receiver.GetNodeId() == rid && !w.noCopy
 	})
 	t.forgetIfIdle(e)
-	return nil
+	return outbox.Box{}
 }
 
 // Query answers with the entry, waiting for it to exist if asked to.
-func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.Time) []outbox.Send {
+func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.Time) outbox.Box {
+	return outbox.Box{Sends: t.query(req, replyTo, now)}
+}
+
+func (t *LocationTable) query(req *messages.QueryObject, replyTo any, now time.Time) []outbox.Send {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
 		return []outbox.Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}}
@@ -253,9 +257,9 @@ func (t *LocationTable) NextDeadline() time.Time { return t.nextDeadline }
 
 // Tick answers every parked request whose deadline has passed with TIMEOUT.
 // It is cheap to call often: it scans only when a deadline is due.
-func (t *LocationTable) Tick(now time.Time) []outbox.Send {
+func (t *LocationTable) Tick(now time.Time) outbox.Box {
 	if t.nextDeadline.IsZero() || now.Before(t.nextDeadline) {
-		return nil
+		return outbox.Box{}
 	}
 	t.nextDeadline = time.Time{}
 	var out []outbox.Send
@@ -282,12 +286,12 @@ func (t *LocationTable) Tick(now time.Time) []outbox.Send {
 		}
 		t.forgetIfIdle(e)
 	}
-	return out
+	return outbox.Box{Sends: out}
 }
 
 // FailWaiters answers every parked request with err (the shard is about to
 // lose its soft state: requesters retry against the rebuilt shard).
-func (t *LocationTable) FailWaiters(err *messages.Error) []outbox.Send {
+func (t *LocationTable) FailWaiters(err *messages.Error) outbox.Box {
 	var out []outbox.Send
 	for _, e := range t.entries {
 		for _, w := range e.waiters {
@@ -295,7 +299,7 @@ func (t *LocationTable) FailWaiters(err *messages.Error) []outbox.Send {
 		}
 		e.waiters = nil
 	}
-	return out
+	return outbox.Box{Sends: out}
 }
 
 func (t *LocationTable) noteDeadline(d time.Time) {

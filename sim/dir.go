@@ -167,7 +167,7 @@ func (w *world) shardStep(s *shard, msg any, ctx any) {
 	s.served++
 	now := w.now()
 	t := s.t
-	var out []outbox.Send
+	var out outbox.Box
 	switch m := msg.(type) {
 	case *messages.Locate:
 		out = t.Locate(m, ctx, now)
@@ -215,9 +215,10 @@ type (
 	tick       struct{}
 )
 
-// route carries out a shard's sends.
-func (w *world) route(from *host, out []outbox.Send) {
-	for _, snd := range out {
+// route carries out a shard's output: the table's Box holds only sends
+// (its deadlines are NextDeadline's, armed above).
+func (w *world) route(from *host, out outbox.Box) {
+	for _, snd := range out.Sends {
 		switch to := snd.To.(type) {
 		case fetchReply:
 			m, ok := snd.Msg.(*messages.LocateReply)

@@ -297,7 +297,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		h(ctx.Self().GetId(), msg)
 	}
 	now := time.Now()
-	var out []outbox.Send
+	var out outbox.Box
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.started(ctx)
@@ -327,8 +327,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 			// node has republished: a leaving member asking now was told
 			// "lost" of an object another member held (its publication
 			// still on the way), or NOT_FOUND of its own. It retries.
-			out = []outbox.Send{{To: ctx.Sender(), Msg: &messages.ReportLostReply{ObjectId: m.GetObjectId(),
-				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", ctx.Self().GetId(), n)}}}
+			out.Send(ctx.Sender(), &messages.ReportLostReply{ObjectId: m.GetObjectId(),
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", ctx.Self().GetId(), n)})
 			break
 		}
 		out = s.table.ReportLost(m, ctx.Sender())
@@ -403,7 +403,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 
 // subscribe pushes the object's locations to the subscriber (a Reduce
 // coordinator) from now on.
-func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe) []outbox.Send {
+func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe) outbox.Box {
 	if m.GetLocatedBefore() && len(s.republishing) > 0 {
 		// A copy the table does not know yet may still be republished
 		// (as for ReportLost): whether the object is lost is answered to
@@ -414,9 +414,9 @@ func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe) []outbox
 	return s.table.Subscribe(m, actorutil.Key(subscriber), subscriber)
 }
 
-func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) []outbox.Send {
+func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) outbox.Box {
 	if ctx.Sender() == nil {
-		return nil
+		return outbox.Box{}
 	}
 	return s.table.Unsubscribe(m, actorutil.Key(ctx.Sender()))
 }
@@ -491,17 +491,17 @@ func (s *Shard) stopping(ctx actor.Context, why string) {
 // terminated forgets a watched store node that stopped: its copies and
 // the requests it parked leave the table. (A coordinator child's
 // Terminated is not a node's.)
-func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) []outbox.Send {
+func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) outbox.Box {
 	for id, pid := range s.coordinators {
 		if pid.Equal(m.GetWho()) {
 			delete(s.coordinators, id)
-			return nil
+			return outbox.Box{}
 		}
 	}
 	key := actorutil.Key(m.GetWho())
 	node, ok := s.watched[key]
 	if !ok {
-		return nil
+		return outbox.Box{}
 	}
 	delete(s.watched, key)
 	delete(s.republishing, key) // it will not answer any more
@@ -510,15 +510,17 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: ctx.Self().GetId(), At: now})
 	}
-	return append(s.table.IncarnationFailed(node, m.GetWho().GetAddress()), s.republishedAll()...)
+	out := s.table.IncarnationFailed(node, m.GetWho().GetAddress())
+	out.Merge(s.republishedAll())
+	return out
 }
 
 // republishedAll tells the table, once, that every store node it asked
 // to republish has answered or failed: no copy it does not list exists
 // (see LocationTable.Republished).
-func (s *Shard) republishedAll() []outbox.Send {
+func (s *Shard) republishedAll() outbox.Box {
 	if s.republished || len(s.republishing) > 0 || s.table == nil {
-		return nil
+		return outbox.Box{}
 	}
 	s.republished = true
 	return s.table.Republished()
@@ -712,11 +714,11 @@ func unreduced(sources, reduced []string) []string {
 	return out
 }
 
-func (s *Shard) deliver(ctx actor.Context, out []outbox.Send) {
-	shardOut.Carry(ctx, s, outbox.Box{Sends: out}, nil)
+func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
+	shardOut.Carry(ctx, s, out, nil)
 }
 
-// shardOut carries out the table's sends (the generic shell): to a PID
+// shardOut carries out the table's Box (the generic shell): its sends go to a PID
 // or a store node, or back to the LocateHere call waiting on a callReply;
 // a nil target was a tell's (nobody waits for the answer).
 var shardOut = &shell.Carrier[*Shard]{

@@ -79,14 +79,15 @@ func ServeSubscribe(ctx context.Context, root *actor.RootContext, shardFor func(
 // answerInline splits what a data-plane subscription sends its
 // subscriber: if every update carries inline bytes, they are the answer
 // and nothing goes as a message; otherwise all go as messages, in order.
-func answerInline(out []outbox.Send) (*messages.SubscribeAnswer, []outbox.Send) {
+func answerInline(out outbox.Box) (*messages.SubscribeAnswer, outbox.Box) {
 	a := &messages.SubscribeAnswer{}
-	for _, o := range out {
+	for _, o := range out.Sends {
 		u, ok := o.Msg.(*messages.LocationUpdate)
 		if !ok || !u.GetHasInline() || u.GetDeleted() || u.GetError() != nil {
 			return &messages.SubscribeAnswer{}, out
 		}
 		a.Updates = append(a.Updates, u)
 	}
-	return a, nil
+	out.Sends = nil
+	return a, out
 }

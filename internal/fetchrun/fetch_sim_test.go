@@ -199,25 +199,25 @@ func (s *fetchSim) shardStep(from *simNode, msg any) {
 	var out []outbox.Send
 	switch m := msg.(type) {
 	case simLocate:
-		out = s.table.Locate(m.m, simReplyTo{f: m.f}, s.now)
+		out = s.table.Locate(m.m, simReplyTo{f: m.f}, s.now).Sends
 		s.logf("shard <- %s Locate %s attempt %d failed=%s", from.id, m.m.GetObjectId(), m.m.GetAttempt(), m.m.GetFailedSender().GetNodeId())
 	case *messages.CancelLocate:
-		out = s.table.CancelLocate(m)
+		out = s.table.CancelLocate(m).Sends
 	case *messages.FetchDone:
-		out = s.table.FetchDone(m)
+		out = s.table.FetchDone(m).Sends
 		s.logf("shard <- %s FetchDone %s", from.id, m.GetObjectId())
 	case *messages.FetchAborted:
-		out = s.table.FetchAborted(m)
+		out = s.table.FetchAborted(m).Sends
 		s.logf("shard <- %s FetchAborted %s", from.id, m.GetObjectId())
 	case *messages.PublishLocation:
-		out = s.table.Publish(m)
+		out = s.table.Publish(m).Sends
 	case *messages.UnpublishLocation:
-		out = s.table.Unpublish(m)
+		out = s.table.Unpublish(m).Sends
 		s.logf("shard <- %s Unpublish %s", from.id, m.GetObjectId())
 	case *messages.CreateObject:
-		out = s.table.Create(m, nil)
+		out = s.table.Create(m, nil).Sends
 	case nodeFailedMsg:
-		out = s.table.NodeFailed(m.node)
+		out = s.table.NodeFailed(m.node).Sends
 		s.logf("shard <- NodeFailed %s", m.node)
 	default:
 		s.fail("shard got %T", msg)
@@ -587,7 +587,7 @@ func (s *fetchSim) restartShard() {
 	s.stats.restarts++
 	s.restarts++
 	s.logf("SHARD RESTART")
-	s.shardOut(s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard restarting")))
+	s.shardOut(s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard restarting")).Sends)
 	cfg := directory.DefaultTableConfig()
 	cfg.InlineLimit = simInline
 	cfg.Amnesic = true
@@ -606,7 +606,7 @@ func (s *fetchSim) restartShard() {
 }
 
 func (s *fetchSim) tick() {
-	s.shardOut(s.table.Tick(s.now))
+	s.shardOut(s.table.Tick(s.now).Sends)
 	if s.now.Before(time.Unix(0, 0).Add(simHorizon)) && s.active() {
 		s.at(simTick, s.tick)
 	}
