@@ -353,13 +353,23 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	}
 	// Withdraw the waiter. An outcome that raced the deadline is returned
 	// rather than dropped: on a semaphore it holds a slot. (One that comes
-	// later finds no waiter, and the handle gives such a slot back.)
+	// later finds no waiter, and the handle gives such a slot back.) The
+	// withdrawal waits at most withdrawWait: on a busy machine the
+	// handle's actor took 1.5 s to get to it, and the call answered that
+	// long past its deadline (chaos seed 15 under load). Past that the
+	// caller has its TIMEOUT, and a goroutine sees the withdrawal through:
+	// an outcome that came before it is given back there.
 	if !b.stopped.Load() {
 		withdrawn := make(chan struct{})
 		b.sys.Root.Send(b.pid, participant.CancelRequest{ID: id, Label: label, Done: withdrawn})
+		t := time.NewTimer(withdrawWait)
+		defer t.Stop()
 		select {
 		case <-withdrawn:
 		case <-b.gone: // the handle's actor stopped meanwhile
+		case <-t.C:
+			go b.giveBackLate(label, ch, withdrawn)
+			return nil, deadlineError(ctx, "barrier %q: %q did not pass", b.name, label)
 		}
 	}
 	select {
@@ -368,6 +378,31 @@ func (b *Barrier) Enter(ctx context.Context, label string) (*Pass, error) {
 	default:
 	}
 	return nil, deadlineError(ctx, "barrier %q: %q did not pass", b.name, label)
+}
+
+// withdrawWait bounds how long an Enter whose context ended waits for its
+// waiter to be withdrawn before it answers.
+const withdrawWait = 100 * time.Millisecond
+
+// giveBackLate waits until an abandoned Enter's waiter is withdrawn (or
+// the handle's actor stopped) and releases the slot of an outcome that
+// reached it first: nobody is there to take it, and on a semaphore it
+// would hold a holder's place until the holder timeout.
+func (b *Barrier) giveBackLate(label string, ch <-chan participant.EnterResult, withdrawn <-chan struct{}) {
+	select {
+	case <-withdrawn:
+	case <-b.gone:
+		return
+	}
+	select {
+	case r := <-ch:
+		if pass, err := b.passOrError(label, r); err == nil && !pass.Late {
+			ctx, cancel := context.WithTimeout(context.Background(), b.wait)
+			defer cancel()
+			_ = pass.Release(ctx)
+		}
+	default:
+	}
 }
 
 func (b *Barrier) passOrError(label string, r participant.EnterResult) (*Pass, error) {

@@ -1,6 +1,7 @@
 package barrier_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -390,5 +391,57 @@ func TestFailedParticipantsAreReported(t *testing.T) {
 	}
 	if f := <-failures; f.Label != "x" {
 		t.Fatalf("failure %+v", f)
+	}
+}
+
+// An Enter whose context ends answers then, even when its handle's actor
+// is too busy to withdraw the waiter (here: held in the controller's entry
+// callback, as a loaded machine held it for 1.5 s in chaos seed 15). The
+// Enter returns TIMEOUT while the callback still holds the actor; the
+// withdrawal completes after, and the barrier goes on.
+func TestEnterAnswersAtItsDeadlineWhileItsHandleIsBusy(t *testing.T) {
+	l := startCluster(t, 2)
+	ctx := deadline(t, 20*time.Second)
+	release := make(chan struct{})
+	consulted := make(chan struct{}, 4)
+	b, err := barrier.New(ctx, l, "busy-handle", barrier.Max(2), barrier.OnEnter(func(c barrier.Consultation) bool {
+		consulted <- struct{}{}
+		<-release
+		return false
+	}, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	ectx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Enter(ectx, "a")
+		done <- err
+	}()
+	select {
+	case <-consulted: // the actor is now held in the callback
+	case <-ctx.Done():
+		t.Fatal("the entry callback was never asked")
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, messages.ErrTimeout) {
+			t.Fatalf("Enter past its deadline: %v, want TIMEOUT", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Enter did not answer while its handle's actor was busy: it waits for the withdrawal")
+	}
+	close(release)
+	// The handle works on once the callback lets its actor go.
+	if _, err := b.Status(ctx); err != nil {
+		t.Fatalf("Status after the busy spell: %v", err)
 	}
 }
