@@ -24,6 +24,15 @@ func (fx Effects) Tasks() []Task {
 	return out
 }
 
+// Watched are the nodes the step asks the shell to watch, in order.
+func (fx Effects) Watched() []*messages.NodeRef {
+	out := make([]*messages.NodeRef, 0, len(fx.Watch))
+	for _, w := range fx.Watch {
+		out = append(out, w.(*messages.NodeRef))
+	}
+	return out
+}
+
 // isTasks reports whether msg carries tasks (a ReduceTask or a batch).
 func isTasks(msg any) bool {
 	switch msg.(type) {

@@ -89,7 +89,7 @@ func TestLateLocationOfAFailedNodeIsStale(t *testing.T) {
 	// with a new id: its copy of s1 counts (a backup now).
 	again := &messages.NodeRef{NodeId: "n1.1", Address: node(1).GetAddress(), ActorId: node(1).GetActorId()}
 	back := r.Located(completeAt("s1", again), t0)
-	if got := nodeIDs(back.Watch); !slices.Equal(got, []string{"n1.1"}) {
+	if got := nodeIDs(back.Watched()); !slices.Equal(got, []string{"n1.1"}) {
 		t.Fatalf("the new incarnation's copy: watches %v, want n1.1", got)
 	}
 	reply, _ := finishTree(t, r, append(fx.Tasks(), back.Tasks()...))
@@ -244,7 +244,7 @@ func TestReduceSourceLost(t *testing.T) {
 		}
 	}
 	// b is Put again: it arrives as any source does.
-	if got := nodeIDs(r.Located(completeAt("b", node(5)), t0).Watch); !slices.Equal(got, []string{"n5"}) {
+	if got := nodeIDs(r.Located(completeAt("b", node(5)), t0).Watched()); !slices.Equal(got, []string{"n5"}) {
 		t.Fatalf("b Put again on n5: watches %v", got)
 	}
 }

@@ -128,24 +128,21 @@ func ValidateReduce(r *messages.Reduce, maxIDLen int) *messages.Error {
 	return nil
 }
 
-// Effects are what a step of a Reduction asks its shell to do: every
-// message to send and every timer to arm (the Box, in order), and the
-// two things that are not messages.
+// Effects are what a step of a Reduction asks its shell to do: the Box
+// every core returns (the messages to send and the timers to arm, in
+// order, the nodes to watch and the events to publish), and what is the
+// Reduce's own.
 //
 // A Send's To is a *messages.NodeRef (a store node), or one of the
 // markers Requester, CallerNode, TargetNode, TargetShard and ShardOf,
-// which only the
-// shell can resolve to actors. A Timer's Msg is DeadlineTimer, KneeTimer
-// or ResubscribeTimer; a timer replaces any pending one with the same
-// Msg, and the shell hands it back through Expire, KneeCheck or
-// Resubscribe.
+// which only the shell can resolve to actors. A Timer's Msg is
+// DeadlineTimer, KneeTimer or ResubscribeTimer; a timer replaces any
+// pending one with the same Msg, and the shell hands it back through
+// Expire, KneeCheck or Resubscribe. Each Watch is a *messages.NodeRef
+// whose failure the shell reports with NodeFailed. Events describe
+// repairs, the tree and the end of the Reduce, for the EventStream.
 type Effects struct {
 	outbox.Box
-	// Watch: nodes whose failure the shell must report with NodeFailed.
-	Watch []*messages.NodeRef
-	// Events describe repairs and the end of the Reduce, for the
-	// EventStream.
-	Events []any
 	// Knee, when set, says this step fixed the count of a knee policy
 	// (for the log).
 	Knee *KneeFixed
@@ -462,7 +459,10 @@ func (r *Reduction) subscribe(fx *Effects) {
 // out turns a step's decisions into messages. Each message carries the
 // time left until the Reduce's deadline, as of now.
 func (r *Reduction) out(fx effects, now time.Time) Effects {
-	e := Effects{Watch: fx.Watch, Events: fx.Events, Knee: fx.knee}
+	e := Effects{Box: outbox.Box{Events: fx.Events}, Knee: fx.knee}
+	for _, n := range fx.Watch {
+		e.Watch = append(e.Watch, n)
+	}
 	r.treeEvent(&e, fx.Reply)
 	remaining := max(1, r.deadline.Sub(now).Milliseconds())
 	for _, t := range fx.Invalidate {

@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/actors/shell"
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
@@ -106,6 +107,11 @@ type Coordinator struct {
 	// inline result's store answer came: the reply's log splits the
 	// Reduce's time with them (waiting for sources, storing, the rest).
 	locatedAt, storedAt time.Time
+	// timeSends: the step being carried out has tasks and the debug log
+	// is on, so sentAt follows its sends to the last one's end (the
+	// "reduce tasks sent" line).
+	timeSends bool
+	sentAt    time.Time
 }
 
 // lingerFor bounds how long an ended Reduce waits for a late measurement.
@@ -316,17 +322,14 @@ func (c *Coordinator) stopped() *messages.Error {
 	return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")
 }
 
-// drain carries out one step's Effects: watches, sends (resolving To),
-// timers and events; and stops the coordinator once the Reduce answered.
+// drain carries out one step's Effects: its Box through the generic
+// shell (coordOut: sends, timers, watches, events), the knee's decision
+// and the held answer (holdReply) around it; and stops the coordinator
+// once the Reduce answered.
 func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	if c.r.Over() {
 		// Before the step's Unsubscribes go: see subscribe.
 		c.over.Store(true)
-	}
-	for _, n := range fx.Watch {
-		pid := n.PID()
-		c.watched[actorutil.Key(pid)] = n.GetNodeId()
-		ctx.Watch(pid)
 	}
 	if k := fx.Knee; k != nil {
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "arrived": k.Arrived, "reduce_count": k.Count,
@@ -334,7 +337,6 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	}
 	sendAt := time.Now()
 	tasks := 0
-	c.holdReply(fx)
 	for _, s := range fx.Sends {
 		switch m := s.Msg.(type) {
 		case *messages.ReduceTask:
@@ -342,26 +344,18 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 		case *messages.ReduceTaskBatch:
 			tasks += len(m.GetTasks())
 		}
-		c.send(ctx, s)
 	}
-	if tasks > 0 && c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+	c.timeSends = tasks > 0 && c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel)
+	c.sentAt = sendAt
+	c.holdReply(fx)
+	coordOut.Carry(ctx, c, fx.Box, nil)
+	if c.timeSends {
 		// The start of a tree (or a sliced AllReduce's every chain): with
 		// the store nodes' "reduce position timeline", where a late start
 		// comes from.
+		c.timeSends = false
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "tasks": tasks, "sends": len(fx.Sends), "step_at_ns": c.stepAt.UnixNano(),
-			"sent_at_ns": sendAt.UnixNano(), "step_ns": int64(sendAt.Sub(c.stepAt)), "send_ns": int64(time.Since(sendAt))}).Debug("reduce tasks sent")
-	}
-	for _, t := range fx.Timers {
-		c.arm(ctx, t)
-	}
-	for _, e := range fx.Events {
-		if r, ok := e.(*events.AllReduceReplanned); ok {
-			// The operator's view of it: the AllReduce goes on, in
-			// another shape, without the lost sources.
-			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": r.Node, "lost": r.Lost, "reduce_count": r.Num, "from": r.From}).
-				Info("allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources")
-		}
-		ctx.ActorSystem().EventStream.Publish(e)
+			"sent_at_ns": sendAt.UnixNano(), "step_ns": int64(sendAt.Sub(c.stepAt)), "send_ns": int64(c.sentAt.Sub(sendAt))}).Debug("reduce tasks sent")
 	}
 	if c.r.Over() {
 		// Over for good: no timer may fire into a stopped actor's mailbox.
@@ -375,6 +369,42 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 			return
 		}
 		c.finish(ctx)
+	}
+}
+
+// coordOut carries out a step's Box (the generic shell): every send goes
+// through the coordinator's send (its markers resolve there, and some go
+// as requests or on the data plane), a timer replaces the pending one
+// with its message, a watched node is remembered for its Terminated, and
+// an AllReduce's re-plan is logged as it is published. Set in init: its
+// hooks lead back to drain, which carries through it.
+var coordOut shell.Carrier[*Coordinator]
+
+func init() {
+	coordOut = shell.Carrier[*Coordinator]{
+		Route: func(ctx actor.Context, c *Coordinator, s outbox.Send) bool {
+			c.send(ctx, s)
+			if c.timeSends {
+				c.sentAt = time.Now() // the last send's end: see drain
+			}
+			return true
+		},
+		Timer: func(ctx actor.Context, c *Coordinator, t outbox.Timer) { c.arm(ctx, t) },
+		Watch: func(ctx actor.Context, c *Coordinator, who any) {
+			n := who.(*messages.NodeRef)
+			pid := n.PID()
+			c.watched[actorutil.Key(pid)] = n.GetNodeId()
+			ctx.Watch(pid)
+		},
+		Event: func(ctx actor.Context, c *Coordinator, e any) {
+			if r, ok := e.(*events.AllReduceReplanned); ok {
+				// The operator's view of it: the AllReduce goes on, in
+				// another shape, without the lost sources.
+				c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": r.Node, "lost": r.Lost, "reduce_count": r.Num, "from": r.From}).
+					Info("allreduce lost a participant: re-planned as reduce-then-broadcast over the surviving sources")
+			}
+			ctx.ActorSystem().EventStream.Publish(e)
+		},
 	}
 }
 
