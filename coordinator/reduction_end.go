@@ -1,0 +1,130 @@
+package coordinator
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// How a Reduction ends: its answer once n sources are reduced and the
+// participants that live hold the result, or a failure (the deadline, a
+// deleted or lost source it cannot do without, a failed position) that
+// releases every node and the target.
+
+func (r *Reduction) maybeFinish() effects {
+	if r.reply == nil || len(r.fetching) > 0 {
+		return effects{}
+	}
+	r.over = true
+	return effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
+}
+
+// Expire fails the Reduction if its deadline has passed.
+func (r *Reduction) expire(now time.Time) effects {
+	if r.over || now.Before(r.deadline) {
+		return effects{}
+	}
+	if r.gating() {
+		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"reduce: knee policy: %d of %d sources arrived before the deadline and no knee was accepted (%d needed by min_percent)",
+			r.gate.Arrived(), len(r.req.GetSourceIds()), r.gate.Needed()))
+	}
+	n := int(r.req.GetNumObjects())
+	if held := len(r.sources); held < n {
+		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"reduce: only %d of the %d sources needed were available before the deadline; missing: %s", held, n, strings.Join(r.Waiting(), ", ")))
+	}
+	return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce: the tree did not finish before the deadline"))
+}
+
+// Abort fails the Reduction from outside (its actor is stopping).
+func (r *Reduction) abort(err *messages.Error) effects {
+	if r.over {
+		return effects{}
+	}
+	return r.fail(err)
+}
+
+func (r *Reduction) sourceDeleted(id string) effects {
+	r.gone[id] = true
+	if r.sliced != nil {
+		// A sliced AllReduce reduces every source.
+		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "allreduce: source %q was deleted during the AllReduce", id))
+	}
+	used := r.sources[id] != nil && (r.inline && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
+		!r.inline && r.assign.Position(id) >= 0)
+	if used {
+		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
+	}
+	var fx effects
+	if r.sources[id] != nil && !r.inline && r.tree != nil {
+		// A backup whose bytes are gone must not take the place of a
+		// failed position (the knee simulation's seed 2163 reduced one).
+		r.sourceGone(id, &fx)
+	}
+	if possible := r.possible(); possible < int(r.req.GetNumObjects()) {
+		return r.fail(messages.Errorf(messages.ErrorCode_DELETED,
+			"reduce: source %q was deleted; %d sources remain for num_objects %d", id, possible, r.req.GetNumObjects()))
+	}
+	return fx
+}
+
+func (r *Reduction) success(reduced []string) *messages.ReduceReply {
+	in := map[string]bool{}
+	for _, id := range reduced {
+		in[id] = true
+	}
+	reply := &messages.ReduceReply{TargetId: r.req.GetTargetId(), ReducedIds: slices.Clone(reduced), Plan: r.plan}
+	for _, id := range r.req.GetSourceIds() {
+		if !in[id] {
+			reply.UnreducedIds = append(reply.UnreducedIds, id)
+		}
+	}
+	return reply
+}
+
+func (r *Reduction) fail(err *messages.Error) effects {
+	r.over = true
+	fx := effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
+		Release: r.releaseNodes(), ReleaseTarget: true}
+	if r.sliced != nil {
+		fx.Drop = r.slicedCopies()
+	}
+	return fx
+}
+
+// bystanders are the live nodes of the arrived sources that ran no task
+// (not in released), in node id order.
+func (r *Reduction) bystanders(released []*messages.NodeRef) []*messages.NodeRef {
+	seen := map[string]bool{}
+	for _, n := range released {
+		seen[n.GetNodeId()] = true
+	}
+	var out []*messages.NodeRef
+	for _, s := range r.sources {
+		id := s.node.GetNodeId()
+		if !seen[id] && !r.failed[id] {
+			seen[id] = true
+			out = append(out, s.node)
+		}
+	}
+	slices.SortFunc(out, func(a, b *messages.NodeRef) int { return strings.Compare(a.GetNodeId(), b.GetNodeId()) })
+	return out
+}
+
+func (r *Reduction) releaseNodes() []*messages.NodeRef {
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range r.nodes {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	out := make([]*messages.NodeRef, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, r.nodes[id])
+	}
+	return out
+}

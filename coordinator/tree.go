@@ -1,0 +1,359 @@
+package coordinator
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// The reduce tree: arrivals take its positions in generalized in-order
+// (plan.Assignment), a subtree's tasks go out once its sources have
+// arrived, and a source that goes (its node failed, its copy left the
+// directory, it was lost) leaves its position to a backup while the
+// position's ancestors pull again under new generations.
+
+// arriveInTree places an arrived source in the tree's next open
+// position, if any (else it stays a backup), and sends every task that
+// its arrival completes, up to the root.
+func (r *Reduction) arriveInTree(id string, fx *effects) {
+	pos, placed, err := r.assign.Arrive(id)
+	if err != nil || !placed {
+		return // a backup: it stays where it is
+	}
+	r.place(pos, id)
+	for p := pos; p >= 0; p = r.tree.Parent(p) {
+		r.maybeSend(p, fx)
+	}
+}
+
+// place records that id now holds pos: a leaf's output is its source
+// itself and is ready at once; any other position needs a task.
+func (r *Reduction) place(pos int, id string) {
+	s := r.sources[id]
+	r.plan.Positions[pos].ObjectId = id
+	r.plan.Positions[pos].NodeId = s.node.GetNodeId()
+	r.plan.Positions[pos].Arrival = int32(s.arrival)
+	if r.isLeaf(pos) {
+		r.started[pos] = true
+	} else {
+		r.need[pos], r.sent[pos], r.started[pos] = true, false, false
+	}
+}
+
+func (r *Reduction) isLeaf(p int) bool { return len(r.tree.Children(p)) == 0 && p != r.tree.Root() }
+
+// newTree plans the tree of n positions into r.plan (its shape, degree,
+// prices and open positions) and starts its assignment.
+func (r *Reduction) newTree(n int) error {
+	var err error
+	switch {
+	case r.cfg.Shape == ShapeChainLeaf && r.cfg.ForceDegree <= 0:
+		r.plan.Shape = ShapeChainLeaf
+		r.tree, err = plan.NewChainLeafTree(n, plan.ChainLength(n, r.L, r.B, r.size))
+	default:
+		d, costs := plan.ChooseDegree(n, r.L, r.B, r.size, n)
+		if r.cfg.ForceDegree > 0 {
+			d = min(r.cfg.ForceDegree, n)
+		}
+		for _, k := range slices.Sorted(mapKeys(costs)) {
+			if !(r.B > 0) {
+				break // unknown bandwidth: every cost is "forever", none worth reporting
+			}
+			r.plan.Costs = append(r.plan.Costs, &messages.DegreeCost{Degree: int32(k), CostUs: costs[k].Microseconds()})
+		}
+		r.plan.Shape = ShapeDAry
+		r.tree, err = plan.NewTree(n, d)
+	}
+	if err != nil {
+		return err
+	}
+	r.plan.Degree = int32(r.tree.Degree())
+	r.assign = plan.NewAssignment(r.tree)
+	for p := 0; p < n; p++ {
+		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(p), Parent: int32(r.tree.Parent(p)), Arrival: -1})
+	}
+	return nil
+}
+
+func mapKeys(m map[int]time.Duration) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// maybeSend sends p's task once p's subtree has arrived and every child's
+// output is named (see ready).
+func (r *Reduction) maybeSend(p int, fx *effects) {
+	if !r.need[p] || !r.assign.Ready(p) {
+		return
+	}
+	kids := r.tree.Children(p)
+	for _, c := range kids {
+		if !r.ready(c) {
+			return
+		}
+	}
+	r.gen[p]++
+	r.need[p], r.sent[p], r.started[p] = false, true, false
+	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
+		Size: r.size, Position: int32(p), Root: p == r.tree.Root(), SourceId: r.assign.Holder(p), OutputId: r.outputOf(p),
+		Generation: int32(r.gen[p])}
+	if p == r.tree.Root() {
+		r.rootSet[r.gen[p]] = r.assign.Placed()
+		r.rootAt[r.gen[p]] = r.nodeOf(p).GetNodeId()
+	}
+	for _, c := range kids {
+		// Only a leaf's input can be whole already: it is its source.
+		// Outputs of workers are being produced while they are streamed.
+		s := r.sources[r.assign.Holder(c)]
+		whole := r.isLeaf(c) && s != nil && s.complete
+		task.Children = append(task.Children, &messages.ReduceInput{Node: r.nodeOf(c), ObjectId: r.outputOf(c), Complete: whole})
+	}
+	node := r.nodeOf(p)
+	r.nodes[node.GetNodeId()] = node
+	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
+}
+
+// nodeOf is the node holding position p, nil while p is open.
+func (r *Reduction) nodeOf(p int) *messages.NodeRef {
+	if s := r.sources[r.assign.Holder(p)]; s != nil {
+		return s.node
+	}
+	return nil
+}
+
+// ready reports whether a parent's task may name c's output now: a
+// leaf's output is its source, ready once placed; any other position's is
+// the object its current generation's task creates, named by that
+// generation. The parent does not wait for c to report that the object
+// exists: its stream waits for it on c's node. Sending the whole subtree
+// at once saves a control round trip per level of the tree, and since
+// every generation's output has its own name, a parent can never stream
+// one that an earlier generation of c reduced.
+func (r *Reduction) ready(c int) bool {
+	if r.isLeaf(c) {
+		return r.started[c]
+	}
+	return r.sent[c]
+}
+
+func (r *Reduction) outputOf(p int) string {
+	switch {
+	case p == r.tree.Root():
+		return r.req.GetTargetId()
+	case len(r.tree.Children(p)) == 0:
+		return r.assign.Holder(p)
+	}
+	return InternalID(r.id, p, r.gen[p])
+}
+
+// Started handles a position reporting that its output exists.
+func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
+	if r.sliced != nil {
+		if r.over || m.GetReduceId() != r.id {
+			return effects{}
+		}
+		return r.slicedStarted(m)
+	}
+	p := int(m.GetPosition())
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
+		int(m.GetGeneration()) != r.gen[p] || r.need[p] || int(m.GetGeneration()) <= r.staleGen {
+		return effects{} // a generation a repair has replaced
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
+	}
+	r.started[p] = true
+	var fx effects
+	if parent := r.tree.Parent(p); parent >= 0 {
+		r.maybeSend(parent, &fx)
+	} else if r.req.GetAllReduce() {
+		// The target is streaming from its first chunk: participants start
+		// fetching now, so the broadcast pipelines with the reduce. After
+		// a repair (a new root generation), only new participants.
+		r.fetchNew(&fx)
+	}
+	return fx
+}
+
+// Done handles a position reporting its output complete.
+func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
+	if r.sliced != nil {
+		if r.over || m.GetReduceId() != r.id {
+			return effects{}
+		}
+		return r.slicedDone(m)
+	}
+	p := int(m.GetPosition())
+	g := int(m.GetGeneration())
+	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g <= r.staleGen || g > r.gen[p] {
+		return effects{}
+	}
+	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if g != r.gen[p] || r.need[p] {
+			return effects{} // a superseded run: its failure is being repaired
+		}
+		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
+	}
+	if p != r.tree.Root() || r.reply != nil || g != r.gen[p] || r.need[p] || !r.sent[p] || r.rootAt[g] != r.nodeOf(p).GetNodeId() {
+		// Not the root, already answered, or a generation a repair
+		// replaced (or is about to: an input was lost and the root was
+		// invalidated). That root holds its target's last byte back until
+		// a commit that never comes, so nobody read it whole, and its
+		// worker rewinds it, or drops it when released.
+		return effects{}
+	}
+	// The root's generation reduced exactly the sources placed when it
+	// was sent, each once. This is the moment the result is fixed: the
+	// root completes the target only on this commit, and the target's
+	// shard offers it as the whole result (ending the reservation) before
+	// the reply.
+	r.reply = r.success(r.rootSet[g])
+	fx := r.maybeFinish()
+	root := r.nodeOf(p)
+	fx.Commit = append(fx.Commit, Task{Node: root, Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(p), Generation: int32(g)}})
+	if r.req.GetAllReduce() {
+		fx.Mark = append(fx.Mark, r.participants()...)
+	}
+	fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: root,
+		State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: m.GetFingerprint(), Creator: true, ReduceId: r.id})
+	return fx
+}
+
+// NodeFailed repairs the tree after a node failed: each source it held
+// leaves its position, the next ready backup takes it (or the next
+// arrival will), and the position's ancestors clear what they reduced and
+// pull again, bottom-up. Other subtrees keep their progress.
+func (r *Reduction) nodeFailed(node string) effects {
+	if r.over {
+		return effects{}
+	}
+	r.failed[node] = true
+	// A participant that died will not answer its Get of the result, and
+	// needs no copy any more.
+	delete(r.fetching, node)
+	if r.reply != nil {
+		// The result is fixed (an AllReduce is only waiting for its
+		// participants): the tree must not change under it. A participant
+		// whose copy is lost fails the AllReduce through its fetch.
+		return r.maybeFinish()
+	}
+	if r.start != nil && r.start.GetNodeId() == node {
+		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
+	}
+	delete(r.watched, node)
+	var fx effects
+	if r.req.GetAllReduce() && !r.gating() && !r.inline && (r.sliced != nil || r.tree != nil) && r.allReduceNodeFailed(node, &fx) {
+		return fx
+	}
+	if r.gating() {
+		// An arrival whose copy died no longer counts as available (the
+		// gate still counts it: it did arrive).
+		r.pending = slices.DeleteFunc(r.pending, func(u *messages.LocationUpdate) bool { return u.GetNode().GetNodeId() == node })
+		return fx
+	}
+	if r.inline || r.tree == nil {
+		return fx // small sources live in the directory, not on the node
+	}
+	for _, id := range slices.Clone(r.arrivals) {
+		if s := r.sources[id]; s != nil && s.node.GetNodeId() == node {
+			r.sourceGone(id, &fx)
+		}
+	}
+	return fx
+}
+
+// sourceLost handles the directory's word that a source has no copy
+// left (LocationUpdate.error, LOST): as the failure of the node holding
+// it would. A located source leaves the run (an AllReduce that cannot
+// make up n without it lowers n; a tree repairs with a backup). An
+// AllReduce lowers n for one never located too: nothing else tells it
+// that such a source is gone (the failure of its node names no source
+// the Reduction knew of). A plain Reduce counts a lost source, located or
+// not, as one that cannot take part until a new copy of it arrives (it
+// may be Put again), and fails with LOST once fewer than n can: it waited
+// for them until its deadline, and answered TIMEOUT about sources the
+// directory knew were gone. Inline sources live in the directory and are
+// never lost.
+func (r *Reduction) sourceLost(id string) effects {
+	var fx effects
+	if r.inline {
+		return fx
+	}
+	// A located source's loss is its node's, as far as anybody can tell
+	// (the operator's log and AllReduceReplanned name it): the shard's
+	// report and that node's failure notice race, and either may come
+	// first.
+	node := ""
+	if s := r.sources[id]; s != nil && s.node != nil {
+		node = s.node.GetNodeId()
+	}
+	if r.req.GetAllReduce() && r.allReduceLost(node, []string{id}, &fx) {
+		return fx
+	}
+	if r.sources[id] != nil && r.tree != nil {
+		r.sourceGone(id, &fx)
+	}
+	if r.req.GetAllReduce() {
+		return fx
+	}
+	r.lost[id] = true
+	if n := int(r.req.GetNumObjects()); r.possible() < n {
+		var lost []string
+		for _, s := range r.req.GetSourceIds() {
+			if r.lost[s] && !r.gone[s] {
+				lost = append(lost, s)
+			}
+		}
+		return r.fail(messages.Errorf(messages.ErrorCode_LOST,
+			"reduce: sources %s are lost (no copy is left); %d sources remain for num_objects %d; Put them again to reduce them",
+			strings.Join(lost, ", "), r.possible(), n))
+	}
+	return fx
+}
+
+// sourceGone takes a source whose copy is gone out of the tree: the next
+// ready backup takes its position, or the next arrival will.
+func (r *Reduction) sourceGone(id string, fx *effects) {
+	delete(r.sources, id) // it may arrive again, from a new copy
+	rep, err := r.assign.Replace(id)
+	if err != nil || rep.Pos < 0 {
+		return // only a backup
+	}
+	r.repair(rep, id, fx)
+}
+
+func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
+	pos := rep.Pos
+	// Reports of the lost worker's generation are stale from now on.
+	r.gen[pos]++
+	fx.Events = append(fx.Events, &events.TreeNodeReplaced{Reduce: r.id, Position: pos, Failed: failed, Replacement: rep.NewID})
+	r.plan.Positions[pos].ObjectId, r.plan.Positions[pos].NodeId, r.plan.Positions[pos].Arrival = "", "", -1
+	r.started[pos], r.need[pos], r.sent[pos] = false, false, false
+	if rep.NewID != "" {
+		r.place(pos, rep.NewID)
+	}
+	if len(rep.Invalidate) > 0 {
+		fx.Events = append(fx.Events, &events.AncestorsInvalidated{Reduce: r.id, Positions: slices.Clone(rep.Invalidate)})
+	}
+	for _, a := range rep.Invalidate {
+		if r.gen[a] > 0 && !r.need[a] {
+			// Stop it now, before it finishes with the lost object in it.
+			fx.Invalidate = append(fx.Invalidate, Task{Node: r.nodeOf(a), Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(a), Generation: int32(r.gen[a])}})
+		}
+		r.need[a], r.sent[a], r.started[a] = true, false, false
+	}
+	// Walk up as an arrival does: a ready backup in a leaf is started at
+	// once, and no later report would prompt its parent's new task.
+	for p := pos; p >= 0; p = r.tree.Parent(p) {
+		r.maybeSend(p, fx)
+	}
+}
