@@ -30,8 +30,8 @@ type Config struct {
 
 	// ChunkSize is the unit of copying, streaming and progress. 0 adapts
 	// it to the bandwidth the Estimator measured (plan.ChunkFor: about
-	// 5 ms of transfer per chunk, 1 MiB until something is measured); a
-	// fixed size is used as given.
+	// 5 ms of transfer per chunk, plan.UnmeasuredChunk until something is
+	// measured); a fixed size is used as given.
 	ChunkSize int
 	// InlineLimit: objects smaller than this are kept inline in the
 	// directory and need no transfer (default 64 KiB).

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/coordinator/plan"
 	"github.com/hoplite-go/hoplite/netmodel/estimator"
 )
 
@@ -12,8 +13,8 @@ import (
 func TestStreamChunkAdaptsOnlyWhenNotFixed(t *testing.T) {
 	est := estimator.New(time.Millisecond, 1e9)
 	auto := (&Config{Estimator: est}).withDefaults()
-	if got := auto.streamChunk(32 << 20); got != 1<<20 {
-		t.Fatalf("before any measurement: %d, want 1 MiB", got)
+	if got := auto.streamChunk(32 << 20); got != plan.UnmeasuredChunk {
+		t.Fatalf("before any measurement: %d, want plan.UnmeasuredChunk", got)
 	}
 	// Unmeasured, a small object still moves in 16 chunks: the reader
 	// picks a stream's chunk, and one whole-object reader in a chain

@@ -145,9 +145,9 @@ func TestChunkFor(t *testing.T) {
 		{1.25e9, 4 << 20},  // 10 Gbit/s: 6.25 MB, clamped
 		{3.5e9, 4 << 20},   // loopback
 		{1e6, 64 << 10},    // 8 Mbit/s: 5 KB, clamped up
-		{0, 1 << 20},       // unknown
-		{-5, 1 << 20},
-		{math.NaN(), 1 << 20},
+		{0, 256 << 10},     // unknown: UnmeasuredChunk
+		{-5, 256 << 10},
+		{math.NaN(), 256 << 10},
 		{math.Inf(1), 4 << 20},
 	} {
 		if got := ChunkFor(c.B); got != c.want {
