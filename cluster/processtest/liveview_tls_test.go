@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,15 +23,7 @@ import (
 func TestLiveViewOverTLS(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
-	dir := t.TempDir()
-	ca, cert, key, err := cluster.GenerateCerts(filepath.Join(dir, "cluster"), []string{"127.0.0.1", "localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fca, fcert, fkey, err := cluster.GenerateCerts(filepath.Join(dir, "foreign"), []string{"127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cert, key, fca, fcert, fkey := clusterAndForeignCerts(t)
 	slots, seeds := memberSlots(t, 2)
 	var nodes []*nodeProc
 	for i := range 2 {

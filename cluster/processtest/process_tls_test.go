@@ -99,15 +99,7 @@ func TestProcessTLS(t *testing.T) {
 	// Mostly waiting on other processes: it runs beside the other such tests.
 	t.Parallel()
 	bin := hopliteBinary(t)
-	dir := t.TempDir()
-	ca, cert, key, err := cluster.GenerateCerts(filepath.Join(dir, "cluster"), []string{"127.0.0.1", "localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fca, fcert, fkey, err := cluster.GenerateCerts(filepath.Join(dir, "foreign"), []string{"127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cert, key, fca, fcert, fkey := clusterAndForeignCerts(t)
 	tlsFlags := []string{"-tls-cert", cert, "-tls-key", key, "-tls-ca", ca}
 	slots, seeds := memberSlots(t, 5)
 	var nodes []*nodeProc
@@ -307,4 +299,20 @@ func TestProcessTLS(t *testing.T) {
 	})
 	// The cluster still works.
 	getExact(t, c.of(nodes[1]), "tls-sum", int32s(want))
+}
+
+// clusterAndForeignCerts makes the cluster's certificates and another
+// CA's (a client the cluster must refuse), each for 127.0.0.1.
+func clusterAndForeignCerts(t *testing.T) (ca, cert, key, fca, fcert, fkey string) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, cert, key, err := cluster.GenerateCerts(filepath.Join(dir, "cluster"), []string{"127.0.0.1", "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fca, fcert, fkey, err = cluster.GenerateCerts(filepath.Join(dir, "foreign"), []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, cert, key, fca, fcert, fkey
 }
