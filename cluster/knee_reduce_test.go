@@ -16,8 +16,12 @@ import (
 
 // An async-SGD step without choosing n: five workers' gradients arrive
 // within milliseconds, three straggle; a Reduce with a knee policy
-// (at least half) reduces exactly the five fast ones, streaming through
-// the tree once the knee fixed the count, and says so.
+// (at least half) reduces the fast ones, streaming through the tree once
+// the knee fixed the count, and says so. Where the knee falls among the
+// fast five is the machine's timing (on a loaded machine the fifth came
+// late enough to be past it, and four were reduced); that it never takes
+// a straggler, reduces at least half, and that the target is exactly the
+// sum of what it names is not.
 func TestReduceUntilKneeReducesTheFastSources(t *testing.T) {
 	l := start(t, Config{Nodes: 8})
 	ctx := deadline(t, 30*time.Second)
@@ -60,8 +64,8 @@ func TestReduceUntilKneeReducesTheFastSources(t *testing.T) {
 		t.Fatal(res.err)
 	}
 	got := slices.Sorted(slices.Values(res.r.GetReducedIds()))
-	if !slices.Equal(got, ids[:5]) || res.r.GetCompletedBy() != coordinator.CompletedByKnee {
-		t.Fatalf("reduced %v (completed by %q), want the five fast ones by the knee", got, res.r.GetCompletedBy())
+	if len(got) < 4 || !slices.Equal(got, ids[:len(got)]) || res.r.GetCompletedBy() != coordinator.CompletedByKnee {
+		t.Fatalf("reduced %v (completed by %q), want at least four of the five fast ones, in arrival order, by the knee", got, res.r.GetCompletedBy())
 	}
 	// The stragglers arrive later: they are not in the result.
 	for i := 5; i < 8; i++ {
@@ -75,7 +79,7 @@ func TestReduceUntilKneeReducesTheFastSources(t *testing.T) {
 	}
 	for e := range elems {
 		var want float32
-		for i := range 5 {
+		for i := range got {
 			want += math.Float32frombits(binary.LittleEndian.Uint32(grads[ids[i]][4*e:]))
 		}
 		if g := math.Float32frombits(binary.LittleEndian.Uint32(out[4*e:])); math.Abs(float64(g-want)) > 1e-3 {
