@@ -103,7 +103,7 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 			if lr := locateReply(t, out, "n6 fetch"); lr.GetSender().GetNodeId() != "n11" {
 				t.Fatalf("n6 fetches s1 from %v, want n11", lr.GetSender())
 			}
-			// n11 dies. n6's fetch session sees its sender terminate and
+			// n11 dies. n6's fetch sees its sender terminate and
 			// locates again, naming it, before the shard learns of the
 			// failure; the coordinator learns it from its own watch.
 			s.now = s.now.Add(10 * time.Millisecond)

@@ -18,7 +18,7 @@ import (
 type queue int
 
 const (
-	qStore  queue = iota // the store node (fetch sessions, reduce workers)
+	qStore  queue = iota // the store node (fetches, reduce workers)
 	qShard               // the directory shards the host runs
 	qCoord               // the Reduce coordinators the host runs
 	qRevoke              // the failure broadcaster
@@ -50,7 +50,7 @@ type host struct {
 	queued bool
 	store  *storenode.Store
 	objs   map[string]*objState
-	// fetches are the fetch sessions in flight here, in start order
+	// fetches are the fetches in flight here, in start order
 	// (a slice: the order of every step must not depend on map order).
 	fetches []*fetchSession
 	streams []*stream // streams this host sends or receives
