@@ -96,7 +96,10 @@ func TestReduceUntilKneeTimesOutBelowTheMinimum(t *testing.T) {
 	if err := l.Client(1).Put(ctx, "k0", make([]byte, 256<<10)); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := contextWithTimeout(ctx, 500*time.Millisecond)
+	// Long enough that the coordinator's answer at its deadline reaches
+	// the caller before the caller's own (at 500 ms, on a loaded machine,
+	// the caller's store node gave up first).
+	rctx, cancel := contextWithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err := l.Client(0).ReduceUntilKnee(rctx, "never", ids, &messages.ReduceKnee{MinPercent: 75},
 		messages.ReduceOp_SUM, messages.DType_FLOAT32)

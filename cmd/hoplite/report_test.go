@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -39,6 +40,9 @@ func TestBenchTablesAreGenerated(t *testing.T) {
 
 // TestBenchReportFindsAChangedFigure: a figure edited by hand is found
 // and --update puts the report's back.
+// firstFigure finds a table's first figure in bold ("| **0.743 s").
+var firstFigure = regexp.MustCompile(`\| \*\*[0-9.]+ m?s`)
+
 func TestBenchReportFindsAChangedFigure(t *testing.T) {
 	results, _ := filepath.Abs(filepath.Join("..", "..", "bench", "results"))
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
@@ -60,10 +64,12 @@ func TestBenchReportFindsAChangedFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := strings.Replace(string(copied), "| **0.723 s", "| **0.700 s", 1)
-	if edited == string(copied) {
-		t.Fatal("the README's headline table has no 0.723 s broadcast")
+	// The first figure of the table, whatever it is, edited by hand.
+	loc := firstFigure.FindStringIndex(string(copied))
+	if loc == nil {
+		t.Fatal("the README's headline table has no figure in bold")
 	}
+	edited := string(copied[:loc[0]]) + "| **987.654 s" + string(copied[loc[1]:])
 	if err := os.WriteFile(doc, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
