@@ -166,9 +166,7 @@ echo "RESULT peer=` + peer + ` op=$op nodes=3 size=$size algorithm=$name median=
 // says, see peerScript), 3 reps after 1 warm-up.
 func orderRun(t *testing.T, sequential bool, mpiFailOn, glooFailOn int) (*Report, *eventLog) {
 	t.Helper()
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skipf("skipped: /bin/bash is missing (%v); the stand-in peer scripts need it", err)
-	}
+	needFile(t, "/bin/bash", "the stand-in peer scripts run in bash")
 	dir := t.TempDir()
 	log := &eventLog{path: filepath.Join(dir, "events")}
 	peers := filepath.Join(dir, "peers")
