@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hoplite-go/hoplite/cluster"
 )
 
 // TestLiveViewOverTLS: with --tls-* the live view is served over HTTPS
@@ -32,14 +30,7 @@ func TestLiveViewOverTLS(t *testing.T) {
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)
 	}
-	ccfg, err := cluster.TLSConfig(cert, key, ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fcfg, err := cluster.TLSConfig(fcert, fkey, fca)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccfg, fcfg := clientTLS(t, cert, key, ca), clientTLS(t, fcert, fkey, fca)
 	noCert := ccfg.Clone()
 	noCert.Certificates = nil
 	// Trusts the members, presents another CA's certificate: the members

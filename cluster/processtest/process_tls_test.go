@@ -109,14 +109,7 @@ func TestProcessTLS(t *testing.T) {
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)
 	}
-	ccfg, err := cluster.TLSConfig(cert, key, ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fcfg, err := cluster.TLSConfig(fcert, fkey, fca)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccfg, fcfg := clientTLS(t, cert, key, ca), clientTLS(t, fcert, fkey, fca)
 	c := newTLSClient(t, ccfg)
 	view := c.converge(t, nodes...)
 
@@ -315,4 +308,15 @@ func clusterAndForeignCerts(t *testing.T) (ca, cert, key, fca, fcert, fkey strin
 		t.Fatal(err)
 	}
 	return ca, cert, key, fca, fcert, fkey
+}
+
+// clientTLS is a client's TLS configuration from a certificate, its key
+// and the CA it trusts.
+func clientTLS(t *testing.T, cert, key, ca string) *tls.Config {
+	t.Helper()
+	cfg, err := cluster.TLSConfig(cert, key, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
