@@ -258,7 +258,8 @@ func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
 	for i, id := range s.gathers {
 		fx.Commit = append(fx.Commit, Task{Node: r.nodes[id], Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(s.gpos[id]), Generation: 1}})
 		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: r.nodes[id],
-			State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: s.fp, Creator: i == 0})
+			State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: s.fp, Creator: i == 0,
+			ProducedBy: r.id, ReducedIds: r.reply.GetReducedIds()})
 		r.askFetch(r.nodes[id], &fx)
 	}
 	fx.merge(r.maybeFinish())

@@ -224,7 +224,8 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 		fx.Mark = append(fx.Mark, r.participants()...)
 	}
 	fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: root,
-		State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: m.GetFingerprint(), Creator: true, ReduceId: r.id})
+		State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: m.GetFingerprint(), Creator: true, ReduceId: r.id,
+		ProducedBy: r.id, ReducedIds: r.reply.GetReducedIds()})
 	return fx
 }
 

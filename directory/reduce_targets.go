@@ -30,12 +30,30 @@ type reduceTarget struct {
 	// rootGen is the newest root generation of that Reduce that created
 	// it: an older root's late CreateObject must not undo a newer one.
 	rootGen int32
-	// call and reduced, learnt from a republished complete copy, say
-	// which Reduce call committed this object and what it reduces: an
-	// attempt of that call started again here (its coordinator died with
-	// this shard's old home) answers with them (see Reserve).
-	call    string
-	reduced []string
+	// committedBy and reduced, learnt from the coordinator's commit or a
+	// republished complete copy, say which Reduce run committed this
+	// object and what it reduces: an attempt of that run's call started
+	// again here (its coordinator died with this shard's old home)
+	// answers with them (see Reserve), and every receiver is told them
+	// (see marks), so that its copy can say so too.
+	committedBy string
+	call        string
+	reduced     []string
+}
+
+// marks are what a receiver records on its copy of the object: the run
+// that committed it and the sources it reduces ("" and nil if no commit
+// is known).
+func (r *reduceTarget) marks() (string, []string) {
+	if r.committedBy == "" || len(r.reduced) == 0 {
+		return "", nil
+	}
+	return r.committedBy, r.reduced
+}
+
+// learn records that run committed the object, reducing reduced.
+func (r *reduceTarget) learn(run string, reduced []string) {
+	r.committedBy, r.call, r.reduced = run, CallOf(run), slices.Clone(reduced)
 }
 
 // reserved reports whether a Reduce holds the id: it will create it, so
@@ -71,7 +89,7 @@ func (r *reduceTarget) refuseCreate(id string, req *messages.CreateObject) *mess
 // these contents yet, and a Reduce's root names its Reduce and
 // generation.
 func (r *reduceTarget) created(req *messages.CreateObject) {
-	r.call, r.reduced = "", nil
+	r.committedBy, r.call, r.reduced = "", "", nil
 	if rid := req.GetReduceId(); rid != "" {
 		r.producedBy, r.rootGen = rid, req.GetReduceGeneration()
 	}
@@ -126,12 +144,15 @@ func (r *reduceTarget) published(req *messages.PublishLocation) (committed bool)
 		return false
 	}
 	if req.GetProducedBy() != "" && r.reservedBy == "" && r.call == "" {
-		r.call, r.reduced = CallOf(req.GetProducedBy()), slices.Clone(req.GetReducedIds())
+		r.learn(req.GetProducedBy(), req.GetReducedIds())
 	}
 	if req.GetCreator() && r.reservedBy != "" {
 		// A Reduce's coordinator committed its root's target (or a sliced
 		// AllReduce's gathers).
 		r.reservedBy = ""
+		if req.GetProducedBy() != "" {
+			r.learn(req.GetProducedBy(), req.GetReducedIds())
+		}
 		return true
 	}
 	return false
@@ -169,7 +190,7 @@ func (r *reduceTarget) release(rid string) bool {
 		return false
 	}
 	r.reservedBy = ""
-	r.call, r.reduced = "", nil
+	r.committedBy, r.call, r.reduced = "", "", nil
 	return true
 }
 

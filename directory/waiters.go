@@ -329,8 +329,10 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 		case w.kind == waitQuery:
 			out = append(out, outbox.Send{To: w.replyTo, Msg: e.info()})
 		case e.hasInline:
+			run, reduced := e.target.marks()
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline, Attempt: w.attempt}})
+				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline, Attempt: w.attempt,
+				ProducedBy: run, ReducedIds: reduced}})
 			// The receiver stores the bytes it is sent: it holds a copy
 			// from now on (a Delete must reach it), recorded here instead
 			// of by a PublishLocation of its own, which would cost the
@@ -386,8 +388,10 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 	if len(e.transfers) > t.cfg.TransferLogLimit {
 		e.transfers = slices.Delete(e.transfers, 0, len(e.transfers)-t.cfg.TransferLogLimit)
 	}
+	run, reduced := e.target.marks()
 	return append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
+		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt,
+		ProducedBy: run, ReducedIds: reduced}})
 }
 
 // pickSender chooses a free copy for receiver: complete copies first, then

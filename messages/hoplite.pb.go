@@ -1600,9 +1600,11 @@ type PublishLocation struct {
 	// target is lost). A shard where the Reduce holds no reservation
 	// ignores it: the Reduce was released, or the shard was rebuilt.
 	ReduceId string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
-	// produced_by and reduced_ids, in a republish of a complete Reduce
-	// target: the run that produced it and the sources it reduces (see
-	// StartReduce.call_id). Unlike reduce_id they commit nothing.
+	// produced_by and reduced_ids, in a coordinator's commit or a
+	// republish of a complete Reduce target: the run that produced it and
+	// the sources it reduces (see StartReduce.call_id). The shard answers
+	// them with the target's Locates (LocateReply.produced_by). Unlike
+	// reduce_id they commit nothing.
 	ProducedBy    string   `protobuf:"bytes,8,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
 	ReducedIds    []string `protobuf:"bytes,9,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2010,7 +2012,16 @@ type LocateReply struct {
 	// 0, and is reported with FetchDone.epoch.
 	Epoch uint64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// attempt echoes Locate.attempt.
-	Attempt       uint64 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt uint64 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// produced_by and reduced_ids, for a Reduce target whose commit the
+	// shard knows: the run that made it and the sources it reduces. The
+	// receiver records them on its copy, which then republishes them
+	// (PublishLocation.produced_by): if the root's member and the
+	// coordinator's both die after the commit, a readers' copy is all that
+	// tells a rebuilt shard that the call's next attempt already has its
+	// result.
+	ProducedBy    string   `protobuf:"bytes,11,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
+	ReducedIds    []string `protobuf:"bytes,12,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2113,6 +2124,20 @@ func (x *LocateReply) GetAttempt() uint64 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *LocateReply) GetProducedBy() string {
+	if x != nil {
+		return x.ProducedBy
+	}
+	return ""
+}
+
+func (x *LocateReply) GetReducedIds() []string {
+	if x != nil {
+		return x.ReducedIds
+	}
+	return nil
 }
 
 // CancelLocate withdraws a waiting Locate whose caller gave up.
@@ -4421,7 +4446,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05naive\x18\x05 \x01(\bR\x05naive\x12\x18\n" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
-	"\ano_copy\x18\b \x01(\bR\x06noCopy\"\xdb\x02\n" +
+	"\ano_copy\x18\b \x01(\bR\x06noCopy\"\x9d\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -4435,7 +4460,11 @@ const file_hoplite_proto_rawDesc = "" +
 	"\fsender_state\x18\b \x01(\x0e2\x16.hoplite.LocationStateR\vsenderState\x12\x14\n" +
 	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aattempt\x18\n" +
-	" \x01(\x04R\aattempt\"Y\n" +
+	" \x01(\x04R\aattempt\x12\x1f\n" +
+	"\vproduced_by\x18\v \x01(\tR\n" +
+	"producedBy\x12\x1f\n" +
+	"\vreduced_ids\x18\f \x03(\tR\n" +
+	"reducedIds\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xcc\x01\n" +
