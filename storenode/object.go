@@ -143,6 +143,20 @@ func (o *Object) SetReduced(ids []string) {
 	o.reduced = ids
 }
 
+// MarkRun records that Reduce run reduceID committed the result o holds,
+// reducing the sources reduced (kept, not copied), unless o names a run
+// already: a reader's or an AllReduce participant's copy of a target, so
+// that its republication names the run too. It reports whether it did.
+func (o *Object) MarkRun(reduceID string, reduced []string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.producer != "" {
+		return false
+	}
+	o.producer, o.producerGen, o.reduced = reduceID, 0, reduced
+	return true
+}
+
 // HoldTail withholds o's last byte from its readers until o is complete.
 // A Reduce's tree root writes its target so: readers stream the rest as
 // it is produced, but none can finish reading it (and no Get return it)

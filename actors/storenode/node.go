@@ -235,10 +235,7 @@ func (n *StoreNode) reduceCommit(ctx actor.Context, m *messages.ReduceCommit) {
 		// coordinator's Get of the result came first).
 		o := n.cfg.Store.Lookup(m.GetTargetId())
 		if o != nil {
-			if p, _ := o.Producer(); p == "" {
-				o.SetProducer(m.GetReduceId(), 0)
-				o.SetReduced(m.GetReducedIds())
-			}
+			o.MarkRun(m.GetReduceId(), m.GetReducedIds())
 		}
 		if ctx.Sender() != nil {
 			ctx.Respond(&messages.ReduceCommitted{ReduceId: m.GetReduceId(), TargetId: m.GetTargetId(), Whole: o != nil, NodeId: n.cfg.Self.GetNodeId()})

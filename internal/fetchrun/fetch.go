@@ -154,11 +154,22 @@ func (f *Fetch) apply(op *storeproto.StoreOp) storeproto.StoreResult {
 		if err := f.w.Append(op.Data); err != nil {
 			return storeproto.StoreResult{Err: err, AppendFailed: true}
 		}
+		markRun(f.obj, op)
 		return storeproto.StoreResult{Err: f.store.Complete(f.obj)}
 	case storeproto.OpComplete:
+		markRun(f.obj, op)
 		return storeproto.StoreResult{Err: f.store.Complete(f.obj)}
 	case storeproto.OpAbort:
 		f.store.Abort(f.obj, op.Err)
 	}
 	return storeproto.StoreResult{}
+}
+
+// markRun records on o the Reduce run that committed it (op.Run), before
+// o completes: a copy that names a run already (the root's, a gather's,
+// an AllReduce participant's marked by its coordinator) keeps it.
+func markRun(o *storenode.Object, op *storeproto.StoreOp) {
+	if op.Run != "" {
+		o.MarkRun(op.Run, op.Reduced)
+	}
 }

@@ -115,6 +115,13 @@ type StoreOp struct {
 	Fingerprint uint64
 	Data        []byte
 	Err         error
+	// Run and Reduced, on OpComplete and OpStoreInline, are the Reduce
+	// run that committed the object and the sources it reduces, as its
+	// shard answered them (LocateReply.produced_by): the copy records
+	// them unless it names a run already (storenode.Object.SetProducer),
+	// so that its republication does too.
+	Run     string
+	Reduced []string
 }
 
 // StoreResult is the outcome of a StoreOp: Err if it failed (for
@@ -289,6 +296,10 @@ type FetchProtocol struct {
 	begin       time.Time
 	from        int64
 	senderGone  bool // cut because the sender terminated
+	// run and reduced are the latest answer's LocateReply.produced_by and
+	// reduced_ids (see StoreOp.Run).
+	run     string
+	reduced []string
 
 	// into is set for a fetch into a caller's buffer of capacity bytes
 	// (NewFetchIntoProtocol): there is no object, size is the object's
@@ -500,7 +511,8 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 		// The shard recorded this node's copy when it answered
 		// (LocationTable.serveWaiters), so nothing is published on
 		// success; a copy that could not be stored is unpublished.
-		return p.store(out, StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData()}, nextInlineStored, nil)
+		return p.store(out, StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData(),
+			Run: loc.GetProducedBy(), Reduced: loc.GetReducedIds()}, nextInlineStored, nil)
 	}
 	if st.Size < 0 {
 		return p.store(out, StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()}, nextAllocated, loc)
@@ -546,6 +558,9 @@ func (p *FetchProtocol) startStream(out *FetchOutput, loc *messages.LocateReply,
 	p.stream++
 	p.phase = phaseStreaming
 	p.sender, p.senderState, p.fingerprint = loc.GetSender(), loc.GetSenderState(), loc.GetFingerprint()
+	if loc.GetProducedBy() != "" {
+		p.run, p.reduced = loc.GetProducedBy(), loc.GetReducedIds()
+	}
 	p.begin, p.from, p.senderGone = now, written, false
 	out.WatchFor(p.sender)
 	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Size: loc.GetSize()}
@@ -670,7 +685,7 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 			out.Size = p.size
 			return p.finish(out, nil)
 		}
-		return p.store(out, StoreOp{Kind: OpComplete}, nextCompleted, nil)
+		return p.store(out, StoreOp{Kind: OpComplete, Run: p.run, Reduced: p.reduced}, nextCompleted, nil)
 	case errors.Is(err, messages.ErrCanceled) && !p.into:
 		// Superseded by a newer session: the bytes stay and it goes on.
 		// (A fetch into a caller's buffer has no such successor: a caller
