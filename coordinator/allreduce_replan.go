@@ -66,7 +66,7 @@ func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool 
 
 // possible is how many sources may still take part: not deleted, not
 // lost.
-func (r *Reduction) possible() int {
+func (r *core) possible() int {
 	n := 0
 	for _, id := range r.req.GetSourceIds() {
 		if !r.gone[id] && !r.lost[id] {
@@ -177,7 +177,7 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 
 // setNum lowers the number of sources to reduce. The request is copied,
 // not changed: the shell's StartReduce holds it.
-func (r *Reduction) setNum(num int) {
+func (r *core) setNum(num int) {
 	req := proto.Clone(r.req).(*messages.Reduce)
 	req.NumObjects = int32(num)
 	r.req = req

@@ -19,7 +19,7 @@ func (r *Reduction) fetchNew(fx *effects) {
 }
 
 // askFetch sends node its Get of the result, once.
-func (r *Reduction) askFetch(n *messages.NodeRef, fx *effects) {
+func (r *core) askFetch(n *messages.NodeRef, fx *effects) {
 	if id := n.GetNodeId(); !r.asked[id] {
 		r.asked[id] = true
 		r.fetching[id] = true
@@ -29,7 +29,7 @@ func (r *Reduction) askFetch(n *messages.NodeRef, fx *effects) {
 }
 
 // pinned says whether node's pushed copy is pinned: the caller's node's.
-func (r *Reduction) pinned(node string) bool {
+func (r *core) pinned(node string) bool {
 	return r.start != nil && r.start.GetNodeId() == node
 }
 

@@ -290,7 +290,7 @@ func (r *Reduction) treeEvent(e *Effects, reply *messages.ReduceReply) {
 // the first (BenchmarkSlicedAllReduceStagger). The messages to one node
 // keep their order relative to the step's other messages to it
 // (invalidations, drops and releases go first, see out).
-func (r *Reduction) sendTasks(tasks []Task, e *Effects) {
+func (r *core) sendTasks(tasks []Task, e *Effects) {
 	if r.cfg.UnbatchedTasks {
 		for _, t := range tasks {
 			e.Send(t.Node, t.Task)

@@ -141,45 +141,23 @@ type source struct {
 // positions run, and the final answer. It has no goroutines, no clocks and
 // no I/O: each method takes an event and returns Effects.
 type Reduction struct {
-	id       string
-	start    *messages.NodeRef // the caller's node
-	req      *messages.Reduce
-	cfg      Config
-	deadline time.Time
-	L        time.Duration
-	B        float64
+	*core
 
-	size     int64 // -1 until the first source arrives
-	inline   bool
-	sources  map[string]*source
-	arrivals []string
-	gone     map[string]bool // deleted sources
-	tree     *plan.Tree
-	assign   *plan.Assignment
-	plan     *messages.ReducePlan
-	gen      map[int]int      // the last task generation sent per position (0: none)
-	need     map[int]bool     // positions that need a task (first, or again after a repair)
-	sent     map[int]bool     // positions whose current generation's task went out
-	started  map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
-	rootSet  map[int][]string // per root generation: the sources it reduces
-	rootAt   map[int]string   // per root generation: the node it ran on
-	watched  map[string]bool
-	nodes    map[string]*messages.NodeRef
-	// all_reduce: the participants' Gets of the result. Each node is asked
-	// once (a repaired target rewinds under a running Get); a repair that
-	// brings in a new participant asks it when the new root starts; a
-	// participant that fails is no longer waited for.
-	asked    map[string]bool // node id -> a Get was sent
-	fetching map[string]bool // node id -> its Get is still running
-	reply    *messages.ReduceReply
-	over     bool
+	inline  bool
+	tree    *plan.Tree
+	assign  *plan.Assignment
+	gen     map[int]int      // the last task generation sent per position (0: none)
+	need    map[int]bool     // positions that need a task (first, or again after a repair)
+	sent    map[int]bool     // positions whose current generation's task went out
+	started map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
+	rootSet map[int][]string // per root generation: the sources it reduces
+	rootAt  map[int]string   // per root generation: the node it ran on
 
 	// result is an inline Reduce's result once computed: an AllReduce
 	// pushes it with the participants' Gets (messages.Get.pushed), and
 	// records each copy at the target's shard when its node answers.
 	result []byte
 
-	begun time.Time // when the Reduce started (for ReduceDone's Elapsed)
 	// A knee policy gates the tree: until the gate fixes the count,
 	// arrivals wait in pending (in arrival order) and req.num_objects is 0.
 	gate    *KneeGate
@@ -191,6 +169,42 @@ type Reduction struct {
 	// abandoned run (a sliced run's generation is 1): the re-planned
 	// tree's tasks all have newer generations (see replan).
 	staleGen int
+	pending  []*messages.LocationUpdate
+	deleted  []string // sources deleted while gating, in order
+	// lastTree is what the last ReduceTree event said (see treeEvent).
+	lastTree string
+}
+
+// core is what every shape of a Reduce shares: the request and its
+// deadline, the sources as they arrive, the plan the reply carries, the
+// nodes that run tasks, the participants' Gets of an AllReduce's result,
+// and the answer; and the output every step returns (out).
+type core struct {
+	id       string
+	start    *messages.NodeRef // the caller's node
+	req      *messages.Reduce
+	cfg      Config
+	deadline time.Time
+	L        time.Duration
+	B        float64
+
+	size     int64 // -1 until the first source arrives
+	sources  map[string]*source
+	arrivals []string
+	gone     map[string]bool // deleted sources
+	plan     *messages.ReducePlan
+	watched  map[string]bool
+	nodes    map[string]*messages.NodeRef
+	// all_reduce: the participants' Gets of the result. Each node is asked
+	// once (a repaired target rewinds under a running Get); a repair that
+	// brings in a new participant asks it when the new root starts; a
+	// participant that fails is no longer waited for.
+	asked    map[string]bool // node id -> a Get was sent
+	fetching map[string]bool // node id -> its Get is still running
+	reply    *messages.ReduceReply
+	over     bool
+
+	begun time.Time // when the Reduce started (for ReduceDone's Elapsed)
 	// lost: sources of an AllReduce whose node died, or that the
 	// directory reported lost (no copy left), until a new copy arrives
 	// (see allReduceLost).
@@ -207,11 +221,7 @@ type Reduction struct {
 	// that restarted or moved knows nothing of a source whose copies went
 	// before, and answers LOST only then, instead of leaving the Reduce
 	// to wait for it until its deadline.
-	seen    map[string]bool
-	pending []*messages.LocationUpdate
-	deleted []string // sources deleted while gating, in order
-	// lastTree is what the last ReduceTree event said (see treeEvent).
-	lastTree string
+	seen map[string]bool
 }
 
 // NewReduction starts a Reduction. L and B are the current estimates of
@@ -229,10 +239,11 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	if cfg.Resubscribe <= 0 {
 		cfg.Resubscribe = DefaultResubscribe
 	}
-	r := &Reduction{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
-		sources: map[string]*source{}, gone: map[string]bool{}, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
-		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
+	c := &core{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
+		sources: map[string]*source{}, gone: map[string]bool{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
 		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now}
+	r := &Reduction{core: c, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
+		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}}
 	if req.GetKnee() != nil {
 		r.gate, r.gateErr = NewKneeGate(req)
 	}
@@ -437,7 +448,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	return fx
 }
 
-func (r *Reduction) watch(n *messages.NodeRef, fx *effects) {
+func (r *core) watch(n *messages.NodeRef, fx *effects) {
 	if n != nil && !r.watched[n.GetNodeId()] {
 		r.watched[n.GetNodeId()] = true
 		fx.Watch = append(fx.Watch, n)

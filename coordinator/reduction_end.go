@@ -13,7 +13,7 @@ import (
 // deleted or lost source it cannot do without, a failed position) that
 // releases every node and the target.
 
-func (r *Reduction) maybeFinish() effects {
+func (r *core) maybeFinish() effects {
 	if r.reply == nil || len(r.fetching) > 0 {
 		return effects{}
 	}
@@ -71,7 +71,7 @@ func (r *Reduction) sourceDeleted(id string) effects {
 	return fx
 }
 
-func (r *Reduction) success(reduced []string) *messages.ReduceReply {
+func (r *core) success(reduced []string) *messages.ReduceReply {
 	in := map[string]bool{}
 	for _, id := range reduced {
 		in[id] = true
@@ -97,7 +97,7 @@ func (r *Reduction) fail(err *messages.Error) effects {
 
 // bystanders are the live nodes of the arrived sources that ran no task
 // (not in released), in node id order.
-func (r *Reduction) bystanders(released []*messages.NodeRef) []*messages.NodeRef {
+func (r *core) bystanders(released []*messages.NodeRef) []*messages.NodeRef {
 	seen := map[string]bool{}
 	for _, n := range released {
 		seen[n.GetNodeId()] = true
@@ -114,7 +114,7 @@ func (r *Reduction) bystanders(released []*messages.NodeRef) []*messages.NodeRef
 	return out
 }
 
-func (r *Reduction) releaseNodes() []*messages.NodeRef {
+func (r *core) releaseNodes() []*messages.NodeRef {
 	ids := slices.Sorted(func(yield func(string) bool) {
 		for id := range r.nodes {
 			if !yield(id) {
