@@ -12,6 +12,7 @@ import (
 // PeerResult is a peer script's RESULT line:
 //
 //	RESULT peer=mpi op=bcast nodes=8 size=33554432 algorithm=best interval_ms=0 median=1.14 min=1.12 max=1.20 reps=3
+//	       cpu_s=0.9 timing=scheduled own=1.10 skew=0.0004
 type PeerResult struct {
 	Peer, Op, Algorithm string
 	Nodes, Reps         int
@@ -21,6 +22,17 @@ type PeerResult struct {
 	// CPU is the median CPU seconds of one call, all ranks together
 	// (optional cpu_s=; 0 when the peer does not report it).
 	CPU float64
+	// Timing is how the peer timed its repetitions (optional timing=,
+	// TimingScheduled or TimingBarrier; "" when the line does not say,
+	// as the peers' lines did before they were timed like ours).
+	Timing string
+	// Own is the median of the slowest rank's time from its own start,
+	// Skew of how far apart the ranks started (optional own= and skew=,
+	// seconds; HasOwn says they were given): with a scheduled start, Own
+	// is what timing each rank from its own barrier exit would report,
+	// so Median - Own is the difference between the two methods.
+	Own, Skew float64
+	HasOwn    bool
 }
 
 // ParsePeerResult parses one RESULT line of a peer script.
@@ -81,6 +93,24 @@ func ParsePeerResult(line string) (PeerResult, error) {
 	r.Reps = int(integer("reps"))
 	if _, ok := kv["cpu_s"]; ok {
 		r.CPU = num("cpu_s", true)
+	}
+	if t, ok := kv["timing"]; ok {
+		switch t {
+		case TimingScheduled, TimingBarrier, TimingClient:
+			r.Timing = t
+		default:
+			if err == nil {
+				err = fmt.Errorf("RESULT line: timing=%q is not %s, %s or %s", t, TimingScheduled, TimingBarrier, TimingClient)
+			}
+		}
+	}
+	_, hasOwn := kv["own"]
+	_, hasSkew := kv["skew"]
+	if hasOwn != hasSkew && err == nil {
+		err = fmt.Errorf("RESULT line: own= and skew= come together: %q", line)
+	}
+	if hasOwn && hasSkew {
+		r.Own, r.Skew, r.HasOwn = num("own", true), num("skew", true), true
 	}
 	if err != nil {
 		return PeerResult{}, err

@@ -24,7 +24,19 @@ func TestParsePeerResult(t *testing.T) {
 	if err != nil || r.CPU != 0.0125 {
 		t.Errorf("got %+v, %v; want cpu 0.0125", r, err)
 	}
+	// timing=, own= and skew=: how the peer timed its reps, the slowest
+	// rank from its own start and the ranks' start skew.
+	r, err = ParsePeerResult("RESULT peer=gloo op=bcast nodes=8 size=1024 median=0.0004 min=0.0003 max=0.0009 reps=1 timing=scheduled own=0.00025 skew=0.0001")
+	if err != nil || r.Timing != TimingScheduled || !r.HasOwn || r.Own != 0.00025 || r.Skew != 0.0001 {
+		t.Errorf("got %+v, %v; want timing scheduled, own 0.00025, skew 0.0001", r, err)
+	}
+	if r, err := ParsePeerResult("RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1"); err != nil || r.Timing != "" || r.HasOwn {
+		t.Errorf("a line that does not say how it was timed: %+v, %v", r, err)
+	}
 	for _, bad := range []string{
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 timing=whenever",   // unknown method
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 own=0.5",           // own without skew
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 own=0.5 skew=-0.1", // negative skew
 		"",
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 cpu_s=-1", // negative CPU
 		"peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",                 // no RESULT

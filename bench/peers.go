@@ -34,9 +34,16 @@ func (r *runner) runPeer(ctx context.Context, si int) {
 		}
 		res.Reps, res.Median, res.Min, res.Max = pr.Reps, pr.Median, pr.Min, pr.Max
 		res.CPUMedian = pr.CPU
+		res.Timing = timingOf(s.name, pr.Timing)
 		r.recordLoad(res)
+		if pr.HasOwn {
+			res.Extra = map[string]float64{"own_s": pr.Own, "start_skew_s": pr.Skew}
+		}
 		if alg, err := strconv.Atoi(pr.Algorithm); err == nil {
-			res.Extra = map[string]float64{"algorithm": float64(alg)}
+			if res.Extra == nil {
+				res.Extra = map[string]float64{}
+			}
+			res.Extra["algorithm"] = float64(alg)
 		} else if s.alg == "best" && pr.Algorithm != "" {
 			// A named algorithm (Gloo's) does not fit Extra's numbers;
 			// the report's notes say which one was fastest.
@@ -104,13 +111,28 @@ func (r *runner) peerRep(ctx context.Context, gi, si, rep int) {
 	r.order[gi][si] = append(r.order[gi][si], RepOrder{Rep: rep + 1, Seq: seq})
 	res := &r.res[gi][si]
 	r.recordLoad(res)
+	res.Timing = timingOf(s.name, pr.Timing)
 	if pr.CPU > 0 {
 		res.CPU = append(res.CPU, pr.CPU)
 	}
 	if k, err := strconv.Atoi(pr.Algorithm); err == nil {
-		res.Extra = map[string]float64{"algorithm": float64(k)}
+		if res.Extra == nil {
+			res.Extra = map[string]float64{}
+		}
+		res.Extra["algorithm"] = float64(k)
+	}
+	// The slowest rank from its own start and the ranks' start skew, as
+	// a broadcast of ours records them: the difference between the
+	// peers' old way of timing and ours, in every repetition.
+	if pr.HasOwn {
+		addExtra(res, map[string]float64{"own_s": pr.Own, "start_skew_s": pr.Skew})
 	}
 }
+
+// startsLikeOurs says whether peer's script takes --start-lead-ms: its
+// ranks start each repetition at a common scheduled instant and it times
+// from the first start to the last end, as ours is timed.
+func startsLikeOurs(peer string) bool { return peer == "mpi" || peer == "gloo" }
 
 // peerOnce launches s's script once for comparison g: reps measured
 // repetitions (after the script's own warm-up) with --algorithm alg
@@ -133,6 +155,11 @@ func (r *runner) peerOnce(ctx context.Context, s system, g group, reps int, alg,
 	}
 	if alg != "" {
 		args = append(args, "--algorithm", alg)
+	}
+	if startsLikeOurs(s.peer) {
+		// The peer's ranks start at a common instant as far ahead as
+		// ours's members do.
+		args = append(args, "--start-lead-ms", strconv.FormatFloat(float64(startLead)/float64(time.Millisecond), 'f', -1, 64))
 	}
 	// Generous: a peer starts its own processes (mpirun, a Dask cluster,
 	// Gloo's ranks) before its repetitions. A best sweep keeps the

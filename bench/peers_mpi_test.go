@@ -14,7 +14,7 @@ import (
 // local ranks, stops after a repetition longer than --max-rep-s and says
 // SKIPPED (the best sweep's way to drop a hopeless algorithm instead of
 // timing all its repetitions), and times every repetition under a limit
-// it does not reach.
+// it does not reach, as ours is timed.
 func TestMPIBenchSkipsASlowRepetition(t *testing.T) {
 	for _, tool := range []string{"mpicc", "mpirun"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -45,7 +45,18 @@ func TestMPIBenchSkipsASlowRepetition(t *testing.T) {
 	if out := run("0.000000001"); !strings.Contains(out, "SKIPPED peer=mpi op=allreduce nodes=2 ") || strings.Contains(out, "RESULT ") {
 		t.Errorf("a limit every repetition exceeds: want a SKIPPED line and no RESULT, got %q", out)
 	}
-	if out := run("60"); !strings.Contains(out, "RESULT peer=mpi op=allreduce nodes=2 ") || !strings.Contains(out, " reps=3 ") || strings.Contains(out, "SKIPPED") {
+	out := run("60")
+	if !strings.Contains(out, "RESULT peer=mpi op=allreduce nodes=2 ") || !strings.Contains(out, " reps=3 ") || strings.Contains(out, "SKIPPED") {
 		t.Errorf("a limit no repetition reaches: want a RESULT of 3 reps, got %q", out)
+	}
+	// Timed as ours is: from the first rank's scheduled start to the last
+	// rank's end, which no rank's own time and no start skew can exceed
+	// in any repetition, so neither can their medians.
+	rs, err := FindPeerResults(strings.NewReader(out))
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("RESULT lines of %q: %+v, %v", out, rs, err)
+	}
+	if r := rs[0]; r.Timing != TimingScheduled || !r.HasOwn || r.Own > r.Median || r.Skew > r.Median {
+		t.Errorf("want timing=scheduled with own and skew at most the median, got %+v", r)
 	}
 }

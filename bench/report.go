@@ -104,9 +104,20 @@ type Result struct {
 	// medians do not compare.
 	Load       []float64 `json:"load_1m,omitempty"`
 	LoadMedian float64   `json:"load_1m_median,omitempty"`
+	// Timing is how the repetitions were timed: TimingScheduled (from a
+	// common scheduled start, the first participant's start to the last
+	// one's end: ours, the floors and the MPI and Gloo peers),
+	// TimingBarrier (each rank from its own barrier exit, the slowest:
+	// MPI and Gloo before they were timed like ours) or TimingClient
+	// (Dask). Reports written before it existed have none:
+	// TimingMethod says which their system used.
+	Timing string `json:"timing,omitempty"`
 	// Ratio is this median over ours in the same comparison. For a
 	// failure variant too: over ours failure-free, the cost model's
-	// shape without a failure, whatever the variant's own shape.
+	// shape without a failure, whatever the variant's own shape. A
+	// system timed otherwise than ours has none when ours's median is
+	// under TimingMatters (CompareTiming): the methods' difference is of
+	// the order of the figures there.
 	Ratio float64 `json:"ratio_to_ours,omitempty"`
 	// FailureFree names a failure variant's failure-free system (ours
 	// for ours-failure, d=2 for d=2-failure): the same shape without the
@@ -237,6 +248,15 @@ func (r *Report) WriteTable(w io.Writer) {
 		if k, ok := res.Extra["killed"]; ok {
 			note = fmt.Sprintf("killed in %d of %d reps at %s", int(k), res.Reps, secs(res.Extra["kill_at_s"]))
 		}
+		if differs, refuse := r.timingDiffers(res); differs != "" {
+			if refuse {
+				differs += ": not compared with ours at this size"
+			}
+			if note != "" {
+				note += "; "
+			}
+			note += differs
+		}
 		if !res.ok() { // some repetitions failed: the others' times
 			reason, _, _ := strings.Cut(res.Reason, "\n")
 			note = res.Status + ": " + reason
@@ -274,7 +294,8 @@ func (r *Report) WriteTable(w io.Writer) {
 // cpu is each system's median CPU per operation, cpus the machine's,
 // load the median one-minute load average over the comparison's reps,
 // and load-differs=mpi-best:3.10 names a system that ran under a load
-// that differs from ours's, LoadDiffers); with ours-tls, last, ours-tls/ours=1.050x;
+// that differs from ours's, LoadDiffers; timing-differs=mpi-best:barrier
+// one timed otherwise than ours, CompareTiming); with ours-tls, last, ours-tls/ours=1.050x;
 // in the failure scenario, last, each failure variant over its
 // failure-free system: ours-failure/ours=1.510x d=2-failure/d=2=1.200x.
 func (r *Report) ResultLines() []string {
@@ -307,7 +328,7 @@ func (r *Report) ResultLines() []string {
 			}
 		}
 		// What each system's operation cost in CPU, and what else ran.
-		var cpu, differs []string
+		var cpu, differs, timed []string
 		var loads []float64
 		for _, res := range cur {
 			if res.CPUMedian > 0 {
@@ -316,6 +337,9 @@ func (r *Report) ResultLines() []string {
 			loads = append(loads, res.Load...)
 			if r.loadDiffers(res) {
 				differs = append(differs, res.System+":"+strconv.FormatFloat(res.LoadMedian, 'f', 2, 64))
+			}
+			if d, _ := r.timingDiffers(res); d != "" {
+				timed = append(timed, res.System+":"+res.TimingMethod())
 			}
 		}
 		if len(cpu) > 0 {
@@ -327,6 +351,9 @@ func (r *Report) ResultLines() []string {
 		}
 		if len(differs) > 0 {
 			fmt.Fprintf(&b, " load-differs=%s", strings.Join(differs, ","))
+		}
+		if len(timed) > 0 {
+			fmt.Fprintf(&b, " timing-differs=%s", strings.Join(timed, ","))
 		}
 		// TLS's cost at a glance: ours-tls's median over ours's.
 		for _, res := range cur {
@@ -367,6 +394,21 @@ func (r *Report) loadDiffers(res Result) bool {
 	return false
 }
 
+// timingDiffers says whether res was timed otherwise than ours in the
+// same comparison, and whether the two must not be compared at all
+// (CompareTiming).
+func (r *Report) timingDiffers(res Result) (differs string, refuse bool) {
+	if res.System == SysOurs {
+		return "", false
+	}
+	for _, o := range r.Results {
+		if o.System == SysOurs && sameComparison(o, res) && o.ok() {
+			return CompareTiming(o, res)
+		}
+	}
+	return "", false
+}
+
 // sameComparison says whether a and b are measurements of one comparison
 // (scenario, size, interval).
 func sameComparison(a, b Result) bool {
@@ -388,7 +430,9 @@ func (r *Report) ratios() {
 				continue
 			}
 			if o.System == SysOurs && res.System != SysOurs {
-				res.Ratio = res.Median / o.Median
+				if _, refuse := CompareTiming(o, *res); !refuse {
+					res.Ratio = res.Median / o.Median
+				}
 			}
 			if res.FailureFree != "" && o.System == res.FailureFree {
 				res.RatioToFree = res.Median / o.Median

@@ -313,6 +313,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		for _, s := range systems {
 			r := Result{Scenario: g.scenario, Size: g.size, System: s.name, Status: StatusOK,
 				Ideal: g.ideal(o.Nodes, o.Bandwidth.BytesPerSecond()).Seconds(), FailureFree: s.free, group: g}
+			if s.ours() {
+				r.Timing = TimingScheduled // the agents' scheduled start, first start to last end
+			}
 			if g.hasInt {
 				r.Interval = g.interval.Seconds()
 			}
@@ -834,9 +837,18 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	if smp.hasCPU {
 		res.CPU = append(res.CPU, smp.cpu.Seconds())
 	}
-	for k, v := range smp.extra {
+	addExtra(res, smp.extra)
+}
+
+// addExtra records one repetition's extra values in res: every value in
+// ExtraReps, and in Extra their median (killed: their count).
+func addExtra(res *Result, extra map[string]float64) {
+	for k, v := range extra {
 		if res.Extra == nil {
-			res.Extra, res.ExtraReps = map[string]float64{}, map[string][]float64{}
+			res.Extra = map[string]float64{}
+		}
+		if res.ExtraReps == nil {
+			res.ExtraReps = map[string][]float64{}
 		}
 		res.ExtraReps[k] = append(res.ExtraReps[k], v)
 		if k == "killed" {

@@ -167,6 +167,24 @@ func peerSystem(s string) bool {
 	return s != "ours" && !strings.HasPrefix(s, "ours-") && !strings.HasSuffix(s, "-rtt") && s != "reduce-bcast" && !strings.HasPrefix(s, "d=")
 }
 
+// bestPeer is the fastest of peers timed as ours was, or, if none was,
+// the fastest of them all (nil if there are none).
+func bestPeer(ours bench.Result, peers []*bench.Result) *bench.Result {
+	var best, bestAlike *bench.Result
+	for _, p := range peers {
+		if best == nil || p.Median < best.Median {
+			best = p
+		}
+		if differs, _ := bench.CompareTiming(ours, *p); differs == "" && (bestAlike == nil || p.Median < bestAlike.Median) {
+			bestAlike = p
+		}
+	}
+	if bestAlike != nil {
+		return bestAlike
+	}
+	return best
+}
+
 // renderTable makes one table; link is the results directory as the
 // document links it.
 func renderTable(results string, t reportTable, link string) (string, error) {
@@ -183,7 +201,7 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 			return "", fmt.Errorf("%s: %w", row.Label, err)
 		}
 		var ours *bench.Result
-		var best *bench.Result
+		var peers []*bench.Result
 		for i := range r.Results {
 			res := &r.Results[i]
 			if res.Scenario != row.Scenario || res.Size != size || res.Status != bench.StatusOK || res.Median <= 0 {
@@ -192,13 +210,14 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 			switch {
 			case res.System == "ours":
 				ours = res
-			case peerSystem(res.System) && (best == nil || res.Median < best.Median):
-				best = res
+			case peerSystem(res.System):
+				peers = append(peers, res)
 			}
 		}
 		if ours == nil {
 			return "", fmt.Errorf("%s: no result of ours for %s %s in %s", row.Label, row.Scenario, row.Size, row.File)
 		}
+		best := bestPeer(*ours, peers)
 		oursCell := duration(ours.Median)
 		if ours.Ideal > 0 && size >= 1<<20 && row.Scenario != "allreduce" {
 			oursCell += fmt.Sprintf(" (%.2f S/B)", ours.Median/ours.Ideal)
@@ -207,6 +226,14 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 		if best != nil {
 			peerCell = fmt.Sprintf("%s %s", duration(best.Median), best.System)
 			ratio = fmt.Sprintf("%.2f×", ours.Median/best.Median)
+			// A peer timed otherwise than ours is compared only where the
+			// methods' difference is small beside the figures, and said
+			// so; below that, not at all.
+			if differs, refuse := bench.CompareTiming(*ours, *best); refuse {
+				ratio = "— (" + differs + ")"
+			} else if differs != "" {
+				ratio += " (" + differs + ")"
+			}
 			// A peer that ran under another load than ours's is not
 			// compared like with like: say so beside the ratio.
 			if len(ours.Load) > 0 && len(best.Load) > 0 && bench.LoadDiffers(ours.LoadMedian, best.LoadMedian, r.Machine.CPUs) {

@@ -5,6 +5,7 @@
 //   gloobench --rank I --nranks N --host ADDR --store DIR
 //             --op bcast|reduce|allreduce|gather|p2p --size BYTES --reps R
 //             [--algorithm NAME] [--interval-ms X] [--timeout S]
+//             [--start-lead-ms L]
 //
 // The processes meet through a gloo::rendezvous::FileStore in DIR (every
 // testbed namespace sees the same file system) and talk over Gloo's TCP
@@ -19,11 +20,17 @@
 //   gather     direct (gloo::gather)
 //   p2p        direct (send/recv between ranks 0 and 1)
 //
-// Timing is the same as bench/peers/mpi/mpibench.c: every repetition starts
-// with a barrier, each rank measures its completion from its own exit from
-// the barrier, and the repetition's time is the maximum over ranks. With
-// --interval-ms X rank i enters i*X ms after the barrier and the time runs
-// from the last actual entry. One warm-up repetition is not counted. Data
+// Timing is the same as bench/peers/mpi/mpibench.c, and as Hoplite's bench
+// times its own: after a barrier rank 0 schedules a common start L ms
+// ahead (default 20) on CLOCK_REALTIME, which the testbed's namespaces
+// share, and broadcasts it; every rank sleeps until it and notes when it
+// actually woke; the repetition's time runs from the first rank's start to
+// the last rank's completion. The slowest rank from its own start (own=,
+// what timing each rank from its own barrier exit used to report) and the
+// ranks' start skew (skew=) are reported beside, medians. With
+// --interval-ms X rank i starts i*X ms after the common start and the
+// time runs from the last actual start. One warm-up repetition is not
+// counted. Data
 // are random float32 (a counter-based hash, so any rank can recompute any
 // other rank's value), and after the last repetition a few sampled values
 // of the result are checked, so a run that moved the wrong bytes fails
@@ -66,6 +73,7 @@ struct Flags {
   long long size = -1;
   long reps = -1;
   double interval_ms = 0;
+  double lead_ms = 20; // Hoplite's bench schedules its starts 20 ms ahead
   long timeout_s = 600;
 };
 
@@ -73,7 +81,7 @@ struct Flags {
   fprintf(stderr,
           "gloobench: %s\nusage: gloobench --rank I --nranks N --host ADDR --store DIR "
           "--op bcast|reduce|allreduce|gather|p2p --size BYTES --reps R "
-          "[--algorithm NAME] [--interval-ms X] [--timeout S]\n",
+          "[--algorithm NAME] [--interval-ms X] [--timeout S] [--start-lead-ms L]\n",
           msg.c_str());
   exit(2);
 }
@@ -114,6 +122,11 @@ Flags parse(int argc, char** argv) {
       char* end;
       f.interval_ms = strtod(v, &end);
       if (*end || !(f.interval_ms >= 0)) usage_fail("--interval-ms must be a non-negative number");
+    } else if (a == "--start-lead-ms") {
+      char* end;
+      f.lead_ms = strtod(v, &end);
+      if (*end || !(f.lead_ms >= 0) || f.lead_ms > 60000)
+        usage_fail("--start-lead-ms must be a number of milliseconds in 0..60000");
     } else usage_fail("unknown flag " + a);
   }
   if (f.rank < 0 || f.nranks < 1 || f.rank >= f.nranks) usage_fail("need 0 <= --rank < --nranks");
@@ -146,23 +159,22 @@ double cpu_seconds() {
          (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-double now() {
-  // CLOCK_MONOTONIC so the arrival schedule sleeps on the clock it is
-  // measured with.
+// now_ns is CLOCK_REALTIME in nanoseconds: the testbed's namespaces share
+// it, so rank 0's scheduled start is the same instant on every rank (as
+// for Hoplite's bench agents). Integers: a double of seconds since 1970
+// resolves only about 0.2 us.
+int64_t now_ns() {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-void sleep_until(double t) {
+// sleep_until_ns sleeps until CLOCK_REALTIME reaches t (at once if it has).
+void sleep_until_ns(int64_t t) {
   struct timespec ts;
-  ts.tv_sec = (time_t)t;
-  ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  ts.tv_sec = (time_t)(t / 1000000000LL);
+  ts.tv_nsec = (long)(t % 1000000000LL);
+  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
   }
 }
 
@@ -218,9 +230,11 @@ void expect_copy(const void* got, size_t nbytes, int from, const char* what) {
   }
 }
 
-int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
+// median returns the median of v (not empty), sorting it.
+double median(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size();
+  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
 }
 
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
@@ -316,27 +330,38 @@ int run(const Flags& f) {
     }
   };
 
-  std::vector<double> times(f.reps), cpus(f.reps);
+  std::vector<double> times(f.reps), cpus(f.reps), owns(f.reps), skews(f.reps);
   for (long r = -1; r < f.reps; r++) { // r == -1 is the warm-up
     if (!work.empty()) std::copy(src.begin(), src.end(), work.begin());
+    // The common start: rank 0's clock, lead_ms after everyone reached
+    // the barrier, so that it reaches every rank before it is due.
     barrier();
-    double start = now(), cpu0 = cpu_seconds();
-    // entry: when this rank actually called the collective; a rank woken
-    // late on a busy machine has not arrived yet.
-    double entry = 0;
-    if (f.interval_ms > 0) {
-      sleep_until(start + rank * f.interval_ms * 1e-3);
-      entry = now() - start;
+    int64_t at = rank == 0 ? now_ns() + (int64_t)(f.lead_ms * 1e6) : 0;
+    {
+      gloo::BroadcastOptions o(ctx);
+      o.setRoot(0);
+      o.setOutput(&at, 1);
+      gloo::broadcast(o);
     }
+    // With an interval, rank i is due i*X ms after the common start.
+    sleep_until_ns(at + (int64_t)(rank * f.interval_ms * 1e6));
+    // start: when this rank actually called the collective; a rank woken
+    // late on a busy machine has not started yet.
+    int64_t start = now_ns();
+    double cpu0 = cpu_seconds();
     once();
-    double end = now(), cpu = cpu_seconds() - cpu0, cpuSum = 0;
-    // {completion, entry} from this rank's start; the max of each over
-    // ranks is the last completion and the last entry.
-    double mine[2] = {end - start, entry}, worst[2] = {0, 0};
-    if (op == "p2p") mine[0] = rank == 0 ? (end - start) / 2 : 0;
+    int64_t end = now_ns();
+    double cpu = cpu_seconds() - cpu0, cpuSum = 0;
+    // Seconds from the scheduled start; the max of each over ranks is the
+    // last end, the slowest rank from its own start, the last start and,
+    // negated, the first start. p2p is rank 0's round trip, halved.
+    double mine[4] = {(double)(end - at) * 1e-9, (double)(end - start) * 1e-9, (double)(start - at) * 1e-9,
+                      -(double)(start - at) * 1e-9};
+    double worst[4] = {0, 0, 0, 0};
+    if (op == "p2p" && rank != 0) mine[0] = mine[1] = 0, mine[2] = mine[3] = -1e9;
     gloo::AllreduceOptions o(ctx);
-    o.setInput(mine, 2);
-    o.setOutput(worst, 2);
+    o.setInput(mine, 4);
+    o.setOutput(worst, 4);
     o.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
     gloo::allreduce(o);
     // What the call cost every rank's process together, as mpibench
@@ -346,7 +371,14 @@ int run(const Flags& f) {
     c.setOutput(&cpuSum, 1);
     c.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<double>));
     gloo::allreduce(c);
-    if (r >= 0) times[r] = worst[0] - worst[1], cpus[r] = cpuSum;
+    double firstStart = -worst[3], lastStart = worst[2];
+    double t = worst[0] - (f.interval_ms > 0 ? lastStart : firstStart);
+    if (op == "p2p") t = worst[1] / 2;
+    if (r >= 0) {
+      times[r] = t, cpus[r] = cpuSum;
+      owns[r] = op == "p2p" ? worst[1] / 2 : worst[1];
+      skews[r] = lastStart - firstStart;
+    }
   }
 
   // The last repetition's result, sampled.
@@ -366,14 +398,12 @@ int run(const Flags& f) {
   barrier();
 
   if (rank == 0) {
-    std::qsort(times.data(), times.size(), sizeof(double), cmp_double);
-    size_t m = times.size();
-    double median = m % 2 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
-    std::qsort(cpus.data(), cpus.size(), sizeof(double), cmp_double);
-    double cpuMedian = m % 2 ? cpus[m / 2] : (cpus[m / 2 - 1] + cpus[m / 2]) / 2;
+    double lo = *std::min_element(times.begin(), times.end());
+    double hi = *std::max_element(times.begin(), times.end());
+    double med = median(times), cpuMedian = median(cpus), own = median(owns), skew = median(skews);
     printf("RESULT peer=gloo op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
-           "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f\n",
-           op.c_str(), n, f.size, alg.c_str(), f.interval_ms, median, times[0], times[m - 1], f.reps, cpuMedian);
+           "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f timing=scheduled own=%.6f skew=%.6f\n",
+           op.c_str(), n, f.size, alg.c_str(), f.interval_ms, med, lo, hi, f.reps, cpuMedian, own, skew);
     fflush(stdout);
   }
   return 0;

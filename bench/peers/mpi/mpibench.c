@@ -4,20 +4,32 @@
  *
  *   mpibench --op bcast|reduce|allreduce|gather|p2p --size BYTES --reps R
  *            [--interval-ms X] [--algorithm NAME] [--max-rep-s S]
+ *            [--start-lead-ms L]
  *
  * Data are random float32 so that nothing on the path can compress them.
- * Every repetition starts with MPI_Barrier; each rank takes its own exit
- * from the barrier as the common start and measures its own completion
- * against it, and the repetition's time is the MAX over ranks (the
- * collective is done when the last rank is done). With --interval-ms X,
- * rank i enters the collective i*X ms after the start, and the reported
- * time runs from the LAST rank's actual entry (about (N-1)*X) to the last
- * completion, which is what thesis Fig. 2.8 compares. p2p is a ping-pong between
- * ranks 0 and 1, reported as one-way time (round trip / 2). One warm-up
- * repetition is run and not counted. Rank 0 prints one RESULT line.
- * With --max-rep-s S, a repetition (the warm-up included) that takes
- * longer than S seconds ends the run: rank 0 prints a SKIPPED line
- * instead (run's --algorithm best uses it to drop hopeless candidates).
+ * Every repetition is timed as Hoplite's bench times its own: after an
+ * MPI_Barrier, rank 0 schedules a common start L ms ahead (default 20,
+ * the bench's startLead) on CLOCK_REALTIME, which every namespace of the
+ * testbed shares, and sends it to the others; each rank sleeps until it,
+ * notes when it actually woke (its start) and calls the collective. The
+ * repetition's time runs from the FIRST rank's start to the LAST rank's
+ * completion. A rank that wakes late on a busy machine is charged, as a
+ * member that wakes late is charged to ours; timing each rank from its
+ * own exit from a barrier, as this program did before, is not (a leaf
+ * that left the barrier late could find an eager message already there).
+ * The slowest rank from its own start (own=) and how far apart the ranks
+ * started (skew=) are reported beside, medians over the repetitions:
+ * own is the old method's figure, so the difference between the two is
+ * in every RESULT line. With --interval-ms X, rank i starts i*X ms after
+ * the common start, and the time runs from the LAST rank's actual start
+ * (about (N-1)*X) to the last completion, which is what thesis Fig. 2.8
+ * compares. p2p is a ping-pong between ranks 0 and 1 from the common
+ * start, reported as one-way time (round trip / 2). One warm-up
+ * repetition is run and not counted. Rank 0 prints one RESULT line, with
+ * timing=scheduled. With --max-rep-s S, a repetition (the warm-up
+ * included) that takes longer than S seconds ends the run: rank 0 prints
+ * a SKIPPED line instead (run's --algorithm best uses it to drop hopeless
+ * candidates).
  *
  * cpu_s is the median over repetitions of the CPU time (user + system,
  * getrusage of each rank's own process, every thread) that the ranks
@@ -45,19 +57,23 @@ static void usage_fail(const char *msg)
 	if (rank == 0)
 		fprintf(stderr,
 			"mpibench: %s\nusage: mpibench --op bcast|reduce|allreduce|gather|p2p "
-			"--size BYTES --reps R [--interval-ms X] [--algorithm NAME] [--max-rep-s S]\n",
+			"--size BYTES --reps R [--interval-ms X] [--algorithm NAME] [--max-rep-s S] "
+			"[--start-lead-ms L]\n",
 			msg);
 	MPI_Finalize();
 	exit(2);
 }
 
-static double now(void)
+/* now_ns is CLOCK_REALTIME in nanoseconds: the testbed's namespaces
+ * share it, so a start scheduled by rank 0 is the same instant on every
+ * rank (Hoplite's bench agents schedule theirs on it too). Integer
+ * nanoseconds: a double of seconds since 1970 has only about 0.2 us of
+ * resolution, a tenth of a small operation's skew. */
+static int64_t now_ns(void)
 {
-	/* CLOCK_MONOTONIC so the arrival schedule can use clock_nanosleep on
-	 * the same clock as the measurement. */
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* cpu_seconds is this process's CPU time so far, every thread, user and
@@ -71,16 +87,14 @@ static double cpu_seconds(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-static void sleep_until(double t)
+/* sleep_until_ns sleeps until CLOCK_REALTIME reaches t (at once if it
+ * has). */
+static void sleep_until_ns(int64_t t)
 {
 	struct timespec ts;
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	ts.tv_sec = (time_t)(t / 1000000000LL);
+	ts.tv_nsec = (long)(t % 1000000000LL);
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -103,6 +117,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* median sorts v (n > 0 values) and returns their median. */
+static double median(double *v, long n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void check(int rc, const char *what)
 {
 	if (rc != MPI_SUCCESS) {
@@ -123,6 +144,7 @@ int main(int argc, char **argv)
 	double interval_ms = 0;
 	const char *algorithm = "default";
 	double max_rep_s = 0; /* 0: no limit */
+	double lead_ms = 20;  /* Hoplite's bench schedules its starts 20 ms ahead */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (i + 1 >= argc)
@@ -149,6 +171,10 @@ int main(int argc, char **argv)
 				usage_fail("--interval-ms must be a non-negative number");
 		} else if (strcmp(a, "--algorithm") == 0) {
 			algorithm = v;
+		} else if (strcmp(a, "--start-lead-ms") == 0) {
+			lead_ms = strtod(v, &end);
+			if (*end || !(lead_ms >= 0) || lead_ms > 60000)
+				usage_fail("--start-lead-ms must be a number of milliseconds in 0..60000");
 		} else if (strcmp(a, "--max-rep-s") == 0) {
 			max_rep_s = strtod(v, &end);
 			if (*end || max_rep_s < 0)
@@ -190,18 +216,28 @@ int main(int argc, char **argv)
 
 	double *times = calloc((size_t)reps, sizeof(double));
 	double *cpus = calloc((size_t)reps, sizeof(double));
+	double *owns = calloc((size_t)reps, sizeof(double));
+	double *skews = calloc((size_t)reps, sizeof(double));
+	if (!times || !cpus || !owns || !skews) {
+		fprintf(stderr, "mpibench: rank %d: out of memory\n", rank);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
 	int skipped = 0; /* stopped by --max-rep-s: no RESULT */
 	for (long r = -1; r < reps; r++) { /* r == -1 is the warm-up */
+		/* The common start: rank 0's clock, lead_ms after everyone has
+		 * reached the barrier, so that the start reaches every rank
+		 * before it is due. */
 		check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-		double start = now();
-		/* entry: when this rank actually called the collective. A rank
-		 * woken late on a busy machine has not "arrived" yet, so the
-		 * reference is the last actual entry, not the scheduled one. */
-		double entry = 0;
-		if (interval_ms > 0) {
-			sleep_until(start + rank * interval_ms * 1e-3);
-			entry = now() - start;
-		}
+		int64_t at = 0;
+		if (rank == 0)
+			at = now_ns() + (int64_t)(lead_ms * 1e6);
+		check(MPI_Bcast(&at, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast(start)");
+		/* With an interval, rank i is due i*X ms after the common start. */
+		sleep_until_ns(at + (int64_t)(rank * interval_ms * 1e6));
+		/* start: when this rank actually called the collective. A rank
+		 * woken late on a busy machine has not started yet, so the
+		 * reference is its actual start, not the scheduled one. */
+		int64_t start = now_ns();
 		double cpu0 = cpu_seconds();
 		switch (op) {
 		case OP_BCAST:
@@ -234,33 +270,43 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
-		double end = now();
+		int64_t end = now_ns();
 		double cpu = cpu_seconds() - cpu0, cpu_sum = 0;
 		check(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
 		      "MPI_Reduce(sum)");
-		/* {completion, entry} relative to this rank's start; the MAX of
-		 * each over ranks gives the last completion and last entry. */
-		double mine[2] = {end - start, entry}, worst[2] = {0, 0};
-		if (op == OP_P2P)
-			mine[0] = rank == 0 ? (end - start) / 2 : 0;
-		check(MPI_Reduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
+		/* Seconds from the scheduled start (small numbers: exact in a
+		 * double). The MAX over ranks of each gives the last end, the
+		 * slowest rank from its own start, the last start and, negated,
+		 * the first start. p2p is rank 0's round trip, halved. */
+		double mine[4] = {(double)(end - at) * 1e-9, (double)(end - start) * 1e-9,
+				  (double)(start - at) * 1e-9, -(double)(start - at) * 1e-9};
+		double worst[4] = {0, 0, 0, 0};
+		if (op == OP_P2P && rank != 0)
+			mine[0] = mine[1] = 0, mine[2] = -1e9, mine[3] = -1e9;
+		check(MPI_Reduce(mine, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
 		      "MPI_Reduce(max)");
+		double first_start = -worst[3], last_start = worst[2];
+		double t = worst[0] - (interval_ms > 0 ? last_start : first_start);
+		if (op == OP_P2P)
+			t = worst[1] / 2;
 		if (r >= 0) {
-			times[r] = worst[0] - worst[1];
+			times[r] = t;
 			cpus[r] = cpu_sum;
+			owns[r] = op == OP_P2P ? worst[1] / 2 : worst[1];
+			skews[r] = last_start - first_start;
 		}
 		/* A sweep's candidate that is far slower than the algorithm to
 		 * beat stops after its first repetition (the warm-up) instead of
 		 * running them all: every rank must stop together, so rank 0
 		 * decides and tells the others, outside the timed call. */
 		if (max_rep_s > 0) {
-			int stop = rank == 0 && worst[0] - worst[1] > max_rep_s;
+			int stop = rank == 0 && t > max_rep_s;
 			check(MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast(stop)");
 			if (stop) {
 				if (rank == 0) {
 					printf("SKIPPED peer=mpi op=%s nodes=%d size=%lld algorithm=%s rep_s=%.6f "
 					       "max_rep_s=%g\n",
-					       op_names[op], nranks, size, algorithm, worst[0] - worst[1], max_rep_s);
+					       op_names[op], nranks, size, algorithm, t, max_rep_s);
 					fflush(stdout);
 				}
 				skipped = 1;
@@ -270,16 +316,19 @@ int main(int argc, char **argv)
 	}
 
 	if (rank == 0 && !skipped) {
-		qsort(times, (size_t)reps, sizeof(double), cmp_double);
-		double median = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
-		qsort(cpus, (size_t)reps, sizeof(double), cmp_double);
-		double cpu_median = reps % 2 ? cpus[reps / 2] : (cpus[reps / 2 - 1] + cpus[reps / 2]) / 2;
+		/* min and max before median() sorts the times. */
+		double lo = times[0], hi = times[0];
+		for (long i = 1; i < reps; i++)
+			lo = times[i] < lo ? times[i] : lo, hi = times[i] > hi ? times[i] : hi;
 		printf("RESULT peer=mpi op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
-		       "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f\n",
-		       op_names[op], nranks, size, algorithm, interval_ms, median, times[0],
-		       times[reps - 1], reps, cpu_median);
+		       "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f timing=scheduled own=%.6f "
+		       "skew=%.6f\n",
+		       op_names[op], nranks, size, algorithm, interval_ms, median(times, reps), lo, hi,
+		       reps, median(cpus, reps), median(owns, reps), median(skews, reps));
 		fflush(stdout);
 	}
+	free(owns);
+	free(skews);
 	free(times);
 	free(cpus);
 	free(dst);
