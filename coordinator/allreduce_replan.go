@@ -131,7 +131,7 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 	switch {
 	case r.sliced != nil && r.sliced.running:
 		ran = true
-		for _, n := range r.slicedCopies() {
+		for _, n := range r.sliced.copies() {
 			if n.GetNodeId() != node {
 				fx.Drop = append(fx.Drop, n)
 			}
@@ -144,6 +144,9 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 	}
 	for _, g := range r.gen {
 		r.staleGen = max(r.staleGen, g)
+	}
+	if r.sliced != nil && len(r.sliced.sent) > 0 {
+		r.staleGen = max(r.staleGen, 1) // every task of a sliced run is generation 1's
 	}
 	if ran {
 		for _, n := range r.releaseNodes() {

@@ -60,7 +60,7 @@ type Config struct {
 	// before ReduceTaskBatch (benchmarks: the start stagger it costs).
 	UnbatchedTasks bool
 	// NoRingGather makes a sliced AllReduce's gathers fetch every slice
-	// from its root, as before the ring all-gather (see sliced;
+	// from its root, as before the ring all-gather (see slicedRun;
 	// benchmarks: both in one run).
 	NoRingGather bool
 	// NoInlinePush makes an inline AllReduce's participants locate its
@@ -163,8 +163,8 @@ type Reduction struct {
 	gate    *KneeGate
 	gateErr error // an invalid knee policy: Begin fails the Reduce
 	// sliced is set when an AllReduce reduce-scatters and all-gathers
-	// (see sliced); tree and assign stay nil then.
-	sliced *sliced
+	// (see slicedRun); tree and assign stay nil then.
+	sliced *slicedRun
 	// staleGen: reports of this generation or older come from an
 	// abandoned run (a sliced run's generation is 1): the re-planned
 	// tree's tasks all have newer generations (see replan).
@@ -441,7 +441,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	var fx effects
 	r.watch(s.node, &fx) // a backup's node matters too: it may replace a failed one
 	if r.sliced != nil {
-		fx.merge(r.slicedArrived())
+		fx.merge(r.sliced.arrived())
 		return fx
 	}
 	r.arriveInTree(id, &fx)
@@ -481,7 +481,7 @@ func (r *Reduction) choosePlan() (effects, bool) {
 }
 
 // chooseSliced decides, once S is known, whether an AllReduce of n
-// sources is sliced (see sliced), and reports both shapes' modelled
+// sources is sliced (see slicedRun), and reports both shapes' modelled
 // times in the plan. Only an AllReduce that reduces every source, with
 // no knee policy, can be: its late arrivals, backups and repairs need the
 // one tree.
@@ -509,8 +509,8 @@ func (r *Reduction) chooseSliced(n int) bool {
 	if !c.Sliced && !forced {
 		return false
 	}
-	r.sliced = newSliced(n, cut)
-	r.slicedPlan()
+	r.sliced = newSliced(r.core, n, cut)
+	r.sliced.fillPlan()
 	return true
 }
 

@@ -85,14 +85,20 @@ func (r *core) success(reduced []string) *messages.ReduceReply {
 	return reply
 }
 
+// fail ends the Reduction with err, in the shape that runs.
 func (r *Reduction) fail(err *messages.Error) effects {
-	r.over = true
-	fx := effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
-		Release: r.releaseNodes(), ReleaseTarget: true}
 	if r.sliced != nil {
-		fx.Drop = r.slicedCopies()
+		return r.sliced.fail(err)
 	}
-	return fx
+	return r.core.fail(err)
+}
+
+// fail ends the Reduce with err: every node with a task and the target
+// are released.
+func (r *core) fail(err *messages.Error) effects {
+	r.over = true
+	return effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
+		Release: r.releaseNodes(), ReleaseTarget: true}
 }
 
 // bystanders are the live nodes of the arrived sources that ran no task

@@ -8,10 +8,10 @@ import (
 )
 
 // ShapeSliced is the AllReduce shape that reduce-scatters, then
-// all-gathers, through the store (see sliced).
+// all-gathers, through the store (see slicedRun).
 const ShapeSliced = "sliced"
 
-// sliced is the state of a sliced AllReduce: a reduce-scatter, then an
+// slicedRun is the state of a sliced AllReduce: a reduce-scatter, then an
 // all-gather, both made of ordinary tree positions.
 //
 // The object is cut into n slices, n the number of sources, on element
@@ -53,7 +53,9 @@ const ShapeSliced = "sliced"
 // sliced run instead: the AllReduce goes on as reduce-then-broadcast
 // over the sources that still exist (see replan), and its reply names
 // them.
-type sliced struct {
+type slicedRun struct {
+	*core
+
 	n       int
 	slices  []plan.Slice
 	running bool
@@ -69,65 +71,63 @@ type sliced struct {
 	ring bool
 }
 
-func newSliced(n int, cut []plan.Slice) *sliced {
-	return &sliced{n: n, slices: cut, started: map[int]bool{}, gpos: map[string]int{}, done: map[string]bool{},
+func newSliced(c *core, n int, cut []plan.Slice) *slicedRun {
+	return &slicedRun{core: c, n: n, slices: cut, started: map[int]bool{}, gpos: map[string]int{}, done: map[string]bool{},
 		sent: map[int]bool{}, gnode: map[int]string{}}
 }
 
 // member is the participant (index into the request's sources) at chain
 // index c of slice k.
-func (s *sliced) member(k, c int) int { return (k + 1 + c) % s.n }
+func (s *slicedRun) member(k, c int) int { return (k + 1 + c) % s.n }
 
 // relayPos is the position of slice k's j-th relay (1 <= j < n), on
 // participant k+j: after the n·n chain positions and the n gathers'.
-func (s *sliced) relayPos(k, j int) int { return s.n*s.n + s.n + k*(s.n-1) + j - 1 }
+func (s *slicedRun) relayPos(k, j int) int { return s.n*s.n + s.n + k*(s.n-1) + j - 1 }
 
-// slicedPlan fills the plan's positions: every chain, parent the next
+// fillPlan fills the plan's positions: every chain, parent the next
 // link, the root last.
-func (r *Reduction) slicedPlan() {
-	s := r.sliced
-	r.plan.Shape, r.plan.Degree, r.plan.Slices = ShapeSliced, 1, int32(s.n)
+func (s *slicedRun) fillPlan() {
+	s.plan.Shape, s.plan.Degree, s.plan.Slices = ShapeSliced, 1, int32(s.n)
 	for k := 0; k < s.n; k++ {
 		for c := 0; c < s.n; c++ {
 			parent := int32(k*s.n + c + 1)
 			if c == s.n-1 {
 				parent = -1
 			}
-			r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(k*s.n + c), Parent: parent,
-				ObjectId: r.req.GetSourceIds()[s.member(k, c)], Arrival: -1})
+			s.plan.Positions = append(s.plan.Positions, &messages.ReducePosition{Position: int32(k*s.n + c), Parent: parent,
+				ObjectId: s.req.GetSourceIds()[s.member(k, c)], Arrival: -1})
 		}
 	}
 }
 
-// slicedArrived is an arrival of a sliced AllReduce: the chains start
+// arrived is an arrival of a sliced AllReduce: the chains start
 // once every source is there.
-func (r *Reduction) slicedArrived() effects {
-	s := r.sliced
-	if s.running || len(r.sources) < s.n {
+func (s *slicedRun) arrived() effects {
+	if s.running || len(s.sources) < s.n {
 		return effects{}
 	}
 	s.running = true
-	for _, pp := range r.plan.Positions {
-		src := r.sources[pp.GetObjectId()]
+	for _, pp := range s.plan.Positions {
+		src := s.sources[pp.GetObjectId()]
 		pp.NodeId, pp.Arrival = src.node.GetNodeId(), int32(src.arrival)
 	}
 	// The creator of the target: the caller's node if it holds a source
 	// (its copy is the pinned one, as a Put's), else the first source's.
 	var nodes []*messages.NodeRef
-	for _, id := range r.req.GetSourceIds() {
-		n := r.sources[id].node
+	for _, id := range s.req.GetSourceIds() {
+		n := s.sources[id].node
 		if !slices.ContainsFunc(nodes, func(m *messages.NodeRef) bool { return m.GetNodeId() == n.GetNodeId() }) {
 			nodes = append(nodes, n)
 		}
 	}
-	if i := slices.IndexFunc(nodes, func(m *messages.NodeRef) bool { return m.GetNodeId() == r.start.GetNodeId() }); i > 0 {
+	if i := slices.IndexFunc(nodes, func(m *messages.NodeRef) bool { return m.GetNodeId() == s.start.GetNodeId() }); i > 0 {
 		nodes[0], nodes[i] = nodes[i], nodes[0]
 	}
 	for g, n := range nodes {
 		s.gathers = append(s.gathers, n.GetNodeId())
 		s.gpos[n.GetNodeId()] = s.n*s.n + g
 		s.gnode[s.n*s.n+g] = n.GetNodeId()
-		r.nodes[n.GetNodeId()] = n
+		s.nodes[n.GetNodeId()] = n
 	}
 	// Every task at once: a reader of an intermediate that does not exist
 	// yet waits for it on its node (see storenode.Store.OpenObject), so no
@@ -135,106 +135,98 @@ func (r *Reduction) slicedArrived() effects {
 	// roots'. Every output is generation 1's: there are no repairs.
 	var fx effects
 	for p := 0; p < s.n*s.n; p++ {
-		r.slicedSend(p, &fx)
+		s.send(p, &fx)
 	}
-	s.ring = len(nodes) == s.n && s.n > 2 && !r.cfg.NoRingGather
-	r.plan.RingGather = s.ring
+	s.ring = len(nodes) == s.n && s.n > 2 && !s.cfg.NoRingGather
+	s.plan.RingGather = s.ring
 	if s.ring {
 		for k := 0; k < s.n; k++ {
 			for j := 1; j < s.n; j++ {
-				r.relaySend(k, j, &fx)
+				s.relaySend(k, j, &fx)
 			}
 		}
 	}
 	for _, n := range s.gathers {
-		fx.Tasks = append(fx.Tasks, r.gatherTask(n))
+		fx.Tasks = append(fx.Tasks, s.gatherTask(n))
 	}
 	return fx
 }
 
-// slicedSend sends chain position p its task.
-func (r *Reduction) slicedSend(p int, fx *effects) {
-	s := r.sliced
+// send sends chain position p its task.
+func (s *slicedRun) send(p int, fx *effects) {
 	k, c := p/s.n, p%s.n
-	id := r.req.GetSourceIds()[s.member(k, c)]
-	node := r.sources[id].node
-	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
+	id := s.req.GetSourceIds()[s.member(k, c)]
+	node := s.sources[id].node
+	task := &messages.ReduceTask{ReduceId: s.id, TargetId: s.req.GetTargetId(), Op: s.req.GetOp(), Dtype: s.req.GetDtype(),
 		Size: s.slices[k].Len, Position: int32(p), SourceId: id, Sliced: true, SourceOffset: s.slices[k].Off,
-		OutputId: InternalID(r.id, p, 1), Generation: 1, Slices: int32(s.n), Bandwidth: r.B}
+		OutputId: InternalID(s.id, p, 1), Generation: 1, Slices: int32(s.n), Bandwidth: s.B}
 	if c > 0 {
-		prev := r.sources[r.req.GetSourceIds()[s.member(k, c-1)]].node
-		task.Children = []*messages.ReduceInput{{Node: prev, ObjectId: InternalID(r.id, p-1, 1)}}
+		prev := s.sources[s.req.GetSourceIds()[s.member(k, c-1)]].node
+		task.Children = []*messages.ReduceInput{{Node: prev, ObjectId: InternalID(s.id, p-1, 1)}}
 	}
 	s.sent[p] = true
-	r.gen[p] = 1
-	r.nodes[node.GetNodeId()] = node
+	s.nodes[node.GetNodeId()] = node
 	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
 }
 
 // relaySend sends slice k's j-th relay its task: copy the slice from
 // the participant before it (the root, for the first).
-func (r *Reduction) relaySend(k, j int, fx *effects) {
-	s := r.sliced
+func (s *slicedRun) relaySend(k, j int, fx *effects) {
 	p := s.relayPos(k, j)
-	node := r.sources[r.req.GetSourceIds()[(k+j)%s.n]].node
-	prev := r.sources[r.req.GetSourceIds()[(k+j-1)%s.n]].node
-	from := InternalID(r.id, k*s.n+s.n-1, 1) // the root's output
+	node := s.sources[s.req.GetSourceIds()[(k+j)%s.n]].node
+	prev := s.sources[s.req.GetSourceIds()[(k+j-1)%s.n]].node
+	from := InternalID(s.id, k*s.n+s.n-1, 1) // the root's output
 	if j > 1 {
-		from = InternalID(r.id, s.relayPos(k, j-1), 1)
+		from = InternalID(s.id, s.relayPos(k, j-1), 1)
 	}
-	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
-		Size: s.slices[k].Len, Position: int32(p), Relay: true, OutputId: InternalID(r.id, p, 1), Generation: 1,
-		Slices: int32(s.n), Bandwidth: r.B, Children: []*messages.ReduceInput{{Node: prev, ObjectId: from}}}
+	task := &messages.ReduceTask{ReduceId: s.id, TargetId: s.req.GetTargetId(), Op: s.req.GetOp(), Dtype: s.req.GetDtype(),
+		Size: s.slices[k].Len, Position: int32(p), Relay: true, OutputId: InternalID(s.id, p, 1), Generation: 1,
+		Slices: int32(s.n), Bandwidth: s.B, Children: []*messages.ReduceInput{{Node: prev, ObjectId: from}}}
 	s.sent[p] = true
-	r.gen[p] = 1
 	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
 }
 
 // gatherTask is node's gather: every slice from its chain's root, in
 // order, or in a ring from this node's own copy of it (the root's output
 // or a relay's); the first gather is the creator's (Root).
-func (r *Reduction) gatherTask(node string) Task {
-	s := r.sliced
+func (s *slicedRun) gatherTask(node string) Task {
 	p := s.gpos[node]
-	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
-		Size: r.size, Position: int32(p), Root: node == s.gathers[0], Gather: true, OutputId: r.req.GetTargetId(), Generation: 1,
-		Slices: int32(s.n), Bandwidth: r.B}
+	task := &messages.ReduceTask{ReduceId: s.id, TargetId: s.req.GetTargetId(), Op: s.req.GetOp(), Dtype: s.req.GetDtype(),
+		Size: s.size, Position: int32(p), Root: node == s.gathers[0], Gather: true, OutputId: s.req.GetTargetId(), Generation: 1,
+		Slices: int32(s.n), Bandwidth: s.B}
 	// In a ring, this node is participant i (its only one).
-	i := slices.IndexFunc(r.req.GetSourceIds(), func(id string) bool { return r.sources[id].node.GetNodeId() == node })
+	i := slices.IndexFunc(s.req.GetSourceIds(), func(id string) bool { return s.sources[id].node.GetNodeId() == node })
 	for k := 0; k < s.n; k++ {
-		in := &messages.ReduceInput{Node: r.sources[r.req.GetSourceIds()[k]].node, ObjectId: InternalID(r.id, k*s.n+s.n-1, 1),
+		in := &messages.ReduceInput{Node: s.sources[s.req.GetSourceIds()[k]].node, ObjectId: InternalID(s.id, k*s.n+s.n-1, 1),
 			Offset: s.slices[k].Off}
 		if s.ring && i != k {
-			in.Node, in.ObjectId = r.nodes[node], InternalID(r.id, s.relayPos(k, (i-k+s.n)%s.n), 1)
+			in.Node, in.ObjectId = s.nodes[node], InternalID(s.id, s.relayPos(k, (i-k+s.n)%s.n), 1)
 		}
 		task.Children = append(task.Children, in)
 	}
 	s.sent[p] = true
-	r.gen[p] = 1
-	return Task{Node: r.nodes[node], Task: task}
+	return Task{Node: s.nodes[node], Task: task}
 }
 
-func (r *Reduction) slicedStarted(m *messages.ReduceTaskStarted) effects {
-	s := r.sliced
+func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 	p := int(m.GetPosition())
 	if !s.sent[p] || m.GetGeneration() != 1 || s.started[p] {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
-		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
+		return s.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
 	}
 	s.started[p] = true
 	return effects{}
 }
 
-func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
-	s := r.sliced
+func (s *slicedRun) taskDone(m *messages.ReduceTaskDone) effects {
 	p := int(m.GetPosition())
 	if !s.sent[p] || m.GetGeneration() != 1 {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
-		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
+		return s.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
 	}
 	node, ok := s.gnode[p]
 	if !ok || s.done[node] {
@@ -247,7 +239,7 @@ func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
 	if len(s.done) < len(s.gathers) {
 		return effects{}
 	}
-	r.reply = r.success(r.req.GetSourceIds())
+	s.reply = s.success(s.req.GetSourceIds())
 	var fx effects
 	// The creator's copy first: it ends the reservation, and the others
 	// are copies of a known object. One sender, one shard: in order. Every
@@ -256,28 +248,36 @@ func (r *Reduction) slicedDone(m *messages.ReduceTaskDone) effects {
 	// AllReduce answers once each says its copy is whole: a participant's
 	// Get of the result, sent after its commit, answers then.
 	for i, id := range s.gathers {
-		fx.Commit = append(fx.Commit, Task{Node: r.nodes[id], Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(s.gpos[id]), Generation: 1}})
-		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: r.nodes[id],
-			State: messages.LocationState_COMPLETE, Size: r.size, Fingerprint: s.fp, Creator: i == 0,
-			ProducedBy: r.id, ReducedIds: r.reply.GetReducedIds()})
-		r.askFetch(r.nodes[id], &fx)
+		fx.Commit = append(fx.Commit, Task{Node: s.nodes[id], Task: &messages.ReduceTask{ReduceId: s.id, Position: int32(s.gpos[id]), Generation: 1}})
+		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: s.req.GetTargetId(), Node: s.nodes[id],
+			State: messages.LocationState_COMPLETE, Size: s.size, Fingerprint: s.fp, Creator: i == 0,
+			ProducedBy: s.id, ReducedIds: s.reply.GetReducedIds()})
+		s.askFetch(s.nodes[id], &fx)
 	}
-	fx.merge(r.maybeFinish())
+	fx.merge(s.maybeFinish())
 	return fx
 }
 
-// slicedCopies are the nodes whose gather may hold a copy of the target
+// copies are the nodes whose gather may hold a copy of the target
 // that the directory does not know (only the creator's is registered
 // before the end), which a failed AllReduce must drop itself: a gather
 // worker keeps a complete copy when its coordinator stops, as the root
 // keeps the target, because that stop overtakes the release that says
 // whether the AllReduce succeeded.
-func (r *Reduction) slicedCopies() []*messages.NodeRef {
+func (s *slicedRun) copies() []*messages.NodeRef {
 	var out []*messages.NodeRef
-	for _, id := range r.sliced.gathers {
-		if r.sliced.sent[r.sliced.gpos[id]] {
-			out = append(out, r.nodes[id])
+	for _, id := range s.gathers {
+		if s.sent[s.gpos[id]] {
+			out = append(out, s.nodes[id])
 		}
 	}
 	return out
+}
+
+// fail is the core's failure, and drops the copies of the target that
+// gathers may hold (see copies).
+func (s *slicedRun) fail(err *messages.Error) effects {
+	fx := s.core.fail(err)
+	fx.Drop = s.copies()
+	return fx
 }

@@ -161,7 +161,7 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 		if r.over || m.GetReduceId() != r.id {
 			return effects{}
 		}
-		return r.slicedStarted(m)
+		return r.sliced.taskStarted(m)
 	}
 	p := int(m.GetPosition())
 	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
@@ -190,7 +190,7 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 		if r.over || m.GetReduceId() != r.id {
 			return effects{}
 		}
-		return r.slicedDone(m)
+		return r.sliced.taskDone(m)
 	}
 	p := int(m.GetPosition())
 	g := int(m.GetGeneration())
