@@ -206,8 +206,8 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, id := range r.req.GetSourceIds() {
 		e.Send(directory.ShardOf(id), &messages.Unsubscribe{ObjectId: id})
 	}
-	if r.gate != nil && r.gate.Num() > 0 {
-		fx.Reply.CompletedBy = r.gate.Reason()
+	if r.completedBy != "" {
+		fx.Reply.CompletedBy = r.completedBy
 	}
 	e.Send(Requester{}, fx.Reply)
 	e.Events = append(e.Events, &events.ReduceDone{Reduce: r.id, Target: fx.Reply.GetTargetId(),
@@ -264,8 +264,8 @@ func (r *Reduction) treeEvent(e *Effects, reply *messages.ReduceReply) {
 	r.lastTree = string(sig)
 	ev := &events.ReduceTree{Reduce: r.id, Target: r.req.GetTargetId(), Shape: r.plan.GetShape(), Degree: int(r.plan.GetDegree()),
 		Num: len(r.plan.Positions), Size: r.size, L: r.L, B: r.B, Done: done}
-	if r.gate != nil && r.gate.Num() > 0 {
-		ev.Knee = r.gate.Reason()
+	if r.completedBy != "" {
+		ev.Knee = r.completedBy
 	}
 	ev.Positions = make([]events.ReducePosition, 0, len(r.plan.Positions))
 	for p, pos := range r.plan.Positions {

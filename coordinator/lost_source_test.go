@@ -257,8 +257,8 @@ func TestKneePhaseSourceLost(t *testing.T) {
 	r.Located(completeAt("s0", node(0)), t0)
 	r.Located(completeAt("s1", node(1)), t0)
 	r.Located(lostUpdate("s1"), t0)
-	if len(r.pending) != 1 || r.pending[0].GetObjectId() != "s0" {
-		t.Fatalf("pending %v, want s0 alone", r.pending)
+	if len(r.knee.pending) != 1 || r.knee.pending[0].GetObjectId() != "s0" {
+		t.Fatalf("pending %v, want s0 alone", r.knee.pending)
 	}
 }
 

@@ -158,10 +158,9 @@ type Reduction struct {
 	// records each copy at the target's shard when its node answers.
 	result []byte
 
-	// A knee policy gates the tree: until the gate fixes the count,
-	// arrivals wait in pending (in arrival order) and req.num_objects is 0.
-	gate    *KneeGate
-	gateErr error // an invalid knee policy: Begin fails the Reduce
+	// knee is a knee policy's phase until its gate fixes the count; till
+	// then req.num_objects is 0.
+	knee *kneePhase
 	// sliced is set when an AllReduce reduce-scatters and all-gathers
 	// (see slicedRun); tree and assign stay nil then.
 	sliced *slicedRun
@@ -169,8 +168,6 @@ type Reduction struct {
 	// abandoned run (a sliced run's generation is 1): the re-planned
 	// tree's tasks all have newer generations (see replan).
 	staleGen int
-	pending  []*messages.LocationUpdate
-	deleted  []string // sources deleted while gating, in order
 	// lastTree is what the last ReduceTree event said (see treeEvent).
 	lastTree string
 }
@@ -203,6 +200,9 @@ type core struct {
 	fetching map[string]bool // node id -> its Get is still running
 	reply    *messages.ReduceReply
 	over     bool
+	// completedBy says what fixed a knee policy's count, once it did
+	// (ReduceReply.completed_by).
+	completedBy string
 
 	begun time.Time // when the Reduce started (for ReduceDone's Elapsed)
 	// lost: sources of an AllReduce whose node died, or that the
@@ -245,7 +245,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	r := &Reduction{core: c, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
 		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}}
 	if req.GetKnee() != nil {
-		r.gate, r.gateErr = NewKneeGate(req)
+		r.knee = newKneePhase(c, req)
 	}
 	return r
 }
@@ -253,8 +253,8 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 func (r *Reduction) begin() effects {
 	var fx effects
 	r.watch(r.start, &fx)
-	if r.gateErr != nil { // validated by the store node: a bug
-		fx.merge(r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: knee: %v", r.gateErr)))
+	if r.knee != nil && r.knee.err != nil { // validated by the store node: a bug
+		fx.merge(r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: knee: %v", r.knee.err)))
 	}
 	return fx
 }
@@ -322,7 +322,7 @@ func (r *Reduction) Expire(now time.Time) Effects {
 func (r *Reduction) KneeCheck(now time.Time) Effects {
 	var fx effects
 	if r.gating() {
-		r.gateStep(r.gate.Check(now), now, &fx)
+		r.gateStep(r.knee.gate.Check(now), now, &fx)
 	}
 	return r.out(fx, now)
 }
@@ -526,7 +526,7 @@ func (r *Reduction) Waiting() []string {
 	}
 	var ids []string
 	for _, id := range r.req.GetSourceIds() {
-		held := r.sources[id] != nil || slices.ContainsFunc(r.pending, func(u *messages.LocationUpdate) bool { return u.GetObjectId() == id })
+		held := r.sources[id] != nil || r.knee != nil && r.knee.holds(id)
 		if !held && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}

@@ -29,7 +29,7 @@ func (r *Reduction) expire(now time.Time) effects {
 	if r.gating() {
 		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
 			"reduce: knee policy: %d of %d sources arrived before the deadline and no knee was accepted (%d needed by min_percent)",
-			r.gate.Arrived(), len(r.req.GetSourceIds()), r.gate.Needed()))
+			r.knee.gate.Arrived(), len(r.req.GetSourceIds()), r.knee.gate.Needed()))
 	}
 	n := int(r.req.GetNumObjects())
 	if held := len(r.sources); held < n {

@@ -256,9 +256,7 @@ func (r *Reduction) nodeFailed(node string) effects {
 		return fx
 	}
 	if r.gating() {
-		// An arrival whose copy died no longer counts as available (the
-		// gate still counts it: it did arrive).
-		r.pending = slices.DeleteFunc(r.pending, func(u *messages.LocationUpdate) bool { return u.GetNode().GetNodeId() == node })
+		r.knee.nodeFailed(node)
 		return fx
 	}
 	if r.inline || r.tree == nil {
