@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -10,10 +9,10 @@ import (
 // root's first chunk on, and the Reduce answers once every participant
 // that lives has it.
 
-// fetchNew asks every participant not asked yet to Get the result, and
+// askEach asks every node of nodes not asked yet to Get the result, and
 // watches it: a participant that dies will never answer.
-func (r *Reduction) fetchNew(fx *effects) {
-	for _, n := range r.participants() {
+func (r *core) askEach(nodes []*messages.NodeRef, fx *effects) {
+	for _, n := range nodes {
 		r.askFetch(n, fx)
 	}
 }
@@ -33,17 +32,11 @@ func (r *core) pinned(node string) bool {
 	return r.start != nil && r.start.GetNodeId() == node
 }
 
-// participants are the nodes of the reduced sources, except the root's,
-// which already holds the target.
-func (r *Reduction) participants() []*messages.NodeRef {
-	seen := map[string]bool{}
-	reduced := r.arrivals[:min(len(r.arrivals), int(r.req.GetNumObjects()))]
-	if !r.inline {
-		seen[r.nodeOf(r.tree.Root()).GetNodeId()] = true
-		reduced = r.assign.Placed()
-	}
+// nodesOf are the nodes of the sources ids, each once and none in seen,
+// in the order of ids.
+func (r *core) nodesOf(ids []string, seen map[string]bool) []*messages.NodeRef {
 	var out []*messages.NodeRef
-	for _, id := range reduced {
+	for _, id := range ids {
 		n := r.sources[id].node
 		if !seen[n.GetNodeId()] {
 			seen[n.GetNodeId()] = true
@@ -68,41 +61,8 @@ func (r *Reduction) fetched(node string, err error) effects {
 	}
 	delete(r.fetching, node)
 	fx := r.maybeFinish()
-	if !r.pushes() || r.result == nil {
-		return fx
-	}
-	n := r.start
-	if !r.pinned(node) {
-		n = nil
-		for _, p := range r.participants() {
-			if p.GetNodeId() == node {
-				n = p
-			}
-		}
-	}
-	if n != nil {
-		// The node stored the pushed result (or already held a copy,
-		// which its own fetch registered: recording it again changes
-		// nothing). Before the reply, so that a Delete after it reaches
-		// this copy. The caller's pinned copy is a creator's, as its
-		// republication would say.
-		fx.Publish = append(fx.Publish, &messages.PublishLocation{ObjectId: r.req.GetTargetId(), Node: n,
-			State: messages.LocationState_COMPLETE, Size: int64(len(r.result)), Fingerprint: fingerprint.Of(r.result),
-			Creator: r.pinned(node)})
+	if r.inline != nil {
+		r.inline.pushed(node, &fx)
 	}
 	return fx
-}
-
-// pushes says whether this Reduction, an AllReduce of inline sources,
-// stores its result on its own member (TargetNode) and sends it with Gets
-// (Get.pushed) to the participants and to the caller's node, pinned there
-// as the caller's own copy. The participants then locate nothing, and the
-// result's first copy costs no round trips between the caller's member
-// and the coordinator's (a store, then its registration at the
-// coordinator's shard), which the caller's push overlaps with the
-// participants'. A plain Reduce stores on the caller's node as before:
-// pushing to it instead measured no faster (1 KiB, 8 hosts, 41
-// interleaved repetitions: 0.97x) at more CPU.
-func (r *Reduction) pushes() bool {
-	return r.inline && r.req.GetAllReduce() && !r.cfg.NoInlinePush
 }

@@ -155,7 +155,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	if fx.StoreInline != nil {
 		fx.StoreInline.TimeoutMs = remaining
 		var to any = CallerNode{}
-		if r.pushes() {
+		if r.inline != nil && r.inline.pushes() {
 			to = TargetNode{}
 		}
 		e.Send(to, fx.StoreInline)
@@ -169,8 +169,8 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
 		get := &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining}
-		if r.pushes() && r.result != nil {
-			get.Pushed, get.PushedData, get.Pin = true, r.result, r.pinned(n.GetNodeId())
+		if r.inline != nil && r.inline.pushes() && r.inline.result != nil {
+			get.Pushed, get.PushedData, get.Pin = true, r.inline.result, r.pinned(n.GetNodeId())
 		}
 		e.Send(n, get)
 	}

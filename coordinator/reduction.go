@@ -131,7 +131,6 @@ type Task struct {
 type source struct {
 	node    *messages.NodeRef
 	arrival int
-	inline  []byte
 	// complete: the copy on node was whole (its Put had finished), so a
 	// parent streaming it measures the link, not a producer.
 	complete bool
@@ -143,7 +142,10 @@ type source struct {
 type Reduction struct {
 	*core
 
-	inline  bool
+	// inline is set when the sources are under the inline limit (see
+	// inlineRun); tree and assign stay nil then.
+	inline *inlineRun
+
 	tree    *plan.Tree
 	assign  *plan.Assignment
 	gen     map[int]int      // the last task generation sent per position (0: none)
@@ -152,11 +154,6 @@ type Reduction struct {
 	started map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
 	rootSet map[int][]string // per root generation: the sources it reduces
 	rootAt  map[int]string   // per root generation: the node it ran on
-
-	// result is an inline Reduce's result once computed: an AllReduce
-	// pushes it with the participants' Gets (messages.Get.pushed), and
-	// records each copy at the target's shard when its node answers.
-	result []byte
 
 	// knee is a knee policy's phase until its gate fixes the count; till
 	// then req.num_objects is 0.
@@ -303,7 +300,11 @@ func (r *Reduction) Fetched(node string, err error, now time.Time) Effects {
 
 // Stored handles the caller's answer to StoreReduced.
 func (r *Reduction) Stored(m *messages.StoreReducedReply, now time.Time) Effects {
-	return r.out(r.stored(m), now)
+	var fx effects
+	if r.inline != nil {
+		fx = r.inline.stored(m)
+	}
+	return r.out(fx, now)
 }
 
 // Expire fails the Reduction if its deadline has passed (DeadlineTimer);
@@ -401,7 +402,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 			// node failed (it may appear again elsewhere).
 			delete(r.sources, id)
 			r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool { return a == id })
-		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && !r.inline && r.tree != nil:
+		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && r.inline == nil && r.tree != nil:
 			// The copy the tree uses left the directory (a receiver's
 			// partial copy whose feed died, an evicted copy): the source
 			// leaves its position as if its node had failed, or the tree
@@ -431,12 +432,11 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	r.sources[id] = s
 	delete(r.lost, id) // a new copy: it may take part again
 	r.arrivals = append(r.arrivals, id)
-	if r.inline {
+	if r.inline != nil {
 		if !u.GetHasInline() {
 			return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: small source %q came without its bytes", id))
 		}
-		s.inline = u.GetInlineData()
-		return r.maybeReduceInline()
+		return r.inline.arrived(id, u.GetInlineData())
 	}
 	var fx effects
 	r.watch(s.node, &fx) // a backup's node matters too: it may replace a failed one
@@ -467,7 +467,7 @@ func (r *Reduction) choosePlan() (effects, bool) {
 	r.plan = &messages.ReducePlan{LatencyNs: int64(r.L), Bandwidth: r.B, ObjectSize: r.size,
 		LatencySamples: int64(nl), BandwidthSamples: int64(nb)}
 	if r.size < r.cfg.InlineLimit {
-		r.inline = true
+		r.inline = newInlineRun(r.core)
 		r.plan.Shape = ShapeInline
 		return effects{}, true
 	}

@@ -53,13 +53,13 @@ func (r *Reduction) sourceDeleted(id string) effects {
 		// A sliced AllReduce reduces every source.
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "allreduce: source %q was deleted during the AllReduce", id))
 	}
-	used := r.sources[id] != nil && (r.inline && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
-		!r.inline && r.assign.Position(id) >= 0)
+	used := r.sources[id] != nil && (r.inline != nil && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
+		r.inline == nil && r.assign.Position(id) >= 0)
 	if used {
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
 	}
 	var fx effects
-	if r.sources[id] != nil && !r.inline && r.tree != nil {
+	if r.sources[id] != nil && r.inline == nil && r.tree != nil {
 		// A backup whose bytes are gone must not take the place of a
 		// failed position (the knee simulation's seed 2163 reduced one).
 		r.sourceGone(id, &fx)

@@ -179,7 +179,7 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 		// The target is streaming from its first chunk: participants start
 		// fetching now, so the broadcast pipelines with the reduce. After
 		// a repair (a new root generation), only new participants.
-		r.fetchNew(&fx)
+		r.askEach(r.participants(), &fx)
 	}
 	return fx
 }
@@ -229,6 +229,12 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 	return fx
 }
 
+// participants are the nodes of the sources the tree reduces, except
+// the root's, which already holds the target.
+func (r *Reduction) participants() []*messages.NodeRef {
+	return r.nodesOf(r.assign.Placed(), map[string]bool{r.nodeOf(r.tree.Root()).GetNodeId(): true})
+}
+
 // NodeFailed repairs the tree after a node failed: each source it held
 // leaves its position, the next ready backup takes it (or the next
 // arrival will), and the position's ancestors clear what they reduced and
@@ -252,14 +258,14 @@ func (r *Reduction) nodeFailed(node string) effects {
 	}
 	delete(r.watched, node)
 	var fx effects
-	if r.req.GetAllReduce() && !r.gating() && !r.inline && (r.sliced != nil || r.tree != nil) && r.allReduceNodeFailed(node, &fx) {
+	if r.req.GetAllReduce() && !r.gating() && r.inline == nil && (r.sliced != nil || r.tree != nil) && r.allReduceNodeFailed(node, &fx) {
 		return fx
 	}
 	if r.gating() {
 		r.knee.nodeFailed(node)
 		return fx
 	}
-	if r.inline || r.tree == nil {
+	if r.inline != nil || r.tree == nil {
 		return fx // small sources live in the directory, not on the node
 	}
 	for _, id := range slices.Clone(r.arrivals) {
@@ -284,7 +290,7 @@ func (r *Reduction) nodeFailed(node string) effects {
 // never lost.
 func (r *Reduction) sourceLost(id string) effects {
 	var fx effects
-	if r.inline {
+	if r.inline != nil {
 		return fx
 	}
 	// A located source's loss is its node's, as far as anybody can tell
