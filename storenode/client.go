@@ -102,8 +102,21 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		ms := actorutil.TimeoutMs(ctx)
 		m.TimeoutMs = max(1, ms-min(ms/10, 100))
 	}
-	return actorutil.Request(ctx, c.root, c.node, msg)
+	return actorutil.RequestGrace(ctx, c.root, c.node, msg, answerGrace(ctx))
 }
+
+// answerGrace is how long past its deadline a call waits for its node's
+// answer: the node gives up at the same deadline (a Reduce's coordinator
+// a little before) and answers with what it waited for, which a busy
+// machine can deliver late. A tenth of the call's time, at most 250 ms.
+func answerGrace(ctx context.Context) time.Duration {
+	d, _ := ctx.Deadline()
+	return min(time.Until(d)/10, maxAnswerGrace)
+}
+
+// maxAnswerGrace bounds answerGrace: a call returns at most this long
+// after its deadline.
+const maxAnswerGrace = 250 * time.Millisecond
 
 // Put creates object id with a copy of data. Putting the same bytes again
 // succeeds; other bytes under the same id fail with CONFLICT.

@@ -25,7 +25,17 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 // can withdraw exactly this request where pid keeps requests waiting (a
 // directory shard parks a Locate until the object exists).
 func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID)) (any, error) {
-	return request(ctx, root, pid, msg, abandon, 0)
+	return request(ctx, root, pid, msg, abandon, 0, 0)
+}
+
+// RequestGrace is Request for a target that answers by the deadline
+// itself (a store node's TIMEOUT names what it waited for: the sources
+// that never arrived, the object nobody located): once ctx ends it waits
+// up to grace more for that answer, which a busy machine can deliver a
+// little late, rather than replace it with "no reply". The call then
+// returns at most grace after its deadline.
+func RequestGrace(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration) (any, error) {
+	return request(ctx, root, pid, msg, nil, 0, grace)
 }
 
 // RequestEvery is Request for a request the target may receive more than
@@ -40,7 +50,7 @@ func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.P
 // maxResendGrowth times every) keeps the repeats few when answers are
 // merely slow.
 func RequestEvery(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, every time.Duration) (any, error) {
-	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond))
+	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond), 0)
 }
 
 // maxResendGrowth bounds RequestEvery's interval: a request lost while
@@ -48,13 +58,16 @@ func RequestEvery(ctx context.Context, root *actor.RootContext, pid *actor.PID, 
 const maxResendGrowth = 8
 
 // request is Request, sending msg again after every, 2*every, 4*every...
-// while no reply came (never if every is 0).
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every time.Duration) (any, error) {
+// while no reply came (never if every is 0), and waiting up to grace
+// past ctx's end for a reply on its way.
+func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every, grace time.Duration) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
 	}
-	if ctx.Err() != nil {
+	if err := ctx.Err(); err == context.DeadlineExceeded {
 		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "deadline passed before the request was sent")
+	} else if err != nil {
+		return nil, messages.AsError(err)
 	}
 	if pid == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no actor to send %T to", msg)
@@ -93,15 +106,26 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 			select {
 			case reply = <-c.done: // a reply that came with the deadline still counts
 				waiting = false
+				continue
 			default:
-				if abandon != nil {
-					abandon(self)
-				}
-				if ctx.Err() == context.DeadlineExceeded {
-					return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
-				}
-				return nil, messages.AsError(ctx.Err())
 			}
+			if grace > 0 && ctx.Err() == context.DeadlineExceeded {
+				t := time.NewTimer(grace)
+				select {
+				case reply = <-c.done: // so does one within grace of it
+					t.Stop()
+					waiting = false
+					continue
+				case <-t.C:
+				}
+			}
+			if abandon != nil {
+				abandon(self)
+			}
+			if ctx.Err() == context.DeadlineExceeded {
+				return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
+			}
+			return nil, messages.AsError(ctx.Err())
 		}
 	}
 	switch reply.(type) {
