@@ -137,16 +137,18 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 			}
 		}
 	case r.tree != nil:
-		if root := r.rootAt[r.gen[r.tree.Root()]]; root != "" && root != node && r.nodes[root] != nil {
+		t := r.tree
+		if root := t.rootAt[t.gen[t.tree.Root()]]; root != "" && root != node && r.nodes[root] != nil {
 			fx.Drop = append(fx.Drop, r.nodes[root])
 		}
 		ran = len(r.nodes) > 0
 	}
-	for _, g := range r.gen {
-		r.staleGen = max(r.staleGen, g)
+	stale := 0
+	if r.tree != nil {
+		stale = r.tree.lastGen()
 	}
 	if r.sliced != nil && len(r.sliced.sent) > 0 {
-		r.staleGen = max(r.staleGen, 1) // every task of a sliced run is generation 1's
+		stale = max(stale, 1) // every task of a sliced run is generation 1's
 	}
 	if ran {
 		for _, n := range r.releaseNodes() {
@@ -158,22 +160,20 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 	fx.Events = append(fx.Events, &events.AllReduceReplanned{Reduce: r.id, Node: node, Lost: slices.Clone(lost), Num: num,
 		From: r.plan.GetShape()})
 	r.setNum(num)
-	r.sliced = nil
-	r.gen, r.need, r.sent, r.started = map[int]int{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
-	for p := 0; p < num; p++ {
-		r.gen[p] = r.staleGen
-	}
+	r.sliced, r.tree = nil, nil
 	// The plan is the new tree's; the shapes' prices stay, as what the
 	// model chose from.
 	old := r.plan
 	r.plan = &messages.ReducePlan{LatencyNs: old.GetLatencyNs(), Bandwidth: old.GetBandwidth(), ObjectSize: old.GetObjectSize(),
 		LatencySamples: old.GetLatencySamples(), BandwidthSamples: old.GetBandwidthSamples(), ShapeCosts: old.GetShapeCosts()}
-	if err := r.newTree(num); err != nil {
+	t, err := newTreeRun(r.core, num, stale)
+	if err != nil {
 		fx.merge(r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "allreduce: re-planned tree: %v", err)))
 		return fx
 	}
+	r.tree = t
 	for _, id := range slices.Clone(r.arrivals) {
-		r.arriveInTree(id, &fx)
+		t.arrive(id, &fx)
 	}
 	return fx
 }

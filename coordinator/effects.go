@@ -123,14 +123,37 @@ func (fx *effects) merge(o effects) {
 	}
 }
 
+// out turns a step's decisions into messages, with what the shape that
+// runs adds to them.
+func (r *Reduction) out(fx effects, now time.Time) Effects {
+	var s shapeOut
+	if r.tree != nil {
+		s.tree, s.bystanders = r.tree.event(fx.Reply), true
+	}
+	if r.inline != nil && r.inline.pushes() {
+		s.storeHere, s.push = true, r.inline.result
+	}
+	return r.core.out(fx, now, s)
+}
+
+// shapeOut is what the output of a step takes from the shape that runs.
+type shapeOut struct {
+	tree       *events.ReduceTree // the tree's event, if this step changed it
+	bystanders bool               // a tree's: nodes of sources without a task get the release that keeps the target
+	storeHere  bool               // an inline AllReduce's: StoreReduced goes to TargetNode
+	push       []byte             // an inline AllReduce's result, pushed with the participants' Gets
+}
+
 // out turns a step's decisions into messages. Each message carries the
 // time left until the Reduce's deadline, as of now.
-func (r *Reduction) out(fx effects, now time.Time) Effects {
+func (r *core) out(fx effects, now time.Time, s shapeOut) Effects {
 	e := Effects{Box: outbox.Box{Events: fx.Events}, Knee: fx.knee}
 	for _, n := range fx.Watch {
 		e.Watch = append(e.Watch, n)
 	}
-	r.treeEvent(&e, fx.Reply)
+	if s.tree != nil {
+		e.Events = append(e.Events, s.tree)
+	}
 	remaining := max(1, r.deadline.Sub(now).Milliseconds())
 	for _, t := range fx.Invalidate {
 		e.Send(t.Node, &messages.ReduceInvalidate{ReduceId: r.id, Position: t.Task.GetPosition(), Generation: t.Task.GetGeneration()})
@@ -155,7 +178,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	if fx.StoreInline != nil {
 		fx.StoreInline.TimeoutMs = remaining
 		var to any = CallerNode{}
-		if r.inline != nil && r.inline.pushes() {
+		if s.storeHere {
 			to = TargetNode{}
 		}
 		e.Send(to, fx.StoreInline)
@@ -169,8 +192,8 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, n := range fx.Fetch {
 		// The Get answers TIMEOUT by itself at the deadline.
 		get := &messages.Get{ObjectId: r.req.GetTargetId(), Prefetch: true, TimeoutMs: remaining}
-		if r.inline != nil && r.inline.pushes() && r.inline.result != nil {
-			get.Pushed, get.PushedData, get.Pin = true, r.inline.result, r.pinned(n.GetNodeId())
+		if s.push != nil {
+			get.Pushed, get.PushedData, get.Pin = true, s.push, r.pinned(n.GetNodeId())
 		}
 		e.Send(n, get)
 	}
@@ -184,7 +207,7 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	for _, n := range fx.Release {
 		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep, TargetId: r.req.GetTargetId()})
 	}
-	if fx.ReleaseKeep && r.tree != nil {
+	if fx.ReleaseKeep && s.bystanders {
 		for _, n := range r.bystanders(fx.Release) {
 			// No worker there: the release only carries the bandwidth the
 			// shell adds (see ReduceRelease.bandwidth) to a member that
@@ -213,72 +236,6 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	e.Events = append(e.Events, &events.ReduceDone{Reduce: r.id, Target: fx.Reply.GetTargetId(),
 		Reduced: fx.Reply.GetReducedIds(), Elapsed: now.Sub(r.begun), Err: messages.ErrOrNil(fx.Reply.GetError())})
 	return e
-}
-
-// treeEvent adds a ReduceTree event to e when this step changed the tree
-// (a position filled, replaced, sent, started, or the Reduce answered
-// with reply): the live view draws the tree from these. A step that
-// changed nothing a reader sees publishes nothing.
-func (r *Reduction) treeEvent(e *Effects, reply *messages.ReduceReply) {
-	if r.tree == nil || r.plan == nil {
-		return
-	}
-	if r.reply != nil {
-		reply = r.reply // fixed at the root's report, answered perhaps later
-	}
-	done := reply != nil && reply.GetError() == nil
-	stateOf := func(p int, pos *messages.ReducePosition) string {
-		switch {
-		case pos.GetObjectId() == "":
-			return "open"
-		case done:
-			return "done"
-		case r.isLeaf(p):
-			return "ready"
-		case r.started[p]:
-			return "reducing"
-		case r.sent[p]:
-			return "sent"
-		}
-		return "waiting"
-	}
-	// The signature first, with appends only: most steps change nothing
-	// the view shows, and a coordinator of 1,024 positions takes a step
-	// for every report, so the event's positions are built only when it
-	// goes out.
-	sig := make([]byte, 0, len(r.lastTree)+16)
-	for p, pos := range r.plan.Positions {
-		sig = append(sig, pos.GetObjectId()...)
-		sig = append(sig, '/')
-		sig = append(sig, pos.GetNodeId()...)
-		sig = append(sig, '/')
-		sig = append(sig, stateOf(p, pos)...)
-		sig = append(sig, ';')
-	}
-	if reply != nil {
-		sig = append(sig, "answered"...)
-	}
-	if string(sig) == r.lastTree {
-		return
-	}
-	r.lastTree = string(sig)
-	ev := &events.ReduceTree{Reduce: r.id, Target: r.req.GetTargetId(), Shape: r.plan.GetShape(), Degree: int(r.plan.GetDegree()),
-		Num: len(r.plan.Positions), Size: r.size, L: r.L, B: r.B, Done: done}
-	if r.completedBy != "" {
-		ev.Knee = r.completedBy
-	}
-	ev.Positions = make([]events.ReducePosition, 0, len(r.plan.Positions))
-	for p, pos := range r.plan.Positions {
-		ev.Positions = append(ev.Positions, events.ReducePosition{Position: p, Parent: int(pos.GetParent()), Object: pos.GetObjectId(),
-			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: stateOf(p, pos), Output: r.outputOf(p)})
-	}
-	if len(r.plan.Costs) > 0 {
-		ev.Costs = make(map[int]time.Duration, len(r.plan.Costs))
-		for _, c := range r.plan.Costs {
-			ev.Costs[int(c.GetDegree())] = time.Duration(c.GetCostUs()) * time.Microsecond
-		}
-	}
-	e.Events = append(e.Events, ev)
 }
 
 // sendTasks sends a step's tasks: every task of one node in one

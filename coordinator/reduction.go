@@ -136,37 +136,28 @@ type source struct {
 	complete bool
 }
 
-// Reduction is the state of one Reduce: arrivals, the tree, which
-// positions run, and the final answer. It has no goroutines, no clocks and
-// no I/O: each method takes an event and returns Effects.
+// Reduction is the state of one Reduce. It has no goroutines, no clocks
+// and no I/O: each method takes an event and returns Effects.
+//
+// What every shape shares is its core (the request, the sources as they
+// arrive, the plan, the nodes with tasks, the answer, and the output
+// every step returns). A shape is chosen at the first arrival, when the
+// sources' size is known, and owns the state only it uses: the inline
+// reduce, the tree, or the sliced AllReduce. A knee policy's gate is a
+// phase before the shape; a sliced AllReduce that loses a participant
+// gives way to a tree (replan). The Reduction only routes each event to
+// the one that runs; no shape reaches another's state.
 type Reduction struct {
 	*core
 
-	// inline is set when the sources are under the inline limit (see
-	// inlineRun); tree and assign stay nil then.
-	inline *inlineRun
-
-	tree    *plan.Tree
-	assign  *plan.Assignment
-	gen     map[int]int      // the last task generation sent per position (0: none)
-	need    map[int]bool     // positions that need a task (first, or again after a repair)
-	sent    map[int]bool     // positions whose current generation's task went out
-	started map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
-	rootSet map[int][]string // per root generation: the sources it reduces
-	rootAt  map[int]string   // per root generation: the node it ran on
-
 	// knee is a knee policy's phase until its gate fixes the count; till
-	// then req.num_objects is 0.
+	// then req.num_objects is 0 and no shape is chosen.
 	knee *kneePhase
-	// sliced is set when an AllReduce reduce-scatters and all-gathers
-	// (see slicedRun); tree and assign stay nil then.
-	sliced *slicedRun
-	// staleGen: reports of this generation or older come from an
-	// abandoned run (a sliced run's generation is 1): the re-planned
-	// tree's tasks all have newer generations (see replan).
-	staleGen int
-	// lastTree is what the last ReduceTree event said (see treeEvent).
-	lastTree string
+	// At most one shape runs: none until the first arrival (or after a
+	// re-plan before any), then one of these.
+	inline *inlineRun // sources under the inline limit, reduced here
+	tree   *treeRun   // a d-ary or chain-leaf tree
+	sliced *slicedRun // an AllReduce's reduce-scatter and all-gather
 }
 
 // core is what every shape of a Reduce shares: the request and its
@@ -239,8 +230,7 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	c := &core{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
 		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now}
-	r := &Reduction{core: c, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{},
-		started: map[int]bool{}, rootSet: map[int][]string{}, rootAt: map[int]string{}}
+	r := &Reduction{core: c}
 	if req.GetKnee() != nil {
 		r.knee = newKneePhase(c, req)
 	}
@@ -277,12 +267,30 @@ func (r *Reduction) Located(u *messages.LocationUpdate, now time.Time) Effects {
 
 // Started handles a position reporting that its output exists.
 func (r *Reduction) Started(m *messages.ReduceTaskStarted, now time.Time) Effects {
-	return r.out(r.taskStarted(m), now)
+	var fx effects
+	switch {
+	case r.sliced != nil:
+		if !r.over && m.GetReduceId() == r.id {
+			fx = r.sliced.taskStarted(m)
+		}
+	case r.tree != nil:
+		fx = r.tree.taskStarted(m)
+	}
+	return r.out(fx, now)
 }
 
 // Done handles a position reporting its output complete.
 func (r *Reduction) Done(m *messages.ReduceTaskDone, now time.Time) Effects {
-	return r.out(r.taskDone(m), now)
+	var fx effects
+	switch {
+	case r.sliced != nil:
+		if !r.over && m.GetReduceId() == r.id {
+			fx = r.sliced.taskDone(m)
+		}
+	case r.tree != nil:
+		fx = r.tree.taskDone(m)
+	}
+	return r.out(fx, now)
 }
 
 // NodeFailed repairs the tree after a node failed (see nodeFailed); while
@@ -408,7 +416,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 			// leaves its position as if its node had failed, or the tree
 			// would wait for bytes that never come.
 			var fx effects
-			r.sourceGone(id, &fx)
+			r.tree.sourceGone(id, &fx)
 			return fx
 		}
 		return effects{}
@@ -444,7 +452,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 		fx.merge(r.sliced.arrived())
 		return fx
 	}
-	r.arriveInTree(id, &fx)
+	r.tree.arrive(id, &fx)
 	return fx
 }
 
@@ -474,9 +482,11 @@ func (r *Reduction) choosePlan() (effects, bool) {
 	if r.chooseSliced(n) {
 		return effects{}, true
 	}
-	if err := r.newTree(n); err != nil {
+	t, err := newTreeRun(r.core, n, 0)
+	if err != nil {
 		return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: tree: %v", err)), false
 	}
+	r.tree = t
 	return effects{}, true
 }
 

@@ -47,30 +47,6 @@ func (r *Reduction) abort(err *messages.Error) effects {
 	return r.fail(err)
 }
 
-func (r *Reduction) sourceDeleted(id string) effects {
-	r.gone[id] = true
-	if r.sliced != nil {
-		// A sliced AllReduce reduces every source.
-		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "allreduce: source %q was deleted during the AllReduce", id))
-	}
-	used := r.sources[id] != nil && (r.inline != nil && r.sources[id].arrival < int(r.req.GetNumObjects()) ||
-		r.inline == nil && r.assign.Position(id) >= 0)
-	if used {
-		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
-	}
-	var fx effects
-	if r.sources[id] != nil && r.inline == nil && r.tree != nil {
-		// A backup whose bytes are gone must not take the place of a
-		// failed position (the knee simulation's seed 2163 reduced one).
-		r.sourceGone(id, &fx)
-	}
-	if possible := r.possible(); possible < int(r.req.GetNumObjects()) {
-		return r.fail(messages.Errorf(messages.ErrorCode_DELETED,
-			"reduce: source %q was deleted; %d sources remain for num_objects %d", id, possible, r.req.GetNumObjects()))
-	}
-	return fx
-}
-
 func (r *core) success(reduced []string) *messages.ReduceReply {
 	in := map[string]bool{}
 	for _, id := range reduced {

@@ -96,7 +96,7 @@ func TestTasksMarkWholeLeafInputs(t *testing.T) {
 			pending = pending[1:]
 			check(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
 		}
-		if r.tree == nil || r.gen[r.tree.Root()] == 0 {
+		if r.tree == nil || r.tree.gen[r.tree.tree.Root()] == 0 {
 			t.Fatalf("d=%d: the root never got its task", d)
 		}
 		if d > 1 && (marked == 0 || unmarked == 0) {

@@ -291,7 +291,7 @@ func runReduceSim(t *testing.T, seed uint64) {
 		}
 	}
 	dump := func() string {
-		return fmt.Sprintf("seed %d: reduce %d of %d, degree %d (forced %d)\n  %s", seed, n, m, s.r.tree.Degree(), d,
+		return fmt.Sprintf("seed %d: reduce %d of %d, degree %d (forced %d)\n  %s", seed, n, m, s.r.tree.tree.Degree(), d,
 			fmt.Sprint(s.log))
 	}
 	if !s.r.Over() && s.r.reply == nil {

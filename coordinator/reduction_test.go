@@ -1220,15 +1220,15 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 			for changed := true; changed; {
 				changed = false
 				for p, g := range sent {
-					if m := (&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: int32(g)}); !r.started[p] {
+					if m := (&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: int32(g)}); !r.tree.started[p] {
 						step(r.Started(m, t0))
 						changed = true
 					}
 				}
 			}
 			var leaf = -1
-			for p := 0; p < r.tree.N(); p++ {
-				if r.isLeaf(p) {
+			for p := 0; p < r.tree.tree.N(); p++ {
+				if r.tree.isLeaf(p) {
 					leaf = p
 					break
 				}
@@ -1240,13 +1240,13 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 			before := maps.Clone(sent)
 			fx := r.NodeFailed(failed, t0)
 			step(fx)
-			parent := r.tree.Parent(leaf)
+			parent := r.tree.tree.Parent(leaf)
 			if sent[parent] <= before[parent] {
 				t.Fatalf("leaf %d on %s replaced by %q, but its parent %d got no new task: %+v",
-					leaf, failed, r.assign.Holder(leaf), parent, fx)
+					leaf, failed, r.tree.assign.Holder(leaf), parent, fx)
 			}
-			if r.assign.Holder(leaf) != "d" {
-				t.Fatalf("leaf %d holds %q, want the backup d", leaf, r.assign.Holder(leaf))
+			if r.tree.assign.Holder(leaf) != "d" {
+				t.Fatalf("leaf %d holds %q, want the backup d", leaf, r.tree.assign.Holder(leaf))
 			}
 		})
 	}

@@ -638,7 +638,7 @@ func finishTree(t *testing.T, r *Reduction, tasks []Task) (*messages.ReduceReply
 	}
 	for i := 0; i < len(tasks); i++ {
 		tk := tasks[i].Task
-		if int(tk.GetGeneration()) <= r.staleGen {
+		if int(tk.GetGeneration()) <= r.tree.staleGen {
 			t.Fatalf("re-planned task p%d has generation %d, as the abandoned run's", tk.GetPosition(), tk.GetGeneration())
 		}
 		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
@@ -754,7 +754,7 @@ func TestSlicedReplan(t *testing.T) {
 				t.Fatalf("reduced %v, unreduced %v", reply.GetReducedIds(), reply.GetUnreducedIds())
 			}
 			// Every surviving participant but the root's node fetches the result.
-			root := r.plan.GetPositions()[r.tree.Root()].GetNodeId()
+			root := r.plan.GetPositions()[r.tree.tree.Root()].GetNodeId()
 			got := append(slices.Clone(fetch), root)
 			slices.Sort(got)
 			if !slices.Equal(got, []string{"n0", "n1", "n3"}) {

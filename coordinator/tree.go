@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/coordinator/plan"
@@ -16,10 +15,33 @@ import (
 // directory, it was lost) leaves its position to a backup while the
 // position's ancestors pull again under new generations.
 
-// arriveInTree places an arrived source in the tree's next open
+// treeRun is the state of a Reduce in a tree (the d-ary or chain-leaf
+// shape): which source holds which position, the task generations
+// sent, started and in need of a task, and what each root generation
+// reduces.
+type treeRun struct {
+	*core
+
+	tree    *plan.Tree
+	assign  *plan.Assignment
+	gen     map[int]int      // the last task generation sent per position (0: none)
+	need    map[int]bool     // positions that need a task (first, or again after a repair)
+	sent    map[int]bool     // positions whose current generation's task went out
+	started map[int]bool     // positions whose output exists in the current generation (a leaf: placed)
+	rootSet map[int][]string // per root generation: the sources it reduces
+	rootAt  map[int]string   // per root generation: the node it ran on
+	// staleGen: reports of this generation or older come from an
+	// abandoned run (a sliced run's generation is 1): the re-planned
+	// tree's tasks all have newer generations (see replan).
+	staleGen int
+	// lastTree is what the last ReduceTree event said (see event).
+	lastTree string
+}
+
+// arrive places an arrived source in the tree's next open
 // position, if any (else it stays a backup), and sends every task that
 // its arrival completes, up to the root.
-func (r *Reduction) arriveInTree(id string, fx *effects) {
+func (r *treeRun) arrive(id string, fx *effects) {
 	pos, placed, err := r.assign.Arrive(id)
 	if err != nil || !placed {
 		return // a backup: it stays where it is
@@ -32,7 +54,7 @@ func (r *Reduction) arriveInTree(id string, fx *effects) {
 
 // place records that id now holds pos: a leaf's output is its source
 // itself and is ready at once; any other position needs a task.
-func (r *Reduction) place(pos int, id string) {
+func (r *treeRun) place(pos int, id string) {
 	s := r.sources[id]
 	r.plan.Positions[pos].ObjectId = id
 	r.plan.Positions[pos].NodeId = s.node.GetNodeId()
@@ -44,11 +66,20 @@ func (r *Reduction) place(pos int, id string) {
 	}
 }
 
-func (r *Reduction) isLeaf(p int) bool { return len(r.tree.Children(p)) == 0 && p != r.tree.Root() }
+func (r *treeRun) isLeaf(p int) bool { return len(r.tree.Children(p)) == 0 && p != r.tree.Root() }
 
-// newTree plans the tree of n positions into r.plan (its shape, degree,
-// prices and open positions) and starts its assignment.
-func (r *Reduction) newTree(n int) error {
+// newTreeRun plans a tree of n positions into c's plan (its shape,
+// degree, prices and open positions) and starts its assignment. Reports
+// of generation stale or older come from a run the tree replaces (see
+// replan).
+func newTreeRun(c *core, n, stale int) (*treeRun, error) {
+	r := &treeRun{core: c, gen: map[int]int{}, need: map[int]bool{}, sent: map[int]bool{}, started: map[int]bool{},
+		rootSet: map[int][]string{}, rootAt: map[int]string{}, staleGen: stale}
+	if stale > 0 {
+		for p := 0; p < n; p++ {
+			r.gen[p] = stale
+		}
+	}
 	var err error
 	switch {
 	case r.cfg.Shape == ShapeChainLeaf && r.cfg.ForceDegree <= 0:
@@ -69,14 +100,24 @@ func (r *Reduction) newTree(n int) error {
 		r.tree, err = plan.NewTree(n, d)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.plan.Degree = int32(r.tree.Degree())
 	r.assign = plan.NewAssignment(r.tree)
 	for p := 0; p < n; p++ {
 		r.plan.Positions = append(r.plan.Positions, &messages.ReducePosition{Position: int32(p), Parent: int32(r.tree.Parent(p)), Arrival: -1})
 	}
-	return nil
+	return r, nil
+}
+
+// lastGen is the newest generation the tree's reports can have: a tree
+// that replaces this one starts after it.
+func (r *treeRun) lastGen() int {
+	g := r.staleGen
+	for _, pg := range r.gen {
+		g = max(g, pg)
+	}
+	return g
 }
 
 func mapKeys(m map[int]time.Duration) func(func(int) bool) {
@@ -91,7 +132,7 @@ func mapKeys(m map[int]time.Duration) func(func(int) bool) {
 
 // maybeSend sends p's task once p's subtree has arrived and every child's
 // output is named (see ready).
-func (r *Reduction) maybeSend(p int, fx *effects) {
+func (r *treeRun) maybeSend(p int, fx *effects) {
 	if !r.need[p] || !r.assign.Ready(p) {
 		return
 	}
@@ -123,7 +164,7 @@ func (r *Reduction) maybeSend(p int, fx *effects) {
 }
 
 // nodeOf is the node holding position p, nil while p is open.
-func (r *Reduction) nodeOf(p int) *messages.NodeRef {
+func (r *treeRun) nodeOf(p int) *messages.NodeRef {
 	if s := r.sources[r.assign.Holder(p)]; s != nil {
 		return s.node
 	}
@@ -138,14 +179,14 @@ func (r *Reduction) nodeOf(p int) *messages.NodeRef {
 // at once saves a control round trip per level of the tree, and since
 // every generation's output has its own name, a parent can never stream
 // one that an earlier generation of c reduced.
-func (r *Reduction) ready(c int) bool {
+func (r *treeRun) ready(c int) bool {
 	if r.isLeaf(c) {
 		return r.started[c]
 	}
 	return r.sent[c]
 }
 
-func (r *Reduction) outputOf(p int) string {
+func (r *treeRun) outputOf(p int) string {
 	switch {
 	case p == r.tree.Root():
 		return r.req.GetTargetId()
@@ -155,16 +196,10 @@ func (r *Reduction) outputOf(p int) string {
 	return InternalID(r.id, p, r.gen[p])
 }
 
-// Started handles a position reporting that its output exists.
-func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
-	if r.sliced != nil {
-		if r.over || m.GetReduceId() != r.id {
-			return effects{}
-		}
-		return r.sliced.taskStarted(m)
-	}
+// taskStarted handles a position reporting that its output exists.
+func (r *treeRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 	p := int(m.GetPosition())
-	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
+	if r.over || m.GetReduceId() != r.id || p < 0 || p >= r.tree.N() || r.gen[p] == 0 ||
 		int(m.GetGeneration()) != r.gen[p] || r.need[p] || int(m.GetGeneration()) <= r.staleGen {
 		return effects{} // a generation a repair has replaced
 	}
@@ -184,17 +219,11 @@ func (r *Reduction) taskStarted(m *messages.ReduceTaskStarted) effects {
 	return fx
 }
 
-// Done handles a position reporting its output complete.
-func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
-	if r.sliced != nil {
-		if r.over || m.GetReduceId() != r.id {
-			return effects{}
-		}
-		return r.sliced.taskDone(m)
-	}
+// taskDone handles a position reporting its output complete.
+func (r *treeRun) taskDone(m *messages.ReduceTaskDone) effects {
 	p := int(m.GetPosition())
 	g := int(m.GetGeneration())
-	if r.over || m.GetReduceId() != r.id || r.tree == nil || p < 0 || p >= r.tree.N() || g <= r.staleGen || g > r.gen[p] {
+	if r.over || m.GetReduceId() != r.id || p < 0 || p >= r.tree.N() || g <= r.staleGen || g > r.gen[p] {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
@@ -231,103 +260,23 @@ func (r *Reduction) taskDone(m *messages.ReduceTaskDone) effects {
 
 // participants are the nodes of the sources the tree reduces, except
 // the root's, which already holds the target.
-func (r *Reduction) participants() []*messages.NodeRef {
+func (r *treeRun) participants() []*messages.NodeRef {
 	return r.nodesOf(r.assign.Placed(), map[string]bool{r.nodeOf(r.tree.Root()).GetNodeId(): true})
 }
 
-// NodeFailed repairs the tree after a node failed: each source it held
-// leaves its position, the next ready backup takes it (or the next
-// arrival will), and the position's ancestors clear what they reduced and
-// pull again, bottom-up. Other subtrees keep their progress.
-func (r *Reduction) nodeFailed(node string) effects {
-	if r.over {
-		return effects{}
-	}
-	r.failed[node] = true
-	// A participant that died will not answer its Get of the result, and
-	// needs no copy any more.
-	delete(r.fetching, node)
-	if r.reply != nil {
-		// The result is fixed (an AllReduce is only waiting for its
-		// participants): the tree must not change under it. A participant
-		// whose copy is lost fails the AllReduce through its fetch.
-		return r.maybeFinish()
-	}
-	if r.start != nil && r.start.GetNodeId() == node {
-		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce: the caller's node %s failed", node))
-	}
-	delete(r.watched, node)
-	var fx effects
-	if r.req.GetAllReduce() && !r.gating() && r.inline == nil && (r.sliced != nil || r.tree != nil) && r.allReduceNodeFailed(node, &fx) {
-		return fx
-	}
-	if r.gating() {
-		r.knee.nodeFailed(node)
-		return fx
-	}
-	if r.inline != nil || r.tree == nil {
-		return fx // small sources live in the directory, not on the node
-	}
+// nodeFailed takes every source on node out of the tree (see
+// sourceGone).
+func (r *treeRun) nodeFailed(node string, fx *effects) {
 	for _, id := range slices.Clone(r.arrivals) {
 		if s := r.sources[id]; s != nil && s.node.GetNodeId() == node {
-			r.sourceGone(id, &fx)
+			r.sourceGone(id, fx)
 		}
 	}
-	return fx
-}
-
-// sourceLost handles the directory's word that a source has no copy
-// left (LocationUpdate.error, LOST): as the failure of the node holding
-// it would. A located source leaves the run (an AllReduce that cannot
-// make up n without it lowers n; a tree repairs with a backup). An
-// AllReduce lowers n for one never located too: nothing else tells it
-// that such a source is gone (the failure of its node names no source
-// the Reduction knew of). A plain Reduce counts a lost source, located or
-// not, as one that cannot take part until a new copy of it arrives (it
-// may be Put again), and fails with LOST once fewer than n can: it waited
-// for them until its deadline, and answered TIMEOUT about sources the
-// directory knew were gone. Inline sources live in the directory and are
-// never lost.
-func (r *Reduction) sourceLost(id string) effects {
-	var fx effects
-	if r.inline != nil {
-		return fx
-	}
-	// A located source's loss is its node's, as far as anybody can tell
-	// (the operator's log and AllReduceReplanned name it): the shard's
-	// report and that node's failure notice race, and either may come
-	// first.
-	node := ""
-	if s := r.sources[id]; s != nil && s.node != nil {
-		node = s.node.GetNodeId()
-	}
-	if r.req.GetAllReduce() && r.allReduceLost(node, []string{id}, &fx) {
-		return fx
-	}
-	if r.sources[id] != nil && r.tree != nil {
-		r.sourceGone(id, &fx)
-	}
-	if r.req.GetAllReduce() {
-		return fx
-	}
-	r.lost[id] = true
-	if n := int(r.req.GetNumObjects()); r.possible() < n {
-		var lost []string
-		for _, s := range r.req.GetSourceIds() {
-			if r.lost[s] && !r.gone[s] {
-				lost = append(lost, s)
-			}
-		}
-		return r.fail(messages.Errorf(messages.ErrorCode_LOST,
-			"reduce: sources %s are lost (no copy is left); %d sources remain for num_objects %d; Put them again to reduce them",
-			strings.Join(lost, ", "), r.possible(), n))
-	}
-	return fx
 }
 
 // sourceGone takes a source whose copy is gone out of the tree: the next
 // ready backup takes its position, or the next arrival will.
-func (r *Reduction) sourceGone(id string, fx *effects) {
+func (r *treeRun) sourceGone(id string, fx *effects) {
 	delete(r.sources, id) // it may arrive again, from a new copy
 	rep, err := r.assign.Replace(id)
 	if err != nil || rep.Pos < 0 {
@@ -336,7 +285,7 @@ func (r *Reduction) sourceGone(id string, fx *effects) {
 	r.repair(rep, id, fx)
 }
 
-func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
+func (r *treeRun) repair(rep plan.Replacement, failed string, fx *effects) {
 	pos := rep.Pos
 	// Reports of the lost worker's generation are stale from now on.
 	r.gen[pos]++
@@ -361,4 +310,70 @@ func (r *Reduction) repair(rep plan.Replacement, failed string, fx *effects) {
 	for p := pos; p >= 0; p = r.tree.Parent(p) {
 		r.maybeSend(p, fx)
 	}
+}
+
+// event is the ReduceTree event of a step that changed the tree
+// (a position filled, replaced, sent, started, or the Reduce answered
+// with reply), nil otherwise: the live view draws the tree from these.
+// A step that changed nothing a reader sees publishes nothing.
+func (r *treeRun) event(reply *messages.ReduceReply) *events.ReduceTree {
+	if r.plan == nil {
+		return nil
+	}
+	if r.reply != nil {
+		reply = r.reply // fixed at the root's report, answered perhaps later
+	}
+	done := reply != nil && reply.GetError() == nil
+	stateOf := func(p int, pos *messages.ReducePosition) string {
+		switch {
+		case pos.GetObjectId() == "":
+			return "open"
+		case done:
+			return "done"
+		case r.isLeaf(p):
+			return "ready"
+		case r.started[p]:
+			return "reducing"
+		case r.sent[p]:
+			return "sent"
+		}
+		return "waiting"
+	}
+	// The signature first, with appends only: most steps change nothing
+	// the view shows, and a coordinator of 1,024 positions takes a step
+	// for every report, so the event's positions are built only when it
+	// goes out.
+	sig := make([]byte, 0, len(r.lastTree)+16)
+	for p, pos := range r.plan.Positions {
+		sig = append(sig, pos.GetObjectId()...)
+		sig = append(sig, '/')
+		sig = append(sig, pos.GetNodeId()...)
+		sig = append(sig, '/')
+		sig = append(sig, stateOf(p, pos)...)
+		sig = append(sig, ';')
+	}
+	if reply != nil {
+		sig = append(sig, "answered"...)
+	}
+	if string(sig) == r.lastTree {
+		return nil
+	}
+	r.lastTree = string(sig)
+	ev := &events.ReduceTree{Reduce: r.id, Target: r.req.GetTargetId(), Shape: r.plan.GetShape(), Degree: int(r.plan.GetDegree()),
+		Num: len(r.plan.Positions), Size: r.size, L: r.L, B: r.B, Done: done}
+	if r.completedBy != "" {
+		ev.Knee = r.completedBy
+	}
+	ev.Positions = make([]events.ReducePosition, 0, len(r.plan.Positions))
+	for p, pos := range r.plan.Positions {
+		ev.Positions = append(ev.Positions, events.ReducePosition{Position: p, Parent: int(pos.GetParent()), Object: pos.GetObjectId(),
+			Node: pos.GetNodeId(), Arrival: int(pos.GetArrival()), State: stateOf(p, pos), Output: r.outputOf(p)})
+	}
+	if len(r.plan.Costs) > 0 {
+		ev.Costs = make(map[int]time.Duration, len(r.plan.Costs))
+		for _, c := range r.plan.Costs {
+			ev.Costs[int(c.GetDegree())] = time.Duration(c.GetCostUs()) * time.Microsecond
+		}
+	}
+	return ev
 }
