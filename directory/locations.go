@@ -30,6 +30,9 @@ type location struct {
 	// unoffered: a creator's copy offered to nobody until it is complete
 	// (CreateObject.unoffered).
 	unoffered bool
+	// attempt is the receiver's Locate attempt that claimed fetchingFrom
+	// (see FetchAborted.attempt).
+	attempt uint64
 }
 
 // sameIncarnation reports whether two references name one incarnation of
@@ -348,11 +351,20 @@ func (t *LocationTable) staleCopy(e *entry, req *messages.FetchDone) []outbox.Se
 			req.GetObjectId(), req.GetReceiver().GetNodeId())}}}
 }
 
-// FetchAborted removes a receiver that gave up and frees its sender.
+// FetchAborted removes a receiver that gave up and frees its sender. One
+// that names its Locate's attempt removes only that attempt's claim: the
+// receiver's node may have located the object again since, or hold it.
 func (t *LocationTable) FetchAborted(req *messages.FetchAborted) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetReceiver()) {
 		return outbox.Box{}
+	}
+	if a := req.GetAttempt(); a != 0 {
+		loc := e.locs[req.GetReceiver().GetNodeId()]
+		if loc == nil || loc.attempt != a || loc.state != messages.LocationState_PARTIAL || loc.creator ||
+			!sameIncarnation(loc.node, req.GetReceiver()) {
+			return outbox.Box{}
+		}
 	}
 	out := t.removeLocation(e, req.GetReceiver().GetNodeId())
 	return outbox.Box{Sends: append(out, t.serveWaiters(e)...)}

@@ -383,6 +383,7 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 	out := t.setLocation(e, w.receiver, messages.LocationState_PARTIAL, false)
 	e.locs[rid].fetchingFrom = sender.node.GetNodeId()
 	e.locs[rid].naive = w.naive
+	e.locs[rid].attempt = w.attempt
 	e.seq++
 	e.transfers = append(e.transfers, &messages.Transfer{Receiver: rid, Sender: sender.node.GetNodeId(), StartSeq: int64(e.seq)})
 	if len(e.transfers) > t.cfg.TransferLogLimit {

@@ -2288,10 +2288,16 @@ func (x *FetchDone) GetEpoch() uint64 {
 // FetchAborted: receiver gave up; its partial location goes, its sender is
 // free again.
 type FetchAborted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Receiver      *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
-	Sender        *NodeRef               `protobuf:"bytes,3,opt,name=sender,proto3" json:"sender,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Receiver *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
+	Sender   *NodeRef               `protobuf:"bytes,3,opt,name=sender,proto3" json:"sender,omitempty"`
+	// attempt, if set, is the Locate attempt whose answer the receiver
+	// gives up (Locate.attempt): the shard removes the receiver's copy only
+	// if its record is that attempt's claim. A fetch that ends while its
+	// Locate's answer may be on its way (a DropObject overtook it) says so
+	// without removing a record that a later Locate of the node made.
+	Attempt       uint64 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2345,6 +2351,13 @@ func (x *FetchAborted) GetSender() *NodeRef {
 		return x.Sender
 	}
 	return nil
+}
+
+func (x *FetchAborted) GetAttempt() uint64 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
 }
 
 type DeleteObject struct {
@@ -4474,11 +4487,12 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12 \n" +
 	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\x83\x01\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\x9d\x01\n" +
 	"\fFetchAborted\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
-	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\"J\n" +
+	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\x04R\aattempt\"J\n" +
 	"\fDeleteObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1d\n" +
 	"\n" +

@@ -215,7 +215,7 @@ func (n *StoreNode) fetchPeerGone(ctx actor.Context, who *actor.PID) {
 // two travel different ways; both end here, in this actor.
 func (n *StoreNode) fetchDropped(ctx actor.Context, obj *storenode.Object) {
 	if run := n.fetches[obj.ID()]; run != nil && run.obj == obj {
-		n.drain(ctx, run, run.p.Stop())
+		n.drain(ctx, run, run.p.Dropped())
 	}
 }
 

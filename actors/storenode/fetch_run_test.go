@@ -209,9 +209,10 @@ func TestFetchErrorEndsTheGet(t *testing.T) {
 
 // The shard's DropObject may overtake its answer to the Locate (they
 // travel different ways): the drop ends the fetch, and the late answer,
-// which names a sender, neither starts a stream of the dropped copy nor
-// tells the shard anything about it (a FetchAborted naming this node
-// would end the fetch a Get started again after the drop).
+// which names a sender, starts no stream of the dropped copy. The shard
+// hears one FetchAborted, naming the dropped fetch's attempt, which frees
+// the sender it claimed for that attempt and nothing a later fetch of the
+// node claims (directory.TestFetchAbortedOfAnAttemptFreesOnlyItsClaim).
 func TestDropOvertakingTheAnswerEndsTheFetch(t *testing.T) {
 	release := make(chan struct{})
 	loc := &scriptedLocator{answer: func(ctx context.Context, _ int, l *messages.Locate) (*messages.LocateReply, error) {
@@ -252,8 +253,8 @@ func TestDropOvertakingTheAnswerEndsTheFetch(t *testing.T) {
 	}
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	if len(sn.heard) != 0 {
-		t.Fatalf("the shard heard %v about the dropped copy", sn.heard)
+	if !slices.Equal(sn.heard, []string{"*messages.FetchAborted"}) {
+		t.Fatalf("the shard heard %v about the dropped copy, want one FetchAborted", sn.heard)
 	}
 	if o := store.Lookup("x"); o != nil {
 		t.Fatalf("the store holds the dropped object again")

@@ -90,6 +90,10 @@ func (f *Fetch) IntoStreamEnded(stream uint64, upTo int64, err error, now time.T
 // Stop ends the fetch because its shell stops (storeproto.FetchProtocol.Stop).
 func (f *Fetch) Stop() storeproto.FetchOutput { return f.p.Stop() }
 
+// Dropped ends the fetch because the directory dropped the copy (see
+// storeproto.FetchProtocol.Dropped).
+func (f *Fetch) Dropped() storeproto.FetchOutput { return f.p.Dropped() }
+
 // Extend moves the deadline to a later Get's.
 func (f *Fetch) Extend(deadline time.Time) { f.p.Extend(deadline) }
 

@@ -338,3 +338,42 @@ func TestFetchProtocolInlineStoreOp(t *testing.T) {
 		}
 	}
 }
+
+// fetchAborted returns the one FetchAborted of out (nil if none).
+func fetchAborted(out storeproto.FetchOutput) *messages.FetchAborted {
+	for _, s := range out.Sends {
+		if a, ok := s.Msg.(*messages.FetchAborted); ok {
+			return a
+		}
+	}
+	return nil
+}
+
+// A fetch the directory's drop ends tells the shard which attempt it
+// gives up, streaming or still locating (the answer may be on its way),
+// so that the sender the shard holds for it is freed. A fetch that stops
+// with its node tells nothing: the restarted node resumes it.
+func TestFetchDroppedAbortsItsAttempt(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	l := f.locate(f.p.Start(f.now))
+	f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a")}, f.now)
+	out := f.p.Dropped()
+	a := fetchAborted(out)
+	if a == nil || a.GetAttempt() != l.GetAttempt() || a.GetSender().GetNodeId() != "a" || a.GetReceiver().GetNodeId() != "me" || out.Cut == 0 || !out.Done {
+		t.Fatalf("dropped while streaming: %+v", out)
+	}
+
+	f = newProtoFixture(t, time.Minute)
+	l = f.locate(f.p.Start(f.now))
+	out = f.p.Dropped()
+	if a := fetchAborted(out); a == nil || a.GetAttempt() != l.GetAttempt() || a.GetSender() != nil || !out.Done {
+		t.Fatalf("dropped while locating: %+v", out)
+	}
+
+	f = newProtoFixture(t, time.Minute)
+	l = f.locate(f.p.Start(f.now))
+	f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a")}, f.now)
+	if out := f.p.Stop(); fetchAborted(out) != nil || !out.Done {
+		t.Fatalf("stopped with its node: %+v", out)
+	}
+}

@@ -734,6 +734,25 @@ func (p *FetchProtocol) Stop() FetchOutput {
 	return p.finish(out, messages.ErrCanceled)
 }
 
+// Dropped ends the protocol because the directory dropped the object's
+// copy here (DropObject). The shard may still record this node as the
+// receiver of the current attempt, holding a sender for it: the Locate's
+// answer may be on its way, since the drop travels another way and can
+// overtake it. The shard is told, naming the attempt, so that it frees
+// that claim and no later one.
+func (p *FetchProtocol) Dropped() FetchOutput {
+	claimed := !p.into && (p.phase == phaseStreaming || p.phase == phaseLocating)
+	sender := p.sender
+	if p.phase == phaseLocating {
+		sender = nil // the answer, if any, names it; the shard knows
+	}
+	out := p.Stop()
+	if claimed {
+		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: p.cfg.Self, Sender: sender, Attempt: p.attempt})
+	}
+	return out
+}
+
 // locate asks the shard for a sender, with a timer at the Locate's
 // deadline: the shard answers TIMEOUT by then, and the timer bounds the
 // wait if its answer is lost.
