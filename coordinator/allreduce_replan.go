@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -62,18 +60,6 @@ func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool 
 	}
 	fx.merge(r.replan(node, lost, num))
 	return true
-}
-
-// possible is how many sources may still take part: not deleted, not
-// lost.
-func (r *core) possible() int {
-	n := 0
-	for _, id := range r.req.GetSourceIds() {
-		if !r.gone[id] && !r.lost[id] {
-			n++
-		}
-	}
-	return n
 }
 
 // replan replaces the AllReduce's run, which lost the sources on node
@@ -176,12 +162,4 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 		t.arrive(id, &fx)
 	}
 	return fx
-}
-
-// setNum lowers the number of sources to reduce. The request is copied,
-// not changed: the shell's StartReduce holds it.
-func (r *core) setNum(num int) {
-	req := proto.Clone(r.req).(*messages.Reduce)
-	req.NumObjects = int32(num)
-	r.req = req
 }

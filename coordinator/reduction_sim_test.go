@@ -84,6 +84,7 @@ func (s *reduceSim) logf(format string, args ...any) {
 }
 
 func (s *reduceSim) apply(fx Effects) {
+	checkShapes(s.t, s.r)
 	for _, tm := range fx.Timers {
 		s.timers[tm.Msg] = tm.At
 	}

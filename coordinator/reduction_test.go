@@ -281,6 +281,7 @@ func (s *sim) leaf(p int) bool { return len(s.tree.Children(p)) == 0 && p != s.t
 func (s *sim) apply(fx Effects) {
 	t := s.t
 	t.Helper()
+	checkShapes(t, s.r)
 	s.last = fx
 	for _, tk := range fx.Tasks() {
 		m := tk.Task

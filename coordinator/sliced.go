@@ -210,7 +210,7 @@ func (s *slicedRun) gatherTask(node string) Task {
 
 func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 	p := int(m.GetPosition())
-	if !s.sent[p] || m.GetGeneration() != 1 || s.started[p] {
+	if s.over || m.GetReduceId() != s.id || !s.sent[p] || m.GetGeneration() != 1 || s.started[p] {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
@@ -222,7 +222,7 @@ func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 
 func (s *slicedRun) taskDone(m *messages.ReduceTaskDone) effects {
 	p := int(m.GetPosition())
-	if !s.sent[p] || m.GetGeneration() != 1 {
+	if s.over || m.GetReduceId() != s.id || !s.sent[p] || m.GetGeneration() != 1 {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {

@@ -291,6 +291,7 @@ func (s *slicedSim) full(ids []string) map[string]int {
 }
 
 func (s *slicedSim) apply(fx Effects) {
+	checkShapes(s.t, s.r)
 	for _, e := range fx.Events {
 		if ev, ok := e.(*events.AllReduceReplanned); ok {
 			s.replans++

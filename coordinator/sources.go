@@ -12,10 +12,13 @@ import (
 // a backup, an AllReduce that cannot make up n without it re-plans
 // (allreduce_replan.go), and a Reduce that cannot do without it fails.
 
-// NodeFailed repairs the tree after a node failed: each source it held
-// leaves its position, the next ready backup takes it (or the next
-// arrival will), and the position's ancestors clear what they reduced and
-// pull again, bottom-up. Other subtrees keep their progress.
+// nodeFailed handles the failure of node. Its participant's Get of an
+// AllReduce's result is no longer waited for; the caller's node failing
+// fails the Reduce; an AllReduce that cannot make up n without the
+// sources it held re-plans (allReduceNodeFailed); while a knee policy
+// gates, its arrivals no longer count as available; and a tree repairs
+// each position it held (treeRun.nodeFailed). Inline sources live in
+// the directory, not on the node.
 func (r *Reduction) nodeFailed(node string) effects {
 	if r.over {
 		return effects{}
@@ -111,7 +114,7 @@ func (r *Reduction) sourceDeleted(id string) effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_DELETED, "reduce: source %q was deleted during the Reduce", id))
 	}
 	var fx effects
-	if r.sources[id] != nil && r.inline == nil && r.tree != nil {
+	if r.sources[id] != nil && r.tree != nil {
 		// A backup whose bytes are gone must not take the place of a
 		// failed position (the knee simulation's seed 2163 reduced one).
 		r.tree.sourceGone(id, &fx)

@@ -264,8 +264,10 @@ func (r *treeRun) participants() []*messages.NodeRef {
 	return r.nodesOf(r.assign.Placed(), map[string]bool{r.nodeOf(r.tree.Root()).GetNodeId(): true})
 }
 
-// nodeFailed takes every source on node out of the tree (see
-// sourceGone).
+// nodeFailed repairs the tree after node failed: each source it held
+// leaves its position, the next ready backup takes it (or the next
+// arrival will), and the position's ancestors clear what they reduced and
+// pull again, bottom-up. Other subtrees keep their progress.
 func (r *treeRun) nodeFailed(node string, fx *effects) {
 	for _, id := range slices.Clone(r.arrivals) {
 		if s := r.sources[id]; s != nil && s.node.GetNodeId() == node {
