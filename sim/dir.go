@@ -226,8 +226,11 @@ func (w *world) route(from *host, out outbox.Box) {
 				continue
 			}
 			h, id := to.h, to.id
-			w.send(from, h, qStore, viaRequest, func() {
+			// An inline object's bytes come with the answer, across the
+			// shard's uplink and the receiver's downlink.
+			w.sendBytes(from, h, qStore, viaRequest, int64(len(m.GetInlineData())), func() {
 				if fs := h.fetch(id); fs != nil {
+					w.tracef(h, "located %s", id)
 					if fs.locating == m.GetAttempt() {
 						fs.locating = 0
 					}
@@ -247,7 +250,10 @@ func (w *world) route(from *host, out outbox.Box) {
 				via = viaRequest
 			}
 			r := to.r
-			w.send(from, r.host, qCoord, via, func() { r.apply(r.r.Located(m, w.now())) })
+			w.send(from, r.host, qCoord, via, func() {
+				w.tracef(r.host, "located %s", m.GetObjectId())
+				r.apply(r.r.Located(m, w.now()))
+			})
 		case createReply:
 			m, ok := snd.Msg.(*messages.CreateObjectReply)
 			if !ok || to.then == nil {

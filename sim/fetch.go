@@ -168,8 +168,12 @@ func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 		return
 	}
 	from := sender.obj(fs.id)
+	w.tracef(fs.h, "streams %s from %s at %d", fs.id, sender.name, cmd.Offset)
 	fs.stream = w.openStream(from, fs.h, cmd.Offset, cmd.Size,
 		func(n int64, last bool) error {
+			if fs.obj.written == cmd.Offset || last {
+				w.tracef(fs.h, "%s: chunk at %d from %s, last %v", fs.id, fs.obj.written, sender.name, last)
+			}
 			if last {
 				fs.obj.sum = from.sum
 			}
@@ -198,6 +202,15 @@ func (fs *fetchSession) finish(err error) {
 		return
 	}
 	fs.done, fs.err, fs.ended = true, err, fs.w.eng.now
+	if err == nil && fs.stream == nil {
+		// No stream: the bytes came with the shard's answer (inline), and
+		// the store holds them.
+		if o := fs.h.store.Lookup(fs.id); o != nil {
+			if sum, ok := inlineSum(o); ok {
+				fs.obj.size, fs.obj.written, fs.obj.sum = o.Size(), o.Size(), sum
+			}
+		}
+	}
 	if err == nil {
 		fs.obj.complete = true
 		fs.sum = fs.obj.sum

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -56,5 +57,58 @@ func TestMachinePauseHoldsTheHost(t *testing.T) {
 	w.eng.run(time.Minute, nil)
 	if a != 6*time.Millisecond || b != time.Millisecond {
 		t.Errorf("paused host's job ended at %v (want 6ms), the other's at %v (want 1ms)", a, b)
+	}
+}
+
+// TestWakeCostsAParkedHostsChunks: a chunk that reaches a host idle for
+// WakeAfter waits Wake before its CPU; one that reaches a host at work
+// does not, nor does a control message (its latency holds its wake-up).
+// With and without shared cores.
+func TestWakeCostsAParkedHostsChunks(t *testing.T) {
+	us := time.Microsecond
+	for _, cpus := range []int{0, 2} {
+		p := DefaultParams(2)
+		p.CPUs, p.Wake, p.WakeAfter = cpus, 300*us, 100*us
+		w := newWorld(p)
+		h := w.hosts[1]
+		var ends []time.Duration
+		job := func(q queue) {
+			w.work(h, q, 10*us, func() { ends = append(ends, w.eng.now) })
+		}
+		job(qData)                                // parked since the start: 300 + 10
+		w.eng.at(350*us, func() { job(qData) })   // idle 40 µs: 350 + 10
+		w.eng.at(1000*us, func() { job(qStore) }) // a message: 1000 + 10
+		w.eng.at(1020*us, func() { job(qData) })  // idle 10 µs: 1020 + 10
+		w.eng.at(2000*us, func() { job(qData) })  // parked again: 2000 + 300 + 10
+		w.eng.at(2100*us, func() { job(qData) })  // behind the one waking
+		want := []time.Duration{310 * us, 360 * us, 1010 * us, 1030 * us, 2310 * us, 2320 * us}
+		w.eng.run(time.Minute, nil)
+		if len(ends) != len(want) {
+			t.Fatalf("cpus=%d: %d jobs ended, want %d", cpus, len(ends), len(want))
+		}
+		for i := range want {
+			if ends[i] != want[i] {
+				t.Errorf("cpus=%d: job %d ended at %v, want %v (all: %v)", cpus, i, ends[i], want[i], ends)
+			}
+		}
+	}
+}
+
+// TestWakeAddsAHopsWake: a chain's pipeline fill pays the wake-up once
+// a hop (each relay is idle between chunks); the throughput does not
+// change. A 1 MiB broadcast to 8 (a chain of 7) takes about 7 wakes
+// longer with it.
+func TestWakeAddsAHopsWake(t *testing.T) {
+	base := cfg("broadcast", 8, 1<<20, 1)
+	base.CPUs = TestbedCPUs
+	woken := base
+	woken.Wake, woken.WakeAfter = 500*time.Microsecond, 100*time.Microsecond
+	a, b := run(t, base), run(t, woken)
+	if a.Depth != 7 || b.Depth != 7 {
+		t.Fatalf("depths %d and %d; want the chain of 7", a.Depth, b.Depth)
+	}
+	added := (b.Time - a.Time).Seconds() / woken.Wake.Seconds()
+	if math.Abs(added-7) > 1.5 {
+		t.Errorf("the wake-up added %.2f wakes (%v -> %v); want about one a hop, 7", added, a.Time, b.Time)
 	}
 }

@@ -41,6 +41,16 @@ type Params struct {
 	// besides its own queue, for one of the machine's cores, first come
 	// first served, and holds it for its cost.
 	CPUs int
+	// Wake is how long a host's process that has been idle for at least
+	// WakeAfter takes to run once a data chunk reaches it, beyond the
+	// chunk's CPU: a node parked on its sockets (the netpoller's thread
+	// in epoll_wait, its goroutines asleep) is woken by the bytes and
+	// waits to be scheduled. A chunk that reaches a host already at work
+	// pays nothing. Control messages do not pay it here: their latencies
+	// are half of round trips measured between idle nodes, wake-ups
+	// included. 0: no wake-up (DefaultParams: hosts of their own, whose
+	// wake-up is tens of microseconds); TestbedWake is the testbed's.
+	Wake, WakeAfter time.Duration
 	// StoreCost, ShardCost and CoordCost are the processing time of one
 	// control message at a store node, a directory shard and a Reduce
 	// coordinator.

@@ -145,6 +145,7 @@ func (c *reduceCall) begin(red *reduction, s *shard) {
 	}
 	red.r = coordinator.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
 	red.host.coords = append(red.host.coords, red)
+	w.tracef(red.host, "reduce %s begins at its coordinator", red.id)
 	red.apply(red.r.Begin(w.now()))
 }
 
@@ -226,6 +227,9 @@ func (red *reduction) apply(fx coordinator.Effects) {
 					})
 				}
 			}
+			if t, ok := msg.(*messages.ReduceTask); ok {
+				w.tracef(red.host, "sends p%d its task (to %s)", t.GetPosition(), h.name)
+			}
 			w.send(red.host, h, qStore, viaActor, func() { red.atNode(h, msg) })
 		}
 	}
@@ -234,7 +238,9 @@ func (red *reduction) apply(fx coordinator.Effects) {
 // answer sends the Reduce's answer to its caller.
 func (red *reduction) answer(m *messages.ReduceReply) {
 	w, c := red.w, red.call
+	w.tracef(red.host, "answers")
 	w.send(red.host, red.caller, qStore, viaActor, func() {
+		w.tracef(red.caller, "has the answer")
 		if red.reply == nil {
 			red.reply, red.replyAt = m, w.eng.now
 		}
@@ -268,6 +274,7 @@ func (red *reduction) atNode(h *host, msg any) {
 	w := red.w
 	switch m := msg.(type) {
 	case *messages.ReduceTask:
+		w.tracef(h, "p%d's task arrives", m.GetPosition())
 		red.startWorker(h, m)
 	case *messages.ReduceTaskBatch:
 		for _, t := range m.GetTasks() {
@@ -292,6 +299,7 @@ func (red *reduction) atNode(h *host, msg any) {
 					red.root = wk // a sliced run's: the creator's gather
 				}
 				red.commitAt = w.eng.now
+				w.tracef(h, "p%d commits the target", wk.t.GetPosition())
 				wk.out.complete = true
 				h.commitTarget(wk.out, m)
 				wk.out.wake()
@@ -411,6 +419,7 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 	w.toShard(h, directory.ShardOf(t.GetTargetId()), &messages.CreateObject{ObjectId: t.GetTargetId(), Size: t.GetSize(),
 		Creator: h.ref, ReduceId: t.GetReduceId(), ReduceGeneration: t.GetGeneration(), Unoffered: t.GetGather()},
 		createReply{h: h, then: func(err *messages.Error) {
+			w.tracef(h, "p%d's target registered", t.GetPosition())
 			if wk.stopped {
 				return
 			}
@@ -429,6 +438,7 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 func (wk *worker) open() {
 	w, h, t := wk.r.w, wk.h, wk.t
 	n := len(t.GetChildren())
+	w.tracef(h, "p%d opens %d inputs", t.GetPosition(), n)
 	wk.recv, wk.sums, wk.ended = make([]int64, n), make([]uint64, n), make([]bool, n)
 	for k, c := range t.GetChildren() {
 		ch := w.hostOf(c.GetNode())
@@ -453,6 +463,9 @@ func (wk *worker) open() {
 		k := k
 		st := w.openStream(from, h, 0, size,
 			func(n int64, last bool) error {
+				if wk.recv[k] == 0 || last {
+					w.tracef(h, "p%d input %d from %s: chunk at %d, last %v", t.GetPosition(), k, ch.name, wk.recv[k], last)
+				}
 				wk.recv[k] += n
 				wk.progress()
 				return nil
@@ -517,7 +530,11 @@ func (wk *worker) progress() {
 		if t.GetGather() {
 			done.Fingerprint = wk.out.sum
 		}
-		red.toCoord(wk.h, func() { red.apply(red.r.Done(done, w.now())) })
+		w.tracef(wk.h, "p%d done", t.GetPosition())
+		red.toCoord(wk.h, func() {
+			w.tracef(red.host, "p%d's done arrives", t.GetPosition())
+			red.apply(red.r.Done(done, w.now()))
+		})
 	}
 }
 

@@ -48,8 +48,12 @@ type host struct {
 	// queued says the host is on the machine's run queue or running.
 	jobs   [nQueues][]job
 	queued bool
-	store  *storenode.Store
-	objs   map[string]*objState
+	// idle is when the host's last job ended (or ends: without shared
+	// cores, the latest of its queues'); a host idle for
+	// Params.WakeAfter is parked.
+	idle  time.Duration
+	store *storenode.Store
+	objs  map[string]*objState
 	// fetches are the fetches in flight here, in start order
 	// (a slice: the order of every step must not depend on map order).
 	fetches []*fetchSession
@@ -88,6 +92,15 @@ type world struct {
 	calls []*reduceCall
 	// cpu is the machine's shared cores (Params.CPUs > 0).
 	cpu machine
+	// trace is Config.Trace (nil: none).
+	trace func(at time.Duration, host, step string)
+}
+
+// tracef tells Config.Trace a step of h's now.
+func (w *world) tracef(h *host, format string, args ...any) {
+	if w.trace != nil {
+		w.trace(w.eng.now, h.name, fmt.Sprintf(format, args...))
+	}
 }
 
 func newWorld(p Params) *world {
@@ -100,7 +113,7 @@ func newWorld(p Params) *world {
 		name := fmt.Sprintf("h%04d", i)
 		h := &host{idx: i, name: name, alive: true, ref: &messages.NodeRef{NodeId: name, Address: name},
 			store: storenode.NewStore(1 << 50), objs: map[string]*objState{},
-			rng: rand.New(rand.NewPCG(p.Seed, uint64(i)+1))}
+			rng: rand.New(rand.NewPCG(p.Seed, uint64(i)+1)), idle: -time.Hour}
 		h.up.cap, h.down.cap = w.payload, w.payload
 		if p.SlowFraction > 0 && w.rng.Float64() < p.SlowFraction {
 			h.up.cap, h.down.cap = w.payload*p.SlowFactor, w.payload*p.SlowFactor
@@ -161,20 +174,32 @@ func (w *world) work(h *host, q queue, cost time.Duration, fn func()) {
 	if !h.alive {
 		return
 	}
+	wake := w.wake(h, q)
 	if w.p.CPUs > 0 {
-		w.cpu.submit(h, q, cost, fn)
+		w.cpu.submit(h, q, cost, wake, fn)
 		return
 	}
-	start := max(w.eng.now, h.free[q])
+	start := max(w.eng.now+wake, h.free[q])
 	if wait := start - w.eng.now; wait > w.queueWait[q] {
 		w.queueWait[q] = wait
 	}
 	h.free[q] = start + cost
+	h.idle = max(h.idle, h.free[q])
 	w.eng.at(h.free[q], func() {
 		if h.alive {
 			fn()
 		}
 	})
+}
+
+// wake is how long a job of queue q waits for h's process to wake:
+// Params.Wake for a data chunk that reaches a host parked for
+// Params.WakeAfter (no job running or waiting), else nothing.
+func (w *world) wake(h *host, q queue) time.Duration {
+	if q != qData || w.p.Wake <= 0 || (w.p.CPUs > 0 && h.queued) || w.eng.now-h.idle < w.p.WakeAfter {
+		return 0
+	}
+	return w.p.Wake
 }
 
 // job is one piece of a host's processing waiting for a core.
@@ -197,10 +222,16 @@ type machine struct {
 	head  int
 }
 
-func (m *machine) submit(h *host, q queue, cost time.Duration, fn func()) {
+// submit queues a job of h's; wake, if any, is how long h's process
+// takes to be runnable (it was parked).
+func (m *machine) submit(h *host, q queue, cost, wake time.Duration, fn func()) {
 	h.jobs[q] = append(h.jobs[q], job{cost: cost, fn: fn, at: m.w.eng.now})
 	if !h.queued {
 		h.queued = true
+		if wake > 0 {
+			m.w.eng.after(wake, func() { m.enqueue(h) })
+			return
+		}
 		m.enqueue(h)
 	}
 }
@@ -259,6 +290,7 @@ func (m *machine) dispatch() {
 				m.enqueue(h)
 			} else {
 				h.jobs = [nQueues][]job{}
+				h.idle = w.eng.now
 			}
 			m.dispatch()
 		})
@@ -372,15 +404,20 @@ type stream struct {
 // openStream starts a stream of size bytes of from's copy to dst, from
 // offset off; the first byte leaves once the request reached the sender.
 func (w *world) openStream(from *objState, dst *host, off, size int64, land func(int64, bool) error, end func(error)) *stream {
+	open := w.p.requestLatency()
+	if from.h == dst {
+		open = 0
+	}
+	return w.openStreamAfter(open, from, dst, off, size, land, end)
+}
+
+// openStreamAfter is openStream whose first byte may leave after open.
+func (w *world) openStreamAfter(open time.Duration, from *objState, dst *host, off, size int64, land func(int64, bool) error, end func(error)) *stream {
 	s := &stream{w: w, from: from, src: from.h, dst: dst, off: off, size: size, land: land, end: end, cpu: w.p.ByteCost}
 	s.fl.up, s.fl.down = &s.src.up, &dst.down
 	s.fl.onChunkOut = s.chunkOut
 	s.src.streams = append(s.src.streams, s)
 	dst.streams = append(dst.streams, s)
-	open := w.p.requestLatency()
-	if s.src == dst {
-		open = 0
-	}
 	w.eng.after(open, func() {
 		s.started = true
 		if !s.src.alive {
