@@ -443,8 +443,13 @@ func tailFile(path string, n int) string {
 	return "  " + strings.Join(lines[max(0, len(lines)-n):], "\n  ") + "\n  (" + path + ")"
 }
 
-func (ns *nodeSet) store(h int) *actor.PID {
-	return actor.NewPID(ns.procs[h].bind, "node/store")
+// store is host h's store node, as its member's hello names it.
+func (ns *nodeSet) store(ctx context.Context, h int) (*actor.PID, error) {
+	r, err := cluster.Hello(ctx, ns.root(), ns.procs[h].bind)
+	if err != nil {
+		return nil, err
+	}
+	return r.GetStore().PID(), nil
 }
 
 func (ns *nodeSet) agent(h int) *actor.PID {
@@ -550,7 +555,11 @@ func (ns *nodeSet) Verify(ctx context.Context, host int, id string, srcs []DataS
 func (ns *nodeSet) Delete(ctx context.Context, ids []string) {
 	for h, p := range ns.procs {
 		if ns.alive(p) {
-			c := storenode.NewClient(ns.root(), ns.store(h), 10*time.Second)
+			store, err := ns.store(ctx, h)
+			if err != nil {
+				return
+			}
+			c := storenode.NewClient(ns.root(), store, 10*time.Second)
 			for _, id := range ids {
 				_ = c.Delete(ctx, id)
 			}

@@ -13,14 +13,19 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// Every member hosts barrier managers (node/barriers); package barrier
-// places a barrier's replicas on the live members by rendezvous hashing
-// of its name. The three ways of reaching a cluster below give it the
-// live members' hosts.
+// Every member hosts barrier managers (node#<nonce>/barriers); package
+// barrier places a barrier's replicas on the live members by rendezvous
+// hashing of its name. The three ways of reaching a cluster below give it
+// the live members' hosts, each its incarnation's.
 
-func barrierHost(address string) *actor.PID {
-	return actor.NewPID(address, memberRoot+"/"+barriersName)
+// barrierHostOf is the barrier host of the incarnation whose store node
+// is store.
+func barrierHostOf(store *messages.NodeRef) *actor.PID {
+	return memberPID(store.GetAddress(), rootOf(store), barriersName)
 }
+
+// barrierHost is this member's barrier host.
+func (m *Member) barrierHost() *actor.PID { return barrierHostOf(m.ref) }
 
 // ParticipantProps is a barrier handle's participant actor
 // (barrier.Cluster).
@@ -44,15 +49,10 @@ func (c *BarrierClient) ParticipantProps(cfg participant.Config) *actor.Props {
 // member's view (barrier.Cluster).
 func (m *Member) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
 	live := *m.live.Load()
-	idx := *m.peers.Load()
 	out := make([]barrier.MemberHost, 0, len(live))
 	for _, id := range live {
-		addr := idx.byID[id]
-		if id == m.id {
-			addr = m.system.Address()
-		}
-		if addr != "" {
-			out = append(out, barrier.MemberHost{Member: id, PID: barrierHost(addr)})
+		if pid := m.peerPID(id, barriersName); pid != nil {
+			out = append(out, barrier.MemberHost{Member: id, PID: pid})
 		}
 	}
 	return out, nil
@@ -63,7 +63,7 @@ func (m *Member) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
 func (l *Local) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
 	var out []barrier.MemberHost
 	for _, m := range l.liveMembers() {
-		out = append(out, barrier.MemberHost{Member: m.id, PID: barrierHost(m.Address())})
+		out = append(out, barrier.MemberHost{Member: m.id, PID: m.barrierHost()})
 	}
 	return out, nil
 }
@@ -98,20 +98,20 @@ func (c *BarrierClient) BarrierHosts(ctx context.Context) ([]barrier.MemberHost,
 		if d <= 0 {
 			break
 		}
-		res, err := c.system.Root.RequestFuture(actor.NewPID(seed, memberRoot+"/"+membersName),
+		res, err := c.system.Root.RequestFuture(HelloPID(seed),
 			&messages.MemberHello{ProtocolVersion: ProtocolVersion}, d).Result()
 		if err != nil {
 			last = fmt.Errorf("%s: %w", seed, err)
 			continue
 		}
 		r, ok := res.(*messages.MemberHelloReply)
-		if !ok || len(r.GetViewAddresses()) != len(r.GetView()) {
+		if !ok || len(r.GetViewStores()) != len(r.GetView()) {
 			last = fmt.Errorf("%s: unexpected reply %T", seed, res)
 			continue
 		}
 		out := make([]barrier.MemberHost, len(r.GetView()))
 		for i, id := range r.GetView() {
-			out[i] = barrier.MemberHost{Member: id, PID: barrierHost(r.GetViewAddresses()[i])}
+			out[i] = barrier.MemberHost{Member: id, PID: barrierHostOf(r.GetViewStores()[i])}
 		}
 		return out, nil
 	}

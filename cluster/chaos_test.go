@@ -861,7 +861,7 @@ func (c *chaosRun) run(s chaosStep) {
 			return
 		}
 		m := c.l.Member(i)
-		m.System().Root.Send(actor.NewPID(m.Address(), memberRoot+"/"+barriersName+"/"+mgr.ChildName(p.barrier.name)), chaosCrash{})
+		m.System().Root.Send(memberPID(m.Address(), m.root, barriersName+"/"+mgr.ChildName(p.barrier.name)), chaosCrash{})
 	}
 }
 

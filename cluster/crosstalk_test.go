@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
@@ -26,7 +25,7 @@ func TestNoticeOfAnotherClusterIsIgnored(t *testing.T) {
 	b := start(t, Config{Nodes: 3})
 	evs := recordEvents(t, b)
 	target := b.Member(0)
-	revokePID := actor.NewPID(target.System().Address(), memberRoot+"/"+revokeName)
+	revokePID := freshPID(target.revokePID.Load())
 
 	// a's node-1 "failed": its notice, as a's members forward it, lands
 	// at b's node-0 and names node-1 at a's address for it.
@@ -131,7 +130,7 @@ func TestLateNoticeDoesNotHideALaterFailureOfTheSameName(t *testing.T) {
 				t.Helper()
 				// Another cluster's node-1.1, at an address of its own.
 				late := &messages.RevokeNotice{Origin: "elsewhere", Subject: subject, From: "elsewhere", SubjectAddress: elsewhere}
-				b.System().Root.Send(actor.NewPID(b.Member(0).System().Address(), memberRoot+"/"+revokeName), late)
+				b.System().Root.Send(freshPID(b.Member(0).revokePID.Load()), late)
 				ctx := deadline(t, 10*time.Second)
 				for _, i := range survivors {
 					select {

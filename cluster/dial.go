@@ -156,20 +156,20 @@ func (c *Client) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 
 // hello greets the member at addr without joining (no member id).
 func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloReply, error) {
-	res, err := c.request(ctx, actor.NewPID(addr, memberRoot+"/"+membersName), &messages.MemberHello{ProtocolVersion: ProtocolVersion})
-	if err != nil {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not answer (is it a hoplite node's actor system address?): %s",
-			addr, strings.TrimPrefix(err.Error(), "hoplite: "))
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
 	}
-	r, ok := res.(*messages.MemberHelloReply)
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s answered %s, not a handshake", addr, actorutil.TypeName(res))
+	r, err := Hello(ctx, c.system.Root, addr)
+	if err != nil {
+		return nil, err
 	}
 	if r.GetProtocolVersion() != ProtocolVersion {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "member %s speaks protocol version %d, this client %d",
 			addr, r.GetProtocolVersion(), ProtocolVersion)
 	}
-	if len(r.GetView()) != len(r.GetViewAddresses()) || r.GetShards() <= 0 || r.GetStore() == nil {
+	if len(r.GetView()) != len(r.GetViewAddresses()) || len(r.GetView()) != len(r.GetViewStores()) || r.GetShards() <= 0 || r.GetStore() == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s sent an incomplete handshake", addr)
 	}
 	return r, nil
@@ -215,16 +215,17 @@ func (c *Client) List(ctx context.Context, cursor string, limit int) (ListPage, 
 	}
 	shards := int(r.GetShards())
 	owners := shardOwners(r.GetView(), shards)
-	addrOf := map[string]string{}
+	storeOf := map[string]*messages.NodeRef{}
 	for i, id := range r.GetView() {
-		addrOf[id] = r.GetViewAddresses()[i]
+		storeOf[id] = r.GetViewStores()[i]
 	}
 	if limit == 0 {
 		limit = 1000
 	}
 	var page ListPage
 	for ; shard < shards; shard, after = shard+1, "" {
-		reply, err := c.listShard(ctx, shardPID(addrOf[owners[shard]], shard), shard, after, limit-len(page.Objects))
+		owner := storeOf[owners[shard]]
+		reply, err := c.listShard(ctx, shardPID(owner.GetAddress(), rootOf(owner), shard), shard, after, limit-len(page.Objects))
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -310,6 +311,7 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	for i, id := range r.GetView() {
 		ms := &st.Members[i]
 		ms.MemberInfo = MemberInfo{ID: id, Address: r.GetViewAddresses()[i]}
+		store := r.GetViewStores()[i].PID()
 		for _, o := range st.Owners {
 			if o == id {
 				ms.Shards++
@@ -317,7 +319,7 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 		}
 		go func() {
 			defer func() { done <- struct{}{} }()
-			res, err := c.request(ctx, actor.NewPID(ms.Address, memberRoot+"/"+storeName), &messages.NodeStatus{})
+			res, err := c.request(ctx, store, &messages.NodeStatus{})
 			if n, ok := res.(*messages.NodeStatusReply); err == nil && ok {
 				ms.Node = n
 				return

@@ -518,7 +518,7 @@ func (l *Local) IndexOf(id string) int {
 
 // Barriers is node i's barrier host (the managers of package barrier).
 func (l *Local) Barriers(i int) *actor.PID {
-	return barrierHost(l.Member(i).Address())
+	return l.Member(i).barrierHost()
 }
 
 // Client is the Go API of node i, in node i's own actor system (what an
@@ -610,10 +610,14 @@ func (l *Local) stop() {
 
 // usedPorts are the loopback ports members of this process have bound,
 // and when. A port is not given to another member for portQuarantine:
-// the survivors of a killed member still hold PIDs at its address, and
-// Proto.Actor would deliver their late messages to whatever member binds
-// the port next (of another embedded cluster, or a new incarnation),
-// which no message could tell apart. Never reusing a port at all ran out
+// the survivors of a killed member still send to its address for a
+// while, and Proto.Actor delivers those late messages to whatever member
+// binds the port next (of another embedded cluster, or a new
+// incarnation). Its actors are named by its own incarnation, so none
+// handles them (they go to the dead letters), and failure notices are
+// checked by address; the quarantine keeps even that traffic, and the
+// remote endpoints it opens and terminates, away from a live member.
+// Never reusing a port at all ran out
 // of them: a soak of 1000 chaos seeds in one process binds more than the
 // kernel's 28,000 ephemeral ports, and its seeds from about the 550th on
 // failed to start. Bounded by the port range.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
 	shard "github.com/hoplite-go/hoplite/actors/directory"
 	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/netmodel/estimator"
@@ -24,14 +26,85 @@ import (
 	"github.com/hoplite-go/hoplite/transport"
 )
 
-// Actor names under a member's node supervisor, the same on every member.
+// Actor names. A member's actors live under its node supervisor, whose
+// name carries the incarnation: "node#<nonce>", the nonce of the member
+// id on a process ("127.0.0.1:7001#5f0c2a91" runs "node#5f0c2a91/store"),
+// a random one on the embedded cluster. A message meant for one
+// incarnation (a PID a peer kept, a NodeRef in a directory entry, a shard
+// table's entry) that reaches the process holding its address after a
+// restart finds no actor of that name there: it goes to the dead letters,
+// and a request comes back UNAVAILABLE rather than being handled by a
+// member it was not meant for. Only first contact, which does not know the
+// incarnation yet, uses a name every member has: "hello", which takes
+// nothing but the handshake (whose answer names the incarnation).
 const (
-	memberRoot   = "node"     // the node supervisor
-	storeName    = "store"    // node/store: the store node
-	revokeName   = "revoke"   // node/revoke: the failure broadcaster
-	membersName  = "members"  // node/members: handshake, placement, shards
-	barriersName = "barriers" // node/barriers: the barrier managers hosted here
+	memberRoot   = "node"     // node#<nonce>: the node supervisor
+	storeName    = "store"    // node#<nonce>/store: the store node
+	revokeName   = "revoke"   // node#<nonce>/revoke: the failure broadcaster
+	membersName  = "members"  // node#<nonce>/members: handshake, placement, shards
+	barriersName = "barriers" // node#<nonce>/barriers: the barrier managers hosted here
+	helloName    = "hello"    // hello: first contact, handed to the members actor
 )
+
+// rootName is the node supervisor's name of the incarnation with nonce.
+func rootName(nonce string) string { return memberRoot + "#" + nonce }
+
+// rootOf is the node supervisor's name of the incarnation whose store
+// node is ref ("" if ref names none).
+func rootOf(ref *messages.NodeRef) string {
+	root, _, ok := strings.Cut(ref.GetActorId(), "/")
+	if !ok {
+		return ""
+	}
+	return root
+}
+
+// memberPID is actor name of the incarnation whose node supervisor is
+// root, at address.
+func memberPID(address, root, name string) *actor.PID {
+	return actor.NewPID(address, root+"/"+name)
+}
+
+// HelloPID is where the member whose actor system is at address takes
+// first contact: a messages.MemberHello, and nothing else. Its reply's
+// Store names the incarnation that answered, and its actors.
+func HelloPID(address string) *actor.PID { return actor.NewPID(address, helloName) }
+
+// ProcessStore is the store node of the `hoplite node` process whose
+// member id is id ("<bind>#<nonce>", as its start line prints it) and
+// whose actor system is at address: a process names its incarnation's
+// actors by its id's nonce. Nil for an id of another form (an embedded
+// member's). A tool that knows a member only by its address asks Hello.
+func ProcessStore(id, address string) *actor.PID {
+	_, nonce, ok := strings.Cut(id, "#")
+	if !ok || nonce == "" {
+		return nil
+	}
+	return memberPID(address, rootName(nonce), storeName)
+}
+
+// Hello greets the member whose actor system is at address, without
+// joining (first contact: a tool, a test, a client): its reply names the
+// member, its store node (so its incarnation's actors) and its view.
+// UNAVAILABLE if it does not answer within ctx (10 s if ctx has no
+// deadline), or answers something else.
+func Hello(ctx context.Context, root *actor.RootContext, address string) (*messages.MemberHelloReply, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	res, err := actorutil.Request(ctx, root, HelloPID(address), &messages.MemberHello{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not answer (is it a hoplite node's actor system address?): %s",
+			address, strings.TrimPrefix(err.Error(), "hoplite: "))
+	}
+	r, ok := res.(*messages.MemberHelloReply)
+	if !ok {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s answered %s, not a handshake", address, actorutil.TypeName(res))
+	}
+	return r, nil
+}
 
 // Member is one member of a multi-process cluster: its node supervisor,
 // store node, failure broadcaster, the directory shards placed on it and
@@ -40,8 +113,10 @@ const (
 // Proto.Actor remote, object bytes on a direct-TCP data plane. The Client
 // and the messages are the embedded cluster's.
 type Member struct {
-	cfg       MemberConfig
-	id        string
+	cfg MemberConfig
+	id  string
+	// root is the node supervisor's name, new at every start (rootName).
+	root      string
 	log       *logrus.Entry
 	system    *actor.ActorSystem
 	pc        *pcluster.Cluster
@@ -103,10 +178,11 @@ type Member struct {
 
 // peerIndex resolves the members a failure may be reported about.
 type peerIndex struct {
-	byID   map[string]string // member id -> actor system address
-	byAddr map[string]string // actor system address -> member id
-	byData map[string]string // data address -> member id
-	dataOf map[string]string // actor system address -> data address
+	byID    map[string]string            // member id -> actor system address
+	byAddr  map[string]string            // actor system address -> member id
+	byData  map[string]string            // data address -> member id
+	dataOf  map[string]string            // actor system address -> data address
+	storeOf map[string]*messages.NodeRef // member id -> its store node (whose actor id names its incarnation's root)
 }
 
 func (m *Member) storeNodes() []*messages.NodeRef { return *m.stores.Load() }
@@ -131,7 +207,9 @@ func (m *Member) ID() string { return m.id }
 // Address is the actor system's address (host:port).
 func (m *Member) Address() string { return m.system.Address() }
 
-// DataAddress is the data plane's bound address.
+// DataAddress is this incarnation's data plane address, as its NodeRef
+// carries it: on TCP "host:port#<incarnation>" (transport.HostPort is the
+// port it listens at), which a later member at that port does not serve.
 func (m *Member) DataAddress() string { return m.ref.GetDataAddress() }
 
 // PingData makes one bare control round trip on the data plane to the
@@ -220,7 +298,7 @@ func (m *Member) ViewOf(ctx context.Context, address string) ([]string, error) {
 	if d <= 0 {
 		return nil, ctx.Err()
 	}
-	res, err := m.system.Root.RequestFuture(actor.NewPID(address, memberRoot+"/"+membersName),
+	res, err := m.system.Root.RequestFuture(HelloPID(address),
 		&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, d).Result()
 	if err != nil {
 		return nil, err
@@ -233,5 +311,19 @@ func (m *Member) ViewOf(ctx context.Context, address string) ([]string, error) {
 }
 
 func newPeerIndex() *peerIndex {
-	return &peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}, dataOf: map[string]string{}}
+	return &peerIndex{byID: map[string]string{}, byAddr: map[string]string{}, byData: map[string]string{}, dataOf: map[string]string{},
+		storeOf: map[string]*messages.NodeRef{}}
+}
+
+// peerPID is actor name of member id's incarnation as this member knows
+// it (self included), or nil if it knows no store node of id.
+func (m *Member) peerPID(id, name string) *actor.PID {
+	if id == m.id {
+		return memberPID(m.system.Address(), m.root, name)
+	}
+	ref := (*m.peers.Load()).storeOf[id]
+	if ref == nil || rootOf(ref) == "" {
+		return nil
+	}
+	return memberPID(ref.GetAddress(), rootOf(ref), name)
 }

@@ -127,7 +127,24 @@ const (
 	helloMaxWait   = 8 * time.Second
 )
 
-// membersActor ("node/members") is the shell around a memberView: it
+// helloActor ("hello", the one name every member has) takes first
+// contact: it hands a handshake to the members actor with its sender, who
+// learns from the answer which incarnation answered and where its actors
+// are. Nothing else is taken here: a message meant for an incarnation
+// goes to that incarnation's actors, which a later one does not have.
+type helloActor struct{ members *actor.PID }
+
+func helloProps(members *actor.PID) *actor.Props {
+	return actorutil.Props(func() actor.Actor { return &helloActor{members: members} })
+}
+
+func (a *helloActor) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*messages.MemberHello); ok {
+		ctx.Forward(a.members)
+	}
+}
+
+// membersActor ("node#<nonce>/members") is the shell around a memberView: it
 // greets new members (the compatibility handshake), answers their
 // greetings, and turns every change of the view into placement: the shard
 // table, the shards this member runs, the store's republish of moved
@@ -246,16 +263,15 @@ func (a *membersActor) departed(ctx actor.Context, id, how string) {
 	if p == nil {
 		return
 	}
-	addr := p.address
+	addr, store := p.address, p.store
 	if !a.st.view.Departed(id) {
 		return
 	}
 	a.m.log.WithFields(logrus.Fields{"left": id, "seen_by": how}).Info("member left the cluster")
-	ctx.Send(barrierHost(a.m.system.Address()), &barrierhost.MemberFailed{Member: id, Address: addr})
-	if addr != "" && !a.m.addressReused(addr, id) {
-		store := actor.NewPID(addr, memberRoot+"/"+storeName)
+	ctx.Send(a.m.barrierHost(), &barrierhost.MemberFailed{Member: id, Address: addr})
+	if store != nil && addr != "" && !a.m.addressReused(addr, id) {
 		for _, pid := range a.m.localShards() {
-			ctx.Send(pid, &actor.Terminated{Who: store, Why: actor.TerminatedReason_AddressTerminated})
+			ctx.Send(pid, &actor.Terminated{Who: store.PID(), Why: actor.TerminatedReason_AddressTerminated})
 		}
 	}
 	a.reconcile(ctx)
@@ -276,7 +292,7 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 		// NodeFailed: a directory shard also reports a store whose
 		// endpoint merely broke, and a Close that skipped a live replica
 		// could return while it answers the barrier open.
-		ctx.Send(barrierHost(a.m.system.Address()), &barrierhost.MemberFailed{Member: msg.id, Address: addr})
+		ctx.Send(a.m.barrierHost(), &barrierhost.MemberFailed{Member: msg.id, Address: addr})
 		// Published here, not where the notice was delivered: only a
 		// notice the view accepted is about one of this member's peers.
 		// A late notice of another cluster about a name not used here
@@ -340,7 +356,7 @@ func (a *membersActor) tick(ctx actor.Context) {
 // shardTerminated notes that a shard this member was stopping is gone.
 func (a *membersActor) shardTerminated(ctx actor.Context, who *actor.PID) {
 	for j, stopping := range a.st.stopping {
-		if stopping && who.GetId() == memberRoot+"/"+shardName(j) {
+		if stopping && who.GetId() == a.m.root+"/"+shardName(j) {
 			delete(a.st.stopping, j)
 		}
 	}
@@ -399,7 +415,7 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 		if pid := a.m.revokePID.Load(); pid != nil {
 			ctx.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(id, p.address)})
 		}
-		go a.m.expelled(id, p.address)
+		go a.m.expelled(id, p.address, rootOf(p.store))
 	}
 	a.greet(ctx)
 	a.reconcile(ctx)
@@ -420,7 +436,9 @@ func (a *membersActor) greet(ctx actor.Context) {
 		h.inflight = true
 		id, addr := p.id, p.address
 		h.wait = max(h.wait, helloFirstWait)
-		f := ctx.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName), a.m.hello(), h.wait)
+		hello := a.m.hello()
+		hello.ToMemberId = id
+		f := ctx.RequestFuture(HelloPID(addr), hello, h.wait)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			h.inflight = false
 			r, ok := res.(*messages.MemberHelloReply)
@@ -455,8 +473,14 @@ func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
 		for _, id := range a.st.view.Live() {
 			reply.View = append(reply.View, id)
 			reply.ViewAddresses = append(reply.ViewAddresses, a.st.view.Address(id))
+			reply.ViewStores = append(reply.ViewStores, a.st.view.Store(id))
 		}
 		ctx.Respond(reply)
+	}
+	if to := h.GetToMemberId(); to != "" && to != a.m.id {
+		// Meant for another member that held this address: the answer
+		// says who is here; the greeting is not this member's to record.
+		return
 	}
 	if id := h.GetMemberId(); id != "" && id != a.m.id {
 		if !ok {
@@ -505,11 +529,13 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 		self := m.system.Address()
 		table := make([]*actor.PID, len(owners))
 		for j, o := range owners {
-			addr := v.Address(o)
-			if addr == "" {
-				addr = self // nobody: requests fail as UNAVAILABLE and retry
+			store := v.Store(o)
+			if store == nil {
+				// Nobody: requests fail as UNAVAILABLE and retry.
+				table[j] = shardPID(self, m.root, j)
+				continue
 			}
-			table[j] = shardPID(addr, j)
+			table[j] = shardPID(store.GetAddress(), rootOf(store), j)
 		}
 		m.table.Store(&table)
 		first := st.owners == nil
@@ -535,6 +561,9 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 			}
 			p := v.peers[id]
 			idx.byID[id], idx.byAddr[p.address] = p.address, id
+			if p.store != nil {
+				idx.storeOf[id] = p.store
+			}
 			if d := p.store.GetDataAddress(); d != "" {
 				idx.byData[d], idx.dataOf[p.address] = id, d
 			}
@@ -651,13 +680,15 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 			vc = &viewCheck{}
 			st.viewChecks[id] = vc
 		}
-		addr := st.view.Address(id)
-		if vc.inflight || addr == "" {
+		store := st.view.Store(id)
+		if vc.inflight || store == nil {
 			continue
 		}
 		vc.inflight = true
-		f := ctx.RequestFuture(actor.NewPID(addr, memberRoot+"/"+membersName),
-			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, time.Second)
+		// To the incarnation this member places shards on: another one at
+		// its address does not have that actor.
+		f := ctx.RequestFuture(memberPID(store.GetAddress(), rootOf(store), membersName),
+			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards), ToMemberId: id}, time.Second)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			vc.inflight = false
 			r, ok := res.(*messages.MemberHelloReply)

@@ -44,13 +44,14 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	var nonce [4]byte
-	_, _ = rand.Read(nonce[:])
-	id := cfg.Bind + "#" + hex.EncodeToString(nonce[:])
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	id := cfg.Bind + "#" + nonce
 	if cfg.embedded != nil {
 		id = cfg.embedded.id
 	}
-	m := &Member{cfg: cfg, id: id, failures: &shard.FailureLog{},
+	m := &Member{cfg: cfg, id: id, root: rootName(nonce), failures: &shard.FailureLog{},
 		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
 	m.liveView = newLiveState(m)
 	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
@@ -166,13 +167,13 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.liveView.data.Store(&dataAddr)
 	addr := m.system.Address()
-	m.ref = &messages.NodeRef{NodeId: m.id, Address: addr, ActorId: memberRoot + "/" + storeName, DataAddress: dataAddr}
+	m.ref = &messages.NodeRef{NodeId: m.id, Address: addr, ActorId: m.root + "/" + storeName, DataAddress: dataAddr}
 	selfStores := []*messages.NodeRef{m.ref}
 	m.stores.Store(&selfStores)
 	m.peers.Store(newPeerIndex())
 	table := make([]*actor.PID, cfg.Shards)
 	for j := range table {
-		table[j] = shardPID(addr, j)
+		table[j] = shardPID(addr, m.root, j)
 	}
 	m.table.Store(&table)
 	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
@@ -193,7 +194,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		{name: membersName, props: newMembersProps(m)},
 		{name: barriersName, props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: m.log, BeforeReceive: cfg.BarrierHook})},
 	}
-	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), memberRoot)
+	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), m.root)
 	if err != nil {
 		return fmt.Errorf("start the node supervisor: %w", err)
 	}
@@ -201,10 +202,13 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if _, err := m.system.Root.RequestFuture(node, ready{}, m.lag.Stretch(10*time.Second)).Result(); err != nil {
 		return fmt.Errorf("the node supervisor did not start: %w", err)
 	}
-	m.storePID.Store(actor.NewPID(addr, memberRoot+"/"+storeName))
-	m.revokePID.Store(actor.NewPID(addr, memberRoot+"/"+revokeName))
-	members := actor.NewPID(addr, memberRoot+"/"+membersName)
+	m.storePID.Store(memberPID(addr, m.root, storeName))
+	m.revokePID.Store(memberPID(addr, m.root, revokeName))
+	members := memberPID(addr, m.root, membersName)
 	m.membersPID.Store(members)
+	if _, err := m.system.Root.SpawnNamed(helloProps(members), helloName); err != nil {
+		return fmt.Errorf("start the hello actor: %w", err)
+	}
 	// The topologies published before the members actor was known. This
 	// send races with the subscription's, which may already have sent a
 	// newer one: the members actor applies only topologies newer than

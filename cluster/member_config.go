@@ -25,8 +25,11 @@ import (
 // versions do not work together: the handshake keeps them apart.
 // Version 2: Tombstones (a rebuilt shard learns the deleted ids) and the
 // root generation on a Reduce's CreateObject. Version 3: barrier replicas
-// are named by member id (every member hosts barriers).
-const ProtocolVersion uint32 = 3
+// are named by member id (every member hosts barriers). Version 4: a
+// member's actors are named by its incarnation ("node#<nonce>/...", first
+// contact at "hello"), and the data plane's requests name the incarnation
+// of the endpoint they are meant for (data protocol version 3).
+const ProtocolVersion uint32 = 4
 
 // Membership providers (MemberConfig.Provider).
 const (

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
@@ -34,14 +35,24 @@ func (m *Member) locator(data transport.Caller) storeactor.Locator {
 // member's data address, or "" for a shard on this member (an actor
 // message in process is cheaper than any socket) or on a member whose
 // data address this member does not know yet.
+//
+// The data address is that of the incarnation the shard's PID names: a
+// PID of an incarnation gone from that address (a table this member has
+// not updated yet) goes as an actor message, to the dead letters there,
+// rather than to the data plane of the member at its address now.
 func (m *Member) locateAt(shard *actor.PID) string {
 	if m.cfg.ActorLocates || shard == nil || shard.GetAddress() == m.system.Address() {
 		return ""
 	}
-	if idx := m.peers.Load(); idx != nil {
-		return idx.dataOf[shard.GetAddress()]
+	idx := m.peers.Load()
+	if idx == nil {
+		return ""
 	}
-	return ""
+	ref := idx.storeOf[idx.byAddr[shard.GetAddress()]]
+	if root, _, _ := strings.Cut(shard.GetId(), "/"); ref == nil || root != rootOf(ref) {
+		return ""
+	}
+	return ref.GetDataAddress()
 }
 
 // controlSource is what a member serves on the data plane: its store's
@@ -115,14 +126,5 @@ func (m *Member) shardFor(id string) *actor.PID {
 	return t[directory.ShardIndex(id, len(t))]
 }
 
-// revokePeer is where a member's broadcaster lives.
-func (m *Member) revokePeer(id string) *actor.PID {
-	addr := (*m.peers.Load()).byID[id]
-	if id == m.id {
-		addr = m.system.Address()
-	}
-	if addr == "" {
-		return nil
-	}
-	return actor.NewPID(addr, memberRoot+"/"+revokeName)
-}
+// revokePeer is where a member's broadcaster lives (its incarnation's).
+func (m *Member) revokePeer(id string) *actor.PID { return m.peerPID(id, revokeName) }

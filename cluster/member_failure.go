@@ -127,7 +127,7 @@ func (m *Member) detect() {
 					// told every local watcher of its actors that they
 					// terminated, so our shards dropped its copies. It
 					// republishes them (and the shards watch it again).
-					m.resync(r.address)
+					m.resync(r.id)
 				}
 				continue
 			}
@@ -163,9 +163,14 @@ var ErrExpelled = errors.New("hoplite: the other members declared this member fa
 // expulsion served on outside every other member's view for good
 // (TestProcessExpelledRejoins under load: "views did not converge", the
 // member logging only "membership views disagree").
-func (m *Member) expelled(id, addr string) {
+//
+// The notice goes to that incarnation's broadcaster (root is its node
+// supervisor): a later incarnation at addr does not have it.
+func (m *Member) expelled(id, addr, root string) {
 	end := time.Now().Add(expelNoticeFor)
-	members := actor.NewPID(addr, memberRoot+"/"+membersName)
+	if root == "" {
+		return // no handshake with it was ever over: it never ran here
+	}
 	for told := 0; ; told++ {
 		dead, err := probe(addr)
 		if dead {
@@ -177,18 +182,14 @@ func (m *Member) expelled(id, addr string) {
 		}
 		// The wave's notice (revoke.FailureNotice), not another one with
 		// epoch 0: one failure of one incarnation has one id.
-		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+revokeName),
+		m.system.Root.Send(memberPID(addr, root, revokeName),
 			&messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr, Epoch: bmg.IncarnationEpoch(addr)})
 		if m.cfg.embedded != nil {
-			// Once only: embedded members never pause, and their ids
-			// (node-0, node-1, …) are alike in every process, so a member
-			// of another test binary's cluster that took this address
-			// would answer to the same id and be told it was expelled.
-			return
+			return // once only: embedded members never pause
 		}
 		// Who answers there now? A hello without a member id: the
 		// answer's view is all it asks for, nothing is recorded there.
-		res, err := m.system.Root.RequestFuture(members,
+		res, err := m.system.Root.RequestFuture(HelloPID(addr),
 			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, expelNoticeEvery).Result()
 		if r, ok := res.(*messages.MemberHelloReply); err == nil && ok && r.GetMemberId() != id {
 			return // it stopped, and a new incarnation serves there
@@ -215,9 +216,13 @@ const (
 	expelNoticeFor = time.Minute
 )
 
-// resync asks the store node at addr to republish what it holds to the
+// resync asks member id's store node to republish what it holds to the
 // shards hosted here.
-func (m *Member) resync(addr string) {
+func (m *Member) resync(id string) {
+	store := m.peerPID(id, storeName)
+	if store == nil {
+		return
+	}
 	var shards []int32
 	for j, pid := range *m.table.Load() {
 		if pid.GetAddress() == m.system.Address() {
@@ -225,7 +230,7 @@ func (m *Member) resync(addr string) {
 		}
 	}
 	if len(shards) > 0 {
-		m.system.Root.Send(actor.NewPID(addr, memberRoot+"/"+storeName), &messages.Republish{Shards: shards, ShardCount: int32(m.cfg.Shards)})
+		m.system.Root.Send(store, &messages.Republish{Shards: shards, ShardCount: int32(m.cfg.Shards)})
 	}
 }
 
@@ -304,6 +309,9 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 		m.fail(fmt.Errorf("%w (notice from %s)", ErrExpelled, d.Notice.Origin))
 		return
 	}
+	// Before the members actor hears of it: once it has, the index no
+	// longer names the failed member's store.
+	store := (*m.peers.Load()).storeOf[id]
 	// Out of placement and of the overlay at once: its shards move.
 	if pid := m.membersPID.Load(); pid != nil {
 		ctx.Send(pid, &memberFailed{id: id, address: d.Notice.SubjectAddress, origin: d.Notice.Origin, from: d.From})
@@ -321,10 +329,12 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 		// topology dropped.
 		ctx.ActorSystem().EventStream.Publish(&remote.EndpointTerminatedEvent{Address: addr})
 		// And the local shards drop its copies and parked requests even if
-		// they never watched it through this endpoint.
-		store := actor.NewPID(addr, memberRoot+"/"+storeName)
-		for _, pid := range m.localShards() {
-			ctx.Send(pid, &actor.Terminated{Who: store, Why: actor.TerminatedReason_AddressTerminated})
+		// they never watched it through this endpoint (they know its
+		// store by its incarnation's PID).
+		if store != nil && store.GetAddress() == addr {
+			for _, pid := range m.localShards() {
+				ctx.Send(pid, &actor.Terminated{Who: store.PID(), Why: actor.TerminatedReason_AddressTerminated})
+			}
 		}
 	}
 	// events.NodeFailed is published by the members actor, once its view
@@ -521,14 +531,17 @@ func (m *Member) leave(ctx context.Context) ([]string, error) {
 	// that never answers sees us leave the topology.
 	idx := *m.peers.Load()
 	var asked sync.WaitGroup
-	for _, addr := range idx.byID {
+	for id := range idx.byID {
+		pid := m.peerPID(id, membersName)
+		if pid == nil {
+			continue
+		}
 		asked.Add(1)
 		go func() {
 			defer asked.Done()
-			_, err := actorutil.RequestEvery(ctx, m.system.Root, actor.NewPID(addr, memberRoot+"/"+membersName),
-				&messages.MemberLeaving{MemberId: m.id}, time.Second)
+			_, err := actorutil.RequestEvery(ctx, m.system.Root, pid, &messages.MemberLeaving{MemberId: m.id}, time.Second)
 			if err != nil {
-				m.log.WithError(err).WithField("member", addr).Info("leave: a member did not confirm the leave; it sees this member leave the topology")
+				m.log.WithError(err).WithField("member", id).Info("leave: a member did not confirm the leave; it sees this member leave the topology")
 			}
 		}()
 	}

@@ -304,6 +304,18 @@ func (v *memberView) Address(id string) string {
 	return ""
 }
 
+// Store is a member's store node as its handshake named it (nil if
+// unknown): its actor id names the incarnation's actors.
+func (v *memberView) Store(id string) *messages.NodeRef {
+	if id == v.self {
+		return v.selfStore
+	}
+	if p := v.peers[id]; p != nil {
+		return p.store
+	}
+	return nil
+}
+
 // Compatibility counts the peers in the topology by handshake outcome.
 func (v *memberView) Compatibility() (compatible, incompatible, unknown int, reasons []string) {
 	for _, p := range v.peers {
@@ -371,11 +383,12 @@ func movedShards(before, after []string) []int32 {
 	return out
 }
 
-// shardName is the stable actor name of shard j under a member's node
-// supervisor ("node/shard-j").
+// shardName is the actor name of shard j under a member's node
+// supervisor ("node#<nonce>/shard-j").
 func shardName(j int) string { return fmt.Sprintf("shard-%d", j) }
 
-// shardPID is where shard j lives when owner (at address) hosts it.
-func shardPID(address string, j int) *actor.PID {
-	return actor.NewPID(address, memberRoot+"/"+shardName(j))
+// shardPID is where shard j lives when the incarnation whose node
+// supervisor is root, at address, hosts it.
+func shardPID(address, root string, j int) *actor.PID {
+	return memberPID(address, root, shardName(j))
 }

@@ -27,8 +27,11 @@ const (
 )
 
 // MemberHello is the handshake a member sends to every member that
-// appears in its topology (to its "node/members" actor), and answers when
-// one arrives. Members that differ in protocol_version or shards are not
+// appears in its topology, and answers when one arrives. It is the one
+// message sent to a member's well-known "hello" actor (first contact: the
+// sender need not know the incarnation there); everything else goes to
+// actors named by the incarnation ("node#<nonce>/..."), which the reply's
+// store names. Members that differ in protocol_version or shards are not
 // compatible: each side logs an error and leaves the other out of shard
 // placement and of the failure overlay.
 type MemberHello struct {
@@ -37,8 +40,12 @@ type MemberHello struct {
 	Shards          int32                  `protobuf:"varint,2,opt,name=shards,proto3" json:"shards,omitempty"`                    // directory shards of the whole cluster
 	MemberId        string                 `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"` // the sender's cluster member id
 	Store           *NodeRef               `protobuf:"bytes,4,opt,name=store,proto3" json:"store,omitempty"`                       // the sender's store node
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The member the sender means to greet ("" for whoever answers at the
+	// address): another member there answers with its own id and does
+	// not take the greeting for itself.
+	ToMemberId    string `protobuf:"bytes,5,opt,name=to_member_id,json=toMemberId,proto3" json:"to_member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemberHello) Reset() {
@@ -99,6 +106,13 @@ func (x *MemberHello) GetStore() *NodeRef {
 	return nil
 }
 
+func (x *MemberHello) GetToMemberId() string {
+	if x != nil {
+		return x.ToMemberId
+	}
+	return ""
+}
+
 type MemberHelloReply struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -109,6 +123,7 @@ type MemberHelloReply struct {
 	Error           string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`                                      // why not, if not
 	View            []string               `protobuf:"bytes,7,rep,name=view,proto3" json:"view,omitempty"`                                        // the replier's live members, sorted
 	ViewAddresses   []string               `protobuf:"bytes,8,rep,name=view_addresses,json=viewAddresses,proto3" json:"view_addresses,omitempty"` // their actor system addresses, same order
+	ViewStores      []*NodeRef             `protobuf:"bytes,9,rep,name=view_stores,json=viewStores,proto3" json:"view_stores,omitempty"`          // their store nodes, same order (which name their incarnations' actors)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -195,6 +210,13 @@ func (x *MemberHelloReply) GetView() []string {
 func (x *MemberHelloReply) GetViewAddresses() []string {
 	if x != nil {
 		return x.ViewAddresses
+	}
+	return nil
+}
+
+func (x *MemberHelloReply) GetViewStores() []*NodeRef {
+	if x != nil {
+		return x.ViewStores
 	}
 	return nil
 }
@@ -291,7 +313,7 @@ func (x *MemberLeavingReply) GetMemberId() string {
 }
 
 // RevokeNotice is one copy of a failure notice travelling over the BMG
-// overlay, from one member's "node/revoke" broadcaster to another's. Its
+// overlay, from one member's "node#<nonce>/revoke" broadcaster to another's. Its
 // identity for duplicate suppression is (subject, epoch).
 type RevokeNotice struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -376,12 +398,14 @@ var File_member_proto protoreflect.FileDescriptor
 
 const file_member_proto_rawDesc = "" +
 	"\n" +
-	"\fmember.proto\x12\ahoplite\x1a\rhoplite.proto\"\x95\x01\n" +
+	"\fmember.proto\x12\ahoplite\x1a\rhoplite.proto\"\xb7\x01\n" +
 	"\vMemberHello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
 	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12&\n" +
-	"\x05store\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\x05store\"\x8b\x02\n" +
+	"\x05store\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\x05store\x12 \n" +
+	"\fto_member_id\x18\x05 \x01(\tR\n" +
+	"toMemberId\"\xbe\x02\n" +
 	"\x10MemberHelloReply\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
@@ -392,7 +416,9 @@ const file_member_proto_rawDesc = "" +
 	"compatible\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12\x12\n" +
 	"\x04view\x18\a \x03(\tR\x04view\x12%\n" +
-	"\x0eview_addresses\x18\b \x03(\tR\rviewAddresses\",\n" +
+	"\x0eview_addresses\x18\b \x03(\tR\rviewAddresses\x121\n" +
+	"\vview_stores\x18\t \x03(\v2\x10.hoplite.NodeRefR\n" +
+	"viewStores\",\n" +
 	"\rMemberLeaving\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\"1\n" +
 	"\x12MemberLeavingReply\x12\x1b\n" +
@@ -428,11 +454,12 @@ var file_member_proto_goTypes = []any{
 var file_member_proto_depIdxs = []int32{
 	5, // 0: hoplite.MemberHello.store:type_name -> hoplite.NodeRef
 	5, // 1: hoplite.MemberHelloReply.store:type_name -> hoplite.NodeRef
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 2: hoplite.MemberHelloReply.view_stores:type_name -> hoplite.NodeRef
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_member_proto_init() }

@@ -112,7 +112,7 @@ func TestControlCall(t *testing.T) {
 			if _, err := tr.c.Call(ctx, tr.addr, 'e', make([]byte, MaxControlRequest+1)); !errors.Is(err, messages.ErrInvalidArgument) {
 				t.Fatalf("an oversized request = %v, want INVALID_ARGUMENT", err)
 			}
-			if _, err := tr.c.Call(ctx, tr.addr+"9", 'e', nil); !errors.Is(err, messages.ErrUnavailable) || Answered(err) {
+			if _, err := tr.c.Call(ctx, HostPort(tr.addr)+"9", 'e', nil); !errors.Is(err, messages.ErrUnavailable) || Answered(err) {
 				t.Fatalf("a call to nobody = %v, want UNAVAILABLE, not an answer", err)
 			}
 		})
@@ -244,12 +244,12 @@ func TestTCPControlBadRequests(t *testing.T) {
 		"version":    func(h []byte) { binary.BigEndian.PutUint16(h[4:], tcpVersion+1) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			nc, err := net.Dial("tcp", addr)
+			nc, err := net.Dial("tcp", HostPort(addr))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer nc.Close()
-			msg := encodeControl('e', []byte("hi"), time.Second)
+			msg := encodeControl('e', []byte("hi"), time.Second, 0)
 			mutate(msg)
 			nc.SetDeadline(time.Now().Add(hangGuard))
 			if _, err := nc.Write(msg); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -177,11 +178,14 @@ func (t *TCP) Close() {
 // ---------------------------------------------------------------- server
 
 type tcpServer struct {
-	t      *TCP
-	node   string
-	src    Source
-	ln     net.Listener
-	addr   string
+	t    *TCP
+	node string
+	src  Source
+	ln   net.Listener
+	addr string // host:port#inc
+	// inc is this endpoint's incarnation: requests that name another are
+	// refused (see the wire format).
+	inc    uint64
 	ctx    context.Context // ends when the server stops
 	cancel context.CancelFunc
 
@@ -192,7 +196,10 @@ type tcpServer struct {
 }
 
 // Serve implements Transport: it listens on ListenAddr and returns the
-// bound "host:port". Serving a node again replaces its old endpoint.
+// bound "host:port" with the endpoint's incarnation ("host:port#<16 hex
+// digits>", new at every Serve): requests to that address are served by
+// this endpoint only, never by a later one that listens at host:port.
+// Serving a node again replaces its old endpoint.
 func (t *TCP) Serve(node string, src Source) (string, error) {
 	if src == nil {
 		return "", messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "serve %s: nil source", node)
@@ -211,7 +218,8 @@ func (t *TCP) Serve(node string, src Source) (string, error) {
 		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "serve %s: data plane cannot listen: %v", node, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &tcpServer{t: t, node: node, src: src, ln: ln, addr: ln.Addr().String(),
+	inc := newIncarnation()
+	srv := &tcpServer{t: t, node: node, src: src, ln: ln, addr: fmt.Sprintf("%s#%016x", ln.Addr(), inc), inc: inc,
 		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
 	t.mu.Lock()
 	if t.closed {
@@ -226,6 +234,18 @@ func (t *TCP) Serve(node string, src Source) (string, error) {
 	srv.wg.Add(1)
 	go srv.accept()
 	return srv.addr, nil
+}
+
+// newIncarnation is a random endpoint incarnation, never 0 (which names
+// none).
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if inc := binary.BigEndian.Uint64(b[:]); inc != 0 {
+			return inc
+		}
+	}
 }
 
 // Unserve implements Transport: it closes the listener and every
@@ -441,6 +461,9 @@ func (sc *serverConn) refuse(err error) {
 
 // serveStream serves one request; false drops the connection.
 func (sc *serverConn) serveStream(req tcpRequest) bool {
+	if req.inc != 0 && req.inc != sc.s.inc {
+		return sc.fail(errOtherIncarnation(sc.s.addr, req.inc))
+	}
 	ka := req.keepalive
 	if ka == 0 {
 		ka = sc.s.t.cfg.StallTimeout / 3
@@ -674,8 +697,12 @@ func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool
 	}
 	t.mu.Unlock()
 
+	hostPort, _, err := splitAddress(addr)
+	if err != nil {
+		return nil, false, err
+	}
 	d := net.Dialer{Timeout: t.cfg.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := d.DialContext(ctx, "tcp", hostPort)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, messages.AsError(ctx.Err())
@@ -683,7 +710,7 @@ func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool
 		return nil, false, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no data endpoint at %s: %v", addr, err)
 	}
 	if t.cfg.TLS != nil {
-		tc := tls.Client(nc, certs.ForAddr(t.cfg.TLS, addr))
+		tc := tls.Client(nc, certs.ForAddr(t.cfg.TLS, hostPort))
 		hctx, cancel := context.WithTimeout(ctx, t.cfg.DialTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()
@@ -765,8 +792,12 @@ func (t *TCP) open(ctx context.Context, addr, id string, offset int64, chunk int
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
+	_, inc, err := splitAddress(addr)
+	if err != nil {
+		return nil, err
+	}
 	chunk = min(chunk, maxChunk)
-	req := encodeRequest(id, offset, chunk, t.cfg.StallTimeout/3, paced)
+	req := encodeRequest(id, offset, chunk, t.cfg.StallTimeout/3, paced, inc)
 	for {
 		c, reused, err := t.getConn(ctx, addr)
 		if err != nil {

@@ -20,7 +20,7 @@ const hangupDelay = 5 * time.Millisecond
 
 // readControl reads the rest of a control request whose header is h.
 func (sc *serverConn) readControl(h *[reqHeaderLen]byte) (tcpRequest, bool) {
-	req := tcpRequest{control: true, version: binary.BigEndian.Uint16(h[4:]), kind: h[6]}
+	req := tcpRequest{control: true, version: binary.BigEndian.Uint16(h[4:]), kind: h[6], inc: binary.BigEndian.Uint64(h[24:])}
 	n := binary.BigEndian.Uint32(h[8:])
 	ms := binary.BigEndian.Uint32(h[12:])
 	req.timeout = time.Duration(ms) * time.Millisecond
@@ -48,6 +48,9 @@ func (sc *serverConn) readControl(h *[reqHeaderLen]byte) (tcpRequest, bool) {
 
 // serveControl answers one control request; false drops the connection.
 func (sc *serverConn) serveControl(req tcpRequest) bool {
+	if req.inc != 0 && req.inc != sc.s.inc {
+		return sc.fail(errOtherIncarnation(sc.s.addr, req.inc))
+	}
 	h, ok := sc.s.src.(Controller)
 	if !ok {
 		return sc.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s takes no control requests", sc.s.node))
@@ -123,8 +126,12 @@ func (t *TCP) Call(ctx context.Context, addr string, kind byte, req []byte) ([]b
 	if err := checkCall(ctx, addr, req); err != nil {
 		return nil, err
 	}
+	_, inc, err := splitAddress(addr)
+	if err != nil {
+		return nil, err
+	}
 	deadline, _ := ctx.Deadline()
-	msg := encodeControl(kind, req, time.Until(deadline))
+	msg := encodeControl(kind, req, time.Until(deadline), inc)
 	for {
 		c, reused, err := t.getConn(ctx, addr)
 		if err != nil {

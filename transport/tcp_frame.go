@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // request only after the previous stream ended (its last data byte or an
 // error frame).
 //
-// Request, client to server (24 bytes, then the id):
+// Request, client to server (32 bytes, then the id):
 //
 //	0  [4]byte magic "HPDQ"
 //	4  uint16  protocol version (tcpVersion)
@@ -23,10 +24,20 @@ import (
 //	8  int64   offset
 //	16 uint32  chunk size, 1..maxChunk
 //	20 uint32  keepalive interval in ms the receiver asks for (0: the sender's)
-//	24 []byte  object id
+//	24 uint64  the incarnation of the endpoint the request is meant for
+//	           (0: whichever serves there)
+//	32 []byte  object id
 //
 // A paced request asks the sender to send the stream through its
 // EgressPacer (OpenPaced), at the rate of the sender's own link.
+//
+// Every Serve is a new incarnation of its endpoint: a random number,
+// which the data address it returns carries ("host:port#<16 hex
+// digits>"). A request to that address names it, and an endpoint of
+// another incarnation at host:port (a process restarted there) answers
+// it with an UNAVAILABLE error frame instead of serving it: a fetch, a
+// Locate or a push meant for a member that is gone never reaches the
+// member that took its port. A plain "host:port" names none.
 //
 // Response, server to client: a preamble, [4]byte magic "HPDR" and uint16
 // protocol version, then frames of {uint8 kind, uint32 length, length bytes}:
@@ -38,9 +49,9 @@ import (
 //
 // The stream ends after its last data byte (offset reaches size).
 const (
-	// tcpVersion 2 added the paced bit to the request.
-	tcpVersion     = 2
-	reqHeaderLen   = 24
+	// tcpVersion 2 added the paced bit to the request; 3 the incarnation.
+	tcpVersion     = 3
+	reqHeaderLen   = 32
 	preambleLen    = 6
 	frameHeaderLen = 5
 	// maxIDLen caps object ids on the wire.
@@ -74,7 +85,8 @@ type tcpRequest struct {
 	keepalive time.Duration
 	id        string
 	paced     bool
-	badFlags  bool // bits 13–14 of the id-length field were set
+	badFlags  bool   // bits 13–14 of the id-length field were set
+	inc       uint64 // the endpoint's incarnation it is meant for (0: any)
 
 	// A control request (see encodeControl) instead of a stream.
 	control bool
@@ -83,8 +95,8 @@ type tcpRequest struct {
 	payload []byte
 }
 
-// encodeRequest encodes a stream request.
-func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration, paced bool) []byte {
+// encodeRequest encodes a stream request for incarnation inc.
+func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration, paced bool, inc uint64) []byte {
 	b := make([]byte, reqHeaderLen+len(id))
 	copy(b, reqMagic[:])
 	binary.BigEndian.PutUint16(b[4:], tcpVersion)
@@ -96,6 +108,7 @@ func encodeRequest(id string, offset int64, chunk int, keepalive time.Duration, 
 	binary.BigEndian.PutUint64(b[8:], uint64(offset))
 	binary.BigEndian.PutUint32(b[16:], uint32(chunk))
 	binary.BigEndian.PutUint32(b[20:], uint32(min(keepalive.Milliseconds(), 1<<32-1)))
+	binary.BigEndian.PutUint64(b[24:], inc)
 	copy(b[reqHeaderLen:], id)
 	return b
 }
@@ -111,7 +124,37 @@ func parseRequestHeader(h *[reqHeaderLen]byte) tcpRequest {
 		offset:    int64(binary.BigEndian.Uint64(h[8:])),
 		chunk:     binary.BigEndian.Uint32(h[16:]),
 		keepalive: time.Duration(binary.BigEndian.Uint32(h[20:])) * time.Millisecond,
+		inc:       binary.BigEndian.Uint64(h[24:]),
 	}
+}
+
+// splitAddress splits a data address into what to dial and the
+// incarnation it names (0 for a plain host:port).
+func splitAddress(addr string) (dial string, inc uint64, err error) {
+	dial, hexInc, ok := strings.Cut(addr, "#")
+	if !ok {
+		return addr, 0, nil
+	}
+	inc, perr := strconv.ParseUint(hexInc, 16, 64)
+	if perr != nil || len(hexInc) != 16 || inc == 0 {
+		return "", 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "data address %q: want host:port#<16 hex digits>", addr)
+	}
+	return dial, inc, nil
+}
+
+// HostPort is the host:port a data address listens at, without the
+// incarnation it names: what an operator's firewall or a raw connection
+// needs.
+func HostPort(addr string) string {
+	dial, _, _ := strings.Cut(addr, "#")
+	return dial
+}
+
+// errOtherIncarnation is what an endpoint answers a request meant for
+// another incarnation at its address.
+func errOtherIncarnation(addr string, inc uint64) error {
+	return messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+		"another incarnation serves at %s: the endpoint %016x asked for is gone (its node stopped)", HostPort(addr), inc)
 }
 
 func appendPreamble(b []byte) []byte {
@@ -155,7 +198,7 @@ func decodeError(p []byte, addr string) (err error, ok bool) {
 }
 
 // A control request (see Caller) shares the connections and the response
-// format; it differs in its header (24 bytes, then the payload):
+// format; it differs in its header (32 bytes, then the payload):
 //
 //	0  [4]byte magic "HPDC"
 //	4  uint16  protocol version (tcpVersion)
@@ -164,7 +207,8 @@ func decodeError(p []byte, addr string) (err error, ok bool) {
 //	8  uint32  payload length, at most MaxControlRequest
 //	12 uint32  timeout in ms, 1..maxControlTimeout: the handler's deadline
 //	16 [8]byte 0
-//	24 []byte  payload
+//	24 uint64  the incarnation of the endpoint it is meant for (0: any)
+//	32 []byte  payload
 //
 // The answer is the preamble, then one frame: 'C' with the reply (at most
 // MaxControlReply bytes) or 'E'. While the handler runs the client sends
@@ -176,7 +220,7 @@ const (
 
 var ctlMagic = [4]byte{'H', 'P', 'D', 'C'}
 
-func encodeControl(kind byte, req []byte, timeout time.Duration) []byte {
+func encodeControl(kind byte, req []byte, timeout time.Duration, inc uint64) []byte {
 	b := make([]byte, reqHeaderLen+len(req))
 	copy(b, ctlMagic[:])
 	binary.BigEndian.PutUint16(b[4:], tcpVersion)
@@ -184,6 +228,7 @@ func encodeControl(kind byte, req []byte, timeout time.Duration) []byte {
 	binary.BigEndian.PutUint32(b[8:], uint32(len(req)))
 	ms := min(max(timeout.Milliseconds(), 1), int64(maxControlTimeout))
 	binary.BigEndian.PutUint32(b[12:], uint32(ms))
+	binary.BigEndian.PutUint64(b[24:], inc)
 	copy(b[reqHeaderLen:], req)
 	return b
 }

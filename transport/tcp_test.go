@@ -191,7 +191,7 @@ func TestTCPServeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A port already in use.
-	other := newTCP(t, TCPConfig{ListenAddr: addr})
+	other := newTCP(t, TCPConfig{ListenAddr: HostPort(addr)})
 	_, err = other.Serve("b", src)
 	wantCode(t, err, messages.ErrUnavailable)
 	if !strings.Contains(err.Error(), "address already in use") {
@@ -230,11 +230,12 @@ func TestTCPServeErrors(t *testing.T) {
 		t.Fatal("new endpoint got other bytes")
 	}
 
-	// A fixed port can be served again after Unserve.
+	// A fixed port can be served again after Unserve, as a new
+	// incarnation (TestTCPRequestForAnotherIncarnation).
 	tr.Unserve(addr2)
-	fixed := newTCP(t, TCPConfig{ListenAddr: addr2})
-	if got, err := fixed.Serve("c", src); err != nil || got != addr2 {
-		t.Fatalf("Serve on the freed port = %q, %v", got, err)
+	fixed := newTCP(t, TCPConfig{ListenAddr: HostPort(addr2)})
+	if got, err := fixed.Serve("c", src); err != nil || HostPort(got) != HostPort(addr2) || got == addr2 {
+		t.Fatalf("Serve on the freed port = %q, %v (the old endpoint was %q)", got, err, addr2)
 	}
 
 	tr.Close()
@@ -962,6 +963,7 @@ func rawRequest(version uint16, idLen int, id string, offset int64, chunk uint32
 	b = binary.BigEndian.AppendUint64(b, uint64(offset))
 	b = binary.BigEndian.AppendUint32(b, chunk)
 	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint64(b, 0)
 	return append(b, id...)
 }
 
@@ -974,7 +976,7 @@ func TestTCPMaliciousClient(t *testing.T) {
 	var log logSink
 	srv, cli, addr := tcpPair(t, src, TCPConfig{StallTimeout: 200 * time.Millisecond, Log: log.logf}, TCPConfig{})
 	dial := func() net.Conn {
-		c, err := net.DialTimeout("tcp", addr, hangGuard)
+		c, err := net.DialTimeout("tcp", HostPort(addr), hangGuard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1160,18 +1162,18 @@ func TestTCPCloseStopsEverything(t *testing.T) {
 }
 
 func TestTCPFrameCodec(t *testing.T) {
-	req := encodeRequest("obj", 1<<40+3, 12345, 1500*time.Millisecond, true)
+	req := encodeRequest("obj", 1<<40+3, 12345, 1500*time.Millisecond, true, 0xfeed)
 	if len(req) != reqHeaderLen+3 || !bytes.Equal(req[:4], reqMagic[:]) {
 		t.Fatalf("request %x", req)
 	}
 	var h [reqHeaderLen]byte
 	copy(h[:], req)
 	got := parseRequestHeader(&h)
-	want := tcpRequest{version: tcpVersion, idLen: 3, offset: 1<<40 + 3, chunk: 12345, keepalive: 1500 * time.Millisecond, paced: true}
+	want := tcpRequest{version: tcpVersion, idLen: 3, offset: 1<<40 + 3, chunk: 12345, keepalive: 1500 * time.Millisecond, paced: true, inc: 0xfeed}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parsed %+v, want %+v", got, want)
 	}
-	copy(h[:], encodeRequest("obj", 0, 1, 0, false))
+	copy(h[:], encodeRequest("obj", 0, 1, 0, false, 0))
 	if got := parseRequestHeader(&h); got.paced || got.idLen != 3 || got.badFlags {
 		t.Fatalf("unpaced request parsed as %+v", got)
 	}

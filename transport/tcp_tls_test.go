@@ -101,11 +101,11 @@ func TestTCPTLS(t *testing.T) {
 
 	// A raw request gets no object bytes back: the reply is not a frame
 	// holding the pattern.
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	nc, err := net.DialTimeout("tcp", HostPort(addr), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := encodeRequest("o", 0, 1<<20, 0, false)
+	req := encodeRequest("o", 0, 1<<20, 0, false, 0)
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	nc.Write(req)
 	reply, _ := io.ReadAll(nc)
@@ -117,7 +117,7 @@ func TestTCPTLS(t *testing.T) {
 	// A TLS client without a certificate: the handshake is refused.
 	noCert := cluster.Clone()
 	noCert.Certificates = nil
-	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, noCert)
+	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", HostPort(addr), noCert)
 	if err == nil {
 		tc.SetDeadline(time.Now().Add(10 * time.Second))
 		tc.Write(req)

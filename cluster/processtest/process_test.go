@@ -153,7 +153,8 @@ func (p *nodeProc) waitStarted(t testing.TB, d time.Duration) {
 	}
 }
 
-func (p *nodeProc) store() *actor.PID { return actor.NewPID(p.address, "node/store") }
+// store is the process's store node (its incarnation's).
+func (p *nodeProc) store() *actor.PID { return cluster.ProcessStore(p.id, p.address) }
 
 // logEntry is one JSON log line of a member.
 type logEntry map[string]any
@@ -234,7 +235,7 @@ func (c *testClient) of(p *nodeProc) *storenode.Client {
 
 // view asks a member for its live members.
 func (c *testClient) view(p *nodeProc) ([]string, error) {
-	res, err := c.system.Root.RequestFuture(actor.NewPID(p.address, "node/members"),
+	res, err := c.system.Root.RequestFuture(cluster.HelloPID(p.address),
 		&messages.MemberHello{ProtocolVersion: cluster.ProtocolVersion, Shards: testShards}, 2*time.Second).Result()
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
+	"github.com/hoplite-go/hoplite/transport"
 )
 
 const nodeUsage = `usage: hoplite node --bind HOST:PORT --seeds HOST:PORT,... [flags]
@@ -232,7 +233,7 @@ func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig,
 		}
 	}
 	fmt.Fprintf(stdout, "hoplite node %s address=%s data=%s manage=%d members=%d timer-slack=%s\n",
-		m.ID(), m.Address(), m.DataAddress(), managePort(cfg), len(m.Members()), timerSlackNow())
+		m.ID(), m.Address(), transport.HostPort(m.DataAddress()), managePort(cfg), len(m.Members()), timerSlackNow())
 	select {
 	case <-ctx.Done():
 		log.WithField("member", m.ID()).Info("signal: leaving the cluster")
