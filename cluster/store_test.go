@@ -73,6 +73,36 @@ func TestGetCopiesButReadOnlyShares(t *testing.T) {
 	}
 }
 
+// An inline object lives in its directory shard too: when that shard is
+// on the Put's own member, in the same process, it must keep a copy of
+// the bytes, not the caller's buffer, which the caller may reuse once
+// Put returns.
+func TestInlinePutKeepsNoReferenceToTheCallersBuffer(t *testing.T) {
+	l := start(t, Config{Nodes: 2, Shards: 8})
+	ctx := deadline(t, 10*time.Second)
+	m1 := l.Member(1)
+	var id string
+	for i := 0; id == ""; i++ {
+		if i > 10000 {
+			t.Fatal("no id with its shard on node 0")
+		}
+		if c := fmt.Sprintf("inline-%d", i); m1.ShardOwner(c) == l.Member(0).ID() {
+			id = c
+		}
+	}
+	data := randomBytes(3, 1<<10)
+	orig := bytes.Clone(data)
+	if err := l.Client(0).Put(ctx, id, data); err != nil {
+		t.Fatal(err)
+	}
+	data[0] ^= 0xff
+	for _, node := range []int{1, 0} {
+		if got, err := l.Client(node).Get(ctx, id); err != nil || !bytes.Equal(got, orig) {
+			t.Fatalf("node %d: modifying the Put buffer after Put changed the object (%v)", node, err)
+		}
+	}
+}
+
 func TestGetBeforePutCompletesPipelines(t *testing.T) {
 	const chunk = 64 << 10
 	located := make(chan struct{})

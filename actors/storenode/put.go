@@ -138,7 +138,10 @@ func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data 
 		obj.SetReduced(req.ReducedIDs)
 	}
 	if req.Size < n.cfg.InlineLimit {
-		req.Inline, req.InlineData = true, data
+		// The shard keeps these bytes (and, on its own member, hands them
+		// to Gets as they are): a copy, never the caller's buffer, which
+		// the caller may reuse once Put returns.
+		req.Inline, req.InlineData = true, bytes.Clone(data)
 	}
 	req.RequestID = n.reqs.newID()
 	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data}
