@@ -96,7 +96,7 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 		log = logrus.New()
 		log.SetOutput(io.Discard)
 	}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+	system := newActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return memberLogger(log, "client")
 	}))
 	r := remote.NewRemote(system, RemoteConfig(bhost, pn, cfg.tls, log))

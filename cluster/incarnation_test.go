@@ -136,6 +136,19 @@ func TestMessagesForAStoppedIncarnationAreNotHandledByTheNext(t *testing.T) {
 		t.Fatalf("the next incarnation answered %v Locates meant for the stopped one", d)
 	}
 
+	// The names the two incarnations' actor systems generate (the reply
+	// actors of their requests, reduce workers) are apart: a late reply
+	// to a request of the first reaches none of the next's.
+	generated := map[string]bool{}
+	for range 1000 {
+		generated[b1.system.ProcessRegistry.NextId()] = true
+	}
+	for range 1000 {
+		if id := b2.system.ProcessRegistry.NextId(); generated[id] {
+			t.Fatalf("both incarnations generate the actor name %q", id)
+		}
+	}
+
 	// What a knows of the next incarnation reaches it.
 	if got, err := a.ClientOf(b2.Node()).Get(ctx, id); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("a Get through the next incarnation's store node: %v", err)

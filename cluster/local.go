@@ -224,7 +224,7 @@ func StartLocal(cfg Config) (*Local, error) {
 // but reachable by them (remote on a loopback port), so that actors
 // spawned in it can talk to every member's store node.
 func startAppSystem(log slog.Handler) (sys *actor.ActorSystem, err error) {
-	sys = actor.NewActorSystem(appSystemOptions(log)...)
+	sys = newActorSystem(appSystemOptions(log)...)
 	r := remote.NewRemote(sys, remoteConfig("127.0.0.1", 0))
 	defer func() {
 		if p := recover(); p != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -84,7 +86,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.provider = provider
 
-	m.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+	m.system = newActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return systemLogger(cfg.protoLog, m.id)
 	}))
 	// The member id is the system id: Proto.Actor's membership and block
@@ -285,6 +287,23 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.warm.start(ctx, m.quit)
 	m.log.WithFields(fields).Info("member joined the cluster")
 	return nil
+}
+
+// newActorSystem is an actor system whose generated actor names ("$…":
+// request futures and catchers, reduce workers, relays) count from a
+// random point rather than from 1, so that two incarnations at one
+// address never generate the same ones. The member's own actors are
+// named by its incarnation (rootName); these are the others: a late reply
+// to a request of a member that stopped then finds no actor at the
+// process that took its address, rather than that process's own request
+// waiting for another answer.
+func newActorSystem(opts ...actor.ConfigOption) *actor.ActorSystem {
+	sys := actor.NewActorSystem(opts...)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	// Below 2^62: the counter never wraps.
+	atomic.StoreUint64(&sys.ProcessRegistry.SequenceID, binary.BigEndian.Uint64(b[:])>>2)
+	return sys
 }
 
 // remoteConfig is the plaintext Proto.Actor remote configuration (the
