@@ -333,6 +333,13 @@ func (t *LocationTable) fetchDone(req *messages.FetchDone) []outbox.Send {
 		return append(out, outbox.Send{To: req.GetReceiver(), Msg: &messages.DropObject{ObjectId: id}})
 	}
 	out = append(out, t.setLocation(e, req.GetReceiver(), messages.LocationState_COMPLETE, false)...)
+	if run, reduced := e.target.marks(); run != "" && req.GetRun() == "" {
+		// A reader answered before the Reduce's commit (it streamed from
+		// the root, whose last byte waited for the commit) recorded no
+		// run: its copy must say it too (see LocateReply.produced_by).
+		out = append(out, outbox.Send{To: req.GetReceiver(), Msg: &messages.ReduceCommit{ReduceId: run, TargetId: id,
+			ReducedIds: reduced, MarkOnly: true}})
+	}
 	return append(out, t.serveWaiters(e)...)
 }
 

@@ -2208,7 +2208,13 @@ type FetchDone struct {
 	// copy of another epoch than the entry's holds other contents (a Reduce
 	// re-created or released its target meanwhile) and is dropped, not
 	// offered.
-	Epoch         uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// run is the Reduce run the receiver recorded on its copy, as the
+	// shard's answer named it (LocateReply.produced_by; "" if none). A
+	// receiver that was answered before the Reduce's commit, streaming from
+	// its root, learns the run from the shard now (a ReduceCommit with
+	// mark_only).
+	Run           string `protobuf:"bytes,7,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2283,6 +2289,13 @@ func (x *FetchDone) GetEpoch() uint64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *FetchDone) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
 }
 
 // FetchAborted: receiver gave up; its partial location goes, its sender is
@@ -4480,14 +4493,15 @@ const file_hoplite_proto_rawDesc = "" +
 	"reducedIds\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
-	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xcc\x01\n" +
+	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xde\x01\n" +
 	"\tFetchDone\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +
 	"\x06sender\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\x06sender\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12 \n" +
 	"\vfingerprint\x18\x05 \x01(\x06R\vfingerprint\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\x9d\x01\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03run\x18\a \x01(\tR\x03run\"\x9d\x01\n" +
 	"\fFetchAborted\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12(\n" +

@@ -108,3 +108,46 @@ func TestAReadersRunDoesNotReplaceACopysOwn(t *testing.T) {
 		t.Fatalf("the copy's run became %q generation %d", p, g)
 	}
 }
+
+// A reader answered before the commit streams from the root, whose last
+// byte waits for the commit; its answer named no run. Its FetchDone,
+// after the commit, gets the run from the shard (a ReduceCommit that
+// only marks the copy), and its node records it; one whose answer named
+// the run gets nothing more.
+func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
+	run := directory.ReduceID("t", "call1", "a1")
+	tb := directory.NewLocationTable(directory.TableConfig{})
+	if _, err := tb.Reserve("t", run); err != nil {
+		t.Fatal(err)
+	}
+	root := sender("root")
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: root, ReduceId: run, ReduceGeneration: 1}, "c")
+	me := &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
+	var reply *messages.LocateReply
+	for _, s := range tb.Locate(&messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 3}, "reader", time.Unix(1000, 0)).Sends {
+		if r, ok := s.Msg.(*messages.LocateReply); ok {
+			reply = r
+		}
+	}
+	if reply == nil || reply.GetSender().GetNodeId() != "root" || reply.GetProducedBy() != "" {
+		t.Fatalf("the reader's answer before the commit: %v", reply)
+	}
+	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: root, State: messages.LocationState_COMPLETE, Size: 1024,
+		Fingerprint: 5, Creator: true, ReduceId: run, ProducedBy: run, ReducedIds: []string{"s1", "s0"}})
+	out := tb.FetchDone(&messages.FetchDone{ObjectId: "t", Receiver: me, Sender: root, Size: 1024, Fingerprint: 5, Epoch: reply.GetEpoch()})
+	var mark *messages.ReduceCommit
+	for _, s := range out.Sends {
+		if m, ok := s.Msg.(*messages.ReduceCommit); ok && s.To == me {
+			mark = m
+		}
+	}
+	if mark == nil || !mark.GetMarkOnly() || mark.GetReduceId() != run || !slices.Equal(mark.GetReducedIds(), []string{"s1", "s0"}) {
+		t.Fatalf("the reader's FetchDone after the commit: %v; want a mark naming the run", out.Sends)
+	}
+	out = tb.FetchDone(&messages.FetchDone{ObjectId: "t", Receiver: me, Sender: root, Size: 1024, Fingerprint: 5, Epoch: reply.GetEpoch(), Run: run})
+	for _, s := range out.Sends {
+		if _, ok := s.Msg.(*messages.ReduceCommit); ok {
+			t.Fatalf("a copy that recorded the run is marked again: %v", out.Sends)
+		}
+	}
+}

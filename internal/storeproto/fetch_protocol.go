@@ -466,7 +466,7 @@ func (p *FetchProtocol) StoreDone(r StoreResult, st ObjectState, now time.Time) 
 			return p.finish(out, r.Err)
 		}
 		out.Send(directory.ShardOf(p.id), &messages.FetchDone{ObjectId: p.id, Receiver: me, Sender: p.sender,
-			Size: st.Size, Fingerprint: p.fingerprint, Epoch: p.epoch})
+			Size: st.Size, Fingerprint: p.fingerprint, Epoch: p.epoch, Run: p.run})
 		return p.finish(out, nil)
 	case nextRewoundReset:
 		if r.Err != nil {
