@@ -165,12 +165,11 @@ var ErrExpelled = errors.New("hoplite: the other members declared this member fa
 // member logging only "membership views disagree").
 //
 // The notice goes to that incarnation's broadcaster (root is its node
-// supervisor): a later incarnation at addr does not have it.
+// supervisor, "" if no handshake with it was over here: the first answer
+// to a hello at addr that names id tells it), which a later incarnation
+// at addr does not have.
 func (m *Member) expelled(id, addr, root string) {
 	end := time.Now().Add(expelNoticeFor)
-	if root == "" {
-		return // no handshake with it was ever over: it never ran here
-	}
 	for told := 0; ; told++ {
 		dead, err := probe(addr)
 		if dead {
@@ -180,19 +179,27 @@ func (m *Member) expelled(id, addr, root string) {
 			m.log.WithFields(logrus.Fields{"member": id, "probe": fmt.Sprint(err)}).
 				Info("a member the provider dropped still answers: telling it to rejoin as a new incarnation")
 		}
-		// The wave's notice (revoke.FailureNotice), not another one with
-		// epoch 0: one failure of one incarnation has one id.
-		m.system.Root.Send(memberPID(addr, root, revokeName),
-			&messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr, Epoch: bmg.IncarnationEpoch(addr)})
-		if m.cfg.embedded != nil {
-			return // once only: embedded members never pause
+		if root != "" {
+			// The wave's notice (revoke.FailureNotice), not another one
+			// with epoch 0: one failure of one incarnation has one id.
+			m.system.Root.Send(memberPID(addr, root, revokeName),
+				&messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr, Epoch: bmg.IncarnationEpoch(addr)})
+			if m.cfg.embedded != nil {
+				return // once only: embedded members never pause
+			}
 		}
 		// Who answers there now? A hello without a member id: the
 		// answer's view is all it asks for, nothing is recorded there.
 		res, err := m.system.Root.RequestFuture(HelloPID(addr),
 			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, expelNoticeEvery).Result()
-		if r, ok := res.(*messages.MemberHelloReply); err == nil && ok && r.GetMemberId() != id {
-			return // it stopped, and a new incarnation serves there
+		if r, ok := res.(*messages.MemberHelloReply); err == nil && ok {
+			if r.GetMemberId() != id {
+				return // it stopped, and a new incarnation serves there
+			}
+			if root == "" && rootOf(r.GetStore()) != "" {
+				root = rootOf(r.GetStore())
+				continue // tell it now
+			}
 		}
 		if time.Now().After(end) {
 			m.log.WithFields(logrus.Fields{"member": id, "notices": told + 1}).
