@@ -76,7 +76,14 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 	rid := req.GetReceiver().GetNodeId()
 	avoid := ""
 	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
-		if loc := e.locs[f.GetNodeId()]; loc != nil && loc.state == messages.LocationState_COMPLETE && (loc.creator || !e.hasSourceBut(f.GetNodeId())) {
+		loc := e.locs[f.GetNodeId()]
+		if loc != nil && req.GetFailedSenderLacks() && sameIncarnation(loc.node, f) {
+			out = append(out, t.removeLocation(e, f.GetNodeId())...)
+			if fx, lost := t.markLostIfGone(e, f.GetNodeId()); lost {
+				out = append(out, fx...)
+				return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err, Attempt: req.GetAttempt()}})
+			}
+		} else if loc != nil && loc.state == messages.LocationState_COMPLETE && (loc.creator || !e.hasSourceBut(f.GetNodeId())) {
 			// A receiver's stream error says nothing certain about the
 			// creator (the receiver stalled, a connection broke): removed,
 			// its whole copy, often the only one, was offered to nobody
@@ -109,9 +116,13 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 		switch {
 		case loc.state == messages.LocationState_COMPLETE && loc.creator:
 			// The creator's copy: a Get that waited on this node before
-			// the node's own Put of the id finished. It has the object.
-			return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id,
-				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s already holds %q", rid, id), Attempt: req.GetAttempt()}})
+			// the node's own Put of the id finished. It has the object,
+			// and is its own sender. Only the node's store can tell that
+			// record from a stale one (a copy the node no longer holds):
+			// a receiver that holds nothing unpublishes it and asks again
+			// (storeproto.FetchProtocol.Located).
+			return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Size: e.size,
+				Fingerprint: e.fingerprint, Sender: loc.node, SenderState: loc.state, Epoch: e.epoch, Attempt: req.GetAttempt()}})
 		case loc.state == messages.LocationState_COMPLETE:
 			// A receiver asks because it does not hold the object, so a
 			// record of its whole copy is stale: a late publication of a

@@ -1904,9 +1904,15 @@ type Locate struct {
 	// neither replaces nor is replaced by the receiver's other Locates of the
 	// object (a Get on the same node may be fetching it meanwhile). No
 	// FetchDone or FetchAborted follows.
-	NoCopy        bool `protobuf:"varint,8,opt,name=no_copy,json=noCopy,proto3" json:"no_copy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NoCopy bool `protobuf:"varint,8,opt,name=no_copy,json=noCopy,proto3" json:"no_copy,omitempty"`
+	// failed_sender_lacks: failed_sender answered that it holds no such
+	// object (NOT_FOUND). Unlike a broken stream, which says nothing certain
+	// about a whole copy, that is the copy's own node speaking: the shard
+	// removes its record, whatever it is (a creator's, the last whole one),
+	// rather than offer it again to receivers that each find it missing.
+	FailedSenderLacks bool `protobuf:"varint,9,opt,name=failed_sender_lacks,json=failedSenderLacks,proto3" json:"failed_sender_lacks,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Locate) Reset() {
@@ -1991,6 +1997,13 @@ func (x *Locate) GetReplyTo() *NodeRef {
 func (x *Locate) GetNoCopy() bool {
 	if x != nil {
 		return x.NoCopy
+	}
+	return false
+}
+
+func (x *Locate) GetFailedSenderLacks() bool {
+	if x != nil {
+		return x.FailedSenderLacks
 	}
 	return false
 }
@@ -4462,7 +4475,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x9f\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xcf\x02\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
@@ -4472,7 +4485,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x05naive\x18\x05 \x01(\bR\x05naive\x12\x18\n" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
-	"\ano_copy\x18\b \x01(\bR\x06noCopy\"\x9d\x03\n" +
+	"\ano_copy\x18\b \x01(\bR\x06noCopy\x12.\n" +
+	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\"\x9d\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +

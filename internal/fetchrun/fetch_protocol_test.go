@@ -377,3 +377,57 @@ func TestFetchDroppedAbortsItsAttempt(t *testing.T) {
 		t.Fatalf("stopped with its node: %+v", out)
 	}
 }
+
+// The directory names this node as the sender of its own whole copy,
+// which its store does not hold: the record is stale. The fetch
+// unpublishes it and asks again, instead of failing its Get. A copy the
+// node holds (a Put here took the placeholder over) ends the fetch.
+func TestFetchUnpublishesAStaleRecordOfItsOwnCopy(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	l := f.locate(f.p.Start(f.now))
+	me := &messages.NodeRef{NodeId: "me"}
+	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: me,
+		SenderState: messages.LocationState_COMPLETE}, f.now)
+	var unpub *messages.UnpublishLocation
+	for _, s := range out.Sends {
+		if u, ok := s.Msg.(*messages.UnpublishLocation); ok {
+			unpub = u
+		}
+	}
+	if unpub == nil || unpub.GetNode().GetNodeId() != "me" || unpub.GetObjectId() != "x" || out.Done || len(out.Timers) != 1 {
+		t.Fatalf("a stale record of its own copy: %+v; want an Unpublish and a retry", out)
+	}
+	f.now = out.Timers[0].At
+	l = f.locate(f.p.Timer(out.Timers[0].Msg.(storeproto.FetchTimer), f.now))
+
+	// A Put here takes the placeholder over, as it does before it
+	// publishes its copy.
+	if _, err := f.store.Promote(f.obj, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: me,
+		SenderState: messages.LocationState_COMPLETE}, f.now); !out.Done || out.Err != nil {
+		t.Fatalf("its own copy, held by a Put here: %+v; want the fetch to end", out)
+	}
+}
+
+// A sender that answered NOT_FOUND is named as one that lacks the object
+// in the next Locate; one whose stream merely broke is not.
+func TestFetchSaysASenderLacksTheObject(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		lacks bool
+	}{
+		{messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", "x"), true},
+		{messages.Errorf(messages.ErrorCode_UNAVAILABLE, "connection reset"), false},
+	} {
+		f := newProtoFixture(t, time.Minute)
+		l := f.locate(f.p.Start(f.now))
+		out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Sender: sender("a"),
+			SenderState: messages.LocationState_COMPLETE}, f.now)
+		next := f.locate(f.p.StreamEnded(out.Stream.ID, c.err, f.now))
+		if next.GetFailedSender().GetNodeId() != "a" || next.GetFailedSenderLacks() != c.lacks {
+			t.Fatalf("after %v: failed sender %v, lacks %v; want a, %v", c.err, next.GetFailedSender(), next.GetFailedSenderLacks(), c.lacks)
+		}
+	}
+}

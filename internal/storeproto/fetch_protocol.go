@@ -284,6 +284,8 @@ type FetchProtocol struct {
 	attempt     uint64
 	backoff     time.Duration
 	failed      *messages.NodeRef
+	// failedLacks: failed answered NOT_FOUND (Locate.failed_sender_lacks).
+	failedLacks bool
 	epoch       uint64
 	haveEpoch   bool
 	rewinds     int
@@ -504,7 +506,17 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 	if p.into {
 		return p.locatedInto(out, loc, now)
 	}
-	if st.Pinned || loc.GetSender().GetNodeId() == me.GetNodeId() {
+	if own := loc.GetSender().GetNodeId() == me.GetNodeId(); own && !st.Pinned && !st.Done && st.Err == nil {
+		// The directory lists this node's own whole copy, which its store
+		// does not hold (a Put here takes the fetch's placeholder over
+		// before it publishes, so that is not it): the record is stale.
+		// It goes, and the fetch asks again. Answered with an error,
+		// the Get failed with "already holds" while other copies lived.
+		out.Send(directory.ShardOf(p.id), &messages.UnpublishLocation{ObjectId: p.id, Node: me})
+		p.locateFailed(&out, messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"the directory lists a whole copy of %q on this node, which does not hold it", p.id), now)
+		return out
+	} else if st.Pinned || own {
 		return p.finish(out, nil) // a Put on this node took the object over
 	}
 	if loc.GetHasInline() {
@@ -714,7 +726,7 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 	if p.grace.IsZero() {
 		p.grace = now.Add(p.cfg.Grace)
 	}
-	p.failed = p.sender
+	p.failed, p.failedLacks = p.sender, errors.Is(err, messages.ErrNotFound) && !p.senderGone
 	p.locate(&out, now)
 	return out
 }
@@ -765,7 +777,7 @@ func (p *FetchProtocol) locate(out *FetchOutput, now time.Time) {
 		return
 	}
 	out.Send(directory.ShardOf(p.id), &messages.Locate{ObjectId: p.id, Receiver: p.cfg.Self,
-		TimeoutMs: max(1, p.locDeadline.Sub(now).Milliseconds()), FailedSender: p.failed,
+		TimeoutMs: max(1, p.locDeadline.Sub(now).Milliseconds()), FailedSender: p.failed, FailedSenderLacks: p.failed != nil && p.failedLacks,
 		Naive: p.cfg.Naive && !p.into, Attempt: p.attempt, NoCopy: p.into})
 	out.After(p.locDeadline, FetchTimer{Attempt: p.attempt, Kind: TimerLocateDeadline})
 }
