@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -186,5 +187,40 @@ func TestLateNoticeDoesNotHideALaterFailureOfTheSameName(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A handshake of one embedded cluster's member that reaches a member of
+// another cluster (through a loopback port a member of the first held,
+// and naming a member of the same name) is answered but not taken: the
+// member keeps its own peer of the greeter's name, and the answer says
+// which cluster answered, so the greeter does not take it either.
+func TestHandshakeOfAnotherClusterIsNotTaken(t *testing.T) {
+	a := start(t, Config{Nodes: 2})
+	b := start(t, Config{Nodes: 2})
+	ctx := deadline(t, 10*time.Second)
+	greeter, greeted := a.Member(0), b.Member(1)
+	hello := greeter.hello()
+	hello.ToMemberId = greeted.ID() // node-1: a's, and b's
+	res, err := actorutil.Request(ctx, greeter.System().Root, HelloPID(greeted.Address()), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := res.(*messages.MemberHelloReply)
+	if !ok || r.GetMemberId() != greeted.ID() {
+		t.Fatalf("hello answered %v", res)
+	}
+	if r.GetCluster() == greeter.cfg.ClusterName {
+		t.Fatalf("two embedded clusters answer as the same cluster %q", r.GetCluster())
+	}
+	// Asked after the hello, from the same mailbox: its outcome is in.
+	res, err = greeted.System().Root.RequestFuture(greeted.membersPID.Load(), placementQuery{}, 10*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := b.Member(0)
+	if d := res.(placement).peers[own.ID()]; !strings.Contains(d, own.Node().GetActorId()) || !strings.HasPrefix(d, "compatible") {
+		t.Fatalf("b's %s holds its peer %s as %q after a's %s greeted it; want b's own (store %s)",
+			greeted.ID(), own.ID(), d, greeter.ID(), own.Node().GetActorId())
 	}
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -123,6 +125,11 @@ type Local struct {
 	estimator  *estimator.Estimator
 	log        *logrus.Entry
 	protoLog   slog.Handler // where Proto.Actor's records go
+	// name is the cluster's name, its own among the embedded clusters of
+	// every process (their members are named alike, node-0, node-1, …):
+	// a member's handshake that reaches a member of another one, through
+	// a loopback port that cluster's member held, is not taken.
+	name string
 
 	// ops serializes Kill, Restart and Stop: each waits for the cluster
 	// to settle, holding ops but not mu, so that calls on the live
@@ -178,6 +185,9 @@ func StartLocal(cfg Config) (*Local, error) {
 	l := &Local{cfg: cfg, membership: newMembership(), transport: transport.NewMemory(cfg.LinkBandwidth),
 		estimator: estimator.New(100*time.Microsecond, bandwidth), log: logrus.NewEntry(cfg.Log), protoLog: protoLog,
 		delivered: map[string]map[incarnation]bool{}, announced: map[incarnation]bool{}}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	l.name = "hoplite-embedded-" + hex.EncodeToString(nonce[:])
 	app, err := startAppSystem(protoLog)
 	if err != nil {
 		return nil, err
@@ -257,7 +267,7 @@ func (l *Local) startMember(i int) error {
 		if err != nil {
 			return fmt.Errorf("start %s: %w", id, err)
 		}
-		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
+		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ClusterName: l.name, Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
 			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, ActorSubscribes: cfg.ActorSubscribes, Hooks: cfg.Hooks,
 			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log, protoLog: l.protoLog,

@@ -188,7 +188,8 @@ type peerIndex struct {
 func (m *Member) storeNodes() []*messages.NodeRef { return *m.stores.Load() }
 
 func (m *Member) hello() *messages.MemberHello {
-	return &messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards), MemberId: m.id, Store: m.ref}
+	return &messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards), MemberId: m.id, Store: m.ref,
+		Cluster: m.cfg.ClusterName}
 }
 
 // compatible decides the handshake.

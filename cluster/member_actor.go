@@ -445,8 +445,10 @@ func (a *membersActor) greet(ctx actor.Context) {
 			if errors.Is(err, actor.ErrTimeout) {
 				h.wait = min(2*h.wait, helloMaxWait)
 			}
-			if err != nil || !ok || r.GetMemberId() != id {
-				// Not up yet (or another incarnation answers there): retry.
+			if err != nil || !ok || r.GetMemberId() != id || r.GetCluster() != a.m.cfg.ClusterName {
+				// Not up yet (or another incarnation answers there, or a
+				// member of another cluster that took the address: embedded
+				// clusters name their members alike): retry.
 				h.backoff = min(max(2*h.backoff, 50*time.Millisecond), time.Second)
 				h.next = time.Now().Add(h.backoff)
 				return
@@ -469,7 +471,7 @@ func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
 	ok, why := a.m.compatible(h.GetProtocolVersion(), h.GetShards())
 	if ctx.Sender() != nil {
 		reply := &messages.MemberHelloReply{ProtocolVersion: a.m.cfg.ProtocolVersion, Shards: int32(a.m.cfg.Shards),
-			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why}
+			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why, Cluster: a.m.cfg.ClusterName}
 		for _, id := range a.st.view.Live() {
 			reply.View = append(reply.View, id)
 			reply.ViewAddresses = append(reply.ViewAddresses, a.st.view.Address(id))
@@ -477,9 +479,10 @@ func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
 		}
 		ctx.Respond(reply)
 	}
-	if to := h.GetToMemberId(); to != "" && to != a.m.id {
-		// Meant for another member that held this address: the answer
-		// says who is here; the greeting is not this member's to record.
+	if to := h.GetToMemberId(); to != "" && to != a.m.id || h.GetCluster() != "" && h.GetCluster() != a.m.cfg.ClusterName {
+		// Meant for another member that held this address, or from a
+		// member of another cluster: the answer says who is here; the
+		// greeting is not this member's to record.
 		return
 	}
 	if id := h.GetMemberId(); id != "" && id != a.m.id {

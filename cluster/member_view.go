@@ -160,6 +160,12 @@ func (v *memberView) Hello(id, address string, store *messages.NodeRef, compatib
 	if id == "" || id == v.self {
 		return false
 	}
+	if p := v.peers[id]; p != nil && p.address != "" && address != "" && address != p.address {
+		// A member of that name at another address is another member
+		// (embedded clusters name their members alike; a process's id
+		// holds its address): not this one's to record.
+		return false
+	}
 	p := v.peer(id)
 	if p.address == "" {
 		p.address = address
@@ -261,7 +267,8 @@ func (v *memberView) Describe() map[string]string {
 		if p.dead && p.deadBy != "" {
 			dead += " (" + p.deadBy + ")"
 		}
-		out[id] = fmt.Sprintf("%s, in topology %v, dead %s, leaving %v, quarantined %v", state, p.inTopology, dead, p.leaving, v.quarantined(p))
+		out[id] = fmt.Sprintf("%s, in topology %v, dead %s, leaving %v, quarantined %v, store %s", state, p.inTopology, dead, p.leaving, v.quarantined(p),
+			cmp.Or(p.store.GetActorId(), "unknown"))
 	}
 	return out
 }

@@ -43,7 +43,10 @@ type MemberHello struct {
 	// The member the sender means to greet ("" for whoever answers at the
 	// address): another member there answers with its own id and does
 	// not take the greeting for itself.
-	ToMemberId    string `protobuf:"bytes,5,opt,name=to_member_id,json=toMemberId,proto3" json:"to_member_id,omitempty"`
+	ToMemberId string `protobuf:"bytes,5,opt,name=to_member_id,json=toMemberId,proto3" json:"to_member_id,omitempty"`
+	// The sender's cluster name ("" from a client that joins nothing): a
+	// member of another cluster answers but does not take the greeting.
+	Cluster       string `protobuf:"bytes,6,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -113,6 +116,13 @@ func (x *MemberHello) GetToMemberId() string {
 	return ""
 }
 
+func (x *MemberHello) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
 type MemberHelloReply struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -124,6 +134,7 @@ type MemberHelloReply struct {
 	View            []string               `protobuf:"bytes,7,rep,name=view,proto3" json:"view,omitempty"`                                        // the replier's live members, sorted
 	ViewAddresses   []string               `protobuf:"bytes,8,rep,name=view_addresses,json=viewAddresses,proto3" json:"view_addresses,omitempty"` // their actor system addresses, same order
 	ViewStores      []*NodeRef             `protobuf:"bytes,9,rep,name=view_stores,json=viewStores,proto3" json:"view_stores,omitempty"`          // their store nodes, same order (which name their incarnations' actors)
+	Cluster         string                 `protobuf:"bytes,10,opt,name=cluster,proto3" json:"cluster,omitempty"`                                 // the replier's cluster name
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -219,6 +230,13 @@ func (x *MemberHelloReply) GetViewStores() []*NodeRef {
 		return x.ViewStores
 	}
 	return nil
+}
+
+func (x *MemberHelloReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 // MemberLeaving: the sender leaves gracefully. The receiver takes it out
@@ -398,14 +416,15 @@ var File_member_proto protoreflect.FileDescriptor
 
 const file_member_proto_rawDesc = "" +
 	"\n" +
-	"\fmember.proto\x12\ahoplite\x1a\rhoplite.proto\"\xb7\x01\n" +
+	"\fmember.proto\x12\ahoplite\x1a\rhoplite.proto\"\xd1\x01\n" +
 	"\vMemberHello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
 	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12&\n" +
 	"\x05store\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\x05store\x12 \n" +
 	"\fto_member_id\x18\x05 \x01(\tR\n" +
-	"toMemberId\"\xbe\x02\n" +
+	"toMemberId\x12\x18\n" +
+	"\acluster\x18\x06 \x01(\tR\acluster\"\xd8\x02\n" +
 	"\x10MemberHelloReply\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
@@ -418,7 +437,9 @@ const file_member_proto_rawDesc = "" +
 	"\x04view\x18\a \x03(\tR\x04view\x12%\n" +
 	"\x0eview_addresses\x18\b \x03(\tR\rviewAddresses\x121\n" +
 	"\vview_stores\x18\t \x03(\v2\x10.hoplite.NodeRefR\n" +
-	"viewStores\",\n" +
+	"viewStores\x12\x18\n" +
+	"\acluster\x18\n" +
+	" \x01(\tR\acluster\",\n" +
 	"\rMemberLeaving\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\"1\n" +
 	"\x12MemberLeavingReply\x12\x1b\n" +
