@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -266,7 +267,7 @@ func (o *Object) NewWriter() *Writer {
 	defer o.mu.Unlock()
 	o.writerGen++
 	if o.lent && o.size >= 0 {
-		nb := make([]byte, o.size)
+		nb := bufalloc.Make(int(o.size))
 		copy(nb, o.buf[:o.written]) // below written: immutable, shared by readers
 		o.buf, o.lent = nb, false
 	}
@@ -286,8 +287,31 @@ func (w *Writer) Append(p []byte) error {
 	return w.o.appendLocked(p)
 }
 
+// Adopt makes p the object's bytes, all of them, without copying: for
+// an object of len(p) bytes with none written yet. The object keeps p,
+// so the caller gives it up: nobody may write it again. An inline
+// object's bytes arrive so, decoded in place in the buffer the data
+// plane received them into (the one copy on this side).
+func (w *Writer) Adopt(p []byte) error {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if w.o.size != int64(len(p)) || w.o.written != 0 {
+		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: adopting %d bytes at %d of size %d", w.o.id, len(p), w.o.written, w.o.size)
+	}
+	w.o.buf = p[:len(p):len(p)]
+	w.o.written = w.o.size
+	w.o.lent = false
+	w.o.broadcast()
+	return nil
+}
+
 // Tail is the unwritten rest of the buffer, for a writer that computes in
-// place (a reduce); Advance then publishes what it wrote.
+// place (a reduce) or receives there (a transfer); Advance then publishes
+// what it wrote. Its bytes are unspecified until written: write before
+// reading.
 func (w *Writer) Tail() ([]byte, error) {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
@@ -354,9 +378,14 @@ func (w *Writer) usable() error {
 // an object's bytes when it is created and the first write allocates them
 // (see Store.allocate); a rewind drops the buffer for the next write to
 // make afresh. Callers hold o.mu and know the size.
+//
+// The buffer is not zeroed (bufalloc.Make): nothing reads past written,
+// and every writer (an Append, a transfer into Tail, a reduce computing
+// there) writes a byte before it Advances over it, so zeroing it first
+// would only be one more pass over every byte a fetch receives.
 func (o *Object) bufLocked() []byte {
 	if o.buf == nil && o.size > 0 {
-		o.buf = make([]byte, o.size)
+		o.buf = bufalloc.Make(int(o.size))
 	}
 	return o.buf
 }
