@@ -133,8 +133,8 @@ func CallLocate(ctx context.Context, caller transport.Caller, addr string, l *me
 	if err != nil {
 		return nil, err
 	}
-	reply := &messages.LocateReply{}
-	if err := proto.Unmarshal(b, reply); err != nil {
+	reply, err := decodeLocateReply(b)
+	if err != nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "malformed LocateReply from %s: %v", addr, err)
 	}
 	return reply, nil

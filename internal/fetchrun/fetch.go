@@ -155,7 +155,10 @@ func (f *Fetch) apply(op *storeproto.StoreOp) storeproto.StoreResult {
 		if _, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint); err != nil {
 			return storeproto.StoreResult{Err: err}
 		}
-		if err := f.w.Append(op.Data); err != nil {
+		// The answer's bytes become the object's: decoded where the data
+		// plane received them (or the shard's own, in process), never
+		// written again.
+		if err := f.w.Adopt(op.Data); err != nil {
 			return storeproto.StoreResult{Err: err, AppendFailed: true}
 		}
 		markRun(f.obj, op)
