@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -81,6 +82,7 @@ func TestStreamContract(t *testing.T) {
 			t.Run("PipelinesPartialObject", func(t *testing.T) { contractPipelinesPartialObject(t, tr) })
 			t.Run("PipelinedConcurrent", func(t *testing.T) { contractPipelinedConcurrent(t, tr) })
 			t.Run("NextRespectsDeadline", func(t *testing.T) { contractNextRespectsDeadline(t, tr) })
+			t.Run("NextInto", func(t *testing.T) { contractNextInto(t, tr) })
 		})
 	}
 }
@@ -158,6 +160,67 @@ func contractChunks(t *testing.T, tr underTest) {
 	eventually(t, "every reader closed", func() bool { return src.openReaders() == 0 })
 	if extra.sequential != nil {
 		extra.sequential(t, src)
+	}
+}
+
+// NextInto puts the chunks into the caller's memory, one after another,
+// as Next yields them: consecutive slices of one buffer hold the object
+// from the offset on; mixed with Next at chunk boundaries the stream goes
+// on where it was; a buffer smaller than the next chunk is INTERNAL.
+func contractNextInto(t *testing.T, tr underTest) {
+	ctx := guardCtx(t)
+	src := newFakeSource()
+	data := pattern(1000)
+	src.add("o", complete(data))
+	cli, addr, _ := tr.serve(t, src)
+	for _, tc := range []struct {
+		off   int64
+		chunk int
+	}{{0, 64}, {0, 1000}, {300, 128}, {999, 10}, {37, 100}, {0, 1}, {0, 5000}} {
+		s, err := cli.Open(ctx, "b", addr, "o", tc.off, tc.chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1000-tc.off)
+		at, reads := 0, 0
+		for {
+			var n int
+			var err error
+			if reads%3 == 2 { // every third chunk by Next
+				var b []byte
+				if b, err = s.Next(ctx); err == nil {
+					n = copy(buf[at:], b)
+				}
+			} else {
+				n, err = s.NextInto(ctx, buf[at:])
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("off %d chunk %d at %d: %v", tc.off, tc.chunk, at, err)
+			}
+			if n < 1 || n > tc.chunk {
+				t.Fatalf("off %d chunk %d: chunk of %d bytes", tc.off, tc.chunk, n)
+			}
+			at += n
+			reads++
+		}
+		if at != len(buf) || !bytes.Equal(buf, data[tc.off:]) {
+			t.Fatalf("off %d chunk %d: %d bytes, not data[%d:]", tc.off, tc.chunk, at, tc.off)
+		}
+		if n, err := s.NextInto(ctx, buf); n != 0 || err != io.EOF {
+			t.Fatalf("NextInto after the end = %d, %v; want io.EOF", n, err)
+		}
+		s.Close()
+	}
+	s, err := cli.Open(ctx, "b", addr, "o", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.NextInto(ctx, make([]byte, 99)); !errors.Is(err, messages.ErrInternal) {
+		t.Fatalf("NextInto with a buffer smaller than a chunk = %v, want INTERNAL", err)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 )
 
 // Memory is the in-process Transport of the embedded cluster. A chunk is
-// handed over as a shared read-only slice (the receiver copies it into its
-// own store), optionally paced by an emulated link per node so that a
+// handed over as a shared read-only slice (Next), or copied into the
+// receiver's memory (NextInto: the one copy into its store), optionally paced by an emulated link per node so that a
 // broadcast tree can be compared with the naive pattern on one machine.
 type Memory struct {
 	// LinkBandwidth, in bytes per second, limits each node's uplink and
@@ -119,6 +119,22 @@ func (s *memoryStream) Next(ctx context.Context) ([]byte, error) {
 	}
 	s.off += int64(len(b))
 	return b, nil
+}
+
+// NextInto implements Stream: the sender's bytes are copied into dst,
+// the one copy on this side, as a socket read would.
+func (s *memoryStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	if want := min(int64(s.chunk), s.r.Size()-s.off); want > 0 && int64(len(dst)) < want {
+		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "stream: a buffer of %d bytes for chunks of up to %d", len(dst), want)
+	}
+	b, err := s.Next(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) > len(dst) {
+		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "stream: a chunk of %d bytes for a buffer of %d", len(b), len(dst))
+	}
+	return copy(dst, b), nil
 }
 
 func (s *memoryStream) Close() { s.r.Close() }

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -665,7 +664,7 @@ func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 type tcpConn struct {
 	nc   net.Conn
-	br   *bufio.Reader
+	r    *connReader
 	addr string
 	idle time.Time
 }
@@ -724,7 +723,7 @@ func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool
 		nc = tc
 	}
 	t.dials.Add(1)
-	c = &tcpConn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10), addr: addr}
+	c = &tcpConn{nc: nc, r: newConnReader(nc), addr: addr}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -738,8 +737,8 @@ func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool
 
 // putConn returns a connection whose stream ended cleanly to the pool.
 func (t *TCP) putConn(c *tcpConn) {
-	if c.br.Buffered() > 0 { // bytes past the stream's end: not ours to keep
-		t.logf("transport: data peer %s sent %d bytes past the stream's end; dropping connection", c.addr, c.br.Buffered())
+	if c.r.Buffered() > 0 { // bytes past the stream's end: not ours to keep
+		t.logf("transport: data peer %s sent %d bytes past the stream's end; dropping connection", c.addr, c.r.Buffered())
 		t.dropConn(c)
 		return
 	}
@@ -946,7 +945,7 @@ func (s *tcpStream) handshake(ctx context.Context, c *tcpConn, req []byte) error
 		}
 		return s.failWith(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "request to data peer %s: %v", s.addr, err))
 	}
-	if err := s.fill(ctx, c, s.pre[:], &s.preN); err != nil {
+	if err := s.fill(ctx, c, s.pre[:], &s.preN, false); err != nil {
 		return err
 	}
 	if !bytes.Equal(s.pre[:4], respMagic[:]) {
@@ -989,8 +988,8 @@ func (s *tcpStream) Next(ctx context.Context) ([]byte, error) {
 	return s.next(ctx, nil)
 }
 
-// NextInto implements IntoStream: a data frame's payload is read from
-// the socket straight into dst.
+// NextInto implements Stream: a data frame's payload is read from the
+// socket straight into dst.
 func (s *tcpStream) NextInto(ctx context.Context, dst []byte) (int, error) {
 	if want := min(int64(s.chunk), s.remaining); s.fatal == nil && int64(len(dst)) < want {
 		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q: a buffer of %d bytes for chunks of up to %d", s.id, len(dst), want)
@@ -1046,7 +1045,7 @@ func (s *tcpStream) next(ctx context.Context, into []byte) ([]byte, error) {
 func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byte, []byte, error) {
 	for {
 		if s.hdrN < frameHeaderLen || s.kind == 0 {
-			if err := s.fill(ctx, c, s.hdr[:], &s.hdrN); err != nil {
+			if err := s.fill(ctx, c, s.hdr[:], &s.hdrN, false); err != nil {
 				return 0, nil, err
 			}
 			kind, n := s.hdr[0], binary.BigEndian.Uint32(s.hdr[1:])
@@ -1081,7 +1080,7 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 			}
 			dst = s.buf
 		}
-		if err := s.fill(ctx, c, dst[:s.flen], &s.fN); err != nil {
+		if err := s.fill(ctx, c, dst[:s.flen], &s.fN, s.kind == frameData); err != nil {
 			return 0, nil, err
 		}
 		kind := s.kind
@@ -1090,10 +1089,11 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 	}
 }
 
-// fill reads p[*n:] from c. Waiting ends with ctx (the stream stays
-// usable, *n keeps the progress) or after StallTimeout without a byte
-// (the stream fails).
-func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int) error {
+// fill reads p[*n:] from c, p being a data frame's payload if payload
+// (see connReader). Waiting ends with ctx (the stream stays usable, *n
+// keeps the progress) or after StallTimeout without a byte (the stream
+// fails).
+func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payload bool) error {
 	stall := s.t.cfg.StallTimeout
 	for *n < len(p) {
 		now := time.Now()
@@ -1110,7 +1110,13 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int) erro
 		if err := ctx.Err(); err != nil { // after setting the deadline: see watch
 			return messages.AsError(err)
 		}
-		m, err := c.br.Read(p[*n:])
+		var m int
+		var err error
+		if payload {
+			m, err = c.r.ReadPayload(p[*n:])
+		} else {
+			m, err = c.r.Read(p[*n:])
+		}
 		*n += m
 		s.got += m
 		if err == nil || (m > 0 && isTimeout(err)) {

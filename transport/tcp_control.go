@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -176,7 +177,7 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 		return nil, 0, err
 	}
 	var head [preambleLen + frameHeaderLen]byte
-	n, err := io.ReadFull(c.br, head[:])
+	n, err := io.ReadFull(c.r, head[:])
 	got += n
 	if err != nil {
 		return nil, got, t.callReadError(ctx, c, err)
@@ -194,8 +195,11 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	default:
 		return nil, got, t.callProtocolError(c, "frame %q of %d bytes in answer to a control request", kind, size)
 	}
-	p := make([]byte, size)
-	n, err = io.ReadFull(c.br, p)
+	// The answer's body is read straight into a buffer of its own, which
+	// the caller keeps (a Locate's inline object becomes the store's
+	// buffer as it is): it is written whole, so not zeroed first.
+	p := bufalloc.Make(int(size))
+	n, err = c.r.ReadFull(p, kind == frameControl)
 	got += n
 	if err != nil {
 		return nil, got, t.callReadError(ctx, c, err)

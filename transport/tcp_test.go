@@ -117,6 +117,18 @@ func (t *TCP) server(addr string) *tcpServer {
 	return t.servers[addr]
 }
 
+// relayedPayload is how many payload bytes the pooled connections to
+// addr copied through their own buffers (connReader.relayed).
+func (t *TCP) relayedPayload(addr string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for _, c := range t.pool[addr] {
+		n += c.r.relayed
+	}
+	return n
+}
+
 func (t *TCP) activeConns() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -1392,9 +1404,9 @@ func BenchmarkTCPvsPlain(b *testing.B) {
 	}
 }
 
-// NextInto puts every chunk straight into the caller's memory: read into
-// consecutive slices of one buffer, the buffer is the object, and no
-// chunk went through the stream's own buffer.
+// On TCP, NextInto reads every payload byte from the socket straight
+// into the caller's memory: no chunk went through the stream's own
+// buffer nor the connection's (the contract's NextInto checks the bytes).
 func TestTCPNextIntoFillsTheCallersBuffer(t *testing.T) {
 	noLeaks(t)
 	ctx := guardCtx(t)
@@ -1410,10 +1422,7 @@ func TestTCPNextIntoFillsTheCallersBuffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		is, ok := s.(IntoStream)
-		if !ok {
-			t.Fatalf("the TCP stream is a %T, not an IntoStream", s)
-		}
+		is := s
 		buf := make([]byte, 1000-tc.off)
 		at := 0
 		for {
@@ -1436,14 +1445,11 @@ func TestTCPNextIntoFillsTheCallersBuffer(t *testing.T) {
 			t.Fatalf("off %d chunk %d: the stream allocated its own %d-byte buffer", tc.off, tc.chunk, len(ts.buf))
 		}
 		s.Close()
-	}
-	s, err := cli.Open(ctx, "b", addr, "o", 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.(IntoStream).NextInto(ctx, make([]byte, 99)); !errors.Is(err, messages.ErrInternal) {
-		t.Fatalf("NextInto with a buffer smaller than a chunk = %v, want INTERNAL", err)
+		// Nor through the connection's: every payload byte went from the
+		// socket to buf in the kernel's one copy.
+		if n := cli.relayedPayload(addr); n != 0 {
+			t.Fatalf("off %d chunk %d: %d payload bytes copied through the connection's reader", tc.off, tc.chunk, n)
+		}
 	}
 }
 
@@ -1470,7 +1476,7 @@ func TestTCPNextIntoTimeoutMidFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			is := s.(IntoStream)
+			is := s
 			buf := make([]byte, 1000)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 			defer cancel()
@@ -1491,5 +1497,53 @@ func TestTCPNextIntoTimeoutMidFrame(t *testing.T) {
 				t.Fatalf("NextInto at the end = %v", err)
 			}
 		})
+	}
+}
+
+// A connection that carried a stream of large chunks (read with the
+// socket's SO_RCVLOWAT raised for them) serves a small control answer and
+// a stream of a few bytes next: nothing waits for bytes that will not
+// come, each well within its deadline.
+func TestTCPSmallAnswersAfterLargeChunks(t *testing.T) {
+	noLeaks(t)
+	src := newCtlSource()
+	big := bigPattern(1 << 20)
+	src.add("big", complete(big))
+	src.add("tiny", complete([]byte("hop")))
+	_, cli, addr := tcpPair(t, src, TCPConfig{}, TCPConfig{MaxConnsPerPeer: 1})
+	for round := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := cli.Open(ctx, "b", addr, "big", 0, 256<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(big))
+		for at := 0; at < len(got); {
+			n, err := s.NextInto(ctx, got[at:])
+			if err != nil {
+				t.Fatalf("round %d at %d: %v", round, at, err)
+			}
+			at += n
+		}
+		s.Close()
+		if !bytes.Equal(got, big) {
+			t.Fatalf("round %d: other bytes", round)
+		}
+		reply, err := cli.Call(ctx, addr, 'e', []byte("ping"))
+		if err != nil || string(reply) != "eping" {
+			t.Fatalf("round %d: a control call after the stream = %q, %v", round, reply, err)
+		}
+		s, err = cli.Open(ctx, "b", addr, "tiny", 0, 256<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := drain(t, ctx, s, 256<<10); string(got) != "hop" {
+			t.Fatalf("round %d: tiny stream = %q", round, got)
+		}
+		s.Close()
+		cancel()
+	}
+	if d := cli.dials.Load(); d != 1 {
+		t.Fatalf("%d dials: the streams and calls did not share the connection", d)
 	}
 }

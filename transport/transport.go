@@ -30,26 +30,24 @@ type Source interface {
 	OpenObject(ctx context.Context, id string) (ObjectReader, error)
 }
 
-// Stream is one object arriving from a peer.
+// Stream is one object arriving from a peer. Both transports implement
+// all of it; a wrapper must forward NextInto as well as Next, or the
+// bytes it carries take one more copy.
 type Stream interface {
 	// Size is the object's full size as the sender knows it.
 	Size() int64
 	// Next returns the next chunk; io.EOF after the last. The chunk is
 	// valid until the next call and must not be modified.
 	Next(ctx context.Context) ([]byte, error)
-	Close()
-}
-
-// IntoStream is a Stream that can put the next chunk straight into the
-// caller's memory (the object's own buffer), saving a copy of every byte
-// on the receiving side. The TCP transport is one.
-type IntoStream interface {
-	Stream
-	// NextInto reads the next chunk into dst and returns its length;
-	// io.EOF after the last. dst must hold min(chunk, bytes left). After
-	// an error with the stream still usable (ctx ended mid-chunk), call
-	// again with the same dst: part of the chunk may already be in it.
+	// NextInto puts the next chunk into dst and returns its length;
+	// io.EOF after the last. dst must hold min(chunk, bytes left). It is
+	// how the receiving side copies each byte once: on TCP the payload is
+	// read from the socket straight into dst (the object's own buffer);
+	// in memory it is copied there from the sender's. After an error with
+	// the stream still usable (ctx ended mid-chunk), call again with the
+	// same dst: part of the chunk may already be in it.
 	NextInto(ctx context.Context, dst []byte) (int, error)
+	Close()
 }
 
 // Transport connects store nodes' data planes: streams of objects, and

@@ -466,37 +466,14 @@ func stream(ctx context.Context, cfg *Config, id string, size int64, w *storenod
 	if s.Size() != size {
 		return messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), size)
 	}
-	if is, ok := s.(transport.IntoStream); ok {
-		return streamInto(ctx, cfg, id, w, is, off)
-	}
-	for {
-		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
-		b, err := s.Next(cctx)
-		cancel()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if h := cfg.Hooks.BeforeFetchChunk; h != nil {
-			h(cfg.Self.GetNodeId(), id, off)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err() // stopped: a chunk ready in memory does not check ctx
-		}
-		if err := w.Append(b); err != nil {
-			return err
-		}
-		off += int64(len(b))
-	}
+	return streamInto(ctx, cfg, id, w, s, off)
 }
 
-// streamInto is stream for a transport that receives into the object's
-// own buffer: each chunk lands where it belongs and is published by
-// Advance, with no copy on this side (what lets a 1 GiB fetch keep up with
-// a plain TCP read).
-func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer, s transport.IntoStream, off int64) error {
+// streamInto receives into the object's own buffer: each chunk lands
+// where it belongs (on TCP, read from the socket straight there) and is
+// published by Advance, with no other copy on this side (what lets a
+// 1 GiB fetch keep up with a plain TCP read).
+func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer, s transport.Stream, off int64) error {
 	for {
 		tail, err := w.Tail()
 		if err != nil {
@@ -528,10 +505,9 @@ func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer
 // GetInto caller's buffer dst, from off (what earlier copies put there)
 // on, and returns how far the buffer holds it. It holds the buffer
 // throughout: no other goroutine writes it meanwhile, and the caller's
-// GetInto returns only after it let go. On a transport that receives
-// into the caller's memory each chunk is read from the socket straight
-// into its place; otherwise each chunk is copied once. Nothing past size
-// is written.
+// GetInto returns only after it let go. Each chunk is put in its place by
+// the stream (on TCP read from the socket straight there; in memory
+// copied once). Nothing past size is written.
 func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *getinto.Buffer, sender *messages.NodeRef, off, size int64, chunk int) (int64, error) {
 	b, ok := dst.Hold()
 	if !ok {
@@ -552,21 +528,9 @@ func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *getinto.Bu
 	if s.Size() != size {
 		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), size)
 	}
-	is, direct := s.(transport.IntoStream)
 	for off < size {
 		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
-		var n int
-		if direct {
-			n, err = is.NextInto(cctx, b[off:])
-		} else {
-			var p []byte
-			if p, err = s.Next(cctx); err == nil {
-				if int64(len(p)) > size-off {
-					err = messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: a chunk of %d bytes at %d of %d", id, len(p), off, size)
-				}
-				n = copy(b[off:], p)
-			}
-		}
+		n, err := s.NextInto(cctx, b[off:])
 		cancel()
 		if err == io.EOF {
 			return off, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", id, sender.GetNodeId(), off, size)

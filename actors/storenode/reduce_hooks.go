@@ -15,12 +15,7 @@ func (w *reduceWorker) hooked(in transport.Stream, id string, base int64) transp
 	if h == nil {
 		return in
 	}
-	s := &hookedStream{Stream: in, hook: h, node: w.cfg.Self.GetNodeId(), id: id, off: base}
-	if into, ok := in.(transport.IntoStream); ok {
-		// A gather reads straight into the target's buffer: keep that.
-		return &hookedIntoStream{hookedStream: s, into: into}
-	}
-	return s
+	return &hookedStream{Stream: in, hook: h, node: w.cfg.Self.GetNodeId(), id: id, off: base}
 }
 
 // hookedStream calls its hook before each chunk it reads. One goroutine
@@ -39,15 +34,11 @@ func (s *hookedStream) Next(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
-// hookedIntoStream is a hookedStream of a transport.IntoStream.
-type hookedIntoStream struct {
-	*hookedStream
-	into transport.IntoStream
-}
-
-func (s *hookedIntoStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+// NextInto is Next for a reader that puts the chunk in place (a gather
+// reads straight into the target's buffer).
+func (s *hookedStream) NextInto(ctx context.Context, dst []byte) (int, error) {
 	s.hook(s.node, s.id, s.off)
-	n, err := s.into.NextInto(ctx, dst)
+	n, err := s.Stream.NextInto(ctx, dst)
 	s.off += int64(n)
 	return n, err
 }

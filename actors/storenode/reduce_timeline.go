@@ -108,11 +108,7 @@ func (tl *timeline) firstByte(in transport.Stream) transport.Stream {
 	if tl == nil {
 		return in
 	}
-	s := &firstStream{Stream: in, at: &tl.first}
-	if into, ok := in.(transport.IntoStream); ok {
-		return &firstIntoStream{firstStream: s, into: into}
-	}
-	return s
+	return &firstStream{Stream: in, at: &tl.first}
 }
 
 type firstStream struct {
@@ -128,13 +124,8 @@ func (s *firstStream) Next(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
-type firstIntoStream struct {
-	*firstStream
-	into transport.IntoStream
-}
-
-func (s *firstIntoStream) NextInto(ctx context.Context, dst []byte) (int, error) {
-	n, err := s.into.NextInto(ctx, dst)
+func (s *firstStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	n, err := s.Stream.NextInto(ctx, dst)
 	if n > 0 && s.at.Load() == 0 {
 		s.at.CompareAndSwap(0, time.Now().UnixNano())
 	}

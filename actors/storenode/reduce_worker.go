@@ -542,6 +542,13 @@ func (s *timedStream) Next(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
+func (s *timedStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	begin := time.Now()
+	n, err := s.Stream.NextInto(ctx, dst)
+	s.wait += time.Since(begin)
+	return n, err
+}
+
 // slicedStreams is how many streams share a participant's link in t's
 // AllReduce: 2(n−1) in a sliced one (n−1 chains' and n−1 relays' or
 // gathers'), else 1.

@@ -149,5 +149,18 @@ func (l *LocalStream) Next(ctx context.Context) ([]byte, error) {
 	return b, nil
 }
 
+// NextInto copies the next chunk into dst (transport.Stream); a reduce
+// reads its own input with Next, without a copy.
+func (l *LocalStream) NextInto(ctx context.Context, dst []byte) (int, error) {
+	if want := min(int64(l.chunk), l.r.Size()-l.off); want > 0 && int64(len(dst)) < want {
+		return 0, messages.Errorf(messages.ErrorCode_INTERNAL, "local stream: a buffer of %d bytes for chunks of up to %d", len(dst), want)
+	}
+	b, err := l.Next(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return copy(dst, b), nil
+}
+
 // Close releases the reader.
 func (l *LocalStream) Close() { l.r.Close() }

@@ -47,8 +47,8 @@ func (s *sliceReader) Close() { s.r.Close() }
 
 // CopyStream copies the whole of s into dst, which must be exactly
 // s.Size() bytes: one slice of a sliced AllReduce landing in place in the
-// target's buffer. A stream that can read into the caller's memory does,
-// so the only copy is the data plane's own.
+// target's buffer, read into it by the stream (NextInto), so the only
+// copy is the data plane's own.
 func CopyStream(ctx context.Context, s transport.Stream, dst []byte) error {
 	if s.Size() != int64(len(dst)) {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "slice of %d bytes for a range of %d", s.Size(), len(dst))
@@ -93,25 +93,14 @@ func CopyStreamLazy(ctx context.Context, s transport.Stream, n int64, dst func()
 	return copyStreamFrom(ctx, s, d, at)
 }
 
-// copyStreamFrom copies the rest of s into dst[at:].
+// copyStreamFrom copies the rest of s into dst[at:], each chunk put in
+// place by the stream (NextInto): the only copy is the data plane's own.
 func copyStreamFrom(ctx context.Context, s transport.Stream, dst []byte, at int) error {
-	into, _ := s.(transport.IntoStream)
 	for at < len(dst) {
 		if ctx.Err() != nil {
 			return messages.AsError(ctx.Err())
 		}
-		var n int
-		var err error
-		if into != nil {
-			n, err = into.NextInto(ctx, dst[at:])
-		} else {
-			var b []byte
-			b, err = s.Next(ctx)
-			if len(b) > len(dst)-at {
-				return messages.Errorf(messages.ErrorCode_INTERNAL, "slice stream sent past its size %d", len(dst))
-			}
-			n = copy(dst[at:], b)
-		}
+		n, err := s.NextInto(ctx, dst[at:])
 		at += n
 		if err == io.EOF {
 			break

@@ -1,0 +1,146 @@
+package transport
+
+import (
+	"io"
+	"net"
+	"syscall"
+)
+
+// connReader reads the answers on a client connection, so that a data
+// frame's payload crosses this side once: the kernel's copy from the
+// socket straight into the caller's buffer (the object's, for NextInto),
+// never through a buffer of ours.
+//
+// Frame headers are read exactly, never past their end, and a payload is
+// read together with the next frame's header behind it: on a plain TCP
+// socket one readv(2) fills the rest of the payload and then up to a
+// header's worth of bytes into look, which the next header read takes
+// without a system call. look holds no payload byte but the few of an
+// unexpected frame, and what is in it at a stream's end is bytes past
+// that end (Buffered), which a conforming peer never sends.
+//
+// A payload read also tells the kernel not to wake the reader before
+// min(the payload's rest, payloadLowat) bytes are there (SO_RCVLOWAT;
+// never more than the frame still holds, so it cannot wait for bytes
+// that will not come): at 400 Mbit/s a receiver woken by every few
+// segments made some 1,400 wake-ups and reads per 32 MiB. Reads of
+// anything else wait for one byte, as by default.
+type connReader struct {
+	nc net.Conn
+	// raw is the TCP socket under nc (under its TLS, if any); nil if nc
+	// is not a TCP connection.
+	raw syscall.RawConn
+	// plain: nc is the TCP connection itself, whose socket a payload
+	// read can read past the payload's end.
+	plain bool
+	look  [frameHeaderLen]byte
+	lookR int
+	lookW int
+	// lowat is the socket's SO_RCVLOWAT as last set (0 or 1: the
+	// kernel's default of one byte).
+	lowat int
+	// relayed counts payload bytes that went through look: none from a
+	// peer that keeps to the protocol (a payload is always followed by a
+	// frame header, or by nothing).
+	relayed int64
+}
+
+// payloadLowat caps the SO_RCVLOWAT of a payload read: 64 KiB stays
+// within the receive buffer a connection starts with (128 KiB here), so
+// asking for it never makes the kernel grow the buffer or clamp the
+// window the sender sees, and it cuts a 256 KiB chunk's wake-ups to
+// about four.
+const payloadLowat = 64 << 10
+
+func newConnReader(nc net.Conn) *connReader {
+	r := &connReader{nc: nc}
+	under := nc
+	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		under = tc.NetConn()
+	}
+	if tcp, ok := under.(*net.TCPConn); ok {
+		if raw, err := tcp.SyscallConn(); err == nil {
+			r.raw, r.plain = raw, canReadPast && under == nc
+		}
+	}
+	return r
+}
+
+// Buffered is how many bytes were read past the last frame read.
+func (r *connReader) Buffered() int { return r.lookW - r.lookR }
+
+// Read reads at most len(p) bytes of anything but a payload, never past
+// len(p): a preamble, a frame header, an error frame's or a control
+// answer's body.
+func (r *connReader) Read(p []byte) (int, error) {
+	if n := r.fromLook(p); n > 0 {
+		return n, nil
+	}
+	r.setLowat(1)
+	return r.nc.Read(p)
+}
+
+// ReadPayload reads at most len(p) bytes of a data payload, len(p) being
+// what is left of it, and on a plain TCP socket up to a frame header's
+// bytes behind it into look.
+func (r *connReader) ReadPayload(p []byte) (int, error) {
+	if n := r.fromLook(p); n > 0 {
+		r.relayed += int64(n)
+		return n, nil
+	}
+	r.setLowat(min(len(p), payloadLowat))
+	if !r.plain {
+		return r.nc.Read(p)
+	}
+	r.lookR, r.lookW = 0, 0
+	n, past, err := readPast(r.raw, p, r.look[:])
+	r.lookW = past
+	return n, err
+}
+
+// ReadFull reads exactly len(p) bytes, a payload's (ReadPayload) if
+// payload; short of them it returns io.ErrUnexpectedEOF or the error
+// that stopped it.
+func (r *connReader) ReadFull(p []byte, payload bool) (int, error) {
+	n := 0
+	for n < len(p) {
+		var m int
+		var err error
+		if payload {
+			m, err = r.ReadPayload(p[n:])
+		} else {
+			m, err = r.Read(p[n:])
+		}
+		n += m
+		if err != nil {
+			if err == io.EOF && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			if n < len(p) {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (r *connReader) fromLook(p []byte) int {
+	if r.lookR == r.lookW {
+		return 0
+	}
+	n := copy(p, r.look[r.lookR:r.lookW])
+	r.lookR += n
+	return n
+}
+
+// setLowat sets the socket's SO_RCVLOWAT to n unless it is already n. A
+// socket that refuses keeps its old one: n only saves wake-ups, and a
+// lower one than asked only costs some.
+func (r *connReader) setLowat(n int) {
+	if r.raw == nil || n == r.lowat || (n <= 1 && r.lowat <= 1) {
+		return
+	}
+	if setRcvLowat(r.raw, n) == nil {
+		r.lowat = n
+	}
+}
