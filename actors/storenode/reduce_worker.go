@@ -749,7 +749,7 @@ func (w *reduceWorker) relay(ctx context.Context, t *messages.ReduceTask, out *s
 			t.GetChildren()[0].GetObjectId(), s.Size(), t.GetSize())
 	}
 	in := w.hooked(w.tl.firstByte(s), t.GetChildren()[0].GetObjectId(), 0)
-	if err := reduceio.Combine(ctx, wr, t.GetSize(), chunk, t.GetOp(), t.GetDtype(), in, nil, nil); err != nil {
+	if err := reduceio.Relay(ctx, wr, in, t.GetSize()); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -91,6 +92,39 @@ func CopyStreamLazy(ctx context.Context, s transport.Stream, n int64, dst func()
 		return nil
 	}
 	return copyStreamFrom(ctx, s, d, at)
+}
+
+// Relay copies the whole of s, size bytes, into w's object from its
+// front: each chunk is read into the object's own buffer (NextInto into
+// Tail) and published at once (Advance), so that readers of the object
+// stream it while it arrives. A sliced AllReduce's relay passes a
+// reduced slice on around the ring this way, the data plane's copy the
+// only one on this member.
+func Relay(ctx context.Context, w *storenode.Writer, s transport.Stream, size int64) error {
+	if s.Size() != size {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "relay of %d bytes from a stream of %d", size, s.Size())
+	}
+	for at := int64(0); at < size; {
+		if ctx.Err() != nil {
+			return messages.AsError(ctx.Err())
+		}
+		tail, err := w.Tail()
+		if err != nil {
+			return err
+		}
+		n, err := s.NextInto(ctx, tail)
+		if err == io.EOF {
+			return messages.Errorf(messages.ErrorCode_INTERNAL, "relay input ended at %d of %d bytes", at, size)
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Advance(n); err != nil {
+			return err
+		}
+		at += int64(n)
+	}
+	return nil
 }
 
 // copyStreamFrom copies the rest of s into dst[at:], each chunk put in

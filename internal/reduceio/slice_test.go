@@ -174,3 +174,82 @@ func TestCopyStreamLazy(t *testing.T) {
 		t.Fatalf("a failed destination: %v, want its CANCELED", err)
 	}
 }
+
+// unevenStream yields its data in chunks of the sizes given, in turn,
+// and counts the reads that copied into the caller's memory.
+type unevenStream struct {
+	data  []byte
+	sizes []int
+	off   int
+	into  int
+	nexts int
+	// before, if set, sees the offset of each read before it happens.
+	before func(off int)
+}
+
+func (s *unevenStream) Size() int64 { return int64(len(s.data)) }
+func (s *unevenStream) Close()      {}
+func (s *unevenStream) Next(context.Context) ([]byte, error) {
+	s.nexts++
+	return s.chunk()
+}
+
+func (s *unevenStream) NextInto(_ context.Context, dst []byte) (int, error) {
+	s.into++
+	b, err := s.chunk()
+	return copy(dst, b), err
+}
+
+func (s *unevenStream) chunk() ([]byte, error) {
+	if s.before != nil {
+		s.before(s.off)
+	}
+	if s.off == len(s.data) {
+		return nil, io.EOF
+	}
+	n := min(s.sizes[0], len(s.data)-s.off)
+	s.sizes = append(s.sizes[1:], s.sizes[0])
+	b := s.data[s.off : s.off+n]
+	s.off += n
+	return b, nil
+}
+
+// A relay puts its input into its output's own buffer chunk by chunk,
+// however the chunks fall (a partial copy upstream sends short ones),
+// publishing each at once: one NextInto per chunk, no Next and copy.
+func TestRelayLandsEachChunkInPlace(t *testing.T) {
+	ctx := context.Background()
+	st := storenode.NewStore(1 << 20)
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	out, _, err := st.Create("out", int64(len(data)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &unevenStream{data: data, sizes: []int{64, 3, 250, 1}}
+	reads := 0
+	in.before = func(off int) {
+		reads++
+		if written, _, _ := out.Progress(); written != int64(off) {
+			t.Errorf("read %d at %d: %d bytes published, want all before it", reads, off, written)
+		}
+	}
+	if err := Relay(ctx, out.NewWriter(), in, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := out.WholeBytes(); !bytes.Equal(got, data) {
+		t.Fatal("the relay's output differs from its input")
+	}
+	if in.nexts != 0 || in.into < 4 {
+		t.Fatalf("%d Next and %d NextInto calls: the relay copied through Next", in.nexts, in.into)
+	}
+	short, _, err := st.Create("short", 2000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Relay(ctx, short.NewWriter(), &unevenStream{data: data, sizes: []int{100}}, 2000); !errors.Is(err, messages.ErrInvalidArgument) {
+		t.Fatalf("a relay of 2000 bytes from a stream of 1000: %v", err)
+	}
+}
