@@ -138,7 +138,7 @@ log=` + log.path + `
 op= size= reps= alg=none
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--op) op=$2 ;; --size) size=$2 ;; --reps) reps=$2 ;; --algorithm) alg=$2 ;; --interval-ms) ;;
+	--op) op=$2 ;; --size) size=$2 ;; --reps) reps=$2 ;; --algorithm) alg=$2 ;; --interval-ms | --start-lead-ms) ;;
 	*) echo "unknown flag $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -154,7 +154,7 @@ best) name=` + best + ` base=` + strconv.Itoa(pinnedBase) + ` ;;
 default) name=` + defaultName + ` base=` + strconv.Itoa(defaultBase) + ` ;;
 *) name=$alg base=` + strconv.Itoa(pinnedBase) + ` ;;
 esac
-echo "RESULT peer=` + peer + ` op=$op nodes=3 size=$size algorithm=$name median=$base.$k min=$base.$k max=$base.$k reps=$reps cpu_s=0.$((k + 1))"
+echo "RESULT peer=` + peer + ` op=$op nodes=3 size=$size algorithm=$name median=$base.$k min=$base.$k max=$base.$k reps=$reps cpu_s=0.$((k + 1)) timing=scheduled"
 `
 	if err := os.WriteFile(filepath.Join(dir, peer, "run"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -324,8 +324,8 @@ func TestInterleavedRunOrder(t *testing.T) {
 		t.Errorf("gloo-default: ratio %v, want %v", res.Ratio, 3.1/0.2)
 	}
 	// Every launch keeps its own log, named by its comparison and step.
-	for name, args := range map[string]string{"peer-mpi-best-allreduce-1MiB-sweep.log": "--reps 3 --algorithm best",
-		"peer-mpi-best-allreduce-1MiB-rep3.log": "--reps 1 --algorithm 4", "peer-gloo-default-allreduce-1MiB-rep1.log": "--reps 1 --algorithm default"} {
+	for name, args := range map[string]string{"peer-mpi-best-allreduce-1MiB-sweep.log": "--reps 3 --algorithm best --start-lead-ms 20",
+		"peer-mpi-best-allreduce-1MiB-rep3.log": "--reps 1 --algorithm 4 --start-lead-ms 20", "peer-gloo-default-allreduce-1MiB-rep1.log": "--reps 1 --algorithm default --start-lead-ms 20"} {
 		b, err := os.ReadFile(filepath.Join(filepath.Dir(log.path), name))
 		if err != nil || !strings.Contains(string(b), args+"\n") {
 			t.Errorf("%s: %q, %v; want the launch with %s", name, b, err, args)
@@ -433,7 +433,7 @@ func TestInterleavedPeerFailures(t *testing.T) {
 		}
 	}
 	// The sweep (once), and mpi-default's first launch (once).
-	if !slices.Equal(launches, []string{"--reps 3 --algorithm best", "--reps 1 --algorithm default"}) {
+	if !slices.Equal(launches, []string{"--reps 3 --algorithm best --start-lead-ms 20", "--reps 1 --algorithm default --start-lead-ms 20"}) {
 		t.Errorf("mpi launches %q", launches)
 	}
 	if res := result(t, r2, SysMPIBest); res.Status != StatusFailed || !strings.HasPrefix(res.Reason, "choosing the best algorithm: ") {

@@ -398,8 +398,8 @@ func (r *Report) loadDiffers(res Result) bool {
 // same comparison, and whether the two must not be compared at all
 // (CompareTiming).
 func (r *Report) timingDiffers(res Result) (differs string, refuse bool) {
-	if res.System == SysOurs {
-		return "", false
+	if res.System == SysOurs || res.Median <= 0 {
+		return "", false // ours, or a system with no time to compare
 	}
 	for _, o := range r.Results {
 		if o.System == SysOurs && sameComparison(o, res) && o.ok() {

@@ -48,7 +48,7 @@ func smoke(t *testing.T, o Options) *Report {
 	return r
 }
 
-var resultLine = regexp.MustCompile(`^RESULT scenario=\S+ nodes=\d+ size=\d+( interval=\S+)? ours=[0-9.e-]+s ideal=[0-9.e-]+s( \S+=(\S+s|skipped|failed))*( cpu=\S+)? cpus=\d+( load=[0-9.]+)?( load-differs=\S+)?( ours-tls/ours=[0-9.]+x)?( \S+-failure/\S+=[0-9.]+x)*$`)
+var resultLine = regexp.MustCompile(`^RESULT scenario=\S+ nodes=\d+ size=\d+( interval=\S+)? ours=[0-9.e-]+s ideal=[0-9.e-]+s( \S+=(\S+s|skipped|failed))*( cpu=\S+)? cpus=\d+( load=[0-9.]+)?( load-differs=\S+)?( timing-differs=\S+)?( ours-tls/ours=[0-9.]+x)?( \S+-failure/\S+=[0-9.]+x)*$`)
 
 func TestScenariosInProcess(t *testing.T) {
 	for _, c := range []struct {
