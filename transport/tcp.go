@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -1058,7 +1059,7 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 			case kind == frameData && s.sizeKnown && n >= 1 && int64(n) <= int64(s.chunk) && int64(n) <= s.remaining:
 				s.into = into != nil
 				if s.buf == nil && !s.into {
-					s.buf = make([]byte, min(int64(s.chunk), s.remaining))
+					s.buf = bufalloc.Make(int(min(int64(s.chunk), s.remaining)))
 				}
 			default:
 				return 0, nil, s.protocolError("frame %q of %d bytes (chunk %d, %d bytes left, size known %v)",
@@ -1076,7 +1077,7 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 			return 0, nil, s.failWith(messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q: a chunk begun by NextInto resumed by Next", s.id))
 		case s.kind == frameData:
 			if s.buf == nil {
-				s.buf = make([]byte, min(int64(s.chunk), s.remaining))
+				s.buf = bufalloc.Make(int(min(int64(s.chunk), s.remaining)))
 			}
 			dst = s.buf
 		}

@@ -24,7 +24,10 @@ import (
 // never more than the frame still holds, so it cannot wait for bytes
 // that will not come): at 400 Mbit/s a receiver woken by every few
 // segments made some 1,400 wake-ups and reads per 32 MiB. Reads of
-// anything else wait for one byte, as by default.
+// anything else wait for one byte, as by default. A peer that sends a
+// frame's bytes slower than 64 KiB per StallTimeout (2 KiB/s at the
+// default 30 s) now looks stalled: a conforming sender writes a frame's
+// payload whole, at the link's pace.
 type connReader struct {
 	nc net.Conn
 	// raw is the TCP socket under nc (under its TLS, if any); nil if nc
