@@ -8,9 +8,11 @@
 // left out: on this VM a fresh process's huge pages cost about twice the
 // CPU of 4 KiB ones in its first operations (the memory behind them is
 // new to the host too), which is where a member is slowest already.
+//
+// The allocation without zeroing is the runtime's, reached by
+// go:linkname. Should a Go release refuse that link, build with
+// -tags hoplite_zeroed: buffers are then made (and zeroed) by make.
 package bufalloc
-
-import _ "unsafe" // for go:linkname
 
 // Make returns a slice of n bytes whose contents are unspecified: the
 // caller writes every byte before anyone reads it. n must not be
@@ -21,11 +23,3 @@ func Make(n int) []byte {
 	}
 	return makeNoZero(n)[:n:n]
 }
-
-// makeNoZero is the runtime's allocation without zeroing that
-// strings.Builder and bytes.Join use (internal/bytealg.MakeNoZero). A
-// []byte holds no pointers, so the garbage collector never reads what
-// the allocation left in it.
-//
-//go:linkname makeNoZero internal/bytealg.MakeNoZero
-func makeNoZero(n int) []byte
