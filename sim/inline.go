@@ -42,11 +42,12 @@ func inlineSum(o *storenode.Object) (uint64, bool) {
 
 // sendBytes carries a control message with n bytes of payload (an
 // inline object's bytes in a Locate's answer) from one host to
-// another's queue q: after the plane's latency less L, the bytes cross
+// another's queue q: once the sender's CPU sent it (the plane's
+// per-message CPU), after the plane's latency less L, the bytes cross
 // the sender's uplink and the receiver's downlink as a stream does,
 // sharing them with the other streams and taking the shaper's tokens,
-// land L after they left, cost the receiver's CPU ByteCost a byte, and
-// then the message waits for q. On one host there is no network. A
+// land L after they left, cost the receiver's CPU ByteCost a byte and
+// the plane's per-message CPU, and then the message waits for q. On one host there is no network. A
 // message whose sender or receiver dies on the way is lost.
 func (w *world) sendBytes(from, to *host, q queue, via plane, n int64, fn func()) {
 	if from == to || n <= 0 {
@@ -54,16 +55,20 @@ func (w *world) sendBytes(from, to *host, q queue, via plane, n int64, fn func()
 		return
 	}
 	w.msgs++
-	lat := w.p.actorLatency()
-	if via == viaRequest {
-		lat = w.p.requestLatency()
+	lat, cpu := w.p.plane(via)
+	depart := func() {
+		payload := &objState{h: from, id: "message", size: n, written: n, complete: true}
+		w.openStreamAfter(max(0, lat-w.p.Latency), payload, to, 0, n,
+			func(int64, bool) error { return nil },
+			func(err error) {
+				if err == nil {
+					w.work(to, q, w.cost(q)+cpu, fn)
+				}
+			})
 	}
-	payload := &objState{h: from, id: "message", size: n, written: n, complete: true}
-	w.openStreamAfter(max(0, lat-w.p.Latency), payload, to, 0, n,
-		func(int64, bool) error { return nil },
-		func(err error) {
-			if err == nil {
-				w.process(to, q, fn)
-			}
-		})
+	if cpu <= 0 {
+		depart()
+		return
+	}
+	w.work(from, qSend, cpu, depart)
 }

@@ -28,6 +28,15 @@ type Params struct {
 	// reaches. Both are half the round trips measured on the testbed
 	// (actor-rtt, data-rtt of hoplite bench) less that processing.
 	ActorLatency, RequestLatency time.Duration
+	// ActorCPU and RequestCPU are the CPU one message of each plane costs
+	// its sender (serializing and writing it) and, again, its receiver
+	// (reading, decoding and dispatching it), besides the processing of
+	// the queue it reaches: a member that sends or takes in many at once
+	// (a coordinator's tasks, the answers to its Subscribes) is busy for
+	// that long, on the cores it shares. With ActorLatency and
+	// RequestLatency they are fitted to the round-trip floors hoplite bench
+	// measures on the testbed beside its collectives (see Floor).
+	ActorCPU, RequestCPU time.Duration
 	// ByteCost is the CPU time a host spends on each byte it receives
 	// (the socket's copy, the store's write, the relay's send), ReduceCost
 	// what a Reduce worker adds for each input byte it combines. A chunk
@@ -41,15 +50,12 @@ type Params struct {
 	// besides its own queue, for one of the machine's cores, first come
 	// first served, and holds it for its cost.
 	CPUs int
-	// Wake is how long a host's process that has been idle for at least
-	// WakeAfter takes to run once a data chunk reaches it, beyond the
-	// chunk's CPU: a node parked on its sockets (the netpoller's thread
-	// in epoll_wait, its goroutines asleep) is woken by the bytes and
-	// waits to be scheduled. A chunk that reaches a host already at work
-	// pays nothing. Control messages do not pay it here: their latencies
-	// are half of round trips measured between idle nodes, wake-ups
-	// included. 0: no wake-up (DefaultParams: hosts of their own, whose
-	// wake-up is tens of microseconds); TestbedWake is the testbed's.
+	// Wake is the CPU a host's process spends coming back after it has
+	// had nothing to do for WakeAfter (parked: its threads asleep in
+	// epoll_wait and futexes, its caches cold, its own timers due), before
+	// the job that woke it: a message or a chunk. On shared cores the
+	// nodes woken at one instant (every participant at a collective's
+	// start) queue for it. A host at work, or idle for less, pays nothing.
 	Wake, WakeAfter time.Duration
 	// StoreCost, ShardCost and CoordCost are the processing time of one
 	// control message at a store node, a directory shard and a Reduce
@@ -83,12 +89,16 @@ func TestbedBurst(rate float64) float64 {
 
 // DefaultParams are the testbed's settings: 400 Mbit/s per host up and
 // down, veth latency, and the costs measured there (see
-// docs/simulator.md): a bare Proto.Actor round trip between two hosts
-// 0.58 ms (actor-rtt), a data plane round trip 0.24–0.47 ms (data-rtt),
-// 1.3 ns of CPU per byte a host receives (a 32 MiB broadcast to 8 hosts
-// used 0.31 s of CPU for 7 × 32 MiB received) and 0.2 ns more per byte a
-// Reduce combines (the 32 MiB reduce's 0.36 s). The hosts have a core
-// each: TestbedCPUs is the testbed's machine.
+// docs/simulator.md, bench/results/*-2026-11-25T15*): the control planes'
+// latency and per-message CPU fitted to the round-trip floors hoplite
+// bench measured beside the 1 MiB collectives (host 0 to 3 and to 7
+// others at once: actor-rtt 0.778 and 1.306 ms, data-rtt 0.281 and
+// 0.381 ms), 2.1 ns of CPU per byte a host receives (the slope of the
+// CPU per operation of broadcasts to 8 of 1, 4 and 32 MiB: 27.3, 73.9
+// and 516 ms) and 0.2 ns more per byte a Reduce combines, and a parked
+// node's wake-up measured by sim/wakeprobe (a hop's extra 40 µs once its
+// process idled 10 ms or more). The hosts have a core each: TestbedCPUs
+// is the testbed's machine.
 func DefaultParams(n int) Params {
 	return Params{
 		N:                 n,
@@ -96,9 +106,13 @@ func DefaultParams(n int) Params {
 		PayloadEfficiency: TestbedPayloadEfficiency,
 		Burst:             TestbedBurst(400e6),
 		Latency:           50 * time.Microsecond,
-		ActorLatency:      270 * time.Microsecond,
-		RequestLatency:    100 * time.Microsecond,
-		ByteCost:          1.3e-9,
+		ActorLatency:      145 * time.Microsecond,
+		ActorCPU:          62 * time.Microsecond,
+		RequestLatency:    60 * time.Microsecond,
+		RequestCPU:        8 * time.Microsecond,
+		Wake:              40 * time.Microsecond,
+		WakeAfter:         10 * time.Millisecond,
+		ByteCost:          2.1e-9,
 		ReduceCost:        0.2e-9,
 		StoreCost:         20 * time.Microsecond,
 		ShardCost:         20 * time.Microsecond,
@@ -122,6 +136,14 @@ func (p Params) actorLatency() time.Duration {
 		return p.ActorLatency
 	}
 	return p.Latency
+}
+
+// plane is the latency and per-message CPU of a control message's plane.
+func (p Params) plane(via plane) (time.Duration, time.Duration) {
+	if via == viaRequest {
+		return p.requestLatency(), p.RequestCPU
+	}
+	return p.actorLatency(), p.ActorCPU
 }
 
 // requestLatency is RequestLatency, or Latency if it is not set.

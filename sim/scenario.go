@@ -91,7 +91,11 @@ type Outcome struct {
 	// at the target shard's new home when its member died).
 	Attempts int   `json:"attempts,omitempty"`
 	Messages int64 `json:"messages"`
-	Events   int64 `json:"events"`
+	// CPU is what the hosts' processing cost in all (every message sent
+	// and taken in, every chunk taken in), to set beside the testbed's
+	// CPU per operation.
+	CPU    time.Duration `json:"cpu_ns"`
+	Events int64         `json:"events"`
 	// MaxQueue is the most events pending at once.
 	MaxQueue int `json:"max_queue"`
 	// Error is the code of a typed error the operation answered with
@@ -173,7 +177,7 @@ func Run(c Config) (*Outcome, error) {
 		out.HotShard = max(out.HotShard, s.served)
 		out.ShardMoves += s.moves
 	}
-	out.Messages, out.Events, out.MaxQueue = w.msgs, w.eng.steps, w.eng.maxQueue
+	out.Messages, out.Events, out.MaxQueue, out.CPU = w.msgs, w.eng.steps, w.eng.maxQueue, w.busy
 	out.Violations = append(out.Violations, w.violations...)
 	return out, nil
 }

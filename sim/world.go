@@ -23,6 +23,7 @@ const (
 	qCoord               // the Reduce coordinators the host runs
 	qRevoke              // the failure broadcaster
 	qData                // the CPU that takes received chunks in
+	qSend                // the CPU that sends control messages
 	nQueues
 )
 
@@ -92,6 +93,8 @@ type world struct {
 	calls []*reduceCall
 	// cpu is the machine's shared cores (Params.CPUs > 0).
 	cpu machine
+	// busy is the CPU the hosts spent: every job's cost.
+	busy time.Duration
 	// trace is Config.Trace (nil: none).
 	trace func(at time.Duration, host, step string)
 }
@@ -149,20 +152,29 @@ func (w *world) cost(q queue) time.Duration {
 	return w.p.StoreCost
 }
 
-// send carries a control message from one host to another's queue: it
-// arrives the plane's latency later (nothing across the network on one
-// host), waits for the queue, and fn runs when it has been processed.
-// Messages to a dead host are lost.
+// send carries a control message from one host to another's queue: the
+// sender's CPU sends it (the plane's per-message CPU), it arrives the
+// plane's latency later, the receiver's CPU takes it in, it waits for the
+// queue, and fn runs when it has been processed. On one host it goes
+// straight to the queue. Messages to or from a dead host are lost.
 func (w *world) send(from, to *host, q queue, via plane, fn func()) {
+	w.post(from, to, q, via, w.cost(q), fn)
+}
+
+// post is send with the processing cost at the queue given.
+func (w *world) post(from, to *host, q queue, via plane, cost time.Duration, fn func()) {
 	w.msgs++
-	lat := w.p.actorLatency()
-	if via == viaRequest {
-		lat = w.p.requestLatency()
-	}
 	if from == to {
-		lat = 0
+		w.eng.after(0, func() { w.work(to, q, cost, fn) })
+		return
 	}
-	w.eng.after(lat, func() { w.process(to, q, fn) })
+	lat, cpu := w.p.plane(via)
+	arrive := func() { w.work(to, q, cost+cpu, fn) }
+	if cpu <= 0 {
+		w.eng.after(lat, arrive)
+		return
+	}
+	w.work(from, qSend, cpu, func() { w.eng.after(lat, arrive) })
 }
 
 func (w *world) process(h *host, q queue, fn func()) { w.work(h, q, w.cost(q), fn) }
@@ -174,12 +186,15 @@ func (w *world) work(h *host, q queue, cost time.Duration, fn func()) {
 	if !h.alive {
 		return
 	}
-	wake := w.wake(h, q)
+	if w.parked(h) {
+		cost += w.p.Wake
+	}
+	w.busy += cost
 	if w.p.CPUs > 0 {
-		w.cpu.submit(h, q, cost, wake, fn)
+		w.cpu.submit(h, q, cost, fn)
 		return
 	}
-	start := max(w.eng.now+wake, h.free[q])
+	start := max(w.eng.now, h.free[q])
 	if wait := start - w.eng.now; wait > w.queueWait[q] {
 		w.queueWait[q] = wait
 	}
@@ -192,14 +207,11 @@ func (w *world) work(h *host, q queue, cost time.Duration, fn func()) {
 	})
 }
 
-// wake is how long a job of queue q waits for h's process to wake:
-// Params.Wake for a data chunk that reaches a host parked for
-// Params.WakeAfter (no job running or waiting), else nothing.
-func (w *world) wake(h *host, q queue) time.Duration {
-	if q != qData || w.p.Wake <= 0 || (w.p.CPUs > 0 && h.queued) || w.eng.now-h.idle < w.p.WakeAfter {
-		return 0
-	}
-	return w.p.Wake
+// parked reports whether h's process has had nothing to do for
+// Params.WakeAfter (no job running or waiting): its next job first pays
+// Params.Wake.
+func (w *world) parked(h *host) bool {
+	return w.p.Wake > 0 && !(w.p.CPUs > 0 && h.queued) && w.eng.now-h.idle >= w.p.WakeAfter
 }
 
 // job is one piece of a host's processing waiting for a core.
@@ -222,16 +234,10 @@ type machine struct {
 	head  int
 }
 
-// submit queues a job of h's; wake, if any, is how long h's process
-// takes to be runnable (it was parked).
-func (m *machine) submit(h *host, q queue, cost, wake time.Duration, fn func()) {
+func (m *machine) submit(h *host, q queue, cost time.Duration, fn func()) {
 	h.jobs[q] = append(h.jobs[q], job{cost: cost, fn: fn, at: m.w.eng.now})
 	if !h.queued {
 		h.queued = true
-		if wake > 0 {
-			m.w.eng.after(wake, func() { m.enqueue(h) })
-			return
-		}
 		m.enqueue(h)
 	}
 }

@@ -1,8 +1,8 @@
-// Command wakeprobe measures what a hop costs an idle process on this
-// machine beyond its own CPU: the time a Go process at GOMAXPROCS 1,
-// parked on a socket, takes to run once bytes reach it. It is the
-// simulator's wake-up term (sim.Params.Wake), measured the way the
-// testbed's nodes pay it.
+// Command wakeprobe measures what waking costs a parked process on this
+// machine: how much longer a hop takes through a Go process at
+// GOMAXPROCS 1 (as the testbed's nodes run) that has idled on its socket
+// for a while than through one that relayed a chunk a moment ago. It is
+// the simulator's wake-up term (sim.Params.Wake and WakeAfter).
 //
 // The probe starts --procs relay processes of itself (GOMAXPROCS 1, as
 // the testbed's nodes run), chained over loopback TCP from the probe and
@@ -10,22 +10,21 @@
 // on, as the data plane relays a chunk. The probe sends trains of
 // --chunks chunks --period apart (a link's pace: 64 KiB at 400 Mbit/s is
 // 1.37 ms), --gap between trains, and times each chunk around the ring.
-// A chunk's hop is the ring's time divided by its procs+1 hops; the
-// relays' CPU (their rusage, read at the end) divided by the hops they
-// made is a hop's CPU; what a hop took beyond its CPU is waiting to run
-// (the netpoller's thread woken, the goroutine scheduled, a core free).
-// The first chunk of a train finds every relay idle for --gap, the
-// others idle for about --period less a hop.
+// A chunk's hop is the ring's time divided by its procs+1 hops. The
+// first chunk of a train finds every relay idle for --gap, the others
+// idle for about --period less a hop: the difference of their hops is
+// what the longer idle costs (the netpoller's thread woken from a longer
+// sleep, the goroutine scheduled, caches cold). The relays' CPU (their
+// rusage, read at the end, divided by the hops they made) is printed
+// too; it is an upper bound of a hop's CPU, as it counts each relay's
+// start and its runtime's own work between chunks.
 //
 //	go run ./sim/wakeprobe --procs 8 --chunk 64KiB --period 1.37ms --chunks 16 --trains 60 --gap 50ms
 //
 // It prints the hop's quartiles and mean for the first chunk of a train
-// and for the rest, the CPU per hop, the wait (hop less CPU), and the
-// one-minute load average before and after (the machine is shared: a
-// loaded one waits longer). A collective's step passes several hops one
-// after another, so what it adds is their sum: the mean wait is the
-// figure for a per-hop constant, the median says how skewed the waits
-// are.
+// and for the rest, and the one-minute load average before and after
+// (the machine is shared: a loaded one's hops have a long tail of waits
+// for a core, which the mean shows and the median does not).
 package main
 
 import (
@@ -224,7 +223,7 @@ func probe(procs, chunk int, period time.Duration, chunks, trains int, gap time.
 	hopCPU := cpu / time.Duration(total*procs)
 	fmt.Printf("procs %d, chunk %d B, period %v, %d trains of %d chunks, gap %v, load %s -> %s\n",
 		procs, chunk, period, trains, chunks, gap, load0, load1)
-	fmt.Printf("cpu per hop (the relays' rusage / their hops): %v\n", hopCPU.Round(time.Microsecond))
+	fmt.Printf("cpu per hop, at most (the relays' rusage / their hops): %v\n", hopCPU.Round(time.Microsecond))
 	report := func(what string, ds []time.Duration) {
 		if len(ds) == 0 {
 			return
@@ -236,8 +235,8 @@ func probe(procs, chunk int, period time.Duration, chunks, trains int, gap time.
 			sum += d
 		}
 		mean := (sum / time.Duration(len(ds))).Round(time.Microsecond)
-		fmt.Printf("%-30s hop p25 %v  median %v  p75 %v  p90 %v  mean %v;  wait (hop - cpu): median %v, mean %v  (%d chunks)\n",
-			what, q(0.25), q(0.5), q(0.75), q(0.9), mean, (q(0.5) - hopCPU).Round(time.Microsecond), (mean - hopCPU).Round(time.Microsecond), len(ds))
+		fmt.Printf("%-30s hop p25 %v  median %v  p75 %v  p90 %v  mean %v  (%d chunks)\n",
+			what, q(0.25), q(0.5), q(0.75), q(0.9), mean, len(ds))
 	}
 	report(fmt.Sprintf("first of a train (idle %v):", gap), first)
 	report(fmt.Sprintf("rest (idle ~%v):", period), rest)
