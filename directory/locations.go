@@ -221,6 +221,9 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 	if drop := t.orphanRoot(req); drop != nil {
 		return drop
 	}
+	if drop := t.orphanCopy(req); drop != nil {
+		return drop
+	}
 	e := t.entry(id)
 	if !e.known {
 		// A republication after a shard restart carries what we lost.

@@ -133,6 +133,27 @@ func (t *LocationTable) orphanRoot(req *messages.PublishLocation) []outbox.Send 
 		Reason: messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q ended with its directory shard", id)}}}
 }
 
+// orphanCopy answers the republication of a reader's partial copy of a
+// Reduce's target that no run holds here (nil if req is none, or its
+// Reduce still holds the reservation, or a commit is known): it streamed
+// from a root whose coordinator died with the shard's old home, so
+// nothing will finish it. Recorded, it made the object look lost once
+// every node had republished (a LOST answer for a target the Reduce's
+// next attempt was about to produce: chaos seed 5000897). It is dropped
+// with RESET: a Get waiting for it asks again, and waits for the
+// target as for any object not made yet.
+func (t *LocationTable) orphanCopy(req *messages.PublishLocation) []outbox.Send {
+	id, rid := req.GetObjectId(), req.GetReduceId()
+	if rid == "" || req.GetState() != messages.LocationState_PARTIAL || req.GetCreator() {
+		return nil
+	}
+	if e := t.entries[id]; e != nil && (e.target.heldBy(rid) || e.target.committedBy != "") {
+		return nil
+	}
+	return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id,
+		Reason: messages.Errorf(messages.ErrorCode_RESET, "the Reduce producing %q ended with its directory shard before its commit", id)}}}
+}
+
 // published takes in what a whole copy's publication says of Reduces: a
 // committed target republished to a rebuilt shard names the call that
 // committed it and what it reduces; a creator's whole copy of a reserved

@@ -1598,7 +1598,11 @@ type PublishLocation struct {
 	// again if a receiver's Locate had removed it (if the root's node
 	// failed, the shard's renewed watch of it says so at once, and the
 	// target is lost). A shard where the Reduce holds no reservation
-	// ignores it: the Reduce was released, or the shard was rebuilt.
+	// ignores it: the Reduce was released, or the shard was rebuilt. On a
+	// reader's partial copy it is the run whose target it streams
+	// (LocateReply.reduce_id): a shard where that run holds no reservation
+	// drops the copy, since nothing will finish it, rather than count the
+	// object as lost once every node has republished.
 	ReduceId string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	// produced_by and reduced_ids, in a coordinator's commit or a
 	// republish of a complete Reduce target: the run that produced it and
@@ -2033,8 +2037,14 @@ type LocateReply struct {
 	// coordinator's both die after the commit, a readers' copy is all that
 	// tells a rebuilt shard that the call's next attempt already has its
 	// result.
-	ProducedBy    string   `protobuf:"bytes,11,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
-	ReducedIds    []string `protobuf:"bytes,12,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
+	ProducedBy string   `protobuf:"bytes,11,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
+	ReducedIds []string `protobuf:"bytes,12,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
+	// reduce_id names the running Reduce that holds the object's id (its
+	// target, not committed yet): the receiver's copy is that run's until
+	// the commit, and republished so (PublishLocation.reduce_id). A shard
+	// rebuilt after that run's coordinator died with it drops such a copy
+	// instead of taking it for what is left of a lost object.
+	ReduceId      string `protobuf:"bytes,13,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2151,6 +2161,13 @@ func (x *LocateReply) GetReducedIds() []string {
 		return x.ReducedIds
 	}
 	return nil
+}
+
+func (x *LocateReply) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
 }
 
 // CancelLocate withdraws a waiting Locate whose caller gave up.
@@ -4486,7 +4503,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
 	"\ano_copy\x18\b \x01(\bR\x06noCopy\x12.\n" +
-	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\"\x9d\x03\n" +
+	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\"\xba\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -4504,7 +4521,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vproduced_by\x18\v \x01(\tR\n" +
 	"producedBy\x12\x1f\n" +
 	"\vreduced_ids\x18\f \x03(\tR\n" +
-	"reducedIds\"Y\n" +
+	"reducedIds\x12\x1b\n" +
+	"\treduce_id\x18\r \x01(\tR\breduceId\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xde\x01\n" +

@@ -47,6 +47,9 @@ type Object struct {
 	// reduced are the sources of the result o holds, once committed: a
 	// rebuilt shard answers an attempt of the same Reduce with them.
 	reduced []string
+	// readingRun is the running Reduce whose uncommitted target this
+	// receiver's copy streams (see MarkReading).
+	readingRun string
 	// gather: o is a sliced AllReduce gather's copy of the target.
 	gather bool
 	// held: readers get no byte past size-1 until o is complete (see
@@ -158,6 +161,18 @@ func (o *Object) MarkRun(reduceID string, reduced []string) bool {
 	return true
 }
 
+// MarkReading records that o, a receiver's copy, streams the target of
+// Reduce run reduceID before its commit: a partial o is republished with
+// the run's id, and a shard rebuilt after the run's coordinator died
+// drops it (nothing will finish it) rather than count it as what is left
+// of a lost object. It marks nothing else: the copy is no run's product,
+// and a release of the run does not drop it.
+func (o *Object) MarkReading(reduceID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.readingRun = reduceID
+}
+
 // HoldTail withholds o's last byte from its readers until o is complete.
 // A Reduce's tree root writes its target so: readers stream the rest as
 // it is produced, but none can finish reading it (and no Get return it)
@@ -230,6 +245,9 @@ func (o *Object) Publication(node *messages.NodeRef) (*messages.PublishLocation,
 	o.mu.Lock()
 	if !done {
 		pub.ReduceId = o.producer
+		if pub.ReduceId == "" {
+			pub.ReduceId = o.readingRun
+		}
 	} else if o.producer != "" && o.reduced != nil {
 		pub.ProducedBy, pub.ReducedIds = o.producer, o.reduced
 	}

@@ -147,6 +147,9 @@ func (f *Fetch) apply(op *storeproto.StoreOp) storeproto.StoreResult {
 	case storeproto.OpTakeWriter:
 		f.w = f.obj.NewWriter()
 	case storeproto.OpAllocate:
+		if op.Reading != "" {
+			f.obj.MarkReading(op.Reading)
+		}
 		evicted, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint)
 		return storeproto.StoreResult{Err: err, Evicted: evicted}
 	case storeproto.OpRewind:

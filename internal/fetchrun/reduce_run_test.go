@@ -151,3 +151,67 @@ func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
 		}
 	}
 }
+
+// A reader streaming a Reduce's target before its commit, when the
+// target's shard (and with it the coordinator) dies: its partial copy is
+// republished naming the run, and the rebuilt shard, where no run holds
+// the id, drops it (RESET, so the reader's Get asks again) instead of
+// recording it. Once every node has republished, the target is not LOST:
+// the Reduce's next attempt will make it, and a Get waits for that
+// (chaos seed 5000897 answered LOST).
+func TestRebuiltShardDropsAReadersCopyOfADeadRunsTarget(t *testing.T) {
+	run := directory.ReduceID("t", "call1", "a1")
+	tb := directory.NewLocationTable(directory.TableConfig{})
+	if _, err := tb.Reserve("t", run); err != nil {
+		t.Fatal(err)
+	}
+	root := sender("root")
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: root, ReduceId: run, ReduceGeneration: 1}, "c")
+
+	store := storenode.NewStore(1 << 30)
+	obj, _ := store.Reserve("t")
+	now := time.Unix(1000, 0)
+	me := &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
+	f := NewFetch(storeproto.FetchConfig{Self: me, Grace: time.Second, Rand: rand.New(rand.NewPCG(1, 2))}, store, obj, now.Add(time.Minute), nil)
+	var loc *messages.Locate
+	for _, s := range f.Start(now).Sends {
+		if l, ok := s.Msg.(*messages.Locate); ok {
+			loc = l
+		}
+	}
+	var reply *messages.LocateReply
+	for _, s := range tb.Locate(loc, "reader", now).Sends {
+		if r, ok := s.Msg.(*messages.LocateReply); ok {
+			reply = r
+		}
+	}
+	if reply.GetReduceId() != run {
+		t.Fatalf("the answer before the commit: %v; want it to name the running Reduce", reply)
+	}
+	if out := f.Located(reply, now); out.Stream == nil {
+		t.Fatalf("no stream: %+v", out)
+	}
+	if err := f.Writer().Append(make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := obj.Publication(me)
+	if !ok || pub.GetState() != messages.LocationState_PARTIAL || pub.GetReduceId() != run || pub.GetCreator() {
+		t.Fatalf("the reader's partial republication: %v", pub)
+	}
+
+	rebuilt := directory.NewLocationTable(directory.TableConfig{})
+	out := rebuilt.Publish(pub).Sends
+	if len(out) != 1 {
+		t.Fatalf("the rebuilt shard's answer to the partial copy: %v; want one drop", out)
+	}
+	if d, ok := out[0].Msg.(*messages.DropObject); !ok || out[0].To != me || !errors.Is(d.GetReason(), messages.ErrReset) || d.GetReduceId() != "" {
+		t.Fatalf("the rebuilt shard's answer to the partial copy: %v; want a RESET drop to the reader", out)
+	}
+	for _, s := range rebuilt.Republished().Sends {
+		t.Fatalf("once every node republished: %v; want nothing lost", s)
+	}
+	got := rebuilt.Locate(&messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 9}, "again", now).Sends
+	if len(got) != 0 {
+		t.Fatalf("the reader's next Locate: %v; want it to wait for the target", got)
+	}
+}

@@ -115,6 +115,10 @@ type StoreOp struct {
 	Fingerprint uint64
 	Data        []byte
 	Err         error
+	// Reading, on OpAllocate, is the running Reduce whose uncommitted
+	// target the copy streams (LocateReply.reduce_id; see
+	// storenode.Object.MarkReading).
+	Reading string
 	// Run and Reduced, on OpComplete and OpStoreInline, are the Reduce
 	// run that committed the object and the sources it reduces, as its
 	// shard answered them (LocateReply.produced_by): the copy records
@@ -527,7 +531,7 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 			Run: loc.GetProducedBy(), Reduced: loc.GetReducedIds()}, nextInlineStored, nil)
 	}
 	if st.Size < 0 {
-		return p.store(out, StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint()}, nextAllocated, loc)
+		return p.store(out, StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Reading: loc.GetReduceId()}, nextAllocated, loc)
 	} else if st.Size != loc.GetSize() {
 		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: me, Sender: loc.GetSender()})
 		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), st.Size))
