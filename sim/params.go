@@ -96,7 +96,7 @@ func TestbedBurst(rate float64) float64 {
 // 0.381 ms), 2.1 ns of CPU per byte a host receives (the slope of the
 // CPU per operation of broadcasts to 8 of 1, 4 and 32 MiB: 27.3, 73.9
 // and 516 ms) and 0.2 ns more per byte a Reduce combines, and a parked
-// node's wake-up measured by sim/wakeprobe (a hop's extra 40 µs once its
+// node's wake-up measured by bench/wakeprobe (a hop's extra 40 µs once its
 // process idled 10 ms or more). The hosts have a core each: TestbedCPUs
 // is the testbed's machine.
 func DefaultParams(n int) Params {

@@ -19,7 +19,7 @@
 // too; it is an upper bound of a hop's CPU, as it counts each relay's
 // start and its runtime's own work between chunks.
 //
-//	go run ./sim/wakeprobe --procs 8 --chunk 64KiB --period 1.37ms --chunks 16 --trains 60 --gap 50ms
+//	go run ./bench/wakeprobe --procs 8 --chunk 64KiB --period 1.37ms --chunks 16 --trains 60 --gap 50ms
 //
 // It prints the hop's quartiles and mean for the first chunk of a train
 // and for the rest, and the one-minute load average before and after
