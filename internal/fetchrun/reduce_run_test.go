@@ -13,29 +13,51 @@ import (
 	"github.com/hoplite-go/hoplite/storenode"
 )
 
-// committedTarget returns a shard's table where Reduce run committed
-// target "t" (1 KiB, reducing s1 and s0) on its root's node "root".
-func committedTarget(t *testing.T, run string) *directory.LocationTable {
+// reservedTarget returns a shard's table where Reduce run holds target
+// "t" (1 KiB) and its root on node "root" created it.
+func reservedTarget(t *testing.T, run string) *directory.LocationTable {
 	t.Helper()
 	tb := directory.NewLocationTable(directory.TableConfig{})
 	if _, err := tb.Reserve("t", run); err != nil {
 		t.Fatal(err)
 	}
-	root := sender("root")
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: root, ReduceId: run, ReduceGeneration: 1}, "c")
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: root, State: messages.LocationState_COMPLETE, Size: 1024,
-		Fingerprint: 5, Creator: true, ReduceId: run, ProducedBy: run, ReducedIds: []string{"s1", "s0"}})
+	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: sender("root"), ReduceId: run, ReduceGeneration: 1}, "c")
 	return tb
 }
 
-// readCopy fetches "t" onto node "me" through table tb, as a Get there
-// does, and returns the completed copy.
-func readCopy(t *testing.T, tb *directory.LocationTable) *storenode.Object {
+// commit is the coordinator's commit of run's root result, reducing s1
+// and s0.
+func commit(tb *directory.LocationTable, run string) {
+	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: sender("root"), State: messages.LocationState_COMPLETE, Size: 1024,
+		Fingerprint: 5, Creator: true, ReduceId: run, ProducedBy: run, ReducedIds: []string{"s1", "s0"}})
+}
+
+// committedTarget returns a shard's table where Reduce run committed
+// target "t" on its root's node "root".
+func committedTarget(t *testing.T, run string) *directory.LocationTable {
+	tb := reservedTarget(t, run)
+	commit(tb, run)
+	return tb
+}
+
+// reader is node "me" fetching "t" as a Get there does, through a
+// shard's table.
+type reader struct {
+	f     *Fetch
+	obj   *storenode.Object
+	reply *messages.LocateReply // the shard's answer
+	out   storeproto.FetchOutput
+}
+
+var me = &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
+
+// startReading starts the fetch, has tb answer its Locate and starts the
+// stream from the sender it names.
+func startReading(t *testing.T, tb *directory.LocationTable) *reader {
 	t.Helper()
 	store := storenode.NewStore(1 << 30)
 	obj, _ := store.Reserve("t")
 	now := time.Unix(1000, 0)
-	me := &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
 	f := NewFetch(storeproto.FetchConfig{Self: me, Grace: time.Second, Rand: rand.New(rand.NewPCG(1, 2))}, store, obj, now.Add(time.Minute), nil)
 	var loc *messages.Locate
 	for _, s := range f.Start(now).Sends {
@@ -46,26 +68,33 @@ func readCopy(t *testing.T, tb *directory.LocationTable) *storenode.Object {
 	if loc == nil {
 		t.Fatal("the fetch sent no Locate")
 	}
-	var reply *messages.LocateReply
+	r := &reader{f: f, obj: obj}
 	for _, s := range tb.Locate(loc, "reader", now).Sends {
-		if r, ok := s.Msg.(*messages.LocateReply); ok && s.To == "reader" {
-			reply = r
+		if lr, ok := s.Msg.(*messages.LocateReply); ok && s.To == "reader" {
+			r.reply = lr
 		}
 	}
-	if reply == nil || reply.GetError() != nil {
-		t.Fatalf("the shard's answer: %v", reply)
+	if r.reply == nil || r.reply.GetError() != nil {
+		t.Fatalf("the shard's answer: %v", r.reply)
 	}
-	out := f.Located(reply, now)
-	if out.Stream == nil {
-		t.Fatalf("no stream started: %+v", out)
+	if r.out = f.Located(r.reply, now); r.out.Stream == nil {
+		t.Fatalf("no stream started: %+v", r.out)
 	}
-	if err := f.Writer().Append(make([]byte, 1024)); err != nil {
+	return r
+}
+
+// readCopy fetches "t" onto node "me" through table tb and returns the
+// completed copy.
+func readCopy(t *testing.T, tb *directory.LocationTable) *storenode.Object {
+	t.Helper()
+	r := startReading(t, tb)
+	if err := r.f.Writer().Append(make([]byte, 1024)); err != nil {
 		t.Fatal(err)
 	}
-	if out := f.StreamEnded(out.Stream.ID, nil, now.Add(time.Millisecond)); !out.Done || out.Err != nil {
+	if out := r.f.StreamEnded(r.out.Stream.ID, nil, time.Unix(1000, 0).Add(time.Millisecond)); !out.Done || out.Err != nil {
 		t.Fatalf("the stream's end: %+v", out)
 	}
-	return obj
+	return r.obj
 }
 
 // A reader's copy of a committed Reduce target records the run that
@@ -82,7 +111,7 @@ func TestReadersCopyOfACommittedTargetRepublishesItsRun(t *testing.T) {
 	if p, _ := obj.Producer(); p != run {
 		t.Fatalf("the reader's copy names run %q, want %q", p, run)
 	}
-	pub, ok := obj.Publication(&messages.NodeRef{NodeId: "me", ActorId: "me/store"})
+	pub, ok := obj.Publication(me)
 	if !ok || pub.GetProducedBy() != run || !slices.Equal(pub.GetReducedIds(), []string{"s1", "s0"}) || pub.GetReduceId() != "" {
 		t.Fatalf("the reader's republication: %v", pub)
 	}
@@ -116,26 +145,15 @@ func TestAReadersRunDoesNotReplaceACopysOwn(t *testing.T) {
 // the run gets nothing more.
 func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
 	run := directory.ReduceID("t", "call1", "a1")
-	tb := directory.NewLocationTable(directory.TableConfig{})
-	if _, err := tb.Reserve("t", run); err != nil {
-		t.Fatal(err)
+	tb := reservedTarget(t, run)
+	r := startReading(t, tb)
+	if r.reply.GetSender().GetNodeId() != "root" || r.reply.GetProducedBy() != "" {
+		t.Fatalf("the reader's answer before the commit: %v", r.reply)
 	}
-	root := sender("root")
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: root, ReduceId: run, ReduceGeneration: 1}, "c")
-	me := &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
-	var reply *messages.LocateReply
-	for _, s := range tb.Locate(&messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 3}, "reader", time.Unix(1000, 0)).Sends {
-		if r, ok := s.Msg.(*messages.LocateReply); ok {
-			reply = r
-		}
-	}
-	if reply == nil || reply.GetSender().GetNodeId() != "root" || reply.GetProducedBy() != "" {
-		t.Fatalf("the reader's answer before the commit: %v", reply)
-	}
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: root, State: messages.LocationState_COMPLETE, Size: 1024,
-		Fingerprint: 5, Creator: true, ReduceId: run, ProducedBy: run, ReducedIds: []string{"s1", "s0"}})
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "t", Receiver: me, Sender: root, Size: 1024, Fingerprint: 5, Epoch: reply.GetEpoch()})
+	commit(tb, run)
+	done := &messages.FetchDone{ObjectId: "t", Receiver: me, Sender: sender("root"), Size: 1024, Fingerprint: 5, Epoch: r.reply.GetEpoch()}
 	var mark *messages.ReduceCommit
+	out := tb.FetchDone(done)
 	for _, s := range out.Sends {
 		if m, ok := s.Msg.(*messages.ReduceCommit); ok && s.To == me {
 			mark = m
@@ -144,10 +162,10 @@ func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
 	if mark == nil || !mark.GetMarkOnly() || mark.GetReduceId() != run || !slices.Equal(mark.GetReducedIds(), []string{"s1", "s0"}) {
 		t.Fatalf("the reader's FetchDone after the commit: %v; want a mark naming the run", out.Sends)
 	}
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "t", Receiver: me, Sender: root, Size: 1024, Fingerprint: 5, Epoch: reply.GetEpoch(), Run: run})
-	for _, s := range out.Sends {
+	done.Run = run
+	for _, s := range tb.FetchDone(done).Sends {
 		if _, ok := s.Msg.(*messages.ReduceCommit); ok {
-			t.Fatalf("a copy that recorded the run is marked again: %v", out.Sends)
+			t.Fatalf("a copy that recorded the run is marked again: %v", s)
 		}
 	}
 }
@@ -161,40 +179,14 @@ func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
 // (chaos seed 5000897 answered LOST).
 func TestRebuiltShardDropsAReadersCopyOfADeadRunsTarget(t *testing.T) {
 	run := directory.ReduceID("t", "call1", "a1")
-	tb := directory.NewLocationTable(directory.TableConfig{})
-	if _, err := tb.Reserve("t", run); err != nil {
+	r := startReading(t, reservedTarget(t, run))
+	if r.reply.GetReduceId() != run {
+		t.Fatalf("the answer before the commit: %v; want it to name the running Reduce", r.reply)
+	}
+	if err := r.f.Writer().Append(make([]byte, 100)); err != nil {
 		t.Fatal(err)
 	}
-	root := sender("root")
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: root, ReduceId: run, ReduceGeneration: 1}, "c")
-
-	store := storenode.NewStore(1 << 30)
-	obj, _ := store.Reserve("t")
-	now := time.Unix(1000, 0)
-	me := &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
-	f := NewFetch(storeproto.FetchConfig{Self: me, Grace: time.Second, Rand: rand.New(rand.NewPCG(1, 2))}, store, obj, now.Add(time.Minute), nil)
-	var loc *messages.Locate
-	for _, s := range f.Start(now).Sends {
-		if l, ok := s.Msg.(*messages.Locate); ok {
-			loc = l
-		}
-	}
-	var reply *messages.LocateReply
-	for _, s := range tb.Locate(loc, "reader", now).Sends {
-		if r, ok := s.Msg.(*messages.LocateReply); ok {
-			reply = r
-		}
-	}
-	if reply.GetReduceId() != run {
-		t.Fatalf("the answer before the commit: %v; want it to name the running Reduce", reply)
-	}
-	if out := f.Located(reply, now); out.Stream == nil {
-		t.Fatalf("no stream: %+v", out)
-	}
-	if err := f.Writer().Append(make([]byte, 100)); err != nil {
-		t.Fatal(err)
-	}
-	pub, ok := obj.Publication(me)
+	pub, ok := r.obj.Publication(me)
 	if !ok || pub.GetState() != messages.LocationState_PARTIAL || pub.GetReduceId() != run || pub.GetCreator() {
 		t.Fatalf("the reader's partial republication: %v", pub)
 	}
@@ -210,7 +202,7 @@ func TestRebuiltShardDropsAReadersCopyOfADeadRunsTarget(t *testing.T) {
 	for _, s := range rebuilt.Republished().Sends {
 		t.Fatalf("once every node republished: %v; want nothing lost", s)
 	}
-	got := rebuilt.Locate(&messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 9}, "again", now).Sends
+	got := rebuilt.Locate(&messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 9}, "again", time.Unix(1000, 0)).Sends
 	if len(got) != 0 {
 		t.Fatalf("the reader's next Locate: %v; want it to wait for the target", got)
 	}
