@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/sirupsen/logrus"
 )
 
@@ -63,7 +62,7 @@ func running(pid int) bool {
 // The load processes run until the run stops them, and then they are
 // gone: stopped by closing their input (not killed), and reaped.
 func TestLoadProcessesStop(t *testing.T) {
-	needFile(t, "/proc/self/stat", "the test reads the processes' states in /proc")
+	testutil.NeedFile(t, "/proc/self/stat", "the test reads the processes' states in /proc")
 	l, err := startLoad(2, time.Hour, spinCommand(t))
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +133,7 @@ func TestSpinEndsWhenItsInputCloses(t *testing.T) {
 // RESULT line and by LoadDiffers, and the report gives the run's range.
 // --load starts its processes and the run stops them.
 func TestLoadRecordedAndMarked(t *testing.T) {
-	needFile(t, "/bin/bash", "the stand-in peer scripts run in bash")
+	testutil.NeedFile(t, "/bin/bash", "the stand-in peer scripts run in bash")
 	dir := t.TempDir()
 	log := &eventLog{path: filepath.Join(dir, "events")}
 	peers := filepath.Join(dir, "peers")
@@ -304,17 +303,5 @@ func TestLoadAndFreshOptions(t *testing.T) {
 		if _, err := o.withDefaults(); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
-	}
-}
-
-// needFile skips the test on a system without path (no /proc on macOS, no
-// bash in a minimal image), saying why; any other error reading it fails
-// the test.
-func needFile(t testing.TB, path, why string) {
-	t.Helper()
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("skipped on a system without %s: %s", path, why)
-	} else if err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -166,7 +167,7 @@ echo "RESULT peer=` + peer + ` op=$op nodes=3 size=$size algorithm=$name median=
 // says, see peerScript), 3 reps after 1 warm-up.
 func orderRun(t *testing.T, sequential bool, mpiFailOn, glooFailOn int) (*Report, *eventLog) {
 	t.Helper()
-	needFile(t, "/bin/bash", "the stand-in peer scripts run in bash")
+	testutil.NeedFile(t, "/bin/bash", "the stand-in peer scripts run in bash")
 	dir := t.TempDir()
 	log := &eventLog{path: filepath.Join(dir, "events")}
 	peers := filepath.Join(dir, "peers")

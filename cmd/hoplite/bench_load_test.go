@@ -3,14 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/internal/testutil"
 )
 
 // loadSpinners are the processes running `bin bench load-spin`, by their
@@ -38,11 +38,7 @@ func loadSpinners(t *testing.T, bin string) []string {
 // for the run, records the load in its results, and leaves no process
 // behind; the default is no warm-up.
 func TestBenchLoadProcessesStopWithTheRun(t *testing.T) {
-	if _, err := os.Stat("/proc/self/cmdline"); errors.Is(err, fs.ErrNotExist) {
-		t.Skip("skipped on a system without /proc: the test finds the load processes there")
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	testutil.NeedFile(t, "/proc/self/cmdline", "the test finds the load processes there")
 	bin := builtHoplite(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()

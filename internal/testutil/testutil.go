@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -189,5 +190,17 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s: did not return", what)
 		panic("unreachable")
+	}
+}
+
+// NeedFile skips the test on a system without path (no /proc on macOS, no
+// bash in a minimal image), saying why; any other error reading it fails
+// the test.
+func NeedFile(t testing.TB, path, why string) {
+	t.Helper()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("skipped on a system without %s: %s", path, why)
+	} else if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
