@@ -177,12 +177,12 @@ func (s *watchCountingShard) SendSystemMessage(_ *actor.PID, message any) {
 
 func (s *watchCountingShard) Stop(*actor.PID) {}
 
-// A store node watches each shard it asks once, however many Gets it
-// fetches through it, and a Locate answered quickly waits for no watch:
-// a watched actor keeps its watchers until it stops, so a watch per Get
-// would grow a long-lived shard's set for good, and a watch and an
-// unwatch per Get would be two more messages across the network each.
-func TestStoreNodeWatchesEachShardOnce(t *testing.T) {
+// watchCountingNode is a store node whose every object's shard is a
+// watchCountingShard on its own member, or with remote on another's, and whose Locates locate answers beside the shard, which
+// sees only the store node's watches (an actor request would watch it
+// itself).
+func watchCountingNode(t *testing.T, remote bool, locate Locator) (*actor.ActorSystem, *actor.PID, *watchCountingShard) {
+	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
@@ -192,28 +192,85 @@ func TestStoreNodeWatchesEachShardOnce(t *testing.T) {
 	if !ok {
 		t.Fatal("shard process not registered")
 	}
-	store := storenode.NewStore(1 << 20)
-	log, _ := logtest.NewNullLogger()
-	// The Locates are answered beside the shard, which sees only the
-	// store node's watches (an actor request would watch it itself).
-	loc := func(_ context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
-		data := []byte("inline bytes")
-		return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt(), Size: int64(len(data)), HasInline: true, InlineData: data}, nil
+	if remote {
+		pid = actor.NewPID("far:1", pid.GetId())
+		system.ProcessRegistry.RegisterAddressResolver(func(p *actor.PID) (actor.Process, bool) {
+			return shard, p.GetAddress() == "far:1"
+		})
 	}
+	log, _ := logtest.NewNullLogger()
 	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
-		Store: store, ShardFor: func(string) *actor.PID { return pid }, Locate: loc, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
+		Store: storenode.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return pid }, Locate: locate, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
+	return system, node, shard
+}
+
+func inlineAnswer(l *messages.Locate) *messages.LocateReply {
+	data := []byte("inline bytes")
+	return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt(), Size: int64(len(data)), HasInline: true, InlineData: data}
+}
+
+func getInline(t *testing.T, system *actor.ActorSystem, node *actor.PID, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := actorutil.Request(ctx, system.Root, node, &messages.Get{ObjectId: id, TimeoutMs: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(*messages.GetReply); r.GetError() != nil || string(r.GetData()) != "inline bytes" {
+		t.Fatalf("Get %s: %q, %v", id, r.GetData(), r.GetError())
+	}
+}
+
+// A store node watches each shard it asks once, however many Gets it
+// fetches through it, and a Locate answered quickly waits for no watch:
+// a watched actor keeps its watchers until it stops, so a watch per Get
+// would grow a long-lived shard's set for good, and a watch and an
+// unwatch per Get would be two more messages across the network each.
+func TestStoreNodeWatchesEachShardOnce(t *testing.T) {
+	system, node, shard := watchCountingNode(t, false, func(_ context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
+		return inlineAnswer(l), nil
+	})
 	for i := range 5 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := actorutil.Request(ctx, system.Root, node, &messages.Get{ObjectId: fmt.Sprintf("x%d", i), TimeoutMs: 5000})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := res.(*messages.GetReply); r.GetError() != nil || string(r.GetData()) != "inline bytes" {
-			t.Fatalf("Get %d: %q, %v", i, r.GetData(), r.GetError())
-		}
+		getInline(t, system, node, fmt.Sprintf("x%d", i))
 	}
 	if w, u := shard.watches.Load(), shard.unwatches.Load(); w != 1 || u != 0 {
 		t.Fatalf("the shard got %d watches and %d unwatches for 5 Gets, want 1 and 0", w, u)
+	}
+}
+
+// A shard on another member is watched only when a Locate to it is late
+// (watchDelay): answered in time, a new cluster's Gets pay no watch
+// across the network on their path; a late one is watched, once.
+func TestRemoteShardIsWatchedOnlyWhenALocateIsLate(t *testing.T) {
+	defer func(d time.Duration) { watchDelay = d }(watchDelay)
+	watchDelay = 50 * time.Millisecond
+	var late atomic.Bool
+	var shard *watchCountingShard
+	system, node, shard := watchCountingNode(t, true, func(ctx context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
+		if late.Load() {
+			// Answered only once the node watched the shard.
+			for shard.watches.Load() == 0 {
+				select {
+				case <-ctx.Done():
+					return nil, messages.AsError(ctx.Err())
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+		return inlineAnswer(l), nil
+	})
+	for i := range 3 {
+		getInline(t, system, node, fmt.Sprintf("quick%d", i))
+	}
+	if w := shard.watches.Load(); w != 0 {
+		t.Fatalf("the remote shard got %d watches for 3 Locates answered at once, want 0", w)
+	}
+	late.Store(true)
+	getInline(t, system, node, "late")
+	late.Store(false)
+	getInline(t, system, node, "after")
+	if w, u := shard.watches.Load(), shard.unwatches.Load(); w != 1 || u != 0 {
+		t.Fatalf("the remote shard got %d watches and %d unwatches, want 1 and 0 (watched when late, once)", w, u)
 	}
 }

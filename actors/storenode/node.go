@@ -148,6 +148,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.fetchStreamEnded(ctx, m)
 	case *fetchCallerGone:
 		n.fetchCallerGone(ctx, m)
+	case *fetchWatchDue:
+		n.fetchWatchDue(ctx, m)
 	case *actor.Terminated:
 		n.terminated(ctx, m.GetWho())
 	case actor.SystemMessage, actor.AutoReceiveMessage:
