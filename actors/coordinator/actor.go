@@ -85,9 +85,11 @@ type Coordinator struct {
 	committing map[string]bool
 	r          *coordinator.Reduction
 	begun      bool
-	watched    map[string]string   // store node PID -> node id
-	timers     map[any]*time.Timer // timer message -> its pending timer
-	stepAt     time.Time           // when the message being handled was taken (for the debug log of task sends)
+	watched    map[string]string // store node PID -> node id
+	// watching are the nodes watched, to unwatch at the stop.
+	watching []*actor.PID
+	timers   map[any]*time.Timer // timer message -> its pending timer
+	stepAt   time.Time           // when the message being handled was taken (for the debug log of task sends)
 	// pushes end the data-plane pushes still running when the
 	// coordinator stops (each also ends at its own deadline).
 	pushes []context.CancelFunc
@@ -279,6 +281,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case coordinator.ResubscribeTimer:
 		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
+		c.unwatchAll(ctx)
 		c.over.Store(true)
 		for _, cancel := range c.pushes {
 			cancel()
@@ -391,10 +394,7 @@ func init() {
 		},
 		Timer: func(ctx actor.Context, c *Coordinator, t outbox.Timer) { c.arm(ctx, t) },
 		Watch: func(ctx actor.Context, c *Coordinator, who any) {
-			n := who.(*messages.NodeRef)
-			pid := n.PID()
-			c.watched[actorutil.Key(pid)] = n.GetNodeId()
-			ctx.Watch(pid)
+			c.watchNode(ctx, who.(*messages.NodeRef))
 		},
 		Event: func(ctx actor.Context, c *Coordinator, e any) {
 			if r, ok := e.(*events.AllReduceReplanned); ok {
@@ -452,6 +452,7 @@ func (c *Coordinator) linger(ctx actor.Context, msg any) {
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
 		c.stopTimers()
+		c.unwatchAll(ctx)
 	}
 }
 

@@ -49,7 +49,10 @@ type fetchRun struct {
 	// shard and attempt are the Locate the run waits for; cancel hangs
 	// its call up (nil once it ended). watchDue watches a shard on
 	// another member if that Locate is still unanswered after
-	// watchDelay.
+	// actorutil.RemoteWatchDelay: watched at the Locate, each of a new
+	// cluster's first Gets paid a remote watch for every shard its node
+	// had not asked yet, on the Get's own path. A shard on this member
+	// is watched at once.
 	shard    *actor.PID
 	attempt  uint64
 	cancel   context.CancelFunc
@@ -101,25 +104,11 @@ type fetchStreamEnded struct {
 type fetchCallerGone struct{ run *fetchRun }
 
 // fetchWatchDue: a run's Locate to a shard on another member is still
-// unanswered after watchDelay.
+// unanswered after actorutil.RemoteWatchDelay.
 type fetchWatchDue struct {
 	run     *fetchRun
 	attempt uint64
 }
-
-// watchDelay is how long a Locate to a shard on another member waits
-// for its answer before the node watches that shard. A remote watch is a
-// Watch across the network and a run of the shard's mailbox; watched at
-// the Locate, each of a new cluster's first Gets paid one for every
-// shard its node had not asked yet, on the Get's own path: a 1 KiB
-// broadcast to 7 on the testbed took 1.25 ms over its first 20 reps
-// against 0.84 ms watched only when late (60 reps, two runs each). Most
-// Locates are answered well within it, and the data plane's connection
-// fails the call at once when the shard's member dies, so the watch
-// covers only a shard that stopped with the Locate in its mailbox,
-// noticed this much later. A shard on this member is watched at once (a
-// local watch crosses no network).
-var watchDelay = 25 * time.Millisecond // a variable for the tests
 
 // startFetch starts the fetch of obj, which Reserve just created, for
 // Gets until deadline.
@@ -334,7 +323,7 @@ func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storeproto.Fetch
 // comes back as a fetchLocated. The node watches the shard (once: a
 // node asks a bounded set of shards), so a shard that stops with the
 // Locate in its mailbox fails it: a shard on this member at once, one on
-// another member once the Locate is late (watchDelay).
+// another member once the Locate is late (actorutil.RemoteWatchDelay).
 func (n *StoreNode) locate(ctx actor.Context, run *fetchRun, to any, l *messages.Locate) {
 	run.hangUp() // a run has one Locate at a time
 	run.attempt = l.GetAttempt()
@@ -346,11 +335,11 @@ func (n *StoreNode) locate(ctx actor.Context, run *fetchRun, to any, l *messages
 	}
 	run.shard = shard
 	system, self := ctx.ActorSystem(), ctx.Self()
-	if shard.GetAddress() == system.Address() {
+	if !actorutil.IsRemote(system, shard) {
 		n.watch(ctx, shard)
 	} else if !n.reqs.watched[actorutil.Key(shard)] {
 		due := &fetchWatchDue{run: run, attempt: run.attempt}
-		run.watchDue = time.AfterFunc(watchDelay, func() { system.Root.Send(self, due) })
+		run.watchDue = time.AfterFunc(actorutil.RemoteWatchDelay(), func() { system.Root.Send(self, due) })
 	}
 	run.cancel = callLocate(system, self, n.locator, shard, l, run)
 }

@@ -240,11 +240,10 @@ func TestStoreNodeWatchesEachShardOnce(t *testing.T) {
 }
 
 // A shard on another member is watched only when a Locate to it is late
-// (watchDelay): answered in time, a new cluster's Gets pay no watch
+// (actorutil.RemoteWatchDelay): answered in time, a new cluster's Gets pay no watch
 // across the network on their path; a late one is watched, once.
 func TestRemoteShardIsWatchedOnlyWhenALocateIsLate(t *testing.T) {
-	defer func(d time.Duration) { watchDelay = d }(watchDelay)
-	watchDelay = 50 * time.Millisecond
+	defer actorutil.SetRemoteWatchDelay(50 * time.Millisecond)()
 	var late atomic.Bool
 	var shard *watchCountingShard
 	system, node, shard := watchCountingNode(t, true, func(ctx context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {

@@ -150,6 +150,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.fetchCallerGone(ctx, m)
 	case *fetchWatchDue:
 		n.fetchWatchDue(ctx, m)
+	case putWatchDue:
+		n.putWatchDue(ctx, m)
 	case *actor.Terminated:
 		n.terminated(ctx, m.GetWho())
 	case actor.SystemMessage, actor.AutoReceiveMessage:

@@ -63,6 +63,16 @@ type putRun struct {
 	data  []byte
 	shard *actor.PID // where the CreateObject went; its end fails the Put
 	timer *time.Timer
+	// watchDue watches a shard on another member if the CreateObject is
+	// still unanswered after actorutil.RemoteWatchDelay (see locate).
+	watchDue *time.Timer
+}
+
+// putWatchDue: a Put's CreateObject to a shard on another member is
+// still unanswered after actorutil.RemoteWatchDelay.
+type putWatchDue struct {
+	id    uint64
+	shard *actor.PID
 }
 
 // putCopied is a copy-in's report: whether the copy is complete, else
@@ -221,6 +231,9 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
 		if run.timer != nil {
 			run.timer.Stop()
 		}
+		if run.watchDue != nil {
+			run.watchDue.Stop()
+		}
 		delete(n.reqs.runs, id)
 		if s.Err != nil {
 			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": s.Err}).Debug("put failed")
@@ -252,8 +265,9 @@ func (n *StoreNode) putEnded(id uint64) bool { return n.reqs.runs[id] == nil }
 
 // toShard sends to the shard of id. The CreateObject goes as a request,
 // so the shard answers this actor, which watches the shard: a shard that
-// stops before it answers fails the Put at once instead of at its
-// deadline.
+// stops before it answers fails the Put instead of waiting for its
+// deadline (one on this member at once; one on another member is watched
+// only when its answer is late, as a fetch's Locate's shard is).
 func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) {
 	shard := n.cfg.ShardFor(id)
 	if _, ok := msg.(*messages.CreateObject); !ok {
@@ -269,8 +283,23 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 		return
 	}
 	run.shard = shard
-	n.watch(ctx, shard)
+	if system := ctx.ActorSystem(); !actorutil.IsRemote(system, shard) {
+		n.watch(ctx, shard)
+	} else if !n.reqs.watched[actorutil.Key(shard)] {
+		if run.watchDue != nil {
+			run.watchDue.Stop() // the Put asks again, perhaps elsewhere
+		}
+		self, due := ctx.Self(), putWatchDue{id: run.reg.Request().RequestID, shard: shard}
+		run.watchDue = time.AfterFunc(actorutil.RemoteWatchDelay(), func() { system.Root.Send(self, due) })
+	}
 	n.reqs.senders.Request(ctx, shard, msg)
+}
+
+// putWatchDue watches the shard of a Put whose CreateObject is late.
+func (n *StoreNode) putWatchDue(ctx actor.Context, m putWatchDue) {
+	if run := n.reqs.runs[m.id]; run != nil && samePID(run.shard, m.shard) {
+		n.watch(ctx, m.shard)
+	}
 }
 
 // copyIn copies the bytes into the creator copy on its own goroutine, so

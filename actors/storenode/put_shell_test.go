@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,5 +250,79 @@ func TestDeleteWaitsForDropsAndPeerFailure(t *testing.T) {
 	}
 	if !slices.Contains(store.DeletedIDs(), "d") {
 		t.Fatal("the deletion is not remembered for rebuilt shards")
+	}
+}
+
+// remoteShard is a directory shard on another member as the registry
+// resolves one: it passes messages to inner, counts the store node's
+// watches, and once gone drops them and answers a Watch with Terminated,
+// as a member does for an actor it no longer holds.
+type remoteShard struct {
+	system             *actor.ActorSystem
+	inner              *actor.PID
+	gone               atomic.Bool
+	watches, unwatches atomic.Int32
+}
+
+func (r *remoteShard) SendUserMessage(_ *actor.PID, message any) {
+	if !r.gone.Load() {
+		p, _ := r.system.ProcessRegistry.Get(r.inner)
+		p.SendUserMessage(r.inner, message)
+	}
+}
+
+func (r *remoteShard) SendSystemMessage(pid *actor.PID, message any) {
+	switch m := message.(type) {
+	case *actor.Watch:
+		r.watches.Add(1)
+		if r.gone.Load() {
+			w, _ := r.system.ProcessRegistry.Get(m.Watcher)
+			w.SendSystemMessage(m.Watcher, &actor.Terminated{Who: pid, Why: actor.TerminatedReason_NotFound})
+		}
+	case *actor.Unwatch:
+		r.unwatches.Add(1)
+	}
+}
+
+func (*remoteShard) Stop(*actor.PID) {}
+
+// A Put to a shard on another member watches it only when its
+// CreateObject is late: Puts answered in time send no Watch across the
+// network; one to a shard that stopped there is watched, fails
+// UNAVAILABLE well before its deadline, and leaves no copy.
+func TestPutWatchesARemoteShardOnlyWhenLate(t *testing.T) {
+	defer actorutil.SetRemoteWatchDelay(30 * time.Millisecond)()
+	system := putQuietSystem(t)
+	inner := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.CreateObject); ok {
+			ctx.Respond(&messages.CreateObjectReply{ObjectId: m.GetObjectId(), RequestId: m.GetRequestId()})
+		}
+	}))
+	far := &remoteShard{system: system, inner: inner}
+	system.ProcessRegistry.RegisterAddressResolver(func(p *actor.PID) (actor.Process, bool) {
+		return far, p.GetAddress() == "far:1"
+	})
+	node, store := putNode(t, system, actor.NewPID("far:1", "shard"))
+	for _, id := range []string{"a", "b", "c"} {
+		if err := doPut(t, system, node, id, testutil.Pattern(1, 1000), 60_000); err != nil {
+			t.Fatalf("Put %s: %v", id, err)
+		}
+	}
+	if w := far.watches.Load(); w != 0 {
+		t.Fatalf("3 Puts answered at once sent %d watches to the remote shard, want 0", w)
+	}
+	far.gone.Store(true)
+	start := time.Now()
+	if err := doPut(t, system, node, "x", testutil.Pattern(2, 1000), 60_000); !errors.Is(err, messages.ErrUnavailable) {
+		t.Fatalf("Put to a shard gone: %v, want UNAVAILABLE", err)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("the Put to a shard gone waited %v, half its deadline", waited)
+	}
+	if w := far.watches.Load(); w != 1 {
+		t.Fatalf("the late Put sent %d watches, want 1", w)
+	}
+	if store.Lookup("x") != nil {
+		t.Fatal("the failed Put left its copy in the store")
 	}
 }

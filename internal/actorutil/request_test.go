@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +195,88 @@ func TestRequestAll(t *testing.T) {
 	}
 	if !errors.Is(got[0].Err, messages.ErrTimeout) {
 		t.Errorf("silent target: %v; want TIMEOUT", got[0].Err)
+	}
+}
+
+// farTarget is an actor on another member, as the registry resolves one:
+// it answers an echo at once, or (late) only once it is watched, or
+// (gone) never, answering a Watch with Terminated as a member does for
+// an actor it does not hold.
+type farTarget struct {
+	system             *actor.ActorSystem
+	late, gone         bool
+	watches, unwatches atomic.Int32
+	pending            *actor.PID
+}
+
+func (f *farTarget) SendUserMessage(_ *actor.PID, message any) {
+	_, msg, sender := actor.UnwrapEnvelope(message)
+	if m, ok := msg.(echo); ok && !f.gone {
+		if f.late && f.watches.Load() == 0 {
+			f.pending = sender
+			return
+		}
+		f.system.Root.Send(sender, echo{m.v + "!"})
+	}
+}
+
+func (f *farTarget) SendSystemMessage(pid *actor.PID, message any) {
+	switch m := message.(type) {
+	case *actor.Watch:
+		f.watches.Add(1)
+		if f.gone {
+			w, _ := f.system.ProcessRegistry.Get(m.Watcher)
+			w.SendSystemMessage(m.Watcher, &actor.Terminated{Who: pid, Why: actor.TerminatedReason_NotFound})
+		} else if f.pending != nil {
+			f.system.Root.Send(f.pending, echo{"late!"})
+		}
+	case *actor.Unwatch:
+		f.unwatches.Add(1)
+	}
+}
+
+func (*farTarget) Stop(*actor.PID) {}
+
+// A request to an actor on another member watches it only once it is
+// late (RemoteWatchDelay): answered in time it costs no Watch and no
+// Unwatch across the network; a late one is watched, and a target
+// already gone fails it then, UNAVAILABLE.
+func TestRequestWatchesARemoteTargetOnlyWhenLate(t *testing.T) {
+	defer SetRemoteWatchDelay(30 * time.Millisecond)()
+	system := actor.NewActorSystem()
+	far := &farTarget{system: system}
+	system.ProcessRegistry.RegisterAddressResolver(func(p *actor.PID) (actor.Process, bool) {
+		return far, p.GetAddress() == "far:1"
+	})
+	pid := actor.NewPID("far:1", "target")
+	if !IsRemote(system, pid) || IsRemote(system, system.NewLocalPID("x")) {
+		t.Fatal("IsRemote does not tell the far PID from a local one")
+	}
+	ask := func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return Request(ctx, system.Root, pid, echo{"hi"})
+	}
+	if r, err := ask(); err != nil || r != (echo{"hi!"}) {
+		t.Fatalf("quick answer: %v, %v", r, err)
+	}
+	if w, u := far.watches.Load(), far.unwatches.Load(); w != 0 || u != 0 {
+		t.Fatalf("a request answered at once sent %d watches and %d unwatches, want none", w, u)
+	}
+	far.late = true
+	if r, err := ask(); err != nil || r != (echo{"late!"}) {
+		t.Fatalf("late answer: %v, %v", r, err)
+	}
+	if w, u := far.watches.Load(), far.unwatches.Load(); w != 1 || u != 1 {
+		t.Fatalf("a late request sent %d watches and %d unwatches, want 1 and 1", w, u)
+	}
+	far.late, far.gone = false, true
+	start := time.Now()
+	_, err := ask()
+	if messages.AsError(err).GetCode() != messages.ErrorCode_UNAVAILABLE {
+		t.Fatalf("a request to a target gone: %v, want UNAVAILABLE", err)
+	}
+	if waited := time.Since(start); waited > 4*time.Second {
+		t.Fatalf("a request to a target gone waited %v, its whole deadline", waited)
 	}
 }
