@@ -14,21 +14,69 @@ import (
 )
 
 // fakeShard is the coordinator's parent: it spawns it, and answers every
-// Subscribe with the source's one complete copy.
+// Subscribe with the source's one complete copy. With stopped set it
+// watches the coordinator and calls stopped once when it ends.
 type fakeShard struct {
 	props   *actor.Props
 	holders map[string]*messages.NodeRef
 	size    int64
+	stopped func()
+	once    sync.Once
 }
 
 func (s *fakeShard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.Spawn(s.props)
+		pid := ctx.Spawn(s.props)
+		if s.stopped != nil {
+			ctx.Watch(pid)
+		}
 	case *messages.Subscribe:
 		if n := s.holders[m.GetObjectId()]; n != nil {
 			ctx.Respond(&messages.LocationUpdate{ObjectId: m.GetObjectId(), Size: s.size, Node: n, State: messages.LocationState_COMPLETE})
 		}
+	case *actor.Terminated:
+		if s.stopped != nil {
+			s.once.Do(s.stopped) // the coordinator, as the shard's child and as watched
+		}
+	}
+}
+
+// spawnSumReduce starts the coordinator of a SUM of the sources ids
+// (1 MiB each, on holders' nodes, called from src-0's) under a
+// fakeShard, with cfg's Reduce and estimator, and waits for its answer,
+// which must be a success. stopped, if set, is called when the
+// coordinator ends.
+func spawnSumReduce(t *testing.T, system *actor.ActorSystem, cfg ActorConfig, holders map[string]*messages.NodeRef, ids []string, stopped func()) {
+	t.Helper()
+	replies := make(chan *messages.ReduceReply, 1)
+	requester := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if r, ok := ctx.Message().(*messages.ReduceReply); ok {
+			replies <- r
+		}
+	}))
+	var shardPID *actor.PID
+	var mu sync.Mutex
+	cfg.ShardFor = func(string) *actor.PID {
+		mu.Lock()
+		defer mu.Unlock()
+		return shardPID
+	}
+	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: ids, NumObjects: int32(len(ids)),
+		Op: messages.ReduceOp_SUM, Dtype: messages.DType_FLOAT32, TimeoutMs: 10_000}, Caller: holders["src-0"]}
+	props := NewProps(cfg, "sum#1", start, requester, nil)
+	mu.Lock()
+	shardPID = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &fakeShard{props: props, holders: holders, size: 1 << 20, stopped: stopped}
+	}))
+	mu.Unlock()
+	select {
+	case r := <-replies:
+		if err := messages.ErrOrNil(r.GetError()); err != nil {
+			t.Fatalf("reduce: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no ReduceReply")
 	}
 }
 
@@ -103,41 +151,8 @@ func TestLateMeasurementReachesTheReleasedNodes(t *testing.T) {
 		ids = append(ids, id)
 		holders[id] = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId()}
 	}
-	replies := make(chan *messages.ReduceReply, 1)
-	requester := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if r, ok := ctx.Message().(*messages.ReduceReply); ok {
-			replies <- r
-		}
-	}))
 	estimator := estimator.New(100*time.Microsecond, 0) // no sample yet
-	var shardPID *actor.PID
-	var mu sync.Mutex
-	cfg := ActorConfig{
-		Reduce:    coordinator.Config{ForceDegree: 1, InlineLimit: 64 << 10},
-		Estimator: estimator,
-		ShardFor: func(string) *actor.PID {
-			mu.Lock()
-			defer mu.Unlock()
-			return shardPID
-		},
-	}
-	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: ids, NumObjects: sources,
-		Op: messages.ReduceOp_SUM, Dtype: messages.DType_FLOAT32, TimeoutMs: 10_000}, Caller: holders["src-0"]}
-	props := NewProps(cfg, "sum#1", start, requester, nil)
-	mu.Lock()
-	shardPID = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &fakeShard{props: props, holders: holders, size: 1 << 20}
-	}))
-	mu.Unlock()
-
-	select {
-	case r := <-replies:
-		if err := messages.ErrOrNil(r.GetError()); err != nil {
-			t.Fatalf("reduce: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no ReduceReply")
-	}
+	spawnSumReduce(t, system, ActorConfig{Reduce: coordinator.Config{ForceDegree: 1, InlineLimit: 64 << 10}, Estimator: estimator}, holders, ids, nil)
 	// The chain's two tasks' nodes are released (the leaf's source is read
 	// where it lies, and its node runs no task): blind first, then with B.
 	released, withB := map[string]bool{}, map[string]bool{}

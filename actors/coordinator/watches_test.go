@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,50 +76,9 @@ func reduceWithCountedWatches(t *testing.T, remote bool) []*watchCountingStore {
 			return system.ProcessRegistry.GetLocal(p.GetId())
 		})
 	}
-	replies := make(chan *messages.ReduceReply, 1)
-	requester := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if r, ok := ctx.Message().(*messages.ReduceReply); ok {
-			replies <- r
-		}
-	}))
-	var shardPID *actor.PID
-	var mu sync.Mutex
-	cfg := ActorConfig{
-		Reduce:    coordinator.Config{ForceDegree: 1, InlineLimit: 64 << 10},
-		Estimator: estimator.New(100*time.Microsecond, 0),
-		ShardFor: func(string) *actor.PID {
-			mu.Lock()
-			defer mu.Unlock()
-			return shardPID
-		},
-	}
-	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: ids, NumObjects: sources,
-		Op: messages.ReduceOp_SUM, Dtype: messages.DType_FLOAT32, TimeoutMs: 10_000}, Caller: holders["src-0"]}
-	props := NewProps(cfg, "sum#1", start, requester, nil)
 	stopped := make(chan struct{})
-	var once sync.Once
-	mu.Lock()
-	shardPID = system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		switch m := ctx.Message().(type) {
-		case *actor.Started:
-			ctx.Watch(ctx.Spawn(props))
-		case *messages.Subscribe:
-			if n := holders[m.GetObjectId()]; n != nil {
-				ctx.Respond(&messages.LocationUpdate{ObjectId: m.GetObjectId(), Size: 1 << 20, Node: n, State: messages.LocationState_COMPLETE})
-			}
-		case *actor.Terminated:
-			once.Do(func() { close(stopped) }) // the coordinator (as its parent and its watcher)
-		}
-	}))
-	mu.Unlock()
-	select {
-	case r := <-replies:
-		if err := messages.ErrOrNil(r.GetError()); err != nil {
-			t.Fatalf("reduce: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no ReduceReply")
-	}
+	spawnSumReduce(t, system, ActorConfig{Reduce: coordinator.Config{ForceDegree: 1, InlineLimit: 64 << 10}, Estimator: estimator.New(100*time.Microsecond, 0)},
+		holders, ids, func() { close(stopped) })
 	select {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
