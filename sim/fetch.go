@@ -168,6 +168,7 @@ func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 		return
 	}
 	from := sender.obj(fs.id)
+	w.chargeOperation(fs.h, "get "+fs.id)
 	w.tracef(fs.h, "streams %s from %s at %d", fs.id, sender.name, cmd.Offset)
 	fs.stream = w.openStream(from, fs.h, cmd.Offset, cmd.Size,
 		func(n int64, last bool) error {

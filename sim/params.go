@@ -43,6 +43,16 @@ type Params struct {
 	// is readable only once its host's CPU has processed it, one chunk at
 	// a time: a pipeline pays it once a hop.
 	ByteCost, ReduceCost float64 // seconds per byte
+	// OperationCPU is the CPU a host spends on its part in one operation
+	// beyond its messages and bytes (a Get's fetch, a Reduce's tasks on
+	// that host), on its data queue ahead of the bytes it receives: the
+	// intercept of the CPU per operation the testbed measures against
+	// the bytes received, about a millisecond per member taking part
+	// (broadcasts to 8 of 1 MiB: 26.9 ms measured, 17.1 ms modelled
+	// without it, 24.0 with; the sliced AllReduce to 8, whose 72 tasks
+	// cost about one member's worth each, not one task's: 82.0, 74.2
+	// and 82.4 ms).
+	OperationCPU time.Duration
 	// CPUs is how many cores the hosts share, 0 for a core of its own
 	// each. The testbed runs its N hosts as processes of one machine
 	// with 2 vCPUs: with CPUs > 0 every piece of a host's processing (a
@@ -95,7 +105,8 @@ func TestbedBurst(rate float64) float64 {
 // others at once: actor-rtt 0.778 and 1.306 ms, data-rtt 0.281 and
 // 0.381 ms), 2.1 ns of CPU per byte a host receives (the slope of the
 // CPU per operation of broadcasts to 8 of 1, 4 and 32 MiB: 27.3, 73.9
-// and 516 ms) and 0.2 ns more per byte a Reduce combines, and a parked
+// and 516 ms) and 0.2 ns more per byte a Reduce combines, a millisecond
+// per member and operation (the intercept of that line), and a parked
 // node's wake-up measured by bench/wakeprobe (a hop's extra 40 µs once its
 // process idled 10 ms or more). The hosts have a core each: TestbedCPUs
 // is the testbed's machine.
@@ -113,6 +124,7 @@ func DefaultParams(n int) Params {
 		Wake:              40 * time.Microsecond,
 		WakeAfter:         10 * time.Millisecond,
 		ByteCost:          2.1e-9,
+		OperationCPU:      time.Millisecond,
 		ReduceCost:        0.2e-9,
 		StoreCost:         20 * time.Microsecond,
 		ShardCost:         20 * time.Microsecond,

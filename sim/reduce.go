@@ -438,6 +438,7 @@ func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
 func (wk *worker) open() {
 	w, h, t := wk.r.w, wk.h, wk.t
 	n := len(t.GetChildren())
+	w.chargeOperation(h, "reduce "+t.GetReduceId())
 	w.tracef(h, "p%d opens %d inputs", t.GetPosition(), n)
 	wk.recv, wk.sums, wk.ended = make([]int64, n), make([]uint64, n), make([]bool, n)
 	for k, c := range t.GetChildren() {

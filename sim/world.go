@@ -70,13 +70,16 @@ type host struct {
 
 // world is the simulated cluster: hosts, their links, and the engine.
 type world struct {
-	p      Params
-	eng    *engine
-	net    network
-	hosts  []*host
-	byName map[string]*host
-	shards []*shard
-	rng    *rand.Rand
+	p Params
+	// opCharged are the (host, operation) pairs that paid
+	// Params.OperationCPU.
+	opCharged map[string]bool
+	eng       *engine
+	net       network
+	hosts     []*host
+	byName    map[string]*host
+	shards    []*shard
+	rng       *rand.Rand
 	// payload is each link's TCP payload rate, bytes per second.
 	payload float64
 	chunk   int64
@@ -178,6 +181,23 @@ func (w *world) post(from, to *host, q queue, via plane, cost time.Duration, fn 
 }
 
 func (w *world) process(h *host, q queue, fn func()) { w.work(h, q, w.cost(q), fn) }
+
+// chargeOperation has h's data queue spend Params.OperationCPU for op,
+// once per host and operation, ahead of the bytes it receives for it.
+func (w *world) chargeOperation(h *host, op string) {
+	if w.p.OperationCPU <= 0 {
+		return
+	}
+	key := h.name + "\x00" + op
+	if w.opCharged[key] {
+		return
+	}
+	if w.opCharged == nil {
+		w.opCharged = map[string]bool{}
+	}
+	w.opCharged[key] = true
+	w.work(h, qData, w.p.OperationCPU, func() {})
+}
 
 // work runs fn once h's queue q has spent cost on it, after what the
 // queue holds already and, on a machine of Params.CPUs cores, once a
