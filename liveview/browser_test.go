@@ -3,6 +3,7 @@ package liveview
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -92,6 +93,11 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	recs[m2].Observe(&barrierhost.State{Barrier: "sem", Member: m2, Acting: true, Kind: "semaphore", Max: 5, Entered: 3, Queued: 1,
 		Holders: 2, Limit: 2, Replicas: []barrierhost.ReplicaState{{Member: m2, Primary: true}, {Member: m3}}, At: time.Now()})
 	recs[m1].Observe(&barrierhost.TookOver{Barrier: "tb", Manager: "barriers/tb", Member: m1, Epoch: 1, At: time.Now()})
+	// m4's shards rebuilt on m2, as a member's failure moves them all at
+	// once: one line in the events list, not five.
+	for i := range 5 {
+		recs[m2].Observe(&events.ShardRebuilt{Shard: fmt.Sprintf("%s/shard-%d", m2, i), Host: m2})
+	}
 
 	hub := NewHub(HubConfig{Self: m1, Interval: 20 * time.Millisecond, Peers: func() []Peer {
 		var out []Peer
@@ -229,10 +235,23 @@ func TestPageShowsEveryPanel(t *testing.T) {
 			t.Errorf("barrier %+v, want %+v", got, want)
 		}
 	}
-	for _, k := range []string{"NodeFailed", "SenderSwitched", "TreeNodeReplaced", "AncestorsInvalidated", "BarrierTookOver", "TransferStarted", "TransferEnded"} {
+	for _, k := range []string{"NodeFailed", "SenderSwitched", "TreeNodeReplaced", "AncestorsInvalidated", "BarrierTookOver", "TransferStarted", "TransferEnded", "ShardRebuilt"} {
 		if !slices.Contains(d.Events, k) {
 			t.Errorf("the events list has no %s: %v", k, d.Events)
 		}
 	}
+	if n := countOf(d.Events, "ShardRebuilt"); n != 1 {
+		t.Errorf("the events list has %d ShardRebuilt lines for one host's 5 shards, want 1: %v", n, d.Events)
+	}
 	page.Screenshot("every-panel.png", "")
+}
+
+func countOf(kinds []string, k string) int {
+	n := 0
+	for _, x := range kinds {
+		if x == k {
+			n++
+		}
+	}
+	return n
 }

@@ -466,10 +466,26 @@ function describe(e) {
     default: return JSON.stringify(d);
   }
 }
+// coalesce folds each run of ShardRebuilt entries for one host into its
+// newest, naming every shard: a member's failure moves all its shards at
+// once (64 in a cluster of defaults), which would otherwise fill the list.
+function coalesce(items) {
+  const out = [];
+  for (const e of items) {
+    const last = out[out.length - 1];
+    if (e.kind === "ShardRebuilt" && last && last.kind === "ShardRebuilt" && (last.data || {}).Host === (e.data || {}).Host) {
+      last.shards.push((e.data || {}).Shard);
+      continue;
+    }
+    out.push(e.kind === "ShardRebuilt" ? { ...e, shards: [(e.data || {}).Shard] } : e);
+  }
+  return out;
+}
 function renderLog() {
-  const items = S.log.filter((e) => e.kind !== "ReduceTree").slice(-200).reverse();
-  $("#events").replaceChildren(...items.map((e) => el("li", { "data-kind": e.kind },
-    `${new Date(e.at).toISOString().slice(11, 23)} ${short(e.member)} ${e.kind}: ${describe(e)}`)));
+  const items = coalesce(S.log.filter((e) => e.kind !== "ReduceTree").slice(-200).reverse());
+  $("#events").replaceChildren(...items.map((e) => el("li", { "data-kind": e.kind, ...(e.shards ? { "data-count": e.shards.length } : {}) },
+    `${new Date(e.at).toISOString().slice(11, 23)} ${short(e.member)} ${e.kind}: ${e.shards && e.shards.length > 1
+      ? `${e.shards.length} shards rebuilt on ${short(e.data.Host)}: ${e.shards.join(", ")}` : describe(e)}`)));
 }
 
 connect();
