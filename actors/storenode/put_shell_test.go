@@ -312,12 +312,10 @@ func TestPutWatchesARemoteShardOnlyWhenLate(t *testing.T) {
 		t.Fatalf("3 Puts answered at once sent %d watches to the remote shard, want 0", w)
 	}
 	far.gone.Store(true)
-	start := time.Now()
+	// Ended by the late watch's Terminated, not by its deadline (which
+	// would be TIMEOUT).
 	if err := doPut(t, system, node, "x", testutil.Pattern(2, 1000), 60_000); !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("Put to a shard gone: %v, want UNAVAILABLE", err)
-	}
-	if waited := time.Since(start); waited > 30*time.Second {
-		t.Fatalf("the Put to a shard gone waited %v, half its deadline", waited)
 	}
 	if w := far.watches.Load(); w != 1 {
 		t.Fatalf("the late Put sent %d watches, want 1", w)
