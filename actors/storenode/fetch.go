@@ -334,14 +334,8 @@ func (n *StoreNode) locate(ctx actor.Context, run *fetchRun, to any, l *messages
 		return
 	}
 	run.shard = shard
-	system, self := ctx.ActorSystem(), ctx.Self()
-	if !actorutil.IsRemote(system, shard) {
-		n.watch(ctx, shard)
-	} else if !n.reqs.watched[actorutil.Key(shard)] {
-		due := &fetchWatchDue{run: run, attempt: run.attempt}
-		run.watchDue = time.AfterFunc(actorutil.RemoteWatchDelay(), func() { system.Root.Send(self, due) })
-	}
-	run.cancel = callLocate(system, self, n.locator, shard, l, run)
+	run.watchDue = n.watchWhenLate(ctx, shard, &fetchWatchDue{run: run, attempt: run.attempt})
+	run.cancel = callLocate(ctx.ActorSystem(), ctx.Self(), n.locator, shard, l, run)
 }
 
 // hangUp ends the run's Locate call, if one is waiting.

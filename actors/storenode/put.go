@@ -56,6 +56,24 @@ func (n *StoreNode) watch(ctx actor.Context, pid *actor.PID) {
 	}
 }
 
+// watchWhenLate watches pid for a request now waiting on it: an actor on
+// this member at once, one on another member only if the answer is still
+// missing after actorutil.RemoteWatchDelay, when the returned timer sends
+// due to this node, whose handler then watches it if it still waits.
+// Nil when there is nothing to wait for (watched, or watched already).
+func (n *StoreNode) watchWhenLate(ctx actor.Context, pid *actor.PID, due any) *time.Timer {
+	system := ctx.ActorSystem()
+	if !actorutil.IsRemote(system, pid) {
+		n.watch(ctx, pid)
+		return nil
+	}
+	if n.reqs.watched[actorutil.Key(pid)] {
+		return nil
+	}
+	self := ctx.Self()
+	return time.AfterFunc(actorutil.RemoteWatchDelay(), func() { system.Root.Send(self, due) })
+}
+
 // putRun is one registration and what its shell holds for it.
 type putRun struct {
 	reg   *storeproto.PutRegistration
@@ -283,15 +301,10 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 		return
 	}
 	run.shard = shard
-	if system := ctx.ActorSystem(); !actorutil.IsRemote(system, shard) {
-		n.watch(ctx, shard)
-	} else if !n.reqs.watched[actorutil.Key(shard)] {
-		if run.watchDue != nil {
-			run.watchDue.Stop() // the Put asks again, perhaps elsewhere
-		}
-		self, due := ctx.Self(), putWatchDue{id: run.reg.Request().RequestID, shard: shard}
-		run.watchDue = time.AfterFunc(actorutil.RemoteWatchDelay(), func() { system.Root.Send(self, due) })
+	if run.watchDue != nil {
+		run.watchDue.Stop() // the Put asks again, perhaps elsewhere
 	}
+	run.watchDue = n.watchWhenLate(ctx, shard, putWatchDue{id: run.reg.Request().RequestID, shard: shard})
 	n.reqs.senders.Request(ctx, shard, msg)
 }
 
