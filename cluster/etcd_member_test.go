@@ -29,8 +29,11 @@ import (
 func TestJoinEtcdNotEtcd(t *testing.T) {
 	addr := etcdtest.NotEtcd(t)
 	slots, _ := memberSlots(t, 1)
-	cfg := MemberConfig{Bind: slots[0].bind, Provider: ProviderEtcd, ProviderAddress: addr,
-		JoinTimeout: 2 * time.Second, Log: quietLog()}
+	// The manage port is the slot's, not the default (bind port + 1000):
+	// that port was never checked free, and another package's test or an
+	// outgoing connection may hold it, failing the join before etcd.
+	cfg := MemberConfig{Bind: slots[0].bind, ManagePort: slots[0].managePort(), Provider: ProviderEtcd,
+		ProviderAddress: addr, JoinTimeout: 2 * time.Second, Log: quietLog()}
 	m, err := Join(context.Background(), cfg)
 	if err == nil {
 		m.Stop()
@@ -157,8 +160,8 @@ func TestJoinCancelledWhileSettling(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	m, err := Join(jctx, MemberConfig{Bind: slots[0].bind, Provider: ProviderEtcd, ProviderAddress: srv.Endpoint(),
-		JoinTimeout: time.Minute, Log: log})
+	m, err := Join(jctx, MemberConfig{Bind: slots[0].bind, ManagePort: slots[0].managePort(), Provider: ProviderEtcd,
+		ProviderAddress: srv.Endpoint(), JoinTimeout: time.Minute, Log: log})
 	if err == nil {
 		m.Stop()
 		t.Fatal("the join ignored its cancellation")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,12 +68,16 @@ func joinMembers(t testing.TB, n int, log *logrus.Logger) []*Member {
 	return ms
 }
 
+// managePort is the slot's manage port, checked free with its bind port.
+func (s memberSlot) managePort() int {
+	_, mp, _ := net.SplitHostPort(s.manage)
+	port, _ := strconv.Atoi(mp)
+	return port
+}
+
 func joinSlot(t testing.TB, s memberSlot, seeds []string, log *logrus.Logger, mod func(*MemberConfig)) (*Member, error) {
 	t.Helper()
-	_, mp, _ := net.SplitHostPort(s.manage)
-	var manage int
-	fmt.Sscan(mp, &manage)
-	cfg := MemberConfig{Bind: s.bind, ManagePort: manage, Seeds: seeds, Shards: 16, ChunkSize: 256 << 10,
+	cfg := MemberConfig{Bind: s.bind, ManagePort: s.managePort(), Seeds: seeds, Shards: 16, ChunkSize: 256 << 10,
 		Log: log, RefreshInterval: 100 * time.Millisecond, JoinTimeout: 20 * time.Second, DefaultTimeout: 20 * time.Second}
 	if mod != nil {
 		mod(&cfg)
