@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,11 +46,17 @@ func certsCommand(args []string, stdout, stderr io.Writer) error {
 			hs = append(hs, h)
 		}
 	}
+	if len(hs) == 0 {
+		return usageError{fmt.Sprintf("--hosts %q names no host", *hosts)}
+	}
 	ca, cert, key, err := cluster.GenerateCerts(*dir, hs)
 	if err != nil {
-		return err
+		// The package's errors name it; the command's prefix says
+		// "hoplite certs" already.
+		return errors.New(strings.TrimPrefix(err.Error(), "certs: "))
 	}
+	// The flags as a shell takes them, so that the line can be pasted.
 	fmt.Fprintf(stdout, "CA %s\nmember certificate %s (hosts %s)\nkey %s\nrun members with: --tls-cert %s --tls-key %s --tls-ca %s\n",
-		ca, cert, strings.Join(hs, ","), key, cert, key, ca)
+		ca, cert, strings.Join(hs, ","), key, shellQuote(cert), shellQuote(key), shellQuote(ca))
 	return nil
 }

@@ -78,7 +78,8 @@ func TestCertsCommand(t *testing.T) {
 }
 
 // TestNodeTLSFlags: the TLS flags reach the member config, and a partial
-// or unreadable set is a clear error before anything listens.
+// or unreadable set is a clear error before anything listens: a partial
+// one a bad command line (exit 2), files that cannot serve exit 1.
 func TestNodeTLSFlags(t *testing.T) {
 	dir := t.TempDir()
 	ca, cert, key, err := cluster.GenerateCerts(dir, []string{"127.0.0.1"})
@@ -86,7 +87,7 @@ func TestNodeTLSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := hoplite(t, "node", "--bind", "127.0.0.1:1", "--tls-cert", cert, "--tls-ca", ca)
-	if code != 1 || !strings.Contains(stderr, "INVALID_ARGUMENT") || !strings.Contains(stderr, "--tls-key") {
+	if code != 2 || !strings.Contains(stderr, "INVALID_ARGUMENT") || !strings.Contains(stderr, "--tls-key") {
 		t.Fatalf("a certificate without its key: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = hoplite(t, "node", "--bind", "127.0.0.1:1", "--tls-cert", cert, "--tls-key", key, "--tls-ca", filepath.Join(dir, "missing.pem"))

@@ -16,6 +16,7 @@ import (
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
+	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -65,7 +66,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bind, "bind", "127.0.0.1:7000", "this member's actor system address HOST:PORT (Proto.Actor remote)")
 	fs.StringVar(&f.seeds, "seeds", "", "comma-separated automanaged endpoints HOST:MANAGE-PORT of the members (this one's is added)")
 	fs.StringVar(&f.dataBind, "data-bind", "", "data plane address HOST:PORT (default: the bind host, a free port)")
-	fs.IntVar(&f.managePort, "manage-port", 0, "automanaged HTTP port (/_health, /metrics), on the bind host (default: bind port + 1000)")
+	fs.IntVar(&f.managePort, "manage-port", 0, "HTTP port of /metrics, /live/, -pprof's /debug/pprof and the automanaged /_health, on the bind host (default: bind port + 1000)")
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
 	fs.StringVar(&f.linkRate, "link-rate", "", "this host's network link, e.g. 10gbit or 400mbit (default: not known); paces sliced AllReduces at its TCP payload rate")
@@ -207,8 +208,21 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		runtime.SetMutexProfileFraction(100)
 		runtime.SetBlockProfileRate(10_000)
 	}
-	for {
+	if f.tlsCert != "" && f.tlsKey != "" && f.tlsCA != "" {
+		// Files that cannot be read or do not match are not a bad
+		// command line (exit 1); what Join refuses below is.
+		if _, err := cluster.TLSConfig(f.tlsCert, f.tlsKey, f.tlsCA); err != nil {
+			return err
+		}
+	}
+	for first := true; ; first = false {
 		m, err := cluster.Join(ctx, cfg)
+		if first && errors.Is(err, messages.ErrInvalidArgument) {
+			// The member refused its configuration before starting
+			// anything: a flag's value (--bind, --manage-port, --seeds,
+			// a partial set of TLS flags).
+			return usageError{err.Error()}
+		}
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -102,11 +104,17 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	if o.addr == "" {
 		return usageError{"--addr is required"}
 	}
+	if h, p, err := net.SplitHostPort(o.addr); err != nil || h == "" || p == "" {
+		return usageError{fmt.Sprintf("--addr %q: want HOST:PORT, a member's address", o.addr)}
+	}
 	if name == "ls" && (o.limit < 1 || o.limit > 1000) {
 		return usageError{fmt.Sprintf("--limit %d: want 1..1000", o.limit)}
 	}
 	if o.timeout <= 0 || o.wait < 0 {
 		return usageError{"--timeout must be positive and --wait not negative"}
+	}
+	if tls := []string{o.tlsCert, o.tlsKey, o.tlsCA}; slices.Contains(tls, "") && slices.ContainsFunc(tls, func(f string) bool { return f != "" }) {
+		return usageError{"mutual TLS needs --tls-cert, --tls-key and --tls-ca together"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

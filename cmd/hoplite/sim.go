@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +43,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cost := fs.Duration("msg-cost", 20*time.Microsecond, "processing time of one control message at a store node, shard or coordinator")
 	shards := fs.Int("shards", 64, "directory shards")
 	cpus := fs.Int("cpus", 0, "cores the hosts share, as the testbed's processes share its machine's (one job at a time per host); 0: a core per host")
-	num := fs.Int("num", 0, "reduce: n of the N sources (0: all, or N-kill with --kill)")
+	num := fs.Int("num", 0, "reduce: n of the N sources (0, or more than N: all, or N-kill with --kill)")
 	degree := fs.Int("degree", 0, "reduce and allreduce: the tree's degree (0: the cost model's)")
 	shape := fs.String("allreduce-shape", "", "allreduce: sliced, d-ary (reduce, then broadcast), or empty for the cost model's choice")
 	kill := fs.Int("kill", 0, "hosts killed during each run")
@@ -57,23 +59,63 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
+	}
 	S, err := bench.ParseSize(*size)
 	if err != nil {
-		return fmt.Errorf("--size: %w", err)
+		return usageError{fmt.Sprintf("--size: %v", err)}
 	}
 	B, err := bench.ParseBandwidth(*bw)
 	if err != nil {
-		return fmt.Errorf("--bandwidth: %w", err)
+		return usageError{fmt.Sprintf("--bandwidth: %v", err)}
 	}
 	var ns []int
 	for _, f := range strings.Split(*nodes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 2 {
-			return fmt.Errorf("--nodes: %q is not a host count of at least 2", f)
+			return usageError{fmt.Sprintf("--nodes: %q is not a host count of at least 2", f)}
 		}
 		ns = append(ns, n)
 	}
 	scen := strings.Split(*scenarios, ",")
+	for i := range scen {
+		scen[i] = strings.TrimSpace(scen[i])
+		if !slices.Contains(sim.Scenarios, scen[i]) {
+			return usageError{fmt.Sprintf("--scenario: unknown scenario %q: want one of %s", scen[i], strings.Join(sim.Scenarios, ", "))}
+		}
+	}
+	// Every value checked before the first run: a value the model cannot
+	// take would otherwise end a run half-way or print a meaningless table.
+	smallest := slices.Min(ns)
+	kills := slices.ContainsFunc(scen, func(sc string) bool { return sc != "barrier" && sc != "async" })
+	pauses := slices.ContainsFunc(scen, func(sc string) bool { return sc != "barrier" && sc != "notice" })
+	inline := slices.ContainsFunc(scen, func(sc string) bool { return sc == "reduce" || sc == "allreduce" || sc == "async" })
+	for _, c := range []struct {
+		bad bool
+		msg string
+	}{
+		{*shards < 1, fmt.Sprintf("--shards %d: want at least 1", *shards)},
+		{*cpus < 0, fmt.Sprintf("--cpus %d: want 0 (a core per host) or more", *cpus)},
+		{*num < 0, fmt.Sprintf("--num %d: want 0 (all) or more", *num)},
+		{*degree < 0, fmt.Sprintf("--degree %d: want 0 (the cost model's) or more", *degree)},
+		{*shape != "" && *shape != coordinator.ShapeSliced && *shape != coordinator.ShapeDAry,
+			fmt.Sprintf("--allreduce-shape %q: want %s, %s or empty", *shape, coordinator.ShapeSliced, coordinator.ShapeDAry)},
+		{inline && S < sim.InlineLimit, fmt.Sprintf("--size %d: reduce, allreduce and async of objects under %d bytes (inline sources) are not simulated", S, sim.InlineLimit)},
+		{*kill < 0 || kills && *kill > smallest-2, fmt.Sprintf("--kill %d: want 0 up to the smallest --nodes less 2, %d", *kill, max(0, smallest-2))},
+		{*pause < 0 || pauses && *pause > smallest-2, fmt.Sprintf("--pause %d: want 0 up to the smallest --nodes less 2, %d", *pause, max(0, smallest-2))},
+		{*killAt < 0 || *killAt > 1, fmt.Sprintf("--kill-at %v: want a fraction, 0..1", *killAt)},
+		{*pauseAt < 0 || *pauseAt > 1, fmt.Sprintf("--pause-at %v: want a fraction, 0..1", *pauseAt)},
+		{*slow < 0 || *slow > 1, fmt.Sprintf("--slow-fraction %v: want a fraction, 0..1", *slow)},
+		{*lat < 0, fmt.Sprintf("--latency %v: want 0 or more", *lat)},
+		{*cost < 0, fmt.Sprintf("--msg-cost %v: want 0 or more", *cost)},
+		{*pauseFor <= 0, fmt.Sprintf("--pause-for %v: want a positive duration", *pauseFor)},
+		{*interval < 0, fmt.Sprintf("--interval %v: want 0 (S/(4B)) or more", *interval)},
+	} {
+		if c.bad {
+			return usageError{c.msg}
+		}
+	}
 	var reports []*bench.Report
 	for _, n := range ns {
 		p := sim.DefaultParams(n)
@@ -85,7 +127,6 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			sc := strings.TrimSpace(sc)
 			k, ps := *kill, *pause
 			// What a scenario does not simulate, it runs without.
 			switch sc {
@@ -102,7 +143,9 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			o, err := sim.Run(sim.Config{Scenario: sc, Params: p, Size: S, Num: *num, Degree: *degree, Shape: *shape, Kill: k, KillAt: *killAt,
 				Pause: ps, PauseAt: *pauseAt, PauseFor: *pauseFor, Interval: *interval})
 			if err != nil {
-				return err
+				// The package's errors name it; the command's prefix
+				// says "hoplite sim" already.
+				return errors.New(strings.TrimPrefix(err.Error(), "sim: "))
 			}
 			outs = append(outs, o)
 		}
@@ -148,7 +191,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, r := range reports {
 		for _, res := range r.Results {
 			if res.Status == bench.StatusFailed {
-				return fmt.Errorf("sim: %s at N=%d broke an invariant: %s", res.Scenario, r.Nodes, res.Reason)
+				return fmt.Errorf("%s at N=%d broke an invariant: %s", res.Scenario, r.Nodes, res.Reason)
 			}
 		}
 	}

@@ -110,7 +110,7 @@ func plotScale(reports []*bench.Report, scenario string, measured []scaleMeasure
 		}
 	}
 	if len(order) == 0 {
-		return fmt.Errorf("sim: nothing to plot for %s", scenario)
+		return fmt.Errorf("nothing to plot for %s", scenario)
 	}
 	for i, sys := range order {
 		xy := lines[sys]

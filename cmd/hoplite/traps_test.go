@@ -14,8 +14,8 @@ import (
 // TestHelpEverywhere: -h prints the usage and exits 0 in every command,
 // and hoplite --version is hoplite version.
 func TestHelpEverywhere(t *testing.T) {
-	for _, args := range [][]string{{"demo"}, {"bench"}, {"bench", "p2p"}, {"node"}, {"certs"}, {"put"}, {"get"},
-		{"rm"}, {"stat"}, {"ls"}, {"members"}, {"status"}, {"version"}, {"completion"}} {
+	for _, args := range [][]string{{"demo"}, {"bench"}, {"bench", "p2p"}, {"bench", "report"}, {"node"}, {"certs"}, {"sim"},
+		{"put"}, {"get"}, {"rm"}, {"stat"}, {"ls"}, {"members"}, {"status"}, {"version"}, {"completion"}} {
 		code, stdout, stderr := hoplite(t, append(args, "-h")...)
 		if code != 0 || !strings.Contains(stdout+stderr, "usage: hoplite "+args[0]) {
 			t.Errorf("%v -h: exit %d, output:\n%s%s", args, code, stdout, stderr)
@@ -30,7 +30,7 @@ func TestHelpEverywhere(t *testing.T) {
 }
 
 // TestUsageErrorsExitTwo: a bad command line exits 2 in every command,
-// with one "hoplite CMD:" prefix and no "hoplite:" after it.
+// with one "hoplite CMD:" prefix and no "hoplite:" or "CMD:" after it.
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -50,20 +50,43 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"completion", "fish"}, "bash or zsh"},
 		{[]string{"completion"}, "bash or zsh"},
 		{[]string{"version", "extra"}, "unexpected arguments"},
+		// A value the member's configuration refuses, before it starts.
+		{[]string{"node", "--bind", "nonsense"}, "bind address"},
+		{[]string{"node", "--bind", "127.0.0.1:7001", "--manage-port", "-5"}, "manage port"},
+		{[]string{"certs", "--dir", t.TempDir(), "--hosts", ","}, "--hosts"},
+		{[]string{"get", "--addr", "nonsense", "id"}, "--addr"},
+		{[]string{"get", "--addr", "127.0.0.1:1", "--tls-cert", "member.pem", "id"}, "--tls-key"},
+		{[]string{"sim", "1024"}, "unexpected arguments"},
+		{[]string{"sim", "--size", "1QB"}, "--size"},
+		{[]string{"sim", "--nodes", "1"}, "--nodes"},
+		{[]string{"sim", "--nodes", "2", "--shards", "0"}, "--shards"},
+		{[]string{"sim", "--nodes", "2", "--scenario", "bogus"}, "unknown scenario"},
+		{[]string{"sim", "--nodes", "2", "--latency", "-1s"}, "--latency"},
+		{[]string{"sim", "--nodes", "2", "--slow-fraction", "2"}, "--slow-fraction"},
+		{[]string{"sim", "--nodes", "2,8", "--num", "-1"}, "--num"},
+		{[]string{"sim", "--nodes", "4", "--kill", "3"}, "kill"},
+		{[]string{"sim", "--nodes", "4", "--allreduce-shape", "ring"}, "--allreduce-shape"},
+		{[]string{"sim", "--nodes", "4", "--scenario", "reduce", "--size", "1KiB"}, "inline"},
 	} {
 		code, _, stderr := hoplite(t, c.args...)
-		if code != 2 || !strings.Contains(stderr, c.want) || !strings.HasPrefix(stderr, "hoplite "+c.args[0]+": ") || strings.Contains(stderr, "hoplite:") {
+		prefix := "hoplite " + c.args[0] + ": "
+		if code != 2 || !strings.Contains(stderr, c.want) || !strings.HasPrefix(stderr, prefix) || strings.Contains(stderr, "hoplite:") ||
+			strings.HasPrefix(stderr, prefix+c.args[0]+": ") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
 }
 
 // TestNodeHelpIsTrue: the manage port listens on the bind host, as the
-// member does (cluster's manageServer), not on all interfaces.
+// member does (cluster's manageServer), not on all interfaces, and serves
+// what cluster's manageRoutes serves with either provider.
 func TestNodeHelpIsTrue(t *testing.T) {
 	_, _, stderr := hoplite(t, "node", "-h")
-	if strings.Contains(stderr, "all interfaces") || !strings.Contains(stderr, "on the bind host") {
-		t.Errorf("node -h about the manage port:\n%s", stderr)
+	_, manage, _ := strings.Cut(stderr, "  -manage-port int\n")
+	manage, _, _ = strings.Cut(manage, "\n")
+	if strings.Contains(stderr, "all interfaces") || !strings.Contains(manage, "on the bind host") ||
+		!strings.Contains(manage, "/metrics") || !strings.Contains(manage, "/live/") || strings.HasPrefix(strings.TrimSpace(manage), "automanaged") {
+		t.Errorf("node -h about the manage port: %q\n%s", manage, stderr)
 	}
 }
 
