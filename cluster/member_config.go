@@ -58,9 +58,10 @@ type MemberConfig struct {
 	// address, host:port. Required; the host is what the other members
 	// dial, so not a wildcard.
 	Bind string
-	// ManagePort is the automanaged provider's HTTP port (its /_health
-	// endpoint, which the other members poll; it listens on all
-	// interfaces). Default: Bind's port + 1000.
+	// ManagePort is the member's HTTP port, on Bind's host: /metrics,
+	// the live view at /live/, /debug/pprof with Pprof, and with the
+	// automanaged provider its /_health endpoint, which the other members
+	// poll. Default: Bind's port + 1000.
 	ManagePort int
 	// Seeds are automanaged endpoints (host:manage-port) of the cluster's
 	// members; this member's own is added. The automanaged provider's
