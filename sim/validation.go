@@ -41,10 +41,10 @@ var TestbedMedians = []Testbed{
 	{Scenario: "reduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 0.706552138, File: "testbed-reduce-32MiB-n4-2026-11-25T0023.json"},
 	{Scenario: "reduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 0.716625592, File: "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json"},
 	{Scenario: "reduce", Nodes: 16, Bandwidth: 200e6, Size: 32 << 20, Median: 1.467707509, File: "testbed-reduce-32MiB-n16-2026-11-25T1814.json"},
-	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.446315375, File: "archive/testbed-allreduce-32MiB-n4-paced.json", Shape: coordinator.ShapeDAry},
-	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.547921153, File: "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced.json", Shape: coordinator.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.446315375, File: "archive/testbed-allreduce-32MiB-n4-paced-2026-11-24T0511.json", Shape: coordinator.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.547921153, File: "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced-2026-11-24T0439.json", Shape: coordinator.ShapeDAry},
 	// System ours: the sliced shape at 32 MiB (the ring all-gather).
-	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.086070711, File: "testbed-allreduce-32MiB-256MiB-n4-ring.json", Shape: coordinator.ShapeSliced},
+	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.086070711, File: "testbed-allreduce-32MiB-256MiB-n4-ring-2026-11-24T1026.json", Shape: coordinator.ShapeSliced},
 	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.30332371, File: "testbed-allreduce-32MiB-n8-2026-11-24T1934.json", Shape: coordinator.ShapeSliced},
 	{Scenario: "broadcast", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.020142, Min: 0.019321, Max: 0.021876, File: D1MiB + "testbed-broadcast-1MiB-n4-2026-11-25T1747.json"},
 	{Scenario: "broadcast", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.023081, Min: 0.020838, Max: 0.026792, File: D1MiB + "testbed-broadcast-1MiB-n8-2026-11-25T1748.json"},
