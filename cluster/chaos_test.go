@@ -881,8 +881,12 @@ func (c *chaosRun) checkBarrier() {
 	defer c.mu.Unlock()
 	if c.barErr != nil {
 		for _, f := range c.faults {
-			if f.step.kind == stepKill && f.begin.Before(c.t0.Add(time.Second)) {
-				return // a kill as it was created: its primary may be gone
+			// A kill while it was created (in its first second, or
+			// before the create returned: on a loaded machine the
+			// create's round trips outlast that second): the member
+			// asked may be the one that died.
+			if f.step.kind == stepKill && (f.begin.Before(c.t0.Add(time.Second)) || f.begin.Before(c.barDone)) {
+				return
 			}
 		}
 		// New asks every member whether the barrier exists and waits for
