@@ -24,6 +24,9 @@ import (
 //     measures one (Estimator.ObservePeer), so its first transfers are
 //     cut to about 5 ms of the link (256 KiB at 400 Mbit/s) instead of
 //     the unmeasured default of 1 MiB.
+//   - the protobuf encoders and decoders of the messages a member
+//     exchanges (codecs.go), built once per process before the first
+//     operation needs them.
 //   - every warmRefresh it pings the peers again, so that their pooled
 //     connections outlive the transport's idle limit while the
 //     application does other work between operations.
@@ -79,9 +82,9 @@ func (w *warmer) peersChanged() {
 	}
 }
 
-// start takes the stated link rate as the bandwidth, warms the peers
-// known now (waiting at most warmJoinWait, or ctx) and keeps them warm
-// in the background until quit closes.
+// start takes the stated link rate as the bandwidth, builds the message
+// codecs, warms the peers known now (waiting at most warmJoinWait, or
+// ctx) and keeps them warm in the background until quit closes.
 func (w *warmer) start(ctx context.Context, quit <-chan struct{}) {
 	if w == nil || w.disable {
 		return
@@ -91,6 +94,7 @@ func (w *warmer) start(ctx context.Context, quit <-chan struct{}) {
 			w.m.estimator.ObservePeer(p)
 		}
 	}
+	warmCodecs()
 	wctx, cancel := context.WithTimeout(ctx, warmJoinWait)
 	w.round(wctx)
 	cancel()
