@@ -235,12 +235,16 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 	if state != messages.LocationState_PARTIAL && state != messages.LocationState_COMPLETE {
 		return nil
 	}
-	if e.target.published(req) {
+	committed := e.target.published(req)
+	if committed {
 		e.fingerprint = req.GetFingerprint()
 	}
 	node := req.GetNode().GetNodeId()
 	known := e.locs[node] != nil
 	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
+	if committed {
+		out = append(out, t.markReaders(e, id, node)...)
+	}
 	if !known && state == messages.LocationState_PARTIAL && !req.GetCreator() {
 		// A fetch in progress that this table did not hand its sender (it
 		// is republished after the shard restarted or moved): where its
@@ -252,6 +256,31 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 		e.locs[node].fetchingFrom = unknownUpstream
 	}
 	return append(out, t.serveWaiters(e)...)
+}
+
+// markReaders tells the receivers whose copies of a Reduce's target
+// completed before its commit reached this table (committed by root's
+// copy) which run committed it and what it reduces, as FetchDone tells
+// the ones that complete after. A reader's FetchDone and the root's
+// commit come from two nodes in either order; unmarked, a reader's copy
+// said nothing of the run, and a shard rebuilt after the root's and the
+// coordinator's members died knew the target from it without its call:
+// the call's next attempt failed CONFLICT (chaos soak seeds 5000834 and
+// 5001984, on a loaded machine).
+func (t *LocationTable) markReaders(e *entry, id, root string) []outbox.Send {
+	run, reduced := e.target.marks()
+	if run == "" {
+		return nil
+	}
+	var out []outbox.Send
+	for _, l := range t.sortedLocations(e) {
+		if l.node.GetNodeId() == root || l.creator || l.state != messages.LocationState_COMPLETE {
+			continue
+		}
+		out = append(out, outbox.Send{To: l.node, Msg: &messages.ReduceCommit{ReduceId: run, TargetId: id,
+			ReducedIds: reduced, MarkOnly: true}})
+	}
+	return out
 }
 
 // unknownUpstream is the fetchingFrom of a partial copy whose sender the

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // A rebuilt shard (its old home died with a Reduce's coordinator) learns
@@ -54,5 +55,63 @@ func TestCallOf(t *testing.T) {
 		if got := CallOf(c.id); got != c.call {
 			t.Errorf("CallOf(%q) = %q, want %q", c.id, got, c.call)
 		}
+	}
+}
+
+// marksTo are the MarkOnly commits out sends to receiver: what its copy
+// records of the run that committed the target.
+func marksTo(out []outbox.Send, receiver string) []*messages.ReduceCommit {
+	var got []*messages.ReduceCommit
+	for _, s := range out {
+		if c, ok := s.Msg.(*messages.ReduceCommit); ok && c.GetMarkOnly() {
+			if n, ok := s.To.(*messages.NodeRef); ok && n.GetNodeId() == receiver {
+				got = append(got, c)
+			}
+		}
+	}
+	return got
+}
+
+// A reader of a Reduce's target streams from the root, whose last byte
+// waits for the commit; its FetchDone and the root's commit come from two
+// nodes, and the FetchDone can come first, when the table knows no commit
+// to tell it. The commit then tells it: otherwise its copy says nothing of
+// the run, and if the root's and the coordinator's members die, the
+// rebuilt shard knows the target from that copy alone, without its call,
+// and the call's next attempt fails CONFLICT (chaos soak seeds 5000834
+// and 5001984, under load). With the mark, the copy republished teaches
+// the rebuilt shard the result.
+func TestCommitMarksAReaderWhoseCopyCompletedFirst(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	rid := ReduceID("t", "call1", "a1")
+	if _, err := tb.Reserve("t", rid); err != nil {
+		t.Fatal(err)
+	}
+	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: rid, ReduceGeneration: 1}, replyTo("c")).Sends
+	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		t.Fatalf("the root's create: %v", out)
+	}
+	locate(tb, "t", 2, t0) // n2 streams from the root on n0
+	if got := marksTo(tb.FetchDone(fetchDone(tb, "t", node(2), node(0))).Sends, "n2"); len(got) != 0 {
+		t.Fatalf("marks before any commit: %v", got)
+	}
+	commit := tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20,
+		Creator: true, ReduceId: rid, ProducedBy: rid, ReducedIds: []string{"s1", "s0"}}).Sends
+	got := marksTo(commit, "n2")
+	if len(got) != 1 || got[0].GetReduceId() != rid || got[0].GetTargetId() != "t" || !slices.Equal(got[0].GetReducedIds(), []string{"s1", "s0"}) {
+		t.Fatalf("the commit told the reader whose copy completed first %v, want one MarkOnly commit of %s reducing [s1 s0]", got, rid)
+	}
+	if self := marksTo(commit, "n0"); len(self) != 0 {
+		t.Fatalf("the commit marked the root's own copy: %v", self)
+	}
+
+	// The root's and the coordinator's members die; the rebuilt shard
+	// hears of the reader's copy, marked, and answers the call's next
+	// attempt with the result.
+	rebuilt := NewLocationTable(TableConfig{})
+	rebuilt.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(2), State: messages.LocationState_COMPLETE, Size: 1 << 20,
+		ProducedBy: got[0].GetReduceId(), ReducedIds: got[0].GetReducedIds()})
+	if res, err := rebuilt.Reserve("t", ReduceID("t", "call1", "a2")); err != nil || !slices.Equal(res, []string{"s1", "s0"}) {
+		t.Fatalf("the call's next attempt at the rebuilt shard: %v, %v; want the committed [s1 s0]", res, err)
 	}
 }
