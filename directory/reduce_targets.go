@@ -39,6 +39,14 @@ type reduceTarget struct {
 	committedBy string
 	call        string
 	reduced     []string
+	// readFrom is the run a reader's whole copy says it streamed this
+	// object from, when the copy heard nothing of the run's commit
+	// (republished to a rebuilt shard; PublishLocation.reduce_id on a
+	// COMPLETE copy): the object is that run's result, but which sources
+	// it reduces died with the members that knew. A later attempt of the
+	// run's call is told so (see reserve) rather than CONFLICT, which
+	// would say another writer made the id.
+	readFrom string
 }
 
 // marks are what a receiver records on its copy of the object: the run
@@ -89,7 +97,7 @@ func (r *reduceTarget) refuseCreate(id string, req *messages.CreateObject) *mess
 // these contents yet, and a Reduce's root names its Reduce and
 // generation.
 func (r *reduceTarget) created(req *messages.CreateObject) {
-	r.committedBy, r.call, r.reduced = "", "", nil
+	r.committedBy, r.call, r.reduced, r.readFrom = "", "", nil, ""
 	if rid := req.GetReduceId(); rid != "" {
 		r.producedBy, r.rootGen = rid, req.GetReduceGeneration()
 	}
@@ -164,6 +172,9 @@ func (r *reduceTarget) published(req *messages.PublishLocation) (committed bool)
 	if req.GetState() != messages.LocationState_COMPLETE {
 		return false
 	}
+	if rid := req.GetReduceId(); rid != "" && !req.GetCreator() && req.GetProducedBy() == "" && r.reservedBy == "" && r.call == "" {
+		r.readFrom = rid
+	}
 	if req.GetProducedBy() != "" && r.reservedBy == "" && r.call == "" {
 		r.learn(req.GetProducedBy(), req.GetReducedIds())
 	}
@@ -185,6 +196,9 @@ func (r *reduceTarget) reserve(id, reduceID string, known bool) (committed []str
 	switch {
 	case known && r.call != "" && r.call == CallOf(reduceID) && len(r.reduced) > 0:
 		return slices.Clone(r.reduced), nil
+	case known && r.call == "" && r.readFrom != "" && CallOf(r.readFrom) == CallOf(reduceID):
+		return nil, messages.Errorf(messages.ErrorCode_LOST,
+			"reduce into %q: an earlier attempt of this call made the target, and which sources it reduces was lost with the members that knew (its coordinator's and its root's); the target's bytes remain readable, or Delete it and Reduce again", id)
 	case known:
 		return nil, messages.Errorf(messages.ErrorCode_CONFLICT, "Reduce target %q already exists", id)
 	case r.reservedBy != "":
@@ -211,7 +225,7 @@ func (r *reduceTarget) release(rid string) bool {
 		return false
 	}
 	r.reservedBy = ""
-	r.committedBy, r.call, r.reduced = "", "", nil
+	r.committedBy, r.call, r.reduced, r.readFrom = "", "", nil, ""
 	return true
 }
 

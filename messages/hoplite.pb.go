@@ -1602,7 +1602,11 @@ type PublishLocation struct {
 	// reader's partial copy it is the run whose target it streams
 	// (LocateReply.reduce_id): a shard where that run holds no reservation
 	// drops the copy, since nothing will finish it, rather than count the
-	// object as lost once every node has republished.
+	// object as lost once every node has republished. On a reader's
+	// COMPLETE copy that heard nothing of the run's commit (no
+	// produced_by), it is still that run: a rebuilt shard tells the run's
+	// call that its result exists but which sources it reduces was lost,
+	// rather than CONFLICT.
 	ReduceId string `protobuf:"bytes,7,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
 	// produced_by and reduced_ids, in a coordinator's commit or a
 	// republish of a complete Reduce target: the run that produced it and

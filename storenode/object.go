@@ -250,6 +250,12 @@ func (o *Object) Publication(node *messages.NodeRef) (*messages.PublishLocation,
 		}
 	} else if o.producer != "" && o.reduced != nil {
 		pub.ProducedBy, pub.ReducedIds = o.producer, o.reduced
+	} else {
+		// A reader's whole copy of a Reduce's target that heard nothing of
+		// the commit names the run it streamed from: a shard rebuilt after
+		// that run's members died can tell the run's own result from
+		// another writer's object (directory: reduceTarget.readFrom).
+		pub.ReduceId = o.readingRun
 	}
 	o.mu.Unlock()
 	return pub, true

@@ -680,3 +680,46 @@ func TestCommitTargetCompletesOnlyTheGenerationThatWroteIt(t *testing.T) {
 		t.Fatalf("republication of the committed target: %v", pub)
 	}
 }
+
+// A reader's copy of a Reduce's target that streamed from the root before
+// the commit, and heard nothing of the commit, names the run it streamed
+// from when it is republished whole: a shard rebuilt after the run's
+// members died tells that run's call its result is there (directory:
+// reduceTarget.readFrom) instead of CONFLICT. A copy that knows the run
+// and its sources says those instead, and a plain object names no run.
+func TestReadersWholeCopyNamesTheRunItStreamedFrom(t *testing.T) {
+	s := NewStore(1000)
+	whole := func(id string) *Object {
+		o, _ := s.Reserve(id)
+		if _, err := s.Allocate(o, 4, 0); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	reader := whole("t")
+	reader.MarkReading("t#call.a1")
+	if err := reader.Append([]byte{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := reader.Publication(&messages.NodeRef{NodeId: "n"})
+	if !ok || pub.GetState() != messages.LocationState_COMPLETE || pub.GetReduceId() != "t#call.a1" || pub.GetProducedBy() != "" || pub.GetCreator() {
+		t.Fatalf("a reader's whole unmarked copy republished as %v, want COMPLETE naming run t#call.a1", pub)
+	}
+	reader.MarkRun("t#call.a1", []string{"s0"})
+	if pub, _ := reader.Publication(&messages.NodeRef{NodeId: "n"}); pub.GetReduceId() != "" || pub.GetProducedBy() != "t#call.a1" {
+		t.Fatalf("the copy once marked republished as %v, want produced_by and no reduce_id", pub)
+	}
+	plain := whole("p")
+	if err := plain.Append([]byte{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if pub, _ := plain.Publication(&messages.NodeRef{NodeId: "n"}); pub.GetReduceId() != "" || pub.GetProducedBy() != "" {
+		t.Fatalf("a plain object republished as %v, naming a run", pub)
+	}
+}
