@@ -259,14 +259,14 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 }
 
 // markReaders tells the receivers whose copies of a Reduce's target
-// completed before its commit reached this table (committed by root's
-// copy) which run committed it and what it reduces, as FetchDone tells
-// the ones that complete after. A reader's FetchDone and the root's
-// commit come from two nodes in either order; unmarked, a reader's copy
-// said nothing of the run, and a shard rebuilt after the root's and the
-// coordinator's members died knew the target from it without its call:
-// the call's next attempt failed CONFLICT (chaos soak seeds 5000834 and
-// 5001984, on a loaded machine).
+// completed before its commit reached this table (the root's copy, root)
+// which run committed it and what it reduces, as FetchDone tells the ones
+// that complete after. A reader's FetchDone and the root's commit come
+// from two nodes in either order; unmarked, a reader's copy said nothing
+// of the run, and a shard rebuilt after the root's and the coordinator's
+// members died knew the target from it without its call: the call's next
+// attempt failed CONFLICT (chaos soak, loaded machine). When those members
+// die before any mark is sent, see reduceTarget.readFrom.
 func (t *LocationTable) markReaders(e *entry, id, root string) []outbox.Send {
 	run, reduced := e.target.marks()
 	if run == "" {
