@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,15 @@ func TestInlineReduceIsRefused(t *testing.T) {
 		if _, err := Run(cfg(sc, 8, 1<<10, 1)); err == nil {
 			t.Errorf("%s of 1 KiB: ran; want it refused as not simulated", sc)
 		}
+	}
+}
+
+// TestNoShardsIsRefused: every object id hashes to a directory shard, so
+// Run refuses a configuration without one instead of dividing by zero.
+func TestNoShardsIsRefused(t *testing.T) {
+	c := cfg("broadcast", 4, 1<<20, 1)
+	c.Shards = 0
+	if _, err := Run(c); err == nil || !strings.Contains(err.Error(), "directory shards") {
+		t.Fatalf("a broadcast with 0 shards: %v; want it refused, naming the shards", err)
 	}
 }

@@ -111,6 +111,10 @@ func Run(c Config) (*Outcome, error) {
 	if c.N < 2 {
 		return nil, fmt.Errorf("sim: %d hosts: need at least 2", c.N)
 	}
+	if c.Shards < 1 {
+		// Every object id hashes to one of them.
+		return nil, fmt.Errorf("sim: %d directory shards: need at least 1", c.Shards)
+	}
 	for _, i := range c.KillHosts {
 		if i <= 0 || i >= c.N {
 			return nil, fmt.Errorf("sim: kill host %d: want 1..%d (host 0 is the creator or caller)", i, c.N-1)
