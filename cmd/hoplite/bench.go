@@ -502,6 +502,10 @@ func loadSpinCommand(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench "+bench.LoadSpinCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := fs.Duration("for", bench.DefaultLoadFor, "how long to run at most")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: hoplite bench %s --for D\n\nOne CPU-bound load process of hoplite bench --load: it spins until D has passed or its standard input closes.\n\nflags:\n", bench.LoadSpinCommand)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

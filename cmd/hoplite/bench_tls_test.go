@@ -20,7 +20,7 @@ func TestBenchTLSFlag(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		if code := run(t.Context(), c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) ||
-			!strings.Contains(errb.String(), "hoplite bench -h") || out.Len() > 0 {
+			!strings.Contains(errb.String(), "hoplite "+commandName(c.args)+" -h") || out.Len() > 0 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out.String(), errb.String(), c.want)
 		}
 	}

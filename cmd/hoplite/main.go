@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
 )
 
@@ -101,19 +102,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == flag.ErrHelp {
 		return 0
 	}
+	name := commandName(args)
 	var ue usageError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "hoplite %s: %s (hoplite %s -h for help)\n", args[0], strings.TrimPrefix(err.Error(), "hoplite: "), args[0])
+		fmt.Fprintf(stderr, "hoplite %s: %s (hoplite %s -h for help)\n", name, strings.TrimPrefix(err.Error(), "hoplite: "), name)
 		return 2
 	case err != nil && isFlagError(err):
 		return 2 // the flag package said what and printed the usage
 	case err != nil:
 		// One prefix: the command's (typed errors start with "hoplite: ").
-		fmt.Fprintf(stderr, "hoplite %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "hoplite: "))
+		fmt.Fprintf(stderr, "hoplite %s: %s\n", name, strings.TrimPrefix(err.Error(), "hoplite: "))
 		return 1
 	}
 	return 0
+}
+
+// benchSubcommands are the words after "hoplite bench" that name a
+// command of their own, each with its own -h (the scenarios too).
+var benchSubcommands = append([]string{"p2p", "p2p-tcp", p2pPeerCommand, "report", "scale-plot", bench.LoadSpinCommand}, bench.Scenarios...)
+
+// commandName is the command as the user typed it, without "hoplite":
+// "bench report" for hoplite bench report ..., as its errors are prefixed
+// and its help is asked for.
+func commandName(args []string) string {
+	if args[0] == "bench" && len(args) > 1 && slices.Contains(benchSubcommands, args[1]) {
+		return "bench " + args[1]
+	}
+	return args[0]
 }
 
 const versionUsage = `usage: hoplite version   (also: hoplite --version)

@@ -36,8 +36,9 @@ flags:
 `
 
 const (
-	reportBegin = "<!-- hoplite bench report "
-	reportEnd   = "<!-- end hoplite bench report -->"
+	resultsDefault = "bench/results"
+	reportBegin    = "<!-- hoplite bench report "
+	reportEnd      = "<!-- end hoplite bench report -->"
 )
 
 // reportManifest is bench/results/tables.json.
@@ -64,12 +65,18 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), reportUsage)
 		fs.PrintDefaults()
 	}
-	results := fs.String("results", "bench/results", "the directory of the reports and tables.json")
+	results := fs.String("results", resultsDefault, "the directory of the reports and tables.json")
 	update := fs.Bool("update", false, "rewrite the tables in the files instead of checking them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *update && fs.NArg() == 0 {
+		return usageError{"--update rewrites the tables of the FILE.md arguments: name at least one"}
+	}
 	m, err := readManifest(*results)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w (run it in the source tree's root, or pass --results DIR)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -105,7 +112,16 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(stale) > 0 {
-		return fmt.Errorf("tables differ from the reports in %s (hoplite bench report --update %s)", strings.Join(stale, ", "), strings.Join(stale, " "))
+		// The hint runs as printed: the same results, the same files.
+		hint := []string{"hoplite", "bench", "report"}
+		if *results != resultsDefault {
+			hint = append(hint, "--results", *results)
+		}
+		hint = append(append(hint, "--update"), stale...)
+		for i, a := range hint {
+			hint[i] = shellQuote(a)
+		}
+		return fmt.Errorf("tables differ from the reports in %s (%s)", strings.Join(stale, ", "), strings.Join(hint, " "))
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ func TestBenchTablesAreGenerated(t *testing.T) {
 			t.Fatalf("%s: %v", doc, err)
 		}
 		if now != string(b) {
-			t.Errorf("%s: a benchmark table differs from the reports; run hoplite bench report --update %s", doc, doc)
+			rel, _ := filepath.Rel(filepath.Join("..", ".."), doc)
+			t.Errorf("%s: a benchmark table differs from the reports; run hoplite bench report --update %s in the repository's root", rel, rel)
 		}
 		if name, ok := want[filepath.Base(doc)]; ok && !strings.Contains(string(b), reportBegin+name+" -->") {
 			t.Errorf("%s has no %q table", doc, name)

@@ -69,7 +69,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"sim", "--nodes", "4", "--scenario", "reduce", "--size", "1KiB"}, "inline"},
 	} {
 		code, _, stderr := hoplite(t, c.args...)
-		prefix := "hoplite " + c.args[0] + ": "
+		prefix := "hoplite " + commandName(c.args) + ": "
 		if code != 2 || !strings.Contains(stderr, c.want) || !strings.HasPrefix(stderr, prefix) || strings.Contains(stderr, "hoplite:") ||
 			strings.HasPrefix(stderr, prefix+c.args[0]+": ") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
