@@ -8,9 +8,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/barrier/participant"
+	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

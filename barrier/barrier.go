@@ -10,10 +10,10 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/barrier/handle"
 	"github.com/hoplite-go/hoplite/barrier/participant"
-	"github.com/hoplite-go/hoplite/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/barrier/handle"
+	"github.com/hoplite-go/hoplite/internal/barrier/replica"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -409,10 +409,10 @@ func (b *Barrier) passOrError(label string, r participant.EnterResult) (*Pass, e
 	switch {
 	case r.Err != nil:
 		return nil, r.Err
-	case r.Kind == handle.CatchUp:
+	case r.Kind == participant.CatchUp:
 		return nil, fmt.Errorf("%w: %q on barrier %q", ErrCatchUp, label, b.name)
 	}
-	return &Pass{Label: label, Host: b.host, Late: r.Kind == handle.Late, Reason: r.Reason, b: b}, nil
+	return &Pass{Label: label, Host: b.host, Late: r.Kind == participant.Late, Reason: r.Reason, b: b}, nil
 }
 
 // Release tells a semaphore barrier that label left the critical section.

@@ -9,9 +9,9 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/barrier/participant"
+	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

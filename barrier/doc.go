@@ -30,10 +30,10 @@
 // barrier), messages.ErrConflict (duplicate label, other options),
 // messages.ErrCapacity (more labels than Max), messages.ErrTimeout.
 //
-// The managers are actors (package actors/barrier) under each node's
-// supervisor: the barrier's name hashes to a home node, and the manager
+// The managers are actors (internal to the module, like the rest of the
+// machinery) under each node's supervisor: the barrier's name hashes to a home node, and the manager
 // there and on the next live nodes form an ordered replica list. A handle
 // sends every message to every replica and ignores duplicate answers, so
 // a primary's failure costs a takeover delay, not the barrier. A handle's
-// own actor (its participant, also in actors/barrier) does that matching.
+// own actor (its participant) does that matching.
 package barrier

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/barrier"
-	"github.com/hoplite-go/hoplite/barrier/policy"
+	"github.com/hoplite-go/hoplite/internal/barrier/policy"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
+	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
 )
 
 func quietLog() *logrus.Logger {

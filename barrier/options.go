@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/barrier/participant"
-	"github.com/hoplite-go/hoplite/barrier/policy"
+	"github.com/hoplite-go/hoplite/internal/barrier/policy"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

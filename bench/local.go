@@ -10,7 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

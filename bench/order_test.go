@@ -18,7 +18,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 )
 
 // Scenarios are the benchmark scenarios, in the order the help lists them.

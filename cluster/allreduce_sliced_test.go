@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

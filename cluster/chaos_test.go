@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hoplite-go/hoplite/internal/actorutil"
-	"github.com/hoplite-go/hoplite/internal/cpuload"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -21,14 +19,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/cpuload"
+
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	mgr "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/barrier"
-	"github.com/hoplite-go/hoplite/barrier/replica"
-	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/directory"
+	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/barrier/replica"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

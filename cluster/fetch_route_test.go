@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
+	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
 	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

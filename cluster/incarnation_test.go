@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus"
 
-	shard "github.com/hoplite-go/hoplite/actors/directory"
+	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"

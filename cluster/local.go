@@ -20,12 +20,11 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
-	shard "github.com/hoplite-go/hoplite/actors/directory"
-	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
 	"github.com/hoplite-go/hoplite/events"
+	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -40,7 +39,7 @@ type Config struct {
 	// Capacity is each node's store size in bytes (default 1 GiB).
 	Capacity int64
 	// ChunkSize is the copy and streaming unit; 0 adapts it to the
-	// measured bandwidth (storeactor.Config.ChunkSize).
+	// measured bandwidth (see MemberConfig.ChunkSize).
 	ChunkSize int
 	// InlineLimit: smaller objects live in the directory (default 64 KiB).
 	InlineLimit int64
@@ -54,12 +53,12 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
 	StallTimeout time.Duration
-	// ReduceShape is coordinator.ShapeDAry (default: degree by the cost
-	// model) or coordinator.ShapeChainLeaf.
+	// ReduceShape is ShapeDAry (default: degree by the cost model) or
+	// ShapeChainLeaf.
 	ReduceShape string
 	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
 	ReduceDegree int
-	// AllReduceShape: "" (the cost model), "sliced" or "d-ary" (see
+	// AllReduceShape: "" (the cost model), ShapeSliced or ShapeDAry (see
 	// MemberConfig.AllReduceShape).
 	AllReduceShape string
 	// ActorLocates: every Locate as an actor message (see
@@ -75,7 +74,7 @@ type Config struct {
 	// (see MemberConfig.ActorSubscribes).
 	ActorSubscribes bool
 	// Hooks are test and fault-injection points in every node.
-	Hooks storeactor.Hooks
+	Hooks Hooks
 	// ShardHook runs before each message a directory shard receives (a
 	// hook that panics crashes that shard).
 	ShardHook func(shard string, msg any)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	shard "github.com/hoplite-go/hoplite/actors/directory"
-	"github.com/hoplite-go/hoplite/directory"
+	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

@@ -15,13 +15,13 @@ import (
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
-	coordactor "github.com/hoplite-go/hoplite/actors/coordinator"
-	shard "github.com/hoplite-go/hoplite/actors/directory"
-	"github.com/hoplite-go/hoplite/directory"
+	coordactor "github.com/hoplite-go/hoplite/internal/actors/coordinator"
+	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/lag"
+	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )

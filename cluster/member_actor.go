@@ -11,12 +11,12 @@ import (
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
-	"github.com/hoplite-go/hoplite/actors/revoke"
 	"github.com/hoplite-go/hoplite/events"
+	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/revoke"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	bmg "github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
-	bmg "github.com/hoplite-go/hoplite/revoke"
 )
 
 // In-process messages of the members actor (they never cross a process).

@@ -12,11 +12,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
-	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/internal/certs"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -86,7 +85,8 @@ type MemberConfig struct {
 	// Capacity is this member's store size in bytes (default 1 GiB).
 	Capacity int64
 	// ChunkSize is the copy and streaming unit; 0 adapts it to the
-	// measured bandwidth (storeactor.Config.ChunkSize).
+	// measured bandwidth (about 5 ms of transfer per chunk; 256 KiB until
+	// a transfer was measured); a fixed size is used as given.
 	ChunkSize int
 	// InlineLimit: smaller objects live in the directory (default 64 KiB).
 	InlineLimit int64
@@ -99,35 +99,33 @@ type MemberConfig struct {
 	// and Reduces (a Reduce is gathered at its caller), so a naive cluster
 	// sets it on every member.
 	Naive bool
-	// ReduceShape is coordinator.ShapeDAry (default: degree by the cost
-	// model) or coordinator.ShapeChainLeaf.
+	// ReduceShape is ShapeDAry (default: degree by the cost model) or
+	// ShapeChainLeaf.
 	ReduceShape string
 	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
 	// Shape and degree are the coordinators' on this member, which serve
 	// the Reduces whose target's directory shard is placed here: every
 	// member of a cluster should use the same values.
 	ReduceDegree int
-	// AllReduceShape chooses the shape of AllReduces that could be sliced
-	// (coordinator.Config.AllReduceShape): "" lets the cost model choose,
-	// coordinator.ShapeSliced always reduce-scatters and all-gathers,
-	// coordinator.ShapeDAry always reduces and then broadcasts. Like the
-	// reduce shape, every member should use the same value.
+	// AllReduceShape chooses the shape of AllReduces that could be
+	// sliced: "" lets the cost model choose, ShapeSliced always
+	// reduce-scatters and all-gathers, ShapeDAry always reduces and then
+	// broadcasts. Like the reduce shape, every member should use the same
+	// value.
 	AllReduceShape string
 	// ActorLocates sends every Locate as an actor message, as before the
 	// data plane carried them (benchmarks: the comparison in one run).
 	ActorLocates bool
 	// UnbatchedReduceTasks makes this member's coordinators send each
 	// reduce task as a message of its own, as before ReduceTaskBatch
-	// (coordinator.Config.UnbatchedTasks; benchmarks: the start stagger
-	// in one run).
+	// (benchmarks: the start stagger in one run).
 	UnbatchedReduceTasks bool
 	// NoRingGather makes this member's sliced AllReduces gather every
 	// slice from its root, as before the ring all-gather
-	// (coordinator.Config.NoRingGather; benchmarks: both in one run).
+	// (benchmarks: both in one run).
 	NoRingGather bool
 	// NoInlinePush makes this member's inline AllReduces leave their
-	// participants to locate the result (coordinator.Config.NoInlinePush;
-	// benchmarks: both in one run).
+	// participants to locate the result (benchmarks: both in one run).
 	NoInlinePush bool
 	// NoWarmUp leaves the member cold when it reports ready: no
 	// data-plane connections to its peers until an operation needs them,
@@ -173,7 +171,7 @@ type MemberConfig struct {
 	// Every member of a cluster uses the same CA. Default: plaintext.
 	TLSCert, TLSKey, TLSCA string
 	// Hooks are fault-injection points in the store node (tests).
-	Hooks storeactor.Hooks
+	Hooks Hooks
 	// ShardHook runs before each message a directory shard of this member
 	// receives (a hook that panics crashes that shard; tests).
 	ShardHook func(shard string, msg any)

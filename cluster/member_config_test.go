@@ -12,7 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -6,9 +6,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	shard "github.com/hoplite-go/hoplite/actors/directory"
-	storeactor "github.com/hoplite-go/hoplite/actors/storenode"
-	"github.com/hoplite-go/hoplite/directory"
+	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )

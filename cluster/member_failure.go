@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/actors/revoke"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/revoke"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	bmg "github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
-	bmg "github.com/hoplite-go/hoplite/revoke"
 	"github.com/hoplite-go/hoplite/transport"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

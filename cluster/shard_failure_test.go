@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -92,7 +92,7 @@ type AllReduceReplanned struct {
 	Node   string   // the failed participant's node ("": the directory reported a source lost that was never located)
 	Lost   []string // the sources whose copy was on it
 	Num    int      // how many sources the new tree reduces
-	From   string   // the abandoned run's shape (coordinator.ShapeSliced or ShapeDAry; "": nothing ran yet)
+	From   string   // the abandoned run's shape (cluster.ShapeSliced or ShapeDAry; "": nothing ran yet)
 }
 
 // TransferStarted: a receiver opened a stream of an object from a
@@ -124,7 +124,7 @@ type TransferEnded struct {
 type ReduceTree struct {
 	Reduce string
 	Target string
-	Shape  string // coordinator.ShapeDAry or ShapeChainLeaf
+	Shape  string // cluster.ShapeDAry or ShapeChainLeaf
 	Degree int
 	Num    int   // positions (the sources reduced)
 	Size   int64 // each source's bytes

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/livetest"
 )
@@ -85,14 +84,14 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	// Barriers: a throttled one whose backup's member failed, a
 	// semaphore; a stale state of the throttled one from a replica that
 	// no longer acts.
-	recs[m1].Observe(&barrierhost.State{Barrier: "tb", Member: m1, Acting: true, Epoch: 1, Kind: "throttled", Max: 4, Entered: 4, Passed: 1,
-		Throttled: 3, Fired: true, Reason: "max", Replicas: []barrierhost.ReplicaState{{Member: m1, Primary: true}, {Member: m4, Down: true}},
+	recs[m1].Observe(&events.BarrierState{Barrier: "tb", Member: m1, Acting: true, Epoch: 1, Kind: "throttled", Max: 4, Entered: 4, Passed: 1,
+		Throttled: 3, Fired: true, Reason: "max", Replicas: []events.BarrierReplicaState{{Member: m1, Primary: true}, {Member: m4, Down: true}},
 		At: time.Now()})
-	recs[m3].Observe(&barrierhost.State{Barrier: "tb", Member: m3, Acting: false, Epoch: 0, Kind: "throttled", Max: 4, Entered: 2,
-		Replicas: []barrierhost.ReplicaState{{Member: m4, Primary: true}, {Member: m3}}, At: time.Now().Add(-time.Second)})
-	recs[m2].Observe(&barrierhost.State{Barrier: "sem", Member: m2, Acting: true, Kind: "semaphore", Max: 5, Entered: 3, Queued: 1,
-		Holders: 2, Limit: 2, Replicas: []barrierhost.ReplicaState{{Member: m2, Primary: true}, {Member: m3}}, At: time.Now()})
-	recs[m1].Observe(&barrierhost.TookOver{Barrier: "tb", Manager: "barriers/tb", Member: m1, Epoch: 1, At: time.Now()})
+	recs[m3].Observe(&events.BarrierState{Barrier: "tb", Member: m3, Acting: false, Epoch: 0, Kind: "throttled", Max: 4, Entered: 2,
+		Replicas: []events.BarrierReplicaState{{Member: m4, Primary: true}, {Member: m3}}, At: time.Now().Add(-time.Second)})
+	recs[m2].Observe(&events.BarrierState{Barrier: "sem", Member: m2, Acting: true, Kind: "semaphore", Max: 5, Entered: 3, Queued: 1,
+		Holders: 2, Limit: 2, Replicas: []events.BarrierReplicaState{{Member: m2, Primary: true}, {Member: m3}}, At: time.Now()})
+	recs[m1].Observe(&events.BarrierTookOver{Barrier: "tb", Manager: "barriers/tb", Member: m1, Epoch: 1, At: time.Now()})
 	// m4's shards rebuilt on m2, as a member's failure moves them all at
 	// once: one line in the events list, not five.
 	for i := range 5 {

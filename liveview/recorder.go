@@ -29,7 +29,6 @@ import (
 	"sync"
 	"time"
 
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -63,7 +62,7 @@ type Status struct {
 	Copies    []Copy  `json:"copies,omitempty"`
 	// Barriers are the barriers whose manager replica on this member
 	// acts as primary, or did last (at most MaxBarriers).
-	Barriers []barrierhost.State `json:"barriers,omitempty"`
+	Barriers []events.BarrierState `json:"barriers,omitempty"`
 	// Health is set by the Hub: up (answered the last gathering),
 	// unreachable (did not), failed (a member published its failure),
 	// gone (left the view without a failure).
@@ -118,10 +117,10 @@ type Recorder struct {
 	mu   sync.Mutex
 	ring []Entry // ring[(seq-1) % len]
 	last uint64  // the last seq recorded
-	// barriers are the last barrierhost.State of each barrier: a state,
+	// barriers are the last events.BarrierState of each barrier: a state,
 	// not a history, kept beside the ring so that a busy barrier's steps
 	// do not push the transfers out of it.
-	barriers map[string]*barrierhost.State
+	barriers map[string]*events.BarrierState
 }
 
 // NewRecorder records member's events in a ring of capacity entries
@@ -131,18 +130,18 @@ func NewRecorder(member string, capacity int, status func() Status) *Recorder {
 	if capacity <= 0 {
 		capacity = DefaultRecorderEntries
 	}
-	return &Recorder{member: member, status: status, ring: make([]Entry, capacity), barriers: map[string]*barrierhost.State{}}
+	return &Recorder{member: member, status: status, ring: make([]Entry, capacity), barriers: map[string]*events.BarrierState{}}
 }
 
 // observeBarrier keeps s as its barrier's state.
-func (r *Recorder) observeBarrier(s *barrierhost.State) {
+func (r *Recorder) observeBarrier(s *events.BarrierState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.barriers[s.Barrier] = s
 	if len(r.barriers) <= MaxBarriers {
 		return
 	}
-	var victim *barrierhost.State
+	var victim *events.BarrierState
 	for _, b := range r.barriers {
 		if victim == nil || b.Closed && !victim.Closed || b.Closed == victim.Closed && b.At.Before(victim.At) {
 			victim = b
@@ -152,11 +151,11 @@ func (r *Recorder) observeBarrier(s *barrierhost.State) {
 }
 
 // barrierStatesLocked lists the barriers' states by name.
-func (r *Recorder) barrierStatesLocked() []barrierhost.State {
+func (r *Recorder) barrierStatesLocked() []events.BarrierState {
 	if len(r.barriers) == 0 {
 		return nil
 	}
-	out := make([]barrierhost.State, 0, len(r.barriers))
+	out := make([]events.BarrierState, 0, len(r.barriers))
 	for _, b := range r.barriers {
 		out = append(out, *b)
 	}
@@ -167,7 +166,7 @@ func (r *Recorder) barrierStatesLocked() []barrierhost.State {
 // Observe records e if it is a domain event the view shows; subscribe it
 // to the member's EventStream. It never blocks beyond the ring's lock.
 func (r *Recorder) Observe(e any) {
-	if s, ok := e.(*barrierhost.State); ok {
+	if s, ok := e.(*events.BarrierState); ok {
 		r.observeBarrier(s)
 		return
 	}
@@ -313,9 +312,9 @@ func describe(e any) (kind string, data any, at time.Time, ok bool) {
 	case *events.ReduceDone:
 		return "ReduceDone", map[string]any{"Reduce": e.Reduce, "Target": e.Target, "Reduced": e.Reduced,
 			"Elapsed": int64(e.Elapsed), "Err": errText(e.Err)}, time.Time{}, true
-	case *barrierhost.TookOver:
+	case *events.BarrierTookOver:
 		return "BarrierTookOver", e, e.At, true
-	case *barrierhost.DeliveryFailed:
+	case *events.BarrierDeliveryFailed:
 		return "BarrierDeliveryFailed", e, e.At, true
 	}
 	return "", nil, time.Time{}, false

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	barrierhost "github.com/hoplite-go/hoplite/actors/barrier"
+	"github.com/hoplite-go/hoplite/events"
 )
 
 // TestRecorderKeepsBarrierStates: a barrier's State is kept as its
@@ -17,14 +17,14 @@ func TestRecorderKeepsBarrierStates(t *testing.T) {
 	r := NewRecorder("m", 8, func() Status { return Status{Member: "m"} })
 	t0 := time.Unix(1000, 0)
 	for i := range MaxBarriers {
-		r.Observe(&barrierhost.State{Barrier: fmt.Sprintf("b%02d", i), Entered: 1, At: t0.Add(time.Duration(i) * time.Second),
+		r.Observe(&events.BarrierState{Barrier: fmt.Sprintf("b%02d", i), Entered: 1, At: t0.Add(time.Duration(i) * time.Second),
 			Closed: i == 40})
 	}
 	for n := range 20 { // b05 is busy: only its latest counts
-		r.Observe(&barrierhost.State{Barrier: "b05", Entered: n + 2, At: t0.Add(time.Hour)})
+		r.Observe(&events.BarrierState{Barrier: "b05", Entered: n + 2, At: t0.Add(time.Hour)})
 	}
-	r.Observe(&barrierhost.State{Barrier: "new", Entered: 1, At: t0.Add(2 * time.Hour)}) // the closed b40 goes
-	r.Observe(&barrierhost.State{Barrier: "newer", Entered: 1, At: t0.Add(2 * time.Hour)})
+	r.Observe(&events.BarrierState{Barrier: "new", Entered: 1, At: t0.Add(2 * time.Hour)}) // the closed b40 goes
+	r.Observe(&events.BarrierState{Barrier: "newer", Entered: 1, At: t0.Add(2 * time.Hour)})
 	b := r.Since(0)
 	if b.Last != 0 || len(b.Entries) != 0 {
 		t.Fatalf("barrier states went into the ring: %+v", b)
@@ -33,7 +33,7 @@ func TestRecorderKeepsBarrierStates(t *testing.T) {
 	if len(bs) != MaxBarriers {
 		t.Fatalf("%d barriers listed, want %d", len(bs), MaxBarriers)
 	}
-	names := map[string]barrierhost.State{}
+	names := map[string]events.BarrierState{}
 	for i, s := range bs {
 		if i > 0 && bs[i-1].Barrier >= s.Barrier {
 			t.Fatalf("not by name: %s before %s", bs[i-1].Barrier, s.Barrier)

@@ -3655,9 +3655,9 @@ type ReduceTaskDone struct {
 	// takes the result).
 	Fingerprint uint64 `protobuf:"fixed64,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// measured_bytes over measured_ns: a transfer that measured the link
-	// (netmodel.Estimator.ObserveTransfer) during this position's run, for
-	// the coordinator's member, which prices and paces the next Reduces
-	// (0: none). Positions often measure on other members than the
+	// during this position's run, for the network estimates of the
+	// coordinator's member, which prices and paces the next Reduces (0:
+	// none). Positions often measure on other members than the
 	// coordinator's.
 	MeasuredBytes int64 `protobuf:"varint,6,opt,name=measured_bytes,json=measuredBytes,proto3" json:"measured_bytes,omitempty"`
 	MeasuredNs    int64 `protobuf:"varint,7,opt,name=measured_ns,json=measuredNs,proto3" json:"measured_ns,omitempty"`

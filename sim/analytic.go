@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
 )
 
 // Analytic systems: closed-form times of the peers' algorithms and of the

@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/hoplite-go/hoplite/barrier/policy"
+	"github.com/hoplite-go/hoplite/internal/barrier/policy"
 )
 
 // barrier runs one traditional barrier of every host: the real policy

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // shard is one directory shard: the real LocationTable, on its home.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/fetchrun"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"

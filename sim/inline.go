@@ -7,8 +7,8 @@ import (
 )
 
 // InlineLimit is the size below which an object lives in its directory
-// shard, as the cluster keeps it (directory.TableConfig's and the
-// coordinator's default): a Put hands the shard its bytes, and a Get's
+// shard, as the cluster keeps it (cluster.MemberConfig's default
+// InlineLimit): a Put hands the shard its bytes, and a Get's
 // Locate is answered with them, no stream. Inline objects are the only
 // ones whose bytes the simulator holds (at most this many per copy).
 const InlineLimit = 64 << 10

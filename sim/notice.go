@@ -3,8 +3,8 @@ package sim
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/revoke"
 )
 
 // overlays gives every host its real revoke.Broadcaster on the binomial

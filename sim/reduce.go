@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/coordinator/plan"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -23,9 +23,9 @@ type Config struct {
 	// Num is a reduce's n of m = N sources (0: all).
 	Num int
 	// Degree, if > 0, is the reduce tree's degree instead of the cost
-	// model's (coordinator.Config.ForceDegree); Shape an AllReduce's
-	// (coordinator.Config.AllReduceShape: "" the cost model's choice,
-	// coordinator.ShapeSliced or coordinator.ShapeDAry).
+	// model's (cluster.MemberConfig.ReduceDegree); Shape an AllReduce's
+	// (cluster.MemberConfig.AllReduceShape: "" the cost model's choice,
+	// cluster.ShapeSliced or cluster.ShapeDAry).
 	Degree int
 	Shape  string
 	// Kill is how many hosts fail, KillAt when: a fraction of the

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/directory"
 )
 
 func run(t *testing.T, c Config) *Outcome {

@@ -1,6 +1,6 @@
 package sim
 
-import "github.com/hoplite-go/hoplite/coordinator"
+import "github.com/hoplite-go/hoplite/internal/coordinator"
 
 // Testbed is one measured median the simulator is checked against: the
 // testbed's `hoplite bench` on network namespaces shaped by tc tbf, 2
@@ -22,8 +22,9 @@ type Testbed struct {
 	Miss      string
 	MissBound float64
 	// Shape is an AllReduce's shape as the measurement ran it:
-	// reduce-then-broadcast (coordinator.ShapeDAry, hoplite bench's
-	// system reduce-bcast), sliced, or "" for the cost model's choice.
+	// reduce-then-broadcast (cluster.ShapeDAry, hoplite bench's system
+	// reduce-bcast), sliced (cluster.ShapeSliced), or "" for the cost
+	// model's choice.
 	Shape string
 }
 

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/revoke"
 	"github.com/hoplite-go/hoplite/storenode"
 )
 

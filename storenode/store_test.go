@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )

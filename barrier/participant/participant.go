@@ -1,8 +1,8 @@
 // Package participant is the contract between a barrier handle (package
-// barrier, the API applications call) and its participant actor (package
-// actors/barrier, the shell that talks to the replicas): the requests the
-// handle sends its actor, the answers that come back on channels, and the
-// controller's callbacks. Both sides import it; neither imports the other,
+// barrier, the API applications call) and its participant actor (in
+// internal/actors/barrier, the shell that talks to the replicas): the
+// requests the handle sends its actor, the answers that come back on
+// channels, and the controller's callbacks. Both sides import it; neither imports the other,
 // so the API carries no actor shell and the shell no API.
 package participant
 
@@ -12,7 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/barrier/handle"
+	"github.com/hoplite-go/hoplite/internal/barrier/handle"
 )
 
 // The messages a barrier handle sends its participant actor. They never
@@ -46,9 +46,23 @@ type (
 	}
 )
 
+// Outcome is how an Enter passed.
+type Outcome = handle.Outcome
+
+// The outcomes of an Enter.
+const (
+	// Fired: the barrier fired with the label in it.
+	Fired = handle.Fired
+	// Late: the label entered after the fire and passed through.
+	Late = handle.Late
+	// CatchUp: the label entered after the fire of a catch-up barrier,
+	// and does not pass.
+	CatchUp = handle.CatchUp
+)
+
 // EnterResult answers an EnterRequest: an outcome, or Err.
 type EnterResult struct {
-	Kind   handle.Outcome
+	Kind   Outcome
 	Reason string
 	Err    error
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/hoplite-go/hoplite/internal/cpuload"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -17,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/cpuload"
+
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

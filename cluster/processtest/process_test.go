@@ -27,7 +27,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 
 	"github.com/hoplite-go/hoplite/cluster"
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

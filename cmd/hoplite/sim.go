@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/bench"
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/sim"
 )
 

@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/hoplite-go/hoplite/bench"
-	"github.com/hoplite-go/hoplite/coordinator"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/sim"
 )
 

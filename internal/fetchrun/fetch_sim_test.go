@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/outbox"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )

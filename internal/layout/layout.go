@@ -1,11 +1,11 @@
 // Package layout states the rules the source tree follows, and its tests
-// check them: actors live in actors/ and cluster/, algorithms live in
-// pure core packages.
+// check them: actors live in internal/actors/ and cluster/, algorithms
+// live in pure core packages.
 //
 // Every package of the module is a core unless Shells names it (Cores
-// names the few under a Shells directory that are cores all the same). A
-// core is
-// a plain step machine: time comes in as a value, and every step returns
+// names those under a Shells directory that are cores all the same: the
+// internal ones, which are out of the public API). A core is a plain step
+// machine: time comes in as a value, and every step returns
 // what the shell should do. So every file of a core
 //   - imports nothing of Proto.Actor but the actor package, and names
 //     nothing of it but its PID address type;
@@ -24,35 +24,44 @@
 // and its core files name nothing the StoreFiles declare.
 //
 // Every type with a Receive(actor.Context) method (an actor) is declared
-// under actors/ (the shells) or in cluster (the member's supervisor and
-// member actor, which wire the shells together); programs (cmd/,
-// examples/, bench/) are applications and may define their own.
+// under internal/actors/ (the shells) or in cluster (the member's
+// supervisor and member actor, which wire the shells together); programs
+// (cmd/, examples/, bench/) are applications and may define their own.
 package layout
 
 // Shells are the module's packages that are not cores, each with why. A
 // key ending in "/..." names a directory and everything under it; any
 // other key names one package.
 var Shells = map[string]string{
-	"actors/...":          "the actor shells around the cores",
-	"cluster/...":         "the member: its supervisor, boot and wiring",
-	"cmd/...":             "programs",
-	"examples/...":        "programs",
-	"bench/...":           "programs and their measurements",
-	"internal/...":        "helpers of the shells and tests (actor requests, clocks, certificates)",
-	"third_party/...":     "Proto.Actor, patched",
-	"transport":           "the network: connections, frames, TLS",
-	"liveview":            "the live view's HTTP server",
-	"sim":                 "the simulator: drives the cores, writes reports and plots",
-	"barrier":             "the barrier API: blocking calls with deadlines over the participant actor",
-	"barrier/participant": "the contract between a barrier handle and its actor: channels and counters",
-	"netmodel/estimator":  "the network estimates a member's shells share: locked",
-	"storenode":           "the Store (concurrent) and the Client; see StoreFiles",
+	"cluster/...":                 "the member: its supervisor, boot and wiring",
+	"cmd/...":                     "programs",
+	"examples/...":                "programs",
+	"bench/...":                   "programs and their measurements",
+	"internal/...":                "helpers of the shells and tests (actor requests, clocks, certificates), but the Cores",
+	"internal/actors/...":         "the actor shells around the cores",
+	"third_party/...":             "Proto.Actor, patched",
+	"transport":                   "the network: connections, frames, TLS",
+	"liveview":                    "the live view's HTTP server",
+	"sim":                         "the simulator: drives the cores, writes reports and plots",
+	"barrier":                     "the barrier API: blocking calls with deadlines over the participant actor",
+	"barrier/participant":         "the contract between a barrier handle and its actor: channels and counters",
+	"internal/netmodel/estimator": "the network estimates a member's shells share: locked",
+	"storenode":                   "the Store (concurrent) and the Client; see StoreFiles",
 }
 
 // Cores are packages under a Shells directory that are cores all the
-// same: internal, so that they stay out of the public API.
+// same: internal, so that they stay out of the public API. A key ending
+// in "/..." names a directory and everything under it.
 var Cores = []string{
-	"internal/storeproto", // the store node's protocols
+	"internal/storeproto",      // the store node's protocols
+	"internal/coordinator/...", // Reduce: the Reduction, its shapes, plans and kernels
+	"internal/directory",       // the object directory's LocationTable
+	"internal/revoke",          // the failure broadcast over the binomial graph
+	"internal/outbox",          // the one output shape of every core
+	"internal/netmodel",        // the estimates of L and B (the estimator beside it is a shell)
+	"internal/barrier/handle",  // a barrier handle's side of the replicas
+	"internal/barrier/policy",  // the partial barriers' decisions
+	"internal/barrier/replica", // one barrier manager replica
 }
 
 // Wire are the module packages a core may import although they are not
@@ -83,7 +92,7 @@ var StoreFiles = []string{
 // ActorHomes are where actors may be declared, besides programs; the one
 // helper outside them is the short-lived watched request behind every
 // request-and-wait (internal/actorutil).
-var ActorHomes = []string{"actors/", "cluster/", "internal/actorutil/"}
+var ActorHomes = []string{"internal/actors/", "cluster/", "internal/actorutil/"}
 
 // Programs are applications of the library, free to define actors.
 var Programs = []string{"cmd/", "examples/", "bench/"}

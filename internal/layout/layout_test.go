@@ -126,18 +126,25 @@ func modulePackages(t *testing.T, top string) map[string]*pkg {
 	return out
 }
 
+// names says whether the key k of Shells or Cores names the package at
+// rel: itself, or a directory above it ("dir/...").
+func names(k, rel string) bool {
+	if dir, ok := strings.CutSuffix(k, "/..."); ok {
+		return rel == dir || strings.HasPrefix(rel, dir+"/")
+	}
+	return rel == k
+}
+
 // shell says whether the package at rel is a shell (Shells, but not
 // Cores).
 func shell(rel string) bool {
-	if slices.Contains(Cores, rel) {
-		return false
+	for _, k := range Cores {
+		if names(k, rel) {
+			return false
+		}
 	}
 	for k := range Shells {
-		if dir, ok := strings.CutSuffix(k, "/..."); ok {
-			if rel == dir || strings.HasPrefix(rel, dir+"/") {
-				return true
-			}
-		} else if rel == k {
+		if names(k, rel) {
 			return true
 		}
 	}
@@ -228,15 +235,16 @@ func checkFile(f *ast.File, mod string, core func(rel string) bool, at func(ast.
 	return bad
 }
 
-// reason is why Shells names the package at rel.
+// reason is why Shells names the package at rel: the reason of the
+// longest key that names it.
 func reason(rel string) string {
-	for k, why := range Shells {
-		dir, sub := strings.CutSuffix(k, "/...")
-		if rel == dir || (sub && strings.HasPrefix(rel, dir+"/")) {
-			return why
+	why, best := "not a core", ""
+	for k, w := range Shells {
+		if names(k, rel) && len(k) > len(best) {
+			why, best = w, k
 		}
 	}
-	return "not a core"
+	return why
 }
 
 func modulePath(t *testing.T, top string) string {
@@ -299,7 +307,11 @@ func TestCoresArePure(t *testing.T) {
 		}
 	}
 	for _, c := range Cores {
-		if pkgs[c] == nil {
+		found := false
+		for rel := range pkgs {
+			found = found || names(c, rel)
+		}
+		if !found {
 			t.Errorf("layout.Cores names %s, which is no package", c)
 		}
 	}
@@ -523,7 +535,7 @@ func TestActorsLiveInActorsAndCluster(t *testing.T) {
 			}
 			if sel, ok := fn.Type.Params.List[0].Type.(*ast.SelectorExpr); ok {
 				if x, ok := sel.X.(*ast.Ident); ok && x.Name == actorName && sel.Sel.Name == "Context" {
-					t.Errorf("%s declares an actor (%s.Receive): actors live in actors/ or cluster/", rel, recvName(fn))
+					t.Errorf("%s declares an actor (%s.Receive): actors live in internal/actors/ or cluster/", rel, recvName(fn))
 				}
 			}
 		}

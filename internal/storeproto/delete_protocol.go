@@ -3,9 +3,9 @@ package storeproto
 import (
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // DeleteRequest is what a Deletion needs to know about one Delete.

@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/netmodel"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/netmodel"
-	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // FetchConfig is what the fetch protocol needs of its node.

@@ -1,8 +1,8 @@
 package storeproto
 
 import (
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // PositionRuns serializes the runs and rewinds of one reduce tree

@@ -5,9 +5,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/outbox"
 )
 
 // PutRequest is what a PutRegistration needs to know about one Put (or

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/directory"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -1,0 +1,23 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/hoplite-go/hoplite/internal/coordinator"
+)
+
+// The shapes a user sets are the ones the coordinators recognise: a
+// constant that drifted from its coordinator's would be refused by
+// MemberConfig's validation, or name no plan a reply carries.
+func TestShapesAreTheCoordinators(t *testing.T) {
+	for _, c := range []struct{ public, internal string }{
+		{ShapeDAry, coordinator.ShapeDAry},
+		{ShapeChainLeaf, coordinator.ShapeChainLeaf},
+		{ShapeSliced, coordinator.ShapeSliced},
+		{ShapeInline, coordinator.ShapeInline},
+	} {
+		if c.public != c.internal {
+			t.Errorf("cluster's shape %q, the coordinator's %q", c.public, c.internal)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package directory
+
+import (
+	"slices"
+
+	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// An object is lost when no copy that can be read whole is left (its
+// last one went with a node's failure or an eviction, or a rebuilt shard
+// learnt the object only from partial copies): its Gets fail with LOST at once instead of waiting
+// for their deadlines, and the table remembers the loss (bounded like
+// the tombstones) until a whole copy turns up or the id is Put again.
+
+type lostMark struct {
+	err *messages.Error
+	seq uint64
+	// epoch is the lost entry's: a whole copy of it that the loss did not
+	// drop holds those contents (see FetchDone).
+	epoch uint64
+	// dropped holds the nodes whose partial copies the loss dropped. A
+	// copy of theirs that reports itself whole afterwards (its FetchDone,
+	// or a republication, crossed the loss's DropObject) is about to be
+	// freed by that drop: it is no copy to end the loss with.
+	dropped map[string]struct{}
+}
+
+// lostRef is one entry of the lost FIFO; seq tells whether the id was
+// lost again (and re-marked) since.
+type lostRef struct {
+	id  string
+	seq uint64
+}
+
+// ReportLost removes a node's copy on its owner's word (a member leaving)
+// and answers whether the object is now lost.
+func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) outbox.Box {
+	return outbox.Box{Sends: t.reportLost(req, replyTo)}
+}
+
+func (t *LocationTable) reportLost(req *messages.ReportLost, replyTo any) []outbox.Send {
+	id := req.GetObjectId()
+	reply := &messages.ReportLostReply{ObjectId: id}
+	if err := t.check(id); err != nil || !nodeOK(req.GetNode()) {
+		if err == nil {
+			err = messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "report lost %q without a node", id)
+		}
+		reply.Error = err
+		return []outbox.Send{{To: replyTo, Msg: reply}}
+	}
+	if _, ok := t.lost[id]; ok {
+		reply.Lost = true
+		return []outbox.Send{{To: replyTo, Msg: reply}}
+	}
+	e := t.entries[id]
+	if e == nil || e.locs[req.GetNode().GetNodeId()] == nil {
+		reply.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "node %s holds no copy of %q here", req.GetNode().GetNodeId(), id)
+		return []outbox.Send{{To: replyTo, Msg: reply}}
+	}
+	node := req.GetNode().GetNodeId()
+	out := t.removeLocation(e, node)
+	fx, lost := t.markLostIfGone(e, node)
+	reply.Lost = lost
+	if !lost {
+		fx = t.serveWaiters(e)
+	}
+	out = append(out, fx...)
+	return append(out, outbox.Send{To: replyTo, Msg: reply})
+}
+
+// NodeFailed forgets every copy on a failed node and every request it had
+// parked. Receivers it was serving find out from their own sessions and
+// locate again (naming it as failed); senders it was fetching from are free.
+func (t *LocationTable) NodeFailed(node string) outbox.Box {
+	return outbox.Box{Sends: t.nodeFailed(node, func(*messages.NodeRef) bool { return true })}
+}
+
+// IncarnationFailed is NodeFailed for the incarnation of node at address
+// only: the copies and requests of another incarnation of the id (at
+// another address) stay, for it is not the one that failed.
+func (t *LocationTable) IncarnationFailed(node, address string) outbox.Box {
+	return outbox.Box{Sends: t.nodeFailed(node, func(n *messages.NodeRef) bool { return n.GetAddress() == address })}
+}
+
+func (t *LocationTable) nodeFailed(node string, same func(*messages.NodeRef) bool) []outbox.Send {
+	var out []outbox.Send
+	for _, e := range t.entries {
+		e.waiters = slices.DeleteFunc(e.waiters, func(w *waiter) bool {
+			return w.kind == waitLocate && w.receiver.GetNodeId() == node && same(w.receiver)
+		})
+		if e.locs[node] != nil && same(e.locs[node].node) {
+			out = append(out, t.removeLocation(e, node)...)
+			if fx, lost := t.markLostIfGone(e, node); lost {
+				out = append(out, fx...)
+				continue
+			}
+			out = append(out, t.serveWaiters(e)...)
+		}
+		t.forgetIfIdle(e)
+	}
+	return out
+}
+
+// endLoss decides whether a whole copy on node, reported after id was
+// marked lost, ends the loss: it does (the mark goes) unless the loss
+// dropped node's partial copy, whose completion crossed that DropObject
+// and is freed by it. Such a report is ignored; the drop already on its
+// way frees the copy, and sending another could free a copy the node
+// fetches after a new Put of the id.
+func (t *LocationTable) endLoss(id, node string) bool {
+	if _, dropped := t.lost[id].dropped[node]; dropped {
+		return false
+	}
+	delete(t.lost, id) // a whole copy survived after all
+	return true
+}
+
+// markLostIfGone ends an object that can no longer be read: no inline
+// bytes, no complete copy and no creator's copy (which completes from its
+// Put) remain after node's copy went, and no Reduce is producing it. Its
+// waiters fail with LOST, partial copies (which can never complete) are
+// dropped, and the id is remembered as lost.
+func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bool) {
+	if !t.unreadable(e) {
+		return nil, false
+	}
+	return t.markLost(e, messages.Errorf(messages.ErrorCode_LOST,
+		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)), true
+}
+
+// unreadable reports whether e is an object nobody can read any more: no
+// inline bytes, no complete copy and no creator's copy are listed, and no
+// Reduce is producing it.
+func (t *LocationTable) unreadable(e *entry) bool {
+	return e.known && !e.hasInline && !e.target.reserved() && !e.hasSource()
+}
+
+// Republished is the shell's word that every store node alive when the
+// table began has republished what it holds, or failed (see
+// internal/actors/directory): a copy the table does not list exists nowhere. An
+// object it knows only from partial copies (a rebuilt shard learns them
+// from receivers whose sender died before the shard started over) can
+// never be read whole: it is lost, its parked Gets fail with LOST instead
+// of waiting for their deadlines, and its partial copies are dropped.
+func (t *LocationTable) Republished() outbox.Box {
+	var ids []string
+	for id, e := range t.entries {
+		if t.unreadable(e) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var out []outbox.Send
+	for _, id := range ids {
+		out = append(out, t.markLost(t.entries[id], messages.Errorf(messages.ErrorCode_LOST,
+			"object %q is lost: no complete copy remains (every store node has republished its copies to this directory shard, which started over, and none is whole); Put it again to re-create it", id))...)
+	}
+	return outbox.Box{Sends: out}
+}
+
+// markLost ends e as lost with err (see markLostIfGone).
+func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
+	var out []outbox.Send
+	for _, w := range e.waiters {
+		out = append(out, w.fail(e.id, err))
+	}
+	dropped := map[string]struct{}{}
+	for _, loc := range t.sortedLocations(e) {
+		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
+		dropped[loc.node.GetNodeId()] = struct{}{}
+		// Subscribers hear that the copy left, as removeLocation tells
+		// them: a Reduce coordinator kept a dropped partial copy as a
+		// source location, which no longer exists anywhere.
+		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
+	}
+	delete(t.entries, e.id)
+	if len(e.subscribers) > 0 {
+		// Subscribers (Reduce coordinators) stay: a new Put of the id is
+		// a new source for them. They hear that no copy is left: one
+		// that never got a location of it (it subscribed late, or the
+		// copy died before its location reached it) would otherwise
+		// wait for it until its deadline.
+		t.entries[e.id] = &entry{id: e.id, locs: map[string]*location{}, subscribers: e.subscribers, epoch: e.epoch}
+		for _, s := range e.subscribers {
+			out = append(out, outbox.Send{To: s.to, Msg: lostUpdate(e.id, err)})
+		}
+	}
+	t.lostSeq++
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, dropped: dropped}
+	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
+	if len(t.lostOrder) > t.cfg.TombstoneLimit {
+		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {
+			delete(t.lost, old.id)
+		}
+		t.lostOrder = t.lostOrder[1:]
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package directory
+
+import (
+	"slices"
+
+	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Subscribers are Reduce coordinators that follow an object's copies as
+// they come and go (LocationUpdate pushes), to place each source in their
+// tree when it appears.
+
+type subscriber struct {
+	key string
+	to  any
+}
+
+// Subscribe pushes every current and future location of the object to
+// the subscriber; key identifies the subscriber for Unsubscribe. The
+// subscriber also hears when the object is deleted, and when it is lost
+// (LocationUpdate.error: now, if it is lost already, and whenever its
+// last copy goes). A subscriber that located the object before
+// (Subscribe.located_before) hears LOST too when the table knows no copy
+// of it: the shell sets that flag only once every store node has
+// republished (see internal/actors/directory), so no copy is left anywhere.
+func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) outbox.Box {
+	id := req.GetObjectId()
+	if err := t.check(id); err != nil {
+		return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}}
+	}
+	e := t.entry(id)
+	if !slices.ContainsFunc(e.subscribers, func(s subscriber) bool { return s.key == key }) {
+		e.subscribers = append(e.subscribers, subscriber{key: key, to: to})
+	}
+	var out []outbox.Send
+	for _, loc := range t.sortedLocations(e) {
+		if loc.unfed() || loc.unoffered {
+			continue // see Locate
+		}
+		out = append(out, outbox.Send{To: to, Msg: e.update(loc.node, loc.state)})
+	}
+	if l, ok := t.lost[id]; ok {
+		// Lost before this subscription (a Reduce that began after its
+		// source's last copy died, or a resubscription): no location
+		// will come unless the id is Put again, which the subscriber
+		// will hear of.
+		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, l.err)})
+	} else if req.GetLocatedBefore() && !e.known && !e.target.reserved() {
+		// The subscriber had a copy's location, and now no copy, no loss
+		// and no deletion of the id is known: its copies went before
+		// this table began (a shard that restarted or moved forgets its
+		// lost marks, and a node that died with the shard's old host
+		// republishes nothing). The subscriber (a Reduce waiting for the
+		// source) waited for its deadline. A Reduce producing the id
+		// (reservedBy) will create it: that is no loss.
+		out = append(out, outbox.Send{To: to, Msg: lostUpdate(id, messages.Errorf(messages.ErrorCode_LOST,
+			"object %q is lost: this directory shard knows no copy of it, and its subscriber located one before (every copy went before the shard started over); Put it again to re-create it", id))})
+	}
+	return outbox.Box{Sends: out}
+}
+
+// lostUpdate tells a subscriber that no copy of id is left (err: LOST).
+func lostUpdate(id string, err *messages.Error) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: id, Error: err}
+}
+
+// Unsubscribe stops the pushes to the subscriber with this key.
+func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) outbox.Box {
+	e := t.entries[req.GetObjectId()]
+	if e == nil {
+		return outbox.Box{}
+	}
+	e.subscribers = slices.DeleteFunc(e.subscribers, func(s subscriber) bool { return s.key == key })
+	t.forgetIfIdle(e)
+	return outbox.Box{}
+}
+
+func (e *entry) update(node *messages.NodeRef, state messages.LocationState) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: e.id, Size: e.size, Node: node, State: state,
+		HasInline: e.hasInline, InlineData: e.inline}
+}
+
+func (e *entry) notify(node *messages.NodeRef, state messages.LocationState) []outbox.Send {
+	out := make([]outbox.Send, 0, len(e.subscribers))
+	for _, s := range e.subscribers {
+		out = append(out, outbox.Send{To: s.to, Msg: e.update(node, state)})
+	}
+	return out
+}
