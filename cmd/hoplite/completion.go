@@ -21,12 +21,15 @@ commands and flags:
 `
 
 func completionCommand(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 1 && isHelp(args[0]) {
+	if slices.ContainsFunc(args, isHelp) {
 		fmt.Fprint(stdout, completionUsage)
 		return nil
 	}
-	if len(args) != 1 {
+	switch {
+	case len(args) == 0:
 		return usageError{"want bash or zsh"}
+	case len(args) > 1:
+		return usageError{fmt.Sprintf("unexpected arguments %q after the shell", args[1:])}
 	}
 	cmds := completionCommands()
 	switch args[0] {

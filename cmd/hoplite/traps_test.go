@@ -15,7 +15,8 @@ import (
 // and hoplite --version is hoplite version.
 func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{{"demo"}, {"bench"}, {"bench", "p2p"}, {"bench", "report"}, {"node"}, {"certs"}, {"sim"},
-		{"put"}, {"get"}, {"rm"}, {"stat"}, {"ls"}, {"members"}, {"status"}, {"version"}, {"completion"}} {
+		{"put"}, {"get"}, {"rm"}, {"stat"}, {"ls"}, {"members"}, {"status"}, {"version"}, {"completion"}, {"completion", "bash"},
+		{"bench", "broadcast"}, {"bench", "p2p-tcp"}, {"bench", "scale-plot"}} {
 		code, stdout, stderr := hoplite(t, append(args, "-h")...)
 		if code != 0 || !strings.Contains(stdout+stderr, "usage: hoplite "+args[0]) {
 			t.Errorf("%v -h: exit %d, output:\n%s%s", args, code, stdout, stderr)
@@ -49,6 +50,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"get", "--addr", "127.0.0.1:1", "--wait", "-1s", "id"}, "--wait"},
 		{[]string{"completion", "fish"}, "bash or zsh"},
 		{[]string{"completion"}, "bash or zsh"},
+		{[]string{"completion", "bash", "extra"}, "unexpected arguments [\"extra\"]"},
 		{[]string{"version", "extra"}, "unexpected arguments"},
 		// A value the member's configuration refuses, before it starts.
 		{[]string{"node", "--bind", "nonsense"}, "bind address"},
