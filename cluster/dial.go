@@ -3,11 +3,14 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,7 +71,8 @@ type MemberInfo struct {
 // Dial connects to the cluster that the member at addr (its actor system
 // address, HOST:PORT, as `hoplite node` prints it) belongs to, and checks
 // that the member answers and speaks this protocol version. Errors are
-// typed: INVALID_ARGUMENT for a bad address, UNAVAILABLE for a member that
+// typed: INVALID_ARGUMENT for a bad address (a member's manage port too:
+// the error names the member's address), UNAVAILABLE for a member that
 // does not answer before ctx ends (or is not a Hoplite member), and
 // INVALID_ARGUMENT also for one that speaks another protocol version.
 func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error) {
@@ -110,10 +114,45 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 		// member may hold Proto.Actor's shutdown for gRPC's connect
 		// timeout; it ends by itself.
 		go c.shutdown()
+		if member := manageMember(ctx, addr, cfg.tls); member != "" {
+			// The seeds list manage ports, so a user may well pass one.
+			return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+				"%s is the manage port of the member at %s: dial the member's address, %s", addr, member, member)
+		}
 		return nil, err
 	}
 	c.Client = storenode.NewClient(system.Root, hello.GetStore().PID(), cfg.timeout)
 	return c, nil
+}
+
+// manageMember is the member address that a manage port at addr names
+// in its /_health answer (seedNode), or "" if addr serves none within
+// ctx and seedCheckTimeout.
+func manageMember(ctx context.Context, addr string, tlsCfg *tls.Config) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true,
+		DialContext: (&net.Dialer{Timeout: seedCheckTimeout}).DialContext, TLSHandshakeTimeout: seedCheckTimeout}
+	defer tr.CloseIdleConnections()
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/_health", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: seedCheckTimeout}).Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var n seedNode
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&n) != nil || n.Address == "" || n.Port <= 0 {
+		return ""
+	}
+	return net.JoinHostPort(n.Address, strconv.Itoa(n.Port))
 }
 
 // startRemote runs Proto.Actor's Remote.Start, which panics on a port in

@@ -1,13 +1,18 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
+
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // A remote whose port is taken fails with an error that says so
@@ -24,4 +29,25 @@ func TestRemotePortInUse(t *testing.T) {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("start a remote on a taken port: %v, want EADDRINUSE", err)
 	}
+}
+
+// Dialing a member's manage port (what --seeds lists) fails at once with
+// INVALID_ARGUMENT naming the member's address, which then dials.
+func TestDialManagePortNamesTheMember(t *testing.T) {
+	slots, seeds := memberSlots(t, 1)
+	m, err := joinSlot(t, slots[0], seeds, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err = Dial(ctx, slots[0].manage)
+	if !errors.Is(err, messages.ErrInvalidArgument) || !strings.Contains(err.Error(), "dial the member's address, "+m.Address()) {
+		t.Fatalf("Dial of the manage port %s: %v; want INVALID_ARGUMENT naming %s", slots[0].manage, err, m.Address())
+	}
+	c, err := Dial(ctx, m.Address())
+	if err != nil {
+		t.Fatalf("Dial of the address it named: %v", err)
+	}
+	c.Close()
 }
