@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // procCounters are what the kernel counted for a backend's processes:
@@ -19,14 +20,19 @@ type procCounters struct {
 	runqNs int64
 	// ctxsw are the threads' context switches, voluntary and not.
 	ctxsw int64
+	// sysNs is the CPU time the kernel spent for the processes (stime:
+	// system calls, the TCP stack's copies and checksums, page faults),
+	// in the kernel's clock ticks (10 ms), so meaningful summed over
+	// operations and processes rather than for one short operation.
+	sysNs int64
 }
 
 func (c procCounters) sub(o procCounters) procCounters {
-	return procCounters{minflt: c.minflt - o.minflt, runqNs: c.runqNs - o.runqNs, ctxsw: c.ctxsw - o.ctxsw}
+	return procCounters{minflt: c.minflt - o.minflt, runqNs: c.runqNs - o.runqNs, ctxsw: c.ctxsw - o.ctxsw, sysNs: c.sysNs - o.sysNs}
 }
 
 func (c procCounters) add(o procCounters) procCounters {
-	return procCounters{minflt: c.minflt + o.minflt, runqNs: c.runqNs + o.runqNs, ctxsw: c.ctxsw + o.ctxsw}
+	return procCounters{minflt: c.minflt + o.minflt, runqNs: c.runqNs + o.runqNs, ctxsw: c.ctxsw + o.ctxsw, sysNs: c.sysNs + o.sysNs}
 }
 
 // procCounter is a backend whose processes' counters can be read (Linux).
@@ -35,7 +41,7 @@ type procCounter interface {
 }
 
 // readProcCounters reads pid's counters from /proc: its minor faults
-// (/proc/PID/stat, every thread's), and the run delay and context
+// and system time (/proc/PID/stat, every thread's), and the run delay and context
 // switches of each of its threads alive now (a thread that ended took
 // its own with it).
 func readProcCounters(pid int) (procCounters, error) {
@@ -45,19 +51,26 @@ func readProcCounters(pid int) (procCounters, error) {
 		return c, err
 	}
 	// pid (comm) state ppid ... : fields after the comm's closing paren;
-	// minflt is the 10th field of the line, the 8th after it.
+	// minflt is the 10th field of the line, the 8th after it; stime the
+	// 15th, the 13th after it.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
 		return c, fmt.Errorf("/proc/%d/stat: no command", pid)
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 8 {
+	if len(f) < 13 {
 		return c, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
 	}
 	if c.minflt, err = strconv.ParseInt(f[7], 10, 64); err != nil {
 		return c, fmt.Errorf("/proc/%d/stat minflt: %w", pid, err)
 	}
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	if err != nil {
+		return c, fmt.Errorf("/proc/%d/stat stime: %w", pid, err)
+	}
+	// USER_HZ: the kernel reports these in 1/100 s on every Linux ABI.
+	c.sysNs = stime * int64(10*time.Millisecond)
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	for _, t := range tasks {
 		b, err := os.ReadFile(t)
