@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hoplite-go/hoplite/bench"
 )
 
 const completionUsage = `usage: hoplite completion bash|zsh
@@ -64,10 +66,25 @@ func completionCommands() []completionCmd {
 		}
 		out = append(out, completionCmd{words: []string{name}, flags: flagsOf(name)})
 		if name == "bench" {
-			out = append(out, completionCmd{words: []string{"bench", "p2p"}, flags: flagsOf("bench", "p2p")})
+			for _, sub := range benchCompletions() {
+				out = append(out, completionCmd{words: []string{"bench", sub}, flags: flagsOf("bench", sub)})
+			}
 		}
 	}
 	return out
+}
+
+// benchCompletions are the words after "hoplite bench" that completion
+// offers: its listed subcommands and the scenarios (not the hidden
+// p2p-peer and load-spin).
+func benchCompletions() []string {
+	subs := []string{"p2p", "p2p-tcp", "report", "scale-plot"}
+	for _, s := range bench.Scenarios {
+		if !slices.Contains(subs, s) {
+			subs = append(subs, s)
+		}
+	}
+	return subs
 }
 
 // flagsOf runs "hoplite WORDS -h" in this process and collects the flags

@@ -105,6 +105,10 @@ func TestCompletionScripts(t *testing.T) {
 			{"hoplite get --w", "2", "--wait"},
 			{"hoplite ls --li", "2", "--limit"},
 			{"hoplite bench p2p --small-s", "3", "--small-size"},
+			{"hoplite bench rep", "2", "report"},
+			{"hoplite bench report --up", "3", "--update"},
+			{"hoplite bench broad", "2", "broadcast"},
+			{"hoplite bench scale-plot --sys", "3", "--systems"},
 			{"hoplite mem", "1", "members"},
 			{"hoplite completion z", "2", "zsh"},
 		} {
@@ -138,6 +142,8 @@ func TestCompletionScripts(t *testing.T) {
 		{"hoplite me", "me", 2, []string{"members", "completion", "--version"}},
 		{"hoplite get --w", "--w", 3, []string{"--wait", "--addr"}},
 		{"hoplite bench p2p --small-s", "--small-s", 4, []string{"--small-size"}},
+		{"hoplite bench re", "re", 3, []string{"report", "reduce"}},
+		{"hoplite bench report --up", "--up", 4, []string{"--update"}},
 		{"hoplite completion z", "z", 3, []string{"bash", "zsh"}},
 	} {
 		prog := "autoload -U compinit && compinit -u -d " + filepath.Join(t.TempDir(), "zcompdump") + "\n" + script +
