@@ -431,3 +431,36 @@ func TestFetchSaysASenderLacksTheObject(t *testing.T) {
 		}
 	}
 }
+
+// A copy that streamed part of a small object from a copy the shard
+// named (an inline object relayed past the shard's uplink budget), whose
+// sender then failed, is answered with the object's bytes: they replace
+// what it streamed, and the Get completes with them. Adopted over the
+// bytes already written, they failed the Get (INTERNAL).
+func TestInlineAnswerAfterAPartialStreamCompletesTheCopy(t *testing.T) {
+	f := newProtoFixture(t, time.Minute)
+	l := f.locate(f.p.Start(f.now))
+	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 6, Fingerprint: 7, Sender: sender("a"),
+		SenderState: messages.LocationState_COMPLETE, Epoch: 1}, f.now)
+	if out.Stream == nil {
+		t.Fatalf("located a sender: %+v; want a stream", out)
+	}
+	if err := f.p.Writer().Append([]byte("inl")); err != nil {
+		t.Fatal(err)
+	}
+	l = f.locate(f.p.StreamEnded(out.Stream.ID, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "sender a terminated"), f.now))
+	if l.GetFailedSender().GetNodeId() != "a" {
+		t.Fatalf("the Locate after the failure names %q", l.GetFailedSender().GetNodeId())
+	}
+	out = f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 6, Fingerprint: 7,
+		HasInline: true, InlineData: []byte("inline")}, f.now)
+	if !out.Done || out.Err != nil {
+		t.Fatalf("the inline answer after a partial stream: done %v err %v; want the copy complete", out.Done, out.Err)
+	}
+	if b, ok := f.obj.WholeBytes(); !ok || string(b) != "inline" {
+		t.Fatalf("the copy holds %q (whole %v); want the answer's bytes", b, ok)
+	}
+	if _, done, _ := f.obj.Progress(); !done {
+		t.Fatal("the copy is not complete")
+	}
+}

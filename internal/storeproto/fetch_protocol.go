@@ -239,6 +239,7 @@ const (
 	nextStarted
 	nextAllocated
 	nextRewoundStale
+	nextRewoundInline
 	nextInlineStored
 	nextCompleted
 	nextRewoundReset
@@ -455,6 +456,11 @@ func (p *FetchProtocol) StoreDone(r StoreResult, st ObjectState, now time.Time) 
 			return p.superseded(out, r.Err)
 		}
 		return p.streamFrom(out, loc, now)
+	case nextRewoundInline:
+		if r.Err != nil {
+			return p.superseded(out, r.Err)
+		}
+		return p.storeInline(out, loc)
 	case nextInlineStored:
 		switch {
 		case r.Err == nil:
@@ -524,11 +530,15 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 		return p.finish(out, nil) // a Put on this node took the object over
 	}
 	if loc.GetHasInline() {
-		// The shard recorded this node's copy when it answered
-		// (LocationTable.serveWaiters), so nothing is published on
-		// success; a copy that could not be stored is unpublished.
-		return p.store(out, StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData(),
-			Run: loc.GetProducedBy(), Reduced: loc.GetReducedIds()}, nextInlineStored, nil)
+		if st.Written > 0 {
+			// Part of the object streamed from a copy the shard named
+			// (an inline object relayed past its uplink's budget) whose
+			// sender failed: the answer's bytes are all of it and
+			// replace those (they are adopted, not appended), whose
+			// readers start over.
+			return p.store(out, StoreOp{Kind: OpRewind}, nextRewoundInline, loc)
+		}
+		return p.storeInline(out, loc)
 	}
 	if st.Size < 0 {
 		return p.store(out, StoreOp{Kind: OpAllocate, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Reading: loc.GetReduceId()}, nextAllocated, loc)
@@ -537,6 +547,15 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), st.Size))
 	}
 	return p.allocated(out, loc, now)
+}
+
+// storeInline stores the bytes of loc, an inline answer. The shard
+// recorded this node's copy when it answered (LocationTable.inlineReply),
+// so nothing is published on success; a copy that could not be stored is
+// unpublished.
+func (p *FetchProtocol) storeInline(out FetchOutput, loc *messages.LocateReply) FetchOutput {
+	return p.store(out, StoreOp{Kind: OpStoreInline, Size: loc.GetSize(), Fingerprint: loc.GetFingerprint(), Data: loc.GetInlineData(),
+		Run: loc.GetProducedBy(), Reduced: loc.GetReducedIds()}, nextInlineStored, nil)
 }
 
 // allocated goes on with loc once the object has its size: bytes of
