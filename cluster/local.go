@@ -270,7 +270,7 @@ func (l *Local) startMember(i int) error {
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
 			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, ActorSubscribes: cfg.ActorSubscribes, Hooks: cfg.Hooks,
 			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log, protoLog: l.protoLog,
-			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator}}
+			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator, link: cfg.LinkBandwidth}}
 		m, err = Join(context.Background(), mc)
 		if err == nil {
 			break

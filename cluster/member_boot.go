@@ -407,7 +407,7 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 
 func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
 	return shard.NewShardProps(shard.ShardConfig{
-		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit}, Log: m.log,
+		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink()}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},

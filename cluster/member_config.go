@@ -144,9 +144,11 @@ type MemberConfig struct {
 	// member paces the streams of sliced AllReduces at the link's TCP
 	// payload rate (PayloadRate) and the cost model prices that shape
 	// paced, and it is the bandwidth the model starts from until the
-	// member measures one. It must be the rate of the link's bottleneck:
-	// pacing above it brings back the contention it removes. The embedded
-	// cluster (in-memory links) ignores it.
+	// member measures one; the member's directory shards reckon with it
+	// how long their inline answers' bytes queue on its uplink
+	// (directory.AnswerWithBytes). It must be the rate of the link's
+	// bottleneck: pacing above it brings back the contention it removes.
+	// The embedded cluster (in-memory links) ignores it.
 	LinkRate float64
 	// RefreshInterval is how often the automanaged provider polls the
 	// seeds (default 200ms). Crashes are detected faster than that (data
@@ -221,6 +223,9 @@ type embedding struct {
 	membership *membership
 	memory     *transport.Memory
 	estimator  *estimator.Estimator // one process, one network: shared
+	// link is the emulated links' bandwidth in bytes per second (0:
+	// memory speed; Config.LinkBandwidth).
+	link float64
 }
 
 func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
@@ -368,6 +373,17 @@ func PayloadRate(bitsPerSecond float64) float64 {
 		return 0
 	}
 	return bitsPerSecond / 8 * 1448 / 1538
+}
+
+// uplink is the payload rate of this member's uplink in bytes per second
+// as it is told (its LinkRate, or the embedded cluster's emulated links),
+// 0 if it is not: the rate its directory shards reckon their inline
+// answers leave at (directory.TableConfig.InlineUplink).
+func (m *Member) uplink() float64 {
+	if e := m.cfg.embedded; e != nil {
+		return e.link
+	}
+	return PayloadRate(m.cfg.LinkRate)
 }
 
 // pace is the rate of this member's paced streams (0: unpaced): its

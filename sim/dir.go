@@ -30,9 +30,16 @@ type shard struct {
 func (w *world) newShards() {
 	for i := 0; i < w.p.Shards; i++ {
 		w.instances++
-		w.shards = append(w.shards, &shard{idx: i, home: w.hosts[i%len(w.hosts)],
-			t: directory.NewLocationTable(directory.TableConfig{Instance: w.instances})})
+		home := w.hosts[i%len(w.hosts)]
+		w.shards = append(w.shards, &shard{idx: i, home: home, t: w.newTable(home)})
 	}
+}
+
+// newTable is a shard's table on home, as the cluster configures it: its
+// inline answers leave at home's uplink payload rate (the member's
+// -link-rate).
+func (w *world) newTable(home *host) *directory.LocationTable {
+	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap})
 }
 
 func (w *world) shardFor(id string) *shard {
@@ -72,7 +79,7 @@ func (w *world) moveShards(dead *host) {
 		}
 		w.instances++
 		s.home, s.moves, s.tick = best, s.moves+1, 0
-		s.t = directory.NewLocationTable(directory.TableConfig{Instance: w.instances})
+		s.t = w.newTable(best)
 		s.republishing, s.deferred = map[*host]bool{}, nil
 		for _, h := range w.hosts {
 			if h.alive {
@@ -233,6 +240,7 @@ func (w *world) route(from *host, out outbox.Box) {
 					w.tracef(h, "located %s", id)
 					if fs.locating == m.GetAttempt() {
 						fs.locating = 0
+						fs.inline = m.GetHasInline()
 					}
 					fs.apply(fs.p.Located(m, w.now()))
 				}

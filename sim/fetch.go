@@ -37,6 +37,9 @@ type fetchSession struct {
 	// from locHome (0: none).
 	locating uint64
 	locHome  *host
+	// inline: that answer came with the object's bytes (after streams
+	// from senders that failed, if the shard named any first).
+	inline bool
 }
 
 // locateLost fails the Locate attempt whose shard's home died, once the
@@ -203,9 +206,9 @@ func (fs *fetchSession) finish(err error) {
 		return
 	}
 	fs.done, fs.err, fs.ended = true, err, fs.w.eng.now
-	if err == nil && fs.stream == nil {
-		// No stream: the bytes came with the shard's answer (inline), and
-		// the store holds them.
+	if err == nil && (fs.stream == nil || fs.inline) {
+		// The bytes came with the shard's answer (inline), and the store
+		// holds them.
 		if o := fs.h.store.Lookup(fs.id); o != nil {
 			if sum, ok := inlineSum(o); ok {
 				fs.obj.size, fs.obj.written, fs.obj.sum = o.Size(), o.Size(), sum

@@ -9,8 +9,10 @@ import (
 // InlineLimit is the size below which an object lives in its directory
 // shard, as the cluster keeps it (cluster.MemberConfig's default
 // InlineLimit): a Put hands the shard its bytes, and a Get's
-// Locate is answered with them, no stream. Inline objects are the only
-// ones whose bytes the simulator holds (at most this many per copy).
+// Locate is answered with them, no stream, while the shard's uplink is
+// not their bottleneck (directory.AnswerWithBytes; past it, with a copy
+// that holds them). Inline objects are the only ones whose bytes the
+// simulator holds (at most this many per copy).
 const InlineLimit = 64 << 10
 
 // inlineBytes is the content of an inline object whose checksum is sum:

@@ -8,7 +8,9 @@
 // Object ids are spread over shards by ShardIndex; the shard actor that
 // wraps one table lives in internal/actors/directory. The table's files follow its
 // concepts: the entry and its epochs (table.go), copies (locations.go),
-// parked requests and who sends to whom (waiters.go), subscriptions,
+// parked requests and who sends to whom (waiters.go), whether an inline
+// object's Locate is answered with its bytes or with a copy that holds
+// them (inline.go), subscriptions,
 // tombstones and losses; what a Reduce holds of its target (reserved,
 // created, committed, released) is reduce_targets.go's, which the table
 // asks at each of those steps. The rules for object ids

@@ -2,6 +2,7 @@ package directory
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -14,8 +15,13 @@ import (
 // TableConfig bounds what a LocationTable remembers.
 type TableConfig struct {
 	// InlineLimit: objects strictly smaller than this many bytes are kept
-	// inline in the directory and returned in the LocateReply.
+	// inline in the directory and returned in the LocateReply (while the
+	// shard's uplink is not their bottleneck: see AnswerWithBytes).
 	InlineLimit int64
+	// InlineUplink is the payload rate, in bytes per second, of the
+	// uplink of the shard's host, which its inline answers' bytes take
+	// (DefaultInlineUplink if 0).
+	InlineUplink float64
 	// MaxObjectIDLen rejects longer ids.
 	MaxObjectIDLen int
 	// TombstoneLimit is how many deleted ids are remembered so that a late
@@ -54,13 +60,16 @@ func SameTable(a, b uint64) bool { return a>>epochCountBits == b>>epochCountBits
 
 // DefaultTableConfig returns the limits used when a field is zero.
 func DefaultTableConfig() TableConfig {
-	return TableConfig{InlineLimit: 64 << 10, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256}
+	return TableConfig{InlineLimit: 64 << 10, InlineUplink: DefaultInlineUplink, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256}
 }
 
 func (c TableConfig) withDefaults() TableConfig {
 	d := DefaultTableConfig()
 	if c.InlineLimit == 0 {
 		c.InlineLimit = d.InlineLimit
+	}
+	if !(c.InlineUplink > 0) || math.IsInf(c.InlineUplink, 0) {
+		c.InlineUplink = d.InlineUplink
 	}
 	if c.MaxObjectIDLen == 0 {
 		c.MaxObjectIDLen = d.MaxObjectIDLen
@@ -81,6 +90,8 @@ type entry struct {
 	fingerprint uint64
 	hasInline   bool
 	inline      []byte
+	// inlineQ is the inline answers' bytes still on the shard's uplink.
+	inlineQ     inlineQueue
 	locs        map[string]*location
 	seq         uint64
 	transfers   []*messages.Transfer

@@ -32,6 +32,12 @@ type waiter struct {
 	attempt  uint64 // echoed in the LocateReply (waitLocate only)
 	replyTo  any
 	deadline time.Time
+	// at is when the request came (the latest time the table knows of
+	// when it serves it).
+	at time.Time
+	// failed: the Locate named a sender whose stream to the receiver
+	// failed (an inline object's receiver then gets the bytes).
+	failed bool
 	// avoid is a creator whose stream to this receiver failed: the
 	// receiver is not sent back to it before avoidUntil (see Locate).
 	avoid      string
@@ -105,7 +111,7 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 		// request: a copy the node holds or fetches for its Gets (the node
 		// reads a complete one itself: see serveWaiters).
 		w := &waiter{kind: waitLocate, receiver: req.GetReceiver(), noCopy: true, attempt: req.GetAttempt(),
-			replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))}
+			replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0)), at: now, failed: nodeOK(req.GetFailedSender())}
 		t.avoidFor(w, avoid, now)
 		e.waiters = append(e.waiters, w)
 		t.noteDeadline(w.deadline)
@@ -151,7 +157,7 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 		return false
 	})
 	w := &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
-		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))}
+		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0)), at: now, failed: nodeOK(req.GetFailedSender())}
 	t.avoidFor(w, avoid, now)
 	e.waiters = append(e.waiters, w)
 	t.noteDeadline(w.deadline)
@@ -340,20 +346,16 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 		case w.kind == waitQuery:
 			out = append(out, outbox.Send{To: w.replyTo, Msg: e.info()})
 		case e.hasInline:
-			run, reduced := e.target.marks()
-			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
-				Fingerprint: e.fingerprint, HasInline: true, InlineData: e.inline, Attempt: w.attempt,
-				ProducedBy: run, ReducedIds: reduced}})
-			// The receiver stores the bytes it is sent: it holds a copy
-			// from now on (a Delete must reach it), recorded here instead
-			// of by a PublishLocation of its own, which would cost the
-			// shard a third message per inline Get. A receiver that fails
-			// to store them unpublishes; until then the entry only sends
-			// a Delete's drop to a node without the copy, since inline
-			// objects are always served from here, never from a copy.
-			// A no-copy receiver stores nothing.
-			if !w.noCopy {
-				out = append(out, t.setLocation(e, w.receiver, messages.LocationState_COMPLETE, false)...)
+			// The bytes while the shard's uplink is not the bottleneck,
+			// else a copy that holds them (inline.go).
+			switch holder := t.inlineHolder(e, w); {
+			case holder == nil:
+				out = append(out, t.inlineReply(e, w)...)
+			case w.noCopy:
+				out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
+					Fingerprint: e.fingerprint, Sender: holder.node, SenderState: holder.state, Epoch: e.epoch, Attempt: w.attempt}})
+			default:
+				out = append(out, t.claim(e, holder, w)...)
 			}
 		case e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].creator,
 			w.noCopy && e.locs[w.receiver.GetNodeId()] != nil && e.locs[w.receiver.GetNodeId()].state == messages.LocationState_COMPLETE:
