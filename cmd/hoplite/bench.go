@@ -134,7 +134,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	usage := func() { fmt.Fprintf(stderr, benchUsage, strings.TrimRight(bench.ScenarioHelp(), "\n")) }
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-		fs.SetOutput(stderr)
+		fs.SetOutput(flagOutput(stderr, "bench"))
 		var f benchFlags
 		f.register(fs)
 		fs.Usage = func() {
@@ -150,7 +150,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	scenario := args[0]
 	if scenario == "p2p-tcp" {
-		return p2pTCPCommand(ctx, args[1:], stdout, stderr)
+		return p2pTCPCommand(ctx, "bench p2p-tcp", args[1:], stdout, stderr)
 	}
 	if scenario == "scale-plot" {
 		return scalePlotCommand(args[1:], stdout, stderr)
@@ -162,7 +162,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usageError{fmt.Sprintf("unknown scenario %q: want one of %s", scenario, strings.Join(bench.Scenarios, ", "))}
 	}
 	fs := flag.NewFlagSet("bench "+scenario, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "bench "+scenario))
 	var f benchFlags
 	f.register(fs)
 	fs.Usage = func() {
@@ -455,7 +455,7 @@ flags:
 // scalePlotCommand is `hoplite bench scale-plot`.
 func scalePlotCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench scale-plot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "bench scale-plot"))
 	out := fs.String("o", "", "the PNG file to write")
 	systems := fs.String("systems", "ours,mpi-best", "the systems to draw (comma-separated; all: every one)")
 	title := fs.String("title", "time / (S/B) against N", "the plot's title")
@@ -500,7 +500,7 @@ func scalePlotCommand(args []string, stdout, stderr io.Writer) error {
 // ends after D or when its standard input closes.
 func loadSpinCommand(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench "+bench.LoadSpinCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "bench "+bench.LoadSpinCommand))
 	d := fs.Duration("for", bench.DefaultLoadFor, "how long to run at most")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: hoplite bench %s --for D\n\nOne CPU-bound load process of hoplite bench --load: it spins until D has passed or its standard input closes.\n\nflags:\n", bench.LoadSpinCommand)

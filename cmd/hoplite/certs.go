@@ -24,7 +24,7 @@ flags:
 
 func certsCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "certs"))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), certsUsage)
 		fs.PrintDefaults()

@@ -16,7 +16,7 @@ import (
 
 func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "demo"))
 	nodes := fs.Int("nodes", 8, "number of nodes in the embedded cluster")
 	sizeFlag := fs.String("size", "64MiB", "object size (KiB/MiB/GiB binary, KB/MB/GB decimal)")
 	linkMbps := fs.Float64("link-mbps", 1000, "emulated per-node link bandwidth in Mbit/s (0: memory speed)")

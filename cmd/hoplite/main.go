@@ -207,13 +207,39 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 
 // isFlagError: the flag package's parse errors (it has printed them with
 // the usage already).
-func isFlagError(err error) bool {
+func isFlagError(err error) bool { return isFlagMessage(err.Error()) }
+
+// isFlagMessage: a message of the flag package's parse errors.
+func isFlagMessage(s string) bool {
 	for _, p := range []string{"flag provided but not defined", "invalid value ", "invalid boolean ", "bad flag syntax", "flag needs an argument"} {
-		if strings.HasPrefix(err.Error(), p) {
+		if strings.HasPrefix(s, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// flagOutput is where the FlagSet of the command name (as typed, without
+// "hoplite") writes: its usage as it is, and the flag package's error
+// line with the command's prefix, as run prefixes every other error.
+func flagOutput(stderr io.Writer, name string) io.Writer {
+	return prefixFlagErrors{w: stderr, prefix: "hoplite " + name + ": "}
+}
+
+type prefixFlagErrors struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixFlagErrors) Write(b []byte) (int, error) {
+	if !isFlagMessage(string(b)) {
+		return p.w.Write(b)
+	}
+	// The flag package writes its error line in one Write.
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // printFlags prints fs's flags as PrintDefaults does, leaving out the

@@ -175,7 +175,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 
 func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "node"))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), nodeUsage)
 		printFlags(fs, "protocol-version", "test-chunk-delay", "test-reduce-chunk-delay")

@@ -76,7 +76,7 @@ var opsCommands = map[string]opsCommand{
 func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	oc := opsCommands[name]
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, name))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), opsUsage, oc.name, oc.args, oc.doc)
 		fs.PrintDefaults()

@@ -53,14 +53,14 @@ func p2pCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !legacyP2P(args) { // the p2p scenario (hoplite bench -h)
 		return benchCommand(ctx, append([]string{"p2p"}, args...), stdout, stderr)
 	}
-	return p2pTCPCommand(ctx, args, stdout, stderr)
+	return p2pTCPCommand(ctx, "bench p2p", args, stdout, stderr)
 }
 
 // p2pTCPCommand is the two-process loopback benchmark (`hoplite bench
-// p2p-tcp`).
-func p2pTCPCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench p2p", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// p2p-tcp`, or bench p2p without scenario flags: name).
+func p2pTCPCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(flagOutput(stderr, name))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), p2pUsage)
 		fs.PrintDefaults()

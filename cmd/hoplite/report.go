@@ -60,7 +60,7 @@ type reportRow struct {
 
 func reportCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "bench report"))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), reportUsage)
 		fs.PrintDefaults()

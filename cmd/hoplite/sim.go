@@ -33,7 +33,7 @@ Flags:
 // simCommand runs `hoplite sim`.
 func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagOutput(stderr, "sim"))
 	fs.Usage = func() { fmt.Fprint(stderr, simUsage); fs.PrintDefaults() }
 	scenarios := fs.String("scenario", "broadcast,reduce,allreduce,async,notice,barrier", "scenarios: "+strings.Join(sim.Scenarios, ", "))
 	nodes := fs.String("nodes", "2,4,8,16,32,64,128,256,512,1024", "host counts, comma-separated")
