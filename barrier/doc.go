@@ -7,12 +7,22 @@
 // label (a host, or a logical task):
 //
 //	b, err := barrier.New(ctx, l, "map-phase", barrier.Max(8),
-//		barrier.Timeout(time.Minute),                 // fire a minute after the first entry,
+//		barrier.Timeout(time.Minute),                           // fire a minute after the first entry,
 //		barrier.MinPercent(75), barrier.MinWait(5*time.Second)) // or at 75% after 5s
-//	...
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer b.Close(ctx)
 //	p, err := barrier.Open(ctx, l, "map-phase", barrier.Host("node-3"))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	pass, err := p.Enter(ctx, "task-17") // blocks until the barrier fires
-//	if errors.Is(err, barrier.ErrCatchUp) { ... }  // arrived after the fire (CatchUp())
+//	if errors.Is(err, barrier.ErrCatchUp) {
+//		// arrived after the fire (with the CatchUp option)
+//	} else if err != nil {
+//		log.Fatal(err)
+//	}
 //	defer pass.Release(ctx) // semaphore barriers: let the next one in
 //
 // Options mirror the paper: Max, Timeout, MinPercent, MinWait, FireOnKnee,

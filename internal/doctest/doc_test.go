@@ -34,10 +34,12 @@ const fragmentPrelude = `package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
 
+	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -47,6 +49,8 @@ var (
 	_ = log.Println
 	_ = fmt.Sprint
 	_ = time.Second
+	_ = errors.Is
+	_ barrier.Option
 	_ messages.ReduceOp
 	_ storenode.Client
 )
@@ -86,7 +90,7 @@ func TestGoSnippetsCompile(t *testing.T) {
 
 // docExamples are the public packages whose package documentation shows
 // code (what `go doc` prints, where Example functions do not appear).
-var docExamples = []string{"cluster", "storenode"}
+var docExamples = []string{"cluster", "storenode", "barrier"}
 
 // TestPackageDocExamplesCompile builds the code blocks of the public
 // packages' documentation as fragments, as TestGoSnippetsCompile does
