@@ -51,3 +51,36 @@ func TestDialManagePortNamesTheMember(t *testing.T) {
 	}
 	c.Close()
 }
+
+// Hello to an address where an actor system answers but no member runs
+// says so once, with one error code, instead of "does not answer".
+func TestHelloOfAnActorSystemWithoutAMember(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	system := actor.NewActorSystem()
+	r := remote.NewRemote(system, remoteConfig("127.0.0.1", port))
+	if err := startRemote(r); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(true)
+	client := actor.NewActorSystem()
+	cr := remote.NewRemote(client, remoteConfig("127.0.0.1", 0))
+	if err := startRemote(cr); err != nil {
+		t.Fatal(err)
+	}
+	defer cr.Shutdown(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err = Hello(ctx, client.Root, system.Address())
+	if !errors.Is(err, messages.ErrUnavailable) {
+		t.Fatalf("Hello of a bare actor system: %v, want UNAVAILABLE", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "no Hoplite member") || strings.Count(msg, "UNAVAILABLE") != 1 || strings.Contains(msg, "does not answer") {
+		t.Fatalf("Hello of a bare actor system: %q; want one UNAVAILABLE saying no Hoplite member runs there", msg)
+	}
+}

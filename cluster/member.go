@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -95,9 +96,16 @@ func Hello(ctx context.Context, root *actor.RootContext, address string) (*messa
 		defer cancel()
 	}
 	res, err := actorutil.Request(ctx, root, HelloPID(address), &messages.MemberHello{ProtocolVersion: ProtocolVersion})
+	if actorutil.IsNotRunning(err) {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is an actor system, but no Hoplite member of this version runs there (no %s actor): is it a hoplite node's address (--bind), of the same release?", address, helloName)
+	}
 	if err != nil {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not answer (is it a hoplite node's actor system address?): %s",
-			address, strings.TrimPrefix(err.Error(), "hoplite: "))
+		var e *messages.Error
+		why := err.Error()
+		if errors.As(err, &e) {
+			why = e.GetMessage()
+		}
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not answer (is it a hoplite node's actor system address, --bind?): %s", address, why)
 	}
 	r, ok := res.(*messages.MemberHelloReply)
 	if !ok {

@@ -2,6 +2,8 @@ package actorutil
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -155,7 +157,7 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	case *actor.Terminated:
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", pid.GetId())
 	case *actor.DeadLetterResponse:
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is not running", pid.GetId())
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s%s", pid.GetId(), notRunning)
 	}
 	return reply, nil
 }
@@ -265,4 +267,16 @@ func RequestAll(ctx context.Context, root *actor.RootContext, pids []*actor.PID,
 		}()
 	}
 	return answers
+}
+
+// notRunning ends the message of a request whose target's actor system
+// answered that no such actor runs there (a DeadLetterResponse).
+const notRunning = " is not running"
+
+// IsNotRunning says whether err is Request's answer for a target that
+// its actor system says is not running, as opposed to one that did not
+// answer at all: the system at the address is up, the actor is not.
+func IsNotRunning(err error) bool {
+	var e *messages.Error
+	return errors.As(err, &e) && e.GetCode() == messages.ErrorCode_UNAVAILABLE && strings.HasSuffix(e.GetMessage(), notRunning)
 }
