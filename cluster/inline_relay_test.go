@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,26 +24,7 @@ func TestInlineBroadcastPastTheShardsBudgetRelays(t *testing.T) {
 	if err := l.Client(0).Put(ctx, "small", data); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, receivers)
-	for i := 1; i <= receivers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b, err := l.Client(i).Get(ctx, "small")
-			if err == nil && !bytes.Equal(b, data) {
-				err = fmt.Errorf("node-%d: wrong bytes", i)
-			}
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	getOnEvery(t, ctx, l, "small", data, receivers)
 	info := settledInfo(t, ctx, l.Client(0), "small")
 	if !info.GetHasInline() {
 		t.Fatalf("%d bytes not inline: %v", len(data), info)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -217,26 +218,7 @@ func TestBroadcastFormsATree(t *testing.T) {
 			if err := l.Client(0).Put(ctx, "bc", data); err != nil {
 				t.Fatal(err)
 			}
-			var wg sync.WaitGroup
-			errs := make(chan error, receivers)
-			for i := 1; i <= receivers; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					b, err := l.Client(i).Get(ctx, "bc")
-					if err == nil && !bytes.Equal(b, data) {
-						err = fmt.Errorf("node-%d: wrong bytes", i)
-					}
-					errs <- err
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			getOnEvery(t, ctx, l, "bc", data, receivers)
 			info := settledInfo(t, ctx, l.Client(0), "bc")
 			checkBroadcastTree(t, info, "node-0", receivers)
 			// A star would have node-0 send to everyone; a tree spreads it.
@@ -660,5 +642,31 @@ func TestGetLargerThanFreeCapacityFailsAndFreesTheSender(t *testing.T) {
 	}
 	if s := senderOf(info)["node-2"]; s != "node-0" {
 		t.Fatalf("node-2 fetched from %q, want node-0", s)
+	}
+}
+
+// getOnEvery Gets id on nodes 1 to receivers of l at once and fails the
+// test unless every one returns data.
+func getOnEvery(t *testing.T, ctx context.Context, l *Local, id string, data []byte, receivers int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, receivers)
+	for i := 1; i <= receivers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := l.Client(i).Get(ctx, id)
+			if err == nil && !bytes.Equal(b, data) {
+				err = fmt.Errorf("node-%d: wrong bytes", i)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
