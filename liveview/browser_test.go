@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ const (
 	m1 = "127.0.0.1:7001#a1" // serves the page; the creator, the coordinator
 	m2 = "127.0.0.1:7002#b2"
 	m3 = "127.0.0.1:7003#c3"
-	m4 = "127.0.0.1:7004#d4" // failed
+	m4 = "127.0.0.1:7004#d4" // answers the first gathering, then is killed
 )
 
 // TestPageShowsEveryPanel: the page, in a real browser, fed a scripted
@@ -27,8 +28,12 @@ const (
 // source was lost (a position replaced, its ancestors invalidated) with
 // positions part way, a throttled barrier and a semaphore, members'
 // stores and measurements, and the failure as each member learnt of it.
-// A stream in progress shows its progress and rate. Every panel shows
-// what it was fed, read back from the page's DOM.
+// A stream in progress shows its progress and rate. m4 answers the
+// view's first gathering as the acting primary of a barrier nobody talks
+// to, and never again: the barrier shows its replica on m4 failed, not
+// primary, and a take-over pending. m4's shards rebuilt on m2 and m3 are
+// one line of the events list, naming each. Every panel shows what it
+// was fed, read back from the page's DOM.
 func TestPageShowsEveryPanel(t *testing.T) {
 	const mib = 1 << 20
 	internal := "\x00reduce/sum#1/1/2" // the inner position's output
@@ -92,11 +97,26 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	recs[m2].Observe(&events.BarrierState{Barrier: "sem", Member: m2, Acting: true, Kind: "semaphore", Max: 5, Entered: 3, Queued: 1,
 		Holders: 2, Limit: 2, Replicas: []events.BarrierReplicaState{{Member: m2, Primary: true}, {Member: m3}}, At: time.Now()})
 	recs[m1].Observe(&events.BarrierTookOver{Barrier: "tb", Manager: "barriers/tb", Member: m1, Epoch: 1, At: time.Now()})
-	// m4's shards rebuilt on m2, as a member's failure moves them all at
-	// once: one line in the events list, not five.
-	for i := range 5 {
-		recs[m2].Observe(&events.ShardRebuilt{Shard: fmt.Sprintf("%s/shard-%d", m2, i), Host: m2})
+	// m4's shards rebuilt on m2 and m3, as a member's failure moves them
+	// all at once: one line in the events list, not eight.
+	rebuiltOn := map[string][]string{}
+	for i := range 8 {
+		host := []string{m2, m3}[min(i/5, 1)]
+		shard := fmt.Sprintf("node#%s/shard-%d", host, i)
+		recs[host].Observe(&events.ShardRebuilt{Shard: shard, Host: host})
+		rebuiltOn[host] = append(rebuiltOn[host], shard)
 	}
+	// m4's last report: the acting primary of "qb", backed up on m2 and
+	// m3, which no client talks to (no backup takes over).
+	var m4Answered atomic.Bool
+	m4Peer := Peer{ID: m4, Fetch: func(context.Context, uint64) (*Batch, error) {
+		if m4Answered.Swap(true) {
+			return nil, unavailable
+		}
+		return &Batch{Member: m4, Status: &Status{Member: m4, Address: "sys-4", Capacity: 1 << 30, Barriers: []events.BarrierState{{
+			Barrier: "qb", Member: m4, Acting: true, Kind: "barrier", Max: 3, Entered: 1,
+			Replicas: []events.BarrierReplicaState{{Member: m4, Primary: true}, {Member: m2}, {Member: m3}}, At: time.Now()}}}}, nil
+	}}
 
 	hub := NewHub(HubConfig{Self: m1, Interval: 20 * time.Millisecond, Peers: func() []Peer {
 		var out []Peer
@@ -107,7 +127,7 @@ func TestPageShowsEveryPanel(t *testing.T) {
 				return &b, nil
 			}})
 		}
-		return out
+		return append(out, m4Peer)
 	}})
 	srv := httptest.NewServer(hub)
 	defer srv.Close()
@@ -117,7 +137,7 @@ func TestPageShowsEveryPanel(t *testing.T) {
 		moving := slices.ContainsFunc(d.Streams, func(s livetest.Stream) bool {
 			return s.Object == "moving" && s.Progress > 0 && s.Progress < 100 && s.Rate > 0
 		})
-		return d.Conn == "open" && len(d.Members) == 4 && len(d.Edges) == 4 && len(d.Positions) == 3 && len(d.Barriers) == 2 &&
+		return d.Conn == "open" && len(d.Members) == 4 && len(d.Edges) == 4 && len(d.Positions) == 3 && len(d.Barriers) == 3 &&
 			len(d.Bars) == 4 && slices.Contains(d.Events, "AncestorsInvalidated") && len(d.Copies) >= 6 && moving
 	})
 	defer func() {
@@ -220,27 +240,39 @@ func TestPageShowsEveryPanel(t *testing.T) {
 	}
 
 	// Barriers: counts, the semaphore, the replicas (the acting
-	// primary's state, not the stale one).
+	// primary's state, not the stale one); m4's barrier with its primary
+	// failed, nobody acting, a take-over pending.
 	wantBarriers := []livetest.Barrier{
-		{Name: "sem", Kind: "semaphore", Entered: 3, Queued: 1, Holders: 2, Limit: 2,
+		{Name: "qb", Kind: "barrier", Entered: 1, Pending: true,
+			Replicas: []livetest.Replica{{Member: m4, Down: true}, {Member: m2}, {Member: m3}}},
+		{Name: "sem", Kind: "semaphore", Entered: 3, Queued: 1, Holders: 2, Limit: 2, Acting: m2,
 			Replicas: []livetest.Replica{{Member: m2, Primary: true}, {Member: m3}}},
-		{Name: "tb", Kind: "throttled", Entered: 4, Passed: 1, Throttled: 3, Epoch: 1,
+		{Name: "tb", Kind: "throttled", Entered: 4, Passed: 1, Throttled: 3, Epoch: 1, Acting: m1,
 			Replicas: []livetest.Replica{{Member: m1, Primary: true}, {Member: m4, Down: true}}},
 	}
 	for i, want := range wantBarriers {
 		if got := d.Barriers[i]; got.Name != want.Name || got.Kind != want.Kind || got.Entered != want.Entered || got.Passed != want.Passed ||
 			got.Throttled != want.Throttled || got.Queued != want.Queued || got.Holders != want.Holders || got.Limit != want.Limit ||
-			got.Epoch != want.Epoch || !slices.Equal(got.Replicas, want.Replicas) {
+			got.Epoch != want.Epoch || got.Acting != want.Acting || got.Pending != want.Pending || !slices.Equal(got.Replicas, want.Replicas) {
 			t.Errorf("barrier %+v, want %+v", got, want)
 		}
 	}
-	for _, k := range []string{"NodeFailed", "SenderSwitched", "TreeNodeReplaced", "AncestorsInvalidated", "BarrierTookOver", "TransferStarted", "TransferEnded", "ShardRebuilt"} {
+	for _, k := range []string{"NodeFailed", "SenderSwitched", "TreeNodeReplaced", "AncestorsInvalidated", "BarrierTookOver", "TransferStarted", "TransferEnded", "ShardsRebuilt"} {
 		if !slices.Contains(d.Events, k) {
 			t.Errorf("the events list has no %s: %v", k, d.Events)
 		}
 	}
-	if n := countOf(d.Events, "ShardRebuilt"); n != 1 {
-		t.Errorf("the events list has %d ShardRebuilt lines for one host's 5 shards, want 1: %v", n, d.Events)
+	// The 8 rebuilds: one line, after m4's failure, each host's shards.
+	if n := countOf(d.Events, "ShardRebuilt") + countOf(d.Events, "ShardsRebuilt"); n != 1 || len(d.Rebuilds) != 1 {
+		t.Errorf("the events list has %d lines of shard rebuilds for m4's 8 shards, want 1: %v", n, d.Events)
+	} else if r := d.Rebuilds[0]; r.Count != 8 || !slices.Equal(r.Failed, []string{m4}) || len(r.Hosts) != 2 {
+		t.Errorf("the rebuilds' line: %+v; want 8 shards after %s failed, on 2 hosts", r, m4)
+	} else {
+		for _, h := range r.Hosts {
+			if h.Count != len(rebuiltOn[h.Host]) || !slices.Equal(h.Shards, rebuiltOn[h.Host]) {
+				t.Errorf("rebuilt on %s: %d %v, want %v", h.Host, h.Count, h.Shards, rebuiltOn[h.Host])
+			}
+		}
 	}
 	page.Screenshot("every-panel.png", "")
 }

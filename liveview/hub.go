@@ -41,7 +41,7 @@ type HubConfig struct {
 type Stats struct {
 	Entries   int    `json:"entries"`   // entries in the ring now
 	Capacity  int    `json:"capacity"`  // the ring's size
-	Published uint64 `json:"published"` // entries gathered so far
+	Published uint64 `json:"published"` // entries put in the ring so far (a run of shard rebuilds: one per gathering it grew in)
 	Gathers   uint64 `json:"gathers"`   // gathering rounds
 	Clients   int    `json:"clients"`   // attached now
 	Dropped   uint64 `json:"dropped"`   // clients dropped: a write blocked past WriteTimeout
@@ -62,7 +62,10 @@ type memberState struct {
 	cursor uint64
 	seen   time.Time // when it last answered, or was last named
 	failed bool      // a member published its failure
-	first  int       // order of first appearance
+	// failedAt is when its failure was first published (Unix ms: the
+	// earliest NodeFailed entry about it).
+	failedAt int64
+	first    int // order of first appearance
 }
 
 // Hub gathers the cluster's events for the clients attached to it.
@@ -81,6 +84,12 @@ type Hub struct {
 	clients int
 	running bool
 	closed  bool
+	// takeovers are the newest take-over of each barrier (see
+	// barriersLocked); runs the runs of shard rebuilds still open (see
+	// ShardsRebuilt), runSeq the last run's number.
+	takeovers map[string]takeover
+	runs      []*rebuildRun
+	runSeq    uint64
 
 	published, gathers, dropped, skipped, refused atomic.Uint64
 }
@@ -105,7 +114,7 @@ func NewHub(cfg HubConfig) *Hub {
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
 	return &Hub{cfg: cfg, id: hex.EncodeToString(nonce[:]), done: make(chan struct{}), ring: make([]Entry, cfg.Entries),
-		members: map[string]*memberState{}, tick: make(chan struct{}), state: []byte("{}")}
+		members: map[string]*memberState{}, tick: make(chan struct{}), state: []byte("{}"), takeovers: map[string]takeover{}}
 }
 
 // Close stops the gathering and ends every client's feed.
@@ -214,6 +223,18 @@ func (h *Hub) Gather() {
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// The failures first, whoever published them: a shard rebuilt
+	// follows the failure that moved it, which another member may have
+	// published.
+	for _, r := range results {
+		if r.err == nil {
+			for _, e := range r.b.Entries {
+				if e.Kind == "NodeFailed" {
+					h.noteFailureLocked(e, now)
+				}
+			}
+		}
+	}
 	live := map[string]bool{}
 	for i, p := range peers {
 		live[p.ID] = true
@@ -231,9 +252,17 @@ func (h *Hub) Gather() {
 		ms.status.Health = "up"
 		ms.cursor = r.b.Last
 		for _, e := range r.b.Entries {
-			h.appendLocked(e, now)
+			switch e.Kind {
+			case "ShardRebuilt":
+				h.noteRebuildLocked(e)
+				continue
+			case "BarrierTookOver":
+				h.noteTakeoverLocked(e)
+			}
+			h.appendLocked(e)
 		}
 	}
+	h.publishRunsLocked()
 	for id, ms := range h.members {
 		if !live[id] && ms.status.Health != "failed" {
 			ms.status.Health = "gone"
@@ -275,20 +304,26 @@ func (h *Hub) member(id string, now time.Time) *memberState {
 	return ms
 }
 
-// appendLocked adds a gathered entry to the ring (renumbered in the
-// Hub's order) and notes a failure it reports.
-func (h *Hub) appendLocked(e Entry, now time.Time) {
+// appendLocked adds an entry to the ring (renumbered in the Hub's
+// order).
+func (h *Hub) appendLocked(e Entry) {
 	h.last++
 	e.Seq = h.last
 	h.ring[(h.last-1)%uint64(len(h.ring))] = e
 	h.published.Add(1)
-	if e.Kind == "NodeFailed" {
-		var f struct{ Node string }
-		if json.Unmarshal(e.Data, &f) == nil && f.Node != "" {
-			ms := h.member(f.Node, now)
-			ms.failed = true
-		}
+}
+
+// noteFailureLocked marks the member a NodeFailed entry names failed.
+func (h *Hub) noteFailureLocked(e Entry, now time.Time) {
+	var f struct{ Node string }
+	if json.Unmarshal(e.Data, &f) != nil || f.Node == "" {
+		return
 	}
+	ms := h.member(f.Node, now)
+	if !ms.failed || e.At < ms.failedAt {
+		ms.failedAt = e.At
+	}
+	ms.failed = true
 }
 
 // after returns the entries after seq (at most frameEntries), how many
@@ -310,25 +345,30 @@ func (h *Hub) afterLocked(seq uint64) (out []Entry, skipped uint64, next uint64)
 	return out, skipped, end
 }
 
-// stateFrame is the state event's data: every member known and the
-// Hub's counters.
+// stateFrame is the state event's data: every member known, the
+// barriers as the Hub merged the members' reports (the members' own
+// Status.Barriers are left out: Barriers stands for them), and the Hub's
+// counters.
 type stateFrame struct {
-	Hub     string   `json:"hub"`
-	Self    string   `json:"self"`
-	At      int64    `json:"at"`
-	Members []Status `json:"members"`
-	Stats   Stats    `json:"stats"`
+	Hub      string        `json:"hub"`
+	Self     string        `json:"self"`
+	At       int64         `json:"at"`
+	Members  []Status      `json:"members"`
+	Barriers []BarrierView `json:"barriers,omitempty"`
+	Stats    Stats         `json:"stats"`
 }
 
 func (h *Hub) stateLocked() {
-	f := stateFrame{Hub: h.id, Self: h.cfg.Self, At: time.Now().UnixMilli(), Stats: h.statsLocked()}
+	f := stateFrame{Hub: h.id, Self: h.cfg.Self, At: time.Now().UnixMilli(), Stats: h.statsLocked(), Barriers: h.barriersLocked()}
 	ids := make([]string, 0, len(h.members))
 	for id := range h.members {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b string) int { return h.members[a].first - h.members[b].first })
 	for _, id := range ids {
-		f.Members = append(f.Members, h.members[id].status)
+		s := h.members[id].status
+		s.Barriers = nil
+		f.Members = append(f.Members, s)
 	}
 	if b, err := json.Marshal(&f); err == nil {
 		h.state = b

@@ -17,14 +17,15 @@ import (
 )
 
 // busyPeer is a member that publishes perCall large events between any
-// two gatherings, for ever.
+// two gatherings, for ever (events the Hub keeps one by one: not shard
+// rebuilds, which it folds into one entry).
 func busyPeer(id string, perCall int) (Peer, *atomic.Uint64) {
 	rec := NewRecorder(id, 256, func() Status { return Status{Member: id, Capacity: 1 << 30} })
 	var fetched atomic.Uint64
 	pad := strings.Repeat("x", 4096)
 	return Peer{ID: id, Fetch: func(_ context.Context, since uint64) (*Batch, error) {
 		for range perCall {
-			rec.Observe(&events.ShardRebuilt{Shard: pad, Host: id})
+			rec.Observe(&events.SenderSwitched{Object: pad, Receiver: id})
 		}
 		fetched.Add(1)
 		b := rec.Since(since)
@@ -93,7 +94,7 @@ func TestStalledClientDoesNotGrowTheFeed(t *testing.T) {
 func TestSlowClientSkips(t *testing.T) {
 	h := NewHub(HubConfig{Entries: 100})
 	for i := range 350 {
-		h.appendLocked(Entry{Kind: "K", Data: json.RawMessage(fmt.Sprint(i))}, time.Now())
+		h.appendLocked(Entry{Kind: "K", Data: json.RawMessage(fmt.Sprint(i))})
 	}
 	out, skipped, next := h.afterLocked(0)
 	if skipped != 250 || len(out) != 100 || out[0].Seq != 251 || next != 350 {

@@ -13,7 +13,9 @@
 //     every member (Peer.Fetch: a control request on the data plane
 //     between members, a call in process in an embedded cluster) while at
 //     least one browser is attached, into one ring of the cluster's
-//     events.
+//     events. It corrects what one member cannot see: a barrier whose
+//     primary's member failed (BarrierView), and a failure's directory
+//     shard rebuilds, one entry for all of them (ShardsRebuilt).
 //   - The Hub's handler serves the page (HTML, CSS and JavaScript embedded
 //     in the binary) and the feed as server-sent events. Every client
 //     reads the one shared ring from its own cursor: a client that falls
@@ -61,7 +63,8 @@ type Status struct {
 	Bandwidth float64 `json:"bandwidth"`
 	Copies    []Copy  `json:"copies,omitempty"`
 	// Barriers are the barriers whose manager replica on this member
-	// acts as primary, or did last (at most MaxBarriers).
+	// acts as primary, or did last (at most MaxBarriers). A Hub's state
+	// frame lists every member's merged instead (BarrierView).
 	Barriers []events.BarrierState `json:"barriers,omitempty"`
 	// Health is set by the Hub: up (answered the last gathering),
 	// unreachable (did not), failed (a member published its failure),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -29,6 +30,11 @@ import (
 // way and then done, its repair, the knee, the barriers' counts and
 // replicas, every member's measured L (and B where it received), both
 // killed members failed, and how each survivor learnt of each failure.
+// Each member is the primary of a barrier nobody talks to: once a killed
+// member's failure is known, its barrier shows the replica failed, not
+// primary, and a take-over pending (or a survivor acting), and the
+// directory shards the failure re-homed are one line of the events list
+// naming the failed member, each new host and its shards.
 func TestLiveViewInABrowser(t *testing.T) {
 	bin := hopliteBinary(t)
 	browser := livetest.Browser(t)
@@ -75,6 +81,18 @@ func TestLiveViewInABrowser(t *testing.T) {
 	}
 	throttled := newBarrier("lv-throttled", barrier.Max(3), barrier.Throttle(1, time.Hour))
 	sem := newBarrier("lv-sem", barrier.Max(3), barrier.Semaphore(1))
+	// A quiet barrier per member, its primary there.
+	var hosts []barrier.MemberHost
+	for _, n := range nodes {
+		hosts = append(hosts, barrier.MemberHost{Member: n.id})
+	}
+	quiet := map[string]*barrier.Barrier{} // by its primary's member
+	for k := 0; len(quiet) < len(nodes); k++ {
+		name := fmt.Sprintf("lv-quiet-%d", k)
+		if first := barrier.Placement(name, hosts)[0].Member; quiet[first] == nil {
+			quiet[first] = newBarrier(name, barrier.Max(2))
+		}
+	}
 	for b, labels := range map[*barrier.Barrier][]string{throttled: {"t1", "t2", "t3"}, sem: {"s1", "s2"}} {
 		for _, l := range labels {
 			go func() { _, _ = b.Enter(bctx, l) }()
@@ -97,10 +115,77 @@ func TestLiveViewInABrowser(t *testing.T) {
 				sb = &d.Barriers[i]
 			}
 		}
+		for primary, q := range quiet {
+			if b := barrierRow(d, q.Name()); b == nil || b.Acting != primary || b.Pending || !slices.Equal(b.Replicas, replicaRows(q)) {
+				return false
+			}
+		}
 		return tb != nil && sb != nil && tb.Kind == "throttled" && tb.Entered == 3 && tb.Passed == 1 && tb.Throttled == 2 &&
 			slices.Equal(tb.Replicas, replicaRows(throttled)) && sb.Kind == "semaphore" && sb.Holders == 1 && sb.Limit == 1 &&
 			sb.Queued == 1 && slices.Equal(sb.Replicas, replicaRows(sem))
 	})
+	// deadPrimaryShown: once dead's failure is known, its quiet barrier
+	// and every other show its replicas failed and not primary, none
+	// acting there, and its quiet barrier awaits a take-over (or a
+	// survivor acts).
+	deadPrimaryShown := func(d livetest.DOM, dead *nodeProc) bool {
+		for _, b := range d.Barriers {
+			if b.Acting == dead.id {
+				return false
+			}
+			for _, r := range b.Replicas {
+				if r.Member == dead.id && (r.Primary || !r.Down) {
+					return false
+				}
+			}
+		}
+		q := barrierRow(d, quiet[dead.id].Name())
+		return q != nil && (q.Pending || slices.ContainsFunc(q.Replicas, func(r livetest.Replica) bool { return r.Member == q.Acting && !r.Down }))
+	}
+	// rebuildsShown: dead's shards' rebuilds are one line of the events
+	// list, naming each new host's (moved lists the shards placement
+	// moves: dead's, to the survivors).
+	rebuildsShown := func(d livetest.DOM, dead *nodeProc, moved map[string]int) bool {
+		lines := 0
+		for _, r := range d.Rebuilds {
+			if !slices.Contains(r.Failed, dead.id) {
+				continue
+			}
+			lines++
+			got, total := map[string]int{}, 0
+			for _, h := range r.Hosts {
+				if len(h.Shards) != h.Count {
+					return false
+				}
+				got[h.Host] = h.Count
+				total += h.Count
+			}
+			if !maps.Equal(got, moved) || r.Count != total || !slices.Equal(r.Failed, []string{dead.id}) {
+				return false
+			}
+		}
+		return lines == 1
+	}
+	// movedShards counts the shards dead's failure re-homes, by new host.
+	movedShards := func(live []*nodeProc, dead *nodeProc) map[string]int {
+		var before, after []string
+		for _, n := range live {
+			before = append(before, n.id)
+			if n != dead {
+				after = append(after, n.id)
+			}
+		}
+		slices.Sort(before)
+		slices.Sort(after)
+		was, is := cluster.ShardOwners(before, testShards), cluster.ShardOwners(after, testShards)
+		out := map[string]int{}
+		for j := range was {
+			if was[j] == dead.id {
+				out[is[j]]++
+			}
+		}
+		return out
+	}
 
 	// ---- broadcast: node 0 creates (it hosts the object's shard and the
 	// page); the others Get; a receiver relaying to another is killed.
@@ -139,6 +224,10 @@ func TestLiveViewInABrowser(t *testing.T) {
 		pending--
 	}
 	survivors := without(nodes, victim)
+	moved := movedShards(nodes, victim)
+	p.Wait("the victim's barrier replicas failed and its shards' rebuilds as one line", func(d livetest.DOM) bool {
+		return deadPrimaryShown(d, victim) && rebuildsShown(d, victim, moved)
+	})
 	// What the directory recorded of the broadcast: its streams.
 	ictx, icancel := context.WithTimeout(context.Background(), 10*time.Second)
 	info, err := c.of(nodes[0]).Info(ictx, id, false)
@@ -209,6 +298,7 @@ func TestLiveViewInABrowser(t *testing.T) {
 	// ---- Reduce 4 of 6 on the caller (node 0); three sources exist, one
 	// on victim2, placed in the tree before victim2 dies; then the rest.
 	a, victim2 := survivors[1], survivors[2]
+	moved2 := movedShards(survivors, victim2)
 	target := idOwnedBy(t, view, nodes[0].id, "live-sum")
 	const elems = 1 << 20
 	put := func(n *nodeProc, k int) {
@@ -268,7 +358,8 @@ func TestLiveViewInABrowser(t *testing.T) {
 		repaired := slices.ContainsFunc(d.Repairs, func(x livetest.Repair) bool {
 			return isTarget(x.Reduce) && x.Failed == "lsrc-1"
 		})
-		return repaired && health(d, victim2.id) == "failed" && health(d, victim.id) == "failed"
+		return repaired && health(d, victim2.id) == "failed" && health(d, victim.id) == "failed" &&
+			deadPrimaryShown(d, victim) && deadPrimaryShown(d, victim2) && rebuildsShown(d, victim2, moved2)
 	})
 	marked := 0
 	for _, x := range d.Positions {
@@ -357,6 +448,16 @@ func TestLiveViewInABrowser(t *testing.T) {
 		}
 	}
 	p.Screenshot("live-view.png", os.Getenv("HOPLITE_LIVEVIEW_SCREENSHOT"))
+}
+
+// barrierRow is barrier name's row, nil if the page shows none.
+func barrierRow(d livetest.DOM, name string) *livetest.Barrier {
+	for i := range d.Barriers {
+		if d.Barriers[i].Name == name {
+			return &d.Barriers[i]
+		}
+	}
+	return nil
 }
 
 // health is the page's word for member id's health.

@@ -14,7 +14,8 @@ type DOM struct {
 	Lanes     []string   `json:"lanes"`
 	Bars      []Bar      `json:"bars"`
 	Barriers  []Barrier  `json:"barriers"`
-	Events    []string   `json:"events"` // the events list's kinds, newest first
+	Events    []string   `json:"events"`   // the events list's kinds, newest first
+	Rebuilds  []Rebuild  `json:"rebuilds"` // the events list's runs of shard rebuilds, newest first
 }
 
 // Member is a row of the members panel.
@@ -99,12 +100,31 @@ type Barrier struct {
 	Entered, Passed, Throttled, Queued, Holders, Limit, Epoch int
 	Closed                                                    bool
 	Replicas                                                  []Replica
+	// Acting is the member whose replica acts as primary ("" while
+	// unknown); Pending says a take-over is awaited.
+	Acting  string
+	Pending bool
 }
 
 // Replica is one replica of a barrier's manager.
 type Replica struct {
 	Member        string
 	Primary, Down bool
+}
+
+// Rebuild is a line of the events list standing for a run of directory
+// shards rebuilt after the same failures.
+type Rebuild struct {
+	Count  int
+	Failed []string
+	Hosts  []RebuiltHost
+}
+
+// RebuiltHost is a host's part of a Rebuild: the shards it rebuilt.
+type RebuiltHost struct {
+	Host   string
+	Count  int
+	Shards []string
 }
 
 const readDOM = `(() => {
@@ -138,8 +158,11 @@ const readDOM = `(() => {
     barriers: all('#barriers tr[data-barrier]').map(e => ({Name: e.dataset.barrier, Kind: e.dataset.kind,
       Entered: Number(e.dataset.entered), Passed: Number(e.dataset.passed), Throttled: Number(e.dataset.throttled),
       Queued: Number(e.dataset.queued), Holders: Number(e.dataset.holders), Limit: Number(e.dataset.limit), Epoch: Number(e.dataset.epoch),
-      Closed: e.dataset.closed === '1',
+      Closed: e.dataset.closed === '1', Acting: e.dataset.acting || '', Pending: e.dataset.pending === '1',
       Replicas: all('[data-replica]', e).map(r => ({Member: r.dataset.replica, Primary: r.dataset.primary === '1', Down: r.dataset.down === '1'}))})),
     events: all('#events li[data-kind]').map(e => e.dataset.kind),
+    rebuilds: all('#events li[data-kind=ShardsRebuilt]').map(e => ({Count: Number(e.dataset.count), Failed: JSON.parse(e.dataset.failed || '[]'),
+      Hosts: all('[data-host]', e).map(h => ({Host: h.dataset.host, Count: Number(h.dataset.count),
+        Shards: all('[data-shard]', h).map(s => s.dataset.shard)}))})),
   };
 })()`

@@ -18,8 +18,10 @@ function reset(hub, self) {
     pendingSwitch: new Map(),    // object|receiver -> switch, until its stream starts
     transfers: [],               // every edge, for the timeline
     reduces: new Map(),          // reduce id -> {tree, repaired: Map pos -> info, invalidated: Set, done}
-    barriers: [],
+    barriers: [],                // BarrierTookOver and BarrierDeliveryFailed entries
+    barrierRows: [],             // the barriers as the hub merged them (state frame)
     log: [],
+    openRuns: new Set(),         // runs of shard rebuilds whose shards the reader unfolded
     progress: new Map(),         // receiver|object -> {written, at, rate}
     skipped: 0,
   };
@@ -76,6 +78,12 @@ function trimMap(map, n) { while (map.size > n) map.delete(map.keys().next().val
 // ---- the feed
 function entry(e) {
   const d = e.data || {};
+  if (e.kind === "ShardsRebuilt") {
+    // The hub publishes a run of rebuilds again as it grows: the latest
+    // entry of a run stands for the earlier ones.
+    const i = S.log.findIndex((x) => x.kind === "ShardsRebuilt" && (x.data || {}).run === d.run);
+    if (i >= 0) S.log.splice(i, 1);
+  }
   S.log.push(e); trim(S.log, MAX_LOG);
   switch (e.kind) {
     case "NodeFailed": {
@@ -155,6 +163,7 @@ function reduce(id) {
 }
 function state(f) {
   S.members = f.members || [];
+  S.barrierRows = f.barriers || [];
   S.stats = f.stats || {};
   // Progress and rate of every copy that moves: from the receivers' stores.
   for (const m of S.members) {
@@ -403,28 +412,19 @@ function renderObjects() {
     })))));
 }
 
-// barrierStates is each barrier's state as the members last reported
-// it: the acting primary's of the highest epoch, else the latest.
-function barrierStates() {
-  const best = new Map();
-  for (const m of S.members) for (const b of m.barriers || []) {
-    const o = best.get(b.Barrier);
-    const better = !o || (b.Acting && !o.Acting) || (b.Acting === o.Acting && (b.Epoch > o.Epoch || (b.Epoch === o.Epoch && b.At > o.At)));
-    if (better) best.set(b.Barrier, b);
-  }
-  return [...best.values()].sort((a, b) => a.Barrier.localeCompare(b.Barrier));
-}
-
 function renderBarriers() {
   const box = $("#barriers");
-  const bs = barrierStates();
+  // One row per barrier as the hub merged the members' reports: the
+  // acting primary's, with the replicas of failed members down and no
+  // longer primary (liveview.BarrierView).
+  const bs = S.barrierRows;
   const kids = [];
   if (bs.length) {
     kids.push(el("table", { id: "barrier-table" },
       el("tr", {}, ...["barrier", "kind", "entered", "passed", "throttled", "queued", "semaphore", "fired", "replicas (★ primary)"].map((h) => el("th", { text: h }))),
       ...bs.map((b) => el("tr", { "data-barrier": b.Barrier, "data-kind": b.Kind, "data-entered": b.Entered, "data-passed": b.Passed,
         "data-throttled": b.Throttled, "data-queued": b.Queued, "data-holders": b.Holders, "data-limit": b.Limit, "data-epoch": b.Epoch,
-        "data-closed": b.Closed ? "1" : "0" },
+        "data-closed": b.Closed ? "1" : "0", "data-acting": b.ActingMember || "", "data-pending": b.TakeoverPending ? "1" : "0" },
         el("td", { text: b.Barrier + (b.Closed ? " (closed)" : "") }),
         el("td", { text: `${b.Kind}, max ${b.Max}` }),
         el("td", { text: b.Entered }), el("td", { text: b.Passed }), el("td", { text: b.Throttled }), el("td", { text: b.Queued }),
@@ -434,7 +434,8 @@ function renderBarriers() {
           const failed = x.Down || healthOf(x.Member) === "failed";
           return el("span", { class: "replica", "data-replica": x.Member, "data-primary": x.Primary ? "1" : "0", "data-down": failed ? "1" : "0",
             text: `${x.Primary ? "★" : ""}${short(x.Member)}${failed ? " (failed)" : ""}  ` });
-        }), b.Epoch ? ` epoch ${b.Epoch}` : "")))));
+        }), b.TakeoverPending ? el("span", { class: "pending", text: "takeover pending " }) : null,
+        b.Epoch ? ` epoch ${b.Epoch}` : "")))));
   }
   if (S.barriers.length) {
     kids.push(el("ul", { class: "barrier-events" }, ...S.barriers.slice().reverse().map((e) => {
@@ -462,30 +463,37 @@ function describe(e) {
     case "TransferEnded": return `${d.Object}: ${short(d.Sender)} → ${short(d.Receiver)} ${d.Err ? "failed: " + d.Err : "done"}`;
     case "ReduceTree": return `${d.Reduce}: tree ${(d.Positions || []).filter((p) => p.Object).length}/${d.Num} placed`;
     case "ReduceDone": return `${d.Reduce}: ${d.Err ? "failed: " + d.Err : "done in " + dur(d.Elapsed)}`;
-    case "ShardRebuilt": return `${d.Shard} rebuilt on ${short(d.Host)}`;
+    case "ShardsRebuilt": {
+      // A run of directory shards rebuilt after the same failures (the
+      // hub folds them: liveview.ShardsRebuilt).
+      const after = (d.failed || []).length ? ` after ${d.failed.map(short).join(", ")} failed` : " (no failure before them: restarted)";
+      return `${d.count} shard${d.count === 1 ? "" : "s"} rebuilt${after}: on ` +
+        (d.hosts || []).map((h) => `${short(h.host)} (${h.count})`).join(", ");
+    }
     default: return JSON.stringify(d);
   }
 }
-// coalesce folds each run of ShardRebuilt entries for one host into its
-// newest, naming every shard: a member's failure moves all its shards at
-// once (64 in a cluster of defaults), which would otherwise fill the list.
-function coalesce(items) {
-  const out = [];
-  for (const e of items) {
-    const last = out[out.length - 1];
-    if (e.kind === "ShardRebuilt" && last && last.kind === "ShardRebuilt" && (last.data || {}).Host === (e.data || {}).Host) {
-      last.shards.push((e.data || {}).Shard);
-      continue;
-    }
-    out.push(e.kind === "ShardRebuilt" ? { ...e, shards: [(e.data || {}).Shard] } : e);
-  }
-  return out;
+// rebuiltShards is a run's detail: each host's shards, folded (and
+// unfolded again at each render if the reader unfolded it).
+function rebuiltShards(d) {
+  const det = el("details", { open: S.openRuns.has(d.run) ? "" : null }, el("summary", { text: "shards" }), ...(d.hosts || []).map((h) => {
+    const more = h.count - (h.shards || []).length;
+    return el("div", { "data-host": h.host, "data-count": h.count }, `${short(h.host)}: `,
+      ...(h.shards || []).map((s) => el("span", { class: "shard", "data-shard": s, text: s + " " })), more > 0 ? `and ${more} more` : null);
+  }));
+  det.addEventListener("toggle", () => {
+    if (det.open) { S.openRuns.add(d.run); if (S.openRuns.size > 64) S.openRuns.delete(S.openRuns.values().next().value); }
+    else S.openRuns.delete(d.run);
+  });
+  return det;
 }
 function renderLog() {
-  const items = coalesce(S.log.filter((e) => e.kind !== "ReduceTree").slice(-200).reverse());
-  $("#events").replaceChildren(...items.map((e) => el("li", { "data-kind": e.kind, ...(e.shards ? { "data-count": e.shards.length } : {}) },
-    `${new Date(e.at).toISOString().slice(11, 23)} ${short(e.member)} ${e.kind}: ${e.shards && e.shards.length > 1
-      ? `${e.shards.length} shards rebuilt on ${short(e.data.Host)}: ${e.shards.join(", ")}` : describe(e)}`)));
+  const items = S.log.filter((e) => e.kind !== "ReduceTree").slice(-200).reverse();
+  $("#events").replaceChildren(...items.map((e) => {
+    const run = e.kind === "ShardsRebuilt" ? e.data || {} : null;
+    return el("li", { "data-kind": e.kind, ...(run ? { "data-count": run.count, "data-failed": JSON.stringify(run.failed || []) } : {}) },
+      `${new Date(e.at).toISOString().slice(11, 23)} ${short(e.member)} ${e.kind}: ${describe(e)}`, run ? rebuiltShards(run) : null);
+  }));
 }
 
 connect();
