@@ -55,14 +55,8 @@ func TestDialManagePortNamesTheMember(t *testing.T) {
 // Hello to an address where an actor system answers but no member runs
 // says so once, with one error code, instead of "does not answer".
 func TestHelloOfAnActorSystemWithoutAMember(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	system := actor.NewActorSystem()
-	r := remote.NewRemote(system, remoteConfig("127.0.0.1", port))
+	r := remote.NewRemote(system, remoteConfig("127.0.0.1", 0))
 	if err := startRemote(r); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +69,7 @@ func TestHelloOfAnActorSystemWithoutAMember(t *testing.T) {
 	defer cr.Shutdown(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	_, err = Hello(ctx, client.Root, system.Address())
+	_, err := Hello(ctx, client.Root, system.Address())
 	if !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("Hello of a bare actor system: %v, want UNAVAILABLE", err)
 	}
