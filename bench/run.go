@@ -182,8 +182,8 @@ func (o *Options) withDefaults() (*Options, error) {
 // CheckPeers says which of peers is not a system Run can compare with.
 func CheckPeers(peers []string) error {
 	for _, p := range peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" && p != "cold" && p != "echo" && p != "lazy-free" {
-			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, echo, actor-locates, star-gather, go-procs, kernel-slack, no-push, actor-subscribes, ui, cold or lazy-free)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" && p != "cold" && p != "echo" && p != "lazy-free" && p != "small-pages" && p != "huge-pages" {
+			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, echo, actor-locates, star-gather, go-procs, kernel-slack, no-push, actor-subscribes, ui, cold, lazy-free, small-pages or huge-pages)", p)
 		}
 	}
 	return nil
@@ -320,7 +320,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				r.Interval = g.interval.Seconds()
 			}
 			switch {
-			case (!s.ours() || s.floor || s.kernelSlack || s.cold || s.lazyFree) && o.Testbed == nil:
+			case (!s.ours() || s.floor || s.kernelSlack || s.cold || s.lazyFree || s.pages != "") && o.Testbed == nil:
 				r.Status, r.Reason = StatusSkipped, "needs --testbed"
 			case s.floor:
 				if why := floorOp(g); why != "" {

@@ -131,6 +131,16 @@ const SysOursCold = "ours-cold"
 // beside ours's is what the heap's cooling between operations costs.
 const SysLazyFree = "ours-lazy-free"
 
+// SysSmallPages and SysHugePages are ours with every testbed node's
+// large object buffers on 4 KiB pages or on transparent huge pages
+// (--peers small-pages / huge-pages, hoplite node -pages small / huge)
+// instead of the warm-up's measured choice: what that choice saves, in
+// the same run.
+const (
+	SysSmallPages = "ours-small-pages"
+	SysHugePages  = "ours-huge-pages"
+)
+
 // system is one column of a comparison.
 type system struct {
 	name   string
@@ -161,8 +171,10 @@ type system struct {
 	cold bool
 	// lazyFree: the node runs with GODEBUG=madvdontneed=0 (SysLazyFree).
 	lazyFree bool
-	tls      bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
-	floor    bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
+	// pages: hoplite node -pages (SysSmallPages, SysHugePages; "": auto).
+	pages string
+	tls   bool // hoplite node -tls-cert/-tls-key/-tls-ca (testbed only)
+	floor bool // SysActorRTT, SysDataRTT: bare round trips instead of the operation
 	// dataPlane: the floor's round trips go on the data plane (SysDataRTT).
 	dataPlane bool
 	peer      string
@@ -309,6 +321,12 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "lazy-free") {
 		out = append(out, system{name: SysLazyFree, lazyFree: true})
+	}
+	if slices.Contains(o.Peers, "small-pages") {
+		out = append(out, system{name: SysSmallPages, pages: "small"})
+	}
+	if slices.Contains(o.Peers, "huge-pages") {
+		out = append(out, system{name: SysHugePages, pages: "huge"})
 	}
 	if slices.Contains(o.Peers, "naive") {
 		out = append(out, system{name: SysNaive, naive: true})

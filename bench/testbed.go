@@ -382,6 +382,9 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if s.cold {
 		args = append(args, "-no-warm-up")
 	}
+	if s.pages != "" {
+		args = append(args, "-pages", s.pages)
+	}
 	if t.o.Log != nil {
 		// --log-level: the nodes log at it too, into --log-dir.
 		args = append(args, "-log-level", t.o.LogLevel.String())

@@ -7,13 +7,15 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
 // A ready cluster is a warm one: once WaitMembers has seen every member,
 // each holds a pooled data-plane connection to every other one (a Get's
 // Locate and stream find it instead of dialing) and has sampled the
-// control latency; with NoWarmUp it holds none.
+// control latency, and the process has chosen the pages of its large
+// object buffers; with NoWarmUp it holds none.
 func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 	for _, cold := range []bool{false, true} {
 		name := "warm"
@@ -31,6 +33,9 @@ func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 				ms = append(ms, m)
 			}
 			waitMembers(t, 3, ms...)
+			if p := bufalloc.Current(); !cold && p == bufalloc.PagesUnchosen {
+				t.Errorf("ready and warm, but the pages of large buffers are %v: the warm-up measures and chooses", p)
+			}
 			for _, m := range ms {
 				tcp, ok := m.data.(*transport.TCP)
 				if !ok {

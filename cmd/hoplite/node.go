@@ -15,6 +15,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -55,6 +56,7 @@ type nodeFlags struct {
 	reduceChunkDelay, stallTimeout, timerSlack                  time.Duration
 	healthMisses                                                int
 	logFormat, logLevel, reduceShape, allReduceShape            string
+	pages                                                       string
 	tlsCert, tlsKey, tlsCA                                      string
 	protocolVersion                                             uint
 	naive, benchAgent, pprof, actorLocates                      bool
@@ -92,6 +94,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.unbatchedTasks, "unbatched-reduce-tasks", false, "benchmarks: send each reduce task as a message of its own, not one batch per node and step")
 	fs.BoolVar(&f.noRingGather, "no-ring-gather", false, "benchmarks: a sliced AllReduce's gathers fetch every slice from its root, not around the ring of participants")
 	fs.BoolVar(&f.actorSubscribes, "actor-subscribes", false, "benchmarks: Reduce coordinators subscribe to their sources by actor message instead of on the data plane")
+	fs.StringVar(&f.pages, "pages", "auto", "pages behind object buffers of 4 MiB or more: auto (the warm-up measures which of 4 KiB and transparent huge pages costs this machine less to fault in), small or huge")
 	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured)")
 	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
@@ -127,6 +130,9 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	}
 	if f.timerSlack < 0 || f.timerSlack > maxTimerSlack {
 		return cluster.MemberConfig{}, fmt.Errorf("-timer-slack %v: want 0 (the kernel's) up to %v", f.timerSlack, maxTimerSlack)
+	}
+	if _, _, err := bufalloc.ParsePages(f.pages); err != nil {
+		return cluster.MemberConfig{}, fmt.Errorf("-%w", err)
 	}
 	capacity, err := parseSize(f.capacity)
 	if err != nil {
@@ -195,6 +201,9 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg, err := f.config(log)
 	if err != nil {
 		return usageError{err.Error()} // every config error is a flag's value
+	}
+	if p, auto, _ := bufalloc.ParsePages(f.pages); !auto {
+		bufalloc.SetPages(p) // config checked it; auto is the warm-up's
 	}
 	// Before anything starts: it may execute the program again.
 	if err := ensureTimerSlack(f.timerSlack); err != nil {

@@ -179,3 +179,14 @@ func TestNodeTimerSlackBounds(t *testing.T) {
 		nodeRefuses(t, "-timer-slack", arg, "-timer-slack "+arg+": want 0 (the kernel's) up to 10ms")
 	}
 }
+
+// -pages takes auto, small or huge; anything else is refused before the
+// node starts, naming the flag and what it takes.
+func TestNodePagesValues(t *testing.T) {
+	for _, arg := range []string{"auto", "small", "huge"} {
+		if _, err := nodeConfig(t, "-pages", arg); err != nil {
+			t.Errorf("-pages %s: %v", arg, err)
+		}
+	}
+	nodeRefuses(t, "-pages", "big", `-pages "big": want auto, small or huge`)
+}

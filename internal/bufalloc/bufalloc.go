@@ -4,10 +4,15 @@
 // the testbed the Go heap zeroed a receiver's reused 32 MiB buffer before
 // the data plane wrote all of it once more.
 //
-// Transparent huge pages (MADV_HUGEPAGE) were tried for large buffers and
-// left out: on this VM a fresh process's huge pages cost about twice the
-// CPU of 4 KiB ones in its first operations (the memory behind them is
-// new to the host too), which is where a member is slowest already.
+// A large buffer's first touch is the other cost: the kernel faults its
+// memory in page by page, and what a fault costs depends on the machine
+// far more than on the code. Transparent huge pages (MADV_HUGEPAGE) cut
+// the faults 512-fold, but whether that is cheaper is the machine's to
+// say: on one 2-vCPU VM (Intel Xeon) a fresh process's huge pages cost
+// about twice the CPU of 4 KiB ones, on another (AMD EPYC, a
+// paravirtualized MMU) 4 KiB faults cost 100 ms per 32 MiB and huge
+// pages a tenth of that. So the choice is measured, once per process
+// (ChoosePages, at a member's warm-up), or forced (SetPages).
 //
 // The allocation without zeroing is the runtime's, reached by
 // go:linkname. Should a Go release refuse that link, build with
@@ -21,5 +26,13 @@ func Make(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	return makeNoZero(n)[:n:n]
+	b := makeNoZero(n)[:n:n]
+	if n >= HugeMin && hugeChosen() {
+		adviseHuge(b)
+	}
+	return b
 }
+
+// HugeMin is the size from which Make may ask for huge pages: below it
+// a buffer spans too few whole 2 MiB pages for the advice to matter.
+const HugeMin = 4 << 20
