@@ -48,17 +48,22 @@ func Generate(d DataSpec) []byte {
 }
 
 func fill(d DataSpec, b []byte) {
+	newDataStream(d).next(b)
+}
+
+// dataSeed is the ChaCha8 seed of d's bytes: a function of its id.
+func dataSeed(d DataSpec) [32]byte {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(d.ID))
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], h.Sum64())
 	copy(seed[8:], "hoplite-bench-data")
-	r := rand.NewChaCha8(seed)
-	_, _ = r.Read(b)
-	if !d.Float32 {
-		return
-	}
-	mask := float32Mask(d.Sources)
+	return seed
+}
+
+// maskFloat32s makes every whole 4-byte word of b a float32 k·2^-20
+// with k the word's bits under mask.
+func maskFloat32s(b []byte, mask uint32) {
 	for i := 0; i+4 <= len(b); i += 4 {
 		k := binary.LittleEndian.Uint32(b[i:]) & mask
 		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(k)*(1.0/(1<<20))))
@@ -81,29 +86,80 @@ func Expected(srcs []DataSpec) ([]byte, error) {
 			return nil, fmt.Errorf("source %s: a sum needs float32 sources of equal size", s.ID)
 		}
 		fill(s, buf)
-		for i := 0; i+4 <= len(acc); i += 4 {
-			x := math.Float32frombits(binary.LittleEndian.Uint32(acc[i:])) + math.Float32frombits(binary.LittleEndian.Uint32(buf[i:]))
-			binary.LittleEndian.PutUint32(acc[i:], math.Float32bits(x))
-		}
+		addFloat32s(acc, buf)
 	}
 	return acc, nil
 }
 
-// Check compares got with what srcs make; the error says where they differ.
+// checkWindow is how much of the expected bytes Check makes at a time.
+const checkWindow = 256 << 10
+
+// Check compares got with what srcs make; the error says where they
+// differ. It makes the expected bytes a window at a time, never the
+// whole object: a verification between two measured repetitions must
+// not grow and churn the member's heap by an object or two, which the
+// Go runtime then hands back to the kernel while the next repetition
+// runs.
 func Check(id string, got []byte, srcs []DataSpec) error {
-	want, err := Expected(srcs)
-	if err != nil {
-		return err
+	if len(srcs) == 0 {
+		return fmt.Errorf("no sources")
 	}
-	if len(got) != len(want) {
-		return fmt.Errorf("%s: %d bytes, want %d", id, len(got), len(want))
-	}
-	if !bytes.Equal(got, want) {
-		i := 0
-		for i < len(got) && got[i] == want[i] {
-			i++
+	size := srcs[0].Size
+	for _, s := range srcs[1:] {
+		if !s.Float32 || s.Size != size {
+			return fmt.Errorf("source %s: a sum needs float32 sources of equal size", s.ID)
 		}
-		return fmt.Errorf("%s: the bytes differ from offset %d on", id, i)
+	}
+	if int64(len(got)) != size {
+		return fmt.Errorf("%s: %d bytes, want %d", id, len(got), size)
+	}
+	gens := make([]*dataStream, len(srcs))
+	for i, s := range srcs {
+		gens[i] = newDataStream(s)
+	}
+	acc, buf := make([]byte, checkWindow), make([]byte, checkWindow)
+	for off := 0; off < len(got); off += checkWindow {
+		n := min(checkWindow, len(got)-off)
+		gens[0].next(acc[:n])
+		for _, g := range gens[1:] {
+			g.next(buf[:n])
+			addFloat32s(acc[:n], buf[:n])
+		}
+		if !bytes.Equal(got[off:off+n], acc[:n]) {
+			i := 0
+			for got[off+i] == acc[i] {
+				i++
+			}
+			return fmt.Errorf("%s: the bytes differ from offset %d on", id, off+i)
+		}
 	}
 	return nil
+}
+
+// dataStream makes a DataSpec's bytes front to back, in pieces: the
+// same bytes as Generate, since ChaCha8 reads continue one stream and
+// every piece but the last is a multiple of 4 bytes (the float32 mask
+// applies per 4-byte word).
+type dataStream struct {
+	d    DataSpec
+	r    *rand.ChaCha8
+	mask uint32
+}
+
+func newDataStream(d DataSpec) *dataStream {
+	return &dataStream{d: d, r: rand.NewChaCha8(dataSeed(d)), mask: float32Mask(d.Sources)}
+}
+
+func (g *dataStream) next(b []byte) {
+	_, _ = g.r.Read(b)
+	if g.d.Float32 {
+		maskFloat32s(b, g.mask)
+	}
+}
+
+func addFloat32s(acc, b []byte) {
+	for i := 0; i+4 <= len(acc); i += 4 {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(acc[i:])) + math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+		binary.LittleEndian.PutUint32(acc[i:], math.Float32bits(x))
+	}
 }

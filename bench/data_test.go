@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Check accepts exactly what Expected makes, whole or summed, at sizes
+// that do not fall on its window, and names the first differing offset.
+func TestCheckAgreesWithExpected(t *testing.T) {
+	odd := int64(3*checkWindow + 13)
+	float := int64(2*checkWindow + 4*1001)
+	for _, srcs := range [][]DataSpec{
+		{{ID: "one", Size: odd}},
+		{{ID: "small", Size: 7}},
+		{{ID: "f0", Size: float, Float32: true, Sources: 5}, {ID: "f1", Size: float, Float32: true, Sources: 5},
+			{ID: "f2", Size: float, Float32: true, Sources: 5}, {ID: "f3", Size: float, Float32: true, Sources: 5},
+			{ID: "f4", Size: float, Float32: true, Sources: 5}},
+	} {
+		want, err := Expected(srcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check("x", want, srcs); err != nil {
+			t.Fatalf("%s: Check of Expected's bytes: %v", srcs[0].ID, err)
+		}
+		for _, off := range []int{0, len(want) / 2, len(want) - 1} {
+			bad := append([]byte(nil), want...)
+			bad[off] ^= 0x40
+			err := Check("x", bad, srcs)
+			if err == nil || !strings.Contains(err.Error(), "offset "+strconv.Itoa(off)+" on") {
+				t.Errorf("%s: a byte flipped at %d: %v", srcs[0].ID, off, err)
+			}
+		}
+		if err := Check("x", want[:len(want)-1], srcs); err == nil || !strings.Contains(err.Error(), "bytes, want") {
+			t.Errorf("%s: one byte short: %v", srcs[0].ID, err)
+		}
+	}
+	mixed := []DataSpec{{ID: "a", Size: 8, Float32: true}, {ID: "b", Size: 12, Float32: true}}
+	if err := Check("x", make([]byte, 8), mixed); err == nil || !strings.Contains(err.Error(), "equal size") {
+		t.Errorf("sources of unequal sizes: %v", err)
+	}
+}
+
+// Checking a 32 MiB sum of 8 sources allocates a few windows, not the
+// object: a verification between repetitions leaves the heap as it was.
+func TestCheckDoesNotAllocateTheObject(t *testing.T) {
+	const size = 32 << 20
+	var srcs []DataSpec
+	for i := range 8 {
+		srcs = append(srcs, DataSpec{ID: "s" + strconv.Itoa(i), Size: size, Float32: true, Sources: 8})
+	}
+	got, err := Expected(srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := Check("sum", got, srcs); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 4*checkWindow+64<<10 {
+		t.Fatalf("Check allocated %d bytes for a %d-byte object", n, size)
+	}
+}
