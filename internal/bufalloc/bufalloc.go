@@ -26,10 +26,26 @@ func Make(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	b := makeNoZero(n)[:n:n]
 	if n >= HugeMin && hugeChosen() {
-		adviseHuge(b)
+		return makeHuge(n)
 	}
+	return makeNoZero(n)[:n:n]
+}
+
+// makeHuge makes n bytes that start on a huge page boundary and asks for
+// huge pages for every whole one of them. The heap places a large
+// allocation on any 8 KiB boundary, and a 4 MiB buffer (a sliced
+// AllReduce's chain output at 32 MiB and 8 members) placed so holds one
+// whole huge page, not two: half of it would fault in 4 KiB at a time.
+// The allocation is a huge page larger than n to make room for the
+// alignment; the part outside the buffer is never touched (the memory
+// is not zeroed), so it costs address space and the heap's accounting,
+// not memory.
+func makeHuge(n int) []byte {
+	raw := makeNoZero(n + hugePage)
+	off := alignOffset(raw)
+	b := raw[off : off+n : off+n]
+	adviseHuge(b)
 	return b
 }
 

@@ -15,6 +15,12 @@ import (
 // runs Linux on that have them (x86-64, arm64 with 4 KiB base pages).
 const hugePage = 2 << 20
 
+// alignOffset is how far into b its first huge page boundary is.
+func alignOffset(b []byte) int {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return int(((start + hugePage - 1) &^ (hugePage - 1)) - start)
+}
+
 // adviseHuge asks the kernel to back the whole 2 MiB pages inside b with
 // huge pages when they are first touched (MADV_HUGEPAGE; with the common
 // transparent_hugepage=madvise setting nothing else gets them, and the Go
@@ -73,8 +79,7 @@ func touchFresh(n int, huge bool) (time.Duration, error) {
 		return 0, err
 	}
 	defer unix.Munmap(m)
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
-	off := int(((start + hugePage - 1) &^ (hugePage - 1)) - start)
+	off := alignOffset(m)
 	b := m[off : off+n]
 	if huge {
 		if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {

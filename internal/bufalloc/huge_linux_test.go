@@ -29,11 +29,29 @@ func TestMakeAdvisesHugePages(t *testing.T) {
 		}
 		return
 	}
-	big := Make(3 * HugeMin)
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(big)))
-	inside := (start + hugePage - 1) &^ (hugePage - 1) // the first whole huge page
-	if flags := vmFlags(t, inside); !strings.Contains(" "+flags+" ", " hg ") {
-		t.Fatalf("the mapping holding a %d-byte buffer has flags %q, want hg", len(big), flags)
+	for _, n := range []int{HugeMin, 3*HugeMin + 12345} {
+		big := Make(n)
+		if len(big) != n || cap(big) != n {
+			t.Fatalf("Make(%d): len %d, cap %d", n, len(big), cap(big))
+		}
+		// Aligned, so that every whole 2 MiB of it is a huge page: a
+		// 4 MiB buffer two of them, not one.
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(big)))
+		if start%hugePage != 0 {
+			t.Fatalf("Make(%d) starts at %#x, not on a huge page boundary", n, start)
+		}
+		last := (start + uintptr(n) - hugePage) &^ (hugePage - 1) // the last whole huge page
+		for _, a := range []uintptr{start, last} {
+			if flags := vmFlags(t, a); !strings.Contains(" "+flags+" ", " hg ") {
+				t.Fatalf("the mapping holding %#x of a %d-byte buffer has flags %q, want hg", a, n, flags)
+			}
+		}
+		for i := range big {
+			big[i] = byte(i)
+		}
+		if big[n-1] != byte(n-1) {
+			t.Fatalf("Make(%d): the last byte does not stick", n)
+		}
 	}
 	small := Make(64 << 10)
 	if flags := vmFlags(t, uintptr(unsafe.Pointer(unsafe.SliceData(small)))); strings.Contains(" "+flags+" ", " hg ") {
