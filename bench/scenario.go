@@ -119,7 +119,8 @@ const SysKernelSlack = "ours-kernel-slack"
 // SysOursCold is ours with every testbed node left cold when it reports
 // ready (--peers cold, hoplite node -no-warm-up): no data-plane
 // connections to its peers until an operation dials them, no stated link
-// rate taken as its bandwidth (cluster/warmup.go). With --fresh, its
+// rate taken as its bandwidth, 4 KiB pages for its object buffers
+// (cluster/warmup.go). With --fresh, its
 // ratio to ours is what the warm-up saves a cluster's first operation.
 const SysOursCold = "ours-cold"
 

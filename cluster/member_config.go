@@ -130,9 +130,10 @@ type MemberConfig struct {
 	// NoWarmUp leaves the member cold when it reports ready: no
 	// data-plane connections to its peers until an operation needs them,
 	// no message codecs built before the first operation (in a process
-	// no other member warmed), no stated link rate taken as its bandwidth
-	// (warmup.go). For measuring what the warm-up saves (hoplite bench
-	// --peers cold).
+	// no other member warmed), no stated link rate taken as its bandwidth,
+	// no choice of the pages of large buffers (4 KiB ones, unless the
+	// process chose otherwise) (warmup.go). For measuring what the
+	// warm-up saves (hoplite bench --peers cold).
 	NoWarmUp bool
 	// ActorSubscribes makes this member's Reduce coordinators subscribe to
 	// their sources by actor message, as before a Subscribe could travel

@@ -95,7 +95,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noRingGather, "no-ring-gather", false, "benchmarks: a sliced AllReduce's gathers fetch every slice from its root, not around the ring of participants")
 	fs.BoolVar(&f.actorSubscribes, "actor-subscribes", false, "benchmarks: Reduce coordinators subscribe to their sources by actor message instead of on the data plane")
 	fs.StringVar(&f.pages, "pages", "auto", "pages behind object buffers of 4 MiB or more: auto (the warm-up measures which of 4 KiB and transparent huge pages costs this machine less to fault in), small or huge")
-	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured)")
+	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured, 4 KiB pages for object buffers unless -pages says otherwise)")
 	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
