@@ -1,0 +1,58 @@
+package processtest
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A member process chooses the pages of its large object buffers at its
+// warm-up and logs the choice with what it measured; -pages forces one,
+// logged as forced. Members with different pages hold and move objects
+// alike: a 9 MiB object (huge pages where chosen) put on one is read
+// exact on the others.
+func TestProcessPagesChoice(t *testing.T) {
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 3)
+	auto := startNode(t, bin, slots[0], seeds)
+	small := startNode(t, bin, slots[1], seeds, "-pages", "small")
+	huge := startNode(t, bin, slots[2], seeds, "-pages", "huge")
+	for _, p := range []*nodeProc{auto, small, huge} {
+		p.waitStarted(t, 60*time.Second)
+	}
+	measured := regexp.MustCompile(`object buffers: (small|huge) pages \((first touch \S+/MiB with huge pages, \S+/MiB with 4 KiB|not measured: [^)]+)\)`)
+	for _, c := range []struct {
+		p    *nodeProc
+		want *regexp.Regexp
+	}{
+		{auto, measured},
+		{small, regexp.MustCompile(`object buffers: small pages \(forced\)`)},
+		{huge, regexp.MustCompile(`object buffers: huge pages \(forced\)`)},
+	} {
+		if log := c.p.stderr.String(); !c.want.MatchString(log) {
+			t.Errorf("node %s: no log line matching %q in:\n%s", c.p.slot.bind, c.want, tail(pagesLines(log), 10))
+		}
+	}
+	c := newTestClient(t)
+	c.converge(t, auto, small, huge)
+	data := randomBytes(35, 9<<20+3)
+	putRetry(t, c.of(huge), "pages", data)
+	getExact(t, c.of(small), "pages", data)
+	getExact(t, c.of(auto), "pages", data)
+}
+
+// pagesLines are the log lines that speak of object buffers (or all of
+// them, if none does).
+func pagesLines(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "object buffers") {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return log
+	}
+	return strings.Join(out, "\n")
+}
