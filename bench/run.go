@@ -450,6 +450,11 @@ func (r *runner) run(ctx context.Context) error {
 	} else {
 		r.runSequential(ctx)
 	}
+	if r.tb != nil {
+		for _, n := range r.tb.pagesNotes(r.systems) {
+			r.note(n)
+		}
+	}
 	for gi := range r.groups {
 		for si := range r.systems {
 			res := &r.res[gi][si]

@@ -83,6 +83,9 @@ type testbedRun struct {
 	prog      *progress
 	logDir    string
 	gen       int
+	// pages is what each system's nodes chose for the pages of their
+	// large buffers, as host 0's node logged it (see notePages).
+	pages map[string]string
 }
 
 const maxRemoteMessage = 256 << 20
@@ -287,7 +290,44 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	t.notePages(s.name, ns.procs[0].logPath)
 	return ns, nil
+}
+
+// pagesLine finds a node's "object buffers: ..." line (cluster/warmup.go)
+// in its JSON log.
+var pagesLine = regexp.MustCompile(`"msg":"object buffers: ([^"]*)"`)
+
+// notePages records, once per system, the pages its nodes chose for
+// their large buffers: the choice is the machine's (a member measures
+// it at its warm-up), so a report says which its figures ran on. A
+// node logs it before its start line, which open waited for.
+func (t *testbedRun) notePages(sys, logPath string) {
+	if _, ok := t.pages[sys]; ok {
+		return
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return
+	}
+	if m := pagesLine.FindSubmatch(b); m != nil {
+		if t.pages == nil {
+			t.pages = map[string]string{}
+		}
+		t.pages[sys] = string(m[1])
+	}
+}
+
+// pagesNotes are the report's notes on the pages each system's nodes
+// chose, in system order.
+func (t *testbedRun) pagesNotes(systems []system) []string {
+	var out []string
+	for _, s := range systems {
+		if p, ok := t.pages[s.name]; ok {
+			out = append(out, fmt.Sprintf("%s: object buffers on %s, host 0's node", s.name, p))
+		}
+	}
+	return out
 }
 
 // NodeProcsGo in Options.NodeProcs leaves every testbed node at Go's

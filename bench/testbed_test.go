@@ -107,6 +107,12 @@ func TestTestbedSmoke(t *testing.T) {
 			if r.Mode != "testbed" {
 				t.Errorf("mode %q", r.Mode)
 			}
+			// The nodes' page choice is the machine's: the report says it.
+			if !slices.ContainsFunc(r.Notes, func(n string) bool {
+				return strings.HasPrefix(n, SysOurs+": object buffers on ") && strings.Contains(n, " pages (")
+			}) {
+				t.Errorf("no note on ours's pages in %q", r.Notes)
+			}
 			for _, res := range r.Results {
 				forced := strings.HasPrefix(res.System, "d=")
 				ours := res.System == SysOurs || res.System == SysNaive || res.System == SysChainLeaf || forced
@@ -176,4 +182,34 @@ func TestTestbedSmoke(t *testing.T) {
 			t.Errorf("systems %v, want %s and %s", seen, SysOurs, SysNoPush)
 		}
 	})
+}
+
+// A report's pages note comes from the first node log of each system
+// that has the warm-up's line; a system without one gets no note.
+func TestPagesNotes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	chosen := write("a.log", `{"level":"info","msg":"joined","time":"x"}`+"\n"+
+		`{"level":"info","member":"m","msg":"object buffers: huge pages (first touch 77µs/MiB with huge pages, 3.874ms/MiB with 4 KiB)","time":"x"}`+"\n")
+	forced := write("b.log", `{"level":"info","msg":"object buffers: small pages (forced)","time":"x"}`+"\n")
+	none := write("c.log", `{"level":"info","msg":"joined","time":"x"}`+"\n")
+	tr := &testbedRun{}
+	tr.notePages(SysOurs, chosen)
+	tr.notePages(SysOurs, forced) // the first log read for a system stands
+	tr.notePages(SysSmallPages, forced)
+	tr.notePages(SysNaive, none)
+	got := tr.pagesNotes([]system{{name: SysOurs}, {name: SysNaive}, {name: SysSmallPages}})
+	want := []string{
+		SysOurs + ": object buffers on huge pages (first touch 77µs/MiB with huge pages, 3.874ms/MiB with 4 KiB), host 0's node",
+		SysSmallPages + ": object buffers on small pages (forced), host 0's node",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pagesNotes = %q, want %q", got, want)
+	}
 }
