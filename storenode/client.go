@@ -8,7 +8,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/localput"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -132,8 +134,12 @@ const maxAnswerGrace = 250 * time.Millisecond
 // succeeds even if a consumer Gets the object and Deletes it before this
 // reply arrives, and the object stays deleted.
 func (c *Client) Put(ctx context.Context, id string, data []byte) error {
+	var msg any = &messages.Put{ObjectId: id, Data: data}
+	if len(data) >= localput.MinSize && c.local() {
+		msg = &localput.Request{Put: msg.(*messages.Put), Fingerprint: fingerprint.Of(data)}
+	}
 	return c.retry(ctx, func(ctx context.Context) (bool, error) {
-		res, err := c.call(ctx, &messages.Put{ObjectId: id, Data: data})
+		res, err := c.call(ctx, msg)
 		if err != nil {
 			return false, err
 		}

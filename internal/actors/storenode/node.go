@@ -17,6 +17,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/getinto"
+	"github.com/hoplite-go/hoplite/internal/localput"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -103,6 +104,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.heldDue(ctx, m)
 	case *messages.Put:
 		n.put(ctx, m)
+	case *localput.Request:
+		n.putLocal(ctx, m)
 	case *messages.CreateObjectReply:
 		n.putReply(ctx, m)
 	case storeproto.PutDeadline:

@@ -13,6 +13,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/localput"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
@@ -105,6 +106,18 @@ type putCopied struct {
 func (putCopied) IgnoreDeadLetterLogging() {}
 
 func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
+	n.putFingerprinted(ctx, m, fingerprint.Of, 0)
+}
+
+// putLocal is a Put from a Client in this process that computed the
+// fingerprint (see localput).
+func (n *StoreNode) putLocal(ctx actor.Context, m *localput.Request) {
+	n.putFingerprinted(ctx, m.Put, nil, m.Fingerprint)
+}
+
+// putFingerprinted starts Put m, whose data's fingerprint is fp, or
+// of(data) if of is not nil.
+func (n *StoreNode) putFingerprinted(ctx actor.Context, m *messages.Put, of func([]byte) uint64, fp uint64) {
 	id, data := m.GetObjectId(), m.GetData()
 	req := storeproto.PutRequest{ObjectID: id, Requester: requester(ctx)}
 	if err := n.validate(id); err != nil {
@@ -115,7 +128,10 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, len(data), n.cfg.Store.Capacity()))
 		return
 	}
-	n.startPut(ctx, req, data, m.GetTimeoutMs())
+	if of != nil {
+		fp = of(data)
+	}
+	n.startPut(ctx, req, data, m.GetTimeoutMs(), fp)
 }
 
 // storeReduced stores a result the coordinator computed without a tree:
@@ -123,7 +139,7 @@ func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
 func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
 	req := storeproto.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true,
 		ReducedIDs: m.GetReducedIds(), Requester: requester(ctx)}
-	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs())
+	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs(), fingerprint.Of(m.GetData()))
 }
 
 // requester is who answers a request: nobody for a tell.
@@ -144,11 +160,11 @@ func (n *StoreNode) answerPut(ctx actor.Context, req storeproto.PutRequest, err 
 }
 
 // startPut makes the creator copy in the local store and starts its
-// registration with the directory.
-func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data []byte, timeoutMs int64) {
+// registration with the directory; fp is the data's fingerprint.
+func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data []byte, timeoutMs int64, fp uint64) {
 	now := time.Now()
 	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
-	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fingerprint.Of(data), n.cfg.Self
+	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fp, n.cfg.Self
 	obj, joined, evicted, err := n.putCopy(&req)
 	if err != nil {
 		n.answerPut(ctx, req, messages.AsError(err))
