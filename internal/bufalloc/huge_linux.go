@@ -27,13 +27,12 @@ func alignOffset(b []byte) int {
 // runtime does not ask). The advice covers only b's own pages, never a
 // neighbour's, and is a hint: an error leaves b as it was.
 func adviseHuge(b []byte) {
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	first := (start + hugePage - 1) &^ (hugePage - 1)
-	last := (start + uintptr(len(b))) &^ (hugePage - 1)
+	first := alignOffset(b)
+	last := first + (len(b)-first)&^(hugePage-1)
 	if last <= first {
 		return
 	}
-	_ = unix.Madvise(b[first-start:last-start], unix.MADV_HUGEPAGE)
+	_ = unix.Madvise(b[first:last], unix.MADV_HUGEPAGE)
 }
 
 // thpEnabled is the kernel's transparent huge page setting.

@@ -106,32 +106,34 @@ type putCopied struct {
 func (putCopied) IgnoreDeadLetterLogging() {}
 
 func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
-	n.putFingerprinted(ctx, m, fingerprint.Of, 0)
+	if req, ok := n.admitPut(ctx, m); ok {
+		n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs(), fingerprint.Of(m.GetData()))
+	}
 }
 
 // putLocal is a Put from a Client in this process that computed the
 // fingerprint (see localput).
 func (n *StoreNode) putLocal(ctx actor.Context, m *localput.Request) {
-	n.putFingerprinted(ctx, m.Put, nil, m.Fingerprint)
+	if req, ok := n.admitPut(ctx, m.Put); ok {
+		n.startPut(ctx, req, m.Put.GetData(), m.Put.GetTimeoutMs(), m.Fingerprint)
+	}
 }
 
-// putFingerprinted starts Put m, whose data's fingerprint is fp, or
-// of(data) if of is not nil.
-func (n *StoreNode) putFingerprinted(ctx actor.Context, m *messages.Put, of func([]byte) uint64, fp uint64) {
-	id, data := m.GetObjectId(), m.GetData()
+// admitPut is Put m's request, or false once m is answered: an invalid
+// id, or more bytes than the node holds (refused before anything reads
+// them).
+func (n *StoreNode) admitPut(ctx actor.Context, m *messages.Put) (storeproto.PutRequest, bool) {
+	id, size := m.GetObjectId(), int64(len(m.GetData()))
 	req := storeproto.PutRequest{ObjectID: id, Requester: requester(ctx)}
 	if err := n.validate(id); err != nil {
 		n.answerPut(ctx, req, err)
-		return
+		return req, false
 	}
-	if int64(len(data)) > n.cfg.Store.Capacity() {
-		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, len(data), n.cfg.Store.Capacity()))
-		return
+	if size > n.cfg.Store.Capacity() {
+		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, size, n.cfg.Store.Capacity()))
+		return req, false
 	}
-	if of != nil {
-		fp = of(data)
-	}
-	n.startPut(ctx, req, data, m.GetTimeoutMs(), fp)
+	return req, true
 }
 
 // storeReduced stores a result the coordinator computed without a tree:
