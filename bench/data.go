@@ -70,27 +70,6 @@ func maskFloat32s(b []byte, mask uint32) {
 	}
 }
 
-// Expected returns what an object made from srcs must hold: the one
-// source's bytes, or the float32 SUM of several.
-func Expected(srcs []DataSpec) ([]byte, error) {
-	if len(srcs) == 0 {
-		return nil, fmt.Errorf("no sources")
-	}
-	acc := Generate(srcs[0])
-	if len(srcs) == 1 {
-		return acc, nil
-	}
-	buf := make([]byte, len(acc))
-	for _, s := range srcs[1:] {
-		if !s.Float32 || s.Size != int64(len(acc)) {
-			return nil, fmt.Errorf("source %s: a sum needs float32 sources of equal size", s.ID)
-		}
-		fill(s, buf)
-		addFloat32s(acc, buf)
-	}
-	return acc, nil
-}
-
 // checkWindow is how much of the expected bytes Check makes at a time.
 const checkWindow = 256 << 10
 

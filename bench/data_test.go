@@ -1,15 +1,16 @@
 package bench
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// Check accepts exactly what Expected makes, whole or summed, at sizes
+// Check accepts exactly what expected makes, whole or summed, at sizes
 // that do not fall on its window, and names the first differing offset.
-func TestCheckAgreesWithExpected(t *testing.T) {
+func TestCheckAgreesWithexpected(t *testing.T) {
 	odd := int64(3*checkWindow + 13)
 	float := int64(2*checkWindow + 4*1001)
 	for _, srcs := range [][]DataSpec{
@@ -19,12 +20,12 @@ func TestCheckAgreesWithExpected(t *testing.T) {
 			{ID: "f2", Size: float, Float32: true, Sources: 5}, {ID: "f3", Size: float, Float32: true, Sources: 5},
 			{ID: "f4", Size: float, Float32: true, Sources: 5}},
 	} {
-		want, err := Expected(srcs)
+		want, err := expected(srcs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := Check("x", want, srcs); err != nil {
-			t.Fatalf("%s: Check of Expected's bytes: %v", srcs[0].ID, err)
+			t.Fatalf("%s: Check of expected's bytes: %v", srcs[0].ID, err)
 		}
 		for _, off := range []int{0, len(want) / 2, len(want) - 1} {
 			bad := append([]byte(nil), want...)
@@ -52,7 +53,7 @@ func TestCheckDoesNotAllocateTheObject(t *testing.T) {
 	for i := range 8 {
 		srcs = append(srcs, DataSpec{ID: "s" + strconv.Itoa(i), Size: size, Float32: true, Sources: 8})
 	}
-	got, err := Expected(srcs)
+	got, err := expected(srcs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,4 +66,25 @@ func TestCheckDoesNotAllocateTheObject(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > 4*checkWindow+64<<10 {
 		t.Fatalf("Check allocated %d bytes for a %d-byte object", n, size)
 	}
+}
+
+// expected returns, whole, what an object made from srcs must hold: the one
+// source's bytes, or the float32 SUM of several.
+func expected(srcs []DataSpec) ([]byte, error) {
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("no sources")
+	}
+	acc := Generate(srcs[0])
+	if len(srcs) == 1 {
+		return acc, nil
+	}
+	buf := make([]byte, len(acc))
+	for _, s := range srcs[1:] {
+		if !s.Float32 || s.Size != int64(len(acc)) {
+			return nil, fmt.Errorf("source %s: a sum needs float32 sources of equal size", s.ID)
+		}
+		fill(s, buf)
+		addFloat32s(acc, buf)
+	}
+	return acc, nil
 }

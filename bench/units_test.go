@@ -100,7 +100,7 @@ func TestDataExactSums(t *testing.T) {
 	for i := range specs {
 		specs[i] = DataSpec{ID: "src-" + string(rune('a'+i)), Size: 4096, Float32: true, Sources: 8}
 	}
-	fwd, err := Expected(specs)
+	fwd, err := expected(specs)
 	if err != nil {
 		t.Fatal(err)
 	}
