@@ -89,6 +89,7 @@ type membersState struct {
 	// The periodic comparison of views (compareViews).
 	viewChecks    map[string]*viewCheck
 	lastViewCheck time.Time
+	checkedLive   []string // lastLive at the last comparison
 }
 
 // viewCheck is the comparison of this member's view with one peer's.
@@ -100,8 +101,14 @@ type viewCheck struct {
 }
 
 // viewCheckInterval is how often a member compares its view with every
-// live peer's.
-const viewCheckInterval = 2 * time.Second
+// live peer's, and viewCheckQuiet how often once every peer agreed with
+// the live members it still has (n² requests per round in a cluster of
+// n members: a difference that appears later is found within
+// viewCheckQuiet, then warned of after viewDisagreeAfter).
+const (
+	viewCheckInterval = 2 * time.Second
+	viewCheckQuiet    = 5 * viewCheckInterval
+)
 
 // viewDisagreeAfter is how long a difference must last to be logged at
 // warn: longer than a membership change takes to settle, including the
@@ -150,10 +157,23 @@ func (a *helloActor) Receive(ctx actor.Context) {
 // table, the shards this member runs, the store's republish of moved
 // shards, and the revoke overlay.
 type membersActor struct {
-	m    *Member
-	st   *membersState
-	stop chan struct{}
+	m  *Member
+	st *membersState
+	// timer sends the next membersTick, every interval (the last armed).
+	timer *time.Timer
+	every time.Duration
 }
+
+// The members actor's tick interval: membersTickBusy while anything is
+// pending (a handshake, a shard starting or stopping, a quarantine, a
+// waiter for the settled view) and for a while after any event that
+// may change the placement, membersTickQuiet once a tick finds nothing
+// to do: twenty ticks a second of every member of an idle cluster were
+// a wake-up of its process each, for nothing.
+const (
+	membersTickBusy  = 50 * time.Millisecond
+	membersTickQuiet = 500 * time.Millisecond
+)
 
 func newMembersProps(m *Member) *actor.Props {
 	st := &membersState{
@@ -194,25 +214,57 @@ func (a *membersActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.placement())
 	case membersTick:
 		a.tick(ctx)
+		if a.quiet() {
+			a.arm(membersTickQuiet)
+		} else {
+			a.arm(membersTickBusy)
+		}
+		return
 	case *actor.Terminated:
 		a.shardTerminated(ctx, msg.GetWho())
+	}
+	switch ctx.Message().(type) {
+	case placementQuery, awaitSettled:
+		// Questions: they change nothing (a waiter keeps ticks busy).
+	default:
+		if a.every != membersTickBusy {
+			a.arm(membersTickBusy)
+		}
 	}
 }
 
 func (a *membersActor) started(ctx actor.Context) {
-	a.stop = make(chan struct{})
-	go actorutil.Tick(ctx.ActorSystem(), ctx.Self(), 50*time.Millisecond, membersTick{}, a.stop)
+	sys, self := ctx.ActorSystem(), ctx.Self()
+	a.every = membersTickBusy
+	a.timer = time.AfterFunc(a.every, func() { sys.Root.Send(self, membersTick{}) })
 	a.reconcile(ctx)
 }
 
+// arm sends the next tick after d; each tick arms the one after it.
+func (a *membersActor) arm(d time.Duration) {
+	if a.timer == nil {
+		return // stopped
+	}
+	a.every = d
+	a.timer.Reset(d)
+}
+
+// quiet: nothing pending that a tick would move on.
+func (a *membersActor) quiet() bool {
+	st := a.st
+	return st.settled && len(st.waiters) == 0 && len(st.spawning) == 0 && len(st.stopping) == 0 &&
+		!st.view.selfLeaving && len(st.view.quarantine) == 0 && len(st.view.NeedsHello()) == 0 && a.ownShardsRunning()
+}
+
 func (a *membersActor) stopTicker() {
-	if a.stop != nil {
-		close(a.stop)
-		a.stop = nil
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
 	}
 }
 
 func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeaving) {
+	a.m.kickMembership()
 	id := msg.GetMemberId()
 	if a.st.view.Leaving(id) {
 		a.m.log.WithField("leaving", id).Info("member leaving: moving its shards")
@@ -232,6 +284,7 @@ func (a *membersActor) memberGone(ctx actor.Context, msg *memberGone) {
 	if a.m.closing.Load() {
 		return
 	}
+	a.m.kickMembership()
 	p := a.st.view.peers[msg.id]
 	if p != nil && p.leaving && (p.address == "" || p.address == msg.address) {
 		a.departed(ctx, msg.id, "its address: "+msg.signal)
@@ -281,6 +334,7 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 	if a.m.closing.Load() {
 		return
 	}
+	a.m.kickMembership()
 	if a.st.view.Failed(msg.id, msg.address) {
 		addr := msg.address
 		if p := a.st.view.peers[msg.id]; p != nil {
@@ -347,10 +401,27 @@ func (a *membersActor) tick(ctx actor.Context) {
 	// membership, so their views cannot disagree for long, and its
 	// tests run up to 16 members at once (n·(n-1) requests per
 	// check).
-	if st.settled && a.m.cfg.embedded == nil && time.Since(st.lastViewCheck) >= viewCheckInterval {
+	if st.settled && a.m.cfg.embedded == nil && time.Since(st.lastViewCheck) >= a.viewCheckEvery() {
 		st.lastViewCheck = time.Now()
+		st.checkedLive = slices.Clone(st.lastLive)
 		a.compareViews(ctx)
 	}
+}
+
+// viewCheckEvery is the wait between two comparisons of views:
+// viewCheckQuiet if every peer answered the last one agreeing and the
+// live members are still those compared.
+func (a *membersActor) viewCheckEvery() time.Duration {
+	st := a.st
+	if !slices.Equal(st.checkedLive, st.lastLive) {
+		return viewCheckInterval
+	}
+	for _, vc := range st.viewChecks {
+		if vc.inflight || vc.diff != "" {
+			return viewCheckInterval
+		}
+	}
+	return viewCheckQuiet
 }
 
 // shardTerminated notes that a shard this member was stopping is gone.

@@ -32,8 +32,9 @@ const maxSeedHosts = 1024
 
 // seedProvider is Hoplite's automanaged membership provider. Every member
 // serves /_health on its manage port, naming itself, and polls the
-// /_health of every seed it knows each refresh interval; the topology is
-// the members that answer. It replaces Proto.Actor's automanaged
+// /_health of every seed it knows each refresh interval (up to
+// quietFactor of them while nothing changes); the topology is the
+// members that answer. It replaces Proto.Actor's automanaged
 // provider, which
 //   - polls a host list fixed at construction, so members given different
 //     seeds saw different clusters for good (here the list grows:
@@ -56,7 +57,6 @@ const maxSeedHosts = 1024
 type seedProvider struct {
 	cluster    string
 	managePort int
-	refresh    time.Duration
 	timeout    time.Duration
 	stretch    func(time.Duration) time.Duration // nil: fixed
 	misses     int
@@ -78,6 +78,12 @@ type seedProvider struct {
 	hostsMu sync.Mutex
 	hosts   []string
 	full    bool // a seed was turned away for lack of room (logged once)
+
+	// pace spaces the polls: refresh while the topology changes, up to
+	// quietFactor times that while it does not (Kick: at once).
+	pace *quietPace
+	// exchange spaces the member's seed exchanges (seeds.go) alike.
+	exchange *quietPace
 
 	healthMu sync.Mutex
 	health   map[string]*hostHealth // by host, for the hosts polled
@@ -158,11 +164,13 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &seedProvider{
-		cluster: cfg.Cluster, managePort: cfg.ManagePort, refresh: cfg.Refresh, timeout: cfg.Timeout, stretch: cfg.Stretch, misses: max(cfg.Misses, 1),
+		cluster: cfg.Cluster, managePort: cfg.ManagePort, timeout: cfg.Timeout, stretch: cfg.Stretch, misses: max(cfg.Misses, 1),
 		scheme: scheme, tr: tr, client: &http.Client{Transport: tr},
 		server: server, log: cfg.Log,
 		ctx: ctx, cancel: cancel,
-		health: map[string]*hostHealth{},
+		health:   map[string]*hostHealth{},
+		pace:     newQuietPace(cfg.Refresh),
+		exchange: newQuietPace(cfg.Refresh),
 	}
 	p.AddHosts(cfg.Seeds...)
 	server.GET("/_health", func(c echo.Context) error {
@@ -243,6 +251,10 @@ func (p *seedProvider) AddHosts(hosts ...string) []string {
 		p.hosts = append(p.hosts, h)
 		added = append(added, h)
 	}
+	if len(added) > 0 && p.pace != nil {
+		p.pace.Kick()
+		p.exchange.Kick()
+	}
 	return added
 }
 
@@ -267,22 +279,52 @@ func (p *seedProvider) HealthError(id string) error {
 	return nil
 }
 
-// poll publishes the topology every refresh interval until Shutdown.
+// poll publishes the topology after every round of checks until
+// Shutdown, the next round a refresh interval later while the topology
+// changes and up to quietFactor of them later while it stays the same.
 func (p *seedProvider) poll() {
 	defer p.loops.Done()
-	t := time.NewTimer(0)
-	defer t.Stop()
+	var last []*pcluster.Member
 	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if members, ok := p.round(p.ctx); ok {
+		members, ok := p.round(p.ctx)
+		if ok {
 			p.publish(members)
 		}
-		t.Reset(p.refresh)
+		changed := !ok || !sameMembers(last, members) || p.missing()
+		if ok {
+			last = members
+		}
+		if !p.pace.Wait(p.ctx.Done(), p.pace.Next(changed)) {
+			return
+		}
 	}
+}
+
+// Kick polls now, and every refresh interval again until the topology
+// stays the same: a member heard of a change (a seed, a leave, a
+// failure) that the checks will show.
+func (p *seedProvider) Kick() { p.pace.Kick() }
+
+// missing reports whether a member of the topology missed its last
+// check: its next misses decide whether it stays, so they are not put
+// off.
+func (p *seedProvider) missing() bool {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	for _, h := range p.health {
+		if h.last != nil && h.missed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sameMembers: a and b name the same members at the same addresses
+// (both sorted by id, as round returns them).
+func sameMembers(a, b []*pcluster.Member) bool {
+	return slices.EqualFunc(a, b, func(x, y *pcluster.Member) bool {
+		return x.Id == y.Id && x.Host == y.Host && x.Port == y.Port
+	})
 }
 
 // round checks every host once, in parallel, and returns the topology:

@@ -40,15 +40,17 @@ const slowAnswer = 300 * time.Millisecond
 // fakeMember is a member's /_health on an httptest server at 127.0.0.1,
 // whose answer a test switches.
 type fakeMember struct {
-	srv  *httptest.Server
-	node seedNode
-	mode atomic.Int32
+	srv    *httptest.Server
+	node   seedNode
+	mode   atomic.Int32
+	checks atomic.Int64 // health checks asked of it
 }
 
 func newFakeMember(t *testing.T, id, cluster string, tlsCfg *tls.Config) *fakeMember {
 	t.Helper()
 	f := &fakeMember{node: seedNode{ID: id, Address: "127.0.0.1", Port: 1, ClusterName: cluster}}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.checks.Add(1)
 		switch f.mode.Load() {
 		case failing:
 			http.Error(w, "not now", http.StatusServiceUnavailable)
@@ -172,6 +174,50 @@ func TestSeedProviderPollsAddedHosts(t *testing.T) {
 	if c, err := net.Dial("tcp", self); err == nil {
 		c.Close()
 		t.Fatalf("the provider's port %s still accepts connections after Shutdown", self)
+	}
+}
+
+// TestSeedProviderPollsLessWhileNothingChanges: once the topology stays
+// the same, the polls space out up to quietFactor refresh intervals; a
+// member that misses a check brings them back to the refresh interval.
+func TestSeedProviderPollsLessWhileNothingChanges(t *testing.T) {
+	a := newFakeMember(t, "a", seedTestCluster, nil)
+	// Refresh 10 ms, quiet at 100 ms; a stays in the topology however
+	// many checks it misses.
+	p := testSeedProvider(t, 1<<20, 2*time.Second, nil, a.host())
+	topologies := make(chan []string, 1)
+	p.start(&seedNode{ID: "self", Address: "127.0.0.1", Port: 2, ClusterName: seedTestCluster}, func(ms []*pcluster.Member) {
+		select {
+		case topologies <- topologyIDs(ms):
+		default:
+		}
+	})
+	select {
+	case ids := <-topologies:
+		wantIDs(t, "first poll", ids, "a")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no topology published")
+	}
+	time.Sleep(500 * time.Millisecond) // past the back-off: 20+40+80+100 ms
+	before := a.checks.Load()
+	time.Sleep(time.Second)
+	// A busy machine polls less, never more: at the refresh interval
+	// this second would have held about 100 checks.
+	if n := a.checks.Load() - before; n > 25 {
+		t.Fatalf("%d checks in a second of an unchanged topology, want about 10 (quietFactor x 10 ms apart)", n)
+	}
+
+	a.mode.Store(failing) // a miss: the next checks come at the refresh interval
+	deadline := time.Now().Add(10 * time.Second)
+	for p.HealthError("a") == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	before = a.checks.Load()
+	time.Sleep(time.Second)
+	// At most 10 a second spaced out; a loaded machine may fit fewer
+	// than 100 in, but more than 15.
+	if n := a.checks.Load() - before; n < 15 {
+		t.Fatalf("%d checks in a second of a member missing them, want about 100 (one per 10 ms refresh)", n)
 	}
 }
 

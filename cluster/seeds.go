@@ -22,6 +22,9 @@ import (
 // seed chosen at random, which adds the ones it lacks and answers with
 // its own list, which the poster adds. Every member then polls the union
 // of all the seed lists: one seed that reaches the cluster is enough.
+// Once an exchange teaches a member nothing, it waits twice as long
+// before the next, up to quietFactor refresh intervals; a seed learned
+// either way brings it back to the refresh interval (and starts a poll).
 
 // seedsPath is the seed exchange endpoint on a member's manage port.
 const seedsPath = "/_hoplite/seeds"
@@ -49,8 +52,8 @@ func (m *Member) serveSeeds(e *echo.Echo, p *seedProvider) {
 }
 
 // learnSeeds adds seeds to the provider's polled hosts, logging the new
-// ones.
-func (m *Member) learnSeeds(p *seedProvider, seeds []string, how string) {
+// ones, and reports whether there were any.
+func (m *Member) learnSeeds(p *seedProvider, seeds []string, how string) bool {
 	var valid []string
 	for _, s := range seeds {
 		if len(s) > 0 && len(s) < 300 {
@@ -60,6 +63,17 @@ func (m *Member) learnSeeds(p *seedProvider, seeds []string, how string) {
 	if added := p.AddHosts(valid...); len(added) > 0 {
 		slices.Sort(added)
 		m.log.WithField("seeds", added).Info("learned seeds " + how)
+		return true
+	}
+	return false
+}
+
+// kickMembership polls the seeds now, and at the refresh interval until
+// the topology settles again: this member heard of a leave or a failure
+// that the health checks are about to show.
+func (m *Member) kickMembership() {
+	if m.automanaged != nil {
+		m.automanaged.Kick()
 	}
 }
 
@@ -74,28 +88,23 @@ func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 	if m.cfg.tls != nil {
 		scheme = "https"
 	}
-	t := time.NewTicker(m.cfg.RefreshInterval)
-	defer t.Stop()
+	wait := m.cfg.RefreshInterval
 	for {
-		select {
-		case <-m.quit:
+		if !p.exchange.Wait(m.quit, wait) {
 			return
-		case <-t.C:
 		}
 		hosts := slices.DeleteFunc(p.Hosts(), func(h string) bool { return h == self })
 		if len(hosts) == 0 {
+			wait = p.exchange.Next(false)
 			continue
 		}
 		peer := hosts[rand.IntN(len(hosts))]
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		seeds, err := postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Hosts()})
 		cancel()
-		if err != nil {
-			// Not up, gone, or another cluster: its health poll says
-			// which, and the next round asks another.
-			continue
-		}
-		m.learnSeeds(p, seeds, "from "+peer)
+		// Not up, gone, or another cluster (err): its health poll says
+		// which, and the next round asks another.
+		wait = p.exchange.Next(err == nil && m.learnSeeds(p, seeds, "from "+peer))
 	}
 }
 

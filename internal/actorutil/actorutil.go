@@ -6,7 +6,6 @@ package actorutil
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -19,22 +18,6 @@ func TypeName(m any) string {
 		return string(pm.ProtoReflect().Descriptor().FullName())
 	}
 	return fmt.Sprintf("%T", m)
-}
-
-// Tick sends msg to self every interval until stop is closed. Run it in
-// its own goroutine: a goroutine rather than Proto.Actor's scheduler,
-// whose cancel func races with its timer goroutine.
-func Tick(system *actor.ActorSystem, self *actor.PID, every time.Duration, msg any, stop <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			system.Root.Send(self, msg)
-		case <-stop:
-			return
-		}
-	}
 }
 
 // Key is a map key that names pid: its address and id. PID.String
