@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
@@ -329,8 +330,11 @@ func (s *tcpServer) accept() {
 }
 
 type serverConn struct {
-	s    *tcpServer
-	nc   net.Conn
+	s  *tcpServer
+	nc net.Conn
+	// raw is nc's socket when nc is plain TCP and canRawIO: frames are
+	// written with raw system calls.
+	raw  syscall.RawConn
 	peer string
 	hbuf []byte // frame headers (and the preamble)
 	vec  [2][]byte
@@ -363,6 +367,11 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 		s.wg.Done()
 	}()
 	sc := &serverConn{s: s, nc: nc, peer: nc.RemoteAddr().String(), hbuf: make([]byte, 0, 64)}
+	if tcp, ok := nc.(*net.TCPConn); ok && canRawIO && s.t.cfg.TLS == nil {
+		if raw, err := tcp.SyscallConn(); err == nil {
+			sc.raw = raw
+		}
+	}
 	if cfg := s.t.cfg.TLS; cfg != nil {
 		tc := tls.Server(nc, cfg)
 		ctx, cancel := context.WithTimeout(s.ctx, min(handshakeTimeout, s.t.cfg.IdleTimeout))
@@ -632,7 +641,7 @@ func (sc *serverConn) writeFrame(kind byte, payload []byte) error {
 	if len(payload) == 0 {
 		bufs = bufs[:1]
 	}
-	err := writeAll(sc.nc, &bufs, sc.s.t.cfg.StallTimeout)
+	err := writeAll(sc.nc, sc.raw, &bufs, sc.s.t.cfg.StallTimeout)
 	sc.vec[1] = nil
 	if err != nil {
 		if isTimeout(err) {
@@ -644,11 +653,18 @@ func (sc *serverConn) writeFrame(kind byte, payload []byte) error {
 	return err
 }
 
-// writeAll writes bufs, failing only when no byte moves for stall.
-func writeAll(nc net.Conn, bufs *net.Buffers, stall time.Duration) error {
+// writeAll writes bufs, failing only when no byte moves for stall; on
+// raw, nc's plain TCP socket, with raw system calls (canRawIO).
+func writeAll(nc net.Conn, raw syscall.RawConn, bufs *net.Buffers, stall time.Duration) error {
 	for len(*bufs) > 0 {
 		nc.SetWriteDeadline(time.Now().Add(stall))
-		n, err := bufs.WriteTo(nc)
+		var n int64
+		var err error
+		if raw != nil {
+			n, err = rawWrite(raw, bufs)
+		} else {
+			n, err = bufs.WriteTo(nc)
+		}
 		if err != nil {
 			if n > 0 && isTimeout(err) {
 				continue // slow but moving

@@ -80,6 +80,10 @@ func (r *connReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	r.setLowat(1)
+	if r.plain && canRawIO {
+		iov := [1][]byte{p}
+		return rawRead(r.raw, iov[:])
+	}
 	return r.nc.Read(p)
 }
 

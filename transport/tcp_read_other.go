@@ -4,6 +4,7 @@ package transport
 
 import (
 	"errors"
+	"net"
 	"syscall"
 )
 
@@ -11,8 +12,15 @@ import (
 // connReader reads payloads through the connection, exactly.
 const canReadPast = false
 
+// canRawIO: socket calls go through the connection.
+const canRawIO = false
+
 var errUnsupported = errors.New("not supported on this platform")
 
 func readPast(syscall.RawConn, []byte, []byte) (int, int, error) { return 0, 0, errUnsupported }
+
+func rawRead(syscall.RawConn, [][]byte) (int, error) { return 0, errUnsupported }
+
+func rawWrite(syscall.RawConn, *net.Buffers) (int64, error) { return 0, errUnsupported }
 
 func setRcvLowat(syscall.RawConn, int) error { return errUnsupported }

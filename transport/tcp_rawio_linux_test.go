@@ -1,0 +1,145 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// rawTCPPair is a connected pair of loopback TCP connections.
+func rawTCPPair(t *testing.T) (client, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-accepted
+	if s == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+func rawOf(t *testing.T, c *net.TCPConn) syscall.RawConn {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestConsume(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want []string
+	}{
+		{0, []string{"ab", "cde", "f"}},
+		{1, []string{"b", "cde", "f"}},
+		{2, []string{"cde", "f"}},
+		{4, []string{"e", "f"}},
+		{6, nil},
+	} {
+		bufs := net.Buffers{[]byte("ab"), []byte("cde"), []byte("f")}
+		consume(&bufs, c.n)
+		var got []string
+		for _, b := range bufs {
+			got = append(got, string(b))
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("consume %d: %q, want %q", c.n, got, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Fatalf("consume %d: %q, want %q", c.n, got, c.want)
+			}
+		}
+	}
+}
+
+// rawWrite writes every buffer whole, in order, through a socket whose
+// buffers are far smaller than the bytes (it waits for room, EAGAIN,
+// many times), and rawRead reads them back, then io.EOF at the end.
+func TestRawWriteAndReadMoveEveryByte(t *testing.T) {
+	c, s := rawTCPPair(t)
+	_ = c.SetWriteBuffer(16 << 10)
+	_ = s.SetReadBuffer(16 << 10)
+	parts := [][]byte{bytes.Repeat([]byte{1}, 7), bytes.Repeat([]byte{2}, 3<<20), {}, bytes.Repeat([]byte{3}, 1<<20+5)}
+	var want []byte
+	for _, p := range parts {
+		want = append(want, p...)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		raw := rawOf(t, s)
+		var all []byte
+		buf := make([]byte, 64<<10)
+		for {
+			iov := [2][]byte{buf[:1000], buf[1000:]}
+			n, err := rawRead(raw, iov[:])
+			all = append(all, buf[:n]...)
+			if err != nil {
+				if err != io.EOF {
+					t.Errorf("rawRead: %v", err)
+				}
+				got <- all
+				return
+			}
+		}
+	}()
+	bufs := net.Buffers(parts)
+	c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	n, err := rawWrite(rawOf(t, c), &bufs)
+	if err != nil || n != int64(len(want)) || len(bufs) != 0 {
+		t.Fatalf("rawWrite: %d bytes, %v, %d buffers left; want %d, nil, none", n, err, len(bufs), len(want))
+	}
+	c.CloseWrite()
+	select {
+	case all := <-got:
+		if !bytes.Equal(all, want) {
+			t.Fatalf("read %d bytes, not the %d written", len(all), len(want))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reader did not reach the end")
+	}
+}
+
+// A peer that reads nothing: rawWrite stops at the write deadline with
+// what it wrote (a timeout, which writeAll retries while bytes move),
+// and rawRead stops at the read deadline.
+func TestRawIOKeepsDeadlines(t *testing.T) {
+	c, s := rawTCPPair(t)
+	_ = c.SetWriteBuffer(16 << 10)
+	_ = s.SetReadBuffer(16 << 10)
+	bufs := net.Buffers{make([]byte, 8<<20)}
+	c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	n, err := rawWrite(rawOf(t, c), &bufs)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || n == 0 || n >= 8<<20 {
+		t.Fatalf("rawWrite to a peer that does not read: %d bytes, %v; want some bytes and the deadline", n, err)
+	}
+	if left := len(bufs[0]); int64(left) != 8<<20-n {
+		t.Fatalf("%d bytes left in the buffer after writing %d of 8 MiB", left, n)
+	}
+	_, s2 := rawTCPPair(t)
+	s2.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	iov := [1][]byte{make([]byte, 10)}
+	if _, err := rawRead(rawOf(t, s2), iov[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("rawRead with nothing sent: %v, want the deadline", err)
+	}
+}
