@@ -159,17 +159,18 @@ func (a *helloActor) Receive(ctx actor.Context) {
 type membersActor struct {
 	m  *Member
 	st *membersState
-	// timer sends the next membersTick, every interval (the last armed).
+	// timer sends the next membersTick, every (the interval last armed)
+	// after the one before.
 	timer *time.Timer
 	every time.Duration
 }
 
-// The members actor's tick interval: membersTickBusy while anything is
-// pending (a handshake, a shard starting or stopping, a quarantine, a
-// waiter for the settled view) and for a while after any event that
-// may change the placement, membersTickQuiet once a tick finds nothing
-// to do: twenty ticks a second of every member of an idle cluster were
-// a wake-up of its process each, for nothing.
+// The members actor's tick interval: membersTickBusy after any event
+// that may change the placement and while anything is pending (a
+// handshake, a shard starting or stopping, a quarantine, a waiter for
+// the settled view), membersTickQuiet once a tick finds nothing to do:
+// twenty ticks a second of every member of an idle cluster were a
+// wake-up of its process each, for nothing.
 const (
 	membersTickBusy  = 50 * time.Millisecond
 	membersTickQuiet = 500 * time.Millisecond
