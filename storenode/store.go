@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -15,7 +16,9 @@ import (
 // Store is one node's local object store: the buffers, their progress,
 // pinning and LRU eviction under a capacity. It lives outside the store
 // node actor so that its contents survive the actor's restarts. It starts
-// no goroutines and reads no clock; it is safe for concurrent use.
+// no goroutines and reads no clock (an object of 4 MiB or more that
+// Remove drops has the allocator collect garbage in the background:
+// bufalloc.Released); it is safe for concurrent use.
 type Store struct {
 	mu       sync.Mutex
 	capacity int64
@@ -400,6 +403,11 @@ func (s *Store) Remove(id string, err error) bool {
 		return false
 	}
 	s.removeLocked(o, err)
+	// A Delete: its memory is for the next object once nothing else
+	// holds it. (Not a Reduce's outputs, which Abort drops while the
+	// Reduce goes on: collections in the middle of a sliced AllReduce
+	// cost more than the memory they freed saved.)
+	bufalloc.Released(int(o.accounted))
 	return true
 }
 
