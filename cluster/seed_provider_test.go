@@ -185,40 +185,23 @@ func TestSeedProviderPollsLessWhileNothingChanges(t *testing.T) {
 	// Refresh 10 ms, quiet at 100 ms; a stays in the topology however
 	// many checks it misses.
 	p := testSeedProvider(t, 1<<20, 2*time.Second, nil, a.host())
-	topologies := make(chan []string, 1)
-	p.start(&seedNode{ID: "self", Address: "127.0.0.1", Port: 2, ClusterName: seedTestCluster}, func(ms []*pcluster.Member) {
-		select {
-		case topologies <- topologyIDs(ms):
-		default:
-		}
+	p.start(&seedNode{ID: "self", Address: "127.0.0.1", Port: 2, ClusterName: seedTestCluster}, func([]*pcluster.Member) {})
+	wait := func() time.Duration {
+		p.pace.mu.Lock()
+		defer p.pace.mu.Unlock()
+		return p.pace.cur
+	}
+	eventually(t, 10*time.Second, "the polls of an unchanged topology spaced out to quietFactor refresh intervals", func() bool {
+		return wait() == quietFactor*10*time.Millisecond
 	})
-	select {
-	case ids := <-topologies:
-		wantIDs(t, "first poll", ids, "a")
-	case <-time.After(10 * time.Second):
-		t.Fatal("no topology published")
-	}
-	time.Sleep(500 * time.Millisecond) // past the back-off: 20+40+80+100 ms
 	before := a.checks.Load()
-	time.Sleep(time.Second)
-	// A busy machine polls less, never more: at the refresh interval
-	// this second would have held about 100 checks.
-	if n := a.checks.Load() - before; n > 25 {
-		t.Fatalf("%d checks in a second of an unchanged topology, want about 10 (quietFactor x 10 ms apart)", n)
-	}
-
 	a.mode.Store(failing) // a miss: the next checks come at the refresh interval
-	deadline := time.Now().Add(10 * time.Second)
-	for p.HealthError("a") == nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	before = a.checks.Load()
-	time.Sleep(time.Second)
-	// At most 10 a second spaced out; a loaded machine may fit fewer
-	// than 100 in, but more than 15.
-	if n := a.checks.Load() - before; n < 15 {
-		t.Fatalf("%d checks in a second of a member missing them, want about 100 (one per 10 ms refresh)", n)
-	}
+	eventually(t, 10*time.Second, "a missed check brings the polls back to the refresh interval", func() bool {
+		return p.HealthError("a") != nil && wait() == 10*time.Millisecond
+	})
+	eventually(t, 10*time.Second, "a's checks go on while it misses them", func() bool {
+		return a.checks.Load() >= before+3 && wait() == 10*time.Millisecond
+	})
 }
 
 // TestSeedProviderToleratesMisses: a member that misses fewer checks in a

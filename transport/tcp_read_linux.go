@@ -31,27 +31,15 @@ const maxIov = 4
 
 // rawReadv is readv(2) of iov on fd as a raw system call; empty slices
 // are skipped.
-func rawReadv(fd uintptr, iov [][]byte) (int, syscall.Errno) {
-	var v [maxIov]unix.Iovec
-	n := 0
-	for _, b := range iov {
-		if len(b) == 0 || n == maxIov {
-			continue
-		}
-		v[n].Base = &b[0]
-		v[n].SetLen(len(b))
-		n++
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	r, _, e := syscall.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&v[0])), uintptr(n))
-	return int(r), e
-}
+func rawReadv(fd uintptr, iov [][]byte) (int, syscall.Errno) { return rawv(unix.SYS_READV, fd, iov) }
 
 // rawWritev is writev(2) of iov on fd as a raw system call; empty slices
 // are skipped.
-func rawWritev(fd uintptr, iov [][]byte) (int, syscall.Errno) {
+func rawWritev(fd uintptr, iov [][]byte) (int, syscall.Errno) { return rawv(unix.SYS_WRITEV, fd, iov) }
+
+// rawv is readv(2) or writev(2) (trap) of up to maxIov non-empty slices
+// of iov.
+func rawv(trap, fd uintptr, iov [][]byte) (int, syscall.Errno) {
 	var v [maxIov]unix.Iovec
 	n := 0
 	for _, b := range iov {
@@ -68,7 +56,7 @@ func rawWritev(fd uintptr, iov [][]byte) (int, syscall.Errno) {
 	if n == 0 {
 		return 0, 0
 	}
-	r, _, e := syscall.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&v[0])), uintptr(n))
+	r, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&v[0])), uintptr(n))
 	return int(r), e
 }
 
