@@ -132,9 +132,17 @@ type MemberConfig struct {
 	// no message codecs built before the first operation (in a process
 	// no other member warmed), no stated link rate taken as its bandwidth,
 	// no choice of the pages of large buffers (4 KiB ones, unless the
-	// process chose otherwise) (warmup.go). For measuring what the
+	// process chose otherwise), no warm memory (warmup.go). For measuring what the
 	// warm-up saves (hoplite bench --peers cold).
 	NoWarmUp bool
+	// WarmMemory is how many bytes of memory for large object buffers
+	// the warm-up faults in and keeps for the first buffers of 4 MiB or
+	// more the process makes (bufalloc.Reserve, once per process, so the
+	// members of an embedded cluster share it): DefaultWarmMemory if 0,
+	// none if negative or NoWarmUp. It is held until buffers take it,
+	// beside a ballast of as much untouched address space (see
+	// bufalloc.Reserve).
+	WarmMemory int64
 	// ActorSubscribes makes this member's Reduce coordinators subscribe to
 	// their sources by actor message, as before a Subscribe could travel
 	// on the data plane (shard.ServeSubscribe; benchmarks: both in one
@@ -302,6 +310,12 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	}
 	if c.InlineLimit == 0 {
 		c.InlineLimit = 64 << 10
+	}
+	if c.WarmMemory == 0 {
+		c.WarmMemory = DefaultWarmMemory
+	}
+	if c.WarmMemory > maxWarmMemory {
+		return bad("warm memory %d bytes: at most %d", c.WarmMemory, int64(maxWarmMemory))
 	}
 	if c.DefaultTimeout <= 0 {
 		c.DefaultTimeout = 30 * time.Second

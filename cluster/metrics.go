@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
+
 	"github.com/hoplite-go/hoplite/events"
 	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -92,6 +94,8 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		usage(func(u storeUsage) float64 { return float64(u.Objects) }))
 	mm.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_store_evictions_total",
 		Help: "Copies this member's store evicted to make room."}, usage(func(u storeUsage) float64 { return float64(u.Evictions) })))
+	gauge("hoplite_warm_memory_bytes", "Memory for large object buffers that this process's warm-up faulted in and no buffer took yet (hoplite node -warm-memory).",
+		func() float64 { return float64(bufalloc.Reserved()) })
 	gauge("hoplite_latency_seconds", "The control-plane latency L this member measured (the reduce cost model's).", func() float64 {
 		if m.estimator == nil {
 			return 0

@@ -56,3 +56,38 @@ func pagesLines(log string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A member process faults in -warm-memory at its warm-up and reports it
+// on /metrics (hoplite_warm_memory_bytes): the first large object it
+// receives is cut from it, to the next huge page boundary; with
+// -warm-memory 0 it holds none.
+func TestProcessWarmMemory(t *testing.T) {
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 2)
+	warm := startNode(t, bin, slots[0], seeds, "-warm-memory", "16MiB")
+	none := startNode(t, bin, slots[1], seeds, "-warm-memory", "0")
+	for _, p := range []*nodeProc{warm, none} {
+		p.waitStarted(t, 60*time.Second)
+	}
+	held := func(p *nodeProc) float64 {
+		_, body := scrape(t, p, "/metrics")
+		return sample(body, "hoplite_warm_memory_bytes", "")
+	}
+	if got := held(warm); got != 16<<20 {
+		t.Fatalf("-warm-memory 16MiB: hoplite_warm_memory_bytes %v, want %v", got, 16<<20)
+	}
+	if got := held(none); got != 0 {
+		t.Fatalf("-warm-memory 0: hoplite_warm_memory_bytes %v, want 0", got)
+	}
+	if log := warm.stderr.String(); !strings.Contains(log, "memory for the first large ones faulted in") {
+		t.Errorf("no log line of the warm memory in:\n%s", tail(pagesLines(log), 10))
+	}
+	c := newTestClient(t)
+	c.converge(t, warm, none)
+	data := randomBytes(36, 9<<20+3)
+	putRetry(t, c.of(none), "warm", data)
+	getExact(t, c.of(warm), "warm", data)
+	if got, want := held(warm), float64(16<<20-10<<20); got != want {
+		t.Fatalf("after a 9 MiB object was received: hoplite_warm_memory_bytes %v, want %v (16 MiB less the object to its next huge page)", got, want)
+	}
+}

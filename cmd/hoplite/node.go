@@ -56,7 +56,7 @@ type nodeFlags struct {
 	reduceChunkDelay, stallTimeout, timerSlack                  time.Duration
 	healthMisses                                                int
 	logFormat, logLevel, reduceShape, allReduceShape            string
-	pages                                                       string
+	pages, warmMemory                                           string
 	tlsCert, tlsKey, tlsCA                                      string
 	protocolVersion                                             uint
 	naive, benchAgent, pprof, actorLocates                      bool
@@ -95,7 +95,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noRingGather, "no-ring-gather", false, "benchmarks: a sliced AllReduce's gathers fetch every slice from its root, not around the ring of participants")
 	fs.BoolVar(&f.actorSubscribes, "actor-subscribes", false, "benchmarks: Reduce coordinators subscribe to their sources by actor message instead of on the data plane")
 	fs.StringVar(&f.pages, "pages", "auto", "pages behind object buffers of 4 MiB or more: auto (the warm-up measures which of 4 KiB and transparent huge pages costs this machine less to fault in), small or huge")
-	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured, 4 KiB pages for object buffers unless -pages says otherwise)")
+	fs.StringVar(&f.warmMemory, "warm-memory", "64MiB", "memory for the first object buffers of 4 MiB or more, faulted in at the warm-up and kept for them (0: none)")
+	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured, 4 KiB pages for object buffers unless -pages says otherwise, no -warm-memory)")
 	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
@@ -145,6 +146,12 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	if err != nil || chunk < 0 || chunk > 64<<20 || (chunk == 0 && f.chunk != "auto") {
 		return cluster.MemberConfig{}, fmt.Errorf("-chunk-size %q: want 1 byte .. 64MiB, or auto", f.chunk)
 	}
+	warmMemory := int64(-1) // "0": none (MemberConfig's 0 is the default)
+	if f.warmMemory != "0" {
+		if warmMemory, err = parseSize(f.warmMemory); err != nil {
+			return cluster.MemberConfig{}, fmt.Errorf("-warm-memory: %w (or 0 for none)", err)
+		}
+	}
 	var linkRate float64
 	if f.linkRate != "" {
 		bw, err := bench.ParseBandwidth(f.linkRate)
@@ -164,7 +171,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
-		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, NoWarmUp: f.noWarmUp, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, NoWarmUp: f.noWarmUp, WarmMemory: warmMemory, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.

@@ -26,8 +26,13 @@ func Make(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	if n >= HugeMin && hugeChosen() {
-		return makeHuge(n)
+	if n >= HugeMin {
+		if b := takeReserved(n); b != nil {
+			return b
+		}
+		if hugeChosen() {
+			return makeHuge(n)
+		}
 	}
 	return makeNoZero(n)[:n:n]
 }

@@ -19,11 +19,23 @@ import (
 	"time"
 )
 
-// Period is how often a Meter samples. Every sample wakes the process:
-// at 20 ms the Meters of an idle 16-member cluster woke it 800 times a
-// second. A busy machine stays busy for many periods, and a peak is
-// remembered for seconds (HalfLife), so ten samples a second find it.
+// Period is how often a Meter samples while the process runs on time.
+// Every sample wakes the process: at BusyPeriod the Meters of an idle
+// 16-member cluster woke it 800 times a second, for nothing.
 const Period = 100 * time.Millisecond
+
+// BusyPeriod is how often a Meter samples once it has seen a delay of
+// BusyLag or more, until the peak decays below it again. A sample sees
+// only its own wake-up: at Period, a machine that stalls its goroutines
+// in bursts shorter than the period is mostly missed, and the timeouts
+// it should have stretched fire on work that was merely slow (failure
+// tests that passed on an idle machine timed out on a loaded CI runner).
+const BusyPeriod = 20 * time.Millisecond
+
+// BusyLag is the delay from which a Meter samples every BusyPeriod: far
+// above a timer's own slack (1 ms in hoplite node) and an idle machine's
+// wake-up, well below any timeout it stretches.
+const BusyLag = 2 * time.Millisecond
 
 // HalfLife is how fast a peak is forgotten: a machine that was busy a
 // few seconds ago may be busy again, but one idle for a minute is idle.
@@ -67,20 +79,31 @@ func (m *Meter) run() {
 		case <-m.stop:
 			return
 		case now := <-t.C:
-			m.observe(now.Sub(want), now)
-			want = time.Now().Add(Period)
-			t.Reset(Period)
+			next := nextPeriod(m.observe(now.Sub(want), now))
+			want = time.Now().Add(next)
+			t.Reset(next)
 		}
 	}
 }
 
-// observe records one sample of delay d taken at now.
-func (m *Meter) observe(d time.Duration, now time.Time) {
+// nextPeriod is the wait before the next sample once the decayed peak
+// is peak.
+func nextPeriod(peak time.Duration) time.Duration {
+	if peak >= BusyLag {
+		return BusyPeriod
+	}
+	return Period
+}
+
+// observe records one sample of delay d taken at now and returns the
+// peak.
+func (m *Meter) observe(d time.Duration, now time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := decay(m.peak, now.Sub(m.at))
 	m.peak, m.at = max(cur, d), now
 	m.samples++
+	return m.peak
 }
 
 // decay is peak after elapsed has passed.

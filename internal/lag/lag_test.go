@@ -98,3 +98,26 @@ func TestShared(t *testing.T) {
 		t.Fatal("a stopped meter was handed out again")
 	}
 }
+
+// A Meter samples every Period while its peak stays under BusyLag, and
+// every BusyPeriod from the sample that sees a delay of BusyLag until
+// the peak has decayed below it again.
+func TestSamplesFasterWhileBusy(t *testing.T) {
+	m := &Meter{}
+	t0 := time.Now()
+	m.at = t0
+	if got := nextPeriod(m.observe(100*time.Microsecond, t0)); got != Period {
+		t.Fatalf("after a 100 µs delay: next sample in %v, want %v", got, Period)
+	}
+	if got := nextPeriod(m.observe(5*time.Millisecond, t0.Add(Period))); got != BusyPeriod {
+		t.Fatalf("after a 5 ms delay: next sample in %v, want %v", got, BusyPeriod)
+	}
+	// Idle samples after it: the 5 ms peak halves every HalfLife and keeps
+	// the fast pace until it is under BusyLag (after two half-lives: 1.25 ms).
+	if got := nextPeriod(m.observe(0, t0.Add(Period+HalfLife))); got != BusyPeriod {
+		t.Fatalf("one half-life after a 5 ms delay (peak 2.5 ms): next sample in %v, want %v", got, BusyPeriod)
+	}
+	if got := nextPeriod(m.observe(0, t0.Add(Period+2*HalfLife))); got != Period {
+		t.Fatalf("two half-lives after a 5 ms delay (peak 1.25 ms): next sample in %v, want %v", got, Period)
+	}
+}
