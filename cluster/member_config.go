@@ -139,9 +139,7 @@ type MemberConfig struct {
 	// the warm-up faults in and keeps for the first buffers of 4 MiB or
 	// more the process makes (bufalloc.Reserve, once per process, so the
 	// members of an embedded cluster share it): DefaultWarmMemory if 0,
-	// none if negative or NoWarmUp. It is held until buffers take it,
-	// beside a ballast of as much untouched address space (see
-	// bufalloc.Reserve).
+	// none if negative or NoWarmUp. It is held until buffers take it.
 	WarmMemory int64
 	// ActorSubscribes makes this member's Reduce coordinators subscribe to
 	// their sources by actor message, as before a Subscribe could travel

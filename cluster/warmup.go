@@ -43,9 +43,7 @@ import (
 //     faulted in now and kept for them, so that the first operations'
 //     receive copies do not fault in and zero fresh memory page by page
 //     (on the AMD EPYC testbed VM, 62 % of the members' CPU in a new
-//     cluster's first three 32 MiB broadcasts); and a ballast of as much
-//     untouched address space, which keeps the memory of deleted
-//     objects with the process for the next ones.
+//     cluster's first three 32 MiB broadcasts).
 //   - every warmRefresh it pings the peers again, so that their pooled
 //     connections outlive the transport's idle limit while the
 //     application does other work between operations.

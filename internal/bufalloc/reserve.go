@@ -22,22 +22,18 @@ import (
 // (docs/benchmarks.md, "Quiet members"). Faulting the reserve in at
 // warm-up moves that cost before the member reports ready.
 //
-// Beside it, Reserve holds a ballast of n more bytes for the process's
-// life: address space the runtime counts as live heap, never touched, so
-// with no memory behind it. It keeps the collector's heap goal, and with
-// it the memory the runtime keeps rather than returns to the kernel, at
-// least 2n above what the process holds: the memory of the large objects
-// it deleted stays for the next ones. Without it, a member's heap goal
-// was a few MiB once its objects were deleted, the runtime returned their
-// memory to the kernel between two operations, and the next faulted it in
-// again (the third 32 MiB broadcast at 16 members took 1.6-1.9 s of CPU,
-// the others 1.0-1.2 s; docs/benchmarks.md, "Warm memory"). The price is
-// collections up to 2n further apart for the process's other garbage.
+// Only the first buffers come from it; once it is used up, Make
+// allocates from the heap as before. A ballast beside it (untouched
+// address space that keeps the collector's heap goal up, so that the
+// memory of deleted objects stays for the next ones) was tried and left
+// out: it made every rep of a 32 MiB broadcast to 15 as cheap as the
+// first, but the AllReduce dearer, whose tree outputs are garbage
+// without a Delete and, with the goal up, piled into fresh memory
+// (docs/benchmarks.md, "Warm memory").
 //
-// What it holds is bounded by 2n: pieces cut from the reserve keep all of
-// it from the garbage collector until every piece is dropped, the
-// untaken rest stays held until a buffer takes it, and the ballast is n
-// bytes of address space.
+// What it holds is bounded by n: pieces cut from the reserve keep all of
+// it from the garbage collector until every piece is dropped, and the
+// untaken rest stays held until a buffer takes it.
 func Reserve(n int) Reservation {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
@@ -48,17 +44,16 @@ func Reserve(n int) Reservation {
 	if n < HugeMin {
 		return warm.res
 	}
-	b := makeNoZero(n)[:n:n]
+	var b []byte
 	if hugeChosen() {
 		b = makeHuge(n)
+	} else {
+		b = makeNoZero(n)[:n:n]
 	}
 	t0 := time.Now()
 	populate(b)
 	warm.res = Reservation{Bytes: len(b), Took: time.Since(t0), Pages: Current()}
 	warm.rest = b
-	// Not zeroed, never written: the allocation of a fresh heap span is
-	// address space until something touches it.
-	warm.ballast = makeNoZero(n)
 	return warm.res
 }
 
@@ -70,11 +65,10 @@ type Reservation struct {
 }
 
 var warm struct {
-	mu      sync.Mutex
-	done    bool
-	res     Reservation
-	rest    []byte // the untaken part, from a huge page boundary
-	ballast []byte // never touched (see Reserve)
+	mu   sync.Mutex
+	done bool
+	res  Reservation
+	rest []byte // the untaken part, from a huge page boundary
 }
 
 // takeReserved cuts n bytes from the reserve, or returns nil if what is

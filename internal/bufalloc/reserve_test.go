@@ -1,7 +1,6 @@
 package bufalloc
 
 import (
-	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -10,7 +9,7 @@ import (
 func resetReserve() {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
-	warm.done, warm.res, warm.rest, warm.ballast = false, Reservation{}, nil, nil
+	warm.done, warm.res, warm.rest = false, Reservation{}, nil
 }
 
 // Large buffers are cut from the reserve, each at a huge page boundary
@@ -66,23 +65,5 @@ func TestReserveBelowHugeMinIsNone(t *testing.T) {
 	t.Cleanup(resetReserve)
 	if res := Reserve(HugeMin - 1); res.Bytes != 0 || Reserved() != 0 {
 		t.Fatalf("reserved %+v (%d left), want none", res, Reserved())
-	}
-}
-
-// The ballast is held with the reserve, and the collector counts both as
-// live: its heap goal after a collection is at least their sum.
-func TestReserveRaisesTheHeapGoal(t *testing.T) {
-	resetReserve()
-	t.Cleanup(resetReserve)
-	const n = 16 << 20
-	Reserve(n)
-	if len(warm.ballast) != n {
-		t.Fatalf("ballast of %d bytes, want %d", len(warm.ballast), n)
-	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	if ms.HeapAlloc < 2*n || ms.NextGC < 2*n {
-		t.Fatalf("after a collection: %d bytes live, heap goal %d; want both at least %d (the reserve and its ballast)", ms.HeapAlloc, ms.NextGC, 2*n)
 	}
 }
