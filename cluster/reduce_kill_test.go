@@ -150,23 +150,34 @@ func nodeIndex(t *testing.T, id string) int {
 // hundreds of runs can be understood from that one failure.
 func failureLog(t *testing.T) *logrus.Logger {
 	var mu sync.Mutex
-	var lines []string
+	// Proto.Actor's own debug lines (endpoints connecting) outnumber
+	// Hoplite's many times over, and a failure's report is read from its
+	// end: they are kept apart and printed first, Hoplite's lines last.
+	var lines, lib []string
+	keep := func(ring []string, line string) []string {
+		if len(ring) == failureLogLines {
+			ring = ring[1:]
+		}
+		return append(ring, line)
+	}
 	l := logrus.New()
 	l.SetLevel(logrus.DebugLevel)
 	l.SetOutput(writerFunc(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if len(lines) == failureLogLines {
-			lines = lines[1:]
+		if line := string(p); strings.Contains(line, "lib=Proto.Actor") {
+			lib = keep(lib, line)
+		} else {
+			lines = keep(lines, line)
 		}
-		lines = append(lines, string(p))
 		return len(p), nil
 	}))
 	t.Cleanup(func() {
 		if t.Failed() {
 			mu.Lock()
 			defer mu.Unlock()
-			t.Logf("the last %d lines of the cluster's log:\n%s", len(lines), strings.Join(lines, ""))
+			t.Logf("the last %d lines of Proto.Actor's log:\n%s", len(lib), strings.Join(lib, ""))
+			t.Logf("the last %d lines of the cluster's own log:\n%s", len(lines), strings.Join(lines, ""))
 		}
 	})
 	return l
@@ -176,7 +187,8 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// failureLogLines is how many lines failureLog keeps (HOPLITE_FAILURE_LOG_LINES).
+// failureLogLines is how many lines of each kind failureLog keeps
+// (HOPLITE_FAILURE_LOG_LINES).
 var failureLogLines = func() int {
 	if n, err := strconv.Atoi(os.Getenv("HOPLITE_FAILURE_LOG_LINES")); err == nil && n > 0 {
 		return n
