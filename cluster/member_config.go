@@ -181,6 +181,12 @@ type MemberConfig struct {
 	TLSCert, TLSKey, TLSCA string
 	// Hooks are fault-injection points in the store node (tests).
 	Hooks Hooks
+	// ProbeDelay (fault injection, tests) makes this member wait this long
+	// before it probes a member it suspects, so that it learns of the
+	// failure from the others' notices first: a test that delays all
+	// members but one sees that one's notice relayed over the overlay.
+	// Default 0: probe at once.
+	ProbeDelay time.Duration
 	// ShardHook runs before each message a directory shard of this member
 	// receives (a hook that panics crashes that shard; tests).
 	ShardHook func(shard string, msg any)

@@ -95,6 +95,13 @@ func (m *Member) detect() {
 			}
 			probing[id] = true
 			go func() {
+				if d := m.cfg.ProbeDelay; d > 0 {
+					select {
+					case <-time.After(d):
+					case <-m.quit:
+						return
+					}
+				}
 				// A process being killed may still accept connections for a
 				// moment after its data connections broke: look twice more.
 				dead, err := probe(addr)
@@ -312,6 +319,10 @@ func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
 		return // the whole cluster stops: nobody failed
 	}
 	id, addr := d.Notice.Subject, d.Notice.SubjectAddress
+	// Once per failure and member, whichever path published the failure
+	// first: who originated the notice and who handed it here is what
+	// shows the overlay at work ("from" is empty at the origin).
+	m.log.WithFields(logrus.Fields{"failed": id, "origin": d.Notice.Origin, "from": d.From}).Info("failure notice delivered")
 	if id == m.id {
 		m.fail(fmt.Errorf("%w (notice from %s)", ErrExpelled, d.Notice.Origin))
 		return

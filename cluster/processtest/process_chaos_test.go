@@ -49,23 +49,17 @@ import (
 //   - barrier: every participant passes exactly once, whichever replica's
 //     member died;
 //   - every member alive at a kill publishes the failure exactly once
-//     (its revoke delivery's "member failed" or its shard's "node failed"); over the whole run at least one notice reached a
-//     member through a forwarder (origin ≠ sender).
+//     (its revoke delivery's "member failed" or its shard's "node failed").
 //
-// Default: seeds 1 and 2, then 3, 4, ... (up to
-// maxDefaultProcessChaosSeeds) until a notice came through a forwarder.
-// HOPLITE_PROCESS_CHAOS_SEEDS=n runs seeds 1..n; HOPLITE_PROCESS_CHAOS_SEED=s
-// runs seed s alone.
+// How many notices came through a relay (origin ≠ sender) is logged, not
+// asserted: most survivors detect a SIGKILL themselves, and on a fast
+// machine all of them may. TestProcessFailureNoticeRelayed makes the
+// relays carry a notice.
+//
+// Default: seeds 1 and 2. HOPLITE_PROCESS_CHAOS_SEEDS=n runs seeds 1..n;
+// HOPLITE_PROCESS_CHAOS_SEED=s runs seed s alone.
 
 const processChaosN = 8
-
-// maxDefaultProcessChaosSeeds bounds the default run's extra seeds.
-const maxDefaultProcessChaosSeeds = 8
-
-// defaultProcessChaosSeeds says whether no variable chose the seeds.
-func defaultProcessChaosSeeds() bool {
-	return os.Getenv("HOPLITE_PROCESS_CHAOS_SEED") == "" && os.Getenv("HOPLITE_PROCESS_CHAOS_SEEDS") == ""
-}
 
 func processChaosSeeds(t *testing.T) []uint64 {
 	if s := os.Getenv("HOPLITE_PROCESS_CHAOS_SEED"); s != "" {
@@ -96,27 +90,12 @@ func TestProcessChaos(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
 	forwarded := 0
-	seeds := processChaosSeeds(t)
-	run := func(seed uint64) {
+	for _, seed := range processChaosSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			forwarded += runProcessChaos(t, bin, seed)
 		})
 	}
-	for _, seed := range seeds {
-		run(seed)
-	}
-	// Whether a notice first reaches a member through a forwarder depends
-	// on timing (most members are the origin's direct neighbours, and
-	// several detect a failure themselves): two seeds saw none in about
-	// one run in six, before and after any change. The default run draws
-	// more seeds until one does.
-	for seed := uint64(len(seeds)) + 1; defaultProcessChaosSeeds() && !t.Failed() && forwarded == 0 && seed <= maxDefaultProcessChaosSeeds; seed++ {
-		run(seed)
-	}
-	if !t.Failed() && forwarded == 0 {
-		t.Fatal("no failure notice reached any member through a forwarder (origin ≠ from): the binomial graph's relays were never exercised")
-	}
-	t.Logf("notices delivered through a forwarder: %d", forwarded)
+	t.Logf("notices delivered through a relay: %d", forwarded)
 }
 
 // processChaos is one seed's cluster and what happened to it.
@@ -542,8 +521,10 @@ func (pc *processChaos) checkNotices() int {
 				pc.t.Fatalf("seed %d: %s published the failure of %s %d times, want once", pc.seed, w.id, k.victim.id, len(lines))
 			}
 			// from is "" where the notice originated here.
-			if e := lines[0]; e.str("from") != "" && e.str("origin") != e.str("from") {
-				forwarded++
+			for _, e := range noticesDelivered(w, k.victim.id) {
+				if e.str("from") != "" && e.str("origin") != e.str("from") {
+					forwarded++
+				}
 			}
 		}
 	}

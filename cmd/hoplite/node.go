@@ -53,7 +53,7 @@ type nodeFlags struct {
 	managePort, shards, reduceDegree                            int
 	capacity, chunk, linkRate                                   string
 	refresh, joinTimeout, chunkDelay, healthTimeout             time.Duration
-	reduceChunkDelay, stallTimeout, timerSlack                  time.Duration
+	reduceChunkDelay, stallTimeout, timerSlack, probeDelay      time.Duration
 	healthMisses                                                int
 	logFormat, logLevel, reduceShape, allReduceShape            string
 	pages, warmMemory                                           string
@@ -104,6 +104,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 	fs.DurationVar(&f.reduceChunkDelay, "test-reduce-chunk-delay", 0, "fault injection: sleep this long before each chunk a reduce task combines or gathers")
+	fs.DurationVar(&f.probeDelay, "test-probe-delay", 0, "fault injection: wait this long before probing a suspected member, so that this member learns of a failure from the others' notices")
 }
 
 func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
@@ -172,7 +173,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
 		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, NoWarmUp: f.noWarmUp, WarmMemory: warmMemory, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
-		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA}
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA, ProbeDelay: f.probeDelay}
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.
 	if d := f.chunkDelay; d > 0 {
@@ -191,7 +192,7 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(flagOutput(stderr, "node"))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), nodeUsage)
-		printFlags(fs, "protocol-version", "test-chunk-delay", "test-reduce-chunk-delay")
+		printFlags(fs, "protocol-version", "test-chunk-delay", "test-reduce-chunk-delay", "test-probe-delay")
 	}
 	var f nodeFlags
 	f.register(fs)
