@@ -140,6 +140,9 @@ type MemberConfig struct {
 	// more the process makes (bufalloc.Reserve, once per process, so the
 	// members of an embedded cluster share it): DefaultWarmMemory if 0,
 	// none if negative or NoWarmUp. It is held until buffers take it.
+	// Up to as much of the memory of large buffers that nothing
+	// references any more is then kept for the next ones (bufalloc.Keep)
+	// instead of going back to the kernel.
 	WarmMemory int64
 	// ActorSubscribes makes this member's Reduce coordinators subscribe to
 	// their sources by actor message, as before a Subscribe could travel

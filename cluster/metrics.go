@@ -94,8 +94,8 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		usage(func(u storeUsage) float64 { return float64(u.Objects) }))
 	mm.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_store_evictions_total",
 		Help: "Copies this member's store evicted to make room."}, usage(func(u storeUsage) float64 { return float64(u.Evictions) })))
-	gauge("hoplite_warm_memory_bytes", "Memory for large object buffers that this process's warm-up faulted in and no buffer took yet (hoplite node -warm-memory).",
-		func() float64 { return float64(bufalloc.Reserved()) })
+	gauge("hoplite_warm_memory_bytes", "Memory for large object buffers that this process holds faulted in for the next ones: what its warm-up faulted in and no buffer took yet, and the buffers nothing references any more that it kept (hoplite node -warm-memory).",
+		func() float64 { return float64(bufalloc.Reserved() + bufalloc.Kept()) })
 	gauge("hoplite_latency_seconds", "The control-plane latency L this member measured (the reduce cost model's).", func() float64 {
 		if m.estimator == nil {
 			return 0

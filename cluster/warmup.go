@@ -43,7 +43,11 @@ import (
 //     faulted in now and kept for them, so that the first operations'
 //     receive copies do not fault in and zero fresh memory page by page
 //     (on the AMD EPYC testbed VM, 62 % of the members' CPU in a new
-//     cluster's first three 32 MiB broadcasts).
+//     cluster's first three 32 MiB broadcasts). As much again of the
+//     memory of large buffers that nothing references any more is kept
+//     for the next ones (bufalloc.Keep): the runtime would give it back
+//     to the kernel within seconds, and the next operation after a
+//     pause faulted it in afresh.
 //   - every warmRefresh it pings the peers again, so that their pooled
 //     connections outlive the transport's idle limit while the
 //     application does other work between operations.
@@ -265,6 +269,7 @@ func (w *warmer) reserve() {
 		return
 	}
 	r := bufalloc.Reserve(int(min(n, int64(math.MaxInt))))
+	bufalloc.Keep(int(min(n, int64(math.MaxInt))))
 	reserveLogged.Do(func() {
 		w.m.log.WithFields(map[string]any{"bytes": r.Bytes, "took": r.Took.Round(time.Millisecond).String(), "pages": r.Pages.String()}).
 			Info("object buffers: memory for the first large ones faulted in")

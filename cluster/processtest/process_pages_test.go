@@ -1,6 +1,7 @@
 package processtest
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,5 +90,35 @@ func TestProcessWarmMemory(t *testing.T) {
 	getExact(t, c.of(warm), "warm", data)
 	if got, want := held(warm), float64(16<<20-10<<20); got != want {
 		t.Fatalf("after a 9 MiB object was received: hoplite_warm_memory_bytes %v, want %v (16 MiB less the object to its next huge page)", got, want)
+	}
+
+	// The next does not fit in the 6 MiB left: its buffer is the heap's.
+	// Once it is deleted and nothing references it, the member keeps its
+	// memory for the next buffers (bufalloc.Keep, up to -warm-memory):
+	// 10 MiB, the object rounded up to a huge page, and a huge page more
+	// if the member chose huge pages (to align it).
+	data2 := randomBytes(37, 9<<20+5)
+	putRetry(t, c.of(none), "warm-2", data2)
+	getExact(t, c.of(warm), "warm-2", data2)
+	if got, want := held(warm), float64(6<<20); got != want {
+		t.Fatalf("with a second 9 MiB object held: hoplite_warm_memory_bytes %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.of(none).Delete(ctx, "warm-2"); err != nil {
+		t.Fatal(err)
+	}
+	var got float64
+	for ctx.Err() == nil {
+		if got = held(warm); got == 16<<20 || got == 18<<20 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got != 16<<20 && got != 18<<20 {
+		t.Fatalf("after the second object was deleted: hoplite_warm_memory_bytes %v, want 6 MiB left and its buffer's 10 or 12 MiB kept", got)
+	}
+	if got := held(none); got != 0 {
+		t.Fatalf("-warm-memory 0: hoplite_warm_memory_bytes %v after a Delete, want 0 (nothing kept)", got)
 	}
 }

@@ -30,6 +30,9 @@ func Make(n int) []byte {
 		if b := takeReserved(n); b != nil {
 			return b
 		}
+		if keeping() {
+			return makeKept(n)
+		}
 		if hugeChosen() {
 			return makeHuge(n)
 		}
