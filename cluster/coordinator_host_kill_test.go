@@ -64,7 +64,10 @@ func runCoordinatorHostKill(t *testing.T, kind, when string) {
 		}
 		close(kill)
 		end := time.Now().Add(10 * time.Second)
-		for !l.Member(victim).crashed.Load() && time.Now().Before(end) {
+		// Silenced, not only crashed: a reply the coordinator sent in
+		// between could still reach the caller, the OK of an attempt
+		// whose only copy of the target then died with its member.
+		for !l.Member(victim).silenced.Load() && time.Now().Before(end) {
 			time.Sleep(time.Millisecond)
 		}
 	}

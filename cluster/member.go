@@ -177,6 +177,13 @@ type Member struct {
 	// crashed is set first thing by crash: its data plane then refuses
 	// its own actors' requests (watchedTransport.down).
 	crashed atomic.Bool
+	// silenced is set by crash once Proto.Actor remote and the data plane
+	// are shut down: from then on nothing this member's actors send
+	// reaches another member. Between crashed and silenced an actor's
+	// message may still get out, as one sent just before a real crash
+	// does; a test that holds an actor "until the kill took effect" waits
+	// for silenced.
+	silenced atomic.Bool
 	// closing is set by quiesce: the whole cluster stops, and this member
 	// takes no other member's departure for a failure or a leave.
 	closing atomic.Bool

@@ -153,6 +153,7 @@ func (m *Member) crash(gone error) {
 		if m.closeData != nil {
 			m.closeData()
 		}
+		m.silenced.Store(true)
 		if m.store != nil {
 			m.store.Fail(gone)
 		}
