@@ -3,6 +3,7 @@ package processtest
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,15 +50,7 @@ func TestProcessFailureNoticeRelayed(t *testing.T) {
 	// Ranks are the sorted member ids (internal/revoke's Overlay).
 	origin := nodes[0]
 	ranked := slices.Clone(nodes)
-	slices.SortFunc(ranked, func(a, b *nodeProc) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ranked, func(a, b *nodeProc) int { return strings.Compare(a.id, b.id) })
 	r := slices.Index(ranked, origin)
 	at := func(d int) *nodeProc { return ranked[((r+d)%n+n)%n] }
 	victim := at(4)

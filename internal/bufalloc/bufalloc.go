@@ -50,10 +50,18 @@ func Make(n int) []byte {
 // is not zeroed), so it costs address space and the heap's accounting,
 // not memory.
 func makeHuge(n int) []byte {
-	raw := makeNoZero(n + hugePage)
+	return alignedIn(makeNoZero(n+hugePage), n, true)
+}
+
+// alignedIn is the n bytes of raw from its first huge page boundary
+// (raw holds a huge page more than n), asking for huge pages behind them
+// if advise (memory the advice was not given for yet).
+func alignedIn(raw []byte, n int, advise bool) []byte {
 	off := alignOffset(raw)
 	b := raw[off : off+n : off+n]
-	adviseHuge(b)
+	if advise {
+		adviseHuge(b)
+	}
 	return b
 }
 

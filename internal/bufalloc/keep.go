@@ -34,6 +34,7 @@ func Keep(n int) {
 	keep.limit = max(n, 0)
 	for size, bases := range keep.free {
 		for len(bases) > 0 && keep.held > keep.limit {
+			bases[len(bases)-1] = nil // the backing array would keep it alive
 			bases = bases[:len(bases)-1]
 			keep.held -= size
 		}
@@ -106,13 +107,9 @@ func makeKept(n int) []byte {
 	} else {
 		raw = makeNoZero(size)[:size:size]
 	}
-	off := 0
+	b := raw[:n:n]
 	if huge {
-		off = alignOffset(raw)
-	}
-	b := raw[off : off+n : off+n]
-	if base == nil && huge {
-		adviseHuge(b)
+		b = alignedIn(raw, n, base == nil)
 	}
 	// The finalizer captures the size only: a reference to the buffer
 	// would keep it reachable for good.

@@ -155,6 +155,14 @@ func TestKeepHoldsOnlyUnreachableBuffersWithinItsBound(t *testing.T) {
 	if Kept() != 0 {
 		t.Fatalf("kept %d bytes after Keep(%d)", Kept(), size-1)
 	}
+	keep.mu.Lock()
+	bases := keep.free[size]
+	for i, p := range bases[:cap(bases)] {
+		if p != nil {
+			t.Errorf("a dropped allocation still referenced at %d of the keep's list: the collector cannot free it", i)
+		}
+	}
+	keep.mu.Unlock()
 }
 
 // Keep(0), the default, keeps nothing: Make sets no finalizer.
