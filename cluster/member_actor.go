@@ -484,13 +484,36 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 			}
 		}
 		entry.Info("member left the topology: spreading a failure notice")
-		if pid := a.m.revokePID.Load(); pid != nil {
-			ctx.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(id, p.address)})
-		}
+		a.originateAfterProbeDelay(ctx, bmg.FailureNotice(id, p.address))
 		go a.m.expelled(id, p.address, rootOf(p.store))
 	}
 	a.greet(ctx)
 	a.reconcile(ctx)
+}
+
+// originateAfterProbeDelay spreads a notice the provider's health checks
+// raised. The checks are this member's own probes, so ProbeDelay (fault
+// injection) holds them back like the detector's: without it a delayed
+// member's provider dropped a SIGKILLed member within one round and
+// originated before the undelayed member's notice reached it (the relay
+// test, under CI load). A notice that arrived in the meantime makes the
+// late Originate a duplicate, which the broadcaster drops.
+func (a *membersActor) originateAfterProbeDelay(ctx actor.Context, n bmg.Notice) {
+	pid := a.m.revokePID.Load()
+	if pid == nil {
+		return
+	}
+	d := a.m.cfg.ProbeDelay
+	if d <= 0 {
+		ctx.Send(pid, &revoke.Originate{Notice: n})
+		return
+	}
+	root := ctx.ActorSystem().Root
+	time.AfterFunc(d, func() {
+		if !a.m.closing.Load() {
+			root.Send(pid, &revoke.Originate{Notice: n})
+		}
+	})
 }
 
 // greet sends the handshake to every member whose outcome is open.

@@ -185,9 +185,11 @@ type MemberConfig struct {
 	// Hooks are fault-injection points in the store node (tests).
 	Hooks Hooks
 	// ProbeDelay (fault injection, tests) makes this member wait this long
-	// before it probes a member it suspects, so that it learns of the
-	// failure from the others' notices first: a test that delays all
-	// members but one sees that one's notice relayed over the overlay.
+	// before it probes a member it suspects, and before it spreads the
+	// failure of a member its provider's health checks dropped, so that it
+	// learns of the failure from the others' notices first: a test that
+	// delays all members but one sees that one's notice relayed over the
+	// overlay.
 	// Default 0: probe at once.
 	ProbeDelay time.Duration
 	// ShardHook runs before each message a directory shard of this member

@@ -104,7 +104,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 	fs.DurationVar(&f.reduceChunkDelay, "test-reduce-chunk-delay", 0, "fault injection: sleep this long before each chunk a reduce task combines or gathers")
-	fs.DurationVar(&f.probeDelay, "test-probe-delay", 0, "fault injection: wait this long before probing a suspected member, so that this member learns of a failure from the others' notices")
+	fs.DurationVar(&f.probeDelay, "test-probe-delay", 0, "fault injection: wait this long before probing a suspected member (or spreading the failure of one the health checks dropped), so that this member learns of a failure from the others' notices")
 }
 
 func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
