@@ -136,11 +136,13 @@ type MemberConfig struct {
 	// warm-up saves (hoplite bench --peers cold).
 	NoWarmUp bool
 	// WarmMemory is how many bytes of memory for large object buffers
-	// the warm-up faults in and keeps for the first buffers of 4 MiB or
-	// more the process makes (bufalloc.Reserve, once per process, so the
+	// the warm-up faults in and keeps for the buffers of 4 MiB or more
+	// the process makes (bufalloc.Reserve, once per process, so the
 	// members of an embedded cluster share it): DefaultWarmMemory if 0,
-	// none if negative or NoWarmUp. It is held until buffers take it.
-	// Up to as much of the memory of large buffers that nothing
+	// none if negative or NoWarmUp. It is held for the life of the
+	// process, and serves the next buffers again whenever the ones cut
+	// from it are unreachable. Up to as much of the memory of large
+	// buffers that nothing
 	// references any more is then kept for the next ones (bufalloc.Keep)
 	// instead of going back to the kernel.
 	WarmMemory int64

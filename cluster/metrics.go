@@ -94,7 +94,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		usage(func(u storeUsage) float64 { return float64(u.Objects) }))
 	mm.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_store_evictions_total",
 		Help: "Copies this member's store evicted to make room."}, usage(func(u storeUsage) float64 { return float64(u.Evictions) })))
-	gauge("hoplite_warm_memory_bytes", "Memory for large object buffers that this process holds faulted in for the next ones: what its warm-up faulted in and no buffer took yet, and the buffers nothing references any more that it kept (hoplite node -warm-memory).",
+	gauge("hoplite_warm_memory_bytes", "Memory for large object buffers that this process holds faulted in, ready for the next ones: what is left of the reserve its warm-up faulted in (all of it again once nothing references the buffers cut from it), and the buffers nothing references any more that it kept (hoplite node -warm-memory).",
 		func() float64 { return float64(bufalloc.Reserved() + bufalloc.Kept()) })
 	gauge("hoplite_latency_seconds", "The control-plane latency L this member measured (the reduce cost model's).", func() float64 {
 		if m.estimator == nil {

@@ -38,12 +38,13 @@ import (
 //     4 KiB pages cost 100 ms of CPU and with huge pages 9 ms; on
 //     another VM huge pages cost twice 4 KiB ones. The measurement
 //     costs a few to some tens of milliseconds at join.
-//   - the memory of the first large object buffers (bufalloc.Reserve,
-//     MemberConfig.WarmMemory, 64 MiB by default, once per process):
+//   - the memory of the large object buffers (bufalloc.Reserve,
+//     MemberConfig.WarmMemory, 128 MiB by default, once per process):
 //     faulted in now and kept for them, so that the first operations'
 //     receive copies do not fault in and zero fresh memory page by page
 //     (on the AMD EPYC testbed VM, 62 % of the members' CPU in a new
-//     cluster's first three 32 MiB broadcasts). As much again of the
+//     cluster's first three 32 MiB broadcasts); once the buffers cut
+//     from it are unreachable, it serves the next ones. As much again of the
 //     memory of large buffers that nothing references any more is kept
 //     for the next ones (bufalloc.Keep): the runtime would give it back
 //     to the kernel within seconds, and the next operation after a
@@ -70,10 +71,13 @@ const (
 	// warmJoinWait bounds how long Join and WaitMembers wait for the
 	// warm-up.
 	warmJoinWait = 3 * time.Second
-	// DefaultWarmMemory is MemberConfig.WarmMemory's default: two
-	// objects of 32 MiB, a new member's first one and the one it makes
-	// before a collection frees the first.
-	DefaultWarmMemory = 64 << 20
+	// DefaultWarmMemory is MemberConfig.WarmMemory's default: what one
+	// AllReduce of 8 x 32 MiB makes per member (its source, sixteen
+	// slices of 4 MiB, the result), the largest working set of the
+	// project's benchmarks. With 64 MiB a new cluster's first AllReduce
+	// beside Gloo was 1.51 times the rest, with 128 MiB 1.17
+	// (docs/benchmarks.md, "The reserve, whole again").
+	DefaultWarmMemory = 128 << 20
 	// maxWarmMemory bounds MemberConfig.WarmMemory.
 	maxWarmMemory = 1 << 40
 	// warmRefresh is how often the peers are pinged again: under half of
@@ -258,11 +262,9 @@ func (w *warmer) warmPeers() []string {
 
 var pagesLogged sync.Once
 
-// choosePages makes the process's page choice (bufalloc.ChoosePages)
-// and logs it, once per process: members of one embedded cluster share
-// their heap.
-// reserve faults in the process's first large buffers' memory (once per
-// process: the first member to warm up does it for all).
+// reserve faults in the memory of the process's large buffers (once per
+// process: the first member to warm up does it for all), which serves
+// them again whenever the ones cut from it are unreachable.
 func (w *warmer) reserve() {
 	n := w.m.cfg.WarmMemory
 	if n <= 0 {
@@ -278,6 +280,9 @@ func (w *warmer) reserve() {
 
 var reserveLogged sync.Once
 
+// choosePages makes the process's page choice (bufalloc.ChoosePages)
+// and logs it, once per process: members of one embedded cluster share
+// their heap.
 func (w *warmer) choosePages() {
 	c := bufalloc.ChoosePages()
 	pagesLogged.Do(func() { w.m.log.Infof("object buffers: %s", c) })

@@ -95,7 +95,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noRingGather, "no-ring-gather", false, "benchmarks: a sliced AllReduce's gathers fetch every slice from its root, not around the ring of participants")
 	fs.BoolVar(&f.actorSubscribes, "actor-subscribes", false, "benchmarks: Reduce coordinators subscribe to their sources by actor message instead of on the data plane")
 	fs.StringVar(&f.pages, "pages", "auto", "pages behind object buffers of 4 MiB or more: auto (the warm-up measures which of 4 KiB and transparent huge pages costs this machine less to fault in), small or huge")
-	fs.StringVar(&f.warmMemory, "warm-memory", "64MiB", "memory for object buffers of 4 MiB or more: faulted in at the warm-up for the first ones, and as much again of freed ones' kept for the next (0: none)")
+	fs.StringVar(&f.warmMemory, "warm-memory", "128MiB", "memory for object buffers of 4 MiB or more: faulted in at the warm-up and used again whenever the buffers cut from it are freed, and as much again of other freed ones' kept for the next (0: none)")
 	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured, 4 KiB pages for object buffers unless -pages says otherwise, no -warm-memory)")
 	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")

@@ -1,17 +1,20 @@
 package bufalloc
 
 import (
+	"runtime"
 	"sync"
 	"time"
+	"unsafe"
+	"weak"
 )
 
 // Reserve makes a buffer of n bytes now, as Make would (huge pages if
 // they were chosen), has the kernel fault in every page of it, and keeps
 // it for the large buffers Make is asked for next: each of HugeMin bytes
 // or more that fits in what is left is cut from it (at a huge page
-// boundary), until it runs out. Once per process; a later call changes
-// nothing and returns what the first did. A member calls it at its
-// warm-up, after ChoosePages.
+// boundary). Once per process; a later call changes nothing and returns
+// what the first did. A member calls it at its warm-up, after
+// ChoosePages.
 //
 // Why: a new process's first large buffers are memory it never touched,
 // and the kernel faults it in and zeroes it page by page under the first
@@ -22,18 +25,28 @@ import (
 // (docs/benchmarks.md, "Quiet members"). Faulting the reserve in at
 // warm-up moves that cost before the member reports ready.
 //
-// Only the first buffers come from it; once it is used up, Make
-// allocates from the heap as before. A ballast beside it (untouched
-// address space that keeps the collector's heap goal up, so that the
-// memory of deleted objects stays for the next ones) was tried and left
-// out: it made every rep of a 32 MiB broadcast to 15 as cheap as the
-// first, but the AllReduce dearer, whose tree outputs are garbage
-// without a Delete and, with the goal up, piled into fresh memory
-// (docs/benchmarks.md, "Warm memory").
+// The reserve is used again and again: once the garbage collector finds
+// every piece cut from it unreachable (a finalizer on the allocation,
+// which the reserve holds only weakly: no reader holds any piece), the
+// whole of it serves the next large buffers again, its memory still
+// faulted in. Buffers that do not fit in what is left are the heap's,
+// as before (and Keep holds them once they are freed). Why: an
+// AllReduce of 8 x 32 MiB makes about 128 MiB of buffers per member
+// each time; a reserve used once served the first and then went back to
+// the heap all at once, whose scavenger handed it back to the kernel,
+// and the second faulted up to 70,000 pages in (docs/benchmarks.md,
+// "Kept memory"). A piece that lives long (an object the application
+// keeps) holds the whole reserve until it goes; the ones after it are
+// cut from what is left meanwhile.
 //
-// What it holds is bounded by n: pieces cut from the reserve keep all of
-// it from the garbage collector until every piece is dropped, and the
-// untaken rest stays held until a buffer takes it.
+// A ballast beside it (untouched address space that keeps the
+// collector's heap goal up, so that the memory of deleted objects stays
+// for the next ones) was tried and left out: it made every rep of a
+// 32 MiB broadcast to 15 as cheap as the first, but the AllReduce
+// dearer, whose tree outputs are garbage without a Delete and, with the
+// goal up, piled into fresh memory (docs/benchmarks.md, "Warm memory").
+//
+// What it holds is bounded by n, held for the life of the process.
 func Reserve(n int) Reservation {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
@@ -44,16 +57,21 @@ func Reserve(n int) Reservation {
 	if n < HugeMin {
 		return warm.res
 	}
-	var b []byte
-	if hugeChosen() {
-		b = makeHuge(n)
-	} else {
-		b = makeNoZero(n)[:n:n]
+	huge := hugeChosen()
+	size := n
+	if huge {
+		size += hugePage // room to align it (makeHuge)
+	}
+	raw := makeNoZero(size)[:size:size]
+	b := raw[:n:n]
+	if huge {
+		b = alignedIn(raw, n, true)
 	}
 	t0 := time.Now()
 	populate(b)
 	warm.res = Reservation{Bytes: len(b), Took: time.Since(t0), Pages: Current()}
-	warm.rest = b
+	warm.gen++
+	warm.open(raw, n, huge, warm.gen)
 	return warm.res
 }
 
@@ -64,36 +82,103 @@ type Reservation struct {
 	Pages Pages         // the pages behind it
 }
 
-var warm struct {
+var warm reserve
+
+// reserve is the process's reserve (Reserve), guarded by mu.
+//
+// Pieces are cut from the reserve's n bytes in order; nothing is given
+// back piece by piece. Once a piece is cut, the reserve holds its
+// allocation only weakly, so that the pieces are what keeps it alive:
+// when the collector finds none of them reachable, the weak reference
+// goes nil and the allocation's finalizer runs, which makes the whole
+// reserve ready to be cut again, its memory still faulted in. Until
+// then the pieces still in use hold it, and what is left after them is
+// cut as before.
+type reserve struct {
 	mu   sync.Mutex
 	done bool
 	res  Reservation
-	rest []byte // the untaken part, from a huge page boundary
+	// whole holds the reserve's n bytes (from a huge page boundary)
+	// while no piece is cut from it: held weakly, an unused reserve would
+	// be finalized and made ready again at every collection.
+	whole []byte
+	// held is the reserve's first byte, weakly, once a piece is cut.
+	held weak.Pointer[byte]
+	// next is how many of the n bytes the cuts took.
+	next int
+	// gen tells a finalizer of a reserve that a test dropped
+	// (resetReserve) from the current one's.
+	gen int
+	// reopened counts how often the whole reserve was made ready again
+	// (tests).
+	reopened int64
+}
+
+// open makes the whole reserve ready to be cut: raw is its allocation,
+// of which n bytes are used, from raw's first huge page boundary if huge.
+// The finalizer that opens it again is set here (a finalizer runs once).
+// r.mu is held.
+func (r *reserve) open(raw []byte, n int, huge bool, gen int) {
+	r.whole, r.next = raw[:n:n], 0
+	if huge {
+		r.whole = alignedIn(raw, n, false)
+	}
+	r.held = weak.Pointer[byte]{}
+	size := len(raw)
+	// The finalizer captures no reference to the allocation: it would
+	// keep it reachable for good.
+	runtime.SetFinalizer(&raw[0], func(p *byte) {
+		warm.mu.Lock()
+		defer warm.mu.Unlock()
+		if warm.gen != gen {
+			return // a test dropped this reserve: the collector frees it
+		}
+		warm.reopened++
+		warm.open(unsafe.Slice(p, size), n, huge, gen)
+	})
+}
+
+// rest is the part of the reserve no piece took yet: nil if none is
+// left, or if the pieces are unreachable and the finalizer that makes
+// the whole ready again has not run yet. r.mu is held.
+func (r *reserve) rest() []byte {
+	if r.whole != nil {
+		return r.whole[r.next:]
+	}
+	p := r.held.Value()
+	if p == nil {
+		return nil
+	}
+	n := r.res.Bytes
+	return unsafe.Slice(p, n)[r.next:n:n]
 }
 
 // takeReserved cuts n bytes from the reserve, or returns nil if what is
-// left is smaller. The next cut starts at the next huge page boundary,
+// ready is smaller. The next cut starts at the next huge page boundary,
 // so that each buffer's whole huge pages are its own.
 func takeReserved(n int) []byte {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
-	if len(warm.rest) < n {
+	rest := warm.rest()
+	if len(rest) < n {
 		return nil
 	}
-	b := warm.rest[:n:n]
-	if step := (n + hugePage - 1) &^ (hugePage - 1); step < len(warm.rest) {
-		warm.rest = warm.rest[step:]
-	} else {
-		warm.rest = nil
+	b := rest[:n:n]
+	if warm.whole != nil {
+		// From now on the pieces keep the allocation alive.
+		warm.held = weak.Make(&warm.whole[0])
+		warm.whole = nil
 	}
+	step := (n + hugePage - 1) &^ (hugePage - 1)
+	warm.next = min(warm.next+step, warm.res.Bytes)
 	return b
 }
 
-// Reserved is how many bytes of the reserve no buffer took yet.
+// Reserved is how many bytes of the reserve are ready to be cut.
 func Reserved() int {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
-	return len(warm.rest)
+	return len(warm.rest())
 }
 
 // touch writes one byte of every 4 KiB page of b.

@@ -1,15 +1,19 @@
 package bufalloc
 
 import (
+	"runtime"
 	"testing"
+	"time"
 	"unsafe"
+	"weak"
 )
 
 // resetReserve forgets the process's reserve (tests only).
 func resetReserve() {
 	warm.mu.Lock()
 	defer warm.mu.Unlock()
-	warm.done, warm.res, warm.rest = false, Reservation{}, nil
+	warm.done, warm.res, warm.whole, warm.held, warm.next, warm.reopened = false, Reservation{}, nil, weak.Pointer[byte]{}, 0, 0
+	warm.gen++ // the dropped reserve's finalizer does nothing
 }
 
 // Large buffers are cut from the reserve, each at a huge page boundary
@@ -27,7 +31,7 @@ func TestReserveServesTheFirstLargeBuffers(t *testing.T) {
 	if again := Reserve(10 * n); again != res {
 		t.Fatalf("a second Reserve made %+v, want the first's %+v", again, res)
 	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(warm.rest)))
+	base := addr(warm.whole)
 	if small := Make(HugeMin - 1); len(small) != HugeMin-1 || Reserved() != n {
 		t.Fatalf("a buffer under HugeMin took from the reserve: %d left of %d", Reserved(), n)
 	}
@@ -66,4 +70,76 @@ func TestReserveBelowHugeMinIsNone(t *testing.T) {
 	if res := Reserve(HugeMin - 1); res.Bytes != 0 || Reserved() != 0 {
 		t.Fatalf("reserved %+v (%d left), want none", res, Reserved())
 	}
+}
+
+// Once every piece cut from the reserve is unreachable, the whole of it
+// is ready again, in the same memory; while one is referenced, only what
+// is left after the pieces is, and an unused reserve stays as it is.
+func TestReserveIsWholeAgainOnceItsPiecesAreUnreachable(t *testing.T) {
+	resetReserve()
+	t.Cleanup(resetReserve)
+	reopened := func() int64 {
+		warm.mu.Lock()
+		defer warm.mu.Unlock()
+		return warm.reopened
+	}
+	const n = 2 * HugeMin // 8 MiB
+	Reserve(n)
+	base := addr(warm.whole)
+	for range 3 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if Reserved() != n || reopened() != 0 {
+		t.Fatalf("an unused reserve: %d bytes ready, made whole %d times; want %d, none", Reserved(), reopened(), n)
+	}
+	if big := Make(n + 1); Reserved() != n || addr(big) == base {
+		t.Fatalf("a buffer larger than the whole reserve: %d bytes ready, want %d", Reserved(), n)
+	}
+	a := Make(HugeMin)
+	b := Make(HugeMin) // the last 4 MiB
+	if addr(a) != base || addr(b) != base+HugeMin {
+		t.Fatalf("pieces at +%d and +%d, want +0 and +%d", addr(a)-base, addr(b)-base, HugeMin)
+	}
+	if Reserved() != 0 {
+		t.Fatalf("%d bytes ready with the whole reserve cut, want none", Reserved())
+	}
+	a[0], a = 7, nil
+	for range 3 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if Reserved() != 0 || reopened() != 0 {
+		t.Fatal("the reserve was made whole again while a piece was still referenced")
+	}
+	b[0] = 1
+	runtime.KeepAlive(b)
+	b = nil
+	collectUntil(t, "the reserve whole again", func() bool { return Reserved() == n })
+	if got := reopened(); got != 1 {
+		t.Errorf("made whole %d times, want once", got)
+	}
+	c := Make(HugeMin)
+	if addr(c) != base {
+		t.Fatalf("the first buffer after the reserve was whole again starts at +%d, want its start", addr(c)-base)
+	}
+	if c[0] != 7 {
+		t.Fatalf("the reserve's first byte is %d, want the 7 written before: not the same memory", c[0])
+	}
+
+	// A piece that stays referenced: the ones after it are cut from what
+	// is left, and dropping them alone does not make the reserve whole.
+	d := Make(HugeMin)
+	if addr(d) != base+HugeMin {
+		t.Fatalf("a piece beside one still referenced at +%d, want +%d", addr(d)-base, HugeMin)
+	}
+	d = nil
+	for range 3 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if Reserved() != 0 || reopened() != 1 {
+		t.Fatalf("with one piece referenced: %d bytes ready, made whole %d times; want none, once", Reserved(), reopened())
+	}
+	runtime.KeepAlive(c)
 }
