@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -32,8 +33,14 @@ func adviseHuge(b []byte) {
 	if last <= first {
 		return
 	}
+	advised.Add(1)
 	_ = unix.Madvise(b[first:last], unix.MADV_HUGEPAGE)
 }
+
+// advised counts adviseHuge's madvise calls (tests: the flags of the
+// mapping that holds a small buffer tell nothing, since the heap may
+// place it in memory a large buffer had advised before).
+var advised atomic.Int64
 
 // thpEnabled is the kernel's transparent huge page setting.
 const thpEnabled = "/sys/kernel/mm/transparent_hugepage/enabled"
