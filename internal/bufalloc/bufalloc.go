@@ -50,13 +50,17 @@ func Make(n int) []byte {
 // is not zeroed), so it costs address space and the heap's accounting,
 // not memory.
 func makeHuge(n int) []byte {
-	return alignedIn(makeNoZero(n+hugePage), n, true)
+	return bufferIn(makeNoZero(n+hugePage), n, true, true)
 }
 
-// alignedIn is the n bytes of raw from its first huge page boundary
+// bufferIn is the buffer of n bytes in the allocation raw: its first n
+// bytes, or with huge pages the n from raw's first huge page boundary
 // (raw holds a huge page more than n), asking for huge pages behind them
 // if advise (memory the advice was not given for yet).
-func alignedIn(raw []byte, n int, advise bool) []byte {
+func bufferIn(raw []byte, n int, huge, advise bool) []byte {
+	if !huge {
+		return raw[:n:n]
+	}
 	off := alignOffset(raw)
 	b := raw[off : off+n : off+n]
 	if advise {

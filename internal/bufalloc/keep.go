@@ -107,10 +107,7 @@ func makeKept(n int) []byte {
 	} else {
 		raw = makeNoZero(size)[:size:size]
 	}
-	b := raw[:n:n]
-	if huge {
-		b = alignedIn(raw, n, base == nil)
-	}
+	b := bufferIn(raw, n, huge, base == nil)
 	// The finalizer captures the size only: a reference to the buffer
 	// would keep it reachable for good.
 	runtime.SetFinalizer(&raw[0], func(p *byte) { keepFreed(p, size) })

@@ -58,15 +58,9 @@ func Reserve(n int) Reservation {
 		return warm.res
 	}
 	huge := hugeChosen()
-	size := n
-	if huge {
-		size += hugePage // room to align it (makeHuge)
-	}
+	size := allocSize(n, huge)
 	raw := makeNoZero(size)[:size:size]
-	b := raw[:n:n]
-	if huge {
-		b = alignedIn(raw, n, true)
-	}
+	b := bufferIn(raw, n, huge, true)
 	t0 := time.Now()
 	populate(b)
 	warm.res = Reservation{Bytes: len(b), Took: time.Since(t0), Pages: Current()}
@@ -119,10 +113,7 @@ type reserve struct {
 // The finalizer that opens it again is set here (a finalizer runs once).
 // r.mu is held.
 func (r *reserve) open(raw []byte, n int, huge bool, gen int) {
-	r.whole, r.next = raw[:n:n], 0
-	if huge {
-		r.whole = alignedIn(raw, n, false)
-	}
+	r.whole, r.next = bufferIn(raw, n, huge, false), 0
 	r.held = weak.Pointer[byte]{}
 	size := len(raw)
 	// The finalizer captures no reference to the allocation: it would
