@@ -143,3 +143,73 @@ func TestRawIOKeepsDeadlines(t *testing.T) {
 		t.Fatalf("rawRead with nothing sent: %v, want the deadline", err)
 	}
 }
+
+// rcvLowat is the socket's SO_RCVLOWAT.
+func rcvLowat(t *testing.T, c *net.TCPConn) int {
+	t.Helper()
+	var v int
+	var gerr error
+	if err := rawOf(t, c).Control(func(fd uintptr) {
+		v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return v
+}
+
+// A payload read on a plain socket asks the kernel to wake it for the
+// payload's whole rest up to payloadLowat (a 256 KiB chunk: one wake-up),
+// never for more than the rest (it would wait for bytes that are not
+// coming); a header read from the socket asks for one byte. Every byte
+// arrives.
+func TestPayloadReadWaitsForItsRest(t *testing.T) {
+	cli, srv := rawTCPPair(t)
+	r := newConnReader(cli)
+	if !r.plain {
+		t.Fatal("a loopback TCP connection is not plain")
+	}
+	payload := bytes.Repeat([]byte("0123456789abcdef"), (payloadLowat+100<<10)/16)
+	hdr := appendFrameHeader(nil, frameData, len(payload))
+	go func() {
+		srv.Write(hdr)
+		srv.Write(payload)
+		srv.Write(appendFrameHeader(nil, frameKeepalive, 0))
+	}()
+	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, len(hdr))
+	if _, err := r.ReadFull(got, false); err != nil || !bytes.Equal(got, hdr) {
+		t.Fatalf("header %x, %v", got, err)
+	}
+	if lw := rcvLowat(t, cli); lw != 1 {
+		t.Fatalf("SO_RCVLOWAT %d after a header read, want 1", lw)
+	}
+	body := make([]byte, len(payload))
+	n, err := r.ReadPayload(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lw := rcvLowat(t, cli); lw != payloadLowat {
+		t.Fatalf("SO_RCVLOWAT %d for a payload of %d bytes, want %d", lw, len(body), payloadLowat)
+	}
+	for n < len(body) {
+		rest := len(body) - n
+		m, err := r.ReadPayload(body[n:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lw := rcvLowat(t, cli); lw > rest {
+			t.Fatalf("SO_RCVLOWAT %d for the last %d bytes of a payload", lw, rest)
+		}
+		n += m
+	}
+	if !bytes.Equal(body, payload) {
+		t.Fatal("other bytes")
+	}
+	got = make([]byte, frameHeaderLen)
+	if _, err := r.ReadFull(got, false); err != nil || got[0] != frameKeepalive {
+		t.Fatalf("next header %x, %v", got, err)
+	}
+}

@@ -25,7 +25,7 @@ import (
 // that will not come): at 400 Mbit/s a receiver woken by every few
 // segments made some 1,400 wake-ups and reads per 32 MiB. Reads of
 // anything else wait for one byte, as by default. A peer that sends a
-// frame's bytes slower than 64 KiB per StallTimeout (2 KiB/s at the
+// frame's bytes slower than 256 KiB per StallTimeout (9 KiB/s at the
 // default 30 s) now looks stalled: a conforming sender writes a frame's
 // payload whole, at the link's pace.
 type connReader struct {
@@ -48,12 +48,23 @@ type connReader struct {
 	relayed int64
 }
 
-// payloadLowat caps the SO_RCVLOWAT of a payload read: 64 KiB stays
-// within the receive buffer a connection starts with (128 KiB here), so
-// asking for it never makes the kernel grow the buffer or clamp the
-// window the sender sees, and it cuts a 256 KiB chunk's wake-ups to
-// about four.
-const payloadLowat = 64 << 10
+// payloadLowat caps the SO_RCVLOWAT of a payload read on a plain TCP
+// socket: a 256 KiB chunk (the chunk at 400 Mbit/s) wakes its reader
+// once. The reader can do nothing with a chunk before its last byte (a
+// relay forwards, a Reduce combines, whole chunks), so waiting for all
+// of it costs no latency but the copy of the last bytes. The kernel
+// grows the socket's receive buffer to hold what a raised SO_RCVLOWAT
+// asks for (and never past half its tcp_rmem maximum), so the sender's
+// window never falls short of it. At 64 KiB, a 32 MiB broadcast to 7 on
+// the testbed made about 3,200 context switches per operation, summed
+// over the members; at 256 KiB about 2,800 (docs/benchmarks.md, "Fewer
+// wake-ups").
+const payloadLowat = 256 << 10
+
+// tlsPayloadLowat is payloadLowat under TLS, where crypto/tls reads the
+// socket a record at a time and may hold bytes it read ahead: the socket
+// may never see a payload's whole rest, so asking for less leaves room.
+const tlsPayloadLowat = 64 << 10
 
 func newConnReader(nc net.Conn) *connReader {
 	r := &connReader{nc: nc}
@@ -95,10 +106,11 @@ func (r *connReader) ReadPayload(p []byte) (int, error) {
 		r.relayed += int64(n)
 		return n, nil
 	}
-	r.setLowat(min(len(p), payloadLowat))
 	if !r.plain {
+		r.setLowat(min(len(p), tlsPayloadLowat))
 		return r.nc.Read(p)
 	}
+	r.setLowat(min(len(p), payloadLowat))
 	r.lookR, r.lookW = 0, 0
 	n, past, err := readPast(r.raw, p, r.look[:])
 	r.lookW = past
