@@ -82,12 +82,33 @@ func (p *positionOutput) undo(out, prev *storenode.Object) {
 }
 
 // release marks the position released without its output and returns
-// that output (nil if none), for the caller to drop (dropReleased).
+// that output (nil if none), for the caller to drop (dropReleased). The
+// position forgets it: see forget.
 func (p *positionOutput) release() (o *storenode.Object, target bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.released = true
-	return p.obj, p.target
+	o, target = p.obj, p.target
+	p.obj = nil
+	return o, target
+}
+
+// forget drops the position's reference to its output once its worker
+// stops (the store keeps a kept target; a dropped output is garbage).
+//
+// Why: a stopped actor's process stays reachable as long as any PID
+// that cached it does (a watcher list that a stop does not clear: the
+// Reduce's coordinator keeps its local workers' PIDs until it stops, and
+// it lingers), and with it the worker and this position. Holding the
+// output too kept a sliced AllReduce's chain outputs and result copy
+// alive past the Delete on the coordinator's member, so the warm-up's
+// reserve there was never whole again and every later AllReduce's
+// buffers there were new memory (docs/benchmarks.md, "The coordinator's
+// member").
+func (p *positionOutput) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.obj = nil
 }
 
 // dropReleased frees a released position's output o. Abort drops the

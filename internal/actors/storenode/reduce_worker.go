@@ -141,6 +141,7 @@ func (w *reduceWorker) do(ctx actor.Context, s storeproto.RunStep) {
 	workerOut.Carry(ctx, w, s.Box, nil)
 	if s.Release {
 		w.release(s.KeepOutput)
+		w.out.forget()
 		ctx.Stop(ctx.Self())
 	}
 }
