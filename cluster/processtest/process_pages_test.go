@@ -2,16 +2,11 @@ package processtest
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hoplite-go/hoplite/internal/coordinator"
-	"github.com/hoplite-go/hoplite/messages"
 )
 
 // A member process chooses the pages of its large object buffers at its
@@ -135,75 +130,5 @@ func TestProcessWarmMemory(t *testing.T) {
 	waitHeld("after the first object was deleted too (the reserve ready again)", 26<<20, 28<<20)
 	if got := held(none); got != 0 {
 		t.Fatalf("-warm-memory 0: hoplite_warm_memory_bytes %v after a Delete, want 0 (nothing kept)", got)
-	}
-}
-
-// A sliced AllReduce's buffers (each member's source, its chain outputs
-// and its copy of the result) are cut from the members' warm memory, and
-// once the Reduce is over and its objects are deleted nothing holds any
-// of them: every member's warm memory is whole again, the coordinator's
-// member's too (a stopped reduce worker's position holds no output: see
-// positionOutput.forget in internal/actors/storenode).
-func TestProcessAllReduceLeavesWarmMemoryWhole(t *testing.T) {
-	bin := hopliteBinary(t)
-	slots, seeds := memberSlots(t, 3)
-	var nodes []*nodeProc
-	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-warm-memory", "64MiB",
-			"-allreduce-shape", coordinator.ShapeSliced, "-link-rate", "2gbit"))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	c := newTestClient(t)
-	c.converge(t, nodes...)
-	held := func(p *nodeProc) float64 {
-		_, body := scrape(t, p, "/metrics")
-		return sample(body, "hoplite_warm_memory_bytes", "")
-	}
-	const whole = 64 << 20
-	// 12 MiB sources: three slices of 4 MiB, each large enough to be cut
-	// from the warm memory (bufalloc.HugeMin).
-	const size = 12 << 20
-	var ids []string
-	want := make([]byte, size)
-	for i, n := range nodes {
-		id := fmt.Sprintf("warm-ar-src-%d", i)
-		data := randomBytes(uint64(500+i), size)
-		for k := 0; k < size; k += 4 {
-			binary.LittleEndian.PutUint32(want[k:], binary.LittleEndian.Uint32(want[k:])+binary.LittleEndian.Uint32(data[k:]))
-		}
-		putRetry(t, c.of(n), id, data)
-		ids = append(ids, id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	const target = "warm-ar"
-	r, err := c.of(nodes[0]).AllReduce(ctx, target, ids, len(nodes), messages.ReduceOp_SUM, messages.DType_INT32)
-	if err != nil {
-		t.Fatalf("AllReduce: %v", err)
-	}
-	if got := r.GetPlan().GetShape(); got != coordinator.ShapeSliced {
-		t.Fatalf("AllReduce: shape %q, want %q", got, coordinator.ShapeSliced)
-	}
-	for _, n := range nodes {
-		getExact(t, c.of(n), target, want)
-		if got := held(n); got >= whole {
-			t.Fatalf("%s: hoplite_warm_memory_bytes %v with its source and its copy of the result held, want less than %v (the buffers cut from it)", n.slot.bind, got, whole)
-		}
-	}
-	for _, id := range append(ids, target) {
-		if err := c.of(nodes[0]).Delete(ctx, id); err != nil {
-			t.Fatalf("Delete %s: %v", id, err)
-		}
-	}
-	for _, n := range nodes {
-		var got float64
-		for got = held(n); got < whole && ctx.Err() == nil; got = held(n) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if got < whole {
-			t.Fatalf("%s: hoplite_warm_memory_bytes %v after the AllReduce's objects were deleted, want at least %v (the warm memory whole again)", n.slot.bind, got, whole)
-		}
 	}
 }
