@@ -25,8 +25,8 @@ import (
 // that will not come): at 400 Mbit/s a receiver woken by every few
 // segments made some 1,400 wake-ups and reads per 32 MiB. Reads of
 // anything else wait for one byte, as by default. A peer that sends a
-// frame's bytes slower than 256 KiB per StallTimeout (9 KiB/s at the
-// default 30 s) now looks stalled: a conforming sender writes a frame's
+// frame's bytes slower than 256 KiB (64 KiB under TLS) per StallTimeout
+// (9 KiB/s at the default 30 s) looks stalled: a conforming sender writes a frame's
 // payload whole, at the link's pace.
 type connReader struct {
 	nc net.Conn

@@ -97,14 +97,15 @@ func (p *positionOutput) release() (o *storenode.Object, target bool) {
 // stops (the store keeps a kept target; a dropped output is garbage).
 //
 // Why: a stopped actor's process stays reachable as long as any PID
-// that cached it does (a watcher list that a stop does not clear: the
-// Reduce's coordinator keeps its local workers' PIDs until it stops, and
-// it lingers), and with it the worker and this position. Holding the
-// output too kept a sliced AllReduce's chain outputs and result copy
-// alive past the Delete on the coordinator's member, so the warm-up's
-// reserve there was never whole again and every later AllReduce's
-// buffers there were new memory (docs/benchmarks.md, "The coordinator's
-// member").
+// that cached it does (the Reduce's coordinator, for one, keeps its
+// local workers' PIDs in its watcher list until it stops), and with it
+// the worker and this position. Holding the output too kept a sliced
+// AllReduce's chain outputs and result copy alive past the Delete on
+// the coordinator's member, so the warm-up's reserve there was never
+// whole again and every later AllReduce's buffers there were new memory
+// (docs/benchmarks.md, "The coordinator's member"; which holder kept the
+// workers that long there is not known, and does not matter once they
+// hold no output).
 func (p *positionOutput) forget() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
