@@ -38,7 +38,7 @@ type memberMetrics struct {
 	reduces      *prometheus.HistogramVec // by result
 	locates      *prometheus.CounterVec   // Locates served on the data plane, by result
 	pushes       *prometheus.CounterVec   // inline AllReduce results pushed to this member on the data plane, by result
-	subscribes   *prometheus.CounterVec   // Reduce coordinators' Subscribes served on the data plane, by result
+	subscribes   *prometheus.CounterVec   // Reduce coordinators' SubscribeBatches served on the data plane, by result
 }
 
 func newMemberMetrics(m *Member) *memberMetrics {
@@ -72,7 +72,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			Help: "Inline AllReduce results that coordinators on other members pushed to this member's store node on the data plane, by result: ok, or the error code of the store node's answer or of the push itself."},
 			[]string{"result"}),
 		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_subscribes_total",
-			Help: "Reduce coordinators' Subscribes to sources that this member's shards served on the data plane, by result: inline (the source's bytes came back in the answer), sent (its updates went as actor messages), or the error code."},
+			Help: "Reduce coordinators' SubscribeBatches (a coordinator's Subscribes to the sources whose shards are on this member) that this member served on the data plane, by result: inline (inline sources' bytes came back in the answer), sent (every update went as actor messages), or the error code."},
 			[]string{"result"}),
 	}
 	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.replans, mm.failures, mm.reduces, mm.locates, mm.pushes, mm.subscribes,

@@ -15,10 +15,12 @@ const (
 	// inline result (Get.pushed) to a participant's member, which hands it
 	// to its store node; the answer is the store node's GetReply.
 	ControlPush byte = 'G'
-	// ControlSubscribe carries a Reduce coordinator's Subscribe to the
-	// member hosting the source's directory shard; the answer is a
-	// SubscribeAnswer.
-	ControlSubscribe byte = 'S'
+	// ControlSubscribe carries a Reduce coordinator's SubscribeBatch to
+	// the member hosting the sources' directory shards; the answer is a
+	// SubscribeAnswer. ('S', a lone Subscribe, is retired: a member that
+	// does not know a kind refuses it, and the coordinator then sends its
+	// Subscribes as actor messages.)
+	ControlSubscribe byte = 'B'
 	// ControlLive carries the live view's gathering from the member a
 	// browser watches: the one kind that is not protobuf, but the JSON of
 	// liveview.Request, answered by a liveview.Batch.

@@ -2616,8 +2616,8 @@ type Subscribe struct {
 	// went before the shard (re)started, so its lost mark went with it.
 	LocatedBefore bool `protobuf:"varint,2,opt,name=located_before,json=locatedBefore,proto3" json:"located_before,omitempty"`
 	// subscriber: where the updates go, for a Subscribe on the data plane
-	// (messages.ControlSubscribe), which has no sender; an actor message's
-	// sender is its subscriber.
+	// (in a SubscribeBatch), which has no sender; an actor message's sender
+	// is its subscriber.
 	Subscriber    *NodeRef `protobuf:"bytes,3,opt,name=subscriber,proto3" json:"subscriber,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2674,11 +2674,59 @@ func (x *Subscribe) GetSubscriber() *NodeRef {
 	return nil
 }
 
-// SubscribeAnswer answers a Subscribe on the data plane. updates are the
-// object's current locations when it is inline (each carries its bytes,
-// so it needs no order against later updates); otherwise they went to the
-// subscriber as actor messages, in order with the later ones, and updates
-// is empty.
+// SubscribeBatch is a Reduce coordinator's Subscribes to the sources
+// whose shards one member hosts, sent together on the data plane
+// (messages.ControlSubscribe): one request per member, not one per
+// source. Each names the coordinator as its subscriber.
+type SubscribeBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Subscribes    []*Subscribe           `protobuf:"bytes,1,rep,name=subscribes,proto3" json:"subscribes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeBatch) Reset() {
+	*x = SubscribeBatch{}
+	mi := &file_hoplite_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeBatch) ProtoMessage() {}
+
+func (x *SubscribeBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeBatch.ProtoReflect.Descriptor instead.
+func (*SubscribeBatch) Descriptor() ([]byte, []int) {
+	return file_hoplite_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SubscribeBatch) GetSubscribes() []*Subscribe {
+	if x != nil {
+		return x.Subscribes
+	}
+	return nil
+}
+
+// SubscribeAnswer answers a SubscribeBatch on the data plane. updates are
+// the current locations of the objects that are inline (each carries its
+// bytes, so it needs no order against later updates); any other object's
+// went to the subscriber as actor messages, in order with the later ones,
+// and are not here.
 type SubscribeAnswer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Updates       []*LocationUpdate      `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
@@ -2688,7 +2736,7 @@ type SubscribeAnswer struct {
 
 func (x *SubscribeAnswer) Reset() {
 	*x = SubscribeAnswer{}
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2748,7 @@ func (x *SubscribeAnswer) String() string {
 func (*SubscribeAnswer) ProtoMessage() {}
 
 func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2761,7 @@ func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeAnswer.ProtoReflect.Descriptor instead.
 func (*SubscribeAnswer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubscribeAnswer) GetUpdates() []*LocationUpdate {
@@ -2732,7 +2780,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +2792,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +2805,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -2793,7 +2841,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2805,7 +2853,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2818,7 +2866,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -2890,7 +2938,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2950,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +2963,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -2951,7 +2999,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3011,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3024,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -3022,7 +3070,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3034,7 +3082,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3047,7 +3095,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -3099,7 +3147,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3111,7 +3159,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3124,7 +3172,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -3188,7 +3236,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3248,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3261,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -3256,7 +3304,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3268,7 +3316,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3281,7 +3329,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -3365,7 +3413,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3425,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3438,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3537,7 +3585,7 @@ type ReduceTaskBatch struct {
 
 func (x *ReduceTaskBatch) Reset() {
 	*x = ReduceTaskBatch{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3549,7 +3597,7 @@ func (x *ReduceTaskBatch) String() string {
 func (*ReduceTaskBatch) ProtoMessage() {}
 
 func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3562,7 +3610,7 @@ func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
 func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
@@ -3585,7 +3633,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3597,7 +3645,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3610,7 +3658,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3667,7 +3715,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3727,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3740,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -3758,7 +3806,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +3818,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +3831,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -3840,7 +3888,7 @@ type ReduceCommit struct {
 
 func (x *ReduceCommit) Reset() {
 	*x = ReduceCommit{}
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +3900,7 @@ func (x *ReduceCommit) String() string {
 func (*ReduceCommit) ProtoMessage() {}
 
 func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +3913,7 @@ func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
 func (*ReduceCommit) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceCommit) GetReduceId() string {
@@ -3927,7 +3975,7 @@ type ReduceCommitted struct {
 
 func (x *ReduceCommitted) Reset() {
 	*x = ReduceCommitted{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +3987,7 @@ func (x *ReduceCommitted) String() string {
 func (*ReduceCommitted) ProtoMessage() {}
 
 func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4000,7 @@ func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
 func (*ReduceCommitted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceCommitted) GetReduceId() string {
@@ -4007,7 +4055,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4019,7 +4067,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4032,7 +4080,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -4078,7 +4126,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4090,7 +4138,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4103,7 +4151,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -4151,7 +4199,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4163,7 +4211,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4176,7 +4224,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4205,7 +4253,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4217,7 +4265,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4230,7 +4278,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4259,7 +4307,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4271,7 +4319,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4284,7 +4332,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4314,7 +4362,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4326,7 +4374,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4339,7 +4387,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{51}
+	return file_hoplite_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4566,6 +4614,10 @@ const file_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"subscriber\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\n" +
 	"subscriber\"D\n" +
+	"\x0eSubscribeBatch\x122\n" +
+	"\n" +
+	"subscribes\x18\x01 \x03(\v2\x12.hoplite.SubscribeR\n" +
+	"subscribes\"D\n" +
 	"\x0fSubscribeAnswer\x121\n" +
 	"\aupdates\x18\x01 \x03(\v2\x17.hoplite.LocationUpdateR\aupdates\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
@@ -4750,7 +4802,7 @@ func file_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4786,28 +4838,29 @@ var file_hoplite_proto_goTypes = []any{
 	(*DeleteObjectReply)(nil), // 31: hoplite.DeleteObjectReply
 	(*DropObject)(nil),        // 32: hoplite.DropObject
 	(*Subscribe)(nil),         // 33: hoplite.Subscribe
-	(*SubscribeAnswer)(nil),   // 34: hoplite.SubscribeAnswer
-	(*Unsubscribe)(nil),       // 35: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),    // 36: hoplite.LocationUpdate
-	(*QueryObject)(nil),       // 37: hoplite.QueryObject
-	(*Location)(nil),          // 38: hoplite.Location
-	(*Transfer)(nil),          // 39: hoplite.Transfer
-	(*ObjectInfo)(nil),        // 40: hoplite.ObjectInfo
-	(*StartReduce)(nil),       // 41: hoplite.StartReduce
-	(*ReduceInput)(nil),       // 42: hoplite.ReduceInput
-	(*ReduceTask)(nil),        // 43: hoplite.ReduceTask
-	(*ReduceTaskBatch)(nil),   // 44: hoplite.ReduceTaskBatch
-	(*ReduceTaskStarted)(nil), // 45: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 46: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 47: hoplite.ReduceInvalidate
-	(*ReduceCommit)(nil),      // 48: hoplite.ReduceCommit
-	(*ReduceCommitted)(nil),   // 49: hoplite.ReduceCommitted
-	(*ReduceRelease)(nil),     // 50: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 51: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 52: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 53: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 54: hoplite.Republish
-	(*RepublishDone)(nil),     // 55: hoplite.RepublishDone
+	(*SubscribeBatch)(nil),    // 34: hoplite.SubscribeBatch
+	(*SubscribeAnswer)(nil),   // 35: hoplite.SubscribeAnswer
+	(*Unsubscribe)(nil),       // 36: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),    // 37: hoplite.LocationUpdate
+	(*QueryObject)(nil),       // 38: hoplite.QueryObject
+	(*Location)(nil),          // 39: hoplite.Location
+	(*Transfer)(nil),          // 40: hoplite.Transfer
+	(*ObjectInfo)(nil),        // 41: hoplite.ObjectInfo
+	(*StartReduce)(nil),       // 42: hoplite.StartReduce
+	(*ReduceInput)(nil),       // 43: hoplite.ReduceInput
+	(*ReduceTask)(nil),        // 44: hoplite.ReduceTask
+	(*ReduceTaskBatch)(nil),   // 45: hoplite.ReduceTaskBatch
+	(*ReduceTaskStarted)(nil), // 46: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 47: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 48: hoplite.ReduceInvalidate
+	(*ReduceCommit)(nil),      // 49: hoplite.ReduceCommit
+	(*ReduceCommitted)(nil),   // 50: hoplite.ReduceCommitted
+	(*ReduceRelease)(nil),     // 51: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 52: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 53: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 54: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 55: hoplite.Republish
+	(*RepublishDone)(nil),     // 56: hoplite.RepublishDone
 }
 var file_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -4844,31 +4897,32 @@ var file_hoplite_proto_depIdxs = []int32{
 	5,  // 31: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
 	4,  // 32: hoplite.DropObject.reason:type_name -> hoplite.Error
 	5,  // 33: hoplite.Subscribe.subscriber:type_name -> hoplite.NodeRef
-	36, // 34: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
-	5,  // 35: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 36: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	4,  // 37: hoplite.LocationUpdate.error:type_name -> hoplite.Error
-	5,  // 38: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 39: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 40: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	38, // 41: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	39, // 42: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 43: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 44: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 45: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 46: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 47: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	42, // 48: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	43, // 49: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
-	4,  // 50: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 51: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 52: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	5,  // 53: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	33, // 34: hoplite.SubscribeBatch.subscribes:type_name -> hoplite.Subscribe
+	37, // 35: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
+	5,  // 36: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 37: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	4,  // 38: hoplite.LocationUpdate.error:type_name -> hoplite.Error
+	5,  // 39: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 40: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 41: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	39, // 42: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	40, // 43: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 44: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 45: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 46: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 47: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 48: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	43, // 49: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	44, // 50: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	4,  // 51: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 52: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 53: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	5,  // 54: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_proto_init() }
@@ -4882,7 +4936,7 @@ func file_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

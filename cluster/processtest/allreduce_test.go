@@ -134,7 +134,17 @@ func TestProcessAllReduce(t *testing.T) {
 	}
 	// A Reduce of sixteen inline sources, which hash to every member's
 	// shards: its coordinator subscribes to those on other members on the
-	// data plane, and their bytes come back in the answers.
+	// data plane, one SubscribeBatch per member, and their bytes come back
+	// in the answers.
+	subscribed := func() float64 {
+		var sum float64
+		for _, n := range nodes {
+			_, body := scrape(t, n, "/metrics")
+			sum += sample(body, "hoplite_data_plane_subscribes_total", `result="inline"`)
+		}
+		return sum
+	}
+	before := subscribed()
 	var many []string
 	wantMany := make([]byte, 4*small)
 	for i := range 16 {
@@ -150,13 +160,11 @@ func TestProcessAllReduce(t *testing.T) {
 		t.Fatalf("inline Reduce of %d sources: %v", len(many), err)
 	}
 	getExact(t, c.of(nodes[0]), "r-small", wantMany)
-	subscribed := 0.0
-	for _, n := range nodes {
-		_, body := scrape(t, n, "/metrics")
-		subscribed += sample(body, "hoplite_data_plane_subscribes_total", `result="inline"`)
-	}
-	if subscribed < 1 {
-		t.Errorf("%v Subscribes answered inline on the data plane, want at least 1", subscribed)
+	// Sixteen sources on four shards' members: one batch to each of the
+	// three other members (a resubscription, after half a second without
+	// the sources, would add more).
+	if n := subscribed() - before; n < 1 || n > float64(len(nodes)-1) {
+		t.Errorf("%v SubscribeBatches answered inline on the data plane, want 1 to %d: one per other member", n, len(nodes)-1)
 	}
 	if err := c.of(nodes[2]).Delete(ctx, "ar-small"); err != nil {
 		t.Fatalf("delete the inline AllReduce's result: %v", err)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -98,6 +99,11 @@ type Coordinator struct {
 	// ended (see subscribe).
 	subscribing map[string]context.CancelFunc
 	over        *atomic.Bool
+	// batches are the Subscribes a step queued for the data plane, by
+	// member address, and batchOrder those addresses in the order of
+	// their first Subscribe (see sendSubscribes).
+	batches    map[string][]queuedSubscribe
+	batchOrder []string
 	// blind are the nodes released without a bandwidth (this member had
 	// measured none). The position that measured a link may report after
 	// the root did (its report crosses another connection), so an ended
@@ -218,7 +224,8 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 		}
 		r := coordinator.NewReductionFor(reduceID, req, start.GetCaller(), rcfg, time.Now(), timeout, L, B)
 		return &Coordinator{cfg: cfg, id: reduceID, start: start, requester: requester, r: r, shardStopped: shardStopped,
-			watched: map[string]string{}, timers: map[any]*time.Timer{}, subscribing: map[string]context.CancelFunc{}, over: new(atomic.Bool)}
+			watched: map[string]string{}, timers: map[any]*time.Timer{}, subscribing: map[string]context.CancelFunc{}, batches: map[string][]queuedSubscribe{},
+			over: new(atomic.Bool)}
 	})
 }
 
@@ -352,6 +359,7 @@ func (c *Coordinator) drain(ctx actor.Context, fx coordinator.Effects) {
 	c.sentAt = sendAt
 	c.holdReply(fx)
 	coordOut.Carry(ctx, c, fx.Box, nil)
+	c.sendSubscribes(ctx)
 	if c.timeSends {
 		// The start of a tree (or a sliced AllReduce's every chain): with
 		// the store nodes' "reduce position timeline", where a late start
@@ -483,7 +491,16 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 				reply.ShardStopped = true
 				s.Msg = reply
 			}
-			c.logReply(reply)
+			defer func() {
+				// Let the caller's goroutine take the answer before this
+				// one logs it and stops the Reduce: on a member at
+				// GOMAXPROCS 1 it runs only when this one parks. In a 1
+				// KiB reduce of 8 on the testbed the answer reached the
+				// caller 0.16-0.27 ms after it was sent, and 0.01 ms with
+				// this.
+				runtime.Gosched()
+				c.logReply(reply)
+			}()
 		}
 	case coordinator.TargetShard:
 		to = ctx.Parent()
@@ -518,7 +535,7 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 			c.fetch(ctx, to, s.To.(*messages.NodeRef).GetNodeId(), m)
 		}
 	case *messages.Subscribe:
-		if !c.subscribe(ctx, to, m) {
+		if !c.subscribe(to, m) {
 			ctx.Request(to, m)
 		}
 	case *messages.StoreReduced, *messages.Unsubscribe:

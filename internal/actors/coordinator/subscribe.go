@@ -10,28 +10,36 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// subscribeCallTimeout bounds a Subscribe on the data plane. The shard
-// answers at once (it parks nothing), so a call this slow meets a shard
-// that stopped or is swamped, and the Subscribe goes again as an actor
-// message.
+// subscribeCallTimeout bounds a SubscribeBatch on the data plane. The
+// shards answer at once (they park nothing), so a call this slow meets a
+// member that stopped or is swamped, and its Subscribes go again as actor
+// messages.
 const subscribeCallTimeout = 2 * time.Second
 
-// subscribeAnswered ends a Subscribe on the data plane.
+// queuedSubscribe is a Subscribe to a source's shard on another member,
+// waiting for the end of the step that made it to go in that member's
+// SubscribeBatch.
+type queuedSubscribe struct {
+	to  *actor.PID // the shard
+	sub *messages.Subscribe
+}
+
+// subscribeAnswered ends a SubscribeBatch on the data plane.
 type subscribeAnswered struct {
-	to    *actor.PID
-	sub   *messages.Subscribe
+	subs  []queuedSubscribe
 	reply []byte
 	err   error
 }
 
-// subscribe sends a Subscribe to a source's shard on another member as a
-// control request on the data plane (messages.ControlSubscribe), and
-// reports whether it did. An inline source's location, with its bytes,
-// comes back in the answer; any other update comes as an actor message,
-// as for a Subscribe sent as one (see shard.ServeSubscribe). A Reduce of
-// small objects then waits for no actor message from the sources' shards:
-// that fan-out was the largest step of a 1 KiB AllReduce.
-func (c *Coordinator) subscribe(ctx actor.Context, to *actor.PID, sub *messages.Subscribe) bool {
+// subscribe queues a Subscribe to a source's shard on another member for
+// that member's SubscribeBatch (sent by sendSubscribes at the end of the
+// step), and reports whether it did. An inline source's location, with
+// its bytes, comes back in the batch's answer; any other update comes as
+// an actor message, as for a Subscribe sent as one (see
+// shard.ServeSubscribe). A Reduce of small objects then waits for no
+// actor message from the sources' shards: that fan-out was the largest
+// step of a 1 KiB AllReduce.
+func (c *Coordinator) subscribe(to *actor.PID, sub *messages.Subscribe) bool {
 	if c.cfg.SubscribeAt == nil || c.cfg.CallData == nil {
 		return false
 	}
@@ -39,41 +47,69 @@ func (c *Coordinator) subscribe(ctx actor.Context, to *actor.PID, sub *messages.
 	if addr == "" {
 		return false
 	}
+	if _, ok := c.batches[addr]; !ok {
+		c.batchOrder = append(c.batchOrder, addr)
+	}
+	c.batches[addr] = append(c.batches[addr], queuedSubscribe{to: to, sub: sub})
+	return true
+}
+
+// sendSubscribes sends the step's queued Subscribes, one SubscribeBatch
+// per member, in the order of each member's first Subscribe.
+func (c *Coordinator) sendSubscribes(ctx actor.Context) {
+	for _, addr := range c.batchOrder {
+		c.sendBatch(ctx, addr, c.batches[addr])
+		delete(c.batches, addr)
+	}
+	c.batchOrder = c.batchOrder[:0]
+}
+
+// sendBatch sends one member's Subscribes as a SubscribeBatch, from a
+// goroutine that reports the answer as a subscribeAnswered.
+func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSubscribe) {
 	self := ctx.Self()
-	id := sub.GetObjectId()
-	req, err := proto.Marshal(&messages.Subscribe{ObjectId: id, LocatedBefore: sub.GetLocatedBefore(),
-		Subscriber: &messages.NodeRef{Address: self.GetAddress(), ActorId: self.GetId()}})
+	ref := &messages.NodeRef{Address: self.GetAddress(), ActorId: self.GetId()}
+	batch := &messages.SubscribeBatch{Subscribes: make([]*messages.Subscribe, len(subs))}
+	for i, q := range subs {
+		batch.Subscribes[i] = &messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), Subscriber: ref}
+	}
+	req, err := proto.Marshal(batch)
 	if err != nil {
-		return false
+		for _, q := range subs {
+			ctx.Request(q.to, q.sub)
+		}
+		return
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), subscribeCallTimeout)
 	// One call per source is enough to end at Stopping: a resubscription's
 	// call replaces the earlier one here, which ends by its own deadline.
-	c.subscribing[id] = cancel
+	for _, q := range subs {
+		c.subscribing[q.sub.GetObjectId()] = cancel
+	}
 	root, call, over := ctx.ActorSystem().Root, c.cfg.CallData, c.over
 	go func() {
 		defer cancel()
 		b, err := call(cctx, addr, messages.ControlSubscribe, req)
 		if over.Load() {
-			// The Reduce ended while the call ran. Its Unsubscribe, an
-			// actor message, keeps no order with this call and may have
-			// reached the shard first: end the subscription again, from
-			// the coordinator (the shard knows its subscribers by PID).
-			// A Reduce that is over when this goroutine looks sent its
-			// own Unsubscribe after this subscription was made.
-			root.RequestWithCustomSender(to, &messages.Unsubscribe{ObjectId: id}, self)
+			// The Reduce ended while the call ran. Its Unsubscribes, actor
+			// messages, keep no order with this call and may have reached
+			// the shards first: end the subscriptions again, from the
+			// coordinator (a shard knows its subscribers by PID). A Reduce
+			// that is over when this goroutine looks sent its own
+			// Unsubscribes after these subscriptions were made.
+			for _, q := range subs {
+				root.RequestWithCustomSender(q.to, &messages.Unsubscribe{ObjectId: q.sub.GetObjectId()}, self)
+			}
 			return
 		}
-		root.Send(self, &subscribeAnswered{to: to, sub: sub, reply: b, err: err})
+		root.Send(self, &subscribeAnswered{subs: subs, reply: b, err: err})
 	}()
-	return true
 }
 
-// subscribeAnswered takes the answer to a Subscribe on the data plane:
-// its inline updates, or nothing (the updates come as actor messages). A
-// call that failed may not have reached the shard: the Subscribe goes
-// again as an actor message (a subscriber subscribed twice is subscribed
-// once).
+// subscribeAnswered takes the answer to a SubscribeBatch on the data
+// plane: its inline updates (the others come as actor messages). A call
+// that failed may not have reached the shards: its Subscribes go again as
+// actor messages (a subscriber subscribed twice is subscribed once).
 func (c *Coordinator) subscribeAnswered(ctx actor.Context, m *subscribeAnswered, now time.Time) {
 	if c.r.Over() {
 		return
@@ -86,9 +122,11 @@ func (c *Coordinator) subscribeAnswered(ctx actor.Context, m *subscribeAnswered,
 		}
 	}
 	if err != nil {
-		c.cfg.Log.WithField("reduce", c.id).WithField("source", m.sub.GetObjectId()).WithField("error", err).
-			Debug("subscribe on the data plane failed; sending it as an actor message")
-		ctx.Request(m.to, m.sub)
+		c.cfg.Log.WithField("reduce", c.id).WithField("sources", len(m.subs)).WithField("error", err).
+			Debug("subscribe on the data plane failed; sending the Subscribes as actor messages")
+		for _, q := range m.subs {
+			ctx.Request(q.to, q.sub)
+		}
 		return
 	}
 	if len(a.GetUpdates()) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,9 +16,10 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// subscribeShard is the coordinator's parent and every source's shard: it
-// answers an actor Subscribe with the source's inline location, and
-// records every Subscribe and Unsubscribe it gets as actor messages.
+// subscribeShard is a source's shard (and, with props, the coordinator's
+// parent): it answers an actor Subscribe with the source's inline
+// location, and records every Subscribe and Unsubscribe it gets as actor
+// messages.
 type subscribeShard struct {
 	props  *actor.Props
 	inline map[string][]byte
@@ -28,7 +30,9 @@ type subscribeShard struct {
 func (s *subscribeShard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.Spawn(s.props)
+		if s.props != nil {
+			ctx.Spawn(s.props)
+		}
 	case *messages.Subscribe:
 		s.seen <- "subscribe " + m.GetObjectId()
 		ctx.Respond(inlineUpdate(m.GetObjectId(), s.inline[m.GetObjectId()], s.holder))
@@ -59,39 +63,48 @@ func int64Bytes(vs ...int64) []byte {
 	return b
 }
 
-// A coordinator subscribes to its sources on the data plane: an inline
-// source's bytes come back in the answer, and a call that fails goes
-// again as an actor message. A call that ends after the Reduce did
-// unsubscribes from the coordinator, since the Reduce's own Unsubscribe
-// (an actor message) may have reached the shard before that
-// subscription did.
+// A coordinator subscribes to its sources on the data plane, one
+// SubscribeBatch per member of their shards: an inline source's bytes
+// come back in the answer, and a call that fails goes again as actor
+// messages. A call that ends after the Reduce did unsubscribes from the
+// coordinator, since the Reduce's own Unsubscribe (an actor message) may
+// have reached the shard before that subscription did.
 func TestSubscribesOnTheDataPlane(t *testing.T) {
 	system := actor.NewActorSystem()
 	defer system.Shutdown()
-	sources := map[string][]byte{"a": int64Bytes(1, 2), "b": int64Bytes(10, 20), "c": int64Bytes(100, 200)}
+	// a and d on m1's shard, b on m2's, c on m3's.
+	sources := map[string][]byte{"a": int64Bytes(1, 2), "b": int64Bytes(10, 20), "c": int64Bytes(100, 200), "d": int64Bytes(1000, 2000)}
 	stored := make(chan []byte, 4)
 	storePID := system.Root.Spawn(storeReduced(stored))
 	holder := &messages.NodeRef{NodeId: "n1", Address: storePID.GetAddress(), ActorId: storePID.GetId()}
 	seen := make(chan string, 32)
-	release := make(chan struct{}) // c's call answers once the Reduce ended
+	release := make(chan struct{}) // m3's call answers once the Reduce ended
 	var mu sync.Mutex
-	calls := map[string]int{}
+	calls := map[string][]string{} // member -> the ids of each call, joined
 	callData := func(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
-		if kind != messages.ControlSubscribe || addr != "shard-member" {
+		if kind != messages.ControlSubscribe {
 			return nil, fmt.Errorf("unexpected call %q to %s", kind, addr)
 		}
-		var sub messages.Subscribe
-		if err := proto.Unmarshal(req, &sub); err != nil || sub.GetSubscriber().GetActorId() == "" {
-			return nil, fmt.Errorf("bad Subscribe %v: %v", &sub, err)
+		var batch messages.SubscribeBatch
+		if err := proto.Unmarshal(req, &batch); err != nil {
+			return nil, fmt.Errorf("bad SubscribeBatch: %v", err)
 		}
-		id := sub.GetObjectId()
+		var ids []string
+		answer := &messages.SubscribeAnswer{}
+		for _, sub := range batch.GetSubscribes() {
+			if sub.GetSubscriber().GetActorId() == "" {
+				return nil, fmt.Errorf("a Subscribe without its subscriber: %v", sub)
+			}
+			ids = append(ids, sub.GetObjectId())
+			answer.Updates = append(answer.Updates, inlineUpdate(sub.GetObjectId(), sources[sub.GetObjectId()], holder))
+		}
 		mu.Lock()
-		calls[id]++
+		calls[addr] = append(calls[addr], strings.Join(ids, ","))
 		mu.Unlock()
-		switch id {
-		case "b":
+		switch addr {
+		case "m2":
 			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the shard's member is still starting")
-		case "c":
+		case "m3":
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -99,7 +112,7 @@ func TestSubscribesOnTheDataPlane(t *testing.T) {
 			}
 			return nil, nil // subscribed; no inline answer
 		}
-		return proto.Marshal(&messages.SubscribeAnswer{Updates: []*messages.LocationUpdate{inlineUpdate(id, sources[id], holder)}})
+		return proto.Marshal(answer)
 	}
 	replies := make(chan *messages.ReduceReply, 1)
 	requester := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
@@ -107,40 +120,56 @@ func TestSubscribesOnTheDataPlane(t *testing.T) {
 			replies <- r
 		}
 	}))
-	var shardPID *actor.PID
+	shards := map[string]*actor.PID{} // member -> its shard
 	cfg := ActorConfig{
-		Reduce:      coordinator.Config{InlineLimit: 64 << 10},
-		CallData:    callData,
-		SubscribeAt: func(*actor.PID) string { return "shard-member" },
-		ShardFor: func(string) *actor.PID {
+		Reduce:   coordinator.Config{InlineLimit: 64 << 10},
+		CallData: callData,
+		SubscribeAt: func(pid *actor.PID) string {
 			mu.Lock()
 			defer mu.Unlock()
-			return shardPID
+			for m, p := range shards {
+				if p.Equal(pid) {
+					return m
+				}
+			}
+			return ""
+		},
+		ShardFor: func(id string) *actor.PID {
+			mu.Lock()
+			defer mu.Unlock()
+			return shards[map[string]string{"a": "m1", "d": "m1", "b": "m2", "c": "m3"}[id]]
 		},
 	}
-	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: []string{"a", "b", "c"}, NumObjects: 2,
+	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: []string{"a", "b", "c", "d"}, NumObjects: 3,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64, TimeoutMs: 10_000}, Caller: holder}
 	props := NewProps(cfg, "sum#1", start, requester, nil)
 	mu.Lock()
-	shardPID = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &subscribeShard{props: props, inline: sources, holder: holder, seen: seen}
-	}))
+	for _, m := range []string{"m2", "m3", "m1"} { // m1's spawns the coordinator: the others exist by then
+		var p *actor.Props
+		if m == "m1" {
+			p = props
+		}
+		shards[m] = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			return &subscribeShard{props: p, inline: sources, holder: holder, seen: seen}
+		}))
+	}
 	mu.Unlock()
 
 	var reply *messages.ReduceReply
 	select {
 	case reply = <-replies:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no ReduceReply")
+		mu.Lock()
+		t.Fatalf("no ReduceReply; calls %v", calls)
 	}
 	if err := messages.ErrOrNil(reply.GetError()); err != nil {
 		t.Fatalf("reduce: %v", err)
 	}
-	if got := <-stored; string(got) != string(int64Bytes(11, 22)) {
-		t.Fatalf("stored %v, want a+b = [11 22]", got)
+	if got := <-stored; string(got) != string(int64Bytes(1011, 2022)) {
+		t.Fatalf("stored %v, want a+b+d = [1011 2022]", got)
 	}
 	close(release)
-	// At the shard: b's Subscribe as an actor message (its call failed),
+	// At the shards: b's Subscribe as an actor message (its call failed),
 	// and two Unsubscribes of c from the coordinator: the Reduce's own,
 	// and the one c's call sends when it ends after the Reduce did.
 	coord, subscribedB, unsubscribedC := "", false, 0
@@ -171,7 +200,8 @@ func TestSubscribesOnTheDataPlane(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if calls["a"] != 1 || calls["b"] != 1 || calls["c"] != 1 {
-		t.Fatalf("data-plane Subscribes %v, want one per source", calls)
+	want := map[string][]string{"m1": {"a,d"}, "m2": {"b"}, "m3": {"c"}}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Fatalf("data-plane SubscribeBatches %v, want one per member: %v", calls, want)
 	}
 }

@@ -16,8 +16,11 @@ import (
 // A Subscribe on the data plane answers an inline source's location, with
 // its bytes, in the answer and not as an actor message; the subscription
 // holds, so later updates (a deletion) come as actor messages. Any other
-// object's updates come as actor messages, in order, and the answer is
-// empty; so does an object that does not exist yet, once it is created.
+// object's updates come as actor messages, in order, and are not in the
+// answer; so does an object that does not exist yet, once it is created.
+// A batch subscribes to each of its objects and answers the inline ones'
+// locations together; a batch with an object whose shard is elsewhere
+// subscribes to none.
 func TestServeSubscribe(t *testing.T) {
 	system := actor.NewActorSystem()
 	defer system.Shutdown()
@@ -45,12 +48,19 @@ func TestServeSubscribe(t *testing.T) {
 		}
 		return res
 	}
-	serve := func(id string) *messages.SubscribeAnswer {
+	batch := func(ids ...string) []byte {
+		b := &messages.SubscribeBatch{}
+		for _, id := range ids {
+			b.Subscribes = append(b.Subscribes, &messages.Subscribe{ObjectId: id, Subscriber: subscriber})
+		}
+		req, _ := proto.Marshal(b)
+		return req
+	}
+	serve := func(ids ...string) *messages.SubscribeAnswer {
 		t.Helper()
-		req, _ := proto.Marshal(&messages.Subscribe{ObjectId: id, Subscriber: subscriber})
-		b, err := ServeSubscribe(ctx, system.Root, shardFor, req)
+		b, err := ServeSubscribe(ctx, system.Root, shardFor, batch(ids...))
 		if err != nil {
-			t.Fatalf("ServeSubscribe(%s): %v", id, err)
+			t.Fatalf("ServeSubscribe(%v): %v", ids, err)
 		}
 		var a messages.SubscribeAnswer
 		if err := proto.Unmarshal(b, &a); err != nil {
@@ -96,13 +106,52 @@ func TestServeSubscribe(t *testing.T) {
 		t.Fatalf("actor message %v, want later's location once it exists", u)
 	}
 
-	bad, _ := proto.Marshal(&messages.Subscribe{ObjectId: "small"})
-	if _, err := ServeSubscribe(ctx, system.Root, shardFor, bad); !errors.Is(err, messages.ErrInvalidArgument) {
-		t.Fatalf("a Subscribe without a subscriber: %v, want INVALID_ARGUMENT", err)
+	// Two inline objects and a large one in one batch: both inline
+	// locations in the answer, the large one's as an actor message.
+	two := []byte("another sixteen!")
+	request(&messages.CreateObject{ObjectId: "one", Size: int64(len(small)), Creator: creator, HasInline: true, InlineData: small})
+	request(&messages.CreateObject{ObjectId: "two", Size: int64(len(two)), Creator: creator, HasInline: true, InlineData: two})
+	request(&messages.CreateObject{ObjectId: "large", Size: 1 << 20, Creator: creator})
+	a = serve("one", "large", "two")
+	got := map[string][]byte{}
+	for _, u := range a.GetUpdates() {
+		got[u.GetObjectId()] = u.GetInlineData()
 	}
-	elsewhere := func(string) *actor.PID { return actor.NewPID("127.0.0.1:1", "shard-subscribe") }
-	ok, _ := proto.Marshal(&messages.Subscribe{ObjectId: "small", Subscriber: subscriber})
-	if _, err := ServeSubscribe(ctx, system.Root, elsewhere, ok); !errors.Is(err, messages.ErrUnavailable) {
+	if len(a.GetUpdates()) != 2 || !bytes.Equal(got["one"], small) || !bytes.Equal(got["two"], two) {
+		t.Fatalf("a batch of two inline objects and a large one: answer %v, want both inline locations", a.GetUpdates())
+	}
+	if u := next("large's location"); u.GetObjectId() != "large" || u.GetNode().GetNodeId() != "n1" {
+		t.Fatalf("actor message %v, want large's location on n1", u)
+	}
+
+	for name, req := range map[string][]byte{
+		"a Subscribe without a subscriber": func() []byte {
+			b, _ := proto.Marshal(&messages.SubscribeBatch{Subscribes: []*messages.Subscribe{{ObjectId: "small"}}})
+			return b
+		}(),
+		"an empty batch":     batch(),
+		"a batch with no id": batch("one", ""),
+		"not a batch":        []byte{0xff, 0xff},
+	} {
+		if _, err := ServeSubscribe(ctx, system.Root, shardFor, req); !errors.Is(err, messages.ErrInvalidArgument) {
+			t.Fatalf("%s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	// One object's shard elsewhere: UNAVAILABLE, and no subscription to
+	// the other (its deletion reaches no subscriber).
+	elsewhere := func(id string) *actor.PID {
+		if id == "two" {
+			return actor.NewPID("127.0.0.1:1", "shard-subscribe")
+		}
+		return shard
+	}
+	request(&messages.CreateObject{ObjectId: "three", Size: int64(len(small)), Creator: creator, HasInline: true, InlineData: small})
+	if _, err := ServeSubscribe(ctx, system.Root, elsewhere, batch("three", "two")); !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("a shard on another member: %v, want UNAVAILABLE", err)
+	}
+	request(&messages.DeleteObject{ObjectId: "three"})
+	request(&messages.DeleteObject{ObjectId: "one"})
+	if u := next("one's deletion"); u.GetObjectId() != "one" || !u.GetDeleted() {
+		t.Fatalf("actor message %v, want one's deletion (three was never subscribed to)", u)
 	}
 }
