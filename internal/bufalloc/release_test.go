@@ -66,3 +66,109 @@ func TestReleasedCollectsAtMostOncePerGap(t *testing.T) {
 		t.Fatalf("%d collections for 1000 buffers let go within %v, want 1..%d", n, took, max)
 	}
 }
+
+// waitCollector waits until Released's collector is done, and returns
+// its follow-up collections since before.
+func waitCollector(t *testing.T, before int64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		collector.mu.Lock()
+		running, n := collector.running, collector.followUps
+		collector.mu.Unlock()
+		if !running {
+			return n - before
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the collector did not finish")
+		}
+		time.Sleep(collectGap)
+	}
+}
+
+func followUpsNow() int64 {
+	collector.mu.Lock()
+	defer collector.mu.Unlock()
+	return collector.followUps
+}
+
+// releaseAndCollect calls Released and waits until its collection is
+// over: the collector began it (runs counted it), and a collection ended
+// after that was seen (that one, or, if it ended first, the next: a
+// follow-up's).
+func releaseAndCollect(t *testing.T, n int) {
+	t.Helper()
+	runs, _ := collections()
+	Released(n)
+	deadline := time.Now().Add(10 * time.Second)
+	for got, _ := collections(); got == runs; got, _ = collections() {
+		if time.Now().After(deadline) {
+			t.Fatal("Released started no collection")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.NumGC
+	for ms.NumGC == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection ended after Released")
+		}
+		time.Sleep(time.Millisecond)
+		runtime.ReadMemStats(&ms)
+	}
+}
+
+// A piece of the reserve still held when its release's collection ran
+// is let go a moment later: a follow-up collection, with nothing else
+// released, makes the reserve whole again.
+func TestReleasedCollectsAgainWhileTheReservePieceIsHeld(t *testing.T) {
+	resetReserve()
+	t.Cleanup(resetReserve)
+	waitCollector(t, 0)
+	const n = 2 * HugeMin
+	Reserve(n)
+	piece := Make(HugeMin)
+	if Reserved() != n-HugeMin {
+		t.Fatalf("%d bytes ready after a cut, want %d", Reserved(), n-HugeMin)
+	}
+	before := followUpsNow()
+	releaseAndCollect(t, HugeMin) // with piece held
+	piece[0] = 1
+	runtime.KeepAlive(piece)
+	piece = nil
+	deadline := time.Now().Add(5 * time.Second)
+	for Reserved() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reserve still cut (%d of %d bytes ready) 5 s after its piece was let go", Reserved(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := waitCollector(t, before); got < 1 {
+		t.Fatalf("the reserve is whole again after %d follow-up collections, want at least 1", got)
+	}
+}
+
+// The follow-ups end once a new piece is cut (it holds the reserve until
+// its own release), and after the last pause while a piece stays held.
+func TestReleasedFollowUpsAreBounded(t *testing.T) {
+	resetReserve()
+	t.Cleanup(resetReserve)
+	waitCollector(t, 0)
+	Reserve(3 * HugeMin)
+	kept := Make(HugeMin)
+	before := followUpsNow()
+	Released(HugeMin)
+	if got := waitCollector(t, before); got != int64(len(recollectAfter)) {
+		t.Fatalf("%d follow-up collections with a piece held throughout, want %d", got, len(recollectAfter))
+	}
+
+	before = followUpsNow()
+	Released(HugeMin)
+	next := Make(HugeMin) // cut after the release, before the first pause ends
+	if got := waitCollector(t, before); got != 0 {
+		t.Fatalf("%d follow-up collections after a new piece was cut, want none", got)
+	}
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(next)
+}

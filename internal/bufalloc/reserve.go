@@ -104,8 +104,8 @@ type reserve struct {
 	// (resetReserve) from the current one's.
 	gen int
 	// reopened counts how often the whole reserve was made ready again
-	// (tests).
-	reopened int64
+	// (tests), and cuts the pieces ever cut from it (see collect).
+	reopened, cuts int64
 }
 
 // open makes the whole reserve ready to be cut: raw is its allocation,
@@ -162,6 +162,7 @@ func takeReserved(n int) []byte {
 	}
 	step := (n + hugePage - 1) &^ (hugePage - 1)
 	warm.next = min(warm.next+step, warm.res.Bytes)
+	warm.cuts++
 	return b
 }
 
