@@ -119,13 +119,25 @@ func releaseAndCollect(t *testing.T, n int) {
 	}
 }
 
+// quickFollowUps shortens the follow-ups' pauses for a test (no
+// collector may run: the collector reads them).
+func quickFollowUps(t *testing.T) {
+	waitCollector(t, 0)
+	saved := recollectAfter
+	recollectAfter = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond}
+	t.Cleanup(func() {
+		waitCollector(t, 0)
+		recollectAfter = saved
+	})
+}
+
 // A piece of the reserve still held when its release's collection ran
 // is let go a moment later: a follow-up collection, with nothing else
 // released, makes the reserve whole again.
 func TestReleasedCollectsAgainWhileTheReservePieceIsHeld(t *testing.T) {
 	resetReserve()
 	t.Cleanup(resetReserve)
-	waitCollector(t, 0)
+	quickFollowUps(t)
 	const n = 2 * HugeMin
 	Reserve(n)
 	piece := Make(HugeMin)
@@ -154,7 +166,7 @@ func TestReleasedCollectsAgainWhileTheReservePieceIsHeld(t *testing.T) {
 func TestReleasedFollowUpsAreBounded(t *testing.T) {
 	resetReserve()
 	t.Cleanup(resetReserve)
-	waitCollector(t, 0)
+	quickFollowUps(t)
 	Reserve(3 * HugeMin)
 	kept := Make(HugeMin)
 	before := followUpsNow()
