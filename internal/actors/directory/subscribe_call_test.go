@@ -28,7 +28,18 @@ func TestServeSubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shardFor := func(string) *actor.PID { return shard }
+	// A second shard on the same member: a batch may name objects of
+	// several.
+	shard2, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{}), "shard-subscribe-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardFor := func(id string) *actor.PID {
+		if id == "two" {
+			return shard2
+		}
+		return shard
+	}
 	store := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	creator := &messages.NodeRef{NodeId: "n1", Address: store.GetAddress(), ActorId: store.GetId()}
 	updates := make(chan *messages.LocationUpdate, 16)
@@ -42,7 +53,11 @@ func TestServeSubscribe(t *testing.T) {
 	defer cancel()
 	request := func(msg any) any {
 		t.Helper()
-		res, err := system.Root.RequestFuture(shard, msg, 5*time.Second).Result()
+		to := shard
+		if c, ok := msg.(*messages.CreateObject); ok {
+			to = shardFor(c.GetObjectId())
+		}
+		res, err := system.Root.RequestFuture(to, msg, 5*time.Second).Result()
 		if err != nil {
 			t.Fatalf("%T: %v", msg, err)
 		}
@@ -106,8 +121,9 @@ func TestServeSubscribe(t *testing.T) {
 		t.Fatalf("actor message %v, want later's location once it exists", u)
 	}
 
-	// Two inline objects and a large one in one batch: both inline
-	// locations in the answer, the large one's as an actor message.
+	// Two inline objects (on two shards) and a large one in one batch:
+	// both inline locations in the answer, the large one's as an actor
+	// message.
 	two := []byte("another sixteen!")
 	request(&messages.CreateObject{ObjectId: "one", Size: int64(len(small)), Creator: creator, HasInline: true, InlineData: small})
 	request(&messages.CreateObject{ObjectId: "two", Size: int64(len(two)), Creator: creator, HasInline: true, InlineData: two})
