@@ -10,7 +10,8 @@ import (
 // bytes from Make. Once buffers of HugeMin or more have been let go,
 // a garbage collection runs in the background (one at a time, at least
 // collectGap apart), so that the next large buffer reuses their memory
-// as soon as nothing else holds them.
+// as soon as nothing else holds them; if it leaves a piece of the
+// reserve cut, up to len(recollectAfter) more follow.
 //
 // Why: between two collections the heap grows by what is allocated, so
 // a member that receives an object of 32 MiB for each operation and
