@@ -5,9 +5,11 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
 )
 
 // subscribeCallTimeout bounds a SubscribeBatch on the data plane. The
@@ -54,11 +56,33 @@ func (c *Coordinator) subscribe(to *actor.PID, sub *messages.Subscribe) bool {
 	return true
 }
 
+// subscribeBatchBytes bounds the encoded size of one SubscribeBatch:
+// the data plane refuses a control request over
+// transport.MaxControlRequest, and a member hosting the shards of more
+// sources than fit gets several batches (a margin is left for the
+// request's framing).
+var subscribeBatchBytes = transport.MaxControlRequest - 1024
+
 // sendSubscribes sends the step's queued Subscribes, one SubscribeBatch
-// per member, in the order of each member's first Subscribe.
+// per member (or several, each within subscribeBatchBytes), in the order
+// of each member's first Subscribe.
 func (c *Coordinator) sendSubscribes(ctx actor.Context) {
+	self := ctx.Self()
+	// Each Subscribe in a batch names this coordinator, its id and its
+	// flag: the batch's size is known before it is built.
+	ref := &messages.NodeRef{Address: self.GetAddress(), ActorId: self.GetId()}
 	for _, addr := range c.batchOrder {
-		c.sendBatch(ctx, addr, c.batches[addr])
+		subs, from, size := c.batches[addr], 0, 0
+		for i, q := range subs {
+			sub := proto.Size(&messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), Subscriber: ref})
+			n := protowire.SizeTag(1) + protowire.SizeBytes(sub) // its field in the batch
+			if i > from && size+n > subscribeBatchBytes {
+				c.sendBatch(ctx, addr, subs[from:i:i])
+				from, size = i, 0
+			}
+			size += n
+		}
+		c.sendBatch(ctx, addr, subs[from:])
 		delete(c.batches, addr)
 	}
 	c.batchOrder = c.batchOrder[:0]

@@ -205,3 +205,96 @@ func TestSubscribesOnTheDataPlane(t *testing.T) {
 		t.Fatalf("data-plane SubscribeBatches %v, want one per member: %v", calls, want)
 	}
 }
+
+// A member hosting the shards of more sources than one request may carry
+// gets several SubscribeBatches, each within subscribeBatchBytes, which
+// together subscribe to every source once.
+func TestSubscribeBatchesStayWithinTheRequestLimit(t *testing.T) {
+	saved := subscribeBatchBytes
+	subscribeBatchBytes = 300
+	t.Cleanup(func() { subscribeBatchBytes = saved })
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	sources := map[string][]byte{}
+	var ids []string
+	want := make([]int64, 2)
+	for i := range 12 {
+		id := fmt.Sprintf("source-with-a-longer-name-%02d", i)
+		ids = append(ids, id)
+		sources[id] = int64Bytes(int64(i), int64(10*i))
+		want[0], want[1] = want[0]+int64(i), want[1]+int64(10*i)
+	}
+	stored := make(chan []byte, 1)
+	storePID := system.Root.Spawn(storeReduced(stored))
+	holder := &messages.NodeRef{NodeId: "n1", Address: storePID.GetAddress(), ActorId: storePID.GetId()}
+	var mu sync.Mutex
+	var sizes []int
+	subscribed := map[string]int{}
+	callData := func(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
+		var batch messages.SubscribeBatch
+		if err := proto.Unmarshal(req, &batch); err != nil || kind != messages.ControlSubscribe {
+			return nil, fmt.Errorf("bad call %q: %v", kind, err)
+		}
+		answer := &messages.SubscribeAnswer{}
+		mu.Lock()
+		sizes = append(sizes, len(req))
+		for _, sub := range batch.GetSubscribes() {
+			subscribed[sub.GetObjectId()]++
+			answer.Updates = append(answer.Updates, inlineUpdate(sub.GetObjectId(), sources[sub.GetObjectId()], holder))
+		}
+		mu.Unlock()
+		return proto.Marshal(answer)
+	}
+	replies := make(chan *messages.ReduceReply, 1)
+	requester := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if r, ok := ctx.Message().(*messages.ReduceReply); ok {
+			replies <- r
+		}
+	}))
+	var shardPID *actor.PID
+	cfg := ActorConfig{
+		Reduce:      coordinator.Config{InlineLimit: 64 << 10},
+		CallData:    callData,
+		SubscribeAt: func(*actor.PID) string { return "m1" },
+		ShardFor: func(string) *actor.PID {
+			mu.Lock()
+			defer mu.Unlock()
+			return shardPID
+		},
+	}
+	start := &messages.StartReduce{Reduce: &messages.Reduce{TargetId: "sum", SourceIds: ids, NumObjects: int32(len(ids)),
+		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64, TimeoutMs: 10_000}, Caller: holder}
+	props := NewProps(cfg, "sum#1", start, requester, nil)
+	seen := make(chan string, 64)
+	mu.Lock()
+	shardPID = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &subscribeShard{props: props, inline: sources, holder: holder, seen: seen}
+	}))
+	mu.Unlock()
+	select {
+	case r := <-replies:
+		if err := messages.ErrOrNil(r.GetError()); err != nil {
+			t.Fatalf("reduce: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no ReduceReply")
+	}
+	if got := <-stored; string(got) != string(int64Bytes(want...)) {
+		t.Fatalf("stored %v, want %v", got, int64Bytes(want...))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) < 2 {
+		t.Fatalf("%d SubscribeBatches of %v bytes for %d sources, want several within %d bytes", len(sizes), sizes, len(ids), subscribeBatchBytes)
+	}
+	for _, n := range sizes {
+		if n > subscribeBatchBytes {
+			t.Errorf("a SubscribeBatch of %d bytes, over the limit of %d", n, subscribeBatchBytes)
+		}
+	}
+	for _, id := range ids {
+		if subscribed[id] != 1 {
+			t.Errorf("%s subscribed %d times on the data plane, want once", id, subscribed[id])
+		}
+	}
+}
