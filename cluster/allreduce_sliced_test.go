@@ -275,3 +275,51 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 		})
 	}
 }
+
+// The members keep the cost model from slicing an AllReduce whose slices
+// would be under the allocator's large-buffer threshold (their buffers
+// are new memory every time): 4 sources of 1 MiB reduce, then broadcast,
+// though the model alone slices them; 4 of 16 MiB, slices of 4 MiB, are
+// sliced. Both results are exact on every participant.
+func TestAllReduceSlicesNoSmallerThanTheAllocatorKeeps(t *testing.T) {
+	const nodes = 4
+	l := start(t, Config{Nodes: nodes})
+	ctx := deadline(t, 2*time.Minute)
+	rng := rand.New(rand.NewPCG(16, 1))
+	for _, c := range []struct {
+		size  int
+		shape string
+	}{{1 << 20, coordinator.ShapeDAry}, {16 << 20, coordinator.ShapeSliced}} {
+		name := fmt.Sprintf("min-slice-%d", c.size)
+		var ids []string
+		var data [][]byte
+		for i := range nodes {
+			id := fmt.Sprintf("%s-src%d", name, i)
+			b := rdData(rng, messages.ReduceOp_SUM, messages.DType_INT64, c.size/8)
+			rdPut(t, ctx, l, i, id, b)
+			ids, data = append(ids, id), append(data, b)
+		}
+		if ch := plan.ChooseAllReduce(nodes, 0, 1e9, int64(c.size), 8, nodes, false); !ch.Sliced {
+			t.Fatalf("%s: the cost model alone does not slice it (%+v): the test shows nothing", name, ch)
+		}
+		r, err := l.Client(0).AllReduce(ctx, name+"-all", ids, nodes, messages.ReduceOp_SUM, messages.DType_INT64)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := r.GetPlan().GetShape(); got != c.shape {
+			t.Fatalf("%s: shape %q, want %q", name, got, c.shape)
+		}
+		want := slicedRef(messages.ReduceOp_SUM, messages.DType_INT64, data)
+		for i := range nodes {
+			got, err := l.Client(i).Get(ctx, name+"-all")
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: node %d's result: err %v, equal %v", name, i, err, bytes.Equal(got, want))
+			}
+		}
+		for _, id := range append(ids, name+"-all") {
+			if err := l.Client(0).Delete(ctx, id); err != nil {
+				t.Fatalf("delete %s: %v", id, err)
+			}
+		}
+	}
+}

@@ -24,8 +24,8 @@ func allReduceRequest(sources []string) *messages.Reduce {
 
 // TestSlicedChosenByCostModel: an AllReduce of every source takes the
 // shape the cost model prices lower, and reports both prices; a Reduce,
-// an AllReduce of fewer than all sources, or a forced d-ary shape never
-// slices.
+// an AllReduce of fewer than all sources, a forced d-ary shape, or
+// slices under Config.MinSlice (unless forced) never slices.
 func TestSlicedChosenByCostModel(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -43,6 +43,9 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 		{"forced d-ary", allReduceRequest(ids("s", 8)), Config{AllReduceShape: ShapeDAry}, bigSize, false},
 		{"forced degree", allReduceRequest(ids("s", 8)), Config{ForceDegree: 2}, bigSize, false},
 		{"forced sliced just above the inline limit", allReduceRequest(ids("s", 2)), Config{AllReduceShape: ShapeSliced}, testInline + 8, true},
+		{"allreduce 1 MiB of 4, slices at MinSlice", allReduceRequest(ids("s", 4)), Config{MinSlice: bigSize / 4}, bigSize, true},
+		{"allreduce 1 MiB of 4, slices under MinSlice", allReduceRequest(ids("s", 4)), Config{MinSlice: bigSize/4 + 1}, bigSize, false},
+		{"forced sliced, slices under MinSlice", allReduceRequest(ids("s", 4)), Config{AllReduceShape: ShapeSliced, MinSlice: bigSize}, bigSize, true},
 	}
 	for _, c := range cases {
 		r := newRed(c.req, c.cfg)
