@@ -68,35 +68,34 @@ var subscribeBatchBytes = transport.MaxControlRequest - 1024
 // of each member's first Subscribe.
 func (c *Coordinator) sendSubscribes(ctx actor.Context) {
 	self := ctx.Self()
-	// Each Subscribe in a batch names this coordinator, its id and its
-	// flag: the batch's size is known before it is built.
 	ref := &messages.NodeRef{Address: self.GetAddress(), ActorId: self.GetId()}
 	for _, addr := range c.batchOrder {
-		subs, from, size := c.batches[addr], 0, 0
+		subs := c.batches[addr]
+		// Each as it goes in the batch: naming this coordinator, which a
+		// request on the data plane has no sender to say.
+		wire := make([]*messages.Subscribe, len(subs))
+		from, size := 0, 0
 		for i, q := range subs {
-			sub := proto.Size(&messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), Subscriber: ref})
-			n := protowire.SizeTag(1) + protowire.SizeBytes(sub) // its field in the batch
+			wire[i] = &messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), Subscriber: ref}
+			n := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(wire[i])) // its field in the batch
 			if i > from && size+n > subscribeBatchBytes {
-				c.sendBatch(ctx, addr, subs[from:i:i])
+				c.sendBatch(ctx, addr, subs[from:i:i], wire[from:i:i])
 				from, size = i, 0
 			}
 			size += n
 		}
-		c.sendBatch(ctx, addr, subs[from:])
+		c.sendBatch(ctx, addr, subs[from:], wire[from:])
 		delete(c.batches, addr)
 	}
 	c.batchOrder = c.batchOrder[:0]
 }
 
-// sendBatch sends one member's Subscribes as a SubscribeBatch, from a
-// goroutine that reports the answer as a subscribeAnswered.
-func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSubscribe) {
+// sendBatch sends one member's Subscribes (wire: as they go in the
+// batch) as a SubscribeBatch, from a goroutine that reports the answer as
+// a subscribeAnswered.
+func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSubscribe, wire []*messages.Subscribe) {
 	self := ctx.Self()
-	ref := &messages.NodeRef{Address: self.GetAddress(), ActorId: self.GetId()}
-	batch := &messages.SubscribeBatch{Subscribes: make([]*messages.Subscribe, len(subs))}
-	for i, q := range subs {
-		batch.Subscribes[i] = &messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), Subscriber: ref}
-	}
+	batch := &messages.SubscribeBatch{Subscribes: wire}
 	req, err := proto.Marshal(batch)
 	if err != nil {
 		for _, q := range subs {
