@@ -70,13 +70,22 @@ func spawnSumReduce(t *testing.T, system *actor.ActorSystem, cfg ActorConfig, ho
 		return &fakeShard{props: props, holders: holders, size: 1 << 20, stopped: stopped}
 	}))
 	mu.Unlock()
+	successful(t, replies)
+}
+
+// successful waits up to 10 s for a ReduceReply and fails the test
+// unless it is one without an error.
+func successful(t *testing.T, replies <-chan *messages.ReduceReply) *messages.ReduceReply {
+	t.Helper()
 	select {
 	case r := <-replies:
 		if err := messages.ErrOrNil(r.GetError()); err != nil {
 			t.Fatalf("reduce: %v", err)
 		}
+		return r
 	case <-time.After(10 * time.Second):
 		t.Fatal("no ReduceReply")
+		return nil
 	}
 }
 

@@ -155,16 +155,7 @@ func TestSubscribesOnTheDataPlane(t *testing.T) {
 	}
 	mu.Unlock()
 
-	var reply *messages.ReduceReply
-	select {
-	case reply = <-replies:
-	case <-time.After(10 * time.Second):
-		mu.Lock()
-		t.Fatalf("no ReduceReply; calls %v", calls)
-	}
-	if err := messages.ErrOrNil(reply.GetError()); err != nil {
-		t.Fatalf("reduce: %v", err)
-	}
+	successful(t, replies)
 	if got := <-stored; string(got) != string(int64Bytes(1011, 2022)) {
 		t.Fatalf("stored %v, want a+b+d = [1011 2022]", got)
 	}
@@ -271,14 +262,7 @@ func TestSubscribeBatchesStayWithinTheRequestLimit(t *testing.T) {
 		return &subscribeShard{props: props, inline: sources, holder: holder, seen: seen}
 	}))
 	mu.Unlock()
-	select {
-	case r := <-replies:
-		if err := messages.ErrOrNil(r.GetError()); err != nil {
-			t.Fatalf("reduce: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no ReduceReply")
-	}
+	successful(t, replies)
 	if got := <-stored; string(got) != string(int64Bytes(want...)) {
 		t.Fatalf("stored %v, want %v", got, int64Bytes(want...))
 	}
