@@ -267,6 +267,49 @@ func TestTCPControlBadRequests(t *testing.T) {
 	}
 }
 
+// TestTCPControlRequestInPieces: the server reads requests through a
+// buffer; a control request whose bytes come in pieces, one longer than
+// the buffer, and one right behind another's answer on the same
+// connection are each answered exactly.
+func TestTCPControlRequestInPieces(t *testing.T) {
+	noLeaks(t)
+	_, _, addr := tcpPair(t, newCtlSource(), TCPConfig{}, TCPConfig{})
+	nc, err := net.Dial("tcp", HostPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(hangGuard))
+	echoed := func(name string, req []byte) {
+		t.Helper()
+		_, frames, eof := readRaw(t, nc, 1)
+		if eof || len(frames) != 1 || frames[0].kind != frameControl || !bytes.Equal(frames[0].p, append([]byte{'e'}, req...)) {
+			t.Fatalf("%s: answer %v (eof %v)", name, frames, eof)
+		}
+	}
+	req := bytes.Repeat([]byte("piece"), 600)
+	msg := encodeControl('e', req, time.Second, 0)
+	for _, cut := range [][]byte{msg[:1], msg[1:10], msg[10 : reqHeaderLen+5], msg[reqHeaderLen+5:]} {
+		if _, err := nc.Write(cut); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	echoed("in pieces", req)
+	long := bytes.Repeat([]byte("0123456789"), 3*requestBuffer/10)
+	if _, err := nc.Write(encodeControl('e', long, time.Second, 0)); err != nil {
+		t.Fatal(err)
+	}
+	echoed("longer than the buffer", long)
+	for i := range 3 {
+		short := []byte{'h', 'i', byte('0' + i)}
+		if _, err := nc.Write(encodeControl('e', short, time.Second, 0)); err != nil {
+			t.Fatal(err)
+		}
+		echoed("whole", short)
+	}
+}
+
 // TestTCPControlTLS: control requests ride the mutual-TLS connections
 // too, and a caller without the cluster's certificate gets no answer.
 func TestTCPControlTLS(t *testing.T) {

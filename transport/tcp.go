@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -334,7 +335,12 @@ type serverConn struct {
 	nc net.Conn
 	// raw is nc's socket when nc is plain TCP and canRawIO: frames are
 	// written with raw system calls.
-	raw  syscall.RawConn
+	raw syscall.RawConn
+	// in reads the requests: through a buffer, so that one read takes a
+	// control request's header and body (or a stream request's header
+	// and id) where three reads did, and on a plain TCP socket with raw
+	// system calls (see rawReader).
+	in   *bufio.Reader
 	peer string
 	hbuf []byte // frame headers (and the preamble)
 	vec  [2][]byte
@@ -383,6 +389,11 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 		}
 		sc.nc = tc
 	}
+	if sc.raw != nil {
+		sc.in = bufio.NewReaderSize(rawReader{sc.raw}, requestBuffer)
+	} else {
+		sc.in = bufio.NewReaderSize(sc.nc, requestBuffer)
+	}
 	for {
 		req, ok := sc.readRequest()
 		if !ok {
@@ -399,6 +410,19 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 	}
 }
 
+// requestBuffer is the size of a server connection's request buffer:
+// a stream request, or a control request such as a Locate, whole.
+const requestBuffer = 4 << 10
+
+// rawReader reads a plain TCP socket with raw system calls (rawRead),
+// within its read deadline.
+type rawReader struct{ raw syscall.RawConn }
+
+func (r rawReader) Read(p []byte) (int, error) {
+	iov := [1][]byte{p}
+	return rawRead(r.raw, iov[:])
+}
+
 // readRequest reads the next request; false drops the connection (after
 // telling the peer why, where the protocol allows).
 func (sc *serverConn) readRequest() (tcpRequest, bool) {
@@ -410,11 +434,11 @@ func (sc *serverConn) readRequest() (tcpRequest, bool) {
 	}
 	sc.requests++
 	sc.nc.SetReadDeadline(time.Now().Add(idle))
-	if _, err := io.ReadFull(sc.nc, h[:1]); err != nil {
+	if _, err := io.ReadFull(sc.in, h[:1]); err != nil {
 		return tcpRequest{}, false // closed by the peer, idle, or stopping
 	}
 	sc.nc.SetReadDeadline(time.Now().Add(min(cfg.RequestTimeout, cfg.StallTimeout)))
-	if _, err := io.ReadFull(sc.nc, h[1:]); err != nil {
+	if _, err := io.ReadFull(sc.in, h[1:]); err != nil {
 		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
 	}
@@ -443,7 +467,7 @@ func (sc *serverConn) readRequest() (tcpRequest, bool) {
 		return tcpRequest{}, false
 	}
 	id := make([]byte, req.idLen)
-	if _, err := io.ReadFull(sc.nc, id); err != nil {
+	if _, err := io.ReadFull(sc.in, id); err != nil {
 		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
 	}
@@ -684,6 +708,20 @@ type tcpConn struct {
 	r    *connReader
 	addr string
 	idle time.Time
+}
+
+// write writes a request whole, within the write deadline set on c. On
+// a plain TCP socket it is a raw writev(2): the runtime's system call
+// entry would wake the process's sysmon thread, which then polls every
+// 20 µs while the call waits for its answer (see canRawIO).
+func (c *tcpConn) write(b []byte) error {
+	if c.r.plain && canRawIO {
+		bufs := net.Buffers{b}
+		_, err := rawWrite(c.r.raw, &bufs)
+		return err
+	}
+	_, err := c.nc.Write(b)
+	return err
 }
 
 // getConn returns a pooled connection to addr or dials one.
@@ -956,7 +994,7 @@ func (s *tcpStream) handshake(ctx context.Context, c *tcpConn, req []byte) error
 		dl = d
 	}
 	c.nc.SetWriteDeadline(dl)
-	if _, err := c.nc.Write(req); err != nil {
+	if err := c.write(req); err != nil {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func (sc *serverConn) readControl(h *[reqHeaderLen]byte) (tcpRequest, bool) {
 		return tcpRequest{}, false
 	}
 	req.payload = make([]byte, n)
-	if _, err := io.ReadFull(sc.nc, req.payload); err != nil {
+	if _, err := io.ReadFull(sc.in, req.payload); err != nil {
 		sc.s.t.logf("transport: data plane %s: truncated control request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
 	}
@@ -166,7 +166,7 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	defer stop()
 	deadline, _ := ctx.Deadline()
 	c.nc.SetWriteDeadline(deadline)
-	if _, err := c.nc.Write(msg); err != nil {
+	if err := c.write(msg); err != nil {
 		if err := ctxErr(ctx); err != nil {
 			return nil, 0, err
 		}
@@ -177,7 +177,7 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 		return nil, 0, err
 	}
 	var head [preambleLen + frameHeaderLen]byte
-	n, err := io.ReadFull(c.r, head[:])
+	n, err := c.r.ReadHead(head[:])
 	got += n
 	if err != nil {
 		return nil, got, t.callReadError(ctx, c, err)
@@ -195,11 +195,12 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	default:
 		return nil, got, t.callProtocolError(c, "frame %q of %d bytes in answer to a control request", kind, size)
 	}
-	// The answer's body is read straight into a buffer of its own, which
-	// the caller keeps (a Locate's inline object becomes the store's
-	// buffer as it is): it is written whole, so not zeroed first.
+	// The answer's body goes into a buffer of its own, which the caller
+	// keeps (a Locate's inline object becomes the store's buffer as it
+	// is): it is written whole, so not zeroed first. Most of it came with
+	// the header (ReadHead); a longer one's rest is read straight into it.
 	p := bufalloc.Make(int(size))
-	n, err = c.r.ReadFull(p, kind == frameControl)
+	n, err = c.r.ReadFull(p, false)
 	got += n
 	if err != nil {
 		return nil, got, t.callReadError(ctx, c, err)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -212,4 +213,68 @@ func TestPayloadReadWaitsForItsRest(t *testing.T) {
 	if _, err := r.ReadFull(got, false); err != nil || got[0] != frameKeepalive {
 		t.Fatalf("next header %x, %v", got, err)
 	}
+}
+
+// TestControlAnswerComesWithItsHeader: a control answer's body comes in
+// the readv(2) that takes its header (ReadHead), SO_RCVLOWAT stays at one
+// byte, and an answer longer than what is read ahead, a header that
+// arrives in pieces, or one after a payload read that raised
+// SO_RCVLOWAT, still comes whole and exact.
+func TestControlAnswerComesWithItsHeader(t *testing.T) {
+	cli, srv := rawTCPPair(t)
+	r := newConnReader(cli)
+	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answer := func(body []byte) []byte {
+		return append(appendFrameHeader(appendPreamble(nil), frameControl, len(body)), body...)
+	}
+	read := func(name string, want []byte) (aheadAfterHead int) {
+		t.Helper()
+		var head [preambleLen + frameHeaderLen]byte
+		if _, err := r.ReadHead(head[:]); err != nil {
+			t.Fatalf("%s: head: %v", name, err)
+		}
+		if !bytes.Equal(head[:4], respMagic[:]) || head[preambleLen] != frameControl {
+			t.Fatalf("%s: head %x", name, head)
+		}
+		aheadAfterHead = r.Buffered()
+		body := make([]byte, binary.BigEndian.Uint32(head[preambleLen+1:]))
+		if _, err := r.ReadFull(body, false); err != nil || !bytes.Equal(body, want) {
+			t.Fatalf("%s: body of %d bytes, %v; want %d", name, len(body), err, len(want))
+		}
+		if r.Buffered() != 0 {
+			t.Fatalf("%s: %d bytes left read ahead after the answer", name, r.Buffered())
+		}
+		return aheadAfterHead
+	}
+
+	small := bytes.Repeat([]byte("locate "), 150) // a 1 KiB object inline
+	srv.Write(answer(small))
+	if got := read("small", small); got != len(small) {
+		t.Fatalf("%d of a %d-byte body read with its header, want all of it", got, len(small))
+	}
+	if lw := rcvLowat(t, cli); lw > 1 {
+		t.Fatalf("SO_RCVLOWAT %d after a control answer, want 1", lw)
+	}
+
+	large := bytes.Repeat([]byte("0123456789"), 3*aheadLen/10)
+	go srv.Write(answer(large))
+	if got := read("large", large); got > aheadLen {
+		t.Fatalf("%d bytes read ahead, more than the %d it holds", got, aheadLen)
+	}
+
+	pieces := answer(small)
+	go func() {
+		for _, cut := range [][]byte{pieces[:3], pieces[3:9], pieces[9:]} {
+			srv.Write(cut)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	read("in pieces", small)
+
+	// A payload read raises SO_RCVLOWAT (up to the payload's rest); a
+	// control answer shorter than that must not wait for more bytes.
+	r.setLowat(32 << 10)
+	srv.Write(answer(small))
+	cli.SetReadDeadline(time.Now().Add(2 * time.Second))
+	read("after a payload read", small)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,10 +41,8 @@ func SleepUntil(ctx context.Context, at time.Time) error {
 		return Wait(ctx, at) // no timerfd: the Go timer's precision
 	}
 	stop := context.AfterFunc(ctx, func() { _ = t.f.SetReadDeadline(time.Unix(1, 0)) })
-	// The poller retries EINTR and EAGAIN itself; without
-	// TFD_TIMER_CANCEL_ON_SET a clock step never fails the read.
-	var expirations [8]byte
-	_, err = t.f.Read(expirations[:])
+	// Without TFD_TIMER_CANCEL_ON_SET a clock step never fails the read.
+	err = t.wait()
 	if stop() && err == nil {
 		t.giveBack() // expired, so disarmed, and no deadline set
 	} else {
@@ -80,6 +79,35 @@ func takeTimer() (timer, error) {
 		return timer{}, err
 	}
 	return timer{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}, nil
+}
+
+// wait reads t's expirations once it has expired, within its file's
+// read deadline. The read is a raw system call: the runtime's entry to
+// a system call wakes the process's sysmon thread if the process was
+// idle, as it is after a sleep, and sysmon then polls every 20 µs for a
+// millisecond or more, on the CPUs the operation after the sleep needs.
+func (t timer) wait() error {
+	rc, err := t.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr unix.Errno
+	err = rc.Read(func(fd uintptr) bool {
+		var expirations [8]byte
+		for {
+			_, _, rerr = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&expirations[0])), uintptr(len(expirations)))
+			if rerr != unix.EINTR {
+				return rerr != unix.EAGAIN
+			}
+		}
+	})
+	if err != nil {
+		return err // the deadline: ctx ended
+	}
+	if rerr != 0 {
+		return rerr
+	}
+	return nil
 }
 
 // arm sets t to expire once, at at.
