@@ -903,6 +903,9 @@ type tcpStream struct {
 	fN   int
 	into bool // the data frame being read goes to the caller's memory
 	meta [2 + maxErrMsg]byte
+	// full: the last data frame was a whole chunk, so the next one is
+	// expected whole too, right behind its header (see ReadHeader).
+	full bool
 }
 
 func (s *tcpStream) Size() int64 { return s.size }
@@ -1000,7 +1003,7 @@ func (s *tcpStream) handshake(ctx context.Context, c *tcpConn, req []byte) error
 		}
 		return s.failWith(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "request to data peer %s: %v", s.addr, err))
 	}
-	if err := s.fill(ctx, c, s.pre[:], &s.preN, false); err != nil {
+	if err := s.fill(ctx, c, s.pre[:], &s.preN, false, 0); err != nil {
 		return err
 	}
 	if !bytes.Equal(s.pre[:4], respMagic[:]) {
@@ -1100,7 +1103,11 @@ func (s *tcpStream) next(ctx context.Context, into []byte) ([]byte, error) {
 func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byte, []byte, error) {
 	for {
 		if s.hdrN < frameHeaderLen || s.kind == 0 {
-			if err := s.fill(ctx, c, s.hdr[:], &s.hdrN, false); err != nil {
+			expect := 0
+			if s.full && s.sizeKnown {
+				expect = int(min(int64(s.chunk), s.remaining))
+			}
+			if err := s.fill(ctx, c, s.hdr[:], &s.hdrN, false, expect); err != nil {
 				return 0, nil, err
 			}
 			kind, n := s.hdr[0], binary.BigEndian.Uint32(s.hdr[1:])
@@ -1135,20 +1142,24 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 			}
 			dst = s.buf
 		}
-		if err := s.fill(ctx, c, dst[:s.flen], &s.fN, s.kind == frameData); err != nil {
+		if err := s.fill(ctx, c, dst[:s.flen], &s.fN, s.kind == frameData, 0); err != nil {
 			return 0, nil, err
 		}
 		kind := s.kind
+		if kind == frameData {
+			s.full = s.flen == s.chunk
+		}
 		s.hdrN, s.kind = 0, 0
 		return kind, dst[:s.flen], nil
 	}
 }
 
-// fill reads p[*n:] from c, p being a data frame's payload if payload
+// fill reads p[*n:] from c, p being a data frame's payload if payload,
+// else a frame header with expect payload bytes expected behind it
 // (see connReader). Waiting ends with ctx (the stream stays usable, *n
 // keeps the progress) or after StallTimeout without a byte (the stream
 // fails).
-func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payload bool) error {
+func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payload bool, expect int) error {
 	stall := s.t.cfg.StallTimeout
 	for *n < len(p) {
 		now := time.Now()
@@ -1170,7 +1181,7 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		if payload {
 			m, err = c.r.ReadPayload(p[*n:])
 		} else {
-			m, err = c.r.Read(p[*n:])
+			m, err = c.r.ReadHeader(p[*n:], expect)
 		}
 		*n += m
 		s.got += m
@@ -1180,6 +1191,13 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		if isTimeout(err) {
 			if err := ctxErr(ctx); err != nil {
 				return err
+			}
+			if c.r.Unread() {
+				// Bytes came, fewer than the header's wait asked for (a
+				// sender that paused, sending keepalives): not a stall.
+				// Wait for the next header's first byte only.
+				expect = 0
+				continue
 			}
 			s.t.logf("transport: data peer %s sent nothing for %v; dropping connection", s.addr, stall)
 			return s.failWith(messages.Errorf(messages.ErrorCode_TIMEOUT,

@@ -278,3 +278,69 @@ func TestControlAnswerComesWithItsHeader(t *testing.T) {
 	cli.SetReadDeadline(time.Now().Add(2 * time.Second))
 	read("after a payload read", small)
 }
+
+// TestHeaderReadWaitsForTheChunkBehindIt: a frame header read that has
+// to wait, told a payload of n bytes is expected behind the header,
+// returns once the header and those n bytes are there (one wake-up for
+// both), never before; without an expectation it returns with the
+// header.
+func TestHeaderReadWaitsForTheChunkBehindIt(t *testing.T) {
+	cli, srv := rawTCPPair(t)
+	r := newConnReader(cli)
+	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+	payload := bytes.Repeat([]byte("chunk"), 20<<10)
+	frame := func() {
+		srv.Write(appendFrameHeader(nil, frameData, len(payload)))
+		time.Sleep(30 * time.Millisecond)
+		srv.Write(payload)
+	}
+	for _, expect := range []int{len(payload), 0} {
+		go frame()
+		hdr := make([]byte, frameHeaderLen)
+		if _, err := io.ReadFull(readerFunc(func(p []byte) (int, error) { return r.ReadHeader(p, expect) }), hdr); err != nil {
+			t.Fatal(err)
+		}
+		if hdr[0] != frameData {
+			t.Fatalf("header %x", hdr)
+		}
+		q := queued(rawOf(t, cli))
+		if expect > 0 && q != len(payload) {
+			t.Fatalf("a header read expecting %d bytes behind it returned with %d of them there", expect, q)
+		}
+		if expect == 0 && q == len(payload) {
+			t.Fatalf("a header read expecting nothing waited for the payload")
+		}
+		body := make([]byte, len(payload))
+		if _, err := r.ReadFull(body, true); err != nil || !bytes.Equal(body, payload) {
+			t.Fatalf("payload: %v", err)
+		}
+	}
+	// A wait for more than comes times out with the bytes that came;
+	// Unread finds them and lowers the wait to one byte.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		srv.Write(appendFrameHeader(nil, frameKeepalive, 0))
+	}()
+	cli.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	if _, err := r.ReadHeader(make([]byte, frameHeaderLen), 1<<20); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a header read expecting more than comes: %v, want the deadline", err)
+	}
+	if !r.Unread() {
+		t.Fatal("Unread found no bytes behind a timed-out wait")
+	}
+	if lw := rcvLowat(t, cli); lw != 1 {
+		t.Fatalf("SO_RCVLOWAT %d after Unread, want 1", lw)
+	}
+	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+	hdr := make([]byte, frameHeaderLen)
+	if _, err := r.ReadFull(hdr, false); err != nil || hdr[0] != frameKeepalive {
+		t.Fatalf("keepalive %x, %v", hdr, err)
+	}
+	if r.Unread() {
+		t.Fatal("Unread with nothing unread")
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

@@ -144,6 +144,45 @@ func (r *connReader) Read(p []byte) (int, error) {
 	return r.nc.Read(p)
 }
 
+// ReadHeader reads at most len(p) bytes of a stream's frame header, as
+// Read does, except that when it has to wait on a plain TCP socket, it
+// waits for the header and expect bytes behind it (SO_RCVLOWAT): the
+// next frame's payload, as long as the last one, which a sender of whole
+// chunks sends right behind its header. The payload read after it then
+// finds its bytes there, and a chunk wakes its reader once where it woke
+// it twice (for the header, which came first, then for the rest of the
+// payload). expect 0 waits for one byte, as Read. A sender that sends
+// less (a relay whose object is still being written, or keepalives
+// only) leaves the wait to the read deadline: see tcpStream.fill.
+func (r *connReader) ReadHeader(p []byte, expect int) (int, error) {
+	if expect <= 0 || !r.plain || !canRawIO {
+		return r.Read(p)
+	}
+	if n := r.fromLook(p); n > 0 {
+		return n, nil
+	}
+	iov := [1][]byte{p}
+	if n, again, err := tryRead(r.raw, iov[:]); !again {
+		return n, err
+	}
+	r.setLowat(len(p) + min(expect, payloadLowat))
+	return rawRead(r.raw, iov[:])
+}
+
+// Unread reports whether the socket holds bytes not read yet, and lowers
+// its SO_RCVLOWAT to one byte if so: a wait for more than came (see
+// ReadHeader) timed out on bytes that did come.
+func (r *connReader) Unread() bool {
+	if r.raw == nil || r.lowat <= 1 {
+		return false
+	}
+	if queued(r.raw) <= 0 {
+		return false
+	}
+	r.setLowat(1)
+	return true
+}
+
 // ReadPayload reads at most len(p) bytes of a data payload, len(p) being
 // what is left of it, and on a plain TCP socket up to a frame header's
 // bytes behind it into look.

@@ -101,6 +101,45 @@ func rawRead(raw syscall.RawConn, iov [][]byte) (int, error) {
 	return got, nil
 }
 
+// tryRead reads into iov (readv(2), raw) if the socket has bytes, and
+// reports again if it has none, without waiting; the socket at its end
+// is io.EOF.
+func tryRead(raw syscall.RawConn, iov [][]byte) (n int, again bool, err error) {
+	var got int
+	var rerr syscall.Errno
+	if err := raw.Read(func(fd uintptr) bool {
+		for {
+			got, rerr = rawReadv(fd, iov)
+			if rerr != unix.EINTR {
+				return true
+			}
+		}
+	}); err != nil {
+		return 0, false, err // the deadline passed, or a closed connection
+	}
+	switch {
+	case rerr == unix.EAGAIN:
+		return 0, true, nil
+	case rerr != 0:
+		return 0, false, rerr
+	case got == 0:
+		return 0, false, io.EOF
+	}
+	return got, false, nil
+}
+
+// queued is how many bytes the socket holds unread (SIOCINQ), -1 if it
+// cannot tell.
+func queued(raw syscall.RawConn) int {
+	n := -1
+	_ = raw.Control(func(fd uintptr) {
+		if v, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ); err == nil {
+			n = v
+		}
+	})
+	return n
+}
+
 // rawWrite writes bufs (writev(2), raw), consuming what it wrote, until
 // none is left or the connection's write deadline passes; n is how many
 // bytes it wrote.

@@ -21,6 +21,10 @@ func readPast(syscall.RawConn, []byte, []byte) (int, int, error) { return 0, 0, 
 
 func rawRead(syscall.RawConn, [][]byte) (int, error) { return 0, errUnsupported }
 
+func tryRead(syscall.RawConn, [][]byte) (int, bool, error) { return 0, false, errUnsupported }
+
+func queued(syscall.RawConn) int { return -1 }
+
 func rawWrite(syscall.RawConn, *net.Buffers) (int64, error) { return 0, errUnsupported }
 
 func setRcvLowat(syscall.RawConn, int) error { return errUnsupported }

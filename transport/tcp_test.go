@@ -446,6 +446,62 @@ func TestTCPKeepalives(t *testing.T) {
 	}
 }
 
+// TestTCPKeepalivesAfterAWholeChunk: after a whole chunk a receiver
+// waits for the next header and a whole chunk behind it (ReadHeader); a
+// sender that then has nothing but keepalives for several times the
+// receiver's StallTimeout still keeps the stream alive, and the bytes
+// that come after arrive exact.
+func TestTCPKeepalivesAfterAWholeChunk(t *testing.T) {
+	noLeaks(t)
+	ctx := guardCtx(t)
+	const chunk = 4096
+	data := pattern(3 * chunk)
+	o := newFakeObject(len(data))
+	o.append(data[:chunk])
+	src := newFakeSource()
+	src.add("o", o)
+	const stall = 150 * time.Millisecond
+	srv, cli, addr := tcpPair(t, src, TCPConfig{}, TCPConfig{StallTimeout: stall})
+	s, err := cli.Open(ctx, "", addr, "o", 0, chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if b, err := s.Next(ctx); err != nil || !bytes.Equal(b, data[:chunk]) {
+		t.Fatalf("first chunk: %d bytes, %v", len(b), err)
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := s.Next(ctx)
+		ch <- result{bytes.Clone(b), err}
+	}()
+	k := srv.keepalives.Load()
+	// Keepalives come every stall/3: nine of them span three stalls.
+	eventually(t, "keepalives after a whole chunk", func() bool { return srv.keepalives.Load() >= k+9 })
+	select {
+	case r := <-ch:
+		t.Fatalf("Next returned while the sender waited: %v", r.err)
+	default:
+	}
+	o.append(data[chunk:])
+	var res result
+	select {
+	case res = <-ch:
+	case <-time.After(hangGuard):
+		t.Fatal("Next did not return")
+	}
+	if res.err != nil || !bytes.Equal(res.b, data[chunk:2*chunk]) {
+		t.Fatalf("second chunk: %d bytes, %v", len(res.b), res.err)
+	}
+	if got := drain(t, ctx, s, chunk); !bytes.Equal(got, data[2*chunk:]) {
+		t.Fatal("rest of the stream differs")
+	}
+}
+
 func TestTCPConnectionReuse(t *testing.T) {
 	noLeaks(t)
 	ctx := guardCtx(t)
