@@ -23,8 +23,9 @@ import (
 // min(the payload's rest, payloadLowat) bytes are there (SO_RCVLOWAT;
 // never more than the frame still holds, so it cannot wait for bytes
 // that will not come): at 400 Mbit/s a receiver woken by every few
-// segments made some 1,400 wake-ups and reads per 32 MiB. Reads of
-// anything else wait for one byte, as by default. A peer that sends a
+// segments made some 1,400 wake-ups and reads per 32 MiB. A stream's
+// header read after a whole chunk waits for the next chunk too
+// (ReadHeader). Reads of anything else wait for one byte, as by default. A peer that sends a
 // frame's bytes slower than 256 KiB (64 KiB under TLS) per StallTimeout
 // (9 KiB/s at the default 30 s) looks stalled: a conforming sender writes a frame's
 // payload whole, at the link's pace.
