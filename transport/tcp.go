@@ -1154,6 +1154,16 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 	}
 }
 
+// headerWait bounds a header read's wait for a whole chunk behind the
+// header (ReadHeader): what a sender sends instead (a keepalive, an
+// error frame, a shorter frame) wakes no reader that waits for more, so
+// the wait is cut short at this and the reader then takes what came. A
+// member's chunk is about 5 ms of its measured bandwidth (the cluster's
+// ChunkSize default), so a chunk rarely outlasts the wait (one that
+// does costs a wake-up more, the reads as before), and a failure behind
+// a whole chunk is known at most this late.
+const headerWait = 50 * time.Millisecond
+
 // fill reads p[*n:] from c, p being a data frame's payload if payload,
 // else a frame header with expect payload bytes expected behind it
 // (see connReader). Waiting ends with ctx (the stream stays usable, *n
@@ -1161,9 +1171,13 @@ func (s *tcpStream) readFrame(ctx context.Context, c *tcpConn, into []byte) (byt
 // fails).
 func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payload bool, expect int) error {
 	stall := s.t.cfg.StallTimeout
+	stallAt := time.Now().Add(stall)
 	for *n < len(p) {
 		now := time.Now()
-		dl := now.Add(stall)
+		dl := stallAt
+		if expect > 0 && now.Add(headerWait).Before(dl) {
+			dl = now.Add(headerWait)
+		}
 		if d, ok := ctx.Deadline(); ok {
 			if !now.Before(d) {
 				return messages.AsError(context.DeadlineExceeded)
@@ -1185,6 +1199,9 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		}
 		*n += m
 		s.got += m
+		if m > 0 {
+			stallAt = time.Now().Add(stall)
+		}
 		if err == nil || (m > 0 && isTimeout(err)) {
 			continue
 		}
@@ -1192,12 +1209,17 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 			if err := ctxErr(ctx); err != nil {
 				return err
 			}
-			if c.r.Unread() {
-				// Bytes came, fewer than the header's wait asked for (a
-				// sender that paused, sending keepalives): not a stall.
-				// Wait for the next header's first byte only.
-				expect = 0
-				continue
+			if expect > 0 {
+				if c.r.Unread() {
+					// Bytes came, fewer than the wait asked for: a sender
+					// that paused after a keepalive, an error frame, or a
+					// shorter frame. Read them as they are.
+					expect = 0
+					continue
+				}
+				if time.Now().Before(stallAt) {
+					continue // nothing yet, and no stall so far
+				}
 			}
 			s.t.logf("transport: data peer %s sent nothing for %v; dropping connection", s.addr, stall)
 			return s.failWith(messages.Errorf(messages.ErrorCode_TIMEOUT,

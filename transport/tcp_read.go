@@ -25,10 +25,11 @@ import (
 // that will not come): at 400 Mbit/s a receiver woken by every few
 // segments made some 1,400 wake-ups and reads per 32 MiB. A stream's
 // header read after a whole chunk waits for the next chunk too
-// (ReadHeader). Reads of anything else wait for one byte, as by default. A peer that sends a
-// frame's bytes slower than 256 KiB (64 KiB under TLS) per StallTimeout
-// (9 KiB/s at the default 30 s) looks stalled: a conforming sender writes a frame's
-// payload whole, at the link's pace.
+// (ReadHeader). Reads of anything else wait for one byte, as by
+// default. A peer that sends a frame's bytes slower than 256 KiB (64 KiB
+// under TLS) per StallTimeout (9 KiB/s at the default 30 s) looks
+// stalled: a conforming sender writes a frame's payload whole, at the
+// link's pace.
 type connReader struct {
 	nc net.Conn
 	// raw is the TCP socket under nc (under its TLS, if any); nil if nc
@@ -153,8 +154,8 @@ func (r *connReader) Read(p []byte) (int, error) {
 // finds its bytes there, and a chunk wakes its reader once where it woke
 // it twice (for the header, which came first, then for the rest of the
 // payload). expect 0 waits for one byte, as Read. A sender that sends
-// less (a relay whose object is still being written, or keepalives
-// only) leaves the wait to the read deadline: see tcpStream.fill.
+// less (a keepalive, an error frame, a shorter frame) leaves the wait to
+// the read deadline, which the caller keeps short: see tcpStream.fill.
 func (r *connReader) ReadHeader(p []byte, expect int) (int, error) {
 	if expect <= 0 || !r.plain || !canRawIO {
 		return r.Read(p)

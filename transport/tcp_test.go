@@ -502,6 +502,41 @@ func TestTCPKeepalivesAfterAWholeChunk(t *testing.T) {
 	}
 }
 
+// TestTCPErrorAfterAWholeChunk: an error frame behind a whole chunk
+// reaches the receiver, whose header read waits for a whole chunk more
+// (ReadHeader), without waiting for its stall timeout.
+func TestTCPErrorAfterAWholeChunk(t *testing.T) {
+	noLeaks(t)
+	const chunk = 4096
+	data := pattern(3 * chunk)
+	o := newFakeObject(len(data))
+	o.append(data[:chunk])
+	src := newFakeSource()
+	src.add("o", o)
+	_, cli, addr := tcpPair(t, src, TCPConfig{}, TCPConfig{StallTimeout: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s, err := cli.Open(ctx, "", addr, "o", 0, chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if b, err := s.Next(ctx); err != nil || !bytes.Equal(b, data[:chunk]) {
+		t.Fatalf("first chunk: %d bytes, %v", len(b), err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the receiver is waiting by now
+		o.mu.Lock()
+		o.err = messages.Errorf(messages.ErrorCode_RESET, "object rewound")
+		close(o.changed)
+		o.changed = make(chan struct{})
+		o.mu.Unlock()
+	}()
+	if _, err := s.Next(ctx); !errors.Is(err, messages.ErrReset) {
+		t.Fatalf("Next after the sender failed = %v, want its RESET (not the caller's deadline)", err)
+	}
+}
+
 func TestTCPConnectionReuse(t *testing.T) {
 	noLeaks(t)
 	ctx := guardCtx(t)
