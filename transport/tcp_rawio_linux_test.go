@@ -282,19 +282,22 @@ func TestControlAnswerComesWithItsHeader(t *testing.T) {
 // TestHeaderReadWaitsForTheChunkBehindIt: a frame header read that has
 // to wait, told a payload of n bytes is expected behind the header,
 // returns once the header and those n bytes are there (one wake-up for
-// both), never before; without an expectation it returns with the
-// header.
+// both), never before; without an expectation it waits for one byte.
 func TestHeaderReadWaitsForTheChunkBehindIt(t *testing.T) {
 	cli, srv := rawTCPPair(t)
 	r := newConnReader(cli)
 	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
 	payload := bytes.Repeat([]byte("chunk"), 20<<10)
+	// frame sends a header after the reader has begun to wait, and its
+	// payload later.
 	frame := func() {
+		time.Sleep(20 * time.Millisecond)
 		srv.Write(appendFrameHeader(nil, frameData, len(payload)))
 		time.Sleep(30 * time.Millisecond)
 		srv.Write(payload)
 	}
-	for _, expect := range []int{len(payload), 0} {
+	readFrame := func(expect int) (lowat, queuedAfterHeader int) {
+		t.Helper()
 		go frame()
 		hdr := make([]byte, frameHeaderLen)
 		if _, err := io.ReadFull(readerFunc(func(p []byte) (int, error) { return r.ReadHeader(p, expect) }), hdr); err != nil {
@@ -303,17 +306,31 @@ func TestHeaderReadWaitsForTheChunkBehindIt(t *testing.T) {
 		if hdr[0] != frameData {
 			t.Fatalf("header %x", hdr)
 		}
-		q := queued(rawOf(t, cli))
-		if expect > 0 && q != len(payload) {
-			t.Fatalf("a header read expecting %d bytes behind it returned with %d of them there", expect, q)
-		}
-		if expect == 0 && q == len(payload) {
-			t.Fatalf("a header read expecting nothing waited for the payload")
-		}
+		lowat, queuedAfterHeader = rcvLowat(t, cli), queued(rawOf(t, cli))
 		body := make([]byte, len(payload))
 		if _, err := r.ReadFull(body, true); err != nil || !bytes.Equal(body, payload) {
 			t.Fatalf("payload: %v", err)
 		}
+		r.setLowat(1)
+		return lowat, queuedAfterHeader
+	}
+	waited := false
+	for range 5 { // a reader descheduled past the header's arrival reads it at once
+		lowat, q := readFrame(len(payload))
+		if lowat != frameHeaderLen+len(payload) {
+			continue
+		}
+		waited = true
+		if q != len(payload) {
+			t.Fatalf("a header read that waited for %d bytes behind it returned with %d of them there", len(payload), q)
+		}
+		break
+	}
+	if !waited {
+		t.Fatal("the header read never had to wait")
+	}
+	if lowat, _ := readFrame(0); lowat > 1 {
+		t.Fatalf("a header read expecting nothing set SO_RCVLOWAT %d", lowat)
 	}
 	// A wait for more than comes times out with the bytes that came;
 	// Unread finds them and lowers the wait to one byte.
