@@ -415,6 +415,20 @@ func TestTCPKeepalives(t *testing.T) {
 	s := r.s
 	defer s.Close()
 
+	b, err := nextThroughKeepalives(t, ctx, s, srv, 6, func() { o.append(data) })
+	if err != nil || !bytes.Equal(b, data[:64]) {
+		t.Fatalf("Next = %v, %v", b, err)
+	}
+	if got := drain(t, ctx, s, 64); !bytes.Equal(got, data[64:]) {
+		t.Fatal("rest of the stream differs")
+	}
+}
+
+// nextThroughKeepalives calls s.Next while the sender srv has nothing to
+// send: it must not return before srv sent n more keepalives; then
+// feed gives the sender bytes, and Next's result is returned.
+func nextThroughKeepalives(t *testing.T, ctx context.Context, s Stream, srv *TCP, n int64, feed func()) ([]byte, error) {
+	t.Helper()
 	type result struct {
 		b   []byte
 		err error
@@ -425,24 +439,19 @@ func TestTCPKeepalives(t *testing.T) {
 		ch <- result{bytes.Clone(b), err}
 	}()
 	k := srv.keepalives.Load()
-	eventually(t, "keepalives while reading", func() bool { return srv.keepalives.Load() >= k+6 })
+	eventually(t, "keepalives while reading", func() bool { return srv.keepalives.Load() >= k+n })
 	select {
 	case r := <-ch:
 		t.Fatalf("Next returned while the sender waited: %v", r.err)
 	default:
 	}
-	o.append(data)
-	var res result
+	feed()
 	select {
-	case res = <-ch:
+	case r := <-ch:
+		return r.b, r.err
 	case <-time.After(hangGuard):
 		t.Fatal("Next did not return")
-	}
-	if res.err != nil || !bytes.Equal(res.b, data[:64]) {
-		t.Fatalf("Next = %v, %v", res.b, res.err)
-	}
-	if got := drain(t, ctx, s, 64); !bytes.Equal(got, data[64:]) {
-		t.Fatal("rest of the stream differs")
+		return nil, nil
 	}
 }
 
@@ -470,32 +479,10 @@ func TestTCPKeepalivesAfterAWholeChunk(t *testing.T) {
 	if b, err := s.Next(ctx); err != nil || !bytes.Equal(b, data[:chunk]) {
 		t.Fatalf("first chunk: %d bytes, %v", len(b), err)
 	}
-	type result struct {
-		b   []byte
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		b, err := s.Next(ctx)
-		ch <- result{bytes.Clone(b), err}
-	}()
-	k := srv.keepalives.Load()
 	// Keepalives come every stall/3: nine of them span three stalls.
-	eventually(t, "keepalives after a whole chunk", func() bool { return srv.keepalives.Load() >= k+9 })
-	select {
-	case r := <-ch:
-		t.Fatalf("Next returned while the sender waited: %v", r.err)
-	default:
-	}
-	o.append(data[chunk:])
-	var res result
-	select {
-	case res = <-ch:
-	case <-time.After(hangGuard):
-		t.Fatal("Next did not return")
-	}
-	if res.err != nil || !bytes.Equal(res.b, data[chunk:2*chunk]) {
-		t.Fatalf("second chunk: %d bytes, %v", len(res.b), res.err)
+	b, err := nextThroughKeepalives(t, ctx, s, srv, 9, func() { o.append(data[chunk:]) })
+	if err != nil || !bytes.Equal(b, data[chunk:2*chunk]) {
+		t.Fatalf("second chunk: %d bytes, %v", len(b), err)
 	}
 	if got := drain(t, ctx, s, chunk); !bytes.Equal(got, data[2*chunk:]) {
 		t.Fatal("rest of the stream differs")
