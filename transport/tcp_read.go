@@ -163,12 +163,15 @@ func (r *connReader) ReadHeader(p []byte, expect int) (int, error) {
 	if n := r.fromLook(p); n > 0 {
 		return n, nil
 	}
+	// Raised only when the read has to wait: bytes that are there are
+	// read at once.
+	lowat := len(p) + min(expect, payloadLowat)
 	iov := [1][]byte{p}
-	if n, again, err := tryRead(r.raw, iov[:]); !again {
-		return n, err
-	}
-	r.setLowat(len(p) + min(expect, payloadLowat))
-	return rawRead(r.raw, iov[:])
+	return rawReadOr(r.raw, iov[:], func(fd uintptr) {
+		if lowat != r.lowat && setRcvLowatFD(fd, lowat) == 0 {
+			r.lowat = lowat
+		}
+	})
 }
 
 // Unread reports whether the socket holds bytes not read yet, and lowers

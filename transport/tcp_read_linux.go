@@ -79,11 +79,21 @@ func readPast(raw syscall.RawConn, p, past []byte) (n, m int, err error) {
 // connection's read deadline until the socket has bytes; the socket at
 // its end is io.EOF.
 func rawRead(raw syscall.RawConn, iov [][]byte) (int, error) {
+	return rawReadOr(raw, iov, nil)
+}
+
+// rawReadOr is rawRead that calls beforeWait with the socket once, the
+// first time it finds no bytes, before it waits.
+func rawReadOr(raw syscall.RawConn, iov [][]byte, beforeWait func(fd uintptr)) (int, error) {
 	var got int
 	var rerr syscall.Errno
 	err := raw.Read(func(fd uintptr) bool {
 		for {
 			got, rerr = rawReadv(fd, iov)
+			if rerr == unix.EAGAIN && beforeWait != nil {
+				beforeWait(fd)
+				beforeWait = nil
+			}
 			if rerr != unix.EINTR {
 				return rerr != unix.EAGAIN
 			}
@@ -99,33 +109,6 @@ func rawRead(raw syscall.RawConn, iov [][]byte) (int, error) {
 		return 0, io.EOF
 	}
 	return got, nil
-}
-
-// tryRead reads into iov (readv(2), raw) if the socket has bytes, and
-// reports again if it has none, without waiting; the socket at its end
-// is io.EOF.
-func tryRead(raw syscall.RawConn, iov [][]byte) (n int, again bool, err error) {
-	var got int
-	var rerr syscall.Errno
-	if err := raw.Read(func(fd uintptr) bool {
-		for {
-			got, rerr = rawReadv(fd, iov)
-			if rerr != unix.EINTR {
-				return true
-			}
-		}
-	}); err != nil {
-		return 0, false, err // the deadline passed, or a closed connection
-	}
-	switch {
-	case rerr == unix.EAGAIN:
-		return 0, true, nil
-	case rerr != 0:
-		return 0, false, rerr
-	case got == 0:
-		return 0, false, io.EOF
-	}
-	return got, false, nil
 }
 
 // queued is how many bytes the socket holds unread (SIOCINQ), -1 if it
@@ -185,15 +168,19 @@ func consume(bufs *net.Buffers, n int) {
 // setRcvLowat sets the socket's SO_RCVLOWAT (a raw setsockopt(2)).
 func setRcvLowat(raw syscall.RawConn, n int) error {
 	var serr syscall.Errno
-	v := int32(n)
-	if err := raw.Control(func(fd uintptr) {
-		_, _, serr = syscall.RawSyscall6(unix.SYS_SETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT,
-			uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { serr = setRcvLowatFD(fd, n) }); err != nil {
 		return err
 	}
 	if serr != 0 {
 		return serr
 	}
 	return nil
+}
+
+// setRcvLowatFD is setRcvLowat on the socket fd.
+func setRcvLowatFD(fd uintptr, n int) syscall.Errno {
+	v := int32(n)
+	_, _, serr := syscall.RawSyscall6(unix.SYS_SETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT,
+		uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
+	return serr
 }

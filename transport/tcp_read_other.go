@@ -21,7 +21,9 @@ func readPast(syscall.RawConn, []byte, []byte) (int, int, error) { return 0, 0, 
 
 func rawRead(syscall.RawConn, [][]byte) (int, error) { return 0, errUnsupported }
 
-func tryRead(syscall.RawConn, [][]byte) (int, bool, error) { return 0, false, errUnsupported }
+func rawReadOr(syscall.RawConn, [][]byte, func(uintptr)) (int, error) { return 0, errUnsupported }
+
+func setRcvLowatFD(uintptr, int) syscall.Errno { return 0 }
 
 func queued(syscall.RawConn) int { return -1 }
 
