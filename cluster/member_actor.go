@@ -13,6 +13,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/events"
 	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/internal/actors/revoke"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	bmg "github.com/hoplite-go/hoplite/internal/revoke"
@@ -86,6 +87,8 @@ type membersState struct {
 	started     time.Time
 	lastLive    []string
 	lastReach   []string
+	// lastStores: the store nodes the running shards were last told of.
+	lastStores []*messages.NodeRef
 	// The periodic comparison of views (compareViews).
 	viewChecks    map[string]*viewCheck
 	lastViewCheck time.Time
@@ -649,6 +652,12 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 	}
 	stores := v.Stores()
 	m.stores.Store(&stores)
+	if !sameStores(stores, st.lastStores) {
+		st.lastStores = stores
+		for _, pid := range st.running {
+			ctx.Send(pid, shard.WatchStores{})
+		}
+	}
 	reach := v.Reachable()
 	if !slices.Equal(reach, st.lastReach) {
 		st.lastReach = reach
@@ -731,6 +740,9 @@ func (a *membersActor) runShards(ctx actor.Context) {
 					return // the name is still taken by a stopping shard: next tick
 				}
 				st.running[j] = started
+				// The stores may have changed between its start (which
+				// watched those live then) and now.
+				ctx.Send(started, shard.WatchStores{})
 				if st.owners[j] != m.id { // moved on meanwhile
 					a.stopShard(ctx, j)
 				}
@@ -830,4 +842,12 @@ func viewDiff(mine, theirs []string) (missingHere, missingThere []string) {
 		}
 	}
 	return missingHere, missingThere
+}
+
+// sameStores says whether two lists of store nodes name the same nodes
+// in the same order (the view lists them sorted).
+func sameStores(a, b []*messages.NodeRef) bool {
+	return slices.EqualFunc(a, b, func(x, y *messages.NodeRef) bool {
+		return x.GetNodeId() == y.GetNodeId() && x.GetAddress() == y.GetAddress() && x.GetActorId() == y.GetActorId()
+	})
 }

@@ -258,6 +258,14 @@ type Shard struct {
 // DefaultRepublishWait is ShardConfig.RepublishWait's default.
 const DefaultRepublishWait = 5 * time.Second
 
+// WatchStores tells a shard (in process) that the live store nodes
+// changed: it watches those of ShardConfig.Nodes it does not watch yet.
+// A shard watches every store node live at its start; one that joins
+// later would otherwise be watched at its first Locate or copy here, a
+// remote Watch inside that node's first small Get of an object on this
+// shard.
+type WatchStores struct{}
+
 // RebuildQuery asks a shard (in process) how far its rebuild is; it
 // answers RebuildStatus. A shard that just started still expects the
 // copies of every store node it asked to republish: they arrive later as
@@ -337,6 +345,13 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.republishedAll()
 	case RebuildQuery:
 		ctx.Respond(RebuildStatus{Pending: s.pending(now)})
+		return
+	case WatchStores:
+		if s.cfg.Nodes != nil {
+			for _, n := range s.cfg.Nodes() {
+				s.watch(ctx, n)
+			}
+		}
 		return
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
