@@ -99,6 +99,25 @@ func (m *defaultMailbox) RegisterHandlers(invoker MessageInvoker, dispatcher Dis
 	atomic.StoreInt32(&m.registered, 1)
 }
 
+// startedFirstMailbox is a mailbox that queues an actor's Started before
+// it registers the actor's handlers, so that no message can run before it
+// (Hoplite patch).
+type startedFirstMailbox interface {
+	registerHandlersStarted(invoker MessageInvoker, dispatcher Dispatcher, started interface{})
+}
+
+// registerHandlersStarted queues started, then registers the handlers and
+// runs what is queued (Hoplite patch).
+func (m *defaultMailbox) registerHandlersStarted(invoker MessageInvoker, dispatcher Dispatcher, started interface{}) {
+	for _, ms := range m.middlewares {
+		ms.MessagePosted(started)
+	}
+	m.systemMailbox.Push(started)
+	atomic.AddInt32(&m.sysMessages, 1)
+	m.RegisterHandlers(invoker, dispatcher)
+	m.schedule()
+}
+
 func (m *defaultMailbox) schedule() {
 	if atomic.LoadInt32(&m.registered) == 0 {
 		return // the first message after RegisterHandlers (Started) runs them

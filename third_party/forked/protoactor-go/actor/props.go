@@ -56,8 +56,21 @@ var (
 
 		initialize(props, ctx)
 
-		mb.RegisterHandlers(ctx, dp)
-		mb.PostSystemMessage(startedMessage)
+		// Hoplite patch: a default mailbox queues Started before its
+		// handlers are registered. The name is in the registry already, and
+		// a message sent to it once the handlers were registered but before
+		// Started was posted ran first, on an actor that Started had not set
+		// up (a directory shard's nil map under the chaos soak: members send
+		// to a shard by name as soon as placement names its host).
+		if s, ok := mb.(startedFirstMailbox); ok {
+			s.registerHandlersStarted(ctx, dp, startedMessage)
+		} else {
+			mb.RegisterHandlers(ctx, dp)
+			mb.PostSystemMessage(startedMessage)
+		}
+		if spawnedHook != nil {
+			spawnedHook(pid)
+		}
 		mb.Start()
 
 		return pid, nil
@@ -153,3 +166,8 @@ func (props *Props) Configure(opts ...PropsOption) *Props {
 
 	return props
 }
+
+// spawnedHook, set by tests only, runs once a spawned actor's mailbox is
+// registered: a message sent from it is one sent at the earliest moment.
+// Hoplite patch.
+var spawnedHook func(pid *PID)
