@@ -311,6 +311,15 @@ func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
 	return r.out(r.abort(err), now)
 }
 
+// AbortForRetry ends the Reduction with err because its coordinator
+// stops with its directory shard, and the caller's node starts the call
+// again at the shard's home: as Abort until the result is fixed, and
+// after that a result committed, kept for the next attempt to answer
+// with (see abortForRetry).
+func (r *Reduction) AbortForRetry(err *messages.Error, now time.Time) Effects {
+	return r.out(r.abortForRetry(err), now)
+}
+
 func (r *Reduction) subscribe(fx *Effects) {
 	for _, id := range r.Waiting() {
 		fx.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id]})

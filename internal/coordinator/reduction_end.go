@@ -47,6 +47,31 @@ func (r *Reduction) abort(err *messages.Error) effects {
 	return r.fail(err)
 }
 
+// abortForRetry ends the Reduction because its coordinator stops with
+// its directory shard (moved to another member, or restarted): the
+// caller's node starts the call again at the shard's home. Before the
+// result is fixed that is abort. Once it is (the root's or the gathers'
+// commit, or the inline result's store, went out with the publication
+// that ends the reservation; an AllReduce then still waits for its
+// participants' Gets), the target is the call's result: readers may hold
+// it whole, and the next attempt answers with it (the rebuilt shard
+// learns it from the republished copies, see directory's Reserve). So
+// the answer is err, and every node is released keeping the target: no
+// ReleaseTarget, no drop. Released as a failure's, every copy went, and
+// the next attempt reduced again, perhaps other sources of an n-of-m,
+// while a Get had returned this result (chaos seed 78 under load).
+func (r *Reduction) abortForRetry(err *messages.Error) effects {
+	if r.over {
+		return effects{}
+	}
+	if r.reply == nil {
+		return r.fail(err)
+	}
+	r.over = true
+	return effects{Reply: &messages.ReduceReply{TargetId: r.req.GetTargetId(), Error: err, Plan: r.plan},
+		Release: r.releaseNodes(), ReleaseKeep: true}
+}
+
 func (r *core) success(reduced []string) *messages.ReduceReply {
 	in := map[string]bool{}
 	for _, id := range reduced {

@@ -803,6 +803,74 @@ func TestAllReduce(t *testing.T) {
 	mustFail(t, s.r, s.r.Fetched("n1", messages.Errorf(messages.ErrorCode_TIMEOUT, "slow"), t0), messages.ErrTimeout, []string{"n1", "n2", "n3"})
 }
 
+// An AllReduce's coordinator that stops with its directory shard (the
+// caller's node then starts the call again at the shard's home) keeps a
+// result it committed while its participants' Gets still ran: readers may
+// hold it whole, and the next attempt answers with it. Before the commit,
+// it fails as Abort does (chaos seed 78 under load: the result was
+// released, and the next attempt reduced other sources).
+func TestAllReduceAbortForRetryKeepsTheCommittedResult(t *testing.T) {
+	sources := ids("s", 7)
+	req := request(sources, 6)
+	req.AllReduce = true
+	tree, _ := plan.NewTree(6, 2)
+	onNode := []int{0, 1, 0, 2, 1, 3, 9}
+	run := func() *sim {
+		s := newSim(t, newRed(req, Config{ForceDegree: 2}), tree)
+		for k, id := range sources {
+			s.arrive(id, node(onNode[k]))
+		}
+		for _, p := range []int{1, 5, 3} {
+			s.start(p)
+		}
+		mustEmpty(t, "Done(1)", s.r.Done(done(1), t0))
+		mustEmpty(t, "Done(5)", s.r.Done(done(5), t0))
+		return s
+	}
+
+	// Before the root's result is in: a failure, the target released.
+	s := run()
+	mustFail(t, s.r, s.r.AbortForRetry(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"), t0), messages.ErrUnavailable, []string{"n1", "n2", "n3"})
+
+	// After the commit, with the participants' Gets running.
+	s = run()
+	fx := s.r.Done(done(3), t0)
+	commits := 0
+	for _, snd := range fx.Sends {
+		if _, ok := snd.Msg.(*messages.ReduceCommit); ok {
+			commits++
+		}
+	}
+	if commits == 0 || fx.Reply() != nil {
+		t.Fatalf("Done(root) with fetches running: want the commit and no reply, got %+v", fx)
+	}
+	fx = s.r.AbortForRetry(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"), t0)
+	if fx.Reply() == nil || !errors.Is(messages.ErrOrNil(fx.Reply().GetError()), messages.ErrUnavailable) {
+		t.Fatalf("want an UNAVAILABLE reply (the caller's node starts the call again), got %+v", fx)
+	}
+	if fx.ReleaseTarget() {
+		t.Fatal("a committed result was released: the next attempt would reduce again")
+	}
+	for _, snd := range fx.Sends {
+		switch m := snd.Msg.(type) {
+		case *messages.ReduceRelease:
+			if !m.GetKeepTarget() {
+				t.Fatalf("release to %v drops the committed target", snd.To)
+			}
+		case *messages.DropObject:
+			t.Fatalf("drop of the committed target sent to %v", snd.To)
+		}
+	}
+	if got := nodeIDs(fx.Release()); !slices.Contains(got, "n2") {
+		t.Fatalf("released %v: want the root's n2 among them", got)
+	}
+	if !s.r.Over() {
+		t.Fatal("not over after AbortForRetry")
+	}
+	mustEmpty(t, "Fetched after the end", s.r.Fetched("n0", nil, t0))
+	mustEmpty(t, "Abort after the end", s.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x"), t0))
+}
+
 // TestInlineAllReducePinsTheCallersCopy: an inline AllReduce stores its
 // result on the coordinator's member, then pushes it to the participants
 // and, pinned, to the caller's node (which held no source here), and

@@ -306,7 +306,13 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			c.held.Msg = reply
 			c.release(ctx)
 		}
-		c.drain(ctx, c.r.Abort(c.stopped(), now))
+		abort := c.r.Abort
+		if c.withShard {
+			// The caller's node starts the Reduce again at the shard's
+			// home: a result already committed stays for it.
+			abort = c.r.AbortForRetry
+		}
+		c.drain(ctx, abort(c.stopped(), now))
 	}
 }
 
