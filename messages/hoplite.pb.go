@@ -968,8 +968,10 @@ type ReduceReply struct {
 	CompletedBy string `protobuf:"bytes,6,opt,name=completed_by,json=completedBy,proto3" json:"completed_by,omitempty"`
 	// shard_stopped: the coordinator stopped because its directory shard
 	// did (the shard moved to another member, or restarted), not on its
-	// own: nothing of this attempt remains readable, and the caller's node
-	// starts the Reduce again at the shard's home (StartReduce.call_id).
+	// own, or its target's creation failed because the shard had moved or
+	// restarted since the coordinator reserved it: nothing of this attempt
+	// remains readable, and the caller's node starts the Reduce again at
+	// the shard's home (StartReduce.call_id).
 	ShardStopped  bool `protobuf:"varint,7,opt,name=shard_stopped,json=shardStopped,proto3" json:"shard_stopped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

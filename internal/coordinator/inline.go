@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/hoplite-go/hoplite/fingerprint"
@@ -60,6 +61,9 @@ func (in *inlineRun) stored(m *messages.StoreReducedReply) effects {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if errors.Is(err, messages.ErrUnavailable) {
+			return in.targetNotCreated(in.fail(messages.AsError(err)))
+		}
 		return in.fail(messages.AsError(err))
 	}
 	in.reply = in.success(in.arrivals[:in.req.GetNumObjects()])

@@ -102,6 +102,23 @@ func (r *core) fail(err *messages.Error) effects {
 		Release: r.releaseNodes(), ReleaseTarget: true}
 }
 
+// targetNotCreated marks fx, the failure of a Reduction whose target's
+// creation at its directory shard answered UNAVAILABLE (the tree root's,
+// a sliced AllReduce's creator gather's, the inline result's store), as
+// a shard move: the shard that reserved the target is not the one the
+// creator's member asked (the shard moved or restarted since the
+// reservation, and its new home holds none; see directory's
+// refuseCreate), or it stopped. As for a coordinator that stops with its
+// shard, the answer says so (ReduceReply.shard_stopped), and the
+// caller's node starts the Reduce again at the shard's home. Only before
+// the result was fixed: nothing of this attempt is readable then.
+func (r *core) targetNotCreated(fx effects) effects {
+	if r.reply == nil && fx.Reply != nil {
+		fx.Reply.ShardStopped = true
+	}
+	return fx
+}
+
 // bystanders are the live nodes of the arrived sources that ran no task
 // (not in released), in node id order.
 func (r *core) bystanders(released []*messages.NodeRef) []*messages.NodeRef {

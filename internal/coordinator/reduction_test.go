@@ -1405,3 +1405,38 @@ func TestSourceWhoseCopyLeavesTheDirectoryIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// A root that could not create the target at its directory shard
+// (UNAVAILABLE: the shard its member asked is not the one this
+// coordinator reserved the target in, for the shard moved or restarted
+// since, see directory's refuseCreate) fails the attempt as a shard move:
+// the caller's node starts the Reduce again at the shard's home
+// (shard_stopped). Chaos seed 78 under load failed INVALID_ARGUMENT
+// there. Another start error of the root, or a non-root's UNAVAILABLE,
+// is the Reduce's failure as before.
+func TestRootThatCannotCreateTheTargetIsAShardMove(t *testing.T) {
+	moved := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: this directory shard holds no reservation for reduce %s", testTarget, testReduceID)
+	for _, c := range []struct {
+		name    string
+		sources []string // a chain: position 1 is the root of two
+		err     *messages.Error
+		kind    error
+		retry   bool
+	}{
+		{"root UNAVAILABLE", []string{"a", "b"}, moved, messages.ErrUnavailable, true},
+		{"root INVALID_ARGUMENT", []string{"a", "b"}, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "not reserved"), messages.ErrInvalidArgument, false},
+		{"non-root UNAVAILABLE", []string{"a", "b", "c"}, moved, messages.ErrUnavailable, false},
+	} {
+		r := newRed(request(c.sources, len(c.sources)), Config{ForceDegree: 1})
+		mustEmpty(t, "first arrival", r.Located(located(c.sources[0], bigSize, node(0)), t0))
+		fx := r.Located(located(c.sources[1], bigSize, node(1)), t0)
+		if root := len(c.sources) == 2; len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetPosition() != 1 || fx.Tasks()[0].Task.GetRoot() != root {
+			t.Fatalf("%s: want position 1's task (root: %v), got %+v", c.name, root, fx)
+		}
+		fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1, Error: c.err}, t0)
+		mustFail(t, r, fx, c.kind, []string{"n1"})
+		if got := fx.Reply().GetShardStopped(); got != c.retry {
+			t.Fatalf("%s: shard_stopped %v, want %v", c.name, got, c.retry)
+		}
+	}
+}

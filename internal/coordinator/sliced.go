@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
@@ -214,7 +215,11 @@ func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
-		return s.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
+		fx := s.fail(messages.Errorf(messages.AsError(err).GetCode(), "allreduce: sliced position %d: %v", p, err))
+		if node, ok := s.gnode[p]; ok && node == s.gathers[0] && errors.Is(err, messages.ErrUnavailable) {
+			return s.targetNotCreated(fx) // the creator's gather registers the target
+		}
+		return fx
 	}
 	s.started[p] = true
 	return effects{}

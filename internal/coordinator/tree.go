@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -204,7 +205,11 @@ func (r *treeRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 		return effects{} // a generation a repair has replaced
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
-		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
+		fx := r.fail(messages.Errorf(messages.AsError(err).GetCode(), "reduce: position %d on %s: %v", p, r.nodeOf(p).GetNodeId(), err))
+		if p == r.tree.Root() && errors.Is(err, messages.ErrUnavailable) {
+			return r.targetNotCreated(fx)
+		}
+		return fx
 	}
 	r.started[p] = true
 	var fx effects

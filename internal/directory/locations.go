@@ -103,7 +103,7 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		return reply(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "create %q: inline data of %d bytes for size %d", id, len(req.GetInlineData()), req.GetSize()), false)
 	}
 	e := t.entry(id)
-	if err := e.target.refuseCreate(id, req); err != nil {
+	if err := e.target.refuseCreate(id, req, t.reservedHere(req.GetReduceId())); err != nil {
 		return reply(err, false)
 	}
 	delete(t.lost, id) // a lost object may be created again

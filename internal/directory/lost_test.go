@@ -131,6 +131,39 @@ func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
 	}
 }
 
+// A root's CreateObject of a Reduce this table knows nothing of comes
+// from a Reduce that reserved the target at another incarnation of the
+// shard (it moved or restarted since, and the root's member asks the new
+// home): UNAVAILABLE, which the Reduce's coordinator takes for a shard
+// move, so that the caller's node starts the Reduce again here. Chaos
+// seed 78 under load failed INVALID_ARGUMENT "not reserved". Another
+// Reduce holding the id here does not make it known; a Put meanwhile is
+// still CONFLICT.
+func TestCreateOfAReduceReservedAtTheShardsOldHomeIsUnavailable(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		tb := NewLocationTable(TableConfig{})
+		locate(tb, "t", 2, t0) // a Get waits for the target
+		if other {
+			if _, err := tb.Reserve("t", "red#2"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
+		if r := repliesTo(out, replyTo("c")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrUnavailable) {
+			t.Fatalf("other=%v: a root's create of a Reduce reserved elsewhere: %v, want UNAVAILABLE", other, out)
+		}
+		if tb.entries["t"].known || tb.Reservation("t") != map[bool]string{false: "", true: "red#2"}[other] {
+			t.Fatalf("other=%v: the refused create changed the entry: known %v, reserved by %q", other, tb.entries["t"].known, tb.Reservation("t"))
+		}
+		if other {
+			put := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1)}, replyTo("p")).Sends
+			if r := repliesTo(put, replyTo("p")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrConflict) {
+				t.Fatalf("a Put of a reserved target: %v, want CONFLICT", put)
+			}
+		}
+	}
+}
+
 // A root that a repair replaced may still be sending its CreateObject; if
 // it arrives after the new root's, it must not drop the new root's copy.
 func TestStaleRootCannotRecreateTheTarget(t *testing.T) {

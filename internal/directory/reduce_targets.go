@@ -78,19 +78,40 @@ func (r *reduceTarget) heldBy(rid string) bool { return r.reservedBy == rid }
 // that. A root that finished is not a result before then, and no reader
 // got its last byte (storenode.Object.HoldTail), so a repaired root
 // simply creates the target anew.
-func (r *reduceTarget) refuseCreate(id string, req *messages.CreateObject) *messages.Error {
+//
+// A Reduce this table never reserved (known: see reservedHere; reduce
+// ids come only from the shards that reserve them) reserved the id at
+// another incarnation of the shard: its root asked the shard's new home
+// (the shard moved or restarted since the reservation) while its
+// coordinator, a child of the old one, may still run. That is
+// UNAVAILABLE, which the coordinator takes for a shard move: the
+// caller's node starts the Reduce again at the shard's home. Answered
+// INVALID_ARGUMENT, the Reduce failed as if its caller had misused it
+// (chaos seed 78 under load). A late create of a Reduce this table
+// released, or whose result it committed, is still INVALID_ARGUMENT.
+func (r *reduceTarget) refuseCreate(id string, req *messages.CreateObject, known bool) *messages.Error {
 	rid := req.GetReduceId()
 	if rid != "" && r.producedBy == rid && req.GetReduceGeneration() < r.rootGen {
 		return messages.Errorf(messages.ErrorCode_CANCELED,
 			"object %q: root generation %d of reduce %s was replaced by generation %d", id, req.GetReduceGeneration(), rid, r.rootGen)
 	}
 	if r.reservedBy != rid {
+		if rid != "" && !known && !r.knows(rid) {
+			return messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+				"object %q: this directory shard holds no reservation for reduce %s, which reserved it before the shard moved or restarted", id, rid)
+		}
 		if rid != "" {
 			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", id, rid)
 		}
 		return messages.Errorf(messages.ErrorCode_CONFLICT, "object %q is the target of a running Reduce", id)
 	}
 	return nil
+}
+
+// knows reports whether the entry records the Reduce run rid: it created
+// or committed the target, or a copy names it.
+func (r *reduceTarget) knows(rid string) bool {
+	return r.producedBy == rid || r.committedBy == rid || r.readFrom == rid
 }
 
 // created records a CreateObject that made the object: no call committed
@@ -243,7 +264,36 @@ func (t *LocationTable) Reserve(id, reduceID string) (committed []string, err *m
 		return nil, err
 	}
 	e := t.entry(id)
-	return e.target.reserve(id, reduceID, e.known)
+	committed, err = e.target.reserve(id, reduceID, e.known)
+	if err == nil && committed == nil {
+		t.reservedRun(reduceID)
+	}
+	return committed, err
+}
+
+// reservedRun remembers that this table reserved a target for the Reduce
+// run rid (the last TombstoneLimit of them; see reservedHere).
+func (t *LocationTable) reservedRun(rid string) {
+	if _, ok := t.runs[rid]; ok {
+		return
+	}
+	t.runs[rid] = struct{}{}
+	t.runOrder = append(t.runOrder, rid)
+	if len(t.runOrder) > t.cfg.TombstoneLimit {
+		delete(t.runs, t.runOrder[0])
+		t.runOrder[0] = ""
+		t.runOrder = t.runOrder[1:]
+	}
+}
+
+// reservedHere reports whether this table reserved a target for the
+// Reduce run rid: a CreateObject of a run it did not comes from a Reduce
+// whose reservation is in another incarnation of the shard (see
+// refuseCreate). Its entry alone cannot tell: a released or lost
+// target's entry is forgotten.
+func (t *LocationTable) reservedHere(rid string) bool {
+	_, ok := t.runs[rid]
+	return ok
 }
 
 // Reservation is the Reduce that holds id's reservation ("" if none).

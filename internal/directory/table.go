@@ -123,12 +123,16 @@ type LocationTable struct {
 	nextDeadline time.Time
 	// epochs is how many epochs the table issued (see newEpoch).
 	epochs uint64
+	// runs are the Reduce runs this table reserved a target for,
+	// bounded by TombstoneLimit (FIFO runOrder; see reservedHere).
+	runs     map[string]struct{}
+	runOrder []string
 }
 
 // NewLocationTable returns an empty table.
 func NewLocationTable(cfg TableConfig) *LocationTable {
 	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{},
-		lost: map[string]lostMark{}}
+		lost: map[string]lostMark{}, runs: map[string]struct{}{}}
 }
 
 func (t *LocationTable) check(id string) *messages.Error {
