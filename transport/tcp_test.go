@@ -464,11 +464,7 @@ func TestTCPKeepalivesAfterAWholeChunk(t *testing.T) {
 	noLeaks(t)
 	ctx := guardCtx(t)
 	const chunk = 4096
-	data := pattern(3 * chunk)
-	o := newFakeObject(len(data))
-	o.append(data[:chunk])
-	src := newFakeSource()
-	src.add("o", o)
+	data, o, src := firstChunkOfThree(chunk)
 	const stall = 150 * time.Millisecond
 	srv, cli, addr := tcpPair(t, src, TCPConfig{}, TCPConfig{StallTimeout: stall})
 	s, err := cli.Open(ctx, "", addr, "o", 0, chunk)
@@ -489,17 +485,24 @@ func TestTCPKeepalivesAfterAWholeChunk(t *testing.T) {
 	}
 }
 
+// firstChunkOfThree is an object "o" of three chunks of which only the
+// first is there yet, and the source that serves it.
+func firstChunkOfThree(chunk int) (data []byte, o *fakeObject, src *fakeSource) {
+	data = pattern(3 * chunk)
+	o = newFakeObject(len(data))
+	o.append(data[:chunk])
+	src = newFakeSource()
+	src.add("o", o)
+	return data, o, src
+}
+
 // TestTCPErrorAfterAWholeChunk: an error frame behind a whole chunk
 // reaches the receiver, whose header read waits for a whole chunk more
 // (ReadHeader), without waiting for its stall timeout.
 func TestTCPErrorAfterAWholeChunk(t *testing.T) {
 	noLeaks(t)
 	const chunk = 4096
-	data := pattern(3 * chunk)
-	o := newFakeObject(len(data))
-	o.append(data[:chunk])
-	src := newFakeSource()
-	src.add("o", o)
+	data, o, src := firstChunkOfThree(chunk)
 	_, cli, addr := tcpPair(t, src, TCPConfig{}, TCPConfig{StallTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
