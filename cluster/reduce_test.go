@@ -55,21 +55,26 @@ func rdWidth(dt messages.DType) int {
 }
 
 // rdData returns elems random elements of dt suited to op (see above).
+// One draw makes an element (a float's fraction from the top 53 bits, its
+// sign from the lowest): under -race each call into the generator costs
+// more than the element, and the largest tests draw millions of them.
 func rdData(rng *rand.Rand, op messages.ReduceOp, dt messages.DType, elems int) []byte {
 	w := rdWidth(dt)
 	b := make([]byte, elems*w)
 	for i := 0; i < elems; i++ {
-		var f float64
-		if op == messages.ReduceOp_PROD {
-			f = 1.25 + 0.75*rng.Float64()
-		} else {
-			f = 0.5 + rng.Float64()
-		}
-		if rng.IntN(2) == 0 {
-			f = -f
-		}
 		u := rng.Uint64()
-		if op == messages.ReduceOp_PROD {
+		var f float64
+		if dt == messages.DType_FLOAT32 || dt == messages.DType_FLOAT64 {
+			f = float64(u>>11) / (1 << 53) // in [0, 1)
+			if op == messages.ReduceOp_PROD {
+				f = 1.25 + 0.75*f
+			} else {
+				f = 0.5 + f
+			}
+			if u&1 == 0 {
+				f = -f
+			}
+		} else if op == messages.ReduceOp_PROD {
 			u |= 1
 		}
 		switch dt {
