@@ -1692,6 +1692,11 @@ func TestChaos(t *testing.T) {
 	if keep != nil && len(seeds) != 1 {
 		t.Fatal("HOPLITE_CHAOS_KEEP needs HOPLITE_SEED")
 	}
+	// The actors' kept workers outlive every cluster by design: park them
+	// before the baseline, whichever test of the process starts them.
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	actorutil.WarmWorkers(wctx)
+	wcancel()
 	runtime.GC()
 	base := runtime.NumGoroutine()
 	stats := &chaosStats{}

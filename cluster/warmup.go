@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 )
 
@@ -30,6 +31,8 @@ import (
 //   - the protobuf encoders and decoders of the messages a member
 //     exchanges (codecs.go), built once per process before the first
 //     operation needs them.
+//   - the actors' pooled workers (actorutil.WarmWorkers): a few parked
+//     with their stacks grown, kept however long the member is idle.
 //   - the pages of large object buffers (bufalloc.ChoosePages): the
 //     first touch of fresh memory is measured once per process with
 //     4 KiB pages and with transparent huge pages, and the cheaper one
@@ -128,7 +131,13 @@ func (w *warmer) start(ctx context.Context, quit <-chan struct{}) {
 	warmCodecs()
 	w.choosePages()
 	w.reserve()
+	// After the reserve, whose allocation is the last collection a new
+	// member runs for a while: a collection shrinks a parked worker's
+	// stack again.
 	wctx, cancel := context.WithTimeout(ctx, warmJoinWait)
+	actorutil.WarmWorkers(wctx)
+	cancel()
+	wctx, cancel = context.WithTimeout(ctx, warmJoinWait)
 	w.round(wctx)
 	cancel()
 	go w.run(quit)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -15,7 +16,8 @@ import (
 // each holds a pooled data-plane connection to every other one (a Get's
 // Locate and stream find it instead of dialing) and has sampled the
 // control latency, and the process has chosen the pages of its large
-// object buffers; with NoWarmUp it holds none.
+// object buffers and parked the actors' kept workers; with NoWarmUp it
+// holds none.
 func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 	for _, cold := range []bool{false, true} {
 		name := "warm"
@@ -35,6 +37,9 @@ func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 			waitMembers(t, 3, ms...)
 			if p := bufalloc.Current(); !cold && p == bufalloc.PagesUnchosen {
 				t.Errorf("ready and warm, but the pages of large buffers are %v: the warm-up measures and chooses", p)
+			}
+			if n := actorutil.KeptFloor(); !cold && n != actorutil.KeptWorkers {
+				t.Errorf("ready and warm, but the actors' pool keeps %d parked workers, want %d", n, actorutil.KeptWorkers)
 			}
 			for _, m := range ms {
 				tcp, ok := m.data.(*transport.TCP)

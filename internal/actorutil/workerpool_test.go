@@ -1,6 +1,8 @@
 package actorutil
 
 import (
+	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,9 +24,30 @@ func waitIdle(t *testing.T, n int32) {
 	}
 }
 
+// emptyPool ends every parked worker and clears the pool's floor (kept)
+// for a test that counts the pool's workers from none; the floor comes
+// back after it.
+func emptyPool(t *testing.T) {
+	t.Helper()
+	floor := kept.Swap(0)
+	t.Cleanup(func() { kept.Store(floor) })
+	end := time.Now().Add(5 * time.Second)
+	for idleWorkers.Load() > 0 {
+		select {
+		case idleWork <- runtime.Goexit: // the worker that takes it ends
+		default:
+			if time.Now().After(end) {
+				t.Fatalf("%d workers still parked", idleWorkers.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 // Dispatcher runs each function once, on a parked worker when there is
 // one; it parks at most maxIdleWorkers, and none after workerIdle.
 func TestWorkerPool(t *testing.T) {
+	emptyPool(t)
 	d := Dispatcher
 	waitIdle(t, 0)
 	done := make(chan struct{})
@@ -72,6 +95,7 @@ func (*countingDispatcher) Throughput() int      { return 1 }
 // Props run their actors on Dispatcher (its worker parks after the
 // actor's first run), and a dispatcher option given to them wins.
 func TestPropsUseTheWorkerPool(t *testing.T) {
+	emptyPool(t)
 	system := actor.NewActorSystem()
 	for _, props := range []*actor.Props{
 		PropsFromFunc(func(actor.Context) {}),
@@ -91,5 +115,43 @@ func TestPropsUseTheWorkerPool(t *testing.T) {
 	}
 	if other.n.Load() == 0 {
 		t.Error("a dispatcher option given to PropsFromFunc was overridden")
+	}
+}
+
+// Once the kept workers are started (WarmWorkers), KeptWorkers stay
+// parked however long the pool is idle, and the workers beyond them
+// still leave after workerIdle.
+func TestKeptWorkersStayParked(t *testing.T) {
+	emptyPool(t)
+	startKept()
+	waitIdle(t, KeptWorkers)
+	// A burst of twice as many at once, then a pause past workerIdle.
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 * KeptWorkers {
+		wg.Add(1)
+		Dispatcher.Schedule(func() {
+			defer wg.Done()
+			<-release
+		})
+	}
+	close(release)
+	wg.Wait()
+	waitIdle(t, 2*KeptWorkers)
+	time.Sleep(workerIdle + 200*time.Millisecond)
+	waitIdle(t, KeptWorkers)
+	// The kept ones still run what comes.
+	ran := make(chan int32, 1)
+	Dispatcher.Schedule(func() { ran <- idleWorkers.Load() })
+	if n := <-ran; n != KeptWorkers-1 {
+		t.Fatalf("%d workers parked while one of the kept ran a function, want %d", n, KeptWorkers-1)
+	}
+	// WarmWorkers starts them once a process, and waits for them parked.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	WarmWorkers(ctx)
+	WarmWorkers(ctx)
+	if n := idleWorkers.Load(); n < KeptWorkers || n > 2*KeptWorkers {
+		t.Fatalf("%d workers parked after WarmWorkers, want %d to %d", n, KeptWorkers, 2*KeptWorkers)
 	}
 }
