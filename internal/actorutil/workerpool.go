@@ -18,13 +18,13 @@ import (
 // was a third of the CPU of an inline Get in one process. A worker keeps
 // its grown stack for the next run. Workers park at most workerIdle, and
 // at most maxIdleWorkers of them at once: the pool never outgrows the
-// runs in flight. Once WarmWorkers has run (a member's warm-up),
-// KeptWorkers of them stay parked however long the pool is idle: an
-// application's operations come between other work, and after a pause
-// longer than workerIdle every run of its next operation would start on
-// a fresh goroutine again. BenchmarkInlineGetRemoteShard (cluster), 5 alternating
+// runs in flight. BenchmarkInlineGetRemoteShard (cluster), 5 alternating
 // runs, a goroutine per run -> the pool: CPU per Get 45.0 -> 34.4 us,
-// p50 25.9 -> 16.5 us (medians).
+// p50 25.9 -> 16.5 us (medians). Once WarmWorkers has run (a member's
+// warm-up), KeptWorkers of them stay parked however long the pool is
+// idle: an application's operations come between other work, and after
+// a pause longer than workerIdle every run of its next operation would
+// start on a fresh goroutine again.
 var Dispatcher actor.Dispatcher = workerPool{}
 
 // Props are the props of one of Hoplite's actors: producer's actor, run
@@ -69,9 +69,9 @@ const (
 	workerIdle     = time.Second
 	maxIdleWorkers = 64
 	// KeptWorkers is the pool's floor once WarmWorkers has run: parked
-	// workers that never leave.
-	// A small Get runs on two on its member (the store node's mailbox
-	// and its Locate's call) and one at its shard's.
+	// workers that never leave. A small Get runs on two on its member
+	// (the store node's mailbox and its Locate's call) and one at its
+	// shard's.
 	KeptWorkers = 8
 	// warmStack is what WarmWorkers grows each kept worker's stack to,
 	// so that a run as deep as a Locate's call and its decoding does not
@@ -145,7 +145,7 @@ var warmWorkersOnce sync.Once
 func WarmWorkers(ctx context.Context) {
 	warmWorkersOnce.Do(startKept)
 	for idleWorkers.Load() < KeptWorkers && ctx.Err() == nil {
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(time.Millisecond) // they park as soon as they are released
 	}
 }
 
