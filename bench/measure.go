@@ -417,9 +417,19 @@ func reducedSpecs(r *messages.ReduceReply, specs []DataSpec) ([]DataSpec, error)
 	return out, nil
 }
 
+// target is the repetition's Reduce target: an id whose shard, and so
+// the coordinator, is on host 0 (the caller), or with SysAnyTarget the
+// repetition's own id, wherever its shard is.
+func (m *measurement) target(ctx context.Context) (string, error) {
+	if m.sys.anyTarget {
+		return m.tag + "-sum", nil
+	}
+	return m.b.TargetID(ctx, m.tag+"-sum")
+}
+
 func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	specs, ids := m.sources()
-	target, err := m.b.TargetID(ctx, m.tag+"-sum")
+	target, err := m.target(ctx)
 	if err != nil {
 		return sample{}, err
 	}
@@ -525,7 +535,7 @@ func planExtra(p *messages.ReducePlan) map[string]float64 {
 // the time is from the last Put to the Reduce's reply.
 func (m *measurement) async(ctx context.Context) (sample, error) {
 	specs, ids := m.sources()
-	target, err := m.b.TargetID(ctx, m.tag+"-sum")
+	target, err := m.target(ctx)
 	if err != nil {
 		return sample{}, err
 	}

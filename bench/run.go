@@ -182,8 +182,8 @@ func (o *Options) withDefaults() (*Options, error) {
 // CheckPeers says which of peers is not a system Run can compare with.
 func CheckPeers(peers []string) error {
 	for _, p := range peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" && p != "cold" && p != "echo" && p != "lazy-free" && p != "small-pages" && p != "huge-pages" {
-			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, echo, actor-locates, star-gather, go-procs, kernel-slack, no-push, actor-subscribes, ui, cold, lazy-free, small-pages or huge-pages)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "any-target" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" && p != "cold" && p != "echo" && p != "lazy-free" && p != "small-pages" && p != "huge-pages" {
+			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, echo, actor-locates, star-gather, go-procs, any-target, kernel-slack, no-push, actor-subscribes, ui, cold, lazy-free, small-pages or huge-pages)", p)
 		}
 	}
 	return nil

@@ -105,6 +105,13 @@ const SysNoPush = "ours-no-push"
 // plane: that change measured in the same run.
 const SysActorSubscribes = "ours-actor-subscribes"
 
+// SysAnyTarget is ours with each Reduce's target named as an application
+// names it (--peers any-target): its directory shard, and so the
+// Reduce's coordinator, wherever the ids' hash puts it, seven times in
+// eight on another member than the caller's at N = 8. Ours picks targets
+// whose shard is on the caller's member (TargetID).
+const SysAnyTarget = "ours-any-target"
+
 // SysGoProcs is ours with every testbed node at Go's default GOMAXPROCS
 // (--peers go-procs): every CPU of the machine, which the testbed's
 // members share, instead of its share of them (Options.NodeProcs).
@@ -163,6 +170,9 @@ type system struct {
 	noInlinePush bool
 	// actorSubscribes: hoplite node -actor-subscribes.
 	actorSubscribes bool
+	// anyTarget: a Reduce's target is the repetition's own id, not one
+	// whose shard is on host 0 (SysAnyTarget).
+	anyTarget bool
 	// goProcs: the node runs at Go's default GOMAXPROCS whatever
 	// Options.NodeProcs says.
 	goProcs bool
@@ -313,6 +323,9 @@ func (o *Options) systems() []system {
 	}
 	if slices.Contains(o.Peers, "go-procs") {
 		out = append(out, system{name: SysGoProcs, goProcs: true})
+	}
+	if slices.Contains(o.Peers, "any-target") {
+		out = append(out, system{name: SysAnyTarget, anyTarget: true})
 	}
 	if slices.Contains(o.Peers, "kernel-slack") {
 		out = append(out, system{name: SysKernelSlack, kernelSlack: true})
