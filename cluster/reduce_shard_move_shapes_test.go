@@ -36,7 +36,7 @@ func TestInlineReduceWhoseResultIsStoredAtTheShardsNewHomeStartsAgain(t *testing
 		if all {
 			name = "allreduce"
 		}
-		t.Run(name, func(t *testing.T) { createAtNewHome(t, all, false) })
+		t.Run(name, func(t *testing.T) { createAtNewHome(t, all, coordinator.ShapeInline) })
 	}
 }
 
@@ -45,18 +45,19 @@ func TestInlineReduceWhoseResultIsStoredAtTheShardsNewHomeStartsAgain(t *testing
 // runs on the restarted node-4 again, its creation is refused there, and
 // the AllReduce starts again at the shard's new home.
 func TestSlicedAllReduceWhoseCreatorGatherCreatesAtTheShardsNewHomeStartsAgain(t *testing.T) {
-	createAtNewHome(t, true, true)
+	createAtNewHome(t, true, coordinator.ShapeSliced)
 }
 
 // createAtNewHome runs a Reduce (an AllReduce if all) of two sources
 // into a target whose shard moves back to the restarted node-4 between
-// the reservation and the target's creation: the inline result's store,
-// or the sliced run's creator gather's.
-func createAtNewHome(t *testing.T, all, sliced bool) {
+// the reservation and the target's creation by the shape's creator: a
+// tree's root (ShapeDAry), the inline result's store (ShapeInline), or
+// the sliced run's creator gather (ShapeSliced).
+func createAtNewHome(t *testing.T, all bool, shape string) {
 	const nodes = 5
-	elems, shape, prefix := 128, coordinator.ShapeInline, "inlinemove" // 1 KiB sources: reduced inline
-	if sliced {
-		elems, shape, prefix = 16<<10, coordinator.ShapeSliced, "slicedmove"
+	elems, prefix := 16<<10, shape+"move" // 128 KiB sources: a tree, or sliced
+	if shape == coordinator.ShapeInline {
+		elems = 128 // 1 KiB sources: reduced inline
 	}
 	target := idOnNode(prefix, 4, nodes, nodes) // node-4 holds no source and is not the caller
 	var (
@@ -86,10 +87,14 @@ func createAtNewHome(t *testing.T, all, sliced bool) {
 		}
 	}
 	cfg := Config{Nodes: nodes, ChunkSize: 32 << 10}
-	if sliced {
-		cfg.AllReduceShape = coordinator.ShapeSliced
+	if shape != coordinator.ShapeInline {
+		if shape == coordinator.ShapeSliced {
+			cfg.AllReduceShape = shape
+		}
+		// The creator: a sliced run's creator gather, or a tree's root.
 		cfg.Hooks.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
-			if !task.GetGather() || !task.GetRoot() || task.GetTargetId() != target || !armed.CompareAndSwap(true, false) {
+			creator := task.GetRoot() && task.GetGather() == (shape == coordinator.ShapeSliced)
+			if !creator || task.GetTargetId() != target || !armed.CompareAndSwap(true, false) {
 				_ = create()
 				return
 			}
