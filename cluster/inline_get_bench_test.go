@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -15,8 +18,11 @@ import (
 // the Puts).
 var getProfile = flag.String("getprofile", "", "write a CPU profile of BenchmarkInlineGetRemoteShard's Gets to this file, and the allocations before and after them to this file .allocs0 and .allocs1 (pprof -diff_base)")
 
-// writeAllocs writes the allocation profile so far to file.
+// writeAllocs writes the allocation profile so far to file. The profile
+// is as of the last collection, so it collects first: without, the
+// profiles before and after the Gets were the same.
 func writeAllocs(tb testing.TB, file string) {
+	runtime.GC()
 	f, err := os.Create(file)
 	if err != nil {
 		tb.Fatal(err)
@@ -93,4 +99,75 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 	}
 	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	reportLatency(b, lat)
+}
+
+// BenchmarkInlineGetVsPing times, side by side, a Get of a new 1 KiB
+// (inline) object whose directory shard is on the other member and the
+// data plane's bare control round trip between the same two members
+// (Member.PingData, the `data-rtt` floor of `hoplite bench`): two
+// members in this process, on the TCP data plane over loopback (as
+// `hoplite node` members), in alternating blocks of 100 so that both
+// meet the same machine. It reports each one's p50 and CPU per op (the
+// process's: both members, both sides of the call, the kernel's loopback
+// included) and their ratios: what a Get costs beyond the one round trip
+// it needs.
+//
+//	go test -run '^$' -bench InlineGetVsPing -benchtime 5000x -count 5 ./cluster/
+func BenchmarkInlineGetVsPing(b *testing.B) {
+	m0, m1 := joinPair(b, quietLog(), nil)
+	ctx := benchContext(b, benchTimeout)
+	ids := make([]string, 0, b.N)
+	for i := 0; len(ids) < b.N; i++ {
+		if i > 100*b.N+1000 {
+			b.Fatalf("member 0 hosts no shard: %d of %d ids found", len(ids), b.N)
+		}
+		if id := fmt.Sprintf("inline-%d", i); m1.ShardOwner(id) == m0.ID() {
+			ids = append(ids, id)
+		}
+	}
+	data := make([][]byte, b.N)
+	base := randomBytes(7, benchSmallSize)
+	c0, c1 := m0.Client(), m1.Client()
+	for i, id := range ids {
+		data[i] = benchSmallPayload(base, i)
+		if err := c0.Put(ctx, id, data[i]); err != nil {
+			b.Fatalf("put %s: %v", id, err)
+		}
+	}
+	addr := m0.DataAddress()
+	const block = 100
+	var getLat, pingLat []time.Duration
+	var getCPU, pingCPU time.Duration
+	b.ResetTimer()
+	for lo := 0; lo < b.N; lo += block {
+		hi := min(lo+block, b.N)
+		cpu0 := processCPU(b)
+		getLat = append(getLat, timedGets(b, ctx, c1, ids[lo:hi], data[lo:hi])...)
+		cpu1 := processCPU(b)
+		for range hi - lo {
+			pctx, cancel := context.WithTimeout(ctx, benchTimeout)
+			t0 := time.Now()
+			err := m1.PingData(pctx, addr)
+			pingLat = append(pingLat, time.Since(t0))
+			cancel()
+			if err != nil {
+				b.Fatalf("ping %s: %v", addr, err)
+			}
+		}
+		getCPU += cpu1 - cpu0
+		pingCPU += processCPU(b) - cpu1
+	}
+	b.StopTimer()
+	p50 := func(lat []time.Duration) float64 {
+		slices.Sort(lat)
+		return float64(lat[len(lat)/2].Nanoseconds())
+	}
+	gp, pp := p50(getLat), p50(pingLat)
+	gc, pc := float64(getCPU.Nanoseconds())/float64(b.N), float64(pingCPU.Nanoseconds())/float64(b.N)
+	b.ReportMetric(gp, "get-p50-ns")
+	b.ReportMetric(pp, "ping-p50-ns")
+	b.ReportMetric(gp/pp, "get/ping-p50")
+	b.ReportMetric(gc, "get-cpu-ns")
+	b.ReportMetric(pc, "ping-cpu-ns")
+	b.ReportMetric(gc/pc, "get/ping-cpu")
 }
