@@ -33,13 +33,22 @@ type sample struct {
 // (extra minflt), the time its threads waited for a CPU (runq_wait_s),
 // their context switches (ctxsw) and the kernel's share of their CPU
 // (cpu_sys_s, in 10 ms ticks: read it summed over repetitions), without the idle baseline: what a
-// first operation pays that later ones do not shows there.
+// first operation pays that later ones do not shows there. It also
+// records the whole machine's busy CPU time (machine_busy_s) and its
+// softirq time (softirq_s) over the operation, also in 10 ms ticks and
+// without a baseline: the network stack's receive work that the kernel
+// charges to the members or to its own threads, as it happens to
+// schedule it (see machineCounters), and anything else that ran.
 type cpuMeter struct {
 	b           backend
 	start, idle time.Duration
 	ok          bool
 	pc          procCounter
 	counters    procCounters
+	// machine is the whole machine's counters at the start (hasMachine:
+	// read), for machine_busy_s and softirq_s.
+	machine    machineCounters
+	hasMachine bool
 }
 
 func startCPU(ctx context.Context, b backend) *cpuMeter {
@@ -53,6 +62,8 @@ func startCPU(ctx context.Context, b backend) *cpuMeter {
 		if c, err := pc.procCounters(); err == nil {
 			m.pc, m.counters = pc, c
 		}
+		m.machine, err0 = readMachineCounters()
+		m.hasMachine = err0 == nil
 	}
 	return m
 }
@@ -68,6 +79,13 @@ func (c *cpuMeter) stop(ctx context.Context, s *sample) {
 	}
 	if c.pc == nil {
 		return
+	}
+	if end, err := readMachineCounters(); err == nil && c.hasMachine {
+		d := end.sub(c.machine)
+		if s.extra == nil {
+			s.extra = map[string]float64{}
+		}
+		s.extra["machine_busy_s"], s.extra["softirq_s"] = float64(d.busyNs)/1e9, float64(d.softirqNs)/1e9
 	}
 	if end, err := c.pc.procCounters(); err == nil {
 		d := end.sub(c.counters)

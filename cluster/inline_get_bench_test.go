@@ -16,7 +16,7 @@ import (
 // getProfile is where BenchmarkInlineGetRemoteShard writes a CPU profile
 // of its Gets alone (-cpuprofile would also take the cluster's start and
 // the Puts).
-var getProfile = flag.String("getprofile", "", "write a CPU profile of BenchmarkInlineGetRemoteShard's Gets to this file, and the allocations before and after them to this file .allocs0 and .allocs1 (pprof -diff_base)")
+var getProfile = flag.String("getprofile", "", "write a CPU profile of BenchmarkInlineGetRemoteShard's Gets (BenchmarkInlineGetVsPing's Gets and pings) to this file, and the allocations before and after them to this file .allocs0 and .allocs1 (pprof -diff_base)")
 
 // writeAllocs writes the allocation profile so far to file. The profile
 // is as of the last collection, so it collects first: without, the
@@ -110,7 +110,9 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 // meet the same machine. It reports each one's p50 and CPU per op (the
 // process's: both members, both sides of the call, the kernel's loopback
 // included) and their ratios: what a Get costs beyond the one round trip
-// it needs.
+// it needs. Each block's objects are Put before it and deleted after it,
+// untimed, as in `hoplite bench`: a heap that only grew would charge the
+// Gets the page faults of fresh memory.
 //
 //	go test -run '^$' -bench InlineGetVsPing -benchtime 5000x -count 5 ./cluster/
 func BenchmarkInlineGetVsPing(b *testing.B) {
@@ -127,20 +129,36 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 	}
 	data := make([][]byte, b.N)
 	base := randomBytes(7, benchSmallSize)
-	c0, c1 := m0.Client(), m1.Client()
-	for i, id := range ids {
+	for i := range data {
 		data[i] = benchSmallPayload(base, i)
-		if err := c0.Put(ctx, id, data[i]); err != nil {
-			b.Fatalf("put %s: %v", id, err)
-		}
 	}
+	c0, c1 := m0.Client(), m1.Client()
 	addr := m0.DataAddress()
 	const block = 100
 	var getLat, pingLat []time.Duration
 	var getCPU, pingCPU time.Duration
+	if *getProfile != "" {
+		// Gets, pings, Puts and Deletes: a ping's path is PingData's.
+		f, err := os.Create(*getProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b.ResetTimer()
 	for lo := 0; lo < b.N; lo += block {
 		hi := min(lo+block, b.N)
+		b.StopTimer()
+		for i := lo; i < hi; i++ {
+			if err := c0.Put(ctx, ids[i], data[i]); err != nil {
+				b.Fatalf("put %s: %v", ids[i], err)
+			}
+		}
+		b.StartTimer()
 		cpu0 := processCPU(b)
 		getLat = append(getLat, timedGets(b, ctx, c1, ids[lo:hi], data[lo:hi])...)
 		cpu1 := processCPU(b)
@@ -156,6 +174,13 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 		}
 		getCPU += cpu1 - cpu0
 		pingCPU += processCPU(b) - cpu1
+		b.StopTimer()
+		for i := lo; i < hi; i++ {
+			if err := c0.Delete(ctx, ids[i]); err != nil {
+				b.Fatalf("delete %s: %v", ids[i], err)
+			}
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
 	p50 := func(lat []time.Duration) float64 {
