@@ -12,7 +12,7 @@ import (
 // PeerResult is a peer script's RESULT line:
 //
 //	RESULT peer=mpi op=bcast nodes=8 size=33554432 algorithm=best interval_ms=0 median=1.14 min=1.12 max=1.20 reps=3
-//	       cpu_s=0.9 timing=scheduled own=1.10 skew=0.0004
+//	       cpu_s=0.9 timing=scheduled own=1.10 skew=0.0004 machine_s=1.3
 type PeerResult struct {
 	Peer, Op, Algorithm string
 	Nodes, Reps         int
@@ -33,6 +33,12 @@ type PeerResult struct {
 	// so Median - Own is the difference between the two methods.
 	Own, Skew float64
 	HasOwn    bool
+	// Machine is the median of the whole machine's busy CPU seconds over
+	// a call (optional machine_s=; HasMachine says it was given), as
+	// ours's machine_busy_s: the kernel's network work counted wherever
+	// it ran.
+	Machine    float64
+	HasMachine bool
 }
 
 // ParsePeerResult parses one RESULT line of a peer script.
@@ -93,6 +99,9 @@ func ParsePeerResult(line string) (PeerResult, error) {
 	r.Reps = int(integer("reps"))
 	if _, ok := kv["cpu_s"]; ok {
 		r.CPU = num("cpu_s", true)
+	}
+	if _, ok := kv["machine_s"]; ok {
+		r.Machine, r.HasMachine = num("machine_s", true), true
 	}
 	if t, ok := kv["timing"]; ok {
 		switch t {

@@ -30,7 +30,12 @@ func TestParsePeerResult(t *testing.T) {
 	if err != nil || r.Timing != TimingScheduled || !r.HasOwn || r.Own != 0.00025 || r.Skew != 0.0001 {
 		t.Errorf("got %+v, %v; want timing scheduled, own 0.00025, skew 0.0001", r, err)
 	}
-	if r, err := ParsePeerResult("RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1"); err != nil || r.Timing != "" || r.HasOwn {
+	// machine_s: the whole machine's busy CPU over a call.
+	r, err = ParsePeerResult("RESULT peer=gloo op=allreduce nodes=8 size=1024 median=1.3 min=1.2 max=1.4 reps=5 cpu_s=0.7 machine_s=1.25")
+	if err != nil || !r.HasMachine || r.Machine != 1.25 || r.CPU != 0.7 {
+		t.Errorf("got %+v, %v; want machine 1.25 beside cpu 0.7", r, err)
+	}
+	if r, err := ParsePeerResult("RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1"); err != nil || r.Timing != "" || r.HasOwn || r.HasMachine {
 		t.Errorf("a line that does not say how it was timed: %+v, %v", r, err)
 	}
 	for _, bad := range []string{
@@ -39,12 +44,14 @@ func TestParsePeerResult(t *testing.T) {
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 own=0.5 skew=-0.1", // negative skew
 		"",
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 cpu_s=-1", // negative CPU
-		"peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",                 // no RESULT
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1",                 // no reps
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=x min=1 max=1 reps=1",          // not a number
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=2 max=3 reps=1",          // min > median
-		"RESULT peer=mpi op=bcast nodes=8 size=1 median=NaN min=1 max=1 reps=1",        // NaN
-		"RESULT peer=mpi op=bcast nodes=-8 size=1 median=1 min=1 max=1 reps=1",         // negative count
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 machine_s=-0.5",
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 machine_s=x",
+		"peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",          // no RESULT
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1",          // no reps
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=x min=1 max=1 reps=1",   // not a number
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=2 max=3 reps=1",   // min > median
+		"RESULT peer=mpi op=bcast nodes=8 size=1 median=NaN min=1 max=1 reps=1", // NaN
+		"RESULT peer=mpi op=bcast nodes=-8 size=1 median=1 min=1 max=1 reps=1",  // negative count
 		"RESULT peer=mpi peer=dask op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1",
 		"RESULT peer=mpi op=bcast nodes=8 size=1 median=1 min=1 max=1 reps=1 junk",
 	} {

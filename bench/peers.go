@@ -39,6 +39,12 @@ func (r *runner) runPeer(ctx context.Context, si int) {
 		if pr.HasOwn {
 			res.Extra = map[string]float64{"own_s": pr.Own, "start_skew_s": pr.Skew}
 		}
+		if pr.HasMachine {
+			if res.Extra == nil {
+				res.Extra = map[string]float64{}
+			}
+			res.Extra["machine_busy_s"] = pr.Machine
+		}
 		if alg, err := strconv.Atoi(pr.Algorithm); err == nil {
 			if res.Extra == nil {
 				res.Extra = map[string]float64{}
@@ -126,6 +132,9 @@ func (r *runner) peerRep(ctx context.Context, gi, si, rep int) {
 	// peers' old way of timing and ours, in every repetition.
 	if pr.HasOwn {
 		addExtra(res, map[string]float64{"own_s": pr.Own, "start_skew_s": pr.Skew})
+	}
+	if pr.HasMachine {
+		addExtra(res, map[string]float64{"machine_busy_s": pr.Machine})
 	}
 }
 

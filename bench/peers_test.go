@@ -127,7 +127,7 @@ func TestPeerRepRecordsTheTiming(t *testing.T) {
 echo "$*" >>` + argsFile + `
 n=$(( $(cat ` + count + ` 2>/dev/null || echo 0) + 1 )); echo $n >` + count + `
 read -r own skew < <(sed -n "${n}p" ` + lines + `)
-echo "RESULT peer=mpi op=bcast nodes=3 size=1024 algorithm=default interval_ms=0 median=0.001 min=0.001 max=0.001 reps=1 cpu_s=0.0001 timing=scheduled own=$own skew=$skew"
+echo "RESULT peer=mpi op=bcast nodes=3 size=1024 algorithm=default interval_ms=0 median=0.001 min=0.001 max=0.001 reps=1 cpu_s=0.0001 timing=scheduled own=$own skew=$skew machine_s=0.00$n"
 `
 	gloo := `#!/bin/sh
 echo "RESULT peer=gloo op=bcast nodes=3 size=1024 algorithm=binomial interval_ms=0 median=0.002 min=0.002 max=0.002 reps=1"
@@ -172,6 +172,9 @@ echo "RESULT peer=gloo op=bcast nodes=3 size=1024 algorithm=binomial interval_ms
 	}
 	if res.Extra["own_s"] != 0.0007 || res.Extra["start_skew_s"] != 0.0002 {
 		t.Errorf("extra %v: want the medians own_s 0.0007, start_skew_s 0.0002", res.Extra)
+	}
+	if got, want := res.ExtraReps["machine_busy_s"], []float64{0.001, 0.002, 0.003}; !slices.Equal(got, want) {
+		t.Errorf("machine_busy_s per rep %v, want %v (the lines' machine_s)", got, want)
 	}
 	if g := r.res[0][glooAt]; g.Timing != TimingBarrier || g.Extra["own_s"] != 0 {
 		t.Errorf("a line without timing=: timing %q, extra %v; want %q and no own_s", g.Timing, g.Extra, TimingBarrier)

@@ -213,7 +213,7 @@ func secs(s float64) string {
 // WriteTable prints the results as a table.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsize\tsystem\tmedian\tmin\tmax\tideal\t×ours\tcpu/op\tload\tnote")
+	fmt.Fprintln(tw, "scenario\tsize\tsystem\tmedian\tmin\tmax\tideal\t×ours\tcpu/op\tmachine/op\tload\tnote")
 	for _, res := range r.Results {
 		name := res.Scenario
 		if res.Interval > 0 || res.Scenario == "async" {
@@ -221,7 +221,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		if !res.ok() && res.Reps == 0 {
 			reason, _, _ := strings.Cut(res.Reason, "\n")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\t\t\t%s: %s\n", name, SizeName(res.Size), res.System, secs(res.Ideal), res.Status, reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\t\t\t\t%s: %s\n", name, SizeName(res.Size), res.System, secs(res.Ideal), res.Status, reason)
 			continue
 		}
 		ratio := ""
@@ -265,6 +265,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		if res.CPUMedian > 0 {
 			cpu = secs(res.CPUMedian)
 		}
+		machine := ""
+		if m, ok := res.Extra["machine_busy_s"]; ok {
+			machine = secs(m)
+		}
 		load := ""
 		if len(res.Load) > 0 {
 			load = strconv.FormatFloat(res.LoadMedian, 'f', 2, 64)
@@ -272,8 +276,8 @@ func (r *Report) WriteTable(w io.Writer) {
 				load += "*"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, SizeName(res.Size), res.System,
-			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, cpu, load, note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, SizeName(res.Size), res.System,
+			secs(res.Median), secs(res.Min), secs(res.Max), secs(res.Ideal), ratio, cpu, machine, load, note)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "load: the one-minute load average as each rep ended, median, on %d CPUs", r.Machine.CPUs)
@@ -281,6 +285,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, ", with %d CPU-bound processes beside the cluster (--load)", r.Load.Procs)
 	}
 	fmt.Fprintln(w, "; * marks a system whose load differs from ours's by a CPU and a quarter or more: its times do not compare with ours's")
+	if slices.ContainsFunc(r.Results, func(res Result) bool { _, ok := res.Extra["machine_busy_s"]; return ok }) {
+		fmt.Fprintln(w, "cpu/op: the system's processes' CPU per operation, median; machine/op: the whole machine's busy CPU over it (the kernel's network work wherever it ran), median, in 10 ms ticks")
+	}
 	if r.Warmup == 0 {
 		fmt.Fprintln(w, "no warm-up: every recorded rep is an operation as an application runs it (--warmup N adds unrecorded ones)")
 	}

@@ -51,6 +51,7 @@
 
 #include <cerrno>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "gloo/allreduce.h"
 #include "gloo/allreduce_halving_doubling.h"
@@ -157,6 +158,22 @@ double cpu_seconds() {
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// machine_busy_seconds is the whole machine's busy CPU time so far,
+// summed over its CPUs: /proc/stat's first line but idle and iowait (see
+// mpibench.c), -1 if it cannot be read.
+double machine_busy_seconds() {
+  unsigned long long v[8];
+  FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return -1;
+  int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                      &v[6], &v[7]);
+  std::fclose(f);
+  long hz = sysconf(_SC_CLK_TCK);
+  if (n != 8 || hz <= 0) return -1;
+  // user nice system idle iowait irq softirq steal
+  return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
 }
 
 // now_ns is CLOCK_REALTIME in nanoseconds: the testbed's namespaces share
@@ -330,7 +347,8 @@ int run(const Flags& f) {
     }
   };
 
-  std::vector<double> times(f.reps), cpus(f.reps), owns(f.reps), skews(f.reps);
+  std::vector<double> times(f.reps), cpus(f.reps), owns(f.reps), skews(f.reps), machines(f.reps);
+  bool machineOK = true;  // every repetition's machine time was read
   for (long r = -1; r < f.reps; r++) { // r == -1 is the warm-up
     if (!work.empty()) std::copy(src.begin(), src.end(), work.begin());
     // The common start: rank 0's clock, lead_ms after everyone reached
@@ -349,6 +367,9 @@ int run(const Flags& f) {
     // late on a busy machine has not started yet.
     int64_t start = now_ns();
     double cpu0 = cpu_seconds();
+    // Rank 0 reads the machine's counters: at its start, and once the CPU
+    // sum below has come from every rank, each after its call ended.
+    double machine0 = rank == 0 ? machine_busy_seconds() : -1;
     once();
     int64_t end = now_ns();
     double cpu = cpu_seconds() - cpu0, cpuSum = 0;
@@ -371,11 +392,14 @@ int run(const Flags& f) {
     c.setOutput(&cpuSum, 1);
     c.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<double>));
     gloo::allreduce(c);
+    double machine1 = rank == 0 ? machine_busy_seconds() : -1;
     double firstStart = -worst[3], lastStart = worst[2];
     double t = worst[0] - (f.interval_ms > 0 ? lastStart : firstStart);
     if (op == "p2p") t = worst[1] / 2;
     if (r >= 0) {
       times[r] = t, cpus[r] = cpuSum;
+      machines[r] = machine0 >= 0 && machine1 >= 0 ? machine1 - machine0 : -1;
+      if (machines[r] < 0) machineOK = false;
       owns[r] = op == "p2p" ? worst[1] / 2 : worst[1];
       skews[r] = lastStart - firstStart;
     }
@@ -402,8 +426,10 @@ int run(const Flags& f) {
     double hi = *std::max_element(times.begin(), times.end());
     double med = median(times), cpuMedian = median(cpus), own = median(owns), skew = median(skews);
     printf("RESULT peer=gloo op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
-           "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f timing=scheduled own=%.6f skew=%.6f\n",
+           "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f timing=scheduled own=%.6f skew=%.6f",
            op.c_str(), n, f.size, alg.c_str(), f.interval_ms, med, lo, hi, f.reps, cpuMedian, own, skew);
+    if (machineOK) printf(" machine_s=%.6f", median(machines));
+    printf("\n");
     fflush(stdout);
   }
   return 0;

@@ -35,6 +35,11 @@
  * getrusage of each rank's own process, every thread) that the ranks
  * spent inside the timed call, summed over ranks: what the operation
  * cost the machine, for comparison with the members' own accounting.
+ * machine_s is the median of the whole machine's busy CPU time (all of
+ * /proc/stat's but idle and iowait) from rank 0's start of the call to
+ * the moment every rank has ended it, as Hoplite's bench records
+ * machine_busy_s: it counts the kernel's network work wherever it ran.
+ * It is left out if /proc/stat cannot be read.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -45,6 +50,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 enum op { OP_BCAST, OP_REDUCE, OP_ALLREDUCE, OP_GATHER, OP_P2P };
 
@@ -85,6 +91,28 @@ static double cpu_seconds(void)
 		return 0;
 	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+/* machine_busy_seconds is the whole machine's busy CPU time so far,
+ * summed over its CPUs: the first line of /proc/stat but idle and iowait.
+ * The kernel runs the network stack's receive work in whichever task is
+ * on the CPU, or in its own threads, so a process's CPU time does not say
+ * what its messages cost; the machine's does, when nothing else runs.
+ * -1 if it cannot be read. */
+static double machine_busy_seconds(void)
+{
+	unsigned long long v[8];
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return -1;
+	int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		       &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	if (n != 8 || hz <= 0)
+		return -1;
+	/* user nice system idle iowait irq softirq steal */
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
 }
 
 /* sleep_until_ns sleeps until CLOCK_REALTIME reaches t (at once if it
@@ -218,7 +246,9 @@ int main(int argc, char **argv)
 	double *cpus = calloc((size_t)reps, sizeof(double));
 	double *owns = calloc((size_t)reps, sizeof(double));
 	double *skews = calloc((size_t)reps, sizeof(double));
-	if (!times || !cpus || !owns || !skews) {
+	double *machines = calloc((size_t)reps, sizeof(double));
+	int machine_ok = 1; /* every repetition's machine time was read */
+	if (!times || !cpus || !owns || !skews || !machines) {
 		fprintf(stderr, "mpibench: rank %d: out of memory\n", rank);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
@@ -239,6 +269,10 @@ int main(int argc, char **argv)
 		 * reference is its actual start, not the scheduled one. */
 		int64_t start = now_ns();
 		double cpu0 = cpu_seconds();
+		/* Rank 0 reads the machine's counters: at its start, and once
+		 * the CPU sum below has come from every rank, which each sends
+		 * after its call ended. */
+		double machine0 = rank == 0 ? machine_busy_seconds() : -1;
 		switch (op) {
 		case OP_BCAST:
 			check(MPI_Bcast(src, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
@@ -274,6 +308,7 @@ int main(int argc, char **argv)
 		double cpu = cpu_seconds() - cpu0, cpu_sum = 0;
 		check(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
 		      "MPI_Reduce(sum)");
+		double machine1 = rank == 0 ? machine_busy_seconds() : -1;
 		/* Seconds from the scheduled start (small numbers: exact in a
 		 * double). The MAX over ranks of each gives the last end, the
 		 * slowest rank from its own start, the last start and, negated,
@@ -292,6 +327,9 @@ int main(int argc, char **argv)
 		if (r >= 0) {
 			times[r] = t;
 			cpus[r] = cpu_sum;
+			machines[r] = machine0 >= 0 && machine1 >= 0 ? machine1 - machine0 : -1;
+			if (machines[r] < 0)
+				machine_ok = 0;
 			owns[r] = op == OP_P2P ? worst[1] / 2 : worst[1];
 			skews[r] = last_start - first_start;
 		}
@@ -322,12 +360,16 @@ int main(int argc, char **argv)
 			lo = times[i] < lo ? times[i] : lo, hi = times[i] > hi ? times[i] : hi;
 		printf("RESULT peer=mpi op=%s nodes=%d size=%lld algorithm=%s interval_ms=%g "
 		       "median=%.6f min=%.6f max=%.6f reps=%ld cpu_s=%.6f timing=scheduled own=%.6f "
-		       "skew=%.6f\n",
+		       "skew=%.6f",
 		       op_names[op], nranks, size, algorithm, interval_ms, median(times, reps), lo, hi,
 		       reps, median(cpus, reps), median(owns, reps), median(skews, reps));
+		if (machine_ok)
+			printf(" machine_s=%.6f", median(machines, reps));
+		printf("\n");
 		fflush(stdout);
 	}
 	free(owns);
+	free(machines);
 	free(skews);
 	free(times);
 	free(cpus);
