@@ -1,9 +1,16 @@
 package remote
 
 import (
-	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"log/slog"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 )
+
+// terminatedWatcherLinger is how long an endpoint watcher whose address
+// terminated goes on answering watches with Terminated before it stops
+// (Hoplite patch; see the EndpointTerminatedEvent case).
+const terminatedWatcherLinger = 10 * time.Second
 
 func newEndpointWatcher(remote *Remote, address string) actor.Producer {
 	return func() actor.Actor {
@@ -82,7 +89,18 @@ func (state *endpointWatcher) connected(ctx actor.Context) {
 		// Clear watcher's map
 		state.watched = make(map[string]*actor.PIDSet)
 		state.behavior.Become(state.terminated)
-		ctx.Stop(ctx.Self())
+		// Hoplite patch: stop only after terminatedWatcherLinger. The
+		// manager hands a watch to the endpoint it has listed for the
+		// address (ensureConnected), and one handed over just before the
+		// endpoint was removed reaches this watcher after this event:
+		// upstream had stopped it by then, the watch went to the dead
+		// letters, and its watcher waited for a Terminated that never
+		// came (a Reduce whose coordinator's member was killed waited
+		// out its caller's whole deadline instead of starting again at
+		// the shard's new home). Until it stops, the terminated behavior
+		// answers such a watch with Terminated.
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(terminatedWatcherLinger, func() { root.Stop(self) })
 
 	case *remoteWatch:
 		// add watchee to watcher's map
