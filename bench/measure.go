@@ -62,8 +62,9 @@ func startCPU(ctx context.Context, b backend) *cpuMeter {
 		if c, err := pc.procCounters(); err == nil {
 			m.pc, m.counters = pc, c
 		}
-		m.machine, err0 = readMachineCounters()
-		m.hasMachine = err0 == nil
+		var err error
+		m.machine, err = readMachineCounters()
+		m.hasMachine = err == nil
 	}
 	return m
 }
