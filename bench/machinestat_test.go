@@ -48,22 +48,24 @@ func TestMachineCountersCountThisProcess(t *testing.T) {
 
 // selfCPU is the CPU time (user and system) this process has used.
 func selfCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := rusageCPU()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
+}
+
+func rusageCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
 }
 
 // cpuOnly is a backend whose CPU and process counters are this
 // process's; nothing else of it is called.
 type cpuOnly struct{ backend }
 
-func (cpuOnly) CPU(context.Context) (time.Duration, error) {
-	var ru syscall.Rusage
-	err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
-}
+func (cpuOnly) CPU(context.Context) (time.Duration, error) { return rusageCPU() }
 
 func (cpuOnly) procCounters() (procCounters, error) { return readProcCounters(os.Getpid()) }
 

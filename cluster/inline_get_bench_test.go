@@ -57,15 +57,7 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 	// hashing, so some candidates are skipped.
 	ctx := benchContext(b, benchTimeout)
 	m1 := l.Member(1)
-	ids := make([]string, 0, b.N)
-	for i := 0; len(ids) < b.N; i++ {
-		if i > 100*b.N+1000 {
-			b.Fatalf("node 0 hosts no shard: %d of %d ids found", len(ids), b.N)
-		}
-		if id := fmt.Sprintf("inline-%d", i); m1.ShardOwner(id) != m1.ID() {
-			ids = append(ids, id)
-		}
-	}
+	ids := benchIDs(b, b.N, "inline", func(id string) bool { return m1.ShardOwner(id) != m1.ID() })
 	data := make([][]byte, b.N)
 	base := randomBytes(7, benchSmallSize)
 	c0 := l.Client(0)
@@ -118,15 +110,7 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 func BenchmarkInlineGetVsPing(b *testing.B) {
 	m0, m1 := joinPair(b, quietLog(), nil)
 	ctx := benchContext(b, benchTimeout)
-	ids := make([]string, 0, b.N)
-	for i := 0; len(ids) < b.N; i++ {
-		if i > 100*b.N+1000 {
-			b.Fatalf("member 0 hosts no shard: %d of %d ids found", len(ids), b.N)
-		}
-		if id := fmt.Sprintf("inline-%d", i); m1.ShardOwner(id) == m0.ID() {
-			ids = append(ids, id)
-		}
-	}
+	ids := benchIDs(b, b.N, "inline", func(id string) bool { return m1.ShardOwner(id) == m0.ID() })
 	data := make([][]byte, b.N)
 	base := randomBytes(7, benchSmallSize)
 	for i := range data {
@@ -195,4 +179,22 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 	b.ReportMetric(gc, "get-cpu-ns")
 	b.ReportMetric(pc, "ping-cpu-ns")
 	b.ReportMetric(gc/pc, "get/ping-cpu")
+}
+
+// benchIDs returns the first n of the ids prefix-0, prefix-1, ... that
+// want takes (ids whose shard is on a chosen member: shards are placed by
+// hashing, so some candidates are skipped), or fails tb after
+// 100·n+1000 candidates.
+func benchIDs(tb testing.TB, n int, prefix string, want func(id string) bool) []string {
+	tb.Helper()
+	ids := make([]string, 0, n)
+	for i := 0; len(ids) < n; i++ {
+		if i > 100*n+1000 {
+			tb.Fatalf("%d of %d %s ids found: no member hosts the wanted shards", len(ids), n, prefix)
+		}
+		if id := fmt.Sprintf("%s-%d", prefix, i); want(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

@@ -40,16 +40,7 @@ func benchSmallReduce(b *testing.B, atCaller bool) {
 	}
 	m0 := l.Member(0)
 	sources := make([][]string, b.N)
-	targets := make([]string, 0, b.N)
-	for i := 0; len(targets) < b.N; i++ {
-		if i > 100*b.N+1000 {
-			b.Fatalf("%d of %d target ids found", len(targets), b.N)
-		}
-		id := fmt.Sprintf("small-reduce-%d-sum", i)
-		if (m0.ShardOwner(id) == m0.ID()) == atCaller {
-			targets = append(targets, id)
-		}
-	}
+	targets := benchIDs(b, b.N, "small-reduce-sum", func(id string) bool { return (m0.ShardOwner(id) == m0.ID()) == atCaller })
 	for n := range b.N {
 		for k := range nodes {
 			id := fmt.Sprintf("small-reduce-%d-%d", n, k)
