@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -121,15 +124,21 @@ type etcdEntry struct {
 	Kinds []string `json:"kinds,omitempty"`
 }
 
-// newEtcdProvider connects to the etcd server at address and checks that
-// it is one: a Status request answered before ctx's deadline (at most
-// 10 s). The client dials lazily, so an open port that is not etcd would
-// otherwise only show up later as requests that never succeed.
-func newEtcdProvider(ctx context.Context, address, clusterName string, log *logrus.Entry) (*etcdProvider, error) {
+// newEtcdProvider connects to the etcd server at cfg.ProviderAddress,
+// over TLS with cfg's etcd TLS files, and checks that it is one: a Status
+// request answered before ctx's deadline (at most 10 s). The client dials
+// lazily, so an open port that is not etcd would otherwise only show up
+// later as requests that never succeed.
+func newEtcdProvider(ctx context.Context, cfg MemberConfig, log *logrus.Entry) (*etcdProvider, error) {
+	address := cfg.ProviderAddress
 	fail := func(op string, err error) (*etcdProvider, error) {
 		return nil, &ProviderError{Provider: ProviderEtcd, Address: address, Op: op, Err: err}
 	}
 	log = log.WithFields(logrus.Fields{"provider": ProviderEtcd, "provider_address": address})
+	if cfg.etcdTLS == nil && cfg.tls != nil {
+		log.Warn("the connection to etcd is plaintext though the member runs TLS: whoever reaches etcd or its traffic " +
+			"can list, add and remove members (set --etcd-ca, and --etcd-cert with --etcd-key if etcd requires a client certificate)")
+	}
 	// Said before the wait, so that a start that waits says on what.
 	log.Info("checking the membership provider's server")
 	// A closed port fails at once here; gRPC would retry it until the
@@ -140,8 +149,18 @@ func newEtcdProvider(ctx context.Context, address, clusterName string, log *logr
 		return fail("unreachable", err)
 	}
 	_ = c.Close()
+	var tlsCfg *tls.Config
+	if cfg.etcdTLS != nil {
+		// gRPC would retry a refused handshake until the deadline and
+		// then say only that the deadline passed.
+		tlsCfg = certs.ForAddr(cfg.etcdTLS, address)
+		if err := etcdHandshake(ctx, address, tlsCfg); err != nil {
+			return fail("TLS handshake (--etcd-cert, --etcd-key, --etcd-ca)", err)
+		}
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{address},
+		TLS:         tlsCfg,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(), // our own log says what matters
 		// A server that vanished without closing the connection (a host
@@ -165,17 +184,48 @@ func newEtcdProvider(ctx context.Context, address, clusterName string, log *logr
 	st, err := cli.Status(cctx, address)
 	if err != nil {
 		_ = cli.Close()
-		return fail("status request", statusErr(cctx, err))
+		err = statusErr(cctx, err)
+		if tlsCfg == nil && !errors.Is(ctx.Err(), context.Canceled) && speaksTLS(address) {
+			err = fmt.Errorf("the server requires TLS: set --etcd-ca (etcd's CA), and --etcd-cert with --etcd-key if it requires a client certificate: %w", err)
+		}
+		return fail("status request", err)
 	}
 	if st.Header == nil || st.Header.ClusterId == 0 {
 		_ = cli.Close()
 		return fail("status request", errors.New("the answer names no etcd cluster"))
 	}
 	pctx, pcancel := context.WithCancel(context.Background())
-	return &etcdProvider{address: address, prefix: "/hoplite/" + clusterName + "/members/", cli: cli,
+	return &etcdProvider{address: address, prefix: "/hoplite/" + cfg.ClusterName + "/members/", cli: cli,
 		log:      log,
 		startCtx: ctx, ctx: pctx, cancel: pcancel, resync: make(chan struct{}, 1),
 		published: map[string]*pcluster.Member{}}, nil
+}
+
+// etcdHandshake makes one TLS connection to the etcd server at address
+// and reads its first bytes, so that a refused handshake is an error that
+// says why. With TLS 1.3 the server judges the client's certificate after
+// the client's side of the handshake is done: its refusal is an alert on
+// that first read. A server that sends nothing within the read's deadline
+// is left to the Status request.
+func etcdHandshake(ctx context.Context, address string, cfg *tls.Config) error {
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := d.DialContext(hctx, "tcp", address)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 // statusErr classifies a failed Status request by its context, not by

@@ -367,7 +367,7 @@ func (m *Member) newProvider(ctx context.Context, host string) (pcluster.Cluster
 	}
 	// Our own etcd provider (etcd.go): it checks the server with a
 	// Status request under the join's deadline.
-	p, err := newEtcdProvider(ctx, cfg.ProviderAddress, cfg.ClusterName, m.log)
+	p, err := newEtcdProvider(ctx, cfg, m.log)
 	if err != nil {
 		return nil, err // teardown closes the manage port's listener
 	}

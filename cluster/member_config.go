@@ -184,6 +184,15 @@ type MemberConfig struct {
 	// TLSCA signed, and this member presents TLSCert when it dials them.
 	// Every member of a cluster uses the same CA. Default: plaintext.
 	TLSCert, TLSKey, TLSCA string
+	// EtcdCert, EtcdKey and EtcdCA (PEM files) run the etcd provider's
+	// client over TLS; any of them turns it on, and they are for the etcd
+	// provider only. EtcdCA verifies the etcd server: it is etcd's CA,
+	// usually not TLSCA (empty: the system's roots). EtcdCert and EtcdKey,
+	// both or neither, are the client certificate an etcd server with
+	// client certificate auth requires. Default: plaintext, which a member
+	// with TLSCert logs a warning about when it joins (whoever reaches
+	// etcd can then list, add and remove members).
+	EtcdCert, EtcdKey, EtcdCA string
 	// Hooks are fault-injection points in the store node (tests).
 	Hooks Hooks
 	// ProbeDelay (fault injection, tests) makes this member wait this long
@@ -225,6 +234,9 @@ type MemberConfig struct {
 
 	// tls is loaded from TLSCert, TLSKey and TLSCA by withDefaults.
 	tls *tls.Config
+	// etcdTLS is loaded from EtcdCert, EtcdKey and EtcdCA by withDefaults
+	// (nil: plaintext).
+	etcdTLS *tls.Config
 	// protoLog is where Proto.Actor's records go (Logger's handler, or
 	// Log's), set by withDefaults.
 	protoLog slog.Handler
@@ -365,6 +377,16 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 			return bad("%v", err)
 		}
 		c.tls = cfg
+	}
+	if c.EtcdCert != "" || c.EtcdKey != "" || c.EtcdCA != "" {
+		if c.Provider != ProviderEtcd {
+			return bad("etcd TLS (--etcd-cert, --etcd-key, --etcd-ca) is for the etcd provider, not %q", c.Provider)
+		}
+		cfg, err := certs.ClientConfig(c.EtcdCert, c.EtcdKey, c.EtcdCA)
+		if err != nil {
+			return bad("etcd TLS (--etcd-cert, --etcd-key, --etcd-ca): %v", err)
+		}
+		c.etcdTLS = cfg
 	}
 	if c.ProtocolVersion == 0 {
 		c.ProtocolVersion = ProtocolVersion

@@ -180,3 +180,33 @@ func ForAddr(cfg *tls.Config, addr string) *tls.Config {
 	}
 	return c
 }
+
+// ClientConfig is the TLS configuration of a client of a server outside
+// the cluster (etcd): caFile verifies the server (empty: the system's
+// roots), and certFile with keyFile, both or neither, is the certificate
+// the client presents to a server that requires one.
+func ClientConfig(certFile, keyFile, caFile string) (*tls.Config, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("a client certificate needs its key: got certificate %q, key %q", certFile, keyFile)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS certificate %s / key %s: %w", certFile, keyFile, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	if caFile != "" {
+		pemCA, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemCA) {
+			return nil, fmt.Errorf("TLS CA %s: no PEM certificate in it", caFile)
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
+}

@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 )
 
@@ -26,16 +28,39 @@ type Server struct {
 	client    string // host:port
 	clientURL url.URL
 	peerURL   url.URL
+	tls       *certs.Files // StartTLS's
 	etcd      *embed.Etcd
 }
 
 // Start starts an etcd server and stops it when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil)
+}
+
+// StartTLS starts an etcd server whose client port speaks only TLS and
+// requires a client certificate its CA signed (etcd's --client-cert-auth),
+// and stops it when the test ends. Its CA, made for it, is no one else's;
+// TLS names the CA and the certificate a client presents.
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	f, err := certs.Generate(filepath.Join(t.TempDir(), "etcd-tls"), []string{"127.0.0.1", "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, &f)
+}
+
+func start(t testing.TB, tls *certs.Files) *Server {
+	t.Helper()
 	ports := freePorts(t, 2)
-	s := &Server{t: t, dir: t.TempDir(),
+	scheme := "http"
+	if tls != nil {
+		scheme = "https"
+	}
+	s := &Server{t: t, dir: t.TempDir(), tls: tls,
 		client:    net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		clientURL: url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))},
+		clientURL: url.URL{Scheme: scheme, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))},
 		peerURL:   url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))},
 	}
 	if err := s.start(); err != nil {
@@ -48,6 +73,15 @@ func Start(t testing.TB) *Server {
 // Endpoint is the client address, host:port.
 func (s *Server) Endpoint() string { return s.client }
 
+// TLS is a StartTLS server's CA and a client certificate it accepts (the
+// server presents one made the same way); the zero Files for Start's.
+func (s *Server) TLS() certs.Files {
+	if s.tls == nil {
+		return certs.Files{}
+	}
+	return *s.tls
+}
+
 func (s *Server) start() error {
 	cfg := embed.NewConfig()
 	cfg.Name = "hoplite-test"
@@ -58,6 +92,12 @@ func (s *Server) start() error {
 	cfg.ListenPeerUrls = []url.URL{s.peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{s.peerURL}
 	cfg.InitialCluster = cfg.Name + "=" + s.peerURL.String()
+	if s.tls != nil {
+		cfg.ClientTLSInfo.CertFile = s.tls.Cert
+		cfg.ClientTLSInfo.KeyFile = s.tls.Key
+		cfg.ClientTLSInfo.TrustedCAFile = s.tls.CA
+		cfg.ClientTLSInfo.ClientCertAuth = true
+	}
 	// No metrics or gRPC gateway listeners beyond the client URL.
 	cfg.Metrics = "basic"
 	e, err := embed.StartEtcd(cfg)
