@@ -18,6 +18,7 @@ import (
 	coordactor "github.com/hoplite-go/hoplite/internal/actors/coordinator"
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/coordinator"
 	table "github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
@@ -631,6 +632,10 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 		}
 	}
 	fail := func(err *messages.Error) { answer(&messages.ReduceReply{TargetId: target, Error: err}) }
+	if err := validStart(m, cmp.Or(s.cfg.Table.MaxObjectIDLen, table.DefaultTableConfig().MaxObjectIDLen)); err != nil {
+		fail(err)
+		return
+	}
 	if s.cfg.NewCoordinator == nil {
 		fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "this directory shard runs no reduce coordinators"))
 		return
@@ -692,6 +697,24 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 		s.coordinators = map[string]*actor.PID{}
 	}
 	s.coordinators[id] = pid
+}
+
+// validStart checks a StartReduce before anything is reserved. A
+// member's store node validated its caller's Reduce and gave it a
+// timeout, but any process may send a shard one: unchecked, a negative
+// num_objects reached the coordinator's planner, and a timeout_ms past
+// what a time.Duration holds wrapped around into a deadline in the past.
+func validStart(m *messages.StartReduce, maxIDLen int) *messages.Error {
+	if m.GetReduce() == nil {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "StartReduce without a Reduce")
+	}
+	if err := coordinator.ValidateReduce(m.GetReduce(), maxIDLen); err != nil {
+		return err
+	}
+	if ms := m.GetReduce().GetTimeoutMs(); ms <= 0 || ms > table.MaxTimeout.Milliseconds() {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: timeout_ms %d outside 1..%d", ms, table.MaxTimeout.Milliseconds())
+	}
+	return nil
 }
 
 // startDeferred starts the Reduces that waited for the rebuild, once it
