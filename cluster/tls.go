@@ -72,6 +72,10 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 		// default preallocates a million slots (16 MiB per peer: 240 MiB
 		// per member of a 16-member cluster, before any message).
 		remote.WithEndpointWriterQueueSize(1024),
+		// Hoplite's actors are stopped by their own process only; a peer
+		// (any host that reaches the port, or any certificate holder)
+		// must not stop a store node or a shard.
+		remote.WithRefuseRemoteStop(),
 		remote.WithServerOptions(server...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
@@ -61,13 +63,18 @@ func (t *PubSubBatchTransport) Deserialize() (remote.RootSerializable, error) {
 	}
 
 	for _, envelope := range t.Envelopes {
+		// Hoplite patch: the type index comes from a peer; upstream indexed
+		// with it unchecked, and panicked on a message that is not protobuf.
+		if envelope.TypeId < 0 || int(envelope.TypeId) >= len(t.TypeNames) {
+			return nil, fmt.Errorf("pubsub batch: type index %d of %d type names", envelope.TypeId, len(t.TypeNames))
+		}
 		message, err := remote.Deserialize(envelope.MessageData, t.TypeNames[envelope.TypeId], envelope.SerializerId)
 		if err != nil {
 			return nil, err
 		}
 		protoMessage, ok := message.(proto.Message)
 		if !ok {
-			panic("message is not proto.Message")
+			return nil, fmt.Errorf("pubsub batch: %s is not a protobuf message", t.TypeNames[envelope.TypeId])
 		}
 
 		b.Envelopes = append(b.Envelopes, protoMessage)

@@ -68,3 +68,12 @@ func WithKinds(kinds ...*Kind) ConfigOption {
 		}
 	}
 }
+
+// WithRefuseRemoteStop (Hoplite patch) refuses Stop and PoisonPill from
+// other processes: the batch that carries one is refused, counted and
+// its stream closed (see Remote.RejectedBatches).
+func WithRefuseRemoteStop() ConfigOption {
+	return func(config *Config) {
+		config.RefuseRemoteStop = true
+	}
+}

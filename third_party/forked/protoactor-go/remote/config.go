@@ -56,4 +56,8 @@ type Config struct {
 	EndpointManagerQueueSize int
 	Kinds                    map[string]*actor.Props
 	MaxRetryCount            int
+	// RefuseRemoteStop (Hoplite patch) refuses Stop and PoisonPill sent
+	// from another process: a system whose actors are stopped only by
+	// their own process sets it, so that a peer cannot stop them.
+	RefuseRemoteStop bool
 }

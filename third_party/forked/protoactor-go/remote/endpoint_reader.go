@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -22,12 +24,16 @@ func (s *endpointReader) mustEmbedUnimplementedRemotingServer() {
 	panic("implement me")
 }
 
+// Hoplite patch: upstream panicked here, and gRPC does not recover a
+// handler's panic: one call from anyone who reached the port ended the
+// process.
 func (s *endpointReader) ListProcesses(ctx context.Context, request *ListProcessesRequest) (*ListProcessesResponse, error) {
-	panic("implement me")
+	return nil, status.Error(codes.Unimplemented, "ListProcesses is not served")
 }
 
+// Hoplite patch: as ListProcesses.
 func (s *endpointReader) GetProcessDiagnostics(ctx context.Context, request *GetProcessDiagnosticsRequest) (*GetProcessDiagnosticsResponse, error) {
-	panic("implement me")
+	return nil, status.Error(codes.Unimplemented, "GetProcessDiagnostics is not served")
 }
 
 func newEndpointReader(r *Remote) *endpointReader {
@@ -93,10 +99,11 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 				return err
 			}
 		case *RemoteMessage_MessageBatch:
-			m := t.MessageBatch
-			err := s.onMessageBatch(m)
-			if err != nil {
-				s.remote.Logger().Error("EndpointReader failed to handle message batch", slog.Any("error", err))
+			// Hoplite patch: a batch that does not decode, or whose
+			// handling panics, ends this peer's stream only (see
+			// safeMessageBatch); upstream's index errors ended the process.
+			if err := s.safeMessageBatch(t.MessageBatch); err != nil {
+				s.remote.rejected(stream, err)
 				return err
 			}
 		default:
@@ -135,11 +142,14 @@ func (s *endpointReader) onMessageBatch(m *MessageBatch) error {
 	for _, envelope := range m.Envelopes {
 		data := envelope.MessageData
 
+		if err := checkEnvelope(envelope, m); err != nil {
+			return err
+		}
 		sender = deserializeSender(sender, envelope.Sender, envelope.SenderRequestId, m.Senders)
 		target = deserializeTarget(target, envelope.Target, envelope.TargetRequestId, m.Targets)
 		if target == nil {
 			s.remote.Logger().Error("EndpointReader received message with unknown target", slog.Int("target", int(envelope.Target)), slog.Int("targetRequestId", int(envelope.TargetRequestId)))
-			return errors.New("unknown target")
+			return &MalformedError{Reason: "the target PID is nil"}
 		}
 		// Hoplite patch: the sender reached this system's port under another
 		// name (localhost for 127.0.0.1, a host name for its address): the
@@ -152,8 +162,7 @@ func (s *endpointReader) onMessageBatch(m *MessageBatch) error {
 
 		message, err := Deserialize(data, m.TypeNames[envelope.TypeId], envelope.SerializerId)
 		if err != nil {
-			s.remote.Logger().Error("EndpointReader failed to deserialize", slog.Any("error", err))
-			return err
+			return &MalformedError{Reason: "message " + m.TypeNames[envelope.TypeId] + " does not decode", Err: err}
 		}
 
 		// translate from on-the-wire representation to in-process representation
@@ -161,9 +170,11 @@ func (s *endpointReader) onMessageBatch(m *MessageBatch) error {
 		if v, ok := message.(RootSerialized); ok {
 			message, err = v.Deserialize()
 			if err != nil {
-				s.remote.Logger().Error("EndpointReader failed to deserialize", slog.Any("error", err))
-				return err
+				return &MalformedError{Reason: "message " + m.TypeNames[envelope.TypeId] + " does not decode", Err: err}
 			}
+		}
+		if err := s.remote.checkDelivery(message); err != nil {
+			return err
 		}
 
 		switch msg := message.(type) {

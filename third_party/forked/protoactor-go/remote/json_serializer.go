@@ -53,7 +53,11 @@ func (j *jsonSerializer) Deserialize(typeName string, b []byte) (interface{}, er
 	instance, ok := intPtr.Interface().(proto.Message)
 	if ok {
 		r := bytes.NewReader(b)
-		j.Unmarshaler.Unmarshal(r, instance)
+		// Hoplite patch: upstream dropped the error and delivered
+		// whatever half-decoded message it had.
+		if err := j.Unmarshaler.Unmarshal(r, instance); err != nil {
+			return nil, err
+		}
 
 		return instance, nil
 	}

@@ -27,12 +27,20 @@ func (p *protoSerializer) Serialize(msg interface{}) ([]byte, error) {
 }
 
 func (p *protoSerializer) Deserialize(typeName string, bytes []byte) (interface{}, error) {
-	n, _ := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
+	// Hoplite patch: the type name comes from a peer; upstream used the
+	// lookup's nil result for an unknown name (a panic that ended the
+	// process).
+	n, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
+	if err != nil {
+		return nil, fmt.Errorf("message type %q: %w", typeName, err)
+	}
 
 	pm := n.New().Interface()
 
-	err := proto.Unmarshal(bytes, pm)
-	return pm, err
+	if err := proto.Unmarshal(bytes, pm); err != nil {
+		return nil, err
+	}
+	return pm, nil
 }
 
 func (protoSerializer) GetTypeName(msg interface{}) (string, error) {

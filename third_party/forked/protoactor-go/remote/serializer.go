@@ -1,5 +1,7 @@
 package remote
 
+import "fmt"
+
 var (
 	DefaultSerializerID int32
 	serializers         []Serializer
@@ -33,6 +35,11 @@ func Serialize(message interface{}, serializerID int32) ([]byte, string, error) 
 }
 
 func Deserialize(message []byte, typeName string, serializerID int32) (interface{}, error) {
+	// Hoplite patch: the serializer id comes from a peer; upstream indexed
+	// with it unchecked (a panic that ended the process).
+	if serializerID < 0 || int(serializerID) >= len(serializers) {
+		return nil, fmt.Errorf("unknown serializer %d", serializerID)
+	}
 	return serializers[serializerID].Deserialize(typeName, message)
 }
 

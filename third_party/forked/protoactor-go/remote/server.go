@@ -25,6 +25,7 @@ type Remote struct {
 	kinds        map[string]*actor.Props
 	activatorPid *actor.PID
 	blocklist    *BlockList
+	rejects      rejectLog // Hoplite patch: batches refused (reader_guard.go)
 }
 
 func NewRemote(actorSystem *actor.ActorSystem, config *Config) *Remote {

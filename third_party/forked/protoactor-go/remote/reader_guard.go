@@ -1,0 +1,140 @@
+package remote
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/peer"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+)
+
+// Hoplite patch (this whole file): every byte a peer sends is hostile.
+// Upstream's endpoint reader indexed the batch's sender, target and type
+// name tables with the envelope's indices unchecked, looked up unknown
+// type names as nil, and had no recover on the path: one malformed
+// MessageBatch from anyone who reached the port ended the process and
+// lost every object it held. Here a batch that does not decode, or whose
+// handling panics, ends that peer's stream only; the reader logs it
+// (rate-limited) and counts it (Remote.RejectedBatches).
+
+// MalformedError is why a peer's message batch was refused. The stream
+// that carried it is closed; the peer's endpoint reconnects if it is a
+// member.
+type MalformedError struct {
+	Reason string
+	Err    error // the decoder's error, if any
+}
+
+func (e *MalformedError) Error() string {
+	if e.Err != nil {
+		return "malformed remote message: " + e.Reason + ": " + e.Err.Error()
+	}
+	return "malformed remote message: " + e.Reason
+}
+
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+// checkEnvelope checks the indices an envelope names against its batch's
+// tables.
+func checkEnvelope(e *MessageEnvelope, m *MessageBatch) error {
+	if e == nil {
+		return &MalformedError{Reason: "a nil envelope"}
+	}
+	if e.Target < 0 || int(e.Target) >= len(m.Targets) {
+		return &MalformedError{Reason: fmt.Sprintf("target index %d of %d targets", e.Target, len(m.Targets))}
+	}
+	if m.Targets[e.Target] == nil {
+		return &MalformedError{Reason: fmt.Sprintf("target %d is nil", e.Target)}
+	}
+	// Sender 0 means none; i names Senders[i-1].
+	if e.Sender < 0 || int(e.Sender) > len(m.Senders) {
+		return &MalformedError{Reason: fmt.Sprintf("sender index %d of %d senders", e.Sender, len(m.Senders))}
+	}
+	if e.Sender > 0 && m.Senders[e.Sender-1] == nil {
+		return &MalformedError{Reason: fmt.Sprintf("sender %d is nil", e.Sender)}
+	}
+	if e.TypeId < 0 || int(e.TypeId) >= len(m.TypeNames) {
+		return &MalformedError{Reason: fmt.Sprintf("type index %d of %d type names", e.TypeId, len(m.TypeNames))}
+	}
+	return nil
+}
+
+// checkDelivery refuses the decoded messages that would make this system
+// act on a PID the peer left out, and, where the config refuses them,
+// the messages that stop an actor.
+func (r *Remote) checkDelivery(message interface{}) error {
+	switch m := message.(type) {
+	case *actor.Terminated:
+		if m.Who == nil {
+			return &MalformedError{Reason: "a Terminated names no actor"}
+		}
+	case *actor.Watch:
+		if m.Watcher == nil {
+			return &MalformedError{Reason: "a Watch names no watcher"}
+		}
+	case *actor.Unwatch:
+		if m.Watcher == nil {
+			return &MalformedError{Reason: "an Unwatch names no watcher"}
+		}
+	case *actor.Stop, *actor.PoisonPill:
+		if r.config.RefuseRemoteStop {
+			return &MalformedError{Reason: fmt.Sprintf("%T from another process (this system stops its actors itself)", m)}
+		}
+	}
+	return nil
+}
+
+// safeMessageBatch handles a batch, turning a panic in its handling into
+// an error for this stream alone.
+func (s *endpointReader) safeMessageBatch(m *MessageBatch) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &MalformedError{Reason: fmt.Sprintf("handling it panicked: %v", p)}
+		}
+	}()
+	return s.onMessageBatch(m)
+}
+
+// rejectLogEvery bounds the reader's log of refused batches: a peer that
+// sends nothing but malformed batches cannot flood the log.
+const rejectLogEvery = time.Second
+
+// rejectLog is the rate-limited log of refused batches.
+type rejectLog struct {
+	count      atomic.Int64
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// RejectedBatches is how many message batches this system refused since
+// it started: malformed ones, ones whose handling panicked, and stops
+// from another process where they are refused. Each closed the stream
+// that carried it.
+func (r *Remote) RejectedBatches() int64 { return r.rejects.count.Load() }
+
+// rejected counts and logs a batch refused from stream's peer.
+func (r *Remote) rejected(stream Remoting_ReceiveServer, err error) {
+	r.rejects.count.Add(1)
+	from := "unknown"
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	l := &r.rejects
+	l.mu.Lock()
+	now := time.Now()
+	if now.Sub(l.last) < rejectLogEvery {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := l.suppressed
+	l.last, l.suppressed = now, 0
+	l.mu.Unlock()
+	r.Logger().Warn("EndpointReader refused a message batch and closed the peer's stream",
+		slog.String("peer", from), slog.Any("error", err), slog.Int("suppressed", suppressed))
+}
