@@ -20,6 +20,9 @@ var (
 	ErrCanceled        = &Error{Code: ErrorCode_CANCELED}
 	ErrReset           = &Error{Code: ErrorCode_RESET}
 	ErrLost            = &Error{Code: ErrorCode_LOST}
+	// ErrResourceExhausted: a bound on what one peer or one node may hold
+	// at once was reached; the message names the bound.
+	ErrResourceExhausted = &Error{Code: ErrorCode_RESOURCE_EXHAUSTED}
 )
 
 // Errorf builds an *Error with a formatted message.

@@ -30,18 +30,19 @@ const (
 type ErrorCode int32
 
 const (
-	ErrorCode_OK               ErrorCode = 0
-	ErrorCode_INVALID_ARGUMENT ErrorCode = 1  // bad object id, bad size, malformed request
-	ErrorCode_NOT_FOUND        ErrorCode = 2  // the object is not (or no longer) where it was asked for
-	ErrorCode_TIMEOUT          ErrorCode = 3  // the deadline passed before the operation finished
-	ErrorCode_CONFLICT         ErrorCode = 4  // Put of an existing id with different bytes
-	ErrorCode_DELETED          ErrorCode = 5  // the id was deleted; ids are never reused
-	ErrorCode_CAPACITY         ErrorCode = 6  // the object does not fit in the node's capacity
-	ErrorCode_UNAVAILABLE      ErrorCode = 7  // a peer, shard or node is gone or stopping
-	ErrorCode_INTERNAL         ErrorCode = 8  // a bug: logged with detail
-	ErrorCode_CANCELED         ErrorCode = 9  // the caller canceled
-	ErrorCode_RESET            ErrorCode = 10 // a partial object was rewound (a Reduce repaired its tree): read it again from 0
-	ErrorCode_LOST             ErrorCode = 11 // every copy was on nodes that failed or left: Put it again to re-create it
+	ErrorCode_OK                 ErrorCode = 0
+	ErrorCode_INVALID_ARGUMENT   ErrorCode = 1  // bad object id, bad size, malformed request
+	ErrorCode_NOT_FOUND          ErrorCode = 2  // the object is not (or no longer) where it was asked for
+	ErrorCode_TIMEOUT            ErrorCode = 3  // the deadline passed before the operation finished
+	ErrorCode_CONFLICT           ErrorCode = 4  // Put of an existing id with different bytes
+	ErrorCode_DELETED            ErrorCode = 5  // the id was deleted; ids are never reused
+	ErrorCode_CAPACITY           ErrorCode = 6  // the object does not fit in the node's capacity
+	ErrorCode_UNAVAILABLE        ErrorCode = 7  // a peer, shard or node is gone or stopping
+	ErrorCode_INTERNAL           ErrorCode = 8  // a bug: logged with detail
+	ErrorCode_CANCELED           ErrorCode = 9  // the caller canceled
+	ErrorCode_RESET              ErrorCode = 10 // a partial object was rewound (a Reduce repaired its tree): read it again from 0
+	ErrorCode_LOST               ErrorCode = 11 // every copy was on nodes that failed or left: Put it again to re-create it
+	ErrorCode_RESOURCE_EXHAUSTED ErrorCode = 12 // a limit on what one peer or one node may hold at once (parked requests, connections): the message names it; retry later
 )
 
 // Enum value maps for ErrorCode.
@@ -59,20 +60,22 @@ var (
 		9:  "CANCELED",
 		10: "RESET",
 		11: "LOST",
+		12: "RESOURCE_EXHAUSTED",
 	}
 	ErrorCode_value = map[string]int32{
-		"OK":               0,
-		"INVALID_ARGUMENT": 1,
-		"NOT_FOUND":        2,
-		"TIMEOUT":          3,
-		"CONFLICT":         4,
-		"DELETED":          5,
-		"CAPACITY":         6,
-		"UNAVAILABLE":      7,
-		"INTERNAL":         8,
-		"CANCELED":         9,
-		"RESET":            10,
-		"LOST":             11,
+		"OK":                 0,
+		"INVALID_ARGUMENT":   1,
+		"NOT_FOUND":          2,
+		"TIMEOUT":            3,
+		"CONFLICT":           4,
+		"DELETED":            5,
+		"CAPACITY":           6,
+		"UNAVAILABLE":        7,
+		"INTERNAL":           8,
+		"CANCELED":           9,
+		"RESET":              10,
+		"LOST":               11,
+		"RESOURCE_EXHAUSTED": 12,
 	}
 )
 
@@ -4759,7 +4762,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\vshard_count\x18\x02 \x01(\x05R\n" +
 	"shardCount\"5\n" +
 	"\rRepublishDone\x12$\n" +
-	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node*\xb0\x01\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node*\xc8\x01\n" +
 	"\tErrorCode\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\r\n" +
@@ -4773,7 +4776,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bCANCELED\x10\t\x12\t\n" +
 	"\x05RESET\x10\n" +
 	"\x12\b\n" +
-	"\x04LOST\x10\v*J\n" +
+	"\x04LOST\x10\v\x12\x16\n" +
+	"\x12RESOURCE_EXHAUSTED\x10\f*J\n" +
 	"\bReduceOp\x12\x19\n" +
 	"\x15REDUCE_OP_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03SUM\x10\x01\x12\a\n" +

@@ -58,3 +58,54 @@ func TestGetWaitersOneNoticePerObject(t *testing.T) {
 		t.Fatalf("settle: %d waiters, %v", len(ws), err)
 	}
 }
+
+// A store node parks a bounded number of Gets from one other process,
+// and in all; a waiter that leaves (answered or expired) frees its place,
+// and this process's own callers count only in the total.
+func TestGetWaitersBounded(t *testing.T) {
+	store := storenode.NewStore(1 << 10)
+	obj, _ := store.Reserve("x")
+	g := newGetWaiters()
+	peer := "10.0.0.9:7001"
+	var ws []*waitingGet
+	for range maxWaitingGetsPerSource {
+		if err := g.admit(peer); err != nil {
+			t.Fatalf("refused below the bound: %v", err)
+		}
+		w := &waitingGet{source: peer}
+		g.add(obj, w, func() {})
+		ws = append(ws, w)
+	}
+	err := g.admit(peer)
+	if !errors.Is(err, messages.ErrResourceExhausted) {
+		t.Fatalf("past the bound per source: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if g.admit("10.0.0.10:7001") != nil || g.admit("") != nil {
+		t.Fatal("another source, or this process, refused because of one peer")
+	}
+	g.remove(obj, ws[0])
+	if err := g.admit(peer); err != nil {
+		t.Fatalf("a place freed by an expired Get: %v", err)
+	}
+	for g.total < maxWaitingGets {
+		g.add(obj, &waitingGet{}, func() {})
+	}
+	if err := g.admit(""); !errors.Is(err, messages.ErrResourceExhausted) {
+		t.Fatalf("past the total bound: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	// Every waiter on a settled object leaves at once.
+	if _, err := store.Allocate(obj, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	w := obj.NewWriter()
+	if err := w.Append([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Complete(obj); err != nil {
+		t.Fatal(err)
+	}
+	g.settle(obj, func() {})
+	if g.total != 0 || len(g.bySource) != 0 {
+		t.Fatalf("after settle: %d waiting, %d sources counted", g.total, len(g.bySource))
+	}
+}

@@ -501,13 +501,24 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 		reply(ctx.ActorSystem(), sender, &messages.GetReply{ObjectId: id, Error: messages.AsError(context.DeadlineExceeded)})
 		return
 	}
+	w := &waitingGet{m: m, sender: sender, deadline: deadline}
+	if sender != nil && sender.GetAddress() != ctx.ActorSystem().Address() {
+		w.source = sender.GetAddress()
+	}
+	// Checked before Reserve: a refused Get starts no fetch. A Get of a
+	// complete copy parks nothing, so it is never refused.
+	if !n.completeHere(id) {
+		if err := n.gets.admit(w.source); err != nil {
+			reply(ctx.ActorSystem(), sender, &messages.GetReply{ObjectId: id, Error: err})
+			return
+		}
+	}
 	obj, created := n.cfg.Store.Reserve(id)
 	if created {
 		n.startFetch(ctx, obj, deadline)
 	} else if run := n.fetches[id]; run != nil && run.obj == obj {
 		run.p.Extend(deadline)
 	}
-	w := &waitingGet{m: m, sender: sender, deadline: deadline}
 	if _, done, err := obj.Progress(); done || err != nil {
 		n.answer(ctx, w, obj, err)
 		return
@@ -515,6 +526,16 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 	system, self := ctx.ActorSystem(), ctx.Self()
 	w.timer = time.AfterFunc(time.Until(deadline), func() { system.Root.Send(self, &getExpired{obj: obj, w: w}) })
 	n.gets.add(obj, w, func() { system.Root.Send(self, &objectSettled{obj: obj}) })
+}
+
+// completeHere says whether this node holds a complete copy of id.
+func (n *StoreNode) completeHere(id string) bool {
+	o := n.cfg.Store.Lookup(id)
+	if o == nil {
+		return false
+	}
+	_, done, err := o.Progress()
+	return done && err == nil
 }
 
 // settled answers the Gets waiting on obj, which is complete or failed
