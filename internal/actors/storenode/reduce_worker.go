@@ -3,6 +3,7 @@ package storenode
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,11 +165,42 @@ func (w *reduceWorker) start(ctx actor.Context, order *storeproto.RunOrder) {
 		defer cancel()
 		w.tl.mark(stepRun)
 		report := func(msg any) { system.Root.Send(self, msg) }
-		end := w.run(run, system, order.Task, func(err error) {
+		began := false
+		end := w.runRecovering(run, system, order.Task, func(err error) {
+			began = true
 			report(runStarted{run: order.ID, err: messages.AsError(err)})
 		})
+		if !began && end.Err != nil {
+			report(runStarted{run: order.ID, err: end.Err})
+		}
 		report(runEnded{run: order.ID, end: end})
 	}()
+}
+
+// recoveredPanics counts the panics a store node's goroutines recovered
+// from (see RecoveredPanics).
+var recoveredPanics atomic.Int64
+
+// RecoveredPanics is how many panics the store nodes of this process
+// recovered from in the goroutines that handle a peer's reduce task: each
+// failed its position with INTERNAL instead of ending the process.
+func RecoveredPanics() int64 { return recoveredPanics.Load() }
+
+// runRecovering is run on a goroutine of its own, where a panic would
+// end the whole member: a run reads a task and streams that other
+// processes sent, so a bug they reach fails this position (INTERNAL, to
+// its coordinator, which repairs or fails the Reduce) and is logged with
+// its stack instead.
+func (w *reduceWorker) runRecovering(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask, started func(error)) (end storeproto.RunEnd) {
+	defer func() {
+		if p := recover(); p != nil {
+			recoveredPanics.Add(1)
+			w.cfg.Log.WithFields(logrus.Fields{"reduce": t.GetReduceId(), "position": t.GetPosition(), "generation": t.GetGeneration(),
+				"panic": p, "stack": string(debug.Stack())}).Error("reduce task panicked; its position fails")
+			end = storeproto.RunEnd{Report: true, Err: messages.Errorf(messages.ErrorCode_INTERNAL, "reduce task %s/%d panicked: %v", t.GetReduceId(), t.GetPosition(), p)}
+		}
+	}()
+	return w.run(ctx, system, t, started)
 }
 
 // rewind clears the output now, so readers stop using bytes that contain
