@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"runtime/debug"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -461,7 +462,11 @@ func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.St
 		run.cuts[c.ID] = cut
 		chunk := cfg.streamChunk(c.Size)
 		go func() {
-			upTo, err := streamToBuffer(sctx, cfg, id, j.req.Dst, c.Sender, c.Offset, c.Size, chunk)
+			var upTo int64
+			err := recovering(cfg.Log, id, func() (err error) {
+				upTo, err = streamToBuffer(sctx, cfg, id, j.req.Dst, c.Sender, c.Offset, c.Size, chunk)
+				return err
+			})
 			ended(err)
 			system.Root.Send(self, &fetchStreamEnded{run: run, id: c.ID, upTo: upTo, err: err})
 		}()
@@ -472,10 +477,25 @@ func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.St
 	chunk := cfg.streamChunk(w.Size())
 	want := run.obj.Size()
 	go func() {
-		err := stream(sctx, cfg, id, want, w, c.Sender, c.Offset, chunk)
+		err := recovering(cfg.Log, id, func() error { return stream(sctx, cfg, id, want, w, c.Sender, c.Offset, chunk) })
 		ended(err)
 		system.Root.Send(self, &fetchStreamEnded{run: run, id: c.ID, err: err})
 	}()
+}
+
+// recovering runs a stream from another member, on a goroutine of its
+// own where a panic would end the whole member: a bug its bytes reach
+// fails that stream with INTERNAL (the fetch then tries another sender
+// or fails the Get), logged with its stack and counted (RecoveredPanics).
+func recovering(log *logrus.Entry, id string, f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			recoveredPanics.Add(1)
+			log.WithFields(logrus.Fields{"object": id, "panic": p, "stack": string(debug.Stack())}).Error("a fetch's stream panicked; it fails")
+			err = messages.Errorf(messages.ErrorCode_INTERNAL, "stream of %q panicked: %v", id, p)
+		}
+	}()
+	return f()
 }
 
 // samePID compares PIDs; protoactor's Equal dereferences a nil receiver.
