@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,8 +32,9 @@ type TCPConfig struct {
 	// DialTimeout bounds a dial (default 10s); the Open ctx bounds it too.
 	DialTimeout time.Duration
 	// IdleTimeout closes a served connection that carries no request for
-	// this long; the client drops pooled connections idle for half of it
-	// (default 90s).
+	// this long; the client drops pooled connections idle for half of it,
+	// closing them within three quarters of it whether or not it dials
+	// that peer again (default 90s).
 	IdleTimeout time.Duration
 	// StallTimeout fails a stream and drops its connection when the peer
 	// neither reads (sender side) nor sends (receiver side) for this long
@@ -47,6 +49,45 @@ type TCPConfig struct {
 	// MaxServerConns bounds the connections a served address holds at once
 	// (default 1024); more are closed as they arrive.
 	MaxServerConns int
+	// HandshakeTimeout bounds how long a new served connection may take
+	// to finish its TLS handshake and send its first request, both
+	// together, from its accept (default 5s; never more than
+	// RequestTimeout for the request). Until then it is pending (see
+	// MaxPendingConns). A member's client sends its request as soon as
+	// it dialed, so on a live network it takes a few round trips: 5 s
+	// leaves room for a loaded machine and still bounds how long a
+	// silent connection holds a pending slot.
+	HandshakeTimeout time.Duration
+	// MaxPendingConns bounds the connections of a served address that
+	// are pending: accepted, but their handshake or first request not
+	// done (default MaxServerConns/4). More are closed as they arrive,
+	// so that connections that say nothing cannot take the slots that
+	// peers with requests need.
+	MaxPendingConns int
+	// MaxPendingPerSource bounds the pending connections from one IP
+	// address (default MaxServerConns/8, 128): one host that opens
+	// connections and says nothing fills half the pending budget at
+	// most. Members on one host all connect from the same address (a
+	// test cluster's from 127.0.0.1); a connection is pending only for
+	// the round trips before its first request, so even 48 members that
+	// dial at once stay well below it.
+	MaxPendingPerSource int
+	// MaxConnsPerSource bounds the established connections (past their
+	// first request) from one source (default MaxServerConns/2, 512).
+	// The source is the IP address and, under TLS, the client
+	// certificate's identity. Members on one host share their address,
+	// and each member keeps up to MaxConnsPerPeer (4) idle connections
+	// to each peer plus one per stream or control call it runs there: 48
+	// members on one host keep 192 idle and have 320 more for concurrent
+	// requests. A peer elsewhere that holds this many leaves the other
+	// half of MaxServerConns to everyone else.
+	MaxConnsPerSource int
+	// MaxParkedPerSource bounds the requests of one source that wait for
+	// their object (or a control request's answer) at once (default
+	// MaxConnsPerSource/2, 256); more are answered UNAVAILABLE at once,
+	// so that a source that parks requests on all its connections still
+	// leaves answers for the members that share its address.
+	MaxParkedPerSource int
 	// MaxConnsPerPeer bounds the idle connections kept for reuse per peer
 	// (default 4). Streams beyond it dial connections of their own, closed
 	// when they end.
@@ -61,17 +102,20 @@ type TCPConfig struct {
 	TLS *tls.Config
 	// Refused, if set, receives connections refused by the TLS handshake
 	// (peer address and why); default Log. A member logs them at warn.
+	// Like Limited, it is called at most once per source every 5 s; a
+	// line after refusals it did not get says how many there were.
 	Refused func(peer string, err error)
+	// Limited, if set, receives connections and requests refused by a
+	// limit (MaxServerConns, the pending and per-source limits,
+	// HandshakeTimeout), and panics recovered while serving; default
+	// Log. It is rate limited as Refused is. A member logs them at warn.
+	Limited func(peer string, err error)
 	// Pace, if set, is the rate in bytes per second at which this node
 	// sends the streams opened with OpenPaced, all of them together, in
 	// turn chunk by chunk (see EgressPacer): its link's payload rate.
 	// It is read at every chunk; <= 0, or nil, sends them unpaced.
 	Pace func() float64
 }
-
-// handshakeTimeout bounds a TLS handshake on the data plane: a peer that
-// opens a connection and says nothing holds no goroutine past it.
-const handshakeTimeout = 10 * time.Second
 
 // TCP is the Transport between store nodes in different processes: a
 // dedicated data plane of direct TCP connections, one stream at a time
@@ -92,6 +136,15 @@ type TCP struct {
 	dials      atomic.Int64 // client connections dialed
 	keepalives atomic.Int64 // keepalive frames sent
 	pacer      *EgressPacer // the paced streams this node sends
+
+	// reaper closes pooled connections idle too long; armed while the
+	// pool holds any (see reap).
+	reaper *time.Timer
+
+	refusals [numRefusals]atomic.Int64
+	panics   atomic.Int64
+	reaped   atomic.Int64
+	rlog     refusalLog
 }
 
 var (
@@ -126,6 +179,21 @@ func NewTCP(cfg TCPConfig) *TCP {
 	if cfg.MaxServerConns <= 0 {
 		cfg.MaxServerConns = 1024
 	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 5 * time.Second
+	}
+	if cfg.MaxPendingConns <= 0 {
+		cfg.MaxPendingConns = max(cfg.MaxServerConns/4, 1)
+	}
+	if cfg.MaxPendingPerSource <= 0 {
+		cfg.MaxPendingPerSource = max(cfg.MaxServerConns/8, 1)
+	}
+	if cfg.MaxConnsPerSource <= 0 {
+		cfg.MaxConnsPerSource = max(cfg.MaxServerConns/2, 1)
+	}
+	if cfg.MaxParkedPerSource <= 0 {
+		cfg.MaxParkedPerSource = max(cfg.MaxConnsPerSource/2, 1)
+	}
 	return &TCP{
 		pacer:   &EgressPacer{rate: cfg.Pace},
 		cfg:     cfg,
@@ -134,15 +202,6 @@ func NewTCP(cfg TCPConfig) *TCP {
 		pool:    map[string][]*tcpConn{},
 		active:  map[*tcpConn]struct{}{},
 	}
-}
-
-// refused reports a connection the TLS handshake refused.
-func (t *TCP) refused(peer string, err error) {
-	if t.cfg.Refused != nil {
-		t.cfg.Refused(peer, err)
-		return
-	}
-	t.logf("transport: refused %s: %v", peer, err)
 }
 
 func (t *TCP) logf(format string, args ...any) {
@@ -168,6 +227,10 @@ func (t *TCP) Close() {
 		conns = append(conns, c)
 	}
 	t.pool = map[string][]*tcpConn{}
+	if t.reaper != nil {
+		t.reaper.Stop()
+		t.reaper = nil
+	}
 	t.mu.Unlock()
 	for _, c := range conns {
 		c.nc.Close()
@@ -195,6 +258,10 @@ type tcpServer struct {
 	closed bool
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
+	// pending counts the connections not established yet; sources what
+	// each source holds (see tcp_admit.go).
+	pending int
+	sources map[string]*sourceCount
 }
 
 // Serve implements Transport: it listens on ListenAddr and returns the
@@ -222,7 +289,7 @@ func (t *TCP) Serve(node string, src Source) (string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inc := newIncarnation()
 	srv := &tcpServer{t: t, node: node, src: src, ln: ln, addr: fmt.Sprintf("%s#%016x", ln.Addr(), inc), inc: inc,
-		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, sources: map[string]*sourceCount{}}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -317,22 +384,50 @@ func (s *tcpServer) accept() {
 			nc.Close()
 			return
 		}
-		if len(s.conns) >= s.t.cfg.MaxServerConns {
+		ip := sourceIP(nc.RemoteAddr())
+		reason, ok := s.admitLocked(nc, ip)
+		if !ok {
 			s.mu.Unlock()
-			s.t.logf("transport: data plane %s: %d connections open: refusing %s", s.addr, s.t.cfg.MaxServerConns, nc.RemoteAddr())
+			s.refuseAtAccept(reason, ip, nc.RemoteAddr().String())
 			nc.Close()
 			continue
 		}
-		s.conns[nc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serveConn(nc)
+		go s.serveConn(nc, ip, time.Now())
 	}
+}
+
+// refuseAtAccept counts and logs a connection closed as it arrived.
+func (s *tcpServer) refuseAtAccept(reason refusal, ip, peer string) {
+	cfg := &s.t.cfg
+	var err error
+	switch reason {
+	case refusedTotal:
+		err = fmt.Errorf("data plane %s: %d connections open (MaxServerConns)", s.addr, cfg.MaxServerConns)
+	case refusedPending:
+		err = fmt.Errorf("data plane %s: %d connections wait for their handshake or first request (MaxPendingConns)", s.addr, cfg.MaxPendingConns)
+	default:
+		err = fmt.Errorf("data plane %s: %d connections from %s wait for their handshake or first request (MaxPendingPerSource)", s.addr, cfg.MaxPendingPerSource, ip)
+	}
+	s.t.refuseFor(reason, ip, peer, err)
 }
 
 type serverConn struct {
 	s  *tcpServer
 	nc net.Conn
+	// accepted is the connection as accepted (nc may wrap it in TLS).
+	accepted net.Conn
+	// ip is the peer's address, key its source once established (see
+	// tcp_admit.go); parked: one of its requests counts as parked.
+	ip          string
+	key         string
+	established bool
+	parked      bool
+	// admitBy is when the handshake and first request must be done.
+	admitBy time.Time
+	// lateFirst: the first request did not come by admitBy.
+	lateFirst bool
 	// raw is nc's socket when nc is plain TCP and canRawIO: frames are
 	// written with raw system calls.
 	raw syscall.RawConn
@@ -362,17 +457,29 @@ type serverConn struct {
 	callCtx  context.Context
 	callStop context.CancelFunc
 	watchdog *time.Timer
+	// A Source call that a tick finds still running parks the stream:
+	// it counts against MaxParkedPerSource (overParked if that refused
+	// it), and the connection is watched for the receiver hanging up
+	// until the call returns (stopHangup ends the watch): a receiver
+	// that left ends the wait at once rather than at the next keepalive
+	// that cannot be sent.
+	parkTried  bool
+	overParked bool
+	stopHangup func() bool
 }
 
-func (s *tcpServer) serveConn(nc net.Conn) {
+func (s *tcpServer) serveConn(nc net.Conn, ip string, accepted time.Time) {
+	sc := &serverConn{s: s, nc: nc, accepted: nc, ip: ip, peer: nc.RemoteAddr().String(), hbuf: make([]byte, 0, 64),
+		admitBy: accepted.Add(s.t.cfg.HandshakeTimeout)}
 	defer func() {
+		// A bug while serving one connection ends that connection, not
+		// the process.
+		s.t.recovered("serving a data plane connection", sc.peer, recover())
+		sc.stopWatchdog()
 		nc.Close()
-		s.mu.Lock()
-		delete(s.conns, nc)
-		s.mu.Unlock()
+		sc.release()
 		s.wg.Done()
 	}()
-	sc := &serverConn{s: s, nc: nc, peer: nc.RemoteAddr().String(), hbuf: make([]byte, 0, 64)}
 	if tcp, ok := nc.(*net.TCPConn); ok && canRawIO && s.t.cfg.TLS == nil {
 		if raw, err := tcp.SyscallConn(); err == nil {
 			sc.raw = raw
@@ -380,11 +487,19 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 	}
 	if cfg := s.t.cfg.TLS; cfg != nil {
 		tc := tls.Server(nc, cfg)
-		ctx, cancel := context.WithTimeout(s.ctx, min(handshakeTimeout, s.t.cfg.IdleTimeout))
+		ctx, cancel := context.WithDeadline(s.ctx, sc.admitBy)
 		err := tc.HandshakeContext(ctx)
+		late := ctx.Err() == context.DeadlineExceeded
 		cancel()
 		if err != nil {
-			s.t.refused(sc.peer, fmt.Errorf("TLS handshake on data port %s: %w", s.addr, err))
+			err = fmt.Errorf("TLS handshake on data port %s: %w", s.addr, err)
+			switch {
+			case s.ctx.Err() != nil:
+			case late:
+				s.t.refuseFor(refusedTimeout, ip, sc.peer, fmt.Errorf("%w (not done within HandshakeTimeout, %v)", err, s.t.cfg.HandshakeTimeout))
+			default:
+				s.t.refuseFor(refusedHandshake, ip, sc.peer, err)
+			}
 			return
 		}
 		sc.nc = tc
@@ -397,6 +512,16 @@ func (s *tcpServer) serveConn(nc net.Conn) {
 	for {
 		req, ok := sc.readRequest()
 		if !ok {
+			if sc.lateFirst && s.ctx.Err() == nil {
+				s.t.refuseFor(refusedTimeout, ip, sc.peer, fmt.Errorf("data plane %s: no request within HandshakeTimeout (%v) of connecting", s.addr, s.t.cfg.HandshakeTimeout))
+			}
+			return
+		}
+		if !sc.established && !sc.establish() {
+			err := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data plane %s: %d connections from %s are open already (MaxConnsPerSource); try again later",
+				s.addr, s.t.cfg.MaxConnsPerSource, sc.ip)
+			s.t.refuseFor(refusedSource, ip, sc.peer, err)
+			sc.refuse(err)
 			return
 		}
 		if req.control {
@@ -428,17 +553,29 @@ func (r rawReader) Read(p []byte) (int, error) {
 func (sc *serverConn) readRequest() (tcpRequest, bool) {
 	cfg := &sc.s.t.cfg
 	var h [reqHeaderLen]byte
-	idle := cfg.IdleTimeout
-	if sc.requests == 0 {
-		idle = min(idle, cfg.RequestTimeout) // a new connection comes with its request
-	}
+	first := sc.requests == 0
 	sc.requests++
-	sc.nc.SetReadDeadline(time.Now().Add(idle))
+	// A new connection comes with its request: the whole of it is due
+	// by admitBy.
+	firstDL := func(d time.Duration) time.Time {
+		dl := time.Now().Add(d)
+		if first && sc.admitBy.Before(dl) {
+			return sc.admitBy
+		}
+		return dl
+	}
+	idle := cfg.IdleTimeout
+	if first {
+		idle = min(idle, cfg.RequestTimeout)
+	}
+	sc.nc.SetReadDeadline(firstDL(idle))
 	if _, err := io.ReadFull(sc.in, h[:1]); err != nil {
+		sc.lateFirst = first && isTimeout(err)
 		return tcpRequest{}, false // closed by the peer, idle, or stopping
 	}
-	sc.nc.SetReadDeadline(time.Now().Add(min(cfg.RequestTimeout, cfg.StallTimeout)))
+	sc.nc.SetReadDeadline(firstDL(min(cfg.RequestTimeout, cfg.StallTimeout)))
 	if _, err := io.ReadFull(sc.in, h[1:]); err != nil {
+		sc.lateFirst = first && isTimeout(err)
 		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
 	}
@@ -468,6 +605,7 @@ func (sc *serverConn) readRequest() (tcpRequest, bool) {
 	}
 	id := make([]byte, req.idLen)
 	if _, err := io.ReadFull(sc.in, id); err != nil {
+		sc.lateFirst = sc.requests == 1 && isTimeout(err)
 		sc.s.t.logf("transport: data plane %s: truncated request from %s: %v", sc.s.addr, sc.peer, err)
 		return tcpRequest{}, false
 	}
@@ -583,32 +721,66 @@ func (sc *serverConn) fail(err error) bool {
 	return sc.writeFrame(frameError, errorPayload(err)) == nil
 }
 
-// arm starts the keepalive watchdog for a stream; disarm stops it.
+// arm starts the keepalive watchdog for a stream; disarm stops it. Its
+// first tick comes after hangupDelay, to notice a parked stream early.
 func (sc *serverConn) arm(interval time.Duration) {
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	sc.armed, sc.interval, sc.expired = true, interval, false
+	sc.parkTried, sc.overParked = false, false
 	sc.callCtx, sc.callStop = context.WithCancel(sc.s.ctx)
+	first := min(hangupDelay, interval/2)
 	if sc.watchdog == nil {
-		sc.watchdog = time.AfterFunc(interval/2, sc.tick)
+		sc.watchdog = time.AfterFunc(first, sc.tick)
 	} else {
-		sc.watchdog.Reset(interval / 2)
+		sc.watchdog.Reset(first)
 	}
 }
 
 func (sc *serverConn) disarm() {
 	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
 	sc.armed = false
 	sc.watchdog.Stop()
 	sc.callStop()
+	stop := sc.stopHangup
+	sc.stopHangup = nil
+	sc.wmu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	sc.unpark()
+}
+
+// stopWatchdog disarms a watchdog a panic left armed.
+func (sc *serverConn) stopWatchdog() {
+	sc.wmu.Lock()
+	armed := sc.armed
+	sc.wmu.Unlock()
+	if armed {
+		sc.disarm()
+	}
 }
 
 func (sc *serverConn) tick() {
+	defer func() { sc.s.t.recovered("in a stream's watchdog", sc.peer, recover()) }()
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	if !sc.armed {
 		return
+	}
+	if !sc.since.IsZero() && !sc.parkTried {
+		sc.parkTried = true
+		if !sc.park() {
+			sc.overParked = true
+			sc.callStop()
+		}
+	}
+	// Watched only while the call waits (waiting stops it): the stream's
+	// frames, the last of which lets the receiver send its next request,
+	// go out with nobody reading the connection.
+	if !sc.since.IsZero() && !sc.overParked && sc.stopHangup == nil {
+		stop := sc.callStop
+		sc.stopHangup = sc.watchHangup(stop, nil)
 	}
 	if !sc.since.IsZero() && !sc.expired && time.Since(sc.since) >= sc.interval {
 		sc.expired = true
@@ -630,14 +802,22 @@ func (sc *serverConn) waiting(call func(context.Context) error) (err, connErr er
 		err = call(ctx)
 		sc.wmu.Lock()
 		sc.since = time.Time{}
-		expired := sc.expired
+		expired, overParked, stop := sc.expired, sc.overParked, sc.stopHangup
+		sc.stopHangup = nil
 		if expired {
 			sc.expired = false
 			sc.callCtx, sc.callStop = context.WithCancel(sc.s.ctx)
 		}
 		sc.wmu.Unlock()
+		if stop != nil && stop() {
+			return nil, messages.Errorf(messages.ErrorCode_CANCELED, "the receiver hung up")
+		}
 		if sc.s.ctx.Err() != nil {
 			return nil, sc.s.ctx.Err()
+		}
+		if overParked {
+			sc.s.t.refuseFor(refusedParked, sc.key, sc.peer, sc.errTooManyParked())
+			return sc.errTooManyParked(), nil
 		}
 		if err == nil || !expired {
 			return err, nil
@@ -806,7 +986,75 @@ func (t *TCP) putConn(c *tcpConn) {
 	}
 	c.idle = time.Now()
 	t.pool[c.addr] = append(t.pool[c.addr], c)
+	if t.reaper == nil {
+		t.reaper = time.AfterFunc(t.reapEvery(), t.reap)
+	}
 	t.mu.Unlock()
+}
+
+// reapEvery is the reaper's period: a pooled connection is closed between
+// IdleTimeout/2 and 3/4 of it after its last use, before the peer's
+// server (of the same IdleTimeout) would close it.
+func (t *TCP) reapEvery() time.Duration { return max(t.cfg.IdleTimeout/4, time.Millisecond) }
+
+// reap closes the pooled connections idle longer than IdleTimeout/2 (as
+// getConn would find them): those to a peer that left would otherwise
+// stay open for as long as the transport. One timer for the whole pool,
+// armed while it holds any connection, does it.
+func (t *TCP) reap() {
+	defer func() { t.recovered("reaping idle connections", "", recover()) }()
+	now := time.Now()
+	var stale []*tcpConn
+	t.mu.Lock()
+	for addr, list := range t.pool {
+		keep := list[:0]
+		for _, c := range list {
+			if now.Sub(c.idle) > t.cfg.IdleTimeout/2 {
+				stale = append(stale, c)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		clear(list[len(keep):])
+		if len(keep) == 0 {
+			delete(t.pool, addr)
+		} else {
+			t.pool[addr] = keep
+		}
+	}
+	t.reaper = nil
+	if len(t.pool) > 0 && !t.closed {
+		t.reaper = time.AfterFunc(t.reapEvery(), t.reap)
+	}
+	t.mu.Unlock()
+	for _, c := range stale {
+		c.nc.Close()
+	}
+	t.reaped.Add(int64(len(stale)))
+}
+
+// ForgetPeer closes the idle connections pooled for the peer at addr, a
+// data address as the peer published it ("host:port#incarnation"; a
+// plain "host:port" forgets every incarnation served there). A member
+// calls it when the peer leaves: its connections would otherwise stay
+// open until the reaper finds them idle, and a peer that left never
+// closes them itself if its host is gone. Streams and control calls
+// running to the peer are not touched; they end on their own.
+func (t *TCP) ForgetPeer(addr string) {
+	plain := !strings.Contains(addr, "#")
+	var stale []*tcpConn
+	t.mu.Lock()
+	for a, list := range t.pool {
+		if a == addr || (plain && HostPort(a) == addr) {
+			stale = append(stale, list...)
+			delete(t.pool, a)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range stale {
+		c.nc.Close()
+	}
+	t.reaped.Add(int64(len(stale)))
 }
 
 func (t *TCP) dropConn(c *tcpConn) {

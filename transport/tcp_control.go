@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
@@ -58,10 +59,23 @@ func (sc *serverConn) serveControl(req tcpRequest) bool {
 	}
 	ctx, cancel := context.WithTimeout(sc.s.ctx, req.timeout)
 	defer cancel()
-	hung := sc.watchHangup(cancel)
+	var overParked atomic.Bool
+	hung := sc.watchHangup(cancel, func() bool {
+		if sc.park() {
+			return true
+		}
+		overParked.Store(true)
+		return false
+	})
 	reply, err := h.Control(ctx, req.kind, req.payload)
-	if hung() {
+	hungUp := hung()
+	sc.unpark()
+	if hungUp {
 		return false // the caller is gone or broke the protocol
+	}
+	if overParked.Load() {
+		err = sc.errTooManyParked()
+		sc.s.t.refuseFor(refusedParked, sc.key, sc.peer, err)
 	}
 	if err == nil && len(reply) > MaxControlReply {
 		err = messages.Errorf(messages.ErrorCode_INTERNAL, "control reply of %d bytes exceeds %d", len(reply), MaxControlReply)
@@ -74,10 +88,11 @@ func (sc *serverConn) serveControl(req tcpRequest) bool {
 
 // watchHangup cancels a control handler whose caller closes the
 // connection (or sends anything: a caller waits for the answer in
-// silence). It starts only after hangupDelay. The returned stop ends the
-// watch and says whether the caller hung up; the connection is then
-// unusable.
-func (sc *serverConn) watchHangup(cancel context.CancelFunc) (stop func() bool) {
+// silence). It starts only after hangupDelay, and only if park (if
+// given) says the request may wait; if not, it cancels at once. The
+// returned stop ends the watch and says whether the caller hung up; the
+// connection is then unusable.
+func (sc *serverConn) watchHangup(cancel context.CancelFunc, park func() bool) (stop func() bool) {
 	var (
 		mu      sync.Mutex
 		stopped bool
@@ -85,9 +100,15 @@ func (sc *serverConn) watchHangup(cancel context.CancelFunc) (stop func() bool) 
 		done    chan struct{}
 	)
 	t := time.AfterFunc(hangupDelay, func() {
+		defer func() { sc.s.t.recovered("watching a parked request", sc.peer, recover()) }()
 		mu.Lock()
 		if stopped {
 			mu.Unlock()
+			return
+		}
+		if park != nil && !park() {
+			mu.Unlock()
+			cancel()
 			return
 		}
 		// Under mu: a stop that sees done sets its deadline after this.
