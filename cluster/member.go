@@ -160,8 +160,9 @@ type Member struct {
 	node, storePID, revokePID atomic.Pointer[actor.PID]
 	membersPID                atomic.Pointer[actor.PID]
 
-	health   *echo.Echo // the automanaged provider's HTTP server
-	liveView *liveState // the live view: this member's recorder, and the hub its manage port serves
+	health   *echo.Echo     // the automanaged provider's HTTP server
+	manage   *manageMetrics // what the manage port turned away; nil without one (embedded)
+	liveView *liveState     // the live view: this member's recorder, and the hub its manage port serves
 	// automanaged is the automanaged provider (nil with another one):
 	// the seed exchange grows its polled hosts.
 	automanaged *seedProvider

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -20,7 +19,6 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/net/netutil"
 
 	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
 	coordactor "github.com/hoplite-go/hoplite/internal/actors/coordinator"
@@ -354,7 +352,7 @@ func (m *Member) newProvider(ctx context.Context, host string) (pcluster.Cluster
 		// /_health and starts the manage port's server in StartMember.
 		p := newSeedProvider(e, seedProviderConfig{Cluster: cfg.ClusterName, ManagePort: cfg.ManagePort, Seeds: cfg.Seeds,
 			Refresh: cfg.RefreshInterval, Timeout: cfg.HealthTimeout, Misses: cfg.HealthMisses, TLS: cfg.tls, Stretch: m.lag.Stretch,
-			Log: m.log.WithField("provider", ProviderAutomanaged)})
+			Log: m.log.WithField("provider", ProviderAutomanaged), Metrics: m.manage})
 		m.serveSeeds(e, p)
 		m.automanaged = p
 		return p, nil
@@ -387,20 +385,16 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %d is not available: %w", what, cfg.ManagePort, err)
 	}
-	// Bounded: at most manageConns connections at once (more wait in
-	// the kernel's backlog), each with deadlines for its request.
-	ln = netutil.LimitListener(ln, manageConns)
+	// Bounded per source and in all, a silent connection briefly
+	// (manage_guard.go): one address cannot starve the health checks.
+	m.manage = newManageMetrics()
+	var wrapTLS func(net.Listener) net.Listener
 	if cfg.tls != nil {
-		ln = &tlsManageListener{Listener: ln, cfg: cfg.tls, log: m.log, port: cfg.ManagePort}
+		wrapTLS = func(ln net.Listener) net.Listener {
+			return &tlsManageListener{Listener: ln, cfg: cfg.tls, log: m.log, port: cfg.ManagePort}
+		}
 	}
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.Logger.SetOutput(io.Discard)
-	e.Listener = ln
-	e.Server.ReadHeaderTimeout = handshakeTimeout
-	e.Server.ReadTimeout = 2 * handshakeTimeout
-	e.Server.WriteTimeout = 2 * time.Minute // a 30 s CPU profile fits
-	e.Server.IdleTimeout = time.Minute
+	e := newManageEcho(ln, newManageGuard(defaultManageLimits, m.manage, m.log.WithField("port", "manage")), wrapTLS, m.log)
 	m.manageRoutes(e)
 	m.health = e
 	return e, nil

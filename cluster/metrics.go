@@ -77,6 +77,9 @@ func newMemberMetrics(m *Member) *memberMetrics {
 	}
 	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.replans, mm.failures, mm.reduces, mm.locates, mm.pushes, mm.subscribes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if m.manage != nil {
+		mm.reg.MustRegister(m.manage.collectors()...)
+	}
 
 	usage := func(f func(u storeUsage) float64) func() float64 {
 		return func() float64 { return f(m.store.Usage()) }

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,12 +26,28 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// maxSeedHosts bounds the hosts a member polls: the seeds it was given
-// and those the seed exchange taught it. Hosts are never forgotten (a
-// member that left may come back at the same address), so without a
-// bound a long-lived cluster whose members come and go at new addresses
-// would poll ever more of them.
-const maxSeedHosts = 1024
+// The seeds a member learned from the seed exchange, unlike those it was
+// given (never forgotten, never bounded: the operator's list), are
+// anyone's word: the exchange endpoint takes any poster's list. Learned
+// seeds are therefore validated (host:port), bounded and forgotten once
+// they stop answering, so a poster of 1,024 made-up seeds costs the
+// cluster a bounded, temporary amount of polling. A member that comes
+// back after its seed was forgotten is learned again: it posts its own
+// seeds to one of them.
+const (
+	// maxLearnedSeeds bounds the learned seeds a member polls at once; new
+	// ones beyond it are refused until some are forgotten. A cluster of a
+	// few hundred members fits; every one costs a health check per round.
+	maxLearnedSeeds = 256
+	// learnedSeedTTL and learnedSeedMisses: a learned seed is forgotten
+	// once it has not answered (for this cluster) for learnedSeedTTL and
+	// missed at least learnedSeedMisses checks in a row since. The TTL
+	// outlasts a restart or a long pause of a member; the misses keep a
+	// member that was itself paused from forgetting everything on its
+	// first round back.
+	learnedSeedTTL    = 2 * time.Minute
+	learnedSeedMisses = 10
+)
 
 // seedProvider is Hoplite's automanaged membership provider. Every member
 // serves /_health on its manage port, naming itself, and polls the
@@ -75,9 +94,16 @@ type seedProvider struct {
 	self    atomic.Pointer[seedNode]
 	publish func([]*pcluster.Member)
 
-	hostsMu sync.Mutex
-	hosts   []string
-	full    bool // a seed was turned away for lack of room (logged once)
+	hostsMu    sync.Mutex
+	hosts      []string        // configured first, then learned
+	known      map[string]bool // hosts, by host: true for the configured
+	learned    int             // hosts not configured
+	maxLearned int
+	ttl        time.Duration // learnedSeedTTL
+	ttlMisses  int           // learnedSeedMisses
+	now        func() time.Time
+	metrics    *manageMetrics // nil: not counted
+	warn       *logLimiter    // spaces the warnings about refused seeds
 
 	// pace spaces the polls: refresh while the topology changes, up to
 	// quietFactor times that while it does not (Kick: at once).
@@ -103,6 +129,12 @@ type seedProviderConfig struct {
 	Stretch func(time.Duration) time.Duration
 	TLS     *tls.Config // mutual TLS: this member's certificate and the cluster's CA; nil is plain HTTP
 	Log     *logrus.Entry
+	// MaxLearned, LearnedTTL and LearnedMisses bound the learned seeds
+	// (zero: maxLearnedSeeds, learnedSeedTTL, learnedSeedMisses).
+	MaxLearned    int
+	LearnedTTL    time.Duration
+	LearnedMisses int
+	Metrics       *manageMetrics // counts refused and forgotten seeds; nil: not counted
 }
 
 // seedNode is a member's /_health answer (the JSON of Proto.Actor's
@@ -122,6 +154,12 @@ type hostHealth struct {
 	missed int       // checks missed in a row since
 	err    error     // why it was last missed (a *healthMiss), or nil
 	errID  string    // the member that err is about
+	// For forgetting learned seeds: when it last answered for this
+	// cluster (or was first checked), the checks missed since, and
+	// whether it ever answered (only those are passed on by the exchange).
+	seen     time.Time
+	down     int
+	answered bool
 }
 
 // healthMiss is why a member was last missed by the health checks. It
@@ -171,8 +209,24 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		health:   map[string]*hostHealth{},
 		pace:     newQuietPace(cfg.Refresh),
 		exchange: newQuietPace(cfg.Refresh),
+		known:    map[string]bool{}, maxLearned: cfg.MaxLearned, ttl: cfg.LearnedTTL, ttlMisses: cfg.LearnedMisses,
+		now: time.Now, metrics: cfg.Metrics, warn: newLogLimiter(refusalLogEvery),
 	}
-	p.AddHosts(cfg.Seeds...)
+	if p.maxLearned <= 0 {
+		p.maxLearned = maxLearnedSeeds
+	}
+	if p.ttl <= 0 {
+		p.ttl = learnedSeedTTL
+	}
+	if p.ttlMisses <= 0 {
+		p.ttlMisses = learnedSeedMisses
+	}
+	for _, h := range cfg.Seeds {
+		if h != "" && !p.known[h] {
+			p.known[h] = true
+			p.hosts = append(p.hosts, h)
+		}
+	}
 	server.GET("/_health", func(c echo.Context) error {
 		n := p.self.Load()
 		if n == nil {
@@ -230,32 +284,132 @@ func (p *seedProvider) Shutdown(graceful bool) error {
 	return nil
 }
 
-// AddHosts adds host:port endpoints to the ones polled and returns those
-// that were new. Beyond maxSeedHosts new ones are turned away (the first
-// time is logged).
+// AddHosts learns host:port endpoints (validSeed) and returns those
+// that were new.
 func (p *seedProvider) AddHosts(hosts ...string) []string {
+	added, _, _ := p.learn(hosts)
+	return added
+}
+
+// learn adds the valid hosts it does not know as learned seeds, up to
+// maxLearned of them, and returns those it added and how many it refused
+// as invalid and for lack of room.
+func (p *seedProvider) learn(hosts []string) (added []string, invalid, full int) {
 	p.hostsMu.Lock()
 	defer p.hostsMu.Unlock()
-	var added []string
 	for _, h := range hosts {
-		if h == "" || slices.Contains(p.hosts, h) {
+		if p.known[h] {
 			continue
 		}
-		if len(p.hosts) >= maxSeedHosts {
-			if !p.full {
-				p.full = true
-				p.log.WithField("seed", h).Warnf("this member already polls %d hosts: further seeds are ignored", maxSeedHosts)
-			}
+		if validSeed(h) != nil {
+			invalid++
 			continue
 		}
+		if p.learned >= p.maxLearned {
+			full++
+			continue
+		}
+		p.known[h] = false
 		p.hosts = append(p.hosts, h)
+		p.learned++
 		added = append(added, h)
 	}
 	if len(added) > 0 && p.pace != nil {
 		p.pace.Kick()
 		p.exchange.Kick()
 	}
-	return added
+	return added, invalid, full
+}
+
+// validSeed: s is host:port, the host an IP address or a DNS name, the
+// port a number in 1..65535: what a member's manage port can be.
+func validSeed(s string) error {
+	if len(s) > 300 {
+		return errors.New("longer than 300 bytes")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("port %q is not in 1..65535", port)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.IsUnspecified() || a.IsMulticast() {
+			return fmt.Errorf("address %s is not a member's", host)
+		}
+		return nil
+	}
+	if !dnsName(host) {
+		return fmt.Errorf("host %q is neither an IP address nor a DNS name", host)
+	}
+	return nil
+}
+
+// dnsName: s is a DNS name (RFC 1123 labels; underscores allowed, as
+// some service names have them).
+func dnsName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Gossip is the seeds this member passes on in the seed exchange: those
+// it was given, and the learned ones that answered a health check for
+// this cluster. A made-up seed posted to one member stays with it until
+// it is forgotten.
+func (p *seedProvider) Gossip() []string {
+	p.hostsMu.Lock()
+	hosts := slices.Clone(p.hosts)
+	configured := maps.Clone(p.known)
+	p.hostsMu.Unlock()
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	return slices.DeleteFunc(hosts, func(h string) bool {
+		hh := p.health[h]
+		return !configured[h] && (hh == nil || !hh.answered)
+	})
+}
+
+// forget stops polling learned hosts.
+func (p *seedProvider) forget(hosts []string) {
+	if len(hosts) == 0 {
+		return
+	}
+	p.hostsMu.Lock()
+	gone := map[string]bool{}
+	for _, h := range hosts {
+		if configured, ok := p.known[h]; ok && !configured {
+			delete(p.known, h)
+			gone[h] = true
+			p.learned--
+		}
+	}
+	p.hosts = slices.DeleteFunc(p.hosts, func(h string) bool { return gone[h] })
+	p.hostsMu.Unlock()
+	p.healthMu.Lock()
+	for h := range gone {
+		delete(p.health, h)
+	}
+	p.healthMu.Unlock()
+	p.metrics.seedsForgotten(len(gone))
+	if len(gone) > 0 {
+		p.log.WithFields(logrus.Fields{"seeds": len(gone), "ttl": p.ttl, "misses": p.ttlMisses}).
+			Info("forgot learned seeds that have not answered a health check for long")
+	}
 }
 
 // Hosts are the endpoints polled (a copy).
@@ -346,7 +500,8 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 	if ctx.Err() != nil {
 		return nil, false // stopping: the checks were cut short, not missed
 	}
-	nodes = p.judge(hosts, nodes, errs)
+	nodes, expired := p.judge(hosts, nodes, errs)
+	p.forget(expired)
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		if n == nil {
@@ -399,23 +554,38 @@ func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error
 // judge turns one round's answers into the nodes to publish, host by
 // host: an answer, or the host as it last answered while it has missed
 // fewer than misses checks in a row and did not refuse the connection.
-// It records why each member was missed.
-func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) []*seedNode {
+// It records why each member was missed, and returns the hosts that
+// missed long enough to be forgotten if they were learned (forget keeps
+// the configured ones).
+func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (out []*seedNode, expired []string) {
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
-	out := make([]*seedNode, len(hosts))
+	now := p.now()
+	out = make([]*seedNode, len(hosts))
 	for i, host := range hosts {
 		h := p.health[host]
 		if h == nil {
-			h = &hostHealth{}
+			h = &hostHealth{seen: now}
 			p.health[host] = h
 		}
-		if nodes[i] != nil {
-			*h = hostHealth{last: nodes[i]}
-			out[i] = nodes[i]
+		if n := nodes[i]; n != nil {
+			answered := h.answered
+			seen, down := h.seen, h.down+1
+			if n.ClusterName == p.cluster {
+				answered, seen, down = true, now, 0
+			}
+			*h = hostHealth{last: n, seen: seen, down: down, answered: answered}
+			out[i] = n
+			if down >= p.ttlMisses && now.Sub(seen) >= p.ttl {
+				expired = append(expired, host) // it answers for another cluster
+			}
 			continue
 		}
+		h.down++
 		if h.last == nil {
+			if h.down >= p.ttlMisses && now.Sub(h.seen) >= p.ttl {
+				expired = append(expired, host)
+			}
 			continue // not in the topology: nothing to keep
 		}
 		h.missed++
@@ -429,5 +599,5 @@ func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) []
 		p.log.WithError(h.err).WithField("member", h.last.ID).Debug("health checks failed: the member leaves the topology")
 		h.last, h.missed = nil, 0
 	}
-	return out
+	return out, expired
 }

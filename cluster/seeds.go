@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/labstack/echo"
+	"github.com/sirupsen/logrus"
 )
 
 // Seed exchange for the automanaged provider. Its membership is the seeds
@@ -46,21 +48,31 @@ func (m *Member) serveSeeds(e *echo.Echo, p *seedProvider) {
 			// Another cluster: keep the lists apart.
 			return c.String(http.StatusConflict, "cluster "+m.cfg.ClusterName+", not "+in.Cluster)
 		}
-		m.learnSeeds(p, in.Seeds, "from a peer's exchange")
-		return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Hosts()})
+		from := c.Request().RemoteAddr
+		if host, _, err := net.SplitHostPort(from); err == nil {
+			from = host
+		}
+		m.learnSeeds(p, in.Seeds, "posted from "+from)
+		return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Gossip()})
 	})
 }
 
 // learnSeeds adds seeds to the provider's polled hosts, logging the new
-// ones, and reports whether there were any.
+// ones, and reports whether there were any. Seeds it refuses (not
+// host:port, or past maxLearnedSeeds) are counted and logged at warn,
+// one line per how (a peer, or the exchange's endpoint) per
+// refusalLogEvery.
 func (m *Member) learnSeeds(p *seedProvider, seeds []string, how string) bool {
-	var valid []string
-	for _, s := range seeds {
-		if len(s) > 0 && len(s) < 300 {
-			valid = append(valid, s)
+	added, invalid, full := p.learn(seeds)
+	p.metrics.seedsRefused("invalid", invalid)
+	p.metrics.seedsRefused("full", full)
+	if invalid+full > 0 {
+		if ok, n := p.warn.allow("seeds " + how); ok {
+			m.log.WithFields(logrus.Fields{"invalid": invalid, "full": full, "max_learned": p.maxLearned, "suppressed": n}).
+				Warn("refused seeds " + how + ": not host:port, or this member polls as many learned seeds as it may")
 		}
 	}
-	if added := p.AddHosts(valid...); len(added) > 0 {
+	if len(added) > 0 {
 		slices.Sort(added)
 		m.log.WithField("seeds", added).Info("learned seeds " + how)
 		return true
@@ -100,7 +112,7 @@ func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 		}
 		peer := hosts[rand.IntN(len(hosts))]
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		seeds, err := postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Hosts()})
+		seeds, err := postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Gossip()})
 		cancel()
 		// Not up, gone, or another cluster (err): its health poll says
 		// which, and the next round asks another.

@@ -1,0 +1,432 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+)
+
+// The manage port's admission. A connection is pending from its accept
+// until its first request header is read (its TLS handshake included),
+// then served until it closes. Slots were taken at accept, so one address
+// that opened manageConns connections and said nothing held every slot
+// until the header timeout freed them, the members' health checks of
+// this one timed out meanwhile, and missed health checks expel a member.
+// Now a source (a remote IP) holds at most manageSourceConns connections
+// of the manageConns, at most managePendingPerSource of them pending, and
+// a pending connection has manageHeaderDeadline to become a request.
+// Connections beyond a limit are closed at once, counted
+// (hoplite_manage_refused_total) and logged at warn, one line per source
+// per refusalLogEvery.
+const (
+	// managePendingPerSource bounds a source's connections that have not
+	// sent a request header yet. A member's health checks and seed
+	// exchanges open a few at once per member; members sharing a host
+	// share its address, and a host of 8 members joining at once stays
+	// well within it.
+	managePendingPerSource = 32
+	// manageSourceConns bounds a source's connections, pending or served:
+	// a peer member keeps up to 4 health check connections alive and one
+	// for the seed exchange, so 16 members on one host fit, with room for
+	// scrapes and live view feeds; one address can take a quarter of
+	// manageConns at most.
+	manageSourceConns = 128
+	// manageHeaderDeadline is how long a connection may take to finish its
+	// TLS handshake and send its request header (each request's header on
+	// a kept-alive connection too). A health check sends it at once; the
+	// former 10 s let a silent connection hold its slot for 10 s.
+	manageHeaderDeadline = 5 * time.Second
+	// refusalLogEvery spaces the warnings about one source.
+	refusalLogEvery = 5 * time.Second
+	// maxLoggedSources bounds the sources whose last warning is
+	// remembered: past it, further refusals are only counted.
+	maxLoggedSources = 1024
+)
+
+// Reasons of hoplite_manage_refused_total.
+const (
+	refusedPending = "pending_per_source" // the source's pending connections are at managePendingPerSource
+	refusedSource  = "per_source"         // the source holds manageSourceConns connections
+	refusedTotal   = "total"              // the port holds manageConns connections
+)
+
+// manageMetrics count what the manage port turned away. They exist
+// before the member's registry (the manage port listens first), which
+// registers them (collectors).
+type manageMetrics struct {
+	refused   *prometheus.CounterVec // connections, by reason
+	panics    prometheus.Counter     // handlers that panicked
+	seeds     *prometheus.CounterVec // seeds from the exchange refused, by reason
+	forgotten prometheus.Counter     // learned seeds forgotten
+}
+
+func newManageMetrics() *manageMetrics {
+	return &manageMetrics{
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_manage_refused_total",
+			Help: "Connections to the manage port closed at accept, by the limit they met: pending_per_source, per_source, total."},
+			[]string{"reason"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_manage_handler_panics_total",
+			Help: "Manage port requests whose handler panicked (answered 500; the member goes on)."}),
+		seeds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_seeds_refused_total",
+			Help: "Seeds from the seed exchange that this member did not add, by reason: invalid (not host:port), full (it polls as many learned seeds as it may)."},
+			[]string{"reason"}),
+		forgotten: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_seeds_forgotten_total",
+			Help: "Seeds learned from the seed exchange that this member stopped polling: they had not answered a health check for long."}),
+	}
+}
+
+func (mm *manageMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{mm.refused, mm.panics, mm.seeds, mm.forgotten}
+}
+
+func (mm *manageMetrics) refuse(reason string) {
+	if mm != nil {
+		mm.refused.WithLabelValues(reason).Inc()
+	}
+}
+
+func (mm *manageMetrics) panicked() {
+	if mm != nil {
+		mm.panics.Inc()
+	}
+}
+
+func (mm *manageMetrics) seedsRefused(reason string, n int) {
+	if mm != nil && n > 0 {
+		mm.seeds.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+func (mm *manageMetrics) seedsForgotten(n int) {
+	if mm != nil && n > 0 {
+		mm.forgotten.Add(float64(n))
+	}
+}
+
+// logLimiter lets one log line about a key through per interval and
+// says how many it held back since.
+type logLimiter struct {
+	every time.Duration
+	now   func() time.Time
+
+	mu   sync.Mutex
+	last map[string]*limitedLine
+}
+
+type limitedLine struct {
+	at         time.Time
+	suppressed int
+}
+
+func newLogLimiter(every time.Duration) *logLimiter {
+	return &logLimiter{every: every, now: time.Now, last: map[string]*limitedLine{}}
+}
+
+// allow reports whether a line about key may be logged now, and how many
+// were held back since the last one that was.
+func (l *logLimiter) allow(key string) (ok bool, suppressed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if e := l.last[key]; e != nil {
+		if now.Sub(e.at) < l.every {
+			e.suppressed++
+			return false, 0
+		}
+		n := e.suppressed
+		*e = limitedLine{at: now}
+		return true, n
+	}
+	if len(l.last) >= maxLoggedSources {
+		for k, e := range l.last {
+			if now.Sub(e.at) >= l.every {
+				delete(l.last, k)
+			}
+		}
+		if len(l.last) >= maxLoggedSources {
+			return false, 0 // the metrics still count it
+		}
+	}
+	l.last[key] = &limitedLine{at: now}
+	return true, 0
+}
+
+// manageLimits are a manageGuard's bounds.
+type manageLimits struct {
+	Total            int           // connections at once
+	PerSource        int           // connections of one source, pending or served
+	PendingPerSource int           // connections of one source before their first request header
+	HeaderDeadline   time.Duration // from accept to the first request header
+}
+
+// defaultManageLimits are the manage port's.
+var defaultManageLimits = manageLimits{Total: manageConns, PerSource: manageSourceConns,
+	PendingPerSource: managePendingPerSource, HeaderDeadline: manageHeaderDeadline}
+
+// manageGuard admits the manage port's connections (see manageConns).
+type manageGuard struct {
+	limits  manageLimits
+	metrics *manageMetrics
+	log     *logrus.Entry
+	warn    *logLimiter
+
+	mu      sync.Mutex
+	total   int
+	sources map[netip.Addr]*sourceConns // only sources holding connections
+}
+
+type sourceConns struct{ pending, served int }
+
+func newManageGuard(limits manageLimits, metrics *manageMetrics, log *logrus.Entry) *manageGuard {
+	return &manageGuard{limits: limits, metrics: metrics, log: log, warn: newLogLimiter(refusalLogEvery),
+		sources: map[netip.Addr]*sourceConns{}}
+}
+
+// listen wraps the port's listener. Its connections' state changes
+// must reach connState (the http.Server's ConnState).
+func (g *manageGuard) listen(ln net.Listener) net.Listener {
+	return &guardListener{Listener: ln, g: g}
+}
+
+// sourceOf is a connection's source: its remote IP.
+func sourceOf(a net.Addr) netip.Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		if ap := t.AddrPort(); ap.IsValid() {
+			return ap.Addr().Unmap()
+		}
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.Addr{} // one source for every address it cannot tell
+	}
+	return ap.Addr().Unmap()
+}
+
+// admit takes a pending slot for src, or says which limit it met.
+func (g *manageGuard) admit(src netip.Addr) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.sources[src]
+	switch {
+	case s != nil && s.pending >= g.limits.PendingPerSource:
+		return refusedPending
+	case s != nil && s.pending+s.served >= g.limits.PerSource:
+		return refusedSource
+	case g.total >= g.limits.Total:
+		return refusedTotal
+	}
+	if s == nil {
+		s = &sourceConns{}
+		g.sources[src] = s
+	}
+	s.pending++
+	g.total++
+	return ""
+}
+
+// promote turns src's pending slot into a served one.
+func (g *manageGuard) promote(src netip.Addr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.sources[src]; s != nil && s.pending > 0 {
+		s.pending--
+		s.served++
+	}
+}
+
+// release frees src's slot.
+func (g *manageGuard) release(src netip.Addr, pending bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.sources[src]
+	if s == nil {
+		return
+	}
+	if pending {
+		s.pending--
+	} else {
+		s.served--
+	}
+	g.total--
+	if s.pending+s.served == 0 {
+		delete(g.sources, src)
+	}
+}
+
+// held is what src holds now (tests).
+func (g *manageGuard) held(src netip.Addr) (pending, served int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.sources[src]; s != nil {
+		return s.pending, s.served
+	}
+	return 0, 0
+}
+
+func (g *manageGuard) refuse(src netip.Addr, reason string) {
+	g.metrics.refuse(reason)
+	if g.log == nil {
+		return
+	}
+	if ok, n := g.warn.allow(src.String()); ok {
+		g.log.WithFields(logrus.Fields{"source": src.String(), "reason": reason, "suppressed": n}).
+			Warn("manage port: refused a connection over its source's (or the port's) limit")
+	}
+}
+
+// connState follows the HTTP server's connections: the first request
+// read makes a pending connection served.
+func (g *manageGuard) connState(c net.Conn, s http.ConnState) {
+	gc := guardedOf(c)
+	if gc == nil {
+		return
+	}
+	switch s {
+	case http.StateActive:
+		gc.promote()
+	case http.StateClosed:
+		gc.release()
+	}
+}
+
+// guardedOf finds the guardedConn under c (a TLS connection wraps it).
+func guardedOf(c net.Conn) *guardedConn {
+	for range 4 {
+		switch v := c.(type) {
+		case *guardedConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+type guardListener struct {
+	net.Listener
+	g *manageGuard
+}
+
+// Accept returns the next connection within the limits, closing the
+// others as they come: they never wait for a slot.
+func (l *guardListener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		src := sourceOf(nc.RemoteAddr())
+		if reason := l.g.admit(src); reason != "" {
+			l.g.refuse(src, reason)
+			if t, ok := nc.(*net.TCPConn); ok {
+				_ = t.SetLinger(0) // a reset: no TIME_WAIT kept for a refused client
+			}
+			_ = nc.Close()
+			continue
+		}
+		// The TLS handshake's writes too: the server sets the read
+		// deadline itself (ReadHeaderTimeout), and the write deadline
+		// once the request is read.
+		_ = nc.SetDeadline(time.Now().Add(l.g.limits.HeaderDeadline))
+		return &guardedConn{Conn: nc, g: l.g, src: src}, nil
+	}
+}
+
+// guardedConn holds a slot until it closes.
+type guardedConn struct {
+	net.Conn
+	g   *manageGuard
+	src netip.Addr
+
+	mu       sync.Mutex
+	served   bool
+	released bool
+}
+
+func (c *guardedConn) promote() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.served || c.released {
+		return
+	}
+	c.served = true
+	c.g.promote(c.src)
+}
+
+func (c *guardedConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released {
+		return
+	}
+	c.released = true
+	c.g.release(c.src, !c.served)
+}
+
+// Close releases the slot.
+func (c *guardedConn) Close() error {
+	c.release()
+	return c.Conn.Close()
+}
+
+// newManageEcho is the manage port's HTTP server on ln: guarded (ln is
+// wrapped by g; with tlsCfg, its connections speak TLS inside the
+// guard's), and recovering its handlers' panics.
+func newManageEcho(ln net.Listener, g *manageGuard, wrapTLS func(net.Listener) net.Listener, log *logrus.Entry) *echo.Echo {
+	ln = g.listen(ln)
+	if wrapTLS != nil {
+		ln = wrapTLS(ln)
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.Listener = ln
+	e.Server.ConnState = g.connState
+	e.Server.ReadHeaderTimeout = g.limits.HeaderDeadline
+	e.Server.ReadTimeout = 2 * handshakeTimeout
+	e.Server.WriteTimeout = 2 * time.Minute // a 30 s CPU profile fits
+	e.Server.IdleTimeout = time.Minute
+	e.Use(recoverManage(g.metrics, log))
+	return e
+}
+
+// recoverManage answers 500 for a handler that panicked, counts and logs
+// it: net/http would recover it too, but silently (echo's logger is
+// discarded) and by dropping the connection.
+func recoverManage(mm *manageMetrics, log *logrus.Entry) echo.MiddlewareFunc {
+	warn := newLogLimiter(refusalLogEvery)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			defer func() {
+				r := recover()
+				if r == nil {
+					return
+				}
+				if e, ok := r.(error); ok && errors.Is(e, http.ErrAbortHandler) {
+					panic(r) // net/http's own way to abort a response
+				}
+				mm.panicked()
+				if ok, n := warn.allow("panic"); ok && log != nil {
+					stack := make([]byte, 8<<10)
+					stack = stack[:runtime.Stack(stack, false)]
+					log.WithFields(logrus.Fields{"path": c.Request().URL.Path, "panic": fmt.Sprint(r),
+						"stack": string(stack), "suppressed": n}).Error("manage port: a handler panicked (answered 500)")
+				}
+				err = echo.NewHTTPError(http.StatusInternalServerError, "internal error")
+			}()
+			return next(c)
+		}
+	}
+}
