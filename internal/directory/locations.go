@@ -194,7 +194,10 @@ func (t *LocationTable) Publish(req *messages.PublishLocation) outbox.Box {
 
 func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 	id := req.GetObjectId()
-	if !nodeOK(req.GetNode()) || ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
+	if !nodeOK(req.GetNode()) || ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil || req.GetSize() < 0 {
+		// From a peer that is no store node, or a broken one: a size
+		// learned from it is handed to every receiver to allocate, and
+		// refuses every real Put of the id as a conflict.
 		return nil
 	}
 	if _, gone := t.tombstones[id]; gone {
@@ -317,6 +320,9 @@ func (t *LocationTable) FetchDone(req *messages.FetchDone) outbox.Box {
 
 func (t *LocationTable) fetchDone(req *messages.FetchDone) []outbox.Send {
 	id := req.GetObjectId()
+	if ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil || req.GetSize() < 0 {
+		return nil // as in publish; an invalid id would be an entry nothing can name
+	}
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
 		return []outbox.Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
 	}
