@@ -390,8 +390,16 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	if len(env) > 0 {
 		args = append(append(args, "env"), env...)
 	}
-	args = append(args, t.tb.Binary, "node", "-bind", bind,
-		"-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
+	args = append(args, t.tb.Binary, "node", "-bind", bind)
+	if !s.tls {
+		// `hoplite node` refuses plaintext on 198.18.x.x, which is not
+		// loopback; but those addresses exist only on this machine, in the
+		// testbed's network namespaces and on its bridge (198.18.0.0/15 is
+		// the benchmarking range, not routed), and the systems compared run
+		// without TLS (the ours-tls column prices TLS).
+		args = append(args, "-insecure")
+	}
+	args = append(args, "-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
 		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", chunkArg(t.o.ChunkSize),
 		"-bench-agent", "-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64)+"bit")
 	if s.naive {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -33,6 +34,13 @@ tell each other the seeds they know). etcd (for hosts that come and go):
 --provider etcd --provider-address HOST:PORT; no seeds.
 SIGTERM or SIGINT leaves the cluster gracefully.
 
+Plaintext stays on this machine: a --bind or --data-bind host that is not
+loopback (127.0.0.0/8, ::1, localhost) needs mutual TLS (--tls-cert,
+--tls-key, --tls-ca; hoplite certs makes test ones), and an etcd
+--provider-address that is not loopback needs --etcd-ca (with
+--etcd-cert, --etcd-key for client certificate auth), or --insecure,
+which accepts plaintext and warns (docs/security.md).
+
 Benchmarks compare systems by starting every member of a cluster with the
 same -naive, -reduce-degree, -reduce-shape and -allreduce-shape: -naive
 is the baseline without collectives, -reduce-degree N forces the reduce
@@ -58,10 +66,11 @@ type nodeFlags struct {
 	logFormat, logLevel, reduceShape, allReduceShape            string
 	pages, warmMemory                                           string
 	tlsCert, tlsKey, tlsCA                                      string
+	etcdCert, etcdKey, etcdCA                                   string
 	protocolVersion                                             uint
 	naive, benchAgent, pprof, actorLocates                      bool
 	unbatchedTasks, noRingGather, noInlinePush, actorSubscribes bool
-	noWarmUp                                                    bool
+	noWarmUp, insecure                                          bool
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -102,6 +111,10 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
+	fs.StringVar(&f.etcdCert, "etcd-cert", "", "etcd provider over TLS: the client certificate etcd requires (PEM; with -etcd-key)")
+	fs.StringVar(&f.etcdKey, "etcd-key", "", "etcd provider over TLS: the key of -etcd-cert (PEM)")
+	fs.StringVar(&f.etcdCA, "etcd-ca", "", "etcd provider over TLS: etcd's CA (PEM), which verifies the etcd server (default with -etcd-cert: the system's roots)")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow plaintext beyond this machine: a -bind or -data-bind host that is not loopback without -tls-*, an etcd -provider-address that is not loopback without -etcd-* (anyone who reaches the ports controls the member; see docs/security.md)")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 	fs.DurationVar(&f.reduceChunkDelay, "test-reduce-chunk-delay", 0, "fault injection: sleep this long before each chunk a reduce task combines or gathers")
 	fs.DurationVar(&f.probeDelay, "test-probe-delay", 0, "fault injection: wait this long before probing a suspected member (or spreading the failure of one the health checks dropped), so that this member learns of a failure from the others' notices")
@@ -173,7 +186,8 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
 		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
 		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, NoWarmUp: f.noWarmUp, WarmMemory: warmMemory, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
-		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA, ProbeDelay: f.probeDelay}
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA, ProbeDelay: f.probeDelay,
+		EtcdCert: f.etcdCert, EtcdKey: f.etcdKey, EtcdCA: f.etcdCA}
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.
 	if d := f.chunkDelay; d > 0 {
@@ -216,6 +230,11 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// Before anything starts: it may execute the program again.
 	if err := ensureTimerSlack(f.timerSlack); err != nil {
 		log.WithError(err).Warn("timer slack not set: the Go runtime's sysmon wakes more often")
+	}
+	// After the timer slack's execution of the program again, or both
+	// processes would warn.
+	if err := f.checkPlaintext(log); err != nil {
+		return err
 	}
 	if f.pprof {
 		// The process's own rates, set by the binary rather than the
@@ -279,6 +298,80 @@ func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig,
 		}
 		return errors.New("member stopped")
 	}
+}
+
+// checkPlaintext refuses a member that would talk plaintext beyond this
+// machine unless -insecure says so, and then warns: without TLS anyone who
+// reaches a member's ports can stop its actors, corrupt its directory
+// shards and read its objects (docs/security.md). The rule covers what
+// the member listens on (-bind, which the manage port shares, and
+// -data-bind) and the etcd server it registers in.
+func (f *nodeFlags) checkPlaintext(log logrus.FieldLogger) error {
+	var exposed []string
+	// Any TLS flag means TLS: a partial set is Join's to refuse, with a
+	// message about the missing flag.
+	if f.tlsCert == "" && f.tlsKey == "" && f.tlsCA == "" {
+		for _, a := range []struct{ flag, addr string }{{"--bind", f.bind}, {"--data-bind", f.dataBind}} {
+			if a.addr != "" && !loopbackAddr(a.addr) {
+				exposed = append(exposed, a.flag+" "+a.addr)
+			}
+		}
+	}
+	etcdAddr := f.providerAddr
+	if etcdAddr == "" {
+		etcdAddr = "127.0.0.1:2379"
+	}
+	etcdPlain := f.provider == cluster.ProviderEtcd && f.etcdCert == "" && f.etcdKey == "" && f.etcdCA == "" && !loopbackAddr(etcdAddr)
+	if etcdPlain {
+		exposed = append(exposed, "--provider-address "+etcdAddr)
+	}
+	if len(exposed) == 0 {
+		return nil
+	}
+	if f.insecure {
+		var what []string
+		if len(exposed) > 1 || !etcdPlain {
+			what = append(what, "any host that reaches this member's ports can send its actors any message (Stop included), "+
+				"make its directory shards drop or invent copies, read every object it holds and post it seeds")
+		}
+		if etcdPlain {
+			what = append(what, "anyone on the way to etcd can read and rewrite the membership")
+		}
+		log.WithField("plaintext", strings.Join(exposed, ", ")).Warn("--insecure: plaintext beyond this machine: " +
+			strings.Join(what, "; ") + "; use --tls-cert, --tls-key and --tls-ca (and --etcd-* for etcd) on any network not wholly trusted")
+		return nil
+	}
+	var why, fix []string
+	if len(exposed) > 1 || !etcdPlain {
+		why = append(why, "anyone who reaches the member's ports could stop its actors and read its objects")
+		fix = append(fix, "run every member with mutual TLS: --tls-cert, --tls-key and --tls-ca (`hoplite certs` makes a test CA and certificate)")
+	}
+	if etcdPlain {
+		why = append(why, "anyone on the way to etcd could read and rewrite the membership")
+		fix = append(fix, "reach etcd over TLS: --etcd-ca (etcd's CA), with --etcd-cert and --etcd-key if etcd requires a client certificate")
+	}
+	return usageError{fmt.Sprintf("refusing plaintext beyond this machine (%s: not loopback): %s; %s; or pass --insecure to accept plaintext on a network you trust",
+		strings.Join(exposed, ", "), strings.Join(why, ", and "), strings.Join(fix, ", and "))}
+}
+
+// loopbackAddr reports whether addr's host is loopbackHost. An address
+// that does not parse is not judged here (true): the member's
+// configuration refuses it with a clearer error.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err != nil || loopbackHost(host)
+}
+
+// loopbackHost reports whether host is on this machine only: an IP in
+// 127.0.0.0/8 or ::1, or the name localhost. A wildcard (0.0.0.0, ::)
+// listens on every interface, and any other name may resolve to anything:
+// neither is.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // defaultTimerSlack is `hoplite node -timer-slack`'s default, and

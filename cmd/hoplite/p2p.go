@@ -575,6 +575,9 @@ func p2pPeer(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := f.checkPlaintext(log); err != nil {
+		return err
+	}
 	cfg.DefaultTimeout = 5 * time.Minute
 	m, err := cluster.Join(ctx, cfg)
 	if err != nil {
