@@ -1,6 +1,10 @@
 package storeproto
 
-import "github.com/hoplite-go/hoplite/messages"
+import (
+	"math"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
 
 // CheckTask says why a store node cannot run a reduce task, or nil. It
 // checks what a worker needs before it starts: a task without a reduce
@@ -25,6 +29,10 @@ func CheckTask(t *messages.ReduceTask) *messages.Error {
 		return bad("position %d: generation %d", t.GetPosition(), t.GetGeneration())
 	case t.GetSize() < 0:
 		return bad("position %d: size %d", t.GetPosition(), t.GetSize())
+	case t.GetSourceOffset() < 0 || t.GetSourceOffset() > math.MaxInt64-t.GetSize():
+		// A slice's end past what an int64 holds wraps around, and passed
+		// for one inside the source.
+		return bad("position %d: a slice of %d bytes at %d", t.GetPosition(), t.GetSize(), t.GetSourceOffset())
 	case t.GetOutputId() == "":
 		return bad("position %d: no output id", t.GetPosition())
 	case t.GetSourceId() == "" && !t.GetGather() && !t.GetRelay():
@@ -35,6 +43,9 @@ func CheckTask(t *messages.ReduceTask) *messages.Error {
 	for i, c := range t.GetChildren() {
 		if c.GetNode().GetNodeId() == "" || c.GetObjectId() == "" {
 			return bad("position %d: input %d names no node or object", t.GetPosition(), i)
+		}
+		if c.GetOffset() < 0 || c.GetOffset() > t.GetSize() {
+			return bad("position %d: input %d at offset %d of %d bytes", t.GetPosition(), i, c.GetOffset(), t.GetSize())
 		}
 	}
 	return nil
