@@ -675,7 +675,8 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 				idx.byData[d], idx.dataOf[p.address] = id, d
 			}
 		}
-		m.peers.Store(idx)
+		old := m.peers.Swap(idx)
+		m.forgetDataPeers(old, idx)
 		m.warm.peersChanged()
 		if pid := m.revokePID.Load(); pid != nil {
 			ctx.Send(pid, &revoke.SetMembers{Members: reach})

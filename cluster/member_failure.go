@@ -506,6 +506,22 @@ func (m *Member) peerByData(addr string) string {
 	return addr
 }
 
+// forgetDataPeers closes the pooled data-plane connections to the
+// members that were reachable in old and are not in now (failed, left or
+// expelled): nothing would use them again, and each held a descriptor
+// and a slot at its peer's address until the idle reaper found it.
+func (m *Member) forgetDataPeers(old, now *peerIndex) {
+	f, ok := m.data.(interface{ ForgetPeer(addr string) })
+	if !ok || old == nil {
+		return
+	}
+	for d := range old.byData {
+		if _, still := now.byData[d]; !still {
+			f.ForgetPeer(d)
+		}
+	}
+}
+
 // ---- graceful leave ----
 
 // leave takes this member out of the cluster while it still serves: the

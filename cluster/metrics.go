@@ -80,6 +80,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 	if m.manage != nil {
 		mm.reg.MustRegister(m.manage.collectors()...)
 	}
+	mm.reg.MustRegister(m.wireCollectors()...)
 
 	usage := func(f func(u storeUsage) float64) func() float64 {
 		return func() float64 { return f(m.store.Usage()) }
