@@ -29,6 +29,18 @@ type TableConfig struct {
 	TombstoneLimit int
 	// TransferLogLimit is how many transfers are recorded per object.
 	TransferLogLimit int
+	// MaxEntries bounds the entries a parked request may add: a Locate or
+	// a waiting Query of an id the table does not hold yet is answered
+	// RESOURCE_EXHAUSTED once the table has this many entries (known
+	// objects count; Puts and Gets of objects it holds are never
+	// refused). Without it, a peer parking requests for ids that never
+	// appear, with deadlines of up to MaxTimeout, grew the table without
+	// bound.
+	MaxEntries int
+	// MaxWaitersPerObject bounds the requests parked on one object (a
+	// broadcast to that many receivers that all ask before any copy
+	// exists); past it a Locate or Query is answered RESOURCE_EXHAUSTED.
+	MaxWaitersPerObject int
 	// Amnesic marks the table of a shard that started over (rebuilt after
 	// a crash or moved to another member): ids it does not know may have
 	// existed, and may have been lost with the shard's old host. A Delete
@@ -60,7 +72,8 @@ func SameTable(a, b uint64) bool { return a>>epochCountBits == b>>epochCountBits
 
 // DefaultTableConfig returns the limits used when a field is zero.
 func DefaultTableConfig() TableConfig {
-	return TableConfig{InlineLimit: 64 << 10, InlineUplink: DefaultInlineUplink, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256}
+	return TableConfig{InlineLimit: 64 << 10, InlineUplink: DefaultInlineUplink, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256,
+		MaxEntries: 1 << 20, MaxWaitersPerObject: 1 << 14}
 }
 
 func (c TableConfig) withDefaults() TableConfig {
@@ -79,6 +92,12 @@ func (c TableConfig) withDefaults() TableConfig {
 	}
 	if c.TransferLogLimit == 0 {
 		c.TransferLogLimit = d.TransferLogLimit
+	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = d.MaxEntries
+	}
+	if c.MaxWaitersPerObject <= 0 {
+		c.MaxWaitersPerObject = d.MaxWaitersPerObject
 	}
 	return c
 }

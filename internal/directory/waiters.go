@@ -50,6 +50,22 @@ type waiter struct {
 // and the cluster says when that node fails.
 const AvoidFailedCreator = 200 * time.Millisecond
 
+// admitWaiter refuses a request that may park on id when the table is
+// at MaxEntries and holds no entry for id, or when MaxWaitersPerObject
+// requests wait on it already.
+func (t *LocationTable) admitWaiter(id string) *messages.Error {
+	e := t.entries[id]
+	if e == nil && len(t.entries) >= t.cfg.MaxEntries {
+		return messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
+			"this directory shard holds %d entries (its bound) and none for %q; retry later", len(t.entries), id)
+	}
+	if e != nil && len(e.waiters) >= t.cfg.MaxWaitersPerObject {
+		return messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
+			"%d requests already wait on %q at its directory shard (the bound); retry later", len(e.waiters), id)
+	}
+	return nil
+}
+
 // Locate finds one sender for a receiver, or parks the request until one
 // exists or the deadline passes (see Tick).
 func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) outbox.Box {
@@ -76,6 +92,9 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 	}
 	if l, ok := t.lost[id]; ok {
 		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: l.err, Attempt: req.GetAttempt()}}}
+	}
+	if err := t.admitWaiter(id); err != nil {
+		return []outbox.Send{{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: err, Attempt: req.GetAttempt()}}}
 	}
 	e := t.entry(id)
 	var out []outbox.Send
@@ -259,6 +278,9 @@ func (t *LocationTable) query(req *messages.QueryObject, replyTo any, now time.T
 	if !req.GetWait() {
 		return []outbox.Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id,
 			Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q does not exist", id)}}}
+	}
+	if err := t.admitWaiter(id); err != nil {
+		return []outbox.Send{{To: replyTo, Msg: &messages.ObjectInfo{ObjectId: id, Error: err}}}
 	}
 	e = t.entry(id)
 	w := &waiter{kind: waitQuery, replyTo: replyTo, deadline: now.Add(Timeout(req.GetTimeoutMs(), 0))}
