@@ -208,6 +208,11 @@ func newEtcdProvider(ctx context.Context, cfg MemberConfig, log *logrus.Entry) (
 // that first read. A server that sends nothing within the read's deadline
 // is left to the Status request.
 func etcdHandshake(ctx context.Context, address string, cfg *tls.Config) error {
+	cfg = cfg.Clone()
+	// As gRPC asks: an HTTP/2 server speaks first (its settings), so the
+	// read below returns at once; over HTTP/1.1 it would wait for a
+	// request until the read's deadline.
+	cfg.NextProtos = []string{"h2"}
 	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
