@@ -182,7 +182,8 @@ type MemberConfig struct {
 	// port of this member over mutual TLS: Proto.Actor remote, the data
 	// plane and the manage port serve only peers whose client certificate
 	// TLSCA signed, and this member presents TLSCert when it dials them.
-	// Every member of a cluster uses the same CA. Default: plaintext.
+	// Every member of a cluster uses the same CA. Default: plaintext. The
+	// etcd provider's connection has files of its own (EtcdCert).
 	TLSCert, TLSKey, TLSCA string
 	// EtcdCert, EtcdKey and EtcdCA (PEM files) run the etcd provider's
 	// client over TLS; any of them turns it on, and they are for the etcd

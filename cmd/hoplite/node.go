@@ -108,7 +108,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured, 4 KiB pages for object buffers unless -pages says otherwise, no -warm-memory)")
 	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
 	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port: this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port of the member (not etcd's: -etcd-*): this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
 	fs.StringVar(&f.etcdCert, "etcd-cert", "", "etcd provider over TLS: the client certificate etcd requires (PEM; with -etcd-key)")

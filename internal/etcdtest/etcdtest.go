@@ -1,7 +1,8 @@
 // Package etcdtest runs a real etcd server inside a test process: etcd's
 // own embeddable server (go.etcd.io/etcd/server/v3/embed, the version of
 // the client Hoplite uses), on 127.0.0.1, with its data in a temporary
-// directory. Tests of the etcd membership provider start one, stop it and
+// directory, in plaintext or (StartTLS) over TLS with client certificate
+// auth. Tests of the etcd membership provider start one, stop it and
 // start it again on the same address and data, as an operator restarts
 // etcd.
 package etcdtest
