@@ -141,6 +141,20 @@ func (n *StoreNode) admitPut(ctx actor.Context, m *messages.Put) (storeproto.Put
 func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
 	req := storeproto.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true,
 		ReducedIDs: m.GetReducedIds(), Requester: requester(ctx)}
+	// Checked here as a Put is (admitPut): it comes from another
+	// process, and an id no application may use made a local copy first
+	// and a registration the directory refused.
+	switch id := m.GetTargetId(); {
+	case n.validate(id) != nil:
+		n.answerPut(ctx, req, n.validate(id))
+		return
+	case m.GetReduceId() == "":
+		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "StoreReduced of %q without a reduce id", id))
+		return
+	case int64(len(m.GetData())) > n.cfg.Store.Capacity():
+		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_CAPACITY, "reduced %q of %d bytes exceeds the node capacity of %d bytes", id, len(m.GetData()), n.cfg.Store.Capacity()))
+		return
+	}
 	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs(), fingerprint.Of(m.GetData()))
 }
 
