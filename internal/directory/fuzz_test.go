@@ -218,8 +218,11 @@ func stepTable(t *testing.T, tb *LocationTable, m proto.Message, requester any, 
 		_, _ = tb.Reserve(m.GetReduce().GetTargetId(), directoryReduceID(m))
 	}
 	for _, s := range out.Sends {
-		if s.Msg == nil {
-			t.Fatalf("%T %v: a send of nothing to %v", m, m, s.To)
+		if s.Msg == nil || s.To == nil {
+			t.Fatalf("%T %v: a send of %v to %v", m, m, s.Msg, s.To)
+		}
+		if n, ok := s.To.(*messages.NodeRef); ok && !nodeOK(n) {
+			t.Fatalf("%T %v: a send of %v to a node without an id", m, m, s.Msg)
 		}
 		if e, ok := replyError(s.Msg); ok && e != nil && e.GetCode() == messages.ErrorCode_INTERNAL {
 			t.Fatalf("%T %v: answered INTERNAL: %v", m, m, e)
@@ -298,6 +301,11 @@ func FuzzLocationTable(f *testing.F) {
 				tb.Tick(now)
 			case 1:
 				tb.IncarnationFailed(fmt.Sprintf("n%d", in.byte()%3), "")
+			}
+		}
+		for id, e := range tb.entries {
+			if ValidateObjectID(id, tb.cfg.MaxObjectIDLen) != nil || (e.known && e.size < 0) {
+				t.Fatalf("an entry no request can name, or of a negative size: %q (%d bytes)", id, e.size)
 			}
 		}
 		// The next good request still works.
