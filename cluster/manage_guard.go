@@ -58,6 +58,9 @@ const (
 	refusedPending = "pending_per_source" // the source's pending connections are at managePendingPerSource
 	refusedSource  = "per_source"         // the source holds manageSourceConns connections
 	refusedTotal   = "total"              // the port holds manageConns connections
+	// refusedExchange: a seed exchange over its source's rate
+	// (exchangeRate), answered 429 rather than closed.
+	refusedExchange = "seed_exchange_rate"
 )
 
 // manageMetrics count what the manage port turned away. They exist
@@ -73,7 +76,7 @@ type manageMetrics struct {
 func newManageMetrics() *manageMetrics {
 	return &manageMetrics{
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_manage_refused_total",
-			Help: "Connections to the manage port closed at accept, by the limit they met: pending_per_source, per_source, total."},
+			Help: "Connections to the manage port closed at accept, by the limit they met: pending_per_source, per_source, total; and seed exchanges answered 429 over their source's rate: seed_exchange_rate."},
 			[]string{"reason"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_manage_handler_panics_total",
 			Help: "Manage port requests whose handler panicked (answered 500; the member goes on)."}),
@@ -159,6 +162,57 @@ func (l *logLimiter) allow(key string) (ok bool, suppressed int) {
 	}
 	l.last[key] = &limitedLine{at: now}
 	return true, 0
+}
+
+// rateLimiter is a token bucket per source: burst requests at once, then
+// rate a second. It remembers at most maxLoggedSources sources (past
+// that, full buckets are dropped first; if none is, the source is
+// refused until one is).
+type rateLimiter struct {
+	rate  float64
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[netip.Addr]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newRateLimiter(rate float64, burst int) *rateLimiter {
+	return &rateLimiter{rate: rate, burst: float64(burst), now: time.Now, buckets: map[netip.Addr]*bucket{}}
+}
+
+// allow takes a token of src's bucket, if it has one.
+func (l *rateLimiter) allow(src netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b := l.buckets[src]
+	if b == nil {
+		if len(l.buckets) >= maxLoggedSources {
+			for k, o := range l.buckets {
+				if o.tokens+now.Sub(o.at).Seconds()*l.rate >= l.burst {
+					delete(l.buckets, k)
+				}
+			}
+			if len(l.buckets) >= maxLoggedSources {
+				return false
+			}
+		}
+		b = &bucket{tokens: l.burst, at: now}
+		l.buckets[src] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // manageLimits are a manageGuard's bounds.

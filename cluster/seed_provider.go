@@ -547,6 +547,11 @@ func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error
 	if n.ID == "" {
 		return nil, errors.New("health answer names no member")
 	}
+	// A peer's answer is as hostile as anyone's: its port goes into the
+	// topology as an int32.
+	if n.Port <= 0 || n.Port > 65535 {
+		return nil, fmt.Errorf("health answer: port %d is not in 1..65535", n.Port)
+	}
 	_, _ = io.Copy(io.Discard, body)
 	return &n, nil
 }

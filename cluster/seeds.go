@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -37,9 +37,36 @@ type seedExchange struct {
 	Seeds   []string `json:"seeds"`
 }
 
+// exchangeRate and exchangeBurst bound the seed exchanges one source
+// may post: a member posts one per refresh interval at most (5 a second
+// at the default 200 ms) to a seed chosen at random, so members sharing
+// a host stay below it, while a poster in a loop costs this member at
+// most exchangeRate decodes of up to 1 MiB a second.
+const (
+	exchangeRate  = 20
+	exchangeBurst = 40
+)
+
 // serveSeeds answers seed exchanges on the manage port's HTTP server.
 func (m *Member) serveSeeds(e *echo.Echo, p *seedProvider) {
+	limit := newRateLimiter(exchangeRate, exchangeBurst)
+	m.serveSeedsLimited(e, p, limit)
+}
+
+func (m *Member) serveSeedsLimited(e *echo.Echo, p *seedProvider, limit *rateLimiter) {
 	e.POST(seedsPath, func(c echo.Context) error {
+		src := netip.Addr{}
+		if ap, err := netip.ParseAddrPort(c.Request().RemoteAddr); err == nil {
+			src = ap.Addr().Unmap()
+		}
+		if !limit.allow(src) {
+			p.metrics.refuse(refusedExchange)
+			if ok, n := p.warn.allow("exchange rate " + src.String()); ok {
+				m.log.WithFields(logrus.Fields{"source": src.String(), "suppressed": n}).
+					Warn("seed exchange: refused a post over its source's rate")
+			}
+			return c.String(http.StatusTooManyRequests, "too many seed exchanges")
+		}
 		var in seedExchange
 		if err := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 1<<20)).Decode(&in); err != nil {
 			return c.String(http.StatusBadRequest, "bad seed exchange: "+err.Error())
@@ -48,11 +75,7 @@ func (m *Member) serveSeeds(e *echo.Echo, p *seedProvider) {
 			// Another cluster: keep the lists apart.
 			return c.String(http.StatusConflict, "cluster "+m.cfg.ClusterName+", not "+in.Cluster)
 		}
-		from := c.Request().RemoteAddr
-		if host, _, err := net.SplitHostPort(from); err == nil {
-			from = host
-		}
-		m.learnSeeds(p, in.Seeds, "posted from "+from)
+		m.learnSeeds(p, in.Seeds, "posted from "+src.String())
 		return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Gossip()})
 	})
 }

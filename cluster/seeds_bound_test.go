@@ -30,9 +30,13 @@ func seedEndpoint(t testing.TB, p *seedProvider) (*Member, *echo.Echo) {
 
 // postExchange posts body to the seed exchange endpoint e serves.
 func postExchange(e *echo.Echo, body []byte) *httptest.ResponseRecorder {
+	return postExchangeFrom(e, "127.0.0.2:40000", body)
+}
+
+func postExchangeFrom(e *echo.Echo, remote string, body []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, seedsPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.RemoteAddr = "127.0.0.2:40000"
+	req.RemoteAddr = remote
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, req)
 	return rec
@@ -152,5 +156,45 @@ func TestLearnedSeedsForgotten(t *testing.T) {
 	roundIDs(t, p)
 	if !slices.Contains(p.Hosts(), dead) {
 		t.Fatal("a seed learned again was forgotten at its first miss")
+	}
+}
+
+// TestSeedExchangeRateLimited: a source posts exchangeBurst exchanges at
+// once, then exchangeRate a second (429 past that, counted); another
+// source is not held back by it. The limiter's clock is driven here.
+func TestSeedExchangeRateLimited(t *testing.T) {
+	mm := newManageMetrics()
+	p := newSeedProvider(echo.New(), seedProviderConfig{Cluster: seedTestCluster, Refresh: time.Second,
+		Timeout: time.Second, Metrics: mm, Log: logrus.NewEntry(testLogger(t, logrus.InfoLevel))})
+	t.Cleanup(func() { _ = p.Shutdown(false) })
+	m := &Member{cfg: MemberConfig{ClusterName: seedTestCluster}, log: logrus.NewEntry(testLogger(t, logrus.InfoLevel))}
+	e := echo.New()
+	limit := newRateLimiter(exchangeRate, exchangeBurst)
+	now := time.Unix(1000, 0)
+	limit.now = func() time.Time { return now }
+	m.serveSeedsLimited(e, p, limit)
+	body, _ := json.Marshal(seedExchange{Cluster: seedTestCluster, Seeds: []string{"127.0.0.1:1"}})
+	for i := range exchangeBurst {
+		if rec := postExchangeFrom(e, "127.0.0.2:1", body); rec.Code != http.StatusOK {
+			t.Fatalf("exchange %d of the burst: %d", i, rec.Code)
+		}
+	}
+	if rec := postExchangeFrom(e, "127.0.0.2:1", body); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("an exchange past the burst: %d, want 429", rec.Code)
+	}
+	if n := promtest.ToFloat64(mm.refused.WithLabelValues(refusedExchange)); n != 1 {
+		t.Fatalf("refused seed_exchange_rate = %v, want 1", n)
+	}
+	if rec := postExchangeFrom(e, "127.0.0.3:1", body); rec.Code != http.StatusOK {
+		t.Fatalf("another source's exchange: %d", rec.Code)
+	}
+	now = now.Add(time.Second)
+	for i := range exchangeRate {
+		if rec := postExchangeFrom(e, "127.0.0.2:1", body); rec.Code != http.StatusOK {
+			t.Fatalf("exchange %d a second later: %d", i, rec.Code)
+		}
+	}
+	if rec := postExchangeFrom(e, "127.0.0.2:1", body); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("an exchange past the rate: %d, want 429", rec.Code)
 	}
 }
