@@ -30,6 +30,16 @@ func Errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Err is e as a plain error: nil when e is nil. A reply's GetError()
+// is a *Error, which is not nil once stored in an error variable even
+// when the reply succeeded; reply.GetError().Err() is.
+func (e *Error) Err() error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
 // Error implements the error interface.
 func (e *Error) Error() string {
 	if e == nil {

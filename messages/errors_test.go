@@ -52,3 +52,20 @@ func TestAsErrorAndErrOrNil(t *testing.T) {
 		t.Fatalf("conflict field -> %v", err)
 	}
 }
+
+// A reply's error as a plain error is nil on success and matches its
+// sentinel otherwise.
+func TestErrorErr(t *testing.T) {
+	ok := &GetReply{}
+	if err := ok.GetError().Err(); err != nil {
+		t.Fatalf("a successful reply's Err() = %v, want nil", err)
+	}
+	var asInterface error = ok.GetError()
+	if asInterface == nil {
+		t.Fatal("a nil *Error stored in an error is expected to be non-nil (the pitfall Err avoids)")
+	}
+	bad := &GetReply{Error: Errorf(ErrorCode_LOST, "gone")}
+	if err := bad.GetError().Err(); !errors.Is(err, ErrLost) {
+		t.Fatalf("a failed reply's Err() = %v, want LOST", err)
+	}
+}

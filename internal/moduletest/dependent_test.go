@@ -25,7 +25,7 @@ func TestDependentModule(t *testing.T) {
 	app := t.TempDir()
 	// Copied, not imported: the programs must compile as another module's
 	// code, which may not import Hoplite's internal packages.
-	for _, p := range []string{"quickstart", "broadcast"} {
+	for _, p := range []string{"quickstart", "actor", "broadcast"} {
 		copyFile(t, filepath.Join(root, "examples", p, "main.go"), filepath.Join(app, p, "main.go"))
 	}
 	writeDependentModFile(t, app, parent.Go.Version, root)
@@ -37,7 +37,7 @@ func TestDependentModule(t *testing.T) {
 
 	bin := filepath.Join(app, "bin") + string(filepath.Separator)
 	build := append(append([]string{"build"}, raceFlag...), "-o", bin,
-		"./quickstart", "./broadcast", modulePath+"/cmd/hoplite")
+		"./quickstart", "./actor", "./broadcast", modulePath+"/cmd/hoplite")
 	goCommand(t, app, nil, build...)
 
 	t.Run("quickstart", func(t *testing.T) {
@@ -45,6 +45,12 @@ func TestDependentModule(t *testing.T) {
 		const want = "hello, hoplite, hello, hoplite, hello, hoplite\n6 of 8 reduced: [6 12 18]\n"
 		if out != want {
 			t.Errorf("quickstart printed\n%s\nwant\n%s", out, want)
+		}
+	})
+	t.Run("README's application actor", func(t *testing.T) {
+		// An actor in member 2's system Gets what member 0 Puts.
+		if out := command(t, programTimeout, app, nil, filepath.Join(bin, "actor")); out != "hello\n" {
+			t.Errorf("actor printed %q, want %q", out, "hello\n")
 		}
 	})
 	t.Run("application actors", func(t *testing.T) {

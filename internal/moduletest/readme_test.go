@@ -7,20 +7,22 @@ import (
 	"testing"
 )
 
-// TestREADMEQuickstart: the README shows examples/quickstart/main.go
-// verbatim, so the program TestDependentModule builds in another module
-// and runs is the one a reader copies.
+// TestREADMEQuickstart: the README shows examples/quickstart/main.go and
+// examples/actor/main.go verbatim, so the programs TestDependentModule
+// builds in another module and runs are the ones a reader copies.
 func TestREADMEQuickstart(t *testing.T) {
 	root := moduleRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(filepath.Join(root, "examples", "quickstart", "main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
-		t.Errorf("README.md has no ```go block that is examples/quickstart/main.go; the README's block must be the file, verbatim:\n%s", src)
+	for _, p := range []string{"quickstart", "actor"} {
+		src, err := os.ReadFile(filepath.Join(root, "examples", p, "main.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
+			t.Errorf("README.md has no ```go block that is examples/%s/main.go; the README's block must be the file, verbatim:\n%s", p, src)
+		}
 	}
 }
