@@ -110,7 +110,7 @@ func TestInsecureCheck(t *testing.T) {
 		}
 		if c.warned != "" && (len(entries) != 1 || entries[0].Level != logrus.WarnLevel ||
 			entries[0].Data["plaintext"] != c.warned ||
-			strings.HasPrefix(c.warned, "--bind") != strings.Contains(entries[0].Message, "Stop") ||
+			strings.HasPrefix(c.warned, "--bind") != strings.Contains(entries[0].Message, "directory shards") ||
 			strings.HasPrefix(c.warned, "--provider-address") != strings.Contains(entries[0].Message, "membership")) {
 			t.Errorf("%s: logged %v, want one warning naming %s", name, entries, c.warned)
 		}

@@ -302,8 +302,8 @@ func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig,
 
 // checkPlaintext refuses a member that would talk plaintext beyond this
 // machine unless -insecure says so, and then warns: without TLS anyone who
-// reaches a member's ports can stop its actors, corrupt its directory
-// shards and read its objects (docs/security.md). The rule covers what
+// reaches a member's ports can send its actors what a member may, corrupt
+// its directory shards and read its objects (docs/security.md). The rule covers what
 // the member listens on (-bind, which the manage port shares, and
 // -data-bind) and the etcd server it registers in.
 func (f *nodeFlags) checkPlaintext(log logrus.FieldLogger) error {
@@ -331,7 +331,7 @@ func (f *nodeFlags) checkPlaintext(log logrus.FieldLogger) error {
 	if f.insecure {
 		var what []string
 		if len(exposed) > 1 || !etcdPlain {
-			what = append(what, "any host that reaches this member's ports can send its actors any message (Stop included), "+
+			what = append(what, "any host that reaches this member's ports can send its actors any message a member may send, "+
 				"make its directory shards drop or invent copies, read every object it holds and post it seeds")
 		}
 		if etcdPlain {
@@ -343,7 +343,7 @@ func (f *nodeFlags) checkPlaintext(log logrus.FieldLogger) error {
 	}
 	var why, fix []string
 	if len(exposed) > 1 || !etcdPlain {
-		why = append(why, "anyone who reaches the member's ports could stop its actors and read its objects")
+		why = append(why, "anyone who reaches the member's ports could make its directory shards drop or invent copies and read its objects")
 		fix = append(fix, "run every member with mutual TLS: --tls-cert, --tls-key and --tls-ca (`hoplite certs` makes a test CA and certificate)")
 	}
 	if etcdPlain {
