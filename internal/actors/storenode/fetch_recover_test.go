@@ -34,7 +34,7 @@ func TestFetchStreamPanicFailsTheStreamNotTheMember(t *testing.T) {
 	loc := &scriptedLocator{answer: func(_ context.Context, call int, l *messages.Locate) (*messages.LocateReply, error) {
 		if call == 1 {
 			return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt(), Size: int64(len(data)),
-				Sender: &messages.NodeRef{NodeId: "peer", Address: "elsewhere:1", ActorId: "peer/store", DataAddress: "peer:data"},
+				Sender:      &messages.NodeRef{NodeId: "peer", Address: "elsewhere:1", ActorId: "peer/store", DataAddress: "peer:data"},
 				SenderState: messages.LocationState_COMPLETE}, nil
 		}
 		return inlineReply(l, data), nil
