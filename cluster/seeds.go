@@ -128,7 +128,7 @@ func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 		if !p.exchange.Wait(m.quit, wait) {
 			return
 		}
-		hosts := slices.DeleteFunc(p.Hosts(), func(h string) bool { return h == self })
+		hosts := exchangePeers(p, self)
 		if len(hosts) == 0 {
 			wait = p.exchange.Next(false)
 			continue
@@ -141,6 +141,13 @@ func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 		// which, and the next round asks another.
 		wait = p.exchange.Next(err == nil && m.learnSeeds(p, seeds, "from "+peer))
 	}
+}
+
+// exchangePeers are the seeds an exchange may go to: those known to
+// answer (Gossip), not this member. A made-up seed posted to this member
+// would cost an exchange's timeout each time it was chosen.
+func exchangePeers(p *seedProvider, self string) []string {
+	return slices.DeleteFunc(p.Gossip(), func(h string) bool { return h == self })
 }
 
 func postSeeds(ctx context.Context, client *http.Client, scheme, peer string, out seedExchange) ([]string, error) {

@@ -141,6 +141,9 @@ func TestLearnedSeedsForgotten(t *testing.T) {
 	if g := p.Gossip(); !slices.Equal(g, []string{deadConfigured, alive.host()}) {
 		t.Fatalf("gossip: %v, want the configured seed and the one that answered", g)
 	}
+	if peers := exchangePeers(p, deadConfigured); !slices.Equal(peers, []string{alive.host()}) {
+		t.Fatalf("exchange peers: %v, want only the learned seed that answered", peers)
+	}
 	now = now.Add(time.Minute)
 	roundIDs(t, p)
 	if hosts := p.Hosts(); !slices.Equal(hosts, []string{deadConfigured, alive.host()}) {
