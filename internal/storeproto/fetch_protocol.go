@@ -529,6 +529,9 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 	} else if st.Pinned || own {
 		return p.finish(out, nil) // a Put on this node took the object over
 	}
+	if p.senderless(&out, loc, now) {
+		return out
+	}
 	if loc.GetHasInline() {
 		if st.Written > 0 {
 			// Part of the object streamed from a copy the shard named
@@ -547,6 +550,18 @@ func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now t
 		return p.abort(out, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: directory size %d, local size %d", p.id, loc.GetSize(), st.Size))
 	}
 	return p.allocated(out, loc, now)
+}
+
+// senderless fails the Locate of an answer that carries no error, no
+// bytes and no sender with a node id, as a shard that could not answer
+// (UNAVAILABLE: asked again after a backoff), and reports whether it
+// did. No shard answers so; streamed, it opened a stream from nobody.
+func (p *FetchProtocol) senderless(out *FetchOutput, loc *messages.LocateReply, now time.Time) bool {
+	if loc.GetHasInline() || loc.GetSender().GetNodeId() != "" {
+		return false
+	}
+	p.locateFailed(out, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory's answer for %q names no sender and carries no bytes", p.id), now)
+	return true
 }
 
 // storeInline stores the bytes of loc, an inline answer. The shard
@@ -606,6 +621,9 @@ func (p *FetchProtocol) locatedInto(out FetchOutput, loc *messages.LocateReply, 
 	if loc.GetSender().GetNodeId() == p.cfg.Self.GetNodeId() {
 		out.Local = true // the directory says this node holds it: the store has it
 		return p.finish(out, nil)
+	}
+	if p.senderless(&out, loc, now) {
+		return out
 	}
 	size := loc.GetSize()
 	switch {
