@@ -3,12 +3,14 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,13 +114,26 @@ func TestManagePortSilentSourceKeepsHealth(t *testing.T) {
 // /ok answers 200, /panic panics.
 func guardedServer(t *testing.T, limits manageLimits) (addr string, g *manageGuard, mm *manageMetrics) {
 	t.Helper()
+	return guardedServerTLS(t, limits, nil)
+}
+
+// guardedServerTLS is guardedServer over mutual TLS (tlsCfg) as members
+// serve it.
+func guardedServerTLS(t *testing.T, limits manageLimits, tlsCfg *tls.Config) (addr string, g *manageGuard, mm *manageMetrics) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mm = newManageMetrics()
 	g = newManageGuard(limits, mm, logrus.NewEntry(testLogger(t, logrus.DebugLevel)))
-	e := newManageEcho(ln, g, nil, logrus.NewEntry(testLogger(t, logrus.DebugLevel)))
+	var wrapTLS func(net.Listener) net.Listener
+	if tlsCfg != nil {
+		wrapTLS = func(ln net.Listener) net.Listener {
+			return &tlsManageListener{Listener: ln, cfg: tlsCfg, log: logrus.NewEntry(testLogger(t, logrus.DebugLevel))}
+		}
+	}
+	e := newManageEcho(ln, g, wrapTLS, logrus.NewEntry(testLogger(t, logrus.DebugLevel)))
 	e.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/panic", func(c echo.Context) error { panic("a handler's bug") })
 	done := make(chan struct{})
@@ -295,4 +310,45 @@ func TestLogLimiter(t *testing.T) {
 	if len(l.last) > maxLoggedSources {
 		t.Fatalf("%d keys remembered, bound %d", len(l.last), maxLoggedSources)
 	}
+}
+
+// TestManageGuardTLS: under TLS a connection is pending through its
+// handshake and until its request header, then served (the guard finds
+// its connection under the TLS one); a silent one stays pending, so a
+// source's kept-alive TLS connections never fill its pending budget.
+func TestManageGuardTLS(t *testing.T) {
+	ca, cert, key, err := GenerateCerts(filepath.Join(t.TempDir(), "cluster"), []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := TLSConfig(cert, key, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, g, _ := guardedServerTLS(t, manageLimits{Total: 16, PerSource: 8, PendingPerSource: 1, HeaderDeadline: time.Minute}, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	local := netip.MustParseAddr("127.0.0.1")
+	// Two kept-alive HTTPS connections of one source, with a pending
+	// budget of one: each must have become served.
+	for range 2 {
+		nc, err := dialFrom(ctx, "127.0.0.1", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tls.Client(nc, &tls.Config{Certificates: cfg.Certificates, RootCAs: cfg.RootCAs, ServerName: "127.0.0.1"})
+		defer c.Close()
+		if st := request(t, c, "/ok"); st != "200 OK" {
+			t.Fatalf("GET /ok over TLS: %s", st)
+		}
+	}
+	if p, s := g.held(local); p != 0 || s != 2 {
+		t.Fatalf("127.0.0.1 holds %d pending and %d served connections, want 0 and 2", p, s)
+	}
+	silent, err := dialFrom(ctx, "127.0.0.1", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	eventually(t, 10*time.Second, "the silent connection is pending", func() bool { p, _ := g.held(local); return p == 1 })
 }
