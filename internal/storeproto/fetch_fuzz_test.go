@@ -71,6 +71,16 @@ func FuzzFetchProtocol(f *testing.F) {
 			if s := out.Stream; s != nil && (s.Offset < 0 || s.Size < 0 || s.Offset > max(s.Size, 0) || s.Sender.GetNodeId() == "") {
 				t.Fatalf("%v: a stream at %d of %d bytes from %v", p, s.Offset, s.Size, s.Sender)
 			}
+			if out.Done && out.Err == nil && !ended {
+				// Success only with the bytes: whole in the store, or in
+				// the caller's buffer.
+				switch {
+				case into && !out.Local && (out.Size > 64 || out.Size < 0 || (len(out.Inline) > 0 && int64(len(out.Inline)) != out.Size)):
+					t.Fatalf("%v: a fetch into 64 bytes succeeded with %d inline bytes for size %d", p, len(out.Inline), out.Size)
+				case !into && !model.st.Done && !model.st.Pinned && model.st.Err == nil:
+					t.Fatalf("%v: a fetch succeeded with the copy %+v", p, model.st)
+				}
+			}
 			ended = ended || out.Done
 			if out.Store.Kind != 0 && !ended {
 				check(p.StoreDone(model.apply(out.Store), model.st, now)) // as the shell does, at once
