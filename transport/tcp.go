@@ -84,9 +84,9 @@ type TCPConfig struct {
 	MaxConnsPerSource int
 	// MaxParkedPerSource bounds the requests of one source that wait for
 	// their object (or a control request's answer) at once (default
-	// MaxConnsPerSource/2, 256); more are answered UNAVAILABLE at once,
-	// so that a source that parks requests on all its connections still
-	// leaves answers for the members that share its address.
+	// MaxConnsPerSource/2, 256); more are answered RESOURCE_EXHAUSTED at
+	// once, so that a source that parks requests on all its connections
+	// still leaves answers for the members that share its address.
 	MaxParkedPerSource int
 	// MaxConnsPerPeer bounds the idle connections kept for reuse per peer
 	// (default 4). Streams beyond it dial connections of their own, closed
@@ -378,24 +378,33 @@ func (s *tcpServer) accept() {
 			continue
 		}
 		backoff = 0
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			nc.Close()
+		if !s.admit(nc) {
 			return
 		}
-		ip := sourceIP(nc.RemoteAddr())
-		reason, ok := s.admitLocked(nc, ip)
-		if !ok {
-			s.mu.Unlock()
-			s.refuseAtAccept(reason, ip, nc.RemoteAddr().String())
-			nc.Close()
-			continue
-		}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.serveConn(nc, ip, time.Now())
 	}
+}
+
+// admit serves an accepted connection, or closes it if a limit refuses
+// it; false if the server is stopping.
+func (s *tcpServer) admit(nc net.Conn) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return false
+	}
+	ip := sourceIP(nc.RemoteAddr())
+	reason, ok := s.admitLocked(nc, ip)
+	if !ok {
+		s.mu.Unlock()
+		s.refuseAtAccept(reason, ip, nc.RemoteAddr().String())
+		nc.Close()
+		return true
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serveConn(nc, ip, time.Now())
+	return true
 }
 
 // refuseAtAccept counts and logs a connection closed as it arrived.
@@ -489,7 +498,7 @@ func (s *tcpServer) serveConn(nc net.Conn, ip string, accepted time.Time) {
 		tc := tls.Server(nc, cfg)
 		ctx, cancel := context.WithDeadline(s.ctx, sc.admitBy)
 		err := tc.HandshakeContext(ctx)
-		late := ctx.Err() == context.DeadlineExceeded
+		late := errors.Is(err, context.DeadlineExceeded)
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("TLS handshake on data port %s: %w", s.addr, err)
@@ -518,7 +527,7 @@ func (s *tcpServer) serveConn(nc net.Conn, ip string, accepted time.Time) {
 			return
 		}
 		if !sc.established && !sc.establish() {
-			err := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data plane %s: %d connections from %s are open already (MaxConnsPerSource); try again later",
+			err := messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED, "data plane %s: %d connections from %s are open already (MaxConnsPerSource); try again later",
 				s.addr, s.t.cfg.MaxConnsPerSource, sc.ip)
 			s.t.refuseFor(refusedSource, ip, sc.peer, err)
 			sc.refuse(err)

@@ -60,10 +60,10 @@ type TCPStats struct {
 	// for their handshake or first request.
 	RefusedSourcePending int64
 	// RefusedSource counts connections refused at their first request
-	// (with an UNAVAILABLE error frame) because MaxConnsPerSource
+	// (with a RESOURCE_EXHAUSTED error frame) because MaxConnsPerSource
 	// connections of the same source were established.
 	RefusedSource int64
-	// RefusedParked counts requests answered UNAVAILABLE instead of
+	// RefusedParked counts requests answered RESOURCE_EXHAUSTED instead of
 	// waiting because MaxParkedPerSource requests of the same source
 	// were waiting already.
 	RefusedParked int64
@@ -242,19 +242,22 @@ func (sc *serverConn) unpark() {
 
 // errTooManyParked answers a request refused by MaxParkedPerSource.
 func (sc *serverConn) errTooManyParked() error {
-	return messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-		"data plane %s: %d requests from %s are waiting already; try again later", sc.s.addr, sc.s.t.cfg.MaxParkedPerSource, sc.key)
+	return messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
+		"data plane %s: %d requests from %s are waiting already (MaxParkedPerSource); try again later", sc.s.addr, sc.s.t.cfg.MaxParkedPerSource, sc.key)
 }
 
 // refuseFor counts a refusal of reason and logs it, rate limited,
 // through Limited (a failed TLS handshake through Refused).
 func (t *TCP) refuseFor(reason refusal, source, peer string, err error) {
 	t.refusals[reason].Add(1)
-	sink := t.cfg.Limited
 	if reason == refusedHandshake {
-		sink = t.cfg.Refused
+		// A line of its own per source: a source's handshake failures
+		// and its limits go to different hooks, and one must not hide
+		// the other.
+		t.limitLog("handshake", source, peer, err, t.cfg.Refused)
+		return
 	}
-	t.limitLog(source, peer, err, sink)
+	t.limitLog("limit", source, peer, err, t.cfg.Limited)
 }
 
 // refusalLogEvery is how often at most a source's refusals are logged:
@@ -277,15 +280,16 @@ type refusalLine struct {
 }
 
 // limitLog logs a refusal through sink (if nil, Log), at most once per
-// refusalLogEvery per source.
-func (t *TCP) limitLog(source, peer string, err error, sink func(peer string, err error)) {
+// refusalLogEvery per class and source.
+func (t *TCP) limitLog(class, source, peer string, err error, sink func(peer string, err error)) {
 	now := time.Now()
+	key := class + " " + source
 	l := &t.rlog
 	l.mu.Lock()
 	if l.by == nil {
 		l.by = map[string]*refusalLine{}
 	}
-	line := l.by[source]
+	line := l.by[key]
 	if line == nil && len(l.by) >= maxRefusalSources {
 		for k, v := range l.by {
 			if now.Sub(v.last) >= refusalLogEvery && v.suppressed == 0 {
@@ -294,7 +298,8 @@ func (t *TCP) limitLog(source, peer string, err error, sink func(peer string, er
 		}
 		if len(l.by) >= maxRefusalSources {
 			source = "other sources"
-			line = l.by[source]
+			key = class + " " + source
+			line = l.by[key]
 		}
 	}
 	if line != nil && now.Sub(line.last) < refusalLogEvery {
@@ -304,7 +309,7 @@ func (t *TCP) limitLog(source, peer string, err error, sink func(peer string, er
 	}
 	if line == nil {
 		line = &refusalLine{}
-		l.by[source] = line
+		l.by[key] = line
 	}
 	n := line.suppressed
 	line.last, line.suppressed = now, 0
@@ -332,5 +337,5 @@ func (t *TCP) recovered(where, peer string, v any) {
 	if h, _, err := net.SplitHostPort(peer); err == nil {
 		host = h
 	}
-	t.limitLog(host, peer, fmt.Errorf("panic %s: %v (connection closed; a bug: see the debug log for the stack)", where, v), t.cfg.Limited)
+	t.limitLog("panic", host, peer, fmt.Errorf("panic %s: %v (connection closed; a bug: see the debug log for the stack)", where, v), t.cfg.Limited)
 }

@@ -147,7 +147,7 @@ func TestTCPHandshakeTimeout(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
 			var lim refusalLines
-			cfg := TCPConfig{HandshakeTimeout: 100 * time.Millisecond, RequestTimeout: time.Hour, IdleTimeout: time.Hour, Limited: lim.add}
+			cfg := TCPConfig{HandshakeTimeout: 300 * time.Millisecond, RequestTimeout: time.Hour, IdleTimeout: time.Hour, Limited: lim.add}
 			if useTLS {
 				cfg.TLS = tlsConfig(t)
 			}
@@ -174,9 +174,13 @@ func TestTCPHandshakeTimeout(t *testing.T) {
 				}
 				eventually(t, "the failed handshake is counted", func() bool { return srv.Stats().HandshakeFailures == 1 })
 			}
-			eventually(t, "the timeouts are counted, and logged through Limited", func() bool {
-				return srv.Stats().HandshakeTimeouts == want && lim.count("HandshakeTimeout") == 1
-			})
+			deadline := time.Now().Add(hangGuard)
+			for srv.Stats().HandshakeTimeouts != want || lim.count("HandshakeTimeout") != 1 {
+				if time.Now().After(deadline) {
+					t.Fatalf("stats %+v, Limited got %q; want %d timeouts and one line naming HandshakeTimeout", srv.Stats(), lim.lines, want)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
 			eventually(t, "the server lets go of them", func() bool { c, p := srv.server(addr).counts(); return c == 0 && p == 0 })
 		})
 	}
@@ -240,7 +244,8 @@ func TestTCPPendingLimits(t *testing.T) {
 
 // TestTCPConnsPerSourceLimit: a source holds at most MaxConnsPerSource
 // established connections; the next one's first request is answered
-// UNAVAILABLE and the connection closed, and other sources are served.
+// RESOURCE_EXHAUSTED and the connection closed, and other sources are
+// served.
 func TestTCPConnsPerSourceLimit(t *testing.T) {
 	noLeaks(t)
 	src := newParkingSource()
@@ -256,7 +261,7 @@ func TestTCPConnsPerSourceLimit(t *testing.T) {
 	}
 	c := dialFrom(t, "127.0.0.2", addr)
 	c.Write(encodeRequest("o", 0, 64, 0, false, 0))
-	wantErrorAnswer(t, c, messages.ErrorCode_UNAVAILABLE, "MaxConnsPerSource")
+	wantErrorAnswer(t, c, messages.ErrorCode_RESOURCE_EXHAUSTED, "MaxConnsPerSource")
 	if !closedByServer(c) {
 		t.Fatal("the refused connection stayed open")
 	}
@@ -268,7 +273,7 @@ func TestTCPConnsPerSourceLimit(t *testing.T) {
 
 // TestTCPParkedLimit: a source has at most MaxParkedPerSource requests
 // waiting for their object or answer; one more, stream or control, is
-// answered UNAVAILABLE at once on a connection that stays usable.
+// answered RESOURCE_EXHAUSTED at once on a connection that stays usable.
 func TestTCPParkedLimit(t *testing.T) {
 	noLeaks(t)
 	src := newParkingSource()
@@ -282,7 +287,7 @@ func TestTCPParkedLimit(t *testing.T) {
 	eventually(t, "two requests parked", func() bool { return src.parked.Load() == 2 })
 	c := dialFrom(t, "127.0.0.2", addr)
 	c.Write(encodeRequest("park2", 0, 64, 0, false, 0))
-	wantErrorAnswer(t, c, messages.ErrorCode_UNAVAILABLE, "waiting already")
+	wantErrorAnswer(t, c, messages.ErrorCode_RESOURCE_EXHAUSTED, "MaxParkedPerSource")
 	// The connection carries the next request.
 	c.Write(encodeRequest("o", 0, 64, 0, false, 0))
 	if _, frames, _ := readRaw(t, c, 1); len(frames) != 1 || frames[0].kind != frameSize {
@@ -291,7 +296,7 @@ func TestTCPParkedLimit(t *testing.T) {
 	// A control request too.
 	ctl := dialFrom(t, "127.0.0.2", addr)
 	ctl.Write(encodeControl('w', nil, time.Hour, 0))
-	wantErrorAnswer(t, ctl, messages.ErrorCode_UNAVAILABLE, "waiting already")
+	wantErrorAnswer(t, ctl, messages.ErrorCode_RESOURCE_EXHAUSTED, "MaxParkedPerSource")
 	if got := srv.Stats().RefusedParked; got != 2 {
 		t.Fatalf("RefusedParked = %d, want 2", got)
 	}
@@ -446,7 +451,7 @@ func TestTCPRefusalsAreRateLimited(t *testing.T) {
 	}
 	// Suppressed lines are counted for the next one.
 	srv.rlog.mu.Lock()
-	srv.rlog.by["127.0.0.2"].last = time.Now().Add(-refusalLogEvery)
+	srv.rlog.by["limit 127.0.0.2"].last = time.Now().Add(-refusalLogEvery)
 	srv.rlog.mu.Unlock()
 	if c := dialFrom(t, "127.0.0.2", addr); !closedByServer(c) {
 		t.Fatal("a connection over the limit was kept")
