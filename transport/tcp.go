@@ -82,11 +82,14 @@ type TCPConfig struct {
 	// requests. A peer elsewhere that holds this many leaves the other
 	// half of MaxServerConns to everyone else.
 	MaxConnsPerSource int
-	// MaxParkedPerSource bounds the requests of one source that wait for
-	// their object (or a control request's answer) at once (default
-	// MaxConnsPerSource/2, 256); more are answered RESOURCE_EXHAUSTED at
-	// once, so that a source that parks requests on all its connections
-	// still leaves answers for the members that share its address.
+	// MaxParkedPerSource bounds the requests of one source that wait
+	// (a stream for its object, a control request for its answer) for
+	// more than a few milliseconds at once (default MaxConnsPerSource
+	// *3/4, 384); more are answered RESOURCE_EXHAUSTED at once. Each
+	// holds a connection, so a source that parks requests on all of its
+	// MaxConnsPerSource would leave none for the requests that answer at
+	// once, its own or those of the members that share its address: a
+	// quarter of them stays for those.
 	MaxParkedPerSource int
 	// MaxConnsPerPeer bounds the idle connections kept for reuse per peer
 	// (default 4). Streams beyond it dial connections of their own, closed
@@ -192,7 +195,7 @@ func NewTCP(cfg TCPConfig) *TCP {
 		cfg.MaxConnsPerSource = max(cfg.MaxServerConns/2, 1)
 	}
 	if cfg.MaxParkedPerSource <= 0 {
-		cfg.MaxParkedPerSource = max(cfg.MaxConnsPerSource/2, 1)
+		cfg.MaxParkedPerSource = max(cfg.MaxConnsPerSource*3/4, 1)
 	}
 	return &TCP{
 		pacer:   &EgressPacer{rate: cfg.Pace},
@@ -433,6 +436,7 @@ type serverConn struct {
 	key         string
 	established bool
 	parked      bool
+	released    bool // the connection ended: it counts nowhere any more
 	// admitBy is when the handshake and first request must be done.
 	admitBy time.Time
 	// lateFirst: the first request did not come by admitBy.

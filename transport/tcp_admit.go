@@ -194,6 +194,9 @@ func (sc *serverConn) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, sc.accepted)
+	// A control request's watch may still try to park after a panic
+	// ended the connection: it must find nothing to count.
+	sc.released = true
 	if !sc.established {
 		c := s.sources[sc.ip]
 		c.pending--
@@ -217,7 +220,7 @@ func (sc *serverConn) park() bool {
 	s := sc.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sc.parked || !sc.established {
+	if sc.parked || !sc.established || sc.released {
 		return true
 	}
 	c := s.sources[sc.key]

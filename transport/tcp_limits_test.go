@@ -18,8 +18,8 @@ import (
 
 // parkingSource serves fakeSource's objects, except that ids starting
 // with "park" wait until their ctx ends (an object announced but never
-// coming), and "panic" panics; its control kinds are ctlSource's, and
-// 'p' panics.
+// coming), and "panic" panics; its control kinds are ctlSource's, 'p'
+// panics, and 'q' panics once its request counts as parked.
 type parkingSource struct {
 	*ctlSource
 	parked atomic.Int64 // OpenObject calls waiting now
@@ -41,8 +41,12 @@ func (s *parkingSource) OpenObject(ctx context.Context, id string) (ObjectReader
 }
 
 func (s *parkingSource) Control(ctx context.Context, kind byte, req []byte) ([]byte, error) {
-	if kind == 'p' {
+	switch kind {
+	case 'p':
 		panic("a bug in the Controller")
+	case 'q': // parked first (past hangupDelay), then a bug
+		time.Sleep(10 * hangupDelay)
+		panic("a bug in the Controller, parked")
 	}
 	return s.ctlSource.Control(ctx, kind, req)
 }
@@ -482,16 +486,26 @@ func TestTCPPanicWhileServing(t *testing.T) {
 	if _, err := cli.Call(ctx, addr, 'p', nil); !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("a call whose Controller panics = %v, want UNAVAILABLE", err)
 	}
-	if got := srv.Stats().PanicsRecovered; got != 2 {
-		t.Fatalf("PanicsRecovered = %d, want 2", got)
+	if _, err := cli.Call(ctx, addr, 'q', nil); !errors.Is(err, messages.ErrUnavailable) {
+		t.Fatalf("a parked call whose Controller panics = %v, want UNAVAILABLE", err)
+	}
+	if got := srv.Stats().PanicsRecovered; got != 3 {
+		t.Fatalf("PanicsRecovered = %d, want 3", got)
 	}
 	if lim.count("a bug in the Source") != 1 || !log.has("goroutine") {
 		t.Fatalf("Limited got %q; want the panic, and its stack in the log", lim.lines)
 	}
 	goodRequest(t, cli, addr, data)
-	eventually(t, "the panicked connections are gone", func() bool {
-		n, p := srv.server(addr).counts()
-		return n <= 1 && p == 0
+	eventually(t, "the panicked connections are gone, and what they held", func() bool {
+		s := srv.server(addr)
+		n, p := s.counts()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		parked := 0
+		for _, c := range s.sources {
+			parked += c.parked
+		}
+		return n <= 1 && p == 0 && parked == 0
 	})
 }
 
@@ -578,4 +592,40 @@ func TestTCPForgetPeer(t *testing.T) {
 		t.Fatalf("IdleReaped = %d, want 2", got)
 	}
 	goodRequest(t, cli, addr, data)
+}
+
+// TestTCPSourceUnderTLS: under TLS a connection's source is its address
+// and its client certificate's identity, and MaxConnsPerSource counts
+// them so.
+func TestTCPSourceUnderTLS(t *testing.T) {
+	noLeaks(t)
+	ctx := guardCtx(t)
+	src := newParkingSource()
+	src.add("o", complete(pattern(100)))
+	cluster := tlsConfig(t)
+	srv, cli, addr := tcpPair(t, src, TCPConfig{TLS: cluster, MaxConnsPerSource: 1, StallTimeout: time.Hour}, TCPConfig{TLS: cluster})
+	parked, err := cli.Open(ctx, "", addr, "o", 0, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parked.Close()
+	s := srv.server(addr)
+	s.mu.Lock()
+	var keys []string
+	for k, c := range s.sources {
+		if c.established > 0 {
+			keys = append(keys, k)
+		}
+	}
+	s.mu.Unlock()
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], "127.0.0.1/") || len(keys[0]) <= len("127.0.0.1/") {
+		t.Fatalf("sources %q, want one of 127.0.0.1 and a certificate identity", keys)
+	}
+	// The first stream holds the source's one connection.
+	if s2, err := cli.Open(ctx, "", addr, "o", 0, 64); !errors.Is(err, messages.ErrResourceExhausted) || !strings.Contains(err.Error(), "MaxConnsPerSource") {
+		if err == nil {
+			s2.Close()
+		}
+		t.Fatalf("a second connection of the source = %v, want RESOURCE_EXHAUSTED naming MaxConnsPerSource", err)
+	}
 }
