@@ -1040,10 +1040,10 @@ func (t *TCP) reap() {
 		t.reaper = time.AfterFunc(t.reapEvery(), t.reap)
 	}
 	t.mu.Unlock()
+	t.reaped.Add(int64(len(stale)))
 	for _, c := range stale {
 		c.nc.Close()
 	}
-	t.reaped.Add(int64(len(stale)))
 }
 
 // ForgetPeer closes the idle connections pooled for the peer at addr, a
@@ -1064,10 +1064,10 @@ func (t *TCP) ForgetPeer(addr string) {
 		}
 	}
 	t.mu.Unlock()
+	t.reaped.Add(int64(len(stale)))
 	for _, c := range stale {
 		c.nc.Close()
 	}
-	t.reaped.Add(int64(len(stale)))
 }
 
 func (t *TCP) dropConn(c *tcpConn) {

@@ -82,6 +82,16 @@ func (s *tcpServer) pendingOf(ip string) int {
 	return 0
 }
 
+// parkedOf is how many parked requests source holds.
+func (s *tcpServer) parkedOf(source string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.sources[source]; c != nil {
+		return c.parked
+	}
+	return 0
+}
+
 // closedByServer says whether the server closed c (a read ends at once
 // with EOF or a reset rather than waiting for hangGuard).
 func closedByServer(c net.Conn) bool {
@@ -288,7 +298,7 @@ func TestTCPParkedLimit(t *testing.T) {
 		c := dialFrom(t, "127.0.0.2", addr)
 		c.Write(encodeRequest(fmt.Sprintf("park%d", i), 0, 64, 0, false, 0))
 	}
-	eventually(t, "two requests parked", func() bool { return src.parked.Load() == 2 })
+	eventually(t, "two requests parked", func() bool { return srv.server(addr).parkedOf("127.0.0.2") == 2 })
 	c := dialFrom(t, "127.0.0.2", addr)
 	c.Write(encodeRequest("park2", 0, 64, 0, false, 0))
 	wantErrorAnswer(t, c, messages.ErrorCode_RESOURCE_EXHAUSTED, "MaxParkedPerSource")
@@ -397,9 +407,12 @@ func TestTCPFloodFromOneSource(t *testing.T) {
 	})
 	before := answered.Load()
 	eventually(t, "the client is answered with the flood in", func() bool { return answered.Load() >= before+20 })
+	eventually(t, "the Source holds no more waits than MaxParkedPerSource", func() bool {
+		return src.parked.Load() <= int64(srv.cfg.MaxParkedPerSource)
+	})
 	st := srv.Stats()
-	if p := src.parked.Load(); p > int64(srv.cfg.MaxParkedPerSource) || st.RefusedSourcePending == 0 {
-		t.Fatalf("%d parked, stats %+v: want at most %d parked and silent connections refused", p, st, srv.cfg.MaxParkedPerSource)
+	if st.RefusedSourcePending == 0 {
+		t.Fatalf("stats %+v: no silent connection of the flood was refused", st)
 	}
 	t.Logf("%d requests parked; stats %+v", src.parked.Load(), st)
 	close(stop)
@@ -518,7 +531,7 @@ func TestTCPReapsIdlePooledConnections(t *testing.T) {
 	src := newParkingSource()
 	data := pattern(100)
 	src.add("o", complete(data))
-	srv, cli, addr := tcpPair(t, src, TCPConfig{IdleTimeout: time.Hour}, TCPConfig{IdleTimeout: 200 * time.Millisecond})
+	srv, cli, addr := tcpPair(t, src, TCPConfig{IdleTimeout: time.Hour}, TCPConfig{IdleTimeout: 400 * time.Millisecond})
 	// Three peers' worth of pooled connections: the same server at three
 	// addresses (its plain host:port, and two more Serves).
 	addrs := []string{addr}
@@ -542,9 +555,6 @@ func TestTCPReapsIdlePooledConnections(t *testing.T) {
 			drain(t, ctx, s, 64)
 			s.Close()
 		}
-		if n := cli.poolSize(a); n != 3 {
-			t.Fatalf("pool of %s holds %d, want 3", a, n)
-		}
 	}
 	eventually(t, "idle pooled connections are closed, and the servers see them go", func() bool {
 		for _, a := range addrs {
@@ -554,6 +564,8 @@ func TestTCPReapsIdlePooledConnections(t *testing.T) {
 		}
 		return true
 	})
+	// All nine were pooled (three streams at a time to each address),
+	// and all nine reaped.
 	if got := cli.Stats().IdleReaped; got != 9 {
 		t.Fatalf("IdleReaped = %d, want 9", got)
 	}
