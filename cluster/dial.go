@@ -25,16 +25,17 @@ import (
 
 // Client is a client of a running cluster that is not a member of it: a
 // small Proto.Actor actor system of its own that sends the application
-// messages to one member's store node (Put, Get, Delete, Reduce, Info and
-// the typed helpers of storenode.Client, promoted) and asks the members
-// and directory shards what an operator wants to see (Members, List,
-// Status). It holds no objects and no shards; the member it dialed is the
-// creator of what it Puts.
+// messages to one member's store node (Put, Get, Delete, Reduce, Info,
+// Wait and the typed helpers of storenode.Client, promoted) and asks the
+// members and directory shards what an operator wants to see (Members,
+// List, Status). It holds no objects and no shards; the member it talks
+// to is the creator of what it Puts. When that member fails, the client
+// moves to another live one (see Dial).
 type Client struct {
 	*storenode.Client
 	system  *actor.ActorSystem
 	remote  *remote.Remote
-	member  string // the dialed member's actor system address
+	ep      endpoints // the members it may talk to, and the one it does
 	timeout time.Duration
 }
 
@@ -70,22 +71,36 @@ type MemberInfo struct {
 
 // Dial connects to the cluster that the member at addr (its actor system
 // address, HOST:PORT, as `hoplite node` prints it) belongs to, and checks
-// that the member answers and speaks this protocol version. Errors are
-// typed: INVALID_ARGUMENT for a bad address (a member's manage port too:
-// the error names the member's address), UNAVAILABLE for a member that
-// does not answer before ctx ends (or is not a Hoplite member), and
-// INVALID_ARGUMENT also for one that speaks another protocol version.
+// that the member answers and speaks this protocol version. addr may
+// list several members, comma-separated ("a:7000,b:7000"): Dial uses
+// the first that answers.
+//
+// The client then fails over: when a request to its member fails
+// UNAVAILABLE (the member died), it greets the live members (as a member
+// last listed them, then the addresses given) and goes on with the first
+// that answers, within the call's deadline. Put, Get, GetInto, Delete,
+// Info and Wait are sent again there (they are idempotent; a Put whose
+// only copy died with the member may then fail LOST); a Reduce or
+// AllReduce only if the dead member never received it, else it fails
+// UNAVAILABLE (the Reduce may still run) and the next call goes to the
+// new member. Members, List and Status fail over too. Every handshake
+// refreshes the live members the client knows (Endpoints).
+//
+// Errors are typed: INVALID_ARGUMENT for a bad address (a member's
+// manage port too: the error names the member's address), UNAVAILABLE
+// when no member answers before ctx ends (or is not a Hoplite member),
+// and INVALID_ARGUMENT also for one that speaks another protocol version.
 func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error) {
 	cfg := dialConfig{timeout: 30 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" || port == "" {
-		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "member address %q: want HOST:PORT", addr)
+	addrs, err := SplitEndpoints(addr)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.bind == "" {
-		cfg.bind = net.JoinHostPort(routeTo(addr), "0")
+		cfg.bind = net.JoinHostPort(routeTo(addrs[0]), "0")
 	}
 	bhost, bport, err := net.SplitHostPort(cfg.bind)
 	if err != nil {
@@ -107,21 +122,18 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 	if err := startRemote(r); err != nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "client address %s: %v", cfg.bind, err)
 	}
-	c := &Client{system: system, remote: r, member: addr, timeout: cfg.timeout}
-	hello, err := c.hello(ctx, addr)
+	c := &Client{system: system, remote: r, timeout: cfg.timeout}
+	c.ep.given = addrs
+	member, hello, err := c.helloFirst(ctx, addrs)
 	if err != nil {
 		// Not c.Close(): a connection attempt to something that is not a
 		// member may hold Proto.Actor's shutdown for gRPC's connect
 		// timeout; it ends by itself.
 		go c.shutdown()
-		if member := manageMember(ctx, addr, cfg.tls); member != "" {
-			// The seeds list manage ports, so a user may well pass one.
-			return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
-				"%s is the manage port of the member at %s: dial the member's address, %s", addr, member, member)
-		}
-		return nil, err
+		return nil, dialManagePort(ctx, addrs, cfg.tls, err)
 	}
-	c.Client = storenode.NewClient(system.Root, hello.GetStore().PID(), cfg.timeout)
+	c.use(member, hello)
+	c.Client = storenode.NewFailoverClient(system.Root, hello.GetStore().PID(), cfg.timeout, c.failover)
 	return c, nil
 }
 
@@ -214,10 +226,10 @@ func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloR
 	return r, nil
 }
 
-// Members lists the live members as the dialed member sees them, sorted
+// Members lists the live members as the member in use sees them, sorted
 // by id.
 func (c *Client) Members(ctx context.Context) ([]MemberInfo, error) {
-	r, err := c.hello(ctx, c.member)
+	r, err := c.liveHello(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +260,7 @@ func (c *Client) List(ctx context.Context, cursor string, limit int) (ListPage, 
 	if err != nil {
 		return ListPage{}, err
 	}
-	r, err := c.hello(ctx, c.member)
+	r, err := c.liveHello(ctx)
 	if err != nil {
 		return ListPage{}, err
 	}
@@ -340,7 +352,7 @@ type MemberStatus struct {
 // Status asks every live member for its store's use and its measured
 // network (latency L and bandwidth B), in parallel.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
-	r, err := c.hello(ctx, c.member)
+	r, err := c.liveHello(ctx)
 	if err != nil {
 		return nil, err
 	}

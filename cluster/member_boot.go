@@ -210,6 +210,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if _, err := m.system.Root.SpawnNamed(helloProps(members), helloName); err != nil {
 		return fmt.Errorf("start the hello actor: %w", err)
 	}
+	if _, err := m.system.Root.SpawnNamed(eventRelayProps(m.id), eventRelayName); err != nil {
+		return fmt.Errorf("start the event relay: %w", err)
+	}
 	// The topologies published before the members actor was known. This
 	// send races with the subscription's, which may already have sent a
 	// newer one: the members actor applies only topologies newer than

@@ -3,6 +3,7 @@ package cluster
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -24,6 +25,9 @@ func (m *Member) wireCollectors() []prometheus.Collector {
 				}
 				return float64(m.pc.Remote.RejectedBatches())
 			}),
+		counter("hoplite_store_panics_recovered_total",
+			"Panics this process's store nodes recovered in the goroutines that serve a peer's reduce task or a fetch's stream (a bug: each failed that position or stream with INTERNAL, logged with its stack, instead of ending the process). Counted per process: the members of an embedded cluster share it.",
+			func() float64 { return float64(storeactor.RecoveredPanics()) }),
 	}
 	// The data plane starts after the metrics: read it at scrape time.
 	stats := func() transport.TCPStats {

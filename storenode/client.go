@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
@@ -20,8 +22,9 @@ import (
 // the messages.Err* sentinels under errors.Is.
 type Client struct {
 	root           *actor.RootContext
-	node           *actor.PID
+	node           atomic.Pointer[actor.PID]
 	defaultTimeout time.Duration
+	failover       Failover // nil: calls stay with node
 }
 
 // NewClient returns a client of the store node at pid. defaultTimeout
@@ -30,11 +33,13 @@ func NewClient(root *actor.RootContext, pid *actor.PID, defaultTimeout time.Dura
 	if defaultTimeout <= 0 {
 		defaultTimeout = 30 * time.Second
 	}
-	return &Client{root: root, node: pid, defaultTimeout: defaultTimeout}
+	c := &Client{root: root, defaultTimeout: defaultTimeout}
+	c.node.Store(pid)
+	return c
 }
 
 // PID is the store node this client talks to.
-func (c *Client) PID() *actor.PID { return c.node }
+func (c *Client) PID() *actor.PID { return c.node.Load() }
 
 // withDeadline gives ctx the client's default deadline if it has none.
 func (c *Client) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -65,6 +70,9 @@ func (c *Client) retry(ctx context.Context, op func(ctx context.Context) (raced 
 	wait := retryFirst
 	for {
 		raced, err := op(ctx)
+		if !raced && c.failedOver(ctx, err) {
+			continue
+		}
 		if !raced || !errors.Is(err, messages.ErrUnavailable) {
 			return err
 		}
@@ -88,6 +96,11 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.defaultTimeout)
 		defer cancel()
 	}
+	// A copy to set the timeout on: a retry must not write the message
+	// that an earlier attempt may still be sending.
+	if pm, ok := msg.(proto.Message); ok {
+		msg = shallowCopy(pm)
+	}
 	switch m := msg.(type) {
 	case *messages.Put:
 		m.TimeoutMs = actorutil.TimeoutMs(ctx)
@@ -97,6 +110,8 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.QueryObject:
 		m.TimeoutMs = actorutil.TimeoutMs(ctx)
+	case *messages.WaitObjects:
+		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.Reduce:
 		// The coordinator's own deadline comes a little earlier, so that
 		// its TIMEOUT, which names the sources that never appeared, reaches
@@ -104,7 +119,7 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		ms := actorutil.TimeoutMs(ctx)
 		m.TimeoutMs = max(1, ms-min(ms/10, 100))
 	}
-	return actorutil.RequestGrace(ctx, c.root, c.node, msg, answerGrace(ctx))
+	return actorutil.RequestGrace(ctx, c.root, c.PID(), msg, answerGrace(ctx))
 }
 
 // answerGrace is how long past its deadline a call waits for its node's
@@ -264,6 +279,9 @@ func checkNum(num, sources int) *messages.Error {
 
 func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (*messages.ReduceReply, error) {
 	res, err := c.call(ctx, m)
+	for err != nil && c.failedOver(ctx, err) && actorutil.IsNotRunning(err) {
+		res, err = c.call(ctx, m)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (c *Client) GetInto(ctx context.Context, id string, dst []byte) (int, error
 // local reports whether the store node runs in the client's own actor
 // system, which can lend it memory.
 func (c *Client) local() bool {
-	return c.node.GetAddress() == c.root.ActorSystem().Address()
+	return c.PID().GetAddress() == c.root.ActorSystem().Address()
 }
 
 func tooSmall(id string, size, have int) error {
@@ -78,7 +78,7 @@ func (c *Client) getInto(ctx context.Context, id string, dst []byte) (n int, rac
 	deadline, _ := ctx.Deadline()
 	wctx, stopWriting := context.WithCancel(ctx)
 	buf := getinto.NewBuffer(wctx, dst)
-	res, err := actorutil.Request(ctx, c.root, c.node, &getinto.Request{ObjectID: id, Dst: buf, Deadline: deadline})
+	res, err := actorutil.Request(ctx, c.root, c.PID(), &getinto.Request{ObjectID: id, Dst: buf, Deadline: deadline})
 	// The memory comes back before anything else happens to it: a writer
 	// that outlives the answer (the node stopped the fetch and answered
 	// at once; the caller's deadline passed) is told to stop, and waited

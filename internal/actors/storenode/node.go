@@ -143,6 +143,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		ctx.Respond(n.status())
 	case *messages.QueryObject:
 		n.queryObject(ctx, m)
+	case *messages.WaitObjects:
+		n.waitObjects(ctx, m)
 	case *fetchLocated:
 		n.fetchLocated(ctx, m)
 	case *fetchTimerFired:

@@ -1,0 +1,236 @@
+package processtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// TestDialFailsOver: a Dial client given three `hoplite node` processes
+// keeps working while two of them are SIGKILLed one after the other: the
+// Put, Get and Wait after each kill go to a live member within the
+// call's deadline, and the client names a live member first. A second
+// client given only the first member's address learned the others from
+// its handshake and fails over too. Wait answers with the first of a
+// set to appear, Put by another member.
+func TestDialFailsOver(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 3)
+	var nodes []*nodeProc
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	tc := newTestClient(t)
+	tc.converge(t, nodes...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Dial(ctx, strings.Join([]string{nodes[0].address, nodes[1].address, nodes[2].address}, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	one, err := cluster.Dial(ctx, nodes[0].address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if got := c.Endpoints(); len(got) != 3 || got[0] != nodes[0].address {
+		t.Fatalf("endpoints %v: want the three, %s in use", got, nodes[0].address)
+	}
+
+	// Wait for the first of two ids, one Put meanwhile by another member.
+	waited := make(chan error, 1)
+	go func() {
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer wcancel()
+		ready, notReady, err := c.Wait(wctx, []string{"wait-x", "wait-y"}, 1)
+		if err == nil && (!slices.Equal(ready, []string{"wait-y"}) || !slices.Equal(notReady, []string{"wait-x"})) {
+			err = fmt.Errorf("ready %v, not ready %v; want [wait-y], [wait-x]", ready, notReady)
+		}
+		waited <- err
+	}()
+	putRetry(t, tc.of(nodes[2]), "wait-y", []byte("y"))
+	if err := <-waited; err != nil {
+		t.Fatalf("wait for the first of two: %v", err)
+	}
+
+	round := func(cl *cluster.Client, step string) {
+		t.Helper()
+		var ids []string
+		for i := range 4 {
+			id := fmt.Sprintf("fo-%s-%d", step, i)
+			data := randomBytes(uint64(len(step)*10+i), 300<<10+i)
+			cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+			err := cl.Put(cctx, id, data)
+			var got []byte
+			if err == nil {
+				got, err = cl.Get(cctx, id)
+			}
+			ccancel()
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: put and get %s: %v (%d bytes back of %d)", step, id, err, len(got), len(data))
+			}
+			ids = append(ids, id)
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+		defer ccancel()
+		if ready, _, err := cl.Wait(cctx, ids, len(ids)); err != nil || len(ready) != len(ids) {
+			t.Fatalf("%s: wait for the %d objects put: ready %v, %v", step, len(ids), ready, err)
+		}
+	}
+	round(c, "three-alive")
+
+	kill := func(victim *nodeProc) {
+		t.Helper()
+		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-victim.exited
+	}
+	kill(nodes[0])
+	round(c, "first-killed")
+	round(one, "first-killed-one")
+	inUse := c.Endpoints()[0]
+	if inUse == nodes[0].address {
+		t.Fatalf("the client still names the killed member %s first", inUse)
+	}
+	second := nodes[1]
+	if inUse == nodes[2].address {
+		second = nodes[2]
+	}
+	kill(second)
+	survivor := without(without(nodes, nodes[0]), second)[0]
+	round(c, "second-killed")
+	if got := c.Endpoints()[0]; got != survivor.address {
+		t.Fatalf("the client names %s first; the survivor is %s", got, survivor.address)
+	}
+	// The survivor's view drops the dead as it detects them.
+	for {
+		ms, err := c.Members(ctx)
+		if err == nil && len(ms) == 1 && ms[0].ID == survivor.id {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("members %v, %v; want the survivor %s alone", ms, err, survivor.id)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestEventsAcrossProcesses: a Dial client subscribed to the events of
+// three `hoplite node` processes sees, in this process, the NodeFailed
+// of a member SIGKILLed during a Reduce (from each survivor) and the
+// Reduce's ReduceDone from the member that coordinated it.
+func TestEventsAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 3)
+	var nodes []*nodeProc
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	tc := newTestClient(t)
+	view := tc.converge(t, nodes...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Dial(ctx, nodes[0].address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	evs, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []*messages.ClusterEvent
+	go func() {
+		for ev := range evs {
+			mu.Lock()
+			seen = append(seen, ev)
+			mu.Unlock()
+		}
+	}()
+
+	victim, coordinator := nodes[2], nodes[1]
+	target := idOwnedBy(t, view, coordinator.id, "ev-sum")
+	const elems = 256 << 10
+	put := func(n *nodeProc, k int) {
+		putRetry(t, tc.of(n), fmt.Sprintf("ev-src-%d", k), randomBytes(uint64(200+k), 4*elems))
+	}
+	var sources []string
+	for k := range 6 {
+		sources = append(sources, fmt.Sprintf("ev-src-%d", k))
+	}
+	put(nodes[0], 0)
+	put(victim, 1)
+	put(nodes[1], 2)
+	type result struct {
+		r   *messages.ReduceReply
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+		defer rcancel()
+		r, err := c.Reduce(rctx, target, sources, 4, messages.ReduceOp_SUM, messages.DType_INT32)
+		done <- result{r, err}
+	}()
+	waitReducing(t)
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.exited
+	put(nodes[0], 3)
+	put(nodes[1], 4)
+	put(nodes[0], 5)
+	res := <-done
+	if res.err != nil || len(res.r.GetReducedIds()) != 4 || slices.Contains(res.r.GetReducedIds(), "ev-src-1") {
+		t.Fatalf("reduce with a member killed: %v, %v; want 4 sources, not the killed member's", res.r.GetReducedIds(), res.err)
+	}
+
+	for {
+		failedAt, doneBy := map[string]bool{}, ""
+		mu.Lock()
+		for _, ev := range seen {
+			if f := ev.GetNodeFailed(); f != nil && f.GetNode() == victim.id {
+				failedAt[ev.GetMember()] = true
+			}
+			if d := ev.GetReduceDone(); d != nil && d.GetTarget() == target && d.GetError() == nil &&
+				slices.Equal(d.GetReduced(), res.r.GetReducedIds()) {
+				doneBy = ev.GetMember()
+			}
+		}
+		n := len(seen)
+		mu.Unlock()
+		if failedAt[nodes[0].id] && failedAt[nodes[1].id] && doneBy == coordinator.id {
+			t.Logf("%d events; NodeFailed from %v, ReduceDone from %s", n, failedAt, doneBy)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after %d events: NodeFailed of %s from %v, ReduceDone of %s from %q; want from both survivors, and from %s",
+				n, victim.id, failedAt, target, doneBy, coordinator.id)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
