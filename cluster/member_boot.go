@@ -122,6 +122,9 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			m.log.Debugf(format, args...)
 		}, TLS: cfg.tls, Refused: func(peer string, err error) {
 			logRefused(m.log.WithFields(logrus.Fields{"peer": peer, "port": "data"}), err)
+		}, Limited: func(peer string, err error) {
+			// Already rate-limited per source by the transport.
+			m.log.WithFields(logrus.Fields{"peer": peer, "port": "data"}).WithError(err).Warn("data plane refused a connection or request at its limits")
 		}, Pace: m.pace})
 		m.data, m.closeData = tcp, tcp.Close
 		dataAddr, err = tcp.Serve(m.id, served)
