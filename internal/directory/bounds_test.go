@@ -53,3 +53,36 @@ func TestParkedRequestsBounded(t *testing.T) {
 		t.Fatalf("after the deadlines, a Locate of an absent id was answered at once: %v", out[0].Msg)
 	}
 }
+
+// One object's subscribers are bounded; DropSubscriber ends every
+// subscription of a key, and frees its place.
+func TestSubscribersBoundedAndDropped(t *testing.T) {
+	tb := NewLocationTable(TableConfig{MaxSubscribersPerObject: 2})
+	sub := func(id, key string) *messages.Error {
+		for _, s := range tb.Subscribe(&messages.Subscribe{ObjectId: id}, key, replyTo(key)).Sends {
+			if u, ok := s.Msg.(*messages.LocationUpdate); ok && u.GetError() != nil {
+				return u.GetError()
+			}
+		}
+		return nil
+	}
+	if sub("x", "a") != nil || sub("x", "b") != nil || sub("y", "a") != nil {
+		t.Fatal("refused below the bound")
+	}
+	if err := sub("x", "c"); !errors.Is(err, messages.ErrResourceExhausted) {
+		t.Fatalf("a third subscriber of x: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if err := sub("x", "a"); err != nil {
+		t.Fatalf("a subscriber subscribing again is refused: %v", err)
+	}
+	tb.DropSubscriber("a")
+	if tb.Subscribed("a") {
+		t.Fatal("a is still subscribed after DropSubscriber")
+	}
+	if err := sub("x", "c"); err != nil {
+		t.Fatalf("after a was dropped, c is refused: %v", err)
+	}
+	if _, ok := tb.entries["y"]; ok {
+		t.Fatal("y, followed only by a, kept its entry after a was dropped")
+	}
+}

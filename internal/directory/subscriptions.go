@@ -29,9 +29,20 @@ func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) o
 	if err := t.check(id); err != nil {
 		return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}}
 	}
+	if !slices.ContainsFunc(t.entries[id].subscribersOrNil(), func(s subscriber) bool { return s.key == key }) {
+		if err := t.admitSubscriber(id); err != nil {
+			return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Error: err}}}}
+		}
+	}
 	e := t.entry(id)
 	if !slices.ContainsFunc(e.subscribers, func(s subscriber) bool { return s.key == key }) {
 		e.subscribers = append(e.subscribers, subscriber{key: key, to: to})
+		ids := t.subsOf[key]
+		if ids == nil {
+			ids = map[string]struct{}{}
+			t.subsOf[key] = ids
+		}
+		ids[id] = struct{}{}
 	}
 	var out []outbox.Send
 	for _, loc := range t.sortedLocations(e) {
@@ -71,9 +82,57 @@ func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) outbo
 	if e == nil {
 		return outbox.Box{}
 	}
-	e.subscribers = slices.DeleteFunc(e.subscribers, func(s subscriber) bool { return s.key == key })
-	t.forgetIfIdle(e)
+	t.unsubscribe(e, key)
 	return outbox.Box{}
+}
+
+func (t *LocationTable) unsubscribe(e *entry, key string) {
+	e.subscribers = slices.DeleteFunc(e.subscribers, func(s subscriber) bool { return s.key == key })
+	if ids := t.subsOf[key]; ids != nil {
+		delete(ids, e.id)
+		if len(ids) == 0 {
+			delete(t.subsOf, key)
+		}
+	}
+	t.forgetIfIdle(e)
+}
+
+// DropSubscriber ends every subscription of the subscriber with this key:
+// it stopped (a coordinator whose member died, or a peer that subscribed
+// and went), and nothing else would ever remove them.
+func (t *LocationTable) DropSubscriber(key string) {
+	for id := range t.subsOf[key] {
+		if e := t.entries[id]; e != nil {
+			t.unsubscribe(e, key)
+		}
+	}
+	delete(t.subsOf, key)
+}
+
+// Subscribed reports whether any subscription has this key.
+func (t *LocationTable) Subscribed(key string) bool { return len(t.subsOf[key]) > 0 }
+
+// admitSubscriber refuses a new subscription of id when the table is at
+// MaxEntries and holds no entry for id, or when MaxSubscribersPerObject
+// subscribers follow it already.
+func (t *LocationTable) admitSubscriber(id string) *messages.Error {
+	e := t.entries[id]
+	if e == nil && len(t.entries) >= t.cfg.MaxEntries {
+		return messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
+			"this directory shard holds %d entries (its bound) and none for %q; retry later", len(t.entries), id)
+	}
+	if e != nil && len(e.subscribers) >= t.cfg.MaxSubscribersPerObject {
+		return messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
+			"%d subscribers already follow %q at its directory shard (the bound); retry later", len(e.subscribers), id)
+	}
+	return nil
+}
+
+func (e *entry) subscribersOrNil() []subscriber {
+	if e == nil {
+		return nil
+	}
+	return e.subscribers
 }
 
 func (e *entry) update(node *messages.NodeRef, state messages.LocationState) *messages.LocationUpdate {

@@ -41,6 +41,11 @@ type TableConfig struct {
 	// broadcast to that many receivers that all ask before any copy
 	// exists); past it a Locate or Query is answered RESOURCE_EXHAUSTED.
 	MaxWaitersPerObject int
+	// MaxSubscribersPerObject bounds the subscribers that follow one
+	// object (the Reduces that take it as a source at once); past it a
+	// Subscribe is answered with a LocationUpdate whose error is
+	// RESOURCE_EXHAUSTED.
+	MaxSubscribersPerObject int
 	// Amnesic marks the table of a shard that started over (rebuilt after
 	// a crash or moved to another member): ids it does not know may have
 	// existed, and may have been lost with the shard's old host. A Delete
@@ -73,7 +78,7 @@ func SameTable(a, b uint64) bool { return a>>epochCountBits == b>>epochCountBits
 // DefaultTableConfig returns the limits used when a field is zero.
 func DefaultTableConfig() TableConfig {
 	return TableConfig{InlineLimit: 64 << 10, InlineUplink: DefaultInlineUplink, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256,
-		MaxEntries: 1 << 20, MaxWaitersPerObject: 1 << 14}
+		MaxEntries: 1 << 20, MaxWaitersPerObject: 1 << 14, MaxSubscribersPerObject: 1 << 14}
 }
 
 func (c TableConfig) withDefaults() TableConfig {
@@ -98,6 +103,9 @@ func (c TableConfig) withDefaults() TableConfig {
 	}
 	if c.MaxWaitersPerObject <= 0 {
 		c.MaxWaitersPerObject = d.MaxWaitersPerObject
+	}
+	if c.MaxSubscribersPerObject <= 0 {
+		c.MaxSubscribersPerObject = d.MaxSubscribersPerObject
 	}
 	return c
 }
@@ -146,12 +154,15 @@ type LocationTable struct {
 	// bounded by TombstoneLimit (FIFO runOrder; see reservedHere).
 	runs     map[string]struct{}
 	runOrder []string
+	// subsOf is the ids each subscriber key follows, so that a
+	// subscriber that died is dropped everywhere (DropSubscriber).
+	subsOf map[string]map[string]struct{}
 }
 
 // NewLocationTable returns an empty table.
 func NewLocationTable(cfg TableConfig) *LocationTable {
 	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{},
-		lost: map[string]lostMark{}, runs: map[string]struct{}{}}
+		lost: map[string]lostMark{}, runs: map[string]struct{}{}, subsOf: map[string]map[string]struct{}{}}
 }
 
 func (t *LocationTable) check(id string) *messages.Error {

@@ -65,6 +65,12 @@ func (t *LocationTable) deleteEntry(e *entry) []outbox.Send {
 	}
 	for _, s := range e.subscribers {
 		out = append(out, outbox.Send{To: s.to, Msg: &messages.LocationUpdate{ObjectId: e.id, Size: e.size, Deleted: true}})
+		if ids := t.subsOf[s.key]; ids != nil {
+			delete(ids, e.id)
+			if len(ids) == 0 {
+				delete(t.subsOf, s.key)
+			}
+		}
 	}
 	delete(t.entries, e.id)
 	return out

@@ -254,6 +254,10 @@ type Shard struct {
 	// suspicion shows the node alive (a message it sent before it died can
 	// come after its Terminated).
 	probing map[string]bool
+	// subscribers are the subscribers (by PID key) with a subscription
+	// here, watched: one that stops without unsubscribing (a coordinator
+	// whose member died, a peer that went) is dropped from the table.
+	subscribers map[string]*actor.PID
 }
 
 // DefaultRepublishWait is ShardConfig.RepublishWait's default.
@@ -377,10 +381,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 			s.dropped(ctx, "subscribe without a sender")
 			return
 		}
-		out = s.subscribe(ctx.Sender(), m)
+		out = s.subscribe(ctx, ctx.Sender(), m)
 	case servedSubscribe:
 		var a *messages.SubscribeAnswer
-		a, out = answerInline(s.subscribe(m.subscriber, m.sub))
+		a, out = answerInline(s.subscribe(ctx, m.subscriber, m.sub))
 		m.done <- a
 	case *messages.Unsubscribe:
 		out = s.unsubscribe(ctx, m)
@@ -419,7 +423,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 
 // subscribe pushes the object's locations to the subscriber (a Reduce
 // coordinator) from now on.
-func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe) outbox.Box {
+func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.Subscribe) outbox.Box {
 	if m.GetLocatedBefore() && len(s.republishing) > 0 {
 		// A copy the table does not know yet may still be republished
 		// (as for ReportLost): whether the object is lost is answered to
@@ -427,14 +431,32 @@ func (s *Shard) subscribe(subscriber *actor.PID, m *messages.Subscribe) outbox.B
 		// subscription itself holds now.
 		m = &messages.Subscribe{ObjectId: m.GetObjectId()}
 	}
-	return s.table.Subscribe(m, actorutil.Key(subscriber), subscriber)
+	key := actorutil.Key(subscriber)
+	out := s.table.Subscribe(m, key, subscriber)
+	if _, ok := s.subscribers[key]; !ok && s.table.Subscribed(key) {
+		s.subscribers[key] = subscriber
+		ctx.Watch(subscriber)
+	}
+	return out
 }
 
 func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) outbox.Box {
 	if ctx.Sender() == nil {
 		return outbox.Box{}
 	}
-	return s.table.Unsubscribe(m, actorutil.Key(ctx.Sender()))
+	key := actorutil.Key(ctx.Sender())
+	out := s.table.Unsubscribe(m, key)
+	s.unwatchIdleSubscriber(ctx, key)
+	return out
+}
+
+// unwatchIdleSubscriber stops watching a subscriber that follows nothing
+// here any more.
+func (s *Shard) unwatchIdleSubscriber(ctx actor.Context, key string) {
+	if pid, ok := s.subscribers[key]; ok && !s.table.Subscribed(key) {
+		delete(s.subscribers, key)
+		ctx.Unwatch(pid)
+	}
 }
 
 func (s *Shard) list(ctx actor.Context, m *messages.ListObjects) {
@@ -451,6 +473,7 @@ func (s *Shard) started(ctx actor.Context) {
 	s.watched = map[string]string{}
 	s.republishing = map[string]bool{}
 	s.probing = map[string]bool{}
+	s.subscribers = map[string]*actor.PID{}
 	s.republished = false
 	s.republishUntil = time.Now().Add(cmp.Or(s.cfg.RepublishWait, DefaultRepublishWait))
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
@@ -508,13 +531,17 @@ func (s *Shard) stopping(ctx actor.Context, why string) {
 // the requests it parked leave the table. (A coordinator child's
 // Terminated is not a node's.)
 func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) outbox.Box {
+	key := actorutil.Key(m.GetWho())
+	if _, ok := s.subscribers[key]; ok {
+		delete(s.subscribers, key)
+		s.table.DropSubscriber(key)
+	}
 	for id, pid := range s.coordinators {
 		if pid.Equal(m.GetWho()) {
 			delete(s.coordinators, id)
 			return outbox.Box{}
 		}
 	}
-	key := actorutil.Key(m.GetWho())
 	node, ok := s.watched[key]
 	if !ok {
 		return outbox.Box{}
