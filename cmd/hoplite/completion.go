@@ -43,6 +43,13 @@ func completionCommand(args []string, stdout, stderr io.Writer) error {
 	return usageError{fmt.Sprintf("shell %q: want bash or zsh", args[0])}
 }
 
+// flagValues are the flags whose values completion offers: reduce's and
+// allreduce's enumerations.
+var flagValues = []struct{ flag, values string }{
+	{"--op", "sum min max prod"},
+	{"--dtype", "float32 float64 int32 int64"},
+}
+
 // completionCmd is one command line prefix ("bench p2p") and its flags.
 type completionCmd struct {
 	words []string
@@ -112,6 +119,9 @@ func writeBashCompletion(w io.Writer, cmds []completionCmd) error {
 	b.WriteString("    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n")
 	b.WriteString("    if [[ $COMP_CWORD -eq 1 ]]; then\n")
 	fmt.Fprintf(&b, "        COMPREPLY=($(compgen -W %q -- \"$cur\"))\n        return\n    fi\n", strings.Join(topWords(cmds), " ")+" --version -h")
+	for _, v := range flagValues {
+		fmt.Fprintf(&b, "    if [[ $prev == %s ]]; then\n        COMPREPLY=($(compgen -W %q -- \"$cur\"))\n        return\n    fi\n", v.flag, v.values)
+	}
 	b.WriteString("    if [[ $prev == --*-file || $prev == --tls-* || $prev == --dir || $prev == --json || $prev == --plot ]]; then\n")
 	b.WriteString("        COMPREPLY=($(compgen -f -- \"$cur\"))\n        return\n    fi\n")
 	b.WriteString("    local words=\"\"\n    case \"${COMP_WORDS[1]} ${COMP_WORDS[2]}\" in\n")
@@ -136,6 +146,9 @@ func writeZshCompletion(w io.Writer, cmds []completionCmd) error {
 	b.WriteString("#compdef hoplite\n# zsh completion for hoplite (hoplite completion zsh)\n_hoplite() {\n")
 	b.WriteString("    if (( CURRENT == 2 )); then\n")
 	fmt.Fprintf(&b, "        compadd -- %s --version -h\n        return\n    fi\n", strings.Join(topWords(cmds), " "))
+	for _, v := range flagValues {
+		fmt.Fprintf(&b, "    if [[ ${words[CURRENT-1]} == %s ]]; then\n        compadd -- %s\n        return\n    fi\n", v.flag, v.values)
+	}
 	b.WriteString("    local -a words_\n    case \"${words[2]} ${words[3]}\" in\n")
 	for _, c := range sortedLongestFirst(cmds) {
 		pat := c.words[0] + "\\ *"

@@ -30,14 +30,18 @@ commands:
   certs   make a CA and member certificates for mutual TLS (hoplite certs -h)
   sim     simulate N hosts (to 1,024 and beyond) with the real cores (hoplite sim -h)
 
-operator commands, on a running cluster (--addr: any member's address):
+operator commands, on a running cluster (--addr: any member's address,
+or several, comma-separated):
   put     store a file or standard input as an object
   get     write an object to a file or standard output
+  reduce  reduce objects element-wise into a new one
+  allreduce  reduce, then broadcast the result to the sources' members
   rm      delete objects
   stat    where an object's copies are
   ls      list the objects
   members list the live members
   status  members, shards, store use, measured latency and bandwidth
+  events  print the members' recovery and collective events live
   version print the version (also: hoplite --version)
   completion  print a bash or zsh completion script (hoplite completion -h)
 
@@ -77,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = certsCommand(args[1:], stdout, stderr)
 	case "sim":
 		err = simCommand(ctx, args[1:], stdout, stderr)
-	case "put", "get", "rm", "stat", "ls", "members", "status":
+	case "put", "get", "rm", "stat", "ls", "members", "status", "reduce", "allreduce", "events":
 		err = opsMain(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		switch {

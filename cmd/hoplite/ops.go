@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -20,7 +19,7 @@ import (
 // The operator commands use a running cluster from a shell through
 // cluster.Dial: a client that is not a member.
 
-const opsUsage = `usage: hoplite %s --addr HOST:PORT %s
+const opsUsage = `usage: hoplite %s --addr HOST:PORT[,HOST:PORT...] %s
 
 %s
 
@@ -33,7 +32,15 @@ type opsCommand struct {
 	name, args, doc string
 	nargs           [2]int // min, max positional arguments
 	run             func(ctx context.Context, c *cluster.Client, args []string, io opsIO) error
+	// flags adds the command's own flags; what it returns is checked
+	// after parsing and reaches run as opsIO.extra.
+	flags func(fs *flag.FlagSet) opsExtra
+	// live: --timeout bounds the dial only; run lasts until interrupted.
+	live bool
 }
+
+// opsExtra is a command's own flags.
+type opsExtra interface{ check() error }
 
 // opsOpts are the flags every operator command shares, and those of get
 // and ls.
@@ -52,6 +59,7 @@ type opsIO struct {
 	stdout, stderr io.Writer
 	tty            bool
 	opts           opsOpts
+	extra          opsExtra
 }
 
 var opsCommands = map[string]opsCommand{
@@ -82,7 +90,7 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 		fs.PrintDefaults()
 	}
 	var o opsOpts
-	fs.StringVar(&o.addr, "addr", "", "a member's actor system address HOST:PORT (as hoplite node prints it; a name of its host will do)")
+	fs.StringVar(&o.addr, "addr", "", "a member's actor system address HOST:PORT (as hoplite node prints it; a name of its host will do), or several, comma-separated: the client moves to another when its member fails")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "mutual TLS: a certificate the cluster's CA signed (with -tls-key and -tls-ca)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert")
@@ -95,8 +103,17 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	case "get":
 		fs.DurationVar(&o.wait, "wait", 0, "wait this long for an object that does not exist yet to be created (0: NOT_FOUND at once)")
 	}
+	var extra opsExtra
+	if oc.flags != nil {
+		extra = oc.flags(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if extra != nil {
+		if err := extra.check(); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	if n := fs.NArg(); n < oc.nargs[0] || n > oc.nargs[1] {
 		return usageError{fmt.Sprintf("want %s, got %d arguments", cmp(oc.args, "no arguments"), n)}
@@ -104,8 +121,8 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	if o.addr == "" {
 		return usageError{"--addr is required"}
 	}
-	if h, p, err := net.SplitHostPort(o.addr); err != nil || h == "" || p == "" {
-		return usageError{fmt.Sprintf("--addr %q: want HOST:PORT, a member's address", o.addr)}
+	if _, err := cluster.SplitEndpoints(o.addr); err != nil {
+		return usageError{fmt.Sprintf("--addr %q: want HOST:PORT, a member's address (or several, comma-separated)", o.addr)}
 	}
 	if name == "ls" && (o.limit < 1 || o.limit > 1000) {
 		return usageError{fmt.Sprintf("--limit %d: want 1..1000", o.limit)}
@@ -116,6 +133,7 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	if tls := []string{o.tlsCert, o.tlsKey, o.tlsCA}; slices.Contains(tls, "") && slices.ContainsFunc(tls, func(f string) bool { return f != "" }) {
 		return usageError{"mutual TLS needs --tls-cert, --tls-key and --tls-ca together"}
 	}
+	runCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	dopts := []cluster.DialOption{cluster.WithTimeout(o.timeout)}
@@ -134,7 +152,10 @@ func opsMain(ctx context.Context, name string, args []string, stdin io.Reader, s
 	if name == "ls" {
 		return opLs(ctx, c, o, stdout)
 	}
-	return oc.run(ctx, c, fs.Args(), opsIO{stdin: stdin, stdout: stdout, stderr: stderr, tty: isTerminal(stderr), opts: o})
+	if oc.live {
+		ctx = runCtx
+	}
+	return oc.run(ctx, c, fs.Args(), opsIO{stdin: stdin, stdout: stdout, stderr: stderr, tty: isTerminal(stderr), opts: o, extra: extra})
 }
 
 // usageError is a bad command line (exit status 2).

@@ -16,6 +16,7 @@ import (
 func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{{"demo"}, {"bench"}, {"bench", "p2p"}, {"bench", "report"}, {"node"}, {"certs"}, {"sim"},
 		{"put"}, {"get"}, {"rm"}, {"stat"}, {"ls"}, {"members"}, {"status"}, {"version"}, {"completion"}, {"completion", "bash"},
+		{"reduce"}, {"allreduce"}, {"events"},
 		{"bench", "broadcast"}, {"bench", "p2p-tcp"}, {"bench", "scale-plot"}} {
 		code, stdout, stderr := hoplite(t, append(args, "-h")...)
 		if code != 0 || !strings.Contains(stdout+stderr, "usage: hoplite "+args[0]) {
@@ -57,6 +58,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"node", "--bind", "127.0.0.1:7001", "--manage-port", "-5"}, "manage port"},
 		{[]string{"certs", "--dir", t.TempDir(), "--hosts", ","}, "--hosts"},
 		{[]string{"get", "--addr", "nonsense", "id"}, "--addr"},
+		{[]string{"get", "--addr", "127.0.0.1:1,nonsense", "id"}, "--addr"},
+		{[]string{"reduce", "--addr", "127.0.0.1:1", "--op", "avg", "t", "s"}, "--op"},
+		{[]string{"allreduce", "--addr", "127.0.0.1:1", "--dtype", "int8", "t", "s"}, "--dtype"},
+		{[]string{"events", "--addr", "127.0.0.1:1", "--for", "-1s"}, "--for"},
 		{[]string{"get", "--addr", "127.0.0.1:1", "--tls-cert", "member.pem", "id"}, "--tls-key"},
 		{[]string{"sim", "1024"}, "unexpected arguments"},
 		{[]string{"sim", "--size", "1QB"}, "--size"},
@@ -110,6 +115,10 @@ func TestCompletionScripts(t *testing.T) {
 			{"hoplite bench broad", "2", "broadcast"},
 			{"hoplite bench scale-plot --sys", "3", "--systems"},
 			{"hoplite mem", "1", "members"},
+			{"hoplite allred", "1", "allreduce"},
+			{"hoplite reduce --op pr", "3", "prod"},
+			{"hoplite allreduce --dtype float6", "3", "float64"},
+			{"hoplite events --fo", "2", "--for"},
 			{"hoplite completion z", "2", "zsh"},
 		} {
 			out, err := exec.Command(bash, "-c", script+"\nCOMP_WORDS=("+c.words+"); COMP_CWORD="+c.cword+"; _hoplite; echo \"${COMPREPLY[*]}\"").CombinedOutput()
@@ -145,6 +154,7 @@ func TestCompletionScripts(t *testing.T) {
 		{"hoplite bench re", "re", 3, []string{"report", "reduce"}},
 		{"hoplite bench report --up", "--up", 4, []string{"--update"}},
 		{"hoplite completion z", "z", 3, []string{"bash", "zsh"}},
+		{"hoplite reduce --dtype ''", "", 4, []string{"float32", "int64"}},
 	} {
 		prog := "autoload -U compinit && compinit -u -d " + filepath.Join(t.TempDir(), "zcompdump") + "\n" + script +
 			"\ncompadd() { print -r -- \"offered: $*\" }\n_files() { : }\n" +
