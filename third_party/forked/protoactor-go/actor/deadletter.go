@@ -32,7 +32,13 @@ func NewDeadLetter(actorSystem *ActorSystem) *deadLetterProcess {
 
 			// send back a response instead of timeout.
 			if deadLetter.Sender != nil {
-				actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{})
+				// Hoplite patch: a registered request type gets the reply
+				// its requester expects (see SetRequestReplies).
+				if reply, ok := UndeliverableReply(deadLetter.Message, deadLetter.PID, "is not running"); ok {
+					actorSystem.Root.Send(deadLetter.Sender, reply)
+				} else {
+					actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{})
+				}
 			}
 
 			// bail out if sender is set and deadletter request logging is false

@@ -205,6 +205,9 @@ func (em *endpointManager) endpointEvent(evn interface{}) {
 	case *EndpointTerminatedEvent:
 		em.remote.Logger().Debug("EndpointManager received endpoint terminated event, removing endpoint", slog.Any("message", evn))
 		em.removeEndpoint(msg)
+		// Hoplite patch: the requests still waiting on the address are
+		// answered (pending_requests_hoplite.go).
+		em.remote.pending.terminated(msg.Address)
 	case *EndpointConnectedEvent:
 		if endpoint := em.ensureConnected(msg.Address); endpoint != nil {
 			em.remote.actorSystem.Root.Send(endpoint.watcher, msg)
@@ -253,7 +256,7 @@ func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
 		return
 	}
 	address := msg.target.Address
-	endpoint := em.ensureConnected(address)
+	endpoint, lazy := em.ensureConnectedLazy(address)
 	if endpoint == nil {
 		em.remote.actorSystem.EventStream.Publish(&actor.DeadLetterEvent{
 			PID:     msg.target,
@@ -262,10 +265,27 @@ func (em *endpointManager) remoteDeliver(msg *remoteDeliver) {
 		})
 		return
 	}
+	// Hoplite patch: remembered until answered (pending_requests_hoplite.go).
+	em.remote.pending.sent(msg.target, msg.message, msg.sender)
 	em.remote.actorSystem.Root.Send(endpoint.writer, msg)
+	// Hoplite patch: an endpoint removed by now may have been removed
+	// before this message reached its writer, which then stopped without
+	// it (removeEndpoint marks the endpoint before it tells the writer):
+	// the request is answered here unless something answered it already.
+	if lazy.unloaded.Load() {
+		em.remote.pending.handedToRemoved(msg.target, msg.message, msg.sender)
+	}
 }
 
 func (em *endpointManager) ensureConnected(address string) *endpoint {
+	ep, _ := em.ensureConnectedLazy(address)
+	return ep
+}
+
+// ensureConnectedLazy is ensureConnected, also returning the lazy
+// endpoint the endpoint came from (Hoplite patch: remoteDeliver reads
+// whether it was removed).
+func (em *endpointManager) ensureConnectedLazy(address string) (*endpoint, *endpointLazy) {
 	e, ok := em.connections.Load(address)
 	if !ok {
 		el := NewEndpointLazy(em, address)
@@ -278,7 +298,7 @@ func (em *endpointManager) ensureConnected(address string) *endpoint {
 		// next message to the address tries again.
 		em.connections.CompareAndDelete(address, el)
 	}
-	return ep
+	return ep, el
 }
 
 // func (em *endpointManager) ensureConnected(address string) *endpoint {

@@ -75,6 +75,7 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 		}
 	}()
 
+	from := ""
 	for {
 		msg, err := stream.Recv()
 		switch {
@@ -93,6 +94,11 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 		case *RemoteMessage_ConnectRequest:
 			s.remote.Logger().Debug("EndpointReader received connect request", slog.Any("message", t.ConnectRequest))
 			c := t.ConnectRequest
+			// Hoplite patch: the peer's address, which replies are
+			// matched with (pending_requests_hoplite.go).
+			if sc, ok := c.ConnectionType.(*ConnectRequest_ServerConnection); ok {
+				from = sc.ServerConnection.GetAddress()
+			}
 			_, err := s.OnConnectRequest(stream, c)
 			if err != nil {
 				s.remote.Logger().Error("EndpointReader failed to handle connect request", slog.Any("error", err))
@@ -102,7 +108,7 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 			// Hoplite patch: a batch that does not decode, or whose
 			// handling panics, ends this peer's stream only (see
 			// safeMessageBatch); upstream's index errors ended the process.
-			if err := s.safeMessageBatch(t.MessageBatch); err != nil {
+			if err := s.safeMessageBatch(t.MessageBatch, from); err != nil {
 				s.remote.rejected(stream, err)
 				return err
 			}
@@ -133,7 +139,7 @@ func (s *endpointReader) OnConnectRequest(stream Remoting_ReceiveServer, c *Conn
 	return false, nil
 }
 
-func (s *endpointReader) onMessageBatch(m *MessageBatch) error {
+func (s *endpointReader) onMessageBatch(m *MessageBatch, from string) error {
 	var (
 		sender *actor.PID
 		target *actor.PID
@@ -188,6 +194,12 @@ func (s *endpointReader) onMessageBatch(m *MessageBatch) error {
 			ref, _ := s.remote.actorSystem.ProcessRegistry.GetLocal(target.Id)
 			ref.SendSystemMessage(target, msg)
 		default:
+			// Hoplite patch: a reply ends its request's wait; one to a
+			// request this system answered already (its target's address
+			// terminated first) is dropped (pending_requests_hoplite.go).
+			if s.remote.pending.replied(from, target, message) {
+				continue
+			}
 			var header map[string]string
 
 			// fast path

@@ -200,6 +200,11 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 		rd, _ := tmp.(*remoteDeliver)
 
 		if state.stream == nil { // not connected yet since first connection attempt failed and we are waiting for the retry
+			// Hoplite patch: a registered request gets its undeliverable
+			// reply, and is forgotten (pending_requests_hoplite.go).
+			if state.remote.pending.undelivered(rd.target, rd.message, rd.sender) {
+				continue
+			}
 			if rd.sender != nil {
 				state.remote.actorSystem.Root.Send(rd.sender, &actor.DeadLetterResponse{Target: rd.target})
 			} else {

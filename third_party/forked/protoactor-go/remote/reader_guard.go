@@ -90,13 +90,13 @@ func (r *Remote) checkDelivery(message interface{}) error {
 
 // safeMessageBatch handles a batch, turning a panic in its handling into
 // an error for this stream alone.
-func (s *endpointReader) safeMessageBatch(m *MessageBatch) (err error) {
+func (s *endpointReader) safeMessageBatch(m *MessageBatch, from string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &MalformedError{Reason: fmt.Sprintf("handling it panicked: %v", p)}
 		}
 	}()
-	return s.onMessageBatch(m)
+	return s.onMessageBatch(m, from)
 }
 
 // rejectLogEvery bounds the reader's log of refused batches: a peer that

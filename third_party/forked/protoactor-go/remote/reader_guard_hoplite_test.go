@@ -242,7 +242,7 @@ func FuzzMessageBatch(f *testing.F) {
 		if proto.Unmarshal(data, &b) != nil {
 			return
 		}
-		err := reader.onMessageBatch(&b)
+		err := reader.onMessageBatch(&b, "")
 		var malformed *MalformedError
 		if err != nil && !errors.As(err, &malformed) {
 			t.Fatalf("a refused batch's error is %T (%v), not *MalformedError", err, err)

@@ -26,6 +26,9 @@ type Remote struct {
 	activatorPid *actor.PID
 	blocklist    *BlockList
 	rejects      rejectLog // Hoplite patch: batches refused (reader_guard.go)
+	// Hoplite patch: requests sent and not yet answered
+	// (pending_requests_hoplite.go).
+	pending *pendingRequests
 }
 
 func NewRemote(actorSystem *actor.ActorSystem, config *Config) *Remote {
@@ -34,6 +37,7 @@ func NewRemote(actorSystem *actor.ActorSystem, config *Config) *Remote {
 		config:      config,
 		kinds:       make(map[string]*actor.Props),
 		blocklist:   NewBlockList(),
+		pending:     newPendingRequests(actorSystem),
 	}
 	for k, v := range config.Kinds {
 		r.kinds[k] = v

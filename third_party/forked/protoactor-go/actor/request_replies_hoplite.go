@@ -1,0 +1,58 @@
+package actor
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Hoplite patch (this whole file): a request whose target cannot answer
+// is answered with the reply its requester expects. Upstream answered a
+// dead-lettered request with a *DeadLetterResponse, which an actor that
+// sent a Get and waits for a GetReply does not expect, and nothing at
+// all for a request delivered to a process that then died: the requester
+// waited for good unless it watched the target itself.
+
+// ReplyKey pairs a request with its reply: Kind names the request type
+// (a constant, so that building a key allocates nothing) and ID the
+// field both carry (an object id).
+type ReplyKey struct {
+	Kind string
+	ID   string
+}
+
+// RequestReplies maps the request types a program knows to their replies.
+// Only those requests get an undeliverable reply, and only they are
+// tracked by the remote layer until answered.
+type RequestReplies struct {
+	// Undeliverable returns the reply that answers request when it cannot
+	// reach a running target (target, why says what happened); ok is false
+	// for a message that is not a known request.
+	Undeliverable func(request interface{}, target *PID, why string) (reply interface{}, ok bool)
+	// Request returns the key of request's reply and how long the request
+	// may wait for it (0: its target's default); ok is false for a message
+	// that is not a known request.
+	Request func(request interface{}) (key ReplyKey, wait time.Duration, ok bool)
+	// Reply returns the key of the request that reply answers; ok is false
+	// for a message that is not a known reply. It must know the replies
+	// Undeliverable returns too: a target's dead letters answer with them.
+	Reply func(reply interface{}) (key ReplyKey, ok bool)
+}
+
+var requestReplies atomic.Pointer[RequestReplies]
+
+// SetRequestReplies registers r for every actor system in the process
+// (nil: none). A program registers its request types once, at init.
+func SetRequestReplies(r *RequestReplies) { requestReplies.Store(r) }
+
+// GetRequestReplies returns what SetRequestReplies registered, or nil.
+func GetRequestReplies() *RequestReplies { return requestReplies.Load() }
+
+// UndeliverableReply is the registered reply to request when its target
+// cannot answer; ok is false if none is registered for its type.
+func UndeliverableReply(request interface{}, target *PID, why string) (reply interface{}, ok bool) {
+	r := requestReplies.Load()
+	if r == nil || r.Undeliverable == nil {
+		return nil, false
+	}
+	return r.Undeliverable(request, target, why)
+}
