@@ -59,7 +59,8 @@ const (
 // race, or ctx's deadline comes near. A race is an UNAVAILABLE answer of
 // the store node itself (it is alive and asked the directory shard, which
 // was moving to its new owner or restarting); op reports it as raced. An
-// UNAVAILABLE of the request to the store node (the node is gone) is not
+// UNAVAILABLE of the request to the store node (the node is gone: no
+// reply came, or one marked undelivered, messages.IsUndelivered) is not
 // retried: it would only turn into a TIMEOUT. Put, Get, Delete and Info
 // are idempotent, so retrying them is safe. A Reduce is not retried
 // here: the caller's store node starts it again itself, under the same
@@ -162,7 +163,7 @@ func (c *Client) Put(ctx context.Context, id string, data []byte) error {
 		if !ok {
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Put", res)
 		}
-		return true, messages.ErrOrNil(r.GetError())
+		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
 	})
 }
 
@@ -190,7 +191,7 @@ func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, err
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
 		}
 		data = r.GetData()
-		return true, messages.ErrOrNil(r.GetError())
+		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
 	})
 	if err != nil {
 		return nil, err
@@ -209,7 +210,7 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 		if !ok {
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Delete", res)
 		}
-		return true, messages.ErrOrNil(r.GetError())
+		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
 	})
 }
 
@@ -228,7 +229,7 @@ func (c *Client) Info(ctx context.Context, id string, wait bool) (*messages.Obje
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to QueryObject", res)
 		}
 		info = r
-		return true, messages.ErrOrNil(r.GetError())
+		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
 	})
 	if err != nil {
 		return nil, err

@@ -559,15 +559,15 @@ func (c *Coordinator) fetch(ctx actor.Context, to *actor.PID, node string, get *
 	// guards against an answer that never comes.
 	f := ctx.RequestFuture(to, get, time.Duration(get.GetTimeoutMs())*time.Millisecond+time.Second)
 	ctx.ReenterAfter(f, func(res any, err error) {
+		gr, _ := res.(*messages.GetReply)
 		switch {
-		case errors.Is(err, actor.ErrDeadLetter):
+		case errors.Is(err, actor.ErrDeadLetter), err == nil && messages.IsUndelivered(gr.GetError()):
 			// Its node is gone: the watch reports it, and a failed
 			// participant is not waited for.
 		case err != nil:
 			c.drain(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err), time.Now()))
 		default:
-			gr, ok := res.(*messages.GetReply)
-			if !ok {
+			if gr == nil {
 				c.drain(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res), time.Now()))
 				return
 			}

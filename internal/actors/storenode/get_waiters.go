@@ -138,3 +138,17 @@ func (g *getWaiters) remove(obj *storenode.Object, w *waitingGet) bool {
 	}
 	return true
 }
+
+// takeAll takes every waiting Get (the node is stopping: their notices
+// and timers would reach a stopped actor).
+func (g *getWaiters) takeAll() []*waitingGet {
+	var all []*waitingGet
+	for _, ws := range g.byObj {
+		all = append(all, ws...)
+	}
+	clear(g.byObj)
+	clear(g.notified)
+	clear(g.bySource)
+	g.total = 0
+	return all
+}

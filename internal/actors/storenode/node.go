@@ -118,6 +118,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.endHeld(ctx, true)
 		n.stopFetches(ctx)
 		n.stopRequests(ctx)
+		n.stopGets(ctx)
 		n.stopWorkers(ctx)
 		n.reqs.senders.Close()
 	case *actor.Restarting:
@@ -548,6 +549,21 @@ func (n *StoreNode) settled(ctx actor.Context, obj *storenode.Object) {
 	for _, w := range ws {
 		w.timer.Stop()
 		n.answer(ctx, w, obj, err)
+	}
+}
+
+// stopGets answers the Gets waiting for their objects: the node is
+// stopping, and their object's notice or deadline would reach a stopped
+// actor, leaving the requester waiting out its own deadline.
+func (n *StoreNode) stopGets(ctx actor.Context) {
+	// Undelivered: this node will not serve them, and a requester treats
+	// them as it treats a request to a node that is gone (a client does
+	// not ask this node again).
+	stopped := &messages.Error{Code: messages.ErrorCode_UNAVAILABLE, Undelivered: true,
+		Message: "store node " + n.cfg.Self.GetNodeId() + " stopped before the object was ready"}
+	for _, w := range n.gets.takeAll() {
+		w.timer.Stop()
+		reply(ctx.ActorSystem(), w.sender, &messages.GetReply{ObjectId: w.m.GetObjectId(), Error: stopped})
 	}
 }
 

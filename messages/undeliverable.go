@@ -1,0 +1,105 @@
+package messages
+
+import (
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+)
+
+// The requests of the application API are answered even when their
+// store node cannot answer: its actor is not running (the dead letters of
+// its process answer), or its process died with the request unanswered
+// (the requester's own actor system answers, once the connection to it
+// breaks or the cluster declares its member failed). The answer is the
+// request's own reply type with an UNAVAILABLE error marked Undelivered,
+// so that an application actor that waits for a GetReply gets one,
+// whoever sent the request and however. Registered at init: every
+// program that can decode these messages has it.
+func init() {
+	actor.SetRequestReplies(&actor.RequestReplies{
+		Undeliverable: undeliverableReply,
+		Request:       requestKey,
+		Reply:         replyKey,
+	})
+}
+
+// The kinds of ReplyKey, one per request type.
+const (
+	kindPut    = "Put"
+	kindGet    = "Get"
+	kindDelete = "Delete"
+	kindQuery  = "QueryObject"
+	kindReduce = "Reduce"
+)
+
+// UndeliveredError is the error of a request whose target could not
+// answer it: UNAVAILABLE, marked Undelivered. target names the actor,
+// why what happened to it.
+func UndeliveredError(target *actor.PID, why string) *Error {
+	return &Error{Code: ErrorCode_UNAVAILABLE, Undelivered: true,
+		Message: target.GetAddress() + "/" + target.GetId() + " " + why + ": the request was not answered"}
+}
+
+// IsUndelivered reports whether err is marked undelivered: the target
+// did not serve the request (it was not running, stopped with it
+// waiting, or its process died), so asking it again fails the same way.
+func IsUndelivered(err *Error) bool { return err.GetUndelivered() }
+
+// UndeliveredReply is the reply to request when its target cannot
+// answer it; ok is false for a message that is not an application API
+// request.
+func UndeliveredReply(request any, target *actor.PID, why string) (reply any, ok bool) {
+	return undeliverableReply(request, target, why)
+}
+
+func undeliverableReply(request any, target *actor.PID, why string) (any, bool) {
+	switch m := request.(type) {
+	case *Put:
+		return &PutReply{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
+	case *Get:
+		return &GetReply{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
+	case *Delete:
+		return &DeleteReply{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
+	case *QueryObject:
+		return &ObjectInfo{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
+	case *Reduce:
+		return &ReduceReply{TargetId: m.GetTargetId(), Error: UndeliveredError(target, why)}, true
+	}
+	return nil, false
+}
+
+func requestKey(request any) (actor.ReplyKey, time.Duration, bool) {
+	var kind, id string
+	var ms int64
+	switch m := request.(type) {
+	case *Put:
+		kind, id, ms = kindPut, m.GetObjectId(), m.GetTimeoutMs()
+	case *Get:
+		kind, id, ms = kindGet, m.GetObjectId(), m.GetTimeoutMs()
+	case *Delete:
+		kind, id, ms = kindDelete, m.GetObjectId(), m.GetTimeoutMs()
+	case *QueryObject:
+		kind, id, ms = kindQuery, m.GetObjectId(), m.GetTimeoutMs()
+	case *Reduce:
+		kind, id, ms = kindReduce, m.GetTargetId(), m.GetTimeoutMs()
+	default:
+		return actor.ReplyKey{}, 0, false
+	}
+	return actor.ReplyKey{Kind: kind, ID: id}, time.Duration(max(ms, 0)) * time.Millisecond, true
+}
+
+func replyKey(reply any) (actor.ReplyKey, bool) {
+	switch m := reply.(type) {
+	case *PutReply:
+		return actor.ReplyKey{Kind: kindPut, ID: m.GetObjectId()}, true
+	case *GetReply:
+		return actor.ReplyKey{Kind: kindGet, ID: m.GetObjectId()}, true
+	case *DeleteReply:
+		return actor.ReplyKey{Kind: kindDelete, ID: m.GetObjectId()}, true
+	case *ObjectInfo:
+		return actor.ReplyKey{Kind: kindQuery, ID: m.GetObjectId()}, true
+	case *ReduceReply:
+		return actor.ReplyKey{Kind: kindReduce, ID: m.GetTargetId()}, true
+	}
+	return actor.ReplyKey{}, false
+}
