@@ -22,10 +22,12 @@ const EventsBuffer = 256
 // is called, as each member publishes them (so each survivor reports a
 // NodeFailed of its own). Events of one member come in its order. The
 // channel closes when ctx ends or when every subscribed member has
-// gone; a member that fails ends only its part. Subscribing waits at
-// most the client's timeout (or ctx's deadline); it fails UNAVAILABLE
-// if no member subscribes, RESOURCE_EXHAUSTED if the members relay to
-// too many subscribers already.
+// gone; a member that fails ends only its part, and a member that
+// joins later is not subscribed (call Events again). Subscribing waits
+// at most the client's timeout (or ctx's deadline); a member that does
+// not subscribe in that time is left out. It fails UNAVAILABLE if no
+// member subscribes, RESOURCE_EXHAUSTED if the members relay to too
+// many subscribers already.
 func (c *Client) Events(ctx context.Context) (<-chan *messages.ClusterEvent, error) {
 	sctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -65,15 +67,20 @@ func (c *Client) Events(ctx context.Context) (<-chan *messages.ClusterEvent, err
 	if len(subs) == 0 {
 		return nil, firstErr
 	}
-	go func() {
-		<-ctx.Done()
-		for _, pid := range subs {
-			c.system.Root.Stop(pid)
-		}
-	}()
+	ended := make(chan struct{})
 	go func() {
 		pumps.Wait()
 		close(out)
+		close(ended)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-ended:
+		}
+		for _, pid := range subs {
+			c.system.Root.Stop(pid)
+		}
 	}()
 	return out, nil
 }
@@ -110,10 +117,10 @@ func (s *eventSubscriber) Receive(ctx actor.Context) {
 		ctx.Watch(s.relay)
 		ctx.Request(s.relay, &messages.SubscribeEvents{})
 	case *messages.SubscribeEventsReply:
-		select {
-		case s.answered <- m:
-		default:
-		}
+		s.answer(m)
+	case *actor.DeadLetterResponse:
+		s.answer(&messages.SubscribeEventsReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"member %s runs no event relay (another release?)", s.relay.GetAddress())})
 	case *messages.EventBatch:
 		if s.closed {
 			return
@@ -128,10 +135,20 @@ func (s *eventSubscriber) Receive(ctx actor.Context) {
 	case ackDue:
 		ctx.Request(s.relay, &messages.EventBatchAck{Seq: m.seq})
 	case *actor.Terminated, *actor.Stopping:
+		s.answer(&messages.SubscribeEventsReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"member %s stopped before it subscribed", s.relay.GetAddress())})
 		if !s.closed {
 			s.closed = true
 			close(s.batches)
 		}
+	}
+}
+
+// answer hands the subscription's first answer to Events.
+func (s *eventSubscriber) answer(r *messages.SubscribeEventsReply) {
+	select {
+	case s.answered <- r:
+	default:
 	}
 }
 

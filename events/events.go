@@ -8,8 +8,11 @@
 //		}
 //	})
 //
-// Events are published by the actor that observed what they describe and
-// are never sent across processes.
+// Events are published by the actor that observed what they describe, on
+// its member's actor system. A member's event relay sends the recovery
+// and collective ones (not the transfers', ReduceTree or BarrierState)
+// to subscribers in other processes as messages.ClusterEvent: see
+// cluster.Client.Events and `hoplite events`.
 package events
 
 import "time"
