@@ -1,6 +1,7 @@
 package processtest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,11 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // TestProcessFloodFromOneAddress: one address (127.0.0.2) opens 1,024
-// connections to a member's data port, half of them sending part of a
-// request and then nothing, and 512 silent connections to its manage
+// connections to a member's data port, each parking a request (a Locate
+// of an object nobody Puts), and 512 silent connections to its manage
 // port, and holds them for longer than the membership takes to expel a
 // member whose health checks fail. Meanwhile the members at 127.0.0.1
 // keep answering each other within their deadlines: nobody is expelled,
@@ -49,23 +54,40 @@ func TestProcessFloodFromOneAddress(t *testing.T) {
 			nc.Close()
 		}
 	}()
-	flood := func(addr string, n int, partial []byte) {
-		for i := range n {
+	silent := func(addr string, n int) {
+		for range n {
 			nc, err := from.Dial("tcp", addr)
 			if err != nil {
 				// Refused or reset at accept is what a limit does; the
 				// flood goes on with the connections it got.
 				continue
 			}
-			if i%2 == 1 && partial != nil {
-				_, _ = nc.Write(partial)
-			}
 			conns = append(conns, nc)
 		}
 	}
-	flood(dataAddr, 1024, []byte("HPDQ\x00\x03"))
-	flood(a.slot.manage, 512, nil)
-	t.Logf("the flood holds %d connections", len(conns))
+	// 1,024 data-plane connections, each parking a Locate (a control
+	// request) of an id whose shard is on a and which nobody Puts, for a
+	// minute: a peer parks requests like these while it waits for
+	// objects.
+	parked := 0
+	for i := range 1024 {
+		nc, err := from.Dial("tcp", dataAddr)
+		if err != nil {
+			continue
+		}
+		conns = append(conns, nc)
+		id := idOwnedBy(t, want, a.id, fmt.Sprint("parked-", i))
+		req, err := proto.Marshal(&messages.Locate{ObjectId: id, TimeoutMs: 60_000,
+			Receiver: &messages.NodeRef{NodeId: "127.0.0.2:1#flood", Address: "127.0.0.2:1", ActorId: "store"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write(controlRequest(messages.ControlLocate, req, time.Minute)); err == nil {
+			parked++
+		}
+	}
+	silent(a.slot.manage, 512)
+	t.Logf("the flood holds %d connections, %d of them sent a Locate", len(conns), parked)
 
 	// Longer than the health checks take to expel a member (-refresh
 	// 100ms, a few misses) and than the old 10 s header timeout.
@@ -102,8 +124,36 @@ func TestProcessFloodFromOneAddress(t *testing.T) {
 	// Right after: nothing refuses a good peer.
 	putRetry(t, c.of(a), "after-the-flood", data[:100<<10])
 	getExact(t, c.of(c3), "after-the-flood", data[:100<<10])
+	// a refused what one source parked past its bound, and counted it.
+	if _, m := scrape(t, a, "/metrics"); sample(m, "hoplite_data_refused_total", `reason="parked_per_source"`) == 0 {
+		t.Fatalf("1,024 parked Locates from one address and no refusal counted:\n%s", grepLines(m, "hoplite_data_refused_total"))
+	}
 	// The refusals were logged, not one line each.
 	if n := strings.Count(a.stderr.String(), "refus"); n > 200 {
 		t.Fatalf("%d log lines about refused connections: the log is not rate-limited", n)
 	}
+}
+
+// controlRequest is a data-plane control request as a peer sends it
+// (transport/tcp_frame.go): magic "HPDC", protocol version 3, the kind,
+// the body's length, the timeout in ms, no incarnation, then the body.
+func controlRequest(kind byte, body []byte, timeout time.Duration) []byte {
+	b := make([]byte, 32+len(body))
+	copy(b, "HPDC")
+	binary.BigEndian.PutUint16(b[4:], 3)
+	b[6] = kind
+	binary.BigEndian.PutUint32(b[8:], uint32(len(body)))
+	binary.BigEndian.PutUint32(b[12:], uint32(timeout.Milliseconds()))
+	copy(b[32:], body)
+	return b
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
