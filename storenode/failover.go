@@ -24,9 +24,10 @@ type Failover func(ctx context.Context, failed *actor.PID) (*actor.PID, error)
 // moves to the node failover returns and is sent again there, within
 // the call's deadline (they are idempotent: a Put of the same bytes
 // succeeds again, or fails LOST if the node that died held the only
-// copy). A Reduce moves only if its request was not delivered (the node
-// was not running when it was sent); otherwise it fails UNAVAILABLE and
-// the next call goes to the new node, because the Reduce may be running.
+// copy). A Reduce is sent again only if the node's actor system answered
+// that the node was not running (actorutil.IsNotRunning: it never got
+// the Reduce); otherwise it fails UNAVAILABLE, because the Reduce may be
+// running, and the next call goes to the new node.
 func NewFailoverClient(root *actor.RootContext, pid *actor.PID, defaultTimeout time.Duration, failover Failover) *Client {
 	c := NewClient(root, pid, defaultTimeout)
 	c.failover = failover

@@ -105,7 +105,7 @@ func TestShellTour(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the tour's commands: %v\n%s", err, out)
 	}
-	for _, want := range []string{"hello, hoplite", "greeting", "made later", "deleted greeting", "deleted later"} {
+	for _, want := range []string{"hello, hoplite", "greeting", "made later", "reduced three: sum of 2 sources", "deleted greeting", "deleted later"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tour's output lacks %q:\n%s", want, out)
 		}
