@@ -221,6 +221,25 @@ type manageLimits struct {
 	PerSource        int           // connections of one source, pending or served
 	PendingPerSource int           // connections of one source before their first request header
 	HeaderDeadline   time.Duration // from accept to the first request header
+	// MembersAt, if set, is how many members this member knows at an
+	// address: a source that hosts more members than PerSource allows
+	// for (perMemberConns each) gets their share instead, so that a
+	// cluster of many members on one host is not refused by its own
+	// health checks.
+	MembersAt func(netip.Addr) int
+}
+
+// perMemberConns is what one peer member holds at the manage port at
+// most: up to 4 health check connections and one seed exchange, with
+// room for a reconnect.
+const perMemberConns = 8
+
+// perSource is src's bound on connections.
+func (l manageLimits) perSource(src netip.Addr) int {
+	if l.MembersAt == nil {
+		return l.PerSource
+	}
+	return max(l.PerSource, perMemberConns*l.MembersAt(src))
 }
 
 // defaultManageLimits are the manage port's.
@@ -274,7 +293,7 @@ func (g *manageGuard) admit(src netip.Addr) string {
 	switch {
 	case s != nil && s.pending >= g.limits.PendingPerSource:
 		return refusedPending
-	case s != nil && s.pending+s.served >= g.limits.PerSource:
+	case s != nil && s.pending+s.served >= g.limits.perSource(src):
 		return refusedSource
 	case g.total >= g.limits.Total:
 		return refusedTotal

@@ -400,7 +400,9 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 			return &tlsManageListener{Listener: ln, cfg: cfg.tls, log: m.log, port: cfg.ManagePort}
 		}
 	}
-	e := newManageEcho(ln, newManageGuard(defaultManageLimits, m.manage, m.log.WithField("port", "manage")), wrapTLS, m.log)
+	limits := defaultManageLimits
+	limits.MembersAt = m.membersAt
+	e := newManageEcho(ln, newManageGuard(limits, m.manage, m.log.WithField("port", "manage")), wrapTLS, m.log)
 	m.manageRoutes(e)
 	m.health = e
 	return e, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -504,6 +505,23 @@ func (m *Member) peerByData(addr string) string {
 		}
 	}
 	return addr
+}
+
+// membersAt is how many members this member can reach at the host ip
+// (its view's addresses; the manage port's bound per source grows with
+// it).
+func (m *Member) membersAt(ip netip.Addr) int {
+	idx := m.peers.Load()
+	if idx == nil {
+		return 0
+	}
+	n := 0
+	for addr := range idx.byAddr {
+		if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().Unmap() == ip {
+			n++
+		}
+	}
+	return n
 }
 
 // forgetDataPeers closes the pooled data-plane connections to the
