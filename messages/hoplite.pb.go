@@ -270,13 +270,15 @@ type Error struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Code    ErrorCode              `protobuf:"varint,1,opt,name=code,proto3,enum=hoplite.ErrorCode" json:"code,omitempty"`
 	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	// The target did not answer the request itself: it was not running (its
-	// process's dead letters answered), it stopped with the request waiting
-	// (it answered as it stopped), or its process died with the request
-	// unanswered (the requester's own actor system answered). Asking the
-	// same target again fails the same way. Set with UNAVAILABLE only; see
+	// Set when the actor with this id (a PID's id) did not serve the
+	// request: it was not running (its process's dead letters answered), it
+	// stopped with the request waiting (it answered as it stopped), or its
+	// process died with the request unanswered (the requester's own actor
+	// system answered). Asking that actor again fails the same way; an
+	// actor it handed the request to (a store node hands a QueryObject to
+	// its shard) is not the one asked. Set with UNAVAILABLE only; see
 	// messages.UndeliveredReply.
-	Undelivered   bool `protobuf:"varint,3,opt,name=undelivered,proto3" json:"undelivered,omitempty"`
+	UndeliveredTo string `protobuf:"bytes,3,opt,name=undelivered_to,json=undeliveredTo,proto3" json:"undelivered_to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -325,11 +327,11 @@ func (x *Error) GetMessage() string {
 	return ""
 }
 
-func (x *Error) GetUndelivered() bool {
+func (x *Error) GetUndeliveredTo() string {
 	if x != nil {
-		return x.Undelivered
+		return x.UndeliveredTo
 	}
-	return false
+	return ""
 }
 
 // NodeRef names a store node: its logical id and where its actor lives.
@@ -4420,11 +4422,11 @@ var File_hoplite_proto protoreflect.FileDescriptor
 
 const file_hoplite_proto_rawDesc = "" +
 	"\n" +
-	"\rhoplite.proto\x12\ahoplite\"k\n" +
+	"\rhoplite.proto\x12\ahoplite\"p\n" +
 	"\x05Error\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.hoplite.ErrorCodeR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\x12 \n" +
-	"\vundelivered\x18\x03 \x01(\bR\vundelivered\"z\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
+	"\x0eundelivered_to\x18\x03 \x01(\tR\rundeliveredTo\"z\n" +
 	"\aNodeRef\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x19\n" +

@@ -11,7 +11,8 @@ import (
 // its process answer), or its process died with the request unanswered
 // (the requester's own actor system answers, once the connection to it
 // breaks or the cluster declares its member failed). The answer is the
-// request's own reply type with an UNAVAILABLE error marked Undelivered,
+// request's own reply type with an UNAVAILABLE error naming the actor
+// that did not answer (Error.UndeliveredTo),
 // so that an application actor that waits for a GetReply gets one,
 // whoever sent the request and however. Registered at init: every
 // program that can decode these messages has it.
@@ -33,17 +34,24 @@ const (
 )
 
 // UndeliveredError is the error of a request whose target could not
-// answer it: UNAVAILABLE, marked Undelivered. target names the actor,
-// why what happened to it.
+// answer it: UNAVAILABLE, with UndeliveredTo naming target. why says what
+// happened to it.
 func UndeliveredError(target *actor.PID, why string) *Error {
-	return &Error{Code: ErrorCode_UNAVAILABLE, Undelivered: true,
+	return &Error{Code: ErrorCode_UNAVAILABLE, UndeliveredTo: target.GetId(),
 		Message: target.GetAddress() + "/" + target.GetId() + " " + why + ": the request was not answered"}
 }
 
-// IsUndelivered reports whether err is marked undelivered: the target
-// did not serve the request (it was not running, stopped with it
-// waiting, or its process died), so asking it again fails the same way.
-func IsUndelivered(err *Error) bool { return err.GetUndelivered() }
+// IsUndelivered reports whether err says an actor did not serve the
+// request (it was not running, stopped with it waiting, or its process
+// died).
+func IsUndelivered(err *Error) bool { return err.GetUndeliveredTo() != "" }
+
+// IsUndeliveredBy reports whether err says target itself did not serve
+// the request: asking target again fails the same way. An error naming
+// another actor (one that target handed the request to) is not target's.
+func IsUndeliveredBy(err *Error, target *actor.PID) bool {
+	return err.GetUndeliveredTo() != "" && err.GetUndeliveredTo() == target.GetId()
+}
 
 // UndeliveredReply is the reply to request when its target cannot
 // answer it; ok is false for a message that is not an application API

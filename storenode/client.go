@@ -60,9 +60,11 @@ const (
 // the store node itself (it is alive and asked the directory shard, which
 // was moving to its new owner or restarting); op reports it as raced. An
 // UNAVAILABLE of the request to the store node (the node is gone: no
-// reply came, or one marked undelivered, messages.IsUndelivered) is not
-// retried: it would only turn into a TIMEOUT. Put, Get, Delete and Info
-// are idempotent, so retrying them is safe. A Reduce is not retried
+// reply came, or one that says the node did not serve it,
+// messages.IsUndeliveredBy) is not retried: it would only turn into a
+// TIMEOUT. (One that names the shard a node handed a QueryObject to is a
+// race: the shard's member died, and its new home answers.) Put, Get,
+// Delete and Info are idempotent, so retrying them is safe. A Reduce is not retried
 // here: the caller's store node starts it again itself, under the same
 // call id, when its coordinator stops with the target's shard.
 func (c *Client) retry(ctx context.Context, op func(ctx context.Context) (raced bool, err error)) error {
@@ -163,7 +165,7 @@ func (c *Client) Put(ctx context.Context, id string, data []byte) error {
 		if !ok {
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Put", res)
 		}
-		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
+		return !messages.IsUndeliveredBy(r.GetError(), c.PID()), messages.ErrOrNil(r.GetError())
 	})
 }
 
@@ -191,7 +193,7 @@ func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, err
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Get", res)
 		}
 		data = r.GetData()
-		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
+		return !messages.IsUndeliveredBy(r.GetError(), c.PID()), messages.ErrOrNil(r.GetError())
 	})
 	if err != nil {
 		return nil, err
@@ -210,7 +212,7 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 		if !ok {
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Delete", res)
 		}
-		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
+		return !messages.IsUndeliveredBy(r.GetError(), c.PID()), messages.ErrOrNil(r.GetError())
 	})
 }
 
@@ -229,7 +231,7 @@ func (c *Client) Info(ctx context.Context, id string, wait bool) (*messages.Obje
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to QueryObject", res)
 		}
 		info = r
-		return !messages.IsUndelivered(r.GetError()), messages.ErrOrNil(r.GetError())
+		return !messages.IsUndeliveredBy(r.GetError(), c.PID()), messages.ErrOrNil(r.GetError())
 	})
 	if err != nil {
 		return nil, err

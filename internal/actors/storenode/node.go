@@ -559,7 +559,7 @@ func (n *StoreNode) stopGets(ctx actor.Context) {
 	// Undelivered: this node will not serve them, and a requester treats
 	// them as it treats a request to a node that is gone (a client does
 	// not ask this node again).
-	stopped := &messages.Error{Code: messages.ErrorCode_UNAVAILABLE, Undelivered: true,
+	stopped := &messages.Error{Code: messages.ErrorCode_UNAVAILABLE, UndeliveredTo: ctx.Self().GetId(),
 		Message: "store node " + n.cfg.Self.GetNodeId() + " stopped before the object was ready"}
 	for _, w := range n.gets.takeAll() {
 		w.timer.Stop()
