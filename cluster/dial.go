@@ -81,10 +81,10 @@ type MemberInfo struct {
 // that answers, within the call's deadline. Put, Get, GetInto, Delete,
 // Info and Wait are sent again there (they are idempotent; a Put whose
 // only copy died with the member may then fail LOST); a Reduce or
-// AllReduce only if the member's actor system answered that its store
-// node was not running (the Reduce never started), else it fails
-// UNAVAILABLE (the Reduce may still run) and the next call goes to the
-// new member. Members, List and Status fail over too. Every handshake
+// AllReduce only if it never reached the member (its actor system
+// answered that the store node is not running, or the request could not
+// be sent), else it fails UNAVAILABLE (the Reduce may still run) and the
+// next call goes to the new member. Members, List and Status fail over too. Every handshake
 // refreshes the live members the client knows (Endpoints).
 //
 // Errors are typed: INVALID_ARGUMENT for a bad address (a member's

@@ -281,19 +281,24 @@ func checkNum(num, sources int) *messages.Error {
 }
 
 func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (*messages.ReduceReply, error) {
-	res, err := c.call(ctx, m)
-	for err != nil && c.failedOver(ctx, err) && actorutil.IsNotRunning(err) {
-		res, err = c.call(ctx, m)
+	for {
+		node := c.PID()
+		res, err := c.call(ctx, m)
+		var r *messages.ReduceReply
+		if err == nil {
+			var ok bool
+			if r, ok = res.(*messages.ReduceReply); !ok {
+				return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Reduce", res)
+			}
+			if err = messages.ErrOrNil(r.GetError()); err == nil {
+				return r, nil
+			}
+		}
+		// The node is gone: move on for the next call, and send this one
+		// again only if it never reached the node.
+		gone := r == nil || messages.IsUndeliveredBy(r.GetError(), node)
+		if !gone || !c.failedOver(ctx, err) || !neverReached(err, node) {
+			return r, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	r, ok := res.(*messages.ReduceReply)
-	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %T to Reduce", res)
-	}
-	if err := messages.ErrOrNil(r.GetError()); err != nil {
-		return r, err
-	}
-	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -24,10 +25,10 @@ type Failover func(ctx context.Context, failed *actor.PID) (*actor.PID, error)
 // moves to the node failover returns and is sent again there, within
 // the call's deadline (they are idempotent: a Put of the same bytes
 // succeeds again, or fails LOST if the node that died held the only
-// copy). A Reduce is sent again only if the node's actor system answered
-// that the node was not running (actorutil.IsNotRunning: it never got
-// the Reduce); otherwise it fails UNAVAILABLE, because the Reduce may be
-// running, and the next call goes to the new node.
+// copy). A Reduce is sent again only if it never reached the node (its
+// actor system answered that the node is not running, or the request
+// could not be sent); otherwise it fails UNAVAILABLE, because the Reduce
+// may be running, and the next call goes to the new node.
 func NewFailoverClient(root *actor.RootContext, pid *actor.PID, defaultTimeout time.Duration, failover Failover) *Client {
 	c := NewClient(root, pid, defaultTimeout)
 	c.failover = failover
@@ -48,6 +49,23 @@ func (c *Client) failedOver(ctx context.Context, err error) bool {
 	// Another call may have moved the client meanwhile: keep its choice.
 	c.node.CompareAndSwap(failed, pid)
 	return true
+}
+
+// neverReached reports whether err, the outcome of a request to node,
+// says that the request never reached node's actor: its actor system
+// answered that the actor is not running, or the request could not be
+// sent to its process. Not a request lost with a process that died after
+// it arrived: a Reduce may then be running.
+func neverReached(err error, node *actor.PID) bool {
+	if actorutil.IsNotRunning(err) {
+		return true
+	}
+	var e *messages.Error
+	if !errors.As(err, &e) || e.GetUndeliveredTo() == "" || e.GetUndeliveredTo() != node.GetId() {
+		return false
+	}
+	// The fork's reasons (actor.UndeliverableReply's why).
+	return strings.Contains(e.GetMessage(), " is not running: ") || strings.Contains(e.GetMessage(), " could not be reached: ")
 }
 
 // MaxWaitObjects bounds the ids of one Wait (messages.WaitObjects).

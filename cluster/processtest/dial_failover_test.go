@@ -3,6 +3,7 @@ package processtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // TestDialFailsOver: a Dial client given three `hoplite node` processes
@@ -114,6 +116,27 @@ func TestDialFailsOver(t *testing.T) {
 	}
 	kill(second)
 	survivor := without(without(nodes, nodes[0]), second)[0]
+	// A Reduce is the first call after the kill: sent again at the
+	// survivor if it never reached the dead member, else UNAVAILABLE,
+	// with the client moved to the survivor for the next call.
+	putRetry(t, tc.of(survivor), "fo-r1", storenode.Encode([]int32{1, 2}))
+	putRetry(t, tc.of(survivor), "fo-r2", storenode.Encode([]int32{10, 20}))
+	reduce := func() (*messages.ReduceReply, error) {
+		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer rcancel()
+		return c.Reduce(rctx, "fo-sum", []string{"fo-r1", "fo-r2"}, 2, messages.ReduceOp_SUM, messages.DType_INT32)
+	}
+	r, err := reduce()
+	if errors.Is(err, messages.ErrUnavailable) {
+		t.Logf("the Reduce after the kill: %v; again at %s", err, c.Endpoints()[0])
+		r, err = reduce()
+	}
+	if err != nil || len(r.GetReducedIds()) != 2 {
+		t.Fatalf("reduce after the second kill: %v, %v", r, err)
+	}
+	if got, err := c.GetInt32s(ctx, "fo-sum"); err != nil || !slices.Equal(got, []int32{11, 22}) {
+		t.Fatalf("the sum: %v, %v", got, err)
+	}
 	round(c, "second-killed")
 	if got := c.Endpoints()[0]; got != survivor.address {
 		t.Fatalf("the client names %s first; the survivor is %s", got, survivor.address)
