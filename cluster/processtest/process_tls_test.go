@@ -286,9 +286,11 @@ func TestProcessTLS(t *testing.T) {
 		t.Fatal("a member answered a plaintext actor system on its remote port")
 	}
 
-	// ---- the refusing side logged the refusals with the peer's address.
+	// ---- the refusing side logged the refusals with the peer's address
+	// (the data plane one line per source every 5 s: a flood of bad
+	// handshakes cannot flood its log).
 	testutil.Eventually(t, 20*time.Second, "the member logs refusals on its manage, data and remote ports", func() bool {
-		return nodes[0].refusals("manage") >= 3 && nodes[0].refusals("data") >= 3 && nodes[0].refusals("remote") >= 1
+		return nodes[0].refusals("manage") >= 3 && nodes[0].refusals("data") >= 1 && nodes[0].refusals("remote") >= 1
 	})
 	// The cluster still works.
 	getExact(t, c.of(nodes[1]), "tls-sum", int32s(want))
