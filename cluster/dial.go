@@ -84,8 +84,11 @@ type MemberInfo struct {
 // AllReduce only if it never reached the member (its actor system
 // answered that the store node is not running, or the request could not
 // be sent), else it fails UNAVAILABLE (the Reduce may still run) and the
-// next call goes to the new member. Members, List and Status fail over too. Every handshake
-// refreshes the live members the client knows (Endpoints).
+// next call goes to the new member. Members, List and Status fail over
+// too. Every handshake refreshes the live members the client knows
+// (Endpoints), and the client asks its member for them every few
+// seconds (moving on if the member is gone), so that it knows the
+// members that joined since.
 //
 // Errors are typed: INVALID_ARGUMENT for a bad address (a member's
 // manage port too: the error names the member's address), UNAVAILABLE
@@ -135,6 +138,7 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 	}
 	c.use(member, hello)
 	c.Client = storenode.NewFailoverClient(system.Root, hello.GetStore().PID(), cfg.timeout, c.failover)
+	c.startRefresh()
 	return c, nil
 }
 
@@ -404,6 +408,7 @@ func (c *Client) Close() {
 }
 
 func (c *Client) shutdown() {
+	c.stopRefresh()
 	c.remote.Shutdown(false)
 	c.system.Shutdown()
 }

@@ -31,6 +31,41 @@ type endpoints struct {
 	// moving serializes failovers: the calls that failed at once move
 	// to one member, found once.
 	moving sync.Mutex
+	// stop ends the refresh loop (nil until it starts).
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// refreshEvery is how often a client asks its member for the live
+// members.
+const refreshEvery = 5 * time.Second
+
+// startRefresh starts asking the member in use for the live members
+// every refreshEvery, until the client closes.
+func (c *Client) startRefresh() {
+	c.ep.stop = make(chan struct{})
+	go func() {
+		t := time.NewTicker(refreshEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.ep.stop:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), refreshEvery)
+			_, _ = c.liveHello(ctx) // a failure is the next call's to report
+			cancel()
+		}
+	}()
+}
+
+func (c *Client) stopRefresh() {
+	c.ep.stopOnce.Do(func() {
+		if c.ep.stop != nil {
+			close(c.ep.stop)
+		}
+	})
 }
 
 // SplitEndpoints parses a Dial address: one member's actor system

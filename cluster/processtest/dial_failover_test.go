@@ -257,3 +257,58 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestDialLearnsJoinedMembers: a Dial client given one `hoplite node`
+// process learns a member that joins afterwards (it asks its member for
+// the live members as it goes), and keeps working on that member alone
+// once the two it knew at Dial are SIGKILLed.
+func TestDialLearnsJoinedMembers(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 3)
+	var nodes []*nodeProc
+	for i := range 2 {
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	tc := newTestClient(t)
+	tc.converge(t, nodes...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Dial(ctx, nodes[0].address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	joined := startNode(t, bin, slots[2], seeds)
+	joined.waitStarted(t, 60*time.Second)
+	tc.converge(t, append(nodes, joined)...)
+	for !slices.Contains(c.Endpoints(), joined.address) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the client never learned the member that joined, %s: it knows %v", joined.address, c.Endpoints())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for _, n := range nodes {
+		if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-n.exited
+	}
+	data := randomBytes(5, 200<<10)
+	cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
+	defer ccancel()
+	if err := c.Put(cctx, "learned", data); err != nil {
+		t.Fatalf("put with only the joined member alive: %v", err)
+	}
+	if got, err := c.Get(cctx, "learned"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with only the joined member alive: %d bytes, %v", len(got), err)
+	}
+	if got := c.Endpoints()[0]; got != joined.address {
+		t.Fatalf("the client names %s first; only %s is alive", got, joined.address)
+	}
+}
