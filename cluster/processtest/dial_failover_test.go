@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/messages"
@@ -310,5 +313,91 @@ func TestDialLearnsJoinedMembers(t *testing.T) {
 	}
 	if got := c.Endpoints()[0]; got != joined.address {
 		t.Fatalf("the client names %s first; only %s is alive", got, joined.address)
+	}
+}
+
+// heldSubscription subscribes to a relay and keeps the subscription
+// (acknowledging nothing), handing on the relay's answer.
+type heldSubscription struct {
+	relay    *actor.PID
+	answered chan *messages.SubscribeEventsReply
+}
+
+func (h *heldSubscription) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		ctx.Request(h.relay, &messages.SubscribeEvents{})
+	case *messages.SubscribeEventsReply:
+		h.answered <- m
+	}
+}
+
+// TestEventRelaySubscribers: a member's event relay keeps 64
+// subscriptions from other processes and refuses one more with
+// RESOURCE_EXHAUSTED; a subscriber whose process is SIGKILLed (a
+// `hoplite events` process) is forgotten, and its place taken.
+func TestEventRelaySubscribers(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 1)
+	node := startNode(t, bin, slots[0], seeds)
+	node.waitStarted(t, 60*time.Second)
+	tc := newTestClient(t)
+	tc.converge(t, node)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	events := exec.CommandContext(ctx, bin, "events", "--addr", node.address)
+	var evErr syncBuffer
+	events.Stderr = &evErr
+	if err := events.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = events.Process.Kill(); _ = events.Wait() }()
+	for !strings.Contains(evErr.String(), "subscribed") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("hoplite events did not subscribe: %s", evErr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	subscribe := func() *messages.SubscribeEventsReply {
+		t.Helper()
+		h := &heldSubscription{relay: cluster.EventRelayPID(node.address), answered: make(chan *messages.SubscribeEventsReply, 1)}
+		pid := tc.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return h }))
+		t.Cleanup(func() { tc.system.Root.Stop(pid) })
+		select {
+		case r := <-h.answered:
+			return r
+		case <-ctx.Done():
+			t.Fatal("the relay did not answer")
+			return nil
+		}
+	}
+	for i := range 63 {
+		if r := subscribe(); r.GetError() != nil || r.GetMember() != node.id {
+			t.Fatalf("subscription %d of 64: %v", i+2, r)
+		}
+	}
+	if r := subscribe(); r.GetError().GetCode() != messages.ErrorCode_RESOURCE_EXHAUSTED || !strings.Contains(r.GetError().GetMessage(), "64") {
+		t.Fatalf("the 65th subscription: %v, want RESOURCE_EXHAUSTED naming 64", r)
+	}
+	if err := events.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = events.Wait()
+	for {
+		r := subscribe()
+		if r.GetError() == nil {
+			break
+		}
+		if r.GetError().GetCode() != messages.ErrorCode_RESOURCE_EXHAUSTED {
+			t.Fatalf("subscribe after the subscriber process died: %v", r)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the relay never forgot the subscriber whose process was killed")
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
