@@ -72,6 +72,27 @@ func TestDialFailsOver(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("wait for the first of two: %v", err)
 	}
+	// At its deadline: what exists, without an error.
+	sctx, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	ready, notReady, err := c.Wait(sctx, []string{"wait-y", "wait-z"}, 2)
+	scancel()
+	if err != nil || !slices.Equal(ready, []string{"wait-y"}) || !slices.Equal(notReady, []string{"wait-z"}) {
+		t.Fatalf("wait for 2 of which 1 exists, until a deadline: ready %v, not ready %v, %v", ready, notReady, err)
+	}
+	// More ids than one Wait takes: INVALID_ARGUMENT naming the cap, from
+	// the client, and from the node for a client that does not check.
+	many := make([]string, storenode.MaxWaitObjects+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("many-%d", i)
+	}
+	if _, _, err := c.Wait(ctx, many, 1); !errors.Is(err, messages.ErrInvalidArgument) || !strings.Contains(err.Error(), "1024") {
+		t.Fatalf("wait for %d ids: %v, want INVALID_ARGUMENT naming 1024", len(many), err)
+	}
+	res, err := tc.system.Root.RequestFuture(nodes[1].store(), &messages.WaitObjects{ObjectIds: many, NumReady: 1}, 20*time.Second).Result()
+	if r, ok := res.(*messages.WaitObjectsReply); err != nil || !ok || r.GetError().GetCode() != messages.ErrorCode_INVALID_ARGUMENT ||
+		!strings.Contains(r.GetError().GetMessage(), "1024") {
+		t.Fatalf("a WaitObjects of %d ids to a member: %v, %v; want INVALID_ARGUMENT naming 1024", len(many), res, err)
+	}
 
 	round := func(cl *cluster.Client, step string) {
 		t.Helper()
