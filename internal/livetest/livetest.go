@@ -31,7 +31,7 @@ func chromiumPath(t testing.TB) string {
 			return p
 		}
 	}
-	t.Fatalf("the live view's browser tests need Chromium, which is not installed: run `%s` (or set HOPLITE_CHROMIUM to a Chromium binary)", ChromiumInstall)
+	t.Fatalf("the live view's browser tests need Chromium, which is not installed: run the tests with `scripts/test` (as root it installs it), or `%s` (or set HOPLITE_CHROMIUM to a Chromium binary)", ChromiumInstall)
 	return ""
 }
 
