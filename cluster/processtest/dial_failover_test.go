@@ -307,6 +307,21 @@ func TestDialLearnsJoinedMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	evs, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	doneBy := map[string]string{} // ReduceDone: target -> member
+	go func() {
+		for ev := range evs {
+			if d := ev.GetReduceDone(); d != nil {
+				mu.Lock()
+				doneBy[d.GetTarget()] = ev.GetMember()
+				mu.Unlock()
+			}
+		}
+	}()
 	joined := startNode(t, bin, slots[2], seeds)
 	joined.waitStarted(t, 60*time.Second)
 	tc.converge(t, append(nodes, joined)...)
@@ -334,6 +349,38 @@ func TestDialLearnsJoinedMembers(t *testing.T) {
 	}
 	if got := c.Endpoints()[0]; got != joined.address {
 		t.Fatalf("the client names %s first; only %s is alive", got, joined.address)
+	}
+	// The event stream, subscribed when the joined member did not exist,
+	// outlives the two members it started with: it carries the joined
+	// member's ReduceDone (Reduces until one comes: the stream looks for
+	// new members as it goes).
+	for k := 0; ; k++ {
+		target := fmt.Sprintf("learned-sum-%d", k)
+		for _, src := range []string{target + "-a", target + "-b"} {
+			if err := c.PutInt32s(cctx, src, []int32{int32(k), 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Reduce(cctx, target, []string{target + "-a", target + "-b"}, 2, messages.ReduceOp_SUM, messages.DType_INT32); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		seen := false
+		for tg, by := range doneBy {
+			if strings.HasPrefix(tg, "learned-sum-") && by != joined.id {
+				t.Errorf("ReduceDone of %s from %s; only %s is alive", tg, by, joined.id)
+			}
+			seen = seen || by == joined.id
+		}
+		mu.Unlock()
+		if seen {
+			break
+		}
+		select {
+		case <-cctx.Done():
+			t.Fatalf("no ReduceDone from the joined member %s after %d Reduces", joined.id, k+1)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

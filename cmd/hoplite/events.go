@@ -14,7 +14,7 @@ import (
 
 func init() {
 	opsCommands["events"] = opsCommand{name: "events", args: "", nargs: [2]int{0, 0}, live: true, flags: eventsFlags, run: opEvents,
-		doc: "Prints the recovery and collective events of every live member as they happen, one line each (a failed member, a replaced tree position, a rebuilt shard, a Reduce done, ...), until interrupted or --for ends; --timeout bounds the connection only. Each surviving member reports a failure it saw; \"dropped\" counts events a member left out because this reader was too slow."}
+		doc: "Prints the recovery and collective events of every live member (and of those that join) as they happen, one line each (a failed member, a replaced tree position, a rebuilt shard, a Reduce done, ...), until interrupted or --for ends; --timeout bounds the connection only. Each surviving member reports a failure it saw; \"dropped\" counts events a member left out because this reader was too slow."}
 }
 
 // eventsOpts are the flags of events.
@@ -52,7 +52,7 @@ func opEvents(ctx context.Context, c *cluster.Client, _ []string, o opsIO) error
 		}
 	}
 	if ctx.Err() == nil {
-		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "every subscribed member has gone")
+		return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "every member subscribed to has gone, and none answers")
 	}
 	return nil
 }
