@@ -84,6 +84,7 @@ func (c *Client) Wait(ctx context.Context, ids []string, k int) (ready, notReady
 	}
 	var r *messages.WaitObjectsReply
 	err = c.retry(ctx, func(ctx context.Context) (bool, error) {
+		node := c.PID()
 		res, err := c.call(ctx, &messages.WaitObjects{ObjectIds: ids, NumReady: int32(k)})
 		if err != nil {
 			return false, err
@@ -92,7 +93,9 @@ func (c *Client) Wait(ctx context.Context, ids []string, k int) (ready, notReady
 		if r, ok = res.(*messages.WaitObjectsReply); !ok {
 			return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %s to WaitObjects", actorutil.TypeName(res))
 		}
-		return true, messages.ErrOrNil(r.GetError())
+		// A reply that says the node did not serve it is the node's end,
+		// not a race (as for Put).
+		return !messages.IsUndeliveredBy(r.GetError(), node), messages.ErrOrNil(r.GetError())
 	})
 	if err != nil {
 		return nil, nil, err

@@ -23,6 +23,8 @@ func (f *answeringNode) Receive(ctx actor.Context) {
 	case *messages.Reduce:
 		f.reduces <- m.GetTargetId()
 		ctx.Respond(&messages.ReduceReply{TargetId: m.GetTargetId(), ReducedIds: m.GetSourceIds()})
+	case *messages.WaitObjects:
+		ctx.Respond(&messages.WaitObjectsReply{Ready: m.GetObjectIds()[:m.GetNumReady()], NotReady: m.GetObjectIds()[m.GetNumReady():]})
 	}
 }
 
@@ -34,6 +36,9 @@ type undeliveredNode struct{ why string }
 func (u *undeliveredNode) Receive(ctx actor.Context) {
 	if r, ok := messages.UndeliveredReply(ctx.Message(), ctx.Self(), u.why); ok {
 		ctx.Respond(r)
+	}
+	if _, ok := ctx.Message().(*messages.WaitObjects); ok {
+		ctx.Respond(&messages.WaitObjectsReply{Error: messages.UndeliveredError(ctx.Self(), u.why)})
 	}
 }
 
@@ -69,6 +74,12 @@ func TestFailoverSendsAgainWhatIsSafe(t *testing.T) {
 	}
 	if !c.PID().Equal(live) || len(asked) != 1 || !asked[0].Equal(died) {
 		t.Fatalf("after the Put the client talks to %v (failover asked about %v); want %v", c.PID(), asked, live)
+	}
+	// A Wait answered "not served" by its node moves too (not retried
+	// there as a race).
+	c = NewFailoverClient(system.Root, died, time.Minute, failover)
+	if ready, _, err := c.Wait(ctx, []string{"a", "b"}, 1); err != nil || !slices.Equal(ready, []string{"a"}) || !c.PID().Equal(live) {
+		t.Fatalf("Wait with a failover: ready %v, %v, at %v", ready, err, c.PID())
 	}
 
 	c = NewFailoverClient(system.Root, notRunning, time.Minute, failover)
