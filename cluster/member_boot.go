@@ -192,6 +192,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+			MaxRemoteReply: maxRemoteReply,
 		})},
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Admit: m.admitNotice, Log: m.log})},

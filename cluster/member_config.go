@@ -50,6 +50,11 @@ const manageConns = 512
 // store node). Bulk bytes between store nodes use the data plane.
 const maxRemoteMessage = 256 << 20
 
+// maxRemoteReply is the largest object a Get answers to another actor
+// system: its reply is one remote message, which the endpoint writer may
+// batch with others, so it keeps 4 MiB of the cap for them.
+const maxRemoteReply = maxRemoteMessage - 4<<20
+
 // MemberConfig configures one member of a multi-process cluster. Zero
 // fields take the defaults.
 type MemberConfig struct {

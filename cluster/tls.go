@@ -76,6 +76,10 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 		// (any host that reaches the port, or any certificate holder)
 		// must not stop a store node or a shard.
 		remote.WithRefuseRemoteStop(),
+		// A message past gRPC's limit is answered INVALID_ARGUMENT at the
+		// sender instead of breaking the connection (the margin is the
+		// batch's type and PID tables).
+		remote.WithMaxMessageSize(maxRemoteMessage-64<<10),
 		remote.WithServerOptions(server...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))

@@ -19,6 +19,7 @@ import (
 func init() {
 	actor.SetRequestReplies(&actor.RequestReplies{
 		Undeliverable: undeliverableReply,
+		TooLarge:      tooLargeReply,
 		Request:       requestKey,
 		Reply:         replyKey,
 	})
@@ -72,6 +73,28 @@ func undeliverableReply(request any, target *actor.PID, why string) (any, bool) 
 		return &ObjectInfo{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
 	case *Reduce:
 		return &ReduceReply{TargetId: m.GetTargetId(), Error: UndeliveredError(target, why)}, true
+	}
+	return nil, false
+}
+
+// tooLargeReply answers a request that, encoded, is past what one
+// Proto.Actor remote message carries: INVALID_ARGUMENT naming the limit
+// (not sent, so its target never saw it).
+func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) {
+	err := Errorf(ErrorCode_INVALID_ARGUMENT,
+		"the request to %s/%s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client",
+		target.GetAddress(), target.GetId(), size, limit)
+	switch m := request.(type) {
+	case *Put:
+		return &PutReply{ObjectId: m.GetObjectId(), Error: err}, true
+	case *Get:
+		return &GetReply{ObjectId: m.GetObjectId(), Error: err}, true
+	case *Delete:
+		return &DeleteReply{ObjectId: m.GetObjectId(), Error: err}, true
+	case *QueryObject:
+		return &ObjectInfo{ObjectId: m.GetObjectId(), Error: err}, true
+	case *Reduce:
+		return &ReduceReply{TargetId: m.GetTargetId(), Error: err}, true
 	}
 	return nil, false
 }

@@ -53,6 +53,12 @@ type Config struct {
 	// Estimator receives measured transfer bandwidth and control latency
 	// (the L and B of the reduce cost model); nil disables measuring.
 	Estimator *estimator.Estimator
+	// MaxRemoteReply bounds the bytes a Get's reply carries to a
+	// requester in another actor system: that reply is one Proto.Actor
+	// remote message, which the remote caps, and one past the cap was
+	// dropped on its way and left the requester waiting. Past it the Get
+	// fails INVALID_ARGUMENT naming the bound, at once. 0: no bound.
+	MaxRemoteReply int
 	// Hooks let tests and fault injection act at chosen points.
 	Hooks Hooks
 	// Log is where this node logs.

@@ -531,6 +531,22 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 	n.gets.add(obj, w, func() { system.Root.Send(self, &objectSettled{obj: obj}) })
 }
 
+// tooBigToReply refuses a Get whose reply would carry more bytes to
+// another actor system than its remote message may (Config.MaxRemoteReply).
+func (n *StoreNode) tooBigToReply(ctx actor.Context, to *actor.PID, obj *storenode.Object) *messages.Error {
+	limit := n.cfg.MaxRemoteReply
+	if limit <= 0 || to == nil || to.GetAddress() == ctx.ActorSystem().Address() {
+		return nil
+	}
+	size, _, _ := obj.Progress()
+	if size <= int64(limit) {
+		return nil
+	}
+	return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+		"object %q is %d bytes; a Get's reply to another actor system (%s) is one Proto.Actor remote message of at most %d bytes: Get it from an actor in the member's own actor system (Member.Spawn) or through a member's Client, or in slices",
+		obj.ID(), size, to.GetAddress(), limit)
+}
+
 // completeHere says whether this node holds a complete copy of id.
 func (n *StoreNode) completeHere(id string) bool {
 	o := n.cfg.Store.Lookup(id)
@@ -588,6 +604,8 @@ func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Obje
 		r.Error = messages.AsError(err)
 	} else if m.GetPrefetch() {
 		// The object is here; the caller did not want the bytes.
+	} else if e := n.tooBigToReply(ctx, w.sender, obj); e != nil {
+		r.Error = e
 	} else if b, err := obj.Bytes(); err != nil {
 		r.Error = messages.AsError(err)
 	} else if m.GetReadOnly() {

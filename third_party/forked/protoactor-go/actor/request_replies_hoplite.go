@@ -32,6 +32,11 @@ type RequestReplies struct {
 	// may wait for it (0: its target's default); ok is false for a message
 	// that is not a known request.
 	Request func(request interface{}) (key ReplyKey, wait time.Duration, ok bool)
+	// TooLarge, if set, returns the reply that answers request when the
+	// remote layer cannot send it: encoded, it is size bytes, past the
+	// limit a remote message may carry. ok is false for a message that
+	// is not a known request.
+	TooLarge func(request interface{}, target *PID, size, limit int) (reply interface{}, ok bool)
 	// Reply returns the key of the request that reply answers; ok is false
 	// for a message that is not a known reply. It must know the replies
 	// Undeliverable returns too: a target's dead letters answer with them.
@@ -55,4 +60,14 @@ func UndeliverableReply(request interface{}, target *PID, why string) (reply int
 		return nil, false
 	}
 	return r.Undeliverable(request, target, why)
+}
+
+// TooLargeReply is the registered reply to request when it is too large
+// for a remote message; ok is false if none is registered for its type.
+func TooLargeReply(request interface{}, target *PID, size, limit int) (reply interface{}, ok bool) {
+	r := requestReplies.Load()
+	if r == nil || r.TooLarge == nil {
+		return nil, false
+	}
+	return r.TooLarge(request, target, size, limit)
 }

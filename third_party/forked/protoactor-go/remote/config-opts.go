@@ -77,3 +77,11 @@ func WithRefuseRemoteStop() ConfigOption {
 		config.RefuseRemoteStop = true
 	}
 }
+
+// WithMaxMessageSize (Hoplite patch) bounds what an endpoint writer sends
+// in one batch (see Config.MaxMessageSize).
+func WithMaxMessageSize(n int) ConfigOption {
+	return func(config *Config) {
+		config.MaxMessageSize = n
+	}
+}

@@ -60,4 +60,13 @@ type Config struct {
 	// from another process: a system whose actors are stopped only by
 	// their own process sets it, so that a peer cannot stop them.
 	RefuseRemoteStop bool
+	// MaxMessageSize (Hoplite patch), if positive, is the most bytes an
+	// endpoint writer sends in one batch: a message that alone encodes
+	// to more is not sent (a registered request is answered with its
+	// TooLarge reply, anything else is logged and dead-lettered), and a
+	// batch is cut before it would pass it. Upstream sent it, gRPC
+	// refused the whole batch, and the writer tore the connection down:
+	// every request open to that address failed with it. Set it to the
+	// gRPC send limit less a margin for the batch's tables.
+	MaxMessageSize int
 }

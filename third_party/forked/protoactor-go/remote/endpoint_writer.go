@@ -189,6 +189,38 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 		serializerID int32
 	)
 
+	// Hoplite patch: a batch stays within Config.MaxMessageSize (see
+	// there); flush sends what is batched and starts a new batch.
+	maxSize := state.remote.config.MaxMessageSize
+	batched := 0
+	flush := func() bool {
+		if len(envelopes) == 0 {
+			return true
+		}
+		err := state.stream.Send(&RemoteMessage{
+			MessageType: &RemoteMessage_MessageBatch{
+				MessageBatch: &MessageBatch{
+					TypeNames: typeNamesArr,
+					Targets:   targetNamesArr,
+					Senders:   senderNamesArr,
+					Envelopes: envelopes,
+				},
+			},
+		})
+		envelopes = make([]*MessageEnvelope, 0)
+		typeNames, typeNamesArr = make(map[string]int32), make([]string, 0)
+		targetNames, targetNamesArr = make(map[string]int32), make([]*actor.PID, 0)
+		senderNames, senderNamesArr = make(map[string]int32), make([]*actor.PID, 0)
+		batched = 0
+		if err != nil {
+			ctx.Stash()
+			state.remote.Logger().Debug("gRPC Failed to send", slog.String("address", state.address), slog.Any("error", err))
+			ctx.Stop(ctx.Self())
+			return false
+		}
+		return true
+	}
+
 	for _, tmp := range msg {
 		switch unwrapped := tmp.(type) {
 		case *EndpointTerminatedEvent, EndpointTerminatedEvent:
@@ -238,6 +270,18 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 			state.remote.Logger().Error("EndpointWriter failed to serialize message", slog.String("address", state.address), slog.Any("error", err), slog.Any("message", message))
 			continue
 		}
+		if maxSize > 0 && len(bytes) > maxSize {
+			if !state.remote.pending.tooLarge(rd.target, rd.message, rd.sender, len(bytes), maxSize) {
+				state.remote.Logger().Error("EndpointWriter dropped a message larger than a remote message may be", slog.String("address", state.address),
+					slog.Int("bytes", len(bytes)), slog.Int("limit", maxSize), slog.String("type", typeName))
+				state.remote.actorSystem.EventStream.Publish(&actor.DeadLetterEvent{Message: rd.message, Sender: rd.sender, PID: rd.target})
+			}
+			continue
+		}
+		if maxSize > 0 && batched+len(bytes) > maxSize && !flush() {
+			return
+		}
+		batched += len(bytes)
 		typeID, typeNamesArr = addToLookup(typeNames, typeName, typeNamesArr)
 		targetID, targetNamesArr = addToTargetLookup(targetNames, rd.target, targetNamesArr)
 		targetRequestID := rd.target.RequestId
@@ -260,25 +304,7 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 		})
 	}
 
-	if len(envelopes) == 0 {
-		return
-	}
-
-	err := state.stream.Send(&RemoteMessage{
-		MessageType: &RemoteMessage_MessageBatch{
-			MessageBatch: &MessageBatch{
-				TypeNames: typeNamesArr,
-				Targets:   targetNamesArr,
-				Senders:   senderNamesArr,
-				Envelopes: envelopes,
-			},
-		},
-	})
-	if err != nil {
-		ctx.Stash()
-		state.remote.Logger().Debug("gRPC Failed to send", slog.String("address", state.address), slog.Any("error", err))
-		ctx.Stop(ctx.Self())
-	}
+	flush()
 }
 
 func addToLookup(m map[string]int32, name string, a []string) (int32, []string) {

@@ -182,6 +182,25 @@ func (p *pendingRequests) undelivered(target *actor.PID, message interface{}, se
 	if !ok {
 		return false
 	}
+	return p.answerDropped(target, message, sender, reply)
+}
+
+// tooLarge answers a request the writer did not send because, encoded,
+// it is past the remote's message limit (Config.MaxMessageSize), and
+// forgets it; false if its type has no such reply.
+func (p *pendingRequests) tooLarge(target *actor.PID, message interface{}, sender *actor.PID, size, limit int) bool {
+	if p == nil || sender == nil {
+		return false
+	}
+	reply, ok := actor.TooLargeReply(message, target, size, limit)
+	if !ok {
+		return false
+	}
+	return p.answerDropped(target, message, sender, reply)
+}
+
+// answerDropped answers a request its writer dropped with reply, once.
+func (p *pendingRequests) answerDropped(target *actor.PID, message interface{}, sender *actor.PID, reply interface{}) bool {
 	if p.count.Load() > 0 {
 		if r := actor.GetRequestReplies(); r != nil && r.Request != nil {
 			if key, _, ok := r.Request(message); ok {
