@@ -32,6 +32,9 @@ const (
 	kindDelete = "Delete"
 	kindQuery  = "QueryObject"
 	kindReduce = "Reduce"
+	// kindWait's replies name no id: a sender's open waits at one
+	// address are answered in turn, matched by count.
+	kindWait = "WaitObjects"
 )
 
 // UndeliveredError is the error of a request whose target could not
@@ -73,6 +76,8 @@ func undeliverableReply(request any, target *actor.PID, why string) (any, bool) 
 		return &ObjectInfo{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
 	case *Reduce:
 		return &ReduceReply{TargetId: m.GetTargetId(), Error: UndeliveredError(target, why)}, true
+	case *WaitObjects:
+		return &WaitObjectsReply{NotReady: m.GetObjectIds(), Error: UndeliveredError(target, why)}, true
 	}
 	return nil, false
 }
@@ -95,6 +100,8 @@ func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) 
 		return &ObjectInfo{ObjectId: m.GetObjectId(), Error: err}, true
 	case *Reduce:
 		return &ReduceReply{TargetId: m.GetTargetId(), Error: err}, true
+	case *WaitObjects:
+		return &WaitObjectsReply{NotReady: m.GetObjectIds(), Error: err}, true
 	}
 	return nil, false
 }
@@ -113,6 +120,8 @@ func requestKey(request any) (actor.ReplyKey, time.Duration, bool) {
 		kind, id, ms = kindQuery, m.GetObjectId(), m.GetTimeoutMs()
 	case *Reduce:
 		kind, id, ms = kindReduce, m.GetTargetId(), m.GetTimeoutMs()
+	case *WaitObjects:
+		kind, ms = kindWait, m.GetTimeoutMs()
 	default:
 		return actor.ReplyKey{}, 0, false
 	}
@@ -131,6 +140,8 @@ func replyKey(reply any) (actor.ReplyKey, bool) {
 		return actor.ReplyKey{Kind: kindQuery, ID: m.GetObjectId()}, true
 	case *ReduceReply:
 		return actor.ReplyKey{Kind: kindReduce, ID: m.GetTargetId()}, true
+	case *WaitObjectsReply:
+		return actor.ReplyKey{Kind: kindWait}, true
 	}
 	return actor.ReplyKey{}, false
 }
