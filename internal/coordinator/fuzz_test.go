@@ -8,50 +8,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/storeproto"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// fuzzInput reads a fuzz target's bytes as a program: an exhausted input
-// reads as zeros, so every input is a valid program.
-type fuzzInput struct{ b []byte }
-
-func (in *fuzzInput) more() bool { return len(in.b) > 0 }
-
-func (in *fuzzInput) byte() byte {
-	if len(in.b) == 0 {
-		return 0
-	}
-	c := in.b[0]
-	in.b = in.b[1:]
-	return c
-}
-
-func (in *fuzzInput) bytes() []byte {
-	n := min(int(in.byte()), len(in.b))
-	p := in.b[:n]
-	in.b = in.b[n:]
-	return p
-}
+// fuzzInput reads a fuzz target's bytes as a program (testutil.FuzzInput).
+type fuzzInput = testutil.FuzzInput
 
 // hostileInt is a size, offset, position or count a peer may send.
 func hostileInt(c byte) int64 {
-	switch c % 8 {
-	case 0:
-		return 0
-	case 1:
-		return -1
-	case 2:
-		return -1 << 63
-	case 3:
-		return 1<<63 - 1
-	case 4:
-		return 16
-	case 5:
-		return 1 << 20
-	case 6:
-		return 1<<31 - 1
-	}
-	return 1
+	return testutil.HostileInt(c, 16, 1<<20, 1<<31-1, 1)
 }
 
 // hostileNode is a NodeRef a peer may name: four real nodes, nil, one
@@ -79,18 +45,18 @@ var (
 
 // fuzzReduction starts a valid Reduce of a shape the input picks.
 func fuzzReduction(in *fuzzInput) *Reduction {
-	c := in.byte()
+	c := in.Byte()
 	req := request(fuzzSources, 1+int(c%4))
 	req.AllReduce = c&0x10 != 0
 	if c&0x20 != 0 {
 		req.NumObjects = 0
-		req.Knee = &messages.ReduceKnee{MinPercent: 50, MaxObjects: int32(in.byte() % 5)}
+		req.Knee = &messages.ReduceKnee{MinPercent: 50, MaxObjects: int32(in.Byte() % 5)}
 		if ValidateReduce(req, 1024) != nil {
 			req.Knee.MaxObjects = 0
 		}
 	}
 	cfg := Config{InlineLimit: []int64{testInline, 1, 1 << 30}[int(c>>6)%3]}
-	switch in.byte() % 4 {
+	switch in.Byte() % 4 {
 	case 1:
 		cfg.Shape = ShapeChainLeaf
 	case 2:
@@ -112,7 +78,7 @@ func FuzzReduction(f *testing.F) {
 	f.Add([]byte{0x22, 3, 0, 0x80, 3, 5, 0, 0x80, 4, 5, 1, 0x84, 0, 0x86, 0})
 	f.Add([]byte{0x40, 1, 0x80, 3, 3, 0, 0x81, 1, 1, 1, 0x82, 1, 2, 2, 0x87, 9})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := &fuzzInput{b: data}
+		in := testutil.NewFuzzInput(data)
 		r := fuzzReduction(in)
 		now := t0
 		replies := 0
@@ -146,8 +112,8 @@ func FuzzReduction(f *testing.F) {
 			}
 		}
 		check(r.Begin(now))
-		for i := 0; in.more() && i < 64; i++ {
-			now = now.Add(time.Duration(in.byte()) * time.Millisecond)
+		for i := 0; in.More() && i < 64; i++ {
+			now = now.Add(time.Duration(in.Byte()) * time.Millisecond)
 			check(fuzzStep(r, in, now))
 		}
 		check(r.Expire(r.Deadline()))
@@ -162,14 +128,14 @@ func FuzzReduction(f *testing.F) {
 
 // fuzzStep hands the Reduction one report built from the input.
 func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
-	kind := in.byte()
+	kind := in.Byte()
 	var raw []byte
 	if kind&0x80 == 0 {
-		raw = in.bytes() // the report as a peer encoded it
+		raw = in.Bytes() // the report as a peer encoded it
 	}
-	id := fuzzIDs[int(in.byte())%len(fuzzIDs)]
-	v := hostileInt(in.byte())
-	n := hostileNode(in.byte())
+	id := fuzzIDs[int(in.Byte())%len(fuzzIDs)]
+	v := hostileInt(in.Byte())
+	n := hostileNode(in.Byte())
 	rid := testReduceID
 	if kind&0x40 != 0 {
 		rid = "other#1"
@@ -193,7 +159,7 @@ func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
 	case 1:
 		m := &messages.ReduceTaskStarted{}
 		if proto.Unmarshal(raw, m) != nil || raw == nil {
-			m = &messages.ReduceTaskStarted{ReduceId: rid, Position: int32(v), Generation: int32(in.byte()) - 1}
+			m = &messages.ReduceTaskStarted{ReduceId: rid, Position: int32(v), Generation: int32(in.Byte()) - 1}
 			if kind&0x20 != 0 {
 				m.Error = messages.Errorf(messages.ErrorCode(v&15), "e")
 			}
@@ -202,7 +168,7 @@ func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
 	case 2:
 		m := &messages.ReduceTaskDone{}
 		if proto.Unmarshal(raw, m) != nil || raw == nil {
-			m = &messages.ReduceTaskDone{ReduceId: rid, Position: int32(v), Generation: int32(in.byte()) - 1,
+			m = &messages.ReduceTaskDone{ReduceId: rid, Position: int32(v), Generation: int32(in.Byte()) - 1,
 				MeasuredBytes: v, MeasuredNs: v, Fingerprint: uint64(v)}
 			if kind&0x20 != 0 {
 				m.Error = messages.Errorf(messages.ErrorCode(v&15), "e")

@@ -9,32 +9,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// fuzzInput reads a fuzz target's bytes as a program: each read takes
-// what is left, and an exhausted input reads as zeros, so every input is
-// a valid program.
-type fuzzInput struct{ b []byte }
-
-func (in *fuzzInput) more() bool { return len(in.b) > 0 }
-
-func (in *fuzzInput) byte() byte {
-	if len(in.b) == 0 {
-		return 0
-	}
-	c := in.b[0]
-	in.b = in.b[1:]
-	return c
-}
-
-// bytes takes a length byte and that many bytes.
-func (in *fuzzInput) bytes() []byte {
-	n := min(int(in.byte()), len(in.b))
-	p := in.b[:n]
-	in.b = in.b[n:]
-	return p
-}
+// fuzzInput reads a fuzz target's bytes as a program (testutil.FuzzInput).
+type fuzzInput = testutil.FuzzInput
 
 // hostileIDs are the object ids the fuzzed requests name: few, so that
 // requests meet on one entry, and the limits (empty, over the limit,
@@ -62,29 +42,13 @@ func hostileNode(c byte) *messages.NodeRef {
 
 // hostileInt is a size, offset, timeout or count a peer may send.
 func hostileInt(c byte) int64 {
-	switch c % 8 {
-	case 0:
-		return 0
-	case 1:
-		return -1
-	case 2:
-		return -1 << 63
-	case 3:
-		return 1<<63 - 1
-	case 4:
-		return 3
-	case 5:
-		return 100
-	case 6:
-		return 1 << 40
-	}
-	return 1000
+	return testutil.HostileInt(c, 3, 100, 1<<40, 1000)
 }
 
 // tableMessage builds one of the messages a directory shard hands its
 // table, decoded from the fuzz input and then given hostile fields.
 func tableMessage(in *fuzzInput) proto.Message {
-	kind, raw := in.byte(), in.bytes()
+	kind, raw := in.Byte(), in.Bytes()
 	var m proto.Message
 	switch kind % 16 {
 	case 0:
@@ -126,8 +90,8 @@ func tableMessage(in *fuzzInput) proto.Message {
 	if kind&0x10 == 0 {
 		return m // the decoded fields as they came
 	}
-	id := hostileIDs[int(in.byte())%len(hostileIDs)]
-	n1, n2, v := hostileNode(in.byte()), hostileNode(in.byte()), hostileInt(in.byte())
+	id := hostileIDs[int(in.Byte())%len(hostileIDs)]
+	n1, n2, v := hostileNode(in.Byte()), hostileNode(in.Byte()), hostileInt(in.Byte())
 	switch m := m.(type) {
 	case *messages.CreateObject:
 		m.ObjectId, m.Creator, m.Size = id, n1, v
@@ -290,17 +254,17 @@ func FuzzLocationTable(f *testing.F) {
 	f.Add([]byte{0x30, 0, 0, 0, 0, 4, 0x71, 0, 0, 0, 0, 4, 0xf4, 0, 0, 1, 3, 2, 0x1f, 0, 0, 0, 0, 0, 0x10, 0, 0, 6, 0, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tb := NewLocationTable(TableConfig{InlineLimit: 64, TombstoneLimit: 8, TransferLogLimit: 4, MaxObjectIDLen: 4096})
-		in := &fuzzInput{b: data}
+		in := testutil.NewFuzzInput(data)
 		now := t0
-		for i := 0; in.more() && i < 64; i++ {
+		for i := 0; in.More() && i < 64; i++ {
 			m := tableMessage(in)
-			stepTable(t, tb, m, replyTo(fmt.Sprintf("p%d", in.byte()%3)), now)
-			switch in.byte() % 4 {
+			stepTable(t, tb, m, replyTo(fmt.Sprintf("p%d", in.Byte()%3)), now)
+			switch in.Byte() % 4 {
 			case 0:
 				now = now.Add(time.Second)
 				tb.Tick(now)
 			case 1:
-				tb.IncarnationFailed(fmt.Sprintf("n%d", in.byte()%3), "")
+				tb.IncarnationFailed(fmt.Sprintf("n%d", in.Byte()%3), "")
 			}
 		}
 		for id, e := range tb.entries {

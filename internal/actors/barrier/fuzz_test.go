@@ -10,30 +10,12 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/barrier/handle"
 	"github.com/hoplite-go/hoplite/internal/barrier/replica"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// fuzzInput reads a fuzz target's bytes as a program: an exhausted input
-// reads as zeros, so every input is a valid program.
-type fuzzInput struct{ b []byte }
-
-func (in *fuzzInput) more() bool { return len(in.b) > 0 }
-
-func (in *fuzzInput) byte() byte {
-	if len(in.b) == 0 {
-		return 0
-	}
-	c := in.b[0]
-	in.b = in.b[1:]
-	return c
-}
-
-func (in *fuzzInput) bytes() []byte {
-	n := min(int(in.byte()), len(in.b))
-	p := in.b[:n]
-	in.b = in.b[n:]
-	return p
-}
+// fuzzInput reads a fuzz target's bytes as a program (testutil.FuzzInput).
+type fuzzInput = testutil.FuzzInput
 
 var fuzzHosts = []*actor.PID{
 	actor.NewPID("m0:1", "node-0/barriers"), actor.NewPID("m1:1", "node-1/barriers"), actor.NewPID("m2:1", "node-2/barriers"),
@@ -82,7 +64,7 @@ func hostileRank(c byte) int32 {
 // from the input and, unless the input says not to, given hostile
 // fields.
 func fuzzBarrierMessage(in *fuzzInput) proto.Message {
-	kind, raw := in.byte(), in.bytes()
+	kind, raw := in.Byte(), in.Bytes()
 	var m proto.Message
 	switch kind % 10 {
 	case 0:
@@ -112,9 +94,9 @@ func fuzzBarrierMessage(in *fuzzInput) proto.Message {
 	if kind&0x10 == 0 {
 		return m
 	}
-	label := fuzzLabels[int(in.byte())%len(fuzzLabels)]
-	u, rank := hostileU64(in.byte()), hostileRank(in.byte())
-	op := &messages.BarrierOp{Kind: messages.BarrierOpKind(in.byte() % 8), Label: label, Host: label,
+	label := fuzzLabels[int(in.Byte())%len(fuzzLabels)]
+	u, rank := hostileU64(in.Byte()), hostileRank(in.Byte())
+	op := &messages.BarrierOp{Kind: messages.BarrierOpKind(in.Byte() % 8), Label: label, Host: label,
 		Reply: &messages.BarrierPeer{Address: "p:1", Id: "participant-a"}, AtUnixNano: int64(u), RequestId: u}
 	switch m := m.(type) {
 	case *messages.BarrierEnter:
@@ -128,7 +110,7 @@ func fuzzBarrierMessage(in *fuzzInput) proto.Message {
 	case *messages.BarrierDecide:
 		m.Name, m.Id, m.Fire = "b", u%4, kind&0x20 != 0
 	case *messages.BarrierReplicate:
-		m.Name, m.Epoch, m.FromRank, m.Seq = "b", u, rank, hostileU64(in.byte())
+		m.Name, m.Epoch, m.FromRank, m.Seq = "b", u, rank, hostileU64(in.Byte())
 		if kind&0x20 != 0 {
 			m.Sync, m.Log = true, []*messages.BarrierOp{op, op, nil}
 		} else {
@@ -194,19 +176,19 @@ func FuzzBarrierReplica(f *testing.F) {
 	f.Add([]byte{1, 0x35, 0, 1, 3, 1, 2, 2, 0, 0, 0x18, 0, 1, 0, 3, 1, 0, 0, 0x12, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{0, 0x10, 0, 0, 1, 0, 0, 0, 0, 0x10, 0, 1, 2, 0, 0, 1, 0, 0x17, 0, 0, 1, 2, 0, 0, 0, 0x12, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := &fuzzInput{b: data}
+		in := testutil.NewFuzzInput(data)
 		now := time.Unix(1_700_000_000, 0)
-		rank := int(in.byte() % 3)
+		rank := int(in.Byte() % 3)
 		opts := &messages.BarrierOptions{MaxParticipants: 2, TimeoutMs: 1000}
 		r, _, err := replica.New(replica.Config{Name: "b", Options: opts, Replicas: fuzzHosts,
 			Members: []string{"node-0", "node-1", "node-2"}, Rank: rank, Controller: actor.NewPID("c:1", "controller")}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; in.more() && i < 64; i++ {
+		for i := 0; in.More() && i < 64; i++ {
 			m := fuzzBarrierMessage(in)
-			stepReplica(r, now, m, hostilePID(in.byte()))
-			switch c := in.byte(); c % 4 {
+			stepReplica(r, now, m, hostilePID(in.Byte()))
+			switch c := in.Byte(); c % 4 {
 			case 0:
 				now = now.Add(time.Duration(c) * 10 * time.Millisecond)
 				r.Tick(now)
@@ -247,9 +229,9 @@ func FuzzBarrierParticipant(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1, 1, 1, 0, 2, 2, 0, 1, 3, 0, 0, 2})
 	f.Add([]byte{4, 1, 2, 3, 5, 0, 0, 0, 6, 0, 1, 5, 0, 4, 4, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := &fuzzInput{b: data}
+		in := testutil.NewFuzzInput(data)
 		p := handle.New("b")
-		p.Setup(3, 4, in.byte()%2 == 0)
+		p.Setup(3, 4, in.Byte()%2 == 0)
 		now := time.Unix(1_700_000_000, 0)
 		answered := map[uint64]int{}
 		count := func(s handle.Step) {
@@ -263,12 +245,12 @@ func FuzzBarrierParticipant(f *testing.F) {
 		count(p.Enter(now, 1, "a", "h"))
 		count(p.Enter(now, 2, "b", "h"))
 		next := uint64(9)
-		for i := 0; in.more() && i < 64; i++ {
-			label := fuzzLabels[int(in.byte())%len(fuzzLabels)]
-			id, rank := hostileU64(in.byte())%4, hostileRank(in.byte())
+		for i := 0; in.More() && i < 64; i++ {
+			label := fuzzLabels[int(in.Byte())%len(fuzzLabels)]
+			id, rank := hostileU64(in.Byte())%4, hostileRank(in.Byte())
 			err := []*messages.Error{nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "x"), messages.Errorf(messages.ErrorCode_DELETED, "x"),
-				messages.Errorf(messages.ErrorCode_CONFLICT, "x"), messages.Errorf(messages.ErrorCode(99), "x")}[int(in.byte())%5]
-			switch in.byte() % 8 {
+				messages.Errorf(messages.ErrorCode_CONFLICT, "x"), messages.Errorf(messages.ErrorCode(99), "x")}[int(in.Byte())%5]
+			switch in.Byte() % 8 {
 			case 0:
 				count(p.Refused(&messages.BarrierRefused{Name: "b", Label: label, RequestId: id, FromRank: rank, Error: err}))
 			case 1:
@@ -278,7 +260,7 @@ func FuzzBarrierParticipant(f *testing.F) {
 			case 3:
 				count(p.Answered(id, &messages.BarrierStatusReply{Name: "b", RequestId: id, FromRank: rank, Error: err}))
 			case 4:
-				count(p.Outcome(label, handle.Outcome(in.byte()%4), "r"))
+				count(p.Outcome(label, handle.Outcome(in.Byte()%4), "r"))
 			case 5:
 				now = now.Add(handle.ReaskEvery)
 				count(p.Reask(now))

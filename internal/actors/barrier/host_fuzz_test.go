@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -64,10 +65,10 @@ func FuzzBarrierHost(f *testing.F) {
 	f.Add([]byte{0x19, 0, 1, 1, 1, 1, 0x10, 0, 0, 0, 0, 0, 0x15, 0, 0, 3, 4, 2, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := barrierHost()
-		in := &fuzzInput{b: data}
-		for i := 0; in.more() && i < 8; i++ {
+		in := testutil.NewFuzzInput(data)
+		for i := 0; in.More() && i < 8; i++ {
 			m := fuzzBarrierMessage(in)
-			switch c := in.byte(); {
+			switch c := in.Byte(); {
 			case c%3 == 0:
 				setName(m, "keep")
 			case c%3 == 1:

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -178,27 +179,8 @@ func FuzzServeControl(f *testing.F) {
 	})
 }
 
-// fuzzInput reads a fuzz target's bytes as a program: an exhausted input
-// reads as zeros, so every input is a valid program.
-type fuzzInput struct{ b []byte }
-
-func (in *fuzzInput) more() bool { return len(in.b) > 0 }
-
-func (in *fuzzInput) byte() byte {
-	if len(in.b) == 0 {
-		return 0
-	}
-	c := in.b[0]
-	in.b = in.b[1:]
-	return c
-}
-
-func (in *fuzzInput) bytes() []byte {
-	n := min(int(in.byte()), len(in.b))
-	p := in.b[:n]
-	in.b = in.b[n:]
-	return p
-}
+// fuzzInput reads a fuzz target's bytes as a program (testutil.FuzzInput).
+type fuzzInput = testutil.FuzzInput
 
 var (
 	hostileStrings = []string{"", "a", "t", strings.Repeat("x", 4097), "\x00reduce/r/0/1", "t#c.n", "elsewhere"}
@@ -229,7 +211,7 @@ func hostile(in *fuzzInput, m protoreflect.Message, depth int) {
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		c := in.byte()
+		c := in.Byte()
 		if c%3 != 0 {
 			continue // as decoded
 		}
@@ -242,7 +224,7 @@ func hostile(in *fuzzInput, m protoreflect.Message, depth int) {
 			for range int(c%3) + 1 {
 				switch fd.Kind() {
 				case protoreflect.StringKind:
-					l.Append(protoreflect.ValueOfString(hostileStrings[int(in.byte())%len(hostileStrings)]))
+					l.Append(protoreflect.ValueOfString(hostileStrings[int(in.Byte())%len(hostileStrings)]))
 				case protoreflect.MessageKind:
 					if depth < 2 {
 						e := l.NewElement()
@@ -250,7 +232,7 @@ func hostile(in *fuzzInput, m protoreflect.Message, depth int) {
 						l.Append(e)
 					}
 				case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-					l.Append(protoreflect.ValueOfInt32(int32(hostileInts[int(in.byte())%len(hostileInts)])))
+					l.Append(protoreflect.ValueOfInt32(int32(hostileInts[int(in.Byte())%len(hostileInts)])))
 				}
 			}
 			continue
@@ -351,11 +333,11 @@ func FuzzShard(f *testing.F) {
 	f.Add([]byte{4, 0, 0, 0, 17, 0, 0, 0, 0, 10, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := actorShard()
-		in := &fuzzInput{b: data}
-		for i := 0; in.more() && i < 8; i++ {
-			mt := shardMessages[int(in.byte())%len(shardMessages)]
+		in := testutil.NewFuzzInput(data)
+		for i := 0; in.More() && i < 8; i++ {
+			mt := shardMessages[int(in.Byte())%len(shardMessages)]
 			m := mt.ProtoReflect().New().Interface()
-			if proto.Unmarshal(in.bytes(), m) != nil {
+			if proto.Unmarshal(in.Bytes(), m) != nil {
 				proto.Reset(m)
 			}
 			hostile(in, m.ProtoReflect(), 0)

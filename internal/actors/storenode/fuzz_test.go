@@ -17,51 +17,17 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
 
-// fuzzInput reads a fuzz target's bytes as a program: an exhausted input
-// reads as zeros, so every input is a valid program.
-type fuzzInput struct{ b []byte }
-
-func (in *fuzzInput) more() bool { return len(in.b) > 0 }
-
-func (in *fuzzInput) byte() byte {
-	if len(in.b) == 0 {
-		return 0
-	}
-	c := in.b[0]
-	in.b = in.b[1:]
-	return c
-}
-
-func (in *fuzzInput) bytes() []byte {
-	n := min(int(in.byte()), len(in.b))
-	p := in.b[:n]
-	in.b = in.b[n:]
-	return p
-}
+// fuzzInput reads a fuzz target's bytes as a program (testutil.FuzzInput).
+type fuzzInput = testutil.FuzzInput
 
 // hostileInt is a size, offset, timeout or count a peer may send.
 func hostileInt(c byte) int64 {
-	switch c % 8 {
-	case 0:
-		return 0
-	case 1:
-		return -1
-	case 2:
-		return -1 << 63
-	case 3:
-		return 1<<63 - 1
-	case 4:
-		return 8
-	case 5:
-		return 1 << 40
-	case 6:
-		return 1<<31 - 1
-	}
-	return 16
+	return testutil.HostileInt(c, 8, 1<<40, 1<<31-1, 16)
 }
 
 var fuzzIDs = []string{"held", "other", "", strings.Repeat("x", 4097), "\x00reduce/r/0/1", "target"}
@@ -85,7 +51,7 @@ func hostileNode(c byte) *messages.NodeRef {
 // processes, decoded from the input and, unless the input says not to,
 // given hostile fields.
 func fuzzNodeMessage(in *fuzzInput) proto.Message {
-	kind, raw := in.byte(), in.bytes()
+	kind, raw := in.Byte(), in.Bytes()
 	var m proto.Message
 	switch kind % 16 {
 	case 0:
@@ -127,9 +93,9 @@ func fuzzNodeMessage(in *fuzzInput) proto.Message {
 	if kind&0x10 == 0 {
 		return m
 	}
-	id := fuzzIDs[int(in.byte())%len(fuzzIDs)]
-	v, w := hostileInt(in.byte()), hostileInt(in.byte())
-	n := hostileNode(in.byte())
+	id := fuzzIDs[int(in.Byte())%len(fuzzIDs)]
+	v, w := hostileInt(in.Byte()), hostileInt(in.Byte())
+	n := hostileNode(in.Byte())
 	task := func() *messages.ReduceTask {
 		return &messages.ReduceTask{ReduceId: "r", TargetId: "target", Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64,
 			Size: v, Position: int32(w), Root: kind&0x20 != 0, SourceId: id, OutputId: "\x00reduce/r/0/1", TimeoutMs: w,
@@ -259,8 +225,8 @@ func FuzzStoreNode(f *testing.F) {
 	f.Add([]byte{0x50, 0, 0, 4, 4, 1, 0x11, 0, 0, 2, 7, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fn := storeNodeForFuzz()
-		in := &fuzzInput{b: data}
-		for i := 0; in.more() && i < 8; i++ {
+		in := testutil.NewFuzzInput(data)
+		for i := 0; in.More() && i < 8; i++ {
 			m := fuzzNodeMessage(in)
 			// A short deadline: a Get of an object that never comes waits
 			// for its own; the answer, when one comes, is checked.
