@@ -55,6 +55,12 @@ const maxRemoteMessage = 256 << 20
 // batch with others, so it keeps 4 MiB of the cap for them.
 const maxRemoteReply = maxRemoteMessage - 4<<20
 
+// maxQueuedFromRemote bounds an actor's mailbox for messages from other
+// processes: far above what a store node or shard queues under load (a
+// 1,024-member broadcast's Gets arrive at once), well below what fills a
+// member's memory with small requests.
+const maxQueuedFromRemote = 1 << 16
+
 // MemberConfig configures one member of a multi-process cluster. Zero
 // fields take the defaults.
 type MemberConfig struct {

@@ -80,6 +80,10 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 		// sender instead of breaking the connection (the margin is the
 		// batch's type and PID tables).
 		remote.WithMaxMessageSize(maxRemoteMessage-64<<10),
+		// A peer that sends faster than an actor handles its messages
+		// is answered RESOURCE_EXHAUSTED past this many queued, instead of
+		// growing the actor's mailbox without bound.
+		remote.WithMaxQueuedFromRemote(maxQueuedFromRemote),
 		remote.WithServerOptions(server...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))

@@ -25,6 +25,14 @@ func (m *Member) wireCollectors() []prometheus.Collector {
 				}
 				return float64(m.pc.Remote.RejectedBatches())
 			}),
+		counter("hoplite_remote_refused_busy_total",
+			"Messages from other processes this member refused because their target actor had 65,536 queued (a request is answered RESOURCE_EXHAUSTED).",
+			func() float64 {
+				if m.pc == nil || m.pc.Remote == nil {
+					return 0
+				}
+				return float64(m.pc.Remote.RefusedBusy())
+			}),
 		counter("hoplite_store_panics_recovered_total",
 			"Panics this process's store nodes recovered in the goroutines that serve a peer's reduce task or a fetch's stream (a bug: each failed that position or stream with INTERNAL, logged with its stack, instead of ending the process). Counted per process: the members of an embedded cluster share it.",
 			func() float64 { return float64(storeactor.RecoveredPanics()) }),

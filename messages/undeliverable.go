@@ -20,6 +20,7 @@ func init() {
 	actor.SetRequestReplies(&actor.RequestReplies{
 		Undeliverable: undeliverableReply,
 		TooLarge:      tooLargeReply,
+		Busy:          busyReply,
 		Request:       requestKey,
 		Reply:         replyKey,
 	})
@@ -65,21 +66,7 @@ func UndeliveredReply(request any, target *actor.PID, why string) (reply any, ok
 }
 
 func undeliverableReply(request any, target *actor.PID, why string) (any, bool) {
-	switch m := request.(type) {
-	case *Put:
-		return &PutReply{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
-	case *Get:
-		return &GetReply{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
-	case *Delete:
-		return &DeleteReply{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
-	case *QueryObject:
-		return &ObjectInfo{ObjectId: m.GetObjectId(), Error: UndeliveredError(target, why)}, true
-	case *Reduce:
-		return &ReduceReply{TargetId: m.GetTargetId(), Error: UndeliveredError(target, why)}, true
-	case *WaitObjects:
-		return &WaitObjectsReply{NotReady: m.GetObjectIds(), Error: UndeliveredError(target, why)}, true
-	}
-	return nil, false
+	return withError(request, UndeliveredError(target, why))
 }
 
 // tooLargeReply answers a request that, encoded, is past what one
@@ -89,6 +76,21 @@ func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) 
 	err := Errorf(ErrorCode_INVALID_ARGUMENT,
 		"the request to %s/%s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client",
 		target.GetAddress(), target.GetId(), size, limit)
+	return withError(request, err)
+}
+
+// busyReply answers a peer's request that its target's mailbox had no
+// room for: RESOURCE_EXHAUSTED naming the bound (not delivered, so the
+// target never saw it; retry later).
+func busyReply(request any, target *actor.PID, queued, limit int) (any, bool) {
+	err := Errorf(ErrorCode_RESOURCE_EXHAUSTED,
+		"%s/%s has %d messages queued, the most it takes from other processes (%d): the request was not delivered; retry later",
+		target.GetAddress(), target.GetId(), queued, limit)
+	return withError(request, err)
+}
+
+// withError is request's reply carrying err.
+func withError(request any, err *Error) (any, bool) {
 	switch m := request.(type) {
 	case *Put:
 		return &PutReply{ObjectId: m.GetObjectId(), Error: err}, true

@@ -44,5 +44,9 @@ func TestEveryRequestHasItsUndeliverableReply(t *testing.T) {
 		if k, _ := replyKey(tl); !ok || k != rk || !errors.Is(tl.(interface{ GetError() *Error }).GetError(), ErrInvalidArgument) {
 			t.Fatalf("%T's too-large reply: %v", c.request, tl)
 		}
+		b, ok := busyReply(c.request, target, 70000, 65536)
+		if k, _ := replyKey(b); !ok || k != rk || !errors.Is(b.(interface{ GetError() *Error }).GetError(), ErrResourceExhausted) {
+			t.Fatalf("%T's busy reply: %v", c.request, b)
+		}
 	}
 }

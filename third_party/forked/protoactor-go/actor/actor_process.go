@@ -29,3 +29,8 @@ func (ref *ActorProcess) Stop(pid *PID) {
 	atomic.StoreInt32(&ref.dead, 1)
 	ref.SendSystemMessage(pid, stopMessage)
 }
+
+// QueuedUserMessages (Hoplite patch) is how many user messages wait in
+// the actor's mailbox: the remote layer refuses a peer's message to an
+// actor that has too many (remote.Config.MaxQueuedFromRemote).
+func (ref *ActorProcess) QueuedUserMessages() int { return ref.mailbox.UserMessageCount() }

@@ -37,6 +37,11 @@ type RequestReplies struct {
 	// limit a remote message may carry. ok is false for a message that
 	// is not a known request.
 	TooLarge func(request interface{}, target *PID, size, limit int) (reply interface{}, ok bool)
+	// Busy, if set, returns the reply that answers request when its
+	// target's mailbox holds queued messages, past limit: the remote
+	// layer did not deliver it. ok is false for a message that is not a
+	// known request.
+	Busy func(request interface{}, target *PID, queued, limit int) (reply interface{}, ok bool)
 	// Reply returns the key of the request that reply answers; ok is false
 	// for a message that is not a known reply. It must know the replies
 	// Undeliverable returns too: a target's dead letters answer with them.
@@ -70,4 +75,14 @@ func TooLargeReply(request interface{}, target *PID, size, limit int) (reply int
 		return nil, false
 	}
 	return r.TooLarge(request, target, size, limit)
+}
+
+// BusyReply is the registered reply to request when its target's mailbox
+// is full; ok is false if none is registered for its type.
+func BusyReply(request interface{}, target *PID, queued, limit int) (reply interface{}, ok bool) {
+	r := requestReplies.Load()
+	if r == nil || r.Busy == nil {
+		return nil, false
+	}
+	return r.Busy(request, target, queued, limit)
 }

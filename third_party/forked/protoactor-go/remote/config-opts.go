@@ -85,3 +85,12 @@ func WithMaxMessageSize(n int) ConfigOption {
 		config.MaxMessageSize = n
 	}
 }
+
+// WithMaxQueuedFromRemote (Hoplite patch) bounds the queue a peer's
+// messages may grow in a local actor's mailbox (see
+// Config.MaxQueuedFromRemote).
+func WithMaxQueuedFromRemote(n int) ConfigOption {
+	return func(config *Config) {
+		config.MaxQueuedFromRemote = n
+	}
+}

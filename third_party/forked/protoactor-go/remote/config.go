@@ -69,4 +69,13 @@ type Config struct {
 	// every request open to that address failed with it. Set it to the
 	// gRPC send limit less a margin for the batch's tables.
 	MaxMessageSize int
+	// MaxQueuedFromRemote (Hoplite patch), if positive, bounds the user
+	// messages a local actor may have queued for the endpoint reader to
+	// deliver it one more from a peer: past it the message is refused (a
+	// registered request is answered with its Busy reply, anything else
+	// is dropped), counted (Remote.RefusedBusy) and logged. A peer that
+	// sends faster than an actor handles its messages grew that actor's
+	// mailbox without bound; messages from the actor's own process are
+	// never refused.
+	MaxQueuedFromRemote int
 }

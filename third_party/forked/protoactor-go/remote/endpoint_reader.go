@@ -200,6 +200,11 @@ func (s *endpointReader) onMessageBatch(m *MessageBatch, from string) error {
 			if s.remote.pending.replied(from, target, message) {
 				continue
 			}
+			// Hoplite patch: a full mailbox refuses a peer's message
+			// (reader_guard.go).
+			if s.remote.busy(target, sender, message) {
+				continue
+			}
 			var header map[string]string
 
 			// fast path

@@ -138,3 +138,51 @@ func (r *Remote) rejected(stream Remoting_ReceiveServer, err error) {
 	r.Logger().Warn("EndpointReader refused a message batch and closed the peer's stream",
 		slog.String("peer", from), slog.Any("error", err), slog.Int("suppressed", suppressed))
 }
+
+// busy refuses a peer's message to a local actor whose mailbox holds
+// Config.MaxQueuedFromRemote messages already: a registered request is
+// answered with its Busy reply (RESOURCE_EXHAUSTED for Hoplite's), and
+// the refusal is counted and logged (rate-limited).
+func (r *Remote) busy(target, sender *actor.PID, message interface{}) bool {
+	limit := r.config.MaxQueuedFromRemote
+	if limit <= 0 {
+		return false
+	}
+	ref, ok := r.actorSystem.ProcessRegistry.GetLocal(target.Id)
+	if !ok {
+		return false
+	}
+	ap, ok := ref.(*actor.ActorProcess)
+	if !ok {
+		return false
+	}
+	queued := ap.QueuedUserMessages()
+	if queued < limit {
+		return false
+	}
+	r.refusedBusy.Add(1)
+	if sender != nil {
+		if reply, ok := actor.BusyReply(message, target, queued, limit); ok {
+			r.actorSystem.Root.Send(sender, reply)
+		}
+	}
+	l := &r.busyLog
+	l.mu.Lock()
+	now := time.Now()
+	if now.Sub(l.last) < rejectLogEvery {
+		l.suppressed++
+		l.mu.Unlock()
+		return true
+	}
+	suppressed := l.suppressed
+	l.last, l.suppressed = now, 0
+	l.mu.Unlock()
+	r.Logger().Warn("EndpointReader refused a peer's message: its target's mailbox is full",
+		slog.String("target", target.Id), slog.Int("queued", queued), slog.Int("limit", limit),
+		slog.String("type", fmt.Sprintf("%T", message)), slog.Int("suppressed", suppressed))
+	return true
+}
+
+// RefusedBusy is how many peers' messages this system refused because
+// their target's mailbox was full (Config.MaxQueuedFromRemote).
+func (r *Remote) RefusedBusy() int64 { return r.refusedBusy.Load() }

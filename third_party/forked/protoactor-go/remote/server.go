@@ -5,6 +5,7 @@ import (
 	"io/ioutil"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/extensions"
@@ -26,6 +27,10 @@ type Remote struct {
 	activatorPid *actor.PID
 	blocklist    *BlockList
 	rejects      rejectLog // Hoplite patch: batches refused (reader_guard.go)
+	// Hoplite patch: peers' messages refused at a full mailbox
+	// (reader_guard.go).
+	refusedBusy atomic.Int64
+	busyLog     rejectLog
 	// Hoplite patch: requests sent and not yet answered
 	// (pending_requests_hoplite.go).
 	pending *pendingRequests

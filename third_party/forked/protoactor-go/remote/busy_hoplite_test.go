@@ -1,0 +1,110 @@
+package remote
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+)
+
+// Hoplite patch: a peer's requests to an actor whose mailbox is full are
+// answered with their Busy reply and counted, not queued: the target's
+// mailbox stays within MaxQueuedFromRemote however fast the peer sends,
+// and every request gets exactly one answer (served later, or refused
+// now).
+func TestPeerMessagesToAFullMailboxAreRefused(t *testing.T) {
+	old := actor.GetRequestReplies()
+	t.Cleanup(func() { actor.SetRequestReplies(old) })
+	actor.SetRequestReplies(&actor.RequestReplies{
+		Busy: func(request interface{}, target *actor.PID, queued, limit int) (interface{}, bool) {
+			m, ok := request.(*ListProcessesRequest)
+			if !ok {
+				return nil, false
+			}
+			return &ListProcessesResponse{Pids: []*actor.PID{{Id: "busy:" + m.Pattern}}}, true
+		},
+	})
+	const limit, sent = 4, 20
+	// The target system: a slow actor that holds its first message until
+	// released, then answers each.
+	server := actor.NewActorSystem()
+	scfg := Configure("127.0.0.1", 0, WithMaxQueuedFromRemote(limit))
+	scfg.MaxRetryCount = 1
+	sr := NewRemote(server, scfg)
+	sr.Start()
+	defer sr.Shutdown(false)
+	release := make(chan struct{})
+	_, err := server.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*ListProcessesRequest); ok {
+			<-release
+			ctx.Respond(&ListProcessesResponse{Pids: []*actor.PID{{Id: "served:" + m.Pattern}}})
+		}
+	}), "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The requesting system.
+	client := actor.NewActorSystem()
+	ccfg := Configure("127.0.0.1", 0)
+	ccfg.MaxRetryCount = 1
+	cr := NewRemote(client, ccfg)
+	cr.Start()
+	defer cr.Shutdown(false)
+	answers := make(chan string, 2*sent)
+	slow := actor.NewPID(server.Address(), "slow")
+	requester := client.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case string:
+			for i := range sent {
+				ctx.Request(slow, &ListProcessesRequest{Pattern: fmt.Sprint(i)})
+			}
+		case *ListProcessesResponse:
+			answers <- m.Pids[0].Id
+		}
+	}))
+	client.Root.Send(requester, "go")
+	// Refusals come while the slow actor holds its first message: at
+	// most limit queue behind it (limit+1 if it had not taken it yet).
+	byPattern := map[string]string{}
+	refused := 0
+	take := func(within time.Duration) bool {
+		select {
+		case a := <-answers:
+			kind, pattern, _ := strings.Cut(a, ":")
+			if prev, ok := byPattern[pattern]; ok {
+				t.Fatalf("request %s answered twice: %s, then %s", pattern, prev, kind)
+			}
+			byPattern[pattern] = kind
+			if kind == "busy" {
+				refused++
+			}
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+	for refused < sent-limit-1 {
+		if !take(10 * time.Second) {
+			t.Fatalf("%d requests refused, want at least %d (one held, %d queued)", refused, sent-limit-1, limit)
+		}
+	}
+	for take(200 * time.Millisecond) {
+	}
+	if len(byPattern) != refused {
+		t.Fatalf("a request was served while the slow actor held its first: %v", byPattern)
+	}
+	close(release)
+	for len(byPattern) < sent {
+		if !take(10 * time.Second) {
+			t.Fatalf("%d of %d requests answered: %v", len(byPattern), sent, byPattern)
+		}
+	}
+	if served := sent - refused; served < limit || served > limit+1 {
+		t.Fatalf("%d served, want %d or %d", served, limit, limit+1)
+	}
+	if got := sr.RefusedBusy(); got != int64(refused) {
+		t.Fatalf("RefusedBusy = %d, want %d", got, refused)
+	}
+}
