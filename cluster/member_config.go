@@ -56,7 +56,7 @@ const maxRemoteMessage = 256 << 20
 const maxRemoteReply = maxRemoteMessage - 4<<20
 
 // maxQueuedFromRemote bounds an actor's mailbox for messages from other
-// processes: far above what a store node or shard queues under load (a
+// processes, and the messages queued for one peer: far above what a store node or shard queues under load (a
 // 1,024-member broadcast's Gets arrive at once), well below what fills a
 // member's memory with small requests.
 const maxQueuedFromRemote = 1 << 16

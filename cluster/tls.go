@@ -84,6 +84,9 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 		// is answered RESOURCE_EXHAUSTED past this many queued, instead of
 		// growing the actor's mailbox without bound.
 		remote.WithMaxQueuedFromRemote(maxQueuedFromRemote),
+		// And a peer that stops reading holds at most this many of this
+		// system's messages in its endpoint writer.
+		remote.WithMaxQueuedToRemote(maxQueuedFromRemote),
 		remote.WithServerOptions(server...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))

@@ -26,7 +26,7 @@ func (m *Member) wireCollectors() []prometheus.Collector {
 				return float64(m.pc.Remote.RejectedBatches())
 			}),
 		counter("hoplite_remote_refused_busy_total",
-			"Messages from other processes this member refused because their target actor had 65,536 queued (a request is answered RESOURCE_EXHAUSTED).",
+			"Messages this member refused at a full queue: another process's to an actor with 65,536 queued, or its own to a peer whose connection holds 65,536 unsent (a request is answered RESOURCE_EXHAUSTED).",
 			func() float64 {
 				if m.pc == nil || m.pc.Remote == nil {
 					return 0

@@ -79,12 +79,13 @@ func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) 
 	return withError(request, err)
 }
 
-// busyReply answers a peer's request that its target's mailbox had no
-// room for: RESOURCE_EXHAUSTED naming the bound (not delivered, so the
-// target never saw it; retry later).
+// busyReply answers a request that a full queue on its way had no room
+// for (its target's mailbox, or the connection to its target's process):
+// RESOURCE_EXHAUSTED naming the bound (not delivered, so the target never
+// saw it; retry later).
 func busyReply(request any, target *actor.PID, queued, limit int) (any, bool) {
 	err := Errorf(ErrorCode_RESOURCE_EXHAUSTED,
-		"%s/%s has %d messages queued, the most it takes from other processes (%d): the request was not delivered; retry later",
+		"the request to %s/%s was not delivered: %d messages are queued on its way, the bound is %d; retry later",
 		target.GetAddress(), target.GetId(), queued, limit)
 	return withError(request, err)
 }

@@ -2,9 +2,12 @@ package remote
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 )
@@ -106,5 +109,69 @@ func TestPeerMessagesToAFullMailboxAreRefused(t *testing.T) {
 	}
 	if got := sr.RefusedBusy(); got != int64(refused) {
 		t.Fatalf("RefusedBusy = %d, want %d", got, refused)
+	}
+}
+
+// Hoplite patch: requests to a peer that does not read queue in its
+// endpoint writer only up to MaxQueuedToRemote; past it each is
+// answered with its Busy reply at once.
+func TestRequestsToAPeerThatDoesNotReadAreBounded(t *testing.T) {
+	old := actor.GetRequestReplies()
+	t.Cleanup(func() { actor.SetRequestReplies(old) })
+	actor.SetRequestReplies(&actor.RequestReplies{
+		Busy: func(request interface{}, target *actor.PID, queued, limit int) (interface{}, bool) {
+			m, ok := request.(*ListProcessesRequest)
+			if !ok {
+				return nil, false
+			}
+			return &ListProcessesResponse{Pids: []*actor.PID{{Id: "busy:" + m.Pattern}}}, true
+		},
+	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	RegisterRemotingServer(srv, silentRemoting{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	const limit, sent = 5, 40
+	system := actor.NewActorSystem()
+	cfg := Configure("127.0.0.1", 0, WithMaxQueuedToRemote(limit))
+	cfg.MaxRetryCount = 1
+	r := NewRemote(system, cfg)
+	r.Start()
+	defer r.Shutdown(false)
+	answers := make(chan string, sent)
+	peer := actor.NewPID(lis.Addr().String(), "someone")
+	requester := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case string:
+			for i := range sent {
+				ctx.Request(peer, &ListProcessesRequest{Pattern: fmt.Sprint(i)})
+			}
+		case *ListProcessesResponse:
+			answers <- m.Pids[0].Id
+		}
+	}))
+	system.Root.Send(requester, "go")
+	// The writer waits for the peer's connect answer, which never comes:
+	// at most limit queue behind it (plus what it took before it began
+	// to connect).
+	refused := 0
+	for refused < sent-2*limit {
+		select {
+		case a := <-answers:
+			if !strings.HasPrefix(a, "busy:") {
+				t.Fatalf("answer %q from a peer that answers nothing", a)
+			}
+			refused++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d requests refused, want at least %d", refused, sent-2*limit)
+		}
+	}
+	if got := r.RefusedBusy(); got < int64(refused) {
+		t.Fatalf("RefusedBusy = %d, want at least %d", got, refused)
 	}
 }

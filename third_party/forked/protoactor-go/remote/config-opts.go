@@ -94,3 +94,11 @@ func WithMaxQueuedFromRemote(n int) ConfigOption {
 		config.MaxQueuedFromRemote = n
 	}
 }
+
+// WithMaxQueuedToRemote (Hoplite patch) bounds the messages an endpoint
+// writer holds for its peer (see Config.MaxQueuedToRemote).
+func WithMaxQueuedToRemote(n int) ConfigOption {
+	return func(config *Config) {
+		config.MaxQueuedToRemote = n
+	}
+}

@@ -78,4 +78,10 @@ type Config struct {
 	// mailbox without bound; messages from the actor's own process are
 	// never refused.
 	MaxQueuedFromRemote int
+	// MaxQueuedToRemote (Hoplite patch), if positive, bounds the messages
+	// an endpoint writer holds for its peer: past it a message is refused
+	// (a registered request is answered with its Busy reply, anything
+	// else is dead-lettered), counted (Remote.RefusedBusy) and logged. A
+	// peer that stopped reading grew the queue without bound.
+	MaxQueuedToRemote int
 }

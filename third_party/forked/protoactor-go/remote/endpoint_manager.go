@@ -394,7 +394,8 @@ func (state *endpointSupervisor) HandleFailure(actorSystem *actor.ActorSystem, s
 func (state *endpointSupervisor) spawnEndpointWriter(remote *Remote, address string, ctx actor.Context) *actor.PID {
 	props := actor.
 		PropsFromProducer(endpointWriterProducer(remote, address, remote.config),
-			actor.WithMailbox(endpointWriterMailboxProducer(remote.config.EndpointWriterBatchSize, remote.config.EndpointWriterQueueSize)))
+			actor.WithMailbox(endpointWriterMailboxProducer(remote.config.EndpointWriterBatchSize, remote.config.EndpointWriterQueueSize,
+				remote.config.MaxQueuedToRemote, func(rd *remoteDeliver, queued int64) { remote.queueFull(address, rd, queued) })))
 	pid := ctx.Spawn(props)
 	return pid
 }

@@ -29,9 +29,22 @@ type endpointWriterMailbox struct {
 	batchSize       int
 	dispatcher      actor.Dispatcher
 	suspended       bool
+	// Hoplite patch: max bounds the messages queued for the peer
+	// (Config.MaxQueuedToRemote); full takes one that found it full.
+	max  int64
+	full func(rd *remoteDeliver, queued int64)
 }
 
 func (m *endpointWriterMailbox) PostUserMessage(message interface{}) {
+	// Hoplite patch: a peer that stops reading (or a link slower than
+	// what is sent to it) grew this queue without bound. Only deliveries
+	// are refused: the writer's own control messages always queue.
+	if rd, ok := message.(*remoteDeliver); ok && m.max > 0 && m.full != nil {
+		if n := m.userMailbox.Length(); n >= m.max {
+			m.full(rd, n)
+			return
+		}
+	}
 	// batching mailbox only use the message part
 	m.userMailbox.Push(message)
 	m.schedule()
@@ -118,7 +131,7 @@ func (m *endpointWriterMailbox) UserMessageCount() int {
 	return int(m.userMailbox.Length())
 }
 
-func endpointWriterMailboxProducer(batchSize, initialSize int) actor.MailboxProducer {
+func endpointWriterMailboxProducer(batchSize, initialSize, max int, full func(rd *remoteDeliver, queued int64)) actor.MailboxProducer {
 	return func() actor.Mailbox {
 		userMailbox := goring.New(int64(initialSize))
 		systemMailbox := mpsc.New()
@@ -128,6 +141,8 @@ func endpointWriterMailboxProducer(batchSize, initialSize int) actor.MailboxProd
 			hasMoreMessages: mailboxHasNoMessages,
 			schedulerStatus: mailboxIdle,
 			batchSize:       batchSize,
+			max:             int64(max),
+			full:            full,
 		}
 	}
 }

@@ -160,6 +160,23 @@ func (r *Remote) busy(target, sender *actor.PID, message interface{}) bool {
 	if queued < limit {
 		return false
 	}
+	r.refuseQueued(target, sender, message, queued, limit, "its target's mailbox is full")
+	return true
+}
+
+// queueFull refuses a delivery to address whose endpoint writer holds
+// Config.MaxQueuedToRemote messages already.
+func (r *Remote) queueFull(address string, rd *remoteDeliver, queued int64) {
+	r.refuseQueued(rd.target, rd.sender, rd.message, int(queued), r.config.MaxQueuedToRemote,
+		"the queue to "+address+" is full (its peer does not read)")
+	if rd.sender == nil {
+		r.actorSystem.EventStream.Publish(&actor.DeadLetterEvent{Message: rd.message, Sender: rd.sender, PID: rd.target})
+	}
+}
+
+// refuseQueued answers a registered request with its Busy reply, and
+// counts and logs (rate-limited) the refusal.
+func (r *Remote) refuseQueued(target, sender *actor.PID, message interface{}, queued, limit int, why string) {
 	r.refusedBusy.Add(1)
 	if sender != nil {
 		if reply, ok := actor.BusyReply(message, target, queued, limit); ok {
@@ -172,17 +189,17 @@ func (r *Remote) busy(target, sender *actor.PID, message interface{}) bool {
 	if now.Sub(l.last) < rejectLogEvery {
 		l.suppressed++
 		l.mu.Unlock()
-		return true
+		return
 	}
 	suppressed := l.suppressed
 	l.last, l.suppressed = now, 0
 	l.mu.Unlock()
-	r.Logger().Warn("EndpointReader refused a peer's message: its target's mailbox is full",
-		slog.String("target", target.Id), slog.Int("queued", queued), slog.Int("limit", limit),
+	r.Logger().Warn("remote refused a message: "+why,
+		slog.String("target", target.GetAddress()+"/"+target.GetId()), slog.Int("queued", queued), slog.Int("limit", limit),
 		slog.String("type", fmt.Sprintf("%T", message)), slog.Int("suppressed", suppressed))
-	return true
 }
 
-// RefusedBusy is how many peers' messages this system refused because
-// their target's mailbox was full (Config.MaxQueuedFromRemote).
+// RefusedBusy is how many messages this system refused at a full queue:
+// peers' messages to an actor with Config.MaxQueuedFromRemote queued, and
+// its own to a peer whose writer held Config.MaxQueuedToRemote.
 func (r *Remote) RefusedBusy() int64 { return r.refusedBusy.Load() }
