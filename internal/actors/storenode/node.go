@@ -106,6 +106,10 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.put(ctx, m)
 	case *localput.Request:
 		n.putLocal(ctx, m)
+	case *messages.PutFrom:
+		n.putFrom(ctx, m)
+	case *putFromSmall:
+		n.putFromSmallDone(ctx, m)
 	case *messages.CreateObjectReply:
 		n.putReply(ctx, m)
 	case storeproto.PutDeadline:

@@ -77,9 +77,12 @@ func (n *StoreNode) watchWhenLate(ctx actor.Context, pid *actor.PID, due any) *t
 
 // putRun is one registration and what its shell holds for it.
 type putRun struct {
-	reg   *storeproto.PutRegistration
-	obj   *storenode.Object
-	data  []byte
+	reg  *storeproto.PutRegistration
+	obj  *storenode.Object
+	data []byte
+	// from is a PutFrom's sender's data address, where the copy-in
+	// fetches the bytes (data is nil then).
+	from  string
 	shard *actor.PID // where the CreateObject went; its end fails the Put
 	timer *time.Timer
 	// watchDue watches a shard on another member if the CreateObject is
@@ -100,6 +103,9 @@ type putCopied struct {
 	id       uint64
 	complete bool
 	err      *messages.Error
+	// abort: the copy failed on its own (a PutFrom's bytes did not
+	// arrive whole): it is dropped and withdrawn from the directory.
+	abort bool
 }
 
 // A copy-in may report after its node stopped: that is expected.
@@ -178,15 +184,27 @@ func (n *StoreNode) answerPut(ctx actor.Context, req storeproto.PutRequest, err 
 // startPut makes the creator copy in the local store and starts its
 // registration with the directory; fp is the data's fingerprint.
 func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data []byte, timeoutMs int64, fp uint64) {
+	req.Size = int64(len(data))
+	n.startPutOf(ctx, req, data, "", timeoutMs, fp)
+}
+
+// startPutOf is startPut of req.Size bytes that are data, or, with from
+// set, that the copy-in fetches from the data address from (a PutFrom,
+// never under the inline limit: see putFrom).
+func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, data []byte, from string, timeoutMs int64, fp uint64) {
 	now := time.Now()
 	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
-	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fp, n.cfg.Self
+	req.Fingerprint, req.Creator = fp, n.cfg.Self
 	obj, joined, evicted, err := n.putCopy(&req)
 	if err != nil {
 		n.answerPut(ctx, req, messages.AsError(err))
 		return
 	}
 	if joined != nil {
+		if from != "" {
+			n.samePutFromLater(ctx, req, joined)
+			return
+		}
 		n.samePutLater(ctx, req, joined, data)
 		return
 	}
@@ -204,7 +222,7 @@ func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data 
 		req.Inline, req.InlineData = true, bytes.Clone(data)
 	}
 	req.RequestID = n.reqs.newID()
-	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data}
+	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, from: from}
 	n.reqs.runs[req.RequestID] = run
 	n.putDo(ctx, req.RequestID, run.reg.Start(now))
 }
@@ -351,6 +369,10 @@ func (n *StoreNode) putWatchDue(ctx actor.Context, m putWatchDue) {
 // the actor keeps serving (a DropObject of this very object among
 // others), and reports the end.
 func (n *StoreNode) copyIn(ctx actor.Context, id uint64, run *putRun, readable bool) {
+	if run.from != "" {
+		n.copyFrom(ctx, id, run, readable)
+		return
+	}
 	system, self := ctx.ActorSystem(), ctx.Self()
 	obj, data, cfg := run.obj, run.data, n.cfg
 	w := obj.NewWriter() // supersedes a fetch that was filling a placeholder
@@ -389,6 +411,10 @@ func (n *StoreNode) putTimedOut(ctx actor.Context, m storeproto.PutDeadline) {
 
 func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
 	if run := n.reqs.runs[m.id]; run != nil {
+		if m.abort && m.err != nil {
+			n.cfg.Store.Abort(run.obj, m.err)
+			n.unpublish(ctx.ActorSystem(), []string{run.obj.ID()})
+		}
 		n.putDo(ctx, m.id, run.reg.CopiedIn(m.complete, m.err))
 	}
 }
