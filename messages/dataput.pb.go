@@ -28,18 +28,16 @@ const (
 // another process (cluster.Dial) sends it, so that an object's bytes
 // never ride inside one remote message (whose size the remote caps, and
 // which it encodes, copies and decodes whole). The sender serves
-// object_id at data_address until the PutReply arrives. The node checks
-// the bytes it received against size and fingerprint (fingerprint.Of of
-// the whole object) before it completes its copy: a mismatch fails the
-// Put INVALID_ARGUMENT and leaves no copy. Answered with a PutReply, as a
-// Put.
+// object_id, size bytes, at data_address until the PutReply arrives.
+// The node receives them whole, fingerprinting them as they come, before
+// it registers the object: a transfer that fails leaves nothing behind.
+// Answered with a PutReply, as a Put.
 type PutFrom struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Fingerprint   uint64                 `protobuf:"varint,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
-	DataAddress   string                 `protobuf:"bytes,4,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the node's default
+	DataAddress   string                 `protobuf:"bytes,3,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the node's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -88,13 +86,6 @@ func (x *PutFrom) GetSize() int64 {
 	return 0
 }
 
-func (x *PutFrom) GetFingerprint() uint64 {
-	if x != nil {
-		return x.Fingerprint
-	}
-	return 0
-}
-
 func (x *PutFrom) GetDataAddress() string {
 	if x != nil {
 		return x.DataAddress
@@ -113,14 +104,13 @@ var File_dataput_proto protoreflect.FileDescriptor
 
 const file_dataput_proto_rawDesc = "" +
 	"\n" +
-	"\rdataput.proto\x12\ahoplite\"\x9e\x01\n" +
+	"\rdataput.proto\x12\ahoplite\"|\n" +
 	"\aPutFrom\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
-	"\vfingerprint\x18\x03 \x01(\x04R\vfingerprint\x12!\n" +
-	"\fdata_address\x18\x04 \x01(\tR\vdataAddress\x12\x1d\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12!\n" +
+	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_dataput_proto_rawDescOnce sync.Once

@@ -108,8 +108,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.putLocal(ctx, m)
 	case *messages.PutFrom:
 		n.putFrom(ctx, m)
-	case *putFromSmall:
-		n.putFromSmallDone(ctx, m)
+	case *putFetched:
+		n.putFetchedDone(ctx, m)
 	case *messages.CreateObjectReply:
 		n.putReply(ctx, m)
 	case storeproto.PutDeadline:

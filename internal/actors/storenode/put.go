@@ -77,12 +77,10 @@ func (n *StoreNode) watchWhenLate(ctx actor.Context, pid *actor.PID, due any) *t
 
 // putRun is one registration and what its shell holds for it.
 type putRun struct {
-	reg  *storeproto.PutRegistration
-	obj  *storenode.Object
-	data []byte
-	// from is a PutFrom's sender's data address, where the copy-in
-	// fetches the bytes (data is nil then).
-	from  string
+	reg   *storeproto.PutRegistration
+	obj   *storenode.Object
+	data  []byte
+	owned bool       // data is the node's own buffer (a PutFrom's): the copy adopts it
 	shard *actor.PID // where the CreateObject went; its end fails the Put
 	timer *time.Timer
 	// watchDue watches a shard on another member if the CreateObject is
@@ -103,9 +101,6 @@ type putCopied struct {
 	id       uint64
 	complete bool
 	err      *messages.Error
-	// abort: the copy failed on its own (a PutFrom's bytes did not
-	// arrive whole): it is dropped and withdrawn from the directory.
-	abort bool
 }
 
 // A copy-in may report after its node stopped: that is expected.
@@ -184,27 +179,21 @@ func (n *StoreNode) answerPut(ctx actor.Context, req storeproto.PutRequest, err 
 // startPut makes the creator copy in the local store and starts its
 // registration with the directory; fp is the data's fingerprint.
 func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data []byte, timeoutMs int64, fp uint64) {
-	req.Size = int64(len(data))
-	n.startPutOf(ctx, req, data, "", timeoutMs, fp)
+	n.startPutOf(ctx, req, data, false, timeoutMs, fp)
 }
 
-// startPutOf is startPut of req.Size bytes that are data, or, with from
-// set, that the copy-in fetches from the data address from (a PutFrom,
-// never under the inline limit: see putFrom).
-func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, data []byte, from string, timeoutMs int64, fp uint64) {
+// startPutOf is startPut; owned says data is the node's own buffer,
+// which nobody else writes (see putRun.owned).
+func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, data []byte, owned bool, timeoutMs int64, fp uint64) {
 	now := time.Now()
 	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
-	req.Fingerprint, req.Creator = fp, n.cfg.Self
+	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fp, n.cfg.Self
 	obj, joined, evicted, err := n.putCopy(&req)
 	if err != nil {
 		n.answerPut(ctx, req, messages.AsError(err))
 		return
 	}
 	if joined != nil {
-		if from != "" {
-			n.samePutFromLater(ctx, req, joined)
-			return
-		}
 		n.samePutLater(ctx, req, joined, data)
 		return
 	}
@@ -222,7 +211,7 @@ func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, dat
 		req.Inline, req.InlineData = true, bytes.Clone(data)
 	}
 	req.RequestID = n.reqs.newID()
-	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, from: from}
+	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, owned: owned}
 	n.reqs.runs[req.RequestID] = run
 	n.putDo(ctx, req.RequestID, run.reg.Start(now))
 }
@@ -369,13 +358,25 @@ func (n *StoreNode) putWatchDue(ctx actor.Context, m putWatchDue) {
 // the actor keeps serving (a DropObject of this very object among
 // others), and reports the end.
 func (n *StoreNode) copyIn(ctx actor.Context, id uint64, run *putRun, readable bool) {
-	if run.from != "" {
-		n.copyFrom(ctx, id, run, readable)
-		return
-	}
 	system, self := ctx.ActorSystem(), ctx.Self()
 	obj, data, cfg := run.obj, run.data, n.cfg
 	w := obj.NewWriter() // supersedes a fetch that was filling a placeholder
+	if written, _, _ := obj.Progress(); run.owned && written == 0 && len(data) > 0 {
+		// The bytes arrived in a buffer of their own: it becomes the
+		// copy's, one pass over them fewer.
+		go func() {
+			err := w.Adopt(data)
+			if err == nil {
+				err = cfg.Store.Complete(obj)
+			}
+			if err != nil {
+				system.Root.Send(self, putCopied{id: id, err: messages.AsError(putEnded(obj, err, readable))})
+				return
+			}
+			system.Root.Send(self, putCopied{id: id, complete: true})
+		}()
+		return
+	}
 	go func() {
 		size := int64(len(data))
 		for off := int64(0); off < size; off += int64(cfg.ChunkSize) {
@@ -411,10 +412,6 @@ func (n *StoreNode) putTimedOut(ctx actor.Context, m storeproto.PutDeadline) {
 
 func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
 	if run := n.reqs.runs[m.id]; run != nil {
-		if m.abort && m.err != nil {
-			n.cfg.Store.Abort(run.obj, m.err)
-			n.unpublish(ctx.ActorSystem(), []string{run.obj.ID()})
-		}
 		n.putDo(ctx, m.id, run.reg.CopiedIn(m.complete, m.err))
 	}
 }
