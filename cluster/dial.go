@@ -21,6 +21,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/transport"
 )
 
 // Client is a client of a running cluster that is not a member of it: a
@@ -37,6 +38,7 @@ type Client struct {
 	remote  *remote.Remote
 	ep      endpoints // the members it may talk to, and the one it does
 	timeout time.Duration
+	data    *transport.TCP // the client side of the data plane (see dataPath)
 }
 
 // DialOption configures Dial.
@@ -138,6 +140,10 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 	}
 	c.use(member, hello)
 	c.Client = storenode.NewFailoverClient(system.Root, hello.GetStore().PID(), cfg.timeout, c.failover)
+	// The members' data planes require mutual TLS when remote does: the
+	// client's certificate serves both.
+	c.data = transport.NewTCP(transport.TCPConfig{ListenAddr: net.JoinHostPort(bhost, "0"), TLS: cfg.tls})
+	c.Client.SetDataPath(&dataPath{c: c, tcp: c.data})
 	c.startRefresh()
 	return c, nil
 }
@@ -409,6 +415,9 @@ func (c *Client) Close() {
 
 func (c *Client) shutdown() {
 	c.stopRefresh()
+	if c.data != nil {
+		c.data.Close()
+	}
 	c.remote.Shutdown(false)
 	c.system.Shutdown()
 }

@@ -28,6 +28,9 @@ type endpoints struct {
 	inUse string
 	given []string
 	known []string
+	// data are the store nodes' data addresses, by PID (pidKey), as the
+	// handshakes reported them: where a Get streams from.
+	data map[string]string
 	// moving serializes failovers: the calls that failed at once move
 	// to one member, found once.
 	moving sync.Mutex
@@ -130,6 +133,16 @@ func (c *Client) use(addr string, r *messages.MemberHelloReply) {
 func (c *Client) learnLocked(r *messages.MemberHelloReply) {
 	addrs := r.GetViewAddresses()
 	c.ep.known = slices.Clone(addrs[:min(len(addrs), maxEndpoints)])
+	if c.ep.data == nil || len(c.ep.data) > 4*maxEndpoints {
+		// Members that left do not pile up: a store named since is
+		// in this reply or learned again from the next.
+		c.ep.data = map[string]string{}
+	}
+	for _, n := range append([]*messages.NodeRef{r.GetStore()}, r.GetViewStores()...) {
+		if n.GetDataAddress() != "" {
+			c.ep.data[pidKey(n.PID())] = n.GetDataAddress()
+		}
+	}
 }
 
 // helloFirst greets the addresses in order until one answers, sharing

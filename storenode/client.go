@@ -25,6 +25,7 @@ type Client struct {
 	node           atomic.Pointer[actor.PID]
 	defaultTimeout time.Duration
 	failover       Failover // nil: calls stay with node
+	data           DataPath // nil: bytes ride inside the requests
 }
 
 // NewClient returns a client of the store node at pid. defaultTimeout
@@ -152,6 +153,9 @@ const maxAnswerGrace = 250 * time.Millisecond
 // succeeds even if a consumer Gets the object and Deletes it before this
 // reply arrives, and the object stays deleted.
 func (c *Client) Put(ctx context.Context, id string, data []byte) error {
+	if c.data != nil && len(data) >= dataPathMin {
+		return c.putData(ctx, id, &PutData{chunks: [][]byte{data}, size: int64(len(data))})
+	}
 	var msg any = &messages.Put{ObjectId: id, Data: data}
 	if len(data) >= localput.MinSize && c.local() {
 		msg = &localput.Request{Put: msg.(*messages.Put), Fingerprint: fingerprint.Of(data)}
@@ -182,6 +186,13 @@ func (c *Client) GetReadOnly(ctx context.Context, id string) ([]byte, error) {
 }
 
 func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, error) {
+	if c.data != nil {
+		s := &bufferSink{id: id}
+		if err := c.getData(ctx, id, s); err != nil {
+			return nil, err
+		}
+		return s.buf, nil
+	}
 	var data []byte
 	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
 		res, err := c.call(ctx, &messages.Get{ObjectId: id, ReadOnly: readOnly})

@@ -31,10 +31,20 @@ import (
 // nothing writes into dst any more, so the caller may reuse it at once;
 // concurrent GetIntos need distinct buffers.
 //
-// Through a client of a store node in another process (cluster.Dial,
-// Member.ClientOf), the caller's memory cannot be lent to the node:
-// GetInto is then a Get and one copy into dst, with the same results.
+// Through a client of a store node in another process, the caller's
+// memory cannot be lent to the node: with a DataPath (cluster.Dial) the
+// node brings a copy into its store and the bytes come from there
+// straight into dst (on TCP read from the socket there); without one
+// (Member.ClientOf) GetInto is a Get and one copy into dst. The results
+// are the same.
 func (c *Client) GetInto(ctx context.Context, id string, dst []byte) (int, error) {
+	if c.data != nil {
+		s := &bufferSink{id: id, buf: dst, given: true}
+		if err := c.getData(ctx, id, s); err != nil {
+			return 0, err
+		}
+		return int(s.off), nil
+	}
 	if !c.local() {
 		b, err := c.GetReadOnly(ctx, id)
 		if err != nil {

@@ -170,6 +170,17 @@ func TestProcessTLS(t *testing.T) {
 	if got, err := dc.Get(ctx, "tls-sum"); err != nil || !bytes.Equal(got, int32s(want)) {
 		t.Fatalf("get over a dialed TLS client: %d bytes, %v", len(got), err)
 	}
+	// Its Puts' and Gets' bytes take the data plane, mutual TLS both
+	// ways: the member fetches a Put from the client's endpoint, and a
+	// Get streams from the member's.
+	blob := randomBytes(21, 6<<20+1)
+	if err := dc.PutFrom(ctx, "tls-blob", bytes.NewReader(blob), -1); err != nil {
+		t.Fatalf("put over a dialed TLS client: %v", err)
+	}
+	var back bytes.Buffer
+	if n, err := dc.GetTo(ctx, "tls-blob", &back); err != nil || n != int64(len(blob)) || !bytes.Equal(back.Bytes(), blob) {
+		t.Fatalf("get into a writer over a dialed TLS client: %d bytes, %v", n, err)
+	}
 	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
 	if _, err := cluster.Dial(pctx, nodes[1].address); !errors.Is(err, messages.ErrUnavailable) {
 		t.Fatalf("a plaintext Dial of a TLS cluster: %v, want UNAVAILABLE", err)

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// dataPath is a Dial client's storenode.DataPath: its Puts' and Gets'
+// bytes go between the client and its member on the member's data plane,
+// the TCP streams members fetch copies with, instead of inside remote
+// messages (one gRPC message per object, encoded, copied and decoded
+// whole, at most 256 MiB). A Get has the member bring a copy into its
+// store (a prefetching Get, answered without the bytes) and streams it
+// from there; a Put serves the object on an endpoint of the client's own
+// and sends a messages.PutFrom naming it, and the member fetches it as it
+// fetches from a peer, into its creator copy.
+type dataPath struct {
+	c   *Client
+	tcp *transport.TCP
+	seq atomic.Uint64 // names the endpoint of each Put
+}
+
+// dataChunk is the most a data frame of the client's streams carries:
+// about 5 ms of a link of a few GB/s, as a member's streams of large
+// objects use.
+const dataChunk = 4 << 20
+
+var _ storenode.DataPath = (*dataPath)(nil)
+
+// dataAddress is the data address of the store node node, as the
+// member handshakes reported it.
+func (p *dataPath) dataAddress(node *actor.PID) (string, error) {
+	p.c.ep.mu.Lock()
+	addr := p.c.ep.data[pidKey(node)]
+	p.c.ep.mu.Unlock()
+	if addr == "" {
+		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s: no data address known", node.GetAddress())
+	}
+	return addr, nil
+}
+
+// Put implements storenode.DataPath.
+func (p *dataPath) Put(ctx context.Context, node *actor.PID, id string, data *storenode.PutData) (bool, error) {
+	served, err := p.tcp.Serve(fmt.Sprintf("put-%d", p.seq.Add(1)), putSource{id: id, data: data})
+	if err != nil {
+		// Local, not the member's: failing over would not help.
+		return false, messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED, "put of %q: the client cannot serve it on the data plane: %v", id, err)
+	}
+	defer p.tcp.Unserve(served)
+	res, err := p.c.request(ctx, node, &messages.PutFrom{ObjectId: id, Size: data.Size(), DataAddress: served, TimeoutMs: actorutil.TimeoutMs(ctx)})
+	if err != nil {
+		return false, err
+	}
+	r, ok := res.(*messages.PutReply)
+	if !ok {
+		return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %s to PutFrom", actorutil.TypeName(res))
+	}
+	return !messages.IsUndeliveredBy(r.GetError(), node), messages.ErrOrNil(r.GetError())
+}
+
+// putSource serves the one object a Put sends.
+type putSource struct {
+	id   string
+	data *storenode.PutData
+}
+
+func (s putSource) OpenObject(_ context.Context, id string) (transport.ObjectReader, error) {
+	if id != s.id {
+		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not what this client puts here (%q)", id, s.id)
+	}
+	return s.data.Reader(), nil
+}
+
+// Get implements storenode.DataPath.
+func (p *dataPath) Get(ctx context.Context, node *actor.PID, id string, sink storenode.Sink) (bool, error) {
+	res, err := p.c.request(ctx, node, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: actorutil.TimeoutMs(ctx)})
+	if err != nil {
+		return false, err
+	}
+	r, ok := res.(*messages.GetReply)
+	if !ok {
+		return false, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected reply %s to Get", actorutil.TypeName(res))
+	}
+	if e := r.GetError(); e != nil {
+		return !messages.IsUndeliveredBy(e, node), e
+	}
+	addr, err := p.dataAddress(node)
+	if err != nil {
+		return false, err
+	}
+	s, err := p.tcp.Open(ctx, "", addr, id, sink.Offset(), dataChunk)
+	if err != nil {
+		return streamFailed(id, err)
+	}
+	defer s.Close()
+	size := s.Size()
+	if err := sink.Begin(size); err != nil {
+		return true, err
+	}
+	for sink.Offset() < size {
+		if b := sink.Buffer(); b != nil {
+			var n int
+			if n, err = s.NextInto(ctx, b); err == nil {
+				sink.Advance(n)
+			}
+		} else {
+			var chunk []byte
+			if chunk, err = s.Next(ctx); err == nil {
+				if err := sink.Write(chunk); err != nil {
+					return true, err
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", id, addr, sink.Offset(), size)
+		}
+		if err != nil {
+			return streamFailed(id, err)
+		}
+	}
+	return true, nil
+}
+
+// streamFailed classifies a failed stream from the member's store for
+// the Client's retry: a copy that left the store between the Get's
+// answer and the stream (evicted) is asked for again there, as a race;
+// an unreachable data plane moves to another member.
+func streamFailed(id string, err error) (bool, error) {
+	e := messages.AsError(err)
+	if e.GetCode() == messages.ErrorCode_NOT_FOUND {
+		return true, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q left the member's store before its stream opened: %s", id, e.GetMessage())
+	}
+	return false, e
+}

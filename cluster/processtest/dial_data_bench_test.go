@@ -1,0 +1,109 @@
+package processtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// BenchmarkDialPutGet64MiB times, side by side on two `hoplite node`
+// processes, a Dial client's Put, Get and GetInto of a 64 MiB object
+// against the member-to-member transfer of the same object: a
+// prefetching Get on the other member, which fetches the object from the
+// creator on the data plane and answers without the bytes. Each
+// iteration Puts a new object through the client's member (the creator),
+// has the other member fetch it, and Gets it through the client; the
+// ratios (put/m2m, get/m2m, getinto/m2m) are of the totals over the
+// iterations.
+func BenchmarkDialPutGet64MiB(b *testing.B) {
+	bin := hopliteBinary(b)
+	slots, seeds := memberSlots(b, 2)
+	var nodes []*nodeProc
+	for i := range 2 {
+		nodes = append(nodes, startNode(b, bin, slots[i], seeds, "-capacity", "1GiB", "-chunk-size", "auto"))
+	}
+	for _, n := range nodes {
+		n.waitStarted(b, 60*time.Second)
+	}
+	tc := newTestClient(b)
+	tc.converge(b, nodes...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := cluster.Dial(ctx, nodes[0].address)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const size = 64 << 20
+	data := randomBytes(64, size)
+	dst := make([]byte, size)
+	other := nodes[1].store()
+	// One round first: connections, the members' bandwidth estimates.
+	warm := func(id string) {
+		if err := c.Put(ctx, id, data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.GetInto(ctx, id, dst); err != nil {
+			b.Fatal(err)
+		}
+		prefetch(b, tc, other, id)
+		if err := c.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	warm("bench-warm")
+	var put, m2m, get, into time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("bench-%d", i)
+		t0 := time.Now()
+		if err := c.Put(ctx, id, data); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		prefetch(b, tc, other, id)
+		t2 := time.Now()
+		got, err := c.Get(ctx, id)
+		if err != nil || len(got) != size {
+			b.Fatalf("get: %d bytes, %v", len(got), err)
+		}
+		t3 := time.Now()
+		if n, err := c.GetInto(ctx, id, dst); err != nil || n != size {
+			b.Fatalf("getinto: %d bytes, %v", n, err)
+		}
+		t4 := time.Now()
+		put, m2m, get, into = put+t1.Sub(t0), m2m+t2.Sub(t1), get+t3.Sub(t2), into+t4.Sub(t3)
+		b.StopTimer()
+		if err := c.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(put.Milliseconds())/n, "put-ms")
+	b.ReportMetric(float64(m2m.Milliseconds())/n, "m2m-ms")
+	b.ReportMetric(float64(get.Milliseconds())/n, "get-ms")
+	b.ReportMetric(float64(into.Milliseconds())/n, "getinto-ms")
+	b.ReportMetric(put.Seconds()/m2m.Seconds(), "put/m2m")
+	b.ReportMetric(get.Seconds()/m2m.Seconds(), "get/m2m")
+	b.ReportMetric(into.Seconds()/m2m.Seconds(), "getinto/m2m")
+}
+
+// prefetch has the store node pid bring a copy of id into its store
+// (the member-to-member transfer) and waits for its answer.
+func prefetch(b *testing.B, tc *testClient, pid *actor.PID, id string) {
+	b.Helper()
+	res, err := tc.system.Root.RequestFuture(pid, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: 60_000}, time.Minute).Result()
+	if err != nil {
+		b.Fatalf("prefetch %s: %v", id, err)
+	}
+	if r, ok := res.(*messages.GetReply); !ok || r.GetError() != nil {
+		b.Fatalf("prefetch %s: %v", id, res)
+	}
+}

@@ -1,0 +1,172 @@
+package processtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// patternReader yields size bytes drawn from seed, 8 at a time, without
+// holding them: a test compares hundreds of MiB without keeping them.
+type patternReader struct {
+	seed      uint64
+	off, size int64
+}
+
+func (r *patternReader) Read(p []byte) (int, error) {
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), r.size-r.off))
+	for i := 0; i < n; {
+		var w [8]byte
+		block := uint64(r.off+int64(i)) / 8
+		x := (block ^ r.seed) * 0x9E3779B97F4A7C15
+		x ^= x >> 29
+		binary.LittleEndian.PutUint64(w[:], x*0xBF58476D1CE4E5B9)
+		k := copy(p[i:n], w[(r.off+int64(i))%8:])
+		i += k
+	}
+	r.off += int64(n)
+	return n, nil
+}
+
+// patternChecker is an io.Writer that checks what it is given against
+// a patternReader of the same seed.
+type patternChecker struct {
+	want patternReader
+	buf  []byte
+	bad  int64 // the first byte that differed, or -1
+}
+
+func newPatternChecker(seed uint64, size int64) *patternChecker {
+	return &patternChecker{want: patternReader{seed: seed, size: size}, bad: -1}
+}
+
+func (c *patternChecker) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.want.size-c.want.off {
+		return 0, fmt.Errorf("%d bytes past the %d expected", int64(len(p))-(c.want.size-c.want.off), c.want.size)
+	}
+	if cap(c.buf) < len(p) {
+		c.buf = make([]byte, len(p))
+	}
+	at := c.want.off
+	want := c.buf[:len(p)]
+	_, _ = io.ReadFull(&c.want, want)
+	if c.bad < 0 && !bytes.Equal(p, want) {
+		for i := range p {
+			if p[i] != want[i] {
+				c.bad = at + int64(i)
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// check fails t unless the writer got exactly the pattern.
+func (c *patternChecker) check(t *testing.T, what string) {
+	t.Helper()
+	if c.bad >= 0 || c.want.off != c.want.size {
+		t.Fatalf("%s: %d of %d bytes, first wrong byte at %d (-1: none)", what, c.want.off, c.want.size, c.bad)
+	}
+}
+
+// TestDialDataPlane: a Dial client's Puts and Gets move their bytes on
+// the members' data plane, with no cap but the members' capacity. A
+// 300 MiB object (past the 256 MiB a remote message carries) is Put
+// from a reader of unknown length, read back byte-exact into a writer
+// through another member (which fetches it from the first) and whole
+// into a slice and a caller's buffer; a reader that ends before the
+// size it announced fails INVALID_ARGUMENT and creates nothing.
+func TestDialDataPlane(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 2)
+	var nodes []*nodeProc
+	for i := range 2 {
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-capacity", "768MiB"))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	tc := newTestClient(t)
+	tc.converge(t, nodes...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c0, err := cluster.Dial(ctx, nodes[0].address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	c1, err := cluster.Dial(ctx, nodes[1].address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+
+	const size, seed = 300 << 20, 77
+	if err := c0.PutFrom(ctx, "big", &patternReader{seed: seed, size: size}, -1); err != nil {
+		t.Fatalf("put 300 MiB from a reader of unknown length: %v", err)
+	}
+	w := newPatternChecker(seed, size)
+	n, err := c1.GetTo(ctx, "big", w)
+	if err != nil || n != size {
+		t.Fatalf("get into a writer through the other member: %d bytes, %v", n, err)
+	}
+	w.check(t, "GetTo through the other member")
+
+	got, err := c0.Get(ctx, "big")
+	if err != nil {
+		t.Fatalf("get 300 MiB into a slice: %v", err)
+	}
+	w = newPatternChecker(seed, size)
+	_, _ = w.Write(got)
+	w.check(t, "Get")
+	clear(got)
+	if k, err := c1.GetInto(ctx, "big", got); err != nil || k != size {
+		t.Fatalf("get into the caller's buffer: %d, %v", k, err)
+	}
+	w = newPatternChecker(seed, size)
+	_, _ = w.Write(got)
+	w.check(t, "GetInto")
+	if _, err := c1.GetInto(ctx, "big", got[:size-1]); !errors.Is(err, messages.ErrInvalidArgument) {
+		t.Fatalf("get into a buffer a byte short: %v, want INVALID_ARGUMENT", err)
+	}
+	got = nil
+
+	// A Put of a slice takes the data plane too; so does a Put of the
+	// same id and bytes again (idempotent) and with other bytes (CONFLICT).
+	mid := randomBytes(5, 24<<20+3)
+	if err := c1.Put(ctx, "mid", mid); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Put(ctx, "mid", mid); err != nil {
+		t.Fatalf("the same Put again through another member: %v", err)
+	}
+	other := bytes.Clone(mid)
+	other[len(other)/2] ^= 1
+	if err := c1.Put(ctx, "mid", other); !errors.Is(err, messages.ErrConflict) {
+		t.Fatalf("another Put of mid with other bytes: %v, want CONFLICT", err)
+	}
+	if b, err := c0.Get(ctx, "mid"); err != nil || !bytes.Equal(b, mid) {
+		t.Fatalf("get mid: %d bytes, %v", len(b), err)
+	}
+
+	short := &patternReader{seed: 3, size: 5 << 20}
+	if err := c0.PutFrom(ctx, "short", short, 6<<20); !errors.Is(err, messages.ErrInvalidArgument) {
+		t.Fatalf("put from a reader shorter than its size: %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := c0.Info(ctx, "short", false); !errors.Is(err, messages.ErrNotFound) {
+		t.Fatalf("info of the short put: %v, want NOT_FOUND", err)
+	}
+}

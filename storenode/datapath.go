@@ -1,0 +1,246 @@
+package storenode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
+	"github.com/hoplite-go/hoplite/internal/localput"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/transport"
+)
+
+// DataPath moves a Client's object bytes on the data plane when its
+// store node runs in another process (cluster.Dial sets one): inside a
+// request they would be one remote message, encoded, copied and decoded
+// whole, and capped in size. Each call is one attempt at node; raced
+// says the node itself answered UNAVAILABLE (a placement race, retried
+// there), any other UNAVAILABLE moves the Client to another node.
+type DataPath interface {
+	// Put has node fetch data as object id (a messages.PutFrom) and
+	// returns its answer.
+	Put(ctx context.Context, node *actor.PID, id string, data *PutData) (raced bool, err error)
+	// Get has node bring a copy of id into its store and streams it from
+	// there into sink.
+	Get(ctx context.Context, node *actor.PID, id string, sink Sink) (raced bool, err error)
+}
+
+// SetDataPath makes Put, PutFrom, Get, GetReadOnly, GetInto and GetTo
+// move their bytes through p (nil: inside the requests). Call it before
+// the Client is used.
+func (c *Client) SetDataPath(p DataPath) { c.data = p }
+
+// dataPathMin is the size from which a Put takes the data path: below
+// it the request carrying the bytes costs less than the round trips of
+// a transfer.
+const dataPathMin = localput.MinSize
+
+// PutData is an object to Put, in the order of its bytes: one slice (a
+// Put's) or the bounded chunks PutFrom read.
+type PutData struct {
+	chunks [][]byte
+	size   int64
+}
+
+// Size is the object's size.
+func (d *PutData) Size() int64 { return d.size }
+
+// Reader serves the object (see transport.ObjectReader).
+func (d *PutData) Reader() transport.ObjectReader { return &putDataReader{d: d} }
+
+type putDataReader struct{ d *PutData }
+
+func (r *putDataReader) Size() int64 { return r.d.size }
+func (r *putDataReader) Close()      {}
+
+// ReadAt returns the bytes at off within one chunk: the chunks stay the
+// caller's and are served without a copy.
+func (r *putDataReader) ReadAt(_ context.Context, off int64, limit int) ([]byte, error) {
+	if off >= r.d.size {
+		return nil, io.EOF
+	}
+	for _, c := range r.d.chunks {
+		if off < int64(len(c)) {
+			return c[off:min(int64(len(c)), off+int64(limit))], nil
+		}
+		off -= int64(len(c))
+	}
+	return nil, io.EOF
+}
+
+// putChunk is how much of a reader PutFrom reads at a time.
+const putChunk = 4 << 20
+
+// readPutData reads r to its end (size bytes, or any number for size
+// -1) in chunks of putChunk.
+func readPutData(id string, r io.Reader, size int64) (*PutData, error) {
+	if size < -1 {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q: size %d (want -1 for unknown, or the size)", id, size)
+	}
+	d := &PutData{}
+	for size < 0 || d.size < size {
+		n := int64(putChunk)
+		if size >= 0 {
+			n = min(n, size-d.size)
+		}
+		c := make([]byte, n)
+		k, err := io.ReadFull(r, c)
+		if k > 0 {
+			d.chunks = append(d.chunks, c[:k])
+			d.size += int64(k)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if size >= 0 && d.size < size {
+				return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q: the reader ended at %d of %d bytes", id, d.size, size)
+			}
+			break
+		}
+		if err != nil {
+			return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q: reading at byte %d: %v", id, d.size, err)
+		}
+	}
+	return d, nil
+}
+
+// PutFrom creates object id from r's bytes: size of them, or all until
+// EOF for size -1 (a reader that ends early, or a read error, is
+// INVALID_ARGUMENT). It is Put otherwise. A Put names the object's
+// size first, and is sent again to another node when its node fails, so
+// r is read to its end before a byte is sent: the Client holds the
+// object once, in chunks of 4 MiB, never as one slice, until the Put is
+// answered.
+func (c *Client) PutFrom(ctx context.Context, id string, r io.Reader, size int64) error {
+	d, err := readPutData(id, r, size)
+	if err != nil {
+		return err
+	}
+	if c.data == nil || d.size < dataPathMin {
+		data := bytes.Join(d.chunks, nil)
+		if data == nil {
+			data = []byte{}
+		}
+		return c.Put(ctx, id, data)
+	}
+	return c.putData(ctx, id, d)
+}
+
+func (c *Client) putData(ctx context.Context, id string, d *PutData) error {
+	return c.retry(ctx, func(ctx context.Context) (bool, error) {
+		return c.data.Put(ctx, c.PID(), id, d)
+	})
+}
+
+// Sink takes a Get's bytes from a DataPath, in order. A retry resumes
+// at Offset (another node's copy holds the same bytes).
+type Sink interface {
+	// Begin gives the object's size before its bytes, on every attempt.
+	Begin(size int64) error
+	// Offset is how many bytes the sink has.
+	Offset() int64
+	// Buffer is where the next bytes go (then Advance), or nil to take
+	// them by Write.
+	Buffer() []byte
+	// Advance counts n bytes put in Buffer.
+	Advance(n int)
+	// Write takes the next bytes; p is valid only during the call.
+	Write(p []byte) error
+}
+
+// bufferSink collects a Get into one slice: the caller's (GetInto) or
+// one of the object's size.
+type bufferSink struct {
+	id    string
+	buf   []byte
+	given bool // buf is the caller's
+	size  int64
+	off   int64
+}
+
+func (s *bufferSink) Begin(size int64) error {
+	switch {
+	case s.given && size > int64(len(s.buf)):
+		return tooSmall(s.id, int(size), len(s.buf))
+	case s.off > 0 && size != s.size:
+		return messages.Errorf(messages.ErrorCode_RESET, "object %q: another copy has %d bytes, the first had %d", s.id, size, s.size)
+	case !s.given && s.buf == nil:
+		// Not zeroed, on huge pages where it can: every byte is written
+		// before Get returns it, as a fetch's copy is (bufalloc).
+		s.buf = bufalloc.Make(int(size))
+	}
+	s.size = size
+	return nil
+}
+
+func (s *bufferSink) Offset() int64  { return s.off }
+func (s *bufferSink) Buffer() []byte { return s.buf[s.off:s.size] }
+func (s *bufferSink) Advance(n int)  { s.off += int64(n) }
+func (s *bufferSink) Write(p []byte) error {
+	s.off += int64(copy(s.buf[s.off:s.size], p))
+	return nil
+}
+
+// writerSink hands a Get's bytes to an io.Writer as they arrive.
+type writerSink struct {
+	id   string
+	w    io.Writer
+	size int64
+	off  int64
+}
+
+func (s *writerSink) Begin(size int64) error {
+	if s.off > 0 && size != s.size {
+		return messages.Errorf(messages.ErrorCode_RESET, "object %q: another copy has %d bytes, the first had %d (%d written already)", s.id, size, s.size, s.off)
+	}
+	s.size = size
+	return nil
+}
+
+func (s *writerSink) Offset() int64  { return s.off }
+func (s *writerSink) Buffer() []byte { return nil }
+func (s *writerSink) Advance(int)    {}
+func (s *writerSink) Write(p []byte) error {
+	n, err := s.w.Write(p)
+	s.off += int64(n)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		// Not the node's failure: nothing to retry or fail over.
+		return messages.Errorf(messages.ErrorCode_CANCELED, "get of %q: the writer failed at byte %d: %v", s.id, s.off, err)
+	}
+	return nil
+}
+
+// getData runs a Get into sink through the data path, failing over as
+// the other calls do.
+func (c *Client) getData(ctx context.Context, id string, sink Sink) error {
+	return c.retry(ctx, func(ctx context.Context) (bool, error) {
+		return c.data.Get(ctx, c.PID(), id, sink)
+	})
+}
+
+// GetTo writes object id to w as its bytes arrive and returns how many
+// it wrote; it waits for the object as Get does. Through a data path
+// (cluster.Dial) the bytes go from the node's data plane to w chunk by
+// chunk, so the object is never whole in the caller's memory; a node
+// that fails mid-transfer is replaced by another copy, resumed where w
+// stopped. A failed Write ends it CANCELED. In the node's process it is
+// GetReadOnly and one Write.
+func (c *Client) GetTo(ctx context.Context, id string, w io.Writer) (int64, error) {
+	if c.data != nil {
+		s := &writerSink{id: id, w: w}
+		err := c.getData(ctx, id, s)
+		return s.off, err
+	}
+	b, err := c.GetReadOnly(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	s := &writerSink{id: id, w: w}
+	err = s.Write(b)
+	return s.off, err
+}
