@@ -64,10 +64,10 @@ type opsIO struct {
 
 var opsCommands = map[string]opsCommand{
 	"put": {name: "put", args: "ID [FILE]", nargs: [2]int{1, 2},
-		doc: "Stores FILE (or standard input, or FILE -) as object ID, created on the member at --addr.",
+		doc: "Stores FILE (or standard input, or FILE -) as object ID, created on the member at --addr. The input is read to its end first (held in 4 MiB chunks), then the member fetches it from this process on its data plane: any size up to the member's capacity.",
 		run: opPut},
 	"get": {name: "get", args: "ID [FILE]", nargs: [2]int{1, 2},
-		doc: "Writes object ID to FILE (or standard output). An id that does not exist is NOT_FOUND at once; --wait waits that long for its creation.",
+		doc: "Writes object ID to FILE (or standard output) as it streams from the member's data plane, chunk by chunk (never whole in memory). An id that does not exist is NOT_FOUND at once; --wait waits that long for its creation.",
 		run: opGet},
 	"rm": {name: "rm", args: "ID...", nargs: [2]int{1, 1 << 20},
 		doc: "Deletes objects (every copy; an id is never reused).", run: opRm},
@@ -172,7 +172,7 @@ func cmp(s, empty string) string {
 
 func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
 	in := o.stdin
-	var size int64 // 0: unknown (standard input)
+	size := int64(-1) // unknown (standard input, a pipe)
 	if len(args) == 2 && args[1] != "-" {
 		f, err := os.Open(args[1])
 		if err != nil {
@@ -184,28 +184,46 @@ func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 		}
 		in = f
 	}
-	prog := newTransferProgress(o.stderr, o.tty, "put "+args[0], size)
+	prog := newTransferProgress(o.stderr, o.tty, "put "+args[0], max(size, 0))
 	defer prog.end()
-	// Objects are immutable and stored whole: read it all first, so that
-	// a read error stores nothing.
-	prog.counting("reading", size)
-	data, err := io.ReadAll(progressReader{r: in, p: prog})
-	if err != nil {
-		return fmt.Errorf("read the object: %w", err)
-	}
-	prog.waiting(fmt.Sprintf("storing %s", bytesString(int64(len(data)))))
-	if err := c.Put(ctx, args[0], data); err != nil {
+	// PutFrom reads the input to its end before it sends a byte (a Put
+	// names the object's size and fingerprint first), in chunks, so a
+	// read error stores nothing; then the member fetches the bytes from
+	// this process on its data plane.
+	prog.counting("reading", max(size, 0))
+	r := &countingReader{r: progressReader{r: in, p: prog}, atEOF: func(n int64) {
+		prog.waiting(fmt.Sprintf("storing %s", bytesString(n)))
+	}}
+	if err := c.PutFrom(ctx, args[0], r, size); err != nil {
 		return err
 	}
 	prog.end()
-	fmt.Fprintf(o.stdout, "put %s (%d bytes)\n", args[0], len(data))
+	fmt.Fprintf(o.stdout, "put %s (%d bytes)\n", args[0], r.n)
 	return nil
+}
+
+// countingReader counts what is read through it and calls atEOF once,
+// with the count, when the input ends.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	atEOF func(n int64)
+}
+
+func (r *countingReader) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	r.n += int64(n)
+	if err == io.EOF && r.atEOF != nil {
+		r.atEOF(r.n)
+		r.atEOF = nil
+	}
+	return n, err
 }
 
 func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
 	toFile := len(args) == 2 && args[1] != "-"
-	// The size is unknown until the object arrives: draw while it is
-	// fetched, then while a large one is written.
+	// The size is unknown until the object arrives: count what is
+	// written as it streams.
 	prog := newTransferProgress(o.stderr, o.tty && (toFile || !isTerminal(o.stdout)), "get "+args[0], 0)
 	defer prog.end()
 	// The API's Get waits for an object to be created; from a shell, an
@@ -215,26 +233,30 @@ func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 	if err := objectExists(ctx, c, args[0], o.opts.wait); err != nil {
 		return err
 	}
-	prog.waiting("fetching")
-	data, err := c.Get(ctx, args[0])
-	if err != nil {
-		return err
+	out := o.stdout
+	var f *os.File
+	if toFile {
+		var err error
+		if f, err = os.Create(args[1]); err != nil {
+			return err
+		}
+		out = f
 	}
-	if !toFile {
-		prog.end()
-		_, err = o.stdout.Write(data)
-		return err
+	// GetTo writes each chunk as it arrives from the member's data
+	// plane: the object is never whole in this process.
+	prog.counting("fetching", 0)
+	_, err := c.GetTo(ctx, args[0], progressWriter{w: out, p: prog})
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			// A part of an object is not the object.
+			_ = os.Remove(args[1])
+		}
 	}
-	f, err := os.Create(args[1])
-	if err != nil {
-		return err
-	}
-	prog.counting("writing", int64(len(data)))
-	if err := writeCounted(f, data, prog); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	prog.end()
+	return err
 }
 
 // objectExists asks the directory for id: NOT_FOUND at once when it

@@ -9,10 +9,10 @@ import (
 )
 
 // transferProgress is what `hoplite put` and `get` show on a terminal
-// while a large object moves: a bar while bytes are read or written
-// locally (their count is known), and the elapsed time while the
-// cluster stores or fetches it (one request: the member reports no
-// progress until it answers). Off a terminal it writes nothing, so
+// while a large object moves: a bar while a put's input is read (its
+// count known for a file), the bytes so far while a get streams, and
+// the elapsed time while the cluster stores a put (the member reports
+// no progress until it answers). Off a terminal it writes nothing, so
 // scripts and pipes see only the command's output.
 type transferProgress struct {
 	w     io.Writer // nil: off
@@ -157,16 +157,14 @@ func (r progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// writeCounted writes data to w in pieces, counting them.
-func writeCounted(w io.Writer, data []byte, p *transferProgress) error {
-	const piece = 1 << 20
-	for len(data) > 0 {
-		n := min(piece, len(data))
-		if _, err := w.Write(data[:n]); err != nil {
-			return err
-		}
-		p.add(n)
-		data = data[n:]
-	}
-	return nil
+// progressWriter counts what is written through it.
+type progressWriter struct {
+	w io.Writer
+	p *transferProgress
+}
+
+func (w progressWriter) Write(b []byte) (int, error) {
+	n, err := w.w.Write(b)
+	w.p.add(n)
+	return n, err
 }

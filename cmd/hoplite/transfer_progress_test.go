@@ -44,8 +44,8 @@ func TestTransferProgress(t *testing.T) {
 	q := newTransferProgress(&w, true, "get x", 0)
 	q.counting("writing", 3<<20)
 	var sink bytes.Buffer
-	if err := writeCounted(&sink, make([]byte, 3<<20), q); err != nil || sink.Len() != 3<<20 {
-		t.Fatalf("writeCounted: %v, %d bytes", err, sink.Len())
+	if _, err := io.Copy(progressWriter{w: &sink, p: q}, bytes.NewReader(make([]byte, 3<<20))); err != nil || sink.Len() != 3<<20 {
+		t.Fatalf("progressWriter: %v, %d bytes", err, sink.Len())
 	}
 	if !strings.Contains(w.String(), "100% 3.0 MiB/3.0 MiB") {
 		t.Fatalf("writing phase: %q", w.String())

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeRandomFile writes size random bytes drawn from seed to path, a
+// MiB at a time.
+func writeRandomFile(t *testing.T, path string, seed uint64, size int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	buf := make([]byte, 1<<20)
+	for left := size; left > 0; left -= int64(len(buf)) {
+		for i := 0; i < len(buf); i += 8 {
+			v := r.Uint64()
+			for k := range 8 {
+				buf[i+k] = byte(v >> (8 * k))
+			}
+		}
+		if _, err := f.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameFiles fails t unless a and b hold the same bytes.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	fa, err := os.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for off := int64(0); ; off += int64(len(ba)) {
+		na, ea := io.ReadFull(fa, ba)
+		nb, eb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			t.Fatalf("%s and %s differ in the MiB at %d (%d and %d bytes there)", a, b, off, na, nb)
+		}
+		if ea != nil || eb != nil {
+			return
+		}
+	}
+}
+
+// runWithStdin runs the binary with a file as its standard input.
+func runWithStdin(t *testing.T, bin, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	in, err := os.Open(stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = in
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stdout.String(), stderr.String()
+	} else if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return 0, stdout.String(), stderr.String()
+}
+
+// TestOperatorPutGetLarge: `hoplite put` and `get` of a 300 MiB object,
+// past the 256 MiB one remote message carries: from a file and from
+// standard input (a length it learns at EOF), read back through another
+// member into a file and to standard output, byte-exact.
+func TestOperatorPutGetLarge(t *testing.T) {
+	bin := builtHoplite(t)
+	addrs := startMembers(t, bin, 2, "-capacity", "768MiB")
+	a, b := "--addr="+addrs[0], "--addr="+addrs[1]
+	end := time.Now().Add(30 * time.Second)
+	for {
+		code, out, _ := cli(t, bin, nil, "members", a)
+		if code == 0 && strings.Count(out, "\n") == 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("members: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.bin"), filepath.Join(dir, "out.bin")
+	const size = 300 << 20
+	writeRandomFile(t, in, 11, size)
+
+	if code, stdout, errs := runWithStdin(t, bin, os.DevNull, "put", a, "--timeout", "2m", "big-file", in); code != 0 || !strings.Contains(stdout, "put big-file (314572800 bytes)") {
+		t.Fatalf("put of a 300 MiB file: exit %d, %s %s", code, stdout, errs)
+	}
+	if code, _, errs := runWithStdin(t, bin, os.DevNull, "get", b, "--timeout", "2m", "big-file", out); code != 0 {
+		t.Fatalf("get of 300 MiB to a file through the other member: exit %d, %s", code, errs)
+	}
+	sameFiles(t, in, out)
+
+	if code, stdout, errs := runWithStdin(t, bin, in, "put", b, "--timeout", "2m", "big-stdin"); code != 0 || !strings.Contains(stdout, "put big-stdin (314572800 bytes)") {
+		t.Fatalf("put of 300 MiB from standard input: exit %d, %s %s", code, stdout, errs)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "get", a, "--timeout", "2m", "big-stdin")
+	var errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &errs
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("get of 300 MiB to standard output: %v, %s", err, errs.String())
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, in, out)
+}
