@@ -32,6 +32,16 @@ import (
 // List, Status). It holds no objects and no shards; the member it talks
 // to is the creator of what it Puts. When that member fails, the client
 // moves to another live one (see Dial).
+//
+// Objects' bytes never ride inside its messages: they move on the
+// members' data plane, as members move them between themselves. A Get
+// (GetReadOnly, GetInto, GetTo, the typed Gets) has the member bring a
+// copy into its store and streams it from there; a Put of 1 MiB or more
+// (and every PutFrom of as much) serves the bytes on a data-plane
+// endpoint of the client's own, at its address (WithBind's host), which
+// the member fetches them from. So an object is capped only by the
+// members' capacity, and PutFrom and GetTo stream from an io.Reader and
+// into an io.Writer.
 type Client struct {
 	*storenode.Client
 	system  *actor.ActorSystem
@@ -80,9 +90,10 @@ type MemberInfo struct {
 // The client then fails over: when a request to its member fails
 // UNAVAILABLE (the member died), it greets the live members (as a member
 // last listed them, then the addresses given) and goes on with the first
-// that answers, within the call's deadline. Put, Get, GetInto, Delete,
-// Info and Wait are sent again there (they are idempotent; a Put whose
-// only copy died with the member may then fail LOST); a Reduce or
+// that answers, within the call's deadline. Put, PutFrom, Get, GetInto,
+// GetTo, Delete, Info and Wait are sent again there (they are
+// idempotent; a Get resumes at the bytes it has; a Put whose only copy
+// died with the member may then fail LOST); a Reduce or
 // AllReduce only if it never reached the member (its actor system
 // answered that the store node is not running, or the request could not
 // be sent), else it fails UNAVAILABLE (the Reduce may still run) and the

@@ -74,7 +74,7 @@ func undeliverableReply(request any, target *actor.PID, why string) (any, bool) 
 // (not sent, so its target never saw it).
 func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) {
 	err := Errorf(ErrorCode_INVALID_ARGUMENT,
-		"the request to %s/%s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client",
+		"the request to %s/%s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client or a cluster.Dial client, whose bytes never ride in a remote message",
 		target.GetAddress(), target.GetId(), size, limit)
 	return withError(request, err)
 }
