@@ -18,10 +18,10 @@ import (
 // processes. A member that this test process joins fetches objects that
 // a node process Put straight from that process's TCP data plane into one
 // reused buffer (the second overwriting the first), exact, keeping no
-// copy. A client that is not a member (cluster.Dial) has GetInto too: the
-// caller's memory cannot be lent to a store node in another process, so
-// there it is a Get and a copy, with the same results. For both, a short
-// buffer and a missing object fail as Get does.
+// copy. A client that is not a member (cluster.Dial) has GetInto too: its
+// member brings a copy into its store, and the bytes stream from the
+// member's data plane into the buffer, with the same results. For both, a
+// short buffer and a missing object fail as Get does.
 func TestProcessGetInto(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
