@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,5 +169,89 @@ func TestDialDataPlane(t *testing.T) {
 	}
 	if _, err := c0.Info(ctx, "short", false); !errors.Is(err, messages.ErrNotFound) {
 		t.Fatalf("info of the short put: %v, want NOT_FOUND", err)
+	}
+}
+
+// gatedWriter takes its first Write, then holds the next until open is
+// closed: a reader that a test stops mid-object.
+type gatedWriter struct {
+	w       io.Writer
+	writes  int
+	started chan struct{}
+	open    chan struct{}
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.writes++
+	if g.writes == 2 {
+		close(g.started)
+		<-g.open
+	}
+	return g.w.Write(p)
+}
+
+// TestDialGetToFailsOverMidStream: a Dial client's GetTo whose member is
+// SIGKILLed mid-object moves to another member, which holds a copy, and
+// resumes at the bytes the writer has: the writer gets the object once,
+// exact.
+func TestDialGetToFailsOverMidStream(t *testing.T) {
+	t.Parallel()
+	bin := hopliteBinary(t)
+	slots, seeds := memberSlots(t, 3)
+	var nodes []*nodeProc
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	tc := newTestClient(t)
+	tc.converge(t, nodes...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Dial(ctx, nodes[0].address+","+nodes[1].address+","+nodes[2].address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const size, seed = 96 << 20, 5
+	if err := c.PutFrom(ctx, "mid-stream", &patternReader{seed: seed, size: size}, size); err != nil {
+		t.Fatal(err)
+	}
+	// Every member holds a copy: the client's next member has one.
+	for _, n := range nodes[1:] {
+		res, err := tc.system.Root.RequestFuture(n.store(), &messages.Get{ObjectId: "mid-stream", Prefetch: true, TimeoutMs: 60_000}, time.Minute).Result()
+		if r, ok := res.(*messages.GetReply); err != nil || !ok || r.GetError() != nil {
+			t.Fatalf("prefetch on %s: %v, %v", n.id, res, err)
+		}
+	}
+	check := newPatternChecker(seed, size)
+	w := &gatedWriter{w: check, started: make(chan struct{}), open: make(chan struct{})}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := c.GetTo(ctx, "mid-stream", w)
+		done <- result{n, err}
+	}()
+	select {
+	case <-w.started:
+	case r := <-done:
+		t.Fatalf("GetTo ended before its second chunk: %d bytes, %v", r.n, r.err)
+	}
+	if err := nodes[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-nodes[0].exited
+	close(w.open)
+	r := <-done
+	if r.err != nil || r.n != size {
+		t.Fatalf("GetTo across the kill: %d bytes, %v", r.n, r.err)
+	}
+	check.check(t, "GetTo across the kill")
+	if got := c.Endpoints()[0]; got == nodes[0].address {
+		t.Fatalf("the client still names the killed member %s first", got)
 	}
 }
