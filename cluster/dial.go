@@ -19,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -155,6 +156,10 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 	// client's certificate serves both.
 	c.data = transport.NewTCP(transport.TCPConfig{ListenAddr: net.JoinHostPort(bhost, "0"), TLS: cfg.tls})
 	c.Client.SetDataPath(&dataPath{c: c, tcp: c.data})
+	// A Get's new slice is faulted in as its bytes land: the kind of page
+	// that costs less here is measured once per process, as a member does
+	// at its warm-up, off the caller's path.
+	go bufalloc.ChoosePages()
 	c.startRefresh()
 	return c, nil
 }
