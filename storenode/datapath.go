@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
@@ -39,11 +40,17 @@ func (c *Client) SetDataPath(p DataPath) { c.data = p }
 // a transfer.
 const dataPathMin = localput.MinSize
 
-// PutData is an object to Put, in the order of its bytes: one slice (a
-// Put's) or the bounded chunks PutFrom read.
+// PutData is an object to Put: one slice (a Put's), the bounded chunks
+// PutFrom read, or a reader PutFrom serves from as the node asks (an
+// io.ReaderAt, or a reader that is read once).
 type PutData struct {
 	chunks [][]byte
+	at     io.ReaderAt
+	once   io.Reader
 	size   int64
+
+	mu   sync.Mutex
+	next int64 // once: the offset it is at
 }
 
 // Size is the object's size.
@@ -57,13 +64,47 @@ type putDataReader struct{ d *PutData }
 func (r *putDataReader) Size() int64 { return r.d.size }
 func (r *putDataReader) Close()      {}
 
-// ReadAt returns the bytes at off within one chunk: the chunks stay the
-// caller's and are served without a copy.
+// spent says d is a reader that is read once and was read from: another
+// attempt could not serve it from the start.
+func (d *PutData) spent() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.once != nil && d.next > 0
+}
+
+// ReadAt returns the bytes at off: within one chunk, served without a
+// copy, or up to limit new bytes read from the caller's reader (a new
+// slice each: what ReadAt returns may be shared).
 func (r *putDataReader) ReadAt(_ context.Context, off int64, limit int) ([]byte, error) {
-	if off >= r.d.size {
+	d := r.d
+	if off >= d.size {
 		return nil, io.EOF
 	}
-	for _, c := range r.d.chunks {
+	if d.at != nil || d.once != nil {
+		b := make([]byte, min(int64(limit), d.size-off))
+		var n int
+		var err error
+		if d.at != nil {
+			n, err = d.at.ReadAt(b, off)
+		} else {
+			d.mu.Lock()
+			if off != d.next {
+				d.mu.Unlock()
+				return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "a reader read once is at byte %d, not %d", d.next, off)
+			}
+			n, err = io.ReadFull(d.once, b)
+			d.next += int64(n)
+			d.mu.Unlock()
+		}
+		if n == len(b) {
+			return b, nil
+		}
+		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "the reader ended at %d of %d bytes", off+int64(n), d.size)
+		}
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reading at byte %d: %v", off+int64(n), err)
+	}
+	for _, c := range d.chunks {
 		if off < int64(len(c)) {
 			return c[off:min(int64(len(c)), off+int64(limit))], nil
 		}
@@ -108,12 +149,27 @@ func readPutData(id string, r io.Reader, size int64) (*PutData, error) {
 
 // PutFrom creates object id from r's bytes: size of them, or all until
 // EOF for size -1 (a reader that ends early, or a read error, is
-// INVALID_ARGUMENT). It is Put otherwise. A Put names the object's
-// size first, and is sent again to another node when its node fails, so
-// r is read to its end before a byte is sent: the Client holds the
-// object once, in chunks of 4 MiB, never as one slice, until the Put is
-// answered.
+// INVALID_ARGUMENT). It is Put otherwise.
+//
+// Through a DataPath (cluster.Dial), with the size given, the node reads
+// r as it fetches the object, a chunk at a time, so the object is never
+// whole in the caller's memory: r is read at the offsets the node asks
+// for if it is an io.ReaderAt (an *os.File), and so is sent again to
+// another node if its node fails; any other reader is read once, and a
+// node that fails after its first byte was read fails the Put
+// UNAVAILABLE (Put it again). A Put names the object's size first, so
+// for size -1 r is read to its end before a byte is sent, into chunks of
+// 4 MiB: the object is then in the Client's memory once, never as one
+// slice, until the Put is answered. Without a DataPath r is read whole
+// and Put.
 func (c *Client) PutFrom(ctx context.Context, id string, r io.Reader, size int64) error {
+	if c.data != nil && size >= dataPathMin {
+		d := &PutData{size: size, once: r}
+		if at, ok := r.(io.ReaderAt); ok {
+			d.at, d.once = at, nil
+		}
+		return c.putData(ctx, id, d)
+	}
 	d, err := readPutData(id, r, size)
 	if err != nil {
 		return err
@@ -129,10 +185,24 @@ func (c *Client) PutFrom(ctx context.Context, id string, r io.Reader, size int64
 }
 
 func (c *Client) putData(ctx context.Context, id string, d *PutData) error {
-	return c.retry(ctx, func(ctx context.Context) (bool, error) {
+	var spent error
+	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
+		if d.spent() {
+			// Not UNAVAILABLE to retry: no other attempt can serve it.
+			spent = messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+				"put of %q: its node failed after its reader was read from, and a reader that is no io.ReaderAt is read once: Put it again", id)
+			return false, errSpent
+		}
 		return c.data.Put(ctx, c.PID(), id, d)
 	})
+	if errors.Is(err, errSpent) {
+		return spent
+	}
+	return err
 }
+
+// errSpent ends a Put's retries (see putData): no attempt can serve it.
+var errSpent = errors.New("put: reader spent")
 
 // Sink takes a Get's bytes from a DataPath, in order. A retry resumes
 // at Offset (another node's copy holds the same bytes).

@@ -86,8 +86,9 @@ func (c *patternChecker) check(t *testing.T, what string) {
 // 300 MiB object (past the 256 MiB a remote message carries) is Put
 // from a reader of unknown length, read back byte-exact into a writer
 // through another member (which fetches it from the first) and whole
-// into a slice and a caller's buffer; a reader that ends before the
-// size it announced fails INVALID_ARGUMENT and creates nothing.
+// into a slice and a caller's buffer. A reader of known size is read as
+// the member fetches it; one that ends before the size it announced
+// fails INVALID_ARGUMENT and creates nothing.
 func TestDialDataPlane(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
@@ -162,6 +163,17 @@ func TestDialDataPlane(t *testing.T) {
 	if b, err := c0.Get(ctx, "mid"); err != nil || !bytes.Equal(b, mid) {
 		t.Fatalf("get mid: %d bytes, %v", len(b), err)
 	}
+
+	// A reader of known size, read once as the member fetches it.
+	const known = 40<<20 + 5
+	if err := c1.PutFrom(ctx, "known", &patternReader{seed: 9, size: known}, known); err != nil {
+		t.Fatalf("put from a reader of known size: %v", err)
+	}
+	w = newPatternChecker(9, known)
+	if n, err := c0.GetTo(ctx, "known", w); err != nil || n != known {
+		t.Fatalf("get of the known-size put: %d bytes, %v", n, err)
+	}
+	w.check(t, "GetTo of the known-size put")
 
 	short := &patternReader{seed: 3, size: 5 << 20}
 	if err := c0.PutFrom(ctx, "short", short, 6<<20); !errors.Is(err, messages.ErrInvalidArgument) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -64,7 +66,7 @@ type opsIO struct {
 
 var opsCommands = map[string]opsCommand{
 	"put": {name: "put", args: "ID [FILE]", nargs: [2]int{1, 2},
-		doc: "Stores FILE (or standard input, or FILE -) as object ID, created on the member at --addr. The input is read to its end first (held in 4 MiB chunks), then the member fetches it from this process on its data plane: any size up to the member's capacity.",
+		doc: "Stores FILE (or standard input, or FILE -) as object ID, created on the member at --addr, which fetches it from this process on its data plane: any size up to the member's capacity. A file is read as the member fetches it; standard input is read to its end first (held in 4 MiB chunks).",
 		run: opPut},
 	"get": {name: "get", args: "ID [FILE]", nargs: [2]int{1, 2},
 		doc: "Writes object ID to FILE (or standard output) as it streams from the member's data plane, chunk by chunk (never whole in memory). An id that does not exist is NOT_FOUND at once; --wait waits that long for its creation.",
@@ -171,8 +173,8 @@ func cmp(s, empty string) string {
 }
 
 func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
-	in := o.stdin
-	size := int64(-1) // unknown (standard input, a pipe)
+	in, size := o.stdin, int64(-1) // unknown: standard input, a pipe
+	var file *os.File
 	if len(args) == 2 && args[1] != "-" {
 		f, err := os.Open(args[1])
 		if err != nil {
@@ -180,21 +182,32 @@ func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			size = st.Size()
+			file, size = f, st.Size()
 		}
 		in = f
 	}
 	prog := newTransferProgress(o.stderr, o.tty, "put "+args[0], max(size, 0))
 	defer prog.end()
-	// PutFrom reads the input to its end before it sends a byte (a Put
-	// names the object's size and fingerprint first), in chunks, so a
-	// read error stores nothing; then the member fetches the bytes from
-	// this process on its data plane.
-	prog.counting("reading", max(size, 0))
-	r := &countingReader{r: progressReader{r: in, p: prog}, atEOF: func(n int64) {
-		prog.waiting(fmt.Sprintf("storing %s", bytesString(n)))
-	}}
-	if err := c.PutFrom(ctx, args[0], r, size); err != nil {
+	storing := func(n int64) { prog.waiting(fmt.Sprintf("storing %s", bytesString(n))) }
+	if file != nil {
+		// The member reads the file as it fetches the object, at the
+		// offsets it asks for (again from another member if it fails):
+		// it is never whole in this process.
+		prog.counting("sending", size)
+		r := &countingFile{f: file, size: size, p: prog, atEnd: storing}
+		if err := c.PutFrom(ctx, args[0], r, size); err != nil {
+			return err
+		}
+		prog.end()
+		fmt.Fprintf(o.stdout, "put %s (%d bytes)\n", args[0], size)
+		return nil
+	}
+	// Of unknown length: PutFrom reads it to its end first (a Put names
+	// its size first), in chunks, so a read error stores nothing; then
+	// the member fetches the bytes from this process on its data plane.
+	prog.counting("reading", 0)
+	r := &countingReader{r: progressReader{r: in, p: prog}, atEOF: storing}
+	if err := c.PutFrom(ctx, args[0], r, -1); err != nil {
 		return err
 	}
 	prog.end()
@@ -218,6 +231,37 @@ func (r *countingReader) Read(b []byte) (int, error) {
 		r.atEOF = nil
 	}
 	return n, err
+}
+
+// countingFile is a file of size bytes that PutFrom reads at offsets
+// (io.ReaderAt), on the data plane's goroutines: it counts what they
+// read and calls atEnd once, when they have read size bytes.
+type countingFile struct {
+	f     *os.File
+	size  int64
+	p     *transferProgress
+	n     atomic.Int64
+	atEnd func(n int64)
+	once  sync.Once
+}
+
+func (c *countingFile) Read(b []byte) (int, error) {
+	n, err := c.f.Read(b)
+	c.count(n)
+	return n, err
+}
+
+func (c *countingFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.f.ReadAt(b, off)
+	c.count(n)
+	return n, err
+}
+
+func (c *countingFile) count(n int) {
+	c.p.add(n)
+	if c.n.Add(int64(n)) >= c.size {
+		c.once.Do(func() { c.atEnd(c.size) })
+	}
 }
 
 func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error {
