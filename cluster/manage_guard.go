@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +61,10 @@ const (
 	refusedPending = "pending_per_source" // the source's pending connections are at managePendingPerSource
 	refusedSource  = "per_source"         // the source holds manageSourceConns connections
 	refusedTotal   = "total"              // the port holds manageConns connections
+	// refusedIdentity: under TLS, the source's connections with this
+	// client certificate are at the bound per source (closed at their
+	// first request).
+	refusedIdentity = "per_source_certificate"
 	// refusedExchange: a seed exchange over its source's rate
 	// (exchangeRate), answered 429 rather than closed.
 	refusedExchange = "seed_exchange_rate"
@@ -76,7 +83,7 @@ type manageMetrics struct {
 func newManageMetrics() *manageMetrics {
 	return &manageMetrics{
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_manage_refused_total",
-			Help: "Connections to the manage port closed at accept, by the limit they met: pending_per_source, per_source, total; and seed exchanges answered 429 over their source's rate: seed_exchange_rate."},
+			Help: "Connections to the manage port closed at accept, by the limit they met: pending_per_source, per_source, total; under TLS at their first request, per_source_certificate; and seed exchanges answered 429 over their source's rate: seed_exchange_rate."},
 			[]string{"reason"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "hoplite_manage_handler_panics_total",
 			Help: "Manage port requests whose handler panicked (answered 500; the member goes on)."}),
@@ -256,13 +263,21 @@ type manageGuard struct {
 	mu      sync.Mutex
 	total   int
 	sources map[netip.Addr]*sourceConns // only sources holding connections
+	// identities counts served TLS connections by source and certificate
+	// ("ip|spki-hash"): under TLS a source is both, so that a certificate
+	// holder on a members' host cannot take the slots of the members'
+	// own certificate there.
+	identities map[string]int
 }
 
-type sourceConns struct{ pending, served int }
+// sourceConns are a source's connections: pending, served without a
+// client certificate (plaintext), and served under TLS, which count
+// apart, by certificate (manageGuard.identities).
+type sourceConns struct{ pending, served, servedTLS int }
 
 func newManageGuard(limits manageLimits, metrics *manageMetrics, log *logrus.Entry) *manageGuard {
 	return &manageGuard{limits: limits, metrics: metrics, log: log, warn: newLogLimiter(refusalLogEvery),
-		sources: map[netip.Addr]*sourceConns{}}
+		sources: map[netip.Addr]*sourceConns{}, identities: map[string]int{}}
 }
 
 // listen wraps the port's listener. Its connections' state changes
@@ -294,6 +309,8 @@ func (g *manageGuard) admit(src netip.Addr) string {
 	case s != nil && s.pending >= g.limits.PendingPerSource:
 		return refusedPending
 	case s != nil && s.pending+s.served >= g.limits.perSource(src):
+		// Served TLS connections count by certificate, at promote: the
+		// certificate is not known before the handshake.
 		return refusedSource
 	case g.total >= g.limits.Total:
 		return refusedTotal
@@ -307,31 +324,54 @@ func (g *manageGuard) admit(src netip.Addr) string {
 	return ""
 }
 
-// promote turns src's pending slot into a served one.
-func (g *manageGuard) promote(src netip.Addr) {
+// promote turns src's pending slot into a served one; identity is the
+// client certificate's ("" without TLS). false: that source and
+// certificate hold as many served connections as a source may, and the
+// slot stays pending (the caller closes the connection).
+func (g *manageGuard) promote(src netip.Addr, identity string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s := g.sources[src]; s != nil && s.pending > 0 {
+	s := g.sources[src]
+	if s == nil || s.pending == 0 {
+		return true
+	}
+	if identity == "" {
 		s.pending--
 		s.served++
+		return true
 	}
+	key := src.String() + "|" + identity
+	if g.identities[key] >= g.limits.perSource(src) {
+		return false
+	}
+	g.identities[key]++
+	s.pending--
+	s.servedTLS++
+	return true
 }
 
-// release frees src's slot.
-func (g *manageGuard) release(src netip.Addr, pending bool) {
+// release frees src's slot (served as identity, if not pending).
+func (g *manageGuard) release(src netip.Addr, pending bool, identity string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.sources[src]
 	if s == nil {
 		return
 	}
-	if pending {
+	switch {
+	case pending:
 		s.pending--
-	} else {
+	case identity == "":
 		s.served--
+	default:
+		s.servedTLS--
+		key := src.String() + "|" + identity
+		if g.identities[key]--; g.identities[key] <= 0 {
+			delete(g.identities, key)
+		}
 	}
 	g.total--
-	if s.pending+s.served == 0 {
+	if s.pending+s.served+s.servedTLS == 0 {
 		delete(g.sources, src)
 	}
 }
@@ -341,7 +381,7 @@ func (g *manageGuard) held(src netip.Addr) (pending, served int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.sources[src]; s != nil {
-		return s.pending, s.served
+		return s.pending, s.served + s.servedTLS
 	}
 	return 0, 0
 }
@@ -366,10 +406,28 @@ func (g *manageGuard) connState(c net.Conn, s http.ConnState) {
 	}
 	switch s {
 	case http.StateActive:
-		gc.promote()
+		if !gc.promote(certIdentity(c)) {
+			g.refuse(gc.src, refusedIdentity)
+			_ = c.Close()
+		}
 	case http.StateClosed:
 		gc.release()
 	}
+}
+
+// certIdentity names c's verified client certificate (a hash of its
+// public key), "" without TLS or a certificate.
+func certIdentity(c net.Conn) string {
+	tc, ok := c.(interface{ ConnectionState() tls.ConnectionState })
+	if !ok {
+		return ""
+	}
+	st := tc.ConnectionState()
+	if len(st.PeerCertificates) == 0 {
+		return ""
+	}
+	h := sha256.Sum256(st.PeerCertificates[0].RawSubjectPublicKeyInfo)
+	return hex.EncodeToString(h[:8])
 }
 
 // guardedOf finds the guardedConn under c (a TLS connection wraps it).
@@ -425,17 +483,23 @@ type guardedConn struct {
 
 	mu       sync.Mutex
 	served   bool
+	identity string // the client certificate's, once served
 	released bool
 }
 
-func (c *guardedConn) promote() {
+// promote makes the connection served as identity; false if its source
+// and certificate may hold no more.
+func (c *guardedConn) promote(identity string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.served || c.released {
-		return
+		return true
 	}
-	c.served = true
-	c.g.promote(c.src)
+	if !c.g.promote(c.src, identity) {
+		return false
+	}
+	c.served, c.identity = true, identity
+	return true
 }
 
 func (c *guardedConn) release() {
@@ -445,7 +509,7 @@ func (c *guardedConn) release() {
 		return
 	}
 	c.released = true
-	c.g.release(c.src, !c.served)
+	c.g.release(c.src, !c.served, c.identity)
 }
 
 // Close releases the slot.

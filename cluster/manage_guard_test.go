@@ -19,6 +19,8 @@ import (
 	"github.com/labstack/echo"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/certs"
 )
 
 // dialFrom opens a TCP connection to addr from the loopback address src
@@ -351,4 +353,66 @@ func TestManageGuardTLS(t *testing.T) {
 	}
 	defer silent.Close()
 	eventually(t, 10*time.Second, "the silent connection is pending", func() bool { p, _ := g.held(local); return p == 1 })
+}
+
+// Under TLS a source's served connections count by certificate: one
+// certificate on an address holds at most PerSource of them, and another
+// certificate on the same address still gets its own.
+func TestManageGuardCountsByCertificate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cluster")
+	ca, cert, key, err := GenerateCerts(dir, []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := TLSConfig(cert, key, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, otherKey, err := certs.Issue(dir, "other", []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := TLSConfig(otherCert, otherKey, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, g, mm := guardedServerTLS(t, manageLimits{Total: 16, PerSource: 2, PendingPerSource: 4, HeaderDeadline: time.Minute}, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	get := func(c *tls.Config) (string, error) {
+		nc, err := dialFrom(ctx, "127.0.0.2", addr)
+		if err != nil {
+			return "", err
+		}
+		tc := tls.Client(nc, &tls.Config{Certificates: c.Certificates, RootCAs: c.RootCAs, ServerName: "127.0.0.1"})
+		t.Cleanup(func() { _ = tc.Close() })
+		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(tc, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return "", err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			return "", err
+		}
+		resp.Body.Close()
+		return resp.Status, nil
+	}
+	for range 2 {
+		if st, err := get(cfg); err != nil || st != "200 OK" {
+			t.Fatalf("a connection within the bound: %s %v", st, err)
+		}
+	}
+	if st, err := get(cfg); err == nil {
+		t.Fatalf("a third connection of one certificate from one address was served: %s", st)
+	}
+	if n := testutil.ToFloat64(mm.refused.WithLabelValues(refusedIdentity)); n != 1 {
+		t.Fatalf("refused %s = %v, want 1", refusedIdentity, n)
+	}
+	// Another certificate on the same address: its own bound.
+	if st, err := get(other); err != nil || st != "200 OK" {
+		t.Fatalf("another certificate on the same address: %s %v", st, err)
+	}
+	if _, served := g.held(netip.MustParseAddr("127.0.0.2")); served != 3 {
+		t.Fatalf("127.0.0.2 holds %d served connections, want 3", served)
+	}
 }

@@ -210,3 +210,44 @@ func ClientConfig(certFile, keyFile, caFile string) (*tls.Config, error) {
 	}
 	return c, nil
 }
+
+// Issue signs another member certificate with the CA that Generate wrote
+// into dir (ca.pem, ca-key.pem): name.pem and name-key.pem, for hosts. A
+// cluster whose members must be told apart (the manage port and the data
+// plane bound connections per source and certificate) gives each its
+// own.
+func Issue(dir, name string, hosts []string) (cert, key string, err error) {
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		return "", "", fmt.Errorf("certs: %w", err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	if err != nil {
+		return "", "", fmt.Errorf("certs: %w", err)
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return "", "", errors.New("certs: ca.pem or ca-key.pem holds no PEM block")
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return "", "", fmt.Errorf("certs: %w", err)
+	}
+	caKey, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return "", "", fmt.Errorf("certs: %w", err)
+	}
+	k, der, err := newLeaf(ca, caKey, hosts)
+	if err != nil {
+		return "", "", err
+	}
+	cert, key = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+	if err := writePEM(cert, "CERTIFICATE", der, 0o644); err != nil {
+		return "", "", err
+	}
+	if err := writeKey(key, k); err != nil {
+		return "", "", err
+	}
+	return cert, key, nil
+}
