@@ -279,6 +279,12 @@ type Error struct {
 	// its shard) is not the one asked. Set with UNAVAILABLE only; see
 	// messages.UndeliveredReply.
 	UndeliveredTo string `protobuf:"bytes,3,opt,name=undelivered_to,json=undeliveredTo,proto3" json:"undelivered_to,omitempty"`
+	// With undelivered_to: the request never reached that actor (it was
+	// not running, or the request could not be sent to its process), so
+	// sending it again elsewhere cannot run it twice. False when it may
+	// have arrived (its process died with it open, or the actor stopped
+	// with it waiting).
+	NeverReached  bool `protobuf:"varint,4,opt,name=never_reached,json=neverReached,proto3" json:"never_reached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -332,6 +338,13 @@ func (x *Error) GetUndeliveredTo() string {
 		return x.UndeliveredTo
 	}
 	return ""
+}
+
+func (x *Error) GetNeverReached() bool {
+	if x != nil {
+		return x.NeverReached
+	}
+	return false
 }
 
 // NodeRef names a store node: its logical id and where its actor lives.
@@ -4422,11 +4435,12 @@ var File_hoplite_proto protoreflect.FileDescriptor
 
 const file_hoplite_proto_rawDesc = "" +
 	"\n" +
-	"\rhoplite.proto\x12\ahoplite\"p\n" +
+	"\rhoplite.proto\x12\ahoplite\"\x95\x01\n" +
 	"\x05Error\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.hoplite.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
-	"\x0eundelivered_to\x18\x03 \x01(\tR\rundeliveredTo\"z\n" +
+	"\x0eundelivered_to\x18\x03 \x01(\tR\rundeliveredTo\x12#\n" +
+	"\rnever_reached\x18\x04 \x01(\bR\fneverReached\"z\n" +
 	"\aNodeRef\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x19\n" +

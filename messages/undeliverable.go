@@ -42,8 +42,15 @@ const (
 // answer it: UNAVAILABLE, with UndeliveredTo naming target. why says what
 // happened to it.
 func UndeliveredError(target *actor.PID, why string) *Error {
-	return &Error{Code: ErrorCode_UNAVAILABLE, UndeliveredTo: target.GetId(),
+	return &Error{Code: ErrorCode_UNAVAILABLE, UndeliveredTo: target.GetId(), NeverReached: actor.NeverReached(why),
 		Message: target.GetAddress() + "/" + target.GetId() + " " + why + ": the request was not answered"}
+}
+
+// NeverReachedBy reports whether err says the request never reached
+// target (it was not running, or the request was never sent to it): sent
+// again elsewhere, it cannot run twice.
+func NeverReachedBy(err *Error, target *actor.PID) bool {
+	return IsUndeliveredBy(err, target) && err.GetNeverReached()
 }
 
 // IsUndelivered reports whether err says an actor did not serve the

@@ -50,3 +50,18 @@ func TestEveryRequestHasItsUndeliverableReply(t *testing.T) {
 		}
 	}
 }
+
+// An undelivered answer says whether the request never reached its
+// target: a Reduce may be sent elsewhere only then.
+func TestUndeliveredSaysWhetherTheRequestArrived(t *testing.T) {
+	target := actor.NewPID("127.0.0.1:7001", "node#1/store")
+	for why, never := range map[string]bool{actor.WhyNotRunning: true, actor.WhyUnreachable: true, actor.WhyFailedBefore: false} {
+		e := UndeliveredError(target, why)
+		if NeverReachedBy(e, target) != never {
+			t.Fatalf("%q: NeverReachedBy = %v, want %v", why, !never, never)
+		}
+		if NeverReachedBy(e, actor.NewPID("127.0.0.1:7001", "node#1/shard-3")) {
+			t.Fatalf("%q: another actor's undelivered answer counts as the target's", why)
+		}
+	}
+}

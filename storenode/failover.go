@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -61,11 +60,7 @@ func neverReached(err error, node *actor.PID) bool {
 		return true
 	}
 	var e *messages.Error
-	if !errors.As(err, &e) || e.GetUndeliveredTo() == "" || e.GetUndeliveredTo() != node.GetId() {
-		return false
-	}
-	// The fork's reasons (actor.UndeliverableReply's why).
-	return strings.Contains(e.GetMessage(), " is not running: ") || strings.Contains(e.GetMessage(), " could not be reached: ")
+	return errors.As(err, &e) && messages.NeverReachedBy(e, node)
 }
 
 // MaxWaitObjects bounds the ids of one Wait (messages.WaitObjects).

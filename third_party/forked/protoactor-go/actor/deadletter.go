@@ -34,7 +34,7 @@ func NewDeadLetter(actorSystem *ActorSystem) *deadLetterProcess {
 			if deadLetter.Sender != nil {
 				// Hoplite patch: a registered request type gets the reply
 				// its requester expects (see SetRequestReplies).
-				if reply, ok := UndeliverableReply(deadLetter.Message, deadLetter.PID, "is not running"); ok {
+				if reply, ok := UndeliverableReply(deadLetter.Message, deadLetter.PID, WhyNotRunning); ok {
 					actorSystem.Root.Send(deadLetter.Sender, reply)
 				} else {
 					actorSystem.Root.Send(deadLetter.Sender, &DeadLetterResponse{})

@@ -48,6 +48,18 @@ type RequestReplies struct {
 	Reply func(reply interface{}) (key ReplyKey, ok bool)
 }
 
+// The reasons UndeliverableReply is given: the request never reached its
+// target (WhyNotRunning, WhyUnreachable), or it may have (WhyFailedBefore).
+const (
+	WhyNotRunning   = "is not running"            // dead-lettered in the target's process
+	WhyUnreachable  = "could not be reached"      // never sent: the connection did not come up
+	WhyFailedBefore = "failed before it answered" // sent; the target's process ended with it open
+)
+
+// NeverReached reports whether why says the request never reached its
+// target.
+func NeverReached(why string) bool { return why == WhyNotRunning || why == WhyUnreachable }
+
 var requestReplies atomic.Pointer[RequestReplies]
 
 // SetRequestReplies registers r for every actor system in the process

@@ -178,7 +178,7 @@ func (p *pendingRequests) undelivered(target *actor.PID, message interface{}, se
 	if p == nil || sender == nil {
 		return false
 	}
-	reply, ok := actor.UndeliverableReply(message, target, "could not be reached")
+	reply, ok := actor.UndeliverableReply(message, target, actor.WhyUnreachable)
 	if !ok {
 		return false
 	}
@@ -262,7 +262,7 @@ func (p *pendingRequests) handedToRemoved(target *actor.PID, message interface{}
 	if req == nil {
 		return
 	}
-	if reply, ok := actor.UndeliverableReply(message, target, "failed before it answered"); ok {
+	if reply, ok := actor.UndeliverableReply(message, target, actor.WhyFailedBefore); ok {
 		p.system.Root.Send(sender, reply)
 	}
 }
@@ -285,7 +285,7 @@ func (p *pendingRequests) terminated(address string) {
 	}
 	p.mu.Unlock()
 	for _, req := range answer {
-		if reply, ok := actor.UndeliverableReply(req.request, req.target, "failed before it answered"); ok {
+		if reply, ok := actor.UndeliverableReply(req.request, req.target, actor.WhyFailedBefore); ok {
 			p.system.Root.Send(req.sender, reply)
 		}
 	}
