@@ -154,10 +154,9 @@ var workerOut = &shell.Carrier[*reduceWorker]{}
 // start runs one generation on its own goroutine, bounded by the task's
 // timeout; it reports back to this actor.
 func (w *reduceWorker) start(ctx actor.Context, order *storeproto.RunOrder) {
-	timeout := time.Duration(order.Task.GetTimeoutMs()) * time.Millisecond
-	if timeout <= 0 {
-		timeout = w.cfg.DefaultTimeout
-	}
+	// Clamped (directory.MaxTimeout): a peer's timeout_ms past it
+	// overflowed into a negative or garbage duration.
+	timeout := w.cfg.timeout(order.Task.GetTimeoutMs())
 	run, cancel := context.WithTimeout(context.Background(), timeout)
 	w.cancel = cancel
 	system, self := ctx.ActorSystem(), ctx.Self()
