@@ -45,6 +45,16 @@ func GenerateCerts(dir string, hosts []string) (ca, cert, key string, err error)
 	return f.CA, f.Cert, f.Key, err
 }
 
+// IssueCert signs another member certificate (name.pem, name-key.pem,
+// for hosts) with the CA GenerateCerts wrote into dir (its ca.pem and
+// ca-key.pem): what `hoplite certs --name` does. Members with certificates
+// of their own are told apart by the limits that count connections per
+// source and certificate. It returns the certificate's and the key's
+// paths.
+func IssueCert(dir, name string, hosts []string) (cert, key string, err error) {
+	return certs.Issue(dir, name, hosts)
+}
+
 // RemoteConfig is the Proto.Actor remote configuration of an actor system
 // that talks to a cluster's members: theirs, and a client's (a tool, a
 // barrier client, a bench driver). With tlsCfg (TLSConfig) remote runs

@@ -75,6 +75,25 @@ func TestCertsCommand(t *testing.T) {
 	if code, _, stderr := hoplite(t, "certs", "--hosts", "127.0.0.1"); code != 2 || !strings.Contains(stderr, "-dir") { // a usage error
 		t.Fatalf("certs without --dir: exit %d, %s", code, stderr)
 	}
+
+	// --name: the same CA signs a certificate of another key.
+	code, stdout, stderr = hoplite(t, "certs", "--dir", dir, "--hosts", "127.0.0.1", "--name", "node-2")
+	if code != 0 || !strings.Contains(stdout, "--tls-cert "+filepath.Join(dir, "node-2.pem")) {
+		t.Fatalf("certs --name: exit %d, %s%s", code, stdout, stderr)
+	}
+	other := read("node-2.pem")
+	if _, err := other.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("node-2.pem does not verify against the same ca.pem: %v", err)
+	}
+	if other.PublicKey.(*ecdsa.PublicKey).Equal(leaf.PublicKey) || !read("ca.pem").Equal(ca) {
+		t.Fatal("--name reused member.pem's key, or made a new CA")
+	}
+	if code, _, stderr := hoplite(t, "certs", "--dir", t.TempDir(), "--name", "x"); code == 0 || !strings.Contains(stderr, "ca.pem") {
+		t.Fatalf("certs --name without a CA in the directory: exit %d, %s", code, stderr)
+	}
+	if code, _, _ := hoplite(t, "certs", "--dir", dir, "--name", "../x"); code != 2 {
+		t.Fatalf("certs --name ../x: exit %d, want a usage error", code)
+	}
 }
 
 // TestNodeTLSFlags: the TLS flags reach the member config, and a partial
