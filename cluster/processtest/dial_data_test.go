@@ -210,15 +210,7 @@ func TestDialGetToFailsOverMidStream(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 3)
-	var nodes []*nodeProc
-	for i := range 3 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	tc := newTestClient(t)
-	tc.converge(t, nodes...)
+	nodes, tc, _ := startConverged(t, bin, slots, seeds)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := cluster.Dial(ctx, nodes[0].address+","+nodes[1].address+","+nodes[2].address)

@@ -31,15 +31,7 @@ func TestDialFailsOver(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 3)
-	var nodes []*nodeProc
-	for i := range 3 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	tc := newTestClient(t)
-	tc.converge(t, nodes...)
+	nodes, tc, _ := startConverged(t, bin, slots, seeds)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -193,15 +185,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 3)
-	var nodes []*nodeProc
-	for i := range 3 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	tc := newTestClient(t)
-	view := tc.converge(t, nodes...)
+	nodes, tc, view := startConverged(t, bin, slots, seeds)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -296,15 +280,7 @@ func TestDialLearnsJoinedMembers(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 3)
-	var nodes []*nodeProc
-	for i := range 2 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	tc := newTestClient(t)
-	tc.converge(t, nodes...)
+	nodes, tc, _ := startConverged(t, bin, slots[:2], seeds)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -22,15 +22,7 @@ func TestDial(t *testing.T) {
 	t.Parallel()
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 3)
-	var nodes []*nodeProc
-	for i := range 3 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	tc := newTestClient(t)
-	view := tc.converge(t, nodes...)
+	nodes, tc, view := startConverged(t, bin, slots, seeds)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

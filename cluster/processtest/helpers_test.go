@@ -2,6 +2,7 @@ package processtest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/internal/testutil"
 )
@@ -27,3 +28,19 @@ type syncBuffer = testutil.SyncBuffer
 
 // randomBytes are n bytes drawn from seed.
 func randomBytes(seed uint64, n int) []byte { return testutil.RandomBytes(seed, n) }
+
+// startConverged starts a member process in each of slots, waits for
+// their start lines and until their views agree on exactly them, and
+// returns them with the test binary's client and that view.
+func startConverged(t testing.TB, bin string, slots []memberSlot, seeds []string) ([]*nodeProc, *testClient, []string) {
+	t.Helper()
+	var nodes []*nodeProc
+	for _, s := range slots {
+		nodes = append(nodes, startNode(t, bin, s, seeds))
+	}
+	for _, n := range nodes {
+		n.waitStarted(t, 60*time.Second)
+	}
+	c := newTestClient(t)
+	return nodes, c, c.converge(t, nodes...)
+}

@@ -21,15 +21,7 @@ import (
 func TestProcessBarriers(t *testing.T) {
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 5)
-	var nodes []*nodeProc
-	for i := range 5 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	c := newTestClient(t)
-	c.converge(t, nodes...)
+	nodes, c, _ := startConverged(t, bin, slots, seeds)
 	var addrs []string
 	byID := map[string]*nodeProc{}
 	for _, n := range nodes {

@@ -20,15 +20,7 @@ import (
 func TestProcessCoordinatorHostKilled(t *testing.T) {
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 4)
-	var nodes []*nodeProc
-	for i := range 4 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	c := newTestClient(t)
-	view := c.converge(t, nodes...)
+	nodes, c, view := startConverged(t, bin, slots, seeds)
 	host := nodes[3]
 	target := idOwnedBy(t, view, host.id, "coord-kill")
 

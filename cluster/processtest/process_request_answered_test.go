@@ -19,15 +19,7 @@ import (
 func TestProcessRequestToAKilledMemberIsAnswered(t *testing.T) {
 	bin := hopliteBinary(t)
 	slots, seeds := memberSlots(t, 2)
-	var nodes []*nodeProc
-	for i := range 2 {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds))
-	}
-	for _, n := range nodes {
-		n.waitStarted(t, 60*time.Second)
-	}
-	c := newTestClient(t)
-	c.converge(t, nodes...)
+	nodes, c, _ := startConverged(t, bin, slots, seeds)
 	victim := nodes[1]
 	putRetry(t, c.of(victim), "ready", []byte("here"))
 
