@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 )
@@ -173,5 +174,48 @@ func TestRequestsToAPeerThatDoesNotReadAreBounded(t *testing.T) {
 	}
 	if got := r.RefusedBusy(); got < int64(refused) {
 		t.Fatalf("RefusedBusy = %d, want at least %d", got, refused)
+	}
+}
+
+// Hoplite patch: messages that fit one by one but not together are sent
+// in batches cut at MaxMessageSize; a batch past gRPC's limit was
+// refused whole and the writer tore the connection down.
+func TestBatchesAreCutAtTheMessageLimit(t *testing.T) {
+	server := actor.NewActorSystem()
+	scfg := Configure("127.0.0.1", 0)
+	scfg.MaxRetryCount = 1
+	sr := NewRemote(server, scfg)
+	sr.Start()
+	defer sr.Shutdown(false)
+	got := make(chan string, 16)
+	if _, err := server.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*ListProcessesRequest); ok {
+			got <- m.Pattern[:1]
+		}
+	}), "inbox"); err != nil {
+		t.Fatal(err)
+	}
+	// gRPC sends at most 2,000 bytes a message; the writer cuts at 1,800.
+	client := actor.NewActorSystem()
+	ccfg := Configure("127.0.0.1", 0, WithMaxMessageSize(1800),
+		WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(2000))))
+	ccfg.MaxRetryCount = 1
+	cr := NewRemote(client, ccfg)
+	cr.Start()
+	defer cr.Shutdown(false)
+	inbox := actor.NewPID(server.Address(), "inbox")
+	// Sent at once, they reach the writer together: one batch of 3.6 KB
+	// unless it is cut.
+	for _, p := range []string{"a", "b", "c", "d"} {
+		client.Root.Send(inbox, &ListProcessesRequest{Pattern: p + strings.Repeat("x", 900)})
+	}
+	seen := map[string]bool{}
+	for len(seen) < 4 {
+		select {
+		case p := <-got:
+			seen[p] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("delivered %v of 4 messages of 900 bytes", seen)
+		}
 	}
 }

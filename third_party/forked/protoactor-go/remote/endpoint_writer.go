@@ -190,10 +190,11 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 	)
 
 	// Hoplite patch: a batch stays within Config.MaxMessageSize (see
-	// there); flush sends what is batched and starts a new batch.
+	// there); flush sends what is batched, and with more to come starts a
+	// new batch (the last flush allocates nothing).
 	maxSize := state.remote.config.MaxMessageSize
 	batched := 0
-	flush := func() bool {
+	flush := func(more bool) bool {
 		if len(envelopes) == 0 {
 			return true
 		}
@@ -207,11 +208,13 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 				},
 			},
 		})
-		envelopes = make([]*MessageEnvelope, 0)
-		typeNames, typeNamesArr = make(map[string]int32), make([]string, 0)
-		targetNames, targetNamesArr = make(map[string]int32), make([]*actor.PID, 0)
-		senderNames, senderNamesArr = make(map[string]int32), make([]*actor.PID, 0)
-		batched = 0
+		if more {
+			envelopes = make([]*MessageEnvelope, 0)
+			typeNames, typeNamesArr = make(map[string]int32), make([]string, 0)
+			targetNames, targetNamesArr = make(map[string]int32), make([]*actor.PID, 0)
+			senderNames, senderNamesArr = make(map[string]int32), make([]*actor.PID, 0)
+			batched = 0
+		}
 		if err != nil {
 			ctx.Stash()
 			state.remote.Logger().Debug("gRPC Failed to send", slog.String("address", state.address), slog.Any("error", err))
@@ -278,7 +281,7 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 			}
 			continue
 		}
-		if maxSize > 0 && batched+len(bytes) > maxSize && !flush() {
+		if maxSize > 0 && batched+len(bytes) > maxSize && !flush(true) {
 			return
 		}
 		batched += len(bytes)
@@ -304,7 +307,7 @@ func (state *endpointWriter) sendEnvelopes(msg []interface{}, ctx actor.Context)
 		})
 	}
 
-	flush()
+	flush(false)
 }
 
 func addToLookup(m map[string]int32, name string, a []string) (int32, []string) {
