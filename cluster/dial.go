@@ -292,18 +292,12 @@ func (c *Client) List(ctx context.Context, cursor string, limit int) (ListPage, 
 		return ListPage{}, err
 	}
 	shards := int(r.GetShards())
-	owners := shardOwners(r.GetView(), shards)
-	storeOf := map[string]*messages.NodeRef{}
-	for i, id := range r.GetView() {
-		storeOf[id] = r.GetViewStores()[i]
-	}
 	if limit == 0 {
 		limit = 1000
 	}
 	var page ListPage
 	for ; shard < shards; shard, after = shard+1, "" {
-		owner := storeOf[owners[shard]]
-		reply, err := c.listShard(ctx, shardPID(owner.GetAddress(), rootOf(owner), shard), shard, after, limit-len(page.Objects))
+		reply, err := c.listShard(ctx, r, shard, after, limit-len(page.Objects))
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -322,23 +316,48 @@ func (c *Client) List(ctx context.Context, cursor string, limit int) (ListPage, 
 	return page, nil
 }
 
-// listShard asks one shard for a page, retrying while it moves.
-func (c *Client) listShard(ctx context.Context, pid *actor.PID, shard int, after string, limit int) (*messages.ListObjectsReply, error) {
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		res, err := c.request(ctx, pid, &messages.ListObjects{Shard: int32(shard), After: after, Limit: int32(limit)})
-		if r, ok := res.(*messages.ListObjectsReply); err == nil && ok {
-			if r.GetError() != nil {
-				return nil, r.GetError()
-			}
-			return r, nil
+// shardHost is where view r places shard j.
+func shardHost(r *messages.MemberHelloReply, j int) *actor.PID {
+	owners := shardOwners(r.GetView(), int(r.GetShards()))
+	for i, id := range r.GetView() {
+		if id == owners[j] && i < len(r.GetViewStores()) {
+			owner := r.GetViewStores()[i]
+			return shardPID(owner.GetAddress(), rootOf(owner), j)
 		}
-		if err == nil {
-			err = fmt.Errorf("unexpected reply %s", actorutil.TypeName(res))
+	}
+	return nil
+}
+
+// listShard asks one shard for a page, retrying while it moves. Each retry
+// asks the member for its view again: the view of the first hello may be
+// one the members have left behind (a member joined since), and the host
+// it names then never runs the shard.
+func (c *Client) listShard(ctx context.Context, r *messages.MemberHelloReply, shard int, after string, limit int) (*messages.ListObjectsReply, error) {
+	var last error
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		pid := shardHost(r, shard)
+		if pid == nil {
+			last = fmt.Errorf("the member's view places shard %d nowhere", shard)
+		} else {
+			res, err := c.request(ctx, pid, &messages.ListObjects{Shard: int32(shard), After: after, Limit: int32(limit)})
+			if rep, ok := res.(*messages.ListObjectsReply); err == nil && ok {
+				if rep.GetError() != nil {
+					return nil, rep.GetError()
+				}
+				return rep, nil
+			}
+			if err == nil {
+				err = fmt.Errorf("unexpected reply %s", actorutil.TypeName(res))
+			}
+			last = fmt.Errorf("directory shard %d at %s: %w", shard, pid.GetAddress(), err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %d at %s: %v", shard, pid.GetAddress(), err)
+			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%v", last)
 		case <-time.After(wait):
+		}
+		if fresh, err := c.liveHello(ctx); err == nil && int(fresh.GetShards()) == int(r.GetShards()) {
+			r = fresh
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -76,5 +78,41 @@ func TestHelloOfAnActorSystemWithoutAMember(t *testing.T) {
 	msg := err.Error()
 	if !strings.Contains(msg, "no Hoplite member") || strings.Count(msg, "UNAVAILABLE") != 1 || strings.Contains(msg, "does not answer") {
 		t.Fatalf("Hello of a bare actor system: %q; want one UNAVAILABLE saying no Hoplite member runs there", msg)
+	}
+}
+
+// A List that began with a view the members have since left behind (one
+// member missing from it) still lists every shard: a retry asks for the
+// view again instead of asking the stale owner until the deadline.
+func TestListShardFollowsTheView(t *testing.T) {
+	ms := joinMembers(t, 2, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, ms[0].Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fresh, err := c.liveHello(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fresh.GetView()) != 2 {
+		t.Fatalf("the view has %d members, want 2", len(fresh.GetView()))
+	}
+	stale := proto.Clone(fresh).(*messages.MemberHelloReply)
+	stale.View, stale.ViewStores = stale.View[:1], stale.ViewStores[:1]
+	moved := 0
+	for j := range int(fresh.GetShards()) {
+		if shardHost(stale, j).String() == shardHost(fresh, j).String() {
+			continue
+		}
+		moved++
+		if _, err := c.listShard(ctx, stale, j, "", 10); err != nil {
+			t.Fatalf("list shard %d from a stale view: %v", j, err)
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no shard is placed differently by the stale view: the test checks nothing")
 	}
 }

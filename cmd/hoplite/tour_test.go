@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,6 +47,7 @@ func TestShellTour(t *testing.T) {
 		t.Fatalf("the tour starts %d nodes, want 3", len(nodes))
 	}
 	var first string
+	logs := make([]*lockedBuffer, len(nodes))
 	for i, line := range nodes {
 		args := strings.Fields(ports.Replace(line))
 		if args[0] != "hoplite" || args[1] != "node" {
@@ -56,8 +58,9 @@ func TestShellTour(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		stderr := &lockedBuffer{}
+		logs[i] = stderr
+		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -103,6 +106,9 @@ func TestShellTour(t *testing.T) {
 	sh.Env = append(os.Environ(), "PATH="+dirOf(bin)+":"+os.Getenv("PATH"))
 	out, err := sh.CombinedOutput()
 	if err != nil {
+		for i, l := range logs {
+			t.Logf("node %d's log:\n%s", i+1, l.String())
+		}
 		t.Fatalf("the tour's commands: %v\n%s", err, out)
 	}
 	for _, want := range []string{"hello, hoplite", "greeting", "made later", "reduced three: sum of 2 sources", "deleted greeting", "deleted later"} {
@@ -128,4 +134,22 @@ func freePortPair(t *testing.T) int {
 	}
 	t.Fatal("no free pair of loopback ports p, p+1000")
 	return 0
+}
+
+// lockedBuffer is a node's stderr, read while the process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
