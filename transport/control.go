@@ -10,11 +10,9 @@ import (
 // Control requests are the few small request/response exchanges whose
 // latency decides a small object's cost (today a Locate and its reply,
 // which carries an inline object's bytes). They ride on the data plane's
-// connections instead of the actor control plane: across two processes
-// an inline Get whose Locate went this way took 0.93x the time of one
-// whose Locate was an actor message (bench/results, 2026-11-24). The
-// transport carries opaque bytes; what they mean is the Controller's
-// business.
+// connections instead of the actor control plane, which costs a small
+// Get more (docs/benchmarks.md). The transport carries opaque bytes;
+// what they mean is the Controller's business.
 
 // Caller is a Transport that can also carry control requests.
 type Caller interface {

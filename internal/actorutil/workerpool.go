@@ -138,10 +138,9 @@ var warmWorkersOnce sync.Once
 // WarmWorkers starts the pool's kept workers (once per process), each
 // with its stack grown to warmStack, and returns when they are parked
 // or, at the latest, when ctx ends. A worker's first runs would
-// otherwise grow a fresh stack by copying it, a frame at a time: without
-// them, a new cluster's first 1 KiB broadcast on the testbed took 118 µs
-// from a Get's arrival at the store node to its Locate's worker, and the
-// later ones 35 µs (medians over four traced runs, 2026-11-26).
+// otherwise grow a fresh stack by copying it, a frame at a time, which
+// made a new cluster's first small Gets several times slower than its
+// later ones (docs/benchmarks.md).
 func WarmWorkers(ctx context.Context) {
 	warmWorkersOnce.Do(startKept)
 	for idleWorkers.Load() < KeptWorkers && ctx.Err() == nil {

@@ -59,10 +59,9 @@ const collectGap = 20 * time.Millisecond
 // stop once the reserve is whole, once a new piece is cut from it (that
 // piece holds it until its own release), and after the last pause: a
 // piece that an object the application keeps holds needs no more. The
-// first comes after a second, not sooner: AllReduces of 8 × 32 MiB in a
-// loop, whose next operation cuts a piece within the second, spent 6 %
-// more CPU per operation with follow-ups after 50 and 250 ms (30 reps a
-// build, 2026-11-26), and gained nothing from them.
+// first comes after a second, not sooner: back-to-back large AllReduces
+// cut a new piece within the second anyway, and earlier follow-ups only
+// cost them CPU (docs/benchmarks.md).
 var recollectAfter = []time.Duration{time.Second, 4 * time.Second}
 
 var collector struct {

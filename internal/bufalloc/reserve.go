@@ -29,8 +29,8 @@ import (
 // every piece cut from it unreachable (a finalizer on the allocation,
 // which the reserve holds only weakly: no reader holds any piece), the
 // whole of it serves the next large buffers again, its memory still
-// faulted in. Buffers that do not fit in what is left are the heap's,
-// as before (and Keep holds them once they are freed). Why: an
+// faulted in. Buffers that do not fit in what is left are the heap's
+// (and Keep holds them once they are freed). Why: an
 // AllReduce of 8 x 32 MiB makes about 128 MiB of buffers per member
 // each time; a reserve used once served the first and then went back to
 // the heap all at once, whose scavenger handed it back to the kernel,
@@ -86,8 +86,8 @@ var warm reserve
 // when the collector finds none of them reachable, the weak reference
 // goes nil and the allocation's finalizer runs, which makes the whole
 // reserve ready to be cut again, its memory still faulted in. Until
-// then the pieces still in use hold it, and what is left after them is
-// cut as before.
+// then the pieces still in use hold it, and new pieces are cut from
+// what is left after them.
 type reserve struct {
 	mu   sync.Mutex
 	done bool

@@ -57,28 +57,24 @@ type Config struct {
 	// allocator's large-buffer threshold (bufalloc.HugeMin, 4 MiB): a
 	// smaller slice's buffers are new memory every time, neither cut
 	// from the warm reserve nor kept, and their page faults outweigh
-	// what slicing saves. On the testbed (8 hosts at 400 Mbit/s,
-	// 2026-11-26) the sliced AllReduce took 2.01× reduce-then-broadcast
-	// at 1 MiB, 1.32× at 4 MiB, 1.35× at 8 MiB and 1.61× at 16 MiB,
-	// with 2 to 91 times its page faults, and 0.87× at 32 MiB (slices
-	// of 4 MiB).
+	// what slicing saves (docs/allreduce.md has the measurements).
 	MinSlice int64
 	// Resubscribe is how often a Reduction that still waits for sources
 	// subscribes to them again (DefaultResubscribe if 0). Subscriptions
 	// are soft state in the directory: a shard that restarts, or moves to
 	// another member, forgets them.
 	Resubscribe time.Duration
-	// UnbatchedTasks sends every ReduceTask as a message of its own, as
-	// before ReduceTaskBatch (benchmarks: the start stagger it costs).
+	// UnbatchedTasks sends every ReduceTask as a message of its own
+	// instead of one ReduceTaskBatch per node: a benchmark's baseline for
+	// the start stagger that batching saves.
 	UnbatchedTasks bool
 	// NoRingGather makes a sliced AllReduce's gathers fetch every slice
-	// from its root, as before the ring all-gather (see slicedRun;
-	// benchmarks: both in one run).
+	// from its root instead of around the ring (see slicedRun): a
+	// benchmark's baseline for the ring all-gather.
 	NoRingGather bool
 	// NoInlinePush makes an inline AllReduce's participants locate its
 	// result at the target's shard instead of receiving it with their
-	// Gets (messages.Get.pushed), as before the push (benchmarks: both in
-	// one run).
+	// Gets (messages.Get.pushed): a benchmark's baseline for the push.
 	NoInlinePush bool
 }
 
