@@ -30,7 +30,7 @@
 // peer (mpi, gloo, dask) is launched once per measured repetition with
 // --reps 1: its script runs its own warm-up in the same launch, then the
 // one timed repetition. The failure scenario gives every repetition a
-// fresh cluster with its own warm-ups, as before, and runs its rounds in
+// fresh cluster with its own warm-ups, and runs its rounds in
 // two phases per comparison: the failure-free systems', then the
 // failure variants', each killed at 50 % of its shape's failure-free
 // median from the first phase.

@@ -84,25 +84,26 @@ const SysChainLeaf = "chain-leaf"
 const SysReduceBcast = "reduce-bcast"
 
 // SysActorLocates is ours with every Locate sent as an actor message
-// (--peers actor-locates, hoplite node -actor-locates), as before the
-// data plane carried them: that change measured in the same run.
+// (--peers actor-locates, hoplite node -actor-locates) instead of on the
+// data plane: what the data plane saves, measured in the same run.
 const SysActorLocates = "ours-actor-locates"
 
 // SysStarGather is ours with a sliced AllReduce's gathers fetching every
-// slice from its root (--peers star-gather, hoplite node -no-ring-gather),
-// as before the ring all-gather: that change measured in the same run.
+// slice from its root (--peers star-gather, hoplite node -no-ring-gather)
+// instead of around the ring: what the ring saves, measured in the same
+// run.
 const SysStarGather = "ours-star-gather"
 
 // SysNoPush is ours with an inline AllReduce's participants locating its
 // result at the target's shard (--peers no-push, hoplite node
-// -no-inline-push), as before the coordinator pushed it with their Gets:
-// that change measured in the same run.
+// -no-inline-push) instead of receiving it with their Gets: what the push
+// saves, measured in the same run.
 const SysNoPush = "ours-no-push"
 
 // SysActorSubscribes is ours with Reduce coordinators subscribing to their
 // sources by actor message (--peers actor-subscribes, hoplite node
-// -actor-subscribes), as before a Subscribe could travel on the data
-// plane: that change measured in the same run.
+// -actor-subscribes) instead of on the data plane: what the data plane
+// saves, measured in the same run.
 const SysActorSubscribes = "ours-actor-subscribes"
 
 // SysAnyTarget is ours with each Reduce's target named as an application

@@ -340,12 +340,10 @@ const NodeProcsGo = -1
 //
 // The testbed's N hosts share this machine's CPUs, but a Go process
 // sizes its scheduler by the machine: eight members on 2 vCPUs each ran
-// as if both were theirs. At their share (GOMAXPROCS 1), in the same
-// runs (medians, 2026-11-24): a 1 KiB broadcast to 7 took 0.93x and
-// 0.98x the time, a 1 KiB reduce 0.88x, broadcast and reduce of 32 MiB
-// 0.97x and 0.99x, with 10-22 % less CPU per operation; an AllReduce of
-// 8 x 32 MiB was unchanged idle (0.997x). A member on a host of its own
-// has its cores; one of N on a shared machine, its share of them.
+// as if both were theirs. At their share (GOMAXPROCS 1) the same
+// operations took as long or less with less CPU each (--peers go-procs
+// measures both in one run; docs/benchmarks.md). A member on a host of
+// its own has its cores; one of N on a shared machine, its share of them.
 func (o *Options) nodeProcs() int {
 	switch {
 	case o.NodeProcs == NodeProcsGo:

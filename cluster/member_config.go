@@ -124,16 +124,16 @@ type MemberConfig struct {
 	// broadcasts. Like the reduce shape, every member should use the same
 	// value.
 	AllReduceShape string
-	// ActorLocates sends every Locate as an actor message, as before the
-	// data plane carried them (benchmarks: the comparison in one run).
+	// ActorLocates sends every Locate as an actor message instead of a
+	// control request on the data plane: a benchmark's baseline.
 	ActorLocates bool
 	// UnbatchedReduceTasks makes this member's coordinators send each
-	// reduce task as a message of its own, as before ReduceTaskBatch
-	// (benchmarks: the start stagger in one run).
+	// reduce task as a message of its own instead of one ReduceTaskBatch
+	// per node: a benchmark's baseline for the start stagger.
 	UnbatchedReduceTasks bool
 	// NoRingGather makes this member's sliced AllReduces gather every
-	// slice from its root, as before the ring all-gather
-	// (benchmarks: both in one run).
+	// slice from its root instead of around the ring: a benchmark's
+	// baseline for the ring all-gather.
 	NoRingGather bool
 	// NoInlinePush makes this member's inline AllReduces leave their
 	// participants to locate the result (benchmarks: both in one run).
@@ -158,9 +158,8 @@ type MemberConfig struct {
 	// instead of going back to the kernel.
 	WarmMemory int64
 	// ActorSubscribes makes this member's Reduce coordinators subscribe to
-	// their sources by actor message, as before a Subscribe could travel
-	// on the data plane (shard.ServeSubscribe; benchmarks: both in one
-	// run).
+	// their sources by actor message instead of on the data plane
+	// (shard.ServeSubscribe): a benchmark's baseline.
 	ActorSubscribes bool
 	// LinkRate is this member's network link in bits per second, as its
 	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the

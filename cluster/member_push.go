@@ -14,9 +14,8 @@ import (
 // push rides on the data plane as a control request, like a Locate: bare
 // fan-outs of actor requests to seven members cost two to three times
 // the same fan-outs of data-plane requests on the testbed (the actor-rtt
-// and data-rtt floors of a 1 KiB reduce). Within a whole 1 KiB AllReduce
-// the difference measured smaller: pushes as actor messages took
-// 1.02-1.11x the time in three runs (bench/results/archive, 2026-11-24).
+// and data-rtt floors of a 1 KiB reduce); within a whole 1 KiB AllReduce
+// the difference is smaller, but still there (docs/benchmarks.md).
 
 // servePush hands a coordinator's push of an inline AllReduce result
 // (messages.ControlPush) to this member's store node, as the actor

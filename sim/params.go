@@ -99,8 +99,8 @@ func TestbedBurst(rate float64) float64 {
 
 // DefaultParams are the testbed's settings: 400 Mbit/s per host up and
 // down, veth latency, and the costs measured there (see
-// docs/simulator.md, bench/results/*-2026-11-25T15*): the control planes'
-// latency and per-message CPU fitted to the round-trip floors hoplite
+// docs/simulator.md and the 1 MiB reports in bench/results): the
+// control planes' latency and per-message CPU fitted to the round-trip floors hoplite
 // bench measured beside the 1 MiB collectives (host 0 to 3 and to 7
 // others at once: actor-rtt 0.778 and 1.306 ms, data-rtt 0.281 and
 // 0.381 ms), 2.1 ns of CPU per byte a host receives (the slope of the

@@ -28,13 +28,12 @@ type Testbed struct {
 	Shape string
 }
 
-// TestbedMedians are the measurements the validation compares with. The
-// 1 MiB ones are 11 repetitions each at 9876a6c, every one right after a
-// warm-up repetition (--warmup 1, as the earlier references ran), on a
-// machine running nothing else (load 0.9-3.9 of 2 CPUs, the testbed's
-// own processes); each is the middle of three runs of its setting, all
-// in D1MiB. The 32 MiB ones are 5 repetitions each from 2026-11-24/25,
-// but N = 16's, 9 each at 9876a6c (2026-11-25 18:08-18:21 UTC).
+// TestbedMedians are the measurements the validation compares with, each
+// from the report File in bench/results. The 1 MiB ones are 11
+// repetitions each, every one right after a warm-up repetition
+// (--warmup 1), on a machine running nothing but the testbed; each is
+// the middle of three runs of its setting, all in D1MiB. The 32 MiB ones
+// are 5 repetitions each, N = 16's 9.
 var TestbedMedians = []Testbed{
 	{Scenario: "broadcast", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 0.711878401, File: "testbed-broadcast-32MiB-n4-2026-11-25T0021.json"},
 	{Scenario: "broadcast", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 0.722718645, File: "testbed-broadcast-1MiB-32MiB-n8-2026-11-24T2316.json"},

@@ -71,7 +71,7 @@ func p2pTCPCommand(ctx context.Context, name string, args []string, stdout, stde
 	small := fs.Int("small", 1000, "small-object Gets (and round trips) to time")
 	smallSize := fs.Int("small-size", 1024, "small object size in bytes (below the 64 KiB inline limit)")
 	logLevel := fs.String("log-level", "error", "log level of both members")
-	actorLocates := fs.Bool("actor-locates", false, "also run a pair whose member sends its Locates as actor messages (as before the data plane carried them) at the same time, alternating, and compare their inline Gets")
+	actorLocates := fs.Bool("actor-locates", false, "also run a pair whose member sends its Locates as actor messages (instead of on the data plane) at the same time, alternating, and compare their inline Gets")
 	withTLS := fs.Bool("tls", false, "also run a second pair of members over mutual TLS (certificates made for the run) at the same time, every measurement alternating between the pairs, and report the TLS cost")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -28,13 +28,11 @@ import (
 // answered with the bytes behind k others waits k·S/B; one answered with
 // a holder waits a Locate's answer, a stream's open and S/B on the
 // holder's link, and the receivers after it form chains behind the
-// holders. Up to 8 receivers at once are served by the shard alone, as
-// before (the testbed's broadcasts to 7 among them). At 4, a 63 KiB
-// broadcast to 7 took 2.78 ms on the testbed against 4.74, but a 32 KiB
-// one 1.84 ms against 1.52: the testbed's shaper lets a burst of several
-// copies of 32 KiB through at once (bench/results/
-// testbed-broadcast-inline-relay-ab-2026-11-25T2236). From tens of
-// receivers on the relays win by far (docs/simulator.md).
+// holders. Up to 8 receivers at once are served by the shard alone (the
+// testbed's broadcasts to 7 among them): at 4, relays won at 63 KiB but
+// lost at 32 KiB, whose copies the testbed's shaper lets through several
+// at once (docs/benchmarks.md). From tens of receivers on the relays win
+// by far (docs/simulator.md).
 const InlineQueueCopies = 8
 
 // InlineQueueTime is how long the queue may always take to send, however

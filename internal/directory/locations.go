@@ -23,7 +23,7 @@ type location struct {
 	// not offered to anyone else, which is what makes a broadcast a tree.
 	servingTo string
 	// fetchingFrom is the sender of a partial copy that is still arriving:
-	// the upstream chain used to refuse cycles on failover.
+	// the upstream chain that failover follows to refuse cycles.
 	fetchingFrom string
 	// naive copies were fetched by the baseline and are never offered.
 	naive bool

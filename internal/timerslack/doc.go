@@ -13,8 +13,8 @@
 // 0.76 against 0.79 ms with 2.7 against 4.8 ms of CPU, and 0.76 against
 // 0.94 ms with 4.0 against 4.2 ms; a 32 MiB broadcast and AllReduce took
 // the same time with 7–30 % less CPU. A coarser slack only delays timed
-// sleeps; a socket, futex or timerfd that becomes ready wakes its waiter
-// as before.
+// sleeps; a socket, futex or timerfd that becomes ready still wakes its
+// waiter at once.
 //
 // A thread's slack is copied to the threads it creates, and a process's
 // to what it executes; the runtime starts sysmon before any of a

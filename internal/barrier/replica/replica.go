@@ -865,9 +865,9 @@ func (r *Replica) hear(p *pendingOp, e *Effects) {
 // makeRoom frees a place for p in a full pending list, or reports that
 // p is to be dropped. A backup that takes over commits only what it
 // heard, in the order heard, so losing an Enter, a Release or a Close
-// can change an outcome: the newest op that a Close used to replace
-// could be the Enter that fired the barrier, and the takeover then
-// refused every label instead of releasing them. Status queries change
+// can change an outcome: were a Close to replace the newest op, that op
+// could be the Enter that fired the barrier, and the takeover would then
+// refuse every label instead of releasing them. Status queries change
 // nothing, and their callers wait with a deadline: they are what a full
 // list sheds, the oldest first, and a query that finds the list full is
 // not kept. A refusal sent to the client instead would not do: only the

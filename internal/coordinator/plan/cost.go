@@ -156,10 +156,9 @@ const (
 // UnmeasuredChunk is the chunk of a member that has measured no bandwidth
 // yet: a 400 Mbit/s link's. Each hop of a pipelined broadcast or chain
 // pays a chunk's time of fill, so 1 MiB chunks on such a link cost a new
-// cluster's first 32 MiB broadcast to 8 about 87 ms (0.814 s cold against
-// 0.727 s for members that knew B; with 256 KiB chunks forced on both,
-// 0.728 against 0.730 s, testbed 2026-11-25). A fast link measures B in
-// its first transfer and moves to larger chunks.
+// cluster's first 32 MiB broadcast to 8 about a tenth of its time
+// (docs/benchmarks.md). A fast link measures B in its first transfer and
+// moves to larger chunks.
 const UnmeasuredChunk = 256 << 10
 
 // MinChunksPerObject is how many chunks ChunkForObject keeps an object in
