@@ -62,6 +62,7 @@ var Cores = []string{
 	"internal/barrier/handle",  // a barrier handle's side of the replicas
 	"internal/barrier/policy",  // the partial barriers' decisions
 	"internal/barrier/replica", // one barrier manager replica
+	"internal/history",         // the chaos oracle's model of the fault model's promises
 }
 
 // Wire are the module packages a core may import although they are not

@@ -1,0 +1,177 @@
+package history
+
+import (
+	"hash/fnv"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func reduction(target string, ids []string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(target + "=" + strings.Join(slices.Sorted(slices.Values(ids)), "+")))
+	return h.Sum64()
+}
+
+var model = Model{Grace: time.Second, Settle: 500 * time.Millisecond, Reduction: reduction}
+
+const (
+	ok_       = messages.ErrorCode_OK
+	lost      = messages.ErrorCode_LOST
+	timeout   = messages.ErrorCode_TIMEOUT
+	notFound  = messages.ErrorCode_NOT_FOUND
+	unavail   = messages.ErrorCode_UNAVAILABLE
+	sumOfX    = 0xabc
+	sizeOfX   = 100
+	everyRule = 13
+)
+
+// op makes an op of a hand-made history: from begin to end (seconds),
+// with a deadline 4 s after begin and a measured need of 0.5 s.
+func op(id int, k OpKind, member int, obj string, begin, end float64, code messages.ErrorCode) Op {
+	return Op{ID: id, Kind: k, Member: member, Object: obj, Hosts: [2]int{7, 7}, Sum: sumOfX, Size: sizeOfX,
+		Begin: at(begin), End: at(end), Deadline: at(begin + 4), Need: 500 * time.Millisecond, Code: code}
+}
+
+func putX() Op { return op(1, Put, 0, "x", 0, 0.1, ok_) }
+
+func reduceOp(id int, code messages.ErrorCode, reduced ...string) Op {
+	r := op(id, Reduce, 3, "t", 0.2, 1, code)
+	r.Sources, r.Num = []string{"a", "b"}, 2
+	r.Reduced = reduced
+	for _, s := range r.Sources {
+		if !slices.Contains(reduced, s) {
+			r.Unreduced = append(r.Unreduced, s)
+		}
+	}
+	return r
+}
+
+func sources() []Op {
+	a, b := op(10, Put, 0, "a", 0, 0.1, ok_), op(11, Put, 1, "b", 0, 0.1, ok_)
+	return []Op{a, b}
+}
+
+func kill(member int, s float64) Event {
+	return Event{Kind: Kill, Member: member, Begin: at(s), End: at(s + 0.01)}
+}
+
+func with(o Op, f func(*Op)) Op { f(&o); return o }
+
+// Every rule rejects a history that breaks it, and accepts its nearest
+// history that keeps it.
+func TestCheck(t *testing.T) {
+	getX := func(code messages.ErrorCode) Op { return op(2, Get, 1, "x", 1, 2, code) }
+	cases := []struct {
+		name string
+		h    History
+		want Rule // "" accepts
+	}{
+		{"a get of the put bytes", History{Ops: []Op{putX(), getX(ok_)}}, ""},
+		{"late answer", History{Ops: []Op{putX(), with(getX(ok_), func(o *Op) { o.End = at(6.5) })}}, RuleLate},
+		{"late answer after a cancel", History{Ops: []Op{putX(), with(getX(messages.ErrorCode_CANCELED), func(o *Op) { o.Canceled, o.End = at(1.5), at(3) })}}, RuleLate},
+		{"INTERNAL", History{Ops: []Op{putX(), getX(messages.ErrorCode_INTERNAL)}}, RuleCode},
+		{"CONFLICT", History{Ops: []Op{putX(), getX(messages.ErrorCode_CONFLICT)}}, RuleCode},
+		{"other bytes", History{Ops: []Op{putX(), with(getX(ok_), func(o *Op) { o.Sum = 1 })}}, RuleBytes},
+		{"bytes of an id never put", History{Ops: []Op{getX(ok_)}}, RuleBytes},
+		{"read after a delete completed", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 0.2, 0.5, ok_), getX(ok_)}}, RuleAfterDelete},
+		{"read while a delete ran", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 0.2, 1.5, ok_), getX(ok_)}}, ""},
+		{"LOST with the creator alive", History{Ops: []Op{putX(), getX(lost)}}, RuleLost},
+		{"LOST once the creator died", History{Ops: []Op{putX(), getX(lost)}, Events: []Event{kill(0, 0.5)}}, ""},
+		{"LOST with a reader's copy left", History{Ops: []Op{putX(), op(4, Get, 2, "x", 0.2, 0.3, ok_), getX(lost)}, Events: []Event{kill(0, 0.5)}}, RuleLost},
+		{"LOST once the reader's copy was evicted", History{Ops: []Op{putX(), op(4, Get, 2, "x", 0.2, 0.3, ok_), getX(lost)},
+			Events: []Event{kill(0, 0.5), {Kind: Evict, Member: 2, Object: "x", Begin: at(0.6), End: at(0.6)}}}, ""},
+		{"an evict of a pinned copy is no loss", History{Ops: []Op{putX(), getX(lost)},
+			Events: []Event{{Kind: Evict, Member: 0, Object: "x", Begin: at(0.6), End: at(0.6)}}}, RuleLost},
+		{"LOST of an id never put", History{Ops: []Op{getX(lost)}}, RuleLost},
+		{"NOT_FOUND of an object readable", History{Ops: []Op{putX(), getX(notFound)}}, RuleNotFound},
+		{"NOT_FOUND before the put", History{Ops: []Op{op(1, Put, 0, "x", 3, 3.1, ok_), getX(notFound)}}, ""},
+		{"NOT_FOUND once a delete began", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 1.5, 3, ok_), getX(notFound)}}, ""},
+		{"DELETED with no delete", History{Ops: []Op{putX(), getX(messages.ErrorCode_DELETED)}}, RuleDeleted},
+		{"DELETED once a delete began", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 1.5, 3, ok_), getX(messages.ErrorCode_DELETED)}}, ""},
+		{"TIMEOUT of a readable object", History{Ops: []Op{putX(), getX(timeout)}}, RuleTimeout},
+		{"UNAVAILABLE with a far member killed", History{Ops: []Op{putX(), getX(unavail)}, Events: []Event{kill(5, 1.5)}}, RuleTimeout},
+		{"TIMEOUT with the caller killed", History{Ops: []Op{putX(), getX(timeout)}, Events: []Event{kill(1, 1.5)}}, ""},
+		{"TIMEOUT with the shard's host killed just before", History{Ops: []Op{putX(), getX(timeout)}, Events: []Event{kill(7, 0.7)}}, ""},
+		{"TIMEOUT with the object's fetch stalled", History{Ops: []Op{putX(), getX(timeout)},
+			Events: []Event{{Kind: Stall, Member: 4, Object: "x", Begin: at(1.2), End: at(1.8)}}}, ""},
+		{"TIMEOUT under a deadline below the need", History{Ops: []Op{putX(), with(getX(timeout), func(o *Op) { o.Need = 5 * time.Second })}}, ""},
+		{"TIMEOUT of an object put late", History{Ops: []Op{op(1, Put, 0, "x", 4.6, 4.7, ok_), getX(timeout)}}, ""},
+		{"CANCELED uncanceled", History{Ops: []Op{putX(), getX(messages.ErrorCode_CANCELED)}}, RuleCanceled},
+		{"CANCELED canceled", History{Ops: []Op{putX(), with(getX(messages.ErrorCode_CANCELED), func(o *Op) { o.Canceled = at(1.5) })}}, ""},
+		{"CAPACITY unbounded", History{Ops: []Op{putX(), getX(messages.ErrorCode_CAPACITY)}}, RuleCapacity},
+		{"RESET of a plain object", History{Ops: []Op{putX(), getX(messages.ErrorCode_RESET)}}, RuleReset},
+		{"RESET of a target being reduced", History{Ops: append(sources(), reduceOp(5, ok_, "a", "b"), op(6, Get, 2, "t", 0.5, 0.8, messages.ErrorCode_RESET))}, ""},
+		{"a reduce of num sources", History{Ops: append(sources(), reduceOp(5, ok_, "a", "b"))}, ""},
+		{"a reduce of too few sources", History{Ops: append(sources(), reduceOp(5, ok_, "a"))}, RuleReduced},
+		{"an allreduce of the survivors", History{Ops: append(sources(), with(reduceOp(5, ok_, "a"), func(o *Op) { o.All = true })),
+			Events: []Event{kill(1, 0.5)}}, ""},
+		{"an allreduce short of a source still held", History{Ops: append(sources(), with(reduceOp(5, ok_, "a"), func(o *Op) { o.All = true }))}, RuleReduced},
+		{"a reduce naming a source twice", History{Ops: append(sources(), with(reduceOp(5, ok_, "a", "a"), func(o *Op) { o.Unreduced = []string{"b"} }))}, RuleReduced},
+		{"a target of the reduced sources", History{Ops: append(sources(), reduceOp(5, ok_, "a", "b"),
+			with(op(6, Get, 2, "t", 1.5, 2, ok_), func(o *Op) { o.Sum = reduction("t", []string{"b", "a"}) }))}, ""},
+		{"a target of other sources", History{Ops: append(sources(), reduceOp(5, ok_, "a", "b"),
+			with(op(6, Get, 2, "t", 1.5, 2, ok_), func(o *Op) { o.Sum = reduction("t", []string{"a"}) }))}, RuleReduction},
+		{"a reduce TIMEOUT with its sources available", History{Ops: append(sources(), reduceOp(5, timeout))}, RuleTimeout},
+		{"a reduce TIMEOUT with a source's creator killed", History{Ops: append(sources(), reduceOp(5, timeout)), Events: []Event{kill(1, 0.5)}}, ""},
+		{"a reduce TIMEOUT with its caller killed", History{Ops: append(sources(), reduceOp(5, timeout)), Events: []Event{kill(3, 0.5)}}, ""},
+		{"a reduce LOST with its sources held", History{Ops: append(sources(), reduceOp(5, lost))}, RuleLost},
+		{"a reduce LOST with a source lost", History{Ops: append(sources(), reduceOp(5, lost)), Events: []Event{kill(0, 0.5)}}, ""},
+	}
+	rules := map[Rule]bool{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Check(tc.h, model)
+			var got []Rule
+			for _, v := range rep.Violations {
+				got = append(got, v.Rule)
+			}
+			if tc.want == "" && len(got) > 0 {
+				t.Fatalf("rejected: %v", rep.Violations)
+			}
+			if tc.want != "" && !slices.Contains(got, tc.want) {
+				t.Fatalf("violations %v; want one of rule %q", rep.Violations, tc.want)
+			}
+		})
+		rules[tc.want] = true
+	}
+	if len(rules) != everyRule+1 {
+		t.Errorf("the cases reject %d rules; there are %d", len(rules)-1, everyRule)
+	}
+}
+
+// A history whose failures are all explained records what explained
+// each.
+func TestCheckRecordsExcuses(t *testing.T) {
+	h := History{Ops: []Op{putX(), op(2, Get, 1, "x", 1, 2, lost)}, Events: []Event{kill(0, 0.5)}}
+	rep := Check(h, model)
+	if len(rep.Violations) != 0 || !strings.Contains(rep.Excuses[2], "kill member 0") {
+		t.Fatalf("violations %v, excuses %v; want LOST excused by the creator's kill", rep.Violations, rep.Excuses)
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	m := model
+	m.Capacity = 1000
+	full := op(1, Put, 1, "y", 0, 0.1, ok_)
+	full.Size = 950
+	h := History{Ops: []Op{putX(), op(2, Get, 1, "x", 1, 2, messages.ErrorCode_CAPACITY)}}
+	if rep := Check(h, m); len(rep.Violations) != 1 || rep.Violations[0].Rule != RuleCapacity {
+		t.Fatalf("CAPACITY on an empty member: %v", rep.Violations)
+	}
+	h.Ops = append(h.Ops, full)
+	if rep := Check(h, m); len(rep.Violations) != 0 {
+		t.Fatalf("CAPACITY on a member with 950 of 1000 bytes pinned: %v", rep.Violations)
+	}
+	h.Ops = append(h.Ops, op(3, Delete, 1, "y", 0.2, 0.3, ok_))
+	if rep := Check(h, m); len(rep.Violations) != 1 {
+		t.Fatalf("CAPACITY once the pinned object was deleted: %v", rep.Violations)
+	}
+}
