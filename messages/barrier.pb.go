@@ -139,6 +139,62 @@ func (BarrierOpKind) EnumDescriptor() ([]byte, []int) {
 	return file_barrier_proto_rawDescGZIP(), []int{1}
 }
 
+// BarrierOutcomeKind says what a label's outcome is.
+type BarrierOutcomeKind int32
+
+const (
+	BarrierOutcomeKind_BARRIER_OUTCOME_UNSPECIFIED BarrierOutcomeKind = 0
+	BarrierOutcomeKind_BARRIER_OUTCOME_FIRED       BarrierOutcomeKind = 1 // BarrierFired
+	BarrierOutcomeKind_BARRIER_OUTCOME_LATE_FIRE   BarrierOutcomeKind = 2 // BarrierLateFire
+	BarrierOutcomeKind_BARRIER_OUTCOME_CATCH_UP    BarrierOutcomeKind = 3 // BarrierCatchUp
+	BarrierOutcomeKind_BARRIER_OUTCOME_TIMED_OUT   BarrierOutcomeKind = 4 // BarrierTimedOut
+)
+
+// Enum value maps for BarrierOutcomeKind.
+var (
+	BarrierOutcomeKind_name = map[int32]string{
+		0: "BARRIER_OUTCOME_UNSPECIFIED",
+		1: "BARRIER_OUTCOME_FIRED",
+		2: "BARRIER_OUTCOME_LATE_FIRE",
+		3: "BARRIER_OUTCOME_CATCH_UP",
+		4: "BARRIER_OUTCOME_TIMED_OUT",
+	}
+	BarrierOutcomeKind_value = map[string]int32{
+		"BARRIER_OUTCOME_UNSPECIFIED": 0,
+		"BARRIER_OUTCOME_FIRED":       1,
+		"BARRIER_OUTCOME_LATE_FIRE":   2,
+		"BARRIER_OUTCOME_CATCH_UP":    3,
+		"BARRIER_OUTCOME_TIMED_OUT":   4,
+	}
+)
+
+func (x BarrierOutcomeKind) Enum() *BarrierOutcomeKind {
+	p := new(BarrierOutcomeKind)
+	*p = x
+	return p
+}
+
+func (x BarrierOutcomeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BarrierOutcomeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_barrier_proto_enumTypes[2].Descriptor()
+}
+
+func (BarrierOutcomeKind) Type() protoreflect.EnumType {
+	return &file_barrier_proto_enumTypes[2]
+}
+
+func (x BarrierOutcomeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BarrierOutcomeKind.Descriptor instead.
+func (BarrierOutcomeKind) EnumDescriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{2}
+}
+
 // BarrierOptions carry what barrier.New's options set. Durations are whole
 // milliseconds; zero means "off" everywhere.
 type BarrierOptions struct {
@@ -2291,6 +2347,303 @@ func (x *BarrierSyncRequest) GetFromRank() int32 {
 	return 0
 }
 
+// BarrierArrival is one label's entry as it travels up a barrier's
+// combining tree (package internal/barrier/tree): the fields of its
+// BarrierEnter, where it entered the tree, and when.
+type BarrierArrival struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Label         string                 `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	Host          string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Reply         *BarrierPeer           `protobuf:"bytes,3,opt,name=reply,proto3" json:"reply,omitempty"` // the participant to answer
+	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Leaf          int32                  `protobuf:"varint,5,opt,name=leaf,proto3" json:"leaf,omitempty"`                                 // the tree position of the member it entered at
+	AtUnixNano    int64                  `protobuf:"varint,6,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"` // when it entered there
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierArrival) Reset() {
+	*x = BarrierArrival{}
+	mi := &file_barrier_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierArrival) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierArrival) ProtoMessage() {}
+
+func (x *BarrierArrival) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierArrival.ProtoReflect.Descriptor instead.
+func (*BarrierArrival) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BarrierArrival) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *BarrierArrival) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *BarrierArrival) GetReply() *BarrierPeer {
+	if x != nil {
+		return x.Reply
+	}
+	return nil
+}
+
+func (x *BarrierArrival) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+func (x *BarrierArrival) GetLeaf() int32 {
+	if x != nil {
+		return x.Leaf
+	}
+	return 0
+}
+
+func (x *BarrierArrival) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+// BarrierArrivals goes from a tree position to its parent: the arrivals
+// of its subtree since its last one, combined in one message.
+type BarrierArrivals struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	From          int32                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"` // the sender's tree position
+	Arrivals      []*BarrierArrival      `protobuf:"bytes,3,rep,name=arrivals,proto3" json:"arrivals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierArrivals) Reset() {
+	*x = BarrierArrivals{}
+	mi := &file_barrier_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierArrivals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierArrivals) ProtoMessage() {}
+
+func (x *BarrierArrivals) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierArrivals.ProtoReflect.Descriptor instead.
+func (*BarrierArrivals) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *BarrierArrivals) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BarrierArrivals) GetFrom() int32 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *BarrierArrivals) GetArrivals() []*BarrierArrival {
+	if x != nil {
+		return x.Arrivals
+	}
+	return nil
+}
+
+// BarrierOutcome is one label's outcome as it travels down the tree to
+// the member it entered at.
+type BarrierOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Label         string                 `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	Leaf          int32                  `protobuf:"varint,2,opt,name=leaf,proto3" json:"leaf,omitempty"`
+	Kind          BarrierOutcomeKind     `protobuf:"varint,3,opt,name=kind,proto3,enum=hoplite.BarrierOutcomeKind" json:"kind,omitempty"`
+	Reply         *BarrierPeer           `protobuf:"bytes,4,opt,name=reply,proto3" json:"reply,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"` // FIRED: why the barrier fired
+	Epoch         uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`  // FIRED: the primary's epoch
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierOutcome) Reset() {
+	*x = BarrierOutcome{}
+	mi := &file_barrier_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierOutcome) ProtoMessage() {}
+
+func (x *BarrierOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierOutcome.ProtoReflect.Descriptor instead.
+func (*BarrierOutcome) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BarrierOutcome) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *BarrierOutcome) GetLeaf() int32 {
+	if x != nil {
+		return x.Leaf
+	}
+	return 0
+}
+
+func (x *BarrierOutcome) GetKind() BarrierOutcomeKind {
+	if x != nil {
+		return x.Kind
+	}
+	return BarrierOutcomeKind_BARRIER_OUTCOME_UNSPECIFIED
+}
+
+func (x *BarrierOutcome) GetReply() *BarrierPeer {
+	if x != nil {
+		return x.Reply
+	}
+	return nil
+}
+
+func (x *BarrierOutcome) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BarrierOutcome) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// BarrierReleases goes from a tree position to one child: the outcomes
+// of the labels that entered in that child's subtree, combined.
+type BarrierReleases struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	From          int32                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	Outcomes      []*BarrierOutcome      `protobuf:"bytes,3,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierReleases) Reset() {
+	*x = BarrierReleases{}
+	mi := &file_barrier_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierReleases) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierReleases) ProtoMessage() {}
+
+func (x *BarrierReleases) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierReleases.ProtoReflect.Descriptor instead.
+func (*BarrierReleases) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BarrierReleases) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BarrierReleases) GetFrom() int32 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *BarrierReleases) GetOutcomes() []*BarrierOutcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
 var File_barrier_proto protoreflect.FileDescriptor
 
 const file_barrier_proto_rawDesc = "" +
@@ -2481,7 +2834,31 @@ const file_barrier_proto_rawDesc = "" +
 	"\x12BarrierSyncRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
-	"\tfrom_rank\x18\x03 \x01(\x05R\bfromRank*A\n" +
+	"\tfrom_rank\x18\x03 \x01(\x05R\bfromRank\"\xbb\x01\n" +
+	"\x0eBarrierArrival\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12*\n" +
+	"\x05reply\x18\x03 \x01(\v2\x14.hoplite.BarrierPeerR\x05reply\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\x12\x12\n" +
+	"\x04leaf\x18\x05 \x01(\x05R\x04leaf\x12 \n" +
+	"\fat_unix_nano\x18\x06 \x01(\x03R\n" +
+	"atUnixNano\"n\n" +
+	"\x0fBarrierArrivals\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x05R\x04from\x123\n" +
+	"\barrivals\x18\x03 \x03(\v2\x17.hoplite.BarrierArrivalR\barrivals\"\xc5\x01\n" +
+	"\x0eBarrierOutcome\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12\x12\n" +
+	"\x04leaf\x18\x02 \x01(\x05R\x04leaf\x12/\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1b.hoplite.BarrierOutcomeKindR\x04kind\x12*\n" +
+	"\x05reply\x18\x04 \x01(\v2\x14.hoplite.BarrierPeerR\x05reply\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"n\n" +
+	"\x0fBarrierReleases\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x05R\x04from\x123\n" +
+	"\boutcomes\x18\x03 \x03(\v2\x17.hoplite.BarrierOutcomeR\boutcomes*A\n" +
 	"\x0fBarrierLateMode\x12\x18\n" +
 	"\x14BARRIER_PASS_THROUGH\x10\x00\x12\x14\n" +
 	"\x10BARRIER_CATCH_UP\x10\x01*\xb4\x01\n" +
@@ -2492,7 +2869,13 @@ const file_barrier_proto_rawDesc = "" +
 	"\x0fBARRIER_OP_TICK\x10\x03\x12\x19\n" +
 	"\x15BARRIER_OP_FORCE_FIRE\x10\x04\x12\x13\n" +
 	"\x0fBARRIER_OP_VETO\x10\x05\x12\x14\n" +
-	"\x10BARRIER_OP_CLOSE\x10\x06B(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"\x10BARRIER_OP_CLOSE\x10\x06*\xac\x01\n" +
+	"\x12BarrierOutcomeKind\x12\x1f\n" +
+	"\x1bBARRIER_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15BARRIER_OUTCOME_FIRED\x10\x01\x12\x1d\n" +
+	"\x19BARRIER_OUTCOME_LATE_FIRE\x10\x02\x12\x1c\n" +
+	"\x18BARRIER_OUTCOME_CATCH_UP\x10\x03\x12\x1d\n" +
+	"\x19BARRIER_OUTCOME_TIMED_OUT\x10\x04B(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_barrier_proto_rawDescOnce sync.Once
@@ -2506,66 +2889,76 @@ func file_barrier_proto_rawDescGZIP() []byte {
 	return file_barrier_proto_rawDescData
 }
 
-var file_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_barrier_proto_goTypes = []any{
 	(BarrierLateMode)(0),       // 0: hoplite.BarrierLateMode
 	(BarrierOpKind)(0),         // 1: hoplite.BarrierOpKind
-	(*BarrierOptions)(nil),     // 2: hoplite.BarrierOptions
-	(*BarrierThrottle)(nil),    // 3: hoplite.BarrierThrottle
-	(*BarrierSemaphore)(nil),   // 4: hoplite.BarrierSemaphore
-	(*BarrierPeer)(nil),        // 5: hoplite.BarrierPeer
-	(*BarrierCreate)(nil),      // 6: hoplite.BarrierCreate
-	(*BarrierCreated)(nil),     // 7: hoplite.BarrierCreated
-	(*BarrierOpen)(nil),        // 8: hoplite.BarrierOpen
-	(*BarrierEnter)(nil),       // 9: hoplite.BarrierEnter
-	(*BarrierFired)(nil),       // 10: hoplite.BarrierFired
-	(*BarrierLateFire)(nil),    // 11: hoplite.BarrierLateFire
-	(*BarrierCatchUp)(nil),     // 12: hoplite.BarrierCatchUp
-	(*BarrierTimedOut)(nil),    // 13: hoplite.BarrierTimedOut
-	(*BarrierRefused)(nil),     // 14: hoplite.BarrierRefused
-	(*BarrierRelease)(nil),     // 15: hoplite.BarrierRelease
-	(*BarrierReleased)(nil),    // 16: hoplite.BarrierReleased
-	(*BarrierClose)(nil),       // 17: hoplite.BarrierClose
-	(*BarrierClosed)(nil),      // 18: hoplite.BarrierClosed
-	(*BarrierStatus)(nil),      // 19: hoplite.BarrierStatus
-	(*BarrierPassage)(nil),     // 20: hoplite.BarrierPassage
-	(*BarrierStatusReply)(nil), // 21: hoplite.BarrierStatusReply
-	(*BarrierConsult)(nil),     // 22: hoplite.BarrierConsult
-	(*BarrierDecide)(nil),      // 23: hoplite.BarrierDecide
-	(*BarrierFailure)(nil),     // 24: hoplite.BarrierFailure
-	(*BarrierOp)(nil),          // 25: hoplite.BarrierOp
-	(*BarrierReplicate)(nil),   // 26: hoplite.BarrierReplicate
-	(*BarrierCloseAck)(nil),    // 27: hoplite.BarrierCloseAck
-	(*BarrierHandover)(nil),    // 28: hoplite.BarrierHandover
-	(*BarrierSyncRequest)(nil), // 29: hoplite.BarrierSyncRequest
-	(*Error)(nil),              // 30: hoplite.Error
+	(BarrierOutcomeKind)(0),    // 2: hoplite.BarrierOutcomeKind
+	(*BarrierOptions)(nil),     // 3: hoplite.BarrierOptions
+	(*BarrierThrottle)(nil),    // 4: hoplite.BarrierThrottle
+	(*BarrierSemaphore)(nil),   // 5: hoplite.BarrierSemaphore
+	(*BarrierPeer)(nil),        // 6: hoplite.BarrierPeer
+	(*BarrierCreate)(nil),      // 7: hoplite.BarrierCreate
+	(*BarrierCreated)(nil),     // 8: hoplite.BarrierCreated
+	(*BarrierOpen)(nil),        // 9: hoplite.BarrierOpen
+	(*BarrierEnter)(nil),       // 10: hoplite.BarrierEnter
+	(*BarrierFired)(nil),       // 11: hoplite.BarrierFired
+	(*BarrierLateFire)(nil),    // 12: hoplite.BarrierLateFire
+	(*BarrierCatchUp)(nil),     // 13: hoplite.BarrierCatchUp
+	(*BarrierTimedOut)(nil),    // 14: hoplite.BarrierTimedOut
+	(*BarrierRefused)(nil),     // 15: hoplite.BarrierRefused
+	(*BarrierRelease)(nil),     // 16: hoplite.BarrierRelease
+	(*BarrierReleased)(nil),    // 17: hoplite.BarrierReleased
+	(*BarrierClose)(nil),       // 18: hoplite.BarrierClose
+	(*BarrierClosed)(nil),      // 19: hoplite.BarrierClosed
+	(*BarrierStatus)(nil),      // 20: hoplite.BarrierStatus
+	(*BarrierPassage)(nil),     // 21: hoplite.BarrierPassage
+	(*BarrierStatusReply)(nil), // 22: hoplite.BarrierStatusReply
+	(*BarrierConsult)(nil),     // 23: hoplite.BarrierConsult
+	(*BarrierDecide)(nil),      // 24: hoplite.BarrierDecide
+	(*BarrierFailure)(nil),     // 25: hoplite.BarrierFailure
+	(*BarrierOp)(nil),          // 26: hoplite.BarrierOp
+	(*BarrierReplicate)(nil),   // 27: hoplite.BarrierReplicate
+	(*BarrierCloseAck)(nil),    // 28: hoplite.BarrierCloseAck
+	(*BarrierHandover)(nil),    // 29: hoplite.BarrierHandover
+	(*BarrierSyncRequest)(nil), // 30: hoplite.BarrierSyncRequest
+	(*BarrierArrival)(nil),     // 31: hoplite.BarrierArrival
+	(*BarrierArrivals)(nil),    // 32: hoplite.BarrierArrivals
+	(*BarrierOutcome)(nil),     // 33: hoplite.BarrierOutcome
+	(*BarrierReleases)(nil),    // 34: hoplite.BarrierReleases
+	(*Error)(nil),              // 35: hoplite.Error
 }
 var file_barrier_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BarrierOptions.late_mode:type_name -> hoplite.BarrierLateMode
-	3,  // 1: hoplite.BarrierOptions.throttle:type_name -> hoplite.BarrierThrottle
-	4,  // 2: hoplite.BarrierOptions.semaphore:type_name -> hoplite.BarrierSemaphore
-	2,  // 3: hoplite.BarrierCreate.options:type_name -> hoplite.BarrierOptions
-	5,  // 4: hoplite.BarrierCreate.replicas:type_name -> hoplite.BarrierPeer
-	5,  // 5: hoplite.BarrierCreate.controller:type_name -> hoplite.BarrierPeer
-	2,  // 6: hoplite.BarrierCreated.options:type_name -> hoplite.BarrierOptions
-	5,  // 7: hoplite.BarrierCreated.replicas:type_name -> hoplite.BarrierPeer
-	30, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
-	30, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
-	30, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
-	30, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
-	20, // 12: hoplite.BarrierStatusReply.passed:type_name -> hoplite.BarrierPassage
-	30, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
+	4,  // 1: hoplite.BarrierOptions.throttle:type_name -> hoplite.BarrierThrottle
+	5,  // 2: hoplite.BarrierOptions.semaphore:type_name -> hoplite.BarrierSemaphore
+	3,  // 3: hoplite.BarrierCreate.options:type_name -> hoplite.BarrierOptions
+	6,  // 4: hoplite.BarrierCreate.replicas:type_name -> hoplite.BarrierPeer
+	6,  // 5: hoplite.BarrierCreate.controller:type_name -> hoplite.BarrierPeer
+	3,  // 6: hoplite.BarrierCreated.options:type_name -> hoplite.BarrierOptions
+	6,  // 7: hoplite.BarrierCreated.replicas:type_name -> hoplite.BarrierPeer
+	35, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
+	35, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
+	35, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
+	35, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
+	21, // 12: hoplite.BarrierStatusReply.passed:type_name -> hoplite.BarrierPassage
+	35, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
 	1,  // 14: hoplite.BarrierOp.kind:type_name -> hoplite.BarrierOpKind
-	5,  // 15: hoplite.BarrierOp.reply:type_name -> hoplite.BarrierPeer
-	25, // 16: hoplite.BarrierReplicate.op:type_name -> hoplite.BarrierOp
-	25, // 17: hoplite.BarrierReplicate.log:type_name -> hoplite.BarrierOp
-	25, // 18: hoplite.BarrierHandover.ops:type_name -> hoplite.BarrierOp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 15: hoplite.BarrierOp.reply:type_name -> hoplite.BarrierPeer
+	26, // 16: hoplite.BarrierReplicate.op:type_name -> hoplite.BarrierOp
+	26, // 17: hoplite.BarrierReplicate.log:type_name -> hoplite.BarrierOp
+	26, // 18: hoplite.BarrierHandover.ops:type_name -> hoplite.BarrierOp
+	6,  // 19: hoplite.BarrierArrival.reply:type_name -> hoplite.BarrierPeer
+	31, // 20: hoplite.BarrierArrivals.arrivals:type_name -> hoplite.BarrierArrival
+	2,  // 21: hoplite.BarrierOutcome.kind:type_name -> hoplite.BarrierOutcomeKind
+	6,  // 22: hoplite.BarrierOutcome.reply:type_name -> hoplite.BarrierPeer
+	33, // 23: hoplite.BarrierReleases.outcomes:type_name -> hoplite.BarrierOutcome
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_barrier_proto_init() }
@@ -2579,8 +2972,8 @@ func file_barrier_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_barrier_proto_rawDesc), len(file_barrier_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   28,
+			NumEnums:      3,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
