@@ -63,6 +63,7 @@ var Cores = []string{
 	"internal/barrier/policy",  // the partial barriers' decisions
 	"internal/barrier/replica", // one barrier manager replica
 	"internal/history",         // the chaos oracle's model of the fault model's promises
+	"internal/barrier/tree",    // a barrier's combining tree
 }
 
 // Wire are the module packages a core may import although they are not
