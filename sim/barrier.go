@@ -1,47 +1,163 @@
 package sim
 
 import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
 	"github.com/hoplite-go/hoplite/internal/barrier/policy"
+	"github.com/hoplite-go/hoplite/internal/barrier/tree"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
-// barrier runs one traditional barrier of every host: the real policy
-// core on the host its name places it on (the shard host of the name,
-// as a directory shard would), every host entering at time zero. Its
-// time is the last release reaching its host. The manager's replica
-// (primary/backup) is not simulated.
+// BarrierFanout is the fan-out of the simulated barrier's combining
+// tree (the cluster's default).
+const BarrierFanout = 4
+
+// barrierSpec is one simulated barrier: its policy, its tree's fan-out,
+// and when each host's participant enters (nil: every one at time zero).
+type barrierSpec struct {
+	opts   policy.Options
+	fanout int
+	enter  func(i int) time.Duration
+}
+
+// barrier runs one traditional barrier of every host.
 func (w *world) barrier(c Config, out *Outcome) error {
+	return w.treeBarrier(c, out, barrierSpec{opts: policy.Options{MaxParticipants: c.N}, fanout: BarrierFanout})
+}
+
+// treeBarrier runs one barrier with one participant on every host over
+// the real cores: each host's tree.Node, and at the root (the host the
+// name places the manager on, as a directory shard would be) the
+// barrier's policy.Barrier. Arrivals combine up the tree, outcomes come
+// down it. A combining position costs one message's processing per
+// message (its bytes too); the root's policy costs one per arrival, as
+// a manager taking each Enter itself would. Out's Time is the last
+// outcome reaching its participant, its Depth the most hops one label's
+// arrival and outcome took together. The manager's replicas are not
+// simulated.
+func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 	const name = "barrier"
 	mgr := w.shardHost(w.shardFor(name))
-	b, err := policy.New(policy.Options{MaxParticipants: c.N})
+	order := make([]string, 0, len(w.hosts))
+	for _, h := range w.hosts {
+		order = append(order, h.name)
+	}
+	shape, err := tree.NewShape(tree.RootFirst(mgr.name, order), spec.fanout)
 	if err != nil {
 		return err
 	}
-	released := make([]bool, c.N)
-	fire := func(labels []string) {
-		for _, l := range labels {
-			h := w.byName[l]
-			w.send(mgr, h, qStore, viaActor, func() {
-				released[h.idx] = true
+	b, err := policy.New(spec.opts)
+	if err != nil {
+		return err
+	}
+	ledger := tree.NewLedger(spec.opts.MaxParticipants)
+	nodes := make([]*tree.Node, shape.Len())
+	hostAt := make([]*host, shape.Len())
+	for i := range nodes {
+		nodes[i], err = tree.NewNode(tree.Config{Name: name, Shape: shape, Self: i, Mode: tree.ModeFor(spec.opts), Max: spec.opts.MaxParticipants})
+		if err != nil {
+			return err
+		}
+		hostAt[i] = w.byName[shape.Member(i)]
+	}
+	done := make([]bool, c.N)
+	up := map[string]int{} // label -> hops its arrival took
+	var step func(pos int, ev any, hops int)
+	var decided func(d policy.Decision, hops int)
+	var armed time.Time // the policy's timer
+	arm := func(at time.Time) {
+		if at.IsZero() || (!armed.IsZero() && !at.Before(armed)) {
+			return
+		}
+		armed = at
+		w.eng.at(virt(at), func() {
+			if armed != at {
+				return
+			}
+			armed = time.Time{}
+			w.process(mgr, qCoord, func() { decided(b.Tick(w.now()), 0) })
+		})
+	}
+	decided = func(d policy.Decision, hops int) {
+		arm(d.Next)
+		_, reason := b.Fired()
+		if outs := ledger.Outcomes(d, reason.String(), 1); len(outs) > 0 {
+			step(0, tree.Release{Outcomes: outs}, 0)
+		}
+	}
+	step = func(pos int, ev any, hops int) {
+		h := hostAt[pos]
+		o, err := nodes[pos].Step(w.now(), ev)
+		if err != nil {
+			w.violate("tree position %d (%s): %v", pos, h.name, err)
+			return
+		}
+		for _, tm := range o.Timers {
+			w.eng.at(virt(tm.At), func() { w.process(h, qCoord, func() { step(pos, tree.Flush{}, hops) }) })
+		}
+		for _, s := range o.Sends {
+			to, _ := shape.Position(s.To.(string))
+			msg := s.Msg
+			cost := w.p.CoordCost + time.Duration(float64(proto.Size(msg))*w.p.ByteCost*float64(time.Second))
+			if a, ok := msg.(*messages.BarrierArrivals); ok && to == 0 {
+				// The root's policy takes each arrival in turn.
+				cost += time.Duration(len(a.GetArrivals())-1) * w.p.CoordCost
+			}
+			w.post(h, hostAt[to], qCoord, viaActor, cost, func() { step(to, msg, hops+1) })
+		}
+		for _, a := range o.Arrivals {
+			up[a.GetLabel()] = hops
+			d, err := b.Enter(w.now(), a.GetLabel(), a.GetHost())
+			if err != nil {
+				w.violate("enter %s: %v", a.GetLabel(), err)
+				continue
+			}
+			ledger.Note(a)
+			decided(d, hops)
+		}
+		for _, oc := range o.Local {
+			p := w.byName[oc.GetLabel()]
+			total := up[oc.GetLabel()] + hops
+			w.process(h, qStore, func() {
+				if done[p.idx] {
+					w.violate("%s released twice", p.name)
+				}
+				done[p.idx] = true
 				out.Time = max(out.Time, w.eng.now)
+				out.Depth = max(out.Depth, total)
 			})
 		}
 	}
-	for _, h := range w.hosts {
-		w.send(h, mgr, qCoord, viaActor, func() {
-			d, err := b.Enter(w.now(), h.name, h.name)
-			if err != nil {
-				w.violate("enter %s: %v", h.name, err)
-				return
-			}
-			fire(d.Release)
-			fire(d.LateFire)
+	for i, h := range w.hosts {
+		pos, _ := shape.Position(h.name)
+		var at time.Duration
+		if spec.enter != nil {
+			at = spec.enter(i)
+		}
+		w.eng.at(at, func() {
+			w.send(h, h, qCoord, viaActor, func() { step(pos, tree.Enter{Label: h.name, Host: h.name}, 0) })
 		})
 	}
 	w.eng.run(c.Timeout, nil)
-	for i, ok := range released {
+	for i, ok := range done {
 		if !ok {
 			w.violate("%s was never released", w.hosts[i].name)
 		}
 	}
 	return nil
+}
+
+// runBarrier simulates the barrier of spec on a cluster of c.
+func runBarrier(c Config, spec barrierSpec) (*Outcome, error) {
+	w := newWorld(c.Params)
+	out := &Outcome{Scenario: "barrier", Nodes: c.N, Seed: c.Seed}
+	if err := w.treeBarrier(c, out, spec); err != nil {
+		return nil, err
+	}
+	out.Messages, out.Events, out.MaxQueue, out.CPU = w.msgs, w.eng.steps, w.eng.maxQueue, w.busy
+	out.CoordQueue = w.queueWait[qCoord]
+	out.Violations = append(out.Violations, w.violations...)
+	return out, nil
 }
