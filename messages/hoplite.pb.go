@@ -422,10 +422,12 @@ func (x *NodeRef) GetDataAddress() string {
 }
 
 type Put struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the node's default
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId  string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Data      []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	TimeoutMs int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the node's default
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +481,13 @@ func (x *Put) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *Put) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
 }
 
 // PutReply answers a Put: error is nil on success. DELETED means the id
@@ -558,7 +567,9 @@ type Get struct {
 	// pin (with pushed) keeps the stored copy pinned, as a creator's copy:
 	// the caller's node of an inline Reduce or AllReduce gets the result
 	// this way, the copy it used to create itself.
-	Pin           bool `protobuf:"varint,7,opt,name=pin,proto3" json:"pin,omitempty"`
+	Pin bool `protobuf:"varint,7,opt,name=pin,proto3" json:"pin,omitempty"`
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -642,6 +653,13 @@ func (x *Get) GetPin() bool {
 	return false
 }
 
+func (x *Get) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
 type GetReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
@@ -703,9 +721,11 @@ func (x *GetReply) GetError() *Error {
 }
 
 type Delete struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId  string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	TimeoutMs int64                  `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -752,6 +772,13 @@ func (x *Delete) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *Delete) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
 }
 
 type DeleteReply struct {
@@ -821,7 +848,9 @@ type Reduce struct {
 	// the sources that arrived before the knee of their arrival times (the
 	// partial barriers' knee detector): an async-SGD step reduces the fast
 	// workers' gradients without choosing n by hand.
-	Knee          *ReduceKnee `protobuf:"bytes,8,opt,name=knee,proto3" json:"knee,omitempty"`
+	Knee *ReduceKnee `protobuf:"bytes,8,opt,name=knee,proto3" json:"knee,omitempty"`
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -910,6 +939,13 @@ func (x *Reduce) GetKnee() *ReduceKnee {
 		return x.Knee
 	}
 	return nil
+}
+
+func (x *Reduce) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
 }
 
 // ReduceKnee is a barrier-style completion policy for a Reduce. The number
@@ -1953,8 +1989,10 @@ type Locate struct {
 	// removes its record, whatever it is (a creator's, the last whole one),
 	// rather than offer it again to receivers that each find it missing.
 	FailedSenderLacks bool `protobuf:"varint,9,opt,name=failed_sender_lacks,json=failedSenderLacks,proto3" json:"failed_sender_lacks,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Locate) Reset() {
@@ -2048,6 +2086,13 @@ func (x *Locate) GetFailedSenderLacks() bool {
 		return x.FailedSenderLacks
 	}
 	return false
+}
+
+func (x *Locate) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
 }
 
 type LocateReply struct {
@@ -3440,7 +3485,9 @@ type ReduceTask struct {
 	// arrive. A sliced AllReduce's all-gather passes each slice around the
 	// ring of participants by relays, so that every participant receives
 	// from its predecessor only (see coordinator's sliced).
-	Relay         bool `protobuf:"varint,18,opt,name=relay,proto3" json:"relay,omitempty"`
+	Relay bool `protobuf:"varint,18,opt,name=relay,proto3" json:"relay,omitempty"`
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3599,6 +3646,13 @@ func (x *ReduceTask) GetRelay() bool {
 		return x.Relay
 	}
 	return false
+}
+
+func (x *ReduceTask) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
 }
 
 // ReduceTaskBatch carries the tasks one step of a Reduce sends one node,
@@ -4445,15 +4499,16 @@ const file_hoplite_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x19\n" +
 	"\bactor_id\x18\x03 \x01(\tR\aactorId\x12!\n" +
-	"\fdata_address\x18\x04 \x01(\tR\vdataAddress\"U\n" +
+	"\fdata_address\x18\x04 \x01(\tR\vdataAddress\"x\n" +
 	"\x03Put\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\"M\n" +
+	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"M\n" +
 	"\bPutReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xc5\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xe8\x01\n" +
 	"\x03Get\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1d\n" +
@@ -4463,18 +4518,20 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x06pushed\x18\x05 \x01(\bR\x06pushed\x12\x1f\n" +
 	"\vpushed_data\x18\x06 \x01(\fR\n" +
 	"pushedData\x12\x10\n" +
-	"\x03pin\x18\a \x01(\bR\x03pin\"a\n" +
+	"\x03pin\x18\a \x01(\bR\x03pin\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"a\n" +
 	"\bGetReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"D\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"g\n" +
 	"\x06Delete\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"P\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"P\n" +
 	"\vDeleteReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x95\x02\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xb8\x02\n" +
 	"\x06Reduce\x12\x1b\n" +
 	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x1d\n" +
 	"\n" +
@@ -4487,7 +4544,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12\x1d\n" +
 	"\n" +
 	"all_reduce\x18\a \x01(\bR\tallReduce\x12'\n" +
-	"\x04knee\x18\b \x01(\v2\x13.hoplite.ReduceKneeR\x04knee\"\x86\x01\n" +
+	"\x04knee\x18\b \x01(\v2\x13.hoplite.ReduceKneeR\x04knee\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"\x86\x01\n" +
 	"\n" +
 	"ReduceKnee\x12\x1f\n" +
 	"\vmin_percent\x18\x01 \x01(\x01R\n" +
@@ -4580,7 +4638,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xcf\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xf2\x02\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
@@ -4591,7 +4649,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
 	"\ano_copy\x18\b \x01(\bR\x06noCopy\x12.\n" +
-	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\"\xba\x03\n" +
+	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"\xba\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -4702,7 +4761,7 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
 	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\x9f\x04\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xc2\x04\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -4726,7 +4785,8 @@ const file_hoplite_proto_rawDesc = "" +
 	"\x06gather\x18\x0e \x01(\bR\x06gather\x12\x16\n" +
 	"\x06slices\x18\x10 \x01(\x05R\x06slices\x12\x1c\n" +
 	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\x12\x14\n" +
-	"\x05relay\x18\x12 \x01(\bR\x05relay\"<\n" +
+	"\x05relay\x18\x12 \x01(\bR\x05relay\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"<\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xab\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +

@@ -13,6 +13,7 @@ import (
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/localput"
+	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -105,13 +106,14 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 	if pm, ok := msg.(proto.Message); ok {
 		msg = shallowCopy(pm)
 	}
+	tp := tracing.Parent(ctx)
 	switch m := msg.(type) {
 	case *messages.Put:
-		m.TimeoutMs = actorutil.TimeoutMs(ctx)
+		m.TimeoutMs, m.TraceParent = actorutil.TimeoutMs(ctx), tp
 	case *messages.Get:
-		m.TimeoutMs = actorutil.TimeoutMs(ctx)
+		m.TimeoutMs, m.TraceParent = actorutil.TimeoutMs(ctx), tp
 	case *messages.Delete:
-		m.TimeoutMs = actorutil.TimeoutMs(ctx)
+		m.TimeoutMs, m.TraceParent = actorutil.TimeoutMs(ctx), tp
 	case *messages.QueryObject:
 		m.TimeoutMs = actorutil.TimeoutMs(ctx)
 	case *messages.WaitObjects:
@@ -122,6 +124,7 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		// the caller before the caller gives up.
 		ms := actorutil.TimeoutMs(ctx)
 		m.TimeoutMs = max(1, ms-min(ms/10, 100))
+		m.TraceParent = tp
 	}
 	return actorutil.RequestGrace(ctx, c.root, c.PID(), msg, answerGrace(ctx))
 }
@@ -152,7 +155,9 @@ const maxAnswerGrace = 250 * time.Millisecond
 // the same bytes already existed under id) the Put has done its job: it
 // succeeds even if a consumer Gets the object and Deletes it before this
 // reply arrives, and the object stays deleted.
-func (c *Client) Put(ctx context.Context, id string, data []byte) error {
+func (c *Client) Put(ctx context.Context, id string, data []byte) (err error) {
+	ctx, span := startSpan(ctx, tracing.Put, id, int64(len(data)))
+	defer func() { tracing.End(span, err) }()
 	if c.data != nil && len(data) >= dataPathMin {
 		return c.putData(ctx, id, &PutData{chunks: [][]byte{data}, size: int64(len(data))})
 	}
@@ -185,7 +190,9 @@ func (c *Client) GetReadOnly(ctx context.Context, id string) ([]byte, error) {
 	return c.get(ctx, id, true)
 }
 
-func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, error) {
+func (c *Client) get(ctx context.Context, id string, readOnly bool) (_ []byte, err error) {
+	ctx, span := startSpan(ctx, tracing.Get, id, -1)
+	defer func() { tracing.End(span, err) }()
 	if c.data != nil {
 		s := &bufferSink{id: id}
 		if err := c.getData(ctx, id, s); err != nil {
@@ -194,7 +201,7 @@ func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, err
 		return s.buf, nil
 	}
 	var data []byte
-	err := c.retry(ctx, func(ctx context.Context) (bool, error) {
+	err = c.retry(ctx, func(ctx context.Context) (bool, error) {
 		res, err := c.call(ctx, &messages.Get{ObjectId: id, ReadOnly: readOnly})
 		if err != nil {
 			return false, err
@@ -213,7 +220,9 @@ func (c *Client) get(ctx context.Context, id string, readOnly bool) ([]byte, err
 }
 
 // Delete frees every copy of object id. The id cannot be used again.
-func (c *Client) Delete(ctx context.Context, id string) error {
+func (c *Client) Delete(ctx context.Context, id string) (err error) {
+	ctx, span := startSpan(ctx, tracing.Delete, id, -1)
+	defer func() { tracing.End(span, err) }()
 	return c.retry(ctx, func(ctx context.Context) (bool, error) {
 		res, err := c.call(ctx, &messages.Delete{ObjectId: id})
 		if err != nil {
@@ -291,7 +300,13 @@ func checkNum(num, sources int) *messages.Error {
 	return nil
 }
 
-func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (*messages.ReduceReply, error) {
+func (c *Client) reduce(ctx context.Context, m *messages.Reduce) (_ *messages.ReduceReply, err error) {
+	name := tracing.Reduce
+	if m.GetAllReduce() {
+		name = tracing.AllReduce
+	}
+	ctx, span := startSpan(ctx, name, m.GetTargetId(), -1)
+	defer func() { tracing.End(span, err) }()
 	for {
 		node := c.PID()
 		res, err := c.call(ctx, m)

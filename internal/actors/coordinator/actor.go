@@ -10,6 +10,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/events"
@@ -19,6 +21,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -68,6 +71,9 @@ type ActorConfig struct {
 // a thin shell around a Reduction: each message becomes one call, and
 // drain carries out what the call returns.
 type Coordinator struct {
+	// span traces the Reduce (nil once ended; a no-op span when tracing
+	// is off).
+	span      trace.Span
 	cfg       ActorConfig
 	id        string
 	start     *messages.StartReduce
@@ -244,6 +250,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.begun = true
+		c.beginSpan()
 		c.drain(ctx, c.r.Begin(now))
 	case *messages.LocationUpdate:
 		c.locatedAt = now
@@ -288,6 +295,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case coordinator.ResubscribeTimer:
 		c.drain(ctx, c.r.Resubscribe(now))
 	case *actor.Stopping:
+		defer c.endSpan(c.stopped())
 		c.unwatchAll(ctx)
 		c.over.Store(true)
 		for _, cancel := range c.pushes {
@@ -324,6 +332,7 @@ func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) coordinator.Effe
 	}
 	delete(c.watched, actorutil.Key(who))
 	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
+	c.spanEvent(tracing.RepairEvent, attribute.String("hoplite.failed_node", node))
 	return c.r.NodeFailed(node, now)
 }
 
@@ -411,6 +420,7 @@ func init() {
 			c.watchNode(ctx, who.(*messages.NodeRef))
 		},
 		Event: func(ctx actor.Context, c *Coordinator, e any) {
+			c.spanEvent(eventName(e))
 			if r, ok := e.(*events.AllReduceReplanned); ok {
 				// The operator's view of it: the AllReduce goes on, in
 				// another shape, without the lost sources.
@@ -492,6 +502,10 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	case coordinator.Requester:
 		to = c.requester
 		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
+			if c.span != nil {
+				c.span.SetAttributes(attribute.Int("hoplite.reduced", len(reply.GetReducedIds())), attribute.String("hoplite.shape", reply.GetPlan().GetShape()))
+			}
+			c.endSpan(messages.ErrOrNil(reply.GetError()))
 			if c.withShard && reply.GetError() != nil {
 				reply = proto.CloneOf(reply)
 				reply.ShardStopped = true
@@ -526,12 +540,12 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		ctx.Request(to, m) // its node confirms it (ReduceCommitted)
 	case *messages.ReduceTask:
 		c.logTask(m, s.To.(*messages.NodeRef))
-		ctx.Request(to, m) // the worker reports to the sender
+		ctx.Request(to, c.traced(m)) // the worker reports to the sender
 	case *messages.ReduceTaskBatch:
 		for _, t := range m.GetTasks() {
 			c.logTask(t, s.To.(*messages.NodeRef))
 		}
-		ctx.Request(to, m)
+		ctx.Request(to, c.traced(m))
 	case *messages.ReduceInvalidate:
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "position": m.GetPosition(), "generation": m.GetGeneration(),
 			"node": s.To.(*messages.NodeRef).GetNodeId()}).Debug("invalidating a tree position")

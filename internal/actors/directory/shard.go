@@ -225,6 +225,7 @@ type Shard struct {
 	timer   *time.Timer
 	armedAt time.Time
 	watched map[string]string // store node PID -> node id, watched for Terminated
+	locates locateSpans       // traced Locates not answered yet
 	starts  *atomic.Int32     // shared by the shard's incarnations
 	// republishing holds the store nodes (by PID key) asked to republish
 	// at this start that have neither answered RepublishDone nor failed:
@@ -316,9 +317,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.started(ctx)
 		return
 	case *actor.Restarting:
+		s.endLocateSpans("", "", "shard restarting")
 		s.stopping(ctx, "directory shard restarting")
 		return
 	case *actor.Stopping:
+		s.endLocateSpans("", "", "shard stopping")
 		s.stopping(ctx, "directory shard stopping")
 		return
 	case *actor.Terminated:
@@ -360,13 +363,17 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
+		s.traceLocate(m, ctx.Sender())
 		out = s.table.Locate(m, ctx.Sender(), now)
 	case servedLocate:
 		s.watch(ctx, m.locate.GetReceiver())
+		s.traceLocate(m.locate, m.reply)
 		out = s.table.Locate(m.locate, m.reply, now)
 	case *messages.CancelLocate:
+		s.endLocateSpans(m.GetObjectId(), m.GetReceiver().GetNodeId(), "withdrawn")
 		out = s.table.CancelLocate(m)
 	case AbandonLocate:
+		s.abandonLocateSpans(m.ObjectID, m.ReplyTo)
 		out = s.table.AbandonLocate(m.ObjectID, m.ReplyTo)
 	case *messages.FetchDone:
 		out = s.table.FetchDone(m)
@@ -780,6 +787,7 @@ func unreduced(sources, reduced []string) []string {
 }
 
 func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
+	s.tracedAnswers(out)
 	shardOut.Carry(ctx, s, out, nil)
 }
 

@@ -10,6 +10,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
@@ -19,6 +22,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/getinto"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
+	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -66,6 +70,9 @@ type fetchRun struct {
 	// cuts end the running copies, by stream id.
 	cuts map[uint64]context.CancelFunc
 	done bool
+	// span traces the run (a no-op span when tracing is off): its
+	// Locates carry it, and each stream is its child.
+	span trace.Span
 }
 
 // intoJob is the GetInto a run serves.
@@ -113,9 +120,10 @@ type fetchWatchDue struct {
 
 // startFetch starts the fetch of obj, which Reserve just created, for
 // Gets until deadline.
-func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time) {
+func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time, traceParent string) {
 	id := obj.ID()
 	run := &fetchRun{id: id, obj: obj}
+	_, run.span = tracing.Start(traceParent, tracing.Fetch, attribute.String("hoplite.object", id), attribute.String("hoplite.node", n.cfg.Self.GetNodeId()))
 	run.p = fetchrun.NewFetch(fetchConfig(n.cfg, id), n.cfg.Store, obj, deadline, observer(n.cfg))
 	n.fetches[id] = run
 	n.drain(ctx, run, run.p.Start(time.Now()))
@@ -128,6 +136,8 @@ func (n *StoreNode) startInto(ctx actor.Context, req *getinto.Request, caller *a
 	// The caller's deadline is final: it returns then, so no grace.
 	fc.Grace = 0
 	run := &fetchRun{id: req.ObjectID, into: &intoJob{req: req, caller: caller}}
+	_, run.span = tracing.Start(tracing.Parent(req.Dst.Context()), tracing.Fetch, attribute.String("hoplite.object", req.ObjectID),
+		attribute.String("hoplite.node", n.cfg.Self.GetNodeId()), attribute.Bool("hoplite.into_caller_buffer", true))
 	run.p = fetchrun.NewFetchInto(fc, req.ObjectID, req.Dst.Len(), req.Deadline, observer(n.cfg))
 	n.intos[run] = struct{}{}
 	system, self := ctx.ActorSystem(), ctx.Self()
@@ -312,7 +322,7 @@ func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storeproto.Fetch
 		if out.Err != nil && !errors.Is(out.Err, messages.ErrCanceled) {
 			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "error": out.Err}).Debug("fetch failed")
 		}
-		n.endRun(run)
+		n.endRun(run, out.Err)
 		if run.into != nil {
 			n.answerInto(ctx, run, &out, out.Err)
 		}
@@ -335,6 +345,10 @@ func (n *StoreNode) locate(ctx actor.Context, run *fetchRun, to any, l *messages
 		return
 	}
 	run.shard = shard
+	if tp := tracing.ParentOf(run.span); tp != "" {
+		l = proto.CloneOf(l) // the protocol's message stays as it made it
+		l.TraceParent = tp
+	}
 	run.watchDue = n.watchWhenLate(ctx, shard, &fetchWatchDue{run: run, attempt: run.attempt})
 	run.cancel = callLocate(ctx.ActorSystem(), ctx.Self(), n.locator, shard, l, run)
 }
@@ -382,8 +396,9 @@ func (n *StoreNode) answerInto(ctx actor.Context, run *fetchRun, out *storeproto
 }
 
 // endRun forgets a run that ended and releases what it holds.
-func (n *StoreNode) endRun(run *fetchRun) {
+func (n *StoreNode) endRun(run *fetchRun, err error) {
 	run.done = true
+	tracing.End(run.span, err)
 	run.stopAll()
 	if run.into != nil {
 		delete(n.intos, run)
@@ -396,14 +411,17 @@ func (n *StoreNode) endRun(run *fetchRun) {
 // stay in the store, where a restarted node resumes them; a GetInto's
 // caller is answered now (its copy, cut here, may still hold the buffer,
 // and the caller waits for it to let go).
+// errFetchStopped ends the span of a run its store node stopped.
+var errFetchStopped = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the fetch stopped with its store node")
+
 func (n *StoreNode) stopFetches(ctx actor.Context) {
 	for _, run := range n.fetches {
 		run.p.Stop()
-		n.endRun(run)
+		n.endRun(run, errFetchStopped)
 	}
 	for run := range n.intos {
 		run.p.Stop()
-		n.endRun(run)
+		n.endRun(run, errFetchStopped)
 		n.answerInto(ctx, run, nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the fetch of %q stopped with its store node (restarted or stopping)", run.id))
 	}
 }
@@ -443,7 +461,10 @@ func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.St
 	// A broadcast tree's edge, as it forms and as it ends (the live view
 	// draws them): two events per stream, none per chunk.
 	receiver, sender, id := cfg.Self.GetNodeId(), c.Sender.GetNodeId(), run.id
+	span := tracing.Child(run.span, tracing.Transfer, attribute.String("hoplite.object", id),
+		attribute.String("hoplite.sender", sender), attribute.String("hoplite.receiver", receiver), attribute.Int64("hoplite.offset", c.Offset))
 	ended := func(err error) {
+		tracing.End(span, err)
 		system.EventStream.Publish(&events.TransferEnded{Object: id, Receiver: receiver, Sender: sender, Err: err, At: time.Now()})
 	}
 	size := c.Size

@@ -371,7 +371,7 @@ func (n *StoreNode) resume(ctx actor.Context) {
 		if done || err != nil || o.Pinned() {
 			continue
 		}
-		n.startFetch(ctx, o, time.Now().Add(n.cfg.DefaultTimeout))
+		n.startFetch(ctx, o, time.Now().Add(n.cfg.DefaultTimeout), "")
 		n.cfg.Log.WithField("object", o.ID()).Info("resuming fetch after restart")
 	}
 }
@@ -522,7 +522,7 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 	}
 	obj, created := n.cfg.Store.Reserve(id)
 	if created {
-		n.startFetch(ctx, obj, deadline)
+		n.startFetch(ctx, obj, deadline, m.GetTraceParent())
 	} else if run := n.fetches[id]; run != nil && run.obj == obj {
 		run.p.Extend(deadline)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
@@ -18,6 +20,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/netmodel"
 	"github.com/hoplite-go/hoplite/internal/reduceio"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
+	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -45,6 +48,9 @@ type reduceWorker struct {
 	// tl is the first run's timeline (debug logs; see timeline), nil
 	// unless the log is at debug level.
 	tl *timeline
+	// span traces the position, the child of its coordinator's span (a
+	// no-op span when tracing is off).
+	span trace.Span
 }
 
 // runStarted is a run's report that its output exists, or why not.
@@ -90,6 +96,9 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 		if w.tl != nil {
 			w.tl.started = time.Now()
 		}
+		t := w.runs.Task()
+		_, w.span = tracing.Start(t.GetTraceParent(), tracing.Position, attribute.String("hoplite.reduce", t.GetReduceId()),
+			attribute.Int("hoplite.position", int(t.GetPosition())), attribute.String("hoplite.node", w.cfg.Self.GetNodeId()))
 		w.watchCoordinator(ctx)
 		w.do(ctx, w.runs.Start())
 	case *messages.ReduceTask:
@@ -113,6 +122,7 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping, *actor.Restarting:
 		w.do(ctx, w.runs.Stop())
+		tracing.End(w.span, nil)
 	}
 }
 

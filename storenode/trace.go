@@ -1,0 +1,21 @@
+package storenode
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hoplite-go/hoplite/internal/tracing"
+)
+
+// startSpan starts a client call's span, the child of ctx's span: the
+// store node, the directory and a Reduce's coordinator continue it from
+// the trace_parent the call's message carries. size < 0: not known.
+func startSpan(ctx context.Context, name, id string, size int64) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{attribute.String("hoplite.object", id)}
+	if size >= 0 {
+		attrs = append(attrs, attribute.Int64("hoplite.size", size))
+	}
+	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
