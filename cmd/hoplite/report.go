@@ -14,21 +14,29 @@ import (
 	"github.com/hoplite-go/hoplite/bench"
 )
 
-// The benchmark tables of README.md and docs/ are generated from the
-// reports in bench/results by `hoplite bench report`: nobody copies a
-// figure by hand. bench/results/tables.json names each table's rows (a
-// report file, a scenario and a size); a document holds a table between
-// the markers below, and TestBenchTablesAreGenerated fails when one
-// differs from what the command makes of the files.
+// The benchmark tables and figures of README.md and docs/ are generated
+// from the reports in bench/results by `hoplite bench report`: nobody
+// copies a figure by hand. bench/results/tables.json names each table's
+// rows (a report file, a scenario and a size), all from one machine; a
+// document holds a table between the markers below, a figure in prose
+// after a marker of its own (report_figure.go), and
+// TestBenchTablesAreGenerated fails when one differs from what the
+// command makes of the files.
 
 const reportUsage = `usage: hoplite bench report [--results DIR] [--update] [FILE.md ...]
 
 Makes the benchmark tables (markdown) from the JSON reports in DIR
-(default bench/results) as DIR/tables.json lists them. With no FILE it
-prints every table. With FILEs it checks the tables between the markers
+(default bench/results) as DIR/tables.json lists them, one machine's
+runs to a table. With no FILE it prints every table. With FILEs it
+checks the tables between the markers
 
   <!-- hoplite bench report NAME -->
   <!-- end hoplite bench report -->
+
+and the figure after each marker
+
+  <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM -->        (its median)
+  <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM/SYSTEM -->  (their ratio)
 
 in each, exiting 1 if one differs; --update rewrites them instead.
 
@@ -49,6 +57,11 @@ type reportManifest struct {
 type reportTable struct {
 	Name string      `json:"name"`
 	Rows []reportRow `json:"rows"`
+	// Brief leaves out the machine's line and the list of every run's
+	// command (each row still links its report, which holds them): for
+	// the README, which says the machine in its own words and links
+	// docs/benchmarks.md for the rest.
+	Brief bool `json:"brief,omitempty"`
 }
 
 type reportRow struct {
@@ -138,9 +151,17 @@ func readManifest(dir string) (*reportManifest, error) {
 	return &m, nil
 }
 
-// regenerate replaces every marked table in doc (a document in docDir)
-// with the one the reports make.
+// regenerate replaces every marked table and figure in doc (a document
+// in docDir) with the one the reports make.
 func regenerate(doc, results, docDir string, m *reportManifest) (string, error) {
+	doc, err := regenerateTables(doc, results, docDir, m)
+	if err != nil {
+		return "", err
+	}
+	return regenerateFigures(doc, results)
+}
+
+func regenerateTables(doc, results, docDir string, m *reportManifest) (string, error) {
 	var out strings.Builder
 	for {
 		i := strings.Index(doc, reportBegin)
@@ -205,12 +226,23 @@ func bestPeer(ours bench.Result, peers []*bench.Result) *bench.Result {
 // document links it.
 func renderTable(results string, t reportTable, link string) (string, error) {
 	var b strings.Builder
-	b.WriteString("| operation | ours | best peer | ours / peer | run |\n| --- | --- | --- | --- | --- |\n")
 	var files []string
-	for _, row := range t.Rows {
+	var machine string
+	for i, row := range t.Rows {
 		r, err := bench.ReadJSON(filepath.Join(results, row.File))
 		if err != nil {
 			return "", err
+		}
+		// Figures of two machines in one table read as one comparison;
+		// they are not (the same build's times differ by machine).
+		if m := machineOf(r.Machine); i == 0 {
+			machine = m
+			if !t.Brief {
+				fmt.Fprintf(&b, "On %s:\n\n", machine)
+			}
+			b.WriteString("| operation | ours | best peer | ours / peer | run |\n| --- | --- | --- | --- | --- |\n")
+		} else if m != machine {
+			return "", fmt.Errorf("table %q: %s ran on %s, its first row on %s: one table holds one machine's runs", t.Name, row.File, m, machine)
 		}
 		size, err := bench.ParseSize(row.Size)
 		if err != nil {
@@ -256,11 +288,20 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 				ratio += fmt.Sprintf(" (load differs: %.2f against %.2f)", ours.LoadMedian, best.LoadMedian)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | **%s** | %s | %s | [%s](%s) |\n", row.Label, oursCell, peerCell, ratio,
+		// A warm-up changes what a figure means (the cluster's first
+		// operation is left out): a row says so where its run had one.
+		label := row.Label
+		if r.Warmup > 0 {
+			label += fmt.Sprintf("; after %d warm-up", r.Warmup)
+		}
+		fmt.Fprintf(&b, "| %s | **%s** | %s | %s | [%s](%s) |\n", label, oursCell, peerCell, ratio,
 			r.Date.UTC().Format("2006-01-02"), filepath.ToSlash(filepath.Join(link, row.File)))
 		if !slices.Contains(files, row.File) {
 			files = append(files, row.File)
 		}
+	}
+	if t.Brief {
+		return b.String(), nil
 	}
 	b.WriteString("\nMedians of each run's repetitions; every run's machine and command:\n\n")
 	for _, f := range files {
@@ -285,6 +326,11 @@ func renderTable(results string, t reportTable, link string) (string, error) {
 			strings.Join(cmd, " "))
 	}
 	return b.String(), nil
+}
+
+// machineOf names the machine a report ran on, as a table says it.
+func machineOf(m bench.Machine) string {
+	return fmt.Sprintf("%d CPUs (%s), %s %s", m.CPUs, m.CPUModel, m.GOOS, m.Kernel)
 }
 
 // duration formats seconds for a table: "0.723 s", "5.770 s", "20.8 ms".

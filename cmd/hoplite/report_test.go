@@ -19,7 +19,14 @@ func TestBenchTablesAreGenerated(t *testing.T) {
 	}
 	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	docs = append(docs, filepath.Join("..", "..", "README.md"))
-	want := map[string]string{"README.md": "headline", "benchmarks.md": "all"}
+	// The README shows the headline; docs/benchmarks.md every machine's
+	// table.
+	want := map[string][]string{"README.md": {"headline"}}
+	for _, t := range m.Tables {
+		if t.Name != "headline" {
+			want["benchmarks.md"] = append(want["benchmarks.md"], t.Name)
+		}
+	}
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)
 		if err != nil {
@@ -33,8 +40,10 @@ func TestBenchTablesAreGenerated(t *testing.T) {
 			rel, _ := filepath.Rel(filepath.Join("..", ".."), doc)
 			t.Errorf("%s: a benchmark table differs from the reports; run hoplite bench report --update %s in the repository's root", rel, rel)
 		}
-		if name, ok := want[filepath.Base(doc)]; ok && !strings.Contains(string(b), reportBegin+name+" -->") {
-			t.Errorf("%s has no %q table", doc, name)
+		for _, name := range want[filepath.Base(doc)] {
+			if !strings.Contains(string(b), reportBegin+name+" -->") {
+				t.Errorf("%s has no %q table", doc, name)
+			}
 		}
 	}
 }
