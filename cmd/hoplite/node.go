@@ -71,6 +71,7 @@ type nodeFlags struct {
 	naive, benchAgent, pprof, actorLocates                      bool
 	unbatchedTasks, noRingGather, noInlinePush, actorSubscribes bool
 	noWarmUp, insecure                                          bool
+	trace                                                       traceFlags
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -92,6 +93,9 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Second, "a receiver gives up a stream that makes no progress for this long and asks the directory for another sender")
 	fs.DurationVar(&f.timerSlack, "timer-slack", defaultTimerSlack, "Linux: the process's timer slack (set, then the node executes itself again to give it to every thread); 0 leaves the kernel's (see internal/timerslack)")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")
+	fs.StringVar(&f.trace.endpoint, "trace-otlp", "", "send OpenTelemetry spans of Puts, Gets, Locates, transfers and Reduces to this OTLP/gRPC collector HOST:PORT (default: tracing off)")
+	fs.BoolVar(&f.trace.insecure, "trace-otlp-insecure", false, "-trace-otlp: plaintext to the collector (default TLS with the system's roots)")
+	fs.Float64Var(&f.trace.sample, "trace-sample", 1, "-trace-otlp: the fraction of traces that start on this member to record (a caller's decision is kept)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.UintVar(&f.protocolVersion, "protocol-version", 0, "testing only: speak this member protocol version instead of the current one")
@@ -251,6 +255,11 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 	}
+	stopTracing, err := f.trace.start(f.bind, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	for first := true; ; first = false {
 		m, err := cluster.Join(ctx, cfg)
 		if first && errors.Is(err, messages.ErrInvalidArgument) {
