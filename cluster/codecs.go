@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"strings"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -22,7 +22,13 @@ import (
 
 // codecPackages are the protobuf packages whose messages a member sends
 // and receives: ours, and Proto.Actor's actor and remote envelopes.
-var codecPackages = []string{"hoplite.", "actor.", "remote."}
+var codecPackages = []protoreflect.FullName{"hoplite", "hoplite.protoactor.actor", "hoplite.protoactor.remote"}
+
+// isCodecType says whether mt is in one of codecPackages. The package is
+// compared whole: Proto.Actor's are named inside ours.
+func isCodecType(mt protoreflect.MessageType) bool {
+	return slices.Contains(codecPackages, mt.Descriptor().ParentFile().Package())
+}
 
 var codecsOnce sync.Once
 
@@ -32,15 +38,11 @@ var codecsOnce sync.Once
 func warmCodecs() (types int) {
 	codecsOnce.Do(func() {
 		protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
-			name := string(mt.Descriptor().FullName())
-			for _, p := range codecPackages {
-				if strings.HasPrefix(name, p) {
-					m := mt.New().Interface()
-					b, _ := proto.Marshal(m) // an empty message always encodes
-					_ = proto.Unmarshal(b, m)
-					types++
-					break
-				}
+			if isCodecType(mt) {
+				m := mt.New().Interface()
+				b, _ := proto.Marshal(m) // an empty message always encodes
+				_ = proto.Unmarshal(b, m)
+				types++
 			}
 			return true
 		})

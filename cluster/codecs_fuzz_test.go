@@ -24,14 +24,10 @@ var codecTypes = func() []protoreflect.MessageType {
 	}
 	var rest []protoreflect.MessageType
 	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
-		name := string(mt.Descriptor().FullName())
-		for _, p := range codecPackages {
-			if strings.HasPrefix(name, p) && !slices.ContainsFunc(first, func(m proto.Message) bool {
-				return m.ProtoReflect().Descriptor().FullName() == mt.Descriptor().FullName()
-			}) {
-				rest = append(rest, mt)
-				break
-			}
+		if isCodecType(mt) && !slices.ContainsFunc(first, func(m proto.Message) bool {
+			return m.ProtoReflect().Descriptor().FullName() == mt.Descriptor().FullName()
+		}) {
+			rest = append(rest, mt)
 		}
 		return true
 	})

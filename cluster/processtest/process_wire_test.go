@@ -45,16 +45,16 @@ func TestProcessMalformedRemoteMessages(t *testing.T) {
 		}
 		return b
 	}
-	pid := []string{"actor.PID"}
+	pid := []string{"hoplite.protoactor.actor.PID"}
 	bad := map[string]*remote.MessageBatch{
 		"target index 7, no targets": {TypeNames: pid, Envelopes: []*remote.MessageEnvelope{{Target: 7}}},
 		"sender index past senders":  {TypeNames: pid, Targets: targets, Envelopes: []*remote.MessageEnvelope{{Sender: 4}}},
 		"type index past names":      {TypeNames: pid, Targets: targets, Envelopes: []*remote.MessageEnvelope{{TypeId: 3}}},
 		"unknown type":               {TypeNames: []string{"no.such.Type"}, Targets: targets, Envelopes: []*remote.MessageEnvelope{{}}},
 		"unknown serializer":         {TypeNames: pid, Targets: targets, Envelopes: []*remote.MessageEnvelope{{SerializerId: 77}}},
-		"Terminated of nobody": {TypeNames: []string{"actor.Terminated"}, Targets: targets,
+		"Terminated of nobody": {TypeNames: []string{"hoplite.protoactor.actor.Terminated"}, Targets: targets,
 			Envelopes: []*remote.MessageEnvelope{{MessageData: payload(&actor.Terminated{})}}},
-		"Stop of the store node": {TypeNames: []string{"actor.Stop"}, Targets: targets,
+		"Stop of the store node": {TypeNames: []string{"hoplite.protoactor.actor.Stop"}, Targets: targets,
 			Envelopes: []*remote.MessageEnvelope{{MessageData: payload(&actor.Stop{})}}},
 	}
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
 )
 
 // TestDependentModule builds what a user builds: in a module of its own
@@ -82,8 +83,8 @@ func TestDependentModule(t *testing.T) {
 // Hoplite's go version (an older one would make Go load the whole
 // module graph unpruned, selecting other versions than Hoplite builds
 // with), and the hoplite command as a tool (so that tidy keeps the sums
-// its build needs, as `go get -tool` does).
-func writeDependentModFile(t *testing.T, app, goVersion, root string) {
+// its build needs, as `go get -tool` does), and requires besides.
+func writeDependentModFile(t *testing.T, app, goVersion, root string, requires ...module.Version) {
 	t.Helper()
 	f := new(modfile.File)
 	for _, err := range []error{
@@ -94,6 +95,11 @@ func writeDependentModFile(t *testing.T, app, goVersion, root string) {
 		f.AddTool(modulePath + "/cmd/hoplite"),
 	} {
 		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range requires {
+		if err := f.AddRequire(r.Path, r.Version); err != nil {
 			t.Fatal(err)
 		}
 	}

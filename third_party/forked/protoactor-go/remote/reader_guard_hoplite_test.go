@@ -94,7 +94,7 @@ func mustMarshal(t testing.TB, m proto.Message) []byte {
 // goodBatch delivers pattern to the inbox.
 func goodBatch(t testing.TB, addr, pattern string) *MessageBatch {
 	return &MessageBatch{
-		TypeNames: []string{"remote.ListProcessesRequest"},
+		TypeNames: []string{"hoplite.protoactor.remote.ListProcessesRequest"},
 		Targets:   []*actor.PID{{Address: addr, Id: "inbox"}},
 		Envelopes: []*MessageEnvelope{{MessageData: mustMarshal(t, &ListProcessesRequest{Pattern: pattern})}},
 	}
@@ -106,7 +106,7 @@ func goodBatch(t testing.TB, addr, pattern string) *MessageBatch {
 func malformedBatches(t testing.TB, addr string) map[string]*MessageBatch {
 	inbox := []*actor.PID{{Address: addr, Id: "inbox"}}
 	data := mustMarshal(t, &ListProcessesRequest{Pattern: "bad"})
-	names := []string{"remote.ListProcessesRequest"}
+	names := []string{"hoplite.protoactor.remote.ListProcessesRequest"}
 	return map[string]*MessageBatch{
 		"target index 7, no targets": {TypeNames: names, Envelopes: []*MessageEnvelope{{Target: 7, MessageData: data}}},
 		"negative target":            {TypeNames: names, Targets: inbox, Envelopes: []*MessageEnvelope{{Target: -1, MessageData: data}}},
@@ -118,9 +118,9 @@ func malformedBatches(t testing.TB, addr string) map[string]*MessageBatch {
 		"unknown serializer":         {TypeNames: names, Targets: inbox, Envelopes: []*MessageEnvelope{{SerializerId: 9, MessageData: data}}},
 		"negative serializer":        {TypeNames: names, Targets: inbox, Envelopes: []*MessageEnvelope{{SerializerId: -1, MessageData: data}}},
 		"bytes that do not decode":   {TypeNames: names, Targets: inbox, Envelopes: []*MessageEnvelope{{MessageData: []byte{0xff, 0xff, 0xff}}}},
-		"Terminated of nobody": {TypeNames: []string{"actor.Terminated"}, Targets: inbox,
+		"Terminated of nobody": {TypeNames: []string{"hoplite.protoactor.actor.Terminated"}, Targets: inbox,
 			Envelopes: []*MessageEnvelope{{MessageData: mustMarshal(t, &actor.Terminated{})}}},
-		"Watch by nobody": {TypeNames: []string{"actor.Watch"}, Targets: inbox,
+		"Watch by nobody": {TypeNames: []string{"hoplite.protoactor.actor.Watch"}, Targets: inbox,
 			Envelopes: []*MessageEnvelope{{MessageData: mustMarshal(t, &actor.Watch{})}}},
 	}
 }
@@ -178,7 +178,7 @@ func TestRemoteStopRefused(t *testing.T) {
 	for _, typ := range []struct {
 		name string
 		msg  proto.Message
-	}{{"actor.Stop", &actor.Stop{}}, {"actor.PoisonPill", &actor.PoisonPill{}}} {
+	}{{"hoplite.protoactor.actor.Stop", &actor.Stop{}}, {"hoplite.protoactor.actor.PoisonPill", &actor.PoisonPill{}}} {
 		stream := g.connect(t)
 		err := stream.Send(batchMessage(&MessageBatch{TypeNames: []string{typ.name}, Targets: inbox,
 			Envelopes: []*MessageEnvelope{{MessageData: mustMarshal(t, typ.msg)}}}))
