@@ -38,7 +38,7 @@ and the figure after each marker
   <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM -->        (its median)
   <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM/SYSTEM -->  (their ratio)
 
-in each, exiting 1 if one differs; --update rewrites them instead.
+(SYSTEM:min, SYSTEM:max and SYSTEM:cpu name its other statistics) in each, exiting 1 if one differs; --update rewrites them instead.
 
 flags:
 `

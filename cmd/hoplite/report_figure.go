@@ -16,8 +16,10 @@ import (
 //	<!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM/SYSTEM -->0.84×
 //
 // The first is that system's median (as the tables print it), the
-// second the ratio of two systems' medians in the same run. The marker
-// does not show when the document is rendered; the figure does.
+// second the ratio of two systems' medians in the same run. A system may
+// name another of its statistics: SYSTEM:min, SYSTEM:max or SYSTEM:cpu
+// (the median CPU per operation). The marker does not show when the
+// document is rendered; the figure does.
 
 const figureBegin = "<!-- hoplite bench figure "
 
@@ -51,7 +53,14 @@ func regenerateFigures(doc, results string) (string, error) {
 	return out.String(), nil
 }
 
+// lineStartMarker is a marker that begins a line: Markdown would end the
+// paragraph there and show the figure as a block of HTML of its own.
+var lineStartMarker = regexp.MustCompile(`(?m)^[ \t]*` + regexp.QuoteMeta(figureBegin))
+
 func regenerateProseFigures(doc, results string) (string, error) {
+	if loc := lineStartMarker.FindStringIndex(doc); loc != nil {
+		return "", fmt.Errorf("a figure marker begins a line (%q): put a word of its sentence before it on the line", strings.TrimSpace(doc[loc[0]:min(len(doc), loc[1]+40)]))
+	}
 	var firstErr error
 	out := figureMarker.ReplaceAllStringFunc(doc, func(m string) string {
 		sub := figureMarker.FindStringSubmatch(m)
@@ -86,13 +95,22 @@ func figure(results, file, scenario, sizeText, expr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	median := func(system string) (float64, error) {
+	median := func(term string) (float64, error) {
+		system, stat, _ := strings.Cut(term, ":")
 		for _, res := range r.Results {
-			if res.Scenario == scenario && res.Size == size && res.System == system && res.Status == bench.StatusOK && res.Median > 0 {
-				return res.Median, nil
+			if res.Scenario != scenario || res.Size != size || res.System != system || res.Status != bench.StatusOK {
+				continue
+			}
+			v := map[string]float64{"": res.Median, "min": res.Min, "max": res.Max, "cpu": res.CPUMedian}
+			x, known := v[stat]
+			if !known {
+				return 0, fmt.Errorf("%s: no statistic %q (min, max or cpu, or none for the median)", term, stat)
+			}
+			if x > 0 {
+				return x, nil
 			}
 		}
-		return 0, fmt.Errorf("no result of %s for %s %s in %s", system, scenario, sizeText, file)
+		return 0, fmt.Errorf("no result of %s for %s %s in %s", term, scenario, sizeText, file)
 	}
 	num, den, ratio := strings.Cut(expr, "/")
 	a, err := median(num)

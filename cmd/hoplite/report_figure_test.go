@@ -25,9 +25,11 @@ func TestBenchFigureIsTheReports(t *testing.T) {
 		{"took " + median + "9.999 s here", "took " + median + "0.726 s here"},
 		{"took " + median + " here", "took " + median + "0.726 s here"},
 		{"at " + ratio + "1.23× MPI's", "at " + ratio + "0.85× MPI's"},
+		{"from " + figureBegin + figureRun + " broadcast 32MiB ours:min -->1 s to " + figureBegin + figureRun + " broadcast 32MiB ours:max -->1 s",
+			"from " + figureBegin + figureRun + " broadcast 32MiB ours:min -->0.719 s to " + figureBegin + figureRun + " broadcast 32MiB ours:max -->0.727 s"},
 		// In a code block a marker is an example, left as it is.
-		{"```\n" + figureBegin + "FILE SCENARIO SIZE SYSTEM -->0.1 s\n```\n" + median + "1 s",
-			"```\n" + figureBegin + "FILE SCENARIO SIZE SYSTEM -->0.1 s\n```\n" + median + "0.726 s"},
+		{"```\n" + figureBegin + "FILE SCENARIO SIZE SYSTEM -->0.1 s\n```\nit took " + median + "1 s",
+			"```\n" + figureBegin + "FILE SCENARIO SIZE SYSTEM -->0.1 s\n```\nit took " + median + "0.726 s"},
 	} {
 		got, err := regenerateFigures(tc.doc, results)
 		if err != nil {
@@ -39,16 +41,19 @@ func TestBenchFigureIsTheReports(t *testing.T) {
 	}
 }
 
-// TestBenchFigureMarkerErrors: a marker that names no result, or that is
-// not a marker's shape, fails the check instead of standing unchecked.
+// TestBenchFigureMarkerErrors: a marker that names no result, that is not
+// a marker's shape, or that begins a line (where Markdown would show it
+// as a block of its own) fails the check instead of standing unchecked.
 func TestBenchFigureMarkerErrors(t *testing.T) {
 	results := filepath.Join("..", "..", "bench", "results")
 	for _, doc := range []string{
-		figureBegin + figureRun + " broadcast 32MiB gloo-best -->0.8 s",     // no such system in the run
-		figureBegin + figureRun + " reduce 32MiB ours -->0.8 s",             // no such scenario
-		figureBegin + "no-such-run.json broadcast 32MiB ours -->0.8 s",      // no such file
-		figureBegin + figureRun + " broadcast ours -->0.8 s",                // a field missing
-		figureBegin + figureRun + " broadcast 32MiB ours/gloo-best -->0.8×", // no such divisor
+		"it took " + figureBegin + figureRun + " broadcast 32MiB gloo-best -->0.8 s",     // no such system in the run
+		"it took " + figureBegin + figureRun + " reduce 32MiB ours -->0.8 s",             // no such scenario
+		"it took " + figureBegin + "no-such-run.json broadcast 32MiB ours -->0.8 s",      // no such file
+		"it took " + figureBegin + figureRun + " broadcast ours -->0.8 s",                // a field missing
+		"it took " + figureBegin + figureRun + " broadcast 32MiB ours/gloo-best -->0.8×", // no such divisor
+		"it took " + figureBegin + figureRun + " broadcast 32MiB ours:p99 -->0.8 s",      // no such statistic
+		"took\n  " + figureBegin + figureRun + " broadcast 32MiB ours -->0.726 s",        // begins a line
 	} {
 		if got, err := regenerateFigures(doc, results); err == nil {
 			t.Errorf("regenerateFigures(%q) = %q, want an error", doc, got)
