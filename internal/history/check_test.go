@@ -91,6 +91,9 @@ func TestCheck(t *testing.T) {
 		{"an evict of a pinned copy is no loss", History{Ops: []Op{putX(), getX(lost)},
 			Events: []Event{{Kind: Evict, Member: 0, Object: "x", Begin: at(0.6), End: at(0.6)}}}, RuleLost},
 		{"LOST of an id never put", History{Ops: []Op{getX(lost)}}, RuleLost},
+		{"LOST of an object whose put failed with its creator", History{Ops: []Op{with(putX(), func(o *Op) { o.Code = unavail }), getX(lost)},
+			Events: []Event{kill(0, 0.05)}}, ""},
+		{"LOST of an object put while the get ran", History{Ops: []Op{with(putX(), func(o *Op) { o.End = at(1.5) }), getX(lost)}}, RuleLost},
 		{"NOT_FOUND of an object readable", History{Ops: []Op{putX(), getX(notFound)}}, RuleNotFound},
 		{"NOT_FOUND before the put", History{Ops: []Op{op(1, Put, 0, "x", 3, 3.1, ok_), getX(notFound)}}, ""},
 		{"NOT_FOUND once a delete began", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 1.5, 3, ok_), getX(notFound)}}, ""},
@@ -173,5 +176,14 @@ func TestCapacity(t *testing.T) {
 	h.Ops = append(h.Ops, op(3, Delete, 1, "y", 0.2, 0.3, ok_))
 	if rep := Check(h, m); len(rep.Violations) != 1 {
 		t.Fatalf("CAPACITY once the pinned object was deleted: %v", rep.Violations)
+	}
+	// A Reduce's target is pinned where it was made, which the history
+	// does not name: any member of the Reduce may hold it.
+	src := op(4, Put, 1, "s", 0, 0.1, ok_)
+	red := reduceOp(5, ok_, "s")
+	red.Sources, red.Num, red.Unreduced, red.Size = []string{"s"}, 1, nil, 850
+	h.Ops = append(h.Ops, src, red)
+	if rep := Check(h, m); len(rep.Violations) != 0 {
+		t.Fatalf("CAPACITY on a member that may hold a Reduce's target of 850 bytes: %v", rep.Violations)
 	}
 }

@@ -117,7 +117,25 @@ func (x *index) lost(id string, asOf, by time.Time) (why string, alive []string)
 		gone = append(gone, k+" (may have held the root)")
 	}
 	if len(gone) == 0 {
-		return "", nil
+		// No copy was known to exist: the object's Puts failed, or
+		// answered only after asOf. Their creators may hold a copy
+		// nonetheless; each must be gone, or its Put not have answered OK.
+		for _, o := range x.byObject[id] {
+			if o.Kind != Put || o.Begin.After(by) {
+				continue
+			}
+			if g := x.gone(holder{member: o.Member, from: o.Begin, pinned: true}, id, by); g != "" {
+				gone = append(gone, g)
+			} else if ok(o) {
+				return "", []string{fmt.Sprintf("member %d (its creator, from %s)", o.Member, o.End.Format("15:04:05.000"))}
+			} else {
+				gone = append(gone, fmt.Sprintf("%s answered %v", label(o), o.Code))
+			}
+		}
+		if len(gone) == 0 {
+			return "", nil
+		}
+		return "no copy known: " + strings.Join(gone, "; "), nil
 	}
 	return "every holder gone: " + strings.Join(gone, "; "), nil
 }

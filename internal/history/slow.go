@@ -192,9 +192,9 @@ func (c *checker) capacity(o *Op) {
 }
 
 // used is the most member m can have had pinned or busy while o ran:
-// its creators' copies not deleted before o began, and the other calls
-// that overlapped o and held space there (Gets it made, Reduces it
-// worked for).
+// its creators' copies and the targets of Reduces it may have worked for,
+// not deleted before o began, and the other calls that overlapped o and
+// held space there (Gets it made, Reduces it worked for).
 func (c *checker) used(m int, o *Op) int64 {
 	var n int64
 	for i := range c.x.h.Ops {
@@ -213,8 +213,15 @@ func (c *checker) used(m int, o *Op) int64 {
 				n += q.Size
 			}
 		case Reduce:
-			if overlaps && slices.Contains(c.reduceMembers(q), m) {
-				n += 2 * q.Size // a position's output and the target's copy
+			// The target is pinned where the Reduce put it (a root or an
+			// AllReduce's participants, which the history does not
+			// name: any of its members) until a Delete; a position's
+			// output takes room while it runs.
+			if slices.Contains(c.reduceMembers(q), m) && c.x.deleteDone(q.Object, o.Begin) == nil {
+				n += q.Size
+				if overlaps {
+					n += q.Size
+				}
 			}
 		}
 	}
