@@ -41,7 +41,8 @@ scenarios:
 %s
 "hoplite bench p2p" without --testbed and without any of the flags above
 the legacy ones runs the two-process loopback benchmark instead
-(hoplite bench p2p-tcp -h). "hoplite bench scale-plot -o F.png R.json..."
+(hoplite bench p2p-tcp -h). "hoplite bench ops" times small-object
+Puts, Gets and Deletes per second (hoplite bench ops -h). "hoplite bench scale-plot -o F.png R.json..."
 draws time / (S/B) against N from --json reports of several N.
 
 flags:
@@ -151,6 +152,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	scenario := args[0]
 	if scenario == "p2p-tcp" {
 		return p2pTCPCommand(ctx, "bench p2p-tcp", args[1:], stdout, stderr)
+	}
+	if scenario == "ops" {
+		return benchOpsCommand(ctx, args[1:], stdout, stderr)
 	}
 	if scenario == "scale-plot" {
 		return scalePlotCommand(args[1:], stdout, stderr)
