@@ -150,6 +150,7 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 	if len(live) == 0 {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no live member for barrier %q", name)
 	}
+	all := live
 	live = live[:min(cfg.replicas, len(live))]
 	b := newHandle(c, name, cfg, wire)
 	create := &messages.BarrierCreate{Name: name, Options: wire, Controller: replica.Peer(b.pid)}
@@ -157,6 +158,7 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 		create.Replicas = append(create.Replicas, replica.Peer(h.PID))
 		create.ReplicaMembers = append(create.ReplicaMembers, h.Member)
 	}
+	create.Tree = treeShape(all, create.Replicas, wire)
 	res, err := ask(ctx, c.System().Root, live[0].PID, create)
 	if err == nil {
 		created, ok := res.(*messages.BarrierCreated)
@@ -303,7 +305,8 @@ func newHandle(c Cluster, name string, cfg *config, wire *messages.BarrierOption
 }
 
 func (b *Barrier) setup(created *messages.BarrierCreated) {
-	s := participant.Setup{Max: int(created.GetOptions().GetMaxParticipants()), Semaphore: created.GetOptions().GetSemaphore() != nil}
+	s := participant.Setup{Max: int(created.GetOptions().GetMaxParticipants()), Semaphore: created.GetOptions().GetSemaphore() != nil,
+		Tree: created.GetTree()}
 	for _, p := range created.GetReplicas() {
 		s.Replicas = append(s.Replicas, replica.PeerPID(p))
 	}

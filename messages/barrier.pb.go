@@ -525,6 +525,7 @@ type BarrierCreate struct {
 	Controller     *BarrierPeer           `protobuf:"bytes,5,opt,name=controller,proto3" json:"controller,omitempty"`                               // gets BarrierConsult and BarrierFailure; may be unset
 	Rank           int32                  `protobuf:"varint,6,opt,name=rank,proto3" json:"rank,omitempty"`                                          // the receiver's rank (set with from_primary)
 	FromPrimary    bool                   `protobuf:"varint,7,opt,name=from_primary,json=fromPrimary,proto3" json:"from_primary,omitempty"`
+	Tree           *BarrierTreeShape      `protobuf:"bytes,9,opt,name=tree,proto3" json:"tree,omitempty"` // the combining tree of its members (may be unset: none)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -608,6 +609,13 @@ func (x *BarrierCreate) GetFromPrimary() bool {
 	return false
 }
 
+func (x *BarrierCreate) GetTree() *BarrierTreeShape {
+	if x != nil {
+		return x.Tree
+	}
+	return nil
+}
+
 // BarrierCreated answers BarrierCreate and BarrierOpen.
 type BarrierCreated struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -617,6 +625,7 @@ type BarrierCreated struct {
 	ReplicaMembers []string               `protobuf:"bytes,7,rep,name=replica_members,json=replicaMembers,proto3" json:"replica_members,omitempty"`
 	Existed        bool                   `protobuf:"varint,5,opt,name=existed,proto3" json:"existed,omitempty"`
 	Error          *Error                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Tree           *BarrierTreeShape      `protobuf:"bytes,8,opt,name=tree,proto3" json:"tree,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -689,6 +698,13 @@ func (x *BarrierCreated) GetExisted() bool {
 func (x *BarrierCreated) GetError() *Error {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *BarrierCreated) GetTree() *BarrierTreeShape {
+	if x != nil {
+		return x.Tree
 	}
 	return nil
 }
@@ -2435,12 +2451,15 @@ func (x *BarrierArrival) GetAtUnixNano() int64 {
 }
 
 // BarrierArrivals goes from a tree position to its parent: the arrivals
-// of its subtree since its last one, combined in one message.
+// of its subtree since its last one, combined in one message. Its first
+// to a parent carries the tree's shape, which the parent's host learns
+// the barrier's tree from.
 type BarrierArrivals struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	From          int32                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"` // the sender's tree position
 	Arrivals      []*BarrierArrival      `protobuf:"bytes,3,rep,name=arrivals,proto3" json:"arrivals,omitempty"`
+	Shape         *BarrierTreeShape      `protobuf:"bytes,4,opt,name=shape,proto3" json:"shape,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2496,6 +2515,276 @@ func (x *BarrierArrivals) GetArrivals() []*BarrierArrival {
 	return nil
 }
 
+func (x *BarrierArrivals) GetShape() *BarrierTreeShape {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+// BarrierTreeShape is a barrier's combining tree, fixed when it is
+// created: the barrier hosts of its members, the position-0 host (the
+// root) on the primary's member; the tree's fan-out; whether positions
+// hold their subtree's arrivals (a traditional barrier) and how many
+// labels the barrier takes; and its replicas, which the root hands the
+// arrivals to.
+type BarrierTreeShape struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hosts         []*BarrierPeer         `protobuf:"bytes,1,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	Fanout        int32                  `protobuf:"varint,2,opt,name=fanout,proto3" json:"fanout,omitempty"`
+	Hold          bool                   `protobuf:"varint,3,opt,name=hold,proto3" json:"hold,omitempty"`
+	Max           int32                  `protobuf:"varint,4,opt,name=max,proto3" json:"max,omitempty"`
+	Replicas      []*BarrierPeer         `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierTreeShape) Reset() {
+	*x = BarrierTreeShape{}
+	mi := &file_barrier_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierTreeShape) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierTreeShape) ProtoMessage() {}
+
+func (x *BarrierTreeShape) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierTreeShape.ProtoReflect.Descriptor instead.
+func (*BarrierTreeShape) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BarrierTreeShape) GetHosts() []*BarrierPeer {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *BarrierTreeShape) GetFanout() int32 {
+	if x != nil {
+		return x.Fanout
+	}
+	return 0
+}
+
+func (x *BarrierTreeShape) GetHold() bool {
+	if x != nil {
+		return x.Hold
+	}
+	return false
+}
+
+func (x *BarrierTreeShape) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *BarrierTreeShape) GetReplicas() []*BarrierPeer {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// BarrierTreeEnter goes from a participant to the barrier host of its
+// tree position (its leaf) the first time it enters a label: the Enter
+// and the tree. It asks again every second straight at the replicas.
+type BarrierTreeEnter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Enter         *BarrierEnter          `protobuf:"bytes,1,opt,name=enter,proto3" json:"enter,omitempty"`
+	Leaf          int32                  `protobuf:"varint,2,opt,name=leaf,proto3" json:"leaf,omitempty"`
+	Shape         *BarrierTreeShape      `protobuf:"bytes,3,opt,name=shape,proto3" json:"shape,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierTreeEnter) Reset() {
+	*x = BarrierTreeEnter{}
+	mi := &file_barrier_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierTreeEnter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierTreeEnter) ProtoMessage() {}
+
+func (x *BarrierTreeEnter) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierTreeEnter.ProtoReflect.Descriptor instead.
+func (*BarrierTreeEnter) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BarrierTreeEnter) GetEnter() *BarrierEnter {
+	if x != nil {
+		return x.Enter
+	}
+	return nil
+}
+
+func (x *BarrierTreeEnter) GetLeaf() int32 {
+	if x != nil {
+		return x.Leaf
+	}
+	return 0
+}
+
+func (x *BarrierTreeEnter) GetShape() *BarrierTreeShape {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+// BarrierEnters goes from the tree's root host to each replica's host:
+// the arrivals the tree combined, each to be taken as its participant's
+// BarrierEnter (to_rank: the replica it is addressed to).
+type BarrierEnters struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	ToRank        int32                  `protobuf:"varint,2,opt,name=to_rank,json=toRank,proto3" json:"to_rank,omitempty"`
+	Arrivals      []*BarrierArrival      `protobuf:"bytes,3,rep,name=arrivals,proto3" json:"arrivals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierEnters) Reset() {
+	*x = BarrierEnters{}
+	mi := &file_barrier_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierEnters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierEnters) ProtoMessage() {}
+
+func (x *BarrierEnters) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierEnters.ProtoReflect.Descriptor instead.
+func (*BarrierEnters) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BarrierEnters) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BarrierEnters) GetToRank() int32 {
+	if x != nil {
+		return x.ToRank
+	}
+	return 0
+}
+
+func (x *BarrierEnters) GetArrivals() []*BarrierArrival {
+	if x != nil {
+		return x.Arrivals
+	}
+	return nil
+}
+
+// BarrierUndelivered goes from a tree host to the replicas' hosts: an
+// outcome it passed on to a participant came back undelivered (the
+// participant is gone), as a manager's own send would have.
+type BarrierUndelivered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Target        *BarrierPeer           `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BarrierUndelivered) Reset() {
+	*x = BarrierUndelivered{}
+	mi := &file_barrier_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BarrierUndelivered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BarrierUndelivered) ProtoMessage() {}
+
+func (x *BarrierUndelivered) ProtoReflect() protoreflect.Message {
+	mi := &file_barrier_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BarrierUndelivered.ProtoReflect.Descriptor instead.
+func (*BarrierUndelivered) Descriptor() ([]byte, []int) {
+	return file_barrier_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *BarrierUndelivered) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BarrierUndelivered) GetTarget() *BarrierPeer {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
 // BarrierOutcome is one label's outcome as it travels down the tree to
 // the member it entered at.
 type BarrierOutcome struct {
@@ -2512,7 +2801,7 @@ type BarrierOutcome struct {
 
 func (x *BarrierOutcome) Reset() {
 	*x = BarrierOutcome{}
-	mi := &file_barrier_proto_msgTypes[30]
+	mi := &file_barrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2813,7 @@ func (x *BarrierOutcome) String() string {
 func (*BarrierOutcome) ProtoMessage() {}
 
 func (x *BarrierOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[30]
+	mi := &file_barrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2826,7 @@ func (x *BarrierOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierOutcome.ProtoReflect.Descriptor instead.
 func (*BarrierOutcome) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{30}
+	return file_barrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BarrierOutcome) GetLabel() string {
@@ -2582,8 +2871,9 @@ func (x *BarrierOutcome) GetEpoch() uint64 {
 	return 0
 }
 
-// BarrierReleases goes from a tree position to one child: the outcomes
-// of the labels that entered in that child's subtree, combined.
+// BarrierReleases goes from a tree position to one child (from the
+// primary's manager to the root's host: from = -1): the outcomes of the
+// labels that entered in that child's subtree, combined.
 type BarrierReleases struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2595,7 +2885,7 @@ type BarrierReleases struct {
 
 func (x *BarrierReleases) Reset() {
 	*x = BarrierReleases{}
-	mi := &file_barrier_proto_msgTypes[31]
+	mi := &file_barrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2897,7 @@ func (x *BarrierReleases) String() string {
 func (*BarrierReleases) ProtoMessage() {}
 
 func (x *BarrierReleases) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[31]
+	mi := &file_barrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2910,7 @@ func (x *BarrierReleases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierReleases.ProtoReflect.Descriptor instead.
 func (*BarrierReleases) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{31}
+	return file_barrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BarrierReleases) GetName() string {
@@ -2679,7 +2969,7 @@ const file_barrier_proto_rawDesc = "" +
 	"\fadaptive_max\x18\x04 \x01(\x05R\vadaptiveMax\"7\n" +
 	"\vBarrierPeer\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\xa4\x02\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xd3\x02\n" +
 	"\rBarrierCreate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\aoptions\x18\x02 \x01(\v2\x17.hoplite.BarrierOptionsR\aoptions\x120\n" +
@@ -2689,14 +2979,16 @@ const file_barrier_proto_rawDesc = "" +
 	"controller\x18\x05 \x01(\v2\x14.hoplite.BarrierPeerR\n" +
 	"controller\x12\x12\n" +
 	"\x04rank\x18\x06 \x01(\x05R\x04rank\x12!\n" +
-	"\ffrom_primary\x18\a \x01(\bR\vfromPrimaryJ\x04\b\x04\x10\x05\"\xf8\x01\n" +
+	"\ffrom_primary\x18\a \x01(\bR\vfromPrimary\x12-\n" +
+	"\x04tree\x18\t \x01(\v2\x19.hoplite.BarrierTreeShapeR\x04treeJ\x04\b\x04\x10\x05\"\xa7\x02\n" +
 	"\x0eBarrierCreated\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x121\n" +
 	"\aoptions\x18\x02 \x01(\v2\x17.hoplite.BarrierOptionsR\aoptions\x120\n" +
 	"\breplicas\x18\x03 \x03(\v2\x14.hoplite.BarrierPeerR\breplicas\x12'\n" +
 	"\x0freplica_members\x18\a \x03(\tR\x0ereplicaMembers\x12\x18\n" +
 	"\aexisted\x18\x05 \x01(\bR\aexisted\x12$\n" +
-	"\x05error\x18\x06 \x01(\v2\x0e.hoplite.ErrorR\x05errorJ\x04\b\x04\x10\x05\"!\n" +
+	"\x05error\x18\x06 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12-\n" +
+	"\x04tree\x18\b \x01(\v2\x19.hoplite.BarrierTreeShapeR\x04treeJ\x04\b\x04\x10\x05\"!\n" +
 	"\vBarrierOpen\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x84\x01\n" +
 	"\fBarrierEnter\x12\x12\n" +
@@ -2843,11 +3135,29 @@ const file_barrier_proto_rawDesc = "" +
 	"request_id\x18\x04 \x01(\x04R\trequestId\x12\x12\n" +
 	"\x04leaf\x18\x05 \x01(\x05R\x04leaf\x12 \n" +
 	"\fat_unix_nano\x18\x06 \x01(\x03R\n" +
-	"atUnixNano\"n\n" +
+	"atUnixNano\"\x9f\x01\n" +
 	"\x0fBarrierArrivals\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x05R\x04from\x123\n" +
-	"\barrivals\x18\x03 \x03(\v2\x17.hoplite.BarrierArrivalR\barrivals\"\xc5\x01\n" +
+	"\barrivals\x18\x03 \x03(\v2\x17.hoplite.BarrierArrivalR\barrivals\x12/\n" +
+	"\x05shape\x18\x04 \x01(\v2\x19.hoplite.BarrierTreeShapeR\x05shape\"\xae\x01\n" +
+	"\x10BarrierTreeShape\x12*\n" +
+	"\x05hosts\x18\x01 \x03(\v2\x14.hoplite.BarrierPeerR\x05hosts\x12\x16\n" +
+	"\x06fanout\x18\x02 \x01(\x05R\x06fanout\x12\x12\n" +
+	"\x04hold\x18\x03 \x01(\bR\x04hold\x12\x10\n" +
+	"\x03max\x18\x04 \x01(\x05R\x03max\x120\n" +
+	"\breplicas\x18\x05 \x03(\v2\x14.hoplite.BarrierPeerR\breplicas\"\x84\x01\n" +
+	"\x10BarrierTreeEnter\x12+\n" +
+	"\x05enter\x18\x01 \x01(\v2\x15.hoplite.BarrierEnterR\x05enter\x12\x12\n" +
+	"\x04leaf\x18\x02 \x01(\x05R\x04leaf\x12/\n" +
+	"\x05shape\x18\x03 \x01(\v2\x19.hoplite.BarrierTreeShapeR\x05shape\"q\n" +
+	"\rBarrierEnters\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
+	"\ato_rank\x18\x02 \x01(\x05R\x06toRank\x123\n" +
+	"\barrivals\x18\x03 \x03(\v2\x17.hoplite.BarrierArrivalR\barrivals\"V\n" +
+	"\x12BarrierUndelivered\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
+	"\x06target\x18\x02 \x01(\v2\x14.hoplite.BarrierPeerR\x06target\"\xc5\x01\n" +
 	"\x0eBarrierOutcome\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\x12\x12\n" +
 	"\x04leaf\x18\x02 \x01(\x05R\x04leaf\x12/\n" +
@@ -2890,7 +3200,7 @@ func file_barrier_proto_rawDescGZIP() []byte {
 }
 
 var file_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_barrier_proto_goTypes = []any{
 	(BarrierLateMode)(0),       // 0: hoplite.BarrierLateMode
 	(BarrierOpKind)(0),         // 1: hoplite.BarrierOpKind
@@ -2925,9 +3235,13 @@ var file_barrier_proto_goTypes = []any{
 	(*BarrierSyncRequest)(nil), // 30: hoplite.BarrierSyncRequest
 	(*BarrierArrival)(nil),     // 31: hoplite.BarrierArrival
 	(*BarrierArrivals)(nil),    // 32: hoplite.BarrierArrivals
-	(*BarrierOutcome)(nil),     // 33: hoplite.BarrierOutcome
-	(*BarrierReleases)(nil),    // 34: hoplite.BarrierReleases
-	(*Error)(nil),              // 35: hoplite.Error
+	(*BarrierTreeShape)(nil),   // 33: hoplite.BarrierTreeShape
+	(*BarrierTreeEnter)(nil),   // 34: hoplite.BarrierTreeEnter
+	(*BarrierEnters)(nil),      // 35: hoplite.BarrierEnters
+	(*BarrierUndelivered)(nil), // 36: hoplite.BarrierUndelivered
+	(*BarrierOutcome)(nil),     // 37: hoplite.BarrierOutcome
+	(*BarrierReleases)(nil),    // 38: hoplite.BarrierReleases
+	(*Error)(nil),              // 39: hoplite.Error
 }
 var file_barrier_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BarrierOptions.late_mode:type_name -> hoplite.BarrierLateMode
@@ -2936,29 +3250,38 @@ var file_barrier_proto_depIdxs = []int32{
 	3,  // 3: hoplite.BarrierCreate.options:type_name -> hoplite.BarrierOptions
 	6,  // 4: hoplite.BarrierCreate.replicas:type_name -> hoplite.BarrierPeer
 	6,  // 5: hoplite.BarrierCreate.controller:type_name -> hoplite.BarrierPeer
-	3,  // 6: hoplite.BarrierCreated.options:type_name -> hoplite.BarrierOptions
-	6,  // 7: hoplite.BarrierCreated.replicas:type_name -> hoplite.BarrierPeer
-	35, // 8: hoplite.BarrierCreated.error:type_name -> hoplite.Error
-	35, // 9: hoplite.BarrierRefused.error:type_name -> hoplite.Error
-	35, // 10: hoplite.BarrierReleased.error:type_name -> hoplite.Error
-	35, // 11: hoplite.BarrierClosed.error:type_name -> hoplite.Error
-	21, // 12: hoplite.BarrierStatusReply.passed:type_name -> hoplite.BarrierPassage
-	35, // 13: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
-	1,  // 14: hoplite.BarrierOp.kind:type_name -> hoplite.BarrierOpKind
-	6,  // 15: hoplite.BarrierOp.reply:type_name -> hoplite.BarrierPeer
-	26, // 16: hoplite.BarrierReplicate.op:type_name -> hoplite.BarrierOp
-	26, // 17: hoplite.BarrierReplicate.log:type_name -> hoplite.BarrierOp
-	26, // 18: hoplite.BarrierHandover.ops:type_name -> hoplite.BarrierOp
-	6,  // 19: hoplite.BarrierArrival.reply:type_name -> hoplite.BarrierPeer
-	31, // 20: hoplite.BarrierArrivals.arrivals:type_name -> hoplite.BarrierArrival
-	2,  // 21: hoplite.BarrierOutcome.kind:type_name -> hoplite.BarrierOutcomeKind
-	6,  // 22: hoplite.BarrierOutcome.reply:type_name -> hoplite.BarrierPeer
-	33, // 23: hoplite.BarrierReleases.outcomes:type_name -> hoplite.BarrierOutcome
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	33, // 6: hoplite.BarrierCreate.tree:type_name -> hoplite.BarrierTreeShape
+	3,  // 7: hoplite.BarrierCreated.options:type_name -> hoplite.BarrierOptions
+	6,  // 8: hoplite.BarrierCreated.replicas:type_name -> hoplite.BarrierPeer
+	39, // 9: hoplite.BarrierCreated.error:type_name -> hoplite.Error
+	33, // 10: hoplite.BarrierCreated.tree:type_name -> hoplite.BarrierTreeShape
+	39, // 11: hoplite.BarrierRefused.error:type_name -> hoplite.Error
+	39, // 12: hoplite.BarrierReleased.error:type_name -> hoplite.Error
+	39, // 13: hoplite.BarrierClosed.error:type_name -> hoplite.Error
+	21, // 14: hoplite.BarrierStatusReply.passed:type_name -> hoplite.BarrierPassage
+	39, // 15: hoplite.BarrierStatusReply.error:type_name -> hoplite.Error
+	1,  // 16: hoplite.BarrierOp.kind:type_name -> hoplite.BarrierOpKind
+	6,  // 17: hoplite.BarrierOp.reply:type_name -> hoplite.BarrierPeer
+	26, // 18: hoplite.BarrierReplicate.op:type_name -> hoplite.BarrierOp
+	26, // 19: hoplite.BarrierReplicate.log:type_name -> hoplite.BarrierOp
+	26, // 20: hoplite.BarrierHandover.ops:type_name -> hoplite.BarrierOp
+	6,  // 21: hoplite.BarrierArrival.reply:type_name -> hoplite.BarrierPeer
+	31, // 22: hoplite.BarrierArrivals.arrivals:type_name -> hoplite.BarrierArrival
+	33, // 23: hoplite.BarrierArrivals.shape:type_name -> hoplite.BarrierTreeShape
+	6,  // 24: hoplite.BarrierTreeShape.hosts:type_name -> hoplite.BarrierPeer
+	6,  // 25: hoplite.BarrierTreeShape.replicas:type_name -> hoplite.BarrierPeer
+	10, // 26: hoplite.BarrierTreeEnter.enter:type_name -> hoplite.BarrierEnter
+	33, // 27: hoplite.BarrierTreeEnter.shape:type_name -> hoplite.BarrierTreeShape
+	31, // 28: hoplite.BarrierEnters.arrivals:type_name -> hoplite.BarrierArrival
+	6,  // 29: hoplite.BarrierUndelivered.target:type_name -> hoplite.BarrierPeer
+	2,  // 30: hoplite.BarrierOutcome.kind:type_name -> hoplite.BarrierOutcomeKind
+	6,  // 31: hoplite.BarrierOutcome.reply:type_name -> hoplite.BarrierPeer
+	37, // 32: hoplite.BarrierReleases.outcomes:type_name -> hoplite.BarrierOutcome
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_barrier_proto_init() }
@@ -2973,7 +3296,7 @@ func file_barrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_barrier_proto_rawDesc), len(file_barrier_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

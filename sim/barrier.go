@@ -11,8 +11,8 @@ import (
 )
 
 // BarrierFanout is the fan-out of the simulated barrier's combining
-// tree (the cluster's default).
-const BarrierFanout = 4
+// tree (the cluster's).
+const BarrierFanout = tree.DefaultFanout
 
 // barrierSpec is one simulated barrier: its policy, its tree's fan-out,
 // and when each host's participant enters (nil: every one at time zero).

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/barrier/handle"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // The messages a barrier handle sends its participant actor. They never
@@ -23,6 +24,8 @@ type (
 		Replicas  []*actor.PID
 		Max       int
 		Semaphore bool
+		// Tree is the barrier's combining tree (nil: none).
+		Tree *messages.BarrierTreeShape
 	}
 	// EnterRequest enters Label; its outcome comes back on Reply.
 	EnterRequest struct {

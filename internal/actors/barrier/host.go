@@ -42,6 +42,7 @@ type Host struct {
 	names      map[string]string     // manager id -> barrier name
 	closed     map[string]bool
 	closedFIFO []string
+	trees      treePlaces // this member's positions in barriers' combining trees
 }
 
 // NewHostProps returns the props of a barrier host.
@@ -65,6 +66,22 @@ func (h *Host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.started()
+	case *actor.Stopping, *actor.Restarting:
+		h.trees.stopAll()
+	case *messages.BarrierTreeEnter:
+		h.treeEnter(ctx, m)
+	case *messages.BarrierArrivals:
+		h.treeArrivals(ctx, m)
+	case *messages.BarrierReleases:
+		h.treeReleases(ctx, m)
+	case treeFlush:
+		h.treeFlushed(ctx, m)
+	case *messages.BarrierEnters:
+		h.enters(ctx, m)
+	case *messages.BarrierUndelivered:
+		h.route(ctx, m.GetName(), nil, nil)
+	case *actor.DeadLetterResponse:
+		h.treeUndelivered(ctx, m.GetTarget())
 	case *MemberFailed:
 		if h.failed.add(*m) {
 			// Every manager hears it; one whose replicas are not on that
@@ -99,7 +116,7 @@ func (h *Host) Receive(ctx actor.Context) {
 		h.managerClosed(ctx, m.name)
 	case *actor.Terminated:
 		h.managerGone(m.GetWho())
-	case *actor.DeadLetterResponse, actor.SystemMessage, actor.AutoReceiveMessage:
+	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		h.cfg.Log.WithFields(logrus.Fields{"host": ctx.Self().GetId(), "type": actorutil.TypeName(m)}).Debug("barrier host dropped an unknown message")
 	}
@@ -107,6 +124,7 @@ func (h *Host) Receive(ctx actor.Context) {
 
 func (h *Host) started() {
 	h.managers, h.names, h.closed = map[string]*actor.PID{}, map[string]string{}, map[string]bool{}
+	h.trees = treePlaces{max: h.cfg.MaxBarriers}
 }
 
 // The requests routed to a barrier's manager, each with the refusal its

@@ -52,6 +52,9 @@ type Manager struct {
 	senders actorutil.Senders
 	// shown is the last State published (nil: none).
 	shown *State
+	// leaves: where each label that came up the tree entered it (see
+	// treeOutcomes).
+	leaves treeLeaves
 }
 
 func newManagerProps(cfg ManagerConfig) *actor.Props {
@@ -81,6 +84,10 @@ func (m *Manager) Receive(ctx actor.Context) {
 		e = m.core.Created(nil, ctx.Sender())
 	case *messages.BarrierEnter:
 		e = m.core.Enter(now, msg, ctx.Sender())
+	case *messages.BarrierEnters:
+		e = m.treeEnters(now, msg)
+	case *messages.BarrierUndelivered:
+		e = m.core.Undelivered(now, replica.PeerPID(msg.GetTarget()))
 	case *messages.BarrierRelease:
 		e = m.core.Release(now, msg, ctx.Sender())
 	case *messages.BarrierClose:
@@ -134,7 +141,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 	}
 	core, e0, err := replica.New(replica.Config{
 		Name: c.GetName(), Options: c.GetOptions(), Replicas: replicas, Members: c.GetReplicaMembers(),
-		Rank: int(c.GetRank()), Controller: replica.PeerPID(c.GetController()), Restarted: restarted,
+		Rank: int(c.GetRank()), Controller: replica.PeerPID(c.GetController()), Restarted: restarted, Tree: c.GetTree(),
 	}, now)
 	if err != nil {
 		m.cfg.Log.WithError(err).WithField("manager", ctx.Self().GetId()).Error("barrier manager cannot start")
@@ -160,6 +167,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 
 func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	self := ctx.Self().GetId()
+	m.treeOutcomes(ctx, &e)
 	managerOut.Carry(ctx, m, e.Box, nil)
 	name := m.cfg.Create.GetName()
 	for _, f := range e.Failures {

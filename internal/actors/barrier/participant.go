@@ -56,6 +56,8 @@ type participantActor struct {
 	name      string
 	core      *handle.Participant
 	replicas  []*actor.PID
+	tree      []*actor.PID // the barrier hosts of the combining tree, by position
+	shape     *messages.BarrierTreeShape
 	enters    map[uint64]chan<- EnterResult
 	calls     map[uint64]chan<- proto.Message
 	onEnter   func(Consultation) bool
@@ -118,6 +120,16 @@ func (p *participantActor) started() {
 func (p *participantActor) setup(m Setup) {
 	p.replicas = m.Replicas
 	p.core.Setup(len(m.Replicas), m.Max, m.Semaphore)
+	if t := m.Tree; len(t.GetHosts()) > 1 {
+		p.shape, p.tree = t, make([]*actor.PID, len(t.GetHosts()))
+		for i, h := range t.GetHosts() {
+			if p.tree[i] = actor.NewPID(h.GetAddress(), h.GetId()); h.GetId() == "" {
+				p.shape, p.tree = nil, nil // not a tree to enter by
+				break
+			}
+		}
+		p.core.SetTree(len(p.tree))
+	}
 }
 
 // enter keeps the caller's reply channel and asks the core.
@@ -145,6 +157,12 @@ func (p *participantActor) do(ctx actor.Context, s handle.Step) {
 	for _, snd := range s.Sends {
 		if r, ok := snd.To.(handle.Rank); ok && int(r) < len(p.replicas) {
 			ctx.Request(p.replicas[r], snd.Msg)
+		}
+		if l, ok := snd.To.(handle.Leaf); ok && int(l) < len(p.tree) {
+			if m, ok := snd.Msg.(*messages.BarrierTreeEnter); ok {
+				m.Shape = p.shape
+			}
+			ctx.Request(p.tree[l], snd.Msg)
 		}
 	}
 	for _, t := range s.Timers {

@@ -27,6 +27,10 @@ const ReaskEvery = time.Second
 // Rank is the To of a send: the replica at that rank.
 type Rank int
 
+// Leaf is the To of a send: the barrier host at that position of the
+// barrier's combining tree.
+type Leaf int
+
 // Reask is the timer message that makes the waiting Enters ask again.
 type Reask struct{}
 
@@ -203,6 +207,7 @@ type Participant struct {
 	calls     map[uint64]absent  // waiting calls: the replicas that hold none of the barrier (see Answered)
 	done      map[string]Outcome // labels answered (bounded by max)
 	reasking  bool               // a Reask timer is armed
+	tree      int                // positions of the barrier's combining tree (0: none)
 }
 
 // New returns the participant of a handle of barrier name.
@@ -216,6 +221,21 @@ func (p *Participant) Setup(replicas, max int, semaphore bool) {
 	p.replicas, p.max, p.semaphore = replicas, max, semaphore
 }
 
+// SetTree names how many positions the barrier's combining tree has
+// (fewer than two: none). An Enter then goes first to one of them, the
+// one its label hashes to, and asks again straight at the replicas.
+func (p *Participant) SetTree(positions int) { p.tree = positions }
+
+// LeafOf is the tree position label enters at, of positions.
+func LeafOf(label string, positions int) int {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(label); i++ {
+		h ^= uint32(label[i])
+		h *= 16777619
+	}
+	return int(h % uint32(max(positions, 1)))
+}
+
 // Enter enters label on host for the call id.
 func (p *Participant) Enter(now time.Time, id uint64, label, host string) (s Step) {
 	if w, ok := p.enters[label]; ok && w.id != id {
@@ -225,7 +245,14 @@ func (p *Participant) Enter(now time.Time, id uint64, label, host string) (s Ste
 	}
 	w := &waiter{id: id, enter: &messages.BarrierEnter{Name: p.name, Label: label, Host: host, RequestId: id}}
 	p.enters[label] = w
-	p.sendEnter(w, &s)
+	if p.tree > 1 {
+		// Up the tree: the root's host hands it to every replica as
+		// this participant's, and its answers come back here.
+		leaf := LeafOf(label, p.tree)
+		s.Send(Leaf(leaf), &messages.BarrierTreeEnter{Enter: proto.CloneOf(w.enter), Leaf: int32(leaf)})
+	} else {
+		p.sendEnter(w, &s)
+	}
 	p.armReask(now, &s)
 	return s
 }

@@ -72,6 +72,9 @@ type Config struct {
 	// Restarted: this replica lost its state (its actor restarted). It
 	// starts as a backup of an unknown primary and asks for a sync.
 	Restarted bool
+	// Tree is the barrier's combining tree (nil: none), which every
+	// replica hands out with the barrier's options.
+	Tree *messages.BarrierTreeShape
 }
 
 type outcome uint8
@@ -237,7 +240,7 @@ func (r *Replica) CreateBackups() (e Effects) {
 func (r *Replica) backupCreate(rank int) *messages.BarrierCreate {
 	return &messages.BarrierCreate{
 		Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas), ReplicaMembers: r.cfg.Members,
-		Controller: Peer(r.cfg.Controller), Rank: int32(rank), FromPrimary: true,
+		Controller: Peer(r.cfg.Controller), Rank: int32(rank), FromPrimary: true, Tree: r.cfg.Tree,
 	}
 }
 
@@ -270,7 +273,7 @@ func (r *Replica) Down(rank int) bool { return rank >= 0 && rank < len(r.down) &
 // Created answers BarrierCreate and BarrierOpen.
 func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
 	reply := &messages.BarrierCreated{Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas),
-		ReplicaMembers: r.cfg.Members, Existed: true}
+		ReplicaMembers: r.cfg.Members, Existed: true, Tree: r.cfg.Tree}
 	// A backup learns of a close from the primary's op, which may arrive
 	// after the closer's next Open: the primary answers the Close without
 	// waiting for its backups. The closer's handle told this replica

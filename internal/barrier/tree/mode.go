@@ -11,8 +11,9 @@ type Mode int
 
 const (
 	// Hold forwards a subtree's arrivals in one message once every
-	// arrival the position expects is in (or Config.Linger after the
-	// first of them), and each later one at once.
+	// arrival the position expects is in, and each later one at once;
+	// until then, what it holds goes up Config.Linger after the first
+	// of it.
 	Hold Mode = iota
 	// AtOnce forwards on every step what reached the position in it.
 	AtOnce

@@ -23,8 +23,8 @@ type Config struct {
 	// Expect is, per position, how many participants enter there (Hold
 	// only); nil counts one at each.
 	Expect []int
-	// Linger is the longest a holding position keeps its subtree's
-	// first arrival (0: DefaultLinger).
+	// Linger is the longest a holding position keeps an arrival while
+	// its subtree is short of its count (0: DefaultLinger).
 	Linger time.Duration
 	// Max bounds what a position holds and remembers: the barrier's
 	// MaxParticipants. At least 1.
@@ -100,11 +100,14 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		n.expect += e
 	}
-	// The root hands each arrival to the policy as it comes: holding
-	// there would only delay the fire.
-	n.open = cfg.Mode == AtOnce || n.parent < 0 || n.expect == 0
+	// The root holds too: a traditional barrier cannot fire before its
+	// last arrival, and the replicas then take all in one message.
+	n.open = cfg.Mode == AtOnce || n.expect == 0
 	return n, nil
 }
+
+// Self is this position.
+func (n *Node) Self() int { return n.cfg.Self }
 
 // Root reports whether this position is the root.
 func (n *Node) Root() bool { return n.parent < 0 }
@@ -155,8 +158,11 @@ func (n *Node) Step(now time.Time, ev any) (Output, error) {
 		if n.flushAt.IsZero() || now.Before(n.flushAt) {
 			return out, nil
 		}
+		// Short of its count: what it holds goes now, and it holds
+		// again what comes next, for another Linger at most.
 		n.flushAt = time.Time{}
-		n.open = true
+		n.send(&out)
+		return out, nil
 	default:
 		return out, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "barrier tree %q: unknown event %T", n.cfg.Name, ev)
 	}
@@ -194,6 +200,14 @@ func (n *Node) forward(now time.Time, out *Output) {
 		return
 	}
 	n.flushAt = time.Time{}
+	n.send(out)
+}
+
+// send hands up everything held.
+func (n *Node) send(out *Output) {
+	if len(n.pending) == 0 {
+		return
+	}
 	batch := n.pending
 	n.pending = nil
 	if n.parent < 0 {
