@@ -57,7 +57,7 @@ func (p *dataPath) Put(ctx context.Context, node *actor.PID, id string, data *st
 		return false, messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED, "put of %q: the client cannot serve it on the data plane: %v", id, err)
 	}
 	defer p.tcp.Unserve(served)
-	res, err := p.c.request(ctx, node, &messages.PutFrom{ObjectId: id, Size: data.Size(), DataAddress: served, TimeoutMs: actorutil.TimeoutMs(ctx)})
+	res, err := p.c.request(ctx, node, &messages.PutFrom{ObjectId: id, Size: data.Size(), SegmentSize: data.SegmentSize(), DataAddress: served, TimeoutMs: actorutil.TimeoutMs(ctx)})
 	if err != nil {
 		return false, err
 	}
@@ -68,17 +68,14 @@ func (p *dataPath) Put(ctx context.Context, node *actor.PID, id string, data *st
 	return !messages.IsUndeliveredBy(r.GetError(), node), messages.ErrOrNil(r.GetError())
 }
 
-// putSource serves the one object a Put sends.
+// putSource serves the one object a Put sends (or its segments).
 type putSource struct {
 	id   string
 	data *storenode.PutData
 }
 
-func (s putSource) OpenObject(_ context.Context, id string) (transport.ObjectReader, error) {
-	if id != s.id {
-		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not what this client puts here (%q)", id, s.id)
-	}
-	return s.data.Reader(), nil
+func (s putSource) OpenObject(ctx context.Context, name string) (transport.ObjectReader, error) {
+	return s.data.Open(ctx, s.id, name)
 }
 
 // Get implements storenode.DataPath.

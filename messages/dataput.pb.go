@@ -32,12 +32,22 @@ const (
 // The node receives them whole, fingerprinting them as they come, before
 // it registers the object: a transfer that fails leaves nothing behind.
 // Answered with a PutReply, as a Put.
+//
+// A sender that does not know the size (a pipe) sends size -1 and a
+// segment_size: it serves the object in segments of segment_size bytes,
+// segment k (its bytes from k*segment_size on) under the name
+// storenode.SegmentName(object_id, k), and the node fetches them in
+// order until one is shorter than segment_size: that one is the last,
+// and the object's size is then known. So the sender holds a segment or
+// two of the object at a time, never all of it; the node counts the
+// bytes against its capacity as they come.
 type PutFrom struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"` // -1: not known (see segment_size)
 	DataAddress   string                 `protobuf:"bytes,3,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // 0: the node's default
+	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`       // 0: the node's default
+	SegmentSize   int64                  `protobuf:"varint,5,opt,name=segment_size,json=segmentSize,proto3" json:"segment_size,omitempty"` // with size -1: the bytes of every segment but the last
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -100,17 +110,25 @@ func (x *PutFrom) GetTimeoutMs() int64 {
 	return 0
 }
 
+func (x *PutFrom) GetSegmentSize() int64 {
+	if x != nil {
+		return x.SegmentSize
+	}
+	return 0
+}
+
 var File_dataput_proto protoreflect.FileDescriptor
 
 const file_dataput_proto_rawDesc = "" +
 	"\n" +
-	"\rdataput.proto\x12\ahoplite\"|\n" +
+	"\rdataput.proto\x12\ahoplite\"\x9f\x01\n" +
 	"\aPutFrom\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12!\n" +
 	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\x12!\n" +
+	"\fsegment_size\x18\x05 \x01(\x03R\vsegmentSizeB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_dataput_proto_rawDescOnce sync.Once

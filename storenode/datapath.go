@@ -41,23 +41,45 @@ func (c *Client) SetDataPath(p DataPath) { c.data = p }
 const dataPathMin = localput.MinSize
 
 // PutData is an object to Put: one slice (a Put's), the bounded chunks
-// PutFrom read, or a reader PutFrom serves from as the node asks (an
-// io.ReaderAt, or a reader that is read once).
+// PutFrom read, a reader PutFrom serves from as the node asks (an
+// io.ReaderAt, or a reader that is read once), or a reader of unknown
+// length served in segments (see SegmentName).
 type PutData struct {
 	chunks [][]byte
 	at     io.ReaderAt
 	once   io.Reader
-	size   int64
+	feed   *segmentFeed
+	size   int64 // -1 with feed
 
 	mu   sync.Mutex
 	next int64 // once: the offset it is at
 }
 
-// Size is the object's size.
+// Size is the object's size, or -1 if it is not known: the object is
+// then served in segments of SegmentSize bytes until a shorter one.
 func (d *PutData) Size() int64 { return d.size }
 
-// Reader serves the object (see transport.ObjectReader).
-func (d *PutData) Reader() transport.ObjectReader { return &putDataReader{d: d} }
+// SegmentSize is the size of the segments an object of unknown size is
+// served in (messages.PutFrom's segment_size), 0 for one of known size.
+func (d *PutData) SegmentSize() int64 {
+	if d.feed == nil {
+		return 0
+	}
+	return int64(d.feed.size)
+}
+
+// Open serves name to the node that fetches object id: the object
+// itself (name id), or for one of unknown size its segment name (see
+// SegmentName), waiting until ctx ends for it to be read.
+func (d *PutData) Open(ctx context.Context, id, name string) (transport.ObjectReader, error) {
+	if d.feed != nil {
+		return d.feed.open(ctx, name)
+	}
+	if name != id {
+		return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not what this client puts here (%q)", name, id)
+	}
+	return &putDataReader{d: d}, nil
+}
 
 type putDataReader struct{ d *PutData }
 
@@ -67,6 +89,9 @@ func (r *putDataReader) Close()      {}
 // spent says d is a reader that is read once and was read from: another
 // attempt could not serve it from the start.
 func (d *PutData) spent() bool {
+	if d.feed != nil {
+		return d.feed.spent()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.once != nil && d.next > 0
@@ -157,11 +182,16 @@ func readPutData(id string, r io.Reader, size int64) (*PutData, error) {
 // for if it is an io.ReaderAt (an *os.File), and so is sent again to
 // another node if its node fails; any other reader is read once, and a
 // node that fails after its first byte was read fails the Put
-// UNAVAILABLE (Put it again). A Put names the object's size first, so
-// for size -1 r is read to its end before a byte is sent, into chunks of
-// 4 MiB: the object is then in the Client's memory once, never as one
-// slice, until the Put is answered. Without a DataPath r is read whole
-// and Put.
+// UNAVAILABLE (Put it again). For size -1 the node fetches r's bytes in
+// segments of StreamSegment bytes as r yields them (the next one read
+// while the node fetches one) and creates the object when r ends: at
+// most two segments are in the Client's memory at a time. A read error
+// fails the Put with INVALID_ARGUMENT, and the node registers nothing;
+// a node that fails once the first segment was passed fails the Put
+// UNAVAILABLE (Put it again), as for a reader of known size. If ctx
+// ends while a Read of r blocks, PutFrom returns and that Read's bytes
+// are dropped when it returns. Without a DataPath r is read whole and
+// Put.
 func (c *Client) PutFrom(ctx context.Context, id string, r io.Reader, size int64) error {
 	if c.data != nil && size >= dataPathMin {
 		d := &PutData{size: size, once: r}
@@ -169,6 +199,9 @@ func (c *Client) PutFrom(ctx context.Context, id string, r io.Reader, size int64
 			d.at, d.once = at, nil
 		}
 		return c.putData(ctx, id, d)
+	}
+	if c.data != nil && size == -1 {
+		return c.putStream(ctx, id, r)
 	}
 	d, err := readPutData(id, r, size)
 	if err != nil {
@@ -182,6 +215,23 @@ func (c *Client) PutFrom(ctx context.Context, id string, r io.Reader, size int64
 		return c.Put(ctx, id, data)
 	}
 	return c.putData(ctx, id, d)
+}
+
+// putStream is PutFrom of unknown size through a DataPath. An object
+// that ends within its first segment is Put as one of known size.
+func (c *Client) putStream(ctx context.Context, id string, r io.Reader) error {
+	first := readSegment(id, r, 0, StreamSegment)
+	switch {
+	case first.err != nil:
+		return first.err
+	case !first.last:
+		d := &PutData{size: -1, feed: newSegmentFeed(id, r, first, StreamSegment)}
+		defer d.feed.close()
+		return c.putData(ctx, id, d)
+	case len(first.b) < dataPathMin:
+		return c.Put(ctx, id, first.b)
+	}
+	return c.putData(ctx, id, &PutData{chunks: [][]byte{first.b}, size: int64(len(first.b))})
 }
 
 func (c *Client) putData(ctx context.Context, id string, d *PutData) error {

@@ -202,10 +202,10 @@ func opPut(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 		fmt.Fprintf(o.stdout, "put %s (%d bytes)\n", args[0], size)
 		return nil
 	}
-	// Of unknown length: PutFrom reads it to its end first (a Put names
-	// its size first), in chunks, so a read error stores nothing; then
-	// the member fetches the bytes from this process on its data plane.
-	prog.counting("reading", 0)
+	// Of unknown length: the member fetches it from this process in
+	// segments as they are read (two at most in memory here), and
+	// creates the object at its end; a read error stores nothing.
+	prog.counting("sending", 0)
 	r := &countingReader{r: progressReader{r: in, p: prog}, atEOF: storing}
 	if err := c.PutFrom(ctx, args[0], r, -1); err != nil {
 		return err

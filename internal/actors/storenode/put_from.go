@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // putFrom serves a PutFrom: a Put whose bytes this node fetches from its
@@ -32,8 +33,9 @@ func (n *StoreNode) putFrom(ctx actor.Context, m *messages.PutFrom) {
 	case n.validate(id) != nil:
 		fail(n.validate(id))
 		return
-	case size < 0:
-		fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q from %s: negative size %d", id, m.GetDataAddress(), size))
+	case size < 0 && (size != -1 || m.GetSegmentSize() < storenode.MinSegment || m.GetSegmentSize() > storenode.MaxSegment):
+		fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q from %s: size %d with segments of %d bytes (want a size, or -1 with segments of %d to %d bytes)",
+			id, m.GetDataAddress(), size, m.GetSegmentSize(), storenode.MinSegment, storenode.MaxSegment))
 		return
 	case m.GetDataAddress() == "":
 		fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q: no data address to fetch it from", id))
@@ -47,11 +49,15 @@ func (n *StoreNode) putFrom(ctx actor.Context, m *messages.PutFrom) {
 	}
 	system, self, cfg := ctx.ActorSystem(), ctx.Self(), n.cfg
 	deadline := time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))
-	chunk := n.cfg.streamChunk(size)
+	chunk := n.cfg.streamChunk(max(size, m.GetSegmentSize()))
 	go func() {
 		rctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
-		data, fp, err := fetchPut(rctx, cfg, id, m.GetDataAddress(), size, chunk)
+		fetch := fetchPut
+		if size == -1 {
+			fetch = fetchPutSegments(m.GetSegmentSize())
+		}
+		data, fp, err := fetch(rctx, cfg, id, m.GetDataAddress(), size, chunk)
 		system.Root.Send(self, &putFetched{req: req, data: data, fingerprint: fp, timeoutMs: m.GetTimeoutMs(), err: err})
 	}()
 }
