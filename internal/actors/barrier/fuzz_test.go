@@ -66,7 +66,7 @@ func hostileRank(c byte) int32 {
 func fuzzBarrierMessage(in *fuzzInput) proto.Message {
 	kind, raw := in.Byte(), in.Bytes()
 	var m proto.Message
-	switch kind % 10 {
+	switch kind % 15 {
 	case 0:
 		m = &messages.BarrierEnter{}
 	case 1:
@@ -85,6 +85,16 @@ func fuzzBarrierMessage(in *fuzzInput) proto.Message {
 		m = &messages.BarrierCloseAck{}
 	case 8:
 		m = &messages.BarrierHandover{}
+	case 9:
+		m = &messages.BarrierTreeEnter{}
+	case 10:
+		m = &messages.BarrierArrivals{}
+	case 11:
+		m = &messages.BarrierReleases{}
+	case 12:
+		m = &messages.BarrierEnters{}
+	case 13:
+		m = &messages.BarrierUndelivered{}
 	default:
 		m = &messages.BarrierCreate{}
 	}

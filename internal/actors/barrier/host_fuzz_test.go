@@ -76,6 +76,7 @@ func FuzzBarrierHost(f *testing.F) {
 					good := r.create(fmt.Sprintf("f-%d", c))
 					bc.Replicas, bc.ReplicaMembers = good.GetReplicas(), good.GetReplicaMembers()
 				}
+				r.placeHere(m, int(c/3))
 			}
 			res, err := r.system.Root.RequestFuture(r.host, m, 5*time.Millisecond).Result()
 			if err != nil {
@@ -103,6 +104,34 @@ func FuzzBarrierHost(f *testing.F) {
 			}
 		}
 	})
+}
+
+// placeHere puts the host in a fuzzed tree message's shape, at position
+// at of the hosts, and makes it the replica: the host takes the place
+// and steps its position with the rest of the fuzzed fields.
+func (r *hostRig) placeHere(m proto.Message, at int) {
+	var shape *messages.BarrierTreeShape
+	switch t := m.(type) {
+	case *messages.BarrierTreeEnter:
+		if t.Shape == nil {
+			t.Shape = &messages.BarrierTreeShape{}
+		}
+		shape = t.Shape
+	case *messages.BarrierArrivals:
+		if t.Shape == nil {
+			t.Shape = &messages.BarrierTreeShape{}
+		}
+		shape = t.Shape
+	default:
+		return
+	}
+	self := &messages.BarrierPeer{Address: r.host.GetAddress(), Id: r.host.GetId()}
+	if n := len(shape.Hosts); n > 0 {
+		shape.Hosts[at%n] = self
+	} else {
+		shape.Hosts = []*messages.BarrierPeer{self, {Address: "nowhere:1", Id: "x/barriers"}}
+	}
+	shape.Replicas = []*messages.BarrierPeer{self}
 }
 
 // setName sets the barrier a fuzzed message names.
