@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"syscall"
@@ -17,6 +18,12 @@ import (
 // of its Gets alone (-cpuprofile would also take the cluster's start and
 // the Puts).
 var getProfile = flag.String("getprofile", "", "write a CPU profile of BenchmarkInlineGetRemoteShard's Gets (BenchmarkInlineGetVsPing's Gets and pings) to this file, and the allocations before and after them to this file .allocs0 and .allocs1 (pprof -diff_base)")
+
+// blockLog makes BenchmarkInlineGetVsPing log every block's p50s, CPU
+// and page faults per op beside the heap's state, to tell a start-up
+// transient from a cost the whole run pays (a new process's first run
+// pays its fresh heap pages throughout).
+var blockLog = flag.Bool("blocklog", false, "log BenchmarkInlineGetVsPing's p50, CPU and minor page faults per op of each block of 100 Gets and 100 pings, and the heap's live, goal, free and released bytes")
 
 // writeAllocs writes the allocation profile so far to file. The profile
 // is as of the last collection, so it collects first: without, the
@@ -40,6 +47,15 @@ func processCPU(tb testing.TB) time.Duration {
 		tb.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// minorFaults is how many minor page faults this process has taken.
+func minorFaults(tb testing.TB) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return ru.Minflt
 }
 
 // BenchmarkInlineGetRemoteShard is the cost of a Get of a 1 KiB (inline)
@@ -104,7 +120,12 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 // included) and their ratios: what a Get costs beyond the one round trip
 // it needs. Each block's objects are Put before it and deleted after it,
 // untimed, as in `hoplite bench`: a heap that only grew would charge the
-// Gets the page faults of fresh memory.
+// Gets the page faults of fresh memory. get-faults/op counts the minor
+// page faults per Get: a new process's first run takes about 3 (every
+// small allocation until its first collection, 128 MiB of allocation
+// away behind the warm memory, is a page never touched), later runs
+// reuse what the collections freed and take well under 1; that is
+// the first run's extra cost.
 //
 //	go test -run '^$' -bench InlineGetVsPing -benchtime 5000x -count 5 ./cluster/
 func BenchmarkInlineGetVsPing(b *testing.B) {
@@ -121,6 +142,7 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 	const block = 100
 	var getLat, pingLat []time.Duration
 	var getCPU, pingCPU time.Duration
+	var getFaults int64
 	if *getProfile != "" {
 		// Gets, pings, Puts and Deletes: a ping's path is PingData's.
 		f, err := os.Create(*getProfile)
@@ -143,9 +165,11 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 			}
 		}
 		b.StartTimer()
+		flt0 := minorFaults(b)
 		cpu0 := processCPU(b)
 		getLat = append(getLat, timedGets(b, ctx, c1, ids[lo:hi], data[lo:hi])...)
 		cpu1 := processCPU(b)
+		flt1 := minorFaults(b)
 		for range hi - lo {
 			pctx, cancel := context.WithTimeout(ctx, benchTimeout)
 			t0 := time.Now()
@@ -156,8 +180,20 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 				b.Fatalf("ping %s: %v", addr, err)
 			}
 		}
+		cpu2 := processCPU(b)
+		flt2 := minorFaults(b)
+		getFaults += flt1 - flt0
 		getCPU += cpu1 - cpu0
-		pingCPU += processCPU(b) - cpu1
+		pingCPU += cpu2 - cpu1
+		if *blockLog {
+			n := time.Duration(hi - lo)
+			rs := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/goal:bytes"},
+				{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+			metrics.Read(rs)
+			b.Logf("N=%d block %d: get p50 %v cpu %v faults %.1f, ping p50 %v cpu %v faults %.1f; heap live %d MiB, %d GCs, goal %d MiB, free %d MiB, released %d MiB", b.N, lo/block,
+				medianOf(getLat[lo:hi]), (cpu1-cpu0)/n, float64(flt1-flt0)/float64(n), medianOf(pingLat[lo:hi]), (cpu2-cpu1)/n, float64(flt2-flt1)/float64(n),
+				rs[0].Value.Uint64()>>20, rs[1].Value.Uint64(), rs[2].Value.Uint64()>>20, rs[3].Value.Uint64()>>20, rs[4].Value.Uint64()>>20)
+		}
 		b.StopTimer()
 		for i := lo; i < hi; i++ {
 			if err := c0.Delete(ctx, ids[i]); err != nil {
@@ -179,6 +215,14 @@ func BenchmarkInlineGetVsPing(b *testing.B) {
 	b.ReportMetric(gc, "get-cpu-ns")
 	b.ReportMetric(pc, "ping-cpu-ns")
 	b.ReportMetric(gc/pc, "get/ping-cpu")
+	b.ReportMetric(float64(getFaults)/float64(b.N), "get-faults/op")
+}
+
+// medianOf is the middle of lat (a sorted copy's).
+func medianOf(lat []time.Duration) time.Duration {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // benchIDs returns the first n of the ids prefix-0, prefix-1, ... that

@@ -6,7 +6,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: admin.proto
+// source: hoplite/admin.proto
 
 package messages
 
@@ -39,7 +39,7 @@ type ListObjects struct {
 
 func (x *ListObjects) Reset() {
 	*x = ListObjects{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_hoplite_admin_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -51,7 +51,7 @@ func (x *ListObjects) String() string {
 func (*ListObjects) ProtoMessage() {}
 
 func (x *ListObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_hoplite_admin_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -64,7 +64,7 @@ func (x *ListObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjects.ProtoReflect.Descriptor instead.
 func (*ListObjects) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_admin_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *ListObjects) GetShard() int32 {
@@ -102,7 +102,7 @@ type ObjectSummary struct {
 
 func (x *ObjectSummary) Reset() {
 	*x = ObjectSummary{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_hoplite_admin_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -114,7 +114,7 @@ func (x *ObjectSummary) String() string {
 func (*ObjectSummary) ProtoMessage() {}
 
 func (x *ObjectSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_hoplite_admin_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -127,7 +127,7 @@ func (x *ObjectSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectSummary.ProtoReflect.Descriptor instead.
 func (*ObjectSummary) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_admin_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ObjectSummary) GetObjectId() string {
@@ -179,7 +179,7 @@ type ListObjectsReply struct {
 
 func (x *ListObjectsReply) Reset() {
 	*x = ListObjectsReply{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_hoplite_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +191,7 @@ func (x *ListObjectsReply) String() string {
 func (*ListObjectsReply) ProtoMessage() {}
 
 func (x *ListObjectsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_hoplite_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +204,7 @@ func (x *ListObjectsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsReply.ProtoReflect.Descriptor instead.
 func (*ListObjectsReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListObjectsReply) GetShard() int32 {
@@ -244,7 +244,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_hoplite_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +256,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_hoplite_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +269,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_admin_proto_rawDescGZIP(), []int{3}
 }
 
 // NodeStatusReply: the store's use and what the node measured of the
@@ -291,7 +291,7 @@ type NodeStatusReply struct {
 
 func (x *NodeStatusReply) Reset() {
 	*x = NodeStatusReply{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_hoplite_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +303,7 @@ func (x *NodeStatusReply) String() string {
 func (*NodeStatusReply) ProtoMessage() {}
 
 func (x *NodeStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_hoplite_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +316,7 @@ func (x *NodeStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatusReply.ProtoReflect.Descriptor instead.
 func (*NodeStatusReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_hoplite_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeStatusReply) GetNode() *NodeRef {
@@ -382,11 +382,11 @@ func (x *NodeStatusReply) GetBandwidthSamples() int32 {
 	return 0
 }
 
-var File_admin_proto protoreflect.FileDescriptor
+var File_hoplite_admin_proto protoreflect.FileDescriptor
 
-const file_admin_proto_rawDesc = "" +
+const file_hoplite_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\ahoplite\x1a\rhoplite.proto\"O\n" +
+	"\x13hoplite/admin.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"O\n" +
 	"\vListObjects\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\x05R\x05shard\x12\x14\n" +
 	"\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n" +
@@ -417,19 +417,19 @@ const file_admin_proto_rawDesc = "" +
 	"\x11bandwidth_samples\x18\t \x01(\x05R\x10bandwidthSamplesB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_admin_proto_rawDescOnce sync.Once
-	file_admin_proto_rawDescData []byte
+	file_hoplite_admin_proto_rawDescOnce sync.Once
+	file_hoplite_admin_proto_rawDescData []byte
 )
 
-func file_admin_proto_rawDescGZIP() []byte {
-	file_admin_proto_rawDescOnce.Do(func() {
-		file_admin_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)))
+func file_hoplite_admin_proto_rawDescGZIP() []byte {
+	file_hoplite_admin_proto_rawDescOnce.Do(func() {
+		file_hoplite_admin_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_admin_proto_rawDesc), len(file_hoplite_admin_proto_rawDesc)))
 	})
-	return file_admin_proto_rawDescData
+	return file_hoplite_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
-var file_admin_proto_goTypes = []any{
+var file_hoplite_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_hoplite_admin_proto_goTypes = []any{
 	(*ListObjects)(nil),      // 0: hoplite.ListObjects
 	(*ObjectSummary)(nil),    // 1: hoplite.ObjectSummary
 	(*ListObjectsReply)(nil), // 2: hoplite.ListObjectsReply
@@ -438,7 +438,7 @@ var file_admin_proto_goTypes = []any{
 	(*Error)(nil),            // 5: hoplite.Error
 	(*NodeRef)(nil),          // 6: hoplite.NodeRef
 }
-var file_admin_proto_depIdxs = []int32{
+var file_hoplite_admin_proto_depIdxs = []int32{
 	1, // 0: hoplite.ListObjectsReply.objects:type_name -> hoplite.ObjectSummary
 	5, // 1: hoplite.ListObjectsReply.error:type_name -> hoplite.Error
 	6, // 2: hoplite.NodeStatusReply.node:type_name -> hoplite.NodeRef
@@ -449,27 +449,27 @@ var file_admin_proto_depIdxs = []int32{
 	0, // [0:3] is the sub-list for field type_name
 }
 
-func init() { file_admin_proto_init() }
-func file_admin_proto_init() {
-	if File_admin_proto != nil {
+func init() { file_hoplite_admin_proto_init() }
+func file_hoplite_admin_proto_init() {
+	if File_hoplite_admin_proto != nil {
 		return
 	}
-	file_hoplite_proto_init()
+	file_hoplite_hoplite_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_admin_proto_rawDesc), len(file_hoplite_admin_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_admin_proto_goTypes,
-		DependencyIndexes: file_admin_proto_depIdxs,
-		MessageInfos:      file_admin_proto_msgTypes,
+		GoTypes:           file_hoplite_admin_proto_goTypes,
+		DependencyIndexes: file_hoplite_admin_proto_depIdxs,
+		MessageInfos:      file_hoplite_admin_proto_msgTypes,
 	}.Build()
-	File_admin_proto = out.File
-	file_admin_proto_goTypes = nil
-	file_admin_proto_depIdxs = nil
+	File_hoplite_admin_proto = out.File
+	file_hoplite_admin_proto_goTypes = nil
+	file_hoplite_admin_proto_depIdxs = nil
 }

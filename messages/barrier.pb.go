@@ -12,7 +12,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: barrier.proto
+// source: hoplite/barrier.proto
 
 package messages
 
@@ -62,11 +62,11 @@ func (x BarrierLateMode) String() string {
 }
 
 func (BarrierLateMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_barrier_proto_enumTypes[0].Descriptor()
+	return file_hoplite_barrier_proto_enumTypes[0].Descriptor()
 }
 
 func (BarrierLateMode) Type() protoreflect.EnumType {
-	return &file_barrier_proto_enumTypes[0]
+	return &file_hoplite_barrier_proto_enumTypes[0]
 }
 
 func (x BarrierLateMode) Number() protoreflect.EnumNumber {
@@ -75,7 +75,7 @@ func (x BarrierLateMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BarrierLateMode.Descriptor instead.
 func (BarrierLateMode) EnumDescriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{0}
 }
 
 type BarrierOpKind int32
@@ -123,11 +123,11 @@ func (x BarrierOpKind) String() string {
 }
 
 func (BarrierOpKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_barrier_proto_enumTypes[1].Descriptor()
+	return file_hoplite_barrier_proto_enumTypes[1].Descriptor()
 }
 
 func (BarrierOpKind) Type() protoreflect.EnumType {
-	return &file_barrier_proto_enumTypes[1]
+	return &file_hoplite_barrier_proto_enumTypes[1]
 }
 
 func (x BarrierOpKind) Number() protoreflect.EnumNumber {
@@ -136,7 +136,7 @@ func (x BarrierOpKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BarrierOpKind.Descriptor instead.
 func (BarrierOpKind) EnumDescriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{1}
 }
 
 // BarrierOutcomeKind says what a label's outcome is.
@@ -179,11 +179,11 @@ func (x BarrierOutcomeKind) String() string {
 }
 
 func (BarrierOutcomeKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_barrier_proto_enumTypes[2].Descriptor()
+	return file_hoplite_barrier_proto_enumTypes[2].Descriptor()
 }
 
 func (BarrierOutcomeKind) Type() protoreflect.EnumType {
-	return &file_barrier_proto_enumTypes[2]
+	return &file_hoplite_barrier_proto_enumTypes[2]
 }
 
 func (x BarrierOutcomeKind) Number() protoreflect.EnumNumber {
@@ -192,7 +192,7 @@ func (x BarrierOutcomeKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BarrierOutcomeKind.Descriptor instead.
 func (BarrierOutcomeKind) EnumDescriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{2}
 }
 
 // BarrierOptions carry what barrier.New's options set. Durations are whole
@@ -219,7 +219,7 @@ type BarrierOptions struct {
 
 func (x *BarrierOptions) Reset() {
 	*x = BarrierOptions{}
-	mi := &file_barrier_proto_msgTypes[0]
+	mi := &file_hoplite_barrier_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +231,7 @@ func (x *BarrierOptions) String() string {
 func (*BarrierOptions) ProtoMessage() {}
 
 func (x *BarrierOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[0]
+	mi := &file_hoplite_barrier_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +244,7 @@ func (x *BarrierOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierOptions.ProtoReflect.Descriptor instead.
 func (*BarrierOptions) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *BarrierOptions) GetMaxParticipants() int32 {
@@ -342,7 +342,7 @@ type BarrierThrottle struct {
 
 func (x *BarrierThrottle) Reset() {
 	*x = BarrierThrottle{}
-	mi := &file_barrier_proto_msgTypes[1]
+	mi := &file_hoplite_barrier_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +354,7 @@ func (x *BarrierThrottle) String() string {
 func (*BarrierThrottle) ProtoMessage() {}
 
 func (x *BarrierThrottle) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[1]
+	mi := &file_hoplite_barrier_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +367,7 @@ func (x *BarrierThrottle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierThrottle.ProtoReflect.Descriptor instead.
 func (*BarrierThrottle) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *BarrierThrottle) GetCount() int32 {
@@ -403,7 +403,7 @@ type BarrierSemaphore struct {
 
 func (x *BarrierSemaphore) Reset() {
 	*x = BarrierSemaphore{}
-	mi := &file_barrier_proto_msgTypes[2]
+	mi := &file_hoplite_barrier_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +415,7 @@ func (x *BarrierSemaphore) String() string {
 func (*BarrierSemaphore) ProtoMessage() {}
 
 func (x *BarrierSemaphore) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[2]
+	mi := &file_hoplite_barrier_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +428,7 @@ func (x *BarrierSemaphore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierSemaphore.ProtoReflect.Descriptor instead.
 func (*BarrierSemaphore) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BarrierSemaphore) GetCount() int32 {
@@ -470,7 +470,7 @@ type BarrierPeer struct {
 
 func (x *BarrierPeer) Reset() {
 	*x = BarrierPeer{}
-	mi := &file_barrier_proto_msgTypes[3]
+	mi := &file_hoplite_barrier_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +482,7 @@ func (x *BarrierPeer) String() string {
 func (*BarrierPeer) ProtoMessage() {}
 
 func (x *BarrierPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[3]
+	mi := &file_hoplite_barrier_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +495,7 @@ func (x *BarrierPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierPeer.ProtoReflect.Descriptor instead.
 func (*BarrierPeer) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BarrierPeer) GetAddress() string {
@@ -532,7 +532,7 @@ type BarrierCreate struct {
 
 func (x *BarrierCreate) Reset() {
 	*x = BarrierCreate{}
-	mi := &file_barrier_proto_msgTypes[4]
+	mi := &file_hoplite_barrier_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +544,7 @@ func (x *BarrierCreate) String() string {
 func (*BarrierCreate) ProtoMessage() {}
 
 func (x *BarrierCreate) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[4]
+	mi := &file_hoplite_barrier_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +557,7 @@ func (x *BarrierCreate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierCreate.ProtoReflect.Descriptor instead.
 func (*BarrierCreate) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{4}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BarrierCreate) GetName() string {
@@ -632,7 +632,7 @@ type BarrierCreated struct {
 
 func (x *BarrierCreated) Reset() {
 	*x = BarrierCreated{}
-	mi := &file_barrier_proto_msgTypes[5]
+	mi := &file_hoplite_barrier_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +644,7 @@ func (x *BarrierCreated) String() string {
 func (*BarrierCreated) ProtoMessage() {}
 
 func (x *BarrierCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[5]
+	mi := &file_hoplite_barrier_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +657,7 @@ func (x *BarrierCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierCreated.ProtoReflect.Descriptor instead.
 func (*BarrierCreated) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{5}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BarrierCreated) GetName() string {
@@ -720,7 +720,7 @@ type BarrierOpen struct {
 
 func (x *BarrierOpen) Reset() {
 	*x = BarrierOpen{}
-	mi := &file_barrier_proto_msgTypes[6]
+	mi := &file_hoplite_barrier_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +732,7 @@ func (x *BarrierOpen) String() string {
 func (*BarrierOpen) ProtoMessage() {}
 
 func (x *BarrierOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[6]
+	mi := &file_hoplite_barrier_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +745,7 @@ func (x *BarrierOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierOpen.ProtoReflect.Descriptor instead.
 func (*BarrierOpen) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{6}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BarrierOpen) GetName() string {
@@ -771,7 +771,7 @@ type BarrierEnter struct {
 
 func (x *BarrierEnter) Reset() {
 	*x = BarrierEnter{}
-	mi := &file_barrier_proto_msgTypes[7]
+	mi := &file_hoplite_barrier_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +783,7 @@ func (x *BarrierEnter) String() string {
 func (*BarrierEnter) ProtoMessage() {}
 
 func (x *BarrierEnter) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[7]
+	mi := &file_hoplite_barrier_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +796,7 @@ func (x *BarrierEnter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierEnter.ProtoReflect.Descriptor instead.
 func (*BarrierEnter) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{7}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BarrierEnter) GetName() string {
@@ -848,7 +848,7 @@ type BarrierFired struct {
 
 func (x *BarrierFired) Reset() {
 	*x = BarrierFired{}
-	mi := &file_barrier_proto_msgTypes[8]
+	mi := &file_hoplite_barrier_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +860,7 @@ func (x *BarrierFired) String() string {
 func (*BarrierFired) ProtoMessage() {}
 
 func (x *BarrierFired) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[8]
+	mi := &file_hoplite_barrier_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +873,7 @@ func (x *BarrierFired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierFired.ProtoReflect.Descriptor instead.
 func (*BarrierFired) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{8}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BarrierFired) GetName() string {
@@ -915,7 +915,7 @@ type BarrierLateFire struct {
 
 func (x *BarrierLateFire) Reset() {
 	*x = BarrierLateFire{}
-	mi := &file_barrier_proto_msgTypes[9]
+	mi := &file_hoplite_barrier_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +927,7 @@ func (x *BarrierLateFire) String() string {
 func (*BarrierLateFire) ProtoMessage() {}
 
 func (x *BarrierLateFire) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[9]
+	mi := &file_hoplite_barrier_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +940,7 @@ func (x *BarrierLateFire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierLateFire.ProtoReflect.Descriptor instead.
 func (*BarrierLateFire) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{9}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BarrierLateFire) GetName() string {
@@ -969,7 +969,7 @@ type BarrierCatchUp struct {
 
 func (x *BarrierCatchUp) Reset() {
 	*x = BarrierCatchUp{}
-	mi := &file_barrier_proto_msgTypes[10]
+	mi := &file_hoplite_barrier_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +981,7 @@ func (x *BarrierCatchUp) String() string {
 func (*BarrierCatchUp) ProtoMessage() {}
 
 func (x *BarrierCatchUp) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[10]
+	mi := &file_hoplite_barrier_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +994,7 @@ func (x *BarrierCatchUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierCatchUp.ProtoReflect.Descriptor instead.
 func (*BarrierCatchUp) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{10}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BarrierCatchUp) GetName() string {
@@ -1023,7 +1023,7 @@ type BarrierTimedOut struct {
 
 func (x *BarrierTimedOut) Reset() {
 	*x = BarrierTimedOut{}
-	mi := &file_barrier_proto_msgTypes[11]
+	mi := &file_hoplite_barrier_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1035,7 @@ func (x *BarrierTimedOut) String() string {
 func (*BarrierTimedOut) ProtoMessage() {}
 
 func (x *BarrierTimedOut) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[11]
+	mi := &file_hoplite_barrier_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1048,7 @@ func (x *BarrierTimedOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierTimedOut.ProtoReflect.Descriptor instead.
 func (*BarrierTimedOut) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{11}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BarrierTimedOut) GetName() string {
@@ -1088,7 +1088,7 @@ type BarrierRefused struct {
 
 func (x *BarrierRefused) Reset() {
 	*x = BarrierRefused{}
-	mi := &file_barrier_proto_msgTypes[12]
+	mi := &file_hoplite_barrier_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1100,7 @@ func (x *BarrierRefused) String() string {
 func (*BarrierRefused) ProtoMessage() {}
 
 func (x *BarrierRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[12]
+	mi := &file_hoplite_barrier_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1113,7 @@ func (x *BarrierRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierRefused.ProtoReflect.Descriptor instead.
 func (*BarrierRefused) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BarrierRefused) GetName() string {
@@ -1171,7 +1171,7 @@ type BarrierRelease struct {
 
 func (x *BarrierRelease) Reset() {
 	*x = BarrierRelease{}
-	mi := &file_barrier_proto_msgTypes[13]
+	mi := &file_hoplite_barrier_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1183,7 @@ func (x *BarrierRelease) String() string {
 func (*BarrierRelease) ProtoMessage() {}
 
 func (x *BarrierRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[13]
+	mi := &file_hoplite_barrier_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1196,7 @@ func (x *BarrierRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierRelease.ProtoReflect.Descriptor instead.
 func (*BarrierRelease) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BarrierRelease) GetName() string {
@@ -1242,7 +1242,7 @@ type BarrierReleased struct {
 
 func (x *BarrierReleased) Reset() {
 	*x = BarrierReleased{}
-	mi := &file_barrier_proto_msgTypes[14]
+	mi := &file_hoplite_barrier_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1254,7 @@ func (x *BarrierReleased) String() string {
 func (*BarrierReleased) ProtoMessage() {}
 
 func (x *BarrierReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[14]
+	mi := &file_hoplite_barrier_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1267,7 @@ func (x *BarrierReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierReleased.ProtoReflect.Descriptor instead.
 func (*BarrierReleased) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BarrierReleased) GetName() string {
@@ -1325,7 +1325,7 @@ type BarrierClose struct {
 
 func (x *BarrierClose) Reset() {
 	*x = BarrierClose{}
-	mi := &file_barrier_proto_msgTypes[15]
+	mi := &file_hoplite_barrier_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1337,7 @@ func (x *BarrierClose) String() string {
 func (*BarrierClose) ProtoMessage() {}
 
 func (x *BarrierClose) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[15]
+	mi := &file_hoplite_barrier_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1350,7 @@ func (x *BarrierClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierClose.ProtoReflect.Descriptor instead.
 func (*BarrierClose) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BarrierClose) GetName() string {
@@ -1394,7 +1394,7 @@ type BarrierClosed struct {
 
 func (x *BarrierClosed) Reset() {
 	*x = BarrierClosed{}
-	mi := &file_barrier_proto_msgTypes[16]
+	mi := &file_hoplite_barrier_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1406,7 @@ func (x *BarrierClosed) String() string {
 func (*BarrierClosed) ProtoMessage() {}
 
 func (x *BarrierClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[16]
+	mi := &file_hoplite_barrier_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1419,7 @@ func (x *BarrierClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierClosed.ProtoReflect.Descriptor instead.
 func (*BarrierClosed) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BarrierClosed) GetName() string {
@@ -1476,7 +1476,7 @@ type BarrierStatus struct {
 
 func (x *BarrierStatus) Reset() {
 	*x = BarrierStatus{}
-	mi := &file_barrier_proto_msgTypes[17]
+	mi := &file_hoplite_barrier_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1488,7 @@ func (x *BarrierStatus) String() string {
 func (*BarrierStatus) ProtoMessage() {}
 
 func (x *BarrierStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[17]
+	mi := &file_hoplite_barrier_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1501,7 @@ func (x *BarrierStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierStatus.ProtoReflect.Descriptor instead.
 func (*BarrierStatus) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{17}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BarrierStatus) GetName() string {
@@ -1537,7 +1537,7 @@ type BarrierPassage struct {
 
 func (x *BarrierPassage) Reset() {
 	*x = BarrierPassage{}
-	mi := &file_barrier_proto_msgTypes[18]
+	mi := &file_hoplite_barrier_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1549,7 @@ func (x *BarrierPassage) String() string {
 func (*BarrierPassage) ProtoMessage() {}
 
 func (x *BarrierPassage) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[18]
+	mi := &file_hoplite_barrier_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1562,7 @@ func (x *BarrierPassage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierPassage.ProtoReflect.Descriptor instead.
 func (*BarrierPassage) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{18}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BarrierPassage) GetLabel() string {
@@ -1613,7 +1613,7 @@ type BarrierStatusReply struct {
 
 func (x *BarrierStatusReply) Reset() {
 	*x = BarrierStatusReply{}
-	mi := &file_barrier_proto_msgTypes[19]
+	mi := &file_hoplite_barrier_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1625,7 @@ func (x *BarrierStatusReply) String() string {
 func (*BarrierStatusReply) ProtoMessage() {}
 
 func (x *BarrierStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[19]
+	mi := &file_hoplite_barrier_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1638,7 @@ func (x *BarrierStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierStatusReply.ProtoReflect.Descriptor instead.
 func (*BarrierStatusReply) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{19}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BarrierStatusReply) GetName() string {
@@ -1737,7 +1737,7 @@ type BarrierConsult struct {
 
 func (x *BarrierConsult) Reset() {
 	*x = BarrierConsult{}
-	mi := &file_barrier_proto_msgTypes[20]
+	mi := &file_hoplite_barrier_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1749,7 @@ func (x *BarrierConsult) String() string {
 func (*BarrierConsult) ProtoMessage() {}
 
 func (x *BarrierConsult) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[20]
+	mi := &file_hoplite_barrier_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1762,7 @@ func (x *BarrierConsult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierConsult.ProtoReflect.Descriptor instead.
 func (*BarrierConsult) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{20}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BarrierConsult) GetName() string {
@@ -1840,7 +1840,7 @@ type BarrierDecide struct {
 
 func (x *BarrierDecide) Reset() {
 	*x = BarrierDecide{}
-	mi := &file_barrier_proto_msgTypes[21]
+	mi := &file_hoplite_barrier_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1852,7 @@ func (x *BarrierDecide) String() string {
 func (*BarrierDecide) ProtoMessage() {}
 
 func (x *BarrierDecide) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[21]
+	mi := &file_hoplite_barrier_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +1865,7 @@ func (x *BarrierDecide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierDecide.ProtoReflect.Descriptor instead.
 func (*BarrierDecide) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{21}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BarrierDecide) GetName() string {
@@ -1904,7 +1904,7 @@ type BarrierFailure struct {
 
 func (x *BarrierFailure) Reset() {
 	*x = BarrierFailure{}
-	mi := &file_barrier_proto_msgTypes[22]
+	mi := &file_hoplite_barrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +1916,7 @@ func (x *BarrierFailure) String() string {
 func (*BarrierFailure) ProtoMessage() {}
 
 func (x *BarrierFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[22]
+	mi := &file_hoplite_barrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +1929,7 @@ func (x *BarrierFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierFailure.ProtoReflect.Descriptor instead.
 func (*BarrierFailure) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{22}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BarrierFailure) GetName() string {
@@ -1977,7 +1977,7 @@ type BarrierOp struct {
 
 func (x *BarrierOp) Reset() {
 	*x = BarrierOp{}
-	mi := &file_barrier_proto_msgTypes[23]
+	mi := &file_hoplite_barrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +1989,7 @@ func (x *BarrierOp) String() string {
 func (*BarrierOp) ProtoMessage() {}
 
 func (x *BarrierOp) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[23]
+	mi := &file_hoplite_barrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2002,7 @@ func (x *BarrierOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierOp.ProtoReflect.Descriptor instead.
 func (*BarrierOp) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{23}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BarrierOp) GetKind() BarrierOpKind {
@@ -2074,7 +2074,7 @@ type BarrierReplicate struct {
 
 func (x *BarrierReplicate) Reset() {
 	*x = BarrierReplicate{}
-	mi := &file_barrier_proto_msgTypes[24]
+	mi := &file_hoplite_barrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2086,7 @@ func (x *BarrierReplicate) String() string {
 func (*BarrierReplicate) ProtoMessage() {}
 
 func (x *BarrierReplicate) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[24]
+	mi := &file_hoplite_barrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2099,7 @@ func (x *BarrierReplicate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierReplicate.ProtoReflect.Descriptor instead.
 func (*BarrierReplicate) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{24}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BarrierReplicate) GetName() string {
@@ -2173,7 +2173,7 @@ type BarrierCloseAck struct {
 
 func (x *BarrierCloseAck) Reset() {
 	*x = BarrierCloseAck{}
-	mi := &file_barrier_proto_msgTypes[25]
+	mi := &file_hoplite_barrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2185,7 @@ func (x *BarrierCloseAck) String() string {
 func (*BarrierCloseAck) ProtoMessage() {}
 
 func (x *BarrierCloseAck) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[25]
+	mi := &file_hoplite_barrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2198,7 @@ func (x *BarrierCloseAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierCloseAck.ProtoReflect.Descriptor instead.
 func (*BarrierCloseAck) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{25}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BarrierCloseAck) GetName() string {
@@ -2246,7 +2246,7 @@ type BarrierHandover struct {
 
 func (x *BarrierHandover) Reset() {
 	*x = BarrierHandover{}
-	mi := &file_barrier_proto_msgTypes[26]
+	mi := &file_hoplite_barrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2258,7 @@ func (x *BarrierHandover) String() string {
 func (*BarrierHandover) ProtoMessage() {}
 
 func (x *BarrierHandover) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[26]
+	mi := &file_hoplite_barrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2271,7 @@ func (x *BarrierHandover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierHandover.ProtoReflect.Descriptor instead.
 func (*BarrierHandover) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{26}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BarrierHandover) GetName() string {
@@ -2314,7 +2314,7 @@ type BarrierSyncRequest struct {
 
 func (x *BarrierSyncRequest) Reset() {
 	*x = BarrierSyncRequest{}
-	mi := &file_barrier_proto_msgTypes[27]
+	mi := &file_hoplite_barrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2326,7 +2326,7 @@ func (x *BarrierSyncRequest) String() string {
 func (*BarrierSyncRequest) ProtoMessage() {}
 
 func (x *BarrierSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[27]
+	mi := &file_hoplite_barrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2339,7 +2339,7 @@ func (x *BarrierSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierSyncRequest.ProtoReflect.Descriptor instead.
 func (*BarrierSyncRequest) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{27}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BarrierSyncRequest) GetName() string {
@@ -2380,7 +2380,7 @@ type BarrierArrival struct {
 
 func (x *BarrierArrival) Reset() {
 	*x = BarrierArrival{}
-	mi := &file_barrier_proto_msgTypes[28]
+	mi := &file_hoplite_barrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2392,7 @@ func (x *BarrierArrival) String() string {
 func (*BarrierArrival) ProtoMessage() {}
 
 func (x *BarrierArrival) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[28]
+	mi := &file_hoplite_barrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2405,7 @@ func (x *BarrierArrival) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierArrival.ProtoReflect.Descriptor instead.
 func (*BarrierArrival) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{28}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BarrierArrival) GetLabel() string {
@@ -2466,7 +2466,7 @@ type BarrierArrivals struct {
 
 func (x *BarrierArrivals) Reset() {
 	*x = BarrierArrivals{}
-	mi := &file_barrier_proto_msgTypes[29]
+	mi := &file_hoplite_barrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2478,7 @@ func (x *BarrierArrivals) String() string {
 func (*BarrierArrivals) ProtoMessage() {}
 
 func (x *BarrierArrivals) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[29]
+	mi := &file_hoplite_barrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2491,7 @@ func (x *BarrierArrivals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierArrivals.ProtoReflect.Descriptor instead.
 func (*BarrierArrivals) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{29}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BarrierArrivals) GetName() string {
@@ -2541,7 +2541,7 @@ type BarrierTreeShape struct {
 
 func (x *BarrierTreeShape) Reset() {
 	*x = BarrierTreeShape{}
-	mi := &file_barrier_proto_msgTypes[30]
+	mi := &file_hoplite_barrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +2553,7 @@ func (x *BarrierTreeShape) String() string {
 func (*BarrierTreeShape) ProtoMessage() {}
 
 func (x *BarrierTreeShape) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[30]
+	mi := &file_hoplite_barrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +2566,7 @@ func (x *BarrierTreeShape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierTreeShape.ProtoReflect.Descriptor instead.
 func (*BarrierTreeShape) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BarrierTreeShape) GetHosts() []*BarrierPeer {
@@ -2618,7 +2618,7 @@ type BarrierTreeEnter struct {
 
 func (x *BarrierTreeEnter) Reset() {
 	*x = BarrierTreeEnter{}
-	mi := &file_barrier_proto_msgTypes[31]
+	mi := &file_hoplite_barrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2630,7 @@ func (x *BarrierTreeEnter) String() string {
 func (*BarrierTreeEnter) ProtoMessage() {}
 
 func (x *BarrierTreeEnter) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[31]
+	mi := &file_hoplite_barrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2643,7 @@ func (x *BarrierTreeEnter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierTreeEnter.ProtoReflect.Descriptor instead.
 func (*BarrierTreeEnter) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BarrierTreeEnter) GetEnter() *BarrierEnter {
@@ -2681,7 +2681,7 @@ type BarrierEnters struct {
 
 func (x *BarrierEnters) Reset() {
 	*x = BarrierEnters{}
-	mi := &file_barrier_proto_msgTypes[32]
+	mi := &file_hoplite_barrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2693,7 @@ func (x *BarrierEnters) String() string {
 func (*BarrierEnters) ProtoMessage() {}
 
 func (x *BarrierEnters) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[32]
+	mi := &file_hoplite_barrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2706,7 @@ func (x *BarrierEnters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierEnters.ProtoReflect.Descriptor instead.
 func (*BarrierEnters) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BarrierEnters) GetName() string {
@@ -2743,7 +2743,7 @@ type BarrierUndelivered struct {
 
 func (x *BarrierUndelivered) Reset() {
 	*x = BarrierUndelivered{}
-	mi := &file_barrier_proto_msgTypes[33]
+	mi := &file_hoplite_barrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2755,7 @@ func (x *BarrierUndelivered) String() string {
 func (*BarrierUndelivered) ProtoMessage() {}
 
 func (x *BarrierUndelivered) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[33]
+	mi := &file_hoplite_barrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2768,7 @@ func (x *BarrierUndelivered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierUndelivered.ProtoReflect.Descriptor instead.
 func (*BarrierUndelivered) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BarrierUndelivered) GetName() string {
@@ -2801,7 +2801,7 @@ type BarrierOutcome struct {
 
 func (x *BarrierOutcome) Reset() {
 	*x = BarrierOutcome{}
-	mi := &file_barrier_proto_msgTypes[34]
+	mi := &file_hoplite_barrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2813,7 @@ func (x *BarrierOutcome) String() string {
 func (*BarrierOutcome) ProtoMessage() {}
 
 func (x *BarrierOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[34]
+	mi := &file_hoplite_barrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2826,7 @@ func (x *BarrierOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierOutcome.ProtoReflect.Descriptor instead.
 func (*BarrierOutcome) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BarrierOutcome) GetLabel() string {
@@ -2885,7 +2885,7 @@ type BarrierReleases struct {
 
 func (x *BarrierReleases) Reset() {
 	*x = BarrierReleases{}
-	mi := &file_barrier_proto_msgTypes[35]
+	mi := &file_hoplite_barrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +2897,7 @@ func (x *BarrierReleases) String() string {
 func (*BarrierReleases) ProtoMessage() {}
 
 func (x *BarrierReleases) ProtoReflect() protoreflect.Message {
-	mi := &file_barrier_proto_msgTypes[35]
+	mi := &file_hoplite_barrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +2910,7 @@ func (x *BarrierReleases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierReleases.ProtoReflect.Descriptor instead.
 func (*BarrierReleases) Descriptor() ([]byte, []int) {
-	return file_barrier_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_barrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BarrierReleases) GetName() string {
@@ -2934,11 +2934,11 @@ func (x *BarrierReleases) GetOutcomes() []*BarrierOutcome {
 	return nil
 }
 
-var File_barrier_proto protoreflect.FileDescriptor
+var File_hoplite_barrier_proto protoreflect.FileDescriptor
 
-const file_barrier_proto_rawDesc = "" +
+const file_hoplite_barrier_proto_rawDesc = "" +
 	"\n" +
-	"\rbarrier.proto\x12\ahoplite\x1a\rhoplite.proto\"\x87\x04\n" +
+	"\x15hoplite/barrier.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"\x87\x04\n" +
 	"\x0eBarrierOptions\x12)\n" +
 	"\x10max_participants\x18\x01 \x01(\x05R\x0fmaxParticipants\x12\x1d\n" +
 	"\n" +
@@ -3188,20 +3188,20 @@ const file_barrier_proto_rawDesc = "" +
 	"\x19BARRIER_OUTCOME_TIMED_OUT\x10\x04B(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_barrier_proto_rawDescOnce sync.Once
-	file_barrier_proto_rawDescData []byte
+	file_hoplite_barrier_proto_rawDescOnce sync.Once
+	file_hoplite_barrier_proto_rawDescData []byte
 )
 
-func file_barrier_proto_rawDescGZIP() []byte {
-	file_barrier_proto_rawDescOnce.Do(func() {
-		file_barrier_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_barrier_proto_rawDesc), len(file_barrier_proto_rawDesc)))
+func file_hoplite_barrier_proto_rawDescGZIP() []byte {
+	file_hoplite_barrier_proto_rawDescOnce.Do(func() {
+		file_hoplite_barrier_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_barrier_proto_rawDesc), len(file_hoplite_barrier_proto_rawDesc)))
 	})
-	return file_barrier_proto_rawDescData
+	return file_hoplite_barrier_proto_rawDescData
 }
 
-var file_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
-var file_barrier_proto_goTypes = []any{
+var file_hoplite_barrier_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_hoplite_barrier_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_hoplite_barrier_proto_goTypes = []any{
 	(BarrierLateMode)(0),       // 0: hoplite.BarrierLateMode
 	(BarrierOpKind)(0),         // 1: hoplite.BarrierOpKind
 	(BarrierOutcomeKind)(0),    // 2: hoplite.BarrierOutcomeKind
@@ -3243,7 +3243,7 @@ var file_barrier_proto_goTypes = []any{
 	(*BarrierReleases)(nil),    // 38: hoplite.BarrierReleases
 	(*Error)(nil),              // 39: hoplite.Error
 }
-var file_barrier_proto_depIdxs = []int32{
+var file_hoplite_barrier_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BarrierOptions.late_mode:type_name -> hoplite.BarrierLateMode
 	4,  // 1: hoplite.BarrierOptions.throttle:type_name -> hoplite.BarrierThrottle
 	5,  // 2: hoplite.BarrierOptions.semaphore:type_name -> hoplite.BarrierSemaphore
@@ -3284,28 +3284,28 @@ var file_barrier_proto_depIdxs = []int32{
 	0,  // [0:33] is the sub-list for field type_name
 }
 
-func init() { file_barrier_proto_init() }
-func file_barrier_proto_init() {
-	if File_barrier_proto != nil {
+func init() { file_hoplite_barrier_proto_init() }
+func file_hoplite_barrier_proto_init() {
+	if File_hoplite_barrier_proto != nil {
 		return
 	}
-	file_hoplite_proto_init()
+	file_hoplite_hoplite_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_barrier_proto_rawDesc), len(file_barrier_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_barrier_proto_rawDesc), len(file_hoplite_barrier_proto_rawDesc)),
 			NumEnums:      3,
 			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_barrier_proto_goTypes,
-		DependencyIndexes: file_barrier_proto_depIdxs,
-		EnumInfos:         file_barrier_proto_enumTypes,
-		MessageInfos:      file_barrier_proto_msgTypes,
+		GoTypes:           file_hoplite_barrier_proto_goTypes,
+		DependencyIndexes: file_hoplite_barrier_proto_depIdxs,
+		EnumInfos:         file_hoplite_barrier_proto_enumTypes,
+		MessageInfos:      file_hoplite_barrier_proto_msgTypes,
 	}.Build()
-	File_barrier_proto = out.File
-	file_barrier_proto_goTypes = nil
-	file_barrier_proto_depIdxs = nil
+	File_hoplite_barrier_proto = out.File
+	file_hoplite_barrier_proto_goTypes = nil
+	file_hoplite_barrier_proto_depIdxs = nil
 }

@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: bench.proto
+// source: hoplite/bench.proto
 
 package messages
 
@@ -43,7 +43,7 @@ type BenchData struct {
 
 func (x *BenchData) Reset() {
 	*x = BenchData{}
-	mi := &file_bench_proto_msgTypes[0]
+	mi := &file_hoplite_bench_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -55,7 +55,7 @@ func (x *BenchData) String() string {
 func (*BenchData) ProtoMessage() {}
 
 func (x *BenchData) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[0]
+	mi := &file_hoplite_bench_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -68,7 +68,7 @@ func (x *BenchData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchData.ProtoReflect.Descriptor instead.
 func (*BenchData) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *BenchData) GetObjectId() string {
@@ -108,7 +108,7 @@ type BenchHello struct {
 
 func (x *BenchHello) Reset() {
 	*x = BenchHello{}
-	mi := &file_bench_proto_msgTypes[1]
+	mi := &file_hoplite_bench_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -120,7 +120,7 @@ func (x *BenchHello) String() string {
 func (*BenchHello) ProtoMessage() {}
 
 func (x *BenchHello) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[1]
+	mi := &file_hoplite_bench_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -133,7 +133,7 @@ func (x *BenchHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchHello.ProtoReflect.Descriptor instead.
 func (*BenchHello) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{1}
 }
 
 type BenchHelloReply struct {
@@ -146,7 +146,7 @@ type BenchHelloReply struct {
 
 func (x *BenchHelloReply) Reset() {
 	*x = BenchHelloReply{}
-	mi := &file_bench_proto_msgTypes[2]
+	mi := &file_hoplite_bench_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -158,7 +158,7 @@ func (x *BenchHelloReply) String() string {
 func (*BenchHelloReply) ProtoMessage() {}
 
 func (x *BenchHelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[2]
+	mi := &file_hoplite_bench_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -171,7 +171,7 @@ func (x *BenchHelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchHelloReply.ProtoReflect.Descriptor instead.
 func (*BenchHelloReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BenchHelloReply) GetMemberId() string {
@@ -199,7 +199,7 @@ type BenchPrepare struct {
 
 func (x *BenchPrepare) Reset() {
 	*x = BenchPrepare{}
-	mi := &file_bench_proto_msgTypes[3]
+	mi := &file_hoplite_bench_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +211,7 @@ func (x *BenchPrepare) String() string {
 func (*BenchPrepare) ProtoMessage() {}
 
 func (x *BenchPrepare) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[3]
+	mi := &file_hoplite_bench_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +224,7 @@ func (x *BenchPrepare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchPrepare.ProtoReflect.Descriptor instead.
 func (*BenchPrepare) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BenchPrepare) GetData() *BenchData {
@@ -244,7 +244,7 @@ type BenchPrepareReply struct {
 
 func (x *BenchPrepareReply) Reset() {
 	*x = BenchPrepareReply{}
-	mi := &file_bench_proto_msgTypes[4]
+	mi := &file_hoplite_bench_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +256,7 @@ func (x *BenchPrepareReply) String() string {
 func (*BenchPrepareReply) ProtoMessage() {}
 
 func (x *BenchPrepareReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[4]
+	mi := &file_hoplite_bench_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +269,7 @@ func (x *BenchPrepareReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchPrepareReply.ProtoReflect.Descriptor instead.
 func (*BenchPrepareReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{4}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BenchPrepareReply) GetObjectId() string {
@@ -300,7 +300,7 @@ type BenchPut struct {
 
 func (x *BenchPut) Reset() {
 	*x = BenchPut{}
-	mi := &file_bench_proto_msgTypes[5]
+	mi := &file_hoplite_bench_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +312,7 @@ func (x *BenchPut) String() string {
 func (*BenchPut) ProtoMessage() {}
 
 func (x *BenchPut) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[5]
+	mi := &file_hoplite_bench_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +325,7 @@ func (x *BenchPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchPut.ProtoReflect.Descriptor instead.
 func (*BenchPut) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{5}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BenchPut) GetObjectId() string {
@@ -361,7 +361,7 @@ type BenchPutReply struct {
 
 func (x *BenchPutReply) Reset() {
 	*x = BenchPutReply{}
-	mi := &file_bench_proto_msgTypes[6]
+	mi := &file_hoplite_bench_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +373,7 @@ func (x *BenchPutReply) String() string {
 func (*BenchPutReply) ProtoMessage() {}
 
 func (x *BenchPutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[6]
+	mi := &file_hoplite_bench_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +386,7 @@ func (x *BenchPutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchPutReply.ProtoReflect.Descriptor instead.
 func (*BenchPutReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{6}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BenchPutReply) GetObjectId() string {
@@ -430,7 +430,7 @@ type BenchVerify struct {
 
 func (x *BenchVerify) Reset() {
 	*x = BenchVerify{}
-	mi := &file_bench_proto_msgTypes[7]
+	mi := &file_hoplite_bench_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +442,7 @@ func (x *BenchVerify) String() string {
 func (*BenchVerify) ProtoMessage() {}
 
 func (x *BenchVerify) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[7]
+	mi := &file_hoplite_bench_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +455,7 @@ func (x *BenchVerify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchVerify.ProtoReflect.Descriptor instead.
 func (*BenchVerify) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{7}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BenchVerify) GetObjectId() string {
@@ -489,7 +489,7 @@ type BenchVerifyReply struct {
 
 func (x *BenchVerifyReply) Reset() {
 	*x = BenchVerifyReply{}
-	mi := &file_bench_proto_msgTypes[8]
+	mi := &file_hoplite_bench_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +501,7 @@ func (x *BenchVerifyReply) String() string {
 func (*BenchVerifyReply) ProtoMessage() {}
 
 func (x *BenchVerifyReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[8]
+	mi := &file_hoplite_bench_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +514,7 @@ func (x *BenchVerifyReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchVerifyReply.ProtoReflect.Descriptor instead.
 func (*BenchVerifyReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{8}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BenchVerifyReply) GetObjectId() string {
@@ -542,7 +542,7 @@ type BenchTargetID struct {
 
 func (x *BenchTargetID) Reset() {
 	*x = BenchTargetID{}
-	mi := &file_bench_proto_msgTypes[9]
+	mi := &file_hoplite_bench_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +554,7 @@ func (x *BenchTargetID) String() string {
 func (*BenchTargetID) ProtoMessage() {}
 
 func (x *BenchTargetID) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[9]
+	mi := &file_hoplite_bench_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +567,7 @@ func (x *BenchTargetID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchTargetID.ProtoReflect.Descriptor instead.
 func (*BenchTargetID) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{9}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BenchTargetID) GetPrefix() string {
@@ -587,7 +587,7 @@ type BenchTargetIDReply struct {
 
 func (x *BenchTargetIDReply) Reset() {
 	*x = BenchTargetIDReply{}
-	mi := &file_bench_proto_msgTypes[10]
+	mi := &file_hoplite_bench_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +599,7 @@ func (x *BenchTargetIDReply) String() string {
 func (*BenchTargetIDReply) ProtoMessage() {}
 
 func (x *BenchTargetIDReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[10]
+	mi := &file_hoplite_bench_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +612,7 @@ func (x *BenchTargetIDReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchTargetIDReply.ProtoReflect.Descriptor instead.
 func (*BenchTargetIDReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{10}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BenchTargetIDReply) GetObjectId() string {
@@ -645,7 +645,7 @@ type BenchFetch struct {
 
 func (x *BenchFetch) Reset() {
 	*x = BenchFetch{}
-	mi := &file_bench_proto_msgTypes[11]
+	mi := &file_hoplite_bench_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +657,7 @@ func (x *BenchFetch) String() string {
 func (*BenchFetch) ProtoMessage() {}
 
 func (x *BenchFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[11]
+	mi := &file_hoplite_bench_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +670,7 @@ func (x *BenchFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchFetch.ProtoReflect.Descriptor instead.
 func (*BenchFetch) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{11}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BenchFetch) GetObjectId() string {
@@ -706,7 +706,7 @@ type BenchFetchReply struct {
 
 func (x *BenchFetchReply) Reset() {
 	*x = BenchFetchReply{}
-	mi := &file_bench_proto_msgTypes[12]
+	mi := &file_hoplite_bench_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +718,7 @@ func (x *BenchFetchReply) String() string {
 func (*BenchFetchReply) ProtoMessage() {}
 
 func (x *BenchFetchReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[12]
+	mi := &file_hoplite_bench_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +731,7 @@ func (x *BenchFetchReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchFetchReply.ProtoReflect.Descriptor instead.
 func (*BenchFetchReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BenchFetchReply) GetObjectId() string {
@@ -779,7 +779,7 @@ type BenchReduce struct {
 
 func (x *BenchReduce) Reset() {
 	*x = BenchReduce{}
-	mi := &file_bench_proto_msgTypes[13]
+	mi := &file_hoplite_bench_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +791,7 @@ func (x *BenchReduce) String() string {
 func (*BenchReduce) ProtoMessage() {}
 
 func (x *BenchReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[13]
+	mi := &file_hoplite_bench_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +804,7 @@ func (x *BenchReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchReduce.ProtoReflect.Descriptor instead.
 func (*BenchReduce) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BenchReduce) GetTargetId() string {
@@ -861,7 +861,7 @@ type BenchReduceReply struct {
 
 func (x *BenchReduceReply) Reset() {
 	*x = BenchReduceReply{}
-	mi := &file_bench_proto_msgTypes[14]
+	mi := &file_hoplite_bench_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +873,7 @@ func (x *BenchReduceReply) String() string {
 func (*BenchReduceReply) ProtoMessage() {}
 
 func (x *BenchReduceReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[14]
+	mi := &file_hoplite_bench_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +886,7 @@ func (x *BenchReduceReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchReduceReply.ProtoReflect.Descriptor instead.
 func (*BenchReduceReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BenchReduceReply) GetReply() *ReduceReply {
@@ -928,7 +928,7 @@ type BenchCPU struct {
 
 func (x *BenchCPU) Reset() {
 	*x = BenchCPU{}
-	mi := &file_bench_proto_msgTypes[15]
+	mi := &file_hoplite_bench_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +940,7 @@ func (x *BenchCPU) String() string {
 func (*BenchCPU) ProtoMessage() {}
 
 func (x *BenchCPU) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[15]
+	mi := &file_hoplite_bench_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +953,7 @@ func (x *BenchCPU) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchCPU.ProtoReflect.Descriptor instead.
 func (*BenchCPU) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{15}
 }
 
 type BenchCPUReply struct {
@@ -965,7 +965,7 @@ type BenchCPUReply struct {
 
 func (x *BenchCPUReply) Reset() {
 	*x = BenchCPUReply{}
-	mi := &file_bench_proto_msgTypes[16]
+	mi := &file_hoplite_bench_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +977,7 @@ func (x *BenchCPUReply) String() string {
 func (*BenchCPUReply) ProtoMessage() {}
 
 func (x *BenchCPUReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[16]
+	mi := &file_hoplite_bench_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +990,7 @@ func (x *BenchCPUReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchCPUReply.ProtoReflect.Descriptor instead.
 func (*BenchCPUReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BenchCPUReply) GetCpuNs() int64 {
@@ -1020,7 +1020,7 @@ type BenchRoundTrips struct {
 
 func (x *BenchRoundTrips) Reset() {
 	*x = BenchRoundTrips{}
-	mi := &file_bench_proto_msgTypes[17]
+	mi := &file_hoplite_bench_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1032,7 @@ func (x *BenchRoundTrips) String() string {
 func (*BenchRoundTrips) ProtoMessage() {}
 
 func (x *BenchRoundTrips) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[17]
+	mi := &file_hoplite_bench_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1045,7 @@ func (x *BenchRoundTrips) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchRoundTrips.ProtoReflect.Descriptor instead.
 func (*BenchRoundTrips) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{17}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BenchRoundTrips) GetAddresses() []string {
@@ -1087,7 +1087,7 @@ type BenchRoundTripsReply struct {
 
 func (x *BenchRoundTripsReply) Reset() {
 	*x = BenchRoundTripsReply{}
-	mi := &file_bench_proto_msgTypes[18]
+	mi := &file_hoplite_bench_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1099,7 @@ func (x *BenchRoundTripsReply) String() string {
 func (*BenchRoundTripsReply) ProtoMessage() {}
 
 func (x *BenchRoundTripsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[18]
+	mi := &file_hoplite_bench_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1112,7 @@ func (x *BenchRoundTripsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchRoundTripsReply.ProtoReflect.Descriptor instead.
 func (*BenchRoundTripsReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{18}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BenchRoundTripsReply) GetStartedUnixNano() int64 {
@@ -1145,7 +1145,7 @@ type BenchEcho struct {
 
 func (x *BenchEcho) Reset() {
 	*x = BenchEcho{}
-	mi := &file_bench_proto_msgTypes[19]
+	mi := &file_hoplite_bench_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1157,7 @@ func (x *BenchEcho) String() string {
 func (*BenchEcho) ProtoMessage() {}
 
 func (x *BenchEcho) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[19]
+	mi := &file_hoplite_bench_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1170,7 @@ func (x *BenchEcho) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchEcho.ProtoReflect.Descriptor instead.
 func (*BenchEcho) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{19}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{19}
 }
 
 type BenchEchoReply struct {
@@ -1181,7 +1181,7 @@ type BenchEchoReply struct {
 
 func (x *BenchEchoReply) Reset() {
 	*x = BenchEchoReply{}
-	mi := &file_bench_proto_msgTypes[20]
+	mi := &file_hoplite_bench_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1193,7 @@ func (x *BenchEchoReply) String() string {
 func (*BenchEchoReply) ProtoMessage() {}
 
 func (x *BenchEchoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_bench_proto_msgTypes[20]
+	mi := &file_hoplite_bench_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,14 +1206,14 @@ func (x *BenchEchoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BenchEchoReply.ProtoReflect.Descriptor instead.
 func (*BenchEchoReply) Descriptor() ([]byte, []int) {
-	return file_bench_proto_rawDescGZIP(), []int{20}
+	return file_hoplite_bench_proto_rawDescGZIP(), []int{20}
 }
 
-var File_bench_proto protoreflect.FileDescriptor
+var File_hoplite_bench_proto protoreflect.FileDescriptor
 
-const file_bench_proto_rawDesc = "" +
+const file_hoplite_bench_proto_rawDesc = "" +
 	"\n" +
-	"\vbench.proto\x12\ahoplite\x1a\rhoplite.proto\"p\n" +
+	"\x13hoplite/bench.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"p\n" +
 	"\tBenchData\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
@@ -1302,19 +1302,19 @@ const file_bench_proto_rawDesc = "" +
 	"\x0eBenchEchoReplyB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_bench_proto_rawDescOnce sync.Once
-	file_bench_proto_rawDescData []byte
+	file_hoplite_bench_proto_rawDescOnce sync.Once
+	file_hoplite_bench_proto_rawDescData []byte
 )
 
-func file_bench_proto_rawDescGZIP() []byte {
-	file_bench_proto_rawDescOnce.Do(func() {
-		file_bench_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_bench_proto_rawDesc), len(file_bench_proto_rawDesc)))
+func file_hoplite_bench_proto_rawDescGZIP() []byte {
+	file_hoplite_bench_proto_rawDescOnce.Do(func() {
+		file_hoplite_bench_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_bench_proto_rawDesc), len(file_hoplite_bench_proto_rawDesc)))
 	})
-	return file_bench_proto_rawDescData
+	return file_hoplite_bench_proto_rawDescData
 }
 
-var file_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
-var file_bench_proto_goTypes = []any{
+var file_hoplite_bench_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_hoplite_bench_proto_goTypes = []any{
 	(*BenchData)(nil),            // 0: hoplite.BenchData
 	(*BenchHello)(nil),           // 1: hoplite.BenchHello
 	(*BenchHelloReply)(nil),      // 2: hoplite.BenchHelloReply
@@ -1339,7 +1339,7 @@ var file_bench_proto_goTypes = []any{
 	(*Error)(nil),                // 21: hoplite.Error
 	(*ReduceReply)(nil),          // 22: hoplite.ReduceReply
 }
-var file_bench_proto_depIdxs = []int32{
+var file_hoplite_bench_proto_depIdxs = []int32{
 	0,  // 0: hoplite.BenchPrepare.data:type_name -> hoplite.BenchData
 	21, // 1: hoplite.BenchPrepareReply.error:type_name -> hoplite.Error
 	21, // 2: hoplite.BenchPutReply.error:type_name -> hoplite.Error
@@ -1357,27 +1357,27 @@ var file_bench_proto_depIdxs = []int32{
 	0,  // [0:10] is the sub-list for field type_name
 }
 
-func init() { file_bench_proto_init() }
-func file_bench_proto_init() {
-	if File_bench_proto != nil {
+func init() { file_hoplite_bench_proto_init() }
+func file_hoplite_bench_proto_init() {
+	if File_hoplite_bench_proto != nil {
 		return
 	}
-	file_hoplite_proto_init()
+	file_hoplite_hoplite_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bench_proto_rawDesc), len(file_bench_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_bench_proto_rawDesc), len(file_hoplite_bench_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_bench_proto_goTypes,
-		DependencyIndexes: file_bench_proto_depIdxs,
-		MessageInfos:      file_bench_proto_msgTypes,
+		GoTypes:           file_hoplite_bench_proto_goTypes,
+		DependencyIndexes: file_hoplite_bench_proto_depIdxs,
+		MessageInfos:      file_hoplite_bench_proto_msgTypes,
 	}.Build()
-	File_bench_proto = out.File
-	file_bench_proto_goTypes = nil
-	file_bench_proto_depIdxs = nil
+	File_hoplite_bench_proto = out.File
+	file_hoplite_bench_proto_goTypes = nil
+	file_hoplite_bench_proto_depIdxs = nil
 }

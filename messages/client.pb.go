@@ -6,7 +6,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: client.proto
+// source: hoplite/client.proto
 
 package messages
 
@@ -42,7 +42,7 @@ type WaitObjects struct {
 
 func (x *WaitObjects) Reset() {
 	*x = WaitObjects{}
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_hoplite_client_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -54,7 +54,7 @@ func (x *WaitObjects) String() string {
 func (*WaitObjects) ProtoMessage() {}
 
 func (x *WaitObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_hoplite_client_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -67,7 +67,7 @@ func (x *WaitObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitObjects.ProtoReflect.Descriptor instead.
 func (*WaitObjects) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *WaitObjects) GetObjectIds() []string {
@@ -106,7 +106,7 @@ type WaitObjectsReply struct {
 
 func (x *WaitObjectsReply) Reset() {
 	*x = WaitObjectsReply{}
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_hoplite_client_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -118,7 +118,7 @@ func (x *WaitObjectsReply) String() string {
 func (*WaitObjectsReply) ProtoMessage() {}
 
 func (x *WaitObjectsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_hoplite_client_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -131,7 +131,7 @@ func (x *WaitObjectsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitObjectsReply.ProtoReflect.Descriptor instead.
 func (*WaitObjectsReply) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *WaitObjectsReply) GetReady() []string {
@@ -175,7 +175,7 @@ type SubscribeEvents struct {
 
 func (x *SubscribeEvents) Reset() {
 	*x = SubscribeEvents{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_hoplite_client_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -187,7 +187,7 @@ func (x *SubscribeEvents) String() string {
 func (*SubscribeEvents) ProtoMessage() {}
 
 func (x *SubscribeEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_hoplite_client_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -200,7 +200,7 @@ func (x *SubscribeEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeEvents.ProtoReflect.Descriptor instead.
 func (*SubscribeEvents) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{2}
 }
 
 // SubscribeEventsReply: the subscription's answer; member is the
@@ -215,7 +215,7 @@ type SubscribeEventsReply struct {
 
 func (x *SubscribeEventsReply) Reset() {
 	*x = SubscribeEventsReply{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_hoplite_client_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +227,7 @@ func (x *SubscribeEventsReply) String() string {
 func (*SubscribeEventsReply) ProtoMessage() {}
 
 func (x *SubscribeEventsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_hoplite_client_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +240,7 @@ func (x *SubscribeEventsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeEventsReply.ProtoReflect.Descriptor instead.
 func (*SubscribeEventsReply) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubscribeEventsReply) GetError() *Error {
@@ -271,7 +271,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_hoplite_client_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +283,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_hoplite_client_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +296,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EventBatch) GetSeq() uint64 {
@@ -330,7 +330,7 @@ type EventBatchAck struct {
 
 func (x *EventBatchAck) Reset() {
 	*x = EventBatchAck{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_hoplite_client_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +342,7 @@ func (x *EventBatchAck) String() string {
 func (*EventBatchAck) ProtoMessage() {}
 
 func (x *EventBatchAck) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_hoplite_client_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +355,7 @@ func (x *EventBatchAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatchAck.ProtoReflect.Descriptor instead.
 func (*EventBatchAck) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EventBatchAck) GetSeq() uint64 {
@@ -390,7 +390,7 @@ type ClusterEvent struct {
 
 func (x *ClusterEvent) Reset() {
 	*x = ClusterEvent{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_hoplite_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +402,7 @@ func (x *ClusterEvent) String() string {
 func (*ClusterEvent) ProtoMessage() {}
 
 func (x *ClusterEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_hoplite_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +415,7 @@ func (x *ClusterEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterEvent.ProtoReflect.Descriptor instead.
 func (*ClusterEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ClusterEvent) GetMember() string {
@@ -607,7 +607,7 @@ type NodeFailedEvent struct {
 
 func (x *NodeFailedEvent) Reset() {
 	*x = NodeFailedEvent{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_hoplite_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +619,7 @@ func (x *NodeFailedEvent) String() string {
 func (*NodeFailedEvent) ProtoMessage() {}
 
 func (x *NodeFailedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_hoplite_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +632,7 @@ func (x *NodeFailedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeFailedEvent.ProtoReflect.Descriptor instead.
 func (*NodeFailedEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeFailedEvent) GetNode() string {
@@ -676,7 +676,7 @@ type SenderSwitchedEvent struct {
 
 func (x *SenderSwitchedEvent) Reset() {
 	*x = SenderSwitchedEvent{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_hoplite_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +688,7 @@ func (x *SenderSwitchedEvent) String() string {
 func (*SenderSwitchedEvent) ProtoMessage() {}
 
 func (x *SenderSwitchedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_hoplite_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +701,7 @@ func (x *SenderSwitchedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SenderSwitchedEvent.ProtoReflect.Descriptor instead.
 func (*SenderSwitchedEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SenderSwitchedEvent) GetObject() string {
@@ -751,7 +751,7 @@ type TreeNodeReplacedEvent struct {
 
 func (x *TreeNodeReplacedEvent) Reset() {
 	*x = TreeNodeReplacedEvent{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_hoplite_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +763,7 @@ func (x *TreeNodeReplacedEvent) String() string {
 func (*TreeNodeReplacedEvent) ProtoMessage() {}
 
 func (x *TreeNodeReplacedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_hoplite_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +776,7 @@ func (x *TreeNodeReplacedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TreeNodeReplacedEvent.ProtoReflect.Descriptor instead.
 func (*TreeNodeReplacedEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TreeNodeReplacedEvent) GetReduce() string {
@@ -817,7 +817,7 @@ type AncestorsInvalidatedEvent struct {
 
 func (x *AncestorsInvalidatedEvent) Reset() {
 	*x = AncestorsInvalidatedEvent{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_hoplite_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +829,7 @@ func (x *AncestorsInvalidatedEvent) String() string {
 func (*AncestorsInvalidatedEvent) ProtoMessage() {}
 
 func (x *AncestorsInvalidatedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_hoplite_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +842,7 @@ func (x *AncestorsInvalidatedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AncestorsInvalidatedEvent.ProtoReflect.Descriptor instead.
 func (*AncestorsInvalidatedEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AncestorsInvalidatedEvent) GetReduce() string {
@@ -869,7 +869,7 @@ type ShardRebuiltEvent struct {
 
 func (x *ShardRebuiltEvent) Reset() {
 	*x = ShardRebuiltEvent{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_hoplite_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +881,7 @@ func (x *ShardRebuiltEvent) String() string {
 func (*ShardRebuiltEvent) ProtoMessage() {}
 
 func (x *ShardRebuiltEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_hoplite_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +894,7 @@ func (x *ShardRebuiltEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardRebuiltEvent.ProtoReflect.Descriptor instead.
 func (*ShardRebuiltEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ShardRebuiltEvent) GetShard() string {
@@ -924,7 +924,7 @@ type ReduceDoneEvent struct {
 
 func (x *ReduceDoneEvent) Reset() {
 	*x = ReduceDoneEvent{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_hoplite_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +936,7 @@ func (x *ReduceDoneEvent) String() string {
 func (*ReduceDoneEvent) ProtoMessage() {}
 
 func (x *ReduceDoneEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_hoplite_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +949,7 @@ func (x *ReduceDoneEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceDoneEvent.ProtoReflect.Descriptor instead.
 func (*ReduceDoneEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReduceDoneEvent) GetReduce() string {
@@ -1000,7 +1000,7 @@ type AllReduceReplannedEvent struct {
 
 func (x *AllReduceReplannedEvent) Reset() {
 	*x = AllReduceReplannedEvent{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_hoplite_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1012,7 @@ func (x *AllReduceReplannedEvent) String() string {
 func (*AllReduceReplannedEvent) ProtoMessage() {}
 
 func (x *AllReduceReplannedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_hoplite_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1025,7 @@ func (x *AllReduceReplannedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllReduceReplannedEvent.ProtoReflect.Descriptor instead.
 func (*AllReduceReplannedEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AllReduceReplannedEvent) GetReduce() string {
@@ -1076,7 +1076,7 @@ type BarrierDeliveryFailedEvent struct {
 
 func (x *BarrierDeliveryFailedEvent) Reset() {
 	*x = BarrierDeliveryFailedEvent{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_hoplite_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1088,7 @@ func (x *BarrierDeliveryFailedEvent) String() string {
 func (*BarrierDeliveryFailedEvent) ProtoMessage() {}
 
 func (x *BarrierDeliveryFailedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_hoplite_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1101,7 @@ func (x *BarrierDeliveryFailedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierDeliveryFailedEvent.ProtoReflect.Descriptor instead.
 func (*BarrierDeliveryFailedEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BarrierDeliveryFailedEvent) GetBarrier() string {
@@ -1151,7 +1151,7 @@ type BarrierTookOverEvent struct {
 
 func (x *BarrierTookOverEvent) Reset() {
 	*x = BarrierTookOverEvent{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_hoplite_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1163,7 @@ func (x *BarrierTookOverEvent) String() string {
 func (*BarrierTookOverEvent) ProtoMessage() {}
 
 func (x *BarrierTookOverEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_hoplite_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1176,7 @@ func (x *BarrierTookOverEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BarrierTookOverEvent.ProtoReflect.Descriptor instead.
 func (*BarrierTookOverEvent) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BarrierTookOverEvent) GetBarrier() string {
@@ -1216,7 +1216,7 @@ type EventsDropped struct {
 
 func (x *EventsDropped) Reset() {
 	*x = EventsDropped{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_hoplite_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1228,7 @@ func (x *EventsDropped) String() string {
 func (*EventsDropped) ProtoMessage() {}
 
 func (x *EventsDropped) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_hoplite_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1241,7 @@ func (x *EventsDropped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsDropped.ProtoReflect.Descriptor instead.
 func (*EventsDropped) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EventsDropped) GetCount() int64 {
@@ -1251,11 +1251,11 @@ func (x *EventsDropped) GetCount() int64 {
 	return 0
 }
 
-var File_client_proto protoreflect.FileDescriptor
+var File_hoplite_client_proto protoreflect.FileDescriptor
 
-const file_client_proto_rawDesc = "" +
+const file_hoplite_client_proto_rawDesc = "" +
 	"\n" +
-	"\fclient.proto\x12\ahoplite\x1a\rhoplite.proto\"h\n" +
+	"\x14hoplite/client.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"h\n" +
 	"\vWaitObjects\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\tR\tobjectIds\x12\x1b\n" +
@@ -1347,19 +1347,19 @@ const file_client_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\x03R\x05countB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_client_proto_rawDescOnce sync.Once
-	file_client_proto_rawDescData []byte
+	file_hoplite_client_proto_rawDescOnce sync.Once
+	file_hoplite_client_proto_rawDescData []byte
 )
 
-func file_client_proto_rawDescGZIP() []byte {
-	file_client_proto_rawDescOnce.Do(func() {
-		file_client_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)))
+func file_hoplite_client_proto_rawDescGZIP() []byte {
+	file_hoplite_client_proto_rawDescOnce.Do(func() {
+		file_hoplite_client_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_client_proto_rawDesc), len(file_hoplite_client_proto_rawDesc)))
 	})
-	return file_client_proto_rawDescData
+	return file_hoplite_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
-var file_client_proto_goTypes = []any{
+var file_hoplite_client_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_hoplite_client_proto_goTypes = []any{
 	(*WaitObjects)(nil),                // 0: hoplite.WaitObjects
 	(*WaitObjectsReply)(nil),           // 1: hoplite.WaitObjectsReply
 	(*SubscribeEvents)(nil),            // 2: hoplite.SubscribeEvents
@@ -1380,7 +1380,7 @@ var file_client_proto_goTypes = []any{
 	(*Error)(nil),                      // 17: hoplite.Error
 	(*ObjectInfo)(nil),                 // 18: hoplite.ObjectInfo
 }
-var file_client_proto_depIdxs = []int32{
+var file_hoplite_client_proto_depIdxs = []int32{
 	17, // 0: hoplite.WaitObjectsReply.error:type_name -> hoplite.Error
 	18, // 1: hoplite.WaitObjectsReply.failed:type_name -> hoplite.ObjectInfo
 	17, // 2: hoplite.SubscribeEventsReply.error:type_name -> hoplite.Error
@@ -1403,13 +1403,13 @@ var file_client_proto_depIdxs = []int32{
 	0,  // [0:15] is the sub-list for field type_name
 }
 
-func init() { file_client_proto_init() }
-func file_client_proto_init() {
-	if File_client_proto != nil {
+func init() { file_hoplite_client_proto_init() }
+func file_hoplite_client_proto_init() {
+	if File_hoplite_client_proto != nil {
 		return
 	}
-	file_hoplite_proto_init()
-	file_client_proto_msgTypes[6].OneofWrappers = []any{
+	file_hoplite_hoplite_proto_init()
+	file_hoplite_client_proto_msgTypes[6].OneofWrappers = []any{
 		(*ClusterEvent_NodeFailed)(nil),
 		(*ClusterEvent_SenderSwitched)(nil),
 		(*ClusterEvent_TreeNodeReplaced)(nil),
@@ -1425,17 +1425,17 @@ func file_client_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_client_proto_rawDesc), len(file_hoplite_client_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_client_proto_goTypes,
-		DependencyIndexes: file_client_proto_depIdxs,
-		MessageInfos:      file_client_proto_msgTypes,
+		GoTypes:           file_hoplite_client_proto_goTypes,
+		DependencyIndexes: file_hoplite_client_proto_depIdxs,
+		MessageInfos:      file_hoplite_client_proto_msgTypes,
 	}.Build()
-	File_client_proto = out.File
-	file_client_proto_goTypes = nil
-	file_client_proto_depIdxs = nil
+	File_hoplite_client_proto = out.File
+	file_hoplite_client_proto_goTypes = nil
+	file_hoplite_client_proto_depIdxs = nil
 }

@@ -4,7 +4,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: dataput.proto
+// source: hoplite/dataput.proto
 
 package messages
 
@@ -54,7 +54,7 @@ type PutFrom struct {
 
 func (x *PutFrom) Reset() {
 	*x = PutFrom{}
-	mi := &file_dataput_proto_msgTypes[0]
+	mi := &file_hoplite_dataput_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -66,7 +66,7 @@ func (x *PutFrom) String() string {
 func (*PutFrom) ProtoMessage() {}
 
 func (x *PutFrom) ProtoReflect() protoreflect.Message {
-	mi := &file_dataput_proto_msgTypes[0]
+	mi := &file_hoplite_dataput_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -79,7 +79,7 @@ func (x *PutFrom) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutFrom.ProtoReflect.Descriptor instead.
 func (*PutFrom) Descriptor() ([]byte, []int) {
-	return file_dataput_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_dataput_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *PutFrom) GetObjectId() string {
@@ -117,11 +117,11 @@ func (x *PutFrom) GetSegmentSize() int64 {
 	return 0
 }
 
-var File_dataput_proto protoreflect.FileDescriptor
+var File_hoplite_dataput_proto protoreflect.FileDescriptor
 
-const file_dataput_proto_rawDesc = "" +
+const file_hoplite_dataput_proto_rawDesc = "" +
 	"\n" +
-	"\rdataput.proto\x12\ahoplite\"\x9f\x01\n" +
+	"\x15hoplite/dataput.proto\x12\ahoplite\"\x9f\x01\n" +
 	"\aPutFrom\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12!\n" +
@@ -131,22 +131,22 @@ const file_dataput_proto_rawDesc = "" +
 	"\fsegment_size\x18\x05 \x01(\x03R\vsegmentSizeB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_dataput_proto_rawDescOnce sync.Once
-	file_dataput_proto_rawDescData []byte
+	file_hoplite_dataput_proto_rawDescOnce sync.Once
+	file_hoplite_dataput_proto_rawDescData []byte
 )
 
-func file_dataput_proto_rawDescGZIP() []byte {
-	file_dataput_proto_rawDescOnce.Do(func() {
-		file_dataput_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_dataput_proto_rawDesc), len(file_dataput_proto_rawDesc)))
+func file_hoplite_dataput_proto_rawDescGZIP() []byte {
+	file_hoplite_dataput_proto_rawDescOnce.Do(func() {
+		file_hoplite_dataput_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_dataput_proto_rawDesc), len(file_hoplite_dataput_proto_rawDesc)))
 	})
-	return file_dataput_proto_rawDescData
+	return file_hoplite_dataput_proto_rawDescData
 }
 
-var file_dataput_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
-var file_dataput_proto_goTypes = []any{
+var file_hoplite_dataput_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_hoplite_dataput_proto_goTypes = []any{
 	(*PutFrom)(nil), // 0: hoplite.PutFrom
 }
-var file_dataput_proto_depIdxs = []int32{
+var file_hoplite_dataput_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
 	0, // [0:0] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
@@ -154,26 +154,26 @@ var file_dataput_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for field type_name
 }
 
-func init() { file_dataput_proto_init() }
-func file_dataput_proto_init() {
-	if File_dataput_proto != nil {
+func init() { file_hoplite_dataput_proto_init() }
+func file_hoplite_dataput_proto_init() {
+	if File_hoplite_dataput_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dataput_proto_rawDesc), len(file_dataput_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_dataput_proto_rawDesc), len(file_hoplite_dataput_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_dataput_proto_goTypes,
-		DependencyIndexes: file_dataput_proto_depIdxs,
-		MessageInfos:      file_dataput_proto_msgTypes,
+		GoTypes:           file_hoplite_dataput_proto_goTypes,
+		DependencyIndexes: file_hoplite_dataput_proto_depIdxs,
+		MessageInfos:      file_hoplite_dataput_proto_msgTypes,
 	}.Build()
-	File_dataput_proto = out.File
-	file_dataput_proto_goTypes = nil
-	file_dataput_proto_depIdxs = nil
+	File_hoplite_dataput_proto = out.File
+	file_hoplite_dataput_proto_goTypes = nil
+	file_hoplite_dataput_proto_depIdxs = nil
 }

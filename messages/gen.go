@@ -3,4 +3,8 @@
 // store nodes and directory shards, and the typed Error they carry.
 package messages
 
-//go:generate sh -c "protoc --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) --go_out=. --go_opt=paths=source_relative *.proto"
+// The files are registered as hoplite/*.proto (protoc maps the virtual
+// directory hoplite to this one): a bare admin.proto is a path another
+// program's protobuf files may take too, and the protobuf runtime panics
+// at init on a path registered twice.
+//go:generate sh -c "protoc --plugin=protoc-gen-go=$(go tool -n protoc-gen-go) -Ihoplite=. --go_out=. --go_opt=module=github.com/hoplite-go/hoplite/messages $(ls *.proto | sed s,^,hoplite/,)"

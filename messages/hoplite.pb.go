@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: hoplite.proto
+// source: hoplite/hoplite.proto
 
 package messages
 
@@ -90,11 +90,11 @@ func (x ErrorCode) String() string {
 }
 
 func (ErrorCode) Descriptor() protoreflect.EnumDescriptor {
-	return file_hoplite_proto_enumTypes[0].Descriptor()
+	return file_hoplite_hoplite_proto_enumTypes[0].Descriptor()
 }
 
 func (ErrorCode) Type() protoreflect.EnumType {
-	return &file_hoplite_proto_enumTypes[0]
+	return &file_hoplite_hoplite_proto_enumTypes[0]
 }
 
 func (x ErrorCode) Number() protoreflect.EnumNumber {
@@ -103,7 +103,7 @@ func (x ErrorCode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorCode.Descriptor instead.
 func (ErrorCode) EnumDescriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{0}
 }
 
 type ReduceOp int32
@@ -145,11 +145,11 @@ func (x ReduceOp) String() string {
 }
 
 func (ReduceOp) Descriptor() protoreflect.EnumDescriptor {
-	return file_hoplite_proto_enumTypes[1].Descriptor()
+	return file_hoplite_hoplite_proto_enumTypes[1].Descriptor()
 }
 
 func (ReduceOp) Type() protoreflect.EnumType {
-	return &file_hoplite_proto_enumTypes[1]
+	return &file_hoplite_hoplite_proto_enumTypes[1]
 }
 
 func (x ReduceOp) Number() protoreflect.EnumNumber {
@@ -158,7 +158,7 @@ func (x ReduceOp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReduceOp.Descriptor instead.
 func (ReduceOp) EnumDescriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{1}
 }
 
 type DType int32
@@ -200,11 +200,11 @@ func (x DType) String() string {
 }
 
 func (DType) Descriptor() protoreflect.EnumDescriptor {
-	return file_hoplite_proto_enumTypes[2].Descriptor()
+	return file_hoplite_hoplite_proto_enumTypes[2].Descriptor()
 }
 
 func (DType) Type() protoreflect.EnumType {
-	return &file_hoplite_proto_enumTypes[2]
+	return &file_hoplite_hoplite_proto_enumTypes[2]
 }
 
 func (x DType) Number() protoreflect.EnumNumber {
@@ -213,7 +213,7 @@ func (x DType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DType.Descriptor instead.
 func (DType) EnumDescriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{2}
 }
 
 type LocationState int32
@@ -249,11 +249,11 @@ func (x LocationState) String() string {
 }
 
 func (LocationState) Descriptor() protoreflect.EnumDescriptor {
-	return file_hoplite_proto_enumTypes[3].Descriptor()
+	return file_hoplite_hoplite_proto_enumTypes[3].Descriptor()
 }
 
 func (LocationState) Type() protoreflect.EnumType {
-	return &file_hoplite_proto_enumTypes[3]
+	return &file_hoplite_hoplite_proto_enumTypes[3]
 }
 
 func (x LocationState) Number() protoreflect.EnumNumber {
@@ -262,7 +262,7 @@ func (x LocationState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LocationState.Descriptor instead.
 func (LocationState) EnumDescriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{3}
 }
 
 // Error is carried in every reply; a nil error means success.
@@ -291,7 +291,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_hoplite_proto_msgTypes[0]
+	mi := &file_hoplite_hoplite_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +303,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[0]
+	mi := &file_hoplite_hoplite_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +316,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -365,7 +365,7 @@ type NodeRef struct {
 
 func (x *NodeRef) Reset() {
 	*x = NodeRef{}
-	mi := &file_hoplite_proto_msgTypes[1]
+	mi := &file_hoplite_hoplite_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +377,7 @@ func (x *NodeRef) String() string {
 func (*NodeRef) ProtoMessage() {}
 
 func (x *NodeRef) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[1]
+	mi := &file_hoplite_hoplite_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +390,7 @@ func (x *NodeRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRef.ProtoReflect.Descriptor instead.
 func (*NodeRef) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *NodeRef) GetNodeId() string {
@@ -434,7 +434,7 @@ type Put struct {
 
 func (x *Put) Reset() {
 	*x = Put{}
-	mi := &file_hoplite_proto_msgTypes[2]
+	mi := &file_hoplite_hoplite_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +446,7 @@ func (x *Put) String() string {
 func (*Put) ProtoMessage() {}
 
 func (x *Put) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[2]
+	mi := &file_hoplite_hoplite_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +459,7 @@ func (x *Put) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Put.ProtoReflect.Descriptor instead.
 func (*Put) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Put) GetObjectId() string {
@@ -505,7 +505,7 @@ type PutReply struct {
 
 func (x *PutReply) Reset() {
 	*x = PutReply{}
-	mi := &file_hoplite_proto_msgTypes[3]
+	mi := &file_hoplite_hoplite_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +517,7 @@ func (x *PutReply) String() string {
 func (*PutReply) ProtoMessage() {}
 
 func (x *PutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[3]
+	mi := &file_hoplite_hoplite_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +530,7 @@ func (x *PutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutReply.ProtoReflect.Descriptor instead.
 func (*PutReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PutReply) GetObjectId() string {
@@ -576,7 +576,7 @@ type Get struct {
 
 func (x *Get) Reset() {
 	*x = Get{}
-	mi := &file_hoplite_proto_msgTypes[4]
+	mi := &file_hoplite_hoplite_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +588,7 @@ func (x *Get) String() string {
 func (*Get) ProtoMessage() {}
 
 func (x *Get) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[4]
+	mi := &file_hoplite_hoplite_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +601,7 @@ func (x *Get) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Get.ProtoReflect.Descriptor instead.
 func (*Get) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{4}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Get) GetObjectId() string {
@@ -671,7 +671,7 @@ type GetReply struct {
 
 func (x *GetReply) Reset() {
 	*x = GetReply{}
-	mi := &file_hoplite_proto_msgTypes[5]
+	mi := &file_hoplite_hoplite_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +683,7 @@ func (x *GetReply) String() string {
 func (*GetReply) ProtoMessage() {}
 
 func (x *GetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[5]
+	mi := &file_hoplite_hoplite_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +696,7 @@ func (x *GetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReply.ProtoReflect.Descriptor instead.
 func (*GetReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{5}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetReply) GetObjectId() string {
@@ -732,7 +732,7 @@ type Delete struct {
 
 func (x *Delete) Reset() {
 	*x = Delete{}
-	mi := &file_hoplite_proto_msgTypes[6]
+	mi := &file_hoplite_hoplite_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +744,7 @@ func (x *Delete) String() string {
 func (*Delete) ProtoMessage() {}
 
 func (x *Delete) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[6]
+	mi := &file_hoplite_hoplite_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +757,7 @@ func (x *Delete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delete.ProtoReflect.Descriptor instead.
 func (*Delete) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{6}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Delete) GetObjectId() string {
@@ -791,7 +791,7 @@ type DeleteReply struct {
 
 func (x *DeleteReply) Reset() {
 	*x = DeleteReply{}
-	mi := &file_hoplite_proto_msgTypes[7]
+	mi := &file_hoplite_hoplite_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +803,7 @@ func (x *DeleteReply) String() string {
 func (*DeleteReply) ProtoMessage() {}
 
 func (x *DeleteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[7]
+	mi := &file_hoplite_hoplite_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +816,7 @@ func (x *DeleteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReply.ProtoReflect.Descriptor instead.
 func (*DeleteReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{7}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteReply) GetObjectId() string {
@@ -857,7 +857,7 @@ type Reduce struct {
 
 func (x *Reduce) Reset() {
 	*x = Reduce{}
-	mi := &file_hoplite_proto_msgTypes[8]
+	mi := &file_hoplite_hoplite_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +869,7 @@ func (x *Reduce) String() string {
 func (*Reduce) ProtoMessage() {}
 
 func (x *Reduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[8]
+	mi := &file_hoplite_hoplite_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +882,7 @@ func (x *Reduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reduce.ProtoReflect.Descriptor instead.
 func (*Reduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{8}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Reduce) GetTargetId() string {
@@ -968,7 +968,7 @@ type ReduceKnee struct {
 
 func (x *ReduceKnee) Reset() {
 	*x = ReduceKnee{}
-	mi := &file_hoplite_proto_msgTypes[9]
+	mi := &file_hoplite_hoplite_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +980,7 @@ func (x *ReduceKnee) String() string {
 func (*ReduceKnee) ProtoMessage() {}
 
 func (x *ReduceKnee) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[9]
+	mi := &file_hoplite_hoplite_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +993,7 @@ func (x *ReduceKnee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceKnee.ProtoReflect.Descriptor instead.
 func (*ReduceKnee) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{9}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReduceKnee) GetMinPercent() float64 {
@@ -1047,7 +1047,7 @@ type ReduceReply struct {
 
 func (x *ReduceReply) Reset() {
 	*x = ReduceReply{}
-	mi := &file_hoplite_proto_msgTypes[10]
+	mi := &file_hoplite_hoplite_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1059,7 @@ func (x *ReduceReply) String() string {
 func (*ReduceReply) ProtoMessage() {}
 
 func (x *ReduceReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[10]
+	mi := &file_hoplite_hoplite_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1072,7 @@ func (x *ReduceReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceReply.ProtoReflect.Descriptor instead.
 func (*ReduceReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{10}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReduceReply) GetTargetId() string {
@@ -1155,7 +1155,7 @@ type ReducePlan struct {
 
 func (x *ReducePlan) Reset() {
 	*x = ReducePlan{}
-	mi := &file_hoplite_proto_msgTypes[11]
+	mi := &file_hoplite_hoplite_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1167,7 @@ func (x *ReducePlan) String() string {
 func (*ReducePlan) ProtoMessage() {}
 
 func (x *ReducePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[11]
+	mi := &file_hoplite_hoplite_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1180,7 @@ func (x *ReducePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducePlan.ProtoReflect.Descriptor instead.
 func (*ReducePlan) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{11}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReducePlan) GetDegree() int32 {
@@ -1278,7 +1278,7 @@ type ShapeCost struct {
 
 func (x *ShapeCost) Reset() {
 	*x = ShapeCost{}
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_hoplite_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1290,7 @@ func (x *ShapeCost) String() string {
 func (*ShapeCost) ProtoMessage() {}
 
 func (x *ShapeCost) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[12]
+	mi := &file_hoplite_hoplite_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1303,7 @@ func (x *ShapeCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShapeCost.ProtoReflect.Descriptor instead.
 func (*ShapeCost) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{12}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ShapeCost) GetShape() string {
@@ -1333,7 +1333,7 @@ type ReducePosition struct {
 
 func (x *ReducePosition) Reset() {
 	*x = ReducePosition{}
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_hoplite_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1345,7 @@ func (x *ReducePosition) String() string {
 func (*ReducePosition) ProtoMessage() {}
 
 func (x *ReducePosition) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[13]
+	mi := &file_hoplite_hoplite_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1358,7 @@ func (x *ReducePosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducePosition.ProtoReflect.Descriptor instead.
 func (*ReducePosition) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{13}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReducePosition) GetPosition() int32 {
@@ -1406,7 +1406,7 @@ type DegreeCost struct {
 
 func (x *DegreeCost) Reset() {
 	*x = DegreeCost{}
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_hoplite_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1418,7 @@ func (x *DegreeCost) String() string {
 func (*DegreeCost) ProtoMessage() {}
 
 func (x *DegreeCost) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[14]
+	mi := &file_hoplite_hoplite_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1431,7 @@ func (x *DegreeCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DegreeCost.ProtoReflect.Descriptor instead.
 func (*DegreeCost) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{14}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DegreeCost) GetDegree() int32 {
@@ -1482,7 +1482,7 @@ type CreateObject struct {
 
 func (x *CreateObject) Reset() {
 	*x = CreateObject{}
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_hoplite_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1494,7 @@ func (x *CreateObject) String() string {
 func (*CreateObject) ProtoMessage() {}
 
 func (x *CreateObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[15]
+	mi := &file_hoplite_hoplite_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1507,7 @@ func (x *CreateObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObject.ProtoReflect.Descriptor instead.
 func (*CreateObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{15}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateObject) GetObjectId() string {
@@ -1592,7 +1592,7 @@ type CreateObjectReply struct {
 
 func (x *CreateObjectReply) Reset() {
 	*x = CreateObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_hoplite_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1604,7 @@ func (x *CreateObjectReply) String() string {
 func (*CreateObjectReply) ProtoMessage() {}
 
 func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[16]
+	mi := &file_hoplite_hoplite_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1617,7 @@ func (x *CreateObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateObjectReply.ProtoReflect.Descriptor instead.
 func (*CreateObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{16}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateObjectReply) GetObjectId() string {
@@ -1691,7 +1691,7 @@ type PublishLocation struct {
 
 func (x *PublishLocation) Reset() {
 	*x = PublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_hoplite_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1703,7 @@ func (x *PublishLocation) String() string {
 func (*PublishLocation) ProtoMessage() {}
 
 func (x *PublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[17]
+	mi := &file_hoplite_hoplite_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1716,7 @@ func (x *PublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishLocation.ProtoReflect.Descriptor instead.
 func (*PublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{17}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PublishLocation) GetObjectId() string {
@@ -1793,7 +1793,7 @@ type UnpublishLocation struct {
 
 func (x *UnpublishLocation) Reset() {
 	*x = UnpublishLocation{}
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_hoplite_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1805,7 @@ func (x *UnpublishLocation) String() string {
 func (*UnpublishLocation) ProtoMessage() {}
 
 func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[18]
+	mi := &file_hoplite_hoplite_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1818,7 @@ func (x *UnpublishLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpublishLocation.ProtoReflect.Descriptor instead.
 func (*UnpublishLocation) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{18}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UnpublishLocation) GetObjectId() string {
@@ -1848,7 +1848,7 @@ type ReportLost struct {
 
 func (x *ReportLost) Reset() {
 	*x = ReportLost{}
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_hoplite_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1860,7 @@ func (x *ReportLost) String() string {
 func (*ReportLost) ProtoMessage() {}
 
 func (x *ReportLost) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[19]
+	mi := &file_hoplite_hoplite_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1873,7 @@ func (x *ReportLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLost.ProtoReflect.Descriptor instead.
 func (*ReportLost) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{19}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportLost) GetObjectId() string {
@@ -1901,7 +1901,7 @@ type ReportLostReply struct {
 
 func (x *ReportLostReply) Reset() {
 	*x = ReportLostReply{}
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_hoplite_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +1913,7 @@ func (x *ReportLostReply) String() string {
 func (*ReportLostReply) ProtoMessage() {}
 
 func (x *ReportLostReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[20]
+	mi := &file_hoplite_hoplite_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +1926,7 @@ func (x *ReportLostReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLostReply.ProtoReflect.Descriptor instead.
 func (*ReportLostReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{20}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReportLostReply) GetObjectId() string {
@@ -1997,7 +1997,7 @@ type Locate struct {
 
 func (x *Locate) Reset() {
 	*x = Locate{}
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_hoplite_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2009,7 @@ func (x *Locate) String() string {
 func (*Locate) ProtoMessage() {}
 
 func (x *Locate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[21]
+	mi := &file_hoplite_hoplite_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2022,7 @@ func (x *Locate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locate.ProtoReflect.Descriptor instead.
 func (*Locate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{21}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Locate) GetObjectId() string {
@@ -2134,7 +2134,7 @@ type LocateReply struct {
 
 func (x *LocateReply) Reset() {
 	*x = LocateReply{}
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_hoplite_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2146,7 @@ func (x *LocateReply) String() string {
 func (*LocateReply) ProtoMessage() {}
 
 func (x *LocateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[22]
+	mi := &file_hoplite_hoplite_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2159,7 @@ func (x *LocateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateReply.ProtoReflect.Descriptor instead.
 func (*LocateReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{22}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LocateReply) GetObjectId() string {
@@ -2264,7 +2264,7 @@ type CancelLocate struct {
 
 func (x *CancelLocate) Reset() {
 	*x = CancelLocate{}
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_hoplite_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2276,7 @@ func (x *CancelLocate) String() string {
 func (*CancelLocate) ProtoMessage() {}
 
 func (x *CancelLocate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_hoplite_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2289,7 @@ func (x *CancelLocate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLocate.ProtoReflect.Descriptor instead.
 func (*CancelLocate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{23}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelLocate) GetObjectId() string {
@@ -2334,7 +2334,7 @@ type FetchDone struct {
 
 func (x *FetchDone) Reset() {
 	*x = FetchDone{}
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_hoplite_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2346,7 +2346,7 @@ func (x *FetchDone) String() string {
 func (*FetchDone) ProtoMessage() {}
 
 func (x *FetchDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_hoplite_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2359,7 +2359,7 @@ func (x *FetchDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchDone.ProtoReflect.Descriptor instead.
 func (*FetchDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{24}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FetchDone) GetObjectId() string {
@@ -2430,7 +2430,7 @@ type FetchAborted struct {
 
 func (x *FetchAborted) Reset() {
 	*x = FetchAborted{}
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_hoplite_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2442,7 @@ func (x *FetchAborted) String() string {
 func (*FetchAborted) ProtoMessage() {}
 
 func (x *FetchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_hoplite_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2455,7 @@ func (x *FetchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchAborted.ProtoReflect.Descriptor instead.
 func (*FetchAborted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{25}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FetchAborted) GetObjectId() string {
@@ -2498,7 +2498,7 @@ type DeleteObject struct {
 
 func (x *DeleteObject) Reset() {
 	*x = DeleteObject{}
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_hoplite_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2510,7 @@ func (x *DeleteObject) String() string {
 func (*DeleteObject) ProtoMessage() {}
 
 func (x *DeleteObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_hoplite_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2523,7 @@ func (x *DeleteObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObject.ProtoReflect.Descriptor instead.
 func (*DeleteObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{26}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteObject) GetObjectId() string {
@@ -2554,7 +2554,7 @@ type DeleteObjectReply struct {
 
 func (x *DeleteObjectReply) Reset() {
 	*x = DeleteObjectReply{}
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_hoplite_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2566,7 @@ func (x *DeleteObjectReply) String() string {
 func (*DeleteObjectReply) ProtoMessage() {}
 
 func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_hoplite_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2579,7 @@ func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectReply.ProtoReflect.Descriptor instead.
 func (*DeleteObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{27}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteObjectReply) GetObjectId() string {
@@ -2627,7 +2627,7 @@ type DropObject struct {
 
 func (x *DropObject) Reset() {
 	*x = DropObject{}
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_hoplite_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2639,7 @@ func (x *DropObject) String() string {
 func (*DropObject) ProtoMessage() {}
 
 func (x *DropObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_hoplite_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2652,7 @@ func (x *DropObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropObject.ProtoReflect.Descriptor instead.
 func (*DropObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{28}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DropObject) GetObjectId() string {
@@ -2704,7 +2704,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_hoplite_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2716,7 +2716,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_hoplite_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2729,7 +2729,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{29}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Subscribe) GetObjectId() string {
@@ -2766,7 +2766,7 @@ type SubscribeBatch struct {
 
 func (x *SubscribeBatch) Reset() {
 	*x = SubscribeBatch{}
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_hoplite_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2778,7 +2778,7 @@ func (x *SubscribeBatch) String() string {
 func (*SubscribeBatch) ProtoMessage() {}
 
 func (x *SubscribeBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_hoplite_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2791,7 +2791,7 @@ func (x *SubscribeBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeBatch.ProtoReflect.Descriptor instead.
 func (*SubscribeBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubscribeBatch) GetSubscribes() []*Subscribe {
@@ -2815,7 +2815,7 @@ type SubscribeAnswer struct {
 
 func (x *SubscribeAnswer) Reset() {
 	*x = SubscribeAnswer{}
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2827,7 +2827,7 @@ func (x *SubscribeAnswer) String() string {
 func (*SubscribeAnswer) ProtoMessage() {}
 
 func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2840,7 +2840,7 @@ func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeAnswer.ProtoReflect.Descriptor instead.
 func (*SubscribeAnswer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubscribeAnswer) GetUpdates() []*LocationUpdate {
@@ -2859,7 +2859,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2871,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +2884,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -2920,7 +2920,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +2932,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +2945,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -3017,7 +3017,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3029,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3042,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -3078,7 +3078,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3090,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3103,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -3149,7 +3149,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3161,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3174,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -3226,7 +3226,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3238,7 +3238,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3251,7 +3251,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -3315,7 +3315,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3327,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3340,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -3383,7 +3383,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3395,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3408,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -3494,7 +3494,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3506,7 +3506,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3519,7 +3519,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3673,7 +3673,7 @@ type ReduceTaskBatch struct {
 
 func (x *ReduceTaskBatch) Reset() {
 	*x = ReduceTaskBatch{}
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3685,7 +3685,7 @@ func (x *ReduceTaskBatch) String() string {
 func (*ReduceTaskBatch) ProtoMessage() {}
 
 func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3698,7 +3698,7 @@ func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
 func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
@@ -3721,7 +3721,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3733,7 +3733,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3746,7 +3746,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3803,7 +3803,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3815,7 +3815,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3828,7 +3828,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -3894,7 +3894,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +3906,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +3919,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -3976,7 +3976,7 @@ type ReduceCommit struct {
 
 func (x *ReduceCommit) Reset() {
 	*x = ReduceCommit{}
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +3988,7 @@ func (x *ReduceCommit) String() string {
 func (*ReduceCommit) ProtoMessage() {}
 
 func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4001,7 @@ func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
 func (*ReduceCommit) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceCommit) GetReduceId() string {
@@ -4063,7 +4063,7 @@ type ReduceCommitted struct {
 
 func (x *ReduceCommitted) Reset() {
 	*x = ReduceCommitted{}
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4075,7 +4075,7 @@ func (x *ReduceCommitted) String() string {
 func (*ReduceCommitted) ProtoMessage() {}
 
 func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4088,7 +4088,7 @@ func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
 func (*ReduceCommitted) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceCommitted) GetReduceId() string {
@@ -4143,7 +4143,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4155,7 +4155,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4168,7 +4168,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -4214,7 +4214,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4226,7 +4226,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4239,7 +4239,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -4287,7 +4287,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4299,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4312,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4341,7 +4341,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4353,7 +4353,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4366,7 +4366,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4395,7 +4395,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4407,7 +4407,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4420,7 +4420,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{51}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4450,7 +4450,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4462,7 +4462,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4475,7 +4475,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_proto_rawDescGZIP(), []int{52}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4485,11 +4485,11 @@ func (x *RepublishDone) GetNode() *NodeRef {
 	return nil
 }
 
-var File_hoplite_proto protoreflect.FileDescriptor
+var File_hoplite_hoplite_proto protoreflect.FileDescriptor
 
-const file_hoplite_proto_rawDesc = "" +
+const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\n" +
-	"\rhoplite.proto\x12\ahoplite\"\x95\x01\n" +
+	"\x15hoplite/hoplite.proto\x12\ahoplite\"\x95\x01\n" +
 	"\x05Error\x12&\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x12.hoplite.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
@@ -4887,20 +4887,20 @@ const file_hoplite_proto_rawDesc = "" +
 	"\bCOMPLETE\x10\x02B(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_hoplite_proto_rawDescOnce sync.Once
-	file_hoplite_proto_rawDescData []byte
+	file_hoplite_hoplite_proto_rawDescOnce sync.Once
+	file_hoplite_hoplite_proto_rawDescData []byte
 )
 
-func file_hoplite_proto_rawDescGZIP() []byte {
-	file_hoplite_proto_rawDescOnce.Do(func() {
-		file_hoplite_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)))
+func file_hoplite_hoplite_proto_rawDescGZIP() []byte {
+	file_hoplite_hoplite_proto_rawDescOnce.Do(func() {
+		file_hoplite_hoplite_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_hoplite_proto_rawDesc), len(file_hoplite_hoplite_proto_rawDesc)))
 	})
-	return file_hoplite_proto_rawDescData
+	return file_hoplite_hoplite_proto_rawDescData
 }
 
-var file_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
-var file_hoplite_proto_goTypes = []any{
+var file_hoplite_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_hoplite_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
 	(DType)(0),                // 2: hoplite.DType
@@ -4959,7 +4959,7 @@ var file_hoplite_proto_goTypes = []any{
 	(*Republish)(nil),         // 55: hoplite.Republish
 	(*RepublishDone)(nil),     // 56: hoplite.RepublishDone
 }
-var file_hoplite_proto_depIdxs = []int32{
+var file_hoplite_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
 	4,  // 1: hoplite.PutReply.error:type_name -> hoplite.Error
 	4,  // 2: hoplite.GetReply.error:type_name -> hoplite.Error
@@ -5022,27 +5022,27 @@ var file_hoplite_proto_depIdxs = []int32{
 	0,  // [0:55] is the sub-list for field type_name
 }
 
-func init() { file_hoplite_proto_init() }
-func file_hoplite_proto_init() {
-	if File_hoplite_proto != nil {
+func init() { file_hoplite_hoplite_proto_init() }
+func file_hoplite_hoplite_proto_init() {
+	if File_hoplite_hoplite_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_proto_rawDesc), len(file_hoplite_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_hoplite_proto_rawDesc), len(file_hoplite_hoplite_proto_rawDesc)),
 			NumEnums:      4,
 			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_hoplite_proto_goTypes,
-		DependencyIndexes: file_hoplite_proto_depIdxs,
-		EnumInfos:         file_hoplite_proto_enumTypes,
-		MessageInfos:      file_hoplite_proto_msgTypes,
+		GoTypes:           file_hoplite_hoplite_proto_goTypes,
+		DependencyIndexes: file_hoplite_hoplite_proto_depIdxs,
+		EnumInfos:         file_hoplite_hoplite_proto_enumTypes,
+		MessageInfos:      file_hoplite_hoplite_proto_msgTypes,
 	}.Build()
-	File_hoplite_proto = out.File
-	file_hoplite_proto_goTypes = nil
-	file_hoplite_proto_depIdxs = nil
+	File_hoplite_hoplite_proto = out.File
+	file_hoplite_hoplite_proto_goTypes = nil
+	file_hoplite_hoplite_proto_depIdxs = nil
 }

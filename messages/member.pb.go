@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: member.proto
+// source: hoplite/member.proto
 
 package messages
 
@@ -53,7 +53,7 @@ type MemberHello struct {
 
 func (x *MemberHello) Reset() {
 	*x = MemberHello{}
-	mi := &file_member_proto_msgTypes[0]
+	mi := &file_hoplite_member_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -65,7 +65,7 @@ func (x *MemberHello) String() string {
 func (*MemberHello) ProtoMessage() {}
 
 func (x *MemberHello) ProtoReflect() protoreflect.Message {
-	mi := &file_member_proto_msgTypes[0]
+	mi := &file_hoplite_member_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -78,7 +78,7 @@ func (x *MemberHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberHello.ProtoReflect.Descriptor instead.
 func (*MemberHello) Descriptor() ([]byte, []int) {
-	return file_member_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_member_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *MemberHello) GetProtocolVersion() uint32 {
@@ -141,7 +141,7 @@ type MemberHelloReply struct {
 
 func (x *MemberHelloReply) Reset() {
 	*x = MemberHelloReply{}
-	mi := &file_member_proto_msgTypes[1]
+	mi := &file_hoplite_member_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -153,7 +153,7 @@ func (x *MemberHelloReply) String() string {
 func (*MemberHelloReply) ProtoMessage() {}
 
 func (x *MemberHelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_member_proto_msgTypes[1]
+	mi := &file_hoplite_member_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -166,7 +166,7 @@ func (x *MemberHelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberHelloReply.ProtoReflect.Descriptor instead.
 func (*MemberHelloReply) Descriptor() ([]byte, []int) {
-	return file_member_proto_rawDescGZIP(), []int{1}
+	return file_hoplite_member_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *MemberHelloReply) GetProtocolVersion() uint32 {
@@ -251,7 +251,7 @@ type MemberLeaving struct {
 
 func (x *MemberLeaving) Reset() {
 	*x = MemberLeaving{}
-	mi := &file_member_proto_msgTypes[2]
+	mi := &file_hoplite_member_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -263,7 +263,7 @@ func (x *MemberLeaving) String() string {
 func (*MemberLeaving) ProtoMessage() {}
 
 func (x *MemberLeaving) ProtoReflect() protoreflect.Message {
-	mi := &file_member_proto_msgTypes[2]
+	mi := &file_hoplite_member_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -276,7 +276,7 @@ func (x *MemberLeaving) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberLeaving.ProtoReflect.Descriptor instead.
 func (*MemberLeaving) Descriptor() ([]byte, []int) {
-	return file_member_proto_rawDescGZIP(), []int{2}
+	return file_hoplite_member_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MemberLeaving) GetMemberId() string {
@@ -295,7 +295,7 @@ type MemberLeavingReply struct {
 
 func (x *MemberLeavingReply) Reset() {
 	*x = MemberLeavingReply{}
-	mi := &file_member_proto_msgTypes[3]
+	mi := &file_hoplite_member_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +307,7 @@ func (x *MemberLeavingReply) String() string {
 func (*MemberLeavingReply) ProtoMessage() {}
 
 func (x *MemberLeavingReply) ProtoReflect() protoreflect.Message {
-	mi := &file_member_proto_msgTypes[3]
+	mi := &file_hoplite_member_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +320,7 @@ func (x *MemberLeavingReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberLeavingReply.ProtoReflect.Descriptor instead.
 func (*MemberLeavingReply) Descriptor() ([]byte, []int) {
-	return file_member_proto_rawDescGZIP(), []int{3}
+	return file_hoplite_member_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MemberLeavingReply) GetMemberId() string {
@@ -350,7 +350,7 @@ type RevokeNotice struct {
 
 func (x *RevokeNotice) Reset() {
 	*x = RevokeNotice{}
-	mi := &file_member_proto_msgTypes[4]
+	mi := &file_hoplite_member_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +362,7 @@ func (x *RevokeNotice) String() string {
 func (*RevokeNotice) ProtoMessage() {}
 
 func (x *RevokeNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_member_proto_msgTypes[4]
+	mi := &file_hoplite_member_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +375,7 @@ func (x *RevokeNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeNotice.ProtoReflect.Descriptor instead.
 func (*RevokeNotice) Descriptor() ([]byte, []int) {
-	return file_member_proto_rawDescGZIP(), []int{4}
+	return file_hoplite_member_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RevokeNotice) GetOrigin() string {
@@ -413,11 +413,11 @@ func (x *RevokeNotice) GetSubjectAddress() string {
 	return ""
 }
 
-var File_member_proto protoreflect.FileDescriptor
+var File_hoplite_member_proto protoreflect.FileDescriptor
 
-const file_member_proto_rawDesc = "" +
+const file_hoplite_member_proto_rawDesc = "" +
 	"\n" +
-	"\fmember.proto\x12\ahoplite\x1a\rhoplite.proto\"\xd1\x01\n" +
+	"\x14hoplite/member.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"\xd1\x01\n" +
 	"\vMemberHello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
@@ -453,19 +453,19 @@ const file_member_proto_rawDesc = "" +
 	"\x0fsubject_address\x18\x05 \x01(\tR\x0esubjectAddressB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_member_proto_rawDescOnce sync.Once
-	file_member_proto_rawDescData []byte
+	file_hoplite_member_proto_rawDescOnce sync.Once
+	file_hoplite_member_proto_rawDescData []byte
 )
 
-func file_member_proto_rawDescGZIP() []byte {
-	file_member_proto_rawDescOnce.Do(func() {
-		file_member_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_member_proto_rawDesc), len(file_member_proto_rawDesc)))
+func file_hoplite_member_proto_rawDescGZIP() []byte {
+	file_hoplite_member_proto_rawDescOnce.Do(func() {
+		file_hoplite_member_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_member_proto_rawDesc), len(file_hoplite_member_proto_rawDesc)))
 	})
-	return file_member_proto_rawDescData
+	return file_hoplite_member_proto_rawDescData
 }
 
-var file_member_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
-var file_member_proto_goTypes = []any{
+var file_hoplite_member_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_hoplite_member_proto_goTypes = []any{
 	(*MemberHello)(nil),        // 0: hoplite.MemberHello
 	(*MemberHelloReply)(nil),   // 1: hoplite.MemberHelloReply
 	(*MemberLeaving)(nil),      // 2: hoplite.MemberLeaving
@@ -473,7 +473,7 @@ var file_member_proto_goTypes = []any{
 	(*RevokeNotice)(nil),       // 4: hoplite.RevokeNotice
 	(*NodeRef)(nil),            // 5: hoplite.NodeRef
 }
-var file_member_proto_depIdxs = []int32{
+var file_hoplite_member_proto_depIdxs = []int32{
 	5, // 0: hoplite.MemberHello.store:type_name -> hoplite.NodeRef
 	5, // 1: hoplite.MemberHelloReply.store:type_name -> hoplite.NodeRef
 	5, // 2: hoplite.MemberHelloReply.view_stores:type_name -> hoplite.NodeRef
@@ -484,27 +484,27 @@ var file_member_proto_depIdxs = []int32{
 	0, // [0:3] is the sub-list for field type_name
 }
 
-func init() { file_member_proto_init() }
-func file_member_proto_init() {
-	if File_member_proto != nil {
+func init() { file_hoplite_member_proto_init() }
+func file_hoplite_member_proto_init() {
+	if File_hoplite_member_proto != nil {
 		return
 	}
-	file_hoplite_proto_init()
+	file_hoplite_hoplite_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_member_proto_rawDesc), len(file_member_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_member_proto_rawDesc), len(file_hoplite_member_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_member_proto_goTypes,
-		DependencyIndexes: file_member_proto_depIdxs,
-		MessageInfos:      file_member_proto_msgTypes,
+		GoTypes:           file_hoplite_member_proto_goTypes,
+		DependencyIndexes: file_hoplite_member_proto_depIdxs,
+		MessageInfos:      file_hoplite_member_proto_msgTypes,
 	}.Build()
-	File_member_proto = out.File
-	file_member_proto_goTypes = nil
-	file_member_proto_depIdxs = nil
+	File_hoplite_member_proto = out.File
+	file_hoplite_member_proto_goTypes = nil
+	file_hoplite_member_proto_depIdxs = nil
 }

@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: tombstone.proto
+// source: hoplite/tombstone.proto
 
 package messages
 
@@ -42,7 +42,7 @@ type Tombstones struct {
 
 func (x *Tombstones) Reset() {
 	*x = Tombstones{}
-	mi := &file_tombstone_proto_msgTypes[0]
+	mi := &file_hoplite_tombstone_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -54,7 +54,7 @@ func (x *Tombstones) String() string {
 func (*Tombstones) ProtoMessage() {}
 
 func (x *Tombstones) ProtoReflect() protoreflect.Message {
-	mi := &file_tombstone_proto_msgTypes[0]
+	mi := &file_hoplite_tombstone_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -67,7 +67,7 @@ func (x *Tombstones) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstones.ProtoReflect.Descriptor instead.
 func (*Tombstones) Descriptor() ([]byte, []int) {
-	return file_tombstone_proto_rawDescGZIP(), []int{0}
+	return file_hoplite_tombstone_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Tombstones) GetObjectIds() []string {
@@ -77,33 +77,33 @@ func (x *Tombstones) GetObjectIds() []string {
 	return nil
 }
 
-var File_tombstone_proto protoreflect.FileDescriptor
+var File_hoplite_tombstone_proto protoreflect.FileDescriptor
 
-const file_tombstone_proto_rawDesc = "" +
+const file_hoplite_tombstone_proto_rawDesc = "" +
 	"\n" +
-	"\x0ftombstone.proto\x12\ahoplite\"+\n" +
+	"\x17hoplite/tombstone.proto\x12\ahoplite\"+\n" +
 	"\n" +
 	"Tombstones\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x01 \x03(\tR\tobjectIdsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
-	file_tombstone_proto_rawDescOnce sync.Once
-	file_tombstone_proto_rawDescData []byte
+	file_hoplite_tombstone_proto_rawDescOnce sync.Once
+	file_hoplite_tombstone_proto_rawDescData []byte
 )
 
-func file_tombstone_proto_rawDescGZIP() []byte {
-	file_tombstone_proto_rawDescOnce.Do(func() {
-		file_tombstone_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_tombstone_proto_rawDesc), len(file_tombstone_proto_rawDesc)))
+func file_hoplite_tombstone_proto_rawDescGZIP() []byte {
+	file_hoplite_tombstone_proto_rawDescOnce.Do(func() {
+		file_hoplite_tombstone_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_hoplite_tombstone_proto_rawDesc), len(file_hoplite_tombstone_proto_rawDesc)))
 	})
-	return file_tombstone_proto_rawDescData
+	return file_hoplite_tombstone_proto_rawDescData
 }
 
-var file_tombstone_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
-var file_tombstone_proto_goTypes = []any{
+var file_hoplite_tombstone_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_hoplite_tombstone_proto_goTypes = []any{
 	(*Tombstones)(nil), // 0: hoplite.Tombstones
 }
-var file_tombstone_proto_depIdxs = []int32{
+var file_hoplite_tombstone_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
 	0, // [0:0] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
@@ -111,26 +111,26 @@ var file_tombstone_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for field type_name
 }
 
-func init() { file_tombstone_proto_init() }
-func file_tombstone_proto_init() {
-	if File_tombstone_proto != nil {
+func init() { file_hoplite_tombstone_proto_init() }
+func file_hoplite_tombstone_proto_init() {
+	if File_hoplite_tombstone_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tombstone_proto_rawDesc), len(file_tombstone_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_tombstone_proto_rawDesc), len(file_hoplite_tombstone_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_tombstone_proto_goTypes,
-		DependencyIndexes: file_tombstone_proto_depIdxs,
-		MessageInfos:      file_tombstone_proto_msgTypes,
+		GoTypes:           file_hoplite_tombstone_proto_goTypes,
+		DependencyIndexes: file_hoplite_tombstone_proto_depIdxs,
+		MessageInfos:      file_hoplite_tombstone_proto_msgTypes,
 	}.Build()
-	File_tombstone_proto = out.File
-	file_tombstone_proto_goTypes = nil
-	file_tombstone_proto_depIdxs = nil
+	File_hoplite_tombstone_proto = out.File
+	file_hoplite_tombstone_proto_goTypes = nil
+	file_hoplite_tombstone_proto_depIdxs = nil
 }
