@@ -44,6 +44,9 @@
 // machinery) under each node's supervisor: the barrier's name hashes to a home node, and the manager
 // there and on the next live nodes form an ordered replica list. A handle
 // sends every message to every replica and ignores duplicate answers, so
-// a primary's failure costs a takeover delay, not the barrier. A handle's
+// a primary's failure costs a takeover delay, not the barrier; a label's
+// first Enter goes up a tree of the members instead, which combines the
+// arrivals for the replicas and brings the outcomes back down, and a
+// waiting Enter asks the replicas again every second. A handle's
 // own actor (its participant) does that matching.
 package barrier

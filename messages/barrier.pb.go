@@ -3,7 +3,10 @@
 // managers (the actors each member hosts for it) and their replicas.
 //
 // Every client message goes to every replica of a barrier (to_rank says
-// which one it is addressed to); only the acting primary answers. The
+// which one it is addressed to); only the acting primary answers. A
+// label's first Enter goes up the barrier's combining tree instead
+// (BarrierTreeEnter, BarrierArrivals), whose root hands it to every
+// replica (BarrierEnters); outcomes come down it (BarrierReleases). The
 // primary forwards every operation it applied to the backups
 // (BarrierReplicate), which replay it on their own copy of the barrier's
 // pure state machine.

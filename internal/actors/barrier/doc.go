@@ -2,6 +2,10 @@
 // barrier Host (a child of each node supervisor), one Manager per
 // barrier name and replica, a thin shell around replica.Replica, and the
 // participant actor behind each application handle (package barrier).
+// A host is also the member's position in each barrier's combining tree
+// (host_tree.go, a shell around tree.Node), and the primary of rank 0
+// sends the outcomes of labels that came up the tree back down it
+// (manager_tree.go).
 //
 // replica.Replica is the pure core of one manager replica (no goroutines, no
 // clocks, no I/O; time comes in as a value). It owns a policy.Barrier —

@@ -1,6 +1,7 @@
 // Package handle is the pure core of a barrier handle's participant: it
 // sends each request to every replica of the barrier (only the acting
-// primary answers), matches the answers with the calls that wait for them,
+// primary answers; a label's first Enter goes to its leaf of the
+// barrier's combining tree instead, see SetTree), matches the answers with the calls that wait for them,
 // ignores duplicates, gives back a semaphore slot nobody will use, and
 // decides when an Enter has failed. No goroutines, no clocks, no I/O: the
 // participant actor (internal/actors/barrier) feeds it events and carries out its
