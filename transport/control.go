@@ -8,7 +8,7 @@ import (
 )
 
 // Control requests are the few small request/response exchanges whose
-// latency decides a small object's cost (today a Locate and its reply,
+// latency decides a small object's cost (such as a Locate and its reply,
 // which carries an inline object's bytes). They ride on the data plane's
 // connections instead of the actor control plane, which costs a small
 // Get more (docs/benchmarks.md). The transport carries opaque bytes;
