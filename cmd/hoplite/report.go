@@ -38,7 +38,9 @@ and the figure after each marker
   <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM -->        (its median)
   <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM/SYSTEM -->  (their ratio)
 
-(SYSTEM:min, SYSTEM:max and SYSTEM:cpu name its other statistics) in each, exiting 1 if one differs; --update rewrites them instead.
+in each FILE (SYSTEM:min, SYSTEM:max and SYSTEM:cpu name a system's
+other statistics), exiting 1 if one differs; --update rewrites them
+instead.
 
 flags:
 `
