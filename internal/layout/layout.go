@@ -47,6 +47,7 @@ var Shells = map[string]string{
 	"barrier/participant":         "the contract between a barrier handle and its actor: channels and counters",
 	"internal/netmodel/estimator": "the network estimates a member's shells share: locked",
 	"storenode":                   "the Store (concurrent) and the Client; see StoreFiles",
+	"deploy/...":                  "a module of its own: the image's health probe and the tests of the image, the chart and the unit",
 }
 
 // Cores are packages under a Shells directory that are cores all the
