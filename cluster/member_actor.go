@@ -103,10 +103,10 @@ type viewCheck struct {
 	warned   bool
 }
 
-// viewCheckInterval is how often a member compares its view with every
-// live peer's, and viewCheckQuiet how often once every peer agreed with
-// the live members it still has (n² requests per round in a cluster of
-// n members: a difference that appears later is found within
+// viewCheckInterval is how often a member compares its view with its
+// neighbours' in the binomial graph of the live members, and
+// viewCheckQuiet how often once every one agreed with the live members
+// it still has (a difference that appears later is found within
 // viewCheckQuiet, then warned of after viewDisagreeAfter).
 const (
 	viewCheckInterval = 2 * time.Second
@@ -782,7 +782,19 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 	if st.view.selfLeaving {
 		return // its view is meant to differ now
 	}
-	for _, id := range st.lastLive {
+	// Only with its neighbours in the binomial graph of the live members:
+	// views that agree along a connected graph agree everywhere, and the
+	// comparison costs O(log n) requests per member rather than n.
+	compared := st.lastLive
+	if o, err := bmg.NewOverlay(st.lastLive, m.id); err == nil {
+		compared = o.Neighbors()
+	}
+	for id := range st.viewChecks {
+		if !slices.Contains(compared, id) {
+			delete(st.viewChecks, id)
+		}
+	}
+	for _, id := range compared {
 		if id == m.id {
 			continue
 		}

@@ -359,7 +359,7 @@ func (m *Member) newProvider(ctx context.Context, host string) (pcluster.Cluster
 		// /_health and starts the manage port's server in StartMember.
 		p := newSeedProvider(e, seedProviderConfig{Cluster: cfg.ClusterName, ManagePort: cfg.ManagePort, Seeds: cfg.Seeds,
 			Refresh: cfg.RefreshInterval, Timeout: cfg.HealthTimeout, Misses: cfg.HealthMisses, TLS: cfg.tls, Stretch: m.lag.Stretch,
-			Log: m.log.WithField("provider", ProviderAutomanaged), Metrics: m.manage})
+			Log: m.log.WithField("provider", ProviderAutomanaged), Metrics: m.manage, NoPull: cfg.noSeedExchange})
 		m.serveSeeds(e, p)
 		m.automanaged = p
 		return p, nil

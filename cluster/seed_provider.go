@@ -16,13 +16,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
+	bmg "github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -50,10 +50,11 @@ const (
 )
 
 // seedProvider is Hoplite's automanaged membership provider. Every member
-// serves /_health on its manage port, naming itself, and polls the
-// /_health of every seed it knows each refresh interval (up to
-// quietFactor of them while nothing changes); the topology is the
-// members that answer. It replaces Proto.Actor's automanaged
+// serves /_health on its manage port, naming itself, and each refresh
+// interval (up to quietFactor of them while nothing changes) checks the
+// /_health of its neighbours among the seeds it knows, learning the
+// rest of the cluster from them (seed_roster.go); the topology is its
+// roster. It replaces Proto.Actor's automanaged
 // provider, which
 //   - polls a host list fixed at construction, so members given different
 //     seeds saw different clusters for good (here the list grows:
@@ -97,6 +98,7 @@ type seedProvider struct {
 	hostsMu    sync.Mutex
 	hosts      []string        // configured first, then learned
 	known      map[string]bool // hosts, by host: true for the configured
+	fresh      []string        // hosts learned since the last round: checked in the next
 	learned    int             // hosts not configured
 	maxLearned int
 	ttl        time.Duration // learnedSeedTTL
@@ -113,6 +115,14 @@ type seedProvider struct {
 
 	healthMu sync.Mutex
 	health   map[string]*hostHealth // by host, for the hosts polled
+
+	// selfHost is this member's endpoint among the seeds ("" before
+	// start): its place in the monitoring overlay.
+	selfHost string
+	rounds   uint64 // rounds run (the poll's only)
+	rosterMu sync.Mutex
+	roster   *bmg.Roster[seedNode]
+	noPull   bool
 }
 
 // seedProviderConfig configures a seedProvider.
@@ -135,6 +145,10 @@ type seedProviderConfig struct {
 	LearnedTTL    time.Duration
 	LearnedMisses int
 	Metrics       *manageMetrics // counts refused and forgotten seeds; nil: not counted
+	// NoPull keeps the roster to what this member's own checks see: no
+	// roster is pulled (tests of members that learn nothing from each
+	// other).
+	NoPull bool
 }
 
 // seedNode is a member's /_health answer (the JSON of Proto.Actor's
@@ -146,6 +160,9 @@ type seedNode struct {
 	Port           int      `json:"port"`
 	Kinds          []string `json:"kinds"`
 	ClusterName    string   `json:"cluster_name"`
+	// View is the digest of the answerer's roster (digestString): a
+	// checker whose own differs pulls the roster.
+	View string `json:"view,omitempty"`
 }
 
 // hostHealth is what the health checks know of one host.
@@ -211,6 +228,7 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		exchange: newQuietPace(cfg.Refresh),
 		known:    map[string]bool{}, maxLearned: cfg.MaxLearned, ttl: cfg.LearnedTTL, ttlMisses: cfg.LearnedMisses,
 		now: time.Now, metrics: cfg.Metrics, warn: newLogLimiter(refusalLogEvery),
+		roster: bmg.NewRoster[seedNode]("", maxRosterMembers, maxRosterDead, rosterDeadTTL), noPull: cfg.NoPull,
 	}
 	if p.maxLearned <= 0 {
 		p.maxLearned = maxLearnedSeeds
@@ -232,8 +250,11 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		if n == nil {
 			return c.String(http.StatusServiceUnavailable, "starting")
 		}
-		return c.JSON(http.StatusOK, n)
+		answer := *n
+		answer.View = digestString(p.digest())
+		return c.JSON(http.StatusOK, answer)
 	})
+	p.serveRoster(server)
 	return p
 }
 
@@ -253,6 +274,10 @@ func (p *seedProvider) StartMember(c *pcluster.Cluster) error {
 // start serves /_health as self and polls, handing each topology to
 // publish.
 func (p *seedProvider) start(self *seedNode, publish func([]*pcluster.Member)) {
+	p.rosterMu.Lock()
+	p.roster = bmg.NewRoster[seedNode](self.ID, maxRosterMembers, maxRosterDead, rosterDeadTTL)
+	p.rosterMu.Unlock()
+	p.selfHost = net.JoinHostPort(self.Address, strconv.Itoa(self.AutoManagePort))
 	p.self.Store(self)
 	p.publish = publish
 	p.loops.Add(2)
@@ -298,8 +323,8 @@ func (p *seedProvider) learn(hosts []string) (added []string, invalid, full int)
 	p.hostsMu.Lock()
 	defer p.hostsMu.Unlock()
 	for _, h := range hosts {
-		if p.known[h] {
-			continue
+		if _, ok := p.known[h]; ok {
+			continue // configured, or learned already
 		}
 		if validSeed(h) != nil {
 			invalid++
@@ -311,6 +336,7 @@ func (p *seedProvider) learn(hosts []string) (added []string, invalid, full int)
 		}
 		p.known[h] = false
 		p.hosts = append(p.hosts, h)
+		p.fresh = append(p.fresh, h)
 		p.learned++
 		added = append(added, h)
 	}
@@ -376,11 +402,17 @@ func (p *seedProvider) Gossip() []string {
 	hosts := slices.Clone(p.hosts)
 	configured := maps.Clone(p.known)
 	p.hostsMu.Unlock()
+	members := map[string]bool{}
+	p.rosterMu.Lock()
+	for _, e := range p.roster.Live() {
+		members[e.Host] = true
+	}
+	p.rosterMu.Unlock()
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
 	return slices.DeleteFunc(hosts, func(h string) bool {
 		hh := p.health[h]
-		return !configured[h] && (hh == nil || !hh.answered)
+		return !configured[h] && !members[h] && (hh == nil || !hh.answered)
 	})
 }
 
@@ -481,50 +513,160 @@ func sameMembers(a, b []*pcluster.Member) bool {
 	})
 }
 
-// round checks every host once, in parallel, and returns the topology:
-// the members that answered or are tolerated, sorted by id. ok is false
-// when there is nothing to publish (no host answered, or ctx ended).
+// round checks this member's monitoring targets once, in parallel (an
+// indirect probe for each that missed), pulls the roster of each whose
+// digest differs from this member's, and returns the topology: the
+// roster and self, sorted by id. ok is false when there is nothing to
+// publish (ctx ended, or a provider not started whose targets did not
+// answer).
 func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, ok bool) {
-	hosts := p.Hosts()
-	nodes := make([]*seedNode, len(hosts))
-	errs := make([]error, len(hosts))
+	p.hostsMu.Lock()
+	hosts, fresh := slices.Clone(p.hosts), p.fresh
+	p.fresh = nil
+	p.hostsMu.Unlock()
+	targets := bmg.MonitorTargets(hosts, p.selfHost, p.rounds)
+	p.rounds++
+	for _, h := range fresh {
+		// A new endpoint is checked once whatever its place in the
+		// overlay: a joiner is listed, and spread, a round later.
+		if h != p.selfHost && !slices.Contains(targets, h) && slices.Contains(hosts, h) {
+			targets = append(targets, h)
+		}
+	}
+	nodes := make([]*seedNode, len(targets))
+	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
-	for i, h := range hosts {
+	var selfUp atomic.Bool
+	selfUp.Store(true)
+	if self := p.self.Load(); self != nil && self.AutoManagePort > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := p.check(ctx, p.selfHost)
+			selfUp.Store(err == nil && n.ID == self.ID)
+		}()
+	}
+	for i, h := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			nodes[i], errs[i] = p.check(ctx, h)
+			if errs[i] == nil || refused(errs[i]) || ctx.Err() != nil {
+				return
+			}
+			// A member listed there that this member cannot reach: ask
+			// others before counting the miss.
+			if id := p.listedAt(h); id != "" {
+				if n := p.indirect(ctx, h, id); n != nil {
+					p.logIndirect(h, id, errs[i])
+					nodes[i], errs[i] = n, nil
+				}
+			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return nil, false // stopping: the checks were cut short, not missed
 	}
-	nodes, expired := p.judge(hosts, nodes, errs)
-	p.forget(expired)
-	seen := map[string]bool{}
-	for _, n := range nodes {
+	var dropped []string
+	if selfUp.Load() {
+		// When this member's own port did not answer in time, it is the
+		// likelier one to be stopping or starved: the round says nothing
+		// of the others.
+		var expired []string
+		dropped, expired = p.judge(targets, nodes, errs)
+		p.forget(expired)
+	}
+	now := p.now()
+	var pulls []string
+	p.rosterMu.Lock()
+	for i, n := range nodes {
 		if n == nil {
 			continue
 		}
 		ok = true
-		if n.ClusterName != p.cluster || seen[n.ID] {
-			continue
+		if n.ClusterName == p.cluster {
+			info := *n
+			info.View = ""
+			p.roster.Observe(now, targets[i], n.ID, info)
 		}
-		seen[n.ID] = true
+	}
+	for _, id := range dropped {
+		p.roster.Kill(now, id)
+	}
+	p.roster.Expire(now)
+	mine := digestString(p.roster.Digest())
+	for i, n := range nodes {
+		if n != nil && n.ClusterName == p.cluster && n.View != "" && n.View != mine && !p.noPull {
+			pulls = append(pulls, targets[i])
+		}
+	}
+	p.rosterMu.Unlock()
+	for _, h := range pulls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.pull(ctx, h); err != nil {
+				p.log.WithError(err).WithField("host", h).Debug("roster pull failed")
+			}
+		}()
+	}
+	wg.Wait()
+	// This member is up (it serves /_health) even when nobody answered:
+	// the roster is published, and only judged misses shrink it.
+	ok = ok || p.self.Load() != nil
+	return p.topology(), ok
+}
+
+// topology is the roster and self, sorted by id.
+func (p *seedProvider) topology() []*pcluster.Member {
+	var members []*pcluster.Member
+	add := func(n *seedNode) {
 		members = append(members, &pcluster.Member{Id: n.ID, Host: n.Address, Port: int32(n.Port), Kinds: slices.Clone(n.Kinds)})
 	}
+	if self := p.self.Load(); self != nil {
+		add(self)
+	}
+	p.rosterMu.Lock()
+	for _, e := range p.roster.Live() {
+		add(&e.Info)
+	}
+	p.rosterMu.Unlock()
 	slices.SortFunc(members, func(a, b *pcluster.Member) int { return strings.Compare(a.Id, b.Id) })
-	return members, ok
+	return members
+}
+
+// listedAt is the id of the live member at host, by this member's checks
+// or its roster ("" if none).
+func (p *seedProvider) listedAt(host string) string {
+	p.healthMu.Lock()
+	if h := p.health[host]; h != nil && h.last != nil {
+		p.healthMu.Unlock()
+		return h.last.ID
+	}
+	p.healthMu.Unlock()
+	p.rosterMu.Lock()
+	defer p.rosterMu.Unlock()
+	for _, e := range p.roster.Live() {
+		if e.Host == host {
+			return e.ID
+		}
+	}
+	return ""
+}
+
+// checkTimeout is a check's bound: the health check timeout, stretched
+// by the process's recent scheduling delay.
+func (p *seedProvider) checkTimeout() time.Duration {
+	if p.stretch != nil {
+		return p.stretch(p.timeout)
+	}
+	return p.timeout
 }
 
 // check asks host for its /_health, within the health check timeout.
 func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error) {
-	timeout := p.timeout
-	if p.stretch != nil {
-		timeout = p.stretch(timeout)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.checkTimeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.scheme+"://"+host+"/_health", nil)
 	if err != nil {
@@ -535,10 +677,15 @@ func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body := io.LimitReader(resp.Body, 1<<20)
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, body) // the connection serves the next check
-		return nil, fmt.Errorf("health status %s", resp.Status)
+	return decodeHealth(resp.StatusCode, resp.Status, io.LimitReader(resp.Body, 1<<20))
+}
+
+// decodeHealth reads a /_health answer (status and body), reading the
+// body to its end so that the connection serves the next check.
+func decodeHealth(status int, statusText string, body io.Reader) (*seedNode, error) {
+	defer func() { _, _ = io.Copy(io.Discard, body) }()
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("health status %s", statusText)
 	}
 	var n seedNode
 	if err := json.NewDecoder(body).Decode(&n); err != nil {
@@ -552,21 +699,29 @@ func (p *seedProvider) check(ctx context.Context, host string) (*seedNode, error
 	if n.Port <= 0 || n.Port > 65535 {
 		return nil, fmt.Errorf("health answer: port %d is not in 1..65535", n.Port)
 	}
-	_, _ = io.Copy(io.Discard, body)
+	if len(n.View) > 16 {
+		return nil, errors.New("health answer: view digest longer than 16 hex digits")
+	}
 	return &n, nil
 }
 
-// judge turns one round's answers into the nodes to publish, host by
-// host: an answer, or the host as it last answered while it has missed
-// fewer than misses checks in a row and did not refuse the connection.
-// It records why each member was missed, and returns the hosts that
-// missed long enough to be forgotten if they were learned (forget keeps
-// the configured ones).
-func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (out []*seedNode, expired []string) {
+// judge records one round's answers host by host: a host that answers
+// is up; one that misses keeps the member it last answered as (or that
+// the roster lists there) while it has missed fewer than misses checks
+// in a row and did not refuse the connection. It records why each member
+// was missed, and returns the members that missed too many (dropped) and
+// the hosts that missed long enough to be forgotten if they were learned
+// (forget keeps the configured ones).
+func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (dropped, expired []string) {
+	listed := make([]string, len(hosts))
+	for i, host := range hosts {
+		if nodes[i] == nil {
+			listed[i] = p.listedAt(host)
+		}
+	}
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
 	now := p.now()
-	out = make([]*seedNode, len(hosts))
 	for i, host := range hosts {
 		h := p.health[host]
 		if h == nil {
@@ -580,13 +735,17 @@ func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (o
 				answered, seen, down = true, now, 0
 			}
 			*h = hostHealth{last: n, seen: seen, down: down, answered: answered}
-			out[i] = n
 			if down >= p.ttlMisses && now.Sub(seen) >= p.ttl {
 				expired = append(expired, host) // it answers for another cluster
 			}
 			continue
 		}
 		h.down++
+		if h.last == nil && listed[i] != "" {
+			// The roster lists a member there that this member has not
+			// checked yet: its misses count alike.
+			h.last = &seedNode{ID: listed[i]}
+		}
 		if h.last == nil {
 			if h.down >= p.ttlMisses && now.Sub(h.seen) >= p.ttl {
 				expired = append(expired, host)
@@ -595,14 +754,14 @@ func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (o
 		}
 		h.missed++
 		h.err, h.errID = &healthMiss{host: host, missed: h.missed, err: errs[i]}, h.last.ID
-		if h.missed < p.misses && !errors.Is(errs[i], syscall.ECONNREFUSED) {
+		if h.missed < p.misses && !refused(errs[i]) {
 			p.log.WithError(errs[i]).WithFields(logrus.Fields{"member": h.last.ID, "host": host, "missed": h.missed}).
 				Debug("health check missed: the member stays in the topology")
-			out[i] = h.last
 			continue
 		}
 		p.log.WithError(h.err).WithField("member", h.last.ID).Debug("health checks failed: the member leaves the topology")
+		dropped = append(dropped, h.last.ID)
 		h.last, h.missed = nil, 0
 	}
-	return out, expired
+	return dropped, expired
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -41,6 +42,7 @@ const slowAnswer = 300 * time.Millisecond
 // whose answer a test switches.
 type fakeMember struct {
 	srv    *httptest.Server
+	mu     sync.Mutex // guards node
 	node   seedNode
 	mode   atomic.Int32
 	checks atomic.Int64 // health checks asked of it
@@ -59,11 +61,11 @@ func newFakeMember(t *testing.T, id, cluster string, tlsCfg *tls.Config) *fakeMe
 		case slow:
 			select {
 			case <-time.After(slowAnswer):
-				_ = json.NewEncoder(w).Encode(f.node)
+				_ = json.NewEncoder(w).Encode(f.answer())
 			case <-r.Context().Done():
 			}
 		default:
-			_ = json.NewEncoder(w).Encode(f.node)
+			_ = json.NewEncoder(w).Encode(f.answer())
 		}
 	}))
 	if tlsCfg != nil {
@@ -74,6 +76,20 @@ func newFakeMember(t *testing.T, id, cluster string, tlsCfg *tls.Config) *fakeMe
 	}
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// answer is its /_health answer.
+func (f *fakeMember) answer() seedNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.node
+}
+
+// restart makes it answer as a new incarnation, id.
+func (f *fakeMember) restart(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.node.ID = id
 }
 
 func (f *fakeMember) host() string { return f.srv.Listener.Addr().String() }
@@ -240,14 +256,18 @@ func TestSeedProviderToleratesMisses(t *testing.T) {
 		t.Fatalf("HealthError(b) = %v", err)
 	}
 
+	// That incarnation is dead for good (it is told to rejoin as a new
+	// one); a new incarnation at its endpoint is a member.
 	a.mode.Store(healthy)
-	wantIDs(t, "a answers again", roundIDs(t, p), "a", "b")
+	wantIDs(t, "the dropped incarnation answers again", roundIDs(t, p), "b")
 	if err := p.HealthError("a"); err != nil {
 		t.Fatalf("HealthError(a) = %v once it answers again", err)
 	}
+	a.restart("a2")
+	wantIDs(t, "a new incarnation answers at a's endpoint", roundIDs(t, p), "a2", "b")
 	// One miss after it came back is one, not four.
 	a.mode.Store(failing)
-	wantIDs(t, "a missed once after its return", roundIDs(t, p), "a", "b")
+	wantIDs(t, "a2 missed once after its return", roundIDs(t, p), "a2", "b")
 }
 
 // TestSeedProviderRefusedDropsAtOnce: a refused connection (nothing
