@@ -124,8 +124,8 @@ func (o *OpsOptions) defaults() error {
 // opsBackend is two members: the callers' (where every timed operation
 // starts) and the other.
 type opsBackend interface {
-	// put Puts on the callers' member; putOther on the other member (the
-	// processes mode's agent makes the bytes itself: Generate(d)).
+	// put Puts on the callers' member; putOther d's bytes, data, on the
+	// other member.
 	put(ctx context.Context, id string, data []byte) error
 	putOther(ctx context.Context, d DataSpec, data []byte) error
 	get(ctx context.Context, id string) ([]byte, error)

@@ -18,7 +18,9 @@ import (
 const benchOpsUsage = `usage: hoplite bench ops [flags]
 
 Small-object throughput and latency: Puts, Gets, Gets right after a Put
-on the other member, and Deletes, from 1, 8 and 64 concurrent callers,
+on the other member (sent to its store node from this process, untimed:
+the Get alone is timed, the pair counted in ops/s and CPU), and Deletes,
+from 1, 8 and 64 concurrent callers,
 each timed for --phase, with p50/p99 latency and CPU per operation,
 beside the data plane's bare round trip between the same two members
 measured in the same run. Two modes: in-process (two members of an
