@@ -21,27 +21,32 @@ import (
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/history"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// Process chaos: the production runtime under SIGKILL.
+// Process chaos: the production runtime under SIGKILL and SIGSTOP.
 //
 // Every seed starts processChaosN `hoplite node` processes (8: the
 // binomial graph of the failure broadcast is not complete, so notices
 // must be forwarded) and runs three rounds, a broadcast, a Reduce and a
 // replicated partial barrier, and one more of a kind drawn from the seed,
 // in an order drawn from the seed. Three of the four rounds SIGKILL a
-// random member at a random moment while the operation runs; before the
+// random member at a random moment while the operation runs (in half
+// the broadcasts the object's creator), and half the broadcasts pause
+// another member (SIGSTOP, up to 2 s); before the
 // third round the first victim restarts (a new incarnation at the same
 // address) and Gets every broadcast object so far. The seed fixes the schedule (order,
 // victims, delays, sizes); the moments the kills land at still depend on
 // the machine.
 //
 // The oracle:
-//   - broadcast: every surviving receiver gets exactly the Put bytes (the
-//     creator is never the victim); an in-flight Get may fail UNAVAILABLE
-//     only when the victim hosted the object's directory shard, and then
-//     a Get after the failure settled is exact;
+//   - broadcast: the round's calls and faults are a history checked by
+//     internal/history (process_chaos_history_test.go): exact bytes,
+//     LOST only once every member known to hold a copy died, TIMEOUT or
+//     UNAVAILABLE only where a kill or pause touched the call; once the
+//     failure settled every live member reads the object, exactly unless
+//     every copy died with the creator;
 //   - Reduce: it succeeds with num distinct sources and a target that is
 //     exactly their reduction on every survivor, or fails UNAVAILABLE
 //     because its caller's member or its coordinator's member (the
@@ -166,9 +171,10 @@ func shardOwner(view []string, id string) string {
 	return cluster.ShardOwners(view, testShards)[directory.ShardIndex(id, testShards)]
 }
 
-// killAfter SIGKILLs victim after d and records the kill; the returned
-// channel closes once the process is gone.
-func (pc *processChaos) killAfter(victim *nodeProc, d time.Duration) <-chan struct{} {
+// killAfter SIGKILLs victim after d and records the kill (in rec's
+// history too, if set); the returned channel closes once the process is
+// gone.
+func (pc *processChaos) killAfter(victim *nodeProc, d time.Duration, rec *processHistory) <-chan struct{} {
 	witnesses := without(pc.live, victim)
 	pc.kills = append(pc.kills, processKill{victim: victim, witnesses: witnesses})
 	pc.live = witnesses
@@ -176,8 +182,12 @@ func (pc *processChaos) killAfter(victim *nodeProc, d time.Duration) <-chan stru
 	go func() {
 		defer close(done)
 		time.Sleep(d)
+		begin := time.Now()
 		_ = victim.cmd.Process.Signal(syscall.SIGKILL)
 		<-victim.exited
+		if rec != nil {
+			rec.fault(history.Kill, victim, begin, time.Now())
+		}
 	}()
 	return done
 }
@@ -236,63 +246,84 @@ func (pc *processChaos) restartFirstVictim() {
 }
 
 // broadcast: a creator Puts an object, four to six members Get it at
-// once (a broadcast tree forms), and maybe a member other than the
-// creator dies mid-transfer.
+// once (a broadcast tree forms), maybe a member dies mid-transfer (half
+// the time the creator itself) and maybe another pauses (SIGSTOP) for up
+// to 2 s. The round's calls and faults are a history that
+// internal/history checks: a Get is exact; LOST only once every member
+// known to hold a copy died; TIMEOUT or UNAVAILABLE only where a fault
+// touched it. Once the failure settled every live member reads the
+// object, exactly unless every copy died.
 func (pc *processChaos) broadcast(round int, kill bool) {
 	t := pc.t
 	view := pc.view()
 	creator := pc.pick()
 	id := fmt.Sprintf("bcast-%d-%d", pc.seed, round)
 	data := randomBytes(pc.seed*100+uint64(round), 2<<20+pc.rng.IntN(4<<20))
+	rec := &processHistory{}
+	known := slices.Clone(pc.live)
+	host := rec.byID(shardOwner(view, id), known)
+	begin := time.Now()
 	putRetry(t, pc.c.of(creator), id, data)
+	rec.call("put "+id+" on "+creator.id, history.Put, creator, id, host, data, begin, time.Now(), begin.Add(20*time.Second), nil)
 	receivers := slices.Clone(pc.live)
 	receivers = slices.DeleteFunc(receivers, func(n *nodeProc) bool { return n == creator })
 	pc.rng.Shuffle(len(receivers), func(i, j int) { receivers[i], receivers[j] = receivers[j], receivers[i] })
 	receivers = receivers[:min(len(receivers), 4+pc.rng.IntN(3))]
 
-	var victim *nodeProc
-	var killed <-chan struct{}
+	var victim, paused *nodeProc
+	var killed, resumed <-chan struct{}
 	if kill {
 		victim = pc.pick(creator)
-		killed = pc.killAfter(victim, time.Duration(pc.rng.IntN(120))*time.Millisecond)
+		if pc.rng.IntN(2) == 0 {
+			victim = creator
+		}
+		killed = pc.killAfter(victim, time.Duration(pc.rng.IntN(120))*time.Millisecond, rec)
 	}
-	type result struct {
-		n   *nodeProc
-		err error
+	if pc.rng.IntN(2) == 0 {
+		paused = pc.pick() // not the victim: it left pc.live
+		resumed = pc.pauseAfter(paused, time.Duration(pc.rng.IntN(300))*time.Millisecond,
+			500*time.Millisecond+time.Duration(pc.rng.IntN(1500))*time.Millisecond, rec)
 	}
-	results := make(chan result, len(receivers))
+	var wg sync.WaitGroup
 	for _, n := range receivers {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			begin := time.Now()
+			deadline, _ := ctx.Deadline()
 			got, err := pc.c.of(n).Get(ctx, id)
-			if err == nil && !bytes.Equal(got, data) {
-				err = fmt.Errorf("%d bytes that differ from the %d put", len(got), len(data))
-			}
-			results <- result{n, err}
+			rec.call("get "+id+" on "+n.id, history.Get, n, id, host, got, begin, time.Now(), deadline, err)
 		}()
 	}
-	shardLost := victim != nil && shardOwner(view, id) == victim.id
-	for range receivers {
-		r := <-results
-		if r.n == victim || r.err == nil {
-			continue
-		}
-		if shardLost && errors.Is(r.err, messages.ErrUnavailable) {
-			t.Logf("seed %d: get %s at %s: %v (its shard's member was killed)", pc.seed, id, r.n.id, r.err)
-			continue
-		}
-		t.Fatalf("seed %d: broadcast of %s (victim %v): get at %s: %v", pc.seed, id, nodeID(victim), r.n.id, r.err)
-	}
+	wg.Wait()
 	if kill {
 		<-killed
 		pc.settle()
 	}
-	if err := pc.getAll(id, data); err != nil {
-		t.Fatalf("seed %d: broadcast of %s (victim %v), once the failure settled: %v", pc.seed, id, nodeID(victim), err)
+	if resumed != nil {
+		<-resumed
 	}
-	pc.objects[id] = data // every live member holds it now: it outlives the later kills
-	t.Logf("seed %d round %d: broadcast of %d bytes from %s to %d members, victim %v", pc.seed, round, len(data), creator.id, len(receivers), nodeID(victim))
+	// Every live member reads it once the faults are over.
+	exact := true
+	for _, n := range pc.live {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		begin := time.Now()
+		deadline, _ := ctx.Deadline()
+		got, err := pc.c.of(n).Get(ctx, id)
+		cancel()
+		rec.call("final get "+id+" on "+n.id, history.Get, n, id, host, got, begin, time.Now(), deadline, err)
+		exact = exact && err == nil
+	}
+	if bad := rec.check(); len(bad) > 0 {
+		t.Fatalf("seed %d: broadcast of %s from %s (victim %v, paused %v):\n%s", pc.seed, id, creator.id, nodeID(victim), nodeID(paused), strings.Join(bad, "\n"))
+	}
+	if exact {
+		pc.objects[id] = data // every live member holds it now: it outlives the later kills
+	}
+	t.Logf("seed %d round %d: broadcast of %d bytes from %s to %d members, victim %v, paused %v, every live member read it: %v",
+		pc.seed, round, len(data), creator.id, len(receivers), nodeID(victim), nodeID(paused), exact)
 }
 
 // reduce: an int64 SUM of 4 of 5 sources on distinct members, two of
@@ -320,7 +351,7 @@ func (pc *processChaos) reduce(round int, kill bool) {
 	var killed <-chan struct{}
 	if kill {
 		victim = pc.pick()
-		killed = pc.killAfter(victim, time.Duration(pc.rng.IntN(300))*time.Millisecond)
+		killed = pc.killAfter(victim, time.Duration(pc.rng.IntN(300))*time.Millisecond, nil)
 	}
 	lateDelay := time.Duration(pc.rng.IntN(200)) * time.Millisecond
 	type reduced struct {
@@ -469,7 +500,7 @@ func (pc *processChaos) barrier(round int, kill bool) {
 		if victim == nil {
 			victim = pc.pick()
 		}
-		killed = pc.killAfter(victim, time.Duration(pc.rng.IntN(400))*time.Millisecond)
+		killed = pc.killAfter(victim, time.Duration(pc.rng.IntN(400))*time.Millisecond, nil)
 	}
 	errs := make(chan error, participants)
 	for k := range participants {
