@@ -50,6 +50,7 @@ func (r *OpsReport) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "callers on member 0; every object's directory shard on member 1; ping: the data plane's bare round trip 0 -> 1, measured just before each group")
 	fmt.Fprintln(w, "ops/s: member 0's callers' operations per second; ops/cpu-s: per second of CPU, both members' (what one core sustains); cpu/op: both members' CPU")
 	fmt.Fprintln(w, "get-after-put: Put on member 1, then the Get on member 0 timed alone; its ops/s and cpu/op count the pair")
+	fmt.Fprintln(w, "in-process, the data plane is in memory: its ping is a call within the process, no network round trip (processes: TCP on loopback)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\top\tsize\tcallers\tops\tops/s\tops/cpu-s\tp50\tp99\tcpu/op\tp50/ping\t")
 	for _, row := range r.Rows {
