@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,11 +63,27 @@ func TestNodeExportsSpansOverOTLP(t *testing.T) {
 
 	bin := builtHoplite(t)
 	addrs := startMembers(t, bin, 2, "-trace-otlp", ln.Addr().String(), "-trace-otlp-insecure")
+	// The members greet each other after their start lines: until both
+	// list both, the Get's member may route it by a view without the
+	// Put's.
+	for _, a := range addrs {
+		end := time.Now().Add(30 * time.Second)
+		for {
+			code, out, _ := cli(t, bin, nil, "members", "--addr", a)
+			if code == 0 && strings.Count(out, "\n") == 2 {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("members at %s: %s", a, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	data := bytes.Repeat([]byte("traced bytes "), 100_000) // streamed, not inline
 	if code, _, errs := cli(t, bin, data, "put", "--addr", addrs[0], "traced"); code != 0 {
 		t.Fatalf("put: %s", errs)
 	}
-	code, out, errs := cli(t, bin, nil, "get", "--addr", addrs[1], "traced")
+	code, out, errs := cli(t, bin, nil, "get", "--addr", addrs[1], "--wait", "20s", "traced")
 	if code != 0 || out != string(data) {
 		t.Fatalf("get: exit %d, %d bytes, %s", code, len(out), errs)
 	}
