@@ -566,7 +566,7 @@ type Get struct {
 	PushedData []byte `protobuf:"bytes,6,opt,name=pushed_data,json=pushedData,proto3" json:"pushed_data,omitempty"`
 	// pin (with pushed) keeps the stored copy pinned, as a creator's copy:
 	// the caller's node of an inline Reduce or AllReduce gets the result
-	// this way, the copy it used to create itself.
+	// this way, and holds it as the creator would.
 	Pin bool `protobuf:"varint,7,opt,name=pin,proto3" json:"pin,omitempty"`
 	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
 	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
