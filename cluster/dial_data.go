@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -57,7 +58,8 @@ func (p *dataPath) Put(ctx context.Context, node *actor.PID, id string, data *st
 		return false, messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED, "put of %q: the client cannot serve it on the data plane: %v", id, err)
 	}
 	defer p.tcp.Unserve(served)
-	res, err := p.c.request(ctx, node, &messages.PutFrom{ObjectId: id, Size: data.Size(), SegmentSize: data.SegmentSize(), DataAddress: served, TimeoutMs: actorutil.TimeoutMs(ctx)})
+	res, err := p.c.request(ctx, node, &messages.PutFrom{ObjectId: id, Size: data.Size(), SegmentSize: data.SegmentSize(), DataAddress: served, TimeoutMs: actorutil.TimeoutMs(ctx),
+		TraceParent: tracing.Parent(ctx)})
 	if err != nil {
 		return false, err
 	}
@@ -80,7 +82,7 @@ func (s putSource) OpenObject(ctx context.Context, name string) (transport.Objec
 
 // Get implements storenode.DataPath.
 func (p *dataPath) Get(ctx context.Context, node *actor.PID, id string, sink storenode.Sink) (bool, error) {
-	res, err := p.c.request(ctx, node, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: actorutil.TimeoutMs(ctx)})
+	res, err := p.c.request(ctx, node, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: actorutil.TimeoutMs(ctx), TraceParent: tracing.Parent(ctx)})
 	if err != nil {
 		return false, err
 	}

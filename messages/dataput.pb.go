@@ -42,12 +42,14 @@ const (
 // two of the object at a time, never all of it; the node counts the
 // bytes against its capacity as they come.
 type PutFrom struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"` // -1: not known (see segment_size)
-	DataAddress   string                 `protobuf:"bytes,3,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`       // 0: the node's default
-	SegmentSize   int64                  `protobuf:"varint,5,opt,name=segment_size,json=segmentSize,proto3" json:"segment_size,omitempty"` // with size -1: the bytes of every segment but the last
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId    string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Size        int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"` // -1: not known (see segment_size)
+	DataAddress string                 `protobuf:"bytes,3,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	TimeoutMs   int64                  `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`       // 0: the node's default
+	SegmentSize int64                  `protobuf:"varint,5,opt,name=segment_size,json=segmentSize,proto3" json:"segment_size,omitempty"` // with size -1: the bytes of every segment but the last
+	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
+	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -117,18 +119,26 @@ func (x *PutFrom) GetSegmentSize() int64 {
 	return 0
 }
 
+func (x *PutFrom) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
 var File_hoplite_dataput_proto protoreflect.FileDescriptor
 
 const file_hoplite_dataput_proto_rawDesc = "" +
 	"\n" +
-	"\x15hoplite/dataput.proto\x12\ahoplite\"\x9f\x01\n" +
+	"\x15hoplite/dataput.proto\x12\ahoplite\"\xc2\x01\n" +
 	"\aPutFrom\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12!\n" +
 	"\fdata_address\x18\x03 \x01(\tR\vdataAddress\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\x12!\n" +
-	"\fsegment_size\x18\x05 \x01(\x03R\vsegmentSizeB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"\fsegment_size\x18\x05 \x01(\x03R\vsegmentSize\x12!\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParentB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_hoplite_dataput_proto_rawDescOnce sync.Once
