@@ -82,3 +82,57 @@ func benchRelease(b *testing.B, n, replicas int) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkTreeVsDirect measures a traditional barrier of 256 labels on
+// an embedded cluster, its arrivals up the tree of members (fan-out 4)
+// beside every Enter straight to the replicas (Fanout(0)): ns/op is the
+// time from the first Enter to the last release.
+func BenchmarkTreeVsDirect(b *testing.B) {
+	for _, nodes := range []int{8, 16} {
+		for _, fanout := range []int{0, 4, 16} {
+			b.Run(fmt.Sprintf("nodes=%d/fanout=%d", nodes, fanout), func(b *testing.B) {
+				benchTree(b, nodes, fanout, 256)
+			})
+		}
+	}
+}
+
+func benchTree(b *testing.B, nodes, fanout, n int) {
+	l := startCluster(b, nodes)
+	ctx := deadline(b, 10*time.Minute)
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("p%d", i)
+	}
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		b.StopTimer()
+		name := fmt.Sprintf("tree-%d", it)
+		ctrl, err := barrier.New(ctx, l, name, barrier.Max(n), barrier.Fanout(fanout))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		wg.Add(n)
+		b.StartTimer()
+		for _, label := range labels {
+			go func() {
+				defer wg.Done()
+				if _, err := ctrl.Enter(ctx, label); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		if err := ctrl.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/barrier/policy"
+	"github.com/hoplite-go/hoplite/internal/barrier/tree"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -28,6 +29,7 @@ type config struct {
 	onEnter         func(Consultation) bool
 	onFailure       func(Failure)
 	replicas        int
+	fanout          int
 	host            string
 	wait            time.Duration
 	shaped          bool // a barrier option was given (not allowed on Open)
@@ -142,6 +144,12 @@ func OnFailure(f func(Failure)) Option { return shape(func(c *config) { c.onFail
 // live nodes.
 func Replicas(k int) Option { return shape(func(c *config) { c.replicas = k }) }
 
+// Fanout is the fan-out of the tree of members that the barrier's
+// arrivals combine up and its outcomes come down (default 4); 0 sends
+// every Enter straight to the replicas, which on a few members can be
+// faster (the tree's extra hop costs more than the messages it saves).
+func Fanout(k int) Option { return shape(func(c *config) { c.fanout = k }) }
+
 // TakeoverAfter is how long a backup hears participants but not the
 // primary before it takes over (default 1s).
 func TakeoverAfter(d time.Duration) Option { return shape(func(c *config) { c.takeover = d }) }
@@ -162,7 +170,7 @@ type Failure = participant.Failure
 const defaultWait = time.Minute
 
 func newConfig(opts []Option) *config {
-	c := &config{replicas: 2, wait: defaultWait}
+	c := &config{replicas: 2, fanout: tree.DefaultFanout, wait: defaultWait}
 	for _, o := range opts {
 		if o != nil {
 			o(c)
@@ -201,6 +209,9 @@ func (c *config) options() (*messages.BarrierOptions, error) {
 	}
 	if c.replicas < 1 || c.replicas > maxReplicas {
 		return nil, invalid(fmt.Errorf("%w: Replicas=%d (1..%d)", policy.ErrInvalidOptions, c.replicas, maxReplicas))
+	}
+	if c.fanout != 0 && (c.fanout < 2 || c.fanout > tree.MaxFanout) {
+		return nil, invalid(fmt.Errorf("%w: Fanout=%d (0, or 2..%d)", policy.ErrInvalidOptions, c.fanout, tree.MaxFanout))
 	}
 	if c.wait <= 0 {
 		return nil, invalid(fmt.Errorf("%w: %w: DefaultWait=%v", policy.ErrInvalidOptions, policy.ErrNegativeDuration, c.wait))

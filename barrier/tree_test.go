@@ -1,6 +1,7 @@
 package barrier_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -62,6 +63,19 @@ func TestArrivalsCombineUpTheTree(t *testing.T) {
 			t.Fatalf("%s: pass %+v err %v", r.label, r.pass, r.err)
 		}
 	}
+	// The backup takes its copy of the arrivals after the primary
+	// answered.
+	eventually(ctx, t, "both replicas took every arrival", func() bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		got := 0
+		for m, k := range in.arrivals {
+			if strings.HasSuffix(m, "b-combined") && k == n {
+				got++
+			}
+		}
+		return got == 2
+	})
 	in.mu.Lock()
 	for m, k := range in.direct {
 		if strings.Contains(m, "combined") && k > 0 {
@@ -70,7 +84,7 @@ func TestArrivalsCombineUpTheTree(t *testing.T) {
 	}
 	managers := 0
 	for m, k := range in.combined {
-		if !strings.Contains(m, "combined") {
+		if !strings.HasSuffix(m, "b-combined") {
 			continue
 		}
 		managers++
@@ -107,5 +121,47 @@ func TestArrivalsCombineUpTheTree(t *testing.T) {
 		if strings.Contains(m, "combined-percent") && k > 0 {
 			t.Errorf("manager %s took %d Enters straight from participants", m, k)
 		}
+	}
+}
+
+// Fanout(0) sends every Enter straight to the replicas; a fan-out the
+// tree cannot have is refused.
+func TestFanoutZeroEntersStraight(t *testing.T) {
+	in := &managerInbox{direct: map[string]int{}, combined: map[string]int{}, arrivals: map[string]int{}}
+	l, err := cluster.StartLocal(cluster.Config{Nodes: 3, Log: quietLog(), BarrierHook: in.hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	ctx := deadline(t, 20*time.Second)
+	for _, k := range []int{-1, 1, 65} {
+		if _, err := barrier.New(ctx, l, "bad-fanout", barrier.Max(2), barrier.Fanout(k)); !errors.Is(err, messages.ErrInvalidArgument) {
+			t.Fatalf("Fanout(%d): %v, want INVALID_ARGUMENT", k, err)
+		}
+	}
+	b, err := barrier.New(ctx, l, "flat", barrier.Max(4), barrier.Fanout(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range collect(enterAll(t, b, "a", "b", "c", "d"), 4) {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	eventually(ctx, t, "8 Enters straight at the 2 replicas", func() bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		direct := 0
+		for m, k := range in.direct {
+			if strings.HasSuffix(m, "b-flat") {
+				direct += k
+			}
+		}
+		return direct >= 8 // and more if an Enter waited past a re-ask
+	})
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.combined) != 0 {
+		t.Fatalf("combined arrivals at %v", in.combined)
 	}
 }

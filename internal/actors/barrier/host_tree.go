@@ -104,15 +104,17 @@ func (h *Host) place(ctx actor.Context, name string, wire *messages.BarrierTreeS
 	if err != nil || self < 0 {
 		return nil
 	}
-	cfg := tree.Config{Name: name, Shape: shape, Self: self, Mode: tree.AtOnce, Max: int(wire.GetMax())}
+	// Every position passes on at once what reached it together (one
+	// message per mailbox's worth): how many participants enter at each
+	// member is not known (their labels' hash decides), and a position
+	// that held out for a share it never got would cost the last
+	// arrival a linger. Only the root's count is known, the barrier's
+	// Max: on a barrier that fires on its last entry alone, the root
+	// holds until all are in and the replicas take them in one message.
+	cfg := tree.Config{Name: name, Shape: shape, Self: self, Mode: tree.AtOnce, Max: int(wire.GetMax()), Coalesce: true}
 	if wire.GetHold() {
-		// Participants spread over the members by their labels' hash:
-		// each position counts on its share, and one short of it lets
-		// go after tree.DefaultLinger.
 		cfg.Mode, cfg.Expect = tree.Hold, make([]int, n)
-		for i := range cfg.Expect {
-			cfg.Expect[i] = int(wire.GetMax()) / n
-		}
+		cfg.Expect[0] = int(wire.GetMax())
 	}
 	node, err := tree.NewNode(cfg)
 	if err != nil {
@@ -188,10 +190,17 @@ func (h *Host) treeStep(ctx actor.Context, p *treePlace, ev any) {
 	for _, t := range out.Timers {
 		if p.timer != nil {
 			p.timer.Stop()
+			p.timer = nil
 		}
 		p.gen++
-		sys, self, f := ctx.ActorSystem(), ctx.Self(), treeFlush{name: p.name, gen: p.gen}
-		p.timer = time.AfterFunc(time.Until(t.At), func() { sys.Root.Send(self, f) })
+		f := treeFlush{name: p.name, gen: p.gen}
+		if d := time.Until(t.At); d > 0 {
+			sys, self := ctx.ActorSystem(), ctx.Self()
+			p.timer = time.AfterFunc(d, func() { sys.Root.Send(self, f) })
+		} else {
+			// Due now: behind what the mailbox holds already.
+			ctx.Send(ctx.Self(), f)
+		}
 	}
 	for _, s := range out.Sends {
 		pos, ok := p.shape.Position(s.To.(string))

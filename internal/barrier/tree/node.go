@@ -29,6 +29,11 @@ type Config struct {
 	// Max bounds what a position holds and remembers: the barrier's
 	// MaxParticipants. At least 1.
 	Max int
+	// Coalesce: what a position would forward at once waits for a Flush
+	// due at the same instant, which an actor shell delivers after the
+	// messages already in its mailbox, so that arrivals that reached the
+	// position together go up together, without a timer's delay.
+	Coalesce bool
 }
 
 // Enter is a participant's entry at this position's member.
@@ -45,7 +50,8 @@ type Release struct {
 }
 
 // Flush is the timer a holding position arms: at its time, what it
-// holds goes up whether its subtree is complete or not.
+// holds goes up whether its subtree is complete or not (and, with
+// Config.Coalesce, what it gathered).
 type Flush struct{}
 
 // Output is what one step asks of the shell. Sends are addressed to
@@ -196,6 +202,13 @@ func (n *Node) forward(now time.Time, out *Output) {
 		if n.flushAt.IsZero() {
 			n.flushAt = now.Add(n.cfg.Linger)
 			out.After(n.flushAt, Flush{})
+		}
+		return
+	}
+	if n.cfg.Coalesce {
+		if n.flushAt.IsZero() || n.flushAt.After(now) {
+			n.flushAt = now
+			out.After(now, Flush{})
 		}
 		return
 	}

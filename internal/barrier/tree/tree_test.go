@@ -299,3 +299,48 @@ func FuzzNodeStep(f *testing.F) {
 		}
 	})
 }
+
+// With Coalesce, a position that would forward at once asks for a Flush
+// due now and sends everything that reached it before that Flush in one
+// message; without, each arrival goes up alone.
+func TestCoalesceSendsWhatArrivedTogether(t *testing.T) {
+	s, err := NewShape(names(5), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1, 0)
+	for _, coalesce := range []bool{false, true} {
+		nd, err := NewNode(Config{Name: "b", Shape: s, Self: 2, Mode: AtOnce, Max: 10, Coalesce: coalesce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent []*messages.BarrierArrivals
+		flushes := 0
+		for _, l := range []string{"x", "y", "z"} {
+			out, err := nd.Step(now, Enter{Label: l})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flushes += len(out.Timers)
+			for _, snd := range out.Sends {
+				sent = append(sent, snd.Msg.(*messages.BarrierArrivals))
+			}
+		}
+		if !coalesce {
+			if len(sent) != 3 || flushes != 0 {
+				t.Fatalf("at once: %d messages, %d flushes; want 3, 0", len(sent), flushes)
+			}
+			continue
+		}
+		if len(sent) != 0 || flushes != 1 {
+			t.Fatalf("coalescing: %d messages before the flush, %d flushes armed; want 0, 1", len(sent), flushes)
+		}
+		out, err := nd.Step(now, Flush{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Sends) != 1 || len(out.Sends[0].Msg.(*messages.BarrierArrivals).GetArrivals()) != 3 {
+			t.Fatalf("the flush sent %v, want one message of 3 arrivals", out.Sends)
+		}
+	}
+}
