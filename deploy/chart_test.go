@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -121,15 +123,34 @@ func TestChartRefusesValuesThatCannotWork(t *testing.T) {
 	for _, tc := range []struct{ values, want string }{
 		{"{}", "set tls.secretName"},
 		{"{insecure: false, tls: {secretName: ''}}", "or insecure=true"},
-		{"{insecure: true, provider: consul}", `provider "consul"`},
+		{"{insecure: true, provider: consul}", "/provider"},
 		{"{insecure: true, provider: etcd}", "needs etcd.endpoint"},
 		{"{tls: {secretName: ca}, provider: etcd, etcd: {endpoint: 'etcd:2379'}}", "set etcd.tlsSecretName"},
 		{"{tls: {secretName: ca}, serviceMonitor: {enabled: true}}", "serviceMonitor.clientSecretName"},
 		{"{insecure: true, capacityMiB: 0}", "capacityMiB"},
+		{"{insecure: true, capacity: 4GiB}", "capacity"},
+		{"{insecure: true, capacityMiB: 4GiB}", "capacityMiB"},
+		{"{insecure: true, tls: {secret: ca}}", "secret"},
+		{"{insecure: true, terminationGracePeriodSeconds: 10}", "graceful leave"},
 	} {
 		_, err := render(t, values(t, tc.values))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("values %s: error %v, want one saying %q", tc.values, err, tc.want)
+		}
+	}
+}
+
+// TestChartLints: `helm lint` finds nothing to warn of.
+func TestChartLints(t *testing.T) {
+	for _, vals := range []string{"insecure: true", "tls: {secretName: ca}", "{insecure: true, provider: etcd, etcd: {endpoint: 'etcd:2379'}}"} {
+		res := action.NewLint().Run([]string{chartDir}, values(t, vals))
+		for _, err := range res.Errors {
+			t.Errorf("values %s: %v", vals, err)
+		}
+		for _, m := range res.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("values %s: %s", vals, m.Error())
+			}
 		}
 	}
 }

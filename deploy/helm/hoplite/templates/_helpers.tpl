@@ -73,6 +73,9 @@ the running members) as they are.
 {{- if and .Values.serviceMonitor.enabled .Values.tls.secretName (not .Values.serviceMonitor.clientSecretName) -}}
 {{- fail "with tls.secretName, the members require a client certificate on /metrics: set serviceMonitor.clientSecretName (tls.crt, tls.key signed by the cluster's CA)" -}}
 {{- end -}}
+{{- if lt (int .Values.terminationGracePeriodSeconds) (add .Values.preStopSleepSeconds 15 | int) -}}
+{{- fail "terminationGracePeriodSeconds must cover preStopSleepSeconds and the 15 s a member's graceful leave may take" -}}
+{{- end -}}
 {{- if lt (int .Values.capacityMiB) 1 -}}
 {{- fail "capacityMiB must be at least 1" -}}
 {{- end -}}
