@@ -21,5 +21,9 @@
 // throttled pace or admits to a semaphore decides on each arrival's time
 // and order, so every position forwards what it has at once (AtOnce):
 // one message per step, still combined with whatever reached it in that
-// step. No goroutines, no clocks, no I/O: time comes in as a value.
+// step, or (Config.Coalesce) with whatever reached it before a Flush due
+// at the same instant, which an actor shell delivers behind its mailbox:
+// a member that cannot know how many will enter there passes on what
+// came together. No goroutines, no clocks, no I/O: time comes in as a
+// value.
 package tree
