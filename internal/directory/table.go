@@ -60,6 +60,10 @@ type TableConfig struct {
 	// one of its own epochs from one fetched under an earlier table's
 	// (see FetchDone, and SameTable).
 	Instance uint32
+	// FanOut is how many receivers one copy may stream to at once (0 or
+	// 1: one, and a broadcast whose receivers ask together forms a
+	// chain; see fanout.go).
+	FanOut int
 }
 
 // epochCountBits is how many low bits of an epoch count a table's epochs

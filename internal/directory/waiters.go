@@ -433,8 +433,13 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 // pickSender chooses a free copy for receiver: complete copies first, then
 // partial ones, oldest first; never the receiver itself, never an unfed
 // copy (its receiver would stall where it ends), never a copy whose
-// upstream chain contains the receiver (that would be a cycle).
+// upstream chain contains the receiver (that would be a cycle). Under a
+// fan-out (TableConfig.FanOut) a copy is free while it streams to fewer
+// receivers than that, and the shallowest free copy is chosen (fanout.go).
 func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid string) *location {
+	if k := t.fanOut(); k > 1 && !naive {
+		return t.pickShallowest(e, receiver, avoid, k)
+	}
 	var best *location
 	for id, loc := range e.locs {
 		if id == avoid {
@@ -450,6 +455,22 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid 
 			continue
 		}
 		if best == nil || better(loc, best) {
+			best = loc
+		}
+	}
+	return best
+}
+
+// pickShallowest is pickSender under a fan-out of k: the shallowest copy
+// that streams to fewer than k receivers.
+func (t *LocationTable) pickShallowest(e *entry, receiver, avoid string, k int) *location {
+	load := loadOf(e)
+	var best *location
+	for id, loc := range e.locs {
+		if id == receiver || id == avoid || !load.hasRoom(loc, k) || loc.naive || loc.unoffered || loc.unfed() || t.upstreamContains(e, loc, receiver) {
+			continue
+		}
+		if best == nil || load.shallower(e, loc, best) {
 			best = loc
 		}
 	}

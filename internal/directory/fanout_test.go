@@ -1,0 +1,128 @@
+package directory
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// fanOutTree has n receivers locate x at once (none completes), with
+// the table's fan-out k, and returns each one's sender.
+func fanOutTree(t *testing.T, tb *LocationTable, n int, now time.Time) map[string]string {
+	t.Helper()
+	createdOn(t, tb, "c")
+	parent := map[string]string{}
+	for i := range n {
+		r := fmt.Sprintf("r%04d", i)
+		s := locateFor(t, tb, r, "", now)
+		if s == "" {
+			t.Fatalf("%s got no sender: every copy is a sender under a fan-out", r)
+		}
+		parent[r] = s
+	}
+	return parent
+}
+
+func treeDepth(t *testing.T, parent map[string]string, r string) int {
+	t.Helper()
+	d := 0
+	for ; r != "c"; d++ {
+		if d > len(parent) {
+			t.Fatalf("the tree has a cycle through %s", r)
+		}
+		r = parent[r]
+	}
+	return d
+}
+
+// kAryHeight is the height of the complete k-ary tree under a root that
+// holds n nodes besides the root.
+func kAryHeight(n, k int) int {
+	h, level, total := 0, 1, 0
+	for total < n {
+		level *= k
+		total += level
+		h++
+	}
+	return h
+}
+
+// Receivers that ask at once form a chain under a fan-out of 1 and, under
+// a fan-out of k, the complete k-ary tree: every copy streams to at most
+// k, and the tree is as shallow as that allows.
+func TestFanOutBroadcastTreeIsComplete(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, k := range []int{1, 2, 3, 4} {
+		for _, n := range []int{1, 7, 100, 1023} {
+			if k == 1 && n > 100 {
+				continue // a chain's every Locate walks it: quadratic
+			}
+			cfg := DefaultTableConfig()
+			cfg.FanOut = k
+			parent := fanOutTree(t, NewLocationTable(cfg), n, now)
+			serving := map[string]int{}
+			depth := 0
+			for r, s := range parent {
+				serving[s]++
+				depth = max(depth, treeDepth(t, parent, r))
+			}
+			for s, c := range serving {
+				if c > k {
+					t.Errorf("k=%d n=%d: %s streams to %d receivers", k, n, s, c)
+				}
+			}
+			want := n // a chain
+			if k > 1 {
+				want = kAryHeight(n, k)
+			}
+			if depth != want {
+				t.Errorf("k=%d n=%d: depth %d, want %d", k, n, depth, want)
+			}
+		}
+	}
+}
+
+// A receiver whose sender failed in a fan-out tree is never handed a copy
+// below it (it would feed itself), and each copy still streams to at
+// most k.
+func TestFanOutFailoverNeverFormsCycle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	rng := rand.New(rand.NewPCG(7, 7))
+	const n, k = 200, 2
+	cfg := DefaultTableConfig()
+	cfg.FanOut = k
+	tb := NewLocationTable(cfg)
+	parent := fanOutTree(t, tb, n, now)
+	below := func(a, r string) bool { // a is in r's subtree
+		for i := 0; a != "c" && i <= len(parent); i++ {
+			if a == r {
+				return true
+			}
+			a = parent[a]
+		}
+		return false
+	}
+	for range 300 {
+		r := fmt.Sprintf("r%04d", rng.IntN(n))
+		s := locateFor(t, tb, r, parent[r], now)
+		if s == "" {
+			continue // parked: no copy with room outside its subtree
+		}
+		if below(s, r) {
+			t.Fatalf("%s, whose sender %s failed, was handed %s of its own subtree", r, parent[r], s)
+		}
+		parent[r] = s
+		serving := map[string]int{}
+		for _, loc := range tb.entries["x"].locs {
+			if loc.fetchingFrom != "" {
+				serving[loc.fetchingFrom]++
+			}
+		}
+		for s, c := range serving {
+			if c > k {
+				t.Fatalf("%s streams to %d receivers", s, c)
+			}
+		}
+	}
+}
