@@ -11,12 +11,13 @@ FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 ENV CGO_ENABLED=0
 # Modules first: their layer stays cached until go.mod or go.sum change.
+# The caches are the golang image's GOPATH (/go) and GOCACHE.
 COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 # The health probe is in the deploy module and imports only the standard
 # library, so building it downloads nothing.
-RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/hoplite ./cmd/hoplite && \
     cd deploy && go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/hoplite-probe ./cmd/hoplite-probe
 
