@@ -166,7 +166,7 @@ func (c *chaosRun) checkHistory() {
 	rep := history.Check(h, m)
 	for _, v := range rep.Violations {
 		c.violations = append(c.violations, v.Rule)
-		c.errorf("%s (%s)\n  faults: %s\n  now: %s", v, c.opTimes(h, v.Op), chaosEvents(h), c.whereNow(h.Ops[v.Op]))
+		c.errorf("%s (%s)\n  faults: %s\n  %s\n  now: %s", v, c.opTimes(h, v.Op), chaosEvents(h), c.lostCopies[v.Op], c.whereNow(h.Ops[v.Op]))
 	}
 	if chaosVerbose {
 		for id, why := range rep.Excuses {
@@ -179,8 +179,9 @@ func (c *chaosRun) checkHistory() {
 // opTimes says when op id ran, relative to the schedule's start.
 func (c *chaosRun) opTimes(h history.History, id int) string {
 	o := h.Ops[id]
-	return fmt.Sprintf("member %d, +%v to +%v, deadline +%v, need %v, answer %v", o.Member, o.Begin.Sub(c.t0).Round(time.Millisecond),
-		o.End.Sub(c.t0).Round(time.Millisecond), o.Deadline.Sub(c.t0).Round(time.Millisecond), o.Need.Round(time.Millisecond), o.Code)
+	return fmt.Sprintf("member %d, +%v to +%v (%s to %s), deadline +%v, need %v, answer %v", o.Member, o.Begin.Sub(c.t0).Round(time.Millisecond),
+		o.End.Sub(c.t0).Round(time.Millisecond), o.Begin.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
+		o.Deadline.Sub(c.t0).Round(time.Millisecond), o.Need.Round(time.Millisecond), o.Code)
 }
 
 // chaosEvents lists the faults, for a violation's context.

@@ -575,6 +575,7 @@ func chaosExcuseClass(why string) string {
 	for _, c := range [][2]string{
 		{"canceled", "canceled"}, {"below the", "deadline below its need"}, {"never became readable", "object never readable"},
 		{"became readable", "object readable too late"}, {"every holder gone", "every copy gone"},
+		{"no copy known", "no copy known (its Put failed)"},
 		{"began before it answered", "being deleted"}, {"began at", "being deleted"}, {"stayed available", "too few sources"},
 		{"lost", "sources lost"}, {"pinned or busy", "member full"}, {"larger than", "member full"},
 		{"(its shard)", "shard crash"}, {"held its data", "stall"}, {"touched it", "kill or crash of a member it needed"},
@@ -633,7 +634,8 @@ type chaosRun struct {
 	unpublished []chaosUnpublished
 	ids         map[string]int
 	violations  []history.Rule
-	putDone     map[int]bool // objects whose Put returned, whatever it answered
+	putDone     map[int]bool   // objects whose Put returned, whatever it answered
+	lostCopies  map[int]string // op -> where the copies were as it answered LOST (copiesAt)
 	// faults are the fault steps as they ran (the barrier's check reads
 	// them), each with the node it hit; perm maps a plan's node to the
 	// node a fault step hits, once aimed kills swapped roles (aimAt).
@@ -947,6 +949,39 @@ func (c *chaosRun) get(what string, s chaosStep, node int, id string, size int, 
 		}
 		return err
 	})
+	if rec.op.Code == messages.ErrorCode_LOST {
+		c.copiesAt(rec)
+	}
+}
+
+// copiesAt looks, as a call answers LOST, which live members' stores
+// hold a complete copy of its object. Under capacity pressure a member
+// that lacks one evicted it (its unpublish may have died with the shard's
+// host): the history records that. Without pressure nothing is evicted,
+// so a reader's copy that went is left for the check to find.
+func (c *chaosRun) copiesAt(rec *chaosOp) {
+	now := time.Now()
+	var with, without []string
+	for i := range c.p.nodes {
+		if !c.l.Alive(i) {
+			continue
+		}
+		o := c.l.Store(i).Lookup(rec.op.Object)
+		if o != nil {
+			if _, done, err := o.Progress(); done && err == nil {
+				with = append(with, strconv.Itoa(i))
+				continue
+			}
+		}
+		without = append(without, strconv.Itoa(i))
+		if c.p.capacity > 0 {
+			c.event(history.Event{Kind: history.Evict, Member: i, Shard: -1, Object: rec.op.Object, Begin: now, End: now})
+		}
+	}
+	c.mu.Lock()
+	c.lostCopies[rec.op.ID] = fmt.Sprintf("as it answered LOST, live members with a complete copy: [%s], without: [%s]",
+		strings.Join(with, " "), strings.Join(without, " "))
+	c.mu.Unlock()
 }
 
 // aimAt resolves the node a kill, restart or store crash hits: the plan's
@@ -1391,7 +1426,7 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	}
 	c := &chaosRun{t: t, p: p, stats: stats, stop: make(chan struct{}),
 		armed: make([]atomic.Bool, n), fired: make([]atomic.Bool, n),
-		ids: map[string]int{}, putDone: map[int]bool{}, perm: make([]int, p.nodes),
+		ids: map[string]int{}, putDone: map[int]bool{}, lostCopies: map[int]string{}, perm: make([]int, p.nodes),
 		barReady: make(chan struct{}), enterErr: map[int]error{}, enterRun: map[int][2]time.Time{}}
 	for i := range c.perm {
 		c.perm[i] = i

@@ -134,6 +134,15 @@ func (c *checker) reduceExcuse(o *Op) string {
 		if e.Kind == Stall && slices.Contains(objs, e.Object) && e.Begin.Before(o.End) {
 			return e.String() + " held its data"
 		}
+		// A Reduce whose coordinator's member dies, or whose shard
+		// crashes, starts again at the shard's home: it is owed its need
+		// (plus the failure's detection) again from then.
+		coordinator := (e.Kind == Kill || e.Kind == Restart || e.Kind == Pause) && (e.Member == o.Hosts[0] || e.Member == o.Hosts[1]) ||
+			e.Kind == CrashShard && e.Shard == o.Shard
+		if coordinator && e.Begin.Before(o.End) && !e.Begin.Before(o.Begin.Add(-c.m.Settle)) &&
+			e.Begin.Add(o.Need+c.m.Settle).After(o.Deadline) {
+			return e.String() + " (its coordinator) left less than it needs to start again"
+		}
 	}
 	return c.touched(o, []int{o.Member}, nil)
 }
