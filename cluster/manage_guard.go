@@ -241,12 +241,29 @@ type manageLimits struct {
 // room for a reconnect.
 const perMemberConns = 8
 
+// perMemberPending is what one peer member may have pending at the
+// manage port at once: while this member stalls (a long page-faulting
+// warm-up, a starved process), every check, indirect probe and roster
+// pull of a monitor waits in the accept queue, and the next round's
+// open beside them. A fixed pending budget per source reset the checks
+// of the members sharing a host at such a member (48 on one host), and
+// they expelled it.
+const perMemberPending = 4
+
 // perSource is src's bound on connections.
 func (l manageLimits) perSource(src netip.Addr) int {
 	if l.MembersAt == nil {
 		return l.PerSource
 	}
 	return max(l.PerSource, perMemberConns*l.MembersAt(src))
+}
+
+// pendingPerSource is src's bound on pending connections.
+func (l manageLimits) pendingPerSource(src netip.Addr) int {
+	if l.MembersAt == nil {
+		return l.PendingPerSource
+	}
+	return max(l.PendingPerSource, perMemberPending*l.MembersAt(src))
 }
 
 // defaultManageLimits are the manage port's.
@@ -306,7 +323,7 @@ func (g *manageGuard) admit(src netip.Addr) string {
 	defer g.mu.Unlock()
 	s := g.sources[src]
 	switch {
-	case s != nil && s.pending >= g.limits.PendingPerSource:
+	case s != nil && s.pending >= g.limits.pendingPerSource(src):
 		return refusedPending
 	case s != nil && s.pending+s.served >= g.limits.perSource(src):
 		// Served TLS connections count by certificate, at promote: the

@@ -169,8 +169,12 @@ type seedNode struct {
 type hostHealth struct {
 	last   *seedNode // as it last answered; nil: not in the topology
 	missed int       // checks missed in a row since
-	err    error     // why it was last missed (a *healthMiss), or nil
-	errID  string    // the member that err is about
+	// firstMiss is when the first of them was judged: misses that come
+	// fast (connections reset by a busy member's manage port, errors)
+	// drop a member no sooner than misses that time out would.
+	firstMiss time.Time
+	err       error  // why it was last missed (a *healthMiss), or nil
+	errID     string // the member that err is about
 	// For forgetting learned seeds: when it last answered for this
 	// cluster (or was first checked), the checks missed since, and
 	// whether it ever answered (only those are passed on by the exchange).
@@ -713,6 +717,9 @@ func decodeHealth(status int, statusText string, body io.Reader) (*seedNode, err
 // the hosts that missed long enough to be forgotten if they were learned
 // (forget keeps the configured ones).
 func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (dropped, expired []string) {
+	// Misses that time out take a check timeout each: the first and the
+	// last of misses of them are (misses-1) timeouts apart at least.
+	missWindow := time.Duration(p.misses-1) * p.checkTimeout()
 	listed := make([]string, len(hosts))
 	for i, host := range hosts {
 		if nodes[i] == nil {
@@ -753,8 +760,11 @@ func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (d
 			continue // not in the topology: nothing to keep
 		}
 		h.missed++
+		if h.missed == 1 {
+			h.firstMiss = now
+		}
 		h.err, h.errID = &healthMiss{host: host, missed: h.missed, err: errs[i]}, h.last.ID
-		if h.missed < p.misses && !refused(errs[i]) {
+		if (h.missed < p.misses || now.Sub(h.firstMiss) < missWindow) && !refused(errs[i]) {
 			p.log.WithError(errs[i]).WithFields(logrus.Fields{"member": h.last.ID, "host": host, "missed": h.missed}).
 				Debug("health check missed: the member stays in the topology")
 			continue

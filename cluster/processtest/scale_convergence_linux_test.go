@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -17,13 +18,17 @@ import (
 // view is exactly the N of them, then what the idle cluster costs: CPU
 // seconds per member per second and bytes its processes read and wrote
 // through system calls (health checks, gossip, the actor remote, logs)
-// per member per second, over scaleIdle. It is a measurement, run only
-// when HOPLITE_SCALE_MEMBERS names the sizes (for example "8,24,48");
-// HOPLITE_SCALE_WAIT bounds each convergence (default 120s) and
-// HOPLITE_SCALE_ARGS adds flags to every member (space separated).
-// HOPLITE_SCALE_BINS compares builds side by side in one run
-// ("before=/path/hoplite,after=/other/hoplite", each size for each in
-// turn); without it the test builds this tree's.
+// per member per second, over scaleIdle. Then it SIGSTOPs one member for
+// 3 s (it must stay in every view, the same incarnation) and SIGKILLs
+// another, reporting how long until no view lists it. It is a
+// measurement, run only when HOPLITE_SCALE_MEMBERS names the sizes (for
+// example "8,24,48"); HOPLITE_SCALE_WAIT bounds each convergence
+// (default 120s), HOPLITE_SCALE_ARGS adds flags to every member (space
+// separated) and HOPLITE_SCALE_REPS repeats each measurement (default 1;
+// medians and ranges are logged at the end). HOPLITE_SCALE_BINS compares
+// builds side by side in one run ("before=/path/hoplite,after=/other/
+// hoplite", each size for each in turn); without it the test builds this
+// tree's.
 //
 //	HOPLITE_SCALE_MEMBERS=8,24,48 go test -run TestScaleConvergence -v -timeout 30m ./cluster/processtest/
 func TestScaleConvergence(t *testing.T) {
@@ -39,6 +44,14 @@ func TestScaleConvergence(t *testing.T) {
 		}
 		wait = d
 	}
+	reps := 1
+	if s := os.Getenv("HOPLITE_SCALE_REPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			t.Fatalf("HOPLITE_SCALE_REPS: %q is not in 1..100", s)
+		}
+		reps = n
+	}
 	extra := strings.Fields(os.Getenv("HOPLITE_SCALE_ARGS"))
 	type build struct{ name, bin string }
 	var builds []build
@@ -50,19 +63,66 @@ func TestScaleConvergence(t *testing.T) {
 	if len(builds) == 0 {
 		builds = []build{{"tree", hopliteBinary(t)}}
 	}
-	for _, n := range sizes {
-		for _, b := range builds {
-			t.Run(fmt.Sprintf("%s/%d", b.name, n), func(t *testing.T) {
-				r := measureScale(t, b.bin, n, wait, extra)
-				t.Logf("%s N=%d converged=%v in %v; idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window)",
-					b.name, n, r.converged, r.convergence.Round(10*time.Millisecond), r.cpuPerMember, r.ioPerMember, scaleIdle)
-				if !r.converged {
-					t.Errorf("%s N=%d: views did not converge within %v: %s", b.name, n, wait, r.lag)
+	results := map[string][]scaleResult{}
+	var keys []string
+	for rep := range reps {
+		for _, n := range sizes {
+			for _, b := range builds {
+				key := fmt.Sprintf("%s/%d", b.name, n)
+				if rep == 0 {
+					keys = append(keys, key)
 				}
-			})
+				t.Run(fmt.Sprintf("%s/%d", key, rep), func(t *testing.T) {
+					r := measureScale(t, b.bin, n, wait, extra)
+					results[key] = append(results[key], r)
+					t.Logf("%s N=%d converged=%v in %v; idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window); "+
+						"paused member kept %v; killed member out of every view in %v",
+						b.name, n, r.converged, r.convergence.Round(10*time.Millisecond), r.cpuPerMember, r.ioPerMember, scaleIdle,
+						r.pauseKept, r.killGone.Round(time.Millisecond))
+					if !r.converged {
+						t.Errorf("%s N=%d: views did not converge within %v: %s", b.name, n, wait, r.lag)
+					} else if !r.pauseKept {
+						t.Errorf("%s N=%d: a member SIGSTOPped for %v was expelled: %s", b.name, n, scalePause, r.lag)
+					}
+				})
+			}
 		}
 	}
+	for _, key := range keys {
+		rs := results[key]
+		var conv, cpu, io, gone []float64
+		failed := 0
+		for _, r := range rs {
+			if !r.converged {
+				failed++
+				continue
+			}
+			conv = append(conv, r.convergence.Seconds())
+			cpu = append(cpu, r.cpuPerMember)
+			io = append(io, r.ioPerMember)
+			gone = append(gone, r.killGone.Seconds())
+		}
+		t.Logf("%s: %d of %d converged; convergence s %s; idle CPU-s/s per member %s; syscall I/O B/s per member %s; kill known to all s %s",
+			key, len(rs)-failed, len(rs), medianRange(conv, "%.2f"), medianRange(cpu, "%.4f"), medianRange(io, "%.0f"), medianRange(gone, "%.2f"))
+	}
 }
+
+// medianRange formats the median of xs and its range.
+func medianRange(xs []float64, format string) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	med := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return fmt.Sprintf(format+" ["+format+".."+format+"]", med, xs[0], xs[len(xs)-1])
+}
+
+// scalePause is how long a member is SIGSTOPped: it must not be expelled.
+const scalePause = 3 * time.Second
 
 // scaleIdle is the idle window the cost is measured over.
 const scaleIdle = 10 * time.Second
@@ -73,6 +133,8 @@ type scaleResult struct {
 	lag          string        // the views that differ, when not converged
 	cpuPerMember float64       // CPU seconds per second
 	ioPerMember  float64       // bytes per second, read plus written
+	pauseKept    bool          // the member paused for scalePause stayed in every view
+	killGone     time.Duration // from a SIGKILL until no view lists the member
 }
 
 func scaleSizes(t *testing.T) []int {
@@ -143,6 +205,53 @@ func measureScale(t *testing.T, bin string, n int, wait time.Duration, extra []s
 	secs := time.Since(t0).Seconds()
 	r.cpuPerMember = (cpu1 - cpu0) / secs / float64(n)
 	r.ioPerMember = float64(io1-io0) / secs / float64(n)
+	if n < 3 {
+		r.pauseKept = true
+		return r
+	}
+
+	paused := nodes[0]
+	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(scalePause)
+	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for the misses of the pause to have their effect.
+	time.Sleep(10 * time.Second)
+	r.pauseKept = true
+	for _, p := range nodes {
+		v, err := c.view(p)
+		if err != nil || !slices.Equal(v, want) {
+			r.pauseKept = false
+			r.lag = fmt.Sprintf("%s sees %v (err %v)", p.id, len(v), err)
+			break
+		}
+	}
+
+	victim := nodes[n/2]
+	rest := without(nodes, victim)
+	killed := time.Now()
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.exited
+	r.killGone = -1 // never
+	for end := killed.Add(wait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		gone := true
+		for _, p := range rest {
+			v, err := c.view(p)
+			if err != nil || slices.Contains(v, victim.id) {
+				gone = false
+				break
+			}
+		}
+		if gone {
+			r.killGone = time.Since(killed)
+			break
+		}
+	}
 	return r
 }
 
