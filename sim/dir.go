@@ -39,7 +39,7 @@ func (w *world) newShards() {
 // inline answers leave at home's uplink payload rate (the member's
 // -link-rate).
 func (w *world) newTable(home *host) *directory.LocationTable {
-	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap})
+	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap, FanOut: w.p.FanOut})
 }
 
 func (w *world) shardFor(id string) *shard {

@@ -53,6 +53,13 @@ type Params struct {
 	// cost about one member's worth each, not one task's: 82.0, 74.2
 	// and 82.4 ms).
 	OperationCPU time.Duration
+	// FanOut is how many receivers a copy streams to at once
+	// (directory.TableConfig.FanOut: 0 or 1, one, as a cluster's shards).
+	FanOut int
+	// Chunk, if > 0, is the transfer chunk in bytes: a cluster whose
+	// members set storenode.Config.ChunkSize. 0: what members that adapt
+	// it choose, plan.ChunkForObject of the link and the object.
+	Chunk int64
 	// CPUs is how many cores the hosts share, 0 for a core of its own
 	// each. The testbed runs its N hosts as processes of one machine
 	// with 2 vCPUs: with CPUs > 0 every piece of a host's processing (a

@@ -73,6 +73,9 @@ type Outcome struct {
 	// Depth is the broadcast tree's depth (hops from the creator to the
 	// farthest receiver), or the most hops a notice took.
 	Depth int `json:"depth"`
+	// MaxUpload is the most bytes one host's uplink carried for streams
+	// (broadcast): a sender's share of the tree.
+	MaxUpload int64 `json:"max_upload,omitempty"`
 	// Degree is the reduce tree's degree the cost model chose, Root the
 	// host whose root the coordinator last committed.
 	Degree int    `json:"degree,omitempty"`
@@ -159,6 +162,9 @@ func Run(c Config) (*Outcome, error) {
 		return nil, err
 	}
 	w.chunk = int64(plan.ChunkForObject(w.payload, c.Size))
+	if c.Chunk > 0 {
+		w.chunk = c.Chunk
+	}
 	out := &Outcome{Scenario: c.Scenario, Nodes: c.N, Size: c.Size, Seed: c.Seed, FailureFree: free}
 	var err error
 	switch c.Scenario {
@@ -338,6 +344,9 @@ func (w *world) broadcast(c Config, out *Outcome) error {
 	}
 	for _, fs := range gets {
 		out.Depth = max(out.Depth, walk(fs.h, 0))
+	}
+	for _, h := range w.hosts {
+		out.MaxUpload = max(out.MaxUpload, h.sent)
 	}
 	return nil
 }

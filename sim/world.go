@@ -66,6 +66,8 @@ type host struct {
 	// noticed is when the failure notice reached this host (0: not yet).
 	noticed time.Duration
 	hops    int
+	// sent is the bytes this host's uplink carried for streams.
+	sent int64
 }
 
 // world is the simulated cluster: hosts, their links, and the engine.
@@ -491,6 +493,7 @@ func (s *stream) pump() {
 	}
 	n := min(s.w.chunk, avail, s.size-s.off)
 	s.sending = n
+	s.src.sent += n
 	if s.fl.on {
 		s.w.net.nextChunk(&s.fl, n)
 		return

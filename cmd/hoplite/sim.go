@@ -54,6 +54,8 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	interval := fs.Duration("interval", 0, "async: time between two sources' Puts (0: S/(4B))")
 	slow := fs.Float64("slow-fraction", 0, "fraction of the hosts with half-speed links")
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
+	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject)")
+	fanOut := fs.Int("fanout", 1, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut; a cluster's is 1)")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")
 	if err := fs.Parse(args); err != nil {
@@ -65,6 +67,15 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	S, err := bench.ParseSize(*size)
 	if err != nil {
 		return usageError{fmt.Sprintf("--size: %v", err)}
+	}
+	var chunkBytes int64
+	if *chunk != "" {
+		if chunkBytes, err = bench.ParseSize(*chunk); err != nil || chunkBytes <= 0 {
+			return usageError{fmt.Sprintf("--chunk %q: want a size above 0", *chunk)}
+		}
+	}
+	if *fanOut < 1 {
+		return usageError{fmt.Sprintf("--fanout %d: want 1 or more", *fanOut)}
 	}
 	B, err := bench.ParseBandwidth(*bw)
 	if err != nil {
@@ -122,6 +133,8 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.Bandwidth, p.Burst, p.Latency, p.Shards, p.Seed, p.SlowFraction = B.BitsPerSecond, sim.TestbedBurst(B.BitsPerSecond), *lat, *shards, *seed, *slow
 		p.StoreCost, p.ShardCost, p.CoordCost = *cost, *cost, *cost
 		p.CPUs = *cpus
+		p.FanOut = *fanOut
+		p.Chunk = chunkBytes
 		var outs []*sim.Outcome
 		for _, sc := range scen {
 			if err := ctx.Err(); err != nil {
