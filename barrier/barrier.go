@@ -158,7 +158,11 @@ func New(ctx context.Context, c Cluster, name string, opts ...Option) (*Barrier,
 		create.Replicas = append(create.Replicas, replica.Peer(h.PID))
 		create.ReplicaMembers = append(create.ReplicaMembers, h.Member)
 	}
-	create.Tree = treeShape(all, create.Replicas, wire, cfg.fanout)
+	fanout := cfg.fanout
+	if !cfg.fanoutSet {
+		fanout = -1 // by the cluster's size
+	}
+	create.Tree = treeShape(all, create.Replicas, wire, fanout)
 	res, err := ask(ctx, c.System().Root, live[0].PID, create)
 	if err == nil {
 		created, ok := res.(*messages.BarrierCreated)

@@ -15,6 +15,12 @@ func treeShape(placed []MemberHost, replicas []*messages.BarrierPeer, wire *mess
 	if len(placed) < 2 || k == 0 {
 		return nil
 	}
+	if k < 0 { // not given: a tree only where it pays
+		if len(placed) < TreeFromMembers {
+			return nil
+		}
+		k = tree.DefaultFanout
+	}
 	o, err := policyOptions(wire)
 	if err != nil {
 		return nil

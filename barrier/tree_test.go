@@ -48,7 +48,7 @@ func TestArrivalsCombineUpTheTree(t *testing.T) {
 	t.Cleanup(l.Stop)
 	ctx := deadline(t, 20*time.Second)
 	const n = 60
-	b, err := barrier.New(ctx, l, "combined", barrier.Max(n))
+	b, err := barrier.New(ctx, l, "combined", barrier.Max(n), barrier.Fanout(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestArrivalsCombineUpTheTree(t *testing.T) {
 		t.Fatalf("%d replicas took combined arrivals, want 2", managers)
 	}
 
-	p, err := barrier.New(ctx, l, "combined-percent", barrier.Max(n), barrier.MinPercent(50), barrier.MinWait(50*time.Millisecond))
+	p, err := barrier.New(ctx, l, "combined-percent", barrier.Max(n), barrier.MinPercent(50), barrier.MinWait(50*time.Millisecond), barrier.Fanout(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +163,49 @@ func TestFanoutZeroEntersStraight(t *testing.T) {
 	defer in.mu.Unlock()
 	if len(in.combined) != 0 {
 		t.Fatalf("combined arrivals at %v", in.combined)
+	}
+}
+
+// Without Fanout, a barrier of a cluster smaller than
+// barrier.TreeFromMembers sends every Enter straight to its replicas:
+// there the tree's extra hop costs more than the messages it saves.
+func TestSmallClusterEntersStraight(t *testing.T) {
+	in := &managerInbox{direct: map[string]int{}, combined: map[string]int{}, arrivals: map[string]int{}}
+	l, err := cluster.StartLocal(cluster.Config{Nodes: 4, Log: quietLog(), BarrierHook: in.hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	ctx := deadline(t, 20*time.Second)
+	const n = 8
+	b, err := barrier.New(ctx, l, "straight", barrier.Max(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("task-%d", i)
+	}
+	res := enterAll(t, b, labels...)
+	for range n {
+		if r := <-res; r.err != nil || r.pass.Reason != "max" {
+			t.Fatalf("%s: pass %+v err %v", r.label, r.pass, r.err)
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	direct := 0
+	for m, k := range in.direct {
+		if strings.HasSuffix(m, "b-straight") {
+			direct += k
+		}
+	}
+	for m, k := range in.combined {
+		if strings.HasSuffix(m, "b-straight") && k > 0 {
+			t.Errorf("manager %s took %d combined messages: the small cluster used the tree", m, k)
+		}
+	}
+	if direct < n {
+		t.Errorf("the primary took %d Enters straight, want every one of %d", direct, n)
 	}
 }

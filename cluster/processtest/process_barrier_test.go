@@ -43,6 +43,18 @@ func TestProcessBarriers(t *testing.T) {
 		}
 	}
 
+	// The same on the combining tree (a cluster this small enters
+	// straight unless Fanout asks for the tree): six participants, their
+	// Enters up a tree of fan-out 2 over the five member processes.
+	if _, err := barrier.New(ctx, bc, "proc-tree", barrier.Max(6), barrier.Fanout(2)); err != nil {
+		t.Fatal(err)
+	}
+	for l, reason := range enterEach(ctx, t, bc, "proc-tree", "t1", "t2", "t3", "t4", "t5", "t6") {
+		if reason != "max" {
+			t.Fatalf("%s passed the tree barrier with %q, want max", l, reason)
+		}
+	}
+
 	// Close returns once every replica applied it: from then on no
 	// replica, in any member process, answers the barrier open.
 	cb, err := barrier.New(ctx, bc, "proc-close", barrier.Max(3), barrier.Replicas(3))

@@ -29,7 +29,7 @@ func TestTreeReleaseToAGoneParticipantIsReported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	failures := make(chan barrier.Failure, 4)
-	b, err := barrier.New(ctx, h, name, barrier.Max(2), barrier.OnFailure(func(f barrier.Failure) { failures <- f }))
+	b, err := barrier.New(ctx, h, name, barrier.Max(2), barrier.Fanout(4), barrier.OnFailure(func(f barrier.Failure) { failures <- f }))
 	if err != nil {
 		t.Fatal(err)
 	}
