@@ -57,3 +57,16 @@ func TestBroadcastWithoutFanOutIsAChain(t *testing.T) {
 		t.Errorf("a host uploaded %d bytes, want about S", o.MaxUpload)
 	}
 }
+
+// The testbed's links bound a transfer (a chain: fan-out 1); on 10 Gbit/s
+// links a receiver's CPU per byte takes in less than half an uplink gives.
+func TestLinkFanOut(t *testing.T) {
+	p := DefaultParams(8)
+	if k := p.LinkFanOut(); k != 1 {
+		t.Errorf("testbed: fan-out %d, want 1", k)
+	}
+	p.Bandwidth = 10e9
+	if k := p.LinkFanOut(); k != 2 {
+		t.Errorf("10 Gbit/s: fan-out %d, want 2", k)
+	}
+}

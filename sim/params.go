@@ -1,6 +1,10 @@
 package sim
 
-import "time"
+import (
+	"time"
+
+	"github.com/hoplite-go/hoplite/internal/directory"
+)
 
 // Params is the simulated network and cluster.
 type Params struct {
@@ -171,4 +175,16 @@ func (p Params) requestLatency() time.Duration {
 		return p.RequestLatency
 	}
 	return p.Latency
+}
+
+// LinkFanOut is directory.FanOutFor this network: how many receivers one
+// uplink feeds at the rate each takes bytes in (its downlink, or its
+// CPU per byte if that is slower).
+func (p Params) LinkFanOut() int {
+	payload := p.Bandwidth / 8 * p.PayloadEfficiency
+	intake := payload
+	if p.ByteCost > 0 {
+		intake = min(intake, 1/p.ByteCost)
+	}
+	return directory.FanOutFor(payload, intake)
 }

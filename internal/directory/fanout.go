@@ -1,5 +1,7 @@
 package directory
 
+import "math"
+
 // With TableConfig.FanOut k > 1 a copy streams to up to k receivers at
 // once, and a receiver is handed the shallowest copy that has room: a
 // broadcast whose N receivers ask together forms a tree of depth about
@@ -76,4 +78,16 @@ func (l *senderLoad) shallower(e *entry, a, b *location) bool {
 // fewer than the fan-out.
 func (l *senderLoad) hasRoom(loc *location, fanOut int) bool {
 	return l.serving[loc.node.GetNodeId()] < fanOut
+}
+
+// FanOutFor is the fan-out that keeps a sender's uplink busy without
+// slowing any receiver: how many receivers that each take bytes in at
+// intake (bytes per second: a receiver's CPU per byte, or its downlink)
+// one uplink of uplink bytes per second feeds, at least 1. Where the
+// link bounds a transfer (intake ≥ uplink) it is 1, a chain.
+func FanOutFor(uplink, intake float64) int {
+	if !(uplink > 0) || !(intake > 0) || math.IsInf(uplink, 0) || math.IsInf(intake, 0) {
+		return 1
+	}
+	return max(1, int(min(uplink/intake, 1<<10)))
 }

@@ -2,6 +2,7 @@ package directory
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -123,6 +124,23 @@ func TestFanOutFailoverNeverFormsCycle(t *testing.T) {
 			if c > k {
 				t.Fatalf("%s streams to %d receivers", s, c)
 			}
+		}
+	}
+}
+
+func TestFanOutFor(t *testing.T) {
+	for _, c := range []struct {
+		up, in float64
+		want   int
+	}{
+		{50e6, 476e6, 1},    // 400 Mbit/s links, 2.1 ns of CPU a byte
+		{1.196e9, 476e6, 2}, // 10 Gbit/s links
+		{1e9, 1e9, 1},
+		{0, 1, 1}, {1, 0, 1}, {math.Inf(1), 1, 1}, {math.NaN(), 1, 1},
+		{1e18, 1, 1 << 10},
+	} {
+		if got := FanOutFor(c.up, c.in); got != c.want {
+			t.Errorf("FanOutFor(%g, %g) = %d, want %d", c.up, c.in, got, c.want)
 		}
 	}
 }
