@@ -1664,7 +1664,10 @@ func TestChaos(t *testing.T) {
 					defer pprof.SetGoroutineLabels(context.Background())
 					broken := runChaosSeed(t, seed, stats, keep)
 					class := fmt.Sprint(slices.Compact(slices.Sorted(slices.Values(broken))))
-					if t.Failed() && len(broken) == 0 {
+					switch {
+					case !t.Failed():
+						class = "passed"
+					case len(broken) == 0:
 						class = "[failed outside the history]"
 					}
 					classMu.Lock()
