@@ -65,6 +65,7 @@ var Cores = []string{
 	"internal/barrier/replica", // one barrier manager replica
 	"internal/history",         // the chaos oracle's model of the fault model's promises
 	"internal/barrier/tree",    // a barrier's combining tree
+	"internal/nemesis",         // the network nemesis's schedules and command lines
 }
 
 // Wire are the module packages a core may import although they are not
