@@ -1,6 +1,9 @@
 package directory
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // With TableConfig.FanOut k > 1 a copy streams to up to k receivers at
 // once, and a receiver is handed the shallowest copy that has room: a
@@ -16,68 +19,86 @@ import "math"
 // fanOut is the table's per-copy stream limit (at least 1).
 func (t *LocationTable) fanOut() int { return max(t.cfg.FanOut, 1) }
 
-// senderLoad is what pickSender weighs a copy by under a fan-out: how
-// many receivers it streams to, and its hops from a whole copy.
-type senderLoad struct {
-	serving map[string]int // sender -> receivers streaming from it now
-	hops    map[string]int // copy -> hops up its fetchingFrom chain
+// fanScratch is what pickShallowest builds for one Locate, reused: a
+// shard answers every Locate of a broadcast with a scan of the object's
+// copies.
+type fanScratch struct {
+	serving map[string]int    // copy -> receivers it streams to now
+	hops    map[*location]int // copy -> hops from a copy fed by nobody
+	path    []*location
 }
 
-// loadOf counts, for every copy of e, the receivers it feeds now (a
-// naive fetch claims nothing, as in claim).
-func loadOf(e *entry) *senderLoad {
-	l := &senderLoad{serving: make(map[string]int, len(e.locs)), hops: make(map[string]int, len(e.locs))}
+var fanScratches = sync.Pool{New: func() any {
+	return &fanScratch{serving: map[string]int{}, hops: map[*location]int{}}
+}}
+
+// pickShallowest is pickSender under a fan-out of k: the copy fewest
+// hops from a whole one that streams to fewer than k receivers (the tree
+// stays about log_k N deep), of those the one streaming to fewest (each
+// stream gets a larger share of its uplink), then as better.
+func (t *LocationTable) pickShallowest(e *entry, receiver, avoid string, k int) *location {
+	f := fanScratches.Get().(*fanScratch)
+	defer func() {
+		clear(f.serving)
+		clear(f.hops)
+		clear(f.path)
+		f.path = f.path[:0]
+		fanScratches.Put(f)
+	}()
 	for _, loc := range e.locs {
-		if loc.fetchingFrom != "" && !loc.naive {
-			l.serving[loc.fetchingFrom]++
+		if loc.fetchingFrom != "" && !loc.naive { // a naive fetch claims nothing (claim)
+			f.serving[loc.fetchingFrom]++
 		}
 	}
-	return l
+	var best *location
+	bestDepth, bestServing := 0, 0
+	for id, loc := range e.locs {
+		n := f.serving[id]
+		if id == receiver || id == avoid || n >= k || loc.naive || loc.unoffered || loc.unfed() {
+			continue
+		}
+		d := f.depth(e, loc)
+		if best != nil && (d > bestDepth || d == bestDepth && (n > bestServing || n == bestServing && !better(loc, best))) {
+			continue
+		}
+		// The cycle check last: only a copy that would be chosen walks
+		// its chain for it.
+		if !t.upstreamContains(e, loc, receiver) {
+			best, bestDepth, bestServing = loc, d, n
+		}
+	}
+	return best
 }
 
 // depth is loc's hops up its chain of senders to a copy that fetches
 // from nobody (a whole copy, a creator's); a chain that leaves the table
 // or loops stops counting there (upstreamContains refuses such a copy).
-func (l *senderLoad) depth(e *entry, loc *location) int {
-	id := loc.node.GetNodeId()
-	if d, ok := l.hops[id]; ok {
-		return d
-	}
+// Every copy on the way is remembered, so a scan walks each link once.
+func (f *fanScratch) depth(e *entry, loc *location) int {
+	f.path = f.path[:0]
 	d := 0
-	for cur := loc; cur.fetchingFrom != "" && d <= len(e.locs); {
+	for cur := loc; ; {
+		if h, ok := f.hops[cur]; ok {
+			d = h
+			break
+		}
+		f.path = append(f.path, cur)
+		if cur.fetchingFrom == "" || len(f.path) > len(e.locs) {
+			d = -1 // the top of the path is 0 hops deep
+			break
+		}
 		up := e.locs[cur.fetchingFrom]
 		if up == nil {
-			d++
+			d = 0 // counted as a hop to a copy that left
 			break
 		}
-		if dd, ok := l.hops[up.node.GetNodeId()]; ok {
-			d += dd + 1
-			break
-		}
-		d, cur = d+1, up
+		cur = up
 	}
-	l.hops[id] = d
+	for i := len(f.path) - 1; i >= 0; i-- {
+		d++
+		f.hops[f.path[i]] = d
+	}
 	return d
-}
-
-// shallower orders the copies a fan-out offers: fewer hops from a whole
-// copy first (the tree stays O(log N) deep), then the one streaming to
-// fewer receivers (each of its streams gets a larger share of its
-// uplink), then as better.
-func (l *senderLoad) shallower(e *entry, a, b *location) bool {
-	if da, db := l.depth(e, a), l.depth(e, b); da != db {
-		return da < db
-	}
-	if sa, sb := l.serving[a.node.GetNodeId()], l.serving[b.node.GetNodeId()]; sa != sb {
-		return sa < sb
-	}
-	return better(a, b)
-}
-
-// hasRoom reports whether loc may take another receiver: it streams to
-// fewer than the fan-out.
-func (l *senderLoad) hasRoom(loc *location, fanOut int) bool {
-	return l.serving[loc.node.GetNodeId()] < fanOut
 }
 
 // FanOutFor is the fan-out that keeps a sender's uplink busy without

@@ -461,22 +461,6 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid 
 	return best
 }
 
-// pickShallowest is pickSender under a fan-out of k: the shallowest copy
-// that streams to fewer than k receivers.
-func (t *LocationTable) pickShallowest(e *entry, receiver, avoid string, k int) *location {
-	load := loadOf(e)
-	var best *location
-	for id, loc := range e.locs {
-		if id == receiver || id == avoid || !load.hasRoom(loc, k) || loc.naive || loc.unoffered || loc.unfed() || t.upstreamContains(e, loc, receiver) {
-			continue
-		}
-		if best == nil || load.shallower(e, loc, best) {
-			best = loc
-		}
-	}
-	return best
-}
-
 // pickReadable chooses the copy a no-copy receiver reads: never its own
 // node's, never a naive or unfed copy; a copy that serves nobody before a busy one
 // (whose bandwidth goes to a receiver that extends the tree), then
