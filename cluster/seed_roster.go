@@ -105,6 +105,9 @@ func (p *seedProvider) serveRoster(e *echo.Echo) {
 			// (a joiner that reached one member is found by all).
 			p.learn([]string{in.Host})
 		}
+		// The puller's roster differs from this one: this member's next
+		// round comes at the refresh interval, not a quiet one later.
+		p.pace.Kick()
 		return c.JSON(http.StatusOK, p.rosterAnswer())
 	})
 	e.GET(probePath, func(c echo.Context) error {
