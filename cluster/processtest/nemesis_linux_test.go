@@ -1,0 +1,832 @@
+//go:build linux
+
+package processtest
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/cpuload"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/history"
+	"github.com/hoplite-go/hoplite/internal/nemesis"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// The network nemesis on the production stack: `hoplite node` processes
+// with mutual TLS, one per network namespace, under a seeded schedule of
+// partitions (both ways and one way), packet loss, reordering, bandwidth
+// drops, pauses (SIGSTOP) and kills with restarts, while a driver in the
+// root namespace Puts, Gets, Deletes and Reduces through each member's
+// store node. Every call and fault is recorded and the history checked
+// by internal/history.
+//
+// The history's faults: a kill is a Kill (the restarted process is a new
+// member); a member the others expelled while alive (it rejoins as a new
+// incarnation) a Kill of the old incarnation from the fault that cut it
+// off; a pause, and a partition for the members cut off (a call across
+// the cut always involves one of them), a Pause; loss, reordering and a
+// bandwidth drop, which slow a member's traffic but lose nothing, a
+// Stall of the member's own calls. After the schedule every member must
+// agree on the view again, and every object is read once more.
+//
+// A failing seed prints a replay command: the same seed draws the same
+// schedule and the same calls, at the same times from the start; the
+// calls' interleaving with the faults is the machine's.
+//
+//	HOPLITE_NEMESIS_SEED=S    the first seed (default: drawn from the clock)
+//	HOPLITE_NEMESIS_SEEDS=N   seeds S..S+N-1 (default 1)
+//	HOPLITE_NEMESIS_MEMBERS=M members (default 4)
+//	HOPLITE_NEMESIS_SPAN=D    how long each seed's schedule runs (default 30s)
+//	HOPLITE_NEMESIS_INLINE=1  Reduce sources of 4 KiB (inline) instead of 128 KiB
+//	HOPLITE_NEMESIS_DEADLINE=D each call's deadline (default 20s)
+//	HOPLITE_CHAOS_LOAD=N      N CPU-bound processes beside the cluster
+
+const (
+	// nemesisCallTimeout is a call's deadline: a data-plane fetch that
+	// stalls (its sender gives up after 10 s and the receiver locates
+	// another) still answers within it.
+	nemesisCallTimeout = 20 * time.Second
+	nemesisShards      = testShards
+	// A Reduce source is larger than the members' inline limit (64 KiB):
+	// its bytes take the data plane. HOPLITE_NEMESIS_INLINE=1 makes them
+	// small, inline in the directory, instead.
+	nemesisSrcSize       = 128 << 10
+	nemesisInlineSrcSize = 4 << 10
+)
+
+// nemesisModel is the fault model as the processes run it under the
+// nemesis: a fault explains a slow call until the members detected it
+// and healed (health checks of 2 s, 3 misses, and the failure notice).
+var nemesisModel = history.Model{Grace: 2 * time.Second, Settle: 15 * time.Second}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a whole number", name, v)
+	}
+	return n
+}
+
+// TestNemesis runs the seeds (one by default: a short run of the
+// production stack under every kind of fault).
+func TestNemesis(t *testing.T) {
+	if why := nemesisMissing(); why != "" {
+		t.Fatalf("the network nemesis cannot run: %s", why)
+	}
+	members := envInt(t, "HOPLITE_NEMESIS_MEMBERS", 4)
+	if members < 3 {
+		t.Fatalf("HOPLITE_NEMESIS_MEMBERS=%d: want at least 3", members)
+	}
+	span := 30 * time.Second
+	if v := os.Getenv("HOPLITE_NEMESIS_SPAN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("HOPLITE_NEMESIS_SPAN=%q: want a duration of 10s or more", v)
+		}
+		span = d
+	}
+	first := uint64(time.Now().UnixNano() % 1_000_000)
+	if os.Getenv("HOPLITE_NEMESIS_SEED") != "" {
+		first = uint64(envInt(t, "HOPLITE_NEMESIS_SEED", 0))
+	}
+	seeds := max(1, envInt(t, "HOPLITE_NEMESIS_SEEDS", 1))
+	deadline := nemesisCallTimeout
+	if v := os.Getenv("HOPLITE_NEMESIS_DEADLINE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("HOPLITE_NEMESIS_DEADLINE=%q: want a duration", v)
+		}
+		deadline = d
+	}
+	srcSize := nemesisSrcSize
+	if envInt(t, "HOPLITE_NEMESIS_INLINE", 0) > 0 {
+		srcSize = nemesisInlineSrcSize
+	}
+	cpuload.FromEnv(t)
+	bin := hopliteBinary(t)
+	bed := nemesisBed(t, members)
+	certs, ccfg := nemesisCerts(t, bed)
+	c := nemesisClient(t, bed, ccfg)
+	counts := map[string]int{}
+	var failed []uint64
+	for i := range seeds {
+		seed := first + uint64(i)
+		r := &nemesisRun{t: t, seed: seed, bed: bed, bin: bin, tls: certs, client: c, port: 20000 + 4*(i%1000), srcSize: srcSize, deadline: deadline,
+			plan: nemesis.Plan{Hosts: members, Span: span, Longest: 6 * time.Second, Gap: 3 * time.Second}}
+		ok := r.run()
+		for k, n := range r.counts() {
+			counts[k] += n
+		}
+		if !ok {
+			failed = append(failed, seed)
+		}
+	}
+	var keys []string
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, counts[k])
+	}
+	t.Logf("%d seeds from %d, %d failed %v; calls by outcome:%s", seeds, first, len(failed), failed, b.String())
+}
+
+// nemesisCerts are the cluster's certificates, for every host's address
+// and the driver's, and the driver's TLS configuration.
+func nemesisCerts(t *testing.T, bed nemesis.Bed) ([]string, *tls.Config) {
+	t.Helper()
+	hosts := []string{bed.BridgeAddr()}
+	for i := range bed.Hosts {
+		hosts = append(hosts, bed.Addr(i))
+	}
+	ca, cert, key, err := cluster.GenerateCerts(filepath.Join(t.TempDir(), "certs"), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.TLSConfig(cert, key, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Members' files are read by their processes, which run as root in
+	// the namespaces: the paths are the same.
+	return []string{"-tls-cert", cert, "-tls-key", key, "-tls-ca", ca}, cfg
+}
+
+// nemesisClient is the driver's actor system, on the bridge's address in
+// the root namespace: one per test, as every remote's start writes gRPC's
+// global logger.
+func nemesisClient(t *testing.T, bed nemesis.Bed, cfg *tls.Config) *testClient {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(bed.BridgeAddr(), "0"))
+	if err != nil {
+		t.Fatalf("a port on the bridge: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(quietSlog))
+	r := remote.NewRemote(system, cluster.RemoteConfig(bed.BridgeAddr(), port, cfg, log))
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("start the nemesis's driver: %v", p)
+			}
+		}()
+		r.Start()
+	}()
+	t.Cleanup(func() {
+		r.Shutdown(false)
+		system.Shutdown()
+	})
+	return &testClient{system: system}
+}
+
+// nemesisRun is one seed: its cluster, schedule, workload and history.
+type nemesisRun struct {
+	t      *testing.T
+	seed   uint64
+	bed    nemesis.Bed
+	bin    string
+	tls    []string
+	client *testClient
+	port   int // the members' actor port; the manage port is port+1
+	plan   nemesis.Plan
+	// srcSize is the size of a Reduce source; deadline a call's.
+	srcSize  int
+	deadline time.Duration
+
+	mu       sync.Mutex
+	procs    []*nodeProc // the running process of each host (nil while killed)
+	all      []*nodeProc // every process started, for the logs
+	numbers  map[string]int
+	ids      []string    // a history member's incarnation id
+	lastHit  []time.Time // when the last fault on each host began
+	h        history.History
+	puts     []string // ids Put OK or not, Get and Delete draw from them
+	srcs     []string // Reduce sources
+	data     map[string][]byte
+	problems []string // what the harness could not do (not the system's)
+}
+
+func (r *nemesisRun) logf(format string, args ...any) {
+	r.t.Logf("seed %d: "+format, append([]any{r.seed}, args...)...)
+}
+
+// run runs the seed and reports whether it passed.
+func (r *nemesisRun) run() bool {
+	r.numbers, r.data = map[string]int{}, map[string][]byte{}
+	r.procs = make([]*nodeProc, r.bed.Hosts)
+	r.lastHit = make([]time.Time, r.bed.Hosts)
+	schedule := nemesis.Schedule(r.seed, r.plan)
+	env := ""
+	if r.srcSize == nemesisInlineSrcSize {
+		env = "HOPLITE_NEMESIS_INLINE=1 "
+	}
+	if r.deadline != nemesisCallTimeout {
+		env += fmt.Sprintf("HOPLITE_NEMESIS_DEADLINE=%v ", r.deadline)
+	}
+	replay := fmt.Sprintf("replay: %sHOPLITE_NEMESIS_SEED=%d HOPLITE_NEMESIS_MEMBERS=%d HOPLITE_NEMESIS_SPAN=%v go test -race -count 1 -run 'TestNemesis$' ./cluster/processtest (as root)",
+		env, r.seed, r.plan.Hosts, r.plan.Span)
+	defer r.stopAll()
+	for i := range r.bed.Hosts {
+		r.procs[i] = r.start(i)
+	}
+	ctx, cancel := context.WithTimeout(r.t.Context(), r.plan.Span+4*time.Minute)
+	defer cancel()
+	for i, p := range r.procs {
+		if err := r.waitStarted(ctx, p, 60*time.Second); err != nil {
+			r.t.Errorf("seed %d: host %d: %v\n%s", r.seed, i, err, replay)
+			return false
+		}
+	}
+	if err := r.converge(ctx, 60*time.Second); err != nil {
+		r.t.Errorf("seed %d: before the schedule: %v\n%s", r.seed, err, replay)
+		return false
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); r.watchIncarnations(ctx, start.Add(r.plan.Span+90*time.Second)) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.inject(ctx, start, schedule)
+	}()
+	for w := range r.bed.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.workload(ctx, w, start.Add(r.plan.Span))
+		}()
+	}
+	wg.Wait()
+	// Healed: the members must agree again, and every object Put is
+	// read once more.
+	healed := r.converge(ctx, 60*time.Second)
+	r.finalReads(ctx)
+	cancel()
+	<-watchDone
+	r.mu.Lock()
+	h := r.h
+	r.mu.Unlock()
+	rep := history.Check(h, r.model())
+	if len(rep.Violations) == 0 && len(r.problems) == 0 && healed == nil {
+		return true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d violations of the fault model, %d harness problems\n", r.seed, len(rep.Violations), len(r.problems))
+	if healed != nil {
+		fmt.Fprintf(&b, "  the members did not agree again once every fault had healed: %v\n", healed)
+	}
+	for _, v := range rep.Violations {
+		o := h.Ops[v.Op]
+		fmt.Fprintf(&b, "  %s [member %d = %s, %s..%s]\n", v, o.Member, r.ids[o.Member], o.Begin.Format("15:04:05.000"), o.End.Format("15:04:05.000"))
+	}
+	for _, p := range r.problems {
+		fmt.Fprintf(&b, "  harness: %s\n", p)
+	}
+	fmt.Fprintf(&b, "  schedule from %s:\n", start.Format("15:04:05.000"))
+	for _, f := range schedule {
+		fmt.Fprintf(&b, "    %s\n", f)
+	}
+	fmt.Fprintf(&b, "  faults: ")
+	for _, e := range h.Events {
+		fmt.Fprintf(&b, "%s (%s, to %s); ", e, r.ids[e.Member], e.End.Format("15:04:05.000"))
+	}
+	b.WriteString("\n  " + replay)
+	r.t.Error(b.String())
+	for _, p := range r.all {
+		r.t.Logf("node %s (%v): stderr (last 15 lines):\n%s", p.slot.bind, p.incarnations(), tail(p.stderr.String(), 15))
+	}
+	return false
+}
+
+// start starts host i's member process in its namespace.
+func (r *nemesisRun) start(i int) *nodeProc {
+	addr := r.bed.Addr(i)
+	var seeds []string
+	for j := range r.bed.Hosts {
+		seeds = append(seeds, net.JoinHostPort(r.bed.Addr(j), strconv.Itoa(r.port+1)))
+	}
+	slot := memberSlot{bind: net.JoinHostPort(addr, strconv.Itoa(r.port)), manage: net.JoinHostPort(addr, strconv.Itoa(r.port+1))}
+	argv := append([]string{r.bin, "node", "-bind", slot.bind, "-manage-port", strconv.Itoa(r.port + 1), "-seeds", strings.Join(seeds, ","),
+		"-log-format", "json", "-chunk-size", "256KiB", "-refresh", "100ms", "-capacity", "256MiB"}, r.tls...)
+	c := r.bed.Exec(i, argv...)
+	p := &nodeProc{slot: slot, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	// `ip netns exec` execs the member: the process is the member's.
+	p.cmd = exec.Command(c[0], c[1:]...)
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	dieWithTest(p.cmd)
+	if err := p.cmd.Start(); err != nil {
+		r.t.Fatalf("seed %d: start host %d: %v", r.seed, i, err)
+	}
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	r.mu.Lock()
+	r.all = append(r.all, p)
+	r.mu.Unlock()
+	return p
+}
+
+func (r *nemesisRun) stopAll() {
+	r.mu.Lock()
+	all := slices.Clone(r.all)
+	r.mu.Unlock()
+	for k, p := range all {
+		p.kill()
+		if dir := os.Getenv("HOPLITE_TEST_LOGDIR"); dir != "" { // debugging: every member's full log
+			name := fmt.Sprintf("nemesis-%d-%d-%s.log", r.seed, k, strings.NewReplacer(":", "_").Replace(p.slot.bind))
+			_ = os.WriteFile(filepath.Join(dir, name), []byte(p.stderr.String()), 0o644)
+		}
+	}
+}
+
+// waitStarted waits for p's start line, within d and ctx.
+func (r *nemesisRun) waitStarted(ctx context.Context, p *nodeProc, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		if inc := p.incarnations(); len(inc) > 0 {
+			p.waitStarted(r.t, time.Second) // sets id and address from the line
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("member %s exited: %v\n%s", p.slot.bind, p.exitErr, tail(p.stderr.String(), 20))
+		case <-ctx.Done():
+			return fmt.Errorf("member %s did not start within %v\n%s", p.slot.bind, d, tail(p.stderr.String(), 20))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// current is host i's running member: its process, latest incarnation
+// and number in the history (nil, "", -1 while it is killed).
+func (r *nemesisRun) current(i int) (*nodeProc, string, int) {
+	r.mu.Lock()
+	p := r.procs[i]
+	r.mu.Unlock()
+	if p == nil {
+		return nil, "", -1
+	}
+	inc := p.incarnations()
+	if len(inc) == 0 {
+		return nil, "", -1
+	}
+	id := inc[len(inc)-1]
+	return p, id, r.number(id)
+}
+
+func (r *nemesisRun) number(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.numbers[id]; ok {
+		return n
+	}
+	r.numbers[id] = len(r.ids)
+	r.ids = append(r.ids, id)
+	return len(r.ids) - 1
+}
+
+// converge waits until every running member lists the same view of one
+// incarnation per host.
+func (r *nemesisRun) converge(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var last string
+	for {
+		var want []string
+		ok := true
+		for i := range r.bed.Hosts {
+			_, id, _ := r.current(i)
+			if id == "" {
+				ok = false
+				last = fmt.Sprintf("host %d has no member", i)
+				break
+			}
+			want = append(want, id)
+		}
+		slices.Sort(want)
+		for i := 0; ok && i < r.bed.Hosts; i++ {
+			p, _, _ := r.current(i)
+			v, err := r.client.view(p)
+			if err != nil || !slices.Equal(v, want) {
+				ok, last = false, fmt.Sprintf("host %d sees %v (%v), want %v", i, v, err, want)
+			}
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the views did not converge within %v: %s", d, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// watchIncarnations records, until ctx ends or until, each member the
+// others expelled while it ran: a Kill of the old incarnation from the
+// last fault on its host until the new one announced itself.
+func (r *nemesisRun) watchIncarnations(ctx context.Context, until time.Time) {
+	seen := map[*nodeProc]int{}
+	for time.Now().Before(until) {
+		for i := range r.bed.Hosts {
+			r.mu.Lock()
+			p := r.procs[i]
+			r.mu.Unlock()
+			if p == nil {
+				continue
+			}
+			inc := p.incarnations()
+			if _, ok := seen[p]; !ok {
+				seen[p] = len(inc)
+			}
+			for k := max(1, seen[p]); k < len(inc); k++ {
+				now := time.Now()
+				r.mu.Lock()
+				begin := r.lastHit[i]
+				r.mu.Unlock()
+				if begin.IsZero() {
+					begin = now
+				}
+				r.event(history.Event{Kind: history.Kill, Member: r.number(inc[k-1]), Shard: -1, Begin: begin, End: now})
+			}
+			seen[p] = max(seen[p], len(inc))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (r *nemesisRun) event(e history.Event) {
+	r.mu.Lock()
+	r.h.Events = append(r.h.Events, e)
+	r.mu.Unlock()
+}
+
+func (r *nemesisRun) hit(hosts []int, at time.Time) {
+	r.mu.Lock()
+	for _, m := range hosts {
+		r.lastHit[m] = at
+	}
+	r.mu.Unlock()
+}
+
+// inject applies the schedule, each fault from its time until it heals.
+func (r *nemesisRun) inject(ctx context.Context, start time.Time, schedule []nemesis.Fault) {
+	for _, f := range schedule {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(f.At))):
+		}
+		begin := time.Now()
+		r.hit(f.Members, begin)
+		numbers := map[int]int{}
+		for _, m := range f.Members {
+			_, _, numbers[m] = r.current(m)
+		}
+		switch f.Kind {
+		case nemesis.Kill:
+			r.kill(ctx, f, numbers, begin)
+			continue
+		case nemesis.Pause:
+			r.signal(f.Members, syscall.SIGSTOP)
+		default:
+			for _, c := range r.bed.Apply(f) {
+				if err := runCmd(ctx, c); err != nil {
+					r.problem("apply %s: %v", f, err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(begin.Add(f.For))):
+		}
+		if f.Kind == nemesis.Pause {
+			r.signal(f.Members, syscall.SIGCONT)
+		} else {
+			r.heal(f)
+		}
+		end := time.Now()
+		kind := history.Pause
+		if f.Kind == nemesis.Loss || f.Kind == nemesis.Reorder || f.Kind == nemesis.Slow {
+			kind = history.Stall
+		}
+		for _, m := range f.Members {
+			if numbers[m] >= 0 {
+				r.event(history.Event{Kind: kind, Member: numbers[m], Shard: -1, Begin: begin, End: end})
+			}
+		}
+	}
+}
+
+// heal removes every filter; the bed's teardown does if ctx has ended.
+func (r *nemesisRun) heal(f nemesis.Fault) {
+	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range r.bed.Heal() {
+		if err := runCmd(hctx, c); err != nil {
+			r.problem("heal %s: %v", f, err)
+		}
+	}
+}
+
+func (r *nemesisRun) problem(format string, args ...any) {
+	r.mu.Lock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+func (r *nemesisRun) signal(hosts []int, sig syscall.Signal) {
+	for _, m := range hosts {
+		r.mu.Lock()
+		p := r.procs[m]
+		r.mu.Unlock()
+		if p != nil {
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				r.problem("signal %v to host %d: %v", sig, m, err)
+			}
+		}
+	}
+}
+
+// kill kills f's members, and starts them again once the fault heals.
+func (r *nemesisRun) kill(ctx context.Context, f nemesis.Fault, numbers map[int]int, begin time.Time) {
+	for _, m := range f.Members {
+		r.mu.Lock()
+		p := r.procs[m]
+		r.procs[m] = nil
+		r.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		p.kill()
+		r.event(history.Event{Kind: history.Kill, Member: numbers[m], Shard: -1, Begin: begin, End: time.Now()})
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(time.Until(begin.Add(f.For))):
+	}
+	for _, m := range f.Members {
+		p := r.start(m)
+		if err := r.waitStarted(ctx, p, 60*time.Second); err != nil {
+			r.problem("restart host %d: %v", m, err)
+			continue
+		}
+		r.mu.Lock()
+		r.procs[m] = p
+		r.mu.Unlock()
+	}
+}
+
+// hosts is the history's number of the member that hosts id's shard in
+// the view of the running members' latest incarnations (-1: none).
+func (r *nemesisRun) hosts(id string) (int, int) {
+	var live []string
+	for i := range r.bed.Hosts {
+		if _, inc, _ := r.current(i); inc != "" {
+			live = append(live, inc)
+		}
+	}
+	if len(live) == 0 {
+		return directory.ShardIndex(id, nemesisShards), -1
+	}
+	slices.Sort(live)
+	shard := directory.ShardIndex(id, nemesisShards)
+	return shard, r.number(cluster.ShardOwners(live, nemesisShards)[shard])
+}
+
+// call runs one call on host i's member and records it.
+func (r *nemesisRun) call(ctx context.Context, label string, kind history.OpKind, i int, id string,
+	do func(ctx context.Context, cl *storenode.Client) error) (history.Op, bool) {
+	p, inc, member := r.current(i)
+	if p == nil {
+		// Killed and not yet started again: its driver waits.
+		return history.Op{}, false
+	}
+	shard, host0 := r.hosts(id)
+	o := history.Op{Label: label, Kind: kind, Member: member, Object: id, Shard: shard, Begin: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, r.deadline)
+	o.Deadline, _ = cctx.Deadline()
+	err := do(cctx, storenode.NewClient(r.client.system.Root, cluster.ProcessStore(inc, p.address), r.deadline))
+	cancel()
+	o.End = time.Now()
+	_, host1 := r.hosts(id)
+	o.Hosts = [2]int{host0, host1}
+	var me *messages.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &me):
+		o.Code = me.GetCode()
+	default:
+		o.Code = messages.ErrorCode_INTERNAL
+	}
+	return o, true
+}
+
+func (r *nemesisRun) record(o history.Op, ok bool) {
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	o.ID = len(r.h.Ops)
+	r.h.Ops = append(r.h.Ops, o)
+	r.mu.Unlock()
+}
+
+// pick is a random id of list, or "".
+func (r *nemesisRun) pick(rng *rand.Rand, list *[]string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(*list) == 0 {
+		return ""
+	}
+	return (*list)[rng.IntN(len(*list))]
+}
+
+// workload is host w's driver: calls drawn from the seed, one after
+// another with short pauses, until until.
+func (r *nemesisRun) workload(ctx context.Context, w int, until time.Time) {
+	rng := rand.New(rand.NewPCG(r.seed, uint64(w)+1))
+	for k := 0; time.Now().Before(until) && ctx.Err() == nil; k++ {
+		label := fmt.Sprintf("w%d.%d", w, k)
+		switch n := rng.IntN(100); {
+		case n < 35:
+			r.put(ctx, label, w, rng, fmt.Sprintf("n%d-w%d-%d", r.seed, w, k))
+		case n < 70:
+			if id := r.pick(rng, &r.puts); id != "" {
+				r.get(ctx, label, w, id)
+			}
+		case n < 80:
+			if id := r.pick(rng, &r.puts); id != "" {
+				r.record(r.call(ctx, label+" delete "+id, history.Delete, w, id, func(ctx context.Context, cl *storenode.Client) error {
+					return cl.Delete(ctx, id)
+				}))
+			}
+		default:
+			r.reduce(ctx, label, w, rng, fmt.Sprintf("n%d-r%d-%d", r.seed, w, k))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(50+rng.IntN(100)) * time.Millisecond):
+		}
+	}
+}
+
+func (r *nemesisRun) put(ctx context.Context, label string, w int, rng *rand.Rand, id string) {
+	src := rng.IntN(3) == 0
+	// Half small (inline in the directory), half on the data plane.
+	size := 1 + rng.IntN(32<<10)
+	if rng.IntN(2) == 0 {
+		size = 64<<10 + rng.IntN(448<<10)
+	}
+	if src {
+		size = r.srcSize
+	}
+	data := randomBytes(rng.Uint64(), size)
+	r.mu.Lock()
+	r.data[id] = data
+	r.puts = append(r.puts, id)
+	if src {
+		r.srcs = append(r.srcs, id)
+	}
+	r.mu.Unlock()
+	o, ok := r.call(ctx, label+" put "+id, history.Put, w, id, func(ctx context.Context, cl *storenode.Client) error {
+		return cl.Put(ctx, id, data)
+	})
+	o.Sum, o.Size = fingerprint.Of(data), int64(len(data))
+	r.record(o, ok)
+}
+
+func (r *nemesisRun) get(ctx context.Context, label string, w int, id string) {
+	var got []byte
+	o, ok := r.call(ctx, label+" get "+id, history.Get, w, id, func(ctx context.Context, cl *storenode.Client) (err error) {
+		got, err = cl.Get(ctx, id)
+		return err
+	})
+	if o.Code == messages.ErrorCode_OK {
+		o.Sum, o.Size = fingerprint.Of(got), int64(len(got))
+	}
+	r.record(o, ok)
+}
+
+func (r *nemesisRun) reduce(ctx context.Context, label string, w int, rng *rand.Rand, target string) {
+	r.mu.Lock()
+	if len(r.srcs) < 3 {
+		r.mu.Unlock()
+		return
+	}
+	var sources []string
+	for _, k := range rng.Perm(len(r.srcs))[:3] {
+		sources = append(sources, r.srcs[k])
+	}
+	r.mu.Unlock()
+	num := 2 + rng.IntN(2)
+	var rep *messages.ReduceReply
+	o, ok := r.call(ctx, fmt.Sprintf("%s reduce %d of %v into %s", label, num, sources, target), history.Reduce, w, target,
+		func(ctx context.Context, cl *storenode.Client) (err error) {
+			rep, err = cl.Reduce(ctx, target, sources, num, messages.ReduceOp_SUM, messages.DType_INT32)
+			return err
+		})
+	o.Sources, o.Num, o.Size = sources, num, int64(r.srcSize)
+	if o.Code == messages.ErrorCode_OK {
+		o.Reduced, o.Unreduced = rep.GetReducedIds(), rep.GetUnreducedIds()
+		r.mu.Lock()
+		r.puts = append(r.puts, target)
+		r.mu.Unlock()
+	}
+	r.record(o, ok)
+}
+
+// finalReads reads every id once more, each from another host than the
+// one that made it (host w's ids from host w+1), once the faults have
+// healed.
+func (r *nemesisRun) finalReads(ctx context.Context) {
+	r.mu.Lock()
+	ids := slices.Clone(r.puts)
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for w := range r.bed.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := w; k < len(ids) && ctx.Err() == nil; k += r.bed.Hosts {
+				r.get(ctx, fmt.Sprintf("final.%d", k), (w+1)%r.bed.Hosts, ids[k])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// model is nemesisModel with the seed's reductions: the int32 sum of the
+// sources' bytes.
+func (r *nemesisRun) model() history.Model {
+	m := nemesisModel
+	m.Reduction = func(_ string, ids []string) uint64 {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		sum := make([]byte, r.srcSize)
+		for _, id := range ids {
+			d := r.data[id]
+			for j := 0; j+4 <= len(d) && j+4 <= len(sum); j += 4 {
+				binary.LittleEndian.PutUint32(sum[j:], binary.LittleEndian.Uint32(sum[j:])+binary.LittleEndian.Uint32(d[j:]))
+			}
+		}
+		return fingerprint.Of(sum)
+	}
+	return m
+}
+
+// counts are the seed's calls by kind and outcome.
+func (r *nemesisRun) counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for _, o := range r.h.Ops {
+		out[o.Kind.String()+":"+o.Code.String()]++
+	}
+	for _, e := range r.h.Events {
+		out["fault:"+strings.ReplaceAll(e.Kind.String(), " ", "-")]++
+	}
+	return out
+}
