@@ -27,6 +27,7 @@ type chaosOp struct {
 	step  chaosStep
 	base  time.Duration
 	trips int
+	err   error // the answer's error, as a violation quotes it
 }
 
 // What each kind of call needs after its object is readable: a Put
@@ -69,6 +70,7 @@ func (c *chaosRun) newOp(kind history.OpKind, s chaosStep, member int, id string
 func (c *chaosRun) record(rec *chaosOp, begin, end, deadline, canceled time.Time, err error) {
 	rec.op.Begin, rec.op.End, rec.op.Deadline, rec.op.Canceled = begin, end, deadline, canceled
 	rec.op.Hosts[1] = c.shardHost(rec.op.Object)
+	rec.err = err
 	var me *messages.Error
 	switch {
 	case err == nil:
@@ -166,7 +168,7 @@ func (c *chaosRun) checkHistory() {
 	rep := history.Check(h, m)
 	for _, v := range rep.Violations {
 		c.violations = append(c.violations, v.Rule)
-		c.errorf("%s (%s)\n  faults: %s\n  %s\n  now: %s", v, c.opTimes(h, v.Op), chaosEvents(h), c.lostCopies[v.Op], c.whereNow(h.Ops[v.Op]))
+		c.errorf("%s (%s)\n  error: %v\n  faults: %s\n  %s\n  now: %s", v, c.opTimes(h, v.Op), c.ops[v.Op].err, chaosEvents(h), c.lostCopies[v.Op], c.whereNow(h.Ops[v.Op]))
 	}
 	if chaosVerbose {
 		for id, why := range rep.Excuses {

@@ -294,6 +294,12 @@ func (c *checker) reduceAnswer(o *Op) {
 
 // lostOp: LOST only once every copy known to exist is gone.
 func (c *checker) lostOp(o *Op) {
+	if o.Kind == Put {
+		// A Put makes the copy LOST would say is gone: what it can answer
+		// when its member fails is UNAVAILABLE.
+		c.fail(o, RuleLost, "a Put of %s answered LOST", o.Object)
+		return
+	}
 	ids := []string{o.Object}
 	if o.Kind == Reduce {
 		// Too few sources left, or (a retry's) result whose sources

@@ -91,6 +91,7 @@ func TestCheck(t *testing.T) {
 		{"an evict of a pinned copy is no loss", History{Ops: []Op{putX(), getX(lost)},
 			Events: []Event{{Kind: Evict, Member: 0, Object: "x", Begin: at(0.6), End: at(0.6)}}}, RuleLost},
 		{"LOST of an id never put", History{Ops: []Op{getX(lost)}}, RuleLost},
+		{"LOST answering a put", History{Ops: []Op{with(putX(), func(o *Op) { o.Code = lost })}, Events: []Event{kill(0, 0.05)}}, RuleLost},
 		{"LOST of an object whose put failed with its creator", History{Ops: []Op{with(putX(), func(o *Op) { o.Code = unavail }), getX(lost)},
 			Events: []Event{kill(0, 0.05)}}, ""},
 		{"LOST of an object put while the get ran", History{Ops: []Op{with(putX(), func(o *Op) { o.End = at(1.5) }), getX(lost)}}, RuleLost},
