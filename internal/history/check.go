@@ -54,6 +54,7 @@ type Violation struct {
 	Detail string
 }
 
+// String says which call broke which rule, and how.
 func (v Violation) String() string {
 	return fmt.Sprintf("%s: %s: %s", v.Label, v.Rule, v.Detail)
 }

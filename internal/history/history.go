@@ -32,6 +32,7 @@ const (
 	Reduce
 )
 
+// String names the call.
 func (k OpKind) String() string {
 	switch k {
 	case Put:
@@ -112,6 +113,7 @@ const (
 	Evict
 )
 
+// String names the fault.
 func (k EventKind) String() string {
 	switch k {
 	case Kill:
@@ -143,6 +145,7 @@ type Event struct {
 	Begin, End time.Time
 }
 
+// String says what the fault did, to whom and when (on the clock).
 func (e Event) String() string {
 	switch e.Kind {
 	case CrashShard:
