@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -59,6 +60,7 @@ import (
 //
 //	HOPLITE_NEMESIS_SEED=S    the first seed (default: drawn from the clock)
 //	HOPLITE_NEMESIS_SEEDS=N   seeds S..S+N-1 (default 1)
+//	HOPLITE_NEMESIS_FOR=D     start no seed after D (a soak as long as time allows)
 //	HOPLITE_NEMESIS_MEMBERS=M members (default 4)
 //	HOPLITE_NEMESIS_SPAN=D    how long each seed's schedule runs (default 30s)
 //	HOPLITE_NEMESIS_INLINE=1  Reduce sources of 4 KiB (inline) instead of 128 KiB
@@ -131,6 +133,15 @@ func TestNemesis(t *testing.T) {
 	if envInt(t, "HOPLITE_NEMESIS_INLINE", 0) > 0 {
 		srcSize = nemesisInlineSrcSize
 	}
+	budget := time.Duration(0)
+	if v := os.Getenv("HOPLITE_NEMESIS_FOR"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("HOPLITE_NEMESIS_FOR=%q: want a duration", v)
+		}
+		budget = d
+	}
+	began := time.Now()
 	cpuload.FromEnv(t)
 	bin := hopliteBinary(t)
 	bed := nemesisBed(t, members)
@@ -138,28 +149,35 @@ func TestNemesis(t *testing.T) {
 	c := nemesisClient(t, bed, ccfg)
 	counts := map[string]int{}
 	var failed []uint64
+	ran := 0
 	for i := range seeds {
+		if budget > 0 && time.Since(began) > budget {
+			break
+		}
+		ran++
 		seed := first + uint64(i)
 		r := &nemesisRun{t: t, seed: seed, bed: bed, bin: bin, tls: certs, client: c, port: 20000 + 4*(i%1000), srcSize: srcSize, deadline: deadline,
 			plan: nemesis.Plan{Hosts: members, Span: span, Longest: 6 * time.Second, Gap: 3 * time.Second}}
 		ok := r.run()
-		for k, n := range r.counts() {
+		seedCounts := r.counts()
+		for k, n := range seedCounts {
 			counts[k] += n
 		}
+		t.Logf("seed %d: passed %v:%s", seed, ok, outcomes(seedCounts))
 		if !ok {
 			failed = append(failed, seed)
 		}
 	}
-	var keys []string
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	t.Logf("%d seeds from %d, %d failed %v; calls by outcome:%s", ran, first, len(failed), failed, outcomes(counts))
+}
+
+// outcomes says counts in one line, sorted by key.
+func outcomes(counts map[string]int) string {
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		fmt.Fprintf(&b, " %s=%d", k, counts[k])
 	}
-	t.Logf("%d seeds from %d, %d failed %v; calls by outcome:%s", seeds, first, len(failed), failed, b.String())
+	return b.String()
 }
 
 // nemesisCerts are the cluster's certificates, for every host's address
