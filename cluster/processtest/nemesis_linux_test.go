@@ -320,6 +320,9 @@ func (r *nemesisRun) run() bool {
 	h := r.h
 	r.mu.Unlock()
 	rep := history.Check(h, r.model())
+	rep.Violations = slices.DeleteFunc(rep.Violations, func(v history.Violation) bool {
+		return degradedExcuse(h, v, nemesisModel.Settle) != ""
+	})
 	if len(rep.Violations) == 0 && len(r.problems) == 0 && healed == nil {
 		return true
 	}
