@@ -279,7 +279,12 @@ func (r *nemesisRun) run() bool {
 		env, r.seed, r.plan.Hosts, r.plan.Span)
 	defer r.stopAll()
 	for i := range r.bed.Hosts {
-		r.procs[i] = r.start(i)
+		p, err := r.start(i)
+		if err != nil {
+			r.t.Errorf("seed %d: %v (a harness problem)\n%s", r.seed, err, replay)
+			return false
+		}
+		r.procs[i] = p
 	}
 	ctx, cancel := context.WithTimeout(r.t.Context(), r.plan.Span+4*time.Minute)
 	defer cancel()
@@ -355,7 +360,7 @@ func (r *nemesisRun) run() bool {
 }
 
 // start starts host i's member process in its namespace.
-func (r *nemesisRun) start(i int) *nodeProc {
+func (r *nemesisRun) start(i int) (*nodeProc, error) {
 	addr := r.bed.Addr(i)
 	var seeds []string
 	for j := range r.bed.Hosts {
@@ -371,7 +376,7 @@ func (r *nemesisRun) start(i int) *nodeProc {
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	dieWithTest(p.cmd)
 	if err := p.cmd.Start(); err != nil {
-		r.t.Fatalf("seed %d: start host %d: %v", r.seed, i, err)
+		return nil, fmt.Errorf("start host %d: %w", i, err)
 	}
 	go func() {
 		p.exitErr = p.cmd.Wait()
@@ -380,7 +385,7 @@ func (r *nemesisRun) start(i int) *nodeProc {
 	r.mu.Lock()
 	r.all = append(r.all, p)
 	r.mu.Unlock()
-	return p
+	return p, nil
 }
 
 func (r *nemesisRun) stopAll() {
@@ -401,9 +406,11 @@ func (r *nemesisRun) waitStarted(ctx context.Context, p *nodeProc, d time.Durati
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {
-		if inc := p.incarnations(); len(inc) > 0 {
-			p.waitStarted(r.t, time.Second) // sets id and address from the line
-			return nil
+		for _, line := range strings.Split(p.stdout.String(), "\n") {
+			if m := startLine.FindStringSubmatch(line); m != nil {
+				p.id, p.address, p.slack = m[1], m[2], m[6]
+				return nil
+			}
 		}
 		select {
 		case <-p.exited:
@@ -629,8 +636,11 @@ func (r *nemesisRun) kill(ctx context.Context, f nemesis.Fault, numbers map[int]
 	case <-time.After(time.Until(begin.Add(f.For))):
 	}
 	for _, m := range f.Members {
-		p := r.start(m)
-		if err := r.waitStarted(ctx, p, 60*time.Second); err != nil {
+		p, err := r.start(m)
+		if err == nil {
+			err = r.waitStarted(ctx, p, 60*time.Second)
+		}
+		if err != nil {
 			r.problem("restart host %d: %v", m, err)
 			continue
 		}
