@@ -2,7 +2,6 @@ package directory
 
 import (
 	"math"
-	"sync"
 )
 
 // With TableConfig.FanOut k > 1 a copy streams to up to k receivers at
@@ -28,22 +27,20 @@ type fanScratch struct {
 	path    []*location
 }
 
-var fanScratches = sync.Pool{New: func() any {
-	return &fanScratch{serving: map[string]int{}, hops: map[*location]int{}}
-}}
-
 // pickShallowest is pickSender under a fan-out of k: the copy fewest
 // hops from a whole one that streams to fewer than k receivers (the tree
 // stays about log_k N deep), of those the one streaming to fewest (each
 // stream gets a larger share of its uplink), then as better.
 func (t *LocationTable) pickShallowest(e *entry, receiver, avoid string, k int) *location {
-	f := fanScratches.Get().(*fanScratch)
+	if t.fan == nil {
+		t.fan = &fanScratch{serving: map[string]int{}, hops: map[*location]int{}}
+	}
+	f := t.fan
 	defer func() {
 		clear(f.serving)
 		clear(f.hops)
 		clear(f.path)
 		f.path = f.path[:0]
-		fanScratches.Put(f)
 	}()
 	for _, loc := range e.locs {
 		if loc.fetchingFrom != "" && !loc.naive { // a naive fetch claims nothing (claim)

@@ -140,6 +140,7 @@ type entry struct {
 // concurrent use: its shell steps it from one goroutine.
 type LocationTable struct {
 	cfg        TableConfig
+	fan        *fanScratch // pickShallowest's, reused (a table has one owner)
 	entries    map[string]*entry
 	tombstones map[string]struct{}
 	tombOrder  []string // FIFO of tombstones, bounded by TombstoneLimit
