@@ -27,8 +27,12 @@ import (
 // are named by member id (every member hosts barriers). Version 4: a
 // member's actors are named by its incarnation ("node#<nonce>/...", first
 // contact at "hello"), and the data plane's requests name the incarnation
-// of the endpoint they are meant for (data protocol version 3).
-const ProtocolVersion uint32 = 4
+// of the endpoint they are meant for (data protocol version 3). Version
+// 5: the Proto.Actor copy's wire names are Hoplite's own
+// (hoplite.protoactor.*, so a version 4 member cannot even connect),
+// barriers combine up a tree of members, and members pull each other's
+// rosters.
+const ProtocolVersion uint32 = 5
 
 // Membership providers (MemberConfig.Provider).
 const (
