@@ -98,8 +98,12 @@ func runWith(t *testing.T, bin string, stdin io.Reader, stdout io.Writer, args .
 	if stdout != nil {
 		cmd.Stdout = stdout
 	}
-	err := cmd.Run()
-	r := ran{stdout: out.String(), stderr: errs.String(), maxRSS: maxRSS(cmd.ProcessState)}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	stop := peakRSS(cmd.Process.Pid)
+	err := cmd.Wait()
+	r := ran{stdout: out.String(), stderr: errs.String(), maxRSS: stop()}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
