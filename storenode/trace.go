@@ -13,9 +13,15 @@ import (
 // store node, the directory and a Reduce's coordinator continue it from
 // the trace_parent the call's message carries. size < 0: not known.
 func startSpan(ctx context.Context, name, id string, size int64) (context.Context, trace.Span) {
-	attrs := []attribute.KeyValue{attribute.String("hoplite.object", id)}
-	if size >= 0 {
-		attrs = append(attrs, attribute.Int64("hoplite.size", size))
+	ctx, span := tracing.Tracer().Start(ctx, name, clientKind)
+	if span.IsRecording() { // attributes cost allocations: only when traced
+		span.SetAttributes(attribute.String("hoplite.object", id))
+		if size >= 0 {
+			span.SetAttributes(attribute.Int64("hoplite.size", size))
+		}
 	}
-	return tracing.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, span
 }
+
+// clientKind marks a client call's span, made once.
+var clientKind = trace.WithSpanKind(trace.SpanKindClient)

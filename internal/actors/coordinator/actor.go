@@ -420,7 +420,9 @@ func init() {
 			c.watchNode(ctx, who.(*messages.NodeRef))
 		},
 		Event: func(ctx actor.Context, c *Coordinator, e any) {
-			c.spanEvent(eventName(e))
+			if c.recording() {
+				c.spanEvent(eventName(e))
+			}
 			if r, ok := e.(*events.AllReduceReplanned); ok {
 				// The operator's view of it: the AllReduce goes on, in
 				// another shape, without the lost sources.
@@ -502,7 +504,7 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	case coordinator.Requester:
 		to = c.requester
 		if reply, ok := s.Msg.(*messages.ReduceReply); ok {
-			if c.span != nil {
+			if c.recording() {
 				c.span.SetAttributes(attribute.Int("hoplite.reduced", len(reply.GetReducedIds())), attribute.String("hoplite.shape", reply.GetPlan().GetShape()))
 			}
 			c.endSpan(messages.ErrOrNil(reply.GetError()))

@@ -32,7 +32,7 @@ func (c *Coordinator) endSpan(err error) {
 // spanEvent records a repair, a re-plan or another recovery event on the
 // Reduce's span.
 func (c *Coordinator) spanEvent(name string, attrs ...attribute.KeyValue) {
-	if c.span != nil {
+	if c.recording() {
 		c.span.AddEvent(name, trace.WithAttributes(attrs...))
 	}
 }
@@ -65,3 +65,7 @@ func (c *Coordinator) traced(m proto.Message) proto.Message {
 
 // eventName names an event for the span: its type.
 func eventName(e any) string { return "hoplite." + actorutil.TypeName(e) }
+
+// recording says whether the Reduce's span records (tracing is on): only
+// then are its events and attributes worth building.
+func (c *Coordinator) recording() bool { return c.span != nil && c.span.IsRecording() }

@@ -123,7 +123,10 @@ type fetchWatchDue struct {
 func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time, traceParent string) {
 	id := obj.ID()
 	run := &fetchRun{id: id, obj: obj}
-	_, run.span = tracing.Start(traceParent, tracing.Fetch, attribute.String("hoplite.object", id), attribute.String("hoplite.node", n.cfg.Self.GetNodeId()))
+	_, run.span = tracing.Start(traceParent, tracing.Fetch)
+	if run.span.IsRecording() { // attributes cost allocations: only when traced
+		run.span.SetAttributes(attribute.String("hoplite.object", id), attribute.String("hoplite.node", n.cfg.Self.GetNodeId()))
+	}
 	run.p = fetchrun.NewFetch(fetchConfig(n.cfg, id), n.cfg.Store, obj, deadline, observer(n.cfg))
 	n.fetches[id] = run
 	n.drain(ctx, run, run.p.Start(time.Now()))
@@ -136,8 +139,11 @@ func (n *StoreNode) startInto(ctx actor.Context, req *getinto.Request, caller *a
 	// The caller's deadline is final: it returns then, so no grace.
 	fc.Grace = 0
 	run := &fetchRun{id: req.ObjectID, into: &intoJob{req: req, caller: caller}}
-	_, run.span = tracing.Start(tracing.Parent(req.Dst.Context()), tracing.Fetch, attribute.String("hoplite.object", req.ObjectID),
-		attribute.String("hoplite.node", n.cfg.Self.GetNodeId()), attribute.Bool("hoplite.into_caller_buffer", true))
+	_, run.span = tracing.Start(tracing.Parent(req.Dst.Context()), tracing.Fetch)
+	if run.span.IsRecording() {
+		run.span.SetAttributes(attribute.String("hoplite.object", req.ObjectID),
+			attribute.String("hoplite.node", n.cfg.Self.GetNodeId()), attribute.Bool("hoplite.into_caller_buffer", true))
+	}
 	run.p = fetchrun.NewFetchInto(fc, req.ObjectID, req.Dst.Len(), req.Deadline, observer(n.cfg))
 	n.intos[run] = struct{}{}
 	system, self := ctx.ActorSystem(), ctx.Self()
@@ -461,8 +467,11 @@ func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.St
 	// A broadcast tree's edge, as it forms and as it ends (the live view
 	// draws them): two events per stream, none per chunk.
 	receiver, sender, id := cfg.Self.GetNodeId(), c.Sender.GetNodeId(), run.id
-	span := tracing.Child(run.span, tracing.Transfer, attribute.String("hoplite.object", id),
-		attribute.String("hoplite.sender", sender), attribute.String("hoplite.receiver", receiver), attribute.Int64("hoplite.offset", c.Offset))
+	span := tracing.Child(run.span, tracing.Transfer)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("hoplite.object", id), attribute.String("hoplite.sender", sender),
+			attribute.String("hoplite.receiver", receiver), attribute.Int64("hoplite.offset", c.Offset))
+	}
 	ended := func(err error) {
 		tracing.End(span, err)
 		system.EventStream.Publish(&events.TransferEnded{Object: id, Receiver: receiver, Sender: sender, Err: err, At: time.Now()})
