@@ -30,11 +30,12 @@ func Errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Err is e as a plain error: nil when e is nil. A reply's GetError()
-// is a *Error, which is not nil once stored in an error variable even
-// when the reply succeeded; reply.GetError().Err() is.
+// Err is e as a plain error: nil when e is nil or its code is OK (as
+// ErrOrNil). A reply's GetError() is a *Error, which is not nil once
+// stored in an error variable even when the reply succeeded; its Err()
+// is, and so is the reply's own Err() (reply.Err()).
 func (e *Error) Err() error {
-	if e == nil {
+	if e == nil || e.GetCode() == ErrorCode_OK {
 		return nil
 	}
 	return e

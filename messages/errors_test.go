@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 func TestErrorsMatchByCode(t *testing.T) {
@@ -67,5 +70,51 @@ func TestErrorErr(t *testing.T) {
 	bad := &GetReply{Error: Errorf(ErrorCode_LOST, "gone")}
 	if err := bad.GetError().Err(); !errors.Is(err, ErrLost) {
 		t.Fatalf("a failed reply's Err() = %v, want LOST", err)
+	}
+}
+
+// Every message of the hoplite protobuf package with an error field
+// answers Err(): nil while the field is unset or OK, the field itself
+// (matching its sentinel) when it holds a failure.
+func TestEveryErrorFieldHasErr(t *testing.T) {
+	errorName := (&Error{}).ProtoReflect().Descriptor().FullName()
+	checked := 0
+	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
+		d := mt.Descriptor()
+		if d.ParentFile().Package() != "hoplite" {
+			return true
+		}
+		f := d.Fields().ByName("error")
+		if f == nil || f.Message() == nil || f.Message().FullName() != errorName {
+			return true
+		}
+		checked++
+		m := mt.New()
+		withErr, ok := m.Interface().(interface{ Err() error })
+		if !ok {
+			t.Errorf("%s has an error field but no Err() method: add it to reply_errors.go", d.FullName())
+			return true
+		}
+		if err := withErr.Err(); err != nil {
+			t.Errorf("%s without an error: Err() = %#v, want nil", d.FullName(), err)
+		}
+		m.Set(f, protoreflect.ValueOfMessage((&Error{Code: ErrorCode_OK}).ProtoReflect()))
+		if err := withErr.Err(); err != nil {
+			t.Errorf("%s with an OK error: Err() = %#v, want nil", d.FullName(), err)
+		}
+		m.Set(f, protoreflect.ValueOfMessage(Errorf(ErrorCode_LOST, "gone").ProtoReflect()))
+		if err := withErr.Err(); !errors.Is(err, ErrLost) {
+			t.Errorf("%s with a LOST error: Err() = %v, want LOST", d.FullName(), err)
+		}
+		return true
+	})
+	// The request/reply messages of the API at least: a registry that
+	// lists none of them would make this test pass by checking nothing.
+	if checked < 20 {
+		t.Fatalf("checked %d messages with an error field, want the API's replies (20 or more)", checked)
+	}
+	var nilReply *GetReply
+	if err := nilReply.Err(); err != nil {
+		t.Fatalf("a nil reply's Err() = %v, want nil", err)
 	}
 }

@@ -1,6 +1,8 @@
 // Package messages holds every message that may cross a process: the
 // application API (Put, Get, Delete, Reduce), the directory protocol between
 // store nodes and directory shards, and the typed Error they carry.
+// Every message with an error field has Err(), the field as a plain
+// error, nil on success: `if err := reply.Err(); err != nil`.
 package messages
 
 // The files are registered as hoplite/*.proto (protoc maps the virtual
