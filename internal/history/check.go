@@ -341,14 +341,17 @@ func (c *checker) lostOp(o *Op) {
 }
 
 // notFound: only an id that never existed before the call, or whose
-// Delete began.
+// Delete began. A Delete's own start is no excuse for its NOT_FOUND: the
+// directory answers a Delete of an id it knows, or knew and lost, or
+// deleted already, with OK, so only another Delete, or an id that was
+// not readable when the Delete began (its Put failed or still ran), is.
 func (c *checker) notFound(o *Op) {
 	ids := []string{o.Object}
 	if o.Kind == Reduce {
 		ids = o.Sources
 	}
 	for _, id := range ids {
-		if d := c.x.deleteBegan(id, o.End); d != nil {
+		if d := c.x.otherDeleteBegan(id, o.End, o); d != nil {
 			c.rep.Excuses[o.ID] = fmt.Sprintf("%s began before it answered", label(d))
 			return
 		}
@@ -370,7 +373,7 @@ func (c *checker) deleted(o *Op) {
 		ids = append(ids, o.Sources...)
 	}
 	for _, id := range ids {
-		if d := c.x.deleteBegan(id, o.End); d != nil && d != o {
+		if d := c.x.otherDeleteBegan(id, o.End, o); d != nil {
 			c.rep.Excuses[o.ID] = fmt.Sprintf("%s began before it answered", label(d))
 			return
 		}

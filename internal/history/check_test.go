@@ -59,6 +59,10 @@ func sources() []Op {
 	return []Op{a, b}
 }
 
+// readerOfA is a Get by member 4 that returned source a: a second
+// holder of it, where a reduce tree may place a.
+func readerOfA() Op { return op(12, Get, 4, "a", 0.1, 0.15, ok_) }
+
 func kill(member int, s float64) Event {
 	return Event{Kind: Kill, Member: member, Begin: at(s), End: at(s + 0.01)}
 }
@@ -98,6 +102,17 @@ func TestCheck(t *testing.T) {
 		{"NOT_FOUND of an object readable", History{Ops: []Op{putX(), getX(notFound)}}, RuleNotFound},
 		{"NOT_FOUND before the put", History{Ops: []Op{op(1, Put, 0, "x", 3, 3.1, ok_), getX(notFound)}}, ""},
 		{"NOT_FOUND once a delete began", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 1.5, 3, ok_), getX(notFound)}}, ""},
+		{"a delete NOT_FOUND of an object readable", History{Ops: []Op{putX(), op(3, Delete, 2, "x", 1, 2, notFound)}}, RuleNotFound},
+		{"a delete NOT_FOUND of an object read, whose put failed", History{Ops: []Op{with(putX(), func(o *Op) { o.Code = timeout }),
+			op(4, Get, 1, "x", 0.2, 0.5, ok_), op(3, Delete, 2, "x", 1, 2, notFound)}, Events: []Event{kill(0, 0.05)}}, RuleNotFound},
+		{"a delete NOT_FOUND of an object lost", History{Ops: []Op{putX(), op(3, Delete, 2, "x", 1, 2, notFound)}, Events: []Event{kill(0, 0.5)}}, RuleNotFound},
+		{"a delete NOT_FOUND while another delete ran", History{Ops: []Op{putX(), op(4, Delete, 1, "x", 0.9, 1.5, ok_), op(3, Delete, 2, "x", 1, 2, notFound)}}, ""},
+		{"a delete NOT_FOUND once another delete was done", History{Ops: []Op{putX(), op(4, Delete, 1, "x", 0.2, 0.5, ok_), op(3, Delete, 2, "x", 1, 2, notFound)}}, ""},
+		{"a delete NOT_FOUND of an id whose put failed", History{Ops: []Op{with(putX(), func(o *Op) { o.Code = unavail }), op(3, Delete, 2, "x", 1, 2, notFound)},
+			Events: []Event{kill(0, 0.05)}}, ""},
+		{"a delete NOT_FOUND while its put ran", History{Ops: []Op{with(putX(), func(o *Op) { o.End = at(1.5) }), op(3, Delete, 2, "x", 1, 2, notFound)}}, ""},
+		{"a delete NOT_FOUND of an id never put", History{Ops: []Op{op(3, Delete, 2, "x", 1, 2, notFound)}}, ""},
+		{"DELETED answering the only delete", History{Ops: []Op{putX(), op(3, Delete, 2, "x", 1, 2, messages.ErrorCode_DELETED)}}, RuleDeleted},
 		{"DELETED with no delete", History{Ops: []Op{putX(), getX(messages.ErrorCode_DELETED)}}, RuleDeleted},
 		{"DELETED once a delete began", History{Ops: []Op{putX(), op(3, Delete, 0, "x", 1.5, 3, ok_), getX(messages.ErrorCode_DELETED)}}, ""},
 		{"TIMEOUT of a readable object", History{Ops: []Op{putX(), getX(timeout)}}, RuleTimeout},
@@ -130,6 +145,24 @@ func TestCheck(t *testing.T) {
 		{"a reduce TIMEOUT with its coordinator killed late", History{Ops: append(sources(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
 			Events: []Event{kill(7, 3.5)}}, ""},
 		{"a reduce TIMEOUT with its caller killed", History{Ops: append(sources(), reduceOp(5, timeout)), Events: []Event{kill(3, 0.5)}}, ""},
+		{"a reduce TIMEOUT with a source's data stalled while it ran", History{Ops: append(sources(), reduceOp(5, timeout)),
+			Events: []Event{{Kind: Stall, Member: 4, Object: "a", Begin: at(0.5), End: at(1.5)}}}, ""},
+		{"a reduce TIMEOUT with a source's data stalled long before it", History{Ops: append(sources(), reduceOp(5, timeout)),
+			Events: []Event{{Kind: Stall, Member: 4, Object: "a", Begin: at(-3), End: at(-2.9)}}}, RuleTimeout},
+		{"a reduce TIMEOUT with a tree member killed early", History{Ops: append(sources(), readerOfA(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{kill(4, 0.5)}}, RuleTimeout},
+		{"a reduce TIMEOUT with a tree member killed late", History{Ops: append(sources(), readerOfA(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{kill(4, 3.5)}}, ""},
+		{"a reduce TIMEOUT with a tree member's store crashed late", History{Ops: append(sources(), readerOfA(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{{Kind: CrashStore, Member: 4, Begin: at(3.5), End: at(3.6)}}}, ""},
+		{"a reduce TIMEOUT with a member outside it killed late", History{Ops: append(sources(), readerOfA(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{kill(6, 3.5)}}, RuleTimeout},
+		{"a reduce TIMEOUT with its coordinator paused until late", History{Ops: append(sources(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{{Kind: Pause, Member: 7, Begin: at(0.5), End: at(3.5)}}}, ""},
+		{"a reduce TIMEOUT with its coordinator paused briefly early", History{Ops: append(sources(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{{Kind: Pause, Member: 7, Begin: at(0.5), End: at(1)}}}, RuleTimeout},
+		{"a reduce TIMEOUT with its coordinator's shard crashed late", History{Ops: append(sources(), with(reduceOp(5, timeout), func(o *Op) { o.End = at(4.2) })),
+			Events: []Event{{Kind: CrashShard, Member: -1, Shard: 0, Begin: at(3.5), End: at(3.5)}}}, ""},
 		{"a reduce LOST with its sources held", History{Ops: append(sources(), reduceOp(5, lost))}, RuleLost},
 		{"a reduce LOST with a source lost", History{Ops: append(sources(), reduceOp(5, lost)), Events: []Event{kill(0, 0.5)}}, ""},
 	}

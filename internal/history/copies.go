@@ -176,6 +176,17 @@ func (x *index) deleteBegan(id string, t time.Time) *Op {
 	return nil
 }
 
+// otherDeleteBegan is the first Delete of id other than self that began
+// before t, or nil.
+func (x *index) otherDeleteBegan(id string, t time.Time, self *Op) *Op {
+	for _, o := range x.byObject[id] {
+		if o.Kind == Delete && o != self && o.Begin.Before(t) {
+			return o
+		}
+	}
+	return nil
+}
+
 // deleteDone is a Delete of id that answered OK before t, or nil.
 func (x *index) deleteDone(id string, t time.Time) *Op {
 	for _, o := range x.byObject[id] {

@@ -123,25 +123,53 @@ func (c *checker) getExcuse(o *Op) string {
 }
 
 // reduceExcuse: fewer than num sources available (Put by Need before its
-// deadline and their copies left), its caller's member touched, or a
-// stall of its data.
+// deadline and their copies left), its caller's member touched, a stall
+// of its data, or a fault at a member it runs on that left it too little
+// time to start that part again. Those members are its coordinator's
+// (the target shard's host, whose shard may crash instead) and its
+// tree's: the reduce tree's positions are placed at copies of the
+// sources, so its members are the sources' holders. The coordinator's
+// Reduce starts again at the shard's home and a tree's position is
+// placed again at another copy; either is owed the failure's detection
+// (Settle) and its need again from the fault's end, so a fault that
+// leaves that much before the deadline excuses nothing. A fault at any
+// other member, or before Settle ahead of the call, excuses nothing.
 func (c *checker) reduceExcuse(o *Op) string {
 	if avail := c.availableSources(o); len(avail) < o.Num {
 		return fmt.Sprintf("only %d of its sources %v stayed available in time, it needs %d", len(avail), avail, o.Num)
 	}
 	objs := append([]string{o.Object}, o.Sources...)
+	var tree []int
+	for _, s := range o.Sources {
+		for _, hd := range c.x.holders(s) {
+			if hd.from.Before(o.End) {
+				tree = append(tree, hd.member)
+			}
+		}
+	}
+	from := o.Begin.Add(-c.m.Settle)
 	for _, e := range c.x.h.Events {
-		if e.Kind == Stall && slices.Contains(objs, e.Object) && e.Begin.Before(o.End) {
+		end := e.End
+		if end.IsZero() || end.Before(e.Begin) {
+			end = e.Begin
+		}
+		if e.Begin.After(o.End) || end.Before(from) {
+			continue
+		}
+		if e.Kind == Stall && slices.Contains(objs, e.Object) {
 			return e.String() + " held its data"
 		}
-		// A Reduce whose coordinator's member dies, or whose shard
-		// crashes, starts again at the shard's home: it is owed its need
-		// (plus the failure's detection) again from then.
-		coordinator := (e.Kind == Kill || e.Kind == Restart || e.Kind == Pause) && (e.Member == o.Hosts[0] || e.Member == o.Hosts[1]) ||
-			e.Kind == CrashShard && e.Shard == o.Shard
-		if coordinator && e.Begin.Before(o.End) && !e.Begin.Before(o.Begin.Add(-c.m.Settle)) &&
-			e.Begin.Add(o.Need+c.m.Settle).After(o.Deadline) {
-			return e.String() + " (its coordinator) left less than it needs to start again"
+		var role string
+		switch {
+		case (e.Kind == Kill || e.Kind == Restart || e.Kind == Pause) && (e.Member == o.Hosts[0] || e.Member == o.Hosts[1]):
+			role = "its coordinator's member"
+		case e.Kind == CrashShard && e.Shard == o.Shard:
+			role = "its coordinator's shard"
+		case (e.Kind == Kill || e.Kind == Restart || e.Kind == Pause || e.Kind == CrashStore) && slices.Contains(tree, e.Member):
+			role = "a holder of a source, a member of its tree"
+		}
+		if role != "" && end.Add(o.Need+c.m.Settle).After(o.Deadline) {
+			return fmt.Sprintf("%s (%s) left less than it needs to start again", e, role)
 		}
 	}
 	return c.touched(o, []int{o.Member}, nil)
