@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/certs"
 	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -31,8 +32,10 @@ import (
 // 5: the Proto.Actor copy's wire names are Hoplite's own
 // (hoplite.protoactor.*, so a version 4 member cannot even connect),
 // barriers combine up a tree of members, and members pull each other's
-// rosters.
-const ProtocolVersion uint32 = 5
+// rosters. Version 6: an object's fingerprint is XXH3 (package
+// fingerprint), so a version 5 member would take every Put of an id it
+// also holds for a CONFLICT.
+const ProtocolVersion uint32 = 6
 
 // Membership providers (MemberConfig.Provider).
 const (
@@ -109,62 +112,17 @@ type MemberConfig struct {
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
 	StallTimeout time.Duration
-	// Naive makes every Get fetch from the creator: the baseline without
-	// collectives, for comparisons. It applies to this member's own Gets
-	// and Reduces (a Reduce is gathered at its caller), so a naive cluster
-	// sets it on every member.
-	Naive bool
-	// ReduceShape is ShapeDAry (default: degree by the cost model) or
-	// ShapeChainLeaf.
-	ReduceShape string
-	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
-	// Shape and degree are the coordinators' on this member, which serve
-	// the Reduces whose target's directory shard is placed here: every
-	// member of a cluster should use the same values.
-	ReduceDegree int
-	// AllReduceShape chooses the shape of AllReduces that could be
-	// sliced: "" lets the cost model choose, ShapeSliced always
-	// reduce-scatters and all-gathers, ShapeDAry always reduces and then
-	// broadcasts. Like the reduce shape, every member should use the same
-	// value.
-	AllReduceShape string
-	// ActorLocates sends every Locate as an actor message instead of a
-	// control request on the data plane: a benchmark's baseline.
-	ActorLocates bool
-	// UnbatchedReduceTasks makes this member's coordinators send each
-	// reduce task as a message of its own instead of one ReduceTaskBatch
-	// per node: a benchmark's baseline for the start stagger.
-	UnbatchedReduceTasks bool
-	// NoRingGather makes this member's sliced AllReduces gather every
-	// slice from its root instead of around the ring: a benchmark's
-	// baseline for the ring all-gather.
-	NoRingGather bool
-	// NoInlinePush makes this member's inline AllReduces leave their
-	// participants to locate the result (benchmarks: both in one run).
-	NoInlinePush bool
-	// NoWarmUp leaves the member cold when it reports ready: no
-	// data-plane connections to its peers until an operation needs them,
-	// no message codecs built before the first operation (in a process
-	// no other member warmed), no stated link rate taken as its bandwidth,
-	// no choice of the pages of large buffers (4 KiB ones, unless the
-	// process chose otherwise), no warm memory (warmup.go). For measuring what the
-	// warm-up saves (hoplite bench --peers cold).
-	NoWarmUp bool
 	// WarmMemory is how many bytes of memory for large object buffers
 	// the warm-up faults in and keeps for the buffers of 4 MiB or more
 	// the process makes (bufalloc.Reserve, once per process, so the
 	// members of an embedded cluster share it): DefaultWarmMemory if 0,
-	// none if negative or NoWarmUp. It is held for the life of the
+	// none if negative or with the no-warm-up experiment. It is held for the life of the
 	// process, and serves the next buffers again whenever the ones cut
 	// from it are unreachable. Up to as much of the memory of large
 	// buffers that nothing
 	// references any more is then kept for the next ones (bufalloc.Keep)
 	// instead of going back to the kernel.
 	WarmMemory int64
-	// ActorSubscribes makes this member's Reduce coordinators subscribe to
-	// their sources by actor message instead of on the data plane
-	// (shard.ServeSubscribe): a benchmark's baseline.
-	ActorSubscribes bool
 	// LinkRate is this member's network link in bits per second, as its
 	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
 	// member paces the streams of sliced AllReduces at the link's TCP
@@ -242,6 +200,10 @@ type MemberConfig struct {
 	// ProtocolVersion overrides the version this member speaks (0: the
 	// package's ProtocolVersion). Only for testing the handshake.
 	ProtocolVersion uint32
+
+	// exp are the experiments (internal/experiments) a benchmark or a
+	// test turned on for this member.
+	exp experiments.Set
 
 	// noSeedExchange turns the automanaged seed exchange off (tests of
 	// what members configured with different seeds see without it).
@@ -330,18 +292,18 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	if c.Capacity <= 0 {
 		c.Capacity = 1 << 30
 	}
-	if c.ReduceDegree < 0 {
-		return bad("reduce degree %d: must be >= 1 to force the degree, or 0 for the cost model's", c.ReduceDegree)
+	if c.exp.ReduceDegree < 0 {
+		return bad("reduce degree %d: must be >= 1 to force the degree, or 0 for the cost model's", c.exp.ReduceDegree)
 	}
-	switch c.ReduceShape {
+	switch c.exp.ReduceShape {
 	case "", coordinator.ShapeDAry, coordinator.ShapeChainLeaf:
 	default:
-		return bad("unknown reduce shape %q (%s or %s)", c.ReduceShape, coordinator.ShapeDAry, coordinator.ShapeChainLeaf)
+		return bad("unknown reduce shape %q (%s or %s)", c.exp.ReduceShape, coordinator.ShapeDAry, coordinator.ShapeChainLeaf)
 	}
-	switch c.AllReduceShape {
+	switch c.exp.AllReduceShape {
 	case "", coordinator.ShapeDAry, coordinator.ShapeSliced:
 	default:
-		return bad("unknown allreduce shape %q (%s or %s)", c.AllReduceShape, coordinator.ShapeDAry, coordinator.ShapeSliced)
+		return bad("unknown allreduce shape %q (%s or %s)", c.exp.AllReduceShape, coordinator.ShapeDAry, coordinator.ShapeSliced)
 	}
 	if c.LinkRate < 0 || math.IsNaN(c.LinkRate) || math.IsInf(c.LinkRate, 0) {
 		return bad("link rate %v bit/s: want a positive rate, or 0 for unknown", c.LinkRate)
@@ -456,4 +418,19 @@ func (m *Member) pace() float64 {
 		return 0
 	}
 	return PayloadRate(m.cfg.LinkRate)
+}
+
+// The experiments' way into the configurations: only code of this module
+// (bench, tests, `hoplite node -experiments`) reaches the unexported
+// field.
+func init() {
+	experiments.Register(func(cfg any) *experiments.Set {
+		switch c := cfg.(type) {
+		case *MemberConfig:
+			return &c.exp
+		case *Config:
+			return &c.exp
+		}
+		return nil
+	})
 }

@@ -4,27 +4,23 @@
 // compute it the same way, so it lives below all of them.
 package fingerprint
 
-import "hash/crc32"
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+import "github.com/zeebo/xxh3"
 
 // Of identifies data so that a second Put of the same id on another node
 // can tell "same bytes" (idempotent) from "other bytes" (conflict) without
-// moving the object. Two CRC-32s with different polynomials, both hardware
-// accelerated, make 64 bits; it detects accidents, not adversaries.
-func Of(data []byte) uint64 {
-	return uint64(crc32.Checksum(data, castagnoli))<<32 | uint64(crc32.ChecksumIEEE(data))
-}
+// moving the object. It is XXH3's 64-bit hash: a creator reads every byte
+// of a large Put once more for it, so it has to cost a small part of the
+// transfer (about 2 ms per 64 MiB on the 2-vCPU VM, where two hardware
+// CRC-32s cost 13 ms, as much CPU as the receive). It detects accidents,
+// not adversaries.
+func Of(data []byte) uint64 { return xxh3.Hash(data) }
 
-// Writer computes Of incrementally, for objects produced chunk by chunk (a
-// Reduce's target). The zero value is ready to use.
-type Writer struct{ c, ieee uint32 }
+// Writer computes Of incrementally, for objects produced or received
+// chunk by chunk. The zero value is ready to use.
+type Writer struct{ h xxh3.Hasher }
 
 // Write adds the next bytes.
-func (f *Writer) Write(p []byte) {
-	f.c = crc32.Update(f.c, castagnoli, p)
-	f.ieee = crc32.Update(f.ieee, crc32.IEEETable, p)
-}
+func (f *Writer) Write(p []byte) { _, _ = f.h.Write(p) }
 
 // Sum is Of everything written.
-func (f *Writer) Sum() uint64 { return uint64(f.c)<<32 | uint64(f.ieee) }
+func (f *Writer) Sum() uint64 { return f.h.Sum64() }
