@@ -1,6 +1,9 @@
 package storeproto
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -33,8 +36,12 @@ const (
 // that held copies; the shard tells them to drop, but its messages and a
 // later Get at one of those nodes travel different paths, so the Delete
 // also asks each of them to drop its copy and answers only once each has
-// (read-your-writes across nodes). A node that fails or does not answer
-// by the deadline has no copy to serve anyway: the Delete succeeds.
+// (read-your-writes across nodes). A node that fails has no copy to
+// serve anyway; one that has not answered by the deadline may still
+// serve its copy to a Get that begins after the answer (a loaded or cut
+// off member, whose drop is still on its way), so the Delete then fails
+// TIMEOUT rather than succeed: the shard deleted the entry, and the
+// copies go as their drops arrive.
 //
 // Sends go to directory.ShardOf(object) and to *messages.NodeRef (a store node);
 // the shell routes their answers back as Reply, Dropped and Failed.
@@ -137,16 +144,19 @@ func (d *Deletion) Failed(err *messages.Error) DeleteStep {
 	return s
 }
 
-// Deadline is the deletion's timer: without the shard's answer the
-// Delete fails with TIMEOUT; nodes that have not answered by now are not
-// waited for.
+// Deadline is the deletion's timer: without the shard's answer, or with
+// nodes that have not said they dropped their copies, the Delete fails
+// with TIMEOUT (see Deletion).
 func (d *Deletion) Deadline() DeleteStep {
 	var s DeleteStep
 	switch d.phase {
 	case deleteAsking:
 		d.finish(&s, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", d.req.ObjectID))
 	case deleteDropping:
-		d.finish(&s, nil)
+		left := slices.Sorted(maps.Keys(d.waiting))
+		d.finish(&s, messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"%q is deleted at its directory shard, but %s did not confirm dropping a copy before the deadline (a Get there may still read it until the drop arrives)",
+			d.req.ObjectID, strings.Join(left, ", ")))
 	}
 	return s
 }
