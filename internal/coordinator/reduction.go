@@ -390,7 +390,7 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 			return r.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: source %q: %v", id, err))
 		}
 		r.size = u.GetSize()
-		if fx, ok := r.choosePlan(); !ok {
+		if fx, ok := r.choosePlan(u.GetHasInline()); !ok {
 			return fx
 		}
 	} else if u.GetSize() != r.size {
@@ -402,10 +402,13 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	delete(r.lost, id) // a new copy: it may take part again
 	r.arrivals = append(r.arrivals, id)
 	if r.inline != nil {
-		if !u.GetHasInline() {
-			return r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "reduce: small source %q came without its bytes", id))
+		if u.GetHasInline() {
+			return r.inline.arrived(id, u.GetInlineData())
 		}
-		return r.inline.arrived(id, u.GetInlineData())
+		if r.inline.result != nil {
+			return effects{} // past num: not needed
+		}
+		return r.leaveInline()
 	}
 	var fx effects
 	r.watch(s.node, &fx) // a backup's node matters too: it may replace a failed one
@@ -417,8 +420,9 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	return fx
 }
 
-// choosePlan fixes the tree once S is known (at the first arrival).
-func (r *Reduction) choosePlan() (effects, bool) {
+// choosePlan fixes the tree once S is known (at the first arrival, which
+// came with its bytes if withBytes).
+func (r *Reduction) choosePlan(withBytes bool) (effects, bool) {
 	n := int(r.req.GetNumObjects())
 	nl, nb := -1, -1
 	if e := r.cfg.Estimator; e != nil {
@@ -428,11 +432,17 @@ func (r *Reduction) choosePlan() (effects, bool) {
 	}
 	r.plan = &messages.ReducePlan{LatencyNs: int64(r.L), Bandwidth: r.B, ObjectSize: r.size,
 		LatencySamples: int64(nl), BandwidthSamples: int64(nb)}
-	if r.size < r.cfg.InlineLimit {
+	if r.size < r.cfg.InlineLimit && withBytes {
 		r.inline = newInlineRun(r.core)
 		r.plan.Shape = ShapeInline
 		return effects{}, true
 	}
+	return r.streamedPlan(n)
+}
+
+// streamedPlan fixes a plan that streams the sources from their copies:
+// sliced, or a tree.
+func (r *Reduction) streamedPlan(n int) (effects, bool) {
 	if r.chooseSliced(n) {
 		return effects{}, true
 	}
@@ -442,6 +452,29 @@ func (r *Reduction) choosePlan() (effects, bool) {
 	}
 	r.tree = t
 	return effects{}, true
+}
+
+// leaveInline is the arrival of a source under the inline limit without
+// its bytes, before the inline run reduced: its directory shard was
+// rebuilt from the store nodes' republications, which name the copies
+// but carry no bytes. The sources are then streamed from their copies,
+// as larger ones are, and those that arrived so far are placed in their
+// order.
+func (r *Reduction) leaveInline() effects {
+	r.inline = nil
+	fx, ok := r.streamedPlan(int(r.req.GetNumObjects()))
+	if !ok {
+		return fx
+	}
+	for _, id := range r.arrivals {
+		r.watch(r.sources[id].node, &fx)
+		if r.sliced != nil {
+			fx.merge(r.sliced.arrived())
+		} else {
+			r.tree.arrive(id, &fx)
+		}
+	}
+	return fx
 }
 
 // chooseSliced decides, once S is known, whether an AllReduce of n

@@ -745,10 +745,6 @@ func TestInline(t *testing.T) {
 	mustFail(t, r, r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID,
 		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, t0),
 		messages.ErrCapacity, nil)
-
-	// A small source announced without its bytes cannot be reduced here.
-	r = newRed(request([]string{"a", "b"}, 2), Config{})
-	mustFail(t, r, r.Located(located("a", 8, node(0)), t0), messages.ErrInternal, nil)
 }
 
 func TestAllReduce(t *testing.T) {
