@@ -3,6 +3,7 @@ package storenode
 import (
 	"container/list"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -307,11 +308,27 @@ func (s *Store) makeRoom(id string, size int64) ([]string, error) {
 	}
 	ids := make([]string, 0, len(victims))
 	for _, o := range victims {
-		s.removeLocked(o, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was evicted", o.id))
+		s.removeLocked(o, &evictedError{err: messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was evicted", o.id)})
 		ids = append(ids, o.id)
 	}
 	s.evictions += int64(len(ids))
 	return ids, nil
+}
+
+// evictedError ends a copy that the store evicted to make room: NOT_FOUND
+// here, but the object itself may be whole elsewhere (see Evicted).
+type evictedError struct{ err *messages.Error }
+
+func (e *evictedError) Error() string { return e.err.Error() }
+func (e *evictedError) Unwrap() error { return e.err }
+
+// Evicted reports whether err ended a copy because the store evicted it
+// to make room. A Get waiting on that copy asks again rather than answer
+// NOT_FOUND: the copy completed and went before the Get read it (a store
+// full of cached copies), while the object exists.
+func Evicted(err error) bool {
+	var e *evictedError
+	return errors.As(err, &e)
 }
 
 // Complete marks an object's copy finished and, if it is not pinned,

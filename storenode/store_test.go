@@ -352,9 +352,16 @@ func TestStoreOpenReaderHoldsAgainstEviction(t *testing.T) {
 		t.Fatalf("evicted %v, want [a]", ev)
 	}
 	wantUsed(t, s, 60)
-	// A reader of an evicted object sees its error.
+	// A reader of an evicted object sees its error, which says it was
+	// evicted (a Get waiting on it asks again).
 	_, err = a.ReadAt(t.Context(), 0, 10)
 	testutil.WantErr(t, err, messages.ErrNotFound)
+	if _, _, perr := a.Progress(); !Evicted(err) || !Evicted(perr) {
+		t.Fatalf("the evicted copy's errors %v, %v do not say it was evicted", err, perr)
+	}
+	if Evicted(messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node", "a")) {
+		t.Fatal("another NOT_FOUND taken for an eviction")
+	}
 	_, err = s.OpenObject(t.Context(), "a")
 	testutil.WantErr(t, err, messages.ErrNotFound)
 }
