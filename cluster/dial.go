@@ -250,6 +250,7 @@ func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloR
 	if len(r.GetView()) != len(r.GetViewAddresses()) || len(r.GetView()) != len(r.GetViewStores()) || r.GetShards() <= 0 || r.GetStore() == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s sent an incomplete handshake", addr)
 	}
+	nameMembers(r.GetView(), r.GetViewStores())
 	return r, nil
 }
 

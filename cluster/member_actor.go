@@ -16,6 +16,7 @@ import (
 	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/internal/actors/revoke"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	bmg "github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -662,9 +663,13 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 	if !slices.Equal(reach, st.lastReach) {
 		st.lastReach = reach
 		idx := newPeerIndex()
+		membername.Register(m.system.Address(), m.root, m.id)
 		for _, id := range reach {
 			if id == m.id {
 				continue
+			}
+			if p := v.peers[id]; p.store != nil {
+				membername.Register(p.store.GetAddress(), rootOf(p.store), id)
 			}
 			p := v.peers[id]
 			idx.byID[id], idx.byAddr[p.address] = p.address, id

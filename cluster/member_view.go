@@ -8,6 +8,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -398,4 +399,15 @@ func shardName(j int) string { return fmt.Sprintf("shard-%d", j) }
 // supervisor is root, at address, hosts it.
 func shardPID(address, root string, j int) *actor.PID {
 	return memberPID(address, root, shardName(j))
+}
+
+// nameMembers tells this process which member id each store's
+// incarnation root belongs to (ids[i] is stores[i]'s), so that errors
+// about their actors name them by member id (package membername).
+func nameMembers(ids []string, stores []*messages.NodeRef) {
+	for i, id := range ids {
+		if i < len(stores) && stores[i] != nil {
+			membername.Register(stores[i].GetAddress(), rootOf(stores[i]), id)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/internal/membername"
 )
 
 // The requests of the application API are answered even when their
@@ -43,7 +45,7 @@ const (
 // happened to it.
 func UndeliveredError(target *actor.PID, why string) *Error {
 	return &Error{Code: ErrorCode_UNAVAILABLE, UndeliveredTo: target.GetId(), NeverReached: actor.NeverReached(why),
-		Message: target.GetAddress() + "/" + target.GetId() + " " + why + ": the request was not answered"}
+		Message: membername.Actor(target) + " " + why + ": the request was not answered"}
 }
 
 // NeverReachedBy reports whether err says the request never reached
@@ -81,8 +83,8 @@ func undeliverableReply(request any, target *actor.PID, why string) (any, bool) 
 // (not sent, so its target never saw it).
 func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) {
 	err := Errorf(ErrorCode_INVALID_ARGUMENT,
-		"the request to %s/%s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client or a cluster.Dial client, whose bytes never ride in a remote message",
-		target.GetAddress(), target.GetId(), size, limit)
+		"the request to %s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client or a cluster.Dial client, whose bytes never ride in a remote message",
+		membername.Actor(target), size, limit)
 	return withError(request, err)
 }
 
@@ -92,8 +94,8 @@ func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) 
 // saw it; retry later).
 func busyReply(request any, target *actor.PID, queued, limit int) (any, bool) {
 	err := Errorf(ErrorCode_RESOURCE_EXHAUSTED,
-		"the request to %s/%s was not delivered: %d messages are queued on its way, the bound is %d; retry later",
-		target.GetAddress(), target.GetId(), queued, limit)
+		"the request to %s was not delivered: %d messages are queued on its way, the bound is %d; retry later",
+		membername.Actor(target), queued, limit)
 	return withError(request, err)
 }
 

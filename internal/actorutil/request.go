@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -148,16 +149,16 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 				abandon(self)
 			}
 			if ctx.Err() == context.DeadlineExceeded {
-				return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", pid.GetId())
+				return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from %s before the deadline", membername.Actor(pid))
 			}
 			return nil, messages.AsError(ctx.Err())
 		}
 	}
 	switch reply.(type) {
 	case *actor.Terminated:
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its node failed, left or stopped)", pid.GetId())
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s stopped before it answered (its member failed, left or stopped)", membername.Actor(pid))
 	case *actor.DeadLetterResponse:
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s%s", pid.GetId(), notRunning)
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s%s", membername.Actor(pid), notRunning)
 	}
 	return reply, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/barrier/replica"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -117,7 +118,7 @@ func (m *Manager) Receive(ctx actor.Context) {
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	default:
-		m.cfg.Log.WithFields(logrus.Fields{"manager": ctx.Self().GetId(), "type": actorutil.TypeName(msg)}).Debug("barrier manager dropped an unknown message")
+		m.cfg.Log.WithFields(logrus.Fields{"manager": m.name(ctx), "type": actorutil.TypeName(msg)}).Debug("barrier manager dropped an unknown message")
 		return
 	}
 	m.do(ctx, now, e)
@@ -144,7 +145,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 		Rank: int(c.GetRank()), Controller: replica.PeerPID(c.GetController()), Restarted: restarted, Tree: c.GetTree(),
 	}, now)
 	if err != nil {
-		m.cfg.Log.WithError(err).WithField("manager", ctx.Self().GetId()).Error("barrier manager cannot start")
+		m.cfg.Log.WithError(err).WithField("manager", m.name(ctx)).Error("barrier manager cannot start")
 		ctx.Stop(ctx.Self())
 		return false
 	}
@@ -157,7 +158,7 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 		}
 	}
 	if restarted {
-		m.cfg.Log.WithField("manager", ctx.Self().GetId()).Warn("barrier manager restarted without state; asking the other replicas")
+		m.cfg.Log.WithField("manager", m.name(ctx)).Warn("barrier manager restarted without state; asking the other replicas")
 	} else if c.GetRank() == 0 && !c.GetFromPrimary() {
 		ce := core.CreateBackups()
 		e.Sends = append(e.Sends, ce.Sends...)
@@ -165,8 +166,18 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 	return true
 }
 
+// name is this manager as events and logs write it: "<member id>/<its
+// actor>" (package membername), the member being its replica's.
+func (m *Manager) name(ctx actor.Context) string {
+	var member string
+	if ids := m.cfg.Create.GetReplicaMembers(); int(m.cfg.Create.GetRank()) < len(ids) {
+		member = ids[m.cfg.Create.GetRank()]
+	}
+	return membername.Of(member, ctx.Self().GetId())
+}
+
 func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
-	self := ctx.Self().GetId()
+	self := m.name(ctx)
 	m.treeOutcomes(ctx, &e)
 	managerOut.Carry(ctx, m, e.Box, nil)
 	name := m.cfg.Create.GetName()
@@ -227,7 +238,7 @@ func (m *Manager) publishState(ctx actor.Context, now time.Time) {
 	entered, passed, queued, holders := b.Counts()
 	fired, reason := b.Fired()
 	o := m.cfg.Create.GetOptions()
-	s := &State{Barrier: m.cfg.Create.GetName(), Manager: ctx.Self().GetId(), Acting: acting, Epoch: m.core.Epoch(), Kind: "barrier",
+	s := &State{Barrier: m.cfg.Create.GetName(), Manager: m.name(ctx), Acting: acting, Epoch: m.core.Epoch(), Kind: "barrier",
 		Max: int(o.GetMaxParticipants()), Entered: entered, Passed: passed, Queued: queued, Fired: fired, Limit: b.Limit(),
 		Holders: holders, Closed: m.core.Closed() || m.stop}
 	switch {
