@@ -50,8 +50,8 @@ func TestFailureSystemsWithDegrees(t *testing.T) {
 			// The failure variant is its failure-free system with the
 			// kill: same tree, listed (so run) before it.
 			fi := slices.IndexFunc(systems, func(f system) bool { return f.name == s.free })
-			if fi < 0 || s.name != s.free+FailureSuffix || systems[fi].kill || systems[fi].degree != s.degree ||
-				systems[fi].shape != s.shape || fi > slices.IndexFunc(systems, func(f system) bool { return f.name == s.name }) {
+			if fi < 0 || s.name != s.free+FailureSuffix || systems[fi].kill || systems[fi].exp.ReduceDegree != s.exp.ReduceDegree ||
+				systems[fi].exp.ReduceShape != s.exp.ReduceShape || fi > slices.IndexFunc(systems, func(f system) bool { return f.name == s.name }) {
 				t.Errorf("%s pairs with %q (index %d): %+v", s.name, s.free, fi, systems)
 			}
 		}
@@ -145,10 +145,10 @@ func (b *fakeFailureBackend) Fetch(_ context.Context, host int, id string, at ti
 func (b *fakeFailureBackend) Reduce(_ context.Context, _ int, target string, sources []string, num int, _ bool, at time.Time) (*messages.ReduceReply, timing, error) {
 	p := &messages.ReducePlan{Degree: 1, Shape: coordinator.ShapeDAry}
 	switch {
-	case b.sys.shape != "":
-		p.Degree, p.Shape = 2, b.sys.shape
-	case b.sys.degree > 0:
-		p.Degree = int32(min(b.sys.degree, num))
+	case b.sys.exp.ReduceShape != "":
+		p.Degree, p.Shape = 2, b.sys.exp.ReduceShape
+	case b.sys.exp.ReduceDegree > 0:
+		p.Degree = int32(min(b.sys.exp.ReduceDegree, num))
 	}
 	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: p}, b.took(at, target), nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -22,9 +23,10 @@ type localBackend struct {
 }
 
 func openLocal(o *Options, sys system, log *logrus.Logger) (*localBackend, error) {
-	l, err := cluster.StartLocal(cluster.Config{Nodes: o.Nodes, LinkBandwidth: o.Bandwidth.BytesPerSecond(),
-		Naive: sys.naive, ReduceDegree: sys.degree, ReduceShape: sys.shape, AllReduceShape: sys.arShape, ActorLocates: sys.actorLocates, NoRingGather: sys.noRingGather, NoInlinePush: sys.noInlinePush, ActorSubscribes: sys.actorSubscribes, ChunkSize: o.ChunkSize, Capacity: o.capacity(),
-		DefaultTimeout: o.OpTimeout, Log: log})
+	cfg := cluster.Config{Nodes: o.Nodes, LinkBandwidth: o.Bandwidth.BytesPerSecond(), ChunkSize: o.ChunkSize, Capacity: o.capacity(),
+		DefaultTimeout: o.OpTimeout, Log: log}
+	*experiments.In(&cfg) = sys.exp
+	l, err := cluster.StartLocal(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -463,9 +463,9 @@ func (m *measurement) reduce(ctx context.Context, all bool) (sample, error) {
 	_, wait := m.afterKill(ctx, begin, done)
 	// The naive baseline has no allreduce: it reduces at the caller and
 	// then every host Gets the result from there.
-	r, t, err := m.b.Reduce(ctx, 0, target, ids, num, all && !m.sys.naive, begin)
+	r, t, err := m.b.Reduce(ctx, 0, target, ids, num, all && !m.sys.exp.Naive, begin)
 	times := []timing{t}
-	if err == nil && all && m.sys.naive {
+	if err == nil && all && m.sys.exp.Naive {
 		fetched := make([]timing, m.nodes)
 		err = each(span(1, m.nodes), func(h int) (err error) {
 			fetched[h], err = m.b.Fetch(ctx, h, target, time.Time{})

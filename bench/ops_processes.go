@@ -17,6 +17,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -48,7 +49,7 @@ func openOpsProcesses(ctx context.Context, o *OpsOptions) (b *opsProcesses, err 
 	bind := addr(ports[2])
 	b = &opsProcesses{exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}}
 	b.cmd = exec.Command(o.Binary, "node", "-bind", bind, "-manage-port", strconv.Itoa(ports[3]),
-		"-seeds", strings.Join(seeds, ","), "-capacity", "1GiB", "-bench-agent", "-log-level", "error")
+		"-seeds", strings.Join(seeds, ","), "-capacity", "1GiB", "-"+experiments.Flag, experiments.Set{BenchAgent: true}.String(), "-log-level", "error")
 	b.cmd.Stderr = b.stderr
 	// Killed with this process if it dies first.
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
 func TestProfilePath(t *testing.T) {
@@ -170,7 +172,7 @@ func TestProfileWindow(t *testing.T) {
 		Bandwidth: Bandwidth{BitsPerSecond: 4e9}, OpTimeout: 20 * time.Second, Progress: io.Discard,
 		Testbed: &Testbed{}, Profile: dir, ProfileSeconds: 1,
 		newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
-			b, err := openLocal(o, system{name: s.name, naive: s.naive}, log)
+			b, err := openLocal(o, system{name: s.name, exp: experiments.Set{Naive: s.exp.Naive}}, log)
 			if err != nil {
 				return nil, err
 			}

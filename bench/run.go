@@ -320,7 +320,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				r.Interval = g.interval.Seconds()
 			}
 			switch {
-			case (!s.ours() || s.floor || s.kernelSlack || s.cold || s.lazyFree || s.pages != "") && o.Testbed == nil:
+			case (!s.ours() || s.floor || s.kernelSlack || s.exp.NoWarmUp || s.lazyFree || s.pages != "") && o.Testbed == nil:
 				r.Status, r.Reason = StatusSkipped, "needs --testbed"
 			case s.floor:
 				if why := floorOp(g); why != "" {
@@ -824,12 +824,12 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	// system than the column says.
 	// The coordinator caps a forced degree at the tree's positions (N-1
 	// in failure-reduce, whose backup is not reduced).
-	if d, ok := smp.extra["degree"]; ok && s.degree > 0 && d > 0 && int(d) != min(s.degree, g.reduced(r.o.Nodes)) {
-		r.repFailed(gi, si, fmt.Errorf("the reduce ran with tree degree %d, not the forced %d", int(d), min(s.degree, g.reduced(r.o.Nodes))))
+	if d, ok := smp.extra["degree"]; ok && s.exp.ReduceDegree > 0 && d > 0 && int(d) != min(s.exp.ReduceDegree, g.reduced(r.o.Nodes)) {
+		r.repFailed(gi, si, fmt.Errorf("the reduce ran with tree degree %d, not the forced %d", int(d), min(s.exp.ReduceDegree, g.reduced(r.o.Nodes))))
 		return
 	}
-	if d := smp.extra["degree"]; d > 0 && s.shape != "" && smp.extra["chain_leaf"] != 1 { // 0: inline, no tree
-		r.repFailed(gi, si, fmt.Errorf("the reduce ran with a d-ary tree, not the %s shape", s.shape))
+	if d := smp.extra["degree"]; d > 0 && s.exp.ReduceShape != "" && smp.extra["chain_leaf"] != 1 { // 0: inline, no tree
+		r.repFailed(gi, si, fmt.Errorf("the reduce ran with a d-ary tree, not the %s shape", s.exp.ReduceShape))
 		return
 	}
 	if unrecorded {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
 // smoke runs a scenario in process, small and fast: 3 or 4 nodes, one
@@ -202,7 +204,7 @@ func TestWrongResultFails(t *testing.T) {
 // so far, a column could match it by chance under load.)
 func TestIgnoredForcedDegreeFails(t *testing.T) {
 	r := smoke(t, Options{Scenario: "degree", Nodes: 4, newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
-		return openLocal(o, system{name: s.name, naive: s.naive, degree: 3}, log)
+		return openLocal(o, system{name: s.name, exp: experiments.Set{Naive: s.exp.Naive, ReduceDegree: 3}}, log)
 	}})
 	failed := 0
 	for _, res := range r.Results {
@@ -227,16 +229,17 @@ func TestIgnoredForcedDegreeFails(t *testing.T) {
 }
 
 // On the testbed every system gets a fresh set of nodes started with its
-// own flags: the forced degree of the degree scenario on every node, and
-// every node the rate of the links the testbed shapes.
+// own experiments: the forced degree of the degree scenario on every
+// node, the bench agent on every node, and every node the rate of the
+// links the testbed shapes.
 func TestTestbedNodeArgs(t *testing.T) {
 	o, err := (&Options{Scenario: "degree", Nodes: 3, Peers: []string{"naive"}}).withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0", "x-h1", "x-h2"}, Binary: "/bin/hoplite"}}
-	want := map[string]string{SysOurs: "", "d=1": "-reduce-degree 1", "d=2": "-reduce-degree 2", "d=3": "-reduce-degree 3",
-		SysChainLeaf: "-reduce-shape chain-leaf", SysNaive: "-naive"}
+	want := map[string]string{SysOurs: "bench-agent", "d=1": "bench-agent,reduce-degree=1", "d=2": "bench-agent,reduce-degree=2",
+		"d=3": "bench-agent,reduce-degree=3", SysChainLeaf: "bench-agent,reduce-shape=chain-leaf", SysNaive: "naive,bench-agent"}
 	var names []string
 	for _, s := range o.systems() {
 		names = append(names, s.name)
@@ -244,7 +247,7 @@ func TestTestbedNodeArgs(t *testing.T) {
 			args := strings.Join(tb.nodeArgs(h, s, "198.18.77.1:20000", 30000, []string{"198.18.77.1:30000"}), " ")
 			procs := strconv.Itoa(max(1, runtime.NumCPU()/3))
 			if !strings.HasPrefix(args, "netns exec x-h"+strconv.Itoa(h)+" env GOMAXPROCS="+procs+" /bin/hoplite node -bind 198.18.77.1:20000 ") ||
-				!strings.HasSuffix(args, "-bench-agent -link-rate 400000000bit"+strings.TrimRight(" "+want[s.name], " ")) {
+				!strings.HasSuffix(args, "-link-rate 400000000bit -experiments "+want[s.name]) {
 				t.Errorf("%s host %d: %s", s.name, h, args)
 			}
 		}

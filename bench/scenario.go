@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
 // Scenarios are the benchmark scenarios, in the order the help lists them.
@@ -152,25 +153,15 @@ const (
 
 // system is one column of a comparison.
 type system struct {
-	name   string
-	naive  bool   // Config.Naive / hoplite node -naive
-	degree int    // Config.ReduceDegree / hoplite node -reduce-degree (0: the cost model's)
-	shape  string // Config.ReduceShape / hoplite node -reduce-shape ("": d-ary)
-	// arShape is Config.AllReduceShape / hoplite node -allreduce-shape
-	// ("": the cost model's).
-	arShape string
-	kill    bool // the failure variant: a participant is killed at 50 %
+	name string
+	// exp are the experiments its members run with (the embedded
+	// cluster's configuration, hoplite node -experiments): the baselines
+	// and the forced reduce shapes.
+	exp  experiments.Set
+	kill bool // the failure variant: a participant is killed at 50 %
 	// free is the kill variant's failure-free system (the same shape
 	// without the kill), whose median places the kill.
 	free string
-	// actorLocates: hoplite node -actor-locates.
-	actorLocates bool
-	// noRingGather: hoplite node -no-ring-gather.
-	noRingGather bool
-	// noInlinePush: hoplite node -no-inline-push.
-	noInlinePush bool
-	// actorSubscribes: hoplite node -actor-subscribes.
-	actorSubscribes bool
 	// anyTarget: a Reduce's target is the repetition's own id, not one
 	// whose shard is on host 0 (SysAnyTarget).
 	anyTarget bool
@@ -179,8 +170,6 @@ type system struct {
 	goProcs bool
 	// kernelSlack: hoplite node -timer-slack 0.
 	kernelSlack bool
-	// cold: hoplite node -no-warm-up (SysOursCold).
-	cold bool
 	// lazyFree: the node runs with GODEBUG=madvdontneed=0 (SysLazyFree).
 	lazyFree bool
 	// pages: hoplite node -pages (SysSmallPages, SysHugePages; "": auto).
@@ -196,7 +185,7 @@ type system struct {
 func (s system) ours() bool { return s.peer == "" }
 
 // forced says whether s forces the reduce tree (a degree or a shape).
-func (s system) forced() bool { return s.degree > 0 || s.shape != "" }
+func (s system) forced() bool { return s.exp.ReduceDegree > 0 || s.exp.ReduceShape != "" }
 
 // withFailure is s's failure variant: the same nodes, host 1 killed at
 // 50 % of s's failure-free median.
@@ -276,7 +265,7 @@ func (o *Options) systems() []system {
 		// below adds its own pair.
 		out = append(out, system{name: SysOurs}.withFailure())
 	case "allreduce":
-		out = append(out, system{name: SysReduceBcast, arShape: coordinator.ShapeDAry})
+		out = append(out, system{name: SysReduceBcast, exp: experiments.Set{AllReduceShape: coordinator.ShapeDAry}})
 	}
 	degrees := o.Degrees
 	if degrees == nil && o.Scenario == "degree" {
@@ -286,18 +275,18 @@ func (o *Options) systems() []system {
 		var s system
 		switch {
 		case d == DegreeChainLeaf:
-			if slices.ContainsFunc(out, func(s system) bool { return s.shape != "" }) {
+			if slices.ContainsFunc(out, func(s system) bool { return s.exp.ReduceShape != "" }) {
 				continue
 			}
-			s = system{name: SysChainLeaf, shape: coordinator.ShapeChainLeaf}
+			s = system{name: SysChainLeaf, exp: experiments.Set{ReduceShape: coordinator.ShapeChainLeaf}}
 		default:
 			if d == DegreeN {
 				d = o.Nodes
 			}
-			if slices.ContainsFunc(out, func(s system) bool { return s.degree == d }) {
+			if slices.ContainsFunc(out, func(s system) bool { return s.exp.ReduceDegree == d }) {
 				continue
 			}
-			s = system{name: "d=" + strconv.Itoa(d), degree: d}
+			s = system{name: "d=" + strconv.Itoa(d), exp: experiments.Set{ReduceDegree: d}}
 		}
 		out = append(out, s)
 		if o.Scenario == "failure" {
@@ -311,16 +300,16 @@ func (o *Options) systems() []system {
 	}
 	out = append(out, o.uiSystems()...)
 	if slices.Contains(o.Peers, "actor-locates") {
-		out = append(out, system{name: SysActorLocates, actorLocates: true})
+		out = append(out, system{name: SysActorLocates, exp: experiments.Set{ActorLocates: true}})
 	}
 	if slices.Contains(o.Peers, "star-gather") {
-		out = append(out, system{name: SysStarGather, noRingGather: true})
+		out = append(out, system{name: SysStarGather, exp: experiments.Set{NoRingGather: true}})
 	}
 	if slices.Contains(o.Peers, "no-push") {
-		out = append(out, system{name: SysNoPush, noInlinePush: true})
+		out = append(out, system{name: SysNoPush, exp: experiments.Set{NoInlinePush: true}})
 	}
 	if slices.Contains(o.Peers, "actor-subscribes") {
-		out = append(out, system{name: SysActorSubscribes, actorSubscribes: true})
+		out = append(out, system{name: SysActorSubscribes, exp: experiments.Set{ActorSubscribes: true}})
 	}
 	if slices.Contains(o.Peers, "go-procs") {
 		out = append(out, system{name: SysGoProcs, goProcs: true})
@@ -332,7 +321,7 @@ func (o *Options) systems() []system {
 		out = append(out, system{name: SysKernelSlack, kernelSlack: true})
 	}
 	if slices.Contains(o.Peers, "cold") {
-		out = append(out, system{name: SysOursCold, cold: true})
+		out = append(out, system{name: SysOursCold, exp: experiments.Set{NoWarmUp: true}})
 	}
 	if slices.Contains(o.Peers, "lazy-free") {
 		out = append(out, system{name: SysLazyFree, lazyFree: true})
@@ -344,7 +333,7 @@ func (o *Options) systems() []system {
 		out = append(out, system{name: SysHugePages, pages: "huge"})
 	}
 	if slices.Contains(o.Peers, "naive") {
-		out = append(out, system{name: SysNaive, naive: true})
+		out = append(out, system{name: SysNaive, exp: experiments.Set{Naive: true}})
 	}
 	if slices.Contains(o.Peers, "actor") {
 		out = append(out, system{name: SysActorRTT, floor: true})

@@ -27,6 +27,7 @@ import (
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/certs"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -232,13 +233,11 @@ type nodeSet struct {
 	mu     sync.Mutex
 }
 
-// open starts one node per host (-naive for the naive system, -pprof for
-// ours under --profile, -tls-cert,
-// -tls-key and -tls-ca for ours-tls,
-// -reduce-degree d for a forced degree d, -reduce-shape for the chain-leaf
-// shape: every member, since the
-// coordinator of a Reduce runs wherever its target's shard is) and waits
-// until every agent sees all N members.
+// open starts one node per host (with the system's experiments, such as
+// naive or a forced reduce degree, and the bench agent: every member,
+// since the coordinator of a Reduce runs wherever its target's shard is;
+// -pprof for ours under --profile; -tls-cert, -tls-key and -tls-ca for
+// ours-tls) and waits until every agent sees all N members.
 func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	t.gen++
 	gen := t.gen % 400
@@ -399,36 +398,12 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	}
 	args = append(args, "-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
 		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", chunkArg(t.o.ChunkSize),
-		"-bench-agent", "-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64)+"bit")
-	if s.naive {
-		args = append(args, "-naive")
-	}
-	if s.degree > 0 {
-		args = append(args, "-reduce-degree", strconv.Itoa(s.degree))
-	}
-	if s.shape != "" {
-		args = append(args, "-reduce-shape", s.shape)
-	}
-	if s.arShape != "" {
-		args = append(args, "-allreduce-shape", s.arShape)
-	}
-	if s.noRingGather {
-		args = append(args, "-no-ring-gather")
-	}
-	if s.noInlinePush {
-		args = append(args, "-no-inline-push")
-	}
-	if s.actorSubscribes {
-		args = append(args, "-actor-subscribes")
-	}
-	if s.actorLocates {
-		args = append(args, "-actor-locates")
-	}
+		"-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64)+"bit")
+	exp := s.exp
+	exp.BenchAgent = true
+	args = append(args, "-"+experiments.Flag, exp.String())
 	if s.kernelSlack {
 		args = append(args, "-timer-slack", "0")
-	}
-	if s.cold {
-		args = append(args, "-no-warm-up")
 	}
 	if s.pages != "" {
 		args = append(args, "-pages", s.pages)

@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/certs"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
 // --tls adds ours-tls right after ours; its nodes, and only its, start
@@ -41,7 +42,7 @@ func TestTestbedNodeArgsTLS(t *testing.T) {
 		if !strings.Contains(args, " /bin/hoplite node -bind 198.18.77.2:20000 ") || !strings.HasPrefix(args, "netns exec x-h1 ") {
 			t.Errorf("%s: %s", s.name, args)
 		}
-		if got := strings.HasSuffix(args, "-bench-agent -link-rate 400000000bit"+tlsArgs); got != (s.name == SysOursTLS) {
+		if got := strings.HasSuffix(args, "-link-rate 400000000bit -experiments bench-agent"+tlsArgs); got != (s.name == SysOursTLS) {
 			t.Errorf("%s: TLS flags %v: %s", s.name, got, args)
 		}
 	}
@@ -182,7 +183,7 @@ func TestTLSInterleavesWithOurs(t *testing.T) {
 				Bandwidth: Bandwidth{BitsPerSecond: 4e9}, OpTimeout: 20 * time.Second, Progress: io.Discard, TLS: true,
 				Testbed: &Testbed{}, Sequential: c.sequential,
 				newBackend: func(o *Options, s system, log *logrus.Logger) (backend, error) {
-					b, err := openLocal(o, system{name: s.name, naive: s.naive}, log)
+					b, err := openLocal(o, system{name: s.name, exp: experiments.Set{Naive: s.exp.Naive}}, log)
 					if err != nil {
 						return nil, err
 					}

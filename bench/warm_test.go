@@ -16,7 +16,7 @@ func TestTestbedNodeArgsColdAndLazyFree(t *testing.T) {
 	tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0", "x-h1"}, Binary: "/bin/hoplite"}}
 	want := map[string][2]string{ // prefix, and a flag the line has ("" none)
 		SysOurs:     {"netns exec x-h0 env GOMAXPROCS=1 /bin/hoplite node ", ""},
-		SysOursCold: {"netns exec x-h0 env GOMAXPROCS=1 /bin/hoplite node ", " -no-warm-up"},
+		SysOursCold: {"netns exec x-h0 env GOMAXPROCS=1 /bin/hoplite node ", " -experiments no-warm-up,bench-agent"},
 		SysLazyFree: {"netns exec x-h0 env GOMAXPROCS=1 GODEBUG=madvdontneed=0 /bin/hoplite node ", ""},
 	}
 	seen := 0
@@ -28,7 +28,7 @@ func TestTestbedNodeArgsColdAndLazyFree(t *testing.T) {
 		}
 		seen++
 		args := strings.Join(tb.nodeArgs(0, s, "198.18.77.1:20000", 30000, nil), " ")
-		if !strings.HasPrefix(args, w[0]) || (w[1] != "") != strings.Contains(args, " -no-warm-up") ||
+		if !strings.HasPrefix(args, w[0]) || (w[1] != "") != strings.Contains(args, "no-warm-up") ||
 			(s.name != SysLazyFree) == strings.Contains(args, "GODEBUG") {
 			t.Errorf("%s: %s", s.name, args)
 		}

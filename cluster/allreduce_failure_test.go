@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -25,7 +26,7 @@ func TestAllReduceParticipantKilledBeforeItsGet(t *testing.T) {
 	victim := ""
 	blocked, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	cfg := Config{Nodes: 4, ChunkSize: chunk, ReduceDegree: 1} // a chain: leaf -> root
+	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: 4, ChunkSize: chunk} // a chain: leaf -> root
 	cfg.Hooks.BeforeReceive = func(_ string, msg any) {
 		if m, ok := msg.(*messages.ReduceTask); ok && m.GetRoot() && m.GetGeneration() == 1 {
 			mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -28,7 +29,7 @@ func TestAllReduceOfASourceLostBeforeItBegan(t *testing.T) {
 	for _, shape := range []string{coordinator.ShapeDAry, coordinator.ShapeSliced} {
 		t.Run(shape, func(t *testing.T) {
 			const nodes, victim = 4, 3
-			l := start(t, Config{Nodes: nodes, AllReduceShape: shape, ChunkSize: 16 << 10, Log: faultLog()})
+			l := start(t, Config{exp: experiments.Set{AllReduceShape: shape}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()})
 			ctx := deadline(t, 60*time.Second)
 			// The coordinator runs on node 0, the caller; the lost
 			// source's shard on a survivor (a shard that moves forgets

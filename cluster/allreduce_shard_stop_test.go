@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -58,7 +59,7 @@ func runAllReduceShardStop(t *testing.T, how string) {
 		coords   sync.Map // reduce ids of the coordinators that ran
 	)
 	unhold := func() { holdOnce.Do(func() { close(hold) }) }
-	cfg := Config{Nodes: nodes, ChunkSize: chunk, AllReduceShape: "d-ary", ShardHook: chaosCrashHook}
+	cfg := Config{exp: experiments.Set{AllReduceShape: "d-ary"}, Nodes: nodes, ChunkSize: chunk, ShardHook: chaosCrashHook}
 	cfg.CoordinatorHook = func(reduce string, msg any) {
 		switch msg.(type) {
 		case *actor.Started:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -61,7 +62,7 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 					stalledGen = 0
 				}
 			}
-			cfg := Config{Nodes: nodes, AllReduceShape: shape, ChunkSize: 16 << 10, Log: faultLog()}
+			cfg := Config{exp: experiments.Set{AllReduceShape: shape}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()}
 			cfg.Hooks.BeforeReduceChunk = func(string, string, int64) {
 				mu.Lock()
 				ch := stall

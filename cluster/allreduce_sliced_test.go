@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -95,7 +96,7 @@ func slicedOp(op messages.ReduceOp, dt messages.DType, a, b []byte) []byte {
 // the first source's in the others.
 func TestSlicedAllReduceExact(t *testing.T) {
 	const nodes = 8
-	l := start(t, Config{Nodes: nodes, AllReduceShape: coordinator.ShapeSliced})
+	l := start(t, Config{exp: experiments.Set{AllReduceShape: coordinator.ShapeSliced}, Nodes: nodes})
 	ctx := deadline(t, 4*time.Minute)
 	rng := rand.New(rand.NewPCG(15, 1))
 	limit := 64 << 10 // the default inline limit
@@ -156,7 +157,7 @@ func TestSlicedAllReduceExact(t *testing.T) {
 // participants (a chain link each, a slice each to root), and the node
 // gets one copy of the target.
 func TestSlicedAllReduceSharedNode(t *testing.T) {
-	l := start(t, Config{Nodes: 3, AllReduceShape: coordinator.ShapeSliced})
+	l := start(t, Config{exp: experiments.Set{AllReduceShape: coordinator.ShapeSliced}, Nodes: 3})
 	ctx := deadline(t, 60*time.Second)
 	rng := rand.New(rand.NewPCG(16, 1))
 	var ids []string
@@ -214,7 +215,7 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 			target := idOnNode("sliced-kill", 0, nodes, nodes) // the coordinator runs on node 0, the caller
 			blocked, resume := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			cfg := Config{Nodes: nodes, AllReduceShape: coordinator.ShapeSliced, ChunkSize: 16 << 10, Log: faultLog()}
+			cfg := Config{exp: experiments.Set{AllReduceShape: coordinator.ShapeSliced}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()}
 			cfg.CoordinatorHook = func(_ string, msg any) {
 				var hold bool
 				switch m := msg.(type) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/storenode"
 )
 
@@ -184,7 +185,7 @@ func BenchmarkSmallGetInlineParallel(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		cfg  Config
-	}{{"first", Config{Nodes: 2}}, {"first-actor-locates", Config{Nodes: 2, ActorLocates: true}}} {
+	}{{"first", Config{Nodes: 2}}, {"first-actor-locates", Config{exp: experiments.Set{ActorLocates: true}, Nodes: 2}}} {
 		b.Run(v.name, func(b *testing.B) { benchSmallGetsParallel(b, v.cfg) })
 	}
 	b.Run("cached", func(b *testing.B) {
@@ -271,7 +272,7 @@ func BenchmarkBroadcast64MiB(b *testing.B) {
 		}{{"mem", 0}, {"1Gbit", benchGbit}} {
 			b.Run(mode.name+"/"+link.name, func(b *testing.B) {
 				l := benchCluster(b, Config{Nodes: benchNodes, Capacity: benchCapacity,
-					LinkBandwidth: link.bps, Naive: mode.naive})
+					exp: experiments.Set{Naive: mode.naive}, LinkBandwidth: link.bps})
 				data := randomBytes(1, benchBigSize)
 				if link.bps == 0 {
 					// Warm up: the first broadcast of a run faults in fresh
@@ -305,7 +306,7 @@ func BenchmarkBroadcastTreeVsNaive(b *testing.B) {
 	run := func(i int, naive bool) time.Duration {
 		b.StopTimer()
 		l, err := StartLocal(Config{Nodes: benchNodes, Capacity: benchCapacity,
-			LinkBandwidth: benchGbit, Naive: naive, Log: quietLog()})
+			exp: experiments.Set{Naive: naive}, LinkBandwidth: benchGbit, Log: quietLog()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/cpuload"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
@@ -231,7 +232,7 @@ type chaosPlan struct {
 	reduces      []chaosReduce
 	barrier      *chaosBarrier // or nil
 	steps        []chaosStep   // sorted by at
-	// allReduceShape is Config.AllReduceShape: in half the plans every
+	// allReduceShape is the allreduce-shape experiment: in half the plans every
 	// AllReduce of all its sources is sliced (the cost model picks
 	// reduce-then-broadcast for objects this small on fast links), and
 	// every AllReduce of two sources or more reduces all of them.
@@ -1432,7 +1433,7 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 		c.perm[i] = i
 	}
 	cfg := Config{Nodes: p.nodes, ChunkSize: p.chunk, StallTimeout: p.stallTimeout, DefaultTimeout: 5 * time.Second, Log: log,
-		AllReduceShape: p.allReduceShape, Capacity: p.capacity}
+		exp: experiments.Set{AllReduceShape: p.allReduceShape}, Capacity: p.capacity}
 	cfg.Hooks.BeforeFetchChunk = c.stallHook
 	cfg.Hooks.BeforeReceive = chaosCrashHook
 	cfg.ShardHook = c.evictHook

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -49,7 +50,7 @@ func coordinatorFailureCluster(t *testing.T, nodes int, target string, hook func
 	f := &coordinatorFailure{target: target, ids: []string{"a", "b", "c"}, data: map[string][]byte{},
 		cput: make(chan error, 1), done: make(chan error, 1)}
 	hold := make(chan struct{})
-	cfg := Config{Nodes: nodes, ChunkSize: coordFailChunk, ReduceDegree: 1, CoordinatorHook: hook}
+	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: nodes, ChunkSize: coordFailChunk, CoordinatorHook: hook}
 	for _, o := range opts {
 		o(&cfg)
 	}

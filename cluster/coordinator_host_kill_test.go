@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -73,7 +74,7 @@ func runCoordinatorHostKill(t *testing.T, kind, when string) {
 	}
 	cfg := Config{Nodes: nodes, ChunkSize: chunk, LinkBandwidth: 125e6, Log: failureLog(t)}
 	if kind == "sliced" {
-		cfg.AllReduceShape = "sliced"
+		cfg.exp.AllReduceShape = "sliced"
 	}
 	cfg.CoordinatorHook = func(reduce string, msg any) {
 		if !strings.HasPrefix(reduce, prefix+"#") {
@@ -180,7 +181,7 @@ func runCoordinatorHostKill(t *testing.T, kind, when string) {
 // carried it).
 func TestAllReduceCopiesRecordTheirRun(t *testing.T) {
 	const elems = 64 << 10
-	l := start(t, Config{Nodes: 4, ChunkSize: 32 << 10, AllReduceShape: "d-ary"})
+	l := start(t, Config{exp: experiments.Set{AllReduceShape: "d-ary"}, Nodes: 4, ChunkSize: 32 << 10})
 	ctx := deadline(t, 30*time.Second)
 	ids := []string{"a", "b", "c", "d"}
 	for i, id := range ids {

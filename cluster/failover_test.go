@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/events"
@@ -177,7 +178,7 @@ func TestFigure4BroadcastFailover(t *testing.T) {
 func TestFigure5ReduceRepair(t *testing.T) {
 	const chunk = 64 << 10
 	holdR6 := make(chan struct{})
-	cfg := Config{Nodes: 10, ChunkSize: chunk, ReduceDegree: 2}
+	cfg := Config{exp: experiments.Set{ReduceDegree: 2}, Nodes: 10, ChunkSize: chunk}
 	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
 		if id == "R6" && off > 0 {
 			<-holdR6 // the tree cannot finish before R2 fails

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -312,7 +313,7 @@ func reduceFaultRun(b *testing.B, srcs [][]byte, num, degree int, tag string, wa
 		ids[i] = fmt.Sprintf("%s-src-%d", tag, i)
 	}
 	l, err := StartLocal(Config{Nodes: nodes, LinkBandwidth: benchGbit, Capacity: int64(size) * 4,
-		ReduceDegree: degree, Log: faultLog()})
+		exp: experiments.Set{ReduceDegree: degree}, Log: faultLog()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
 	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -46,33 +47,10 @@ type Config struct {
 	// LinkBandwidth emulates each node's uplink and downlink in bytes per
 	// second on the in-memory data plane; 0 is unlimited (memory speed).
 	LinkBandwidth float64
-	// Naive makes every Get fetch from the creator: the baseline without
-	// collectives, for comparisons.
-	Naive bool
 	// DefaultTimeout bounds calls that carry no deadline (default 30s).
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
 	StallTimeout time.Duration
-	// ReduceShape is ShapeDAry (default: degree by the cost model) or
-	// ShapeChainLeaf.
-	ReduceShape string
-	// ReduceDegree, if > 0, forces the reduce tree degree (experiments).
-	ReduceDegree int
-	// AllReduceShape: "" (the cost model), ShapeSliced or ShapeDAry (see
-	// MemberConfig.AllReduceShape).
-	AllReduceShape string
-	// ActorLocates: every Locate as an actor message (see
-	// MemberConfig.ActorLocates).
-	ActorLocates bool
-	// NoRingGather: sliced AllReduces gather from the roots (see
-	// MemberConfig.NoRingGather).
-	NoRingGather bool
-	// NoInlinePush: inline AllReduces' participants locate the result
-	// (see MemberConfig.NoInlinePush).
-	NoInlinePush bool
-	// ActorSubscribes: Reduce coordinators subscribe by actor message
-	// (see MemberConfig.ActorSubscribes).
-	ActorSubscribes bool
 	// Hooks are test and fault-injection points in every node.
 	Hooks Hooks
 	// ShardHook runs before each message a directory shard receives (a
@@ -103,6 +81,10 @@ type Config struct {
 	// until Stop. Read-only, plain HTTP: bind it where only those who may
 	// watch can reach it.
 	UI string
+
+	// exp are the experiments (internal/experiments) every member runs
+	// with.
+	exp experiments.Set
 }
 
 // convergeTimeout bounds how long StartLocal, Kill and Restart wait for
@@ -268,7 +250,7 @@ func (l *Local) startMember(i int) error {
 		}
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ClusterName: l.name, Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
-			Naive: cfg.Naive, ReduceShape: cfg.ReduceShape, ReduceDegree: cfg.ReduceDegree, AllReduceShape: cfg.AllReduceShape, ActorLocates: cfg.ActorLocates, NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush, ActorSubscribes: cfg.ActorSubscribes, Hooks: cfg.Hooks,
+			exp: cfg.exp, Hooks: cfg.Hooks,
 			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log, protoLog: l.protoLog,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator, link: cfg.LinkBandwidth}}
 		m, err = Join(context.Background(), mc)

@@ -12,6 +12,7 @@ import (
 
 	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -56,7 +57,7 @@ func TestLocateTravelsOnTheDataPlane(t *testing.T) {
 // ActorLocates (the benchmarks' comparison) keeps every Locate an actor
 // message.
 func TestActorLocatesKeepLocatesOffTheDataPlane(t *testing.T) {
-	l := start(t, Config{Nodes: 3, ActorLocates: true})
+	l := start(t, Config{exp: experiments.Set{ActorLocates: true}, Nodes: 3})
 	ctx := deadline(t, 20*time.Second)
 	id := idOnNode("actor", 1, 3, 3)
 	data := hoptestutil.Pattern(3, 1000)

@@ -104,7 +104,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if e := cfg.embedded; e != nil {
 		m.estimator = e.estimator
 	}
-	m.warm = newWarmer(m, cfg.NoWarmUp)
+	m.warm = newWarmer(m, cfg.exp.NoWarmUp)
 	m.store = storenode.NewStore(cfg.Capacity)
 	m.metrics = newMemberMetrics(m)
 	m.startView()
@@ -182,16 +182,16 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.table.Store(&table)
 	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook, Stretch: m.lag.Stretch,
-		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.ReduceShape, ForceDegree: cfg.ReduceDegree,
-			AllReduceShape: cfg.AllReduceShape, Paced: m.pace() > 0, MinSlice: bufalloc.HugeMin, UnbatchedTasks: cfg.UnbatchedReduceTasks,
-			NoRingGather: cfg.NoRingGather, NoInlinePush: cfg.NoInlinePush}}
+		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.exp.ReduceShape, ForceDegree: cfg.exp.ReduceDegree,
+			AllReduceShape: cfg.exp.AllReduceShape, Paced: m.pace() > 0, MinSlice: bufalloc.HugeMin, UnbatchedTasks: cfg.exp.UnbatchedReduceTasks,
+			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}
 
 	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
 	children := []child{
 		{name: storeName, props: storeactor.NewProps(storeactor.Config{
 			Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
 			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 			MaxRemoteReply: maxRemoteReply,
 		})},
 		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
@@ -258,32 +258,8 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	fields := logrus.Fields{"address": addr, "data": dataAddr, "manage_port": cfg.ManagePort,
 		"members": len(m.Members()), "shards": cfg.Shards}
 	// A benchmark's logs say which system a member was.
-	if cfg.Naive {
-		fields["naive"] = true
-	}
-	if cfg.ReduceDegree > 0 {
-		fields["reduce_degree"] = cfg.ReduceDegree
-	}
-	if cfg.ReduceShape != "" {
-		fields["reduce_shape"] = cfg.ReduceShape
-	}
-	if cfg.AllReduceShape != "" {
-		fields["allreduce_shape"] = cfg.AllReduceShape
-	}
-	if cfg.UnbatchedReduceTasks {
-		fields["unbatched_reduce_tasks"] = true
-	}
-	if cfg.NoRingGather {
-		fields["no_ring_gather"] = true
-	}
-	if cfg.NoInlinePush {
-		fields["no_inline_push"] = true
-	}
-	if cfg.ActorSubscribes {
-		fields["actor_subscribes"] = true
-	}
-	if cfg.ActorLocates {
-		fields["actor_locates"] = true
+	if e := cfg.exp.String(); e != "" {
+		fields["experiments"] = e
 	}
 	if p := m.pace(); p > 0 {
 		fields["pace_bytes_per_second"] = p

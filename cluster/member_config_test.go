@@ -25,9 +25,9 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 		mod  func(*MemberConfig)
 		want string
 	}{
-		{"negative degree", func(c *MemberConfig) { c.ReduceDegree = -1 }, "reduce degree -1"},
-		{"unknown shape", func(c *MemberConfig) { c.ReduceShape = "star" }, `unknown reduce shape "star"`},
-		{"inline is not a choice", func(c *MemberConfig) { c.ReduceShape = coordinator.ShapeInline }, `unknown reduce shape "inline"`},
+		{"negative degree", func(c *MemberConfig) { c.exp.ReduceDegree = -1 }, "reduce degree -1"},
+		{"unknown shape", func(c *MemberConfig) { c.exp.ReduceShape = "star" }, `unknown reduce shape "star"`},
+		{"inline is not a choice", func(c *MemberConfig) { c.exp.ReduceShape = coordinator.ShapeInline }, `unknown reduce shape "inline"`},
 		{"negative link rate", func(c *MemberConfig) { c.LinkRate = -1 }, "link rate -1"},
 		{"link rate NaN", func(c *MemberConfig) { c.LinkRate = math.NaN() }, "link rate NaN"},
 	} {
@@ -114,15 +114,15 @@ func TestMemberReduceSettings(t *testing.T) {
 		mod   func(*MemberConfig)
 		check func(p *messages.ReducePlan) error
 	}{
-		{"degree 2", func(c *MemberConfig) { c.ReduceDegree = 2 }, forced(2)},
-		{"degree 3", func(c *MemberConfig) { c.ReduceDegree = 3 }, forced(3)},
-		{"chain-leaf", func(c *MemberConfig) { c.ReduceShape = coordinator.ShapeChainLeaf }, func(p *messages.ReducePlan) error {
+		{"degree 2", func(c *MemberConfig) { c.exp.ReduceDegree = 2 }, forced(2)},
+		{"degree 3", func(c *MemberConfig) { c.exp.ReduceDegree = 3 }, forced(3)},
+		{"chain-leaf", func(c *MemberConfig) { c.exp.ReduceShape = coordinator.ShapeChainLeaf }, func(p *messages.ReducePlan) error {
 			if p.GetShape() != coordinator.ShapeChainLeaf {
 				return fmt.Errorf("plan shape %s, want %s", p.GetShape(), coordinator.ShapeChainLeaf)
 			}
 			return nil
 		}},
-		{"naive", func(c *MemberConfig) { c.Naive = true }, func(p *messages.ReducePlan) error {
+		{"naive", func(c *MemberConfig) { c.exp.Naive = true }, func(p *messages.ReducePlan) error {
 			if p.GetShape() != "naive-gather" {
 				return fmt.Errorf("plan shape %s, want naive-gather", p.GetShape())
 			}

@@ -17,11 +17,11 @@ import (
 // (storeactor.Locator): in process when the shard is on this member (an
 // actor message in process is cheaper than any socket), on the data
 // plane (data) to another member whose data address this member knows,
-// else, and always with ActorLocates, as an actor message. Every answer
+// else, and always with the actor-locates experiment, as an actor message. Every answer
 // comes back as the call's result.
 func (m *Member) locator(data transport.Caller) storeactor.Locator {
 	return func(ctx context.Context, pid *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
-		if !m.cfg.ActorLocates && pid.GetAddress() == m.system.Address() {
+		if !m.cfg.exp.ActorLocates && pid.GetAddress() == m.system.Address() {
 			return shard.LocateHere(ctx, m.system.Root, pid, l)
 		}
 		if addr := m.locateAt(pid); addr != "" {
@@ -41,7 +41,7 @@ func (m *Member) locator(data transport.Caller) storeactor.Locator {
 // not updated yet) goes as an actor message, to the dead letters there,
 // rather than to the data plane of the member at its address now.
 func (m *Member) locateAt(shard *actor.PID) string {
-	if m.cfg.ActorLocates || shard == nil || shard.GetAddress() == m.system.Address() {
+	if m.cfg.exp.ActorLocates || shard == nil || shard.GetAddress() == m.system.Address() {
 		return ""
 	}
 	idx := m.peers.Load()
@@ -97,7 +97,7 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 // actor message (a shard on this member, or one whose data address this
 // member does not know yet).
 func (m *Member) subscribeAt(shard *actor.PID) string {
-	if m.cfg.ActorSubscribes {
+	if m.cfg.exp.ActorSubscribes {
 		return ""
 	}
 	return m.locateAt(shard)

@@ -63,9 +63,9 @@ func (m *Member) pushToStore(ctx context.Context, req []byte) (b []byte, result 
 
 // pushAt is where a coordinator's push to node goes on the data plane:
 // its member's data address, or "" to send it as an actor message (a node
-// on this member, one without a data address, or -actor-locates).
+// on this member, one without a data address, or the actor-locates experiment).
 func (m *Member) pushAt(node *messages.NodeRef) string {
-	if m.cfg.ActorLocates || node.GetAddress() == m.system.Address() {
+	if m.cfg.exp.ActorLocates || node.GetAddress() == m.system.Address() {
 		return ""
 	}
 	return node.GetDataAddress()

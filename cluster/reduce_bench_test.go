@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -129,7 +130,7 @@ func BenchmarkReduceTreeVsGather(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/interval=%v", link.name, arrival), func(b *testing.B) {
 				cfg := Config{Nodes: nodes, LinkBandwidth: link.bw, Capacity: int64(size) * (nodes + 4)}
 				tree := benchCluster(b, cfg)
-				cfg.Naive = true
+				cfg.exp.Naive = true
 				naive := benchCluster(b, cfg)
 				var ratios []float64
 				var treeTotal time.Duration
@@ -168,7 +169,7 @@ func BenchmarkReduceDegree(b *testing.B) {
 		for _, v := range variants {
 			b.Run(link.name+"/"+v.name, func(b *testing.B) {
 				l := benchCluster(b, Config{Nodes: nodes, LinkBandwidth: link.bw, Capacity: int64(size) * (nodes + 4),
-					ReduceDegree: v.degree, ReduceShape: v.shape})
+					exp: experiments.Set{ReduceDegree: v.degree, ReduceShape: v.shape}})
 				warmUp(b, l, srcs)
 				var total time.Duration
 				var last *messages.ReduceReply

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -100,7 +101,7 @@ func TestSlicedAllReduceCopiesAreReadableOnlyOnceItsCoordinatorTakesThem(t *test
 		dropped = ""
 	)
 	allSeen := make(chan struct{})
-	cfg := Config{Nodes: 4, AllReduceShape: "sliced"}
+	cfg := Config{exp: experiments.Set{AllReduceShape: "sliced"}, Nodes: 4}
 	cfg.Hooks.BeforeReceive = func(node string, msg any) {
 		tasks := []*messages.ReduceTask{}
 		switch m := msg.(type) {

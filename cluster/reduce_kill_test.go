@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -69,7 +70,7 @@ func runReduceKillSeed(t *testing.T, seed uint64) {
 	target := idOnNode(fmt.Sprintf("sum-%d", seed), 0, nodes, nodes)
 	what := fmt.Sprintf("seed %d: %d nodes, reduce %d of %d (degree %d), %d int64s, kill %v at +%v (replay: HOPLITE_SEED=%d)",
 		seed, nodes, num, nodes, degree, elems, victims, at, seed)
-	l := start(t, Config{Nodes: nodes, ChunkSize: 32 << 10, LinkBandwidth: 125e6, ReduceDegree: degree, Log: failureLog(t)})
+	l := start(t, Config{exp: experiments.Set{ReduceDegree: degree}, Nodes: nodes, ChunkSize: 32 << 10, LinkBandwidth: 125e6, Log: failureLog(t)})
 	// The deadline bounds a hang, not the speed: detecting a killed node
 	// stretches with the machine's load (6.2 s was seen at a load of 16),
 	// and the Reduce's repair waits for it.

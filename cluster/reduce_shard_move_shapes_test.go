@@ -89,7 +89,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 	cfg := Config{Nodes: nodes, ChunkSize: 32 << 10}
 	if shape != coordinator.ShapeInline {
 		if shape == coordinator.ShapeSliced {
-			cfg.AllReduceShape = shape
+			cfg.exp.AllReduceShape = shape
 		}
 		// The creator: a sliced run's creator gather, or a tree's root.
 		cfg.Hooks.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {

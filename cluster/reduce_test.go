@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/coordinator"
@@ -573,7 +574,7 @@ func TestReduceSubsetFirstArrivals(t *testing.T) {
 	}
 }
 
-// TestReduceForcedShapes: Config.ReduceDegree and ReduceShape decide the
+// TestReduceForcedShapes: the reduce-degree and reduce-shape experiments decide the
 // tree; the result stays exact.
 func TestReduceForcedShapes(t *testing.T) {
 	const nodes = 8
@@ -582,7 +583,7 @@ func TestReduceForcedShapes(t *testing.T) {
 		shape  string
 	}{{1, ""}, {2, ""}, {3, ""}, {nodes, ""}, {0, coordinator.ShapeChainLeaf}} {
 		t.Run(fmt.Sprintf("d%d%s", tc.degree, tc.shape), func(t *testing.T) {
-			l := start(t, Config{Nodes: nodes, ChunkSize: 32 << 10, ReduceDegree: tc.degree, ReduceShape: tc.shape})
+			l := start(t, Config{exp: experiments.Set{ReduceDegree: tc.degree, ReduceShape: tc.shape}, Nodes: nodes, ChunkSize: 32 << 10})
 			ctx := deadline(t, 9*time.Second)
 			rng := rand.New(rand.NewPCG(uint64(tc.degree), 7))
 			var sources []string
@@ -783,7 +784,7 @@ func TestReduceGetWhileProducing(t *testing.T) {
 	for _, degree := range []int{1, 2} {
 		t.Run(fmt.Sprint(degree), func(t *testing.T) {
 			gate := newRDGate(t, "g-2")
-			l := start(t, Config{Nodes: 5, ChunkSize: 8 << 10, ReduceDegree: degree, Hooks: hooks{BeforePutChunk: gate.hook}})
+			l := start(t, Config{exp: experiments.Set{ReduceDegree: degree}, Nodes: 5, ChunkSize: 8 << 10, Hooks: hooks{BeforePutChunk: gate.hook}})
 			ctx := deadline(t, 9*time.Second)
 			rng := rand.New(rand.NewPCG(9, uint64(degree)))
 			data := map[string][]byte{}
@@ -971,7 +972,7 @@ func rdNoTrace(t *testing.T, ctx context.Context, l *Local, target string) {
 // TestReduceBadInput: every invalid Reduce fails with its code and leaves
 // no partial target or intermediate behind.
 func TestReduceBadInput(t *testing.T) {
-	l := start(t, Config{Nodes: 4, ChunkSize: 16 << 10, ReduceDegree: 1})
+	l := start(t, Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: 4, ChunkSize: 16 << 10})
 	ctx := deadline(t, 9*time.Second)
 	big := func(seed uint64, n int) []byte { return randomBytes(seed, n) }
 	rdPut(t, ctx, l, 0, "p0", big(1, 80<<10))

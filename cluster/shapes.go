@@ -2,9 +2,8 @@ package cluster
 
 import storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
 
-// The shapes of a Reduce: what MemberConfig.ReduceShape and
-// AllReduceShape (and Config's) may be set to, and what a reply's
-// Plan.Shape names.
+// The shapes of a Reduce: what a reply's Plan.Shape names, and what the
+// benchmarks' experiments may force (internal/experiments).
 const (
 	// ShapeDAry is a d-ary tree whose degree the cost model T(d) picks
 	// (the default ReduceShape); as an AllReduceShape, reduce and then

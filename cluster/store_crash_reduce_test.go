@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -27,7 +28,7 @@ func TestReduceSurvivesAStoreNodeCrash(t *testing.T) {
 		rootPos  = int32(-1)
 	)
 	started := make(chan string, 1)
-	cfg := Config{Nodes: 3, ChunkSize: 16 << 10, ReduceDegree: 1, LinkBandwidth: 1 << 20} // a chain; 256 KiB take 250 ms a link
+	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: 3, ChunkSize: 16 << 10, LinkBandwidth: 1 << 20} // a chain; 256 KiB take 250 ms a link
 	cfg.Hooks.BeforeReceive = func(node string, msg any) {
 		switch m := msg.(type) {
 		case storeCrash:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -236,7 +237,7 @@ func TestBroadcastFormsATree(t *testing.T) {
 }
 
 func TestNaiveBaselineFetchesEverythingFromCreator(t *testing.T) {
-	l := start(t, Config{Nodes: 5, Naive: true, ChunkSize: 128 << 10})
+	l := start(t, Config{exp: experiments.Set{Naive: true}, Nodes: 5, ChunkSize: 128 << 10})
 	ctx := deadline(t, 30*time.Second)
 	data := randomBytes(6, 2<<20)
 	if err := l.Client(0).Put(ctx, "n", data); err != nil {

@@ -16,7 +16,7 @@ import (
 // each holds a pooled data-plane connection to every other one (a Get's
 // Locate and stream find it instead of dialing) and has sampled the
 // control latency, and the process has chosen the pages of its large
-// object buffers and parked the actors' kept workers; with NoWarmUp it
+// object buffers and parked the actors' kept workers; with the no-warm-up experiment it
 // holds none.
 func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 	for _, cold := range []bool{false, true} {
@@ -28,7 +28,7 @@ func TestReadyClusterHoldsWarmConnections(t *testing.T) {
 			slots, seeds := memberSlots(t, 3)
 			var ms []*Member
 			for _, s := range slots {
-				m, err := joinSlot(t, s, seeds, testLogger(t, logrus.InfoLevel), func(c *MemberConfig) { c.NoWarmUp = cold })
+				m, err := joinSlot(t, s, seeds, testLogger(t, logrus.InfoLevel), func(c *MemberConfig) { c.exp.NoWarmUp = cold })
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -28,7 +28,7 @@ func TestProcessAllReduce(t *testing.T) {
 	slots, seeds := memberSlots(t, 4)
 	var nodes []*nodeProc
 	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-allreduce-shape", coordinator.ShapeSliced, "-link-rate", "2gbit"))
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-experiments", "allreduce-shape="+coordinator.ShapeSliced, "-link-rate", "2gbit"))
 	}
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)
@@ -226,7 +226,7 @@ func allReduceSurvives(t *testing.T, shape string, members, kills int) {
 	slots, seeds := memberSlots(t, members)
 	var nodes []*nodeProc
 	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-allreduce-shape", shape,
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-experiments", "allreduce-shape="+shape,
 			"-chunk-size", strconv.Itoa(chunk), "-test-reduce-chunk-delay", delay))
 	}
 	for _, n := range nodes {

@@ -18,7 +18,7 @@ func TestProcessNaiveNodesFetchFromTheCreator(t *testing.T) {
 	slots, seeds := memberSlots(t, 3)
 	var nodes []*nodeProc
 	for _, s := range slots {
-		nodes = append(nodes, startNode(t, bin, s, seeds, "-naive", "-test-chunk-delay", "2ms"))
+		nodes = append(nodes, startNode(t, bin, s, seeds, "-experiments", "naive", "-test-chunk-delay", "2ms"))
 	}
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)

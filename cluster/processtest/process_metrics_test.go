@@ -154,7 +154,7 @@ func TestProcessReduceSpreadsBandwidth(t *testing.T) {
 	slots, seeds := memberSlots(t, 4)
 	var nodes []*nodeProc
 	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-reduce-degree", "1"))
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-experiments", "reduce-degree=1"))
 	}
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)

@@ -154,11 +154,13 @@ func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 		flags []string
 	}
 	bin := hopliteBinary(b)
-	modes := []mode{{"per-task", bin, []string{"-unbatched-reduce-tasks"}}, {"batched", bin, nil}}
+	sliced := "allreduce-shape=" + coordinator.ShapeSliced
+	modes := []mode{{"per-task", bin, []string{"-experiments", sliced + ",unbatched-reduce-tasks"}}, {"batched", bin, []string{"-experiments", sliced}}}
 	if before := os.Getenv("HOPLITE_STAGGER_BEFORE"); before != "" {
 		// A hoplite binary of an earlier commit (with the debug
-		// timelines, 9166f89 on): a third cluster, first in each round.
-		modes = append([]mode{{"before", before, nil}}, modes...)
+		// timelines, 9166f89 on, whose node took the shape as a flag of
+		// its own): a third cluster, first in each round.
+		modes = append([]mode{{"before", before, []string{"-allreduce-shape", coordinator.ShapeSliced}}}, modes...)
 	}
 	c := newTestClient(b)
 	var clusters []*staggerCluster
@@ -166,7 +168,7 @@ func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 		slots, seeds := memberSlots(b, members)
 		cl := &staggerCluster{name: m.name}
 		for i := range slots {
-			args := append([]string{"-allreduce-shape", coordinator.ShapeSliced, "-link-rate", "400mbit", "-log-level", "debug", "-capacity", "512MiB"}, m.flags...)
+			args := append([]string{"-link-rate", "400mbit", "-log-level", "debug", "-capacity", "512MiB"}, m.flags...)
 			cl.nodes = append(cl.nodes, startNode(b, m.bin, slots[i], seeds, args...))
 		}
 		for _, n := range cl.nodes {

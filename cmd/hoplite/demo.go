@@ -12,6 +12,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
 func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -87,8 +88,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			name = "naive (every receiver from the creator)"
 		}
 		fmt.Fprintf(stdout, "== Broadcast, %s ==\n", name)
-		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
-			ChunkSize: chunk, Capacity: int64(size) * 2, Log: log, UI: demoUI})
+		cfg := cluster.Config{Nodes: *nodes, LinkBandwidth: link, ChunkSize: chunk, Capacity: int64(size) * 2, Log: log, UI: demoUI}
+		experiments.In(&cfg).Naive = naive
+		l, err := cluster.StartLocal(cfg)
 		if err != nil {
 			return err
 		}
@@ -125,8 +127,9 @@ func demoCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		*reduceNum, *nodes, bench.SizeName(int64(reduceSize)), *interval)
 	var reduceTimes [2]time.Duration
 	for k, naive := range []bool{false, true} {
-		l, err := cluster.StartLocal(cluster.Config{Nodes: *nodes, LinkBandwidth: link, Naive: naive,
-			ChunkSize: chunk, Capacity: int64(reduceSize) * int64(*nodes+2), Log: log, UI: demoUI})
+		cfg := cluster.Config{Nodes: *nodes, LinkBandwidth: link, ChunkSize: chunk, Capacity: int64(reduceSize) * int64(*nodes+2), Log: log, UI: demoUI}
+		experiments.In(&cfg).Naive = naive
+		l, err := cluster.StartLocal(cfg)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/hoplite-go/hoplite/bench"
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -41,37 +42,51 @@ loopback (127.0.0.0/8, ::1, localhost) needs mutual TLS (--tls-cert,
 --etcd-cert, --etcd-key for client certificate auth), or --insecure,
 which accepts plaintext and warns (docs/security.md).
 
-Benchmarks compare systems by starting every member of a cluster with the
-same -naive, -reduce-degree, -reduce-shape and -allreduce-shape: -naive
-is the baseline without collectives, -reduce-degree N forces the reduce
-tree degree (the degree ablation; 0 lets the cost model choose),
--reduce-shape picks d-ary (default) or chain-leaf trees and
--allreduce-shape forces AllReduces to be sliced (reduce-scatter,
-all-gather) or d-ary (reduce, then broadcast) instead of letting the cost
-model choose. -naive applies to this member's own Gets and Reduces, the
-others to the Reduces coordinated here (those whose target's directory
-shard this member hosts): mixed values mix plans.
-
 flags:
 `
 
 // nodeFlags are the flags of `hoplite node` (and of the bench peer).
 type nodeFlags struct {
-	bind, seeds, dataBind, provider, providerAddr, clusterName  string
-	managePort, shards, reduceDegree                            int
-	capacity, chunk, linkRate                                   string
-	refresh, joinTimeout, chunkDelay, healthTimeout             time.Duration
-	reduceChunkDelay, stallTimeout, timerSlack, probeDelay      time.Duration
-	healthMisses                                                int
-	logFormat, logLevel, reduceShape, allReduceShape            string
-	pages, warmMemory                                           string
-	tlsCert, tlsKey, tlsCA                                      string
-	etcdCert, etcdKey, etcdCA                                   string
-	protocolVersion                                             uint
-	naive, benchAgent, pprof, actorLocates                      bool
-	unbatchedTasks, noRingGather, noInlinePush, actorSubscribes bool
-	noWarmUp, insecure                                          bool
-	trace                                                       traceFlags
+	bind, seeds, dataBind, provider, providerAddr, clusterName string
+	managePort, shards                                         int
+	capacity, chunk, linkRate                                  string
+	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
+	reduceChunkDelay, stallTimeout, timerSlack, probeDelay     time.Duration
+	healthMisses                                               int
+	logFormat, logLevel                                        string
+	pages, warmMemory                                          string
+	tlsCert, tlsKey, tlsCA                                     string
+	etcdCert, etcdKey, etcdCA                                  string
+	protocolVersion                                            uint
+	pprof, insecure                                            bool
+	trace                                                      traceFlags
+	// exp are the benchmarks' experiments, from the hidden -experiments
+	// flag (internal/experiments).
+	exp experiments.Set
+}
+
+// hiddenNodeFlags are the flags `hoplite node -h` does not list: they are
+// for tests and benchmarks, not for an operator.
+var hiddenNodeFlags = []string{"protocol-version", "test-chunk-delay", "test-reduce-chunk-delay", "test-probe-delay", experiments.Flag}
+
+// experimentsValue is the -experiments flag: a list experiments.Parse
+// reads.
+type experimentsValue struct{ s *experiments.Set }
+
+func (v experimentsValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return v.s.String()
+}
+
+func (v experimentsValue) Set(list string) error {
+	s, err := experiments.Parse(list)
+	if err != nil {
+		return err
+	}
+	*v.s = s
+	return nil
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -99,19 +114,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.UintVar(&f.protocolVersion, "protocol-version", 0, "testing only: speak this member protocol version instead of the current one")
-	fs.BoolVar(&f.naive, "naive", false, "benchmarks: the naive baseline (every Get from the creator, every Reduce gathered at the caller)")
-	fs.IntVar(&f.reduceDegree, "reduce-degree", 0, "benchmarks: force the reduce tree degree N >= 1 (0: chosen by the cost model)")
-	fs.StringVar(&f.reduceShape, "reduce-shape", "", "benchmarks: reduce tree shape, d-ary or chain-leaf (default d-ary)")
-	fs.StringVar(&f.allReduceShape, "allreduce-shape", "", "benchmarks: force the AllReduce shape, sliced or d-ary (default: the cost model's choice)")
-	fs.BoolVar(&f.actorLocates, "actor-locates", false, "benchmarks: send every Locate as an actor message instead of on the data plane")
-	fs.BoolVar(&f.unbatchedTasks, "unbatched-reduce-tasks", false, "benchmarks: send each reduce task as a message of its own, not one batch per node and step")
-	fs.BoolVar(&f.noRingGather, "no-ring-gather", false, "benchmarks: a sliced AllReduce's gathers fetch every slice from its root, not around the ring of participants")
-	fs.BoolVar(&f.actorSubscribes, "actor-subscribes", false, "benchmarks: Reduce coordinators subscribe to their sources by actor message instead of on the data plane")
 	fs.StringVar(&f.pages, "pages", "auto", "pages behind object buffers of 4 MiB or more: auto (the warm-up measures which of 4 KiB and transparent huge pages costs this machine less to fault in), small or huge")
 	fs.StringVar(&f.warmMemory, "warm-memory", "128MiB", "memory for object buffers of 4 MiB or more: faulted in at the warm-up and used again whenever the buffers cut from it are freed, and as much again of other freed ones' kept for the next (0: none)")
-	fs.BoolVar(&f.noWarmUp, "no-warm-up", false, "benchmarks: report ready without warming up (no data-plane connections to the peers until an operation needs them, no -link-rate taken as the bandwidth until one is measured, 4 KiB pages for object buffers unless -pages says otherwise, no -warm-memory)")
-	fs.BoolVar(&f.noInlinePush, "no-inline-push", false, "benchmarks: an inline AllReduce's participants locate its result at its shard instead of receiving it with their Gets")
-	fs.BoolVar(&f.benchAgent, "bench-agent", false, "benchmarks: run the bench agent (objects created inside this node for a driver)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "mutual TLS on every port of the member (not etcd's: -etcd-*): this member's certificate (PEM; with -tls-key and -tls-ca; see hoplite certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "mutual TLS: the key of -tls-cert (PEM)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "mutual TLS: the cluster's CA (PEM); only peers with a certificate it signed are served")
@@ -121,6 +125,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.insecure, "insecure", false, "allow plaintext beyond this machine: a -bind or -data-bind host that is not loopback without -tls-*, an etcd -provider-address that is not loopback without -etcd-* (anyone who reaches the ports controls the member; see docs/security.md)")
 	fs.DurationVar(&f.chunkDelay, "test-chunk-delay", 0, "fault injection: sleep this long before storing each fetched chunk")
 	fs.DurationVar(&f.reduceChunkDelay, "test-reduce-chunk-delay", 0, "fault injection: sleep this long before each chunk a reduce task combines or gathers")
+	fs.Var(experimentsValue{&f.exp}, experiments.Flag, "benchmarks and tests: a comma-separated list of experiments (internal/experiments.Parse), e.g. naive,reduce-degree=2")
 	fs.DurationVar(&f.probeDelay, "test-probe-delay", 0, "fault injection: wait this long before probing a suspected member (or spreading the failure of one the health checks dropped), so that this member learns of a failure from the others' notices")
 }
 
@@ -188,10 +193,10 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
-		Naive: f.naive, ReduceDegree: f.reduceDegree, ReduceShape: f.reduceShape, AllReduceShape: f.allReduceShape,
-		ActorLocates: f.actorLocates, UnbatchedReduceTasks: f.unbatchedTasks, NoRingGather: f.noRingGather, NoInlinePush: f.noInlinePush, ActorSubscribes: f.actorSubscribes, NoWarmUp: f.noWarmUp, WarmMemory: warmMemory, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
+		WarmMemory: warmMemory, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA, ProbeDelay: f.probeDelay,
 		EtcdCert: f.etcdCert, EtcdKey: f.etcdKey, EtcdCA: f.etcdCA}
+	*experiments.In(&cfg) = f.exp
 	// Hooks stay nil unless asked for: the store node then pays nothing
 	// per chunk.
 	if d := f.chunkDelay; d > 0 {
@@ -210,7 +215,7 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(flagOutput(stderr, "node"))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), nodeUsage)
-		printFlags(fs, "protocol-version", "test-chunk-delay", "test-reduce-chunk-delay", "test-probe-delay")
+		printFlags(fs, hiddenNodeFlags...)
 	}
 	var f nodeFlags
 	f.register(fs)
@@ -285,10 +290,10 @@ func nodeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // runMember serves as member m until the process is told to stop (a
 // graceful leave) or the member stops by itself (its error).
 func runMember(ctx context.Context, m *cluster.Member, cfg cluster.MemberConfig, f nodeFlags, log *logrus.Logger, stdout io.Writer) error {
-	if f.benchAgent {
+	if f.exp.BenchAgent {
 		if _, err := bench.StartAgent(m); err != nil {
 			m.Stop()
-			return fmt.Errorf("-bench-agent: %w", err)
+			return fmt.Errorf("the bench agent: %w", err)
 		}
 	}
 	fmt.Fprintf(stdout, "hoplite node %s address=%s data=%s manage=%d members=%d timer-slack=%s\n",

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"flag"
 	"io"
+	"net"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,27 +16,23 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
-// The benchmark flags become the member's configuration.
-func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
+// The hidden -experiments flag becomes the member's experiments, and the
+// bench agent's switch.
+func TestNodeExperimentsReachTheMemberConfig(t *testing.T) {
 	for _, c := range []struct {
-		args          []string
-		naive         bool
-		degree        int
-		shape         string
-		arShape       string
-		benchAgentSet bool
-		actorLocates  bool
+		args []string
+		want experiments.Set
 	}{
 		{args: nil},
-		{args: []string{"-naive"}, naive: true},
-		{args: []string{"-reduce-degree", "2"}, degree: 2},
-		{args: []string{"-reduce-degree", "3", "-reduce-shape", "d-ary"}, degree: 3, shape: "d-ary"},
-		{args: []string{"-reduce-shape", "chain-leaf", "-bench-agent"}, shape: "chain-leaf", benchAgentSet: true},
-		{args: []string{"-allreduce-shape", "sliced"}, arShape: "sliced"},
-		{args: []string{"-allreduce-shape", "d-ary"}, arShape: "d-ary"},
-		{args: []string{"-actor-locates"}, actorLocates: true},
+		{args: []string{"-experiments", "naive"}, want: experiments.Set{Naive: true}},
+		{args: []string{"-experiments", "reduce-degree=3,reduce-shape=d-ary"}, want: experiments.Set{ReduceDegree: 3, ReduceShape: "d-ary"}},
+		{args: []string{"-experiments", "reduce-shape=chain-leaf,bench-agent"}, want: experiments.Set{ReduceShape: "chain-leaf", BenchAgent: true}},
+		{args: []string{"-experiments", "allreduce-shape=sliced,no-ring-gather,no-inline-push"}, want: experiments.Set{AllReduceShape: "sliced", NoRingGather: true, NoInlinePush: true}},
+		{args: []string{"-experiments", "actor-locates,actor-subscribes,unbatched-reduce-tasks,no-warm-up"},
+			want: experiments.Set{ActorLocates: true, ActorSubscribes: true, UnbatchedReduceTasks: true, NoWarmUp: true}},
 	} {
 		fs := flag.NewFlagSet("node", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -43,8 +45,8 @@ func TestNodeBenchFlagsReachTheMemberConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		if cfg.Naive != c.naive || cfg.ReduceDegree != c.degree || cfg.ReduceShape != c.shape || cfg.AllReduceShape != c.arShape || f.benchAgent != c.benchAgentSet || cfg.ActorLocates != c.actorLocates {
-			t.Errorf("%q: naive %v degree %d shape %q allreduce shape %q bench agent %v", c.args, cfg.Naive, cfg.ReduceDegree, cfg.ReduceShape, cfg.AllReduceShape, f.benchAgent)
+		if got := *experiments.In(&cfg); got != c.want || f.exp != c.want {
+			t.Errorf("%q: member config %+v, flags %+v; want %+v", c.args, got, f.exp, c.want)
 		}
 	}
 }
@@ -88,17 +90,20 @@ func TestNodeLinkRate(t *testing.T) {
 	nodeRefuses(t, "-link-rate", "fast", `-link-rate: bandwidth "fast"`)
 }
 
-// Bad benchmark flags fail at once with the member's clear error, before
-// anything listens.
-func TestNodeRejectsBadReduceFlags(t *testing.T) {
+// Bad experiments fail at once with a clear error, before anything
+// listens; the benchmark-only flags of old are not flags.
+func TestNodeRejectsBadExperiments(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"-reduce-degree", "-2"}, "reduce degree -2"},
-		{[]string{"-reduce-shape", "star"}, `unknown reduce shape "star"`},
-		{[]string{"-allreduce-shape", "ring"}, `unknown allreduce shape "ring"`},
-		{[]string{"-reduce-degree", "two"}, `invalid value "two" for flag -reduce-degree`},
+		{[]string{"-experiments", "reduce-degree=-2"}, "reduce degree -2"},
+		{[]string{"-experiments", "reduce-shape=star"}, `unknown reduce shape "star"`},
+		{[]string{"-experiments", "allreduce-shape=ring"}, `unknown allreduce shape "ring"`},
+		{[]string{"-experiments", "reduce-degree=two"}, `experiment "reduce-degree=two": the degree must be an integer`},
+		{[]string{"-experiments", "fast"}, `unknown experiment "fast"`},
+		{[]string{"-naive"}, "flag provided but not defined: -naive"},
+		{[]string{"-no-warm-up"}, "flag provided but not defined: -no-warm-up"},
 	} {
 		code, stdout, stderr := hoplite(t, append([]string{"node", "-bind", "127.0.0.1:7000", "-seeds", "127.0.0.1:8000"}, c.args...)...)
 		if code == 0 || !strings.Contains(stderr, c.want) || stdout != "" {
@@ -107,15 +112,31 @@ func TestNodeRejectsBadReduceFlags(t *testing.T) {
 	}
 }
 
-func TestNodeUsageListsTheBenchFlags(t *testing.T) {
+// `hoplite node -h` lists what an operator sets and nothing of the
+// experiments: neither -experiments nor a flag named as an experiment.
+func TestNodeUsageListsNoExperiments(t *testing.T) {
 	code, _, stderr := hoplite(t, "node", "-h")
 	if code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	for _, want := range []string{"-naive", "-reduce-degree", "-reduce-shape", "d-ary or chain-leaf", "-allreduce-shape", "-bench-agent"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("usage has no %q:\n%s", want, stderr)
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(stderr, -1) {
+		listed[m[1]] = true
+	}
+	for _, want := range []string{"bind", "seeds", "tls-cert", "link-rate", "warm-memory"} {
+		if !listed[want] {
+			t.Errorf("usage does not list -%s:\n%s", want, stderr)
 		}
+	}
+	forbidden := append([]string{experiments.Flag, "bench-agent"}, experiments.Names()...)
+	for _, name := range forbidden {
+		name = strings.TrimSuffix(name, "=")
+		if listed[name] || strings.Contains(stderr, "-"+name) {
+			t.Errorf("usage names the experiment %q:\n%s", name, stderr)
+		}
+	}
+	if strings.Contains(strings.ToLower(stderr), "benchmark") {
+		t.Errorf("usage speaks of benchmarks:\n%s", stderr)
 	}
 }
 
@@ -189,4 +210,39 @@ func TestNodePagesValues(t *testing.T) {
 		}
 	}
 	nodeRefuses(t, "-pages", "big", `-pages "big": want auto, small or huge`)
+}
+
+// A member started with -experiments runs with them, and its join log
+// says which (a benchmark's logs name the system each member was).
+func TestNodeReportsItsExperiments(t *testing.T) {
+	bin := builtHoplite(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	bind, manage := freeLoopback(t), freeLoopback(t)
+	_, mport, _ := net.SplitHostPort(manage)
+	cmd := exec.CommandContext(ctx, bin, "node", "-bind", bind, "-manage-port", mport, "-seeds", manage,
+		"-log-format", "json", "-log-level", "info", "-experiments", "reduce-degree=2,no-warm-up")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec["msg"] != "member joined the cluster" {
+			continue
+		}
+		if got := rec["experiments"]; got != "no-warm-up,reduce-degree=2" {
+			t.Errorf("join log's experiments %v, want no-warm-up,reduce-degree=2: %s", got, sc.Text())
+		}
+		return
+	}
+	t.Fatalf("no join log before the member's stderr closed (%v)", ctx.Err())
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -304,7 +305,7 @@ type p2pOpts struct {
 	size, chunk            int64
 	reps, small, smallSize int
 	logLevel               string
-	actorLocates           bool // the local member's MemberConfig.ActorLocates
+	actorLocates           bool // the local member's actor-locates experiment
 }
 
 // p2pTLS are the certificate files of a pair over mutual TLS.
@@ -409,7 +410,8 @@ func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer
 		log.SetLevel(lvl)
 	}
 	mcfg := cluster.MemberConfig{Bind: hostA, ManagePort: ports[1], Seeds: strings.Split(seeds, ","),
-		Capacity: o.size + 64<<20, ChunkSize: int(o.chunk), Log: log, DefaultTimeout: 5 * time.Minute, ActorLocates: o.actorLocates}
+		Capacity: o.size + 64<<20, ChunkSize: int(o.chunk), Log: log, DefaultTimeout: 5 * time.Minute}
+	experiments.In(&mcfg).ActorLocates = o.actorLocates
 	if tlsFiles != nil {
 		mcfg.TLSCert, mcfg.TLSKey, mcfg.TLSCA = tlsFiles.cert, tlsFiles.key, tlsFiles.ca
 	}

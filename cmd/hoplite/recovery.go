@@ -16,6 +16,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -138,8 +139,11 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 	stalled, hold, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var stallOnce, holdOnce sync.Once
 	releaseHold := func() { holdOnce.Do(func() { close(hold) }) }
-	cfg := cluster.Config{Nodes: recoveryNodes, ChunkSize: chunk, LinkBandwidth: link, ReduceDegree: 2, Log: log,
+	cfg := cluster.Config{Nodes: recoveryNodes, ChunkSize: chunk, LinkBandwidth: link, Log: log,
 		Capacity: int64(size+recoveryNodes*srcSize) * 2}
+	// R1..R6 on a binary tree (the thesis figure below), not the cost
+	// model's choice for these sizes.
+	experiments.In(&cfg).ReduceDegree = 2
 	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-1" && id == recoveryObject && off >= int64(size/2) {
 			first := false

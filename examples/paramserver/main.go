@@ -17,7 +17,8 @@
 //
 // Hoplite turns the Reduce into a tree over the workers' nodes and the
 // contributors' Gets into a broadcast tree. The naive baseline
-// (cluster.Config.Naive) gathers every gradient at the server and sends
+// (the naive experiment of internal/experiments, which only
+// programs of this module can turn on) gathers every gradient at the server and sends
 // the weights to every contributor from the server, like Ray without
 // collectives. Both run in the same process, one after the other, and the
 // program prints their training throughput in samples per second.
@@ -45,6 +46,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -305,7 +307,7 @@ func (w *worker) Receive(ctx actor.Context) {
 		// ReadOnly: the node's own buffer, decoded below, never modified.
 		ctx.Request(w.store, &messages.Get{ObjectId: weightsID(m.version), ReadOnly: true, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.GetReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			w.fail(ctx, fmt.Errorf("get %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -328,7 +330,7 @@ func (w *worker) Receive(ctx actor.Context) {
 	case computed:
 		ctx.Request(w.store, &messages.Put{ObjectId: gradID(w.idx, w.seq), Data: m.data, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.PutReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			w.fail(ctx, fmt.Errorf("put %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -430,7 +432,7 @@ func (sv *server) Receive(ctx actor.Context) {
 	case failure:
 		sv.fail(fmt.Errorf("worker %d on node-%d: %w", m.worker, m.worker+1, m.err))
 	case *messages.PutReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			sv.fail(fmt.Errorf("put %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -444,7 +446,7 @@ func (sv *server) Receive(ctx actor.Context) {
 		}
 		sv.finishRound(ctx)
 	case *messages.ReduceReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			sv.fail(fmt.Errorf("reduce %s: %w", m.GetTargetId(), err))
 			return
 		}
@@ -453,7 +455,7 @@ func (sv *server) Receive(ctx actor.Context) {
 			sv.update(ctx)
 		}
 	case *messages.GetReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			sv.fail(fmt.Errorf("get %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -463,7 +465,7 @@ func (sv *server) Receive(ctx actor.Context) {
 		}
 	case *messages.DeleteReply:
 		sv.deletes--
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			sv.fail(fmt.Errorf("delete %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -578,8 +580,9 @@ func train(ctx context.Context, s setup, naive bool, log *logrus.Logger) (result
 	if err := ctx.Err(); err != nil {
 		return result{}, fmt.Errorf("training not started: %w", err)
 	}
-	l, err := cluster.StartLocal(cluster.Config{Nodes: s.workers + 1, LinkBandwidth: s.linkBps, Naive: naive,
-		ChunkSize: s.chunk, DefaultTimeout: opTimeout, Log: log})
+	cfg := cluster.Config{Nodes: s.workers + 1, LinkBandwidth: s.linkBps, ChunkSize: s.chunk, DefaultTimeout: opTimeout, Log: log}
+	experiments.In(&cfg).Naive = naive
+	l, err := cluster.StartLocal(cfg)
 	if err != nil {
 		return result{}, err
 	}

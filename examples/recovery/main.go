@@ -39,6 +39,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -481,7 +482,8 @@ func run(ctx context.Context, out io.Writer) error {
 	f := newFaults()
 	f.holdID = "R6"
 	cfg := f.hooks()
-	cfg.Nodes, cfg.ChunkSize, cfg.LinkBandwidth, cfg.ReduceDegree = nodes, chunkSize, linkBps, 2
+	cfg.Nodes, cfg.ChunkSize, cfg.LinkBandwidth = nodes, chunkSize, linkBps
+	experiments.In(&cfg).ReduceDegree = 2 // the binary tree the story above tells
 	cfg.DefaultTimeout, cfg.Log = opTimeout, log
 	l, err := cluster.StartLocal(cfg)
 	if err != nil {

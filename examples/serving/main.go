@@ -11,7 +11,8 @@
 // majority for each image (ties go to the lowest class).
 //
 // With Hoplite the models' Gets of one batch form a broadcast tree by
-// themselves. The naive baseline (cluster.Config.Naive) sends the batch to
+// themselves. The naive baseline (the naive experiment of internal/experiments, which only
+// programs of this module can turn on) sends the batch to
 // every model from the frontend, like Ray without collectives. Both run in
 // the same process, one after the other, and the program prints their
 // throughput in queries per second.
@@ -35,6 +36,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -232,7 +234,7 @@ func (a *modelActor) Receive(ctx actor.Context) {
 		// ReadOnly: the node's own buffer, only read by classify.
 		ctx.Request(a.store, &messages.Get{ObjectId: queryID(m.k), ReadOnly: true, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.GetReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			a.fail(ctx, fmt.Errorf("get %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -256,7 +258,7 @@ func (a *modelActor) Receive(ctx actor.Context) {
 		delete(a.timers, m.k)
 		ctx.Request(a.store, &messages.Put{ObjectId: votesID(m.k, a.idx), Data: m.votes, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.PutReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			a.fail(ctx, fmt.Errorf("put %s: %w", m.GetObjectId(), err))
 		}
 	case *actor.Stopping:
@@ -335,7 +337,7 @@ func (f *frontend) Receive(ctx actor.Context) {
 	case failure:
 		f.fail(fmt.Errorf("model %d on node-%d: %w", m.model, m.model+1, m.err))
 	case *messages.PutReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			f.fail(fmt.Errorf("put %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -351,7 +353,7 @@ func (f *frontend) Receive(ctx actor.Context) {
 			ctx.Request(f.store, &messages.Get{ObjectId: votesID(k, i), TimeoutMs: opTimeout.Milliseconds()})
 		}
 	case *messages.GetReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			f.fail(fmt.Errorf("get %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -367,7 +369,7 @@ func (f *frontend) Receive(ctx actor.Context) {
 		}
 	case *messages.DeleteReply:
 		f.deletes--
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			f.fail(fmt.Errorf("delete %s: %w", m.GetObjectId(), err))
 			return
 		}
@@ -414,8 +416,9 @@ func serve(ctx context.Context, s setup, pool [][]byte, naive bool, log *logrus.
 	if err := ctx.Err(); err != nil {
 		return result{}, fmt.Errorf("serving not started: %w", err)
 	}
-	l, err := cluster.StartLocal(cluster.Config{Nodes: s.models + 1, LinkBandwidth: s.linkBps, Naive: naive,
-		ChunkSize: s.chunk, DefaultTimeout: opTimeout, Log: log})
+	cfg := cluster.Config{Nodes: s.models + 1, LinkBandwidth: s.linkBps, ChunkSize: s.chunk, DefaultTimeout: opTimeout, Log: log}
+	experiments.In(&cfg).Naive = naive
+	l, err := cluster.StartLocal(cfg)
 	if err != nil {
 		return result{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/experiments"
 )
 
 func quietLog() *logrus.Logger {
@@ -77,7 +78,9 @@ func TestServingAnswersTheEnsemblesMajority(t *testing.T) {
 		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
-			l, err := cluster.StartLocal(cluster.Config{Nodes: s.models + 1, Naive: naive, ChunkSize: s.chunk, Log: quietLog()})
+			cfg := cluster.Config{Nodes: s.models + 1, ChunkSize: s.chunk, Log: quietLog()}
+			experiments.In(&cfg).Naive = naive
+			l, err := cluster.StartLocal(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
