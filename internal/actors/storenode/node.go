@@ -597,9 +597,12 @@ func (n *StoreNode) expired(ctx actor.Context, m *getExpired) {
 // answer replies to a Get whose object settled with err (nil: complete).
 func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Object, err error) {
 	m := w.m
-	if errors.Is(err, messages.ErrReset) {
-		// The copy was stale (a Reduce re-created its target): ask this
-		// node again, within the same deadline.
+	if errors.Is(err, messages.ErrReset) || storenode.Evicted(err) {
+		// The copy was stale (a Reduce re-created its target), or it was
+		// evicted to make room between its completion and this answer (a
+		// store full of cached copies): ask this node again, within the
+		// same deadline. Answered, an eviction was NOT_FOUND for an object
+		// that exists.
 		n.getUntil(ctx, m, w.sender, w.deadline)
 		return
 	}
@@ -610,7 +613,10 @@ func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Obje
 		// The object is here; the caller did not want the bytes.
 	} else if e := n.tooBigToReply(ctx, w.sender, obj); e != nil {
 		r.Error = e
-	} else if b, err := obj.Bytes(); err != nil {
+	} else if b, err := obj.Bytes(); storenode.Evicted(err) {
+		n.getUntil(ctx, m, w.sender, w.deadline) // evicted since it completed, as above
+		return
+	} else if err != nil {
 		r.Error = messages.AsError(err)
 	} else if m.GetReadOnly() {
 		r.Data = b
