@@ -27,7 +27,7 @@ func (r *reader) Receive(ctx actor.Context) {
 		// object to exist.
 		ctx.Request(r.store, &messages.Get{ObjectId: "greeting", TimeoutMs: 10_000})
 	case *messages.GetReply:
-		if err := m.GetError().Err(); err != nil { // nil on success
+		if err := m.Err(); err != nil { // nil on success
 			r.done <- "error: " + err.Error()
 			return
 		}

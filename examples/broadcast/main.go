@@ -55,10 +55,9 @@ func (w *worker) Receive(ctx actor.Context) {
 		// Request (not Send): the *messages.GetReply comes back to this actor.
 		ctx.Request(w.store, &messages.Get{ObjectId: modelID, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.GetReply:
-		var err error
+		err := m.Err() // nil on success; errors.Is works against messages.ErrTimeout etc.
 		switch {
-		case m.GetError() != nil: // a *messages.Error: errors.Is works against messages.ErrTimeout etc.
-			err = m.GetError()
+		case err != nil:
 		case len(m.GetData()) != w.want.size:
 			err = fmt.Errorf("got %d bytes, want %d", len(m.GetData()), w.want.size)
 		case sha256.Sum256(m.GetData()) != w.want.sum:
@@ -94,7 +93,7 @@ func (t *trainer) Receive(ctx actor.Context) {
 		t.model = fetch{size: len(data), sum: sha256.Sum256(data)}
 		ctx.Request(t.l.StoreNode(0), &messages.Put{ObjectId: modelID, Data: data, TimeoutMs: opTimeout.Milliseconds()})
 	case *messages.PutReply:
-		if err := messages.ErrOrNil(m.GetError()); err != nil {
+		if err := m.Err(); err != nil {
 			t.finish(fmt.Errorf("put: %w", err))
 			return
 		}
