@@ -201,7 +201,7 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 		return nil
 	}
 	if _, gone := t.tombstones[id]; gone {
-		return []outbox.Send{{To: req.GetNode(), Msg: deletedDrop(id)}}
+		return t.deletedCopy(id, req.GetNode())
 	}
 	if t.refusesCommit(req) {
 		return nil
@@ -324,7 +324,7 @@ func (t *LocationTable) fetchDone(req *messages.FetchDone) []outbox.Send {
 		return nil // as in publish; an invalid id would be an entry nothing can name
 	}
 	if _, gone := t.tombstones[id]; gone && nodeOK(req.GetReceiver()) {
-		return []outbox.Send{{To: req.GetReceiver(), Msg: deletedDrop(id)}}
+		return t.deletedCopy(id, req.GetReceiver())
 	}
 	if !nodeOK(req.GetReceiver()) {
 		return nil

@@ -143,7 +143,10 @@ func (t *LocationTable) unreadable(e *entry) bool {
 // from receivers whose sender died before the shard started over) can
 // never be read whole: it is lost, its parked Gets fail with LOST instead
 // of waiting for their deadlines, and its partial copies are dropped.
+// The Deletes an amnesic table held until now are answered first.
 func (t *LocationTable) Republished() outbox.Box {
+	// The Deletes first: a copy they drop is deleted, not lost.
+	out := t.releaseDeletes()
 	var ids []string
 	for id, e := range t.entries {
 		if t.unreadable(e) {
@@ -151,7 +154,6 @@ func (t *LocationTable) Republished() outbox.Box {
 		}
 	}
 	slices.Sort(ids)
-	var out []outbox.Send
 	for _, id := range ids {
 		out = append(out, t.markLost(t.entries[id], messages.Errorf(messages.ErrorCode_LOST,
 			"object %q is lost: no complete copy remains (every store node has republished its copies to this directory shard, which started over, and none is whole); Put it again to re-create it", id))...)

@@ -50,7 +50,9 @@ type TableConfig struct {
 	// a crash or moved to another member): ids it does not know may have
 	// existed, and may have been lost with the shard's old host. A Delete
 	// of such an id succeeds (and leaves a tombstone, so a copy
-	// republished later is dropped) instead of answering NOT_FOUND.
+	// republished later is dropped) instead of answering NOT_FOUND. Every
+	// Delete waits until the store nodes have republished (Republished),
+	// so that it names every copy to its caller.
 	Amnesic bool
 	// Instance numbers this table among the tables a shard starts over
 	// with (the low 24 bits count): every epoch it issues
@@ -144,6 +146,15 @@ type LocationTable struct {
 	entries    map[string]*entry
 	tombstones map[string]struct{}
 	tombOrder  []string // FIFO of tombstones, bounded by TombstoneLimit
+	// deletedFrom names, for each tombstone, the nodes that held a copy
+	// when the id was deleted or published one since: a Delete of an id
+	// already deleted asks them again (see deleteObject).
+	deletedFrom map[string][]*messages.NodeRef
+	// parkedDeletes are the Deletes an amnesic table holds until every
+	// store node has republished (see deleteObject); republished says
+	// they have.
+	parkedDeletes []parkedDelete
+	republished   bool
 	// lost remembers objects whose every copy died with its node, so a Get
 	// fails at once with LOST instead of waiting for a copy that will not
 	// come; a new Put, or a whole copy that the loss did not drop
@@ -167,7 +178,8 @@ type LocationTable struct {
 // NewLocationTable returns an empty table.
 func NewLocationTable(cfg TableConfig) *LocationTable {
 	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{},
-		lost: map[string]lostMark{}, runs: map[string]struct{}{}, subsOf: map[string]map[string]struct{}{}}
+		deletedFrom: map[string][]*messages.NodeRef{},
+		lost:        map[string]lostMark{}, runs: map[string]struct{}{}, subsOf: map[string]map[string]struct{}{}}
 }
 
 func (t *LocationTable) check(id string) *messages.Error {

@@ -617,6 +617,7 @@ func TestFetchDoneTeachesARebuiltShardTheObject(t *testing.T) {
 // tombstones the id, so a copy republished later is dropped, not revived.
 func TestAmnesicTableDeletesUnknownIDs(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
+	tb.Republished()
 	out := tb.Delete(&messages.DeleteObject{ObjectId: "was-there"}, replyTo("d")).Sends
 	if len(out) != 1 {
 		t.Fatalf("delete of an unknown id on a rebuilt shard: %v", out)

@@ -1,6 +1,8 @@
 package directory
 
 import (
+	"slices"
+
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -22,7 +24,27 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
 	if _, gone := t.tombstones[id]; gone {
-		return []outbox.Send{{To: replyTo, Msg: reply}} // deleting twice is harmless
+		// Deleting twice is harmless, but the second answer must not
+		// overtake the first's drops: a Delete that answered OK here
+		// while a holder's drop was still on its way let a Get on that
+		// holder read its copy after the answer. The nodes are named
+		// again, and this Delete's caller asks them too (a node whose
+		// copy is gone answers at once).
+		reply.Dropped = slices.Clone(t.deletedFrom[id])
+		return []outbox.Send{{To: replyTo, Msg: reply}}
+	}
+	if t.cfg.Amnesic && !t.republished {
+		// Copies this table does not list yet may still be republished:
+		// answered now, the Delete would not reach them, and a Get on
+		// their nodes would read them until their republication met the
+		// tombstone. It waits for Republished.
+		if len(t.parkedDeletes) >= MaxParkedDeletes {
+			reply.Error = messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
+				"this directory shard started over and holds %d Deletes (its bound) until the store nodes have republished; retry later", len(t.parkedDeletes))
+			return []outbox.Send{{To: replyTo, Msg: reply}}
+		}
+		t.parkedDeletes = append(t.parkedDeletes, parkedDelete{req: req, replyTo: replyTo})
+		return nil
 	}
 	if _, ok := t.lost[id]; ok {
 		// Deleting a lost object is how its owner says it will not come
@@ -56,8 +78,13 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 // requests fail with DELETED and subscribers hear that it is gone.
 func (t *LocationTable) deleteEntry(e *entry) []outbox.Send {
 	var out []outbox.Send
+	var holders []*messages.NodeRef
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: deletedDrop(e.id)})
+		holders = append(holders, loc.node)
+	}
+	if len(holders) > 0 {
+		t.deletedFrom[e.id] = holders
 	}
 	gone := messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", e.id)
 	for _, w := range e.waiters {
@@ -113,7 +140,46 @@ func (t *LocationTable) addTombstone(id string) {
 	t.tombOrder = append(t.tombOrder, id)
 	if len(t.tombOrder) > t.cfg.TombstoneLimit {
 		delete(t.tombstones, t.tombOrder[0])
+		delete(t.deletedFrom, t.tombOrder[0])
 		t.tombOrder[0] = ""
 		t.tombOrder = t.tombOrder[1:]
 	}
+}
+
+// MaxParkedDeletes bounds the Deletes a table that started over holds
+// until every store node has republished.
+const MaxParkedDeletes = 4096
+
+// parkedDelete is a Delete that waits for the store nodes' republication.
+type parkedDelete struct {
+	req     *messages.DeleteObject
+	replyTo any
+}
+
+// deletedCopy answers a copy of the deleted id on node that reached the
+// table after the Delete (a republication, a fetch's completion): the
+// node drops it, and a later Delete of the id asks it too.
+func (t *LocationTable) deletedCopy(id string, node *messages.NodeRef) []outbox.Send {
+	if !slices.ContainsFunc(t.deletedFrom[id], func(n *messages.NodeRef) bool { return sameIncarnation(n, node) }) &&
+		len(t.deletedFrom[id]) < maxDeletedFrom {
+		t.deletedFrom[id] = append(t.deletedFrom[id], node)
+	}
+	return []outbox.Send{{To: node, Msg: deletedDrop(id)}}
+}
+
+// maxDeletedFrom bounds the nodes remembered for one deleted id past the
+// ones that held it when it was deleted.
+const maxDeletedFrom = 256
+
+// releaseDeletes answers the parked Deletes (the store nodes have
+// republished: every copy is listed).
+func (t *LocationTable) releaseDeletes() []outbox.Send {
+	t.republished = true
+	parked := t.parkedDeletes
+	t.parkedDeletes = nil
+	var out []outbox.Send
+	for _, d := range parked {
+		out = append(out, t.deleteObject(d.req, d.replyTo)...)
+	}
+	return out
 }

@@ -512,6 +512,9 @@ func (s *Shard) started(ctx actor.Context) {
 		}
 		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: ctx.Self().GetId(), Host: host})
 	}
+	// With no store node to wait for, the table has every copy now (it
+	// holds a Delete until then).
+	s.deliver(ctx, s.republishedAll())
 }
 
 // stopping fails the parked requests: the table is about to be lost, and
