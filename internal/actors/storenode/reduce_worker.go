@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,6 +332,22 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	}
 }
 
+// sourceCopyGone turns err, the failure of tree task t to open the copy
+// of input id on node, into UNAVAILABLE when the input is a source (an
+// application object) whose copy is not there: evicted to make room, or
+// dropped, after the coordinator placed it. The directory tells the
+// coordinator that the copy left, and it places the source elsewhere (a
+// repaired task); NOT_FOUND failed the whole Reduce with NOT_FOUND for a
+// source that exists. A Reduce intermediate's error, and a sliced
+// AllReduce's (which places no source again once it runs), stay as they
+// are.
+func sourceCopyGone(t *messages.ReduceTask, id, node string, err error) error {
+	if !errors.Is(err, messages.ErrNotFound) || strings.HasPrefix(id, internalPrefix) || t.GetSliced() || t.GetSlices() > 0 {
+		return err
+	}
+	return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the copy of source %q on %s is gone (%v); waiting for the repaired task", id, node, err)
+}
+
 // stopped names why a run ended: a canceled run was stopped (its node
 // restarted, or a newer generation replaced it), which callers see as
 // UNAVAILABLE; other errors stay as they are.
@@ -467,7 +484,7 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 	whole := w.wholeHere(t.GetSourceId()) && t.GetSize() >= netmodel.MinMeasuredTransfer
 	r, err := w.cfg.Store.OpenObject(ctx, t.GetSourceId())
 	if err != nil {
-		return measured{}, 0, err
+		return measured{}, 0, sourceCopyGone(t, t.GetSourceId(), w.cfg.Self.GetNodeId(), err)
 	}
 	if t.GetSliced() {
 		// A slice of a sliced AllReduce: its own bytes, read in place.
@@ -496,7 +513,7 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 		whole = whole && c.GetComplete()
 		s, err := w.open(ctx, c, chunk, paced(t))
 		if err != nil {
-			return measured{}, 0, err
+			return measured{}, 0, sourceCopyGone(t, c.GetObjectId(), c.GetNode().GetNodeId(), err)
 		}
 		if c.GetNode().GetNodeId() != w.cfg.Self.GetNodeId() {
 			ts := &timedStream{Stream: s}
