@@ -47,7 +47,7 @@ func TestAllReduceParticipantKilledBeforeItsGet(t *testing.T) {
 	l := start(t, cfg)
 	// The coordinator must run on node-0, the caller, never on the
 	// victim. Shard j is not always on node-j: a member that had to retry
-	// its port under load joins as a new incarnation (node-1.1), which
+	// its port under load joins as a new incarnation (node-1#1), which
 	// moves the placement.
 	target := idOwnedBy(t, l, 0, "all")
 	ctx := deadline(t, 30*time.Second)

@@ -107,7 +107,7 @@ func TestLateNoticeDoesNotHideALaterFailureOfTheSameName(t *testing.T) {
 	for _, lateFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("late notice first=%v", lateFirst), func(t *testing.T) {
 			b := start(t, Config{Nodes: 3})
-			const subject = "node-1.1" // node 1 after its first restart
+			const subject = "node-1#1" // node 1 after its first restart
 			const elsewhere = "127.0.0.1:1"
 			survivors := []int{0, 2}
 			logs := map[int]*eventLog{}
@@ -129,7 +129,7 @@ func TestLateNoticeDoesNotHideALaterFailureOfTheSameName(t *testing.T) {
 			}
 			sendLate := func() {
 				t.Helper()
-				// Another cluster's node-1.1, at an address of its own.
+				// Another cluster's node-1#1, at an address of its own.
 				late := &messages.RevokeNotice{Origin: "elsewhere", Subject: subject, From: "elsewhere", SubjectAddress: elsewhere}
 				b.System().Root.Send(freshPID(b.Member(0).revokePID.Load()), late)
 				ctx := deadline(t, 10*time.Second)

@@ -50,7 +50,7 @@ func start(t *testing.T, cfg Config) *Local {
 // member i hosts, so that a Reduce of that target is coordinated there.
 // It asks the member, not the nominal placement (idOnNode): a member that
 // had to retry its port under load joins as a new incarnation
-// (node-1.1), which moves the placement.
+// (node-1#1), which moves the placement.
 func idOwnedBy(t *testing.T, l *Local, i int, prefix string) string {
 	t.Helper()
 	for k := range 10000 {
@@ -130,7 +130,7 @@ func sendIn(l *Local, pid *actor.PID, msg any) {
 }
 
 // nodeIndexOf is the node index of a member id of the embedded cluster
-// (node-3, or node-3.1 for its second incarnation), or -1.
+// (node-3, or node-3#1 for its second incarnation), or -1.
 func nodeIndexOf(id string) int {
 	var i int
 	if _, err := fmt.Sscanf(id, "node-%d", &i); err != nil {

@@ -94,7 +94,7 @@ func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 	}
 	check("node-2")
 
-	// New incarnations (node-2.1, node-3.1) fail again: new failures.
+	// New incarnations (node-2#1, node-3#1) fail again: new failures.
 	for _, i := range []int{2, 3} {
 		if err := l.Restart(i); err != nil {
 			t.Fatal(err)
@@ -109,8 +109,8 @@ func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("node-2.1")
-	check("node-3.1")
+	check("node-2#1")
+	check("node-3#1")
 
 	// Nothing comes late: a round trip through every shard later, still
 	// one announcement per failure.
@@ -122,7 +122,7 @@ func TestKillAnnouncesEveryKillOnce(t *testing.T) {
 	if err := l.Kill(1); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"node-1", "node-2", "node-3", "node-2.1", "node-3.1"} {
+	for _, f := range []string{"node-1", "node-2", "node-3", "node-2#1", "node-3#1"} {
 		check(f)
 	}
 }

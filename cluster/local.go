@@ -226,12 +226,14 @@ func startAppSystem(log slog.Handler) (sys *actor.ActorSystem, err error) {
 	return sys, nil
 }
 
-// memberName is node i's member id in its k-th incarnation.
+// memberName is node i's member id in its k-th incarnation: "node-i",
+// then "node-i#k", the incarnation after a '#' as in a process's
+// "<bind>#<nonce>" (docs/operations.md, "How members are named").
 func memberName(i, k int) string {
 	if k == 0 {
 		return fmt.Sprintf("node-%d", i)
 	}
-	return fmt.Sprintf("node-%d.%d", i, k)
+	return fmt.Sprintf("node-%d#%d", i, k)
 }
 
 // startMember starts node i's next incarnation. Callers hold l.ops.
@@ -437,7 +439,7 @@ func (l *Local) waitDelivered(id incarnation) error {
 	}
 }
 
-// Restart starts a new incarnation of a killed node (member id node-i.k),
+// Restart starts a new incarnation of a killed node (member id node-i#k),
 // empty; it joins as a process would, and takes its share of the shards.
 func (l *Local) Restart(i int) error {
 	l.ops.Lock()

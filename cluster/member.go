@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -78,7 +79,9 @@ func HelloPID(address string) *actor.PID { return actor.NewPID(address, helloNam
 // member's). A tool that knows a member only by its address asks Hello.
 func ProcessStore(id, address string) *actor.PID {
 	_, nonce, ok := strings.Cut(id, "#")
-	if !ok || nonce == "" {
+	// A process's nonce is 8 hex digits; an embedded member's
+	// incarnation ("node-1#1") is a count, and names no actor.
+	if b, err := hex.DecodeString(nonce); !ok || err != nil || len(b) != 4 {
 		return nil
 	}
 	return memberPID(address, rootName(nonce), storeName)

@@ -228,7 +228,7 @@ type MemberConfig struct {
 // how members find each other and the data plane (DESIGN.md, "Embedded
 // and distributed").
 type embedding struct {
-	id         string // the member id: node-i, node-i.k after k restarts
+	id         string // the member id: node-i, node-i#k after k restarts
 	membership *membership
 	memory     *transport.Memory
 	estimator  *estimator.Estimator // one process, one network: shared
