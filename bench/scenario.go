@@ -73,37 +73,37 @@ const DegreeN = -1
 
 // DegreeChainLeaf in Options.Degrees stands for the published code's
 // shape, a binary tree whose leaves are chains of length about S/(B·L)
-// (Config.ReduceShape chain-leaf), in the column SysChainLeaf.
+// (the experiment reduce-shape=chain-leaf), in the column SysChainLeaf.
 const DegreeChainLeaf = -2
 
 // SysChainLeaf is the column of DegreeChainLeaf.
 const SysChainLeaf = "chain-leaf"
 
 // SysReduceBcast is ours with AllReduces forced to reduce, then
-// broadcast (Config.AllReduceShape d-ary): the allreduce scenario's
+// broadcast (the experiment allreduce-shape=d-ary): the allreduce scenario's
 // comparison with the sliced shape the cost model usually picks.
 const SysReduceBcast = "reduce-bcast"
 
 // SysActorLocates is ours with every Locate sent as an actor message
-// (--peers actor-locates, hoplite node -actor-locates) instead of on the
+// (--peers actor-locates, the experiment actor-locates) instead of on the
 // data plane: what the data plane saves, measured in the same run.
 const SysActorLocates = "ours-actor-locates"
 
 // SysStarGather is ours with a sliced AllReduce's gathers fetching every
-// slice from its root (--peers star-gather, hoplite node -no-ring-gather)
+// slice from its root (--peers star-gather, the experiment no-ring-gather)
 // instead of around the ring: what the ring saves, measured in the same
 // run.
 const SysStarGather = "ours-star-gather"
 
 // SysNoPush is ours with an inline AllReduce's participants locating its
-// result at the target's shard (--peers no-push, hoplite node
-// -no-inline-push) instead of receiving it with their Gets: what the push
+// result at the target's shard (--peers no-push, the experiment
+// no-inline-push) instead of receiving it with their Gets: what the push
 // saves, measured in the same run.
 const SysNoPush = "ours-no-push"
 
 // SysActorSubscribes is ours with Reduce coordinators subscribing to their
-// sources by actor message (--peers actor-subscribes, hoplite node
-// -actor-subscribes) instead of on the data plane: what the data plane
+// sources by actor message (--peers actor-subscribes, the experiment
+// actor-subscribes) instead of on the data plane: what the data plane
 // saves, measured in the same run.
 const SysActorSubscribes = "ours-actor-subscribes"
 

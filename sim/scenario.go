@@ -23,9 +23,9 @@ type Config struct {
 	// Num is a reduce's n of m = N sources (0: all).
 	Num int
 	// Degree, if > 0, is the reduce tree's degree instead of the cost
-	// model's (cluster.MemberConfig.ReduceDegree); Shape an AllReduce's
-	// (cluster.MemberConfig.AllReduceShape: "" the cost model's choice,
-	// cluster.ShapeSliced or cluster.ShapeDAry).
+	// model's (the reduce-degree experiment, internal/experiments); Shape
+	// an AllReduce's (the allreduce-shape experiment: "" the cost model's
+	// choice, cluster.ShapeSliced or cluster.ShapeDAry).
 	Degree int
 	Shape  string
 	// Kill is how many hosts fail, KillAt when: a fraction of the
