@@ -1070,6 +1070,20 @@ func (t *TCP) ForgetPeer(addr string) {
 	}
 }
 
+// stalled closes the idle connections pooled for addr after a stream or
+// control request to it got no byte for as long as its caller waits (a
+// stall, or the caller's deadline). Those connections idled through the
+// same outage, and one that the outage left half-open (a close or reset
+// of the peer's end that never arrived) is not told from a live one
+// until a request on it waits that long too: a fetch that located the
+// same sender again, as the last whole copy is, took the next pooled
+// connection and stalled again at offset 0, once per connection pooled,
+// after the network had healed. Dialed afresh, the next attempt meets
+// the peer as it is now.
+func (t *TCP) stalled(addr string) {
+	t.ForgetPeer(addr)
+}
+
 func (t *TCP) dropConn(c *tcpConn) {
 	t.mu.Lock()
 	delete(t.active, c)
@@ -1436,6 +1450,7 @@ const headerWait = 200 * time.Millisecond
 func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payload bool, expect int) error {
 	stall := s.t.cfg.StallTimeout
 	stallAt := time.Now().Add(stall)
+	moved := false // a byte came in this call
 	for *n < len(p) {
 		now := time.Now()
 		dl := stallAt
@@ -1444,6 +1459,9 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		}
 		if d, ok := ctx.Deadline(); ok {
 			if !now.Before(d) {
+				if !moved {
+					s.t.stalled(s.addr)
+				}
 				return messages.AsError(context.DeadlineExceeded)
 			}
 			if d.Before(dl) {
@@ -1464,13 +1482,16 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		*n += m
 		s.got += m
 		if m > 0 {
-			stallAt = time.Now().Add(stall)
+			stallAt, moved = time.Now().Add(stall), true
 		}
 		if err == nil || (m > 0 && isTimeout(err)) {
 			continue
 		}
 		if isTimeout(err) {
 			if err := ctxErr(ctx); err != nil {
+				if !moved && errors.Is(err, messages.ErrTimeout) {
+					s.t.stalled(s.addr)
+				}
 				return err
 			}
 			if expect > 0 {
@@ -1487,6 +1508,7 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 				}
 			}
 			s.t.logf("transport: data peer %s sent nothing for %v; dropping connection", s.addr, stall)
+			s.t.stalled(s.addr)
 			return s.failWith(messages.Errorf(messages.ErrorCode_TIMEOUT,
 				"data peer %s sent nothing for %v (object %q)", s.addr, stall, s.id))
 		}

@@ -74,7 +74,8 @@ type TCPStats struct {
 	// (no or an unverifiable client certificate, not TLS at all).
 	HandshakeFailures int64
 	// IdleReaped counts pooled client connections closed because they
-	// were idle too long or their peer was forgotten (ForgetPeer).
+	// were idle too long, their peer was forgotten (ForgetPeer), or a
+	// stream or control request to their peer stalled.
 	IdleReaped int64
 }
 

@@ -201,7 +201,7 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	n, err := c.r.ReadHead(head[:])
 	got += n
 	if err != nil {
-		return nil, got, t.callReadError(ctx, c, err)
+		return nil, got, t.callReadError(ctx, c, err, got == 0)
 	}
 	if [4]byte(head[:4]) != respMagic {
 		return nil, got, t.callProtocolError(c, "not a data plane answer (magic %q)", head[:4])
@@ -224,7 +224,7 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	n, err = c.r.ReadFull(p, false)
 	got += n
 	if err != nil {
-		return nil, got, t.callReadError(ctx, c, err)
+		return nil, got, t.callReadError(ctx, c, err, false)
 	}
 	inStep = true
 	if kind == frameError {
@@ -238,11 +238,19 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	return p, got, nil
 }
 
-func (t *TCP) callReadError(ctx context.Context, c *tcpConn, err error) error {
+// callReadError is the error of a control exchange whose read failed;
+// silent: no byte of the answer came.
+func (t *TCP) callReadError(ctx context.Context, c *tcpConn, err error, silent bool) error {
 	if cerr := ctxErr(ctx); cerr != nil {
+		if silent && errors.Is(cerr, messages.ErrTimeout) {
+			t.stalled(c.addr) // see stalled: the peer may answer nothing on any of them
+		}
 		return cerr
 	}
 	if isTimeout(err) { // the deadline, a hair before ctx saw it
+		if silent {
+			t.stalled(c.addr)
+		}
 		return messages.AsError(context.DeadlineExceeded)
 	}
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
