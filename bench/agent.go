@@ -17,7 +17,7 @@ import (
 )
 
 // AgentName is the bench agent's actor name in a `hoplite node
-// -bench-agent`.
+// -experiments bench-agent`.
 const AgentName = "bench-agent"
 
 // StartAgent spawns the bench agent in member m: the testbed driver asks

@@ -22,7 +22,7 @@ import (
 )
 
 // opsProcesses is the processes mode: this process's member calls, and a
-// `hoplite node -bench-agent` process on loopback is the other member.
+// `hoplite node -experiments bench-agent` process on loopback is the other member.
 // Both run the TCP data plane, as a deployed cluster does.
 type opsProcesses struct {
 	m         *cluster.Member

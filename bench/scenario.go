@@ -126,7 +126,7 @@ const SysGoProcs = "ours-go-procs"
 const SysKernelSlack = "ours-kernel-slack"
 
 // SysOursCold is ours with every testbed node left cold when it reports
-// ready (--peers cold, hoplite node -no-warm-up): no data-plane
+// ready (--peers cold, the experiment no-warm-up): no data-plane
 // connections to its peers until an operation dials them, no stated link
 // rate taken as its bandwidth, 4 KiB pages for its object buffers
 // (cluster/warmup.go). With --fresh, its

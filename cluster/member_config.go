@@ -116,7 +116,7 @@ type MemberConfig struct {
 	// the warm-up faults in and keeps for the buffers of 4 MiB or more
 	// the process makes (bufalloc.Reserve, once per process, so the
 	// members of an embedded cluster share it): DefaultWarmMemory if 0,
-	// none if negative or with the no-warm-up experiment. It is held for the life of the
+	// none if negative. It is held for the life of the
 	// process, and serves the next buffers again whenever the ones cut
 	// from it are unreachable. Up to as much of the memory of large
 	// buffers that nothing

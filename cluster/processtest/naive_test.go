@@ -9,9 +9,9 @@ import (
 	"github.com/hoplite-go/hoplite/internal/testutil"
 )
 
-// `hoplite node -naive` members are the baseline end to end: receivers
+// `hoplite node -experiments naive` members are the baseline end to end: receivers
 // that Get at the same time all fetch from the creator. Chunks are slowed
-// so that the transfers overlap: a member that ignored -naive would send
+// so that the transfers overlap: a member that ignored the experiment would send
 // the second receiver to the first one's partial copy.
 func TestProcessNaiveNodesFetchFromTheCreator(t *testing.T) {
 	bin := hopliteBinary(t)
