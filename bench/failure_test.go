@@ -67,7 +67,8 @@ func TestFailureSystemsWithDegrees(t *testing.T) {
 	tb := &testbedRun{o: o, tb: &Testbed{Namespaces: []string{"x-h0", "x-h1", "x-h2"}, Binary: "/bin/hoplite"}}
 	for _, s := range o.systems() {
 		args := strings.Join(tb.nodeArgs(1, s, "198.18.77.2:20000", 30000, nil), " ")
-		want := map[string]string{"d=2-failure": " -reduce-degree 2", "chain-leaf-failure": " -reduce-shape chain-leaf", SysOursFailure: "bit"}[s.name]
+		want := map[string]string{"d=2-failure": " -experiments bench-agent,reduce-degree=2",
+			"chain-leaf-failure": " -experiments bench-agent,reduce-shape=chain-leaf", SysOursFailure: " -experiments bench-agent"}[s.name]
 		if want != "" && !strings.HasSuffix(args, want) {
 			t.Errorf("%s: %s, want it to end in %q", s.name, args, want)
 		}
