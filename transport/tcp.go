@@ -1075,11 +1075,10 @@ func (t *TCP) ForgetPeer(addr string) {
 // stall, or the caller's deadline). Those connections idled through the
 // same outage, and one that the outage left half-open (a close or reset
 // of the peer's end that never arrived) is not told from a live one
-// until a request on it waits that long too: a fetch that located the
-// same sender again, as the last whole copy is, took the next pooled
-// connection and stalled again at offset 0, once per connection pooled,
-// after the network had healed. Dialed afresh, the next attempt meets
-// the peer as it is now.
+// until a request on it waits that long too: a fetch that locates the
+// same sender again, as it does the last whole copy, would take the next
+// pooled connection and stall again, once per connection pooled. Dialed
+// afresh, the next attempt meets the peer as it is now.
 func (t *TCP) stalled(addr string) {
 	t.ForgetPeer(addr)
 }

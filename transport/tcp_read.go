@@ -29,7 +29,8 @@ import (
 // default. A peer that sends a frame's bytes slower than 256 KiB (64 KiB
 // under TLS) per StallTimeout (9 KiB/s at the default 30 s) looks
 // stalled: a conforming sender writes a frame's payload whole, at the
-// link's pace.
+// link's pace. Under TLS a payload read never waits for more than the
+// payload's rest less a record's plaintext (see tlsRecordPlaintext).
 type connReader struct {
 	nc net.Conn
 	// raw is the TCP socket under nc (under its TLS, if any); nil if nc
@@ -79,6 +80,16 @@ const payloadLowat = 256 << 10
 // socket a record at a time and may hold bytes it read ahead: the socket
 // may never see a payload's whole rest, so asking for less leaves room.
 const tlsPayloadLowat = 64 << 10
+
+// tlsRecordPlaintext is the most plaintext one TLS record carries.
+// crypto/tls reads the socket only when it holds no whole record, and
+// then at most the start of one: the socket still gets all of a
+// payload's rest but that record's share, so a wait for the rest less
+// tlsRecordPlaintext bytes always ends. A wait for the whole rest, once
+// crypto/tls held the start of its last record, waited for bytes that
+// never came, to the read deadline: a fetch of an object of one chunk
+// stalled at offset 0 every time it met that timing.
+const tlsRecordPlaintext = 16 << 10
 
 func newConnReader(nc net.Conn) *connReader {
 	r := &connReader{nc: nc}
@@ -197,7 +208,7 @@ func (r *connReader) ReadPayload(p []byte) (int, error) {
 		return n, nil
 	}
 	if !r.plain {
-		r.setLowat(min(len(p), tlsPayloadLowat))
+		r.setLowat(max(1, min(len(p)-tlsRecordPlaintext, tlsPayloadLowat)))
 		return r.nc.Read(p)
 	}
 	r.setLowat(min(len(p), payloadLowat))
