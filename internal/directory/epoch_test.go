@@ -3,6 +3,7 @@ package directory
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -130,12 +131,14 @@ func TestRebuiltShardLearnsAnUnknownObjectFromAFetchDone(t *testing.T) {
 
 // Once every store node has republished to a shard that started over, an
 // object it knows only from partial copies (their receivers' sender died
-// before the shard started over) can never be read whole: it is LOST, and
-// Gets waiting for it hear so then, not at their deadlines. Objects with
-// a whole copy, a creator's copy, inline bytes or a Reduce producing them
-// are not.
+// before the shard started over) can never be read whole: it is LOST
+// once none may be whole (their receivers located again, or LossGrace
+// passed without a report), and Gets waiting for it hear so then, not at
+// their deadlines. Objects with a whole copy, a creator's copy, inline
+// bytes or a Reduce producing them are not.
 func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
-	tb := NewLocationTable(TableConfig{Amnesic: true, Instance: 7})
+	const grace = 100 * time.Millisecond
+	tb := NewLocationTable(TableConfig{Amnesic: true, Instance: 7, LossGrace: grace})
 	partial := func(id string, n int, creator bool) {
 		tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_PARTIAL, Size: 1 << 20, Creator: creator})
 	}
@@ -152,6 +155,11 @@ func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
 		t.Fatalf("a Get of the orphan before the rebuild is over: %v, want it to wait", out)
 	}
 	out := tb.Republished().Sends
+	if r := repliesTo(out, replyTo("r6")); len(r) != 0 {
+		t.Fatalf("the parked Get of the orphan while its copies may be whole: %v, want it to wait", r)
+	}
+	out = append(out, tb.Tick(t0).Sends...)
+	out = append(out, tb.Tick(t0.Add(grace)).Sends...)
 	if r := locateReply(t, out, replyTo("r6")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the parked Get of the orphan: %v, want LOST", r.GetError())
 	}

@@ -147,6 +147,20 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		// receivers take it as their sender.
 		e.known, sameBytes = false, true
 	}
+	if e.known && e.withdrawn && !e.whole && !e.hasSource() {
+		// The partial copies left are of a Put that failed before any copy
+		// was whole (see unborn), and this Put has other bytes: they are
+		// dropped, and the id is created anew.
+		reset := messages.Errorf(messages.ErrorCode_RESET, "the Put that made this copy of %q failed, and the id was Put again with other contents", id)
+		for nid, loc := range e.locs {
+			t.endTransfer(e, nid, true)
+			if nid != req.GetCreator().GetNodeId() {
+				stale = append(stale, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: id, Reason: reset}})
+			}
+		}
+		clear(e.locs)
+		e.known = false
+	}
 	if e.known {
 		if own := e.locs[req.GetCreator().GetNodeId()]; own != nil && own.creator &&
 			e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
@@ -161,8 +175,10 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
+	e.withdrawn, e.doubt = false, nil
 	e.target.created(req)
 	if !sameBytes {
+		e.whole = false
 		// Whatever copies of the id went before held other contents (a
 		// Reduce's earlier root, a released target, a lost object Put
 		// again): a report of one of them is stale (see FetchDone).
@@ -298,6 +314,14 @@ func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) outbox.Box {
 		return outbox.Box{}
 	}
 	node := req.GetNode().GetNodeId()
+	if e.locs[node] == nil {
+		// No copy of node's is listed (a receiver named it failed, or it
+		// went with its node): nothing changes. Taken for a copy going,
+		// it made an object lost whose creator's copy a receiver had
+		// named failed, as the creator's Put withdrew it.
+		return outbox.Box{}
+	}
+	e.withdraw(node)
 	out := t.removeLocation(e, node)
 	if fx, lost := t.markLostIfGone(e, node); lost {
 		return outbox.Box{Sends: append(out, fx...)}
@@ -412,6 +436,9 @@ func (t *LocationTable) FetchAborted(req *messages.FetchAborted) outbox.Box {
 		}
 	}
 	out := t.removeLocation(e, req.GetReceiver().GetNodeId())
+	if fx := t.recheck(e); fx != nil {
+		return outbox.Box{Sends: append(out, fx...)}
+	}
 	return outbox.Box{Sends: append(out, t.serveWaiters(e)...)}
 }
 
@@ -428,6 +455,7 @@ func (t *LocationTable) setLocation(e *entry, node *messages.NodeRef, state mess
 	}
 	loc.state = state
 	loc.creator = loc.creator || creator
+	e.born(state, creator)
 	if state == messages.LocationState_COMPLETE {
 		loc.fetchingFrom = ""
 		loc.unoffered = false

@@ -120,13 +120,15 @@ func (t *LocationTable) endLoss(id, node string) bool {
 // bytes, no complete copy and no creator's copy (which completes from its
 // Put) remain after node's copy went, and no Reduce is producing it. Its
 // waiters fail with LOST, partial copies (which can never complete) are
-// dropped, and the id is remembered as lost.
+// dropped, and the id is remembered as lost. One not born yet, or in
+// doubt, is not lost (see settleLoss).
 func (t *LocationTable) markLostIfGone(e *entry, node string) ([]outbox.Send, bool) {
 	if !t.unreadable(e) {
+		e.doubt = nil
 		return nil, false
 	}
-	return t.markLost(e, messages.Errorf(messages.ErrorCode_LOST,
-		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node)), true
+	return t.settleLoss(e, messages.Errorf(messages.ErrorCode_LOST,
+		"object %q is lost: no complete copy remains (the last was on %s, which failed or let it go); Put it again to re-create it", e.id, node))
 }
 
 // unreadable reports whether e is an object nobody can read any more: no
@@ -142,7 +144,8 @@ func (t *LocationTable) unreadable(e *entry) bool {
 // object it knows only from partial copies (a rebuilt shard learns them
 // from receivers whose sender died before the shard started over) can
 // never be read whole: it is lost, its parked Gets fail with LOST instead
-// of waiting for their deadlines, and its partial copies are dropped.
+// of waiting for their deadlines, and its partial copies are dropped
+// (unless one may be whole already, or it is not born yet: settleLoss).
 // The Deletes an amnesic table held until now are answered first.
 func (t *LocationTable) Republished() outbox.Box {
 	// The Deletes first: a copy they drop is deleted, not lost.
@@ -155,8 +158,9 @@ func (t *LocationTable) Republished() outbox.Box {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		out = append(out, t.markLost(t.entries[id], messages.Errorf(messages.ErrorCode_LOST,
-			"object %q is lost: no complete copy remains (every store node has republished its copies to this directory shard, which started over, and none is whole); Put it again to re-create it", id))...)
+		fx, _ := t.settleLoss(t.entries[id], messages.Errorf(messages.ErrorCode_LOST,
+			"object %q is lost: no complete copy remains (every store node has republished its copies to this directory shard, which started over, and none is whole); Put it again to re-create it", id))
+		out = append(out, fx...)
 	}
 	return outbox.Box{Sends: out}
 }

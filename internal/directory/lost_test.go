@@ -3,6 +3,7 @@ package directory
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
@@ -23,9 +24,10 @@ func dropsTo(out []outbox.Send, n int) *messages.DropObject {
 	return nil
 }
 
-// An object whose every complete copy died is LOST at once: Locates fail
-// fast, partial copies (which can never complete) are
-// dropped; a new Put of the id re-creates it.
+// An object whose every complete copy died is LOST once no partial copy
+// may be whole (the receivers fed from it located again): Locates fail
+// fast, partial copies (which can never complete) are dropped; a new Put
+// of the id re-creates it.
 func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
@@ -40,6 +42,10 @@ func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
 	}
 
 	out := tb.NodeFailed("n0").Sends
+	out = append(out, relocate(tb, "x", 1, 0, false, t0)...) // n1's stream from n0 ended short
+	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("n1's Locate: %v, want LOST", r.GetError())
+	}
 	for _, n := range []int{1, 2} {
 		d := dropsTo(out, n)
 		if d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
@@ -76,8 +82,10 @@ func TestObjectWithASurvivingCopyIsNotLost(t *testing.T) {
 	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
 		t.Fatalf("with n1's complete copy left: %v from %s", r.GetError(), r.GetSender().GetNodeId())
 	}
-	// The last complete copy evicted (the creator is gone): lost.
+	// The last complete copy evicted (the creator is gone): lost, once
+	// n2's stream from it ends short.
 	out := tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends
+	out = append(out, relocate(tb, "x", 2, 1, true, t0)...)
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("n2's partial copy after the last complete one went: %v", out)
 	}
@@ -380,18 +388,22 @@ func TestSubscribersHearTheLastEviction(t *testing.T) {
 }
 
 // A receiver's fetch finished just as its sender's node died, and its
-// FetchDone came after the failure made the object lost: the loss had
-// dropped that partial copy, so the copy is freed when the drop reaches
-// its node, and the FetchDone must not make it a location. Recorded, it
-// was a COMPLETE copy for subscribers and senders while Gets failed LOST.
+// FetchDone came after the object was found lost (the grace passed
+// without it): the loss had dropped that partial copy, so the copy is
+// freed when the drop reaches its node, and the FetchDone must not make
+// it a location. Recorded, it was a COMPLETE copy for subscribers and
+// senders while Gets failed LOST.
 func TestFetchDoneOfACopyTheLossDroppedIsIgnored(t *testing.T) {
-	tb := NewLocationTable(TableConfig{})
+	const grace = 100 * time.Millisecond
+	tb := NewLocationTable(TableConfig{LossGrace: grace})
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
 	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
 	locate(tb, "x", 1, t0) // n1 streams from n0
-	if d := dropsTo(tb.NodeFailed("n0").Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+	tb.NodeFailed("n0")
+	tb.Tick(t0)
+	if d := dropsTo(tb.Tick(t0.Add(grace)).Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
 	}
 	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20}).Sends
@@ -428,6 +440,7 @@ func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
 	// n2 gives up on n1 (a stall): n1 leaves the table, n2 takes n0.
 	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
 	out := tb.NodeFailed("n0").Sends
+	out = append(out, relocate(tb, "x", 2, 0, false, t0)...) // n2's stream from n0 ended short
 	if dropsTo(out, 1) != nil || dropsTo(out, 2) == nil {
 		t.Fatalf("n0 failed: %v, want n2's copy dropped and nothing sent to n1", out)
 	}
@@ -445,7 +458,8 @@ func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
 // a copy is removed any other way: a Reduce coordinator kept a dropped
 // copy among its source's locations.
 func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
-	tb := NewLocationTable(TableConfig{})
+	const grace = 100 * time.Millisecond
+	tb := NewLocationTable(TableConfig{LossGrace: grace})
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
@@ -456,7 +470,9 @@ func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
 	if got := updates(locate(tb, "x", 2, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n2" {
 		t.Fatalf("n2 starts fetching: subscriber heard %v, want n2 PARTIAL", got)
 	}
-	out := tb.NodeFailed("n0").Sends
+	out := tb.NodeFailed("n0").Sends // in doubt until the grace passes
+	out = append(out, tb.Tick(t0).Sends...)
+	out = append(out, tb.Tick(t0.Add(grace)).Sends...)
 	left := map[string]bool{}
 	got := updates(out, sub)
 	if len(got) == 0 {
@@ -584,6 +600,8 @@ func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 	}
 	rootComplete(tb, "t", 0, 1<<20, "red#1") // serves n3 from n0 (its stream fails)
 	out := tb.NodeFailed("n0").Sends         // the watch, renewed, says n0 is gone
+	out = append(out, relocate(tb, "t", 2, 0, false, t0)...)
+	out = append(out, relocate(tb, "t", 3, 0, false, t0)...)
 	for _, n := range []int{2, 3} {
 		if d := dropsTo(out, n); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 			t.Fatalf("the reader's partial copy on n%d: drop %v, want LOST", n, d)

@@ -66,6 +66,10 @@ type TableConfig struct {
 	// 1: one, and a broadcast whose receivers ask together forms a
 	// chain; see fanout.go).
 	FanOut int
+	// LossGrace bounds how long an object whose last readable copy went
+	// stays in doubt while a receiver's partial copy may be whole already,
+	// its FetchDone on the way (DefaultLossGrace if 0; see loss.go).
+	LossGrace time.Duration
 }
 
 // epochCountBits is how many low bits of an epoch count a table's epochs
@@ -84,7 +88,7 @@ func SameTable(a, b uint64) bool { return a>>epochCountBits == b>>epochCountBits
 // DefaultTableConfig returns the limits used when a field is zero.
 func DefaultTableConfig() TableConfig {
 	return TableConfig{InlineLimit: 64 << 10, InlineUplink: DefaultInlineUplink, MaxObjectIDLen: 1024, TombstoneLimit: 1 << 16, TransferLogLimit: 256,
-		MaxEntries: 1 << 20, MaxWaitersPerObject: 1 << 14, MaxSubscribersPerObject: 1 << 14}
+		MaxEntries: 1 << 20, MaxWaitersPerObject: 1 << 14, MaxSubscribersPerObject: 1 << 14, LossGrace: DefaultLossGrace}
 }
 
 func (c TableConfig) withDefaults() TableConfig {
@@ -113,6 +117,9 @@ func (c TableConfig) withDefaults() TableConfig {
 	if c.MaxSubscribersPerObject <= 0 {
 		c.MaxSubscribersPerObject = d.MaxSubscribersPerObject
 	}
+	if c.LossGrace <= 0 {
+		c.LossGrace = d.LossGrace
+	}
 	return c
 }
 
@@ -136,6 +143,15 @@ type entry struct {
 	// epoch names the entry's contents (see LocationTable.newEpoch):
 	// copies of another epoch hold bytes that are no longer valid.
 	epoch uint64
+	// whole: a copy of these contents was complete once.
+	whole bool
+	// withdrawn: the creator's copy went while its node lived (its Put
+	// failed) before any copy was whole. Until a creator's or a whole
+	// copy is listed again, the object is not lost (see loss.go).
+	withdrawn bool
+	// doubt is set while the object has no readable copy but a
+	// receiver's partial copy may be whole already (see loss.go).
+	doubt *lossDoubt
 }
 
 // LocationTable is the state of one directory shard. It is not safe for

@@ -78,7 +78,13 @@ func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time)
 			}
 		}
 	}
-	return outbox.Box{Sends: append(out, t.locate(req, replyTo, now)...)}
+	out = append(out, t.locate(req, replyTo, now)...)
+	if e := t.entries[req.GetObjectId()]; e != nil {
+		// The receiver's copy stopped streaming (it locates again), or a
+		// sender it named went: a doubt may be settled.
+		out = append(out, t.recheck(e)...)
+	}
+	return outbox.Box{Sends: out}
 }
 
 func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time) []outbox.Send {
@@ -103,6 +109,7 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 	if f := req.GetFailedSender(); nodeOK(f) && f.GetNodeId() != rid {
 		loc := e.locs[f.GetNodeId()]
 		if loc != nil && req.GetFailedSenderLacks() && sameIncarnation(loc.node, f) {
+			e.withdraw(f.GetNodeId()) // its node lives, and let the copy go
 			out = append(out, t.removeLocation(e, f.GetNodeId())...)
 			if fx, lost := t.markLostIfGone(e, f.GetNodeId()); lost {
 				out = append(out, fx...)
@@ -289,9 +296,11 @@ func (t *LocationTable) query(req *messages.QueryObject, replyTo any, now time.T
 	return nil
 }
 
-// NextDeadline is when Tick may next have a parked request to time out
-// (zero: none is parked). It may be early, never late: a request answered
-// before its deadline leaves it in place, and that Tick finds nothing.
+// NextDeadline is when Tick may next have a parked request to time out,
+// or a doubt to settle (zero: neither). It may be early, never late: a
+// request answered before its deadline leaves it in place, and that Tick
+// finds nothing. A doubt that just began asks for a Tick at once, long
+// past, whose time its grace starts from (see doubt.go).
 func (t *LocationTable) NextDeadline() time.Time { return t.nextDeadline }
 
 // Tick answers every parked request whose deadline has passed with TIMEOUT.
@@ -303,6 +312,12 @@ func (t *LocationTable) Tick(now time.Time) outbox.Box {
 	t.nextDeadline = time.Time{}
 	var out []outbox.Send
 	for _, e := range t.entries {
+		if e.doubt != nil {
+			if fx, lost := t.doubtTick(e, now); lost {
+				out = append(out, fx...)
+				continue
+			}
+		}
 		kept := e.waiters[:0]
 		unavoided := false
 		for _, w := range e.waiters {
