@@ -1165,6 +1165,7 @@ type tcpStream struct {
 	fatal     error // the stream failed for good
 	answered  bool  // the peer ended the stream with an error frame
 	got       int   // response bytes received
+	payload   int64 // data payload bytes received, partial chunks included
 	buf       []byte
 
 	// Frame parsing survives a Next that times out mid-frame.
@@ -1183,6 +1184,11 @@ type tcpStream struct {
 }
 
 func (s *tcpStream) Size() int64 { return s.size }
+
+var _ PayloadCounter = (*tcpStream)(nil)
+
+// PayloadReceived implements PayloadCounter.
+func (s *tcpStream) PayloadReceived() int64 { return s.payload }
 
 // conn returns the stream's connection, or nil after Close.
 func (s *tcpStream) conn() *tcpConn {
@@ -1480,6 +1486,9 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		}
 		*n += m
 		s.got += m
+		if payload {
+			s.payload += int64(m)
+		}
 		if m > 0 {
 			stallAt, moved = time.Now().Add(stall), true
 		}

@@ -50,6 +50,16 @@ type Stream interface {
 	Close()
 }
 
+// PayloadCounter is a Stream that counts the payload bytes it received,
+// those of a chunk that has not come whole yet included (TCP's). A
+// caller that bounds each NextInto by a stall timeout tells by it a
+// chunk that is still arriving, on a link slower than a chunk per stall
+// timeout, from one of which nothing came. Call it between NextIntos,
+// not during one.
+type PayloadCounter interface {
+	PayloadReceived() int64
+}
+
 // Transport connects store nodes' data planes: streams of objects, and
 // control requests (Caller) on the same connections. Both transports,
 // Memory and TCP, implement all of it.

@@ -559,9 +559,7 @@ func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer
 		if err != nil {
 			return err
 		}
-		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
-		n, err := s.NextInto(cctx, tail)
-		cancel()
+		n, err := nextChunk(ctx, cfg, s, tail)
 		if err == io.EOF {
 			return nil
 		}
@@ -578,6 +576,30 @@ func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer
 			return err
 		}
 		off += int64(n)
+	}
+}
+
+// nextChunk is s.NextInto(dst) within ctx, failed TIMEOUT once no byte of
+// the chunk came for the stall timeout. A chunk whose bytes still come
+// is waited for on: on a slow link (a bandwidth drop, a loaded sender) a
+// whole chunk can take longer than the stall timeout, and bounding each
+// chunk by it gave up a sender that was sending, to start the chunk
+// again from its first byte, from the same sender, as often as the
+// deadline allowed.
+func nextChunk(ctx context.Context, cfg *Config, s transport.Stream, dst []byte) (int, error) {
+	pc, _ := s.(transport.PayloadCounter)
+	for {
+		var before int64
+		if pc != nil {
+			before = pc.PayloadReceived()
+		}
+		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
+		n, err := s.NextInto(cctx, dst)
+		cancel()
+		if err != nil && pc != nil && ctx.Err() == nil && errors.Is(err, messages.ErrTimeout) && pc.PayloadReceived() > before {
+			continue // the stream stays usable after its ctx ended mid-chunk
+		}
+		return n, err
 	}
 }
 
@@ -609,9 +631,7 @@ func streamToBuffer(ctx context.Context, cfg *Config, id string, dst *getinto.Bu
 		return off, messages.Errorf(messages.ErrorCode_INTERNAL, "object %q: sender has %d bytes, expected %d", id, s.Size(), size)
 	}
 	for off < size {
-		cctx, cancel := context.WithTimeout(ctx, cfg.stall())
-		n, err := s.NextInto(cctx, b[off:])
-		cancel()
+		n, err := nextChunk(ctx, cfg, s, b[off:])
 		if err == io.EOF {
 			return off, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "object %q: the stream from %s ended at %d of %d bytes", id, sender.GetNodeId(), off, size)
 		}
