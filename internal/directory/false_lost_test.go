@@ -253,3 +253,32 @@ func TestCreatorNamedFailedBeforeItsWithdrawalIsNotLost(t *testing.T) {
 		}
 	}
 }
+
+// A rebuilt shard found an object lost (it knew only receivers' partial
+// copies, which located again), and then learns of a Put of it still
+// copying: the creator's republished partial copy. That Put re-creates
+// the id, as its CreateObject would; dropped, the Put answered LOST
+// (chaos seed 239).
+func TestCreatorsPartialCopyEndsALoss(t *testing.T) {
+	tb := NewLocationTable(TableConfig{Amnesic: true})
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42})
+	tb.Republished()
+	out := relocate(tb, "x", 1, 4, false, t0) // n1's stream from n4 ended short
+	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("n1's Locate: %v, want LOST", r)
+	}
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(4), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42, Creator: true}).Sends
+	if d := dropsTo(out, 4); d != nil {
+		t.Fatalf("the creator's copy of a Put under way was dropped: %v", d)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n4" {
+		t.Fatalf("a Get after the creator's publication: %v, want the creator's copy", r)
+	}
+	// A receiver's partial copy still cannot end a loss.
+	tb.NodeFailed("n4")
+	tb.NodeFailed("n2")
+	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(3), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42}).Sends
+	if d := dropsTo(out, 3); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("a receiver's partial copy of a lost object: %v, want a drop with LOST", out)
+	}
+}

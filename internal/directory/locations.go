@@ -229,8 +229,13 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 		return nil
 	}
 	if l, ok := t.lost[id]; ok {
-		if req.GetState() != messages.LocationState_COMPLETE {
-			// A partial copy of a lost object can never complete.
+		if req.GetState() != messages.LocationState_COMPLETE && !req.GetCreator() {
+			// A receiver's partial copy of a lost object can never
+			// complete. A creator's completes from its Put, which re-creates
+			// the id as its CreateObject would: dropped, the Put answered
+			// LOST (a Put retried after its first attempt's shard died,
+			// whose copy the rebuilt shard learned from its republication
+			// after it found the object lost).
 			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
 		}
 		if !t.endLoss(id, req.GetNode().GetNodeId()) {
