@@ -16,10 +16,10 @@
 // the update and broadcasts the new weights back to these nodes").
 //
 // Hoplite turns the Reduce into a tree over the workers' nodes and the
-// contributors' Gets into a broadcast tree. The naive baseline
-// (the naive experiment of internal/experiments, which only
-// programs of this module can turn on) gathers every gradient at the server and sends
-// the weights to every contributor from the server, like Ray without
+// contributors' Gets into a broadcast tree. The naive baseline (the
+// naive experiment of internal/experiments, which only programs of this
+// module can turn on) gathers every gradient at the server and sends the
+// weights to every contributor from the server, like Ray without
 // collectives. Both run in the same process, one after the other, and the
 // program prints their training throughput in samples per second.
 //

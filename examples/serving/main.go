@@ -11,11 +11,11 @@
 // majority for each image (ties go to the lowest class).
 //
 // With Hoplite the models' Gets of one batch form a broadcast tree by
-// themselves. The naive baseline (the naive experiment of internal/experiments, which only
-// programs of this module can turn on) sends the batch to
-// every model from the frontend, like Ray without collectives. Both run in
-// the same process, one after the other, and the program prints their
-// throughput in queries per second.
+// themselves. The naive baseline (the naive experiment of
+// internal/experiments, which only programs of this module can turn on)
+// sends the batch to every model from the frontend, like Ray without
+// collectives. Both run in the same process, one after the other, and the
+// program prints their throughput in queries per second.
 package main
 
 import (
