@@ -45,7 +45,7 @@ var tickNow = time.Unix(0, 1)
 // doubt). It reports whether e is lost.
 func (t *LocationTable) settleLoss(e *entry, err *messages.Error) ([]outbox.Send, bool) {
 	switch {
-	case e.withdrawn && !e.whole:
+	case e.withdrawn != nil && !e.whole:
 		e.doubt = nil
 		t.unborn(e)
 		return nil, false
@@ -65,7 +65,7 @@ func (t *LocationTable) settleLoss(e *entry, err *messages.Error) ([]outbox.Send
 // doubt or not born yet: a copy that may have been whole stopped
 // streaming, or a copy of an unborn object went.
 func (t *LocationTable) recheck(e *entry) []outbox.Send {
-	if e.doubt == nil && !e.withdrawn {
+	if e.doubt == nil && e.withdrawn == nil {
 		return nil
 	}
 	if !t.unreadable(e) {
@@ -84,15 +84,16 @@ func (e *entry) born(state messages.LocationState, creator bool) {
 		e.whole = true
 	}
 	if state == messages.LocationState_COMPLETE || creator {
-		e.doubt, e.withdrawn = nil, false
+		e.doubt, e.withdrawn = nil, nil
 	}
 }
 
 // withdraw notes that node's copy, about to go while its node lives, is
-// a creator's that was never whole: its Put failed (see unborn).
+// a creator's that was never whole: its Put failed, or a receiver's
+// stream from it ended (see unborn, and creatorFailed).
 func (e *entry) withdraw(node string) {
 	if l := e.locs[node]; l != nil && l.creator && l.state != messages.LocationState_COMPLETE {
-		e.withdrawn = true
+		e.withdrawn = l.node
 	}
 }
 
@@ -149,4 +150,16 @@ func (t *LocationTable) doubtTick(e *entry, now time.Time) ([]outbox.Send, bool)
 		t.noteDeadline(d.until)
 	}
 	return nil, false
+}
+
+// creatorFailed settles e when node, which failed, is the creator that
+// withdrew its copy (or was named a failed sender) before any copy was
+// whole: no Put of it is under way any more, and the object is lost
+// unless another copy can still be read. It reports whether e was lost.
+func (t *LocationTable) creatorFailed(e *entry, node string, same func(*messages.NodeRef) bool) ([]outbox.Send, bool) {
+	if w := e.withdrawn; w == nil || w.GetNodeId() != node || !same(w) {
+		return nil, false
+	}
+	e.withdrawn = nil
+	return t.markLostIfGone(e, node)
 }

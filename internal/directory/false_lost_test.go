@@ -282,3 +282,35 @@ func TestCreatorsPartialCopyEndsALoss(t *testing.T) {
 		t.Fatalf("a receiver's partial copy of a lost object: %v, want a drop with LOST", out)
 	}
 }
+
+// A receiver names a creator's copy still being Put a failed sender (its
+// stream ended, the creator lives), and then another receiver's member
+// dies: the object is not lost, for the creator's Put is under way, and
+// its copy serves once it is published whole. Only the creator's own
+// failure loses it then.
+func TestReceiversFailureAfterTheCreatorWasNamedFailedIsNotLost(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	locate(tb, "x", 1, t0) // n1 <- n0
+	locate(tb, "x", 2, t0) // n2 <- n1
+	noLoss(t, "n1 names the creator failed", relocate(tb, "x", 1, 0, false, t0))
+	noLoss(t, "n2's member fails", tb.NodeFailed("n2").Sends)
+	out := locate(tb, "x", 3, t0)
+	noLoss(t, "a Get after n2's failure", out)
+	out = complete(tb, "x", 0, 1<<20, true) // the Put's copy is whole after all
+	noLoss(t, "the creator publishes its whole copy", out)
+	if r := locateReply(t, out, replyTo("r1")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
+		t.Fatalf("n1 once the creator's copy is whole: %v", r)
+	}
+
+	tb = NewLocationTable(TableConfig{})
+	create(t, tb, "y", 1<<20, 0)
+	locate(tb, "y", 1, t0)
+	locate(tb, "y", 2, t0)
+	relocate(tb, "y", 1, 0, false, t0)
+	tb.NodeFailed("n2")
+	out = tb.NodeFailed("n0").Sends // the creator dies: nothing can finish y
+	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
+		t.Fatalf("n1 after the creator's failure: %v, want LOST", r)
+	}
+}

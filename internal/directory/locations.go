@@ -147,7 +147,7 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		// receivers take it as their sender.
 		e.known, sameBytes = false, true
 	}
-	if e.known && e.withdrawn && !e.whole && !e.hasSource() {
+	if e.known && e.withdrawn != nil && !e.whole && !e.hasSource() {
 		// The partial copies left are of a Put that failed before any copy
 		// was whole (see unborn), and this Put has other bytes: they are
 		// dropped, and the id is created anew.
@@ -175,7 +175,7 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 			"object %q already exists with different contents (size %d, new size %d)", id, e.size, req.GetSize()), false)
 	}
 	e.known, e.size, e.fingerprint = true, req.GetSize(), req.GetFingerprint()
-	e.withdrawn, e.doubt = false, nil
+	e.withdrawn, e.doubt = nil, nil
 	e.target.created(req)
 	if !sameBytes {
 		e.whole = false

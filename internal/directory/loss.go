@@ -96,6 +96,9 @@ func (t *LocationTable) nodeFailed(node string, same func(*messages.NodeRef) boo
 				continue
 			}
 			out = append(out, t.serveWaiters(e)...)
+		} else if fx, lost := t.creatorFailed(e, node, same); lost {
+			out = append(out, fx...)
+			continue
 		}
 		t.forgetIfIdle(e)
 	}

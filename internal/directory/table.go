@@ -145,10 +145,11 @@ type entry struct {
 	epoch uint64
 	// whole: a copy of these contents was complete once.
 	whole bool
-	// withdrawn: the creator's copy went while its node lived (its Put
-	// failed) before any copy was whole. Until a creator's or a whole
-	// copy is listed again, the object is not lost (see loss.go).
-	withdrawn bool
+	// withdrawn is the creator whose copy went while its node lived (its
+	// Put failed, or a receiver named it a failed sender) before any copy
+	// was whole. Until a creator's or a whole copy is listed again, or
+	// that node fails, the object is not lost (see doubt.go).
+	withdrawn *messages.NodeRef
 	// doubt is set while the object has no readable copy but a
 	// receiver's partial copy may be whole already (see loss.go).
 	doubt *lossDoubt

@@ -129,6 +129,14 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 			// Gets waited for their deadlines.
 			avoid = f.GetNodeId()
 		} else {
+			// A creator's copy still being Put goes as withdrawn: its node
+			// lives as far as the table knows, and the stream likely ended
+			// because the Put failed and dropped the copy. Taken for a
+			// copy gone, it let the next copy to go (a receiver's, with
+			// its member) lose the object while the creator's retried Put
+			// was under way; the creator's own failure still loses it
+			// (see creatorFailed).
+			e.withdraw(f.GetNodeId())
 			out = append(out, t.removeLocation(e, f.GetNodeId())...)
 		}
 	}
