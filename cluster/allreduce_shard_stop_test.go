@@ -49,7 +49,7 @@ func runAllReduceShardStop(t *testing.T, how string) {
 		chunk = 32 << 10
 		elems = 16 << 10 // 128 KiB sources: a tree, not inline
 	)
-	target := idOnNode("arshard", 4, nodes, nodes) // node-4 holds no source and is not the caller
+	target, shards := idOnNodeAcrossRestart("arshard", 4, nodes) // node-4 (and node-4#1) holds no source and is not the caller
 	var (
 		held     atomic.Bool // hold the participants' Gets of the result
 		hold     = make(chan struct{})
@@ -59,7 +59,7 @@ func runAllReduceShardStop(t *testing.T, how string) {
 		coords   sync.Map // reduce ids of the coordinators that ran
 	)
 	unhold := func() { holdOnce.Do(func() { close(hold) }) }
-	cfg := Config{exp: experiments.Set{AllReduceShape: "d-ary"}, Nodes: nodes, ChunkSize: chunk, ShardHook: chaosCrashHook}
+	cfg := Config{exp: experiments.Set{AllReduceShape: "d-ary"}, Nodes: nodes, Shards: shards, ChunkSize: chunk, ShardHook: chaosCrashHook}
 	cfg.CoordinatorHook = func(reduce string, msg any) {
 		switch msg.(type) {
 		case *actor.Started:
@@ -78,7 +78,7 @@ func runAllReduceShardStop(t *testing.T, how string) {
 	l := start(t, cfg)
 	t.Cleanup(unhold) // before Stop (cleanups run last first)
 	ctx := deadline(t, 60*time.Second)
-	shardHost := func() int { return l.NodeOf(l.Shard(directory.ShardIndex(target, nodes)).GetAddress()) }
+	shardHost := func() int { return l.NodeOf(l.Shard(directory.ShardIndex(target, shards)).GetAddress()) }
 	if host := shardHost(); host != 4 {
 		t.Fatalf("target's shard is on node %d, want node-4", host)
 	}
@@ -133,7 +133,7 @@ func runAllReduceShardStop(t *testing.T, how string) {
 			t.Fatal(err)
 		}
 	} else {
-		sendIn(l, l.Shard(directory.ShardIndex(target, nodes)), chaosCrash{})
+		sendIn(l, l.Shard(directory.ShardIndex(target, shards)), chaosCrash{})
 	}
 	select {
 	case <-stopped: // the first attempt's coordinator stops with its shard

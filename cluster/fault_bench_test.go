@@ -68,6 +68,43 @@ func idOnNode(prefix string, i, nodes, shards int) string {
 	}
 }
 
+// idOnNodeAcrossRestart is an id whose directory shard node i holds
+// both in its first incarnation and in its second (node-i#1), and the
+// shard count (at least nodes) that makes one exist: placement hashes
+// member ids, so a test that kills and restarts node i and wants the
+// shard back there needs a shard both incarnations win.
+func idOnNodeAcrossRestart(prefix string, i, nodes int) (id string, shards int) {
+	var first, second []string
+	for k := range nodes {
+		first = append(first, memberName(k, 0))
+		if k == i {
+			second = append(second, memberName(k, 1))
+		} else {
+			second = append(second, memberName(k, 0))
+		}
+	}
+	slices.Sort(first)
+	slices.Sort(second)
+	for shards = nodes; ; shards++ {
+		before, after := shardOwners(first, shards), shardOwners(second, shards)
+		kept := -1
+		for j := range before {
+			if before[j] == memberName(i, 0) && after[j] == memberName(i, 1) {
+				kept = j
+				break
+			}
+		}
+		if kept < 0 {
+			continue
+		}
+		for n := 0; ; n++ {
+			if id = fmt.Sprintf("%s-%d", prefix, n); directory.ShardIndex(id, shards) == kept {
+				return id, shards
+			}
+		}
+	}
+}
+
 // faultLog drops the warnings every kill logs: the events are measured.
 func faultLog() *logrus.Logger {
 	l := logrus.New()

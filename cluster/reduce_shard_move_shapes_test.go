@@ -59,7 +59,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 	if shape == coordinator.ShapeInline {
 		elems = 128 // 1 KiB sources: reduced inline
 	}
-	target := idOnNode(prefix, 4, nodes, nodes) // node-4 holds no source and is not the caller
+	target, shards := idOnNodeAcrossRestart(prefix, 4, nodes) // node-4 (and node-4#1) holds no source and is not the caller
 	var (
 		l         *Local
 		armed     atomic.Bool // the first attempt's creation not held yet
@@ -86,7 +86,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 			}
 		}
 	}
-	cfg := Config{Nodes: nodes, ChunkSize: 32 << 10}
+	cfg := Config{Nodes: nodes, Shards: shards, ChunkSize: 32 << 10}
 	if shape != coordinator.ShapeInline {
 		if shape == coordinator.ShapeSliced {
 			cfg.exp.AllReduceShape = shape
@@ -132,7 +132,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 	l = start(t, cfg)
 	t.Cleanup(answer) // before Stop (cleanups run last first)
 	ctx := deadline(t, 60*time.Second)
-	j := directory.ShardIndex(target, nodes)
+	j := directory.ShardIndex(target, shards)
 	shardHost := func() int { return l.NodeOf(l.Shard(j).GetAddress()) }
 	if host := shardHost(); host != 4 {
 		t.Fatalf("target's shard is on node %d, want node-4", host)
