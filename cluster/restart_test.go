@@ -216,7 +216,7 @@ func TestCompletedReduceResultSurvivesRestarts(t *testing.T) {
 	eventually(t, 10*time.Second, "the root's store node restarted", func() bool { return rootStarts.Load() >= 1 })
 	eventually(t, 10*time.Second, "the target's shard rebuilt", func() bool {
 		for _, e := range eventsOf[*events.ShardRebuilt](evs) {
-			if e.Shard == l.Shard(shard).GetId() {
+			if e.Shard == l.Member(l.NodeOf(l.Shard(shard).GetAddress())).ID()+"/"+shardName(shard) {
 				return true
 			}
 		}

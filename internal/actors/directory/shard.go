@@ -20,6 +20,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/coordinator"
 	table "github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -47,8 +48,9 @@ type ShardConfig struct {
 	// Rebuilt marks a shard started on a new host after its old host
 	// failed (it announces ShardRebuilt from its first start).
 	Rebuilt bool
-	// Host names the member hosting the shard in ShardRebuilt (default:
-	// the parent actor's id).
+	// Host is the member id hosting the shard: ShardRebuilt's Host, and
+	// the shard's name in events, logs and errors is "<Host>/shard-<j>"
+	// (without it: the parent actor's id, and the shard's actor id).
 	Host string
 	// RepublishWait bounds how long RebuildQuery counts the store nodes
 	// that have not republished yet (DefaultRepublishWait if 0). Whether a
@@ -344,7 +346,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 			// "lost" of an object another member held (its publication
 			// still on the way), or NOT_FOUND of its own. It retries.
 			out.Send(ctx.Sender(), &messages.ReportLostReply{ObjectId: m.GetObjectId(),
-				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", ctx.Self().GetId(), n)})
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", s.name(ctx), n)})
 			break
 		}
 		out = s.table.ReportLost(m, ctx.Sender())
@@ -505,17 +507,21 @@ func (s *Shard) started(ctx actor.Context) {
 	if !first {
 		// Info, not Warn: ShardRebuilt tells it, and a shard also
 		// rebuilds when placement moves it to a member that joined.
-		s.cfg.Log.WithField("shard", ctx.Self().GetId()).Info("directory shard rebuilt from the store nodes")
+		s.cfg.Log.WithField("shard", s.name(ctx)).Info("directory shard rebuilt from the store nodes")
 		host := s.cfg.Host
 		if host == "" {
 			host = ctx.Parent().GetId()
 		}
-		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: ctx.Self().GetId(), Host: host})
+		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: s.name(ctx), Host: host})
 	}
 	// With no store node to wait for, the table has every copy now (it
 	// holds a Delete until then).
 	s.deliver(ctx, s.republishedAll())
 }
+
+// name is this shard as events, logs and errors write it: "<member
+// id>/shard-<j>" (package membername), Host being its member.
+func (s *Shard) name(ctx actor.Context) string { return membername.Of(s.cfg.Host, ctx.Self().GetId()) }
 
 // stopping fails the parked requests: the table is about to be lost, and
 // their requesters retry against the restarted (or moved) shard instead
@@ -560,8 +566,8 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	delete(s.republishing, key) // it will not answer any more
 	delete(s.probing, key)
 	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
-		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": ctx.Self().GetId(), "why": m.GetWhy().String(), "store": m.GetWho().String()}).Warn("node failed")
-		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: ctx.Self().GetId(), At: now})
+		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": s.name(ctx), "why": m.GetWhy().String(), "address": m.GetWho().GetAddress()}).Warn("node failed")
+		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: s.name(ctx), At: now})
 	}
 	out := s.table.IncarnationFailed(node, m.GetWho().GetAddress())
 	out.Merge(s.republishedAll())
@@ -643,7 +649,7 @@ func (s *Shard) proved(ctx actor.Context, n *messages.NodeRef) {
 	}
 	delete(s.probing, actorutil.Key(n.PID()))
 	if s.cfg.Failures.Refute(n.GetNodeId(), n.GetAddress()) {
-		s.cfg.Log.WithFields(logrus.Fields{"node": n.GetNodeId(), "shard": ctx.Self().GetId()}).Info("a node suspected failed proved alive")
+		s.cfg.Log.WithFields(logrus.Fields{"node": n.GetNodeId(), "shard": s.name(ctx)}).Info("a node suspected failed proved alive")
 		s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 	}
 }
@@ -682,7 +688,7 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 		// earlier attempt's committed result, may still be republished.
 		// Reserved now, the target would be produced again over it.
 		if len(s.deferred) >= maxDeferredReduces {
-			fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding and holds %d Reduces already", ctx.Self().GetId(), len(s.deferred)))
+			fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding and holds %d Reduces already", s.name(ctx), len(s.deferred)))
 			return
 		}
 		s.deferred = append(s.deferred, deferredReduce{start: m, sender: sender, arrived: arrived})
@@ -692,7 +698,7 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 		// It waited for the rebuild: the coordinator gets what is left.
 		left := m.GetReduce().GetTimeoutMs() - waited.Milliseconds()
 		if m.GetReduce().GetTimeoutMs() > 0 && left <= 0 {
-			fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce into %q: the deadline passed while directory shard %s rebuilt", target, ctx.Self().GetId()))
+			fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce into %q: the deadline passed while directory shard %s rebuilt", target, s.name(ctx)))
 			return
 		}
 		if m.GetReduce().GetTimeoutMs() > 0 {
@@ -822,9 +828,9 @@ var shardOut = &shell.Carrier[*Shard]{
 }
 
 func (s *Shard) dropped(ctx actor.Context, why string) {
-	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": ctx.Self().GetId(), "type": actorutil.TypeName(ctx.Message())})
+	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": s.name(ctx), "type": actorutil.TypeName(ctx.Message())})
 	if ctx.Sender() != nil {
-		entry = entry.WithField("from", ctx.Sender().String())
+		entry = entry.WithField("from", membername.Actor(ctx.Sender()))
 	}
 	entry.Warn("directory shard dropped a message: " + why)
 }
