@@ -10,6 +10,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/barrier/replica"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -118,7 +119,7 @@ func (h *Host) Receive(ctx actor.Context) {
 		h.managerGone(m.GetWho())
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		h.cfg.Log.WithFields(logrus.Fields{"host": ctx.Self().GetId(), "type": actorutil.TypeName(m)}).Debug("barrier host dropped an unknown message")
+		h.cfg.Log.WithFields(logrus.Fields{"host": membername.Actor(ctx.Self()), "type": actorutil.TypeName(m)}).Debug("barrier host dropped an unknown message")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/barrier/tree"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -184,7 +185,7 @@ func (h *Host) treeUndelivered(ctx actor.Context, target *actor.PID) {
 func (h *Host) treeStep(ctx actor.Context, p *treePlace, ev any) {
 	out, err := p.node.Step(time.Now(), ev)
 	if err != nil {
-		h.cfg.Log.WithFields(logrus.Fields{"barrier": p.name, "host": ctx.Self().GetId()}).WithError(err).Debug("barrier tree dropped a message")
+		h.cfg.Log.WithFields(logrus.Fields{"barrier": p.name, "host": membername.Actor(ctx.Self())}).WithError(err).Debug("barrier tree dropped a message")
 		return
 	}
 	for _, t := range out.Timers {

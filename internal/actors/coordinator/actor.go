@@ -19,6 +19,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/tracing"
@@ -277,7 +278,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *messages.ReduceCommitted:
 		c.committed(ctx, m.GetNodeId())
 	case *AttachRequester:
-		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "requester": m.Requester.String()}).Info("reduce: the caller asked again; answering its new request")
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "requester": membername.Actor(m.Requester)}).Info("reduce: the caller asked again; answering its new request")
 		c.requester = m.Requester
 	case commitWaitEnd:
 		if c.held != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/fetchrun"
 	"github.com/hoplite-go/hoplite/internal/getinto"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/internal/tracing"
@@ -235,7 +236,7 @@ func (n *StoreNode) fetchPeerGone(ctx actor.Context, who *actor.PID) {
 		}
 		if node, ok := run.senders[key]; ok && !run.done {
 			delete(run.senders, key)
-			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": who.GetId()}).Info("sender terminated")
+			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": membername.Actor(who)}).Info("sender terminated")
 			n.drain(ctx, run, run.p.SenderFailed(node))
 		}
 	}
