@@ -200,6 +200,9 @@ func (c *Client) get(ctx context.Context, id string, readOnly bool) (_ []byte, e
 		}
 		return s.buf, nil
 	}
+	if data, ok := c.fastGet(ctx, id, readOnly); ok {
+		return data, nil
+	}
 	var data []byte
 	err = c.retry(ctx, func(ctx context.Context) (bool, error) {
 		res, err := c.call(ctx, &messages.Get{ObjectId: id, ReadOnly: readOnly})

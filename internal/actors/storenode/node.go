@@ -61,6 +61,8 @@ type StoreNode struct {
 	// Both are bounded by the Reduce roots this node runs.
 	held       []*heldRepublish
 	lateCommit map[string]bool
+	// fast is this incarnation's fast path for Clients in its process.
+	fast *fastGetter
 }
 
 // workerRef is a reduce worker as its store node knows it.
@@ -119,6 +121,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *actor.DeadLetterResponse:
 		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
+		n.unregisterFastGet(ctx)
 		n.endHeld(ctx, true)
 		n.stopFetches(ctx)
 		n.stopRequests(ctx)
@@ -130,6 +133,10 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.stopFetches(ctx)
 	case *messages.Get:
 		n.get(ctx, m)
+	case *fastRun:
+		n.fastRun(ctx, m)
+	case *fastStored:
+		n.fastStored(ctx, m)
 	case *getinto.Request:
 		n.getInto(ctx, m)
 	case *objectSettled:
@@ -177,6 +184,7 @@ func (n *StoreNode) started(ctx actor.Context) {
 	if n.locator == nil {
 		n.locator = requestLocate(ctx.ActorSystem())
 	}
+	n.registerFastGet(ctx)
 	if n.gets == nil {
 		n.gets = newGetWaiters()
 	}
@@ -807,6 +815,9 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	count := int(m.GetShardCount())
 	if count <= 0 {
 		return
+	}
+	if n.fast != nil {
+		n.fast.republished.Add(1) // see fastStored
 	}
 	want := map[int]bool{}
 	for _, s := range m.GetShards() {
