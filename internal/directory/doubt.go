@@ -11,11 +11,13 @@ import (
 // off or let it go, so two objects left with no readable copy are not
 // lost (yet):
 //
-//   - One not born yet: its creator withdrew its copy (the Put's
-//     registration failed, and the client may Put again) before any copy
-//     was whole. Its Gets keep waiting, to their deadlines, for a Put of
-//     it; a withdrawal crossing the retried Put's registration only
-//     delays the Gets until that Put's copy is whole.
+//   - One not born yet: its creator's copy went while the creator's node
+//     lived (the Put's registration failed and withdrew it, and the
+//     client may Put again; or a receiver named it a failed sender)
+//     before any copy was whole. Its Gets keep waiting, to their
+//     deadlines, for a Put of it; a withdrawal crossing the retried Put's
+//     registration only delays the Gets until that Put's copy is whole.
+//     The creator's failure then ends the wait (creatorFailed).
 //   - One in doubt: a receiver's partial copy was still streaming when
 //     its upstream went, and may hold every byte already, its FetchDone
 //     on the way (the reader's Get returned the object whole). Its Gets
