@@ -244,11 +244,11 @@ func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloR
 		return nil, err
 	}
 	if r.GetProtocolVersion() != ProtocolVersion {
-		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "member %s speaks protocol version %d, this client %d",
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "the member at %s speaks protocol version %d, this client %d",
 			addr, r.GetProtocolVersion(), ProtocolVersion)
 	}
 	if len(r.GetView()) != len(r.GetViewAddresses()) || len(r.GetView()) != len(r.GetViewStores()) || r.GetShards() <= 0 || r.GetStore() == nil {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s sent an incomplete handshake", addr)
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member at %s sent an incomplete handshake", addr)
 	}
 	nameMembers(r.GetView(), r.GetViewStores())
 	return r, nil

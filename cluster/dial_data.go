@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -45,7 +46,7 @@ func (p *dataPath) dataAddress(node *actor.PID) (string, error) {
 	addr := p.c.ep.data[pidKey(node)]
 	p.c.ep.mu.Unlock()
 	if addr == "" {
-		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s: no data address known", node.GetAddress())
+		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s: no data address known", membername.Actor(node))
 	}
 	return addr, nil
 }

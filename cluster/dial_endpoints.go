@@ -197,11 +197,11 @@ func (c *Client) failover(ctx context.Context, failed *actor.PID) (*actor.PID, e
 		}
 	}
 	if len(cands) == 0 {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s failed and the client knows no other", failed.GetAddress())
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member at %s failed and the client knows no other", failed.GetAddress())
 	}
 	a, r, err := c.helloFirst(ctx, cands)
 	if err != nil {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s failed and none of %s answered: %v",
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member at %s failed and none of %s answered: %v",
 			failed.GetAddress(), strings.Join(cands, ","), err)
 	}
 	c.use(a, r)

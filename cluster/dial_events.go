@@ -81,7 +81,7 @@ func (es *eventStream) subscribeNew(ctx context.Context, r *messages.MemberHello
 		}
 		if err := messages.ErrOrNil(reply.GetError()); reply == nil || err != nil {
 			if err == nil {
-				err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the event relay of member %s did not answer", addr)
+				err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the event relay of member %s (at %s) did not answer", id, addr)
 			}
 			firstErr = cmpErr(firstErr, err)
 			es.c.system.Root.Stop(pid)
@@ -186,7 +186,7 @@ func (s *eventSubscriber) Receive(ctx actor.Context) {
 		s.answer(m)
 	case *actor.DeadLetterResponse:
 		s.answer(&messages.SubscribeEventsReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-			"member %s runs no event relay (another release?)", s.relay.GetAddress())})
+			"the member at %s runs no event relay (another release?)", s.relay.GetAddress())})
 	case *messages.EventBatch:
 		if s.closed {
 			return
@@ -202,7 +202,7 @@ func (s *eventSubscriber) Receive(ctx actor.Context) {
 		ctx.Request(s.relay, &messages.EventBatchAck{Seq: m.seq})
 	case *actor.Terminated, *actor.Stopping:
 		s.answer(&messages.SubscribeEventsReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-			"member %s stopped before it subscribed", s.relay.GetAddress())})
+			"the member at %s stopped before it subscribed", s.relay.GetAddress())})
 		if !s.closed {
 			s.closed = true
 			close(s.batches)

@@ -108,11 +108,11 @@ func Hello(ctx context.Context, root *actor.RootContext, address string) (*messa
 		if errors.As(err, &e) {
 			why = e.GetMessage()
 		}
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not answer (is it a hoplite node's actor system address, --bind?): %s", address, why)
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member at %s does not answer (is it a hoplite node's actor system address, --bind?): %s", address, why)
 	}
 	r, ok := res.(*messages.MemberHelloReply)
 	if !ok {
-		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s answered %s, not a handshake", address, actorutil.TypeName(res))
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member at %s answered %s, not a handshake", address, actorutil.TypeName(res))
 	}
 	return r, nil
 }
