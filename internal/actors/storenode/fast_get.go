@@ -31,7 +31,7 @@ import (
 // hops that carried nothing (the Get to the node, the Locate's answer
 // back to it, the node's answer to the caller) are gone.
 //
-// Ordering is today's fetch's: the copy is reserved in the store before
+// Ordering is the node's own fetch's: the copy is reserved in the store before
 // the Locate leaves, so a shard that records it at its inline answer
 // (directory.LocationTable.inlineReply), a receiver sent to it, and a
 // DropObject all find it there, incomplete until the node stores the
@@ -103,7 +103,10 @@ func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte,
 	}
 	republished := g.republished.Load()
 	run := &fetchRun{id: id, obj: obj}
-	_, run.span = tracing.Start(tracing.Parent(ctx), tracing.Fetch, attribute.String("hoplite.object", id), attribute.String("hoplite.node", g.cfg.Self.GetNodeId()))
+	_, run.span = tracing.Start(tracing.Parent(ctx), tracing.Fetch)
+	if run.span.IsRecording() { // attributes cost allocations: only when traced
+		run.span.SetAttributes(attribute.String("hoplite.object", id), attribute.String("hoplite.node", g.cfg.Self.GetNodeId()))
+	}
 	run.p = fetchrun.NewFetch(fetchConfig(g.cfg, id), store, obj, deadline, observer(g.cfg))
 	h := &fastRun{run: run, out: run.p.Start(time.Now())}
 	l := takeLocate(&h.out)
