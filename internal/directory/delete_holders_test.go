@@ -108,3 +108,25 @@ func TestAmnesicTableBoundsParkedDeletes(t *testing.T) {
 		t.Fatalf("Delete past the bound: %v, want RESOURCE_EXHAUSTED", r)
 	}
 }
+
+// A Delete of a lost object names the nodes whose copies the loss
+// dropped: one may be whole (its report crossed the loss) while its drop
+// is still on the way, and its caller waits for them as for any copy.
+func TestDeleteOfALostObjectNamesTheCopiesTheLossDropped(t *testing.T) {
+	tb := NewLocationTable(TableConfig{})
+	create(t, tb, "x", 1<<20, 0)
+	complete(tb, "x", 0, 1<<20, true)
+	locate(tb, "x", 1, t0) // n1 streams from n0
+	out := tb.NodeFailed("n0").Sends
+	out = append(out, relocate(tb, "x", 1, 0, false, t0)...)
+	if d := dropsTo(out, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+		t.Fatalf("precondition: x lost and n1's copy dropped: %v", out)
+	}
+	r := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends, replyTo("d"))
+	if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n1"}) {
+		t.Fatalf("Delete of the lost x: %v, want OK naming n1", r)
+	}
+	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrDeleted) {
+		t.Fatalf("Get after the Delete: %v, want DELETED", r)
+	}
+}

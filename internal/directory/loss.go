@@ -24,6 +24,9 @@ type lostMark struct {
 	// or a republication, crossed the loss's DropObject) is about to be
 	// freed by that drop: it is no copy to end the loss with.
 	dropped map[string]struct{}
+	// droppedFrom are those nodes: a Delete of the lost id names them to
+	// its caller (see deleteObject).
+	droppedFrom []*messages.NodeRef
 }
 
 // lostRef is one entry of the lost FIFO; seq tells whether the id was
@@ -175,9 +178,11 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 		out = append(out, w.fail(e.id, err))
 	}
 	dropped := map[string]struct{}{}
+	var droppedFrom []*messages.NodeRef
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
 		dropped[loc.node.GetNodeId()] = struct{}{}
+		droppedFrom = append(droppedFrom, loc.node)
 		// Subscribers hear that the copy left, as removeLocation tells
 		// them: a Reduce coordinator kept a dropped partial copy as a
 		// source location, which no longer exists anywhere.
@@ -196,7 +201,7 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 		}
 	}
 	t.lostSeq++
-	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, dropped: dropped}
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, dropped: dropped, droppedFrom: droppedFrom}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
 	if len(t.lostOrder) > t.cfg.TombstoneLimit {
 		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {

@@ -46,10 +46,17 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		t.parkedDeletes = append(t.parkedDeletes, parkedDelete{req: req, replyTo: replyTo})
 		return nil
 	}
-	if _, ok := t.lost[id]; ok {
+	if l, ok := t.lost[id]; ok {
 		// Deleting a lost object is how its owner says it will not come
-		// back: later Gets see DELETED rather than LOST.
+		// back: later Gets see DELETED rather than LOST. The copies the
+		// loss dropped are named, as a Delete's are: one may be whole
+		// (its report crossed the loss), and its drop may still be on
+		// its way.
 		delete(t.lost, id)
+		if len(l.droppedFrom) > 0 {
+			t.deletedFrom[id] = l.droppedFrom
+			reply.Dropped = slices.Clone(l.droppedFrom)
+		}
 		t.addTombstone(id)
 		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
