@@ -14,7 +14,7 @@ type BarrierDeliveryFailed struct {
 	Label   string
 	Host    string
 	Reason  string
-	Manager string // the manager that reported it
+	Manager string // the manager that reported it, "<member id>/<actor>"
 	At      time.Time
 }
 
@@ -22,7 +22,7 @@ type BarrierDeliveryFailed struct {
 // barrier.
 type BarrierTookOver struct {
 	Barrier string
-	Manager string
+	Manager string // "<member id>/<actor>"
 	Member  string // cluster member id of the new primary
 	Epoch   uint64
 	At      time.Time
@@ -34,7 +34,7 @@ type BarrierTookOver struct {
 // the barrier closed). A live view shows the latest per barrier.
 type BarrierState struct {
 	Barrier string
-	Manager string // the publishing manager
+	Manager string // the publishing manager, "<member id>/<actor>"
 	Member  string // its cluster member
 	Acting  bool   // the publisher is the acting primary
 	Epoch   uint64

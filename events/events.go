@@ -13,6 +13,11 @@
 // and collective ones (not the transfers', ReduceTree or BarrierState)
 // to subscribers in other processes as messages.ClusterEvent: see
 // cluster.Client.Events and `hoplite events`.
+//
+// Members are named by member id ("node-1", "node-1#1",
+// "127.0.0.1:7001#5f0c2a91"), an actor of a member "<member id>/<actor>",
+// and an address field (NodeFailed.Address) holds a host:port: see
+// docs/operations.md, "How members are named".
 package events
 
 import "time"
@@ -32,9 +37,9 @@ type NodeFailed struct {
 	// Node, it names the incarnation (a member that starts again is
 	// another one, even under the same name).
 	Address string
-	// DetectedBy is the actor that saw the Terminated (a shard's id) or
-	// "revoke:<member>" when the failure broadcast delivered it (the
-	// member that originated the notice).
+	// DetectedBy is the actor that saw the Terminated, a shard written
+	// "<member id>/shard-<j>", or "revoke:<member id>" when the failure
+	// broadcast delivered it (the member that originated the notice).
 	DetectedBy string
 	// Forwarder is the member that passed the notice on to this one over
 	// the binomial graph ("" when a shard saw it, or this member
@@ -70,6 +75,7 @@ type AncestorsInvalidated struct {
 
 // ShardRebuilt: a directory shard started again (after a crash, or on a
 // new node after its host failed) and asked the store nodes to republish.
+// Shard is "<member id>/shard-<j>", Host that member id.
 type ShardRebuilt struct {
 	Shard string
 	Host  string
