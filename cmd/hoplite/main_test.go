@@ -130,7 +130,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("recovery part lacks %q:\n%s", want, recovery)
 		}
 	}
-	if n := len(regexp.MustCompile(`\[NodeFailed\] node-1(\.\d+)? failed`).FindAllString(recovery, -1)); n != 2 {
+	if n := len(regexp.MustCompile(`\[NodeFailed\] node-1(#\d+)? failed`).FindAllString(recovery, -1)); n != 2 {
 		t.Errorf("node-1 failed %d times, want 2 (mid-broadcast, mid-reduce):\n%s", n, recovery)
 	}
 	if strings.Contains(stderr, "level=warning") {

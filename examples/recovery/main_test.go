@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	// Two failures of node-1: one mid-broadcast, one mid-reduce.
-	if n := len(regexp.MustCompile(`\[NodeFailed\] node-1(\.\d+)? failed`).FindAllString(text, -1)); n != 2 {
+	if n := len(regexp.MustCompile(`\[NodeFailed\] node-1(#\d+)? failed`).FindAllString(text, -1)); n != 2 {
 		t.Errorf("node-1 failed %d times in the output, want 2:\n%s", n, text)
 	}
 	for _, want := range []string{
