@@ -502,14 +502,14 @@ func TestSendsAreWireNotices(t *testing.T) {
 
 // TestStaleNoticeDoesNotSuppressALaterIncarnation: members of embedded
 // clusters are named alike in every process, so a member may hold a late
-// notice about another cluster's "node-1.1" (admitted: it knew no member
-// of that name yet) when its own node-1.1 fails. The real failure must
+// notice about another cluster's "node-1#1" (admitted: it knew no member
+// of that name yet) when its own node-1#1 fails. The real failure must
 // still be forwarded and delivered, at that member and everywhere; a
 // second detector's notice of the same failure must still merge with the
 // first (the broadcast terminates), and many incarnations of one name
 // must not grow the window.
 func TestStaleNoticeDoesNotSuppressALaterIncarnation(t *testing.T) {
-	const subject, theirs, ours = "node-1.1", "127.0.0.1:41001", "127.0.0.1:42002"
+	const subject, theirs, ours = "node-1#1", "127.0.0.1:41001", "127.0.0.1:42002"
 	members := names(8, "m")
 	o, _ := NewOverlay(members, members[0])
 	stale := []Notice{

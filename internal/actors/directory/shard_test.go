@@ -100,7 +100,7 @@ func TestFailureLogIsBounded(t *testing.T) {
 func TestFailureLogKeysIncarnations(t *testing.T) {
 	for _, lateFirst := range []bool{true, false} {
 		var f FailureLog
-		late, ours := func() bool { return f.First("node-1.1", "127.0.0.1:1") }, func() bool { return f.First("node-1.1", "127.0.0.1:4242") }
+		late, ours := func() bool { return f.First("node-1#1", "127.0.0.1:1") }, func() bool { return f.First("node-1#1", "127.0.0.1:4242") }
 		first, second := ours, late
 		if lateFirst {
 			first, second = late, ours
