@@ -24,6 +24,7 @@ import (
 	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
 	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -377,9 +378,9 @@ func rebuilding(m *Member, shards []*actor.PID) string {
 		st, ok := res.(shard.RebuildStatus)
 		switch {
 		case err != nil || !ok:
-			return fmt.Sprintf("%s's shard %s does not answer: %v", m.id, pid.GetId(), err)
+			return fmt.Sprintf("shard %s does not answer: %v", membername.Of(m.id, pid.GetId()), err)
 		case st.Pending > 0:
-			return fmt.Sprintf("%s's shard %s waits for %d store nodes to republish", m.id, pid.GetId(), st.Pending)
+			return fmt.Sprintf("shard %s waits for %d store nodes to republish", membername.Of(m.id, pid.GetId()), st.Pending)
 		}
 	}
 	return ""
