@@ -819,7 +819,7 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 		return
 	}
 	// A forced degree that did not take (a node binary without
-	// -reduce-degree support would not start, but one whose members
+	// reduce-degree experiment would not start, but one whose members
 	// disagree would plan with the coordinator's own) measures another
 	// system than the column says.
 	// The coordinator caps a forced degree at the tree's positions (N-1
