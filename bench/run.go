@@ -818,7 +818,7 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 		r.repFailed(gi, si, err)
 		return
 	}
-	// A forced degree that did not take (a node binary without
+	// A forced degree that did not take (a node binary without the
 	// reduce-degree experiment would not start, but one whose members
 	// disagree would plan with the coordinator's own) measures another
 	// system than the column says.
