@@ -78,8 +78,9 @@ var Wire = []string{
 }
 
 // Allowed are the packages outside the standard library and the module
-// that a core may import.
-var Allowed = []string{"google.golang.org/protobuf/proto"}
+// that a core may import: the wire's encoding, and the fingerprint's hash
+// (a pure function of the bytes).
+var Allowed = []string{"google.golang.org/protobuf/proto", "github.com/zeebo/xxh3"}
 
 // Forbidden are the standard packages no core imports; each also forbids
 // the packages under it (net forbids net/http).
