@@ -1497,6 +1497,20 @@ func (s *tcpStream) fill(ctx context.Context, c *tcpConn, p []byte, n *int, payl
 		}
 		if isTimeout(err) {
 			if err := ctxErr(ctx); err != nil {
+				if payload && errors.Is(err, messages.ErrTimeout) && c.r.Unread() {
+					// Part of the payload came, less than the reader
+					// asked the socket to wake it for (SO_RCVLOWAT): it
+					// is taken now, so that the caller sees it arrive
+					// (PayloadCounter) and tells a slow chunk from a
+					// stalled one. The bytes are queued: the read does
+					// not wait.
+					c.nc.SetReadDeadline(time.Now().Add(headerWait))
+					m, _ := c.r.ReadPayload(p[*n:])
+					*n += m
+					s.got += m
+					s.payload += int64(m)
+					moved = moved || m > 0
+				}
 				if !moved && errors.Is(err, messages.ErrTimeout) {
 					s.t.stalled(s.addr)
 				}

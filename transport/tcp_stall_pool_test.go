@@ -179,3 +179,53 @@ func TestTCPStallForgetsThePeersPooledConnections(t *testing.T) {
 		t.Fatalf("%d connections to the peer still pooled after a control request to it got no answer", n)
 	}
 }
+
+// A chunk that arrives slower than the caller waits shows its progress:
+// the payload bytes that came, fewer than the socket was asked to wake
+// the reader for (SO_RCVLOWAT: the whole chunk), are taken when the wait
+// ends (PayloadReceived counts them), and the next call finishes the
+// chunk from there.
+func TestTCPSlowChunkShowsItsProgress(t *testing.T) {
+	noLeaks(t)
+	ctx := guardCtx(t)
+	data := pattern(1000)
+	part, rest := make(chan struct{}), make(chan struct{})
+	addr := fakePeer(t, func(c net.Conn, req tcpRequest) {
+		c.Write(cat(respond(int64(len(data))), appendFrameHeader(nil, frameData, len(data))))
+		<-part
+		c.Write(data[:400])
+		<-rest
+		c.Write(data[400:])
+		readUntilEOF(c)
+	})
+	var once [2]sync.Once
+	send := func(i int, ch chan struct{}) { once[i].Do(func() { close(ch) }) }
+	t.Cleanup(func() { send(0, part); send(1, rest) }) // before the peer's: it waits for them
+	cli := newTCP(t, TCPConfig{})
+	s, err := cli.Open(ctx, "", addr, "o", 0, len(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dst := make([]byte, len(data))
+	done := make(chan error, 1)
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	go func() {
+		_, err := s.NextInto(wctx, dst)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the reader waits on the socket first
+	send(0, part)
+	if err := <-done; !errors.Is(err, messages.ErrTimeout) {
+		t.Fatalf("NextInto of a chunk 400 bytes of which came: %v, want TIMEOUT", err)
+	}
+	if got := s.(PayloadCounter).PayloadReceived(); got != 400 {
+		t.Fatalf("%d payload bytes received, want the 400 that came", got)
+	}
+	send(1, rest)
+	n, err := s.NextInto(ctx, dst)
+	if err != nil || n != len(data) || !bytes.Equal(dst, data) {
+		t.Fatalf("the chunk's rest: %d bytes, %v", n, err)
+	}
+}
