@@ -29,10 +29,11 @@ import (
 // NOT_FOUND and DELETED only where a Delete or a missing Put explains
 // them, failures only where a fault does. The Gets are made through the
 // members' Clients, whose store nodes run in this process: they take the
-// fast path, and the test checks that most were answered on it.
+// fast path, and the test checks that a good part were answered on it.
 //
 // The objects are Put from members the schedule never kills, so every
-// object keeps its creator's copy: no answer may be LOST, and a shard
+// object whose Put succeeded keeps its creator's copy: any LOST of it is
+// a violation, and a shard
 // that moved must learn every copy a fast Get made (one it does not know
 // of is one a Delete does not reach). Losses of every copy are the
 // chaos suite's subject, on the ordinary path.
