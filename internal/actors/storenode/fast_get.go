@@ -127,6 +127,13 @@ func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte,
 		cctx, cancel := context.WithTimeout(ctx, time.Duration(l.GetTimeoutMs())*time.Millisecond+locateCallMargin)
 		located.reply, located.err = g.locator(cctx, shard, l)
 		cancel()
+		if located.err != nil && ctx.Err() != nil {
+			// The caller returned (canceled, or its own deadline): not
+			// the run's failure, and a Get that joined the run's copy
+			// meanwhile asks again (StoreNode.answer) instead of taking
+			// this caller's end for its own.
+			located.err = errFastGetCallerLeft
+		}
 	}
 	if located.err == nil && !located.reply.GetHasInline() && !run.shard.Equal(g.cfg.ShardFor(id)) {
 		// The shard moved while it answered: the copy it named and the
@@ -212,6 +219,10 @@ func (n *StoreNode) fastStored(ctx actor.Context, m *fastStored) {
 		ctx.Send(shard, pub)
 	}
 }
+
+// errFastGetCallerLeft ends a fast Get's run whose caller returned
+// before its Locate was answered.
+var errFastGetCallerLeft = messages.Errorf(messages.ErrorCode_CANCELED, "the Get that started this fetch returned before its Locate was answered")
 
 // errFastGetSuperseded ends the span of a fast Get's run that found its
 // copy dropped or fetched by another run.

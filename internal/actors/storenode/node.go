@@ -605,12 +605,15 @@ func (n *StoreNode) expired(ctx actor.Context, m *getExpired) {
 // answer replies to a Get whose object settled with err (nil: complete).
 func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Object, err error) {
 	m := w.m
-	if errors.Is(err, messages.ErrReset) || storenode.Evicted(err) {
+	if errors.Is(err, messages.ErrReset) || storenode.Evicted(err) || errors.Is(err, messages.ErrCanceled) {
 		// The copy was stale (a Reduce re-created its target), or it was
 		// evicted to make room between its completion and this answer (a
-		// store full of cached copies): ask this node again, within the
+		// store full of cached copies), or the run that filled it was
+		// canceled by someone else (a fast Get whose caller returned, a
+		// run another superseded; a waiting Get's own caller never
+		// cancels it here, it expires): ask this node again, within the
 		// same deadline. Answered, an eviction was NOT_FOUND for an object
-		// that exists.
+		// that exists, and a cancel was another caller's.
 		n.getUntil(ctx, m, w.sender, w.deadline)
 		return
 	}
