@@ -10,7 +10,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/barrier/participant"
-	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -26,7 +26,7 @@ type slowHosts struct {
 func (c slowHosts) System() *actor.ActorSystem { return c.system }
 
 func (c slowHosts) ParticipantProps(cfg participant.Config) *actor.Props {
-	return mgr.NewParticipantProps(cfg)
+	return barrieractor.NewParticipantProps(cfg)
 }
 
 func (c slowHosts) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {

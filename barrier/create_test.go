@@ -11,7 +11,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/barrier/participant"
-	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -25,7 +25,7 @@ type hostList struct {
 func (h *hostList) System() *actor.ActorSystem { return h.system }
 
 func (h *hostList) ParticipantProps(cfg participant.Config) *actor.Props {
-	return mgr.NewParticipantProps(cfg)
+	return barrieractor.NewParticipantProps(cfg)
 }
 
 func (h *hostList) BarrierHosts(context.Context) ([]barrier.MemberHost, error) { return h.hosts, nil }
@@ -48,7 +48,7 @@ func TestNewCreatesTheBackupsItself(t *testing.T) {
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
 	for i := range c.hosts {
-		props := mgr.NewHostProps(mgr.HostConfig{Log: logrus.NewEntry(log)})
+		props := barrieractor.NewHostProps(barrieractor.HostConfig{Log: logrus.NewEntry(log)})
 		if c.hosts[i].Member == placed[0].Member {
 			// A primary that answers and dies before it creates anything.
 			props = actor.PropsFromFunc(func(ctx actor.Context) {

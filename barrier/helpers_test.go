@@ -9,7 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/cluster"
-	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 )
 
 func quietLog() *logrus.Logger {
@@ -37,8 +37,8 @@ func deadline(t testing.TB, d time.Duration) context.Context {
 // events collects barrier events from the EventStream.
 type events struct {
 	mu       sync.Mutex
-	failed   []*mgr.DeliveryFailed
-	tookOver []*mgr.TookOver
+	failed   []*barrieractor.DeliveryFailed
+	tookOver []*barrieractor.TookOver
 	notify   chan struct{}
 }
 
@@ -48,9 +48,9 @@ func watchEvents(t testing.TB, l *cluster.Local) *events {
 		ev.mu.Lock()
 		defer ev.mu.Unlock()
 		switch e := e.(type) {
-		case *mgr.DeliveryFailed:
+		case *barrieractor.DeliveryFailed:
 			ev.failed = append(ev.failed, e)
-		case *mgr.TookOver:
+		case *barrieractor.TookOver:
 			ev.tookOver = append(ev.tookOver, e)
 		default:
 			return

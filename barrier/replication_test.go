@@ -12,7 +12,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/cluster"
-	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -238,7 +238,7 @@ func TestEnterFailsWhenEveryReplicaLostTheState(t *testing.T) {
 		}
 		// A backup is created by the primary's message, after New returned.
 		eventually(ctx, t, member+" hosts a replica", func() bool { return open().GetError() == nil })
-		sys.Root.Send(actor.NewPID(host.GetAddress(), host.GetId()+"/"+mgr.ChildName(name)), crashManager{})
+		sys.Root.Send(actor.NewPID(host.GetAddress(), host.GetId()+"/"+barrieractor.ChildName(name)), crashManager{})
 		// Its host forwards the Open to the manager after the crash (one
 		// sender, one mailbox): the answer comes from the restarted one.
 		if c := open(); c.GetError() != nil {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -144,7 +144,7 @@ func (b *fakeFailureBackend) Fetch(_ context.Context, host int, id string, at ti
 }
 
 func (b *fakeFailureBackend) Reduce(_ context.Context, _ int, target string, sources []string, num int, _ bool, at time.Time) (*messages.ReduceReply, timing, error) {
-	p := &messages.ReducePlan{Degree: 1, Shape: coordinator.ShapeDAry}
+	p := &messages.ReducePlan{Degree: 1, Shape: reduction.ShapeDAry}
 	switch {
 	case b.sys.exp.ReduceShape != "":
 		p.Degree, p.Shape = 2, b.sys.exp.ReduceShape
@@ -227,14 +227,14 @@ func TestFailureKillAtOwnMedian(t *testing.T) {
 	wantTO := []TradeOff{
 		{Scenario: "failure-broadcast", Size: 4 << 20, System: SysOurs, FailureSystem: SysOursFailure, Status: StatusOK,
 			FreeMedian: 0.8, FailureMedian: 1.2, KillAt: 0.4, FailureOverFree: 1.5, FreeOverChosen: 1, FailureOverChosen: 1.5},
-		{Scenario: "failure-reduce", Size: 4 << 20, System: SysOurs, FailureSystem: SysOursFailure, Degree: 1, Shape: coordinator.ShapeDAry,
+		{Scenario: "failure-reduce", Size: 4 << 20, System: SysOurs, FailureSystem: SysOursFailure, Degree: 1, Shape: reduction.ShapeDAry,
 			Status: StatusOK, FreeMedian: 0.8, FailureMedian: 1.2, KillAt: 0.4, FailureOverFree: 1.5, FreeOverChosen: 1, FailureOverChosen: 1.5},
-		{Scenario: "failure-reduce", Size: 4 << 20, System: "d=2", FailureSystem: "d=2-failure", Degree: 2, Shape: coordinator.ShapeDAry,
+		{Scenario: "failure-reduce", Size: 4 << 20, System: "d=2", FailureSystem: "d=2-failure", Degree: 2, Shape: reduction.ShapeDAry,
 			Status: StatusOK, FreeMedian: 0.4, FailureMedian: 0.52, KillAt: 0.2, FailureOverFree: 1.3, FreeOverChosen: 0.5, FailureOverChosen: 0.65},
-		{Scenario: "failure-reduce", Size: 4 << 20, System: "d=4", FailureSystem: "d=4-failure", Degree: 3, Shape: coordinator.ShapeDAry,
+		{Scenario: "failure-reduce", Size: 4 << 20, System: "d=4", FailureSystem: "d=4-failure", Degree: 3, Shape: reduction.ShapeDAry,
 			Status: StatusOK, FreeMedian: 1.2, FailureMedian: 1.5, KillAt: 0.6, FailureOverFree: 1.25, FreeOverChosen: 1.5, FailureOverChosen: 1.875},
 		{Scenario: "failure-reduce", Size: 4 << 20, System: SysChainLeaf, FailureSystem: SysChainLeaf + "-failure", Degree: 2,
-			Shape: coordinator.ShapeChainLeaf, Status: StatusOK, FreeMedian: 0.6, FailureMedian: 1.2, KillAt: 0.3, FailureOverFree: 2,
+			Shape: reduction.ShapeChainLeaf, Status: StatusOK, FreeMedian: 0.6, FailureMedian: 1.2, KillAt: 0.3, FailureOverFree: 2,
 			FreeOverChosen: 0.75, FailureOverChosen: 1.5},
 	}
 	var got []TradeOff
@@ -424,7 +424,7 @@ func (b *lostRootBackend) Reduce(ctx context.Context, _ int, target string, sour
 	case <-ctx.Done():
 		return nil, timing{}, ctx.Err()
 	}
-	p := &messages.ReducePlan{Degree: 1, Shape: coordinator.ShapeDAry,
+	p := &messages.ReducePlan{Degree: 1, Shape: reduction.ShapeDAry,
 		Positions: []*messages.ReducePosition{{Parent: -1, ObjectId: sources[b.root]}, {Parent: 0, ObjectId: sources[(b.root+1)%len(sources)]}}}
 	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: p}, timing{start: at, done: time.Now()}, nil
 }

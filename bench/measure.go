@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -540,10 +540,10 @@ func planExtra(p *messages.ReducePlan) map[string]float64 {
 	if p.GetBandwidth() > 0 {
 		x["plan_bandwidth_mbit"] = p.GetBandwidth() * 8 / 1e6
 	}
-	if p.GetShape() == coordinator.ShapeChainLeaf {
+	if p.GetShape() == reduction.ShapeChainLeaf {
 		x["chain_leaf"] = 1
 	}
-	if p.GetShape() == coordinator.ShapeSliced {
+	if p.GetShape() == reduction.ShapeSliced {
 		x["sliced"] = 1
 		x["ring_gather"] = b2f(p.GetRingGather())
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -105,7 +105,7 @@ func (b *orderBackend) Reduce(_ context.Context, _ int, target string, sources [
 	if err := b.log.add(fmt.Sprintf("%s rep=%d", b.sys.name, rep)); err != nil {
 		return nil, timing{}, err
 	}
-	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: &messages.ReducePlan{Degree: 1, Shape: coordinator.ShapeDAry}},
+	return &messages.ReduceReply{ReducedIds: sources[:num], Plan: &messages.ReducePlan{Degree: 1, Shape: reduction.ShapeDAry}},
 		timing{start: at, done: at.Add(d)}, nil
 }
 

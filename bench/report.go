@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 )
 
 // Result statuses.
@@ -508,12 +508,12 @@ func tradeOffs(results []Result) []TradeOff {
 			}
 		}
 		if d, ok := f.Extra["degree"]; ok {
-			t.Degree, t.Shape = int(d), coordinator.ShapeDAry
+			t.Degree, t.Shape = int(d), reduction.ShapeDAry
 			switch {
 			case d == 0:
-				t.Shape = coordinator.ShapeInline
+				t.Shape = reduction.ShapeInline
 			case f.Extra["chain_leaf"] == 1:
-				t.Shape = coordinator.ShapeChainLeaf
+				t.Shape = reduction.ShapeChainLeaf
 			}
 		}
 		if f.Median > 0 && k.Median > 0 && f.Status != StatusSkipped && k.Status != StatusSkipped {
@@ -568,11 +568,11 @@ func (r *Report) writeTradeOffs(w io.Writer) {
 		}
 		tree := "-"
 		switch t.Shape {
-		case coordinator.ShapeDAry:
+		case reduction.ShapeDAry:
 			tree = fmt.Sprintf("degree %d", t.Degree)
-		case coordinator.ShapeChainLeaf:
+		case reduction.ShapeChainLeaf:
 			tree = fmt.Sprintf("chain-leaf, top %d", t.Degree)
-		case coordinator.ShapeInline:
+		case reduction.ShapeInline:
 			tree = "inline"
 		}
 		note := ""

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 )
 
 // Scenarios are the benchmark scenarios, in the order the help lists them.
@@ -265,7 +265,7 @@ func (o *Options) systems() []system {
 		// below adds its own pair.
 		out = append(out, system{name: SysOurs}.withFailure())
 	case "allreduce":
-		out = append(out, system{name: SysReduceBcast, exp: experiments.Set{AllReduceShape: coordinator.ShapeDAry}})
+		out = append(out, system{name: SysReduceBcast, exp: experiments.Set{AllReduceShape: reduction.ShapeDAry}})
 	}
 	degrees := o.Degrees
 	if degrees == nil && o.Scenario == "degree" {
@@ -278,7 +278,7 @@ func (o *Options) systems() []system {
 			if slices.ContainsFunc(out, func(s system) bool { return s.exp.ReduceShape != "" }) {
 				continue
 			}
-			s = system{name: SysChainLeaf, exp: experiments.Set{ReduceShape: coordinator.ShapeChainLeaf}}
+			s = system{name: SysChainLeaf, exp: experiments.Set{ReduceShape: reduction.ShapeChainLeaf}}
 		default:
 			if d == DegreeN {
 				d = o.Nodes

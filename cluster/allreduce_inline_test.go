@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -66,8 +66,8 @@ func TestInlineAllReducePushesTheResult(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if s := r.GetPlan().GetShape(); s != coordinator.ShapeInline {
-				t.Fatalf("%s: shape %q, want %q", name, s, coordinator.ShapeInline)
+			if s := r.GetPlan().GetShape(); s != reduction.ShapeInline {
+				t.Fatalf("%s: shape %q, want %q", name, s, reduction.ShapeInline)
 			}
 			for i := 0; i < nodes; i++ {
 				o := l.Store(i).Lookup(target)

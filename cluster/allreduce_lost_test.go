@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -26,7 +26,7 @@ import (
 // concerned that source.) Sliced (which needs every source: it plans a
 // tree for the lowered n) and d-ary.
 func TestAllReduceOfASourceLostBeforeItBegan(t *testing.T) {
-	for _, shape := range []string{coordinator.ShapeDAry, coordinator.ShapeSliced} {
+	for _, shape := range []string{reduction.ShapeDAry, reduction.ShapeSliced} {
 		t.Run(shape, func(t *testing.T) {
 			const nodes, victim = 4, 3
 			l := start(t, Config{exp: experiments.Set{AllReduceShape: shape}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()})
@@ -78,7 +78,7 @@ func TestAllReduceOfASourceLostBeforeItBegan(t *testing.T) {
 			if err != nil {
 				t.Fatalf("AllReduce with %s lost, after %v: %v", ids[victim], time.Since(began).Round(time.Millisecond), err)
 			}
-			if r.GetPlan().GetShape() != coordinator.ShapeDAry {
+			if r.GetPlan().GetShape() != reduction.ShapeDAry {
 				t.Fatalf("plan shape %q, want the tree of the lowered n", r.GetPlan().GetShape())
 			}
 			inputs := rdCheckSets(t, r, ids, nodes-1, byID)

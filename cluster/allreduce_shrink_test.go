@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -25,7 +25,7 @@ import (
 // first run is d-ary (a tree that cannot repair without a backup) or
 // sliced (which re-plans as a tree at the first failure).
 func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
-	for _, shape := range []string{coordinator.ShapeDAry, coordinator.ShapeSliced} {
+	for _, shape := range []string{reduction.ShapeDAry, reduction.ShapeSliced} {
 		t.Run(shape, func(t *testing.T) {
 			const nodes = 6
 			victims := []int{2, 4}
@@ -149,8 +149,8 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 				t.Fatalf("AllReduce with node-%d and node-%d killed: %v", victims[0], victims[1], res.err)
 			}
 			r := res.reply
-			if r.GetPlan().GetShape() != coordinator.ShapeDAry {
-				t.Fatalf("plan shape %q after the kills, want the re-planned %q", r.GetPlan().GetShape(), coordinator.ShapeDAry)
+			if r.GetPlan().GetShape() != reduction.ShapeDAry {
+				t.Fatalf("plan shape %q after the kills, want the re-planned %q", r.GetPlan().GetShape(), reduction.ShapeDAry)
 			}
 			inputs := rdCheckSets(t, r, ids, nodes-len(victims), byID)
 			if un := slices.Sorted(slices.Values(r.GetUnreducedIds())); !slices.Equal(un, []string{ids[victims[0]], ids[victims[1]]}) {

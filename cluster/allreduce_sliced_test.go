@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
-	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -96,7 +96,7 @@ func slicedOp(op messages.ReduceOp, dt messages.DType, a, b []byte) []byte {
 // the first source's in the others.
 func TestSlicedAllReduceExact(t *testing.T) {
 	const nodes = 8
-	l := start(t, Config{exp: experiments.Set{AllReduceShape: coordinator.ShapeSliced}, Nodes: nodes})
+	l := start(t, Config{exp: experiments.Set{AllReduceShape: reduction.ShapeSliced}, Nodes: nodes})
 	ctx := deadline(t, 4*time.Minute)
 	rng := rand.New(rand.NewPCG(15, 1))
 	limit := 64 << 10 // the default inline limit
@@ -120,7 +120,7 @@ func TestSlicedAllReduceExact(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
-					if p := r.GetPlan(); p.GetShape() != coordinator.ShapeSliced || int(p.GetSlices()) != n || len(p.GetPositions()) != n*n {
+					if p := r.GetPlan(); p.GetShape() != reduction.ShapeSliced || int(p.GetSlices()) != n || len(p.GetPositions()) != n*n {
 						t.Fatalf("%s: plan shape %q, %d slices, %d positions; want sliced, %d, %d", name, p.GetShape(), p.GetSlices(), len(p.GetPositions()), n, n*n)
 					}
 					if !slices.Equal(r.GetReducedIds(), ids) || len(r.GetUnreducedIds()) != 0 {
@@ -157,7 +157,7 @@ func TestSlicedAllReduceExact(t *testing.T) {
 // participants (a chain link each, a slice each to root), and the node
 // gets one copy of the target.
 func TestSlicedAllReduceSharedNode(t *testing.T) {
-	l := start(t, Config{exp: experiments.Set{AllReduceShape: coordinator.ShapeSliced}, Nodes: 3})
+	l := start(t, Config{exp: experiments.Set{AllReduceShape: reduction.ShapeSliced}, Nodes: 3})
 	ctx := deadline(t, 60*time.Second)
 	rng := rand.New(rand.NewPCG(16, 1))
 	var ids []string
@@ -172,7 +172,7 @@ func TestSlicedAllReduceSharedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.GetPlan().GetShape() != coordinator.ShapeSliced || r.GetPlan().GetSlices() != 5 {
+	if r.GetPlan().GetShape() != reduction.ShapeSliced || r.GetPlan().GetSlices() != 5 {
 		t.Fatalf("plan %v", r.GetPlan())
 	}
 	want := slicedRef(messages.ReduceOp_SUM, messages.DType_FLOAT64, data)
@@ -215,7 +215,7 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 			target := idOnNode("sliced-kill", 0, nodes, nodes) // the coordinator runs on node 0, the caller
 			blocked, resume := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			cfg := Config{exp: experiments.Set{AllReduceShape: coordinator.ShapeSliced}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()}
+			cfg := Config{exp: experiments.Set{AllReduceShape: reduction.ShapeSliced}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()}
 			cfg.CoordinatorHook = func(_ string, msg any) {
 				var hold bool
 				switch m := msg.(type) {
@@ -261,8 +261,8 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 				t.Fatalf("AllReduce with participant node-%d killed in the %s: %v", victim, phase, res.err)
 			}
 			r := res.reply
-			if r.GetPlan().GetShape() != coordinator.ShapeDAry {
-				t.Fatalf("plan shape %q after the kill, want the re-planned %q", r.GetPlan().GetShape(), coordinator.ShapeDAry)
+			if r.GetPlan().GetShape() != reduction.ShapeDAry {
+				t.Fatalf("plan shape %q after the kill, want the re-planned %q", r.GetPlan().GetShape(), reduction.ShapeDAry)
 			}
 			byID := map[string][]byte{}
 			for i, id := range ids {
@@ -314,7 +314,7 @@ func TestAllReduceSlicesNoSmallerThanTheAllocatorKeeps(t *testing.T) {
 	for _, c := range []struct {
 		size  int
 		shape string
-	}{{1 << 20, coordinator.ShapeDAry}, {16 << 20, coordinator.ShapeSliced}} {
+	}{{1 << 20, reduction.ShapeDAry}, {16 << 20, reduction.ShapeSliced}} {
 		name := fmt.Sprintf("min-slice-%d", c.size)
 		var ids []string
 		var data [][]byte

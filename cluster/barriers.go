@@ -9,7 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/barrier/participant"
-	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -30,19 +30,19 @@ func (m *Member) barrierHost() *actor.PID { return barrierHostOf(m.ref) }
 // ParticipantProps is a barrier handle's participant actor
 // (barrier.Cluster).
 func (m *Member) ParticipantProps(cfg participant.Config) *actor.Props {
-	return mgr.NewParticipantProps(cfg)
+	return barrieractor.NewParticipantProps(cfg)
 }
 
 // ParticipantProps is a barrier handle's participant actor
 // (barrier.Cluster).
 func (l *Local) ParticipantProps(cfg participant.Config) *actor.Props {
-	return mgr.NewParticipantProps(cfg)
+	return barrieractor.NewParticipantProps(cfg)
 }
 
 // ParticipantProps is a barrier handle's participant actor
 // (barrier.Cluster).
 func (c *BarrierClient) ParticipantProps(cfg participant.Config) *actor.Props {
-	return mgr.NewParticipantProps(cfg)
+	return barrieractor.NewParticipantProps(cfg)
 }
 
 // BarrierHosts lists the barrier hosts of the members live in this

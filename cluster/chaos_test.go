@@ -29,11 +29,11 @@ import (
 
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/fingerprint"
-	mgr "github.com/hoplite-go/hoplite/internal/actors/barrier"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 	"github.com/hoplite-go/hoplite/internal/barrier/replica"
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/history"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -447,7 +447,7 @@ func chaosGenerate(seed uint64) *chaosPlan {
 	}
 	// Its own generator too: the schedules stay what they were.
 	if rand.New(rand.NewPCG(seed, 0x511ced)).IntN(2) == 0 {
-		p.allReduceShape = coordinator.ShapeSliced
+		p.allReduceShape = reduction.ShapeSliced
 		for i, red := range p.reduces {
 			if red.all && len(red.sources) >= 2 {
 				p.reduces[i].num = len(red.sources)
@@ -928,7 +928,7 @@ func (c *chaosRun) run(s chaosStep) {
 			return
 		}
 		m := c.l.Member(i)
-		m.System().Root.Send(memberPID(m.Address(), m.root, barriersName+"/"+mgr.ChildName(p.barrier.name)), chaosCrash{})
+		m.System().Root.Send(memberPID(m.Address(), m.root, barriersName+"/"+barrieractor.ChildName(p.barrier.name)), chaosCrash{})
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

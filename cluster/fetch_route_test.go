@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
-	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -35,7 +35,7 @@ func (r *routeCounts) store(_ string, msg any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch t := fmt.Sprintf("%T", msg); t {
-	case "*storenode.fetchLocated":
+	case "*storeactor.fetchLocated":
 		r.ends++
 	case "*messages.LocateReply":
 		r.actorAnswers++
@@ -88,7 +88,7 @@ func TestGetTakesOneRoute(t *testing.T) {
 	}
 	for i, g := range gets {
 		id := idOnNode(g.name, g.shard, 3, 3)
-		data := hoptestutil.Pattern(byte(i), g.size)
+		data := testutil.Pattern(byte(i), g.size)
 		put := func() error { return l.Client(0).Put(ctx, id, data) }
 		if !g.later {
 			if err := put(); err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"

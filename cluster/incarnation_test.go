@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus"
 
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
-	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -111,12 +111,12 @@ func TestMessagesForAStoppedIncarnationAreNotHandledByTheNext(t *testing.T) {
 			break
 		}
 	}
-	data := hoptestutil.Pattern(7, 64<<10)
+	data := testutil.Pattern(7, 64<<10)
 	if err := b2.Client().Put(ctx, id, data); err != nil {
 		t.Fatal(err)
 	}
-	sent := testutil.ToFloat64(b2.metrics.sent)
-	located := testutil.ToFloat64(b2.metrics.locates.WithLabelValues("ok"))
+	sent := promtest.ToFloat64(b2.metrics.sent)
+	located := promtest.ToFloat64(b2.metrics.locates.WithLabelValues("ok"))
 	s, err := a.data.Open(ctx, a.DataAddress(), old.GetDataAddress(), id, 0, 16<<10)
 	if err == nil {
 		s.Close()
@@ -125,14 +125,14 @@ func TestMessagesForAStoppedIncarnationAreNotHandledByTheNext(t *testing.T) {
 	if !errors.Is(err, messages.ErrUnavailable) || !strings.Contains(err.Error(), "another incarnation") {
 		t.Fatalf("a stream from the stopped incarnation's data address = %v, want UNAVAILABLE naming another incarnation", err)
 	}
-	_, err = shard.CallLocate(ctx, a.data, old.GetDataAddress(), &messages.Locate{ObjectId: id, Receiver: a.Node(), TimeoutMs: 5000})
+	_, err = shardactor.CallLocate(ctx, a.data, old.GetDataAddress(), &messages.Locate{ObjectId: id, Receiver: a.Node(), TimeoutMs: 5000})
 	if !errors.Is(err, messages.ErrUnavailable) || !strings.Contains(err.Error(), "another incarnation") {
 		t.Fatalf("a Locate at the stopped incarnation's data address = %v, want UNAVAILABLE naming another incarnation", err)
 	}
-	if d := testutil.ToFloat64(b2.metrics.sent) - sent; d != 0 {
+	if d := promtest.ToFloat64(b2.metrics.sent) - sent; d != 0 {
 		t.Fatalf("the next incarnation sent %v object bytes for requests meant for the stopped one", d)
 	}
-	if d := testutil.ToFloat64(b2.metrics.locates.WithLabelValues("ok")) - located; d != 0 {
+	if d := promtest.ToFloat64(b2.metrics.locates.WithLabelValues("ok")) - located; d != 0 {
 		t.Fatalf("the next incarnation answered %v Locates meant for the stopped one", d)
 	}
 

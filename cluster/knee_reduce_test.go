@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -64,7 +64,7 @@ func TestReduceUntilKneeReducesTheFastSources(t *testing.T) {
 		t.Fatal(res.err)
 	}
 	got := slices.Sorted(slices.Values(res.r.GetReducedIds()))
-	if len(got) < 4 || !slices.Equal(got, ids[:len(got)]) || res.r.GetCompletedBy() != coordinator.CompletedByKnee {
+	if len(got) < 4 || !slices.Equal(got, ids[:len(got)]) || res.r.GetCompletedBy() != reduction.CompletedByKnee {
 		t.Fatalf("reduced %v (completed by %q), want at least four of the five fast ones, in arrival order, by the knee", got, res.r.GetCompletedBy())
 	}
 	// The stragglers arrive later: they are not in the result.

@@ -21,8 +21,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/events"
-	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
@@ -297,7 +297,7 @@ func (l *Local) forward(from string, e any) {
 		}
 	case *events.SenderSwitched, *events.TreeNodeReplaced, *events.AncestorsInvalidated,
 		*events.ShardRebuilt, *events.ReduceDone, *events.AllReduceReplanned, *actor.SupervisorEvent,
-		*barrierhost.DeliveryFailed, *barrierhost.TookOver:
+		*barrieractor.DeliveryFailed, *barrieractor.TookOver:
 		l.app.EventStream.Publish(e)
 	}
 }
@@ -374,8 +374,8 @@ func (l *Local) converge() error {
 // member publish its copy), and a shard cannot tell a last copy.
 func rebuilding(m *Member, shards []*actor.PID) string {
 	for _, pid := range shards {
-		res, err := m.system.Root.RequestFuture(pid, shard.RebuildQuery{}, time.Second).Result()
-		st, ok := res.(shard.RebuildStatus)
+		res, err := m.system.Root.RequestFuture(pid, shardactor.RebuildQuery{}, time.Second).Result()
+		st, ok := res.(shardactor.RebuildStatus)
 		switch {
 		case err != nil || !ok:
 			return fmt.Sprintf("shard %s does not answer: %v", membername.Of(m.id, pid.GetId()), err)

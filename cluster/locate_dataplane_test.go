@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/experiments"
-	hoptestutil "github.com/hoplite-go/hoplite/internal/testutil"
+	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
 // locatesServed is how many Locates member i's shards answered on the
 // data plane with result.
 func locatesServed(l *Local, i int, result string) float64 {
-	return testutil.ToFloat64(l.Member(i).metrics.locates.WithLabelValues(result))
+	return promtest.ToFloat64(l.Member(i).metrics.locates.WithLabelValues(result))
 }
 
 // A Get whose object's shard is on another member asks it on the data
@@ -32,7 +32,7 @@ func TestLocateTravelsOnTheDataPlane(t *testing.T) {
 	for _, size := range []int{1 << 10, 1 << 20} {
 		result := "ok"
 		id := idOnNode(fmt.Sprintf("dp%d", size), 1, 3, 3) // shard on node 1; Put on 0, Get on 2
-		data := hoptestutil.Pattern(byte(size), size)
+		data := testutil.Pattern(byte(size), size)
 		if err := l.Client(0).Put(ctx, id, data); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestActorLocatesKeepLocatesOffTheDataPlane(t *testing.T) {
 	l := start(t, Config{exp: experiments.Set{ActorLocates: true}, Nodes: 3})
 	ctx := deadline(t, 20*time.Second)
 	id := idOnNode("actor", 1, 3, 3)
-	data := hoptestutil.Pattern(3, 1000)
+	data := testutil.Pattern(3, 1000)
 	if err := l.Client(0).Put(ctx, id, data); err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +91,12 @@ func TestLocateOnTheDataPlaneWithdrawnByHangup(t *testing.T) {
 		if host < 0 {
 			return -1
 		}
-		res, err := l.Member(host).System().Root.RequestFuture(pid, shard.CountObjects{}, 5*time.Second).Result()
+		res, err := l.Member(host).System().Root.RequestFuture(pid, shardactor.CountObjects{}, 5*time.Second).Result()
 		if err != nil {
 			t.Logf("counting the shard's objects: %v", err)
 			return -1
 		}
-		return res.(shard.ObjectCount).Objects
+		return res.(shardactor.ObjectCount).Objects
 	}
 	for round := range 3 {
 		gctx, cancel := context.WithCancel(ctx)
@@ -120,7 +120,7 @@ func TestLocateOnTheDataPlaneWithdrawnByHangup(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	cancel()
 	got := make(chan error, 1)
-	data := hoptestutil.Pattern(7, 100)
+	data := testutil.Pattern(7, 100)
 	go func() {
 		b, err := l.Client(2).Get(ctx, id)
 		if err == nil && !bytes.Equal(b, data) {

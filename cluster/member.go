@@ -17,8 +17,8 @@ import (
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
-	coordactor "github.com/hoplite-go/hoplite/internal/actors/coordinator"
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/coordactor"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/lag"
@@ -136,7 +136,7 @@ type Member struct {
 	closeData func()              // stops serving this member's objects
 	store     *storenode.Store
 	ref       *messages.NodeRef
-	failures  *shard.FailureLog
+	failures  *shardactor.FailureLog
 	estimator *estimator.Estimator
 	// warm keeps the member's data-plane connections to its peers and
 	// its estimates ready for the first operations (warmup.go).

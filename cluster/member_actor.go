@@ -12,12 +12,12 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/events"
-	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
-	"github.com/hoplite-go/hoplite/internal/actors/revoke"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
+	"github.com/hoplite-go/hoplite/internal/actors/revokeactor"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/membername"
-	bmg "github.com/hoplite-go/hoplite/internal/revoke"
+	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -306,7 +306,7 @@ func (a *membersActor) memberGone(ctx actor.Context, msg *memberGone) {
 	a.m.log.WithFields(logrus.Fields{"suspect": msg.id, "signal": msg.signal, "confirmed_in": msg.confirmedIn}).
 		Info("member unreachable: spreading a failure notice")
 	if pid := a.m.revokePID.Load(); pid != nil {
-		ctx.Send(pid, &revoke.Originate{Notice: bmg.FailureNotice(msg.id, msg.address)})
+		ctx.Send(pid, &revokeactor.Originate{Notice: revoke.FailureNotice(msg.id, msg.address)})
 	}
 }
 
@@ -326,7 +326,7 @@ func (a *membersActor) departed(ctx actor.Context, id, how string) {
 		return
 	}
 	a.m.log.WithFields(logrus.Fields{"left": id, "seen_by": how}).Info("member left the cluster")
-	ctx.Send(a.m.barrierHost(), &barrierhost.MemberFailed{Member: id, Address: addr})
+	ctx.Send(a.m.barrierHost(), &barrieractor.MemberFailed{Member: id, Address: addr})
 	if store != nil && addr != "" && !a.m.addressReused(addr, id) {
 		for _, pid := range a.m.localShards() {
 			ctx.Send(pid, &actor.Terminated{Who: store.PID(), Why: actor.TerminatedReason_AddressTerminated})
@@ -351,7 +351,7 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 		// NodeFailed: a directory shard also reports a store whose
 		// endpoint merely broke, and a Close that skipped a live replica
 		// could return while it answers the barrier open.
-		ctx.Send(a.m.barrierHost(), &barrierhost.MemberFailed{Member: msg.id, Address: addr})
+		ctx.Send(a.m.barrierHost(), &barrieractor.MemberFailed{Member: msg.id, Address: addr})
 		// Published here, not where the notice was delivered: only a
 		// notice the view accepted is about one of this member's peers.
 		// A late notice of another cluster about a name not used here
@@ -488,7 +488,7 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 			}
 		}
 		entry.Info("member left the topology: spreading a failure notice")
-		a.originateAfterProbeDelay(ctx, bmg.FailureNotice(id, p.address))
+		a.originateAfterProbeDelay(ctx, revoke.FailureNotice(id, p.address))
 		go a.m.expelled(id, p.address, rootOf(p.store))
 	}
 	a.greet(ctx)
@@ -502,20 +502,20 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 // originated before the undelayed member's notice reached it (the relay
 // test, under CI load). A notice that arrived in the meantime makes the
 // late Originate a duplicate, which the broadcaster drops.
-func (a *membersActor) originateAfterProbeDelay(ctx actor.Context, n bmg.Notice) {
+func (a *membersActor) originateAfterProbeDelay(ctx actor.Context, n revoke.Notice) {
 	pid := a.m.revokePID.Load()
 	if pid == nil {
 		return
 	}
 	d := a.m.cfg.ProbeDelay
 	if d <= 0 {
-		ctx.Send(pid, &revoke.Originate{Notice: n})
+		ctx.Send(pid, &revokeactor.Originate{Notice: n})
 		return
 	}
 	root := ctx.ActorSystem().Root
 	time.AfterFunc(d, func() {
 		if !a.m.closing.Load() {
-			root.Send(pid, &revoke.Originate{Notice: n})
+			root.Send(pid, &revokeactor.Originate{Notice: n})
 		}
 	})
 }
@@ -656,7 +656,7 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 	if !sameStores(stores, st.lastStores) {
 		st.lastStores = stores
 		for _, pid := range st.running {
-			ctx.Send(pid, shard.WatchStores{})
+			ctx.Send(pid, shardactor.WatchStores{})
 		}
 	}
 	reach := v.Reachable()
@@ -684,7 +684,7 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 		m.forgetDataPeers(old, idx)
 		m.warm.peersChanged()
 		if pid := m.revokePID.Load(); pid != nil {
-			ctx.Send(pid, &revoke.SetMembers{Members: reach})
+			ctx.Send(pid, &revokeactor.SetMembers{Members: reach})
 		}
 	}
 	if !slices.Equal(live, st.lastLive) {
@@ -748,7 +748,7 @@ func (a *membersActor) runShards(ctx actor.Context) {
 				st.running[j] = started
 				// The stores may have changed between its start (which
 				// watched those live then) and now.
-				ctx.Send(started, shard.WatchStores{})
+				ctx.Send(started, shardactor.WatchStores{})
 				if st.owners[j] != m.id { // moved on meanwhile
 					a.stopShard(ctx, j)
 				}
@@ -791,7 +791,7 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 	// views that agree along a connected graph agree everywhere, and the
 	// comparison costs O(log n) requests per member rather than n.
 	compared := st.lastLive
-	if o, err := bmg.NewOverlay(st.lastLive, m.id); err == nil {
+	if o, err := revoke.NewOverlay(st.lastLive, m.id); err == nil {
 		compared = o.Neighbors()
 	}
 	for id := range st.viewChecks {

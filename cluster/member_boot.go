@@ -20,16 +20,16 @@ import (
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
-	barrierhost "github.com/hoplite-go/hoplite/internal/actors/barrier"
-	coordactor "github.com/hoplite-go/hoplite/internal/actors/coordinator"
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
-	"github.com/hoplite-go/hoplite/internal/actors/revoke"
-	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
+	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
+	"github.com/hoplite-go/hoplite/internal/actors/coordactor"
+	"github.com/hoplite-go/hoplite/internal/actors/revokeactor"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -52,7 +52,7 @@ func Join(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if cfg.embedded != nil {
 		id = cfg.embedded.id
 	}
-	m := &Member{cfg: cfg, id: id, root: rootName(nonce), failures: &shard.FailureLog{},
+	m := &Member{cfg: cfg, id: id, root: rootName(nonce), failures: &shardactor.FailureLog{},
 		suspects: make(chan suspicion, 256), quit: make(chan struct{}), done: make(chan struct{})}
 	m.liveView = newLiveState(m)
 	m.log = logrus.NewEntry(cfg.Log).WithField("member", m.id)
@@ -182,7 +182,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.table.Store(&table)
 	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
 		BeforeReceive: cfg.CoordinatorHook, Stretch: m.lag.Stretch,
-		Reduce: coordinator.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.exp.ReduceShape, ForceDegree: cfg.exp.ReduceDegree,
+		Reduce: reduction.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.exp.ReduceShape, ForceDegree: cfg.exp.ReduceDegree,
 			AllReduceShape: cfg.exp.AllReduceShape, Paced: m.pace() > 0, MinSlice: bufalloc.HugeMin, UnbatchedTasks: cfg.exp.UnbatchedReduceTasks,
 			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}
 
@@ -194,10 +194,10 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
 			MaxRemoteReply: maxRemoteReply,
 		})},
-		{name: revokeName, props: revoke.NewActorProps(revoke.ActorConfig{Self: m.id, Peer: m.revokePeer,
+		{name: revokeName, props: revokeactor.NewActorProps(revokeactor.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Admit: m.admitNotice, Log: m.log})},
 		{name: membersName, props: newMembersProps(m)},
-		{name: barriersName, props: barrierhost.NewHostProps(barrierhost.HostConfig{Log: m.log, BeforeReceive: cfg.BarrierHook})},
+		{name: barriersName, props: barrieractor.NewHostProps(barrieractor.HostConfig{Log: m.log, BeforeReceive: cfg.BarrierHook})},
 	}
 	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), m.root)
 	if err != nil {
@@ -386,7 +386,7 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 }
 
 func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
-	return shard.NewShardProps(shard.ShardConfig{
+	return shardactor.NewShardProps(shardactor.ShardConfig{
 		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink()}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)

@@ -13,9 +13,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/certs"
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -296,14 +296,14 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 		return bad("reduce degree %d: must be >= 1 to force the degree, or 0 for the cost model's", c.exp.ReduceDegree)
 	}
 	switch c.exp.ReduceShape {
-	case "", coordinator.ShapeDAry, coordinator.ShapeChainLeaf:
+	case "", reduction.ShapeDAry, reduction.ShapeChainLeaf:
 	default:
-		return bad("unknown reduce shape %q (%s or %s)", c.exp.ReduceShape, coordinator.ShapeDAry, coordinator.ShapeChainLeaf)
+		return bad("unknown reduce shape %q (%s or %s)", c.exp.ReduceShape, reduction.ShapeDAry, reduction.ShapeChainLeaf)
 	}
 	switch c.exp.AllReduceShape {
-	case "", coordinator.ShapeDAry, coordinator.ShapeSliced:
+	case "", reduction.ShapeDAry, reduction.ShapeSliced:
 	default:
-		return bad("unknown allreduce shape %q (%s or %s)", c.exp.AllReduceShape, coordinator.ShapeDAry, coordinator.ShapeSliced)
+		return bad("unknown allreduce shape %q (%s or %s)", c.exp.AllReduceShape, reduction.ShapeDAry, reduction.ShapeSliced)
 	}
 	if c.LinkRate < 0 || math.IsNaN(c.LinkRate) || math.IsInf(c.LinkRate, 0) {
 		return bad("link rate %v bit/s: want a positive rate, or 0 for unknown", c.LinkRate)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -27,7 +27,7 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 	}{
 		{"negative degree", func(c *MemberConfig) { c.exp.ReduceDegree = -1 }, "reduce degree -1"},
 		{"unknown shape", func(c *MemberConfig) { c.exp.ReduceShape = "star" }, `unknown reduce shape "star"`},
-		{"inline is not a choice", func(c *MemberConfig) { c.exp.ReduceShape = coordinator.ShapeInline }, `unknown reduce shape "inline"`},
+		{"inline is not a choice", func(c *MemberConfig) { c.exp.ReduceShape = reduction.ShapeInline }, `unknown reduce shape "inline"`},
 		{"negative link rate", func(c *MemberConfig) { c.LinkRate = -1 }, "link rate -1"},
 		{"link rate NaN", func(c *MemberConfig) { c.LinkRate = math.NaN() }, "link rate NaN"},
 	} {
@@ -103,8 +103,8 @@ func TestMemberReduceSettings(t *testing.T) {
 	const n, size = 4, 256 << 10 // above the inline limit: a real tree
 	forced := func(d int32) func(p *messages.ReducePlan) error {
 		return func(p *messages.ReducePlan) error {
-			if p.GetShape() != coordinator.ShapeDAry || p.GetDegree() != d {
-				return fmt.Errorf("plan %s degree %d, want %s degree %d", p.GetShape(), p.GetDegree(), coordinator.ShapeDAry, d)
+			if p.GetShape() != reduction.ShapeDAry || p.GetDegree() != d {
+				return fmt.Errorf("plan %s degree %d, want %s degree %d", p.GetShape(), p.GetDegree(), reduction.ShapeDAry, d)
 			}
 			return nil
 		}
@@ -116,9 +116,9 @@ func TestMemberReduceSettings(t *testing.T) {
 	}{
 		{"degree 2", func(c *MemberConfig) { c.exp.ReduceDegree = 2 }, forced(2)},
 		{"degree 3", func(c *MemberConfig) { c.exp.ReduceDegree = 3 }, forced(3)},
-		{"chain-leaf", func(c *MemberConfig) { c.exp.ReduceShape = coordinator.ShapeChainLeaf }, func(p *messages.ReducePlan) error {
-			if p.GetShape() != coordinator.ShapeChainLeaf {
-				return fmt.Errorf("plan shape %s, want %s", p.GetShape(), coordinator.ShapeChainLeaf)
+		{"chain-leaf", func(c *MemberConfig) { c.exp.ReduceShape = reduction.ShapeChainLeaf }, func(p *messages.ReducePlan) error {
+			if p.GetShape() != reduction.ShapeChainLeaf {
+				return fmt.Errorf("plan shape %s, want %s", p.GetShape(), reduction.ShapeChainLeaf)
 			}
 			return nil
 		}},

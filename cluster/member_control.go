@@ -6,8 +6,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
-	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -22,12 +22,12 @@ import (
 func (m *Member) locator(data transport.Caller) storeactor.Locator {
 	return func(ctx context.Context, pid *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
 		if !m.cfg.exp.ActorLocates && pid.GetAddress() == m.system.Address() {
-			return shard.LocateHere(ctx, m.system.Root, pid, l)
+			return shardactor.LocateHere(ctx, m.system.Root, pid, l)
 		}
 		if addr := m.locateAt(pid); addr != "" {
-			return shard.CallLocate(ctx, data, addr, l)
+			return shardactor.CallLocate(ctx, data, addr, l)
 		}
-		return shard.RequestLocate(ctx, m.system.Root, pid, l)
+		return shardactor.RequestLocate(ctx, m.system.Root, pid, l)
 	}
 }
 
@@ -83,7 +83,7 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	if m.table.Load() == nil || m.storePID.Load() == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
 	}
-	b, err := shard.ServeLocate(ctx, m.system.Root, m.shardFor, req)
+	b, err := shardactor.ServeLocate(ctx, m.system.Root, m.shardFor, req)
 	result := "ok"
 	if err != nil {
 		result = messages.AsError(err).GetCode().String()
@@ -104,12 +104,12 @@ func (m *Member) subscribeAt(shard *actor.PID) string {
 }
 
 // serveSubscribe hands a Reduce coordinator's Subscribe on the data plane
-// to the source's shard here (see shard.ServeSubscribe).
+// to the source's shard here (see shardactor.ServeSubscribe).
 func (m *Member) serveSubscribe(ctx context.Context, req []byte) ([]byte, error) {
 	if m.table.Load() == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
 	}
-	b, err := shard.ServeSubscribe(ctx, m.system.Root, m.shardFor, req)
+	b, err := shardactor.ServeSubscribe(ctx, m.system.Root, m.shardFor, req)
 	result := "sent"
 	switch {
 	case err != nil:

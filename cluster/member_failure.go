@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/internal/actors/revoke"
+	"github.com/hoplite-go/hoplite/internal/actors/revokeactor"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
-	bmg "github.com/hoplite-go/hoplite/internal/revoke"
+	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -191,7 +191,7 @@ func (m *Member) expelled(id, addr, root string) {
 			// The wave's notice (revoke.FailureNotice), not another one
 			// with epoch 0: one failure of one incarnation has one id.
 			m.system.Root.Send(memberPID(addr, root, revokeName),
-				&messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr, Epoch: bmg.IncarnationEpoch(addr)})
+				&messages.RevokeNotice{Origin: m.id, Subject: id, From: m.id, SubjectAddress: addr, Epoch: revoke.IncarnationEpoch(addr)})
 			if m.cfg.embedded != nil {
 				return // once only: embedded members never pause
 			}
@@ -315,7 +315,7 @@ func (m *Member) topologyAddress(id string) string {
 
 // deliver runs once per failure notice at this member (in the revoke
 // actor, after the notice was forwarded).
-func (m *Member) deliver(ctx actor.Context, d revoke.Delivery) {
+func (m *Member) deliver(ctx actor.Context, d revokeactor.Delivery) {
 	if m.closing.Load() {
 		return // the whole cluster stops: nobody failed
 	}

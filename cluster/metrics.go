@@ -15,7 +15,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 
 	"github.com/hoplite-go/hoplite/events"
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -171,8 +171,8 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 			defer wg.Done()
 			// Local actors: a second is long; a shard that is moving is
 			// left out of this scrape.
-			res, err := c.m.system.Root.RequestFuture(pid, shard.CountObjects{}, time.Second).Result()
-			if n, ok := res.(shard.ObjectCount); err == nil && ok {
+			res, err := c.m.system.Root.RequestFuture(pid, shardactor.CountObjects{}, time.Second).Result()
+			if n, ok := res.(shardactor.ObjectCount); err == nil && ok {
 				ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Objects), pid.GetId())
 			}
 		}()

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -164,7 +164,7 @@ func BenchmarkReduceDegree(b *testing.B) {
 		name   string
 		degree int
 		shape  string
-	}{{"chosen", 0, ""}, {"d=1", 1, ""}, {"d=2", 2, ""}, {"d=n", nodes, ""}, {"chain-leaf", 0, coordinator.ShapeChainLeaf}}
+	}{{"chosen", 0, ""}, {"d=1", 1, ""}, {"d=2", 2, ""}, {"d=n", nodes, ""}, {"chain-leaf", 0, reduction.ShapeChainLeaf}}
 	for _, link := range reduceLinks {
 		for _, v := range variants {
 			b.Run(link.name+"/"+v.name, func(b *testing.B) {

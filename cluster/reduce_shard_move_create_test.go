@@ -3,7 +3,7 @@ package cluster
 import (
 	"testing"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 )
 
 // A Reduce's coordinator reserves its target in the target's shard, of
@@ -23,5 +23,5 @@ import (
 // one that hears the root's refusal (createAtNewHome, which the inline
 // and sliced shapes share).
 func TestReduceWhoseRootCreatesAtTheShardsNewHomeStartsAgain(t *testing.T) {
-	createAtNewHome(t, false, coordinator.ShapeDAry)
+	createAtNewHome(t, false, reduction.ShapeDAry)
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -36,7 +36,7 @@ func TestInlineReduceWhoseResultIsStoredAtTheShardsNewHomeStartsAgain(t *testing
 		if all {
 			name = "allreduce"
 		}
-		t.Run(name, func(t *testing.T) { createAtNewHome(t, all, coordinator.ShapeInline) })
+		t.Run(name, func(t *testing.T) { createAtNewHome(t, all, reduction.ShapeInline) })
 	}
 }
 
@@ -45,7 +45,7 @@ func TestInlineReduceWhoseResultIsStoredAtTheShardsNewHomeStartsAgain(t *testing
 // runs on the restarted node-4 again, its creation is refused there, and
 // the AllReduce starts again at the shard's new home.
 func TestSlicedAllReduceWhoseCreatorGatherCreatesAtTheShardsNewHomeStartsAgain(t *testing.T) {
-	createAtNewHome(t, true, coordinator.ShapeSliced)
+	createAtNewHome(t, true, reduction.ShapeSliced)
 }
 
 // createAtNewHome runs a Reduce (an AllReduce if all) of two sources
@@ -56,7 +56,7 @@ func TestSlicedAllReduceWhoseCreatorGatherCreatesAtTheShardsNewHomeStartsAgain(t
 func createAtNewHome(t *testing.T, all bool, shape string) {
 	const nodes = 5
 	elems, prefix := 16<<10, shape+"move" // 128 KiB sources: a tree, or sliced
-	if shape == coordinator.ShapeInline {
+	if shape == reduction.ShapeInline {
 		elems = 128 // 1 KiB sources: reduced inline
 	}
 	target, shards := idOnNodeAcrossRestart(prefix, 4, nodes) // node-4 (and node-4#1) holds no source and is not the caller
@@ -87,13 +87,13 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 		}
 	}
 	cfg := Config{Nodes: nodes, Shards: shards, ChunkSize: 32 << 10}
-	if shape != coordinator.ShapeInline {
-		if shape == coordinator.ShapeSliced {
+	if shape != reduction.ShapeInline {
+		if shape == reduction.ShapeSliced {
 			cfg.exp.AllReduceShape = shape
 		}
 		// The creator: a sliced run's creator gather, or a tree's root.
 		cfg.Hooks.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
-			creator := task.GetRoot() && task.GetGather() == (shape == coordinator.ShapeSliced)
+			creator := task.GetRoot() && task.GetGather() == (shape == reduction.ShapeSliced)
 			if !creator || task.GetTargetId() != target || !armed.CompareAndSwap(true, false) {
 				_ = create()
 				return

@@ -17,8 +17,8 @@ import (
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
-	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -241,7 +241,7 @@ func rdNodeIndex(t *testing.T, id string) int {
 func rdRootNode(t *testing.T, r *messages.ReduceReply) int {
 	t.Helper()
 	for _, p := range r.GetPlan().GetPositions() {
-		if p.GetParent() == -1 && r.GetPlan().GetShape() != coordinator.ShapeInline {
+		if p.GetParent() == -1 && r.GetPlan().GetShape() != reduction.ShapeInline {
 			return rdNodeIndex(t, p.GetNodeId())
 		}
 	}
@@ -285,7 +285,7 @@ func rdCheckPlan(t *testing.T, pl *messages.ReducePlan, n int, wantShape string,
 	if pl.GetShape() != wantShape {
 		t.Fatalf("plan shape %q, want %q", pl.GetShape(), wantShape)
 	}
-	if wantShape == coordinator.ShapeInline {
+	if wantShape == reduction.ShapeInline {
 		if len(pl.GetPositions()) != n {
 			t.Fatalf("inline plan lists %d positions, want %d", len(pl.GetPositions()), n)
 		}
@@ -295,7 +295,7 @@ func rdCheckPlan(t *testing.T, pl *messages.ReducePlan, n int, wantShape string,
 	var tree *plan.Tree
 	var err error
 	switch {
-	case wantShape == coordinator.ShapeChainLeaf:
+	case wantShape == reduction.ShapeChainLeaf:
 		tree, err = plan.NewChainLeafTree(n, plan.ChainLength(n, L, B, S))
 	case wantDegree > 0:
 		tree, err = plan.NewTree(n, wantDegree)
@@ -410,7 +410,7 @@ func TestReduceExact(t *testing.T) {
 				t.Fatalf("reply target %q", got.r.GetTargetId())
 			}
 			inputs := rdCheckSets(t, got.r, sources, num, data)
-			rdCheckPlan(t, got.r.GetPlan(), num, coordinator.ShapeDAry, 0)
+			rdCheckPlan(t, got.r.GetPlan(), num, reduction.ShapeDAry, 0)
 			root := rdRootNode(t, got.r)
 			reader := (root + 1 + rng.IntN(c.nodes-1)) % c.nodes
 			b, err := l.Client(reader).Get(ctx, "sum")
@@ -448,9 +448,9 @@ func TestReduceEveryOpAndDtype(t *testing.T) {
 						t.Fatal(err)
 					}
 					inputs := rdCheckSets(t, r, sources, 3, data)
-					shape := coordinator.ShapeDAry
+					shape := reduction.ShapeDAry
 					if size < 64<<10 {
-						shape = coordinator.ShapeInline
+						shape = reduction.ShapeInline
 					}
 					rdCheckPlan(t, r.GetPlan(), 3, shape, 0)
 					b, err := l.Client(rng.IntN(4)).Get(ctx, target)
@@ -581,7 +581,7 @@ func TestReduceForcedShapes(t *testing.T) {
 	for _, tc := range []struct {
 		degree int
 		shape  string
-	}{{1, ""}, {2, ""}, {3, ""}, {nodes, ""}, {0, coordinator.ShapeChainLeaf}} {
+	}{{1, ""}, {2, ""}, {3, ""}, {nodes, ""}, {0, reduction.ShapeChainLeaf}} {
 		t.Run(fmt.Sprintf("d%d%s", tc.degree, tc.shape), func(t *testing.T) {
 			l := start(t, Config{exp: experiments.Set{ReduceDegree: tc.degree, ReduceShape: tc.shape}, Nodes: nodes, ChunkSize: 32 << 10})
 			ctx := deadline(t, 9*time.Second)
@@ -600,7 +600,7 @@ func TestReduceForcedShapes(t *testing.T) {
 				if err != nil {
 					t.Fatalf("num %d: %v", num, err)
 				}
-				shape := coordinator.ShapeDAry
+				shape := reduction.ShapeDAry
 				if tc.shape != "" {
 					shape = tc.shape
 				}

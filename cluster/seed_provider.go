@@ -22,7 +22,7 @@ import (
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
-	bmg "github.com/hoplite-go/hoplite/internal/revoke"
+	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -121,7 +121,7 @@ type seedProvider struct {
 	selfHost string
 	rounds   uint64 // rounds run (the poll's only)
 	rosterMu sync.Mutex
-	roster   *bmg.Roster[seedNode]
+	roster   *revoke.Roster[seedNode]
 	noPull   bool
 }
 
@@ -232,7 +232,7 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		exchange: newQuietPace(cfg.Refresh),
 		known:    map[string]bool{}, maxLearned: cfg.MaxLearned, ttl: cfg.LearnedTTL, ttlMisses: cfg.LearnedMisses,
 		now: time.Now, metrics: cfg.Metrics, warn: newLogLimiter(refusalLogEvery),
-		roster: bmg.NewRoster[seedNode]("", maxRosterMembers, maxRosterDead, rosterDeadTTL), noPull: cfg.NoPull,
+		roster: revoke.NewRoster[seedNode]("", maxRosterMembers, maxRosterDead, rosterDeadTTL), noPull: cfg.NoPull,
 	}
 	if p.maxLearned <= 0 {
 		p.maxLearned = maxLearnedSeeds
@@ -279,7 +279,7 @@ func (p *seedProvider) StartMember(c *pcluster.Cluster) error {
 // publish.
 func (p *seedProvider) start(self *seedNode, publish func([]*pcluster.Member)) {
 	p.rosterMu.Lock()
-	p.roster = bmg.NewRoster[seedNode](self.ID, maxRosterMembers, maxRosterDead, rosterDeadTTL)
+	p.roster = revoke.NewRoster[seedNode](self.ID, maxRosterMembers, maxRosterDead, rosterDeadTTL)
 	p.rosterMu.Unlock()
 	p.selfHost = net.JoinHostPort(self.Address, strconv.Itoa(self.AutoManagePort))
 	p.self.Store(self)
@@ -528,7 +528,7 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 	hosts, fresh := slices.Clone(p.hosts), p.fresh
 	p.fresh = nil
 	p.hostsMu.Unlock()
-	targets := bmg.MonitorTargets(hosts, p.selfHost, p.rounds)
+	targets := revoke.MonitorTargets(hosts, p.selfHost, p.rounds)
 	p.rounds++
 	for _, h := range fresh {
 		// A new endpoint is checked once whatever its place in the

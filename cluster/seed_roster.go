@@ -19,17 +19,17 @@ import (
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
-	bmg "github.com/hoplite-go/hoplite/internal/revoke"
+	"github.com/hoplite-go/hoplite/internal/revoke"
 )
 
 // How the automanaged members watch each other at scale. Each member
 // checks only its binomial-graph neighbours among the known endpoints
-// and one more endpoint per round (bmg.MonitorTargets): O(log n) checks
+// and one more endpoint per round (revoke.MonitorTargets): O(log n) checks
 // per interval rather than n, each member checked by about 2·log2(n)
 // others. What a member knows of the rest it learns from the members it
 // checks: every /_health answer carries a digest of the answerer's
 // roster, and a checker whose own digest differs pulls the roster
-// (rosterPath) and merges it (bmg.Roster: a dead incarnation never comes
+// (rosterPath) and merges it (revoke.Roster: a dead incarnation never comes
 // back). Joins and deaths thus spread over the same overlay as the
 // failure notices, in O(log n) rounds.
 //
@@ -216,7 +216,7 @@ func (p *seedProvider) pull(ctx context.Context, host string) (bool, error) {
 // not a member's (no id, a port out of range, an endpoint that is not
 // host:port) are dropped, and at most maxRosterMembers live members and
 // maxRosterDead dead ids are taken.
-func decodeRoster(data []byte, cluster string) ([]bmg.RosterEntry[seedNode], []string, error) {
+func decodeRoster(data []byte, cluster string) ([]revoke.RosterEntry[seedNode], []string, error) {
 	var in rosterAnswer
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil, nil, err
@@ -224,7 +224,7 @@ func decodeRoster(data []byte, cluster string) ([]bmg.RosterEntry[seedNode], []s
 	if in.Cluster != cluster {
 		return nil, nil, fmt.Errorf("cluster %q, not %q", in.Cluster, cluster)
 	}
-	var live []bmg.RosterEntry[seedNode]
+	var live []revoke.RosterEntry[seedNode]
 	for _, m := range in.Members {
 		if len(live) >= maxRosterMembers {
 			break
@@ -233,7 +233,7 @@ func decodeRoster(data []byte, cluster string) ([]bmg.RosterEntry[seedNode], []s
 			continue
 		}
 		m.View = ""
-		live = append(live, bmg.RosterEntry[seedNode]{ID: m.ID, Host: m.Host, Info: m.seedNode})
+		live = append(live, revoke.RosterEntry[seedNode]{ID: m.ID, Host: m.Host, Info: m.seedNode})
 	}
 	var dead []string
 	for _, id := range in.Dead {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo"
 
-	bmg "github.com/hoplite-go/hoplite/internal/revoke"
+	"github.com/hoplite-go/hoplite/internal/revoke"
 )
 
 // FuzzRosterAnswer hands any body to decodeRoster, as a peer's roster
@@ -43,7 +43,7 @@ func FuzzRosterAnswer(f *testing.F) {
 		p := fuzzProvider(t)
 		p.self.Store(&seedNode{ID: "self", Address: "127.0.0.1", Port: 1, ClusterName: seedTestCluster})
 		p.rosterMu.Lock()
-		p.roster = bmg.NewRoster[seedNode]("self", maxRosterMembers, maxRosterDead, rosterDeadTTL)
+		p.roster = revoke.NewRoster[seedNode]("self", maxRosterMembers, maxRosterDead, rosterDeadTTL)
 		p.roster.Merge(time.Unix(0, 0), live, dead)
 		p.rosterMu.Unlock()
 		for _, m := range p.topology() {

@@ -1,6 +1,6 @@
 package cluster
 
-import storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
+import "github.com/hoplite-go/hoplite/internal/actors/storeactor"
 
 // The shapes of a Reduce: what a reply's Plan.Shape names, and what the
 // benchmarks' experiments may force (internal/experiments).

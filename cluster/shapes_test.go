@@ -3,7 +3,7 @@ package cluster
 import (
 	"testing"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 )
 
 // The shapes a user sets are the ones the coordinators recognise: a
@@ -11,10 +11,10 @@ import (
 // MemberConfig's validation, or name no plan a reply carries.
 func TestShapesAreTheCoordinators(t *testing.T) {
 	for _, c := range []struct{ public, internal string }{
-		{ShapeDAry, coordinator.ShapeDAry},
-		{ShapeChainLeaf, coordinator.ShapeChainLeaf},
-		{ShapeSliced, coordinator.ShapeSliced},
-		{ShapeInline, coordinator.ShapeInline},
+		{ShapeDAry, reduction.ShapeDAry},
+		{ShapeChainLeaf, reduction.ShapeChainLeaf},
+		{ShapeSliced, reduction.ShapeSliced},
+		{ShapeInline, reduction.ShapeInline},
 	} {
 		if c.public != c.internal {
 			t.Errorf("cluster's shape %q, the coordinator's %q", c.public, c.internal)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	shard "github.com/hoplite-go/hoplite/internal/actors/directory"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 )
 
 // Every directory shard is told when the live store nodes change, so it
@@ -23,7 +23,7 @@ func TestShardsAreToldOfAStoreNodeThatJoins(t *testing.T) {
 		told  = map[string]bool{} // shard actor ids told since the kill
 	)
 	l := start(t, Config{Nodes: 3, ShardHook: func(self string, msg any) {
-		if _, ok := msg.(shard.WatchStores); ok && since.Load() {
+		if _, ok := msg.(shardactor.WatchStores); ok && since.Load() {
 			mu.Lock()
 			told[self] = true
 			mu.Unlock()

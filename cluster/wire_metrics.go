@@ -3,7 +3,7 @@ package cluster
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	storeactor "github.com/hoplite-go/hoplite/internal/actors/storenode"
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/transport"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 )
 
 // Analytic systems: closed-form times of the peers' algorithms and of the

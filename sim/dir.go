@@ -152,7 +152,7 @@ type (
 		h    *host
 		then func(*messages.Error)
 	}
-	coordReply struct{ r *reduction }
+	coordReply struct{ r *coordRun }
 )
 
 // toShard sends msg from a host to the shard of the object it names;

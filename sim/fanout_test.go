@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 )
 
 // A broadcast under a fan-out of 2 (directory.TableConfig.FanOut): the

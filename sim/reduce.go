@@ -7,20 +7,20 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// reduction is one Reduce's coordinator: the real coordinator.Reduction
+// coordRun is one Reduce's coordinator: the real reduction.Reduction
 // on the host that runs the target's shard.
-type reduction struct {
+type coordRun struct {
 	w      *world
 	id     string
 	host   *host
 	caller *host
 	req    *messages.Reduce
-	r      *coordinator.Reduction
+	r      *reduction.Reduction
 	timers map[any]uint64
 	// reply is the answer and when the caller had it.
 	reply   *messages.ReduceReply
@@ -45,7 +45,7 @@ type reduction struct {
 // outputs, adds them to its own source chunk by chunk and offers the sum
 // as it grows (to its parent, or, at the root, as the target).
 type worker struct {
-	r       *reduction
+	r       *coordRun
 	h       *host
 	t       *messages.ReduceTask
 	own     *objState
@@ -67,20 +67,20 @@ type reduceCall struct {
 	w      *world
 	caller *host
 	req    *messages.Reduce
-	cfg    coordinator.Config
+	cfg    reduction.Config
 	call   string
 	// deadline is the caller's, in virtual time; wait the pause before
 	// the next attempt (5 ms, doubling to 200 ms).
 	deadline time.Duration
 	wait     time.Duration
-	cur      *reduction
-	attempts []*reduction
+	cur      *coordRun
+	attempts []*coordRun
 	reply    *messages.ReduceReply
 	replyAt  time.Duration
 }
 
 // startReduce has caller ask the target's shard for a Reduce.
-func (w *world) startReduce(caller *host, req *messages.Reduce, cfg coordinator.Config) *reduceCall {
+func (w *world) startReduce(caller *host, req *messages.Reduce, cfg reduction.Config) *reduceCall {
 	c := &reduceCall{w: w, caller: caller, req: req, cfg: cfg, call: "c1",
 		deadline: w.eng.now + time.Duration(req.GetTimeoutMs())*time.Millisecond, wait: 5 * time.Millisecond}
 	c.attempt(req)
@@ -92,7 +92,7 @@ func (c *reduceCall) attempt(req *messages.Reduce) {
 	w := c.w
 	s := w.shardFor(req.GetTargetId())
 	coord := w.shardHost(s)
-	red := &reduction{w: w, id: directory.ReduceID(req.GetTargetId(), c.call, fmt.Sprint(len(c.attempts)+1)), host: coord,
+	red := &coordRun{w: w, id: directory.ReduceID(req.GetTargetId(), c.call, fmt.Sprint(len(c.attempts)+1)), host: coord,
 		caller: c.caller, req: req, timers: map[any]uint64{}, begun: w.eng.now, call: c}
 	c.cur = red
 	c.attempts = append(c.attempts, red)
@@ -115,7 +115,7 @@ func (c *reduceCall) attempt(req *messages.Reduce) {
 
 // begin runs attempt red at shard s: reserve the target, then the
 // coordinator with the caller's time left.
-func (c *reduceCall) begin(red *reduction, s *shard) {
+func (c *reduceCall) begin(red *coordRun, s *shard) {
 	w := c.w
 	if red != c.cur || !red.host.alive {
 		return
@@ -143,7 +143,7 @@ func (c *reduceCall) begin(red *reduction, s *shard) {
 		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), ReducedIds: committed, UnreducedIds: unreduced})
 		return
 	}
-	red.r = coordinator.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
+	red.r = reduction.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
 	red.host.coords = append(red.host.coords, red)
 	w.tracef(red.host, "reduce %s begins at its coordinator", red.id)
 	red.apply(red.r.Begin(w.now()))
@@ -172,7 +172,7 @@ func (c *reduceCall) hostDied(d *host) {
 	})
 }
 
-func (red *reduction) apply(fx coordinator.Effects) {
+func (red *coordRun) apply(fx reduction.Effects) {
 	w := red.w
 	for _, t := range fx.Timers {
 		kind := t.Msg
@@ -184,11 +184,11 @@ func (red *reduction) apply(fx coordinator.Effects) {
 			}
 			now := w.now()
 			switch kind.(type) {
-			case coordinator.DeadlineTimer:
+			case reduction.DeadlineTimer:
 				red.apply(red.r.Expire(now))
-			case coordinator.ResubscribeTimer:
+			case reduction.ResubscribeTimer:
 				red.apply(red.r.Resubscribe(now))
-			case coordinator.KneeTimer:
+			case reduction.KneeTimer:
 				red.apply(red.r.KneeCheck(now))
 			}
 		})
@@ -197,9 +197,9 @@ func (red *reduction) apply(fx coordinator.Effects) {
 		switch to := snd.To.(type) {
 		case directory.ShardOf:
 			w.toShard(red.host, to, snd.Msg, coordReply{r: red})
-		case coordinator.TargetShard:
+		case reduction.TargetShard:
 			w.toShard(red.host, directory.ShardOf(red.req.GetTargetId()), snd.Msg, nil)
-		case coordinator.Requester:
+		case reduction.Requester:
 			m := snd.Msg.(*messages.ReduceReply)
 			if m.GetError() == nil && len(red.committing) > 0 {
 				red.held = m
@@ -236,7 +236,7 @@ func (red *reduction) apply(fx coordinator.Effects) {
 }
 
 // answer sends the Reduce's answer to its caller.
-func (red *reduction) answer(m *messages.ReduceReply) {
+func (red *coordRun) answer(m *messages.ReduceReply) {
 	w, c := red.w, red.call
 	w.tracef(red.host, "answers")
 	w.send(red.host, red.caller, qStore, viaActor, func() {
@@ -252,7 +252,7 @@ func (red *reduction) answer(m *messages.ReduceReply) {
 
 // committed records that node confirmed its commit, or failed, and
 // sends a held answer once no commit is outstanding.
-func (red *reduction) committed(node string) {
+func (red *coordRun) committed(node string) {
 	if !red.committing[node] {
 		return
 	}
@@ -262,7 +262,7 @@ func (red *reduction) committed(node string) {
 	}
 }
 
-func (red *reduction) release() {
+func (red *coordRun) release() {
 	if m := red.held; m != nil && red.host.alive {
 		red.held = nil
 		red.answer(m)
@@ -270,7 +270,7 @@ func (red *reduction) release() {
 }
 
 // atNode is a store node's handling of a coordinator's message.
-func (red *reduction) atNode(h *host, msg any) {
+func (red *coordRun) atNode(h *host, msg any) {
 	w := red.w
 	switch m := msg.(type) {
 	case *messages.ReduceTask:
@@ -362,7 +362,7 @@ func (h *host) commitTarget(o *objState, m *messages.ReduceCommit) {
 	h.store.CommitTarget(o.id, m.GetReduceId(), m.GetGeneration(), m.GetReducedIds())
 }
 
-func (red *reduction) startWorker(h *host, t *messages.ReduceTask) {
+func (red *coordRun) startWorker(h *host, t *messages.ReduceTask) {
 	w := red.w
 	for _, old := range red.workers {
 		if old.h == h && old.t.GetPosition() == t.GetPosition() {
@@ -490,7 +490,7 @@ func (wk *worker) open() {
 	wk.progress() // a sliced chain's first link has no input: its slice is here
 }
 
-func (red *reduction) toCoord(h *host, fn func()) { red.w.send(h, red.host, qCoord, viaActor, fn) }
+func (red *coordRun) toCoord(h *host, fn func()) { red.w.send(h, red.host, qCoord, viaActor, fn) }
 
 // progress offers as much of the sum as every input has delivered.
 func (wk *worker) progress() {

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
-	"github.com/hoplite-go/hoplite/internal/coordinator/plan"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -390,7 +390,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 		Dtype: messages.DType_FLOAT32, TimeoutMs: timeout.Milliseconds(), AllReduce: all}
 	// The members pace a sliced AllReduce's streams (the links' max-min
 	// fair shares model that), as the testbed's do.
-	cfg := coordinator.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true}
+	cfg := reduction.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true}
 	if async {
 		w.scheduleKill(c, out, target) // pauses only: see Run
 	} else {

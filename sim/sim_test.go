@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 )
 
 func run(t *testing.T, c Config) *Outcome {
@@ -155,14 +155,14 @@ func TestAllReduceAnswersItsCommittedResult(t *testing.T) {
 func TestSlicedAllReduceUnderFailures(t *testing.T) {
 	for _, n := range []int{4, 8, 13} {
 		free := cfg("allreduce", n, 8<<20, 1)
-		free.Shape = coordinator.ShapeSliced
-		if o := run(t, free); o.Shape != coordinator.ShapeSliced {
+		free.Shape = reduction.ShapeSliced
+		if o := run(t, free); o.Shape != reduction.ShapeSliced {
 			t.Fatalf("N=%d: ran %q, want the sliced shape", n, o.Shape)
 		}
 		for seed := uint64(1); seed <= 4; seed++ {
 			for _, at := range []float64{0.05, 0.3, 0.6, 0.9} {
 				c := cfg("allreduce", n, 8<<20, seed)
-				c.Shape = coordinator.ShapeSliced
+				c.Shape = reduction.ShapeSliced
 				c.Kill, c.KillAt = 1+int(seed%2), at
 				run(t, c)
 			}

@@ -1,6 +1,6 @@
 package sim
 
-import "github.com/hoplite-go/hoplite/internal/coordinator"
+import "github.com/hoplite-go/hoplite/internal/reduction"
 
 // Testbed is one measured median the simulator is checked against: the
 // testbed's `hoplite bench` on network namespaces shaped by tc tbf, 2
@@ -41,29 +41,29 @@ var TestbedMedians = []Testbed{
 	{Scenario: "reduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 0.706552138, File: "testbed-reduce-32MiB-n4-2026-11-25T0023.json"},
 	{Scenario: "reduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 0.716625592, File: "testbed-reduce-1MiB-32MiB-n8-2026-11-24T2319.json"},
 	{Scenario: "reduce", Nodes: 16, Bandwidth: 200e6, Size: 32 << 20, Median: 1.467707509, File: "testbed-reduce-32MiB-n16-2026-11-25T1814.json"},
-	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.446315375, File: "archive/testbed-allreduce-32MiB-n4-paced-2026-11-24T0511.json", Shape: coordinator.ShapeDAry},
-	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.547921153, File: "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced-2026-11-24T0439.json", Shape: coordinator.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.446315375, File: "archive/testbed-allreduce-32MiB-n4-paced-2026-11-24T0511.json", Shape: reduction.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.547921153, File: "testbed-allreduce-1MiB-32MiB-256MiB-n8-paced-2026-11-24T0439.json", Shape: reduction.ShapeDAry},
 	// System ours: the sliced shape at 32 MiB (the ring all-gather).
-	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.086070711, File: "testbed-allreduce-32MiB-256MiB-n4-ring-2026-11-24T1026.json", Shape: coordinator.ShapeSliced},
-	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.30332371, File: "testbed-allreduce-32MiB-n8-2026-11-24T1934.json", Shape: coordinator.ShapeSliced},
+	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 32 << 20, Median: 1.086070711, File: "testbed-allreduce-32MiB-256MiB-n4-ring-2026-11-24T1026.json", Shape: reduction.ShapeSliced},
+	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 32 << 20, Median: 1.30332371, File: "testbed-allreduce-32MiB-n8-2026-11-24T1934.json", Shape: reduction.ShapeSliced},
 	{Scenario: "broadcast", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.020142, Min: 0.019321, Max: 0.021876, File: D1MiB + "testbed-broadcast-1MiB-n4-2026-11-25T1747.json"},
 	{Scenario: "broadcast", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.023081, Min: 0.020838, Max: 0.026792, File: D1MiB + "testbed-broadcast-1MiB-n8-2026-11-25T1748.json"},
 	{Scenario: "reduce", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.023466, Min: 0.021496, Max: 0.033912, File: D1MiB + "testbed-reduce-1MiB-n4-2026-11-25T1747.json"},
 	{Scenario: "reduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.027211, Min: 0.023910, Max: 0.034128, File: D1MiB + "testbed-reduce-1MiB-n8-2026-11-25T1743.json"},
-	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.047279, Min: 0.042015, Max: 0.056507, File: D1MiB + "testbed-allreduce-1MiB-n4-2026-11-25T1745.json", Shape: coordinator.ShapeDAry},
-	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.050378, Min: 0.047467, Max: 0.054266, File: D1MiB + "testbed-allreduce-1MiB-n8-2026-11-25T1746.json", Shape: coordinator.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.047279, Min: 0.042015, Max: 0.056507, File: D1MiB + "testbed-allreduce-1MiB-n4-2026-11-25T1745.json", Shape: reduction.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.050378, Min: 0.047467, Max: 0.054266, File: D1MiB + "testbed-allreduce-1MiB-n8-2026-11-25T1746.json", Shape: reduction.ShapeDAry},
 	// System ours: at 1 MiB the cluster's cost model chooses the sliced
 	// shape at N = 4 and 8 (at N = 8 by a hair: its two prices are
 	// within 1 %, so the choice follows the bandwidth its members
 	// measured); the shape is forced here as it ran.
-	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.038079, Min: 0.036454, Max: 0.040599, File: D1MiB + "testbed-allreduce-1MiB-n4-2026-11-25T1747.json", Shape: coordinator.ShapeSliced},
-	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.056885, Min: 0.049002, Max: 0.067330, File: D1MiB + "testbed-allreduce-1MiB-n8-2026-11-25T1743.json", Shape: coordinator.ShapeSliced},
+	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.038079, Min: 0.036454, Max: 0.040599, File: D1MiB + "testbed-allreduce-1MiB-n4-2026-11-25T1747.json", Shape: reduction.ShapeSliced},
+	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.056885, Min: 0.049002, Max: 0.067330, File: D1MiB + "testbed-allreduce-1MiB-n8-2026-11-25T1743.json", Shape: reduction.ShapeSliced},
 	// 16 hosts at 200 Mbit/s (load 1.1-3.4 with the testbed's own
 	// processes). The cost model chose reduce-then-broadcast for ours.
 	{Scenario: "broadcast", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.058096, Min: 0.049181, Max: 0.088516, File: D1MiB + "testbed-broadcast-1MiB-n16-2026-11-25T1743.json"},
 	{Scenario: "reduce", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.071834, Min: 0.057017, Max: 0.082791, File: D1MiB + "testbed-reduce-1MiB-n16-2026-11-25T1748.json"},
-	{Scenario: "allreduce", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.119092, Min: 0.104951, Max: 0.147455, File: D1MiB + "testbed-allreduce-1MiB-n16-2026-11-25T1749.json", Shape: coordinator.ShapeDAry},
-	{Scenario: "allreduce", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.123144, Min: 0.112277, Max: 0.179619, File: D1MiB + "testbed-allreduce-1MiB-n16-2026-11-25T1749.json", Shape: coordinator.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.119092, Min: 0.104951, Max: 0.147455, File: D1MiB + "testbed-allreduce-1MiB-n16-2026-11-25T1749.json", Shape: reduction.ShapeDAry},
+	{Scenario: "allreduce", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.123144, Min: 0.112277, Max: 0.179619, File: D1MiB + "testbed-allreduce-1MiB-n16-2026-11-25T1749.json", Shape: reduction.ShapeDAry},
 }
 
 // D1MiB is the directory of the 1 MiB references' runs.

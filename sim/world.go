@@ -60,7 +60,7 @@ type host struct {
 	fetches []*fetchSession
 	streams []*stream // streams this host sends or receives
 	bc      *revoke.Broadcaster
-	coords  []*reduction
+	coords  []*coordRun
 	workers []*worker
 	rng     *rand.Rand
 	// noticed is when the failure notice reached this host (0: not yet).

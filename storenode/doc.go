@@ -7,7 +7,7 @@
 // The machinery behind them is internal: the protocols a store node runs
 // are pure step machines (internal/storeproto), internal/fetchrun runs the
 // fetch protocol against the Store, and the store node and reduce worker
-// actors that drive them live in internal/actors/storenode.
+// actors that drive them live in internal/actors/storeactor.
 //
 // Numbers in, a reduction out (c is any member's Client, e.g. an embedded
 // cluster's l.Client(0)):

@@ -6,7 +6,7 @@ import (
 	"math"
 	"reflect"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator/kernel"
+	"github.com/hoplite-go/hoplite/internal/reduction/kernel"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator/kernel"
+	"github.com/hoplite-go/hoplite/internal/reduction/kernel"
 	"github.com/hoplite-go/hoplite/messages"
 )
 

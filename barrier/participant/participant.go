@@ -1,6 +1,6 @@
 // Package participant is the contract between a barrier handle (package
 // barrier, the API applications call) and its participant actor (in
-// internal/actors/barrier, the shell that talks to the replicas): the
+// internal/actors/barrieractor, the shell that talks to the replicas): the
 // requests the handle sends its actor, the answers that come back on
 // channels, and the controller's callbacks. Both sides import it; neither imports the other,
 // so the API carries no actor shell and the shell no API.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -28,7 +28,7 @@ func TestProcessAllReduce(t *testing.T) {
 	slots, seeds := memberSlots(t, 4)
 	var nodes []*nodeProc
 	for i := range slots {
-		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-experiments", "allreduce-shape="+coordinator.ShapeSliced, "-link-rate", "2gbit"))
+		nodes = append(nodes, startNode(t, bin, slots[i], seeds, "-experiments", "allreduce-shape="+reduction.ShapeSliced, "-link-rate", "2gbit"))
 	}
 	for _, n := range nodes {
 		n.waitStarted(t, 60*time.Second)
@@ -58,7 +58,7 @@ func TestProcessAllReduce(t *testing.T) {
 		target string
 		num    int
 		shape  string
-	}{{"ar-all", 4, coordinator.ShapeSliced}, {"ar-three", 3, coordinator.ShapeDAry}} {
+	}{{"ar-all", 4, reduction.ShapeSliced}, {"ar-three", 3, reduction.ShapeDAry}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		r, err := c.of(nodes[0]).AllReduce(ctx, tc.target, sources, tc.num, messages.ReduceOp_SUM, messages.DType_INT32)
 		cancel()
@@ -75,7 +75,7 @@ func TestProcessAllReduce(t *testing.T) {
 		for _, n := range nodes {
 			getExact(t, c.of(n), tc.target, want)
 		}
-		if tc.shape != coordinator.ShapeSliced {
+		if tc.shape != reduction.ShapeSliced {
 			continue
 		}
 		// Four members, one source each: the all-gather goes around the
@@ -116,7 +116,7 @@ func TestProcessAllReduce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	r, err := c.of(nodes[1]).AllReduce(ctx, "ar-small", smallIDs, len(nodes), messages.ReduceOp_SUM, messages.DType_INT32)
-	if err != nil || r.GetPlan().GetShape() != coordinator.ShapeInline {
+	if err != nil || r.GetPlan().GetShape() != reduction.ShapeInline {
 		t.Fatalf("inline AllReduce: %v (plan %v)", err, r.GetPlan())
 	}
 	for _, n := range nodes {
@@ -187,7 +187,7 @@ func TestProcessAllReduce(t *testing.T) {
 // in milliseconds) so that the kill lands inside it; the shape of the
 // reply proves it did.
 func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
-	allReduceSurvives(t, coordinator.ShapeSliced, 4, 1)
+	allReduceSurvives(t, reduction.ShapeSliced, 4, 1)
 }
 
 // TestProcessAllReduceLowersNAtEveryFailure: five `hoplite node`
@@ -199,7 +199,7 @@ func TestProcessSlicedAllReduceSurvivesAParticipant(t *testing.T) {
 // exact sum, and the coordinator's member counted and logged two
 // re-plans.
 func TestProcessAllReduceLowersNAtEveryFailure(t *testing.T) {
-	allReduceSurvives(t, coordinator.ShapeDAry, 5, 2)
+	allReduceSurvives(t, reduction.ShapeDAry, 5, 2)
 }
 
 // allReduceSurvives runs an AllReduce of every source among members
@@ -312,8 +312,8 @@ func allReduceSurvives(t *testing.T, shape string, members, kills int) {
 		t.Fatalf("AllReduce with %d participants killed: %v", kills, res.err)
 	}
 	r := res.r
-	if got := r.GetPlan().GetShape(); got != coordinator.ShapeDAry {
-		t.Fatalf("plan shape %q, want the re-planned %q (a sliced reply means the kill came after the run)", got, coordinator.ShapeDAry)
+	if got := r.GetPlan().GetShape(); got != reduction.ShapeDAry {
+		t.Fatalf("plan shape %q, want the re-planned %q (a sliced reply means the kill came after the run)", got, reduction.ShapeDAry)
 	}
 	reduced := slices.Sorted(slices.Values(r.GetReducedIds()))
 	if !slices.Equal(reduced, slices.Sorted(slices.Values(survivorSrcs))) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -154,13 +154,13 @@ func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 		flags []string
 	}
 	bin := hopliteBinary(b)
-	sliced := "allreduce-shape=" + coordinator.ShapeSliced
+	sliced := "allreduce-shape=" + reduction.ShapeSliced
 	modes := []mode{{"per-task", bin, []string{"-experiments", sliced + ",unbatched-reduce-tasks"}}, {"batched", bin, []string{"-experiments", sliced}}}
 	if before := os.Getenv("HOPLITE_STAGGER_BEFORE"); before != "" {
 		// A hoplite binary of an earlier commit (with the debug
 		// timelines, 9166f89 on, whose node took the shape as a flag of
 		// its own): a third cluster, first in each round.
-		modes = append([]mode{{"before", before, []string{"-allreduce-shape", coordinator.ShapeSliced}}}, modes...)
+		modes = append([]mode{{"before", before, []string{"-allreduce-shape", reduction.ShapeSliced}}}, modes...)
 	}
 	c := newTestClient(b)
 	var clusters []*staggerCluster
@@ -191,7 +191,7 @@ func BenchmarkSlicedAllReduceStagger(b *testing.B) {
 		if err != nil {
 			b.Fatalf("%s: AllReduce: %v", cl.name, err)
 		}
-		if got := r.GetPlan().GetShape(); got != coordinator.ShapeSliced {
+		if got := r.GetPlan().GetShape(); got != reduction.ShapeSliced {
 			b.Fatalf("%s: shape %q", cl.name, got)
 		}
 		if err := c.of(cl.nodes[0]).Delete(ctx, target); err != nil {

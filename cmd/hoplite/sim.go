@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/bench"
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/sim"
 )
 
@@ -110,8 +110,8 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		{*cpus < 0, fmt.Sprintf("--cpus %d: want 0 (a core per host) or more", *cpus)},
 		{*num < 0, fmt.Sprintf("--num %d: want 0 (all) or more", *num)},
 		{*degree < 0, fmt.Sprintf("--degree %d: want 0 (the cost model's) or more", *degree)},
-		{*shape != "" && *shape != coordinator.ShapeSliced && *shape != coordinator.ShapeDAry,
-			fmt.Sprintf("--allreduce-shape %q: want %s, %s or empty", *shape, coordinator.ShapeSliced, coordinator.ShapeDAry)},
+		{*shape != "" && *shape != reduction.ShapeSliced && *shape != reduction.ShapeDAry,
+			fmt.Sprintf("--allreduce-shape %q: want %s, %s or empty", *shape, reduction.ShapeSliced, reduction.ShapeDAry)},
 		{inline && S < sim.InlineLimit, fmt.Sprintf("--size %d: reduce, allreduce and async of objects under %d bytes (inline sources) are not simulated", S, sim.InlineLimit)},
 		{*kill < 0 || kills && *kill > smallest-2, fmt.Sprintf("--kill %d: want 0 up to the smallest --nodes less 2, %d", *kill, max(0, smallest-2))},
 		{*pause < 0 || pauses && *pause > smallest-2, fmt.Sprintf("--pause %d: want 0 up to the smallest --nodes less 2, %d", *pause, max(0, smallest-2))},
@@ -188,7 +188,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, m := range sim.TestbedMedians {
 			// An AllReduce's measurement of the shape simulated: the
 			// cost model's (the testbed's ours) unless --allreduce-shape.
-			shaped := m.Scenario != "allreduce" || (*shape == "" && m.Shape != coordinator.ShapeDAry) || (*shape != "" && m.Shape == *shape)
+			shaped := m.Scenario != "allreduce" || (*shape == "" && m.Shape != reduction.ShapeDAry) || (*shape != "" && m.Shape == *shape)
 			if m.Size == S && shaped {
 				p := sim.DefaultParams(m.Nodes)
 				p.Bandwidth = m.Bandwidth

@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/hoplite-go/hoplite/bench"
-	"github.com/hoplite-go/hoplite/internal/coordinator"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/sim"
 )
 
@@ -46,7 +46,7 @@ func simReport(command []string, p sim.Params, outs []*sim.Outcome) *bench.Repor
 				"events": float64(o.Events), "violations": float64(len(o.Violations)),
 				"max_upload_bytes": float64(o.MaxUpload),
 			}}
-		if o.Shape == coordinator.ShapeSliced {
+		if o.Shape == reduction.ShapeSliced {
 			res.Extra["sliced"] = 1
 		}
 		if o.FailureFree > 0 {

@@ -6,7 +6,7 @@
 // the output every core returns (the table's holds only sends: its
 // deadlines are NextDeadline's, which its shell arms as one timer).
 // Object ids are spread over shards by ShardIndex; the shard actor that
-// wraps one table lives in internal/actors/directory. The table's files follow its
+// wraps one table lives in internal/actors/shardactor. The table's files follow its
 // concepts: the entry and its epochs (table.go), copies (locations.go),
 // parked requests and who sends to whom (waiters.go), whether an inline
 // object's Locate is answered with its bytes or with a copy that holds

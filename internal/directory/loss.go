@@ -146,7 +146,7 @@ func (t *LocationTable) unreadable(e *entry) bool {
 
 // Republished is the shell's word that every store node alive when the
 // table began has republished what it holds, or failed (see
-// internal/actors/directory): a copy the table does not list exists nowhere. An
+// internal/actors/shardactor): a copy the table does not list exists nowhere. An
 // object it knows only from partial copies (a rebuilt shard learns them
 // from receivers whose sender died before the shard started over) can
 // never be read whole: it is lost, its parked Gets fail with LOST instead

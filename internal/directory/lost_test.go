@@ -588,7 +588,7 @@ func TestCommittedTargetIsNotCreatedAgainByItsReduce(t *testing.T) {
 // A Reduce's coordinator commits its root's result while the root's node
 // fails: the commit names a copy the failure removed. Recorded again, it
 // makes the shard watch the node, whose failure comes back at once (see
-// internal/actors/directory) and leaves the target lost, which is what its Gets
+// internal/actors/shardactor) and leaves the target lost, which is what its Gets
 // must hear, at once, rather than wait for a reservation nobody ends.
 func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})

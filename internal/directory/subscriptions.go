@@ -23,7 +23,7 @@ type subscriber struct {
 // last copy goes). A subscriber that located the object before
 // (Subscribe.located_before) hears LOST too when the table knows no copy
 // of it: the shell sets that flag only once every store node has
-// republished (see internal/actors/directory), so no copy is left anywhere.
+// republished (see internal/actors/shardactor), so no copy is left anywhere.
 func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) outbox.Box {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {

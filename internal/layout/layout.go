@@ -55,7 +55,7 @@ var Shells = map[string]string{
 // in "/..." names a directory and everything under it.
 var Cores = []string{
 	"internal/storeproto",      // the store node's protocols
-	"internal/coordinator/...", // Reduce: the Reduction, its shapes, plans and kernels
+	"internal/reduction/...",   // Reduce: the Reduction, its shapes, plans and kernels
 	"internal/directory",       // the object directory's LocationTable
 	"internal/revoke",          // the failure broadcast over the binomial graph
 	"internal/outbox",          // the one output shape of every core

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/hoplite-go/hoplite/internal/coordinator/kernel"
+	"github.com/hoplite-go/hoplite/internal/reduction/kernel"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"

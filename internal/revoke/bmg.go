@@ -7,7 +7,7 @@
 // broadcast state, stepped by events (Originate, Receive, SetOverlay) that
 // return decisions (whom to send to, whether to deliver locally). The
 // supervised actor that owns a Broadcaster, sends its decisions and
-// delivers notices is a thin shell around it, in internal/actors/revoke.
+// delivers notices is a thin shell around it, in internal/actors/revokeactor.
 package revoke
 
 import (

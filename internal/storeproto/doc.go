@@ -7,5 +7,5 @@
 // PositionRuns (when a reduce tree position runs, stops and rewinds), and
 // CheckTask. They are the machinery behind package storenode's Client,
 // not part of it: the store node and reduce worker actors that drive them
-// live in internal/actors/storenode, and the simulator (sim) drives them too.
+// live in internal/actors/storeactor, and the simulator (sim) drives them too.
 package storeproto

@@ -4,7 +4,7 @@
 // barrier's combining tree instead, see SetTree), matches the answers with the calls that wait for them,
 // ignores duplicates, gives back a semaphore slot nobody will use, and
 // decides when an Enter has failed. No goroutines, no clocks, no I/O: the
-// participant actor (internal/actors/barrier) feeds it events and carries out its
+// participant actor (internal/actors/barrieractor) feeds it events and carries out its
 // Steps.
 package handle
 

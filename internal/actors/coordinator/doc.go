@@ -1,6 +1,0 @@
-// Package coordinator holds the Coordinator actor: one per Reduce, a child
-// of the directory shard that owns the target. It is the shell around the
-// pure coordinator.Reduction (package github.com/hoplite-go/hoplite/internal/coordinator):
-// messages and timers become steps, and a step's outbox becomes sends,
-// watches, timers and events.
-package coordinator

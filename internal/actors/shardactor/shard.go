@@ -1,0 +1,836 @@
+package shardactor
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/internal/actors/coordactor"
+	"github.com/hoplite-go/hoplite/internal/actors/shell"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/membername"
+	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// ShardConfig configures a directory shard actor.
+type ShardConfig struct {
+	Table directory.TableConfig
+	Log   *logrus.Entry
+	// NewCoordinator returns the props of the coordinator of one Reduce
+	// (injected so the directory does not depend on the coordinator).
+	// shardStopped reports whether the shard that spawned it has stopped
+	// or is restarting (see messages.ReduceReply.shard_stopped).
+	NewCoordinator func(reduceID string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props
+	// Index and Count place this shard among all shards (for Republish).
+	Index, Count int
+	// Nodes lists the live store nodes, asked to republish what they hold
+	// whenever the shard (re)starts: its state is soft.
+	Nodes func() []*messages.NodeRef
+	// Failures makes NodeFailed published once per failure, not once per
+	// shard that saw it.
+	Failures *FailureLog
+	// BeforeReceive runs before each message (fault injection: a hook that
+	// panics crashes the shard).
+	BeforeReceive func(shard string, msg any)
+	// Rebuilt marks a shard started on a new host after its old host
+	// failed (it announces ShardRebuilt from its first start).
+	Rebuilt bool
+	// Host is the member id hosting the shard: ShardRebuilt's Host, and
+	// the shard's name in events, logs and errors is "<Host>/shard-<j>"
+	// (without it: the parent actor's id, and the shard's actor id).
+	Host string
+	// RepublishWait bounds how long RebuildQuery counts the store nodes
+	// that have not republished yet (DefaultRepublishWait if 0). Whether a
+	// copy is the last is never decided before every one of them answered
+	// or failed, however long that takes.
+	RepublishWait time.Duration
+}
+
+// CountObjects asks a shard (in the same process) how many objects it
+// knows; it answers ObjectCount. Metrics read it.
+type CountObjects struct{}
+
+// ObjectCount answers CountObjects.
+type ObjectCount struct{ Objects int }
+
+// FailureLog remembers which node failures were already announced: the
+// last maxFailuresRemembered of them. Node ids name incarnations and are
+// never reused, so a long-lived cluster with churn would otherwise keep
+// one entry per member that ever failed. An id forgotten that way can be
+// announced again by a report that comes after thousands of other
+// failures; delivering a failure twice is harmless (its cleanup is
+// idempotent), growing without bound is not.
+//
+// A failure is keyed by the incarnation, node id and actor system
+// address (as revoke.ID keys a notice by subject and IncarnationEpoch of
+// the address): one name may belong to members of two clusters (embedded
+// clusters name theirs node-0, node-1, … in every process), and a report
+// about the other's member must not make the real failure of this
+// cluster's member of that name look like a repeat.
+//
+// A directory shard's report is a suspicion (Suspect): its Terminated
+// also comes when a connection to a live member merely broke. The
+// member's own failure path confirms a failure (First); a suspicion it
+// never confirmed goes when the node proves alive (Refute), so that its
+// real failure later is announced again.
+type FailureLog struct {
+	mu     sync.Mutex
+	seen   map[incarnation]failureSeen
+	order  []failureRecord // the records, oldest first (Forget leaves its record here)
+	seq    uint64
+	closed bool
+}
+
+// failureSeen is the record of one incarnation's failure.
+type failureSeen struct {
+	seq       uint64 // the sequence number of its record in order
+	suspected bool   // a shard's report the member's failure path has not confirmed
+}
+
+// incarnation is one member incarnation: its id and address.
+type incarnation struct{ node, address string }
+
+// failureRecord is one First that returned true.
+type failureRecord struct {
+	node incarnation
+	seq  uint64
+}
+
+// maxFailuresRemembered bounds FailureLog, like the failure broadcast's
+// window of notice ids (revoke).
+const maxFailuresRemembered = 4096
+
+// Close stops all reports: the cluster is shutting down, and nodes that
+// stop now have not failed.
+func (f *FailureLog) Close() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+}
+
+// First reports whether this is the first report of the failure of node
+// listening at address (its actor system's) since Forget(node, address):
+// the member's failure path confirms it (a shard's suspicion of it, if
+// any, was announced already and is confirmed now).
+func (f *FailureLog) First(node, address string) bool {
+	return f.report(node, address, false)
+}
+
+// Suspect is First for a directory shard's report: a suspicion, which
+// Refute takes back if the member's failure path has not confirmed it.
+func (f *FailureLog) Suspect(node, address string) bool {
+	return f.report(node, address, true)
+}
+
+func (f *FailureLog) report(node, address string, suspicion bool) bool {
+	if f == nil {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen == nil {
+		f.seen = map[incarnation]failureSeen{}
+	}
+	key := incarnation{node, address}
+	if r, ok := f.seen[key]; ok || f.closed {
+		if ok && !suspicion {
+			r.suspected = false
+			f.seen[key] = r
+		}
+		return false
+	}
+	f.seq++
+	f.seen[key] = failureSeen{seq: f.seq, suspected: suspicion}
+	f.order = append(f.order, failureRecord{key, f.seq})
+	if len(f.order) > maxFailuresRemembered {
+		old := f.order[0]
+		f.order = slices.Delete(f.order, 0, 1)
+		if f.seen[old.node].seq == old.seq { // not forgotten and recorded again since
+			delete(f.seen, old.node)
+		}
+	}
+	return true
+}
+
+// Suspected reports whether a shard's suspicion of node at address stands
+// unconfirmed.
+func (f *FailureLog) Suspected(node, address string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[incarnation{node, address}].suspected
+}
+
+// Refute takes back a shard's suspicion of node at address that the
+// member's failure path has not confirmed: the node proved alive (it
+// answered a question asked after the report). It reports whether there
+// was one.
+func (f *FailureLog) Refute(node, address string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := incarnation{node, address}
+	if r, ok := f.seen[key]; ok && r.suspected {
+		delete(f.seen, key)
+		return true
+	}
+	return false
+}
+
+// Left records that node (at address) leaves on purpose: its store
+// stops, and that is no failure, so no report of it is announced (as if
+// it had been already).
+func (f *FailureLog) Left(node, address string) { f.First(node, address) }
+
+// Forget lets a node (at address) that came back be reported again when
+// it fails.
+func (f *FailureLog) Forget(node, address string) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.seen, incarnation{node, address})
+}
+
+type tick struct{}
+
+// Shard is the actor that owns one directory.LocationTable. Its state is soft: after
+// a restart it starts empty and store nodes republish what they hold and
+// which ids they saw deleted.
+type Shard struct {
+	cfg   ShardConfig
+	table *directory.LocationTable
+	// timer wakes the shard at the table's next deadline (armedAt), so an
+	// idle shard costs nothing; a ticker every 20 ms on each of a member's
+	// shards was a quarter of an idle member's CPU.
+	timer   *time.Timer
+	armedAt time.Time
+	watched map[string]string // store node PID -> node id, watched for Terminated
+	locates locateSpans       // traced Locates not answered yet
+	starts  *atomic.Int32     // shared by the shard's incarnations
+	// republishing holds the store nodes (by PID key) asked to republish
+	// at this start that have neither answered RepublishDone nor failed:
+	// while one may still send copies, the table cannot tell whether a
+	// copy it knows is the last, and LOST is not answered from it.
+	// republishUntil bounds only what RebuildQuery reports.
+	republishing   map[string]bool
+	republishUntil time.Time
+	// gone is set when this incarnation stops or restarts; its
+	// coordinators read it (see NewCoordinator).
+	gone atomic.Bool
+	// coordinators are the running Reduces' coordinators (children), by
+	// reduce id.
+	coordinators map[string]*actor.PID
+	// deferred are the Reduces asked for while republishing (bounded by
+	// maxDeferredReduces): they start once it is over.
+	deferred []deferredReduce
+	// republished: every store node asked has answered or failed, and the
+	// table was told (LocationTable.Republished).
+	republished bool
+	// senders send the Republish requests, one per store node, so that a
+	// DeadLetterResponse names the node that was not running.
+	senders actorutil.Senders
+	// probing holds the store nodes (by PID key) that spoke again after
+	// this member's shards suspected them failed, asked NodeStatus and not
+	// answered yet: only an answer to a question asked after the
+	// suspicion shows the node alive (a message it sent before it died can
+	// come after its Terminated).
+	probing map[string]bool
+	// subscribers are the subscribers (by PID key) with a subscription
+	// here, watched: one that stops without unsubscribing (a coordinator
+	// whose member died, a peer that went) is dropped from the table.
+	subscribers map[string]*actor.PID
+}
+
+// DefaultRepublishWait is ShardConfig.RepublishWait's default.
+const DefaultRepublishWait = 5 * time.Second
+
+// WatchStores tells a shard (in process) that the live store nodes
+// changed: it watches those of ShardConfig.Nodes it does not watch yet.
+// A shard watches every store node live at its start; one that joins
+// later would otherwise be watched at its first Locate or copy here, a
+// remote Watch inside that node's first small Get of an object on this
+// shard.
+type WatchStores struct{}
+
+// RebuildQuery asks a shard (in process) how far its rebuild is; it
+// answers RebuildStatus. A shard that just started still expects the
+// copies of every store node it asked to republish: they arrive later as
+// publications, which a caller that wants a quiet directory (the embedded
+// cluster's start) must not mistake for its own traffic.
+type RebuildQuery struct{}
+
+// RebuildStatus answers RebuildQuery: Pending store nodes have not
+// answered the shard's republish request yet (0 once RepublishWait has
+// passed since it started: the caller only waits for a quiet directory).
+type RebuildStatus struct{ Pending int }
+
+// NewShardProps returns the props of a directory shard actor.
+func NewShardProps(cfg ShardConfig) *actor.Props {
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	starts := new(atomic.Int32)
+	// A coordinator that crashes is stopped, not restarted: its Reduce
+	// fails with a clear error (the caller may retry) instead of resuming
+	// half-remembered state.
+	stopCoordinator := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+	return actorutil.Props(func() actor.Actor { return &Shard{cfg: cfg, starts: starts} },
+		actor.WithSupervisor(stopCoordinator))
+}
+
+// Receive implements actor.Actor.
+func (s *Shard) Receive(ctx actor.Context) {
+	if h := s.cfg.BeforeReceive; h != nil {
+		msg := ctx.Message()
+		switch m := msg.(type) {
+		case servedLocate:
+			msg = m.locate // the hook sees a Locate as it came, on either path
+		case servedSubscribe:
+			msg = m.sub // and a Subscribe
+		}
+		h(ctx.Self().GetId(), msg)
+	}
+	now := time.Now()
+	var out outbox.Box
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.started(ctx)
+		return
+	case *actor.Restarting:
+		s.endLocateSpans("", "", "shard restarting")
+		s.stopping(ctx, "directory shard restarting")
+		return
+	case *actor.Stopping:
+		s.endLocateSpans("", "", "shard stopping")
+		s.stopping(ctx, "directory shard stopping")
+		return
+	case *actor.Terminated:
+		out = s.terminated(ctx, m, now)
+	case tick:
+		s.armedAt = time.Time{}
+		out = s.table.Tick(now)
+	case *messages.CreateObject:
+		s.watch(ctx, m.GetCreator())
+		out = s.table.Create(m, ctx.Sender())
+	case *messages.PublishLocation:
+		s.watch(ctx, m.GetNode())
+		out = s.table.Publish(m)
+	case *messages.UnpublishLocation:
+		out = s.table.Unpublish(m)
+	case *messages.ReportLost:
+		if n := len(s.republishing); n > 0 {
+			// Whether this is the last copy is not known before every store
+			// node has republished: a leaving member asking now was told
+			// "lost" of an object another member held (its publication
+			// still on the way), or NOT_FOUND of its own. It retries.
+			out.Send(ctx.Sender(), &messages.ReportLostReply{ObjectId: m.GetObjectId(),
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", s.name(ctx), n)})
+			break
+		}
+		out = s.table.ReportLost(m, ctx.Sender())
+	case *messages.RepublishDone:
+		delete(s.republishing, actorutil.Key(m.GetNode().PID()))
+		out = s.republishedAll()
+	case RebuildQuery:
+		ctx.Respond(RebuildStatus{Pending: s.pending(now)})
+		return
+	case WatchStores:
+		if s.cfg.Nodes != nil {
+			for _, n := range s.cfg.Nodes() {
+				s.watch(ctx, n)
+			}
+		}
+		return
+	case *messages.Locate:
+		s.watch(ctx, m.GetReceiver())
+		s.traceLocate(m, ctx.Sender())
+		out = s.table.Locate(m, ctx.Sender(), now)
+	case servedLocate:
+		s.watch(ctx, m.locate.GetReceiver())
+		s.traceLocate(m.locate, m.reply)
+		out = s.table.Locate(m.locate, m.reply, now)
+	case *messages.CancelLocate:
+		s.endLocateSpans(m.GetObjectId(), m.GetReceiver().GetNodeId(), "withdrawn")
+		out = s.table.CancelLocate(m)
+	case AbandonLocate:
+		s.abandonLocateSpans(m.ObjectID, m.ReplyTo)
+		out = s.table.AbandonLocate(m.ObjectID, m.ReplyTo)
+	case *messages.FetchDone:
+		out = s.table.FetchDone(m)
+	case *messages.FetchAborted:
+		out = s.table.FetchAborted(m)
+	case *messages.DeleteObject:
+		out = s.table.Delete(m, ctx.Sender())
+	case *messages.Tombstones:
+		out = s.table.ApplyTombstones(m)
+	case *messages.Subscribe:
+		if ctx.Sender() == nil {
+			s.dropped(ctx, "subscribe without a sender")
+			return
+		}
+		out = s.subscribe(ctx, ctx.Sender(), m)
+	case servedSubscribe:
+		var a *messages.SubscribeAnswer
+		a, out = answerInline(s.subscribe(ctx, m.subscriber, m.sub))
+		m.done <- a
+	case *messages.Unsubscribe:
+		out = s.unsubscribe(ctx, m)
+	case *messages.QueryObject:
+		out = s.table.Query(m, ctx.Sender(), now)
+	case CountObjects:
+		ctx.Respond(ObjectCount{Objects: s.table.Known()})
+		return
+	case *messages.ListObjects:
+		s.list(ctx, m)
+		return
+	case *messages.StartReduce:
+		s.startReduce(ctx, m, ctx.Sender(), now)
+		return
+	case *messages.ReleaseTarget:
+		out = s.table.Release(m)
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+		return
+	case *messages.NodeStatusReply:
+		s.proved(ctx, m.GetNode())
+		return
+	case *actor.DeadLetterResponse:
+		// A Republish request to a store node that died meanwhile: its
+		// copies are gone, and the failure path says so.
+		delete(s.republishing, actorutil.Key(m.Target))
+		delete(s.probing, actorutil.Key(m.Target))
+		out = s.republishedAll()
+	default:
+		s.dropped(ctx, "unknown message")
+		return
+	}
+	s.deliver(ctx, out)
+	s.startDeferred(ctx)
+	s.arm(ctx)
+}
+
+// subscribe pushes the object's locations to the subscriber (a Reduce
+// coordinator) from now on.
+func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.Subscribe) outbox.Box {
+	if m.GetLocatedBefore() && len(s.republishing) > 0 {
+		// A copy the table does not know yet may still be republished
+		// (as for ReportLost): whether the object is lost is answered to
+		// a later resubscription, once the rebuild is over. The
+		// subscription itself holds now.
+		m = &messages.Subscribe{ObjectId: m.GetObjectId()}
+	}
+	key := actorutil.Key(subscriber)
+	out := s.table.Subscribe(m, key, subscriber)
+	if _, ok := s.subscribers[key]; !ok && s.table.Subscribed(key) {
+		s.subscribers[key] = subscriber
+		ctx.Watch(subscriber)
+	}
+	return out
+}
+
+func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) outbox.Box {
+	if ctx.Sender() == nil {
+		return outbox.Box{}
+	}
+	key := actorutil.Key(ctx.Sender())
+	out := s.table.Unsubscribe(m, key)
+	s.unwatchIdleSubscriber(ctx, key)
+	return out
+}
+
+// unwatchIdleSubscriber stops watching a subscriber that follows nothing
+// here any more.
+func (s *Shard) unwatchIdleSubscriber(ctx actor.Context, key string) {
+	if pid, ok := s.subscribers[key]; ok && !s.table.Subscribed(key) {
+		delete(s.subscribers, key)
+		ctx.Unwatch(pid)
+	}
+}
+
+func (s *Shard) list(ctx actor.Context, m *messages.ListObjects) {
+	if ctx.Sender() != nil {
+		ctx.Respond(s.table.List(m))
+	}
+}
+
+func (s *Shard) started(ctx actor.Context) {
+	tc := s.cfg.Table
+	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt
+	tc.Instance = tableInstance()
+	s.table = directory.NewLocationTable(tc)
+	s.watched = map[string]string{}
+	s.republishing = map[string]bool{}
+	s.probing = map[string]bool{}
+	s.subscribers = map[string]*actor.PID{}
+	s.republished = false
+	s.republishUntil = time.Now().Add(cmp.Or(s.cfg.RepublishWait, DefaultRepublishWait))
+	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
+	if s.cfg.Nodes != nil {
+		// Soft state: whatever the store nodes hold, and the ids they
+		// know were deleted, come back to us.
+		// A request, so the copies come back to this shard even before the
+		// nodes' shard tables point here (the shard may just have moved).
+		//
+		// Every live store node is watched now rather than at its first
+		// Locate or copy here: a remote Watch is a gRPC message and a run
+		// of the node's mailbox, which would otherwise fall inside the
+		// first small Get each node makes of an object on this shard
+		// (seven of them in a 1 KiB broadcast to 7 whose object's shard
+		// is new to them).
+		for _, n := range s.cfg.Nodes() {
+			s.republishing[actorutil.Key(n.PID())] = true
+			s.watch(ctx, n)
+			s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+		}
+	}
+	if !first {
+		// Info, not Warn: ShardRebuilt tells it, and a shard also
+		// rebuilds when placement moves it to a member that joined.
+		s.cfg.Log.WithField("shard", s.name(ctx)).Info("directory shard rebuilt from the store nodes")
+		host := s.cfg.Host
+		if host == "" {
+			host = ctx.Parent().GetId()
+		}
+		ctx.ActorSystem().EventStream.Publish(&events.ShardRebuilt{Shard: s.name(ctx), Host: host})
+	}
+	// With no store node to wait for, the table has every copy now (it
+	// holds a Delete until then).
+	s.deliver(ctx, s.republishedAll())
+}
+
+// name is this shard as events, logs and errors write it: "<member
+// id>/shard-<j>" (package membername), Host being its member.
+func (s *Shard) name(ctx actor.Context) string { return membername.Of(s.cfg.Host, ctx.Self().GetId()) }
+
+// stopping fails the parked requests: the table is about to be lost, and
+// their requesters retry against the restarted (or moved) shard instead
+// of waiting for their deadlines.
+func (s *Shard) stopping(ctx actor.Context, why string) {
+	// Before the coordinators stop with it: they tell their callers to
+	// start the Reduce again at the shard's home, and so are the Reduces
+	// that waited for the rebuild told.
+	s.gone.Store(true)
+	for _, d := range s.deferred {
+		if d.sender != nil {
+			ctx.Send(d.sender, &messages.ReduceReply{TargetId: d.start.GetReduce().GetTargetId(), ShardStopped: true,
+				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s before the Reduce started", why)})
+		}
+	}
+	s.deferred = nil
+	s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)))
+	s.disarm()
+	s.senders.Close() // a restarted shard asks anew
+}
+
+// terminated forgets a watched store node that stopped: its copies and
+// the requests it parked leave the table. (A coordinator child's
+// Terminated is not a node's.)
+func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) outbox.Box {
+	key := actorutil.Key(m.GetWho())
+	if _, ok := s.subscribers[key]; ok {
+		delete(s.subscribers, key)
+		s.table.DropSubscriber(key)
+	}
+	for id, pid := range s.coordinators {
+		if pid.Equal(m.GetWho()) {
+			delete(s.coordinators, id)
+			return outbox.Box{}
+		}
+	}
+	node, ok := s.watched[key]
+	if !ok {
+		return outbox.Box{}
+	}
+	delete(s.watched, key)
+	delete(s.republishing, key) // it will not answer any more
+	delete(s.probing, key)
+	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
+		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": s.name(ctx), "why": m.GetWhy().String(), "address": m.GetWho().GetAddress()}).Warn("node failed")
+		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: s.name(ctx), At: now})
+	}
+	out := s.table.IncarnationFailed(node, m.GetWho().GetAddress())
+	out.Merge(s.republishedAll())
+	return out
+}
+
+// republishedAll tells the table, once, that every store node it asked
+// to republish has answered or failed: no copy it does not list exists
+// (see LocationTable.Republished).
+func (s *Shard) republishedAll() outbox.Box {
+	if s.republished || len(s.republishing) > 0 || s.table == nil {
+		return outbox.Box{}
+	}
+	s.republished = true
+	return s.table.Republished()
+}
+
+// tableInstance is a new table's Instance: random (and never 0, the
+// instance of epochs no table issued), so that it issues no epoch an
+// earlier table of the shard did.
+func tableInstance() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return max(binary.BigEndian.Uint32(b[:])&(1<<24-1), 1)
+}
+
+// arm sets the timer for the table's next deadline if it is earlier than
+// the one armed. (A time.Timer rather than protoactor's scheduler: its
+// cancel func races its timer goroutine.)
+func (s *Shard) arm(ctx actor.Context) {
+	next := s.table.NextDeadline()
+	if next.IsZero() || (!s.armedAt.IsZero() && !next.Before(s.armedAt)) {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.armedAt = next
+	system, self := ctx.ActorSystem(), ctx.Self()
+	s.timer = time.AfterFunc(time.Until(next), func() { system.Root.Send(self, tick{}) })
+}
+
+func (s *Shard) disarm() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.armedAt = time.Time{}
+}
+
+// watch makes the shard hear of a store node's failure: its copies must
+// leave the directory and the requests it parked must go.
+func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
+	if n == nil || n.GetNodeId() == "" {
+		return
+	}
+	pid := n.PID()
+	if _, ok := s.watched[actorutil.Key(pid)]; !ok {
+		s.watched[actorutil.Key(pid)] = n.GetNodeId()
+		ctx.Watch(pid)
+		if s.cfg.Failures.Suspected(n.GetNodeId(), n.GetAddress()) && !s.probing[actorutil.Key(pid)] {
+			// A node suspected failed speaks: it may live (its Terminated
+			// was a broken connection), or this came before it died. Its
+			// answer to a question asked now tells (see proved); a dead
+			// node's Terminated comes again through the new watch.
+			s.probing[actorutil.Key(pid)] = true
+			s.senders.Request(ctx, pid, &messages.NodeStatus{})
+		}
+	}
+}
+
+// proved takes back the suspicion of a node that answered a probe (see
+// watch): it lives. Its copies left this table with the suspicion, so it
+// is asked for them again; and its real failure later is announced, not
+// taken for a repeat of the suspicion (FailureLog).
+func (s *Shard) proved(ctx actor.Context, n *messages.NodeRef) {
+	if n == nil || !s.probing[actorutil.Key(n.PID())] {
+		return
+	}
+	delete(s.probing, actorutil.Key(n.PID()))
+	if s.cfg.Failures.Refute(n.GetNodeId(), n.GetAddress()) {
+		s.cfg.Log.WithFields(logrus.Fields{"node": n.GetNodeId(), "shard": s.name(ctx)}).Info("a node suspected failed proved alive")
+		s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+	}
+}
+
+// pending counts the store nodes that may still republish copies to this
+// shard, for RebuildQuery (none once RepublishWait has passed since it
+// started).
+func (s *Shard) pending(now time.Time) int {
+	if !now.Before(s.republishUntil) {
+		return 0
+	}
+	return len(s.republishing)
+}
+
+// startReduce reserves the target and spawns the Reduce's coordinator as a
+// child: the target's shard is where Gets of the target wait, and it
+// rejects a second Reduce or a Put of the same target meanwhile.
+func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *actor.PID, arrived time.Time) {
+	target := m.GetReduce().GetTargetId()
+	answer := func(r *messages.ReduceReply) {
+		if sender != nil {
+			ctx.Send(sender, r)
+		}
+	}
+	fail := func(err *messages.Error) { answer(&messages.ReduceReply{TargetId: target, Error: err}) }
+	if err := validStart(m, cmp.Or(s.cfg.Table.MaxObjectIDLen, directory.DefaultTableConfig().MaxObjectIDLen)); err != nil {
+		fail(err)
+		return
+	}
+	if s.cfg.NewCoordinator == nil {
+		fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "this directory shard runs no reduce coordinators"))
+		return
+	}
+	if len(s.republishing) > 0 {
+		// The table may not know the target yet: a copy of it, or an
+		// earlier attempt's committed result, may still be republished.
+		// Reserved now, the target would be produced again over it.
+		if len(s.deferred) >= maxDeferredReduces {
+			fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding and holds %d Reduces already", s.name(ctx), len(s.deferred)))
+			return
+		}
+		s.deferred = append(s.deferred, deferredReduce{start: m, sender: sender, arrived: arrived})
+		return
+	}
+	if waited := time.Since(arrived); waited >= time.Millisecond {
+		// It waited for the rebuild: the coordinator gets what is left.
+		left := m.GetReduce().GetTimeoutMs() - waited.Milliseconds()
+		if m.GetReduce().GetTimeoutMs() > 0 && left <= 0 {
+			fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce into %q: the deadline passed while directory shard %s rebuilt", target, s.name(ctx)))
+			return
+		}
+		if m.GetReduce().GetTimeoutMs() > 0 {
+			r := proto.CloneOf(m.GetReduce())
+			r.TimeoutMs = left
+			m = &messages.StartReduce{Reduce: r, Caller: m.GetCaller(), CallId: m.GetCallId()}
+		}
+	}
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	call := m.GetCallId()
+	if call == "" {
+		call = fmt.Sprintf("%x", nonce[:3])
+	}
+	id := directory.ReduceID(target, call, fmt.Sprintf("%x", nonce))
+	if rid := s.table.Reservation(target); rid != "" && directory.CallOf(rid) == directory.CallOf(id) {
+		if pid := s.coordinators[rid]; pid != nil {
+			// The same call, asked again (its caller's request failed
+			// while this shard moved or restarted): the running attempt
+			// answers the new request.
+			ctx.Send(pid, &coordactor.AttachRequester{Requester: sender})
+			return
+		}
+	}
+	committed, err := s.table.Reserve(target, id)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if committed != nil {
+		s.cfg.Log.WithFields(logrus.Fields{"target": target, "call": call}).
+			Info("reduce: an earlier attempt of this call committed the target before its coordinator died; answering with its result")
+		answer(&messages.ReduceReply{TargetId: target, ReducedIds: committed,
+			UnreducedIds: unreduced(m.GetReduce().GetSourceIds(), committed)})
+		return
+	}
+	pid := ctx.Spawn(s.cfg.NewCoordinator(id, m, sender, s.gone.Load))
+	if s.coordinators == nil {
+		s.coordinators = map[string]*actor.PID{}
+	}
+	s.coordinators[id] = pid
+}
+
+// validStart checks a StartReduce before anything is reserved. A
+// member's store node validated its caller's Reduce and gave it a
+// timeout, but any process may send a shard one: unchecked, a negative
+// num_objects reached the coordinator's planner, and a timeout_ms past
+// what a time.Duration holds wrapped around into a deadline in the past.
+func validStart(m *messages.StartReduce, maxIDLen int) *messages.Error {
+	if m.GetReduce() == nil {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "StartReduce without a Reduce")
+	}
+	if err := reduction.ValidateReduce(m.GetReduce(), maxIDLen); err != nil {
+		return err
+	}
+	if ms := m.GetReduce().GetTimeoutMs(); ms <= 0 || ms > directory.MaxTimeout.Milliseconds() {
+		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: timeout_ms %d outside 1..%d", ms, directory.MaxTimeout.Milliseconds())
+	}
+	return nil
+}
+
+// startDeferred starts the Reduces that waited for the rebuild, once it
+// is over.
+func (s *Shard) startDeferred(ctx actor.Context) {
+	if len(s.republishing) > 0 || len(s.deferred) == 0 {
+		return
+	}
+	d := s.deferred
+	s.deferred = nil
+	for _, r := range d {
+		s.startReduce(ctx, r.start, r.sender, r.arrived)
+	}
+}
+
+// maxDeferredReduces bounds the Reduces a rebuilding shard holds until
+// every store node has republished.
+const maxDeferredReduces = 4096
+
+// deferredReduce is a StartReduce that came while the shard rebuilt.
+type deferredReduce struct {
+	start   *messages.StartReduce
+	sender  *actor.PID
+	arrived time.Time
+}
+
+// unreduced is sources without reduced, in sources' order.
+func unreduced(sources, reduced []string) []string {
+	var out []string
+	for _, id := range sources {
+		if !slices.Contains(reduced, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
+	s.tracedAnswers(out)
+	shardOut.Carry(ctx, s, out, nil)
+}
+
+// shardOut carries out the table's Box (the generic shell): its sends go to a PID
+// or a store node, or back to the LocateHere call waiting on a callReply;
+// a nil target was a tell's (nobody waits for the answer).
+var shardOut = &shell.Carrier[*Shard]{
+	Route: func(_ actor.Context, s *Shard, o outbox.Send) bool {
+		switch to := o.To.(type) {
+		case *actor.PID, *messages.NodeRef:
+			return false
+		case *callReply:
+			to.deliver(o.Msg)
+		case nil:
+		default:
+			s.cfg.Log.WithField("type", to).Error("directory shard: send to an unknown target kind")
+		}
+		return true
+	},
+	Resolve: func(to any) *actor.PID {
+		switch to := to.(type) {
+		case *actor.PID:
+			return to
+		case *messages.NodeRef:
+			return to.PID()
+		}
+		return nil
+	},
+}
+
+func (s *Shard) dropped(ctx actor.Context, why string) {
+	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": s.name(ctx), "type": actorutil.TypeName(ctx.Message())})
+	if ctx.Sender() != nil {
+		entry = entry.WithField("from", membername.Actor(ctx.Sender()))
+	}
+	entry.Warn("directory shard dropped a message: " + why)
+}

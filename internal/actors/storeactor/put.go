@@ -1,0 +1,487 @@
+package storeactor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/actors/shell"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/localput"
+	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// requests is the store node's table of Puts and Deletes in flight, by
+// id. It lives outside the actor's restartable state, like the Store:
+// the answers, the deadline timers and the copy-ins' reports are
+// addressed to the node's PID, which a restart keeps, so a request in
+// flight survives a restart of its node's actor.
+type requests struct {
+	next    uint64
+	runs    map[uint64]*putRun
+	deletes map[uint64]*deleteRun
+	routes  map[uint64]deleteRoute // a Delete's requests to shard and nodes, by request id
+	watched map[string]bool        // shards and nodes this node watches, by PID
+	// senders are the senders of the requests to shards and nodes, one
+	// per peer: a DeadLetterResponse names the peer that was not running.
+	senders actorutil.Senders
+}
+
+func newRequests() *requests {
+	return &requests{runs: map[uint64]*putRun{}, deletes: map[uint64]*deleteRun{},
+		routes: map[uint64]deleteRoute{}, watched: map[string]bool{}}
+}
+
+// newID names a request.
+func (r *requests) newID() uint64 {
+	r.next++
+	return r.next
+}
+
+// watch watches pid once: its end fails what waits for it. Watches are
+// kept (a node talks to a bounded set of shards and peers) until the
+// peer's end, so no request can miss it.
+func (n *StoreNode) watch(ctx actor.Context, pid *actor.PID) {
+	if key := actorutil.Key(pid); !n.reqs.watched[key] {
+		n.reqs.watched[key] = true
+		ctx.Watch(pid)
+	}
+}
+
+// watchWhenLate watches pid for a request now waiting on it: an actor on
+// this member at once, one on another member only if the answer is still
+// missing after actorutil.RemoteWatchDelay, when the returned timer sends
+// due to this node, whose handler then watches it if it still waits.
+// Nil when there is nothing to wait for (watched, or watched already).
+func (n *StoreNode) watchWhenLate(ctx actor.Context, pid *actor.PID, due any) *time.Timer {
+	system := ctx.ActorSystem()
+	if !actorutil.IsRemote(system, pid) {
+		n.watch(ctx, pid)
+		return nil
+	}
+	if n.reqs.watched[actorutil.Key(pid)] {
+		return nil
+	}
+	self := ctx.Self()
+	return time.AfterFunc(actorutil.RemoteWatchDelay(), func() { system.Root.Send(self, due) })
+}
+
+// putRun is one registration and what its shell holds for it.
+type putRun struct {
+	reg   *storeproto.PutRegistration
+	obj   *storenode.Object
+	data  []byte
+	owned bool       // data is the node's own buffer (a PutFrom's): the copy adopts it
+	shard *actor.PID // where the CreateObject went; its end fails the Put
+	timer *time.Timer
+	// watchDue watches a shard on another member if the CreateObject is
+	// still unanswered after actorutil.RemoteWatchDelay (see locate).
+	watchDue *time.Timer
+}
+
+// putWatchDue: a Put's CreateObject to a shard on another member is
+// still unanswered after actorutil.RemoteWatchDelay.
+type putWatchDue struct {
+	id    uint64
+	shard *actor.PID
+}
+
+// putCopied is a copy-in's report: whether the copy is complete, else
+// the Put's answer as putEnded decided it.
+type putCopied struct {
+	id       uint64
+	complete bool
+	err      *messages.Error
+}
+
+// A copy-in may report after its node stopped: that is expected.
+func (putCopied) IgnoreDeadLetterLogging() {}
+
+func (n *StoreNode) put(ctx actor.Context, m *messages.Put) {
+	if req, ok := n.admitPut(ctx, m); ok {
+		n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs(), fingerprint.Of(m.GetData()))
+	}
+}
+
+// putLocal is a Put from a Client in this process that computed the
+// fingerprint (see localput).
+func (n *StoreNode) putLocal(ctx actor.Context, m *localput.Request) {
+	if req, ok := n.admitPut(ctx, m.Put); ok {
+		n.startPut(ctx, req, m.Put.GetData(), m.Put.GetTimeoutMs(), m.Fingerprint)
+	}
+}
+
+// admitPut is Put m's request, or false once m is answered: an invalid
+// id, or more bytes than the node holds (refused before anything reads
+// them).
+func (n *StoreNode) admitPut(ctx actor.Context, m *messages.Put) (storeproto.PutRequest, bool) {
+	id, size := m.GetObjectId(), int64(len(m.GetData()))
+	req := storeproto.PutRequest{ObjectID: id, Requester: requester(ctx)}
+	if err := n.validate(id); err != nil {
+		n.answerPut(ctx, req, err)
+		return req, false
+	}
+	if size > n.cfg.Store.Capacity() {
+		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_CAPACITY, "object %q of %d bytes exceeds the node capacity of %d bytes", id, size, n.cfg.Store.Capacity()))
+		return req, false
+	}
+	return req, true
+}
+
+// storeReduced stores a result the coordinator computed without a tree:
+// a Put of the Reduce's reserved target.
+func (n *StoreNode) storeReduced(ctx actor.Context, m *messages.StoreReduced) {
+	req := storeproto.PutRequest{ObjectID: m.GetTargetId(), ReduceID: m.GetReduceId(), Reduced: true,
+		ReducedIDs: m.GetReducedIds(), Requester: requester(ctx)}
+	// Checked here as a Put is (admitPut): it comes from another
+	// process, and an id no application may use made a local copy first
+	// and a registration the directory refused.
+	switch id := m.GetTargetId(); {
+	case n.validate(id) != nil:
+		n.answerPut(ctx, req, n.validate(id))
+		return
+	case m.GetReduceId() == "":
+		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "StoreReduced of %q without a reduce id", id))
+		return
+	case int64(len(m.GetData())) > n.cfg.Store.Capacity():
+		n.answerPut(ctx, req, messages.Errorf(messages.ErrorCode_CAPACITY, "reduced %q of %d bytes exceeds the node capacity of %d bytes", id, len(m.GetData()), n.cfg.Store.Capacity()))
+		return
+	}
+	n.startPut(ctx, req, m.GetData(), m.GetTimeoutMs(), fingerprint.Of(m.GetData()))
+}
+
+// requester is who answers a request: nobody for a tell.
+func requester(ctx actor.Context) any {
+	if s := ctx.Sender(); s != nil {
+		return s
+	}
+	return nil
+}
+
+func (n *StoreNode) answerPut(ctx actor.Context, req storeproto.PutRequest, err *messages.Error) {
+	if err != nil {
+		n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": err}).Debug("put failed")
+	}
+	if to, ok := req.Requester.(*actor.PID); ok {
+		ctx.Send(to, storeproto.PutAnswer(req, err))
+	}
+}
+
+// startPut makes the creator copy in the local store and starts its
+// registration with the directory; fp is the data's fingerprint.
+func (n *StoreNode) startPut(ctx actor.Context, req storeproto.PutRequest, data []byte, timeoutMs int64, fp uint64) {
+	n.startPutOf(ctx, req, data, false, timeoutMs, fp)
+}
+
+// startPutOf is startPut; owned says data is the node's own buffer,
+// which nobody else writes (see putRun.owned).
+func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, data []byte, owned bool, timeoutMs int64, fp uint64) {
+	now := time.Now()
+	req.Deadline = now.Add(n.cfg.timeout(timeoutMs))
+	req.Size, req.Fingerprint, req.Creator = int64(len(data)), fp, n.cfg.Self
+	obj, joined, evicted, err := n.putCopy(&req)
+	if err != nil {
+		n.answerPut(ctx, req, messages.AsError(err))
+		return
+	}
+	if joined != nil {
+		n.samePutLater(ctx, req, joined, data)
+		return
+	}
+	n.unpublish(ctx.ActorSystem(), evicted)
+	if req.Reduced {
+		// A rebuilt shard learns from this copy's republication which
+		// Reduce made it and what it reduces.
+		obj.SetProducer(req.ReduceID, 0)
+		obj.SetReduced(req.ReducedIDs)
+	}
+	if req.Size < n.cfg.InlineLimit {
+		// The shard keeps these bytes (and, on its own member, hands them
+		// to Gets as they are): a copy, never the caller's buffer, which
+		// the caller may reuse once Put returns.
+		req.Inline, req.InlineData = true, bytes.Clone(data)
+	}
+	req.RequestID = n.reqs.newID()
+	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, owned: owned}
+	n.reqs.runs[req.RequestID] = run
+	n.putDo(ctx, req.RequestID, run.reg.Start(now))
+}
+
+// putCopy makes the creator copy of req in the store, or returns the
+// copy of the id this node already holds (joined: a concurrent Put or
+// Get), for samePut to decide.
+func (n *StoreNode) putCopy(req *storeproto.PutRequest) (obj, joined *storenode.Object, evicted []string, err error) {
+	if local := n.cfg.Store.Lookup(req.ObjectID); local != nil {
+		// A Get on this node that is still locating the object left a
+		// placeholder: this Put fills it (its waiters get these bytes).
+		evicted, err := n.cfg.Store.Promote(local, req.Size, req.Fingerprint)
+		if errors.Is(err, messages.ErrCapacity) {
+			return nil, nil, nil, err
+		} else if err != nil {
+			return nil, local, nil, nil
+		}
+		req.Promoted = true
+		return local, nil, evicted, nil
+	}
+	obj, evicted, err = n.cfg.Store.Create(req.ObjectID, req.Size, req.Fingerprint)
+	if errors.Is(err, messages.ErrConflict) {
+		if local := n.cfg.Store.Lookup(req.ObjectID); local != nil {
+			return nil, local, nil, nil
+		}
+	}
+	return obj, nil, evicted, err
+}
+
+// samePutLater waits, on its own goroutine and within the Put's
+// deadline, for the copy this node already has to be whole, and answers
+// as samePut decides: it is a wait on a local object, not a protocol.
+func (n *StoreNode) samePutLater(ctx actor.Context, req storeproto.PutRequest, local *storenode.Object, data []byte) {
+	system := ctx.ActorSystem()
+	go func() {
+		rctx, cancel := context.WithDeadline(context.Background(), req.Deadline)
+		defer cancel()
+		err := messages.AsError(n.samePut(rctx, local, data))
+		if err != nil {
+			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": err}).Debug("put failed")
+		}
+		if to, ok := req.Requester.(*actor.PID); ok {
+			system.Root.Send(to, storeproto.PutAnswer(req, err))
+		}
+	}()
+}
+
+// putDo carries out one step of registration id.
+func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
+	run := n.reqs.runs[id]
+	if run == nil {
+		return
+	}
+	req := run.reg.Request()
+	if s.Latency > 0 && n.cfg.Estimator != nil {
+		n.cfg.Estimator.ObserveLatency(s.Latency)
+	}
+	if s.Abort != nil {
+		n.cfg.Store.Abort(run.obj, s.Abort)
+	}
+	if s.ForgetDeleted {
+		n.cfg.Store.ForgetDeleted(req.ObjectID)
+	}
+	if s.Unpin {
+		n.cfg.Store.Unpin(run.obj)
+	}
+	if !n.putOut.Carry(ctx, id, s.Box, n.putEnded) {
+		return // the sends ended it (no shard to register with)
+	}
+	if s.CopyIn {
+		n.copyIn(ctx, id, run, s.Readable)
+	}
+	if s.Done {
+		if run.timer != nil {
+			run.timer.Stop()
+		}
+		if run.watchDue != nil {
+			run.watchDue.Stop()
+		}
+		delete(n.reqs.runs, id)
+		if s.Err != nil {
+			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": s.Err}).Debug("put failed")
+		}
+	}
+}
+
+// newPutCarrier wires the generic shell to the Put protocol: a send to
+// a shard goes by toShard, and the deadline comes back to this actor.
+func (n *StoreNode) newPutCarrier() *shell.Carrier[uint64] {
+	return &shell.Carrier[uint64]{
+		Route: func(ctx actor.Context, id uint64, s outbox.Send) bool {
+			to, ok := s.To.(directory.ShardOf)
+			if ok {
+				n.toShard(ctx, n.reqs.runs[id], string(to), s.Msg)
+			}
+			return ok
+		},
+		Timer: func(ctx actor.Context, id uint64, t outbox.Timer) {
+			if run := n.reqs.runs[id]; run != nil {
+				run.timer = shell.After(ctx, t.At, t.Msg)
+			}
+		},
+	}
+}
+
+// putEnded reports whether the Put id is over (its sends can end it).
+func (n *StoreNode) putEnded(id uint64) bool { return n.reqs.runs[id] == nil }
+
+// toShard sends to the shard of id. The CreateObject goes as a request,
+// so the shard answers this actor, which watches the shard: a shard that
+// stops before it answers fails the Put instead of waiting for its
+// deadline (one on this member at once; one on another member is watched
+// only when its answer is late, as a fetch's Locate's shard is).
+func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) {
+	shard := n.cfg.ShardFor(id)
+	if _, ok := msg.(*messages.CreateObject); !ok {
+		if shard != nil {
+			ctx.Send(shard, msg)
+		}
+		return
+	}
+	if shard == nil {
+		// Failed sends its UnpublishLocation to no shard, which is
+		// dropped above: there is nobody to withdraw from.
+		n.putDo(ctx, run.reg.Request().RequestID, run.reg.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)))
+		return
+	}
+	run.shard = shard
+	if run.watchDue != nil {
+		run.watchDue.Stop() // the Put asks again, perhaps elsewhere
+	}
+	run.watchDue = n.watchWhenLate(ctx, shard, putWatchDue{id: run.reg.Request().RequestID, shard: shard})
+	n.reqs.senders.Request(ctx, shard, msg)
+}
+
+// putWatchDue watches the shard of a Put whose CreateObject is late.
+func (n *StoreNode) putWatchDue(ctx actor.Context, m putWatchDue) {
+	if run := n.reqs.runs[m.id]; run != nil && samePID(run.shard, m.shard) {
+		n.watch(ctx, m.shard)
+	}
+}
+
+// copyIn copies the bytes into the creator copy on its own goroutine, so
+// the actor keeps serving (a DropObject of this very object among
+// others), and reports the end.
+func (n *StoreNode) copyIn(ctx actor.Context, id uint64, run *putRun, readable bool) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	obj, data, cfg := run.obj, run.data, n.cfg
+	w := obj.NewWriter() // supersedes a fetch that was filling a placeholder
+	if written, _, _ := obj.Progress(); run.owned && written == 0 && len(data) > 0 {
+		// The bytes arrived in a buffer of their own: it becomes the
+		// copy's, one pass over them fewer.
+		go func() {
+			err := w.Adopt(data)
+			if err == nil {
+				err = cfg.Store.Complete(obj)
+			}
+			if err != nil {
+				system.Root.Send(self, putCopied{id: id, err: messages.AsError(putEnded(obj, err, readable))})
+				return
+			}
+			system.Root.Send(self, putCopied{id: id, complete: true})
+		}()
+		return
+	}
+	go func() {
+		size := int64(len(data))
+		for off := int64(0); off < size; off += int64(cfg.ChunkSize) {
+			if h := cfg.Hooks.BeforePutChunk; h != nil {
+				h(cfg.Self.GetNodeId(), obj.ID(), off)
+			}
+			if err := w.Append(data[off:min(size, off+int64(cfg.ChunkSize))]); err != nil {
+				// Dropped meanwhile (deleted).
+				system.Root.Send(self, putCopied{id: id, err: messages.AsError(putEnded(obj, err, readable))})
+				return
+			}
+		}
+		if err := cfg.Store.Complete(obj); err != nil {
+			system.Root.Send(self, putCopied{id: id, err: messages.AsError(putEnded(obj, err, readable))})
+			return
+		}
+		system.Root.Send(self, putCopied{id: id, complete: true})
+	}()
+}
+
+// putReply hands the shard's answer to its registration.
+func (n *StoreNode) putReply(ctx actor.Context, m *messages.CreateObjectReply) {
+	if run := n.reqs.runs[m.GetRequestId()]; run != nil {
+		n.putDo(ctx, m.GetRequestId(), run.reg.Reply(time.Now(), m))
+	}
+}
+
+func (n *StoreNode) putTimedOut(ctx actor.Context, m storeproto.PutDeadline) {
+	if run := n.reqs.runs[m.ID]; run != nil {
+		n.putDo(ctx, m.ID, run.reg.Deadline())
+	}
+}
+
+func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
+	if run := n.reqs.runs[m.id]; run != nil {
+		n.putDo(ctx, m.id, run.reg.CopiedIn(m.complete, m.err))
+	}
+}
+
+// peerGone fails what waits for a shard or node that stopped
+// (Terminated) or was not running (a DeadLetterResponse to a request).
+func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
+	if who == nil {
+		return
+	}
+	key := actorutil.Key(who)
+	delete(n.reqs.watched, key) // a peer started again under this PID is watched anew
+	n.reqs.senders.Forget(who)
+	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)
+	for id, run := range n.reqs.runs {
+		if run.shard != nil && actorutil.Key(run.shard) == key {
+			n.putDo(ctx, id, run.reg.Failed(gone))
+		}
+	}
+	n.deletePeerGone(ctx, key, gone)
+}
+
+// stopRequests fails the Puts still waiting for the directory and the
+// Deletes still waiting for their shard when the node stops for good:
+// nobody would take their answers. A failed (killed) node says nothing.
+func (n *StoreNode) stopRequests(ctx actor.Context) {
+	if n.cfg.Store.Failed() != nil {
+		return
+	}
+	stopped := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s stopped", n.cfg.Self.GetNodeId())
+	for id, run := range n.reqs.runs {
+		n.putDo(ctx, id, run.reg.Failed(stopped))
+	}
+	for id, run := range n.reqs.deletes {
+		n.deleteDo(ctx, id, run.del.Failed(stopped))
+	}
+}
+
+// putEnded decides a Put whose copy was dropped before it was complete.
+// Only a Delete that came before the bytes were readable fails the Put:
+// once they were (readable, or every byte was in this copy, which
+// receivers stream from while it fills), a consumer may have Got the
+// object and Deleted it before this Put's reply, and that must not turn
+// the Put into an error. The dropped copy is not published: the
+// directory has forgotten the object.
+func putEnded(obj *storenode.Object, err error, readable bool) error {
+	if errors.Is(err, messages.ErrDeleted) && (readable || obj.IsWhole()) {
+		return nil
+	}
+	return err
+}
+
+// samePut answers a Put of an id this node already holds: the same bytes
+// are an idempotent success, other bytes a conflict. The copy it joined
+// counts as the first Put's: deleted after it was whole, the same bytes
+// still succeed (see putEnded).
+func (n *StoreNode) samePut(ctx context.Context, local *storenode.Object, data []byte) error {
+	err := local.WaitComplete(ctx)
+	var have []byte
+	if err == nil {
+		have, err = local.Bytes()
+	}
+	if err != nil {
+		var whole bool
+		if have, whole = local.WholeBytes(); !whole || !errors.Is(err, messages.ErrDeleted) {
+			return err
+		}
+	}
+	if !bytes.Equal(have, data) {
+		return messages.Errorf(messages.ErrorCode_CONFLICT, "object %q already exists with different contents", local.ID())
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package storeactor
+
+import (
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// heldCommitWait bounds how long a republication waits for the commit of
+// a Reduce's target this node holds whole (see heldRepublish). A commit in
+// flight arrives within a message's delay; one that never comes (the
+// coordinator died before sending it) costs the rebuilt shard this much
+// before it hears RepublishDone, well inside its own wait for the store
+// nodes (internal/actors/shardactor.DefaultRepublishWait).
+const heldCommitWait = 2 * time.Second
+
+// maxLateCommits bounds StoreNode.lateCommit. Past it a late commit is
+// not published again, and the shard learns the result from the next
+// republication.
+const maxLateCommits = 4096
+
+// heldRepublish is a republication to a rebuilt directory shard that
+// waits, before RepublishDone, for the commit of the Reduce targets this
+// node holds whole. A rebuilt shard's coordinators died with its old
+// incarnation, but one of them may have sent its root's commit just
+// before: published as it stood (PARTIAL, its run named), the copy was
+// dropped by the new shard as the dead run's, the commit completed it
+// anyway, and the new shard learned the result only from the copies
+// read from it, which name no run; the call's next attempt then met its
+// own result as a foreign object and failed CONFLICT (chaos seed 78 under
+// load). Held until the commit, the copy is published complete, with its
+// run and sources, before the shard starts any Reduce.
+type heldRepublish struct {
+	asker *actor.PID
+	ids   map[string]bool // held copies not published to asker yet
+	timer *time.Timer
+}
+
+// heldRepublishDue ends a heldRepublish's wait.
+type heldRepublishDue struct{ h *heldRepublish }
+
+// holdForCommit starts a heldRepublish for the held-whole copies ids.
+func (n *StoreNode) holdForCommit(ctx actor.Context, asker *actor.PID, ids []string) {
+	h := &heldRepublish{asker: asker, ids: map[string]bool{}}
+	for _, id := range ids {
+		h.ids[id] = true
+	}
+	system, self := ctx.ActorSystem(), ctx.Self()
+	h.timer = time.AfterFunc(heldCommitWait, func() { system.Root.Send(self, &heldRepublishDue{h: h}) })
+	n.held = append(n.held, h)
+}
+
+// settleHeld publishes id to every republication waiting for it, now
+// that its copy is committed, dropped or rewound (whatever Publication
+// says of it now), and ends the republications that wait for nothing
+// more.
+func (n *StoreNode) settleHeld(ctx actor.Context, id string) {
+	if n.lateCommit[id] {
+		// Published PARTIAL after its wait ran out, and committed after
+		// all: the shard's current home learns the result now.
+		delete(n.lateCommit, id)
+		if o := n.cfg.Store.Lookup(id); o != nil {
+			if pub, ok := o.Publication(n.cfg.Self); ok && pub.GetState() == messages.LocationState_COMPLETE {
+				ctx.Send(n.cfg.ShardFor(id), pub)
+			}
+		}
+	}
+	for _, h := range n.held {
+		if !h.ids[id] {
+			continue
+		}
+		if o := n.cfg.Store.Lookup(id); o != nil && o.HeldWhole() {
+			continue // still awaiting its commit
+		}
+		delete(h.ids, id)
+		n.publishTo(ctx, h.asker, id)
+	}
+	n.endHeld(ctx, false)
+}
+
+// heldDue ends h's wait: what it still waits for is published as it
+// stands, and a commit that arrives later publishes it again.
+func (n *StoreNode) heldDue(ctx actor.Context, m *heldRepublishDue) {
+	for id := range m.h.ids {
+		n.publishTo(ctx, m.h.asker, id)
+		if n.lateCommit == nil {
+			n.lateCommit = map[string]bool{}
+		}
+		if len(n.lateCommit) < maxLateCommits {
+			n.lateCommit[id] = true
+		}
+		delete(m.h.ids, id)
+	}
+	n.endHeld(ctx, false)
+}
+
+// endHeld sends RepublishDone for every republication that waits for
+// nothing more, or for all of them if all is set (the actor is stopping
+// or restarting: its state goes, and the shards must not wait for it).
+func (n *StoreNode) endHeld(ctx actor.Context, all bool) {
+	kept := n.held[:0]
+	for _, h := range n.held {
+		if all {
+			for id := range h.ids {
+				n.publishTo(ctx, h.asker, id)
+			}
+			clear(h.ids)
+		}
+		if len(h.ids) > 0 {
+			kept = append(kept, h)
+			continue
+		}
+		h.timer.Stop()
+		ctx.Send(h.asker, &messages.RepublishDone{Node: n.cfg.Self})
+	}
+	clear(n.held[len(kept):])
+	n.held = kept
+	if all {
+		clear(n.lateCommit)
+	}
+}
+
+// publishTo sends to the copy of id this node holds, if it has one to
+// offer.
+func (n *StoreNode) publishTo(ctx actor.Context, to *actor.PID, id string) {
+	if o := n.cfg.Store.Lookup(id); o != nil {
+		if pub, ok := o.Publication(n.cfg.Self); ok {
+			ctx.Send(to, pub)
+		}
+	}
+}

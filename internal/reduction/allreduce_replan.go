@@ -1,0 +1,165 @@
+package reduction
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// An AllReduce's participants are its sources: one that dies takes its
+// source with it, and unless the application Puts that source again,
+// nothing will ever take its place. A Reduce of n sources waits for one
+// (the caller asked for n); an AllReduce instead lowers n to what can
+// still come, so that every survivor gets the exact reduction of the
+// surviving sources, named in the reply, instead of a hang until the
+// deadline. Lowering n happens at every failure that leaves fewer
+// possible sources than n, not only at the first: a source counts as
+// possible while it is not deleted and not lost (its node died, or the
+// directory reported that no copy of it is left, and no new copy of it
+// arrived since). The directory's report is what tells of a source lost
+// before the coordinator got any location of it: the failure of its
+// node names no source the coordinator knew of.
+
+// allReduceNodeFailed handles the failure of node in a running
+// AllReduce (sliced or tree) and reports whether it did: whether node
+// held an arrived source. Sources lost with it leave n as is while
+// backups or late arrivals can still make up n (the tree repairs with
+// them); otherwise the run is re-planned with n lowered (see replan).
+func (r *Reduction) allReduceNodeFailed(node string, fx *effects) bool {
+	var lost []string
+	for _, id := range r.req.GetSourceIds() {
+		if src := r.sources[id]; src != nil && src.node.GetNodeId() == node {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) == 0 {
+		return r.sliced != nil // a sliced run needs nothing from a node without sources
+	}
+	return r.allReduceLost(node, lost, fx)
+}
+
+// allReduceLost marks sources of a running AllReduce lost, with node
+// (their copies' node; "" for a source the directory reported lost
+// before it was ever located), and
+// reports whether it handled that: whether it re-planned the run with n
+// lowered (or failed it), because fewer than n sources are still
+// possible or a sliced run lost one. Otherwise a tree repairs a lost
+// source's position with a backup or a late arrival.
+func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool {
+	for _, id := range lost {
+		r.lost[id] = true
+	}
+	num := min(int(r.req.GetNumObjects()), r.possible())
+	if r.sliced == nil && num == int(r.req.GetNumObjects()) {
+		// The tree repairs with a backup or a late arrival (and a source
+		// reported lost again changes nothing). A sliced run reduces
+		// every source: it cannot lose one without lowering n.
+		return false
+	}
+	fx.merge(r.replan(node, lost, num))
+	return true
+}
+
+// replan replaces the AllReduce's run, which lost the sources on node
+// (or the sources the directory reported lost: node "" if none of them
+// was ever located), by
+// a d-ary tree (the reduce-then-broadcast shape) of num positions: the
+// sources that survive, placed in their arrival order, plus any still to
+// arrive; a lost source that is created again is a backup that takes a
+// position only if one is still open, or a failure makes one. That tree
+// has late arrivals, backups and repairs, and its reply names exactly the
+// sources its root reduced.
+//
+// The old run's workers stop and their outputs go: every surviving node
+// with a worker gets a release (which makes its workers say nothing
+// more), and every node that may hold a copy of the target (a sliced
+// run's gathers, a tree's root) a drop, all sent before the new tasks, so
+// that a new root on that node creates the target afresh. Reports of the
+// old run may still be on their way; the new tree's generations all come
+// after every generation the old run used (staleGen), so those reports
+// are ignored, the new outputs have new names (InternalID), and the
+// directory takes the new root's target as a newer generation, dropping
+// any copy it still lists. The work the old run did is lost: a tree that
+// shrinks keeps none of its positions' outputs.
+func (r *Reduction) replan(node string, lost []string, num int) effects {
+	if num < 1 {
+		if node == "" {
+			return r.fail(messages.Errorf(messages.ErrorCode_LOST,
+				"allreduce: sources %s were lost (no copy left): no source is left to reduce", strings.Join(lost, ", ")))
+		}
+		return r.fail(messages.Errorf(messages.ErrorCode_UNAVAILABLE,
+			"allreduce: participant %s failed with sources %s: no source is left to reduce", node, strings.Join(lost, ", ")))
+	}
+	var fx effects
+	if r.size < 0 {
+		// Nothing arrived yet (sources reported lost before any was
+		// located), so nothing ran and no shape was chosen: the first
+		// arrival plans for num, as a tree (a sliced run reduces every
+		// source).
+		fx.Events = append(fx.Events, &events.AllReduceReplanned{Reduce: r.id, Node: node, Lost: slices.Clone(lost), Num: num})
+		r.setNum(num)
+		return fx
+	}
+	for _, id := range lost {
+		delete(r.sources, id) // it may arrive again, from a new copy
+	}
+	// Sources a tree lost before (repaired with a backup) are gone too,
+	// and one that arrived again is listed once.
+	seen := map[string]bool{}
+	r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool {
+		drop := r.sources[a] == nil || seen[a]
+		seen[a] = true
+		return drop
+	})
+	ran := false
+	switch {
+	case r.sliced != nil && r.sliced.running:
+		ran = true
+		for _, n := range r.sliced.copies() {
+			if n.GetNodeId() != node {
+				fx.Drop = append(fx.Drop, n)
+			}
+		}
+	case r.tree != nil:
+		t := r.tree
+		if root := t.rootAt[t.gen[t.tree.Root()]]; root != "" && root != node && r.nodes[root] != nil {
+			fx.Drop = append(fx.Drop, r.nodes[root])
+		}
+		ran = len(r.nodes) > 0
+	}
+	stale := 0
+	if r.tree != nil {
+		stale = r.tree.lastGen()
+	}
+	if r.sliced != nil && len(r.sliced.sent) > 0 {
+		stale = max(stale, 1) // every task of a sliced run is generation 1's
+	}
+	if ran {
+		for _, n := range r.releaseNodes() {
+			if n.GetNodeId() != node {
+				fx.Abandon = append(fx.Abandon, n)
+			}
+		}
+	}
+	fx.Events = append(fx.Events, &events.AllReduceReplanned{Reduce: r.id, Node: node, Lost: slices.Clone(lost), Num: num,
+		From: r.plan.GetShape()})
+	r.setNum(num)
+	r.sliced, r.tree = nil, nil
+	// The plan is the new tree's; the shapes' prices stay, as what the
+	// model chose from.
+	old := r.plan
+	r.plan = &messages.ReducePlan{LatencyNs: old.GetLatencyNs(), Bandwidth: old.GetBandwidth(), ObjectSize: old.GetObjectSize(),
+		LatencySamples: old.GetLatencySamples(), BandwidthSamples: old.GetBandwidthSamples(), ShapeCosts: old.GetShapeCosts()}
+	t, err := newTreeRun(r.core, num, stale)
+	if err != nil {
+		fx.merge(r.fail(messages.Errorf(messages.ErrorCode_INTERNAL, "allreduce: re-planned tree: %v", err)))
+		return fx
+	}
+	r.tree = t
+	for _, id := range slices.Clone(r.arrivals) {
+		t.arrive(id, &fx)
+	}
+	return fx
+}

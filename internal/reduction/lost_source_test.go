@@ -1,0 +1,288 @@
+package reduction
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// These tests are about what a Reduction learns of sources that are gone:
+// locations of a node whose failure it applied (sent before the failure,
+// delivered after it), and the directory's word that a source has no copy
+// left (LocationUpdate.error LOST).
+
+// lostUpdate is the directory's notice that id's last copy is gone.
+func lostUpdate(id string) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: id, Error: messages.Errorf(messages.ErrorCode_LOST, "object %q is lost", id)}
+}
+
+func completeAt(id string, n *messages.NodeRef) *messages.LocationUpdate {
+	return &messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}
+}
+
+// replanned is the AllReduceReplanned event of fx, or nil.
+func replanned(fx Effects) *events.AllReduceReplanned {
+	for _, e := range fx.Events {
+		if ev, ok := e.(*events.AllReduceReplanned); ok {
+			return ev
+		}
+	}
+	return nil
+}
+
+// tasksOn lists the positions fx tasks node with.
+func tasksOn(fx Effects, node string) []int32 {
+	var out []int32
+	for _, tk := range fx.Tasks() {
+		if tk.Node.GetNodeId() == node {
+			out = append(out, tk.Task.GetPosition())
+		}
+	}
+	return out
+}
+
+func mustReduce(t *testing.T, reply *messages.ReduceReply, reduced, unreduced []string) {
+	t.Helper()
+	if reply == nil || reply.GetError() != nil {
+		t.Fatalf("reply %v, want success", reply)
+	}
+	got := slices.Sorted(slices.Values(reply.GetReducedIds()))
+	un := slices.Sorted(slices.Values(reply.GetUnreducedIds()))
+	if !slices.Equal(got, reduced) || !slices.Equal(un, unreduced) {
+		t.Fatalf("reduced %v, unreduced %v; want %v and %v", got, un, reduced, unreduced)
+	}
+}
+
+// A location of a node whose failure the AllReduce applied was sent
+// before that failure (the shard had not heard of it yet, or a
+// resubscription crossed it): it must not make the lost source possible
+// again. It did (the location cleared the lost mark), so at the next
+// failure n stayed as it was, the dead node's source took the free
+// position as a "backup", and the AllReduce waited for it.
+func TestLateLocationOfAFailedNodeIsStale(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 4)), Config{AllReduceShape: ShapeDAry})
+	r.start = node(9)
+	r.Begin(t0)
+	for i := 0; i < 4; i++ {
+		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
+	}
+	if ev := replanned(r.NodeFailed("n0", t0)); ev == nil || ev.Num != 3 {
+		t.Fatalf("n0 failed: replan %+v, want n lowered to 3", ev)
+	}
+	// The shard sent s0's location on n0 before it heard n0 failed.
+	fx := r.Located(completeAt("s0", node(0)), t0)
+	if !isEmpty(fx) || len(fx.Watch) != 0 || len(fx.Events) != 0 {
+		t.Errorf("a location of the failed n0 was taken: %+v", fx)
+	}
+	fx = r.NodeFailed("n1", t0)
+	if ev := replanned(fx); ev == nil || ev.Num != 2 || !slices.Equal(ev.Lost, []string{"s1"}) {
+		t.Fatalf("n1 failed: replan %+v, want n lowered to 2 without s1", ev)
+	}
+	if on := tasksOn(fx, "n0"); len(on) != 0 {
+		t.Fatalf("positions %v tasked on the failed n0", on)
+	}
+	// A member that starts again at n1's address is a new incarnation
+	// with a new id: its copy of s1 counts (a backup now).
+	again := &messages.NodeRef{NodeId: "n1.1", Address: node(1).GetAddress(), ActorId: node(1).GetActorId()}
+	back := r.Located(completeAt("s1", again), t0)
+	if got := nodeIDs(back.Watched()); !slices.Equal(got, []string{"n1.1"}) {
+		t.Fatalf("the new incarnation's copy: watches %v, want n1.1", got)
+	}
+	reply, _ := finishTree(t, r, append(fx.Tasks(), back.Tasks()...))
+	mustReduce(t, reply, []string{"s2", "s3"}, []string{"s0", "s1"})
+}
+
+// The same for a source that was never located before its node failed:
+// a plain Reduce must not place it on the dead node (a task there is
+// never answered; the Reduce waited for its deadline).
+func TestLateLocationOfAFailedNodeIsNotPlaced(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
+	r.Begin(t0)
+	r.Located(completeAt("a", node(1)), t0)
+	r.NodeFailed("n3", t0) // the shell heard of it: n3 had nothing the Reduce knew of
+	if fx := r.Located(completeAt("c", node(3)), t0); !isEmpty(fx) || len(fx.Watch) != 0 {
+		t.Fatalf("a location of the failed n3 was taken: %+v", fx)
+	}
+	fx := r.Located(completeAt("b", node(2)), t0)
+	if len(fx.Tasks()) == 0 {
+		t.Fatalf("b arrived: no task")
+	}
+	for _, tk := range fx.Tasks() {
+		if tk.Node.GetNodeId() == "n3" || tk.Task.GetSourceId() == "c" {
+			t.Fatalf("a task on the failed n3 or of its source: %v on %s", tk.Task, tk.Node.GetNodeId())
+		}
+	}
+	if got := r.Waiting(); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("waiting for %v, want c (it may be Put again)", got)
+	}
+}
+
+// A source the directory reports lost before it was ever located lowers
+// an AllReduce's n as the failure of a participant holding it would: the
+// survivors get the reduction of the sources that still exist, instead
+// of a wait for the deadline. In a tree and in a sliced run, which needs
+// every source, and before anything arrived (the first arrival plans for
+// the lowered n).
+func TestSourceLostBeforeItWasLocated(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		shape   string
+		arrived int
+	}{
+		{"d-ary", ShapeDAry, 2},
+		{"sliced", ShapeSliced, 2},
+		{"nothing arrived yet", ShapeSliced, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: tc.shape})
+			r.start = node(9)
+			r.Begin(t0)
+			var tasks []Task
+			for i := 0; i < tc.arrived; i++ {
+				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+			}
+			fx := r.Located(lostUpdate("s2"), t0)
+			if fx.Reply() != nil {
+				t.Fatalf("the AllReduce answered: %v", fx.Reply())
+			}
+			ev := replanned(fx)
+			if ev == nil || ev.Num != 2 || !slices.Equal(ev.Lost, []string{"s2"}) || ev.Node != "" {
+				t.Fatalf("s2 lost: replan %+v, want n lowered to 2 without s2", ev)
+			}
+			if r.req.GetNumObjects() != 2 {
+				t.Fatalf("num_objects %d, want 2", r.req.GetNumObjects())
+			}
+			tasks = fx.Tasks() // the re-planned tree's: the old run's are abandoned
+			for i := tc.arrived; i < 2; i++ {
+				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+			}
+			if r.plan.GetShape() != ShapeDAry {
+				t.Fatalf("shape %q, want the tree", r.plan.GetShape())
+			}
+			// The directory repeats it to every resubscription: nothing
+			// changes.
+			if fx := r.Located(lostUpdate("s2"), t0); !isEmpty(fx) || replanned(fx) != nil {
+				t.Fatalf("s2 reported lost again: %+v", fx)
+			}
+			reply, _ := finishTree(t, r, tasks)
+			mustReduce(t, reply, []string{"s0", "s1"}, []string{"s2"})
+		})
+	}
+}
+
+// A located source reported lost (its copy's node died, and the shard
+// said so before the coordinator heard of the failure) is lost as if
+// that node had failed; the failure, heard next, changes nothing more.
+func TestLocatedSourceReportedLost(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: ShapeDAry})
+	r.start = node(9)
+	r.Begin(t0)
+	for i := 0; i < 3; i++ {
+		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
+	}
+	fx := r.Located(lostUpdate("s2"), t0)
+	if ev := replanned(fx); ev == nil || ev.Num != 2 || ev.Node != "n2" {
+		t.Fatalf("s2 lost: replan %+v, want n lowered to 2, the loss named after s2's node n2", ev)
+	}
+	for _, tk := range fx.Tasks() {
+		if tk.Task.GetSourceId() == "s2" || tk.Node.GetNodeId() == "n2" {
+			t.Fatalf("a task still uses s2: %v on %s", tk.Task, tk.Node.GetNodeId())
+		}
+	}
+	tasks := fx.Tasks()
+	if more := r.NodeFailed("n2", t0); replanned(more) != nil || len(more.Tasks()) != 0 {
+		t.Fatalf("n2's failure after s2 was lost: %+v", more)
+	}
+	reply, _ := finishTree(t, r, tasks)
+	mustReduce(t, reply, []string{"s0", "s1"}, []string{"s2"})
+}
+
+// Every source lost: the AllReduce fails at once.
+func TestEverySourceLost(t *testing.T) {
+	r := newRed(allReduceRequest(ids("s", 2)), Config{})
+	r.start = node(9)
+	r.Begin(t0)
+	r.Located(completeAt("s0", node(0)), t0)
+	if fx := r.Located(lostUpdate("s1"), t0); fx.Reply() != nil {
+		t.Fatalf("one of two sources lost: %v", fx.Reply())
+	}
+	fx := r.Located(lostUpdate("s0"), t0)
+	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
+		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
+	}
+}
+
+// A plain Reduce treats a lost source as its node's failure does: a
+// placed one leaves its position for the ready backup; one not located
+// is waited for while enough others can make up n (it may be Put again).
+func TestReduceSourceLost(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c", "d"}, 2), Config{ForceDegree: 1})
+	r.Begin(t0)
+	r.Located(completeAt("a", node(1)), t0)
+	r.Located(completeAt("b", node(2)), t0)
+	r.Located(completeAt("c", node(3)), t0) // a backup
+	if fx := r.Located(lostUpdate("d"), t0); !isEmpty(fx) || len(fx.Events) != 0 {
+		t.Fatalf("a source never located was lost: %+v", fx)
+	}
+	fx := r.Located(lostUpdate("b"), t0)
+	var rep *events.TreeNodeReplaced
+	for _, e := range fx.Events {
+		if ev, ok := e.(*events.TreeNodeReplaced); ok {
+			rep = ev
+		}
+	}
+	if rep == nil || rep.Failed != "b" || rep.Replacement != "c" {
+		t.Fatalf("b lost: events %v, want b replaced by c", fx.Events)
+	}
+	for _, tk := range fx.Tasks() {
+		if tk.Task.GetSourceId() == "b" || slices.ContainsFunc(tk.Task.GetChildren(), func(in *messages.ReduceInput) bool { return in.GetObjectId() == "b" }) {
+			t.Fatalf("a task still reads b: %v", tk.Task)
+		}
+	}
+	// b is Put again: it arrives as any source does.
+	if got := nodeIDs(r.Located(completeAt("b", node(5)), t0).Watched()); !slices.Equal(got, []string{"n5"}) {
+		t.Fatalf("b Put again on n5: watches %v", got)
+	}
+}
+
+// While a knee policy gates the tree, a lost arrival no longer counts as
+// available, as one whose node failed.
+func TestKneePhaseSourceLost(t *testing.T) {
+	r := kneeRed(4, &messages.ReduceKnee{MinPercent: 100})
+	r.Begin(t0)
+	r.Located(completeAt("s0", node(0)), t0)
+	r.Located(completeAt("s1", node(1)), t0)
+	r.Located(lostUpdate("s1"), t0)
+	if len(r.knee.pending) != 1 || r.knee.pending[0].GetObjectId() != "s0" {
+		t.Fatalf("pending %v, want s0 alone", r.knee.pending)
+	}
+}
+
+// A plain Reduce whose lost sources leave fewer than n that can take
+// part fails at once with LOST, naming them, instead of waiting for them
+// until its deadline and answering TIMEOUT: located or not, a lost
+// source takes part again only if a new copy of it arrives (it is Put
+// again), which before the failure makes it possible again.
+func TestReduceFailsWithLostOnceTooFewSourcesCanTakePart(t *testing.T) {
+	r := newRed(request([]string{"a", "b", "c", "d"}, 3), Config{ForceDegree: 1})
+	r.Begin(t0)
+	r.Located(completeAt("a", node(1)), t0)
+	r.Located(completeAt("b", node(2)), t0)
+	if fx := r.Located(lostUpdate("c"), t0); fx.Reply() != nil {
+		t.Fatalf("c lost, a, b and d can make up 3: %v", fx.Reply())
+	}
+	// c is Put again: possible once more; then d is lost.
+	r.Located(completeAt("c", node(3)), t0)
+	if fx := r.Located(lostUpdate("d"), t0); fx.Reply() != nil {
+		t.Fatalf("d lost after c came back: %v", fx.Reply())
+	}
+	fx := r.Located(lostUpdate("b"), t0)
+	err := mustFail(t, r, fx, messages.ErrLost, nodeIDs(fx.Release()))
+	if msg := err.GetMessage(); !strings.Contains(msg, "b, d") {
+		t.Fatalf("the failure %q does not name the lost sources b and d", msg)
+	}
+}

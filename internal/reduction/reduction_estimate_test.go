@@ -1,0 +1,132 @@
+package reduction
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// The plan reports the estimate it was chosen with, taken when S is known
+// (the first arrival), and how many observations L and B rest on.
+func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
+	e := estimator.New(100*time.Microsecond, 1.25e9)
+	e.ObserveLatency(300 * time.Microsecond) // before the Reduce
+	r := newRed(request(ids("s", 4), 4), Config{Estimator: e})
+	// Measured after the Reduce started and before its first source
+	// arrived: the plan must use these.
+	e.ObserveLatency(200 * time.Microsecond)
+	e.ObserveTransfer(50e6, time.Second)
+	e.ObserveTransfer(70e6, time.Second)
+	wantL, wantB, nl, nb := e.Estimate()
+	r.Located(located("s0", bigSize, node(0)), t0)
+	e.ObserveTransfer(1e9, time.Second) // after the plan was fixed: not in it
+	for i := 1; i < 4; i++ {
+		r.Located(located(ids("s", 4)[i], bigSize, node(i)), t0)
+	}
+	p := r.plan
+	if time.Duration(p.GetLatencyNs()) != wantL || p.GetBandwidth() != wantB ||
+		p.GetLatencySamples() != int64(nl) || p.GetBandwidthSamples() != int64(nb) || nl != 2 || nb != 2 {
+		t.Fatalf("plan L=%v B=%v (%d, %d samples), want L=%v B=%v (%d, %d samples)", time.Duration(p.GetLatencyNs()),
+			p.GetBandwidth(), p.GetLatencySamples(), p.GetBandwidthSamples(), wantL, wantB, nl, nb)
+	}
+	// The degree follows the reported estimate, not the defaults given to
+	// NewReduction.
+	if d, _ := plan.ChooseDegree(4, wantL, wantB, bigSize, 4); int(p.GetDegree()) != d {
+		t.Fatalf("degree %d, the estimate's choice is %d", p.GetDegree(), d)
+	}
+
+	// Without an estimator: the values given, whose origin is not known.
+	r = newRed(request(ids("s", 4), 4), Config{})
+	r.Located(located("s0", bigSize, node(0)), t0)
+	if p := r.plan; time.Duration(p.GetLatencyNs()) != 100*time.Microsecond || p.GetBandwidth() != 1.25e9 ||
+		p.GetLatencySamples() != -1 || p.GetBandwidthSamples() != -1 {
+		t.Fatalf("plan without estimator: %v", p)
+	}
+}
+
+// A task marks a child input complete exactly when it is a leaf's source
+// whose copy on the leaf's node was whole when the task was sent: only
+// then may the worker take its stream's time as the link's.
+func TestTasksMarkWholeLeafInputs(t *testing.T) {
+	src := ids("s", 8)
+	for _, d := range []int{1, 2, 8} {
+		r := newRed(request(src, 8), Config{ForceDegree: d})
+		whole := map[string]bool{}
+		var pending []*messages.ReduceTask
+		var marked, unmarked int
+		check := func(fx Effects) {
+			t.Helper()
+			for _, tk := range fx.Tasks() {
+				for _, c := range tk.Task.GetChildren() {
+					isSource := c.GetObjectId()[0] != 0
+					if want := isSource && whole[c.GetObjectId()]; c.GetComplete() != want {
+						t.Fatalf("d=%d: position %d's input %q complete=%v, want %v", d, tk.Task.GetPosition(), c.GetObjectId(), c.GetComplete(), want)
+					}
+					if c.GetComplete() {
+						marked++
+					} else if isSource {
+						unmarked++
+					}
+				}
+				pending = append(pending, tk.Task)
+			}
+		}
+		for i, id := range src {
+			n := node(i)
+			switch i % 4 {
+			case 0: // arrives whole
+				whole[id] = true
+				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}, t0))
+			case 1: // arrives partial; a copy elsewhere completing says nothing about this one
+				check(r.Located(located(id, bigSize, n), t0))
+				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: node(99), State: messages.LocationState_COMPLETE}, t0))
+			case 2: // arrives partial, its Put finishes before its parent's task
+				check(r.Located(located(id, bigSize, n), t0))
+				whole[id] = true
+				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}, t0))
+			case 3: // stays partial
+				check(r.Located(located(id, bigSize, n), t0))
+			}
+		}
+		for len(pending) > 0 {
+			tk := pending[0]
+			pending = pending[1:]
+			check(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+		}
+		if r.tree == nil || r.tree.gen[r.tree.tree.Root()] == 0 {
+			t.Fatalf("d=%d: the root never got its task", d)
+		}
+		if d > 1 && (marked == 0 || unmarked == 0) {
+			t.Fatalf("d=%d: %d inputs marked complete, %d leaf inputs not: the case does not discriminate", d, marked, unmarked)
+		}
+	}
+}
+
+// With no bandwidth measured (a member's B starts unknown, 0), the plan is
+// the chain however large the measured L: a guessed B against an L taken
+// under load chose binary trees that took half as long again.
+func TestUnknownBandwidthPlansAChain(t *testing.T) {
+	e := estimator.New(100*time.Microsecond, 0)
+	e.ObserveLatency(15 * time.Millisecond) // Puts queued behind bulk copies
+	r := newRed(request(ids("s", 8), 8), Config{Estimator: e})
+	for i, id := range ids("s", 8) {
+		r.Located(located(id, bigSize, node(i)), t0)
+	}
+	if p := r.plan; p.GetDegree() != 1 || p.GetBandwidthSamples() != 0 {
+		t.Fatalf("unknown B: degree %d (%d bandwidth samples), want the chain", p.GetDegree(), p.GetBandwidthSamples())
+	}
+	// Once B is measured the model decides: a slow link and a large L
+	// still make the chain; a fast link with the same L a wider tree.
+	e.ObserveTransfer(50e6, time.Second) // 400 Mbit/s
+	r = newRed(request(ids("s", 8), 8), Config{Estimator: e})
+	for i, id := range ids("s", 8) {
+		r.Located(located(id, bigSize, node(i)), t0)
+	}
+	want, _ := plan.ChooseDegree(8, 15*time.Millisecond, 50e6, bigSize, 8)
+	if got := r.plan.GetDegree(); int(got) != want {
+		t.Fatalf("measured B: degree %d, the model's choice is %d", got, want)
+	}
+}
