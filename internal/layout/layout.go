@@ -27,6 +27,11 @@
 // under internal/actors/ (the shells) or in cluster (the member's
 // supervisor and member actor, which wire the shells together); programs
 // (cmd/, examples/, bench/) are applications and may define their own.
+//
+// Every package has a name no other package of the module has (programs,
+// all named main, and the fork under third_party aside), so that a name
+// says which package it is and no file needs an import alias for a
+// package of the module; Aliases lists the one exception.
 package layout
 
 // Shells are the module's packages that are not cores, each with why. A
@@ -101,3 +106,12 @@ var ActorHomes = []string{"internal/actors/", "cluster/", "internal/actorutil/"}
 
 // Programs are applications of the library, free to define actors.
 var Programs = []string{"cmd/", "examples/", "bench/"}
+
+// Aliases are the import aliases a file may give a package of the module
+// (path relative to the module root), each with the one alias allowed: a
+// package of the fork whose name is also one of Hoplite's. Hoplite's
+// cluster package imports the fork's cluster package; unaliased, inside
+// package cluster, cluster.Config would name the fork's type.
+var Aliases = map[string]string{
+	"third_party/forked/protoactor-go/cluster": "pcluster",
+}

@@ -87,6 +87,7 @@ var clock = map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": 
 type pkg struct {
 	rel     string   // path relative to the module root ("" for the root)
 	dir     string   // its directory
+	name    string   // its package clause
 	files   []string // its non-test Go files (base names)
 	imports []string // its non-test imports
 }
@@ -117,7 +118,7 @@ func modulePackages(t *testing.T, top string) map[string]*pkg {
 		}
 		rel, _ := filepath.Rel(top, path)
 		rel = filepath.ToSlash(rel)
-		out[rel] = &pkg{rel: rel, dir: path, files: bp.GoFiles, imports: bp.Imports}
+		out[rel] = &pkg{rel: rel, dir: path, name: bp.Name, files: bp.GoFiles, imports: bp.Imports}
 		return nil
 	})
 	if err != nil {
