@@ -2,10 +2,10 @@ package cluster
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/actors"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 )
 
@@ -30,9 +30,8 @@ type nodeSupervisor struct {
 }
 
 func nodeSupervisorProps(children []child) *actor.Props {
-	strategy := actor.NewExponentialBackoffStrategy(10*time.Second, 10*time.Millisecond)
 	return actorutil.Props(func() actor.Actor { return &nodeSupervisor{children: children} },
-		actor.WithSupervisor(strategy))
+		actor.WithSupervisor(actors.Supervision()))
 }
 
 func (s *nodeSupervisor) Receive(ctx actor.Context) {

@@ -52,6 +52,8 @@ var Shells = map[string]string{
 	"barrier/participant":         "the contract between a barrier handle and its actor: channels and counters",
 	"internal/netmodel/estimator": "the network estimates a member's shells share: locked",
 	"storenode":                   "the Store (concurrent) and the Client; see StoreFiles",
+	"actors":                      "the props of Hoplite's actors for an application's own actor system",
+	"coordinator":                 "Reduce planning's public face: the core run with the members' settings (the store allocator's slice minimum)",
 	"deploy/...":                  "a module of its own: the image's health probe and the tests of the image, the chart and the unit",
 }
 
