@@ -6,15 +6,16 @@
 // with its membership, failure detection and data plane; use this
 // package when the application owns the actor system and that wiring.
 //
-// What each answers (the messages are in package messages; the bytes of
-// objects move between store nodes on the transport, not in messages):
+// What each answers (the messages are in package messages; between store
+// nodes, objects' bytes move on the transport):
 //
 //   - A store node serves an application: Put (PutReply), Get
 //     (GetReply), Delete (DeleteReply), Reduce (ReduceReply: it starts the
-//     Reduce at the target's shard), QueryObject and WaitObjects. From the
-//     shards and coordinators it takes CreateObjectReply, Republish,
-//     DropObject and the reduce tasks (ReduceTask, ReduceTaskBatch,
-//     ReduceRelease, ReduceInvalidate, ReduceCommit, StoreReduced).
+//     Reduce at the target's shard), QueryObject (ObjectInfo) and
+//     WaitObjects (WaitObjectsReply). From the shards and coordinators it
+//     takes CreateObjectReply, Republish, DropObject and the reduce tasks
+//     (ReduceTask, ReduceTaskBatch, ReduceRelease, ReduceInvalidate,
+//     ReduceCommit, StoreReduced).
 //   - A directory shard serves the store nodes: CreateObject,
 //     PublishLocation, UnpublishLocation, Locate, CancelLocate, FetchDone,
 //     FetchAborted, DeleteObject, ReportLost, Subscribe, Unsubscribe,
