@@ -39,19 +39,19 @@ import (
 // Shape is the form a Reduce takes.
 type Shape string
 
-// The shapes a Reduce can take.
+// The shapes a Reduce can take, named as a ReduceReply's plan names them.
 const (
 	// Inline reduces sources smaller than the inline limit in the
 	// coordinator itself: no tree, no transfer but the sources' bytes.
-	Inline Shape = reduction.ShapeInline
+	Inline Shape = "inline"
 	// DAry is a tree of the degree the cost model chooses (1: a chain).
-	DAry Shape = reduction.ShapeDAry
+	DAry Shape = "d-ary"
 	// ChainLeaf is a binary tree whose leaves are chains (chosen only by
 	// configuration, never by the cost model).
-	ChainLeaf Shape = reduction.ShapeChainLeaf
+	ChainLeaf Shape = "chain-leaf"
 	// Sliced is an AllReduce as a reduce-scatter and an all-gather over
 	// one rotated chain per slice.
-	Sliced Shape = reduction.ShapeSliced
+	Sliced Shape = "sliced"
 )
 
 // Input is what a plan rests on.
