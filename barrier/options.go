@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hoplite-go/hoplite/barrier/participant"
+	"github.com/hoplite-go/hoplite/internal/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/barrier/policy"
 	"github.com/hoplite-go/hoplite/internal/barrier/tree"
 	"github.com/hoplite-go/hoplite/messages"

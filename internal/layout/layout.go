@@ -49,7 +49,6 @@ var Shells = map[string]string{
 	"liveview":                    "the live view's HTTP server",
 	"sim":                         "the simulator: drives the cores, writes reports and plots",
 	"barrier":                     "the barrier API: blocking calls with deadlines over the participant actor",
-	"barrier/participant":         "the contract between a barrier handle and its actor: channels and counters",
 	"internal/netmodel/estimator": "the network estimates a member's shells share: locked",
 	"storenode":                   "the Store (concurrent) and the Client; see StoreFiles",
 	"actors":                      "the props of Hoplite's actors for an application's own actor system",

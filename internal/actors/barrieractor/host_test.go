@@ -14,8 +14,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/barrier"
-	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
+	"github.com/hoplite-go/hoplite/internal/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/logbridge"
 	"github.com/hoplite-go/hoplite/messages"
 )

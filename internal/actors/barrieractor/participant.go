@@ -7,9 +7,9 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/barrier/handle"
+	"github.com/hoplite-go/hoplite/internal/barrier/participant"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
