@@ -28,6 +28,9 @@
 // supervisor and member actor, which wire the shells together); programs
 // (cmd/, examples/, bench/) are applications and may define their own.
 //
+// No arrow runs back up: an internal package imports, of the public
+// packages, only those UpImports names (with why).
+//
 // Every package has a name no other package of the module has (programs,
 // all named main, and the fork under third_party aside), so that a name
 // says which package it is and no file needs an import alias for a
@@ -115,4 +118,16 @@ var Programs = []string{"cmd/", "examples/", "bench/"}
 // package cluster, cluster.Config would name the fork's type.
 var Aliases = map[string]string{
 	"third_party/forked/protoactor-go/cluster": "pcluster",
+}
+
+// UpImports are the public packages of the module that an internal
+// package may import (in its non-test files), each with why; the fork
+// under third_party is Proto.Actor, which every shell imports. Any other
+// public package is the API, built on internal/, never under it.
+var UpImports = map[string]string{
+	"messages":    "the wire: every message that may cross a process",
+	"events":      "the domain events the shells publish",
+	"fingerprint": "an object's contents in 64 bits, computed alike by store nodes, coordinators and the directory",
+	"transport":   "the data plane the store node and the reduce workers move bytes on (its Transport and Source are what an application wires into actors.StoreNode)",
+	"storenode":   "the Store that holds a node's bytes, which the store node, the fetch runner and the reduce streams read and write",
 }

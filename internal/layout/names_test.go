@@ -171,3 +171,62 @@ import (
 		}
 	}
 }
+
+// upArrows reports each import from an internal package (relative path
+// under internal/) to a public package of the module that UpImports does
+// not name; imports maps a package to its module imports (relative).
+func upArrows(imports map[string][]string) []string {
+	var bad []string
+	for rel, deps := range imports {
+		if !strings.HasPrefix(rel, "internal/") {
+			continue
+		}
+		for _, dep := range deps {
+			if strings.HasPrefix(dep, "internal/") || forked(dep) {
+				continue
+			}
+			if _, ok := UpImports[dep]; !ok {
+				bad = append(bad, fmt.Sprintf("%s imports the public package %s: an internal package is under the API, not over it (layout.UpImports)", rel, dep))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// No internal package imports a public one but those UpImports names.
+func TestNoArrowRunsBackUp(t *testing.T) {
+	top := root(t)
+	mod := modulePath(t, top)
+	pkgs := modulePackages(t, top)
+	imports := map[string][]string{}
+	for rel, p := range pkgs {
+		for _, im := range p.imports {
+			if dep, ok := strings.CutPrefix(im, mod+"/"); ok {
+				imports[rel] = append(imports[rel], dep)
+			}
+		}
+	}
+	for _, b := range upArrows(imports) {
+		t.Error(b)
+	}
+	for k := range UpImports {
+		if pkgs[k] == nil || strings.HasPrefix(k, "internal/") {
+			t.Errorf("layout.UpImports names %s, which is no public package", k)
+		}
+	}
+}
+
+// The arrow rule catches an internal package importing the API, and lets
+// through the wire, the fork, internal packages and public ones importing
+// anything.
+func TestArrowRuleCatchesBreaches(t *testing.T) {
+	bad := upArrows(map[string][]string{
+		"internal/actors/barrieractor": {"messages", "barrier/participant", "internal/barrier/replica", "third_party/forked/protoactor-go/actor"},
+		"internal/reduction":           {"events", "fingerprint"},
+		"cluster":                      {"internal/actors/storeactor", "barrier"},
+	})
+	if len(bad) != 1 || !strings.HasPrefix(bad[0], "internal/actors/barrieractor imports the public package barrier/participant") {
+		t.Errorf("upArrows: %q, want one complaint about barrier/participant", bad)
+	}
+}
