@@ -126,8 +126,14 @@ func Choose(in Input) (Plan, error) {
 	now := time.Unix(0, 0)
 	r := reduction.NewReduction("plan", req, cfg, now, time.Hour, in.Latency, in.Bandwidth)
 	r.Begin(now)
-	node := &messages.NodeRef{NodeId: "n0"}
-	r.Located(&messages.LocationUpdate{ObjectId: ids[0], Size: in.Size, Node: node, State: messages.LocationState_COMPLETE}, now)
+	u := &messages.LocationUpdate{ObjectId: ids[0], Size: in.Size, Node: &messages.NodeRef{NodeId: "n0"},
+		State: messages.LocationState_COMPLETE}
+	if in.Size < cfg.InlineLimit {
+		// A source under the limit arrives with its bytes, as the
+		// directory holds them; only then is it reduced inline.
+		u.HasInline, u.InlineData = true, make([]byte, in.Size)
+	}
+	r.Located(u, now)
 	p := r.Plan()
 	if p == nil {
 		return Plan{}, messages.Errorf(messages.ErrorCode_INTERNAL, "coordinator: no plan after the first arrival")
