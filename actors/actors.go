@@ -1,8 +1,8 @@
 // Package actors holds what an application needs to run Hoplite's actors
-// in an actor system of its own: the props of a store node (StoreNode), a
-// directory shard (Shard) and a Reduce's coordinator (Coordinator), the
-// supervision their parent gives them (Supervision), and which shard owns
-// an object (ShardFor). cluster.Join wires the same actors into a member
+// in an actor system of its own: the props of a store node (StoreNode) and
+// a directory shard (Shard) with the coordinators of its Reduces
+// (CoordinatorConfig), the supervision their parent gives them
+// (Supervision), and which shard owns an object (ShardFor). cluster.Join wires the same actors into a member
 // with its membership, failure detection and data plane; use this
 // package when the application owns the actor system and that wiring.
 //
@@ -25,7 +25,11 @@
 //     UNAVAILABLE and its caller may retry.
 //   - A coordinator runs one Reduce: it takes its sources' LocationUpdate
 //     and its workers' ReduceTaskStarted, ReduceTaskDone and
-//     StoreReducedReply, and answers the requester with a ReduceReply.
+//     StoreReducedReply, and answers the requester with a ReduceReply. It
+//     exists only as the child of the shard that reserved its target for
+//     it (a coordinator elsewhere fails UNAVAILABLE at its commit), so
+//     there are no props of its own: CoordinatorConfig configures those a
+//     shard spawns.
 //
 // A shard's state is soft: restarted, it asks every store node that Nodes
 // lists to republish what it holds.
@@ -128,15 +132,6 @@ type CoordinatorConfig struct {
 func (c CoordinatorConfig) config() coordactor.ActorConfig {
 	return coordactor.ActorConfig{Self: c.Self, ShardFor: c.ShardFor, Log: c.Log,
 		Reduce: reduction.Config{InlineLimit: c.InlineLimit}}
-}
-
-// Coordinator returns the props of the coordinator of one Reduce, as its
-// shard spawns it: reduceID names this run, start is the Reduce as the
-// shard received it, and requester receives the ReduceReply. A shard
-// built by Shard spawns its coordinators itself; this is for an
-// application that runs a Reduce's coordinator under a parent of its own.
-func Coordinator(cfg CoordinatorConfig, reduceID string, start *messages.StartReduce, requester *actor.PID) *actor.Props {
-	return coordactor.NewProps(cfg.config(), reduceID, start, requester, nil)
 }
 
 // ShardFor returns the function that maps an object id to the shard of
