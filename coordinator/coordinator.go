@@ -19,7 +19,8 @@
 //
 // Choose runs the coordinator's own core (internal/reduction) up to the
 // first arrival, so it answers exactly what a member with those
-// estimates would choose; the actor that runs it is in package actors.
+// estimates would choose (a shard made by package actors spawns the
+// actor that runs it).
 package coordinator
 
 import (
