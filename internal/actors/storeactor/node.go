@@ -605,7 +605,10 @@ func (n *StoreNode) expired(ctx actor.Context, m *getExpired) {
 // answer replies to a Get whose object settled with err (nil: complete).
 func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Object, err error) {
 	m := w.m
-	if errors.Is(err, messages.ErrReset) || storenode.Evicted(err) || errors.Is(err, messages.ErrCanceled) {
+	again := errors.Is(err, messages.ErrReset) || storenode.Evicted(err) || errors.Is(err, messages.ErrCanceled)
+	// Only once the store let the settled copy go: asked again, a copy
+	// still there would settle this Get the same way at once, and again.
+	if again && n.cfg.Store.Lookup(obj.ID()) != obj {
 		// The copy was stale (a Reduce re-created its target), or it was
 		// evicted to make room between its completion and this answer (a
 		// store full of cached copies), or the run that filled it was
