@@ -14,12 +14,13 @@ import (
 	"github.com/hoplite-go/hoplite/internal/livetest"
 )
 
-// Members of the scripted cluster (bind address # incarnation).
+// Members of the scripted cluster, named as members are (name, then
+// "#incarnation" past the first).
 const (
-	m1 = "127.0.0.1:7001#a1" // serves the page; the creator, the coordinator
-	m2 = "127.0.0.1:7002#b2"
-	m3 = "127.0.0.1:7003#c3"
-	m4 = "127.0.0.1:7004#d4" // answers the first gathering, then is killed
+	m1 = "node-1" // serves the page; the creator, the coordinator
+	m2 = "node-2#2"
+	m3 = "node-3#1"
+	m4 = "node-4" // answers the first gathering, then is killed
 )
 
 // TestPageShowsEveryPanel: the page, in a real browser, fed a scripted
@@ -165,9 +166,10 @@ func TestPageShowsEveryPanel(t *testing.T) {
 		t.Errorf("the failed member: %+v", m)
 	}
 	wantFailure := map[string]livetest.Failure{
-		m1: {Node: m4, DetectedBy: "node/shard-3", Via: "shard"},
-		m2: {Node: m4, DetectedBy: "revoke:" + m3, Via: "revoke", Origin: m3, Forwarder: m1},
-		m3: {Node: m4, DetectedBy: "revoke:" + m3, Via: "revoke", Origin: m3},
+		m1: {Node: m4, DetectedBy: "node/shard-3", Via: "shard", Text: m4 + ": seen by node/shard-3"},
+		m2: {Node: m4, DetectedBy: "revoke:" + m3, Via: "revoke", Origin: m3, Forwarder: m1,
+			Text: m4 + ": notice of " + m3 + ", forwarded by " + m1},
+		m3: {Node: m4, DetectedBy: "revoke:" + m3, Via: "revoke", Origin: m3, Text: m4 + ": notice of " + m3 + ", raised here"},
 	}
 	for id, want := range wantFailure {
 		if fs := member(id).Failures; len(fs) != 1 || fs[0] != want {

@@ -28,9 +28,10 @@ type Member struct {
 
 // Failure is a failure a member noticed, and how the news arrived: Via
 // "shard" (DetectedBy names the shard) or "revoke" (Origin raised the
-// notice, Forwarder passed it on; "" when the member raised it).
+// notice, Forwarder passed it on; "" when the member raised it), and
+// Text the line the page shows for it.
 type Failure struct {
-	Node, DetectedBy, Via, Origin, Forwarder string
+	Node, DetectedBy, Via, Origin, Forwarder, Text string
 }
 
 // Edge is a stream drawn in a broadcast tree.
@@ -135,7 +136,7 @@ const readDOM = `(() => {
     members: all('#members tr[data-member]').map(e => ({ID: e.dataset.member, Health: e.dataset.health,
       LatencyNs: Number(e.dataset.latencyNs), Bandwidth: Number(e.dataset.bandwidth),
       Failures: all('[data-failure]', e).map(f => ({Node: f.dataset.failure, DetectedBy: f.dataset.detectedBy, Via: f.dataset.via,
-        Origin: f.dataset.origin, Forwarder: f.dataset.forwarder}))})),
+        Origin: f.dataset.origin, Forwarder: f.dataset.forwarder, Text: f.textContent}))})),
     edges: all('#broadcasts g[data-edge]').map(e => ({Object: e.dataset.object, From: e.dataset.from, To: e.dataset.to,
       State: e.dataset.state, Failover: e.dataset.failover === '1'})),
     streams: all('#broadcasts g[data-edge]').map(e => ({Object: e.dataset.object, From: e.dataset.from, To: e.dataset.to,

@@ -53,7 +53,9 @@ function short(id) {
   const i = id.indexOf("#");
   return i < 0 ? id : id.slice(0, i);
 }
-function incarnation(id) { const i = (id || "").indexOf("#"); return i < 0 ? "" : id.slice(i + 1); }
+// incarnation is the "#n" of a member id; an embedded member's first
+// incarnation is printed without one.
+function incarnation(id) { const i = (id || "").indexOf("#"); return i < 0 ? "0" : id.slice(i + 1); }
 function bytes(n) {
   if (!(n >= 0)) return "?";
   const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0;
@@ -213,11 +215,13 @@ function render() {
 // the notice, raised by its origin and passed on by a forwarder over the
 // binomial graph.
 function failureText(f) {
-  const who = `${short(f.Node)} (${incarnation(f.Node)})`;
+  // The member id as every other surface prints it: a first incarnation
+  // has no "#n" suffix, so splitting it out would print "node-1 ()".
+  const who = f.Node || "?";
   const by = f.DetectedBy || "";
   if (by.startsWith("revoke:")) {
     const origin = by.slice("revoke:".length);
-    return `${who}: notice of ${short(origin) || "?"}` + (f.Forwarder ? `, forwarded by ${short(f.Forwarder)}` : ", raised here");
+    return `${who}: notice of ${origin || "?"}` + (f.Forwarder ? `, forwarded by ${f.Forwarder}` : ", raised here");
   }
   return `${who}: seen by ${by}`;
 }
