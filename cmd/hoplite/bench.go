@@ -42,7 +42,9 @@ scenarios:
 "hoplite bench p2p" without --testbed and without any of the flags above
 the legacy ones runs the two-process loopback benchmark instead
 (hoplite bench p2p-tcp -h). "hoplite bench ops" times small-object
-Puts, Gets and Deletes per second (hoplite bench ops -h). "hoplite bench scale-plot -o F.png R.json..."
+Puts, Gets and Deletes per second (hoplite bench ops -h). "hoplite bench routes"
+times one object's Put and Get through every client route against the
+member-to-member transfer (hoplite bench routes -h). "hoplite bench scale-plot -o F.png R.json..."
 draws time / (S/B) against N from --json reports of several N.
 
 flags:
@@ -155,6 +157,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if scenario == "ops" {
 		return benchOpsCommand(ctx, args[1:], stdout, stderr)
+	}
+	if scenario == "routes" {
+		return benchRoutesCommand(ctx, args[1:], stdout, stderr)
 	}
 	if scenario == "scale-plot" {
 		return scalePlotCommand(args[1:], stdout, stderr)

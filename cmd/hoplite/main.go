@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // benchSubcommands are the words after "hoplite bench" that name a
 // command of their own, each with its own -h (the scenarios too).
-var benchSubcommands = append([]string{"p2p", "p2p-tcp", p2pPeerCommand, "report", "scale-plot", bench.LoadSpinCommand}, bench.Scenarios...)
+var benchSubcommands = append([]string{"p2p", "p2p-tcp", p2pPeerCommand, "report", "scale-plot", "routes", bench.LoadSpinCommand}, bench.Scenarios...)
 
 // commandName is the command as the user typed it, without "hoplite":
 // "bench report" for hoplite bench report ..., as its errors are prefixed
