@@ -85,7 +85,7 @@ func completionCommands() []completionCmd {
 // offers: its listed subcommands and the scenarios (not the hidden
 // p2p-peer and load-spin).
 func benchCompletions() []string {
-	subs := []string{"p2p", "p2p-tcp", "report", "scale-plot"}
+	subs := []string{"p2p", "p2p-tcp", "report", "scale-plot", "routes"}
 	for _, s := range bench.Scenarios {
 		if !slices.Contains(subs, s) {
 			subs = append(subs, s)
