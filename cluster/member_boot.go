@@ -27,6 +27,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/experiments/naive"
 	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/reduction"
@@ -187,13 +188,18 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}
 
 	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
+	storeProps := storeactor.NewProps(storeactor.Config{
+		Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
+		ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
+		StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+		MaxRemoteReply: maxRemoteReply,
+	})
+	if cfg.exp.Naive {
+		// The naive baseline takes the node's Reduces before the node sees them.
+		storeProps.Configure(actor.WithReceiverMiddleware(naive.Middleware(naive.Config{DefaultTimeout: cfg.DefaultTimeout})))
+	}
 	children := []child{
-		{name: storeName, props: storeactor.NewProps(storeactor.Config{
-			Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
-			ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-			StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
-			MaxRemoteReply: maxRemoteReply,
-		})},
+		{name: storeName, props: storeProps},
 		{name: revokeName, props: revokeactor.NewActorProps(revokeactor.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Admit: m.admitNotice, Log: m.log})},
 		{name: membersName, props: newMembersProps(m)},

@@ -131,3 +131,15 @@ var UpImports = map[string]string{
 	"transport":   "the data plane the store node and the reduce workers move bytes on (its Transport and Source are what an application wires into actors.StoreNode)",
 	"storenode":   "the Store that holds a node's bytes, which the store node, the fetch runner and the reduce streams read and write",
 }
+
+// Experiments is where what only a measurement runs lives: the
+// experiments' switches and the baselines Hoplite is measured against
+// (this package and those under it). No actor shell (internal/actors/...)
+// and no core imports it, and no function or method of a shell is named
+// for a baseline (Baselines): a shell serves production only, and a
+// baseline is wired in front of it from outside (the naive Reduce is a
+// receiver middleware the member puts before its store node).
+const Experiments = "internal/experiments"
+
+// Baselines are the words that name a baseline's code.
+var Baselines = []string{"naive"}

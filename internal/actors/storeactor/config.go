@@ -47,8 +47,9 @@ type Config struct {
 	// scheduling delay (internal/lag), so that a transfer on a busy
 	// machine is not abandoned for being slow; nil keeps it fixed.
 	Stretch func(time.Duration) time.Duration
-	// Naive fetches every object from its creator (the baseline without
-	// collectives, for comparisons).
+	// Naive fetches every object from its creator (the Get side of the
+	// baseline without collectives, for comparisons; its Reduce side is
+	// internal/experiments/naive, outside the node).
 	Naive bool
 	// Estimator receives measured transfer bandwidth and control latency
 	// (the L and B of the reduce cost model); nil disables measuring.
@@ -120,6 +121,14 @@ type Hooks struct {
 	BeforeReceive func(node string, msg any)
 }
 
+// The defaults of Config's MaxObjectIDLen and DefaultTimeout, which
+// whatever answers a store node's requests in its place (the naive
+// baseline) shares.
+const (
+	DefaultMaxObjectIDLen = 1024
+	DefaultRequestTimeout = 30 * time.Second
+)
+
 func (c *Config) withDefaults() *Config {
 	d := *c
 	if d.ChunkSize <= 0 {
@@ -129,10 +138,10 @@ func (c *Config) withDefaults() *Config {
 		d.InlineLimit = 64 << 10
 	}
 	if d.MaxObjectIDLen <= 0 {
-		d.MaxObjectIDLen = 1024
+		d.MaxObjectIDLen = DefaultMaxObjectIDLen
 	}
 	if d.DefaultTimeout <= 0 {
-		d.DefaultTimeout = 30 * time.Second
+		d.DefaultTimeout = DefaultRequestTimeout
 	}
 	if d.StallTimeout <= 0 {
 		d.StallTimeout = 10 * time.Second

@@ -653,15 +653,6 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 		m = proto.CloneOf(m)
 		m.TimeoutMs = ms
 	}
-	if n.cfg.Naive {
-		if m.GetKnee() != nil {
-			reply(ctx.ActorSystem(), ctx.Sender(), &messages.ReduceReply{TargetId: m.GetTargetId(),
-				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "reduce: the naive baseline has no knee policy; give num_objects")})
-			return
-		}
-		n.naiveReduce(ctx, m)
-		return
-	}
 	var call [8]byte
 	_, _ = rand.Read(call[:])
 	start := &messages.StartReduce{Reduce: m, Caller: n.cfg.Self, CallId: hex.EncodeToString(call[:])}
