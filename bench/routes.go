@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"time"
 
@@ -170,6 +171,10 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 			if refused[i] != "" || op.run == nil {
 				continue
 			}
+			// Every route starts from a collected heap here: the garbage
+			// of the one before (a Get's slice) is not collected in its
+			// timed section.
+			runtime.GC()
 			octx, cancel := context.WithTimeout(ctx, o.OpTimeout)
 			d, err := op.run(octx, r)
 			cancel()
@@ -233,6 +238,7 @@ func routesNotes(size int64) []string {
 		"a Put's bytes: client and actor copy them into M's store in this process; remote-actor, dial and cli send them to P (its creator copy)",
 		"actor: spawned in M's own actor system (Member.Spawn), messages.Put and messages.Get{read_only} to M's store node; remote-actor: an actor system of its own in this process, messages.Put and messages.Get to P's store node over Proto.Actor remote (the bytes inside one message each way, at most 256 MiB)",
 		"cli: `hoplite put --addr P ID FILE` of a file written before the run (in the page cache) and `hoplite get --addr P ID` to a pipe this process reads into a buffer: a process each, its start and Dial included; cli-start: `hoplite version` (a start alone) and `hoplite members --addr P` (a start, a Dial and one request)",
+		"this process's heap is collected before every operation (untimed), so that no route's timed section collects another's garbage",
 		fmt.Sprintf("no warm-up: each route's first rep counts; every Get's bytes and every Put's (read back through Q) are compared by fingerprint after the timed section, %s each", SizeName(size)),
 	}
 }
