@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -164,6 +165,8 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 	defer c.close()
 	ops := c.ops()
 	times := make([][]time.Duration, len(ops))
+	faults := make([][]float64, len(ops))
+	runq := make([][]float64, len(ops))
 	refused := make([]string, len(ops))
 	var loads []float64
 	for r := range o.Reps {
@@ -179,7 +182,7 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 			d, err := op.run(octx, r)
 			cancel()
 			if errors.Is(err, errRouteRefused) {
-				refused[i] = err.Error()
+				refused[i] = strings.TrimPrefix(err.Error(), errRouteRefused.Error()+": ")
 				c.progress("routes: %-9s %-14s %s rep %d: %v", op.scenario, op.system, SizeName(o.Size), r+1, err)
 				continue
 			}
@@ -187,6 +190,8 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 				return nil, fmt.Errorf("%s %s, rep %d: %w", op.scenario, op.system, r+1, err)
 			}
 			times[i] = append(times[i], d)
+			faults[i] = append(faults[i], float64(c.counted.minflt))
+			runq[i] = append(runq[i], float64(c.counted.runqNs)/1e6)
 			c.progress("routes: %-9s %-14s %s rep %d: %v", op.scenario, op.system, SizeName(o.Size), r+1, d)
 		}
 		if l, ok := LoadAvg(); ok {
@@ -196,7 +201,7 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 	// A row without its own operation is the baseline's, in the put rows.
 	for i, op := range ops {
 		if op.run == nil {
-			times[i] = times[0]
+			times[i], faults[i], runq[i] = times[0], faults[0], runq[0]
 		}
 	}
 	base := map[string]float64{}
@@ -206,7 +211,8 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 			res.Status, res.Reason = RouteRefused, refused[i]
 		} else {
 			res.setTimes(times[i])
-			res.Extra = map[string]float64{"verified_reps": float64(len(times[i]))}
+			res.Extra = map[string]float64{"verified_reps": float64(len(times[i])), "minflt": medianOf(faults[i]), "runq_ms": medianOf(runq[i])}
+			res.ExtraReps = map[string][]float64{"minflt": faults[i], "runq_ms": runq[i]}
 		}
 		res.LoadMedian = medianOf(loads)
 		if op.system == RouteM2M {
@@ -238,6 +244,7 @@ func routesNotes(size int64) []string {
 		"a Put's bytes: client and actor copy them into M's store in this process; remote-actor, dial and cli send them to P (its creator copy)",
 		"actor: spawned in M's own actor system (Member.Spawn), messages.Put and messages.Get{read_only} to M's store node; remote-actor: an actor system of its own in this process, messages.Put and messages.Get to P's store node over Proto.Actor remote (the bytes inside one message each way, at most 256 MiB)",
 		"cli: `hoplite put --addr P ID FILE` of a file written before the run (in the page cache) and `hoplite get --addr P ID` to a pipe this process reads into a buffer: a process each, its start and Dial included; cli-start: `hoplite version` (a start alone) and `hoplite members --addr P` (a start, a Dial and one request)",
+		"minflt: the minor page faults of every process (this one, P, Q and a CLI process) in the timed section, median over the reps (a fault is a page touched for the first time: a fresh buffer); runq: the time their threads waited for a CPU in it (not the CLI's)",
 		"this process's heap is collected before every operation (untimed), so that no route's timed section collects another's garbage",
 		fmt.Sprintf("no warm-up: each route's first rep counts; every Get's bytes and every Put's (read back through Q) are compared by fingerprint after the timed section, %s each", SizeName(size)),
 	}
@@ -266,10 +273,10 @@ func WriteRoutesTable(w io.Writer, r *Report) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "  "+n)
 	}
-	fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %6s  %s\n", "op", "route", "median", "min–max", "×m2m", "within "+fmt.Sprintf("%.2f×", RoutesTarget))
+	fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %8s  %8s  %6s  %s\n", "op", "route", "median", "min–max", "minflt", "runq", "×m2m", "within "+fmt.Sprintf("%.2f×", RoutesTarget))
 	for _, res := range r.Results {
 		if res.Status != StatusOK {
-			fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %6s  %s\n", res.Scenario, res.System, "-", "-", "-", res.Status+": "+res.Reason)
+			fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %8s  %8s  %6s  %s\n", res.Scenario, res.System, "-", "-", "-", "-", "-", res.Status+": "+res.Reason)
 			continue
 		}
 		ratio, within := "-", "-"
@@ -283,8 +290,8 @@ func WriteRoutesTable(w io.Writer, r *Report) {
 				within = "(baseline)"
 			}
 		}
-		fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %6s  %s\n", res.Scenario, res.System, fmtSeconds(res.Median),
-			fmtSeconds(res.Min)+"–"+fmtSeconds(res.Max), ratio, within)
+		fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %8.0f  %5.1f ms  %6s  %s\n", res.Scenario, res.System, fmtSeconds(res.Median),
+			fmtSeconds(res.Min)+"–"+fmtSeconds(res.Max), res.Extra["minflt"], res.Extra["runq_ms"], ratio, within)
 	}
 }
 

@@ -38,6 +38,41 @@ type routesCluster struct {
 	data   []byte // the object's bytes, every route's
 	want   uint64 // their fingerprint
 	dst    []byte // every GetInto's and the CLI get's buffer
+	// at0 is what the kernel counted for the processes when the timed
+	// section began, counted what it counted in it (begin, end).
+	at0, counted procCounters
+}
+
+// begin starts an operation's timed section.
+func (c *routesCluster) begin() time.Time {
+	c.at0 = c.counters()
+	return time.Now()
+}
+
+// end ends the timed section begun at t0: its time, and what the kernel
+// counted in it for the processes (c.counted).
+func (c *routesCluster) end(t0 time.Time) time.Duration {
+	d := time.Since(t0)
+	c.counted = c.counters().sub(c.at0)
+	return d
+}
+
+// counters are this process's, P's, Q's and the waited-for CLI
+// processes' minor faults, and the first three's threads' time waiting
+// for a CPU (zero where /proc has none).
+func (c *routesCluster) counters() procCounters {
+	sum, _ := readProcCounters(os.Getpid())
+	for _, n := range c.nodes {
+		if n != nil && n.cmd.Process != nil {
+			pc, _ := readProcCounters(n.cmd.Process.Pid)
+			sum = sum.add(pc)
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		sum.minflt += ru.Minflt
+	}
+	return sum
 }
 
 // routesNode is one `hoplite node` process.
@@ -236,9 +271,9 @@ func (c *routesCluster) ops() []routeOp {
 				return 0, fmt.Errorf("put %s on P: %w", id, err)
 			}
 			defer func() { _ = p.Delete(context.WithoutCancel(ctx), id) }()
-			t0 := time.Now()
+			t0 := c.begin()
 			got, err := get(ctx, id)
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err != nil {
 				return 0, err
 			}
@@ -248,9 +283,9 @@ func (c *routesCluster) ops() []routeOp {
 	// getSrc times one Get of the round's source object, which P holds.
 	getSrc := func(name string, get func(ctx context.Context, id string) ([]byte, error)) func(ctx context.Context, rep int) (time.Duration, error) {
 		return func(ctx context.Context, rep int) (time.Duration, error) {
-			t0 := time.Now()
+			t0 := c.begin()
 			got, err := get(ctx, src(rep))
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err != nil {
 				return d, err
 			}
@@ -262,9 +297,9 @@ func (c *routesCluster) ops() []routeOp {
 	put := func(name string, put func(ctx context.Context, id string) error) func(ctx context.Context, rep int) (time.Duration, error) {
 		return func(ctx context.Context, rep int) (time.Duration, error) {
 			id := fmt.Sprintf("routes-put-%s-%d", name, rep)
-			t0 := time.Now()
+			t0 := c.begin()
 			err := put(ctx, id)
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err != nil {
 				return d, err
 			}
@@ -290,9 +325,9 @@ func (c *routesCluster) ops() []routeOp {
 			if err := p.Put(ctx, src(rep), c.data); err != nil {
 				return 0, fmt.Errorf("put the source on P: %w", err)
 			}
-			t0 := time.Now()
+			t0 := c.begin()
 			res, err := actorutil.Request(ctx, c.m.System().Root, c.nodes[1].store, &messages.Get{ObjectId: src(rep), Prefetch: true, TimeoutMs: actorutil.TimeoutMs(ctx)})
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err == nil {
 				err = replyErr(res)
 			}
@@ -331,9 +366,9 @@ func (c *routesCluster) ops() []routeOp {
 			var errs strings.Builder
 			cmd := exec.CommandContext(ctx, c.o.Binary, "get", "--addr="+c.nodes[0].address, "--timeout", c.o.OpTimeout.String(), src(rep))
 			cmd.Stdout, cmd.Stderr = w, &errs
-			t0 := time.Now()
+			t0 := c.begin()
 			err := cmd.Run()
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err != nil {
 				return d, fmt.Errorf("hoplite get: %w: %s", err, strings.TrimSpace(errs.String()))
 			}
@@ -358,18 +393,18 @@ func (c *routesCluster) ops() []routeOp {
 			return nil
 		})},
 		{RoutesCLIStart, RouteCLIVersion, func(ctx context.Context, _ int) (time.Duration, error) {
-			t0 := time.Now()
+			t0 := c.begin()
 			out, err := exec.CommandContext(ctx, c.o.Binary, "version").CombinedOutput()
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err != nil || !strings.HasPrefix(string(out), "hoplite ") {
 				return d, fmt.Errorf("hoplite version: %v: %s", err, out)
 			}
 			return d, nil
 		}},
 		{RoutesCLIStart, RouteCLIMembers, func(ctx context.Context, _ int) (time.Duration, error) {
-			t0 := time.Now()
+			t0 := c.begin()
 			out, err := exec.CommandContext(ctx, c.o.Binary, "members", "--addr="+c.nodes[0].address).CombinedOutput()
-			d := time.Since(t0)
+			d := c.end(t0)
 			if err != nil || !strings.Contains(string(out), c.nodes[1].address) {
 				return d, fmt.Errorf("hoplite members: %v: %s", err, out)
 			}
