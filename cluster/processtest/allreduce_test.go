@@ -180,7 +180,8 @@ func TestProcessAllReduce(t *testing.T) {
 // members forced to slice AllReduces; one that is neither the caller nor
 // the coordinator's member is SIGKILLed while the sliced run streams. The
 // AllReduce succeeds, re-planned as reduce-then-broadcast (shape d-ary)
-// over the three surviving sources, which are exactly its ReducedIds (the
+// over the three surviving sources (the victim held its source's only
+// copy, which its shard reports lost), which are exactly its ReducedIds (the
 // victim's is unreduced); every survivor Gets the exact sum of those
 // three; the coordinator's member counts the re-plan on /metrics and logs
 // it. -test-reduce-chunk-delay stretches the run (loopback reduces 2 MiB
@@ -326,9 +327,16 @@ func allReduceSurvives(t *testing.T, shape string, members, kills int) {
 		getExact(t, c.of(n), target, want)
 	}
 
-	// The operator sees every re-plan on the coordinator's member.
-	if v := replans(); v != float64(kills) {
-		t.Errorf("%s: hoplite_allreduce_replans_total = %v, want %d", caller.id, v, kills)
+	// The operator sees every re-plan on the coordinator's member. A
+	// tree re-plans when the victim's source is reported lost; a sliced
+	// run also when the victim fails, if that comes first (the sliced run
+	// becomes a tree of n, which the loss then lowers).
+	most := kills
+	if shape == reduction.ShapeSliced {
+		most = 2 * kills
+	}
+	if v := replans(); v < float64(kills) || v > float64(most) {
+		t.Errorf("%s: hoplite_allreduce_replans_total = %v, want %d to %d", caller.id, v, kills, most)
 	}
 	// Each re-plan names the victim, or, when its source's shard reported
 	// the source lost before any location of it reached the coordinator,

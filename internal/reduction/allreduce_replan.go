@@ -8,36 +8,51 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// An AllReduce's participants are its sources: one that dies takes its
-// source with it, and unless the application Puts that source again,
-// nothing will ever take its place. A Reduce of n sources waits for one
-// (the caller asked for n); an AllReduce instead lowers n to what can
-// still come, so that every survivor gets the exact reduction of the
-// surviving sources, named in the reply, instead of a hang until the
-// deadline. Lowering n happens at every failure that leaves fewer
-// possible sources than n, not only at the first: a source counts as
-// possible while it is not deleted and not lost (its node died, or the
-// directory reported that no copy of it is left, and no new copy of it
-// arrived since). The directory's report is what tells of a source lost
-// before the coordinator got any location of it: the failure of its
-// node names no source the coordinator knew of.
+// An AllReduce lowers n to what can still come when sources are lost,
+// so that every survivor gets the exact reduction of the surviving
+// sources, named in the reply, instead of a hang until the deadline. A
+// source is lost only when no complete copy of it is left: the directory
+// says so (LocationUpdate.error LOST, for a source it located before or
+// not). The failure of a participant's node takes that node's copy, not
+// the source: another member may hold a whole copy (a reader's, which a
+// Get made), and the fault model lets an AllReduce reduce fewer than n
+// only for sources with no copy left. Such a source leaves the run, is
+// asked for again at once, and takes part from the copy the shard
+// offers; if that was its last copy, the shard's LOST follows. Lowering
+// n happens at every loss that leaves fewer possible sources than n, not
+// only at the first: a source counts as possible while it is not deleted
+// and not lost (and a new copy of a lost one makes it possible again).
 
 // allReduceNodeFailed handles the failure of node in a running
-// AllReduce (sliced or tree) and reports whether it did: whether node
-// held an arrived source. Sources lost with it leave n as is while
-// backups or late arrivals can still make up n (the tree repairs with
-// them); otherwise the run is re-planned with n lowered (see replan).
+// AllReduce (sliced or tree) and reports whether it did. The sources
+// whose copies the run took from node leave it (see above) and are
+// asked for again; n stays. A sliced run whose chains started cannot go
+// on without them and re-plans as a tree of n (see replan); before the
+// chains, it waits for their new copies. A tree repairs their positions
+// itself (treeRun.nodeFailed: it reports false for that).
 func (r *Reduction) allReduceNodeFailed(node string, fx *effects) bool {
-	var lost []string
+	var left []string
 	for _, id := range r.req.GetSourceIds() {
 		if src := r.sources[id]; src != nil && src.node.GetNodeId() == node {
-			lost = append(lost, id)
+			left = append(left, id)
 		}
 	}
-	if len(lost) == 0 {
+	if len(left) == 0 {
 		return r.sliced != nil // a sliced run needs nothing from a node without sources
 	}
-	return r.allReduceLost(node, lost, fx)
+	fx.Subscribe = append(fx.Subscribe, left...)
+	switch {
+	case r.sliced == nil:
+		return false
+	case r.sliced.running:
+		fx.merge(r.replan(node, left, int(r.req.GetNumObjects())))
+	default:
+		for _, id := range left {
+			delete(r.sources, id)
+		}
+		r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool { return r.sources[a] == nil })
+	}
+	return true
 }
 
 // allReduceLost marks sources of a running AllReduce lost, with node
@@ -62,9 +77,9 @@ func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool 
 	return true
 }
 
-// replan replaces the AllReduce's run, which lost the sources on node
-// (or the sources the directory reported lost: node "" if none of them
-// was ever located), by
+// replan replaces the AllReduce's run, whose sources in lost left it
+// with node (their copies there went with it), or were reported lost by
+// the directory (node "" if none of them was ever located), by
 // a d-ary tree (the reduce-then-broadcast shape) of num positions: the
 // sources that survive, placed in their arrival order, plus any still to
 // arrive; a lost source that is created again is a backup that takes a

@@ -92,6 +92,7 @@ type effects struct {
 	Drop          []*messages.NodeRef         // nodes whose unregistered copy of the target must go
 	Abandon       []*messages.NodeRef         // nodes whose workers of an abandoned run must stop and drop their outputs
 	Watch         []*messages.NodeRef
+	Subscribe     []string // sources to ask their shards for again now: the copy the run used went
 	Events        []any
 	knee          *KneeFixed
 	kneeAt        time.Time // arm KneeTimer (zero: no)
@@ -114,6 +115,7 @@ func (fx *effects) merge(o effects) {
 	fx.Drop = append(fx.Drop, o.Drop...)
 	fx.Abandon = append(fx.Abandon, o.Abandon...)
 	fx.Watch = append(fx.Watch, o.Watch...)
+	fx.Subscribe = append(fx.Subscribe, o.Subscribe...)
 	fx.Events = append(fx.Events, o.Events...)
 	if o.knee != nil {
 		fx.knee = o.knee
@@ -224,6 +226,11 @@ func (r *core) out(fx effects, now time.Time, s shapeOut) Effects {
 		e.After(fx.kneeAt, KneeTimer{})
 	}
 	if fx.Reply == nil {
+		for _, id := range fx.Subscribe {
+			// The shard answers with every copy it lists (the run ignores
+			// those of failed nodes), or LOST when none is left.
+			e.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id]})
+		}
 		return e
 	}
 	for _, id := range r.req.GetSourceIds() {

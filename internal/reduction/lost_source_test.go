@@ -45,6 +45,18 @@ func tasksOn(fx Effects, node string) []int32 {
 	return out
 }
 
+// lastCopyFailed is the failure of node with the last copy of source id:
+// the coordinator hears of the failure, then the shard's LOST. It
+// returns both steps' effects.
+func lastCopyFailed(r *Reduction, node, id string) Effects {
+	fx := r.NodeFailed(node, t0)
+	more := r.Located(lostUpdate(id), t0)
+	fx.Sends = append(fx.Sends, more.Sends...)
+	fx.Events = append(fx.Events, more.Events...)
+	fx.Watch = append(fx.Watch, more.Watch...)
+	return fx
+}
+
 func mustReduce(t *testing.T, reply *messages.ReduceReply, reduced, unreduced []string) {
 	t.Helper()
 	if reply == nil || reply.GetError() != nil {
@@ -70,15 +82,16 @@ func TestLateLocationOfAFailedNodeIsStale(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
 	}
-	if ev := replanned(r.NodeFailed("n0", t0)); ev == nil || ev.Num != 3 {
-		t.Fatalf("n0 failed: replan %+v, want n lowered to 3", ev)
+	// n0 held the last copy of s0: the shard says so after its failure.
+	if ev := replanned(lastCopyFailed(r, "n0", "s0")); ev == nil || ev.Num != 3 {
+		t.Fatalf("n0 failed with s0's last copy: replan %+v, want n lowered to 3", ev)
 	}
 	// The shard sent s0's location on n0 before it heard n0 failed.
 	fx := r.Located(completeAt("s0", node(0)), t0)
 	if !isEmpty(fx) || len(fx.Watch) != 0 || len(fx.Events) != 0 {
 		t.Errorf("a location of the failed n0 was taken: %+v", fx)
 	}
-	fx = r.NodeFailed("n1", t0)
+	fx = lastCopyFailed(r, "n1", "s1")
 	if ev := replanned(fx); ev == nil || ev.Num != 2 || !slices.Equal(ev.Lost, []string{"s1"}) {
 		t.Fatalf("n1 failed: replan %+v, want n lowered to 2 without s1", ev)
 	}
@@ -285,4 +298,94 @@ func TestReduceFailsWithLostOnceTooFewSourcesCanTakePart(t *testing.T) {
 	if msg := err.GetMessage(); !strings.Contains(msg, "b, d") {
 		t.Fatalf("the failure %q does not name the lost sources b and d", msg)
 	}
+}
+
+// An AllReduce participant that fails takes its copy of its source, not
+// the source, when another member holds a whole copy (a Get made it):
+// the AllReduce reduces every source, taking that one from the other
+// copy, instead of lowering n as for a lost source. It lowered n: a
+// sliced MIN of 3 whose third source was still to be Put answered (and
+// committed) the reduction of 2, one of them never lost (chaos seed
+// 5000349).
+func TestAllReduceParticipantFailedWithACopyElsewhere(t *testing.T) {
+	for _, shape := range []string{ShapeSliced, ShapeDAry} {
+		for _, running := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/running=%v", shape, running), func(t *testing.T) {
+				r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: shape})
+				r.start = node(9)
+				r.Begin(t0)
+				var tasks []Task
+				if running {
+					tasks = append(tasks, r.Located(completeAt("s0", node(0)), t0).Tasks()...)
+				}
+				tasks = append(tasks, r.Located(completeAt("s1", node(1)), t0).Tasks()...)
+				tasks = append(tasks, r.Located(completeAt("s2", node(2)), t0).Tasks()...)
+				// A reader's copy of s2 on n5: the shard tells the subscriber,
+				// which has s2 already.
+				tasks = append(tasks, r.Located(completeAt("s2", node(5)), t0).Tasks()...)
+				fx := r.NodeFailed("n2", t0)
+				if fx.Reply() != nil || r.req.GetNumObjects() != 3 {
+					t.Fatalf("n2 failed: reply %v, n %d; want no answer and n kept at 3", fx.Reply(), r.req.GetNumObjects())
+				}
+				var asked []string
+				for _, s := range fx.Sends {
+					if m, ok := s.Msg.(*messages.Subscribe); ok {
+						asked = append(asked, m.GetObjectId())
+					}
+				}
+				if !slices.Equal(asked, []string{"s2"}) {
+					t.Fatalf("asked the shards again for %v, want s2", asked)
+				}
+				// The tasks n2 ran died with it; a sliced run that ran
+				// re-planned, and the others stand.
+				tasks = slices.DeleteFunc(tasks, func(tk Task) bool { return tk.Node.GetNodeId() == "n2" })
+				if running && shape == ShapeSliced {
+					tasks = nil
+				}
+				after := fx.Tasks()
+				// The shard's answer: the dead copy (it had not heard of the
+				// failure yet), then the reader's.
+				after = append(after, r.Located(completeAt("s2", node(2)), t0).Tasks()...)
+				after = append(after, r.Located(completeAt("s2", node(5)), t0).Tasks()...)
+				if !running {
+					after = append(after, r.Located(completeAt("s0", node(0)), t0).Tasks()...)
+				}
+				for _, tk := range after {
+					if tk.Node.GetNodeId() == "n2" {
+						t.Fatalf("a task on the failed n2: %v", tk.Task)
+					}
+				}
+				reply := finishAny(t, r, append(tasks, after...))
+				mustReduce(t, reply, []string{"s0", "s1", "s2"}, nil)
+			})
+		}
+	}
+}
+
+// finishAny runs the tasks of a sliced run or a tree, and any they lead
+// to, to the end: every position starts, then each reports done in
+// position order, then every participant's Get of the result ends. It
+// returns the reply.
+func finishAny(t *testing.T, r *Reduction, tasks []Task) *messages.ReduceReply {
+	t.Helper()
+	var reply *messages.ReduceReply
+	var fetch []string
+	take := func(fx Effects) {
+		if rep := fx.Reply(); rep != nil {
+			reply = rep
+		}
+		fetch = append(fetch, nodeIDs(fx.Fetch())...)
+		tasks = append(tasks, fx.Tasks()...)
+	}
+	for i := 0; i < len(tasks); i++ {
+		tk := tasks[i].Task
+		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+	}
+	for _, tk := range byPosition(tasks) {
+		take(r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0))
+	}
+	for i := 0; i < len(fetch); i++ {
+		take(r.Fetched(fetch[i], nil, t0))
+	}
+	return reply
 }

@@ -50,10 +50,12 @@ const ShapeSliced = "sliced"
 // others idled, and each chain paid those queues at every hop.
 //
 // There is no repair inside the shape: its chains need every source. A
-// participant that fails, before the chains start or after, ends the
-// sliced run instead: the AllReduce goes on as reduce-then-broadcast
-// over the sources that still exist (see replan), and its reply names
-// them.
+// participant that fails after the chains started ends the sliced run
+// instead: the AllReduce goes on as reduce-then-broadcast over the
+// sources that still exist (see replan), its source among them if
+// another member holds a whole copy of it, and its reply names them.
+// Before the chains, the run waits for such a copy of a failed
+// participant's source, or for the shard's word that none is left.
 type slicedRun struct {
 	*core
 

@@ -657,119 +657,160 @@ func finishTree(t *testing.T, r *Reduction, tasks []Task) (*messages.ReduceReply
 }
 
 // TestSlicedReplan: a participant that fails before the chains start,
-// during the reduce-scatter, or during the gather ends the sliced run;
-// the AllReduce re-plans as a tree over the sources that still exist and
-// answers with exactly those, the dead participant's source unreduced.
-// Once the chains ran, the surviving participants are released and
-// their gathers' copies dropped before the new tasks go out, and the old
-// run's late reports change nothing.
+// during the reduce-scatter, or during the gather takes its copy of its
+// source, not the source: the AllReduce asks the source's shard for it
+// again at once. Once the chains ran, the sliced run ends and the
+// AllReduce re-plans as a tree of n; the surviving participants are
+// released and their gathers' copies dropped before the new tasks go
+// out, and the old run's late reports change nothing. Before the chains,
+// the sliced run waits for a copy. Then the shard answers: that the
+// source is lost (the failed node held its last copy), and the tree
+// lowers n and answers with exactly the sources that still exist, the
+// dead participant's unreduced; or with another copy (a reader's), which
+// takes the source's place, and every source is reduced.
 func TestSlicedReplan(t *testing.T) {
 	const n = 4
 	for _, phase := range []string{"before the chains", "reduce-scatter", "gather"} {
-		t.Run(phase, func(t *testing.T) {
-			r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
-			r.start = node(0)
-			r.Begin(t0)
-			arrive := n
-			if phase == "before the chains" {
-				arrive = 3 // s3 is still being produced
-			}
-			var sliced []Task
-			for i := 0; i < arrive; i++ {
-				sliced = append(sliced, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
-			}
-			sliced = byPosition(sliced)
-			switch phase {
-			case "reduce-scatter":
-				for _, tk := range sliced[:n*n] {
-					r.Started(started(int(tk.Task.GetPosition())), t0)
+		for _, answer := range []string{"lost", "another copy"} {
+			t.Run(phase+"/"+answer, func(t *testing.T) {
+				r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
+				r.start = node(0)
+				r.Begin(t0)
+				arrive := n
+				if phase == "before the chains" {
+					arrive = 3 // s3 is still being produced
 				}
-				r.Done(done(0), t0) // slice 0's leaf
-			case "gather":
-				for _, tk := range sliced {
-					r.Started(started(int(tk.Task.GetPosition())), t0)
+				var sliced []Task
+				for i := 0; i < arrive; i++ {
+					sliced = append(sliced, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
 				}
-				for _, tk := range sliced[:n*n] {
-					r.Done(done(int(tk.Task.GetPosition())), t0)
-				}
-				r.Done(done(n*n), t0) // n0's gather: its copy is complete
-			}
-			fx := r.NodeFailed("n2", t0)
-			if fx.Reply() != nil {
-				t.Fatalf("the AllReduce answered at the failure: %v", fx.Reply())
-			}
-			if r.plan.GetShape() != ShapeDAry || r.req.GetNumObjects() != n-1 || len(r.plan.GetPositions()) != n-1 {
-				t.Fatalf("re-plan: shape %q, %d sources, plan %v", r.plan.GetShape(), r.req.GetNumObjects(), r.plan)
-			}
-			if !slices.ContainsFunc(fx.Events, func(e any) bool {
-				ev, ok := e.(*events.AllReduceReplanned)
-				return ok && ev.Node == "n2" && ev.Num == n-1
-			}) {
-				t.Fatalf("no AllReduceReplanned event: %v", fx.Events)
-			}
-			// The abandoned run: every surviving participant (each had a
-			// gather) is released and loses its copy, before the new tasks.
-			var drops, releases []string
-			firstTask := slices.IndexFunc(fx.Sends, func(s outbox.Send) bool { return isTasks(s.Msg) })
-			for i, s := range fx.Sends {
-				switch m := s.Msg.(type) {
-				case *messages.DropObject:
-					drops = append(drops, s.To.(*messages.NodeRef).GetNodeId())
-				case *messages.ReduceRelease:
-					if m.GetKeepTarget() {
-						t.Fatalf("the abandoned run keeps its target: %v", m)
+				sliced = byPosition(sliced)
+				switch phase {
+				case "reduce-scatter":
+					for _, tk := range sliced[:n*n] {
+						r.Started(started(int(tk.Task.GetPosition())), t0)
 					}
-					releases = append(releases, s.To.(*messages.NodeRef).GetNodeId())
-				default:
-					continue
+					r.Done(done(0), t0) // slice 0's leaf
+				case "gather":
+					for _, tk := range sliced {
+						r.Started(started(int(tk.Task.GetPosition())), t0)
+					}
+					for _, tk := range sliced[:n*n] {
+						r.Done(done(int(tk.Task.GetPosition())), t0)
+					}
+					r.Done(done(n*n), t0) // n0's gather: its copy is complete
 				}
-				if firstTask >= 0 && i > firstTask {
-					t.Fatalf("%T to %v after the new tasks", s.Msg, s.To)
+				fx := r.NodeFailed("n2", t0)
+				if fx.Reply() != nil {
+					t.Fatalf("the AllReduce answered at the failure: %v", fx.Reply())
 				}
-			}
-			want := []string{"n0", "n1", "n3"}
-			if phase == "before the chains" {
-				want = nil // nothing ran
-			}
-			slices.Sort(drops)
-			if !slices.Equal(drops, want) || !slices.Equal(releases, want) {
-				t.Fatalf("drops %v, releases %v, want %v", drops, releases, want)
-			}
-			tasks := fx.Tasks()
-			if phase != "before the chains" {
-				// Late reports of the old run: the root's gather and a chain
-				// root, generation 1, at positions the new tree uses.
-				for p := 0; p < n-1; p++ {
-					if fx := r.Done(done(p), t0); len(fx.Sends) != 0 || r.reply != nil {
-						t.Fatalf("a stale report of position %d was taken: %v", p, fx.Sends)
+				if !slices.ContainsFunc(fx.Sends, func(s outbox.Send) bool {
+					m, ok := s.Msg.(*messages.Subscribe)
+					return ok && m.GetObjectId() == "s2" && m.GetLocatedBefore()
+				}) {
+					t.Fatalf("s2 not asked for again at n2's failure: %v", fx.Sends)
+				}
+				if r.req.GetNumObjects() != n {
+					t.Fatalf("n lowered to %d at the failure, before the shard said s2 was lost", r.req.GetNumObjects())
+				}
+				if phase == "before the chains" {
+					if r.plan.GetShape() != ShapeSliced || replanned(fx) != nil || len(fx.Tasks()) != 0 {
+						t.Fatalf("before the chains: shape %q, replan %+v, tasks %v", r.plan.GetShape(), replanned(fx), fx.Tasks())
+					}
+				} else {
+					if ev := replanned(fx); r.plan.GetShape() != ShapeDAry || len(r.plan.GetPositions()) != n || ev == nil || ev.Node != "n2" || ev.Num != n {
+						t.Fatalf("re-plan: shape %q, event %+v, plan %v", r.plan.GetShape(), ev, r.plan)
+					}
+					// The abandoned run: every surviving participant (each had a
+					// gather) is released and loses its copy, before the new tasks.
+					var drops, releases []string
+					firstTask := slices.IndexFunc(fx.Sends, func(s outbox.Send) bool { return isTasks(s.Msg) })
+					for i, s := range fx.Sends {
+						switch m := s.Msg.(type) {
+						case *messages.DropObject:
+							drops = append(drops, s.To.(*messages.NodeRef).GetNodeId())
+						case *messages.ReduceRelease:
+							if m.GetKeepTarget() {
+								t.Fatalf("the abandoned run keeps its target: %v", m)
+							}
+							releases = append(releases, s.To.(*messages.NodeRef).GetNodeId())
+						default:
+							continue
+						}
+						if firstTask >= 0 && i > firstTask {
+							t.Fatalf("%T to %v after the new tasks", s.Msg, s.To)
+						}
+					}
+					slices.Sort(drops)
+					if want := []string{"n0", "n1", "n3"}; !slices.Equal(drops, want) || !slices.Equal(releases, want) {
+						t.Fatalf("drops %v, releases %v, want %v", drops, releases, want)
+					}
+					// Late reports of the old run: the root's gather and a chain
+					// root, generation 1, at positions the new tree uses.
+					for p := 0; p < n; p++ {
+						if fx := r.Done(done(p), t0); len(fx.Sends) != 0 || r.reply != nil {
+							t.Fatalf("a stale report of position %d was taken: %v", p, fx.Sends)
+						}
 					}
 				}
-			} else {
-				tasks = append(tasks, r.Located(located("s3", bigSize, node(3)), t0).Tasks()...)
-			}
-			// The dead participant's source is Put again elsewhere: a backup.
-			tasks = append(tasks, r.Located(located("s2", bigSize, node(7)), t0).Tasks()...)
-			reply, fetch := finishTree(t, r, tasks)
-			if reply == nil || reply.GetError() != nil {
-				t.Fatalf("reply %v", reply)
-			}
-			red := slices.Sorted(slices.Values(reply.GetReducedIds()))
-			if !slices.Equal(red, []string{"s0", "s1", "s3"}) || !slices.Equal(reply.GetUnreducedIds(), []string{"s2"}) {
-				t.Fatalf("reduced %v, unreduced %v", reply.GetReducedIds(), reply.GetUnreducedIds())
-			}
-			// Every surviving participant but the root's node fetches the result.
-			root := r.plan.GetPositions()[r.tree.tree.Root()].GetNodeId()
-			got := append(slices.Clone(fetch), root)
-			slices.Sort(got)
-			if !slices.Equal(got, []string{"n0", "n1", "n3"}) {
-				t.Fatalf("fetches %v and root %s: want every surviving participant", fetch, root)
-			}
-		})
+				tasks := fx.Tasks()
+				// The shard's answer to the new Subscribe may list the dead
+				// copy first (it had not heard of the failure): ignored.
+				if fx := r.Located(completeAt("s2", node(2)), t0); len(fx.Tasks()) != 0 || len(fx.Watch) != 0 {
+					t.Fatalf("the dead n2's copy of s2 was taken: %+v", fx)
+				}
+				if answer == "another copy" {
+					tasks = append(tasks, r.Located(completeAt("s2", node(7)), t0).Tasks()...)
+					if phase == "before the chains" {
+						tasks = r.Located(located("s3", bigSize, node(3)), t0).Tasks()
+						if r.plan.GetShape() != ShapeSliced || len(tasks) == 0 {
+							t.Fatalf("every source there: shape %q, tasks %v", r.plan.GetShape(), tasks)
+						}
+						for _, tk := range tasks {
+							if tk.Node.GetNodeId() == "n2" || tk.Task.GetSourceId() == "s2" && tk.Node.GetNodeId() != "n7" {
+								t.Fatalf("a sliced task %v on %s: s2 is on n7 now", tk.Task, tk.Node.GetNodeId())
+							}
+						}
+						return // the sliced run goes on as TestSlicedTasks checks
+					}
+					reply, fetch := finishTree(t, r, tasks)
+					mustReduce(t, reply, ids("s", n), nil)
+					root := r.plan.GetPositions()[r.tree.tree.Root()].GetNodeId()
+					got := append(slices.Clone(fetch), root)
+					slices.Sort(got)
+					if !slices.Equal(got, []string{"n0", "n1", "n3", "n7"}) {
+						t.Fatalf("fetches %v and root %s: want every participant, n7 for s2", fetch, root)
+					}
+					return
+				}
+				fx = r.Located(lostUpdate("s2"), t0)
+				if ev := replanned(fx); ev == nil || ev.Num != n-1 || !slices.Equal(ev.Lost, []string{"s2"}) || r.req.GetNumObjects() != n-1 ||
+					r.plan.GetShape() != ShapeDAry || len(r.plan.GetPositions()) != n-1 {
+					t.Fatalf("s2 lost: replan %+v, shape %q, %d sources, plan %v", ev, r.plan.GetShape(), r.req.GetNumObjects(), r.plan)
+				}
+				tasks = fx.Tasks() // the lowered tree's: the tree of n is abandoned
+				if phase == "before the chains" {
+					tasks = append(tasks, r.Located(located("s3", bigSize, node(3)), t0).Tasks()...)
+				}
+				// The dead participant's source is Put again elsewhere: a backup.
+				tasks = append(tasks, r.Located(located("s2", bigSize, node(7)), t0).Tasks()...)
+				reply, fetch := finishTree(t, r, tasks)
+				mustReduce(t, reply, []string{"s0", "s1", "s3"}, []string{"s2"})
+				// Every surviving participant but the root's node fetches the result.
+				root := r.plan.GetPositions()[r.tree.tree.Root()].GetNodeId()
+				got := append(slices.Clone(fetch), root)
+				slices.Sort(got)
+				if !slices.Equal(got, []string{"n0", "n1", "n3"}) {
+					t.Fatalf("fetches %v and root %s: want every surviving participant", fetch, root)
+				}
+			})
+		}
 	}
 }
 
-// TestSlicedReplanNothingLeft: a failure that takes every source fails
-// the AllReduce with UNAVAILABLE at once, and drops the gathers' copies.
+// TestSlicedReplanNothingLeft: a failure that takes the last copy of
+// every source fails the AllReduce with LOST once the shards say so, and
+// frees the target.
 func TestSlicedReplanNothingLeft(t *testing.T) {
 	r := newRed(allReduceRequest(ids("s", 2)), Config{AllReduceShape: ShapeSliced})
 	r.start = node(5)
@@ -778,9 +819,15 @@ func TestSlicedReplanNothingLeft(t *testing.T) {
 	if tasks := r.Located(located("s1", bigSize, node(0)), t0).Tasks(); len(tasks) == 0 {
 		t.Fatal("the chains did not start")
 	}
-	fx := r.NodeFailed("n0", t0)
-	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
-		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
+	if fx := r.NodeFailed("n0", t0); fx.Reply() != nil {
+		t.Fatalf("answered %v before the shards said whether a copy is left", fx.Reply())
+	}
+	if fx := r.Located(lostUpdate("s0"), t0); fx.Reply() != nil {
+		t.Fatalf("answered %v with s1 not known lost", fx.Reply())
+	}
+	fx := r.Located(lostUpdate("s1"), t0)
+	if !errorsIs(fx.Reply(), messages.ErrLost) || !fx.ReleaseTarget() {
+		t.Fatalf("reply %v, release target %v: want LOST and the target freed", fx.Reply(), fx.ReleaseTarget())
 	}
 }
 
