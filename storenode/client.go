@@ -161,6 +161,9 @@ func (c *Client) Put(ctx context.Context, id string, data []byte) (err error) {
 	if c.data != nil && len(data) >= dataPathMin {
 		return c.putData(ctx, id, &PutData{chunks: [][]byte{data}, size: int64(len(data))})
 	}
+	if ok, err := c.fastPut(ctx, id, data); ok {
+		return err
+	}
 	var msg any = &messages.Put{ObjectId: id, Data: data}
 	if len(data) >= localput.MinSize && c.local() {
 		msg = &localput.Request{Put: msg.(*messages.Put), Fingerprint: fingerprint.Of(data)}

@@ -1,7 +1,8 @@
 // Package fastget is what a Client and its store node in the same
-// process share for a Get's fast path: the node registers a Getter under
-// its PID, and a Client of that PID asks it before sending the node a
-// Get. None of it crosses a process, and none of it is part of package
+// process share for the fast paths of a Get and a Put of an inline
+// object: the node registers a Getter and a Putter under its PID, and a
+// Client of that PID asks them before sending the node a Get or a Put.
+// None of it crosses a process, and none of it is part of package
 // storenode's API.
 package fastget
 
@@ -57,3 +58,46 @@ func NoteAnswered() { answered.Add(1) }
 // Answered is how many Gets the fast path answered in this process: the
 // tests that prove its ordering check that they ran on it.
 func Answered() uint64 { return answered.Load() }
+
+// Putter serves a Put of an inline object on its caller's goroutine:
+// the caller makes the creator copy, registers it with the object's
+// directory shard itself and stores the bytes. ok false means it did
+// not start (the node holds or fetches a copy of the id already, the
+// object is not inline, or the node is not serving): the caller sends
+// the node its ordinary Put, which is answered as if the fast path had
+// not been tried. With ok true, err is the Put's answer. ctx must have
+// a deadline.
+type Putter interface {
+	Put(ctx context.Context, id string, data []byte) (ok bool, err error)
+}
+
+// putters are the registered Putters by their node's actorutil.Key.
+var putters sync.Map
+
+// RegisterPutter makes p the Putter of the store node pid.
+func RegisterPutter(pid *actor.PID, p Putter) { putters.Store(actorutil.Key(pid), p) }
+
+// UnregisterPutter removes p, if it is still pid's Putter.
+func UnregisterPutter(pid *actor.PID, p Putter) { putters.CompareAndDelete(actorutil.Key(pid), p) }
+
+// LookupPutter is the Putter of the store node pid, or nil if none runs
+// in this process.
+func LookupPutter(pid *actor.PID) Putter {
+	if pid == nil {
+		return nil
+	}
+	p, _ := putters.Load(actorutil.Key(pid))
+	if p == nil {
+		return nil
+	}
+	return p.(Putter)
+}
+
+// putsAnswered counts the Puts the fast path answered in this process.
+var putsAnswered atomic.Uint64
+
+// NotePutAnswered counts one Put the fast path answered.
+func NotePutAnswered() { putsAnswered.Add(1) }
+
+// PutsAnswered is how many Puts the fast path answered in this process.
+func PutsAnswered() uint64 { return putsAnswered.Load() }

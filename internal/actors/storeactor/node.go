@@ -62,7 +62,8 @@ type StoreNode struct {
 	held       []*heldRepublish
 	lateCommit map[string]bool
 	// fast is this incarnation's fast path for Clients in its process.
-	fast *fastGetter
+	fast    *fastGetter
+	fastPut *fastPutter
 }
 
 // workerRef is a reduce worker as its store node knows it.
@@ -122,6 +123,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.peerGone(ctx, m.Target, "was not running")
 	case *actor.Stopping:
 		n.unregisterFastGet(ctx)
+		n.unregisterFastPut(ctx)
 		n.endHeld(ctx, true)
 		n.stopFetches(ctx)
 		n.stopRequests(ctx)
@@ -137,6 +139,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.fastRun(ctx, m)
 	case *fastStored:
 		n.fastStored(ctx, m)
+	case *fastPutDone:
+		n.fastPutDone(ctx, m)
 	case *getinto.Request:
 		n.getInto(ctx, m)
 	case *objectSettled:
@@ -185,6 +189,7 @@ func (n *StoreNode) started(ctx actor.Context) {
 		n.locator = requestLocate(ctx.ActorSystem())
 	}
 	n.registerFastGet(ctx)
+	n.registerFastPut(ctx)
 	if n.gets == nil {
 		n.gets = newGetWaiters()
 	}

@@ -1,0 +1,191 @@
+package storeactor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/fastget"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/storenode"
+)
+
+// fastPutter is the fast path of a Put of an inline object from a
+// Client in the node's process: the caller's goroutine makes the
+// creator copy in the node's store, sends the CreateObject (with the
+// bytes, as every inline Put's) to the object's shard itself and waits
+// for its answer (one actor message each way in process, the actors'
+// remote across members), then stores the bytes in the copy and
+// returns. The registration is the node's own, the same
+// storeproto.PutRegistration stepped on the caller's goroutine; what is
+// gone are the hops that carried nothing: the Put to the node, the
+// shard's answer to the node, the copy-in's report to it and the node's
+// answer to the caller. What the node still does, it does after the
+// caller has its answer (fastPutDone).
+//
+// Ordering is the ordinary Put's. The copy is in the store before its
+// CreateObject leaves, so a DropObject of a Delete that the shard
+// ordered after the registration finds it (and the copy-in then fails,
+// which putEnded decides as it does for a copy-in on the node). The
+// answer is OK only after the shard took the registration and its
+// bytes, so any later Get is answered from the shard's entry, and a
+// later Delete finds the entry and the creator's location in it. A
+// failed registration drops the copy and withdraws its location at the
+// shard, as the node does. A Put of an id the node holds or fetches
+// already, or one of an object over the inline limit, is not the fast
+// path's: the node answers it.
+type fastPutter struct {
+	cfg    *Config
+	system *actor.ActorSystem
+	self   *actor.PID
+}
+
+// fastPutDone follows a fast Put to its node: the node sends the
+// registration's messages to the shard (the COMPLETE publication, or a
+// failed registration's withdrawal), withdraws the copies the Put's
+// copy evicted, and observes the registration's latency. The shard's
+// messages go from the node so that they keep their order with the
+// node's own publications of the copy: a republication while the copy
+// was filling says PARTIAL, and a COMPLETE sent from another goroutine
+// could overtake it.
+type fastPutDone struct {
+	id      string
+	obj     *storenode.Object
+	evicted []string
+	latency time.Duration
+	sends   []any
+}
+
+// registerFastPut makes this node's Put fast path available to the
+// Clients of its process.
+func (n *StoreNode) registerFastPut(ctx actor.Context) {
+	n.fastPut = &fastPutter{cfg: n.cfg, system: ctx.ActorSystem(), self: ctx.Self()}
+	fastget.RegisterPutter(ctx.Self(), n.fastPut)
+}
+
+// unregisterFastPut withdraws it: the node stops.
+func (n *StoreNode) unregisterFastPut(ctx actor.Context) {
+	if n.fastPut != nil {
+		fastget.UnregisterPutter(ctx.Self(), n.fastPut)
+	}
+}
+
+// Put implements fastget.Putter.
+func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, error) {
+	cfg, store := p.cfg, p.cfg.Store
+	size := int64(len(data))
+	deadline, ok := ctx.Deadline()
+	if !ok || ctx.Err() != nil || size >= cfg.InlineLimit || size > store.Capacity() || cfg.Hooks.BeforePutChunk != nil ||
+		directory.ValidateApplicationID(id, cfg.MaxObjectIDLen) != nil || store.Lookup(id) != nil {
+		return false, nil
+	}
+	fp := fingerprint.Of(data)
+	obj, evicted, err := store.Create(id, size, fp)
+	if err != nil {
+		// Taken meanwhile, full or failed: the node answers as it does.
+		return false, nil
+	}
+	// The shard keeps the inline bytes (and hands them to Gets on its
+	// member as they are): a copy, never the caller's buffer, which the
+	// caller may reuse once Put returns.
+	req := storeproto.PutRequest{ObjectID: id, Size: size, Fingerprint: fp, Creator: cfg.Self, Deadline: deadline,
+		Inline: true, InlineData: bytes.Clone(data)}
+	if req.InlineData == nil {
+		req.InlineData = []byte{}
+	}
+	reg := storeproto.NewPutRegistration(req)
+	done := &fastPutDone{id: id, obj: obj, evicted: evicted}
+	sent := time.Now()
+	step := reg.Start(sent)
+	var create *messages.CreateObject
+	for _, s := range step.Sends {
+		if c, ok := s.Msg.(*messages.CreateObject); ok {
+			create = c
+		}
+	}
+	var reply *messages.CreateObjectReply
+	var rerr *messages.Error
+	if shard := cfg.ShardFor(id); shard == nil {
+		rerr = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)
+	} else if res, err := actorutil.Request(ctx, p.system.Root, shard, create); err != nil {
+		rerr = messages.AsError(err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			rerr = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", id)
+		}
+	} else if reply, ok = res.(*messages.CreateObjectReply); !ok {
+		rerr = messages.Errorf(messages.ErrorCode_INTERNAL, "shard %s answered a CreateObject with %T", shard.GetId(), res)
+	}
+	if rerr != nil {
+		step = reg.Failed(rerr)
+	} else {
+		step = reg.Reply(time.Now(), reply)
+		done.latency = step.Latency
+	}
+	p.apply(done, step)
+	if step.CopyIn {
+		// Bounded memory work (an inline object), on this goroutine: the
+		// node's copy-in goroutine and its report were a hop each.
+		err := obj.NewWriter().Append(data)
+		if err == nil {
+			err = store.Complete(obj)
+		}
+		var e *messages.Error
+		if err != nil {
+			e = messages.AsError(putEnded(obj, err, step.Readable))
+		}
+		step = reg.CopiedIn(err == nil, e)
+		p.apply(done, step)
+	}
+	p.system.Root.Send(p.self, done)
+	if step.Err != nil {
+		return true, step.Err
+	}
+	return true, nil
+}
+
+// apply carries out a step's store effects and keeps its sends to the
+// shard for the node (fastPutDone); the answer is the caller's return.
+func (p *fastPutter) apply(done *fastPutDone, s storeproto.PutStep) {
+	store := p.cfg.Store
+	if s.Abort != nil {
+		store.Abort(done.obj, s.Abort)
+	}
+	if s.ForgetDeleted {
+		store.ForgetDeleted(done.id)
+	}
+	if s.Unpin {
+		store.Unpin(done.obj)
+	}
+	for _, send := range s.Sends {
+		if _, ok := send.To.(directory.ShardOf); ok {
+			if _, create := send.Msg.(*messages.CreateObject); !create {
+				done.sends = append(done.sends, send.Msg)
+			}
+		}
+	}
+}
+
+// fastPutDone finishes a fast Put on its node: see fastPutDone.
+func (n *StoreNode) fastPutDone(ctx actor.Context, m *fastPutDone) {
+	n.unpublish(ctx.ActorSystem(), m.evicted)
+	if m.latency > 0 && n.cfg.Estimator != nil {
+		n.cfg.Estimator.ObserveLatency(m.latency)
+	}
+	if len(m.sends) == 0 {
+		return
+	}
+	shard := n.cfg.ShardFor(m.id)
+	if shard == nil {
+		return
+	}
+	for _, msg := range m.sends {
+		ctx.Send(shard, msg)
+	}
+}
