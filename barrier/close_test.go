@@ -28,7 +28,7 @@ func carriesClose(m *messages.BarrierReplicate) bool {
 // barrier as open; a backup that cannot hear the close makes Close fail
 // with TIMEOUT instead of returning while that backup still answers open.
 func TestCloseReturnsOnceNoReplicaAnswersOpen(t *testing.T) {
-	l, err := cluster.StartLocal(cluster.Config{Nodes: 3, Log: quietLog(), BarrierHook: func(_ string, msg any) {
+	l, err := cluster.StartLocal(barrierHooked(cluster.Config{Nodes: 3, Log: quietLog()}, func(_ string, msg any) {
 		// The backup of barrier "cut" never learns of its close: every
 		// message that would tell it crashes it (the message is lost and
 		// the manager restarts).
@@ -42,7 +42,7 @@ func TestCloseReturnsOnceNoReplicaAnswersOpen(t *testing.T) {
 				panic("test: the backup loses the primary's close")
 			}
 		}
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,21 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 )
 
 func quietLog() *logrus.Logger {
 	l := logrus.New()
 	l.SetLevel(logrus.ErrorLevel)
 	return l
+}
+
+// barrierHooked is cfg with hook run before each message a barrier
+// manager of its members receives (a hook that panics crashes that
+// manager).
+func barrierHooked(cfg cluster.Config, hook func(manager string, msg any)) cluster.Config {
+	testhooks.In(&cfg).Barrier = hook
+	return cfg
 }
 
 func startCluster(t testing.TB, nodes int) *cluster.Local {

@@ -195,7 +195,7 @@ func TestBarrierOnRestartedNode(t *testing.T) {
 	}
 }
 
-// crashManager makes the BarrierHook of TestEnterFailsWhenEveryReplicaLostTheState
+// crashManager makes the barrier hook of TestEnterFailsWhenEveryReplicaLostTheState
 // crash the manager it is sent to.
 type crashManager struct{}
 
@@ -205,11 +205,11 @@ type crashManager struct{}
 // its deadline; no replica leads without the state. (The Enter waited for
 // its deadline: the restarted replicas kept quiet.)
 func TestEnterFailsWhenEveryReplicaLostTheState(t *testing.T) {
-	l, err := cluster.StartLocal(cluster.Config{Nodes: 3, Log: quietLog(), BarrierHook: func(_ string, msg any) {
+	l, err := cluster.StartLocal(barrierHooked(cluster.Config{Nodes: 3, Log: quietLog()}, func(_ string, msg any) {
 		if _, ok := msg.(crashManager); ok {
 			panic("test: the manager crashes and restarts without state")
 		}
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

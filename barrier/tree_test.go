@@ -41,7 +41,7 @@ func (in *managerInbox) hook(manager string, msg any) {
 // up the tree as they come and fires by its rule.
 func TestArrivalsCombineUpTheTree(t *testing.T) {
 	in := &managerInbox{direct: map[string]int{}, combined: map[string]int{}, arrivals: map[string]int{}}
-	l, err := cluster.StartLocal(cluster.Config{Nodes: 6, Log: quietLog(), BarrierHook: in.hook})
+	l, err := cluster.StartLocal(barrierHooked(cluster.Config{Nodes: 6, Log: quietLog()}, in.hook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestArrivalsCombineUpTheTree(t *testing.T) {
 // tree cannot have is refused.
 func TestFanoutZeroEntersStraight(t *testing.T) {
 	in := &managerInbox{direct: map[string]int{}, combined: map[string]int{}, arrivals: map[string]int{}}
-	l, err := cluster.StartLocal(cluster.Config{Nodes: 3, Log: quietLog(), BarrierHook: in.hook})
+	l, err := cluster.StartLocal(barrierHooked(cluster.Config{Nodes: 3, Log: quietLog()}, in.hook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestFanoutZeroEntersStraight(t *testing.T) {
 // there the tree's extra hop costs more than the messages it saves.
 func TestSmallClusterEntersStraight(t *testing.T) {
 	in := &managerInbox{direct: map[string]int{}, combined: map[string]int{}, arrivals: map[string]int{}}
-	l, err := cluster.StartLocal(cluster.Config{Nodes: 4, Log: quietLog(), BarrierHook: in.hook})
+	l, err := cluster.StartLocal(barrierHooked(cluster.Config{Nodes: 4, Log: quietLog()}, in.hook))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,14 +27,14 @@ func TestAllReduceParticipantKilledBeforeItsGet(t *testing.T) {
 	blocked, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: 4, ChunkSize: chunk} // a chain: leaf -> root
-	cfg.Hooks.BeforeReceive = func(_ string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(_ string, msg any) {
 		if m, ok := msg.(*messages.ReduceTask); ok && m.GetRoot() && m.GetGeneration() == 1 {
 			mu.Lock()
 			victim = m.GetChildren()[0].GetNode().GetNodeId() // the leaf's node: a participant
 			mu.Unlock()
 		}
 	}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	cfg.hooks.Coordinator = func(_ string, msg any) {
 		if _, ok := msg.(*messages.ReduceTaskStarted); ok {
 			// The root started: the coordinator is about to send the
 			// participants their Gets. Hold it until the leaf's node died.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -23,13 +24,13 @@ func TestInlineAllReducePushesTheResult(t *testing.T) {
 	const nodes = 4
 	var mu sync.Mutex
 	locates := map[string]int{} // target -> Locates its shard received
-	l := start(t, Config{Nodes: nodes, ShardHook: func(_ string, msg any) {
+	l := start(t, Config{Nodes: nodes, hooks: testhooks.Set{Shard: func(_ string, msg any) {
 		if m, ok := msg.(*messages.Locate); ok {
 			mu.Lock()
 			locates[m.GetObjectId()]++
 			mu.Unlock()
 		}
-	}})
+	}}})
 	ctx := deadline(t, time.Minute)
 	rng := rand.New(rand.NewPCG(16, 1))
 	// Exact in any order of arrival: integers wrap, MIN and MAX pick.

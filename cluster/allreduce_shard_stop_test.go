@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -59,8 +60,8 @@ func runAllReduceShardStop(t *testing.T, how string) {
 		coords   sync.Map // reduce ids of the coordinators that ran
 	)
 	unhold := func() { holdOnce.Do(func() { close(hold) }) }
-	cfg := Config{exp: experiments.Set{AllReduceShape: "d-ary"}, Nodes: nodes, Shards: shards, ChunkSize: chunk, ShardHook: chaosCrashHook}
-	cfg.CoordinatorHook = func(reduce string, msg any) {
+	cfg := Config{exp: experiments.Set{AllReduceShape: "d-ary"}, Nodes: nodes, Shards: shards, ChunkSize: chunk, hooks: testhooks.Set{Shard: chaosCrashHook}}
+	cfg.hooks.Coordinator = func(reduce string, msg any) {
 		switch msg.(type) {
 		case *actor.Started:
 			coords.Store(reduce, true)
@@ -68,7 +69,7 @@ func runAllReduceShardStop(t *testing.T, how string) {
 			stopOnce.Do(func() { close(stopped) })
 		}
 	}
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		// The participants (the sources' nodes) fetch the result; the
 		// reader on node-3 does not wait.
 		if id == target && held.Load() && (nodeIndexOf(node) == 1 || nodeIndexOf(node) == 2) {

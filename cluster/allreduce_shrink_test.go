@@ -63,7 +63,7 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 				}
 			}
 			cfg := Config{exp: experiments.Set{AllReduceShape: shape}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()}
-			cfg.Hooks.BeforeReduceChunk = func(string, string, int64) {
+			cfg.hooks.Store.BeforeReduceChunk = func(string, string, int64) {
 				mu.Lock()
 				ch := stall
 				if stalledGen == 0 {
@@ -77,7 +77,7 @@ func TestAllReduceLowersNAtEveryFailure(t *testing.T) {
 					}
 				}
 			}
-			cfg.CoordinatorHook = func(_ string, msg any) {
+			cfg.hooks.Coordinator = func(_ string, msg any) {
 				if u, ok := msg.(*messages.LocationUpdate); ok && u.GetNode().GetNodeId() != "" && strings.HasPrefix(u.GetObjectId(), shape+"-") {
 					mu.Lock()
 					located[u.GetObjectId()] = true

@@ -216,7 +216,7 @@ func TestSlicedAllReduceParticipantKilled(t *testing.T) {
 			blocked, resume := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			cfg := Config{exp: experiments.Set{AllReduceShape: reduction.ShapeSliced}, Nodes: nodes, ChunkSize: 16 << 10, Log: faultLog()}
-			cfg.CoordinatorHook = func(_ string, msg any) {
+			cfg.hooks.Coordinator = func(_ string, msg any) {
 				var hold bool
 				switch m := msg.(type) {
 				case *messages.ReduceTaskStarted:

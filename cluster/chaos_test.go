@@ -1434,10 +1434,10 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	}
 	cfg := Config{Nodes: p.nodes, ChunkSize: p.chunk, StallTimeout: p.stallTimeout, DefaultTimeout: 5 * time.Second, Log: log,
 		exp: experiments.Set{AllReduceShape: p.allReduceShape}, Capacity: p.capacity}
-	cfg.Hooks.BeforeFetchChunk = c.stallHook
-	cfg.Hooks.BeforeReceive = chaosCrashHook
-	cfg.ShardHook = c.evictHook
-	cfg.BarrierHook = chaosCrashHook
+	cfg.hooks.Store.BeforeFetchChunk = c.stallHook
+	cfg.hooks.Store.BeforeReceive = chaosCrashHook
+	cfg.hooks.Shard = c.evictHook
+	cfg.hooks.Barrier = chaosCrashHook
 	l, err := StartLocal(cfg)
 	if err != nil {
 		t.Fatalf("seed %d: start: %v", seed, err)

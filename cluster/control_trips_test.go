@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -22,7 +23,7 @@ func TestPutThenRemoteGetCostsTwoControlRoundTrips(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]string{} // object -> message types its shard received
 	pubs := map[string]int{}      // object@member -> its publications
-	l := start(t, Config{Nodes: 3, ShardHook: func(_ string, msg any) {
+	l := start(t, Config{Nodes: 3, hooks: testhooks.Set{Shard: func(_ string, msg any) {
 		m, ok := msg.(interface{ GetObjectId() string })
 		if !ok {
 			return
@@ -33,7 +34,7 @@ func TestPutThenRemoteGetCostsTwoControlRoundTrips(t *testing.T) {
 		if p, ok := msg.(*messages.PublishLocation); ok {
 			pubs[p.GetObjectId()+"@"+p.GetNode().GetNodeId()]++
 		}
-	}})
+	}}})
 	ctx := deadline(t, 20*time.Second)
 	for _, size := range []int{1 << 10, 1 << 20} {
 		id := fmt.Sprintf("trips-%d", size)

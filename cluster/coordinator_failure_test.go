@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -50,11 +51,11 @@ func coordinatorFailureCluster(t *testing.T, nodes int, target string, hook func
 	f := &coordinatorFailure{target: target, ids: []string{"a", "b", "c"}, data: map[string][]byte{},
 		cput: make(chan error, 1), done: make(chan error, 1)}
 	hold := make(chan struct{})
-	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: nodes, ChunkSize: coordFailChunk, CoordinatorHook: hook}
+	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: nodes, ChunkSize: coordFailChunk, hooks: testhooks.Set{Coordinator: hook}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.Hooks.BeforePutChunk = func(_, id string, off int64) {
+	cfg.hooks.Store.BeforePutChunk = func(_, id string, off int64) {
 		if id == "c" && off > 0 {
 			<-hold
 		}
@@ -265,7 +266,7 @@ func TestCoordinatorShardCrashedReduceResumes(t *testing.T) {
 			once.Do(func() { close(stopped) })
 		}
 	}
-	f := coordinatorFailureCluster(t, nodes, target, hook, func(c *Config) { c.ShardHook = chaosCrashHook })
+	f := coordinatorFailureCluster(t, nodes, target, hook, func(c *Config) { c.hooks.Shard = chaosCrashHook })
 	ctx := deadline(t, 20*time.Second)
 	f.begin(t, ctx)
 	sendIn(f.l, f.l.Shard(directory.ShardIndex(target, nodes)), chaosCrash{})
@@ -288,7 +289,7 @@ func TestCoordinatorPanicInStartedFailsReduce(t *testing.T) {
 	cfg := Config{Nodes: 3, ChunkSize: 32 << 10}
 	once := make(chan struct{}, 1)
 	once <- struct{}{}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	cfg.hooks.Coordinator = func(_ string, msg any) {
 		if _, ok := msg.(*actor.Started); ok {
 			select {
 			case <-once:

@@ -76,7 +76,7 @@ func runCoordinatorHostKill(t *testing.T, kind, when string) {
 	if kind == "sliced" {
 		cfg.exp.AllReduceShape = "sliced"
 	}
-	cfg.CoordinatorHook = func(reduce string, msg any) {
+	cfg.hooks.Coordinator = func(reduce string, msg any) {
 		if !strings.HasPrefix(reduce, prefix+"#") {
 			return
 		}
@@ -91,13 +91,13 @@ func runCoordinatorHostKill(t *testing.T, kind, when string) {
 			}
 		}
 	}
-	cfg.Hooks.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
+	cfg.hooks.Store.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
 		if task.GetRoot() {
 			roots.Store(task.GetReduceId(), task.GetPosition())
 		}
 		_ = create()
 	}
-	cfg.Hooks.BeforeReduceChunk = func(_, _ string, off int64) {
+	cfg.hooks.Store.BeforeReduceChunk = func(_, _ string, off int64) {
 		if when == "streaming" && off >= 4*chunk {
 			trigger()
 		}

@@ -66,7 +66,7 @@ func TestFigure4BroadcastFailover(t *testing.T) {
 	var r1Once sync.Once
 	r2Offsets := map[int64]int{}
 	cfg := Config{Nodes: 4, ChunkSize: chunk}
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		switch node {
 		case "node-1":
 			if off == 10*chunk {
@@ -179,7 +179,7 @@ func TestFigure5ReduceRepair(t *testing.T) {
 	const chunk = 64 << 10
 	holdR6 := make(chan struct{})
 	cfg := Config{exp: experiments.Set{ReduceDegree: 2}, Nodes: 10, ChunkSize: chunk}
-	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforePutChunk = func(node, id string, off int64) {
 		if id == "R6" && off > 0 {
 			<-holdR6 // the tree cannot finish before R2 fails
 		}
@@ -188,14 +188,14 @@ func TestFigure5ReduceRepair(t *testing.T) {
 	// steps by messages rather than by sleeps.
 	var mu sync.Mutex
 	subscribed, located := map[string]bool{}, map[string]bool{}
-	cfg.ShardHook = func(_ string, msg any) {
+	cfg.hooks.Shard = func(_ string, msg any) {
 		if m, ok := msg.(*messages.Subscribe); ok {
 			mu.Lock()
 			subscribed[m.GetObjectId()] = true
 			mu.Unlock()
 		}
 	}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	cfg.hooks.Coordinator = func(_ string, msg any) {
 		if m, ok := msg.(*messages.LocationUpdate); ok && m.GetNode() != nil {
 			mu.Lock()
 			located[m.GetObjectId()] = true

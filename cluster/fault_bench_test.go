@@ -197,7 +197,7 @@ func broadcastFaultRun(b *testing.B, data []byte, tag string, kill bool) faultRu
 	reported := map[string]bool{}
 	halfway := make(chan string, nodes) // receivers that reached half
 	cfg := Config{Nodes: nodes, ChunkSize: chunk, LinkBandwidth: benchGbit, Capacity: int64(size) * 2, Log: faultLog()}
-	cfg.Hooks.BeforeFetchChunk = func(node, obj string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, obj string, off int64) {
 		if obj != id {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -68,7 +69,7 @@ func (r *routeCounts) routes() map[string]int {
 // the store nodes, the routes its Locates took.
 func TestGetTakesOneRoute(t *testing.T) {
 	var rc routeCounts
-	l := start(t, Config{Nodes: 3, ShardHook: rc.shard, Hooks: storeactor.Hooks{BeforeReceive: rc.store}})
+	l := start(t, Config{Nodes: 3, hooks: testhooks.Set{Shard: rc.shard, Store: storeactor.Hooks{BeforeReceive: rc.store}}})
 	ctx := deadline(t, 30*time.Second)
 	type get struct {
 		name        string

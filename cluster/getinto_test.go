@@ -163,7 +163,7 @@ func TestGetIntoSenderKilledMidTransfer(t *testing.T) {
 	var armed atomic.Bool
 	stalled, release := make(chan struct{}, 1), make(chan struct{})
 	cfg := Config{Nodes: 4, ChunkSize: chunk}
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-3" && off == 10*chunk && armed.CompareAndSwap(true, false) {
 			stalled <- struct{}{}
 			<-release
@@ -250,7 +250,7 @@ func TestGetIntoReturnsAfterTheWriterLetsGo(t *testing.T) {
 	var armed, hookDone atomic.Bool
 	entered := make(chan struct{}, 1)
 	cfg := Config{Nodes: 2, ChunkSize: chunk}
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-1" && armed.CompareAndSwap(true, false) {
 			entered <- struct{}{}
 			time.Sleep(500 * time.Millisecond) // past the caller's deadline

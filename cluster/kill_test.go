@@ -142,12 +142,12 @@ func TestKillDuringStoreNodeRestart(t *testing.T) {
 	var restarts, starts, crashes atomic.Int32
 	cfg := Config{Nodes: 3, ChunkSize: chunk}
 	stuck := stopLog(&cfg)
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && off > 0 {
 			<-hold // the store node has a copy running when it stops
 		}
 	}
-	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(node string, msg any) {
 		if node != "node-2" {
 			return
 		}
@@ -225,12 +225,12 @@ func TestKillWhileStoreNodeTakesATask(t *testing.T) {
 	var armed atomic.Bool
 	cfg := Config{Nodes: 3, ChunkSize: chunk}
 	stuck := stopLog(&cfg)
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && off > 0 {
 			<-hold // a copy is running while the node stops
 		}
 	}
-	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(node string, msg any) {
 		if _, ok := msg.(*actor.Stopping); ok && node == "node-2" && armed.CompareAndSwap(true, false) {
 			close(inStopping)
 			select { // the task is queued before the node goes on stopping

@@ -26,6 +26,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
@@ -52,19 +53,6 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
 	StallTimeout time.Duration
-	// Hooks are test and fault-injection points in every node.
-	Hooks Hooks
-	// ShardHook runs before each message a directory shard receives (a
-	// hook that panics crashes that shard).
-	ShardHook func(shard string, msg any)
-	// CoordinatorHook runs before each message a Reduce's coordinator
-	// receives, with the Reduce's id (target#nonce). A hook that panics
-	// crashes that coordinator: the Reduce fails with UNAVAILABLE.
-	CoordinatorHook func(reduce string, msg any)
-	// BarrierHook runs before each message a barrier manager receives,
-	// with the manager's id. A hook that panics crashes that manager: it
-	// restarts and gets the barrier's state back from its peers.
-	BarrierHook func(manager string, msg any)
 	// Log receives the cluster's logs and Proto.Actor's, at its own level.
 	// Set Log or Logger, not both; with neither, the cluster logs
 	// warnings and errors on stderr.
@@ -86,6 +74,9 @@ type Config struct {
 	// exp are the experiments (internal/experiments) every member runs
 	// with.
 	exp experiments.Set
+	// hooks are the fault-injection points (internal/testhooks) of
+	// every member.
+	hooks testhooks.Set
 }
 
 // convergeTimeout bounds how long StartLocal, Kill and Restart wait for
@@ -253,8 +244,7 @@ func (l *Local) startMember(i int) error {
 		}
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ClusterName: l.name, Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
 			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
-			exp: cfg.exp, Hooks: cfg.Hooks,
-			ShardHook: cfg.ShardHook, CoordinatorHook: cfg.CoordinatorHook, BarrierHook: cfg.BarrierHook, Log: cfg.Log, protoLog: l.protoLog,
+			exp: cfg.exp, hooks: cfg.hooks, Log: cfg.Log, protoLog: l.protoLog,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator, link: cfg.LinkBandwidth}}
 		m, err = Join(context.Background(), mc)
 		if err == nil {

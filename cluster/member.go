@@ -207,15 +207,15 @@ type peerIndex struct {
 func (m *Member) storeNodes() []*messages.NodeRef { return *m.stores.Load() }
 
 func (m *Member) hello() *messages.MemberHello {
-	return &messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards), MemberId: m.id, Store: m.ref,
+	return &messages.MemberHello{ProtocolVersion: m.cfg.version, Shards: int32(m.cfg.Shards), MemberId: m.id, Store: m.ref,
 		Cluster: m.cfg.ClusterName}
 }
 
 // compatible decides the handshake.
 func (m *Member) compatible(version uint32, shards int32) (bool, string) {
-	if version != m.cfg.ProtocolVersion || int(shards) != m.cfg.Shards {
+	if version != m.cfg.version || int(shards) != m.cfg.Shards {
 		return false, fmt.Sprintf("protocol version %d with %d shards, but %s speaks protocol version %d with %d shards",
-			version, shards, m.id, m.cfg.ProtocolVersion, m.cfg.Shards)
+			version, shards, m.id, m.cfg.version, m.cfg.Shards)
 	}
 	return true, ""
 }
@@ -319,7 +319,7 @@ func (m *Member) ViewOf(ctx context.Context, address string) ([]string, error) {
 		return nil, ctx.Err()
 	}
 	res, err := m.system.Root.RequestFuture(HelloPID(address),
-		&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, d).Result()
+		&messages.MemberHello{ProtocolVersion: m.cfg.version, Shards: int32(m.cfg.Shards)}, d).Result()
 	if err != nil {
 		return nil, err
 	}

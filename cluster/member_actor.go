@@ -496,18 +496,19 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 }
 
 // originateAfterProbeDelay spreads a notice the provider's health checks
-// raised. The checks are this member's own probes, so ProbeDelay (fault
-// injection) holds them back like the detector's: without it a delayed
-// member's provider dropped a SIGKILLed member within one round and
-// originated before the undelayed member's notice reached it (the relay
-// test, under CI load). A notice that arrived in the meantime makes the
-// late Originate a duplicate, which the broadcaster drops.
+// raised. The checks are this member's own probes, so the probe delay
+// (testhooks.Set.ProbeDelay) holds them back like the detector's:
+// without it a delayed member's provider dropped a SIGKILLed member
+// within one round and originated before the undelayed member's notice
+// reached it (the relay test, under CI load). A notice that arrived in
+// the meantime makes the late Originate a duplicate, which the
+// broadcaster drops.
 func (a *membersActor) originateAfterProbeDelay(ctx actor.Context, n revoke.Notice) {
 	pid := a.m.revokePID.Load()
 	if pid == nil {
 		return
 	}
-	d := a.m.cfg.ProbeDelay
+	d := a.m.cfg.hooks.ProbeDelay
 	if d <= 0 {
 		ctx.Send(pid, &revokeactor.Originate{Notice: n})
 		return
@@ -569,7 +570,7 @@ func (a *membersActor) greet(ctx actor.Context) {
 func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
 	ok, why := a.m.compatible(h.GetProtocolVersion(), h.GetShards())
 	if ctx.Sender() != nil {
-		reply := &messages.MemberHelloReply{ProtocolVersion: a.m.cfg.ProtocolVersion, Shards: int32(a.m.cfg.Shards),
+		reply := &messages.MemberHelloReply{ProtocolVersion: a.m.cfg.version, Shards: int32(a.m.cfg.Shards),
 			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why, Cluster: a.m.cfg.ClusterName}
 		for _, id := range a.st.view.Live() {
 			reply.View = append(reply.View, id)
@@ -816,7 +817,7 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 		// To the incarnation this member places shards on: another one at
 		// its address does not have that actor.
 		f := ctx.RequestFuture(memberPID(store.GetAddress(), rootOf(store), membersName),
-			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards), ToMemberId: id}, time.Second)
+			&messages.MemberHello{ProtocolVersion: m.cfg.version, Shards: int32(m.cfg.Shards), ToMemberId: id}, time.Second)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			vc.inflight = false
 			r, ok := res.(*messages.MemberHelloReply)

@@ -182,7 +182,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.table.Store(&table)
 	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
-		BeforeReceive: cfg.CoordinatorHook, Stretch: m.lag.Stretch,
+		BeforeReceive: cfg.hooks.Coordinator, Stretch: m.lag.Stretch,
 		Reduce: reduction.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.exp.ReduceShape, ForceDegree: cfg.exp.ReduceDegree,
 			AllReduceShape: cfg.exp.AllReduceShape, Paced: m.pace() > 0, MinSlice: bufalloc.HugeMin, UnbatchedTasks: cfg.exp.UnbatchedReduceTasks,
 			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}
@@ -191,7 +191,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	storeProps := storeactor.NewProps(storeactor.Config{
 		Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Transport: watched,
 		ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-		StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.Hooks, Log: m.log, Estimator: m.estimator,
+		StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.hooks.Store, Log: m.log, Estimator: m.estimator,
 		MaxRemoteReply: maxRemoteReply,
 	})
 	if cfg.exp.Naive {
@@ -203,7 +203,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		{name: revokeName, props: revokeactor.NewActorProps(revokeactor.ActorConfig{Self: m.id, Peer: m.revokePeer,
 			Deliver: m.deliver, Admit: m.admitNotice, Log: m.log})},
 		{name: membersName, props: newMembersProps(m)},
-		{name: barriersName, props: barrieractor.NewHostProps(barrieractor.HostConfig{Log: m.log, BeforeReceive: cfg.BarrierHook})},
+		{name: barriersName, props: barrieractor.NewHostProps(barrieractor.HostConfig{Log: m.log, BeforeReceive: cfg.hooks.Barrier})},
 	}
 	node, err := m.system.Root.SpawnNamed(nodeSupervisorProps(children), m.root)
 	if err != nil {
@@ -259,7 +259,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	if s.incompatible > 0 && s.incompatible >= s.compatible {
 		return messages.Errorf(messages.ErrorCode_UNAVAILABLE,
 			"join: this member (protocol version %d, %d shards) is incompatible with the cluster: %s",
-			cfg.ProtocolVersion, cfg.Shards, strings.Join(s.reasons, "; "))
+			cfg.version, cfg.Shards, strings.Join(s.reasons, "; "))
 	}
 	fields := logrus.Fields{"address": addr, "data": dataAddr, "manage_port": cfg.ManagePort,
 		"members": len(m.Members()), "shards": cfg.Shards}
@@ -398,6 +398,6 @@ func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},
 		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt,
-		BeforeReceive: m.cfg.ShardHook, Host: m.id,
+		BeforeReceive: m.cfg.hooks.Shard, Host: m.id,
 	})
 }

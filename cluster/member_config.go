@@ -16,6 +16,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -166,27 +167,6 @@ type MemberConfig struct {
 	// with TLSCert logs a warning about when it joins (whoever reaches
 	// etcd can then list, add and remove members).
 	EtcdCert, EtcdKey, EtcdCA string
-	// Hooks are fault-injection points in the store node (tests).
-	Hooks Hooks
-	// ProbeDelay (fault injection, tests) makes this member wait this long
-	// before it probes a member it suspects, and before it spreads the
-	// failure of a member its provider's health checks dropped, so that it
-	// learns of the failure from the others' notices first: a test that
-	// delays all members but one sees that one's notice relayed over the
-	// overlay.
-	// Default 0: probe at once.
-	ProbeDelay time.Duration
-	// ShardHook runs before each message a directory shard of this member
-	// receives (a hook that panics crashes that shard; tests).
-	ShardHook func(shard string, msg any)
-	// CoordinatorHook runs before each message a Reduce's coordinator on
-	// this member receives, with the Reduce's id (target#nonce); a hook
-	// that panics crashes that coordinator (tests).
-	CoordinatorHook func(reduce string, msg any)
-	// BarrierHook runs before each message a barrier manager on this
-	// member receives, with the manager's id; a hook that panics crashes
-	// that manager, which restarts and asks its peers (tests).
-	BarrierHook func(manager string, msg any)
 	// Log receives the member's logs and Proto.Actor's, at its own level.
 	// Set Log or Logger, not both; with neither, the member logs warnings
 	// and errors on stderr (`hoplite node` sets its level by -log-level).
@@ -197,13 +177,17 @@ type MemberConfig struct {
 	// member asks its handler for the lowest level it enables once, when
 	// it starts: records below it are not made.
 	Logger *slog.Logger
-	// ProtocolVersion overrides the version this member speaks (0: the
-	// package's ProtocolVersion). Only for testing the handshake.
-	ProtocolVersion uint32
 
 	// exp are the experiments (internal/experiments) a benchmark or a
 	// test turned on for this member.
 	exp experiments.Set
+	// hooks are the fault-injection points (internal/testhooks) a test
+	// set for this member.
+	hooks testhooks.Set
+	// version is the member protocol version this member speaks:
+	// ProtocolVersion, unless a test of the handshake claims another
+	// (testhooks.Set.ProtocolVersion); set by withDefaults.
+	version uint32
 
 	// noSeedExchange turns the automanaged seed exchange off (tests of
 	// what members configured with different seeds see without it).
@@ -365,8 +349,9 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 		}
 		c.etcdTLS = cfg
 	}
-	if c.ProtocolVersion == 0 {
-		c.ProtocolVersion = ProtocolVersion
+	c.version = ProtocolVersion
+	if v := c.hooks.ProtocolVersion; v != 0 {
+		c.version = v
 	}
 	self := net.JoinHostPort(host, strconv.Itoa(c.ManagePort))
 	seeds := []string{}
@@ -420,9 +405,9 @@ func (m *Member) pace() float64 {
 	return PayloadRate(m.cfg.LinkRate)
 }
 
-// The experiments' way into the configurations: only code of this module
-// (bench, tests, `hoplite node -experiments`) reaches the unexported
-// field.
+// The experiments' and the fault injection's ways into the
+// configurations: only code of this module (bench, tests, `hoplite node
+// -experiments` and its -test-* flags) reaches the unexported fields.
 func init() {
 	experiments.Register(func(cfg any) *experiments.Set {
 		switch c := cfg.(type) {
@@ -430,6 +415,15 @@ func init() {
 			return &c.exp
 		case *Config:
 			return &c.exp
+		}
+		return nil
+	})
+	testhooks.Register(func(cfg any) *testhooks.Set {
+		switch c := cfg.(type) {
+		case *MemberConfig:
+			return &c.hooks
+		case *Config:
+			return &c.hooks
 		}
 		return nil
 	})

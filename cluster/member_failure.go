@@ -96,7 +96,7 @@ func (m *Member) detect() {
 			}
 			probing[id] = true
 			go func() {
-				if d := m.cfg.ProbeDelay; d > 0 {
+				if d := m.cfg.hooks.ProbeDelay; d > 0 {
 					select {
 					case <-time.After(d):
 					case <-m.quit:
@@ -199,7 +199,7 @@ func (m *Member) expelled(id, addr, root string) {
 		// Who answers there now? A hello without a member id: the
 		// answer's view is all it asks for, nothing is recorded there.
 		res, err := m.system.Root.RequestFuture(HelloPID(addr),
-			&messages.MemberHello{ProtocolVersion: m.cfg.ProtocolVersion, Shards: int32(m.cfg.Shards)}, expelNoticeEvery).Result()
+			&messages.MemberHello{ProtocolVersion: m.cfg.version, Shards: int32(m.cfg.Shards)}, expelNoticeEvery).Result()
 		if r, ok := res.(*messages.MemberHelloReply); err == nil && ok {
 			if r.GetMemberId() != id {
 				return // it stopped, and a new incarnation serves there

@@ -88,7 +88,7 @@ func checkDeletedEverywhere(t *testing.T, l *Local, id string, data []byte) {
 func TestPutSucceedsWhenConsumerDeletesBeforeReply(t *testing.T) {
 	hold := newPutHold(t, "v", 0)
 	cfg := Config{Nodes: 2}
-	cfg.Hooks.BeforePutChunk = hold.hook
+	cfg.hooks.Store.BeforePutChunk = hold.hook
 	l := start(t, cfg)
 	ctx := deadline(t, 20*time.Second)
 	data := randomBytes(31, 4<<10)
@@ -119,7 +119,7 @@ func TestPutDeletedMidCopyFails(t *testing.T) {
 	const chunk = 64 << 10
 	hold := newPutHold(t, "m", 2*chunk)
 	cfg := Config{Nodes: 2, ChunkSize: chunk}
-	cfg.Hooks.BeforePutChunk = hold.hook
+	cfg.hooks.Store.BeforePutChunk = hold.hook
 	l := start(t, cfg)
 	ctx := deadline(t, 20*time.Second)
 	data := randomBytes(32, 4*chunk)

@@ -27,7 +27,7 @@ func TestLocalLargePutCarriesItsFingerprint(t *testing.T) {
 		seen = map[string][]any{} // object id -> messages that put it
 	)
 	cfg := Config{Nodes: 2}
-	cfg.Hooks.BeforeReceive = func(_ string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(_ string, msg any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch m := msg.(type) {

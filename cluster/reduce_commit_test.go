@@ -26,7 +26,7 @@ func TestReduceTargetIsReadableOnlyOnceItsCoordinatorTakesIt(t *testing.T) {
 	var lostOnce sync.Once
 	rootDone := make(chan struct{})
 	cfg := Config{Nodes: 4, ChunkSize: chunk}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	cfg.hooks.Coordinator = func(_ string, msg any) {
 		if m, ok := msg.(*messages.ReduceTaskDone); ok && m.GetGeneration() == 1 && m.GetError() == nil {
 			// The first root's report is lost, as it is when its member
 			// dies right after sending it: the coordinator ignores a
@@ -102,7 +102,7 @@ func TestSlicedAllReduceCopiesAreReadableOnlyOnceItsCoordinatorTakesThem(t *test
 	)
 	allSeen := make(chan struct{})
 	cfg := Config{exp: experiments.Set{AllReduceShape: "sliced"}, Nodes: 4}
-	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(node string, msg any) {
 		tasks := []*messages.ReduceTask{}
 		switch m := msg.(type) {
 		case *messages.ReduceTask:
@@ -118,7 +118,7 @@ func TestSlicedAllReduceCopiesAreReadableOnlyOnceItsCoordinatorTakesThem(t *test
 			}
 		}
 	}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	cfg.hooks.Coordinator = func(_ string, msg any) {
 		m, ok := msg.(*messages.ReduceTaskDone)
 		if !ok || m.GetError() != nil || m.GetGeneration() != 1 {
 			return

@@ -92,7 +92,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 			cfg.exp.AllReduceShape = shape
 		}
 		// The creator: a sliced run's creator gather, or a tree's root.
-		cfg.Hooks.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
+		cfg.hooks.Store.AroundReduceOutput = func(_ string, task *messages.ReduceTask, create func() error) {
 			creator := task.GetRoot() && task.GetGather() == (shape == reduction.ShapeSliced)
 			if !creator || task.GetTargetId() != target || !armed.CompareAndSwap(true, false) {
 				_ = create()
@@ -102,7 +102,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 			created <- create()
 		}
 	} else {
-		cfg.CoordinatorHook = func(_ string, msg any) {
+		cfg.hooks.Coordinator = func(_ string, msg any) {
 			switch m := msg.(type) {
 			case *actor.Started:
 				// Before the coordinator begins: its locations, and so its
@@ -118,7 +118,7 @@ func createAtNewHome(t *testing.T, all bool, shape string) {
 			}
 		}
 	}
-	cfg.ShardHook = func(shard string, msg any) {
+	cfg.hooks.Shard = func(shard string, msg any) {
 		if _, ok := msg.(*actor.Stopping); ok && shard == oldShard.Load() {
 			// The old home keeps running (and its coordinator with it)
 			// until the Reduce answered.

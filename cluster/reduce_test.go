@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/reduction"
@@ -496,7 +498,7 @@ func TestReduceSubsetFirstArrivals(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			l := start(t, Config{Nodes: 10, ChunkSize: 32 << 10, ShardHook: hook, CoordinatorHook: coordHook})
+			l := start(t, Config{Nodes: 10, ChunkSize: 32 << 10, hooks: testhooks.Set{Shard: hook, Coordinator: coordHook}})
 			ctx := deadline(t, 9*time.Second)
 			rng := rand.New(rand.NewPCG(uint64(size), 6))
 			// Put order: src-3, src-7, ... (a fixed shuffle of the list).
@@ -665,7 +667,7 @@ func rdPartialSomewhere(t *testing.T, l *Local, id string) {
 func TestReduceComposition(t *testing.T) {
 	const chunk = 16 << 10
 	gate := newRDGate(t, "a-3")
-	l := start(t, Config{Nodes: 8, ChunkSize: chunk, Hooks: hooks{BeforePutChunk: gate.hook}})
+	l := start(t, Config{Nodes: 8, ChunkSize: chunk, hooks: testhooks.Set{Store: storeactor.Hooks{BeforePutChunk: gate.hook}}})
 	ctx := deadline(t, 9*time.Second)
 	rng := rand.New(rand.NewPCG(8, 8))
 	const elems = 16 << 10 // 128 KiB of int64: 8 chunks
@@ -784,7 +786,7 @@ func TestReduceGetWhileProducing(t *testing.T) {
 	for _, degree := range []int{1, 2} {
 		t.Run(fmt.Sprint(degree), func(t *testing.T) {
 			gate := newRDGate(t, "g-2")
-			l := start(t, Config{exp: experiments.Set{ReduceDegree: degree}, Nodes: 5, ChunkSize: 8 << 10, Hooks: hooks{BeforePutChunk: gate.hook}})
+			l := start(t, Config{exp: experiments.Set{ReduceDegree: degree}, Nodes: 5, ChunkSize: 8 << 10, hooks: testhooks.Set{Store: storeactor.Hooks{BeforePutChunk: gate.hook}}})
 			ctx := deadline(t, 9*time.Second)
 			rng := rand.New(rand.NewPCG(9, uint64(degree)))
 			data := map[string][]byte{}
@@ -1179,7 +1181,7 @@ func TestReduceClientDeadlineNamesMissing(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	l := start(t, Config{Nodes: 3, Hooks: hooks{BeforeReceive: delay}})
+	l := start(t, Config{Nodes: 3, hooks: testhooks.Set{Store: storeactor.Hooks{BeforeReceive: delay}}})
 	ctx := deadline(t, 9*time.Second)
 	rdPut(t, ctx, l, 0, "here", randomBytes(1, 80<<10))
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/events"
@@ -31,13 +32,13 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 	release := make(chan struct{})
 	cfg := Config{Nodes: 4, ChunkSize: chunk}
 	var node2Starts atomic.Int32
-	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(node string, msg any) {
 		if _, ok := msg.(*actor.Started); ok && node == "node-2" {
 			node2Starts.Add(1)
 		}
 		crashHook(node, msg)
 	}
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-2" && id == "big" && off == 8*chunk && gate.CompareAndSwap(true, false) {
 			stalled <- struct{}{}
 			<-release
@@ -151,10 +152,10 @@ func TestStoreNodeRestartUnderLoadLosesNoPinnedObject(t *testing.T) {
 // of the target in flight while both restart.
 func TestCompletedReduceResultSurvivesRestarts(t *testing.T) {
 	const nodes = 4
-	cfg := Config{Nodes: nodes, ChunkSize: 32 << 10, ShardHook: shardCrashHook}
+	cfg := Config{Nodes: nodes, ChunkSize: 32 << 10, hooks: testhooks.Set{Shard: shardCrashHook}}
 	var rootStarts atomic.Int32
 	var root atomic.Value // node id of the root, once known
-	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(node string, msg any) {
 		if _, ok := msg.(*actor.Started); ok && root.Load() == node {
 			rootStarts.Add(1)
 		}

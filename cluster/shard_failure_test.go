@@ -13,10 +13,11 @@ import (
 
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// crashShard makes the ShardHook panic: the shard crashes and its
+// crashShard makes the shard hook panic: the shard crashes and its
 // supervisor restarts it with empty (soft) state.
 type crashShard struct{}
 
@@ -28,7 +29,7 @@ func shardCrashHook(shard string, msg any) {
 
 func TestShardCrashUnderLoadRebuildsAndLosesNothing(t *testing.T) {
 	const chunk = 32 << 10
-	l := start(t, Config{Nodes: 6, Shards: 3, ChunkSize: chunk, ShardHook: shardCrashHook})
+	l := start(t, Config{Nodes: 6, Shards: 3, ChunkSize: chunk, hooks: testhooks.Set{Shard: shardCrashHook}})
 	evs := recordEvents(t, l)
 	ctx := deadline(t, 30*time.Second)
 	objs := map[string][]byte{}
@@ -103,8 +104,8 @@ func TestReduceFailsCleanlyWhenItsCallerDies(t *testing.T) {
 	const chunk = 32 << 10
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
-	cfg := Config{Nodes: 6, ChunkSize: chunk, ShardHook: shardCrashHook}
-	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
+	cfg := Config{Nodes: 6, ChunkSize: chunk, hooks: testhooks.Set{Shard: shardCrashHook}}
+	cfg.hooks.Store.BeforePutChunk = func(node, id string, off int64) {
 		if strings.HasSuffix(id, "-slow") && off > 0 {
 			<-hold // keeps the Reduce from finishing
 		}
@@ -180,7 +181,7 @@ func TestReduceFailsCleanlyWhenItsCallerDies(t *testing.T) {
 // coordinator's subscriptions, and it subscribes again.
 func TestReduceWaitingForSourcesSurvivesTheirShardsRestarting(t *testing.T) {
 	const shards = 4
-	l := start(t, Config{Nodes: 4, Shards: shards, ShardHook: shardCrashHook})
+	l := start(t, Config{Nodes: 4, Shards: shards, hooks: testhooks.Set{Shard: shardCrashHook}})
 	ctx := deadline(t, 30*time.Second)
 	target := "sum"
 	var ids []string
@@ -247,14 +248,14 @@ func TestLocateDroppedByAStoppingShardIsSentToItsNewHome(t *testing.T) {
 	id, blocker := pick("late"), pick("blocker")
 	inHook, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	l := start(t, Config{Nodes: 4, ChunkSize: 64 << 10, ShardHook: func(_ string, msg any) {
+	l := start(t, Config{Nodes: 4, ChunkSize: 64 << 10, hooks: testhooks.Set{Shard: func(_ string, msg any) {
 		if m, ok := msg.(*messages.Locate); ok && m.GetObjectId() == blocker {
 			once.Do(func() {
 				close(inHook)
 				<-release // the shard is busy: id's Locate queues behind
 			})
 		}
-	}})
+	}}})
 	ctx := deadline(t, 20*time.Second)
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

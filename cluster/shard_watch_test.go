@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 )
 
 // Every directory shard is told when the live store nodes change, so it
@@ -22,13 +23,13 @@ func TestShardsAreToldOfAStoreNodeThatJoins(t *testing.T) {
 		since atomic.Bool
 		told  = map[string]bool{} // shard actor ids told since the kill
 	)
-	l := start(t, Config{Nodes: 3, ShardHook: func(self string, msg any) {
+	l := start(t, Config{Nodes: 3, hooks: testhooks.Set{Shard: func(self string, msg any) {
 		if _, ok := msg.(shardactor.WatchStores); ok && since.Load() {
 			mu.Lock()
 			told[self] = true
 			mu.Unlock()
 		}
-	}})
+	}}})
 	if err := l.Kill(2); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestReduceSurvivesAStoreNodeCrash(t *testing.T) {
 	)
 	started := make(chan string, 1)
 	cfg := Config{exp: experiments.Set{ReduceDegree: 1}, Nodes: 3, ChunkSize: 16 << 10, LinkBandwidth: 1 << 20} // a chain; 256 KiB take 250 ms a link
-	cfg.Hooks.BeforeReceive = func(node string, msg any) {
+	cfg.hooks.Store.BeforeReceive = func(node string, msg any) {
 		switch m := msg.(type) {
 		case storeCrash:
 			panic("test: store node crash")
@@ -41,7 +41,7 @@ func TestReduceSurvivesAStoreNodeCrash(t *testing.T) {
 			}
 		}
 	}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	cfg.hooks.Coordinator = func(_ string, msg any) {
 		if m, ok := msg.(*messages.ReduceTaskStarted); ok && m.GetError() == nil {
 			mu.Lock()
 			node, root := rootNode, m.GetPosition() == rootPos

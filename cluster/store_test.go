@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -110,7 +112,7 @@ func TestGetBeforePutCompletesPipelines(t *testing.T) {
 	located := make(chan struct{})
 	var once sync.Once
 	var l *Local
-	cfg := Config{Nodes: 2, ChunkSize: chunk, Hooks: hooksForPipelining(&once, located)}
+	cfg := Config{Nodes: 2, ChunkSize: chunk, hooks: testhooks.Set{Store: hooksForPipelining(&once, located)}}
 	l = start(t, cfg)
 	ctx := deadline(t, 20*time.Second)
 	data := randomBytes(3, 40*chunk+5)
@@ -148,7 +150,7 @@ func TestGetBeforePutCompletesPipelines(t *testing.T) {
 
 // hooksForPipelining holds node-0's Put of "p" after its first chunk until
 // located is closed.
-func hooksForPipelining(once *sync.Once, located chan struct{}) (h hooks) {
+func hooksForPipelining(once *sync.Once, located chan struct{}) (h storeactor.Hooks) {
 	h.BeforePutChunk = func(node, id string, off int64) {
 		if id == "p" && off > 0 {
 			<-located
@@ -161,7 +163,7 @@ func TestSecondReceiverFetchesFromFirstReceiversPartialCopy(t *testing.T) {
 	const chunk = 64 << 10
 	release := make(chan struct{})
 	cfg := Config{Nodes: 3, ChunkSize: chunk}
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	cfg.hooks.Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-1" && off == 2*chunk {
 			<-release // node-1 holds two chunks, then waits
 		}

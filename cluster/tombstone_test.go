@@ -10,6 +10,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -87,7 +88,7 @@ func checkStillDeleted(t *testing.T, ctx context.Context, l *Local, o deletedObj
 // which have copies, and inline ones). Twice: what the rebuilt shard
 // learned survives the next crash too.
 func TestDeletedIDsSurviveShardCrash(t *testing.T) {
-	l := start(t, Config{Nodes: 3, ShardHook: shardCrashHook})
+	l := start(t, Config{Nodes: 3, hooks: testhooks.Set{Shard: shardCrashHook}})
 	evs := recordEvents(t, l)
 	ctx := deadline(t, 60*time.Second)
 	const shard = 1

@@ -18,6 +18,7 @@ import (
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
@@ -193,19 +194,21 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
-		WarmMemory: warmMemory, LinkRate: linkRate, Log: log, ProtocolVersion: uint32(f.protocolVersion),
-		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA, ProbeDelay: f.probeDelay,
+		WarmMemory: warmMemory, LinkRate: linkRate, Log: log,
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA,
 		EtcdCert: f.etcdCert, EtcdKey: f.etcdKey, EtcdCA: f.etcdCA}
 	*experiments.In(&cfg) = f.exp
-	// Hooks stay nil unless asked for: the store node then pays nothing
-	// per chunk.
+	hooks := testhooks.In(&cfg)
+	hooks.ProtocolVersion, hooks.ProbeDelay = uint32(f.protocolVersion), f.probeDelay
+	// The store node's hooks stay nil unless asked for: it then pays
+	// nothing per chunk.
 	if d := f.chunkDelay; d > 0 {
-		cfg.Hooks.BeforeFetchChunk = func(string, string, int64) { time.Sleep(d) }
+		hooks.Store.BeforeFetchChunk = func(string, string, int64) { time.Sleep(d) }
 	}
 	if d := f.reduceChunkDelay; d > 0 {
 		// Stretches a Reduce or AllReduce (loopback runs them in
 		// milliseconds) so that a test's SIGKILL lands inside it.
-		cfg.Hooks.BeforeReduceChunk = func(string, string, int64) { time.Sleep(d) }
+		hooks.Store.BeforeReduceChunk = func(string, string, int64) { time.Sleep(d) }
 	}
 	return cfg, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 )
 
 // The hidden -experiments flag becomes the member's experiments, and the
@@ -147,11 +148,14 @@ func TestNodeFaultInjectionFlagsSetTheirHooks(t *testing.T) {
 	for _, c := range []struct {
 		args          []string
 		fetch, reduce bool
+		probe         time.Duration
+		version       uint32
 	}{
 		{args: nil},
 		{args: []string{"-test-chunk-delay", "1ms"}, fetch: true},
 		{args: []string{"-test-reduce-chunk-delay", "1ms"}, reduce: true},
 		{args: []string{"-test-chunk-delay", "1ms", "-test-reduce-chunk-delay", "1ms"}, fetch: true, reduce: true},
+		{args: []string{"-test-probe-delay", "2ms", "-protocol-version", "5"}, probe: 2 * time.Millisecond, version: 5},
 	} {
 		fs := flag.NewFlagSet("node", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -164,7 +168,10 @@ func TestNodeFaultInjectionFlagsSetTheirHooks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		h := cfg.Hooks
+		if got := testhooks.In(&cfg); got.ProbeDelay != c.probe || got.ProtocolVersion != c.version {
+			t.Errorf("%q: probe delay %v, protocol version %d; want %v, %d", c.args, got.ProbeDelay, got.ProtocolVersion, c.probe, c.version)
+		}
+		h := testhooks.In(&cfg).Store
 		if (h.BeforeFetchChunk != nil) != c.fetch || (h.BeforeReduceChunk != nil) != c.reduce || h.BeforePutChunk != nil || h.BeforeReceive != nil {
 			t.Errorf("%q: fetch hook %v, reduce hook %v, put hook %v, receive hook %v; want fetch %v, reduce %v, no others", c.args,
 				h.BeforeFetchChunk != nil, h.BeforeReduceChunk != nil, h.BeforePutChunk != nil, h.BeforeReceive != nil, c.fetch, c.reduce)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
@@ -144,7 +145,7 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 	// R1..R6 on a binary tree (the thesis figure below), not the cost
 	// model's choice for these sizes.
 	experiments.In(&cfg).ReduceDegree = 2
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	testhooks.In(&cfg).Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == "node-1" && id == recoveryObject && off >= int64(size/2) {
 			first := false
 			stallOnce.Do(func() { first = true })
@@ -162,21 +163,21 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 	// coordinator out of order under load ("R1+R7+R4+R3+R5+R6").
 	var arrMu sync.Mutex
 	subscribed, heard := map[string]bool{}, map[string]bool{}
-	cfg.ShardHook = func(_ string, msg any) {
+	testhooks.In(&cfg).Shard = func(_ string, msg any) {
 		if m, ok := msg.(*messages.Subscribe); ok {
 			arrMu.Lock()
 			subscribed[m.GetObjectId()] = true
 			arrMu.Unlock()
 		}
 	}
-	cfg.CoordinatorHook = func(_ string, msg any) {
+	testhooks.In(&cfg).Coordinator = func(_ string, msg any) {
 		if m, ok := msg.(*messages.LocationUpdate); ok && !m.GetDeleted() && m.GetNode() != nil {
 			arrMu.Lock()
 			heard[m.GetObjectId()] = true
 			arrMu.Unlock()
 		}
 	}
-	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
+	testhooks.In(&cfg).Store.BeforePutChunk = func(node, id string, off int64) {
 		if id == "R6" && off > 0 {
 			select { // R6 is placed but cannot finish
 			case <-hold:

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
 	"github.com/sirupsen/logrus"
@@ -199,7 +200,7 @@ func newFaults() *faults {
 
 func (f *faults) hooks() cluster.Config {
 	var cfg cluster.Config
-	cfg.Hooks.BeforeFetchChunk = func(node, id string, off int64) {
+	testhooks.In(&cfg).Store.BeforeFetchChunk = func(node, id string, off int64) {
 		if node == nodeName(victim) && id == objectID && off == objectSize/2 {
 			first := false
 			f.stallOnce.Do(func() { first = true }) // not the restarted node
@@ -209,7 +210,7 @@ func (f *faults) hooks() cluster.Config {
 			}
 		}
 	}
-	cfg.Hooks.BeforePutChunk = func(node, id string, off int64) {
+	testhooks.In(&cfg).Store.BeforePutChunk = func(node, id string, off int64) {
 		if id == f.holdID && off > 0 {
 			select {
 			case <-f.hold:

@@ -143,3 +143,10 @@ const Experiments = "internal/experiments"
 
 // Baselines are the words that name a baseline's code.
 var Baselines = []string{"naive"}
+
+// Configs are the configuration types an operator or an application
+// fills in, by package. None exports a field of a function type or one
+// whose doc speaks of tests or fault injection: the fault-injection
+// points live in internal/testhooks and the benchmarks' switches in
+// Experiments, each reached through an unexported field.
+var Configs = map[string][]string{"cluster": {"MemberConfig", "Config"}}
