@@ -81,7 +81,13 @@ func (d *PutData) Open(ctx context.Context, id, name string) (transport.ObjectRe
 	return &putDataReader{d: d}, nil
 }
 
-type putDataReader struct{ d *PutData }
+// putDataReader serves d to one stream. The data plane writes a chunk
+// out before it reads the next (a stream's chunks are sequential), so a
+// reader of d.at or d.once reads every chunk into one buffer of its own.
+type putDataReader struct {
+	d   *PutData
+	buf []byte
+}
 
 func (r *putDataReader) Size() int64 { return r.d.size }
 func (r *putDataReader) Close()      {}
@@ -98,15 +104,19 @@ func (d *PutData) spent() bool {
 }
 
 // ReadAt returns the bytes at off: within one chunk, served without a
-// copy, or up to limit new bytes read from the caller's reader (a new
-// slice each: what ReadAt returns may be shared).
+// copy, or up to limit bytes read from the caller's reader into the
+// reader's buffer, valid until the next ReadAt.
 func (r *putDataReader) ReadAt(_ context.Context, off int64, limit int) ([]byte, error) {
 	d := r.d
 	if off >= d.size {
 		return nil, io.EOF
 	}
 	if d.at != nil || d.once != nil {
-		b := make([]byte, min(int64(limit), d.size-off))
+		want := int(min(int64(limit), d.size-off))
+		if cap(r.buf) < want {
+			r.buf = make([]byte, want)
+		}
+		b := r.buf[:want]
 		var n int
 		var err error
 		if d.at != nil {
