@@ -100,7 +100,7 @@ var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall
 // the Store and its objects (concurrent, bytes), and the public Client.
 var StoreFiles = []string{
 	"store.go", "object.go", // the Store
-	"client.go", "datapath.go", "putstream.go", "failover.go", "into.go", "typed.go", "trace.go", "fastget.go", // the Client
+	"client.go", "datapath.go", "putstream.go", "failover.go", "into.go", "typed.go", "trace.go", "fastget.go", "fastput.go", // the Client
 }
 
 // ActorHomes are where actors may be declared, besides programs; the one
