@@ -59,11 +59,16 @@ type fastGetter struct {
 }
 
 // fastRun hands a fast Get's run to the node, with the rest of its
-// start's output (its Locate was sent). The Locate's end follows as a
-// fetchLocated from the same goroutine, so it comes after.
+// start's output (its Locate was sent), and the Locate's end (located,
+// nil if none was sent) and the copy's publication check (stored, for an
+// inline answer), which the node takes in that order. One message
+// carries them: each message to an idle node is a wake-up of its
+// goroutine.
 type fastRun struct {
-	run *fetchRun
-	out storeproto.FetchOutput
+	run     *fetchRun
+	out     storeproto.FetchOutput
+	located *fetchLocated
+	stored  *fastStored
 }
 
 // fastStored follows a fast Get's inline answer to the node, after its
@@ -124,7 +129,14 @@ func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte,
 		located.err = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)
 	} else {
 		run.shard = shard
-		cctx, cancel := context.WithTimeout(ctx, time.Duration(l.GetTimeoutMs())*time.Millisecond+locateCallMargin)
+		// The call is bounded by the Locate's own timeout and the margin,
+		// or by the caller's deadline if that comes first (as it does
+		// but for a Get with a long deadline): then ctx bounds it as it
+		// is, without a context of its own to make and cancel.
+		cctx, cancel := ctx, noCancel
+		if limit := time.Duration(l.GetTimeoutMs())*time.Millisecond + locateCallMargin; time.Until(deadline) > limit {
+			cctx, cancel = context.WithTimeout(ctx, limit)
+		}
 		located.reply, located.err = g.locator(cctx, shard, l)
 		cancel()
 		if located.err != nil && ctx.Err() != nil {
@@ -143,11 +155,11 @@ func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte,
 	}
 	r, err := located.reply, located.err
 	// From here on the run is the node's.
-	g.system.Root.Send(g.self, h)
-	g.system.Root.Send(g.self, located)
+	h.located = located
 	if r.GetHasInline() {
-		g.system.Root.Send(g.self, &fastStored{run: run, getter: g, republished: republished})
+		h.stored = &fastStored{run: run, getter: g, republished: republished}
 	}
+	g.system.Root.Send(g.self, h)
 	if err != nil || r.GetError() != nil || !r.GetHasInline() || int64(len(r.GetInlineData())) != r.GetSize() {
 		return nil, false
 	}
@@ -171,6 +183,18 @@ func takeLocate(out *storeproto.FetchOutput) *messages.Locate {
 		}
 	}
 	return nil
+}
+
+// fastHandOff takes a fast Get's run over, then its Locate's end, then
+// the publication check of its inline answer.
+func (n *StoreNode) fastHandOff(ctx actor.Context, m *fastRun) {
+	n.fastRun(ctx, m)
+	if m.located != nil {
+		n.fetchLocated(ctx, m.located)
+	}
+	if m.stored != nil {
+		n.fastStored(ctx, m.stored)
+	}
 }
 
 // fastRun takes over a fast Get's run; its Locate's end comes next. If
@@ -219,6 +243,9 @@ func (n *StoreNode) fastStored(ctx actor.Context, m *fastStored) {
 		ctx.Send(shard, pub)
 	}
 }
+
+// noCancel is the cancel of a context used as it is.
+func noCancel() {}
 
 // errFastGetCallerLeft ends a fast Get's run whose caller returned
 // before its Locate was answered.

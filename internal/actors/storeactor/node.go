@@ -136,9 +136,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *messages.Get:
 		n.get(ctx, m)
 	case *fastRun:
-		n.fastRun(ctx, m)
-	case *fastStored:
-		n.fastStored(ctx, m)
+		n.fastHandOff(ctx, m)
 	case *fastPutDone:
 		n.fastPutDone(ctx, m)
 	case *getinto.Request:
