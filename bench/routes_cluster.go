@@ -415,8 +415,9 @@ func (c *routesCluster) ops() []routeOp {
 
 // actorRequest sends msg to target from an actor spawned for it, in
 // M's actor system (inMember) or in the remote actor's, and returns its
-// reply, an error if the reply carries one. A refusal of the object's
-// size (INVALID_ARGUMENT from the remote route) is errRouteRefused.
+// reply, an error if the reply carries one. The remote route's refusal
+// of an object past one remote message (INVALID_ARGUMENT) is
+// errRouteRefused.
 func (c *routesCluster) actorRequest(ctx context.Context, inMember bool, target *actor.PID, msg any) (any, error) {
 	replies := make(chan any, 1)
 	props := actor.PropsFromFunc(func(a actor.Context) {
@@ -438,7 +439,9 @@ func (c *routesCluster) actorRequest(ctx context.Context, inMember bool, target 
 	select {
 	case r := <-replies:
 		err := replyErr(r)
-		if !inMember && errors.Is(err, messages.ErrInvalidArgument) {
+		// Only the documented refusal: past what one remote message
+		// carries. Any other error fails the run.
+		if !inMember && errors.Is(err, messages.ErrInvalidArgument) && strings.Contains(err.Error(), "remote message") {
 			return r, fmt.Errorf("%w: %v", errRouteRefused, err)
 		}
 		return r, err
