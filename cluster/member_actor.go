@@ -737,9 +737,18 @@ func (a *membersActor) runShards(ctx actor.Context) {
 			former := st.formerOwner[j]
 			// A shard whose former host failed is rebuilt (and says so); one
 			// that moved because a member joined or announced its leave
-			// simply moves (its former host's store republishes to it).
-			rebuilt := former != "" && former != m.id && !slices.Contains(st.lastLive, former) && !st.formerLeft[j]
-			f := ctx.RequestFuture(node, hostChild{child{name: shardName(j), props: m.shardProps(j, rebuilt)}}, 5*time.Second)
+			// simply moves (its former host's store republishes to it). Both
+			// start empty: what only the former table knew is gone, so
+			// either answers a Delete of an id it does not know as a
+			// rebuilt shard does (shardactor.ShardConfig.Moved). A shard of
+			// this member's first placement has no former owner here even
+			// when it moved from a live member (this member joined or
+			// rejoined): like every shard, it holds Deletes until the
+			// store nodes have republished, which is what keeps a Delete
+			// of an object that exists from finding no entry.
+			moved := former != "" && former != m.id
+			rebuilt := moved && !slices.Contains(st.lastLive, former) && !st.formerLeft[j]
+			f := ctx.RequestFuture(node, hostChild{child{name: shardName(j), props: m.shardProps(j, rebuilt, moved && !rebuilt)}}, 5*time.Second)
 			ctx.ReenterAfter(f, func(res any, err error) {
 				delete(st.spawning, j)
 				started, ok := res.(*actor.PID)

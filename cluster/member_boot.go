@@ -391,13 +391,15 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 	return e, nil
 }
 
-func (m *Member) shardProps(j int, rebuilt bool) *actor.Props {
+// shardProps are the props of shard j here: rebuilt after its former
+// host failed, or moved here from a live one (see shardactor.ShardConfig).
+func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
 	return shardactor.NewShardProps(shardactor.ShardConfig{
 		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink()}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},
-		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt,
+		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt, Moved: moved,
 		BeforeReceive: m.cfg.hooks.Shard, Host: m.id,
 	})
 }

@@ -54,6 +54,16 @@ type TableConfig struct {
 	// Delete waits until the store nodes have republished (Republished),
 	// so that it names every copy to its caller.
 	Amnesic bool
+	// AwaitRepublish makes every Delete wait until the store nodes have
+	// republished (Republished), as an amnesic table's do, in a table
+	// that did not start over: a shard placed on a member starts empty
+	// however it got there (the cluster's first placement, a member that
+	// joined or rejoined, another that left), and the copies of objects
+	// that exist are still on their way to it. Answered before they
+	// arrive, a Delete found no entry and said NOT_FOUND of an object
+	// that exists. A table that is never told Republished must leave it
+	// unset.
+	AwaitRepublish bool
 	// Instance numbers this table among the tables a shard starts over
 	// with (the low 24 bits count): every epoch it issues
 	// (LocateReply.epoch) carries it, above a count of its own. A shard
@@ -167,8 +177,8 @@ type LocationTable struct {
 	// when the id was deleted or published one since: a Delete of an id
 	// already deleted asks them again (see deleteObject).
 	deletedFrom map[string][]*messages.NodeRef
-	// parkedDeletes are the Deletes an amnesic table holds until every
-	// store node has republished (see deleteObject); republished says
+	// parkedDeletes are the Deletes an amnesic table (or one that awaits
+	// the republication) holds until every store node has republished (see deleteObject); republished says
 	// they have.
 	parkedDeletes []parkedDelete
 	republished   bool

@@ -33,14 +33,14 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		reply.Dropped = slices.Clone(t.deletedFrom[id])
 		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
-	if t.cfg.Amnesic && !t.republished {
+	if (t.cfg.Amnesic || t.cfg.AwaitRepublish) && !t.republished {
 		// Copies this table does not list yet may still be republished:
 		// answered now, the Delete would not reach them, and a Get on
 		// their nodes would read them until their republication met the
 		// tombstone. It waits for Republished.
 		if len(t.parkedDeletes) >= MaxParkedDeletes {
 			reply.Error = messages.Errorf(messages.ErrorCode_RESOURCE_EXHAUSTED,
-				"this directory shard started over and holds %d Deletes (its bound) until the store nodes have republished; retry later", len(t.parkedDeletes))
+				"this directory shard started and holds %d Deletes (its bound) until the store nodes have republished; retry later", len(t.parkedDeletes))
 			return []outbox.Send{{To: replyTo, Msg: reply}}
 		}
 		t.parkedDeletes = append(t.parkedDeletes, parkedDelete{req: req, replyTo: replyTo})
@@ -153,8 +153,9 @@ func (t *LocationTable) addTombstone(id string) {
 	}
 }
 
-// MaxParkedDeletes bounds the Deletes a table that started over holds
-// until every store node has republished.
+// MaxParkedDeletes bounds the Deletes a table that started over (or
+// awaits the republication) holds until every store node has
+// republished.
 const MaxParkedDeletes = 4096
 
 // parkedDelete is a Delete that waits for the store nodes' republication.

@@ -48,6 +48,14 @@ type ShardConfig struct {
 	// Rebuilt marks a shard started on a new host after its old host
 	// failed (it announces ShardRebuilt from its first start).
 	Rebuilt bool
+	// Moved marks a shard that placement moved here from a live member
+	// (one joined, rejoined or left): nothing failed, so it announces no
+	// ShardRebuilt, but its table starts empty as a rebuilt one does, and
+	// what only the former table knew (an object lost there, a deletion
+	// the store nodes forgot) is not learned back. Its table is amnesic
+	// as a rebuilt one's: a Delete of an id it does not know succeeds
+	// rather than claim that the object never existed.
+	Moved bool
 	// Host is the member id hosting the shard: ShardRebuilt's Host, and
 	// the shard's name in events, logs and errors is "<Host>/shard-<j>"
 	// (without it: the parent actor's id, and the shard's actor id).
@@ -476,7 +484,11 @@ func (s *Shard) list(ctx actor.Context, m *messages.ListObjects) {
 
 func (s *Shard) started(ctx actor.Context) {
 	tc := s.cfg.Table
-	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt
+	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt || s.cfg.Moved
+	// Every table here is told Republished (republishedAll): until then
+	// the copies of objects that exist may still be on their way, however
+	// the shard came to start, and a Delete waits for them.
+	tc.AwaitRepublish = true
 	tc.Instance = tableInstance()
 	s.table = directory.NewLocationTable(tc)
 	s.watched = map[string]string{}
