@@ -901,6 +901,10 @@ type tcpConn struct {
 	r    *connReader
 	addr string
 	idle time.Time
+	// gone: ForgetPeer closed it under the exchange using it, because its
+	// peer left the cluster. The exchange fails UNAVAILABLE, is not tried
+	// again on a fresh connection, and the connection is never pooled.
+	gone atomic.Bool
 }
 
 // write writes a request whole, within the write deadline set on c. On
@@ -992,7 +996,7 @@ func (t *TCP) putConn(c *tcpConn) {
 	}
 	t.mu.Lock()
 	delete(t.active, c)
-	if t.closed || len(t.pool[c.addr]) >= t.cfg.MaxConnsPerPeer {
+	if t.closed || c.gone.Load() || len(t.pool[c.addr]) >= t.cfg.MaxConnsPerPeer {
 		t.mu.Unlock()
 		c.nc.Close()
 		return
@@ -1046,21 +1050,26 @@ func (t *TCP) reap() {
 	}
 }
 
-// ForgetPeer closes the idle connections pooled for the peer at addr, a
-// data address as the peer published it ("host:port#incarnation"; a
-// plain "host:port" forgets every incarnation served there). A member
-// calls it when the peer leaves: its connections would otherwise stay
-// open until the reaper finds them idle, and a peer that left never
-// closes them itself if its host is gone. Streams and control calls
-// running to the peer are not touched; they end on their own.
+// ForgetPeer closes every connection to the peer at addr, a data
+// address as the peer published it ("host:port#incarnation"; a plain
+// "host:port" forgets every incarnation served there). A member calls it
+// when the peer leaves its view (it failed, or its leave is over): the
+// pooled connections would otherwise stay open until the reaper finds
+// them idle, and a peer that left never closes them itself if its host
+// is gone. The streams and control calls running to the peer end too,
+// UNAVAILABLE: one whose peer died without a reset reaching this end (a
+// host cut off, a process stopped) heard nothing until its deadline,
+// where the member's failure detection knew in a fraction of it. Its
+// caller asks again where its view now says (a Locate at the shard's
+// new home, a fetch from another sender).
 func (t *TCP) ForgetPeer(addr string) {
-	plain := !strings.Contains(addr, "#")
-	var stale []*tcpConn
+	stale := t.forgetPooled(addr)
+	var running []*tcpConn
 	t.mu.Lock()
-	for a, list := range t.pool {
-		if a == addr || (plain && HostPort(a) == addr) {
-			stale = append(stale, list...)
-			delete(t.pool, a)
+	for c := range t.active {
+		if forgets(addr, c.addr) {
+			c.gone.Store(true)
+			running = append(running, c)
 		}
 	}
 	t.mu.Unlock()
@@ -1068,6 +1077,32 @@ func (t *TCP) ForgetPeer(addr string) {
 	for _, c := range stale {
 		c.nc.Close()
 	}
+	// Closed rather than given a past deadline, which the exchange's own
+	// deadline could overwrite; the exchange that owns it drops it.
+	for _, c := range running {
+		c.nc.Close()
+	}
+}
+
+// forgets reports whether ForgetPeer(addr) forgets a connection to
+// connAddr.
+func forgets(addr, connAddr string) bool {
+	return connAddr == addr || (!strings.Contains(addr, "#") && HostPort(connAddr) == addr)
+}
+
+// forgetPooled takes the idle connections pooled for addr (see
+// ForgetPeer) out of the pool and returns them, to be closed.
+func (t *TCP) forgetPooled(addr string) []*tcpConn {
+	var stale []*tcpConn
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for a, list := range t.pool {
+		if forgets(addr, a) {
+			stale = append(stale, list...)
+			delete(t.pool, a)
+		}
+	}
+	return stale
 }
 
 // stalled closes the idle connections pooled for addr after a stream or
@@ -1080,7 +1115,13 @@ func (t *TCP) ForgetPeer(addr string) {
 // pooled connection and stall again, once per connection pooled. Dialed
 // afresh, the next attempt meets the peer as it is now.
 func (t *TCP) stalled(addr string) {
-	t.ForgetPeer(addr)
+	// Only the idle ones: the peer may be alive and slow, and the
+	// exchanges running to it may yet be answered.
+	stale := t.forgetPooled(addr)
+	t.reaped.Add(int64(len(stale)))
+	for _, c := range stale {
+		c.nc.Close()
+	}
 }
 
 func (t *TCP) dropConn(c *tcpConn) {

@@ -164,8 +164,10 @@ func (t *TCP) Call(ctx context.Context, addr string, kind byte, req []byte) ([]b
 			return reply, nil
 		}
 		// A pooled connection the peer closed while idle fails before
-		// answering anything: try the next one, or a fresh one.
-		if reused && got == 0 && ctx.Err() == nil && errors.Is(err, messages.ErrUnavailable) {
+		// answering anything: try the next one, or a fresh one. Not one
+		// that ForgetPeer closed: the peer is gone, and the caller asks
+		// where its view now says.
+		if reused && got == 0 && ctx.Err() == nil && errors.Is(err, messages.ErrUnavailable) && !c.gone.Load() {
 			continue
 		}
 		return nil, err
@@ -188,6 +190,9 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 	deadline, _ := ctx.Deadline()
 	c.nc.SetWriteDeadline(deadline)
 	if err := c.write(msg); err != nil {
+		if c.gone.Load() {
+			return nil, 0, errPeerGone(c.addr)
+		}
 		if err := ctxErr(ctx); err != nil {
 			return nil, 0, err
 		}
@@ -241,6 +246,9 @@ func (t *TCP) call(ctx context.Context, c *tcpConn, msg []byte) (reply []byte, g
 // callReadError is the error of a control exchange whose read failed;
 // silent: no byte of the answer came.
 func (t *TCP) callReadError(ctx context.Context, c *tcpConn, err error, silent bool) error {
+	if c.gone.Load() {
+		return errPeerGone(c.addr)
+	}
 	if cerr := ctxErr(ctx); cerr != nil {
 		if silent && errors.Is(cerr, messages.ErrTimeout) {
 			t.stalled(c.addr) // see stalled: the peer may answer nothing on any of them
@@ -263,4 +271,10 @@ func (t *TCP) callProtocolError(c *tcpConn, format string, args ...any) error {
 	err := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data peer %s broke the protocol: "+format, append([]any{c.addr}, args...)...)
 	t.logf("transport: %v; dropping connection", err)
 	return err
+}
+
+// errPeerGone is the error of an exchange whose connection ForgetPeer
+// closed under it.
+func errPeerGone(addr string) error {
+	return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "data peer %s left the cluster during a control request", addr)
 }
