@@ -35,8 +35,11 @@ import (
 // barriers combine up a tree of members, and members pull each other's
 // rosters. Version 6: an object's fingerprint is XXH3 (package
 // fingerprint), so a version 5 member would take every Put of an id it
-// also holds for a CONFLICT.
-const ProtocolVersion uint32 = 6
+// also holds for a CONFLICT. Version 7: a Put's withdrawn registration
+// names its request (UnpublishLocation.request_id), and a version 6
+// shard, which ignores it, would let a stale withdrawal remove the
+// retried Put's copy.
+const ProtocolVersion uint32 = 7
 
 // Membership providers (MemberConfig.Provider).
 const (

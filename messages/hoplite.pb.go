@@ -1782,11 +1782,17 @@ func (x *PublishLocation) GetReducedIds() []string {
 	return nil
 }
 
-// UnpublishLocation removes a copy (eviction, or a fetch given up).
+// UnpublishLocation removes a copy (eviction, or a fetch given up), or
+// withdraws a Put's registration that failed (request_id set).
 type UnpublishLocation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Node          *NodeRef               `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Node     *NodeRef               `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// request_id, if set, is the CreateObject.request_id of the registration
+	// withdrawn: the shard removes the node's copy only if that
+	// registration made it. A withdrawal that crossed a later registration
+	// of the same node (the Put tried again) leaves the later one alone.
+	RequestId     uint64 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1833,6 +1839,13 @@ func (x *UnpublishLocation) GetNode() *NodeRef {
 		return x.Node
 	}
 	return nil
+}
+
+func (x *UnpublishLocation) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
 }
 
 // ReportLost: a member leaving gracefully gives up its copy of an object.
@@ -4627,10 +4640,12 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\vproduced_by\x18\b \x01(\tR\n" +
 	"producedBy\x12\x1f\n" +
 	"\vreduced_ids\x18\t \x03(\tR\n" +
-	"reducedIds\"V\n" +
+	"reducedIds\"u\n" +
 	"\x11UnpublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
-	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\"O\n" +
+	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\x04R\trequestId\"O\n" +
 	"\n" +
 	"ReportLost\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +

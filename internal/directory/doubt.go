@@ -15,8 +15,9 @@ import (
 //     lived (the Put's registration failed and withdrew it, and the
 //     client may Put again; or a receiver named it a failed sender)
 //     before any copy was whole. Its Gets keep waiting, to their
-//     deadlines, for a Put of it; a withdrawal crossing the retried Put's
-//     registration only delays the Gets until that Put's copy is whole.
+//     deadlines, for a Put of it. A withdrawal names the registration it
+//     withdraws (UnpublishLocation.request_id), so one that crosses the
+//     retried Put's registration leaves the retry's copy alone.
 //     The creator's failure then ends the wait (creatorFailed).
 //   - One in doubt: a receiver's partial copy was still streaming when
 //     its upstream went, and may hold every byte already, its FetchDone

@@ -33,6 +33,10 @@ type location struct {
 	// attempt is the receiver's Locate attempt that claimed fetchingFrom
 	// (see FetchAborted.attempt).
 	attempt uint64
+	// registration is the CreateObject.request_id that made this the
+	// creator's copy (0: none this table saw, as for a republished copy).
+	// A Put's withdrawal names it (UnpublishLocation.request_id).
+	registration uint64
 }
 
 // sameIncarnation reports whether two references name one incarnation of
@@ -166,6 +170,10 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 			e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
 			// The creator's own republication (a shard started) got here
 			// before its CreateObject: this is that Put, not a second one.
+			// Or the Put's earlier attempt registered this copy, and its
+			// withdrawal is still on its way: this registration is the one
+			// that stands.
+			own.registration = req.GetRequestId()
 			return append(reply(nil, false), t.serveWaiters(e)...)
 		}
 		if e.size == req.GetSize() && e.fingerprint == req.GetFingerprint() {
@@ -191,13 +199,15 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	if req.GetUnoffered() {
 		// Recorded, so that the copy counts (a failure of its node, the
 		// Reduce's release), but announced to nobody until it is complete.
-		loc := &location{node: req.GetCreator(), state: messages.LocationState_PARTIAL, creator: true, unoffered: true}
+		loc := &location{node: req.GetCreator(), state: messages.LocationState_PARTIAL, creator: true, unoffered: true,
+			registration: req.GetRequestId()}
 		e.seq++
 		loc.order = e.seq
 		e.locs[req.GetCreator().GetNodeId()] = loc
 		return out
 	}
 	out = append(out, t.setLocation(e, req.GetCreator(), messages.LocationState_PARTIAL, true)...)
+	e.locs[req.GetCreator().GetNodeId()].registration = req.GetRequestId()
 	return append(out, t.serveWaiters(e)...)
 }
 
@@ -312,18 +322,27 @@ func (t *LocationTable) markReaders(e *entry, id, root string) []outbox.Send {
 // every chain through it as possibly containing the receiver.
 const unknownUpstream = "\x00unknown"
 
-// Unpublish removes a node's copy (evicted, or a fetch given up).
+// Unpublish removes a node's copy (evicted, or a fetch given up), or
+// withdraws a Put's registration that failed (request_id set).
 func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetNode()) {
 		return outbox.Box{}
 	}
 	node := req.GetNode().GetNodeId()
-	if e.locs[node] == nil {
+	loc := e.locs[node]
+	if loc == nil {
 		// No copy of node's is listed (a receiver named it failed, or it
 		// went with its node): nothing changes. Taken for a copy going,
 		// it made an object lost whose creator's copy a receiver had
 		// named failed, as the creator's Put withdrew it.
+		return outbox.Box{}
+	}
+	if r := req.GetRequestId(); r != 0 && loc.registration != 0 && loc.registration != r {
+		// The withdrawal of an earlier registration that crossed the
+		// Put's next one (its retry): the copy listed is the retry's.
+		// Taken, it withdrew a copy that is being filled or is whole, and
+		// an object whose only copy it was became lost.
 		return outbox.Box{}
 	}
 	e.withdraw(node)

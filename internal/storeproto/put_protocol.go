@@ -168,7 +168,10 @@ func (p *PutRegistration) Failed(err *messages.Error) PutStep {
 		return s
 	}
 	s.Abort = err
-	s.Send(directory.ShardOf(p.req.ObjectID), &messages.UnpublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator})
+	// It names this registration: a later one of the same copy (the Put
+	// tried again) may reach the shard first, and stays.
+	s.Send(directory.ShardOf(p.req.ObjectID), &messages.UnpublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator,
+		RequestId: p.req.RequestID})
 	p.finish(&s, err)
 	return s
 }
