@@ -10,6 +10,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -36,7 +37,7 @@ func TestDeleteWhileAShardMovesBackToARejoinedMember(t *testing.T) {
 			holding.Store(false)
 		}
 	}
-	l := start(t, Config{Nodes: nodes, Shards: shards, Log: faultLog(), Hooks: storeactor.Hooks{BeforeReceive: hold}})
+	l := start(t, Config{Nodes: nodes, Shards: shards, Log: faultLog(), hooks: testhooks.Set{Store: storeactor.Hooks{BeforeReceive: hold}}})
 	ctx := deadline(t, 60*time.Second)
 	if err := l.Kill(victim); err != nil {
 		t.Fatal(err)
