@@ -16,6 +16,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/revokeactor"
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
@@ -768,6 +769,17 @@ func (a *membersActor) runShards(ctx actor.Context) {
 			a.stopShard(ctx, j)
 		}
 	}
+}
+
+// lossGrace is how long a directory shard here keeps an object in doubt
+// (internal/directory, doubt.go): LossGraceFor a member round trip as
+// measured (twice the estimator's one-way latency, DefaultLossGrace its
+// floor), stretched by how late this process's goroutines run now. A
+// constant tuned on an idle machine gave up on a FetchDone that a loaded
+// one, or a slow network, was still carrying.
+func (m *Member) lossGrace() time.Duration {
+	l, _, _, _ := m.estimator.Estimate()
+	return m.lag.Stretch(directory.LossGraceFor(directory.DefaultLossGrace, 2*l))
 }
 
 func (a *membersActor) stopShard(ctx actor.Context, j int) {

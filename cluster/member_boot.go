@@ -399,7 +399,7 @@ func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},
-		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt, Moved: moved,
+		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt, Moved: moved, LossGrace: m.lossGrace,
 		BeforeReceive: m.cfg.hooks.Shard, Host: m.id,
 	})
 }

@@ -28,8 +28,29 @@ import (
 // DefaultLossGrace is TableConfig.LossGrace's default: many round trips
 // of a loaded machine, for a FetchDone that crossed its sender's failure.
 // A receiver whose copy is not whole locates again when its stream
-// ends, which settles the doubt sooner.
+// ends, which settles the doubt sooner. It is the floor of the grace
+// that SetLossGrace scales with the members' measured round trip.
 const DefaultLossGrace = time.Second
+
+// LossGraceRoundTrips is how many member round trips a doubt lasts at
+// least: the FetchDone it waits for is one message behind the failure,
+// and a loaded machine or a slow network delays that message by many
+// of them.
+const LossGraceRoundTrips = 100
+
+// LossGraceFor is the grace of a doubt while a member round trip takes
+// roundTrip: LossGraceRoundTrips of them, and never less than floor.
+func LossGraceFor(floor, roundTrip time.Duration) time.Duration {
+	return max(floor, LossGraceRoundTrips*max(roundTrip, 0))
+}
+
+// SetLossGrace sets the grace of the doubts whose grace starts from now
+// on (at a Tick): the shell's measure of how long a FetchDone that
+// crossed its sender's failure may take now (LossGraceFor). It never
+// goes below TableConfig.LossGrace, the floor.
+func (t *LocationTable) SetLossGrace(d time.Duration) {
+	t.lossGrace = max(t.cfg.LossGrace, d)
+}
 
 // lossDoubt is an object's doubt: err is its loss if the doubt ends in
 // one, until when the grace ends (zero until a Tick stamps it).
@@ -145,7 +166,7 @@ func (t *LocationTable) doubtTick(e *entry, now time.Time) ([]outbox.Send, bool)
 	case !t.unreadable(e):
 		e.doubt = nil
 	case d.until.IsZero():
-		d.until = now.Add(t.cfg.LossGrace)
+		d.until = now.Add(t.lossGrace)
 		t.noteDeadline(d.until)
 	case !now.Before(d.until):
 		return t.markLost(e, d.err), true

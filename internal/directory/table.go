@@ -78,7 +78,8 @@ type TableConfig struct {
 	FanOut int
 	// LossGrace bounds how long an object whose last readable copy went
 	// stays in doubt while a receiver's partial copy may be whole already,
-	// its FetchDone on the way (DefaultLossGrace if 0; see loss.go).
+	// its FetchDone on the way (DefaultLossGrace if 0; see doubt.go). The
+	// shell may lengthen it as measured (SetLossGrace); it is the floor.
 	LossGrace time.Duration
 }
 
@@ -182,6 +183,8 @@ type LocationTable struct {
 	// they have.
 	parkedDeletes []parkedDelete
 	republished   bool
+	// lossGrace is the grace of a doubt that starts now (SetLossGrace).
+	lossGrace time.Duration
 	// lost remembers objects whose every copy died with its node, so a Get
 	// fails at once with LOST instead of waiting for a copy that will not
 	// come; a new Put, or a whole copy that the loss did not drop
@@ -204,7 +207,8 @@ type LocationTable struct {
 
 // NewLocationTable returns an empty table.
 func NewLocationTable(cfg TableConfig) *LocationTable {
-	return &LocationTable{cfg: cfg.withDefaults(), entries: map[string]*entry{}, tombstones: map[string]struct{}{},
+	cfg = cfg.withDefaults()
+	return &LocationTable{cfg: cfg, lossGrace: cfg.LossGrace, entries: map[string]*entry{}, tombstones: map[string]struct{}{},
 		deletedFrom: map[string][]*messages.NodeRef{},
 		lost:        map[string]lostMark{}, runs: map[string]struct{}{}, subsOf: map[string]map[string]struct{}{}}
 }

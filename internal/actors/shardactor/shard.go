@@ -60,6 +60,10 @@ type ShardConfig struct {
 	// the shard's name in events, logs and errors is "<Host>/shard-<j>"
 	// (without it: the parent actor's id, and the shard's actor id).
 	Host string
+	// LossGrace, if set, is the grace of an object's doubt that starts now
+	// (directory.LossGraceFor the members' measured round trip, as the
+	// member measures it); the table's LossGrace stays its floor.
+	LossGrace func() time.Duration
 	// RepublishWait bounds how long RebuildQuery counts the store nodes
 	// that have not republished yet (DefaultRepublishWait if 0). Whether a
 	// copy is the last is never decided before every one of them answered
@@ -338,6 +342,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.terminated(ctx, m, now)
 	case tick:
 		s.armedAt = time.Time{}
+		if f := s.cfg.LossGrace; f != nil {
+			// A doubt's grace starts at a Tick: measured as late as that.
+			s.table.SetLossGrace(f())
+		}
 		out = s.table.Tick(now)
 	case *messages.CreateObject:
 		s.watch(ctx, m.GetCreator())
