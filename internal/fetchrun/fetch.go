@@ -155,17 +155,18 @@ func (f *Fetch) apply(op *storeproto.StoreOp) storeproto.StoreResult {
 	case storeproto.OpRewind:
 		return storeproto.StoreResult{Err: f.w.Rewind()}
 	case storeproto.OpStoreInline:
-		if _, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint); err != nil {
+		evicted, err := f.store.Allocate(f.obj, op.Size, op.Fingerprint)
+		if err != nil {
 			return storeproto.StoreResult{Err: err}
 		}
 		// The answer's bytes become the object's: decoded where the data
 		// plane received them (or the shard's own, in process), never
 		// written again.
 		if err := f.w.Adopt(op.Data); err != nil {
-			return storeproto.StoreResult{Err: err, AppendFailed: true}
+			return storeproto.StoreResult{Err: err, AppendFailed: true, Evicted: evicted}
 		}
 		markRun(f.obj, op)
-		return storeproto.StoreResult{Err: f.store.Complete(f.obj)}
+		return storeproto.StoreResult{Err: f.store.Complete(f.obj), Evicted: evicted}
 	case storeproto.OpComplete:
 		markRun(f.obj, op)
 		return storeproto.StoreResult{Err: f.store.Complete(f.obj)}

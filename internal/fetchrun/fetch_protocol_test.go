@@ -339,6 +339,29 @@ func TestFetchProtocolInlineStoreOp(t *testing.T) {
 	}
 }
 
+// An inline answer whose allocation evicted copies to make room
+// unpublishes them, as an allocation for a stream does: the shard would
+// go on offering them. It did not, and the directory listed an evicted
+// copy until a reader found it gone.
+func TestFetchProtocolInlineStoreUnpublishesWhatItEvicted(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := storeproto.NewFetchProtocol(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
+	p.Start(storeproto.ObjectState{Size: -1}, now)
+	out := p.StoreDone(storeproto.StoreResult{}, storeproto.ObjectState{Size: -1}, now)
+	attempt := out.Sends[0].Msg.(*messages.Locate).GetAttempt()
+	p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, storeproto.ObjectState{Size: -1}, now)
+	out = p.StoreDone(storeproto.StoreResult{Evicted: []string{"old"}}, storeproto.ObjectState{Size: 3, Written: 3, Done: true}, now)
+	var unpub []string
+	for _, s := range out.Sends {
+		if u, ok := s.Msg.(*messages.UnpublishLocation); ok && s.To == directory.ShardOf(u.GetObjectId()) {
+			unpub = append(unpub, u.GetObjectId())
+		}
+	}
+	if !out.Done || out.Err != nil || len(unpub) != 1 || unpub[0] != "old" {
+		t.Fatalf("stored, evicting old: done %v err %v sends %v; want old unpublished at its shard", out.Done, out.Err, out.Sends)
+	}
+}
+
 // fetchAborted returns the one FetchAborted of out (nil if none).
 func fetchAborted(out storeproto.FetchOutput) *messages.FetchAborted {
 	for _, s := range out.Sends {

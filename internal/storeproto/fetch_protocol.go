@@ -462,6 +462,11 @@ func (p *FetchProtocol) StoreDone(r StoreResult, st ObjectState, now time.Time) 
 		}
 		return p.storeInline(out, loc)
 	case nextInlineStored:
+		for _, e := range r.Evicted {
+			// As after an allocation: the copies it evicted to make room
+			// leave the directory, which would offer them otherwise.
+			out.Send(directory.ShardOf(e), &messages.UnpublishLocation{ObjectId: e, Node: me})
+		}
 		switch {
 		case r.Err == nil:
 			return p.finish(out, nil)
