@@ -100,6 +100,16 @@ func (c *chaosRun) incarnation(i int) {
 		c.mu.Lock()
 		c.ids[m.ID()] = i
 		c.mu.Unlock()
+		// Every eviction as the store makes it: the unpublication the
+		// store node sends can die with the object's shard's host, or
+		// reach a shard that does not list the copy yet, and a copy gone
+		// unheard made a true LOST look false.
+		c.l.Store(i).OnEvict(func(id string) {
+			now := time.Now()
+			c.evictMu.Lock()
+			c.evicted = append(c.evicted, history.Event{Kind: history.Evict, Member: i, Shard: -1, Object: id, Begin: now, End: now})
+			c.evictMu.Unlock()
+		})
 	}
 }
 
@@ -131,6 +141,9 @@ func (c *chaosRun) history() history.History {
 		h.Ops = append(h.Ops, o)
 	}
 	h.Events = slices.Clone(c.events)
+	c.evictMu.Lock()
+	h.Events = append(h.Events, c.evicted...)
+	c.evictMu.Unlock()
 	for _, u := range c.unpublished {
 		if i, ok := c.ids[u.node]; ok {
 			h.Events = append(h.Events, history.Event{Kind: history.Evict, Member: i, Object: u.id, Begin: u.at, End: u.at})

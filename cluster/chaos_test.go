@@ -633,10 +633,14 @@ type chaosRun struct {
 	ops         []*chaosOp
 	events      []history.Event
 	unpublished []chaosUnpublished
-	ids         map[string]int
-	violations  []history.Rule
-	putDone     map[int]bool   // objects whose Put returned, whatever it answered
-	lostCopies  map[int]string // op -> where the copies were as it answered LOST (copiesAt)
+	// evictMu guards evicted, the evictions the members' stores made (see
+	// incarnation); the stores report them under their own locks.
+	evictMu    sync.Mutex
+	evicted    []history.Event
+	ids        map[string]int
+	violations []history.Rule
+	putDone    map[int]bool   // objects whose Put returned, whatever it answered
+	lostCopies map[int]string // op -> where the copies were as it answered LOST (copiesAt)
 	// faults are the fault steps as they ran (the barrier's check reads
 	// them), each with the node it hit; perm maps a plan's node to the
 	// node a fault step hits, once aimed kills swapped roles (aimAt).

@@ -34,6 +34,7 @@ type Store struct {
 	deletedIdx   map[string]*list.Element
 	deletedLimit int
 	evictions    int64
+	onEvict      func(id string) // see OnEvict
 	// created is closed (and replaced) whenever an object is created: a
 	// reader of a Reduce intermediate that is not here yet waits on it
 	// (see OpenObject).
@@ -44,6 +45,17 @@ type Store struct {
 func NewStore(capacity int64) *Store {
 	return &Store{capacity: capacity, objects: map[string]*Object{}, lru: list.New(),
 		deleted: list.New(), deletedIdx: map[string]*list.Element{}, deletedLimit: directory.DefaultTableConfig().TombstoneLimit}
+}
+
+// OnEvict sets f (nil: none) to be called with the id of each copy the
+// store evicts to make room, as it evicts it, under the store's lock (f
+// must not call the store). The chaos suites' history learns evictions
+// from it: the copy's unpublication, sent to the object's directory
+// shard, can be lost with the shard's host.
+func (s *Store) OnEvict(f func(id string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onEvict = f
 }
 
 // NoteDeleted remembers that id was deleted (this node issued the Delete,
@@ -310,6 +322,9 @@ func (s *Store) makeRoom(id string, size int64) ([]string, error) {
 	for _, o := range victims {
 		s.removeLocked(o, &evictedError{err: messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q was evicted", o.id)})
 		ids = append(ids, o.id)
+		if s.onEvict != nil {
+			s.onEvict(o.id)
+		}
 	}
 	s.evictions += int64(len(ids))
 	return ids, nil

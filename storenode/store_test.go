@@ -643,3 +643,31 @@ func TestStoreOpenObjectWaitsForInternalOutput(t *testing.T) {
 	_, err = s.OpenObject(t.Context(), "a-user-object")
 	testutil.WantErr(t, err, messages.ErrUnavailable)
 }
+
+// OnEvict hears every copy the store evicts, whichever call made room,
+// and nothing once it is unset.
+func TestStoreOnEvictHearsEachEviction(t *testing.T) {
+	s := NewStore(100)
+	var heard []string
+	s.OnEvict(func(id string) { heard = append(heard, id) })
+	cached(t, s, "a", 30)
+	cached(t, s, "b", 30)
+	cached(t, s, "c", 30)
+	if _, _, err := reserveAlloc(t, s, "d", 40); err != nil {
+		t.Fatal(err)
+	}
+	if _, ev, err := s.Create("e", 50, 0); err != nil || !slices.Equal(heard, append([]string{"a"}, ev...)) {
+		t.Fatalf("heard %v, evicted a then %v (err %v)", heard, ev, err)
+	}
+	s = NewStore(50)
+	s.OnEvict(func(id string) { heard = append(heard, id) })
+	s.OnEvict(nil)
+	before := len(heard)
+	cached(t, s, "x", 30)
+	if _, ev, err := s.Create("y", 30, 0); err != nil || !slices.Equal(ev, []string{"x"}) {
+		t.Fatalf("Create evicted %v (err %v), want [x]", ev, err)
+	}
+	if len(heard) != before {
+		t.Fatalf("heard %v after OnEvict(nil)", heard[before:])
+	}
+}
