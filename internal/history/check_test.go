@@ -225,3 +225,50 @@ func TestCapacity(t *testing.T) {
 		t.Fatalf("CAPACITY on a member that may hold a Reduce's target of 850 bytes: %v", rep.Violations)
 	}
 }
+
+// A sliced AllReduce's participant holds, beside its source, the
+// target's copy, its chain positions' outputs and the ring's relays of
+// the other slices: about three times the target's size, all busy while
+// the AllReduce runs. Its CAPACITY is explained where that does not fit
+// beside the participant's pinned source, and not where it does, nor on
+// a member that holds no source (the oracle counted the target's size
+// alone, and failed true CAPACITY answers of sliced AllReduces).
+func TestCapacityOfAnAllReduceParticipant(t *testing.T) {
+	m := model
+	all := func(code messages.ErrorCode) Op {
+		r := reduceOp(5, code)
+		r.All, r.Reduced, r.Unreduced = true, nil, nil
+		return r
+	}
+	for _, c := range []struct {
+		name     string
+		capacity int64
+		want     Rule
+	}{
+		{"3 targets and the source do not fit", 3*sizeOfX + sizeOfX - sizeOfX/2, ""},
+		{"they fit", 4*sizeOfX + sizeOfX/2, RuleCapacity},
+	} {
+		m.Capacity = c.capacity
+		h := History{Ops: append(sources(), all(messages.ErrorCode_CAPACITY))}
+		rep := Check(h, m)
+		if got := rules(rep); c.want == "" && len(got) != 0 || c.want != "" && !slices.Equal(got, []Rule{c.want}) {
+			t.Errorf("%s (capacity %d): violations %v, want %q", c.name, c.capacity, rep.Violations, c.want)
+		}
+	}
+	// A plain Reduce's positions need the target's size at a source's
+	// member, once each, and no relays.
+	m.Capacity = 3*sizeOfX + sizeOfX/2
+	r := all(messages.ErrorCode_CAPACITY)
+	r.All = false
+	if rep := Check(History{Ops: append(sources(), r)}, m); !slices.Equal(rules(rep), []Rule{RuleCapacity}) {
+		t.Errorf("a tree Reduce whose position and target fit beside its source: violations %v, want CAPACITY", rep.Violations)
+	}
+}
+
+func rules(rep Report) []Rule {
+	var out []Rule
+	for _, v := range rep.Violations {
+		out = append(out, v.Rule)
+	}
+	return out
+}

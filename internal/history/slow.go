@@ -220,8 +220,12 @@ func (c *checker) capacity(o *Op) {
 		ms = c.reduceMembers(o)
 	}
 	for _, m := range ms {
-		if used := c.used(m, o); used+o.Size > c.m.Capacity {
-			c.rep.Excuses[o.ID] = fmt.Sprintf("member %d had %d of %d bytes pinned or busy", m, used, c.m.Capacity)
+		need := o.Size
+		if o.Kind == Reduce {
+			need = max(need, c.footprint(o, m))
+		}
+		if used := c.used(m, o); used+need > c.m.Capacity {
+			c.rep.Excuses[o.ID] = fmt.Sprintf("member %d had %d of %d bytes pinned or busy, and the call needed %d there", m, used, c.m.Capacity, need)
 			return
 		}
 	}
@@ -257,10 +261,43 @@ func (c *checker) used(m int, o *Op) int64 {
 			if slices.Contains(c.reduceMembers(q), m) && c.x.deleteDone(q.Object, o.Begin) == nil {
 				n += q.Size
 				if overlaps {
-					n += q.Size
+					n += max(q.Size, c.footprint(q, m)-q.Size)
 				}
 			}
 		}
 	}
 	return n
+}
+
+// footprint is the most room Reduce r takes on member m while it runs,
+// besides m's own pinned copies: the target's copy (a root's, or an
+// AllReduce participant's); an output per position m runs, placed at a
+// source's copy m holds (a tree position's is the target's size, and a
+// sliced AllReduce's chain positions of one source add up to it); for an
+// AllReduce of every source, which may be sliced, the copies of the
+// other participants' slices that the ring relays (under the target's
+// size); and the copies of sources m holds that are not its own pinned
+// ones, busy while they are read. A participant of a sliced AllReduce
+// thus needs three times the target's size beside its source.
+func (c *checker) footprint(r *Op, m int) int64 {
+	var held, busy int64
+	for _, s := range r.Sources {
+		mine, pinned := false, false
+		for _, hd := range c.x.holders(s) {
+			if hd.member == m && hd.from.Before(r.End) {
+				mine, pinned = true, pinned || hd.pinned
+			}
+		}
+		if mine {
+			held++
+			if !pinned {
+				busy++
+			}
+		}
+	}
+	n := 1 + held + busy
+	if held > 0 && r.All && r.Num == len(r.Sources) {
+		n++
+	}
+	return n * r.Size
 }
