@@ -57,7 +57,7 @@ func (r *Reduction) fetched(node string, err error) effects {
 		if !r.req.GetAllReduce() {
 			what = "reduce"
 		}
-		return r.fail(messages.Errorf(messages.AsError(err).GetCode(), "%s: %s could not fetch the result: %v", what, node, err))
+		return r.failKeeping(messages.Errorf(messages.AsError(err).GetCode(), "%s: %s could not fetch the result: %v", what, node, err))
 	}
 	delete(r.fetching, node)
 	fx := r.maybeFinish()

@@ -389,3 +389,60 @@ func finishAny(t *testing.T, r *Reduction, tasks []Task) *messages.ReduceReply {
 	}
 	return reply
 }
+
+// An AllReduce whose result is committed (readers may have it whole)
+// and that then fails, because a participant cannot hold a copy of it
+// (CAPACITY) or its deadline passes while it waits for the participants'
+// Gets, keeps the target: it answers the error, releases every node
+// keeping the target, and neither releases it at its shard nor drops a
+// copy. It released it as a failure's, and a Get that began after a
+// reader had read the result waited for it until its deadline (chaos
+// seed 5000288).
+func TestAllReduceFailingAfterItsCommitKeepsTheTarget(t *testing.T) {
+	for _, end := range []string{"a participant's Get fails", "the deadline"} {
+		t.Run(end, func(t *testing.T) {
+			r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: ShapeDAry})
+			r.start = node(9)
+			r.Begin(t0)
+			var tasks []Task
+			for i := 0; i < 3; i++ {
+				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+			}
+			var fetch []string
+			for _, tk := range tasks {
+				fetch = append(fetch, nodeIDs(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0).Fetch())...)
+			}
+			var committed bool
+			for _, tk := range byPosition(tasks) {
+				fx := r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0)
+				fetch = append(fetch, nodeIDs(fx.Fetch())...)
+				for _, s := range fx.Sends {
+					if c, ok := s.Msg.(*messages.ReduceCommit); ok && !c.GetMarkOnly() {
+						committed = true
+					}
+				}
+			}
+			if !committed || r.reply == nil || len(fetch) == 0 {
+				t.Fatalf("committed %v, result fixed %v, participants asked %v: want the result committed and Gets out", committed, r.reply != nil, fetch)
+			}
+			var fx Effects
+			var want error
+			if end == "the deadline" {
+				fx, want = r.Expire(r.Deadline()), messages.ErrTimeout
+			} else {
+				fx, want = r.Fetched(fetch[0], messages.Errorf(messages.ErrorCode_CAPACITY, "full"), t0), messages.ErrCapacity
+			}
+			if !errorsIs(fx.Reply(), want) {
+				t.Fatalf("reply %v, want %v", fx.Reply(), want)
+			}
+			if fx.ReleaseTarget() || !fx.ReleaseKeep() || len(fx.Release()) == 0 {
+				t.Fatalf("release target %v, keep %v, releases %v: want every node released keeping the target", fx.ReleaseTarget(), fx.ReleaseKeep(), nodeIDs(fx.Release()))
+			}
+			for _, s := range fx.Sends {
+				if d, ok := s.Msg.(*messages.DropObject); ok {
+					t.Fatalf("dropped %s on %v", d.GetObjectId(), s.To)
+				}
+			}
+		})
+	}
+}

@@ -36,6 +36,10 @@ func (r *Reduction) expire(now time.Time) effects {
 		return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT,
 			"reduce: only %d of the %d sources needed were available before the deadline; missing: %s", held, n, strings.Join(r.Waiting(), ", ")))
 	}
+	if r.reply != nil {
+		return r.failKeeping(messages.Errorf(messages.ErrorCode_TIMEOUT,
+			"allreduce: %d participants did not get the result before the deadline (the target holds it)", len(r.fetching)))
+	}
 	return r.fail(messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce: the tree did not finish before the deadline"))
 }
 
@@ -64,6 +68,18 @@ func (r *Reduction) abortForRetry(err *messages.Error) effects {
 	if r.over {
 		return effects{}
 	}
+	return r.failKeeping(err)
+}
+
+// failKeeping ends the Reduction with err; once its result is fixed
+// (committed), it keeps the target, as abortForRetry does: the answer is
+// err, and every node is released keeping it. An AllReduce waiting for
+// its participants' Gets of a committed result fails so when one of them
+// cannot hold a copy (CAPACITY) or its deadline passes. Released as a
+// failure's, the target went after a Get had returned it whole, and a
+// Get that began later waited for it until its deadline (chaos seed
+// 5000288).
+func (r *Reduction) failKeeping(err *messages.Error) effects {
 	if r.reply == nil {
 		return r.fail(err)
 	}
