@@ -36,7 +36,9 @@ func (r *routeCounts) store(_ string, msg any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch t := fmt.Sprintf("%T", msg); t {
-	case "*storeactor.fetchLocated":
+	case "*storeactor.fetchLocated", "*storeactor.fastRun":
+		// A fast Get hands its run and its Locate's end to the node in
+		// one message.
 		r.ends++
 	case "*messages.LocateReply":
 		r.actorAnswers++

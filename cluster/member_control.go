@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
@@ -28,6 +29,20 @@ func (m *Member) locator(data transport.Caller) storeactor.Locator {
 			return shardactor.CallLocate(ctx, data, addr, l)
 		}
 		return shardactor.RequestLocate(ctx, m.system.Root, pid, l)
+	}
+}
+
+// creator is how this member's fast Puts register with a directory shard
+// (storeactor.Creator): as a Locate goes (locator), an actor request to a
+// shard on this member or one whose member's data address is not known,
+// a control request on the data plane (data) to another member's, when
+// it fits in one (an object near the inline limit does not).
+func (m *Member) creator(data transport.Caller) storeactor.Creator {
+	return func(ctx context.Context, pid *actor.PID, c *messages.CreateObject) (*messages.CreateObjectReply, error) {
+		if addr := m.locateAt(pid); addr != "" && proto.Size(c) <= transport.MaxControlRequest {
+			return shardactor.CallCreate(ctx, data, addr, c)
+		}
+		return shardactor.RequestCreate(ctx, m.system.Root, pid, c)
 	}
 }
 
@@ -76,6 +91,12 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	}
 	if kind == messages.ControlLive {
 		return m.serveLive(req)
+	}
+	if kind == messages.ControlCreate {
+		if m.table.Load() == nil {
+			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+		}
+		return shardactor.ServeCreate(ctx, m.system.Root, m.shardFor, req)
 	}
 	if kind != messages.ControlLocate {
 		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)

@@ -7,6 +7,10 @@ const (
 	// ControlLocate carries a Locate to the member hosting the object's
 	// directory shard; the answer is its LocateReply.
 	ControlLocate byte = 'L'
+	// ControlCreate carries a fast Put's CreateObject to the member
+	// hosting the object's directory shard; the answer is its
+	// CreateObjectReply.
+	ControlCreate byte = 'C'
 	// ControlPing is answered at once with an empty reply, by any
 	// member: a bare round trip on the data plane (the benchmark's
 	// data-rtt floor).

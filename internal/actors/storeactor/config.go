@@ -27,6 +27,9 @@ type Config struct {
 	// Locate carries the fetches' Locates to their shards (nil: as actor
 	// messages, which is what a node outside a cluster has).
 	Locate Locator
+	// Create carries the fast Puts' CreateObjects to their shards (nil:
+	// as actor requests).
+	Create Creator
 
 	// ChunkSize is the unit of copying, streaming and progress. 0 adapts
 	// it to the bandwidth the Estimator measured (plan.ChunkFor: about

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/fingerprint"
-	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/fastget"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
@@ -21,8 +22,8 @@ import (
 // Client in the node's process: the caller's goroutine makes the
 // creator copy in the node's store, sends the CreateObject (with the
 // bytes, as every inline Put's) to the object's shard itself and waits
-// for its answer (one actor message each way in process, the actors'
-// remote across members), then stores the bytes in the copy and
+// for its answer (through the node's Creator: one actor message each way
+// in process, the data plane across members), then stores the bytes in the copy and
 // returns. The registration is the node's own, the same
 // storeproto.PutRegistration stepped on the caller's goroutine; what is
 // gone are the hops that carried nothing: the Put to the node, the
@@ -45,7 +46,32 @@ type fastPutter struct {
 	cfg    *Config
 	system *actor.ActorSystem
 	self   *actor.PID
+	create Creator
 }
+
+// Creator carries a fast Put's CreateObject to the object's directory
+// shard and returns the shard's answer, or why there is none, as a
+// Locator does a Locate. The cluster's asks a shard on its own member
+// with an actor request and one on another member on the data plane
+// (internal/actors/shardactor.CallCreate).
+type Creator func(ctx context.Context, shard *actor.PID, c *messages.CreateObject) (*messages.CreateObjectReply, error)
+
+// requestCreate is the Creator of a node without one: an actor request
+// to the shard.
+func requestCreate(system *actor.ActorSystem) Creator {
+	return func(ctx context.Context, pid *actor.PID, c *messages.CreateObject) (*messages.CreateObjectReply, error) {
+		return shardactor.RequestCreate(ctx, system.Root, pid, c)
+	}
+}
+
+// fastPutIDs number the fast Puts' registrations (CreateObject's and a
+// failed one's UnpublishLocation's request_id), apart from the node's
+// own (requests.newID counts up from 1; these have fastPutIDBit set): a
+// shard keeps the copy of a registration that a withdrawal of another
+// one crossed.
+var fastPutIDs atomic.Uint64
+
+const fastPutIDBit = 1 << 63
 
 // fastPutDone follows a fast Put to its node: the node sends the
 // registration's messages to the shard (the COMPLETE publication, or a
@@ -66,7 +92,10 @@ type fastPutDone struct {
 // registerFastPut makes this node's Put fast path available to the
 // Clients of its process.
 func (n *StoreNode) registerFastPut(ctx actor.Context) {
-	n.fastPut = &fastPutter{cfg: n.cfg, system: ctx.ActorSystem(), self: ctx.Self()}
+	n.fastPut = &fastPutter{cfg: n.cfg, system: ctx.ActorSystem(), self: ctx.Self(), create: n.cfg.Create}
+	if n.fastPut.create == nil {
+		n.fastPut.create = requestCreate(ctx.ActorSystem())
+	}
 	fastget.RegisterPutter(ctx.Self(), n.fastPut)
 }
 
@@ -95,8 +124,8 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	// The shard keeps the inline bytes (and hands them to Gets on its
 	// member as they are): a copy, never the caller's buffer, which the
 	// caller may reuse once Put returns.
-	req := storeproto.PutRequest{ObjectID: id, Size: size, Fingerprint: fp, Creator: cfg.Self, Deadline: deadline,
-		Inline: true, InlineData: bytes.Clone(data)}
+	req := storeproto.PutRequest{RequestID: fastPutIDs.Add(1) | fastPutIDBit, ObjectID: id, Size: size, Fingerprint: fp,
+		Creator: cfg.Self, Deadline: deadline, Inline: true, InlineData: bytes.Clone(data)}
 	if req.InlineData == nil {
 		req.InlineData = []byte{}
 	}
@@ -114,13 +143,11 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	var rerr *messages.Error
 	if shard := cfg.ShardFor(id); shard == nil {
 		rerr = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)
-	} else if res, err := actorutil.Request(ctx, p.system.Root, shard, create); err != nil {
+	} else if reply, err = p.create(ctx, shard, create); err != nil {
 		rerr = messages.AsError(err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			rerr = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", id)
 		}
-	} else if reply, ok = res.(*messages.CreateObjectReply); !ok {
-		rerr = messages.Errorf(messages.ErrorCode_INTERNAL, "shard %s answered a CreateObject with %T", shard.GetId(), res)
 	}
 	if rerr != nil {
 		step = reg.Failed(rerr)
