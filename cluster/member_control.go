@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -40,7 +41,12 @@ func (m *Member) locator(data transport.Caller) storeactor.Locator {
 func (m *Member) creator(data transport.Caller) storeactor.Creator {
 	return func(ctx context.Context, pid *actor.PID, c *messages.CreateObject) (*messages.CreateObjectReply, error) {
 		if addr := m.locateAt(pid); addr != "" && proto.Size(c) <= transport.MaxControlRequest {
-			return shardactor.CallCreate(ctx, data, addr, c)
+			r, err := shardactor.CallCreate(ctx, data, addr, c)
+			if !errors.Is(err, messages.ErrInvalidArgument) {
+				return r, err
+			}
+			// A member that does not know the kind refuses it (one built
+			// before it): the shard is asked as an actor.
 		}
 		return shardactor.RequestCreate(ctx, m.system.Root, pid, c)
 	}
