@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -93,4 +94,73 @@ func (r *OpsReport) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadOpsJSON reads a report WriteJSON wrote.
+func ReadOpsJSON(path string) (*OpsReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r OpsReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// OpsMarkdown is the markdown table of the rows of one or more runs of
+// the same `hoplite bench ops` (its repetitions), by mode, operation,
+// size and callers in the first run's order: the median of the runs'
+// p50, with their least and greatest, the median p50 over the ping's,
+// CPU per operation and operations per second.
+func OpsMarkdown(runs []*OpsReport) string {
+	type key struct {
+		mode, op string
+		size     int64
+		callers  int
+	}
+	var order []key
+	rows := map[key][]OpsRow{}
+	for _, r := range runs {
+		for _, row := range r.Rows {
+			k := key{row.Mode, row.Op, row.Size, row.Callers}
+			if rows[k] == nil {
+				order = append(order, k)
+			}
+			rows[k] = append(rows[k], row)
+		}
+	}
+	median := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		slices.Sort(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| mode | op | size | callers | p50 (min–max) | p50/ping | cpu/op | ops/s |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, k := range order {
+		var p50, ratio, cpu, rate []float64
+		for _, row := range rows[k] {
+			p50 = append(p50, float64(row.P50)/float64(time.Microsecond))
+			ratio = append(ratio, row.P50OverPing())
+			cpu = append(cpu, float64(row.CPUPerOp())/float64(time.Microsecond))
+			rate = append(rate, row.OpsPerSecond())
+		}
+		lo, hi := p50[0], p50[0]
+		for _, v := range p50 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		r := "-"
+		if k.op != OpPing {
+			r = fmt.Sprintf("%.2f×", median(ratio))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f µs (%.1f–%.1f) | %s | %.1f µs | %.0f |\n", k.mode, k.op, sizeOrDash(k.size), k.callers,
+			median(p50), lo, hi, r, median(cpu), median(rate))
+	}
+	fmt.Fprintf(&b, "\nMedians of %d runs.\n", len(runs))
+	return b.String()
 }

@@ -136,3 +136,26 @@ func TestOpsOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// OpsMarkdown puts one row per mode, operation, size and callers, with
+// the median of the runs' p50 and their range, and the median ratio to
+// the ping.
+func TestOpsMarkdownTakesTheMedianOfTheRuns(t *testing.T) {
+	run := func(p50 time.Duration) *OpsReport {
+		return &OpsReport{Rows: []OpsRow{
+			{Mode: OpsProcesses, Op: OpPing, Callers: 1, Ops: 10, Elapsed: time.Millisecond, CPU: time.Millisecond, P50: 10 * time.Microsecond},
+			{Mode: OpsProcesses, Op: OpPut, Size: 1024, Callers: 1, Ops: 10, Elapsed: time.Millisecond, CPU: 2 * time.Millisecond,
+				P50: p50, PingP50: 10 * time.Microsecond},
+		}}
+	}
+	md := OpsMarkdown([]*OpsReport{run(10 * time.Microsecond), run(50 * time.Microsecond), run(30 * time.Microsecond)})
+	for _, want := range []string{
+		"| processes | ping | - | 1 | 10.0 µs (10.0–10.0) | - | 100.0 µs | 10000 |",
+		"| processes | put | 1KiB | 1 | 30.0 µs (10.0–50.0) | 3.00× | 200.0 µs | 10000 |",
+		"Medians of 3 runs.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
+		}
+	}
+}

@@ -39,8 +39,13 @@ and the figure after each marker
   <!-- hoplite bench figure FILE SCENARIO SIZE SYSTEM/SYSTEM -->  (their ratio)
 
 in each FILE (SYSTEM:min, SYSTEM:max and SYSTEM:cpu name a system's
-other statistics), exiting 1 if one differs; --update rewrites them
-instead.
+other statistics), and the table of hoplite bench ops reports between
+
+  <!-- hoplite bench ops REPORT.json [REPORT.json ...] -->
+  <!-- end hoplite bench ops -->
+
+(the medians of the reports' rows), exiting 1 if one differs; --update
+rewrites them instead.
 
 flags:
 `
@@ -158,6 +163,9 @@ func readManifest(dir string) (*reportManifest, error) {
 func regenerate(doc, results, docDir string, m *reportManifest) (string, error) {
 	doc, err := regenerateTables(doc, results, docDir, m)
 	if err != nil {
+		return "", err
+	}
+	if doc, err = regenerateOps(doc, results); err != nil {
 		return "", err
 	}
 	return regenerateFigures(doc, results)
