@@ -38,6 +38,7 @@ package actors
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
@@ -47,9 +48,17 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
+
+// Store holds one node's objects: their bytes as they arrive, which
+// copies are pinned, and LRU eviction under a capacity. The store node
+// serves from it, and the data plane reads from it concurrently; it
+// outlives restarts of the store node actor.
+type Store = objstore.Store
+
+// NewStore returns an empty Store of capacity bytes.
+func NewStore(capacity int64) *Store { return objstore.NewStore(capacity) }
 
 // StoreNodeConfig is what a store node needs.
 type StoreNodeConfig struct {
@@ -58,7 +67,7 @@ type StoreNodeConfig struct {
 	// serves its Store.
 	Self *messages.NodeRef
 	// Store holds the node's objects; it outlives restarts of the actor.
-	Store *storenode.Store
+	Store *Store
 	// ShardFor returns the directory shard that owns an object id (see
 	// ShardFor).
 	ShardFor func(objectID string) *actor.PID

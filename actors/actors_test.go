@@ -21,7 +21,7 @@ import (
 // this package under a parent of its own.
 type app struct {
 	system *actor.ActorSystem
-	stores []*storenode.Store
+	stores []*actors.Store
 	nodes  []*actor.PID
 	refs   []*messages.NodeRef
 }
@@ -43,7 +43,7 @@ func startApp(t *testing.T, nodes, shards int) *app {
 	shardFor := actors.ShardFor(shardPIDs)
 	for i := range nodes {
 		name := fmt.Sprintf("node-%d", i)
-		store := storenode.NewStore(256 << 20)
+		store := actors.NewStore(256 << 20)
 		addr, err := data.Serve(name, store)
 		if err != nil {
 			t.Fatal(err)

@@ -27,7 +27,7 @@ func Example() {
 	}
 	shardFor := actors.ShardFor([]*actor.PID{shard})
 	node := func(name string) *actor.PID {
-		store := storenode.NewStore(64 << 20)
+		store := actors.NewStore(64 << 20)
 		addr, err := data.Serve(name, store)
 		if err != nil {
 			panic(err)

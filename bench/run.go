@@ -66,7 +66,7 @@ type Options struct {
 	// only (a broadcast has no reduce tree).
 	Degrees []int
 	// ChunkSize is Hoplite's transfer chunk; 0 adapts it to the measured
-	// bandwidth (storenode.Config.ChunkSize).
+	// bandwidth (storeactor.Config.ChunkSize).
 	ChunkSize int
 	// NodeProcs is GOMAXPROCS for each testbed node: 0 gives each its
 	// share of this machine's CPUs (NumCPU / Nodes, at least 1), as a

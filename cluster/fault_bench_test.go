@@ -15,8 +15,8 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // Benchmarks of recovery (the "with failure" figures): broadcast
@@ -362,7 +362,7 @@ func reduceFaultRun(b *testing.B, srcs [][]byte, num, degree int, tag string, wa
 	// The sampler follows every inner output and the target, and picks
 	// the victim: the first inner output past half on a node other than
 	// the caller's.
-	tracks := map[*storenode.Object]*outputTrack{}
+	tracks := map[*objstore.Object]*outputTrack{}
 	victimCh := make(chan int, 1)
 	stop := make(chan struct{})
 	kill := wantKill // cleared once a victim is chosen

@@ -11,9 +11,9 @@ import (
 
 	"github.com/labstack/echo"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/liveview"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // liveState is a member's part of the live view (package liveview): the
@@ -54,7 +54,7 @@ func (m *Member) liveStatus(v *liveState) liveview.Status {
 }
 
 // storeStatus is a member's Status from its store and its estimates.
-func storeStatus(id, addr string, data *string, store *storenode.Store, estimate func() (time.Duration, float64)) liveview.Status {
+func storeStatus(id, addr string, data *string, store *objstore.Store, estimate func() (time.Duration, float64)) liveview.Status {
 	u := store.Usage()
 	s := liveview.Status{Member: id, Address: addr, At: time.Now().UnixMilli(), Capacity: u.Capacity, Used: u.Used,
 		Pinned: u.Pinned, Objects: u.Objects}

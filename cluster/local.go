@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
@@ -513,7 +514,7 @@ func (l *Local) Client(i int) *storenode.Client { return l.Member(i).Client() }
 func (l *Local) Node(i int) *messages.NodeRef { return l.Member(i).Node() }
 
 // Store is node i's local store (for inspection in tests and tools).
-func (l *Local) Store(i int) *storenode.Store { return l.Member(i).store }
+func (l *Local) Store(i int) *objstore.Store { return l.Member(i).store }
 
 // Shard is directory shard j where it runs now (as the first live member
 // places it).

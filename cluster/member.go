@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
@@ -134,7 +135,7 @@ type Member struct {
 	provider  pcluster.ClusterProvider
 	data      transport.Transport // the data plane: direct TCP, or in memory when embedded
 	closeData func()              // stops serving this member's objects
-	store     *storenode.Store
+	store     *objstore.Store
 	ref       *messages.NodeRef
 	failures  *shardactor.FailureLog
 	estimator *estimator.Estimator

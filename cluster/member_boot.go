@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster/identitylookup/disthash"
@@ -32,7 +33,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -106,7 +106,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		m.estimator = e.estimator
 	}
 	m.warm = newWarmer(m, cfg.exp.NoWarmUp)
-	m.store = storenode.NewStore(cfg.Capacity)
+	m.store = objstore.NewStore(cfg.Capacity)
 	m.metrics = newMemberMetrics(m)
 	m.startView()
 	served := &controlSource{countingSource: countingSource{Source: m.store, sent: m.metrics.sent}, m: m}

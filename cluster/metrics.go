@@ -16,11 +16,11 @@ import (
 
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
-	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
-type storeUsage = storenode.Usage
+type storeUsage = objstore.Usage
 
 // memberMetrics are one member's Prometheus metrics, in a registry of its
 // own (an embedded cluster runs several members in one process). The

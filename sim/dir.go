@@ -53,7 +53,7 @@ func (w *world) shardHost(s *shard) *host { return s.home }
 // it gone: the live host of the highest rendezvous weight for the shard
 // (the cluster's placement moves only the dead member's shards). The new
 // table starts empty and asks every live store node to republish what it
-// holds of the shard (storenode.Object.Publication); when each has
+// holds of the shard (objstore.Object.Publication); when each has
 // answered (or died) it learns that it heard everything
 // (LocationTable.Republished): an object it knows only from partial
 // copies is lost. Messages sent to the dead home meanwhile are lost, as

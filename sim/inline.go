@@ -3,7 +3,7 @@ package sim
 import (
 	"encoding/binary"
 
-	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 )
 
 // InlineLimit is the size below which an object lives in its directory
@@ -30,7 +30,7 @@ func inlineBytes(sum uint64, size int64) []byte {
 // inlineSum is the checksum of o, a copy an inline Get stored: its
 // fingerprint if its bytes are that checksum's content, else a value
 // no creator's checksum is (so the invariants see wrong bytes).
-func inlineSum(o *storenode.Object) (uint64, bool) {
+func inlineSum(o *objstore.Object) (uint64, bool) {
 	b, ok := o.WholeBytes()
 	if !ok {
 		return 0, false

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
-	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 )
 
 // TestInlineBroadcastToAFewIsServedByTheShard: an object under
@@ -82,7 +82,7 @@ func TestInlineBroadcastUnderFailures(t *testing.T) {
 func TestInlineCopyHoldsTheCreatorsBytes(t *testing.T) {
 	for _, size := range []int64{1, 7, 8, 1000} {
 		const sum = 0x0123456789abcdef
-		store := storenode.NewStore(1 << 20)
+		store := objstore.NewStore(1 << 20)
 		good, _, err := store.Create("good", size, sum)
 		if err != nil {
 			t.Fatal(err)

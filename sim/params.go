@@ -61,7 +61,7 @@ type Params struct {
 	// (directory.TableConfig.FanOut: 0 or 1, one, as a cluster's shards).
 	FanOut int
 	// Chunk, if > 0, is the transfer chunk in bytes: a cluster whose
-	// members set storenode.Config.ChunkSize. 0: what members that adapt
+	// members set storeactor.Config.ChunkSize. 0: what members that adapt
 	// it choose, plan.ChunkForObject of the link and the object.
 	Chunk int64
 	// CPUs is how many cores the hosts share, 0 for a core of its own

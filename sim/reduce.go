@@ -341,7 +341,7 @@ func (red *coordRun) atNode(h *host, msg any) {
 // commitTarget keeps the committed copy o of a Reduce's target in h's
 // store as the store node keeps its root's output: written whole, marked
 // with the run and its generation, completed by the commit with the
-// sources it reduced (storenode.Store.CommitTarget). A shard rebuilt
+// sources it reduced (objstore.Store.CommitTarget). A shard rebuilt
 // after the coordinator died learns the committed result from its
 // republication, and the call's next attempt answers with it
 // (LocationTable.Reserve) instead of reducing again beside a copy that

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // queue names a host's control-message server: each processes one
@@ -53,7 +53,7 @@ type host struct {
 	// cores, the latest of its queues'); a host idle for
 	// Params.WakeAfter is parked.
 	idle  time.Duration
-	store *storenode.Store
+	store *objstore.Store
 	objs  map[string]*objState
 	// fetches are the fetches in flight here, in start order
 	// (a slice: the order of every step must not depend on map order).
@@ -120,7 +120,7 @@ func newWorld(p Params) *world {
 	for i := 0; i < p.N; i++ {
 		name := fmt.Sprintf("h%04d", i)
 		h := &host{idx: i, name: name, alive: true, ref: &messages.NodeRef{NodeId: name, Address: name},
-			store: storenode.NewStore(1 << 50), objs: map[string]*objState{},
+			store: objstore.NewStore(1 << 50), objs: map[string]*objState{},
 			rng: rand.New(rand.NewPCG(p.Seed, uint64(i)+1)), idle: -time.Hour}
 		h.up.cap, h.down.cap = w.payload, w.payload
 		if p.SlowFraction > 0 && w.rng.Float64() < p.SlowFraction {
@@ -328,7 +328,7 @@ func (m *machine) dispatch() {
 // objState is what the data plane knows of one copy of an object on a
 // host: how many of its bytes are there, and its content as a checksum.
 // No byte is ever allocated: fetched copies advance the real store's
-// object (storenode.Writer.Advance) without writing into it.
+// object (objstore.Writer.Advance) without writing into it.
 type objState struct {
 	h        *host
 	id       string
@@ -340,7 +340,7 @@ type objState struct {
 	// root holds its target until its coordinator commits it).
 	held   bool
 	gone   bool
-	writer *storenode.Writer
+	writer *objstore.Writer
 	// producer is the Reduce attempt whose worker writes this output.
 	producer string
 	waiters  []*stream

@@ -1,13 +1,13 @@
 // Package storenode is what an application uses of a Hoplite node: the
 // Client (Put, Get, GetReadOnly, GetInto, Delete, Reduce, AllReduce) and
 // its typed helpers (PutNumbers, GetNumbers, ReduceNumbers, Encode,
-// Decode), and one node's Store, which holds the bytes (shared,
-// concurrently, with the data plane that serves them).
+// Decode).
 //
-// The machinery behind them is internal: the protocols a store node runs
-// are pure step machines (internal/storeproto), internal/fetchrun runs the
+// The machinery behind them is internal: one node's Store, which holds
+// the bytes (internal/objstore), the protocols a store node runs, pure
+// step machines (internal/storeproto), internal/fetchrun, which runs the
 // fetch protocol against the Store, and the store node and reduce worker
-// actors that drive them live in internal/actors/storeactor.
+// actors that drive them (internal/actors/storeactor).
 //
 // Numbers in, a reduction out (c is any member's Client, e.g. an embedded
 // cluster's l.Client(0)):

@@ -3,9 +3,9 @@ package storenode
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -64,7 +64,7 @@ func neverReached(err error, node *actor.PID) bool {
 }
 
 // MaxWaitObjects bounds the ids of one Wait (messages.WaitObjects).
-const MaxWaitObjects = 1024
+const MaxWaitObjects = storeproto.MaxWaitObjects
 
 // Wait returns when k of ids exist (as ray.wait): ready lists the ids
 // that exist, at most k, in the order the node learned it; notReady the
@@ -100,22 +100,7 @@ func (c *Client) Wait(ctx context.Context, ids []string, k int) (ready, notReady
 
 // CheckWait checks a Wait's arguments, as a store node checks a
 // WaitObjects (their ids' form aside).
-func CheckWait(ids []string, k int) *messages.Error {
-	if len(ids) > MaxWaitObjects {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "wait: %d ids; at most %d per call", len(ids), MaxWaitObjects)
-	}
-	if k < 1 || k > len(ids) {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "wait: k %d outside 1..%d (the ids given)", k, len(ids))
-	}
-	sorted := slices.Clone(ids)
-	slices.Sort(sorted)
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "wait: id %q given twice", sorted[i])
-		}
-	}
-	return nil
-}
+func CheckWait(ids []string, k int) *messages.Error { return storeproto.CheckWait(ids, k) }
 
 // shallowCopy is a new m whose fields share m's values (its bytes, its
 // lists and messages), so that setting a scalar on it leaves m alone.

@@ -3,10 +3,10 @@ package storenode
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/transport"
 )
@@ -18,18 +18,18 @@ import (
 const (
 	// StreamSegment is the segment size a Client sends: a few ms of a
 	// link, so that one round trip per segment is small beside its bytes.
-	StreamSegment = 8 << 20
+	StreamSegment = storeproto.StreamSegment
 	// MinSegment and MaxSegment bound the segment size a store node
 	// accepts: more round trips than bytes below, a sender's buffers
 	// outgrowing what a stream is for above.
-	MinSegment = 64 << 10
-	MaxSegment = 64 << 20
+	MinSegment = storeproto.MinSegment
+	MaxSegment = storeproto.MaxSegment
 )
 
 // SegmentName is the name under which the sender of a PutFrom of unknown
 // length serves segment k of object id (its bytes from k times the
 // segment size on).
-func SegmentName(id string, k int64) string { return fmt.Sprintf("%s#segment-%d", id, k) }
+func SegmentName(id string, k int64) string { return storeproto.SegmentName(id, k) }
 
 // segment is one segment of a reader of unknown length.
 type segment struct {

@@ -76,7 +76,7 @@ func (r *reduceTarget) heldBy(rid string) bool { return r.reservedBy == rid }
 // while it holds the reservation: its coordinator ends it when it takes a
 // root's result (see Publish), and never creates the target again after
 // that. A root that finished is not a result before then, and no reader
-// got its last byte (storenode.Object.HoldTail), so a repaired root
+// got its last byte (objstore.Object.HoldTail), so a repaired root
 // simply creates the target anew.
 //
 // A Reduce this table never reserved (known: see reservedHere; reduce

@@ -3,9 +3,9 @@ package fetchrun
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // Fetch runs a storeproto.FetchProtocol against the store: it reads the
@@ -20,9 +20,9 @@ import (
 type Fetch struct {
 	p       *storeproto.FetchProtocol
 	proto   storeproto.FetchProtocol // what p points to: one allocation for both
-	store   *storenode.Store
-	obj     *storenode.Object
-	w       *storenode.Writer
+	store   *objstore.Store
+	obj     *objstore.Object
+	w       *objstore.Writer
 	observe func(bytes int64, elapsed time.Duration)
 }
 
@@ -30,7 +30,7 @@ type Fetch struct {
 // wanted by Gets until deadline; observe, if set, takes each transfer
 // that measured the network (the bandwidth estimator's
 // ObserveTransfer).
-func NewFetch(cfg storeproto.FetchConfig, store *storenode.Store, obj *storenode.Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
+func NewFetch(cfg storeproto.FetchConfig, store *objstore.Store, obj *objstore.Object, deadline time.Time, observe func(bytes int64, elapsed time.Duration)) *Fetch {
 	f := &Fetch{proto: storeproto.MakeFetchProtocol(cfg, obj.ID(), deadline), store: store, obj: obj, observe: observe}
 	f.p = &f.proto
 	return f
@@ -46,7 +46,7 @@ func NewFetchInto(cfg storeproto.FetchConfig, id string, capacity int64, deadlin
 
 // Writer is the object's writer the streams write through (nil before
 // the fetch started, and for a fetch into a caller's buffer).
-func (f *Fetch) Writer() *storenode.Writer { return f.w }
+func (f *Fetch) Writer() *objstore.Writer { return f.w }
 
 // Protocol is the step machine this fetch runs.
 func (f *Fetch) Protocol() *storeproto.FetchProtocol { return f.p }
@@ -179,7 +179,7 @@ func (f *Fetch) apply(op *storeproto.StoreOp) storeproto.StoreResult {
 // markRun records on o the Reduce run that committed it (op.Run), before
 // o completes: a copy that names a run already (the root's, a gather's,
 // an AllReduce participant's marked by its coordinator) keeps it.
-func markRun(o *storenode.Object, op *storeproto.StoreOp) {
+func markRun(o *objstore.Object, op *storeproto.StoreOp) {
 	if op.Run != "" {
 		o.MarkRun(op.Run, op.Reduced)
 	}

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 func newIntoFixture(t *testing.T, capacity int64, deadline time.Duration) *protoFixture {
 	now := time.Unix(1000, 0)
 	p := NewFetchInto(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"},
 		Rand: rand.New(rand.NewPCG(1, 2))}, "x", capacity, now.Add(deadline), nil)
-	return &protoFixture{t: t, p: p, store: storenode.NewStore(1 << 20), now: now}
+	return &protoFixture{t: t, p: p, store: objstore.NewStore(1 << 20), now: now}
 }
 
 // noDirectoryNotice fails if out tells the directory of a copy or a

@@ -8,21 +8,21 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/netmodel"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 type protoFixture struct {
 	t     *testing.T
 	p     *Fetch
-	store *storenode.Store
-	obj   *storenode.Object
+	store *objstore.Store
+	obj   *objstore.Object
 	now   time.Time
 }
 
 func newProtoFixture(t *testing.T, deadline time.Duration) *protoFixture {
-	store := storenode.NewStore(1 << 30)
+	store := objstore.NewStore(1 << 30)
 	obj, _ := store.Reserve("x")
 	now := time.Unix(1000, 0)
 	p := NewFetch(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,

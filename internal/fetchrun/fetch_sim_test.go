@@ -14,17 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
 // A broadcast simulated deterministically, like coordinator's
 // TestReductionSimulated: many receivers, each a storeproto.FetchProtocol over a
-// real storenode.Store, fetch objects through the real LocationTable, stepped by a
+// real objstore.Store, fetch objects through the real LocationTable, stepped by a
 // seeded schedule of every event a real run produces: directory replies
 // delayed, duplicated and reordered; a data plane that streams a sender's
 // current bytes (a partial copy grows while it is read); creators that
@@ -79,7 +80,7 @@ type simNode struct {
 	ref   *messages.NodeRef
 	inc   int // incarnation: messages to an older one are lost with it
 	alive bool
-	store *storenode.Store
+	store *objstore.Store
 	// fetches are the protocols in flight here, by object id.
 	fetches map[string]*simFetch
 	// toShard is when the last message from this node reaches the shard:
@@ -116,7 +117,7 @@ type simGet struct {
 	node     *simNode
 	inc      int
 	id       string
-	obj      *storenode.Object
+	obj      *objstore.Object
 	deadline time.Time
 	answered bool
 }
@@ -501,7 +502,7 @@ func (s *fetchSim) put(n *simNode, id string) {
 		return
 	}
 	data := s.data[id]
-	fp := storenode.Fingerprint(data)
+	fp := fingerprint.Of(data)
 	obj, evicted, err := n.store.Create(id, int64(len(data)), fp)
 	if err != nil {
 		s.fail("put %s on %s: %v", id, n.id, err)
@@ -570,7 +571,7 @@ func (s *fetchSim) rejoin(n *simNode, ids []string) {
 	}
 	n.inc++
 	n.alive = true
-	n.store = storenode.NewStore(s.capacity)
+	n.store = objstore.NewStore(s.capacity)
 	n.fetches = map[string]*simFetch{}
 	s.stats.rejoins++
 	s.logf("REJOIN %s", n.id)
@@ -654,9 +655,9 @@ func runFetchSim(t *testing.T, seed uint64, stats *simStats) {
 	for i := range nNodes {
 		id := fmt.Sprintf("n%d", i)
 		n := &simNode{id: id, ref: &messages.NodeRef{NodeId: id, Address: "sim", ActorId: id + "/store", DataAddress: "mem://" + id},
-			alive: true, store: storenode.NewStore(s.capacity * int64(len(ids))), fetches: map[string]*simFetch{}}
+			alive: true, store: objstore.NewStore(s.capacity * int64(len(ids))), fetches: map[string]*simFetch{}}
 		if i > 0 {
-			n.store = storenode.NewStore(s.capacity)
+			n.store = objstore.NewStore(s.capacity)
 		}
 		s.nodes = append(s.nodes, n)
 		s.byID[id] = n

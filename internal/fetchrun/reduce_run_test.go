@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // reservedTarget returns a shard's table where Reduce run holds target
@@ -44,7 +44,7 @@ func committedTarget(t *testing.T, run string) *directory.LocationTable {
 // shard's table.
 type reader struct {
 	f     *Fetch
-	obj   *storenode.Object
+	obj   *objstore.Object
 	reply *messages.LocateReply // the shard's answer
 	out   storeproto.FetchOutput
 }
@@ -55,7 +55,7 @@ var me = &messages.NodeRef{NodeId: "me", ActorId: "me/store"}
 // stream from the sender it names.
 func startReading(t *testing.T, tb *directory.LocationTable) *reader {
 	t.Helper()
-	store := storenode.NewStore(1 << 30)
+	store := objstore.NewStore(1 << 30)
 	obj, _ := store.Reserve("t")
 	now := time.Unix(1000, 0)
 	f := NewFetch(storeproto.FetchConfig{Self: me, Grace: time.Second, Rand: rand.New(rand.NewPCG(1, 2))}, store, obj, now.Add(time.Minute), nil)
@@ -85,7 +85,7 @@ func startReading(t *testing.T, tb *directory.LocationTable) *reader {
 
 // readCopy fetches "t" onto node "me" through table tb and returns the
 // completed copy.
-func readCopy(t *testing.T, tb *directory.LocationTable) *storenode.Object {
+func readCopy(t *testing.T, tb *directory.LocationTable) *objstore.Object {
 	t.Helper()
 	r := startReading(t, tb)
 	if err := r.f.Writer().Append(make([]byte, 1024)); err != nil {
@@ -129,7 +129,7 @@ func TestReadersCopyOfACommittedTargetRepublishesItsRun(t *testing.T) {
 // A copy that names a run already keeps it: a reader's record never
 // replaces the root's or an AllReduce participant's.
 func TestAReadersRunDoesNotReplaceACopysOwn(t *testing.T) {
-	o := storenode.NewStore(1 << 20)
+	o := objstore.NewStore(1 << 20)
 	obj, _ := o.Reserve("t")
 	obj.SetProducer("red#own", 2)
 	markRun(obj, &storeproto.StoreOp{Kind: storeproto.OpComplete, Run: "red#other", Reduced: []string{"s9"}})

@@ -17,11 +17,10 @@
 //   - has no go statement, no channel and no select, and calls no clock
 //     function of package time (Now, Since, Sleep, After, timers...).
 //
-// Package storenode holds the concurrent Store and the public Client; its
-// protocols are the core internal/storeproto, which cannot reach them (a
-// protocol asks for store operations; it holds no Store, Object or
-// Writer). storenode's files are core files unless StoreFiles names them,
-// and its core files name nothing the StoreFiles declare.
+// The Store that holds a node's bytes is internal/objstore, a shell; the
+// store node's protocols are the core internal/storeproto, which cannot
+// reach it (a protocol asks for store operations; it holds no Store,
+// Object or Writer). Package storenode is the public Client only.
 //
 // Every type with a Receive(actor.Context) method (an actor) is declared
 // under internal/actors/ (the shells) or in cluster (the member's
@@ -53,7 +52,7 @@ var Shells = map[string]string{
 	"sim":                         "the simulator: drives the cores, writes reports and plots",
 	"barrier":                     "the barrier API: blocking calls with deadlines over the participant actor",
 	"internal/netmodel/estimator": "the network estimates a member's shells share: locked",
-	"storenode":                   "the Store (concurrent) and the Client; see StoreFiles",
+	"storenode":                   "the Client: calls with deadlines and retries over the store node's messages and the data plane",
 	"actors":                      "the props of Hoplite's actors for an application's own actor system",
 	"coordinator":                 "Reduce planning's public face: the core run with the members' settings (the store allocator's slice minimum)",
 	"deploy/...":                  "a module of its own: the image's health probe and the tests of the image, the chart and the unit",
@@ -96,13 +95,6 @@ var Allowed = []string{"google.golang.org/protobuf/proto", "github.com/zeebo/xxh
 var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall", "runtime", "log",
 	"crypto/rand", "embed", "plugin"}
 
-// StoreFiles are the files of package storenode that are not core files:
-// the Store and its objects (concurrent, bytes), and the public Client.
-var StoreFiles = []string{
-	"store.go", "object.go", // the Store
-	"client.go", "datapath.go", "putstream.go", "failover.go", "into.go", "typed.go", "trace.go", "fastget.go", "fastput.go", // the Client
-}
-
 // ActorHomes are where actors may be declared, besides programs; the one
 // helper outside them is the short-lived watched request behind every
 // request-and-wait (internal/actorutil).
@@ -129,7 +121,6 @@ var UpImports = map[string]string{
 	"events":      "the domain events the shells publish",
 	"fingerprint": "an object's contents in 64 bits, computed alike by store nodes, coordinators and the directory",
 	"transport":   "the data plane the store node and the reduce workers move bytes on (its Transport and Source are what an application wires into actors.StoreNode)",
-	"storenode":   "the Store that holds a node's bytes, which the store node, the fetch runner and the reduce streams read and write",
 }
 
 // Experiments is where what only a measurement runs lives: the

@@ -152,24 +152,8 @@ func shell(rel string) bool {
 	return false
 }
 
-// coreFiles are the files of p the core rules apply to: all of them, but
-// storenode's StoreFiles.
-func coreFiles(p *pkg) []string {
-	if p.rel != "storenode" {
-		return p.files
-	}
-	var out []string
-	for _, f := range p.files {
-		if !slices.Contains(StoreFiles, f) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // isCore says whether the package at rel is a core: the module's
-// packages but the shells and the wire (storenode's core files are checked on their
-// own, but no other core may import storenode).
+// packages but the shells and the wire.
 func isCore(rel string) bool { return !shell(rel) && !slices.Contains(Wire, rel) }
 
 // forbidden says whether the standard package path is Forbidden.
@@ -263,8 +247,7 @@ func modulePath(t *testing.T, top string) string {
 	return ""
 }
 
-// Every file of every core package (and storenode's core files) keeps
-// the core rules.
+// Every file of every core package keeps the core rules.
 func TestCoresArePure(t *testing.T) {
 	top := root(t)
 	mod := modulePath(t, top)
@@ -277,22 +260,15 @@ func TestCoresArePure(t *testing.T) {
 	}
 	checked := 0
 	for rel, p := range pkgs {
-		if !isCore(rel) && rel != "storenode" {
+		if !isCore(rel) {
 			continue
 		}
-		var store map[string]bool // what storenode's StoreFiles declare
-		if rel == "storenode" {
-			store = declared(t, fset, p.dir, StoreFiles)
-		}
-		for _, name := range coreFiles(p) {
+		for _, name := range p.files {
 			f, err := parser.ParseFile(fset, filepath.Join(p.dir, name), nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range checkFile(f, mod, isCore, at) {
-				t.Error(b)
-			}
-			for _, b := range namesOf(f, store, at) {
 				t.Error(b)
 			}
 			checked++
@@ -316,76 +292,6 @@ func TestCoresArePure(t *testing.T) {
 			t.Errorf("layout.Cores names %s, which is no package", c)
 		}
 	}
-	for _, f := range StoreFiles {
-		if !slices.Contains(pkgs["storenode"].files, f) {
-			t.Errorf("layout.StoreFiles names storenode/%s, which does not exist", f)
-		}
-	}
-}
-
-// declared lists the package-level names the files declare.
-func declared(t *testing.T, fset *token.FileSet, dir string, files []string) map[string]bool {
-	t.Helper()
-	names := map[string]bool{}
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil {
-					names[d.Name.Name] = true
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						names[s.Name.Name] = true
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							names[n.Name] = true
-						}
-					}
-				}
-			}
-		}
-	}
-	return names
-}
-
-// namesOf reports f's references to the package-level names in names:
-// identifiers that are not a selector's field or method, a struct
-// field's or a literal's key, or a declaration's own name.
-func namesOf(f *ast.File, names map[string]bool, at func(ast.Node) string) []string {
-	if len(names) == 0 {
-		return nil
-	}
-	skip := map[*ast.Ident]bool{}
-	var bad []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.SelectorExpr:
-			skip[n.Sel] = true
-		case *ast.KeyValueExpr:
-			if id, ok := n.Key.(*ast.Ident); ok {
-				skip[id] = true
-			}
-		case *ast.Field:
-			for _, id := range n.Names {
-				skip[id] = true
-			}
-		case *ast.FuncDecl:
-			skip[n.Name] = true
-		case *ast.Ident:
-			if names[n.Name] && !skip[n] {
-				bad = append(bad, fmt.Sprintf("%s: names %s, which the store's files declare; a protocol asks for store operations instead", at(n), n.Name))
-			}
-		}
-		return true
-	})
-	return bad
 }
 
 // No core reaches a shell through the packages it imports, however

@@ -4,9 +4,9 @@ import (
 	"context"
 	"io"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/reduction/kernel"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -72,7 +72,7 @@ func (c *cursor) next(ctx context.Context) ([]byte, error) {
 // child accumulated into it with op. Each finished range is published at
 // once, so the parent (or a Get of the target) streams it while the rest
 // is still being reduced. onRange sees every published range.
-func Combine(ctx context.Context, w *storenode.Writer, size int64, chunk int, op messages.ReduceOp, dt messages.DType,
+func Combine(ctx context.Context, w *objstore.Writer, size int64, chunk int, op messages.ReduceOp, dt messages.DType,
 	own transport.Stream, kids []transport.Stream, onRange func([]byte)) error {
 	width, err := kernel.Width(dt)
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -100,7 +100,7 @@ func CopyStreamLazy(ctx context.Context, s transport.Stream, n int64, dst func()
 // stream it while it arrives. A sliced AllReduce's relay passes a
 // reduced slice on around the ring this way, the data plane's copy the
 // only one on this member.
-func Relay(ctx context.Context, w *storenode.Writer, s transport.Stream, size int64) error {
+func Relay(ctx context.Context, w *objstore.Writer, s transport.Stream, size int64) error {
 	if s.Size() != size {
 		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "relay of %d bytes from a stream of %d", size, s.Size())
 	}

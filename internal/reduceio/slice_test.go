@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // A slice reader reads exactly its range of the object, in place, and
 // refuses a range outside it.
 func TestSliceReader(t *testing.T) {
 	ctx := context.Background()
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	data := make([]byte, 1000)
 	for i := range data {
 		data[i] = byte(i * 7)
@@ -86,7 +86,7 @@ func TestSliceReader(t *testing.T) {
 // CopyStream refuses a stream whose size is not the range's.
 func TestCopyStreamSizeMismatch(t *testing.T) {
 	ctx := context.Background()
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	o, _, err := s.Create("x", 10, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestCopyStreamSizeMismatch(t *testing.T) {
 // once; a destination of the wrong size or one that fails is an error.
 func TestCopyStreamLazy(t *testing.T) {
 	ctx := context.Background()
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	o, _, err := s.Create("x", 10, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func (s *unevenStream) chunk() ([]byte, error) {
 // publishing each at once: one NextInto per chunk, no Next and copy.
 func TestRelayLandsEachChunkInPlace(t *testing.T) {
 	ctx := context.Background()
-	st := storenode.NewStore(1 << 20)
+	st := objstore.NewStore(1 << 20)
 	data := make([]byte, 1000)
 	for i := range data {
 		data[i] = byte(i * 13)

@@ -133,7 +133,7 @@ func (s *slicedRun) arrived() effects {
 		s.nodes[n.GetNodeId()] = n
 	}
 	// Every task at once: a reader of an intermediate that does not exist
-	// yet waits for it on its node (see storenode.Store.OpenObject), so no
+	// yet waits for it on its node (see objstore.Store.OpenObject), so no
 	// link waits for its predecessor's report and no gather for the
 	// roots'. Every output is generation 1's: there are no repairs.
 	var fx effects

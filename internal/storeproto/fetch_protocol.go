@@ -117,12 +117,12 @@ type StoreOp struct {
 	Err         error
 	// Reading, on OpAllocate, is the running Reduce whose uncommitted
 	// target the copy streams (LocateReply.reduce_id; see
-	// storenode.Object.MarkReading).
+	// objstore.Object.MarkReading).
 	Reading string
 	// Run and Reduced, on OpComplete and OpStoreInline, are the Reduce
 	// run that committed the object and the sources it reduces, as its
 	// shard answered them (LocateReply.produced_by): the copy records
-	// them unless it names a run already (storenode.Object.SetProducer),
+	// them unless it names a run already (objstore.Object.SetProducer),
 	// so that its republication does too.
 	Run     string
 	Reduced []string
@@ -326,7 +326,7 @@ func NewFetchProtocol(cfg FetchConfig, id string, deadline time.Time) *FetchProt
 }
 
 // MakeFetchProtocol is NewFetchProtocol as a value, for a shell that
-// holds the protocol in its own allocation (storenode.Fetch).
+// holds the protocol in its own allocation (fetchrun.Fetch).
 func MakeFetchProtocol(cfg FetchConfig, id string, deadline time.Time) FetchProtocol {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.New(rand.NewPCG(uint64(deadline.UnixNano()), 0))

@@ -25,7 +25,7 @@ type PutRequest struct {
 	ReduceID string
 	Reduced  bool
 	// ReducedIDs are the sources a StoreReduced's result reduces, kept
-	// with the copy (see storenode.Object.SetReduced).
+	// with the copy (see objstore.Object.SetReduced).
 	ReducedIDs []string
 	// Inline carries the bytes to the directory: the object is under the
 	// inline limit, and the directory serves Gets from its registration on.

@@ -3,6 +3,7 @@ package storeactor
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -19,7 +19,7 @@ type Config struct {
 	// Self names this node; its DataAddress is filled in by Serve.
 	Self *messages.NodeRef
 	// Store holds the bytes; it outlives restarts of the actor.
-	Store *storenode.Store
+	Store *objstore.Store
 	// ShardFor returns the directory shard that owns an object id.
 	ShardFor func(id string) *actor.PID
 	// Transport moves object bytes between nodes.

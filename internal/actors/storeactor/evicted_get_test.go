@@ -8,10 +8,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // A Get whose copy completes and is evicted to make room before the store
@@ -24,7 +24,7 @@ func TestGetOfACopyEvictedBeforeItsAnswerAsksAgain(t *testing.T) {
 		return inlineReply(l, data), nil
 	}}
 	system := putQuietSystem(t)
-	store := storenode.NewStore(size) // room for one copy
+	store := objstore.NewStore(size) // room for one copy
 	evicted := false
 	log := logrus.New()
 	log.SetOutput(io.Discard)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -16,19 +17,18 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/fastget"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
 // fastNode is a store node whose Locates locate answers, with its store,
 // and its fast path's Getter.
-func fastNode(t *testing.T, locate Locator) (*actor.ActorSystem, *actor.PID, *storenode.Store, fastget.Getter) {
+func fastNode(t *testing.T, locate Locator) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Getter) {
 	t.Helper()
 	return fastNodeShard(t, locate, func(actor.Context) {})
 }
 
 // fastNodeShard is fastNode whose shard actor receives with shard.
-func fastNodeShard(t *testing.T, locate Locator, shardFunc actor.ReceiveFunc) (*actor.ActorSystem, *actor.PID, *storenode.Store, fastget.Getter) {
+func fastNodeShard(t *testing.T, locate Locator, shardFunc actor.ReceiveFunc) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Getter) {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -37,7 +37,7 @@ func fastNodeShard(t *testing.T, locate Locator, shardFunc actor.ReceiveFunc) (*
 	// The shard stays up (the node watches it); the Locator answers for it.
 	shard := system.Root.Spawn(actor.PropsFromFunc(shardFunc))
 	log, _ := logtest.NewNullLogger()
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
 		Store: store, ShardFor: func(string) *actor.PID { return shard }, Locate: locate, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
 	syncNode(t, system, node)
@@ -105,7 +105,7 @@ func TestFastGetAnswersAndTheNodeKeepsTheCopy(t *testing.T) {
 func TestFastGetDropBeforeHandOffLeavesNoCopy(t *testing.T) {
 	var system *actor.ActorSystem
 	var node *actor.PID
-	var store *storenode.Store
+	var store *objstore.Store
 	var deleted atomic.Bool
 	system, node, store, g := fastNode(t, func(ctx context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
 		if deleted.Load() {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/fingerprint"
@@ -15,7 +16,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/fastget"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // fastPutter is the fast path of a Put of an inline object from a
@@ -83,7 +83,7 @@ const fastPutIDBit = 1 << 63
 // could overtake it.
 type fastPutDone struct {
 	id      string
-	obj     *storenode.Object
+	obj     *objstore.Object
 	evicted []string
 	latency time.Duration
 	sends   []any

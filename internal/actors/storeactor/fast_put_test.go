@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/fastget"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // putShard records what a store node and its fast path send a shard,
@@ -59,7 +59,7 @@ func (f *putShard) waitSent(t *testing.T, n int) []any {
 }
 
 // fastPutNode is a store node whose shard is f, and its fast Put path.
-func fastPutNode(t *testing.T, f *putShard) (*actor.ActorSystem, *actor.PID, *storenode.Store, fastget.Putter) {
+func fastPutNode(t *testing.T, f *putShard) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Putter) {
 	t.Helper()
 	system, node, store, _ := fastNodeShard(t, func(context.Context, *actor.PID, *messages.Locate) (*messages.LocateReply, error) {
 		return nil, errors.New("no Locate in these tests")

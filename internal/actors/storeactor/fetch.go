@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,7 +26,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -50,7 +50,7 @@ import (
 type fetchRun struct {
 	id   string
 	p    *fetchrun.Fetch
-	obj  *storenode.Object // nil for a fetch into a caller's buffer
+	obj  *objstore.Object // nil for a fetch into a caller's buffer
 	into *intoJob
 	// shard and attempt are the Locate the run waits for; cancel hangs
 	// its call up (nil once it ended). watchDue watches a shard on
@@ -121,7 +121,7 @@ type fetchWatchDue struct {
 
 // startFetch starts the fetch of obj, which Reserve just created, for
 // Gets until deadline.
-func (n *StoreNode) startFetch(ctx actor.Context, obj *storenode.Object, deadline time.Time, traceParent string) {
+func (n *StoreNode) startFetch(ctx actor.Context, obj *objstore.Object, deadline time.Time, traceParent string) {
 	id := obj.ID()
 	run := &fetchRun{id: id, obj: obj}
 	_, run.span = tracing.Start(traceParent, tracing.Fetch)
@@ -252,7 +252,7 @@ func (n *StoreNode) fetchPeerGone(ctx actor.Context, who *actor.PID) {
 // store removed it): its Locate's answer may still come, and must find
 // nothing to act on. The shard sends the drop after that answer, but the
 // two travel different ways; both end here, in this actor.
-func (n *StoreNode) fetchDropped(ctx actor.Context, obj *storenode.Object) {
+func (n *StoreNode) fetchDropped(ctx actor.Context, obj *objstore.Object) {
 	if run := n.fetches[obj.ID()]; run != nil && run.obj == obj {
 		n.drain(ctx, run, run.p.Dropped())
 	}
@@ -536,7 +536,7 @@ func samePID(a, b *actor.PID) bool {
 
 // stream copies object id (size bytes) from sender, starting at off
 // (what is already here). Every read is bounded by the stall timeout.
-func stream(ctx context.Context, cfg *Config, id string, size int64, w *storenode.Writer, sender *messages.NodeRef, off int64, chunk int) error {
+func stream(ctx context.Context, cfg *Config, id string, size int64, w *objstore.Writer, sender *messages.NodeRef, off int64, chunk int) error {
 	octx, cancel := context.WithTimeout(ctx, cfg.stall())
 	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), sender.GetDataAddress(), id, off, chunk)
 	cancel()
@@ -554,7 +554,7 @@ func stream(ctx context.Context, cfg *Config, id string, size int64, w *storenod
 // where it belongs (on TCP, read from the socket straight there) and is
 // published by Advance, with no other copy on this side (what lets a
 // 1 GiB fetch keep up with a plain TCP read).
-func streamInto(ctx context.Context, cfg *Config, id string, w *storenode.Writer, s transport.Stream, off int64) error {
+func streamInto(ctx context.Context, cfg *Config, id string, w *objstore.Writer, s transport.Stream, off int64) error {
 	for {
 		tail, err := w.Tail()
 		if err != nil {

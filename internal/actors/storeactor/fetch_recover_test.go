@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -44,7 +44,7 @@ func TestFetchStreamPanicFailsTheStreamNotTheMember(t *testing.T) {
 	log.SetOutput(io.Discard)
 	shard := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	var panicked atomic.Bool
-	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: storenode.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return shard },
+	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return shard },
 		Locate: loc.locate, Transport: &chunkOpener{data: data}, Log: logrus.NewEntry(log)}
 	cfg.Hooks.BeforeFetchChunk = func(string, string, int64) {
 		if panicked.CompareAndSwap(false, true) {

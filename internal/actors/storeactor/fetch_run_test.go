@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -66,7 +66,7 @@ func (o *openCounter) Open(context.Context, string, string, string, int64, int) 
 type scripted struct {
 	system *actor.ActorSystem
 	node   *actor.PID
-	store  *storenode.Store
+	store  *objstore.Store
 	// shard is what its ShardFor names: a running actor that records
 	// the types of what it hears (heard): the Locates go to the
 	// locator, and what else the node tells the directory to it.
@@ -82,7 +82,7 @@ type scripted struct {
 func scriptedNode(t *testing.T, loc *scriptedLocator, dp transport.Transport) *scripted {
 	t.Helper()
 	system := putQuietSystem(t)
-	sn := &scripted{system: system, store: storenode.NewStore(1 << 20)}
+	sn := &scripted{system: system, store: objstore.NewStore(1 << 20)}
 	sn.shard.Store(system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(actor.SystemMessage); !ok {
 			sn.mu.Lock()

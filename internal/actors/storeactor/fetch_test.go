@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -18,7 +19,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/fetchrun"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -46,7 +46,7 @@ func (s *fakeShard) Receive(ctx actor.Context) {
 
 type fetchFixture struct {
 	system *actor.ActorSystem
-	obj    *storenode.Object
+	obj    *objstore.Object
 	fake   *fakeShard
 }
 
@@ -61,7 +61,7 @@ func startFetch(t *testing.T, getDeadline, stall time.Duration) *fetchFixture {
 	log, _ := logtest.NewNullLogger()
 	f := &fetchFixture{system: system, fake: &fakeShard{locates: new(atomic.Int32), afterFailure: new(atomic.Int32)}}
 	shard := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return f.fake }))
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
 		Store: store, ShardFor: func(string) *actor.PID { return shard }, Transport: transport.NewMemory(0),
 		ChunkSize: 32 << 10, StallTimeout: stall, Log: logrus.NewEntry(log)}))
@@ -112,7 +112,7 @@ func TestFetchGivesUpAfterSenderFailureWhenShardStaysUnavailable(t *testing.T) {
 // first) neither wipes the newer copy nor fails it for the Gets that wait
 // on it: chaos seed 51 saw those Gets fail CANCELED "writer superseded".
 func TestSupersededInlineFetchLeavesTheNewerCopy(t *testing.T) {
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	fc := storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "n"}, Grace: time.Second}
 	obj, _ := store.Reserve("x")
 	data := []byte("the object's bytes")
@@ -200,7 +200,7 @@ func watchCountingNode(t *testing.T, remote bool, locate Locator) (*actor.ActorS
 	}
 	log, _ := logtest.NewNullLogger()
 	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
-		Store: storenode.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return pid }, Locate: locate, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
+		Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return pid }, Locate: locate, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
 	return system, node, shard
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
@@ -19,7 +20,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // fuzzInput reads a fuzz target's bytes as a program (testutil.FuzzInput).
@@ -145,14 +145,14 @@ func fuzzNodeMessage(in *fuzzInput) proto.Message {
 type fuzzNode struct {
 	system   *actor.ActorSystem
 	node     *actor.PID
-	store    *storenode.Store
+	store    *objstore.Store
 	restarts atomic.Int32
 	puts     atomic.Int32
 }
 
 var storeNodeForFuzz = sync.OnceValue(func() *fuzzNode {
 	system := actor.NewActorSystem()
-	f := &fuzzNode{system: system, store: storenode.NewStore(1 << 20)}
+	f := &fuzzNode{system: system, store: objstore.NewStore(1 << 20)}
 	shard := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *messages.CreateObject:

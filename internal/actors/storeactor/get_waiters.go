@@ -4,10 +4,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // waitingGet is a Get waiting for its object.
@@ -21,23 +21,23 @@ type waitingGet struct {
 
 // objectSettled tells the store node that an object Gets wait on is
 // complete or failed.
-type objectSettled struct{ obj *storenode.Object }
+type objectSettled struct{ obj *objstore.Object }
 
 // getExpired tells the store node that a waiting Get's deadline passed.
 type getExpired struct {
-	obj *storenode.Object
+	obj *objstore.Object
 	w   *waitingGet
 }
 
 // getWaiters are the Gets waiting on objects, by object (an id fetched
-// again after a failure is a new storenode.Object, with its own waiters). Only the
+// again after a failure is a new objstore.Object, with its own waiters). Only the
 // store node actor uses it, one message at a time.
 type getWaiters struct {
-	byObj map[*storenode.Object][]*waitingGet
+	byObj map[*objstore.Object][]*waitingGet
 	// notified marks the objects with a settle notice registered: one
 	// per object however many Gets come and go, so an object that never
 	// settles holds no growing list of notices.
-	notified map[*storenode.Object]bool
+	notified map[*objstore.Object]bool
 	// total and bySource count the waiting Gets, which admit bounds.
 	total    int
 	bySource map[string]int
@@ -57,7 +57,7 @@ const (
 )
 
 func newGetWaiters() *getWaiters {
-	return &getWaiters{byObj: map[*storenode.Object][]*waitingGet{}, notified: map[*storenode.Object]bool{},
+	return &getWaiters{byObj: map[*objstore.Object][]*waitingGet{}, notified: map[*objstore.Object]bool{},
 		bySource: map[string]int{}}
 }
 
@@ -90,7 +90,7 @@ func (g *getWaiters) counted(w *waitingGet, d int) {
 
 // add makes w wait on obj; notify is registered with the object if no
 // notice is pending yet.
-func (g *getWaiters) add(obj *storenode.Object, w *waitingGet, notify func()) {
+func (g *getWaiters) add(obj *objstore.Object, w *waitingGet, notify func()) {
 	g.counted(w, 1)
 	g.byObj[obj] = append(g.byObj[obj], w)
 	if !g.notified[obj] {
@@ -102,7 +102,7 @@ func (g *getWaiters) add(obj *storenode.Object, w *waitingGet, notify func()) {
 // settle takes the waiters of obj if it is complete (err nil) or failed;
 // if it was rewound since its notice, they keep waiting and notify is
 // registered again.
-func (g *getWaiters) settle(obj *storenode.Object, notify func()) ([]*waitingGet, error) {
+func (g *getWaiters) settle(obj *objstore.Object, notify func()) ([]*waitingGet, error) {
 	delete(g.notified, obj)
 	if len(g.byObj[obj]) == 0 {
 		delete(g.byObj, obj)
@@ -123,7 +123,7 @@ func (g *getWaiters) settle(obj *storenode.Object, notify func()) ([]*waitingGet
 }
 
 // remove withdraws w (its deadline passed); false if it was answered.
-func (g *getWaiters) remove(obj *storenode.Object, w *waitingGet) bool {
+func (g *getWaiters) remove(obj *objstore.Object, w *waitingGet) bool {
 	ws := g.byObj[obj]
 	i := slices.Index(ws, w)
 	if i < 0 {

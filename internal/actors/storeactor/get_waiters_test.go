@@ -4,15 +4,15 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // Waiting Gets register one notice per object however many come and go;
 // a notice that finds the object rewound (not settled) registers again;
 // a settled object hands over every waiter with its error.
 func TestGetWaitersOneNoticePerObject(t *testing.T) {
-	store := storenode.NewStore(1 << 10)
+	store := objstore.NewStore(1 << 10)
 	obj, _ := store.Reserve("x")
 	g := newGetWaiters()
 	notices := 0
@@ -63,7 +63,7 @@ func TestGetWaitersOneNoticePerObject(t *testing.T) {
 // and in all; a waiter that leaves (answered or expired) frees its place,
 // and this process's own callers count only in the total.
 func TestGetWaitersBounded(t *testing.T) {
-	store := storenode.NewStore(1 << 10)
+	store := objstore.NewStore(1 << 10)
 	obj, _ := store.Reserve("x")
 	g := newGetWaiters()
 	peer := "10.0.0.9:7001"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
@@ -20,11 +22,10 @@ import (
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // StoreNode is the actor that serves one node's Put, Get and Delete. It is
-// a thin shell: the bytes live in the storenode.Store (which survives the actor's
+// a thin shell: the bytes live in the objstore.Store (which survives the actor's
 // restarts), each fetch is a run it drives itself (fetchRun) whose copies
 // move on goroutines that report only their end, and long waits run
 // on goroutines bounded by the request's deadline, so the mailbox never
@@ -52,7 +53,7 @@ type StoreNode struct {
 	reduces map[string]map[int32]*workerRef
 	reqs    *requests // Puts and Deletes in flight; survive restarts
 	// gets are the Gets waiting for their objects. They outlive restarts
-	// of the actor, as the storenode.Store does: the Gets' timers and the objects'
+	// of the actor, as the objstore.Store does: the Gets' timers and the objects'
 	// settle notices name this actor's PID, which a restart keeps.
 	gets *getWaiters
 	// held are republications waiting for the commit of targets this node
@@ -280,7 +281,7 @@ func (n *StoreNode) reduceCommit(ctx actor.Context, m *messages.ReduceCommit) {
 
 // uncommittedOf reports whether o is a copy of a Reduce's target that
 // run reduceID wrote and no commit completed.
-func uncommittedOf(o *storenode.Object, reduceID string) bool {
+func uncommittedOf(o *objstore.Object, reduceID string) bool {
 	if o == nil || !o.Uncommitted() {
 		return false
 	}
@@ -416,8 +417,8 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 // they would all ask at once.
 func (n *StoreNode) storePushed(ctx actor.Context, m *messages.Get) bool {
 	id, data := m.GetObjectId(), m.GetPushedData()
-	size, fingerprint := int64(len(data)), storenode.Fingerprint(data)
-	var obj *storenode.Object
+	size, fingerprint := int64(len(data)), fingerprint.Of(data)
+	var obj *objstore.Object
 	var evicted []string
 	if m.GetPin() {
 		if n.cfg.Store.Lookup(id) != nil {
@@ -548,7 +549,7 @@ func (n *StoreNode) getUntil(ctx actor.Context, m *messages.Get, sender *actor.P
 
 // tooBigToReply refuses a Get whose reply would carry more bytes to
 // another actor system than its remote message may (Config.MaxRemoteReply).
-func (n *StoreNode) tooBigToReply(ctx actor.Context, to *actor.PID, obj *storenode.Object) *messages.Error {
+func (n *StoreNode) tooBigToReply(ctx actor.Context, to *actor.PID, obj *objstore.Object) *messages.Error {
 	limit := n.cfg.MaxRemoteReply
 	if limit <= 0 || to == nil || to.GetAddress() == ctx.ActorSystem().Address() {
 		return nil
@@ -574,7 +575,7 @@ func (n *StoreNode) completeHere(id string) bool {
 
 // settled answers the Gets waiting on obj, which is complete or failed
 // (or was, and was rewound since: they wait on).
-func (n *StoreNode) settled(ctx actor.Context, obj *storenode.Object) {
+func (n *StoreNode) settled(ctx actor.Context, obj *objstore.Object) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	ws, err := n.gets.settle(obj, func() { system.Root.Send(self, &objectSettled{obj: obj}) })
 	for _, w := range ws {
@@ -606,9 +607,9 @@ func (n *StoreNode) expired(ctx actor.Context, m *getExpired) {
 }
 
 // answer replies to a Get whose object settled with err (nil: complete).
-func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Object, err error) {
+func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *objstore.Object, err error) {
 	m := w.m
-	again := errors.Is(err, messages.ErrReset) || storenode.Evicted(err) || errors.Is(err, messages.ErrCanceled)
+	again := errors.Is(err, messages.ErrReset) || objstore.Evicted(err) || errors.Is(err, messages.ErrCanceled)
 	// Only once the store let the settled copy go: asked again, a copy
 	// still there would settle this Get the same way at once, and again.
 	if again && n.cfg.Store.Lookup(obj.ID()) != obj {
@@ -630,7 +631,7 @@ func (n *StoreNode) answer(ctx actor.Context, w *waitingGet, obj *storenode.Obje
 		// The object is here; the caller did not want the bytes.
 	} else if e := n.tooBigToReply(ctx, w.sender, obj); e != nil {
 		r.Error = e
-	} else if b, err := obj.Bytes(); storenode.Evicted(err) {
+	} else if b, err := obj.Bytes(); objstore.Evicted(err) {
 		n.getUntil(ctx, m, w.sender, w.deadline) // evicted since it completed, as above
 		return
 	} else if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // requests is the store node's table of Puts and Deletes in flight, by
@@ -78,7 +78,7 @@ func (n *StoreNode) watchWhenLate(ctx actor.Context, pid *actor.PID, due any) *t
 // putRun is one registration and what its shell holds for it.
 type putRun struct {
 	reg   *storeproto.PutRegistration
-	obj   *storenode.Object
+	obj   *objstore.Object
 	data  []byte
 	owned bool       // data is the node's own buffer (a PutFrom's): the copy adopts it
 	shard *actor.PID // where the CreateObject went; its end fails the Put
@@ -219,7 +219,7 @@ func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, dat
 // putCopy makes the creator copy of req in the store, or returns the
 // copy of the id this node already holds (joined: a concurrent Put or
 // Get), for samePut to decide.
-func (n *StoreNode) putCopy(req *storeproto.PutRequest) (obj, joined *storenode.Object, evicted []string, err error) {
+func (n *StoreNode) putCopy(req *storeproto.PutRequest) (obj, joined *objstore.Object, evicted []string, err error) {
 	if local := n.cfg.Store.Lookup(req.ObjectID); local != nil {
 		// A Get on this node that is still locating the object left a
 		// placeholder: this Put fills it (its waiters get these bytes).
@@ -244,7 +244,7 @@ func (n *StoreNode) putCopy(req *storeproto.PutRequest) (obj, joined *storenode.
 // samePutLater waits, on its own goroutine and within the Put's
 // deadline, for the copy this node already has to be whole, and answers
 // as samePut decides: it is a wait on a local object, not a protocol.
-func (n *StoreNode) samePutLater(ctx actor.Context, req storeproto.PutRequest, local *storenode.Object, data []byte) {
+func (n *StoreNode) samePutLater(ctx actor.Context, req storeproto.PutRequest, local *objstore.Object, data []byte) {
 	system := ctx.ActorSystem()
 	go func() {
 		rctx, cancel := context.WithDeadline(context.Background(), req.Deadline)
@@ -457,7 +457,7 @@ func (n *StoreNode) stopRequests(ctx actor.Context) {
 // object and Deleted it before this Put's reply, and that must not turn
 // the Put into an error. The dropped copy is not published: the
 // directory has forgotten the object.
-func putEnded(obj *storenode.Object, err error, readable bool) error {
+func putEnded(obj *objstore.Object, err error, readable bool) error {
 	if errors.Is(err, messages.ErrDeleted) && (readable || obj.IsWhole()) {
 		return nil
 	}
@@ -468,7 +468,7 @@ func putEnded(obj *storenode.Object, err error, readable bool) error {
 // are an idempotent success, other bytes a conflict. The copy it joined
 // counts as the first Put's: deleted after it was whole, the same bytes
 // still succeed (see putEnded).
-func (n *StoreNode) samePut(ctx context.Context, local *storenode.Object, data []byte) error {
+func (n *StoreNode) samePut(ctx context.Context, local *objstore.Object, data []byte) error {
 	err := local.WaitComplete(ctx)
 	var have []byte
 	if err == nil {

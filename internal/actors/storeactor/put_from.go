@@ -14,7 +14,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // putFrom serves a PutFrom: a Put whose bytes this node fetches from its
@@ -36,9 +35,9 @@ func (n *StoreNode) putFrom(ctx actor.Context, m *messages.PutFrom) {
 	case n.validate(id) != nil:
 		fail(n.validate(id))
 		return
-	case size < 0 && (size != -1 || m.GetSegmentSize() < storenode.MinSegment || m.GetSegmentSize() > storenode.MaxSegment):
+	case size < 0 && (size != -1 || m.GetSegmentSize() < storeproto.MinSegment || m.GetSegmentSize() > storeproto.MaxSegment):
 		fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q from %s: size %d with segments of %d bytes (want a size, or -1 with segments of %d to %d bytes)",
-			id, m.GetDataAddress(), size, m.GetSegmentSize(), storenode.MinSegment, storenode.MaxSegment))
+			id, m.GetDataAddress(), size, m.GetSegmentSize(), storeproto.MinSegment, storeproto.MaxSegment))
 		return
 	case m.GetDataAddress() == "":
 		fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "put of %q: no data address to fetch it from", id))

@@ -10,9 +10,10 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/reduction/plan"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -37,14 +38,14 @@ func TestPutFromStreamsInTheLargestChunks(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	rec := &chunkRecorder{Transport: transport.NewMemory(0), chunks: make(chan int, 2)}
-	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: storenode.NewStore(1 << 30), Transport: rec,
+	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: objstore.NewStore(1 << 30), Transport: rec,
 		Estimator: estimator.New(time.Millisecond, 0), Log: logrus.NewEntry(log)}
 	node := system.Root.Spawn(NewProps(cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, m := range []*messages.PutFrom{
 		{ObjectId: "known", Size: 64 << 20, DataAddress: "client", TimeoutMs: 5000},
-		{ObjectId: "stream", Size: -1, SegmentSize: storenode.StreamSegment, DataAddress: "client", TimeoutMs: 5000},
+		{ObjectId: "stream", Size: -1, SegmentSize: storeproto.StreamSegment, DataAddress: "client", TimeoutMs: 5000},
 	} {
 		res, err := actorutil.Request(ctx, system.Root, node, m)
 		if err != nil {

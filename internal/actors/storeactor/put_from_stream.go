@@ -6,8 +6,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // assembleBlock is how much of a segmented Put is copied into the
@@ -17,7 +17,7 @@ const assembleBlock = 256 << 10
 
 // fetchPutSegments is fetchPut for a PutFrom of unknown size (-1): it
 // receives the segments of segSize bytes the sender serves
-// (storenode.SegmentName) in order until a shorter one ends the object,
+// (storeproto.SegmentName) in order until a shorter one ends the object,
 // counting them against the store's capacity as they come, then copies
 // them into one buffer of the object's size, fingerprinting each block
 // as it lands. The copy is what not knowing the size costs: the buffer
@@ -59,7 +59,7 @@ func fetchPutSegments(segSize int64) func(ctx context.Context, cfg *Config, id, 
 // bytes and at most room, the store's capacity left for the object.
 func fetchSegment(ctx context.Context, cfg *Config, id, addr string, k, segSize, room int64, chunk int) ([]byte, error) {
 	octx, cancel := context.WithTimeout(ctx, cfg.stall())
-	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), addr, storenode.SegmentName(id, k), 0, chunk)
+	s, err := cfg.Transport.Open(octx, cfg.Self.GetDataAddress(), addr, storeproto.SegmentName(id, k), 0, chunk)
 	cancel()
 	if err != nil {
 		return nil, err

@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/objstore"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
 // segmentSource serves data as a sender of unknown length does: segment
-// k under storenode.SegmentName, seg bytes each but the last; failAt
+// k under storeproto.SegmentName, seg bytes each but the last; failAt
 // (>= 0) is a segment the sender's reader failed in, oversize one it
 // serves with a byte too many.
 type segmentSource struct {
@@ -27,7 +28,7 @@ type segmentSource struct {
 
 func (s *segmentSource) OpenObject(_ context.Context, name string) (transport.ObjectReader, error) {
 	for k := int64(0); k*int64(s.seg) <= int64(len(s.data)); k++ {
-		if name != storenode.SegmentName(s.id, k) {
+		if name != storeproto.SegmentName(s.id, k) {
 			continue
 		}
 		if k == s.failAt {
@@ -82,7 +83,7 @@ func TestFetchPutSegments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := &Config{Transport: mem, Self: &messages.NodeRef{NodeId: "node"}, StallTimeout: 10 * time.Second, Store: storenode.NewStore(tc.capacity)}
+			cfg := &Config{Transport: mem, Self: &messages.NodeRef{NodeId: "node"}, StallTimeout: 10 * time.Second, Store: objstore.NewStore(tc.capacity)}
 			got, fp, err := fetchPutSegments(seg)(ctx, cfg, "x", addr, -1, 16<<10)
 			if tc.want != nil {
 				testutil.WantErr(t, err, tc.want)

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -18,9 +19,9 @@ import (
 // fetch with nothing returned.
 func TestFetchPutFingerprintsWhatArrives(t *testing.T) {
 	mem := transport.NewMemory(0)
-	src := storenode.NewStore(1 << 20)
+	src := objstore.NewStore(1 << 20)
 	data := testutil.Pattern(4, 100_000)
-	o, _, err := src.Create("x", int64(len(data)), storenode.Fingerprint(data))
+	o, _, err := src.Create("x", int64(len(data)), fingerprint.Of(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +40,8 @@ func TestFetchPutFingerprintsWhatArrives(t *testing.T) {
 	defer cancel()
 
 	got, fp, err := fetchPut(ctx, cfg, "x", addr, int64(len(data)), 4096)
-	if err != nil || !bytes.Equal(got, data) || fp != storenode.Fingerprint(data) {
-		t.Fatalf("fetched %d bytes, fingerprint %x (want %x), %v", len(got), fp, storenode.Fingerprint(data), err)
+	if err != nil || !bytes.Equal(got, data) || fp != fingerprint.Of(data) {
+		t.Fatalf("fetched %d bytes, fingerprint %x (want %x), %v", len(got), fp, fingerprint.Of(data), err)
 	}
 	got, _, err = fetchPut(ctx, cfg, "x", addr, int64(len(data))+1, 4096)
 	testutil.WantErr(t, err, messages.ErrInvalidArgument)

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // putShardLog records what a store node sends its directory shard and
@@ -37,8 +37,8 @@ func putQuietSystem(t *testing.T) *actor.ActorSystem {
 }
 
 // putNode starts a store node whose only shard is shard.
-func putNode(t *testing.T, system *actor.ActorSystem, shard *actor.PID) (*actor.PID, *storenode.Store) {
-	store := storenode.NewStore(1 << 20)
+func putNode(t *testing.T, system *actor.ActorSystem, shard *actor.PID) (*actor.PID, *objstore.Store) {
+	store := objstore.NewStore(1 << 20)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },

@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // putCopy makes a creator copy of data in s with its first n bytes written,
 // as putObject leaves it when a DropObject comes in.
-func putCopy(t *testing.T, s *storenode.Store, id string, data []byte, n int) *storenode.Object {
+func putCopy(t *testing.T, s *objstore.Store, id string, data []byte, n int) *objstore.Object {
 	t.Helper()
-	o, _, err := s.Create(id, int64(len(data)), storenode.Fingerprint(data))
+	o, _, err := s.Create(id, int64(len(data)), fingerprint.Of(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func putCopy(t *testing.T, s *storenode.Store, id string, data []byte, n int) *s
 // DropObject reaches this node before Complete. No hook stops a Put
 // there, so the decision is tested on the store states it sees.
 func TestPutEndedAfterWholeSucceeds(t *testing.T) {
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	data := testutil.Pattern(1, 4096)
 	o := putCopy(t, s, "w", data, len(data))
 	s.Remove("w", messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", "w"))
@@ -50,7 +51,7 @@ func TestPutEndedAfterWholeSucceeds(t *testing.T) {
 }
 
 func TestPutEndedBeforeWholeFails(t *testing.T) {
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	data := testutil.Pattern(2, 4096)
 	o := putCopy(t, s, "p", data, 1024)
 	s.Remove("p", messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", "p"))
@@ -66,7 +67,7 @@ func TestPutEndedBeforeWholeFails(t *testing.T) {
 }
 
 func TestPutEndedKeepsOtherErrors(t *testing.T) {
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	data := testutil.Pattern(3, 64)
 	o := putCopy(t, s, "r", data, len(data))
 	// A Reduce re-creating its target drops the old copy with RESET: that
@@ -77,7 +78,7 @@ func TestPutEndedKeepsOtherErrors(t *testing.T) {
 }
 
 func TestPutEndedEmptyObjectIsWhole(t *testing.T) {
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	o := putCopy(t, s, "e", nil, 0)
 	s.Remove("e", messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", "e"))
 	if got := putEnded(o, s.Complete(o), false); got != nil {
@@ -94,7 +95,7 @@ func TestSamePutJudgesTheCopyItJoined(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	n := &StoreNode{}
-	s := storenode.NewStore(1 << 20)
+	s := objstore.NewStore(1 << 20)
 	data := testutil.Pattern(4, 4096)
 	deleted := messages.Errorf(messages.ErrorCode_DELETED, "deleted")
 

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // abandonRig is one store node whose coordinator abandons a sliced
@@ -27,7 +27,7 @@ import (
 type abandonRig struct {
 	t      *testing.T
 	system *actor.ActorSystem
-	store  *storenode.Store
+	store  *objstore.Store
 	node   *actor.PID
 	self   *messages.NodeRef
 	src    []byte
@@ -46,7 +46,7 @@ const (
 
 func newAbandonRig(t *testing.T) *abandonRig {
 	t.Helper()
-	r := &abandonRig{t: t, self: &messages.NodeRef{NodeId: "node-1"}, store: storenode.NewStore(1 << 20),
+	r := &abandonRig{t: t, self: &messages.NodeRef{NodeId: "node-1"}, store: objstore.NewStore(1 << 20),
 		held: make(chan struct{}), resume: make(chan struct{}), attempted: make(chan error, 1)}
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // batchNode starts a store node holding sources s0..s{n-1} of size bytes
 // (source i's bytes all i+1) and a coordinator stand-in that forwards
 // every report to the returned channel.
-func batchNode(t *testing.T, n int, size int64) (*actor.ActorSystem, *actor.PID, *actor.PID, *storenode.Store, chan any) {
+func batchNode(t *testing.T, n int, size int64) (*actor.ActorSystem, *actor.PID, *actor.PID, *objstore.Store, chan any) {
 	t.Helper()
 	system := putQuietSystem(t)
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	for i := range n {
 		o, _, err := store.Create(fmt.Sprintf("s%d", i), size, 0)
 		if err != nil {

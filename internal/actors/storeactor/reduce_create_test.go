@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/fingerprint"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // A root whose CreateObject the shard refuses (its Reduce ended, e.g. with
@@ -33,7 +34,7 @@ func TestRefusedRootCreateResetsTheWaitingGet(t *testing.T) {
 				Error: messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "object %q is not reserved for reduce %s", m.GetObjectId(), m.GetReduceId())})
 		}
 	}))
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	cfg := &Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
 		Log: logrus.NewEntry(logrus.New())}
 	placeholder, _ := store.Reserve("target") // a Get of the target waits here
@@ -76,7 +77,7 @@ func TestRootTargetCompletesOnlyOnItsCommit(t *testing.T) {
 			reports <- m
 		}
 	}))
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	src, _, err := store.Create("src", 64, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +104,8 @@ func TestRootTargetCompletesOnlyOnItsCommit(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the root never reported done")
 	}
-	if err := messages.ErrOrNil(done.GetError()); err != nil || done.GetFingerprint() != storenode.Fingerprint(data) {
-		t.Fatalf("done: %v, fingerprint %x; want success with the target's fingerprint %x", err, done.GetFingerprint(), storenode.Fingerprint(data))
+	if err := messages.ErrOrNil(done.GetError()); err != nil || done.GetFingerprint() != fingerprint.Of(data) {
+		t.Fatalf("done: %v, fingerprint %x; want success with the target's fingerprint %x", err, done.GetFingerprint(), fingerprint.Of(data))
 	}
 	target := store.Lookup("target")
 	if target == nil {
@@ -155,7 +156,7 @@ func TestReleaseDropsARootTargetNoCommitCompleted(t *testing.T) {
 		}
 	}))
 	for _, commit := range []bool{false, true} {
-		store := storenode.NewStore(1 << 20)
+		store := objstore.NewStore(1 << 20)
 		src, _, err := store.Create("src", 64, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -223,7 +224,7 @@ func TestRootReplacesAnUncommittedTargetOfAnotherReduce(t *testing.T) {
 			ctx.Respond(&messages.CreateObjectReply{ObjectId: m.GetObjectId()})
 		}
 	}))
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	src, _, err := store.Create("src", 64, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -298,8 +299,8 @@ func TestRootReplacesAnUncommittedTargetOfAnotherReduce(t *testing.T) {
 // be the next attempt's, which must stay, and a committed result is never
 // dropped this way.
 func TestUncommittedOfNamesOnlyThatRunsHeldCopy(t *testing.T) {
-	store := storenode.NewStore(1 << 20)
-	held := func(id, rid string) *storenode.Object {
+	store := objstore.NewStore(1 << 20)
+	held := func(id, rid string) *objstore.Object {
 		o, _, err := store.Create(id, 4, 0)
 		if err != nil {
 			t.Fatal(err)

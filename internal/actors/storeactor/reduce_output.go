@@ -3,8 +3,8 @@ package storeactor
 import (
 	"sync"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // positionOutput is a reduce position's output, shared by its worker and
@@ -30,7 +30,7 @@ import (
 // what it made is gone when the release has been handled.
 type positionOutput struct {
 	mu       sync.Mutex
-	obj      *storenode.Object
+	obj      *objstore.Object
 	target   bool // obj is a copy of the Reduce's target (keepsTarget)
 	released bool
 }
@@ -39,7 +39,7 @@ type positionOutput struct {
 var errReleased = messages.Errorf(messages.ErrorCode_CANCELED, "the reduce position was released")
 
 // load is the output, nil before the first run made it.
-func (p *positionOutput) load() *storenode.Object {
+func (p *positionOutput) load() *objstore.Object {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.obj
@@ -53,12 +53,12 @@ func (p *positionOutput) isReleased() bool {
 	return p.released
 }
 
-// create makes the output with mk (a storenode.Store operation, which
+// create makes the output with mk (a objstore.Store operation, which
 // must not wait on anything) and records it, unless the position was
 // released: then nothing is made and create returns errReleased. It
 // returns the output it replaced (an earlier generation's), which the
 // caller aborts once the new one is in place.
-func (p *positionOutput) create(target bool, mk func() (*storenode.Object, error)) (out, prev *storenode.Object, err error) {
+func (p *positionOutput) create(target bool, mk func() (*objstore.Object, error)) (out, prev *objstore.Object, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.released {
@@ -73,7 +73,7 @@ func (p *positionOutput) create(target bool, mk func() (*storenode.Object, error
 
 // undo puts back the output that create replaced, if out is still the
 // recorded one: a root whose target the shard refused has no output.
-func (p *positionOutput) undo(out, prev *storenode.Object) {
+func (p *positionOutput) undo(out, prev *objstore.Object) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.obj == out {
@@ -84,7 +84,7 @@ func (p *positionOutput) undo(out, prev *storenode.Object) {
 // release marks the position released without its output and returns
 // that output (nil if none), for the caller to drop (dropReleased). The
 // position forgets it: see forget.
-func (p *positionOutput) release() (o *storenode.Object, target bool) {
+func (p *positionOutput) release() (o *objstore.Object, target bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.released = true
@@ -123,7 +123,7 @@ func (p *positionOutput) forget() {
 // failure notice could repair it (TestReduceSurvivesKillsOfSourceNodes,
 // seed 4). A copy of the target (target) says NOT_FOUND: the Reduce run
 // that made it is over.
-func dropReleased(store *storenode.Store, o *storenode.Object, target bool, reduceID string) {
+func dropReleased(store *objstore.Store, o *objstore.Object, target bool, reduceID string) {
 	code := messages.ErrorCode_UNAVAILABLE
 	if target {
 		code = messages.ErrorCode_NOT_FOUND

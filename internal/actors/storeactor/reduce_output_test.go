@@ -6,12 +6,12 @@ import (
 	"testing"
 	"weak"
 
-	"github.com/hoplite-go/hoplite/storenode"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 )
 
 // collectedAfterGC reports whether w's object is gone after a few
 // collections.
-func collectedAfterGC(w weak.Pointer[storenode.Object]) bool {
+func collectedAfterGC(w weak.Pointer[objstore.Object]) bool {
 	for range 3 {
 		runtime.GC()
 		if w.Value() == nil {
@@ -27,10 +27,10 @@ func collectedAfterGC(w weak.Pointer[storenode.Object]) bool {
 // stopped worker stays reachable as long as a PID that cached it does).
 // A released position makes no new output.
 func TestReleasedPositionHoldsNoOutput(t *testing.T) {
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	p := &positionOutput{}
-	mk := func(id string) func() (*storenode.Object, error) {
-		return func() (*storenode.Object, error) {
+	mk := func(id string) func() (*objstore.Object, error) {
+		return func() (*objstore.Object, error) {
 			o, _, err := store.Create(id, 64, 0)
 			return o, err
 		}
@@ -68,9 +68,9 @@ func TestReleasedPositionHoldsNoOutput(t *testing.T) {
 // store's (and its readers'), and the stopped worker's position no
 // longer keeps it alive once the store lets it go.
 func TestForgottenOutputIsNotHeld(t *testing.T) {
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	p := &positionOutput{}
-	o, _, err := p.create(true, func() (*storenode.Object, error) {
+	o, _, err := p.create(true, func() (*objstore.Object, error) {
 		o, _, err := store.Create("target", 64, 0)
 		return o, err
 	})

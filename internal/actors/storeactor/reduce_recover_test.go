@@ -4,11 +4,11 @@ import (
 	"io"
 	"testing"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // A reduce task runs on a goroutine of its own, handling what other
@@ -17,7 +17,7 @@ import (
 // instead of ending the member. The node still runs the next task.
 func TestReduceTaskPanicFailsThePositionNotTheMember(t *testing.T) {
 	system := putQuietSystem(t)
-	store := storenode.NewStore(1 << 20)
+	store := objstore.NewStore(1 << 20)
 	for _, id := range []string{"s0", "s1"} {
 		o, _, err := store.Create(id, 64, 0)
 		if err != nil {

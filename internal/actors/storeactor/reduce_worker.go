@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"go.opentelemetry.io/otel/attribute"
@@ -23,7 +24,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 	"github.com/hoplite-go/hoplite/transport"
 )
 
@@ -271,7 +271,7 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 	if keepsTarget(t) {
 		// A root that runs again on this node reuses its output: the
 		// marks name the generation writing it now, which alone its
-		// coordinator's commit can complete (storenode.Store.CommitTarget).
+		// coordinator's commit can complete (objstore.Store.CommitTarget).
 		out.SetProducer(t.GetReduceId(), t.GetGeneration())
 	}
 	w.tl.mark(stepCreated)
@@ -363,9 +363,9 @@ func stopped(ctx context.Context, err error) *messages.Error {
 // which announces it as a partial location at once (Gets and composed
 // Reduces stream from it while it is produced). A position released
 // before it gets here makes nothing (see positionOutput).
-func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*storenode.Object, error) {
+func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSystem, t *messages.ReduceTask) (*objstore.Object, error) {
 	var evicted []string
-	out, prev, err := w.out.create(keepsTarget(t), func() (o *storenode.Object, err error) {
+	out, prev, err := w.out.create(keepsTarget(t), func() (o *objstore.Object, err error) {
 		o, evicted, err = w.makeOutput(t)
 		return o, err
 	})
@@ -413,7 +413,7 @@ func (w *reduceWorker) createOutput(ctx context.Context, system *actor.ActorSyst
 
 // makeOutput makes the output object in the store, with the marks that
 // say which run writes it, and returns the ids it evicted for room.
-func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []string, error) {
+func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*objstore.Object, []string, error) {
 	allocAt := time.Now()
 	out, evicted, err := w.cfg.Store.Create(t.GetOutputId(), t.GetSize(), 0)
 	w.tl.markAlloc(time.Since(allocAt))
@@ -457,7 +457,7 @@ func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []
 		// A gather's is a copy of the target too, partial until the
 		// gather ends: a shard rebuilt meanwhile drops it rather than
 		// record a copy nobody finishes (see
-		// storenode.Object.Publication). A newer run's root reads the
+		// objstore.Object.Publication). A newer run's root reads the
 		// marks (olderRun).
 		out.SetProducer(t.GetReduceId(), t.GetGeneration())
 		// Readable as it is produced, but whole only once the coordinator
@@ -475,7 +475,7 @@ func (w *reduceWorker) makeOutput(t *messages.ReduceTask) (*storenode.Object, []
 // target's fingerprint. A root's target stays incomplete, its last byte
 // held back, until its coordinator commits it (see commit); every other
 // output completes here.
-func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (measured, uint64, error) {
+func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *objstore.Object, wr *objstore.Writer) (measured, uint64, error) {
 	// The run measures the link (see observe) only if every input was
 	// whole when it was opened: a read that waits for a producer (a Put
 	// still copying, a child still reducing) would be counted as the
@@ -685,7 +685,7 @@ func (w *reduceWorker) release(keep bool) {
 // of an older generation, is its worker's to rewind, and replacing it
 // under a d-ary AllReduce's participants lost their copies
 // (TestAllReduceParticipantKilledBeforeItsGet failed 4 runs in 8).
-func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
+func olderRun(o *objstore.Object, t *messages.ReduceTask) bool {
 	rid, gen := o.Producer()
 	return rid == t.GetReduceId() && gen < t.GetGeneration()
 }
@@ -693,7 +693,7 @@ func olderRun(o *storenode.Object, t *messages.ReduceTask) bool {
 // staleUncommitted reports whether o is a copy of the target that another
 // run wrote (another Reduce's, or an older generation of t's) and that no
 // commit completed.
-func staleUncommitted(o *storenode.Object, t *messages.ReduceTask) bool {
+func staleUncommitted(o *objstore.Object, t *messages.ReduceTask) bool {
 	rid, gen := o.Producer()
 	return o.Uncommitted() && (rid != t.GetReduceId() || gen < t.GetGeneration())
 }
@@ -702,7 +702,7 @@ func staleUncommitted(o *storenode.Object, t *messages.ReduceTask) bool {
 // Reduce's target, which outlives the Reduce: the root's, or a gather's
 // in a sliced AllReduce. Such an output completes only at its
 // coordinator's commit (until then its last byte is held back from its
-// readers: storenode.Object.HoldTail), and once complete it is never
+// readers: objstore.Object.HoldTail), and once complete it is never
 // rewound.
 func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGather() }
 
@@ -725,7 +725,7 @@ func keepsTarget(t *messages.ReduceTask) bool { return t.GetRoot() || t.GetGathe
 // most of what 8 members allocated at once, on 2 vCPUs, and the garbage
 // collection that allocation started ran in the same window
 // (BenchmarkSlicedAllReduceStagger, runtime traces).
-func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) (uint64, error) {
+func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *objstore.Object, wr *objstore.Writer) (uint64, error) {
 	size := t.GetSize()
 	var (
 		once   sync.Once
@@ -795,7 +795,7 @@ func (w *reduceWorker) gather(ctx context.Context, t *messages.ReduceTask, out *
 // this one, into its output as the bytes arrive, for the next
 // participant's relay and this node's gather to read (a sliced
 // AllReduce's ring all-gather).
-func (w *reduceWorker) relay(ctx context.Context, t *messages.ReduceTask, out *storenode.Object, wr *storenode.Writer) error {
+func (w *reduceWorker) relay(ctx context.Context, t *messages.ReduceTask, out *objstore.Object, wr *objstore.Writer) error {
 	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth())
 	s, err := w.open(ctx, t.GetChildren()[0], chunk, paced(t))
 	if err != nil {

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // republishRecorder is a rebuilt shard's stand-in: it asks a store node
@@ -27,7 +27,7 @@ func (r *republishRecorder) Receive(ctx actor.Context) {
 
 // heldRoot puts into store a Reduce root's finished target that awaits
 // its commit: written whole, its last byte held back.
-func heldRoot(t *testing.T, store *storenode.Store, id, rid string) {
+func heldRoot(t *testing.T, store *objstore.Store, id, rid string) {
 	t.Helper()
 	o, _, err := store.Create(id, 64, 0)
 	if err != nil {

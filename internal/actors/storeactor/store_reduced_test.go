@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // A StoreReduced comes from another process (a Reduce's coordinator): one
@@ -20,7 +20,7 @@ import (
 // copy or asks the directory; a good one after them is stored.
 func TestStoreReducedIsCheckedAsAPut(t *testing.T) {
 	system := putQuietSystem(t)
-	store := storenode.NewStore(1 << 10)
+	store := objstore.NewStore(1 << 10)
 	var creates atomic.Int32
 	shard := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if m, ok := ctx.Message().(*messages.CreateObject); ok {

@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/storenode"
 )
 
 // maxWaitingIDs bounds the ids that the WaitObjects of one process wait
@@ -35,7 +35,7 @@ type waitAnswer struct {
 // that deadline too.
 func (n *StoreNode) waitObjects(ctx actor.Context, m *messages.WaitObjects) {
 	ids, k := m.GetObjectIds(), int(m.GetNumReady())
-	if err := storenode.CheckWait(ids, k); err != nil {
+	if err := storeproto.CheckWait(ids, k); err != nil {
 		ctx.Respond(&messages.WaitObjectsReply{Error: err})
 		return
 	}

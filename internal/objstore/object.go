@@ -1,4 +1,4 @@
-package storenode
+package objstore
 
 import (
 	"container/list"
