@@ -110,29 +110,34 @@ func ReadOpsJSON(path string) (*OpsReport, error) {
 }
 
 // OpsMarkdown is the markdown table of the rows of one or more runs of
-// the same `hoplite bench ops` (its repetitions), by mode, operation,
-// size and callers in the first run's order: the median of the runs'
-// p50, with their least and greatest, the median p50 over the ping's,
-// CPU per operation and operations per second.
+// the same `hoplite bench ops` (its repetitions): a line per size,
+// callers and operation in the first run's order, and per mode the
+// median of the runs' p50 with their least and greatest, the median p50
+// over the ping's (×), and the median CPU per operation.
 func OpsMarkdown(runs []*OpsReport) string {
 	type key struct {
-		mode, op string
-		size     int64
-		callers  int
+		size    int64
+		callers int
+		op      string
 	}
 	var order []key
-	rows := map[key][]OpsRow{}
+	var modes []string
+	rows := map[key]map[string][]OpsRow{}
 	for _, r := range runs {
 		for _, row := range r.Rows {
-			k := key{row.Mode, row.Op, row.Size, row.Callers}
+			k := key{row.Size, row.Callers, row.Op}
 			if rows[k] == nil {
 				order = append(order, k)
+				rows[k] = map[string][]OpsRow{}
 			}
-			rows[k] = append(rows[k], row)
+			if !slices.Contains(modes, row.Mode) {
+				modes = append(modes, row.Mode)
+			}
+			rows[k][row.Mode] = append(rows[k][row.Mode], row)
 		}
 	}
 	median := func(v []float64) float64 {
-		s := append([]float64(nil), v...)
+		s := slices.Clone(v)
 		slices.Sort(s)
 		if len(s)%2 == 1 {
 			return s[len(s)/2]
@@ -140,27 +145,34 @@ func OpsMarkdown(runs []*OpsReport) string {
 		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| mode | op | size | callers | p50 (min–max) | p50/ping | cpu/op | ops/s |\n")
-	fmt.Fprintf(&b, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, k := range order {
-		var p50, ratio, cpu, rate []float64
-		for _, row := range rows[k] {
-			p50 = append(p50, float64(row.P50)/float64(time.Microsecond))
-			ratio = append(ratio, row.P50OverPing())
-			cpu = append(cpu, float64(row.CPUPerOp())/float64(time.Microsecond))
-			rate = append(rate, row.OpsPerSecond())
-		}
-		lo, hi := p50[0], p50[0]
-		for _, v := range p50 {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		r := "-"
-		if k.op != OpPing {
-			r = fmt.Sprintf("%.2f×", median(ratio))
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f µs (%.1f–%.1f) | %s | %.1f µs | %.0f |\n", k.mode, k.op, sizeOrDash(k.size), k.callers,
-			median(p50), lo, hi, r, median(cpu), median(rate))
+	b.WriteString("| op | size | callers |")
+	sep := "| --- | --- | ---: |"
+	for _, m := range modes {
+		fmt.Fprintf(&b, " %s: p50 (min–max), ×ping | cpu/op |", m)
+		sep += " ---: | ---: |"
 	}
-	fmt.Fprintf(&b, "\nMedians of %d runs.\n", len(runs))
+	b.WriteString("\n" + sep + "\n")
+	for _, k := range order {
+		fmt.Fprintf(&b, "| %s | %s | %d |", k.op, sizeOrDash(k.size), k.callers)
+		for _, m := range modes {
+			rs := rows[k][m]
+			if len(rs) == 0 {
+				b.WriteString(" - | - |")
+				continue
+			}
+			var p50, ratio, cpu []float64
+			for _, row := range rs {
+				p50 = append(p50, float64(row.P50)/float64(time.Microsecond))
+				ratio = append(ratio, row.P50OverPing())
+				cpu = append(cpu, float64(row.CPUPerOp())/float64(time.Microsecond))
+			}
+			fmt.Fprintf(&b, " %.1f µs (%.1f–%.1f)", median(p50), slices.Min(p50), slices.Max(p50))
+			if k.op != OpPing {
+				fmt.Fprintf(&b, ", %.2f×", median(ratio))
+			}
+			fmt.Fprintf(&b, " | %.1f µs |", median(cpu))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
