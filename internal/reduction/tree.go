@@ -306,9 +306,11 @@ func (r *treeRun) repair(rep plan.Replacement, failed string, fx *effects) {
 		fx.Events = append(fx.Events, &events.AncestorsInvalidated{Reduce: r.id, Positions: slices.Clone(rep.Invalidate)})
 	}
 	for _, a := range rep.Invalidate {
-		if r.gen[a] > 0 && !r.need[a] {
+		// An open ancestor (its holder left with no backup to take its
+		// place) has no worker left to stop: its own repair stopped it.
+		if n := r.nodeOf(a); n != nil && r.gen[a] > 0 && !r.need[a] {
 			// Stop it now, before it finishes with the lost object in it.
-			fx.Invalidate = append(fx.Invalidate, Task{Node: r.nodeOf(a), Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(a), Generation: int32(r.gen[a])}})
+			fx.Invalidate = append(fx.Invalidate, Task{Node: n, Task: &messages.ReduceTask{ReduceId: r.id, Position: int32(a), Generation: int32(r.gen[a])}})
 		}
 		r.need[a], r.sent[a], r.started[a] = true, false, false
 	}
