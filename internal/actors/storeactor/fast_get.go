@@ -99,12 +99,12 @@ func (n *StoreNode) unregisterFastGet(ctx actor.Context) {
 func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte, bool) {
 	deadline, ok := ctx.Deadline()
 	store := g.cfg.Store
-	if !ok || ctx.Err() != nil || directory.ValidateApplicationID(id, g.cfg.MaxObjectIDLen) != nil || store.Lookup(id) != nil {
+	if !ok || ctx.Err() != nil || directory.ValidateApplicationID(id, g.cfg.MaxObjectIDLen) != nil {
 		return nil, false
 	}
 	obj, created := store.Reserve(id)
 	if !created {
-		return nil, false // a Get on the node reserved it meanwhile
+		return nil, false // the node holds or fetches a copy: its Get answers
 	}
 	republished := g.republished.Load()
 	run := &fetchRun{id: id, obj: obj}
