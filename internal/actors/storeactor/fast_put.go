@@ -157,8 +157,8 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	}
 	p.apply(done, step)
 	if step.CopyIn {
-		// Bounded memory work (an inline object), on this goroutine: the
-		// node's copy-in goroutine and its report were a hop each.
+		// Bounded memory work (an inline object), on this goroutine: on
+		// the node the copy-in is a goroutine and its report a message.
 		err := obj.NewWriter().Append(data)
 		if err == nil {
 			err = store.Complete(obj)
