@@ -37,9 +37,15 @@ func (w *world) newShards() {
 
 // newTable is a shard's table on home, as the cluster configures it: its
 // inline answers leave at home's uplink payload rate (the member's
-// -link-rate).
+// -link-rate), and its fan-out is chosen for broadcasts to the other
+// hosts on the network's latency and the hosts' intake.
 func (w *world) newTable(home *host) *directory.LocationTable {
-	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap, FanOut: w.p.FanOut})
+	fanOut := w.p.FanOut
+	if fanOut == 0 {
+		fanOut = directory.FanOutAuto
+	}
+	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap, FanOut: fanOut,
+		Receivers: w.p.N - 1, Latency: w.p.Latency, Intake: w.p.intake(), Burst: w.p.Burst})
 }
 
 func (w *world) shardFor(id string) *shard {

@@ -58,7 +58,9 @@ type Params struct {
 	// and 82.4 ms).
 	OperationCPU time.Duration
 	// FanOut is how many receivers a copy streams to at once
-	// (directory.TableConfig.FanOut: 0 or 1, one, as a cluster's shards).
+	// (directory.TableConfig.FanOut: 1, a chain; 0, the cost model's
+	// choice for the N-1 receivers a broadcast to every host has, as a
+	// cluster's shards make it).
 	FanOut int
 	// Chunk, if > 0, is the transfer chunk in bytes: a cluster whose
 	// members set storeactor.Config.ChunkSize. 0: what members that adapt
@@ -181,10 +183,16 @@ func (p Params) requestLatency() time.Duration {
 // uplink feeds at the rate each takes bytes in (its downlink, or its
 // CPU per byte if that is slower).
 func (p Params) LinkFanOut() int {
-	payload := p.Bandwidth / 8 * p.PayloadEfficiency
-	intake := payload
+	return directory.FanOutFor(p.Bandwidth/8*p.PayloadEfficiency, p.intake())
+}
+
+// intake is the rate at which a host takes a stream's bytes in: its
+// downlink's payload rate, or its CPU per byte if that is slower
+// (directory.TableConfig.Intake).
+func (p Params) intake() float64 {
+	intake := p.Bandwidth / 8 * p.PayloadEfficiency
 	if p.ByteCost > 0 {
 		intake = min(intake, 1/p.ByteCost)
 	}
-	return directory.FanOutFor(payload, intake)
+	return intake
 }

@@ -55,7 +55,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	slow := fs.Float64("slow-fraction", 0, "fraction of the hosts with half-speed links")
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
 	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject)")
-	fanOut := fs.Int("fanout", 1, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut; a cluster's is 1); 0: as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
+	fanOut := fs.Int("fanout", 0, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut): 0, the cost model's choice for the receivers expected (a cluster's); 1, a chain; -1, as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")
 	if err := fs.Parse(args); err != nil {
@@ -74,8 +74,8 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usageError{fmt.Sprintf("--chunk %q: want a size above 0", *chunk)}
 		}
 	}
-	if *fanOut < 0 {
-		return usageError{fmt.Sprintf("--fanout %d: want 0 or more", *fanOut)}
+	if *fanOut < -1 {
+		return usageError{fmt.Sprintf("--fanout %d: want -1 or more", *fanOut)}
 	}
 	B, err := bench.ParseBandwidth(*bw)
 	if err != nil {
@@ -134,7 +134,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.StoreCost, p.ShardCost, p.CoordCost = *cost, *cost, *cost
 		p.CPUs = *cpus
 		p.FanOut = *fanOut
-		if p.FanOut == 0 {
+		if p.FanOut < 0 {
 			p.FanOut = p.LinkFanOut()
 		}
 		p.Chunk = chunkBytes

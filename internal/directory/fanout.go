@@ -2,9 +2,12 @@ package directory
 
 import (
 	"math"
+	"time"
+
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 )
 
-// With TableConfig.FanOut k > 1 a copy streams to up to k receivers at
+// With a fan-out k > 1 a copy streams to up to k receivers at
 // once, and a receiver is handed the shallowest copy that has room: a
 // broadcast whose N receivers ask together forms a tree of depth about
 // log_k N instead of a chain of N-1 hops. Each hop of a pipelined chain
@@ -13,10 +16,43 @@ import (
 // sender's k streams takes 1/k of its uplink, so where the links bound a
 // transfer, a tree takes about k·S/B where a chain takes S/B plus its
 // fill. It pays where a receiver takes bytes in slower than its sender's
-// uplink gives them (its CPU per byte, a slower downlink).
+// uplink gives them (its CPU per byte, a slower downlink), or where a
+// chain's fill, a chunk's time for each of N hops, outgrows the object's
+// own transfer. TableConfig.FanOut fixes k; FanOutAuto has the table
+// choose it for each Locate by the cost model (fanOut, plan.BroadcastTime).
 
-// fanOut is the table's per-copy stream limit (at least 1).
-func (t *LocationTable) fanOut() int { return max(t.cfg.FanOut, 1) }
+// FanOutAuto is the TableConfig.FanOut that has the table choose each
+// Locate's fan-out by the cost model (fanOut).
+const FanOutAuto = -1
+
+// DefaultBroadcastLatency is TableConfig.Latency when not set: a chunk's
+// one-way latency between two members of one rack (the testbed's veth
+// pairs measure about this).
+const DefaultBroadcastLatency = 50 * time.Microsecond
+
+// fanOut is the per-copy stream limit for a Locate of e (at least 1):
+// TableConfig.FanOut, or under FanOutAuto the cost model's choice for the
+// receivers expected. A broadcast's receivers ask one after another, and
+// a choice made for the few that asked first cannot be undone once the
+// chain they formed is deep: so the receivers expected
+// (TableConfig.Receivers, a cluster's members) count, not only those the
+// object has now. Small broadcasts stay chains, which upload each byte
+// once and pay a chunk's time a hop; large ones become trees of about
+// log_k N levels, each of whose streams gets a k-th of its sender's
+// uplink.
+func (t *LocationTable) fanOut(e *entry) int {
+	if t.cfg.FanOut != FanOutAuto {
+		return max(t.cfg.FanOut, 1)
+	}
+	n := len(e.waiters) // the receiver asking is one (serveWaiters)
+	for _, loc := range e.locs {
+		if loc.fetchingFrom != "" {
+			n++
+		}
+	}
+	link := plan.BroadcastLink{L: t.cfg.Latency, B: t.cfg.InlineUplink, Intake: t.cfg.Intake, Burst: t.cfg.Burst}
+	return plan.ChooseBroadcastFanOut(max(n, t.cfg.Receivers), link, e.size)
+}
 
 // fanScratch is what pickShallowest builds for one Locate, reused: a
 // shard answers every Locate of a broadcast with a scan of the object's

@@ -144,3 +144,59 @@ func TestFanOutFor(t *testing.T) {
 		}
 	}
 }
+
+// Under FanOutAuto the table builds what the cost model chooses for the
+// receivers expected: on the testbed's links a broadcast to 8 stays the
+// chain (each byte uploaded once); to 1,024 without a shaper's burst it
+// becomes the complete binary tree; on 10 Gbit/s links, where a
+// receiver's CPU takes bytes in slower than an uplink gives them, a
+// broadcast to 8 is a tree already.
+func TestFanOutAutoFollowsTheCostModel(t *testing.T) {
+	now := time.Unix(1000, 0)
+	testbed := DefaultTableConfig()
+	testbed.FanOut, testbed.InlineUplink, testbed.Intake = FanOutAuto, 400e6/8*1448/1514, 1/2.1e-9
+	fast := testbed
+	fast.InlineUplink, fast.Latency = 10e9/8*1448/1514, 20*time.Microsecond
+	for _, c := range []struct {
+		name       string
+		cfg        TableConfig
+		receivers  int
+		wantK      int
+		wantHeight int
+	}{
+		{"testbed, 8", testbed, 7, 1, 7},
+		{"testbed, 1024", testbed, 1023, 2, kAryHeight(1023, 2)},
+		{"10 Gbit/s, 8", fast, 7, 2, kAryHeight(7, 2)},
+	} {
+		c.cfg.Receivers = c.receivers
+		parent := fanOutTree(t, NewLocationTable(c.cfg), c.receivers, now)
+		serving := map[string]int{}
+		depth := 0
+		for r, s := range parent {
+			serving[s]++
+			depth = max(depth, treeDepth(t, parent, r))
+		}
+		most := 0
+		for _, n := range serving {
+			most = max(most, n)
+		}
+		if most != c.wantK || depth != c.wantHeight {
+			t.Errorf("%s: copies stream to up to %d, depth %d; want %d and %d", c.name, most, depth, c.wantK, c.wantHeight)
+		}
+	}
+}
+
+// Without an expected count the receivers an object has count: a table
+// told nothing of the cluster keeps a broadcast to a few a chain.
+func TestFanOutAutoCountsReceiversSeen(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cfg := DefaultTableConfig()
+	cfg.FanOut, cfg.InlineUplink, cfg.Intake = FanOutAuto, 400e6/8*1448/1514, 1/2.1e-9
+	parent := fanOutTree(t, NewLocationTable(cfg), 7, now)
+	for r := range parent {
+		if d := treeDepth(t, parent, r); d == 7 {
+			return
+		}
+	}
+	t.Errorf("no receiver at depth 7: %v, want the chain", parent)
+}

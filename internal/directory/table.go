@@ -72,10 +72,29 @@ type TableConfig struct {
 	// one of its own epochs from one fetched under an earlier table's
 	// (see FetchDone, and SameTable).
 	Instance uint32
-	// FanOut is how many receivers one copy may stream to at once (0 or
-	// 1: one, and a broadcast whose receivers ask together forms a
-	// chain; see fanout.go).
+	// FanOut is how many receivers one copy may stream to at once: 0 or
+	// 1, one, and a broadcast whose receivers ask together forms a chain;
+	// k > 1, a tree about log_k N deep. FanOutAuto chooses it for each
+	// Locate by the cost model (plan.ChooseBroadcastFanOut) from the
+	// receivers expected, the uplink (InlineUplink), Latency, Intake and
+	// Burst, as a cluster's shards do; see fanout.go.
 	FanOut int
+	// Receivers is how many receivers a broadcast is expected to have
+	// (a cluster's members but one); the fan-out FanOutAuto chooses takes
+	// the larger of it and the receivers an object has now (its partial
+	// copies and waiting Locates). 0: only those.
+	Receivers int
+	// Latency is the one-way latency of a chunk between two members, for
+	// the fan-out FanOutAuto chooses (DefaultBroadcastLatency if 0).
+	Latency time.Duration
+	// Intake is the rate, in bytes per second, at which a receiver takes
+	// a stream's bytes in (its CPU per byte, its downlink), for the
+	// fan-out FanOutAuto chooses; 0: not known, no slower than the uplink.
+	Intake float64
+	// Burst is the bytes a member's link passes at once after it idled
+	// (a shaper's token bucket), for the fan-out FanOutAuto chooses: a
+	// hop's first chunk waits only for the rest. 0: none.
+	Burst float64
 	// LossGrace bounds how long an object whose last readable copy went
 	// stays in doubt while a receiver's partial copy may be whole already,
 	// its FetchDone on the way (DefaultLossGrace if 0; see doubt.go). The
@@ -130,6 +149,9 @@ func (c TableConfig) withDefaults() TableConfig {
 	}
 	if c.LossGrace <= 0 {
 		c.LossGrace = d.LossGrace
+	}
+	if c.Latency <= 0 {
+		c.Latency = DefaultBroadcastLatency
 	}
 	return c
 }

@@ -457,11 +457,14 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 // partial ones, oldest first; never the receiver itself, never an unfed
 // copy (its receiver would stall where it ends), never a copy whose
 // upstream chain contains the receiver (that would be a cycle). Under a
-// fan-out (TableConfig.FanOut) a copy is free while it streams to fewer
-// receivers than that, and the shallowest free copy is chosen (fanout.go).
+// fan-out k > 1 (TableConfig.FanOut, or the cost model's choice) a copy
+// is free while it streams to fewer than k receivers, and the shallowest
+// free copy is chosen (fanout.go).
 func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid string) *location {
-	if k := t.fanOut(); k > 1 && !naive {
-		return t.pickShallowest(e, receiver, avoid, k)
+	if !naive { // a naive fetch reads the creator and claims nothing
+		if k := t.fanOut(e); k > 1 {
+			return t.pickShallowest(e, receiver, avoid, k)
+		}
 	}
 	var best *location
 	for id, loc := range e.locs {

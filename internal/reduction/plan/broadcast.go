@@ -1,0 +1,106 @@
+package plan
+
+import (
+	"math"
+	"time"
+)
+
+// MaxBroadcastFanOut bounds the fan-out ChooseBroadcastFanOut considers:
+// past it a sender's share of its uplink is so thin that no receiver's
+// intake is slower on any link the model is fed.
+const MaxBroadcastFanOut = 8
+
+// BroadcastTime models a receiver-driven broadcast of an S-byte object
+// to n receivers that ask together, when each copy streams to at most k
+// of them at once (the directory's fan-out): the receivers form a tree
+// of k children a copy, as deep as h levels, and every stream runs at
+//
+//	r = min(B/k, intake)
+//
+// (a sender's uplink B shared by k streams, no faster than a receiver
+// takes bytes in: its CPU per byte or its downlink; intake <= 0 means
+// the link bounds it). A pipelined stream forwards a chunk c as it takes
+// it in, so the deepest receiver's last byte comes
+//
+//	T = S/r + L + (h-1)·(c/r + L)
+//
+// after the first: the transfer once, and a chunk's time (less a link's
+// burst, which an idle link passes at once) and a latency for every hop
+// below the first (the fill). A chain (k = 1) is n deep;
+// a tree of k > 1 is ⌈log_k⌉ of its size deep. c is the chunk the
+// members cut an S-byte object into at B (ChunkForObject). An unknown
+// bandwidth (B <= 0, NaN, +Inf) costs forever alike for every k.
+func BroadcastTime(n, k int, link BroadcastLink, S int64) time.Duration {
+	n, k = max(n, 1), max(k, 1)
+	B := link.B
+	if !(B > 0) || math.IsInf(B, 1) {
+		return time.Duration(math.MaxInt64)
+	}
+	r := B / float64(k)
+	if link.Intake > 0 && !math.IsInf(link.Intake, 1) {
+		r = min(r, link.Intake)
+	}
+	c := min(int64(ChunkForObject(B, S)), max(S, 0))
+	wait := c // what a hop's first chunk waits for at r
+	if link.Burst > 0 {
+		wait = max(c-int64(min(link.Burst, float64(c))), 0)
+	}
+	h := broadcastDepth(n, k)
+	lat := max(float64(link.L), 0)
+	return saturate(transferNanos(r, S) + lat + float64(h-1)*(transferNanos(r, wait)+lat))
+}
+
+// BroadcastLink is the network a broadcast's cost is priced on.
+type BroadcastLink struct {
+	// L is a chunk's one-way latency between two members.
+	L time.Duration
+	// B is a member's uplink, in payload bytes per second.
+	B float64
+	// Intake is the rate at which a receiver takes a stream's bytes in
+	// (its CPU per byte, its downlink); 0: no slower than B.
+	Intake float64
+	// Burst is how many bytes a link that idled passes at once before
+	// its rate holds it back (a token bucket's burst, as a tc shaper's);
+	// a hop's first chunk waits for the rest only. 0: none.
+	Burst float64
+}
+
+// broadcastDepth is how many levels n receivers fill below their first
+// sender when each copy serves k of them: n for a chain, else the least
+// h with k + k² + … + k^h >= n.
+func broadcastDepth(n, k int) int {
+	if k <= 1 {
+		return n
+	}
+	h, level, total := 0, 1, 0
+	for total < n {
+		h++
+		level *= k
+		total += level
+	}
+	return h
+}
+
+// ChooseBroadcastFanOut is the fan-out in 1..min(n, MaxBroadcastFanOut)
+// that BroadcastTime prices lowest for n receivers (ties to the smaller,
+// whose copies upload less). A chain's fill grows with n while a tree's
+// grows with log n, but each stream of a tree gets 1/k of its sender's
+// uplink: where the links bound a transfer (intake >= B) a small
+// broadcast stays a chain, and a large one becomes a tree once the
+// chain's fill costs more than the transfer it loses; where a receiver
+// takes bytes in slower than an uplink gives them (its CPU per byte on
+// fast links), fan-out up to B/intake costs nothing and is chosen at any
+// n > 1. An unknown bandwidth gives 1, the chain.
+func ChooseBroadcastFanOut(n int, link BroadcastLink, S int64) int {
+	n = max(n, 1)
+	best, bestT := 1, BroadcastTime(n, 1, link, S)
+	if bestT == time.Duration(math.MaxInt64) {
+		return 1
+	}
+	for k := 2; k <= min(n, MaxBroadcastFanOut); k++ {
+		if t := BroadcastTime(n, k, link, S); t < bestT {
+			best, bestT = k, t
+		}
+	}
+	return best
+}

@@ -1,0 +1,104 @@
+package plan
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// The testbed's links: 400 Mbit/s of payload, 50 µs, a receiver's 2.1 ns
+// of CPU a byte, tc's 128 KiB burst; and the same cores on 10 Gbit/s.
+var (
+	testbedLink = BroadcastLink{L: 50 * time.Microsecond, B: 400e6 / 8 * 1448 / 1514, Intake: 1 / 2.1e-9, Burst: 128 << 10 * 1448 / 1514}
+	fastLink    = BroadcastLink{L: 20 * time.Microsecond, B: 10e9 / 8 * 1448 / 1514, Intake: 1 / 2.1e-9}
+)
+
+func TestBroadcastTimeByHand(t *testing.T) {
+	// S = 16 MiB at 100 MB/s moves in 512 KiB chunks (ChunkFor: the
+	// power of two nearest 5 ms): a chain of 3 pays S/B, the first hop's
+	// latency and two more hops of a chunk and a latency each.
+	link := BroadcastLink{L: time.Millisecond, B: 1e8}
+	const S = 16 << 20
+	want := secs(float64(S)/1e8 + 1e-3 + 2*(float64(512<<10)/1e8+1e-3))
+	if got := BroadcastTime(3, 1, link, S); absDiff(got, want) > time.Microsecond {
+		t.Errorf("chain of 3: %v, want %v", got, want)
+	}
+	// Two streams share the uplink: S at B/2, one level of 2 receivers.
+	want = secs(2*float64(S)/1e8 + 1e-3)
+	if got := BroadcastTime(2, 2, link, S); absDiff(got, want) > time.Microsecond {
+		t.Errorf("fan-out 2 to 2: %v, want %v", got, want)
+	}
+	// A receiver that takes bytes in at half the uplink makes the second
+	// stream free.
+	link.Intake = 5e7
+	if a, b := BroadcastTime(2, 1, link, S), BroadcastTime(2, 2, link, S); b >= a {
+		t.Errorf("intake B/2: fan-out 2 %v, chain %v: want the tree faster", b, a)
+	}
+	// An idle link's burst passes a whole chunk: the hop costs its latency.
+	link = BroadcastLink{L: time.Millisecond, B: 1e8, Burst: 1 << 20}
+	want = secs(float64(S)/1e8 + 3e-3)
+	if got := BroadcastTime(3, 1, link, S); absDiff(got, want) > time.Microsecond {
+		t.Errorf("chain of 3 under a burst: %v, want %v", got, want)
+	}
+}
+
+func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+func absDiff(a, b time.Duration) time.Duration {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// Where the links bound a transfer a broadcast stays a chain until its
+// fill outgrows the transfer a tree loses (between 255 and 1,023
+// receivers of 32 MiB on the testbed); where a receiver's CPU takes
+// bytes in slower than an uplink gives them, fan-out is free at any N.
+func TestChooseBroadcastFanOut(t *testing.T) {
+	const S = 32 << 20
+	for _, c := range []struct {
+		name string
+		link BroadcastLink
+		n    int
+		want int
+	}{
+		{"testbed", testbedLink, 1, 1},
+		{"testbed", testbedLink, 7, 1},
+		{"testbed", testbedLink, 15, 1},
+		{"testbed", testbedLink, 63, 1},
+		{"testbed", testbedLink, 255, 1},
+		{"testbed", testbedLink, 1023, 2},
+		{"10 Gbit/s", fastLink, 1, 1},
+		{"10 Gbit/s", fastLink, 7, 2},
+		{"10 Gbit/s", fastLink, 1023, 2},
+		{"no bandwidth", BroadcastLink{L: time.Millisecond}, 1023, 1},
+		{"NaN bandwidth", BroadcastLink{B: math.NaN()}, 1023, 1},
+		{"infinite bandwidth", BroadcastLink{B: math.Inf(1)}, 1023, 1},
+	} {
+		if got := ChooseBroadcastFanOut(c.n, c.link, S); got != c.want {
+			t.Errorf("%s, %d receivers: fan-out %d, want %d", c.name, c.n, got, c.want)
+		}
+	}
+	// Its choice is the cheapest BroadcastTime prices.
+	for _, n := range []int{2, 31, 511, 4095} {
+		for _, link := range []BroadcastLink{testbedLink, fastLink} {
+			k := ChooseBroadcastFanOut(n, link, S)
+			for j := 1; j <= min(n, MaxBroadcastFanOut); j++ {
+				if BroadcastTime(n, j, link, S) < BroadcastTime(n, k, link, S) {
+					t.Errorf("n=%d %+v: chose %d, but %d is cheaper", n, link, k, j)
+				}
+			}
+		}
+	}
+}
+
+func TestBroadcastDepth(t *testing.T) {
+	for _, c := range []struct{ n, k, want int }{
+		{1, 1, 1}, {7, 1, 7}, {1, 2, 1}, {2, 2, 1}, {3, 2, 2}, {6, 2, 2}, {7, 2, 3}, {1022, 2, 9}, {1023, 2, 10}, {2046, 2, 10}, {12, 3, 2}, {13, 3, 3},
+	} {
+		if got := broadcastDepth(c.n, c.k); got != c.want {
+			t.Errorf("broadcastDepth(%d, %d) = %d, want %d", c.n, c.k, got, c.want)
+		}
+	}
+}
