@@ -393,9 +393,13 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 
 // shardProps are the props of shard j here: rebuilt after its former
 // host failed, or moved here from a live one (see shardactor.ShardConfig).
+// Its table chooses each Locate's fan-out by the cost model
+// (directory.FanOutAuto) for a broadcast to the members live when it was
+// placed, or to the receivers an object has if more ask.
 func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
 	return shardactor.NewShardProps(shardactor.ShardConfig{
-		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink()}, Log: m.log,
+		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink(),
+			FanOut: directory.FanOutAuto, Receivers: len(*m.live.Load()) - 1}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},

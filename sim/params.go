@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 )
 
 // Params is the simulated network and cluster.
@@ -195,4 +196,19 @@ func (p Params) intake() float64 {
 		intake = min(intake, 1/p.ByteCost)
 	}
 	return intake
+}
+
+// broadcastLink is the network a directory shard prices a broadcast's
+// fan-out on (directory.TableConfig's InlineUplink, Latency, Intake and
+// Burst): one host's uplink payload rate, the wire's latency, a
+// receiver's intake, the shaper's burst.
+func (p Params) broadcastLink() plan.BroadcastLink {
+	return plan.BroadcastLink{L: p.Latency, B: p.Bandwidth / 8 * p.PayloadEfficiency, Intake: p.intake(), Burst: p.Burst}
+}
+
+// BroadcastFanOut is the fan-out a shard under directory.FanOutAuto
+// chooses for a broadcast of size bytes to the N-1 other hosts of a
+// uniform network (slow hosts aside).
+func (p Params) BroadcastFanOut(size int64) int {
+	return plan.ChooseBroadcastFanOut(p.N-1, p.broadcastLink(), size)
 }

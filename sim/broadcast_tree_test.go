@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
+)
+
+// broadcastProfiles are the link profiles the broadcast tree is checked
+// on: the testbed's, and the same cores on 10 Gbit/s links of 20 µs.
+var broadcastProfiles = []struct {
+	name string
+	set  func(*Params)
+}{
+	{"testbed", func(*Params) {}},
+	{"10gbit", func(p *Params) {
+		p.Bandwidth, p.Burst, p.Latency = 10e9, TestbedBurst(10e9), 20*time.Microsecond
+	}},
+}
+
+// A broadcast under the shards' default fan-out (directory.FanOutAuto)
+// forms the tree the cost model chooses for it, with hosts killed or
+// paused midway as without: where it chooses a chain, each host uploads
+// the object about once (at most 1.1·S, and a chunk a resumed stream
+// sends again per kill); where it chooses a fan-out k > 1, the tree is
+// at most ⌈log2 N⌉ deep (2·⌈log2 N⌉ with faults: a receiver whose sender
+// failed takes the shallowest copy with room, which may hang below its
+// old subtree's leaves) and a host uploads at most k·S and those chunks,
+// and with kills the rest of an object for each (a copy whose receivers
+// are whole has room again, and takes on a killed copy's receivers).
+// Every copy is exact (run fails the test on a checksum, a cycle or a
+// Get that never ended). N = 1,024 runs with HOPLITE_SIM_1024 set.
+func TestBroadcastTreeUnderTheCostModel(t *testing.T) {
+	const size = 8 << 20
+	ns := []int{16, 64, 256}
+	if os.Getenv("HOPLITE_SIM_1024") != "" {
+		ns = append(ns, 1024)
+	}
+	trees := 0
+	for _, prof := range broadcastProfiles {
+		for _, n := range ns {
+			for _, fault := range []string{"", "kill", "pause"} {
+				for seed := uint64(1); seed <= 2; seed++ {
+					c := cfg("broadcast", n, size, seed)
+					prof.set(&c.Params)
+					switch fault {
+					case "kill":
+						c.Kill, c.KillAt = 3, 0.5
+					case "pause":
+						c.Pause, c.PauseAt, c.PauseFor = 3, 0.3, 50*time.Millisecond
+					}
+					k := c.Params.BroadcastFanOut(size)
+					o := run(t, c)
+					chunk := int64(plan.ChunkForObject(c.Params.Bandwidth*c.Params.PayloadEfficiency/8, size))
+					resent := chunk * int64(c.Kill+1)
+					logN := int(math.Ceil(math.Log2(float64(n))))
+					maxDepth, maxUpload := n-1, size+size/10+resent
+					if k > 1 {
+						trees++
+						maxDepth, maxUpload = logN, int64(k)*size+resent
+						if fault != "" {
+							maxDepth = 2 * logN
+						}
+						if fault == "kill" {
+							// A copy whose own receivers are whole has room
+							// again, and takes receivers a killed copy fed.
+							maxUpload += int64(c.Kill) * size
+						}
+					}
+					if o.Depth < 1 || o.Depth > maxDepth {
+						t.Errorf("%s N=%d %s seed %d (fan-out %d): depth %d, want 1..%d", prof.name, n, fault, seed, k, o.Depth, maxDepth)
+					}
+					if o.MaxUpload > maxUpload {
+						t.Errorf("%s N=%d %s seed %d (fan-out %d): a host uploaded %d bytes, want at most %d (S=%d)",
+							prof.name, n, fault, seed, k, o.MaxUpload, maxUpload, size)
+					}
+				}
+			}
+		}
+	}
+	if trees == 0 {
+		t.Error("the cost model chose a chain everywhere: no tree was checked")
+	}
+}
+
+// The cost model keeps small broadcasts on the testbed's links the chain
+// they were (N = 8 and 16: no slower than a chain, each byte uploaded
+// once), and makes a broadcast to 1,024 a tree; on 10 Gbit/s links,
+// where a receiver's CPU per byte is slower than an uplink, a broadcast
+// to 8 is a tree already.
+func TestBroadcastFanOutChoice(t *testing.T) {
+	const size = 32 << 20
+	for _, c := range []struct {
+		profile int
+		n, want int
+	}{
+		{0, 8, 1}, {0, 16, 1}, {0, 64, 1}, {0, 256, 1}, {0, 1024, 2},
+		{1, 8, 2}, {1, 1024, 2},
+	} {
+		p := DefaultParams(c.n)
+		broadcastProfiles[c.profile].set(&p)
+		if got := p.BroadcastFanOut(size); got != c.want {
+			t.Errorf("%s N=%d: fan-out %d, want %d", broadcastProfiles[c.profile].name, c.n, got, c.want)
+		}
+	}
+}
