@@ -739,14 +739,16 @@ func (a *membersActor) runShards(ctx actor.Context) {
 			// A shard whose former host failed is rebuilt (and says so); one
 			// that moved because a member joined or announced its leave
 			// simply moves (its former host's store republishes to it). Both
-			// start empty: what only the former table knew is gone, so
-			// either answers a Delete of an id it does not know as a
-			// rebuilt shard does (shardactor.ShardConfig.Moved). A shard of
-			// this member's first placement has no former owner here even
-			// when it moved from a live member (this member joined or
+			// start empty and answer a Delete of an id they do not know as
+			// a rebuilt shard does (shardactor.ShardConfig.Moved). A shard
+			// of this member's first placement has no former owner here
+			// even when it moved from a live member (this member joined or
 			// rejoined): like every shard, it holds Deletes until the
 			// store nodes have republished, which is what keeps a Delete
-			// of an object that exists from finding no entry.
+			// of an object that exists from finding no entry, and what
+			// only the former table knew (its losses, deletions no node
+			// held, its amnesia) comes back from the store node of its
+			// former host, which kept it (ShardConfig.Keeper).
 			moved := former != "" && former != m.id
 			rebuilt := moved && !slices.Contains(st.lastLive, former) && !st.formerLeft[j]
 			f := ctx.RequestFuture(node, hostChild{child{name: shardName(j), props: m.shardProps(j, rebuilt, moved && !rebuilt)}}, 5*time.Second)

@@ -404,6 +404,6 @@ func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},
 		Index: j, Count: m.cfg.Shards, Nodes: m.storeNodes, Failures: m.failures, Rebuilt: rebuilt, Moved: moved, LossGrace: m.lossGrace,
-		BeforeReceive: m.cfg.hooks.Shard, Host: m.id,
+		BeforeReceive: m.cfg.hooks.Shard, Host: m.id, Keeper: m.ref,
 	})
 }

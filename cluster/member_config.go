@@ -38,8 +38,13 @@ import (
 // also holds for a CONFLICT. Version 7: a Put's withdrawn registration
 // names its request (UnpublishLocation.request_id), and a version 6
 // shard, which ignores it, would let a stale withdrawal remove the
-// retried Put's copy.
-const ProtocolVersion uint32 = 7
+// retried Put's copy. Version 8: a republished creator copy names its
+// registration (PublishLocation.registration), and a directory shard
+// tells its member's store node the ids it marked lost and its amnesia,
+// which the store node republishes (Tombstones.lost_ids, amnesic, shard):
+// a version 7 store node would take a shard's note for nothing and a
+// version 7 shard would drop what the notes carry.
+const ProtocolVersion uint32 = 8
 
 // Membership providers (MemberConfig.Provider).
 const (

@@ -1683,8 +1683,14 @@ type PublishLocation struct {
 	// the sources it reduces (see StartReduce.call_id). The shard answers
 	// them with the target's Locates (LocateReply.produced_by). Unlike
 	// reduce_id they commit nothing.
-	ProducedBy    string   `protobuf:"bytes,8,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
-	ReducedIds    []string `protobuf:"bytes,9,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
+	ProducedBy string   `protobuf:"bytes,8,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
+	ReducedIds []string `protobuf:"bytes,9,rep,name=reduced_ids,json=reducedIds,proto3" json:"reduced_ids,omitempty"`
+	// registration, on a republished creator copy, is the
+	// CreateObject.request_id of the Put's registration that made it (0:
+	// not a Put's). A withdrawal of an earlier registration of the same
+	// copy (UnpublishLocation.request_id) that reaches the shard after
+	// this republication leaves the copy alone.
+	Registration  uint64 `protobuf:"varint,10,opt,name=registration,proto3" json:"registration,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1780,6 +1786,13 @@ func (x *PublishLocation) GetReducedIds() []string {
 		return x.ReducedIds
 	}
 	return nil
+}
+
+func (x *PublishLocation) GetRegistration() uint64 {
+	if x != nil {
+		return x.Registration
+	}
+	return 0
 }
 
 // UnpublishLocation removes a copy (eviction, or a fetch given up), or
@@ -4628,7 +4641,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
 	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestIdJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xb1\x02\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestIdJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xd5\x02\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +
@@ -4640,7 +4653,9 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\vproduced_by\x18\b \x01(\tR\n" +
 	"producedBy\x12\x1f\n" +
 	"\vreduced_ids\x18\t \x03(\tR\n" +
-	"reducedIds\"u\n" +
+	"reducedIds\x12\"\n" +
+	"\fregistration\x18\n" +
+	" \x01(\x04R\fregistration\"u\n" +
 	"\x11UnpublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1d\n" +

@@ -33,9 +33,28 @@ const (
 // missed: the id's copies are dropped, its waiters fail with DELETED and
 // a later Put, Get or publication of it gets DELETED. Large sets come in
 // several messages.
+//
+// A directory shard also sends one to its own member's store node (the
+// keeper of what no other store node would republish to the shard's next
+// table): ids it deleted that no node held, ids it marked lost, and that
+// its table is amnesic. The store node remembers them (bounded) and
+// republishes them with its own deletions, so a shard that moves from a
+// live member takes them with it.
 type Tombstones struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectIds     []string               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectIds []string               `protobuf:"bytes,1,rep,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	// lost_ids are ids of the requested shards that a directory shard on
+	// this node's member marked lost (every copy went). A table takes each
+	// as lost once every store node has republished, if no copy of it was
+	// republished: its Gets fail with LOST and a Delete of it succeeds.
+	LostIds []string `protobuf:"bytes,2,rep,name=lost_ids,json=lostIds,proto3" json:"lost_ids,omitempty"`
+	// amnesic: a table of shard `shard` forgot objects it knew (it started
+	// over after a failure, or this node forgot lost ids past its bound).
+	// The table that receives it is amnesic too: a Delete of an id it does
+	// not know succeeds rather than answer NOT_FOUND (directory.TableConfig
+	// .Amnesic).
+	Amnesic       bool  `protobuf:"varint,3,opt,name=amnesic,proto3" json:"amnesic,omitempty"`
+	Shard         int32 `protobuf:"varint,4,opt,name=shard,proto3" json:"shard,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -77,15 +96,39 @@ func (x *Tombstones) GetObjectIds() []string {
 	return nil
 }
 
+func (x *Tombstones) GetLostIds() []string {
+	if x != nil {
+		return x.LostIds
+	}
+	return nil
+}
+
+func (x *Tombstones) GetAmnesic() bool {
+	if x != nil {
+		return x.Amnesic
+	}
+	return false
+}
+
+func (x *Tombstones) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
 var File_hoplite_tombstone_proto protoreflect.FileDescriptor
 
 const file_hoplite_tombstone_proto_rawDesc = "" +
 	"\n" +
-	"\x17hoplite/tombstone.proto\x12\ahoplite\"+\n" +
+	"\x17hoplite/tombstone.proto\x12\ahoplite\"v\n" +
 	"\n" +
 	"Tombstones\x12\x1d\n" +
 	"\n" +
-	"object_ids\x18\x01 \x03(\tR\tobjectIdsB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
+	"object_ids\x18\x01 \x03(\tR\tobjectIds\x12\x19\n" +
+	"\blost_ids\x18\x02 \x03(\tR\alostIds\x12\x18\n" +
+	"\aamnesic\x18\x03 \x01(\bR\aamnesic\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\x05R\x05shardB(Z&github.com/hoplite-go/hoplite/messagesb\x06proto3"
 
 var (
 	file_hoplite_tombstone_proto_rawDescOnce sync.Once

@@ -34,7 +34,8 @@ type location struct {
 	// (see FetchAborted.attempt).
 	attempt uint64
 	// registration is the CreateObject.request_id that made this the
-	// creator's copy (0: none this table saw, as for a republished copy).
+	// creator's copy, or that its republication named
+	// (PublishLocation.registration); 0: none known.
 	// A Put's withdrawal names it (UnpublishLocation.request_id).
 	registration uint64
 }
@@ -276,6 +277,12 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 	node := req.GetNode().GetNodeId()
 	known := e.locs[node] != nil
 	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
+	if r := req.GetRegistration(); r != 0 && req.GetCreator() {
+		// A creator's copy republished before its Put's CreateObject came
+		// here: a withdrawal of an earlier registration of the copy that
+		// comes after it must find the registration that stands.
+		e.locs[node].registration = r
+	}
 	if committed {
 		out = append(out, t.markReaders(e, id, node)...)
 	}

@@ -152,10 +152,14 @@ func (t *LocationTable) unreadable(e *entry) bool {
 // never be read whole: it is lost, its parked Gets fail with LOST instead
 // of waiting for their deadlines, and its partial copies are dropped
 // (unless one may be whole already, or it is not born yet: settleLoss).
-// The Deletes an amnesic table held until now are answered first.
+// The losses earlier tables of the shard passed on are taken first
+// (carried.go), then the Deletes held until now are answered.
 func (t *LocationTable) Republished() outbox.Box {
-	// The Deletes first: a copy they drop is deleted, not lost.
-	out := t.releaseDeletes()
+	// The losses an earlier table of the shard passed on, then the
+	// Deletes: a Delete of such an id deletes a lost object (it
+	// succeeds), and a copy a Delete drops is deleted, not lost.
+	out := t.takeCarriedLost()
+	out = append(out, t.releaseDeletes()...)
 	var ids []string
 	for id, e := range t.entries {
 		if t.unreadable(e) {
@@ -200,6 +204,9 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 			out = append(out, outbox.Send{To: s.to, Msg: lostUpdate(e.id, err)})
 		}
 	}
+	// Kept beyond this table: no store node holds a copy to tell the
+	// shard's next table of the object.
+	out = append(out, t.keep(&messages.Tombstones{LostIds: []string{e.id}})...)
 	t.lostSeq++
 	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, dropped: dropped, droppedFrom: droppedFrom}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})

@@ -64,6 +64,11 @@ type TableConfig struct {
 	// that exists. A table that is never told Republished must leave it
 	// unset.
 	AwaitRepublish bool
+	// Keeper, if set, is where the table sends what no store node would
+	// republish to its shard's next table (a *messages.Tombstones): ids it
+	// marked lost and ids it deleted that no node held. A shard's keeper
+	// is its member's store node (see carried.go).
+	Keeper any
 	// Instance numbers this table among the tables a shard starts over
 	// with (the low 24 bits count): every epoch it issues
 	// (LocateReply.epoch) carries it, above a count of its own. A shard
@@ -205,6 +210,10 @@ type LocationTable struct {
 	// they have.
 	parkedDeletes []parkedDelete
 	republished   bool
+	// amnesic: ids this table does not know may have existed (see
+	// Amnesic); carry is what earlier tables of the shard passed on.
+	amnesic bool
+	carry   carried
 	// lossGrace is the grace of a doubt that starts now (SetLossGrace).
 	lossGrace time.Duration
 	// lost remembers objects whose every copy died with its node, so a Get
@@ -230,7 +239,7 @@ type LocationTable struct {
 // NewLocationTable returns an empty table.
 func NewLocationTable(cfg TableConfig) *LocationTable {
 	cfg = cfg.withDefaults()
-	return &LocationTable{cfg: cfg, lossGrace: cfg.LossGrace, entries: map[string]*entry{}, tombstones: map[string]struct{}{},
+	return &LocationTable{cfg: cfg, lossGrace: cfg.LossGrace, amnesic: cfg.Amnesic, entries: map[string]*entry{}, tombstones: map[string]struct{}{},
 		deletedFrom: map[string][]*messages.NodeRef{},
 		lost:        map[string]lostMark{}, runs: map[string]struct{}{}, subsOf: map[string]map[string]struct{}{}}
 }

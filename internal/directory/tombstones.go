@@ -33,7 +33,7 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		reply.Dropped = slices.Clone(t.deletedFrom[id])
 		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
-	if (t.cfg.Amnesic || t.cfg.AwaitRepublish) && !t.republished {
+	if (t.amnesic || t.cfg.AwaitRepublish) && !t.republished {
 		// Copies this table does not list yet may still be republished:
 		// answered now, the Delete would not reach them, and a Get on
 		// their nodes would read them until their republication met the
@@ -53,20 +53,25 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		// (its report crossed the loss), and its drop may still be on
 		// its way.
 		delete(t.lost, id)
+		var out []outbox.Send
 		if len(l.droppedFrom) > 0 {
 			t.deletedFrom[id] = l.droppedFrom
 			reply.Dropped = slices.Clone(l.droppedFrom)
+		} else {
+			// No store node holds a copy to remember the deletion by.
+			out = t.keep(&messages.Tombstones{ObjectIds: []string{id}})
 		}
 		t.addTombstone(id)
-		return []outbox.Send{{To: replyTo, Msg: reply}}
+		return append(out, outbox.Send{To: replyTo, Msg: reply})
 	}
 	e := t.entries[id]
-	if (e == nil || !e.known) && t.cfg.Amnesic {
+	if (e == nil || !e.known) && t.amnesic {
 		var out []outbox.Send
 		if e != nil {
 			out = t.deleteEntry(e)
 		}
 		t.addTombstone(id)
+		out = append(out, t.keep(&messages.Tombstones{ObjectIds: []string{id}})...)
 		return append(out, outbox.Send{To: replyTo, Msg: reply})
 	}
 	if e == nil || !e.known {
@@ -124,8 +129,16 @@ func deletedDrop(id string) *messages.DropObject {
 // copies of it were republished first: a node that held a copy when the
 // Delete happened may have missed its DropObject, and a deleted id is
 // never reused.
+//
+// The ids an earlier table of the shard marked lost (lost_ids) are taken
+// once every store node has republished (see carried.go), and an earlier
+// table's amnesia (amnesic) at once: the Deletes it holds until then are
+// answered as an amnesic table answers them.
 func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) outbox.Box {
 	var out []outbox.Send
+	if req.GetAmnesic() {
+		t.amnesic = true
+	}
 	for _, id := range req.GetObjectIds() {
 		if ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {
 			continue
@@ -139,6 +152,7 @@ func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) outbox.Box {
 		}
 		t.addTombstone(id)
 	}
+	out = append(out, t.carryLost(req.GetLostIds())...)
 	return outbox.Box{Sends: out}
 }
 

@@ -73,3 +73,38 @@ func TestStaleWithdrawalLeavesTheRetriedRegistration(t *testing.T) {
 		t.Fatal("an Unpublish that names no registration left the copy listed")
 	}
 }
+
+// The shard moved while a Put was retried: the retry's copy reached the
+// new table by the creator's republication, before the retry's
+// CreateObject, and the first attempt's withdrawal came between them.
+// The republished copy named no registration, so the withdrawal took it
+// (and a Get in that window found no copy). It names its registration
+// now, and a withdrawal of another leaves it.
+func TestStaleWithdrawalLeavesTheRepublishedRetry(t *testing.T) {
+	const size = 1 << 20
+	for _, tc := range []struct {
+		name         string
+		registration uint64 // the republished copy's
+		stays        bool
+	}{{"the retry's copy", 2, true}, {"the first attempt's copy", 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := NewLocationTable(TableConfig{AwaitRepublish: true})
+			tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_PARTIAL, Size: size,
+				Fingerprint: 42, Creator: true, Registration: tc.registration})
+			tb.Republished()
+			tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0), RequestId: 1})
+			e := tb.entries["x"]
+			if listed := e != nil && e.locs["n0"] != nil; listed != tc.stays {
+				t.Fatalf("after the first attempt's withdrawal the creator's copy is listed: %v, want %v", listed, tc.stays)
+			}
+			// The retry's CreateObject comes last, either way.
+			out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: size, Fingerprint: 42, Creator: node(0), RequestId: 2}, replyTo("c")).Sends
+			if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+				t.Fatalf("the retry's registration: %v", out)
+			}
+			if lr := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); lr.GetError() != nil || lr.GetSender().GetNodeId() != "n0" {
+				t.Fatalf("Get after the retry registered: %v, want n0's copy", lr)
+			}
+		})
+	}
+}

@@ -50,6 +50,9 @@ type Object struct {
 	// readingRun is the running Reduce whose uncommitted target this
 	// receiver's copy streams (see MarkReading).
 	readingRun string
+	// registration is the request id of the Put's CreateObject that
+	// registered this creator copy (see SetRegistration).
+	registration uint64
 	// gather: o is a sliced AllReduce gather's copy of the target.
 	gather bool
 	// held: readers get no byte past size-1 until o is complete (see
@@ -128,6 +131,17 @@ func (o *Object) OnSettled(fn func()) {
 		return
 	}
 	o.settled = append(o.settled, fn)
+}
+
+// SetRegistration records the request id of the CreateObject that
+// registers this creator copy (a Put's; each attempt registers anew):
+// its republication names it (PublishLocation.registration), so that a
+// shard that learns the copy from it before the CreateObject arrives
+// keeps it against the withdrawal of another attempt's registration.
+func (o *Object) SetRegistration(requestID uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.registration = requestID
 }
 
 // SetProducer records that generation gen of the root of Reduce
@@ -243,6 +257,9 @@ func (o *Object) Publication(node *messages.NodeRef) (*messages.PublishLocation,
 	pub := &messages.PublishLocation{ObjectId: o.ID(), Node: node, State: state, Size: size,
 		Fingerprint: o.Fingerprint(), Creator: o.Pinned()}
 	o.mu.Lock()
+	if pub.Creator {
+		pub.Registration = o.registration
+	}
 	if !done {
 		pub.ReduceId = o.producer
 		if pub.ReduceId == "" {

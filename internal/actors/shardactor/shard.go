@@ -50,12 +50,23 @@ type ShardConfig struct {
 	Rebuilt bool
 	// Moved marks a shard that placement moved here from a live member
 	// (one joined, rejoined or left): nothing failed, so it announces no
-	// ShardRebuilt, but its table starts empty as a rebuilt one does, and
-	// what only the former table knew (an object lost there, a deletion
-	// the store nodes forgot) is not learned back. Its table is amnesic
-	// as a rebuilt one's: a Delete of an id it does not know succeeds
-	// rather than claim that the object never existed.
+	// ShardRebuilt, but its table starts empty as a rebuilt one does. What
+	// only the former table knew (an object lost there, a deletion no
+	// store node remembers) comes back from the former host's Keeper,
+	// unless the former host's store node went meanwhile; its table is
+	// amnesic as a rebuilt one's: a Delete of an id it does not know
+	// succeeds rather than claim that the object never existed. A shard
+	// of a member's first placement has no former owner known even when
+	// it moved from a live member (the member joined or rejoined): the
+	// Keepers' republication tells its table whether an earlier table of
+	// the shard was amnesic, and what it had marked lost.
 	Moved bool
+	// Keeper, if set, is the store node of the shard's member: its table
+	// tells it what no store node would republish to the shard's next
+	// table (ids it marked lost, deletions of ids no node held, its
+	// amnesia), and it republishes that to the shard wherever the shard
+	// moves (directory.TableConfig.Keeper).
+	Keeper *messages.NodeRef
 	// Host is the member id hosting the shard: ShardRebuilt's Host, and
 	// the shard's name in events, logs and errors is "<Host>/shard-<j>"
 	// (without it: the parent actor's id, and the shard's actor id).
@@ -260,6 +271,8 @@ type Shard struct {
 	// republished: every store node asked has answered or failed, and the
 	// table was told (LocationTable.Republished).
 	republished bool
+	// notedAmnesic: the Keeper was told that this table is amnesic.
+	notedAmnesic bool
 	// senders send the Republish requests, one per store node, so that a
 	// DeadLetterResponse names the node that was not running.
 	senders actorutil.Senders
@@ -401,6 +414,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		out = s.table.Delete(m, ctx.Sender())
 	case *messages.Tombstones:
 		out = s.table.ApplyTombstones(m)
+		s.noteAmnesia(ctx) // an earlier table's may be this one's now
 	case *messages.Subscribe:
 		if ctx.Sender() == nil {
 			s.dropped(ctx, "subscribe without a sender")
@@ -498,7 +512,12 @@ func (s *Shard) started(ctx actor.Context) {
 	// the shard came to start, and a Delete waits for them.
 	tc.AwaitRepublish = true
 	tc.Instance = tableInstance()
+	if s.cfg.Keeper != nil {
+		tc.Keeper = s.cfg.Keeper
+	}
 	s.table = directory.NewLocationTable(tc)
+	s.notedAmnesic = false
+	s.noteAmnesia(ctx)
 	s.watched = map[string]string{}
 	s.republishing = map[string]bool{}
 	s.probing = map[string]bool{}
@@ -537,6 +556,17 @@ func (s *Shard) started(ctx actor.Context) {
 	// With no store node to wait for, the table has every copy now (it
 	// holds a Delete until then).
 	s.deliver(ctx, s.republishedAll())
+}
+
+// noteAmnesia tells the Keeper, once per table, that the table is
+// amnesic: the shard's next table, wherever it starts, is amnesic too
+// (see directory.LocationTable.Amnesic).
+func (s *Shard) noteAmnesia(ctx actor.Context) {
+	if s.cfg.Keeper == nil || s.notedAmnesic || !s.table.Amnesic() {
+		return
+	}
+	s.notedAmnesic = true
+	ctx.Send(s.cfg.Keeper.PID(), &messages.Tombstones{Amnesic: true, Shard: int32(s.cfg.Index)})
 }
 
 // name is this shard as events, logs and errors write it: "<member

@@ -129,6 +129,7 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	if req.InlineData == nil {
 		req.InlineData = []byte{}
 	}
+	obj.SetRegistration(req.RequestID) // its republication names it
 	reg := storeproto.NewPutRegistration(req)
 	done := &fastPutDone{id: id, obj: obj, evicted: evicted}
 	sent := time.Now()

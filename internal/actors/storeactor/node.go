@@ -65,6 +65,9 @@ type StoreNode struct {
 	// fast is this incarnation's fast path for Clients in its process.
 	fast    *fastGetter
 	fastPut *fastPutter
+	// kept is what this member's directory shards keep here for their
+	// next tables (see kept.go).
+	kept *kept
 }
 
 // workerRef is a reduce worker as its store node knows it.
@@ -76,8 +79,8 @@ type workerRef struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	r, gets, reduces := newRequests(), newGetWaiters(), map[string]map[int32]*workerRef{}
-	return actorutil.Props(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces} })
+	r, gets, reduces, k := newRequests(), newGetWaiters(), map[string]map[int32]*workerRef{}, newKept()
+	return actorutil.Props(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces, kept: k} })
 }
 
 // Receive implements actor.Actor.
@@ -104,6 +107,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.storeReduced(ctx, m)
 	case *messages.Republish:
 		n.republish(ctx, m)
+	case *messages.Tombstones:
+		n.keep(m) // a shard of this member's, for its next table
 	case *heldRepublishDue:
 		n.heldDue(ctx, m)
 	case *messages.Put:
@@ -863,35 +868,57 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 const tombstoneBatch = 256 << 10
 
 // republishDeleted sends the remembered deletions of the wanted shards,
-// batched per shard.
+// and what this member's shards kept here (kept.go), batched per shard.
 func (n *StoreNode) republishDeleted(ctx actor.Context, want map[int]bool, count int) {
 	batches := map[int]*messages.Tombstones{}
 	size := map[int]int{}
 	send := func(shard int) {
 		b := batches[shard]
-		to := ctx.Sender()
-		if to == nil {
-			to = n.cfg.ShardFor(b.GetObjectIds()[0])
-		}
-		ctx.Send(to, b)
 		delete(batches, shard)
 		size[shard] = 0
-	}
-	for _, id := range n.cfg.Store.DeletedIDs() {
-		shard := directory.ShardIndex(id, count)
-		if !want[shard] {
-			continue
+		to := ctx.Sender()
+		if to == nil {
+			// A tell after a change of placement goes where an id of the
+			// batch is placed; one that names none (only the amnesia) is
+			// left to the shard's own Republish request.
+			var id string
+			switch {
+			case len(b.GetObjectIds()) > 0:
+				id = b.GetObjectIds()[0]
+			case len(b.GetLostIds()) > 0:
+				id = b.GetLostIds()[0]
+			default:
+				return
+			}
+			to = n.cfg.ShardFor(id)
 		}
+		ctx.Send(to, b)
+	}
+	batch := func(shard int) *messages.Tombstones {
 		b := batches[shard]
 		if b == nil {
 			b = &messages.Tombstones{}
 			batches[shard] = b
 		}
-		b.ObjectIds = append(b.ObjectIds, id)
+		return b
+	}
+	add := func(shard int, id string, lost bool) {
+		b := batch(shard)
+		if lost {
+			b.LostIds = append(b.LostIds, id)
+		} else {
+			b.ObjectIds = append(b.ObjectIds, id)
+		}
 		if size[shard] += len(id) + 8; size[shard] >= tombstoneBatch {
 			send(shard)
 		}
 	}
+	for _, id := range n.cfg.Store.DeletedIDs() {
+		if shard := directory.ShardIndex(id, count); want[shard] {
+			add(shard, id, false)
+		}
+	}
+	n.keptFor(want, count, func(shard int, id string) { add(shard, id, true) }, batch)
 	for shard := range batches {
 		send(shard)
 	}

@@ -211,6 +211,7 @@ func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, dat
 		req.Inline, req.InlineData = true, bytes.Clone(data)
 	}
 	req.RequestID = n.reqs.newID()
+	obj.SetRegistration(req.RequestID) // its republication names it
 	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, owned: owned}
 	n.reqs.runs[req.RequestID] = run
 	n.putDo(ctx, req.RequestID, run.reg.Start(now))
