@@ -26,12 +26,21 @@ import (
 type carried struct {
 	// lost are the ids an earlier table marked lost, taken at Republished.
 	lost map[string]struct{}
+	// forgot: an earlier table of the shard forgot objects (a keeper said
+	// so), or this one let carried lost ids go past its bound.
+	forgot bool
 }
 
-// Amnesic reports whether the table may have forgotten objects: it
-// started over (TableConfig.Amnesic), or an earlier table of its shard
-// had (its keeper said so), or it was told more lost ids than it keeps.
+// Amnesic reports whether the table answers a Delete of an id it does
+// not know as an amnesic one (TableConfig.Amnesic, or Forgot).
 func (t *LocationTable) Amnesic() bool { return t.amnesic }
+
+// Forgot reports whether the table knows that objects of its shard were
+// forgotten beyond what TableConfig.Amnesic says: an earlier table's
+// keeper said so, or it let carried lost ids go past its bound. The
+// shard's next table must then be amnesic too, which the shell tells its
+// keeper.
+func (t *LocationTable) Forgot() bool { return t.carry.forgot }
 
 // keep sends what no store node would republish to the keeper.
 func (t *LocationTable) keep(msg *messages.Tombstones) []outbox.Send {
@@ -60,7 +69,7 @@ func (t *LocationTable) carryLost(ids []string) []outbox.Send {
 			t.carry.lost = map[string]struct{}{}
 		}
 		if len(t.carry.lost) >= t.cfg.TombstoneLimit {
-			t.amnesic = true
+			t.amnesic, t.carry.forgot = true, true
 			continue
 		}
 		t.carry.lost[id] = struct{}{}

@@ -137,7 +137,7 @@ func deletedDrop(id string) *messages.DropObject {
 func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) outbox.Box {
 	var out []outbox.Send
 	if req.GetAmnesic() {
-		t.amnesic = true
+		t.amnesic, t.carry.forgot = true, true
 	}
 	for _, id := range req.GetObjectIds() {
 		if ValidateObjectID(id, t.cfg.MaxObjectIDLen) != nil {

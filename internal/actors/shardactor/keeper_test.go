@@ -73,12 +73,14 @@ func (k *fakeKeeper) waitKept(t *testing.T, want int) {
 // NOT_FOUND and a Query of one NOT_FOUND instead of LOST. The former
 // table told its member's store node (the Keeper), whose republication
 // carries them to the new one; and an amnesic former table makes the new
-// one amnesic.
+// one amnesic (a moved one's caution is its own: nothing was forgotten).
 func TestLossesFollowAShardToAMembersFirstPlacement(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		rebuilt bool // the former table was rebuilt after a failure
-	}{{"former table not amnesic", false}, {"former table rebuilt", true}} {
+		moved   bool // the former table was moved from a live member
+	}{{"former table at the first placement", false, false}, {"former table rebuilt", true, false},
+		{"former table moved from a live member", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			system := actor.NewActorSystem()
 			defer system.Shutdown()
@@ -90,7 +92,7 @@ func TestLossesFollowAShardToAMembersFirstPlacement(t *testing.T) {
 				}
 				return pubs
 			})
-			former, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: tc.rebuilt, Keeper: keeper.ref,
+			former, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Index: 0, Count: 1, Rebuilt: tc.rebuilt, Moved: tc.moved, Keeper: keeper.ref,
 				Nodes: func() []*messages.NodeRef { return []*messages.NodeRef{keeper.ref, holder} }}), "former/shard-0")
 			if err != nil {
 				t.Fatal(err)

@@ -53,13 +53,15 @@ type ShardConfig struct {
 	// ShardRebuilt, but its table starts empty as a rebuilt one does. What
 	// only the former table knew (an object lost there, a deletion no
 	// store node remembers) comes back from the former host's Keeper,
-	// unless the former host's store node went meanwhile; its table is
-	// amnesic as a rebuilt one's: a Delete of an id it does not know
-	// succeeds rather than claim that the object never existed. A shard
-	// of a member's first placement has no former owner known even when
-	// it moved from a live member (the member joined or rejoined): the
-	// Keepers' republication tells its table whether an earlier table of
-	// the shard was amnesic, and what it had marked lost.
+	// unless the former host's store node went meanwhile, or the former
+	// table's last losses crossed this start; so its table is amnesic as
+	// a rebuilt one's, a caution its successors do not inherit: a Delete
+	// of an id it does not know succeeds rather than claim that the
+	// object never existed. A shard of a member's first placement has no
+	// former owner known even when it moved from a live member (the
+	// member joined or rejoined): the Keepers' republication tells its
+	// table whether an earlier table of the shard forgot objects (it
+	// started over after a failure), and what it had marked lost.
 	Moved bool
 	// Keeper, if set, is the store node of the shard's member: its table
 	// tells it what no store node would republish to the shard's next
@@ -271,7 +273,9 @@ type Shard struct {
 	// republished: every store node asked has answered or failed, and the
 	// table was told (LocationTable.Republished).
 	republished bool
-	// notedAmnesic: the Keeper was told that this table is amnesic.
+	// forgot: this table started over after a failure (see started);
+	// notedAmnesic: the Keeper was told that it, or an earlier table, forgot.
+	forgot       bool
 	notedAmnesic bool
 	// senders send the Republish requests, one per store node, so that a
 	// DeadLetterResponse names the node that was not running.
@@ -506,7 +510,12 @@ func (s *Shard) list(ctx actor.Context, m *messages.ListObjects) {
 
 func (s *Shard) started(ctx actor.Context) {
 	tc := s.cfg.Table
-	tc.Amnesic = s.starts.Load() > 0 || s.cfg.Rebuilt || s.cfg.Moved
+	// A table that started over after a failure forgot what the one
+	// before knew; one moved from a live member only may not have heard
+	// it all yet (the former table's last losses can cross its start),
+	// and is amnesic as a caution its successors need not share.
+	forgot := s.starts.Load() > 0 || s.cfg.Rebuilt
+	tc.Amnesic = forgot || s.cfg.Moved
 	// Every table here is told Republished (republishedAll): until then
 	// the copies of objects that exist may still be on their way, however
 	// the shard came to start, and a Delete waits for them.
@@ -516,7 +525,7 @@ func (s *Shard) started(ctx actor.Context) {
 		tc.Keeper = s.cfg.Keeper
 	}
 	s.table = directory.NewLocationTable(tc)
-	s.notedAmnesic = false
+	s.notedAmnesic, s.forgot = false, forgot
 	s.noteAmnesia(ctx)
 	s.watched = map[string]string{}
 	s.republishing = map[string]bool{}
@@ -558,11 +567,12 @@ func (s *Shard) started(ctx actor.Context) {
 	s.deliver(ctx, s.republishedAll())
 }
 
-// noteAmnesia tells the Keeper, once per table, that the table is
-// amnesic: the shard's next table, wherever it starts, is amnesic too
-// (see directory.LocationTable.Amnesic).
+// noteAmnesia tells the Keeper, once per table, that objects of the
+// shard were forgotten (this table started over after a failure, or an
+// earlier one had: directory.LocationTable.Forgot): the shard's next
+// table, wherever it starts, is amnesic too.
 func (s *Shard) noteAmnesia(ctx actor.Context) {
-	if s.cfg.Keeper == nil || s.notedAmnesic || !s.table.Amnesic() {
+	if s.cfg.Keeper == nil || s.notedAmnesic || !(s.forgot || s.table.Forgot()) {
 		return
 	}
 	s.notedAmnesic = true
