@@ -397,9 +397,13 @@ func (m *Member) manageServer(host, what string) (*echo.Echo, error) {
 // (directory.FanOutAuto) for a broadcast to the members live when it was
 // placed, or to the receivers an object has if more ask.
 func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
+	receivers := 0
+	if live := m.live.Load(); live != nil {
+		receivers = len(*live) - 1
+	}
 	return shardactor.NewShardProps(shardactor.ShardConfig{
 		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink(),
-			FanOut: directory.FanOutAuto, Receivers: len(*m.live.Load()) - 1}, Log: m.log,
+			FanOut: directory.FanOutAuto, Receivers: receivers}, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},
