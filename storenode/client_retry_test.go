@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/fastget"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -84,5 +85,35 @@ func TestClientDoesNotRetryReducesOrDeadNodes(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("the Put to a gone node waited %v, until the deadline", time.Since(begin))
+	}
+}
+
+// fixedPutter is a fast Put path that takes every Put and answers err.
+type fixedPutter struct{ err error }
+
+func (p *fixedPutter) Put(context.Context, string, []byte) (bool, error) { return true, p.err }
+
+// A fast Put that answers UNAVAILABLE (its shard's member went before it
+// answered) is retried as an ordinary Put, which asks the shard's new
+// home; any other answer of the fast path is the Put's.
+func TestClientRetriesAnUnavailableFastPut(t *testing.T) {
+	for _, c := range []struct {
+		fast  error
+		want  error
+		calls int64
+	}{
+		{messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no data endpoint at mem://node-3"), nil, 1},
+		{messages.Errorf(messages.ErrorCode_CONFLICT, "other bytes"), messages.ErrConflict, 0},
+	} {
+		cl, calls := fakeNode(t, 0)
+		fast := &fixedPutter{err: c.fast}
+		fastget.RegisterPutter(cl.PID(), fast)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := cl.Put(ctx, "x", []byte("x"))
+		cancel()
+		fastget.UnregisterPutter(cl.PID(), fast)
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) || calls.Load() != c.calls {
+			t.Errorf("fast Put answered %v: Put %v after %d Puts to the node; want %v after %d", c.fast, err, calls.Load(), c.want, c.calls)
+		}
 	}
 }
