@@ -98,17 +98,7 @@ func LocateHere(ctx context.Context, root *actor.RootContext, pid *actor.PID, l 
 		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "deadline passed before the Locate was sent")
 	}
 	r := &callReply{done: make(chan any, 1)}
-	// This goroutine waits for the shard anyway: a run of the shard's
-	// mailbox that the Send starts runs here (handoff), and an answer it
-	// gives at once is in r.done when it returns.
-	h := handoffOf(pid)
-	if h != nil {
-		h.arm()
-	}
 	root.Send(pid, servedLocate{locate: l, reply: r})
-	if h != nil {
-		h.disarm()
-	}
 	var res any
 	select {
 	case res = <-r.done:

@@ -254,7 +254,6 @@ type Shard struct {
 	watched map[string]string // store node PID -> node id, watched for Terminated
 	locates locateSpans       // traced Locates not answered yet
 	starts  *atomic.Int32     // shared by the shard's incarnations
-	hand    *handoff          // the shard's dispatcher (LocateHere runs its mailbox)
 	// republishing holds the store nodes (by PID key) asked to republish
 	// at this start that have neither answered RepublishDone nor failed:
 	// while one may still send copies, the table cannot tell whether a
@@ -326,9 +325,8 @@ func NewShardProps(cfg ShardConfig) *actor.Props {
 	// fails with a clear error (the caller may retry) instead of resuming
 	// half-remembered state.
 	stopCoordinator := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-	hand := &handoff{}
-	return actorutil.Props(func() actor.Actor { return &Shard{cfg: cfg, starts: starts, hand: hand} },
-		actor.WithSupervisor(stopCoordinator), actor.WithDispatcher(hand))
+	return actorutil.Props(func() actor.Actor { return &Shard{cfg: cfg, starts: starts} },
+		actor.WithSupervisor(stopCoordinator))
 }
 
 // Receive implements actor.Actor.
@@ -347,7 +345,6 @@ func (s *Shard) Receive(ctx actor.Context) {
 	var out outbox.Box
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		registerHandoff(ctx.Self(), s.hand)
 		s.started(ctx)
 		return
 	case *actor.Restarting:
@@ -355,7 +352,6 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.stopping(ctx, "directory shard restarting")
 		return
 	case *actor.Stopping:
-		unregisterHandoff(ctx.Self(), s.hand)
 		s.endLocateSpans("", "", "shard stopping")
 		s.stopping(ctx, "directory shard stopping")
 		return
