@@ -1,13 +1,14 @@
 // Package actors holds what an application needs to run Hoplite's actors
 // in an actor system of its own: the props of a store node (StoreNode) and
 // a directory shard (Shard) with the coordinators of its Reduces
-// (CoordinatorConfig), the supervision their parent gives them
+// (CoordinatorConfig), the data plane the store nodes move objects'
+// bytes on (Transport), the supervision their parent gives them
 // (Supervision), and which shard owns an object (ShardFor). cluster.Join wires the same actors into a member
 // with its membership, failure detection and data plane; use this
 // package when the application owns the actor system and that wiring.
 //
 // What each answers (the messages are in package messages; between store
-// nodes, objects' bytes move on the transport):
+// nodes, objects' bytes move on the Transport):
 //
 //   - A store node serves an application: Put (PutReply), Get
 //     (GetReply), Delete (DeleteReply), Reduce (ReduceReply: it starts the
@@ -48,7 +49,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // Store holds one node's objects: their bytes as they arrive, which
@@ -72,7 +72,7 @@ type StoreNodeConfig struct {
 	// ShardFor).
 	ShardFor func(objectID string) *actor.PID
 	// Transport moves objects' bytes between store nodes.
-	Transport transport.Transport
+	Transport *Transport
 	// InlineLimit: objects smaller than this live in the directory and
 	// need no transfer (default 64 KiB; the shards' must be the same).
 	InlineLimit int64
@@ -88,7 +88,7 @@ type StoreNodeConfig struct {
 // StoreNode returns the props of a store node.
 func StoreNode(cfg StoreNodeConfig) *actor.Props {
 	return storeactor.NewProps(storeactor.Config{Self: cfg.Self, Store: cfg.Store, ShardFor: cfg.ShardFor,
-		Transport: cfg.Transport, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
+		Transport: cfg.Transport.data(), InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 		StallTimeout: cfg.StallTimeout, Log: cfg.Log})
 }
 

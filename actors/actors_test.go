@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/hoplite-go/hoplite/coordinator"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // app is an application's actor system running Hoplite's actors from
@@ -28,13 +28,11 @@ type app struct {
 
 // startApp starts an actor system whose actor "app" spawns shards
 // directory shards and nodes store nodes as its children, supervised as a
-// member supervises them, the nodes' bytes moving on an in-process
-// transport.
-func startApp(t *testing.T, nodes, shards int) *app {
+// member supervises them, the nodes' bytes moving on data.
+func startApp(t *testing.T, data *actors.Transport, nodes, shards int) *app {
 	t.Helper()
 	a := &app{system: actor.NewActorSystem()}
 	t.Cleanup(a.system.Shutdown)
-	data := transport.NewMemory(0)
 	const parent = "app"
 	var shardPIDs []*actor.PID
 	for j := range shards {
@@ -88,7 +86,7 @@ func (a *app) client(i int) *storenode.Client {
 // and its plan is the one package coordinator predicts.
 func TestActorsServePutGetAndReduce(t *testing.T) {
 	const n = 3
-	a := startApp(t, n, 2)
+	a := startApp(t, actors.NewMemoryTransport(0), n, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -143,7 +141,7 @@ func TestActorsServePutGetAndReduce(t *testing.T) {
 // a Put and a Get of a store node, and a Get of an object that does not
 // exist fails with a typed error when its deadline passes.
 func TestStoreNodeAnswersRawMessages(t *testing.T) {
-	a := startApp(t, 1, 1)
+	a := startApp(t, actors.NewMemoryTransport(0), 1, 1)
 	root := a.system.Root
 	res, err := root.RequestFuture(a.nodes[0], &messages.Put{ObjectId: "small", Data: []byte("inline")}, 10*time.Second).Result()
 	if err != nil {
@@ -165,5 +163,37 @@ func TestStoreNodeAnswersRawMessages(t *testing.T) {
 	}
 	if e := res.(*messages.GetReply).GetError(); e == nil || !errors.Is(e, messages.ErrTimeout) {
 		t.Fatalf("Get of an absent object with a 50 ms deadline: %v, want TIMEOUT", e)
+	}
+}
+
+// Store nodes whose bytes move on a TCP Transport: an object put on one
+// is fetched by the other from its data address, a TCP endpoint; once
+// the Transport is closed it serves no node.
+func TestStoreNodesFetchOverTCP(t *testing.T) {
+	data := actors.NewTCPTransport(actors.TCPConfig{})
+	t.Cleanup(data.Close)
+	a := startApp(t, data, 2, 1)
+	for _, ref := range a.refs {
+		if !strings.HasPrefix(ref.GetDataAddress(), "127.0.0.1:") {
+			t.Fatalf("%s serves at %q, want a TCP address on 127.0.0.1", ref.GetNodeId(), ref.GetDataAddress())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	obj := bytes.Repeat([]byte("tcp!"), 256<<10) // 1 MiB: fetched, not inline
+	if err := a.client(0).Put(ctx, "x", obj); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.client(1).Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, obj) || a.stores[1].Lookup("x") == nil {
+		t.Fatalf("node-1 read %d bytes (a copy of its own: %v), want the %d put on node-0", len(got), a.stores[1].Lookup("x") != nil, len(obj))
+	}
+
+	data.Close()
+	if addr, err := data.Serve("late", actors.NewStore(1<<20)); err == nil {
+		t.Fatalf("a closed Transport served a node at %q", addr)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/hoplite-go/hoplite/actors"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // Two store nodes and a directory shard in an application's own actor
@@ -19,7 +18,7 @@ import (
 func Example() {
 	system := actor.NewActorSystem()
 	defer system.Shutdown()
-	data := transport.NewMemory(0) // unlimited bandwidth
+	data := actors.NewMemoryTransport(0) // unlimited bandwidth
 
 	shard, err := system.Root.SpawnNamed(actors.Shard(actors.ShardConfig{Index: 0, Count: 1}), "shard-0")
 	if err != nil {

@@ -20,9 +20,9 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // Client is a client of a running cluster that is not a member of it: a

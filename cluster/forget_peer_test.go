@@ -8,7 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/transport"
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 // A member closes its pooled data-plane connections to a member that

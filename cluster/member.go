@@ -24,9 +24,9 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // Actor names. A member's actors live under its node supervisor, whose
@@ -229,8 +229,8 @@ func (m *Member) ID() string { return m.id }
 func (m *Member) Address() string { return m.system.Address() }
 
 // DataAddress is this incarnation's data plane address, as its NodeRef
-// carries it: on TCP "host:port#<incarnation>" (transport.HostPort is the
-// port it listens at), which a later member at that port does not serve.
+// carries it: on TCP "host:port#<incarnation>" (host:port is where it
+// listens), which a later member at that port does not serve.
 func (m *Member) DataAddress() string { return m.ref.GetDataAddress() }
 
 // PingData makes one bare control round trip on the data plane to the

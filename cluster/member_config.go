@@ -17,8 +17,8 @@ import (
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/testhooks"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // ProtocolVersion is the version of the member protocol (the messages of
@@ -385,7 +385,8 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 // bytes in every 1538 on the wire (preamble and gap, Ethernet, IP and TCP
 // headers). A 400 Mbit/s testbed host (shaped by tc, which counts 1514
 // bytes a frame) carries 47.8 MB/s, PayloadRate 47.1: just under, which is
-// where a paced sliced AllReduce runs fastest (see transport.EgressPacer).
+// where a paced sliced AllReduce runs fastest (see internal/transport's
+// EgressPacer).
 func PayloadRate(bitsPerSecond float64) float64 {
 	if !(bitsPerSecond > 0) || math.IsInf(bitsPerSecond, 0) {
 		return 0

@@ -17,7 +17,7 @@ import (
 	"github.com/hoplite-go/hoplite/events"
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/objstore"
-	"github.com/hoplite-go/hoplite/transport"
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 type storeUsage = objstore.Usage

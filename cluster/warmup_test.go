@@ -9,7 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
-	"github.com/hoplite-go/hoplite/transport"
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 // A ready cluster is a warm one: once WaitMembers has seen every member,

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
-	"github.com/hoplite-go/hoplite/transport"
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 // wireCollectors are the counters of what this member refused or

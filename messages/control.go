@@ -1,8 +1,9 @@
 package messages
 
 // Kinds of the control requests that travel on the data plane's
-// connections (transport.Caller) rather than as actor messages: each is
-// a protobuf message of this package, answered by another.
+// connections (internal/transport's Caller) rather than as actor
+// messages: each is a protobuf message of this package, answered by
+// another.
 const (
 	// ControlLocate carries a Locate to the member hosting the object's
 	// directory shard; the answer is its LocateReply.

@@ -12,7 +12,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/localput"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // DataPath moves a Client's object bytes on the data plane when its
@@ -68,10 +67,24 @@ func (d *PutData) SegmentSize() int64 {
 	return int64(d.feed.size)
 }
 
+// ObjectReader reads the object a PutData serves, as the node that
+// fetches it asks for its chunks.
+type ObjectReader interface {
+	// Size is the object's full size.
+	Size() int64
+	// ReadAt returns up to max bytes starting at off, waiting until ctx
+	// ends for bytes not yet read from the caller's reader; at off ==
+	// Size() it returns io.EOF. The bytes are valid until the next ReadAt
+	// and must not be modified.
+	ReadAt(ctx context.Context, off int64, max int) ([]byte, error)
+	// Close releases the reader.
+	Close()
+}
+
 // Open serves name to the node that fetches object id: the object
 // itself (name id), or for one of unknown size its segment name (see
 // SegmentName), waiting until ctx ends for it to be read.
-func (d *PutData) Open(ctx context.Context, id, name string) (transport.ObjectReader, error) {
+func (d *PutData) Open(ctx context.Context, id, name string) (ObjectReader, error) {
 	if d.feed != nil {
 		return d.feed.open(ctx, name)
 	}

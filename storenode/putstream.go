@@ -8,7 +8,6 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // A Put of unknown length through a DataPath (a pipe) is sent in
@@ -109,7 +108,7 @@ func (f *segmentFeed) spent() bool {
 // open serves segment name: the current one again, or the next one once
 // it is read (until ctx ends). A read error is the segment's answer, so
 // that the member fails the Put with it and registers nothing.
-func (f *segmentFeed) open(ctx context.Context, name string) (transport.ObjectReader, error) {
+func (f *segmentFeed) open(ctx context.Context, name string) (ObjectReader, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if name == SegmentName(f.id, f.cur.k) {
@@ -129,7 +128,7 @@ func (f *segmentFeed) open(ctx context.Context, name string) (transport.ObjectRe
 	return f.cur.reader()
 }
 
-func (s segment) reader() (transport.ObjectReader, error) {
+func (s segment) reader() (ObjectReader, error) {
 	if s.err != nil {
 		return nil, s.err
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/cluster"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // TestProcessRestartedMemberIsNotItsPredecessor: a `hoplite node`

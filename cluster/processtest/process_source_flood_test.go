@@ -135,7 +135,7 @@ func TestProcessFloodFromOneAddress(t *testing.T) {
 }
 
 // controlRequest is a data-plane control request as a peer sends it
-// (transport/tcp_frame.go): magic "HPDC", protocol version 3, the kind,
+// (internal/transport/tcp_frame.go): magic "HPDC", protocol version 3, the kind,
 // the body's length, the timeout in ms, no incarnation, then the body.
 func controlRequest(kind byte, body []byte, timeout time.Duration) []byte {
 	b := make([]byte, 32+len(body))

@@ -20,8 +20,8 @@ import (
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/internal/timerslack"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 const nodeUsage = `usage: hoplite node --bind HOST:PORT --seeds HOST:PORT,... [flags]

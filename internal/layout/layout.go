@@ -47,7 +47,6 @@ var Shells = map[string]string{
 	"internal/...":                "helpers of the shells and tests (actor requests, clocks, certificates), but the Cores",
 	"internal/actors/...":         "the actor shells around the cores",
 	"third_party/...":             "Proto.Actor, patched",
-	"transport":                   "the network: connections, frames, TLS",
 	"liveview":                    "the live view's HTTP server",
 	"sim":                         "the simulator: drives the cores, writes reports and plots",
 	"barrier":                     "the barrier API: blocking calls with deadlines over the participant actor",
@@ -120,7 +119,6 @@ var UpImports = map[string]string{
 	"messages":    "the wire: every message that may cross a process",
 	"events":      "the domain events the shells publish",
 	"fingerprint": "an object's contents in 64 bits, computed alike by store nodes, coordinators and the directory",
-	"transport":   "the data plane the store node and the reduce workers move bytes on (its Transport and Source are what an application wires into actors.StoreNode)",
 }
 
 // Experiments is where what only a measurement runs lives: the

@@ -296,7 +296,7 @@ func TestCoresArePure(t *testing.T) {
 
 // No core reaches a shell through the packages it imports, however
 // indirectly (the module part of the import graph, as go/build reads it): the chain is
-// reported, so that a core that imports a core that imports transport
+// reported, so that a core that imports a core that imports internal/transport
 // shows where the arrow runs back up.
 func TestCoresReachNoShell(t *testing.T) {
 	top := root(t)
@@ -354,7 +354,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
-	"example.com/m/transport"
+	"example.com/m/internal/transport"
 	"example.com/m/outbox"
 	"example.com/m/messages"
 	act "example.com/m/third_party/forked/protoactor-go/actor"
@@ -383,7 +383,7 @@ func f(pid *act.PID, d time.Duration) {
 	bad := checkFile(f, mod, core, func(n ast.Node) string { return strconv.Itoa(fset.Position(n.Pos()).Line) })
 	want := []string{
 		"4: imports sync", "6: imports net/http", "7: imports github.com/sirupsen/logrus",
-		"10: imports transport", "14: imports third_party/forked/protoactor-go/remote",
+		"10: imports internal/transport", "14: imports third_party/forked/protoactor-go/remote",
 		"20: a go statement", "21: calls time.Now", "22: calls time.Sleep", "23: uses actor.NewPID",
 		"24: a channel in a core", "25: a channel send", "26: a channel receive", "27: a select",
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/reduction/kernel"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // cursor reads a stream in exact ranges. Stream chunks need not line up

@@ -5,8 +5,8 @@ import (
 	"io"
 
 	"github.com/hoplite-go/hoplite/internal/objstore"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // sliceReader reads bytes [off, off+n) of an object as if they were an

@@ -23,8 +23,8 @@ import (
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/tracing"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // ActorConfig is what the coordinators of one node share.

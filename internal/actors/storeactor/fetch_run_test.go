@@ -17,8 +17,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // scriptedLocator answers each Locate with answer, on the caller's

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // arrivingStream is a Stream whose one chunk arrives over several stall

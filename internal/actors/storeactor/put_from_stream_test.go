@@ -10,8 +10,8 @@ import (
 	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/internal/testutil"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // segmentSource serves data as a sender of unknown length does: segment

@@ -3,7 +3,7 @@ package storeactor
 import (
 	"context"
 
-	"github.com/hoplite-go/hoplite/transport"
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 // hooked returns in with Hooks.BeforeReduceChunk called before each of

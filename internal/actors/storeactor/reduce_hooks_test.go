@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
-	"github.com/hoplite-go/hoplite/transport"
 )
 
 // chunks is a Stream of fixed chunks; into counts its NextInto calls.

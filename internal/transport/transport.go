@@ -5,6 +5,10 @@
 // offset and reads chunks as fast as it consumes them, so a slow receiver
 // never makes a sender or a mailbox buffer without bound. Senders serve
 // from partial copies: a read waits until the bytes exist.
+//
+// It is internal: a member's data plane is wired by package cluster, and
+// an application that runs store nodes in its own actor system gets one
+// from actors.NewMemoryTransport or actors.NewTCPTransport.
 package transport
 
 import "context"
