@@ -43,8 +43,11 @@ import (
 // tells its member's store node the ids it marked lost and its amnesia,
 // which the store node republishes (Tombstones.lost_ids, amnesic, shard):
 // a version 7 store node would take a shard's note for nothing and a
-// version 7 shard would drop what the notes carry.
-const ProtocolVersion uint32 = 8
+// version 7 shard would drop what the notes carry. Version 9: a caller's
+// cancel reaches its Reduce's coordinator (CancelReduce), which a
+// version 8 member drops as an unknown message, so its Reduces would go
+// on to commit after their callers' cancels.
+const ProtocolVersion uint32 = 9
 
 // Membership providers (MemberConfig.Provider).
 const (

@@ -3390,6 +3390,68 @@ func (x *StartReduce) GetCallId() string {
 	return ""
 }
 
+// CancelReduce withdraws a Reduce whose caller gave up (its context was
+// canceled or its deadline passed before an answer came). A client sends
+// it to its store node naming only target_id; the store node adds the
+// call_id of its Reduce into that target and sends it on to the target's
+// shard, which hands it to the coordinator running that call. A
+// coordinator that has not begun its commit abandons the run (its
+// workers released, every copy of the target dropped) and answers
+// CANCELED; one whose commit has begun goes on, and its answer is the
+// commit's. Nobody waits for it: a cancel that finds no such Reduce (it
+// ended, or its coordinator died) is dropped.
+type CancelReduce struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TargetId      string                 `protobuf:"bytes,1,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	CallId        string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelReduce) Reset() {
+	*x = CancelReduce{}
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelReduce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelReduce) ProtoMessage() {}
+
+func (x *CancelReduce) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelReduce.ProtoReflect.Descriptor instead.
+func (*CancelReduce) Descriptor() ([]byte, []int) {
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CancelReduce) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *CancelReduce) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 // ReduceInput is one stream a tree node reduces: a child's output, or a
 // leaf's source object, on the node that holds it.
 type ReduceInput struct {
@@ -3409,7 +3471,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3483,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3496,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -3520,7 +3582,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3594,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3607,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3699,7 +3761,7 @@ type ReduceTaskBatch struct {
 
 func (x *ReduceTaskBatch) Reset() {
 	*x = ReduceTaskBatch{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +3773,7 @@ func (x *ReduceTaskBatch) String() string {
 func (*ReduceTaskBatch) ProtoMessage() {}
 
 func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +3786,7 @@ func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
 func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
@@ -3747,7 +3809,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3759,7 +3821,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3772,7 +3834,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3829,7 +3891,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3841,7 +3903,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3854,7 +3916,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -3920,7 +3982,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +3994,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4007,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -4002,7 +4064,7 @@ type ReduceCommit struct {
 
 func (x *ReduceCommit) Reset() {
 	*x = ReduceCommit{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4014,7 +4076,7 @@ func (x *ReduceCommit) String() string {
 func (*ReduceCommit) ProtoMessage() {}
 
 func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4027,7 +4089,7 @@ func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
 func (*ReduceCommit) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceCommit) GetReduceId() string {
@@ -4089,7 +4151,7 @@ type ReduceCommitted struct {
 
 func (x *ReduceCommitted) Reset() {
 	*x = ReduceCommitted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4101,7 +4163,7 @@ func (x *ReduceCommitted) String() string {
 func (*ReduceCommitted) ProtoMessage() {}
 
 func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4114,7 +4176,7 @@ func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
 func (*ReduceCommitted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReduceCommitted) GetReduceId() string {
@@ -4169,7 +4231,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4181,7 +4243,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4194,7 +4256,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -4240,7 +4302,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4252,7 +4314,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4265,7 +4327,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -4313,7 +4375,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4387,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4400,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4367,7 +4429,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4379,7 +4441,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4392,7 +4454,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4421,7 +4483,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4495,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4508,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4476,7 +4538,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4550,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4563,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4786,7 +4848,10 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\vStartReduce\x12'\n" +
 	"\x06reduce\x18\x01 \x01(\v2\x0f.hoplite.ReduceR\x06reduce\x12(\n" +
 	"\x06caller\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x06caller\x12\x17\n" +
-	"\acall_id\x18\x03 \x01(\tR\x06callId\"\x84\x01\n" +
+	"\acall_id\x18\x03 \x01(\tR\x06callId\"D\n" +
+	"\fCancelReduce\x12\x1b\n" +
+	"\ttarget_id\x18\x01 \x01(\tR\btargetId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\"\x84\x01\n" +
 	"\vReduceInput\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
@@ -4929,7 +4994,7 @@ func file_hoplite_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_hoplite_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -4974,20 +5039,21 @@ var file_hoplite_hoplite_proto_goTypes = []any{
 	(*Transfer)(nil),          // 40: hoplite.Transfer
 	(*ObjectInfo)(nil),        // 41: hoplite.ObjectInfo
 	(*StartReduce)(nil),       // 42: hoplite.StartReduce
-	(*ReduceInput)(nil),       // 43: hoplite.ReduceInput
-	(*ReduceTask)(nil),        // 44: hoplite.ReduceTask
-	(*ReduceTaskBatch)(nil),   // 45: hoplite.ReduceTaskBatch
-	(*ReduceTaskStarted)(nil), // 46: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 47: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 48: hoplite.ReduceInvalidate
-	(*ReduceCommit)(nil),      // 49: hoplite.ReduceCommit
-	(*ReduceCommitted)(nil),   // 50: hoplite.ReduceCommitted
-	(*ReduceRelease)(nil),     // 51: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 52: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 53: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 54: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 55: hoplite.Republish
-	(*RepublishDone)(nil),     // 56: hoplite.RepublishDone
+	(*CancelReduce)(nil),      // 43: hoplite.CancelReduce
+	(*ReduceInput)(nil),       // 44: hoplite.ReduceInput
+	(*ReduceTask)(nil),        // 45: hoplite.ReduceTask
+	(*ReduceTaskBatch)(nil),   // 46: hoplite.ReduceTaskBatch
+	(*ReduceTaskStarted)(nil), // 47: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 48: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 49: hoplite.ReduceInvalidate
+	(*ReduceCommit)(nil),      // 50: hoplite.ReduceCommit
+	(*ReduceCommitted)(nil),   // 51: hoplite.ReduceCommitted
+	(*ReduceRelease)(nil),     // 52: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 53: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 54: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 55: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 56: hoplite.Republish
+	(*RepublishDone)(nil),     // 57: hoplite.RepublishDone
 }
 var file_hoplite_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -5039,8 +5105,8 @@ var file_hoplite_hoplite_proto_depIdxs = []int32{
 	5,  // 46: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
 	1,  // 47: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
 	2,  // 48: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	43, // 49: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	44, // 50: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	44, // 49: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	45, // 50: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
 	4,  // 51: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
 	4,  // 52: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
 	4,  // 53: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
@@ -5063,7 +5129,7 @@ func file_hoplite_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_hoplite_proto_rawDesc), len(file_hoplite_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

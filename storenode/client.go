@@ -125,6 +125,14 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		ms := actorutil.TimeoutMs(ctx)
 		m.TimeoutMs = max(1, ms-min(ms/10, 100))
 		m.TraceParent = tp
+		// A caller that gives up withdraws its Reduce: its coordinator,
+		// before its commit, abandons the run instead of committing the
+		// target after the caller was answered CANCELED or TIMEOUT. The
+		// cancel names the request it withdraws by its sender.
+		node, cancel := c.PID(), &messages.CancelReduce{TargetId: m.GetTargetId()}
+		return actorutil.RequestGraceOrAbandon(ctx, c.root, node, msg, answerGrace(ctx), func(replyTo *actor.PID) {
+			c.root.RequestWithCustomSender(node, cancel, replyTo)
+		})
 	}
 	return actorutil.RequestGrace(ctx, c.root, c.PID(), msg, answerGrace(ctx))
 }

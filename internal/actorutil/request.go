@@ -43,6 +43,14 @@ func RequestGrace(ctx context.Context, root *actor.RootContext, pid *actor.PID, 
 	return request(ctx, root, pid, msg, nil, 0, grace)
 }
 
+// RequestGraceOrAbandon is RequestGrace that calls abandon (as
+// RequestOrAbandon does) when no answer came by the end of the grace:
+// a caller that gave up withdraws a request the target would otherwise
+// go on working on (a Reduce's coordinator).
+func RequestGraceOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration, abandon func(replyTo *actor.PID)) (any, error) {
+	return request(ctx, root, pid, msg, abandon, 0, grace)
+}
+
 // RequestEvery is Request for a request the target may receive more than
 // once (it answers a repeat as it answered the first, or ignores it): it
 // sends msg again after every, then after twice as long each time, until

@@ -307,6 +307,29 @@ func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
 	return r.out(r.abort(err), now)
 }
 
+// Cancel ends the Reduction because its caller gave up
+// (messages.CancelReduce). Before its commit began it fails CANCELED the
+// way any failure does: every node with a task is released and the
+// target is dropped wherever it was written, so nothing of the run stays
+// readable or reserved. Once the commit began (a tree root's or the
+// gathers' ReduceCommit, or the inline result's store, went out) the
+// result is fixed and may be read whole already: the cancel changes
+// nothing, and the answer is the commit's.
+func (r *Reduction) Cancel(now time.Time) Effects {
+	var fx effects
+	if !r.over && !r.committing() {
+		fx = r.fail(messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: its caller canceled it before the commit", r.req.GetTargetId()))
+	}
+	return r.out(fx, now)
+}
+
+// committing reports whether the Reduction's commit went out: its
+// result is fixed (reply), or the inline result it computed was sent to
+// be stored as the target.
+func (r *Reduction) committing() bool {
+	return r.reply != nil || r.inline != nil && r.inline.result != nil
+}
+
 // AbortForRetry ends the Reduction with err because its coordinator
 // stops with its directory shard, and the caller's node starts the call
 // again at the shard's home: as Abort until the result is fixed, and

@@ -277,6 +277,10 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.subscribeAnswered(ctx, m, now)
 	case *messages.ReduceCommitted:
 		c.committed(ctx, m.GetNodeId())
+	case *messages.CancelReduce:
+		// Its shard sends it only for this call (its call id).
+		c.cfg.Log.WithField("reduce", c.id).Debug("reduce: its caller canceled it")
+		c.drain(ctx, c.r.Cancel(now))
 	case *AttachRequester:
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "requester": membername.Actor(m.Requester)}).Info("reduce: the caller asked again; answering its new request")
 		c.requester = m.Requester

@@ -442,6 +442,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.StartReduce:
 		s.startReduce(ctx, m, ctx.Sender(), now)
 		return
+	case *messages.CancelReduce:
+		s.cancelReduce(ctx, m)
+		return
 	case *messages.ReleaseTarget:
 		out = s.table.Release(m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -800,6 +803,36 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 		s.coordinators = map[string]*actor.PID{}
 	}
 	s.coordinators[id] = pid
+}
+
+// cancelReduce hands a caller's cancel to the coordinator that runs its
+// call (the target's reservation names the call), or drops a Reduce of
+// that call still deferred by a rebuild, answering CANCELED. A cancel
+// for another call, or for none running, is dropped: its Reduce ended,
+// and the cancel of a call whose reservation this shard does not hold
+// must not end another caller's Reduce of the same target.
+func (s *Shard) cancelReduce(ctx actor.Context, m *messages.CancelReduce) {
+	target, call := m.GetTargetId(), m.GetCallId()
+	if call == "" {
+		return
+	}
+	for i, d := range s.deferred {
+		if d.start.GetReduce().GetTargetId() == target && d.start.GetCallId() == call {
+			s.deferred = slices.Delete(s.deferred, i, i+1)
+			if d.sender != nil {
+				ctx.Send(d.sender, &messages.ReduceReply{TargetId: target,
+					Error: messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: its caller canceled it", target)})
+			}
+			return
+		}
+	}
+	rid := s.table.Reservation(target)
+	if rid == "" || directory.CallOf(rid) != directory.CallOf(directory.ReduceID(target, call, "")) {
+		return
+	}
+	if pid := s.coordinators[rid]; pid != nil {
+		ctx.Send(pid, m)
+	}
 }
 
 // validStart checks a StartReduce before anything is reserved. A

@@ -68,6 +68,9 @@ type StoreNode struct {
 	// kept is what this member's directory shards keep here for their
 	// next tables (see kept.go).
 	kept *kept
+	// reduceCalls are the Reduces waiting for their coordinators'
+	// answers, for their callers' cancels (see reduce_cancel.go).
+	reduceCalls *reduceCalls
 }
 
 // workerRef is a reduce worker as its store node knows it.
@@ -79,8 +82,10 @@ type workerRef struct {
 // NewProps returns the props of a store node actor.
 func NewProps(cfg Config) *actor.Props {
 	c := cfg.withDefaults()
-	r, gets, reduces, k := newRequests(), newGetWaiters(), map[string]map[int32]*workerRef{}, newKept()
-	return actorutil.Props(func() actor.Actor { return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces, kept: k} })
+	r, gets, reduces, k, rc := newRequests(), newGetWaiters(), map[string]map[int32]*workerRef{}, newKept(), &reduceCalls{}
+	return actorutil.Props(func() actor.Actor {
+		return &StoreNode{cfg: c, reqs: r, gets: gets, reduces: reduces, kept: k, reduceCalls: rc}
+	})
 }
 
 // Receive implements actor.Actor.
@@ -93,6 +98,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.started(ctx)
 	case *messages.Reduce:
 		n.reduce(ctx, m)
+	case *messages.CancelReduce:
+		n.cancelReduce(ctx, m)
 	case *messages.ReduceTask:
 		n.reduceTask(ctx, m, time.Now())
 	case *messages.ReduceTaskBatch:
@@ -680,8 +687,10 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	// A little past the coordinator's own deadline, so that its TIMEOUT,
 	// which names the sources that never appeared, arrives first.
 	rctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.GetTimeoutMs())*time.Millisecond+time.Second)
+	forget := n.reduceCalls.add(sender, m.GetTargetId(), &reduceCall{id: start.GetCallId(), cancel: cancel})
 	go func() {
 		defer cancel()
+		defer forget()
 		res, err := n.startReduce(rctx, system, self, shard, start)
 		if err != nil {
 			reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(), Error: messages.AsError(err)})
