@@ -44,7 +44,7 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 				data[id] = randomBytes(uint64(i+1), size)
 			}
 			for i, id := range sources[:2] {
-				if err := l.Client(i + 1).Put(ctx, id, data[id]); err != nil {
+				if err := l.Client(i+1).Put(ctx, id, data[id]); err != nil {
 					t.Fatal(err)
 				}
 			}
