@@ -191,11 +191,12 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	storeProps := storeactor.NewProps(storeactor.Config{
 		Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Create: m.creator(watched), Transport: watched,
 		ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
-		StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Naive: cfg.exp.Naive, Hooks: cfg.hooks.Store, Log: m.log, Estimator: m.estimator,
+		StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Hooks: cfg.hooks.Store, Log: m.log, Estimator: m.estimator,
 		MaxRemoteReply: maxRemoteReply,
 	})
 	if cfg.exp.Naive {
-		// The naive baseline takes the node's Reduces before the node sees them.
+		// The naive baseline takes the node's Reduces before the node sees
+		// them; its Gets are its shards' (shardProps).
 		storeProps.Configure(actor.WithReceiverMiddleware(naive.Middleware(naive.Config{DefaultTimeout: cfg.DefaultTimeout})))
 	}
 	children := []child{
@@ -401,9 +402,15 @@ func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
 	if live := m.live.Load(); live != nil {
 		receivers = len(*live) - 1
 	}
+	table := directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink(),
+		FanOut: directory.FanOutAuto, Receivers: receivers}
+	if m.cfg.exp.Naive {
+		// The naive baseline chooses the creator for every receiver this
+		// member's shards answer (a naive cluster is naive on every member).
+		table.Senders = naive.FromCreator
+	}
 	return shardactor.NewShardProps(shardactor.ShardConfig{
-		Table: directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink(),
-			FanOut: directory.FanOutAuto, Receivers: receivers}, Log: m.log,
+		Table: table, Log: m.log,
 		NewCoordinator: func(id string, start *messages.StartReduce, requester *actor.PID, shardStopped func() bool) *actor.Props {
 			return coordactor.NewProps(m.coord, id, start, requester, shardStopped)
 		},

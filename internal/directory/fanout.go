@@ -79,7 +79,7 @@ func (t *LocationTable) pickShallowest(e *entry, receiver, avoid string, k int) 
 		f.path = f.path[:0]
 	}()
 	for _, loc := range e.locs {
-		if loc.fetchingFrom != "" && !loc.naive { // a naive fetch claims nothing (claim)
+		if loc.fetchingFrom != "" && !loc.chosen { // a chosen fetch claims nothing (claim)
 			f.serving[loc.fetchingFrom]++
 		}
 	}
@@ -87,7 +87,7 @@ func (t *LocationTable) pickShallowest(e *entry, receiver, avoid string, k int) 
 	bestDepth, bestServing := 0, 0
 	for id, loc := range e.locs {
 		n := f.serving[id]
-		if id == receiver || id == avoid || n >= k || loc.naive || loc.unoffered || loc.unfed() {
+		if id == receiver || id == avoid || n >= k || loc.chosen || loc.unoffered || loc.unfed() {
 			continue
 		}
 		d := f.depth(e, loc)

@@ -111,7 +111,7 @@ func tableMessage(in *fuzzInput) proto.Message {
 		m.ObjectId, m.Node = id, n1
 	case *messages.Locate:
 		m.ObjectId, m.Receiver, m.FailedSender, m.TimeoutMs = id, n1, n2, v
-		m.FailedSenderLacks, m.NoCopy, m.Naive = kind&0x20 != 0, kind&0x40 != 0, kind&0x80 != 0
+		m.FailedSenderLacks, m.NoCopy = kind&0x20 != 0, kind&0x40 != 0
 	case *messages.CancelLocate:
 		m.ObjectId, m.Receiver = id, n1
 	case *messages.FetchDone:
@@ -253,7 +253,11 @@ func FuzzLocationTable(f *testing.F) {
 	f.Add([]byte{0x10, 0, 1, 0, 2, 3, 0x14, 0, 1, 1, 0, 1, 0x36, 0, 1, 2, 1, 1})
 	f.Add([]byte{0x30, 0, 0, 0, 0, 4, 0x71, 0, 0, 0, 0, 4, 0xf4, 0, 0, 1, 3, 2, 0x1f, 0, 0, 0, 0, 0, 0x10, 0, 0, 6, 0, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tb := NewLocationTable(TableConfig{InlineLimit: 64, TombstoneLimit: 8, TransferLogLimit: 4, MaxObjectIDLen: 4096})
+		cfg := TableConfig{InlineLimit: 64, TombstoneLimit: 8, TransferLogLimit: 4, MaxObjectIDLen: 4096}
+		if len(data)%2 == 1 { // half the inputs run under a sender policy
+			cfg.Senders = creatorOnly
+		}
+		tb := NewLocationTable(cfg)
 		in := testutil.NewFuzzInput(data)
 		now := t0
 		for i := 0; in.More() && i < 64; i++ {

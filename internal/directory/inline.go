@@ -20,8 +20,8 @@ import (
 // (a receiver that got the bytes, or the creator), chosen and claimed as
 // pickSender chooses, so that the object relays from copy to copy. The
 // bytes are still the answer whenever no copy can serve (every holder
-// died, or is busy), to a receiver whose sender failed, and to the naive
-// baseline, so an inline Get never depends on a copy more than once.
+// died, or is busy), to a receiver whose sender failed, and to a receiver whose
+// sender a policy chooses (TableConfig.Senders), so an inline Get never depends on a copy more than once.
 
 // InlineQueueCopies is how many answers' bytes of one object the shard
 // lets queue on its uplink at once, whatever their size: a receiver
@@ -95,7 +95,7 @@ func (t *LocationTable) inlineHolder(e *entry, w *waiter) *location {
 	}
 	q := InlineQueued(e.inlineQ.queued, e.inlineQ.at, now, t.cfg.InlineUplink)
 	var holder *location
-	if !w.naive && !w.failed && !AnswerWithBytes(q, e.size, t.cfg.InlineUplink) {
+	if !w.chosen && !w.failed && !AnswerWithBytes(q, e.size, t.cfg.InlineUplink) {
 		if w.noCopy {
 			holder = t.pickReadable(e, w.receiver.GetNodeId(), w.avoid)
 		} else {

@@ -174,11 +174,10 @@ func TestInlineAnswerIsAHolderPastTheUplinksBudget(t *testing.T) {
 	}
 }
 
-// TestInlineNoCopyAndNaiveLocatesPastTheBudget: a no-copy reader past
-// the budget reads a holder and is recorded nowhere (as a no-copy
-// reader of a streamed object); the naive baseline, which reads only
-// the creator's copy, is answered with the bytes as before.
-func TestInlineNoCopyAndNaiveLocatesPastTheBudget(t *testing.T) {
+// TestInlineNoCopyLocatePastTheBudget: a no-copy reader past the budget
+// reads a holder and is recorded nowhere (as a no-copy reader of a
+// streamed object).
+func TestInlineNoCopyLocatePastTheBudget(t *testing.T) {
 	const size = 10000
 	tb := inlineTable(t, size, 1e6)
 	for r := 1; r <= InlineQueueCopies; r++ {
@@ -193,8 +192,21 @@ func TestInlineNoCopyAndNaiveLocatesPastTheBudget(t *testing.T) {
 			t.Fatalf("the no-copy read left a trace: %v", l)
 		}
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "s", Receiver: node(21), TimeoutMs: 1000, Naive: true}, replyTo("naive"), t0).Sends
-	if lr := locateReply(t, out, replyTo("naive")); !lr.GetHasInline() {
-		t.Fatalf("naive receiver past the budget: %v; want the bytes", answer(lr))
+}
+
+// TestInlineLocateUnderASenderPolicy: a table whose senders a policy
+// chooses answers every Locate of an inline object with the bytes, past
+// the budget too: the policy chooses among copies, and the shard's bytes
+// are none.
+func TestInlineLocateUnderASenderPolicy(t *testing.T) {
+	const size = 10000
+	tb := NewLocationTable(TableConfig{InlineUplink: 1e6, Senders: creatorOnly})
+	tb.Create(&messages.CreateObject{ObjectId: "s", Size: size, Fingerprint: 7, Creator: node(0),
+		HasInline: true, InlineData: make([]byte, size)}, replyTo("c"))
+	tb.Publish(&messages.PublishLocation{ObjectId: "s", Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 7, Creator: true})
+	for r := 1; r <= InlineQueueCopies+2; r++ {
+		if lr := locateReply(t, locate(tb, "s", r, t0), replyTo(fmt.Sprintf("r%d", r))); !lr.GetHasInline() {
+			t.Fatalf("receiver %d: %v; want the bytes", r, answer(lr))
+		}
 	}
 }

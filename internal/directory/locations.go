@@ -25,8 +25,9 @@ type location struct {
 	// fetchingFrom is the sender of a partial copy that is still arriving:
 	// the upstream chain that failover follows to refuse cycles.
 	fetchingFrom string
-	// naive copies were fetched by the baseline and are never offered.
-	naive bool
+	// chosen copies were fetched from the sender TableConfig.Senders
+	// chose: they claimed nothing and are never offered.
+	chosen bool
 	// unoffered: a creator's copy offered to nobody until it is complete
 	// (CreateObject.unoffered).
 	unoffered bool
@@ -520,7 +521,7 @@ func (t *LocationTable) endTransfer(e *entry, receiver string, aborted bool) []o
 	}
 	sender := loc.fetchingFrom
 	loc.fetchingFrom = ""
-	if s := e.locs[sender]; s != nil && s.servingTo == receiver && !loc.naive {
+	if s := e.locs[sender]; s != nil && s.servingTo == receiver && !loc.chosen {
 		s.servingTo = ""
 	}
 	e.closeTransfer(receiver, sender, aborted)

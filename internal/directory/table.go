@@ -105,6 +105,28 @@ type TableConfig struct {
 	// its FetchDone on the way (DefaultLossGrace if 0; see doubt.go). The
 	// shell may lengthen it as measured (SetLossGrace); it is the floor.
 	LossGrace time.Duration
+	// Senders, if set, chooses the sender of every Locate for a copy in
+	// place of the broadcast tree (see Senders). Nil in production; the
+	// baselines Hoplite is measured against set it (internal/experiments).
+	Senders Senders
+}
+
+// Senders is a policy that chooses which copy a receiver fetches from:
+// given the copies of the object (in no particular order) but the one
+// the receiver must avoid (a sender that failed it), it returns the node of the one to fetch from,
+// or false to wait for another copy. A copy fetched so claims no sender
+// and is offered to no later receiver, whose sender the policy chooses
+// too; and such a Locate of an inline object is answered with the bytes.
+type Senders func(receiver string, copies []Copy) (node string, ok bool)
+
+// Copy is what a Senders policy sees of one copy of an object.
+type Copy struct {
+	// Node is the node that holds the copy.
+	Node string
+	// Creator marks the copy of the node that Put the object.
+	Creator bool
+	// State is how much of the object the copy holds.
+	State messages.LocationState
 }
 
 // epochCountBits is how many low bits of an epoch count a table's epochs

@@ -498,14 +498,38 @@ func TestUnpublishedSenderIsReplaced(t *testing.T) {
 	}
 }
 
-func TestNaiveAlwaysFetchesFromCreator(t *testing.T) {
-	tb := NewLocationTable(TableConfig{})
+// creatorOnly is a sender policy that sends every receiver to the
+// creator's copy.
+func creatorOnly(_ string, copies []Copy) (string, bool) {
+	for _, c := range copies {
+		if c.Creator {
+			return c.Node, true
+		}
+	}
+	return "", false
+}
+
+// TestSenderPolicyChoosesEverySender: under a policy every receiver
+// fetches from the copy it names, however busy; the copies so fetched
+// are offered to nobody (not even a no-copy reader), and a receiver that
+// must avoid the policy's only choice waits.
+func TestSenderPolicyChoosesEverySender(t *testing.T) {
+	tb := NewLocationTable(TableConfig{Senders: creatorOnly, FanOut: 2})
 	create(t, tb, "x", 100, 0)
 	for r := 1; r <= 5; r++ {
-		out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(r), TimeoutMs: 100, Naive: true}, replyTo(fmt.Sprintf("r%d", r)), t0).Sends
-		if s := locateReply(t, out, replyTo(fmt.Sprintf("r%d", r))).GetSender().GetNodeId(); s != "n0" {
-			t.Fatalf("naive receiver %d from %s", r, s)
+		if s := locateReply(t, locate(tb, "x", r, t0), replyTo(fmt.Sprintf("r%d", r))).GetSender().GetNodeId(); s != "n0" {
+			t.Fatalf("receiver %d from %s, want the creator n0", r, s)
 		}
+	}
+	for r := 1; r <= 2; r++ {
+		tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(r), Sender: node(0), Size: 100})
+	}
+	if s := locateReply(t, locateNoCopy(tb, "x", 9, "i9", t0), replyTo("i9")).GetSender().GetNodeId(); s != "n0" {
+		t.Fatalf("no-copy reader from %s, want n0 (the chosen copies are offered to nobody)", s)
+	}
+	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(6), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r6"), t0).Sends
+	if r := repliesTo(out, replyTo("r6")); len(r) != 0 {
+		t.Fatalf("receiver avoiding the creator answered %v; want it to wait", r)
 	}
 }
 

@@ -24,7 +24,9 @@ const (
 type waiter struct {
 	kind     waiterKind
 	receiver *messages.NodeRef // waitLocate only
-	naive    bool
+	// chosen: TableConfig.Senders chooses the sender (a Locate for a
+	// copy at a table that has a policy).
+	chosen bool
 	// noCopy: the receiver keeps no copy (Locate.no_copy): it is answered
 	// without a claim or a location, and it is apart from the receiver's
 	// Locates for a copy of its own.
@@ -190,7 +192,7 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 		}
 		return false
 	})
-	w := &waiter{kind: waitLocate, receiver: req.GetReceiver(), naive: req.GetNaive(), attempt: req.GetAttempt(), replyTo: replyTo,
+	w := &waiter{kind: waitLocate, receiver: req.GetReceiver(), chosen: t.cfg.Senders != nil, attempt: req.GetAttempt(), replyTo: replyTo,
 		deadline: now.Add(Timeout(req.GetTimeoutMs(), 0)), at: now, failed: nodeOK(req.GetFailedSender())}
 	t.avoidFor(w, avoid, now)
 	e.waiters = append(e.waiters, w)
@@ -419,7 +421,7 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 			out = append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 				Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt}})
 		default:
-			sender := t.pickSender(e, w.receiver.GetNodeId(), w.naive, w.avoid)
+			sender := t.pickSender(e, w.receiver.GetNodeId(), w.chosen, w.avoid)
 			if sender == nil {
 				kept = append(kept, w)
 				continue
@@ -435,12 +437,12 @@ func (t *LocationTable) serveWaiters(e *entry) []outbox.Send {
 func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Send {
 	rid := w.receiver.GetNodeId()
 	t.endTransfer(e, rid, true) // a receiver fetches from one sender at a time
-	if !w.naive {
+	if !w.chosen {
 		sender.servingTo = rid
 	}
 	out := t.setLocation(e, w.receiver, messages.LocationState_PARTIAL, false)
 	e.locs[rid].fetchingFrom = sender.node.GetNodeId()
-	e.locs[rid].naive = w.naive
+	e.locs[rid].chosen = w.chosen
 	e.locs[rid].attempt = w.attempt
 	e.seq++
 	e.transfers = append(e.transfers, &messages.Transfer{Receiver: rid, Sender: sender.node.GetNodeId(), StartSeq: int64(e.seq)})
@@ -459,25 +461,21 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 // upstream chain contains the receiver (that would be a cycle). Under a
 // fan-out k > 1 (TableConfig.FanOut, or the cost model's choice) a copy
 // is free while it streams to fewer than k receivers, and the shallowest
-// free copy is chosen (fanout.go).
-func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid string) *location {
-	if !naive { // a naive fetch reads the creator and claims nothing
-		if k := t.fanOut(e); k > 1 {
-			return t.pickShallowest(e, receiver, avoid, k)
-		}
+// free copy is chosen (fanout.go). A chosen receiver's sender is the
+// policy's (TableConfig.Senders) instead.
+func (t *LocationTable) pickSender(e *entry, receiver string, chosen bool, avoid string) *location {
+	if chosen {
+		return t.pickByPolicy(e, receiver, avoid)
+	}
+	if k := t.fanOut(e); k > 1 {
+		return t.pickShallowest(e, receiver, avoid, k)
 	}
 	var best *location
 	for id, loc := range e.locs {
 		if id == avoid {
 			continue
 		}
-		if naive {
-			if loc.creator {
-				return loc
-			}
-			continue
-		}
-		if id == receiver || loc.servingTo != "" || loc.naive || loc.unoffered || loc.unfed() || t.upstreamContains(e, loc, receiver) {
+		if id == receiver || loc.servingTo != "" || loc.chosen || loc.unoffered || loc.unfed() || t.upstreamContains(e, loc, receiver) {
 			continue
 		}
 		if best == nil || better(loc, best) {
@@ -487,8 +485,23 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid 
 	return best
 }
 
+// pickByPolicy asks TableConfig.Senders for a chosen receiver's sender.
+func (t *LocationTable) pickByPolicy(e *entry, receiver, avoid string) *location {
+	copies := make([]Copy, 0, len(e.locs))
+	for id, loc := range e.locs {
+		if id != avoid {
+			copies = append(copies, Copy{Node: id, Creator: loc.creator, State: loc.state})
+		}
+	}
+	id, ok := t.cfg.Senders(receiver, copies)
+	if !ok || id == avoid {
+		return nil
+	}
+	return e.locs[id]
+}
+
 // pickReadable chooses the copy a no-copy receiver reads: never its own
-// node's, never a naive or unfed copy; a copy that serves nobody before a busy one
+// node's, never a chosen or unfed copy; a copy that serves nobody before a busy one
 // (whose bandwidth goes to a receiver that extends the tree), then
 // complete before partial, oldest first. A busy copy is taken rather than
 // waited for: the reader claims nothing, so it cannot wait its turn in
@@ -497,7 +510,7 @@ func (t *LocationTable) pickSender(e *entry, receiver string, naive bool, avoid 
 func (t *LocationTable) pickReadable(e *entry, receiver, avoid string) *location {
 	var best *location
 	for id, loc := range e.locs {
-		if id == receiver || id == avoid || loc.naive || loc.unoffered || loc.unfed() {
+		if id == receiver || id == avoid || loc.chosen || loc.unoffered || loc.unfed() {
 			continue
 		}
 		free, bestFree := loc.servingTo == "", best != nil && best.servingTo == ""

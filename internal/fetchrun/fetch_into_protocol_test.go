@@ -37,7 +37,7 @@ func noDirectoryNotice(t *testing.T, out storeproto.FetchOutput) {
 func TestFetchIntoStreamsAndKeepsNoCopy(t *testing.T) {
 	f := newIntoFixture(t, 1000, time.Minute)
 	l := f.locate(f.p.Start(f.now))
-	if !l.GetNoCopy() || l.GetNaive() {
+	if !l.GetNoCopy() {
 		t.Fatalf("Locate %v: want no_copy", l)
 	}
 	out := f.p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 600, Sender: sender("s"),

@@ -30,26 +30,59 @@ func experimentArrows(imports map[string][]string, core func(rel string) bool) [
 	return bad
 }
 
-// baselineFuncs reports the functions and methods of f named for a
-// baseline.
-func baselineFuncs(f *ast.File, at func(ast.Node) string) []string {
+// baselineNames reports what f declares under a name of a baseline:
+// functions, methods, types, package-level constants and variables, and
+// the fields of its structs (a switch such as Config.Naive). A local
+// variable's name is its function's business.
+func baselineNames(f *ast.File, at func(ast.Node) string) []string {
 	var bad []string
-	for _, d := range f.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok {
-			continue
-		}
+	check := func(id *ast.Ident, what string) {
 		for _, w := range Baselines {
-			if strings.Contains(strings.ToLower(fn.Name.Name), w) {
-				bad = append(bad, fmt.Sprintf("%s: %s is named for the %s baseline, which lives under %s (layout.Baselines)", at(fn), fn.Name.Name, w, Experiments))
+			if strings.Contains(strings.ToLower(id.Name), w) {
+				bad = append(bad, fmt.Sprintf("%s: %s %s is named for the %s baseline, which lives under %s (layout.Baselines)", at(id), what, id.Name, w, Experiments))
 			}
 		}
 	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			check(d.Name, "function")
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				if v, ok := s.(*ast.ValueSpec); ok {
+					for _, id := range v.Names {
+						check(id, "value")
+					}
+				}
+			}
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.TypeSpec:
+			check(n.Name, "type")
+		case *ast.StructType:
+			for _, fl := range n.Fields.List {
+				for _, id := range fl.Names {
+					check(id, "field")
+				}
+			}
+		}
+		return true
+	})
 	return bad
 }
 
-// No actor shell or core imports the experiments, and no shell has a
-// function of a baseline.
+// baselineFree says whether the package at rel must name no baseline:
+// every production package under internal/ (the shells, the cores, the
+// store node's fetch runner, the directory) but the experiments
+// themselves and this package, which names the rule.
+func baselineFree(rel string) bool {
+	return strings.HasPrefix(rel, "internal/") && rel != Experiments && !strings.HasPrefix(rel, Experiments+"/") && rel != "internal/layout"
+}
+
+// No actor shell or core imports the experiments, and no production
+// package under internal/ declares anything named for a baseline.
 func TestExperimentsStayOutOfTheShells(t *testing.T) {
 	top := root(t)
 	mod := modulePath(t, top)
@@ -69,18 +102,31 @@ func TestExperimentsStayOutOfTheShells(t *testing.T) {
 		t.Error(b)
 	}
 	fset := token.NewFileSet()
-	shells := filepath.Join(top, "internal", "actors")
-	for path, f := range sources(t, fset, shells, true) {
-		rel, _ := filepath.Rel(top, path)
-		for _, b := range baselineFuncs(f, func(n ast.Node) string { return fmt.Sprintf("%s:%d", rel, fset.Position(n.Pos()).Line) }) {
-			t.Error(b)
+	checked := 0
+	for rel, p := range pkgs {
+		if !baselineFree(rel) {
+			continue
 		}
+		for _, name := range p.files {
+			path := filepath.Join(p.dir, name)
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			for _, b := range baselineNames(f, func(n ast.Node) string { return fmt.Sprintf("%s/%s:%d", rel, name, fset.Position(n.Pos()).Line) }) {
+				t.Error(b)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no production file under internal/ checked for baseline names")
 	}
 }
 
 // The experiment rules catch a shell or a core importing an experiment
-// and a shell's function named for a baseline, and let through the
-// member and programs.
+// and a production declaration named for a baseline, and let through the
+// member, programs, the experiments and local variables.
 func TestExperimentRulesCatchBreaches(t *testing.T) {
 	bad := experimentArrows(map[string][]string{
 		"internal/actors/storeactor": {"messages", Experiments + "/naive"},
@@ -100,14 +146,29 @@ func TestExperimentRulesCatchBreaches(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "x.go", `package storeactor
 func (n *StoreNode) naiveReduce() {}
 func gatherNaively() {}
-func reduce() {}
-type Config struct{ Naive bool }
+func reduce(naive bool) { var naiveToo bool; _ = naiveToo }
+type Config struct{ Naive bool; Senders func() }
+type naiveWaiter struct{}
+const NaiveShape = "x"
+var fromCreator, chosen = 1, 2
 `, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := baselineFuncs(f, func(ast.Node) string { return "x.go" })
-	if len(got) != 2 || !strings.Contains(got[0], "naiveReduce") || !strings.Contains(got[1], "gatherNaively") {
-		t.Errorf("baselineFuncs: %q, want naiveReduce and gatherNaively", got)
+	got := baselineNames(f, func(ast.Node) string { return "x.go" })
+	wantNames := []string{"function naiveReduce", "function gatherNaively", "value NaiveShape", "field Naive", "type naiveWaiter"}
+	for _, w := range wantNames {
+		if !slices.ContainsFunc(got, func(b string) bool { return strings.Contains(b, " "+w+" ") }) {
+			t.Errorf("baselineNames: %q, want a complaint about %s", got, w)
+		}
+	}
+	if len(got) != len(wantNames) {
+		t.Errorf("baselineNames: %d complaints %q, want %d", len(got), got, len(wantNames))
+	}
+	for rel, want := range map[string]bool{"internal/directory": true, "internal/actors/storeactor": true, "internal/fetchrun": true,
+		Experiments: false, Experiments + "/naive": false, "cluster": false, "internal/layout": false} {
+		if baselineFree(rel) != want {
+			t.Errorf("baselineFree(%s) = %v, want %v", rel, !want, want)
+		}
 	}
 }

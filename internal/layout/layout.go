@@ -124,10 +124,13 @@ var UpImports = map[string]string{
 // Experiments is where what only a measurement runs lives: the
 // experiments' switches and the baselines Hoplite is measured against
 // (this package and those under it). No actor shell (internal/actors/...)
-// and no core imports it, and no function or method of a shell is named
-// for a baseline (Baselines): a shell serves production only, and a
-// baseline is wired in front of it from outside (the naive Reduce is a
-// receiver middleware the member puts before its store node).
+// and no core imports it, and no production package under internal/
+// declares a function, type, value or field named for a baseline
+// (Baselines): the shells and cores serve production only, and a
+// baseline is wired into them from outside through their ordinary
+// configuration (the naive Reduce is a receiver middleware the member
+// puts before its store node; the naive Get, the sender policy it gives
+// its directory shards, directory.TableConfig.Senders).
 const Experiments = "internal/experiments"
 
 // Baselines are the words that name a baseline's code.

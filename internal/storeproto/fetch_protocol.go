@@ -17,8 +17,6 @@ import (
 type FetchConfig struct {
 	// Self is the receiving node.
 	Self *messages.NodeRef
-	// Naive asks the directory for the creator's copy only (the baseline).
-	Naive bool
 	// Grace is how long the protocol keeps locating after a sender first
 	// failed, even past the Gets' deadline (the StallTimeout).
 	Grace time.Duration
@@ -824,7 +822,7 @@ func (p *FetchProtocol) locate(out *FetchOutput, now time.Time) {
 	}
 	out.Send(directory.ShardOf(p.id), &messages.Locate{ObjectId: p.id, Receiver: p.cfg.Self,
 		TimeoutMs: max(1, p.locDeadline.Sub(now).Milliseconds()), FailedSender: p.failed, FailedSenderLacks: p.failed != nil && p.failedLacks,
-		Naive: p.cfg.Naive && !p.into, Attempt: p.attempt, NoCopy: p.into})
+		Attempt: p.attempt, NoCopy: p.into})
 	out.After(p.locDeadline, FetchTimer{Attempt: p.attempt, Kind: TimerLocateDeadline})
 }
 

@@ -50,10 +50,6 @@ type Config struct {
 	// scheduling delay (internal/lag), so that a transfer on a busy
 	// machine is not abandoned for being slow; nil keeps it fixed.
 	Stretch func(time.Duration) time.Duration
-	// Naive fetches every object from its creator (the Get side of the
-	// baseline without collectives, for comparisons; its Reduce side is
-	// internal/experiments/naive, outside the node).
-	Naive bool
 	// Estimator receives measured transfer bandwidth and control latency
 	// (the L and B of the reduce cost model); nil disables measuring.
 	Estimator *estimator.Estimator

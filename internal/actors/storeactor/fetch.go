@@ -158,7 +158,7 @@ func (n *StoreNode) startInto(ctx actor.Context, req *getinto.Request, caller *a
 func fetchConfig(cfg *Config, id string) storeproto.FetchConfig {
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, seed>>32^uint64(len(id))))
-	return storeproto.FetchConfig{Self: cfg.Self, Naive: cfg.Naive, Grace: cfg.stall(),
+	return storeproto.FetchConfig{Self: cfg.Self, Grace: cfg.stall(),
 		Rand: r, FirstAttempt: r.Uint64() &^ (1<<32 - 1)}
 }
 

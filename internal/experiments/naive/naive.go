@@ -1,12 +1,14 @@
-// Package naive is the Reduce baseline without collectives, which the
-// naive experiment (experiments.Set.Naive) measures Hoplite against: the
-// caller's node Gets every source itself, reduces the first num to
-// arrive, and Puts the target.
+// Package naive is the baseline without collectives, which the naive
+// experiment (experiments.Set.Naive) measures Hoplite against: every Get
+// fetches the object from its creator, and a Reduce's caller Gets every
+// source itself, reduces the first num to arrive, and Puts the target.
 //
-// It is not part of the store node. A member of a naive cluster spawns
-// its store node with Middleware, which takes each Reduce before the
-// store node sees it and drives it with the node's own ordinary Gets and
-// Put, as any client of the node would.
+// It is part of neither the store node nor the directory. A member of a
+// naive cluster gives its directory shards FromCreator as their sender
+// policy (directory.TableConfig.Senders), and spawns its store node with
+// Middleware, which takes each Reduce before the store node sees it and
+// drives it with the node's own ordinary Gets and Put, as any client of
+// the node would.
 package naive
 
 import (
@@ -38,6 +40,19 @@ type Config struct {
 	// DefaultTimeout applies to a Reduce that carries no timeout
 	// (default: the store node's).
 	DefaultTimeout time.Duration
+}
+
+// FromCreator is the Get half of the baseline, a directory sender policy
+// (directory.Senders): every receiver fetches from the object's creator,
+// however many already do, and waits while the creator's copy is not
+// there to choose (a Put not yet registered, or a creator that failed it).
+func FromCreator(_ string, copies []directory.Copy) (string, bool) {
+	for _, c := range copies {
+		if c.Creator {
+			return c.Node, true
+		}
+	}
+	return "", false
 }
 
 // Middleware returns the receiver middleware that serves every Reduce

@@ -11,6 +11,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -144,5 +145,36 @@ func TestReduceRefused(t *testing.T) {
 	defer node.mu.Unlock()
 	if len(node.seen) != 0 {
 		t.Errorf("the node saw %v", node.seen)
+	}
+}
+
+// Every receiver of a table under FromCreator fetches from the creator,
+// though the creator already serves one and a whole copy is free; with
+// the creator to avoid, a receiver waits.
+func TestFromCreatorSendsEveryReceiverToTheCreator(t *testing.T) {
+	tb := directory.NewLocationTable(directory.TableConfig{Senders: FromCreator})
+	tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: &messages.NodeRef{NodeId: "c"}}, "create")
+	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: &messages.NodeRef{NodeId: "c"}, State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	now := time.Unix(1000, 0)
+	locate := func(r string, avoid *messages.NodeRef) []*messages.LocateReply {
+		var got []*messages.LocateReply
+		for _, s := range tb.Locate(&messages.Locate{ObjectId: "x", Receiver: &messages.NodeRef{NodeId: r}, TimeoutMs: 1000, FailedSender: avoid}, r, now).Sends {
+			if lr, ok := s.Msg.(*messages.LocateReply); ok && s.To == r {
+				got = append(got, lr)
+			}
+		}
+		return got
+	}
+	for _, r := range []string{"r1", "r2", "r3"} {
+		got := locate(r, nil)
+		if len(got) != 1 || got[0].GetSender().GetNodeId() != "c" {
+			t.Fatalf("%s: %v, want the creator c", r, got)
+		}
+		if r == "r1" {
+			tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: &messages.NodeRef{NodeId: r}, Sender: &messages.NodeRef{NodeId: "c"}, Size: 1 << 20})
+		}
+	}
+	if got := locate("r4", &messages.NodeRef{NodeId: "c"}); len(got) != 0 {
+		t.Fatalf("r4 avoiding the creator: %v, want no answer yet", got)
 	}
 }
