@@ -128,9 +128,11 @@ func (c *Client) call(ctx context.Context, msg any) (any, error) {
 		// A caller that gives up withdraws its Reduce: its coordinator,
 		// before its commit, abandons the run instead of committing the
 		// target after the caller was answered CANCELED or TIMEOUT. The
-		// cancel names the request it withdraws by its sender.
+		// cancel names the request it withdraws by its sender. A cancel
+		// waits up to the grace for the coordinator's answer: CANCELED
+		// (nothing of the run stays), or the commit's that began first.
 		node, cancel := c.PID(), &messages.CancelReduce{TargetId: m.GetTargetId()}
-		return actorutil.RequestGraceOrAbandon(ctx, c.root, node, msg, answerGrace(ctx), func(replyTo *actor.PID) {
+		return actorutil.RequestGraceOrWithdraw(ctx, c.root, node, msg, answerGrace(ctx), func(replyTo *actor.PID) {
 			c.root.RequestWithCustomSender(node, cancel, replyTo)
 		})
 	}

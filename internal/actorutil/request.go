@@ -30,7 +30,7 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 // can withdraw exactly this request where pid keeps requests waiting (a
 // directory shard parks a Locate until the object exists).
 func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID)) (any, error) {
-	return request(ctx, root, pid, msg, abandon, 0, 0)
+	return request(ctx, root, pid, msg, abandon, 0, 0, false)
 }
 
 // RequestGrace is Request for a target that answers by the deadline
@@ -40,15 +40,19 @@ func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.P
 // little late, rather than replace it with "no reply". The call then
 // returns at most grace after its deadline.
 func RequestGrace(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration) (any, error) {
-	return request(ctx, root, pid, msg, nil, 0, grace)
+	return request(ctx, root, pid, msg, nil, 0, grace, false)
 }
 
-// RequestGraceOrAbandon is RequestGrace that calls abandon (as
-// RequestOrAbandon does) when no answer came by the end of the grace:
-// a caller that gave up withdraws a request the target would otherwise
-// go on working on (a Reduce's coordinator).
-func RequestGraceOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration, abandon func(replyTo *actor.PID)) (any, error) {
-	return request(ctx, root, pid, msg, abandon, 0, grace)
+// RequestGraceOrWithdraw is RequestGrace for a request whose target goes
+// on working on it after its caller gave up (a Reduce's coordinator):
+// withdraw (called with the PID the reply was to go to) tells the target
+// to stop. When ctx is canceled, withdraw goes at once, and the call
+// waits up to grace for the target's answer, which then says how the
+// request ended (stopped, or done before the withdrawal came). When the
+// deadline passes, the target answers by it itself (see RequestGrace),
+// and withdraw goes only if no answer came within grace.
+func RequestGraceOrWithdraw(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration, withdraw func(replyTo *actor.PID)) (any, error) {
+	return request(ctx, root, pid, msg, withdraw, 0, grace, true)
 }
 
 // RequestEvery is Request for a request the target may receive more than
@@ -63,7 +67,7 @@ func RequestGraceOrAbandon(ctx context.Context, root *actor.RootContext, pid *ac
 // maxResendGrowth times every) keeps the repeats few when answers are
 // merely slow.
 func RequestEvery(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, every time.Duration) (any, error) {
-	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond), 0)
+	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond), 0, false)
 }
 
 // maxResendGrowth bounds RequestEvery's interval: a request lost while
@@ -72,8 +76,9 @@ const maxResendGrowth = 8
 
 // request is Request, sending msg again after every, 2*every, 4*every...
 // while no reply came (never if every is 0), and waiting up to grace
-// past ctx's end for a reply on its way.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every, grace time.Duration) (any, error) {
+// past ctx's end for a reply on its way; withdraw: see
+// RequestGraceOrWithdraw.
+func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every, grace time.Duration, withdraw bool) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
 	}
@@ -143,7 +148,12 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 				continue
 			default:
 			}
-			if grace > 0 && ctx.Err() == context.DeadlineExceeded {
+			withdrawn := withdraw && abandon != nil && ctx.Err() == context.Canceled
+			if withdrawn {
+				abandon(self)
+				abandon = nil
+			}
+			if grace > 0 && (withdrawn || ctx.Err() == context.DeadlineExceeded) {
 				t := time.NewTimer(grace)
 				select {
 				case reply = <-c.done: // so does one within grace of it

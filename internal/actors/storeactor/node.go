@@ -687,11 +687,12 @@ func (n *StoreNode) reduce(ctx actor.Context, m *messages.Reduce) {
 	// A little past the coordinator's own deadline, so that its TIMEOUT,
 	// which names the sources that never appeared, arrives first.
 	rctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.GetTimeoutMs())*time.Millisecond+time.Second)
-	forget := n.reduceCalls.add(sender, m.GetTargetId(), &reduceCall{id: start.GetCallId(), cancel: cancel})
+	withdrawable := &reduceCall{id: start.GetCallId()}
+	forget := n.reduceCalls.add(sender, m.GetTargetId(), withdrawable)
 	go func() {
 		defer cancel()
 		defer forget()
-		res, err := n.startReduce(rctx, system, self, shard, start)
+		res, err := n.startReduce(rctx, system, self, shard, start, withdrawable)
 		if err != nil {
 			reply(system, sender, &messages.ReduceReply{TargetId: m.GetTargetId(), Error: messages.AsError(err)})
 			return
@@ -726,7 +727,9 @@ const (
 // and commits afresh, so its answer names exactly the sources of the
 // target it makes. Only the caller's own member failing, or the sources
 // running out, fails such a Reduce.
-func (n *StoreNode) startReduce(ctx context.Context, system *actor.ActorSystem, self, shard *actor.PID, start *messages.StartReduce) (any, error) {
+//
+// A call its caller canceled (nil: none can be) starts no new attempt.
+func (n *StoreNode) startReduce(ctx context.Context, system *actor.ActorSystem, self, shard *actor.PID, start *messages.StartReduce, call *reduceCall) (any, error) {
 	target := start.GetReduce().GetTargetId()
 	deadline, _ := ctx.Deadline()
 	limit := deadline.Add(-time.Second) // the coordinator's own deadline (see reduce)
@@ -747,6 +750,9 @@ func (n *StoreNode) startReduce(ctx context.Context, system *actor.ActorSystem, 
 		// growing pause, until the deadline.
 		if !n.running(system, self) || time.Until(limit) <= wait {
 			return nil, err
+		}
+		if call != nil && call.canceled.Load() {
+			return nil, messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: its caller canceled it, and its coordinator stopped before it answered", target)
 		}
 		select {
 		case <-ctx.Done():

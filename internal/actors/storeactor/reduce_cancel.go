@@ -1,8 +1,8 @@
 package storeactor
 
 import (
-	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/messages"
@@ -23,8 +23,11 @@ type reduceCalls struct {
 
 // reduceCall is one Reduce waiting for its coordinator's answer.
 type reduceCall struct {
-	id     string             // StartReduce.call_id
-	cancel context.CancelFunc // ends the wait, and any new attempt of it
+	id string // StartReduce.call_id
+	// canceled: its caller withdrew it. The wait goes on for the
+	// coordinator's answer (CANCELED, or the commit's that began first),
+	// which the caller waits a little for, but no new attempt starts.
+	canceled atomic.Bool
 }
 
 func reduceCallKey(requester *actor.PID, target string) string {
@@ -64,9 +67,10 @@ func (rc *reduceCalls) take(requester *actor.PID, target string) *reduceCall {
 
 // cancelReduce withdraws the Reduce its sender started into the target
 // and has given up on: the target's shard hands the cancel to the call's
-// coordinator, and this node stops waiting for it, so that it starts no
-// new attempt at the shard's next home either. Nothing waits for the
-// cancel to arrive (the coordinator may be gone).
+// coordinator, and this node starts no new attempt of it at the shard's
+// next home. Nothing waits for the cancel to arrive (the coordinator may
+// be gone): the caller hears the coordinator's answer if it comes within
+// the caller's grace.
 func (n *StoreNode) cancelReduce(ctx actor.Context, m *messages.CancelReduce) {
 	if ctx.Sender() == nil {
 		return
@@ -75,6 +79,6 @@ func (n *StoreNode) cancelReduce(ctx actor.Context, m *messages.CancelReduce) {
 	if call == nil {
 		return
 	}
+	call.canceled.Store(true)
 	ctx.Send(n.cfg.ShardFor(m.GetTargetId()), &messages.CancelReduce{TargetId: m.GetTargetId(), CallId: call.id})
-	call.cancel()
 }
