@@ -46,8 +46,11 @@ import (
 // version 7 shard would drop what the notes carry. Version 9: a caller's
 // cancel reaches its Reduce's coordinator (CancelReduce), which a
 // version 8 member drops as an unknown message, so its Reduces would go
-// on to commit after their callers' cancels.
-const ProtocolVersion uint32 = 9
+// on to commit after their callers' cancels. Version 10: a Locate
+// carries no naive switch (field 5 is reserved): a naive member's shards
+// send every receiver to the creator by their own policy, so a version 9
+// shard would offer a version 10 naive member's Gets any copy.
+const ProtocolVersion uint32 = 10
 
 // Membership providers (MemberConfig.Provider).
 const (

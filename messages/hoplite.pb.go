@@ -1987,9 +1987,6 @@ type Locate struct {
 	Receiver     *NodeRef               `protobuf:"bytes,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
 	TimeoutMs    int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	FailedSender *NodeRef               `protobuf:"bytes,4,opt,name=failed_sender,json=failedSender,proto3" json:"failed_sender,omitempty"`
-	// naive: fetch from the creator even if it is busy (the baseline without
-	// collectives, for comparison); the receiver is not offered to others.
-	Naive bool `protobuf:"varint,5,opt,name=naive,proto3" json:"naive,omitempty"`
 	// attempt numbers the receiver's Locates; the reply echoes it, so a
 	// late answer to an attempt the receiver gave up on is recognised as
 	// stale (replies come straight to the store node's fetch, not to a
@@ -2077,13 +2074,6 @@ func (x *Locate) GetFailedSender() *NodeRef {
 		return x.FailedSender
 	}
 	return nil
-}
-
-func (x *Locate) GetNaive() bool {
-	if x != nil {
-		return x.Naive
-	}
-	return false
 }
 
 func (x *Locate) GetAttempt() uint64 {
@@ -4730,19 +4720,18 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xf2\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xe9\x02\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x125\n" +
-	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x14\n" +
-	"\x05naive\x18\x05 \x01(\bR\x05naive\x12\x18\n" +
+	"\rfailed_sender\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\ffailedSender\x12\x18\n" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
 	"\ano_copy\x18\b \x01(\bR\x06noCopy\x12.\n" +
 	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\x12!\n" +
-	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"\xba\x03\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParentJ\x04\b\x05\x10\x06R\x05naive\"\xba\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +

@@ -74,15 +74,16 @@ func baselineNames(f *ast.File, at func(ast.Node) string) []string {
 }
 
 // baselineFree says whether the package at rel must name no baseline:
-// every production package under internal/ (the shells, the cores, the
-// store node's fetch runner, the directory) but the experiments
-// themselves and this package, which names the rule.
+// the wire messages, and every production package under internal/ (the
+// shells, the cores, the store node's fetch runner, the directory) but
+// the experiments themselves and this package, which names the rule.
 func baselineFree(rel string) bool {
-	return strings.HasPrefix(rel, "internal/") && rel != Experiments && !strings.HasPrefix(rel, Experiments+"/") && rel != "internal/layout"
+	return rel == "messages" || strings.HasPrefix(rel, "internal/") && rel != Experiments && !strings.HasPrefix(rel, Experiments+"/") && rel != "internal/layout"
 }
 
-// No actor shell or core imports the experiments, and no production
-// package under internal/ declares anything named for a baseline.
+// No actor shell or core imports the experiments, and neither the wire
+// messages nor a production package under internal/ declares anything
+// named for a baseline.
 func TestExperimentsStayOutOfTheShells(t *testing.T) {
 	top := root(t)
 	mod := modulePath(t, top)
@@ -166,7 +167,7 @@ var fromCreator, chosen = 1, 2
 		t.Errorf("baselineNames: %d complaints %q, want %d", len(got), got, len(wantNames))
 	}
 	for rel, want := range map[string]bool{"internal/directory": true, "internal/actors/storeactor": true, "internal/fetchrun": true,
-		Experiments: false, Experiments + "/naive": false, "cluster": false, "internal/layout": false} {
+		"messages": true, Experiments: false, Experiments + "/naive": false, "cluster": false, "internal/layout": false} {
 		if baselineFree(rel) != want {
 			t.Errorf("baselineFree(%s) = %v, want %v", rel, !want, want)
 		}

@@ -124,8 +124,8 @@ var UpImports = map[string]string{
 // Experiments is where what only a measurement runs lives: the
 // experiments' switches and the baselines Hoplite is measured against
 // (this package and those under it). No actor shell (internal/actors/...)
-// and no core imports it, and no production package under internal/
-// declares a function, type, value or field named for a baseline
+// and no core imports it, and neither the wire messages nor a production
+// package under internal/ declares a function, type, value or field named for a baseline
 // (Baselines): the shells and cores serve production only, and a
 // baseline is wired into them from outside through their ordinary
 // configuration (the naive Reduce is a receiver middleware the member
