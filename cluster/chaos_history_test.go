@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/history"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -77,6 +78,7 @@ func (c *chaosRun) record(rec *chaosOp, begin, end, deadline, canceled time.Time
 		rec.op.Code = messages.ErrorCode_OK
 	case errors.As(err, &me):
 		rec.op.Code = me.GetCode()
+		rec.op.Abandoned = rec.op.Kind == history.Reduce && reduction.AbandonedAtCancel(err)
 	default:
 		rec.op.Code = messages.ErrorCode_INTERNAL
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -71,6 +72,9 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 				if !errors.Is(res.err, messages.ErrCanceled) {
 					t.Fatalf("canceled Reduce answered %v, want CANCELED", res.err)
 				}
+				// Said by the coordinator when it came within the
+				// caller's grace; the oracle's tight rule rests on it.
+				t.Logf("the cancel's answer: %v (the coordinator's: %v)", res.err, reduction.AbandonedAtCancel(res.err))
 			case <-ctx.Done():
 				t.Fatal("the canceled Reduce did not return")
 			}

@@ -188,6 +188,10 @@ func (c *checker) targetRead(g, r *Op) {
 		c.fail(g, RuleReduction, "read %s of fingerprint %016x, not the reduction of the reduced %v", g.Object, g.Sum, r.Reduced)
 		return
 	}
+	if r.Abandoned && g.Begin.After(r.End) {
+		c.fail(g, RuleReduction, "read %s, the target of %s, which its coordinator abandoned at its caller's cancel before the read began", g.Object, label(r))
+		return
+	}
 	least := r.Num
 	if r.All {
 		least = max(1, r.Num-len(c.lostSources(r, g.End)))

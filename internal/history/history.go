@@ -85,6 +85,11 @@ type Op struct {
 	Need time.Duration
 	// Code is the answer: OK or the typed error's code.
 	Code messages.ErrorCode
+	// Abandoned: a Reduce that its coordinator answered CANCELED at its
+	// caller's cancel, before its commit (reduction.AbandonedAtCancel).
+	// Nothing of it is readable after that answer. A CANCELED the
+	// caller's own context made leaves its outcome unknown.
+	Abandoned bool
 }
 
 // EventKind is a fault the schedule injected, or what a member reported

@@ -15,7 +15,12 @@ import (
 func TestCancelBeforeTheCommitAbandons(t *testing.T) {
 	// Waiting for its third source, one position running on n1.
 	r := chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustFail(t, r, r.Cancel(t0), messages.ErrCanceled, []string{"n1"})
+	if e := mustFail(t, r, r.Cancel(t0), messages.ErrCanceled, []string{"n1"}); !AbandonedAtCancel(e) {
+		t.Fatalf("the answer %v does not say the coordinator abandoned the run", e)
+	}
+	if AbandonedAtCancel(messages.Errorf(messages.ErrorCode_CANCELED, "context canceled")) {
+		t.Fatal("a caller's own CANCELED taken for the coordinator's")
+	}
 	mustEmpty(t, "a source after the cancel", r.Located(located("c", bigSize, node(2)), t0))
 	mustEmpty(t, "a second cancel", r.Cancel(t0))
 	mustEmpty(t, "the deadline after the cancel", r.Expire(t0.Add(2*time.Second)))

@@ -1,8 +1,10 @@
 package reduction
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -318,9 +320,23 @@ func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
 func (r *Reduction) Cancel(now time.Time) Effects {
 	var fx effects
 	if !r.over && !r.committing() {
-		fx = r.fail(messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: its caller canceled it before the commit", r.req.GetTargetId()))
+		fx = r.fail(messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: %s", r.req.GetTargetId(), abandonedAtCancel))
 	}
 	return r.out(fx, now)
+}
+
+// abandonedAtCancel ends the message of a coordinator's CANCELED answer
+// (see AbandonedAtCancel).
+const abandonedAtCancel = "its coordinator abandoned it at its caller's cancel, before its commit"
+
+// AbandonedAtCancel reports whether err is a coordinator's CANCELED
+// answer to its caller's cancel: the Reduce stopped before its commit,
+// so nothing of it is ever readable. A CANCELED its caller's own
+// context made (the coordinator's answer did not come within the
+// caller's grace) says nothing of how the Reduce ended.
+func AbandonedAtCancel(err error) bool {
+	var me *messages.Error
+	return errors.As(err, &me) && me.GetCode() == messages.ErrorCode_CANCELED && strings.HasSuffix(me.GetMessage(), abandonedAtCancel)
 }
 
 // committing reports whether the Reduction's commit went out: its
