@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
@@ -23,7 +24,7 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 		t.Run(fmt.Sprintf("all_reduce=%v", all), func(t *testing.T) {
 			var mu sync.Mutex
 			located := map[string]bool{}
-			canceled := 0
+			var canceled []string // the call ids of the cancels coordinators received
 			hook := func(_ string, msg any) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -33,11 +34,11 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 						located[m.GetObjectId()] = true
 					}
 				case *messages.CancelReduce:
-					canceled++
+					canceled = append(canceled, m.GetCallId())
 				}
 			}
 			const nodes, size = 4, 256 << 10 // above the inline limit: a tree
-			l := start(t, Config{Nodes: nodes, ChunkSize: 32 << 10, hooks: testhooks.Set{Coordinator: hook}})
+			l := start(t, Config{Nodes: nodes, Shards: nodes, ChunkSize: 32 << 10, hooks: testhooks.Set{Coordinator: hook}})
 			ctx := deadline(t, 20*time.Second)
 			sources := []string{"c-src-0", "c-src-1", "c-src-2"}
 			data := map[string][]byte{}
@@ -66,6 +67,14 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 				defer mu.Unlock()
 				return located[sources[0]] && located[sources[1]]
 			})
+			// Cancels that name another call, none, or come from another
+			// requester than the caller reach no coordinator; they reach
+			// their mailboxes before the caller's, which passes the
+			// caller's store node first.
+			shard := l.Shard(directory.ShardIndex(target, nodes))
+			sendIn(l, shard, &messages.CancelReduce{TargetId: target, CallId: "another-call"})
+			sendIn(l, shard, &messages.CancelReduce{TargetId: target})
+			sendIn(l, l.StoreNode(0), &messages.CancelReduce{TargetId: target})
 			cancel()
 			select {
 			case res := <-done:
@@ -81,7 +90,7 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 			eventually(t, 10*time.Second, "the cancel reached the coordinator", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
-				return canceled > 0
+				return len(canceled) > 0
 			})
 			// The missing source comes: an abandoned run takes nothing.
 			if err := l.Client(3).Put(ctx, sources[2], data[sources[2]]); err != nil {
@@ -117,6 +126,11 @@ func TestReduceCancelStopsItsCoordinator(t *testing.T) {
 			}
 			if len(r.GetReducedIds()) != 3 {
 				t.Fatalf("the new Reduce reduced %v", r.GetReducedIds())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(canceled) != 1 || canceled[0] == "" || canceled[0] == "another-call" {
+				t.Fatalf("coordinators received cancels of calls %q, want the caller's one", canceled)
 			}
 		})
 	}

@@ -806,25 +806,17 @@ func (s *Shard) startReduce(ctx actor.Context, m *messages.StartReduce, sender *
 }
 
 // cancelReduce hands a caller's cancel to the coordinator that runs its
-// call (the target's reservation names the call), or drops a Reduce of
-// that call still deferred by a rebuild, answering CANCELED. A cancel
-// for another call, or for none running, is dropped: its Reduce ended,
-// and the cancel of a call whose reservation this shard does not hold
-// must not end another caller's Reduce of the same target.
+// call (the target's reservation names the call). A cancel for another
+// call, or for none running, is dropped: its Reduce ended, and the
+// cancel of a call whose reservation this shard does not hold must not
+// end another caller's Reduce of the same target. So is one for a call
+// deferred by a rebuild: an earlier attempt of it may have committed the
+// target, which the rebuild is still to learn, and the call then answers
+// with that result.
 func (s *Shard) cancelReduce(ctx actor.Context, m *messages.CancelReduce) {
 	target, call := m.GetTargetId(), m.GetCallId()
 	if call == "" {
 		return
-	}
-	for i, d := range s.deferred {
-		if d.start.GetReduce().GetTargetId() == target && d.start.GetCallId() == call {
-			s.deferred = slices.Delete(s.deferred, i, i+1)
-			if d.sender != nil {
-				ctx.Send(d.sender, &messages.ReduceReply{TargetId: target,
-					Error: messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: its caller canceled it", target)})
-			}
-			return
-		}
 	}
 	rid := s.table.Reservation(target)
 	if rid == "" || directory.CallOf(rid) != directory.CallOf(directory.ReduceID(target, call, "")) {
