@@ -540,6 +540,9 @@ func (s *chaosStats) add(what string, err error) {
 		var me *messages.Error
 		if errors.As(err, &me) {
 			key = what + " " + me.GetCode().String()
+			if reduction.AbandonedAtCancel(err) {
+				key += " (abandoned by its coordinator)"
+			}
 		} else {
 			key = what + " untyped"
 		}
