@@ -56,13 +56,9 @@ func TestRequestGraceOrWithdraw(t *testing.T) {
 	// Canceled, no answer within the grace.
 	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	time.AfterFunc(20*time.Millisecond, cancel)
-	begin := time.Now()
 	_, n, err = call(ctx, holder(false), 50*time.Millisecond)
 	if !errors.Is(err, messages.ErrCanceled) || n != 1 {
 		t.Fatalf("canceled, silent: %v, withdrawn %d times; want CANCELED, withdrawn once", err, n)
-	}
-	if took := time.Since(begin); took < 70*time.Millisecond {
-		t.Fatalf("returned after %v, before the cancel and its grace", took)
 	}
 
 	// The deadline: the withdrawal comes after the grace, so a target
