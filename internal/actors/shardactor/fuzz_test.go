@@ -120,8 +120,9 @@ func typedError(t *testing.T, what string, err error) {
 	}
 }
 
-// A member serves the data plane's Locates and SubscribeBatches of any
-// peer: whatever their bytes, ServeLocate and ServeSubscribe answer or
+// A member serves the data plane's Locates, SubscribeBatches and
+// CreateObjects of any peer: whatever their bytes, ServeLocate,
+// ServeSubscribe and ServeCreate answer or
 // fail with a typed error, a request that does not decode or names no
 // object is INVALID_ARGUMENT, and the shard neither restarts nor stops
 // answering good Locates.
@@ -138,8 +139,11 @@ func FuzzServeControl(f *testing.F) {
 	add(1, &messages.SubscribeBatch{Subscribes: []*messages.Subscribe{{ObjectId: "good", Subscriber: n}, {ObjectId: "x", Subscriber: n, LocatedBefore: true}}})
 	add(1, &messages.SubscribeBatch{Subscribes: []*messages.Subscribe{{ObjectId: "none", Subscriber: n}}})
 	add(1, &messages.SubscribeBatch{Subscribes: []*messages.Subscribe{{ObjectId: strings.Repeat("y", 5000), Subscriber: n}}})
+	add(2, &messages.CreateObject{ObjectId: "fresh", Size: 8, Creator: n})
+	add(2, &messages.CreateObject{ObjectId: "good", Size: -1, Creator: &messages.NodeRef{}})
 	f.Add([]byte{0, 0xff})
 	f.Add([]byte{1, 0x0a, 0x00})
+	f.Add([]byte{2, 0x0a, 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
@@ -150,7 +154,8 @@ func FuzzServeControl(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		defer cancel()
 		req := b[1:]
-		if b[0]%2 == 0 {
+		switch b[0] % 3 {
+		case 0:
 			out, err := ServeLocate(ctx, s.system.Root, s.shardFor, req)
 			typedError(t, "ServeLocate", err)
 			var l messages.Locate
@@ -162,7 +167,7 @@ func FuzzServeControl(f *testing.F) {
 			if err == nil && proto.Unmarshal(out, &messages.LocateReply{}) != nil {
 				t.Fatalf("ServeLocate(%x) answered %x, which does not decode", req, out)
 			}
-		} else {
+		case 1:
 			out, err := ServeSubscribe(ctx, s.system.Root, s.shardFor, req)
 			typedError(t, "ServeSubscribe", err)
 			var batch messages.SubscribeBatch
@@ -173,6 +178,18 @@ func FuzzServeControl(f *testing.F) {
 			}
 			if err == nil && proto.Unmarshal(out, &messages.SubscribeAnswer{}) != nil {
 				t.Fatalf("ServeSubscribe(%x) answered %x, which does not decode", req, out)
+			}
+		default:
+			out, err := ServeCreate(ctx, s.system.Root, s.shardFor, req)
+			typedError(t, "ServeCreate", err)
+			var c messages.CreateObject
+			if proto.Unmarshal(req, &c) != nil || c.GetObjectId() == "" {
+				if !errors.Is(err, messages.ErrInvalidArgument) {
+					t.Fatalf("ServeCreate(%x): %v, want INVALID_ARGUMENT", req, err)
+				}
+			}
+			if err == nil && proto.Unmarshal(out, &messages.CreateObjectReply{}) != nil {
+				t.Fatalf("ServeCreate(%x) answered %x, which does not decode", req, out)
 			}
 		}
 		s.stillGood(t)
