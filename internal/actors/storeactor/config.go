@@ -120,9 +120,8 @@ type Hooks struct {
 	BeforeReceive func(node string, msg any)
 }
 
-// The defaults of Config's MaxObjectIDLen and DefaultTimeout, which
-// whatever answers a store node's requests in its place (the naive
-// baseline) shares.
+// The defaults of Config's MaxObjectIDLen and DefaultTimeout, shared by
+// anything that answers a store node's requests in its place.
 const (
 	DefaultMaxObjectIDLen = 1024
 	DefaultRequestTimeout = 30 * time.Second
