@@ -13,10 +13,10 @@ import (
 )
 
 // A Get from another actor system of an object past what one remote
-// message carries fails at once with INVALID_ARGUMENT naming the bound;
-// the reply used to be dropped on its way and the requester waited for
-// its deadline. From an actor in the member's own system the same Get
-// succeeds.
+// message carries fails at once with INVALID_ARGUMENT naming the bound,
+// rather than a reply dropped on its way leaving the requester to wait
+// for its deadline. From an actor in the member's own system the same
+// Get succeeds.
 func TestGetPastTheRemoteMessageBoundIsRefused(t *testing.T) {
 	l := start(t, Config{Nodes: 2, Capacity: 1 << 30})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -97,7 +97,7 @@ func TestShardCrashUnderLoadRebuildsAndLosesNothing(t *testing.T) {
 
 // A Reduce whose caller's member is killed fails UNAVAILABLE and leaves
 // nothing half-done. (A crash of the target's shard, which takes the
-// coordinator with it, no longer fails the Reduce: it starts again there,
+// coordinator with it, does not fail the Reduce: it starts again there,
 // TestCoordinatorShardCrashedReduceResumes; a coordinator's own crash
 // fails it, TestCoordinatorPanicFailsReduce.)
 func TestReduceFailsCleanlyWhenItsCallerDies(t *testing.T) {

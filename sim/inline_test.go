@@ -38,7 +38,7 @@ func TestInlineBroadcastToAFewIsServedByTheShard(t *testing.T) {
 // (directory.AnswerWithBytes), and the other receivers read from copies
 // that hold the object: the broadcast takes less than half of that
 // uplink's time, every copy exact. An object of InlineLimit bytes
-// streams from copy to copy as before.
+// streams from copy to copy like any larger object.
 func TestInlineBroadcastRelaysPastTheShardsUplink(t *testing.T) {
 	const n = 64
 	for _, size := range []int64{32 << 10, InlineLimit - 1} {

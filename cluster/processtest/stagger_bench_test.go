@@ -134,7 +134,7 @@ func median(ds []time.Duration) time.Duration {
 // coordinator's first task send to each member's last position having
 // its output (its whole share in place), and the stages before it. Two
 // clusters side by side, their reps interleaved: one whose coordinators
-// send each task alone (-unbatched-reduce-tasks, as before
+// send each task alone (-unbatched-reduce-tasks, without
 // ReduceTaskBatch) and one that batches them per node. Run with
 // -benchtime 1x; it reports the medians of the reps and the ratios of
 // the stagger medians to the first cluster's. HOPLITE_STAGGER_BEFORE=BIN

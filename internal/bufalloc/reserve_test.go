@@ -18,7 +18,7 @@ func resetReserve() {
 
 // Large buffers are cut from the reserve, each at a huge page boundary
 // after the one before, until what is left is too small; then Make
-// allocates as before. Small buffers never touch it, and a second
+// allocates as it does without a reserve. Small buffers never touch it, and a second
 // Reserve changes nothing.
 func TestReserveServesTheFirstLargeBuffers(t *testing.T) {
 	resetReserve()
