@@ -60,6 +60,7 @@ import (
 //
 //	HOPLITE_NEMESIS_SEED=S    the first seed (default: drawn from the clock)
 //	HOPLITE_NEMESIS_SEEDS=N   seeds S..S+N-1 (default 1)
+//	HOPLITE_NEMESIS_PAR=K     K seeds at once, each on its own bed (default 1)
 //	HOPLITE_NEMESIS_FOR=D     start no seed after D (a soak as long as time allows)
 //	HOPLITE_NEMESIS_MEMBERS=M members (default 4)
 //	HOPLITE_NEMESIS_SPAN=D    how long each seed's schedule runs (default 30s)
@@ -141,34 +142,138 @@ func TestNemesis(t *testing.T) {
 		}
 		budget = d
 	}
+	par := max(1, envInt(t, "HOPLITE_NEMESIS_PAR", 1))
 	began := time.Now()
 	cpuload.FromEnv(t)
 	bin := hopliteBinary(t)
-	bed := nemesisBed(t, members)
-	certs, ccfg := nemesisCerts(t, bed)
-	c := nemesisClient(t, bed, ccfg)
-	counts := map[string]int{}
-	var failed []uint64
-	ran := 0
-	for i := range seeds {
-		if budget > 0 && time.Since(began) > budget {
-			break
+	// Each lane runs its seeds on its own bed (namespaces, bridge and
+	// net) with its own driver, so lanes share nothing but the machine.
+	// The drivers start here, one after another, before any traffic:
+	// a remote's start writes gRPC's global logger.
+	type lane struct {
+		bed    nemesis.Bed
+		certs  []string
+		client *testClient
+	}
+	lanes := make([]lane, par)
+	for k := range lanes {
+		bed := nemesisBed(t, members)
+		certs, ccfg := nemesisCerts(t, bed)
+		lanes[k] = lane{bed: bed, certs: certs, client: nemesisClient(t, bed, ccfg)}
+	}
+	var (
+		mu   sync.Mutex
+		next int
+		sum  = nemesisSummary{counts: map[string]int{}}
+	)
+	var wg sync.WaitGroup
+	for _, l := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				if i >= seeds || (budget > 0 && time.Since(began) > budget) {
+					mu.Unlock()
+					return
+				}
+				next++
+				mu.Unlock()
+				seed := first + uint64(i)
+				r := &nemesisRun{t: t, seed: seed, bed: l.bed, bin: bin, tls: l.certs, client: l.client, port: 20000 + 4*(i%1000), srcSize: srcSize, deadline: deadline,
+					plan: nemesis.Plan{Hosts: members, Span: span, Longest: 6 * time.Second, Gap: 3 * time.Second}}
+				ok := r.run()
+				seedCounts := r.counts()
+				t.Logf("seed %d (bed %s): passed %v:%s", seed, l.bed.Prefix, ok, outcomes(seedCounts))
+				mu.Lock()
+				sum.add(r, ok, seedCounts)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d seeds from %d, %d at a time, in %v\n%s", sum.ran, first, par, time.Since(began).Round(time.Second), sum.String())
+}
+
+// nemesisSummary adds up a soak's seeds.
+type nemesisSummary struct {
+	ran    int
+	failed []uint64
+	counts map[string]int // calls by kind and outcome, faults by kind
+	// violations by rule, and member processes that exited unbidden.
+	rules   map[history.Rule]int
+	crashes int
+	// latest is the answer latest past its deadline (negative: every
+	// answer came this long before its deadline at least).
+	latest      time.Duration
+	latestLabel string
+}
+
+func (s *nemesisSummary) add(r *nemesisRun, ok bool, counts map[string]int) {
+	s.ran++
+	if !ok {
+		s.failed = append(s.failed, r.seed)
+		slices.Sort(s.failed)
+	}
+	for k, n := range counts {
+		s.counts[k] += n
+	}
+	if s.rules == nil {
+		s.rules = map[history.Rule]int{}
+	}
+	for _, v := range r.violations {
+		s.rules[v.Rule]++
+	}
+	s.crashes += r.crashes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.h.Ops {
+		if o.Deadline.IsZero() {
+			continue
 		}
-		ran++
-		seed := first + uint64(i)
-		r := &nemesisRun{t: t, seed: seed, bed: bed, bin: bin, tls: certs, client: c, port: 20000 + 4*(i%1000), srcSize: srcSize, deadline: deadline,
-			plan: nemesis.Plan{Hosts: members, Span: span, Longest: 6 * time.Second, Gap: 3 * time.Second}}
-		ok := r.run()
-		seedCounts := r.counts()
-		for k, n := range seedCounts {
-			counts[k] += n
-		}
-		t.Logf("seed %d: passed %v:%s", seed, ok, outcomes(seedCounts))
-		if !ok {
-			failed = append(failed, seed)
+		if late := o.End.Sub(o.Deadline); s.latestLabel == "" || late > s.latest {
+			s.latest, s.latestLabel = late, fmt.Sprintf("seed %d %s", r.seed, o.Label)
 		}
 	}
-	t.Logf("%d seeds from %d, %d failed %v; calls by outcome:%s", ran, first, len(failed), failed, outcomes(counts))
+}
+
+// String says the soak's outcome: the failed seeds, every call by kind
+// and outcome, the breaches of the promises the issue names one by one,
+// and the latest answer.
+func (s *nemesisSummary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %d seeds, %d failed %v\n", s.ran, len(s.failed), s.failed)
+	byKind := map[string]map[string]int{}
+	for k, n := range s.counts {
+		kind, code, _ := strings.Cut(k, ":")
+		if byKind[kind] == nil {
+			byKind[kind] = map[string]int{}
+		}
+		byKind[kind][code] += n
+	}
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
+		total := 0
+		for _, n := range byKind[kind] {
+			total += n
+		}
+		fmt.Fprintf(&b, "  %s (%d):%s\n", kind, total, outcomes(byKind[kind]))
+	}
+	fmt.Fprintf(&b, "  wrong bytes %d, wrong reductions %d, false LOST %d, false NOT_FOUND %d, member crashes %d, answers past deadline+grace %d\n",
+		s.rules[history.RuleBytes], s.rules[history.RuleReduction], s.rules[history.RuleLost], s.rules[history.RuleNotFound], s.crashes, s.rules[history.RuleLate])
+	var other []string
+	for _, rule := range slices.Sorted(maps.Keys(s.rules)) {
+		switch rule {
+		case history.RuleBytes, history.RuleReduction, history.RuleLost, history.RuleNotFound, history.RuleLate:
+		default:
+			other = append(other, fmt.Sprintf("%s=%d", rule, s.rules[rule]))
+		}
+	}
+	fmt.Fprintf(&b, "  other violations: %v\n", other)
+	if s.latestLabel != "" {
+		fmt.Fprintf(&b, "  latest answer against its deadline: %+v (grace %v): %s", s.latest.Round(time.Millisecond), nemesisModel.Grace, s.latestLabel)
+	}
+	return b.String()
 }
 
 // outcomes says counts in one line, sorted by key.
@@ -255,7 +360,13 @@ type nemesisRun struct {
 	puts     []string // ids Put OK or not, Get and Delete draw from them
 	srcs     []string // Reduce sources
 	data     map[string][]byte
-	problems []string // what the harness could not do (not the system's)
+	problems []string           // what the harness could not do (not the system's)
+	killed   map[*nodeProc]bool // the processes the schedule killed
+
+	// What the seed found: the violations the checker and the degraded
+	// links leave, and the member processes that exited unbidden.
+	violations []history.Violation
+	crashes    int
 }
 
 func (r *nemesisRun) logf(format string, args ...any) {
@@ -264,7 +375,7 @@ func (r *nemesisRun) logf(format string, args ...any) {
 
 // run runs the seed and reports whether it passed.
 func (r *nemesisRun) run() bool {
-	r.numbers, r.data = map[string]int{}, map[string][]byte{}
+	r.numbers, r.data, r.killed = map[string]int{}, map[string][]byte{}, map[*nodeProc]bool{}
 	r.procs = make([]*nodeProc, r.bed.Hosts)
 	r.lastHit = make([]time.Time, r.bed.Hosts)
 	schedule := nemesis.Schedule(r.seed, r.plan)
@@ -319,6 +430,7 @@ func (r *nemesisRun) run() bool {
 	// read once more.
 	healed := r.converge(ctx, 60*time.Second)
 	r.finalReads(ctx)
+	crashed := r.crashed()
 	cancel()
 	<-watchDone
 	r.mu.Lock()
@@ -328,11 +440,15 @@ func (r *nemesisRun) run() bool {
 	rep.Violations = slices.DeleteFunc(rep.Violations, func(v history.Violation) bool {
 		return degradedExcuse(h, v, nemesisModel.Settle) != ""
 	})
-	if len(rep.Violations) == 0 && len(r.problems) == 0 && healed == nil {
+	r.violations, r.crashes = rep.Violations, len(crashed)
+	if len(rep.Violations) == 0 && len(r.problems) == 0 && healed == nil && len(crashed) == 0 {
 		return true
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d violations of the fault model, %d harness problems\n", r.seed, len(rep.Violations), len(r.problems))
+	fmt.Fprintf(&b, "seed %d: %d violations of the fault model, %d member crashes, %d harness problems\n", r.seed, len(rep.Violations), len(crashed), len(r.problems))
+	for _, c := range crashed {
+		fmt.Fprintf(&b, "  crashed: %s\n", c)
+	}
 	if healed != nil {
 		fmt.Fprintf(&b, "  the members did not agree again once every fault had healed: %v\n", healed)
 	}
@@ -357,6 +473,25 @@ func (r *nemesisRun) run() bool {
 		r.t.Logf("node %s (%v): stderr (last 15 lines):\n%s", p.slot.bind, p.incarnations(), tail(p.stderr.String(), 15))
 	}
 	return false
+}
+
+// crashed says each member process that has exited though the schedule
+// did not kill it, with the end of its stderr.
+func (r *nemesisRun) crashed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, p := range r.all {
+		if r.killed[p] {
+			continue
+		}
+		select {
+		case <-p.exited:
+			out = append(out, fmt.Sprintf("member %s (%v) exited: %v\n%s", p.slot.bind, p.incarnations(), p.exitErr, tail(p.stderr.String(), 20)))
+		default:
+		}
+	}
+	return out
 }
 
 // start starts host i's member process in its namespace.
@@ -627,6 +762,9 @@ func (r *nemesisRun) kill(ctx context.Context, f nemesis.Fault, numbers map[int]
 		if p == nil {
 			continue
 		}
+		r.mu.Lock()
+		r.killed[p] = true
+		r.mu.Unlock()
 		p.kill()
 		r.event(history.Event{Kind: history.Kill, Member: numbers[m], Shard: -1, Begin: begin, End: time.Now()})
 	}
