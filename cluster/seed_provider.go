@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,8 +21,7 @@ import (
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
-	"github.com/hoplite-go/hoplite/internal/revoke"
-	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/internal/memberwatch"
 )
 
 // The seeds a member learned from the seed exchange, unlike those it was
@@ -37,16 +35,13 @@ import (
 const (
 	// maxLearnedSeeds bounds the learned seeds a member polls at once; new
 	// ones beyond it are refused until some are forgotten. A cluster of a
-	// few hundred members fits; every one costs a health check per round.
-	maxLearnedSeeds = 256
+	// few hundred members fits.
+	maxLearnedSeeds = memberwatch.DefaultMaxLearned
 	// learnedSeedTTL and learnedSeedMisses: a learned seed is forgotten
 	// once it has not answered (for this cluster) for learnedSeedTTL and
-	// missed at least learnedSeedMisses checks in a row since. The TTL
-	// outlasts a restart or a long pause of a member; the misses keep a
-	// member that was itself paused from forgetting everything on its
-	// first round back.
-	learnedSeedTTL    = 2 * time.Minute
-	learnedSeedMisses = 10
+	// missed at least learnedSeedMisses checks in a row since.
+	learnedSeedTTL    = memberwatch.DefaultLearnedTTL
+	learnedSeedMisses = memberwatch.DefaultLearnedMisses
 )
 
 // seedProvider is Hoplite's automanaged membership provider. Every member
@@ -54,7 +49,9 @@ const (
 // interval (up to quietFactor of them while nothing changes) checks the
 // /_health of its neighbours among the seeds it knows, learning the
 // rest of the cluster from them (seed_roster.go); the topology is its
-// roster. It replaces Proto.Actor's automanaged
+// roster. What it decides (whom to check, what a miss counts for, whose
+// roster to pull) is the pure core internal/memberwatch, which the
+// simulator steps too; this shell does the HTTP around it. It replaces Proto.Actor's automanaged
 // provider, which
 //   - polls a host list fixed at construction, so members given different
 //     seeds saw different clusters for good (here the list grows:
@@ -79,8 +76,7 @@ type seedProvider struct {
 	managePort int
 	timeout    time.Duration
 	stretch    func(time.Duration) time.Duration // nil: fixed
-	misses     int
-	scheme     string // "https" with mutual TLS
+	scheme     string                            // "https" with mutual TLS
 	tr         *http.Transport
 	client     *http.Client
 	server     *echo.Echo // the manage port's: StartMember starts it, Shutdown closes it
@@ -95,14 +91,11 @@ type seedProvider struct {
 	self    atomic.Pointer[seedNode]
 	publish func([]*pcluster.Member)
 
-	hostsMu    sync.Mutex
-	hosts      []string        // configured first, then learned
-	known      map[string]bool // hosts, by host: true for the configured
-	fresh      []string        // hosts learned since the last round: checked in the next
-	learned    int             // hosts not configured
-	maxLearned int
-	ttl        time.Duration // learnedSeedTTL
-	ttlMisses  int           // learnedSeedMisses
+	// mu guards mon, the membership core: the endpoints known, what
+	// the checks saw of each, the roster.
+	mu         sync.Mutex
+	mon        *memberwatch.Monitor[seedNode]
+	maxLearned int // mon's bound, for the refusals' log
 	now        func() time.Time
 	metrics    *manageMetrics // nil: not counted
 	warn       *logLimiter    // spaces the warnings about refused seeds
@@ -113,16 +106,9 @@ type seedProvider struct {
 	// exchange spaces the member's seed exchanges (seeds.go) alike.
 	exchange *quietPace
 
-	healthMu sync.Mutex
-	health   map[string]*hostHealth // by host, for the hosts polled
-
 	// selfHost is this member's endpoint among the seeds ("" before
 	// start): its place in the monitoring overlay.
 	selfHost string
-	rounds   uint64 // rounds run (the poll's only)
-	rosterMu sync.Mutex
-	roster   *revoke.Roster[seedNode]
-	noPull   bool
 }
 
 // seedProviderConfig configures a seedProvider.
@@ -165,43 +151,6 @@ type seedNode struct {
 	View string `json:"view,omitempty"`
 }
 
-// hostHealth is what the health checks know of one host.
-type hostHealth struct {
-	last   *seedNode // as it last answered; nil: not in the topology
-	missed int       // checks missed in a row since
-	// firstMiss is when the first of them was judged: misses that come
-	// fast (connections reset by a busy member's manage port, errors)
-	// drop a member no sooner than misses that time out would.
-	firstMiss time.Time
-	err       error  // why it was last missed (a *healthMiss), or nil
-	errID     string // the member that err is about
-	// For forgetting learned seeds: when it last answered for this
-	// cluster (or was first checked), the checks missed since, and
-	// whether it ever answered (only those are passed on by the exchange).
-	seen     time.Time
-	down     int
-	answered bool
-}
-
-// healthMiss is why a member was last missed by the health checks. It
-// matches messages.ErrUnavailable with errors.Is and unwraps to the
-// check's own error (syscall.ECONNREFUSED for a port nobody listens on).
-type healthMiss struct {
-	host   string
-	missed int
-	err    error
-}
-
-func (e *healthMiss) Error() string {
-	return fmt.Sprintf("%d consecutive failed health checks of %s, the last: %v", e.missed, e.host, e.err)
-}
-
-// Unwrap is the last failed check's error.
-func (e *healthMiss) Unwrap() error { return e.err }
-
-// Is makes errors.Is(err, messages.ErrUnavailable) true.
-func (e *healthMiss) Is(target error) bool { return messages.ErrUnavailable.Is(target) }
-
 // newSeedProvider returns the provider of a member whose manage port
 // server is server (listening, not serving yet); it adds /_health to it.
 func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
@@ -222,32 +171,17 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		scheme = "https"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	mon := memberwatch.New[seedNode](memberwatch.Config{Misses: cfg.Misses, MaxLearned: cfg.MaxLearned,
+		LearnedTTL: cfg.LearnedTTL, LearnedMisses: cfg.LearnedMisses, NoPull: cfg.NoPull}, cfg.Seeds)
 	p := &seedProvider{
-		cluster: cfg.Cluster, managePort: cfg.ManagePort, timeout: cfg.Timeout, stretch: cfg.Stretch, misses: max(cfg.Misses, 1),
+		cluster: cfg.Cluster, managePort: cfg.ManagePort, timeout: cfg.Timeout, stretch: cfg.Stretch,
 		scheme: scheme, tr: tr, client: &http.Client{Transport: tr},
 		server: server, log: cfg.Log,
 		ctx: ctx, cancel: cancel,
-		health:   map[string]*hostHealth{},
 		pace:     newQuietPace(cfg.Refresh),
 		exchange: newQuietPace(cfg.Refresh),
-		known:    map[string]bool{}, maxLearned: cfg.MaxLearned, ttl: cfg.LearnedTTL, ttlMisses: cfg.LearnedMisses,
+		mon:      mon, maxLearned: mon.Config().MaxLearned,
 		now: time.Now, metrics: cfg.Metrics, warn: newLogLimiter(refusalLogEvery),
-		roster: revoke.NewRoster[seedNode]("", maxRosterMembers, maxRosterDead, rosterDeadTTL), noPull: cfg.NoPull,
-	}
-	if p.maxLearned <= 0 {
-		p.maxLearned = maxLearnedSeeds
-	}
-	if p.ttl <= 0 {
-		p.ttl = learnedSeedTTL
-	}
-	if p.ttlMisses <= 0 {
-		p.ttlMisses = learnedSeedMisses
-	}
-	for _, h := range cfg.Seeds {
-		if h != "" && !p.known[h] {
-			p.known[h] = true
-			p.hosts = append(p.hosts, h)
-		}
 	}
 	server.GET("/_health", func(c echo.Context) error {
 		n := p.self.Load()
@@ -255,7 +189,7 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 			return c.String(http.StatusServiceUnavailable, "starting")
 		}
 		answer := *n
-		answer.View = digestString(p.digest())
+		answer.View = p.view()
 		return c.JSON(http.StatusOK, answer)
 	})
 	p.serveRoster(server)
@@ -278,10 +212,10 @@ func (p *seedProvider) StartMember(c *pcluster.Cluster) error {
 // start serves /_health as self and polls, handing each topology to
 // publish.
 func (p *seedProvider) start(self *seedNode, publish func([]*pcluster.Member)) {
-	p.rosterMu.Lock()
-	p.roster = revoke.NewRoster[seedNode](self.ID, maxRosterMembers, maxRosterDead, rosterDeadTTL)
-	p.rosterMu.Unlock()
 	p.selfHost = net.JoinHostPort(self.Address, strconv.Itoa(self.AutoManagePort))
+	p.mu.Lock()
+	p.mon.Start(p.selfHost, self.ID)
+	p.mu.Unlock()
 	p.self.Store(self)
 	p.publish = publish
 	p.loops.Add(2)
@@ -324,26 +258,9 @@ func (p *seedProvider) AddHosts(hosts ...string) []string {
 // maxLearned of them, and returns those it added and how many it refused
 // as invalid and for lack of room.
 func (p *seedProvider) learn(hosts []string) (added []string, invalid, full int) {
-	p.hostsMu.Lock()
-	defer p.hostsMu.Unlock()
-	for _, h := range hosts {
-		if _, ok := p.known[h]; ok {
-			continue // configured, or learned already
-		}
-		if validSeed(h) != nil {
-			invalid++
-			continue
-		}
-		if p.learned >= p.maxLearned {
-			full++
-			continue
-		}
-		p.known[h] = false
-		p.hosts = append(p.hosts, h)
-		p.fresh = append(p.fresh, h)
-		p.learned++
-		added = append(added, h)
-	}
+	p.mu.Lock()
+	added, invalid, full = p.mon.Learn(hosts, validSeed)
+	p.mu.Unlock()
 	if len(added) > 0 && p.pace != nil {
 		p.pace.Kick()
 		p.exchange.Kick()
@@ -402,71 +319,36 @@ func dnsName(s string) bool {
 // this cluster. A made-up seed posted to one member stays with it until
 // it is forgotten.
 func (p *seedProvider) Gossip() []string {
-	p.hostsMu.Lock()
-	hosts := slices.Clone(p.hosts)
-	configured := maps.Clone(p.known)
-	p.hostsMu.Unlock()
-	members := map[string]bool{}
-	p.rosterMu.Lock()
-	for _, e := range p.roster.Live() {
-		members[e.Host] = true
-	}
-	p.rosterMu.Unlock()
-	p.healthMu.Lock()
-	defer p.healthMu.Unlock()
-	return slices.DeleteFunc(hosts, func(h string) bool {
-		hh := p.health[h]
-		return !configured[h] && !members[h] && (hh == nil || !hh.answered)
-	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mon.Gossip()
 }
 
-// forget stops polling learned hosts.
-func (p *seedProvider) forget(hosts []string) {
-	if len(hosts) == 0 {
+// forgotten logs and counts the learned hosts the core forgot.
+func (p *seedProvider) forgotten(gone []string) {
+	if len(gone) == 0 {
 		return
 	}
-	p.hostsMu.Lock()
-	gone := map[string]bool{}
-	for _, h := range hosts {
-		if configured, ok := p.known[h]; ok && !configured {
-			delete(p.known, h)
-			gone[h] = true
-			p.learned--
-		}
-	}
-	p.hosts = slices.DeleteFunc(p.hosts, func(h string) bool { return gone[h] })
-	p.hostsMu.Unlock()
-	p.healthMu.Lock()
-	for h := range gone {
-		delete(p.health, h)
-	}
-	p.healthMu.Unlock()
 	p.metrics.seedsForgotten(len(gone))
-	if len(gone) > 0 {
-		p.log.WithFields(logrus.Fields{"seeds": len(gone), "ttl": p.ttl, "misses": p.ttlMisses}).
-			Info("forgot learned seeds that have not answered a health check for long")
-	}
+	cfg := p.mon.Config()
+	p.log.WithFields(logrus.Fields{"seeds": len(gone), "ttl": cfg.LearnedTTL, "misses": cfg.LearnedMisses}).
+		Info("forgot learned seeds that have not answered a health check for long")
 }
 
 // Hosts are the endpoints polled (a copy).
 func (p *seedProvider) Hosts() []string {
-	p.hostsMu.Lock()
-	defer p.hostsMu.Unlock()
-	return slices.Clone(p.hosts)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mon.Hosts()
 }
 
 // HealthError is why the member id was last missed by a health check, or
 // nil: the evidence for a member that left the topology (the members
 // actor logs it).
 func (p *seedProvider) HealthError(id string) error {
-	p.healthMu.Lock()
-	defer p.healthMu.Unlock()
-	for _, h := range p.health {
-		if h.err != nil && h.errID == id {
-			return h.err
-		}
-	}
-	return nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mon.HealthError(id)
 }
 
 // poll publishes the topology after every round of checks until
@@ -499,14 +381,9 @@ func (p *seedProvider) Kick() { p.pace.Kick() }
 // check: its next misses decide whether it stays, so they are not put
 // off.
 func (p *seedProvider) missing() bool {
-	p.healthMu.Lock()
-	defer p.healthMu.Unlock()
-	for _, h := range p.health {
-		if h.last != nil && h.missed > 0 {
-			return true
-		}
-	}
-	return false
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mon.Missing()
 }
 
 // sameMembers: a and b name the same members at the same addresses
@@ -524,21 +401,10 @@ func sameMembers(a, b []*pcluster.Member) bool {
 // publish (ctx ended, or a provider not started whose targets did not
 // answer).
 func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, ok bool) {
-	p.hostsMu.Lock()
-	hosts, fresh := slices.Clone(p.hosts), p.fresh
-	p.fresh = nil
-	p.hostsMu.Unlock()
-	targets := revoke.MonitorTargets(hosts, p.selfHost, p.rounds)
-	p.rounds++
-	for _, h := range fresh {
-		// A new endpoint is checked once whatever its place in the
-		// overlay: a joiner is listed, and spread, a round later.
-		if h != p.selfHost && !slices.Contains(targets, h) && slices.Contains(hosts, h) {
-			targets = append(targets, h)
-		}
-	}
-	nodes := make([]*seedNode, len(targets))
-	errs := make([]error, len(targets))
+	p.mu.Lock()
+	targets := p.mon.Targets()
+	p.mu.Unlock()
+	checks := make([]memberwatch.Check[seedNode], len(targets))
 	var wg sync.WaitGroup
 	var selfUp atomic.Bool
 	selfUp.Store(true)
@@ -554,17 +420,22 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes[i], errs[i] = p.check(ctx, h)
-			if errs[i] == nil || refused(errs[i]) || ctx.Err() != nil {
+			n, err := p.check(ctx, h)
+			checks[i] = p.checkOf(h, n, err)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			p.mu.Lock()
+			id, indirect := p.mon.Indirect(checks[i])
+			p.mu.Unlock()
+			if !indirect {
 				return
 			}
 			// A member listed there that this member cannot reach: ask
 			// others before counting the miss.
-			if id := p.listedAt(h); id != "" {
-				if n := p.indirect(ctx, h, id); n != nil {
-					p.logIndirect(h, id, errs[i])
-					nodes[i], errs[i] = n, nil
-				}
+			if n := p.indirect(ctx, h, id); n != nil {
+				p.logIndirect(h, id, err)
+				checks[i] = p.checkOf(h, n, nil)
 			}
 		}()
 	}
@@ -572,41 +443,20 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 	if ctx.Err() != nil {
 		return nil, false // stopping: the checks were cut short, not missed
 	}
-	var dropped []string
-	if selfUp.Load() {
-		// When this member's own port did not answer in time, it is the
-		// likelier one to be stopping or starved: the round says nothing
-		// of the others.
-		var expired []string
-		dropped, expired = p.judge(targets, nodes, errs)
-		p.forget(expired)
-	}
-	now := p.now()
-	var pulls []string
-	p.rosterMu.Lock()
-	for i, n := range nodes {
-		if n == nil {
-			continue
-		}
-		ok = true
-		if n.ClusterName == p.cluster {
-			info := *n
-			info.View = ""
-			p.roster.Observe(now, targets[i], n.ID, info)
+	// Misses that time out take a check timeout each: the first and the
+	// last of misses of them are (misses-1) timeouts apart at least.
+	p.mu.Lock()
+	window := time.Duration(p.mon.Config().Misses-1) * p.checkTimeout()
+	res := p.mon.Round(p.now(), window, selfUp.Load(), checks)
+	for _, c := range checks {
+		if miss := p.mon.MissOf(c.Host); !c.Answered && miss != nil {
+			p.log.WithError(c.Err).WithFields(logrus.Fields{"host": c.Host, "missed": miss.Missed}).
+				Debug("health check missed")
 		}
 	}
-	for _, id := range dropped {
-		p.roster.Kill(now, id)
-	}
-	p.roster.Expire(now)
-	mine := digestString(p.roster.Digest())
-	for i, n := range nodes {
-		if n != nil && n.ClusterName == p.cluster && n.View != "" && n.View != mine && !p.noPull {
-			pulls = append(pulls, targets[i])
-		}
-	}
-	p.rosterMu.Unlock()
-	for _, h := range pulls {
+	p.forgotten(res.Forgotten)
+	p.mu.Unlock()
+	for _, h := range res.Pulls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -618,8 +468,20 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 	wg.Wait()
 	// This member is up (it serves /_health) even when nobody answered:
 	// the roster is published, and only judged misses shrink it.
-	ok = ok || p.self.Load() != nil
+	ok = res.Answered || p.self.Load() != nil
 	return p.topology(), ok
+}
+
+// checkOf is a check's outcome as the core takes it: an answer (its
+// roster digest apart from the member's own entry), or why there was
+// none.
+func (p *seedProvider) checkOf(host string, n *seedNode, err error) memberwatch.Check[seedNode] {
+	if err != nil {
+		return memberwatch.Check[seedNode]{Host: host, Err: err, Refused: refused(err)}
+	}
+	info := *n
+	info.View = ""
+	return memberwatch.Check[seedNode]{Host: host, Answered: true, ID: n.ID, Info: info, Ours: n.ClusterName == p.cluster, View: n.View}
 }
 
 // topology is the roster and self, sorted by id.
@@ -631,32 +493,13 @@ func (p *seedProvider) topology() []*pcluster.Member {
 	if self := p.self.Load(); self != nil {
 		add(self)
 	}
-	p.rosterMu.Lock()
-	for _, e := range p.roster.Live() {
+	p.mu.Lock()
+	for _, e := range p.mon.Live() {
 		add(&e.Info)
 	}
-	p.rosterMu.Unlock()
+	p.mu.Unlock()
 	slices.SortFunc(members, func(a, b *pcluster.Member) int { return strings.Compare(a.Id, b.Id) })
 	return members
-}
-
-// listedAt is the id of the live member at host, by this member's checks
-// or its roster ("" if none).
-func (p *seedProvider) listedAt(host string) string {
-	p.healthMu.Lock()
-	if h := p.health[host]; h != nil && h.last != nil {
-		p.healthMu.Unlock()
-		return h.last.ID
-	}
-	p.healthMu.Unlock()
-	p.rosterMu.Lock()
-	defer p.rosterMu.Unlock()
-	for _, e := range p.roster.Live() {
-		if e.Host == host {
-			return e.ID
-		}
-	}
-	return ""
 }
 
 // checkTimeout is a check's bound: the health check timeout, stretched
@@ -707,71 +550,4 @@ func decodeHealth(status int, statusText string, body io.Reader) (*seedNode, err
 		return nil, errors.New("health answer: view digest longer than 16 hex digits")
 	}
 	return &n, nil
-}
-
-// judge records one round's answers host by host: a host that answers
-// is up; one that misses keeps the member it last answered as (or that
-// the roster lists there) while it has missed fewer than misses checks
-// in a row and did not refuse the connection. It records why each member
-// was missed, and returns the members that missed too many (dropped) and
-// the hosts that missed long enough to be forgotten if they were learned
-// (forget keeps the configured ones).
-func (p *seedProvider) judge(hosts []string, nodes []*seedNode, errs []error) (dropped, expired []string) {
-	// Misses that time out take a check timeout each: the first and the
-	// last of misses of them are (misses-1) timeouts apart at least.
-	missWindow := time.Duration(p.misses-1) * p.checkTimeout()
-	listed := make([]string, len(hosts))
-	for i, host := range hosts {
-		if nodes[i] == nil {
-			listed[i] = p.listedAt(host)
-		}
-	}
-	p.healthMu.Lock()
-	defer p.healthMu.Unlock()
-	now := p.now()
-	for i, host := range hosts {
-		h := p.health[host]
-		if h == nil {
-			h = &hostHealth{seen: now}
-			p.health[host] = h
-		}
-		if n := nodes[i]; n != nil {
-			answered := h.answered
-			seen, down := h.seen, h.down+1
-			if n.ClusterName == p.cluster {
-				answered, seen, down = true, now, 0
-			}
-			*h = hostHealth{last: n, seen: seen, down: down, answered: answered}
-			if down >= p.ttlMisses && now.Sub(seen) >= p.ttl {
-				expired = append(expired, host) // it answers for another cluster
-			}
-			continue
-		}
-		h.down++
-		if h.last == nil && listed[i] != "" {
-			// The roster lists a member there that this member has not
-			// checked yet: its misses count alike.
-			h.last = &seedNode{ID: listed[i]}
-		}
-		if h.last == nil {
-			if h.down >= p.ttlMisses && now.Sub(h.seen) >= p.ttl {
-				expired = append(expired, host)
-			}
-			continue // not in the topology: nothing to keep
-		}
-		h.missed++
-		if h.missed == 1 {
-			h.firstMiss = now
-		}
-		h.err, h.errID = &healthMiss{host: host, missed: h.missed, err: errs[i]}, h.last.ID
-		if (h.missed < p.misses || now.Sub(h.firstMiss) < missWindow) && !refused(errs[i]) {
-			p.log.WithError(errs[i]).WithFields(logrus.Fields{"member": h.last.ID, "host": host, "missed": h.missed}).
-				Debug("health check missed: the member stays in the topology")
-			continue
-		}
-		p.log.WithError(h.err).WithField("member", h.last.ID).Debug("health checks failed: the member leaves the topology")
-		dropped = append(dropped, h.last.ID)
-		h.last, h.missed = nil, 0
-	}
-	return dropped, expired
 }

@@ -11,32 +11,26 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/memberwatch"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 )
 
-// How the automanaged members watch each other at scale. Each member
-// checks only its binomial-graph neighbours among the known endpoints
-// and one more endpoint per round (revoke.MonitorTargets): O(log n) checks
-// per interval rather than n, each member checked by about 2·log2(n)
-// others. What a member knows of the rest it learns from the members it
-// checks: every /_health answer carries a digest of the answerer's
-// roster, and a checker whose own digest differs pulls the roster
-// (rosterPath) and merges it (revoke.Roster: a dead incarnation never comes
-// back). Joins and deaths thus spread over the same overlay as the
-// failure notices, in O(log n) rounds.
-//
-// A monitor that misses a check asks indirectProbes other members to
-// check the endpoint for it (probePath) before counting the miss, as
-// SWIM does: a member one monitor cannot reach while others can (a
-// broken link, a refused connection on one path) is not expelled.
+// How the automanaged members watch each other at scale: the decisions
+// are internal/memberwatch's (whom to check, what a digest that differs
+// does, when a miss counts, how rosters merge); here are the endpoints
+// that carry them. Every /_health answer carries a digest of the
+// answerer's roster, and a checker whose own differs pulls the roster
+// (rosterPath) and merges it. A monitor that misses a check asks
+// indirectProbes other members to check the endpoint for it (probePath)
+// before counting the miss, as SWIM does: a member one monitor cannot
+// reach while others can (a broken link, a refused connection on one
+// path) is not expelled.
 
 const (
 	// rosterPath serves this member's roster (rosterAnswer).
@@ -46,15 +40,11 @@ const (
 	probePath = "/_hoplite/probe"
 	// indirectProbes is how many other members a monitor asks to check
 	// an endpoint it missed.
-	indirectProbes = 3
+	indirectProbes = memberwatch.DefaultIndirectProbes
 	// maxRosterMembers bounds the live members a roster holds (and a
 	// pulled roster may name), maxRosterDead the dead ids it remembers.
-	maxRosterMembers = 4096
-	maxRosterDead    = 4096
-	// rosterDeadTTL is how long a dead id is remembered: far longer than
-	// its news takes to spread, so that a stale roster cannot bring it
-	// back.
-	rosterDeadTTL = 5 * time.Minute
+	maxRosterMembers = memberwatch.DefaultMaxLive
+	maxRosterDead    = memberwatch.DefaultMaxDead
 	// probeRate and probeBurst bound the indirect probes one source may
 	// ask of this member: a monitor asks at most indirectProbes per
 	// endpoint it missed per round.
@@ -84,9 +74,6 @@ type rosterMember struct {
 	seedNode
 	Host string `json:"host"`
 }
-
-// digestString is how a roster digest travels in a /_health answer.
-func digestString(d uint64) string { return strconv.FormatUint(d, 16) }
 
 // serveRoster adds the roster and indirect probe endpoints to the
 // manage port's server.
@@ -134,20 +121,9 @@ func (p *seedProvider) serveRoster(e *echo.Echo) {
 
 // knownHost: host is an endpoint this member checks or a live member's.
 func (p *seedProvider) knownHost(host string) bool {
-	p.hostsMu.Lock()
-	_, ok := p.known[host]
-	p.hostsMu.Unlock()
-	if ok {
-		return true
-	}
-	p.rosterMu.Lock()
-	defer p.rosterMu.Unlock()
-	for _, e := range p.roster.Live() {
-		if e.Host == host {
-			return true
-		}
-	}
-	return false
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mon.Known(host)
 }
 
 // rosterAnswer is this member's roster, itself included.
@@ -156,20 +132,20 @@ func (p *seedProvider) rosterAnswer() rosterAnswer {
 	if self := p.self.Load(); self != nil && p.selfHost != "" {
 		out.Members = append(out.Members, rosterMember{seedNode: *self, Host: p.selfHost})
 	}
-	p.rosterMu.Lock()
-	defer p.rosterMu.Unlock()
-	for _, e := range p.roster.Live() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.mon.Live() {
 		out.Members = append(out.Members, rosterMember{seedNode: e.Info, Host: e.Host})
 	}
-	out.Dead = p.roster.Dead()
+	out.Dead = p.mon.Dead()
 	return out
 }
 
-// digest is this member's roster digest.
-func (p *seedProvider) digest() uint64 {
-	p.rosterMu.Lock()
-	defer p.rosterMu.Unlock()
-	return p.roster.Digest()
+// view is this member's roster digest, as /_health carries it.
+func (p *seedProvider) view() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return memberwatch.DigestString(p.mon.Digest())
 }
 
 // pull fetches host's roster and merges it; it reports whether this
@@ -207,9 +183,9 @@ func (p *seedProvider) pull(ctx context.Context, host string) (bool, error) {
 		hosts = append(hosts, e.Host)
 	}
 	p.learn(hosts)
-	p.rosterMu.Lock()
-	defer p.rosterMu.Unlock()
-	return p.roster.Merge(p.now(), live, dead), nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mon.Merge(p.now(), live, dead), nil
 }
 
 // decodeRoster reads a peer's rosterAnswer for cluster: entries that are
@@ -251,16 +227,9 @@ func decodeRoster(data []byte, cluster string) ([]revoke.RosterEntry[seedNode], 
 // target) to check host, expected to answer as member id; it returns the
 // first answer that names id, or nil.
 func (p *seedProvider) indirect(ctx context.Context, host, id string) *seedNode {
-	p.rosterMu.Lock()
-	var via []string
-	for _, e := range p.roster.Live() {
-		if e.Host != host && e.Host != p.selfHost && e.ID != id {
-			via = append(via, e.Host)
-		}
-	}
-	p.rosterMu.Unlock()
-	rand.Shuffle(len(via), func(i, j int) { via[i], via[j] = via[j], via[i] })
-	via = via[:min(len(via), indirectProbes)]
+	p.mu.Lock()
+	via := p.mon.Helpers(host, id, rand.Shuffle)
+	p.mu.Unlock()
 	if len(via) == 0 {
 		return nil
 	}

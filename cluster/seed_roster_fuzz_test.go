@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo"
-
-	"github.com/hoplite-go/hoplite/internal/revoke"
 )
 
 // FuzzRosterAnswer hands any body to decodeRoster, as a peer's roster
@@ -42,10 +40,10 @@ func FuzzRosterAnswer(f *testing.F) {
 		}
 		p := fuzzProvider(t)
 		p.self.Store(&seedNode{ID: "self", Address: "127.0.0.1", Port: 1, ClusterName: seedTestCluster})
-		p.rosterMu.Lock()
-		p.roster = revoke.NewRoster[seedNode]("self", maxRosterMembers, maxRosterDead, rosterDeadTTL)
-		p.roster.Merge(time.Unix(0, 0), live, dead)
-		p.rosterMu.Unlock()
+		p.mu.Lock()
+		p.mon.Start("", "self")
+		p.mon.Merge(time.Unix(0, 0), live, dead)
+		p.mu.Unlock()
 		for _, m := range p.topology() {
 			if m.Id == "self" && m.Port != 1 {
 				t.Fatalf("a peer's roster changed this member's own entry: %+v", m)

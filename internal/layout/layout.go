@@ -73,6 +73,7 @@ var Cores = []string{
 	"internal/history",         // the chaos oracle's model of the fault model's promises
 	"internal/barrier/tree",    // a barrier's combining tree
 	"internal/nemesis",         // the network nemesis's schedules and command lines
+	"internal/memberwatch",     // the automanaged members' watch of each other
 }
 
 // Wire are the module packages a core may import although they are not
