@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -99,23 +100,45 @@ func (w *world) kill(d *host) {
 		h := w.byName[nb]
 		w.eng.after(w.p.Detect, func() {
 			if h.alive {
-				w.decide(h, n, h.bc.Originate(n), 0)
+				w.revokeStep(noticeAt{h: h, n: n}, revoke.Originate{Notice: n})
 			}
 		})
 	}
 }
 
-// decide carries out a broadcaster's decision at h: forward, then
-// deliver (the failed node leaves every core on h).
-func (w *world) decide(h *host, n revoke.Notice, d revoke.Decision, hops int) {
-	for _, s := range d.Sends {
-		to := w.byName[s.To.(string)]
-		if to == nil {
-			continue
-		}
-		from := h.name
-		w.send(h, to, qRevoke, viaActor, func() { w.decide(to, n, to.bc.Receive(from, n), hops+1) })
+// noticeAt is a notice's step at one host: the host, the notice, and
+// how many hops its copy took to get there.
+type noticeAt struct {
+	h    *host
+	n    revoke.Notice
+	hops int
+}
+
+// revokeDriver carries out a broadcaster's decision: each copy goes to
+// the member it names and is a Received step there when it arrives.
+// (Set in init: its sends step the broadcasters it drives.)
+var revokeDriver *driver[noticeAt, revoke.Event, revoke.Decision]
+
+func init() {
+	revokeDriver = &driver[noticeAt, revoke.Event, revoke.Decision]{
+		send: func(w *world, at noticeAt, s outbox.Send) {
+			to := w.byName[s.To.(string)]
+			if to == nil {
+				return
+			}
+			from := at.h.name
+			w.send(at.h, to, qRevoke, viaActor, func() {
+				w.revokeStep(noticeAt{h: to, n: at.n, hops: at.hops + 1}, revoke.Received{From: from, Notice: at.n})
+			})
+		},
 	}
+}
+
+// revokeStep steps the broadcaster at at.h: forward, then deliver (the
+// failed node leaves every core on h).
+func (w *world) revokeStep(at noticeAt, ev revoke.Event) {
+	h, n, hops := at.h, at.n, at.hops
+	d := revokeDriver.step(w, at, h.bc, ev)
 	if !d.Deliver {
 		return
 	}

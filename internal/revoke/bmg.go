@@ -4,8 +4,8 @@
 //
 // The package is the pure core (no goroutines, no clocks,
 // no I/O): Overlay computes who talks to whom, Broadcaster is one member's
-// broadcast state, stepped by events (Originate, Receive, SetOverlay) that
-// return decisions (whom to send to, whether to deliver locally). The
+// broadcast state, stepped by events (Originate, Received, Reoverlay:
+// Broadcaster.Step) that return decisions (whom to send to, whether to deliver locally). The
 // supervised actor that owns a Broadcaster, sends its decisions and
 // delivers notices is a thin shell around it, in internal/actors/revokeactor.
 package revoke
@@ -118,7 +118,7 @@ func (o *Overlay) neighborsOfRank(r int) []string {
 // id whichever overlay the copy travelled on. That alone is not quite
 // enough: a member that joins mid-wave is linked only in the new overlay,
 // and if its new neighbours all forwarded on the old one it is missed
-// (TestJoinerNeedsReplay). So Broadcaster.SetOverlay also re-sends recent
+// (TestJoinerNeedsReplay). So a Reoverlay step also re-sends recent
 // notices to the neighbours the new overlay adds; once every live member
 // is on the new overlay, each one holding a notice has covered all its new
 // neighbours, and the new BMG's connectivity does the rest.

@@ -189,9 +189,9 @@ func FuzzOverlay(f *testing.F) {
 		// Arbitrary input from the network must not panic either.
 		b := NewBroadcaster(o, WithWindow(int(pick%4)))
 		for i, m := range members {
-			b.Receive(m, Notice{Origin: m, Subject: list, Epoch: uint64(i % 3)})
+			b.receive(m, Notice{Origin: m, Subject: list, Epoch: uint64(i % 3)})
 		}
-		b.SetOverlay(nil)
-		b.SetOverlay(o)
+		b.setOverlay(nil)
+		b.setOverlay(o)
 	})
 }

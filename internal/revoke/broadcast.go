@@ -120,7 +120,7 @@ func WithWindow(n int) Option {
 	}
 }
 
-// WithReplayChanges sets over how many overlay changes (SetOverlay calls)
+// WithReplayChanges sets over how many overlay changes (Reoverlay steps)
 // a notice stays "recent" and is re-sent to neighbours the new overlay
 // adds (default 2; 0 disables replay; negative means the default).
 //
@@ -186,18 +186,18 @@ func (b *Broadcaster) Seen(id ID) bool {
 // Remembered returns how many ids the window holds (≤ its size).
 func (b *Broadcaster) Remembered() int { return len(b.seen) }
 
-// Originate is called by the first member to learn of a failure (or to
+// originate is called by the first member to learn of a failure (or to
 // revoke): forward to all neighbours, deliver locally. If the notice is
 // already known (another member's wave got here first), the member has
 // already forwarded and delivered it and the decision is empty.
-func (b *Broadcaster) Originate(n Notice) Decision {
+func (b *Broadcaster) originate(n Notice) Decision {
 	if !b.remember(n) {
 		return Decision{}
 	}
 	return Decision{Box: outbox.Box{Sends: b.sends(n, b.overlay.Neighbors())}, Deliver: true}
 }
 
-// Receive handles a copy of n that arrived from member from. On the first
+// receive handles a copy of n that arrived from member from. On the first
 // copy: forward to all current neighbours except from, then deliver. A
 // duplicate yields an empty decision.
 //
@@ -207,7 +207,7 @@ func (b *Broadcaster) Originate(n Notice) Decision {
 // duplicate. Leaving it out saves n-1 messages per wave and changes
 // nothing else. from need not be a member of this overlay (it may be on a
 // newer or older topology); then nobody is left out.
-func (b *Broadcaster) Receive(from string, n Notice) Decision {
+func (b *Broadcaster) receive(from string, n Notice) Decision {
 	if !b.remember(n) {
 		return Decision{}
 	}
@@ -220,7 +220,7 @@ func (b *Broadcaster) Receive(from string, n Notice) Decision {
 	return Decision{Box: outbox.Box{Sends: b.sends(n, fwd)}, Deliver: true}
 }
 
-// SetOverlay switches to a new topology's overlay (same self, e.g. from
+// setOverlay switches to a new topology's overlay (same self, e.g. from
 // Overlay.WithMembers) and returns the re-sends that keep recent waves
 // complete: every recent notice (see WithReplayChanges) goes to each
 // neighbour of the new overlay that was not a neighbour of the old one.
@@ -237,7 +237,7 @@ func (b *Broadcaster) Receive(from string, n Notice) Decision {
 // An overlay with another self, or nil, is ignored (nothing changes); one
 // with the same members is adopted but is not a change (no re-sends, no
 // expiry of recent notices).
-func (b *Broadcaster) SetOverlay(o *Overlay) Decision {
+func (b *Broadcaster) setOverlay(o *Overlay) Decision {
 	if o == nil || o.Self() != b.overlay.Self() {
 		return Decision{}
 	}

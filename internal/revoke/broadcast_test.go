@@ -228,28 +228,28 @@ func TestDuplicatesIgnored(t *testing.T) {
 	o, _ := NewOverlay(members, members[0])
 	b := NewBroadcaster(o)
 	n := Notice{Origin: "m0003", Subject: "m0005", Epoch: 2}
-	d := b.Receive("m0001", n)
+	d := b.receive("m0001", n)
 	if !d.Deliver || slices.Contains(targets(d.Sends), "m0001") || len(targets(d.Sends)) != o.Degree()-1 {
 		t.Fatalf("first copy: %+v", d)
 	}
 	for _, from := range []string{"m0001", "m0002", "m0007"} {
-		if d := b.Receive(from, n); d.Deliver || len(targets(d.Sends)) != 0 {
+		if d := b.receive(from, n); d.Deliver || len(targets(d.Sends)) != 0 {
 			t.Fatalf("duplicate from %s: %+v", from, d)
 		}
 	}
 	// Another detector's wave about the same failure merges with it.
-	if d := b.Originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 2}); d.Deliver || len(targets(d.Sends)) != 0 {
+	if d := b.originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 2}); d.Deliver || len(targets(d.Sends)) != 0 {
 		t.Fatalf("originate of a known notice: %+v", d)
 	}
-	if d := b.Receive("m0004", Notice{Origin: "m0006", Subject: "m0005", Epoch: 2}); d.Deliver || len(targets(d.Sends)) != 0 {
+	if d := b.receive("m0004", Notice{Origin: "m0006", Subject: "m0005", Epoch: 2}); d.Deliver || len(targets(d.Sends)) != 0 {
 		t.Fatalf("same id, other origin: %+v", d)
 	}
 	// A new incarnation is a new notice.
-	if d := b.Originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 3}); !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
+	if d := b.originate(Notice{Origin: members[0], Subject: "m0005", Epoch: 3}); !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
 		t.Fatalf("new epoch: %+v", d)
 	}
 	// Sender outside the overlay: nobody is left out.
-	if d := b.Receive("stranger", Notice{Subject: "q"}); len(targets(d.Sends)) != o.Degree() {
+	if d := b.receive("stranger", Notice{Subject: "q"}); len(targets(d.Sends)) != o.Degree() {
 		t.Fatalf("stranger: %+v", d)
 	}
 }
@@ -280,7 +280,7 @@ func TestSeenWindowIsBoundedFIFO(t *testing.T) {
 	ids := make([]Notice, 5)
 	for i := range ids {
 		ids[i] = Notice{Subject: fmt.Sprint("s", i)}
-		if d := b.Originate(ids[i]); !d.Deliver {
+		if d := b.originate(ids[i]); !d.Deliver {
 			t.Fatalf("notice %d not new", i)
 		}
 		if b.Remembered() > 3 {
@@ -293,10 +293,10 @@ func TestSeenWindowIsBoundedFIFO(t *testing.T) {
 		}
 	}
 	// An evicted id is taken for new once (bounded), then a duplicate again.
-	if d := b.Receive("m0001", ids[0]); !d.Deliver {
+	if d := b.receive("m0001", ids[0]); !d.Deliver {
 		t.Fatal("evicted id not re-accepted")
 	}
-	if d := b.Receive("m0002", ids[0]); d.Deliver || len(targets(d.Sends)) != 0 {
+	if d := b.receive("m0002", ids[0]); d.Deliver || len(targets(d.Sends)) != 0 {
 		t.Fatal("re-accepted id not remembered")
 	}
 	if b.Seen(ids[2].ID()) || !b.Seen(ids[3].ID()) {
@@ -305,7 +305,7 @@ func TestSeenWindowIsBoundedFIFO(t *testing.T) {
 	// Default window and a stream much longer than it.
 	b = NewBroadcaster(o)
 	for i := range 3 * DefaultWindow {
-		b.Receive("m0001", Notice{Subject: "x", Epoch: uint64(i)})
+		b.receive("m0001", Notice{Subject: "x", Epoch: uint64(i)})
 	}
 	if b.Remembered() != DefaultWindow || len(b.ring) != DefaultWindow || len(b.recent) > DefaultWindow {
 		t.Fatalf("remembered %d ring %d recent %d", b.Remembered(), len(b.ring), len(b.recent))
@@ -313,12 +313,12 @@ func TestSeenWindowIsBoundedFIFO(t *testing.T) {
 	// Recent notices expire after DefaultReplayChanges overlay changes.
 	o2, _ := o.WithMembers(members[:10])
 	o3, _ := o.WithMembers(members[:13])
-	b.SetOverlay(o2)
-	b.SetOverlay(o3)
+	b.setOverlay(o2)
+	b.setOverlay(o3)
 	if len(b.recent) != 0 {
 		t.Fatalf("%d recent notices after %d changes", len(b.recent), DefaultReplayChanges)
 	}
-	if sends := b.SetOverlay(o).Sends; len(sends) != 0 {
+	if sends := b.setOverlay(o).Sends; len(sends) != 0 {
 		t.Fatalf("expired notices replayed: %d", len(sends))
 	}
 }
@@ -328,9 +328,9 @@ func TestSetOverlayReplaysToGainedNeighbours(t *testing.T) {
 	o, _ := NewOverlay(old, "m0000")
 	b := NewBroadcaster(o)
 	n := Notice{Subject: "m0003", Epoch: 1}
-	b.Originate(n)
+	b.originate(n)
 	nw, _ := o.WithMembers(append(old[:3:3], old[4:]...)) // m0003 left: n=7
-	d := b.SetOverlay(nw)
+	d := b.setOverlay(nw)
 	if d.Deliver {
 		t.Fatal("an overlay change delivers nothing")
 	}
@@ -359,15 +359,15 @@ func TestSetOverlayReplaysToGainedNeighbours(t *testing.T) {
 		t.Fatal("overlay not switched")
 	}
 	other, _ := NewOverlay(old, "m0001")
-	if s := b.SetOverlay(other); !s.Empty() || b.Overlay() != nw {
+	if s := b.setOverlay(other); !s.Empty() || b.Overlay() != nw {
 		t.Fatal("overlay of another self accepted")
 	}
-	if d := b.Receive("m0002", n); d.Deliver {
+	if d := b.receive("m0002", n); d.Deliver {
 		t.Fatal("window lost across overlay change")
 	}
 	noReplay := NewBroadcaster(o, WithReplayChanges(0))
-	noReplay.Originate(n)
-	if r := noReplay.SetOverlay(nw).Sends; len(r) != 0 {
+	noReplay.originate(n)
+	if r := noReplay.setOverlay(nw).Sends; len(r) != 0 {
 		t.Fatalf("replay disabled but %d sends", len(r))
 	}
 }
@@ -488,7 +488,7 @@ func TestSendsAreWireNotices(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := NewBroadcaster(o)
-	d := b.Originate(Notice{Origin: "c", Subject: "e", Epoch: 4, SubjectAddress: "127.0.0.1:9"})
+	d := b.originate(Notice{Origin: "c", Subject: "e", Epoch: 4, SubjectAddress: "127.0.0.1:9"})
 	if !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
 		t.Fatalf("originate sent to %v, want %v", targets(d.Sends), o.Neighbors())
 	}
@@ -520,12 +520,12 @@ func TestStaleNoticeDoesNotSuppressALaterIncarnation(t *testing.T) {
 	}
 	for i, old := range stale {
 		b := NewBroadcaster(o)
-		if d := b.Receive("m0001", old); !d.Deliver {
+		if d := b.receive("m0001", old); !d.Deliver {
 			t.Fatalf("stale notice %d was not new: %+v", i, d)
 		}
 		nt := FailureNotice(subject, ours)
 		nt.Origin = members[0]
-		d := b.Originate(nt)
+		d := b.originate(nt)
 		if !d.Deliver || !slices.Equal(targets(d.Sends), o.Neighbors()) {
 			t.Fatalf("after stale notice %d the real failure was suppressed: deliver %v, sent to %v", i, d.Deliver, targets(d.Sends))
 		}
@@ -536,7 +536,7 @@ func TestStaleNoticeDoesNotSuppressALaterIncarnation(t *testing.T) {
 		}
 		other := FailureNotice(subject, ours)
 		other.Origin = "m0004"
-		if d := b.Receive("m0003", other); d.Deliver || len(d.Sends) != 0 {
+		if d := b.receive("m0003", other); d.Deliver || len(d.Sends) != 0 {
 			t.Fatalf("another detector's notice of the same failure: %+v", d)
 		}
 	}
@@ -560,14 +560,14 @@ func TestStaleNoticeDoesNotSuppressALaterIncarnation(t *testing.T) {
 	// the bound.
 	b := NewBroadcaster(o, WithWindow(4))
 	for port := range 100 {
-		if d := b.Receive("m0001", FailureNotice(subject, fmt.Sprintf("127.0.0.1:%d", 30000+port))); !d.Deliver {
+		if d := b.receive("m0001", FailureNotice(subject, fmt.Sprintf("127.0.0.1:%d", 30000+port))); !d.Deliver {
 			t.Fatalf("incarnation %d not new", port)
 		}
 	}
 	if b.Remembered() != 4 {
 		t.Fatalf("window holds %d ids, want 4", b.Remembered())
 	}
-	if d := b.Receive("m0002", FailureNotice(subject, "127.0.0.1:30099")); d.Deliver {
+	if d := b.receive("m0002", FailureNotice(subject, "127.0.0.1:30099")); d.Deliver {
 		t.Fatal("duplicate of the latest incarnation delivered again")
 	}
 }

@@ -116,7 +116,7 @@ func (s *sim) originate(at string, n Notice) {
 	if s.dead[at] {
 		s.t.Fatalf("origin %q is dead", at)
 	}
-	s.apply(at, n, s.bc[at].Originate(n))
+	s.apply(at, n, s.bc[at].originate(n))
 }
 
 // step delivers one queued message; false when the queue is empty.
@@ -145,7 +145,7 @@ func (s *sim) step() bool {
 	if !ok || s.dead[m.to] {
 		return true
 	}
-	s.apply(m.to, m.n, b.Receive(m.from, m.n))
+	s.apply(m.to, m.n, b.receive(m.from, m.n))
 	return true
 }
 
@@ -159,7 +159,7 @@ func (s *sim) switchTo(m string, o *Overlay) {
 	if s.dead[m] {
 		return
 	}
-	for _, snd := range s.bc[m].SetOverlay(o).Sends {
+	for _, snd := range s.bc[m].setOverlay(o).Sends {
 		s.replays++
 		s.queue = append(s.queue, simMsg{from: m, to: snd.To.(string), n: NoticeOf(snd.Msg.(*messages.RevokeNotice))})
 	}

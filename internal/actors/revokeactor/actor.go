@@ -126,7 +126,7 @@ func (a *broadcasterActor) originate(ctx actor.Context, n revoke.Notice) {
 	if n.Origin == "" {
 		n.Origin = a.cfg.Self
 	}
-	a.apply(ctx, n, "", a.st.core.Originate(n))
+	a.step(ctx, "", revoke.Originate{Notice: n})
 }
 
 // received steps the core with a peer's notice, unless the notice is not
@@ -142,8 +142,7 @@ func (a *broadcasterActor) received(ctx actor.Context, m *messages.RevokeNotice)
 	if a.cfg.Admit != nil && !a.cfg.Admit(m) {
 		return
 	}
-	n := revoke.NoticeOf(m)
-	a.apply(ctx, n, m.GetFrom(), a.st.core.Receive(m.GetFrom(), n))
+	a.step(ctx, m.GetFrom(), revoke.Received{From: m.GetFrom(), Notice: revoke.NoticeOf(m)})
 }
 
 func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
@@ -166,26 +165,37 @@ func (a *broadcasterActor) setMembers(ctx actor.Context, members []string) {
 		a.cfg.Log.WithError(err).Warn("revoke: bad member list; keeping the old overlay")
 		return
 	}
-	out.Carry(ctx, a, a.st.core.SetOverlay(o).Box, nil)
+	drive.Step(ctx, a, a.st.core, revoke.Reoverlay{Overlay: o})
 }
 
-func (a *broadcasterActor) apply(ctx actor.Context, n revoke.Notice, from string, d revoke.Decision) {
-	// ULFM order: the wave moves on before the local delivery, so a slow
-	// or crashing delivery does not stop it.
-	out.Carry(ctx, a, d.Box, nil)
-	if d.Deliver && a.cfg.Deliver != nil {
-		a.cfg.Deliver(ctx, Delivery{Notice: n, From: from})
+// step steps the core with a notice that came from member from ("":
+// this member) and delivers it if the core says so.
+func (a *broadcasterActor) step(ctx actor.Context, from string, ev revoke.Event) {
+	// ULFM order: the wave moves on (the driver carries out the sends)
+	// before the local delivery, so a slow or crashing delivery does not
+	// stop it.
+	d, _ := drive.Step(ctx, a, a.st.core, ev)
+	if !d.Deliver || a.cfg.Deliver == nil {
+		return
 	}
+	var n revoke.Notice
+	switch e := ev.(type) {
+	case revoke.Originate:
+		n = e.Notice
+	case revoke.Received:
+		n = e.Notice
+	}
+	a.cfg.Deliver(ctx, Delivery{Notice: n, From: from})
 }
 
-// out carries out the broadcaster's decisions (the generic shell): a
-// copy goes to the member it names, through ActorConfig.Peer; a send to a
-// dead member simply fails (reliability comes from the overlay's
+// drive steps the broadcaster and carries out its decisions (the
+// generic driver): a copy goes to the member it names, through
+// ActorConfig.Peer; a send to a dead member simply fails (reliability comes from the overlay's
 // connectivity, not from retries). The notice's subject is the failed
 // member: it gets no copy (a send to a dead process only costs a
 // connection attempt, and in Proto.Actor remote that attempt can outlive
 // the process and hit a new incarnation at the same address).
-var out = &shell.Carrier[*broadcasterActor]{
+var drive = &shell.Driver[*broadcasterActor, revoke.Event, revoke.Decision]{Carrier: shell.Carrier[*broadcasterActor]{
 	Route: func(ctx actor.Context, a *broadcasterActor, s outbox.Send) bool {
 		to, _ := s.To.(string)
 		n, _ := s.Msg.(*messages.RevokeNotice)
@@ -197,4 +207,4 @@ var out = &shell.Carrier[*broadcasterActor]{
 		}
 		return true
 	},
-}
+}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -46,7 +47,7 @@ func FuzzRevokeNotice(f *testing.F) {
 			if proto.Unmarshal(raw, &m) != nil {
 				continue
 			}
-			d := b.Receive(m.GetFrom(), revoke.NoticeOf(&m))
+			d := b.Step(time.Time{}, revoke.Received{From: m.GetFrom(), Notice: revoke.NoticeOf(&m)})
 			for _, s := range d.Sends {
 				if to, _ := s.To.(string); !isMember[to] || to == "m0" || to == m.GetFrom() {
 					t.Fatalf("a copy of %v to %q", &m, s.To)
@@ -57,10 +58,10 @@ func FuzzRevokeNotice(f *testing.F) {
 			}
 		}
 		fresh := revoke.Notice{Origin: "m1", Subject: fmt.Sprintf("fresh-%d", len(data)), Epoch: 42}
-		if d := b.Receive("m1", fresh); !d.Deliver || len(d.Sends) == 0 {
+		if d := b.Step(time.Time{}, revoke.Received{From: "m1", Notice: fresh}); !d.Deliver || len(d.Sends) == 0 {
 			t.Fatalf("a new notice after the fuzzed ones: %+v", d)
 		}
-		if d := b.Receive("m2", fresh); d.Deliver {
+		if d := b.Step(time.Time{}, revoke.Received{From: "m2", Notice: fresh}); d.Deliver {
 			t.Fatal("the same notice delivered twice")
 		}
 	})
