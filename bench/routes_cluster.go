@@ -271,6 +271,7 @@ func (c *routesCluster) ops() []routeOp {
 				return 0, fmt.Errorf("put %s on P: %w", id, err)
 			}
 			defer func() { _ = p.Delete(context.WithoutCancel(ctx), id) }()
+			clear(c.dst) // for the GetIntos: a stale buffer cannot pass for the bytes
 			t0 := c.begin()
 			got, err := get(ctx, id)
 			d := c.end(t0)
@@ -283,6 +284,7 @@ func (c *routesCluster) ops() []routeOp {
 	// getSrc times one Get of the round's source object, which P holds.
 	getSrc := func(name string, get func(ctx context.Context, id string) ([]byte, error)) func(ctx context.Context, rep int) (time.Duration, error) {
 		return func(ctx context.Context, rep int) (time.Duration, error) {
+			clear(c.dst) // as in getNew
 			t0 := c.begin()
 			got, err := get(ctx, src(rep))
 			d := c.end(t0)
@@ -313,7 +315,7 @@ func (c *routesCluster) ops() []routeOp {
 	}
 	into := func(get func(ctx context.Context, id string, dst []byte) (int, error)) func(ctx context.Context, id string) ([]byte, error) {
 		return func(ctx context.Context, id string) ([]byte, error) {
-			clear(c.dst) // a stale buffer cannot pass for the bytes
+			// c.dst was cleared before the timed section (getNew, getSrc).
 			n, err := get(ctx, id, c.dst)
 			return c.dst[:n], err
 		}
