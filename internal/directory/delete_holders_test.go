@@ -130,3 +130,39 @@ func TestDeleteOfALostObjectNamesTheCopiesTheLossDropped(t *testing.T) {
 		t.Fatalf("Get after the Delete: %v, want DELETED", r)
 	}
 }
+
+// A table not yet told Republished whose owner names the store nodes not
+// heard from answers a Delete at once, naming them beside the holders it
+// lists (a node listed is named once). Only an id it does not know, in a
+// table that did not start over, waits: NOT_FOUND is true only once every
+// node has republished.
+func TestDeleteNamingAnswersAtOnceNamingTheNodesNotHeardFrom(t *testing.T) {
+	pending := []*messages.NodeRef{node(0), node(2)}
+	for _, amnesic := range []bool{false, true} {
+		tb := NewLocationTable(TableConfig{Amnesic: amnesic, AwaitRepublish: true})
+		create(t, tb, "x", 100, 0)
+		r := deleteReply(t, tb.DeleteNaming(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"), pending).Sends, replyTo("d"))
+		if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n0", "n2"}) {
+			t.Fatalf("amnesic %v: Delete of a listed x: %v, want OK naming n0 (the holder) and n2", amnesic, r)
+		}
+		r = deleteReply(t, tb.DeleteNaming(&messages.DeleteObject{ObjectId: "x"}, replyTo("d2"), []*messages.NodeRef{node(3)}).Sends, replyTo("d2"))
+		if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n0", "n3"}) {
+			t.Fatalf("amnesic %v: second Delete of x: %v, want OK naming n0 and n3", amnesic, r)
+		}
+		out := tb.DeleteNaming(&messages.DeleteObject{ObjectId: "unknown"}, replyTo("d3"), pending).Sends
+		r = deleteReply(t, out, replyTo("d3"))
+		switch {
+		case amnesic && (r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n0", "n2"})):
+			t.Fatalf("amnesic: Delete of an unknown id: %v, want OK naming n0 and n2", r)
+		case !amnesic && r != nil:
+			t.Fatalf("Delete of an unknown id before every node republished: %v, want it held", r)
+		}
+		if amnesic {
+			continue
+		}
+		r = deleteReply(t, tb.Republished().Sends, replyTo("d3"))
+		if r == nil || !errors.Is(r.GetError(), messages.ErrNotFound) {
+			t.Fatalf("the held Delete of an unknown id once every node republished: %v, want NOT_FOUND", r)
+		}
+	}
+}

@@ -13,10 +13,36 @@ import (
 
 // Delete removes the entry and every copy, and remembers the id as deleted.
 func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) outbox.Box {
-	return outbox.Box{Sends: t.deleteObject(req, replyTo)}
+	return outbox.Box{Sends: t.deleteObject(req, replyTo, nil, false)}
 }
 
-func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []outbox.Send {
+// DeleteNaming is Delete in a table not yet told Republished whose owner
+// knows which store nodes have not republished: pending. Their copies
+// are the only ones the table may not list yet, so rather than wait for
+// the slowest of them (a node that holds a Reduce's target whole waits
+// for its commit before it says it has republished, up to seconds) the
+// Delete is answered now, naming them beside the holders listed: its
+// caller asks each to drop its copy and answers once each has, and a copy
+// republished later meets the tombstone. Only a Delete of an id the table
+// does not know, in a table that did not start over, still waits: whether
+// to answer NOT_FOUND is not known before every node has republished.
+func (t *LocationTable) DeleteNaming(req *messages.DeleteObject, replyTo any, pending []*messages.NodeRef) outbox.Box {
+	return outbox.Box{Sends: t.deleteObject(req, replyTo, pending, true)}
+}
+
+// withPending is dropped and, after it, those of pending it does not name.
+func withPending(dropped, pending []*messages.NodeRef) []*messages.NodeRef {
+	for _, p := range pending {
+		if !slices.ContainsFunc(dropped, func(n *messages.NodeRef) bool { return n.GetNodeId() == p.GetNodeId() }) {
+			dropped = append(dropped, p)
+		}
+	}
+	return dropped
+}
+
+// deleteObject is Delete; named says pending are the store nodes that
+// have not republished (DeleteNaming), else the Delete waits for them all.
+func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any, pending []*messages.NodeRef, named bool) []outbox.Send {
 	id := req.GetObjectId()
 	reply := &messages.DeleteObjectReply{ObjectId: id, RequestId: req.GetRequestId()}
 	if err := ValidateObjectID(id, t.cfg.MaxObjectIDLen); err != nil {
@@ -30,10 +56,13 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		// holder read its copy after the answer. The nodes are named
 		// again, and this Delete's caller asks them too (a node whose
 		// copy is gone answers at once).
-		reply.Dropped = slices.Clone(t.deletedFrom[id])
+		reply.Dropped = withPending(slices.Clone(t.deletedFrom[id]), pending)
 		return []outbox.Send{{To: replyTo, Msg: reply}}
 	}
-	if (t.amnesic || t.cfg.AwaitRepublish) && !t.republished {
+	e := t.entries[id]
+	_, lost := t.lost[id]
+	unknown := (e == nil || !e.known) && !lost
+	if (t.amnesic || t.cfg.AwaitRepublish) && !t.republished && (!named || (unknown && !t.amnesic)) {
 		// Copies this table does not list yet may still be republished:
 		// answered now, the Delete would not reach them, and a Get on
 		// their nodes would read them until their republication met the
@@ -54,9 +83,9 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		// its way.
 		delete(t.lost, id)
 		var out []outbox.Send
+		reply.Dropped = withPending(slices.Clone(l.droppedFrom), pending)
 		if len(l.droppedFrom) > 0 {
 			t.deletedFrom[id] = l.droppedFrom
-			reply.Dropped = slices.Clone(l.droppedFrom)
 		} else {
 			// No store node holds a copy to remember the deletion by.
 			out = t.keep(&messages.Tombstones{ObjectIds: []string{id}})
@@ -64,7 +93,6 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		t.addTombstone(id)
 		return append(out, outbox.Send{To: replyTo, Msg: reply})
 	}
-	e := t.entries[id]
 	if (e == nil || !e.known) && t.amnesic {
 		var out []outbox.Send
 		if e != nil {
@@ -72,6 +100,7 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 		}
 		t.addTombstone(id)
 		out = append(out, t.keep(&messages.Tombstones{ObjectIds: []string{id}})...)
+		reply.Dropped = slices.Clone(pending)
 		return append(out, outbox.Send{To: replyTo, Msg: reply})
 	}
 	if e == nil || !e.known {
@@ -81,6 +110,7 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any) []
 	for _, loc := range t.sortedLocations(e) {
 		reply.Dropped = append(reply.Dropped, loc.node)
 	}
+	reply.Dropped = withPending(reply.Dropped, pending)
 	out := t.deleteEntry(e)
 	t.addTombstone(id)
 	return append(out, outbox.Send{To: replyTo, Msg: reply})
@@ -201,7 +231,7 @@ func (t *LocationTable) releaseDeletes() []outbox.Send {
 	t.parkedDeletes = nil
 	var out []outbox.Send
 	for _, d := range parked {
-		out = append(out, t.deleteObject(d.req, d.replyTo)...)
+		out = append(out, t.deleteObject(d.req, d.replyTo, nil, false)...)
 	}
 	return out
 }

@@ -15,7 +15,10 @@ import (
 // reach it as the store nodes republish. Nothing failed, so it is not
 // Rebuilt; a Delete that came before a holder's republication found no
 // entry and answered NOT_FOUND of an object that exists, whose copy then
-// stayed readable. It waits for the republication, and drops the copy.
+// stayed readable. It waits for the republication (or, in a table that
+// started over, names the node not heard from, whose caller asks it to
+// drop its copy: TestStartedShardAnswersDeleteWithoutWaitingForASlowRepublisher),
+// and drops the copy.
 func TestMovedShardAnswersDeleteOfAnObjectThatExistsOnceRepublished(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -259,7 +260,7 @@ type Shard struct {
 	// while one may still send copies, the table cannot tell whether a
 	// copy it knows is the last, and LOST is not answered from it.
 	// republishUntil bounds only what RebuildQuery reports.
-	republishing   map[string]bool
+	republishing   map[string]*messages.NodeRef
 	republishUntil time.Time
 	// gone is set when this incarnation stops or restarts; its
 	// coordinators read it (see NewCoordinator).
@@ -415,6 +416,13 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.FetchAborted:
 		out = s.table.FetchAborted(m)
 	case *messages.DeleteObject:
+		if len(s.republishing) > 0 {
+			// Answered now, naming the store nodes not heard from (its
+			// caller asks them to drop their copies), rather than after
+			// the slowest of them (see directory's DeleteNaming).
+			out = s.table.DeleteNaming(m, ctx.Sender(), s.pendingNodes())
+			break
+		}
 		out = s.table.Delete(m, ctx.Sender())
 	case *messages.Tombstones:
 		out = s.table.ApplyTombstones(m)
@@ -531,7 +539,7 @@ func (s *Shard) started(ctx actor.Context) {
 	s.notedAmnesic, s.forgot = false, forgot
 	s.noteAmnesia(ctx)
 	s.watched = map[string]string{}
-	s.republishing = map[string]bool{}
+	s.republishing = map[string]*messages.NodeRef{}
 	s.probing = map[string]bool{}
 	s.subscribers = map[string]*actor.PID{}
 	s.republished = false
@@ -550,7 +558,7 @@ func (s *Shard) started(ctx actor.Context) {
 		// (seven of them in a 1 KiB broadcast to 7 whose object's shard
 		// is new to them).
 		for _, n := range s.cfg.Nodes() {
-			s.republishing[actorutil.Key(n.PID())] = true
+			s.republishing[actorutil.Key(n.PID())] = n
 			s.watch(ctx, n)
 			s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 		}
@@ -635,6 +643,14 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	out := s.table.IncarnationFailed(node, m.GetWho().GetAddress())
 	out.Merge(s.republishedAll())
 	return out
+}
+
+// pendingNodes are the store nodes asked to republish that have neither
+// answered nor failed, by node id.
+func (s *Shard) pendingNodes() []*messages.NodeRef {
+	nodes := slices.Collect(maps.Values(s.republishing))
+	slices.SortFunc(nodes, func(a, b *messages.NodeRef) int { return cmp.Compare(a.GetNodeId(), b.GetNodeId()) })
+	return nodes
 }
 
 // republishedAll tells the table, once, that every store node it asked
