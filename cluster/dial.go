@@ -46,8 +46,8 @@ import (
 type Client struct {
 	*storenode.Client
 	system  *actor.ActorSystem
-	remote  *remote.Remote
-	ep      endpoints // the members it may talk to, and the one it does
+	remote  *remote.Remote // nil: the system is the application's (WithActorSystem)
+	ep      endpoints      // the members it may talk to, and the one it does
 	timeout time.Duration
 	data    *transport.TCP // the client side of the data plane (see dataPath)
 }
@@ -60,6 +60,7 @@ type dialConfig struct {
 	timeout time.Duration
 	log     *logrus.Logger
 	tls     *tls.Config
+	system  *actor.ActorSystem
 }
 
 // WithBind sets the client's own address HOST:PORT, which the members
@@ -72,6 +73,25 @@ func WithTimeout(d time.Duration) DialOption { return func(c *dialConfig) { c.ti
 
 // WithLogger receives Proto.Actor's logs (default: discarded).
 func WithLogger(l *logrus.Logger) DialOption { return func(c *dialConfig) { c.log = l } }
+
+// WithActorSystem has the client send its messages from system, an
+// actor system of the application's whose Proto.Actor remote is started
+// (on Hoplite's copy of Proto.Actor, see docs/architecture.md), instead
+// of an actor system of its own: its remote address is where the members
+// answer, and its host is where the client serves the bytes of its Puts
+// (the option replaces WithBind; the remote's TLS is the system's own,
+// WithTLS still secures the data plane). Close then leaves system
+// running.
+//
+// Why: an application actor in another process than the members, in
+// its own actor system, moves an object's bytes on the data plane this
+// way, as members do, instead of inside one remote message (encoded,
+// copied and decoded whole, and at most 256 MiB). It calls the client
+// from a goroutine of its own and sends itself the result
+// (docs/architecture.md, "Where application actors live").
+func WithActorSystem(system *actor.ActorSystem) DialOption {
+	return func(c *dialConfig) { c.system = system }
+}
 
 // WithTLS talks to a cluster that runs mutual TLS, with a certificate
 // its CA signed (see TLSConfig).
@@ -117,6 +137,9 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.system != nil {
+		return dialInSystem(ctx, cfg, addrs)
+	}
 	if cfg.bind == "" {
 		cfg.bind = net.JoinHostPort(routeTo(addrs[0]), "0")
 	}
@@ -140,7 +163,25 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 	if err := startRemote(r); err != nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "client address %s: %v", cfg.bind, err)
 	}
-	c := &Client{system: system, remote: r, timeout: cfg.timeout}
+	return dialWith(ctx, &Client{system: system, remote: r, timeout: cfg.timeout}, cfg, addrs, bhost)
+}
+
+// dialInSystem is Dial from the application's actor system cfg.system.
+func dialInSystem(ctx context.Context, cfg dialConfig, addrs []string) (*Client, error) {
+	if cfg.bind != "" {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "WithBind and WithActorSystem: the client's address is its actor system's")
+	}
+	host, port, err := net.SplitHostPort(cfg.system.Address())
+	if pn, perr := strconv.Atoi(port); err != nil || perr != nil || pn <= 0 || host == "" {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
+			"the actor system's address %q is no remote address: start its Proto.Actor remote before Dial", cfg.system.Address())
+	}
+	return dialWith(ctx, &Client{system: cfg.system, timeout: cfg.timeout}, cfg, addrs, host)
+}
+
+// dialWith greets the first member of addrs that answers from c's actor
+// system and sets c up to use it, its data plane served on bhost.
+func dialWith(ctx context.Context, c *Client, cfg dialConfig, addrs []string, bhost string) (*Client, error) {
 	c.ep.given = addrs
 	member, hello, err := c.helloFirst(ctx, addrs)
 	if err != nil {
@@ -151,7 +192,7 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 		return nil, dialManagePort(ctx, addrs, cfg.tls, err)
 	}
 	c.use(member, hello)
-	c.Client = storenode.NewFailoverClient(system.Root, hello.GetStore().PID(), cfg.timeout, c.failover)
+	c.Client = storenode.NewFailoverClient(c.system.Root, hello.GetStore().PID(), cfg.timeout, c.failover)
 	// The members' data planes require mutual TLS when remote does: the
 	// client's certificate serves both.
 	c.data = transport.NewTCP(transport.TCPConfig{ListenAddr: net.JoinHostPort(bhost, "0"), TLS: cfg.tls})
@@ -435,8 +476,9 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	return st, nil
 }
 
-// Close stops the client's actor system. It returns within 2 s; a
-// connection still being attempted then finishes stopping by itself.
+// Close stops the client's actor system (not an application's, see
+// WithActorSystem). It returns within 2 s; a connection still being
+// attempted then finishes stopping by itself.
 func (c *Client) Close() {
 	done := make(chan struct{})
 	go func() {
@@ -454,6 +496,8 @@ func (c *Client) shutdown() {
 	if c.data != nil {
 		c.data.Close()
 	}
-	c.remote.Shutdown(false)
-	c.system.Shutdown()
+	if c.remote != nil {
+		c.remote.Shutdown(false)
+		c.system.Shutdown()
+	}
 }
