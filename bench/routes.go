@@ -58,6 +58,12 @@ const (
 	// carries at most 256 MiB: a larger object is refused
 	// (INVALID_ARGUMENT), recorded as RouteRefused.
 	RouteRemoteActor = "remote-actor"
+	// RouteRemoteActorData is an application actor in that actor system
+	// of its own using a cluster.Dial client of P made from it
+	// (cluster.WithActorSystem): it calls the client's Put and Get on a
+	// goroutine and sends itself the result, and the bytes move on P's
+	// data plane, as a Dial client's do, with no cap but P's capacity.
+	RouteRemoteActorData = "remote-actor-data"
 	// RouteDial is a cluster.Dial client of P: Put and Get, the bytes on
 	// P's data plane.
 	RouteDial = "dial"
@@ -183,7 +189,7 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 			cancel()
 			if errors.Is(err, errRouteRefused) {
 				refused[i] = strings.TrimPrefix(err.Error(), errRouteRefused.Error()+": ")
-				c.progress("routes: %-9s %-14s %s rep %d: %v", op.scenario, op.system, SizeName(o.Size), r+1, err)
+				c.progress("routes: %-9s %-17s %s rep %d: %v", op.scenario, op.system, SizeName(o.Size), r+1, err)
 				continue
 			}
 			if err != nil {
@@ -192,7 +198,7 @@ func RunRoutes(ctx context.Context, o RoutesOptions) (*Report, error) {
 			times[i] = append(times[i], d)
 			faults[i] = append(faults[i], float64(c.counted.minflt))
 			runq[i] = append(runq[i], float64(c.counted.runqNs)/1e6)
-			c.progress("routes: %-9s %-14s %s rep %d: %v", op.scenario, op.system, SizeName(o.Size), r+1, d)
+			c.progress("routes: %-9s %-17s %s rep %d: %v", op.scenario, op.system, SizeName(o.Size), r+1, d)
 		}
 		if l, ok := LoadAvg(); ok {
 			loads = append(loads, l)
@@ -242,7 +248,7 @@ func routesNotes(size int64) []string {
 		"m2m (the baseline of every ratio): Q's prefetching Get of an object created on P, timed from this process's request to Q's answer; the same times stand in the put and the get rows",
 		"every Get moves the bytes once: the routes of M (client, client-getinto, actor) fetch an object created on P that M has not held; those from outside (remote-actor, dial, dial-getinto, cli) Get through P, which holds it",
 		"a Put's bytes: client and actor copy them into M's store in this process; remote-actor, dial and cli send them to P (its creator copy)",
-		"actor: spawned in M's own actor system (Member.Spawn), messages.Put and messages.Get{read_only} to M's store node; remote-actor: an actor system of its own in this process, messages.Put and messages.Get to P's store node over Proto.Actor remote (the bytes inside one message each way, at most 256 MiB)",
+		"actor: spawned in M's own actor system (Member.Spawn), messages.Put and messages.Get{read_only} to M's store node; remote-actor: an actor system of its own in this process, messages.Put and messages.Get to P's store node over Proto.Actor remote (the bytes inside one message each way, at most 256 MiB); remote-actor-data: an actor in that system calling Put and Get of a cluster.Dial client of P made from it (WithActorSystem) on a goroutine, the bytes on P's data plane",
 		"cli: `hoplite put --addr P ID FILE` of a file written before the run (in the page cache) and `hoplite get --addr P ID` to a pipe this process reads into a buffer: a process each, its start and Dial included; cli-start: `hoplite version` (a start alone) and `hoplite members --addr P` (a start, a Dial and one request)",
 		"minflt: the minor page faults of every process (this one, P, Q and a CLI process) in the timed section, median over the reps (a fault is a page touched for the first time: a fresh buffer); runq: the time their threads waited for a CPU in it (not the CLI's)",
 		"this process's heap is collected before every operation (untimed), so that no route's timed section collects another's garbage",
@@ -273,10 +279,10 @@ func WriteRoutesTable(w io.Writer, r *Report) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "  "+n)
 	}
-	fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %8s  %8s  %6s  %s\n", "op", "route", "median", "min–max", "minflt", "runq", "×m2m", "within "+fmt.Sprintf("%.2f×", RoutesTarget))
+	fmt.Fprintf(w, "%-9s  %-17s  %10s  %-23s  %8s  %8s  %6s  %s\n", "op", "route", "median", "min–max", "minflt", "runq", "×m2m", "within "+fmt.Sprintf("%.2f×", RoutesTarget))
 	for _, res := range r.Results {
 		if res.Status != StatusOK {
-			fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %8s  %8s  %6s  %s\n", res.Scenario, res.System, "-", "-", "-", "-", "-", res.Status+": "+res.Reason)
+			fmt.Fprintf(w, "%-9s  %-17s  %10s  %-23s  %8s  %8s  %6s  %s\n", res.Scenario, res.System, "-", "-", "-", "-", "-", res.Status+": "+res.Reason)
 			continue
 		}
 		ratio, within := "-", "-"
@@ -290,7 +296,7 @@ func WriteRoutesTable(w io.Writer, r *Report) {
 				within = "(baseline)"
 			}
 		}
-		fmt.Fprintf(w, "%-9s  %-14s  %10s  %-23s  %8.0f  %5.1f ms  %6s  %s\n", res.Scenario, res.System, fmtSeconds(res.Median),
+		fmt.Fprintf(w, "%-9s  %-17s  %10s  %-23s  %8.0f  %5.1f ms  %6s  %s\n", res.Scenario, res.System, fmtSeconds(res.Median),
 			fmtSeconds(res.Min)+"–"+fmtSeconds(res.Max), res.Extra["minflt"], res.Extra["runq_ms"], ratio, within)
 	}
 }

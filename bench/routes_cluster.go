@@ -33,11 +33,14 @@ type routesCluster struct {
 	dial   [2]*cluster.Client
 	system *actor.ActorSystem // the remote actor's
 	remote *remote.Remote
-	dir    string // the CLI's file
-	file   string
-	data   []byte // the object's bytes, every route's
-	want   uint64 // their fingerprint
-	dst    []byte // every GetInto's and the CLI get's buffer
+	// actorDial is a Dial client of P made from system, the remote
+	// actor's data path.
+	actorDial *cluster.Client
+	dir       string // the CLI's file
+	file      string
+	data      []byte // the object's bytes, every route's
+	want      uint64 // their fingerprint
+	dst       []byte // every GetInto's and the CLI get's buffer
 	// at0 is what the kernel counted for the processes when the timed
 	// section began, counted what it counted in it (begin, end).
 	at0, counted procCounters
@@ -168,6 +171,9 @@ func openRoutes(ctx context.Context, o *RoutesOptions) (c *routesCluster, err er
 	if err := startRemoteSystem(c.remote); err != nil {
 		return c, err
 	}
+	if c.actorDial, err = cluster.Dial(sctx, c.nodes[0].address, cluster.WithActorSystem(c.system), cluster.WithTimeout(o.OpTimeout)); err != nil {
+		return c, err
+	}
 	if c.dir, err = os.MkdirTemp("", "hoplite-bench-routes-"); err != nil {
 		return c, err
 	}
@@ -244,6 +250,9 @@ func (c *routesCluster) close() {
 		if d != nil {
 			d.Close()
 		}
+	}
+	if c.actorDial != nil {
+		c.actorDial.Close()
 	}
 	if c.remote != nil {
 		c.remote.Shutdown(true)
@@ -359,6 +368,9 @@ func (c *routesCluster) ops() []routeOp {
 			}
 			return res.(*messages.GetReply).GetData(), nil
 		})},
+		{RoutesGet, RouteRemoteActorData, getSrc(RouteRemoteActorData, func(ctx context.Context, id string) ([]byte, error) {
+			return c.actorCall(ctx, func(ctx context.Context) ([]byte, error) { return c.actorDial.Get(ctx, id) })
+		})},
 		{RoutesGet, RouteDial, getSrc(RouteDial, p.Get)},
 		{RoutesGet, RouteDialInto, getSrc(RouteDialInto, into(p.GetInto))},
 		{RoutesGet, RouteCLI, func(ctx context.Context, rep int) (time.Duration, error) {
@@ -384,6 +396,10 @@ func (c *routesCluster) ops() []routeOp {
 		})},
 		{RoutesPut, RouteRemoteActor, put(RouteRemoteActor, func(ctx context.Context, id string) error {
 			_, err := c.actorRequest(ctx, false, c.nodes[0].store, &messages.Put{ObjectId: id, Data: c.data, TimeoutMs: actorutil.TimeoutMs(ctx)})
+			return err
+		})},
+		{RoutesPut, RouteRemoteActorData, put(RouteRemoteActorData, func(ctx context.Context, id string) error {
+			_, err := c.actorCall(ctx, func(ctx context.Context) ([]byte, error) { return nil, c.actorDial.Put(ctx, id, c.data) })
 			return err
 		})},
 		{RoutesPut, RouteDial, put(RouteDial, func(ctx context.Context, id string) error { return p.Put(ctx, id, c.data) })},
@@ -449,5 +465,36 @@ func (c *routesCluster) actorRequest(ctx context.Context, inMember bool, target 
 		return r, err
 	case <-ctx.Done():
 		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "%T to %s: no reply: %v", msg, target, ctx.Err())
+	}
+}
+
+// actorCall runs call from an actor spawned for it in the remote actor's
+// system, as an application actor uses a client: on a goroutine of its
+// own (a call blocks; the actor's mailbox must not), the result sent to
+// the actor as a message.
+func (c *routesCluster) actorCall(ctx context.Context, call func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	results := make(chan result, 1)
+	pid := c.system.Root.Spawn(actor.PropsFromFunc(func(a actor.Context) {
+		switch m := a.Message().(type) {
+		case *actor.Started:
+			self, system := a.Self(), a.ActorSystem()
+			go func() {
+				data, err := call(ctx)
+				system.Root.Send(self, &result{data, err})
+			}()
+		case *result:
+			results <- *m
+		}
+	}))
+	defer c.system.Root.Stop(pid)
+	select {
+	case r := <-results:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "the actor's call: no result: %v", ctx.Err())
 	}
 }

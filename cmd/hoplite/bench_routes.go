@@ -25,8 +25,10 @@ bytes in the answer). The routes: the embedded member's storenode.Client
 system (Member.Spawn: messages.Put, messages.Get read-only); an actor in
 an actor system of no member's, in this process, whose messages reach
 the first node's store node over Proto.Actor remote (the bytes inside
-one message each way, at most 256 MiB: refused above); a cluster.Dial
-client (Put, Get, GetInto); and the CLI ("hoplite put --addr" of a file,
+one message each way, at most 256 MiB: refused above); an actor in that
+system using a cluster.Dial client made from it (WithActorSystem: the
+bytes on the data plane); a cluster.Dial client (Put, Get, GetInto);
+and the CLI ("hoplite put --addr" of a file,
 "hoplite get --addr" to a pipe, each a process, its start included),
 beside "hoplite version" and "hoplite members --addr", what a CLI call
 pays before its first byte. Every Get moves the bytes once. Each route

@@ -62,8 +62,9 @@ func TestBenchRoutes(t *testing.T) {
 	}
 	want := map[string][]string{
 		bench.RoutesGet: {bench.RouteM2M, bench.RouteClient, bench.RouteClientInto, bench.RouteActor, bench.RouteRemoteActor,
-			bench.RouteDial, bench.RouteDialInto, bench.RouteCLI},
-		bench.RoutesPut:      {bench.RouteM2M, bench.RouteClient, bench.RouteActor, bench.RouteRemoteActor, bench.RouteDial, bench.RouteCLI},
+			bench.RouteRemoteActorData, bench.RouteDial, bench.RouteDialInto, bench.RouteCLI},
+		bench.RoutesPut: {bench.RouteM2M, bench.RouteClient, bench.RouteActor, bench.RouteRemoteActor, bench.RouteRemoteActorData,
+			bench.RouteDial, bench.RouteCLI},
 		bench.RoutesCLIStart: {bench.RouteCLIVersion, bench.RouteCLIMembers},
 	}
 	base := map[string]bench.Result{}
@@ -106,8 +107,8 @@ func TestBenchRoutes(t *testing.T) {
 			t.Errorf("%s: table row %q, want the ratio %.2f", label, row, ratio)
 		}
 	}
-	if n != 16 {
-		t.Errorf("%d results, want 16:\n%s", n, out)
+	if n != 18 {
+		t.Errorf("%d results, want 18:\n%s", n, out)
 	}
 }
 
