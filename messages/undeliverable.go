@@ -83,7 +83,7 @@ func undeliverableReply(request any, target *actor.PID, why string) (any, bool) 
 // (not sent, so its target never saw it).
 func tooLargeReply(request any, target *actor.PID, size, limit int) (any, bool) {
 	err := Errorf(ErrorCode_INVALID_ARGUMENT,
-		"the request to %s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client or a cluster.Dial client, whose bytes never ride in a remote message",
+		"the request to %s is %d bytes encoded, past the %d bytes one Proto.Actor remote message carries: send it from an actor in the member's own actor system (Member.Spawn), or use a member's Client or a cluster.Dial client (in another process, one made from the actor's own actor system: cluster.WithActorSystem), whose bytes never ride in a remote message",
 		membername.Actor(target), size, limit)
 	return withError(request, err)
 }

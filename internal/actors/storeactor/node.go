@@ -571,7 +571,7 @@ func (n *StoreNode) tooBigToReply(ctx actor.Context, to *actor.PID, obj *objstor
 		return nil
 	}
 	return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT,
-		"object %q is %d bytes; a Get's reply to another actor system (%s) is one Proto.Actor remote message of at most %d bytes: Get it from an actor in the member's own actor system (Member.Spawn) or through a member's Client, or in slices",
+		"object %q is %d bytes; a Get's reply to another actor system (%s) is one Proto.Actor remote message of at most %d bytes: Get it from an actor in the member's own actor system (Member.Spawn), through a member's Client, from another process through a cluster.Dial client (made from the actor's own actor system: cluster.WithActorSystem), whose bytes move on the data plane, or in slices",
 		obj.ID(), size, to.GetAddress(), limit)
 }
 
