@@ -278,6 +278,9 @@ func opGet(ctx context.Context, c *cluster.Client, args []string, o opsIO) error
 		return err
 	}
 	out := o.stdout
+	if f, ok := out.(*os.File); ok {
+		growPipe(f)
+	}
 	var f *os.File
 	if toFile {
 		var err error
