@@ -126,7 +126,7 @@ func Choose(in Input) (Plan, error) {
 	// The core takes time as a value: any fixed instant will do.
 	now := time.Unix(0, 0)
 	r := reduction.NewReduction("plan", req, cfg, now, time.Hour, in.Latency, in.Bandwidth)
-	r.Begin(now)
+	r.Step(now, reduction.Begin{})
 	u := &messages.LocationUpdate{ObjectId: ids[0], Size: in.Size, Node: &messages.NodeRef{NodeId: "n0"},
 		State: messages.LocationState_COMPLETE}
 	if in.Size < cfg.InlineLimit {
@@ -134,7 +134,7 @@ func Choose(in Input) (Plan, error) {
 		// directory holds them; only then is it reduced inline.
 		u.HasInline, u.InlineData = true, make([]byte, in.Size)
 	}
-	r.Located(u, now)
+	r.Step(now, u)
 	p := r.Plan()
 	if p == nil {
 		return Plan{}, messages.Errorf(messages.ErrorCode_INTERNAL, "coordinator: no plan after the first arrival")

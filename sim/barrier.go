@@ -7,6 +7,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/barrier/policy"
 	"github.com/hoplite-go/hoplite/internal/barrier/tree"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -87,17 +88,15 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 			step(0, tree.Release{Outcomes: outs}, 0)
 		}
 	}
-	step = func(pos int, ev any, hops int) {
-		h := hostAt[pos]
-		o, err := nodes[pos].Step(w.now(), ev)
-		if err != nil {
-			w.violate("tree position %d (%s): %v", pos, h.name, err)
-			return
-		}
-		for _, tm := range o.Timers {
-			w.eng.at(virt(tm.At), func() { w.process(h, qCoord, func() { step(pos, tree.Flush{}, hops) }) })
-		}
-		for _, s := range o.Sends {
+	// The simulator's driver carries out a position's Box: its Flush
+	// comes back on its host's coordinator queue, each send costs the
+	// receiving position a message's processing and its bytes.
+	drive := &driver[treeAt, any, tree.Output]{
+		timer: func(w *world, at treeAt, tm outbox.Timer) {
+			h := hostAt[at.pos]
+			w.eng.at(virt(tm.At), func() { w.process(h, qCoord, func() { step(at.pos, tree.Flush{}, at.hops) }) })
+		},
+		send: func(w *world, at treeAt, s outbox.Send) {
 			to, _ := shape.Position(s.To.(string))
 			msg := s.Msg
 			cost := w.p.CoordCost + time.Duration(float64(proto.Size(msg))*w.p.ByteCost*float64(time.Second))
@@ -105,7 +104,15 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 				// The root's policy takes each arrival in turn.
 				cost += time.Duration(len(a.GetArrivals())-1) * w.p.CoordCost
 			}
-			w.post(h, hostAt[to], qCoord, viaActor, cost, func() { step(to, msg, hops+1) })
+			w.post(hostAt[at.pos], hostAt[to], qCoord, viaActor, cost, func() { step(to, msg, at.hops+1) })
+		},
+	}
+	step = func(pos int, ev any, hops int) {
+		h := hostAt[pos]
+		o := drive.step(w, treeAt{pos: pos, hops: hops}, nodes[pos], ev)
+		if o.Err != nil {
+			w.violate("tree position %d (%s): %v", pos, h.name, o.Err)
+			return
 		}
 		for _, a := range o.Arrivals {
 			up[a.GetLabel()] = hops
@@ -148,6 +155,10 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 	}
 	return nil
 }
+
+// treeAt is a barrier tree position's step: the position, and how many
+// hops the event took to reach it.
+type treeAt struct{ pos, hops int }
 
 // runBarrier simulates the barrier of spec on a cluster of c.
 func runBarrier(c Config, spec barrierSpec) (*Outcome, error) {

@@ -266,7 +266,7 @@ func (w *world) route(from *host, out outbox.Box) {
 			r := to.r
 			w.send(from, r.host, qCoord, via, func() {
 				w.tracef(r.host, "located %s", m.GetObjectId())
-				r.apply(r.r.Located(m, w.now()))
+				r.step(m)
 			})
 		case createReply:
 			m, ok := snd.Msg.(*messages.CreateObjectReply)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/outbox"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -154,7 +155,7 @@ func (w *world) revokeStep(at noticeAt, ev revoke.Event) {
 	for _, red := range h.coords {
 		red.committed(n.Subject) // a node that failed will not confirm
 		if red.r != nil && !red.r.Over() {
-			red.apply(red.r.NodeFailed(n.Subject, w.now()))
+			red.step(reduction.NodeFailed{Node: n.Subject})
 		}
 	}
 	h.senderFailed(n.Subject)

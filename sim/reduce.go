@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -146,7 +147,7 @@ func (c *reduceCall) begin(red *coordRun, s *shard) {
 	red.r = reduction.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
 	red.host.coords = append(red.host.coords, red)
 	w.tracef(red.host, "reduce %s begins at its coordinator", red.id)
-	red.apply(red.r.Begin(w.now()))
+	red.step(reduction.Begin{})
 }
 
 // hostDied is the caller's watch on its attempt's coordinator: if that
@@ -172,66 +173,75 @@ func (c *reduceCall) hostDied(d *host) {
 	})
 }
 
-func (red *coordRun) apply(fx reduction.Effects) {
-	w := red.w
-	for _, t := range fx.Timers {
-		kind := t.Msg
-		red.timers[kind]++
-		gen := red.timers[kind]
-		w.eng.at(virt(t.At), func() {
-			if red.timers[kind] != gen || !red.host.alive || red.r.Over() {
-				return
-			}
-			now := w.now()
-			switch kind.(type) {
-			case reduction.DeadlineTimer:
-				red.apply(red.r.Expire(now))
-			case reduction.ResubscribeTimer:
-				red.apply(red.r.Resubscribe(now))
-			case reduction.KneeTimer:
-				red.apply(red.r.KneeCheck(now))
-			}
-		})
+// step steps the Reduction with ev at the world's now (the simulator's
+// driver carries out its Box).
+func (red *coordRun) step(ev any) { reduceDriver.step(red.w, red, red.r, ev) }
+
+// reduceDriver carries out a Reduction's Box: a timer replaces the
+// pending one with its message and comes back as its event unless the
+// Reduce is over or its host died; a send goes where its address names
+// (a shard, the caller, a store node), a successful answer held while a
+// commit is unconfirmed. Set in init: its hooks step the Reductions it
+// drives.
+var reduceDriver *driver[*coordRun, any, reduction.Effects]
+
+func init() {
+	reduceDriver = &driver[*coordRun, any, reduction.Effects]{
+		send:  func(w *world, red *coordRun, s outbox.Send) { red.send(w, s) },
+		timer: func(w *world, red *coordRun, t outbox.Timer) { red.timer(w, t) },
 	}
-	for _, snd := range fx.Sends {
-		switch to := snd.To.(type) {
-		case directory.ShardOf:
-			w.toShard(red.host, to, snd.Msg, coordReply{r: red})
-		case reduction.TargetShard:
-			w.toShard(red.host, directory.ShardOf(red.req.GetTargetId()), snd.Msg, nil)
-		case reduction.Requester:
-			m := snd.Msg.(*messages.ReduceReply)
-			if m.GetError() == nil && len(red.committing) > 0 {
-				red.held = m
-				continue
-			}
-			red.answer(m)
-		case *messages.NodeRef:
-			h := w.hostOf(to)
-			msg := snd.Msg
-			if c, ok := msg.(*messages.ReduceCommit); ok {
-				if !c.GetMarkOnly() {
-					red.commitTo = h
-				}
-				if red.committing == nil {
-					red.committing = map[string]bool{}
-				}
-				red.committing[to.GetNodeId()] = true
-				if red.held == nil {
-					// Answered as committed at the deadline at the latest.
-					w.eng.at(virt(red.r.Deadline()), func() {
-						if red.held != nil {
-							red.committing = nil
-							red.release()
-						}
-					})
-				}
-			}
-			if t, ok := msg.(*messages.ReduceTask); ok {
-				w.tracef(red.host, "sends p%d its task (to %s)", t.GetPosition(), h.name)
-			}
-			w.send(red.host, h, qStore, viaActor, func() { red.atNode(h, msg) })
+}
+
+func (red *coordRun) timer(w *world, t outbox.Timer) {
+	kind := t.Msg
+	red.timers[kind]++
+	gen := red.timers[kind]
+	w.eng.at(virt(t.At), func() {
+		if red.timers[kind] != gen || !red.host.alive || red.r.Over() {
+			return
 		}
+		red.step(kind)
+	})
+}
+
+func (red *coordRun) send(w *world, snd outbox.Send) {
+	switch to := snd.To.(type) {
+	case directory.ShardOf:
+		w.toShard(red.host, to, snd.Msg, coordReply{r: red})
+	case reduction.TargetShard:
+		w.toShard(red.host, directory.ShardOf(red.req.GetTargetId()), snd.Msg, nil)
+	case reduction.Requester:
+		m := snd.Msg.(*messages.ReduceReply)
+		if m.GetError() == nil && len(red.committing) > 0 {
+			red.held = m
+			return
+		}
+		red.answer(m)
+	case *messages.NodeRef:
+		h := w.hostOf(to)
+		msg := snd.Msg
+		if c, ok := msg.(*messages.ReduceCommit); ok {
+			if !c.GetMarkOnly() {
+				red.commitTo = h
+			}
+			if red.committing == nil {
+				red.committing = map[string]bool{}
+			}
+			red.committing[to.GetNodeId()] = true
+			if red.held == nil {
+				// Answered as committed at the deadline at the latest.
+				w.eng.at(virt(red.r.Deadline()), func() {
+					if red.held != nil {
+						red.committing = nil
+						red.release()
+					}
+				})
+			}
+		}
+		if t, ok := msg.(*messages.ReduceTask); ok {
+			w.tracef(red.host, "sends p%d its task (to %s)", t.GetPosition(), h.name)
+		}
+		w.send(red.host, h, qStore, viaActor, func() { red.atNode(h, msg) })
 	}
 }
 
@@ -333,7 +343,7 @@ func (red *coordRun) atNode(h *host, msg any) {
 		// An AllReduce's participant fetches the result.
 		w.get(h, m.GetObjectId(), func(fs *fetchSession) {
 			err := fs.err
-			w.send(h, red.host, qCoord, viaActor, func() { red.apply(red.r.Fetched(h.name, err, w.now())) })
+			w.send(h, red.host, qCoord, viaActor, func() { red.step(reduction.Fetched{Node: h.name, Err: err}) })
 		})
 	}
 }
@@ -383,9 +393,9 @@ func (red *coordRun) startWorker(h *host, t *messages.ReduceTask) {
 	if len(t.GetChildren()) == 0 && !t.GetRoot() && !t.GetSliced() {
 		// A leaf: its output is its source, whole already.
 		wk.out, wk.done = wk.own, true
-		red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+		red.toCoord(h, func() { red.step(started) })
 		red.toCoord(h, func() {
-			red.apply(red.r.Done(&messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()}, w.now()))
+			red.step(&messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration()})
 		})
 		return
 	}
@@ -409,7 +419,7 @@ func (red *coordRun) startWorker(h *host, t *messages.ReduceTask) {
 	out.size, out.written, out.complete, out.gone, out.held, out.sum = t.GetSize(), 0, false, false, t.GetRoot() || t.GetGather(), 0
 	wk.out = out
 	if !t.GetRoot() {
-		red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+		red.toCoord(h, func() { red.step(started) })
 		wk.open()
 		return
 	}
@@ -427,7 +437,7 @@ func (red *coordRun) startWorker(h *host, t *messages.ReduceTask) {
 				started.Error = err
 				wk.stop()
 			}
-			red.toCoord(h, func() { red.apply(red.r.Started(started, w.now())) })
+			red.toCoord(h, func() { red.step(started) })
 			if err == nil {
 				wk.open()
 			}
@@ -534,7 +544,7 @@ func (wk *worker) progress() {
 		w.tracef(wk.h, "p%d done", t.GetPosition())
 		red.toCoord(wk.h, func() {
 			w.tracef(red.host, "p%d's done arrives", t.GetPosition())
-			red.apply(red.r.Done(done, w.now()))
+			red.step(done)
 		})
 	}
 }

@@ -46,7 +46,7 @@ func (r *core) nodesOf(ids []string, seen map[string]bool) []*messages.NodeRef {
 	return out
 }
 
-// Fetched handles the end of one Get of the result on node: an
+// fetched handles the end of one Get of the result on node: an
 // AllReduce participant's, or a push of an inline result (see pushes).
 func (r *Reduction) fetched(node string, err error) effects {
 	if r.over || !r.fetching[node] {

@@ -15,20 +15,20 @@ import (
 func TestCancelBeforeTheCommitAbandons(t *testing.T) {
 	// Waiting for its third source, one position running on n1.
 	r := chainWithTask(t, []string{"a", "b", "c"}, 3)
-	if e := mustFail(t, r, r.Cancel(t0), messages.ErrCanceled, []string{"n1"}); !AbandonedAtCancel(e) {
+	if e := mustFail(t, r, r.Step(t0, Cancel{}), messages.ErrCanceled, []string{"n1"}); !AbandonedAtCancel(e) {
 		t.Fatalf("the answer %v does not say the coordinator abandoned the run", e)
 	}
 	if AbandonedAtCancel(messages.Errorf(messages.ErrorCode_CANCELED, "context canceled")) {
 		t.Fatal("a caller's own CANCELED taken for the coordinator's")
 	}
-	mustEmpty(t, "a source after the cancel", r.Located(located("c", bigSize, node(2)), t0))
-	mustEmpty(t, "a second cancel", r.Cancel(t0))
-	mustEmpty(t, "the deadline after the cancel", r.Expire(t0.Add(2*time.Second)))
+	mustEmpty(t, "a source after the cancel", r.Step(t0, located("c", bigSize, node(2))))
+	mustEmpty(t, "a second cancel", r.Step(t0, Cancel{}))
+	mustEmpty(t, "the deadline after the cancel", r.Step(t0.Add(2*time.Second), DeadlineTimer{}))
 
 	// Nothing arrived yet: nothing to release, the target's reservation
 	// still goes.
 	r = newRed(request([]string{"a", "b"}, 2), Config{})
-	mustFail(t, r, r.Cancel(t0), messages.ErrCanceled, nil)
+	mustFail(t, r, r.Step(t0, Cancel{}), messages.ErrCanceled, nil)
 }
 
 // TestCancelAfterTheCommitChangesNothing: once the root's commit went
@@ -47,9 +47,9 @@ func TestCancelAfterTheCommitChangesNothing(t *testing.T) {
 	for _, p := range []int{1, 5, 3} {
 		s.start(p)
 	}
-	mustEmpty(t, "Done(1)", s.r.Done(done(1), t0))
-	mustEmpty(t, "Done(5)", s.r.Done(done(5), t0))
-	fx := s.r.Done(done(3), t0)
+	mustEmpty(t, "Done(1)", s.r.Step(t0, done(1)))
+	mustEmpty(t, "Done(5)", s.r.Step(t0, done(5)))
+	fx := s.r.Step(t0, done(3))
 	commits := 0
 	for _, snd := range fx.Sends {
 		if _, ok := snd.Msg.(*messages.ReduceCommit); ok {
@@ -59,14 +59,14 @@ func TestCancelAfterTheCommitChangesNothing(t *testing.T) {
 	if commits == 0 || fx.Reply() != nil {
 		t.Fatalf("Done(root) with fetches running: want the commit and no reply, got %+v", fx)
 	}
-	mustEmpty(t, "a cancel after the commit", s.r.Cancel(t0))
+	mustEmpty(t, "a cancel after the commit", s.r.Step(t0, Cancel{}))
 	if s.r.Over() {
 		t.Fatal("a cancel after the commit ended the Reduce")
 	}
 	// The participants' Gets end it with the commit's answer.
 	var last Effects
 	for _, n := range []string{"n0", "n1", "n2", "n3"} {
-		last = s.r.Fetched(n, nil, t0)
+		last = s.r.Step(t0, Fetched{Node: n, Err: nil})
 	}
 	if last.Reply() == nil || last.Reply().GetError() != nil || len(last.Reply().GetReducedIds()) != 6 {
 		t.Fatalf("want the commit's answer with 6 sources, got %+v", last)
@@ -82,12 +82,12 @@ func TestCancelAfterTheInlineStoreChangesNothing(t *testing.T) {
 	req := request([]string{"x", "y"}, 2)
 	req.Dtype = messages.DType_INT32
 	r := newRed(req, Config{})
-	mustEmpty(t, "x", r.Located(locatedInline("x", le32(1), node(0)), t0))
-	if fx := r.Located(locatedInline("y", le32(2), node(1)), t0); fx.StoreInline() == nil {
+	mustEmpty(t, "x", r.Step(t0, locatedInline("x", le32(1), node(0))))
+	if fx := r.Step(t0, locatedInline("y", le32(2), node(1))); fx.StoreInline() == nil {
 		t.Fatalf("want StoreInline, got %+v", fx)
 	}
-	mustEmpty(t, "a cancel after the store went out", r.Cancel(t0))
-	fx := r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+	mustEmpty(t, "a cancel after the store went out", r.Step(t0, Cancel{}))
+	fx := r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID})
 	if fx.Reply() == nil || fx.Reply().GetError() != nil {
 		t.Fatalf("want the stored result's answer, got %+v", fx)
 	}

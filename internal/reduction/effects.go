@@ -23,9 +23,9 @@ import (
 // markers Requester, CallerNode, TargetNode, TargetShard and ShardOf,
 // which only the shell can resolve to actors. A Timer's Msg is
 // DeadlineTimer, KneeTimer or ResubscribeTimer; a timer replaces any
-// pending one with the same Msg, and the shell hands it back through
-// Expire, KneeCheck or Resubscribe. Each Watch is a *messages.NodeRef
-// whose failure the shell reports with NodeFailed. Events describe
+// pending one with the same Msg, and the shell hands it back to Step as
+// the event it is. Each Watch is a *messages.NodeRef whose failure the
+// shell reports as a NodeFailed step. Events describe
 // repairs, the tree and the end of the Reduce, for the EventStream.
 type Effects struct {
 	outbox.Box
@@ -60,15 +60,16 @@ type TargetNode struct{}
 // reserved the target and runs the coordinator.
 type TargetShard struct{}
 
-// DeadlineTimer fires at the Reduce's deadline (hand it to Expire).
+// DeadlineTimer fires at the Reduce's deadline (back to Step: a
+// deadline check).
 type DeadlineTimer struct{}
 
 // KneeTimer fires when a knee policy's gate could next fix the count
-// (hand it to KneeCheck).
+// (back to Step: a check of the gate).
 type KneeTimer struct{}
 
 // ResubscribeTimer fires when the Reduction renews its subscriptions
-// (hand it to Resubscribe).
+// (back to Step: the subscriptions renewed).
 type ResubscribeTimer struct{}
 
 // DefaultResubscribe is how often a Reduction that still waits for

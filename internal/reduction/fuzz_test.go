@@ -111,12 +111,12 @@ func FuzzReduction(f *testing.F) {
 				t.Fatalf("the Reduce answered its requester %d times", replies)
 			}
 		}
-		check(r.Begin(now))
+		check(r.Step(now, Begin{}))
 		for i := 0; in.More() && i < 64; i++ {
 			now = now.Add(time.Duration(in.Byte()) * time.Millisecond)
 			check(fuzzStep(r, in, now))
 		}
-		check(r.Expire(r.Deadline()))
+		check(r.Step(r.Deadline(), DeadlineTimer{}))
 		if !r.Over() {
 			t.Fatalf("the Reduce runs on past its deadline: %v", r.Waiting())
 		}
@@ -155,7 +155,7 @@ func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
 				u.Error = messages.Errorf(messages.ErrorCode(v&15), "e")
 			}
 		}
-		return r.Located(u, now)
+		return r.Step(now, u)
 	case 1:
 		m := &messages.ReduceTaskStarted{}
 		if proto.Unmarshal(raw, m) != nil || raw == nil {
@@ -164,7 +164,7 @@ func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
 				m.Error = messages.Errorf(messages.ErrorCode(v&15), "e")
 			}
 		}
-		return r.Started(m, now)
+		return r.Step(now, m)
 	case 2:
 		m := &messages.ReduceTaskDone{}
 		if proto.Unmarshal(raw, m) != nil || raw == nil {
@@ -174,7 +174,7 @@ func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
 				m.Error = messages.Errorf(messages.ErrorCode(v&15), "e")
 			}
 		}
-		return r.Done(m, now)
+		return r.Step(now, m)
 	case 3:
 		m := &messages.StoreReducedReply{}
 		if proto.Unmarshal(raw, m) != nil || raw == nil {
@@ -183,17 +183,17 @@ func fuzzStep(r *Reduction, in *fuzzInput, now time.Time) Effects {
 				m.Error = messages.Errorf(messages.ErrorCode(v&15), "e")
 			}
 		}
-		return r.Stored(m, now)
+		return r.Step(now, m)
 	case 4:
-		return r.NodeFailed(n.GetNodeId(), now)
+		return r.Step(now, NodeFailed{Node: n.GetNodeId()})
 	case 5:
 		var err error
 		if kind&0x20 != 0 {
 			err = messages.Errorf(messages.ErrorCode(v&15), "e")
 		}
-		return r.Fetched(n.GetNodeId(), err, now)
+		return r.Step(now, Fetched{Node: n.GetNodeId(), Err: err})
 	case 6:
-		return r.KneeCheck(now)
+		return r.Step(now, KneeTimer{})
 	}
-	return r.Resubscribe(now)
+	return r.Step(now, ResubscribeTimer{})
 }

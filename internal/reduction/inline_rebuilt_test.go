@@ -32,8 +32,8 @@ func finishTwoSourceTree(t *testing.T, r *Reduction, fx Effects) *messages.Reduc
 		t.Fatalf("the root reduces %v, want a and b", inputs)
 	}
 	p := int(root.GetPosition())
-	r.Started(started(p), t0)
-	fx = r.Done(done(p), t0)
+	r.Step(t0, started(p))
+	fx = r.Step(t0, done(p))
 	if fx.Reply() == nil || fx.Reply().GetError() != nil {
 		t.Fatalf("want success, got %+v", fx.Reply())
 	}
@@ -49,20 +49,20 @@ func TestInlineSourcesWithoutBytesAreStreamed(t *testing.T) {
 	// One source came with its bytes (from a shard that kept them), the
 	// next without (from a rebuilt one).
 	r := newRed(request([]string{"a", "b"}, 2), Config{})
-	mustEmpty(t, "a with its bytes", r.Located(locatedInline("a", make([]byte, small), node(0)), t0))
-	reply := finishTwoSourceTree(t, r, r.Located(located("b", small, node(1)), t0))
+	mustEmpty(t, "a with its bytes", r.Step(t0, locatedInline("a", make([]byte, small), node(0))))
+	reply := finishTwoSourceTree(t, r, r.Step(t0, located("b", small, node(1))))
 	if reply.GetPlan().GetShape() == ShapeInline {
 		t.Fatalf("plan %v: still inline", reply.GetPlan())
 	}
 	// The first arrival without its bytes: a tree from the start.
 	r = newRed(request([]string{"a", "b"}, 2), Config{})
-	mustEmpty(t, "a without its bytes", r.Located(located("a", small, node(0)), t0))
-	finishTwoSourceTree(t, r, r.Located(locatedInline("b", make([]byte, small), node(1)), t0))
+	mustEmpty(t, "a without its bytes", r.Step(t0, located("a", small, node(0))))
+	finishTwoSourceTree(t, r, r.Step(t0, locatedInline("b", make([]byte, small), node(1))))
 	// Past num, after the inline run reduced, a source without its bytes
 	// changes nothing.
 	r = newRed(request([]string{"a", "b"}, 1), Config{})
-	if fx := r.Located(locatedInline("a", make([]byte, small), node(0)), t0); fx.StoreInline() == nil {
+	if fx := r.Step(t0, locatedInline("a", make([]byte, small), node(0))); fx.StoreInline() == nil {
 		t.Fatalf("num 1: want StoreInline at the first arrival, got %+v", fx)
 	}
-	mustEmpty(t, "b without its bytes past num", r.Located(located("b", small, node(1)), t0))
+	mustEmpty(t, "b without its bytes past num", r.Step(t0, located("b", small, node(1))))
 }

@@ -49,8 +49,8 @@ func tasksOn(fx Effects, node string) []int32 {
 // the coordinator hears of the failure, then the shard's LOST. It
 // returns both steps' effects.
 func lastCopyFailed(r *Reduction, node, id string) Effects {
-	fx := r.NodeFailed(node, t0)
-	more := r.Located(lostUpdate(id), t0)
+	fx := r.Step(t0, NodeFailed{Node: node})
+	more := r.Step(t0, lostUpdate(id))
 	fx.Sends = append(fx.Sends, more.Sends...)
 	fx.Events = append(fx.Events, more.Events...)
 	fx.Watch = append(fx.Watch, more.Watch...)
@@ -78,16 +78,16 @@ func mustReduce(t *testing.T, reply *messages.ReduceReply, reduced, unreduced []
 func TestLateLocationOfAFailedNodeIsStale(t *testing.T) {
 	r := newRed(allReduceRequest(ids("s", 4)), Config{AllReduceShape: ShapeDAry})
 	r.start = node(9)
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	for i := 0; i < 4; i++ {
-		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
+		r.Step(t0, completeAt(fmt.Sprintf("s%d", i), node(i)))
 	}
 	// n0 held the last copy of s0: the shard says so after its failure.
 	if ev := replanned(lastCopyFailed(r, "n0", "s0")); ev == nil || ev.Num != 3 {
 		t.Fatalf("n0 failed with s0's last copy: replan %+v, want n lowered to 3", ev)
 	}
 	// The shard sent s0's location on n0 before it heard n0 failed.
-	fx := r.Located(completeAt("s0", node(0)), t0)
+	fx := r.Step(t0, completeAt("s0", node(0)))
 	if !isEmpty(fx) || len(fx.Watch) != 0 || len(fx.Events) != 0 {
 		t.Errorf("a location of the failed n0 was taken: %+v", fx)
 	}
@@ -101,7 +101,7 @@ func TestLateLocationOfAFailedNodeIsStale(t *testing.T) {
 	// A member that starts again at n1's address is a new incarnation
 	// with a new id: its copy of s1 counts (a backup now).
 	again := &messages.NodeRef{NodeId: "n1.1", Address: node(1).GetAddress(), ActorId: node(1).GetActorId()}
-	back := r.Located(completeAt("s1", again), t0)
+	back := r.Step(t0, completeAt("s1", again))
 	if got := nodeIDs(back.Watched()); !slices.Equal(got, []string{"n1.1"}) {
 		t.Fatalf("the new incarnation's copy: watches %v, want n1.1", got)
 	}
@@ -114,13 +114,13 @@ func TestLateLocationOfAFailedNodeIsStale(t *testing.T) {
 // never answered; the Reduce waited for its deadline).
 func TestLateLocationOfAFailedNodeIsNotPlaced(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
-	r.Begin(t0)
-	r.Located(completeAt("a", node(1)), t0)
-	r.NodeFailed("n3", t0) // the shell heard of it: n3 had nothing the Reduce knew of
-	if fx := r.Located(completeAt("c", node(3)), t0); !isEmpty(fx) || len(fx.Watch) != 0 {
+	r.Step(t0, Begin{})
+	r.Step(t0, completeAt("a", node(1)))
+	r.Step(t0, NodeFailed{Node: "n3"}) // the shell heard of it: n3 had nothing the Reduce knew of
+	if fx := r.Step(t0, completeAt("c", node(3))); !isEmpty(fx) || len(fx.Watch) != 0 {
 		t.Fatalf("a location of the failed n3 was taken: %+v", fx)
 	}
-	fx := r.Located(completeAt("b", node(2)), t0)
+	fx := r.Step(t0, completeAt("b", node(2)))
 	if len(fx.Tasks()) == 0 {
 		t.Fatalf("b arrived: no task")
 	}
@@ -153,12 +153,12 @@ func TestSourceLostBeforeItWasLocated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: tc.shape})
 			r.start = node(9)
-			r.Begin(t0)
+			r.Step(t0, Begin{})
 			var tasks []Task
 			for i := 0; i < tc.arrived; i++ {
-				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+				tasks = append(tasks, r.Step(t0, completeAt(fmt.Sprintf("s%d", i), node(i))).Tasks()...)
 			}
-			fx := r.Located(lostUpdate("s2"), t0)
+			fx := r.Step(t0, lostUpdate("s2"))
 			if fx.Reply() != nil {
 				t.Fatalf("the AllReduce answered: %v", fx.Reply())
 			}
@@ -171,14 +171,14 @@ func TestSourceLostBeforeItWasLocated(t *testing.T) {
 			}
 			tasks = fx.Tasks() // the re-planned tree's: the old run's are abandoned
 			for i := tc.arrived; i < 2; i++ {
-				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+				tasks = append(tasks, r.Step(t0, completeAt(fmt.Sprintf("s%d", i), node(i))).Tasks()...)
 			}
 			if r.plan.GetShape() != ShapeDAry {
 				t.Fatalf("shape %q, want the tree", r.plan.GetShape())
 			}
 			// The directory repeats it to every resubscription: nothing
 			// changes.
-			if fx := r.Located(lostUpdate("s2"), t0); !isEmpty(fx) || replanned(fx) != nil {
+			if fx := r.Step(t0, lostUpdate("s2")); !isEmpty(fx) || replanned(fx) != nil {
 				t.Fatalf("s2 reported lost again: %+v", fx)
 			}
 			reply, _ := finishTree(t, r, tasks)
@@ -193,11 +193,11 @@ func TestSourceLostBeforeItWasLocated(t *testing.T) {
 func TestLocatedSourceReportedLost(t *testing.T) {
 	r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: ShapeDAry})
 	r.start = node(9)
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	for i := 0; i < 3; i++ {
-		r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0)
+		r.Step(t0, completeAt(fmt.Sprintf("s%d", i), node(i)))
 	}
-	fx := r.Located(lostUpdate("s2"), t0)
+	fx := r.Step(t0, lostUpdate("s2"))
 	if ev := replanned(fx); ev == nil || ev.Num != 2 || ev.Node != "n2" {
 		t.Fatalf("s2 lost: replan %+v, want n lowered to 2, the loss named after s2's node n2", ev)
 	}
@@ -207,7 +207,7 @@ func TestLocatedSourceReportedLost(t *testing.T) {
 		}
 	}
 	tasks := fx.Tasks()
-	if more := r.NodeFailed("n2", t0); replanned(more) != nil || len(more.Tasks()) != 0 {
+	if more := r.Step(t0, NodeFailed{Node: "n2"}); replanned(more) != nil || len(more.Tasks()) != 0 {
 		t.Fatalf("n2's failure after s2 was lost: %+v", more)
 	}
 	reply, _ := finishTree(t, r, tasks)
@@ -218,12 +218,12 @@ func TestLocatedSourceReportedLost(t *testing.T) {
 func TestEverySourceLost(t *testing.T) {
 	r := newRed(allReduceRequest(ids("s", 2)), Config{})
 	r.start = node(9)
-	r.Begin(t0)
-	r.Located(completeAt("s0", node(0)), t0)
-	if fx := r.Located(lostUpdate("s1"), t0); fx.Reply() != nil {
+	r.Step(t0, Begin{})
+	r.Step(t0, completeAt("s0", node(0)))
+	if fx := r.Step(t0, lostUpdate("s1")); fx.Reply() != nil {
 		t.Fatalf("one of two sources lost: %v", fx.Reply())
 	}
-	fx := r.Located(lostUpdate("s0"), t0)
+	fx := r.Step(t0, lostUpdate("s0"))
 	if !errorsIs(fx.Reply(), messages.ErrUnavailable) || !fx.ReleaseTarget() {
 		t.Fatalf("reply %v, release target %v: want UNAVAILABLE and the target freed", fx.Reply(), fx.ReleaseTarget())
 	}
@@ -234,14 +234,14 @@ func TestEverySourceLost(t *testing.T) {
 // is waited for while enough others can make up n (it may be Put again).
 func TestReduceSourceLost(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c", "d"}, 2), Config{ForceDegree: 1})
-	r.Begin(t0)
-	r.Located(completeAt("a", node(1)), t0)
-	r.Located(completeAt("b", node(2)), t0)
-	r.Located(completeAt("c", node(3)), t0) // a backup
-	if fx := r.Located(lostUpdate("d"), t0); !isEmpty(fx) || len(fx.Events) != 0 {
+	r.Step(t0, Begin{})
+	r.Step(t0, completeAt("a", node(1)))
+	r.Step(t0, completeAt("b", node(2)))
+	r.Step(t0, completeAt("c", node(3))) // a backup
+	if fx := r.Step(t0, lostUpdate("d")); !isEmpty(fx) || len(fx.Events) != 0 {
 		t.Fatalf("a source never located was lost: %+v", fx)
 	}
-	fx := r.Located(lostUpdate("b"), t0)
+	fx := r.Step(t0, lostUpdate("b"))
 	var rep *events.TreeNodeReplaced
 	for _, e := range fx.Events {
 		if ev, ok := e.(*events.TreeNodeReplaced); ok {
@@ -257,7 +257,7 @@ func TestReduceSourceLost(t *testing.T) {
 		}
 	}
 	// b is Put again: it arrives as any source does.
-	if got := nodeIDs(r.Located(completeAt("b", node(5)), t0).Watched()); !slices.Equal(got, []string{"n5"}) {
+	if got := nodeIDs(r.Step(t0, completeAt("b", node(5))).Watched()); !slices.Equal(got, []string{"n5"}) {
 		t.Fatalf("b Put again on n5: watches %v", got)
 	}
 }
@@ -266,10 +266,10 @@ func TestReduceSourceLost(t *testing.T) {
 // available, as one whose node failed.
 func TestKneePhaseSourceLost(t *testing.T) {
 	r := kneeRed(4, &messages.ReduceKnee{MinPercent: 100})
-	r.Begin(t0)
-	r.Located(completeAt("s0", node(0)), t0)
-	r.Located(completeAt("s1", node(1)), t0)
-	r.Located(lostUpdate("s1"), t0)
+	r.Step(t0, Begin{})
+	r.Step(t0, completeAt("s0", node(0)))
+	r.Step(t0, completeAt("s1", node(1)))
+	r.Step(t0, lostUpdate("s1"))
 	if len(r.knee.pending) != 1 || r.knee.pending[0].GetObjectId() != "s0" {
 		t.Fatalf("pending %v, want s0 alone", r.knee.pending)
 	}
@@ -282,18 +282,18 @@ func TestKneePhaseSourceLost(t *testing.T) {
 // again), which before the failure makes it possible again.
 func TestReduceFailsWithLostOnceTooFewSourcesCanTakePart(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c", "d"}, 3), Config{ForceDegree: 1})
-	r.Begin(t0)
-	r.Located(completeAt("a", node(1)), t0)
-	r.Located(completeAt("b", node(2)), t0)
-	if fx := r.Located(lostUpdate("c"), t0); fx.Reply() != nil {
+	r.Step(t0, Begin{})
+	r.Step(t0, completeAt("a", node(1)))
+	r.Step(t0, completeAt("b", node(2)))
+	if fx := r.Step(t0, lostUpdate("c")); fx.Reply() != nil {
 		t.Fatalf("c lost, a, b and d can make up 3: %v", fx.Reply())
 	}
 	// c is Put again: possible once more; then d is lost.
-	r.Located(completeAt("c", node(3)), t0)
-	if fx := r.Located(lostUpdate("d"), t0); fx.Reply() != nil {
+	r.Step(t0, completeAt("c", node(3)))
+	if fx := r.Step(t0, lostUpdate("d")); fx.Reply() != nil {
 		t.Fatalf("d lost after c came back: %v", fx.Reply())
 	}
-	fx := r.Located(lostUpdate("b"), t0)
+	fx := r.Step(t0, lostUpdate("b"))
 	err := mustFail(t, r, fx, messages.ErrLost, nodeIDs(fx.Release()))
 	if msg := err.GetMessage(); !strings.Contains(msg, "b, d") {
 		t.Fatalf("the failure %q does not name the lost sources b and d", msg)
@@ -313,17 +313,17 @@ func TestAllReduceParticipantFailedWithACopyElsewhere(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/running=%v", shape, running), func(t *testing.T) {
 				r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: shape})
 				r.start = node(9)
-				r.Begin(t0)
+				r.Step(t0, Begin{})
 				var tasks []Task
 				if running {
-					tasks = append(tasks, r.Located(completeAt("s0", node(0)), t0).Tasks()...)
+					tasks = append(tasks, r.Step(t0, completeAt("s0", node(0))).Tasks()...)
 				}
-				tasks = append(tasks, r.Located(completeAt("s1", node(1)), t0).Tasks()...)
-				tasks = append(tasks, r.Located(completeAt("s2", node(2)), t0).Tasks()...)
+				tasks = append(tasks, r.Step(t0, completeAt("s1", node(1))).Tasks()...)
+				tasks = append(tasks, r.Step(t0, completeAt("s2", node(2))).Tasks()...)
 				// A reader's copy of s2 on n5: the shard tells the subscriber,
 				// which has s2 already.
-				tasks = append(tasks, r.Located(completeAt("s2", node(5)), t0).Tasks()...)
-				fx := r.NodeFailed("n2", t0)
+				tasks = append(tasks, r.Step(t0, completeAt("s2", node(5))).Tasks()...)
+				fx := r.Step(t0, NodeFailed{Node: "n2"})
 				if fx.Reply() != nil || r.req.GetNumObjects() != 3 {
 					t.Fatalf("n2 failed: reply %v, n %d; want no answer and n kept at 3", fx.Reply(), r.req.GetNumObjects())
 				}
@@ -345,10 +345,10 @@ func TestAllReduceParticipantFailedWithACopyElsewhere(t *testing.T) {
 				after := fx.Tasks()
 				// The shard's answer: the dead copy (it had not heard of the
 				// failure yet), then the reader's.
-				after = append(after, r.Located(completeAt("s2", node(2)), t0).Tasks()...)
-				after = append(after, r.Located(completeAt("s2", node(5)), t0).Tasks()...)
+				after = append(after, r.Step(t0, completeAt("s2", node(2))).Tasks()...)
+				after = append(after, r.Step(t0, completeAt("s2", node(5))).Tasks()...)
 				if !running {
-					after = append(after, r.Located(completeAt("s0", node(0)), t0).Tasks()...)
+					after = append(after, r.Step(t0, completeAt("s0", node(0))).Tasks()...)
 				}
 				for _, tk := range after {
 					if tk.Node.GetNodeId() == "n2" {
@@ -379,13 +379,13 @@ func finishAny(t *testing.T, r *Reduction, tasks []Task) *messages.ReduceReply {
 	}
 	for i := 0; i < len(tasks); i++ {
 		tk := tasks[i].Task
-		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+		take(r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}))
 	}
 	for _, tk := range byPosition(tasks) {
-		take(r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0))
+		take(r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}))
 	}
 	for i := 0; i < len(fetch); i++ {
-		take(r.Fetched(fetch[i], nil, t0))
+		take(r.Step(t0, Fetched{Node: fetch[i], Err: nil}))
 	}
 	return reply
 }
@@ -403,18 +403,18 @@ func TestAllReduceFailingAfterItsCommitKeepsTheTarget(t *testing.T) {
 		t.Run(end, func(t *testing.T) {
 			r := newRed(allReduceRequest(ids("s", 3)), Config{AllReduceShape: ShapeDAry})
 			r.start = node(9)
-			r.Begin(t0)
+			r.Step(t0, Begin{})
 			var tasks []Task
 			for i := 0; i < 3; i++ {
-				tasks = append(tasks, r.Located(completeAt(fmt.Sprintf("s%d", i), node(i)), t0).Tasks()...)
+				tasks = append(tasks, r.Step(t0, completeAt(fmt.Sprintf("s%d", i), node(i))).Tasks()...)
 			}
 			var fetch []string
 			for _, tk := range tasks {
-				fetch = append(fetch, nodeIDs(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0).Fetch())...)
+				fetch = append(fetch, nodeIDs(r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}).Fetch())...)
 			}
 			var committed bool
 			for _, tk := range byPosition(tasks) {
-				fx := r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0)
+				fx := r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()})
 				fetch = append(fetch, nodeIDs(fx.Fetch())...)
 				for _, s := range fx.Sends {
 					if c, ok := s.Msg.(*messages.ReduceCommit); ok && !c.GetMarkOnly() {
@@ -428,9 +428,9 @@ func TestAllReduceFailingAfterItsCommitKeepsTheTarget(t *testing.T) {
 			var fx Effects
 			var want error
 			if end == "the deadline" {
-				fx, want = r.Expire(r.Deadline()), messages.ErrTimeout
+				fx, want = r.Step(r.Deadline(), DeadlineTimer{}), messages.ErrTimeout
 			} else {
-				fx, want = r.Fetched(fetch[0], messages.Errorf(messages.ErrorCode_CAPACITY, "full"), t0), messages.ErrCapacity
+				fx, want = r.Step(t0, Fetched{Node: fetch[0], Err: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}), messages.ErrCapacity
 			}
 			if !errorsIs(fx.Reply(), want) {
 				t.Fatalf("reply %v, want %v", fx.Reply(), want)

@@ -33,10 +33,10 @@ func TestRepairOfAnOpenAncestorSendsNothing(t *testing.T) {
 				sources := ids("s", 3)
 				r := newRed(request(sources, 3), Config{ForceDegree: d})
 				for i, id := range sources {
-					mustAddressNodes(t, "arrival of "+id, r.Located(located(id, bigSize, node(i)), t0))
+					mustAddressNodes(t, "arrival of "+id, r.Step(t0, located(id, bigSize, node(i))))
 				}
 				for _, i := range order[:2] {
-					mustAddressNodes(t, fmt.Sprintf("failure of n%d", i), r.NodeFailed(node(i).GetNodeId(), t0))
+					mustAddressNodes(t, fmt.Sprintf("failure of n%d", i), r.Step(t0, NodeFailed{Node: node(i).GetNodeId()}))
 				}
 			})
 		}

@@ -204,10 +204,9 @@ func (r *Reduction) begin() effects {
 	return fx
 }
 
-// Begin returns what the shell does first: watch the caller's node,
-// subscribe to every source, and arm the deadline and the resubscribe
-// timer.
-func (r *Reduction) Begin(now time.Time) Effects {
+// beginStep is Step's Begin: watch the caller's node, subscribe to
+// every source, and arm the deadline and the resubscribe timer.
+func (r *Reduction) beginStep(now time.Time) Effects {
 	fx := r.out(r.begin(), now)
 	if r.over {
 		return fx
@@ -218,13 +217,8 @@ func (r *Reduction) Begin(now time.Time) Effects {
 	return fx
 }
 
-// Located handles a location update of a source at now.
-func (r *Reduction) Located(u *messages.LocationUpdate, now time.Time) Effects {
-	return r.out(r.located(u, now), now)
-}
-
-// Started handles a position reporting that its output exists.
-func (r *Reduction) Started(m *messages.ReduceTaskStarted, now time.Time) Effects {
+// started handles a position reporting that its output exists.
+func (r *Reduction) started(m *messages.ReduceTaskStarted, now time.Time) Effects {
 	var fx effects
 	switch {
 	case r.sliced != nil:
@@ -235,8 +229,8 @@ func (r *Reduction) Started(m *messages.ReduceTaskStarted, now time.Time) Effect
 	return r.out(fx, now)
 }
 
-// Done handles a position reporting its output complete.
-func (r *Reduction) Done(m *messages.ReduceTaskDone, now time.Time) Effects {
+// done handles a position reporting its output complete.
+func (r *Reduction) done(m *messages.ReduceTaskDone, now time.Time) Effects {
 	var fx effects
 	switch {
 	case r.sliced != nil:
@@ -247,21 +241,8 @@ func (r *Reduction) Done(m *messages.ReduceTaskDone, now time.Time) Effects {
 	return r.out(fx, now)
 }
 
-// NodeFailed handles the failure of node: the shape that runs repairs
-// or re-plans around the sources it held (see nodeFailed); while a knee
-// policy gates, the arrivals on that node no longer count as available.
-func (r *Reduction) NodeFailed(node string, now time.Time) Effects {
-	return r.out(r.nodeFailed(node), now)
-}
-
-// Fetched handles the end of one Get of the result on node: an
-// AllReduce participant's, or a push of an inline result (see pushes).
-func (r *Reduction) Fetched(node string, err error, now time.Time) Effects {
-	return r.out(r.fetched(node, err), now)
-}
-
-// Stored handles the caller's answer to StoreReduced.
-func (r *Reduction) Stored(m *messages.StoreReducedReply, now time.Time) Effects {
+// stored handles the caller's answer to StoreReduced.
+func (r *Reduction) stored(m *messages.StoreReducedReply, now time.Time) Effects {
 	var fx effects
 	if r.inline != nil {
 		fx = r.inline.stored(m)
@@ -269,10 +250,10 @@ func (r *Reduction) Stored(m *messages.StoreReducedReply, now time.Time) Effects
 	return r.out(fx, now)
 }
 
-// Expire fails the Reduction if its deadline has passed (DeadlineTimer);
-// before it, it arms the deadline again, so a timer that fired early
-// does not leave the Reduction without one.
-func (r *Reduction) Expire(now time.Time) Effects {
+// expireStep fails the Reduction if its deadline has passed
+// (DeadlineTimer); before it, it arms the deadline again, so a timer
+// that fired early does not leave the Reduction without one.
+func (r *Reduction) expireStep(now time.Time) Effects {
 	fx := r.out(r.expire(now), now)
 	if !r.over {
 		fx.After(r.deadline, DeadlineTimer{})
@@ -280,9 +261,9 @@ func (r *Reduction) Expire(now time.Time) Effects {
 	return fx
 }
 
-// KneeCheck asks a knee policy's gate whether a knee became known by now
-// (KneeTimer).
-func (r *Reduction) KneeCheck(now time.Time) Effects {
+// kneeCheck asks a knee policy's gate whether a knee became known by
+// now (KneeTimer).
+func (r *Reduction) kneeCheck(now time.Time) Effects {
 	var fx effects
 	if r.gating() {
 		r.gateStep(r.knee.gate.Check(now), now, &fx)
@@ -290,11 +271,11 @@ func (r *Reduction) KneeCheck(now time.Time) Effects {
 	return r.out(fx, now)
 }
 
-// Resubscribe subscribes again to the sources the Reduction still waits
+// resubscribe subscribes again to the sources the Reduction still waits
 // for, and arms the next renewal (ResubscribeTimer). A shard keeps one
 // subscription per subscriber and object, and the Reduction ignores
 // locations it already has, so doing it again is harmless.
-func (r *Reduction) Resubscribe(now time.Time) Effects {
+func (r *Reduction) resubscribe(now time.Time) Effects {
 	var fx Effects
 	if r.over {
 		return fx
@@ -304,20 +285,8 @@ func (r *Reduction) Resubscribe(now time.Time) Effects {
 	return fx
 }
 
-// Abort fails the Reduction from outside (its actor is stopping).
-func (r *Reduction) Abort(err *messages.Error, now time.Time) Effects {
-	return r.out(r.abort(err), now)
-}
-
-// Cancel ends the Reduction because its caller gave up
-// (messages.CancelReduce). Before its commit began it fails CANCELED the
-// way any failure does: every node with a task is released and the
-// target is dropped wherever it was written, so nothing of the run stays
-// readable or reserved. Once the commit began (a tree root's or the
-// gathers' ReduceCommit, or the inline result's store, went out) the
-// result is fixed and may be read whole already: the cancel changes
-// nothing, and the answer is the commit's.
-func (r *Reduction) Cancel(now time.Time) Effects {
+// cancel is Step's Cancel.
+func (r *Reduction) cancel(now time.Time) Effects {
 	var fx effects
 	if !r.over && !r.committing() {
 		fx = r.fail(messages.Errorf(messages.ErrorCode_CANCELED, "reduce into %q: %s", r.req.GetTargetId(), abandonedAtCancel))
@@ -346,15 +315,6 @@ func (r *Reduction) committing() bool {
 	return r.reply != nil || r.inline != nil && r.inline.result != nil
 }
 
-// AbortForRetry ends the Reduction with err because its coordinator
-// stops with its directory shard, and the caller's node starts the call
-// again at the shard's home: as Abort until the result is fixed, and
-// after that a result committed, kept for the next attempt to answer
-// with (see abortForRetry).
-func (r *Reduction) AbortForRetry(err *messages.Error, now time.Time) Effects {
-	return r.out(r.abortForRetry(err), now)
-}
-
 func (r *Reduction) subscribe(fx *Effects) {
 	for _, id := range r.Waiting() {
 		fx.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id]})
@@ -373,7 +333,7 @@ func (r *Reduction) Over() bool { return r.over }
 // Deadline is when the Reduction fails with TIMEOUT.
 func (r *Reduction) Deadline() time.Time { return r.deadline }
 
-// Located handles a location update of a source.
+// located handles a location update of a source.
 func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	id := u.GetObjectId()
 	if r.over || r.reply != nil || !slices.Contains(r.req.GetSourceIds(), id) {

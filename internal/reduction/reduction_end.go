@@ -21,7 +21,7 @@ func (r *core) maybeFinish() effects {
 	return effects{Reply: r.reply, Release: r.releaseNodes(), ReleaseKeep: true}
 }
 
-// Expire fails the Reduction if its deadline has passed.
+// expire fails the Reduction if its deadline has passed.
 func (r *Reduction) expire(now time.Time) effects {
 	if r.over || now.Before(r.deadline) {
 		return effects{}

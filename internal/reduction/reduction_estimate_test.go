@@ -21,10 +21,10 @@ func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
 	e.ObserveTransfer(50e6, time.Second)
 	e.ObserveTransfer(70e6, time.Second)
 	wantL, wantB, nl, nb := e.Estimate()
-	r.Located(located("s0", bigSize, node(0)), t0)
+	r.Step(t0, located("s0", bigSize, node(0)))
 	e.ObserveTransfer(1e9, time.Second) // after the plan was fixed: not in it
 	for i := 1; i < 4; i++ {
-		r.Located(located(ids("s", 4)[i], bigSize, node(i)), t0)
+		r.Step(t0, located(ids("s", 4)[i], bigSize, node(i)))
 	}
 	p := r.plan
 	if time.Duration(p.GetLatencyNs()) != wantL || p.GetBandwidth() != wantB ||
@@ -40,7 +40,7 @@ func TestPlanReportsTheEstimateAndItsSamples(t *testing.T) {
 
 	// Without an estimator: the values given, whose origin is not known.
 	r = newRed(request(ids("s", 4), 4), Config{})
-	r.Located(located("s0", bigSize, node(0)), t0)
+	r.Step(t0, located("s0", bigSize, node(0)))
 	if p := r.plan; time.Duration(p.GetLatencyNs()) != 100*time.Microsecond || p.GetBandwidth() != 1.25e9 ||
 		p.GetLatencySamples() != -1 || p.GetBandwidthSamples() != -1 {
 		t.Fatalf("plan without estimator: %v", p)
@@ -79,22 +79,22 @@ func TestTasksMarkWholeLeafInputs(t *testing.T) {
 			switch i % 4 {
 			case 0: // arrives whole
 				whole[id] = true
-				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}, t0))
+				check(r.Step(t0, &messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}))
 			case 1: // arrives partial; a copy elsewhere completing says nothing about this one
-				check(r.Located(located(id, bigSize, n), t0))
-				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: node(99), State: messages.LocationState_COMPLETE}, t0))
+				check(r.Step(t0, located(id, bigSize, n)))
+				check(r.Step(t0, &messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: node(99), State: messages.LocationState_COMPLETE}))
 			case 2: // arrives partial, its Put finishes before its parent's task
-				check(r.Located(located(id, bigSize, n), t0))
+				check(r.Step(t0, located(id, bigSize, n)))
 				whole[id] = true
-				check(r.Located(&messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}, t0))
+				check(r.Step(t0, &messages.LocationUpdate{ObjectId: id, Size: bigSize, Node: n, State: messages.LocationState_COMPLETE}))
 			case 3: // stays partial
-				check(r.Located(located(id, bigSize, n), t0))
+				check(r.Step(t0, located(id, bigSize, n)))
 			}
 		}
 		for len(pending) > 0 {
 			tk := pending[0]
 			pending = pending[1:]
-			check(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+			check(r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}))
 		}
 		if r.tree == nil || r.tree.gen[r.tree.tree.Root()] == 0 {
 			t.Fatalf("d=%d: the root never got its task", d)
@@ -113,7 +113,7 @@ func TestUnknownBandwidthPlansAChain(t *testing.T) {
 	e.ObserveLatency(15 * time.Millisecond) // Puts queued behind bulk copies
 	r := newRed(request(ids("s", 8), 8), Config{Estimator: e})
 	for i, id := range ids("s", 8) {
-		r.Located(located(id, bigSize, node(i)), t0)
+		r.Step(t0, located(id, bigSize, node(i)))
 	}
 	if p := r.plan; p.GetDegree() != 1 || p.GetBandwidthSamples() != 0 {
 		t.Fatalf("unknown B: degree %d (%d bandwidth samples), want the chain", p.GetDegree(), p.GetBandwidthSamples())
@@ -123,7 +123,7 @@ func TestUnknownBandwidthPlansAChain(t *testing.T) {
 	e.ObserveTransfer(50e6, time.Second) // 400 Mbit/s
 	r = newRed(request(ids("s", 8), 8), Config{Estimator: e})
 	for i, id := range ids("s", 8) {
-		r.Located(located(id, bigSize, node(i)), t0)
+		r.Step(t0, located(id, bigSize, node(i)))
 	}
 	want, _ := plan.ChooseDegree(8, 15*time.Millisecond, 50e6, bigSize, 8)
 	if got := r.plan.GetDegree(); int(got) != want {

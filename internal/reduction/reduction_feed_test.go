@@ -48,7 +48,7 @@ func (s *feedSim) apply(fx Effects) {
 func (s *feedSim) deliver(out []outbox.Send) {
 	for _, send := range out {
 		if u, ok := send.Msg.(*messages.LocationUpdate); ok && send.To == feedCoordinator {
-			s.apply(s.r.Located(u, s.now))
+			s.apply(s.r.Step(s.now, u))
 		}
 	}
 }
@@ -92,7 +92,7 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 			req.Op = messages.ReduceOp_MAX
 			s.r = newRed(req, Config{})
 			n6, n7, n11 := node(6), node(7), node(11)
-			begin := func() { s.apply(s.r.Begin(s.now)) }
+			begin := func() { s.apply(s.r.Step(s.now, Begin{})) }
 			if early {
 				begin()
 			}
@@ -112,21 +112,21 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 				s.deliver(out)
 			}
 			if early {
-				s.apply(s.r.NodeFailed("n11", s.now))
+				s.apply(s.r.Step(s.now, NodeFailed{Node: "n11"}))
 			} else {
 				begin()
 			}
 			s.deliver(s.tb.NodeFailed("n11").Sends)
 			// A renewal while s0's shard is still rebuilding.
 			s.now = s.now.Add(DefaultResubscribe)
-			s.apply(s.r.Resubscribe(s.now))
+			s.apply(s.r.Step(s.now, ResubscribeTimer{}))
 			// s0's shard is back (n7 republished it): the next renewal
 			// finds s0, whole on n7.
 			s.now = s.now.Add(DefaultResubscribe)
 			delete(s.unreachable, "s0")
 			s.tb.Create(&messages.CreateObject{ObjectId: "s0", Size: bigSize, Fingerprint: 9, Creator: n7}, "put")
 			s.tb.Publish(&messages.PublishLocation{ObjectId: "s0", Node: n7, State: messages.LocationState_COMPLETE, Size: bigSize, Fingerprint: 9, Creator: true})
-			s.apply(s.r.Resubscribe(s.now))
+			s.apply(s.r.Step(s.now, ResubscribeTimer{}))
 
 			root := s.rootTask()
 			if root == nil {
@@ -140,13 +140,13 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 				var failed messages.ReduceTaskDone
 				failed.ReduceId, failed.Position, failed.Generation = testReduceID, root.Task.GetPosition(), root.Task.GetGeneration()
 				failed.Error = messages.Errorf(messages.ErrorCode_TIMEOUT, "object %q: no location before the deadline", "s1")
-				s.apply(s.r.Done(&failed, s.now))
+				s.apply(s.r.Step(s.now, &failed))
 				s.deliver(s.tb.Tick(s.now).Sends)
 				s.deliver(s.tb.FetchAborted(&messages.FetchAborted{ObjectId: "s1", Receiver: n6}).Sends)
 				t.Fatalf("the root reduces %s on %s, a copy that cannot grow, while s0 is whole on n7; the Reduce ended with %v",
 					root.Task.GetSourceId(), root.Node.GetNodeId(), s.reply)
 			}
-			fx := s.r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.Task.GetPosition(), Generation: root.Task.GetGeneration()}, s.now)
+			fx := s.r.Step(s.now, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.Task.GetPosition(), Generation: root.Task.GetGeneration()})
 			s.apply(fx)
 			if s.reply == nil || s.reply.GetError() != nil || !slices.Equal(s.reply.GetReducedIds(), []string{"s0"}) {
 				t.Fatalf("reply %v, want s0 reduced", s.reply)

@@ -145,7 +145,7 @@ func (k *kneeSim) fire(timer any) {
 					held, k.r.req.GetNumObjects(), k.dump())
 			}
 		}
-		k.apply(k.r.Expire(k.now))
+		k.apply(k.r.Step(k.now, DeadlineTimer{}))
 	case KneeTimer:
 		k.checks++
 		if k.checks > 1000 {
@@ -155,9 +155,9 @@ func (k *kneeSim) fire(timer any) {
 			k.ref.Check(k.now)
 		}
 		k.logf("knee check at %v", k.now.Sub(t0))
-		k.apply(k.r.KneeCheck(k.now))
+		k.apply(k.r.Step(k.now, KneeTimer{}))
 	case ResubscribeTimer:
-		k.apply(k.r.Resubscribe(k.now))
+		k.apply(k.r.Step(k.now, ResubscribeTimer{}))
 	}
 }
 
@@ -266,7 +266,7 @@ func runKneeSim(t *testing.T, seed uint64, stats kneeStats) {
 			k.timed = append(k.timed, simTimed{at: t0.Add(ms(0, horizon)), e: simEvent{what: "delete", id: sources[i]}})
 		}
 	}
-	s.apply(s.r.Begin(t0))
+	s.apply(s.r.Step(t0, Begin{}))
 	k.invariants()
 	for steps := 0; k.step(); steps++ {
 		if steps > 100_000 {

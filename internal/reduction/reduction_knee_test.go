@@ -30,7 +30,7 @@ func timerAt(fx Effects, msg any) (time.Time, bool) {
 // resubscription; Resubscribe asks again only for what is missing.
 func TestBeginSubscribesAndArmsTimers(t *testing.T) {
 	r := newRed(request(ids("s", 3), 2), Config{})
-	fx := r.Begin(t0)
+	fx := r.Step(t0, Begin{})
 	var subs []string
 	for _, s := range fx.Sends {
 		if m, ok := s.Msg.(*messages.Subscribe); ok && s.To == directory.ShardOf(m.GetObjectId()) {
@@ -46,8 +46,8 @@ func TestBeginSubscribesAndArmsTimers(t *testing.T) {
 	if at, ok := timerAt(fx, ResubscribeTimer{}); !ok || !at.Equal(t0.Add(DefaultResubscribe)) {
 		t.Fatalf("resubscribe timer %v %v", ok, at)
 	}
-	r.Located(located("s1", bigSize, node(1)), t0)
-	fx = r.Resubscribe(t0.Add(DefaultResubscribe))
+	r.Step(t0, located("s1", bigSize, node(1)))
+	fx = r.Step(t0.Add(DefaultResubscribe), ResubscribeTimer{})
 	if len(fx.Sends) != 2 || fx.Sends[0].To != directory.ShardOf("s0") || fx.Sends[1].To != directory.ShardOf("s2") {
 		t.Fatalf("resubscribed %v, want s0 and s2", fx.Sends)
 	}
@@ -61,13 +61,13 @@ func TestBeginSubscribesAndArmsTimers(t *testing.T) {
 // what is still there, and the reply says what fixed the count.
 func TestKneePhaseArrivalsFailuresAndFix(t *testing.T) {
 	r := kneeRed(4, &messages.ReduceKnee{MinPercent: 50, MaxObjects: 2})
-	r.Begin(t0)
-	fx := r.Located(located("s0", bigSize, node(0)), t0)
+	r.Step(t0, Begin{})
+	fx := r.Step(t0, located("s0", bigSize, node(0)))
 	if len(fx.Tasks()) != 0 || !r.Gating() || len(fx.Watch) != 1 {
 		t.Fatalf("first arrival: tasks %v gating %v watch %v", fx.Tasks(), r.Gating(), fx.Watch)
 	}
-	mustEmpty(t, "failure while gating", r.NodeFailed("n0", t0.Add(time.Millisecond)))
-	fx = r.Located(located("s1", bigSize, node(1)), t0.Add(2*time.Millisecond))
+	mustEmpty(t, "failure while gating", r.Step(t0.Add(time.Millisecond), NodeFailed{Node: "n0"}))
+	fx = r.Step(t0.Add(2*time.Millisecond), located("s1", bigSize, node(1)))
 	if r.Gating() || fx.Knee == nil || fx.Knee.Count != 2 || fx.Knee.Reason != CompletedByMaxObjects {
 		t.Fatalf("gating %v after the second arrival, knee note %+v", r.Gating(), fx.Knee)
 	}
@@ -75,16 +75,16 @@ func TestKneePhaseArrivalsFailuresAndFix(t *testing.T) {
 		t.Fatalf("tasks %v with one of two sources available", fx.Tasks())
 	}
 	// s0 is created again on another node: it completes the tree.
-	fx = r.Located(located("s0", bigSize, node(5)), t0.Add(3*time.Millisecond))
+	fx = r.Step(t0.Add(3*time.Millisecond), located("s0", bigSize, node(5)))
 	if len(fx.Tasks()) != 1 {
 		t.Fatalf("want the first task, got %v", fx.Tasks())
 	}
 	for p := range 2 {
-		r.Started(started(p), t0)
+		r.Step(t0, started(p))
 	}
 	var rep *messages.ReduceReply
 	for p := range 2 {
-		if fx := r.Done(done(p), t0); fx.Reply() != nil {
+		if fx := r.Step(t0, done(p)); fx.Reply() != nil {
 			rep = fx.Reply()
 		}
 	}
@@ -97,9 +97,9 @@ func TestKneePhaseArrivalsFailuresAndFix(t *testing.T) {
 // Deletions count against min_percent while the gate decides.
 func TestKneePhaseDeletions(t *testing.T) {
 	r := kneeRed(4, &messages.ReduceKnee{MinPercent: 75})
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	del := func(id string) Effects {
-		return r.Located(&messages.LocationUpdate{ObjectId: id, Deleted: true}, t0)
+		return r.Step(t0, &messages.LocationUpdate{ObjectId: id, Deleted: true})
 	}
 	mustEmpty(t, "one deletion", del("s0"))
 	e := mustFail(t, r, del("s1"), messages.ErrDeleted, nil)
@@ -112,18 +112,18 @@ func TestKneePhaseDeletions(t *testing.T) {
 // knee check is armed at the gate's next deadline.
 func TestKneePhaseTimerAndDeadline(t *testing.T) {
 	r := kneeRed(6, &messages.ReduceKnee{MinPercent: 50, Warmup: 2})
-	r.Begin(t0)
-	r.Located(located("s0", bigSize, node(0)), t0)
-	fx := r.Located(located("s1", bigSize, node(1)), t0.Add(10*time.Millisecond))
+	r.Step(t0, Begin{})
+	r.Step(t0, located("s0", bigSize, node(0)))
+	fx := r.Step(t0.Add(10*time.Millisecond), located("s1", bigSize, node(1)))
 	at, ok := timerAt(fx, KneeTimer{})
 	if !ok || !at.After(t0.Add(10*time.Millisecond)) {
 		t.Fatalf("knee timer %v at %v, want one after the last arrival", ok, at)
 	}
-	if fx := r.KneeCheck(at); !r.Gating() || fx.Knee != nil {
+	if fx := r.Step(at, KneeTimer{}); !r.Gating() || fx.Knee != nil {
 		t.Fatalf("a knee before min_percent was accepted: %+v", fx.Knee)
 	}
-	mustEmpty(t, "early deadline", r.Expire(t0.Add(time.Second-time.Millisecond)))
-	fx = r.Expire(t0.Add(time.Second))
+	mustEmpty(t, "early deadline", r.Step(t0.Add(time.Second-time.Millisecond), DeadlineTimer{}))
+	fx = r.Step(t0.Add(time.Second), DeadlineTimer{})
 	err := messages.ErrOrNil(fx.Reply().GetError())
 	if !errors.Is(err, messages.ErrTimeout) || !strings.Contains(err.Error(), "knee policy: 2 of 6 sources arrived before the deadline and no knee was accepted (3 needed by min_percent)") {
 		t.Fatalf("error %v", err)
@@ -137,13 +137,13 @@ func TestKneePhaseTimerAndDeadline(t *testing.T) {
 // gone.
 func TestDeletedBackupIsNotPromoted(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 1), Config{})
-	r.Located(located("a", bigSize, node(0)), t0)
-	r.Located(located("b", bigSize, node(1)), t0)
-	mustEmpty(t, "delete the backup", r.Located(&messages.LocationUpdate{ObjectId: "b", Deleted: true}, t0))
-	if fx := r.NodeFailed("n0", t0); len(fx.Tasks()) != 0 {
+	r.Step(t0, located("a", bigSize, node(0)))
+	r.Step(t0, located("b", bigSize, node(1)))
+	mustEmpty(t, "delete the backup", r.Step(t0, &messages.LocationUpdate{ObjectId: "b", Deleted: true}))
+	if fx := r.Step(t0, NodeFailed{Node: "n0"}); len(fx.Tasks()) != 0 {
 		t.Fatalf("the deleted backup got a task: %v", fx.Tasks())
 	}
-	fx := r.Located(located("c", bigSize, node(2)), t0)
+	fx := r.Step(t0, located("c", bigSize, node(2)))
 	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetSourceId() != "c" {
 		t.Fatalf("want c's task, got %v", fx.Tasks())
 	}
@@ -153,12 +153,12 @@ func TestDeletedBackupIsNotPromoted(t *testing.T) {
 // fixed is no longer available: the Reduction waits for it again.
 func TestKneePhaseCopyLeavesTheDirectory(t *testing.T) {
 	r := kneeRed(3, &messages.ReduceKnee{MinPercent: 50})
-	r.Begin(t0)
-	r.Located(located("s0", bigSize, node(0)), t0)
+	r.Step(t0, Begin{})
+	r.Step(t0, located("s0", bigSize, node(0)))
 	if w := r.Waiting(); !slices.Equal(w, []string{"s1", "s2"}) {
 		t.Fatalf("waiting %v", w)
 	}
-	r.Located(&messages.LocationUpdate{ObjectId: "s0", Node: node(0)}, t0)
+	r.Step(t0, &messages.LocationUpdate{ObjectId: "s0", Node: node(0)})
 	if w := r.Waiting(); !slices.Equal(w, []string{"s0", "s1", "s2"}) {
 		t.Fatalf("waiting %v after s0's copy left", w)
 	}
@@ -170,10 +170,10 @@ func TestKneePhaseCopyLeavesTheDirectory(t *testing.T) {
 // subscription only (a source never located may not be Put yet).
 func TestResubscriptionSaysWhichSourcesWereLocatedBefore(t *testing.T) {
 	r := newRed(request(ids("s", 3), 3), Config{})
-	r.Begin(t0)
-	r.Located(located("s1", bigSize, node(1)), t0)
-	r.NodeFailed("n1", t0.Add(time.Millisecond))
-	fx := r.Resubscribe(t0.Add(DefaultResubscribe))
+	r.Step(t0, Begin{})
+	r.Step(t0, located("s1", bigSize, node(1)))
+	r.Step(t0.Add(time.Millisecond), NodeFailed{Node: "n1"})
+	fx := r.Step(t0.Add(DefaultResubscribe), ResubscribeTimer{})
 	before := map[string]bool{}
 	for _, s := range fx.Sends {
 		if m, ok := s.Msg.(*messages.Subscribe); ok {

@@ -213,22 +213,22 @@ func (s *reduceSim) deliver(e simEvent) {
 		if s.inline {
 			u = locatedInline(e.id, make([]byte, 8), u.GetNode())
 		}
-		s.apply(s.r.Located(u, s.now))
+		s.apply(s.r.Step(s.now, u))
 	case "stored":
 		s.logf("stored")
 		s.stored = true
-		s.apply(s.r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, s.now))
+		s.apply(s.r.Step(s.now, &messages.StoreReducedReply{ReduceId: testReduceID}))
 	case "fetched":
 		if !s.alive[e.node] {
 			return
 		}
 		s.logf("fetched on %s", e.node)
-		s.apply(s.r.Fetched(e.node, nil, s.now))
+		s.apply(s.r.Step(s.now, Fetched{Node: e.node, Err: nil}))
 	case "fail":
 		s.alive[e.node] = false
 		s.killed++
 		s.logf("fail %s", e.node)
-		s.apply(s.r.NodeFailed(e.node, s.now))
+		s.apply(s.r.Step(s.now, NodeFailed{Node: e.node}))
 	case "delete":
 		s.deleted[e.id] = true
 		if s.stored {
@@ -238,7 +238,7 @@ func (s *reduceSim) deliver(e simEvent) {
 			s.lateDeleted[e.id] = true
 		}
 		s.logf("delete %s", e.id)
-		s.apply(s.r.Located(&messages.LocationUpdate{ObjectId: e.id, Deleted: true}, s.now))
+		s.apply(s.r.Step(s.now, &messages.LocationUpdate{ObjectId: e.id, Deleted: true}))
 	case "rejoin":
 		// The failed node's source is created again on a fresh node.
 		n := e.node + "'"
@@ -246,7 +246,7 @@ func (s *reduceSim) deliver(e simEvent) {
 		s.events = append(s.events, simEvent{what: "arrive", id: e.id, node: n})
 	case "started":
 		e.w.started = true
-		s.apply(s.r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}, s.now))
+		s.apply(s.r.Step(s.now, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}))
 	case "done", "doneErr":
 		e.w.done = true
 		m := &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(e.w.pos), Generation: int32(e.w.gen)}
@@ -254,7 +254,7 @@ func (s *reduceSim) deliver(e simEvent) {
 			m.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "input node failed")
 		}
 		s.logf("%s p%d g%d", e.what, e.w.pos, e.w.gen)
-		s.apply(s.r.Done(m, s.now))
+		s.apply(s.r.Step(s.now, m))
 	}
 }
 
@@ -267,7 +267,7 @@ func runReduceSim(t *testing.T, seed uint64) {
 	s := &reduceSim{t: t, rng: rng, n: n, m: m, alive: map[string]bool{}, home: map[string]string{},
 		workers: map[int]*simWorker{}, outputs: map[string]*simWorker{}, now: t0, timers: map[any]time.Time{}, deleted: map[string]bool{}}
 	s.r = newRed(request(sources, n), Config{ForceDegree: d})
-	s.apply(s.r.Begin(s.now))
+	s.apply(s.r.Step(s.now, Begin{}))
 	for i, id := range sources {
 		node := fmt.Sprintf("n%d", i)
 		s.alive[node], s.home[id] = true, node
@@ -300,7 +300,7 @@ func runReduceSim(t *testing.T, seed uint64) {
 			t.Fatalf("hang: %d sources are held, %d needed, and nothing is left to happen\n%s", live, n, dump())
 		}
 		// Too few sources: it rightly waits (until its deadline).
-		fx := s.r.Expire(t0.Add(time.Hour))
+		fx := s.r.Step(t0.Add(time.Hour), DeadlineTimer{})
 		if fx.Reply() == nil || !errorsIs(fx.Reply(), messages.ErrTimeout) {
 			t.Fatalf("expire with too few sources: %+v\n%s", fx.Reply(), dump())
 		}

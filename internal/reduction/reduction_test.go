@@ -126,8 +126,8 @@ func mustFail(t *testing.T, r *Reduction, fx Effects, kind error, release []stri
 		t.Fatal("Reduction not over after a failure")
 	}
 	// Once over, nothing reacts any more.
-	mustEmpty(t, "Expire after the end", r.Expire(t0.Add(time.Hour)))
-	mustEmpty(t, "Abort after the end", r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x"), t0))
+	mustEmpty(t, "Expire after the end", r.Step(t0.Add(time.Hour), DeadlineTimer{}))
+	mustEmpty(t, "Abort after the end", r.Step(t0, Abort{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x")}))
 	return messages.AsError(err)
 }
 
@@ -157,7 +157,7 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	sources := []string{"r3", "r6", "r1", "r5", "r2", "r4"}
 	arrival := []string{"r1", "r2", "r3", "r4", "r5", "r6"}
 	r := newRed(request(sources, 6), Config{ForceDegree: 2})
-	arrive := func(k int) Effects { return r.Located(located(arrival[k], bigSize, node(k)), t0) }
+	arrive := func(k int) Effects { return r.Step(t0, located(arrival[k], bigSize, node(k))) }
 	in := func(k int) *messages.ReduceInput { return &messages.ReduceInput{Node: node(k), ObjectId: arrival[k]} }
 	internal := func(p int) *messages.ReduceInput {
 		return &messages.ReduceInput{Node: node(p), ObjectId: InternalID(testReduceID, p, 1)}
@@ -200,8 +200,8 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	mustEmpty(t, "R1 (leaf 0)", arrive(0))
 	mustEmpty(t, "R2 (position 1 waits for R3)", arrive(1))
 	// Reports for positions that got no task are ignored.
-	mustEmpty(t, "Started of an unsent position", r.Started(started(1), t0))
-	mustEmpty(t, "Done of an unsent position", r.Done(done(3), t0))
+	mustEmpty(t, "Started of an unsent position", r.Step(t0, started(1)))
+	mustEmpty(t, "Done of an unsent position", r.Step(t0, done(3)))
 	checkTask(checkTasks(arrive(2), 1)[0], 1, false, InternalID(testReduceID, 1, 1), in(0), in(2))
 	mustEmpty(t, "R4 (root waits for its subtree)", arrive(3))
 	mustEmpty(t, "R5 (position 5 waits for R6)", arrive(4))
@@ -211,20 +211,20 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	tasks := checkTasks(arrive(5), 2)
 	checkTask(tasks[0], 5, false, InternalID(testReduceID, 5, 1), in(4))
 	checkTask(tasks[1], 3, true, testTarget, internal(1), internal(5))
-	mustEmpty(t, "Started(5)", r.Started(started(5), t0))
-	mustEmpty(t, "Started from another reduce", r.Started(&messages.ReduceTaskStarted{ReduceId: "other", Position: 1}, t0))
-	mustEmpty(t, "Started out of range", r.Started(started(9), t0))
-	mustEmpty(t, "Started(1)", r.Started(started(1), t0))
-	mustEmpty(t, "Started twice", r.Started(started(1), t0))
-	mustEmpty(t, "late duplicate location", r.Located(located("r2", bigSize, node(7)), t0))
+	mustEmpty(t, "Started(5)", r.Step(t0, started(5)))
+	mustEmpty(t, "Started from another reduce", r.Step(t0, &messages.ReduceTaskStarted{ReduceId: "other", Position: 1}))
+	mustEmpty(t, "Started out of range", r.Step(t0, started(9)))
+	mustEmpty(t, "Started(1)", r.Step(t0, started(1)))
+	mustEmpty(t, "Started twice", r.Step(t0, started(1)))
+	mustEmpty(t, "late duplicate location", r.Step(t0, located("r2", bigSize, node(7))))
 
-	mustEmpty(t, "Done(1)", r.Done(done(1), t0))
-	mustEmpty(t, "Done(5)", r.Done(done(5), t0))
-	mustEmpty(t, "Started(root)", r.Started(started(3), t0))
+	mustEmpty(t, "Done(1)", r.Step(t0, done(1)))
+	mustEmpty(t, "Done(5)", r.Step(t0, done(5)))
+	mustEmpty(t, "Started(root)", r.Step(t0, started(3)))
 	if r.Over() {
 		t.Fatal("over before the root is done")
 	}
-	fx := r.Done(done(3), t0)
+	fx := r.Step(t0, done(3))
 	if fx.Reply() == nil || messages.ErrOrNil(fx.Reply().GetError()) != nil {
 		t.Fatalf("want success, got %+v", fx)
 	}
@@ -249,7 +249,7 @@ func TestTaskOrderFigure25a(t *testing.T) {
 	if !r.Over() {
 		t.Fatal("not over after the reply")
 	}
-	mustEmpty(t, "Done after the end", r.Done(done(3), t0))
+	mustEmpty(t, "Done after the end", r.Step(t0, done(3)))
 }
 
 // sim drives a tree Reduction and checks, at every step, the scheduling
@@ -351,7 +351,7 @@ func (s *sim) arrive(id string, n *messages.NodeRef) {
 		s.arrived = append(s.arrived, id)
 	}
 	s.nodeOf[id] = n
-	s.apply(s.r.Located(located(id, bigSize, n), t0))
+	s.apply(s.r.Step(t0, located(id, bigSize, n)))
 }
 
 // pending lists positions whose task was sent but which have not started.
@@ -368,7 +368,7 @@ func (s *sim) pending() []int {
 func (s *sim) start(p int) {
 	s.t.Helper()
 	s.started[p] = true
-	s.apply(s.r.Started(started(p), t0))
+	s.apply(s.r.Step(t0, started(p)))
 }
 
 // finish starts whatever is pending in random order until the root's
@@ -394,13 +394,13 @@ func (s *sim) finish(rng *rand.Rand) {
 	}
 	for _, p := range s.order {
 		if p != root {
-			s.apply(s.r.Done(done(p), t0))
+			s.apply(s.r.Step(t0, done(p)))
 			if s.reply != nil {
 				t.Fatalf("reply before the root was done")
 			}
 		}
 	}
-	s.apply(s.r.Done(done(root), t0))
+	s.apply(s.r.Step(t0, done(root)))
 }
 
 func TestTaskSchedulingInvariants(t *testing.T) {
@@ -542,8 +542,8 @@ func TestSubsetSixOfTen(t *testing.T) {
 func chainWithTask(t *testing.T, sources []string, num int) *Reduction {
 	t.Helper()
 	r := newRed(request(sources, num), Config{ForceDegree: 1})
-	mustEmpty(t, "first arrival", r.Located(located(sources[0], bigSize, node(0)), t0))
-	fx := r.Located(located(sources[1], bigSize, node(1)), t0)
+	mustEmpty(t, "first arrival", r.Step(t0, located(sources[0], bigSize, node(0))))
+	fx := r.Step(t0, located(sources[1], bigSize, node(1)))
 	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Node.GetNodeId() != "n1" || fx.Tasks()[0].Task.GetPosition() != 1 {
 		t.Fatalf("want position 1's task on n1, got %+v", fx)
 	}
@@ -553,7 +553,7 @@ func chainWithTask(t *testing.T, sources []string, num int) *Reduction {
 func TestSizeMismatch(t *testing.T) {
 	sources := []string{"a", "b", "c"}
 	r := chainWithTask(t, sources, 3)
-	fx := r.Located(located("c", bigSize+8, node(2)), t0)
+	fx := r.Step(t0, located("c", bigSize+8, node(2)))
 	e := mustFail(t, r, fx, messages.ErrInvalidArgument, []string{"n1"})
 	if !strings.Contains(e.GetMessage(), `"a"`) || !strings.Contains(e.GetMessage(), `"c"`) {
 		t.Fatalf("message %q should name both %q and %q", e.GetMessage(), "a", "c")
@@ -561,16 +561,16 @@ func TestSizeMismatch(t *testing.T) {
 
 	// Mismatch between inline sources.
 	r = newRed(request(sources, 2), Config{})
-	mustEmpty(t, "first", r.Located(locatedInline("b", make([]byte, 16), node(0)), t0))
-	e = mustFail(t, r, r.Located(locatedInline("a", make([]byte, 24), node(1)), t0), messages.ErrInvalidArgument, nil)
+	mustEmpty(t, "first", r.Step(t0, locatedInline("b", make([]byte, 16), node(0))))
+	e = mustFail(t, r, r.Step(t0, locatedInline("a", make([]byte, 24), node(1))), messages.ErrInvalidArgument, nil)
 	if !strings.Contains(e.GetMessage(), `"a"`) || !strings.Contains(e.GetMessage(), `"b"`) {
 		t.Fatalf("message %q should name both ids", e.GetMessage())
 	}
 
 	// A small source after a large one (or the reverse) is a mismatch too.
 	r = newRed(request(sources, 2), Config{})
-	mustEmpty(t, "first", r.Located(located("a", bigSize, node(0)), t0))
-	mustFail(t, r, r.Located(locatedInline("b", make([]byte, 16), node(1)), t0), messages.ErrInvalidArgument, nil)
+	mustEmpty(t, "first", r.Step(t0, located("a", bigSize, node(0))))
+	mustFail(t, r, r.Step(t0, locatedInline("b", make([]byte, 16), node(1))), messages.ErrInvalidArgument, nil)
 }
 
 func TestSizeNotMultipleOfWidth(t *testing.T) {
@@ -591,7 +591,7 @@ func TestSizeNotMultipleOfWidth(t *testing.T) {
 		if tc.size < testInline {
 			u = locatedInline("a", make([]byte, tc.size), node(0))
 		}
-		mustFail(t, r, r.Located(u, t0), messages.ErrInvalidArgument, nil)
+		mustFail(t, r, r.Step(t0, u), messages.ErrInvalidArgument, nil)
 	}
 }
 
@@ -600,15 +600,15 @@ func TestDeletedSources(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		r := chainWithTask(t, sources, 3)
 		// One of the two missing sources can go: 3 remain.
-		mustEmpty(t, "delete d", r.Located(&messages.LocationUpdate{ObjectId: "d", Deleted: true}, t0))
-		e := mustFail(t, r, r.Located(&messages.LocationUpdate{ObjectId: "c", Deleted: true}, t0), messages.ErrDeleted, []string{"n1"})
+		mustEmpty(t, "delete d", r.Step(t0, &messages.LocationUpdate{ObjectId: "d", Deleted: true}))
+		e := mustFail(t, r, r.Step(t0, &messages.LocationUpdate{ObjectId: "c", Deleted: true}), messages.ErrDeleted, []string{"n1"})
 		if !strings.Contains(e.GetMessage(), `"c"`) {
 			t.Fatalf("message %q should name c", e.GetMessage())
 		}
 	})
 	t.Run("placed", func(t *testing.T) {
 		r := chainWithTask(t, sources, 3)
-		mustFail(t, r, r.Located(&messages.LocationUpdate{ObjectId: "a", Deleted: true}, t0), messages.ErrDeleted, []string{"n1"})
+		mustFail(t, r, r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Deleted: true}), messages.ErrDeleted, []string{"n1"})
 	})
 	t.Run("backup", func(t *testing.T) {
 		// A deleted backup (an arrival past num) changes nothing.
@@ -617,7 +617,7 @@ func TestDeletedSources(t *testing.T) {
 		s.arrive("c", node(0))
 		s.arrive("a", node(1))
 		s.arrive("d", node(2))
-		mustEmpty(t, "delete backup d", s.r.Located(&messages.LocationUpdate{ObjectId: "d", Deleted: true}, t0))
+		mustEmpty(t, "delete backup d", s.r.Step(t0, &messages.LocationUpdate{ObjectId: "d", Deleted: true}))
 		s.finish(rand.New(rand.NewPCG(3, 4)))
 		if s.reply == nil || s.reply.GetError() != nil || !slices.Equal(s.reply.GetReducedIds(), []string{"c", "a"}) {
 			t.Fatalf("reply %v", s.reply)
@@ -627,13 +627,13 @@ func TestDeletedSources(t *testing.T) {
 		// The same for the inline path: the result is already being stored
 		// from the first two arrivals; the third is only a backup.
 		r := newRed(request(sources, 2), Config{})
-		mustEmpty(t, "a", r.Located(locatedInline("a", make([]byte, 8), node(0)), t0))
-		if fx := r.Located(locatedInline("b", make([]byte, 8), node(1)), t0); fx.StoreInline() == nil {
+		mustEmpty(t, "a", r.Step(t0, locatedInline("a", make([]byte, 8), node(0))))
+		if fx := r.Step(t0, locatedInline("b", make([]byte, 8), node(1))); fx.StoreInline() == nil {
 			t.Fatalf("want StoreInline, got %+v", fx)
 		}
-		mustEmpty(t, "c (backup)", r.Located(locatedInline("c", make([]byte, 8), node(2)), t0))
-		mustEmpty(t, "delete backup c", r.Located(&messages.LocationUpdate{ObjectId: "c", Deleted: true}, t0))
-		fx := r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+		mustEmpty(t, "c (backup)", r.Step(t0, locatedInline("c", make([]byte, 8), node(2))))
+		mustEmpty(t, "delete backup c", r.Step(t0, &messages.LocationUpdate{ObjectId: "c", Deleted: true}))
+		fx := r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID})
 		if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"a", "b"}) {
 			t.Fatalf("reply %+v", fx.Reply())
 		}
@@ -643,14 +643,14 @@ func TestDeletedSources(t *testing.T) {
 func TestExpire(t *testing.T) {
 	sources := []string{"a", "b", "c", "d", "e"}
 	r := chainWithTask(t, sources, 3)
-	mustEmpty(t, "expire before the deadline", r.Expire(t0.Add(999*time.Millisecond)))
+	mustEmpty(t, "expire before the deadline", r.Step(t0.Add(999*time.Millisecond), DeadlineTimer{}))
 	if r.Over() {
 		t.Fatal("over before the deadline")
 	}
 	if !r.Deadline().Equal(t0.Add(time.Second)) {
 		t.Fatalf("deadline %v", r.Deadline())
 	}
-	e := mustFail(t, r, r.Expire(t0.Add(time.Second)), messages.ErrTimeout, []string{"n1"})
+	e := mustFail(t, r, r.Step(t0.Add(time.Second), DeadlineTimer{}), messages.ErrTimeout, []string{"n1"})
 	msg := e.GetMessage()
 	i := strings.Index(msg, "missing: ")
 	if i < 0 {
@@ -664,23 +664,23 @@ func TestExpire(t *testing.T) {
 
 	// Every source arrived but the tree is still running.
 	r = chainWithTask(t, []string{"a", "b"}, 2)
-	mustFail(t, r, r.Expire(t0.Add(2*time.Second)), messages.ErrTimeout, []string{"n1"})
+	mustFail(t, r, r.Step(t0.Add(2*time.Second), DeadlineTimer{}), messages.ErrTimeout, []string{"n1"})
 }
 
 func TestWorkerErrors(t *testing.T) {
 	r := chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustFail(t, r, r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1,
-		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, t0),
+	mustFail(t, r, r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1,
+		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}),
 		messages.ErrCapacity, []string{"n1"})
 
 	r = chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustEmpty(t, "started", r.Started(started(1), t0))
-	mustFail(t, r, r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: 1, Generation: 1,
-		Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")}, t0),
+	mustEmpty(t, "started", r.Step(t0, started(1)))
+	mustFail(t, r, r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: 1, Generation: 1,
+		Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")}),
 		messages.ErrUnavailable, []string{"n1"})
 
 	r = chainWithTask(t, []string{"a", "b", "c"}, 3)
-	mustFail(t, r, r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopping"), t0), messages.ErrUnavailable, []string{"n1"})
+	mustFail(t, r, r.Step(t0, Abort{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopping")}), messages.ErrUnavailable, []string{"n1"})
 }
 
 func le32(vs ...int32) []byte {
@@ -704,9 +704,9 @@ func TestInline(t *testing.T) {
 		"z": le32(100, 200, 5, 7),
 		"x": le32(999, 999, 999, 999),
 	}
-	mustEmpty(t, "y", r.Located(locatedInline("y", data["y"], node(0)), t0))
-	mustEmpty(t, "w", r.Located(locatedInline("w", data["w"], node(1)), t0))
-	fx := r.Located(locatedInline("z", data["z"], node(1)), t0)
+	mustEmpty(t, "y", r.Step(t0, locatedInline("y", data["y"], node(0))))
+	mustEmpty(t, "w", r.Step(t0, locatedInline("w", data["w"], node(1))))
+	fx := r.Step(t0, locatedInline("z", data["z"], node(1)))
 	if fx.StoreInline() == nil || len(fx.Tasks()) != 0 || fx.Reply() != nil {
 		t.Fatalf("want StoreInline only, got %+v", fx)
 	}
@@ -721,9 +721,9 @@ func TestInline(t *testing.T) {
 	if string(data["y"]) != string(le32(1, -2, math.MaxInt32, 100)) {
 		t.Fatal("the first source's inline bytes were modified in place")
 	}
-	mustEmpty(t, "x past num", r.Located(locatedInline("x", data["x"], node(2)), t0))
-	mustEmpty(t, "Stored of another reduce", r.Stored(&messages.StoreReducedReply{ReduceId: "other"}, t0))
-	fx = r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+	mustEmpty(t, "x past num", r.Step(t0, locatedInline("x", data["x"], node(2))))
+	mustEmpty(t, "Stored of another reduce", r.Step(t0, &messages.StoreReducedReply{ReduceId: "other"}))
+	fx = r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID})
 	if fx.Reply() == nil || fx.Reply().GetError() != nil {
 		t.Fatalf("want success, got %+v", fx)
 	}
@@ -739,11 +739,11 @@ func TestInline(t *testing.T) {
 
 	// A failed store fails the Reduce and frees the target.
 	r = newRed(request([]string{"a", "b"}, 1), Config{})
-	if fx := r.Located(locatedInline("b", make([]byte, 8), node(0)), t0); fx.StoreInline() == nil {
+	if fx := r.Step(t0, locatedInline("b", make([]byte, 8), node(0))); fx.StoreInline() == nil {
 		t.Fatalf("num 1: want StoreInline at the first arrival, got %+v", fx)
 	}
-	mustFail(t, r, r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID,
-		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}, t0),
+	mustFail(t, r, r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID,
+		Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}),
 		messages.ErrCapacity, nil)
 }
 
@@ -771,15 +771,15 @@ func TestAllReduce(t *testing.T) {
 	if !slices.Equal(got, []string{"n0", "n1", "n3"}) {
 		t.Fatalf("Fetch to %v, want n0 n1 n3 (participants except the root's n2, once each)", got)
 	}
-	mustEmpty(t, "Done(1)", s.r.Done(done(1), t0))
-	mustEmpty(t, "Done(5)", s.r.Done(done(5), t0))
-	mustEmpty(t, "Done(root) with fetches running", s.r.Done(done(3), t0))
-	mustEmpty(t, "Fetched 1", s.r.Fetched("n0", nil, t0))
-	mustEmpty(t, "Fetched 2", s.r.Fetched("n3", nil, t0))
+	mustEmpty(t, "Done(1)", s.r.Step(t0, done(1)))
+	mustEmpty(t, "Done(5)", s.r.Step(t0, done(5)))
+	mustEmpty(t, "Done(root) with fetches running", s.r.Step(t0, done(3)))
+	mustEmpty(t, "Fetched 1", s.r.Step(t0, Fetched{Node: "n0", Err: nil}))
+	mustEmpty(t, "Fetched 2", s.r.Step(t0, Fetched{Node: "n3", Err: nil}))
 	if s.r.Over() {
 		t.Fatal("over with a fetch running")
 	}
-	fx := s.r.Fetched("n1", nil, t0)
+	fx := s.r.Step(t0, Fetched{Node: "n1", Err: nil})
 	if fx.Reply() == nil || fx.Reply().GetError() != nil || !fx.ReleaseKeep() {
 		t.Fatalf("want success after the last fetch, got %+v", fx)
 	}
@@ -795,8 +795,8 @@ func TestAllReduce(t *testing.T) {
 	s.start(1)
 	s.start(5)
 	s.start(3)
-	mustEmpty(t, "Fetched", s.r.Fetched("n0", nil, t0))
-	mustFail(t, s.r, s.r.Fetched("n1", messages.Errorf(messages.ErrorCode_TIMEOUT, "slow"), t0), messages.ErrTimeout, []string{"n1", "n2", "n3"})
+	mustEmpty(t, "Fetched", s.r.Step(t0, Fetched{Node: "n0", Err: nil}))
+	mustFail(t, s.r, s.r.Step(t0, Fetched{Node: "n1", Err: messages.Errorf(messages.ErrorCode_TIMEOUT, "slow")}), messages.ErrTimeout, []string{"n1", "n2", "n3"})
 }
 
 // An AllReduce's coordinator that stops with its directory shard (the
@@ -819,18 +819,18 @@ func TestAllReduceAbortForRetryKeepsTheCommittedResult(t *testing.T) {
 		for _, p := range []int{1, 5, 3} {
 			s.start(p)
 		}
-		mustEmpty(t, "Done(1)", s.r.Done(done(1), t0))
-		mustEmpty(t, "Done(5)", s.r.Done(done(5), t0))
+		mustEmpty(t, "Done(1)", s.r.Step(t0, done(1)))
+		mustEmpty(t, "Done(5)", s.r.Step(t0, done(5)))
 		return s
 	}
 
 	// Before the root's result is in: a failure, the target released.
 	s := run()
-	mustFail(t, s.r, s.r.AbortForRetry(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"), t0), messages.ErrUnavailable, []string{"n1", "n2", "n3"})
+	mustFail(t, s.r, s.r.Step(t0, AbortForRetry{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped")}), messages.ErrUnavailable, []string{"n1", "n2", "n3"})
 
 	// After the commit, with the participants' Gets running.
 	s = run()
-	fx := s.r.Done(done(3), t0)
+	fx := s.r.Step(t0, done(3))
 	commits := 0
 	for _, snd := range fx.Sends {
 		if _, ok := snd.Msg.(*messages.ReduceCommit); ok {
@@ -840,7 +840,7 @@ func TestAllReduceAbortForRetryKeepsTheCommittedResult(t *testing.T) {
 	if commits == 0 || fx.Reply() != nil {
 		t.Fatalf("Done(root) with fetches running: want the commit and no reply, got %+v", fx)
 	}
-	fx = s.r.AbortForRetry(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"), t0)
+	fx = s.r.Step(t0, AbortForRetry{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped")})
 	if fx.Reply() == nil || !errors.Is(messages.ErrOrNil(fx.Reply().GetError()), messages.ErrUnavailable) {
 		t.Fatalf("want an UNAVAILABLE reply (the caller's node starts the call again), got %+v", fx)
 	}
@@ -863,8 +863,8 @@ func TestAllReduceAbortForRetryKeepsTheCommittedResult(t *testing.T) {
 	if !s.r.Over() {
 		t.Fatal("not over after AbortForRetry")
 	}
-	mustEmpty(t, "Fetched after the end", s.r.Fetched("n0", nil, t0))
-	mustEmpty(t, "Abort after the end", s.r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x"), t0))
+	mustEmpty(t, "Fetched after the end", s.r.Step(t0, Fetched{Node: "n0", Err: nil}))
+	mustEmpty(t, "Abort after the end", s.r.Step(t0, Abort{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "x")}))
 }
 
 // TestInlineAllReducePinsTheCallersCopy: an inline AllReduce stores its
@@ -877,12 +877,12 @@ func TestInlineAllReducePinsTheCallersCopy(t *testing.T) {
 	req := request([]string{"a", "b"}, 2)
 	req.AllReduce = true
 	r := NewReductionFor(testReduceID, req, caller, Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
-	mustEmpty(t, "a", r.Located(locatedInline("a", le32(1, 2), node(0)), t0))
-	fx := r.Located(locatedInline("b", le32(10, 20), node(1)), t0)
+	mustEmpty(t, "a", r.Step(t0, locatedInline("a", le32(1, 2), node(0))))
+	fx := r.Step(t0, locatedInline("b", le32(10, 20), node(1)))
 	if _, ok := fx.StoredAt().(TargetNode); !ok || fx.StoreInline() == nil {
 		t.Fatalf("stored at %T, want TargetNode: %+v", fx.StoredAt(), fx)
 	}
-	fx = r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
+	fx = r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID})
 	got := nodeIDs(fx.Fetch())
 	slices.Sort(got)
 	if fx.Reply() != nil || !slices.Equal(got, []string{"n0", "n1", "n9"}) {
@@ -896,7 +896,7 @@ func TestInlineAllReducePinsTheCallersCopy(t *testing.T) {
 			}
 		}
 	}
-	if fx := r.Fetched("n5", nil, t0); len(fx.Sends) != 0 {
+	if fx := r.Step(t0, Fetched{Node: "n5", Err: nil}); len(fx.Sends) != 0 {
 		t.Fatalf("an answer from a node never asked: %+v", fx)
 	}
 	mustNoReply := func(fx Effects) {
@@ -905,9 +905,9 @@ func TestInlineAllReducePinsTheCallersCopy(t *testing.T) {
 			t.Fatalf("replied with pushes unanswered: %+v", fx.Reply())
 		}
 	}
-	mustNoReply(r.Fetched("n0", nil, t0))
-	mustNoReply(r.Fetched("n1", nil, t0))
-	fx = r.Fetched("n9", nil, t0)
+	mustNoReply(r.Step(t0, Fetched{Node: "n0", Err: nil}))
+	mustNoReply(r.Step(t0, Fetched{Node: "n1", Err: nil}))
+	fx = r.Step(t0, Fetched{Node: "n9", Err: nil})
 	var pub *messages.PublishLocation
 	for _, snd := range fx.Sends {
 		if p, ok := snd.Msg.(*messages.PublishLocation); ok {
@@ -928,10 +928,10 @@ func TestInlineAllReducePinsTheCallersCopy(t *testing.T) {
 	req = request([]string{"a"}, 1)
 	req.AllReduce = true
 	r = NewReductionFor(testReduceID, req, caller, Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
-	r.Located(locatedInline("a", le32(1, 2), node(0)), t0)
-	r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0)
-	r.Fetched("n0", nil, t0)
-	if fx := r.Fetched("n9", messages.Errorf(messages.ErrorCode_CAPACITY, "full"), t0); fx.Reply() == nil || !errors.Is(messages.ErrOrNil(fx.Reply().GetError()), messages.ErrCapacity) {
+	r.Step(t0, locatedInline("a", le32(1, 2), node(0)))
+	r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID})
+	r.Step(t0, Fetched{Node: "n0", Err: nil})
+	if fx := r.Step(t0, Fetched{Node: "n9", Err: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}); fx.Reply() == nil || !errors.Is(messages.ErrOrNil(fx.Reply().GetError()), messages.ErrCapacity) {
 		t.Fatalf("a push the caller's node refused: %+v", fx.Reply())
 	}
 }
@@ -948,9 +948,9 @@ func TestAllReduceInline(t *testing.T) {
 		fetch = append(fetch, nodeIDs(fx.Fetch())...)
 		return fx
 	}
-	note(r.Located(locatedInline("c", make([]byte, 8), node(2)), t0))
-	note(r.Located(locatedInline("a", []byte{1, 0, 0, 0, 2, 0, 0, 0}, node(0)), t0))
-	fx := note(r.Located(locatedInline("d", make([]byte, 8), node(2)), t0))
+	note(r.Step(t0, locatedInline("c", make([]byte, 8), node(2))))
+	note(r.Step(t0, locatedInline("a", []byte{1, 0, 0, 0, 2, 0, 0, 0}, node(0))))
+	fx := note(r.Step(t0, locatedInline("d", make([]byte, 8), node(2))))
 	if fx.StoreInline() == nil {
 		t.Fatalf("want StoreInline at the third arrival, got %+v", fx)
 	}
@@ -959,8 +959,8 @@ func TestAllReduceInline(t *testing.T) {
 	if _, ok := fx.StoredAt().(TargetNode); !ok {
 		t.Fatalf("stored at %T, want TargetNode", fx.StoredAt())
 	}
-	note(r.Located(locatedInline("b", make([]byte, 8), node(1)), t0))
-	fx = note(r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID}, t0))
+	note(r.Step(t0, locatedInline("b", make([]byte, 8), node(1))))
+	fx = note(r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID}))
 	slices.Sort(fetch)
 	if !slices.Equal(fetch, []string{"n0", "n2"}) {
 		t.Fatalf("fetches on %v, want one on each participant n0, n2 (reply so far: %v)", fetch, fx.Reply())
@@ -992,11 +992,11 @@ func TestAllReduceInline(t *testing.T) {
 		}
 		return out
 	}
-	fx = r.Fetched("n0", nil, t0)
+	fx = r.Step(t0, Fetched{Node: "n0", Err: nil})
 	if fx.Reply() != nil || !slices.Equal(published(fx), []string{"n0"}) {
 		t.Fatalf("first fetch: %+v", fx)
 	}
-	fx = r.Fetched("n2", nil, t0)
+	fx = r.Step(t0, Fetched{Node: "n2", Err: nil})
 	if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"c", "a", "d"}) {
 		t.Fatalf("reply %+v", fx.Reply())
 	}
@@ -1011,14 +1011,14 @@ func TestAllReduceSingle(t *testing.T) {
 	req := request([]string{"a", "b"}, 1)
 	req.AllReduce = true
 	r := newRed(req, Config{})
-	fx := r.Located(located("b", bigSize, node(4)), t0)
+	fx := r.Step(t0, located("b", bigSize, node(4)))
 	if len(fx.Tasks()) != 1 || !fx.Tasks()[0].Task.GetRoot() || len(fx.Tasks()[0].Task.GetChildren()) != 0 || fx.Tasks()[0].Task.GetOutputId() != testTarget {
 		t.Fatalf("num 1: want a root task without inputs, got %+v", fx)
 	}
-	if fx := r.Started(started(0), t0); len(fx.Fetch()) != 0 {
+	if fx := r.Step(t0, started(0)); len(fx.Fetch()) != 0 {
 		t.Fatalf("fetch %v", fx.Fetch())
 	}
-	fx = r.Done(done(0), t0)
+	fx = r.Step(t0, done(0))
 	if fx.Reply() == nil || fx.Reply().GetError() != nil || !slices.Equal(fx.Reply().GetReducedIds(), []string{"b"}) {
 		t.Fatalf("reply %+v", fx.Reply())
 	}
@@ -1072,15 +1072,15 @@ func TestValidateReduce(t *testing.T) {
 
 func TestIgnoredUpdates(t *testing.T) {
 	r := newRed(request([]string{"a", "b"}, 2), Config{ForceDegree: 1})
-	mustEmpty(t, "not a source", r.Located(located("zz", bigSize, node(0)), t0))
-	mustEmpty(t, "no node", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, State: messages.LocationState_PARTIAL}, t0))
-	mustEmpty(t, "no state", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0)}, t0))
-	mustEmpty(t, "a", r.Located(located("a", bigSize, node(0)), t0))
+	mustEmpty(t, "not a source", r.Step(t0, located("zz", bigSize, node(0))))
+	mustEmpty(t, "no node", r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Size: bigSize, State: messages.LocationState_PARTIAL}))
+	mustEmpty(t, "no state", r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0)}))
+	mustEmpty(t, "a", r.Step(t0, located("a", bigSize, node(0))))
 	// The same source published again (COMPLETE, or a copy elsewhere) is
 	// the same arrival, not a second one.
-	mustEmpty(t, "a complete", r.Located(&messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0), State: messages.LocationState_COMPLETE}, t0))
-	mustEmpty(t, "a elsewhere", r.Located(located("a", bigSize, node(3)), t0))
-	fx := r.Located(located("b", bigSize, node(1)), t0)
+	mustEmpty(t, "a complete", r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Size: bigSize, Node: node(0), State: messages.LocationState_COMPLETE}))
+	mustEmpty(t, "a elsewhere", r.Step(t0, located("a", bigSize, node(3))))
+	fx := r.Step(t0, located("b", bigSize, node(1)))
 	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetChildren()[0].GetNode().GetNodeId() != "n0" {
 		t.Fatalf("want b's root task reading a on n0, got %+v", fx)
 	}
@@ -1091,21 +1091,21 @@ func TestStaleReportOfALostPositionIsIgnored(t *testing.T) {
 	// open. The dead worker's late error report must not crash or fail it.
 	r := NewReduction("r", &messages.Reduce{TargetId: "t", SourceIds: []string{"a"}, NumObjects: 1,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
-	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n7"}, State: messages.LocationState_PARTIAL}, t0)
+	fx := r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n7"}, State: messages.LocationState_PARTIAL})
 	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetGeneration() != 1 {
 		t.Fatalf("tasks %v", fx.Tasks())
 	}
-	fx = r.NodeFailed("n7", t0)
+	fx = r.Step(t0, NodeFailed{Node: "n7"})
 	if len(fx.Events) == 0 {
 		t.Fatal("no repair events")
 	}
 	late := errors.New("input lost")
 	for _, f := range []func() Effects{
 		func() Effects {
-			return r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)}, t0)
+			return r.Step(t0, &messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)})
 		},
 		func() Effects {
-			return r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)}, t0)
+			return r.Step(t0, &messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: 1, Error: messages.AsError(late)})
 		},
 	} {
 		if fx := f(); fx.Reply() != nil || r.Over() {
@@ -1113,7 +1113,7 @@ func TestStaleReportOfALostPositionIsIgnored(t *testing.T) {
 		}
 	}
 	// The source comes back (rejoined): the Reduce goes on with it.
-	fx = r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n8"}, State: messages.LocationState_COMPLETE}, t0)
+	fx = r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n8"}, State: messages.LocationState_COMPLETE})
 	if len(fx.Tasks()) != 1 || fx.Tasks()[0].Node.GetNodeId() != "n8" {
 		t.Fatalf("after the rejoin: %v", fx.Tasks())
 	}
@@ -1124,14 +1124,14 @@ func TestNoRepairOnceTheResultIsFixed(t *testing.T) {
 	// node fails while participants fetch. The result must stay a.
 	r := NewReduction("r", &messages.Reduce{TargetId: "t", SourceIds: []string{"a", "b"}, NumObjects: 1,
 		Op: messages.ReduceOp_SUM, Dtype: messages.DType_INT64, AllReduce: true}, Config{InlineLimit: 64}, time.Unix(0, 0), time.Minute, time.Millisecond, 1e9)
-	fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE}, t0)
+	fx := r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Size: 1024, Node: &messages.NodeRef{NodeId: "n1"}, State: messages.LocationState_COMPLETE})
 	g := fx.Tasks()[0].Task.GetGeneration()
-	r.Started(&messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: g}, t0)
-	r.Done(&messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: g}, t0)
-	if fx := r.NodeFailed("n1", t0); len(fx.Tasks())+len(fx.Events)+len(fx.Invalidate()) != 0 || fx.Reply() != nil {
+	r.Step(t0, &messages.ReduceTaskStarted{ReduceId: "r", Position: 0, Generation: g})
+	r.Step(t0, &messages.ReduceTaskDone{ReduceId: "r", Position: 0, Generation: g})
+	if fx := r.Step(t0, NodeFailed{Node: "n1"}); len(fx.Tasks())+len(fx.Events)+len(fx.Invalidate()) != 0 || fx.Reply() != nil {
 		t.Fatalf("a fixed result was repaired: %+v", fx)
 	}
-	if fx := r.Located(&messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}, t0); len(fx.Tasks()) != 0 {
+	if fx := r.Step(t0, &messages.LocationUpdate{ObjectId: "b", Size: 1024, Node: &messages.NodeRef{NodeId: "n2"}, State: messages.LocationState_COMPLETE}); len(fx.Tasks()) != 0 {
 		t.Fatalf("a late arrival changed a fixed result: %+v", fx.Tasks())
 	}
 }
@@ -1160,17 +1160,17 @@ func commits(fx Effects) (out []string, at []int) {
 // repair, held b and c.
 func TestOnlyTheLastRootGenerationIsCommitted(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	var tasks []Task
-	tasks = append(tasks, r.Located(located("a", bigSize, node(0)), t0).Tasks()...)
-	tasks = append(tasks, r.Located(located("b", bigSize, node(1)), t0).Tasks()...)
+	tasks = append(tasks, r.Step(t0, located("a", bigSize, node(0))).Tasks()...)
+	tasks = append(tasks, r.Step(t0, located("b", bigSize, node(1))).Tasks()...)
 	if len(tasks) != 1 || tasks[0].Node.GetNodeId() != "n1" || !tasks[0].Task.GetRoot() {
 		t.Fatalf("tasks %v, want the root on n1", tasks)
 	}
 	g1 := tasks[0].Task.GetGeneration()
-	r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g1}, t0)
-	r.NodeFailed("n0", t0)
-	fx := r.Located(located("c", bigSize, node(2)), t0)
+	r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g1})
+	r.Step(t0, NodeFailed{Node: "n0"})
+	fx := r.Step(t0, located("c", bigSize, node(2)))
 	var g2 int32
 	for _, tk := range fx.Tasks() {
 		if tk.Task.GetRoot() {
@@ -1180,14 +1180,14 @@ func TestOnlyTheLastRootGenerationIsCommitted(t *testing.T) {
 	if g2 <= g1 {
 		t.Fatalf("after n0 failed and c arrived: tasks %v, want a new root generation", fx.Tasks())
 	}
-	fx = r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g1, Fingerprint: 1}, t0)
+	fx = r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g1, Fingerprint: 1})
 	if fx.Reply() != nil {
 		t.Fatalf("the replaced root generation's report answered: %v", fx.Reply())
 	}
 	if c, _ := commits(fx); len(c) != 0 {
 		t.Fatalf("the replaced root generation was committed: %v", c)
 	}
-	fx = r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g2, Fingerprint: 7}, t0)
+	fx = r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: tasks[0].Task.GetPosition(), Generation: g2, Fingerprint: 7})
 	mustReduce(t, fx.Reply(), []string{"b", "c"}, []string{"a"})
 	c, at := commits(fx)
 	if want := fmt.Sprintf("n1:%d", g2); !slices.Equal(c, []string{want}) {
@@ -1222,14 +1222,14 @@ func TestOnlyTheLastRootGenerationIsCommitted(t *testing.T) {
 // again, so it must not make the source arrive.
 func TestLocationAfterDeletionIsIgnored(t *testing.T) {
 	r := newRed(request([]string{"a", "b"}, 1), Config{})
-	r.Begin(t0)
-	if fx := r.Located(&messages.LocationUpdate{ObjectId: "a", Deleted: true}, t0); fx.Reply() != nil {
+	r.Step(t0, Begin{})
+	if fx := r.Step(t0, &messages.LocationUpdate{ObjectId: "a", Deleted: true}); fx.Reply() != nil {
 		t.Fatalf("deleting one of two sources for n = 1 ended the Reduce: %v", fx.Reply())
 	}
-	if fx := r.Located(locatedInline("a", []byte{1, 0, 0, 0, 0, 0, 0, 0}, node(1)), t0); fx.StoreInline() != nil || fx.Reply() != nil {
+	if fx := r.Step(t0, locatedInline("a", []byte{1, 0, 0, 0, 0, 0, 0, 0}, node(1))); fx.StoreInline() != nil || fx.Reply() != nil {
 		t.Fatalf("a deleted source's late location was reduced: %+v", fx)
 	}
-	fx := r.Located(locatedInline("b", []byte{2, 0, 0, 0, 0, 0, 0, 0}, node(2)), t0)
+	fx := r.Step(t0, locatedInline("b", []byte{2, 0, 0, 0, 0, 0, 0, 0}, node(2)))
 	if fx.StoreInline() == nil {
 		t.Fatalf("b's arrival did not reduce: %+v", fx)
 	}
@@ -1244,20 +1244,20 @@ func TestLocationAfterDeletionIsIgnored(t *testing.T) {
 func TestWaiting(t *testing.T) {
 	sources := []string{"a", "b", "c", "d"}
 	r := newRed(request(sources, 3), Config{})
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	if got := r.Waiting(); !slices.Equal(got, sources) {
 		t.Fatalf("before any arrival: waiting %v", got)
 	}
-	r.Located(located("a", bigSize, node(1)), t0)
-	r.Located(located("b", bigSize, node(2)), t0)
+	r.Step(t0, located("a", bigSize, node(1)))
+	r.Step(t0, located("b", bigSize, node(2)))
 	if got := r.Waiting(); !slices.Equal(got, []string{"c", "d"}) {
 		t.Fatalf("after a, b: waiting %v", got)
 	}
-	r.NodeFailed("n1", t0)
+	r.Step(t0, NodeFailed{Node: "n1"})
 	if got := r.Waiting(); !slices.Equal(got, []string{"a", "c", "d"}) {
 		t.Fatalf("after a's node failed: waiting %v", got)
 	}
-	r.Abort(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped"), t0)
+	r.Step(t0, Abort{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped")})
 	if got := r.Waiting(); got != nil {
 		t.Fatalf("after the end: waiting %v", got)
 	}
@@ -1271,7 +1271,7 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 	for _, d := range []int{1, 2} {
 		t.Run(fmt.Sprintf("degree %d", d), func(t *testing.T) {
 			r := newRed(request([]string{"a", "b", "c", "d"}, 3), Config{ForceDegree: d})
-			r.Begin(t0)
+			r.Step(t0, Begin{})
 			sent := map[int]int{} // position -> generation last sent
 			step := func(fx Effects) {
 				for _, tk := range fx.Tasks() {
@@ -1279,14 +1279,14 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 				}
 			}
 			for i, id := range []string{"a", "b", "c", "d"} {
-				step(r.Located(located(id, bigSize, node(i)), t0))
+				step(r.Step(t0, located(id, bigSize, node(i))))
 			}
 			// Every worker position reports started (bottom-up).
 			for changed := true; changed; {
 				changed = false
 				for p, g := range sent {
 					if m := (&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: int32(g)}); !r.tree.started[p] {
-						step(r.Started(m, t0))
+						step(r.Step(t0, m))
 						changed = true
 					}
 				}
@@ -1303,7 +1303,7 @@ func TestReadyBackupIntoALeafResendsItsAncestors(t *testing.T) {
 			}
 			failed := r.plan.Positions[leaf].NodeId
 			before := maps.Clone(sent)
-			fx := r.NodeFailed(failed, t0)
+			fx := r.Step(t0, NodeFailed{Node: failed})
 			step(fx)
 			parent := r.tree.tree.Parent(leaf)
 			if sent[parent] <= before[parent] {
@@ -1335,30 +1335,30 @@ func TestAllReduceParticipantFailure(t *testing.T) {
 		}
 		return fx
 	}
-	take(r.Located(located("a", bigSize, node(1)), t0))
-	take(r.Located(located("b", bigSize, node(2)), t0))
-	take(r.Located(located("c", bigSize, node(3)), t0)) // a backup
+	take(r.Step(t0, located("a", bigSize, node(1))))
+	take(r.Step(t0, located("b", bigSize, node(2))))
+	take(r.Step(t0, located("c", bigSize, node(3)))) // a backup
 	if root == nil || len(root.GetChildren()) != 1 {
 		t.Fatalf("want a root task with one input, got %v", root)
 	}
 	leafNode := root.GetChildren()[0].GetNode().GetNodeId()
-	fx := r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}, t0)
+	fx := r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
 	if got := nodeIDs(fx.Fetch()); !slices.Equal(got, []string{leafNode}) {
 		t.Fatalf("the root started: Gets to %v, want the leaf's node %s", got, leafNode)
 	}
 	gen1 := root.GetGeneration()
-	take(r.NodeFailed(leafNode, t0))
+	take(r.Step(t0, NodeFailed{Node: leafNode}))
 	if root.GetGeneration() == gen1 || root.GetChildren()[0].GetNode().GetNodeId() != "n3" {
 		t.Fatalf("after %s failed: root task %v, want a new generation reducing the backup on n3", leafNode, root)
 	}
-	fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}, t0)
+	fx = r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
 	if got := nodeIDs(fx.Fetch()); !slices.Equal(got, []string{"n3"}) {
 		t.Fatalf("the new root started: Gets to %v, want only the backup's node n3", got)
 	}
-	mustEmpty(t, "Done(root) with n3's Get running", r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}, t0))
-	mustEmpty(t, "a late answer of the failed participant", r.Fetched(leafNode, nil, t0))
+	mustEmpty(t, "Done(root) with n3's Get running", r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}))
+	mustEmpty(t, "a late answer of the failed participant", r.Step(t0, Fetched{Node: leafNode, Err: nil}))
 	// The result is fixed; n3 dies before its Get answers.
-	fx = r.NodeFailed("n3", t0)
+	fx = r.Step(t0, NodeFailed{Node: "n3"})
 	if fx.Reply() == nil || fx.Reply().GetError() != nil {
 		t.Fatalf("the last participant failed after the result was fixed: %+v, want success", fx.Reply())
 	}
@@ -1375,11 +1375,11 @@ func TestAllReduceParticipantFailure(t *testing.T) {
 // come and go.
 func TestSourceWhoseCopyLeavesTheDirectoryIsReplaced(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
-	r.Located(located("a", bigSize, node(1)), t0)
-	r.Located(located("b", bigSize, node(2)), t0)
-	r.Located(located("c", bigSize, node(3)), t0) // a backup
+	r.Step(t0, located("a", bigSize, node(1)))
+	r.Step(t0, located("b", bigSize, node(2)))
+	r.Step(t0, located("c", bigSize, node(3))) // a backup
 	gone := func(id string, n int) Effects {
-		return r.Located(&messages.LocationUpdate{ObjectId: id, Node: node(n), State: messages.LocationState_LOCATION_STATE_UNSPECIFIED}, t0)
+		return r.Step(t0, &messages.LocationUpdate{ObjectId: id, Node: node(n), State: messages.LocationState_LOCATION_STATE_UNSPECIFIED})
 	}
 	mustEmpty(t, "a copy of a on another node left", gone("a", 5))
 	fx := gone("b", 2)
@@ -1424,12 +1424,12 @@ func TestRootThatCannotCreateTheTargetIsAShardMove(t *testing.T) {
 		{"non-root UNAVAILABLE", []string{"a", "b", "c"}, moved, messages.ErrUnavailable, false},
 	} {
 		r := newRed(request(c.sources, len(c.sources)), Config{ForceDegree: 1})
-		mustEmpty(t, "first arrival", r.Located(located(c.sources[0], bigSize, node(0)), t0))
-		fx := r.Located(located(c.sources[1], bigSize, node(1)), t0)
+		mustEmpty(t, "first arrival", r.Step(t0, located(c.sources[0], bigSize, node(0))))
+		fx := r.Step(t0, located(c.sources[1], bigSize, node(1)))
 		if root := len(c.sources) == 2; len(fx.Tasks()) != 1 || fx.Tasks()[0].Task.GetPosition() != 1 || fx.Tasks()[0].Task.GetRoot() != root {
 			t.Fatalf("%s: want position 1's task (root: %v), got %+v", c.name, root, fx)
 		}
-		fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1, Error: c.err}, t0)
+		fx = r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: 1, Generation: 1, Error: c.err})
 		mustFail(t, r, fx, c.kind, []string{"n1"})
 		if got := fx.Reply().GetShardStopped(); got != c.retry {
 			t.Fatalf("%s: shard_stopped %v, want %v", c.name, got, c.retry)

@@ -40,11 +40,11 @@ func TestInlineResultThatCannotBeStoredIsAShardMove(t *testing.T) {
 			req := request([]string{"a", "b"}, 2)
 			req.Dtype, req.AllReduce = messages.DType_INT32, c.allReduce
 			r := NewReductionFor(testReduceID, req, node(9), Config{InlineLimit: testInline}, t0, time.Second, 100*time.Microsecond, 1.25e9)
-			mustEmpty(t, "a", r.Located(locatedInline("a", le32(1, 2), node(0)), t0))
-			if fx := r.Located(locatedInline("b", le32(10, 20), node(1)), t0); fx.StoreInline() == nil {
+			mustEmpty(t, "a", r.Step(t0, locatedInline("a", le32(1, 2), node(0))))
+			if fx := r.Step(t0, locatedInline("b", le32(10, 20), node(1))); fx.StoreInline() == nil {
 				t.Fatalf("want the result's store, got %+v", fx)
 			}
-			fx := r.Stored(&messages.StoreReducedReply{ReduceId: testReduceID, Error: c.err}, t0)
+			fx := r.Step(t0, &messages.StoreReducedReply{ReduceId: testReduceID, Error: c.err})
 			// Nothing ran on a node, so nothing is released there; the
 			// target's reservation is, at the shard that made it.
 			mustFail(t, r, fx, c.kind, nil)
@@ -81,10 +81,10 @@ func TestSlicedCreatorGatherThatCannotCreateTheTargetIsAShardMove(t *testing.T) 
 			t.Run(fmt.Sprintf("ring=%v/%s", ring, c.name), func(t *testing.T) {
 				r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced, NoRingGather: !ring})
 				r.start = node(2) // the caller's node holds s2: its gather creates the target
-				r.Begin(t0)
+				r.Step(t0, Begin{})
 				var tasks []Task
 				for i := 0; i < n; i++ {
-					tasks = append(tasks, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
+					tasks = append(tasks, r.Step(t0, located(fmt.Sprintf("s%d", i), bigSize, node(i))).Tasks()...)
 				}
 				if r.plan.GetShape() != ShapeSliced || r.plan.GetRingGather() != ring {
 					t.Fatalf("plan %v, want sliced (ring gather %v)", r.plan, ring)
@@ -107,10 +107,10 @@ func TestSlicedCreatorGatherThatCannotCreateTheTargetIsAShardMove(t *testing.T) 
 				p := c.pos(creator, other)
 				var fx Effects
 				if c.done {
-					mustEmpty(t, "started", r.Started(started(p), t0))
-					fx = r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(p), Generation: 1, Error: c.err}, t0)
+					mustEmpty(t, "started", r.Step(t0, started(p)))
+					fx = r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: int32(p), Generation: 1, Error: c.err})
 				} else {
-					fx = r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: 1, Error: c.err}, t0)
+					fx = r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: int32(p), Generation: 1, Error: c.err})
 				}
 				mustFail(t, r, fx, c.kind, []string{"n0", "n1", "n2"})
 				if got := fx.Reply().GetShardStopped(); got != c.retry {

@@ -49,8 +49,8 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := newRed(c.req, c.cfg)
-		r.Begin(t0)
-		r.Located(located("s0", c.size, node(0)), t0)
+		r.Step(t0, Begin{})
+		r.Step(t0, located("s0", c.size, node(0)))
 		if got := r.plan.GetShape() == ShapeSliced; got != c.sliced {
 			t.Errorf("%s: shape %q, want sliced %v", c.name, r.plan.GetShape(), c.sliced)
 		}
@@ -79,10 +79,10 @@ func TestSlicedTasks(t *testing.T) {
 	cut := plan.Slices(size, n, 8)
 	r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced, NoRingGather: true})
 	r.start = node(2) // the caller's node holds s2: it creates the target
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	var tasks []Task
 	for i := 0; i < n; i++ {
-		tasks = append(tasks, r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0).Tasks()...)
+		tasks = append(tasks, r.Step(t0, located(fmt.Sprintf("s%d", i), size, node(i))).Tasks()...)
 	}
 	// Every task goes out once every source is there: n chains of n,
 	// then the gathers (positions n·n on; batched per node, see
@@ -113,7 +113,7 @@ func TestSlicedTasks(t *testing.T) {
 	}
 	// A started report changes nothing; a failed one fails the AllReduce.
 	for _, tk := range tasks {
-		if fx := r.Started(started(int(tk.Task.GetPosition())), t0); len(fx.Sends) != 0 {
+		if fx := r.Step(t0, started(int(tk.Task.GetPosition()))); len(fx.Sends) != 0 {
 			t.Fatalf("p%d started: %v", tk.Task.GetPosition(), fx.Sends)
 		}
 	}
@@ -130,7 +130,7 @@ func TestSlicedTasks(t *testing.T) {
 	for i, g := range gathers {
 		m := done(int(g.Task.GetPosition()))
 		m.Fingerprint = 0xfeed
-		fx := r.Done(m, t0)
+		fx := r.Step(t0, m)
 		if i < n-1 {
 			if fx.Reply() != nil {
 				t.Fatal("answered before every gather was done")
@@ -175,7 +175,7 @@ func TestSlicedTasks(t *testing.T) {
 			t.Fatalf("Gets of the result on %v, reply %v; want every gather's node asked first", asked, fx.Reply())
 		}
 		for j, node := range asked {
-			fx = r.Fetched(node, nil, t0)
+			fx = r.Step(t0, Fetched{Node: node, Err: nil})
 			if (fx.Reply() != nil) != (j == len(asked)-1) {
 				t.Fatalf("%s's copy is whole: reply %v", node, fx.Reply())
 			}
@@ -440,7 +440,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		}
 	}
 	s.r = newRed(req, cfg)
-	s.apply(s.r.Begin(t0))
+	s.apply(s.r.Step(t0, Begin{}))
 	for i, id := range sources {
 		node := fmt.Sprintf("n%d", i)
 		s.alive[node] = true
@@ -482,7 +482,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 			}
 			s.home[e.id] = e.node
 			s.logf("arrive %s on %s", e.id, e.node)
-			s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), t0))
+			s.apply(s.r.Step(t0, located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})))
 		case "fail":
 			s.alive[e.node] = false
 			if s.home[e.id] == e.node {
@@ -490,7 +490,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 			}
 			s.logf("fail %s", e.node)
 			hadReply := s.reply != nil
-			s.apply(s.r.NodeFailed(e.node, t0))
+			s.apply(s.r.Step(t0, NodeFailed{Node: e.node}))
 			if !hadReply && s.reply != nil {
 				// Failing at once is right only when no source has a copy.
 				nothingLeft = len(s.home) == 0
@@ -515,12 +515,12 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 			s.chain(next)
 		case "stale":
 			s.logf("stale location of %s on %s", e.id, e.node)
-			s.apply(s.r.Located(located(e.id, bigSize, &messages.NodeRef{NodeId: e.node}), t0))
+			s.apply(s.r.Step(t0, located(e.id, bigSize, &messages.NodeRef{NodeId: e.node})))
 		case "lost":
 			s.reported[e.id] = true
 			s.logf("%s reported lost", e.id)
 			hadReply := s.reply != nil
-			s.apply(s.r.Located(lostUpdate(e.id), t0))
+			s.apply(s.r.Step(t0, lostUpdate(e.id)))
 			if !hadReply && s.reply != nil {
 				nothingLeft = len(s.home) == 0
 			}
@@ -528,20 +528,20 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 			e.w.started = true
 			m := started(int(e.w.task.GetPosition()))
 			m.Generation = e.w.task.GetGeneration()
-			s.apply(s.r.Started(m, t0))
+			s.apply(s.r.Step(t0, m))
 		case "done":
 			e.w.done, e.w.value = true, e.value
 			s.logf("done p%d g%d on %s", e.w.task.GetPosition(), e.w.task.GetGeneration(), e.w.node)
 			m := done(int(e.w.task.GetPosition()))
 			m.Generation = e.w.task.GetGeneration()
 			hadResult := s.r.reply != nil
-			s.apply(s.r.Done(m, t0))
+			s.apply(s.r.Step(t0, m))
 			if !hadResult && s.r.reply != nil && s.r.sliced == nil {
 				s.result = e.w
 			}
 		case "fetched":
 			if s.alive[e.node] {
-				s.apply(s.r.Fetched(e.node, nil, t0))
+				s.apply(s.r.Step(t0, Fetched{Node: e.node, Err: nil}))
 			}
 		}
 		if wasSliced && s.r.sliced == nil && !s.r.Over() {
@@ -565,7 +565,7 @@ func runSlicedSim(t *testing.T, seed uint64) string {
 		if !slices.ContainsFunc(sources, func(id string) bool { return s.home[id] == "" && !s.reported[id] }) {
 			t.Fatalf("hang: every source is located or was reported lost, and nothing is left to happen\n%s", dump())
 		}
-		fx := s.r.Expire(t0.Add(time.Hour))
+		fx := s.r.Step(t0.Add(time.Hour), DeadlineTimer{})
 		if !errorsIs(fx.Reply(), messages.ErrTimeout) {
 			t.Fatalf("expire with a source missing: %v\n%s", fx.Reply(), dump())
 		}
@@ -645,13 +645,13 @@ func finishTree(t *testing.T, r *Reduction, tasks []Task) (*messages.ReduceReply
 		if int(tk.GetGeneration()) <= r.tree.staleGen {
 			t.Fatalf("re-planned task p%d has generation %d, as the abandoned run's", tk.GetPosition(), tk.GetGeneration())
 		}
-		take(r.Started(&messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}, t0))
+		take(r.Step(t0, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: tk.GetPosition(), Generation: tk.GetGeneration()}))
 	}
 	for _, tk := range tasks {
-		take(r.Done(&messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}, t0))
+		take(r.Step(t0, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: tk.Task.GetPosition(), Generation: tk.Task.GetGeneration()}))
 	}
 	for _, n := range fetch {
-		take(r.Fetched(n, nil, t0))
+		take(r.Step(t0, Fetched{Node: n, Err: nil}))
 	}
 	return reply, fetch
 }
@@ -675,32 +675,32 @@ func TestSlicedReplan(t *testing.T) {
 			t.Run(phase+"/"+answer, func(t *testing.T) {
 				r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
 				r.start = node(0)
-				r.Begin(t0)
+				r.Step(t0, Begin{})
 				arrive := n
 				if phase == "before the chains" {
 					arrive = 3 // s3 is still being produced
 				}
 				var sliced []Task
 				for i := 0; i < arrive; i++ {
-					sliced = append(sliced, r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0).Tasks()...)
+					sliced = append(sliced, r.Step(t0, located(fmt.Sprintf("s%d", i), bigSize, node(i))).Tasks()...)
 				}
 				sliced = byPosition(sliced)
 				switch phase {
 				case "reduce-scatter":
 					for _, tk := range sliced[:n*n] {
-						r.Started(started(int(tk.Task.GetPosition())), t0)
+						r.Step(t0, started(int(tk.Task.GetPosition())))
 					}
-					r.Done(done(0), t0) // slice 0's leaf
+					r.Step(t0, done(0)) // slice 0's leaf
 				case "gather":
 					for _, tk := range sliced {
-						r.Started(started(int(tk.Task.GetPosition())), t0)
+						r.Step(t0, started(int(tk.Task.GetPosition())))
 					}
 					for _, tk := range sliced[:n*n] {
-						r.Done(done(int(tk.Task.GetPosition())), t0)
+						r.Step(t0, done(int(tk.Task.GetPosition())))
 					}
-					r.Done(done(n*n), t0) // n0's gather: its copy is complete
+					r.Step(t0, done(n*n)) // n0's gather: its copy is complete
 				}
-				fx := r.NodeFailed("n2", t0)
+				fx := r.Step(t0, NodeFailed{Node: "n2"})
 				if fx.Reply() != nil {
 					t.Fatalf("the AllReduce answered at the failure: %v", fx.Reply())
 				}
@@ -748,7 +748,7 @@ func TestSlicedReplan(t *testing.T) {
 					// Late reports of the old run: the root's gather and a chain
 					// root, generation 1, at positions the new tree uses.
 					for p := 0; p < n; p++ {
-						if fx := r.Done(done(p), t0); len(fx.Sends) != 0 || r.reply != nil {
+						if fx := r.Step(t0, done(p)); len(fx.Sends) != 0 || r.reply != nil {
 							t.Fatalf("a stale report of position %d was taken: %v", p, fx.Sends)
 						}
 					}
@@ -756,13 +756,13 @@ func TestSlicedReplan(t *testing.T) {
 				tasks := fx.Tasks()
 				// The shard's answer to the new Subscribe may list the dead
 				// copy first (it had not heard of the failure): ignored.
-				if fx := r.Located(completeAt("s2", node(2)), t0); len(fx.Tasks()) != 0 || len(fx.Watch) != 0 {
+				if fx := r.Step(t0, completeAt("s2", node(2))); len(fx.Tasks()) != 0 || len(fx.Watch) != 0 {
 					t.Fatalf("the dead n2's copy of s2 was taken: %+v", fx)
 				}
 				if answer == "another copy" {
-					tasks = append(tasks, r.Located(completeAt("s2", node(7)), t0).Tasks()...)
+					tasks = append(tasks, r.Step(t0, completeAt("s2", node(7))).Tasks()...)
 					if phase == "before the chains" {
-						tasks = r.Located(located("s3", bigSize, node(3)), t0).Tasks()
+						tasks = r.Step(t0, located("s3", bigSize, node(3))).Tasks()
 						if r.plan.GetShape() != ShapeSliced || len(tasks) == 0 {
 							t.Fatalf("every source there: shape %q, tasks %v", r.plan.GetShape(), tasks)
 						}
@@ -783,17 +783,17 @@ func TestSlicedReplan(t *testing.T) {
 					}
 					return
 				}
-				fx = r.Located(lostUpdate("s2"), t0)
+				fx = r.Step(t0, lostUpdate("s2"))
 				if ev := replanned(fx); ev == nil || ev.Num != n-1 || !slices.Equal(ev.Lost, []string{"s2"}) || r.req.GetNumObjects() != n-1 ||
 					r.plan.GetShape() != ShapeDAry || len(r.plan.GetPositions()) != n-1 {
 					t.Fatalf("s2 lost: replan %+v, shape %q, %d sources, plan %v", ev, r.plan.GetShape(), r.req.GetNumObjects(), r.plan)
 				}
 				tasks = fx.Tasks() // the lowered tree's: the tree of n is abandoned
 				if phase == "before the chains" {
-					tasks = append(tasks, r.Located(located("s3", bigSize, node(3)), t0).Tasks()...)
+					tasks = append(tasks, r.Step(t0, located("s3", bigSize, node(3))).Tasks()...)
 				}
 				// The dead participant's source is Put again elsewhere: a backup.
-				tasks = append(tasks, r.Located(located("s2", bigSize, node(7)), t0).Tasks()...)
+				tasks = append(tasks, r.Step(t0, located("s2", bigSize, node(7))).Tasks()...)
 				reply, fetch := finishTree(t, r, tasks)
 				mustReduce(t, reply, []string{"s0", "s1", "s3"}, []string{"s2"})
 				// Every surviving participant but the root's node fetches the result.
@@ -814,18 +814,18 @@ func TestSlicedReplan(t *testing.T) {
 func TestSlicedReplanNothingLeft(t *testing.T) {
 	r := newRed(allReduceRequest(ids("s", 2)), Config{AllReduceShape: ShapeSliced})
 	r.start = node(5)
-	r.Begin(t0)
-	r.Located(located("s0", bigSize, node(0)), t0)
-	if tasks := r.Located(located("s1", bigSize, node(0)), t0).Tasks(); len(tasks) == 0 {
+	r.Step(t0, Begin{})
+	r.Step(t0, located("s0", bigSize, node(0)))
+	if tasks := r.Step(t0, located("s1", bigSize, node(0))).Tasks(); len(tasks) == 0 {
 		t.Fatal("the chains did not start")
 	}
-	if fx := r.NodeFailed("n0", t0); fx.Reply() != nil {
+	if fx := r.Step(t0, NodeFailed{Node: "n0"}); fx.Reply() != nil {
 		t.Fatalf("answered %v before the shards said whether a copy is left", fx.Reply())
 	}
-	if fx := r.Located(lostUpdate("s0"), t0); fx.Reply() != nil {
+	if fx := r.Step(t0, lostUpdate("s0")); fx.Reply() != nil {
 		t.Fatalf("answered %v with s1 not known lost", fx.Reply())
 	}
-	fx := r.Located(lostUpdate("s1"), t0)
+	fx := r.Step(t0, lostUpdate("s1"))
 	if !errorsIs(fx.Reply(), messages.ErrLost) || !fx.ReleaseTarget() {
 		t.Fatalf("reply %v, release target %v: want LOST and the target freed", fx.Reply(), fx.ReleaseTarget())
 	}
@@ -842,10 +842,10 @@ func TestSlicedRingTasks(t *testing.T) {
 	cut := plan.Slices(size, n, 8)
 	r := newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
 	r.start = node(0)
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	var tasks []Task
 	for i := 0; i < n; i++ {
-		tasks = append(tasks, r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0).Tasks()...)
+		tasks = append(tasks, r.Step(t0, located(fmt.Sprintf("s%d", i), size, node(i))).Tasks()...)
 	}
 	if !r.plan.GetRingGather() {
 		t.Fatal("the plan does not say the all-gather goes around the ring")
@@ -894,32 +894,32 @@ func TestSlicedRingTasks(t *testing.T) {
 	}
 	// Relays report like chain links: nothing happens until the gathers.
 	for _, tk := range relays {
-		if fx := r.Done(done(int(tk.Task.GetPosition())), t0); fx.Reply() != nil || len(fx.Sends) != 0 {
+		if fx := r.Step(t0, done(int(tk.Task.GetPosition()))); fx.Reply() != nil || len(fx.Sends) != 0 {
 			t.Fatalf("relay %d done: %v", tk.Task.GetPosition(), fx.Sends)
 		}
 	}
 	var fetch []string
 	for i, g := range tasks[n*n : n*n+n] {
-		fx := r.Done(done(int(g.Task.GetPosition())), t0)
+		fx := r.Step(t0, done(int(g.Task.GetPosition())))
 		if fx.Reply() != nil || (len(fx.Fetch()) != 0) != (i == n-1) {
 			t.Fatalf("gather %d done: reply %v, Gets on %v", i, fx.Reply(), fx.Fetch())
 		}
 		fetch = append(fetch, nodeIDs(fx.Fetch())...)
 	}
 	for j, node := range fetch {
-		if fx := r.Fetched(node, nil, t0); (fx.Reply() != nil) != (j == n-1) {
+		if fx := r.Step(t0, Fetched{Node: node, Err: nil}); (fx.Reply() != nil) != (j == n-1) {
 			t.Fatalf("%s's copy is whole: reply %v", node, fx.Reply())
 		}
 	}
 	// A failed relay fails the run like any position.
 	r = newRed(allReduceRequest(ids("s", n)), Config{AllReduceShape: ShapeSliced})
-	r.Begin(t0)
+	r.Step(t0, Begin{})
 	for i := 0; i < n; i++ {
-		r.Located(located(fmt.Sprintf("s%d", i), size, node(i)), t0)
+		r.Step(t0, located(fmt.Sprintf("s%d", i), size, node(i)))
 	}
 	m := done(r.sliced.relayPos(1, 2))
 	m.Error = messages.Errorf(messages.ErrorCode_INTERNAL, "disk on fire")
-	if fx := r.Done(m, t0); !errorsIs(fx.Reply(), messages.ErrInternal) {
+	if fx := r.Step(t0, m); !errorsIs(fx.Reply(), messages.ErrInternal) {
 		t.Fatalf("a failed relay: reply %v, want INTERNAL", fx.Reply())
 	}
 }
@@ -942,13 +942,13 @@ func TestSlicedTasksBatched(t *testing.T) {
 		cfg.AllReduceShape = ShapeSliced
 		r := newRed(allReduceRequest(ids("s", n)), cfg)
 		r.start = node(0)
-		r.Begin(t0)
+		r.Step(t0, Begin{})
 		for i := 0; i < n-1; i++ {
-			if fx := r.Located(located(fmt.Sprintf("s%d", i), bigSize, node(i)), t0); len(fx.Tasks()) != 0 {
+			if fx := r.Step(t0, located(fmt.Sprintf("s%d", i), bigSize, node(i))); len(fx.Tasks()) != 0 {
 				t.Fatalf("tasks before every source arrived: %v", fx.Tasks())
 			}
 		}
-		return r.Located(located(fmt.Sprintf("s%d", n-1), bigSize, node(n-1)), t0)
+		return r.Step(t0, located(fmt.Sprintf("s%d", n-1), bigSize, node(n-1)))
 	}
 	fx := run(Config{})
 	var order []string

@@ -22,7 +22,7 @@ func treeOf(fx Effects) *events.ReduceTree {
 // (the lost position refilled by a backup), and only when it changed.
 func TestReduceTreeEvents(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 2), Config{ForceDegree: 1})
-	ev := treeOf(r.Located(located("a", bigSize, node(0)), t0))
+	ev := treeOf(r.Step(t0, located("a", bigSize, node(0))))
 	if ev == nil || ev.Num != 2 || ev.Degree != 1 || ev.Target == "" || len(ev.Positions) != 2 {
 		t.Fatalf("first arrival: tree %+v", ev)
 	}
@@ -37,10 +37,10 @@ func TestReduceTreeEvents(t *testing.T) {
 	if placed != 1 {
 		t.Fatalf("first arrival: a is not placed on n0: %+v", ev.Positions)
 	}
-	if ev := treeOf(r.Located(located("a", bigSize, node(0)), t0)); ev != nil {
+	if ev := treeOf(r.Step(t0, located("a", bigSize, node(0)))); ev != nil {
 		t.Fatalf("a repeated location changed nothing, yet a tree was published: %+v", ev)
 	}
-	ev = treeOf(r.Located(located("b", bigSize, node(1)), t0))
+	ev = treeOf(r.Step(t0, located("b", bigSize, node(1))))
 	if ev == nil {
 		t.Fatal("second arrival: no tree")
 	}
@@ -54,8 +54,8 @@ func TestReduceTreeEvents(t *testing.T) {
 		}
 	}
 	// c arrives as a backup; b's node fails: c takes b's position.
-	r.Located(located("c", bigSize, node(2)), t0)
-	ev = treeOf(r.NodeFailed("n1", t0))
+	r.Step(t0, located("c", bigSize, node(2)))
+	ev = treeOf(r.Step(t0, NodeFailed{Node: "n1"}))
 	if ev == nil || bPos < 0 {
 		t.Fatalf("repair: no tree (b at %d)", bPos)
 	}

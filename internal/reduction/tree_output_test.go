@@ -13,9 +13,9 @@ import (
 // between an internal object of this Reduce.
 func TestReduceTreeNamesOutputs(t *testing.T) {
 	r := newRed(request([]string{"a", "b", "c"}, 3), Config{ForceDegree: 1})
-	r.Located(located("a", bigSize, node(0)), t0)
-	r.Located(located("b", bigSize, node(1)), t0)
-	ev := treeOf(r.Located(located("c", bigSize, node(2)), t0))
+	r.Step(t0, located("a", bigSize, node(0)))
+	r.Step(t0, located("b", bigSize, node(1)))
+	ev := treeOf(r.Step(t0, located("c", bigSize, node(2))))
 	if ev == nil || len(ev.Positions) != 3 {
 		t.Fatalf("tree %+v", ev)
 	}

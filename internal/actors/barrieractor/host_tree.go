@@ -6,10 +6,12 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/barrier/replica"
 	"github.com/hoplite-go/hoplite/internal/barrier/tree"
 	"github.com/hoplite-go/hoplite/internal/membername"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -181,37 +183,14 @@ func (h *Host) treeUndelivered(ctx actor.Context, target *actor.PID) {
 	}
 }
 
-// treeStep steps the position and carries out its output.
+// treeStep steps the position (the generic driver carries out its Box:
+// treeDrive) and hands the root's arrivals to the replicas and the
+// outcomes of participants that entered here to them.
 func (h *Host) treeStep(ctx actor.Context, p *treePlace, ev any) {
-	out, err := p.node.Step(time.Now(), ev)
-	if err != nil {
-		h.cfg.Log.WithFields(logrus.Fields{"barrier": p.name, "host": membername.Actor(ctx.Self())}).WithError(err).Debug("barrier tree dropped a message")
+	out, _ := treeDrive.Step(ctx, p, p.node, ev)
+	if out.Err != nil {
+		h.cfg.Log.WithFields(logrus.Fields{"barrier": p.name, "host": membername.Actor(ctx.Self())}).WithError(out.Err).Debug("barrier tree dropped a message")
 		return
-	}
-	for _, t := range out.Timers {
-		if p.timer != nil {
-			p.timer.Stop()
-			p.timer = nil
-		}
-		p.gen++
-		f := treeFlush{name: p.name, gen: p.gen}
-		if d := time.Until(t.At); d > 0 {
-			sys, self := ctx.ActorSystem(), ctx.Self()
-			p.timer = time.AfterFunc(d, func() { sys.Root.Send(self, f) })
-		} else {
-			// Due now: behind what the mailbox holds already.
-			ctx.Send(ctx.Self(), f)
-		}
-	}
-	for _, s := range out.Sends {
-		pos, ok := p.shape.Position(s.To.(string))
-		if !ok {
-			continue
-		}
-		if a, ok := s.Msg.(*messages.BarrierArrivals); ok && !p.told {
-			a.Shape, p.told = p.wire, true
-		}
-		ctx.Send(p.pids[pos], s.Msg)
 	}
 	if len(out.Arrivals) > 0 {
 		for rank, r := range p.wire.GetReplicas() {
@@ -257,3 +236,36 @@ func (h *Host) enters(ctx actor.Context, m *messages.BarrierEnters) {
 		}
 	}
 }
+
+// treeDrive carries out a tree position's Box: a send goes to the
+// position its member name holds (the first arrivals carry the shape
+// to the parent), and the one Flush a position arms replaces the one
+// before, behind what the mailbox holds when it is due at once.
+var treeDrive = &shell.Driver[*treePlace, any, tree.Output]{Carrier: shell.Carrier[*treePlace]{
+	Route: func(ctx actor.Context, p *treePlace, s outbox.Send) bool {
+		pos, ok := p.shape.Position(s.To.(string))
+		if !ok {
+			return true
+		}
+		if a, ok := s.Msg.(*messages.BarrierArrivals); ok && !p.told {
+			a.Shape, p.told = p.wire, true
+		}
+		ctx.Send(p.pids[pos], s.Msg)
+		return true
+	},
+	Timer: func(ctx actor.Context, p *treePlace, t outbox.Timer) {
+		if p.timer != nil {
+			p.timer.Stop()
+			p.timer = nil
+		}
+		p.gen++
+		f := treeFlush{name: p.name, gen: p.gen}
+		if d := time.Until(t.At); d > 0 {
+			sys, self := ctx.ActorSystem(), ctx.Self()
+			p.timer = time.AfterFunc(d, func() { sys.Root.Send(self, f) })
+		} else {
+			// Due now: behind what the mailbox holds already.
+			ctx.Send(ctx.Self(), f)
+		}
+	},
+}}

@@ -252,12 +252,12 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *actor.Started:
 		c.begun = true
 		c.beginSpan()
-		c.drain(ctx, c.r.Begin(now))
+		c.drain(ctx, c.r.Step(now, reduction.Begin{}))
 	case *messages.LocationUpdate:
 		c.locatedAt = now
-		c.drain(ctx, c.r.Located(m, now))
+		c.drain(ctx, c.r.Step(now, m))
 	case *messages.ReduceTaskStarted:
-		c.drain(ctx, c.r.Started(m, now))
+		c.drain(ctx, c.r.Step(now, m))
 	case *messages.ReduceTaskDone:
 		if m.GetMeasuredBytes() > 0 && m.GetMeasuredNs() > 0 {
 			// The position measured the link on its member: the next
@@ -267,10 +267,10 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			// this counts that transfer twice: a heavier EWMA weight.)
 			c.cfg.Estimator.ObserveTransfer(m.GetMeasuredBytes(), time.Duration(m.GetMeasuredNs()))
 		}
-		c.drain(ctx, c.r.Done(m, now))
+		c.drain(ctx, c.r.Step(now, m))
 	case *messages.StoreReducedReply:
 		c.storedAt = now
-		c.drain(ctx, c.r.Stored(m, now))
+		c.drain(ctx, c.r.Step(now, m))
 	case *pushAnswered:
 		c.pushAnswered(ctx, m, now)
 	case *subscribeAnswered:
@@ -280,7 +280,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *messages.CancelReduce:
 		// Its shard sends it only for this call (its call id).
 		c.cfg.Log.WithField("reduce", c.id).Debug("reduce: its caller canceled it")
-		c.drain(ctx, c.r.Cancel(now))
+		c.drain(ctx, c.r.Step(now, reduction.Cancel{}))
 	case *AttachRequester:
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "requester": membername.Actor(m.Requester)}).Info("reduce: the caller asked again; answering its new request")
 		c.requester = m.Requester
@@ -294,11 +294,11 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.committed(ctx, c.watched[actorutil.Key(m.GetWho())]) // a node that died will not answer
 		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
 	case reduction.DeadlineTimer:
-		c.drain(ctx, c.r.Expire(now))
+		c.drain(ctx, c.r.Step(now, reduction.DeadlineTimer{}))
 	case reduction.KneeTimer:
-		c.drain(ctx, c.r.KneeCheck(now))
+		c.drain(ctx, c.r.Step(now, reduction.KneeTimer{}))
 	case reduction.ResubscribeTimer:
-		c.drain(ctx, c.r.Resubscribe(now))
+		c.drain(ctx, c.r.Step(now, reduction.ResubscribeTimer{}))
 	case *actor.Stopping:
 		defer c.endSpan(c.stopped())
 		c.unwatchAll(ctx)
@@ -319,13 +319,13 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			c.held.Msg = reply
 			c.release(ctx)
 		}
-		abort := c.r.Abort
+		var abort any = reduction.Abort{Err: c.stopped()}
 		if c.withShard {
 			// The caller's node starts the Reduce again at the shard's
 			// home: a result already committed stays for it.
-			abort = c.r.AbortForRetry
+			abort = reduction.AbortForRetry{Err: c.stopped()}
 		}
-		c.drain(ctx, abort(c.stopped(), now))
+		c.drain(ctx, c.r.Step(now, abort))
 	}
 }
 
@@ -338,7 +338,7 @@ func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) reduction.Effect
 	delete(c.watched, actorutil.Key(who))
 	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
 	c.spanEvent(tracing.RepairEvent, attribute.String("hoplite.failed_node", node))
-	return c.r.NodeFailed(node, now)
+	return c.r.Step(now, reduction.NodeFailed{Node: node})
 }
 
 // stopped is the error of a Reduce whose coordinator stops before the
@@ -586,13 +586,13 @@ func (c *Coordinator) fetch(ctx actor.Context, to *actor.PID, node string, get *
 			// Its node is gone: the watch reports it, and a failed
 			// participant is not waited for.
 		case err != nil:
-			c.drain(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err), time.Now()))
+			c.drain(ctx, c.r.Step(time.Now(), reduction.Fetched{Node: node, Err: messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err)}))
 		default:
 			if gr == nil {
-				c.drain(ctx, c.r.Fetched(node, messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res), time.Now()))
+				c.drain(ctx, c.r.Step(time.Now(), reduction.Fetched{Node: node, Err: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res)}))
 				return
 			}
-			c.drain(ctx, c.r.Fetched(node, messages.ErrOrNil(gr.GetError()), time.Now()))
+			c.drain(ctx, c.r.Step(time.Now(), reduction.Fetched{Node: node, Err: messages.ErrOrNil(gr.GetError())}))
 		}
 	})
 }
@@ -647,7 +647,7 @@ func (c *Coordinator) pushAnswered(ctx actor.Context, m *pushAnswered, now time.
 	} else {
 		err = messages.ErrOrNil(gr.GetError())
 	}
-	c.drain(ctx, c.r.Fetched(m.node, err, now))
+	c.drain(ctx, c.r.Step(now, reduction.Fetched{Node: m.node, Err: err}))
 }
 
 // arm (re)starts the timer for t.Msg: a timer replaces the pending one

@@ -124,7 +124,8 @@ func (w *net) run() {
 		}
 		d := w.queue[i]
 		w.queue = slices.Delete(w.queue, i, i+1)
-		out, err := w.nodes[d.to].Step(w.now, d.ev)
+		out := w.nodes[d.to].Step(w.now, d.ev)
+		err := out.Err
 		if err != nil {
 			w.t.Fatalf("position %d, %T: %v", d.to, d.ev, err)
 		}
@@ -174,7 +175,8 @@ func (w *net) decided(d policy.Decision, hops int) {
 	if len(outs) == 0 {
 		return
 	}
-	out, err := w.nodes[0].Step(w.now, Release{Outcomes: outs})
+	out := w.nodes[0].Step(w.now, Release{Outcomes: outs})
+	err := out.Err
 	if err != nil {
 		w.t.Fatalf("release at the root: %v", err)
 	}

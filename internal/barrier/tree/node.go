@@ -64,6 +64,9 @@ type Output struct {
 	// Local are the outcomes of participants that entered at this
 	// position's member.
 	Local []*messages.BarrierOutcome
+	// Err, if set, says the event was refused (not from a child, not
+	// the parent's, malformed) and changed nothing; the rest is empty.
+	Err error
 }
 
 // Node is one member's position in one barrier's tree. It is not safe
@@ -123,8 +126,16 @@ func (n *Node) Holding() int { return len(n.pending) }
 
 // Step applies one event: Enter, *messages.BarrierArrivals (from a
 // child), *messages.BarrierReleases (from the parent), Release (at the
-// root) or Flush. An event that returns an error changes nothing.
-func (n *Node) Step(now time.Time, ev any) (Output, error) {
+// root) or Flush. An event refused (Output.Err) changes nothing.
+func (n *Node) Step(now time.Time, ev any) Output {
+	out, err := n.step(now, ev)
+	if err != nil {
+		return Output{Err: err}
+	}
+	return out
+}
+
+func (n *Node) step(now time.Time, ev any) (Output, error) {
 	var out Output
 	switch m := ev.(type) {
 	case Enter:

@@ -249,7 +249,8 @@ func TestNodeRefusesMessagesThatDoNotFitTheTree(t *testing.T) {
 		"something else",
 	}
 	for _, ev := range bad {
-		out, err := nd.Step(now, ev)
+		out := nd.Step(now, ev)
+		err := out.Err
 		if !errors.Is(err, messages.ErrInvalidArgument) {
 			t.Errorf("%v: %v, want INVALID_ARGUMENT", ev, err)
 		}
@@ -290,7 +291,7 @@ func FuzzNodeStep(f *testing.F) {
 			return
 		}
 		for i := 0; i < 3; i++ {
-			if _, err := nd.Step(time.Unix(int64(i), 0), m); err != nil && !errors.Is(err, messages.ErrInvalidArgument) {
+			if err := nd.Step(time.Unix(int64(i), 0), m).Err; err != nil && !errors.Is(err, messages.ErrInvalidArgument) {
 				t.Fatalf("untyped error %v", err)
 			}
 			if nd.Holding() > 5 {
@@ -317,7 +318,8 @@ func TestCoalesceSendsWhatArrivedTogether(t *testing.T) {
 		var sent []*messages.BarrierArrivals
 		flushes := 0
 		for _, l := range []string{"x", "y", "z"} {
-			out, err := nd.Step(now, Enter{Label: l})
+			out := nd.Step(now, Enter{Label: l})
+			err := out.Err
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +337,8 @@ func TestCoalesceSendsWhatArrivedTogether(t *testing.T) {
 		if len(sent) != 0 || flushes != 1 {
 			t.Fatalf("coalescing: %d messages before the flush, %d flushes armed; want 0, 1", len(sent), flushes)
 		}
-		out, err := nd.Step(now, Flush{})
+		out := nd.Step(now, Flush{})
+		err = out.Err
 		if err != nil {
 			t.Fatal(err)
 		}
