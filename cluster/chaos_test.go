@@ -44,11 +44,12 @@ import (
 // a random mix of concurrent Gets (some of the same object, so broadcast
 // trees form), Reduces/AllReduces (int64 SUM/MIN/MAX over sources on
 // distinct nodes, some Put after the Reduce started) and Deletes, some
-// calls canceled part-way, in a third of the plans a store capacity that
-// forces evictions, and faults at random points: Kill of live nodes (at
-// least half stay alive; some aimed at an object's creator, a Reduce's
-// coordinator, an object's shard host or a relay of a broadcast), Restart
-// of dead ones, stalls (a BeforeFetchChunk hook that blocks a bounded
+// calls canceled part-way (some Reduces while they run, a few
+// milliseconds after their coordinator started), in a third of the plans
+// a store capacity that forces evictions, and faults at random points:
+// Kill of live nodes (at least half stay alive; some aimed at an
+// object's creator, a Reduce's coordinator, an object's shard host or a
+// relay of a broadcast), Restart of dead ones, stalls (a BeforeFetchChunk hook that blocks a bounded
 // time on one node at one offset), crashes of a store node actor and of
 // a directory shard (a hook panics on a marker message; the supervisor
 // restarts the actor).
@@ -79,7 +80,10 @@ import (
 // HOPLITE_CHAOS_REPEAT=N runs it N times and reports each run's outcome
 // class (the rules it broke). HOPLITE_SOAK=N runs N soak seeds from a
 // random (printed) base, or from HOPLITE_SOAK_BASE (about 4 min per 1000
-// seeds without -race on 2 cores: pass -timeout 0 for more).
+// seeds without -race on 2 cores: pass -timeout 0 for more). The run
+// ends by logging its call counts by outcome, the latest answer past its
+// deadline and the members' round trips: pass -v to see them when it
+// passes (go test prints a passing package's log only then).
 // HOPLITE_CHAOS_KEEP=3,7,9 (with HOPLITE_SEED) runs only the listed steps
 // of the schedule, to shrink a failing one by hand. HOPLITE_CHAOS_PAR sets
 // how many seeds run at once; HOPLITE_CHAOS_VERBOSE=1 logs every call and
@@ -203,6 +207,10 @@ type chaosStep struct {
 	timeout time.Duration
 	// cancel, if set, is when the caller cancels a Get or Reduce.
 	cancel time.Duration
+	// cancelRun, if set, is when the caller cancels a Reduce after its
+	// coordinator first received a message (the shard started it): a
+	// cancel at a fixed time mostly came after a short Reduce's answer.
+	cancelRun time.Duration
 	// aim is whom a kill is aimed at (the victim is resolved when it
 	// runs: see aimAt).
 	aim chaosAim
@@ -296,6 +304,9 @@ func (p *chaosPlan) describe(s chaosStep) string {
 	}
 	if s.cancel > 0 {
 		fmt.Fprintf(&b, ", canceled after %v", chaosSlow(s.cancel))
+	}
+	if s.cancelRun > 0 {
+		fmt.Fprintf(&b, ", canceled %v after its coordinator started", s.cancelRun)
 	}
 	return b.String()
 }
@@ -455,6 +466,7 @@ func chaosGenerate(seed uint64) *chaosPlan {
 		}
 	}
 	chaosPressure(p, seed, window, steps)
+	chaosRunCancels(seed, steps)
 	steps = append(steps, chaosDeletes(p, seed, window)...)
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
 	for i := range steps {
@@ -488,6 +500,19 @@ func chaosPressure(p *chaosPlan, seed uint64, window time.Duration, steps []chao
 			if s.aim == aimRelay {
 				s.obj = 0 // the hot object: most Gets fetch it
 			}
+		}
+	}
+}
+
+// chaosRunCancels makes about a quarter of the Reduces that are not
+// canceled at a fixed time canceled while they run: 0-40 ms after their
+// coordinator started, from a generator of its own (every other step
+// stays what it was for each seed).
+func chaosRunCancels(seed uint64, steps []chaosStep) {
+	rc := rand.New(rand.NewPCG(seed, 0xca9ce1))
+	for i := range steps {
+		if s := &steps[i]; s.kind == stepReduce && s.cancel == 0 && rc.IntN(4) == 0 {
+			s.cancelRun = time.Duration(1+rc.IntN(40)) * time.Millisecond
 		}
 	}
 }
@@ -667,6 +692,42 @@ type chaosRun struct {
 	// probes are the round trips between members the probe measured
 	// while the schedule ran, in the order they ended (see probe).
 	probes []chaosProbe
+	// coordMu guards coordSeen: per Reduce target, closed once a
+	// coordinator of it received its first message (see
+	// coordinatorStarted).
+	coordMu   sync.Mutex
+	coordSeen map[string]chan struct{}
+}
+
+// coordinatorStarted is closed once a coordinator of a Reduce into
+// target has received a message: its shard started the Reduce.
+func (c *chaosRun) coordinatorStarted(target string) <-chan struct{} {
+	c.coordMu.Lock()
+	defer c.coordMu.Unlock()
+	ch := c.coordSeen[target]
+	if ch == nil {
+		ch = make(chan struct{})
+		c.coordSeen[target] = ch
+	}
+	return ch
+}
+
+// coordHook is the members' Coordinator hook: it notes the Reduces
+// whose coordinators run (reduce is the Reduce's id, target#nonce).
+func (c *chaosRun) coordHook(reduce string, _ any) {
+	target, _, _ := strings.Cut(reduce, "#")
+	c.coordMu.Lock()
+	defer c.coordMu.Unlock()
+	ch := c.coordSeen[target]
+	if ch == nil {
+		ch = make(chan struct{})
+		c.coordSeen[target] = ch
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
 }
 
 // chaosProbe is one round trip the probe measured: it began at at.
@@ -702,6 +763,25 @@ func (c *chaosRun) call(what string, s chaosStep, timeout time.Duration, rec *ch
 			cancel()
 		})
 		defer stopCancel.Stop()
+	}
+	if s.cancelRun > 0 && rec != nil && rec.op.Kind == history.Reduce {
+		started := c.coordinatorStarted(rec.op.Object)
+		go func() {
+			select {
+			case <-started:
+			case <-ctx.Done():
+				return
+			}
+			t := time.NewTimer(s.cancelRun)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				now := time.Now()
+				canceledAt.Store(&now)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	// A watchdog, not a speed check: a call still running past its
 	// deadline plus a generous grace is a hang, said at once on stderr in
@@ -857,7 +937,7 @@ func (c *chaosRun) run(s chaosStep) {
 		// Get fails as the history allows).
 		rng := rand.New(rand.NewPCG(p.seed, uint64(s.idx)))
 		check := s
-		check.cancel = 0
+		check.cancel, check.cancelRun = 0, 0
 		c.get("reduce check get", check, c.liveNode(rng.IntN(p.nodes)), r.target, size, chaosSlow(3*time.Second))
 	case stepKill:
 		if err := c.l.Kill(s.node); err != nil {
@@ -1435,7 +1515,7 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	c := &chaosRun{t: t, p: p, stats: stats, stop: make(chan struct{}),
 		armed: make([]atomic.Bool, n), fired: make([]atomic.Bool, n),
 		ids: map[string]int{}, putDone: map[int]bool{}, lostCopies: map[int]string{}, perm: make([]int, p.nodes),
-		barReady: make(chan struct{}), enterErr: map[int]error{}, enterRun: map[int][2]time.Time{}}
+		barReady: make(chan struct{}), enterErr: map[int]error{}, enterRun: map[int][2]time.Time{}, coordSeen: map[string]chan struct{}{}}
 	for i := range c.perm {
 		c.perm[i] = i
 	}
@@ -1445,6 +1525,7 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 	cfg.hooks.Store.BeforeReceive = chaosCrashHook
 	cfg.hooks.Shard = c.evictHook
 	cfg.hooks.Barrier = chaosCrashHook
+	cfg.hooks.Coordinator = c.coordHook
 	l, err := StartLocal(cfg)
 	if err != nil {
 		t.Fatalf("seed %d: start: %v", seed, err)
