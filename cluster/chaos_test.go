@@ -83,7 +83,9 @@ import (
 // seeds without -race on 2 cores: pass -timeout 0 for more). The run
 // ends by logging its call counts by outcome, the latest answer past its
 // deadline and the members' round trips: pass -v to see them when it
-// passes (go test prints a passing package's log only then).
+// passes (go test prints a passing package's log only then). A run of
+// 200 seeds or more also logs them, with the load average, after every
+// chaosProgressEvery seeds.
 // HOPLITE_CHAOS_KEEP=3,7,9 (with HOPLITE_SEED) runs only the listed steps
 // of the schedule, to shrink a failing one by hand. HOPLITE_CHAOS_PAR sets
 // how many seeds run at once; HOPLITE_CHAOS_VERBOSE=1 logs every call and
@@ -133,6 +135,9 @@ const (
 	chaosProbeEvery = 100 * time.Millisecond
 	// chaosProbesOut bounds the probes waiting for their answer at once.
 	chaosProbesOut = 4
+	// chaosProgressEvery is how many seeds a long run logs its counts
+	// after (see TestChaos).
+	chaosProgressEvery = 100
 )
 
 // chaosSlow scales every call's deadline and the oracle's slacks under
@@ -1741,6 +1746,7 @@ func TestChaos(t *testing.T) {
 	begin := time.Now()
 	var classMu sync.Mutex
 	classes := map[string]int{} // outcome class -> runs (a repeated seed's)
+	ran := 0                    // seeds ended, under classMu
 	next := make(chan uint64)
 	var workers sync.WaitGroup
 	for range par {
@@ -1761,7 +1767,15 @@ func TestChaos(t *testing.T) {
 					}
 					classMu.Lock()
 					classes[class]++
+					ran++
+					progress := len(seeds) >= 2*chaosProgressEvery && ran%chaosProgressEvery == 0
+					n := ran
 					classMu.Unlock()
+					if progress {
+						// A soak stopped before its end still says what it saw.
+						t.Logf("after %d of %d seeds (%v): %s; calls: %s", n, len(seeds),
+							time.Since(begin).Round(time.Second), cpuload.LoadAverage(), stats)
+					}
 				})
 			}
 		}()
