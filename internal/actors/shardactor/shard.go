@@ -89,8 +89,9 @@ type ShardConfig struct {
 // knows; it answers ObjectCount. Metrics read it.
 type CountObjects struct{}
 
-// ObjectCount answers CountObjects.
-type ObjectCount struct{ Objects int }
+// ObjectCount answers CountObjects: the objects, and the subscribers
+// with a subscription here.
+type ObjectCount struct{ Objects, Subscribers int }
 
 // FailureLog remembers which node failures were already announced: the
 // last maxFailuresRemembered of them. Node ids name incarnations and are
@@ -291,6 +292,18 @@ type Shard struct {
 	// here, watched: one that stops without unsubscribing (a coordinator
 	// whose member died, a peer that went) is dropped from the table.
 	subscribers map[string]*actor.PID
+	// covered are the subscribers (by PID key) on another member whose
+	// store node this shard watches (watchedAt): that watch stands for
+	// theirs. A remote watch is a Watch message, a Terminated when the
+	// coordinator stops and an Unwatch at its Unsubscribe, three of the
+	// four control messages a small Reduce's coordinator costs each of
+	// its sources' shards; the store node's watch ends when the
+	// connection to the subscriber's process does (or that member's store
+	// stops, its coordinators with it), and a coordinator that stops
+	// while its member lives unsubscribes as it stops.
+	covered map[string]bool
+	// watchedAt counts the watched store nodes by actor system address.
+	watchedAt map[string]int
 }
 
 // DefaultRepublishWait is ShardConfig.RepublishWait's default.
@@ -442,7 +455,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.QueryObject:
 		out = s.table.Query(m, ctx.Sender(), now)
 	case CountObjects:
-		ctx.Respond(ObjectCount{Objects: s.table.Known()})
+		ctx.Respond(ObjectCount{Objects: s.table.Known(), Subscribers: len(s.subscribers)})
 		return
 	case *messages.ListObjects:
 		s.list(ctx, m)
@@ -489,7 +502,11 @@ func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.
 	out := s.table.Subscribe(m, key, subscriber)
 	if _, ok := s.subscribers[key]; !ok && s.table.Subscribed(key) {
 		s.subscribers[key] = subscriber
-		ctx.Watch(subscriber)
+		if a := subscriber.GetAddress(); a != ctx.Self().GetAddress() && s.watchedAt[a] > 0 {
+			s.covered[key] = true
+		} else {
+			ctx.Watch(subscriber)
+		}
 	}
 	return out
 }
@@ -509,6 +526,10 @@ func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) outbox.B
 func (s *Shard) unwatchIdleSubscriber(ctx actor.Context, key string) {
 	if pid, ok := s.subscribers[key]; ok && !s.table.Subscribed(key) {
 		delete(s.subscribers, key)
+		if s.covered[key] {
+			delete(s.covered, key)
+			return
+		}
 		ctx.Unwatch(pid)
 	}
 }
@@ -542,6 +563,8 @@ func (s *Shard) started(ctx actor.Context) {
 	s.republishing = map[string]*messages.NodeRef{}
 	s.probing = map[string]bool{}
 	s.subscribers = map[string]*actor.PID{}
+	s.covered = map[string]bool{}
+	s.watchedAt = map[string]int{}
 	s.republished = false
 	s.republishUntil = time.Now().Add(cmp.Or(s.cfg.RepublishWait, DefaultRepublishWait))
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
@@ -621,6 +644,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	key := actorutil.Key(m.GetWho())
 	if _, ok := s.subscribers[key]; ok {
 		delete(s.subscribers, key)
+		delete(s.covered, key)
 		s.table.DropSubscriber(key)
 	}
 	for id, pid := range s.coordinators {
@@ -634,6 +658,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		return outbox.Box{}
 	}
 	delete(s.watched, key)
+	s.unwatchedAt(m.GetWho().GetAddress())
 	delete(s.republishing, key) // it will not answer any more
 	delete(s.probing, key)
 	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
@@ -706,6 +731,7 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 	pid := n.PID()
 	if _, ok := s.watched[actorutil.Key(pid)]; !ok {
 		s.watched[actorutil.Key(pid)] = n.GetNodeId()
+		s.watchedAt[pid.GetAddress()]++
 		ctx.Watch(pid)
 		if s.cfg.Failures.Suspected(n.GetNodeId(), n.GetAddress()) && !s.probing[actorutil.Key(pid)] {
 			// A node suspected failed speaks: it may live (its Terminated
@@ -714,6 +740,23 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 			// node's Terminated comes again through the new watch.
 			s.probing[actorutil.Key(pid)] = true
 			s.senders.Request(ctx, pid, &messages.NodeStatus{})
+		}
+	}
+}
+
+// unwatchedAt notes that a watched store node at address ended; with
+// the last one there, the subscribers there that it covered (see
+// covered) are dropped, as their own watches would have ended.
+func (s *Shard) unwatchedAt(address string) {
+	if s.watchedAt[address]--; s.watchedAt[address] > 0 {
+		return
+	}
+	delete(s.watchedAt, address)
+	for key := range s.covered {
+		if s.subscribers[key].GetAddress() == address {
+			delete(s.covered, key)
+			delete(s.subscribers, key)
+			s.table.DropSubscriber(key)
 		}
 	}
 }
