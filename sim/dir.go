@@ -133,7 +133,7 @@ func (w *world) republishDone(s *shard, t *directory.LocationTable, h *host) {
 	}
 	delete(s.republishing, h)
 	if len(s.republishing) == 0 {
-		w.shardStep(s, republished{}, nil)
+		w.shardStep(s, directory.Republished{}, nil)
 		d := s.deferred
 		s.deferred = nil
 		for _, start := range d {
@@ -175,112 +175,95 @@ func (w *world) toShard(from *host, to directory.ShardOf, msg any, ctx any) {
 	w.send(from, w.shardHost(s), qShard, via, func() { w.shardStep(s, msg, ctx) })
 }
 
-// shardStep hands one message to the table and carries out its sends.
+// shardStep hands one message to the table (as the table's event:
+// the request with whom to answer) and carries out its Box.
 func (w *world) shardStep(s *shard, msg any, ctx any) {
 	s.served++
-	now := w.now()
-	t := s.t
-	var out outbox.Box
+	ev := msg
 	switch m := msg.(type) {
 	case *messages.Locate:
-		out = t.Locate(m, ctx, now)
-	case *messages.FetchDone:
-		out = t.FetchDone(m)
-	case *messages.FetchAborted:
-		out = t.FetchAborted(m)
-	case *messages.CancelLocate:
-		out = t.CancelLocate(m)
-	case *messages.UnpublishLocation:
-		out = t.Unpublish(m)
-	case *messages.PublishLocation:
-		out = t.Publish(m)
+		ev = directory.Locate{Req: m, ReplyTo: ctx}
 	case *messages.CreateObject:
-		out = t.Create(m, ctx)
+		ev = directory.Create{Req: m, ReplyTo: ctx}
 	case *messages.Subscribe:
-		r := ctx.(coordReply).r
-		out = t.Subscribe(m, r.id, ctx)
+		ev = directory.Subscribe{Req: m, Key: ctx.(coordReply).r.id, To: ctx}
 	case *messages.Unsubscribe:
-		out = t.Unsubscribe(m, ctx.(coordReply).r.id)
-	case *messages.ReleaseTarget:
-		out = t.Release(m)
-	case nodeFailed:
-		out = t.NodeFailed(string(m))
-	case tick:
-		out = t.Tick(now)
-	case republished:
-		out = t.Republished()
+		ev = directory.Unsubscribe{Req: m, Key: ctx.(coordReply).r.id}
 	}
-	w.route(w.shardHost(s), out)
-	if d := t.NextDeadline(); !d.IsZero() && (s.tick == 0 || virt(d) < s.tick) {
-		at := virt(d)
-		s.tick = at
-		w.eng.at(at, func() {
-			if s.tick == at {
-				s.tick = 0
-				w.shardStep(s, tick{}, nil)
-			}
-		})
+	shardDriver.step(w, s, s.t, ev)
+}
+
+// shardDriver carries out a table's Box: each send through route, and
+// its Tick, which replaces the one armed, back to the table at its
+// time. (Set in init: the Tick steps the table it drives.)
+var shardDriver *driver[*shard, any, outbox.Box]
+
+func init() {
+	shardDriver = &driver[*shard, any, outbox.Box]{
+		send: func(w *world, s *shard, snd outbox.Send) { w.route(w.shardHost(s), snd) },
+		timer: func(w *world, s *shard, t outbox.Timer) {
+			at := virt(t.At)
+			s.tick = at
+			w.eng.at(at, func() {
+				if s.tick == at {
+					s.tick = 0
+					w.shardStep(s, t.Msg, nil)
+				}
+			})
+		},
 	}
 }
 
-type (
-	nodeFailed string
-	tick       struct{}
-)
-
-// route carries out a shard's output: the table's Box holds only sends
-// (its deadlines are NextDeadline's, armed above).
-func (w *world) route(from *host, out outbox.Box) {
-	for _, snd := range out.Sends {
-		switch to := snd.To.(type) {
-		case fetchReply:
-			m, ok := snd.Msg.(*messages.LocateReply)
-			if !ok {
-				continue
-			}
-			h, id := to.h, to.id
-			// An inline object's bytes come with the answer, across the
-			// shard's uplink and the receiver's downlink.
-			w.sendBytes(from, h, qStore, viaRequest, int64(len(m.GetInlineData())), func() {
-				if fs := h.fetch(id); fs != nil {
-					w.tracef(h, "located %s", id)
-					if fs.locating == m.GetAttempt() {
-						fs.locating = 0
-						fs.inline = m.GetHasInline()
-					}
-					fs.apply(fs.p.Located(m, w.now()))
-				}
-			})
-		case coordReply:
-			m, ok := snd.Msg.(*messages.LocationUpdate)
-			if !ok {
-				continue
-			}
-			// An inline source's update is the answer to the Subscribe on
-			// the data plane; any other comes as an actor message, to keep
-			// its order with the later ones (directory.ServeSubscribe).
-			via := viaActor
-			if m.GetHasInline() {
-				via = viaRequest
-			}
-			r := to.r
-			w.send(from, r.host, qCoord, via, func() {
-				w.tracef(r.host, "located %s", m.GetObjectId())
-				r.step(m)
-			})
-		case createReply:
-			m, ok := snd.Msg.(*messages.CreateObjectReply)
-			if !ok || to.then == nil {
-				continue
-			}
-			w.send(from, to.h, qStore, viaActor, func() { to.then(m.GetError()) })
-		case *messages.NodeRef:
-			// Drops and deletions at store nodes: no scenario here
-			// deletes, and a stale copy's drop only ends a copy nobody
-			// reads; counted as messages, not acted on.
-			w.msgs++
-		default:
-			w.msgs++
+// route carries out one of a shard's sends.
+func (w *world) route(from *host, snd outbox.Send) {
+	switch to := snd.To.(type) {
+	case fetchReply:
+		m, ok := snd.Msg.(*messages.LocateReply)
+		if !ok {
+			return
 		}
+		h, id := to.h, to.id
+		// An inline object's bytes come with the answer, across the
+		// shard's uplink and the receiver's downlink.
+		w.sendBytes(from, h, qStore, viaRequest, int64(len(m.GetInlineData())), func() {
+			if fs := h.fetch(id); fs != nil {
+				w.tracef(h, "located %s", id)
+				if fs.locating == m.GetAttempt() {
+					fs.locating = 0
+					fs.inline = m.GetHasInline()
+				}
+				fs.apply(fs.p.Located(m, w.now()))
+			}
+		})
+	case coordReply:
+		m, ok := snd.Msg.(*messages.LocationUpdate)
+		if !ok {
+			return
+		}
+		// An inline source's update is the answer to the Subscribe on
+		// the data plane; any other comes as an actor message, to keep
+		// its order with the later ones (directory.ServeSubscribe).
+		via := viaActor
+		if m.GetHasInline() {
+			via = viaRequest
+		}
+		r := to.r
+		w.send(from, r.host, qCoord, via, func() {
+			w.tracef(r.host, "located %s", m.GetObjectId())
+			r.step(m)
+		})
+	case createReply:
+		m, ok := snd.Msg.(*messages.CreateObjectReply)
+		if !ok || to.then == nil {
+			return
+		}
+		w.send(from, to.h, qStore, viaActor, func() { to.then(m.GetError()) })
+	case *messages.NodeRef:
+		// Drops and deletions at store nodes: no scenario here
+		// deletes, and a stale copy's drop only ends a copy nobody
+		// reads; counted as messages, not acted on.
+		w.msgs++
+	default:
+		w.msgs++
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/internal/revoke"
@@ -149,7 +150,7 @@ func (w *world) revokeStep(at noticeAt, ev revoke.Event) {
 	}
 	for _, s := range w.shards {
 		if w.shardHost(s) == h {
-			w.shardStep(s, nodeFailed(n.Subject), nil)
+			w.shardStep(s, directory.NodeFailed{Node: n.Subject}, nil)
 		}
 	}
 	for _, red := range h.coords {

@@ -253,8 +253,8 @@ func (w *world) put(h *host, id string, size int64, sum uint64) error {
 		// The Put hands the shard the bytes: Gets are answered with them.
 		create.HasInline, create.InlineData = true, inlineBytes(sum, size)
 	}
-	s.t.Create(create, nil)
-	s.t.Publish(&messages.PublishLocation{ObjectId: id, Node: h.ref, State: messages.LocationState_COMPLETE, Size: size, Fingerprint: sum, Creator: true})
+	s.t.Step(w.now(), directory.Create{Req: create})
+	s.t.Step(w.now(), &messages.PublishLocation{ObjectId: id, Node: h.ref, State: messages.LocationState_COMPLETE, Size: size, Fingerprint: sum, Creator: true})
 	return nil
 }
 

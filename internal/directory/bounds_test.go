@@ -18,7 +18,7 @@ import (
 func TestParkedRequestsBounded(t *testing.T) {
 	tb := NewLocationTable(TableConfig{MaxEntries: 8, MaxWaitersPerObject: 3})
 	create(t, tb, "held", 1<<20, 0)
-	tb.Publish(&messages.PublishLocation{ObjectId: "held", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "held", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
 	for i := range 7 {
 		if out := locate(tb, fmt.Sprint("never-", i), i+1, t0); len(out) != 0 {
 			t.Fatalf("a Locate of an absent id was answered at once: %v", out[0].Msg)
@@ -31,7 +31,7 @@ func TestParkedRequestsBounded(t *testing.T) {
 		}
 	}
 	exhausted("a Locate past MaxEntries", locateReply(t, locate(tb, "never-7", 9, t0), replyTo("r9")).GetError())
-	out := tb.Query(&messages.QueryObject{ObjectId: "never-8", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends
+	out := tb.onQuery(&messages.QueryObject{ObjectId: "never-8", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends
 	if len(out) != 1 {
 		t.Fatalf("a waiting Query past MaxEntries parked")
 	}
@@ -48,7 +48,7 @@ func TestParkedRequestsBounded(t *testing.T) {
 	}
 	exhausted("a Locate past MaxWaitersPerObject", locateReply(t, locate(tb, "never-0", 22, t0), replyTo("r22")).GetError())
 	// Their deadlines pass: the entries go, and new ids park again.
-	tb.Tick(t0.Add(2 * time.Second))
+	tb.onTick(t0.Add(2 * time.Second))
 	if out := locate(tb, "never-9", 30, t0.Add(2*time.Second)); len(out) != 0 {
 		t.Fatalf("after the deadlines, a Locate of an absent id was answered at once: %v", out[0].Msg)
 	}
@@ -59,7 +59,7 @@ func TestParkedRequestsBounded(t *testing.T) {
 func TestSubscribersBoundedAndDropped(t *testing.T) {
 	tb := NewLocationTable(TableConfig{MaxSubscribersPerObject: 2})
 	sub := func(id, key string) *messages.Error {
-		for _, s := range tb.Subscribe(&messages.Subscribe{ObjectId: id}, key, replyTo(key)).Sends {
+		for _, s := range tb.onSubscribe(&messages.Subscribe{ObjectId: id}, key, replyTo(key)).Sends {
 			if u, ok := s.Msg.(*messages.LocationUpdate); ok && u.GetError() != nil {
 				return u.GetError()
 			}

@@ -46,8 +46,8 @@ func TestLossesAndDeletionsOfNoCopyFollowTheShard(t *testing.T) {
 		create(t, old, id, size, 0)
 		complete(old, id, 0, size, true)
 	}
-	notes = append(notes, old.NodeFailed("n0").Sends...) // every copy was the creator's
-	notes = append(notes, old.Delete(&messages.DeleteObject{ObjectId: "deleted"}, replyTo("d0")).Sends...)
+	notes = append(notes, old.onNodeFailed("n0").Sends...) // every copy was the creator's
+	notes = append(notes, old.onDelete(&messages.DeleteObject{ObjectId: "deleted"}, replyTo("d0")).Sends...)
 	carry := kept(notes, keeper)
 	if len(carry.GetLostIds()) != 3 || len(carry.GetObjectIds()) != 1 || carry.GetObjectIds()[0] != "deleted" {
 		t.Fatalf("the keeper was told %v, want the three losses and the deletion", carry)
@@ -61,7 +61,7 @@ func TestLossesAndDeletionsOfNoCopyFollowTheShard(t *testing.T) {
 	}{{"carried", true, false}, {"carried by an amnesic table", true, true}, {"without the carry", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := NewLocationTable(TableConfig{AwaitRepublish: true, Amnesic: tc.amnesy})
-			out := tb.Delete(&messages.DeleteObject{ObjectId: "lost"}, replyTo("d1")).Sends
+			out := tb.onDelete(&messages.DeleteObject{ObjectId: "lost"}, replyTo("d1")).Sends
 			out = append(out, locate(tb, "lost", 2, t0)...)
 			out = append(out, locate(tb, "deleted", 3, t0)...)
 			if len(out) != 0 {
@@ -70,9 +70,9 @@ func TestLossesAndDeletionsOfNoCopyFollowTheShard(t *testing.T) {
 			// The republication: n1's copy of "back", and the keeper's.
 			out = append(out, complete(tb, "back", 1, size, true)...)
 			if tc.carry {
-				out = append(out, tb.ApplyTombstones(carry).Sends...)
+				out = append(out, tb.onApplyTombstones(carry).Sends...)
 			}
-			out = append(out, tb.Republished().Sends...)
+			out = append(out, tb.onRepublished().Sends...)
 			if !tc.carry {
 				// The gap this closes: the Delete of an object that existed
 				// said it never did.
@@ -100,7 +100,7 @@ func TestLossesAndDeletionsOfNoCopyFollowTheShard(t *testing.T) {
 			}
 			// A Delete of an id never Put still says so, unless a table of
 			// the shard forgot objects.
-			d := deleteAnswer(t, tb.Delete(&messages.DeleteObject{ObjectId: "never"}, replyTo("d2")).Sends, replyTo("d2"))
+			d := deleteAnswer(t, tb.onDelete(&messages.DeleteObject{ObjectId: "never"}, replyTo("d2")).Sends, replyTo("d2"))
 			if got := messages.ErrOrNil(d.GetError()); tc.amnesy != (got == nil) || (!tc.amnesy && !errors.Is(got, messages.ErrNotFound)) {
 				t.Fatalf("Delete of an id never Put (amnesic %v): %v", tc.amnesy, got)
 			}
@@ -113,11 +113,11 @@ func TestLossesAndDeletionsOfNoCopyFollowTheShard(t *testing.T) {
 // fails LOST rather than wait for its deadline.
 func TestLateCarriedLossFailsParkedGets(t *testing.T) {
 	tb := NewLocationTable(TableConfig{AwaitRepublish: true})
-	tb.Republished()
+	tb.onRepublished()
 	if out := locate(tb, "x", 1, t0); len(out) != 0 {
 		t.Fatalf("a Locate of an unknown id answered %v, want it parked", out)
 	}
-	out := tb.ApplyTombstones(&messages.Tombstones{LostIds: []string{"x"}}).Sends
+	out := tb.onApplyTombstones(&messages.Tombstones{LostIds: []string{"x"}}).Sends
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrLost) {
 		t.Fatalf("parked Locate: %v, want LOST", r.GetError())
 	}
@@ -132,9 +132,9 @@ func TestLateCarriedLossFailsParkedGets(t *testing.T) {
 // own keeper).
 func TestCarriedAmnesia(t *testing.T) {
 	tb := NewLocationTable(TableConfig{AwaitRepublish: true})
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "forgotten"}, replyTo("d"))
-	out.Merge(tb.ApplyTombstones(&messages.Tombstones{Amnesic: true}))
-	out.Merge(tb.Republished())
+	out := tb.onDelete(&messages.DeleteObject{ObjectId: "forgotten"}, replyTo("d"))
+	out.Merge(tb.onApplyTombstones(&messages.Tombstones{Amnesic: true}))
+	out.Merge(tb.onRepublished())
 	if err := deleteAnswer(t, out.Sends, replyTo("d")).GetError(); err != nil {
 		t.Fatalf("Delete of an id an earlier, amnesic table may have known: %v, want OK", err)
 	}
@@ -147,15 +147,15 @@ func TestCarriedAmnesia(t *testing.T) {
 // keeps no more and is amnesic instead.
 func TestCarriedLossesBeyondTheBound(t *testing.T) {
 	tb := NewLocationTable(TableConfig{AwaitRepublish: true, TombstoneLimit: 2})
-	tb.ApplyTombstones(&messages.Tombstones{LostIds: []string{"a", "b"}})
+	tb.onApplyTombstones(&messages.Tombstones{LostIds: []string{"a", "b"}})
 	if tb.Amnesic() {
 		t.Fatal("amnesic within the bound")
 	}
-	tb.ApplyTombstones(&messages.Tombstones{LostIds: []string{"c"}})
+	tb.onApplyTombstones(&messages.Tombstones{LostIds: []string{"c"}})
 	if !tb.Amnesic() {
 		t.Fatal("not amnesic past the bound")
 	}
-	out := tb.Republished().Sends
+	out := tb.onRepublished().Sends
 	out = append(out, locate(tb, "a", 1, t0)...)
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrLost) {
 		t.Fatalf("Get of a lost id within the bound: %v, want LOST", r.GetError())

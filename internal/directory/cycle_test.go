@@ -20,7 +20,7 @@ func locateFor(t *testing.T, tb *LocationTable, receiver, failed string, now tim
 	if failed != "" {
 		req.FailedSender = cycleNode(failed)
 	}
-	return answered(t, tb.Locate(req, receiver, now).Sends, receiver)
+	return answered(t, tb.onLocate(req, receiver, now).Sends, receiver)
 }
 
 func answered(t *testing.T, out []outbox.Send, receiver string) string {
@@ -38,8 +38,8 @@ func answered(t *testing.T, out []outbox.Send, receiver string) string {
 
 func createdOn(t *testing.T, tb *LocationTable, creator string) {
 	t.Helper()
-	tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: cycleNode(creator)}, nil)
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode(creator), State: messages.LocationState_COMPLETE,
+	tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: cycleNode(creator)}, nil)
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode(creator), State: messages.LocationState_COMPLETE,
 		Size: 1 << 20, Creator: true})
 }
 
@@ -51,7 +51,7 @@ func TestRepublishedPartialCopyIsNoSenderUntilComplete(t *testing.T) {
 	cfg.Amnesic = true
 	tb := NewLocationTable(cfg)
 	createdOn(t, tb, "c")
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode("a"), State: messages.LocationState_PARTIAL, Size: 1 << 20})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode("a"), State: messages.LocationState_PARTIAL, Size: 1 << 20})
 	if got := locateFor(t, tb, "z", "", now); got != "c" {
 		t.Fatalf("z fetches from %q, want the complete c", got)
 	}
@@ -60,7 +60,7 @@ func TestRepublishedPartialCopyIsNoSenderUntilComplete(t *testing.T) {
 			t.Fatalf("%s was offered a, a republished partial copy whose sender is unknown", r)
 		}
 	}
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode("a"), State: messages.LocationState_COMPLETE, Size: 1 << 20})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode("a"), State: messages.LocationState_COMPLETE, Size: 1 << 20})
 	if got := locateFor(t, tb, "r", "", now); got != "a" {
 		t.Fatalf("once a is complete r fetches from %q, want a", got)
 	}

@@ -41,11 +41,11 @@ func TestSecondDeleteNamesTheHolders(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 100, 0)
 	locate(tb, "x", 1, t0) // n1 fetches from n0
-	first := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d1")).Sends, replyTo("d1"))
+	first := deleteReply(t, tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d1")).Sends, replyTo("d1"))
 	if first == nil || first.GetError() != nil || !slices.Equal(droppedIDs(first), []string{"n0", "n1"}) {
 		t.Fatalf("first Delete: %v, want OK naming n0 and n1", first)
 	}
-	second := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d2")).Sends, replyTo("d2"))
+	second := deleteReply(t, tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d2")).Sends, replyTo("d2"))
 	if second == nil || second.GetError() != nil || !slices.Equal(droppedIDs(second), []string{"n0", "n1"}) {
 		t.Fatalf("second Delete: %v, want OK naming n0 and n1 again", second)
 	}
@@ -54,16 +54,16 @@ func TestSecondDeleteNamesTheHolders(t *testing.T) {
 	if d := dropsTo(complete(tb, "x", 2, 100, false), 2); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatal("a copy published after the Delete was not dropped as deleted")
 	}
-	third := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d3")).Sends, replyTo("d3"))
+	third := deleteReply(t, tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d3")).Sends, replyTo("d3"))
 	if !slices.Equal(droppedIDs(third), []string{"n0", "n1", "n2"}) {
 		t.Fatalf("third Delete names %v, want n0, n1 and n2", droppedIDs(third))
 	}
 	// Forgotten with the tombstone.
 	small := NewLocationTable(TableConfig{TombstoneLimit: 1})
 	create(t, small, "a", 1, 0)
-	small.Delete(&messages.DeleteObject{ObjectId: "a"}, nil)
+	small.onDelete(&messages.DeleteObject{ObjectId: "a"}, nil)
 	create(t, small, "b", 1, 0)
-	small.Delete(&messages.DeleteObject{ObjectId: "b"}, nil)
+	small.onDelete(&messages.DeleteObject{ObjectId: "b"}, nil)
 	if _, ok := small.deletedFrom["a"]; ok || len(small.deletedFrom) != 1 {
 		t.Fatalf("holders of deleted ids: %v, want only b's", small.deletedFrom)
 	}
@@ -74,12 +74,12 @@ func TestSecondDeleteNamesTheHolders(t *testing.T) {
 // by the Delete, and read on its node after the Delete answered OK.
 func TestAmnesicTableDeletesAfterRepublication(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
-	if r := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends, replyTo("d")); r != nil {
+	if r := deleteReply(t, tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends, replyTo("d")); r != nil {
 		t.Fatalf("Delete answered %v before the store nodes republished", r)
 	}
 	// n3's copy comes back while the Delete waits.
 	complete(tb, "x", 3, 100, true)
-	out := tb.Republished().Sends
+	out := tb.onRepublished().Sends
 	r := deleteReply(t, out, replyTo("d"))
 	if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n3"}) {
 		t.Fatalf("Delete after republication: %v, want OK naming n3", r)
@@ -88,7 +88,7 @@ func TestAmnesicTableDeletesAfterRepublication(t *testing.T) {
 		t.Fatalf("n3 not told to drop its copy as deleted: %v", out)
 	}
 	// From now on Deletes are answered at once, an unknown id's too.
-	out = tb.Delete(&messages.DeleteObject{ObjectId: "never"}, replyTo("d2")).Sends
+	out = tb.onDelete(&messages.DeleteObject{ObjectId: "never"}, replyTo("d2")).Sends
 	if r := deleteReply(t, out, replyTo("d2")); r == nil || r.GetError() != nil {
 		t.Fatalf("Delete of an unknown id after republication: %v", r)
 	}
@@ -101,9 +101,9 @@ func TestAmnesicTableDeletesAfterRepublication(t *testing.T) {
 func TestAmnesicTableBoundsParkedDeletes(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
 	for range MaxParkedDeletes {
-		tb.Delete(&messages.DeleteObject{ObjectId: "x"}, nil)
+		tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, nil)
 	}
-	r := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "y"}, replyTo("d")).Sends, replyTo("d"))
+	r := deleteReply(t, tb.onDelete(&messages.DeleteObject{ObjectId: "y"}, replyTo("d")).Sends, replyTo("d"))
 	if r == nil || !errors.Is(r.GetError(), messages.ErrResourceExhausted) {
 		t.Fatalf("Delete past the bound: %v, want RESOURCE_EXHAUSTED", r)
 	}
@@ -117,12 +117,12 @@ func TestDeleteOfALostObjectNamesTheCopiesTheLossDropped(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	locate(tb, "x", 1, t0) // n1 streams from n0
-	out := tb.NodeFailed("n0").Sends
+	out := tb.onNodeFailed("n0").Sends
 	out = append(out, relocate(tb, "x", 1, 0, false, t0)...)
 	if d := dropsTo(out, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("precondition: x lost and n1's copy dropped: %v", out)
 	}
-	r := deleteReply(t, tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends, replyTo("d"))
+	r := deleteReply(t, tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends, replyTo("d"))
 	if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n1"}) {
 		t.Fatalf("Delete of the lost x: %v, want OK naming n1", r)
 	}
@@ -141,15 +141,15 @@ func TestDeleteNamingAnswersAtOnceNamingTheNodesNotHeardFrom(t *testing.T) {
 	for _, amnesic := range []bool{false, true} {
 		tb := NewLocationTable(TableConfig{Amnesic: amnesic, AwaitRepublish: true})
 		create(t, tb, "x", 100, 0)
-		r := deleteReply(t, tb.DeleteNaming(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"), pending).Sends, replyTo("d"))
+		r := deleteReply(t, tb.onDeleteNaming(&messages.DeleteObject{ObjectId: "x"}, replyTo("d"), pending).Sends, replyTo("d"))
 		if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n0", "n2"}) {
 			t.Fatalf("amnesic %v: Delete of a listed x: %v, want OK naming n0 (the holder) and n2", amnesic, r)
 		}
-		r = deleteReply(t, tb.DeleteNaming(&messages.DeleteObject{ObjectId: "x"}, replyTo("d2"), []*messages.NodeRef{node(3)}).Sends, replyTo("d2"))
+		r = deleteReply(t, tb.onDeleteNaming(&messages.DeleteObject{ObjectId: "x"}, replyTo("d2"), []*messages.NodeRef{node(3)}).Sends, replyTo("d2"))
 		if r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n0", "n3"}) {
 			t.Fatalf("amnesic %v: second Delete of x: %v, want OK naming n0 and n3", amnesic, r)
 		}
-		out := tb.DeleteNaming(&messages.DeleteObject{ObjectId: "unknown"}, replyTo("d3"), pending).Sends
+		out := tb.onDeleteNaming(&messages.DeleteObject{ObjectId: "unknown"}, replyTo("d3"), pending).Sends
 		r = deleteReply(t, out, replyTo("d3"))
 		switch {
 		case amnesic && (r == nil || r.GetError() != nil || !slices.Equal(droppedIDs(r), []string{"n0", "n2"})):
@@ -160,7 +160,7 @@ func TestDeleteNamingAnswersAtOnceNamingTheNodesNotHeardFrom(t *testing.T) {
 		if amnesic {
 			continue
 		}
-		r = deleteReply(t, tb.Republished().Sends, replyTo("d3"))
+		r = deleteReply(t, tb.onRepublished().Sends, replyTo("d3"))
 		if r == nil || !errors.Is(r.GetError(), messages.ErrNotFound) {
 			t.Fatalf("the held Delete of an unknown id once every node republished: %v, want NOT_FOUND", r)
 		}

@@ -2,9 +2,9 @@
 // which nodes hold which objects, and who should send to whom.
 //
 // LocationTable is the core (no goroutines, no clocks, no I/O): every
-// request goes in with the current time and comes out as an outbox.Box,
-// the output every core returns (the table's holds only sends: its
-// deadlines are NextDeadline's, which its shell arms as one timer).
+// request goes into Step with the current time and comes out as an
+// outbox.Box, the output every core returns (sends, and the Tick timer
+// of its next deadline).
 // Object ids are spread over shards by ShardIndex; the shard actor that
 // wraps one table lives in internal/actors/shardactor. The table's files follow its
 // concepts: the entry and its epochs (table.go), copies (locations.go),

@@ -59,8 +59,8 @@ type lossDoubt struct {
 	until time.Time
 }
 
-// tickNow is a deadline long past: NextDeadline answers it so that the
-// shell's next Tick, which comes at once, tells the table the time a
+// tickNow is a deadline long past: the table's Tick timer is armed for
+// it so that the next Tick, which comes at once, tells the table the time a
 // doubt's grace starts from (NodeFailed and Unpublish take no clock).
 var tickNow = time.Unix(0, 1)
 

@@ -29,11 +29,11 @@ func TestFetchDoneOfAnEarlierEpochIsNotOffered(t *testing.T) {
 	if old.GetSender().GetNodeId() != "n0" {
 		t.Fatalf("n2's sender %v, want the root on n0", old.GetSender())
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
 		t.Fatalf("the new root's create: drop to n2 %v, want RESET", d)
 	}
-	out = tb.FetchDone(fetchDoneIn("t", 2, 0, old)).Sends
+	out = tb.onFetchDone(fetchDoneIn("t", 2, 0, old)).Sends
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
 		t.Fatalf("n2's FetchDone of the old epoch: %v, want its copy dropped with RESET", out)
 	}
@@ -43,8 +43,8 @@ func TestFetchDoneOfAnEarlierEpochIsNotOffered(t *testing.T) {
 	}
 	// n2 fetches again, now from n1: a late report of its first copy
 	// must not touch the new one.
-	tb.Locate(&messages.Locate{ObjectId: "t", Receiver: node(2), TimeoutMs: 1000}, replyTo("r2"), t0)
-	if out := tb.FetchDone(fetchDoneIn("t", 2, 0, old)).Sends; len(out) != 0 {
+	tb.onLocate(&messages.Locate{ObjectId: "t", Receiver: node(2), TimeoutMs: 1000}, replyTo("r2"), t0)
+	if out := tb.onFetchDone(fetchDoneIn("t", 2, 0, old)).Sends; len(out) != 0 {
 		t.Fatalf("a late old-epoch report while n2 fetches anew: %v, want nothing", out)
 	}
 	if e := tb.entries["t"]; e.locs["n2"] == nil || e.locs["n2"].state != messages.LocationState_PARTIAL {
@@ -61,9 +61,9 @@ func TestFetchDoneOfAReleasedTargetIsNotRecorded(t *testing.T) {
 	reduceRoot(t, tb, 0)
 	rootComplete(tb, "t", 0, 1<<20, "red#1")
 	loc := locateReply(t, locate(tb, "t", 2, t0), replyTo("r2"))
-	tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+	tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
 	locate(tb, "t", 3, t0) // a Get waits for the id to be produced again
-	tb.FetchDone(fetchDoneIn("t", 2, 0, loc))
+	tb.onFetchDone(fetchDoneIn("t", 2, 0, loc))
 	if e := tb.entries["t"]; e == nil || e.known || len(e.locs) != 0 {
 		t.Fatalf("the released target after a late FetchDone: %+v, want nothing known", e)
 	}
@@ -72,8 +72,8 @@ func TestFetchDoneOfAReleasedTargetIsNotRecorded(t *testing.T) {
 	reduceRoot(t, tb, 0)
 	rootComplete(tb, "t", 0, 1<<20, "red#1")
 	loc = locateReply(t, locate(tb, "t", 2, t0), replyTo("r2"))
-	tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
-	if out := tb.FetchDone(fetchDoneIn("t", 2, 0, loc)).Sends; dropsTo(out, 2) == nil {
+	tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+	if out := tb.onFetchDone(fetchDoneIn("t", 2, 0, loc)).Sends; dropsTo(out, 2) == nil {
 		t.Fatalf("a late FetchDone of the released target with no entry: %v, want its copy dropped", out)
 	}
 	if tb.entries["t"] != nil && tb.entries["t"].known {
@@ -97,11 +97,11 @@ func TestEpochsAreNeverReused(t *testing.T) {
 		tb := NewLocationTable(TableConfig{Instance: instance})
 		reduceRoot(t, tb, 0)
 		note("the first root's target", locateReply(t, locate(tb, "t", 2, t0), replyTo("r2")).GetEpoch())
-		tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+		tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
 		if _, err := tb.Reserve("t", "red#2"); err != nil {
 			t.Fatal(err)
 		}
-		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#2", ReduceGeneration: 1}, replyTo("c"))
+		tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#2", ReduceGeneration: 1}, replyTo("c"))
 		note("the second Reduce's target", locateReply(t, locate(tb, "t", 3, t0), replyTo("r3")).GetEpoch())
 	}
 }
@@ -113,7 +113,7 @@ func TestEpochsAreNeverReused(t *testing.T) {
 // and a Reduce that had located the object before heard it was LOST.
 func TestRebuiltShardLearnsAnUnknownObjectFromAFetchDone(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true, Instance: 7})
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7, Epoch: 3<<40 | 5}).Sends // an earlier table's epoch
+	out := tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7, Epoch: 3<<40 | 5}).Sends // an earlier table's epoch
 	if dropsTo(out, 1) != nil {
 		t.Fatalf("FetchDone of an unknown id: %v, want the copy kept", out)
 	}
@@ -121,7 +121,7 @@ func TestRebuiltShardLearnsAnUnknownObjectFromAFetchDone(t *testing.T) {
 		t.Fatalf("a Get after the FetchDone: %v, want n1's copy", r)
 	}
 	sub := replyTo("coord")
-	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
+	got := updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
 	for _, u := range got {
 		if u.GetError() != nil {
 			t.Fatalf("a subscriber that located x before: %v, want its copy, not LOST", u)
@@ -140,7 +140,7 @@ func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
 	const grace = 100 * time.Millisecond
 	tb := NewLocationTable(TableConfig{Amnesic: true, Instance: 7, LossGrace: grace})
 	partial := func(id string, n int, creator bool) {
-		tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_PARTIAL, Size: 1 << 20, Creator: creator})
+		tb.onPublish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_PARTIAL, Size: 1 << 20, Creator: creator})
 	}
 	partial("orphan", 1, false)
 	partial("orphan", 2, false)
@@ -150,16 +150,16 @@ func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(5), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(5), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
 	if out := locate(tb, "orphan", 6, t0); len(repliesTo(out, replyTo("r6"))) != 0 {
 		t.Fatalf("a Get of the orphan before the rebuild is over: %v, want it to wait", out)
 	}
-	out := tb.Republished().Sends
+	out := tb.onRepublished().Sends
 	if r := repliesTo(out, replyTo("r6")); len(r) != 0 {
 		t.Fatalf("the parked Get of the orphan while its copies may be whole: %v, want it to wait", r)
 	}
-	out = append(out, tb.Tick(t0).Sends...)
-	out = append(out, tb.Tick(t0.Add(grace)).Sends...)
+	out = append(out, tb.onTick(t0).Sends...)
+	out = append(out, tb.onTick(t0.Add(grace)).Sends...)
 	if r := locateReply(t, out, replyTo("r6")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the parked Get of the orphan: %v, want LOST", r.GetError())
 	}

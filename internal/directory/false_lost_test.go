@@ -34,7 +34,7 @@ func noLoss(t *testing.T, what string, out []outbox.Send) {
 // relocate is receiver's Locate after its stream from failed ended short
 // (lacks: failed's node said it has no such object).
 func relocate(tb *LocationTable, id string, receiver, failed int, lacks bool, now time.Time) []outbox.Send {
-	return tb.Locate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000, FailedSender: node(failed),
+	return tb.onLocate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000, FailedSender: node(failed),
 		FailedSenderLacks: lacks}, replyTo(fmt.Sprintf("r%d", receiver)), now).Sends
 }
 
@@ -50,7 +50,7 @@ func TestWithdrawnRegistrationOfARetriedPutIsNotLost(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n1's sender %s, want the creator", s)
 	}
-	noLoss(t, "the first attempt withdraws", tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)}).Sends)
+	noLoss(t, "the first attempt withdraws", tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)}).Sends)
 	// n1's stream ends: n0 dropped the failed attempt's copy.
 	out := relocate(tb, "x", 1, 0, true, t0)
 	noLoss(t, "n1 locates again", out)
@@ -59,11 +59,11 @@ func TestWithdrawnRegistrationOfARetriedPutIsNotLost(t *testing.T) {
 	}
 	out = locate(tb, "x", 2, t0)
 	noLoss(t, "a Get on n2", out)
-	out = append(out, tb.Query(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends...)
+	out = append(out, tb.onQuery(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends...)
 	noLoss(t, "a Query", out)
-	tb.NodeFailed("n9") // an unrelated failure settles nothing
+	tb.onNodeFailed("n9") // an unrelated failure settles nothing
 	// The retry registers again: the waiting Gets stream from it.
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
 	noLoss(t, "the retry registers", out)
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil ||
 		r[0].Msg.(*messages.CreateObjectReply).GetExisted() {
@@ -88,7 +88,7 @@ func TestStaleWithdrawalCrossingTheRetryIsNotLost(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	locate(tb, "x", 1, t0)       // n1 streams from the first attempt's copy
 	create(t, tb, "x", 1<<20, 0) // the retry, before the withdrawal
-	out := tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)}).Sends
+	out := tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)}).Sends
 	noLoss(t, "the stale withdrawal", out)
 	out = locate(tb, "x", 2, t0)
 	noLoss(t, "a Get after the withdrawal", out)
@@ -99,7 +99,7 @@ func TestStaleWithdrawalCrossingTheRetryIsNotLost(t *testing.T) {
 	}
 	// Whole once, it is lost with its last copy once no copy that
 	// streamed from it may be whole.
-	out = tb.NodeFailed("n0").Sends
+	out = tb.onNodeFailed("n0").Sends
 	out = append(out, relocate(tb, "x", 1, 0, false, t0)...)
 	out = append(out, relocate(tb, "x", 2, 0, false, t0)...)
 	for _, n := range []int{1, 2} {
@@ -115,10 +115,10 @@ func TestStaleWithdrawalCrossingTheRetryIsNotLost(t *testing.T) {
 func TestWithdrawnRegistrationWaitsForItsDeadlineOrAnotherPut(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
-	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)})
+	tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)})
 	out := locate(tb, "x", 1, t0)
 	noLoss(t, "a Get after the withdrawal", out)
-	out = tb.Tick(t0.Add(time.Second)).Sends
+	out = tb.onTick(t0.Add(time.Second)).Sends
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrTimeout) {
 		t.Fatalf("the waiting Get at its deadline: %v, want TIMEOUT", r)
 	}
@@ -129,8 +129,8 @@ func TestWithdrawnRegistrationWaitsForItsDeadlineOrAnotherPut(t *testing.T) {
 	tb = NewLocationTable(TableConfig{})
 	create(t, tb, "y", 1<<20, 0)
 	locate(tb, "y", 1, t0) // n1 streams from the failed attempt
-	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "y", Node: node(0)})
-	out = tb.Create(&messages.CreateObject{ObjectId: "y", Size: 1 << 10, Fingerprint: 7, Creator: node(3)}, replyTo("c")).Sends
+	tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "y", Node: node(0)})
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "y", Size: 1 << 10, Fingerprint: 7, Creator: node(3)}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("a Put of other bytes after a failed one: %v, want it created", out)
 	}
@@ -152,21 +152,21 @@ func TestReadersWholeAsTheirSenderDiesKeepTheObject(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	createComplete(t, tb, "x", 1<<20, 0)
 	sub := replyTo("coord")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
 	locate(tb, "x", 1, t0) // n1 <- n0
 	locate(tb, "x", 2, t0) // n2 <- n1
-	out := tb.NodeFailed("n0").Sends
+	out := tb.onNodeFailed("n0").Sends
 	noLoss(t, "the sender's node fails", out)
-	if d := tb.NextDeadline(); d.IsZero() || d.After(t0) {
+	if d := tb.nextDeadline; d.IsZero() || d.After(t0) {
 		t.Fatalf("NextDeadline %v after a doubt began, want one already past (the grace needs the time)", d)
 	}
-	out = tb.Tick(t0).Sends
+	out = tb.onTick(t0).Sends
 	out = append(out, locate(tb, "x", 3, t0)...)
 	noLoss(t, "a Get in the doubt", out)
 	if r := repliesTo(out, replyTo("r3")); len(r) != 0 {
 		t.Fatalf("n3 answered while no copy is known whole: %v", r)
 	}
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 42, Epoch: tb.entries["x"].epoch}).Sends
+	out = tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 42, Epoch: tb.entries["x"].epoch}).Sends
 	noLoss(t, "n1's FetchDone", out)
 	if r := locateReply(t, out, replyTo("r3")); r.GetError() != nil || r.GetSender() == nil {
 		t.Fatalf("the waiting Get once n1 reported its copy whole: %v", r)
@@ -174,8 +174,8 @@ func TestReadersWholeAsTheirSenderDiesKeepTheObject(t *testing.T) {
 	if got := updates(out, sub); len(got) == 0 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_COMPLETE {
 		t.Fatalf("the subscriber heard %v, want n1 COMPLETE first", got)
 	}
-	noLoss(t, "past the grace", tb.Tick(t0.Add(2*DefaultLossGrace)).Sends)
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(2), Sender: node(1), Size: 1 << 20, Fingerprint: 42, Epoch: tb.entries["x"].epoch}).Sends
+	noLoss(t, "past the grace", tb.onTick(t0.Add(2*DefaultLossGrace)).Sends)
+	out = tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(2), Sender: node(1), Size: 1 << 20, Fingerprint: 42, Epoch: tb.entries["x"].epoch}).Sends
 	noLoss(t, "n2's FetchDone", out)
 	info := queryInfo(t, tb, "x")
 	whole := 0
@@ -198,7 +198,7 @@ func TestDoubtEndsInLossWithoutAWholeCopy(t *testing.T) {
 	createComplete(t, tb, "x", 1<<20, 0)
 	locate(tb, "x", 1, t0) // n1 <- n0
 	locate(tb, "x", 2, t0) // n2 <- n1
-	noLoss(t, "n0 fails", tb.NodeFailed("n0").Sends)
+	noLoss(t, "n0 fails", tb.onNodeFailed("n0").Sends)
 	out := relocate(tb, "x", 1, 0, false, t0)
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n1's Locate after its stream from n0 ended short: %v, want LOST", r)
@@ -212,11 +212,11 @@ func TestDoubtEndsInLossWithoutAWholeCopy(t *testing.T) {
 	tb = NewLocationTable(TableConfig{LossGrace: grace})
 	createComplete(t, tb, "y", 1<<20, 0)
 	locate(tb, "y", 1, t0)
-	noLoss(t, "n0 fails", tb.NodeFailed("n0").Sends)
+	noLoss(t, "n0 fails", tb.onNodeFailed("n0").Sends)
 	locate(tb, "y", 2, t0) // parks: n1's copy has no live upstream
-	noLoss(t, "the grace starts", tb.Tick(t0).Sends)
-	noLoss(t, "within the grace", tb.Tick(t0.Add(grace-1)).Sends)
-	out = tb.Tick(t0.Add(grace)).Sends
+	noLoss(t, "the grace starts", tb.onTick(t0).Sends)
+	noLoss(t, "within the grace", tb.onTick(t0.Add(grace-1)).Sends)
+	out = tb.onTick(t0.Add(grace)).Sends
 	if r := locateReply(t, out, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the waiting Get once the grace passed: %v, want LOST", r)
 	}
@@ -241,11 +241,11 @@ func TestCreatorNamedFailedBeforeItsWithdrawalIsNotLost(t *testing.T) {
 	locate(tb, "x", 1, t0) // n1 <- n0
 	out := relocate(tb, "x", 1, 0, false, t0)
 	noLoss(t, "n1 names the creator failed", out)
-	out = tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)}).Sends
+	out = tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0)}).Sends
 	noLoss(t, "the creator's withdrawal", out)
 	out = locate(tb, "x", 2, t0)
 	noLoss(t, "a Get after the withdrawal", out)
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
 	noLoss(t, "the retry registers", out)
 	for _, n := range []int{1, 2} {
 		if r := locateReply(t, out, replyTo(fmt.Sprintf("r%d", n))); r.GetError() != nil || r.GetSender() == nil {
@@ -261,13 +261,13 @@ func TestCreatorNamedFailedBeforeItsWithdrawalIsNotLost(t *testing.T) {
 // (chaos seed 239).
 func TestCreatorsPartialCopyEndsALoss(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42})
-	tb.Republished()
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42})
+	tb.onRepublished()
 	out := relocate(tb, "x", 1, 4, false, t0) // n1's stream from n4 ended short
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n1's Locate: %v, want LOST", r)
 	}
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(4), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42, Creator: true}).Sends
+	out = tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(4), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42, Creator: true}).Sends
 	if d := dropsTo(out, 4); d != nil {
 		t.Fatalf("the creator's copy of a Put under way was dropped: %v", d)
 	}
@@ -275,9 +275,9 @@ func TestCreatorsPartialCopyEndsALoss(t *testing.T) {
 		t.Fatalf("a Get after the creator's publication: %v, want the creator's copy", r)
 	}
 	// A receiver's partial copy still cannot end a loss.
-	tb.NodeFailed("n4")
-	tb.NodeFailed("n2")
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(3), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42}).Sends
+	tb.onNodeFailed("n4")
+	tb.onNodeFailed("n2")
+	out = tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(3), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42}).Sends
 	if d := dropsTo(out, 3); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("a receiver's partial copy of a lost object: %v, want a drop with LOST", out)
 	}
@@ -294,7 +294,7 @@ func TestReceiversFailureAfterTheCreatorWasNamedFailedIsNotLost(t *testing.T) {
 	locate(tb, "x", 1, t0) // n1 <- n0
 	locate(tb, "x", 2, t0) // n2 <- n1
 	noLoss(t, "n1 names the creator failed", relocate(tb, "x", 1, 0, false, t0))
-	noLoss(t, "n2's member fails", tb.NodeFailed("n2").Sends)
+	noLoss(t, "n2's member fails", tb.onNodeFailed("n2").Sends)
 	out := locate(tb, "x", 3, t0)
 	noLoss(t, "a Get after n2's failure", out)
 	out = complete(tb, "x", 0, 1<<20, true) // the Put's copy is whole after all
@@ -308,8 +308,8 @@ func TestReceiversFailureAfterTheCreatorWasNamedFailedIsNotLost(t *testing.T) {
 	locate(tb, "y", 1, t0)
 	locate(tb, "y", 2, t0)
 	relocate(tb, "y", 1, 0, false, t0)
-	tb.NodeFailed("n2")
-	out = tb.NodeFailed("n0").Sends // the creator dies: nothing can finish y
+	tb.onNodeFailed("n2")
+	out = tb.onNodeFailed("n0").Sends // the creator dies: nothing can finish y
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n1 after the creator's failure: %v, want LOST", r)
 	}

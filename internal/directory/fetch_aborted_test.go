@@ -13,10 +13,10 @@ import (
 func TestFetchAbortedOfAnAttemptFreesOnlyItsClaim(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, Attempt: 7}, replyTo("r1"), t0)
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, Attempt: 7}, replyTo("r1"), t0)
 
-	tb.FetchAborted(&messages.FetchAborted{ObjectId: "x", Receiver: node(1), Attempt: 6})
+	tb.onFetchAborted(&messages.FetchAborted{ObjectId: "x", Receiver: node(1), Attempt: 6})
 	if l := tb.entries["x"].locs["n1"]; l == nil || l.fetchingFrom != "n0" {
 		t.Fatalf("an older attempt's abort removed the claim: %+v", l)
 	}
@@ -24,7 +24,7 @@ func TestFetchAbortedOfAnAttemptFreesOnlyItsClaim(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n2's sender %s, want n1 (n0 serves n1)", s)
 	}
-	tb.FetchAborted(&messages.FetchAborted{ObjectId: "x", Receiver: node(1), Attempt: 7})
+	tb.onFetchAborted(&messages.FetchAborted{ObjectId: "x", Receiver: node(1), Attempt: 7})
 	if l := tb.entries["x"].locs["n1"]; l != nil {
 		t.Fatalf("the attempt's abort left n1's record: %+v", l)
 	}
@@ -33,9 +33,9 @@ func TestFetchAbortedOfAnAttemptFreesOnlyItsClaim(t *testing.T) {
 	}
 
 	// An abort that names an attempt never removes a whole copy.
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(4), TimeoutMs: 1000, Attempt: 9}, replyTo("r4"), t0)
-	tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(4), Sender: node(1), Size: 1 << 20})
-	tb.FetchAborted(&messages.FetchAborted{ObjectId: "x", Receiver: node(4), Attempt: 9})
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(4), TimeoutMs: 1000, Attempt: 9}, replyTo("r4"), t0)
+	tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(4), Sender: node(1), Size: 1 << 20})
+	tb.onFetchAborted(&messages.FetchAborted{ObjectId: "x", Receiver: node(4), Attempt: 9})
 	if l := tb.entries["x"].locs["n4"]; l == nil || l.state != messages.LocationState_COMPLETE {
 		t.Fatalf("an attempt's abort removed a whole copy: %+v", l)
 	}

@@ -147,37 +147,37 @@ func stepTable(t *testing.T, tb *LocationTable, m proto.Message, requester any, 
 	var out outbox.Box
 	switch m := m.(type) {
 	case *messages.CreateObject:
-		out = tb.Create(m, requester)
+		out = tb.onCreate(m, requester)
 	case *messages.PublishLocation:
-		out = tb.Publish(m)
+		out = tb.onPublish(m)
 	case *messages.UnpublishLocation:
-		out = tb.Unpublish(m)
+		out = tb.onUnpublish(m)
 	case *messages.ReportLost:
-		out = tb.ReportLost(m, requester)
+		out = tb.onReportLost(m, requester)
 	case *messages.Locate:
-		out = tb.Locate(m, requester, now)
+		out = tb.onLocate(m, requester, now)
 	case *messages.CancelLocate:
-		out = tb.CancelLocate(m)
+		out = tb.onCancelLocate(m)
 	case *messages.FetchDone:
-		out = tb.FetchDone(m)
+		out = tb.onFetchDone(m)
 	case *messages.FetchAborted:
-		out = tb.FetchAborted(m)
+		out = tb.onFetchAborted(m)
 	case *messages.DeleteObject:
-		out = tb.Delete(m, requester)
+		out = tb.onDelete(m, requester)
 	case *messages.Tombstones:
-		out = tb.ApplyTombstones(m)
+		out = tb.onApplyTombstones(m)
 	case *messages.Subscribe:
-		out = tb.Subscribe(m, fmt.Sprint(requester), requester)
+		out = tb.onSubscribe(m, fmt.Sprint(requester), requester)
 	case *messages.Unsubscribe:
-		out = tb.Unsubscribe(m, fmt.Sprint(requester))
+		out = tb.onUnsubscribe(m, fmt.Sprint(requester))
 	case *messages.QueryObject:
-		out = tb.Query(m, requester, now)
+		out = tb.onQuery(m, requester, now)
 	case *messages.ListObjects:
 		if r := tb.List(m); r == nil {
 			t.Fatalf("List(%v) answered nil", m)
 		}
 	case *messages.ReleaseTarget:
-		out = tb.Release(m)
+		out = tb.onRelease(m)
 	case *messages.StartReduce:
 		_, _ = tb.Reserve(m.GetReduce().GetTargetId(), directoryReduceID(m))
 	}
@@ -266,9 +266,9 @@ func FuzzLocationTable(f *testing.F) {
 			switch in.Byte() % 4 {
 			case 0:
 				now = now.Add(time.Second)
-				tb.Tick(now)
+				tb.onTick(now)
 			case 1:
-				tb.IncarnationFailed(fmt.Sprintf("n%d", in.Byte()%3), "")
+				tb.onIncarnationFailed(fmt.Sprintf("n%d", in.Byte()%3), "")
 			}
 		}
 		for id, e := range tb.entries {
@@ -278,7 +278,7 @@ func FuzzLocationTable(f *testing.F) {
 		}
 		// The next good request still works.
 		create(t, tb, "fresh", 1<<20, 0)
-		tb.Publish(&messages.PublishLocation{ObjectId: "fresh", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+		tb.onPublish(&messages.PublishLocation{ObjectId: "fresh", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
 		r := locateReply(t, locate(tb, "fresh", 1, now), replyTo("r1"))
 		if r.GetError() != nil || r.GetSender().GetNodeId() != "n0" || r.GetSize() != 1<<20 {
 			t.Fatalf("a good Locate after the fuzzed requests: %v", r)
@@ -286,7 +286,7 @@ func FuzzLocationTable(f *testing.F) {
 		// A hostile request gets an answer, INVALID_ARGUMENT when it names
 		// no object or no receiver.
 		for _, bad := range []*messages.Locate{{Receiver: node(1)}, {ObjectId: "fresh"}, {ObjectId: "fresh", Receiver: &messages.NodeRef{}}} {
-			r := locateReply(t, tb.Locate(bad, replyTo("bad"), now).Sends, replyTo("bad"))
+			r := locateReply(t, tb.onLocate(bad, replyTo("bad"), now).Sends, replyTo("bad"))
 			if r.GetError().GetCode() != messages.ErrorCode_INVALID_ARGUMENT {
 				t.Fatalf("Locate %v answered %v, want INVALID_ARGUMENT", bad, r)
 			}

@@ -14,15 +14,15 @@ import (
 func TestNegativeSizeReportsAreNotLearned(t *testing.T) {
 	for name, report := range map[string]func(tb *LocationTable){
 		"PublishLocation": func(tb *LocationTable) {
-			tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: -1})
+			tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: -1})
 		},
 		"FetchDone": func(tb *LocationTable) {
-			tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(0), Sender: node(0), Size: -1})
+			tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(0), Sender: node(0), Size: -1})
 		},
 	} {
 		tb := NewLocationTable(TableConfig{})
 		report(tb)
-		info := tb.Query(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0).Sends[0].Msg.(*messages.ObjectInfo)
+		info := tb.onQuery(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0).Sends[0].Msg.(*messages.ObjectInfo)
 		if info.GetError().GetCode() != messages.ErrorCode_NOT_FOUND {
 			t.Fatalf("%s: the table learned %v", name, info)
 		}
@@ -35,7 +35,7 @@ func TestNegativeSizeReportsAreNotLearned(t *testing.T) {
 func TestFetchDoneOfAnInvalidIDMakesNoEntry(t *testing.T) {
 	tb := NewLocationTable(TableConfig{MaxObjectIDLen: 16})
 	for _, id := range []string{"", strings.Repeat("x", 17)} {
-		tb.FetchDone(&messages.FetchDone{ObjectId: id, Receiver: node(0), Sender: node(1), Size: 8})
+		tb.onFetchDone(&messages.FetchDone{ObjectId: id, Receiver: node(0), Sender: node(1), Size: 8})
 	}
 	if n := tb.Len(); n != 0 {
 		t.Fatalf("%d entries after FetchDones of invalid ids", n)

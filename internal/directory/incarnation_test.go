@@ -35,19 +35,19 @@ func TestCompletionOfAnotherIncarnationIsNotRecorded(t *testing.T) {
 		tb := NewLocationTable(TableConfig{})
 		create(t, tb, "x", 1<<20, 0)
 		oldN1, newN1 := at(1, "old:1"), at(1, "new:2")
-		if r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: oldN1, TimeoutMs: 1000}, replyTo("old"), t0).Sends, replyTo("old")); r.GetSender().GetNodeId() != "n0" {
+		if r := locateReply(t, tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: oldN1, TimeoutMs: 1000}, replyTo("old"), t0).Sends, replyTo("old")); r.GetSender().GetNodeId() != "n0" {
 			t.Fatalf("%s: the old incarnation's Locate: %v", how, r)
 		}
 		// The id's new incarnation locates (the old one is gone): it is
 		// the receiver now, and the sender is its.
-		if r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: newN1, TimeoutMs: 1000}, replyTo("new"), t0).Sends, replyTo("new")); r.GetSender().GetNodeId() != "n0" {
+		if r := locateReply(t, tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: newN1, TimeoutMs: 1000}, replyTo("new"), t0).Sends, replyTo("new")); r.GetSender().GetNodeId() != "n0" {
 			t.Fatalf("%s: the new incarnation's Locate: %v", how, r)
 		}
 		late := func(n *messages.NodeRef) {
 			if how == "FetchDone" {
-				tb.FetchDone(fetchDone(tb, "x", n, node(0)))
+				tb.onFetchDone(fetchDone(tb, "x", n, node(0)))
 			} else {
-				tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: n, State: messages.LocationState_COMPLETE, Size: 1 << 20, Fingerprint: 42})
+				tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: n, State: messages.LocationState_COMPLETE, Size: 1 << 20, Fingerprint: 42})
 			}
 		}
 		late(oldN1)
@@ -68,13 +68,13 @@ func TestCompletionOfAnotherIncarnationIsNotRecorded(t *testing.T) {
 func TestFailureOfAnIncarnationSparesAnother(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: at(1, "old:1"), TimeoutMs: 1000}, replyTo("old"), t0)
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: at(1, "new:2"), TimeoutMs: 1000}, replyTo("new"), t0)
-	tb.IncarnationFailed("n1", "old:1")
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: at(1, "old:1"), TimeoutMs: 1000}, replyTo("old"), t0)
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: at(1, "new:2"), TimeoutMs: 1000}, replyTo("new"), t0)
+	tb.onIncarnationFailed("n1", "old:1")
 	if l := locationOf(t, tb, "x", "n1"); l == nil || l.GetNode().GetAddress() != "new:2" {
 		t.Fatalf("after the old incarnation failed n1 is %v, want the new incarnation's copy", l)
 	}
-	tb.IncarnationFailed("n1", "new:2")
+	tb.onIncarnationFailed("n1", "new:2")
 	if l := locationOf(t, tb, "x", "n1"); l != nil {
 		t.Fatalf("after the new incarnation failed n1 is still %v", l)
 	}

@@ -62,12 +62,12 @@ func answer(lr *messages.LocateReply) string {
 func inlineTable(t *testing.T, size int64, uplink float64) *LocationTable {
 	t.Helper()
 	tb := NewLocationTable(TableConfig{InlineUplink: uplink})
-	out := tb.Create(&messages.CreateObject{ObjectId: "s", Size: size, Fingerprint: 7, Creator: node(0),
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "s", Size: size, Fingerprint: 7, Creator: node(0),
 		HasInline: true, InlineData: make([]byte, size)}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
 	}
-	tb.Publish(&messages.PublishLocation{ObjectId: "s", Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 7, Creator: true})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "s", Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 7, Creator: true})
 	return tb
 }
 
@@ -112,7 +112,7 @@ func TestInlineAnswerIsAHolderPastTheUplinksBudget(t *testing.T) {
 		t.Fatalf("the receiver a holder serves is %v; want a partial copy", l.GetState())
 	}
 	// Its stream completes as a streamed object's does.
-	tb.FetchDone(fetchDoneIn("s", r1, 0, lr))
+	tb.onFetchDone(fetchDoneIn("s", r1, 0, lr))
 	if l := locationOf(t, tb, "s", fmt.Sprintf("n%d", r1)); l.GetState() != messages.LocationState_COMPLETE {
 		t.Fatalf("after its FetchDone the relayed copy is %v; want complete", l.GetState())
 	}
@@ -133,7 +133,7 @@ func TestInlineAnswerIsAHolderPastTheUplinksBudget(t *testing.T) {
 	if lr3.GetHasInline() {
 		t.Fatalf("receiver %d: the bytes; want a holder", r3)
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "s", Receiver: node(r3), TimeoutMs: 1000, FailedSender: lr3.GetSender(), Attempt: 2},
+	out := tb.onLocate(&messages.Locate{ObjectId: "s", Receiver: node(r3), TimeoutMs: 1000, FailedSender: lr3.GetSender(), Attempt: 2},
 		replyTo("again"), later).Sends
 	if lr := locateReply(t, out, replyTo("again")); !lr.GetHasInline() || len(lr.GetInlineData()) != size {
 		t.Fatalf("receiver %d after its sender %s failed: %v; want the bytes", r3, lr3.GetSender().GetNodeId(), answer(lr))
@@ -142,7 +142,7 @@ func TestInlineAnswerIsAHolderPastTheUplinksBudget(t *testing.T) {
 	// Every holder dies: the bytes, however full the queue; the receiver
 	// that got them holds the object for the next.
 	for n := 0; n < recv; n++ {
-		tb.NodeFailed(fmt.Sprintf("n%d", n))
+		tb.onNodeFailed(fmt.Sprintf("n%d", n))
 	}
 	r4, lr4 := next(later)
 	if !lr4.GetHasInline() || len(lr4.GetInlineData()) != size {
@@ -159,14 +159,14 @@ func TestInlineAnswerIsAHolderPastTheUplinksBudget(t *testing.T) {
 	for i := 0; i < budget+3; i++ {
 		r, lr := next(t0)
 		if !lr.GetHasInline() {
-			tb.FetchDone(&messages.FetchDone{ObjectId: "s", Receiver: node(r), Sender: lr.GetSender(), Size: size, Fingerprint: 7, Epoch: lr.GetEpoch()})
+			tb.onFetchDone(&messages.FetchDone{ObjectId: "s", Receiver: node(r), Sender: lr.GetSender(), Size: size, Fingerprint: 7, Epoch: lr.GetEpoch()})
 			relayed = append(relayed, r)
 		}
 	}
 	if len(relayed) != 3 {
 		t.Fatalf("relayed receivers %v, want the 3 past the budget", relayed)
 	}
-	out = tb.Delete(&messages.DeleteObject{ObjectId: "s"}, replyTo("d")).Sends
+	out = tb.onDelete(&messages.DeleteObject{ObjectId: "s"}, replyTo("d")).Sends
 	for n := 0; n < recv; n++ {
 		if d := dropsTo(out, n); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 			t.Errorf("Delete: no drop to n%d in %v", n, out)
@@ -201,9 +201,9 @@ func TestInlineNoCopyLocatePastTheBudget(t *testing.T) {
 func TestInlineLocateUnderASenderPolicy(t *testing.T) {
 	const size = 10000
 	tb := NewLocationTable(TableConfig{InlineUplink: 1e6, Senders: creatorOnly})
-	tb.Create(&messages.CreateObject{ObjectId: "s", Size: size, Fingerprint: 7, Creator: node(0),
+	tb.onCreate(&messages.CreateObject{ObjectId: "s", Size: size, Fingerprint: 7, Creator: node(0),
 		HasInline: true, InlineData: make([]byte, size)}, replyTo("c"))
-	tb.Publish(&messages.PublishLocation{ObjectId: "s", Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 7, Creator: true})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "s", Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 7, Creator: true})
 	for r := 1; r <= InlineQueueCopies+2; r++ {
 		if lr := locateReply(t, locate(tb, "s", r, t0), replyTo(fmt.Sprintf("r%d", r))); !lr.GetHasInline() {
 			t.Fatalf("receiver %d: %v; want the bytes", r, answer(lr))

@@ -85,8 +85,8 @@ func (e *entry) hasSourceBut(node string) bool {
 	return false
 }
 
-// Create registers an object for its creator (a Put).
-func (t *LocationTable) Create(req *messages.CreateObject, replyTo any) outbox.Box {
+// onCreate registers an object for its creator (a Put).
+func (t *LocationTable) onCreate(req *messages.CreateObject, replyTo any) outbox.Box {
 	var out []outbox.Send
 	if e := t.entries[req.GetObjectId()]; e != nil && nodeOK(req.GetCreator()) {
 		out, _ = t.supersede(e, req.GetCreator())
@@ -213,10 +213,10 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	return append(out, t.serveWaiters(e)...)
 }
 
-// Publish records a copy's state on a node (PARTIAL when a copy starts,
+// onPublish records a copy's state on a node (PARTIAL when a copy starts,
 // COMPLETE when it is whole). A publication for a deleted object answers
 // with DropObject so the stale copy is freed.
-func (t *LocationTable) Publish(req *messages.PublishLocation) outbox.Box {
+func (t *LocationTable) onPublish(req *messages.PublishLocation) outbox.Box {
 	return outbox.Box{Sends: t.publish(req)}
 }
 
@@ -330,9 +330,9 @@ func (t *LocationTable) markReaders(e *entry, id, root string) []outbox.Send {
 // every chain through it as possibly containing the receiver.
 const unknownUpstream = "\x00unknown"
 
-// Unpublish removes a node's copy (evicted, or a fetch given up), or
+// onUnpublish removes a node's copy (evicted, or a fetch given up), or
 // withdraws a Put's registration that failed (request_id set).
-func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) outbox.Box {
+func (t *LocationTable) onUnpublish(req *messages.UnpublishLocation) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetNode()) {
 		return outbox.Box{}
@@ -361,7 +361,7 @@ func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) outbox.Box {
 	return outbox.Box{Sends: append(out, t.serveWaiters(e)...)}
 }
 
-// FetchDone marks the receiver complete and frees its sender. A copy
+// onFetchDone marks the receiver complete and frees its sender. A copy
 // fetched under an epoch this table issued and no longer has (a Reduce
 // created its target again, or a failed one released it, since the
 // Locate) holds other contents than the entry: it is not recorded, and a
@@ -370,7 +370,7 @@ func (t *LocationTable) Unpublish(req *messages.UnpublishLocation) outbox.Box {
 // earlier incarnation of the table (the shard started over since the
 // Locate) teaches the table the object, as a republication would, even
 // an id it has no entry for.
-func (t *LocationTable) FetchDone(req *messages.FetchDone) outbox.Box {
+func (t *LocationTable) onFetchDone(req *messages.FetchDone) outbox.Box {
 	return outbox.Box{Sends: t.fetchDone(req)}
 }
 
@@ -452,10 +452,10 @@ func (t *LocationTable) staleCopy(e *entry, req *messages.FetchDone) []outbox.Se
 			req.GetObjectId(), req.GetReceiver().GetNodeId())}}}
 }
 
-// FetchAborted removes a receiver that gave up and frees its sender. One
+// onFetchAborted removes a receiver that gave up and frees its sender. One
 // that names its Locate's attempt removes only that attempt's claim: the
 // receiver's node may have located the object again since, or hold it.
-func (t *LocationTable) FetchAborted(req *messages.FetchAborted) outbox.Box {
+func (t *LocationTable) onFetchAborted(req *messages.FetchAborted) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil || !nodeOK(req.GetReceiver()) {
 		return outbox.Box{}

@@ -36,9 +36,9 @@ type lostRef struct {
 	seq uint64
 }
 
-// ReportLost removes a node's copy on its owner's word (a member leaving)
+// onReportLost removes a node's copy on its owner's word (a member leaving)
 // and answers whether the object is now lost.
-func (t *LocationTable) ReportLost(req *messages.ReportLost, replyTo any) outbox.Box {
+func (t *LocationTable) onReportLost(req *messages.ReportLost, replyTo any) outbox.Box {
 	return outbox.Box{Sends: t.reportLost(req, replyTo)}
 }
 
@@ -72,17 +72,17 @@ func (t *LocationTable) reportLost(req *messages.ReportLost, replyTo any) []outb
 	return append(out, outbox.Send{To: replyTo, Msg: reply})
 }
 
-// NodeFailed forgets every copy on a failed node and every request it had
+// onNodeFailed forgets every copy on a failed node and every request it had
 // parked. Receivers it was serving find out from their own sessions and
 // locate again (naming it as failed); senders it was fetching from are free.
-func (t *LocationTable) NodeFailed(node string) outbox.Box {
+func (t *LocationTable) onNodeFailed(node string) outbox.Box {
 	return outbox.Box{Sends: t.nodeFailed(node, func(*messages.NodeRef) bool { return true })}
 }
 
-// IncarnationFailed is NodeFailed for the incarnation of node at address
+// onIncarnationFailed is NodeFailed for the incarnation of node at address
 // only: the copies and requests of another incarnation of the id (at
 // another address) stay, for it is not the one that failed.
-func (t *LocationTable) IncarnationFailed(node, address string) outbox.Box {
+func (t *LocationTable) onIncarnationFailed(node, address string) outbox.Box {
 	return outbox.Box{Sends: t.nodeFailed(node, func(n *messages.NodeRef) bool { return n.GetAddress() == address })}
 }
 
@@ -144,7 +144,7 @@ func (t *LocationTable) unreadable(e *entry) bool {
 	return e.known && !e.hasInline && !e.target.reserved() && !e.hasSource()
 }
 
-// Republished is the shell's word that every store node alive when the
+// onRepublished is the shell's word that every store node alive when the
 // table began has republished what it holds, or failed (see
 // internal/actors/shardactor): a copy the table does not list exists nowhere. An
 // object it knows only from partial copies (a rebuilt shard learns them
@@ -154,7 +154,7 @@ func (t *LocationTable) unreadable(e *entry) bool {
 // (unless one may be whole already, or it is not born yet: settleLoss).
 // The losses earlier tables of the shard passed on are taken first
 // (carried.go), then the Deletes held until now are answered.
-func (t *LocationTable) Republished() outbox.Box {
+func (t *LocationTable) onRepublished() outbox.Box {
 	// The losses an earlier table of the shard passed on, then the
 	// Deletes: a Delete of such an id deletes a lost object (it
 	// succeeds), and a copy a Delete drops is deleted, not lost.

@@ -27,22 +27,22 @@ func TestLossGraceScalesWithTheMeasuredRoundTrip(t *testing.T) {
 		tb.SetLossGrace(grace)
 		createComplete(t, tb, "y", 1<<20, 0)
 		locate(tb, "y", 1, t0) // n1 <- n0
-		noLoss(t, "n0 fails", tb.NodeFailed("n0").Sends)
+		noLoss(t, "n0 fails", tb.onNodeFailed("n0").Sends)
 		locate(tb, "y", 2, t0) // parks: n1's copy has no live upstream
-		noLoss(t, "the grace starts", tb.Tick(t0).Sends)
+		noLoss(t, "the grace starts", tb.onTick(t0).Sends)
 		return tb
 	}
 	tb := doubt(4 * floor)
-	noLoss(t, "past the floor, within the measured grace", tb.Tick(t0.Add(2*floor)).Sends)
-	out := tb.Tick(t0.Add(4 * floor)).Sends
+	noLoss(t, "past the floor, within the measured grace", tb.onTick(t0.Add(2*floor)).Sends)
+	out := tb.onTick(t0.Add(4 * floor)).Sends
 	if r := locateReply(t, out, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the waiting Get once the measured grace passed: %v, want LOST", r)
 	}
 
 	// A measure below the floor does not shorten it.
 	tb = doubt(floor / 10)
-	noLoss(t, "within the floor", tb.Tick(t0.Add(floor-1)).Sends)
-	if r := locateReply(t, tb.Tick(t0.Add(floor)).Sends, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+	noLoss(t, "within the floor", tb.onTick(t0.Add(floor-1)).Sends)
+	if r := locateReply(t, tb.onTick(t0.Add(floor)).Sends, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the waiting Get once the floor passed: %v, want LOST", r)
 	}
 }

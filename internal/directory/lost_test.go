@@ -10,7 +10,7 @@ import (
 )
 
 func complete(tb *LocationTable, id string, n int, size int64, creator bool) []outbox.Send {
-	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size, Creator: creator}).Sends
+	return tb.onPublish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size, Creator: creator}).Sends
 }
 
 func dropsTo(out []outbox.Send, n int) *messages.DropObject {
@@ -41,7 +41,7 @@ func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
 		t.Fatalf("n2's sender %s, want n1's partial copy", r2.GetSender().GetNodeId())
 	}
 
-	out := tb.NodeFailed("n0").Sends
+	out := tb.onNodeFailed("n0").Sends
 	out = append(out, relocate(tb, "x", 1, 0, false, t0)...) // n1's stream from n0 ended short
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n1's Locate: %v, want LOST", r.GetError())
@@ -55,12 +55,12 @@ func TestObjectWhoseLastCopyDiesIsLost(t *testing.T) {
 	if r := locateReply(t, locate(tb, "x", 4, t0), replyTo("r4")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("new Locate: %v, want LOST", r.GetError())
 	}
-	info := tb.Query(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends
+	info := tb.onQuery(&messages.QueryObject{ObjectId: "x", Wait: true, TimeoutMs: 1000}, replyTo("q"), t0).Sends
 	if i := info[0].Msg.(*messages.ObjectInfo); !errors.Is(i.GetError(), messages.ErrLost) {
 		t.Fatalf("query: %v, want LOST", i.GetError())
 	}
 	// A late republication of a partial copy is refused.
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20}).Sends
+	out = tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20}).Sends
 	if d := dropsTo(out, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("partial republication of a lost object: %v", out)
 	}
@@ -77,14 +77,14 @@ func TestObjectWithASurvivingCopyIsNotLost(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	locate(tb, "x", 1, t0)
-	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
-	tb.NodeFailed("n0")
+	tb.onFetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.onNodeFailed("n0")
 	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
 		t.Fatalf("with n1's complete copy left: %v from %s", r.GetError(), r.GetSender().GetNodeId())
 	}
 	// The last complete copy evicted (the creator is gone): lost, once
 	// n2's stream from it ends short.
-	out := tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends
+	out := tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends
 	out = append(out, relocate(tb, "x", 2, 1, true, t0)...)
 	if d := dropsTo(out, 2); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("n2's partial copy after the last complete one went: %v", out)
@@ -98,7 +98,7 @@ func TestCreatorStillPuttingIsNotLost(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0) // a Put in progress: n0's copy is partial
 	locate(tb, "x", 1, t0)
-	tb.NodeFailed("n1") // a receiver dies, the creator lives
+	tb.onNodeFailed("n1") // a receiver dies, the creator lives
 	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
 		t.Fatalf("%v from %s, want the creator's partial copy", r.GetError(), r.GetSender().GetNodeId())
 	}
@@ -109,8 +109,8 @@ func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
-	tb.NodeFailed("n0") // the root died: the coordinator re-creates it
+	tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
+	tb.onNodeFailed("n0") // the root died: the coordinator re-creates it
 	if out := locate(tb, "t", 1, t0); len(repliesTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("a Get of a reserved target should wait for the new root: %v", out)
 	}
@@ -124,15 +124,15 @@ func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
 		if _, err := tb.Reserve("t", "red#1"); err != nil {
 			t.Fatal(err)
 		}
-		tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
+		tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
 		locate(tb, "t", 2, t0) // a waiting Get keeps the entry
 		if lost {
 			// The root finished, then died before the coordinator heard.
 			complete(tb, "t", 0, 1<<20, true)
-			tb.NodeFailed("n0")
+			tb.onNodeFailed("n0")
 		}
-		tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
-		late := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c2")).Sends
+		tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+		late := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c2")).Sends
 		if r := repliesTo(late, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
 			t.Fatalf("lost=%v: a late create of the released Reduce: %v, want INVALID_ARGUMENT", lost, late)
 		}
@@ -156,7 +156,7 @@ func TestCreateOfAReduceReservedAtTheShardsOldHomeIsUnavailable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
+		out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
 		if r := repliesTo(out, replyTo("c")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrUnavailable) {
 			t.Fatalf("other=%v: a root's create of a Reduce reserved elsewhere: %v, want UNAVAILABLE", other, out)
 		}
@@ -164,7 +164,7 @@ func TestCreateOfAReduceReservedAtTheShardsOldHomeIsUnavailable(t *testing.T) {
 			t.Fatalf("other=%v: the refused create changed the entry: known %v, reserved by %q", other, tb.entries["t"].known, tb.Reservation("t"))
 		}
 		if other {
-			put := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1)}, replyTo("p")).Sends
+			put := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1)}, replyTo("p")).Sends
 			if r := repliesTo(put, replyTo("p")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrConflict) {
 				t.Fatalf("a Put of a reserved target: %v, want CONFLICT", put)
 			}
@@ -180,7 +180,7 @@ func TestStaleRootCannotRecreateTheTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	create := func(n int, gen int32, to string) *messages.CreateObjectReply {
-		out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(n), ReduceId: "red#1", ReduceGeneration: gen}, replyTo(to)).Sends
+		out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(n), ReduceId: "red#1", ReduceGeneration: gen}, replyTo(to)).Sends
 		if d := dropsTo(out, 5); d != nil {
 			t.Fatalf("generation %d on n%d dropped the new root's copy: %v", gen, n, d)
 		}
@@ -220,7 +220,7 @@ func TestLocateByAReceiverRecordedCompleteDropsTheStaleRecord(t *testing.T) {
 	create(t, tb, "y", 1<<20, 0)
 	complete(tb, "y", 0, 1<<20, true)
 	complete(tb, "y", 2, 1<<20, false)
-	tb.NodeFailed("n0")
+	tb.onNodeFailed("n0")
 	if r := locateReply(t, locate(tb, "y", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n2 locating y whose only other copy died: %v, want LOST", r.GetError())
 	}
@@ -241,8 +241,8 @@ func TestDeletingALostObjectTombstonesIt(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
-	tb.NodeFailed("n0")
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
+	tb.onNodeFailed("n0")
+	out := tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
 	if r := repliesTo(out, replyTo("d")); len(r) != 1 || r[0].Msg.(*messages.DeleteObjectReply).GetError() != nil {
 		t.Fatalf("delete of a lost object: %v", out)
 	}
@@ -259,7 +259,7 @@ func TestLostIDsAreBounded(t *testing.T) {
 		create(t, tb, id, 1<<20, 0)
 		complete(tb, id, 0, 1<<20, true)
 	}
-	tb.NodeFailed("n0")
+	tb.onNodeFailed("n0")
 	lost := 0
 	for _, id := range []string{"a", "b", "c"} {
 		if out := locate(tb, id, 1, t0); len(out) > 0 {
@@ -285,7 +285,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 		return &messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_PARTIAL, Size: 1 << 20, Creator: true, ReduceId: rid}
 	}
 	tb := NewLocationTable(TableConfig{Amnesic: true})
-	out := tb.Publish(partial("red#1")).Sends
+	out := tb.onPublish(partial("red#1")).Sends
 	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrNotFound) {
 		t.Fatalf("a rebuilt shard republished a failed Reduce's partial target: %v, want it dropped (NOT_FOUND)", out)
 	}
@@ -301,7 +301,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	if out := tb.Publish(partial("red#1")).Sends; dropsTo(out, 0) != nil {
+	if out := tb.onPublish(partial("red#1")).Sends; dropsTo(out, 0) != nil {
 		t.Fatalf("the running Reduce's own shard dropped its target: %v", out)
 	}
 	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); r.GetSender().GetNodeId() != "n0" {
@@ -310,7 +310,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 
 	// Without a Reduce id: an ordinary creator's partial copy.
 	tb = NewLocationTable(TableConfig{Amnesic: true})
-	if out := tb.Publish(partial("")).Sends; dropsTo(out, 0) != nil {
+	if out := tb.onPublish(partial("")).Sends; dropsTo(out, 0) != nil {
 		t.Fatalf("a creator's partial copy without a Reduce was dropped: %v", out)
 	}
 }
@@ -336,8 +336,8 @@ func TestSubscribersHearAnObjectIsLost(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
-	got := updates(tb.NodeFailed("n0").Sends, sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	got := updates(tb.onNodeFailed("n0").Sends, sub)
 	if len(got) != 2 || got[0].GetNode().GetNodeId() != "n0" || got[0].GetState() != messages.LocationState_LOCATION_STATE_UNSPECIFIED {
 		t.Fatalf("n0 failed: updates %v, want n0's copy gone, then LOST", got)
 	}
@@ -349,19 +349,19 @@ func TestSubscribersHearAnObjectIsLost(t *testing.T) {
 	// the Reduce began) hears it at once; so does a resubscription.
 	late := replyTo("late")
 	for range 2 {
-		got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late).Sends, late)
+		got = updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "late", late).Sends, late)
 		if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) {
 			t.Fatalf("subscribe to a lost object: %v, want LOST", got)
 		}
 	}
 	// Put again: both subscribers hear of the new copy.
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(5)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(5)}, replyTo("c")).Sends
 	for _, s := range []any{sub, late} {
 		if got := updates(out, s); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" || got[0].GetError() != nil {
 			t.Fatalf("after a new Put, %v heard %v, want n5's copy", s, got)
 		}
 	}
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "late", late).Sends, late); len(got) != 1 || got[0].GetError() != nil {
+	if got := updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "late", late).Sends, late); len(got) != 1 || got[0].GetError() != nil {
 		t.Fatalf("subscribe after the new Put: %v, want n5's copy", got)
 	}
 }
@@ -373,15 +373,15 @@ func TestSubscribersHearTheLastEviction(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	locate(tb, "x", 1, t0)
-	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.onFetchDone(fetchDone(tb, "x", node(1), node(0)))
 	sub := replyTo("coord")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
-	for _, u := range updates(tb.NodeFailed("n0").Sends, sub) {
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	for _, u := range updates(tb.onNodeFailed("n0").Sends, sub) {
 		if u.GetError() != nil {
 			t.Fatalf("n1's complete copy is left: %v", u)
 		}
 	}
-	got := updates(tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends, sub)
+	got := updates(tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)}).Sends, sub)
 	if len(got) == 0 || !errors.Is(got[len(got)-1].GetError(), messages.ErrLost) {
 		t.Fatalf("the last copy evicted: %v, want LOST last", got)
 	}
@@ -399,14 +399,14 @@ func TestFetchDoneOfACopyTheLossDroppedIsIgnored(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
 	locate(tb, "x", 1, t0) // n1 streams from n0
-	tb.NodeFailed("n0")
-	tb.Tick(t0)
-	if d := dropsTo(tb.Tick(t0.Add(grace)).Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+	tb.onNodeFailed("n0")
+	tb.onTick(t0)
+	if d := dropsTo(tb.onTick(t0.Add(grace)).Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
 		t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
 	}
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20}).Sends
+	out := tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20}).Sends
 	if got := updates(out, sub); len(got) != 0 {
 		t.Fatalf("FetchDone of the dropped copy: subscriber heard %v, want nothing", got)
 	}
@@ -432,19 +432,19 @@ func TestFetchDoneOfACopyTheLossDidNotDropEndsIt(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
 	locate(tb, "x", 1, t0) // n1 streams from n0
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n2's sender %s, want n1", s)
 	}
 	// n2 gives up on n1 (a stall): n1 leaves the table, n2 takes n0.
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
-	out := tb.NodeFailed("n0").Sends
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0)
+	out := tb.onNodeFailed("n0").Sends
 	out = append(out, relocate(tb, "x", 2, 0, false, t0)...) // n2's stream from n0 ended short
 	if dropsTo(out, 1) != nil || dropsTo(out, 2) == nil {
 		t.Fatalf("n0 failed: %v, want n2's copy dropped and nothing sent to n1", out)
 	}
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7}).Sends
+	out = tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7}).Sends
 	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_COMPLETE || got[0].GetSize() != 1<<20 {
 		t.Fatalf("FetchDone of a surviving copy: subscriber heard %v, want n1 COMPLETE", got)
 	}
@@ -463,16 +463,16 @@ func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	sub := replyTo("coord")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
 	if got := updates(locate(tb, "x", 1, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_PARTIAL {
 		t.Fatalf("n1 starts fetching: subscriber heard %v, want n1 PARTIAL", got)
 	}
 	if got := updates(locate(tb, "x", 2, t0), sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n2" {
 		t.Fatalf("n2 starts fetching: subscriber heard %v, want n2 PARTIAL", got)
 	}
-	out := tb.NodeFailed("n0").Sends // in doubt until the grace passes
-	out = append(out, tb.Tick(t0).Sends...)
-	out = append(out, tb.Tick(t0.Add(grace)).Sends...)
+	out := tb.onNodeFailed("n0").Sends // in doubt until the grace passes
+	out = append(out, tb.onTick(t0).Sends...)
+	out = append(out, tb.onTick(t0.Add(grace)).Sends...)
 	left := map[string]bool{}
 	got := updates(out, sub)
 	if len(got) == 0 {
@@ -507,25 +507,25 @@ func TestSubscribersHearTheLossDroppedPartialCopies(t *testing.T) {
 func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
 	sub := replyTo("coord")
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub).Sends, sub); len(got) != 0 {
+	if got := updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub).Sends, sub); len(got) != 0 {
 		t.Fatalf("first subscription to an unknown id: %v, want nothing", got)
 	}
-	got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
+	got := updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
 	if len(got) != 1 || !errors.Is(got[0].GetError(), messages.ErrLost) || got[0].GetNode() != nil {
 		t.Fatalf("resubscription of a located source the table does not know: %v, want LOST", got)
 	}
 	// Still subscribed: a new Put is a new source.
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(5)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(5)}, replyTo("c")).Sends
 	if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n5" {
 		t.Fatalf("after a new Put: %v, want n5's copy", got)
 	}
-	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
+	got = updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x", LocatedBefore: true}, "coord", sub).Sends, sub)
 	if len(got) != 1 || got[0].GetError() != nil || got[0].GetNode().GetNodeId() != "n5" {
 		t.Fatalf("resubscription with a copy known: %v, want n5's copy only", got)
 	}
 	// A republished copy is known too.
 	complete(tb, "y", 1, 1<<20, true)
-	got = updates(tb.Subscribe(&messages.Subscribe{ObjectId: "y", LocatedBefore: true}, "coord", sub).Sends, sub)
+	got = updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "y", LocatedBefore: true}, "coord", sub).Sends, sub)
 	if len(got) != 1 || got[0].GetError() != nil {
 		t.Fatalf("resubscription of a republished source: %v, want its copy only", got)
 	}
@@ -533,7 +533,7 @@ func TestLocatedBeforeSubscriberHearsLostOfAnIDTheTableDoesNotKnow(t *testing.T)
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := updates(tb.Subscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub).Sends, sub); len(got) != 0 {
+	if got := updates(tb.onSubscribe(&messages.Subscribe{ObjectId: "t", LocatedBefore: true}, "coord", sub).Sends, sub); len(got) != 0 {
 		t.Fatalf("resubscription of a reserved target: %v, want nothing", got)
 	}
 }
@@ -550,7 +550,7 @@ func TestCommitRecordsARootCopyAFailedSenderRemoved(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	reduceRoot(t, tb, 0)
 	locate(tb, "t", 2, t0) // n2 streams from the root on n0
-	tb.Locate(&messages.Locate{ObjectId: "t", Receiver: node(2), FailedSender: node(0), TimeoutMs: 1000}, replyTo("r2"), t0)
+	tb.onLocate(&messages.Locate{ObjectId: "t", Receiver: node(2), FailedSender: node(0), TimeoutMs: 1000}, replyTo("r2"), t0)
 	out := rootComplete(tb, "t", 0, 1<<20, "red#1")
 	if r := locateReply(t, out, replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" || r.GetSenderState() != messages.LocationState_COMPLETE {
 		t.Fatalf("the parked Get once the coordinator committed: %v, want the root's whole copy on n0", r)
@@ -568,11 +568,11 @@ func TestCommittedTargetIsNotCreatedAgainByItsReduce(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	reduceRoot(t, tb, 0)
 	rootComplete(tb, "t", 0, 1<<20, "red#1")
-	tb.NodeFailed("n0")
+	tb.onNodeFailed("n0")
 	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the committed target whose only copy died: %v, want LOST", r.GetError())
 	}
-	again := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
+	again := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
 	if r := repliesTo(again, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
 		t.Fatalf("its Reduce creating the committed target again: %v, want INVALID_ARGUMENT", again)
 	}
@@ -594,12 +594,12 @@ func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	reduceRoot(t, tb, 0)
 	locate(tb, "t", 2, t0) // a Get streaming from the root
-	tb.NodeFailed("n0")
+	tb.onNodeFailed("n0")
 	if out := locate(tb, "t", 3, t0); len(repliesTo(out, replyTo("r3"))) != 0 {
 		t.Fatalf("a Get of the target while its Reduce repairs: %v, want it to wait", out)
 	}
 	rootComplete(tb, "t", 0, 1<<20, "red#1") // serves n3 from n0 (its stream fails)
-	out := tb.NodeFailed("n0").Sends         // the watch, renewed, says n0 is gone
+	out := tb.onNodeFailed("n0").Sends       // the watch, renewed, says n0 is gone
 	out = append(out, relocate(tb, "t", 2, 0, false, t0)...)
 	out = append(out, relocate(tb, "t", 3, 0, false, t0)...)
 	for _, n := range []int{2, 3} {
@@ -623,8 +623,8 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	sub := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord")).Sends
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1, Unoffered: true}, replyTo("c")).Sends
+	sub := tb.onSubscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1, Unoffered: true}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
 	}
@@ -634,10 +634,10 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("a Locate was offered the unoffered copy: %v", out)
 	}
-	if s := tb.Subscribe(&messages.Subscribe{ObjectId: "t"}, "coord2", replyTo("coord2")).Sends; len(s) != 0 {
+	if s := tb.onSubscribe(&messages.Subscribe{ObjectId: "t"}, "coord2", replyTo("coord2")).Sends; len(s) != 0 {
 		t.Fatalf("a later subscriber heard of the unoffered copy: %v", s)
 	}
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true}).Sends
+	out = tb.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true}).Sends
 	if r := locateReply(t, out, replyTo("r2")); r.GetError() != nil || r.GetSender().GetNodeId() != "n0" {
 		t.Fatalf("the parked Locate once the copy is complete: %v", r)
 	}
@@ -661,16 +661,16 @@ func TestLastWholeCopyNamedFailedIsLostWithItsNode(t *testing.T) {
 	create(t, tb, "x", 1<<20, 0)
 	complete(tb, "x", 0, 1<<20, true)
 	locate(tb, "x", 1, t0)
-	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
-	tb.NodeFailed("n0") // n1's copy is the last whole one
+	tb.onFetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.onNodeFailed("n0") // n1's copy is the last whole one
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n2's sender %s, want n1", s)
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0).Sends
+	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0).Sends
 	if len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("n2 locating again, naming n1 failed: %v, want it to wait", out)
 	}
-	out = tb.NodeFailed("n1").Sends
+	out = tb.onNodeFailed("n1").Sends
 	if r := locateReply(t, out, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("n2's parked Locate once n1 failed: %v, want LOST", r.GetError())
 	}

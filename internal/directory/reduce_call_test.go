@@ -17,7 +17,7 @@ import (
 func TestReserveAnswersAnEarlierAttemptsCommittedResult(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	first := ReduceID("t", "call1", "a1")
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(2), State: messages.LocationState_COMPLETE,
+	tb.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(2), State: messages.LocationState_COMPLETE,
 		Size: 64, Fingerprint: 9, Creator: true, ProducedBy: first, ReducedIds: []string{"s2", "s0"}})
 
 	got, err := tb.Reserve("t", ReduceID("t", "call1", "a2"))
@@ -39,7 +39,7 @@ func TestReserveAnswersAnEarlierAttemptsCommittedResult(t *testing.T) {
 // result: a Reduce into it fails CONFLICT, whatever its call.
 func TestReserveOfAPutTargetConflicts(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(1), State: messages.LocationState_COMPLETE,
+	tb.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(1), State: messages.LocationState_COMPLETE,
 		Size: 64, Fingerprint: 9, Creator: true})
 	if _, err := tb.Reserve("t", ReduceID("t", "call1", "a1")); !errors.Is(err, messages.ErrConflict) {
 		t.Fatalf("Reduce into a Put object: %v, want CONFLICT", err)
@@ -87,15 +87,15 @@ func TestCommitMarksAReaderWhoseCopyCompletedFirst(t *testing.T) {
 	if _, err := tb.Reserve("t", rid); err != nil {
 		t.Fatal(err)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: rid, ReduceGeneration: 1}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: rid, ReduceGeneration: 1}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("the root's create: %v", out)
 	}
 	locate(tb, "t", 2, t0) // n2 streams from the root on n0
-	if got := marksTo(tb.FetchDone(fetchDone(tb, "t", node(2), node(0))).Sends, "n2"); len(got) != 0 {
+	if got := marksTo(tb.onFetchDone(fetchDone(tb, "t", node(2), node(0))).Sends, "n2"); len(got) != 0 {
 		t.Fatalf("marks before any commit: %v", got)
 	}
-	commit := tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20,
+	commit := tb.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20,
 		Creator: true, ReduceId: rid, ProducedBy: rid, ReducedIds: []string{"s1", "s0"}}).Sends
 	got := marksTo(commit, "n2")
 	if len(got) != 1 || got[0].GetReduceId() != rid || got[0].GetTargetId() != "t" || !slices.Equal(got[0].GetReducedIds(), []string{"s1", "s0"}) {
@@ -109,7 +109,7 @@ func TestCommitMarksAReaderWhoseCopyCompletedFirst(t *testing.T) {
 	// hears of the reader's copy, marked, and answers the call's next
 	// attempt with the result.
 	rebuilt := NewLocationTable(TableConfig{})
-	rebuilt.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(2), State: messages.LocationState_COMPLETE, Size: 1 << 20,
+	rebuilt.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(2), State: messages.LocationState_COMPLETE, Size: 1 << 20,
 		ProducedBy: got[0].GetReduceId(), ReducedIds: got[0].GetReducedIds()})
 	if res, err := rebuilt.Reserve("t", ReduceID("t", "call1", "a2")); err != nil || !slices.Equal(res, []string{"s1", "s0"}) {
 		t.Fatalf("the call's next attempt at the rebuilt shard: %v, %v; want the committed [s1 s0]", res, err)
@@ -125,7 +125,7 @@ func TestCommitMarksAReaderWhoseCopyCompletedFirst(t *testing.T) {
 // conflict (chaos soak seeds 5000364 and 5000834, on a loaded machine).
 func TestRetryOfACallWhoseResultOnlyAReaderHoldsIsLostNotConflict(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(5), State: messages.LocationState_COMPLETE, Size: 64,
+	tb.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(5), State: messages.LocationState_COMPLETE, Size: 64,
 		Fingerprint: 9, ReduceId: ReduceID("t", "call1", "a1")})
 	if _, err := tb.Reserve("t", ReduceID("t", "call1", "a2")); !errors.Is(err, messages.ErrLost) {
 		t.Fatalf("the call's next attempt: %v, want LOST", err)
@@ -135,7 +135,7 @@ func TestRetryOfACallWhoseResultOnlyAReaderHoldsIsLostNotConflict(t *testing.T) 
 	}
 	// A marked copy heard later teaches the result: the attempt is then
 	// answered with it.
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: node(6), State: messages.LocationState_COMPLETE, Size: 64,
+	tb.onPublish(&messages.PublishLocation{ObjectId: "t", Node: node(6), State: messages.LocationState_COMPLETE, Size: 64,
 		Fingerprint: 9, ProducedBy: ReduceID("t", "call1", "a1"), ReducedIds: []string{"s0"}})
 	if got, err := tb.Reserve("t", ReduceID("t", "call1", "a3")); err != nil || !slices.Equal(got, []string{"s0"}) {
 		t.Fatalf("after a marked copy: %v, %v; want the committed [s0]", got, err)

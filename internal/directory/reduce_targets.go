@@ -319,11 +319,11 @@ func CallOf(reduceID string) string {
 	return reduceID
 }
 
-// Release undoes a failed Reduce: its reservation goes, and so does any
+// onRelease undoes a failed Reduce: its reservation goes, and so does any
 // target it created, partial or finished (copies dropped, no tombstone),
 // so nothing of it remains and the id can be used again. Waiting Gets
 // keep waiting.
-func (t *LocationTable) Release(req *messages.ReleaseTarget) outbox.Box {
+func (t *LocationTable) onRelease(req *messages.ReleaseTarget) outbox.Box {
 	rid := req.GetReduceId()
 	if rid == "" {
 		return outbox.Box{}

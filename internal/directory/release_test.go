@@ -11,7 +11,7 @@ import (
 // rootComplete is a Reduce coordinator's commit of its root's result on
 // node n: the target's copy there is whole.
 func rootComplete(tb *LocationTable, id string, n int, size int64, reduceID string) []outbox.Send {
-	return tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size,
+	return tb.onPublish(&messages.PublishLocation{ObjectId: id, Node: node(n), State: messages.LocationState_COMPLETE, Size: size,
 		Creator: true, ReduceId: reduceID}).Sends
 }
 
@@ -22,7 +22,7 @@ func reduceRoot(t *testing.T, tb *LocationTable, creator int) {
 	if _, err := tb.Reserve("t", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("the first root's create: %v", out)
 	}
@@ -39,8 +39,8 @@ func TestReleaseDropsAFinishedTargetOfAFailedReduce(t *testing.T) {
 	reduceRoot(t, tb, 2)
 	locate(tb, "t", 3, t0) // a Get fetching from the root
 	rootComplete(tb, "t", 2, 1<<20, "red#1")
-	tb.FetchDone(fetchDone(tb, "t", node(3), node(2)))
-	out := tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"}).Sends
+	tb.onFetchDone(fetchDone(tb, "t", node(3), node(2)))
+	out := tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"}).Sends
 	for _, n := range []int{2, 3} {
 		if d := dropsTo(out, n); d == nil || !errors.Is(d.GetReason(), messages.ErrNotFound) {
 			t.Fatalf("release of the finished target: drop to n%d %v, want NOT_FOUND (out %v)", n, d, out)
@@ -64,7 +64,7 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	reduceRoot(t, tb, 2)
 	locate(tb, "t", 4, t0) // a waiting Get keeps the entry
-	tb.Release(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
+	tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
 	rootComplete(tb, "t", 2, 1<<20, "red#1")
 	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("a Get on the released root's node after its late COMPLETE: %v, want it to wait", out)
@@ -78,8 +78,8 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 	if _, err := tb.Reserve("u", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	tb.Create(&messages.CreateObject{ObjectId: "u", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
-	tb.Release(&messages.ReleaseTarget{TargetId: "u", ReduceId: "red#1"})
+	tb.onCreate(&messages.CreateObject{ObjectId: "u", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	tb.onRelease(&messages.ReleaseTarget{TargetId: "u", ReduceId: "red#1"})
 	rootComplete(tb, "u", 2, 1<<20, "red#1")
 	if out := locate(tb, "u", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("u: a Get on the released root's node after its late COMPLETE: %v, want it to wait", out)
@@ -90,7 +90,7 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 	if _, err := tb.Reserve("v", "red#1"); err != nil {
 		t.Fatal(err)
 	}
-	tb.Create(&messages.CreateObject{ObjectId: "v", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
+	tb.onCreate(&messages.CreateObject{ObjectId: "v", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
 	rootComplete(tb, "v", 2, 1<<20, "red#1")
 	if r := locateReply(t, locate(tb, "v", 3, t0), replyTo("r3")); r.GetSender().GetNodeId() != "n2" || r.GetSenderState() != messages.LocationState_COMPLETE {
 		t.Fatalf("v: a Get after the root finished: %v, want n2's complete copy", r)

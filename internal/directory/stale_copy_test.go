@@ -18,12 +18,12 @@ func TestFailedSenderThatLacksTheObjectIsRemoved(t *testing.T) {
 	complete(tb, "x", 0, 1<<20, true)
 	complete(tb, "x", 1, 1<<20, false)
 	// A broken stream from the creator: it is only avoided for a while.
-	r := locateReply(t, tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r2"), t0).Sends, replyTo("r2"))
+	r := locateReply(t, tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r2"), t0).Sends, replyTo("r2"))
 	if r.GetSender().GetNodeId() != "n1" || tb.entries["x"].locs["n0"] == nil {
 		t.Fatalf("after a broken stream from the creator: sender %v, creator's record %v", r.GetSender().GetNodeId(), tb.entries["x"].locs["n0"])
 	}
 	// n1 says it holds no x: its record goes, and n3 is sent to n0.
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1), FailedSenderLacks: true}, replyTo("r2"), t0)
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1), FailedSenderLacks: true}, replyTo("r2"), t0)
 	if tb.entries["x"].locs["n1"] != nil {
 		t.Fatal("the record of a sender that lacks the object stayed")
 	}
@@ -31,7 +31,7 @@ func TestFailedSenderThatLacksTheObjectIsRemoved(t *testing.T) {
 	tb = NewLocationTable(TableConfig{})
 	create(t, tb, "y", 1<<20, 0)
 	complete(tb, "y", 0, 1<<20, true)
-	out := tb.Locate(&messages.Locate{ObjectId: "y", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(0), FailedSenderLacks: true}, replyTo("r2"), t0).Sends
+	out := tb.onLocate(&messages.Locate{ObjectId: "y", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(0), FailedSenderLacks: true}, replyTo("r2"), t0).Sends
 	if r := locateReply(t, out, replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("the only copy's node lacks it: %v, want LOST", r)
 	}
@@ -49,7 +49,7 @@ func TestLocateOfTheReceiversOwnCreatorCopyNamesIt(t *testing.T) {
 	if r.GetError() != nil || r.GetSender().GetNodeId() != "n3" || r.GetSenderState() != messages.LocationState_COMPLETE {
 		t.Fatalf("the creator locating its own object: %v", r)
 	}
-	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "z", Node: node(3)})
+	tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "z", Node: node(3)})
 	if r := locateReply(t, locate(tb, "z", 4, t0), replyTo("r4")); !errors.Is(r.GetError(), messages.ErrLost) {
 		t.Fatalf("after the stale creator's record went: %v, want LOST", r)
 	}

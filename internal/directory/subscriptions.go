@@ -16,7 +16,7 @@ type subscriber struct {
 	to  any
 }
 
-// Subscribe pushes every current and future location of the object to
+// onSubscribe pushes every current and future location of the object to
 // the subscriber; key identifies the subscriber for Unsubscribe. The
 // subscriber also hears when the object is deleted, and when it is lost
 // (LocationUpdate.error: now, if it is lost already, and whenever its
@@ -24,7 +24,7 @@ type subscriber struct {
 // (Subscribe.located_before) hears LOST too when the table knows no copy
 // of it: the shell sets that flag only once every store node has
 // republished (see internal/actors/shardactor), so no copy is left anywhere.
-func (t *LocationTable) Subscribe(req *messages.Subscribe, key string, to any) outbox.Box {
+func (t *LocationTable) onSubscribe(req *messages.Subscribe, key string, to any) outbox.Box {
 	id := req.GetObjectId()
 	if err := t.check(id); err != nil {
 		return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}}
@@ -76,8 +76,8 @@ func lostUpdate(id string, err *messages.Error) *messages.LocationUpdate {
 	return &messages.LocationUpdate{ObjectId: id, Error: err}
 }
 
-// Unsubscribe stops the pushes to the subscriber with this key.
-func (t *LocationTable) Unsubscribe(req *messages.Unsubscribe, key string) outbox.Box {
+// onUnsubscribe stops the pushes to the subscriber with this key.
+func (t *LocationTable) onUnsubscribe(req *messages.Unsubscribe, key string) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
 		return outbox.Box{}

@@ -243,10 +243,19 @@ type LocationTable struct {
 	// come; a new Put, or a whole copy that the loss did not drop
 	// (republished, or a fetch that completed), ends it. Bounded like the
 	// tombstones.
-	lost         map[string]lostMark
-	lostOrder    []lostRef // FIFO, bounded by TombstoneLimit
-	lostSeq      uint64
+	lost      map[string]lostMark
+	lostOrder []lostRef // FIFO, bounded by TombstoneLimit
+	lostSeq   uint64
+	// nextDeadline is when a Tick may next have a parked request to
+	// time out, or a doubt to settle (zero: neither). It may be early,
+	// never late: a request answered before its deadline leaves it in
+	// place, and that Tick finds nothing. A doubt that just began asks
+	// for a Tick at once, long past, whose time its grace starts from
+	// (see doubt.go).
 	nextDeadline time.Time
+	// armed is the Tick the table last asked for and has not had back
+	// (zero: none pending).
+	armed time.Time
 	// epochs is how many epochs the table issued (see newEpoch).
 	epochs uint64
 	// runs are the Reduce runs this table reserved a target for,

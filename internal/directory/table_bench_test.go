@@ -15,7 +15,7 @@ import (
 //	go test -run x -bench LocateInline -count 5 ./internal/directory/
 func BenchmarkLocateInline(b *testing.B) {
 	tb := NewLocationTable(TableConfig{})
-	tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1024, HasInline: true, InlineData: make([]byte, 1024), Creator: node(0)}, replyTo("c"))
+	tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1024, HasInline: true, InlineData: make([]byte, 1024), Creator: node(0)}, replyTo("c"))
 	var receivers []*messages.NodeRef
 	var replies []replyTo
 	for i := range 64 {
@@ -25,10 +25,10 @@ func BenchmarkLocateInline(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		r := receivers[i%len(receivers)]
-		out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: r, TimeoutMs: 1000}, replies[i%len(replies)], t0)
+		out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: r, TimeoutMs: 1000}, replies[i%len(replies)], t0)
 		if len(out.Sends) != 1 {
 			b.Fatalf("Locate of an inline object sent %v, want its answer", out.Sends)
 		}
-		tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: r})
+		tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: r})
 	}
 }

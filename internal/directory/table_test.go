@@ -46,7 +46,7 @@ func locateReply(t *testing.T, out []outbox.Send, to any) *messages.LocateReply 
 
 func create(t *testing.T, tb *LocationTable, id string, size int64, creator int) {
 	t.Helper()
-	out := tb.Create(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(creator)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(creator)}, replyTo("c")).Sends
 	r := repliesTo(out, replyTo("c"))
 	if len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
@@ -54,7 +54,7 @@ func create(t *testing.T, tb *LocationTable, id string, size int64, creator int)
 }
 
 func locate(tb *LocationTable, id string, receiver int, now time.Time) []outbox.Send {
-	return tb.Locate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000}, replyTo(fmt.Sprintf("r%d", receiver)), now).Sends
+	return tb.onLocate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000}, replyTo(fmt.Sprintf("r%d", receiver)), now).Sends
 }
 
 func TestLocatePrefersCompleteAndServesOneAtATime(t *testing.T) {
@@ -62,7 +62,7 @@ func TestLocatePrefersCompleteAndServesOneAtATime(t *testing.T) {
 	// R1 completes; R3 arrives and gets S (complete beats partial).
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
 
 	if s := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("R1 sender = %s, want n0", s)
@@ -70,7 +70,7 @@ func TestLocatePrefersCompleteAndServesOneAtATime(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("R2 sender = %s, want n1 (partial, S busy)", s)
 	}
-	out := tb.FetchDone(fetchDone(tb, "x", node(1), node(0))).Sends
+	out := tb.onFetchDone(fetchDone(tb, "x", node(1), node(0))).Sends
 	if len(out) != 0 {
 		t.Fatalf("FetchDone with no waiters sent %v", out)
 	}
@@ -91,7 +91,7 @@ func TestLocatePrefersCompleteAndServesOneAtATime(t *testing.T) {
 
 func queryInfo(t *testing.T, tb *LocationTable, id string) *messages.ObjectInfo {
 	t.Helper()
-	out := tb.Query(&messages.QueryObject{ObjectId: id}, replyTo("q"), t0).Sends
+	out := tb.onQuery(&messages.QueryObject{ObjectId: id}, replyTo("q"), t0).Sends
 	info := out[0].Msg.(*messages.ObjectInfo)
 	if info.GetError() != nil {
 		t.Fatalf("query %s: %v", id, info.GetError())
@@ -108,7 +108,7 @@ func TestConcurrentReceiversFormAPipelineNotAStar(t *testing.T) {
 			t.Fatalf("locate before create answered: %v", out)
 		}
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 26, Creator: node(0)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 26, Creator: node(0)}, replyTo("c")).Sends
 	for r := 1; r <= 7; r++ {
 		got := locateReply(t, out, replyTo(fmt.Sprintf("r%d", r))).GetSender().GetNodeId()
 		if want := fmt.Sprintf("n%d", r-1); got != want {
@@ -143,10 +143,10 @@ func TestNoSenderServesTwoAtOnceRandomized(t *testing.T) {
 				if r == 0 {
 					continue
 				}
-				out = tb.FetchDone(fetchDone(tb, "x", node(r), &messages.NodeRef{NodeId: pending[r]})).Sends
+				out = tb.onFetchDone(fetchDone(tb, "x", node(r), &messages.NodeRef{NodeId: pending[r]})).Sends
 				delete(pending, r)
 			case rng.IntN(3) == 0:
-				out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20}).Sends
+				out = tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20}).Sends
 			}
 			for _, s := range out {
 				if lr, ok := s.Msg.(*messages.LocateReply); ok {
@@ -220,17 +220,17 @@ func TestCycleRefusedOnFailover(t *testing.T) {
 	if s := locateReply(t, out, replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
 		t.Fatalf("R3 from %s, want n2", s)
 	}
-	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(1)}, replyTo("r2"), t0).Sends
+	out = tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(1)}, replyTo("r2"), t0).Sends
 	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("R2 resumed from %s, want n0", s)
 	}
 	// Now only R3 is free, and it is downstream of R2: a second failover of
 	// R2 (S failed too) must wait instead of creating R2<-R3<-R2.
-	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(0)}, replyTo("r2"), t0).Sends
+	out = tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(0)}, replyTo("r2"), t0).Sends
 	if len(repliesTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("R2 was given a sender in its own downstream: %v", out)
 	}
-	out = tb.Tick(t0.Add(time.Second)).Sends
+	out = tb.onTick(t0.Add(time.Second)).Sends
 	if lr := locateReply(t, out, replyTo("r2")); !errors.Is(lr.GetError(), messages.ErrTimeout) {
 		t.Fatalf("want TIMEOUT, got %v", lr.GetError())
 	}
@@ -239,7 +239,7 @@ func TestCycleRefusedOnFailover(t *testing.T) {
 func TestInlineObjectsNeedNoSender(t *testing.T) {
 	tb := NewLocationTable(TableConfig{InlineLimit: 64})
 	out := locate(tb, "small", 1, t0)
-	tb.Create(&messages.CreateObject{ObjectId: "small", Size: 3, Creator: node(0), HasInline: true, InlineData: []byte("abc")}, nil)
+	tb.onCreate(&messages.CreateObject{ObjectId: "small", Size: 3, Creator: node(0), HasInline: true, InlineData: []byte("abc")}, nil)
 	_ = out
 	out = locate(tb, "small", 2, t0)
 	lr := locateReply(t, out, replyTo("r2"))
@@ -257,11 +257,11 @@ func TestInlineObjectsNeedNoSender(t *testing.T) {
 // store the bytes unpublishes.
 func TestInlineReplyRecordsTheReceiversCopy(t *testing.T) {
 	tb := NewLocationTable(TableConfig{InlineLimit: 64})
-	tb.Create(&messages.CreateObject{ObjectId: "small", Size: 3, Creator: node(0), HasInline: true, InlineData: []byte("abc")}, nil)
+	tb.onCreate(&messages.CreateObject{ObjectId: "small", Size: 3, Creator: node(0), HasInline: true, InlineData: []byte("abc")}, nil)
 	locateReply(t, locate(tb, "small", 2, t0), replyTo("r2"))
 	locateReply(t, locate(tb, "small", 3, t0), replyTo("r3"))
-	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "small", Node: node(3)})
-	info := tb.Query(&messages.QueryObject{ObjectId: "small"}, replyTo("q"), t0).Sends[0].Msg.(*messages.ObjectInfo)
+	tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "small", Node: node(3)})
+	info := tb.onQuery(&messages.QueryObject{ObjectId: "small"}, replyTo("q"), t0).Sends[0].Msg.(*messages.ObjectInfo)
 	var got []string
 	for _, l := range info.GetLocations() {
 		if l.GetNode().GetNodeId() != "n0" && l.GetState() != messages.LocationState_COMPLETE {
@@ -279,7 +279,7 @@ func TestWaitingLocateIsServedOnCreate(t *testing.T) {
 	if out := locate(tb, "x", 1, t0); len(out) != 0 {
 		t.Fatalf("answered before create: %v", out)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(0)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(0)}, replyTo("c")).Sends
 	lr := locateReply(t, out, replyTo("r1"))
 	if lr.GetSender().GetNodeId() != "n0" || lr.GetSenderState() != messages.LocationState_PARTIAL || lr.GetSize() != 1<<20 {
 		t.Fatalf("reply %v", lr)
@@ -289,15 +289,15 @@ func TestWaitingLocateIsServedOnCreate(t *testing.T) {
 func TestCreateConflictAndIdempotence(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 10, 0)
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(1)}, replyTo("c2")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(1)}, replyTo("c2")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); r.GetError() != nil || !r.GetExisted() {
 		t.Fatalf("same bytes: %v", r)
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 43, Creator: node(1)}, replyTo("c2")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 43, Creator: node(1)}, replyTo("c2")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrConflict) {
 		t.Fatalf("other bytes: %v", r)
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 11, Fingerprint: 42, Creator: node(1)}, replyTo("c2")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 11, Fingerprint: 42, Creator: node(1)}, replyTo("c2")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrConflict) {
 		t.Fatalf("other size: %v", r)
 	}
@@ -306,13 +306,13 @@ func TestCreateConflictAndIdempotence(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	tb := NewLocationTable(TableConfig{MaxObjectIDLen: 8})
 	cases := map[string][]outbox.Send{
-		"empty id":     tb.Create(&messages.CreateObject{ObjectId: "", Creator: node(0)}, replyTo("c")).Sends,
-		"long id":      tb.Create(&messages.CreateObject{ObjectId: "123456789", Creator: node(0)}, replyTo("c")).Sends,
-		"no creator":   tb.Create(&messages.CreateObject{ObjectId: "a", Size: 1}, replyTo("c")).Sends,
-		"neg size":     tb.Create(&messages.CreateObject{ObjectId: "a", Size: -1, Creator: node(0)}, replyTo("c")).Sends,
-		"inline size":  tb.Create(&messages.CreateObject{ObjectId: "a", Size: 5, Creator: node(0), HasInline: true, InlineData: []byte("x")}, replyTo("c")).Sends,
-		"no receiver":  tb.Locate(&messages.Locate{ObjectId: "a"}, replyTo("c"), t0).Sends,
-		"locate empty": tb.Locate(&messages.Locate{ObjectId: "", Receiver: node(1)}, replyTo("c"), t0).Sends,
+		"empty id":     tb.onCreate(&messages.CreateObject{ObjectId: "", Creator: node(0)}, replyTo("c")).Sends,
+		"long id":      tb.onCreate(&messages.CreateObject{ObjectId: "123456789", Creator: node(0)}, replyTo("c")).Sends,
+		"no creator":   tb.onCreate(&messages.CreateObject{ObjectId: "a", Size: 1}, replyTo("c")).Sends,
+		"neg size":     tb.onCreate(&messages.CreateObject{ObjectId: "a", Size: -1, Creator: node(0)}, replyTo("c")).Sends,
+		"inline size":  tb.onCreate(&messages.CreateObject{ObjectId: "a", Size: 5, Creator: node(0), HasInline: true, InlineData: []byte("x")}, replyTo("c")).Sends,
+		"no receiver":  tb.onLocate(&messages.Locate{ObjectId: "a"}, replyTo("c"), t0).Sends,
+		"locate empty": tb.onLocate(&messages.Locate{ObjectId: "", Receiver: node(1)}, replyTo("c"), t0).Sends,
 	}
 	for name, out := range cases {
 		if len(out) != 1 {
@@ -339,10 +339,10 @@ func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
 	create(t, tb, "x", 100, 0)
 	locate(tb, "x", 1, t0)
 	sub := replyTo("sub")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "sub", sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "sub", sub)
 	// A query waiting on another id is untouched.
-	tb.Query(&messages.QueryObject{ObjectId: "y", Wait: true, TimeoutMs: 50}, replyTo("qy"), t0)
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
+	tb.onQuery(&messages.QueryObject{ObjectId: "y", Wait: true, TimeoutMs: 50}, replyTo("qy"), t0)
+	out := tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
 	drops := 0
 	for _, s := range out {
 		if _, ok := s.Msg.(*messages.DropObject); ok {
@@ -358,12 +358,12 @@ func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
 	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("get after delete: %v", r)
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("put after delete: %v", r)
 	}
 	// A late completion of a copy of a deleted object frees that copy.
-	out = tb.FetchDone(fetchDone(tb, "x", node(1), node(0))).Sends
+	out = tb.onFetchDone(fetchDone(tb, "x", node(1), node(0))).Sends
 	if len(out) != 1 || out[0].To != node(1) && out[0].To.(*messages.NodeRef).GetNodeId() != "n1" {
 		t.Fatalf("late FetchDone: %v", out)
 	}
@@ -371,14 +371,14 @@ func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
 		t.Fatalf("late FetchDone answered %T", out[0].Msg)
 	}
 	// Delete of something never created.
-	out = tb.Delete(&messages.DeleteObject{ObjectId: "nope"}, replyTo("d")).Sends
+	out = tb.onDelete(&messages.DeleteObject{ObjectId: "nope"}, replyTo("d")).Sends
 	if r := out[0].Msg.(*messages.DeleteObjectReply); !errors.Is(r.GetError(), messages.ErrNotFound) {
 		t.Fatalf("delete unknown: %v", r)
 	}
 	// Tombstones are bounded: the oldest is forgotten.
 	for _, id := range []string{"a", "b"} {
 		create(t, tb, id, 1, 0)
-		tb.Delete(&messages.DeleteObject{ObjectId: id}, nil)
+		tb.onDelete(&messages.DeleteObject{ObjectId: id}, nil)
 	}
 	if len(tb.tombstones) != 2 {
 		t.Fatalf("tombstones %d, want 2", len(tb.tombstones))
@@ -390,19 +390,19 @@ func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
 
 func TestTickTimesOutWaitersAndForgetsUnknownIDs(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	tb.Locate(&messages.Locate{ObjectId: "ghost", Receiver: node(1), TimeoutMs: 100}, replyTo("r1"), t0)
-	tb.Query(&messages.QueryObject{ObjectId: "ghost2", Wait: true, TimeoutMs: 300}, replyTo("q"), t0)
-	if out := tb.Tick(t0.Add(50 * time.Millisecond)).Sends; len(out) != 0 {
+	tb.onLocate(&messages.Locate{ObjectId: "ghost", Receiver: node(1), TimeoutMs: 100}, replyTo("r1"), t0)
+	tb.onQuery(&messages.QueryObject{ObjectId: "ghost2", Wait: true, TimeoutMs: 300}, replyTo("q"), t0)
+	if out := tb.onTick(t0.Add(50 * time.Millisecond)).Sends; len(out) != 0 {
 		t.Fatalf("early tick answered %v", out)
 	}
-	out := tb.Tick(t0.Add(150 * time.Millisecond)).Sends
+	out := tb.onTick(t0.Add(150 * time.Millisecond)).Sends
 	if r := locateReply(t, out, replyTo("r1")); !errors.Is(r.GetError(), messages.ErrTimeout) {
 		t.Fatalf("want TIMEOUT: %v", r)
 	}
 	if tb.Len() != 1 {
 		t.Fatalf("want only ghost2 left, have %d entries", tb.Len())
 	}
-	out = tb.Tick(t0.Add(400 * time.Millisecond)).Sends
+	out = tb.onTick(t0.Add(400 * time.Millisecond)).Sends
 	if len(out) != 1 || !errors.Is(out[0].Msg.(*messages.ObjectInfo).GetError(), messages.ErrTimeout) {
 		t.Fatalf("query timeout: %v", out)
 	}
@@ -414,7 +414,7 @@ func TestTickTimesOutWaitersAndForgetsUnknownIDs(t *testing.T) {
 func TestCancelLocateForgetsWaiter(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	locate(tb, "ghost", 1, t0)
-	tb.CancelLocate(&messages.CancelLocate{ObjectId: "ghost", Receiver: node(1)})
+	tb.onCancelLocate(&messages.CancelLocate{ObjectId: "ghost", Receiver: node(1)})
 	if tb.Len() != 0 {
 		t.Fatalf("entry kept after cancel")
 	}
@@ -433,20 +433,20 @@ func (e endpointRef) GetId() string      { return e.id }
 func TestAbandonLocateWithdrawsExactlyThatRequest(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	call := endpointRef{"m1", "future$7"}
-	tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, call, t0)
-	tb.AbandonLocate("x", endpointRef{"m1", "future$8"})
-	tb.AbandonLocate("y", call)
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
+	tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, call, t0)
+	tb.onAbandonLocate("x", endpointRef{"m1", "future$8"})
+	tb.onAbandonLocate("y", call)
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
 	if lr := locateReply(t, out, call); lr.GetSender().GetNodeId() != "n0" {
 		t.Fatalf("the parked Locate was answered with %v", lr)
 	}
 
-	tb.Locate(&messages.Locate{ObjectId: "z", Receiver: node(2), TimeoutMs: 1000}, call, t0)
-	tb.AbandonLocate("z", endpointRef{"m1", "future$7"}) // an equal address, another value
+	tb.onLocate(&messages.Locate{ObjectId: "z", Receiver: node(2), TimeoutMs: 1000}, call, t0)
+	tb.onAbandonLocate("z", endpointRef{"m1", "future$7"}) // an equal address, another value
 	if tb.Len() != 1 {
 		t.Fatalf("entries after the abandon: %d, want only x", tb.Len())
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "z", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "z", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
 	if r := repliesTo(out, call); len(r) != 0 {
 		t.Fatalf("an abandoned Locate was answered: %v", r)
 	}
@@ -455,7 +455,7 @@ func TestAbandonLocateWithdrawsExactlyThatRequest(t *testing.T) {
 func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 100, 0)
-	out := tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s")).Sends
+	out := tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s")).Sends
 	if len(out) != 1 || out[0].Msg.(*messages.LocationUpdate).GetNode().GetNodeId() != "n0" {
 		t.Fatalf("current locations: %v", out)
 	}
@@ -468,8 +468,8 @@ func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
 	if fmt.Sprint(got) != "[n1:PARTIAL]" {
 		t.Fatalf("future locations: %v", got)
 	}
-	tb.Unsubscribe(&messages.Unsubscribe{ObjectId: "x"}, "s")
-	if out := tb.FetchDone(fetchDone(tb, "x", node(1), node(0))).Sends; len(repliesTo(out, replyTo("s"))) != 0 {
+	tb.onUnsubscribe(&messages.Unsubscribe{ObjectId: "x"}, "s")
+	if out := tb.onFetchDone(fetchDone(tb, "x", node(1), node(0))).Sends; len(repliesTo(out, replyTo("s"))) != 0 {
 		t.Fatalf("pushed after unsubscribe: %v", out)
 	}
 }
@@ -479,16 +479,16 @@ func TestUnpublishedSenderIsReplaced(t *testing.T) {
 	// receiver reports it failed and gets another sender.
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 100, 0)
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100})
 	locate(tb, "x", 1, t0)
-	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.onFetchDone(fetchDone(tb, "x", node(1), node(0)))
 	locate(tb, "x", 2, t0) // gets n0 (complete, oldest)
 	lr := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3"))
 	if lr.GetSender().GetNodeId() != "n1" {
 		t.Fatalf("r3 from %s", lr.GetSender().GetNodeId())
 	}
-	tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)})
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(3), TimeoutMs: 100, FailedSender: node(1)}, replyTo("r3"), t0).Sends
+	tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(1)})
+	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(3), TimeoutMs: 100, FailedSender: node(1)}, replyTo("r3"), t0).Sends
 	// n0 is busy with n2; n2 is a free partial copy upstream of nobody.
 	if s := locateReply(t, out, replyTo("r3")).GetSender().GetNodeId(); s != "n2" {
 		t.Fatalf("r3 resumed from %s, want n2", s)
@@ -522,12 +522,12 @@ func TestSenderPolicyChoosesEverySender(t *testing.T) {
 		}
 	}
 	for r := 1; r <= 2; r++ {
-		tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(r), Sender: node(0), Size: 100})
+		tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(r), Sender: node(0), Size: 100})
 	}
 	if s := locateReply(t, locateNoCopy(tb, "x", 9, "i9", t0), replyTo("i9")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("no-copy reader from %s, want n0 (the chosen copies are offered to nobody)", s)
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(6), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r6"), t0).Sends
+	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(6), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r6"), t0).Sends
 	if r := repliesTo(out, replyTo("r6")); len(r) != 0 {
 		t.Fatalf("receiver avoiding the creator answered %v; want it to wait", r)
 	}
@@ -536,13 +536,13 @@ func TestSenderPolicyChoosesEverySender(t *testing.T) {
 func TestWaitingReceiverThatBecomesCreatorIsItsOwnSender(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	locate(tb, "x", 1, t0) // n1's Get parks
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(1)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: node(1)}, replyTo("c")).Sends
 	if s := locateReply(t, out, replyTo("r1")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n1's parked Locate got %s, want itself", s)
 	}
 	// A partial receiver that locates again is not its own sender.
 	locate(tb, "x", 2, t0)
-	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(3)}, replyTo("r2"), t0).Sends
+	out = tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(3)}, replyTo("r2"), t0).Sends
 	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("re-locating n2 got %s, want n1", s)
 	}
@@ -552,13 +552,13 @@ func TestCreateAfterOwnRepublicationIsNotADuplicate(t *testing.T) {
 	// A shard that just started asked for republication; the creator's
 	// copy, still being written, arrives before the creator's CreateObject.
 	tb := NewLocationTable(TableConfig{})
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_PARTIAL, Size: 10, Fingerprint: 42, Creator: true})
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_PARTIAL, Size: 10, Fingerprint: 42, Creator: true})
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); r.GetError() != nil || r.GetExisted() {
 		t.Fatalf("the creator's own Put was answered %v: it would drop its only copy", r)
 	}
 	// Another node's Put of the same bytes is still idempotent.
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(1)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 10, Fingerprint: 42, Creator: node(1)}, replyTo("c")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !r.GetExisted() {
 		t.Fatalf("a second creator: %v", r)
 	}
@@ -568,14 +568,14 @@ func TestSecondLocateOfAReceiverReplacesItsParkedOne(t *testing.T) {
 	// n1's Get parks before the object exists; n1 restarts and its resumed
 	// fetch parks again. On creation n1 must claim exactly one sender.
 	tb := NewLocationTable(TableConfig{})
-	if first := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, replyTo("old"), t0).Sends; len(first) != 0 {
+	if first := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, replyTo("old"), t0).Sends; len(first) != 0 {
 		t.Fatalf("parked Locate answered: %v", first)
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, replyTo("new"), t0).Sends
+	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000}, replyTo("new"), t0).Sends
 	if r := locateReply(t, out, replyTo("old")); !errors.Is(r.GetError(), messages.ErrUnavailable) {
 		t.Fatalf("the replaced Locate got %v", r)
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c")).Sends
 	if s := locateReply(t, out, replyTo("new")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n1 got %s", s)
 	}
@@ -587,7 +587,7 @@ func TestSecondLocateOfAReceiverReplacesItsParkedOne(t *testing.T) {
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n2 got %s, want n1", s)
 	}
-	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.onFetchDone(fetchDone(tb, "x", node(1), node(0)))
 	for _, l := range queryInfo(t, tb, "x").GetLocations() {
 		if l.GetNode().GetNodeId() == "n0" && l.GetServing() {
 			t.Fatal("n0 still marked serving after its only receiver finished")
@@ -612,8 +612,8 @@ func fetchDone(tb *LocationTable, id string, receiver, sender *messages.NodeRef)
 // Reduce with INTERNAL; chaos seed 122).
 func TestFetchDoneTeachesARebuiltShardTheObject(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "coord", replyTo("coord"))
-	out := tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7}).Sends
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", replyTo("coord"))
+	out := tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 7}).Sends
 	var got *messages.LocationUpdate
 	for _, s := range out {
 		if u, ok := s.Msg.(*messages.LocationUpdate); ok && s.To == replyTo("coord") {
@@ -624,7 +624,7 @@ func TestFetchDoneTeachesARebuiltShardTheObject(t *testing.T) {
 		t.Fatalf("subscriber got %v, want n1 COMPLETE with size 1 MiB", got)
 	}
 	// A later republication of a different size is refused.
-	out = tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(2), Sender: node(1), Size: 5}).Sends
+	out = tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(2), Sender: node(1), Size: 5}).Sends
 	if len(out) != 1 {
 		t.Fatalf("size mismatch: %v, want one DropObject to n2", out)
 	}
@@ -641,8 +641,8 @@ func TestFetchDoneTeachesARebuiltShardTheObject(t *testing.T) {
 // tombstones the id, so a copy republished later is dropped, not revived.
 func TestAmnesicTableDeletesUnknownIDs(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
-	tb.Republished()
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "was-there"}, replyTo("d")).Sends
+	tb.onRepublished()
+	out := tb.onDelete(&messages.DeleteObject{ObjectId: "was-there"}, replyTo("d")).Sends
 	if len(out) != 1 {
 		t.Fatalf("delete of an unknown id on a rebuilt shard: %v", out)
 	}
@@ -652,7 +652,7 @@ func TestAmnesicTableDeletesUnknownIDs(t *testing.T) {
 	if r := locateReply(t, locate(tb, "was-there", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("get after the delete: %v", r)
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "was-there", Size: 1, Creator: node(0)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "was-there", Size: 1, Creator: node(0)}, replyTo("c")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("a copy coming back after the delete: %v", r)
 	}
@@ -668,7 +668,7 @@ func TestCreateEchoesRequestID(t *testing.T) {
 		{ObjectId: "e", Size: 11, Creator: node(1), RequestId: 9},  // conflict
 		{ObjectId: "f", Size: -1, Creator: node(1), RequestId: 10}, // invalid
 	} {
-		out := tb.Create(req, replyTo("c")).Sends
+		out := tb.onCreate(req, replyTo("c")).Sends
 		r, ok := out[0].Msg.(*messages.CreateObjectReply)
 		if !ok || r.GetRequestId() != req.GetRequestId() {
 			t.Fatalf("create %d: reply %v, want request id %d", i, out[0].Msg, req.GetRequestId())
@@ -680,7 +680,7 @@ func TestDeleteEchoesRequestID(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "d", 10, 0)
 	for i, id := range []string{"d", "d", "nothing"} { // deleted, twice, not found
-		out := tb.Delete(&messages.DeleteObject{ObjectId: id, RequestId: uint64(20 + i)}, replyTo("c")).Sends
+		out := tb.onDelete(&messages.DeleteObject{ObjectId: id, RequestId: uint64(20 + i)}, replyTo("c")).Sends
 		r, ok := out[len(out)-1].Msg.(*messages.DeleteObjectReply)
 		if !ok || r.GetRequestId() != uint64(20+i) {
 			t.Fatalf("delete %d: reply %v, want request id %d", i, out[len(out)-1].Msg, 20+i)
@@ -689,7 +689,7 @@ func TestDeleteEchoesRequestID(t *testing.T) {
 }
 
 func locateNoCopy(tb *LocationTable, id string, receiver int, to string, now time.Time) []outbox.Send {
-	return tb.Locate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000, NoCopy: true}, replyTo(to), now).Sends
+	return tb.onLocate(&messages.Locate{ObjectId: id, Receiver: node(receiver), TimeoutMs: 1000, NoCopy: true}, replyTo(to), now).Sends
 }
 
 // TestNoCopyLocateLeavesNoTrace: a receiver that keeps no copy
@@ -700,8 +700,8 @@ func locateNoCopy(tb *LocationTable, id string, receiver int, to string, now tim
 func TestNoCopyLocateLeavesNoTrace(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
 	out := locateNoCopy(tb, "x", 1, "i1", t0)
 	if s := locateReply(t, out, replyTo("i1")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("no-copy receiver got %s, want n0", s)
@@ -718,7 +718,7 @@ func TestNoCopyLocateLeavesNoTrace(t *testing.T) {
 	}
 
 	small := []byte("inline")
-	tb.Create(&messages.CreateObject{ObjectId: "s", Size: int64(len(small)), HasInline: true, InlineData: small, Creator: node(0)}, replyTo("c"))
+	tb.onCreate(&messages.CreateObject{ObjectId: "s", Size: int64(len(small)), HasInline: true, InlineData: small, Creator: node(0)}, replyTo("c"))
 	if r := locateReply(t, locateNoCopy(tb, "s", 3, "i3", t0), replyTo("i3")); string(r.GetInlineData()) != "inline" {
 		t.Fatalf("inline no-copy answer %v", r)
 	}
@@ -733,7 +733,7 @@ func TestNoCopyLocateLeavesNoTrace(t *testing.T) {
 func TestNoCopyLocatePrefersAFreeCopyAndTakesABusyOne(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 100, 0)
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100, Creator: true})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 100, Creator: true})
 	locate(tb, "x", 1, t0) // n1 fetches from n0: n0 busy, n1 partial and free
 	if s := locateReply(t, locateNoCopy(tb, "x", 2, "i2", t0), replyTo("i2")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("got %s, want the free partial n1", s)
@@ -743,7 +743,7 @@ func TestNoCopyLocatePrefersAFreeCopyAndTakesABusyOne(t *testing.T) {
 		t.Fatalf("n1 got %s, want n0", s)
 	}
 	// A node whose own copy is whole reads that one.
-	tb.FetchDone(fetchDone(tb, "x", node(1), node(0)))
+	tb.onFetchDone(fetchDone(tb, "x", node(1), node(0)))
 	if s := locateReply(t, locateNoCopy(tb, "x", 1, "i1b", t0), replyTo("i1b")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n1 with a whole copy got %s, want itself", s)
 	}
@@ -764,8 +764,8 @@ func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
 			t.Fatalf("parking %s answered %v", to, out)
 		}
 	}
-	tb.CancelLocate(&messages.CancelLocate{ObjectId: "x", Receiver: node(1)})
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c")).Sends
+	tb.onCancelLocate(&messages.CancelLocate{ObjectId: "x", Receiver: node(1)})
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c")).Sends
 	if len(repliesTo(out, replyTo("r1"))) != 0 {
 		t.Fatal("the cancelled Locate was answered")
 	}
@@ -776,11 +776,11 @@ func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
 	}
 
 	locateNoCopy(tb, "y", 1, "iy", t0)
-	if r := locateReply(t, tb.Tick(t0.Add(2*time.Second)).Sends, replyTo("iy")); !errors.Is(r.GetError(), messages.ErrTimeout) {
+	if r := locateReply(t, tb.onTick(t0.Add(2*time.Second)).Sends, replyTo("iy")); !errors.Is(r.GetError(), messages.ErrTimeout) {
 		t.Fatalf("parked no-copy Locate at its deadline: %v", r)
 	}
 	create(t, tb, "z", 100, 0)
-	tb.Delete(&messages.DeleteObject{ObjectId: "z"}, replyTo("d"))
+	tb.onDelete(&messages.DeleteObject{ObjectId: "z"}, replyTo("d"))
 	if r := locateReply(t, locateNoCopy(tb, "z", 1, "iz", t0), replyTo("iz")); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("no-copy Locate of a deleted object: %v", r)
 	}
@@ -808,26 +808,26 @@ func updateStates(out []outbox.Send, to any) []string {
 func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	create(t, tb, "x", 1<<20, 0)
-	tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "s", replyTo("s"))
 	locate(tb, "x", 1, t0) // n1 <- n0
 	locate(tb, "x", 2, t0) // n2 <- n1
 	locate(tb, "x", 3, t0) // n3 <- n2
 	// n0 fails, and n1 says so before the shard hears of it. Every other
 	// copy is downstream of n1: it gets no sender.
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0).Sends
+	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0).Sends
 	if len(repliesTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("n1 was given a sender: %v", out)
 	}
 	if got := fmt.Sprint(updateStates(out, replyTo("s"))); got != "[n0:LOCATION_STATE_UNSPECIFIED n1:LOCATION_STATE_UNSPECIFIED]" {
 		t.Fatalf("subscriber told %v, want n0 and n1 gone", got)
 	}
-	if got := updateStates(tb.Subscribe(&messages.Subscribe{ObjectId: "x"}, "s2", replyTo("s2")).Sends, replyTo("s2")); slices.Contains(got, "n1:PARTIAL") {
+	if got := updateStates(tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "s2", replyTo("s2")).Sends, replyTo("s2")); slices.Contains(got, "n1:PARTIAL") {
 		t.Fatalf("a new subscriber is offered n1: %v", got)
 	}
 	// n2's stream from n1 ends where n1's copy did, and n2 locates again.
 	// The older waiter n1 is handed neither n2, unfed now, nor n3, which
 	// only n2 feeds: both would stall it where they end.
-	out = tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0).Sends
+	out = tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0).Sends
 	if r := repliesTo(out, replyTo("r1")); len(r) != 0 {
 		t.Fatalf("n1 was handed an unfed copy: %v", r)
 	}
@@ -836,7 +836,7 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	}
 	// n0 only stalled: its copy comes back, and n1 is fed (and announced)
 	// again.
-	out = tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Fingerprint: 42, Creator: true}).Sends
+	out = tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_COMPLETE, Size: 1 << 20, Fingerprint: 42, Creator: true}).Sends
 	if s := locateReply(t, out, replyTo("r1")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n1 resumed from %s, want n0", s)
 	}
@@ -850,8 +850,8 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	create(t, tb, "y", 1<<20, 0)
 	locate(tb, "y", 1, t0) // n1 <- n0
 	locate(tb, "y", 2, t0) // n2 <- n1
-	tb.Subscribe(&messages.Subscribe{ObjectId: "y"}, "s", replyTo("s"))
-	out = tb.Locate(&messages.Locate{ObjectId: "y", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0).Sends
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "y"}, "s", replyTo("s"))
+	out = tb.onLocate(&messages.Locate{ObjectId: "y", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0).Sends
 	if s := locateReply(t, out, replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n2 resumed from %s, want n0 (freed by n1's failure)", s)
 	}
@@ -864,9 +864,9 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	tb = NewLocationTable(TableConfig{})
 	create(t, tb, "z", 1<<20, 0)
 	locate(tb, "z", 1, t0)
-	tb.Locate(&messages.Locate{ObjectId: "z", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0)
-	tb.NodeFailed("n0")
-	tb.NodeFailed("n1")
+	tb.onLocate(&messages.Locate{ObjectId: "z", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0)
+	tb.onNodeFailed("n0")
+	tb.onNodeFailed("n1")
 	if lr := locateReply(t, locate(tb, "z", 9, t0), replyTo("r9")); !errors.Is(lr.GetError(), messages.ErrLost) {
 		t.Fatalf("a Get of z after its last copy died: %v, want LOST", lr)
 	}
@@ -882,15 +882,15 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 // no Get found a location again).
 func TestCreateOverOnlyUnfedPartialCopiesRegistersTheCreator(t *testing.T) {
 	tb := NewLocationTable(TableConfig{Amnesic: true})
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42, Creator: true})
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(1), State: messages.LocationState_PARTIAL, Size: 1 << 20, Fingerprint: 42, Creator: true})
 	if s := locateReply(t, locate(tb, "x", 4, t0), replyTo("r4")).GetSender().GetNodeId(); s != "n1" {
 		t.Fatalf("n4's sender %s, want n1", s)
 	}
-	out := tb.Locate(&messages.Locate{ObjectId: "x", Receiver: node(4), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r4"), t0).Sends
+	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(4), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r4"), t0).Sends
 	if len(repliesTo(out, replyTo("r4"))) != 0 {
 		t.Fatalf("n4 was given a sender with no source left: %v", out)
 	}
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(1)}, replyTo("c")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(1)}, replyTo("c")).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil || r[0].Msg.(*messages.CreateObjectReply).GetExisted() {
 		t.Fatalf("the retried Put was answered %v: told the object exists, it drops the only source", r)
 	}
@@ -904,7 +904,7 @@ func TestCreateOverOnlyUnfedPartialCopiesRegistersTheCreator(t *testing.T) {
 
 	// Other bytes under the id still conflict: a copy that only stalled
 	// may be republished whole.
-	out = tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 43, Creator: node(2)}, replyTo("c2")).Sends
+	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 43, Creator: node(2)}, replyTo("c2")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrConflict) {
 		t.Fatalf("other bytes: %v", r)
 	}

@@ -14,17 +14,17 @@ import (
 // publications, as it was before the rebuild.
 func TestApplyTombstonesRestoresDeletions(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
-	if out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", ""}}).Sends; len(out) != 0 {
+	if out := tb.onApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", ""}}).Sends; len(out) != 0 {
 		t.Fatalf("tombstones of unknown ids sent %v", out)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1, Creator: node(0)}, replyTo("c")).Sends
 	if r := out[0].Msg.(*messages.CreateObjectReply); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("put after restored tombstone: %v", r)
 	}
 	if r := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("get after restored tombstone: %v", r)
 	}
-	out = tb.Query(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0).Sends
+	out = tb.onQuery(&messages.QueryObject{ObjectId: "x"}, replyTo("q"), t0).Sends
 	if info := out[0].Msg.(*messages.ObjectInfo); !errors.Is(info.GetError(), messages.ErrDeleted) {
 		t.Fatalf("query after restored tombstone: %v", info)
 	}
@@ -32,7 +32,7 @@ func TestApplyTombstonesRestoresDeletions(t *testing.T) {
 		t.Fatal("a copy published after the tombstone was not dropped")
 	}
 	// Several nodes send the same deletion: it is one tombstone.
-	tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x"}})
+	tb.onApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x"}})
 	if len(tb.tombstones) != 1 || len(tb.tombOrder) != 1 {
 		t.Fatalf("tombstones %d, order %d: want 1", len(tb.tombstones), len(tb.tombOrder))
 	}
@@ -46,15 +46,15 @@ func TestApplyTombstonesEndsWhatArrivedBefore(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	complete(tb, "x", 0, 100, true)
 	locate(tb, "x", 1, t0) // n1 fetches from n0
-	tb.Locate(&messages.Locate{ObjectId: "w", Receiver: node(2), TimeoutMs: 1000}, replyTo("rw"), t0)
-	tb.Query(&messages.QueryObject{ObjectId: "w", Wait: true, TimeoutMs: 1000}, replyTo("qw"), t0)
+	tb.onLocate(&messages.Locate{ObjectId: "w", Receiver: node(2), TimeoutMs: 1000}, replyTo("rw"), t0)
+	tb.onQuery(&messages.QueryObject{ObjectId: "w", Wait: true, TimeoutMs: 1000}, replyTo("qw"), t0)
 	sub := replyTo("sub")
-	tb.Subscribe(&messages.Subscribe{ObjectId: "w"}, "sub", sub)
+	tb.onSubscribe(&messages.Subscribe{ObjectId: "w"}, "sub", sub)
 	// "l" is lost: its only copy's node failed.
 	complete(tb, "l", 3, 100, false)
-	tb.NodeFailed("n3")
+	tb.onNodeFailed("n3")
 
-	out := tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", "w", "l"}}).Sends
+	out := tb.onApplyTombstones(&messages.Tombstones{ObjectIds: []string{"x", "w", "l"}}).Sends
 	for _, n := range []int{0, 1} {
 		if d := dropsTo(out, n); d == nil || d.GetObjectId() != "x" || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 			t.Fatalf("no DELETED drop of x's copy on n%d: %v", n, out)
@@ -82,7 +82,7 @@ func TestApplyTombstonesEndsWhatArrivedBefore(t *testing.T) {
 // Restored tombstones are bounded like those of Deletes.
 func TestApplyTombstonesIsBounded(t *testing.T) {
 	tb := NewLocationTable(TableConfig{TombstoneLimit: 2})
-	tb.ApplyTombstones(&messages.Tombstones{ObjectIds: []string{"a", "b", "c"}})
+	tb.onApplyTombstones(&messages.Tombstones{ObjectIds: []string{"a", "b", "c"}})
 	if _, ok := tb.tombstones["a"]; ok || len(tb.tombstones) != 2 {
 		t.Fatalf("tombstones %v: want b and c", tb.tombstones)
 	}
@@ -113,13 +113,13 @@ func TestTimeoutClamps(t *testing.T) {
 func TestHugeTimeoutsWait(t *testing.T) {
 	tb := NewLocationTable(TableConfig{})
 	for i, ms := range []int64{1 << 62, math.MaxInt64} {
-		tb.Locate(&messages.Locate{ObjectId: "later", Receiver: node(i + 1), TimeoutMs: ms}, replyTo("r"), t0)
-		tb.Query(&messages.QueryObject{ObjectId: "later", Wait: true, TimeoutMs: ms}, replyTo("q"), t0)
+		tb.onLocate(&messages.Locate{ObjectId: "later", Receiver: node(i + 1), TimeoutMs: ms}, replyTo("r"), t0)
+		tb.onQuery(&messages.QueryObject{ObjectId: "later", Wait: true, TimeoutMs: ms}, replyTo("q"), t0)
 	}
-	if out := tb.Tick(t0.Add(24 * time.Hour)).Sends; len(out) != 0 {
+	if out := tb.onTick(t0.Add(24 * time.Hour)).Sends; len(out) != 0 {
 		t.Fatalf("a day later, huge timeouts expired: %v", out)
 	}
-	out := tb.Create(&messages.CreateObject{ObjectId: "later", Size: 10, Creator: node(0)}, replyTo("c")).Sends
+	out := tb.onCreate(&messages.CreateObject{ObjectId: "later", Size: 10, Creator: node(0)}, replyTo("c")).Sends
 	served := 0
 	for _, s := range out {
 		switch m := s.Msg.(type) {
@@ -149,14 +149,14 @@ func TestOnlyDeletionDropsSayDeleted(t *testing.T) {
 	if d := dropsTo(complete(tb, "x", 1, 99, false), 1); d == nil || d.GetReason() != nil {
 		t.Fatalf("size mismatch drop: %v", d)
 	}
-	out := tb.Delete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
+	out := tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
 	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatalf("Delete's drop: %v", d)
 	}
 	if d := dropsTo(complete(tb, "x", 2, 100, false), 2); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatalf("drop of a copy published after the Delete: %v", d)
 	}
-	if d := dropsTo(tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(3), Size: 100}).Sends, 3); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
+	if d := dropsTo(tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(3), Size: 100}).Sends, 3); d == nil || !errors.Is(d.GetReason(), messages.ErrDeleted) {
 		t.Fatalf("drop of a fetch finished after the Delete: %v", d)
 	}
 }

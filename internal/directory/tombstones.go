@@ -11,12 +11,12 @@ import (
 // TombstoneLimit of them, and a shard that started over learns them back
 // from the store nodes (ApplyTombstones).
 
-// Delete removes the entry and every copy, and remembers the id as deleted.
-func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) outbox.Box {
+// onDelete removes the entry and every copy, and remembers the id as deleted.
+func (t *LocationTable) onDelete(req *messages.DeleteObject, replyTo any) outbox.Box {
 	return outbox.Box{Sends: t.deleteObject(req, replyTo, nil, false)}
 }
 
-// DeleteNaming is Delete in a table not yet told Republished whose owner
+// onDeleteNaming is Delete in a table not yet told Republished whose owner
 // knows which store nodes have not republished: pending. Their copies
 // are the only ones the table may not list yet, so rather than wait for
 // the slowest of them (a node that holds a Reduce's target whole waits
@@ -26,7 +26,7 @@ func (t *LocationTable) Delete(req *messages.DeleteObject, replyTo any) outbox.B
 // republished later meets the tombstone. Only a Delete of an id the table
 // does not know, in a table that did not start over, still waits: whether
 // to answer NOT_FOUND is not known before every node has republished.
-func (t *LocationTable) DeleteNaming(req *messages.DeleteObject, replyTo any, pending []*messages.NodeRef) outbox.Box {
+func (t *LocationTable) onDeleteNaming(req *messages.DeleteObject, replyTo any, pending []*messages.NodeRef) outbox.Box {
 	return outbox.Box{Sends: t.deleteObject(req, replyTo, pending, true)}
 }
 
@@ -153,7 +153,7 @@ func deletedDrop(id string) *messages.DropObject {
 	return &messages.DropObject{ObjectId: id, Reason: messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id)}
 }
 
-// ApplyTombstones takes back deletions this table missed: a shard that
+// onApplyTombstones takes back deletions this table missed: a shard that
 // restarted or moved starts empty, and the store nodes send it the ids
 // they saw deleted. Each is handled as a Delete would have been, even if
 // copies of it were republished first: a node that held a copy when the
@@ -164,7 +164,7 @@ func deletedDrop(id string) *messages.DropObject {
 // once every store node has republished (see carried.go), and an earlier
 // table's amnesia (amnesic) at once: the Deletes it holds until then are
 // answered as an amnesic table answers them.
-func (t *LocationTable) ApplyTombstones(req *messages.Tombstones) outbox.Box {
+func (t *LocationTable) onApplyTombstones(req *messages.Tombstones) outbox.Box {
 	var out []outbox.Send
 	if req.GetAmnesic() {
 		t.amnesic, t.carry.forgot = true, true

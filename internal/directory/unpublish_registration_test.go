@@ -16,16 +16,16 @@ func TestStaleWithdrawalLeavesTheRetriedRegistration(t *testing.T) {
 	const size = 1 << 20
 	register := func(tb *LocationTable, id string, request uint64) {
 		t.Helper()
-		out := tb.Create(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(0), RequestId: request}, replyTo("c")).Sends
+		out := tb.onCreate(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(0), RequestId: request}, replyTo("c")).Sends
 		if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 			t.Fatalf("registration %d: %v", request, out)
 		}
 	}
 	whole := func(tb *LocationTable, id string) {
-		tb.Publish(&messages.PublishLocation{ObjectId: id, Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 42, Creator: true})
+		tb.onPublish(&messages.PublishLocation{ObjectId: id, Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 42, Creator: true})
 	}
 	withdraw := func(tb *LocationTable, id string, request uint64) {
-		tb.Unpublish(&messages.UnpublishLocation{ObjectId: id, Node: node(0), RequestId: request})
+		tb.onUnpublish(&messages.UnpublishLocation{ObjectId: id, Node: node(0), RequestId: request})
 	}
 
 	// The retry's copy is whole when the first attempt's withdrawal comes.
@@ -89,16 +89,16 @@ func TestStaleWithdrawalLeavesTheRepublishedRetry(t *testing.T) {
 	}{{"the retry's copy", 2, true}, {"the first attempt's copy", 1, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := NewLocationTable(TableConfig{AwaitRepublish: true})
-			tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_PARTIAL, Size: size,
+			tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: node(0), State: messages.LocationState_PARTIAL, Size: size,
 				Fingerprint: 42, Creator: true, Registration: tc.registration})
-			tb.Republished()
-			tb.Unpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0), RequestId: 1})
+			tb.onRepublished()
+			tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "x", Node: node(0), RequestId: 1})
 			e := tb.entries["x"]
 			if listed := e != nil && e.locs["n0"] != nil; listed != tc.stays {
 				t.Fatalf("after the first attempt's withdrawal the creator's copy is listed: %v, want %v", listed, tc.stays)
 			}
 			// The retry's CreateObject comes last, either way.
-			out := tb.Create(&messages.CreateObject{ObjectId: "x", Size: size, Fingerprint: 42, Creator: node(0), RequestId: 2}, replyTo("c")).Sends
+			out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: size, Fingerprint: 42, Creator: node(0), RequestId: 2}, replyTo("c")).Sends
 			if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 				t.Fatalf("the retry's registration: %v", out)
 			}

@@ -68,9 +68,9 @@ func (t *LocationTable) admitWaiter(id string) *messages.Error {
 	return nil
 }
 
-// Locate finds one sender for a receiver, or parks the request until one
+// onLocate finds one sender for a receiver, or parks the request until one
 // exists or the deadline passes (see Tick).
-func (t *LocationTable) Locate(req *messages.Locate, replyTo any, now time.Time) outbox.Box {
+func (t *LocationTable) onLocate(req *messages.Locate, replyTo any, now time.Time) outbox.Box {
 	var out []outbox.Send
 	if e := t.entries[req.GetObjectId()]; e != nil && nodeOK(req.GetReceiver()) {
 		if fx, gone := t.supersede(e, req.GetReceiver()); gone {
@@ -225,13 +225,13 @@ func (t *LocationTable) avoidFor(w *waiter, node string, now time.Time) {
 	t.noteDeadline(w.avoidUntil)
 }
 
-// AbandonLocate withdraws the one parked Locate whose answer was to go
+// onAbandonLocate withdraws the one parked Locate whose answer was to go
 // to replyTo, and no other: a caller on the data plane that hung up. A
 // CancelLocate names only the receiver, and on the data plane it could
 // overtake nothing in order — a receiver's next Locate may arrive on
 // another connection first — so it would withdraw that one instead.
 // replyTo is matched by address and id (a PID, or anything with those).
-func (t *LocationTable) AbandonLocate(id string, replyTo any) outbox.Box {
+func (t *LocationTable) onAbandonLocate(id string, replyTo any) outbox.Box {
 	e := t.entries[id]
 	if e == nil {
 		return outbox.Box{}
@@ -258,11 +258,11 @@ func sameEndpoint(a, b any) bool {
 	return ea.GetAddress() == eb.GetAddress() && ea.GetId() == eb.GetId()
 }
 
-// CancelLocate withdraws the parked Locate requests of a receiver, except
+// onCancelLocate withdraws the parked Locate requests of a receiver, except
 // its no-copy ones: several of those may wait at once (a GetInto each),
 // and a CancelLocate names only the receiver. They are withdrawn by their
 // own deadlines, or by AbandonLocate.
-func (t *LocationTable) CancelLocate(req *messages.CancelLocate) outbox.Box {
+func (t *LocationTable) onCancelLocate(req *messages.CancelLocate) outbox.Box {
 	e := t.entries[req.GetObjectId()]
 	if e == nil {
 		return outbox.Box{}
@@ -275,8 +275,8 @@ func (t *LocationTable) CancelLocate(req *messages.CancelLocate) outbox.Box {
 	return outbox.Box{}
 }
 
-// Query answers with the entry, waiting for it to exist if asked to.
-func (t *LocationTable) Query(req *messages.QueryObject, replyTo any, now time.Time) outbox.Box {
+// onQuery answers with the entry, waiting for it to exist if asked to.
+func (t *LocationTable) onQuery(req *messages.QueryObject, replyTo any, now time.Time) outbox.Box {
 	return outbox.Box{Sends: t.query(req, replyTo, now)}
 }
 
@@ -306,16 +306,9 @@ func (t *LocationTable) query(req *messages.QueryObject, replyTo any, now time.T
 	return nil
 }
 
-// NextDeadline is when Tick may next have a parked request to time out,
-// or a doubt to settle (zero: neither). It may be early, never late: a
-// request answered before its deadline leaves it in place, and that Tick
-// finds nothing. A doubt that just began asks for a Tick at once, long
-// past, whose time its grace starts from (see doubt.go).
-func (t *LocationTable) NextDeadline() time.Time { return t.nextDeadline }
-
-// Tick answers every parked request whose deadline has passed with TIMEOUT.
+// onTick answers every parked request whose deadline has passed with TIMEOUT.
 // It is cheap to call often: it scans only when a deadline is due.
-func (t *LocationTable) Tick(now time.Time) outbox.Box {
+func (t *LocationTable) onTick(now time.Time) outbox.Box {
 	if t.nextDeadline.IsZero() || now.Before(t.nextDeadline) {
 		return outbox.Box{}
 	}
@@ -353,9 +346,9 @@ func (t *LocationTable) Tick(now time.Time) outbox.Box {
 	return outbox.Box{Sends: out}
 }
 
-// FailWaiters answers every parked request with err (the shard is about to
+// onFailWaiters answers every parked request with err (the shard is about to
 // lose its soft state: requesters retry against the rebuilt shard).
-func (t *LocationTable) FailWaiters(err *messages.Error) outbox.Box {
+func (t *LocationTable) onFailWaiters(err *messages.Error) outbox.Box {
 	var out []outbox.Send
 	for _, e := range t.entries {
 		for _, w := range e.waiters {

@@ -200,25 +200,25 @@ func (s *fetchSim) shardStep(from *simNode, msg any) {
 	var out []outbox.Send
 	switch m := msg.(type) {
 	case simLocate:
-		out = s.table.Locate(m.m, simReplyTo{f: m.f}, s.now).Sends
+		out = s.table.Step(s.now, directory.Locate{Req: m.m, ReplyTo: simReplyTo{f: m.f}}).Sends
 		s.logf("shard <- %s Locate %s attempt %d failed=%s", from.id, m.m.GetObjectId(), m.m.GetAttempt(), m.m.GetFailedSender().GetNodeId())
 	case *messages.CancelLocate:
-		out = s.table.CancelLocate(m).Sends
+		out = s.table.Step(s.now, m).Sends
 	case *messages.FetchDone:
-		out = s.table.FetchDone(m).Sends
+		out = s.table.Step(s.now, m).Sends
 		s.logf("shard <- %s FetchDone %s", from.id, m.GetObjectId())
 	case *messages.FetchAborted:
-		out = s.table.FetchAborted(m).Sends
+		out = s.table.Step(s.now, m).Sends
 		s.logf("shard <- %s FetchAborted %s", from.id, m.GetObjectId())
 	case *messages.PublishLocation:
-		out = s.table.Publish(m).Sends
+		out = s.table.Step(s.now, m).Sends
 	case *messages.UnpublishLocation:
-		out = s.table.Unpublish(m).Sends
+		out = s.table.Step(s.now, m).Sends
 		s.logf("shard <- %s Unpublish %s", from.id, m.GetObjectId())
 	case *messages.CreateObject:
-		out = s.table.Create(m, nil).Sends
+		out = s.table.Step(s.now, directory.Create{Req: m, ReplyTo: nil}).Sends
 	case nodeFailedMsg:
-		out = s.table.NodeFailed(m.node).Sends
+		out = s.table.Step(s.now, directory.NodeFailed{Node: m.node}).Sends
 		s.logf("shard <- NodeFailed %s", m.node)
 	default:
 		s.fail("shard got %T", msg)
@@ -588,7 +588,7 @@ func (s *fetchSim) restartShard() {
 	s.stats.restarts++
 	s.restarts++
 	s.logf("SHARD RESTART")
-	s.shardOut(s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard restarting")).Sends)
+	s.shardOut(s.table.Step(s.now, directory.FailWaiters{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard restarting")}).Sends)
 	cfg := directory.DefaultTableConfig()
 	cfg.InlineLimit = simInline
 	cfg.Amnesic = true
@@ -607,7 +607,7 @@ func (s *fetchSim) restartShard() {
 }
 
 func (s *fetchSim) tick() {
-	s.shardOut(s.table.Tick(s.now).Sends)
+	s.shardOut(s.table.Step(s.now, directory.Tick{At: s.now}).Sends)
 	if s.now.Before(time.Unix(0, 0).Add(simHorizon)) && s.active() {
 		s.at(simTick, s.tick)
 	}

@@ -21,14 +21,14 @@ func reservedTarget(t *testing.T, run string) *directory.LocationTable {
 	if _, err := tb.Reserve("t", run); err != nil {
 		t.Fatal(err)
 	}
-	tb.Create(&messages.CreateObject{ObjectId: "t", Size: 1024, Creator: sender("root"), ReduceId: run, ReduceGeneration: 1}, "c")
+	tb.Step(time.Time{}, directory.Create{Req: &messages.CreateObject{ObjectId: "t", Size: 1024, Creator: sender("root"), ReduceId: run, ReduceGeneration: 1}, ReplyTo: "c"})
 	return tb
 }
 
 // commit is the coordinator's commit of run's root result, reducing s1
 // and s0.
 func commit(tb *directory.LocationTable, run string) {
-	tb.Publish(&messages.PublishLocation{ObjectId: "t", Node: sender("root"), State: messages.LocationState_COMPLETE, Size: 1024,
+	tb.Step(time.Time{}, &messages.PublishLocation{ObjectId: "t", Node: sender("root"), State: messages.LocationState_COMPLETE, Size: 1024,
 		Fingerprint: 5, Creator: true, ReduceId: run, ProducedBy: run, ReducedIds: []string{"s1", "s0"}})
 }
 
@@ -69,7 +69,7 @@ func startReading(t *testing.T, tb *directory.LocationTable) *reader {
 		t.Fatal("the fetch sent no Locate")
 	}
 	r := &reader{f: f, obj: obj}
-	for _, s := range tb.Locate(loc, "reader", now).Sends {
+	for _, s := range tb.Step(now, directory.Locate{Req: loc, ReplyTo: "reader"}).Sends {
 		if lr, ok := s.Msg.(*messages.LocateReply); ok && s.To == "reader" {
 			r.reply = lr
 		}
@@ -116,7 +116,7 @@ func TestReadersCopyOfACommittedTargetRepublishesItsRun(t *testing.T) {
 		t.Fatalf("the reader's republication: %v", pub)
 	}
 	rebuilt := directory.NewLocationTable(directory.TableConfig{})
-	rebuilt.Publish(pub)
+	rebuilt.Step(time.Time{}, pub)
 	got, err := rebuilt.Reserve("t", directory.ReduceID("t", "call1", "a2"))
 	if err != nil || !slices.Equal(got, []string{"s1", "s0"}) {
 		t.Fatalf("the call's next attempt at the rebuilt shard: %v, %v; want the committed [s1 s0]", got, err)
@@ -153,7 +153,7 @@ func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
 	commit(tb, run)
 	done := &messages.FetchDone{ObjectId: "t", Receiver: me, Sender: sender("root"), Size: 1024, Fingerprint: 5, Epoch: r.reply.GetEpoch()}
 	var mark *messages.ReduceCommit
-	out := tb.FetchDone(done)
+	out := tb.Step(time.Time{}, done)
 	for _, s := range out.Sends {
 		if m, ok := s.Msg.(*messages.ReduceCommit); ok && s.To == me {
 			mark = m
@@ -163,7 +163,7 @@ func TestReaderBeforeTheCommitIsToldTheRun(t *testing.T) {
 		t.Fatalf("the reader's FetchDone after the commit: %v; want a mark naming the run", out.Sends)
 	}
 	done.Run = run
-	for _, s := range tb.FetchDone(done).Sends {
+	for _, s := range tb.Step(time.Time{}, done).Sends {
 		if _, ok := s.Msg.(*messages.ReduceCommit); ok {
 			t.Fatalf("a copy that recorded the run is marked again: %v", s)
 		}
@@ -192,17 +192,17 @@ func TestRebuiltShardDropsAReadersCopyOfADeadRunsTarget(t *testing.T) {
 	}
 
 	rebuilt := directory.NewLocationTable(directory.TableConfig{})
-	out := rebuilt.Publish(pub).Sends
+	out := rebuilt.Step(time.Time{}, pub).Sends
 	if len(out) != 1 {
 		t.Fatalf("the rebuilt shard's answer to the partial copy: %v; want one drop", out)
 	}
 	if d, ok := out[0].Msg.(*messages.DropObject); !ok || out[0].To != me || !errors.Is(d.GetReason(), messages.ErrReset) || d.GetReduceId() != "" {
 		t.Fatalf("the rebuilt shard's answer to the partial copy: %v; want a RESET drop to the reader", out)
 	}
-	for _, s := range rebuilt.Republished().Sends {
+	for _, s := range rebuilt.Step(time.Time{}, directory.Republished{}).Sends {
 		t.Fatalf("once every node republished: %v; want nothing lost", s)
 	}
-	got := rebuilt.Locate(&messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 9}, "again", time.Unix(1000, 0)).Sends
+	got := rebuilt.Step(time.Unix(1000, 0), directory.Locate{Req: &messages.Locate{ObjectId: "t", Receiver: me, TimeoutMs: 1000, Attempt: 9}, ReplyTo: "again"}).Sends
 	if len(got) != 0 {
 		t.Fatalf("the reader's next Locate: %v; want it to wait for the target", got)
 	}

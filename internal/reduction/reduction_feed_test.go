@@ -35,7 +35,7 @@ func (s *feedSim) apply(fx Effects) {
 		switch m := send.Msg.(type) {
 		case *messages.Subscribe:
 			if !s.unreachable[m.GetObjectId()] {
-				s.deliver(s.tb.Subscribe(m, feedCoordinator, feedCoordinator).Sends)
+				s.deliver(s.tb.Step(s.now, directory.Subscribe{Req: m, Key: feedCoordinator, To: feedCoordinator}).Sends)
 			}
 		case *messages.ReduceReply:
 			s.reply = m
@@ -97,8 +97,8 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 				begin()
 			}
 			// s1 is Put on n11; n6's Get, parked before, streams from it.
-			s.deliver(s.tb.Create(&messages.CreateObject{ObjectId: "s1", Size: bigSize, Fingerprint: 7, Creator: n11}, "put").Sends)
-			out := s.tb.Locate(&messages.Locate{ObjectId: "s1", Receiver: n6, TimeoutMs: 8000, Attempt: 1}, "n6 fetch", s.now).Sends
+			s.deliver(s.tb.Step(s.now, directory.Create{Req: &messages.CreateObject{ObjectId: "s1", Size: bigSize, Fingerprint: 7, Creator: n11}, ReplyTo: "put"}).Sends)
+			out := s.tb.Step(s.now, directory.Locate{Req: &messages.Locate{ObjectId: "s1", Receiver: n6, TimeoutMs: 8000, Attempt: 1}, ReplyTo: "n6 fetch"}).Sends
 			s.deliver(out)
 			if lr := locateReply(t, out, "n6 fetch"); lr.GetSender().GetNodeId() != "n11" {
 				t.Fatalf("n6 fetches s1 from %v, want n11", lr.GetSender())
@@ -107,7 +107,7 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 			// locates again, naming it, before the shard learns of the
 			// failure; the coordinator learns it from its own watch.
 			s.now = s.now.Add(10 * time.Millisecond)
-			out = s.tb.Locate(&messages.Locate{ObjectId: "s1", Receiver: n6, TimeoutMs: 8000, Attempt: 2, FailedSender: n11}, "n6 fetch", s.now).Sends
+			out = s.tb.Step(s.now, directory.Locate{Req: &messages.Locate{ObjectId: "s1", Receiver: n6, TimeoutMs: 8000, Attempt: 2, FailedSender: n11}, ReplyTo: "n6 fetch"}).Sends
 			if len(out) > 0 {
 				s.deliver(out)
 			}
@@ -116,7 +116,7 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 			} else {
 				begin()
 			}
-			s.deliver(s.tb.NodeFailed("n11").Sends)
+			s.deliver(s.tb.Step(s.now, directory.NodeFailed{Node: "n11"}).Sends)
 			// A renewal while s0's shard is still rebuilding.
 			s.now = s.now.Add(DefaultResubscribe)
 			s.apply(s.r.Step(s.now, ResubscribeTimer{}))
@@ -124,8 +124,8 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 			// finds s0, whole on n7.
 			s.now = s.now.Add(DefaultResubscribe)
 			delete(s.unreachable, "s0")
-			s.tb.Create(&messages.CreateObject{ObjectId: "s0", Size: bigSize, Fingerprint: 9, Creator: n7}, "put")
-			s.tb.Publish(&messages.PublishLocation{ObjectId: "s0", Node: n7, State: messages.LocationState_COMPLETE, Size: bigSize, Fingerprint: 9, Creator: true})
+			s.tb.Step(s.now, directory.Create{Req: &messages.CreateObject{ObjectId: "s0", Size: bigSize, Fingerprint: 9, Creator: n7}, ReplyTo: "put"})
+			s.tb.Step(s.now, &messages.PublishLocation{ObjectId: "s0", Node: n7, State: messages.LocationState_COMPLETE, Size: bigSize, Fingerprint: 9, Creator: true})
 			s.apply(s.r.Step(s.now, ResubscribeTimer{}))
 
 			root := s.rootTask()
@@ -141,8 +141,8 @@ func TestSourceOnlyOnAReceiverThatLostItsSenderDoesNotHoldTheReduce(t *testing.T
 				failed.ReduceId, failed.Position, failed.Generation = testReduceID, root.Task.GetPosition(), root.Task.GetGeneration()
 				failed.Error = messages.Errorf(messages.ErrorCode_TIMEOUT, "object %q: no location before the deadline", "s1")
 				s.apply(s.r.Step(s.now, &failed))
-				s.deliver(s.tb.Tick(s.now).Sends)
-				s.deliver(s.tb.FetchAborted(&messages.FetchAborted{ObjectId: "s1", Receiver: n6}).Sends)
+				s.deliver(s.tb.Step(s.now, directory.Tick{At: s.now}).Sends)
+				s.deliver(s.tb.Step(s.now, &messages.FetchAborted{ObjectId: "s1", Receiver: n6}).Sends)
 				t.Fatalf("the root reduces %s on %s, a copy that cannot grow, while s0 is whole on n7; the Reduce ended with %v",
 					root.Task.GetSourceId(), root.Node.GetNodeId(), s.reply)
 			}

@@ -240,19 +240,17 @@ func (f *FailureLog) Forget(node, address string) {
 	delete(f.seen, incarnation{node, address})
 }
 
-type tick struct{}
-
 // Shard is the actor that owns one directory.LocationTable. Its state is soft: after
 // a restart it starts empty and store nodes republish what they hold and
 // which ids they saw deleted.
 type Shard struct {
 	cfg   ShardConfig
 	table *directory.LocationTable
-	// timer wakes the shard at the table's next deadline (armedAt), so an
-	// idle shard costs nothing; a ticker every 20 ms on each of a member's
-	// shards was a quarter of an idle member's CPU.
-	timer   *time.Timer
-	armedAt time.Time
+	// timer wakes the shard at the table's next deadline (the Tick the
+	// table's Box asks for), so an idle shard costs nothing; a ticker
+	// every 20 ms on each of a member's shards was a quarter of an idle
+	// member's CPU.
+	timer   shell.Timer
 	watched map[string]string // store node PID -> node id, watched for Terminated
 	locates locateSpans       // traced Locates not answered yet
 	starts  *atomic.Int32     // shared by the shard's incarnations
@@ -371,21 +369,20 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	case *actor.Terminated:
 		out = s.terminated(ctx, m, now)
-	case tick:
-		s.armedAt = time.Time{}
+	case directory.Tick:
 		if f := s.cfg.LossGrace; f != nil {
 			// A doubt's grace starts at a Tick: measured as late as that.
 			s.table.SetLossGrace(f())
 		}
-		out = s.table.Tick(now)
+		out = s.table.Step(now, m)
 	case *messages.CreateObject:
 		s.watch(ctx, m.GetCreator())
-		out = s.table.Create(m, ctx.Sender())
+		out = s.table.Step(now, directory.Create{Req: m, ReplyTo: ctx.Sender()})
 	case *messages.PublishLocation:
 		s.watch(ctx, m.GetNode())
-		out = s.table.Publish(m)
+		out = s.table.Step(now, m)
 	case *messages.UnpublishLocation:
-		out = s.table.Unpublish(m)
+		out = s.table.Step(now, m)
 	case *messages.ReportLost:
 		if n := len(s.republishing); n > 0 {
 			// Whether this is the last copy is not known before every store
@@ -396,7 +393,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", s.name(ctx), n)})
 			break
 		}
-		out = s.table.ReportLost(m, ctx.Sender())
+		out = s.table.Step(now, directory.ReportLost{Req: m, ReplyTo: ctx.Sender()})
 	case *messages.RepublishDone:
 		delete(s.republishing, actorutil.Key(m.GetNode().PID()))
 		out = s.republishedAll()
@@ -413,32 +410,32 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
 		s.traceLocate(m, ctx.Sender())
-		out = s.table.Locate(m, ctx.Sender(), now)
+		out = s.table.Step(now, directory.Locate{Req: m, ReplyTo: ctx.Sender()})
 	case servedLocate:
 		s.watch(ctx, m.locate.GetReceiver())
 		s.traceLocate(m.locate, m.reply)
-		out = s.table.Locate(m.locate, m.reply, now)
+		out = s.table.Step(now, directory.Locate{Req: m.locate, ReplyTo: m.reply})
 	case *messages.CancelLocate:
 		s.endLocateSpans(m.GetObjectId(), m.GetReceiver().GetNodeId(), "withdrawn")
-		out = s.table.CancelLocate(m)
+		out = s.table.Step(now, m)
 	case AbandonLocate:
 		s.abandonLocateSpans(m.ObjectID, m.ReplyTo)
-		out = s.table.AbandonLocate(m.ObjectID, m.ReplyTo)
+		out = s.table.Step(now, directory.AbandonLocate{ID: m.ObjectID, ReplyTo: m.ReplyTo})
 	case *messages.FetchDone:
-		out = s.table.FetchDone(m)
+		out = s.table.Step(now, m)
 	case *messages.FetchAborted:
-		out = s.table.FetchAborted(m)
+		out = s.table.Step(now, m)
 	case *messages.DeleteObject:
 		if len(s.republishing) > 0 {
 			// Answered now, naming the store nodes not heard from (its
 			// caller asks them to drop their copies), rather than after
 			// the slowest of them (see directory's DeleteNaming).
-			out = s.table.DeleteNaming(m, ctx.Sender(), s.pendingNodes())
+			out = s.table.Step(now, directory.DeleteNaming{Req: m, ReplyTo: ctx.Sender(), Pending: s.pendingNodes()})
 			break
 		}
-		out = s.table.Delete(m, ctx.Sender())
+		out = s.table.Step(now, directory.Delete{Req: m, ReplyTo: ctx.Sender()})
 	case *messages.Tombstones:
-		out = s.table.ApplyTombstones(m)
+		out = s.table.Step(now, m)
 		s.noteAmnesia(ctx) // an earlier table's may be this one's now
 	case *messages.Subscribe:
 		if ctx.Sender() == nil {
@@ -453,7 +450,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case *messages.Unsubscribe:
 		out = s.unsubscribe(ctx, m)
 	case *messages.QueryObject:
-		out = s.table.Query(m, ctx.Sender(), now)
+		out = s.table.Step(now, directory.Query{Req: m, ReplyTo: ctx.Sender()})
 	case CountObjects:
 		ctx.Respond(ObjectCount{Objects: s.table.Known(), Subscribers: len(s.subscribers)})
 		return
@@ -467,7 +464,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.cancelReduce(ctx, m)
 		return
 	case *messages.ReleaseTarget:
-		out = s.table.Release(m)
+		out = s.table.Step(now, m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	case *messages.NodeStatusReply:
@@ -485,7 +482,6 @@ func (s *Shard) Receive(ctx actor.Context) {
 	}
 	s.deliver(ctx, out)
 	s.startDeferred(ctx)
-	s.arm(ctx)
 }
 
 // subscribe pushes the object's locations to the subscriber (a Reduce
@@ -499,7 +495,7 @@ func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.
 		m = &messages.Subscribe{ObjectId: m.GetObjectId()}
 	}
 	key := actorutil.Key(subscriber)
-	out := s.table.Subscribe(m, key, subscriber)
+	out := s.table.Step(time.Now(), directory.Subscribe{Req: m, Key: key, To: subscriber})
 	if _, ok := s.subscribers[key]; !ok && s.table.Subscribed(key) {
 		s.subscribers[key] = subscriber
 		if a := subscriber.GetAddress(); a != ctx.Self().GetAddress() && s.watchedAt[a] > 0 {
@@ -516,7 +512,7 @@ func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) outbox.B
 		return outbox.Box{}
 	}
 	key := actorutil.Key(ctx.Sender())
-	out := s.table.Unsubscribe(m, key)
+	out := s.table.Step(time.Now(), directory.Unsubscribe{Req: m, Key: key})
 	s.unwatchIdleSubscriber(ctx, key)
 	return out
 }
@@ -632,8 +628,8 @@ func (s *Shard) stopping(ctx actor.Context, why string) {
 		}
 	}
 	s.deferred = nil
-	s.deliver(ctx, s.table.FailWaiters(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)))
-	s.disarm()
+	s.deliver(ctx, s.table.Step(time.Now(), directory.FailWaiters{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)}))
+	s.timer.Stop()
 	s.senders.Close() // a restarted shard asks anew
 }
 
@@ -665,7 +661,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": s.name(ctx), "why": m.GetWhy().String(), "address": m.GetWho().GetAddress()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: s.name(ctx), At: now})
 	}
-	out := s.table.IncarnationFailed(node, m.GetWho().GetAddress())
+	out := s.table.Step(now, directory.IncarnationFailed{Node: node, Address: m.GetWho().GetAddress()})
 	out.Merge(s.republishedAll())
 	return out
 }
@@ -686,7 +682,7 @@ func (s *Shard) republishedAll() outbox.Box {
 		return outbox.Box{}
 	}
 	s.republished = true
-	return s.table.Republished()
+	return s.table.Step(time.Now(), directory.Republished{})
 }
 
 // tableInstance is a new table's Instance: random (and never 0, the
@@ -696,30 +692,6 @@ func tableInstance() uint32 {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return max(binary.BigEndian.Uint32(b[:])&(1<<24-1), 1)
-}
-
-// arm sets the timer for the table's next deadline if it is earlier than
-// the one armed. (A time.Timer rather than protoactor's scheduler: its
-// cancel func races its timer goroutine.)
-func (s *Shard) arm(ctx actor.Context) {
-	next := s.table.NextDeadline()
-	if next.IsZero() || (!s.armedAt.IsZero() && !next.Before(s.armedAt)) {
-		return
-	}
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.armedAt = next
-	system, self := ctx.ActorSystem(), ctx.Self()
-	s.timer = time.AfterFunc(time.Until(next), func() { system.Root.Send(self, tick{}) })
-}
-
-func (s *Shard) disarm() {
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	s.armedAt = time.Time{}
 }
 
 // watch makes the shard hear of a store node's failure: its copies must
@@ -946,8 +918,11 @@ func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
 
 // shardOut carries out the table's Box (the generic shell): its sends go to a PID
 // or a store node, or back to the LocateHere call waiting on a callReply;
-// a nil target was a tell's (nobody waits for the answer).
+// a nil target was a tell's (nobody waits for the answer). The table's
+// one timer, its Tick, replaces the one pending: the table asks for a
+// Tick only when its next deadline is earlier.
 var shardOut = &shell.Carrier[*Shard]{
+	Timer: func(ctx actor.Context, s *Shard, t outbox.Timer) { s.timer.Arm(ctx, t.At, t.Msg) },
 	Route: func(_ actor.Context, s *Shard, o outbox.Send) bool {
 		switch to := o.To.(type) {
 		case *actor.PID, *messages.NodeRef:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -20,7 +21,7 @@ func TestShardWakesOnlyForDeadlines(t *testing.T) {
 	defer system.Shutdown()
 	var ticks atomic.Int32
 	shard, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{BeforeReceive: func(_ string, msg any) {
-		if _, ok := msg.(tick); ok {
+		if _, ok := msg.(directory.Tick); ok {
 			ticks.Add(1)
 		}
 	}}), "shard-test")

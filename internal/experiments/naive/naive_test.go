@@ -153,12 +153,12 @@ func TestReduceRefused(t *testing.T) {
 // the creator to avoid, a receiver waits.
 func TestFromCreatorSendsEveryReceiverToTheCreator(t *testing.T) {
 	tb := directory.NewLocationTable(directory.TableConfig{Senders: FromCreator})
-	tb.Create(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: &messages.NodeRef{NodeId: "c"}}, "create")
-	tb.Publish(&messages.PublishLocation{ObjectId: "x", Node: &messages.NodeRef{NodeId: "c"}, State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+	tb.Step(time.Time{}, directory.Create{Req: &messages.CreateObject{ObjectId: "x", Size: 1 << 20, Creator: &messages.NodeRef{NodeId: "c"}}, ReplyTo: "create"})
+	tb.Step(time.Time{}, &messages.PublishLocation{ObjectId: "x", Node: &messages.NodeRef{NodeId: "c"}, State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
 	now := time.Unix(1000, 0)
 	locate := func(r string, avoid *messages.NodeRef) []*messages.LocateReply {
 		var got []*messages.LocateReply
-		for _, s := range tb.Locate(&messages.Locate{ObjectId: "x", Receiver: &messages.NodeRef{NodeId: r}, TimeoutMs: 1000, FailedSender: avoid}, r, now).Sends {
+		for _, s := range tb.Step(now, directory.Locate{Req: &messages.Locate{ObjectId: "x", Receiver: &messages.NodeRef{NodeId: r}, TimeoutMs: 1000, FailedSender: avoid}, ReplyTo: r}).Sends {
 			if lr, ok := s.Msg.(*messages.LocateReply); ok && s.To == r {
 				got = append(got, lr)
 			}
@@ -171,7 +171,7 @@ func TestFromCreatorSendsEveryReceiverToTheCreator(t *testing.T) {
 			t.Fatalf("%s: %v, want the creator c", r, got)
 		}
 		if r == "r1" {
-			tb.FetchDone(&messages.FetchDone{ObjectId: "x", Receiver: &messages.NodeRef{NodeId: r}, Sender: &messages.NodeRef{NodeId: "c"}, Size: 1 << 20})
+			tb.Step(time.Time{}, &messages.FetchDone{ObjectId: "x", Receiver: &messages.NodeRef{NodeId: r}, Sender: &messages.NodeRef{NodeId: "c"}, Size: 1 << 20})
 		}
 	}
 	if got := locate("r4", &messages.NodeRef{NodeId: "c"}); len(got) != 0 {
