@@ -35,7 +35,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(flagOutput(stderr, "sim"))
 	fs.Usage = func() { fmt.Fprint(stderr, simUsage); fs.PrintDefaults() }
-	scenarios := fs.String("scenario", "broadcast,reduce,allreduce,async,notice,barrier", "scenarios: "+strings.Join(sim.Scenarios, ", "))
+	scenarios := fs.String("scenario", "broadcast,reduce,allreduce,async,notice,barrier", "scenarios: "+strings.Join(sim.Scenarios, ", ")+"; or membership, alone (the automanaged membership: formation, a kill, a pause)")
 	nodes := fs.String("nodes", "2,4,8,16,32,64,128,256,512,1024", "host counts, comma-separated")
 	size := fs.String("size", "32MiB", "object size S")
 	bw := fs.String("bandwidth", "400mbit", "each host's up and down link (tc units, as the testbed)")
@@ -58,6 +58,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fanOut := fs.Int("fanout", 0, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut): 0, the cost model's choice for the receivers expected (a cluster's); 1, a chain; -1, as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")
+	mflags := membershipFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,6 +89,9 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usageError{fmt.Sprintf("--nodes: %q is not a host count of at least 2", f)}
 		}
 		ns = append(ns, n)
+	}
+	if strings.TrimSpace(*scenarios) == "membership" {
+		return simMembership(ctx, fs, mflags, ns, *seed, *lat, *cost, *pauseFor, *jsonPath, stdout)
 	}
 	scen := strings.Split(*scenarios, ",")
 	for i := range scen {

@@ -143,6 +143,11 @@ type Monitor[I any] struct {
 	health  map[string]*health
 	roster  *revoke.Roster[I]
 	rounds  uint64
+	// at lists the live members by endpoint, rebuilt after the roster
+	// may have changed (atStale): a member of 1,024 looks endpoints up
+	// for every miss and probe.
+	at      map[string]string
+	atStale bool
 }
 
 // New returns the Monitor of a member given seeds (endpoints that are
@@ -189,7 +194,30 @@ func (m *Monitor[I]) Config() Config { return m.cfg }
 func (m *Monitor[I]) Start(self, id string) {
 	m.self = self
 	m.roster = revoke.NewRoster[I](id, m.cfg.MaxLive, m.cfg.MaxDead, m.cfg.DeadTTL)
+	m.atStale = true
 }
+
+// liveAt is the id of the live member the roster lists at host ("" if
+// none).
+func (m *Monitor[I]) liveAt(host string) string {
+	if m.at == nil || m.atStale {
+		m.at = map[string]string{}
+		for _, e := range m.roster.Live() {
+			m.at[e.Host] = e.ID
+		}
+		m.atStale = false
+	}
+	return m.at[host]
+}
+
+// Lists reports whether the roster lists member id as live.
+func (m *Monitor[I]) Lists(id string) bool {
+	_, ok := m.roster.Lookup(id)
+	return ok
+}
+
+// Size is how many live members the roster lists (self not included).
+func (m *Monitor[I]) Size() int { return len(m.roster.Live()) }
 
 // Self is this member's endpoint ("" before Start).
 func (m *Monitor[I]) Self() string { return m.self }
@@ -251,12 +279,7 @@ func (m *Monitor[I]) Known(host string) bool {
 	if _, ok := m.known[host]; ok {
 		return true
 	}
-	for _, e := range m.roster.Live() {
-		if e.Host == host {
-			return true
-		}
-	}
-	return false
+	return m.liveAt(host) != ""
 }
 
 // Gossip is the endpoints worth passing on: the configured ones, live
@@ -298,12 +321,7 @@ func (m *Monitor[I]) ListedAt(host string) string {
 	if h := m.health[host]; h != nil && h.lastID != "" {
 		return h.lastID
 	}
-	for _, e := range m.roster.Live() {
-		if e.Host == host {
-			return e.ID
-		}
-	}
-	return ""
+	return m.liveAt(host)
 }
 
 // Indirect says whether a check that did not answer goes to other
@@ -365,12 +383,14 @@ func (m *Monitor[I]) Round(now time.Time, window time.Duration, selfUp bool, che
 			continue
 		}
 		res.Answered = true
-		if c.Ours {
-			m.roster.Observe(now, c.Host, c.ID, c.Info)
+		if c.Ours && m.roster.Observe(now, c.Host, c.ID, c.Info) {
+			m.atStale = true
 		}
 	}
 	for _, id := range res.Dropped {
-		m.roster.Kill(now, id)
+		if m.roster.Kill(now, id) {
+			m.atStale = true
+		}
 	}
 	m.roster.Expire(now)
 	mine := DigestString(m.roster.Digest())
@@ -409,12 +429,7 @@ func (m *Monitor[I]) judge(now time.Time, window time.Duration, checks []Check[I
 		if h.lastID == "" {
 			// The roster lists a member there that this member has not
 			// checked yet: its misses count alike.
-			for _, e := range m.roster.Live() {
-				if e.Host == c.Host {
-					h.lastID = e.ID
-					break
-				}
-			}
+			h.lastID = m.liveAt(c.Host)
 		}
 		if h.lastID == "" {
 			if h.down >= m.cfg.LearnedMisses && now.Sub(h.seen) >= m.cfg.LearnedTTL {
@@ -472,7 +487,9 @@ func (m *Monitor[I]) HealthError(id string) error {
 // shell learns their endpoints with Learn) and reports whether the live
 // set changed.
 func (m *Monitor[I]) Merge(now time.Time, live []revoke.RosterEntry[I], dead []string) bool {
-	return m.roster.Merge(now, live, dead)
+	changed := m.roster.Merge(now, live, dead)
+	m.atStale = m.atStale || changed
+	return changed
 }
 
 // Live lists the live members of the roster (self not included),
