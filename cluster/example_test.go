@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/remote"
+
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/testutil"
 )
@@ -112,4 +115,60 @@ func ExampleDial() {
 	}
 	fmt.Println(len(members), "members;", got, "; listed", len(page.Objects))
 	// Output: 3 members; [0.5 1.5] ; listed 1
+}
+
+// An application actor in an actor system of its own (another process
+// than the members, typically) moves objects' bytes on the data plane
+// through a client made from that system. A call blocks, so the actor
+// makes it on a goroutine and sends itself the result.
+func ExampleWithActorSystem() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A member with a TCP data plane, as `hoplite node` runs one.
+	manage := freeAddr()
+	_, port, _ := net.SplitHostPort(manage)
+	p, _ := strconv.Atoi(port)
+	m, err := cluster.Join(ctx, cluster.MemberConfig{Bind: freeAddr(), ManagePort: p, Seeds: []string{manage}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Stop()
+	if err := m.Client().Put(ctx, "weights", []byte("v1")); err != nil {
+		log.Fatal(err)
+	}
+
+	// The application's actor system, its remote started.
+	system := actor.NewActorSystem()
+	r := remote.NewRemote(system, cluster.RemoteConfig("127.0.0.1", 0, nil, nil))
+	r.Start()
+	defer r.Shutdown(true)
+	c, err := cluster.Dial(ctx, m.Address(), cluster.WithActorSystem(system))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	type fetched struct {
+		data []byte
+		err  error
+	}
+	done := make(chan string, 1)
+	system.Root.Spawn(actor.PropsFromFunc(func(a actor.Context) {
+		switch m := a.Message().(type) {
+		case *actor.Started:
+			self, sys := a.Self(), a.ActorSystem()
+			go func() {
+				b, err := c.Get(ctx, "weights")
+				sys.Root.Send(self, &fetched{b, err})
+			}()
+		case *fetched:
+			if m.err != nil {
+				done <- m.err.Error()
+				return
+			}
+			done <- string(m.data)
+		}
+	}))
+	fmt.Println(<-done)
+	// Output: v1
 }
