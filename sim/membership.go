@@ -626,7 +626,7 @@ func (s *msim) endRound(h *mHost) {
 	// members actor's memberGone); a member that is told kicks its
 	// provider.
 	for _, o := range s.hosts {
-		if o == h || !h.mon.IsDead(o.id) {
+		if !changed || o == h || !h.mon.IsDead(o.id) {
 			continue
 		}
 		if o.alive && s.expelAt == 0 {

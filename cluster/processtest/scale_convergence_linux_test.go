@@ -25,7 +25,12 @@ import (
 // (default 8; for example "8,24,48"), HOPLITE_SCALE_WAIT bounds each convergence
 // (default 120s), HOPLITE_SCALE_ARGS adds flags to every member (space
 // separated) and HOPLITE_SCALE_REPS repeats each measurement (default 1;
-// medians and ranges are logged at the end). HOPLITE_SCALE_BINS compares
+// medians and ranges are logged at the end). HOPLITE_SCALE_HOLD keeps
+// the converged cluster that long before the idle window (for example
+// 10m), comparing every view with the members every 5 s: any member
+// missing from a view then is a false expulsion. The load average
+// (/proc/loadavg) is logged with each measurement: the members share
+// the machine with whatever else runs. HOPLITE_SCALE_BINS compares
 // builds side by side in one run ("before=/path/hoplite,after=/other/
 // hoplite", each size for each in turn); without it the test builds this
 // tree's.
@@ -53,6 +58,14 @@ func BenchmarkScaleConvergence(t *testing.B) {
 		reps = n
 	}
 	extra := strings.Fields(os.Getenv("HOPLITE_SCALE_ARGS"))
+	var hold time.Duration
+	if s := os.Getenv("HOPLITE_SCALE_HOLD"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			t.Fatalf("HOPLITE_SCALE_HOLD: %q is not a duration of 0 or more", s)
+		}
+		hold = d
+	}
 	type build struct{ name, bin string }
 	var builds []build
 	for _, f := range strings.Split(os.Getenv("HOPLITE_SCALE_BINS"), ",") {
@@ -73,14 +86,16 @@ func BenchmarkScaleConvergence(t *testing.B) {
 					keys = append(keys, key)
 				}
 				t.Run(fmt.Sprintf("%s/%d", key, rep), func(t *testing.B) {
-					r := measureScale(t, b.bin, n, wait, extra)
+					r := measureScale(t, b.bin, n, wait, hold, extra)
 					results[key] = append(results[key], r)
-					t.Logf("%s N=%d converged=%v in %v; idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window); "+
+					t.Logf("%s N=%d converged=%v in %v; held %v with %d false expulsions (%d checks); idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window; loadavg %s); "+
 						"paused member kept %v; killed member out of every view in %v",
-						b.name, n, r.converged, r.convergence.Round(10*time.Millisecond), r.cpuPerMember, r.ioPerMember, scaleIdle,
+						b.name, n, r.converged, r.convergence.Round(10*time.Millisecond), hold, r.expelled, r.holdChecks, r.cpuPerMember, r.ioPerMember, scaleIdle, r.load,
 						r.pauseKept, r.killGone.Round(time.Millisecond))
 					if !r.converged {
 						t.Errorf("%s N=%d: views did not converge within %v: %s", b.name, n, wait, r.lag)
+					} else if r.expelled > 0 {
+						t.Errorf("%s N=%d: %d views lacked a running member while held: %s", b.name, n, r.expelled, r.lag)
 					} else if !r.pauseKept {
 						t.Errorf("%s N=%d: a member SIGSTOPped for %v was expelled: %s", b.name, n, scalePause, r.lag)
 					}
@@ -135,6 +150,9 @@ type scaleResult struct {
 	ioPerMember  float64       // bytes per second, read plus written
 	pauseKept    bool          // the member paused for scalePause stayed in every view
 	killGone     time.Duration // from a SIGKILL until no view lists the member
+	expelled     int           // views that lacked a running member while held
+	holdChecks   int           // rounds of view comparisons while held
+	load         string        // /proc/loadavg's 1, 5 and 15 minute averages at the idle window
 }
 
 func scaleSizes(t testing.TB) []int {
@@ -154,7 +172,7 @@ func scaleSizes(t testing.TB) []int {
 
 // measureScale starts n members, waits up to wait for their views to
 // agree, and measures them idle.
-func measureScale(t testing.TB, bin string, n int, wait time.Duration, extra []string) scaleResult {
+func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, extra []string) scaleResult {
 	slots, seeds := memberSlots(t, n)
 	start := time.Now()
 	nodes := make([]*nodeProc, n)
@@ -195,6 +213,20 @@ func measureScale(t testing.TB, bin string, n int, wait time.Duration, extra []s
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	for end := time.Now().Add(hold); time.Now().Before(end); {
+		time.Sleep(5 * time.Second)
+		r.holdChecks++
+		for _, p := range nodes {
+			v, err := c.view(p)
+			if err != nil {
+				continue // a slow answer is no expulsion
+			}
+			if missing := slices.DeleteFunc(slices.Clone(want), func(id string) bool { return slices.Contains(v, id) }); len(missing) > 0 {
+				r.expelled++
+				r.lag = fmt.Sprintf("%s lacks %v after %v", p.id, missing, time.Since(start).Round(time.Second))
+			}
+		}
+	}
 	// Let the joins' aftermath (shard moves, the paced polls' back-off)
 	// settle before the idle window.
 	time.Sleep(5 * time.Second)
@@ -203,6 +235,11 @@ func measureScale(t testing.TB, bin string, n int, wait time.Duration, extra []s
 	time.Sleep(scaleIdle)
 	cpu1, io1 := procTotals(t, nodes)
 	secs := time.Since(t0).Seconds()
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			r.load = strings.Join(f[:3], " ")
+		}
+	}
 	r.cpuPerMember = (cpu1 - cpu0) / secs / float64(n)
 	r.ioPerMember = float64(io1-io0) / secs / float64(n)
 	if n < 3 {

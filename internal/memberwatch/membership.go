@@ -147,7 +147,14 @@ type Monitor[I any] struct {
 	// may have changed (atStale): a member of 1,024 looks endpoints up
 	// for every miss and probe.
 	at      map[string]string
+	atCount map[string]int // live members per endpoint
 	atStale bool
+	// overlay is the binomial graph over hosts and self, others the
+	// hosts not its neighbours, kept until hosts change (overlayStale):
+	// revoke.MonitorTargets, without sorting the hosts every round.
+	overlay      *revoke.Overlay
+	others       []string
+	overlayStale bool
 }
 
 // New returns the Monitor of a member given seeds (endpoints that are
@@ -192,7 +199,7 @@ func (m *Monitor[I]) Config() Config { return m.cfg }
 // Start makes the Monitor member id's, at endpoint self: its roster
 // starts empty (it never lists id).
 func (m *Monitor[I]) Start(self, id string) {
-	m.self = self
+	m.self, m.overlayStale = self, true
 	m.roster = revoke.NewRoster[I](id, m.cfg.MaxLive, m.cfg.MaxDead, m.cfg.DeadTTL)
 	m.atStale = true
 }
@@ -201,9 +208,10 @@ func (m *Monitor[I]) Start(self, id string) {
 // none).
 func (m *Monitor[I]) liveAt(host string) string {
 	if m.at == nil || m.atStale {
-		m.at = map[string]string{}
+		m.at, m.atCount = map[string]string{}, map[string]int{}
 		for _, e := range m.roster.Live() {
 			m.at[e.Host] = e.ID
+			m.atCount[e.Host]++
 		}
 		m.atStale = false
 	}
@@ -243,6 +251,7 @@ func (m *Monitor[I]) Learn(hosts []string, valid func(string) error) (added []st
 		m.hosts = append(m.hosts, h)
 		m.fresh = append(m.fresh, h)
 		m.learned++
+		m.overlayStale = true
 		added = append(added, h)
 	}
 	return added, invalid, full
@@ -258,6 +267,7 @@ func (m *Monitor[I]) Forget(hosts []string) []string {
 			delete(m.health, h)
 			gone = append(gone, h)
 			m.learned--
+			m.overlayStale = true
 		}
 	}
 	if len(gone) > 0 {
@@ -301,7 +311,7 @@ func (m *Monitor[I]) Gossip() []string {
 // since the last round, each checked once whatever its place in the
 // overlay (a joiner is listed, and spread, a round later).
 func (m *Monitor[I]) Targets() []string {
-	targets := revoke.MonitorTargets(m.hosts, m.self, m.rounds)
+	targets := m.monitorTargets()
 	m.rounds++
 	for _, h := range m.fresh {
 		if h != m.self && !slices.Contains(targets, h) && slices.Contains(m.hosts, h) {
@@ -310,6 +320,34 @@ func (m *Monitor[I]) Targets() []string {
 	}
 	m.fresh = nil
 	return targets
+}
+
+// monitorTargets is revoke.MonitorTargets(m.hosts, m.self, m.rounds),
+// the overlay kept from round to round while the hosts stay the same.
+func (m *Monitor[I]) monitorTargets() []string {
+	if m.overlay == nil || m.overlayStale {
+		all := slices.Clone(m.hosts)
+		all = append(all, m.self)
+		slices.Sort(all)
+		all = slices.Compact(all)
+		o, err := revoke.NewOverlay(all, m.self)
+		if err != nil {
+			return nil
+		}
+		nbrs := o.Neighbors()
+		m.others = m.others[:0]
+		for _, h := range all {
+			if h != m.self && !slices.Contains(nbrs, h) {
+				m.others = append(m.others, h)
+			}
+		}
+		m.overlay, m.overlayStale = o, false
+	}
+	out := m.overlay.Neighbors()
+	if len(m.others) > 0 {
+		out = append(out, m.others[(uint64(m.overlay.Rank(m.self))+m.rounds)%uint64(len(m.others))])
+	}
+	return out
 }
 
 // Rounds is how many rounds began.
@@ -383,13 +421,27 @@ func (m *Monitor[I]) Round(now time.Time, window time.Duration, selfUp bool, che
 			continue
 		}
 		res.Answered = true
-		if c.Ours && m.roster.Observe(now, c.Host, c.ID, c.Info) {
-			m.atStale = true
+		if !c.Ours || m.liveAt(c.Host) == c.ID && m.atCount[c.Host] == 1 {
+			continue // listed there alone already: Observe would change nothing
+		}
+		if m.roster.Observe(now, c.Host, c.ID, c.Info) && !m.atStale {
+			if e, _ := m.roster.Lookup(c.ID); e.Host == c.Host {
+				// Listed there, alone: any other there is dead.
+				m.at[c.Host], m.atCount[c.Host] = c.ID, 1
+			} else {
+				m.atStale = true
+			}
 		}
 	}
 	for _, id := range res.Dropped {
-		if m.roster.Kill(now, id) {
-			m.atStale = true
+		e, listed := m.roster.Lookup(id)
+		if m.roster.Kill(now, id) && listed && !m.atStale {
+			if m.atCount[e.Host]--; m.atCount[e.Host] == 0 {
+				delete(m.at, e.Host)
+				delete(m.atCount, e.Host)
+			} else {
+				m.atStale = true // another is listed there: which, the roster says
+			}
 		}
 	}
 	m.roster.Expire(now)

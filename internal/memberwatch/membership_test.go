@@ -2,10 +2,12 @@ package memberwatch
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -150,5 +152,36 @@ func TestPace(t *testing.T) {
 	p.Kick()
 	if p.Current() != 100*time.Millisecond || p.Next(true) != 100*time.Millisecond {
 		t.Fatal("a kick or a change did not bring the pace back to base")
+	}
+}
+
+// Targets are revoke.MonitorTargets' round by round, as the hosts grow
+// and shrink.
+func TestTargetsAreMonitorTargets(t *testing.T) {
+	var seeds []string
+	for i := range 40 {
+		seeds = append(seeds, fmt.Sprintf("h%02d:1", i))
+	}
+	m := New[string](Config{}, seeds[:20])
+	m.Start("h05:1", "m05")
+	for r := range 60 {
+		switch r {
+		case 20:
+			m.Learn(seeds[20:], nil)
+		case 40:
+			m.Forget(seeds[30:])
+		}
+		hosts := m.Hosts()
+		fresh := slices.Clone(m.fresh)
+		got := m.Targets()
+		want := revoke.MonitorTargets(hosts, "h05:1", uint64(r))
+		for _, h := range fresh {
+			if h != "h05:1" && !slices.Contains(want, h) {
+				want = append(want, h)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: targets %v, want %v", r, got, want)
+		}
 	}
 }
