@@ -140,29 +140,20 @@ func fuzzBarrierMessage(in *fuzzInput) proto.Message {
 
 // stepReplica hands m to the replica as Manager.Receive does.
 func stepReplica(r *replica.Replica, now time.Time, m proto.Message, from *actor.PID) replica.Effects {
+	var ev any = m
 	switch m := m.(type) {
 	case *messages.BarrierCreate:
-		return r.Created(m, from)
+		ev = replica.Created{Req: m, From: from}
 	case *messages.BarrierEnter:
-		return r.Enter(now, m, from)
+		ev = replica.Enter{Req: m, From: from}
 	case *messages.BarrierRelease:
-		return r.Release(now, m, from)
+		ev = replica.Release{Req: m, From: from}
 	case *messages.BarrierClose:
-		return r.Close(now, m, from)
+		ev = replica.Close{Req: m, From: from}
 	case *messages.BarrierStatus:
-		return r.Status(now, m, from)
-	case *messages.BarrierDecide:
-		return r.Decide(now, m)
-	case *messages.BarrierReplicate:
-		return r.Replicate(now, m)
-	case *messages.BarrierSyncRequest:
-		return r.SyncRequest(m)
-	case *messages.BarrierCloseAck:
-		return r.CloseAck(m)
-	case *messages.BarrierHandover:
-		return r.Handover(now, m)
+		ev = replica.Status{Req: m, From: from}
 	}
-	return replica.Effects{}
+	return r.Step(now, ev)
 }
 
 // A barrier manager takes its messages from any peer: whatever their
@@ -201,11 +192,11 @@ func FuzzBarrierReplica(f *testing.F) {
 			switch c := in.Byte(); c % 4 {
 			case 0:
 				now = now.Add(time.Duration(c) * 10 * time.Millisecond)
-				r.Tick(now)
+				r.Step(now, replica.Wake{At: r.NextWake()})
 			case 1:
-				r.ParticipantDown(now, hostilePID(c>>2))
+				r.Step(now, replica.ParticipantDown{PID: hostilePID(c >> 2)})
 			case 2:
-				r.MemberDown([]string{"node-0", "node-1", "node-2", ""}[c>>2%4], "m1:1")
+				r.Step(now, replica.MemberDown{Member: []string{"node-0", "node-1", "node-2", ""}[c>>2%4], Address: "m1:1"})
 			}
 			if n := r.LogLen(); n > 8*2+64+8 {
 				t.Fatalf("the replica's log holds %d ops", n)
@@ -215,13 +206,13 @@ func FuzzBarrierReplica(f *testing.F) {
 			return
 		}
 		asker := actor.NewPID("p:9", "asker")
-		e := r.Status(now, &messages.BarrierStatus{Name: "b", RequestId: 77}, asker)
+		e := r.Step(now, replica.Status{Req: &messages.BarrierStatus{Name: "b", RequestId: 77}, From: asker})
 		for _, s := range e.Sends {
 			if s.To == asker {
 				return
 			}
 		}
-		for _, s := range r.Tick(now.Add(time.Hour)).Sends {
+		for _, s := range r.Step(now.Add(time.Hour), replica.Wake{At: r.NextWake()}).Sends {
 			if s.To == asker {
 				return
 			}

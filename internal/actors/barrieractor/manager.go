@@ -30,22 +30,17 @@ type ManagerConfig struct {
 	Failed func(member, address string) bool
 }
 
-// wake is sent by the manager's timer; stale generations are ignored.
-type wake struct{ gen uint64 }
-
 // managerClosed tells the host that a barrier closed.
 type managerClosed struct{ name string }
 
 // Manager is the thin actor around one Replica: it turns messages into
-// calls on the replica.Replica and replica.Effects into sends, watches, events and one
-// timer (time.AfterFunc at replica.Replica.NextWake; no polling).
+// the replica.Replica's events and its Effects into sends, watches,
+// events and one timer (the replica's Wake; no polling).
 type Manager struct {
 	cfg    ManagerConfig
 	starts *atomic.Int32 // shared by the manager's incarnations
 	core   *replica.Replica
-	timer  *time.Timer
-	gen    uint64
-	armed  time.Time
+	wake   shell.Timer
 	stop   bool
 	// senders send the asks, one per participant or controller, so that
 	// a DeadLetterResponse names the one that was gone. Kept until the
@@ -76,43 +71,43 @@ func (m *Manager) Receive(ctx actor.Context) {
 			return
 		}
 	case *actor.Stopping, *actor.Restarting:
-		m.disarm()
+		m.wake.Stop()
 		m.senders.Close()
 		return
 	case *messages.BarrierCreate:
-		e = m.core.Created(msg, ctx.Sender())
+		e = m.core.Step(now, replica.Created{Req: msg, From: ctx.Sender()})
 	case *messages.BarrierOpen:
-		e = m.core.Created(nil, ctx.Sender())
+		e = m.core.Step(now, replica.Created{From: ctx.Sender()})
 	case *messages.BarrierEnter:
-		e = m.core.Enter(now, msg, ctx.Sender())
+		e = m.core.Step(now, replica.Enter{Req: msg, From: ctx.Sender()})
 	case *messages.BarrierEnters:
 		e = m.treeEnters(now, msg)
 	case *messages.BarrierUndelivered:
-		e = m.core.Undelivered(now, replica.PeerPID(msg.GetTarget()))
+		e = m.core.Step(now, replica.Undelivered{Target: replica.PeerPID(msg.GetTarget())})
 	case *messages.BarrierRelease:
-		e = m.core.Release(now, msg, ctx.Sender())
+		e = m.core.Step(now, replica.Release{Req: msg, From: ctx.Sender()})
 	case *messages.BarrierClose:
-		e = m.core.Close(now, msg, ctx.Sender())
+		e = m.core.Step(now, replica.Close{Req: msg, From: ctx.Sender()})
 	case *messages.BarrierStatus:
-		e = m.core.Status(now, msg, ctx.Sender())
+		e = m.core.Step(now, replica.Status{Req: msg, From: ctx.Sender()})
 	case *messages.BarrierDecide:
-		e = m.core.Decide(now, msg)
+		e = m.core.Step(now, msg)
 	case *messages.BarrierReplicate:
-		e = m.core.Replicate(now, msg)
+		e = m.core.Step(now, msg)
 	case *messages.BarrierSyncRequest:
-		e = m.core.SyncRequest(msg)
+		e = m.core.Step(now, msg)
 	case *messages.BarrierCloseAck:
-		e = m.core.CloseAck(msg)
+		e = m.core.Step(now, msg)
 	case *messages.BarrierHandover:
-		e = m.core.Handover(now, msg)
+		e = m.core.Step(now, msg)
 	case *MemberFailed:
-		e = m.core.MemberDown(msg.Member, msg.Address)
+		e = m.core.Step(now, replica.MemberDown{Member: msg.Member, Address: msg.Address})
 	case *actor.Terminated:
-		e = m.core.ParticipantDown(now, msg.GetWho())
-	case wake:
-		e = m.woken(now, msg)
+		e = m.core.Step(now, replica.ParticipantDown{PID: msg.GetWho()})
+	case replica.Wake:
+		e = m.core.Step(now, msg)
 	case *actor.DeadLetterResponse:
-		e = m.core.Undelivered(now, msg.GetTarget())
+		e = m.core.Step(now, replica.Undelivered{Target: msg.GetTarget()})
 	case *messages.BarrierCreated:
 		return // a backup's answer
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -122,15 +117,6 @@ func (m *Manager) Receive(ctx actor.Context) {
 		return
 	}
 	m.do(ctx, now, e)
-}
-
-// woken ticks the core when the timer that fired is the one armed last.
-func (m *Manager) woken(now time.Time, w wake) replica.Effects {
-	if w.gen != m.gen {
-		return replica.Effects{}
-	}
-	m.armed = time.Time{}
-	return m.core.Tick(now)
 }
 
 func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) bool {
@@ -153,15 +139,14 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 	if m.cfg.Failed != nil {
 		for rank, member := range c.GetReplicaMembers() {
 			if addr := c.GetReplicas()[rank].GetAddress(); m.cfg.Failed(member, addr) {
-				*e = merge(*e, core.MemberDown(member, addr))
+				*e = merge(*e, core.Step(now, replica.MemberDown{Member: member, Address: addr}))
 			}
 		}
 	}
 	if restarted {
 		m.cfg.Log.WithField("manager", m.name(ctx)).Warn("barrier manager restarted without state; asking the other replicas")
 	} else if c.GetRank() == 0 && !c.GetFromPrimary() {
-		ce := core.CreateBackups()
-		e.Sends = append(e.Sends, ce.Sends...)
+		*e = merge(*e, core.Step(now, replica.CreateBackups{}))
 	}
 	return true
 }
@@ -203,11 +188,8 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 		// The host poisons us: what is already in the mailbox is still
 		// answered (DELETED) before we stop.
 		m.stop = true
-		m.disarm()
+		m.wake.Stop()
 		ctx.Send(ctx.Parent(), managerClosed{name: name})
-	}
-	if !m.stop {
-		m.arm(ctx)
 	}
 	m.publishState(ctx, now)
 }
@@ -216,8 +198,14 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 // goes as a request through the manager's senders, so that a
 // DeadLetterResponse names the participant or controller that was not
 // running; a plain send to its PID; the participants to watch are
-// watched.
+// watched; the replica's Wake replaces the one pending (none once the
+// manager stops).
 var managerOut = &shell.Carrier[*Manager]{
+	Timer: func(ctx actor.Context, m *Manager, t outbox.Timer) {
+		if !m.stop {
+			m.wake.Arm(ctx, t.At, t.Msg)
+		}
+	},
 	Route: func(ctx actor.Context, m *Manager, s outbox.Send) bool {
 		a, ok := s.To.(replica.Ask)
 		if ok {
@@ -275,30 +263,6 @@ func sameState(s, o *State) bool {
 		s.Kind == o.Kind && s.Max == o.Max && s.Entered == o.Entered && s.Passed == o.Passed && s.Queued == o.Queued &&
 		s.Throttled == o.Throttled && s.Fired == o.Fired && s.Reason == o.Reason && s.Limit == o.Limit && s.Holders == o.Holders &&
 		s.Closed == o.Closed && slices.Equal(s.Replicas, o.Replicas)
-}
-
-// arm sets the one timer at the core's next wake-up.
-func (m *Manager) arm(ctx actor.Context) {
-	next := m.core.NextWake()
-	if next.Equal(m.armed) && (m.timer != nil || next.IsZero()) {
-		return
-	}
-	m.disarm()
-	m.armed = next
-	if next.IsZero() {
-		return
-	}
-	gen, sys, self := m.gen, ctx.ActorSystem(), ctx.Self()
-	m.timer = time.AfterFunc(max(0, time.Until(next)), func() { sys.Root.Send(self, wake{gen: gen}) })
-}
-
-func (m *Manager) disarm() {
-	m.gen++
-	m.armed = time.Time{}
-	if m.timer != nil {
-		m.timer.Stop()
-		m.timer = nil
-	}
 }
 
 // merge appends b's effects to a's (a core event's effects, in order).

@@ -35,8 +35,8 @@ func (m *Manager) treeEnters(now time.Time, msg *messages.BarrierEnters) replica
 		if _, ok := m.leaves[a.GetLabel()]; !ok && len(m.leaves) < max && from != nil {
 			m.leaves[a.GetLabel()] = treeLeaf{leaf: a.GetLeaf(), reply: from.String()}
 		}
-		e = merge(e, m.core.Enter(now, &messages.BarrierEnter{Name: msg.GetName(), Label: a.GetLabel(), Host: a.GetHost(),
-			RequestId: a.GetRequestId(), ToRank: msg.GetToRank()}, from))
+		e = merge(e, m.core.Step(now, replica.Enter{Req: &messages.BarrierEnter{Name: msg.GetName(), Label: a.GetLabel(), Host: a.GetHost(),
+			RequestId: a.GetRequestId(), ToRank: msg.GetToRank()}, From: from}))
 	}
 	return e
 }

@@ -35,9 +35,9 @@ const (
 // Effects is what one event asks the shell to do, in order: watch, send,
 // report failures, then stop if Stop.
 type Effects struct {
-	// Box holds the sends (To an *actor.PID or an Ask) and the
-	// participants (*actor.PID) to watch. The replica's one timer is not
-	// in it: the shell arms it at NextWake after every step.
+	// Box holds the sends (To an *actor.PID or an Ask), the
+	// participants (*actor.PID) to watch, and the replica's one timer, a
+	// Wake, which replaces the one pending.
 	outbox.Box
 	Failures []Failure
 	// TookOver: this replica became the acting primary (Epoch is new).
@@ -175,6 +175,8 @@ type Replica struct {
 	recent      map[string]bool // confirmed or refused client keys
 	recentFIFO  []string
 	lastPrimary time.Time
+	// armed is the Wake the replica asked for last (zero: none).
+	armed time.Time
 }
 
 // New returns a replica, or a typed error for bad configuration.
@@ -221,12 +223,13 @@ func New(cfg Config, now time.Time) (*Replica, Effects, error) {
 			}
 		}
 	}
+	r.armWake(&e)
 	return r, e, nil
 }
 
-// CreateBackups asks the other replicas' hosts to create their replica
+// onCreateBackups asks the other replicas' hosts to create their replica
 // (called once by a new primary).
-func (r *Replica) CreateBackups() (e Effects) {
+func (r *Replica) onCreateBackups() (e Effects) {
 	for rank, p := range r.cfg.Replicas {
 		if rank != r.cfg.Rank {
 			e.send(p, r.backupCreate(rank))
@@ -270,8 +273,8 @@ func (r *Replica) Primary() int { return r.primary }
 // rank failed.
 func (r *Replica) Down(rank int) bool { return rank >= 0 && rank < len(r.down) && r.down[rank] }
 
-// Created answers BarrierCreate and BarrierOpen.
-func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
+// onCreated answers BarrierCreate and BarrierOpen.
+func (r *Replica) onCreated(m *messages.BarrierCreate, from *actor.PID) (e Effects) {
 	reply := &messages.BarrierCreated{Name: r.cfg.Name, Options: r.cfg.Options, Replicas: peers(r.cfg.Replicas),
 		ReplicaMembers: r.cfg.Members, Existed: true, Tree: r.cfg.Tree}
 	// A backup learns of a close from the primary's op, which may arrive
@@ -301,8 +304,8 @@ func (r *Replica) Created(m *messages.BarrierCreate, from *actor.PID) (e Effects
 
 // ---- Client operations ----
 
-// Enter handles BARRIER_REACHED.
-func (r *Replica) Enter(now time.Time, m *messages.BarrierEnter, from *actor.PID) (e Effects) {
+// onEnter handles BARRIER_REACHED.
+func (r *Replica) onEnter(now time.Time, m *messages.BarrierEnter, from *actor.PID) (e Effects) {
 	defer r.flush(&e)
 	if from == nil {
 		return // nobody to answer
@@ -351,8 +354,8 @@ func (r *Replica) Enter(now time.Time, m *messages.BarrierEnter, from *actor.PID
 	return
 }
 
-// Release handles SEMAPHORE_RELEASED.
-func (r *Replica) Release(now time.Time, m *messages.BarrierRelease, from *actor.PID) (e Effects) {
+// onRelease handles SEMAPHORE_RELEASED.
+func (r *Replica) onRelease(now time.Time, m *messages.BarrierRelease, from *actor.PID) (e Effects) {
 	defer r.flush(&e)
 	p := &pendingOp{key: releaseKey(m.GetLabel()), kind: messages.BarrierOpKind_BARRIER_OP_RELEASE, label: m.GetLabel(),
 		from: from, requestID: m.GetRequestId(), heard: now}
@@ -370,8 +373,8 @@ func (r *Replica) Release(now time.Time, m *messages.BarrierRelease, from *actor
 	return
 }
 
-// Close handles BarrierClose.
-func (r *Replica) Close(now time.Time, m *messages.BarrierClose, from *actor.PID) (e Effects) {
+// onClose handles BarrierClose.
+func (r *Replica) onClose(now time.Time, m *messages.BarrierClose, from *actor.PID) (e Effects) {
 	defer r.flush(&e)
 	p := &pendingOp{key: closeKey, kind: messages.BarrierOpKind_BARRIER_OP_CLOSE, from: from, requestID: m.GetRequestId(), heard: now}
 	if !r.Acting() {
@@ -388,8 +391,8 @@ func (r *Replica) Close(now time.Time, m *messages.BarrierClose, from *actor.PID
 	return
 }
 
-// Status handles BarrierStatus (getHosts).
-func (r *Replica) Status(now time.Time, m *messages.BarrierStatus, from *actor.PID) (e Effects) {
+// onStatus handles BarrierStatus (getHosts).
+func (r *Replica) onStatus(now time.Time, m *messages.BarrierStatus, from *actor.PID) (e Effects) {
 	defer r.flush(&e)
 	if from == nil {
 		return
@@ -426,8 +429,8 @@ func (r *Replica) answerLost(p *pendingOp, e *Effects) {
 	}
 }
 
-// Decide handles the controller's answer to a consultation.
-func (r *Replica) Decide(now time.Time, m *messages.BarrierDecide) (e Effects) {
+// onDecide handles the controller's answer to a consultation.
+func (r *Replica) onDecide(now time.Time, m *messages.BarrierDecide) (e Effects) {
 	defer r.flush(&e)
 	if !r.Acting() || r.closed || !r.asked[m.GetId()] {
 		return // not an answer to a consultation of ours
@@ -441,9 +444,9 @@ func (r *Replica) Decide(now time.Time, m *messages.BarrierDecide) (e Effects) {
 	return
 }
 
-// ParticipantDown handles the termination of a participant (a watched
+// onParticipantDown handles the termination of a participant (a watched
 // sender of Enter) or of the controller.
-func (r *Replica) ParticipantDown(now time.Time, pid *actor.PID) (e Effects) {
+func (r *Replica) onParticipantDown(now time.Time, pid *actor.PID) (e Effects) {
 	defer r.flush(&e)
 	if pid == nil {
 		return
@@ -470,8 +473,8 @@ func (r *Replica) ParticipantDown(now time.Time, pid *actor.PID) (e Effects) {
 	return
 }
 
-// Tick handles the timer set at NextWake.
-func (r *Replica) Tick(now time.Time) (e Effects) {
+// onTick handles the Wake armed at NextWake.
+func (r *Replica) onTick(now time.Time) (e Effects) {
 	defer r.flush(&e)
 	if c := r.closing; c != nil && !now.Before(c.deadline) {
 		r.answerClose(&e)
@@ -490,7 +493,8 @@ func (r *Replica) Tick(now time.Time) (e Effects) {
 	return
 }
 
-// NextWake is when the shell should call Tick (zero: no timer).
+// NextWake is when the replica next needs a Wake (zero: never); Step
+// asks for it.
 func (r *Replica) NextWake() time.Time {
 	if r.closing != nil {
 		return r.closing.deadline
@@ -526,9 +530,9 @@ func (r *Replica) NextWake() time.Time {
 
 // ---- Replication ----
 
-// Replicate handles a message from another replica acting as primary.
+// onReplicate handles a message from another replica acting as primary.
 // Replicas answer each other through their hosts, by rank.
-func (r *Replica) Replicate(now time.Time, m *messages.BarrierReplicate) (e Effects) {
+func (r *Replica) onReplicate(now time.Time, m *messages.BarrierReplicate) (e Effects) {
 	defer r.flush(&e)
 	rank := int(m.GetFromRank())
 	if rank < 0 || rank >= len(r.cfg.Replicas) || rank == r.cfg.Rank {
@@ -648,11 +652,11 @@ func (r *Replica) lacking(before *snapshot) []*messages.BarrierOp {
 	return ops
 }
 
-// Handover handles what a replica that adopted this primary's state had
+// onHandover handles what a replica that adopted this primary's state had
 // applied and that state lacks (see lacking). The acting primary applies
 // each op it still lacks as a client operation, at its own time; a replica
 // that follows a primary of a higher epoch passes it on.
-func (r *Replica) Handover(now time.Time, m *messages.BarrierHandover) (e Effects) {
+func (r *Replica) onHandover(now time.Time, m *messages.BarrierHandover) (e Effects) {
 	defer r.flush(&e)
 	if !r.Acting() {
 		if r.primary >= 0 && r.primary != r.cfg.Rank && r.epoch > m.GetEpoch() {
@@ -691,8 +695,8 @@ func (r *Replica) Handover(now time.Time, m *messages.BarrierHandover) (e Effect
 	return
 }
 
-// CloseAck handles a backup's acknowledgement of the primary's close.
-func (r *Replica) CloseAck(m *messages.BarrierCloseAck) (e Effects) {
+// onCloseAck handles a backup's acknowledgement of the primary's close.
+func (r *Replica) onCloseAck(m *messages.BarrierCloseAck) (e Effects) {
 	c := r.closing
 	rank := int(m.GetFromRank())
 	if c == nil || m.GetEpoch() != r.epoch || rank < 0 || rank >= len(c.acked) {
@@ -705,7 +709,7 @@ func (r *Replica) CloseAck(m *messages.BarrierCloseAck) (e Effects) {
 	return
 }
 
-// MemberDown tells the replica that the cluster declared member, at
+// onMemberDown tells the replica that the cluster declared member, at
 // address (its actor system's), failed: its failure notice was delivered
 // and the member view accepted it. A replica it hosted never acknowledges
 // a close: the acting primary's Close waits only for the others, so that
@@ -716,7 +720,7 @@ func (r *Replica) CloseAck(m *messages.BarrierCloseAck) (e Effects) {
 // nobody open afterwards. A replica counts as down only if both its
 // member id and its host's address match: a notice about another
 // incarnation of the name settles nothing.
-func (r *Replica) MemberDown(member, address string) (e Effects) {
+func (r *Replica) onMemberDown(member, address string) (e Effects) {
 	for rank, m := range r.cfg.Members {
 		if m == member && rank != r.cfg.Rank && rank < len(r.down) && r.cfg.Replicas[rank].GetAddress() == address {
 			r.down[rank] = true
@@ -766,8 +770,8 @@ func (r *Replica) answerClose(e *Effects) {
 	e.Stop = true
 }
 
-// SyncRequest handles a replica that missed operations.
-func (r *Replica) SyncRequest(m *messages.BarrierSyncRequest) (e Effects) {
+// onSyncRequest handles a replica that missed operations.
+func (r *Replica) onSyncRequest(m *messages.BarrierSyncRequest) (e Effects) {
 	if rank := int(m.GetFromRank()); r.Acting() && rank >= 0 && rank < len(r.cfg.Replicas) && rank != r.cfg.Rank {
 		r.sendSync(r.cfg.Replicas[rank], &e)
 	}
@@ -1271,11 +1275,11 @@ func (r *Replica) outcomeMsg(l string, in *labelInfo) proto.Message {
 // Undelivered: an outcome sent to target came back as a dead letter.
 // The participant is gone: its labels that were released but not told
 // are reported failed (once each), and it counts as down.
-func (r *Replica) Undelivered(now time.Time, target *actor.PID) Effects {
+func (r *Replica) onUndelivered(now time.Time, target *actor.PID) Effects {
 	if target == nil || !r.watched[target.String()] {
 		return Effects{} // a replica or the controller: their own paths
 	}
-	e := r.ParticipantDown(now, target) // a holder's slot comes back
+	e := r.onParticipantDown(now, target) // a holder's slot comes back
 	if !r.Acting() || r.closed {
 		return e
 	}

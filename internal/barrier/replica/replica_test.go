@@ -88,13 +88,13 @@ func (n *net) deliver(from *actor.PID, e Effects) {
 		}
 		switch m := s.Msg.(type) {
 		case *messages.BarrierReplicate:
-			n.deliver(to, r.Replicate(time.Unix(0, 0), m))
+			n.deliver(to, r.onReplicate(time.Unix(0, 0), m))
 		case *messages.BarrierSyncRequest:
-			n.deliver(to, r.SyncRequest(m))
+			n.deliver(to, r.onSyncRequest(m))
 		case *messages.BarrierCloseAck:
-			n.deliver(to, r.CloseAck(m))
+			n.deliver(to, r.onCloseAck(m))
 		case *messages.BarrierHandover:
-			n.deliver(to, r.Handover(n.now, m))
+			n.deliver(to, r.onHandover(n.now, m))
 		}
 	}
 }
@@ -123,13 +123,13 @@ func (n *net) deliverFIFO(from *actor.PID, e Effects) {
 		var e Effects
 		switch m := q.msg.(type) {
 		case *messages.BarrierReplicate:
-			e = r.Replicate(n.now, m)
+			e = r.onReplicate(n.now, m)
 		case *messages.BarrierSyncRequest:
-			e = r.SyncRequest(m)
+			e = r.onSyncRequest(m)
 		case *messages.BarrierCloseAck:
-			e = r.CloseAck(m)
+			e = r.onCloseAck(m)
 		case *messages.BarrierHandover:
-			e = r.Handover(n.now, m)
+			e = r.onHandover(n.now, m)
 		}
 		n.deliverFIFO(q.to, e)
 	}
@@ -145,13 +145,13 @@ func (n *net) client(now time.Time, from *actor.PID, msg any) {
 		var e Effects
 		switch m := msg.(type) {
 		case *messages.BarrierEnter:
-			e = r.Enter(now, m, from)
+			e = r.onEnter(now, m, from)
 		case *messages.BarrierRelease:
-			e = r.Release(now, m, from)
+			e = r.onRelease(now, m, from)
 		case *messages.BarrierStatus:
-			e = r.Status(now, m, from)
+			e = r.onStatus(now, m, from)
 		case *messages.BarrierClose:
-			e = r.Close(now, m, from)
+			e = r.onClose(now, m, from)
 		}
 		n.deliver(h, e)
 	}
@@ -209,10 +209,10 @@ func TestBackupsReplayToTheSameState(t *testing.T) {
 	}
 	for range 200 {
 		at = int(p.NextWake().Sub(t0) / time.Millisecond)
-		n.deliver(n.hosts[0], p.Tick(ms(at)))
+		n.deliver(n.hosts[0], p.onTick(ms(at)))
 		for _, s := range n.out {
 			if c, ok := s.Msg.(*messages.BarrierConsult); ok && p.asked[c.GetId()] {
-				n.deliver(n.hosts[0], p.Decide(ms(at), &messages.BarrierDecide{Id: c.GetId()}))
+				n.deliver(n.hosts[0], p.onDecide(ms(at), &messages.BarrierDecide{Id: c.GetId()}))
 			}
 		}
 		n.out = n.out[:0]
@@ -227,13 +227,13 @@ func TestBackupsReplayToTheSameState(t *testing.T) {
 	sameState(t, p, n.r(2))
 	// Force the fire, then the throttled batches go out on ticks.
 	p.asked[999] = true
-	n.deliver(n.hosts[0], p.Decide(ms(at), &messages.BarrierDecide{Id: 999, Fire: true}))
+	n.deliver(n.hosts[0], p.onDecide(ms(at), &messages.BarrierDecide{Id: 999, Fire: true}))
 	for i := 3; i < 6; i++ {
 		at++
 		n.client(ms(at), participant(i), &messages.BarrierEnter{Name: "b", Label: fmt.Sprintf("l%d", i), Host: "h"})
 	}
 	for !p.NextWake().IsZero() {
-		n.deliver(n.hosts[0], p.Tick(p.NextWake()))
+		n.deliver(n.hosts[0], p.onTick(p.NextWake()))
 	}
 	if len(p.Barrier().Passed()) != 6 {
 		t.Fatalf("passed %v", p.Barrier().Passed())
@@ -247,7 +247,7 @@ func TestBackupsReplayToTheSameState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh.Replicate(t0, sync.Sends[0].Msg.(*messages.BarrierReplicate))
+	fresh.onReplicate(t0, sync.Sends[0].Msg.(*messages.BarrierReplicate))
 	sameState(t, p, fresh)
 }
 
@@ -266,12 +266,12 @@ func TestBackupTakesOverWhenThePrimaryIsSilent(t *testing.T) {
 	if w1, w2 := b1.NextWake(), b2.NextWake(); !w1.Equal(ms(102)) || !w2.Equal(ms(202)) {
 		t.Fatalf("wake-ups %v %v: the first backup first", w1.Sub(t0), w2.Sub(t0))
 	}
-	n.deliver(n.hosts[1], b2.Tick(ms(101))) // too early for anyone
-	n.deliver(n.hosts[1], b1.Tick(ms(101)))
+	n.deliver(n.hosts[1], b2.onTick(ms(101))) // too early for anyone
+	n.deliver(n.hosts[1], b1.onTick(ms(101)))
 	if b1.Acting() {
 		t.Fatal("took over before TakeoverAfter")
 	}
-	e := b1.Tick(ms(102))
+	e := b1.onTick(ms(102))
 	n.deliver(n.hosts[1], e)
 	if !b1.Acting() || b1.Epoch() != 1 || !e.TookOver {
 		t.Fatalf("acting %v epoch %d", b1.Acting(), b1.Epoch())
@@ -309,19 +309,19 @@ func TestEpochsAndSyncs(t *testing.T) {
 		t.Fatal("no takeover")
 	}
 	// The old primary still forwards at epoch 0: the new one answers with a sync.
-	e2 := backup.Replicate(ms(3), &messages.BarrierReplicate{Name: "b", Epoch: 0, FromRank: 0, Seq: 2,
+	e2 := backup.onReplicate(ms(3), &messages.BarrierReplicate{Name: "b", Epoch: 0, FromRank: 0, Seq: 2,
 		Op: &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_TICK, AtUnixNano: ms(3).UnixNano()}})
 	if len(e2.Sends) != 1 || !e2.Sends[0].Msg.(*messages.BarrierReplicate).GetSync() {
 		t.Fatalf("stale forward answered with %v", e2.Sends)
 	}
 	// Hearing it, the old primary steps down.
-	e3 := old.Replicate(ms(4), e2.Sends[0].Msg.(*messages.BarrierReplicate))
+	e3 := old.onReplicate(ms(4), e2.Sends[0].Msg.(*messages.BarrierReplicate))
 	if old.Acting() || !e3.SteppedDown || old.Epoch() != 1 {
 		t.Fatalf("old primary: acting %v stepped down %v epoch %d", old.Acting(), e3.SteppedDown, old.Epoch())
 	}
 	sameState(t, old, backup)
 	// A forward from the future (a gap) asks for a sync.
-	e4 := old.Replicate(ms(5), &messages.BarrierReplicate{Name: "b", Epoch: 1, FromRank: 1, Seq: old.Seq() + 5,
+	e4 := old.onReplicate(ms(5), &messages.BarrierReplicate{Name: "b", Epoch: 1, FromRank: 1, Seq: old.Seq() + 5,
 		Op: &messages.BarrierOp{Kind: messages.BarrierOpKind_BARRIER_OP_TICK}})
 	if len(e4.Sends) != 1 {
 		t.Fatalf("gap: %v", e4.Sends)
@@ -330,7 +330,7 @@ func TestEpochsAndSyncs(t *testing.T) {
 		t.Fatalf("gap answered with %T", e4.Sends[0].Msg)
 	}
 	// Garbage ranks are ignored.
-	if e := old.Replicate(ms(6), &messages.BarrierReplicate{FromRank: 7}); len(e.Sends) != 0 {
+	if e := old.onReplicate(ms(6), &messages.BarrierReplicate{FromRank: 7}); len(e.Sends) != 0 {
 		t.Fatal("bad rank acted on")
 	}
 }
@@ -355,7 +355,7 @@ func TestKeepalivesConfirmQueriesAndRefusals(t *testing.T) {
 	if w := n.r(1).NextWake(); !w.Equal(ms(110)) {
 		t.Fatalf("wake %v", w)
 	}
-	n.deliver(n.hosts[1], n.r(1).Tick(ms(110)))
+	n.deliver(n.hosts[1], n.r(1).onTick(ms(110)))
 	got := n.sentTo(participant(2))
 	if len(got) != 1 {
 		t.Fatalf("query after takeover: %v", got)
@@ -440,7 +440,7 @@ func TestBackupThatHeardACloseAnswersDeleted(t *testing.T) {
 	open := func() *messages.BarrierCreated {
 		t.Helper()
 		var reply *messages.BarrierCreated
-		for _, s := range backup.Created(nil, opener).Sends {
+		for _, s := range backup.onCreated(nil, opener).Sends {
 			if m, ok := s.Msg.(*messages.BarrierCreated); ok && pidOf(s.To).Equal(opener) {
 				reply = m
 			}
@@ -455,7 +455,7 @@ func TestBackupThatHeardACloseAnswersDeleted(t *testing.T) {
 	}
 	// The closer's Close reaches the backup; the primary's op is still in
 	// flight (not delivered here).
-	n.deliver(n.hosts[1], backup.Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
+	n.deliver(n.hosts[1], backup.onClose(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
 	if backup.Closed() {
 		t.Fatal("the backup applied a close the primary has not committed")
 	}
@@ -463,7 +463,7 @@ func TestBackupThatHeardACloseAnswersDeleted(t *testing.T) {
 		t.Fatalf("open with a close heard: %v, want DELETED", got)
 	}
 	// The primary commits it; the backup then holds it closed.
-	n.deliver(n.hosts[0], n.r(0).Close(ms(2), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
+	n.deliver(n.hosts[0], n.r(0).onClose(ms(2), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
 	if !backup.Closed() {
 		t.Fatal("the backup did not apply the primary's close")
 	}
@@ -482,20 +482,20 @@ func TestFullPendingListKeepsAClose(t *testing.T) {
 	backup := n.r(1)
 	// Status queries fill the backup's pending list (each is its own key).
 	for i := range 2 + extraPending + 5 {
-		n.deliver(n.hosts[1], backup.Status(ms(1), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
+		n.deliver(n.hosts[1], backup.onStatus(ms(1), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
 	}
 	if got := len(backup.pending); got != 2+extraPending {
 		t.Fatalf("pending list of %d, want it full at %d", got, 2+extraPending)
 	}
-	n.deliver(n.hosts[1], backup.Close(ms(2), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(0)))
+	n.deliver(n.hosts[1], backup.onClose(ms(2), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(0)))
 	if len(backup.pending) > 2+extraPending {
 		t.Fatalf("pending list grew to %d past its bound %d", len(backup.pending), 2+extraPending)
 	}
-	if got := backup.Created(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError().GetCode() != messages.ErrorCode_DELETED {
+	if got := backup.onCreated(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError().GetCode() != messages.ErrorCode_DELETED {
 		t.Fatalf("open after a close was heard: %v, want DELETED", got)
 	}
 	// The backup takes over and commits the close it heard.
-	n.deliver(n.hosts[1], backup.Tick(ms(1000)))
+	n.deliver(n.hosts[1], backup.onTick(ms(1000)))
 	if !backup.Acting() || !backup.Closed() {
 		t.Fatalf("after takeover: acting %v, closed %v; the heard close was lost", backup.Acting(), backup.Closed())
 	}
@@ -504,7 +504,7 @@ func TestFullPendingListKeepsAClose(t *testing.T) {
 	if got := n.closedTo(participant(0)); len(got) != 0 {
 		t.Fatalf("the closer got %v before the old primary acknowledged or the deadline", got)
 	}
-	n.deliver(n.hosts[1], backup.Tick(backup.NextWake()))
+	n.deliver(n.hosts[1], backup.onTick(backup.NextWake()))
 	got := n.closedTo(participant(0))
 	if len(got) != 1 || got[0].GetRequestId() != 77 || !errors.Is(messages.ErrOrNil(got[0].GetError()), messages.ErrTimeout) {
 		t.Fatalf("the closer got %v, want one BarrierClosed with TIMEOUT", got)
@@ -532,12 +532,12 @@ func TestCloseAnswersOnceEveryBackupApplied(t *testing.T) {
 	// Backup 2 hears neither the closer's Close nor the primary's op yet
 	// (both in flight).
 	n.down[n.hosts[2].String()] = true
-	n.deliver(n.hosts[1], n.r(1).Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
-	n.deliver(n.hosts[0], n.r(0).Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
+	n.deliver(n.hosts[1], n.r(1).onClose(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
+	n.deliver(n.hosts[0], n.r(0).onClose(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
 	if !n.r(0).Closed() || !n.r(1).Closed() {
 		t.Fatal("the primary or backup 1 did not close")
 	}
-	if got := n.r(2).Created(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError() != nil {
+	if got := n.r(2).onCreated(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError() != nil {
 		t.Fatalf("backup 2 (close in flight) answered %v; the test expects it to look open", got)
 	}
 	if got := n.closedTo(closer); len(got) != 0 {
@@ -559,8 +559,8 @@ func TestCloseAnswersOnceEveryBackupApplied(t *testing.T) {
 		t.Fatal("the primary did not forward its close to backup 2")
 	}
 	n.down[n.hosts[2].String()] = false
-	n.deliver(n.hosts[2], n.r(2).Replicate(ms(2), op))
-	if got := n.r(2).Created(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError().GetCode() != messages.ErrorCode_DELETED {
+	n.deliver(n.hosts[2], n.r(2).onReplicate(ms(2), op))
+	if got := n.r(2).onCreated(nil, participant(1)).Sends; len(got) != 1 || got[0].Msg.(*messages.BarrierCreated).GetError().GetCode() != messages.ErrorCode_DELETED {
 		t.Fatalf("backup 2 after the close: %v, want DELETED", got)
 	}
 	got := n.closedTo(closer)
@@ -580,25 +580,25 @@ func TestCloseTimesOutWithoutAnAck(t *testing.T) {
 	n := newNet(t, 2, o, nil)
 	closer := participant(0)
 	n.down[n.hosts[1].String()] = true
-	n.deliver(n.hosts[0], n.r(0).Close(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
+	n.deliver(n.hosts[0], n.r(0).onClose(ms(1), &messages.BarrierClose{Name: "b", RequestId: 5}, closer))
 	if got := n.closedTo(closer); len(got) != 0 {
 		t.Fatalf("answered before any ack: %v", got)
 	}
 	if w := n.r(0).NextWake(); !w.Equal(ms(101)) {
 		t.Fatalf("next wake %v, want the deadline %v", w, ms(101))
 	}
-	n.deliver(n.hosts[0], n.r(0).Tick(ms(50)))
+	n.deliver(n.hosts[0], n.r(0).onTick(ms(50)))
 	if got := n.closedTo(closer); len(got) != 0 {
 		t.Fatalf("answered before the deadline: %v", got)
 	}
-	e := n.r(0).Tick(ms(101))
+	e := n.r(0).onTick(ms(101))
 	n.deliver(n.hosts[0], e)
 	got := n.closedTo(closer)
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].GetError()), messages.ErrTimeout) || !e.Stop {
 		t.Fatalf("at the deadline: %v (stop %v), want TIMEOUT and stop", got, e.Stop)
 	}
 	// A late ack changes nothing.
-	if e := n.r(0).CloseAck(&messages.BarrierCloseAck{Name: "b", FromRank: 1}); len(e.Sends) != 0 {
+	if e := n.r(0).onCloseAck(&messages.BarrierCloseAck{Name: "b", FromRank: 1}); len(e.Sends) != 0 {
 		t.Fatalf("a late ack: %v", e.Sends)
 	}
 }
@@ -630,7 +630,7 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 			n := newNet(t, 3, o, nil)
 			n.down[n.hosts[0].String()] = true // the primary fails
 			n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1})
-			n.deliver(n.hosts[1], n.r(1).Tick(ms(101)))
+			n.deliver(n.hosts[1], n.r(1).onTick(ms(101)))
 			if !n.r(1).Acting() || n.r(2).Barrier().Entered() != 1 {
 				t.Fatal("the first backup did not take over and sync the second")
 			}
@@ -648,7 +648,7 @@ func TestRestartedReplicaLeadsOnlyOnceSynced(t *testing.T) {
 				n.client(ms(at), participant(2+k%2), &messages.BarrierEnter{Name: "b", Label: string(rune('c' + k%2)), RequestId: uint64(3 + k%2)})
 				for i := 1; i < 3; i++ {
 					if !n.down[n.hosts[i].String()] {
-						n.deliver(n.hosts[i], n.r(i).Tick(ms(at+300)))
+						n.deliver(n.hosts[i], n.r(i).onTick(ms(at+300)))
 					}
 				}
 			}
@@ -700,15 +700,15 @@ func TestCloseWaitsOnlyForLiveReplicas(t *testing.T) {
 			closer := participant(0)
 			n.down[n.hosts[0].String()] = true // the primary fails
 			n.client(ms(1), participant(1), &messages.BarrierStatus{Name: "b", RequestId: 1})
-			n.deliver(n.hosts[1], n.r(1).Tick(ms(101)))
+			n.deliver(n.hosts[1], n.r(1).onTick(ms(101)))
 			if !n.r(1).Acting() {
 				t.Fatal("backup 1 did not take over")
 			}
 			if downFirst {
-				n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "nonhost"))
+				n.deliver(n.hosts[1], n.r(1).onMemberDown("node-0", "nonhost"))
 			}
-			n.deliver(n.hosts[1], n.r(1).MemberDown("node-7", "nonhost"))   // hosts no replica of b
-			n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "elsewhere")) // another incarnation of the name
+			n.deliver(n.hosts[1], n.r(1).onMemberDown("node-7", "nonhost"))   // hosts no replica of b
+			n.deliver(n.hosts[1], n.r(1).onMemberDown("node-0", "elsewhere")) // another incarnation of the name
 			// Backup 2 hears the close only later.
 			n.down[n.hosts[2].String()] = true
 			n.client(ms(110), closer, &messages.BarrierClose{Name: "b", RequestId: 5})
@@ -727,12 +727,12 @@ func TestCloseWaitsOnlyForLiveReplicas(t *testing.T) {
 				t.Fatal("the new primary did not forward its close to backup 2")
 			}
 			n.down[n.hosts[2].String()] = false
-			n.deliver(n.hosts[2], n.r(2).Replicate(ms(111), op))
+			n.deliver(n.hosts[2], n.r(2).onReplicate(ms(111), op))
 			if !downFirst {
 				if got := n.closedTo(closer); len(got) != 0 {
 					t.Fatalf("answered before the old primary acknowledged or was declared failed: %v", got)
 				}
-				n.deliver(n.hosts[1], n.r(1).MemberDown("node-0", "nonhost"))
+				n.deliver(n.hosts[1], n.r(1).onMemberDown("node-0", "nonhost"))
 			}
 			got := n.closedTo(closer)
 			if len(got) != 1 || got[0].GetError() != nil || got[0].GetRequestId() != 5 {
@@ -759,19 +759,19 @@ func TestFullPendingListShedsQueriesNotOperations(t *testing.T) {
 			n.down[n.hosts[0].String()] = true // the primary is silent
 			backup := n.r(1)
 			for i := range queries { // the first at 1 ms, the rest at 2 ms
-				n.deliver(n.hosts[1], backup.Status(ms(1+min(i, 1)), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
+				n.deliver(n.hosts[1], backup.onStatus(ms(1+min(i, 1)), &messages.BarrierStatus{Name: "b", RequestId: uint64(i + 1)}, participant(9)))
 			}
 			// The second Enter fires the barrier (Max 2); the Close comes after.
-			n.deliver(n.hosts[1], backup.Enter(ms(2), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1001}, participant(0)))
-			n.deliver(n.hosts[1], backup.Enter(ms(3), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 1002}, participant(1)))
-			n.deliver(n.hosts[1], backup.Close(ms(4), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(2)))
+			n.deliver(n.hosts[1], backup.onEnter(ms(2), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1001}, participant(0)))
+			n.deliver(n.hosts[1], backup.onEnter(ms(3), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 1002}, participant(1)))
+			n.deliver(n.hosts[1], backup.onClose(ms(4), &messages.BarrierClose{Name: "b", RequestId: 77}, participant(2)))
 			if len(backup.pending) > limit {
 				t.Fatalf("pending list grew to %d past its bound %d", len(backup.pending), limit)
 			}
 			if w := backup.NextWake(); !w.Equal(ms(101)) {
 				t.Fatalf("takeover at %v, want %v: shedding the oldest query must not put it off", w.Sub(t0), ms(101).Sub(t0))
 			}
-			n.deliver(n.hosts[1], backup.Tick(ms(1000)))
+			n.deliver(n.hosts[1], backup.onTick(ms(1000)))
 			if !backup.Acting() || !backup.Closed() {
 				t.Fatalf("after takeover: acting %v, closed %v", backup.Acting(), backup.Closed())
 			}
@@ -798,7 +798,7 @@ func TestReplicaWithoutStateSaysSo(t *testing.T) {
 	r2 := n.restart(ms(1), 2, o)
 	enter := &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 7}
 	for range 2 { // a participant asks again while it waits
-		n.deliver(n.hosts[2], r2.Enter(ms(2), enter, participant(0)))
+		n.deliver(n.hosts[2], r2.onEnter(ms(2), enter, participant(0)))
 	}
 	got := n.sentTo(participant(0))
 	if len(got) != 2 {
@@ -816,9 +816,9 @@ func TestReplicaWithoutStateSaysSo(t *testing.T) {
 	// The primary answers the sync request now; the replica is a backup
 	// with state again and leaves the answer to the primary.
 	n.down[n.hosts[0].String()] = false
-	n.deliver(n.hosts[0], n.r(0).SyncRequest(&messages.BarrierSyncRequest{Name: "b", FromRank: 2}))
+	n.deliver(n.hosts[0], n.r(0).onSyncRequest(&messages.BarrierSyncRequest{Name: "b", FromRank: 2}))
 	n.out = nil
-	n.deliver(n.hosts[2], r2.Enter(ms(3), enter, participant(0)))
+	n.deliver(n.hosts[2], r2.onEnter(ms(3), enter, participant(0)))
 	if got := n.sentTo(participant(0)); len(got) != 0 {
 		t.Fatalf("a synced backup answered %v", got)
 	}
@@ -833,15 +833,15 @@ func TestOnlyReplicaRestartedLeadsNothing(t *testing.T) {
 	o := &messages.BarrierOptions{MaxParticipants: 1, TakeoverAfterMs: 100}
 	n := newNet(t, 1, o, nil)
 	enter := &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1}
-	n.deliver(n.hosts[0], n.r(0).Enter(ms(1), enter, participant(0)))
+	n.deliver(n.hosts[0], n.r(0).onEnter(ms(1), enter, participant(0)))
 	if fired, _ := n.r(0).Barrier().Fired(); !fired {
 		t.Fatal("the barrier of one did not fire on its Enter")
 	}
 	r := n.restart(ms(2), 0, o)
 	n.out = nil
 	again := &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2}
-	n.deliver(n.hosts[0], r.Enter(ms(3), again, participant(1)))
-	n.deliver(n.hosts[0], r.Tick(ms(1000)))
+	n.deliver(n.hosts[0], r.onEnter(ms(3), again, participant(1)))
+	n.deliver(n.hosts[0], r.onTick(ms(1000)))
 	if r.Acting() || r.Barrier().Entered() != 0 {
 		t.Fatalf("the restarted only replica acts %v with %d entered", r.Acting(), r.Barrier().Entered())
 	}
@@ -865,9 +865,9 @@ func TestReplicaWithoutStateAnswersCalls(t *testing.T) {
 	n.down[n.hosts[0].String()] = true // nobody syncs the restarted replica
 	r2 := n.restart(ms(1), 2, o)
 	n.out = nil
-	n.deliver(n.hosts[2], r2.Release(ms(2), &messages.BarrierRelease{Name: "b", Label: "a", RequestId: 4}, participant(0)))
-	n.deliver(n.hosts[2], r2.Close(ms(2), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
-	n.deliver(n.hosts[2], r2.Status(ms(2), &messages.BarrierStatus{Name: "b", RequestId: 6}, participant(0)))
+	n.deliver(n.hosts[2], r2.onRelease(ms(2), &messages.BarrierRelease{Name: "b", Label: "a", RequestId: 4}, participant(0)))
+	n.deliver(n.hosts[2], r2.onClose(ms(2), &messages.BarrierClose{Name: "b", RequestId: 5}, participant(0)))
+	n.deliver(n.hosts[2], r2.onStatus(ms(2), &messages.BarrierStatus{Name: "b", RequestId: 6}, participant(0)))
 	got := n.sentTo(participant(0))
 	if len(got) != 3 {
 		t.Fatalf("participant got %v, want three answers", got)
@@ -913,7 +913,7 @@ func TestTakeoverKeepsWhatTheSlowPrimaryDecided(t *testing.T) {
 	enter := func(at time.Time, i int, ranks ...int) {
 		m := &messages.BarrierEnter{Name: "b", Label: fmt.Sprintf("l%d", i), Host: "h", RequestId: 1}
 		for _, rank := range ranks {
-			n.deliver(n.hosts[rank], n.r(rank).Enter(at, m, participant(i)))
+			n.deliver(n.hosts[rank], n.r(rank).onEnter(at, m, participant(i)))
 		}
 	}
 	enter(ms(1), 0, 0, 2) // replica 1 never hears l0 and l1
@@ -926,7 +926,7 @@ func TestTakeoverKeepsWhatTheSlowPrimaryDecided(t *testing.T) {
 	// (What the primary sent it meanwhile is lost; it reaches it again.)
 	n.cut = nil
 	n.now = ms(200)
-	n.deliver(n.hosts[1], n.r(1).Tick(ms(200)))
+	n.deliver(n.hosts[1], n.r(1).onTick(ms(200)))
 	if !n.r(1).Acting() || n.r(0).Acting() {
 		t.Fatalf("acting: replica 0 %v, replica 1 %v; want replica 1 alone", n.r(0).Acting(), n.r(1).Acting())
 	}
@@ -958,7 +958,7 @@ func TestCreatorAskingAgainCreatedIt(t *testing.T) {
 	}
 	create := func(controller *actor.PID) *messages.BarrierCreated {
 		t.Helper()
-		e := r.Created(&messages.BarrierCreate{Name: "b", Options: o, Controller: Peer(controller)}, participant(0))
+		e := r.onCreated(&messages.BarrierCreate{Name: "b", Options: o, Controller: Peer(controller)}, participant(0))
 		if len(e.Sends) != 1 {
 			t.Fatalf("create answered %v", e.Sends)
 		}
@@ -986,14 +986,14 @@ func TestReplicaWatchesEachParticipantOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := r.Enter(ms(1), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1}, participant(0))
+	e := r.onEnter(ms(1), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1}, participant(0))
 	if len(e.Watch) != 1 || e.Watch[0].(*actor.PID).String() != participant(0).String() {
 		t.Fatalf("first Enter of p0: watch %v, want p0", e.Watch)
 	}
-	if e := r.Enter(ms(2), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2}, participant(0)); len(e.Watch) != 0 {
+	if e := r.onEnter(ms(2), &messages.BarrierEnter{Name: "b", Label: "b", RequestId: 2}, participant(0)); len(e.Watch) != 0 {
 		t.Fatalf("second Enter of p0: watch %v, want none", e.Watch)
 	}
-	if e := r.Enter(ms(3), &messages.BarrierEnter{Name: "b", Label: "c", RequestId: 3}, participant(1)); len(e.Watch) != 1 {
+	if e := r.onEnter(ms(3), &messages.BarrierEnter{Name: "b", Label: "c", RequestId: 3}, participant(1)); len(e.Watch) != 1 {
 		t.Fatalf("first Enter of p1: watch %v, want p1", e.Watch)
 	}
 }

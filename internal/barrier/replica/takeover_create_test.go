@@ -26,13 +26,13 @@ func TestTakeoverCreatesABackupTheOldPrimaryNeverCreated(t *testing.T) {
 		taker := n.r(2)
 		// The old primary's member was declared failed: the close does
 		// not wait for it.
-		n.deliver(n.hosts[2], taker.MemberDown("node-0", old.GetAddress()))
+		n.deliver(n.hosts[2], taker.onMemberDown("node-0", old.GetAddress()))
 		if declaredDown {
-			n.deliver(n.hosts[2], taker.MemberDown("node-1", missing.GetAddress()))
+			n.deliver(n.hosts[2], taker.onMemberDown("node-1", missing.GetAddress()))
 		}
-		n.deliver(n.hosts[2], taker.Status(ms(1), &messages.BarrierStatus{Name: "b", RequestId: 1}, participant(0)))
+		n.deliver(n.hosts[2], taker.onStatus(ms(1), &messages.BarrierStatus{Name: "b", RequestId: 1}, participant(0)))
 		for i := 0; i < 10 && !taker.Acting(); i++ {
-			n.deliver(n.hosts[2], taker.Tick(taker.NextWake()))
+			n.deliver(n.hosts[2], taker.onTick(taker.NextWake()))
 		}
 		if !taker.Acting() {
 			t.Fatalf("declared down %v: rank 2 never took over", declaredDown)
@@ -64,7 +64,7 @@ func TestTakeoverCreatesABackupTheOldPrimaryNeverCreated(t *testing.T) {
 		n.deliver(missing, e)
 		for _, m := range sent[1:] {
 			if rep, ok := m.(*messages.BarrierReplicate); ok {
-				n.deliver(missing, r.Replicate(ms(500), rep))
+				n.deliver(missing, r.onReplicate(ms(500), rep))
 			}
 		}
 		if r.Epoch() != taker.Epoch() || r.Seq() != taker.Seq() {
@@ -72,7 +72,7 @@ func TestTakeoverCreatesABackupTheOldPrimaryNeverCreated(t *testing.T) {
 		}
 		// A close now settles with the created backup's ack, before any
 		// deadline.
-		n.deliver(n.hosts[2], taker.Close(ms(501), &messages.BarrierClose{Name: "b", RequestId: 9}, participant(1)))
+		n.deliver(n.hosts[2], taker.onClose(ms(501), &messages.BarrierClose{Name: "b", RequestId: 9}, participant(1)))
 		got := n.closedTo(participant(1))
 		if len(got) != 1 || got[0].GetError() != nil {
 			t.Fatalf("the closer got %v, want one BarrierClosed without error", got)
