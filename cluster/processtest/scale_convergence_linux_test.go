@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hoplite-go/hoplite/internal/etcdtest"
 )
 
 // BenchmarkScaleConvergence starts N `hoplite node` processes on 127.0.0.1,
@@ -30,7 +32,10 @@ import (
 // 10m), comparing every view with the members every 5 s: any member
 // missing from a view then is a false expulsion. The load average
 // (/proc/loadavg) is logged with each measurement: the members share
-// the machine with whatever else runs. HOPLITE_SCALE_BINS compares
+// the machine with whatever else runs. HOPLITE_SCALE_PROVIDER=etcd
+// runs the members on the etcd provider instead, against a real etcd
+// started in the test process (internal/etcdtest), whose CPU over the
+// idle window is reported beside the members'. HOPLITE_SCALE_BINS compares
 // builds side by side in one run ("before=/path/hoplite,after=/other/
 // hoplite", each size for each in turn); without it the test builds this
 // tree's.
@@ -58,6 +63,10 @@ func BenchmarkScaleConvergence(t *testing.B) {
 		reps = n
 	}
 	extra := strings.Fields(os.Getenv("HOPLITE_SCALE_ARGS"))
+	provider := os.Getenv("HOPLITE_SCALE_PROVIDER")
+	if provider != "" && provider != "etcd" {
+		t.Fatalf("HOPLITE_SCALE_PROVIDER: %q is not etcd (or empty: automanaged)", provider)
+	}
 	var hold time.Duration
 	if s := os.Getenv("HOPLITE_SCALE_HOLD"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -76,6 +85,11 @@ func BenchmarkScaleConvergence(t *testing.B) {
 	if len(builds) == 0 {
 		builds = []build{{"tree", hopliteBinary(t)}}
 	}
+	if provider != "" {
+		for i := range builds {
+			builds[i].name += "-" + provider
+		}
+	}
 	results := map[string][]scaleResult{}
 	var keys []string
 	for rep := range reps {
@@ -86,12 +100,12 @@ func BenchmarkScaleConvergence(t *testing.B) {
 					keys = append(keys, key)
 				}
 				t.Run(fmt.Sprintf("%s/%d", key, rep), func(t *testing.B) {
-					r := measureScale(t, b.bin, n, wait, hold, extra)
+					r := measureScale(t, b.bin, n, wait, hold, provider, extra)
 					results[key] = append(results[key], r)
 					t.Logf("%s N=%d converged=%v in %v; held %v with %d false expulsions (%d checks); idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window; loadavg %s); "+
-						"paused member kept %v; killed member out of every view in %v",
+						"paused member kept %v; killed member out of every view in %v; etcd %.4f CPU-s/s",
 						b.name, n, r.converged, r.convergence.Round(10*time.Millisecond), hold, r.expelled, r.holdChecks, r.cpuPerMember, r.ioPerMember, scaleIdle, r.load,
-						r.pauseKept, r.killGone.Round(time.Millisecond))
+						r.pauseKept, r.killGone.Round(time.Millisecond), r.etcdCPU)
 					if !r.converged {
 						t.Errorf("%s N=%d: views did not converge within %v: %s", b.name, n, wait, r.lag)
 					} else if r.expelled > 0 {
@@ -153,6 +167,7 @@ type scaleResult struct {
 	expelled     int           // views that lacked a running member while held
 	holdChecks   int           // rounds of view comparisons while held
 	load         string        // /proc/loadavg's 1, 5 and 15 minute averages at the idle window
+	etcdCPU      float64       // the test process's CPU seconds per second over the idle window (its etcd's, with the etcd provider)
 }
 
 func scaleSizes(t testing.TB) []int {
@@ -172,8 +187,12 @@ func scaleSizes(t testing.TB) []int {
 
 // measureScale starts n members, waits up to wait for their views to
 // agree, and measures them idle.
-func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, extra []string) scaleResult {
+func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, provider string, extra []string) scaleResult {
 	slots, seeds := memberSlots(t, n)
+	if provider == "etcd" {
+		srv := etcdtest.Start(t)
+		seeds, extra = nil, append([]string{"-provider", "etcd", "-provider-address", srv.Endpoint()}, extra...)
+	}
 	start := time.Now()
 	nodes := make([]*nodeProc, n)
 	for i := range nodes {
@@ -231,10 +250,14 @@ func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, ext
 	// settle before the idle window.
 	time.Sleep(5 * time.Second)
 	cpu0, io0 := procTotals(t, nodes)
+	self0 := procCPU(t, os.Getpid())
 	t0 := time.Now()
 	time.Sleep(scaleIdle)
 	cpu1, io1 := procTotals(t, nodes)
 	secs := time.Since(t0).Seconds()
+	if provider == "etcd" {
+		r.etcdCPU = (procCPU(t, os.Getpid()) - self0) / secs
+	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) >= 3 {
 			r.load = strings.Join(f[:3], " ")
@@ -290,6 +313,19 @@ func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, ext
 		}
 	}
 	return r
+}
+
+// procCPU is process pid's CPU seconds (user and system).
+func procCPU(t testing.TB, pid int) float64 {
+	const ticks = 100 // USER_HZ on Linux
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / ticks
 }
 
 // procTotals sums the processes' CPU seconds (user and system) and the
