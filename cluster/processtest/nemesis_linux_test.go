@@ -67,6 +67,7 @@ import (
 //	HOPLITE_NEMESIS_INLINE=1  Reduce sources of 4 KiB (inline) instead of 128 KiB
 //	HOPLITE_NEMESIS_DEADLINE=D each call's deadline (default 20s)
 //	HOPLITE_CHAOS_LOAD=N      N CPU-bound processes beside the cluster
+//	HOPLITE_NEMESIS_DUMP=1    a failing seed lists every failed call and its excuse
 
 const (
 	// nemesisCallTimeout is a call's deadline: a data-plane fetch that
@@ -429,7 +430,7 @@ func (r *nemesisRun) run() bool {
 	// Healed: the members must agree again, and every object Put is
 	// read once more.
 	healed := r.converge(ctx, 60*time.Second)
-	r.finalReads(ctx)
+	r.finalReads(r.t.Context())
 	crashed := r.crashed()
 	cancel()
 	<-watchDone
@@ -458,6 +459,13 @@ func (r *nemesisRun) run() bool {
 	}
 	for _, p := range r.problems {
 		fmt.Fprintf(&b, "  harness: %s\n", p)
+	}
+	if os.Getenv("HOPLITE_NEMESIS_DUMP") != "" { // debugging: every failed call and what excused it
+		for _, o := range h.Ops {
+			if o.Code != messages.ErrorCode_OK {
+				fmt.Fprintf(&b, "  call %s: %v on member %d, %s..%s: %s\n", o.Label, o.Code, o.Member, o.Begin.Format("15:04:05.000"), o.End.Format("15:04:05.000"), rep.Excuses[o.ID])
+			}
+		}
 	}
 	fmt.Fprintf(&b, "  schedule from %s:\n", start.Format("15:04:05.000"))
 	for _, f := range schedule {
@@ -813,6 +821,11 @@ func (r *nemesisRun) call(ctx context.Context, label string, kind history.OpKind
 		// Killed and not yet started again: its driver waits.
 		return history.Op{}, false
 	}
+	if end, ok := ctx.Deadline(); ok && time.Until(end) < r.deadline {
+		// The seed's budget, not the call's deadline, would end it.
+		r.problem("%s not made: the seed's time ran out", label)
+		return history.Op{}, false
+	}
 	shard, host0 := r.hosts(id)
 	o := history.Op{Label: label, Kind: kind, Member: member, Object: id, Shard: shard, Begin: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, r.deadline)
@@ -949,11 +962,15 @@ func (r *nemesisRun) reduce(ctx context.Context, label string, w int, rng *rand.
 
 // finalReads reads every id once more, each from another host than the
 // one that made it (host w's ids from host w+1), once the faults have
-// healed.
+// healed. The reads have a budget of their own, a deadline and grace
+// for each read of the longest lane and one more: a read cut short by a
+// budget the seed ran out of would look like the system's TIMEOUT.
 func (r *nemesisRun) finalReads(ctx context.Context) {
 	r.mu.Lock()
 	ids := slices.Clone(r.puts)
 	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(ids)/r.bed.Hosts+2)*(r.deadline+nemesisModel.Grace))
+	defer cancel()
 	var wg sync.WaitGroup
 	for w := range r.bed.Hosts {
 		wg.Add(1)
