@@ -61,7 +61,7 @@ func (w *world) shardHost(s *shard) *host { return s.home }
 // table starts empty and asks every live store node to republish what it
 // holds of the shard (objstore.Object.Publication); when each has
 // answered (or died) it learns that it heard everything
-// (LocationTable.Republished): an object it knows only from partial
+// (directory.Republished): an object it knows only from partial
 // copies is lost. Messages sent to the dead home meanwhile are lost, as
 // the real shells' are; subscriptions are soft state, renewed by the
 // coordinators' Resubscribe timers.
@@ -141,10 +141,6 @@ func (w *world) republishDone(s *shard, t *directory.LocationTable, h *host) {
 		}
 	}
 }
-
-// republished is the shard shell's word that every store node has
-// republished (LocationTable.Republished).
-type republished struct{}
 
 // Reply targets the shards answer to (the outbox's opaque To).
 type (

@@ -162,7 +162,7 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 			// and is its own sender. Only the node's store can tell that
 			// record from a stale one (a copy the node no longer holds):
 			// a receiver that holds nothing unpublishes it and asks again
-			// (storeproto.FetchProtocol.Located).
+			// (storeproto.FetchLocated).
 			return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Size: e.size,
 				Fingerprint: e.fingerprint, Sender: loc.node, SenderState: loc.state, Epoch: e.epoch, Attempt: req.GetAttempt()}})
 		case loc.state == messages.LocationState_COMPLETE:

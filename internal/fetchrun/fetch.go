@@ -51,48 +51,52 @@ func (f *Fetch) Writer() *objstore.Writer { return f.w }
 // Protocol is the step machine this fetch runs.
 func (f *Fetch) Protocol() *storeproto.FetchProtocol { return f.p }
 
-// Start begins the fetch (storeproto.FetchProtocol.Start).
+// Start begins the fetch (storeproto.FetchStart).
 func (f *Fetch) Start(now time.Time) storeproto.FetchOutput {
-	return f.run(f.p.Start(f.state(), now), now)
+	return f.run(f.p.Step(now, storeproto.FetchStart{State: f.state()}), now)
 }
 
-// Located takes the shard's answer to a Locate (storeproto.FetchProtocol.Located).
+// Located takes the shard's answer to a Locate (storeproto.FetchLocated).
 func (f *Fetch) Located(loc *messages.LocateReply, now time.Time) storeproto.FetchOutput {
-	return f.run(f.p.Located(loc, f.state(), now), now)
+	return f.run(f.p.Step(now, storeproto.FetchLocated{Reply: loc, State: f.state()}), now)
 }
 
 // LocateFailed reports a Locate not asked or not answered
-// (storeproto.FetchProtocol.LocateFailed).
+// (storeproto.FetchLocateFailed).
 func (f *Fetch) LocateFailed(attempt uint64, err error, now time.Time) storeproto.FetchOutput {
-	return f.run(f.p.LocateFailed(attempt, err, f.state(), now), now)
+	return f.run(f.p.Step(now, storeproto.FetchLocateFailed{Attempt: attempt, Err: err, State: f.state()}), now)
 }
 
-// Timer takes back a timer the protocol armed (storeproto.FetchProtocol.Timer).
+// Timer takes back a timer the protocol armed (storeproto.FetchTimed).
 func (f *Fetch) Timer(t storeproto.FetchTimer, now time.Time) storeproto.FetchOutput {
-	return f.run(f.p.Timer(t, f.state(), now), now)
+	return f.run(f.p.Step(now, storeproto.FetchTimed{Timer: t, State: f.state()}), now)
 }
 
-// SenderFailed reports that a node failed (storeproto.FetchProtocol.SenderFailed).
-func (f *Fetch) SenderFailed(node string) storeproto.FetchOutput { return f.p.SenderFailed(node) }
+// SenderFailed reports that a node failed (storeproto.FetchSenderFailed).
+func (f *Fetch) SenderFailed(node string) storeproto.FetchOutput {
+	return f.p.Step(time.Time{}, storeproto.FetchSenderFailed{Node: node})
+}
 
 // StreamEnded takes the end of the data plane's copy
-// (storeproto.FetchProtocol.StreamEnded).
+// (storeproto.FetchStreamEnded).
 func (f *Fetch) StreamEnded(stream uint64, err error, now time.Time) storeproto.FetchOutput {
-	return f.run(f.p.StreamEnded(stream, err, f.state(), now), now)
+	return f.run(f.p.Step(now, storeproto.FetchStreamEnded{Stream: stream, Err: err, State: f.state()}), now)
 }
 
 // IntoStreamEnded is StreamEnded for a fetch into a caller's buffer
-// (storeproto.FetchProtocol.IntoStreamEnded).
+// (storeproto.FetchIntoStreamEnded).
 func (f *Fetch) IntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) storeproto.FetchOutput {
-	return f.run(f.p.IntoStreamEnded(stream, upTo, err, now), now)
+	return f.run(f.p.Step(now, storeproto.FetchIntoStreamEnded{Stream: stream, UpTo: upTo, Err: err}), now)
 }
 
-// Stop ends the fetch because its shell stops (storeproto.FetchProtocol.Stop).
-func (f *Fetch) Stop() storeproto.FetchOutput { return f.p.Stop() }
+// Stop ends the fetch because its shell stops (storeproto.FetchStop).
+func (f *Fetch) Stop() storeproto.FetchOutput { return f.p.Step(time.Time{}, storeproto.FetchStop{}) }
 
 // Dropped ends the fetch because the directory dropped the copy (see
-// storeproto.FetchProtocol.Dropped).
-func (f *Fetch) Dropped() storeproto.FetchOutput { return f.p.Dropped() }
+// storeproto.FetchDropped).
+func (f *Fetch) Dropped() storeproto.FetchOutput {
+	return f.p.Step(time.Time{}, storeproto.FetchDropped{})
+}
 
 // Extend moves the deadline to a later Get's.
 func (f *Fetch) Extend(deadline time.Time) { f.p.Extend(deadline) }
@@ -136,7 +140,7 @@ func (f *Fetch) run(out storeproto.FetchOutput, now time.Time) storeproto.FetchO
 		}
 		out.Store = storeproto.StoreOp{}
 		r := f.apply(&op)
-		out.Then(f.p.StoreDone(r, f.state(), now))
+		out.Then(f.p.Step(now, storeproto.FetchStoreDone{Result: r, State: f.state()}))
 	}
 	return out
 }

@@ -271,14 +271,14 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 	p := storeproto.NewFetchProtocol(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Grace: time.Second,
 		Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
 	fresh := storeproto.ObjectState{Size: -1}
-	out := p.Start(fresh, now)
+	out := p.Step(now, storeproto.FetchStart{State: fresh})
 	if out.Store.Kind != storeproto.OpTakeWriter || len(out.Sends) != 0 {
 		t.Fatalf("start: %+v; want only storeproto.OpTakeWriter", out)
 	}
-	if o := p.Located(&messages.LocateReply{ObjectId: "x", Attempt: 1}, fresh, now); o.Store.Kind != 0 || len(o.Sends) != 0 {
+	if o := p.Step(now, storeproto.FetchLocated{Reply: &messages.LocateReply{ObjectId: "x", Attempt: 1}, State: fresh}); o.Store.Kind != 0 || len(o.Sends) != 0 {
 		t.Fatalf("an answer while the store works changed something: %+v", o)
 	}
-	out = p.StoreDone(storeproto.StoreResult{}, fresh, now)
+	out = p.Step(now, storeproto.FetchStoreDone{Result: storeproto.StoreResult{}, State: fresh})
 	var l *messages.Locate
 	for _, s := range out.Sends {
 		l, _ = s.Msg.(*messages.Locate)
@@ -286,20 +286,20 @@ func TestFetchProtocolAsksTheStore(t *testing.T) {
 	if l == nil || out.Store.Kind != 0 {
 		t.Fatalf("after the writer: %+v; want a Locate", out)
 	}
-	out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Fingerprint: 7, Sender: sender("s"),
-		SenderState: messages.LocationState_COMPLETE}, fresh, now)
+	out = p.Step(now, storeproto.FetchLocated{Reply: &messages.LocateReply{ObjectId: "x", Attempt: l.GetAttempt(), Size: 100, Fingerprint: 7, Sender: sender("s"),
+		SenderState: messages.LocationState_COMPLETE}, State: fresh})
 	if op := out.Store; op.Kind != storeproto.OpAllocate || op.Size != 100 || op.Fingerprint != 7 || out.Stream != nil {
 		t.Fatalf("located: %+v; want storeproto.OpAllocate of 100 bytes, fingerprint 7, and no stream yet", out)
 	}
-	out = p.StoreDone(storeproto.StoreResult{Evicted: []string{"old"}}, storeproto.ObjectState{Size: 100}, now)
+	out = p.Step(now, storeproto.FetchStoreDone{Result: storeproto.StoreResult{Evicted: []string{"old"}}, State: storeproto.ObjectState{Size: 100}})
 	if len(out.Sends) != 1 || out.Sends[0].To != directory.ShardOf("old") || out.Stream == nil || out.Stream.Offset != 0 || watched(out) != "s" {
 		t.Fatalf("allocated: %+v; want old unpublished and a stream from s at 0", out)
 	}
-	out = p.StreamEnded(out.Stream.ID, nil, storeproto.ObjectState{Size: 100, Written: 100}, now.Add(time.Millisecond))
+	out = p.Step(now.Add(time.Millisecond), storeproto.FetchStreamEnded{Stream: out.Stream.ID, Err: nil, State: storeproto.ObjectState{Size: 100, Written: 100}})
 	if out.Store.Kind != storeproto.OpComplete || out.Done || len(out.Sends) != 0 {
 		t.Fatalf("stream ended: %+v; want storeproto.OpComplete before anything is told", out)
 	}
-	out = p.StoreDone(storeproto.StoreResult{}, storeproto.ObjectState{Size: 100, Written: 100, Done: true}, now)
+	out = p.Step(now, storeproto.FetchStoreDone{Result: storeproto.StoreResult{}, State: storeproto.ObjectState{Size: 100, Written: 100, Done: true}})
 	if len(out.Sends) != 1 || !out.Done || out.Err != nil {
 		t.Fatalf("completed: %+v; want FetchDone and the end", out)
 	}
@@ -324,14 +324,14 @@ func TestFetchProtocolInlineStoreOp(t *testing.T) {
 	} {
 		now := time.Unix(1000, 0)
 		p := storeproto.NewFetchProtocol(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
-		p.Start(storeproto.ObjectState{Size: -1}, now)
-		out := p.StoreDone(storeproto.StoreResult{}, storeproto.ObjectState{Size: -1}, now)
+		p.Step(now, storeproto.FetchStart{State: storeproto.ObjectState{Size: -1}})
+		out := p.Step(now, storeproto.FetchStoreDone{Result: storeproto.StoreResult{}, State: storeproto.ObjectState{Size: -1}})
 		attempt := out.Sends[0].Msg.(*messages.Locate).GetAttempt()
-		out = p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, storeproto.ObjectState{Size: -1}, now)
+		out = p.Step(now, storeproto.FetchLocated{Reply: &messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, State: storeproto.ObjectState{Size: -1}})
 		if op := out.Store; op.Kind != storeproto.OpStoreInline || string(op.Data) != "abc" || op.Size != 3 {
 			t.Fatalf("%s: %+v; want storeproto.OpStoreInline of abc", c.name, out)
 		}
-		out = p.StoreDone(c.r, storeproto.ObjectState{Size: 3}, now)
+		out = p.Step(now, storeproto.FetchStoreDone{Result: c.r, State: storeproto.ObjectState{Size: 3}})
 		unpub := len(out.Sends) == 1
 		if !out.Done || !errors.Is(out.Err, c.err) && !(c.err == nil && out.Err == nil) || unpub != c.unpub || len(out.Sends) > 1 {
 			t.Fatalf("%s: done %v err %v sends %v; want err %v, unpublished %v", c.name, out.Done, out.Err, out.Sends, c.err, c.unpub)
@@ -346,11 +346,11 @@ func TestFetchProtocolInlineStoreOp(t *testing.T) {
 func TestFetchProtocolInlineStoreUnpublishesWhatItEvicted(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := storeproto.NewFetchProtocol(storeproto.FetchConfig{Self: &messages.NodeRef{NodeId: "me"}, Rand: rand.New(rand.NewPCG(1, 2))}, "x", now.Add(time.Minute))
-	p.Start(storeproto.ObjectState{Size: -1}, now)
-	out := p.StoreDone(storeproto.StoreResult{}, storeproto.ObjectState{Size: -1}, now)
+	p.Step(now, storeproto.FetchStart{State: storeproto.ObjectState{Size: -1}})
+	out := p.Step(now, storeproto.FetchStoreDone{Result: storeproto.StoreResult{}, State: storeproto.ObjectState{Size: -1}})
 	attempt := out.Sends[0].Msg.(*messages.Locate).GetAttempt()
-	p.Located(&messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, storeproto.ObjectState{Size: -1}, now)
-	out = p.StoreDone(storeproto.StoreResult{Evicted: []string{"old"}}, storeproto.ObjectState{Size: 3, Written: 3, Done: true}, now)
+	p.Step(now, storeproto.FetchLocated{Reply: &messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: 3, HasInline: true, InlineData: []byte("abc")}, State: storeproto.ObjectState{Size: -1}})
+	out = p.Step(now, storeproto.FetchStoreDone{Result: storeproto.StoreResult{Evicted: []string{"old"}}, State: storeproto.ObjectState{Size: 3, Written: 3, Done: true}})
 	var unpub []string
 	for _, s := range out.Sends {
 		if u, ok := s.Msg.(*messages.UnpublishLocation); ok && s.To == directory.ShardOf(u.GetObjectId()) {

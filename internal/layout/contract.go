@@ -6,8 +6,4 @@ package layout
 // type, and for an entry here that keeps the contract already.
 var Unstepped = map[string]string{
 	"internal/barrier/handle.Participant": "7 entry methods; its shell carries its steps by hand",
-	"internal/storeproto.FetchProtocol":   "10 entry methods returning FetchOutput (driven through fetchrun.Fetch)",
-	"internal/storeproto.PutRegistration": "5 entry methods returning PutStep",
-	"internal/storeproto.Deletion":        "5 entry methods returning DeleteStep",
-	"internal/storeproto.PositionRuns":    "8 entry methods returning RunStep",
 }

@@ -81,8 +81,8 @@ func NewDeletion(req DeleteRequest) *Deletion {
 // Request is what the deletion was made with.
 func (d *Deletion) Request() DeleteRequest { return d.req }
 
-// Start asks the shard and arms the deadline.
-func (d *Deletion) Start() DeleteStep {
+// onStart asks the shard and arms the deadline.
+func (d *Deletion) onStart() DeleteStep {
 	var s DeleteStep
 	if d.phase != deleteIdle {
 		return s
@@ -93,9 +93,9 @@ func (d *Deletion) Start() DeleteStep {
 	return s
 }
 
-// Reply takes the shard's answer: an error ends the Delete with it;
+// onReply takes the shard's answer: an error ends the Delete with it;
 // otherwise every node that held a copy is asked to drop it.
-func (d *Deletion) Reply(r *messages.DeleteObjectReply) DeleteStep {
+func (d *Deletion) onReply(r *messages.DeleteObjectReply) DeleteStep {
 	var s DeleteStep
 	if d.phase != deleteAsking {
 		return s
@@ -123,9 +123,9 @@ func (d *Deletion) Reply(r *messages.DeleteObjectReply) DeleteStep {
 	return s
 }
 
-// Dropped says node has dropped its copy, or failed (it has none to
+// onDropped says node has dropped its copy, or failed (it has none to
 // serve).
-func (d *Deletion) Dropped(node string) DeleteStep {
+func (d *Deletion) onDropped(node string) DeleteStep {
 	var s DeleteStep
 	if d.phase != deleteDropping || !d.waiting[node] {
 		return s
@@ -135,8 +135,8 @@ func (d *Deletion) Dropped(node string) DeleteStep {
 	return s
 }
 
-// Failed ends a Delete whose shard will not answer (it stopped).
-func (d *Deletion) Failed(err *messages.Error) DeleteStep {
+// onFailed ends a Delete whose shard will not answer (it stopped).
+func (d *Deletion) onFailed(err *messages.Error) DeleteStep {
 	var s DeleteStep
 	if d.phase == deleteAsking {
 		d.finish(&s, err)
@@ -144,10 +144,10 @@ func (d *Deletion) Failed(err *messages.Error) DeleteStep {
 	return s
 }
 
-// Deadline is the deletion's timer: without the shard's answer, or with
+// onDeadline is the deletion's timer: without the shard's answer, or with
 // nodes that have not said they dropped their copies, the Delete fails
 // with TIMEOUT (see Deletion).
-func (d *Deletion) Deadline() DeleteStep {
+func (d *Deletion) onDeadline() DeleteStep {
 	var s DeleteStep
 	switch d.phase {
 	case deleteAsking:

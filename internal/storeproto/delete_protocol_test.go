@@ -13,7 +13,7 @@ func startedDeletion(t *testing.T) *Deletion {
 	t.Helper()
 	d := NewDeletion(DeleteRequest{ID: 3, ObjectID: "x", Self: &messages.NodeRef{NodeId: "n0"}, Requester: putRequester,
 		Deadline: putT0.Add(time.Second)})
-	s := d.Start()
+	s := d.onStart()
 	if len(s.Sends) != 1 || s.Sends[0].To != directory.ShardOf("x") {
 		t.Fatalf("start sends %v, want one DeleteObject to the shard", s.Sends)
 	}
@@ -55,7 +55,7 @@ func nodes(ids ...string) []*messages.NodeRef {
 // dropped it (or failed); this node's copy goes in place.
 func TestDeletionWaitsForEveryDrop(t *testing.T) {
 	d := startedDeletion(t)
-	s := d.Reply(&messages.DeleteObjectReply{ObjectId: "x", Dropped: nodes("n0", "n1", "n2")})
+	s := d.onReply(&messages.DeleteObjectReply{ObjectId: "x", Dropped: nodes("n0", "n1", "n2")})
 	if !s.NoteDeleted || !errors.Is(s.DropLocal, messages.ErrDeleted) {
 		t.Fatalf("%+v, want the deletion noted and the local copy dropped", s)
 	}
@@ -71,16 +71,16 @@ func TestDeletionWaitsForEveryDrop(t *testing.T) {
 	if _, ok := deleteAnswer(t, s); ok {
 		t.Fatal("answered before the drops")
 	}
-	if _, ok := deleteAnswer(t, d.Dropped("n1")); ok {
+	if _, ok := deleteAnswer(t, d.onDropped("n1")); ok {
 		t.Fatal("answered with n2 still holding a copy")
 	}
-	if _, ok := deleteAnswer(t, d.Dropped("n1")); ok { // a duplicate
+	if _, ok := deleteAnswer(t, d.onDropped("n1")); ok { // a duplicate
 		t.Fatal("a duplicate drop answered")
 	}
-	if err, ok := deleteAnswer(t, d.Dropped("n2")); !ok || err != nil {
+	if err, ok := deleteAnswer(t, d.onDropped("n2")); !ok || err != nil {
 		t.Fatalf("answer %v %v after every drop, want success", err, ok)
 	}
-	if s := d.Deadline(); s.Done || len(s.Sends) != 0 {
+	if s := d.onDeadline(); s.Done || len(s.Sends) != 0 {
 		t.Fatalf("deadline after the answer: %+v", s)
 	}
 }
@@ -92,33 +92,33 @@ func TestDeletionSteps(t *testing.T) {
 		want  error // the answer's code; nil for success
 	}{
 		{"no copies anywhere: success at once", func(t *testing.T, d *Deletion) DeleteStep {
-			return d.Reply(&messages.DeleteObjectReply{})
+			return d.onReply(&messages.DeleteObjectReply{})
 		}, nil},
 		{"only this node's copy: success at once", func(t *testing.T, d *Deletion) DeleteStep {
-			return d.Reply(&messages.DeleteObjectReply{Dropped: nodes("n0")})
+			return d.onReply(&messages.DeleteObjectReply{Dropped: nodes("n0")})
 		}, nil},
 		{"the shard's error is the answer", func(t *testing.T, d *Deletion) DeleteStep {
-			return d.Reply(&messages.DeleteObjectReply{Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no")})
+			return d.onReply(&messages.DeleteObjectReply{Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no")})
 		}, messages.ErrNotFound},
 		{"no answer from the shard: TIMEOUT", func(t *testing.T, d *Deletion) DeleteStep {
-			return d.Deadline()
+			return d.onDeadline()
 		}, messages.ErrTimeout},
 		{"the shard stopped: UNAVAILABLE", func(t *testing.T, d *Deletion) DeleteStep {
-			return d.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
+			return d.onFailed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
 		}, messages.ErrUnavailable},
 		{"a node that has not dropped its copy by the deadline: TIMEOUT, not success", func(t *testing.T, d *Deletion) DeleteStep {
 			// A Get on n1 that begins after an OK could still read its
 			// copy until the drop arrives there.
-			d.Reply(&messages.DeleteObjectReply{Dropped: nodes("n1", "n2")})
-			d.Dropped("n2")
-			return d.Deadline()
+			d.onReply(&messages.DeleteObjectReply{Dropped: nodes("n1", "n2")})
+			d.onDropped("n2")
+			return d.onDeadline()
 		}, messages.ErrTimeout},
 		{"a node's failure while dropping counts as dropped", func(t *testing.T, d *Deletion) DeleteStep {
-			d.Reply(&messages.DeleteObjectReply{Dropped: nodes("n1")})
-			if s := d.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")); s.Done {
+			d.onReply(&messages.DeleteObjectReply{Dropped: nodes("n1")})
+			if s := d.onFailed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone")); s.Done {
 				t.Fatal("Failed ended a Delete past its shard's answer")
 			}
-			return d.Dropped("n1")
+			return d.onDropped("n1")
 		}, nil},
 	}
 	for _, tc := range tests {

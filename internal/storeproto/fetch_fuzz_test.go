@@ -83,10 +83,10 @@ func FuzzFetchProtocol(f *testing.F) {
 			}
 			ended = ended || out.Done
 			if out.Store.Kind != 0 && !ended {
-				check(p.StoreDone(model.apply(out.Store), model.st, now)) // as the shell does, at once
+				check(p.Step(now, FetchStoreDone{Result: model.apply(out.Store), State: model.st})) // as the shell does, at once
 			}
 		}
-		check(p.Start(model.st, now))
+		check(p.Step(now, FetchStart{State: model.st}))
 		senders := []*messages.NodeRef{nil, {NodeId: "peer", Address: "p:1", ActorId: "peer/store", DataAddress: "p:2"}, self, {}, {NodeId: strings.Repeat("n", 4097)}}
 		sizes := []int64{8, -1, 0, 1 << 62, 64, 65}
 		for i := 1; i+4 < len(data) && i < 256; i += 5 {
@@ -105,23 +105,23 @@ func FuzzFetchProtocol(f *testing.F) {
 				if c&0x80 != 0 {
 					loc.Error = messages.Errorf(messages.ErrorCode(a%13), "e")
 				}
-				check(p.Located(proto.CloneOf(loc), model.st, now))
+				check(p.Step(now, FetchLocated{Reply: proto.CloneOf(loc), State: model.st}))
 			case 2:
-				check(p.StreamEnded(p.Stream()-uint64(a%2), messages.Errorf(messages.ErrorCode(v%13), "e"), model.st, now))
+				check(p.Step(now, FetchStreamEnded{Stream: p.Stream() - uint64(a%2), Err: messages.Errorf(messages.ErrorCode(v%13), "e"), State: model.st}))
 			case 3:
 				if into {
-					check(p.IntoStreamEnded(p.Stream(), int64(v), nil, now))
+					check(p.Step(now, FetchIntoStreamEnded{Stream: p.Stream(), UpTo: int64(v), Err: nil}))
 				} else {
 					model.st.Written = min(int64(v), max(model.st.Size, 0))
-					check(p.StreamEnded(p.Stream(), nil, model.st, now))
+					check(p.Step(now, FetchStreamEnded{Stream: p.Stream(), Err: nil, State: model.st}))
 				}
 			case 4:
-				check(p.SenderFailed(senders[int(s)%len(senders)].GetNodeId()))
+				check(p.Step(time.Time{}, FetchSenderFailed{Node: senders[int(s)%len(senders)].GetNodeId()}))
 			default:
-				check(p.Timer(FetchTimer{Attempt: p.Attempt(), Kind: FetchTimerKind(v%3 + 1)}, model.st, now))
+				check(p.Step(now, FetchTimed{Timer: FetchTimer{Attempt: p.Attempt(), Kind: FetchTimerKind(v%3 + 1)}, State: model.st}))
 			}
 		}
-		check(p.Stop())
+		check(p.Step(time.Time{}, FetchStop{}))
 		if !ended && !p.Done() {
 			t.Fatalf("%v: Stop did not end the fetch", p)
 		}

@@ -390,9 +390,9 @@ func (p *FetchProtocol) Sender() *messages.NodeRef {
 	return p.sender
 }
 
-// Start begins the fetch. Taking the writer first cuts off a session this
+// onStart begins the fetch. Taking the writer first cuts off a session this
 // one resumes from: its copy may still hold a chunk, which now cannot land.
-func (p *FetchProtocol) Start(st ObjectState, now time.Time) FetchOutput {
+func (p *FetchProtocol) onStart(st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseIdle {
 		return out
@@ -421,9 +421,9 @@ func (p *FetchProtocol) store(out FetchOutput, op StoreOp, next storeNext, loc *
 	return out
 }
 
-// StoreDone takes the result of the last step's store operation and the
+// onStoreDone takes the result of the last step's store operation and the
 // object's state after it, and goes on from where that step stopped.
-func (p *FetchProtocol) StoreDone(r StoreResult, st ObjectState, now time.Time) FetchOutput {
+func (p *FetchProtocol) onStoreDone(r StoreResult, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseStoring {
 		return out
@@ -502,9 +502,9 @@ func (p *FetchProtocol) Extend(deadline time.Time) {
 	}
 }
 
-// Located takes the shard's answer to a Locate. An answer to an attempt
+// onLocated takes the shard's answer to a Locate. An answer to an attempt
 // that is over (late, duplicated) changes nothing.
-func (p *FetchProtocol) Located(loc *messages.LocateReply, st ObjectState, now time.Time) FetchOutput {
+func (p *FetchProtocol) onLocated(loc *messages.LocateReply, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseLocating || loc.GetAttempt() != p.attempt {
 		return out
@@ -654,10 +654,10 @@ func (p *FetchProtocol) locatedInto(out FetchOutput, loc *messages.LocateReply, 
 	return out
 }
 
-// LocateFailed reports that a Locate could not be asked or answered (no
+// onLocateFailed reports that a Locate could not be asked or answered (no
 // shard, the shard stopped: UNAVAILABLE). A failure of an attempt that
 // is over changes nothing.
-func (p *FetchProtocol) LocateFailed(attempt uint64, err error, st ObjectState, now time.Time) FetchOutput {
+func (p *FetchProtocol) onLocateFailed(attempt uint64, err error, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseLocating || attempt != p.attempt {
 		return out
@@ -667,8 +667,8 @@ func (p *FetchProtocol) LocateFailed(attempt uint64, err error, st ObjectState, 
 	return out
 }
 
-// Timer takes back a timer the protocol armed.
-func (p *FetchProtocol) Timer(t FetchTimer, st ObjectState, now time.Time) FetchOutput {
+// onTimer takes back a timer the protocol armed.
+func (p *FetchProtocol) onTimer(t FetchTimer, st ObjectState, now time.Time) FetchOutput {
 	var out FetchOutput
 	if t.Attempt != p.attempt {
 		return out
@@ -683,10 +683,10 @@ func (p *FetchProtocol) Timer(t FetchTimer, st ObjectState, now time.Time) Fetch
 	return out
 }
 
-// SenderFailed reports that a node failed (its actor terminated). If it
+// onSenderFailed reports that a node failed (its actor terminated). If it
 // is the current sender, the stream is cut; its end, reported as usual,
 // then counts as the sender's failure.
-func (p *FetchProtocol) SenderFailed(node string) FetchOutput {
+func (p *FetchProtocol) onSenderFailed(node string) FetchOutput {
 	var out FetchOutput
 	if p.phase != phaseStreaming || p.sender.GetNodeId() != node || p.senderGone {
 		return out
@@ -696,17 +696,17 @@ func (p *FetchProtocol) SenderFailed(node string) FetchOutput {
 	return out
 }
 
-// StreamEnded takes the end of the data plane's copy: err nil means every
+// onStreamEnded takes the end of the data plane's copy: err nil means every
 // byte arrived. An end of a stream that is over changes nothing.
-func (p *FetchProtocol) StreamEnded(stream uint64, err error, st ObjectState, now time.Time) FetchOutput {
+func (p *FetchProtocol) onStreamEnded(stream uint64, err error, st ObjectState, now time.Time) FetchOutput {
 	p.st = st
 	return p.streamEnded(stream, 0, err, now)
 }
 
-// IntoStreamEnded is StreamEnded for a fetch into a caller's buffer:
+// onIntoStreamEnded is StreamEnded for a fetch into a caller's buffer:
 // upTo is how far the buffer holds the object's bytes now (a sender that
 // failed is replaced from there), err nil that it holds them all.
-func (p *FetchProtocol) IntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) FetchOutput {
+func (p *FetchProtocol) onIntoStreamEnded(stream uint64, upTo int64, err error, now time.Time) FetchOutput {
 	return p.streamEnded(stream, upTo, err, now)
 }
 
@@ -775,10 +775,10 @@ func (p *FetchProtocol) streamEnded(stream uint64, upTo int64, err error, now ti
 	return out
 }
 
-// Stop ends the protocol because its session stops (the node restarts or
+// onStop ends the protocol because its session stops (the node restarts or
 // stops): the bytes stay and the restarted node resumes the fetch, so the
 // directory is not told anything.
-func (p *FetchProtocol) Stop() FetchOutput {
+func (p *FetchProtocol) onStop() FetchOutput {
 	var out FetchOutput
 	if p.phase == phaseDone {
 		return out
@@ -790,19 +790,19 @@ func (p *FetchProtocol) Stop() FetchOutput {
 	return p.finish(out, messages.ErrCanceled)
 }
 
-// Dropped ends the protocol because the directory dropped the object's
+// onDropped ends the protocol because the directory dropped the object's
 // copy here (DropObject). The shard may still record this node as the
 // receiver of the current attempt, holding a sender for it: the Locate's
 // answer may be on its way, since the drop travels another way and can
 // overtake it. The shard is told, naming the attempt, so that it frees
 // that claim and no later one.
-func (p *FetchProtocol) Dropped() FetchOutput {
+func (p *FetchProtocol) onDropped() FetchOutput {
 	claimed := !p.into && (p.phase == phaseStreaming || p.phase == phaseLocating)
 	sender := p.sender
 	if p.phase == phaseLocating {
 		sender = nil // the answer, if any, names it; the shard knows
 	}
-	out := p.Stop()
+	out := p.onStop()
 	if claimed {
 		out.Send(directory.ShardOf(p.id), &messages.FetchAborted{ObjectId: p.id, Receiver: p.cfg.Self, Sender: sender, Attempt: p.attempt})
 	}

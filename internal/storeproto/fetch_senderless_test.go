@@ -21,9 +21,9 @@ func TestLocatedWithoutASenderAsksAgain(t *testing.T) {
 		} else {
 			p = NewFetchProtocol(FetchConfig{Self: self}, "x", now.Add(time.Minute))
 		}
-		out := p.Start(ObjectState{Size: -1}, now)
+		out := p.Step(now, FetchStart{State: ObjectState{Size: -1}})
 		if out.Store.Kind == OpTakeWriter {
-			out = p.StoreDone(StoreResult{}, ObjectState{Size: -1}, now)
+			out = p.Step(now, FetchStoreDone{Result: StoreResult{}, State: ObjectState{Size: -1}})
 		}
 		if p.Waiting() == "" || out.Done {
 			t.Fatalf("into %v: the fetch did not ask the directory: %+v", into, out)
@@ -33,7 +33,7 @@ func TestLocatedWithoutASenderAsksAgain(t *testing.T) {
 			{ObjectId: "x", Size: 8, Attempt: p.Attempt() + 1, Sender: &messages.NodeRef{Address: "h:1", ActorId: "a"}},
 		} {
 			loc.Attempt = p.Attempt()
-			out = p.Located(loc, ObjectState{Size: -1}, now)
+			out = p.Step(now, FetchLocated{Reply: loc, State: ObjectState{Size: -1}})
 			if out.Stream != nil || out.Done || out.Store.Kind != 0 {
 				t.Fatalf("into %v: an answer naming no sender: %+v", into, out)
 			}
@@ -41,7 +41,7 @@ func TestLocatedWithoutASenderAsksAgain(t *testing.T) {
 			for _, tm := range out.Timers {
 				if ft, ok := tm.Msg.(FetchTimer); ok && ft.Kind == TimerRetry {
 					retry = true
-					out = p.Timer(ft, ObjectState{Size: -1}, tm.At)
+					out = p.Step(tm.At, FetchTimed{Timer: ft, State: ObjectState{Size: -1}})
 				}
 			}
 			if !retry {

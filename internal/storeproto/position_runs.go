@@ -97,17 +97,17 @@ func (p *PositionRuns) Task() *messages.ReduceTask { return p.task }
 // Active is the id of the run in progress, 0 if none.
 func (p *PositionRuns) Active() uint64 { return p.active }
 
-// Start runs the first task (the worker started).
-func (p *PositionRuns) Start() RunStep {
+// onStart runs the first task (the worker started).
+func (p *PositionRuns) onStart() RunStep {
 	var s RunStep
 	p.runOrQueue(&s)
 	return s
 }
 
-// NewTask takes a newer generation of the position's task: the current
+// onNewTask takes a newer generation of the position's task: the current
 // run stops and the new one starts once it has ended. Older or equal
 // generations are duplicates and change nothing.
-func (p *PositionRuns) NewTask(t *messages.ReduceTask) RunStep {
+func (p *PositionRuns) onNewTask(t *messages.ReduceTask) RunStep {
 	var s RunStep
 	if p.over || t.GetGeneration() <= p.task.GetGeneration() {
 		return s
@@ -132,12 +132,12 @@ func (p *PositionRuns) startRun(s *RunStep) {
 	s.Run = &RunOrder{ID: p.active, Task: p.task}
 }
 
-// Invalidate clears the output of generation gen or later: an input
+// onInvalidate clears the output of generation gen or later: an input
 // below was lost. The current run stops, a run queued behind it is
 // dropped (it would reduce the same invalid inputs), and the output is
 // rewound as soon as no run is active, so readers stop using bytes that
 // contain a lost object. An older generation's invalidation is stale.
-func (p *PositionRuns) Invalidate(gen int32) RunStep {
+func (p *PositionRuns) onInvalidate(gen int32) RunStep {
 	var s RunStep
 	if p.over || gen < p.task.GetGeneration() {
 		return s
@@ -152,11 +152,11 @@ func (p *PositionRuns) Invalidate(gen int32) RunStep {
 	return s
 }
 
-// RunStarted is a run's report that its output exists (err nil) or could
+// onRunStarted is a run's report that its output exists (err nil) or could
 // not be made. dead says this node's store has failed: a dead node says
 // nothing (fail-stop), or its stopped runs would report before the
 // coordinator's watch fires and fail a Reduce the repair would finish.
-func (p *PositionRuns) RunStarted(run uint64, err *messages.Error, dead bool) RunStep {
+func (p *PositionRuns) onRunStarted(run uint64, err *messages.Error, dead bool) RunStep {
 	var s RunStep
 	if p.over || run != p.active || dead {
 		return s
@@ -166,10 +166,10 @@ func (p *PositionRuns) RunStarted(run uint64, err *messages.Error, dead bool) Ru
 	return s
 }
 
-// RunEnded is a run's last report. The coordinator hears it unless the
+// onRunEnded is a run's last report. The coordinator hears it unless the
 // run ended silently or the node is dead; then whatever was queued
 // behind the run starts.
-func (p *PositionRuns) RunEnded(run uint64, end RunEnd, dead bool) RunStep {
+func (p *PositionRuns) onRunEnded(run uint64, end RunEnd, dead bool) RunStep {
 	var s RunStep
 	if run == 0 || run != p.active {
 		return s
@@ -193,10 +193,10 @@ func (p *PositionRuns) RunEnded(run uint64, end RunEnd, dead bool) RunStep {
 	return s
 }
 
-// Release ends the position at the coordinator's word: the run stops and
+// onRelease ends the position at the coordinator's word: the run stops and
 // the output is dropped, except a target the Reduce keeps (its result:
 // the root's output, or a gather's copy of it).
-func (p *PositionRuns) Release(keep bool) RunStep {
+func (p *PositionRuns) onRelease(keep bool) RunStep {
 	var s RunStep
 	if p.over {
 		return s
@@ -208,17 +208,17 @@ func (p *PositionRuns) Release(keep bool) RunStep {
 	return s
 }
 
-// CoordinatorGone ends the position when its coordinator stopped.
+// onCoordinatorGone ends the position when its coordinator stopped.
 // Terminated overtakes the ReduceRelease the coordinator sent just before
 // it stopped (system messages go first), so a complete target is kept:
 // it is the result. So is a root's target written whole that awaits its
 // commit, which may be on its way too (the node applies it). After a
 // failure the shard's release of the target drops it anyway.
-func (p *PositionRuns) CoordinatorGone(targetComplete bool) RunStep {
-	return p.Release(targetComplete)
+func (p *PositionRuns) onCoordinatorGone(targetComplete bool) RunStep {
+	return p.onRelease(targetComplete)
 }
 
-// Stop cancels the active run: the worker is stopping or restarting.
-func (p *PositionRuns) Stop() RunStep {
+// onStop cancels the active run: the worker is stopping or restarting.
+func (p *PositionRuns) onStop() RunStep {
 	return RunStep{Cancel: p.active}
 }

@@ -60,25 +60,25 @@ func wantSends(t *testing.T, s RunStep, want ...string) {
 // the stopped one has ended, however late that is.
 func TestPositionRunsNewGenerationWaitsForStoppedRun(t *testing.T) {
 	p := NewPositionRuns(genTask(1, false), coord)
-	r1 := wantRun(t, p.Start(), 1)
-	s := p.NewTask(genTask(2, false))
+	r1 := wantRun(t, p.onStart(), 1)
+	s := p.onNewTask(genTask(2, false))
 	if s.Run != nil || s.Cancel != r1 {
 		t.Fatalf("new generation while run %d active: %+v, want only its cancel", r1, s)
 	}
 	// A third generation before the stopped run noticed: still nothing
 	// starts, and the queued second generation is superseded.
-	if s := p.NewTask(genTask(3, false)); s.Run != nil || s.Cancel != r1 {
+	if s := p.onNewTask(genTask(3, false)); s.Run != nil || s.Cancel != r1 {
 		t.Fatalf("third generation: %+v", s)
 	}
 	// The stopped run reports its end: only now the newest starts.
-	s = p.RunEnded(r1, RunEnd{Report: true, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped")}, false)
+	s = p.onRunEnded(r1, RunEnd{Report: true, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "stopped")}, false)
 	wantSends(t, s, "done g1 err=true")
 	r3 := wantRun(t, s, 3)
 	if r3 == r1 || p.Active() != r3 {
 		t.Fatalf("active run %d, want the new run %d", p.Active(), r3)
 	}
 	// A late report of the old run changes nothing.
-	if s := p.RunEnded(r1, RunEnd{Report: true}, false); s.Run != nil || len(s.Sends) != 0 {
+	if s := p.onRunEnded(r1, RunEnd{Report: true}, false); s.Run != nil || len(s.Sends) != 0 {
 		t.Fatalf("late end of a finished run: %+v", s)
 	}
 }
@@ -101,41 +101,41 @@ func TestPositionRunsSteps(t *testing.T) {
 		{
 			name: "started and done are reported",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				wantSends(t, p.RunStarted(r1, nil, false), "started g1 err=false")
-				return p.RunEnded(r1, RunEnd{Report: true}, false)
+				wantSends(t, p.onRunStarted(r1, nil, false), "started g1 err=false")
+				return p.onRunEnded(r1, RunEnd{Report: true}, false)
 			},
 			wantSends: []string{"done g1 err=false"},
 		},
 		{
 			name: "a failed start is reported with its error",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.RunStarted(r1, fail, false)
+				return p.onRunStarted(r1, fail, false)
 			},
 			wantSends: []string{"started g1 err=true"},
 		},
 		{
 			name: "a silent end says nothing",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.RunEnded(r1, RunEnd{}, false)
+				return p.onRunEnded(r1, RunEnd{}, false)
 			},
 		},
 		{
 			name: "a dead node reports nothing",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				if s := p.RunStarted(r1, nil, true); len(s.Sends) != 0 {
+				if s := p.onRunStarted(r1, nil, true); len(s.Sends) != 0 {
 					t.Fatalf("dead node reported start: %v", sentTypes(s))
 				}
-				return p.RunEnded(r1, RunEnd{Report: true, Err: fail}, true)
+				return p.onRunEnded(r1, RunEnd{Report: true, Err: fail}, true)
 			},
 		},
 		{
 			name: "invalidate stops the run and rewinds once it ended",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				s := p.Invalidate(1)
+				s := p.onInvalidate(1)
 				if s.Rewind || s.Cancel != r1 {
 					t.Fatalf("invalidate during a run: %+v, want cancel without rewind", s)
 				}
-				return p.RunEnded(r1, RunEnd{Report: true, Err: fail}, false)
+				return p.onRunEnded(r1, RunEnd{Report: true, Err: fail}, false)
 			},
 			wantSends:  []string{"done g1 err=true"},
 			wantRewind: true,
@@ -143,47 +143,47 @@ func TestPositionRunsSteps(t *testing.T) {
 		{
 			name: "invalidate while idle rewinds at once",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				p.RunEnded(r1, RunEnd{}, false)
-				return p.Invalidate(1)
+				p.onRunEnded(r1, RunEnd{}, false)
+				return p.onInvalidate(1)
 			},
 			wantRewind: true,
 		},
 		{
 			name: "a stale invalidate is ignored",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				p.RunEnded(r1, RunEnd{}, false)
-				wantRun(t, p.NewTask(genTask(2, false)), 2)
-				return p.Invalidate(1)
+				p.onRunEnded(r1, RunEnd{}, false)
+				wantRun(t, p.onNewTask(genTask(2, false)), 2)
+				return p.onInvalidate(1)
 			},
 		},
 		{
 			name: "invalidate drops a queued run of its generation",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				p.NewTask(genTask(2, false))
-				p.Invalidate(2)
-				return p.RunEnded(r1, RunEnd{}, false)
+				p.onNewTask(genTask(2, false))
+				p.onInvalidate(2)
+				return p.onRunEnded(r1, RunEnd{}, false)
 			},
 			wantRewind: true,
 		},
 		{
 			name: "a new generation after invalidate runs instead of the rewind",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				p.Invalidate(1)
-				p.NewTask(genTask(2, false))
-				return p.RunEnded(r1, RunEnd{}, false)
+				p.onInvalidate(1)
+				p.onNewTask(genTask(2, false))
+				return p.onRunEnded(r1, RunEnd{}, false)
 			},
 			wantRun: 2,
 		},
 		{
 			name: "a duplicate generation is ignored",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.NewTask(genTask(1, false))
+				return p.onNewTask(genTask(1, false))
 			},
 		},
 		{
 			name: "release drops an intermediate output even if told to keep",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.Release(true)
+				return p.onRelease(true)
 			},
 			wantCancel: true, release: true, keep: false,
 		},
@@ -191,7 +191,7 @@ func TestPositionRunsSteps(t *testing.T) {
 			name: "release keeps the target when told",
 			root: true,
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.Release(true)
+				return p.onRelease(true)
 			},
 			wantCancel: true, release: true, keep: true,
 		},
@@ -199,7 +199,7 @@ func TestPositionRunsSteps(t *testing.T) {
 			name: "release drops the target of a failed Reduce",
 			root: true,
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.Release(false)
+				return p.onRelease(false)
 			},
 			wantCancel: true, release: true, keep: false,
 		},
@@ -207,7 +207,7 @@ func TestPositionRunsSteps(t *testing.T) {
 			name: "coordinator gone keeps a complete target",
 			root: true,
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.CoordinatorGone(true)
+				return p.onCoordinatorGone(true)
 			},
 			wantCancel: true, release: true, keep: true,
 		},
@@ -215,22 +215,22 @@ func TestPositionRunsSteps(t *testing.T) {
 			name: "coordinator gone overtaking release: the release after it changes nothing",
 			root: true,
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				p.CoordinatorGone(true)
-				return p.Release(false)
+				p.onCoordinatorGone(true)
+				return p.onRelease(false)
 			},
 		},
 		{
 			name: "after release a run's end reports nothing and starts nothing",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				p.NewTask(genTask(2, false))
-				p.Release(false)
-				return p.RunEnded(r1, RunEnd{Report: true}, false)
+				p.onNewTask(genTask(2, false))
+				p.onRelease(false)
+				return p.onRunEnded(r1, RunEnd{Report: true}, false)
 			},
 		},
 		{
 			name: "stop cancels the active run",
 			steps: func(t *testing.T, p *PositionRuns, r1 uint64) RunStep {
-				return p.Stop()
+				return p.onStop()
 			},
 			wantCancel: true,
 		},
@@ -238,7 +238,7 @@ func TestPositionRunsSteps(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPositionRuns(genTask(1, tc.root), coord)
-			r1 := wantRun(t, p.Start(), 1)
+			r1 := wantRun(t, p.onStart(), 1)
 			s := tc.steps(t, p, r1)
 			wantSends(t, s, tc.wantSends...)
 			if s.Rewind != tc.wantRewind {
@@ -302,7 +302,7 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 					t.Fatalf("%s: active %d, want %d", what, p.Active(), running)
 				}
 			}
-			check("start", p.Start())
+			check("start", p.onStart())
 			ended := map[uint64]bool{}
 			for step := 0; step < 60; step++ {
 				switch k := rng.IntN(10); {
@@ -310,11 +310,11 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 					r := running
 					running = 0
 					ended[r] = true
-					check("end", p.RunEnded(r, RunEnd{Report: rng.IntN(2) == 0}, false))
+					check("end", p.onRunEnded(r, RunEnd{Report: rng.IntN(2) == 0}, false))
 				case k < 4 && len(ended) > 0:
 					// A late duplicate end of some finished run.
 					for r := range ended {
-						check("late end", p.RunEnded(r, RunEnd{Report: true}, false))
+						check("late end", p.onRunEnded(r, RunEnd{Report: true}, false))
 						break
 					}
 				case k < 6:
@@ -322,15 +322,15 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 						gen++
 						invalidated = false
 					}
-					check("task", p.NewTask(genTask(gen, p.Task().GetRoot())))
+					check("task", p.onNewTask(genTask(gen, p.Task().GetRoot())))
 				case k < 8:
 					g := gen - int32(rng.IntN(2))
 					invalidated = invalidated || g >= gen
-					check("invalidate", p.Invalidate(g))
+					check("invalidate", p.onInvalidate(g))
 				case k < 9 && running != 0:
-					check("started", p.RunStarted(running, nil, false))
+					check("started", p.onRunStarted(running, nil, false))
 				case k == 9 && rng.IntN(8) == 0:
-					check("release", p.Release(rng.IntN(2) == 0))
+					check("release", p.onRelease(rng.IntN(2) == 0))
 				}
 			}
 			// Drain: let every run end; then make sure the newest
@@ -339,7 +339,7 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 			for running != 0 {
 				r := running
 				running = 0
-				check("drain", p.RunEnded(r, RunEnd{}, false))
+				check("drain", p.onRunEnded(r, RunEnd{}, false))
 			}
 			if !released && p.Task().GetGeneration() != gen {
 				t.Fatalf("newest task is generation %d, want %d", p.Task().GetGeneration(), gen)
@@ -351,7 +351,7 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 				// An invalidation kept the newest generation from running;
 				// the repair's new generation must run.
 				gen++
-				s := p.NewTask(genTask(gen, p.Task().GetRoot()))
+				s := p.onNewTask(genTask(gen, p.Task().GetRoot()))
 				check("repair", s)
 				if s.Run == nil {
 					t.Fatalf("idle position does not run generation %d", gen)
@@ -366,8 +366,8 @@ func TestPositionRunsRandomInterleavings(t *testing.T) {
 // how the coordinator's member learns B from positions on other members.
 func TestPositionRunsReportsWhatARunMeasured(t *testing.T) {
 	p := NewPositionRuns(genTask(1, false), coord)
-	r1 := wantRun(t, p.Start(), 1)
-	s := p.RunEnded(r1, RunEnd{Report: true, MeasuredBytes: 32 << 20, MeasuredNanos: int64(700 * time.Millisecond)}, false)
+	r1 := wantRun(t, p.onStart(), 1)
+	s := p.onRunEnded(r1, RunEnd{Report: true, MeasuredBytes: 32 << 20, MeasuredNanos: int64(700 * time.Millisecond)}, false)
 	if len(s.Sends) != 1 {
 		t.Fatalf("sends %v, want one done report", s.Sends)
 	}

@@ -107,8 +107,8 @@ func NewPutRegistration(req PutRequest) *PutRegistration {
 // Request is what the registration was made with.
 func (p *PutRegistration) Request() PutRequest { return p.req }
 
-// Start sends the CreateObject and arms the deadline.
-func (p *PutRegistration) Start(now time.Time) PutStep {
+// onStart sends the CreateObject and arms the deadline.
+func (p *PutRegistration) onStart(now time.Time) PutStep {
 	var s PutStep
 	if p.phase != putIdle {
 		return s
@@ -125,8 +125,8 @@ func (p *PutRegistration) Start(now time.Time) PutStep {
 	return s
 }
 
-// Reply takes the directory's answer to the CreateObject.
-func (p *PutRegistration) Reply(now time.Time, r *messages.CreateObjectReply) PutStep {
+// onReply takes the directory's answer to the CreateObject.
+func (p *PutRegistration) onReply(now time.Time, r *messages.CreateObjectReply) PutStep {
 	var s PutStep
 	if p.phase != putRegistering || r.GetRequestId() != p.req.RequestID {
 		return s
@@ -158,11 +158,11 @@ func (p *PutRegistration) Reply(now time.Time, r *messages.CreateObjectReply) Pu
 	return s
 }
 
-// Failed ends a registration whose CreateObject will not be answered:
+// onFailed ends a registration whose CreateObject will not be answered:
 // the shard stopped (UNAVAILABLE) or the deadline passed (TIMEOUT). The
 // shard may have registered the copy before it was lost to us, so the
 // location is withdrawn.
-func (p *PutRegistration) Failed(err *messages.Error) PutStep {
+func (p *PutRegistration) onFailed(err *messages.Error) PutStep {
 	var s PutStep
 	if p.phase != putRegistering {
 		return s
@@ -176,18 +176,18 @@ func (p *PutRegistration) Failed(err *messages.Error) PutStep {
 	return s
 }
 
-// Deadline is the registration's timer: without a reply by now, the Put
+// onDeadline is the registration's timer: without a reply by now, the Put
 // fails with TIMEOUT. A copy-in under way is not cut short.
-func (p *PutRegistration) Deadline() PutStep {
-	return p.Failed(messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", p.req.ObjectID))
+func (p *PutRegistration) onDeadline() PutStep {
+	return p.onFailed(messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", p.req.ObjectID))
 }
 
-// CopiedIn is the copy-in's report. complete says the copy is whole and
+// onCopiedIn is the copy-in's report. complete says the copy is whole and
 // complete in the store: it is published COMPLETE. Otherwise err is the
 // Put's answer as putEnded decided it (nil when a Delete after the bytes
 // were readable dropped the copy: it is not published, the directory has
 // forgotten the object).
-func (p *PutRegistration) CopiedIn(complete bool, err *messages.Error) PutStep {
+func (p *PutRegistration) onCopiedIn(complete bool, err *messages.Error) PutStep {
 	var s PutStep
 	if p.phase != putCopying {
 		return s

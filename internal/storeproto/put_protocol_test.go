@@ -64,7 +64,7 @@ func shardSends(s PutStep) []any {
 func startedPut(t *testing.T, req PutRequest) *PutRegistration {
 	t.Helper()
 	p := NewPutRegistration(req)
-	s := p.Start(putT0)
+	s := p.onStart(putT0)
 	sh := shardSends(s)
 	if len(sh) != 1 {
 		t.Fatalf("start sends %v to the shard, want one CreateObject", sh)
@@ -116,17 +116,17 @@ func wantAnswer(t *testing.T, s PutStep, code error) {
 
 func TestPutRegistrationSucceeds(t *testing.T) {
 	p := startedPut(t, putReq(nil))
-	s := p.Reply(putT0.Add(10*time.Millisecond), &messages.CreateObjectReply{ObjectId: "x", RequestId: 5})
+	s := p.onReply(putT0.Add(10*time.Millisecond), &messages.CreateObjectReply{ObjectId: "x", RequestId: 5})
 	if s.Latency != 5*time.Millisecond {
 		t.Errorf("latency %v, want half the round trip", s.Latency)
 	}
 	if !s.CopyIn || s.Readable || !s.ForgetDeleted || s.Abort != nil || s.Done || len(s.Sends) != 0 {
 		t.Fatalf("registered: %+v, want a copy-in only", s)
 	}
-	if s := p.Deadline(); s.Done || s.Abort != nil || len(s.Sends) != 0 {
+	if s := p.onDeadline(); s.Done || s.Abort != nil || len(s.Sends) != 0 {
 		t.Fatalf("deadline during the copy-in: %+v, want nothing (the copy is not cut short)", s)
 	}
-	s = p.CopiedIn(true, nil)
+	s = p.onCopiedIn(true, nil)
 	wantPublish(t, s, true)
 	wantAnswer(t, s, nil)
 }
@@ -143,7 +143,7 @@ func TestPutRegistrationSteps(t *testing.T) {
 		name: "an inline object is readable from its registration on",
 		mod:  func(r *PutRequest) { r.Inline, r.InlineData = true, make([]byte, 100) },
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			return p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5})
+			return p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5})
 		},
 		check: func(t *testing.T, s PutStep) {
 			if !s.CopyIn || !s.Readable {
@@ -153,7 +153,7 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "the shard's refusal fails the Put and drops the copy",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			return p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5, Error: conflict})
+			return p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5, Error: conflict})
 		},
 		check: func(t *testing.T, s PutStep) {
 			if !errors.Is(s.Abort, messages.ErrConflict) || s.CopyIn || s.ForgetDeleted || len(shardSends(s)) != 0 {
@@ -164,7 +164,7 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "an object that existed elsewhere is an idempotent success without a copy here",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			return p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5, Existed: true})
+			return p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5, Existed: true})
 		},
 		check: func(t *testing.T, s PutStep) {
 			if !errors.Is(s.Abort, messages.ErrNotFound) || s.CopyIn || !s.ForgetDeleted {
@@ -176,11 +176,11 @@ func TestPutRegistrationSteps(t *testing.T) {
 		name: "a promoted placeholder of an object that existed keeps the bytes unpinned",
 		mod:  func(r *PutRequest) { r.Promoted = true },
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			s := p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5, Existed: true})
+			s := p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5, Existed: true})
 			if !s.Unpin || !s.CopyIn || !s.Readable || s.Abort != nil {
 				t.Fatalf("%+v, want unpin and a readable copy-in", s)
 			}
-			return p.CopiedIn(true, nil)
+			return p.onCopiedIn(true, nil)
 		},
 		check: func(t *testing.T, s PutStep) {
 			wantPublish(t, s, false)
@@ -189,14 +189,14 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "no reply by the deadline: TIMEOUT, the copy dropped and withdrawn",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			s := p.Deadline()
+			s := p.onDeadline()
 			if !errors.Is(s.Abort, messages.ErrTimeout) {
 				t.Fatalf("abort %v, want TIMEOUT", s.Abort)
 			}
 			wantUnpublish(t, s)
 			wantAnswer(t, s, messages.ErrTimeout)
 			// The shard's answer after all changes nothing.
-			return p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5})
+			return p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5})
 		},
 		check: func(t *testing.T, s PutStep) {
 			if s.CopyIn || s.Done || len(s.Sends) != 0 || s.Latency != 0 {
@@ -206,7 +206,7 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "the shard stopped: UNAVAILABLE, withdrawn",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			return p.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
+			return p.onFailed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
 		},
 		check: func(t *testing.T, s PutStep) {
 			wantUnpublish(t, s)
@@ -215,7 +215,7 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "a reply to another request is not ours",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			return p.Reply(putT0, &messages.CreateObjectReply{RequestId: 6, Error: conflict})
+			return p.onReply(putT0, &messages.CreateObjectReply{RequestId: 6, Error: conflict})
 		},
 		check: func(t *testing.T, s PutStep) {
 			if s.Done || s.Abort != nil || len(s.Sends) != 0 {
@@ -225,8 +225,8 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "deleted mid-copy before readable fails DELETED, unpublished",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5})
-			return p.CopiedIn(false, deleted)
+			p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5})
+			return p.onCopiedIn(false, deleted)
 		},
 		check: func(t *testing.T, s PutStep) {
 			if len(shardSends(s)) != 0 {
@@ -237,8 +237,8 @@ func TestPutRegistrationSteps(t *testing.T) {
 	}, {
 		name: "deleted after readable succeeds without a publish",
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5})
-			return p.CopiedIn(false, nil)
+			p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5})
+			return p.onCopiedIn(false, nil)
 		},
 		check: func(t *testing.T, s PutStep) {
 			if len(shardSends(s)) != 0 {
@@ -250,8 +250,8 @@ func TestPutRegistrationSteps(t *testing.T) {
 		name: "StoreReduced registers for its Reduce and answers StoreReducedReply",
 		mod:  func(r *PutRequest) { r.ReduceID, r.Reduced = "red", true },
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			p.Reply(putT0, &messages.CreateObjectReply{RequestId: 5})
-			return p.CopiedIn(true, nil)
+			p.onReply(putT0, &messages.CreateObjectReply{RequestId: 5})
+			return p.onCopiedIn(true, nil)
 		},
 		check: func(t *testing.T, s PutStep) {
 			for _, snd := range s.Sends {
@@ -265,7 +265,7 @@ func TestPutRegistrationSteps(t *testing.T) {
 		name: "a tell is answered to nobody",
 		mod:  func(r *PutRequest) { r.Requester = nil },
 		steps: func(t *testing.T, p *PutRegistration) PutStep {
-			return p.Deadline()
+			return p.onDeadline()
 		},
 		check: func(t *testing.T, s PutStep) {
 			if !s.Done || len(s.Sends) != 1 {
@@ -302,11 +302,11 @@ func TestPutRegistrationRandomEvents(t *testing.T) {
 					if rng.IntN(3) == 0 {
 						e = messages.Errorf(messages.ErrorCode_CONFLICT, "no")
 					}
-					s = p.Reply(putT0, &messages.CreateObjectReply{RequestId: uint64(4 + rng.IntN(3)), Error: e, Existed: rng.IntN(3) == 0})
+					s = p.onReply(putT0, &messages.CreateObjectReply{RequestId: uint64(4 + rng.IntN(3)), Error: e, Existed: rng.IntN(3) == 0})
 				case 1:
-					s = p.Deadline()
+					s = p.onDeadline()
 				case 2:
-					s = p.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
+					s = p.onFailed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "gone"))
 				default:
 					if !copying {
 						continue // the shell reports only copy-ins it started
@@ -316,7 +316,7 @@ func TestPutRegistrationRandomEvents(t *testing.T) {
 					if rng.IntN(2) == 0 {
 						e = messages.Errorf(messages.ErrorCode_DELETED, "deleted")
 					}
-					s = p.CopiedIn(rng.IntN(2) == 0, e)
+					s = p.onCopiedIn(rng.IntN(2) == 0, e)
 				}
 				if s.CopyIn {
 					if answers > 0 {
@@ -353,7 +353,7 @@ func TestPutRegistrationRandomEvents(t *testing.T) {
 			if answers == 0 && !copying {
 				// Only a copy-in under way may hold the answer back; the
 				// deadline answers a registration that got no reply.
-				if s := p.Deadline(); !s.Done {
+				if s := p.onDeadline(); !s.Done {
 					t.Fatalf("registration neither answered nor copying, and the deadline does not end it")
 				}
 			}

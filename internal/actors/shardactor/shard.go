@@ -271,7 +271,7 @@ type Shard struct {
 	// maxDeferredReduces): they start once it is over.
 	deferred []deferredReduce
 	// republished: every store node asked has answered or failed, and the
-	// table was told (LocationTable.Republished).
+	// table was told (directory.Republished).
 	republished bool
 	// forgot: this table started over after a failure (see started);
 	// notedAmnesic: the Keeper was told that it, or an earlier table, forgot.
@@ -676,7 +676,7 @@ func (s *Shard) pendingNodes() []*messages.NodeRef {
 
 // republishedAll tells the table, once, that every store node it asked
 // to republish has answered or failed: no copy it does not list exists
-// (see LocationTable.Republished).
+// (see directory.Republished).
 func (s *Shard) republishedAll() outbox.Box {
 	if s.republished || len(s.republishing) > 0 || s.table == nil {
 		return outbox.Box{}

@@ -40,7 +40,7 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 	d := storeproto.NewDeletion(storeproto.DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
 		Deadline: time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))})
 	n.reqs.deletes[did] = &deleteRun{del: d}
-	n.deleteDo(ctx, did, d.Start())
+	n.deleteDo(ctx, did, d.Step(time.Now(), storeproto.DeleteStart{}))
 }
 
 // deleteDo carries out one step of deletion did.
@@ -111,9 +111,9 @@ func (n *StoreNode) deleteAsk(ctx actor.Context, did uint64, pid *actor.PID, nod
 	if pid == nil {
 		gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no actor to send %T to", msg)
 		if node == "" {
-			n.deleteDo(ctx, did, run.del.Failed(gone))
+			n.deleteDo(ctx, did, run.del.Step(time.Now(), storeproto.DeleteFailed{Err: gone}))
 		} else {
-			n.deleteDo(ctx, did, run.del.Dropped(node))
+			n.deleteDo(ctx, did, run.del.Step(time.Now(), storeproto.DeleteDropped{Node: node}))
 		}
 		return
 	}
@@ -141,15 +141,15 @@ func (n *StoreNode) deleteReply(ctx actor.Context, m *messages.DeleteObjectReply
 		return
 	}
 	if r.node == "" {
-		n.deleteDo(ctx, r.del, run.del.Reply(m))
+		n.deleteDo(ctx, r.del, run.del.Step(time.Now(), m))
 	} else {
-		n.deleteDo(ctx, r.del, run.del.Dropped(r.node))
+		n.deleteDo(ctx, r.del, run.del.Step(time.Now(), storeproto.DeleteDropped{Node: r.node}))
 	}
 }
 
 func (n *StoreNode) deleteTimedOut(ctx actor.Context, m storeproto.DeleteDeadline) {
 	if run := n.reqs.deletes[m.ID]; run != nil {
-		n.deleteDo(ctx, m.ID, run.del.Deadline())
+		n.deleteDo(ctx, m.ID, run.del.Step(time.Now(), m))
 	}
 }
 
@@ -166,9 +166,9 @@ func (n *StoreNode) deletePeerGone(ctx actor.Context, key string, gone *messages
 			continue
 		}
 		if r.node == "" {
-			n.deleteDo(ctx, r.del, run.del.Failed(gone))
+			n.deleteDo(ctx, r.del, run.del.Step(time.Now(), storeproto.DeleteFailed{Err: gone}))
 		} else {
-			n.deleteDo(ctx, r.del, run.del.Dropped(r.node))
+			n.deleteDo(ctx, r.del, run.del.Step(time.Now(), storeproto.DeleteDropped{Node: r.node}))
 		}
 	}
 }

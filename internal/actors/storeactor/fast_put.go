@@ -133,7 +133,7 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	reg := storeproto.NewPutRegistration(req)
 	done := &fastPutDone{id: id, obj: obj, evicted: evicted}
 	sent := time.Now()
-	step := reg.Start(sent)
+	step := reg.Step(sent, storeproto.PutStart{})
 	var create *messages.CreateObject
 	for _, s := range step.Sends {
 		if c, ok := s.Msg.(*messages.CreateObject); ok {
@@ -151,9 +151,9 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 		}
 	}
 	if rerr != nil {
-		step = reg.Failed(rerr)
+		step = reg.Step(time.Now(), storeproto.PutFailed{Err: rerr})
 	} else {
-		step = reg.Reply(time.Now(), reply)
+		step = reg.Step(time.Now(), reply)
 		done.latency = step.Latency
 	}
 	p.apply(done, step)
@@ -168,7 +168,7 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 		if err != nil {
 			e = messages.AsError(putEnded(obj, err, step.Readable))
 		}
-		step = reg.CopiedIn(err == nil, e)
+		step = reg.Step(time.Now(), storeproto.PutCopiedIn{Complete: err == nil, Err: e})
 		p.apply(done, step)
 	}
 	p.system.Root.Send(p.self, done)

@@ -214,7 +214,7 @@ func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, dat
 	obj.SetRegistration(req.RequestID) // its republication names it
 	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, owned: owned}
 	n.reqs.runs[req.RequestID] = run
-	n.putDo(ctx, req.RequestID, run.reg.Start(now))
+	n.putDo(ctx, req.RequestID, run.reg.Step(now, storeproto.PutStart{}))
 }
 
 // putCopy makes the creator copy of req in the store, or returns the
@@ -337,7 +337,7 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 	if shard == nil {
 		// Failed sends its UnpublishLocation to no shard, which is
 		// dropped above: there is nobody to withdraw from.
-		n.putDo(ctx, run.reg.Request().RequestID, run.reg.Failed(messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)))
+		n.putDo(ctx, run.reg.Request().RequestID, run.reg.Step(time.Now(), storeproto.PutFailed{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)}))
 		return
 	}
 	run.shard = shard
@@ -401,19 +401,19 @@ func (n *StoreNode) copyIn(ctx actor.Context, id uint64, run *putRun, readable b
 // putReply hands the shard's answer to its registration.
 func (n *StoreNode) putReply(ctx actor.Context, m *messages.CreateObjectReply) {
 	if run := n.reqs.runs[m.GetRequestId()]; run != nil {
-		n.putDo(ctx, m.GetRequestId(), run.reg.Reply(time.Now(), m))
+		n.putDo(ctx, m.GetRequestId(), run.reg.Step(time.Now(), m))
 	}
 }
 
 func (n *StoreNode) putTimedOut(ctx actor.Context, m storeproto.PutDeadline) {
 	if run := n.reqs.runs[m.ID]; run != nil {
-		n.putDo(ctx, m.ID, run.reg.Deadline())
+		n.putDo(ctx, m.ID, run.reg.Step(time.Now(), m))
 	}
 }
 
 func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
 	if run := n.reqs.runs[m.id]; run != nil {
-		n.putDo(ctx, m.id, run.reg.CopiedIn(m.complete, m.err))
+		n.putDo(ctx, m.id, run.reg.Step(time.Now(), storeproto.PutCopiedIn{Complete: m.complete, Err: m.err}))
 	}
 }
 
@@ -429,7 +429,7 @@ func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)
 	for id, run := range n.reqs.runs {
 		if run.shard != nil && actorutil.Key(run.shard) == key {
-			n.putDo(ctx, id, run.reg.Failed(gone))
+			n.putDo(ctx, id, run.reg.Step(time.Now(), storeproto.PutFailed{Err: gone}))
 		}
 	}
 	n.deletePeerGone(ctx, key, gone)
@@ -444,10 +444,10 @@ func (n *StoreNode) stopRequests(ctx actor.Context) {
 	}
 	stopped := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s stopped", n.cfg.Self.GetNodeId())
 	for id, run := range n.reqs.runs {
-		n.putDo(ctx, id, run.reg.Failed(stopped))
+		n.putDo(ctx, id, run.reg.Step(time.Now(), storeproto.PutFailed{Err: stopped}))
 	}
 	for id, run := range n.reqs.deletes {
-		n.deleteDo(ctx, id, run.del.Failed(stopped))
+		n.deleteDo(ctx, id, run.del.Step(time.Now(), storeproto.DeleteFailed{Err: stopped}))
 	}
 }
 

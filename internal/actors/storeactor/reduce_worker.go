@@ -101,28 +101,28 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 		_, w.span = tracing.Start(t.GetTraceParent(), tracing.Position, attribute.String("hoplite.reduce", t.GetReduceId()),
 			attribute.Int("hoplite.position", int(t.GetPosition())), attribute.String("hoplite.node", w.cfg.Self.GetNodeId()))
 		w.watchCoordinator(ctx)
-		w.do(ctx, w.runs.Start())
+		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunsStart{}))
 	case *messages.ReduceTask:
-		w.do(ctx, w.runs.NewTask(m))
+		w.do(ctx, w.runs.Step(time.Now(), m))
 	case *messages.ReduceInvalidate:
-		w.do(ctx, w.runs.Invalidate(m.GetGeneration()))
+		w.do(ctx, w.runs.Step(time.Now(), m))
 	case runStarted:
-		w.do(ctx, w.runs.RunStarted(m.run, m.err, w.dead()))
+		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunStarted{Run: m.run, Err: m.err, Dead: w.dead()}))
 	case runEnded:
-		w.do(ctx, w.runs.RunEnded(m.run, m.end, w.dead()))
+		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunEnded{Run: m.run, End: m.end, Dead: w.dead()}))
 	case *messages.ReduceRelease:
 		// A target is kept only whole: a root's that its coordinator
 		// committed, a gather's that it finished. A root whose result the
 		// coordinator did not take (it moved the root elsewhere) holds a
 		// target nobody may read whole: it goes.
-		w.do(ctx, w.runs.Release(m.GetKeepTarget() && w.targetComplete()))
+		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunsRelease{Keep: m.GetKeepTarget() && w.targetComplete()}))
 	case *actor.Terminated:
 		if samePID(w.coordinator, m.GetWho()) {
 			w.cfg.Log.WithField("reduce", w.runs.Task().GetReduceId()).Debug("reduce coordinator gone; releasing this position")
-			w.do(ctx, w.runs.CoordinatorGone(w.targetComplete() || w.targetAwaitsCommit()))
+			w.do(ctx, w.runs.Step(time.Now(), storeproto.CoordinatorGone{TargetComplete: w.targetComplete() || w.targetAwaitsCommit()}))
 		}
 	case *actor.Stopping, *actor.Restarting:
-		w.do(ctx, w.runs.Stop())
+		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunsStop{}))
 		tracing.End(w.span, nil)
 	}
 }
