@@ -243,8 +243,8 @@ func FuzzBarrierParticipant(f *testing.F) {
 				}
 			}
 		}
-		count(p.Enter(now, 1, "a", "h"))
-		count(p.Enter(now, 2, "b", "h"))
+		count(p.Step(now, handle.Enter{ID: 1, Label: "a", Host: "h"}))
+		count(p.Step(now, handle.Enter{ID: 2, Label: "b", Host: "h"}))
 		next := uint64(9)
 		for i := 0; in.More() && i < 64; i++ {
 			label := fuzzLabels[int(in.Byte())%len(fuzzLabels)]
@@ -253,28 +253,28 @@ func FuzzBarrierParticipant(f *testing.F) {
 				messages.Errorf(messages.ErrorCode_CONFLICT, "x"), messages.Errorf(messages.ErrorCode(99), "x")}[int(in.Byte())%5]
 			switch in.Byte() % 8 {
 			case 0:
-				count(p.Refused(&messages.BarrierRefused{Name: "b", Label: label, RequestId: id, FromRank: rank, Error: err}))
+				count(p.Step(time.Time{}, &messages.BarrierRefused{Name: "b", Label: label, RequestId: id, FromRank: rank, Error: err}))
 			case 1:
-				count(p.Answered(id, &messages.BarrierReleased{Name: "b", Label: label, RequestId: id, FromRank: rank, Error: err, LostState: rank%2 == 0}))
+				count(p.Step(time.Time{}, handle.Answered{ID: id, Msg: &messages.BarrierReleased{Name: "b", Label: label, RequestId: id, FromRank: rank, Error: err, LostState: rank%2 == 0}}))
 			case 2:
-				count(p.Answered(id, &messages.BarrierClosed{Name: "b", RequestId: id, FromRank: rank, Error: err}))
+				count(p.Step(time.Time{}, handle.Answered{ID: id, Msg: &messages.BarrierClosed{Name: "b", RequestId: id, FromRank: rank, Error: err}}))
 			case 3:
-				count(p.Answered(id, &messages.BarrierStatusReply{Name: "b", RequestId: id, FromRank: rank, Error: err}))
+				count(p.Step(time.Time{}, handle.Answered{ID: id, Msg: &messages.BarrierStatusReply{Name: "b", RequestId: id, FromRank: rank, Error: err}}))
 			case 4:
-				count(p.Outcome(label, handle.Outcome(in.Byte()%4), "r"))
+				count(p.Step(time.Time{}, handle.Passed{Label: label, Kind: handle.Outcome(in.Byte() % 4), Reason: "r"}))
 			case 5:
 				now = now.Add(handle.ReaskEvery)
-				count(p.Reask(now))
+				count(p.Step(now, handle.Reask{}))
 			case 6:
 				p.Cancel(id, label)
 			default:
 				// A handle numbers its calls itself: each Enter is new.
 				next++
-				count(p.Enter(now, next, label, "h"))
+				count(p.Step(now, handle.Enter{ID: next, Label: label, Host: "h"}))
 			}
 		}
-		count(p.Enter(now, 99, "fresh", "h"))
-		count(p.Outcome("fresh", handle.Fired, "max"))
+		count(p.Step(now, handle.Enter{ID: 99, Label: "fresh", Host: "h"}))
+		count(p.Step(time.Time{}, handle.Passed{Label: "fresh", Kind: handle.Fired, Reason: "max"}))
 		if answered[99] != 1 {
 			t.Fatalf("an Enter after the fuzzed answers was answered %d times when its barrier fired", answered[99])
 		}

@@ -7,9 +7,11 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/barrier/handle"
 	"github.com/hoplite-go/hoplite/internal/barrier/participant"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -68,43 +70,47 @@ type participantActor struct {
 }
 
 func (p *participantActor) Receive(ctx actor.Context) {
-	now := time.Now()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.started()
 	case Setup:
 		p.setup(m)
 	case EnterRequest:
-		p.do(ctx, p.enter(now, m))
+		p.enters[m.ID] = m.Reply
+		p.step(ctx, handle.Enter{ID: m.ID, Label: m.Label, Host: m.Host})
 	case handle.Reask:
 		p.reasking = nil
-		p.do(ctx, p.core.Reask(now))
+		p.step(ctx, m)
 	case CallRequest:
-		p.do(ctx, p.call(m))
+		p.calls[m.ID] = m.Reply
+		p.step(ctx, handle.Call{ID: m.ID, Msgs: p.build(m)})
 	case CancelRequest:
 		p.cancel(m)
 	case *messages.BarrierFired:
-		p.do(ctx, p.core.Outcome(m.GetLabel(), handle.Fired, m.GetReason()))
+		p.step(ctx, handle.Passed{Label: m.GetLabel(), Kind: handle.Fired, Reason: m.GetReason()})
 	case *messages.BarrierLateFire:
-		p.do(ctx, p.core.Outcome(m.GetLabel(), handle.Late, ""))
+		p.step(ctx, handle.Passed{Label: m.GetLabel(), Kind: handle.Late})
 	case *messages.BarrierCatchUp:
-		p.do(ctx, p.core.Outcome(m.GetLabel(), handle.CatchUp, ""))
+		p.step(ctx, handle.Passed{Label: m.GetLabel(), Kind: handle.CatchUp})
 	case *messages.BarrierRefused:
-		p.do(ctx, p.core.Refused(m))
+		p.step(ctx, m)
 	case *messages.BarrierTimedOut:
 		p.counters.TimedOut.Add(1)
 	case *messages.BarrierReleased:
-		p.do(ctx, p.core.Answered(m.GetRequestId(), m))
+		p.step(ctx, handle.Answered{ID: m.GetRequestId(), Msg: m})
 	case *messages.BarrierClosed:
-		p.do(ctx, p.core.Answered(m.GetRequestId(), m))
+		p.step(ctx, handle.Answered{ID: m.GetRequestId(), Msg: m})
 	case *messages.BarrierStatusReply:
-		p.do(ctx, p.core.Answered(m.GetRequestId(), m))
+		p.step(ctx, handle.Answered{ID: m.GetRequestId(), Msg: m})
 	case *messages.BarrierConsult:
 		ctx.Respond(&messages.BarrierDecide{Name: p.name, Id: m.GetId(), Fire: p.consult(ctx, m)})
 	case *messages.BarrierFailure:
 		p.failure(ctx, m)
 	case *actor.Stopping:
-		p.do(ctx, p.stopping())
+		if p.reasking != nil {
+			p.reasking.Stop()
+		}
+		p.step(ctx, handle.Stop{})
 	case *actor.Stopped:
 		if p.gone != nil {
 			close(p.gone)
@@ -132,45 +138,10 @@ func (p *participantActor) setup(m Setup) {
 	}
 }
 
-// enter keeps the caller's reply channel and asks the core.
-func (p *participantActor) enter(now time.Time, m EnterRequest) handle.Step {
-	p.enters[m.ID] = m.Reply
-	return p.core.Enter(now, m.ID, m.Label, m.Host)
-}
-
-// call keeps the caller's reply channel and asks the core.
-func (p *participantActor) call(m CallRequest) handle.Step {
-	p.calls[m.ID] = m.Reply
-	return p.core.Call(m.ID, p.build(m))
-}
-
-func (p *participantActor) stopping() handle.Step {
-	if p.reasking != nil {
-		p.reasking.Stop()
-	}
-	return p.core.Stop()
-}
-
-// do carries out a step: the sends (as requests, so the answers come back
-// here), the re-ask timer, the answers to waiting calls, the counts.
-func (p *participantActor) do(ctx actor.Context, s handle.Step) {
-	for _, snd := range s.Sends {
-		if r, ok := snd.To.(handle.Rank); ok && int(r) < len(p.replicas) {
-			ctx.Request(p.replicas[r], snd.Msg)
-		}
-		if l, ok := snd.To.(handle.Leaf); ok && int(l) < len(p.tree) {
-			if m, ok := snd.Msg.(*messages.BarrierTreeEnter); ok {
-				m.Shape = p.shape
-			}
-			ctx.Request(p.tree[l], snd.Msg)
-		}
-	}
-	for _, t := range s.Timers {
-		if p.reasking == nil {
-			sys, self, msg := ctx.ActorSystem(), ctx.Self(), t.Msg
-			p.reasking = time.AfterFunc(time.Until(t.At), func() { sys.Root.Send(self, msg) })
-		}
-	}
+// step steps the core (the generic driver carries out its Box:
+// participantDrive) and answers the waiting calls it ended, and counts.
+func (p *participantActor) step(ctx actor.Context, ev any) {
+	s, _ := participantDrive.Step(ctx, p, p.core, ev)
 	for _, a := range s.Enters {
 		if ch, ok := p.enters[a.ID]; ok {
 			delete(p.enters, a.ID)
@@ -187,6 +158,31 @@ func (p *participantActor) do(ctx actor.Context, s handle.Step) {
 	p.counters.Conflict.Add(int64(s.Conflict))
 	p.counters.Orphan.Add(int64(s.Orphans))
 }
+
+// participantDrive carries out the core's Box: each send goes as a
+// request (so that the answers come back here) to the replica of its
+// Rank or the barrier host at its Leaf, and the re-ask timer is armed
+// unless one is pending.
+var participantDrive = &shell.Driver[*participantActor, any, handle.Step]{Carrier: shell.Carrier[*participantActor]{
+	Route: func(ctx actor.Context, p *participantActor, snd outbox.Send) bool {
+		if r, ok := snd.To.(handle.Rank); ok && int(r) < len(p.replicas) {
+			ctx.Request(p.replicas[r], snd.Msg)
+		}
+		if l, ok := snd.To.(handle.Leaf); ok && int(l) < len(p.tree) {
+			if m, ok := snd.Msg.(*messages.BarrierTreeEnter); ok {
+				m.Shape = p.shape
+			}
+			ctx.Request(p.tree[l], snd.Msg)
+		}
+		return true
+	},
+	Timer: func(ctx actor.Context, p *participantActor, t outbox.Timer) {
+		if p.reasking == nil {
+			sys, self, msg := ctx.ActorSystem(), ctx.Self(), t.Msg
+			p.reasking = time.AfterFunc(time.Until(t.At), func() { sys.Root.Send(self, msg) })
+		}
+	},
+}}
 
 // build makes a call's message for each replica.
 func (p *participantActor) build(m CallRequest) []proto.Message {

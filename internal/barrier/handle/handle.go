@@ -237,8 +237,8 @@ func LeafOf(label string, positions int) int {
 	return int(h % uint32(max(positions, 1)))
 }
 
-// Enter enters label on host for the call id.
-func (p *Participant) Enter(now time.Time, id uint64, label, host string) (s Step) {
+// onEnter enters label on host for the call id.
+func (p *Participant) onEnter(now time.Time, id uint64, label, host string) (s Step) {
 	if w, ok := p.enters[label]; ok && w.id != id {
 		s.Enters = append(s.Enters, EnterAnswer{ID: id,
 			Err: messages.Errorf(messages.ErrorCode_CONFLICT, "label %q is already entering barrier %q", label, p.name)})
@@ -258,8 +258,8 @@ func (p *Participant) Enter(now time.Time, id uint64, label, host string) (s Ste
 	return s
 }
 
-// Reask sends every waiting Enter again.
-func (p *Participant) Reask(now time.Time) (s Step) {
+// onReask sends every waiting Enter again.
+func (p *Participant) onReask(now time.Time) (s Step) {
 	p.reasking = false
 	for _, w := range p.enters {
 		p.sendEnter(w, &s)
@@ -268,8 +268,8 @@ func (p *Participant) Reask(now time.Time) (s Step) {
 	return s
 }
 
-// Call sends msgs[rank] to each replica for the call id.
-func (p *Participant) Call(id uint64, msgs []proto.Message) (s Step) {
+// onCall sends msgs[rank] to each replica for the call id.
+func (p *Participant) onCall(id uint64, msgs []proto.Message) (s Step) {
 	p.calls[id] = absent{}
 	for rank, m := range msgs {
 		s.Send(Rank(rank), m)
@@ -286,9 +286,9 @@ func (p *Participant) Cancel(id uint64, label string) {
 	delete(p.calls, id)
 }
 
-// Outcome is a replica's news that label passed (fired, late or caught
+// onOutcome is a replica's news that label passed (fired, late or caught
 // up).
-func (p *Participant) Outcome(label string, kind Outcome, reason string) (s Step) {
+func (p *Participant) onOutcome(label string, kind Outcome, reason string) (s Step) {
 	if w, ok := p.enters[label]; ok {
 		delete(p.enters, label)
 		s.Enters = append(s.Enters, EnterAnswer{ID: w.id, Kind: kind, Reason: reason})
@@ -318,12 +318,12 @@ func (p *Participant) Outcome(label string, kind Outcome, reason string) (s Step
 	return s
 }
 
-// Refused is a replica's refusal of an Enter. NOT_FOUND, and a replica's
+// onRefused is a replica's refusal of an Enter. NOT_FOUND, and a replica's
 // news that it lost the barrier's state, fail the Enter only when every
 // replica of the round said one or the other (NOT_FOUND if all said
 // so, UNAVAILABLE otherwise): another replica may hold the barrier, and
 // the next round asks again.
-func (p *Participant) Refused(m *messages.BarrierRefused) (s Step) {
+func (p *Participant) onRefused(m *messages.BarrierRefused) (s Step) {
 	w, ok := p.enters[m.GetLabel()]
 	if !ok || (m.GetRequestId() != 0 && m.GetRequestId() != w.id) {
 		return s
@@ -346,13 +346,13 @@ func (p *Participant) Refused(m *messages.BarrierRefused) (s Step) {
 	return s
 }
 
-// Answered is a replica's answer to the call id: the acting primary's,
+// onAnswered is a replica's answer to the call id: the acting primary's,
 // which settles it at once, or a replica's news that it holds none of the
 // barrier (NOT_FOUND from its host, lost_state, or to a Close, DELETED:
 // see absence), which settles it only once every replica gave one (see
 // absent.verdict). Waiting for the primary's answer alone, a call to a
 // barrier whose every replica lost its state waited for its deadline.
-func (p *Participant) Answered(id uint64, m proto.Message) (s Step) {
+func (p *Participant) onAnswered(id uint64, m proto.Message) (s Step) {
 	a, ok := p.calls[id]
 	if !ok {
 		return s
@@ -368,8 +368,8 @@ func (p *Participant) Answered(id uint64, m proto.Message) (s Step) {
 	return s
 }
 
-// Stop ends every waiting call: the handle stopped.
-func (p *Participant) Stop() (s Step) {
+// onStop ends every waiting call: the handle stopped.
+func (p *Participant) onStop() (s Step) {
 	for l, w := range p.enters {
 		s.Enters = append(s.Enters, EnterAnswer{ID: w.id,
 			Err: messages.Errorf(messages.ErrorCode_CANCELED, "barrier %q: handle stopped while %q waited", p.name, l)})

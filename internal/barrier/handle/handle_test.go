@@ -34,38 +34,38 @@ func notFound(label string, id uint64, rank int32) *messages.BarrierRefused {
 func TestEnterNotFoundNeedsAWholeRound(t *testing.T) {
 	p := New("b")
 	p.Setup(3, 4, false)
-	s := p.Enter(t0, 1, "l", "h")
+	s := p.onEnter(t0, 1, "l", "h")
 	if got := enters(s); len(got) != 3 || len(s.Timers) != 1 || !s.Timers[0].At.Equal(t0.Add(ReaskEvery)) {
 		t.Fatalf("enter: %d Enters, timers %v; want 3 and one re-ask at +%v", len(got), s.Timers, ReaskEvery)
 	}
-	if s := p.Enter(t0, 2, "m", "h"); len(s.Timers) != 0 {
+	if s := p.onEnter(t0, 2, "m", "h"); len(s.Timers) != 0 {
 		t.Fatal("a second waiting Enter armed a second timer")
 	}
 	for _, rank := range []int32{0, 1, 1, 0} {
-		if s := p.Refused(notFound("l", 1, rank)); len(s.Enters) != 0 {
+		if s := p.onRefused(notFound("l", 1, rank)); len(s.Enters) != 0 {
 			t.Fatalf("NOT_FOUND from part of the round failed the Enter: %v", s.Enters)
 		}
 	}
-	s = p.Reask(t0.Add(ReaskEvery))
+	s = p.onReask(t0.Add(ReaskEvery))
 	if len(enters(s)) != 6 || len(s.Timers) != 1 {
 		t.Fatalf("re-ask: %d Enters, %d timers; want both labels to every replica and the timer again", len(enters(s)), len(s.Timers))
 	}
-	p.Refused(notFound("l", 1, 2))
-	p.Refused(notFound("l", 1, 0))
-	if s := p.Refused(notFound("l", 99, 1)); len(s.Enters) != 0 {
+	p.onRefused(notFound("l", 1, 2))
+	p.onRefused(notFound("l", 1, 0))
+	if s := p.onRefused(notFound("l", 99, 1)); len(s.Enters) != 0 {
 		t.Fatal("a refusal of another request id counted")
 	}
-	s = p.Refused(notFound("l", 1, 1))
+	s = p.onRefused(notFound("l", 1, 1))
 	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || !errors.Is(s.Enters[0].Err, messages.ErrNotFound) {
 		t.Fatalf("a whole round of NOT_FOUND: %+v, want Enter 1 failed NOT_FOUND", s.Enters)
 	}
-	if s := p.Refused(&messages.BarrierRefused{Label: "m", RequestId: 2, Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}); len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrCapacity) {
+	if s := p.onRefused(&messages.BarrierRefused{Label: "m", RequestId: 2, Error: messages.Errorf(messages.ErrorCode_CAPACITY, "full")}); len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrCapacity) {
 		t.Fatalf("another refusal fails at once: %+v", s.Enters)
 	}
 	if p.Waiting() != 0 {
 		t.Fatalf("%d Enters still wait", p.Waiting())
 	}
-	if s := p.Reask(t0.Add(2 * ReaskEvery)); len(s.Sends) != 0 || len(s.Timers) != 0 {
+	if s := p.onReask(t0.Add(2 * ReaskEvery)); len(s.Sends) != 0 || len(s.Timers) != 0 {
 		t.Fatal("a re-ask with nothing waiting sent or armed something")
 	}
 }
@@ -75,21 +75,21 @@ func TestEnterNotFoundNeedsAWholeRound(t *testing.T) {
 func TestOutcomesAnswerOnceAndCountTheRest(t *testing.T) {
 	p := New("b")
 	p.Setup(2, 4, false)
-	p.Enter(t0, 1, "l", "h")
-	if s := p.Enter(t0, 2, "l", "h"); len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrConflict) || len(s.Sends) != 0 {
+	p.onEnter(t0, 1, "l", "h")
+	if s := p.onEnter(t0, 2, "l", "h"); len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrConflict) || len(s.Sends) != 0 {
 		t.Fatalf("second Enter of a waiting label: %+v", s)
 	}
-	s := p.Outcome("l", Fired, "all")
+	s := p.onOutcome("l", Fired, "all")
 	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || s.Enters[0].Kind != Fired || s.Enters[0].Reason != "all" {
 		t.Fatalf("outcome: %+v", s.Enters)
 	}
-	if s := p.Outcome("l", Fired, "all"); s.Dup != 1 || len(s.Enters) != 0 {
+	if s := p.onOutcome("l", Fired, "all"); s.Dup != 1 || len(s.Enters) != 0 {
 		t.Fatalf("duplicate: %+v", s)
 	}
-	if s := p.Outcome("l", Late, ""); s.Conflict != 1 {
+	if s := p.onOutcome("l", Late, ""); s.Conflict != 1 {
 		t.Fatalf("other outcome of an answered label: %+v", s)
 	}
-	if s := p.Outcome("x", Fired, ""); s.Orphans != 1 || len(s.Sends) != 0 {
+	if s := p.onOutcome("x", Fired, ""); s.Orphans != 1 || len(s.Sends) != 0 {
 		t.Fatalf("orphan on a plain barrier: %+v", s)
 	}
 }
@@ -99,9 +99,9 @@ func TestOutcomesAnswerOnceAndCountTheRest(t *testing.T) {
 func TestSemaphoreGivesBackAnOrphanSlot(t *testing.T) {
 	p := New("s")
 	p.Setup(3, 2, true)
-	p.Enter(t0, 1, "l", "h")
+	p.onEnter(t0, 1, "l", "h")
 	p.Cancel(1, "l")
-	s := p.Outcome("l", Fired, "")
+	s := p.onOutcome("l", Fired, "")
 	if s.Orphans != 1 || len(s.Sends) != 3 {
 		t.Fatalf("orphan admission: %+v, want three releases", s)
 	}
@@ -117,20 +117,20 @@ func TestSemaphoreGivesBackAnOrphanSlot(t *testing.T) {
 func TestCallsAndStop(t *testing.T) {
 	p := New("b")
 	p.Setup(2, 4, false)
-	s := p.Call(7, []proto.Message{&messages.BarrierStatus{Name: "b"}, &messages.BarrierStatus{Name: "b"}})
+	s := p.onCall(7, []proto.Message{&messages.BarrierStatus{Name: "b"}, &messages.BarrierStatus{Name: "b"}})
 	if len(s.Sends) != 2 || s.Sends[1].To != Rank(1) {
 		t.Fatalf("call sends: %v", s.Sends)
 	}
 	reply := &messages.BarrierStatusReply{RequestId: 7}
-	if s := p.Answered(7, reply); len(s.Calls) != 1 || s.Calls[0].Msg != reply {
+	if s := p.onAnswered(7, reply); len(s.Calls) != 1 || s.Calls[0].Msg != reply {
 		t.Fatalf("answer: %+v", s.Calls)
 	}
-	if s := p.Answered(7, reply); len(s.Calls) != 0 {
+	if s := p.onAnswered(7, reply); len(s.Calls) != 0 {
 		t.Fatal("a call answered twice")
 	}
-	p.Call(8, nil)
-	p.Enter(t0, 9, "l", "h")
-	s = p.Stop()
+	p.onCall(8, nil)
+	p.onEnter(t0, 9, "l", "h")
+	s = p.onStop()
 	if len(s.Calls) != 1 || s.Calls[0].ID != 8 || s.Calls[0].Msg != nil ||
 		len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrCanceled) {
 		t.Fatalf("stop: %+v", s)
@@ -147,29 +147,29 @@ func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 	deleted := func(rank int32) *messages.BarrierClosed {
 		return &messages.BarrierClosed{Name: "b", FromRank: rank, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", "b")}
 	}
-	p.Call(1, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	p.onCall(1, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	for _, rank := range []int32{1, 2, 2} {
-		if s := p.Answered(1, deleted(rank)); len(s.Calls) != 0 {
+		if s := p.onAnswered(1, deleted(rank)); len(s.Calls) != 0 {
 			t.Fatalf("a backup's DELETED answered the Close: %+v", s.Calls)
 		}
 	}
-	s := p.Answered(1, &messages.BarrierClosed{Name: "b"})
+	s := p.onAnswered(1, &messages.BarrierClosed{Name: "b"})
 	if len(s.Calls) != 1 || s.Calls[0].Msg.(*messages.BarrierClosed).GetError() != nil {
 		t.Fatalf("the primary's answer: %+v", s.Calls)
 	}
-	if s := p.Answered(1, deleted(0)); len(s.Calls) != 0 {
+	if s := p.onAnswered(1, deleted(0)); len(s.Calls) != 0 {
 		t.Fatal("a late answer to a settled call")
 	}
-	p.Call(2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	p.onCall(2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	var got []CallAnswer
 	for rank := range int32(3) {
-		got = append(got, p.Answered(2, deleted(rank)).Calls...)
+		got = append(got, p.onAnswered(2, deleted(rank)).Calls...)
 	}
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierClosed).GetError()), messages.ErrDeleted) {
 		t.Fatalf("a Close of a barrier closed before: %+v", got)
 	}
-	p.Call(3, []proto.Message{&messages.BarrierStatus{}})
-	if s := p.Answered(3, &messages.BarrierStatusReply{Error: messages.Errorf(messages.ErrorCode_DELETED, "closed")}); len(s.Calls) != 1 {
+	p.onCall(3, []proto.Message{&messages.BarrierStatus{}})
+	if s := p.onAnswered(3, &messages.BarrierStatusReply{Error: messages.Errorf(messages.ErrorCode_DELETED, "closed")}); len(s.Calls) != 1 {
 		t.Fatal("a status call waited past its first answer")
 	}
 }
@@ -187,18 +187,18 @@ func lost(label string, id uint64, rank int32) *messages.BarrierRefused {
 func TestEnterFailsOnceEveryReplicaLostTheState(t *testing.T) {
 	p := New("b")
 	p.Setup(3, 4, false)
-	p.Enter(t0, 1, "l", "h")
+	p.onEnter(t0, 1, "l", "h")
 	for _, m := range []*messages.BarrierRefused{lost("l", 1, 0), lost("l", 1, 0), lost("l", 1, 1), lost("l", 1, 3), lost("l", 1, -1)} {
-		if s := p.Refused(m); len(s.Enters) != 0 {
+		if s := p.onRefused(m); len(s.Enters) != 0 {
 			t.Fatalf("%v failed the Enter with two of three replicas heard: %v", m, s.Enters)
 		}
 	}
-	p.Reask(t0.Add(ReaskEvery)) // a new round: ranks 0 and 1 must say so again
-	if s := p.Refused(lost("l", 1, 2)); len(s.Enters) != 0 {
+	p.onReask(t0.Add(ReaskEvery)) // a new round: ranks 0 and 1 must say so again
+	if s := p.onRefused(lost("l", 1, 2)); len(s.Enters) != 0 {
 		t.Fatalf("rank 2 alone in a new round failed the Enter: %v", s.Enters)
 	}
-	p.Refused(lost("l", 1, 0))
-	s := p.Refused(lost("l", 1, 1))
+	p.onRefused(lost("l", 1, 0))
+	s := p.onRefused(lost("l", 1, 1))
 	if len(s.Enters) != 1 || s.Enters[0].ID != 1 || !errors.Is(s.Enters[0].Err, messages.ErrUnavailable) {
 		t.Fatalf("every replica lost the state: %+v, want Enter 1 failed UNAVAILABLE", s.Enters)
 	}
@@ -226,40 +226,40 @@ func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
 	gone := func(rank int32) *messages.BarrierStatusReply {
 		return &messages.BarrierStatusReply{FromRank: rank, LostState: true, Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "replica %d lost the barrier's state", rank)}
 	}
-	p.Call(1, status)
+	p.onCall(1, status)
 	for _, m := range []*messages.BarrierStatusReply{nf(0), gone(2), nf(0), nf(5)} {
-		if s := p.Answered(1, m); len(s.Calls) != 0 {
+		if s := p.onAnswered(1, m); len(s.Calls) != 0 {
 			t.Fatalf("%v answered the call while rank 1 may hold the barrier", m)
 		}
 	}
 	primary := &messages.BarrierStatusReply{FromRank: 1, Entered: 2}
-	if s := p.Answered(1, primary); len(s.Calls) != 1 || s.Calls[0].Msg != primary {
+	if s := p.onAnswered(1, primary); len(s.Calls) != 1 || s.Calls[0].Msg != primary {
 		t.Fatalf("the acting primary's answer: %+v", s.Calls)
 	}
 
-	p.Call(2, status)
+	p.onCall(2, status)
 	var got []CallAnswer
 	for rank := range int32(3) {
-		got = append(got, p.Answered(2, nf(rank)).Calls...)
+		got = append(got, p.onAnswered(2, nf(rank)).Calls...)
 	}
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierStatusReply).GetError()), messages.ErrNotFound) {
 		t.Fatalf("every host without the barrier: %+v, want NOT_FOUND", got)
 	}
 
-	p.Call(3, status)
+	p.onCall(3, status)
 	got = nil
 	for _, m := range []*messages.BarrierStatusReply{gone(0), nf(1), gone(2)} {
-		got = append(got, p.Answered(3, m).Calls...)
+		got = append(got, p.onAnswered(3, m).Calls...)
 	}
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierStatusReply).GetError()), messages.ErrUnavailable) {
 		t.Fatalf("no replica holds the state: %+v, want UNAVAILABLE", got)
 	}
 
 	// A Close: every replica lost the state.
-	p.Call(4, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	p.onCall(4, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	got = nil
 	for rank := range int32(3) {
-		got = append(got, p.Answered(4, &messages.BarrierClosed{FromRank: rank, LostState: true,
+		got = append(got, p.onAnswered(4, &messages.BarrierClosed{FromRank: rank, LostState: true,
 			Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "lost")}).Calls...)
 	}
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierClosed).GetError()), messages.ErrUnavailable) {
@@ -273,10 +273,10 @@ func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
 func TestEnterFailsWhenNoReplicaHoldsTheState(t *testing.T) {
 	p := New("b")
 	p.Setup(3, 4, false)
-	p.Enter(t0, 1, "l", "h")
-	p.Refused(notFound("l", 1, 0))
-	p.Refused(lost("l", 1, 2))
-	s := p.Refused(notFound("l", 1, 1))
+	p.onEnter(t0, 1, "l", "h")
+	p.onRefused(notFound("l", 1, 0))
+	p.onRefused(lost("l", 1, 2))
+	s := p.onRefused(notFound("l", 1, 1))
 	if len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrUnavailable) {
 		t.Fatalf("no replica holds the state: %+v, want UNAVAILABLE", s.Enters)
 	}
