@@ -8,6 +8,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/rendezvous"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -228,7 +229,7 @@ func (w *world) route(from *host, snd outbox.Send) {
 					fs.locating = 0
 					fs.inline = m.GetHasInline()
 				}
-				fs.apply(fs.p.Located(m, w.now()))
+				fs.step(storeproto.FetchLocated{Reply: m})
 			}
 		})
 	case coordReply:

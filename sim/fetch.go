@@ -6,6 +6,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/fetchrun"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -51,7 +52,7 @@ func (fs *fetchSession) locateLost(attempt uint64) {
 			return
 		}
 		fs.locating = 0
-		fs.apply(fs.p.LocateFailed(attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard's member %s failed", fs.locHome.name), w.now()))
+		fs.step(storeproto.FetchLocateFailed{Attempt: attempt, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard's member %s failed", fs.locHome.name)})
 	})
 }
 
@@ -97,46 +98,64 @@ func (fs *fetchSession) start() {
 	fs.obj = h.obj(fs.id)
 	fs.stream, fs.sender = nil, nil
 	fs.p = fetchrun.NewFetch(storeproto.FetchConfig{Self: h.ref, Grace: w.p.Grace, Rand: h.rng}, h.store, so, fs.deadline, nil)
-	fs.apply(fs.p.Start(w.now()))
+	fs.step(storeproto.FetchStart{})
 }
 
-// apply carries out one step's output.
-func (fs *fetchSession) apply(out storeproto.FetchOutput) {
+// step steps the fetch with ev at the world's now: the simulator's
+// driver carries out its Box (fetchDriver), then own what is the
+// fetch's own.
+func (fs *fetchSession) step(ev any) { fs.own(fetchDriver.step(fs.w, fs, fs.p, ev)) }
+
+// fetchDriver carries out a fetch's Box: a send goes to the shard of the
+// object it names (a Locate is a call, lost if the shard's home dies
+// before it answers), and the fetch's timer comes back as its event
+// unless the fetch ended or its host died. (Set in init: its hooks step
+// the fetches it drives.)
+var fetchDriver *driver[*fetchSession, any, storeproto.FetchOutput]
+
+func init() {
+	fetchDriver = &driver[*fetchSession, any, storeproto.FetchOutput]{
+		send: func(w *world, fs *fetchSession, s outbox.Send) {
+			to, ok := s.To.(directory.ShardOf)
+			if !ok {
+				return
+			}
+			if l, ok := s.Msg.(*messages.Locate); ok {
+				// The Locate is a call: if the shard's home dies before it
+				// answers (or is dead, the members not knowing yet), the call
+				// fails once the connection resets.
+				home := w.shardHost(w.shardFor(string(to)))
+				fs.locating, fs.locHome = l.GetAttempt(), home
+				if !home.alive {
+					fs.locateLost(l.GetAttempt())
+				}
+			}
+			w.toShard(fs.h, to, s.Msg, fetchReply{h: fs.h, id: fs.id})
+		},
+		timer: func(w *world, fs *fetchSession, t outbox.Timer) {
+			ft, ok := t.Msg.(storeproto.FetchTimer)
+			if !ok {
+				return
+			}
+			w.eng.at(virt(t.At), func() {
+				if !fs.done && fs.h.alive {
+					fs.step(ft)
+				}
+			})
+		},
+	}
+}
+
+// own carries out what is the fetch's own in a step's output: a stream
+// to cut, one to start, the fetch's end.
+func (fs *fetchSession) own(out storeproto.FetchOutput) {
 	w := fs.w
-	for _, s := range out.Sends {
-		to, ok := s.To.(directory.ShardOf)
-		if !ok {
-			continue
-		}
-		if l, ok := s.Msg.(*messages.Locate); ok {
-			// The Locate is a call: if the shard's home dies before it
-			// answers (or is dead, the members not knowing yet), the call
-			// fails once the connection resets.
-			home := w.shardHost(w.shardFor(string(to)))
-			fs.locating, fs.locHome = l.GetAttempt(), home
-			if !home.alive {
-				fs.locateLost(l.GetAttempt())
-			}
-		}
-		w.toShard(fs.h, to, s.Msg, fetchReply{h: fs.h, id: fs.id})
-	}
-	for _, t := range out.Timers {
-		ft, ok := t.Msg.(storeproto.FetchTimer)
-		if !ok {
-			continue
-		}
-		w.eng.at(virt(t.At), func() {
-			if !fs.done && fs.h.alive {
-				fs.apply(fs.p.Timer(ft, w.now()))
-			}
-		})
-	}
 	if out.Cut != 0 && fs.stream != nil && fs.sid == out.Cut {
 		st, sid := fs.stream, fs.sid
 		st.cut()
 		w.eng.after(0, func() {
 			if !fs.done {
-				fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "cut"), w.now()))
+				fs.step(storeproto.FetchStreamEnded{Stream: sid, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "cut")})
 			}
 		})
 	}
@@ -166,7 +185,7 @@ func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 	sid := cmd.ID
 	if sender == nil {
 		w.eng.after(w.p.Latency, func() {
-			fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no such sender"), w.now()))
+			fs.step(storeproto.FetchStreamEnded{Stream: sid, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no such sender")})
 		})
 		return
 	}
@@ -187,7 +206,7 @@ func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 			if fs.done || fs.sid != sid {
 				return
 			}
-			fs.apply(fs.p.StreamEnded(sid, err, w.now()))
+			fs.step(storeproto.FetchStreamEnded{Stream: sid, Err: err})
 		})
 }
 
@@ -229,7 +248,7 @@ func (fs *fetchSession) finish(err error) {
 func (h *host) senderFailed(node string) {
 	for _, fs := range h.fetches {
 		if !fs.done && fs.sender != nil && fs.sender.name == node {
-			fs.apply(fs.p.SenderFailed(node))
+			fs.step(storeproto.FetchSenderFailed{Node: node})
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -335,7 +336,7 @@ func (red *coordRun) atNode(h *host, msg any) {
 		if fs := h.fetch(id); fs != nil && fs.stream != nil && !fs.stream.ended {
 			st, sid := fs.stream, fs.sid
 			st.cut()
-			fs.apply(fs.p.StreamEnded(sid, messages.Errorf(messages.ErrorCode_RESET, "dropped"), w.now()))
+			fs.step(storeproto.FetchStreamEnded{Stream: sid, Err: messages.Errorf(messages.ErrorCode_RESET, "dropped")})
 		} else {
 			h.drop(id)
 		}

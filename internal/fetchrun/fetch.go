@@ -188,3 +188,33 @@ func markRun(o *objstore.Object, op *storeproto.StoreOp) {
 		o.MarkRun(op.Run, op.Reduced)
 	}
 }
+
+// Step is the fetch as a core: it steps the protocol with ev at now,
+// the store's state filled in, and runs the store operations the step
+// asks for. ev is storeproto.FetchStart, FetchLocated, FetchLocateFailed,
+// FetchStreamEnded, FetchIntoStreamEnded, FetchSenderFailed, FetchStop,
+// FetchDropped (their State, if any, is read here), or the protocol's
+// own FetchTimer coming back. Any other event asks for nothing.
+func (f *Fetch) Step(now time.Time, ev any) storeproto.FetchOutput {
+	switch e := ev.(type) {
+	case storeproto.FetchStart:
+		return f.Start(now)
+	case storeproto.FetchLocated:
+		return f.Located(e.Reply, now)
+	case storeproto.FetchLocateFailed:
+		return f.LocateFailed(e.Attempt, e.Err, now)
+	case storeproto.FetchTimer:
+		return f.Timer(e, now)
+	case storeproto.FetchStreamEnded:
+		return f.StreamEnded(e.Stream, e.Err, now)
+	case storeproto.FetchIntoStreamEnded:
+		return f.IntoStreamEnded(e.Stream, e.UpTo, e.Err, now)
+	case storeproto.FetchSenderFailed:
+		return f.SenderFailed(e.Node)
+	case storeproto.FetchStop:
+		return f.Stop()
+	case storeproto.FetchDropped:
+		return f.Dropped()
+	}
+	return storeproto.FetchOutput{}
+}
