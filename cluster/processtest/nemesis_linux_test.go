@@ -162,6 +162,7 @@ func TestNemesis(t *testing.T) {
 		certs, ccfg := nemesisCerts(t, bed)
 		lanes[k] = lane{bed: bed, certs: certs, client: nemesisClient(t, bed, ccfg)}
 	}
+	stalls := watchDriverStalls(t.Context())
 	var (
 		mu   sync.Mutex
 		next int
@@ -182,7 +183,7 @@ func TestNemesis(t *testing.T) {
 				next++
 				mu.Unlock()
 				seed := first + uint64(i)
-				r := &nemesisRun{t: t, seed: seed, bed: l.bed, bin: bin, tls: l.certs, client: l.client, port: 20000 + 4*(i%1000), srcSize: srcSize, deadline: deadline,
+				r := &nemesisRun{t: t, seed: seed, stalls: stalls, bed: l.bed, bin: bin, tls: l.certs, client: l.client, port: 20000 + 4*(i%1000), srcSize: srcSize, deadline: deadline,
 					plan: nemesis.Plan{Hosts: members, Span: span, Longest: 6 * time.Second, Gap: 3 * time.Second}}
 				ok := r.run()
 				seedCounts := r.counts()
@@ -203,12 +204,17 @@ type nemesisSummary struct {
 	failed []uint64
 	counts map[string]int // calls by kind and outcome, faults by kind
 	// violations by rule, and member processes that exited unbidden.
-	rules   map[history.Rule]int
-	crashes int
+	rules      map[history.Rule]int
+	crashes    int
+	driverLate int
 	// latest is the answer latest past its deadline (negative: every
 	// answer came this long before its deadline at least).
 	latest      time.Duration
 	latestLabel string
+	// net is the latest past its deadline less the driver's own stalls
+	// in that time.
+	net      time.Duration
+	netLabel string
 }
 
 func (s *nemesisSummary) add(r *nemesisRun, ok bool, counts map[string]int) {
@@ -227,6 +233,7 @@ func (s *nemesisSummary) add(r *nemesisRun, ok bool, counts map[string]int) {
 		s.rules[v.Rule]++
 	}
 	s.crashes += r.crashes
+	s.driverLate += r.driverLate
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, o := range r.h.Ops {
@@ -235,6 +242,11 @@ func (s *nemesisSummary) add(r *nemesisRun, ok bool, counts map[string]int) {
 		}
 		if late := o.End.Sub(o.Deadline); s.latestLabel == "" || late > s.latest {
 			s.latest, s.latestLabel = late, fmt.Sprintf("seed %d %s", r.seed, o.Label)
+		}
+		if late := o.End.Sub(o.Deadline); late > 0 && r.stalls != nil {
+			if net := late - r.stalls.within(o.Deadline, o.End); s.netLabel == "" || net > s.net {
+				s.net, s.netLabel = net, fmt.Sprintf("seed %d %s", r.seed, o.Label)
+			}
 		}
 	}
 }
@@ -271,8 +283,12 @@ func (s *nemesisSummary) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "  other violations: %v\n", other)
+	fmt.Fprintf(&b, "  answers past deadline+grace only while the driver itself did not run: %d\n", s.driverLate)
 	if s.latestLabel != "" {
-		fmt.Fprintf(&b, "  latest answer against its deadline: %+v (grace %v): %s", s.latest.Round(time.Millisecond), nemesisModel.Grace, s.latestLabel)
+		fmt.Fprintf(&b, "  latest answer against its deadline: %v (grace %v): %s\n", s.latest.Round(time.Millisecond), nemesisModel.Grace, s.latestLabel)
+	}
+	if s.netLabel != "" {
+		fmt.Fprintf(&b, "  latest past its deadline less the driver's own stalls: %v: %s\n", s.net.Round(time.Millisecond), s.netLabel)
 	}
 	return b.String()
 }
@@ -368,6 +384,10 @@ type nemesisRun struct {
 	// links leave, and the member processes that exited unbidden.
 	violations []history.Violation
 	crashes    int
+	// stalls are the driver's own; driverLate counts the answers late
+	// only by them.
+	stalls     *driverStalls
+	driverLate int
 }
 
 func (r *nemesisRun) logf(format string, args ...any) {
@@ -439,6 +459,10 @@ func (r *nemesisRun) run() bool {
 	r.mu.Unlock()
 	rep := history.Check(h, r.model())
 	rep.Violations = slices.DeleteFunc(rep.Violations, func(v history.Violation) bool {
+		if why := lateExcuse(h, v, nemesisModel.Grace, r.stalls); why != "" {
+			r.driverLate++
+			return true
+		}
 		return degradedExcuse(h, v, nemesisModel.Settle) != ""
 	})
 	r.violations, r.crashes = rep.Violations, len(crashed)
