@@ -410,6 +410,12 @@ func (r *nemesisRun) run() bool {
 	replay := fmt.Sprintf("replay: %sHOPLITE_NEMESIS_SEED=%d HOPLITE_NEMESIS_MEMBERS=%d HOPLITE_NEMESIS_SPAN=%v go test -race -count 1 -run 'TestNemesis$' ./cluster/processtest (as root)",
 		env, r.seed, r.plan.Hosts, r.plan.Span)
 	defer r.stopAll()
+	// An earlier seed's heal may have failed: each seed starts on a
+	// healed bed.
+	if err := r.healBed(); err != nil {
+		r.t.Errorf("seed %d: heal the bed before the seed: %v (a harness problem)\n%s", r.seed, err, replay)
+		return false
+	}
 	for i := range r.bed.Hosts {
 		p, err := r.start(i)
 		if err != nil {
@@ -756,13 +762,30 @@ func (r *nemesisRun) inject(ctx context.Context, start time.Time, schedule []nem
 
 // heal removes every filter; the bed's teardown does if ctx has ended.
 func (r *nemesisRun) heal(f nemesis.Fault) {
-	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := r.healBed(); err != nil {
+		r.problem("heal %s: %v", f, err)
+	}
+}
+
+// healBed removes every filter from the bed's hosts, each command tried
+// three times: a loaded machine can take longer than a command's time,
+// and a filter left in place would cut the hosts of every later seed on
+// the bed.
+func (r *nemesisRun) healBed() error {
+	hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, c := range r.bed.Heal() {
-		if err := runCmd(hctx, c); err != nil {
-			r.problem("heal %s: %v", f, err)
+		var err error
+		for range 3 {
+			if err = runCmd(hctx, c); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func (r *nemesisRun) problem(format string, args ...any) {
@@ -866,6 +889,15 @@ func (r *nemesisRun) call(ctx context.Context, label string, kind history.OpKind
 		o.Code = me.GetCode()
 	default:
 		o.Code = messages.ErrorCode_INTERNAL
+	}
+	if err != nil {
+		// The answer's text names the shard or node that gave it, which
+		// a violation needs to be traced.
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		o.Label += " -> " + msg
 	}
 	return o, true
 }
