@@ -467,6 +467,19 @@ func (s *Store) removeLocked(o *Object, err error) {
 	o.dropped(err)
 }
 
+// intermediateNotCreated is OpenObject's error for a Reduce intermediate
+// its reader stopped waiting for (ctx ended) before this node's worker
+// created it. The reader's deadline passing is a TIMEOUT, and any other
+// end of its wait (its run stopped, its stream went) UNAVAILABLE, as
+// from a node that failed: NOT_FOUND made a tree position fail its
+// whole Reduce with NOT_FOUND though every id the caller named existed.
+func intermediateNotCreated(ctx context.Context, id string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return messages.Errorf(messages.ErrorCode_TIMEOUT, "reduce intermediate %q was not created on this node before its reader's deadline", id)
+	}
+	return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce intermediate %q was not created on this node before its reader stopped waiting", id)
+}
+
 // OpenObject implements transport.Source: a reader that holds the object
 // against eviction until it is closed. A receiver is announced as a
 // partial location before it knows the object's size; opening it waits
@@ -503,7 +516,7 @@ func (s *Store) OpenObject(ctx context.Context, id string) (transport.ObjectRead
 			case <-ch:
 				continue
 			case <-ctx.Done():
-				return nil, messages.Errorf(messages.ErrorCode_NOT_FOUND, "object %q is not on this node (waited for its reduce worker to create it)", id)
+				return nil, intermediateNotCreated(ctx, id)
 			}
 		}
 		o.mu.Lock()

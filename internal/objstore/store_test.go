@@ -624,11 +624,12 @@ func TestStoreOpenObjectWaitsForInternalOutput(t *testing.T) {
 		t.Fatalf("OpenObject = %v", err)
 	}
 
-	// The wait ends with its context, as NOT_FOUND.
+	// The wait ends with its context, as UNAVAILABLE (TIMEOUT at its
+	// deadline: TestOpenIntermediateNotCreatedIsNotNotFound).
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := s.OpenObject(ctx, directory.InternalPrefix+"reduce/r/2/1")
-	testutil.WantErr(t, err, messages.ErrNotFound)
+	testutil.WantErr(t, err, messages.ErrUnavailable)
 
 	// A failed store has nothing to wait for, and says its node is gone
 	// (UNAVAILABLE: readers fail over), not that the object is missing.
