@@ -42,7 +42,10 @@ import (
 // endpoint of the client's own, at its address (WithBind's host), which
 // the member fetches them from. So an object is capped only by the
 // members' capacity, and PutFrom and GetTo stream from an io.Reader and
-// into an io.Writer.
+// into an io.Writer. The exception is a client of an embedded cluster
+// (StartLocal), whose members' data plane is their process's memory,
+// which no other process reaches: its bytes ride inside the requests,
+// at most one remote message (256 MiB) each.
 type Client struct {
 	*storenode.Client
 	system  *actor.ActorSystem
@@ -193,6 +196,15 @@ func dialWith(ctx context.Context, c *Client, cfg dialConfig, addrs []string, bh
 	}
 	c.use(member, hello)
 	c.Client = storenode.NewFailoverClient(c.system.Root, hello.GetStore().PID(), cfg.timeout, c.failover)
+	if !reachableData(hello.GetStore().GetDataAddress()) {
+		// The member's data plane is its process's memory (an embedded
+		// cluster's, StartLocal): no other process reaches it, and the
+		// bytes ride inside the requests, at most one remote message
+		// each. Its members all have one, so failing over changes
+		// nothing.
+		c.startRefresh()
+		return c, nil
+	}
 	// The members' data planes require mutual TLS when remote does: the
 	// client's certificate serves both.
 	c.data = transport.NewTCP(transport.TCPConfig{ListenAddr: net.JoinHostPort(bhost, "0"), TLS: cfg.tls})
@@ -203,6 +215,13 @@ func dialWith(ctx context.Context, c *Client, cfg dialConfig, addrs []string, bh
 	go bufalloc.ChoosePages()
 	c.startRefresh()
 	return c, nil
+}
+
+// reachableData says whether addr, a member's data address, is one
+// another process can connect to: a TCP data plane's "host:port#…", not
+// an in-memory one's "mem://…" nor none.
+func reachableData(addr string) bool {
+	return addr != "" && !strings.Contains(addr, "://")
 }
 
 // manageMember is the member address that a manage port at addr names
