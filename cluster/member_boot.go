@@ -182,7 +182,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.table.Store(&table)
 	m.coord = coordactor.ActorConfig{Self: m.ref, ShardFor: m.shardFor, PushAt: m.pushAt, SubscribeAt: m.subscribeAt, CallData: m.callData, Estimator: m.estimator, Log: m.log,
-		BeforeReceive: cfg.hooks.Coordinator, Stretch: m.lag.Stretch,
+		BeforeReceive: cfg.hooks.Coordinator, Stretch: m.lag.Stretch, WatchViaShard: true,
 		Reduce: reduction.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.exp.ReduceShape, ForceDegree: cfg.exp.ReduceDegree,
 			AllReduceShape: cfg.exp.AllReduceShape, Paced: m.pace() > 0, MinSlice: bufalloc.HugeMin, UnbatchedTasks: cfg.exp.UnbatchedReduceTasks,
 			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}

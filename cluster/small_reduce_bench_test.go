@@ -26,11 +26,18 @@ import (
 //
 //	go test -run '^$' -bench SmallReduce -benchtime 500x -count 5 ./cluster/
 func BenchmarkSmallReduce(b *testing.B) {
-	b.Run("at-caller", func(b *testing.B) { benchSmallReduce(b, true) })
-	b.Run("elsewhere", func(b *testing.B) { benchSmallReduce(b, false) })
+	b.Run("at-caller", func(b *testing.B) { benchSmallReduce(b, true, false) })
+	b.Run("elsewhere", func(b *testing.B) { benchSmallReduce(b, false, false) })
 }
 
-func benchSmallReduce(b *testing.B, atCaller bool) {
+// BenchmarkSmallAllReduce is BenchmarkSmallReduce's at-caller case as an
+// AllReduce: the coordinator also pushes the result to the seven other
+// participants, and the call returns once each holds it.
+//
+//	go test -run '^$' -bench SmallAllReduce -benchtime 500x -count 5 ./cluster/
+func BenchmarkSmallAllReduce(b *testing.B) { benchSmallReduce(b, true, true) }
+
+func benchSmallReduce(b *testing.B, atCaller, all bool) {
 	const nodes = 8
 	l := benchCluster(b, Config{Nodes: nodes})
 	ctx := benchContext(b, benchTimeout)
@@ -57,7 +64,12 @@ func benchSmallReduce(b *testing.B, atCaller bool) {
 	for n := range b.N {
 		rctx, cancel := context.WithTimeout(ctx, benchTimeout)
 		t0 := time.Now()
-		_, err := c0.Reduce(rctx, targets[n], sources[n], nodes, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+		var err error
+		if all {
+			_, err = c0.AllReduce(rctx, targets[n], sources[n], nodes, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+		} else {
+			_, err = c0.Reduce(rctx, targets[n], sources[n], nodes, messages.ReduceOp_SUM, messages.DType_FLOAT32)
+		}
 		lat = append(lat, time.Since(t0))
 		cancel()
 		if err != nil {

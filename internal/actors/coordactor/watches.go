@@ -18,8 +18,30 @@ func (c *Coordinator) watchNode(ctx actor.Context, n *messages.NodeRef) {
 		return
 	}
 	c.watched[key] = n.GetNodeId()
+	if c.cfg.WatchViaShard && ctx.Parent() != nil {
+		ctx.Send(ctx.Parent(), &WatchNode{Node: n, Watcher: ctx.Self()})
+		return
+	}
+	c.watchSelf(ctx, n)
+}
+
+// WatchSelf tells a coordinator that its shard could not watch Node for
+// it: it watches the node itself.
+type WatchSelf struct{ Node *messages.NodeRef }
+
+// watchSelf is watchNode without the shard.
+func (c *Coordinator) watchSelf(ctx actor.Context, n *messages.NodeRef) {
+	pid := n.PID()
 	ctx.Watch(pid)
 	c.watching = append(c.watching, pid)
+}
+
+// WatchNode asks a coordinator's shard (its parent, in process) to pass
+// it the Terminated of the shard's own watch of Node's store node (see
+// ActorConfig.WatchViaShard).
+type WatchNode struct {
+	Node    *messages.NodeRef
+	Watcher *actor.PID
 }
 
 // unwatchAll ends the coordinator's watches as it stops. Proto.Actor

@@ -302,6 +302,9 @@ type Shard struct {
 	covered map[string]bool
 	// watchedAt counts the watched store nodes by actor system address.
 	watchedAt map[string]int
+	// nodeWatchers are the coordinators (children) told of a watched
+	// store node's end, by the node's PID key (coordactor.WatchNode).
+	nodeWatchers map[string][]*actor.PID
 }
 
 // DefaultRepublishWait is ShardConfig.RepublishWait's default.
@@ -449,6 +452,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 		m.done <- a
 	case *messages.Unsubscribe:
 		out = s.unsubscribe(ctx, m)
+	case *coordactor.WatchNode:
+		s.watchFor(ctx, m)
+		return
 	case *messages.QueryObject:
 		out = s.table.Step(now, directory.Query{Req: m, ReplyTo: ctx.Sender()})
 	case CountObjects:
@@ -561,6 +567,7 @@ func (s *Shard) started(ctx actor.Context) {
 	s.subscribers = map[string]*actor.PID{}
 	s.covered = map[string]bool{}
 	s.watchedAt = map[string]int{}
+	s.nodeWatchers = map[string][]*actor.PID{}
 	s.republished = false
 	s.republishUntil = time.Now().Add(cmp.Or(s.cfg.RepublishWait, DefaultRepublishWait))
 	first := s.starts.Add(1) == 1 && !s.cfg.Rebuilt
@@ -646,6 +653,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	for id, pid := range s.coordinators {
 		if pid.Equal(m.GetWho()) {
 			delete(s.coordinators, id)
+			s.forgetWatcher(pid)
 			return outbox.Box{}
 		}
 	}
@@ -655,6 +663,10 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	}
 	delete(s.watched, key)
 	s.unwatchedAt(m.GetWho().GetAddress())
+	for _, w := range s.nodeWatchers[key] {
+		ctx.Send(w, m)
+	}
+	delete(s.nodeWatchers, key)
 	delete(s.republishing, key) // it will not answer any more
 	delete(s.probing, key)
 	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
@@ -712,6 +724,36 @@ func (s *Shard) watch(ctx actor.Context, n *messages.NodeRef) {
 			// node's Terminated comes again through the new watch.
 			s.probing[actorutil.Key(pid)] = true
 			s.senders.Request(ctx, pid, &messages.NodeStatus{})
+		}
+	}
+}
+
+// watchFor watches a coordinator's participant for it: the shard's own
+// watch of the node's store (which it already holds for every live store
+// node), whose Terminated goes on to the coordinator.
+func (s *Shard) watchFor(ctx actor.Context, m *coordactor.WatchNode) {
+	if m.Node == nil || m.Watcher == nil {
+		return
+	}
+	s.watch(ctx, m.Node)
+	key := actorutil.Key(m.Node.PID())
+	if _, ok := s.watched[key]; !ok {
+		// Not a node the shard can watch (no node id): the coordinator
+		// watches it itself.
+		ctx.Send(m.Watcher, &coordactor.WatchSelf{Node: m.Node})
+		return
+	}
+	s.nodeWatchers[key] = append(s.nodeWatchers[key], m.Watcher)
+}
+
+// forgetWatcher drops a stopped coordinator from nodeWatchers.
+func (s *Shard) forgetWatcher(pid *actor.PID) {
+	for key, ws := range s.nodeWatchers {
+		ws = slices.DeleteFunc(ws, func(w *actor.PID) bool { return w.Equal(pid) })
+		if len(ws) == 0 {
+			delete(s.nodeWatchers, key)
+		} else {
+			s.nodeWatchers[key] = ws
 		}
 	}
 }
