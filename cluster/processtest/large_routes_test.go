@@ -96,6 +96,38 @@ func actorRequest(t *testing.T, system *actor.ActorSystem, target *actor.PID, ms
 	}
 }
 
+// actorCall runs call from an actor spawned for it in system, as an
+// application actor uses a client: on a goroutine of its own, the
+// result sent to the actor as a message.
+func actorCall(t *testing.T, system *actor.ActorSystem, call func() ([]byte, error), within time.Duration) ([]byte, error) {
+	t.Helper()
+	type result struct {
+		data []byte
+		err  error
+	}
+	results := make(chan result, 1)
+	pid := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.Started:
+			self, sys := c.Self(), c.ActorSystem()
+			go func() {
+				data, err := call()
+				sys.Root.Send(self, &result{data, err})
+			}()
+		case *result:
+			results <- *m
+		}
+	}))
+	defer system.Root.Stop(pid)
+	select {
+	case r := <-results:
+		return r.data, r.err
+	case <-time.After(within):
+		t.Fatalf("an actor's call: no result in %v", within)
+		return nil, nil
+	}
+}
+
 // TestLargeObjectsEmbedded: objects of 300 MiB (and 1 GiB with
 // HOPLITE_LARGE=1) Put and Get on an embedded cluster through each route
 // of its process, each read on the other member, exact: application
@@ -176,9 +208,11 @@ func TestLargeObjectsEmbedded(t *testing.T) {
 // each route from outside them, each read through the other member,
 // exact: a Dial client (storenode.Client on the data plane: Put, Get,
 // GetInto, PutFrom of unknown length, GetTo), the CLI (put from a pipe,
-// get to a pipe), and an application actor in another process, whose
-// Put and Get ride in one remote message each and are answered
-// INVALID_ARGUMENT naming the limit and the routes to use instead.
+// get to a pipe), and an application actor in another process: its
+// messages.Put and Get, whose bytes would ride in one remote message
+// each, are answered INVALID_ARGUMENT naming the limit and the routes to
+// use instead, and its Put and Get through a Dial client made from its
+// actor system (cluster.WithActorSystem) complete.
 func TestLargeObjectsProcesses(t *testing.T) {
 	for _, size := range largeSizes() {
 		t.Run(fmt.Sprintf("%dMiB", size>>20), func(t *testing.T) {
@@ -237,15 +271,41 @@ func TestLargeObjectsProcesses(t *testing.T) {
 			if err := r.(*messages.GetReply).GetError().Err(); !errors.Is(err, messages.ErrInvalidArgument) || !strings.Contains(err.Error(), "Member.Spawn") {
 				t.Fatalf("a remote actor's Get of %d bytes: %v, want INVALID_ARGUMENT naming the routes", size, err)
 			}
-			if err := c0.Delete(ctx, "dial"); err != nil {
+			// The same actor system through a Dial client made from it
+			// (cluster.WithActorSystem): the bytes on the data plane, an
+			// actor making the calls on a goroutine of its own.
+			ca, err := cluster.Dial(ctx, nodes[0].address, cluster.WithActorSystem(tc.system))
+			if err != nil {
 				t.Fatal(err)
+			}
+			defer ca.Close()
+			if _, err := actorCall(t, tc.system, func() ([]byte, error) {
+				return nil, ca.Put(ctx, "remote-actor", patternBytes(seed, size))
+			}, 5*time.Minute); err != nil {
+				t.Fatalf("a remote actor's Put of %d bytes through a Dial client of its system: %v", size, err)
+			}
+			got, err = actorCall(t, tc.system, func() ([]byte, error) { return ca.Get(ctx, "dial") }, 5*time.Minute)
+			if err != nil {
+				t.Fatalf("a remote actor's Get of %d bytes through a Dial client of its system: %v", size, err)
+			}
+			wantBytes(t, "a remote actor's Get through a Dial client of its system", got, size, want)
+			got = nil
+			w := fingerprintWriter{}
+			if _, err := c1.GetTo(ctx, "remote-actor", &w); err != nil {
+				t.Fatalf("the remote actor's Put, read through the other member: %v", err)
+			}
+			wantWritten(t, "the remote actor's Put", &w, size, want)
+			for _, id := range []string{"dial", "remote-actor"} {
+				if err := c0.Delete(ctx, id); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			// A reader of unknown length, and a writer.
 			if err := c0.PutFrom(ctx, "stream", &patternReader{seed: seed, size: size}, -1); err != nil {
 				t.Fatalf("Dial PutFrom of unknown length: %v", err)
 			}
-			var w fingerprintWriter
+			w = fingerprintWriter{}
 			if _, err := c1.GetTo(ctx, "stream", &w); err != nil {
 				t.Fatalf("Dial GetTo through the other member: %v", err)
 			}
