@@ -33,9 +33,9 @@ import (
 // back after its seed was forgotten is learned again: it posts its own
 // seeds to one of them.
 const (
-	// maxLearnedSeeds bounds the learned seeds a member polls at once; new
-	// ones beyond it are refused until some are forgotten. A cluster of a
-	// few hundred members fits.
+	// maxLearnedSeeds bounds the learned seeds a member knows at once;
+	// new ones beyond it are refused until some are forgotten. A cluster
+	// of a few thousand members fits.
 	maxLearnedSeeds = memberwatch.DefaultMaxLearned
 	// learnedSeedTTL and learnedSeedMisses: a learned seed is forgotten
 	// once it has not answered (for this cluster) for learnedSeedTTL and

@@ -30,9 +30,14 @@ import (
 
 // The defaults of a Config's bounds (a zero field takes them).
 const (
-	// DefaultMaxLearned bounds the learned endpoints a member checks; new
-	// ones beyond it are refused until some are forgotten.
-	DefaultMaxLearned = 256
+	// DefaultMaxLearned bounds the learned endpoints a member knows; new
+	// ones beyond it are refused until some are forgotten. It is the
+	// roster's bound: a member given a few seeds learns every other
+	// member's endpoint from the rosters it pulls, and a member no other
+	// has learned is checked by none (at 256, 512 members given three
+	// seeds never formed in the simulator). A learned endpoint costs a
+	// check per round only where the overlay makes it a neighbour.
+	DefaultMaxLearned = DefaultMaxLive
 	// DefaultLearnedTTL and DefaultLearnedMisses: a learned endpoint is
 	// forgotten once it has not answered (for this cluster) for the TTL
 	// and missed at least that many checks in a row since. The TTL
