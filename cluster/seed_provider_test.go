@@ -202,11 +202,7 @@ func TestSeedProviderPollsLessWhileNothingChanges(t *testing.T) {
 	// many checks it misses.
 	p := testSeedProvider(t, 1<<20, 2*time.Second, nil, a.host())
 	p.start(&seedNode{ID: "self", Address: "127.0.0.1", Port: 2, ClusterName: seedTestCluster}, func([]*pcluster.Member) {})
-	wait := func() time.Duration {
-		p.pace.mu.Lock()
-		defer p.pace.mu.Unlock()
-		return p.pace.cur
-	}
+	wait := p.pace.current
 	eventually(t, 10*time.Second, "the polls of an unchanged topology spaced out to quietFactor refresh intervals", func() bool {
 		return wait() == quietFactor*10*time.Millisecond
 	})
