@@ -103,9 +103,11 @@ type driverStalls struct {
 // the driver wakes, and records each wake-up later than 250 ms.
 func watchDriverStalls(ctx context.Context) *driverStalls {
 	s := &driverStalls{}
+	// last is read before the goroutine starts: a stop that lands before
+	// the goroutine first runs must still count from here.
+	last := time.Now()
 	go func() {
 		const tick = 50 * time.Millisecond
-		last := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
