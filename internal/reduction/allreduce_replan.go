@@ -45,7 +45,7 @@ func (r *Reduction) allReduceNodeFailed(node string, fx *effects) bool {
 	case r.sliced == nil:
 		return false
 	case r.sliced.running:
-		fx.merge(r.replan(node, left, int(r.req.GetNumObjects())))
+		fx.merge(r.replan(node, true, left, int(r.req.GetNumObjects())))
 	default:
 		for _, id := range left {
 			delete(r.sources, id)
@@ -73,13 +73,30 @@ func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool 
 		// every source: it cannot lose one without lowering n.
 		return false
 	}
-	fx.merge(r.replan(node, lost, num))
+	fx.merge(r.replan(node, true, lost, num))
 	return true
 }
 
+// slicedSourceGone handles a running sliced AllReduce whose copy of
+// source id on node is gone while node lives: evicted to make room, or
+// dropped, after the directory located it there. Its chain position
+// found it missing (NOT_FOUND), or the directory said the copy left. As
+// for the failure of node, for that source alone: the source is asked
+// for again, and the run, which cannot place a source again, re-plans as
+// a tree of n that takes it from the copy the shard offers (or lowers n
+// on the shard's LOST). It failed the AllReduce NOT_FOUND for a source
+// that still existed (chaos seed 5001140: a reader's copy, evicted on a
+// full node between the Locate and the chain's open).
+func (r *Reduction) slicedSourceGone(id, node string) effects {
+	fx := effects{Subscribe: []string{id}}
+	fx.merge(r.replan(node, false, []string{id}, int(r.req.GetNumObjects())))
+	return fx
+}
+
 // replan replaces the AllReduce's run, whose sources in lost left it
-// with node (their copies there went with it), or were reported lost by
-// the directory (node "" if none of them was ever located), by
+// with node (their copies there went with it: down when node failed), or
+// were reported lost by the directory (node "" if none of them was ever
+// located), by
 // a d-ary tree (the reduce-then-broadcast shape) of num positions: the
 // sources that survive, placed in their arrival order, plus any still to
 // arrive; a lost source that is created again is a backup that takes a
@@ -88,7 +105,7 @@ func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool 
 // sources its root reduced.
 //
 // The old run's workers stop and their outputs go: every surviving node
-// with a worker gets a release (which makes its workers say nothing
+// (node too, unless it is down) with a worker gets a release (which makes its workers say nothing
 // more), and every node that may hold a copy of the target (a sliced
 // run's gathers, a tree's root) a drop, all sent before the new tasks, so
 // that a new root on that node creates the target afresh. Reports of the
@@ -98,7 +115,7 @@ func (r *Reduction) allReduceLost(node string, lost []string, fx *effects) bool 
 // directory takes the new root's target as a newer generation, dropping
 // any copy it still lists. The work the old run did is lost: a tree that
 // shrinks keeps none of its positions' outputs.
-func (r *Reduction) replan(node string, lost []string, num int) effects {
+func (r *Reduction) replan(node string, down bool, lost []string, num int) effects {
 	if num < 1 {
 		if node == "" {
 			return r.fail(messages.Errorf(messages.ErrorCode_LOST,
@@ -133,13 +150,13 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 	case r.sliced != nil && r.sliced.running:
 		ran = true
 		for _, n := range r.sliced.copies() {
-			if n.GetNodeId() != node {
+			if !down || n.GetNodeId() != node {
 				fx.Drop = append(fx.Drop, n)
 			}
 		}
 	case r.tree != nil:
 		t := r.tree
-		if root := t.rootAt[t.gen[t.tree.Root()]]; root != "" && root != node && r.nodes[root] != nil {
+		if root := t.rootAt[t.gen[t.tree.Root()]]; root != "" && (!down || root != node) && r.nodes[root] != nil {
 			fx.Drop = append(fx.Drop, r.nodes[root])
 		}
 		ran = len(r.nodes) > 0
@@ -153,7 +170,7 @@ func (r *Reduction) replan(node string, lost []string, num int) effects {
 	}
 	if ran {
 		for _, n := range r.releaseNodes() {
-			if n.GetNodeId() != node {
+			if !down || n.GetNodeId() != node {
 				fx.Abandon = append(fx.Abandon, n)
 			}
 		}

@@ -222,6 +222,10 @@ func (r *Reduction) started(m *messages.ReduceTaskStarted, now time.Time) Effect
 	var fx effects
 	switch {
 	case r.sliced != nil:
+		if id, node, ok := r.sliced.goneSource(m.GetReduceId(), int(m.GetPosition()), int(m.GetGeneration()), messages.ErrOrNil(m.GetError())); ok {
+			fx = r.slicedSourceGone(id, node)
+			break
+		}
 		fx = r.sliced.taskStarted(m)
 	case r.tree != nil:
 		fx = r.tree.taskStarted(m)
@@ -234,6 +238,10 @@ func (r *Reduction) done(m *messages.ReduceTaskDone, now time.Time) Effects {
 	var fx effects
 	switch {
 	case r.sliced != nil:
+		if id, node, ok := r.sliced.goneSource(m.GetReduceId(), int(m.GetPosition()), int(m.GetGeneration()), messages.ErrOrNil(m.GetError())); ok {
+			fx = r.slicedSourceGone(id, node)
+			break
+		}
 		fx = r.sliced.taskDone(m)
 	case r.tree != nil:
 		fx = r.tree.taskDone(m)
@@ -370,6 +378,9 @@ func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 			// node failed (it may appear again elsewhere).
 			delete(r.sources, id)
 			r.arrivals = slices.DeleteFunc(r.arrivals, func(a string) bool { return a == id })
+		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && r.sliced != nil:
+			// Gone from a node that lives, after the chains started.
+			return r.slicedSourceGone(id, s.node.GetNodeId())
 		case same && u.GetState() == messages.LocationState_LOCATION_STATE_UNSPECIFIED && r.inline == nil && r.tree != nil:
 			// The copy the tree uses left the directory (a receiver's
 			// partial copy whose feed died, an evicted copy): the source

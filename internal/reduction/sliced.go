@@ -211,6 +211,24 @@ func (s *slicedRun) gatherTask(node string) Task {
 	return Task{Node: s.nodes[node], Task: task}
 }
 
+// goneSource reports the source, and its node, whose copy a report of
+// chain position p says is not there (NOT_FOUND): evicted or dropped
+// after the directory located it (see Reduction.slicedSourceGone). Only
+// a chain position opens an application object; a relay's or a gather's
+// inputs, and a chain's input from its predecessor, are the run's own.
+func (s *slicedRun) goneSource(reduceID string, p, gen int, err error) (id, node string, ok bool) {
+	if s.over || s.reply != nil || !s.running || reduceID != s.id || p < 0 || p >= s.n*s.n || !s.sent[p] || gen != 1 ||
+		!errors.Is(err, messages.ErrNotFound) {
+		return "", "", false
+	}
+	id = s.req.GetSourceIds()[s.member(p/s.n, p%s.n)]
+	src := s.sources[id]
+	if src == nil {
+		return "", "", false
+	}
+	return id, src.node.GetNodeId(), true
+}
+
 func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 	p := int(m.GetPosition())
 	if s.over || m.GetReduceId() != s.id || !s.sent[p] || m.GetGeneration() != 1 || s.started[p] {

@@ -338,9 +338,10 @@ func (w *reduceWorker) run(ctx context.Context, system *actor.ActorSystem, t *me
 // dropped, after the coordinator placed it. The directory tells the
 // coordinator that the copy left, and it places the source elsewhere (a
 // repaired task); NOT_FOUND failed the whole Reduce with NOT_FOUND for a
-// source that exists. A Reduce intermediate's error, and a sliced
-// AllReduce's (which places no source again once it runs), stay as they
-// are.
+// source that exists. A Reduce intermediate's error stays as it is, and
+// so does a sliced AllReduce's, reported at once: that run cannot place a
+// source again, so its coordinator takes the NOT_FOUND as the copy's
+// departure and re-plans as a tree (Reduction.slicedSourceGone).
 func sourceCopyGone(t *messages.ReduceTask, id, node string, err error) error {
 	if !errors.Is(err, messages.ErrNotFound) || strings.HasPrefix(id, internalPrefix) || t.GetSliced() || t.GetSlices() > 0 {
 		return err
