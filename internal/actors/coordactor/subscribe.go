@@ -91,8 +91,8 @@ func (c *Coordinator) sendSubscribes(ctx actor.Context) {
 }
 
 // sendBatch sends one member's Subscribes (wire: as they go in the
-// batch) as a SubscribeBatch, from a goroutine that reports the answer as
-// a subscribeAnswered.
+// batch) as a SubscribeBatch, from a pooled worker (runCall) that reports
+// the answer as a subscribeAnswered.
 func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSubscribe, wire []*messages.Subscribe) {
 	self := ctx.Self()
 	batch := &messages.SubscribeBatch{Subscribes: wire}
@@ -110,7 +110,7 @@ func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSub
 		c.subscribing[q.sub.GetObjectId()] = cancel
 	}
 	root, call, over := ctx.ActorSystem().Root, c.cfg.CallData, c.over
-	go func() {
+	runCall(func() {
 		defer cancel()
 		b, err := call(cctx, addr, messages.ControlSubscribe, req)
 		if over.Load() {
@@ -126,7 +126,7 @@ func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSub
 			return
 		}
 		root.Send(self, &subscribeAnswered{subs: subs, reply: b, err: err})
-	}()
+	})
 }
 
 // subscribeAnswered takes the answer to a SubscribeBatch on the data

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -221,13 +222,18 @@ func TestSubscribeBatchesStayWithinTheRequestLimit(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	subscribed := map[string]int{}
+	offPool := 0 // calls made on a goroutine of their own
 	callData := func(ctx context.Context, addr string, kind byte, req []byte) ([]byte, error) {
 		var batch messages.SubscribeBatch
 		if err := proto.Unmarshal(req, &batch); err != nil || kind != messages.ControlSubscribe {
 			return nil, fmt.Errorf("bad call %q: %v", kind, err)
 		}
 		answer := &messages.SubscribeAnswer{}
+		onWorker := onPooledWorker()
 		mu.Lock()
+		if !onWorker {
+			offPool++
+		}
 		sizes = append(sizes, len(req))
 		for _, sub := range batch.GetSubscribes() {
 			subscribed[sub.GetObjectId()]++
@@ -279,6 +285,25 @@ func TestSubscribeBatchesStayWithinTheRequestLimit(t *testing.T) {
 	for _, id := range ids {
 		if subscribed[id] != 1 {
 			t.Errorf("%s subscribed %d times on the data plane, want once", id, subscribed[id])
+		}
+	}
+	if offPool > 0 {
+		t.Errorf("%d of %d SubscribeBatches were called from a goroutine of their own, want every one on a pooled worker (runCall)", offPool, len(sizes))
+	}
+}
+
+// onPooledWorker reports whether the calling goroutine is one of
+// actorutil.Dispatcher's workers, whose stack a run before grew.
+func onPooledWorker() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "internal/actorutil.runWorker") {
+			return true
+		}
+		if !more {
+			return false
 		}
 	}
 }
