@@ -2143,7 +2143,13 @@ type LocateReply struct {
 	// the commit, and republished so (PublishLocation.reduce_id). A shard
 	// rebuilt after that run's coordinator died with it drops such a copy
 	// instead of taking it for what is left of a lost object.
-	ReduceId      string `protobuf:"bytes,13,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	ReduceId string `protobuf:"bytes,13,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	// chunk, if > 0, is the transfer chunk in bytes the shard chose for the
+	// receiver's stream from the depth of the broadcast tree it expects
+	// (plan.BroadcastChunk): each level of a pipelined tree waits for a
+	// chunk, so a deep tree moves in smaller chunks than one link's. 0:
+	// the receiver's own choice.
+	Chunk         int64 `protobuf:"varint,14,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2267,6 +2273,13 @@ func (x *LocateReply) GetReduceId() string {
 		return x.ReduceId
 	}
 	return ""
+}
+
+func (x *LocateReply) GetChunk() int64 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
 }
 
 // CancelLocate withdraws a waiting Locate whose caller gave up.
@@ -4731,7 +4744,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
 	"\ano_copy\x18\b \x01(\bR\x06noCopy\x12.\n" +
 	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\x12!\n" +
-	"\ftrace_parent\x18( \x01(\tR\vtraceParentJ\x04\b\x05\x10\x06R\x05naive\"\xba\x03\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParentJ\x04\b\x05\x10\x06R\x05naive\"\xd0\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x12\n" +
@@ -4750,7 +4763,8 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"producedBy\x12\x1f\n" +
 	"\vreduced_ids\x18\f \x03(\tR\n" +
 	"reducedIds\x12\x1b\n" +
-	"\treduce_id\x18\r \x01(\tR\breduceId\"Y\n" +
+	"\treduce_id\x18\r \x01(\tR\breduceId\x12\x14\n" +
+	"\x05chunk\x18\x0e \x01(\x03R\x05chunk\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xde\x01\n" +

@@ -86,9 +86,10 @@ func TestBroadcastTreeUnderTheCostModel(t *testing.T) {
 	}
 }
 
-// The cost model keeps small broadcasts on the testbed's links the chain
-// they were (N = 8 and 16: no slower than a chain, each byte uploaded
-// once), and makes a broadcast to 1,024 a tree; on 10 Gbit/s links,
+// The cost model keeps broadcasts on the testbed's links a chain at
+// every N (each byte uploaded once): the shard hands a deep chain small
+// chunks, whose every hop the shaper's burst passes at once, so its fill
+// stays below what a tree loses by sharing uplinks. On 10 Gbit/s links,
 // where a receiver's CPU per byte is slower than an uplink, a broadcast
 // to 8 is a tree already.
 func TestBroadcastFanOutChoice(t *testing.T) {
@@ -97,13 +98,71 @@ func TestBroadcastFanOutChoice(t *testing.T) {
 		profile int
 		n, want int
 	}{
-		{0, 8, 1}, {0, 16, 1}, {0, 64, 1}, {0, 256, 1}, {0, 1024, 2},
-		{1, 8, 2}, {1, 1024, 2},
+		{0, 8, 1}, {0, 16, 1}, {0, 64, 1}, {0, 256, 1}, {0, 1024, 1},
+		{1, 8, 2}, {1, 64, 2}, {1, 1024, 2},
 	} {
 		p := DefaultParams(c.n)
 		broadcastProfiles[c.profile].set(&p)
 		if got := p.BroadcastFanOut(size); got != c.want {
 			t.Errorf("%s N=%d: fan-out %d, want %d", broadcastProfiles[c.profile].name, c.n, got, c.want)
 		}
+	}
+}
+
+// The shard hands every receiver the chunk for the depth of the tree it
+// expects (LocateReply.chunk, plan.BroadcastChunk), and the streams move
+// in it, with hosts killed or paused midway as without: on the
+// testbed's links a chain of 63 or 255 hops moves in chunks smaller than
+// one link's (so that its fill stays a sixteenth of the object's time),
+// a broadcast to 8 keeps the link's; the tree stays as deep and each
+// host uploads as much as TestBroadcastTreeUnderTheCostModel allows, and
+// every copy is exact. A world with a fixed chunk (--chunk, a cluster's
+// ChunkSize) keeps it.
+func TestBroadcastMovesInTheShardsChunk(t *testing.T) {
+	const size = 32 << 20
+	shrunk := 0
+	for _, prof := range broadcastProfiles {
+		for _, n := range []int{8, 64, 256} {
+			for _, fault := range []string{"", "kill", "pause"} {
+				c := cfg("broadcast", n, size, 3)
+				prof.set(&c.Params)
+				switch fault {
+				case "kill":
+					c.Kill, c.KillAt = 3, 0.5
+				case "pause":
+					c.Pause, c.PauseAt, c.PauseFor = 3, 0.3, 50*time.Millisecond
+				}
+				B := c.Params.Bandwidth * c.Params.PayloadEfficiency / 8
+				k := c.Params.BroadcastFanOut(size)
+				want := int64(plan.BroadcastChunk(n-1, k, B, size))
+				o := run(t, c)
+				if o.Chunk != want {
+					t.Errorf("%s N=%d %s: streams moved chunks of up to %d bytes, want the shard's %d", prof.name, n, fault, o.Chunk, want)
+				}
+				if want < int64(plan.ChunkForObject(B, size)) {
+					shrunk++
+				}
+				logN := int(math.Ceil(math.Log2(float64(n))))
+				resent := want * int64(c.Kill+1)
+				maxDepth, maxUpload := n-1, size+size/10+resent
+				if k > 1 {
+					maxDepth, maxUpload = 2*logN, int64(k)*size+resent+int64(c.Kill)*size
+				}
+				if o.Depth < 1 || o.Depth > maxDepth {
+					t.Errorf("%s N=%d %s (fan-out %d): depth %d, want 1..%d", prof.name, n, fault, k, o.Depth, maxDepth)
+				}
+				if o.MaxUpload > maxUpload {
+					t.Errorf("%s N=%d %s (fan-out %d): a host uploaded %d bytes, want at most %d", prof.name, n, fault, k, o.MaxUpload, maxUpload)
+				}
+			}
+		}
+	}
+	if shrunk == 0 {
+		t.Error("no broadcast moved in a chunk smaller than its link's: the depth changed nothing")
+	}
+	c := cfg("broadcast", 64, size, 3)
+	c.Chunk = 256 << 10
+	if o := run(t, c); o.Chunk != c.Chunk {
+		t.Errorf("--chunk 256KiB: streams moved chunks of up to %d bytes, want the fixed %d", o.Chunk, c.Chunk)
 	}
 }

@@ -208,6 +208,7 @@ func (fs *fetchSession) startStream(cmd *storeproto.StreamCommand) {
 			}
 			fs.step(storeproto.FetchStreamEnded{Stream: sid, Err: err})
 		})
+	fs.stream.limitChunk(cmd.Chunk)
 }
 
 func (fs *fetchSession) finish(err error) {

@@ -76,6 +76,9 @@ type Outcome struct {
 	// MaxUpload is the most bytes one host's uplink carried for streams
 	// (broadcast): a sender's share of the tree.
 	MaxUpload int64 `json:"max_upload,omitempty"`
+	// Chunk is the largest chunk a stream moved over a link (broadcast):
+	// the shard's choice for the tree's depth, or the world's.
+	Chunk int64 `json:"chunk,omitempty"`
 	// Degree is the reduce tree's degree the cost model chose, Root the
 	// host whose root the coordinator last committed.
 	Degree int    `json:"degree,omitempty"`
@@ -163,7 +166,7 @@ func Run(c Config) (*Outcome, error) {
 	}
 	w.chunk = int64(plan.ChunkForObject(w.payload, c.Size))
 	if c.Chunk > 0 {
-		w.chunk = c.Chunk
+		w.chunk, w.fixedChunk = c.Chunk, true
 	}
 	out := &Outcome{Scenario: c.Scenario, Nodes: c.N, Size: c.Size, Seed: c.Seed, FailureFree: free}
 	var err error
@@ -348,6 +351,7 @@ func (w *world) broadcast(c Config, out *Outcome) error {
 	for _, h := range w.hosts {
 		out.MaxUpload = max(out.MaxUpload, h.sent)
 	}
+	out.Chunk = w.maxChunk
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/objstore"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -85,7 +86,12 @@ type world struct {
 	// payload is each link's TCP payload rate, bytes per second.
 	payload float64
 	chunk   int64
-	msgs    int64
+	// fixedChunk: every stream moves chunk bytes at a time, whatever a
+	// shard answers (a cluster configured with a ChunkSize).
+	fixedChunk bool
+	// maxChunk is the largest chunk a stream moved over a link.
+	maxChunk int64
+	msgs     int64
 	// queueWait is the longest a message waited for each queue kind.
 	queueWait  [nQueues]time.Duration
 	violations []string
@@ -427,6 +433,9 @@ type stream struct {
 	// cpu is what the receiver spends on each byte before it is readable
 	// there (seconds per byte).
 	cpu float64
+	// chunk is what the stream moves at a time: the world's, or the one
+	// a Get's directory shard chose for the tree's depth (limitChunk).
+	chunk int64
 }
 
 // openStream starts a stream of size bytes of from's copy to dst, from
@@ -441,7 +450,7 @@ func (w *world) openStream(from *objState, dst *host, off, size int64, land func
 
 // openStreamAfter is openStream whose first byte may leave after open.
 func (w *world) openStreamAfter(open time.Duration, from *objState, dst *host, off, size int64, land func(int64, bool) error, end func(error)) *stream {
-	s := &stream{w: w, from: from, src: from.h, dst: dst, off: off, size: size, land: land, end: end, cpu: w.p.ByteCost}
+	s := &stream{w: w, from: from, src: from.h, dst: dst, off: off, size: size, land: land, end: end, cpu: w.p.ByteCost, chunk: w.chunk}
 	s.fl.up, s.fl.down = &s.src.up, &dst.down
 	s.fl.onChunkOut = s.chunkOut
 	s.src.streams = append(s.src.streams, s)
@@ -491,7 +500,8 @@ func (s *stream) pump() {
 		})
 		return
 	}
-	n := min(s.w.chunk, avail, s.size-s.off)
+	n := min(s.chunk, avail, s.size-s.off)
+	s.w.maxChunk = max(s.w.maxChunk, n)
 	s.sending = n
 	s.src.sent += n
 	if s.fl.on {
@@ -500,6 +510,17 @@ func (s *stream) pump() {
 	}
 	s.fl.remaining = float64(n) - s.w.net.take(s.fl.up, s.fl.down, n)
 	s.w.net.addFlow(&s.fl)
+}
+
+// limitChunk has the stream move in chunks of at most shard bytes (a
+// LocateReply's chunk, 0 for none), as an adapting member's reader
+// does (storeactor's treeChunk); a fixed chunk (--chunk, a cluster's
+// ChunkSize) stays.
+func (s *stream) limitChunk(shard int64) {
+	if s.w.fixedChunk || shard <= 0 || shard >= s.chunk {
+		return
+	}
+	s.chunk = max(shard, plan.MinChunk)
 }
 
 func (s *stream) chunkOut() {

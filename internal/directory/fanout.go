@@ -44,14 +44,39 @@ func (t *LocationTable) fanOut(e *entry) int {
 	if t.cfg.FanOut != FanOutAuto {
 		return max(t.cfg.FanOut, 1)
 	}
+	return plan.ChooseBroadcastFanOut(t.expectedReceivers(e), t.broadcastLink(), e.size)
+}
+
+// expectedReceivers is how many receivers the cost model prices a
+// broadcast of e for: those it has (waiting or fetching), or
+// TableConfig.Receivers if more.
+func (t *LocationTable) expectedReceivers(e *entry) int {
 	n := len(e.waiters) // the receiver asking is one (serveWaiters)
 	for _, loc := range e.locs {
 		if loc.fetchingFrom != "" {
 			n++
 		}
 	}
-	link := plan.BroadcastLink{L: t.cfg.Latency, B: t.cfg.InlineUplink, Intake: t.cfg.Intake, Burst: t.cfg.Burst}
-	return plan.ChooseBroadcastFanOut(max(n, t.cfg.Receivers), link, e.size)
+	return max(n, t.cfg.Receivers)
+}
+
+func (t *LocationTable) broadcastLink() plan.BroadcastLink {
+	return plan.BroadcastLink{L: t.cfg.Latency, B: t.cfg.InlineUplink, Intake: t.cfg.Intake, Burst: t.cfg.Burst}
+}
+
+// streamChunk is the chunk a receiver handed a sender for e is told to
+// move in (LocateReply.chunk): under FanOutAuto, plan.BroadcastChunk for
+// the tree the receivers expected form, whose every level waits for a
+// chunk, so a deep tree moves in small chunks and a shallow one in the
+// link's; 0 (the receiver's own choice) under a fixed fan-out, for an
+// object of unknown size, or when the table knows no uplink.
+func (t *LocationTable) streamChunk(e *entry) int64 {
+	if t.cfg.FanOut != FanOutAuto || e.size <= 0 || !(t.cfg.InlineUplink > 0) {
+		return 0
+	}
+	n := t.expectedReceivers(e)
+	k := plan.ChooseBroadcastFanOut(n, t.broadcastLink(), e.size)
+	return int64(plan.BroadcastChunk(n, k, t.cfg.InlineUplink, e.size))
 }
 
 // fanScratch is what pickShallowest builds for one Locate, reused: a

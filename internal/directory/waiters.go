@@ -445,7 +445,7 @@ func (t *LocationTable) claim(e *entry, sender *location, w *waiter) []outbox.Se
 	run, reduced := e.target.marks()
 	return append(out, outbox.Send{To: w.replyTo, Msg: &messages.LocateReply{ObjectId: e.id, Size: e.size,
 		Fingerprint: e.fingerprint, Sender: sender.node, SenderState: sender.state, Epoch: e.epoch, Attempt: w.attempt,
-		ProducedBy: run, ReducedIds: reduced, ReduceId: e.target.reservedBy}})
+		ProducedBy: run, ReducedIds: reduced, ReduceId: e.target.reservedBy, Chunk: t.streamChunk(e)}})
 }
 
 // pickSender chooses a free copy for receiver: complete copies first, then

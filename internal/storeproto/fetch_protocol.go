@@ -58,6 +58,10 @@ type StreamCommand struct {
 	Sender *messages.NodeRef
 	Offset int64
 	Size   int64
+	// Chunk, if > 0, is the largest chunk the stream should move in: the
+	// one the shard chose for the broadcast tree's depth
+	// (LocateReply.chunk).
+	Chunk int64
 }
 
 // SenderFailure says a sender failed mid-transfer and the protocol locates
@@ -616,7 +620,7 @@ func (p *FetchProtocol) startStream(out *FetchOutput, loc *messages.LocateReply,
 	}
 	p.begin, p.from, p.senderGone = now, written, false
 	out.WatchFor(p.sender)
-	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Size: loc.GetSize()}
+	out.Stream = &StreamCommand{ID: p.stream, Sender: p.sender, Offset: written, Size: loc.GetSize(), Chunk: loc.GetChunk()}
 }
 
 // locatedInto is Located for a fetch into a caller's buffer.

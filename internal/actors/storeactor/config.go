@@ -95,6 +95,18 @@ func (c *Config) sharedStreamChunk(size int64, streams int, B float64) int {
 	return plan.ChunkForObject(B/float64(max(streams, 1)), size)
 }
 
+// treeChunk is own, the chunk this node would read a stream in, capped
+// by shard, the chunk the object's directory shard chose for the depth of
+// the broadcast tree the stream is an edge of (LocateReply.chunk, 0 for
+// none): a deep tree's every level waits for a chunk. A node configured
+// with a fixed ChunkSize keeps it.
+func (c *Config) treeChunk(own int, shard int64) int {
+	if !c.adaptChunk || shard <= 0 || shard >= int64(own) {
+		return own
+	}
+	return int(max(shard, plan.MinChunk))
+}
+
 // Hooks are called at points where tests and fault injection need to act.
 // They run on the copying goroutine: a hook that blocks stalls that copy.
 type Hooks struct {

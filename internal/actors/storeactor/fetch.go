@@ -491,7 +491,7 @@ func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.St
 		// waits for this copy to let go of its buffer.
 		sctx, cut := context.WithCancel(j.req.Dst.Context())
 		run.cuts[c.ID] = cut
-		chunk := cfg.streamChunk(c.Size)
+		chunk := cfg.treeChunk(cfg.streamChunk(c.Size), c.Chunk)
 		go func() {
 			var upTo int64
 			err := recovering(cfg.Log, id, func() (err error) {
@@ -505,7 +505,7 @@ func (n *StoreNode) startCopy(ctx actor.Context, run *fetchRun, c *storeproto.St
 	}
 	sctx, cut := context.WithCancel(context.Background())
 	run.cuts[c.ID] = cut
-	chunk := cfg.streamChunk(w.Size())
+	chunk := cfg.treeChunk(cfg.streamChunk(w.Size()), c.Chunk)
 	want := run.obj.Size()
 	go func() {
 		err := recovering(cfg.Log, id, func() error { return stream(sctx, cfg, id, want, w, c.Sender, c.Offset, chunk) })

@@ -28,8 +28,8 @@ const MaxBroadcastFanOut = 8
 // burst, which an idle link passes at once) and a latency for every hop
 // below the first (the fill). A chain (k = 1) is n deep;
 // a tree of k > 1 is ⌈log_k⌉ of its size deep. c is the chunk the
-// members cut an S-byte object into at B (ChunkForObject). An unknown
-// bandwidth (B <= 0, NaN, +Inf) costs forever alike for every k.
+// directory hands the receivers for that depth (BroadcastChunk). An
+// unknown bandwidth (B <= 0, NaN, +Inf) costs forever alike for every k.
 func BroadcastTime(n, k int, link BroadcastLink, S int64) time.Duration {
 	n, k = max(n, 1), max(k, 1)
 	B := link.B
@@ -40,7 +40,7 @@ func BroadcastTime(n, k int, link BroadcastLink, S int64) time.Duration {
 	if link.Intake > 0 && !math.IsInf(link.Intake, 1) {
 		r = min(r, link.Intake)
 	}
-	c := min(int64(ChunkForObject(B, S)), max(S, 0))
+	c := min(int64(BroadcastChunk(n, k, B, S)), max(S, 0))
 	wait := c // what a hop's first chunk waits for at r
 	if link.Burst > 0 {
 		wait = max(c-int64(min(link.Burst, float64(c))), 0)
@@ -48,6 +48,32 @@ func BroadcastTime(n, k int, link BroadcastLink, S int64) time.Duration {
 	h := broadcastDepth(n, k)
 	lat := max(float64(link.L), 0)
 	return saturate(transferNanos(r, S) + lat + float64(h-1)*(transferNanos(r, wait)+lat))
+}
+
+// BroadcastFillShare is how much of an object's own transfer time the
+// fill of its broadcast tree may cost: BroadcastChunk halves the chunk
+// until the depth's chunks take no more than this share of the object.
+const BroadcastFillShare = 1.0 / 16
+
+// BroadcastChunk is the chunk a broadcast of an S-byte object to n
+// receivers, k to a copy, moves in: ChunkForObject(B, S), halved (down
+// to MinChunk) while the tree's depth h below its first hop, each hop
+// waiting for a chunk, would make the fill (h-1)·c more than
+// BroadcastFillShare of S. A chunk right for one stream on one link
+// (about 5 ms of it) makes a deep tree pay that 5 ms at every level: a
+// chain of 255 hops of 256 KiB chunks at 400 Mbit/s fills for longer
+// than the object takes to cross a link. A shallow tree keeps
+// ChunkForObject's chunk (fewer chunks, less each costs a member).
+func BroadcastChunk(n, k int, B float64, S int64) int {
+	c := ChunkForObject(B, S)
+	if S <= 0 {
+		return c
+	}
+	hops := int64(broadcastDepth(max(n, 1), max(k, 1)) - 1)
+	for c > MinChunk && float64(hops)*float64(c) > float64(S)*BroadcastFillShare {
+		c /= 2
+	}
+	return c
 }
 
 // BroadcastLink is the network a broadcast's cost is priced on.

@@ -51,10 +51,14 @@ func absDiff(a, b time.Duration) time.Duration {
 	return b - a
 }
 
-// Where the links bound a transfer a broadcast stays a chain until its
-// fill outgrows the transfer a tree loses (between 255 and 1,023
-// receivers of 32 MiB on the testbed); where a receiver's CPU takes
-// bytes in slower than an uplink gives them, fan-out is free at any N.
+// Where the links bound a transfer a broadcast stays a chain: its chunk
+// shrinks with its depth (BroadcastChunk) until the shaper's burst
+// passes a hop's first chunk at once, so its fill stays below the
+// transfer a tree loses even at 1,023 receivers of 32 MiB on the
+// testbed. Where a receiver's CPU takes bytes in slower than an uplink
+// gives them, fan-out is free, and a deep tree's fill (log N levels of
+// a larger chunk) beats a chain's (N levels of the smallest) from some
+// tens of receivers on.
 func TestChooseBroadcastFanOut(t *testing.T) {
 	const S = 32 << 20
 	for _, c := range []struct {
@@ -68,9 +72,10 @@ func TestChooseBroadcastFanOut(t *testing.T) {
 		{"testbed", testbedLink, 15, 1},
 		{"testbed", testbedLink, 63, 1},
 		{"testbed", testbedLink, 255, 1},
-		{"testbed", testbedLink, 1023, 2},
+		{"testbed", testbedLink, 1023, 1},
 		{"10 Gbit/s", fastLink, 1, 1},
-		{"10 Gbit/s", fastLink, 7, 2},
+		{"10 Gbit/s", fastLink, 7, 1},
+		{"10 Gbit/s", fastLink, 63, 2},
 		{"10 Gbit/s", fastLink, 1023, 2},
 		{"no bandwidth", BroadcastLink{L: time.Millisecond}, 1023, 1},
 		{"NaN bandwidth", BroadcastLink{B: math.NaN()}, 1023, 1},
@@ -90,6 +95,39 @@ func TestChooseBroadcastFanOut(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A broadcast's chunk is the link's for a shallow tree and shrinks with
+// the depth, so that the fill of a deep one costs at most
+// BroadcastFillShare of the object, down to MinChunk.
+func TestBroadcastChunk(t *testing.T) {
+	const S = 32 << 20
+	B := testbedLink.B
+	if got, want := BroadcastChunk(7, 1, B, S), ChunkForObject(B, S); got != want {
+		t.Errorf("chain of 7: chunk %d, want the link's %d", got, want)
+	}
+	if got := BroadcastChunk(1023, 1, B, S); got != MinChunk {
+		t.Errorf("chain of 1,023: chunk %d, want MinChunk", got)
+	}
+	for _, n := range []int{2, 15, 63, 255, 1023} {
+		for k := 1; k <= 4; k++ {
+			for _, link := range []BroadcastLink{testbedLink, fastLink} {
+				c := BroadcastChunk(n, k, link.B, S)
+				if c > ChunkForObject(link.B, S) || c < MinChunk {
+					t.Errorf("n=%d k=%d B=%g: chunk %d outside [MinChunk, ChunkForObject]", n, k, link.B, c)
+				}
+				if fill := float64(broadcastDepth(n, k)-1) * float64(c); c > MinChunk && fill > S*BroadcastFillShare {
+					t.Errorf("n=%d k=%d B=%g: chunk %d fills %g bytes, over %g", n, k, link.B, c, fill, S*BroadcastFillShare)
+				}
+				if c < ChunkForObject(link.B, S) && float64(broadcastDepth(n, k)-1)*float64(2*c) <= S*BroadcastFillShare {
+					t.Errorf("n=%d k=%d B=%g: chunk %d halved once too often", n, k, link.B, c)
+				}
+			}
+		}
+	}
+	if got := BroadcastChunk(1023, 1, B, 0); got != ChunkFor(B) {
+		t.Errorf("unknown size: chunk %d, want ChunkFor(B) %d", got, ChunkFor(B))
 	}
 }
 
