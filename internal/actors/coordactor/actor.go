@@ -715,13 +715,19 @@ func (c *Coordinator) logTask(t *messages.ReduceTask, n *messages.NodeRef) {
 }
 
 func (c *Coordinator) logReply(reply *messages.ReduceReply) {
+	err := messages.ErrOrNil(reply.GetError())
+	level := logrus.InfoLevel
+	if err != nil && !errors.Is(err, messages.ErrInvalidArgument) {
+		level = logrus.WarnLevel
+	}
+	if !c.cfg.Log.Logger.IsLevelEnabled(level) {
+		// Each WithFields below copies the fields so far: a logger that
+		// drops the line would still have made them for every Reduce.
+		return
+	}
 	entry := c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "target": reply.GetTargetId(),
 		"reduced": len(reply.GetReducedIds()), "elapsed": time.Since(c.r.Begun()).Round(time.Microsecond)})
-	if err := messages.ErrOrNil(reply.GetError()); err != nil {
-		level := logrus.WarnLevel
-		if errors.Is(err, messages.ErrInvalidArgument) {
-			level = logrus.InfoLevel
-		}
+	if err != nil {
 		entry.WithField("error", err).Log(level, "reduce failed")
 		return
 	}
