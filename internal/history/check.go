@@ -297,6 +297,32 @@ func (c *checker) reduceAnswer(o *Op) {
 	}
 }
 
+// provenanceLost explains a Reduce's LOST about its own result (see
+// docs/fault-model.md, "What is retried for you"): an earlier attempt of
+// the call made the target, readable, and the members that knew which
+// sources it reduced died before the new attempt asked. So the target
+// was read before the answer, and the coordinator's member (the target
+// shard's host) was killed, restarted or paused, or the shard crashed,
+// from Settle before the call began until it answered; "" if not.
+func (c *checker) provenanceLost(o *Op) string {
+	read, ok := c.x.readableFrom(o.Object)
+	if !ok || read.After(o.End) {
+		return ""
+	}
+	from := o.Begin.Add(-c.m.Settle)
+	for _, e := range c.x.h.Events {
+		if e.Begin.After(o.End) || (e.End.Before(from) && !e.End.IsZero()) {
+			continue
+		}
+		host := (e.Kind == Kill || e.Kind == Restart || e.Kind == Pause) && (e.Member == o.Hosts[0] || e.Member == o.Hosts[1])
+		if host || e.Kind == CrashShard && e.Shard == o.Shard {
+			return fmt.Sprintf("its target was read (from %s), and %s took what its coordinator knew of the sources an earlier attempt reduced",
+				read.Format("15:04:05.000"), e)
+		}
+	}
+	return ""
+}
+
 // lostOp: LOST only once every copy known to exist is gone.
 func (c *checker) lostOp(o *Op) {
 	if o.Kind == Put {
@@ -311,6 +337,10 @@ func (c *checker) lostOp(o *Op) {
 		// were lost.
 		if lost := c.lostSources(o, o.End); len(lost) > len(o.Sources)-o.Num {
 			c.rep.Excuses[o.ID] = fmt.Sprintf("sources %v lost, %d of %d needed", lost, o.Num, len(o.Sources))
+			return
+		}
+		if why := c.provenanceLost(o); why != "" {
+			c.rep.Excuses[o.ID] = why
 			return
 		}
 		ids = o.Sources

@@ -69,6 +69,12 @@ func kill(member int, s float64) Event {
 
 func with(o Op, f func(*Op)) Op { f(&o); return o }
 
+// readT is a Get by member 2 that returned the reduction of a and b into
+// t, reduceOp's target.
+func readT() Op {
+	return with(op(6, Get, 2, "t", 0.4, 0.5, ok_), func(o *Op) { o.Sum = reduction("t", []string{"a", "b"}) })
+}
+
 // Every rule rejects a history that breaks it, and accepts its nearest
 // history that keeps it.
 func TestCheck(t *testing.T) {
@@ -169,6 +175,14 @@ func TestCheck(t *testing.T) {
 			Events: []Event{{Kind: CrashShard, Member: -1, Shard: 0, Begin: at(3.5), End: at(3.5)}}}, ""},
 		{"a reduce LOST with its sources held", History{Ops: append(sources(), reduceOp(5, lost))}, RuleLost},
 		{"a reduce LOST with a source lost", History{Ops: append(sources(), reduceOp(5, lost)), Events: []Event{kill(0, 0.5)}}, ""},
+		{"a reduce LOST of its own result, read, its coordinator's member killed", History{Ops: append(sources(), reduceOp(5, lost), readT()),
+			Events: []Event{kill(7, 0.6)}}, ""},
+		{"a reduce LOST of its own result, read, its coordinator's shard crashed", History{Ops: append(sources(), reduceOp(5, lost), readT()),
+			Events: []Event{{Kind: CrashShard, Member: -1, Shard: 0, Begin: at(0.6), End: at(0.6)}}}, ""},
+		{"a reduce LOST of its own result, read, another member killed", History{Ops: append(sources(), reduceOp(5, lost), readT()),
+			Events: []Event{kill(6, 0.6)}}, RuleLost},
+		{"a reduce LOST of its own result, never read, its coordinator's member killed", History{Ops: append(sources(), reduceOp(5, lost)),
+			Events: []Event{kill(7, 0.6)}}, RuleLost},
 	}
 	rules := map[Rule]bool{}
 	for _, tc := range cases {
