@@ -15,23 +15,9 @@ import (
 
 // Every member hosts barrier managers (node#<nonce>/barriers); package
 // barrier places a barrier's replicas on the live members by rendezvous
-// hashing of its name. The three ways of reaching a cluster below give it
-// the live members' hosts, each its incarnation's.
-
-// barrierHostOf is the barrier host of the incarnation whose store node
-// is store.
-func barrierHostOf(store *messages.NodeRef) *actor.PID {
-	return memberPID(store.GetAddress(), rootOf(store), barriersName)
-}
-
-// barrierHost is this member's barrier host.
-func (m *Member) barrierHost() *actor.PID { return barrierHostOf(m.ref) }
-
-// ParticipantProps is a barrier handle's participant actor
-// (barrier.Cluster).
-func (m *Member) ParticipantProps(cfg participant.Config) *actor.Props {
-	return barrieractor.NewParticipantProps(cfg)
-}
+// hashing of its name. The three ways of reaching a cluster (a Member
+// itself, and Local and BarrierClient below) give it the live members'
+// hosts, each its incarnation's.
 
 // ParticipantProps is a barrier handle's participant actor
 // (barrier.Cluster).
@@ -43,19 +29,6 @@ func (l *Local) ParticipantProps(cfg participant.Config) *actor.Props {
 // (barrier.Cluster).
 func (c *BarrierClient) ParticipantProps(cfg participant.Config) *actor.Props {
 	return barrieractor.NewParticipantProps(cfg)
-}
-
-// BarrierHosts lists the barrier hosts of the members live in this
-// member's view (barrier.Cluster).
-func (m *Member) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
-	live := *m.live.Load()
-	out := make([]barrier.MemberHost, 0, len(live))
-	for _, id := range live {
-		if pid := m.peerPID(id, barriersName); pid != nil {
-			out = append(out, barrier.MemberHost{Member: id, PID: pid})
-		}
-	}
-	return out, nil
 }
 
 // BarrierHosts lists the barrier hosts of the live members

@@ -419,27 +419,3 @@ func (m *Member) pace() float64 {
 	}
 	return PayloadRate(m.cfg.LinkRate)
 }
-
-// The experiments' and the fault injection's ways into the
-// configurations: only code of this module (bench, tests, `hoplite node
-// -experiments` and its -test-* flags) reaches the unexported fields.
-func init() {
-	experiments.Register(func(cfg any) *experiments.Set {
-		switch c := cfg.(type) {
-		case *MemberConfig:
-			return &c.exp
-		case *Config:
-			return &c.exp
-		}
-		return nil
-	})
-	testhooks.Register(func(cfg any) *testhooks.Set {
-		switch c := cfg.(type) {
-		case *MemberConfig:
-			return &c.hooks
-		case *Config:
-			return &c.hooks
-		}
-		return nil
-	})
-}

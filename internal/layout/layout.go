@@ -143,3 +143,17 @@ var Baselines = []string{"naive"}
 // points live in internal/testhooks and the benchmarks' switches in
 // Experiments, each reached through an unexported field.
 var Configs = map[string][]string{"cluster": {"MemberConfig", "Config"}}
+
+// Facade are the files of package cluster that are its public face: the
+// embedded cluster (StartLocal, Local), the client of a process cluster
+// (Dial, Client) and the barriers' ways in. Every other file of cluster
+// is the member's, what one `hoplite node` process or one embedded
+// member runs (its actor system, store node, shards, coordinators,
+// barrier host, membership). The arrow runs one way: no member file
+// names what a facade file declares, and a facade file declares no
+// method on a member's type, so the member's files form a package of
+// their own with the facade on top.
+var Facade = map[string][]string{"cluster": {
+	"doc.go", "local.go", "local_ui.go", "barriers.go",
+	"dial.go", "dial_data.go", "dial_endpoints.go", "dial_events.go",
+}}

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -134,55 +133,4 @@ func (m *Member) liveRoutes(e *echo.Echo) {
 // /live/): mount it elsewhere with http.StripPrefix.
 func (m *Member) LiveView() http.Handler {
 	return m.liveView.hub
-}
-
-// localUI is an embedded cluster's live view server (Config.UI).
-type localUI struct {
-	hub  *liveview.Hub
-	srv  *http.Server
-	addr string
-}
-
-// serveUI serves the live view of l at addr: its hub gathers from the
-// live members in process.
-func (l *Local) serveUI(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "live view address %s is not available: %v", addr, err)
-	}
-	hub := liveview.NewHub(liveview.HubConfig{Peers: func() []liveview.Peer {
-		var out []liveview.Peer
-		for _, m := range l.liveMembers() {
-			rec := m.liveView.rec
-			out = append(out, liveview.Peer{ID: m.id, Fetch: func(_ context.Context, since uint64) (*liveview.Batch, error) {
-				b := rec.Since(since)
-				return &b, nil
-			}})
-		}
-		return out
-	}})
-	mux := http.NewServeMux()
-	mux.Handle("/live/", http.StripPrefix("/live", hub))
-	mux.Handle("/", http.RedirectHandler("/live/", http.StatusFound))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-	go func() { _ = srv.Serve(ln) }()
-	l.mu.Lock()
-	l.ui = &localUI{hub: hub, srv: srv, addr: ln.Addr().String()}
-	l.mu.Unlock()
-	return nil
-}
-
-func (u *localUI) close() {
-	u.hub.Close()
-	_ = u.srv.Close()
-}
-
-// UIAddr is where the live view is served (Config.UI), "" if it is not.
-func (l *Local) UIAddr() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ui == nil {
-		return ""
-	}
-	return l.ui.addr
 }

@@ -1,0 +1,179 @@
+package layout
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// recvType is the name of a method's receiver type.
+func recvType(fn *ast.FuncDecl) string {
+	t := fn.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	switch x := t.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.IndexExpr:
+		if id, ok := x.X.(*ast.Ident); ok {
+			return id.Name
+		}
+	case *ast.IndexListExpr:
+		if id, ok := x.X.(*ast.Ident); ok {
+			return id.Name
+		}
+	}
+	return ""
+}
+
+// facadeArrows reports, of one package's files by base name (parsed with
+// object resolution), the arrows that run from the member's files up to
+// the facade's: a member file naming a package-level declaration of a
+// facade file (an identifier its own file does not resolve), and a
+// facade file declaring a method on a type no facade file declares.
+func facadeArrows(files map[string]*ast.File, facade []string, at func(file string, n ast.Node) string) []string {
+	up := map[string]string{} // facade's package-level names -> file
+	types := map[string]bool{}
+	for name, f := range files {
+		if !slices.Contains(facade, name) {
+			continue
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					up[d.Name.Name] = name
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						up[s.Name.Name], types[s.Name.Name] = name, true
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							up[n.Name] = name
+						}
+					}
+				}
+			}
+		}
+	}
+	var bad []string
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := files[name]
+		if slices.Contains(facade, name) {
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && !types[recvType(fn)] {
+					bad = append(bad, fmt.Sprintf("%s: the facade declares %s.%s, a method of the member's type %s: it belongs in a member file (layout.Facade)",
+						at(name, fn), recvType(fn), fn.Name.Name, recvType(fn)))
+				}
+			}
+			continue
+		}
+		seen := map[string]bool{}
+		for _, id := range f.Unresolved {
+			if from, ok := up[id.Name]; ok && !seen[id.Name] {
+				seen[id.Name] = true
+				bad = append(bad, fmt.Sprintf("%s: the member's file names %s of the facade's %s (layout.Facade)", at(name, id), id.Name, from))
+			}
+		}
+	}
+	return bad
+}
+
+// The member's files name nothing of the facade's, and the facade adds no
+// method to the member's types: package cluster is a facade over a
+// member that could be a package of its own.
+func TestFacadeOverTheMember(t *testing.T) {
+	top := root(t)
+	for dir, facade := range Facade {
+		fset := token.NewFileSet()
+		paths, err := filepath.Glob(filepath.Join(top, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]*ast.File{}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[filepath.Base(path)] = f
+		}
+		for _, name := range facade {
+			if _, err := os.Stat(filepath.Join(top, dir, name)); err != nil {
+				t.Errorf("layout.Facade names %s/%s: %v", dir, name, err)
+			}
+		}
+		if len(files) <= len(facade) {
+			t.Errorf("%s: no member files beside the facade's %d", dir, len(facade))
+		}
+		for _, b := range facadeArrows(files, facade, func(file string, n ast.Node) string {
+			return fmt.Sprintf("%s/%s:%d", dir, file, fset.Position(n.Pos()).Line)
+		}) {
+			t.Error(b)
+		}
+	}
+}
+
+// The rule catches a member file that names the facade's type and
+// function and a facade method on a member type, and lets through the
+// facade's use of the member, a member's local name that shadows the
+// facade's, and selectors.
+func TestFacadeRuleCatchesBreaches(t *testing.T) {
+	fset := token.NewFileSet()
+	src := map[string]string{
+		"local.go": `package cluster
+type Local struct{ members []*Member }
+func StartLocal() *Local { return &Local{members: []*Member{join()}} }
+func (l *Local) Stop() { l.members[0].stop() }
+func (m *Member) Client() int { return 0 }
+`,
+		"member.go": `package cluster
+type Member struct{ local *Local }
+func join() *Member { return &Member{} }
+func (m *Member) stop() { _ = StartLocal }
+func (m *Member) fine(x struct{ StartLocal int }) { StartLocal := 1; _ = StartLocal; _ = x.StartLocal }
+`,
+	}
+	files := map[string]*ast.File{}
+	for name, s := range src {
+		f, err := parser.ParseFile(fset, name, s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = f
+	}
+	got := facadeArrows(files, []string{"local.go"}, func(file string, n ast.Node) string {
+		return fmt.Sprintf("%s:%d", file, fset.Position(n.Pos()).Line)
+	})
+	want := []string{
+		"local.go:5: the facade declares Member.Client",
+		"member.go:2: the member's file names Local",
+		"member.go:4: the member's file names StartLocal",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("facadeArrows: %q, want %d complaints: %q", got, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("facadeArrows: complaint %q, want %q", got[i], w)
+		}
+	}
+}
