@@ -12,7 +12,7 @@ import (
 // depth of the tree the receivers expected form (LocateReply.chunk): the
 // link's for a broadcast to a few, the smallest for a chain of a
 // thousand; a table whose fan-out is fixed leaves the chunk to the
-// receiver.
+// receiver, and so does a Reduce's target.
 func TestLocateReplyCarriesTheTreesChunk(t *testing.T) {
 	const S = 32 << 20
 	now := time.Unix(1000, 0)
@@ -48,6 +48,20 @@ func TestLocateReplyCarriesTheTreesChunk(t *testing.T) {
 			if got := reply.GetChunk(); got != c.want {
 				t.Errorf("%s: %s told chunk %d, want %d", c.name, r, got, c.want)
 			}
+		}
+	}
+	// A Reduce's target (an AllReduce's result, broadcast while its
+	// reduce still streams over the same uplinks) leaves the chunk to its
+	// receivers.
+	cfg := DefaultTableConfig()
+	cfg.FanOut, cfg.InlineUplink, cfg.Intake, cfg.Receivers = FanOutAuto, B, 1/2.1e-9, 1023
+	tb := NewLocationTable(cfg)
+	tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: S, Creator: cycleNode("c")}, nil)
+	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode("c"), State: messages.LocationState_COMPLETE, Size: S, Creator: true})
+	tb.entries["x"].target.reservedBy = "run-1"
+	for _, s := range tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: cycleNode("r1"), TimeoutMs: 60_000}, "r1", now).Sends {
+		if m, ok := s.Msg.(*messages.LocateReply); ok && m.GetChunk() != 0 {
+			t.Errorf("a Reduce's target: told chunk %d, want 0", m.GetChunk())
 		}
 	}
 	if c64 := plan.BroadcastChunk(63, 1, B, S); c64 >= plan.ChunkForObject(B, S) || c64 <= plan.MinChunk/2 {

@@ -28,8 +28,8 @@ const MaxBroadcastFanOut = 8
 // burst, which an idle link passes at once) and a latency for every hop
 // below the first (the fill). A chain (k = 1) is n deep;
 // a tree of k > 1 is ⌈log_k⌉ of its size deep. c is the chunk the
-// directory hands the receivers for that depth (BroadcastChunk). An
-// unknown bandwidth (B <= 0, NaN, +Inf) costs forever alike for every k.
+// directory hands the receivers for that depth (BroadcastChunk), or
+// link.Chunk. An unknown bandwidth (B <= 0, NaN, +Inf) costs forever alike for every k.
 func BroadcastTime(n, k int, link BroadcastLink, S int64) time.Duration {
 	n, k = max(n, 1), max(k, 1)
 	B := link.B
@@ -40,7 +40,11 @@ func BroadcastTime(n, k int, link BroadcastLink, S int64) time.Duration {
 	if link.Intake > 0 && !math.IsInf(link.Intake, 1) {
 		r = min(r, link.Intake)
 	}
-	c := min(int64(BroadcastChunk(n, k, B, S)), max(S, 0))
+	c := int64(BroadcastChunk(n, k, B, S))
+	if link.Chunk > 0 {
+		c = link.Chunk
+	}
+	c = min(c, max(S, 0))
 	wait := c // what a hop's first chunk waits for at r
 	if link.Burst > 0 {
 		wait = max(c-int64(min(link.Burst, float64(c))), 0)
@@ -89,6 +93,9 @@ type BroadcastLink struct {
 	// its rate holds it back (a token bucket's burst, as a tc shaper's);
 	// a hop's first chunk waits for the rest only. 0: none.
 	Burst float64
+	// Chunk, if > 0, is the chunk the streams move in whatever the
+	// tree's depth (receivers that choose their own); 0: BroadcastChunk.
+	Chunk int64
 }
 
 // broadcastDepth is how many levels n receivers fill below their first

@@ -140,3 +140,18 @@ func TestBroadcastDepth(t *testing.T) {
 		}
 	}
 }
+
+// A link whose receivers choose their own chunk is priced with it: a
+// deep chain's fill grows with the chunk, not with the depth's.
+func TestBroadcastTimeWithTheReceiversChunk(t *testing.T) {
+	const S = 32 << 20
+	link := BroadcastLink{L: 50 * time.Microsecond, B: testbedLink.B}
+	own := link
+	own.Chunk = int64(ChunkForObject(link.B, S))
+	if a, b := BroadcastTime(255, 1, link, S), BroadcastTime(255, 1, own, S); b <= a {
+		t.Errorf("chain of 255: %v with the depth's chunk, %v with the link's: want the link's slower", a, b)
+	}
+	if got, want := BroadcastTime(255, 1, own, S), secs(float64(S)/link.B+50e-6+254*(float64(own.Chunk)/link.B+50e-6)); absDiff(got, want) > time.Microsecond {
+		t.Errorf("chain of 255 in the link's chunk: %v, want %v", got, want)
+	}
+}
