@@ -65,7 +65,9 @@ type Params struct {
 	FanOut int
 	// Chunk, if > 0, is the transfer chunk in bytes: a cluster whose
 	// members set storeactor.Config.ChunkSize. 0: what members that adapt
-	// it choose, plan.ChunkForObject of the link and the object.
+	// it choose, plan.ChunkForObject of the link and the object, or the
+	// smaller chunk a Get's directory shard chose for the broadcast
+	// tree's depth (LocateReply.chunk, plan.BroadcastChunk).
 	Chunk int64
 	// CPUs is how many cores the hosts share, 0 for a core of its own
 	// each. The testbed runs its N hosts as processes of one machine

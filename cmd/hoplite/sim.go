@@ -54,7 +54,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	interval := fs.Duration("interval", 0, "async: time between two sources' Puts (0: S/(4B))")
 	slow := fs.Float64("slow-fraction", 0, "fraction of the hosts with half-speed links")
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
-	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject)")
+	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject, or the chunk a Get's shard chose for the tree's depth)")
 	fanOut := fs.Int("fanout", 0, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut): 0, the cost model's choice for the receivers expected (a cluster's); 1, a chain; -1, as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")
