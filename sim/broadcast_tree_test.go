@@ -25,7 +25,8 @@ var broadcastProfiles = []struct {
 // forms the tree the cost model chooses for it, with hosts killed or
 // paused midway as without: where it chooses a chain, each host uploads
 // the object about once (at most 1.1·S, and a chunk a resumed stream
-// sends again per kill); where it chooses a fan-out k > 1, the tree is
+// sends again per kill; at 1,024 the rest of the object a kill, below);
+// where it chooses a fan-out k > 1, the tree is
 // at most ⌈log2 N⌉ deep (2·⌈log2 N⌉ with faults: a receiver whose sender
 // failed takes the shallowest copy with room, which may hang below its
 // old subtree's leaves) and a host uploads at most k·S and those chunks,
@@ -64,11 +65,15 @@ func TestBroadcastTreeUnderTheCostModel(t *testing.T) {
 						if fault != "" {
 							maxDepth = 2 * logN
 						}
-						if fault == "kill" {
-							// A copy whose own receivers are whole has room
-							// again, and takes receivers a killed copy fed.
-							maxUpload += int64(c.Kill) * size
-						}
+					}
+					if fault == "kill" && (k > 1 || n > 256) {
+						// A copy whose own receivers are whole has room
+						// again, and takes receivers a killed copy fed: in
+						// a tree, and in a chain of a thousand whose head
+						// is whole when the kills come (its fill is a
+						// 64 KiB chunk a hop: an 8 MiB chain to 1,024
+						// fills for longer than the object takes).
+						maxUpload += int64(c.Kill) * size
 					}
 					if o.Depth < 1 || o.Depth > maxDepth {
 						t.Errorf("%s N=%d %s seed %d (fan-out %d): depth %d, want 1..%d", prof.name, n, fault, seed, k, o.Depth, maxDepth)
