@@ -20,10 +20,16 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
+	"github.com/hoplite-go/hoplite/internal/memberview"
 	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
+
+// ShardOwners is the placement every member computes from the same live
+// member list: the owner of each of shards directory shards (rendezvous
+// hashing). Tools use it to find an object's shard.
+func ShardOwners(live []string, shards int) []string { return memberview.ShardOwners(live, shards) }
 
 // Client is a client of a running cluster that is not a member of it: a
 // small Proto.Actor actor system of its own that sends the application
@@ -379,7 +385,7 @@ func (c *Client) List(ctx context.Context, cursor string, limit int) (ListPage, 
 
 // shardHost is where view r places shard j.
 func shardHost(r *messages.MemberHelloReply, j int) *actor.PID {
-	owners := shardOwners(r.GetView(), int(r.GetShards()))
+	owners := ShardOwners(r.GetView(), int(r.GetShards()))
 	for i, id := range r.GetView() {
 		if id == owners[j] && i < len(r.GetViewStores()) {
 			owner := r.GetViewStores()[i]
@@ -463,7 +469,7 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Shards: int(r.GetShards()), Owners: shardOwners(r.GetView(), int(r.GetShards()))}
+	st := &Status{Shards: int(r.GetShards()), Owners: ShardOwners(r.GetView(), int(r.GetShards()))}
 	st.Members = make([]MemberStatus, len(r.GetView()))
 	done := make(chan struct{}, len(st.Members))
 	for i, id := range r.GetView() {

@@ -60,7 +60,7 @@ func idOnNode(prefix string, i, nodes, shards int) string {
 		live = append(live, memberName(k, 0))
 	}
 	slices.Sort(live)
-	owners := shardOwners(live, shards)
+	owners := ShardOwners(live, shards)
 	for n := 0; ; n++ {
 		if id := fmt.Sprintf("%s-%d", prefix, n); owners[directory.ShardIndex(id, shards)] == memberName(i, 0) {
 			return id
@@ -86,7 +86,7 @@ func idOnNodeAcrossRestart(prefix string, i, nodes int) (id string, shards int) 
 	slices.Sort(first)
 	slices.Sort(second)
 	for shards = nodes; ; shards++ {
-		before, after := shardOwners(first, shards), shardOwners(second, shards)
+		before, after := ShardOwners(first, shards), ShardOwners(second, shards)
 		kept := -1
 		for j := range before {
 			if before[j] == memberName(i, 0) && after[j] == memberName(i, 1) {

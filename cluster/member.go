@@ -23,6 +23,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/lag"
+	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
@@ -347,4 +348,25 @@ func (m *Member) peerPID(id, name string) *actor.PID {
 		return nil
 	}
 	return memberPID(ref.GetAddress(), rootOf(ref), name)
+}
+
+// shardName is the actor name of shard j under a member's node
+// supervisor ("node#<nonce>/shard-j").
+func shardName(j int) string { return fmt.Sprintf("shard-%d", j) }
+
+// shardPID is where shard j lives when the incarnation whose node
+// supervisor is root, at address, hosts it.
+func shardPID(address, root string, j int) *actor.PID {
+	return memberPID(address, root, shardName(j))
+}
+
+// nameMembers tells this process which member id each store's
+// incarnation root belongs to (ids[i] is stores[i]'s), so that errors
+// about their actors name them by member id (package membername).
+func nameMembers(ids []string, stores []*messages.NodeRef) {
+	for i, id := range ids {
+		if i < len(stores) && stores[i] != nil {
+			membername.Register(stores[i].GetAddress(), rootOf(stores[i]), id)
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/membername"
+	"github.com/hoplite-go/hoplite/internal/memberview"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -70,7 +71,7 @@ type (
 
 // membersState survives restarts of the members actor.
 type membersState struct {
-	view        *memberView
+	view        *memberview.View
 	owners      []string // current placement (shard j -> member id)
 	formerOwner []string // the owner before the last move of shard j
 	// formerLeft[j]: shard j's former owner announced its leave, so the
@@ -119,7 +120,7 @@ const (
 // warn: longer than a membership change takes to settle, including the
 // address quarantine of a member restarted where one failed (the others
 // leave it out for that long while it already sees them).
-const viewDisagreeAfter = addressQuarantine + 2*time.Second
+const viewDisagreeAfter = memberview.AddressQuarantine + 2*time.Second
 
 type helloState struct {
 	inflight bool
@@ -156,7 +157,7 @@ func (a *helloActor) Receive(ctx actor.Context) {
 	}
 }
 
-// membersActor ("node#<nonce>/members") is the shell around a memberView: it
+// membersActor ("node#<nonce>/members") is the shell around a memberview.View: it
 // greets new members (the compatibility handshake), answers their
 // greetings, and turns every change of the view into placement: the shard
 // table, the shards this member runs, the store's republish of moved
@@ -183,7 +184,7 @@ const (
 
 func newMembersProps(m *Member) *actor.Props {
 	st := &membersState{
-		view:     newMemberView(m.id, m.system.Address(), m.ref, m.cfg.Shards),
+		view:     memberview.New(m.id, m.system.Address(), m.ref, m.cfg.Shards),
 		running:  map[int]*actor.PID{},
 		spawning: map[int]bool{},
 		stopping: map[int]bool{},
@@ -259,7 +260,7 @@ func (a *membersActor) arm(d time.Duration) {
 func (a *membersActor) quiet() bool {
 	st := a.st
 	return st.settled && len(st.waiters) == 0 && len(st.spawning) == 0 && len(st.stopping) == 0 &&
-		!st.view.selfLeaving && len(st.view.quarantine) == 0 && len(st.view.NeedsHello()) == 0 && a.ownShardsRunning()
+		!st.view.SelfLeaving() && !st.view.Quarantining() && len(st.view.NeedsHello()) == 0 && a.ownShardsRunning()
 }
 
 func (a *membersActor) stopTicker() {
@@ -291,12 +292,12 @@ func (a *membersActor) memberGone(ctx actor.Context, msg *memberGone) {
 		return
 	}
 	a.m.kickMembership()
-	p := a.st.view.peers[msg.id]
-	if p != nil && p.leaving && (p.address == "" || p.address == msg.address) {
+	p, known := a.st.view.Peer(msg.id)
+	if known && p.Leaving && (p.Address == "" || p.Address == msg.address) {
 		a.departed(ctx, msg.id, "its address: "+msg.signal)
 		return
 	}
-	if p == nil || p.dead {
+	if !known || p.Dead {
 		// Gone from the view already: it departed (a leave whose end the
 		// topology showed first, and the view forgot it), or its failure
 		// was spread. Its connection closing now is that same end: a
@@ -318,11 +319,11 @@ func (a *membersActor) memberGone(ctx actor.Context, msg *memberGone) {
 // the local shards drop what is left of its copies and parked requests
 // (it gave its copies up while it left; one it could not is gone now).
 func (a *membersActor) departed(ctx actor.Context, id, how string) {
-	p := a.st.view.peers[id]
-	if p == nil {
+	p, ok := a.st.view.Peer(id)
+	if !ok {
 		return
 	}
-	addr, store := p.address, p.store
+	addr, store := p.Address, p.Store
 	if !a.st.view.Departed(id) {
 		return
 	}
@@ -343,9 +344,9 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 	a.m.kickMembership()
 	if a.st.view.Failed(msg.id, msg.address) {
 		addr := msg.address
-		if p := a.st.view.peers[msg.id]; p != nil {
-			p.deadBy = fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member"))
-			addr = cmp.Or(p.address, addr)
+		if p, ok := a.st.view.Peer(msg.id); ok {
+			a.st.view.Blame(msg.id, fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member")))
+			addr = cmp.Or(p.Address, addr)
 		}
 		// The barrier managers here stop waiting for that member's
 		// replicas to acknowledge a close. The view's acceptance, not any
@@ -365,8 +366,8 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 			ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: msg.id, Address: addr, DetectedBy: "revoke:" + msg.origin, Forwarder: msg.from, At: time.Now()})
 		}
 	} else {
-		if p := a.st.view.peers[msg.id]; p != nil && !p.dead {
-			a.m.log.WithFields(logrus.Fields{"subject": msg.id, "subject_address": msg.address, "known_address": p.address}).
+		if p, ok := a.st.view.Peer(msg.id); ok && !p.Dead {
+			a.m.log.WithFields(logrus.Fields{"subject": msg.id, "subject_address": msg.address, "known_address": p.Address}).
 				Info("ignored a failure notice about a member at another address (a late message for another cluster)")
 		}
 	}
@@ -374,7 +375,7 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 }
 
 func (a *membersActor) leaveSelf(ctx actor.Context) {
-	a.st.view.selfLeaving = true
+	a.st.view.Leave()
 	a.reconcile(ctx)
 	ctx.Respond(leaveDone{})
 }
@@ -454,26 +455,22 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 		return // closing: the whole cluster stops, nobody leaves or fails
 	}
 	st.topologySeq = u.seq
-	var members []topologyMember
+	var members []memberview.Member
 	for _, m := range u.topology.GetMembers() {
-		members = append(members, topologyMember{id: m.GetId(), address: m.Address()})
+		members = append(members, memberview.Member{ID: m.GetId(), Address: m.Address()})
 	}
-	before := map[string]*peer{}
-	for id, p := range st.view.peers {
-		cp := *p
-		before[id] = &cp
-	}
+	before := st.view.Peers()
 	joined, left := st.view.Topology(members)
 	st.topologySet = true
 	for _, id := range joined {
 		a.m.log.WithField("joined", id).Debug("member appeared in the topology")
 	}
 	for _, id := range left {
-		p := before[id]
-		if p == nil || p.dead || p.state == peerIncompatible {
+		p, ok := before[id]
+		if !ok || p.Dead || p.Incompatible {
 			continue
 		}
-		if p.leaving {
+		if p.Leaving {
 			// The end of a leave it announced: its shards moved already.
 			a.departed(ctx, id, "provider topology")
 			continue
@@ -489,8 +486,8 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 			}
 		}
 		entry.Info("member left the topology: spreading a failure notice")
-		a.originateAfterProbeDelay(ctx, revoke.FailureNotice(id, p.address))
-		go a.m.expelled(id, p.address, rootOf(p.store))
+		a.originateAfterProbeDelay(ctx, revoke.FailureNotice(id, p.Address))
+		go a.m.expelled(id, p.Address, rootOf(p.Store))
 	}
 	a.greet(ctx)
 	a.reconcile(ctx)
@@ -526,16 +523,16 @@ func (a *membersActor) originateAfterProbeDelay(ctx actor.Context, n revoke.Noti
 func (a *membersActor) greet(ctx actor.Context) {
 	now := time.Now()
 	for _, p := range a.st.view.NeedsHello() {
-		h := a.st.hello[p.id]
+		h := a.st.hello[p.ID]
 		if h == nil {
 			h = &helloState{}
-			a.st.hello[p.id] = h
+			a.st.hello[p.ID] = h
 		}
 		if h.inflight || now.Before(h.next) {
 			continue
 		}
 		h.inflight = true
-		id, addr := p.id, p.address
+		id, addr := p.ID, p.Address
 		h.wait = max(h.wait, helloFirstWait)
 		hello := a.m.hello()
 		hello.ToMemberId = id
@@ -614,7 +611,7 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 	st, m := a.st, a.m
 	v := st.view
 	live := v.Live()
-	owners := shardOwners(live, m.cfg.Shards)
+	owners := memberview.ShardOwners(live, m.cfg.Shards)
 	// No placement before the first handshakes are over: a joining member
 	// would otherwise start every shard for itself, then hand them over.
 	if st.settled && !slices.Equal(owners, st.owners) {
@@ -622,12 +619,12 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 			st.formerOwner = make([]string, len(owners))
 			st.formerLeft = make([]bool, len(owners))
 		}
-		moved := movedShards(st.owners, owners)
+		moved := memberview.MovedShards(st.owners, owners)
 		for _, j := range moved {
 			if int(j) < len(st.owners) {
 				st.formerOwner[j] = st.owners[j]
-				p := v.peers[st.owners[j]]
-				st.formerLeft[j] = p != nil && p.leaving
+				p, ok := v.Peer(st.owners[j])
+				st.formerLeft[j] = ok && p.Leaving
 			}
 		}
 		self := m.system.Address()
@@ -670,16 +667,16 @@ func (a *membersActor) reconcile(ctx actor.Context) {
 			if id == m.id {
 				continue
 			}
-			if p := v.peers[id]; p.store != nil {
-				membername.Register(p.store.GetAddress(), rootOf(p.store), id)
+			p, _ := v.Peer(id)
+			if p.Store != nil {
+				membername.Register(p.Store.GetAddress(), rootOf(p.Store), id)
 			}
-			p := v.peers[id]
-			idx.byID[id], idx.byAddr[p.address] = p.address, id
-			if p.store != nil {
-				idx.storeOf[id] = p.store
+			idx.byID[id], idx.byAddr[p.Address] = p.Address, id
+			if p.Store != nil {
+				idx.storeOf[id] = p.Store
 			}
-			if d := p.store.GetDataAddress(); d != "" {
-				idx.byData[d], idx.dataOf[p.address] = id, d
+			if d := p.Store.GetDataAddress(); d != "" {
+				idx.byData[d], idx.dataOf[p.Address] = id, d
 			}
 		}
 		old := m.peers.Swap(idx)
@@ -808,7 +805,7 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 			delete(st.viewChecks, id)
 		}
 	}
-	if st.view.selfLeaving {
+	if st.view.SelfLeaving() {
 		return // its view is meant to differ now
 	}
 	// Only with its neighbours in the binomial graph of the live members:

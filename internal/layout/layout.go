@@ -74,6 +74,8 @@ var Cores = []string{
 	"internal/barrier/tree",    // a barrier's combining tree
 	"internal/nemesis",         // the network nemesis's schedules and command lines
 	"internal/memberwatch",     // the automanaged members' watch of each other
+	"internal/memberview",      // a member's membership view and the shard placement
+	"internal/rendezvous",      // the rendezvous hash the placements share
 }
 
 // Wire are the module packages a core may import although they are not

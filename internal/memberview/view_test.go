@@ -1,4 +1,4 @@
-package cluster
+package memberview
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func TestShardOwnersStableAndBalanced(t *testing.T) {
 	for trial := 0; trial < 200; trial++ {
 		n := 1 + rng.Intn(8)
 		live := ids(n, rng)
-		owners := shardOwners(live, 64)
+		owners := ShardOwners(live, 64)
 		count := map[string]int{}
 		for _, o := range owners {
 			if !slices.Contains(live, o) {
@@ -42,7 +42,7 @@ func TestShardOwnersStableAndBalanced(t *testing.T) {
 		// A member fails: only its shards move.
 		gone := live[rng.Intn(n)]
 		rest := slices.DeleteFunc(slices.Clone(live), func(s string) bool { return s == gone })
-		after := shardOwners(rest, 64)
+		after := ShardOwners(rest, 64)
 		for j := range owners {
 			if owners[j] != gone && after[j] != owners[j] {
 				t.Fatalf("shard %d moved from survivor %s to %s", j, owners[j], after[j])
@@ -52,14 +52,14 @@ func TestShardOwnersStableAndBalanced(t *testing.T) {
 		joiner := fmt.Sprintf("127.0.0.1:%d#ffffffff", 9000+trial)
 		grown := append(slices.Clone(live), joiner)
 		slices.Sort(grown)
-		joined := shardOwners(grown, 64)
+		joined := ShardOwners(grown, 64)
 		for j := range owners {
 			if joined[j] != owners[j] && joined[j] != joiner {
 				t.Fatalf("shard %d moved from %s to %s, not to the joiner", j, owners[j], joined[j])
 			}
 		}
 	}
-	if got := shardOwners(nil, 4); !slices.Equal(got, []string{"", "", "", ""}) {
+	if got := ShardOwners(nil, 4); !slices.Equal(got, []string{"", "", "", ""}) {
 		t.Fatalf("no members: %v", got)
 	}
 }
@@ -68,8 +68,8 @@ func TestMemberViewLifecycle(t *testing.T) {
 	ref := func(id string) *messages.NodeRef {
 		return &messages.NodeRef{NodeId: id, Address: id + "-addr", ActorId: "node/store", DataAddress: id + "-data"}
 	}
-	v := newMemberView("b", "b-addr", ref("b"), 16)
-	joined, left := v.Topology([]topologyMember{{"a", "a-addr"}, {"b", "b-addr"}, {"c", "c-addr"}, {"d", "d-addr"}})
+	v := New("b", "b-addr", ref("b"), 16)
+	joined, left := v.Topology([]Member{{"a", "a-addr"}, {"b", "b-addr"}, {"c", "c-addr"}, {"d", "d-addr"}})
 	if !slices.Equal(joined, []string{"a", "c", "d"}) || left != nil {
 		t.Fatalf("joined %v left %v", joined, left)
 	}
@@ -112,24 +112,24 @@ func TestMemberViewLifecycle(t *testing.T) {
 	if got := v.Reachable(); !slices.Equal(got, []string{"b", "d"}) {
 		t.Fatalf("reachable after a failed: %v", got)
 	}
-	_, left = v.Topology([]topologyMember{{"b", "b-addr"}, {"c", "c-addr"}, {"d", "d-addr"}})
+	_, left = v.Topology([]Member{{"b", "b-addr"}, {"c", "c-addr"}, {"d", "d-addr"}})
 	if !slices.Equal(left, []string{"a"}) || v.peers["a"] != nil {
 		t.Fatalf("left %v, a still known: %v", left, v.peers["a"])
 	}
 	// A new incarnation of a at the same address stays out of the view
-	// for addressQuarantine after a's failure.
+	// for AddressQuarantine after a's failure.
 	t0 := time.Unix(1000, 0)
 	v.SetNow(t0)
 	v.Failed("d", "") // d's address is now quarantined from t0
-	v.Topology([]topologyMember{{"b", "b-addr"}, {"c", "c-addr"}, {"d2", "d-addr"}})
+	v.Topology([]Member{{"b", "b-addr"}, {"c", "c-addr"}, {"d2", "d-addr"}})
 	if got := v.NeedsHello(); len(got) != 0 {
-		t.Fatalf("greeting a quarantined incarnation: %v", got[0].id)
+		t.Fatalf("greeting a quarantined incarnation: %v", got[0].ID)
 	}
 	v.Hello("d2", "d-addr", ref("d2"), true, "") // it greeted us
 	if got := v.Live(); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("quarantined incarnation live: %v", got)
 	}
-	v.SetNow(t0.Add(addressQuarantine))
+	v.SetNow(t0.Add(AddressQuarantine))
 	if got := v.Live(); !slices.Equal(got, []string{"b", "d2"}) {
 		t.Fatalf("after the quarantine: %v", got)
 	}
@@ -154,8 +154,8 @@ func TestViewIgnoresANoticeAboutAMemberAtAnotherAddress(t *testing.T) {
 	ref := func(id string) *messages.NodeRef {
 		return &messages.NodeRef{NodeId: id, Address: "127.0.0.1:100" + id[len(id)-1:], ActorId: "node/store", DataAddress: id + "-data"}
 	}
-	v := newMemberView("node-0", "127.0.0.1:1000", ref("node-0"), 4)
-	v.Topology([]topologyMember{{"node-0", "127.0.0.1:1000"}, {"node-1", "127.0.0.1:1001"}, {"node-2", "127.0.0.1:1002"}})
+	v := New("node-0", "127.0.0.1:1000", ref("node-0"), 4)
+	v.Topology([]Member{{"node-0", "127.0.0.1:1000"}, {"node-1", "127.0.0.1:1001"}, {"node-2", "127.0.0.1:1002"}})
 	// Another cluster's node-1, at its own address: not this one.
 	if v.Failed("node-1", "127.0.0.1:2001") {
 		t.Fatal("a notice naming node-1 at another address marked it dead")
@@ -184,13 +184,13 @@ func TestViewIgnoresANoticeAboutAMemberAtAnotherAddress(t *testing.T) {
 // not list it and its handshake would not be answered.
 func TestViewForgetsANoticeAboutAnUnknownMember(t *testing.T) {
 	ref := &messages.NodeRef{NodeId: "node-4", Address: "127.0.0.1:1004", ActorId: "node/store", DataAddress: "node-4-data"}
-	v := newMemberView("node-0", "127.0.0.1:1000", &messages.NodeRef{NodeId: "node-0", Address: "127.0.0.1:1000"}, 4)
+	v := New("node-0", "127.0.0.1:1000", &messages.NodeRef{NodeId: "node-0", Address: "127.0.0.1:1000"}, 4)
 	for _, addr := range []string{"127.0.0.1:2004", "127.0.0.1:1004", ""} {
 		if v.Failed("node-4", addr) {
 			t.Fatalf("a notice about the unknown node-4 at %q changed the view", addr)
 		}
 	}
-	v.Topology([]topologyMember{{"node-0", "127.0.0.1:1000"}, {"node-4", "127.0.0.1:1004"}})
+	v.Topology([]Member{{"node-0", "127.0.0.1:1000"}, {"node-4", "127.0.0.1:1004"}})
 	v.Hello("node-4", "127.0.0.1:1004", ref, true, "")
 	if got := v.Live(); !slices.Equal(got, []string{"node-0", "node-4"}) {
 		t.Fatalf("live after node-4 joined: %v (%v)", got, v.Describe())

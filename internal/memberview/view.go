@@ -1,4 +1,8 @@
-package cluster
+// Package memberview is one member's membership state, a pure core: the
+// view the member actor steps with the provider's topology, the
+// handshakes' outcomes, delivered failure notices and graceful leaves,
+// and the shard placement every member computes from the live members.
+package memberview
 
 import (
 	"cmp"
@@ -6,9 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
-
-	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -34,13 +35,13 @@ type peer struct {
 	leaving     bool   // it announced a graceful leave
 }
 
-// memberView is one member's membership state: a pure core (no actors,
-// no clocks, no I/O) stepped by the topology that Proto.Actor's cluster
+// View is one member's membership state: a pure core (no actors, no
+// clocks, no I/O) stepped by the topology that Proto.Actor's cluster
 // provider reports, the handshake outcomes, delivered failure notices and
 // graceful leaves. Out come the live members (sorted by id: every member
 // computes the same list from the same inputs), the shard owners, the
 // store nodes a rebuilt shard asks to republish, and the revoke overlay.
-type memberView struct {
+type View struct {
 	self        string
 	selfAddress string
 	selfStore   *messages.NodeRef
@@ -50,11 +51,11 @@ type memberView struct {
 	// now is the time of the event being applied (the shell sets it).
 	now time.Time
 	// quarantine holds addresses whose member failed, until when a new
-	// incarnation there is not used (see addressQuarantine).
+	// incarnation there is not used (see AddressQuarantine).
 	quarantine map[string]time.Time
 }
 
-// addressQuarantine is how long a new incarnation at the address of a
+// AddressQuarantine is how long a new incarnation at the address of a
 // member that failed is kept out of the view. Proto.Actor remote keys its
 // endpoints by address: a send to the dead member opens an endpoint whose
 // connection attempt fails and which, 2 s later (a fixed retry sleep),
@@ -62,15 +63,17 @@ type memberView struct {
 // of actors of a new incarnation that started at the same address
 // meanwhile (they would look failed). After the quarantine those
 // endpoints are gone and the new incarnation gets fresh ones.
-const addressQuarantine = 3 * time.Second
+const AddressQuarantine = 3 * time.Second
 
-func newMemberView(self, address string, store *messages.NodeRef, shards int) *memberView {
-	return &memberView{self: self, selfAddress: address, selfStore: store, shards: shards, peers: map[string]*peer{},
+// New is the view of member self, whose actor system listens at address
+// and whose store node is store, placing shards directory shards.
+func New(self, address string, store *messages.NodeRef, shards int) *View {
+	return &View{self: self, selfAddress: address, selfStore: store, shards: shards, peers: map[string]*peer{},
 		quarantine: map[string]time.Time{}}
 }
 
 // SetNow sets the time of the events that follow.
-func (v *memberView) SetNow(now time.Time) {
+func (v *View) SetNow(now time.Time) {
 	v.now = now
 	for addr, until := range v.quarantine {
 		if !now.Before(until) {
@@ -80,18 +83,18 @@ func (v *memberView) SetNow(now time.Time) {
 }
 
 // quarantined: p lives at an address whose previous member failed less
-// than addressQuarantine ago.
-func (v *memberView) quarantined(p *peer) bool {
+// than AddressQuarantine ago.
+func (v *View) quarantined(p *peer) bool {
 	until, ok := v.quarantine[p.address]
 	return ok && v.now.Before(until)
 }
 
 // usable: a compatible, live, non-quarantined peer.
-func (v *memberView) usable(p *peer) bool {
+func (v *View) usable(p *peer) bool {
 	return p.state == peerCompatible && !p.dead && !v.quarantined(p)
 }
 
-func (v *memberView) peer(id string) *peer {
+func (v *View) peer(id string) *peer {
 	p := v.peers[id]
 	if p == nil {
 		p = &peer{id: id}
@@ -100,17 +103,17 @@ func (v *memberView) peer(id string) *peer {
 	return p
 }
 
-// topologyMember is one entry of a protoactor ClusterTopology.
-type topologyMember struct{ id, address string }
+// Member is one entry of a protoactor ClusterTopology.
+type Member struct{ ID, Address string }
 
 // Topology applies the provider's current member list. It returns the
 // members that appeared and those that left it (never self). A member
 // that left is forgotten once it is also known dead.
-func (v *memberView) Topology(members []topologyMember) (joined, left []string) {
+func (v *View) Topology(members []Member) (joined, left []string) {
 	now := map[string]string{}
 	for _, m := range members {
-		if m.id != "" && m.id != v.self {
-			now[m.id] = m.address
+		if m.ID != "" && m.ID != v.self {
+			now[m.ID] = m.Address
 		}
 	}
 	for id, p := range v.peers {
@@ -134,7 +137,7 @@ func (v *memberView) Topology(members []topologyMember) (joined, left []string) 
 
 // gc forgets peers that are gone from the topology and dead (or were never
 // more than a hello from a member that did not stay).
-func (v *memberView) gc() {
+func (v *View) gc() {
 	for id, p := range v.peers {
 		if !p.inTopology && (p.dead || p.state != peerCompatible) {
 			delete(v.peers, id)
@@ -143,21 +146,74 @@ func (v *memberView) gc() {
 }
 
 // NeedsHello lists the peers in the topology whose handshake is open.
-func (v *memberView) NeedsHello() []*peer {
-	var out []*peer
+func (v *View) NeedsHello() []Peer {
+	var out []Peer
 	for _, p := range v.peers {
 		if p.inTopology && p.state == peerUnknown && !p.dead && !v.quarantined(p) {
-			out = append(out, p)
+			out = append(out, p.snapshot())
 		}
 	}
-	slices.SortFunc(out, func(a, b *peer) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(out, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
+
+// Peer is what a view holds about one other member, as a copy.
+type Peer struct {
+	ID, Address string
+	// Store is its store node as its handshake named it (nil before).
+	Store *messages.NodeRef
+	// Incompatible: its handshake excluded it.
+	Incompatible bool
+	// Dead: a failure notice about it was delivered here, or it left.
+	Dead bool
+	// Leaving: it announced a graceful leave.
+	Leaving bool
+}
+
+func (p *peer) snapshot() Peer {
+	return Peer{ID: p.id, Address: p.address, Store: p.store, Incompatible: p.state == peerIncompatible, Dead: p.dead, Leaving: p.leaving}
+}
+
+// Peer is what the view holds about member id, if it knows it.
+func (v *View) Peer(id string) (Peer, bool) {
+	p := v.peers[id]
+	if p == nil {
+		return Peer{}, false
+	}
+	return p.snapshot(), true
+}
+
+// Peers is what the view holds about every member it knows, by id.
+func (v *View) Peers() map[string]Peer {
+	out := make(map[string]Peer, len(v.peers))
+	for id, p := range v.peers {
+		out[id] = p.snapshot()
+	}
+	return out
+}
+
+// Blame records whose notice member id's failure was (Describe shows
+// it), if the view still knows the member.
+func (v *View) Blame(id, by string) {
+	if p := v.peers[id]; p != nil {
+		p.deadBy = by
+	}
+}
+
+// Leave records that this member leaves: it is out of Live from now on.
+func (v *View) Leave() { v.selfLeaving = true }
+
+// SelfLeaving says whether this member leaves (Leave).
+func (v *View) SelfLeaving() bool { return v.selfLeaving }
+
+// Quarantining says whether an address of a failed member is still kept
+// out of the view (AddressQuarantine).
+func (v *View) Quarantining() bool { return len(v.quarantine) > 0 }
 
 // Hello records a handshake outcome (a reply to our hello, or a hello we
 // received). It reports whether the peer became incompatible just now
 // (to log it once).
-func (v *memberView) Hello(id, address string, store *messages.NodeRef, compatible bool, why string) (newlyIncompatible bool) {
+func (v *View) Hello(id, address string, store *messages.NodeRef, compatible bool, why string) (newlyIncompatible bool) {
 	if id == "" || id == v.self {
 		return false
 	}
@@ -198,7 +254,7 @@ func (v *memberView) Hello(id, address string, store *messages.NodeRef, compatib
 // peer, and the topology that names one can arrive between admission and
 // delivery): this is the check that sees the view's own knowledge, so no
 // interleaving lets such a notice mark a live member dead.
-func (v *memberView) Failed(id, address string) bool {
+func (v *View) Failed(id, address string) bool {
 	p := v.peers[id]
 	if p == nil || p.dead {
 		return false
@@ -208,14 +264,14 @@ func (v *memberView) Failed(id, address string) bool {
 	}
 	p.dead = true
 	if p.address != "" {
-		v.quarantine[p.address] = v.now.Add(addressQuarantine)
+		v.quarantine[p.address] = v.now.Add(AddressQuarantine)
 	}
 	v.gc()
 	return true
 }
 
 // Leaving records a peer's graceful leave.
-func (v *memberView) Leaving(id string) bool {
+func (v *View) Leaving(id string) bool {
 	p := v.peers[id]
 	if p == nil || p.leaving {
 		return false
@@ -229,14 +285,14 @@ func (v *memberView) Leaving(id string) bool {
 // quarantined for the same reason), though no notice was spread. It
 // reports whether it changed anything: only a peer that announced its
 // leave departs.
-func (v *memberView) Departed(id string) bool {
+func (v *View) Departed(id string) bool {
 	p := v.peers[id]
 	if p == nil || p.dead || !p.leaving {
 		return false
 	}
 	p.dead, p.deadBy = true, "left"
 	if p.address != "" {
-		v.quarantine[p.address] = v.now.Add(addressQuarantine)
+		v.quarantine[p.address] = v.now.Add(AddressQuarantine)
 	}
 	v.gc()
 	return true
@@ -245,7 +301,7 @@ func (v *memberView) Departed(id string) bool {
 // Live is the placement membership: self (unless leaving) and every
 // compatible peer in the topology that is neither dead nor leaving,
 // sorted by member id.
-func (v *memberView) Live() []string {
+func (v *View) Live() []string {
 	var out []string
 	if !v.selfLeaving {
 		out = append(out, v.self)
@@ -260,7 +316,7 @@ func (v *memberView) Live() []string {
 }
 
 // Describe says, for each known peer, what this view holds about it.
-func (v *memberView) Describe() map[string]string {
+func (v *View) Describe() map[string]string {
 	out := make(map[string]string, len(v.peers))
 	for id, p := range v.peers {
 		state := [...]string{"no hello answered", "compatible", "incompatible: " + p.why}[p.state]
@@ -276,7 +332,7 @@ func (v *memberView) Describe() map[string]string {
 
 // Reachable is the revoke overlay: self and every compatible peer not
 // known dead (leaving members still hear of failures until they are gone).
-func (v *memberView) Reachable() []string {
+func (v *View) Reachable() []string {
 	out := []string{v.self}
 	for id, p := range v.peers {
 		if v.usable(p) {
@@ -290,7 +346,7 @@ func (v *memberView) Reachable() []string {
 // Stores are the store nodes a shard asks to republish when it starts:
 // self and every compatible peer not known dead, leaving ones included
 // (their copies still serve until they are gone).
-func (v *memberView) Stores() []*messages.NodeRef {
+func (v *View) Stores() []*messages.NodeRef {
 	out := []*messages.NodeRef{v.selfStore}
 	for _, p := range v.peers {
 		if v.usable(p) && p.store != nil {
@@ -302,7 +358,7 @@ func (v *memberView) Stores() []*messages.NodeRef {
 }
 
 // Address is a member's actor system address ("" if unknown).
-func (v *memberView) Address(id string) string {
+func (v *View) Address(id string) string {
 	if id == v.self {
 		return v.selfAddress
 	}
@@ -314,7 +370,7 @@ func (v *memberView) Address(id string) string {
 
 // Store is a member's store node as its handshake named it (nil if
 // unknown): its actor id names the incarnation's actors.
-func (v *memberView) Store(id string) *messages.NodeRef {
+func (v *View) Store(id string) *messages.NodeRef {
 	if id == v.self {
 		return v.selfStore
 	}
@@ -325,7 +381,7 @@ func (v *memberView) Store(id string) *messages.NodeRef {
 }
 
 // Compatibility counts the peers in the topology by handshake outcome.
-func (v *memberView) Compatibility() (compatible, incompatible, unknown int, reasons []string) {
+func (v *View) Compatibility() (compatible, incompatible, unknown int, reasons []string) {
 	for _, p := range v.peers {
 		if !p.inTopology || p.dead {
 			continue
@@ -344,7 +400,7 @@ func (v *memberView) Compatibility() (compatible, incompatible, unknown int, rea
 	return compatible, incompatible, unknown, reasons
 }
 
-// shardOwners places every shard on a live member by rendezvous (highest
+// ShardOwners places every shard on a live member by rendezvous (highest
 // random weight) hashing: shard j goes to the member with the highest
 // weight(member, j). Every member computes the same placement from the
 // same member list, and a member that fails or leaves moves only its own
@@ -354,12 +410,7 @@ func (v *memberView) Compatibility() (compatible, incompatible, unknown int, rea
 // member killed mid-reduce also killed the Reduce's coordinator). A member
 // that joins takes about 1/n of the shards. With nobody live, no shard has
 // an owner ("").
-// ShardOwners is the placement every member computes from the same live
-// member list: the owner of each of shards directory shards (rendezvous
-// hashing). Tools use it to find an object's shard.
-func ShardOwners(live []string, shards int) []string { return shardOwners(live, shards) }
-
-func shardOwners(live []string, shards int) []string {
+func ShardOwners(live []string, shards int) []string {
 	out := make([]string, shards)
 	if len(live) == 0 {
 		return out
@@ -380,8 +431,8 @@ func shardOwners(live []string, shards int) []string {
 	return out
 }
 
-// movedShards lists the shards whose owner differs between two placements.
-func movedShards(before, after []string) []int32 {
+// MovedShards lists the shards whose owner differs between two placements.
+func MovedShards(before, after []string) []int32 {
 	var out []int32
 	for j := range after {
 		if j >= len(before) || before[j] != after[j] {
@@ -389,25 +440,4 @@ func movedShards(before, after []string) []int32 {
 		}
 	}
 	return out
-}
-
-// shardName is the actor name of shard j under a member's node
-// supervisor ("node#<nonce>/shard-j").
-func shardName(j int) string { return fmt.Sprintf("shard-%d", j) }
-
-// shardPID is where shard j lives when the incarnation whose node
-// supervisor is root, at address, hosts it.
-func shardPID(address, root string, j int) *actor.PID {
-	return memberPID(address, root, shardName(j))
-}
-
-// nameMembers tells this process which member id each store's
-// incarnation root belongs to (ids[i] is stores[i]'s), so that errors
-// about their actors name them by member id (package membername).
-func nameMembers(ids []string, stores []*messages.NodeRef) {
-	for i, id := range ids {
-		if i < len(stores) && stores[i] != nil {
-			membername.Register(stores[i].GetAddress(), rootOf(stores[i]), id)
-		}
-	}
 }
