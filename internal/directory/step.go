@@ -31,6 +31,12 @@ type (
 	// Republished is the shell's word that every store node alive when
 	// the table started has republished what it holds.
 	Republished struct{}
+	// AwaitRepublish is the shell's word that it asked store nodes that
+	// came into its view after Republished to republish: until the next
+	// Republished, a Delete of an id the table does not know waits, as
+	// before the first (one of them may hold a copy: a member that
+	// rejoined placed its shards before it saw every member).
+	AwaitRepublish struct{}
 	// Subscribe pushes every current and future location of the object
 	// to To, the subscriber whose key is Key.
 	Subscribe struct {
@@ -108,6 +114,10 @@ func (t *LocationTable) Step(now time.Time, ev any) outbox.Box {
 		out = t.onIncarnationFailed(e.Node, e.Address)
 	case Republished:
 		out = t.onRepublished()
+	case AwaitRepublish:
+		if t.amnesic || t.cfg.AwaitRepublish {
+			t.republished = false
+		}
 	case *messages.ReleaseTarget:
 		out = t.onRelease(e)
 	case Subscribe:

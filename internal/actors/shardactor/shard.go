@@ -261,6 +261,10 @@ type Shard struct {
 	// republishUntil bounds only what RebuildQuery reports.
 	republishing   map[string]*messages.NodeRef
 	republishUntil time.Time
+	// asked holds every store node (by PID key) asked to republish to
+	// this table: at its start, or when it came into the member's view
+	// later (see watchStores).
+	asked map[string]bool
 	// gone is set when this incarnation stops or restarts; its
 	// coordinators read it (see NewCoordinator).
 	gone atomic.Bool
@@ -404,12 +408,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		ctx.Respond(RebuildStatus{Pending: s.pending(now)})
 		return
 	case WatchStores:
-		if s.cfg.Nodes != nil {
-			for _, n := range s.cfg.Nodes() {
-				s.watch(ctx, n)
-			}
-		}
-		return
+		out = s.watchStores(ctx, now)
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
 		s.traceLocate(m, ctx.Sender())
@@ -563,6 +562,7 @@ func (s *Shard) started(ctx actor.Context) {
 	s.noteAmnesia(ctx)
 	s.watched = map[string]string{}
 	s.republishing = map[string]*messages.NodeRef{}
+	s.asked = map[string]bool{}
 	s.probing = map[string]bool{}
 	s.subscribers = map[string]*actor.PID{}
 	s.covered = map[string]bool{}
@@ -584,9 +584,8 @@ func (s *Shard) started(ctx actor.Context) {
 		// (seven of them in a 1 KiB broadcast to 7 whose object's shard
 		// is new to them).
 		for _, n := range s.cfg.Nodes() {
-			s.republishing[actorutil.Key(n.PID())] = n
+			s.askRepublish(ctx, n)
 			s.watch(ctx, n)
-			s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
 		}
 	}
 	if !first {
@@ -684,6 +683,42 @@ func (s *Shard) pendingNodes() []*messages.NodeRef {
 	nodes := slices.Collect(maps.Values(s.republishing))
 	slices.SortFunc(nodes, func(a, b *messages.NodeRef) int { return cmp.Compare(a.GetNodeId(), b.GetNodeId()) })
 	return nodes
+}
+
+// askRepublish asks store node n to republish its copies of this
+// shard's objects to this table.
+func (s *Shard) askRepublish(ctx actor.Context, n *messages.NodeRef) {
+	key := actorutil.Key(n.PID())
+	s.asked[key] = true
+	s.republishing[key] = n
+	s.senders.Request(ctx, n.PID(), &messages.Republish{Shards: []int32{int32(s.cfg.Index)}, ShardCount: int32(s.cfg.Count)})
+}
+
+// watchStores watches the member's store nodes as its view has them
+// now, and asks each one this table has not asked to republish. The
+// view a table starts with may lack members (a member that rejoined
+// placed its shards before its view held every member, or a partition
+// hid some): told Republished with only those, the table answered a
+// Delete of an object a member it did not see held NOT_FOUND. A table
+// already told goes back to waiting (directory.AwaitRepublish) until the
+// late ones answer.
+func (s *Shard) watchStores(ctx actor.Context, now time.Time) outbox.Box {
+	if s.cfg.Nodes == nil || s.table == nil {
+		return outbox.Box{}
+	}
+	late := false
+	for _, n := range s.cfg.Nodes() {
+		s.watch(ctx, n)
+		if !s.asked[actorutil.Key(n.PID())] {
+			s.askRepublish(ctx, n)
+			late = true
+		}
+	}
+	if !late || !s.republished {
+		return outbox.Box{}
+	}
+	s.republished = false
+	return s.table.Step(now, directory.AwaitRepublish{})
 }
 
 // republishedAll tells the table, once, that every store node it asked
