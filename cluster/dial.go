@@ -20,6 +20,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
+	"github.com/hoplite-go/hoplite/internal/logbridge"
 	"github.com/hoplite-go/hoplite/internal/memberview"
 	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
@@ -166,7 +167,7 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 		log.SetOutput(io.Discard)
 	}
 	system := newActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return memberLogger(log, "client")
+		return logbridge.MemberLogger(log, "client")
 	}))
 	r := remote.NewRemote(system, RemoteConfig(bhost, pn, cfg.tls, log))
 	if err := startRemote(r); err != nil {

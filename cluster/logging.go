@@ -42,10 +42,10 @@ func loggers(log *logrus.Logger, logger *slog.Logger) (*logrus.Logger, slog.Hand
 }
 
 // appSystemOptions routes the application actor system's Proto.Actor
-// logs to h, demoted and throttled as a member's are (memberLogger), so
+// logs to h, demoted and throttled as a member's are (logbridge.MemberLogger), so
 // there is one log stream with one format and level.
 func appSystemOptions(h slog.Handler) []actor.ConfigOption {
 	return []actor.ConfigOption{actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
-		return systemLogger(h, s.ID)
+		return logbridge.MemberLoggerTo(h, s.ID)
 	})}
 }

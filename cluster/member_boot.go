@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/logbridge"
 	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
@@ -87,7 +88,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	m.provider = provider
 
 	m.system = newActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return systemLogger(cfg.protoLog, m.id)
+		return logbridge.MemberLoggerTo(cfg.protoLog, m.id)
 	}))
 	// The member id is the system id: Proto.Actor's membership and block
 	// list use it, and it is new on every start (a restarted member is a

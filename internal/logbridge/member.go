@@ -1,4 +1,4 @@
-package cluster
+package logbridge
 
 import (
 	"context"
@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/hoplite-go/hoplite/internal/logbridge"
 )
 
-// memberLogger is the *slog.Logger a member's actor system logs through:
-// Proto.Actor's records go to our logrus logger (logbridge), but a member
+// MemberLogger is the *slog.Logger a member's actor system logs through:
+// Proto.Actor's records go to l (NewHandler), but a member
 // runs Proto.Actor's cluster and remote, which are chatty, so:
 //   - Info and below become Debug (topology dumps, endpoint starts);
 //   - the errors that are normal in a cluster whose members come and go
@@ -21,12 +19,12 @@ import (
 //     become Debug: our own log says what failed, once;
 //   - other warnings and errors are kept, at most one per message text
 //     every 5 seconds.
-func memberLogger(l *logrus.Logger, memberID string) *slog.Logger {
-	return systemLogger(logbridge.NewHandler(l), memberID)
+func MemberLogger(l *logrus.Logger, memberID string) *slog.Logger {
+	return MemberLoggerTo(NewHandler(l), memberID)
 }
 
-// systemLogger is memberLogger for records that go to h.
-func systemLogger(h slog.Handler, systemID string) *slog.Logger {
+// MemberLoggerTo is MemberLogger for records that go to h.
+func MemberLoggerTo(h slog.Handler, systemID string) *slog.Logger {
 	f := &memberLogFilter{inner: h, throttle: &logThrottle{last: map[string]time.Time{}}}
 	return slog.New(f).With("lib", "Proto.Actor", "system", systemID)
 }
