@@ -195,10 +195,14 @@ func StartLocal(cfg Config) (*Local, error) {
 		return nil, err
 	}
 	if cfg.UI != "" {
-		if err := l.serveUI(cfg.UI); err != nil {
+		ui, err := serveUI(cfg.UI, l.liveMembers)
+		if err != nil {
 			l.stop()
 			return nil, err
 		}
+		l.mu.Lock()
+		l.ui = ui
+		l.mu.Unlock()
 	}
 	cfg.Log.WithFields(logrus.Fields{"nodes": cfg.Nodes, "shards": cfg.Shards}).Info("embedded cluster started")
 	return l, nil
@@ -454,6 +458,16 @@ func (l *Local) Alive(i int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return i >= 0 && i < len(l.alive) && l.alive[i]
+}
+
+// UIAddr is where the live view is served (Config.UI), "" if it is not.
+func (l *Local) UIAddr() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ui == nil {
+		return ""
+	}
+	return l.ui.addr
 }
 
 // Nodes is the number of nodes (alive or not).

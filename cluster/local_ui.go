@@ -17,16 +17,16 @@ type localUI struct {
 	addr string
 }
 
-// serveUI serves the live view of l at addr: its hub gathers from the
-// live members in process.
-func (l *Local) serveUI(addr string) error {
+// serveUI serves the live view of an embedded cluster at addr: its hub
+// gathers from the members live, as members says, in process.
+func serveUI(addr string, members func() []*Member) (*localUI, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "live view address %s is not available: %v", addr, err)
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "live view address %s is not available: %v", addr, err)
 	}
 	hub := liveview.NewHub(liveview.HubConfig{Peers: func() []liveview.Peer {
 		var out []liveview.Peer
-		for _, m := range l.liveMembers() {
+		for _, m := range members() {
 			rec := m.liveView.rec
 			out = append(out, liveview.Peer{ID: m.id, Fetch: func(_ context.Context, since uint64) (*liveview.Batch, error) {
 				b := rec.Since(since)
@@ -40,23 +40,10 @@ func (l *Local) serveUI(addr string) error {
 	mux.Handle("/", http.RedirectHandler("/live/", http.StatusFound))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = srv.Serve(ln) }()
-	l.mu.Lock()
-	l.ui = &localUI{hub: hub, srv: srv, addr: ln.Addr().String()}
-	l.mu.Unlock()
-	return nil
+	return &localUI{hub: hub, srv: srv, addr: ln.Addr().String()}, nil
 }
 
 func (u *localUI) close() {
 	u.hub.Close()
 	_ = u.srv.Close()
-}
-
-// UIAddr is where the live view is served (Config.UI), "" if it is not.
-func (l *Local) UIAddr() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ui == nil {
-		return ""
-	}
-	return l.ui.addr
 }

@@ -177,3 +177,160 @@ func (m *Member) fine(x struct{ StartLocal int }) { StartLocal := 1; _ = StartLo
 		}
 	}
 }
+
+// typeKnots lists the cycles between files (by base name, each sorted)
+// by the types they name: a file names another's type when one of its
+// identifiers it does not resolve itself is a type that file declares.
+func typeKnots(files map[string]*ast.File) [][]string {
+	declared := map[string]string{}
+	for name, f := range files {
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, s := range g.Specs {
+					declared[s.(*ast.TypeSpec).Name.Name] = name
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(files))
+	edges := map[string][]string{}
+	for name, f := range files {
+		names = append(names, name)
+		for _, id := range f.Unresolved {
+			if to, ok := declared[id.Name]; ok && to != name && !slices.Contains(edges[name], to) {
+				edges[name] = append(edges[name], to)
+			}
+		}
+		sort.Strings(edges[name])
+	}
+	sort.Strings(names)
+	// Tarjan's strongly connected components.
+	index, low, on := map[string]int{}, map[string]int{}, map[string]bool{}
+	var stack []string
+	var knots [][]string
+	var visit func(v string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		on[v] = true
+		for _, w := range edges[v] {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if on[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] != index[v] {
+			return
+		}
+		var c []string
+		for {
+			w := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			on[w] = false
+			c = append(c, w)
+			if w == v {
+				break
+			}
+		}
+		if len(c) > 1 {
+			sort.Strings(c)
+			knots = append(knots, c)
+		}
+	}
+	for _, v := range names {
+		if _, seen := index[v]; !seen {
+			visit(v)
+		}
+	}
+	sort.Slice(knots, func(i, j int) bool { return knots[i][0] < knots[j][0] })
+	return knots
+}
+
+// knotBreaches compares the knots found in dir with those layout.Knots
+// lists.
+func knotBreaches(dir string, knots [][]string, listed map[string]string) []string {
+	var bad []string
+	found := map[string]bool{}
+	for _, k := range knots {
+		key := dir + ": " + strings.Join(k, " ")
+		found[key] = true
+		if _, ok := listed[key]; !ok {
+			bad = append(bad, fmt.Sprintf("%s: these files name each other's types in a cycle: put what they share in one of them, or let one hold an interface (layout.Knots)", key))
+		}
+	}
+	for key := range listed {
+		if strings.HasPrefix(key, dir+": ") && !found[key] {
+			bad = append(bad, fmt.Sprintf("layout.Knots lists %q, which is no cycle (any more): remove it", key))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// The files of cluster name each other's types without a cycle, but for
+// the knots layout.Knots lists.
+func TestNoNewKnots(t *testing.T) {
+	top := root(t)
+	dirs := map[string]bool{}
+	for key := range Knots {
+		dir, _, _ := strings.Cut(key, ": ")
+		dirs[dir] = true
+	}
+	for dir := range Facade {
+		dirs[dir] = true
+	}
+	for dir := range dirs {
+		paths, err := filepath.Glob(filepath.Join(top, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]*ast.File{}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[filepath.Base(path)] = f
+		}
+		for _, b := range knotBreaches(dir, typeKnots(files), Knots) {
+			t.Error(b)
+		}
+	}
+}
+
+// The knot rule finds a cycle through a receiver and a field, not one
+// through a value of another file, and reports a knot that is not listed
+// and a listed one that is gone.
+func TestKnotRuleCatchesBreaches(t *testing.T) {
+	src := map[string]string{
+		"a.go": "package p\ntype A struct{ b *B }\nvar x = y\n",
+		"b.go": "package p\ntype B struct{}\nfunc (b *B) c() *C { return nil }\n",
+		"c.go": "package p\ntype C struct{}\nfunc (c *C) a() *A { return nil }\n",
+		"d.go": "package p\ntype D struct{}\nvar y = z\n",
+		"e.go": "package p\nvar z = D{}\nfunc f() { _ = x }\n",
+	}
+	files := map[string]*ast.File{}
+	for name, s := range src {
+		f, err := parser.ParseFile(token.NewFileSet(), name, s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = f
+	}
+	knots := typeKnots(files)
+	if len(knots) != 1 || strings.Join(knots[0], " ") != "a.go b.go c.go" {
+		t.Fatalf("typeKnots: %q, want one knot: a.go b.go c.go", knots)
+	}
+	got := knotBreaches("p", knots, map[string]string{"p: d.go e.go": "gone"})
+	if len(got) != 2 || !strings.HasPrefix(got[0], "layout.Knots lists \"p: d.go e.go\"") || !strings.HasPrefix(got[1], "p: a.go b.go c.go: these files") {
+		t.Fatalf("knotBreaches: %q", got)
+	}
+	if got := knotBreaches("p", knots, map[string]string{"p: a.go b.go c.go": "listed"}); len(got) != 0 {
+		t.Fatalf("knotBreaches of a listed knot: %q", got)
+	}
+}
