@@ -26,6 +26,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/transport"
+	"github.com/hoplite-go/hoplite/liveview"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -369,4 +370,48 @@ func nameMembers(ids []string, stores []*messages.NodeRef) {
 			membername.Register(stores[i].GetAddress(), rootOf(stores[i]), id)
 		}
 	}
+}
+
+// topologyUpdate is a topology the provider published, numbered in the
+// order it published them (seq counts from 1).
+type topologyUpdate struct {
+	topology *pcluster.ClusterTopology
+	seq      uint64
+}
+
+// suspicion is an address of a peer that failed a call: detect probes it.
+type suspicion struct {
+	address     string // actor system address, or
+	dataAddress string // data plane address
+	why         string
+	at          time.Time
+}
+
+// liveState is a member's part of the live view (package liveview): the
+// recorder of its own events, and the hub that gathers every member's
+// for the browsers attached to its manage port.
+type liveState struct {
+	rec  *liveview.Recorder
+	hub  *liveview.Hub
+	data atomic.Pointer[string] // the data plane's address, once bound
+}
+
+// uplink is the payload rate of this member's uplink in bytes per second
+// as it is told (its LinkRate, or the embedded cluster's emulated links),
+// 0 if it is not: the rate its directory shards reckon their inline
+// answers leave at (directory.TableConfig.InlineUplink).
+func (m *Member) uplink() float64 {
+	if e := m.cfg.embedded; e != nil {
+		return e.link
+	}
+	return PayloadRate(m.cfg.LinkRate)
+}
+
+// pace is the rate of this member's paced streams (0: unpaced): its
+// link's payload rate, on the TCP data plane only.
+func (m *Member) pace() float64 {
+	if m.cfg.embedded != nil {
+		return 0
+	}
+	return PayloadRate(m.cfg.LinkRate)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
-	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/events"
@@ -48,12 +47,6 @@ type (
 		reasons                  []string
 	}
 	membersTick struct{}
-	// topologyUpdate is a topology the provider published, numbered in
-	// the order it published them (seq counts from 1).
-	topologyUpdate struct {
-		topology *pcluster.ClusterTopology
-		seq      uint64
-	}
 	// placementQuery is answered with placement: what this member placed
 	// (the embedded cluster waits for every member to agree).
 	placementQuery struct{}

@@ -399,23 +399,3 @@ func PayloadRate(bitsPerSecond float64) float64 {
 	}
 	return bitsPerSecond / 8 * 1448 / 1538
 }
-
-// uplink is the payload rate of this member's uplink in bytes per second
-// as it is told (its LinkRate, or the embedded cluster's emulated links),
-// 0 if it is not: the rate its directory shards reckon their inline
-// answers leave at (directory.TableConfig.InlineUplink).
-func (m *Member) uplink() float64 {
-	if e := m.cfg.embedded; e != nil {
-		return e.link
-	}
-	return PayloadRate(m.cfg.LinkRate)
-}
-
-// pace is the rate of this member's paced streams (0: unpaced): its
-// link's payload rate, on the TCP data plane only.
-func (m *Member) pace() float64 {
-	if m.cfg.embedded != nil {
-		return 0
-	}
-	return PayloadRate(m.cfg.LinkRate)
-}

@@ -45,13 +45,6 @@ import (
 // once (deliver, below). While the whole cluster stops (quiesce), none
 // of it runs: members that stop together have not failed.
 
-type suspicion struct {
-	address     string // actor system address, or
-	dataAddress string // data plane address
-	why         string
-	at          time.Time
-}
-
 func (m *Member) suspect(s suspicion) {
 	if s.at.IsZero() {
 		s.at = time.Now()

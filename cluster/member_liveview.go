@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo"
@@ -14,15 +13,6 @@ import (
 	"github.com/hoplite-go/hoplite/liveview"
 	"github.com/hoplite-go/hoplite/messages"
 )
-
-// liveState is a member's part of the live view (package liveview): the
-// recorder of its own events, and the hub that gathers every member's
-// for the browsers attached to its manage port.
-type liveState struct {
-	rec  *liveview.Recorder
-	hub  *liveview.Hub
-	data atomic.Pointer[string] // the data plane's address, once bound
-}
 
 // newLiveState makes the member's recorder and hub, before its manage
 // port serves anything; the hub gathers only while a browser is
