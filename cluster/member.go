@@ -16,6 +16,7 @@ import (
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/eventstream"
 	"github.com/labstack/echo"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/actors/coordactor"
@@ -414,4 +415,35 @@ func (m *Member) pace() float64 {
 		return 0
 	}
 	return PayloadRate(m.cfg.LinkRate)
+}
+
+// memberMetrics are one member's Prometheus metrics, in a registry of its
+// own (an embedded cluster runs several members in one process). The
+// member's manage port serves them at /metrics.
+type memberMetrics struct {
+	reg          *prometheus.Registry
+	received     *prometheus.CounterVec // by peer member
+	sent         prometheus.Counter
+	fetches      prometheus.Counter
+	fetchSeconds prometheus.Histogram
+	failovers    prometheus.Counter
+	repairs      prometheus.Counter
+	replans      prometheus.Counter
+	failures     prometheus.Counter
+	reduces      *prometheus.HistogramVec // by result
+	locates      *prometheus.CounterVec   // Locates served on the data plane, by result
+	pushes       *prometheus.CounterVec   // inline AllReduce results pushed to this member on the data plane, by result
+	subscribes   *prometheus.CounterVec   // Reduce coordinators' SubscribeBatches served on the data plane, by result
+}
+
+// warmer keeps a member warm (warmup.go).
+type warmer struct {
+	m       *Member
+	disable bool
+	kick    chan struct{} // capacity 1: the peers changed
+
+	mu sync.Mutex
+	// warm holds the data addresses whose last round trip succeeded, and
+	// when: only current targets (at most maxWarmPeers).
+	warm map[string]time.Time
 }

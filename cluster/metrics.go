@@ -22,25 +22,6 @@ import (
 
 type storeUsage = objstore.Usage
 
-// memberMetrics are one member's Prometheus metrics, in a registry of its
-// own (an embedded cluster runs several members in one process). The
-// member's manage port serves them at /metrics.
-type memberMetrics struct {
-	reg          *prometheus.Registry
-	received     *prometheus.CounterVec // by peer member
-	sent         prometheus.Counter
-	fetches      prometheus.Counter
-	fetchSeconds prometheus.Histogram
-	failovers    prometheus.Counter
-	repairs      prometheus.Counter
-	replans      prometheus.Counter
-	failures     prometheus.Counter
-	reduces      *prometheus.HistogramVec // by result
-	locates      *prometheus.CounterVec   // Locates served on the data plane, by result
-	pushes       *prometheus.CounterVec   // inline AllReduce results pushed to this member on the data plane, by result
-	subscribes   *prometheus.CounterVec   // Reduce coordinators' SubscribeBatches served on the data plane, by result
-}
-
 func newMemberMetrics(m *Member) *memberMetrics {
 	mm := &memberMetrics{
 		reg: prometheus.NewRegistry(),

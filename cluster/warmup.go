@@ -88,18 +88,6 @@ const (
 	warmRefresh = 20 * time.Second
 )
 
-// warmer keeps a member warm (see above).
-type warmer struct {
-	m       *Member
-	disable bool
-	kick    chan struct{} // capacity 1: the peers changed
-
-	mu sync.Mutex
-	// warm holds the data addresses whose last round trip succeeded, and
-	// when: only current targets (at most maxWarmPeers).
-	warm map[string]time.Time
-}
-
 func newWarmer(m *Member, disable bool) *warmer {
 	return &warmer{m: m, disable: disable, kick: make(chan struct{}, 1), warm: map[string]time.Time{}}
 }

@@ -168,5 +168,4 @@ var Facade = map[string][]string{"cluster": {
 // that is no longer one.
 var Knots = map[string]string{
 	"cluster: dial.go dial_data.go dial_endpoints.go": "Client's methods are spread over the three files, and Client holds the other two's types",
-	"cluster: member.go metrics.go warmup.go":         "Member holds its metrics and its warmer, which hold the Member (or are made from it): each should take what it reads of the member, not the Member",
 }
