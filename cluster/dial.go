@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -60,6 +62,41 @@ type Client struct {
 	ep      endpoints      // the members it may talk to, and the one it does
 	timeout time.Duration
 	data    *transport.TCP // the client side of the data plane (see dataPath)
+}
+
+// endpoints are the member addresses a Client may talk to. inUse is the
+// member the calls go to; known lists the live members as the last
+// handshake reported them, given those Dial was passed (kept: a member
+// that left may come back at its address).
+type endpoints struct {
+	mu    sync.Mutex
+	inUse string
+	given []string
+	known []string
+	// data are the store nodes' data addresses, by PID (pidKey), as the
+	// handshakes reported them: where a Get streams from.
+	data map[string]string
+	// moving serializes failovers: the calls that failed at once move
+	// to one member, found once.
+	moving sync.Mutex
+	// stop ends the refresh loop (nil until it starts).
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// dataPath is a Dial client's storenode.DataPath: its Puts' and Gets'
+// bytes go between the client and its member on the member's data plane,
+// the TCP streams members fetch copies with, instead of inside remote
+// messages (one gRPC message per object, encoded, copied and decoded
+// whole, at most 256 MiB). A Get has the member bring a copy into its
+// store (a prefetching Get, answered without the bytes) and streams it
+// from there; a Put serves the object on an endpoint of the client's own
+// and sends a messages.PutFrom naming it, and the member fetches it as it
+// fetches from a peer, into its creator copy.
+type dataPath struct {
+	c   *Client
+	tcp *transport.TCP
+	seq atomic.Uint64 // names the endpoint of each Put
 }
 
 // DialOption configures Dial.

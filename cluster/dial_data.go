@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
@@ -16,21 +15,6 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
-
-// dataPath is a Dial client's storenode.DataPath: its Puts' and Gets'
-// bytes go between the client and its member on the member's data plane,
-// the TCP streams members fetch copies with, instead of inside remote
-// messages (one gRPC message per object, encoded, copied and decoded
-// whole, at most 256 MiB). A Get has the member bring a copy into its
-// store (a prefetching Get, answered without the bytes) and streams it
-// from there; a Put serves the object on an endpoint of the client's own
-// and sends a messages.PutFrom naming it, and the member fetches it as it
-// fetches from a peer, into its creator copy.
-type dataPath struct {
-	c   *Client
-	tcp *transport.TCP
-	seq atomic.Uint64 // names the endpoint of each Put
-}
 
 // dataChunk is the most a data frame of the client's streams carries:
 // about 5 ms of a link of a few GB/s, as a member's streams of large

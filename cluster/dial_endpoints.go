@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -18,26 +17,6 @@ import (
 // maxEndpoints bounds the member addresses a Client keeps: those Dial
 // was given and those the members listed since.
 const maxEndpoints = 64
-
-// endpoints are the member addresses a Client may talk to. inUse is the
-// member the calls go to; known lists the live members as the last
-// handshake reported them, given those Dial was passed (kept: a member
-// that left may come back at its address).
-type endpoints struct {
-	mu    sync.Mutex
-	inUse string
-	given []string
-	known []string
-	// data are the store nodes' data addresses, by PID (pidKey), as the
-	// handshakes reported them: where a Get streams from.
-	data map[string]string
-	// moving serializes failovers: the calls that failed at once move
-	// to one member, found once.
-	moving sync.Mutex
-	// stop ends the refresh loop (nil until it starts).
-	stop     chan struct{}
-	stopOnce sync.Once
-}
 
 // refreshEvery is how often a client asks its member for the live
 // members.
