@@ -667,6 +667,7 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 	}
 	delete(s.nodeWatchers, key)
 	delete(s.republishing, key) // it will not answer any more
+	delete(s.asked, key)        // bounded by the nodes alive, not every incarnation seen
 	delete(s.probing, key)
 	if s.cfg.Failures.Suspect(node, m.GetWho().GetAddress()) {
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": s.name(ctx), "why": m.GetWhy().String(), "address": m.GetWho().GetAddress()}).Warn("node failed")
