@@ -101,21 +101,7 @@ func TestFacadeOverTheMember(t *testing.T) {
 	top := root(t)
 	for dir, facade := range Facade {
 		fset := token.NewFileSet()
-		paths, err := filepath.Glob(filepath.Join(top, dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files := map[string]*ast.File{}
-		for _, path := range paths {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[filepath.Base(path)] = f
-		}
+		files := parseNonTest(t, fset, filepath.Join(top, dir))
 		for _, name := range facade {
 			if _, err := os.Stat(filepath.Join(top, dir, name)); err != nil {
 				t.Errorf("layout.Facade names %s/%s: %v", dir, name, err)
@@ -282,21 +268,7 @@ func TestNoNewKnots(t *testing.T) {
 		dirs[dir] = true
 	}
 	for dir := range dirs {
-		paths, err := filepath.Glob(filepath.Join(top, dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files := map[string]*ast.File{}
-		for _, path := range paths {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[filepath.Base(path)] = f
-		}
+		files := parseNonTest(t, token.NewFileSet(), filepath.Join(top, dir))
 		for _, b := range knotBreaches(dir, typeKnots(files), Knots) {
 			t.Error(b)
 		}
@@ -333,4 +305,26 @@ func TestKnotRuleCatchesBreaches(t *testing.T) {
 	if got := knotBreaches("p", knots, map[string]string{"p: a.go b.go c.go": "listed"}); len(got) != 0 {
 		t.Fatalf("knotBreaches of a listed knot: %q", got)
 	}
+}
+
+// parseNonTest parses the Go files of dir that are not tests, by base
+// name.
+func parseNonTest(t *testing.T, fset *token.FileSet, dir string) map[string]*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]*ast.File{}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(path)] = f
+	}
+	return files
 }
