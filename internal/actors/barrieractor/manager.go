@@ -33,9 +33,10 @@ type ManagerConfig struct {
 // managerClosed tells the host that a barrier closed.
 type managerClosed struct{ name string }
 
-// Manager is the thin actor around one Replica: it turns messages into
-// the replica.Replica's events and its Effects into sends, watches,
-// events and one timer (the replica's Wake; no polling).
+// Manager is the thin actor around one Replica, run on shell.Driver: it
+// turns messages into the replica.Replica's events, the driver carries
+// out each step's Box (sends, watches and one timer, the replica's Wake;
+// no polling), and the manager acts on the rest of its Effects.
 type Manager struct {
 	cfg    ManagerConfig
 	starts *atomic.Int32 // shared by the manager's incarnations
@@ -49,8 +50,12 @@ type Manager struct {
 	// shown is the last State published (nil: none).
 	shown *State
 	// leaves: where each label that came up the tree entered it (see
-	// treeOutcomes).
+	// treeOutcome).
 	leaves treeLeaves
+	// outs are the outcomes bound down the tree, and pending what else
+	// the replica's steps asked for, while one message is taken (done).
+	outs    []*messages.BarrierOutcome
+	pending replica.Effects
 }
 
 func newManagerProps(cfg ManagerConfig) *actor.Props {
@@ -64,50 +69,45 @@ func (m *Manager) Receive(ctx actor.Context) {
 		h(ctx.Self().GetId(), ctx.Message())
 	}
 	now := time.Now()
-	var e replica.Effects
+	var ev any
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		if !m.started(ctx, now, &e) {
+		if !m.started(ctx, now) {
 			return
 		}
+		m.done(ctx, now)
+		return
 	case *actor.Stopping, *actor.Restarting:
 		m.wake.Stop()
 		m.senders.Close()
 		return
 	case *messages.BarrierCreate:
-		e = m.core.Step(now, replica.Created{Req: msg, From: ctx.Sender()})
+		ev = replica.Created{Req: msg, From: ctx.Sender()}
 	case *messages.BarrierOpen:
-		e = m.core.Step(now, replica.Created{From: ctx.Sender()})
+		ev = replica.Created{From: ctx.Sender()}
 	case *messages.BarrierEnter:
-		e = m.core.Step(now, replica.Enter{Req: msg, From: ctx.Sender()})
+		ev = replica.Enter{Req: msg, From: ctx.Sender()}
 	case *messages.BarrierEnters:
-		e = m.treeEnters(now, msg)
+		m.treeEnters(ctx, now, msg)
+		m.done(ctx, now)
+		return
 	case *messages.BarrierUndelivered:
-		e = m.core.Step(now, replica.Undelivered{Target: replica.PeerPID(msg.GetTarget())})
+		ev = replica.Undelivered{Target: replica.PeerPID(msg.GetTarget())}
 	case *messages.BarrierRelease:
-		e = m.core.Step(now, replica.Release{Req: msg, From: ctx.Sender()})
+		ev = replica.Release{Req: msg, From: ctx.Sender()}
 	case *messages.BarrierClose:
-		e = m.core.Step(now, replica.Close{Req: msg, From: ctx.Sender()})
+		ev = replica.Close{Req: msg, From: ctx.Sender()}
 	case *messages.BarrierStatus:
-		e = m.core.Step(now, replica.Status{Req: msg, From: ctx.Sender()})
-	case *messages.BarrierDecide:
-		e = m.core.Step(now, msg)
-	case *messages.BarrierReplicate:
-		e = m.core.Step(now, msg)
-	case *messages.BarrierSyncRequest:
-		e = m.core.Step(now, msg)
-	case *messages.BarrierCloseAck:
-		e = m.core.Step(now, msg)
-	case *messages.BarrierHandover:
-		e = m.core.Step(now, msg)
+		ev = replica.Status{Req: msg, From: ctx.Sender()}
+	case *messages.BarrierDecide, *messages.BarrierReplicate, *messages.BarrierSyncRequest,
+		*messages.BarrierCloseAck, *messages.BarrierHandover, replica.Wake:
+		ev = msg
 	case *MemberFailed:
-		e = m.core.Step(now, replica.MemberDown{Member: msg.Member, Address: msg.Address})
+		ev = replica.MemberDown{Member: msg.Member, Address: msg.Address}
 	case *actor.Terminated:
-		e = m.core.Step(now, replica.ParticipantDown{PID: msg.GetWho()})
-	case replica.Wake:
-		e = m.core.Step(now, msg)
+		ev = replica.ParticipantDown{PID: msg.GetWho()}
 	case *actor.DeadLetterResponse:
-		e = m.core.Step(now, replica.Undelivered{Target: msg.GetTarget()})
+		ev = replica.Undelivered{Target: msg.GetTarget()}
 	case *messages.BarrierCreated:
 		return // a backup's answer
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -116,10 +116,11 @@ func (m *Manager) Receive(ctx actor.Context) {
 		m.cfg.Log.WithFields(logrus.Fields{"manager": m.name(ctx), "type": actorutil.TypeName(msg)}).Debug("barrier manager dropped an unknown message")
 		return
 	}
-	m.do(ctx, now, e)
+	m.step(ctx, now, ev)
+	m.done(ctx, now)
 }
 
-func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) bool {
+func (m *Manager) started(ctx actor.Context, now time.Time) bool {
 	c := m.cfg.Create
 	restarted := m.starts.Add(1) > 1
 	replicas := make([]*actor.PID, len(c.GetReplicas()))
@@ -135,18 +136,19 @@ func (m *Manager) started(ctx actor.Context, now time.Time, e *replica.Effects) 
 		ctx.Stop(ctx.Self())
 		return false
 	}
-	m.core, *e = core, e0
+	m.core = core
+	m.took(ctx, e0)
 	if m.cfg.Failed != nil {
 		for rank, member := range c.GetReplicaMembers() {
 			if addr := c.GetReplicas()[rank].GetAddress(); m.cfg.Failed(member, addr) {
-				*e = merge(*e, core.Step(now, replica.MemberDown{Member: member, Address: addr}))
+				m.step(ctx, now, replica.MemberDown{Member: member, Address: addr})
 			}
 		}
 	}
 	if restarted {
 		m.cfg.Log.WithField("manager", m.name(ctx)).Warn("barrier manager restarted without state; asking the other replicas")
 	} else if c.GetRank() == 0 && !c.GetFromPrimary() {
-		*e = merge(*e, core.Step(now, replica.CreateBackups{}))
+		m.step(ctx, now, replica.CreateBackups{})
 	}
 	return true
 }
@@ -161,10 +163,42 @@ func (m *Manager) name(ctx actor.Context) string {
 	return membername.Of(member, ctx.Self().GetId())
 }
 
-func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
+// step steps the replica with ev at now (one message's events happen
+// at its now); the driver carries out its Box
+// (managerDrive) and the rest waits in m.pending for done.
+func (m *Manager) step(ctx actor.Context, now time.Time, ev any) {
+	e, _ := managerDrive.StepAt(ctx, m, m.core, now, ev)
+	m.keep(e)
+}
+
+// took carries out Effects the replica returned other than from Step
+// (its construction's).
+func (m *Manager) took(ctx actor.Context, e replica.Effects) {
+	managerDrive.Carry(ctx, m, e.Box, nil)
+	m.keep(e)
+}
+
+// keep adds what is the replica's own in e to m.pending.
+func (m *Manager) keep(e replica.Effects) {
+	p := &m.pending
+	p.Failures = append(p.Failures, e.Failures...)
+	p.Warnings = append(p.Warnings, e.Warnings...)
+	p.TookOver = p.TookOver || e.TookOver
+	p.SteppedDown = p.SteppedDown || e.SteppedDown
+	p.Stop = p.Stop || e.Stop
+}
+
+// done acts on what the steps of one message left beside their Boxes:
+// the outcomes bound down the tree, failures, warnings, a takeover, the
+// barrier's end, and the State it shows.
+func (m *Manager) done(ctx actor.Context, now time.Time) {
 	self := m.name(ctx)
-	m.treeOutcomes(ctx, &e)
-	managerOut.Carry(ctx, m, e.Box, nil)
+	e := m.pending
+	m.pending = replica.Effects{}
+	if len(m.outs) > 0 {
+		ctx.Send(ctx.Parent(), &messages.BarrierReleases{Name: m.cfg.Create.GetName(), From: -1, Outcomes: m.outs})
+		m.outs = nil
+	}
 	name := m.cfg.Create.GetName()
 	for _, f := range e.Failures {
 		m.cfg.Log.WithFields(logrus.Fields{"barrier": name, "label": f.Label, "host": f.Host, "reason": f.Reason}).Warn("barrier participant failed")
@@ -194,26 +228,31 @@ func (m *Manager) do(ctx actor.Context, now time.Time, e replica.Effects) {
 	m.publishState(ctx, now)
 }
 
-// managerOut carries out a replica's Effects (the generic shell): an Ask
-// goes as a request through the manager's senders, so that a
-// DeadLetterResponse names the participant or controller that was not
-// running; a plain send to its PID; the participants to watch are
-// watched; the replica's Wake replaces the one pending (none once the
-// manager stops).
-var managerOut = &shell.Carrier[*Manager]{
+// managerDrive steps the replica and carries out its Box (the generic
+// driver): an outcome of a label that came up the tree is kept for the
+// one BarrierReleases down it (treeOutcome); an Ask goes as a request
+// through the manager's senders, so that a DeadLetterResponse names the
+// participant or controller that was not running; a plain send to its
+// PID; the participants to watch are watched; the replica's Wake
+// replaces the one pending (none once the manager stops).
+var managerDrive = &shell.Driver[*Manager, any, replica.Effects]{Carrier: shell.Carrier[*Manager]{
 	Timer: func(ctx actor.Context, m *Manager, t outbox.Timer) {
 		if !m.stop {
 			m.wake.Arm(ctx, t.At, t.Msg)
 		}
 	},
 	Route: func(ctx actor.Context, m *Manager, s outbox.Send) bool {
+		if o := m.treeOutcome(s.To, s.Msg); o != nil {
+			m.outs = append(m.outs, o)
+			return true
+		}
 		a, ok := s.To.(replica.Ask)
 		if ok {
 			m.senders.Request(ctx, a.PID, s.Msg)
 		}
 		return ok
 	},
-}
+}}
 
 // publishState publishes the barrier's State when it changed: the
 // acting primary's, and a last one from a replica that stops acting.
@@ -263,15 +302,4 @@ func sameState(s, o *State) bool {
 		s.Kind == o.Kind && s.Max == o.Max && s.Entered == o.Entered && s.Passed == o.Passed && s.Queued == o.Queued &&
 		s.Throttled == o.Throttled && s.Fired == o.Fired && s.Reason == o.Reason && s.Limit == o.Limit && s.Holders == o.Holders &&
 		s.Closed == o.Closed && slices.Equal(s.Replicas, o.Replicas)
-}
-
-// merge appends b's effects to a's (a core event's effects, in order).
-func merge(a, b replica.Effects) replica.Effects {
-	a.Merge(b.Box)
-	a.Failures = append(a.Failures, b.Failures...)
-	a.Warnings = append(a.Warnings, b.Warnings...)
-	a.TookOver = a.TookOver || b.TookOver
-	a.SteppedDown = a.SteppedDown || b.SteppedDown
-	a.Stop = a.Stop || b.Stop
-	return a
 }

@@ -24,8 +24,7 @@ type treeLeaves map[string]treeLeaf
 // treeEnters takes the arrivals the tree's root combined, each as its
 // participant's own BarrierEnter: the replica answers (and watches) the
 // participant, not the host that carried it.
-func (m *Manager) treeEnters(now time.Time, msg *messages.BarrierEnters) replica.Effects {
-	var e replica.Effects
+func (m *Manager) treeEnters(ctx actor.Context, now time.Time, msg *messages.BarrierEnters) {
 	if m.leaves == nil {
 		m.leaves = treeLeaves{}
 	}
@@ -35,42 +34,25 @@ func (m *Manager) treeEnters(now time.Time, msg *messages.BarrierEnters) replica
 		if _, ok := m.leaves[a.GetLabel()]; !ok && len(m.leaves) < max && from != nil {
 			m.leaves[a.GetLabel()] = treeLeaf{leaf: a.GetLeaf(), reply: from.String()}
 		}
-		e = merge(e, m.core.Step(now, replica.Enter{Req: &messages.BarrierEnter{Name: msg.GetName(), Label: a.GetLabel(), Host: a.GetHost(),
-			RequestId: a.GetRequestId(), ToRank: msg.GetToRank()}, From: from}))
-	}
-	return e
-}
-
-// treeOutcomes takes out of e the outcomes of labels that came up the
-// tree and sends them down it instead, in one BarrierReleases to the
-// root's host (this manager's own host: the replica of rank 0 is on the
-// root's member). Only that replica does: after a takeover the root's
-// member may be the one that died, and a new primary answers each
-// participant itself. An outcome the tree loses costs its participant a
-// re-ask, which the primary answers straight.
-func (m *Manager) treeOutcomes(ctx actor.Context, e *replica.Effects) {
-	if len(m.leaves) == 0 || m.cfg.Create.GetRank() != 0 || len(m.cfg.Create.GetTree().GetHosts()) < 2 {
-		return
-	}
-	var outs []*messages.BarrierOutcome
-	kept := e.Sends[:0]
-	for _, s := range e.Sends {
-		if o := m.treeOutcome(s.To, s.Msg); o != nil {
-			outs = append(outs, o)
-			continue
-		}
-		kept = append(kept, s)
-	}
-	e.Sends = kept
-	if len(outs) > 0 {
-		ctx.Send(ctx.Parent(), &messages.BarrierReleases{Name: m.cfg.Create.GetName(), From: -1, Outcomes: outs})
+		m.step(ctx, now, replica.Enter{Req: &messages.BarrierEnter{Name: msg.GetName(), Label: a.GetLabel(), Host: a.GetHost(),
+			RequestId: a.GetRequestId(), ToRank: msg.GetToRank()}, From: from})
 	}
 }
 
 // treeOutcome is the outcome a send carries, addressed to where its
-// label entered the tree (nil: not an outcome of a label that came up
-// the tree, or not to the participant that entered it).
+// label entered the tree, for the one BarrierReleases that takes the
+// outcomes of a message's steps down the tree from the root's host (this
+// manager's own host: the replica of rank 0 is on the root's member;
+// nil: not an outcome of a label that came up the tree, or not to the
+// participant that entered it). Only that replica sends outcomes down
+// the tree: after a takeover the root's member may be the one that
+// died, and a new primary answers each participant itself. An outcome
+// the tree loses costs its participant a re-ask, which the primary
+// answers straight.
 func (m *Manager) treeOutcome(to any, msg any) *messages.BarrierOutcome {
+	if len(m.leaves) == 0 || m.cfg.Create.GetRank() != 0 || len(m.cfg.Create.GetTree().GetHosts()) < 2 {
+		return nil
+	}
 	a, ok := to.(replica.Ask)
 	if !ok || a.PID == nil {
 		return nil

@@ -25,13 +25,19 @@ type Driver[R any, E any, O outbox.Output] struct {
 	Now func() time.Time
 }
 
-// Step steps core with ev for r and carries out its Box. It reports
-// false when r ended while the sends went out (Carry).
+// Step steps core with ev for r at the Driver's now and carries out its
+// Box. It reports false when r ended while the sends went out (Carry).
 func (d *Driver[R, E, O]) Step(ctx actor.Context, r R, core outbox.Core[E, O], ev E) (O, bool) {
 	now := time.Now
 	if d.Now != nil {
 		now = d.Now
 	}
-	o := core.Step(now(), ev)
+	return d.StepAt(ctx, r, core, now(), ev)
+}
+
+// StepAt is Step at a now the shell read once for several steps: the
+// events one message turns into happen at the same time.
+func (d *Driver[R, E, O]) StepAt(ctx actor.Context, r R, core outbox.Core[E, O], now time.Time, ev E) (O, bool) {
+	o := core.Step(now, ev)
 	return o, d.Carry(ctx, r, o.Outbox(), d.Ended)
 }
