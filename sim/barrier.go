@@ -68,21 +68,28 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 	var step func(pos int, ev any, hops int)
 	var decided func(d policy.Decision, hops int)
 	var armed time.Time // the policy's timer
-	arm := func(at time.Time) {
-		if at.IsZero() || (!armed.IsZero() && !at.Before(armed)) {
-			return
-		}
-		armed = at
-		w.eng.at(virt(at), func() {
-			if armed != at {
+	// The simulator's driver steps the root's policy: its Box holds only
+	// its timer, a Tick back on the root host's coordinator queue (the
+	// earliest pending one stands).
+	var policyDrive *driver[*host, policy.Event, policy.Decision]
+	policyDrive = &driver[*host, policy.Event, policy.Decision]{
+		send: func(w *world, h *host, s outbox.Send) { w.violate("the barrier policy sent %T", s.Msg) },
+		timer: func(w *world, h *host, t outbox.Timer) {
+			at := t.At
+			if !armed.IsZero() && !at.Before(armed) {
 				return
 			}
-			armed = time.Time{}
-			w.process(mgr, qCoord, func() { decided(b.Tick(w.now()), 0) })
-		})
+			armed = at
+			w.eng.at(virt(at), func() {
+				if armed != at {
+					return
+				}
+				armed = time.Time{}
+				w.process(h, qCoord, func() { decided(policyDrive.step(w, h, b, policy.Tick{}), 0) })
+			})
+		},
 	}
 	decided = func(d policy.Decision, hops int) {
-		arm(d.Next)
 		_, reason := b.Fired()
 		if outs := ledger.Outcomes(d, reason.String(), 1); len(outs) > 0 {
 			step(0, tree.Release{Outcomes: outs}, 0)
@@ -116,9 +123,9 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 		}
 		for _, a := range o.Arrivals {
 			up[a.GetLabel()] = hops
-			d, err := b.Enter(w.now(), a.GetLabel(), a.GetHost())
-			if err != nil {
-				w.violate("enter %s: %v", a.GetLabel(), err)
+			d := policyDrive.step(w, mgr, b, policy.Enter{Label: a.GetLabel(), Host: a.GetHost()})
+			if d.Err != nil {
+				w.violate("enter %s: %v", a.GetLabel(), d.Err)
 				continue
 			}
 			ledger.Note(a)

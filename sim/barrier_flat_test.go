@@ -28,9 +28,9 @@ func flatBarrier(c Config) (*Outcome, error) {
 	}
 	for _, h := range w.hosts {
 		w.send(h, mgr, qCoord, viaActor, func() {
-			d, err := b.Enter(w.now(), h.name, h.name)
-			if err != nil {
-				w.violate("enter %s: %v", h.name, err)
+			d := b.Step(w.now(), policy.Enter{Label: h.name, Host: h.name})
+			if d.Err != nil {
+				w.violate("enter %s: %v", h.name, d.Err)
 				return
 			}
 			fire(d.Release)

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"time"
+
+	"github.com/hoplite-go/hoplite/internal/outbox"
 )
 
 // LateMode says what happens to a label that enters after the barrier fired.
@@ -201,8 +203,14 @@ type Consultation struct {
 	Knee *KneePoint
 }
 
-// Decision is what an event asks the shell to do.
+// Decision is what an event asks the shell to do: the policy's own
+// outcome beside the Box, whose one timer (a Tick at NextDeadline, when
+// there is one) asks for the next Step.
 type Decision struct {
+	outbox.Box
+	// Err is why the event was refused (the barrier is unchanged and
+	// nothing else is set): ErrClosed, ErrDuplicateLabel, ...
+	Err error
 	// Fired is true when this event fired the barrier, for Reason.
 	Fired  bool
 	Reason FireReason
@@ -220,9 +228,76 @@ type Decision struct {
 	// Consult, if set, asks the shell to run its entry callback and answer
 	// with ForceFire or Veto.
 	Consult *Consultation
-	// Next is NextDeadline after the event: when the shell should Tick
-	// (zero: no timer needed).
-	Next time.Time
+}
+
+// Next is when the Box's timer asks for the next Tick: NextDeadline
+// after the event (zero: no timer needed).
+func (d Decision) Next() time.Time {
+	for _, t := range d.Timers {
+		if _, ok := t.Msg.(Tick); ok {
+			return t.At
+		}
+	}
+	return time.Time{}
+}
+
+// Event is what a Barrier steps on: Enter, Tick, Release, ForceFire or
+// Veto.
+type Event interface{ policyEvent() }
+
+type (
+	// Enter: label (on host) reached the barrier.
+	Enter struct{ Label, Host string }
+	// Tick: time has come; timeouts, knees, MinWait, throttled batches
+	// and holder timeouts due by now take effect. It is the message of
+	// the Decision's timer.
+	Tick struct{}
+	// Release: label left a semaphore barrier's critical section. A
+	// release that arrives when the holder's timeout is due but not yet
+	// processed by a Tick is accepted: the holder did not fail.
+	Release struct{ Label string }
+	// ForceFire: the shell's entry callback answered true, so the barrier
+	// fires now (if a timeout or other rule due by now fires it first,
+	// that reason is reported instead).
+	ForceFire struct{}
+	// Veto: the shell's entry callback answered false; the barrier does
+	// not fire, and the CallbackTimeout clock restarts at now.
+	Veto struct{}
+)
+
+func (Enter) policyEvent()     {}
+func (Tick) policyEvent()      {}
+func (Release) policyEvent()   {}
+func (ForceFire) policyEvent() {}
+func (Veto) policyEvent()      {}
+
+// Step applies one event at now. A refused event's Decision holds only
+// its Err; any other holds a Tick timer at NextDeadline when there is
+// one.
+func (b *Barrier) Step(now time.Time, ev Event) Decision {
+	var d Decision
+	var err error
+	switch e := ev.(type) {
+	case Enter:
+		d, err = b.enter(now, e.Label, e.Host)
+	case Tick:
+		d = b.tick(now)
+	case Release:
+		d, err = b.release(now, e.Label)
+	case ForceFire:
+		d, err = b.forceFire(now)
+	case Veto:
+		d, err = b.veto(now)
+	default:
+		err = fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
+	}
+	if err != nil {
+		return Decision{Err: err}
+	}
+	if next := b.NextDeadline(); !next.IsZero() {
+		d.After(next, Tick{})
+	}
+	return d
 }
 
 // Passage records one label that passed the barrier.
@@ -320,8 +395,8 @@ func New(o Options) (*Barrier, error) {
 	return b, nil
 }
 
-// Enter records that label (on host) reached the barrier at now.
-func (b *Barrier) Enter(now time.Time, label, host string) (Decision, error) {
+// enter records that label (on host) reached the barrier at now.
+func (b *Barrier) enter(now time.Time, label, host string) (Decision, error) {
 	switch {
 	case b.closed:
 		return Decision{}, ErrClosed
@@ -374,27 +449,22 @@ func (b *Barrier) Enter(now time.Time, label, host string) (Decision, error) {
 			b.pass(e, now, &d)
 		}
 	}
-	d.Next = b.NextDeadline()
 	return d, nil
 }
 
-// Tick tells the barrier that time now has come: timeouts, knees, MinWait,
-// throttled batches and holder timeouts due by now take effect.
-func (b *Barrier) Tick(now time.Time) Decision {
+// tick tells the barrier that time now has come.
+func (b *Barrier) tick(now time.Time) Decision {
 	if b.closed {
 		return Decision{}
 	}
 	now = b.clamp(now)
 	var d Decision
 	b.advance(now, &d)
-	d.Next = b.NextDeadline()
 	return d
 }
 
-// Release tells a semaphore barrier that label left the critical section.
-// A release that arrives when the holder's timeout is due but not yet
-// processed by a Tick is accepted: the holder did not fail.
-func (b *Barrier) Release(now time.Time, label string) (Decision, error) {
+// release tells a semaphore barrier that label left the critical section.
+func (b *Barrier) release(now time.Time, label string) (Decision, error) {
 	if b.closed {
 		return Decision{}, ErrClosed
 	}
@@ -423,14 +493,11 @@ func (b *Barrier) Release(now time.Time, label string) (Decision, error) {
 	}
 	var d Decision
 	b.advance(now, &d)
-	d.Next = b.NextDeadline()
 	return d, nil
 }
 
-// ForceFire fires the barrier now (the shell's entry callback answered
-// true). If a timeout or other rule due by now fires it first, that reason
-// is reported instead.
-func (b *Barrier) ForceFire(now time.Time) (Decision, error) {
+// forceFire fires the barrier now.
+func (b *Barrier) forceFire(now time.Time) (Decision, error) {
 	switch {
 	case b.closed:
 		return Decision{}, ErrClosed
@@ -445,13 +512,11 @@ func (b *Barrier) ForceFire(now time.Time) (Decision, error) {
 	if !b.fired {
 		b.fire(now, FireForced, &d)
 	}
-	d.Next = b.NextDeadline()
 	return d, nil
 }
 
-// Veto records that the shell's entry callback answered false: the barrier
-// does not fire, and the CallbackTimeout clock restarts at now.
-func (b *Barrier) Veto(now time.Time) (Decision, error) {
+// veto records that the shell's entry callback answered false.
+func (b *Barrier) veto(now time.Time) (Decision, error) {
 	switch {
 	case b.closed:
 		return Decision{}, ErrClosed
@@ -465,12 +530,11 @@ func (b *Barrier) Veto(now time.Time) (Decision, error) {
 	if !b.fired {
 		b.lastAsk = now
 	}
-	d.Next = b.NextDeadline()
 	return d, nil
 }
 
-// Close closes the barrier: later events fail with ErrClosed and Tick does
-// nothing. It returns the labels still waiting, in FIFO order.
+// Close closes the barrier: later events fail with ErrClosed and a Tick
+// does nothing. It returns the labels still waiting, in FIFO order.
 func (b *Barrier) Close() (waiting []string) {
 	if b.closed {
 		return nil
@@ -483,7 +547,7 @@ func (b *Barrier) Close() (waiting []string) {
 	return waiting
 }
 
-// NextDeadline is the earliest instant at which Tick would change something
+// NextDeadline is the earliest instant at which a Tick would change something
 // (zero: none).
 func (b *Barrier) NextDeadline() time.Time {
 	var t time.Time

@@ -33,8 +33,8 @@ func mustEnter(t testing.TB, b *Barrier, now time.Time, l string) Decision {
 
 func checkNext(t testing.TB, b *Barrier, d Decision) {
 	t.Helper()
-	if !d.Next.Equal(b.NextDeadline()) {
-		t.Fatalf("Decision.Next %v != NextDeadline %v", d.Next, b.NextDeadline())
+	if !d.Next().Equal(b.NextDeadline()) {
+		t.Fatalf("Decision.Next %v != NextDeadline %v", d.Next(), b.NextDeadline())
 	}
 }
 
@@ -202,7 +202,7 @@ func TestTraditionalBarrier(t *testing.T) {
 	b := mustBarrier(t, Options{MaxParticipants: 3})
 	for i := 0; i < 2; i++ {
 		d := mustEnter(t, b, sec(float64(i*100)), label(i))
-		if d.Fired || len(d.Release) != 0 || !d.Next.IsZero() {
+		if d.Fired || len(d.Release) != 0 || !d.Next().IsZero() {
 			t.Fatalf("entry %d: %+v", i, d)
 		}
 	}
@@ -222,14 +222,14 @@ func TestTimeoutEarlyEntry(t *testing.T) {
 	b := mustBarrier(t, Options{MaxParticipants: 10, Timeout: 30 * time.Second, MinPercent: 50, MinWait: time.Minute})
 	mustEnter(t, b, sec(5), "a")
 	d := mustEnter(t, b, sec(6), "b")
-	if !d.Next.Equal(sec(35)) {
-		t.Fatalf("next %v, want 35s", d.Next.Sub(t0))
+	if !d.Next().Equal(sec(35)) {
+		t.Fatalf("next %v, want 35s", d.Next().Sub(t0))
 	}
 	if d := b.Tick(sec(34.999)); d.Fired {
 		t.Fatal("fired before the timeout")
 	}
 	d = b.Tick(sec(35))
-	if !d.Fired || d.Reason != FireTimeout || !slices.Equal(d.Release, []string{"a", "b"}) || !d.Next.IsZero() {
+	if !d.Fired || d.Reason != FireTimeout || !slices.Equal(d.Release, []string{"a", "b"}) || !d.Next().IsZero() {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -249,7 +249,7 @@ func TestPercentWithMinWait(t *testing.T) {
 	mustEnter(t, b, sec(0), "a")
 	mustEnter(t, b, sec(1), "b")
 	d := mustEnter(t, b, sec(2), "c")
-	if d.Fired || !d.Next.Equal(sec(10)) {
+	if d.Fired || !d.Next().Equal(sec(10)) {
 		t.Fatalf("fired before MinWait or wrong deadline: %+v", d)
 	}
 	if d := mustEnter(t, b, sec(3), "d"); d.Fired {
@@ -315,23 +315,23 @@ func TestThrottledRelease(t *testing.T) {
 			}
 		}
 		d := b.Tick(sec(60))
-		if !d.Fired || d.Reason != FireTimeout || !slices.Equal(d.Release, []string{"l000", "l001"}) || !d.Next.Equal(sec(70)) {
+		if !d.Fired || d.Reason != FireTimeout || !slices.Equal(d.Release, []string{"l000", "l001"}) || !d.Next().Equal(sec(70)) {
 			t.Fatalf("%+v: first batch %+v", th, d)
 		}
 		if d := b.Tick(sec(69.999)); len(d.Release) != 0 {
 			t.Fatalf("released before the interval: %+v", d)
 		}
-		if d := b.Tick(sec(70)); !slices.Equal(d.Release, []string{"l002", "l003"}) || !d.Next.Equal(sec(80)) {
+		if d := b.Tick(sec(70)); !slices.Equal(d.Release, []string{"l002", "l003"}) || !d.Next().Equal(sec(80)) {
 			t.Fatalf("second batch %+v", d)
 		}
 		// A late tick releases one batch only and restarts the interval.
-		if d := b.Tick(sec(95)); !slices.Equal(d.Release, []string{"l004", "l005"}) || !d.Next.Equal(sec(105)) {
+		if d := b.Tick(sec(95)); !slices.Equal(d.Release, []string{"l004", "l005"}) || !d.Next().Equal(sec(105)) {
 			t.Fatalf("third batch %+v", d)
 		}
 		if !slices.Equal(b.Waiting(), []string{"l006"}) {
 			t.Fatalf("waiting %v", b.Waiting())
 		}
-		if d := b.Tick(sec(105)); !slices.Equal(d.Release, []string{"l006"}) || !d.Next.IsZero() {
+		if d := b.Tick(sec(105)); !slices.Equal(d.Release, []string{"l006"}) || !d.Next().IsZero() {
 			t.Fatalf("last batch %+v", d)
 		}
 		var order []string
@@ -394,18 +394,18 @@ func TestThrottledLatePassThrough(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	// Queue drained and the interval has passed: a late arrival leaves at once.
-	if d := mustEnter(t, b, sec(40), "late2"); !slices.Equal(d.LateFire, []string{"late2"}) || !d.Next.IsZero() {
+	if d := mustEnter(t, b, sec(40), "late2"); !slices.Equal(d.LateFire, []string{"late2"}) || !d.Next().IsZero() {
 		t.Fatalf("%+v", d)
 	}
 	// Within the interval of that release: it waits.
-	if d := mustEnter(t, b, sec(45), "late3"); len(d.LateFire) != 0 || !d.Next.Equal(sec(50)) {
+	if d := mustEnter(t, b, sec(45), "late3"); len(d.LateFire) != 0 || !d.Next().Equal(sec(50)) {
 		t.Fatalf("%+v", d)
 	}
 }
 
 func TestSemaphoreHolderTimeout(t *testing.T) {
 	b := mustBarrier(t, Options{MaxParticipants: 5, Semaphore: &Semaphore{Count: 1, HolderTimeout: 10 * time.Second}})
-	if d := mustEnter(t, b, sec(0), "a"); !slices.Equal(d.Release, []string{"a"}) || !d.Next.Equal(sec(10)) {
+	if d := mustEnter(t, b, sec(0), "a"); !slices.Equal(d.Release, []string{"a"}) || !d.Next().Equal(sec(10)) {
 		t.Fatalf("%+v", d)
 	}
 	if d := mustEnter(t, b, sec(1), "b"); len(d.Release) != 0 {
@@ -415,14 +415,14 @@ func TestSemaphoreHolderTimeout(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	d := b.Tick(sec(10))
-	if !slices.Equal(d.TimedOut, []string{"a"}) || !slices.Equal(d.Release, []string{"b"}) || !d.Next.Equal(sec(20)) {
+	if !slices.Equal(d.TimedOut, []string{"a"}) || !slices.Equal(d.Release, []string{"b"}) || !d.Next().Equal(sec(20)) {
 		t.Fatalf("%+v", d)
 	}
 	if _, err := b.Release(sec(11), "a"); !errors.Is(err, ErrNotHolding) {
 		t.Fatalf("release of a timed-out holder: %v", err)
 	}
 	d, err := b.Release(sec(12), "b")
-	if err != nil || !d.Next.IsZero() || len(b.Holders()) != 0 {
+	if err != nil || !d.Next().IsZero() || len(b.Holders()) != 0 {
 		t.Fatalf("%+v %v", d, err)
 	}
 	// A release arriving when the timeout is due but unprocessed wins.
@@ -581,7 +581,7 @@ func TestEntryCallback(t *testing.T) {
 	if d.Consult == nil || !d.Consult.Default || d.Consult.Reason != FirePercent || d.Fired || len(d.Release) != 0 {
 		t.Fatalf("the callback must decide: %+v %+v", d, d.Consult)
 	}
-	if d, err := b.Veto(sec(2)); err != nil || !d.Next.Equal(sec(12)) || b.Vetoes() != 1 {
+	if d, err := b.Veto(sec(2)); err != nil || !d.Next().Equal(sec(12)) || b.Vetoes() != 1 {
 		t.Fatalf("veto: %+v %v", d, err)
 	}
 	if d := b.Tick(sec(11.9)); d.Consult != nil {
@@ -618,14 +618,14 @@ func TestEntryCallbackMaxAndTimeoutStillFire(t *testing.T) {
 	// A percent threshold met only by MinWait consults once.
 	b = mustBarrier(t, Options{MaxParticipants: 4, MinPercent: 50, MinWait: 5 * time.Second, EntryCallback: true})
 	mustEnter(t, b, sec(0), "a")
-	if d := mustEnter(t, b, sec(1), "b"); d.Consult == nil || d.Consult.Default || !d.Next.Equal(sec(5)) {
+	if d := mustEnter(t, b, sec(1), "b"); d.Consult == nil || d.Consult.Default || !d.Next().Equal(sec(5)) {
 		t.Fatalf("%+v", d)
 	}
 	d := b.Tick(sec(5))
 	if d.Consult == nil || !d.Consult.Default || d.Consult.Reason != FirePercent || d.Fired {
 		t.Fatalf("%+v", d)
 	}
-	if d := b.Tick(sec(100)); d.Consult != nil || !d.Next.IsZero() {
+	if d := b.Tick(sec(100)); d.Consult != nil || !d.Next().IsZero() {
 		t.Fatalf("consulted twice: %+v", d)
 	}
 }
@@ -876,7 +876,7 @@ func TestBadEvents(t *testing.T) {
 	if _, err := c.Veto(sec(0)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("veto after close: %v", err)
 	}
-	if d := c.Tick(sec(10)); d.Fired || !d.Next.IsZero() || !c.NextDeadline().IsZero() {
+	if d := c.Tick(sec(10)); d.Fired || !d.Next().IsZero() || !c.NextDeadline().IsZero() {
 		t.Fatalf("tick after close: %+v", d)
 	}
 	s.Close()
@@ -893,7 +893,7 @@ func TestTimeNeverGoesBack(t *testing.T) {
 	if d.Fired {
 		t.Fatal("fired")
 	}
-	if d := b.Tick(sec(2)); d.Fired || !d.Next.Equal(sec(10)) {
+	if d := b.Tick(sec(2)); d.Fired || !d.Next().Equal(sec(10)) {
 		t.Fatalf("%+v", d)
 	}
 	d = b.Tick(sec(10))
@@ -926,11 +926,11 @@ func TestFireOnKneeAfterMinWait(t *testing.T) {
 	mustEnter(t, b, sec(0), "a")
 	d := mustEnter(t, b, sec(1), "b")
 	// arr = 0.3 s, arrvar = 0.25 s: threshold 1.3 s
-	if d.Next.Sub(sec(1.3)).Abs() > time.Microsecond {
-		t.Fatalf("next %v", d.Next.Sub(t0))
+	if d.Next().Sub(sec(1.3)).Abs() > time.Microsecond {
+		t.Fatalf("next %v", d.Next().Sub(t0))
 	}
-	d = b.Tick(d.Next)
-	if d.Fired || len(d.Knees) != 1 || d.Knees[0].Accepted || d.Knees[0].Arrivals != 2 || !d.Next.Equal(sec(60)) {
+	d = b.Tick(d.Next())
+	if d.Fired || len(d.Knees) != 1 || d.Knees[0].Accepted || d.Knees[0].Arrivals != 2 || !d.Next().Equal(sec(60)) {
 		t.Fatalf("%+v", d)
 	}
 	d = b.Tick(sec(60))

@@ -2,10 +2,12 @@
 // al., "Loose Synchronization for Large-Scale Networked Systems", USENIX 2006).
 //
 // Everything here follows the project rule "pure cores, thin actor shells":
-// no goroutines, no clocks and no I/O. Time is always passed in as a
-// time.Time by the caller, and every event returns a Decision that a
-// barrier-manager actor turns into messages and timers. The same inputs
-// always give the same outputs.
+// no goroutines, no clocks and no I/O. A Barrier keeps the one contract
+// of the cores (outbox.Core): Step(now, event) takes the time as a value
+// and one Event (Enter, Tick, Release, ForceFire, Veto) and returns a
+// Decision, which embeds the outbox.Box whose timer asks for the next
+// Tick and holds the refusal's error as a field. The same inputs always
+// give the same outputs.
 //
 // The package has three parts:
 //
@@ -20,5 +22,5 @@
 //
 // Time never goes backwards inside a core: an event whose now is earlier
 // than the latest now already seen is treated as happening at that latest
-// now. An event that returns an error leaves the state unchanged.
+// now. An event that is refused (Decision.Err) leaves the state unchanged.
 package policy

@@ -30,4 +30,5 @@ var (
 	ErrSemaphore      = errors.New("policy: operation not available on a semaphore barrier")
 	ErrAlreadyFired   = errors.New("policy: barrier already fired")
 	ErrNoCallback     = errors.New("policy: barrier has no entry callback")
+	ErrUnknownEvent   = errors.New("policy: not an event of the barrier")
 )

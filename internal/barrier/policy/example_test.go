@@ -7,8 +7,8 @@ import (
 	"github.com/hoplite-go/hoplite/internal/barrier/policy"
 )
 
-// A shell drives a barrier with Enter on each BARRIER_REACHED message and
-// with Tick whenever the timer it set from Decision.Next goes off.
+// A shell steps a barrier with an Enter on each BARRIER_REACHED message
+// and with the Tick of the Decision's timer when its time comes.
 func Example() {
 	b, err := policy.New(policy.Options{
 		MaxParticipants: 4,
@@ -23,19 +23,19 @@ func Example() {
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	show := func(d policy.Decision) {
 		next := "none"
-		if !d.Next.IsZero() {
-			next = "+" + d.Next.Sub(start).String()
+		for _, t := range d.Timers { // the one timer: a Tick at the next deadline
+			next = "+" + t.At.Sub(start).String()
 		}
 		fmt.Printf("fired=%v reason=%v release=%v next=%s\n", d.Fired, d.Reason, d.Release, next)
 	}
 
-	d, _ := b.Enter(start, "task-1", "host-a")
+	d := b.Step(start, policy.Enter{Label: "task-1", Host: "host-a"})
 	show(d)
-	d, _ = b.Enter(start.Add(2*time.Second), "task-2", "host-b")
+	d = b.Step(start.Add(2*time.Second), policy.Enter{Label: "task-2", Host: "host-b"})
 	show(d)
-	d = b.Tick(d.Next) // the shell's timer fires at +10s
+	d = b.Step(d.Timers[0].At, d.Timers[0].Msg.(policy.Tick)) // the shell's timer fires at +10s
 	show(d)
-	d, _ = b.Enter(start.Add(12*time.Second), "task-3", "host-c")
+	d = b.Step(start.Add(12*time.Second), policy.Enter{Label: "task-3", Host: "host-c"})
 	fmt.Println("late:", d.LateFire, "hosts:", len(b.Hosts()))
 	// Output:
 	// fired=false reason=not-fired release=[] next=+1m0s

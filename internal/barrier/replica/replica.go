@@ -1121,14 +1121,15 @@ func (r *Replica) appendLog(op *messages.BarrierOp, e *Effects) {
 	r.log = append(r.log, op)
 }
 
-// apply runs op on the state machine and records the outcomes.
+// apply runs op on the state machine and records the outcomes. The
+// policy's timer in d is not carried: the replica's one Wake (NextWake)
+// covers the policy's next deadline.
 func (r *Replica) apply(op *messages.BarrierOp) (policy.Decision, []string, error) {
 	at := time.Unix(0, op.GetAtUnixNano())
 	var d policy.Decision
-	var err error
 	switch op.GetKind() {
 	case messages.BarrierOpKind_BARRIER_OP_ENTER:
-		if d, err = r.b.Enter(at, op.GetLabel(), op.GetHost()); err == nil {
+		if d = r.b.Step(at, policy.Enter{Label: op.GetLabel(), Host: op.GetHost()}); d.Err == nil {
 			reply := PeerPID(op.GetReply())
 			r.labels[op.GetLabel()] = &labelInfo{host: op.GetHost(), reply: reply, request: op.GetRequestId()}
 			r.order = append(r.order, op.GetLabel())
@@ -1139,15 +1140,15 @@ func (r *Replica) apply(op *messages.BarrierOp) (policy.Decision, []string, erro
 			}
 		}
 	case messages.BarrierOpKind_BARRIER_OP_RELEASE:
-		if d, err = r.b.Release(at, op.GetLabel()); err == nil {
+		if d = r.b.Step(at, policy.Release{Label: op.GetLabel()}); d.Err == nil {
 			r.labels[op.GetLabel()].out = outReleased
 		}
 	case messages.BarrierOpKind_BARRIER_OP_TICK:
-		d = r.b.Tick(at)
+		d = r.b.Step(at, policy.Tick{})
 	case messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE:
-		d, err = r.b.ForceFire(at)
+		d = r.b.Step(at, policy.ForceFire{})
 	case messages.BarrierOpKind_BARRIER_OP_VETO:
-		d, err = r.b.Veto(at)
+		d = r.b.Step(at, policy.Veto{})
 	case messages.BarrierOpKind_BARRIER_OP_CLOSE:
 		if r.closed {
 			return d, nil, policy.ErrClosed
@@ -1161,8 +1162,8 @@ func (r *Replica) apply(op *messages.BarrierOp) (policy.Decision, []string, erro
 	default:
 		return d, nil, fmt.Errorf("unknown op %v", op.GetKind())
 	}
-	if err != nil {
-		return d, nil, err
+	if d.Err != nil {
+		return d, nil, d.Err
 	}
 	_, reason := r.b.Fired()
 	for _, l := range d.Release {

@@ -72,9 +72,9 @@ func (w *net) enter(pos int, label string) {
 
 // release tells the root's policy that a semaphore holder left.
 func (w *net) release(label string) {
-	d, err := w.b.Release(w.now, label)
-	if err != nil {
-		w.t.Fatalf("release %s: %v", label, err)
+	d := w.b.Step(w.now, policy.Release{Label: label})
+	if d.Err != nil {
+		w.t.Fatalf("release %s: %v", label, d.Err)
 	}
 	w.decided(d, 0)
 	w.run()
@@ -102,7 +102,7 @@ func (w *net) advance(d time.Duration) {
 			}
 		}
 		if dl := w.b.NextDeadline(); !dl.IsZero() && !dl.After(w.now) {
-			w.decided(w.b.Tick(w.now), 0)
+			w.decided(w.b.Step(w.now, policy.Tick{}), 0)
 		}
 		w.run()
 	}
@@ -150,9 +150,9 @@ func (w *net) carry(from int, out Output, hops int) {
 	}
 	for _, a := range out.Arrivals {
 		w.up[a.GetLabel()] = hops
-		d, err := w.b.Enter(w.now, a.GetLabel(), a.GetHost())
-		if err != nil {
-			w.t.Fatalf("enter %s at the root: %v", a.GetLabel(), err)
+		d := w.b.Step(w.now, policy.Enter{Label: a.GetLabel(), Host: a.GetHost()})
+		if d.Err != nil {
+			w.t.Fatalf("enter %s at the root: %v", a.GetLabel(), d.Err)
 		}
 		w.ledger.Note(a)
 		w.decided(d, hops)

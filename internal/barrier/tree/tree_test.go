@@ -88,15 +88,15 @@ func flat(t *testing.T, o policy.Options, as []arrival, end time.Duration) (map[
 	}
 	upTo := func(at time.Time) {
 		for dl := b.NextDeadline(); !dl.IsZero() && !dl.After(at); dl = b.NextDeadline() {
-			note(b.Tick(dl), dl)
+			note(b.Step(dl, policy.Tick{}), dl)
 		}
 	}
 	for _, a := range as {
 		now := t0.Add(a.at)
 		upTo(now)
-		d, err := b.Enter(now, a.label, "")
-		if err != nil {
-			t.Fatal(err)
+		d := b.Step(now, policy.Enter{Label: a.label})
+		if d.Err != nil {
+			t.Fatal(d.Err)
 		}
 		note(d, now)
 	}
