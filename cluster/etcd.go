@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	pcluster "github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -60,9 +62,17 @@ const etcdLeaseTTL = 5 // seconds
 // answering etcd leave within it.
 const EtcdLeaseTTL = etcdLeaseTTL
 
-// etcdKeepAlive is how often a member renews its lease, and the deadline
-// of every request of the provider's loops.
+// etcdKeepAlive is how often a member renews its lease.
 const etcdKeepAlive = time.Second
+
+// etcdRequestWait is the deadline of every request of the provider's
+// loops. It is longer than the renewal interval: a server that many
+// members load at once (64 forming on two cores) answers a renewal in
+// more than a second, and a renewal cancelled at its deadline is one the
+// server worked on for nothing; five of those in a row expired a live
+// member's lease and expelled it. Two seconds still leaves two tries
+// within the lease's TTL.
+const etcdRequestWait = 2 * time.Second
 
 // etcdGrace is how long, after an outage or once this member's own key
 // is found missing, members that are known but have no key are kept:
@@ -108,6 +118,12 @@ type etcdProvider struct {
 	selfID string
 	key    string
 	val    []byte
+
+	// known is the member list as etcd holds it at revision rev: the last
+	// full read with the watch's events since applied. Only StartMember
+	// and then the follow loop use them.
+	known map[string]*pcluster.Member
+	rev   int64
 
 	mu         sync.Mutex
 	lease      clientv3.LeaseID
@@ -324,8 +340,8 @@ func (p *etcdProvider) register(ctx context.Context) error {
 	return nil
 }
 
-// refresh reads the member list and publishes it; it returns the
-// revision it read at.
+// refresh reads the member list in full and publishes it; it returns
+// the revision it read at.
 func (p *etcdProvider) refresh(ctx context.Context) (int64, error) {
 	resp, err := p.cli.Get(ctx, p.prefix, clientv3.WithPrefix())
 	if err != nil {
@@ -336,13 +352,57 @@ func (p *etcdProvider) refresh(ctx context.Context) (int64, error) {
 	p.reachable()
 	now := map[string]*pcluster.Member{}
 	for _, kv := range resp.Kvs {
-		var e etcdEntry
-		if json.Unmarshal(kv.Value, &e) != nil || e.ID == "" || e.ID != strings.TrimPrefix(string(kv.Key), p.prefix) {
-			continue // not a member's key: ignored
+		if m := etcdMember(p.prefix, kv); m != nil {
+			now[m.Id] = m
 		}
-		now[e.ID] = &pcluster.Member{Id: e.ID, Host: e.Host, Port: e.Port, Kinds: e.Kinds}
 	}
-	if _, ok := now[p.selfID]; !ok {
+	p.known, p.rev = now, resp.Header.GetRevision()
+	p.observe()
+	return p.rev, nil
+}
+
+// apply brings the member list up to date with a watch's events and
+// publishes it. Only what changed crosses the network: re-reading the
+// whole list on every event made a forming cluster of N members read
+// N·N entries per join, which on a loaded machine delayed the members'
+// lease renewals until their leases expired.
+func (p *etcdProvider) apply(events []*clientv3.Event) {
+	p.rev = applyEtcdEvents(p.known, p.rev, p.prefix, events)
+	p.observe()
+}
+
+// applyEtcdEvents applies a watch's events to known, the member list at
+// revision rev, and returns the revision it is at after them. Events at
+// or below rev are in known already (a full read overtook the watch).
+func applyEtcdEvents(known map[string]*pcluster.Member, rev int64, prefix string, events []*clientv3.Event) int64 {
+	for _, ev := range events {
+		if ev.Kv == nil || ev.Kv.ModRevision <= rev {
+			continue
+		}
+		delete(known, strings.TrimPrefix(string(ev.Kv.Key), prefix))
+		if ev.Type == clientv3.EventTypePut {
+			if m := etcdMember(prefix, ev.Kv); m != nil {
+				known[m.Id] = m
+			}
+		}
+		rev = ev.Kv.ModRevision
+	}
+	return rev
+}
+
+// etcdMember is the member a key under prefix names, or nil when the key
+// is not a member's (ignored).
+func etcdMember(prefix string, kv *mvccpb.KeyValue) *pcluster.Member {
+	var e etcdEntry
+	if json.Unmarshal(kv.Value, &e) != nil || e.ID == "" || e.ID != strings.TrimPrefix(string(kv.Key), prefix) {
+		return nil
+	}
+	return &pcluster.Member{Id: e.ID, Host: e.Host, Port: e.Port, Kinds: e.Kinds}
+}
+
+// observe publishes the member list as known.
+func (p *etcdProvider) observe() {
+	if _, ok := p.known[p.selfID]; !ok {
 		// Our own key is gone while we run: the server lost its state
 		// (restarted empty) or our lease expired, maybe without an
 		// outage this member noticed. The others' keys are likely gone
@@ -359,8 +419,7 @@ func (p *etcdProvider) refresh(ctx context.Context) (int64, error) {
 			p.log.Warn("this member's key is missing from the membership provider: keeping the members known for a lease TTL while they register again")
 		}
 	}
-	p.publish(now)
-	return resp.Header.GetRevision(), nil
+	p.publish(maps.Clone(p.known))
 }
 
 // publish hands the member list to Proto.Actor's member list (which
@@ -433,7 +492,7 @@ func (p *etcdProvider) keepAlive() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, etcdKeepAlive)
+		ctx, cancel := context.WithTimeout(p.ctx, etcdRequestWait)
 		p.mu.Lock()
 		lease := p.lease
 		p.mu.Unlock()
@@ -469,7 +528,7 @@ func (p *etcdProvider) follow(rev int64) {
 // returns the revision to watch from next.
 func (p *etcdProvider) watch(events clientv3.WatchChan, resync <-chan time.Time) int64 {
 	read := func() (int64, bool) {
-		ctx, cancel := context.WithTimeout(p.ctx, etcdKeepAlive)
+		ctx, cancel := context.WithTimeout(p.ctx, etcdRequestWait)
 		defer cancel()
 		rev, err := p.refresh(ctx)
 		if err != nil {
@@ -498,9 +557,7 @@ func (p *etcdProvider) watch(events clientv3.WatchChan, resync <-chan time.Time)
 				}
 			}
 			if len(resp.Events) > 0 {
-				if _, ok := read(); !ok {
-					return resp.Header.GetRevision()
-				}
+				p.apply(resp.Events)
 			}
 		case <-resync:
 			// A full read as a safety net; the watch goes on.
