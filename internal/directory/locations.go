@@ -242,17 +242,16 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 	}
 	if l, ok := t.lost[id]; ok {
 		if req.GetState() != messages.LocationState_COMPLETE && !req.GetCreator() {
-			// A receiver's partial copy of a lost object can never
-			// complete. A creator's completes from its Put, which re-creates
-			// the id as its CreateObject would: dropped, the Put answered
+			// A receiver's partial copy of a lost object is dropped (its
+			// node keeps one that completed meanwhile, and its FetchDone
+			// ends the loss). A creator's completes from its Put, which
+			// re-creates the id as its CreateObject would: dropped, the Put answered
 			// LOST (a Put retried after its first attempt's shard died,
 			// whose copy the rebuilt shard learned from its republication
 			// after it found the object lost).
 			return []outbox.Send{{To: req.GetNode(), Msg: &messages.DropObject{ObjectId: id, Reason: l.err}}}
 		}
-		if !t.endLoss(id, req.GetNode().GetNodeId()) {
-			return nil
-		}
+		t.endLoss(id)
 	}
 	if drop := t.orphanRoot(req); drop != nil {
 		return drop
@@ -396,13 +395,9 @@ func (t *LocationTable) fetchDone(req *messages.FetchDone) []outbox.Send {
 		if t.ownEpoch(ep) && ep != l.epoch {
 			return t.staleCopy(t.entries[id], req)
 		}
-		// As in Publish: a whole copy ends the loss, unless it is one the
-		// loss dropped. Recording that one (and keeping the mark) gave
-		// subscribers and Locates a COMPLETE copy that its node frees
-		// when the loss's DropObject arrives, while Gets failed LOST.
-		if !t.endLoss(id, rid) {
-			return nil
-		}
+		// As in Publish: a whole copy ends the loss, even one whose
+		// completion crossed the loss's drop (its node keeps it).
+		t.endLoss(id)
 		if e := t.entry(id); !e.known { // the loss left no entry unless there are subscribers
 			e.epoch = l.epoch // the copy holds what was lost
 		}

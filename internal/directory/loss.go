@@ -19,13 +19,9 @@ type lostMark struct {
 	// epoch is the lost entry's: a whole copy of it that the loss did not
 	// drop holds those contents (see FetchDone).
 	epoch uint64
-	// dropped holds the nodes whose partial copies the loss dropped. A
-	// copy of theirs that reports itself whole afterwards (its FetchDone,
-	// or a republication, crossed the loss's DropObject) is about to be
-	// freed by that drop: it is no copy to end the loss with.
-	dropped map[string]struct{}
-	// droppedFrom are those nodes: a Delete of the lost id names them to
-	// its caller (see deleteObject).
+	// droppedFrom are the nodes whose partial copies the loss dropped: a
+	// Delete of the lost id names them to its caller (see deleteObject),
+	// for one may have completed as the drop crossed it and kept its copy.
 	droppedFrom []*messages.NodeRef
 }
 
@@ -108,18 +104,13 @@ func (t *LocationTable) nodeFailed(node string, same func(*messages.NodeRef) boo
 	return out
 }
 
-// endLoss decides whether a whole copy on node, reported after id was
-// marked lost, ends the loss: it does (the mark goes) unless the loss
-// dropped node's partial copy, whose completion crossed that DropObject
-// and is freed by it. Such a report is ignored; the drop already on its
-// way frees the copy, and sending another could free a copy the node
-// fetches after a new Put of the id.
-func (t *LocationTable) endLoss(id, node string) bool {
-	if _, dropped := t.lost[id].dropped[node]; dropped {
-		return false
-	}
-	delete(t.lost, id) // a whole copy survived after all
-	return true
+// endLoss ends id's loss: a whole copy of it reported itself after it
+// was marked lost. It may be one the loss dropped, whose completion
+// crossed the drop: its node keeps a whole copy that a loss's drop reaches
+// (the drop frees only what can never complete), so the copy is there to
+// be read, and the object is not lost after all.
+func (t *LocationTable) endLoss(id string) {
+	delete(t.lost, id)
 }
 
 // markLostIfGone ends an object that can no longer be read: no inline
@@ -181,11 +172,9 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, err))
 	}
-	dropped := map[string]struct{}{}
 	var droppedFrom []*messages.NodeRef
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
-		dropped[loc.node.GetNodeId()] = struct{}{}
 		droppedFrom = append(droppedFrom, loc.node)
 		// Subscribers hear that the copy left, as removeLocation tells
 		// them: a Reduce coordinator kept a dropped partial copy as a
@@ -208,7 +197,7 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 	// shard's next table of the object.
 	out = append(out, t.keep(&messages.Tombstones{LostIds: []string{e.id}})...)
 	t.lostSeq++
-	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, dropped: dropped, droppedFrom: droppedFrom}
+	t.lost[e.id] = lostMark{err: err, seq: t.lostSeq, epoch: e.epoch, droppedFrom: droppedFrom}
 	t.lostOrder = append(t.lostOrder, lostRef{id: e.id, seq: t.lostSeq})
 	if len(t.lostOrder) > t.cfg.TombstoneLimit {
 		if old := t.lostOrder[0]; t.lost[old.id].seq == old.seq {

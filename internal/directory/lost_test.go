@@ -389,36 +389,46 @@ func TestSubscribersHearTheLastEviction(t *testing.T) {
 
 // A receiver's fetch finished just as its sender's node died, and its
 // FetchDone came after the object was found lost (the grace passed
-// without it): the loss had dropped that partial copy, so the copy is
-// freed when the drop reaches its node, and the FetchDone must not make
-// it a location. Recorded, it was a COMPLETE copy for subscribers and
-// senders while Gets failed LOST.
-func TestFetchDoneOfACopyTheLossDroppedIsIgnored(t *testing.T) {
+// without it): the loss dropped that copy while it was partial, but a
+// node keeps a whole copy that a loss's drop reaches (storeactor's
+// TestLossDropKeepsAWholeCopy), so the FetchDone ends the loss: the copy
+// is a location for subscribers and Locates. Ignored, the object's last
+// whole copy was freed, and a final Get answered LOST where a member had
+// just read the object whole (chaos soak seeds 5000087 and 5000433).
+func TestFetchDoneOfACopyTheLossDroppedEndsIt(t *testing.T) {
 	const grace = 100 * time.Millisecond
-	tb := NewLocationTable(TableConfig{LossGrace: grace})
-	create(t, tb, "x", 1<<20, 0)
-	complete(tb, "x", 0, 1<<20, true)
-	sub := replyTo("coord")
-	tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
-	locate(tb, "x", 1, t0) // n1 streams from n0
-	tb.onNodeFailed("n0")
-	tb.onTick(t0)
-	if d := dropsTo(tb.onTick(t0.Add(grace)).Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
-		t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
-	}
-	out := tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20}).Sends
-	if got := updates(out, sub); len(got) != 0 {
-		t.Fatalf("FetchDone of the dropped copy: subscriber heard %v, want nothing", got)
-	}
-	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
-		t.Fatalf("Locate after the dropped copy's FetchDone: %v from %s, want LOST", r.GetError(), r.GetSender().GetNodeId())
-	}
-	// So is its republication, sent before the drop reached it.
-	if out := complete(tb, "x", 1, 1<<20, false); len(updates(out, sub)) != 0 {
-		t.Fatalf("republication of the dropped copy: %v, want nothing", out)
-	}
-	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
-		t.Fatalf("Locate after the dropped copy's republication: %v, want LOST", r.GetError())
+	for _, republished := range []bool{false, true} {
+		tb := NewLocationTable(TableConfig{LossGrace: grace})
+		create(t, tb, "x", 1<<20, 0)
+		complete(tb, "x", 0, 1<<20, true)
+		sub := replyTo("coord")
+		tb.onSubscribe(&messages.Subscribe{ObjectId: "x"}, "coord", sub)
+		locate(tb, "x", 1, t0) // n1 streams from n0
+		tb.onNodeFailed("n0")
+		tb.onTick(t0)
+		if d := dropsTo(tb.onTick(t0.Add(grace)).Sends, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrLost) {
+			t.Fatalf("n0 failed: n1's partial copy dropped with %v, want LOST", d)
+		}
+		if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrLost) {
+			t.Fatalf("Locate after the loss: %v, want LOST", r.GetError())
+		}
+		// The copy's report, as a FetchDone or (the shard having moved)
+		// as its node's republication.
+		var out []outbox.Send
+		if republished {
+			out = complete(tb, "x", 1, 1<<20, false)
+		} else {
+			out = tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20}).Sends
+		}
+		if got := updates(out, sub); len(got) != 1 || got[0].GetNode().GetNodeId() != "n1" || got[0].GetState() != messages.LocationState_COMPLETE {
+			t.Fatalf("republished %v: the dropped copy's report: subscriber heard %v, want n1 COMPLETE", republished, got)
+		}
+		if dropsTo(out, 1) != nil {
+			t.Fatalf("republished %v: the dropped copy's report was answered with another drop: %v", republished, out)
+		}
+		if r := locateReply(t, locate(tb, "x", 3, t0), replyTo("r3")); r.GetError() != nil || r.GetSender().GetNodeId() != "n1" {
+			t.Fatalf("republished %v: Locate after the report: %v from %s, want n1", republished, r.GetError(), r.GetSender().GetNodeId())
+		}
 	}
 }
 

@@ -312,6 +312,15 @@ func (n *StoreNode) dropObject(ctx actor.Context, m *messages.DropObject) {
 	if reason == nil {
 		reason = messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", m.GetObjectId())
 	}
+	if obj := n.cfg.Store.Lookup(m.GetObjectId()); obj != nil && errors.Is(reason, messages.ErrLost) && obj.IsWhole() {
+		// A loss drops the partial copies, which can no longer complete
+		// from the failed senders; this one completed as the drop came
+		// (its stream outran the failure). Its report, sent or coming,
+		// ends the loss at the shard: freeing it would lose the object's
+		// last whole copy.
+		n.cfg.Log.WithField("object", m.GetObjectId()).Info("kept a whole copy of an object its directory shard found lost: its completion crossed the loss")
+		return
+	}
 	if rid := m.GetReduceId(); rid != "" && !uncommittedOf(n.cfg.Store.Lookup(m.GetObjectId()), rid) {
 		// Only the uncommitted copy that run made: by now the copy here
 		// may be another attempt's of the same target, or committed.
