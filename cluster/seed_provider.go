@@ -447,7 +447,7 @@ func (p *seedProvider) round(ctx context.Context) (members []*pcluster.Member, o
 	// last of misses of them are (misses-1) timeouts apart at least.
 	p.mu.Lock()
 	window := time.Duration(p.mon.Config().Misses-1) * p.checkTimeout()
-	res := p.mon.Round(p.now(), window, selfUp.Load(), checks)
+	res := p.mon.Step(p.now(), memberwatch.Round[seedNode]{Window: window, SelfUp: selfUp.Load(), Checks: checks})
 	for _, c := range checks {
 		if miss := p.mon.MissOf(c.Host); !c.Answered && miss != nil {
 			p.log.WithError(c.Err).WithFields(logrus.Fields{"host": c.Host, "missed": miss.Missed}).

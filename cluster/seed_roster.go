@@ -185,7 +185,7 @@ func (p *seedProvider) pull(ctx context.Context, host string) (bool, error) {
 	p.learn(hosts)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mon.Merge(p.now(), live, dead), nil
+	return p.mon.Step(p.now(), memberwatch.Merge[seedNode]{Live: live, Dead: dead}).Changed, nil
 }
 
 // decodeRoster reads a peer's rosterAnswer for cluster: entries that are

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo"
+
+	"github.com/hoplite-go/hoplite/internal/memberwatch"
 )
 
 // FuzzRosterAnswer hands any body to decodeRoster, as a peer's roster
@@ -42,7 +44,7 @@ func FuzzRosterAnswer(f *testing.F) {
 		p.self.Store(&seedNode{ID: "self", Address: "127.0.0.1", Port: 1, ClusterName: seedTestCluster})
 		p.mu.Lock()
 		p.mon.Start("", "self")
-		p.mon.Merge(time.Unix(0, 0), live, dead)
+		p.mon.Step(time.Unix(0, 0), memberwatch.Merge[seedNode]{Live: live, Dead: dead})
 		p.mu.Unlock()
 		for _, m := range p.topology() {
 			if m.Id == "self" && m.Port != 1 {

@@ -570,7 +570,7 @@ type roster struct {
 // then ends the round.
 func (s *msim) judge(h *mHost, checks []memberwatch.Check[simInfo], selfUp bool) {
 	window := time.Duration(s.c.Misses-1) * s.c.Timeout
-	res := h.mon.Round(wall(s.eng.now), window, selfUp, checks)
+	res := h.mon.Step(wall(s.eng.now), memberwatch.Round[simInfo]{Window: window, SelfUp: selfUp, Checks: checks})
 	if len(res.Dropped) > 0 && s.killed != nil && s.detect == 0 && slices.Contains(res.Dropped, s.killed.id) {
 		s.detect = s.eng.now
 	}
@@ -602,7 +602,7 @@ func (s *msim) judge(h *mHost, checks []memberwatch.Check[simInfo], selfUp bool)
 				if added, _, _ := h.mon.Learn(hosts, nil); len(added) > 0 {
 					s.kick(h)
 				}
-				h.mon.Merge(wall(s.eng.now), r.live, r.dead)
+				h.mon.Step(wall(s.eng.now), memberwatch.Merge[simInfo]{Live: r.live, Dead: r.dead})
 			}
 			finish()
 		})

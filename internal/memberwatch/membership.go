@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -411,12 +412,55 @@ type Result struct {
 	Answered bool
 }
 
-// Round takes one round's checks at now. selfUp is whether this
-// member's own endpoint answered it: when it did not, this member is
-// the likelier one to be stopping or starved, and no miss is counted.
-// window is the least time misses must span to drop a member: what
-// Misses checks that time out take ((Misses-1)·timeout).
-func (m *Monitor[I]) Round(now time.Time, window time.Duration, selfUp bool, checks []Check[I]) Result {
+// Event is what a Monitor steps on: a Round's checks or a Merge of a
+// pulled roster.
+type Event[I any] interface{ memberwatchEvent(I) }
+
+// Round is one round's checks. SelfUp is whether this member's own
+// endpoint answered it: when it did not, this member is the likelier one
+// to be stopping or starved, and no miss is counted. Window is the least
+// time misses must span to drop a member: what Misses checks that time
+// out take ((Misses-1)·timeout).
+type Round[I any] struct {
+	Window time.Duration
+	SelfUp bool
+	Checks []Check[I]
+}
+
+// Merge is a peer's roster (its live members and dead ids; the shell
+// learns their endpoints with Learn).
+type Merge[I any] struct {
+	Live []revoke.RosterEntry[I]
+	Dead []string
+}
+
+func (Round[I]) memberwatchEvent(I) {}
+func (Merge[I]) memberwatchEvent(I) {}
+
+// Output is what a step did: a Round's Result, or whether a Merge
+// changed the live set. Its Box is empty: the shell checks endpoints
+// and pulls rosters over HTTP (or the simulator's links) itself, at the
+// pace it keeps (Pace).
+type Output struct {
+	outbox.Box
+	Result
+	// Changed: a Merge changed the live set.
+	Changed bool
+}
+
+// Step takes one event at now: the one contract of the cores
+// (outbox.Core).
+func (m *Monitor[I]) Step(now time.Time, ev Event[I]) Output {
+	switch e := ev.(type) {
+	case Round[I]:
+		return Output{Result: m.round(now, e.Window, e.SelfUp, e.Checks)}
+	case Merge[I]:
+		return Output{Changed: m.merge(now, e.Live, e.Dead)}
+	}
+	return Output{}
+}
+
+func (m *Monitor[I]) round(now time.Time, window time.Duration, selfUp bool, checks []Check[I]) Result {
 	var res Result
 	if selfUp {
 		res.Dropped, res.Forgotten = m.judge(now, window, checks)
@@ -540,10 +584,7 @@ func (m *Monitor[I]) HealthError(id string) error {
 	return nil
 }
 
-// Merge takes a peer's roster (its live members and dead ids; the
-// shell learns their endpoints with Learn) and reports whether the live
-// set changed.
-func (m *Monitor[I]) Merge(now time.Time, live []revoke.RosterEntry[I], dead []string) bool {
+func (m *Monitor[I]) merge(now time.Time, live []revoke.RosterEntry[I], dead []string) bool {
 	changed := m.roster.Merge(now, live, dead)
 	m.atStale = m.atStale || changed
 	return changed

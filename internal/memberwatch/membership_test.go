@@ -26,14 +26,14 @@ func TestMissesDropAMemberOnlyAfterMissesAndWindow(t *testing.T) {
 	m := New[string](Config{Misses: 3}, []string{"a:1", "b:1", "c:1"})
 	m.Start("a:1", "a")
 	window := 4 * time.Second
-	m.Round(t0, window, true, []Check[string]{answer("b:1", "b", ""), answer("c:1", "c", "")})
+	m.Step(t0, Round[string]{Window: window, SelfUp: true, Checks: []Check[string]{answer("b:1", "b", ""), answer("c:1", "c", "")}})
 	if !m.Lists("b") || !m.Lists("c") {
 		t.Fatalf("live %v, want b and c", m.Live())
 	}
 	miss := Check[string]{Host: "b:1", Err: errTimeout}
 	// Three misses 100 ms apart: fewer than the window spans.
 	for i := range 3 {
-		res := m.Round(t0.Add(time.Duration(i+1)*100*time.Millisecond), window, true, []Check[string]{miss})
+		res := m.Step(t0.Add(time.Duration(i+1)*100*time.Millisecond), Round[string]{Window: window, SelfUp: true, Checks: []Check[string]{miss}})
 		if len(res.Dropped) > 0 || !m.Lists("b") {
 			t.Fatalf("miss %d (within the window) dropped b: %+v", i+1, res)
 		}
@@ -41,7 +41,7 @@ func TestMissesDropAMemberOnlyAfterMissesAndWindow(t *testing.T) {
 			t.Fatalf("miss %d: Missing is false", i+1)
 		}
 	}
-	res := m.Round(t0.Add(5*time.Second), window, true, []Check[string]{miss})
+	res := m.Step(t0.Add(5*time.Second), Round[string]{Window: window, SelfUp: true, Checks: []Check[string]{miss}})
 	if !slices.Equal(res.Dropped, []string{"b"}) || m.Lists("b") || !m.IsDead("b") {
 		t.Fatalf("the fourth miss, past the window: dropped %v, live %v", res.Dropped, m.Live())
 	}
@@ -49,12 +49,12 @@ func TestMissesDropAMemberOnlyAfterMissesAndWindow(t *testing.T) {
 		t.Fatalf("HealthError(b) = %v, want an UNAVAILABLE miss wrapping the timeout", err)
 	}
 	// A dead incarnation does not come back with a stale roster.
-	m.Merge(t0.Add(6*time.Second), nil, nil)
-	m.Round(t0.Add(6*time.Second), window, true, []Check[string]{answer("b:1", "b", "")})
+	m.Step(t0.Add(6*time.Second), Merge[string]{})
+	m.Step(t0.Add(6*time.Second), Round[string]{Window: window, SelfUp: true, Checks: []Check[string]{answer("b:1", "b", "")}})
 	if m.Lists("b") {
 		t.Fatal("a dead id came back")
 	}
-	res = m.Round(t0.Add(7*time.Second), window, true, []Check[string]{{Host: "c:1", Err: errTimeout, Refused: true}})
+	res = m.Step(t0.Add(7*time.Second), Round[string]{Window: window, SelfUp: true, Checks: []Check[string]{{Host: "c:1", Err: errTimeout, Refused: true}}})
 	if !slices.Equal(res.Dropped, []string{"c"}) {
 		t.Fatalf("a refused connection: dropped %v, want c at once", res.Dropped)
 	}
@@ -65,8 +65,8 @@ func TestMissesDropAMemberOnlyAfterMissesAndWindow(t *testing.T) {
 func TestNoMissCountsWhenSelfIsDown(t *testing.T) {
 	m := New[string](Config{Misses: 1}, []string{"b:1"})
 	m.Start("a:1", "a")
-	m.Round(t0, 0, true, []Check[string]{answer("b:1", "b", "")})
-	res := m.Round(t0.Add(time.Second), 0, false, []Check[string]{{Host: "b:1", Err: errTimeout, Refused: true}})
+	m.Step(t0, Round[string]{Window: 0, SelfUp: true, Checks: []Check[string]{answer("b:1", "b", "")}})
+	res := m.Step(t0.Add(time.Second), Round[string]{Window: 0, SelfUp: false, Checks: []Check[string]{{Host: "b:1", Err: errTimeout, Refused: true}}})
 	if len(res.Dropped) > 0 || !m.Lists("b") {
 		t.Fatalf("dropped %v with self down", res.Dropped)
 	}
@@ -79,17 +79,17 @@ func TestNoMissCountsWhenSelfIsDown(t *testing.T) {
 func TestPullsAndIndirectProbes(t *testing.T) {
 	m := New[string](Config{}, []string{"b:1", "c:1", "d:1", "e:1"})
 	m.Start("a:1", "a")
-	res := m.Round(t0, 0, true, []Check[string]{answer("b:1", "b", "ffff"), answer("c:1", "c", ""), answer("d:1", "d", ""), answer("e:1", "e", "")})
+	res := m.Step(t0, Round[string]{Window: 0, SelfUp: true, Checks: []Check[string]{answer("b:1", "b", "ffff"), answer("c:1", "c", ""), answer("d:1", "d", ""), answer("e:1", "e", "")}})
 	if !slices.Equal(res.Pulls, []string{"b:1"}) {
 		t.Fatalf("pulls %v, want b:1 (its view differs; the others sent none)", res.Pulls)
 	}
 	mine := DigestString(m.Digest())
-	if res := m.Round(t0, 0, true, []Check[string]{answer("b:1", "b", mine)}); len(res.Pulls) > 0 {
+	if res := m.Step(t0, Round[string]{Window: 0, SelfUp: true, Checks: []Check[string]{answer("b:1", "b", mine)}}); len(res.Pulls) > 0 {
 		t.Fatalf("pulls %v with equal views", res.Pulls)
 	}
 	np := New[string](Config{NoPull: true}, []string{"b:1"})
 	np.Start("a:1", "a")
-	if res := np.Round(t0, 0, true, []Check[string]{answer("b:1", "b", "ffff")}); len(res.Pulls) > 0 {
+	if res := np.Step(t0, Round[string]{Window: 0, SelfUp: true, Checks: []Check[string]{answer("b:1", "b", "ffff")}}); len(res.Pulls) > 0 {
 		t.Fatalf("NoPull pulled %v", res.Pulls)
 	}
 	if id, ok := m.Indirect(Check[string]{Host: "b:1", Err: errTimeout}); !ok || id != "b" {
