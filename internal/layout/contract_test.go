@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -165,7 +166,8 @@ func contractBreaches(rel string, c contract, exempt map[string]string) []string
 
 // Every core keeps the one contract: a type that returns the Box does
 // so from Step(now time.Time, event) alone, and Step's one output
-// embeds outbox.Box (layout.Unstepped lists what is not there yet).
+// embeds outbox.Box (layout.Unstepped lists what is not there yet); and
+// every core package has such a type, or layout.Stepless says why not.
 func TestCoresKeepTheContract(t *testing.T) {
 	top := root(t)
 	mod := modulePath(t, top)
@@ -177,6 +179,7 @@ func TestCoresKeepTheContract(t *testing.T) {
 	}
 	stepped := 0
 	seen := map[string]bool{}
+	cores := map[string]coreShape{}
 	for rel, p := range modulePackages(t, top) {
 		if !isCore(rel) {
 			continue
@@ -193,6 +196,7 @@ func TestCoresKeepTheContract(t *testing.T) {
 		for _, b := range contractBreaches(rel, c, Unstepped) {
 			t.Error(b)
 		}
+		cores[rel] = coreShape{steps: len(c.step) > 0, takesTime: takesTime(files)}
 		for tn := range c.step {
 			stepped++
 			seen[rel+"."+tn] = true
@@ -207,6 +211,105 @@ func TestCoresKeepTheContract(t *testing.T) {
 	for k := range Unstepped {
 		if !seen[k] {
 			t.Errorf("layout.Unstepped lists %s, which returns no output", k)
+		}
+	}
+	for _, b := range steplessBreaches(cores, Stepless) {
+		t.Error(b)
+	}
+}
+
+// coreShape is what the rule of Stepless reads of one core package:
+// whether a type of it has Step, and an exported method, if any, that
+// takes the time ("" for none).
+type coreShape struct {
+	steps     bool
+	takesTime string
+}
+
+// takesTime names an exported method of the files whose parameters
+// include a time.Time ("T.M"; "" for none): the mark of a state machine
+// given the time, which the contract's Step takes instead. The Box's
+// own After, which asks for a timer, is not one.
+func takesTime(files []*ast.File) string {
+	for _, f := range files {
+		tm := importName(f, "time")
+		if tm == "" || f.Name.Name == "outbox" {
+			continue
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || len(fn.Recv.List) != 1 || !fn.Name.IsExported() || fn.Name.Name == "Step" {
+				continue
+			}
+			for _, p := range fn.Type.Params.List {
+				if s, ok := p.Type.(*ast.SelectorExpr); ok && s.Sel.Name == "Time" {
+					if x, ok := s.X.(*ast.Ident); ok && x.Name == tm {
+						return typeName(fn.Recv.List[0].Type) + "." + fn.Name.Name
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// notThereYet begins the reason of a Stepless entry that is a state
+// machine not on the contract yet.
+const notThereYet = "not there yet:"
+
+// steplessBreaches checks the core packages (relative path -> shape)
+// against the Stepless list.
+func steplessBreaches(cores map[string]coreShape, stepless map[string]string) []string {
+	var bad []string
+	for _, rel := range slices.Sorted(maps.Keys(cores)) {
+		c := cores[rel]
+		why, listed := stepless[rel]
+		switch {
+		case c.steps && listed:
+			bad = append(bad, fmt.Sprintf("layout.Stepless lists %s, which has a Step: drop it from the list", rel))
+		case !c.steps && !listed:
+			bad = append(bad, fmt.Sprintf("core %s has no type with Step(now, event): the one contract (or, if it is no state machine, say why in layout.Stepless)", rel))
+		case !c.steps && c.takesTime != "" && !strings.HasPrefix(why, notThereYet):
+			bad = append(bad, fmt.Sprintf("core %s takes the time in %s, a state machine: give it Step(now, event), or list it in layout.Stepless as %q and what is left", rel, c.takesTime, notThereYet))
+		}
+	}
+	for _, rel := range slices.Sorted(maps.Keys(stepless)) {
+		if _, ok := cores[rel]; !ok {
+			bad = append(bad, fmt.Sprintf("layout.Stepless lists %s, which is no core package", rel))
+		}
+	}
+	return bad
+}
+
+// The rule of Stepless catches a core with no Step that is not listed,
+// a listed one that steps, a state machine listed as a library, and an
+// entry that names no core.
+func TestSteplessRuleCatchesBreaches(t *testing.T) {
+	cores := map[string]coreShape{
+		"good":    {steps: true},
+		"lib":     {},
+		"pending": {takesTime: "View.SetNow"},
+		"stale":   {steps: true},
+		"bare":    {},
+		"hidden":  {takesTime: "Clock.Advance"},
+	}
+	got := strings.Join(steplessBreaches(cores, map[string]string{
+		"lib": "pure functions", "pending": notThereYet + " events later", "stale": "was a library",
+		"hidden": "pure, they say", "gone": "a package that left",
+	}), "\n")
+	for _, want := range []string{
+		"layout.Stepless lists stale, which has a Step",
+		"core bare has no type with Step",
+		"core hidden takes the time in Clock.Advance",
+		"layout.Stepless lists gone, which is no core package",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no breach %q in:\n%s", want, got)
+		}
+	}
+	for _, clean := range []string{"good", "lib", "pending"} {
+		if strings.Contains(got, " "+clean+" ") || strings.Contains(got, " "+clean+",") {
+			t.Errorf("%s reported:\n%s", clean, got)
 		}
 	}
 }
