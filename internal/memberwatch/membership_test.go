@@ -185,3 +185,20 @@ func TestTargetsAreMonitorTargets(t *testing.T) {
 		}
 	}
 }
+
+// A Merge that brings a member changes the live set, one that brings
+// nothing new does not; neither asks its shell for anything in the Box.
+func TestStepMergeReportsChange(t *testing.T) {
+	m := New[string](Config{}, []string{"a:1"})
+	m.Start("a:1", "a")
+	live := []revoke.RosterEntry[string]{{ID: "b", Host: "b:1"}}
+	if o := m.Step(t0, Merge[string]{Live: live}); !o.Changed || !o.Empty() {
+		t.Fatalf("first merge: %+v, want changed and an empty Box", o)
+	}
+	if o := m.Step(t0.Add(time.Second), Merge[string]{Live: live}); o.Changed {
+		t.Fatalf("the same roster again: %+v, want no change", o)
+	}
+	if !m.Lists("b") {
+		t.Fatal("the merged member is not listed")
+	}
+}

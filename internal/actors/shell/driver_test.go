@@ -95,3 +95,21 @@ func TestDriverStepsACoreAndCarriesItsBox(t *testing.T) {
 		t.Fatalf("the actor saw %v; want the step reported ended and no timer", got)
 	}
 }
+
+// StepAt steps at the now the shell gives, not the Driver's clock: the
+// events one message turns into are stepped at the same time. (A step
+// that asks for nothing touches no actor, so no context is needed.)
+func TestDriverStepAtTakesTheShellsNow(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	d := &Driver[*echo, string, echoOut]{Now: func() time.Time { return clock }}
+	core := &echo{}
+	given := time.Unix(2000, 0)
+	for _, ev := range []string{"a", "b"} {
+		if o, carried := d.StepAt(nil, core, core, given, ev); o.Seen != ev || !carried {
+			t.Fatalf("StepAt(%q) = %+v, %v", ev, o, carried)
+		}
+	}
+	if len(core.steps) != 2 || !core.steps[0].Equal(given) || !core.steps[1].Equal(given) {
+		t.Fatalf("the core stepped at %v; want both at %v", core.steps, given)
+	}
+}
