@@ -4,7 +4,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -55,29 +54,28 @@ func (s *Shard) traceLocate(m *messages.Locate, replyTo any) {
 	s.locates[k] = locateSpan{span, m.GetReceiver().GetNodeId(), replyTo}
 }
 
-// tracedAnswers ends the spans of the Locates out answers.
-func (s *Shard) tracedAnswers(out outbox.Box) {
+// tracedAnswer ends the span of the Locate msg answers, if it is an
+// answer to a traced one.
+func (s *Shard) tracedAnswer(msg any) {
 	if len(s.locates) == 0 {
 		return
 	}
-	for _, send := range out.Sends {
-		r, ok := send.Msg.(*messages.LocateReply)
-		if !ok {
-			continue
-		}
-		k := locateKey{r.GetObjectId(), r.GetAttempt()}
-		open, ok := s.locates[k]
-		if !ok {
-			continue
-		}
-		span := open.span
-		delete(s.locates, k)
-		if snd := r.GetSender(); snd != nil {
-			span.SetAttributes(attribute.String("hoplite.sender", snd.GetNodeId()))
-		}
-		span.SetAttributes(attribute.Bool("hoplite.inline", r.GetHasInline()))
-		tracing.End(span, messages.ErrOrNil(r.GetError()))
+	r, ok := msg.(*messages.LocateReply)
+	if !ok {
+		return
 	}
+	k := locateKey{r.GetObjectId(), r.GetAttempt()}
+	open, ok := s.locates[k]
+	if !ok {
+		return
+	}
+	span := open.span
+	delete(s.locates, k)
+	if snd := r.GetSender(); snd != nil {
+		span.SetAttributes(attribute.String("hoplite.sender", snd.GetNodeId()))
+	}
+	span.SetAttributes(attribute.Bool("hoplite.inline", r.GetHasInline()))
+	tracing.End(span, messages.ErrOrNil(r.GetError()))
 }
 
 // endLocateSpans ends the open Locate spans of object by receiver ("":

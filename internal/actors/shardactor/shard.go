@@ -361,7 +361,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		h(ctx.Self().GetId(), msg)
 	}
 	now := time.Now()
-	var out outbox.Box
+	var out outbox.Box // a Box made here or by subscribe: carried last
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.started(ctx)
@@ -375,21 +375,21 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.stopping(ctx, "directory shard stopping")
 		return
 	case *actor.Terminated:
-		out = s.terminated(ctx, m, now)
+		s.terminated(ctx, m, now)
 	case directory.Tick:
 		if f := s.cfg.LossGrace; f != nil {
 			// A doubt's grace starts at a Tick: measured as late as that.
 			s.table.SetLossGrace(f())
 		}
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case *messages.CreateObject:
 		s.watch(ctx, m.GetCreator())
-		out = s.table.Step(now, directory.Create{Req: m, ReplyTo: ctx.Sender()})
+		s.step(ctx, now, directory.Create{Req: m, ReplyTo: ctx.Sender()})
 	case *messages.PublishLocation:
 		s.watch(ctx, m.GetNode())
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case *messages.UnpublishLocation:
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case *messages.ReportLost:
 		if n := len(s.republishing); n > 0 {
 			// Whether this is the last copy is not known before every store
@@ -400,44 +400,44 @@ func (s *Shard) Receive(ctx actor.Context) {
 				Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s is rebuilding: %d store nodes have not republished yet", s.name(ctx), n)})
 			break
 		}
-		out = s.table.Step(now, directory.ReportLost{Req: m, ReplyTo: ctx.Sender()})
+		s.step(ctx, now, directory.ReportLost{Req: m, ReplyTo: ctx.Sender()})
 	case *messages.RepublishDone:
 		delete(s.republishing, actorutil.Key(m.GetNode().PID()))
-		out = s.republishedAll()
+		s.republishedAll(ctx)
 	case RebuildQuery:
 		ctx.Respond(RebuildStatus{Pending: s.pending(now)})
 		return
 	case WatchStores:
-		out = s.watchStores(ctx, now)
+		s.watchStores(ctx, now)
 	case *messages.Locate:
 		s.watch(ctx, m.GetReceiver())
 		s.traceLocate(m, ctx.Sender())
-		out = s.table.Step(now, directory.Locate{Req: m, ReplyTo: ctx.Sender()})
+		s.step(ctx, now, directory.Locate{Req: m, ReplyTo: ctx.Sender()})
 	case servedLocate:
 		s.watch(ctx, m.locate.GetReceiver())
 		s.traceLocate(m.locate, m.reply)
-		out = s.table.Step(now, directory.Locate{Req: m.locate, ReplyTo: m.reply})
+		s.step(ctx, now, directory.Locate{Req: m.locate, ReplyTo: m.reply})
 	case *messages.CancelLocate:
 		s.endLocateSpans(m.GetObjectId(), m.GetReceiver().GetNodeId(), "withdrawn")
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case AbandonLocate:
 		s.abandonLocateSpans(m.ObjectID, m.ReplyTo)
-		out = s.table.Step(now, directory.AbandonLocate{ID: m.ObjectID, ReplyTo: m.ReplyTo})
+		s.step(ctx, now, directory.AbandonLocate{ID: m.ObjectID, ReplyTo: m.ReplyTo})
 	case *messages.FetchDone:
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case *messages.FetchAborted:
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case *messages.DeleteObject:
 		if len(s.republishing) > 0 {
 			// Answered now, naming the store nodes not heard from (its
 			// caller asks them to drop their copies), rather than after
 			// the slowest of them (see directory's DeleteNaming).
-			out = s.table.Step(now, directory.DeleteNaming{Req: m, ReplyTo: ctx.Sender(), Pending: s.pendingNodes()})
+			s.step(ctx, now, directory.DeleteNaming{Req: m, ReplyTo: ctx.Sender(), Pending: s.pendingNodes()})
 			break
 		}
-		out = s.table.Step(now, directory.Delete{Req: m, ReplyTo: ctx.Sender()})
+		s.step(ctx, now, directory.Delete{Req: m, ReplyTo: ctx.Sender()})
 	case *messages.Tombstones:
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 		s.noteAmnesia(ctx) // an earlier table's may be this one's now
 	case *messages.Subscribe:
 		if ctx.Sender() == nil {
@@ -455,7 +455,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.watchFor(ctx, m)
 		return
 	case *messages.QueryObject:
-		out = s.table.Step(now, directory.Query{Req: m, ReplyTo: ctx.Sender()})
+		s.step(ctx, now, directory.Query{Req: m, ReplyTo: ctx.Sender()})
 	case CountObjects:
 		ctx.Respond(ObjectCount{Objects: s.table.Known(), Subscribers: len(s.subscribers)})
 		return
@@ -469,7 +469,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.cancelReduce(ctx, m)
 		return
 	case *messages.ReleaseTarget:
-		out = s.table.Step(now, m)
+		s.step(ctx, now, m)
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 		return
 	case *messages.NodeStatusReply:
@@ -480,7 +480,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		// copies are gone, and the failure path says so.
 		delete(s.republishing, actorutil.Key(m.Target))
 		delete(s.probing, actorutil.Key(m.Target))
-		out = s.republishedAll()
+		s.republishedAll(ctx)
 	default:
 		s.dropped(ctx, "unknown message")
 		return
@@ -600,7 +600,7 @@ func (s *Shard) started(ctx actor.Context) {
 	}
 	// With no store node to wait for, the table has every copy now (it
 	// holds a Delete until then).
-	s.deliver(ctx, s.republishedAll())
+	s.republishedAll(ctx)
 }
 
 // noteAmnesia tells the Keeper, once per table, that objects of the
@@ -634,7 +634,7 @@ func (s *Shard) stopping(ctx actor.Context, why string) {
 		}
 	}
 	s.deferred = nil
-	s.deliver(ctx, s.table.Step(time.Now(), directory.FailWaiters{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)}))
+	s.step(ctx, time.Now(), directory.FailWaiters{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s", why)})
 	s.timer.Stop()
 	s.senders.Close() // a restarted shard asks anew
 }
@@ -642,7 +642,7 @@ func (s *Shard) stopping(ctx actor.Context, why string) {
 // terminated forgets a watched store node that stopped: its copies and
 // the requests it parked leave the table. (A coordinator child's
 // Terminated is not a node's.)
-func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) outbox.Box {
+func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time) {
 	key := actorutil.Key(m.GetWho())
 	if _, ok := s.subscribers[key]; ok {
 		delete(s.subscribers, key)
@@ -653,12 +653,12 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		if pid.Equal(m.GetWho()) {
 			delete(s.coordinators, id)
 			s.forgetWatcher(pid)
-			return outbox.Box{}
+			return
 		}
 	}
 	node, ok := s.watched[key]
 	if !ok {
-		return outbox.Box{}
+		return
 	}
 	delete(s.watched, key)
 	s.unwatchedAt(m.GetWho().GetAddress())
@@ -673,9 +673,8 @@ func (s *Shard) terminated(ctx actor.Context, m *actor.Terminated, now time.Time
 		s.cfg.Log.WithFields(logrus.Fields{"node": node, "shard": s.name(ctx), "why": m.GetWhy().String(), "address": m.GetWho().GetAddress()}).Warn("node failed")
 		ctx.ActorSystem().EventStream.Publish(&events.NodeFailed{Node: node, Address: m.GetWho().GetAddress(), DetectedBy: s.name(ctx), At: now})
 	}
-	out := s.table.Step(now, directory.IncarnationFailed{Node: node, Address: m.GetWho().GetAddress()})
-	out.Merge(s.republishedAll())
-	return out
+	s.step(ctx, now, directory.IncarnationFailed{Node: node, Address: m.GetWho().GetAddress()})
+	s.republishedAll(ctx)
 }
 
 // pendingNodes are the store nodes asked to republish that have neither
@@ -703,9 +702,9 @@ func (s *Shard) askRepublish(ctx actor.Context, n *messages.NodeRef) {
 // Delete of an object a member it did not see held NOT_FOUND. A table
 // already told goes back to waiting (directory.AwaitRepublish) until the
 // late ones answer.
-func (s *Shard) watchStores(ctx actor.Context, now time.Time) outbox.Box {
+func (s *Shard) watchStores(ctx actor.Context, now time.Time) {
 	if s.cfg.Nodes == nil || s.table == nil {
-		return outbox.Box{}
+		return
 	}
 	late := false
 	for _, n := range s.cfg.Nodes() {
@@ -716,21 +715,21 @@ func (s *Shard) watchStores(ctx actor.Context, now time.Time) outbox.Box {
 		}
 	}
 	if !late || !s.republished {
-		return outbox.Box{}
+		return
 	}
 	s.republished = false
-	return s.table.Step(now, directory.AwaitRepublish{})
+	s.step(ctx, now, directory.AwaitRepublish{})
 }
 
 // republishedAll tells the table, once, that every store node it asked
 // to republish has answered or failed: no copy it does not list exists
 // (see directory.Republished).
-func (s *Shard) republishedAll() outbox.Box {
+func (s *Shard) republishedAll(ctx actor.Context) {
 	if s.republished || len(s.republishing) > 0 || s.table == nil {
-		return outbox.Box{}
+		return
 	}
 	s.republished = true
-	return s.table.Step(time.Now(), directory.Republished{})
+	s.step(ctx, time.Now(), directory.Republished{})
 }
 
 // tableInstance is a new table's Instance: random (and never 0, the
@@ -989,19 +988,29 @@ func unreduced(sources, reduced []string) []string {
 	return out
 }
 
-func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
-	s.tracedAnswers(out)
-	shardOut.Carry(ctx, s, out, nil)
+// step steps the table with ev at now; the driver carries out its Box
+// (shardDrive).
+func (s *Shard) step(ctx actor.Context, now time.Time, ev any) {
+	shardDrive.StepAt(ctx, s, s.table, now, ev)
 }
 
-// shardOut carries out the table's Box (the generic shell): its sends go to a PID
-// or a store node, or back to the LocateHere call waiting on a callReply;
-// a nil target was a tell's (nobody waits for the answer). The table's
-// one timer, its Tick, replaces the one pending: the table asks for a
-// Tick only when its next deadline is earlier.
-var shardOut = &shell.Carrier[*Shard]{
+// deliver carries out a Box the shard made or read before carrying it
+// (a refusal of its own, a Subscribe's answered inline).
+func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
+	shardDrive.Carry(ctx, s, out, nil)
+}
+
+// shardDrive steps the table and carries out its Box (the generic
+// driver): its sends go to a PID or a store node, or back to the
+// LocateHere call waiting on a callReply; a nil target was a tell's
+// (nobody waits for the answer); a LocateReply ends its Locate's span
+// as it goes. The table's one timer, its Tick, replaces the one
+// pending: the table asks for a Tick only when its next deadline is
+// earlier.
+var shardDrive = &shell.Driver[*Shard, any, outbox.Box]{Carrier: shell.Carrier[*Shard]{
 	Timer: func(ctx actor.Context, s *Shard, t outbox.Timer) { s.timer.Arm(ctx, t.At, t.Msg) },
 	Route: func(_ actor.Context, s *Shard, o outbox.Send) bool {
+		s.tracedAnswer(o.Msg)
 		switch to := o.To.(type) {
 		case *actor.PID, *messages.NodeRef:
 			return false
@@ -1022,7 +1031,7 @@ var shardOut = &shell.Carrier[*Shard]{
 		}
 		return nil
 	},
-}
+}}
 
 func (s *Shard) dropped(ctx actor.Context, why string) {
 	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": s.name(ctx), "type": actorutil.TypeName(ctx.Message())})
