@@ -2713,7 +2713,8 @@ func (x *DropObject) GetReduceId() string {
 }
 
 // Subscribe: the sender receives a LocationUpdate for every current and
-// future location of the object until Unsubscribe or Delete.
+// future location of the object until Unsubscribe or Delete (or, with
+// once_below, only the answer).
 type Subscribe struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ObjectId string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
@@ -2726,7 +2727,18 @@ type Subscribe struct {
 	// subscriber: where the updates go, for a Subscribe on the data plane
 	// (in a SubscribeBatch), which has no sender; an actor message's sender
 	// is its subscriber.
-	Subscriber    *NodeRef `protobuf:"bytes,3,opt,name=subscriber,proto3" json:"subscriber,omitempty"`
+	Subscriber *NodeRef `protobuf:"bytes,3,opt,name=subscriber,proto3" json:"subscriber,omitempty"`
+	// once_below (> 0): the subscriber needs no more of an object it gets
+	// the bytes of, if they are fewer than once_below (a Reduce coordinator
+	// reduces such sources itself, and holds them once they came). A shard
+	// whose answer carries them, the object being inline with a copy listed,
+	// keeps no subscription and marks the answer's last update ended; the
+	// subscriber sends no Unsubscribe for it. Otherwise (no copy yet, a
+	// larger or lost object, or this subscriber subscribed to it already)
+	// the subscription stands, as without once_below. A shard that ignores
+	// the field (an older member) leaves every subscription standing and
+	// never marks an update ended, so its subscribers unsubscribe as ever.
+	OnceBelow     int64 `protobuf:"varint,4,opt,name=once_below,json=onceBelow,proto3" json:"once_below,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2780,6 +2792,13 @@ func (x *Subscribe) GetSubscriber() *NodeRef {
 		return x.Subscriber
 	}
 	return nil
+}
+
+func (x *Subscribe) GetOnceBelow() int64 {
+	if x != nil {
+		return x.OnceBelow
+	}
+	return 0
 }
 
 // SubscribeBatch is a Reduce coordinator's Subscribes to the sources
@@ -2942,7 +2961,11 @@ type LocationUpdate struct {
 	// happens, and at once to a Subscribe of an object already lost: a
 	// Reduce waiting for a source that is never coming would otherwise
 	// learn it only at its deadline. A Get of it fails with the same error.
-	Error         *Error `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	Error *Error `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	// ended: the last update of a Subscribe with once_below answered with
+	// the object's bytes: the shard keeps no subscription for it, and no
+	// update of the object follows for that Subscribe.
+	Ended         bool `protobuf:"varint,9,opt,name=ended,proto3" json:"ended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3031,6 +3054,13 @@ func (x *LocationUpdate) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *LocationUpdate) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
 }
 
 // QueryObject reads an entry (optionally waiting for it to exist): used
@@ -4797,13 +4827,15 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x06reason\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\x04R\trequestId\x12\x1b\n" +
-	"\treduce_id\x18\x04 \x01(\tR\breduceId\"\x81\x01\n" +
+	"\treduce_id\x18\x04 \x01(\tR\breduceId\"\xa0\x01\n" +
 	"\tSubscribe\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12%\n" +
 	"\x0elocated_before\x18\x02 \x01(\bR\rlocatedBefore\x120\n" +
 	"\n" +
 	"subscriber\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\n" +
-	"subscriber\"D\n" +
+	"subscriber\x12\x1d\n" +
+	"\n" +
+	"once_below\x18\x04 \x01(\x03R\tonceBelow\"D\n" +
 	"\x0eSubscribeBatch\x122\n" +
 	"\n" +
 	"subscribes\x18\x01 \x03(\v2\x12.hoplite.SubscribeR\n" +
@@ -4811,7 +4843,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x0fSubscribeAnswer\x121\n" +
 	"\aupdates\x18\x01 \x03(\v2\x17.hoplite.LocationUpdateR\aupdates\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
-	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\x95\x02\n" +
+	"\tobject_id\x18\x01 \x01(\tR\bobjectId\"\xab\x02\n" +
 	"\x0eLocationUpdate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12$\n" +
@@ -4822,7 +4854,8 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"has_inline\x18\x06 \x01(\bR\thasInline\x12\x1f\n" +
 	"\vinline_data\x18\a \x01(\fR\n" +
 	"inlineData\x12$\n" +
-	"\x05error\x18\b \x01(\v2\x0e.hoplite.ErrorR\x05error\"]\n" +
+	"\x05error\x18\b \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x14\n" +
+	"\x05ended\x18\t \x01(\bR\x05ended\"]\n" +
 	"\vQueryObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04wait\x18\x02 \x01(\bR\x04wait\x12\x1d\n" +

@@ -29,6 +29,9 @@ func (t *LocationTable) onSubscribe(req *messages.Subscribe, key string, to any)
 	if err := t.check(id); err != nil {
 		return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Deleted: true}}}}
 	}
+	if out, ok := t.answerOnce(req, key, to); ok {
+		return out
+	}
 	if !slices.ContainsFunc(t.entries[id].subscribersOrNil(), func(s subscriber) bool { return s.key == key }) {
 		if err := t.admitSubscriber(id); err != nil {
 			return outbox.Box{Sends: []outbox.Send{{To: to, Msg: &messages.LocationUpdate{ObjectId: id, Error: err}}}}
@@ -69,6 +72,36 @@ func (t *LocationTable) onSubscribe(req *messages.Subscribe, key string, to any)
 			"object %q is lost: this directory shard knows no copy of it, and its subscriber located one before (every copy went before the shard started over); Put it again to re-create it", id))})
 	}
 	return outbox.Box{Sends: out}
+}
+
+// answerOnce answers a Subscribe with once_below whose answer carries the
+// object's bytes, and reports whether it did: the subscriber needs no
+// more of the object, so the table keeps no subscription, which would
+// cost an Unsubscribe, or a watch of the subscriber, when the subscriber
+// is done with it (a small Reduce's coordinator: one per source). The
+// answer's last update says so (ended). A subscriber that follows the
+// object already keeps following it: its standing subscription asked for
+// every update.
+func (t *LocationTable) answerOnce(req *messages.Subscribe, key string, to any) (outbox.Box, bool) {
+	e := t.entries[req.GetObjectId()]
+	if req.GetOnceBelow() <= 0 || e == nil || !e.hasInline || e.size >= req.GetOnceBelow() {
+		return outbox.Box{}, false
+	}
+	if _, lost := t.lost[e.id]; lost || slices.ContainsFunc(e.subscribers, func(s subscriber) bool { return s.key == key }) {
+		return outbox.Box{}, false
+	}
+	var out []outbox.Send
+	for _, loc := range t.sortedLocations(e) {
+		if loc.unfed() || loc.unoffered {
+			continue // see Locate
+		}
+		out = append(out, outbox.Send{To: to, Msg: e.update(loc.node, loc.state)})
+	}
+	if len(out) == 0 {
+		return outbox.Box{}, false
+	}
+	out[len(out)-1].Msg.(*messages.LocationUpdate).Ended = true
+	return outbox.Box{Sends: out}, true
 }
 
 // lostUpdate tells a subscriber that no copy of id is left (err: LOST).

@@ -58,6 +58,45 @@ type core struct {
 	// before, and answers LOST only then, instead of leaving the Reduce
 	// to wait for it until its deadline.
 	seen map[string]bool
+	// subs counts the Subscribes sent for each source, and ended the
+	// answers that ended one (LocationUpdate.ended, see
+	// Subscribe.once_below): a source with as many of each has no
+	// subscription at its shard, and needs no Unsubscribe (see followed).
+	subs, ended map[string]int
+	// unfollowed counts the subscribed sources none of whose
+	// subscriptions stands: refollow has nothing to look for without one.
+	unfollowed int
+}
+
+// subscription is a Subscribe to source id's shard. With onceBelow > 0
+// the shard may end it with an answer that carries the source's bytes.
+func (r *core) subscription(id string, onceBelow int64) *messages.Subscribe {
+	if r.subs[id] > 0 && !r.followed(id) {
+		r.unfollowed--
+	}
+	r.subs[id]++
+	return &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id], OnceBelow: onceBelow}
+}
+
+// followed reports whether source id may have a subscription at its
+// shard: a Subscribe sent that no ended answer accounts for. A shard
+// ends a Subscribe with once_below only when it keeps no subscription of
+// this Reduction's to the source (none before, none after), and marks
+// only that answer ended, so as many ended answers as Subscribes mean
+// that none stands, whatever order they took.
+func (r *core) followed(id string) bool { return r.subs[id] > r.ended[id] }
+
+// endedOne takes an answer that ended a subscription to source id. More
+// than were sent (a shard that answered one Subscribe twice) count for
+// none.
+func (r *core) endedOne(id string) {
+	if !r.followed(id) {
+		return
+	}
+	r.ended[id]++
+	if !r.followed(id) {
+		r.unfollowed++
+	}
 }
 
 // watch asks the shell to watch n, once.

@@ -94,6 +94,7 @@ type effects struct {
 	Abandon       []*messages.NodeRef         // nodes whose workers of an abandoned run must stop and drop their outputs
 	Watch         []*messages.NodeRef
 	Subscribe     []string // sources to ask their shards for again now: the copy the run used went
+	Follow        []string // sources to subscribe to again, standing (see refollow)
 	Events        []any
 	knee          *KneeFixed
 	kneeAt        time.Time // arm KneeTimer (zero: no)
@@ -117,6 +118,7 @@ func (fx *effects) merge(o effects) {
 	fx.Abandon = append(fx.Abandon, o.Abandon...)
 	fx.Watch = append(fx.Watch, o.Watch...)
 	fx.Subscribe = append(fx.Subscribe, o.Subscribe...)
+	fx.Follow = append(fx.Follow, o.Follow...)
 	fx.Events = append(fx.Events, o.Events...)
 	if o.knee != nil {
 		fx.knee = o.knee
@@ -136,6 +138,10 @@ func (r *Reduction) out(fx effects, now time.Time) Effects {
 	if r.inline != nil && r.inline.pushes() {
 		s.storeHere, s.push = true, r.inline.result
 	}
+	if fx.Reply == nil && !r.over && (r.tree != nil || r.sliced != nil) {
+		r.refollow(&fx, false)
+	}
+	s.onceBelow = r.onceBelow()
 	return r.core.out(fx, now, s)
 }
 
@@ -145,6 +151,7 @@ type shapeOut struct {
 	bystanders bool               // a tree's: nodes of sources without a task get the release that keeps the target
 	storeHere  bool               // an inline AllReduce's: StoreReduced goes to TargetNode
 	push       []byte             // an inline AllReduce's result, pushed with the participants' Gets
+	onceBelow  int64              // the Subscribes' once_below (see Reduction.onceBelow)
 }
 
 // out turns a step's decisions into messages. Each message carries the
@@ -230,12 +237,17 @@ func (r *core) out(fx effects, now time.Time, s shapeOut) Effects {
 		for _, id := range fx.Subscribe {
 			// The shard answers with every copy it lists (the run ignores
 			// those of failed nodes), or LOST when none is left.
-			e.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id]})
+			e.Send(directory.ShardOf(id), r.subscription(id, s.onceBelow))
+		}
+		for _, id := range fx.Follow {
+			e.Send(directory.ShardOf(id), r.subscription(id, 0))
 		}
 		return e
 	}
 	for _, id := range r.req.GetSourceIds() {
-		e.Send(directory.ShardOf(id), &messages.Unsubscribe{ObjectId: id})
+		if r.followed(id) {
+			e.Send(directory.ShardOf(id), &messages.Unsubscribe{ObjectId: id})
+		}
 	}
 	if r.completedBy != "" {
 		fx.Reply.CompletedBy = r.completedBy

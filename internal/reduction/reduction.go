@@ -187,7 +187,8 @@ func NewReductionFor(id string, req *messages.Reduce, caller *messages.NodeRef, 
 	}
 	c := &core{id: id, start: caller, req: req, cfg: cfg, deadline: now.Add(timeout), L: L, B: B, size: -1,
 		sources: map[string]*source{}, gone: map[string]bool{}, watched: map[string]bool{}, nodes: map[string]*messages.NodeRef{},
-		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now}
+		asked: map[string]bool{}, fetching: map[string]bool{}, lost: map[string]bool{}, failed: map[string]bool{}, seen: map[string]bool{}, begun: now,
+		subs: map[string]int{}, ended: map[string]int{}}
 	r := &Reduction{core: c}
 	if req.GetKnee() != nil {
 		r.knee = newKneePhase(c, req)
@@ -284,10 +285,14 @@ func (r *Reduction) kneeCheck(now time.Time) Effects {
 // subscription per subscriber and object, and the Reduction ignores
 // locations it already has, so doing it again is harmless.
 func (r *Reduction) resubscribe(now time.Time) Effects {
-	var fx Effects
 	if r.over {
-		return fx
+		return Effects{}
 	}
+	var follow effects
+	if r.inline != nil && r.inline.result == nil {
+		r.refollow(&follow, true)
+	}
+	fx := r.out(follow, now)
 	r.subscribe(&fx)
 	fx.After(now.Add(r.cfg.Resubscribe), ResubscribeTimer{})
 	return fx
@@ -324,8 +329,45 @@ func (r *Reduction) committing() bool {
 }
 
 func (r *Reduction) subscribe(fx *Effects) {
+	once := r.onceBelow()
 	for _, id := range r.Waiting() {
-		fx.Send(directory.ShardOf(id), &messages.Subscribe{ObjectId: id, LocatedBefore: r.seen[id]})
+		fx.Send(directory.ShardOf(id), r.subscription(id, once))
+	}
+}
+
+// onceBelow is the once_below of the Reduction's Subscribes to sources
+// it waits for: until a streamed plan runs, a source that comes with its
+// bytes is reduced here (inline), and nothing more of it is needed once
+// they came. The shard then keeps no subscription, and the Reduction
+// sends no Unsubscribe: of a small AllReduce's remote messages, one per
+// source. While a knee policy gates, arrivals are counted as they come,
+// and every subscription stands.
+func (r *Reduction) onceBelow() int64 {
+	if r.knee != nil || r.tree != nil || r.sliced != nil {
+		return 0
+	}
+	return r.cfg.InlineLimit
+}
+
+// refollow subscribes again, standing, to the sources whose
+// subscriptions their shards ended, when the Reduction needs their
+// updates after all: a streamed plan (a tree, or slices) follows its
+// sources' copies for its repairs; an inline one that still waits for
+// sources (ResubscribeTimer: this is not urgent) hears of the deletion
+// of one it holds, which fails it (see sourceDeleted), as before the
+// answers ended subscriptions.
+func (r *Reduction) refollow(fx *effects, arrivedOnly bool) {
+	if r.unfollowed == 0 {
+		return
+	}
+	for _, id := range r.req.GetSourceIds() {
+		if r.subs[id] == 0 || r.followed(id) || r.gone[id] || slices.Contains(fx.Subscribe, id) || slices.Contains(fx.Follow, id) {
+			continue
+		}
+		if arrivedOnly && r.sources[id] == nil {
+			continue
+		}
+		fx.Follow = append(fx.Follow, id)
 	}
 }
 

@@ -54,6 +54,9 @@ func (r *Reduction) Step(now time.Time, ev any) Effects {
 	case Begin:
 		return r.beginStep(now)
 	case *messages.LocationUpdate:
+		if e.GetEnded() {
+			r.endedOne(e.GetObjectId()) // whatever the update says besides
+		}
 		return r.out(r.located(e, now), now)
 	case *messages.ReduceTaskStarted:
 		return r.started(e, now)

@@ -76,7 +76,7 @@ func (c *Coordinator) sendSubscribes(ctx actor.Context) {
 		wire := make([]*messages.Subscribe, len(subs))
 		from, size := 0, 0
 		for i, q := range subs {
-			wire[i] = &messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), Subscriber: ref}
+			wire[i] = &messages.Subscribe{ObjectId: q.sub.GetObjectId(), LocatedBefore: q.sub.GetLocatedBefore(), OnceBelow: q.sub.GetOnceBelow(), Subscriber: ref}
 			n := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(wire[i])) // its field in the batch
 			if i > from && size+n > subscribeBatchBytes {
 				c.sendBatch(ctx, addr, subs[from:i:i], wire[from:i:i])
@@ -99,7 +99,7 @@ func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSub
 	req, err := proto.Marshal(batch)
 	if err != nil {
 		for _, q := range subs {
-			ctx.Request(q.to, q.sub)
+			ctx.Request(q.to, standing(q.sub))
 		}
 		return
 	}
@@ -148,7 +148,7 @@ func (c *Coordinator) subscribeAnswered(ctx actor.Context, m *subscribeAnswered,
 		c.cfg.Log.WithField("reduce", c.id).WithField("sources", len(m.subs)).WithField("error", err).
 			Debug("subscribe on the data plane failed; sending the Subscribes as actor messages")
 		for _, q := range m.subs {
-			ctx.Request(q.to, q.sub)
+			ctx.Request(q.to, standing(q.sub))
 		}
 		return
 	}
@@ -164,4 +164,17 @@ func (c *Coordinator) subscribeAnswered(ctx actor.Context, m *subscribeAnswered,
 			return
 		}
 	}
+}
+
+// standing is sub without once_below, for a Subscribe that goes again
+// after its call on the data plane failed. That call may still reach the
+// shard after this one, and subscribe there (a source not yet located,
+// or lost) while the ended answer of this one made the Reduction count
+// the source as followed by nothing: a standing Subscribe leaves it
+// counted as followed, so its Unsubscribe goes at the end.
+func standing(sub *messages.Subscribe) *messages.Subscribe {
+	if sub.GetOnceBelow() == 0 {
+		return sub
+	}
+	return &messages.Subscribe{ObjectId: sub.GetObjectId(), LocatedBefore: sub.GetLocatedBefore()}
 }

@@ -497,7 +497,7 @@ func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.
 		// (as for ReportLost): whether the object is lost is answered to
 		// a later resubscription, once the rebuild is over. The
 		// subscription itself holds now.
-		m = &messages.Subscribe{ObjectId: m.GetObjectId()}
+		m = &messages.Subscribe{ObjectId: m.GetObjectId(), OnceBelow: m.GetOnceBelow()}
 	}
 	key := actorutil.Key(subscriber)
 	out := s.table.Step(time.Now(), directory.Subscribe{Req: m, Key: key, To: subscriber})
