@@ -63,6 +63,11 @@ type Params struct {
 	// choice for the N-1 receivers a broadcast to every host has, as a
 	// cluster's shards make it).
 	FanOut int
+	// Stripes, if > 1, has the broadcast scenario cut the object into
+	// that many stripes, each receiver fetching each from a sender the
+	// shard's directory.StripeTrees hands it (stripedBroadcast) instead
+	// of the whole object from one.
+	Stripes int
 	// Chunk, if > 0, is the transfer chunk in bytes: a cluster whose
 	// members set storeactor.Config.ChunkSize. 0: what members that adapt
 	// it choose, plan.ChunkForObject of the link and the object, or the

@@ -293,6 +293,9 @@ func (w *world) putLater(h *host, id string, size int64, sum uint64) {
 }
 
 func (w *world) broadcast(c Config, out *Outcome) error {
+	if c.Stripes > 1 {
+		return w.stripedBroadcast(c, out)
+	}
 	const id = "object"
 	sum := w.rng.Uint64()
 	if err := w.put(w.hosts[0], id, c.Size, sum); err != nil {

@@ -56,6 +56,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
 	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject, or the chunk a Get's shard chose for the tree's depth)")
 	fanOut := fs.Int("fanout", 0, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut): 0, the cost model's choice for the receivers expected (a cluster's); 1, a chain; -1, as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
+	stripes := fs.Int("stripes", 0, "broadcast: cut the object into this many stripes, each receiver interior in one stripe's tree and a leaf in the others (directory.StripeTrees); 0 or 1: one sender a receiver")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")
 	mflags := membershipFlags(fs)
@@ -125,6 +126,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		{*lat < 0, fmt.Sprintf("--latency %v: want 0 or more", *lat)},
 		{*cost < 0, fmt.Sprintf("--msg-cost %v: want 0 or more", *cost)},
 		{*pauseFor <= 0, fmt.Sprintf("--pause-for %v: want a positive duration", *pauseFor)},
+		{*stripes < 0, fmt.Sprintf("--stripes %d: want 0 or more", *stripes)},
 		{*interval < 0, fmt.Sprintf("--interval %v: want 0 (S/(4B)) or more", *interval)},
 	} {
 		if c.bad {
@@ -138,6 +140,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.StoreCost, p.ShardCost, p.CoordCost = *cost, *cost, *cost
 		p.CPUs = *cpus
 		p.FanOut = *fanOut
+		p.Stripes = *stripes
 		if p.FanOut < 0 {
 			p.FanOut = p.LinkFanOut()
 		}

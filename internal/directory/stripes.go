@@ -187,7 +187,10 @@ func (t *StripeTrees) Relocate(now time.Time, receiver string, j int, failed str
 		t.serve(j, c.from, up, -1)
 	}
 	c.from = ""
-	t.waiting[j] = append(t.waiting[j], stripeWait{receiver: receiver, since: now})
+	// Waited long enough already: the places kept for interior receivers
+	// still to come are not its to wait for, and with no copy that has
+	// room it takes the least loaded one at once.
+	t.waiting[j] = append(t.waiting[j], stripeWait{receiver: receiver, since: now.Add(-t.cfg.Hold)})
 	return t.serveAll(now)
 }
 
