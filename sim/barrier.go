@@ -71,8 +71,8 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 	// The simulator's driver steps the root's policy: its Box holds only
 	// its timer, a Tick back on the root host's coordinator queue (the
 	// earliest pending one stands).
-	var policyDrive *driver[*host, policy.Event, policy.Decision]
-	policyDrive = &driver[*host, policy.Event, policy.Decision]{
+	var policyDrive *driver[*world, *host, policy.Event, policy.Decision]
+	policyDrive = &driver[*world, *host, policy.Event, policy.Decision]{
 		send: func(w *world, h *host, s outbox.Send) { w.violate("the barrier policy sent %T", s.Msg) },
 		timer: func(w *world, h *host, t outbox.Timer) {
 			at := t.At
@@ -98,7 +98,7 @@ func (w *world) treeBarrier(c Config, out *Outcome, spec barrierSpec) error {
 	// The simulator's driver carries out a position's Box: its Flush
 	// comes back on its host's coordinator queue, each send costs the
 	// receiving position a message's processing and its bytes.
-	drive := &driver[treeAt, any, tree.Output]{
+	drive := &driver[*world, treeAt, any, tree.Output]{
 		timer: func(w *world, at treeAt, tm outbox.Timer) {
 			h := hostAt[at.pos]
 			w.eng.at(virt(tm.At), func() { w.process(h, qCoord, func() { step(at.pos, tree.Flush{}, at.hops) }) })

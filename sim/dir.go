@@ -193,10 +193,10 @@ func (w *world) shardStep(s *shard, msg any, ctx any) {
 // shardDriver carries out a table's Box: each send through route, and
 // its Tick, which replaces the one armed, back to the table at its
 // time. (Set in init: the Tick steps the table it drives.)
-var shardDriver *driver[*shard, any, outbox.Box]
+var shardDriver *driver[*world, *shard, any, outbox.Box]
 
 func init() {
-	shardDriver = &driver[*shard, any, outbox.Box]{
+	shardDriver = &driver[*world, *shard, any, outbox.Box]{
 		send: func(w *world, s *shard, snd outbox.Send) { w.route(w.shardHost(s), snd) },
 		timer: func(w *world, s *shard, t outbox.Timer) {
 			at := virt(t.At)

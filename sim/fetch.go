@@ -111,10 +111,10 @@ func (fs *fetchSession) step(ev any) { fs.own(fetchDriver.step(fs.w, fs, fs.p, e
 // before it answers), and the fetch's timer comes back as its event
 // unless the fetch ended or its host died. (Set in init: its hooks step
 // the fetches it drives.)
-var fetchDriver *driver[*fetchSession, any, storeproto.FetchOutput]
+var fetchDriver *driver[*world, *fetchSession, any, storeproto.FetchOutput]
 
 func init() {
-	fetchDriver = &driver[*fetchSession, any, storeproto.FetchOutput]{
+	fetchDriver = &driver[*world, *fetchSession, any, storeproto.FetchOutput]{
 		send: func(w *world, fs *fetchSession, s outbox.Send) {
 			to, ok := s.To.(directory.ShardOf)
 			if !ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/memberwatch"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/revoke"
 )
 
@@ -570,7 +571,7 @@ type roster struct {
 // then ends the round.
 func (s *msim) judge(h *mHost, checks []memberwatch.Check[simInfo], selfUp bool) {
 	window := time.Duration(s.c.Misses-1) * s.c.Timeout
-	res := h.mon.Step(wall(s.eng.now), memberwatch.Round[simInfo]{Window: window, SelfUp: selfUp, Checks: checks})
+	res := mWatchDriver.step(s, h, h.mon, memberwatch.Round[simInfo]{Window: window, SelfUp: selfUp, Checks: checks})
 	if len(res.Dropped) > 0 && s.killed != nil && s.detect == 0 && slices.Contains(res.Dropped, s.killed.id) {
 		s.detect = s.eng.now
 	}
@@ -602,7 +603,7 @@ func (s *msim) judge(h *mHost, checks []memberwatch.Check[simInfo], selfUp bool)
 				if added, _, _ := h.mon.Learn(hosts, nil); len(added) > 0 {
 					s.kick(h)
 				}
-				h.mon.Step(wall(s.eng.now), memberwatch.Merge[simInfo]{Live: r.live, Dead: r.dead})
+				mWatchDriver.step(s, h, h.mon, memberwatch.Merge[simInfo]{Live: r.live, Dead: r.dead})
 			}
 			finish()
 		})
@@ -635,7 +636,7 @@ func (s *msim) endRound(h *mHost) {
 		}
 		n := revoke.FailureNotice(o.id, o.host)
 		if !s.c.NoNotices && !h.bc.Seen(n.ID()) {
-			s.decide(h, n, h.bc.Step(wall(s.eng.now), revoke.Originate{Notice: n}))
+			s.decide(mNotice{h: h, n: n}, revoke.Originate{Notice: n})
 		}
 	}
 	next := h.pace.Next(changed)
@@ -645,23 +646,50 @@ func (s *msim) endRound(h *mHost) {
 	s.schedule(h, s.eng.now+next)
 }
 
-// decide carries out a failure broadcaster's decision at h: the copies
-// go to its overlay neighbours, and a delivery kicks h's provider.
-func (s *msim) decide(h *mHost, n revoke.Notice, d revoke.Decision) {
-	for _, snd := range d.Sends {
-		to := s.byID[snd.To.(string)]
-		if to == nil || !to.alive {
-			continue
-		}
-		h.msgs++
-		s.msgs++
-		from := h.id
-		sent := s.work(h, s.c.MsgCost)
-		s.eng.at(sent+s.c.Latency, func() {
-			s.on(to, s.work(to, s.c.MsgCost), func() { s.decide(to, n, to.bc.Step(wall(s.eng.now), revoke.Received{From: from, Notice: n})) })
-		})
+// now is the membership simulation's time, as its cores take it.
+func (s *msim) now() time.Time { return wall(s.eng.now) }
+
+// mWatchDriver steps a member's watch (the simulator's one driver): the
+// simulation checks and pulls itself, so its Box holds nothing.
+var mWatchDriver = &driver[*msim, *mHost, memberwatch.Event[simInfo], memberwatch.Output]{
+	send: func(s *msim, h *mHost, snd outbox.Send) { s.violate("%s's membership watch sent %T", h.id, snd.Msg) },
+}
+
+// mNotice is a notice's step at one member.
+type mNotice struct {
+	h *mHost
+	n revoke.Notice
+}
+
+// mRevokeDriver carries out a failure broadcaster's decision (the
+// simulator's one driver): each copy goes to the overlay neighbour it
+// names, if running, and is a Received step there when it arrives.
+// (Set in init: its sends step the broadcasters it drives.)
+var mRevokeDriver *driver[*msim, mNotice, revoke.Event, revoke.Decision]
+
+func init() {
+	mRevokeDriver = &driver[*msim, mNotice, revoke.Event, revoke.Decision]{
+		send: func(s *msim, at mNotice, snd outbox.Send) {
+			h, n := at.h, at.n
+			to := s.byID[snd.To.(string)]
+			if to == nil || !to.alive {
+				return
+			}
+			h.msgs++
+			s.msgs++
+			from := h.id
+			sent := s.work(h, s.c.MsgCost)
+			s.eng.at(sent+s.c.Latency, func() {
+				s.on(to, s.work(to, s.c.MsgCost), func() { s.decide(mNotice{h: to, n: n}, revoke.Received{From: from, Notice: n}) })
+			})
+		},
 	}
-	if d.Deliver {
-		s.kick(h)
+}
+
+// decide steps the failure broadcaster at at.h: the copies go to its
+// overlay neighbours, and a delivery kicks h's provider.
+func (s *msim) decide(at mNotice, ev revoke.Event) {
+	if mRevokeDriver.step(s, at, at.h.bc, ev).Deliver {
+		s.kick(at.h)
 	}
 }

@@ -119,10 +119,10 @@ type noticeAt struct {
 // revokeDriver carries out a broadcaster's decision: each copy goes to
 // the member it names and is a Received step there when it arrives.
 // (Set in init: its sends step the broadcasters it drives.)
-var revokeDriver *driver[noticeAt, revoke.Event, revoke.Decision]
+var revokeDriver *driver[*world, noticeAt, revoke.Event, revoke.Decision]
 
 func init() {
-	revokeDriver = &driver[noticeAt, revoke.Event, revoke.Decision]{
+	revokeDriver = &driver[*world, noticeAt, revoke.Event, revoke.Decision]{
 		send: func(w *world, at noticeAt, s outbox.Send) {
 			to := w.byName[s.To.(string)]
 			if to == nil {

@@ -184,10 +184,10 @@ func (red *coordRun) step(ev any) { reduceDriver.step(red.w, red, red.r, ev) }
 // (a shard, the caller, a store node), a successful answer held while a
 // commit is unconfirmed. Set in init: its hooks step the Reductions it
 // drives.
-var reduceDriver *driver[*coordRun, any, reduction.Effects]
+var reduceDriver *driver[*world, *coordRun, any, reduction.Effects]
 
 func init() {
-	reduceDriver = &driver[*coordRun, any, reduction.Effects]{
+	reduceDriver = &driver[*world, *coordRun, any, reduction.Effects]{
 		send:  func(w *world, red *coordRun, s outbox.Send) { red.send(w, s) },
 		timer: func(w *world, red *coordRun, t outbox.Timer) { red.timer(w, t) },
 	}
