@@ -57,7 +57,12 @@ func (w *world) stripedBroadcast(c Config, out *Outcome) error {
 	w.scheduleKill(c, out, id)
 	sh := w.shardFor(id)
 	trees := directory.NewStripeTrees(directory.StripeConfig{Stripes: k, Receivers: w.p.N - 1, Hold: StripeHold}, creator.name)
-	chunk := int64(plan.BroadcastChunk(w.p.N-1, k, w.payload, c.Size))
+	// The shard's chunk for the trees' depth (plan.BroadcastChunk), for
+	// what a stripe's stream moves: a k-th of the object at a k-th of an
+	// uplink. A hop waits for what the link's burst does not pass at
+	// once of a chunk at that rate: the whole object's chunk at the whole
+	// link's rate made 2 stripes slower than the chain up to 256 hosts.
+	chunk := int64(plan.BroadcastChunk(w.p.N-1, k, w.payload/float64(k), c.Size/int64(k)))
 	gets := map[string]*stripedGet{}
 	var order []*stripedGet
 
