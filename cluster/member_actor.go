@@ -162,6 +162,9 @@ type membersActor struct {
 	// after the one before.
 	timer *time.Timer
 	every time.Duration
+	// now is when the message being taken arrived: every step of the
+	// view while it is taken is at this time.
+	now time.Time
 }
 
 // The members actor's tick interval: membersTickBusy after any event
@@ -190,7 +193,8 @@ func newMembersProps(m *Member) *actor.Props {
 }
 
 func (a *membersActor) Receive(ctx actor.Context) {
-	a.st.view.SetNow(time.Now())
+	a.now = time.Now()
+	a.st.view.Step(a.now, memberview.Tick{})
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		a.started(ctx)
@@ -266,7 +270,7 @@ func (a *membersActor) stopTicker() {
 func (a *membersActor) memberLeaving(ctx actor.Context, msg *messages.MemberLeaving) {
 	a.m.kickMembership()
 	id := msg.GetMemberId()
-	if a.st.view.Leaving(id) {
+	if a.st.view.Step(a.now, memberview.Leaving{ID: id}).Changed {
 		a.m.log.WithField("leaving", id).Info("member leaving: moving its shards")
 		// Its store stops when it is gone: not a failure for the shards
 		// here that watch it (FailureLog: no "node failed", no NodeFailed).
@@ -317,7 +321,7 @@ func (a *membersActor) departed(ctx actor.Context, id, how string) {
 		return
 	}
 	addr, store := p.Address, p.Store
-	if !a.st.view.Departed(id) {
+	if !a.st.view.Step(a.now, memberview.Departed{ID: id}).Changed {
 		return
 	}
 	a.m.log.WithFields(logrus.Fields{"left": id, "seen_by": how}).Info("member left the cluster")
@@ -335,10 +339,10 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 		return
 	}
 	a.m.kickMembership()
-	if a.st.view.Failed(msg.id, msg.address) {
+	if a.st.view.Step(a.now, memberview.Failed{ID: msg.id, Address: msg.address}).Changed {
 		addr := msg.address
 		if p, ok := a.st.view.Peer(msg.id); ok {
-			a.st.view.Blame(msg.id, fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member")))
+			a.st.view.Step(a.now, memberview.Blame{ID: msg.id, By: fmt.Sprintf("notice of %s at %s, from %s", cmp.Or(msg.origin, "?"), cmp.Or(msg.address, "no address"), cmp.Or(msg.from, "this member"))})
 			addr = cmp.Or(p.Address, addr)
 		}
 		// The barrier managers here stop waiting for that member's
@@ -368,7 +372,7 @@ func (a *membersActor) memberFailed(ctx actor.Context, msg *memberFailed) {
 }
 
 func (a *membersActor) leaveSelf(ctx actor.Context) {
-	a.st.view.Leave()
+	a.st.view.Step(a.now, memberview.Leave{})
 	a.reconcile(ctx)
 	ctx.Respond(leaveDone{})
 }
@@ -453,7 +457,8 @@ func (a *membersActor) topology(ctx actor.Context, u *topologyUpdate) {
 		members = append(members, memberview.Member{ID: m.GetId(), Address: m.Address()})
 	}
 	before := st.view.Peers()
-	joined, left := st.view.Topology(members)
+	o := st.view.Step(a.now, memberview.Topology{Members: members})
+	joined, left := o.Joined, o.Left
 	st.topologySet = true
 	for _, id := range joined {
 		a.m.log.WithField("joined", id).Debug("member appeared in the topology")
@@ -589,7 +594,7 @@ func (a *membersActor) outcome(id, addr string, store *messages.NodeRef, compati
 	if compatible && (store.GetNodeId() != id || store.GetAddress() == "" || store.GetDataAddress() == "") {
 		compatible, why = false, "member "+id+" sent no usable store reference"
 	}
-	if a.st.view.Hello(id, addr, store, compatible, why) {
+	if a.st.view.Step(a.now, memberview.Hello{ID: id, Address: addr, Store: store, Compatible: compatible, Why: why}).Changed {
 		a.m.log.WithFields(logrus.Fields{"peer": id, "reason": why}).Error("incompatible member: excluded from placement")
 	}
 }

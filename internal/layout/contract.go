@@ -26,5 +26,4 @@ var Stepless = map[string]string{
 	"internal/reduction/plan":   "Reduce's plans and their cost model: pure functions of the members and the estimates",
 	"internal/history":          "the chaos oracle: checks a recorded history after the fact",
 	"internal/nemesis":          "the nemesis's schedules and command lines: pure functions of a seed",
-	"internal/memberview":       "not there yet: the members actor gives it the time with SetNow and calls Topology, Hello, Failed, Blame and Leave, each returning what changed; these become the events of one Step, the hellos to send its Box",
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -72,8 +73,88 @@ func New(self, address string, store *messages.NodeRef, shards int) *View {
 		quarantine: map[string]time.Time{}}
 }
 
-// SetNow sets the time of the events that follow.
-func (v *View) SetNow(now time.Time) {
+// Event is what a View steps on: Tick, Topology, Hello, Failed, Blame,
+// Leave, Leaving or Departed.
+type Event interface{ memberviewEvent() }
+
+type (
+	// Tick: time has come; quarantines due by now end. The member actor
+	// steps one as each message arrives, and its other events at the
+	// same now.
+	Tick struct{}
+	// Topology is the provider's current member list. A member that
+	// left it is forgotten once it is also known dead.
+	Topology struct{ Members []Member }
+	// Hello is a handshake outcome (a reply to our hello, or a hello we
+	// received).
+	Hello struct {
+		ID, Address string
+		Store       *messages.NodeRef
+		Compatible  bool
+		Why         string
+	}
+	// Failed is a delivered failure notice about member ID, which the
+	// notice's originator knew at Address ("" if it did not say).
+	Failed struct{ ID, Address string }
+	// Blame records whose notice member ID's failure was (Describe shows
+	// it), if the view still knows the member.
+	Blame struct{ ID, By string }
+	// Leave: this member leaves; it is out of Live from now on.
+	Leave struct{}
+	// Leaving is a peer's graceful leave.
+	Leaving struct{ ID string }
+	// Departed is the end of a leave peer ID announced.
+	Departed struct{ ID string }
+)
+
+func (Tick) memberviewEvent()     {}
+func (Topology) memberviewEvent() {}
+func (Hello) memberviewEvent()    {}
+func (Failed) memberviewEvent()   {}
+func (Blame) memberviewEvent()    {}
+func (Leave) memberviewEvent()    {}
+func (Leaving) memberviewEvent()  {}
+func (Departed) memberviewEvent() {}
+
+// Output is what a step changed. Its Box is empty: the member actor
+// sends the hellos and reconciles its shells itself, reading the view.
+type Output struct {
+	outbox.Box
+	// Joined and Left are the members that appeared in a Topology and
+	// those that left it (never self).
+	Joined, Left []string
+	// Changed: a Failed, Leaving or Departed changed the view; for a
+	// Hello, the peer became incompatible just now (to log it once).
+	Changed bool
+}
+
+// Step takes one event at now (the one contract of the cores,
+// outbox.Core): the time first, then the event, so that a quarantine
+// ends at the first step at or after its end.
+func (v *View) Step(now time.Time, ev Event) Output {
+	v.setNow(now)
+	var o Output
+	switch e := ev.(type) {
+	case Topology:
+		o.Joined, o.Left = v.topology(e.Members)
+	case Hello:
+		o.Changed = v.hello(e.ID, e.Address, e.Store, e.Compatible, e.Why)
+	case Failed:
+		o.Changed = v.failed(e.ID, e.Address)
+	case Blame:
+		v.blame(e.ID, e.By)
+	case Leave:
+		v.selfLeaving = true
+	case Leaving:
+		o.Changed = v.leaving(e.ID)
+	case Departed:
+		o.Changed = v.departed(e.ID)
+	}
+	return o
+}
+
+// setNow sets the time of the event that follows.
+func (v *View) setNow(now time.Time) {
 	v.now = now
 	for addr, until := range v.quarantine {
 		if !now.Before(until) {
@@ -106,10 +187,9 @@ func (v *View) peer(id string) *peer {
 // Member is one entry of a protoactor ClusterTopology.
 type Member struct{ ID, Address string }
 
-// Topology applies the provider's current member list. It returns the
-// members that appeared and those that left it (never self). A member
-// that left is forgotten once it is also known dead.
-func (v *View) Topology(members []Member) (joined, left []string) {
+// topology applies the provider's current member list (Topology). It
+// returns the members that appeared and those that left it.
+func (v *View) topology(members []Member) (joined, left []string) {
 	now := map[string]string{}
 	for _, m := range members {
 		if m.ID != "" && m.ID != v.self {
@@ -192,28 +272,22 @@ func (v *View) Peers() map[string]Peer {
 	return out
 }
 
-// Blame records whose notice member id's failure was (Describe shows
-// it), if the view still knows the member.
-func (v *View) Blame(id, by string) {
+func (v *View) blame(id, by string) {
 	if p := v.peers[id]; p != nil {
 		p.deadBy = by
 	}
 }
 
-// Leave records that this member leaves: it is out of Live from now on.
-func (v *View) Leave() { v.selfLeaving = true }
-
-// SelfLeaving says whether this member leaves (Leave).
+// SelfLeaving says whether this member leaves (a Leave).
 func (v *View) SelfLeaving() bool { return v.selfLeaving }
 
 // Quarantining says whether an address of a failed member is still kept
 // out of the view (AddressQuarantine).
 func (v *View) Quarantining() bool { return len(v.quarantine) > 0 }
 
-// Hello records a handshake outcome (a reply to our hello, or a hello we
-// received). It reports whether the peer became incompatible just now
-// (to log it once).
-func (v *View) Hello(id, address string, store *messages.NodeRef, compatible bool, why string) (newlyIncompatible bool) {
+// hello records a handshake outcome (Hello). It reports whether the
+// peer became incompatible just now.
+func (v *View) hello(id, address string, store *messages.NodeRef, compatible bool, why string) (newlyIncompatible bool) {
 	if id == "" || id == v.self {
 		return false
 	}
@@ -242,8 +316,7 @@ func (v *View) Hello(id, address string, store *messages.NodeRef, compatible boo
 	return false
 }
 
-// Failed records a delivered failure notice about member id, which the
-// notice's originator knew at address ("" if it did not say). It reports
+// failed records a delivered failure notice (Failed). It reports
 // whether it changed anything. A notice naming the member at another
 // address than this view knows it at is not about this member: embedded
 // clusters name their members node-0, node-1, … in every process, and a
@@ -254,7 +327,7 @@ func (v *View) Hello(id, address string, store *messages.NodeRef, compatible boo
 // peer, and the topology that names one can arrive between admission and
 // delivery): this is the check that sees the view's own knowledge, so no
 // interleaving lets such a notice mark a live member dead.
-func (v *View) Failed(id, address string) bool {
+func (v *View) failed(id, address string) bool {
 	p := v.peers[id]
 	if p == nil || p.dead {
 		return false
@@ -270,8 +343,8 @@ func (v *View) Failed(id, address string) bool {
 	return true
 }
 
-// Leaving records a peer's graceful leave.
-func (v *View) Leaving(id string) bool {
+// leaving records a peer's graceful leave (Leaving).
+func (v *View) leaving(id string) bool {
 	p := v.peers[id]
 	if p == nil || p.leaving {
 		return false
@@ -280,12 +353,12 @@ func (v *View) Leaving(id string) bool {
 	return true
 }
 
-// Departed records the end of a leave peer id announced: it is gone as
+// departed records the end of a leave peer id announced: it is gone as
 // a failed member is (out of the overlay and the stores, its address
 // quarantined for the same reason), though no notice was spread. It
 // reports whether it changed anything: only a peer that announced its
 // leave departs.
-func (v *View) Departed(id string) bool {
+func (v *View) departed(id string) bool {
 	p := v.peers[id]
 	if p == nil || p.dead || !p.leaving {
 		return false
