@@ -94,11 +94,23 @@ var startLine = regexp.MustCompile(`^hoplite node (\S+) address=(\S+) data=(\S+)
 // start line.
 func startNode(t testing.TB, bin string, slot memberSlot, seeds []string, extra ...string) *nodeProc {
 	t.Helper()
+	return startNodeIn(t, nil, bin, slot, seeds, extra...)
+}
+
+// startNodeIn is startNode with the process started through wrap (for
+// example `ip netns exec NS`, which execs the member in place: the
+// process is the member's, for its signals and its /proc figures).
+func startNodeIn(t testing.TB, wrap []string, bin string, slot memberSlot, seeds []string, extra ...string) *nodeProc {
+	t.Helper()
 	_, manage, _ := net.SplitHostPort(slot.manage)
 	args := append([]string{"node", "-bind", slot.bind, "-manage-port", manage, "-seeds", strings.Join(seeds, ","),
 		"-log-format", "json", "-chunk-size", "256KiB", "-refresh", "100ms", "-capacity", "256MiB"}, extra...)
 	p := &nodeProc{slot: slot, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
+	if len(wrap) > 0 {
+		p.cmd = exec.Command(wrap[0], append(append(slices.Clone(wrap[1:]), bin), args...)...)
+	} else {
+		p.cmd = exec.Command(bin, args...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	dieWithTest(p.cmd)
 	if err := p.cmd.Start(); err != nil {

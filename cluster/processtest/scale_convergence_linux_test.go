@@ -38,7 +38,10 @@ import (
 // idle window is reported beside the members'. HOPLITE_SCALE_BINS compares
 // builds side by side in one run ("before=/path/hoplite,after=/other/
 // hoplite", each size for each in turn); without it the test builds this
-// tree's.
+// tree's. HOPLITE_SCALE_TESTBED=RATE (root; e.g. 50mbit) runs every
+// member in a network namespace of its own on the testbed (bench/testbed),
+// behind a link of RATE up and down, at its share of the CPUs as the
+// testbed benchmarks run theirs.
 //
 //	HOPLITE_SCALE_MEMBERS=8,24,48 go test -run '^$' -bench BenchmarkScaleConvergence -benchtime 1x -timeout 30m ./cluster/processtest/
 func BenchmarkScaleConvergence(t *testing.B) {
@@ -85,6 +88,16 @@ func BenchmarkScaleConvergence(t *testing.B) {
 	if len(builds) == 0 {
 		builds = []build{{"tree", hopliteBinary(t)}}
 	}
+	var bed *scaleBed
+	if bw := os.Getenv("HOPLITE_SCALE_TESTBED"); bw != "" {
+		if provider != "" {
+			t.Fatal("HOPLITE_SCALE_TESTBED runs the automanaged provider only")
+		}
+		bed = startScaleBed(t, slices.Max(sizes), bw)
+		for i := range builds {
+			builds[i].name += "-testbed-" + bw
+		}
+	}
 	if provider != "" {
 		for i := range builds {
 			builds[i].name += "-" + provider
@@ -100,7 +113,7 @@ func BenchmarkScaleConvergence(t *testing.B) {
 					keys = append(keys, key)
 				}
 				t.Run(fmt.Sprintf("%s/%d", key, rep), func(t *testing.B) {
-					r := measureScale(t, b.bin, n, wait, hold, provider, extra)
+					r := measureScale(t, bed, b.bin, n, wait, hold, provider, extra)
 					results[key] = append(results[key], r)
 					t.Logf("%s N=%d converged=%v in %v; held %v with %d false expulsions (%d checks); idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window; loadavg %s); "+
 						"paused member kept %v; killed member out of every view in %v; etcd %.4f CPU-s/s",
@@ -187,8 +200,20 @@ func scaleSizes(t testing.TB) []int {
 
 // measureScale starts n members, waits up to wait for their views to
 // agree, and measures them idle.
-func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, provider string, extra []string) scaleResult {
-	slots, seeds := memberSlots(t, n)
+func measureScale(t testing.TB, bed *scaleBed, bin string, n int, wait, hold time.Duration, provider string, extra []string) scaleResult {
+	var slots []memberSlot
+	var seeds []string
+	c := (*testClient)(nil)
+	if bed != nil {
+		slots, seeds = bed.slots(n)
+		// Plaintext on 198.18.x.x: those addresses exist only in this
+		// machine's namespaces and on its bridge.
+		extra = append([]string{"-insecure"}, extra...)
+		c = bed.client
+	} else {
+		slots, seeds = memberSlots(t, n)
+		c = newTestClient(t)
+	}
 	if provider == "etcd" {
 		srv := etcdtest.Start(t)
 		seeds, extra = nil, append([]string{"-provider", "etcd", "-provider-address", srv.Endpoint()}, extra...)
@@ -196,7 +221,11 @@ func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, pro
 	start := time.Now()
 	nodes := make([]*nodeProc, n)
 	for i := range nodes {
-		nodes[i] = startNode(t, bin, slots[i], seeds, extra...)
+		var wrap []string
+		if bed != nil {
+			wrap = bed.wrap(i, n)
+		}
+		nodes[i] = startNodeIn(t, wrap, bin, slots[i], seeds, extra...)
 	}
 	for _, p := range nodes {
 		p.waitStarted(t, wait)
@@ -206,7 +235,6 @@ func measureScale(t testing.TB, bin string, n int, wait, hold time.Duration, pro
 		want[i] = p.id
 	}
 	slices.Sort(want)
-	c := newTestClient(t)
 	var r scaleResult
 	end := start.Add(wait)
 	for {
