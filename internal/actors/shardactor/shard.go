@@ -361,7 +361,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		h(ctx.Self().GetId(), msg)
 	}
 	now := time.Now()
-	var out outbox.Box // a Box made here or by subscribe: carried last
+	var out outbox.Box // a refusal of the shard's own: carried last
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.started(ctx)
@@ -444,13 +444,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 			s.dropped(ctx, "subscribe without a sender")
 			return
 		}
-		out = s.subscribe(ctx, ctx.Sender(), m)
+		s.subscribe(ctx, now, ctx.Sender(), m, false)
 	case servedSubscribe:
-		var a *messages.SubscribeAnswer
-		a, out = answerInline(s.subscribe(ctx, m.subscriber, m.sub))
-		m.done <- a
+		m.done <- s.subscribe(ctx, now, m.subscriber, m.sub, true)
 	case *messages.Unsubscribe:
-		out = s.unsubscribe(ctx, m)
+		s.unsubscribe(ctx, now, m)
 	case *coordactor.WatchNode:
 		s.watchFor(ctx, m)
 		return
@@ -490,8 +488,12 @@ func (s *Shard) Receive(ctx actor.Context) {
 }
 
 // subscribe pushes the object's locations to the subscriber (a Reduce
-// coordinator) from now on.
-func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.Subscribe) outbox.Box {
+// coordinator) from now on. Stepped on inline (a Subscribe that came on
+// the data plane), what the table sends is split first: every update
+// carrying inline bytes is the answer returned, and nothing goes as a
+// message (inlineDrive, see answerInline); otherwise all of it goes as
+// messages and the answer is nil.
+func (s *Shard) subscribe(ctx actor.Context, now time.Time, subscriber *actor.PID, m *messages.Subscribe, inline bool) *messages.SubscribeAnswer {
 	if m.GetLocatedBefore() && len(s.republishing) > 0 {
 		// A copy the table does not know yet may still be republished
 		// (as for ReportLost): whether the object is lost is answered to
@@ -500,7 +502,14 @@ func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.
 		m = &messages.Subscribe{ObjectId: m.GetObjectId(), OnceBelow: m.GetOnceBelow()}
 	}
 	key := actorutil.Key(subscriber)
-	out := s.table.Step(time.Now(), directory.Subscribe{Req: m, Key: key, To: subscriber})
+	ev := directory.Subscribe{Req: m, Key: key, To: subscriber}
+	var answer *messages.SubscribeAnswer
+	if inline {
+		o, _ := inlineDrive.StepAt(ctx, s, answering{s.table}, now, ev)
+		answer = o.Answer
+	} else {
+		s.step(ctx, now, ev)
+	}
 	if _, ok := s.subscribers[key]; !ok && s.table.Subscribed(key) {
 		s.subscribers[key] = subscriber
 		if a := subscriber.GetAddress(); a != ctx.Self().GetAddress() && s.watchedAt[a] > 0 {
@@ -509,17 +518,16 @@ func (s *Shard) subscribe(ctx actor.Context, subscriber *actor.PID, m *messages.
 			ctx.Watch(subscriber)
 		}
 	}
-	return out
+	return answer
 }
 
-func (s *Shard) unsubscribe(ctx actor.Context, m *messages.Unsubscribe) outbox.Box {
+func (s *Shard) unsubscribe(ctx actor.Context, now time.Time, m *messages.Unsubscribe) {
 	if ctx.Sender() == nil {
-		return outbox.Box{}
+		return
 	}
 	key := actorutil.Key(ctx.Sender())
-	out := s.table.Step(time.Now(), directory.Unsubscribe{Req: m, Key: key})
+	s.step(ctx, now, directory.Unsubscribe{Req: m, Key: key})
 	s.unwatchIdleSubscriber(ctx, key)
-	return out
 }
 
 // unwatchIdleSubscriber stops watching a subscriber that follows nothing
@@ -994,8 +1002,8 @@ func (s *Shard) step(ctx actor.Context, now time.Time, ev any) {
 	shardDrive.StepAt(ctx, s, s.table, now, ev)
 }
 
-// deliver carries out a Box the shard made or read before carrying it
-// (a refusal of its own, a Subscribe's answered inline).
+// deliver carries out a Box the shard made itself (a refusal of its
+// own).
 func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
 	shardDrive.Carry(ctx, s, out, nil)
 }
@@ -1007,7 +1015,13 @@ func (s *Shard) deliver(ctx actor.Context, out outbox.Box) {
 // as it goes. The table's one timer, its Tick, replaces the one
 // pending: the table asks for a Tick only when its next deadline is
 // earlier.
-var shardDrive = &shell.Driver[*Shard, any, outbox.Box]{Carrier: shell.Carrier[*Shard]{
+var shardDrive = &shell.Driver[*Shard, any, outbox.Box]{Carrier: shardCarrier}
+
+// inlineDrive steps a Subscribe that came on the data plane (answering)
+// and carries out what is not its answer, as shardDrive does.
+var inlineDrive = &shell.Driver[*Shard, directory.Subscribe, inlineAnswer]{Carrier: shardCarrier}
+
+var shardCarrier = shell.Carrier[*Shard]{
 	Timer: func(ctx actor.Context, s *Shard, t outbox.Timer) { s.timer.Arm(ctx, t.At, t.Msg) },
 	Route: func(_ actor.Context, s *Shard, o outbox.Send) bool {
 		s.tracedAnswer(o.Msg)
@@ -1031,7 +1045,7 @@ var shardDrive = &shell.Driver[*Shard, any, outbox.Box]{Carrier: shell.Carrier[*
 		}
 		return nil
 	},
-}}
+}
 
 func (s *Shard) dropped(ctx actor.Context, why string) {
 	entry := s.cfg.Log.WithFields(logrus.Fields{"shard": s.name(ctx), "type": actorutil.TypeName(ctx.Message())})

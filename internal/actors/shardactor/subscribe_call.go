@@ -2,10 +2,12 @@ package shardactor
 
 import (
 	"context"
+	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -93,6 +95,24 @@ func ServeSubscribe(ctx context.Context, root *actor.RootContext, shardFor func(
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "encode SubscribeAnswer: %v", err)
 	}
 	return b, nil
+}
+
+// inlineAnswer is the output of a Subscribe stepped on the data plane:
+// the Box left to carry out, and the answer the caller gets.
+type inlineAnswer struct {
+	outbox.Box
+	Answer *messages.SubscribeAnswer
+}
+
+// answering is the table stepped for a Subscribe that came on the data
+// plane: its output's sends are split by answerInline, so a source whose
+// updates all carry inline bytes is answered in the reply, not by
+// message.
+type answering struct{ t *directory.LocationTable }
+
+func (c answering) Step(now time.Time, ev directory.Subscribe) inlineAnswer {
+	a, rest := answerInline(c.t.Step(now, ev))
+	return inlineAnswer{Box: rest, Answer: a}
 }
 
 // answerInline splits what a data-plane subscription sends its
