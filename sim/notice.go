@@ -63,6 +63,9 @@ func (w *world) kill(d *host) {
 			}
 		}
 		w.moveShards(d)
+		for _, g := range w.gone {
+			g(d)
+		}
 		for _, c := range w.calls {
 			for _, red := range c.attempts {
 				if red.host != d {

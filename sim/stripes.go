@@ -161,6 +161,16 @@ func (w *world) stripedBroadcast(c Config, out *Outcome) error {
 			})
 		st.limitChunk(chunk)
 	}
+	// The shard's member sees a host die: a receiver that never asked is
+	// not waited for, and no receiver is handed the dead host's copies.
+	w.gone = append(w.gone, func(d *host) {
+		if !sh.home.alive {
+			return
+		}
+		trees.Failed(d.name)
+		as, _ := trees.Tick(w.now())
+		deliver(as)
+	})
 	for _, h := range w.hosts[1:] {
 		g := &stripedGet{h: h, senders: make([]*host, k), whole: make([]bool, k)}
 		gets[h.name] = g

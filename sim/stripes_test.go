@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -60,5 +61,17 @@ func TestStripedBroadcastDepthAndUpload(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStripedBroadcastDeterministic: the same striped configuration,
+// with kills, gives the same outcome (the core's choices are by name and
+// depth, never by map order).
+func TestStripedBroadcastDeterministic(t *testing.T) {
+	c := cfg("broadcast", 64, 4<<20, 3)
+	c.Stripes, c.Kill, c.KillAt, c.Pause, c.PauseAt, c.PauseFor = 3, 2, 0.5, 2, 0.3, 20*time.Millisecond
+	a, b := run(t, c), run(t, c)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }

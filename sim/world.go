@@ -102,6 +102,9 @@ type world struct {
 	instances uint32
 	// calls are the Reduces called, for their callers' watch.
 	calls []*reduceCall
+	// gone are told of a host the members saw die (Detect after it did):
+	// a shard core that follows the members' view.
+	gone []func(d *host)
 	// cpu is the machine's shared cores (Params.CPUs > 0).
 	cpu machine
 	// busy is the CPU the hosts spent: every job's cost.
