@@ -76,8 +76,8 @@ type ActorConfig struct {
 
 // Coordinator is the actor that runs one Reduce: a child of the directory
 // shard that owns the target, which reserved the target id for it. It is
-// a thin shell around a Reduction: each message becomes one call, and
-// drain carries out what the call returns.
+// a thin shell around a Reduction: each message becomes one event, and
+// step steps it on coordDrive, which carries out the Box.
 type Coordinator struct {
 	// span traces the Reduce (nil once ended; a no-op span when tracing
 	// is off).
@@ -129,11 +129,13 @@ type Coordinator struct {
 	// inline result's store answer came: the reply's log splits the
 	// Reduce's time with them (waiting for sources, storing, the rest).
 	locatedAt, storedAt time.Time
-	// timeSends: the step being carried out has tasks and the debug log
-	// is on, so sentAt follows its sends to the last one's end (the
-	// "reduce tasks sent" line).
-	timeSends bool
-	sentAt    time.Time
+	// timeSends: the debug log is on while a step is carried out, so
+	// tasks counts the step's tasks, and sendAt and sentAt are when its
+	// first send started and its last one ended (the "reduce tasks sent"
+	// line).
+	timeSends      bool
+	tasks          int
+	sendAt, sentAt time.Time
 }
 
 // lingerFor bounds how long an ended Reduce waits for a late measurement.
@@ -151,31 +153,26 @@ type lingerEnd struct{}
 // (see Coordinator.held) at the Reduce's deadline.
 type commitWaitEnd struct{}
 
-// holdReply records the nodes fx commits at (their commits go as
-// requests, see send), and keeps fx's successful answer back while any
-// commit is unconfirmed (see Coordinator.held).
-func (c *Coordinator) holdReply(fx reduction.Effects) {
-	var reply *outbox.Send
-	for i, s := range fx.Sends {
-		switch m := s.Msg.(type) {
-		case *messages.ReduceReply:
-			if _, ok := s.To.(reduction.Requester); ok && m.GetError() == nil {
-				reply = &fx.Sends[i]
+// holds keeps back a step's successful answer while any commit is
+// unconfirmed (see Coordinator.held), and records the nodes a step
+// commits at (their commits go as requests, see send) as they go: the
+// Reduction sends the answer last, after the commits.
+func (c *Coordinator) holds(s outbox.Send) bool {
+	switch m := s.Msg.(type) {
+	case *messages.ReduceReply:
+		if _, ok := s.To.(reduction.Requester); ok && m.GetError() == nil && len(c.committing) > 0 && c.requester != nil {
+			c.held = &outbox.Send{To: s.To, Msg: m} // sent once every commit is confirmed
+			return true
+		}
+	case *messages.ReduceCommit:
+		if n, ok := s.To.(*messages.NodeRef); ok {
+			if c.committing == nil {
+				c.committing = map[string]bool{}
 			}
-		case *messages.ReduceCommit:
-			if n, ok := s.To.(*messages.NodeRef); ok {
-				if c.committing == nil {
-					c.committing = map[string]bool{}
-				}
-				c.committing[n.GetNodeId()] = true
-			}
+			c.committing[n.GetNodeId()] = true
 		}
 	}
-	if reply == nil || len(c.committing) == 0 || c.requester == nil {
-		return
-	}
-	c.held = &outbox.Send{To: reply.To, Msg: reply.Msg}
-	reply.Msg = nil // sent once every commit is confirmed (see send)
+	return false
 }
 
 // committed records that node confirmed its commit (or stopped), and
@@ -259,12 +256,12 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *actor.Started:
 		c.begun = true
 		c.beginSpan()
-		c.drain(ctx, c.r.Step(now, reduction.Begin{}))
+		c.step(ctx, now, reduction.Begin{})
 	case *messages.LocationUpdate:
 		c.locatedAt = now
-		c.drain(ctx, c.r.Step(now, m))
+		c.step(ctx, now, m)
 	case *messages.ReduceTaskStarted:
-		c.drain(ctx, c.r.Step(now, m))
+		c.step(ctx, now, m)
 	case *messages.ReduceTaskDone:
 		if m.GetMeasuredBytes() > 0 && m.GetMeasuredNs() > 0 {
 			// The position measured the link on its member: the next
@@ -274,10 +271,10 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			// this counts that transfer twice: a heavier EWMA weight.)
 			c.cfg.Estimator.ObserveTransfer(m.GetMeasuredBytes(), time.Duration(m.GetMeasuredNs()))
 		}
-		c.drain(ctx, c.r.Step(now, m))
+		c.step(ctx, now, m)
 	case *messages.StoreReducedReply:
 		c.storedAt = now
-		c.drain(ctx, c.r.Step(now, m))
+		c.step(ctx, now, m)
 	case *pushAnswered:
 		c.pushAnswered(ctx, m, now)
 	case *subscribeAnswered:
@@ -287,7 +284,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *messages.CancelReduce:
 		// Its shard sends it only for this call (its call id).
 		c.cfg.Log.WithField("reduce", c.id).Debug("reduce: its caller canceled it")
-		c.drain(ctx, c.r.Step(now, reduction.Cancel{}))
+		c.step(ctx, now, reduction.Cancel{})
 	case *AttachRequester:
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "requester": membername.Actor(m.Requester)}).Info("reduce: the caller asked again; answering its new request")
 		c.requester = m.Requester
@@ -301,13 +298,13 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.watchSelf(ctx, m.Node)
 	case *actor.Terminated:
 		c.committed(ctx, c.watched[actorutil.Key(m.GetWho())]) // a node that died will not answer
-		c.drain(ctx, c.nodeFailed(m.GetWho(), now))
+		c.nodeFailed(ctx, m.GetWho(), now)
 	case reduction.DeadlineTimer:
-		c.drain(ctx, c.r.Step(now, reduction.DeadlineTimer{}))
+		c.step(ctx, now, reduction.DeadlineTimer{})
 	case reduction.KneeTimer:
-		c.drain(ctx, c.r.Step(now, reduction.KneeTimer{}))
+		c.step(ctx, now, reduction.KneeTimer{})
 	case reduction.ResubscribeTimer:
-		c.drain(ctx, c.r.Step(now, reduction.ResubscribeTimer{}))
+		c.step(ctx, now, reduction.ResubscribeTimer{})
 	case *actor.Stopping:
 		defer c.endSpan(c.stopped())
 		c.unwatchAll(ctx)
@@ -334,20 +331,21 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			// home: a result already committed stays for it.
 			abort = reduction.AbortForRetry{Err: c.stopped()}
 		}
-		c.drain(ctx, c.r.Step(now, abort))
+		c.step(ctx, now, abort)
 	}
 }
 
 // nodeFailed maps a watched store node's termination to its node id.
-func (c *Coordinator) nodeFailed(who *actor.PID, now time.Time) reduction.Effects {
+func (c *Coordinator) nodeFailed(ctx actor.Context, who *actor.PID, now time.Time) {
 	node, ok := c.watched[actorutil.Key(who)]
 	if !ok {
-		return reduction.Effects{}
+		c.stepped(ctx, reduction.Effects{}) // nothing stepped: an ended Reduce still ends
+		return
 	}
 	delete(c.watched, actorutil.Key(who))
 	c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "node": node}).Info("reduce participant failed; repairing the tree")
 	c.spanEvent(tracing.RepairEvent, attribute.String("hoplite.failed_node", node))
-	return c.r.Step(now, reduction.NodeFailed{Node: node})
+	c.step(ctx, now, reduction.NodeFailed{Node: node})
 }
 
 // stopped is the error of a Reduce whose coordinator stops before the
@@ -361,42 +359,37 @@ func (c *Coordinator) stopped() *messages.Error {
 	return messages.Errorf(messages.ErrorCode_UNAVAILABLE, "reduce coordinator stopped")
 }
 
-// drain carries out one step's Effects: its Box through the generic
-// shell (coordOut: sends, timers, watches, events), the knee's decision
-// and the held answer (holdReply) around it; and stops the coordinator
-// once the Reduce answered.
-func (c *Coordinator) drain(ctx actor.Context, fx reduction.Effects) {
+// step steps the Reduction with ev at now on coordDrive, which carries
+// out its Box, then acts on the rest (stepped): the knee's decision, the
+// queued Subscribes, the debug log of the tasks sent; and stops the
+// coordinator once the Reduce answered.
+func (c *Coordinator) step(ctx actor.Context, now time.Time, ev any) {
+	c.timeSends = c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel)
+	c.tasks, c.sendAt = 0, time.Time{}
+	fx, _ := coordDrive.StepAt(ctx, c, c.r, now, ev)
+	c.stepped(ctx, fx)
+}
+
+// stepped acts on what a step returned beside its Box, which is carried
+// out.
+func (c *Coordinator) stepped(ctx actor.Context, fx reduction.Effects) {
 	if c.r.Over() {
-		// Before the step's Unsubscribes go: see subscribe.
+		// A step that sent nothing (coordDrive's Route sets it otherwise).
 		c.over.Store(true)
 	}
 	if k := fx.Knee; k != nil {
 		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "arrived": k.Arrived, "reduce_count": k.Count,
 			"completed_by": k.Reason, "after": k.After.Round(time.Microsecond)}).Info("knee policy fixed the number of sources to reduce")
 	}
-	sendAt := time.Now()
-	tasks := 0
-	for _, s := range fx.Sends {
-		switch m := s.Msg.(type) {
-		case *messages.ReduceTask:
-			tasks++
-		case *messages.ReduceTaskBatch:
-			tasks += len(m.GetTasks())
-		}
-	}
-	c.timeSends = tasks > 0 && c.cfg.Log.Logger.IsLevelEnabled(logrus.DebugLevel)
-	c.sentAt = sendAt
-	c.holdReply(fx)
-	coordOut.Carry(ctx, c, fx.Box, nil)
 	c.sendSubscribes(ctx)
-	if c.timeSends {
+	if c.timeSends && c.tasks > 0 {
 		// The start of a tree (or a sliced AllReduce's every chain): with
 		// the store nodes' "reduce position timeline", where a late start
 		// comes from.
-		c.timeSends = false
-		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "tasks": tasks, "sends": len(fx.Sends), "step_at_ns": c.stepAt.UnixNano(),
-			"sent_at_ns": sendAt.UnixNano(), "step_ns": int64(sendAt.Sub(c.stepAt)), "send_ns": int64(c.sentAt.Sub(sendAt))}).Debug("reduce tasks sent")
+		c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "tasks": c.tasks, "sends": len(fx.Sends), "step_at_ns": c.stepAt.UnixNano(),
+			"sent_at_ns": c.sendAt.UnixNano(), "step_ns": int64(c.sendAt.Sub(c.stepAt)), "send_ns": int64(c.sentAt.Sub(c.sendAt))}).Debug("reduce tasks sent")
 	}
+	c.timeSends = false
 	if c.r.Over() {
 		// Over for good: no timer may fire into a stopped actor's mailbox.
 		c.stopTimers()
@@ -412,20 +405,30 @@ func (c *Coordinator) drain(ctx actor.Context, fx reduction.Effects) {
 	}
 }
 
-// coordOut carries out a step's Box (the generic shell): every send goes
-// through the coordinator's send (its markers resolve there, and some go
-// as requests or on the data plane), a timer replaces the pending one
-// with its message, a watched node is remembered for its Terminated, and
-// an AllReduce's re-plan is logged as it is published. Set in init: its
-// hooks lead back to drain, which carries through it.
-var coordOut shell.Carrier[*Coordinator]
+// coordDrive steps the Reduction and carries out its Box (the generic
+// driver): every send goes through the coordinator's send (its markers
+// resolve there, and some go as requests or on the data plane) unless
+// holds keeps it back, a timer replaces the pending one with its
+// message, a watched node is remembered for its Terminated, and an
+// AllReduce's re-plan is logged as it is published. Set in init: its
+// hooks lead back to step, which steps through it.
+var coordDrive shell.Driver[*Coordinator, any, reduction.Effects]
 
 func init() {
-	coordOut = shell.Carrier[*Coordinator]{
+	coordDrive.Carrier = shell.Carrier[*Coordinator]{
 		Route: func(ctx actor.Context, c *Coordinator, s outbox.Send) bool {
-			c.send(ctx, s)
+			if c.r.Over() {
+				// Before the step's Unsubscribes go: see subscribe.
+				c.over.Store(true)
+			}
 			if c.timeSends {
-				c.sentAt = time.Now() // the last send's end: see drain
+				c.countSend(s)
+			}
+			if !c.holds(s) {
+				c.send(ctx, s)
+			}
+			if c.timeSends {
+				c.sentAt = time.Now() // the last send's end: see step
 			}
 			return true
 		},
@@ -445,6 +448,20 @@ func init() {
 			}
 			ctx.ActorSystem().EventStream.Publish(e)
 		},
+	}
+}
+
+// countSend counts the tasks a step sends, and notes when its first
+// send started (the debug log's "reduce tasks sent").
+func (c *Coordinator) countSend(s outbox.Send) {
+	if c.sendAt.IsZero() {
+		c.sendAt = time.Now()
+	}
+	switch m := s.Msg.(type) {
+	case *messages.ReduceTask:
+		c.tasks++
+	case *messages.ReduceTaskBatch:
+		c.tasks += len(m.GetTasks())
 	}
 }
 
@@ -550,8 +567,6 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 		c.blind = append(c.blind, to)
 	}
 	switch m := s.Msg.(type) {
-	case nil:
-		// A held answer (see holdReply).
 	case *messages.ReduceCommit:
 		ctx.Request(to, m) // its node confirms it (ReduceCommitted)
 	case *messages.ReduceTask:
@@ -595,13 +610,13 @@ func (c *Coordinator) fetch(ctx actor.Context, to *actor.PID, node string, get *
 			// Its node is gone: the watch reports it, and a failed
 			// participant is not waited for.
 		case err != nil:
-			c.drain(ctx, c.r.Step(time.Now(), reduction.Fetched{Node: node, Err: messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err)}))
+			c.step(ctx, time.Now(), reduction.Fetched{Node: node, Err: messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer to the Get of the result: %v", err)})
 		default:
 			if gr == nil {
-				c.drain(ctx, c.r.Step(time.Now(), reduction.Fetched{Node: node, Err: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res)}))
+				c.step(ctx, time.Now(), reduction.Fetched{Node: node, Err: messages.Errorf(messages.ErrorCode_INTERNAL, "unexpected answer %T to a Get", res)})
 				return
 			}
-			c.drain(ctx, c.r.Step(time.Now(), reduction.Fetched{Node: node, Err: messages.ErrOrNil(gr.GetError())}))
+			c.step(ctx, time.Now(), reduction.Fetched{Node: node, Err: messages.ErrOrNil(gr.GetError())})
 		}
 	})
 }
@@ -665,7 +680,7 @@ func (c *Coordinator) pushAnswered(ctx actor.Context, m *pushAnswered, now time.
 	} else {
 		err = messages.ErrOrNil(gr.GetError())
 	}
-	c.drain(ctx, c.r.Step(now, reduction.Fetched{Node: m.node, Err: err}))
+	c.step(ctx, now, reduction.Fetched{Node: m.node, Err: err})
 }
 
 // arm (re)starts the timer for t.Msg: a timer replaces the pending one

@@ -159,7 +159,7 @@ func (c *Coordinator) subscribeAnswered(ctx actor.Context, m *subscribeAnswered,
 		if h := c.cfg.BeforeReceive; h != nil {
 			h(c.id, u) // the hook sees a location as it came, on either path
 		}
-		c.drain(ctx, c.r.Step(now, u))
+		c.step(ctx, now, u)
 		if c.r.Over() {
 			return
 		}
