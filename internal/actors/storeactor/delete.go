@@ -40,23 +40,38 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 	d := storeproto.NewDeletion(storeproto.DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
 		Deadline: time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))})
 	n.reqs.deletes[did] = &deleteRun{del: d}
-	n.deleteDo(ctx, did, d.Step(time.Now(), storeproto.DeleteStart{}))
+	n.deleteStep(ctx, did, storeproto.DeleteStart{})
 }
 
-// deleteDo carries out one step of deletion did.
-func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storeproto.DeleteStep) {
+// deleting is a Delete's Deletion with this node's part of each step
+// done as it is stepped, before its Box is carried out: a step's
+// NoteDeleted and DropLocal are the store's state.
+type deleting struct {
+	n   *StoreNode
+	run *deleteRun
+}
+
+func (d deleting) Step(now time.Time, ev any) storeproto.DeleteStep {
+	s := d.run.del.Step(now, ev)
+	id := d.run.del.Request().ObjectID
+	if s.NoteDeleted {
+		d.n.noteDeleted(id)
+	}
+	if s.DropLocal != nil {
+		d.n.cfg.Store.Remove(id, s.DropLocal)
+	}
+	return s
+}
+
+// deleteStep steps deletion did with ev on deleteDrive, and forgets it
+// once it answered.
+func (n *StoreNode) deleteStep(ctx actor.Context, did uint64, ev any) {
 	run := n.reqs.deletes[did]
 	if run == nil {
 		return
 	}
-	req := run.del.Request()
-	if s.NoteDeleted {
-		n.noteDeleted(req.ObjectID)
-	}
-	if s.DropLocal != nil {
-		n.cfg.Store.Remove(req.ObjectID, s.DropLocal)
-	}
-	if !n.deleteOut.Carry(ctx, did, s.Box, n.deleteEnded) {
+	s, carried := n.deleteDrive.Step(ctx, did, deleting{n: n, run: run}, ev)
+	if !carried {
 		return // the sends ended it (nobody to ask)
 	}
 	if s.Done {
@@ -70,16 +85,17 @@ func (n *StoreNode) deleteDo(ctx actor.Context, did uint64, s storeproto.DeleteS
 			}
 		}
 		if s.Err != nil {
-			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": s.Err}).Debug("delete failed")
+			n.cfg.Log.WithFields(logrus.Fields{"object": run.del.Request().ObjectID, "error": s.Err}).Debug("delete failed")
 		}
 	}
 }
 
-// newDeleteCarrier wires the generic shell to the Delete protocol: its
-// requests to the shard and to the nodes go by deleteAsk, and the
-// deadline comes back to this actor.
-func (n *StoreNode) newDeleteCarrier() *shell.Carrier[uint64] {
-	return &shell.Carrier[uint64]{
+// newDeleteDriver wires the generic driver to the Delete protocol: its
+// requests to the shard and to the nodes go by deleteAsk, the deadline
+// comes back to this actor, and a Delete its sends ended carries out
+// nothing more.
+func (n *StoreNode) newDeleteDriver() *shell.Driver[uint64, any, storeproto.DeleteStep] {
+	return &shell.Driver[uint64, any, storeproto.DeleteStep]{Ended: n.deleteEnded, Carrier: shell.Carrier[uint64]{
 		Route: func(ctx actor.Context, did uint64, s outbox.Send) bool {
 			switch to := s.To.(type) {
 			case directory.ShardOf:
@@ -96,7 +112,7 @@ func (n *StoreNode) newDeleteCarrier() *shell.Carrier[uint64] {
 				run.timer = shell.After(ctx, t.At, t.Msg)
 			}
 		},
-	}
+	}}
 }
 
 // deleteEnded reports whether the Delete did is over (its sends can end
@@ -107,13 +123,12 @@ func (n *StoreNode) deleteEnded(did uint64) bool { return n.reqs.deletes[did] ==
 // its answer echoes, to a watched peer: a peer that stops before it
 // answers counts as answered (a node) or fails the Delete (the shard).
 func (n *StoreNode) deleteAsk(ctx actor.Context, did uint64, pid *actor.PID, node string, msg any) {
-	run := n.reqs.deletes[did]
 	if pid == nil {
 		gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no actor to send %T to", msg)
 		if node == "" {
-			n.deleteDo(ctx, did, run.del.Step(time.Now(), storeproto.DeleteFailed{Err: gone}))
+			n.deleteStep(ctx, did, storeproto.DeleteFailed{Err: gone})
 		} else {
-			n.deleteDo(ctx, did, run.del.Step(time.Now(), storeproto.DeleteDropped{Node: node}))
+			n.deleteStep(ctx, did, storeproto.DeleteDropped{Node: node})
 		}
 		return
 	}
@@ -136,21 +151,15 @@ func (n *StoreNode) deleteReply(ctx actor.Context, m *messages.DeleteObjectReply
 		return // its Delete is over
 	}
 	delete(n.reqs.routes, m.GetRequestId())
-	run := n.reqs.deletes[r.del]
-	if run == nil {
-		return
-	}
 	if r.node == "" {
-		n.deleteDo(ctx, r.del, run.del.Step(time.Now(), m))
+		n.deleteStep(ctx, r.del, m)
 	} else {
-		n.deleteDo(ctx, r.del, run.del.Step(time.Now(), storeproto.DeleteDropped{Node: r.node}))
+		n.deleteStep(ctx, r.del, storeproto.DeleteDropped{Node: r.node})
 	}
 }
 
 func (n *StoreNode) deleteTimedOut(ctx actor.Context, m storeproto.DeleteDeadline) {
-	if run := n.reqs.deletes[m.ID]; run != nil {
-		n.deleteDo(ctx, m.ID, run.del.Step(time.Now(), m))
-	}
+	n.deleteStep(ctx, m.ID, m)
 }
 
 // deletePeerGone: the peer with PID key stopped. A node asked to drop
@@ -161,14 +170,10 @@ func (n *StoreNode) deletePeerGone(ctx actor.Context, key string, gone *messages
 			continue
 		}
 		delete(n.reqs.routes, rid)
-		run := n.reqs.deletes[r.del]
-		if run == nil {
-			continue
-		}
 		if r.node == "" {
-			n.deleteDo(ctx, r.del, run.del.Step(time.Now(), storeproto.DeleteFailed{Err: gone}))
+			n.deleteStep(ctx, r.del, storeproto.DeleteFailed{Err: gone})
 		} else {
-			n.deleteDo(ctx, r.del, run.del.Step(time.Now(), storeproto.DeleteDropped{Node: r.node}))
+			n.deleteStep(ctx, r.del, storeproto.DeleteDropped{Node: r.node})
 		}
 	}
 }

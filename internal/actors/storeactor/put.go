@@ -446,8 +446,8 @@ func (n *StoreNode) stopRequests(ctx actor.Context) {
 	for id, run := range n.reqs.runs {
 		n.putDo(ctx, id, run.reg.Step(time.Now(), storeproto.PutFailed{Err: stopped}))
 	}
-	for id, run := range n.reqs.deletes {
-		n.deleteDo(ctx, id, run.del.Step(time.Now(), storeproto.DeleteFailed{Err: stopped}))
+	for id := range n.reqs.deletes {
+		n.deleteStep(ctx, id, storeproto.DeleteFailed{Err: stopped})
 	}
 }
 
