@@ -38,11 +38,11 @@ type StoreNode struct {
 	intos   map[*fetchRun]struct{}
 	// locator carries the fetches' Locates (Config.Locate).
 	locator Locator
-	// fetchOut and putOut carry out the protocols' outboxes, and
-	// deleteDrive steps a Delete's and carries out its Box (the generic
-	// shell, wired once per incarnation).
+	// fetchOut carries out the fetch protocol's outboxes, and putDrive
+	// and deleteDrive step a Put's and a Delete's and carry out their
+	// Boxes (the generic shell, wired once per incarnation).
 	fetchOut    *shell.Carrier[*fetchRun]
-	putOut      *shell.Carrier[uint64]
+	putDrive    *shell.Driver[uint64, any, storeproto.PutStep]
 	deleteDrive *shell.Driver[uint64, any, storeproto.DeleteStep]
 	// reduces are the reduce workers, by reduce id and position. They
 	// are not children: a restart of this actor stops its children, and
@@ -195,7 +195,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 
 func (n *StoreNode) started(ctx actor.Context) {
 	n.fetches, n.intos = map[string]*fetchRun{}, map[*fetchRun]struct{}{}
-	n.fetchOut, n.putOut, n.deleteDrive = n.newFetchCarrier(), n.newPutCarrier(), n.newDeleteDriver()
+	n.fetchOut, n.putDrive, n.deleteDrive = n.newFetchCarrier(), n.newPutDriver(), n.newDeleteDriver()
 	n.locator = n.cfg.Locate
 	if n.locator == nil {
 		n.locator = requestLocate(ctx.ActorSystem())

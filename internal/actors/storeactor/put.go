@@ -214,7 +214,7 @@ func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, dat
 	obj.SetRegistration(req.RequestID) // its republication names it
 	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, owned: owned}
 	n.reqs.runs[req.RequestID] = run
-	n.putDo(ctx, req.RequestID, run.reg.Step(now, storeproto.PutStart{}))
+	n.putStepAt(ctx, req.RequestID, now, storeproto.PutStart{})
 }
 
 // putCopy makes the creator copy of req in the store, or returns the
@@ -260,13 +260,18 @@ func (n *StoreNode) samePutLater(ctx actor.Context, req storeproto.PutRequest, l
 	}()
 }
 
-// putDo carries out one step of registration id.
-func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
-	run := n.reqs.runs[id]
-	if run == nil {
-		return
-	}
-	req := run.reg.Request()
+// putting is a Put's registration with this node's part of each step
+// done as it is stepped, before its Box is carried out: the latency it
+// measured, and the store's state (an abort, a deletion forgotten, an
+// unpin).
+type putting struct {
+	n   *StoreNode
+	run *putRun
+}
+
+func (p putting) Step(now time.Time, ev any) storeproto.PutStep {
+	n, run := p.n, p.run
+	s := run.reg.Step(now, ev)
 	if s.Latency > 0 && n.cfg.Estimator != nil {
 		n.cfg.Estimator.ObserveLatency(s.Latency)
 	}
@@ -274,12 +279,28 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
 		n.cfg.Store.Abort(run.obj, s.Abort)
 	}
 	if s.ForgetDeleted {
-		n.cfg.Store.ForgetDeleted(req.ObjectID)
+		n.cfg.Store.ForgetDeleted(run.reg.Request().ObjectID)
 	}
 	if s.Unpin {
 		n.cfg.Store.Unpin(run.obj)
 	}
-	if !n.putOut.Carry(ctx, id, s.Box, n.putEnded) {
+	return s
+}
+
+// putStep steps registration id with ev on putDrive.
+func (n *StoreNode) putStep(ctx actor.Context, id uint64, ev any) {
+	n.putStepAt(ctx, id, time.Now(), ev)
+}
+
+// putStepAt is putStep at now; then it starts the copy-in the step asks
+// for, and forgets the Put once it answered.
+func (n *StoreNode) putStepAt(ctx actor.Context, id uint64, now time.Time, ev any) {
+	run := n.reqs.runs[id]
+	if run == nil {
+		return
+	}
+	s, carried := n.putDrive.StepAt(ctx, id, putting{n: n, run: run}, now, ev)
+	if !carried {
 		return // the sends ended it (no shard to register with)
 	}
 	if s.CopyIn {
@@ -294,15 +315,16 @@ func (n *StoreNode) putDo(ctx actor.Context, id uint64, s storeproto.PutStep) {
 		}
 		delete(n.reqs.runs, id)
 		if s.Err != nil {
-			n.cfg.Log.WithFields(logrus.Fields{"object": req.ObjectID, "error": s.Err}).Debug("put failed")
+			n.cfg.Log.WithFields(logrus.Fields{"object": run.reg.Request().ObjectID, "error": s.Err}).Debug("put failed")
 		}
 	}
 }
 
-// newPutCarrier wires the generic shell to the Put protocol: a send to
-// a shard goes by toShard, and the deadline comes back to this actor.
-func (n *StoreNode) newPutCarrier() *shell.Carrier[uint64] {
-	return &shell.Carrier[uint64]{
+// newPutDriver wires the generic driver to the Put protocol: a send to
+// a shard goes by toShard, the deadline comes back to this actor, and a
+// Put its sends ended carries out nothing more.
+func (n *StoreNode) newPutDriver() *shell.Driver[uint64, any, storeproto.PutStep] {
+	return &shell.Driver[uint64, any, storeproto.PutStep]{Ended: n.putEnded, Carrier: shell.Carrier[uint64]{
 		Route: func(ctx actor.Context, id uint64, s outbox.Send) bool {
 			to, ok := s.To.(directory.ShardOf)
 			if ok {
@@ -315,7 +337,7 @@ func (n *StoreNode) newPutCarrier() *shell.Carrier[uint64] {
 				run.timer = shell.After(ctx, t.At, t.Msg)
 			}
 		},
-	}
+	}}
 }
 
 // putEnded reports whether the Put id is over (its sends can end it).
@@ -337,7 +359,7 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 	if shard == nil {
 		// Failed sends its UnpublishLocation to no shard, which is
 		// dropped above: there is nobody to withdraw from.
-		n.putDo(ctx, run.reg.Request().RequestID, run.reg.Step(time.Now(), storeproto.PutFailed{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)}))
+		n.putStep(ctx, run.reg.Request().RequestID, storeproto.PutFailed{Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)})
 		return
 	}
 	run.shard = shard
@@ -400,21 +422,15 @@ func (n *StoreNode) copyIn(ctx actor.Context, id uint64, run *putRun, readable b
 
 // putReply hands the shard's answer to its registration.
 func (n *StoreNode) putReply(ctx actor.Context, m *messages.CreateObjectReply) {
-	if run := n.reqs.runs[m.GetRequestId()]; run != nil {
-		n.putDo(ctx, m.GetRequestId(), run.reg.Step(time.Now(), m))
-	}
+	n.putStep(ctx, m.GetRequestId(), m)
 }
 
 func (n *StoreNode) putTimedOut(ctx actor.Context, m storeproto.PutDeadline) {
-	if run := n.reqs.runs[m.ID]; run != nil {
-		n.putDo(ctx, m.ID, run.reg.Step(time.Now(), m))
-	}
+	n.putStep(ctx, m.ID, m)
 }
 
 func (n *StoreNode) putCopiedIn(ctx actor.Context, m putCopied) {
-	if run := n.reqs.runs[m.id]; run != nil {
-		n.putDo(ctx, m.id, run.reg.Step(time.Now(), storeproto.PutCopiedIn{Complete: m.complete, Err: m.err}))
-	}
+	n.putStep(ctx, m.id, storeproto.PutCopiedIn{Complete: m.complete, Err: m.err})
 }
 
 // peerGone fails what waits for a shard or node that stopped
@@ -429,7 +445,7 @@ func (n *StoreNode) peerGone(ctx actor.Context, who *actor.PID, why string) {
 	gone := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s %s before it answered", who.GetId(), why)
 	for id, run := range n.reqs.runs {
 		if run.shard != nil && actorutil.Key(run.shard) == key {
-			n.putDo(ctx, id, run.reg.Step(time.Now(), storeproto.PutFailed{Err: gone}))
+			n.putStep(ctx, id, storeproto.PutFailed{Err: gone})
 		}
 	}
 	n.deletePeerGone(ctx, key, gone)
@@ -443,8 +459,8 @@ func (n *StoreNode) stopRequests(ctx actor.Context) {
 		return
 	}
 	stopped := messages.Errorf(messages.ErrorCode_UNAVAILABLE, "store node %s stopped", n.cfg.Self.GetNodeId())
-	for id, run := range n.reqs.runs {
-		n.putDo(ctx, id, run.reg.Step(time.Now(), storeproto.PutFailed{Err: stopped}))
+	for id := range n.reqs.runs {
+		n.putStep(ctx, id, storeproto.PutFailed{Err: stopped})
 	}
 	for id := range n.reqs.deletes {
 		n.deleteStep(ctx, id, storeproto.DeleteFailed{Err: stopped})
