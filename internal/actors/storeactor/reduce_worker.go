@@ -101,28 +101,28 @@ func (w *reduceWorker) Receive(ctx actor.Context) {
 		_, w.span = tracing.Start(t.GetTraceParent(), tracing.Position, attribute.String("hoplite.reduce", t.GetReduceId()),
 			attribute.Int("hoplite.position", int(t.GetPosition())), attribute.String("hoplite.node", w.cfg.Self.GetNodeId()))
 		w.watchCoordinator(ctx)
-		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunsStart{}))
+		w.step(ctx, storeproto.RunsStart{})
 	case *messages.ReduceTask:
-		w.do(ctx, w.runs.Step(time.Now(), m))
+		w.step(ctx, m)
 	case *messages.ReduceInvalidate:
-		w.do(ctx, w.runs.Step(time.Now(), m))
+		w.step(ctx, m)
 	case runStarted:
-		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunStarted{Run: m.run, Err: m.err, Dead: w.dead()}))
+		w.step(ctx, storeproto.RunStarted{Run: m.run, Err: m.err, Dead: w.dead()})
 	case runEnded:
-		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunEnded{Run: m.run, End: m.end, Dead: w.dead()}))
+		w.step(ctx, storeproto.RunEnded{Run: m.run, End: m.end, Dead: w.dead()})
 	case *messages.ReduceRelease:
 		// A target is kept only whole: a root's that its coordinator
 		// committed, a gather's that it finished. A root whose result the
 		// coordinator did not take (it moved the root elsewhere) holds a
 		// target nobody may read whole: it goes.
-		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunsRelease{Keep: m.GetKeepTarget() && w.targetComplete()}))
+		w.step(ctx, storeproto.RunsRelease{Keep: m.GetKeepTarget() && w.targetComplete()})
 	case *actor.Terminated:
 		if samePID(w.coordinator, m.GetWho()) {
 			w.cfg.Log.WithField("reduce", w.runs.Task().GetReduceId()).Debug("reduce coordinator gone; releasing this position")
-			w.do(ctx, w.runs.Step(time.Now(), storeproto.CoordinatorGone{TargetComplete: w.targetComplete() || w.targetAwaitsCommit()}))
+			w.step(ctx, storeproto.CoordinatorGone{TargetComplete: w.targetComplete() || w.targetAwaitsCommit()})
 		}
 	case *actor.Stopping, *actor.Restarting:
-		w.do(ctx, w.runs.Step(time.Now(), storeproto.RunsStop{}))
+		w.step(ctx, storeproto.RunsStop{})
 		tracing.End(w.span, nil)
 	}
 }
@@ -138,8 +138,17 @@ func (w *reduceWorker) watchCoordinator(ctx actor.Context) {
 // nothing more).
 func (w *reduceWorker) dead() bool { return w.cfg.Store.Failed() != nil }
 
-// do carries out one step of the position's runs.
-func (w *reduceWorker) do(ctx actor.Context, s storeproto.RunStep) {
+// running is the position's runs with this worker's part of each step
+// done as it is stepped, before its Box is carried out: a run canceled,
+// the output rewound, a new run started.
+type running struct {
+	w   *reduceWorker
+	ctx actor.Context
+}
+
+func (r running) Step(now time.Time, ev any) storeproto.RunStep {
+	w := r.w
+	s := w.runs.Step(now, ev)
 	if s.Cancel != 0 && w.cancel != nil {
 		w.cancel()
 		w.cancel = nil
@@ -148,9 +157,15 @@ func (w *reduceWorker) do(ctx actor.Context, s storeproto.RunStep) {
 		w.rewind(keepsTarget(w.runs.Task()))
 	}
 	if s.Run != nil {
-		w.start(ctx, s.Run)
+		w.start(r.ctx, s.Run)
 	}
-	workerOut.Carry(ctx, w, s.Box, nil)
+	return s
+}
+
+// step steps the position's runs with ev on workerDrive, and releases
+// the position when the step says so.
+func (w *reduceWorker) step(ctx actor.Context, ev any) {
+	s, _ := workerDrive.Step(ctx, w, running{w: w, ctx: ctx}, ev)
 	if s.Release {
 		w.release(s.KeepOutput)
 		w.out.forget()
@@ -158,9 +173,9 @@ func (w *reduceWorker) do(ctx actor.Context, s storeproto.RunStep) {
 	}
 }
 
-// workerOut carries out a position's steps (the generic shell): its
-// reports go to the coordinator's PID.
-var workerOut = &shell.Carrier[*reduceWorker]{}
+// workerDrive steps a position's runs and carries out their Box (the
+// generic driver): its reports go to the coordinator's PID.
+var workerDrive = &shell.Driver[*reduceWorker, any, storeproto.RunStep]{}
 
 // start runs one generation on its own goroutine, bounded by the task's
 // timeout; it reports back to this actor.
