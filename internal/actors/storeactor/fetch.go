@@ -130,7 +130,7 @@ func (n *StoreNode) startFetch(ctx actor.Context, obj *objstore.Object, deadline
 	}
 	run.p = fetchrun.NewFetch(fetchConfig(n.cfg, id), n.cfg.Store, obj, deadline, observer(n.cfg))
 	n.fetches[id] = run
-	n.drain(ctx, run, run.p.Start(time.Now()))
+	n.fetchStep(ctx, run, storeproto.FetchStart{})
 }
 
 // startInto starts the fetch of a GetInto of an object this node does
@@ -149,7 +149,7 @@ func (n *StoreNode) startInto(ctx actor.Context, req *getinto.Request, caller *a
 	n.intos[run] = struct{}{}
 	system, self := ctx.ActorSystem(), ctx.Self()
 	run.into.stopWatch = context.AfterFunc(req.Dst.Context(), func() { system.Root.Send(self, &fetchCallerGone{run: run}) })
-	n.drain(ctx, run, run.p.Start(time.Now()))
+	n.fetchStep(ctx, run, storeproto.FetchStart{})
 }
 
 // fetchConfig is the protocol's configuration for a fetch of object id.
@@ -182,10 +182,10 @@ func (n *StoreNode) fetchLocated(ctx actor.Context, m *fetchLocated) {
 		run.stopWatchDue()
 	}
 	if m.err != nil {
-		n.drain(ctx, run, run.p.LocateFailed(m.attempt, m.err, time.Now()))
+		n.fetchStep(ctx, run, storeproto.FetchLocateFailed{Attempt: m.attempt, Err: m.err})
 		return
 	}
-	n.drain(ctx, run, run.p.Located(m.reply, time.Now()))
+	n.fetchStep(ctx, run, storeproto.FetchLocated{Reply: m.reply})
 }
 
 // fetchWatchDue watches the shard of a run whose Locate is late.
@@ -197,7 +197,7 @@ func (n *StoreNode) fetchWatchDue(ctx actor.Context, m *fetchWatchDue) {
 
 func (n *StoreNode) fetchTimerFired(ctx actor.Context, m *fetchTimerFired) {
 	if !m.run.done {
-		n.drain(ctx, m.run, m.run.p.Timer(m.t, time.Now()))
+		n.fetchStep(ctx, m.run, m.t)
 	}
 }
 
@@ -208,16 +208,16 @@ func (n *StoreNode) fetchStreamEnded(ctx actor.Context, m *fetchStreamEnded) {
 	}
 	run.endCopy(m.id)
 	if run.into != nil {
-		n.drain(ctx, run, run.p.IntoStreamEnded(m.id, m.upTo, m.err, time.Now()))
+		n.fetchStep(ctx, run, storeproto.FetchIntoStreamEnded{Stream: m.id, UpTo: m.upTo, Err: m.err})
 	} else {
-		n.drain(ctx, run, run.p.StreamEnded(m.id, m.err, time.Now()))
+		n.fetchStep(ctx, run, storeproto.FetchStreamEnded{Stream: m.id, Err: m.err})
 	}
 }
 
 func (n *StoreNode) fetchCallerGone(ctx actor.Context, m *fetchCallerGone) {
 	if run := m.run; !run.done && !run.into.replied {
-		run.into.replied = true         // nobody to answer: the caller returned
-		n.drain(ctx, run, run.p.Stop()) // cuts its copy
+		run.into.replied = true                       // nobody to answer: the caller returned
+		n.fetchStep(ctx, run, storeproto.FetchStop{}) // cuts its copy
 	}
 }
 
@@ -232,12 +232,12 @@ func (n *StoreNode) fetchPeerGone(ctx actor.Context, who *actor.PID) {
 		}
 		if run.cancel != nil && actorutil.Key(run.shard) == key {
 			run.hangUp()
-			n.drain(ctx, run, run.p.LocateFailed(run.attempt, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s stopped", who.GetId()), time.Now()))
+			n.fetchStep(ctx, run, storeproto.FetchLocateFailed{Attempt: run.attempt, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "directory shard %s stopped", who.GetId())})
 		}
 		if node, ok := run.senders[key]; ok && !run.done {
 			delete(run.senders, key)
 			n.cfg.Log.WithFields(logrus.Fields{"object": run.id, "sender": membername.Actor(who)}).Info("sender terminated")
-			n.drain(ctx, run, run.p.SenderFailed(node))
+			n.fetchStep(ctx, run, storeproto.FetchSenderFailed{Node: node})
 		}
 	}
 	for _, run := range n.fetches {
@@ -254,17 +254,19 @@ func (n *StoreNode) fetchPeerGone(ctx actor.Context, who *actor.PID) {
 // two travel different ways; both end here, in this actor.
 func (n *StoreNode) fetchDropped(ctx actor.Context, obj *objstore.Object) {
 	if run := n.fetches[obj.ID()]; run != nil && run.obj == obj {
-		n.drain(ctx, run, run.p.Dropped())
+		n.fetchStep(ctx, run, storeproto.FetchDropped{})
 	}
 }
 
-// newFetchCarrier wires the generic shell to the fetch protocol: a
-// Locate goes through the Locator and a CancelLocate hangs its call up,
-// other sends go to the shard or node they name; a timer comes back as a
-// fetchTimerFired of its run; the senders a run streams from are watched
-// by the node (once), and their end is the run's sender failure.
-func (n *StoreNode) newFetchCarrier() *shell.Carrier[*fetchRun] {
-	return &shell.Carrier[*fetchRun]{
+// newFetchDriver wires the generic driver to the fetch protocol (the
+// run's fetchrun.Fetch, which fills in the store's state): a Locate
+// goes through the Locator and a CancelLocate hangs its call up, other
+// sends go to the shard or node they name; a timer comes back as a
+// fetchTimerFired of its run; the senders a run streams from are
+// watched by the node (once), and their end is the run's sender
+// failure.
+func (n *StoreNode) newFetchDriver() *shell.Driver[*fetchRun, any, storeproto.FetchOutput] {
+	return &shell.Driver[*fetchRun, any, storeproto.FetchOutput]{Carrier: shell.Carrier[*fetchRun]{
 		Resolve: n.resolve,
 		Route: func(ctx actor.Context, run *fetchRun, s outbox.Send) bool {
 			switch m := s.Msg.(type) {
@@ -307,16 +309,35 @@ func (n *StoreNode) newFetchCarrier() *shell.Carrier[*fetchRun] {
 			}
 			ctx.ActorSystem().EventStream.Publish(e)
 		},
-	}
+	}}
 }
 
-// drain carries out one step's output: its Box through the generic
-// shell, then what is the fetch's own (a copy to cut or start, the end).
+// fetchStep steps run's fetch with ev on fetchDrive, then acts on what
+// is the fetch's own (fetched). A run already ended steps its fetch and
+// carries out nothing.
+func (n *StoreNode) fetchStep(ctx actor.Context, run *fetchRun, ev any) {
+	if run.done {
+		run.p.Step(time.Now(), ev)
+		return
+	}
+	out, _ := n.fetchDrive.Step(ctx, run, run.p, ev)
+	n.fetched(ctx, run, out)
+}
+
+// drain carries out an output stepped elsewhere (a fast Get's, on the
+// caller's goroutine): its Box through the driver's Carrier, then what
+// is the fetch's own.
 func (n *StoreNode) drain(ctx actor.Context, run *fetchRun, out storeproto.FetchOutput) {
 	if run.done {
 		return
 	}
-	n.fetchOut.Carry(ctx, run, out.Box, nil)
+	n.fetchDrive.Carry(ctx, run, out.Box, nil)
+	n.fetched(ctx, run, out)
+}
+
+// fetched acts on what is a fetch step's own, after its Box was carried
+// out: a copy to cut or start, the end.
+func (n *StoreNode) fetched(ctx actor.Context, run *fetchRun, out storeproto.FetchOutput) {
 	if out.Cut != 0 {
 		if cut := run.cuts[out.Cut]; cut != nil {
 			cut()

@@ -38,10 +38,10 @@ type StoreNode struct {
 	intos   map[*fetchRun]struct{}
 	// locator carries the fetches' Locates (Config.Locate).
 	locator Locator
-	// fetchOut carries out the fetch protocol's outboxes, and putDrive
-	// and deleteDrive step a Put's and a Delete's and carry out their
-	// Boxes (the generic shell, wired once per incarnation).
-	fetchOut    *shell.Carrier[*fetchRun]
+	// fetchDrive, putDrive and deleteDrive step a fetch's, a Put's and
+	// a Delete's protocol and carry out their Boxes (the generic shell,
+	// wired once per incarnation).
+	fetchDrive  *shell.Driver[*fetchRun, any, storeproto.FetchOutput]
 	putDrive    *shell.Driver[uint64, any, storeproto.PutStep]
 	deleteDrive *shell.Driver[uint64, any, storeproto.DeleteStep]
 	// reduces are the reduce workers, by reduce id and position. They
@@ -195,7 +195,7 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 
 func (n *StoreNode) started(ctx actor.Context) {
 	n.fetches, n.intos = map[string]*fetchRun{}, map[*fetchRun]struct{}{}
-	n.fetchOut, n.putDrive, n.deleteDrive = n.newFetchCarrier(), n.newPutDriver(), n.newDeleteDriver()
+	n.fetchDrive, n.putDrive, n.deleteDrive = n.newFetchDriver(), n.newPutDriver(), n.newDeleteDriver()
 	n.locator = n.cfg.Locate
 	if n.locator == nil {
 		n.locator = requestLocate(ctx.ActorSystem())
