@@ -1214,6 +1214,11 @@ func TestOnlyTheLastRootGenerationIsCommitted(t *testing.T) {
 		t.Fatalf("sends in order: commit %d, publication %d, n1's release %d, reply %d; want the commit before n1's release and the publication before the reply",
 			at[0], publish, release, reply)
 	}
+	// The coordinator's shell keeps the reply back while a commit is
+	// unconfirmed, deciding as each send goes: the reply comes last.
+	if reply != len(fx.Sends)-1 || at[0] > reply {
+		t.Fatalf("the reply is send %d of %d, the commit %d; want the reply last, after the commit", reply, len(fx.Sends), at[0])
+	}
 }
 
 // A deleted source's location that arrives after its deletion (an inline
