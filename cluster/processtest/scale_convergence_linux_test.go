@@ -116,9 +116,9 @@ func BenchmarkScaleConvergence(t *testing.B) {
 					r := measureScale(t, bed, b.bin, n, wait, hold, provider, extra)
 					results[key] = append(results[key], r)
 					t.Logf("%s N=%d converged=%v in %v; held %v with %d false expulsions (%d checks); idle: %.4f CPU-s/s per member, %.0f B/s syscall I/O per member (%v window; loadavg %s); "+
-						"paused member kept %v; killed member out of every view in %v; etcd %.4f CPU-s/s",
+						"paused member kept %v; killed member out of every view in %v; etcd %.4f CPU-s/s; %.0f B/s sent per member on its link (testbed)",
 						b.name, n, r.converged, r.convergence.Round(10*time.Millisecond), hold, r.expelled, r.holdChecks, r.cpuPerMember, r.ioPerMember, scaleIdle, r.load,
-						r.pauseKept, r.killGone.Round(time.Millisecond), r.etcdCPU)
+						r.pauseKept, r.killGone.Round(time.Millisecond), r.etcdCPU, r.netPerMember)
 					if !r.converged {
 						t.Errorf("%s N=%d: views did not converge within %v: %s", b.name, n, wait, r.lag)
 					} else if r.expelled > 0 {
@@ -181,6 +181,7 @@ type scaleResult struct {
 	holdChecks   int           // rounds of view comparisons while held
 	load         string        // /proc/loadavg's 1, 5 and 15 minute averages at the idle window
 	etcdCPU      float64       // the test process's CPU seconds per second over the idle window (its etcd's, with the etcd provider)
+	netPerMember float64       // on the testbed: bytes per second a member sent on its link over the idle window
 }
 
 func scaleSizes(t testing.TB) []int {
@@ -279,10 +280,17 @@ func measureScale(t testing.TB, bed *scaleBed, bin string, n int, wait, hold tim
 	time.Sleep(5 * time.Second)
 	cpu0, io0 := procTotals(t, nodes)
 	self0 := procCPU(t, os.Getpid())
+	var net0 int64
+	if bed != nil {
+		net0 = bed.sent(t, n)
+	}
 	t0 := time.Now()
 	time.Sleep(scaleIdle)
 	cpu1, io1 := procTotals(t, nodes)
 	secs := time.Since(t0).Seconds()
+	if bed != nil {
+		r.netPerMember = float64(bed.sent(t, n)-net0) / secs / float64(n)
+	}
 	if provider == "etcd" {
 		r.etcdCPU = (procCPU(t, os.Getpid()) - self0) / secs
 	}

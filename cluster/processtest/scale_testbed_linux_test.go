@@ -105,3 +105,24 @@ func (b *scaleBed) wrap(i, members int) []string {
 	return []string{"ip", "netns", "exec", fmt.Sprintf("%s-h%d", b.prefix, i), "env",
 		"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/members))}
 }
+
+// sent is the bytes hosts 0..n-1 have sent on their links: what the
+// bridge's end of each host's veth received. Unlike the bytes through a
+// process's system calls it counts datagrams (sendto is no write) and
+// nothing of the logs.
+func (b *scaleBed) sent(t testing.TB, n int) int64 {
+	t.Helper()
+	var total int64
+	for i := range n {
+		raw, err := os.ReadFile(fmt.Sprintf("/sys/class/net/%s-v%d/statistics/rx_bytes", b.prefix, i))
+		if err != nil {
+			t.Fatalf("host %d's link: %v", i, err)
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+		if err != nil {
+			t.Fatalf("host %d's link: %v", i, err)
+		}
+		total += v
+	}
+	return total
+}
