@@ -354,8 +354,8 @@ func (r *Reduction) onceBelow() int64 {
 // updates after all: a streamed plan (a tree, or slices) follows its
 // sources' copies for its repairs; an inline one that still waits for
 // sources (ResubscribeTimer: this is not urgent) hears of the deletion
-// of one it holds, which fails it (see sourceDeleted), as before the
-// answers ended subscriptions.
+// of one it holds, which fails it (see sourceDeleted), as a standing
+// subscription would have told it.
 func (r *Reduction) refollow(fx *effects, arrivedOnly bool) {
 	if r.unfollowed == 0 {
 		return
