@@ -67,11 +67,10 @@ const etcdKeepAlive = time.Second
 
 // etcdRequestWait is the deadline of every request of the provider's
 // loops. It is longer than the renewal interval: a server that many
-// members load at once (64 forming on two cores) answers a renewal in
-// more than a second, and a renewal cancelled at its deadline is one the
-// server worked on for nothing; five of those in a row expired a live
-// member's lease and expelled it. Two seconds still leaves two tries
-// within the lease's TTL.
+// members load at once (64 forming on two cores) answered requests in
+// more than a second, and a renewal cancelled at its deadline is work
+// the server did for nothing. Two seconds still leaves two tries within
+// the lease's TTL.
 const etcdRequestWait = 2 * time.Second
 
 // etcdGrace is how long, after an outage or once this member's own key
@@ -364,8 +363,8 @@ func (p *etcdProvider) refresh(ctx context.Context) (int64, error) {
 // apply brings the member list up to date with a watch's events and
 // publishes it. Only what changed crosses the network: re-reading the
 // whole list on every event made a forming cluster of N members read
-// N·N entries per join, which on a loaded machine delayed the members'
-// lease renewals until their leases expired.
+// N·N entries per join from the one server all of them renew their
+// leases with.
 func (p *etcdProvider) apply(events []*clientv3.Event) {
 	p.rev = applyEtcdEvents(p.known, p.rev, p.prefix, events)
 	p.observe()
