@@ -2,14 +2,14 @@ package bufalloc
 
 import "golang.org/x/sys/unix"
 
-// populateChunk is how much one madvise faults in. The kernel holds the
-// process's memory map lock for the whole of one call; a thread of the
-// runtime that must map memory (the heap growing) waits for it, and every
-// page fault of every other thread then waits behind that one. One call
-// over the 128 MiB warm-up reserve, slowed by a loaded machine (64
-// members starting on two cores), stalled a whole member for 8–9 s: its
-// etcd lease went unrenewed and the others expelled it. A few huge pages
-// at a time let the others in between.
+// populateChunk is how much one madvise faults in. One call over the
+// 128 MiB warm-up reserve, slowed by a loaded machine (64 members
+// starting on two cores), stalled a whole member for 8–9 s: its log fell
+// silent for the call and its etcd lease went unrenewed, so the others
+// expelled it. The likely reason is the process's memory map lock, which
+// the call holds while it faults and which the runtime's own mappings
+// and the other threads' page faults then wait for. A few huge pages at
+// a time let the others in between, and the stall went.
 const populateChunk = 4 << 20
 
 // madvise is unix.Madvise (a test counts the calls).
