@@ -2,7 +2,6 @@ package bench
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,19 +14,8 @@ import (
 // mid-measurement. Its run's command never starts, and the testbed in
 // use is left as it was.
 func TestTestbedRefusesOneInUse(t *testing.T) {
-	script, _ := filepath.Abs("testbed")
-	if why := testbedSkip(script); why != "" {
-		t.Skip("testbed run skipped: " + why)
-	}
-	prefix, net, err := freeTestbedNet()
-	if err != nil {
-		t.Fatal(err)
-	}
+	script, prefix, net := upTestbed(t, 2)
 	flags := []string{"--hosts", "2", "--prefix", prefix, "--net", strconv.Itoa(net)}
-	if out, err := exec.Command(script, append([]string{"up"}, flags...)...).CombinedOutput(); err != nil {
-		t.Fatalf("testbed up: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command(script, "down", "--prefix", prefix).Run() })
 	busy := exec.Command(script, "exec", "--prefix", prefix, "1", "--", "sleep", "60")
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)

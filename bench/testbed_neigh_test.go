@@ -20,29 +20,13 @@ import (
 // address resolved; the kernel counts every time the table was full
 // (table_fulls), which must not grow while the hosts resolve each other.
 func TestTestbedHostsReachEachOther(t *testing.T) {
-	script, _ := filepath.Abs("testbed")
-	if why := testbedSkip(script); why != "" {
-		t.Skip("testbed run skipped: " + why)
-	}
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash to connect from the hosts")
-	}
-	prefix, net, err := freeTestbedNet()
-	if err != nil {
-		t.Fatal(err)
+		t.Skip("testbed run skipped: no bash to connect from the hosts")
 	}
 	const hosts = 34
+	script, prefix, net := upTestbed(t, hosts)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	flags := []string{"--hosts", strconv.Itoa(hosts), "--prefix", prefix, "--net", strconv.Itoa(net)}
-	if out, err := exec.CommandContext(ctx, script, append([]string{"up"}, flags...)...).CombinedOutput(); err != nil {
-		t.Fatalf("testbed up: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "down", "--prefix", prefix).CombinedOutput(); err != nil {
-			t.Errorf("testbed down: %v\n%s", err, out)
-		}
-	})
 	fulls := arpTableFulls(t)
 	var addrs []string
 	for i := range hosts {
@@ -91,4 +75,30 @@ func arpTableFulls(t *testing.T) int {
 	}
 	t.Fatalf("no table_fulls in:\n%s", out)
 	return 0
+}
+
+// upTestbed brings up a testbed of hosts hosts on a network and prefix
+// of its own, taken down when the test ends, and returns the script, the
+// prefix and the network. It skips the test where the testbed cannot run
+// (not root, no iproute2).
+func upTestbed(t *testing.T, hosts int) (script, prefix string, net int) {
+	t.Helper()
+	script, _ = filepath.Abs("testbed")
+	if why := testbedSkip(script); why != "" {
+		t.Skip("testbed run skipped: " + why)
+	}
+	prefix, net, err := freeTestbedNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := exec.Command(script, "up", "--hosts", strconv.Itoa(hosts), "--prefix", prefix, "--net", strconv.Itoa(net))
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("testbed up: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(script, "down", "--prefix", prefix).CombinedOutput(); err != nil {
+			t.Errorf("testbed down: %v\n%s", err, out)
+		}
+	})
+	return script, prefix, net
 }

@@ -105,12 +105,16 @@ func startNodeIn(t testing.TB, wrap []string, bin string, slot memberSlot, seeds
 	_, manage, _ := net.SplitHostPort(slot.manage)
 	args := append([]string{"node", "-bind", slot.bind, "-manage-port", manage, "-seeds", strings.Join(seeds, ","),
 		"-log-format", "json", "-chunk-size", "256KiB", "-refresh", "100ms", "-capacity", "256MiB"}, extra...)
+	return startProc(t, slot, append(append(slices.Clone(wrap), bin), args...))
+}
+
+// startProc starts argv as the process of slot, collecting its output,
+// and kills it when the test ends (saving its log with
+// HOPLITE_TEST_LOGDIR, showing its tail if the test failed).
+func startProc(t testing.TB, slot memberSlot, argv []string) *nodeProc {
+	t.Helper()
 	p := &nodeProc{slot: slot, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	if len(wrap) > 0 {
-		p.cmd = exec.Command(wrap[0], append(append(slices.Clone(wrap[1:]), bin), args...)...)
-	} else {
-		p.cmd = exec.Command(bin, args...)
-	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	dieWithTest(p.cmd)
 	if err := p.cmd.Start(); err != nil {
@@ -127,7 +131,7 @@ func startNodeIn(t testing.TB, wrap []string, bin string, slot memberSlot, seeds
 			_ = os.WriteFile(filepath.Join(dir, name+".log"), []byte(p.stderr.String()), 0o644)
 		}
 		if t.Failed() {
-			t.Logf("node %s (%s) stdout:\n%s\nstderr (last 40 lines):\n%s", slot.bind, p.id, p.stdout.String(), tail(p.stderr.String(), 40))
+			t.Logf("process %s (%s) stdout:\n%s\nstderr (last 40 lines):\n%s", slot.bind, p.id, p.stdout.String(), tail(p.stderr.String(), 40))
 		}
 	})
 	return p

@@ -98,19 +98,8 @@ func measureMemberlist(t testing.TB, bed *scaleBed, bin string, n int) scaleResu
 		if bed != nil {
 			args = append(bed.wrap(i, n), args...)
 		}
-		p := &nodeProc{slot: slots[i], id: slots[i].bind, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-		p.cmd = exec.Command(args[0], args[1:]...)
-		p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-		dieWithTest(p.cmd)
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			p.exitErr = p.cmd.Wait()
-			close(p.exited)
-		}()
-		t.Cleanup(p.kill)
-		nodes[i] = p
+		nodes[i] = startProc(t, slots[i], args)
+		nodes[i].id = slots[i].bind
 	}
 	var r scaleResult
 	for end := start.Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
