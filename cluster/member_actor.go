@@ -568,10 +568,15 @@ func (a *membersActor) greeted(ctx actor.Context, h *messages.MemberHello) {
 	if ctx.Sender() != nil {
 		reply := &messages.MemberHelloReply{ProtocolVersion: a.m.cfg.version, Shards: int32(a.m.cfg.Shards),
 			MemberId: a.m.id, Store: a.m.ref, Compatible: ok, Error: why, Cluster: a.m.cfg.ClusterName}
-		for _, id := range a.st.view.Live() {
-			reply.View = append(reply.View, id)
-			reply.ViewAddresses = append(reply.ViewAddresses, a.st.view.Address(id))
-			reply.ViewStores = append(reply.ViewStores, a.st.view.Store(id))
+		live := a.st.view.Live()
+		if d := h.GetViewDigest(); d != 0 && d == memberview.Digest(live) {
+			reply.ViewSame = true
+		} else {
+			for _, id := range live {
+				reply.View = append(reply.View, id)
+				reply.ViewAddresses = append(reply.ViewAddresses, a.st.view.Address(id))
+				reply.ViewStores = append(reply.ViewStores, a.st.view.Store(id))
+			}
 		}
 		ctx.Respond(reply)
 	}
@@ -832,18 +837,26 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 			continue
 		}
 		vc.inflight = true
+		// The view goes as a digest: a peer that agrees answers without
+		// its view, so an idle comparison costs O(1) bytes per
+		// neighbour, not O(n) (an older peer sends its view anyway).
+		sent := st.lastLive
 		// To the incarnation this member places shards on: another one at
 		// its address does not have that actor.
 		f := ctx.RequestFuture(memberPID(store.GetAddress(), rootOf(store), membersName),
-			&messages.MemberHello{ProtocolVersion: m.cfg.version, Shards: int32(m.cfg.Shards), ToMemberId: id}, time.Second)
+			&messages.MemberHello{ProtocolVersion: m.cfg.version, Shards: int32(m.cfg.Shards), ToMemberId: id,
+				ViewDigest: memberview.Digest(sent)}, time.Second)
 		ctx.ReenterAfter(f, func(res any, err error) {
 			vc.inflight = false
 			r, ok := res.(*messages.MemberHelloReply)
 			if err != nil || !ok || r.GetMemberId() != id {
 				return // not answering: the failure path's business
 			}
-			mine := st.lastLive
-			missingHere, missingThere := viewDiff(mine, r.GetView())
+			mine, theirs := st.lastLive, r.GetView()
+			if r.GetViewSame() {
+				theirs = sent
+			}
+			missingHere, missingThere := viewDiff(mine, theirs)
 			if len(missingHere) == 0 && len(missingThere) == 0 {
 				if vc.warned {
 					m.log.WithField("peer", id).Info("membership views agree again")
@@ -857,7 +870,7 @@ func (a *membersActor) compareViews(ctx actor.Context) {
 			}
 			if time.Since(vc.since) >= viewDisagreeAfter && !vc.warned {
 				vc.warned = true
-				m.log.WithFields(logrus.Fields{"peer": id, "view": mine, "peer_view": r.GetView(),
+				m.log.WithFields(logrus.Fields{"peer": id, "view": mine, "peer_view": theirs,
 					"missing_here": missingHere, "missing_there": missingThere}).Warn(
 					"membership views disagree: this member and its peer place shards differently (check that both reach the same provider, or the same seeds)")
 			}

@@ -9,6 +9,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/memberview"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // viewOf is a member's live view (sorted ids).
@@ -138,6 +142,50 @@ func TestViewsDisagreeLogged(t *testing.T) {
 		if e.Level == logrus.WarnLevel && e.Data["member"] != d.ID() && e.Data["peer"] != d.ID() &&
 			strings.HasPrefix(e.Message, "membership views disagree") {
 			t.Fatalf("%v warned: %s %v", e.Data["member"], e.Message, e.Data)
+		}
+	}
+}
+
+// TestViewComparedByDigest: a member asked to compare views with a
+// digest its own view matches answers without its view (the idle
+// comparison's cost does not grow with the cluster); any other digest,
+// or none, gets the whole view.
+func TestViewComparedByDigest(t *testing.T) {
+	t.Parallel()
+	log := testLogger(t, logrus.InfoLevel)
+	slots, seeds := memberSlots(t, 3)
+	var ms []*Member
+	for _, s := range slots {
+		m, err := joinSlot(t, s, seeds, log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	waitSameView(t, ms...)
+	a, b := ms[0], ms[1]
+	view := viewOf(b)
+	ask := func(digest uint64) *messages.MemberHelloReply {
+		t.Helper()
+		ctx := deadline(t, 10*time.Second)
+		res, err := actorutil.Request(ctx, a.System().Root, memberPID(b.Node().GetAddress(), rootOf(b.Node()), membersName),
+			&messages.MemberHello{ProtocolVersion: ProtocolVersion, Shards: int32(b.cfg.Shards), ToMemberId: b.ID(), ViewDigest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := res.(*messages.MemberHelloReply)
+		if !ok || r.GetMemberId() != b.ID() {
+			t.Fatalf("reply %T %v", res, res)
+		}
+		return r
+	}
+	if r := ask(memberview.Digest(view)); !r.GetViewSame() || len(r.GetView()) != 0 || len(r.GetViewAddresses()) != 0 || len(r.GetViewStores()) != 0 {
+		t.Fatalf("same digest: view_same %v, view %v, %d addresses, %d stores", r.GetViewSame(), r.GetView(), len(r.GetViewAddresses()), len(r.GetViewStores()))
+	}
+	for _, d := range []uint64{0, memberview.Digest(view[:2])} {
+		r := ask(d)
+		if r.GetViewSame() || !slices.Equal(r.GetView(), view) || len(r.GetViewAddresses()) != len(view) || len(r.GetViewStores()) != len(view) {
+			t.Fatalf("digest %x: view_same %v, view %v (want %v), %d addresses, %d stores", d, r.GetViewSame(), r.GetView(), view, len(r.GetViewAddresses()), len(r.GetViewStores()))
 		}
 	}
 }

@@ -46,7 +46,12 @@ type MemberHello struct {
 	ToMemberId string `protobuf:"bytes,5,opt,name=to_member_id,json=toMemberId,proto3" json:"to_member_id,omitempty"`
 	// The sender's cluster name ("" from a client that joins nothing): a
 	// member of another cluster answers but does not take the greeting.
-	Cluster       string `protobuf:"bytes,6,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Cluster string `protobuf:"bytes,6,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// A digest of the sender's live view (the periodic comparison of
+	// views; 0 on a handshake): a replier whose own view has the same
+	// digest sets view_same and leaves its view out, so an idle
+	// comparison costs a few bytes rather than the whole view.
+	ViewDigest    uint64 `protobuf:"fixed64,7,opt,name=view_digest,json=viewDigest,proto3" json:"view_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -123,6 +128,13 @@ func (x *MemberHello) GetCluster() string {
 	return ""
 }
 
+func (x *MemberHello) GetViewDigest() uint64 {
+	if x != nil {
+		return x.ViewDigest
+	}
+	return 0
+}
+
 type MemberHelloReply struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
@@ -135,8 +147,11 @@ type MemberHelloReply struct {
 	ViewAddresses   []string               `protobuf:"bytes,8,rep,name=view_addresses,json=viewAddresses,proto3" json:"view_addresses,omitempty"` // their actor system addresses, same order
 	ViewStores      []*NodeRef             `protobuf:"bytes,9,rep,name=view_stores,json=viewStores,proto3" json:"view_stores,omitempty"`          // their store nodes, same order (which name their incarnations' actors)
 	Cluster         string                 `protobuf:"bytes,10,opt,name=cluster,proto3" json:"cluster,omitempty"`                                 // the replier's cluster name
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The replier's live view has the hello's view_digest; view,
+	// view_addresses and view_stores are left out.
+	ViewSame      bool `protobuf:"varint,11,opt,name=view_same,json=viewSame,proto3" json:"view_same,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemberHelloReply) Reset() {
@@ -237,6 +252,13 @@ func (x *MemberHelloReply) GetCluster() string {
 		return x.Cluster
 	}
 	return ""
+}
+
+func (x *MemberHelloReply) GetViewSame() bool {
+	if x != nil {
+		return x.ViewSame
+	}
+	return false
 }
 
 // MemberLeaving: the sender leaves gracefully. The receiver takes it out
@@ -417,7 +439,7 @@ var File_hoplite_member_proto protoreflect.FileDescriptor
 
 const file_hoplite_member_proto_rawDesc = "" +
 	"\n" +
-	"\x14hoplite/member.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"\xd1\x01\n" +
+	"\x14hoplite/member.proto\x12\ahoplite\x1a\x15hoplite/hoplite.proto\"\xf2\x01\n" +
 	"\vMemberHello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
@@ -425,7 +447,9 @@ const file_hoplite_member_proto_rawDesc = "" +
 	"\x05store\x18\x04 \x01(\v2\x10.hoplite.NodeRefR\x05store\x12 \n" +
 	"\fto_member_id\x18\x05 \x01(\tR\n" +
 	"toMemberId\x12\x18\n" +
-	"\acluster\x18\x06 \x01(\tR\acluster\"\xd8\x02\n" +
+	"\acluster\x18\x06 \x01(\tR\acluster\x12\x1f\n" +
+	"\vview_digest\x18\a \x01(\x06R\n" +
+	"viewDigest\"\xf5\x02\n" +
 	"\x10MemberHelloReply\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x16\n" +
 	"\x06shards\x18\x02 \x01(\x05R\x06shards\x12\x1b\n" +
@@ -440,7 +464,8 @@ const file_hoplite_member_proto_rawDesc = "" +
 	"\vview_stores\x18\t \x03(\v2\x10.hoplite.NodeRefR\n" +
 	"viewStores\x12\x18\n" +
 	"\acluster\x18\n" +
-	" \x01(\tR\acluster\",\n" +
+	" \x01(\tR\acluster\x12\x1b\n" +
+	"\tview_same\x18\v \x01(\bR\bviewSame\",\n" +
 	"\rMemberLeaving\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\"1\n" +
 	"\x12MemberLeavingReply\x12\x1b\n" +
