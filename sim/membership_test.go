@@ -62,3 +62,27 @@ func TestMembershipIsDeterministic(t *testing.T) {
 		t.Fatalf("two runs of one seed differ: %+v, %+v", *a, *b)
 	}
 }
+
+// TestMembershipIdleTrafficIsLogarithmic: an idle member's monitoring
+// traffic (its health checks and its comparisons of views) grows with
+// log N: the bytes per member per second at 64 are at most
+// log2(64)/log2(8) = 2 times those at 8. A message whose size grows with
+// N, such as a whole view in every comparison's answer, breaks it.
+func TestMembershipIdleTrafficIsLogarithmic(t *testing.T) {
+	bytes := map[int]float64{}
+	for _, n := range []int{8, 64} {
+		o, err := RunMembership(MembershipConfig{N: n, Seed: 5, Latency: 50 * time.Microsecond, MsgCost: 20 * time.Microsecond,
+			Seeds: 3, StartSpread: time.Second, Idle: 40 * time.Second})
+		if err != nil {
+			t.Fatalf("N=%d: %v", n, err)
+		}
+		if len(o.Violations) > 0 {
+			t.Fatalf("N=%d: %q", n, o.Violations)
+		}
+		bytes[n] = o.IdleBytes
+		t.Logf("N=%d: %.0f B/member/s, %.1f msgs/member/s", n, o.IdleBytes, o.IdleMessages)
+	}
+	if bytes[8] <= 0 || bytes[64] > bytes[8]*math.Log2(64)/math.Log2(8) {
+		t.Fatalf("idle bytes per member per second %.0f at 8, %.0f at 64: more than log2(64)/log2(8) = 2 times", bytes[8], bytes[64])
+	}
+}
