@@ -74,7 +74,10 @@ func FillCost(n int, L time.Duration, B float64, S, c int64) (time.Duration, int
 	return time.Duration(best * float64(time.Second)), bd
 }
 
-// Analytic is system's modelled time for scenario on n hosts.
+// Analytic is system's modelled time for scenario on n hosts, charged
+// the CPU the simulated cores pay (peerCPU: the same per byte, per chunk
+// message and per operation), so that a curve is one a real system on
+// these hosts could meet:
 //
 //	binomial tree (MPI):  ⌈log2 n⌉·(L + S/B), twice for AllReduce
 //	pipelined chain:      S/B + (n-2)·c/B + (n-1)·L (a chain of n-1 hops
@@ -90,16 +93,15 @@ func FillCost(n int, L time.Duration, B float64, S, c int64) (time.Duration, int
 //	                      AllReduce adds the broadcast as a chain with
 //	                      its fill
 //
-// A broadcast is priced as a reduce: the same tree, the bytes flowing the
-// other way. For the notice and the barrier, only the binomial tree is
-// drawn: the BMG's ⌈log2 n⌉ rounds of L plus a message's cost after the
-// detection, and a flat barrier's n arrivals at one manager.
+// where S/B is S at the slower of the link and the host's CPU per byte,
+// a chunk's fill pays both, and L a hop's CPU for its message besides
+// the link's latency. A broadcast is priced as a reduce: the same tree,
+// the bytes flowing the other way. For the notice and the barrier, only
+// the binomial tree is drawn: the BMG's ⌈log2 n⌉ rounds of L plus a
+// message's cost after the detection, and a flat barrier's n arrivals
+// at one manager.
 func Analytic(system, scenario string, n int, S int64, p Params) time.Duration {
 	B := p.Bandwidth / 8 * p.PayloadEfficiency
-	L := p.Latency.Seconds()
-	sb := float64(S) / B
-	chunk := int64(plan.ChunkForObject(B, S))
-	c := float64(chunk) / B
 	lg := math.Ceil(math.Log2(float64(n)))
 	secs := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	switch scenario {
@@ -114,39 +116,86 @@ func Analytic(system, scenario string, n int, S int64, p Params) time.Duration {
 		}
 		return 0
 	}
-	all := scenario == "allreduce"
+	chunk := int64(plan.ChunkForObject(B, S))
+	cpu := peerCPU(p, B, chunk)
+	L := p.Latency.Seconds() + cpu.msg
+	fs := float64(S)
+	// The stream of the collective's first half: a reduce's combines,
+	// a broadcast's copies; an AllReduce's second half is a broadcast.
+	first := cpu.copy
+	if scenario != "broadcast" {
+		first = cpu.combine
+	}
+	var t float64
 	switch system {
 	case SysBinomial:
-		t := lg * (L + sb)
-		if all {
-			t *= 2
+		t = lg * (L + fs*first.perByte)
+		if scenario == "allreduce" {
+			t += lg * (L + fs*cpu.copy.perByte)
 		}
-		return secs(t)
 	case SysChain:
-		hops, xfer := float64(n-1), sb
-		if all {
+		hops := float64(n - 1)
+		t = fs*first.perByte + math.Max(hops-1, 0)*first.fill + hops*L
+		if scenario == "allreduce" {
 			// A middle host's downlink takes both the partial sum and the
-			// result, its uplink sends both: 2·S/B.
-			hops, xfer = float64(2*n-3), 2*sb
+			// result, its uplink sends both: 2·S/B over 2n-3 hops.
+			hops = float64(2*n - 3)
+			t = fs*(first.perByte+cpu.copy.perByte) + math.Max(hops-1, 0)*(first.fill+cpu.copy.fill)/2 + hops*L
 		}
-		return secs(xfer + math.Max(hops-1, 0)*c + hops*L)
 	case SysRing:
-		return secs(2*float64(n-1)/float64(n)*sb + 2*float64(n-1)*L)
+		part := float64(n-1) / float64(n) * fs
+		t = part*(first.perByte+cpu.copy.perByte) + 2*float64(n-1)*L
 	case SysThesis:
-		t, _ := ThesisCost(n, p.Latency, B, S)
-		if all {
-			t += plan.Cost(max(n-1, 1), 1, p.Latency, B, S)
+		d, _ := ThesisCost(n, secs(L), 1/first.perByte, S)
+		t = d.Seconds()
+		if scenario == "allreduce" {
+			t += plan.Cost(max(n-1, 1), 1, secs(L), 1/cpu.copy.perByte, S).Seconds()
 		}
-		return t
 	case SysThesisFill:
-		t, _ := FillCost(n, p.Latency, B, S, chunk)
-		if all {
-			b, _ := FillCost(n, p.Latency, B, S, chunk)
-			t += b
+		d, _ := FillCost(n, secs(L), 1/first.perByte, S, chunk)
+		t = d.Seconds()
+		if scenario == "allreduce" {
+			b, _ := FillCost(n, secs(L), 1/cpu.copy.perByte, S, chunk)
+			t += b.Seconds()
 		}
-		return t
+	default:
+		return 0
 	}
-	return 0
+	t += p.OperationCPU.Seconds()
+	if p.CPUs > 0 {
+		// Shared cores: every byte each host takes in, and each host's
+		// part in the operation, on CPUs cores at most.
+		total := float64(n-1)*fs*(first.perByteCPU) + float64(n)*p.OperationCPU.Seconds()
+		if scenario == "allreduce" {
+			total += float64(n-1) * fs * cpu.copy.perByteCPU
+		}
+		t = math.Max(t, total/float64(p.CPUs))
+	}
+	return secs(t)
+}
+
+// streamCPU is what a stream of bytes costs a host on the peers' curves.
+type streamCPU struct {
+	perByteCPU float64 // its CPU per byte taken in
+	perByte    float64 // seconds a byte: the slower of the link and the CPU
+	fill       float64 // seconds a chunk takes to cross a hop: the link's, then the CPU's
+}
+
+// peerStreams is the CPU the peers' curves pay: a copy's bytes (ByteCost
+// each) and a reduce's (ReduceCost more each), and msg, each chunk
+// message's CPU at its sender and its receiver (RequestCPU).
+type peerStreams struct {
+	copy, combine streamCPU
+	msg           float64
+}
+
+// peerCPU charges the peers the simulated cores' CPU on links of B
+// payload bytes a second, in chunks of chunk bytes.
+func peerCPU(p Params, B float64, chunk int64) peerStreams {
+	stream := func(cpu float64) streamCPU {
+		return streamCPU{perByteCPU: cpu, perByte: math.Max(1/B, cpu), fill: float64(chunk) * (1/B + cpu)}
+	}
+	return peerStreams{copy: stream(p.ByteCost), combine: stream(p.ByteCost + p.ReduceCost), msg: 2 * p.RequestCPU.Seconds()}
 }
 
 // Ideal is the scenario's ideal time, as hoplite bench computes it: S/B
