@@ -1148,7 +1148,12 @@ type ReducePlan struct {
 	// around the ring of participants (ReduceTask.relay), each receiving
 	// from its predecessor only; false: every gather fetched each slice
 	// from its root.
-	RingGather    bool `protobuf:"varint,12,opt,name=ring_gather,json=ringGather,proto3" json:"ring_gather,omitempty"`
+	RingGather bool `protobuf:"varint,12,opt,name=ring_gather,json=ringGather,proto3" json:"ring_gather,omitempty"`
+	// chunk: the most a d-ary tree's streams move in a chunk
+	// (plan.ReduceChunk for the tree's depth: every hop of a pipelined
+	// tree waits for a chunk), in bytes; 0 when the coordinator measured no
+	// bandwidth: each member reads in its own.
+	Chunk         int64 `protobuf:"varint,13,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1265,6 +1270,13 @@ func (x *ReducePlan) GetRingGather() bool {
 		return x.RingGather
 	}
 	return false
+}
+
+func (x *ReducePlan) GetChunk() int64 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
 }
 
 // ShapeCost is the cost model's time for one AllReduce shape.
@@ -3607,6 +3619,10 @@ type ReduceTask struct {
 	// ring of participants by relays, so that every participant receives
 	// from its predecessor only (see coordinator's sliced).
 	Relay bool `protobuf:"varint,18,opt,name=relay,proto3" json:"relay,omitempty"`
+	// chunk: the most this position reads its children's streams in a
+	// chunk (ReducePlan.chunk); 0: the node's own chunk. A node with a
+	// fixed chunk size keeps it.
+	Chunk int64 `protobuf:"varint,19,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
 	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3767,6 +3783,13 @@ func (x *ReduceTask) GetRelay() bool {
 		return x.Relay
 	}
 	return false
+}
+
+func (x *ReduceTask) GetChunk() int64 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
 }
 
 func (x *ReduceTask) GetTraceParent() string {
@@ -4683,7 +4706,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12'\n" +
 	"\x04plan\x18\x05 \x01(\v2\x13.hoplite.ReducePlanR\x04plan\x12!\n" +
 	"\fcompleted_by\x18\x06 \x01(\tR\vcompletedBy\x12#\n" +
-	"\rshard_stopped\x18\a \x01(\bR\fshardStopped\"\xbe\x03\n" +
+	"\rshard_stopped\x18\a \x01(\bR\fshardStopped\"\xd4\x03\n" +
 	"\n" +
 	"ReducePlan\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x14\n" +
@@ -4702,7 +4725,8 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"shapeCosts\x12\x16\n" +
 	"\x06slices\x18\v \x01(\x05R\x06slices\x12\x1f\n" +
 	"\vring_gather\x18\f \x01(\bR\n" +
-	"ringGather\":\n" +
+	"ringGather\x12\x14\n" +
+	"\x05chunk\x18\r \x01(\x03R\x05chunk\":\n" +
 	"\tShapeCost\x12\x14\n" +
 	"\x05shape\x18\x01 \x01(\tR\x05shape\x12\x17\n" +
 	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\x94\x01\n" +
@@ -4892,7 +4916,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
 	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xc2\x04\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xd8\x04\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -4916,7 +4940,8 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x06gather\x18\x0e \x01(\bR\x06gather\x12\x16\n" +
 	"\x06slices\x18\x10 \x01(\x05R\x06slices\x12\x1c\n" +
 	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\x12\x14\n" +
-	"\x05relay\x18\x12 \x01(\bR\x05relay\x12!\n" +
+	"\x05relay\x18\x12 \x01(\bR\x05relay\x12\x14\n" +
+	"\x05chunk\x18\x13 \x01(\x03R\x05chunk\x12!\n" +
 	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"<\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xab\x01\n" +

@@ -496,6 +496,9 @@ func (wk *worker) open() {
 		if !t.GetGather() && !t.GetRelay() {
 			st.cpu += w.p.ReduceCost
 		}
+		// The chunk the coordinator chose for the tree's depth, as a
+		// store node's reduce worker reads its children in.
+		st.limitChunk(t.GetChunk())
 		wk.inputs = append(wk.inputs, st)
 	}
 	wk.progress() // a sliced chain's first link has no input: its slice is here

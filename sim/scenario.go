@@ -76,8 +76,9 @@ type Outcome struct {
 	// MaxUpload is the most bytes one host's uplink carried for streams
 	// (broadcast): a sender's share of the tree.
 	MaxUpload int64 `json:"max_upload,omitempty"`
-	// Chunk is the largest chunk a stream moved over a link (broadcast):
-	// the shard's choice for the tree's depth, or the world's.
+	// Chunk is the largest chunk a stream moved over a link: the one
+	// chosen for the tree's depth (a broadcast's by its shard, a
+	// Reduce's by its coordinator), or the world's.
 	Chunk int64 `json:"chunk,omitempty"`
 	// Degree is the reduce tree's degree the cost model chose, Root the
 	// host whose root the coordinator last committed.
@@ -436,6 +437,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	if p := call.reply.GetPlan(); p != nil {
 		out.Degree, out.Shape = int(p.GetDegree()), p.GetShape()
 	}
+	out.Chunk = w.maxChunk
 	ids := call.reply.GetReducedIds()
 	var want uint64
 	seen := map[string]bool{}

@@ -2,6 +2,7 @@ package reduction
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -87,7 +88,11 @@ func newTreeRun(c *core, n, stale int) (*treeRun, error) {
 		r.plan.Shape = ShapeChainLeaf
 		r.tree, err = plan.NewChainLeafTree(n, plan.ChainLength(n, r.L, r.B, r.size))
 	default:
-		d, costs := plan.ChooseDegree(n, r.L, r.B, r.size, n)
+		choose := plan.ChooseDegree
+		if r.req.GetAllReduce() {
+			choose = plan.ChooseDegreeLinkChunk
+		}
+		d, costs := choose(n, r.L, r.B, r.size, n)
 		if r.cfg.ForceDegree > 0 {
 			d = min(r.cfg.ForceDegree, n)
 		}
@@ -99,6 +104,12 @@ func newTreeRun(c *core, n, stale int) (*treeRun, error) {
 		}
 		r.plan.Shape = ShapeDAry
 		r.tree, err = plan.NewTree(n, d)
+		if r.B > 0 && !math.IsInf(r.B, 1) && !r.req.GetAllReduce() {
+			// The chunk the cost model priced this depth's fill with:
+			// a deep chain in the link's chunk would wait for it at
+			// every hop.
+			r.plan.Chunk = int64(plan.ReduceChunk(n, d, r.B, r.size))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -147,7 +158,7 @@ func (r *treeRun) maybeSend(p int, fx *effects) {
 	r.need[p], r.sent[p], r.started[p] = false, true, false
 	task := &messages.ReduceTask{ReduceId: r.id, TargetId: r.req.GetTargetId(), Op: r.req.GetOp(), Dtype: r.req.GetDtype(),
 		Size: r.size, Position: int32(p), Root: p == r.tree.Root(), SourceId: r.assign.Holder(p), OutputId: r.outputOf(p),
-		Generation: int32(r.gen[p])}
+		Generation: int32(r.gen[p]), Chunk: r.plan.GetChunk()}
 	if p == r.tree.Root() {
 		r.rootSet[r.gen[p]] = r.assign.Placed()
 		r.rootAt[r.gen[p]] = r.nodeOf(p).GetNodeId()

@@ -508,7 +508,9 @@ func (w *reduceWorker) reduce(ctx context.Context, t *messages.ReduceTask, out *
 			return measured{}, 0, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "source %q: %v", t.GetSourceId(), err)
 		}
 	}
-	chunk := w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()) // one size for all of this task's streams
+	// One size for all of this task's streams, at most the chunk the
+	// coordinator chose for the tree's depth.
+	chunk := w.cfg.treeChunk(w.cfg.sharedStreamChunk(t.GetSize(), slicedStreams(t), t.GetBandwidth()), t.GetChunk())
 	own := reduceio.NewLocalStream(r, chunk)
 	defer own.Close()
 	var ownIn transport.Stream = own

@@ -102,12 +102,12 @@ func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Dur
 
 // ReduceBroadcastCost models the AllReduce that reduces to one root and
 // then broadcasts the target: the best tree of Cost (degree 1..min(n,
-// maxD), which ChooseDegree picks) plus the broadcast, a chain to the n-1
+// maxD), which ChooseDegreeLinkChunk picks) plus the broadcast, a chain to the n-1
 // other participants, Cost(n-1, 1) = (n-1)·L + S/B. The broadcast
 // pipelines behind the reduce, but it shares the same links, so its
 // bytes add up with the reduce's: 2·S/B over the busiest link for a chain.
 func ReduceBroadcastCost(n int, L time.Duration, B float64, S int64, maxD int) (time.Duration, int) {
-	d, costs := ChooseDegree(n, L, B, S, maxD)
+	d, costs := ChooseDegreeLinkChunk(n, L, B, S, maxD)
 	return saturate(float64(costs[d]) + float64(Cost(max(n-1, 1), 1, L, B, S))), d
 }
 

@@ -72,29 +72,67 @@ func saturate(nanos float64) time.Duration {
 //	Fill(1) = (n-2)·c/B         a chain of n-1 hops
 //	Fill(d) = (h-1)·d·c/B       h = ⌈log_d n⌉ levels (d > 1)
 //
-// c is the chunk the data plane moves an S-byte object in at B
-// (ChunkForObject, at most S). Eq. 2.1 leaves it out: a chain pays S/B
-// once whatever its length, which holds while (n-2)·c is small beside S;
-// at 1,024 hosts of 32 MiB on 400 Mbit/s a chain's fill is five times
-// its S/B. An unknown bandwidth (B <= 0 or NaN) adds nothing: Cost is
-// forever already.
+// c is the chunk the tree moves its partial results in (ReduceChunk, at
+// most S). Eq. 2.1 leaves it out: a chain pays S/B once whatever its
+// length, which holds while (n-2)·c is small beside S; that is what
+// ReduceChunk keeps it to, down to MinChunk (at 1,024 hosts of 32 MiB on
+// 400 Mbit/s a chain in the link's chunk would fill for five times its
+// S/B, in 64 KiB chunks for about twice). An unknown bandwidth (B <= 0
+// or NaN) adds nothing: Cost is forever already.
 func Fill(n, d int, B float64, S int64) time.Duration {
+	return fill(n, d, B, S, true)
+}
+
+// fill is Fill in the depth's chunk (ReduceChunk), or in the link's
+// (ChunkForObject) when depthChunk is false.
+func fill(n, d int, B float64, S int64, depthChunk bool) time.Duration {
 	n, d = max(n, 1), max(d, 1)
 	if !(B > 0) || math.IsInf(B, 1) || S <= 0 || n <= 2 {
 		return 0
 	}
-	c := min(int64(ChunkForObject(B, S)), S)
-	var hops float64
-	if d == 1 {
-		hops = float64(n - 2)
-	} else {
-		h := 0
-		for p := 1; p < n; p *= d {
-			h++
-		}
-		hops = float64((h - 1) * d)
+	c := ChunkForObject(B, S)
+	if depthChunk {
+		c = ReduceChunk(n, d, B, S)
 	}
-	return saturate(hops * transferNanos(B, c))
+	return saturate(fillHops(n, d) * transferNanos(B, min(int64(c), S)))
+}
+
+// fillHops is how many chunks a tree of degree d over n objects waits
+// for before its last byte can follow its first: n-2 for a chain,
+// (h-1)·d for a tree of h = ⌈log_d n⌉ levels.
+func fillHops(n, d int) float64 {
+	if n <= 2 {
+		return 0
+	}
+	if d <= 1 {
+		return float64(n - 2)
+	}
+	h := 0
+	for p := 1; p < n; p *= d {
+		h++
+	}
+	return float64((h - 1) * d)
+}
+
+// ReduceChunk is the chunk a reduce tree of degree d over n objects of
+// S bytes moves its partial results in: ChunkForObject(B, S), halved
+// (down to MinChunk) while the tree's fill, fillHops chunks, would be
+// more than BroadcastFillShare of S. As for a broadcast's tree
+// (BroadcastChunk): a chunk right for one stream on one link (about 5
+// ms of it) makes a deep chain pay those 5 ms at every hop, and the cost
+// model then leaves the chain, which takes in S a member, for a tree
+// whose interior members take in d·S. A shallow tree keeps the link's
+// chunk.
+func ReduceChunk(n, d int, B float64, S int64) int {
+	c := ChunkForObject(B, S)
+	if S <= 0 {
+		return c
+	}
+	hops := fillHops(max(n, 1), max(d, 1))
+	for c > MinChunk && hops*float64(c) > float64(S)*BroadcastFillShare {
+		c /= 2
+	}
+	return c
 }
 
 // ChooseDegree returns the degree in 1..min(n, maxD) that minimises Cost
@@ -105,12 +143,25 @@ func Fill(n, d int, B float64, S int64) time.Duration {
 // bandwidth (B <= 0) makes every degree cost forever alike: the answer is
 // the chain, d = 1, whatever L is.
 func ChooseDegree(n int, L time.Duration, B float64, S int64, maxD int) (d int, costs map[int]time.Duration) {
+	return chooseDegree(n, L, B, S, maxD, true)
+}
+
+// ChooseDegreeLinkChunk is ChooseDegree for a tree whose streams keep
+// the link's chunk (ChunkForObject) whatever its depth: an AllReduce's
+// reduce, whose result is broadcast over the same uplinks while the
+// reduce still streams, measured slower in the depth's chunk in the
+// simulator (at 64, 128 and 512 hosts on the testbed's links).
+func ChooseDegreeLinkChunk(n int, L time.Duration, B float64, S int64, maxD int) (d int, costs map[int]time.Duration) {
+	return chooseDegree(n, L, B, S, maxD, false)
+}
+
+func chooseDegree(n int, L time.Duration, B float64, S int64, maxD int, depthChunk bool) (d int, costs map[int]time.Duration) {
 	n, maxD = max(n, 1), max(maxD, 1)
 	top := min(n, maxD)
 	costs = make(map[int]time.Duration, top)
 	d = 1
 	for k := 1; k <= top; k++ {
-		costs[k] = Cost(n, k, L, B, S) + Fill(n, k, B, S)
+		costs[k] = Cost(n, k, L, B, S) + fill(n, k, B, S, depthChunk)
 		if costs[k] < costs[d] {
 			d = k
 		}

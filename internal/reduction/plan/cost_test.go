@@ -181,18 +181,21 @@ func TestChunkForObjectKeepsEnoughChunksToPipeline(t *testing.T) {
 }
 
 func TestFillHandComputed(t *testing.T) {
-	// B = 1e9 B/s, S = 8 MiB: 512 KiB chunks (ChunkFor's 4 MiB halved to
-	// keep 16 a chunk), 524.288 µs each.
+	// B = 1e9 B/s, S = 8 MiB: the link's chunk is 512 KiB (ChunkFor's 4
+	// MiB halved to keep 16 a chunk), 524.288 µs each; ReduceChunk halves
+	// it while the fill's chunks exceed S/16 = 512 KiB, down to 64 KiB.
 	const c = 524288 * time.Nanosecond
 	for _, tc := range []struct {
 		n, d int
 		want time.Duration
 	}{
-		{1, 1, 0}, {2, 1, 0}, {3, 1, c}, {16, 1, 14 * c},
-		{16, 2, 3 * 2 * c}, // h = 4
-		{17, 2, 4 * 2 * c}, // h = 5
-		{16, 4, 1 * 4 * c}, // h = 2
-		{16, 16, 0},        // the flat gather: one level
+		{1, 1, 0}, {2, 1, 0}, {3, 1, c}, // one hop of 512 KiB: the link's chunk
+		{4, 1, 2 * c / 2},      // two hops: 256 KiB chunks
+		{16, 1, 14 * c / 8},    // 14 hops: 64 KiB (still 896 KiB, but MinChunk)
+		{16, 2, 3 * 2 * c / 8}, // h = 4: 6 chunks of 64 KiB
+		{17, 2, 4 * 2 * c / 8}, // h = 5: 8 of 64 KiB
+		{16, 4, 1 * 4 * c / 4}, // h = 2: 4 of 128 KiB
+		{16, 16, 0},            // the flat gather: one level
 	} {
 		if got := Fill(tc.n, tc.d, 1e9, 8<<20); got != tc.want {
 			t.Errorf("Fill(%d, %d) = %v, want %v", tc.n, tc.d, got, tc.want)
@@ -209,10 +212,10 @@ func TestFillHandComputed(t *testing.T) {
 	}
 }
 
-// TestChooseDegreeWithFill: with the pipeline's fill a long chain loses
-// to the binary tree, as the simulator measures it (docs/simulator.md:
-// at 1,024 hosts of 32 MiB on the testbed's links the chain takes
-// 3.97 S/B, d = 2 2.19), while the testbed's sizes keep the chain.
+// TestChooseDegreeWithFill: with the pipeline's fill, in the chunk
+// ReduceChunk gives the chain's depth, a long chain loses to the binary
+// tree only once even 64 KiB chunks fill for longer than the tree's
+// second S/B takes, while the testbed's sizes keep the chain.
 func TestChooseDegreeWithFill(t *testing.T) {
 	const B = 400e6 / 8 * 1448 / 1514 // the testbed's payload rate
 	L := 44 * time.Microsecond
@@ -222,7 +225,7 @@ func TestChooseDegreeWithFill(t *testing.T) {
 		want int
 	}{
 		{4, 32 << 20, 1}, {8, 32 << 20, 1}, {16, 32 << 20, 1}, {128, 32 << 20, 1},
-		{256, 32 << 20, 2}, {1024, 32 << 20, 2},
+		{256, 32 << 20, 1}, {512, 32 << 20, 1}, {1024, 32 << 20, 2},
 		{8, 1 << 20, 1}, {16, 1 << 20, 1}, {64, 1 << 20, 2},
 	} {
 		if d, costs := ChooseDegree(tc.n, L, B, tc.S, tc.n); d != tc.want {
@@ -231,6 +234,30 @@ func TestChooseDegreeWithFill(t *testing.T) {
 		// Eq. 2.1 alone keeps the chain at every one of them.
 		if tc.want != 1 && Cost(tc.n, 1, L, B, tc.S) >= Cost(tc.n, 2, L, B, tc.S) {
 			t.Errorf("n=%d S=%d: eq. 2.1 alone already prefers d=2", tc.n, tc.S)
+		}
+	}
+}
+
+// TestReduceChunk: a shallow tree keeps the link's chunk; a deep one
+// halves it until its fill is S/16 at most, never under MinChunk.
+func TestReduceChunk(t *testing.T) {
+	const B = 400e6 / 8 * 1448 / 1514 // the testbed's payload rate: 256 KiB for 32 MiB
+	for _, tc := range []struct {
+		n, d int
+		S    int64
+		want int
+	}{
+		{8, 1, 32 << 20, 256 << 10},   // 6 hops of 256 KiB: 1.5 of S/16's 2 MiB
+		{16, 1, 32 << 20, 128 << 10},  // 14 hops: 3.5 MiB at 256 KiB
+		{64, 1, 32 << 20, MinChunk},   // 62 hops: MinChunk, though 3.9 MiB
+		{1024, 2, 32 << 20, MinChunk}, // h = 10: 18 hops
+		{16, 4, 32 << 20, 256 << 10},  // h = 2: 4 hops
+		{16, 16, 32 << 20, 256 << 10}, // the flat gather waits for no chunk
+		{1024, 1, 1 << 20, MinChunk},  // the object's own chunk is MinChunk already
+		{1024, 1, 0, 256 << 10},       // size unknown: the link's
+	} {
+		if got := ReduceChunk(tc.n, tc.d, B, tc.S); got != tc.want {
+			t.Errorf("ReduceChunk(%d, %d, S=%d) = %d, want %d", tc.n, tc.d, tc.S, got, tc.want)
 		}
 	}
 }
