@@ -132,7 +132,7 @@ func BenchmarkScaleConvergence(t *testing.B) {
 	}
 	for _, key := range keys {
 		rs := results[key]
-		var conv, cpu, io, gone []float64
+		var conv, cpu, io, link, gone []float64
 		failed := 0
 		for _, r := range rs {
 			if !r.converged {
@@ -143,9 +143,12 @@ func BenchmarkScaleConvergence(t *testing.B) {
 			cpu = append(cpu, r.cpuPerMember)
 			io = append(io, r.ioPerMember)
 			gone = append(gone, r.killGone.Seconds())
+			if bed != nil {
+				link = append(link, r.netPerMember)
+			}
 		}
-		t.Logf("%s: %d of %d converged; convergence s %s; idle CPU-s/s per member %s; syscall I/O B/s per member %s; kill known to all s %s",
-			key, len(rs)-failed, len(rs), medianRange(conv, "%.2f"), medianRange(cpu, "%.4f"), medianRange(io, "%.0f"), medianRange(gone, "%.2f"))
+		t.Logf("%s: %d of %d converged; convergence s %s; idle CPU-s/s per member %s; syscall I/O B/s per member %s; link B/s sent per member %s; kill known to all s %s",
+			key, len(rs)-failed, len(rs), medianRange(conv, "%.2f"), medianRange(cpu, "%.4f"), medianRange(io, "%.0f"), medianRange(link, "%.0f"), medianRange(gone, "%.2f"))
 	}
 }
 
