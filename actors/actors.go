@@ -46,6 +46,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/coordactor"
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actors/storeactor"
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
@@ -156,6 +157,4 @@ func ShardFor(shards []*actor.PID) func(objectID string) *actor.PID {
 // starts the count again). A restart keeps the actor's PID, so its peers
 // need not learn a new one; the Store keeps the node's objects, and a
 // shard rebuilds its state from the store nodes.
-func Supervision() actor.SupervisorStrategy {
-	return actor.NewExponentialBackoffStrategy(10*time.Second, 10*time.Millisecond)
-}
+func Supervision() actor.SupervisorStrategy { return actorutil.Supervision() }

@@ -129,7 +129,7 @@ const SysKernelSlack = "ours-kernel-slack"
 // ready (--peers cold, the experiment no-warm-up): no data-plane
 // connections to its peers until an operation dials them, no stated link
 // rate taken as its bandwidth, 4 KiB pages for its object buffers
-// (cluster/warmup.go). With --fresh, its
+// (internal/member/warmup.go). With --fresh, its
 // ratio to ours is what the warm-up saves a cluster's first operation.
 const SysOursCold = "ours-cold"
 

@@ -295,7 +295,7 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 	return ns, nil
 }
 
-// pagesLine finds a node's "object buffers: ..." line (cluster/warmup.go)
+// pagesLine finds a node's "object buffers: ..." line (internal/member/warmup.go)
 // in its JSON log.
 var pagesLine = regexp.MustCompile(`"msg":"object buffers: ([^"]*)"`)
 

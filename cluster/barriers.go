@@ -10,6 +10,7 @@ import (
 	"github.com/hoplite-go/hoplite/barrier"
 	"github.com/hoplite-go/hoplite/internal/actors/barrieractor"
 	"github.com/hoplite-go/hoplite/internal/barrier/participant"
+	"github.com/hoplite-go/hoplite/internal/member"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -21,24 +22,8 @@ import (
 
 // ParticipantProps is a barrier handle's participant actor
 // (barrier.Cluster).
-func (l *Local) ParticipantProps(cfg participant.Config) *actor.Props {
-	return barrieractor.NewParticipantProps(cfg)
-}
-
-// ParticipantProps is a barrier handle's participant actor
-// (barrier.Cluster).
 func (c *BarrierClient) ParticipantProps(cfg participant.Config) *actor.Props {
 	return barrieractor.NewParticipantProps(cfg)
-}
-
-// BarrierHosts lists the barrier hosts of the live members
-// (barrier.Cluster).
-func (l *Local) BarrierHosts(context.Context) ([]barrier.MemberHost, error) {
-	var out []barrier.MemberHost
-	for _, m := range l.liveMembers() {
-		out = append(out, barrier.MemberHost{Member: m.id, PID: m.barrierHost()})
-	}
-	return out, nil
 }
 
 // BarrierClient reaches the barriers of a process cluster from an actor
@@ -71,8 +56,8 @@ func (c *BarrierClient) BarrierHosts(ctx context.Context) ([]barrier.MemberHost,
 		if d <= 0 {
 			break
 		}
-		res, err := c.system.Root.RequestFuture(HelloPID(seed),
-			&messages.MemberHello{ProtocolVersion: ProtocolVersion}, d).Result()
+		res, err := c.system.Root.RequestFuture(member.HelloPID(seed),
+			&messages.MemberHello{ProtocolVersion: member.ProtocolVersion}, d).Result()
 		if err != nil {
 			last = fmt.Errorf("%s: %w", seed, err)
 			continue
@@ -84,7 +69,7 @@ func (c *BarrierClient) BarrierHosts(ctx context.Context) ([]barrier.MemberHost,
 		}
 		out := make([]barrier.MemberHost, len(r.GetView()))
 		for i, id := range r.GetView() {
-			out[i] = barrier.MemberHost{Member: id, PID: barrierHostOf(r.GetViewStores()[i])}
+			out[i] = barrier.MemberHost{Member: id, PID: member.BarrierHostOf(r.GetViewStores()[i])}
 		}
 		return out, nil
 	}

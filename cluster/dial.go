@@ -23,6 +23,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/bufalloc"
 	"github.com/hoplite-go/hoplite/internal/logbridge"
+	"github.com/hoplite-go/hoplite/internal/member"
 	"github.com/hoplite-go/hoplite/internal/memberview"
 	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
@@ -73,7 +74,7 @@ type endpoints struct {
 	inUse string
 	given []string
 	known []string
-	// data are the store nodes' data addresses, by PID (pidKey), as the
+	// data are the store nodes' data addresses, by PID (PIDKey), as the
 	// handshakes reported them: where a Get streams from.
 	data map[string]string
 	// moving serializes failovers: the calls that failed at once move
@@ -203,7 +204,7 @@ func Dial(ctx context.Context, addr string, opts ...DialOption) (*Client, error)
 		log = logrus.New()
 		log.SetOutput(io.Discard)
 	}
-	system := newActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+	system := member.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logbridge.MemberLogger(log, "client")
 	}))
 	r := remote.NewRemote(system, RemoteConfig(bhost, pn, cfg.tls, log))
@@ -269,14 +270,14 @@ func reachableData(addr string) bool {
 }
 
 // manageMember is the member address that a manage port at addr names
-// in its /_health answer (seedNode), or "" if addr serves none within
-// ctx and seedCheckTimeout.
+// in its /_health answer, or "" if addr serves none within
+// ctx and member.SeedCheckTimeout.
 func manageMember(ctx context.Context, addr string, tlsCfg *tls.Config) string {
 	if ctx.Err() != nil {
 		return ""
 	}
 	tr := &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true,
-		DialContext: (&net.Dialer{Timeout: seedCheckTimeout}).DialContext, TLSHandshakeTimeout: seedCheckTimeout}
+		DialContext: (&net.Dialer{Timeout: member.SeedCheckTimeout}).DialContext, TLSHandshakeTimeout: member.SeedCheckTimeout}
 	defer tr.CloseIdleConnections()
 	scheme := "http"
 	if tlsCfg != nil {
@@ -286,12 +287,15 @@ func manageMember(ctx context.Context, addr string, tlsCfg *tls.Config) string {
 	if err != nil {
 		return ""
 	}
-	resp, err := (&http.Client{Transport: tr, Timeout: seedCheckTimeout}).Do(req)
+	resp, err := (&http.Client{Transport: tr, Timeout: member.SeedCheckTimeout}).Do(req)
 	if err != nil {
 		return ""
 	}
 	defer resp.Body.Close()
-	var n seedNode
+	var n struct { // the fields of the member's /_health answer it reads
+		Address string `json:"address"`
+		Port    int    `json:"port"`
+	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&n) != nil || n.Address == "" || n.Port <= 0 {
 		return ""
 	}
@@ -354,7 +358,7 @@ func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloR
 	if len(r.GetView()) != len(r.GetViewAddresses()) || len(r.GetView()) != len(r.GetViewStores()) || r.GetShards() <= 0 || r.GetStore() == nil {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member at %s sent an incomplete handshake", addr)
 	}
-	nameMembers(r.GetView(), r.GetViewStores())
+	member.NameMembers(r.GetView(), r.GetViewStores())
 	return r, nil
 }
 
@@ -427,7 +431,7 @@ func shardHost(r *messages.MemberHelloReply, j int) *actor.PID {
 	for i, id := range r.GetView() {
 		if id == owners[j] && i < len(r.GetViewStores()) {
 			owner := r.GetViewStores()[i]
-			return shardPID(owner.GetAddress(), rootOf(owner), j)
+			return member.ShardPID(owner.GetAddress(), member.RootOf(owner), j)
 		}
 	}
 	return nil

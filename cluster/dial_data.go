@@ -9,6 +9,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/member"
 	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/tracing"
 	"github.com/hoplite-go/hoplite/internal/transport"
@@ -27,7 +28,7 @@ var _ storenode.DataPath = (*dataPath)(nil)
 // member handshakes reported it.
 func (p *dataPath) dataAddress(node *actor.PID) (string, error) {
 	p.c.ep.mu.Lock()
-	addr := p.c.ep.data[pidKey(node)]
+	addr := p.c.ep.data[member.PIDKey(node)]
 	p.c.ep.mu.Unlock()
 	if addr == "" {
 		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s: no data address known", membername.Actor(node))

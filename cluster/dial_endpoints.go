@@ -11,6 +11,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/member"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -119,7 +120,7 @@ func (c *Client) learnLocked(r *messages.MemberHelloReply) {
 	}
 	for _, n := range append([]*messages.NodeRef{r.GetStore()}, r.GetViewStores()...) {
 		if n.GetDataAddress() != "" {
-			c.ep.data[pidKey(n.PID())] = n.GetDataAddress()
+			c.ep.data[member.PIDKey(n.PID())] = n.GetDataAddress()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/member"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -71,12 +72,11 @@ func (es *eventStream) subscribeNew(ctx context.Context, r *messages.MemberHello
 			continue
 		}
 		addr := r.GetViewAddresses()[i]
-		s := &eventSubscriber{relay: EventRelayPID(addr), answered: make(chan *messages.SubscribeEventsReply, 1),
-			batches: make(chan *messages.EventBatch, 2)}
+		s := member.NewEventSubscriber(EventRelayPID(addr))
 		pid := es.c.system.Root.Spawn(actorutil.Props(func() actor.Actor { return s }))
 		var reply *messages.SubscribeEventsReply
 		select {
-		case reply = <-s.answered:
+		case reply = <-s.Answered():
 		case <-ctx.Done():
 		}
 		if err := messages.ErrOrNil(reply.GetError()); reply == nil || err != nil {
@@ -87,12 +87,12 @@ func (es *eventStream) subscribeNew(ctx context.Context, r *messages.MemberHello
 			es.c.system.Root.Stop(pid)
 			continue
 		}
-		s.member = reply.GetMember()
+		relaying := reply.GetMember()
 		es.subs[id] = pid
 		es.pumps.Add(1)
 		go func() {
 			defer es.pumps.Done()
-			s.pump(es.ctx, es.c.system.Root, pid, es.out)
+			s.Pump(es.ctx, es.c.system.Root, pid, relaying, es.out)
 			select {
 			case es.ended <- id:
 			case <-es.done:
@@ -156,84 +156,4 @@ func cmpErr(a, b error) error {
 		return a
 	}
 	return b
-}
-
-// eventSubscriber is one member's subscription: its actor receives the
-// relay's batches, its pump (a goroutine) delivers them and has the
-// actor acknowledge each once delivered, so that the relay sends no
-// more than one batch ahead of the reader.
-type eventSubscriber struct {
-	relay    *actor.PID
-	answered chan *messages.SubscribeEventsReply
-	batches  chan *messages.EventBatch // closed when the subscription ends
-	member   string                    // the relaying member's id
-	closed   bool
-	// dropped counts the events of batches beyond the relay's one
-	// unacknowledged (none, unless it misbehaves): the next batch
-	// reports them.
-	dropped int64
-}
-
-// ackDue asks the subscriber's actor to acknowledge a delivered batch.
-type ackDue struct{ seq uint64 }
-
-func (s *eventSubscriber) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		ctx.Watch(s.relay)
-		ctx.Request(s.relay, &messages.SubscribeEvents{})
-	case *messages.SubscribeEventsReply:
-		s.answer(m)
-	case *actor.DeadLetterResponse:
-		s.answer(&messages.SubscribeEventsReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-			"the member at %s runs no event relay (another release?)", s.relay.GetAddress())})
-	case *messages.EventBatch:
-		if s.closed {
-			return
-		}
-		m.Dropped += s.dropped
-		select {
-		case s.batches <- m:
-			s.dropped = 0
-		default:
-			s.dropped = m.GetDropped() + int64(len(m.GetEvents())) // m.Dropped holds the earlier count
-		}
-	case ackDue:
-		ctx.Request(s.relay, &messages.EventBatchAck{Seq: m.seq})
-	case *actor.Terminated, *actor.Stopping:
-		s.answer(&messages.SubscribeEventsReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE,
-			"the member at %s stopped before it subscribed", s.relay.GetAddress())})
-		if !s.closed {
-			s.closed = true
-			close(s.batches)
-		}
-	}
-}
-
-// answer hands the subscription's first answer to Events.
-func (s *eventSubscriber) answer(r *messages.SubscribeEventsReply) {
-	select {
-	case s.answered <- r:
-	default:
-	}
-}
-
-// pump delivers the batches to out until the subscription ends or ctx
-// does.
-func (s *eventSubscriber) pump(ctx context.Context, root *actor.RootContext, self *actor.PID, out chan<- *messages.ClusterEvent) {
-	for b := range s.batches {
-		evs := b.GetEvents()
-		if b.GetDropped() > 0 {
-			evs = append([]*messages.ClusterEvent{{Member: s.member,
-				Event: &messages.ClusterEvent_Dropped{Dropped: &messages.EventsDropped{Count: b.GetDropped()}}}}, evs...)
-		}
-		for _, ev := range evs {
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		root.Send(self, ackDue{b.GetSeq()})
-	}
 }

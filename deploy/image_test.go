@@ -61,7 +61,7 @@ func TestImageIsStaticAndUnprivileged(t *testing.T) {
 			t.Errorf("the tests run %s as the image's, which neither ENTRYPOINT nor HEALTHCHECK names", w)
 		}
 	}
-	for _, f := range []string{"go.mod", "go.sum", "cmd/hoplite/main.go", "liveview/assets/", "third_party/forked/protoactor-go/actor/", "deploy/go.mod", "deploy/cmd/hoplite-probe/main.go"} {
+	for _, f := range []string{"go.mod", "go.sum", "cmd/hoplite/main.go", "internal/liveview/assets/", "third_party/forked/protoactor-go/actor/", "deploy/go.mod", "deploy/cmd/hoplite-probe/main.go"} {
 		if p := dockerIgnored(t, f); p != "" {
 			t.Errorf(".dockerignore's %q leaves %s out of the build", p, f)
 		}

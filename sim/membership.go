@@ -495,7 +495,7 @@ func checkOf(host string, v any, ok, refused bool) memberwatch.Check[simInfo] {
 	return memberwatch.Check[simInfo]{Host: host, Answered: true, ID: a.id, Ours: true, View: a.view}
 }
 
-// round is one round of h's provider (cluster/seed_provider.go's round
+// round is one round of h's provider (internal/member/seed_provider.go's round
 // and poll): its own endpoint and its targets checked at once, an
 // indirect probe for each that missed, the answers judged, the rosters
 // that differ pulled, the topology published, the next round paced.

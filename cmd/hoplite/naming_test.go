@@ -23,7 +23,7 @@ import (
 
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/events"
-	"github.com/hoplite-go/hoplite/liveview"
+	"github.com/hoplite-go/hoplite/internal/liveview"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )

@@ -95,7 +95,7 @@ func facadeArrows(files map[string]*ast.File, facade []string, at func(file stri
 }
 
 // The member's files name nothing of the facade's, and the facade adds no
-// method to the member's types: package cluster is a facade over a
+// method to the member's types: the embedded cluster is a facade over a
 // member that could be a package of its own.
 func TestFacadeOverTheMember(t *testing.T) {
 	top := root(t)
@@ -255,8 +255,8 @@ func knotBreaches(dir string, knots [][]string, listed map[string]string) []stri
 	return bad
 }
 
-// The files of cluster name each other's types without a cycle, but for
-// the knots layout.Knots lists.
+// The files of cluster and of internal/member name each other's types
+// without a cycle, but for the knots layout.Knots lists.
 func TestNoNewKnots(t *testing.T) {
 	top := root(t)
 	dirs := map[string]bool{}
@@ -266,6 +266,9 @@ func TestNoNewKnots(t *testing.T) {
 	}
 	for dir := range Facade {
 		dirs[dir] = true
+	}
+	for face, member := range Untied {
+		dirs[face], dirs[member] = true, true
 	}
 	for dir := range dirs {
 		files := parseNonTest(t, token.NewFileSet(), filepath.Join(top, dir))
@@ -327,4 +330,119 @@ func parseNonTest(t *testing.T, fset *token.FileSet, dir string) map[string]*ast
 		files[filepath.Base(path)] = f
 	}
 	return files
+}
+
+// untiedBreaches reports, for each face and its member package (Untied),
+// what ties them: the member package missing, the face not built on it,
+// the member reaching a package of the face's directory (imports maps a
+// package to its module imports, relative; the member's are read
+// transitively), and the face importing an actor shell FaceShells does not
+// name.
+func untiedBreaches(untied map[string]string, faceShells map[string]string, imports map[string][]string) []string {
+	var bad []string
+	under := func(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	faces := make([]string, 0, len(untied))
+	for face := range untied {
+		faces = append(faces, face)
+	}
+	sort.Strings(faces)
+	for _, face := range faces {
+		member := untied[face]
+		if _, ok := imports[member]; !ok {
+			bad = append(bad, fmt.Sprintf("layout.Untied names %s, which is no package", member))
+			continue
+		}
+		if !slices.Contains(imports[face], member) {
+			bad = append(bad, fmt.Sprintf("%s does not import %s: the face is built on its member (layout.Untied)", face, member))
+		}
+		seen := map[string]bool{member: true}
+		var path []string
+		var walk func(p string)
+		walk = func(p string) {
+			path = append(path, p)
+			for _, dep := range imports[p] {
+				if under(dep, face) {
+					bad = append(bad, fmt.Sprintf("%s reaches %s (%s): the member imports nothing of its face (layout.Untied)",
+						member, dep, strings.Join(append(slices.Clone(path), dep), " -> ")))
+					continue
+				}
+				if !seen[dep] {
+					seen[dep] = true
+					walk(dep)
+				}
+			}
+			path = path[:len(path)-1]
+		}
+		walk(member)
+		for _, dep := range imports[face] {
+			if strings.HasPrefix(dep, "internal/actors/") {
+				if _, ok := faceShells[dep]; !ok {
+					bad = append(bad, fmt.Sprintf("%s imports the actor shell %s: the member (%s) wires the shells, the face calls the member (layout.FaceShells)", face, dep, member))
+				}
+			}
+		}
+	}
+	return bad
+}
+
+// Package cluster is a face over internal/member: the member imports
+// nothing of cluster, and cluster wires no actor shell.
+func TestMemberUntied(t *testing.T) {
+	top := root(t)
+	mod := modulePath(t, top)
+	imports := map[string][]string{}
+	for rel, p := range modulePackages(t, top) {
+		imports[rel] = []string{}
+		for _, im := range p.imports {
+			if dep, ok := strings.CutPrefix(im, mod+"/"); ok {
+				imports[rel] = append(imports[rel], dep)
+			}
+		}
+	}
+	for _, b := range untiedBreaches(Untied, FaceShells, imports) {
+		t.Error(b)
+	}
+	for shell := range FaceShells {
+		if _, ok := imports[shell]; !ok {
+			t.Errorf("layout.FaceShells names %s, which is no package", shell)
+		}
+	}
+}
+
+// The untied rule catches a member that imports its face, directly or
+// through another package, a face that is not built on its member, a
+// face that wires an actor shell, and a member package that is gone;
+// it lets a face import the shells FaceShells names.
+func TestUntiedRuleCatchesBreaches(t *testing.T) {
+	imports := map[string][]string{
+		"cluster":                      {"internal/member", "internal/actors/storeactor", "internal/actors/barrieractor"},
+		"cluster/sub":                  {},
+		"internal/member":              {"internal/helper", "messages"},
+		"internal/helper":              {"cluster/sub"},
+		"messages":                     {},
+		"internal/actors/storeactor":   {},
+		"internal/actors/barrieractor": {},
+		"pub":                          {"internal/other"},
+		"internal/other":               {"pub"},
+	}
+	got := untiedBreaches(map[string]string{"cluster": "internal/member", "pub": "internal/other", "gone": "internal/gone"},
+		map[string]string{"internal/actors/barrieractor": "allowed"}, imports)
+	want := []string{
+		"internal/member reaches cluster/sub (internal/member -> internal/helper -> cluster/sub)",
+		"cluster imports the actor shell internal/actors/storeactor",
+		"layout.Untied names internal/gone",
+		"internal/other reaches pub (internal/other -> pub)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("untiedBreaches: %q, want %d complaints: %q", got, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("untiedBreaches: complaint %q, want %q", got[i], w)
+		}
+	}
+	imports["cluster"] = []string{"internal/actors/barrieractor"}
+	if got := untiedBreaches(map[string]string{"cluster": "internal/member"}, nil, imports); len(got) != 3 || !strings.HasPrefix(got[0], "cluster does not import internal/member") {
+		t.Errorf("untiedBreaches of a face beside its member: %q, want it not built on it first", got)
+	}
 }

@@ -1,5 +1,5 @@
 // Package layout states the rules the source tree follows, and its tests
-// check them: actors live in internal/actors/ and cluster/, algorithms
+// check them: actors live in internal/actors/ and internal/member/, algorithms
 // live in pure core packages.
 //
 // Every package of the module is a core unless Shells names it (Cores
@@ -23,9 +23,13 @@
 // Object or Writer). Package storenode is the public Client only.
 //
 // Every type with a Receive(actor.Context) method (an actor) is declared
-// under internal/actors/ (the shells) or in cluster (the member's
+// under internal/actors/ (the shells) or in internal/member (the member's
 // supervisor and member actor, which wire the shells together); programs
 // (cmd/, examples/, bench/) are applications and may define their own.
+//
+// The member is untied from its public face (Untied): package cluster is
+// what a user calls (start, join, dial) over internal/member, which holds
+// the member's machinery and imports nothing of cluster.
 //
 // No arrow runs back up: an internal package imports, of the public
 // packages, only those UpImports names (with why).
@@ -40,14 +44,14 @@ package layout
 // key ending in "/..." names a directory and everything under it; any
 // other key names one package.
 var Shells = map[string]string{
-	"cluster/...":                 "the member: its supervisor, boot and wiring",
+	"cluster/...":                 "the public face of a cluster: start, join and dial, over internal/member",
 	"cmd/...":                     "programs",
 	"examples/...":                "programs",
 	"bench/...":                   "programs and their measurements",
 	"internal/...":                "helpers of the shells and tests (actor requests, clocks, certificates), but the Cores",
 	"internal/actors/...":         "the actor shells around the cores",
 	"third_party/...":             "Proto.Actor, patched",
-	"liveview":                    "the live view's HTTP server",
+	"internal/liveview":           "the live view's HTTP server",
 	"sim":                         "the simulator: drives the cores, writes reports and plots",
 	"barrier":                     "the barrier API: blocking calls with deadlines over the participant actor",
 	"internal/netmodel/estimator": "the network estimates a member's shells share: locked",
@@ -100,7 +104,7 @@ var Forbidden = []string{"sync", "context", "io", "bufio", "os", "net", "syscall
 // ActorHomes are where actors may be declared, besides programs; the one
 // helper outside them is the short-lived watched request behind every
 // request-and-wait (internal/actorutil).
-var ActorHomes = []string{"internal/actors/", "cluster/", "internal/actorutil/"}
+var ActorHomes = []string{"internal/actors/", "internal/member/", "internal/actorutil/"}
 
 // Programs are applications of the library, free to define actors.
 var Programs = []string{"cmd/", "examples/", "bench/"}
@@ -146,24 +150,37 @@ var Baselines = []string{"naive"}
 // Experiments, each reached through an unexported field.
 var Configs = map[string][]string{"cluster": {"MemberConfig", "Config"}}
 
-// Facade are the files of package cluster that are its public face: the
-// embedded cluster (StartLocal, Local), the client of a process cluster
-// (Dial, Client) and the barriers' ways in. Every other file of cluster
-// is the member's, what one `hoplite node` process or one embedded
-// member runs (its actor system, store node, shards, coordinators,
-// barrier host, membership). The arrow runs one way: no member file
-// names what a facade file declares, and a facade file declares no
-// method on a member's type, so the member's files form a package of
-// their own with the facade on top.
-var Facade = map[string][]string{"cluster": {
-	"doc.go", "local.go", "local_ui.go", "barriers.go",
-	"dial.go", "dial_data.go", "dial_endpoints.go", "dial_events.go",
-}}
+// Untied are the public packages whose member machinery lives in an
+// internal package of its own, each with that package: cluster is the
+// face a user calls (StartLocal, Join, Dial and what they return), thin
+// wrappers with their own documentation over internal/member, which
+// holds the member (its actor system, boot, failure path, view, seeds,
+// etcd provider, warm-up) and the embedded cluster of members. The
+// member package imports no package of its face's directory, directly or
+// through another; the face declares no actor (ActorHomes) and imports,
+// of the actor shells (internal/actors/), only FaceShells.
+var Untied = map[string]string{"cluster": "internal/member"}
+
+// FaceShells are the actor shells an Untied face may import, each with
+// why: the member package wires every other one.
+var FaceShells = map[string]string{
+	"internal/actors/barrieractor": "a barrier handle's participant actor, which the application spawns in its own actor system (ParticipantProps)",
+}
+
+// Facade are the files of a package that are a face over the rest of
+// it: in internal/member, the embedded cluster (StartLocal, Local) over
+// the member, what one `hoplite node` process or one embedded member runs
+// (its actor system, store node, shards, coordinators, barrier host,
+// membership). The arrow runs one way: no member file names what a
+// facade file declares, and a facade file declares no method on a
+// member's type, so the member's files could be a package of their own
+// with the embedded cluster on top.
+var Facade = map[string][]string{"internal/member": {"local.go", "local_ui.go"}}
 
 // Knots are the cycles left between the files of a package by the types
 // they name (a file naming a type another file declares, which names one
 // of the first's, as a method's receiver or a field), each as the
 // package's directory and its files in order, with what is left to do.
-// The facade test fails for any other such cycle, and for an entry here
-// that is no longer one.
+// The knot test, over the packages Facade and Untied name, fails for any
+// other such cycle, and for an entry here that is no longer one.
 var Knots = map[string]string{}

@@ -442,7 +442,7 @@ func TestActorsLiveInActorsAndCluster(t *testing.T) {
 			}
 			if sel, ok := fn.Type.Params.List[0].Type.(*ast.SelectorExpr); ok {
 				if x, ok := sel.X.(*ast.Ident); ok && x.Name == actorName && sel.Sel.Name == "Context" {
-					t.Errorf("%s declares an actor (%s.Receive): actors live in internal/actors/ or cluster/", rel, recvName(fn))
+					t.Errorf("%s declares an actor (%s.Receive): actors live in %s", rel, recvName(fn), strings.Join(ActorHomes, ", "))
 				}
 			}
 		}

@@ -3,7 +3,7 @@
 // that missed is handed to other members to try (an indirect probe),
 // when misses take a member out of the topology, which peers' rosters
 // to pull when their digest differs, and how a pulled roster merges. The
-// cluster's automanaged provider (cluster/seed_provider.go) steps it
+// cluster's automanaged provider (internal/member/seed_provider.go) steps it
 // with the answers of its HTTP checks, the simulator (sim) with those of
 // modelled links: both give it time as a value, and it keeps no clock,
 // lock or socket.

@@ -59,21 +59,27 @@ type Set struct {
 	ProtocolVersion uint32
 }
 
-// access is how In reaches a configuration's Set: package cluster keeps
-// it in an unexported field, out of the API an operator reads, and
-// registers the way in (Register) when it is initialised.
-var access func(cfg any) *Set
+// access are the ways In reaches a configuration's Set: packages cluster
+// and internal/member keep it in an unexported field, out of the API an
+// operator reads, and each registers its way in (Register) when it is
+// initialised. Package initialisation runs before main and before any
+// test, so access is only read once it is complete.
+var access []func(cfg any) *Set
 
-// Register is for package cluster only: f returns the Set inside cfg, a
-// *cluster.MemberConfig or *cluster.Config, and nil for anything else.
-func Register(f func(cfg any) *Set) { access = f }
+// Register is for packages cluster and internal/member only: f returns
+// the Set inside cfg, one of its package's configurations, and nil for
+// anything else.
+func Register(f func(cfg any) *Set) { access = append(access, f) }
 
-// In returns the Set of cfg, a *cluster.MemberConfig or *cluster.Config,
-// for the caller to read or change; nil for any other type (or if package
-// cluster is not linked in, when there is no such configuration).
+// In returns the Set of cfg, a *cluster.MemberConfig or *cluster.Config
+// (or internal/member's own), for the caller to read or change; nil for
+// any other type (or if no package that registers is linked in, when
+// there is no such configuration).
 func In(cfg any) *Set {
-	if access == nil {
-		return nil
+	for _, f := range access {
+		if s := f(cfg); s != nil {
+			return s
+		}
 	}
-	return access(cfg)
+	return nil
 }

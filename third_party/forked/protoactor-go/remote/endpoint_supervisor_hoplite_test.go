@@ -49,7 +49,7 @@ func TestEndpointRequestedWhileTheSupervisorStops(t *testing.T) {
 
 	system := actor.NewActorSystem()
 	cfg := Configure("127.0.0.1", 0)
-	cfg.MaxRetryCount = 1 // as a Hoplite member's (cluster/tls.go)
+	cfg.MaxRetryCount = 1 // as a Hoplite member's (internal/member/tls.go)
 	r := NewRemote(system, cfg)
 	r.Start()
 	defer r.Shutdown(false)

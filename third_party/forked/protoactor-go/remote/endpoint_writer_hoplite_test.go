@@ -39,7 +39,7 @@ func TestShutdownDuringAnUnansweredConnect(t *testing.T) {
 
 	system := actor.NewActorSystem()
 	cfg := Configure("127.0.0.1", 0)
-	cfg.MaxRetryCount = 1 // as a Hoplite member's (cluster/tls.go)
+	cfg.MaxRetryCount = 1 // as a Hoplite member's (internal/member/tls.go)
 	r := NewRemote(system, cfg)
 	r.Start()
 	// The writer starts connecting on the first message to that address.

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package cluster
-
-import "os/exec"
-
-// dieWithTest: only Linux can tie a child's life to its parent's.
-func dieWithTest(*exec.Cmd) {}

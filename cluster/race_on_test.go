@@ -1,7 +1,0 @@
-//go:build race
-
-package cluster
-
-// raceEnabled: the race detector multiplies each member's memory and CPU
-// several times; the chaos suite runs fewer seeds at once under it.
-const raceEnabled = true

@@ -1,0 +1,94 @@
+package member
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/internal/testhooks"
+	"github.com/hoplite-go/hoplite/internal/testutil"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// A Put followed by a Get on another member costs two control round trips
+// with the directory — the Put's CreateObject and the Get's Locate — for an
+// inline object and for one whose bytes move on the data plane. Everything
+// else the directory hears about the object is one-way (publications and
+// FetchDone), and an inline Get sends nothing after its Locate: the shard
+// records the receiver's copy when it answers.
+func TestPutThenRemoteGetCostsTwoControlRoundTrips(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string][]string{} // object -> message types its shard received
+	pubs := map[string]int{}      // object@member -> its publications
+	l := start(t, Config{Nodes: 3, hooks: testhooks.Set{Shard: func(_ string, msg any) {
+		m, ok := msg.(interface{ GetObjectId() string })
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[m.GetObjectId()] = append(seen[m.GetObjectId()], fmt.Sprintf("%T", msg))
+		if p, ok := msg.(*messages.PublishLocation); ok {
+			pubs[p.GetObjectId()+"@"+p.GetNode().GetNodeId()]++
+		}
+	}}})
+	ctx := deadline(t, 20*time.Second)
+	for _, size := range []int{1 << 10, 1 << 20} {
+		id := fmt.Sprintf("trips-%d", size)
+		data := testutil.Pattern(byte(size), size)
+		if err := l.Client(0).Put(ctx, id, data); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Client(2).Get(ctx, id)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		// The one-way reports may still be on their way; the requests
+		// were answered before the calls returned. An Info from the Get's
+		// member reaches the shard after whatever that member sent it
+		// before (one ordered connection per pair of members), and must
+		// list its copy.
+		info, err := l.Client(2).Info(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(info.GetLocations(), func(l *messages.Location) bool {
+			return l.GetNode().GetNodeId() == "node-2" && l.GetState() == messages.LocationState_COMPLETE
+		}) {
+			t.Errorf("%s: the directory lists %v, not the Get's copy on node-2", id, info.GetLocations())
+		}
+		eventually(t, 10*time.Second, id+": the Put's publication arrives", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return pubs[id+"@node-0"] > 0
+		})
+		mu.Lock()
+		var msgs []string
+		for _, m := range seen[id] {
+			if m != "*messages.QueryObject" { // the test's own Info
+				msgs = append(msgs, m)
+			}
+		}
+		receiverPubs := pubs[id+"@node-2"]
+		mu.Unlock()
+		requests := count(msgs, "*messages.CreateObject") + count(msgs, "*messages.Locate")
+		oneWay := count(msgs, "*messages.PublishLocation") + count(msgs, "*messages.FetchDone")
+		if requests != 2 || count(msgs, "*messages.CreateObject") != 1 || len(msgs) != requests+oneWay || (size < 64<<10 && receiverPubs != 0) {
+			t.Fatalf("%s (%d B): the directory received %v, %d publications by the Get's member; want one CreateObject, one Locate and one-way reports only (none from an inline Get)", id, size, msgs, receiverPubs)
+		}
+		t.Logf("%d B: %d control round trips, %d one-way reports (%v)", size, requests, oneWay, msgs)
+	}
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, v := range xs {
+		if v == x {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package member
+
+const raceEnabled = false
