@@ -12,7 +12,7 @@
 // to one CPU as well (the burners inherit the affinity and so compete
 // with the cluster for that one CPU):
 //
-//	HOPLITE_CHAOS_LOAD=2 taskset -c 0 env GOMAXPROCS=1 go test -race -run TestChaos ./cluster/
+//	HOPLITE_CHAOS_LOAD=2 taskset -c 0 env GOMAXPROCS=1 go test -race -run TestChaos ./internal/member/
 package cpuload
 
 import (

@@ -19,8 +19,8 @@ import (
 
 // Benchmarks of the embedded cluster. None of them runs without -bench.
 //
-//	go test -run x -bench . -benchtime 3x ./cluster/
-//	go test -run x -bench SmallGet -benchtime 2000x ./cluster/
+//	go test -run x -bench . -benchtime 3x ./internal/member/
+//	go test -run x -bench SmallGet -benchtime 2000x ./internal/member/
 
 const (
 	benchSmallSize = 1 << 10  // inline objects (below the 64 KiB default)

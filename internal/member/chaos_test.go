@@ -1478,7 +1478,7 @@ func runChaosSeed(t *testing.T, seed uint64, stats *chaosStats, keep map[int]boo
 			if raceEnabled {
 				race = " -race"
 			}
-			t.Logf("seed %d broke %v; replay: HOPLITE_SEED=%d%s go test%s -count 1 -run 'TestChaos$' ./cluster/\n"+
+			t.Logf("seed %d broke %v; replay: HOPLITE_SEED=%d%s go test%s -count 1 -run 'TestChaos$' ./internal/member/\n"+
 				"(the seed fixes the schedule, every step and its offset, not the interleaving of the members' goroutines, nor the member an aimed kill hits: "+
 				"HOPLITE_CHAOS_REPEAT=20 with HOPLITE_SEED runs it 20 times and says how often each outcome class recurs)\nschedule:\n%s",
 				seed, slices.Compact(slices.Sorted(slices.Values(broken))), seed, keepEnv, race, p)
@@ -1659,7 +1659,7 @@ func chaosGoroutines(t *testing.T, base, slack int, wait time.Duration) {
 			for _, m := range regexp.MustCompile(`"chaos_seed":"(\d+)"`).FindAllStringSubmatch(b.String(), -1) {
 				seeds[m[1]] = true
 			}
-			t.Fatalf("%d goroutines still running after Stop (baseline %d); left by seeds %v (replay each with HOPLITE_SEED=<s> go test -race -run TestChaos ./cluster/):\n%s",
+			t.Fatalf("%d goroutines still running after Stop (baseline %d); left by seeds %v (replay each with HOPLITE_SEED=<s> go test -race -run TestChaos ./internal/member/):\n%s",
 				runtime.NumGoroutine(), base, slices.Sorted(func(y func(string) bool) {
 					for s := range seeds {
 						if !y(s) {

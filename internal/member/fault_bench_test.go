@@ -25,7 +25,7 @@ import (
 // link, with one node killed at 50 % progress. Every iteration runs the
 // failure-free case and the failure case back to back on fresh clusters.
 //
-//	go test -run x -bench WithFailure -benchtime 2x ./cluster/
+//	go test -run x -bench WithFailure -benchtime 2x ./internal/member/
 //
 // Metrics:
 //   - failure/free: time of the failure run over the failure-free run

@@ -66,7 +66,7 @@ func minorFaults(tb testing.TB) int64 {
 // process's CPU time per Get (both members run in this process, so it
 // covers the caller's side and the shard's) and the p50 and p99 latency.
 //
-//	go test -run x -bench InlineGetRemoteShard -benchtime 3000x -count 5 ./cluster/
+//	go test -run x -bench InlineGetRemoteShard -benchtime 3000x -count 5 ./internal/member/
 func BenchmarkInlineGetRemoteShard(b *testing.B) {
 	l := benchCluster(b, Config{Nodes: 2, Shards: 8})
 	// Ids whose shard node 1 does not host; shards are placed by
@@ -127,7 +127,7 @@ func BenchmarkInlineGetRemoteShard(b *testing.B) {
 // reuse what the collections freed and take well under 1; that is
 // the first run's extra cost.
 //
-//	go test -run '^$' -bench InlineGetVsPing -benchtime 5000x -count 5 ./cluster/
+//	go test -run '^$' -bench InlineGetVsPing -benchtime 5000x -count 5 ./internal/member/
 func BenchmarkInlineGetVsPing(b *testing.B) {
 	m0, m1 := joinPair(b, quietLog(), nil)
 	ctx := benchContext(b, benchTimeout)

@@ -21,7 +21,7 @@ import (
 // with/without, the ratio of the medians; on unlimited (memory-speed)
 // links, where any overhead shows most, and on 1 Gbit/s links.
 //
-//	go test -run x -bench BroadcastLiveView -benchtime 20x ./cluster/
+//	go test -run x -bench BroadcastLiveView -benchtime 20x ./internal/member/
 func BenchmarkBroadcastLiveView(b *testing.B) {
 	const size = 32 << 20
 	for _, link := range []struct {

@@ -24,7 +24,7 @@ import (
 // time per Reduce (every member runs in this process) and the p50 and
 // p99 latency.
 //
-//	go test -run '^$' -bench SmallReduce -benchtime 500x -count 5 ./cluster/
+//	go test -run '^$' -bench SmallReduce -benchtime 500x -count 5 ./internal/member/
 func BenchmarkSmallReduce(b *testing.B) {
 	b.Run("at-caller", func(b *testing.B) { benchSmallReduce(b, true, false) })
 	b.Run("elsewhere", func(b *testing.B) { benchSmallReduce(b, false, false) })
@@ -34,7 +34,7 @@ func BenchmarkSmallReduce(b *testing.B) {
 // AllReduce: the coordinator also pushes the result to the seven other
 // participants, and the call returns once each holds it.
 //
-//	go test -run '^$' -bench SmallAllReduce -benchtime 500x -count 5 ./cluster/
+//	go test -run '^$' -bench SmallAllReduce -benchtime 500x -count 5 ./internal/member/
 func BenchmarkSmallAllReduce(b *testing.B) { benchSmallReduce(b, true, true) }
 
 func benchSmallReduce(b *testing.B, atCaller, all bool) {

@@ -21,7 +21,7 @@ import (
 // CPU time per AllReduce (all eight members') and the p50 and p99
 // latency.
 //
-//	go test -run '^$' -bench SmallAllReduceTCP -benchtime 300x -count 5 ./cluster/
+//	go test -run '^$' -bench SmallAllReduceTCP -benchtime 300x -count 5 ./internal/member/
 func BenchmarkSmallAllReduceTCP(b *testing.B) {
 	const nodes = 8
 	ms := joinMembers(b, nodes, quietLog())
