@@ -116,7 +116,7 @@ const (
 	helloBytes        = 160
 	helloAnswerBytes  = 320
 	viewEntryBytes    = 150
-	viewCheckInterval = 2 * time.Second  // cluster/member_actor.go's, while views differ
+	viewCheckInterval = 2 * time.Second  // internal/member/member_actor.go's, while views differ
 	viewCheckQuiet    = 10 * time.Second // once they agreed
 )
 
@@ -662,7 +662,7 @@ func (s *msim) endRound(h *mHost) {
 }
 
 // compareViews is the members actor's comparison of views
-// (cluster/member_actor.go): a hello carrying the digest of h's view to
+// (internal/member/member_actor.go): a hello carrying the digest of h's view to
 // each of its binomial-graph neighbours among the members it lists, each
 // answered without the view when the neighbour's digest is the same;
 // again after viewCheckQuiet if every answer agreed and the view is
