@@ -74,6 +74,10 @@ type endpoints struct {
 	inUse string
 	given []string
 	known []string
+	// view is the live members' ids as the client last learned them:
+	// the periodic refresh sends their digest and is answered without
+	// the view while it holds.
+	view []string
 	// data are the store nodes' data addresses, by PID (PIDKey), as the
 	// handshakes reported them: where a Get streams from.
 	data map[string]string
@@ -342,12 +346,19 @@ func (c *Client) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 
 // hello greets the member at addr without joining (no member id).
 func (c *Client) hello(ctx context.Context, addr string) (*messages.MemberHelloReply, error) {
+	return c.helloDigest(ctx, addr, 0)
+}
+
+// helloDigest is hello carrying the digest of the view the client last
+// learned (0: none); the reply has view_same set and no view when the
+// member's view has it.
+func (c *Client) helloDigest(ctx context.Context, addr string, viewDigest uint64) (*messages.MemberHelloReply, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	r, err := Hello(ctx, c.system.Root, addr)
+	r, err := member.HelloDigest(ctx, c.system.Root, addr, viewDigest)
 	if err != nil {
 		return nil, err
 	}

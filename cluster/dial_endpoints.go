@@ -12,6 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/member"
+	"github.com/hoplite-go/hoplite/internal/memberview"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -37,7 +38,7 @@ func (c *Client) startRefresh() {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), refreshEvery)
-			_, _ = c.liveHello(ctx) // a failure is the next call's to report
+			c.refresh(ctx) // a failure is the next call's to report
 			cancel()
 		}
 	}()
@@ -111,6 +112,10 @@ func (c *Client) use(addr string, r *messages.MemberHelloReply) {
 }
 
 func (c *Client) learnLocked(r *messages.MemberHelloReply) {
+	if r.GetViewSame() {
+		return // the view the client holds
+	}
+	c.ep.view = slices.Clone(r.GetView())
 	addrs := r.GetViewAddresses()
 	c.ep.known = slices.Clone(addrs[:min(len(addrs), maxEndpoints)])
 	if c.ep.data == nil || len(c.ep.data) > 4*maxEndpoints {
@@ -186,6 +191,30 @@ func (c *Client) failover(ctx context.Context, failed *actor.PID) (*actor.PID, e
 	}
 	c.use(a, r)
 	return r.GetStore().PID(), nil
+}
+
+// refresh asks the member in use whether the live members changed since
+// the client last learned them (the digest of its view: an unchanged
+// view is answered without it) and learns them if so; a member that does
+// not answer is failed over from as liveHello does.
+func (c *Client) refresh(ctx context.Context) {
+	addr := c.memberAddr()
+	c.ep.mu.Lock()
+	var digest uint64
+	if len(c.ep.view) > 0 {
+		digest = memberview.Digest(c.ep.view)
+	}
+	c.ep.mu.Unlock()
+	r, err := c.helloDigest(ctx, addr, digest)
+	if err == nil {
+		c.ep.mu.Lock()
+		if c.ep.inUse == addr {
+			c.learnLocked(r)
+		}
+		c.ep.mu.Unlock()
+		return
+	}
+	_, _ = c.liveHello(ctx)
 }
 
 // liveHello is the handshake of the member in use, or, if it does not

@@ -96,12 +96,21 @@ func ProcessStore(id, address string) *actor.PID {
 // UNAVAILABLE if it does not answer within ctx (10 s if ctx has no
 // deadline), or answers something else.
 func Hello(ctx context.Context, root *actor.RootContext, address string) (*messages.MemberHelloReply, error) {
+	return HelloDigest(ctx, root, address, 0)
+}
+
+// HelloDigest is Hello carrying viewDigest, the memberview.Digest of the
+// live members the caller last learned (0: none): a member whose view
+// has that digest answers with view_same set and no view, so a client
+// that asks again and again costs O(1) bytes, not O(n), while nothing
+// changes.
+func HelloDigest(ctx context.Context, root *actor.RootContext, address string, viewDigest uint64) (*messages.MemberHelloReply, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	res, err := actorutil.Request(ctx, root, HelloPID(address), &messages.MemberHello{ProtocolVersion: ProtocolVersion})
+	res, err := actorutil.Request(ctx, root, HelloPID(address), &messages.MemberHello{ProtocolVersion: ProtocolVersion, ViewDigest: viewDigest})
 	if actorutil.IsNotRunning(err) {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s is an actor system, but no Hoplite member of this version runs there (no %s actor): is it a hoplite node's address (--bind), of the same release?", address, helloName)
 	}
