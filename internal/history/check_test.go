@@ -233,6 +233,23 @@ func TestCapacity(t *testing.T) {
 	if rep := Check(h, m); len(rep.Violations) != 1 {
 		t.Fatalf("CAPACITY once the pinned object was deleted: %v", rep.Violations)
 	}
+	// A Get on the member that overlapped the call and failed (its
+	// object's creator died while it fetched) held room for the object
+	// all the same: the history knows its size from the Put.
+	z := op(7, Put, 0, "z", 0, 0.1, ok_)
+	z.Size = 920
+	fetching := op(8, Get, 1, "z", 0.5, 3, unavail)
+	fetching.Size = 0
+	h.Ops = append(h.Ops, z, fetching)
+	h.Events = append(h.Events, kill(0, 2.6))
+	if rep := Check(h, m); len(rep.Violations) != 0 {
+		t.Fatalf("CAPACITY beside a 920-byte fetch that failed later: %v", rep.Violations)
+	}
+	fetching.Begin, fetching.End = at(2.5), at(3)
+	h.Ops[len(h.Ops)-1] = fetching
+	if rep := Check(h, m); len(rep.Violations) != 1 {
+		t.Fatalf("CAPACITY beside a fetch that began after it answered: %v", rep.Violations)
+	}
 	// A Reduce's target is pinned where it was made, which the history
 	// does not name: any member of the Reduce may hold it.
 	src := op(4, Put, 1, "s", 0, 0.1, ok_)

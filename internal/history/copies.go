@@ -52,6 +52,18 @@ func (x *index) holders(id string) []holder {
 	return out
 }
 
+// sizeOf is id's size as the history knows it: its Puts', an OK Get's,
+// or its Reduce's target's (0: none of them).
+func (x *index) sizeOf(id string) int64 {
+	var n int64
+	for _, o := range x.byObject[id] {
+		if o.Kind == Put || o.Kind == Reduce || o.Kind == Get && ok(o) {
+			n = max(n, o.Size)
+		}
+	}
+	return n
+}
+
 // gone says how member lost (or was cut off from) its copy of id held
 // since from, by time by; "" if it still held it.
 func (x *index) gone(hd holder, id string, by time.Time) string {

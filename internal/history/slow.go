@@ -235,7 +235,8 @@ func (c *checker) capacity(o *Op) {
 // used is the most member m can have had pinned or busy while o ran:
 // its creators' copies and the targets of Reduces it may have worked for,
 // not deleted before o began, and the other calls that overlapped o and
-// held space there (Gets it made, Reduces it worked for).
+// held space there (Gets it made, whether they returned the object or
+// not, Reduces it worked for).
 func (c *checker) used(m int, o *Op) int64 {
 	var n int64
 	for i := range c.x.h.Ops {
@@ -250,8 +251,10 @@ func (c *checker) used(m int, o *Op) int64 {
 				n += q.Size
 			}
 		case Get:
+			// A Get that failed returned no bytes, but its fetch held
+			// room for the object while it ran: its Put's size.
 			if q.Member == m && overlaps {
-				n += q.Size
+				n += max(q.Size, c.x.sizeOf(q.Object))
 			}
 		case Reduce:
 			// The target is pinned where the Reduce put it (a root or an
