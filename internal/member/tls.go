@@ -55,6 +55,17 @@ func IssueCert(dir, name string, hosts []string) (cert, key string, err error) {
 	return certs.Issue(dir, name, hosts)
 }
 
+// remoteWindow is the flow-control window of Proto.Actor remote's gRPC
+// connections and of their stream, both ways. A window set, rather than
+// gRPC's dynamic one, turns its bandwidth-delay estimator off, which
+// otherwise pings the sender back after the data it receives: a ping and
+// its ack, each a write and a wake-up of the other process, beside most
+// small control messages (TestRemoteRequestWrites). 16 MiB is the most
+// the dynamic window grows to; nothing is allocated for it, it bounds
+// what a peer sends ahead of the reader, which hands every message on
+// as it arrives (WithMaxQueuedFromRemote bounds what waits beyond).
+const remoteWindow = 16 << 20
+
 // RemoteConfig is the Proto.Actor remote configuration of an actor system
 // that talks to a cluster's members: theirs, and a client's (a tool, a
 // barrier client, a bench driver). With tlsCfg (TLSConfig) remote runs
@@ -66,7 +77,8 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 	server := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxRemoteMessage), grpc.MaxSendMsgSize(maxRemoteMessage),
 		// A client that connects and says nothing is dropped after this
 		// (gRPC's default is 120 s).
-		grpc.ConnectionTimeout(handshakeTimeout)}
+		grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.InitialWindowSize(remoteWindow), grpc.InitialConnWindowSize(remoteWindow)}
 	if tlsCfg != nil {
 		if log == nil {
 			l := logrus.New()
@@ -99,6 +111,7 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 		remote.WithMaxQueuedToRemote(maxQueuedFromRemote),
 		remote.WithServerOptions(server...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
+			grpc.WithInitialWindowSize(remoteWindow), grpc.WithInitialConnWindowSize(remoteWindow),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
 	// One connection attempt: a member that cannot be reached is failed
 	// (it would be retried for 10s otherwise while messages wait).
