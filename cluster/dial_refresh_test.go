@@ -55,4 +55,3 @@ func TestDialRefreshSendsItsViewsDigest(t *testing.T) {
 		t.Fatalf("after a refresh with a stale digest the client knows view %v, endpoints %v; want %v and 3", c.ep.view, c.ep.known, view)
 	}
 }
-
