@@ -1016,25 +1016,35 @@ func (r *nemesisRun) reduce(ctx context.Context, label string, w int, rng *rand.
 	r.record(o, ok)
 }
 
+// nemesisFinalReads is how many final reads run at once: a read of an
+// id whose Put never completed waits for it until its deadline, and
+// one lane a host, one read after another, made a seed with a few dozen
+// of them take minutes.
+const nemesisFinalReads = 32
+
 // finalReads reads every id once more, each from another host than the
 // one that made it (host w's ids from host w+1), once the faults have
-// healed. The reads have a budget of their own, a deadline and grace
-// for each read of the longest lane and one more: a read cut short by a
-// budget the seed ran out of would look like the system's TIMEOUT.
+// healed, nemesisFinalReads at once. The reads have a budget of their
+// own, a deadline and grace for each round of them and one more: a read
+// cut short by a budget the seed ran out of would look like the
+// system's TIMEOUT.
 func (r *nemesisRun) finalReads(ctx context.Context) {
 	r.mu.Lock()
 	ids := slices.Clone(r.puts)
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(ids)/r.bed.Hosts+2)*(r.deadline+nemesisModel.Grace))
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(ids)/nemesisFinalReads+2)*(r.deadline+nemesisModel.Grace))
 	defer cancel()
 	var wg sync.WaitGroup
-	for w := range r.bed.Hosts {
+	slots := make(chan struct{}, nemesisFinalReads)
+	for k, id := range ids {
+		slots <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for k := w; k < len(ids) && ctx.Err() == nil; k += r.bed.Hosts {
-				r.get(ctx, fmt.Sprintf("final.%d", k), (w+1)%r.bed.Hosts, ids[k])
-			}
+			defer func() { <-slots; wg.Done() }()
+			r.get(ctx, fmt.Sprintf("final.%d", k), (k%r.bed.Hosts+1)%r.bed.Hosts, id)
 		}()
 	}
 	wg.Wait()
