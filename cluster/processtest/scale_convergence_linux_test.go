@@ -30,7 +30,8 @@ import (
 // medians and ranges are logged at the end). HOPLITE_SCALE_HOLD keeps
 // the converged cluster that long before the idle window (for example
 // 10m), comparing every view with the members every 5 s: any member
-// missing from a view then is a false expulsion. The load average
+// missing from a view then is a false expulsion; HOPLITE_SCALE_SETTLE
+// how long after it the idle window begins (default 5s). The load average
 // (/proc/loadavg) is logged with each measurement: the members share
 // the machine with whatever else runs. HOPLITE_SCALE_PROVIDER=etcd
 // runs the members on the etcd provider instead, against a real etcd
@@ -172,6 +173,20 @@ const scalePause = 3 * time.Second
 // scaleIdle is the idle window the cost is measured over.
 const scaleIdle = 10 * time.Second
 
+// scaleSettle is how long after the convergence the idle window begins:
+// HOPLITE_SCALE_SETTLE, 5 s by default.
+func scaleSettle(t testing.TB) time.Duration {
+	s := os.Getenv("HOPLITE_SCALE_SETTLE")
+	if s == "" {
+		return 5 * time.Second
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		t.Fatalf("HOPLITE_SCALE_SETTLE: %q is not a duration of 0 or more", s)
+	}
+	return d
+}
+
 type scaleResult struct {
 	converged    bool
 	convergence  time.Duration // from the first process's start
@@ -278,9 +293,10 @@ func measureScale(t testing.TB, bed *scaleBed, bin string, n int, wait, hold tim
 			}
 		}
 	}
-	// Let the joins' aftermath (shard moves, the paced polls' back-off)
-	// settle before the idle window.
-	time.Sleep(5 * time.Second)
+	// Let the joins' aftermath (shard moves, the paced polls' back-off,
+	// the comparisons of views at their quiet interval) settle before
+	// the idle window.
+	time.Sleep(scaleSettle(t))
 	cpu0, io0 := procTotals(t, nodes)
 	self0 := procCPU(t, os.Getpid())
 	var net0 int64
