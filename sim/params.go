@@ -116,11 +116,8 @@ const TestbedPayloadEfficiency = 1448.0 / 1514.0
 // bits per second, in payload bytes: 4 ms at the rate. The shaper is
 // configured with at least 128 KiB (bench/testbed), but its senders pace
 // their packets (the machine's congestion control is BBR) and do not
-// put out more at once: at 50 Mbit/s, where the floor is 21 ms of the
-// rate, the 1 MiB broadcasts to 32 and 48 hosts measured 0.449 and
-// 0.454 s against 0.179 and 0.193 s modelled with the floor, 0.397 and
-// 0.421 s with 4 ms (the 400 Mbit/s profile's 4 ms is above the floor:
-// its runs do not move).
+// put out more at once, so at low rates the floor goes unused (the
+// validation at 50 Mbit/s in docs/simulator.md).
 func TestbedBurst(rate float64) float64 {
 	return rate / 8 * 0.004 * TestbedPayloadEfficiency
 }
