@@ -151,6 +151,18 @@ type seedNode struct {
 	View string `json:"view,omitempty"`
 }
 
+// healthIdleTimeout is how long a health check's connection stays open
+// unused: twice the longest pause between two rounds (QuietFactor
+// refresh intervals), so that the neighbours a member checks every round
+// keep theirs, while one to an endpoint checked only in its rotation
+// closes. Kept for longer, a member held a connection to every member it
+// had ever checked, O(N) of them, each probed by TCP keep-alive every
+// 5 s: on the testbed's links the idle bytes a member sent grew about as
+// √N instead of log N.
+func healthIdleTimeout(refresh time.Duration) time.Duration {
+	return max(2*memberwatch.QuietFactor*refresh, time.Second)
+}
+
 // newSeedProvider returns the provider of a member whose manage port
 // server is server (listening, not serving yet); it adds /_health to it.
 func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
@@ -161,10 +173,11 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		DialContext:     (&net.Dialer{KeepAlive: 5 * time.Second}).DialContext,
 		TLSClientConfig: cfg.TLS, // ServerName is set per host by the transport
 		// One connection per member, kept between polls (a TLS handshake
-		// every refresh interval would cost more than the check).
+		// every refresh interval would cost more than the check), but not
+		// much longer (healthIdleTimeout).
 		MaxIdleConnsPerHost: 2,
 		MaxConnsPerHost:     4,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     healthIdleTimeout(cfg.Refresh),
 	}
 	scheme := "http"
 	if cfg.TLS != nil {

@@ -360,3 +360,35 @@ func TestSeedProviderStretchesItsTimeoutOnABusyMachine(t *testing.T) {
 		t.Fatalf("a stretched check of a member answering in %v: %v, want no miss", slowAnswer, err)
 	}
 }
+
+// A health check's connection closes once it has stayed unused for
+// longer than the longest pause between two rounds: a member does not
+// keep one open (and probed by TCP keep-alive) to every member it ever
+// checked in its rotation.
+func TestHealthConnectionClosesOnceIdle(t *testing.T) {
+	closed := make(chan struct{}, 4)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(seedNode{ID: "m", Address: "127.0.0.1", Port: 1, ClusterName: seedTestCluster})
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p := testSeedProvider(t, 3, time.Second, nil)
+	if got, want := healthIdleTimeout(10*time.Millisecond), time.Second; got != want {
+		t.Fatalf("idle timeout at a 10 ms refresh: %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if n, err := p.check(ctx, srv.Listener.Addr().String()); err != nil || n.ID != "m" {
+		t.Fatalf("check: %v, %v", n, err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the check's connection was still open 10 s after it, idle")
+	}
+}
