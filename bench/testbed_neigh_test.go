@@ -20,9 +20,6 @@ import (
 // address resolved; the kernel counts every time the table was full
 // (table_fulls), which must not grow while the hosts resolve each other.
 func TestTestbedHostsReachEachOther(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("testbed run skipped: no bash to connect from the hosts")
-	}
 	const hosts = 34
 	script, prefix, net := upTestbed(t, hosts)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -84,9 +81,7 @@ func arpTableFulls(t *testing.T) int {
 func upTestbed(t *testing.T, hosts int) (script, prefix string, net int) {
 	t.Helper()
 	script, _ = filepath.Abs("testbed")
-	if why := testbedSkip(script); why != "" {
-		t.Skip("testbed run skipped: " + why)
-	}
+	requireTestbed(t, script)
 	prefix, net, err := freeTestbedNet()
 	if err != nil {
 		t.Fatal(err)

@@ -14,24 +14,26 @@ import (
 	"time"
 )
 
-// testbedSkip says why the testbed cannot run here, or "".
-func testbedSkip(script string) string {
+// requireTestbed skips the test where the testbed cannot exist (not
+// root: it creates network namespaces) and fails it where it should and
+// does not: a missing tool is one the README's test command installs
+// (bench/peers/install brings iproute2).
+func requireTestbed(t *testing.T, script string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		return "not root: the testbed creates network namespaces"
+		t.Skip("not root: the testbed creates network namespaces")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return "no ip command (iproute2)"
+	for _, tool := range []string{"ip", "tc", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the testbed needs %s: run scripts/test as root (bench/peers/install installs iproute2)", tool)
+		}
 	}
 	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-		return fmt.Sprintf("`ip netns list` fails: %v %s", err, bytes.TrimSpace(out))
-	}
-	if _, err := exec.LookPath("tc"); err != nil {
-		return "no tc command (iproute2)"
+		t.Fatalf("`ip netns list` fails: %v %s", err, bytes.TrimSpace(out))
 	}
 	if st, err := os.Stat(script); err != nil || st.Mode()&0o111 == 0 {
-		return fmt.Sprintf("%s is missing or not executable", script)
+		t.Fatalf("%s is missing or not executable", script)
 	}
-	return ""
 }
 
 // freeTestbedNet picks a testbed network no interface uses yet, and a
@@ -63,9 +65,7 @@ func freeTestbedNet() (string, int, error) {
 // the nodes.
 func TestTestbedSmoke(t *testing.T) {
 	script, _ := filepath.Abs("testbed")
-	if why := testbedSkip(script); why != "" {
-		t.Skip("testbed smoke run skipped: " + why)
-	}
+	requireTestbed(t, script)
 	bin := filepath.Join(t.TempDir(), "hoplite")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hoplite-go/hoplite/cmd/hoplite").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
