@@ -5,92 +5,22 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hoplite-go/hoplite/internal/tracing"
+	"github.com/hoplite-go/hoplite/internal/tracing/spantest"
 	"github.com/hoplite-go/hoplite/messages"
 )
-
-// installTracer makes the global provider record into an in-memory
-// exporter for the test, and puts the no-op one back after.
-func installTracer(t *testing.T) *tracetest.InMemoryExporter {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prev)
-		_ = tp.Shutdown(context.Background())
-	})
-	return exp
-}
-
-// spanTree waits until want(spans) holds for the spans recorded so far
-// (spans end on their own actors' time, some after the call returned).
-func spanTree(t *testing.T, exp *tracetest.InMemoryExporter, what string, want func(tracetest.SpanStubs) error) tracetest.SpanStubs {
-	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for {
-		spans := exp.GetSpans()
-		err := want(spans)
-		if err == nil {
-			return spans
-		}
-		if time.Now().After(end) {
-			var names []string
-			for _, s := range spans {
-				names = append(names, fmt.Sprintf("%s(%s<-%s)", s.Name, s.SpanContext.SpanID(), s.Parent.SpanID()))
-			}
-			t.Fatalf("%s: %v; spans recorded: %s", what, err, strings.Join(names, " "))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// byName is the spans named name.
-func byName(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range spans {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// childrenOf is the spans named name whose parent is parent.
-func childrenOf(spans tracetest.SpanStubs, parent tracetest.SpanStub, name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range byName(spans, name) {
-		if s.Parent.SpanID() == parent.SpanContext.SpanID() && s.SpanContext.TraceID() == parent.SpanContext.TraceID() {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func attr(s tracetest.SpanStub, key string) attribute.Value {
-	for _, kv := range s.Attributes {
-		if string(kv.Key) == key {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
-}
 
 // A Get of an object another member holds is one trace: the caller's span,
 // the client's Get, the fetch on the receiving member, the Locate at the
 // object's shard (which names the sender it gave) and the transfer from
 // that sender, each the child of the one before.
 func TestTraceOfACrossMemberGet(t *testing.T) {
-	exp := installTracer(t)
+	exp := spantest.Install(t)
 	l, err := StartLocal(Config{Nodes: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -112,34 +42,34 @@ func TestTraceOfACrossMemberGet(t *testing.T) {
 		t.Fatalf("Get: %d bytes, %v", len(got), err)
 	}
 	creator := l.Node(0).GetNodeId()
-	spanTree(t, exp, "the Get's trace", func(spans tracetest.SpanStubs) error {
-		roots := byName(spans, "test.get")
+	spantest.Tree(t, exp, "the Get's trace", func(spans tracetest.SpanStubs) error {
+		roots := spantest.ByName(spans, "test.get")
 		if len(roots) != 1 {
 			return fmt.Errorf("%d test spans", len(roots))
 		}
-		gets := childrenOf(spans, roots[0], tracing.Get)
+		gets := spantest.ChildrenOf(spans, roots[0], tracing.Get)
 		if len(gets) != 1 {
 			return fmt.Errorf("%d Get spans under the caller's", len(gets))
 		}
-		fetches := childrenOf(spans, gets[0], tracing.Fetch)
+		fetches := spantest.ChildrenOf(spans, gets[0], tracing.Fetch)
 		if len(fetches) != 1 {
 			return fmt.Errorf("%d fetch spans under the Get", len(fetches))
 		}
-		if n := attr(fetches[0], "hoplite.node").AsString(); n != l.Node(2).GetNodeId() {
+		if n := spantest.Attr(fetches[0], "hoplite.node").AsString(); n != l.Node(2).GetNodeId() {
 			return fmt.Errorf("the fetch ran on %q, want the caller's member %q", n, l.Node(2).GetNodeId())
 		}
-		locates := childrenOf(spans, fetches[0], tracing.Locate)
+		locates := spantest.ChildrenOf(spans, fetches[0], tracing.Locate)
 		if len(locates) == 0 {
 			return fmt.Errorf("no Locate span under the fetch")
 		}
-		if s := attr(locates[0], "hoplite.sender").AsString(); s != creator {
+		if s := spantest.Attr(locates[0], "hoplite.sender").AsString(); s != creator {
 			return fmt.Errorf("the Locate gave sender %q, want the creator %q", s, creator)
 		}
-		transfers := childrenOf(spans, fetches[0], tracing.Transfer)
+		transfers := spantest.ChildrenOf(spans, fetches[0], tracing.Transfer)
 		if len(transfers) == 0 {
 			return fmt.Errorf("no transfer span under the fetch")
 		}
-		if s := attr(transfers[0], "hoplite.sender").AsString(); s != creator {
+		if s := spantest.Attr(transfers[0], "hoplite.sender").AsString(); s != creator {
 			return fmt.Errorf("the transfer came from %q, want %q", s, creator)
 		}
 		return nil
@@ -149,7 +79,7 @@ func TestTraceOfACrossMemberGet(t *testing.T) {
 // A Reduce is one trace: the client's span, the coordinator's, and a
 // span for each position of its tree, on the members that hold them.
 func TestTraceOfAReduce(t *testing.T) {
-	exp := installTracer(t)
+	exp := spantest.Install(t)
 	l, err := StartLocal(Config{Nodes: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -178,29 +108,29 @@ func TestTraceOfAReduce(t *testing.T) {
 	if shape := reply.GetPlan().GetShape(); shape == ShapeInline {
 		t.Fatalf("the Reduce ran inline: the test wants a tree")
 	}
-	spanTree(t, exp, "the Reduce's trace", func(spans tracetest.SpanStubs) error {
-		roots := byName(spans, "test.reduce")
+	spantest.Tree(t, exp, "the Reduce's trace", func(spans tracetest.SpanStubs) error {
+		roots := spantest.ByName(spans, "test.reduce")
 		if len(roots) != 1 {
 			return fmt.Errorf("%d test spans", len(roots))
 		}
-		reduces := childrenOf(spans, roots[0], tracing.Reduce)
+		reduces := spantest.ChildrenOf(spans, roots[0], tracing.Reduce)
 		if len(reduces) != 1 {
 			return fmt.Errorf("%d Reduce spans under the caller's", len(reduces))
 		}
-		coords := childrenOf(spans, reduces[0], tracing.Coordinate)
+		coords := spantest.ChildrenOf(spans, reduces[0], tracing.Coordinate)
 		if len(coords) != 1 {
 			return fmt.Errorf("%d coordinator spans under the Reduce", len(coords))
 		}
-		if n := attr(coords[0], "hoplite.reduced").AsInt64(); n != 4 {
+		if n := spantest.Attr(coords[0], "hoplite.reduced").AsInt64(); n != 4 {
 			return fmt.Errorf("the coordinator's span says %d reduced, want 4", n)
 		}
 		// A leaf whose source is whole needs no worker: its parent reads
 		// the source. Every other position runs on a member, in a span.
-		positions := childrenOf(spans, coords[0], tracing.Position)
+		positions := spantest.ChildrenOf(spans, coords[0], tracing.Position)
 		nodes, seen := map[string]bool{}, map[int64]bool{}
 		for _, p := range positions {
-			nodes[attr(p, "hoplite.node").AsString()] = true
-			seen[attr(p, "hoplite.position").AsInt64()] = true
+			nodes[spantest.Attr(p, "hoplite.node").AsString()] = true
+			seen[spantest.Attr(p, "hoplite.position").AsInt64()] = true
 		}
 		if len(seen) < 2 || len(nodes) < 2 {
 			return fmt.Errorf("%d positions on %d members under the coordinator, want a tree over several members", len(seen), len(nodes))
