@@ -194,13 +194,18 @@ func markRun(o *objstore.Object, op *storeproto.StoreOp) {
 // asks for. ev is storeproto.FetchStart, FetchLocated, FetchLocateFailed,
 // FetchStreamEnded, FetchIntoStreamEnded, FetchSenderFailed, FetchStop,
 // FetchDropped (their State, if any, is read here), or the protocol's
-// own FetchTimer coming back. Any other event asks for nothing.
+// own FetchTimer coming back. The shard's answer itself, a
+// *messages.LocateReply, is FetchLocated too: a pointer goes into an
+// interface without an allocation, and every Get steps a Locate's answer.
+// Any other event asks for nothing.
 func (f *Fetch) Step(now time.Time, ev any) storeproto.FetchOutput {
 	switch e := ev.(type) {
 	case storeproto.FetchStart:
 		return f.Start(now)
 	case storeproto.FetchLocated:
 		return f.Located(e.Reply, now)
+	case *messages.LocateReply:
+		return f.Located(e, now)
 	case storeproto.FetchLocateFailed:
 		return f.LocateFailed(e.Attempt, e.Err, now)
 	case storeproto.FetchTimer:

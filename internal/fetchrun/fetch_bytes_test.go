@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -31,5 +32,34 @@ func TestFetchStoresInlineBytesWithoutACopy(t *testing.T) {
 	}
 	if cap(got) != len(answer) {
 		t.Fatalf("the object's buffer reaches past its bytes: cap %d of %d", cap(got), len(answer))
+	}
+}
+
+// The shard's answer stepped bare (*messages.LocateReply, the form the
+// store node's shell uses so that a Get boxes no event) is the same
+// event as storeproto.FetchLocated: both complete the fetch with the
+// answer's bytes, and a bare answer to another attempt is ignored as a
+// stale FetchLocated is.
+func TestBareLocateReplyIsFetchLocated(t *testing.T) {
+	answer := []byte("inline bytes")
+	for _, bare := range []bool{false, true} {
+		f := newProtoFixture(t, time.Minute)
+		attempt := f.locate(f.p.Start(f.now)).GetAttempt()
+		step := func(attempt uint64) storeproto.FetchOutput {
+			r := &messages.LocateReply{ObjectId: "x", Attempt: attempt, Size: int64(len(answer)), HasInline: true, InlineData: answer}
+			if bare {
+				return f.p.Step(f.now, r)
+			}
+			return f.p.Step(f.now, storeproto.FetchLocated{Reply: r})
+		}
+		if out := step(attempt + 1); out.Done || out.Store.Kind != 0 || len(out.Sends) != 0 {
+			t.Fatalf("bare %v: a stale answer was acted on: %+v", bare, out)
+		}
+		if out := step(attempt); !out.Done || out.Err != nil {
+			t.Fatalf("bare %v: the answer did not complete the fetch: %+v", bare, out)
+		}
+		if got, err := f.obj.Bytes(); err != nil || !bytes.Equal(got, answer) {
+			t.Fatalf("bare %v: stored %q, %v", bare, got, err)
+		}
 	}
 }

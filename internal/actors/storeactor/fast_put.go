@@ -14,6 +14,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/fastget"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -83,10 +84,10 @@ const fastPutIDBit = 1 << 63
 // could overtake it.
 type fastPutDone struct {
 	id      string
-	obj     *objstore.Object
+	reg     uint64 // the registration's request id
 	evicted []string
 	latency time.Duration
-	sends   []any
+	boxes   []outbox.Box
 }
 
 // registerFastPut makes this node's Put fast path available to the
@@ -131,15 +132,8 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	}
 	obj.SetRegistration(req.RequestID) // its republication names it
 	reg := storeproto.NewPutRegistration(req)
-	done := &fastPutDone{id: id, obj: obj, evicted: evicted}
-	sent := time.Now()
-	step := reg.Step(sent, storeproto.PutStart{})
-	var create *messages.CreateObject
-	for _, s := range step.Sends {
-		if c, ok := s.Msg.(*messages.CreateObject); ok {
-			create = c
-		}
-	}
+	done := &fastPutDone{id: id, reg: req.RequestID, evicted: evicted}
+	create := p.step(done, reg, obj, time.Now(), storeproto.PutStart{}).create
 	var reply *messages.CreateObjectReply
 	var rerr *messages.Error
 	if shard := cfg.ShardFor(id); shard == nil {
@@ -150,13 +144,13 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 			rerr = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", id)
 		}
 	}
+	var step storeproto.PutStep
 	if rerr != nil {
-		step = reg.Step(time.Now(), storeproto.PutFailed{Err: rerr})
+		step = p.step(done, reg, obj, time.Now(), storeproto.PutFailed{Err: rerr}).PutStep
 	} else {
-		step = reg.Step(time.Now(), reply)
+		step = p.step(done, reg, obj, time.Now(), reply).PutStep
 		done.latency = step.Latency
 	}
-	p.apply(done, step)
 	if step.CopyIn {
 		// Bounded memory work (an inline object), on this goroutine: on
 		// the node the copy-in is a goroutine and its report a message.
@@ -168,8 +162,7 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 		if err != nil {
 			e = messages.AsError(putEnded(obj, err, step.Readable))
 		}
-		step = reg.Step(time.Now(), storeproto.PutCopiedIn{Complete: err == nil, Err: e})
-		p.apply(done, step)
+		step = p.step(done, reg, obj, time.Now(), storeproto.PutCopiedIn{Complete: err == nil, Err: e}).PutStep
 	}
 	p.system.Root.Send(p.self, done)
 	if step.Err != nil {
@@ -178,42 +171,48 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	return true, nil
 }
 
-// apply carries out a step's store effects and keeps its sends to the
-// shard for the node (fastPutDone); the answer is the caller's return.
-func (p *fastPutter) apply(done *fastPutDone, s storeproto.PutStep) {
-	store := p.cfg.Store
-	if s.Abort != nil {
-		store.Abort(done.obj, s.Abort)
-	}
-	if s.ForgetDeleted {
-		store.ForgetDeleted(done.id)
-	}
-	if s.Unpin {
-		store.Unpin(done.obj)
-	}
-	for _, send := range s.Sends {
-		if _, ok := send.To.(directory.ShardOf); ok {
-			if _, create := send.Msg.(*messages.CreateObject); !create {
-				done.sends = append(done.sends, send.Msg)
-			}
-		}
-	}
+// fastStep is a fast Put's step as its caller's goroutine takes it: the
+// CreateObject it sends, if any, which the caller asks itself.
+type fastStep struct {
+	storeproto.PutStep
+	create *messages.CreateObject
 }
 
-// fastPutDone finishes a fast Put on its node: see fastPutDone.
+// step steps reg with ev at now, as the node's putting does: it carries
+// out the store's part at once and keeps the rest of the Box (a
+// publication to the shard, a failed registration's withdrawal) for the
+// node to carry out (fastPutDone), all but the CreateObject, which the
+// caller asks itself and waits for. The Box's deadline timer and the
+// answer to a requester have no place here: the caller's context bounds
+// the call, and the answer is its return.
+func (p *fastPutter) step(done *fastPutDone, reg *storeproto.PutRegistration, obj *objstore.Object, now time.Time, ev any) fastStep {
+	s := fastStep{PutStep: reg.Step(now, ev)}
+	putStore(p.cfg.Store, obj, done.id, s.PutStep)
+	box := s.Box
+	box.Sends = nil
+	for _, send := range s.Sends {
+		if c, ok := send.Msg.(*messages.CreateObject); ok {
+			s.create = c
+			continue
+		}
+		box.Sends = append(box.Sends, send)
+	}
+	if len(box.Sends) > 0 {
+		done.boxes = append(done.boxes, box)
+	}
+	return s
+}
+
+// fastPutDone finishes a fast Put on its node: see fastPutDone. Its
+// Boxes go through the node's Put driver, as the node's own Puts' do; the
+// registration is not among the node's runs, so its timers are dropped
+// (the caller's context bounded it) and only its sends go out.
 func (n *StoreNode) fastPutDone(ctx actor.Context, m *fastPutDone) {
 	n.unpublish(ctx.ActorSystem(), m.evicted)
 	if m.latency > 0 && n.cfg.Estimator != nil {
 		n.cfg.Estimator.ObserveLatency(m.latency)
 	}
-	if len(m.sends) == 0 {
-		return
-	}
-	shard := n.cfg.ShardFor(m.id)
-	if shard == nil {
-		return
-	}
-	for _, msg := range m.sends {
-		ctx.Send(shard, msg)
+	for _, b := range m.boxes {
+		n.putDrive.Carry(ctx, m.reg, b, nil)
 	}
 }

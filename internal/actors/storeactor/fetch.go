@@ -185,7 +185,7 @@ func (n *StoreNode) fetchLocated(ctx actor.Context, m *fetchLocated) {
 		n.fetchStep(ctx, run, storeproto.FetchLocateFailed{Attempt: m.attempt, Err: m.err})
 		return
 	}
-	n.fetchStep(ctx, run, storeproto.FetchLocated{Reply: m.reply})
+	n.fetchStep(ctx, run, m.reply) // FetchLocated's unboxed form
 }
 
 // fetchWatchDue watches the shard of a run whose Locate is late.

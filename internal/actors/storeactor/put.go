@@ -275,16 +275,23 @@ func (p putting) Step(now time.Time, ev any) storeproto.PutStep {
 	if s.Latency > 0 && n.cfg.Estimator != nil {
 		n.cfg.Estimator.ObserveLatency(s.Latency)
 	}
+	putStore(n.cfg.Store, run.obj, run.reg.Request().ObjectID, s)
+	return s
+}
+
+// putStore carries out the store's part of a Put's step s on obj, the
+// copy of object id: an abort, a deletion forgotten, an unpin. The node
+// and the fast path (on the caller's goroutine) both do it as they step.
+func putStore(store *objstore.Store, obj *objstore.Object, id string, s storeproto.PutStep) {
 	if s.Abort != nil {
-		n.cfg.Store.Abort(run.obj, s.Abort)
+		store.Abort(obj, s.Abort)
 	}
 	if s.ForgetDeleted {
-		n.cfg.Store.ForgetDeleted(run.reg.Request().ObjectID)
+		store.ForgetDeleted(id)
 	}
 	if s.Unpin {
-		n.cfg.Store.Unpin(run.obj)
+		store.Unpin(obj)
 	}
-	return s
 }
 
 // putStep steps registration id with ev on putDrive.
