@@ -12,7 +12,6 @@ import (
 	"github.com/hoplite-go/hoplite/internal/barrier/participant"
 	"github.com/hoplite-go/hoplite/internal/experiments"
 	"github.com/hoplite-go/hoplite/internal/member"
-	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/testhooks"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
@@ -163,8 +162,27 @@ func (l *Local) Barriers(i int) *actor.PID { return l.l.Barriers(i) }
 // Node is node i's reference as it appears in directory records.
 func (l *Local) Node(i int) *messages.NodeRef { return l.l.Node(i) }
 
-// Store is node i's local store (for inspection in tests and tools).
-func (l *Local) Store(i int) *objstore.Store { return l.l.Store(i) }
+// Written is how many bytes of object id node i's store holds, 0 when it
+// holds no copy: a copy still filling shows its progress (for inspection
+// in tests and tools, such as the demo's progress bars).
+func (l *Local) Written(i int, id string) int64 {
+	if o := l.l.Store(i).Lookup(id); o != nil {
+		w, _, _ := o.Progress()
+		return w
+	}
+	return 0
+}
+
+// Objects lists the ids of the copies node i's store holds, whole or
+// filling (for inspection in tests and tools).
+func (l *Local) Objects(i int) []string {
+	objs := l.l.Store(i).Objects()
+	ids := make([]string, len(objs))
+	for j, o := range objs {
+		ids[j] = o.ID()
+	}
+	return ids
+}
 
 // Shard is directory shard j where it runs now (as the first live member
 // places it).

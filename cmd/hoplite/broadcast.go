@@ -81,10 +81,7 @@ func runBroadcast(ctx context.Context, l *cluster.Local, id string, data []byte,
 func fractions(l *cluster.Local, id string, size int) []float64 {
 	f := make([]float64, l.Nodes())
 	for i := range f {
-		if o := l.Store(i).Lookup(id); o != nil {
-			w, _, _ := o.Progress()
-			f[i] = float64(w) / float64(max(size, 1))
-		}
+		f[i] = float64(l.Written(i, id)) / float64(max(size, 1))
 	}
 	return f
 }

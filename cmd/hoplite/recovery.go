@@ -196,13 +196,7 @@ func runRecovery(ctx context.Context, out io.Writer, size int, link float64, chu
 	sub := l.System().EventStream.Subscribe(pr.handle)
 	defer l.System().EventStream.Unsubscribe(sub)
 	defer pr.close()
-	written := func(i int, id string) int64 {
-		if o := l.Store(i).Lookup(id); o != nil {
-			w, _, _ := o.Progress()
-			return w
-		}
-		return 0
-	}
+	written := l.Written
 
 	// Broadcast: node-1 stalls at half, node-2..7 fetch behind it in a
 	// chain; node-1 dies and node-2 resumes from node-0 at its offset.

@@ -103,8 +103,8 @@ func (c *checker) observe(l *cluster.Local, rec roundRecord) error {
 	// what the previous round's Deletes may not have freed yet.
 	ids := map[string]bool{}
 	for i := range l.Nodes() {
-		for _, o := range l.Store(i).Objects() {
-			ids[o.ID()] = true
+		for _, id := range l.Objects(i) {
+			ids[id] = true
 		}
 	}
 	c.maxIDs = max(c.maxIDs, len(ids))

@@ -271,11 +271,7 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 
 // written is how much of id node i holds.
 func (p *program) written(i int, id string) int64 {
-	if o := p.l.Store(i).Lookup(id); o != nil {
-		w, _, _ := o.Progress()
-		return w
-	}
-	return 0
+	return p.l.Written(i, id)
 }
 
 // senders lists "receiver <- sender" for the transfers the directory

@@ -106,8 +106,8 @@ func TestServingAnswersTheEnsemblesMajority(t *testing.T) {
 			for {
 				var left []string
 				for i := range l.Nodes() {
-					for _, o := range l.Store(i).Objects() {
-						left = append(left, fmt.Sprintf("%s@node-%d", o.ID(), i))
+					for _, id := range l.Objects(i) {
+						left = append(left, fmt.Sprintf("%s@node-%d", id, i))
 					}
 				}
 				if len(left) == 0 {

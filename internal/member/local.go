@@ -33,44 +33,21 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// Config configures an embedded cluster. Zero fields take the defaults.
+// Config configures an embedded cluster. Its exported fields are
+// cluster.Config's, which documents them for the users who set them (the
+// facade copies them over, and its test checks that each one arrives);
+// zero fields take the defaults. The unexported ones are this module's
+// own.
 type Config struct {
-	// Nodes is the number of members (at least 1).
-	Nodes int
-	// Shards is the number of directory shards (default Nodes), placed on
-	// the members by rendezvous hashing as in a cluster of processes.
-	Shards int
-	// Capacity is each node's store size in bytes (default 1 GiB).
-	Capacity int64
-	// ChunkSize is the copy and streaming unit; 0 adapts it to the
-	// measured bandwidth (see MemberConfig.ChunkSize).
-	ChunkSize int
-	// InlineLimit: smaller objects live in the directory (default 64 KiB).
-	InlineLimit int64
-	// LinkBandwidth emulates each node's uplink and downlink in bytes per
-	// second on the in-memory data plane; 0 is unlimited (memory speed).
-	LinkBandwidth float64
-	// DefaultTimeout bounds calls that carry no deadline (default 30s).
-	DefaultTimeout time.Duration
-	// StallTimeout abandons a transfer without progress (default 10s).
-	StallTimeout time.Duration
-	// Log receives the cluster's logs and Proto.Actor's, at its own level.
-	// Set Log or Logger, not both; with neither, the cluster logs
-	// warnings and errors on stderr.
-	Log *logrus.Logger
-	// Logger, if set, receives the cluster's logs and Proto.Actor's as
-	// slog records: an application that logs through log/slog gets
-	// Hoplite's records in its own stream (Proto.Actor's info records and
-	// the errors that are the normal life of a cluster come at debug,
-	// repeats throttled). The cluster asks its handler for the lowest
-	// level it enables once, when it starts: records below it are not
-	// made.
-	Logger *slog.Logger
-	// UI, if set, serves the live view (package liveview) of the cluster
-	// at http://UI/live/ (HOST:PORT; port 0 picks one, see Local.UIAddr)
-	// until Stop. Read-only, plain HTTP: bind it where only those who may
-	// watch can reach it.
-	UI string
+	Nodes, Shards                int
+	Capacity                     int64
+	ChunkSize                    int
+	InlineLimit                  int64
+	LinkBandwidth                float64
+	DefaultTimeout, StallTimeout time.Duration
+	Log                          *logrus.Logger
+	Logger                       *slog.Logger
+	UI                           string
 
 	// exp are the experiments (internal/experiments) every member runs
 	// with.

@@ -83,114 +83,33 @@ const maxRemoteReply = maxRemoteMessage - 4<<20
 // member's memory with small requests.
 const maxQueuedFromRemote = 1 << 16
 
-// MemberConfig configures one member of a multi-process cluster. Zero
-// fields take the defaults.
+// MemberConfig configures one member of a multi-process cluster. Its
+// exported fields are cluster.MemberConfig's, which documents them for
+// the users who set them (the facade copies them over, and its test
+// checks that each one arrives); zero fields take the defaults that
+// withDefaults fills in. The unexported ones are this module's own.
 type MemberConfig struct {
-	// Bind is this member's actor system (Proto.Actor remote, gRPC)
-	// address, host:port. Required; the host is what the other members
-	// dial, so not a wildcard.
-	Bind string
-	// ManagePort is the member's HTTP port, on Bind's host: /metrics,
-	// the live view at /live/, /debug/pprof with Pprof, and with the
-	// automanaged provider its /_health endpoint, which the other members
-	// poll. Default: Bind's port + 1000.
-	ManagePort int
-	// Seeds are automanaged endpoints (host:manage-port) of the cluster's
-	// members; this member's own is added. The automanaged provider's
-	// membership is the seeds that answer; members exchange the seeds
-	// they know, so one that reaches the cluster is enough. Unused with
-	// etcd.
-	Seeds []string
-	// DataBind is where the direct-TCP data plane listens (default Bind's
-	// host, a free port).
-	DataBind string
-	// Provider is the membership provider: "automanaged" (default) or
-	// "etcd".
-	Provider string
-	// ProviderAddress is the etcd server's client endpoint, host:port
-	// (default 127.0.0.1:2379).
-	ProviderAddress string
-	// ClusterName: members of other clusters are ignored (default "hoplite").
-	ClusterName string
-	// Shards is the number of directory shards of the whole cluster
-	// (default 64). Every member must use the same number.
-	Shards int
-	// Capacity is this member's store size in bytes (default 1 GiB).
-	Capacity int64
-	// ChunkSize is the copy and streaming unit; 0 adapts it to the
-	// measured bandwidth (about 5 ms of transfer per chunk; 256 KiB until
-	// a transfer was measured); a fixed size is used as given.
-	ChunkSize int
-	// InlineLimit: smaller objects live in the directory (default 64 KiB).
-	InlineLimit int64
-	// DefaultTimeout bounds calls that carry no deadline (default 30s).
-	DefaultTimeout time.Duration
-	// StallTimeout abandons a transfer without progress (default 10s).
-	StallTimeout time.Duration
-	// WarmMemory is how many bytes of memory for large object buffers
-	// the warm-up faults in and keeps for the buffers of 4 MiB or more
-	// the process makes (bufalloc.Reserve, once per process, so the
-	// members of an embedded cluster share it): DefaultWarmMemory if 0,
-	// none if negative. It is held for the life of the
-	// process, and serves the next buffers again whenever the ones cut
-	// from it are unreachable. Up to as much of the memory of large
-	// buffers that nothing
-	// references any more is then kept for the next ones (bufalloc.Keep)
-	// instead of going back to the kernel.
-	WarmMemory int64
-	// LinkRate is this member's network link in bits per second, as its
-	// operator knows it (a NIC's 10 Gbit/s; 0: not known). With it the
-	// member paces the streams of sliced AllReduces at the link's TCP
-	// payload rate (PayloadRate) and the cost model prices that shape
-	// paced, and it is the bandwidth the model starts from until the
-	// member measures one; the member's directory shards reckon with it
-	// how long their inline answers' bytes queue on its uplink
-	// (directory.AnswerWithBytes). It must be the rate of the link's
-	// bottleneck: pacing above it brings back the contention it removes.
-	// The embedded cluster (in-memory links) ignores it.
-	LinkRate float64
-	// RefreshInterval is how often the automanaged provider polls the
-	// seeds (default 200ms). Crashes are detected faster than that (data
-	// connections, remote endpoints); a graceful leave is seen within it.
-	RefreshInterval time.Duration
-	// HealthTimeout bounds each automanaged health check (default 2s).
-	HealthTimeout time.Duration
-	// HealthMisses is how many health checks in a row a member must miss
-	// before the automanaged provider drops it (default 3; a refused
-	// connection drops it at once). One slow answer on a loaded host is
-	// not a failure.
-	HealthMisses int
-	// Pprof serves Go's profiles at /debug/pprof on the manage port (next
-	// to /metrics, which is always there).
-	Pprof bool
-	// JoinTimeout bounds Join (default 30s).
-	JoinTimeout time.Duration
-	// TLSCert, TLSKey and TLSCA (PEM files), all three or none, run every
-	// port of this member over mutual TLS: Proto.Actor remote, the data
-	// plane and the manage port serve only peers whose client certificate
-	// TLSCA signed, and this member presents TLSCert when it dials them.
-	// Every member of a cluster uses the same CA. Default: plaintext. The
-	// etcd provider's connection has files of its own (EtcdCert).
-	TLSCert, TLSKey, TLSCA string
-	// EtcdCert, EtcdKey and EtcdCA (PEM files) run the etcd provider's
-	// client over TLS; any of them turns it on, and they are for the etcd
-	// provider only. EtcdCA verifies the etcd server: it is etcd's CA,
-	// usually not TLSCA (empty: the system's roots). EtcdCert and EtcdKey,
-	// both or neither, are the client certificate an etcd server with
-	// client certificate auth requires. Default: plaintext, which a member
-	// with TLSCert logs a warning about when it joins (whoever reaches
-	// etcd can then list, add and remove members).
-	EtcdCert, EtcdKey, EtcdCA string
-	// Log receives the member's logs and Proto.Actor's, at its own level.
-	// Set Log or Logger, not both; with neither, the member logs warnings
-	// and errors on stderr (`hoplite node` sets its level by -log-level).
-	Log *logrus.Logger
-	// Logger, if set, receives the member's logs and Proto.Actor's as
-	// slog records (Proto.Actor's info records and the errors that are the
-	// normal life of a cluster come at debug, repeats throttled). The
-	// member asks its handler for the lowest level it enables once, when
-	// it starts: records below it are not made.
-	Logger *slog.Logger
+	Bind, DataBind               string
+	ManagePort                   int
+	Seeds                        []string
+	Provider, ProviderAddress    string
+	ClusterName                  string
+	Shards                       int
+	Capacity                     int64
+	ChunkSize                    int
+	InlineLimit                  int64
+	DefaultTimeout, StallTimeout time.Duration
+	WarmMemory                   int64
+	LinkRate                     float64
+	RefreshInterval              time.Duration
+	HealthTimeout                time.Duration
+	HealthMisses                 int
+	Pprof                        bool
+	JoinTimeout                  time.Duration
+	TLSCert, TLSKey, TLSCA       string
+	EtcdCert, EtcdKey, EtcdCA    string
+	Log                          *logrus.Logger
+	Logger                       *slog.Logger
 
 	// exp are the experiments (internal/experiments) a benchmark or a
 	// test turned on for this member.
