@@ -16,9 +16,10 @@
 // a checksum carried through the cores' decisions, so exactness can be
 // checked. The same Config gives the same timeline, event for event.
 //
-// The coupling to the cores' output types is kept in the adapters
-// (dir.go, fetch.go, reduce.go, notice.go, barrier.go); the engine
-// (engine.go), the network (net.go) and the data plane (world.go) know
-// nothing of them. See docs/simulator.md for the model and its
+// Every core runs through one driver (core.go), the actor shell's
+// driver in virtual time; what a core's addresses mean here is wired
+// once per core (dir.go, fetch.go, reduce.go, notice.go, barrier.go),
+// and the engine (engine.go), the network (net.go) and the data plane
+// (world.go) know nothing of the cores. See docs/simulator.md for the model and its
 // validation against the testbed.
 package sim
