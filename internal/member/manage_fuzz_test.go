@@ -136,9 +136,9 @@ func FuzzSeedsReply(f *testing.F) {
 		client := &http.Client{Transport: replyTransport{status: status, body: body}}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		seeds, err := postSeeds(ctx, client, "http", "127.0.0.1:1", seedExchange{Cluster: seedTestCluster, Seeds: p.Gossip()})
+		ans, err := postSeeds(ctx, client, "http", "127.0.0.1:1", seedExchange{Cluster: seedTestCluster, Seeds: p.Gossip()})
 		if err == nil {
-			m.learnSeeds(p, seeds, "from a fuzzed peer")
+			m.learnSeeds(p, ans.Seeds, "from a fuzzed peer")
 		} else if status == http.StatusOK && json.Valid(body) && bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
 			var in seedExchange
 			if json.Unmarshal(body, &in) == nil {

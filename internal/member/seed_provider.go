@@ -22,6 +22,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hoplite-go/hoplite/internal/memberwatch"
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 // The seeds a member learned from the seed exchange, unlike those it was
@@ -155,10 +156,8 @@ type seedNode struct {
 // unused: twice the longest pause between two rounds (QuietFactor
 // refresh intervals), so that the neighbours a member checks every round
 // keep theirs, while one to an endpoint checked only in its rotation
-// closes. Kept for longer, a member held a connection to every member it
-// had ever checked, O(N) of them, each probed by TCP keep-alive every
-// 5 s: on the testbed's links the idle bytes a member sent grew about as
-// √N instead of log N.
+// closes. Kept for longer, a member would hold a connection to every
+// member it ever checked, O(N) of them, each costing packets while idle.
 func healthIdleTimeout(refresh time.Duration) time.Duration {
 	return max(2*memberwatch.QuietFactor*refresh, time.Second)
 }
@@ -170,7 +169,7 @@ func newSeedProvider(server *echo.Echo, cfg seedProviderConfig) *seedProvider {
 		// Members dial each other directly, never through a proxy.
 		// Each check's context bounds its dial, handshake and answer
 		// together (check): fixed timeouts here would not stretch.
-		DialContext:     (&net.Dialer{KeepAlive: 5 * time.Second}).DialContext,
+		DialContext:     (&net.Dialer{KeepAliveConfig: transport.KeepAlive}).DialContext,
 		TLSClientConfig: cfg.TLS, // ServerName is set per host by the transport
 		// One connection per member, kept between polls (a TLS handshake
 		// every refresh interval would cost more than the check), but not

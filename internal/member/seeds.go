@@ -5,14 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo"
 	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/transport"
 )
 
 // Seed exchange for the automanaged provider. Its membership is the seeds
@@ -27,6 +32,15 @@ import (
 // Once an exchange teaches a member nothing, it waits twice as long
 // before the next, up to quietFactor refresh intervals; a seed learned
 // either way brings it back to the refresh interval (and starts a poll).
+//
+// A member posts a digest of its list (seedDigest), not the list: once
+// the cluster has formed every member's list is the same, and a whole
+// list each way, O(N) bytes every few seconds, was most of what an idle
+// member of a large cluster sent. A seed whose own list has the same
+// digest answers Same and nothing else; one whose list differs answers
+// its list, and the poster posts its own in turn if the answer lacks
+// any of its seeds. A poster of a list (an older member, or the second
+// step) is answered with the list, as before digests.
 
 // seedsPath is the seed exchange endpoint on a member's manage port.
 const seedsPath = "/_hoplite/seeds"
@@ -34,7 +48,23 @@ const seedsPath = "/_hoplite/seeds"
 // seedExchange is the body of a seed exchange, both ways.
 type seedExchange struct {
 	Cluster string   `json:"cluster"`
-	Seeds   []string `json:"seeds"`
+	Seeds   []string `json:"seeds,omitempty"`
+	// Digest, posted in place of Seeds, is the poster's seedDigest.
+	Digest string `json:"digest,omitempty"`
+	// Same answers a Digest equal to the answerer's own (without Seeds).
+	Same bool `json:"same,omitempty"`
+}
+
+// seedDigest is a digest of the seed list seeds, whatever its order.
+func seedDigest(seeds []string) string {
+	s := slices.Clone(seeds)
+	slices.Sort(s)
+	h := fnv.New64a()
+	for _, x := range slices.Compact(s) {
+		h.Write([]byte(x))
+		h.Write([]byte{0})
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // exchangeRate and exchangeBurst bound the seed exchanges one source
@@ -76,7 +106,11 @@ func (m *Member) serveSeedsLimited(e *echo.Echo, p *seedProvider, limit *rateLim
 			return c.String(http.StatusConflict, "cluster "+m.cfg.ClusterName+", not "+in.Cluster)
 		}
 		m.learnSeeds(p, in.Seeds, "posted from "+src.String())
-		return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Gossip()})
+		mine := p.Gossip()
+		if in.Digest != "" && in.Digest == seedDigest(mine) {
+			return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Same: true})
+		}
+		return c.JSON(http.StatusOK, seedExchange{Cluster: m.cfg.ClusterName, Seeds: mine})
 	})
 }
 
@@ -116,7 +150,12 @@ func (m *Member) kickMembership() {
 func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 	// The manage port speaks mutual TLS when the member does: present
 	// this member's certificate, as the health checks do.
-	tr := &http.Transport{TLSClientConfig: m.cfg.tls, TLSHandshakeTimeout: time.Second}
+	// Its connections close once idle as the health checks' do: an
+	// exchange goes to a seed chosen at random, and kept for longer a
+	// member would hold one to every seed.
+	tr := &http.Transport{TLSClientConfig: m.cfg.tls, TLSHandshakeTimeout: time.Second,
+		DialContext:     (&net.Dialer{KeepAliveConfig: transport.KeepAlive}).DialContext,
+		IdleConnTimeout: healthIdleTimeout(m.cfg.RefreshInterval)}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: time.Second}
 	scheme := "http"
@@ -135,12 +174,29 @@ func (m *Member) exchangeSeeds(p *seedProvider, self string) {
 		}
 		peer := hosts[rand.IntN(len(hosts))]
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		seeds, err := postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Seeds: p.Gossip()})
+		learned, err := m.exchangeWith(ctx, p, client, scheme, peer)
 		cancel()
 		// Not up, gone, or another cluster (err): its health poll says
 		// which, and the next round asks another.
-		wait = p.exchange.Next(err == nil && m.learnSeeds(p, seeds, "from "+peer))
+		wait = p.exchange.Next(err == nil && learned)
 	}
+}
+
+// exchangeWith makes one seed exchange with peer: the digest of this
+// member's list, then, if the peer's answer is its own list and lacks
+// some of this member's seeds, this member's list. It reports whether
+// this member learned seeds.
+func (m *Member) exchangeWith(ctx context.Context, p *seedProvider, client *http.Client, scheme, peer string) (bool, error) {
+	mine := p.Gossip()
+	ans, err := postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Digest: seedDigest(mine)})
+	if err != nil || ans.Same {
+		return false, err
+	}
+	learned := m.learnSeeds(p, ans.Seeds, "from "+peer)
+	if slices.ContainsFunc(mine, func(s string) bool { return !slices.Contains(ans.Seeds, s) }) {
+		_, err = postSeeds(ctx, client, scheme, peer, seedExchange{Cluster: m.cfg.ClusterName, Seeds: mine})
+	}
+	return learned, err
 }
 
 // exchangePeers are the seeds an exchange may go to: those known to
@@ -150,24 +206,26 @@ func exchangePeers(p *seedProvider, self string) []string {
 	return slices.DeleteFunc(p.Gossip(), func(h string) bool { return h == self })
 }
 
-func postSeeds(ctx context.Context, client *http.Client, scheme, peer string, out seedExchange) ([]string, error) {
+// postSeeds posts out to peer's seed exchange endpoint and returns the
+// answer.
+func postSeeds(ctx context.Context, client *http.Client, scheme, peer string, out seedExchange) (seedExchange, error) {
 	body, _ := json.Marshal(out)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+peer+seedsPath, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return seedExchange{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return seedExchange{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("seed exchange with %s: %s", peer, resp.Status)
+		return seedExchange{}, fmt.Errorf("seed exchange with %s: %s", peer, resp.Status)
 	}
 	var in seedExchange
 	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&in); err != nil {
-		return nil, fmt.Errorf("seed exchange with %s: %w", peer, err)
+		return seedExchange{}, fmt.Errorf("seed exchange with %s: %w", peer, err)
 	}
-	return in.Seeds, nil
+	return in, nil
 }

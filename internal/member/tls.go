@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/hoplite-go/hoplite/internal/certs"
+	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -110,7 +111,14 @@ func RemoteConfig(host string, port int, tlsCfg *tls.Config, log logrus.FieldLog
 		// system's messages in its endpoint writer.
 		remote.WithMaxQueuedToRemote(maxQueuedFromRemote),
 		remote.WithServerOptions(server...),
+		// Idle connections probed rarely (transport.KeepAlive): a member
+		// holds one to every member its actors wrote to.
+		remote.WithListenKeepAlive(transport.KeepAlive),
 		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				d := net.Dialer{KeepAliveConfig: transport.KeepAlive}
+				return d.DialContext(ctx, "tcp", addr)
+			}),
 			grpc.WithInitialWindowSize(remoteWindow), grpc.WithInitialConnWindowSize(remoteWindow),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRemoteMessage), grpc.MaxCallSendMsgSize(maxRemoteMessage))))
 	// One connection attempt: a member that cannot be reached is failed

@@ -285,7 +285,8 @@ func (t *TCP) Serve(node string, src Source) (string, error) {
 	if old != "" {
 		t.Unserve(old)
 	}
-	ln, err := net.Listen("tcp", t.cfg.ListenAddr)
+	lc := net.ListenConfig{KeepAliveConfig: KeepAlive}
+	ln, err := lc.Listen(context.Background(), "tcp", t.cfg.ListenAddr)
 	if err != nil {
 		return "", messages.Errorf(messages.ErrorCode_UNAVAILABLE, "serve %s: data plane cannot listen: %v", node, err)
 	}
@@ -952,7 +953,7 @@ func (t *TCP) getConn(ctx context.Context, addr string) (c *tcpConn, reused bool
 	if err != nil {
 		return nil, false, err
 	}
-	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	d := net.Dialer{Timeout: t.cfg.DialTimeout, KeepAliveConfig: KeepAlive}
 	nc, err := d.DialContext(ctx, "tcp", hostPort)
 	if err != nil {
 		if ctx.Err() != nil {

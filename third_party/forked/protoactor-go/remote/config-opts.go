@@ -1,6 +1,18 @@
 package remote
 
-import "google.golang.org/grpc"
+import (
+	"net"
+
+	"google.golang.org/grpc"
+)
+
+// WithListenKeepAlive (Hoplite patch) sets the TCP keep-alive of the
+// connections the server accepts (Config.ListenKeepAlive).
+func WithListenKeepAlive(ka net.KeepAliveConfig) ConfigOption {
+	return func(config *Config) {
+		config.ListenKeepAlive = ka
+	}
+}
 
 type ConfigOption func(config *Config)
 

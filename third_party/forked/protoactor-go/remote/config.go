@@ -2,6 +2,7 @@ package remote
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/grpc"
@@ -78,6 +79,10 @@ type Config struct {
 	// mailbox without bound; messages from the actor's own process are
 	// never refused.
 	MaxQueuedFromRemote int
+	// ListenKeepAlive (Hoplite patch) is the TCP keep-alive of the
+	// connections the server accepts; its zero value is Go's (a probe
+	// every 15 s of idleness).
+	ListenKeepAlive net.KeepAliveConfig
 	// MaxQueuedToRemote (Hoplite patch), if positive, bounds the messages
 	// an endpoint writer holds for its peer: past it a message is refused
 	// (a registered request is answered with its Busy reply, anything

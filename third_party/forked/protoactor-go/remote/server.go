@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"fmt"
 	"io/ioutil"
 	"log/slog"
@@ -76,7 +77,9 @@ func (r *Remote) BlockList() *BlockList { return r.blocklist }
 
 // Start the remote server
 func (r *Remote) Start() {
-	lis, err := net.Listen("tcp", r.config.Address())
+	// Hoplite patch: the accepted connections' keep-alive is the config's.
+	lc := net.ListenConfig{KeepAliveConfig: r.config.ListenKeepAlive}
+	lis, err := lc.Listen(context.Background(), "tcp", r.config.Address())
 	if err != nil {
 		// Hoplite patch: %w, so that a port in use is errors.Is(EADDRINUSE).
 		panic(fmt.Errorf("failed to listen: %w", err))
