@@ -1,6 +1,8 @@
 package actorutil
 
 import (
+	"strings"
+
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 )
 
@@ -45,6 +47,16 @@ func (s *Senders) For(ctx actor.Context, target *actor.PID) *actor.PID {
 	pid, _ := reg.Add(&relay{root: s.system.Root, owner: owner, target: target}, owner.GetId()+"/sender"+reg.NextId())
 	s.byTarget[key] = pid
 	return pid
+}
+
+// SentBy reports whether sender, the sender of a message, is owner or
+// one of owner's Senders (a request's answer goes to the latter).
+func SentBy(sender, owner *actor.PID) bool {
+	if sender == nil || owner == nil || sender.GetAddress() != owner.GetAddress() {
+		return false
+	}
+	id := sender.GetId()
+	return id == owner.GetId() || strings.HasPrefix(id, owner.GetId()+"/sender")
 }
 
 // Forget removes target's sender: an answer still on its way to it goes

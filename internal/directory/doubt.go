@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/outbox"
@@ -186,4 +187,23 @@ func (t *LocationTable) creatorFailed(e *entry, node string, same func(*messages
 	}
 	e.withdrawn = nil
 	return t.markLostIfGone(e, node)
+}
+
+// Doubts are the ids in doubt (see settleLoss), in id order: what the
+// table must hand its keeper when its shard moves away. No store node
+// holds a whole copy of such an object to republish to the shard's next
+// table, so without the handover that table would not know the object
+// ever existed (a Delete of it answered NOT_FOUND after the creator's
+// member was killed and rejoined, taking the shard back, within the
+// grace). Carried as lost ids, they are taken only if no copy of them is
+// republished (takeLost): a receiver's copy that did complete is read.
+func (t *LocationTable) Doubts() []string {
+	var ids []string
+	for id, e := range t.entries {
+		if e.doubt != nil && t.unreadable(e) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

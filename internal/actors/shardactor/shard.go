@@ -322,6 +322,28 @@ const DefaultRepublishWait = 5 * time.Second
 // shard.
 type WatchStores struct{}
 
+// TableOpened tells a shard's Keeper (its member's store node, in
+// process) that Table, a table of shard Shard, runs on this member:
+// until it hands over (TableHandedOver), the Keeper holds its answer to
+// a Republish of that shard from any other table (the shard's next home
+// by another member's view), for this table may still mark losses only
+// it knows.
+type TableOpened struct {
+	Shard int32
+	Table *actor.PID
+}
+
+// TableHandedOver tells a shard's Keeper that the table of shard Shard
+// on this member stopped, and LostIDs are the ids it held in doubt: no
+// copy of them may be whole, and only the table knew they existed. The
+// Keeper keeps them as lost (as it keeps a table's losses) and passes
+// them to the Republish it held.
+type TableHandedOver struct {
+	Shard   int32
+	Table   *actor.PID
+	LostIDs []string
+}
+
 // RebuildQuery asks a shard (in process) how far its rebuild is; it
 // answers RebuildStatus. A shard that just started still expects the
 // copies of every store node it asked to republish: they arrive later as
@@ -372,6 +394,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 		return
 	case *actor.Stopping:
 		s.endLocateSpans("", "", "shard stopping")
+		s.handOver(ctx)
 		s.stopping(ctx, "directory shard stopping")
 		return
 	case *actor.Terminated:
@@ -567,6 +590,9 @@ func (s *Shard) started(ctx actor.Context) {
 	}
 	s.table = directory.NewLocationTable(tc)
 	s.notedAmnesic, s.forgot = false, forgot
+	if s.cfg.Keeper != nil {
+		ctx.Send(s.cfg.Keeper.PID(), TableOpened{Shard: int32(s.cfg.Index), Table: ctx.Self()})
+	}
 	s.noteAmnesia(ctx)
 	s.watched = map[string]string{}
 	s.republishing = map[string]*messages.NodeRef{}
@@ -621,6 +647,18 @@ func (s *Shard) noteAmnesia(ctx actor.Context) {
 	}
 	s.notedAmnesic = true
 	ctx.Send(s.cfg.Keeper.PID(), &messages.Tombstones{Amnesic: true, Shard: int32(s.cfg.Index)})
+}
+
+// handOver tells the Keeper, as the shard stops (it moved away, or its
+// member stops), what only this table knew and had not kept there yet:
+// the ids in doubt (directory.LocationTable.Doubts), as lost. The Keeper
+// holds its answer to the shard's next table's Republish until this
+// arrives, so that table learns them before it answers a Delete.
+func (s *Shard) handOver(ctx actor.Context) {
+	if s.cfg.Keeper == nil || s.table == nil {
+		return
+	}
+	ctx.Send(s.cfg.Keeper.PID(), TableHandedOver{Shard: int32(s.cfg.Index), Table: ctx.Self(), LostIDs: s.table.Doubts()})
 }
 
 // name is this shard as events, logs and errors write it: "<member

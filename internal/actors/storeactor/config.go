@@ -46,6 +46,10 @@ type Config struct {
 	// StallTimeout abandons a transfer that makes no progress for this
 	// long and looks for another sender (default 10s).
 	StallTimeout time.Duration
+	// HandoverWait bounds how long a Republish from another member's
+	// table waits for the hand-over of the table of that shard still on
+	// this member (default 5 s; see handover.go).
+	HandoverWait time.Duration
 	// Stretch lengthens the stall timeout by the process's recent
 	// scheduling delay (internal/lag), so that a transfer on a busy
 	// machine is not abandoned for being slow; nil keeps it fixed.
@@ -155,6 +159,9 @@ func (c *Config) withDefaults() *Config {
 	}
 	if d.StallTimeout <= 0 {
 		d.StallTimeout = 10 * time.Second
+	}
+	if d.HandoverWait <= 0 {
+		d.HandoverWait = DefaultHandoverWait
 	}
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())

@@ -3,6 +3,8 @@ package storeactor
 import (
 	"container/list"
 
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -21,6 +23,9 @@ type kept struct {
 	// forgot: ids were let go past a bound, so every shard's next table
 	// is told it is amnesic.
 	forgot bool
+	// hosting are the tables that run on this member and have not handed
+	// over yet (handover.go), by shard: at most one each.
+	hosting map[int32]*actor.PID
 }
 
 // maxKeptLost bounds the lost ids kept (a directory table keeps as many,
@@ -34,7 +39,7 @@ const (
 )
 
 func newKept() *kept {
-	return &kept{lost: list.New(), lostIdx: map[string]*list.Element{}, amnesic: map[int32]bool{}}
+	return &kept{lost: list.New(), lostIdx: map[string]*list.Element{}, amnesic: map[int32]bool{}, hosting: map[int32]*actor.PID{}}
 }
 
 // keep takes a shard's note.

@@ -14,6 +14,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -119,6 +120,12 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.keep(m) // a shard of this member's, for its next table
 	case *heldRepublishDue:
 		n.heldDue(ctx, m)
+	case shardactor.TableOpened:
+		n.kept.hosting[m.Shard] = m.Table
+	case shardactor.TableHandedOver:
+		n.handedOver(ctx, m)
+	case *handoverDue:
+		n.handoverDue(ctx, m)
 	case *messages.Put:
 		n.put(ctx, m)
 	case *localput.Request:
@@ -880,9 +887,10 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 	// The asker (a rebuilt shard) learns that it has everything now: the
 	// publications above reach it first (one sender, one receiver, in
 	// order), and it decides whether a copy is the last one only then.
+	hosted := n.hostedFor(ctx, m.GetShards())
 	switch {
-	case len(held) > 0:
-		n.holdForCommit(ctx, ctx.Sender(), held)
+	case len(held) > 0 || len(hosted) > 0:
+		n.hold(ctx, ctx.Sender(), held, hosted, count)
 	case ctx.Sender() != nil:
 		ctx.Respond(&messages.RepublishDone{Node: n.cfg.Self})
 	}
@@ -893,15 +901,21 @@ func (n *StoreNode) republish(ctx actor.Context, m *messages.Republish) {
 const tombstoneBatch = 256 << 10
 
 // republishDeleted sends the remembered deletions of the wanted shards,
-// and what this member's shards kept here (kept.go), batched per shard.
+// and what this member's shards kept here (kept.go), batched per shard,
+// to the asker (or, for a tell, to where each batch's shard is placed).
 func (n *StoreNode) republishDeleted(ctx actor.Context, want map[int]bool, count int) {
+	n.republishDeletedTo(ctx, ctx.Sender(), want, count)
+}
+
+// republishDeletedTo is republishDeleted to asker (nil: a tell).
+func (n *StoreNode) republishDeletedTo(ctx actor.Context, asker *actor.PID, want map[int]bool, count int) {
 	batches := map[int]*messages.Tombstones{}
 	size := map[int]int{}
 	send := func(shard int) {
 		b := batches[shard]
 		delete(batches, shard)
 		size[shard] = 0
-		to := ctx.Sender()
+		to := asker
 		if to == nil {
 			// A tell after a change of placement goes where an id of the
 			// batch is placed; one that names none (only the amnesia) is

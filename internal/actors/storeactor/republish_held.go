@@ -32,23 +32,39 @@ const maxLateCommits = 4096
 // own result as a foreign object and failed CONFLICT (chaos seed 78 under
 // load). Held until the commit, the copy is published complete, with its
 // run and sources, before the shard starts any Reduce.
+//
+// It also waits for the hand-over of the shards its member still hosts
+// (see handover.go): shards names them, count is the request's shard
+// count, and handover is that wait's timer.
 type heldRepublish struct {
-	asker *actor.PID
-	ids   map[string]bool // held copies not published to asker yet
-	timer *time.Timer
+	asker    *actor.PID
+	ids      map[string]bool // held copies not published to asker yet
+	timer    *time.Timer
+	shards   map[int32]bool
+	count    int
+	handover *time.Timer
 }
 
 // heldRepublishDue ends a heldRepublish's wait.
 type heldRepublishDue struct{ h *heldRepublish }
 
-// holdForCommit starts a heldRepublish for the held-whole copies ids.
-func (n *StoreNode) holdForCommit(ctx actor.Context, asker *actor.PID, ids []string) {
-	h := &heldRepublish{asker: asker, ids: map[string]bool{}}
+// hold starts a heldRepublish for the held-whole copies ids and the
+// shards still hosted here (of a request for count shards).
+func (n *StoreNode) hold(ctx actor.Context, asker *actor.PID, ids []string, shards []int32, count int) {
+	h := &heldRepublish{asker: asker, ids: map[string]bool{}, shards: map[int32]bool{}, count: count}
 	for _, id := range ids {
 		h.ids[id] = true
 	}
 	system, self := ctx.ActorSystem(), ctx.Self()
-	h.timer = time.AfterFunc(heldCommitWait, func() { system.Root.Send(self, &heldRepublishDue{h: h}) })
+	if len(ids) > 0 {
+		h.timer = time.AfterFunc(heldCommitWait, func() { system.Root.Send(self, &heldRepublishDue{h: h}) })
+	}
+	for _, s := range shards {
+		h.shards[s] = true
+	}
+	if len(shards) > 0 {
+		h.handover = time.AfterFunc(n.cfg.HandoverWait, func() { system.Root.Send(self, &handoverDue{h: h}) })
+	}
 	n.held = append(n.held, h)
 }
 
@@ -107,12 +123,18 @@ func (n *StoreNode) endHeld(ctx actor.Context, all bool) {
 				n.publishTo(ctx, h.asker, id)
 			}
 			clear(h.ids)
+			n.handoverMissed(ctx, h)
 		}
-		if len(h.ids) > 0 {
+		if len(h.ids) > 0 || len(h.shards) > 0 {
 			kept = append(kept, h)
 			continue
 		}
-		h.timer.Stop()
+		if h.timer != nil {
+			h.timer.Stop()
+		}
+		if h.handover != nil {
+			h.handover.Stop()
+		}
 		ctx.Send(h.asker, &messages.RepublishDone{Node: n.cfg.Self})
 	}
 	clear(n.held[len(kept):])

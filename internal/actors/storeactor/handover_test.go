@@ -1,0 +1,118 @@
+package storeactor
+
+import (
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/objstore"
+	"github.com/hoplite-go/hoplite/messages"
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+)
+
+// An object's creator is killed while a receiver streams it, so the
+// object's shard holds it in doubt (the receiver's copy may be whole);
+// the creator's member rejoins at once and takes the shard back at its
+// first placement, whose table is not amnesic. The new table asked the
+// former host's store node (the Keeper) to republish before the former
+// table stopped, so it never heard of the object, and answered a Delete
+// of it NOT_FOUND (network nemesis seeds 560060, 570004, 570115). The
+// Keeper now holds that answer until the former table hands over its
+// doubts, or tells the new table to be amnesic if it never does.
+func TestRepublicationWaitsForTheFormerTablesHandover(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		handover bool // the former table stops (its member saw the move)
+	}{{"handed over", true}, {"never handed over", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			system := putQuietSystem(t)
+			log := logrus.New()
+			log.SetOutput(io.Discard)
+			keeper := &messages.NodeRef{NodeId: "keeper", Address: system.Address(), ActorId: "keeper"}
+			cfg := Config{Self: keeper, Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return nil },
+				HandoverWait: 300 * time.Millisecond, Log: logrus.NewEntry(log)}
+			if _, err := system.Root.SpawnNamed(NewProps(cfg), "keeper"); err != nil {
+				t.Fatal(err)
+			}
+			ignore := actor.PropsFromFunc(func(actor.Context) {})
+			creator, err := system.Root.SpawnNamed(ignore, "creator")
+			if err != nil {
+				t.Fatal(err)
+			}
+			receiver, err := system.Root.SpawnNamed(ignore, "receiver")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := func(pid *actor.PID) *messages.NodeRef {
+				return &messages.NodeRef{NodeId: pid.GetId(), Address: pid.GetAddress(), ActorId: pid.GetId(), DataAddress: "mem://" + pid.GetId()}
+			}
+			nodes := func() []*messages.NodeRef { return []*messages.NodeRef{keeper} }
+			request := func(to *actor.PID, msg any) any {
+				t.Helper()
+				res, err := system.Root.RequestFuture(to, msg, 10*time.Second).Result()
+				if err != nil {
+					t.Fatalf("%T: %v", msg, err)
+				}
+				return res
+			}
+
+			former, err := system.Root.SpawnNamed(shardactor.NewShardProps(shardactor.ShardConfig{Index: 0, Count: 1, Keeper: keeper, Nodes: nodes,
+				Table: directory.TableConfig{LossGrace: time.Minute}}), "former/shard-0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			system.Root.Send(former, &messages.PublishLocation{ObjectId: "x", Node: ref(creator), State: messages.LocationState_COMPLETE, Size: 1 << 20, Creator: true})
+			reply := request(former, &messages.Locate{ObjectId: "x", Receiver: ref(receiver), TimeoutMs: 5000}).(*messages.LocateReply)
+			if reply.GetSender().GetNodeId() != "creator" {
+				t.Fatalf("the receiver was sent to %v, want the creator", reply)
+			}
+			system.Root.Stop(creator) // killed mid-stream: the receiver's copy may be whole
+			for end := time.Now().Add(10 * time.Second); ; {
+				info := request(former, &messages.QueryObject{ObjectId: "x"}).(*messages.ObjectInfo)
+				if len(info.GetLocations()) == 1 && info.GetLocations()[0].GetNode().GetNodeId() == "receiver" {
+					break // the creator's copy went; the receiver's is in doubt
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the former table never saw the creator go: %v", info)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+
+			// The creator's member rejoins and takes the shard back.
+			next, err := system.Root.SpawnNamed(shardactor.NewShardProps(shardactor.ShardConfig{Index: 0, Count: 1, Nodes: nodes}), "rejoined/shard-0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Its Republish reaches the Keeper before the former table
+			// stops: the new table has started once it answers, and the
+			// Keeper has taken the request once it answers after it.
+			request(next, shardactor.RebuildQuery{})
+			request(keeper.PID(), &messages.NodeStatus{})
+			deleted := system.Root.RequestFuture(next, &messages.DeleteObject{ObjectId: "x"}, 10*time.Second)
+			if tc.handover {
+				if err := system.Root.StopFuture(former).Wait(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := deleted.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := messages.ErrOrNil(res.(*messages.DeleteObjectReply).GetError()); err != nil {
+				t.Fatalf("Delete of an object Put and lost with its creator: %v, want OK", err)
+			}
+			err = messages.ErrOrNil(request(next, &messages.DeleteObject{ObjectId: "never"}).(*messages.DeleteObjectReply).GetError())
+			if tc.handover && !errors.Is(err, messages.ErrNotFound) {
+				t.Fatalf("Delete of an id never Put, after the hand-over: %v, want NOT_FOUND", err)
+			}
+			if !tc.handover && err != nil {
+				t.Fatalf("Delete of an id never Put by a table that missed the hand-over (amnesic): %v, want OK", err)
+			}
+		})
+	}
+}
