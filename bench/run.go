@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hoplite-go/hoplite/internal/reduction"
 )
 
 // Options configure a benchmark run. Zero fields take the defaults.
@@ -182,8 +184,8 @@ func (o *Options) withDefaults() (*Options, error) {
 // CheckPeers says which of peers is not a system Run can compare with.
 func CheckPeers(peers []string) error {
 	for _, p := range peers {
-		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "any-target" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" && p != "cold" && p != "echo" && p != "lazy-free" && p != "small-pages" && p != "huge-pages" {
-			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, echo, actor-locates, star-gather, go-procs, any-target, kernel-slack, no-push, actor-subscribes, ui, cold, lazy-free, small-pages or huge-pages)", p)
+		if p != "naive" && p != "mpi" && p != "dask" && p != "gloo" && p != "actor" && p != "actor-locates" && p != "star-gather" && p != "go-procs" && p != "any-target" && p != "kernel-slack" && p != "data" && p != "no-push" && p != "actor-subscribes" && p != "ui" && p != "cold" && p != "echo" && p != "lazy-free" && p != "small-pages" && p != "huge-pages" && p != "sliced" {
+			return fmt.Errorf("unknown peer %q (naive, mpi, dask, gloo, actor, data, echo, actor-locates, star-gather, go-procs, any-target, kernel-slack, no-push, actor-subscribes, ui, cold, lazy-free, small-pages, huge-pages or sliced)", p)
 		}
 	}
 	return nil
@@ -830,6 +832,12 @@ func (r *runner) measure(ctx context.Context, b backend, gi, si, rep int, kill t
 	}
 	if d := smp.extra["degree"]; d > 0 && s.exp.ReduceShape != "" && smp.extra["chain_leaf"] != 1 { // 0: inline, no tree
 		r.repFailed(gi, si, fmt.Errorf("the reduce ran with a d-ary tree, not the %s shape", s.exp.ReduceShape))
+		return
+	}
+	if _, planned := smp.extra["degree"]; planned && s.exp.AllReduceShape == reduction.ShapeSliced && smp.extra["sliced"] != 1 {
+		// A forced shape that did not take measures another system than
+		// the column says (as a forced degree above).
+		r.repFailed(gi, si, fmt.Errorf("the allreduce ran reduce-then-broadcast, not the forced sliced shape"))
 		return
 	}
 	if unrecorded {

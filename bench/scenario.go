@@ -89,6 +89,12 @@ const SysReduceBcast = "reduce-bcast"
 // data plane: what the data plane saves, measured in the same run.
 const SysActorLocates = "ours-actor-locates"
 
+// SysSliced is ours with AllReduces forced to the sliced shape (--peers
+// sliced, the experiment allreduce-shape=sliced): beside ours and
+// reduce-bcast, what the shape the cost model did not pick costs, where
+// it picked reduce-then-broadcast.
+const SysSliced = "sliced"
+
 // SysStarGather is ours with a sliced AllReduce's gathers fetching every
 // slice from its root (--peers star-gather, the experiment no-ring-gather)
 // instead of around the ring: what the ring saves, measured in the same
@@ -301,6 +307,9 @@ func (o *Options) systems() []system {
 	out = append(out, o.uiSystems()...)
 	if slices.Contains(o.Peers, "actor-locates") {
 		out = append(out, system{name: SysActorLocates, exp: experiments.Set{ActorLocates: true}})
+	}
+	if slices.Contains(o.Peers, "sliced") && o.Scenario == "allreduce" {
+		out = append(out, system{name: SysSliced, exp: experiments.Set{AllReduceShape: reduction.ShapeSliced}})
 	}
 	if slices.Contains(o.Peers, "star-gather") {
 		out = append(out, system{name: SysStarGather, exp: experiments.Set{NoRingGather: true}})
