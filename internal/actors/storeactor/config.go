@@ -48,7 +48,7 @@ type Config struct {
 	StallTimeout time.Duration
 	// HandoverWait bounds how long a Republish from another member's
 	// table waits for the hand-over of the table of that shard still on
-	// this member (default 5 s; see handover.go).
+	// this member (default 5 s, stretched by Stretch; see handover.go).
 	HandoverWait time.Duration
 	// Stretch lengthens the stall timeout by the process's recent
 	// scheduling delay (internal/lag), so that a transfer on a busy
@@ -174,6 +174,16 @@ func (c *Config) withDefaults() *Config {
 // (at most directory.MaxTimeout).
 func (c *Config) timeout(ms int64) time.Duration {
 	return directory.Timeout(ms, c.DefaultTimeout)
+}
+
+// handoverWait is HandoverWait as of now, stretched as the stall
+// timeout is: a former host's goroutines that run late stop its table
+// late.
+func (c *Config) handoverWait() time.Duration {
+	if c.Stretch == nil {
+		return c.HandoverWait
+	}
+	return c.Stretch(c.HandoverWait)
 }
 
 // stall is the stall timeout as of now: StallTimeout, stretched.

@@ -63,7 +63,7 @@ func (n *StoreNode) hold(ctx actor.Context, asker *actor.PID, ids []string, shar
 		h.shards[s] = true
 	}
 	if len(shards) > 0 {
-		h.handover = time.AfterFunc(n.cfg.HandoverWait, func() { system.Root.Send(self, &handoverDue{h: h}) })
+		h.handover = time.AfterFunc(n.cfg.handoverWait(), func() { system.Root.Send(self, &handoverDue{h: h}) })
 	}
 	n.held = append(n.held, h)
 }
