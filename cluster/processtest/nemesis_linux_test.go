@@ -58,7 +58,7 @@ import (
 // schedule and the same calls, at the same times from the start; the
 // calls' interleaving with the faults is the machine's.
 //
-//	HOPLITE_NEMESIS_SEED=S    the first seed (default: drawn from the clock)
+//	HOPLITE_NEMESIS_SEED=S    the first seed (default nemesisDefaultSeed)
 //	HOPLITE_NEMESIS_SEEDS=N   seeds S..S+N-1 (default 1)
 //	HOPLITE_NEMESIS_PAR=K     K seeds at once, each on its own bed (default 1)
 //	HOPLITE_NEMESIS_FOR=D     start no seed after D (a soak as long as time allows)
@@ -100,6 +100,14 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
+// nemesisDefaultSeed is the default suite's one seed: a kill with a
+// restart, two partitions and two slowed links in its 30 s, and a pass
+// in the soak that fixed it. A seed drawn from the clock made every run
+// of the suite another test, whose time varied by minutes and whose
+// rare failure a newcomer could not tell from a broken checkout; the
+// soaks (HOPLITE_NEMESIS_SEEDS) explore.
+const nemesisDefaultSeed = 580002
+
 // TestNemesis runs the seeds (one by default: a short run of the
 // production stack under every kind of fault).
 func TestNemesis(t *testing.T) {
@@ -118,7 +126,7 @@ func TestNemesis(t *testing.T) {
 		}
 		span = d
 	}
-	first := uint64(time.Now().UnixNano() % 1_000_000)
+	first := uint64(nemesisDefaultSeed)
 	if os.Getenv("HOPLITE_NEMESIS_SEED") != "" {
 		first = uint64(envInt(t, "HOPLITE_NEMESIS_SEED", 0))
 	}
