@@ -82,12 +82,20 @@ func (n *StoreNode) handoverDue(ctx actor.Context, m *handoverDue) {
 }
 
 // handoverMissed tells h's asker to be amnesic for each shard whose
-// hand-over it still waits for, with what the Keeper holds for it.
+// hand-over it still waits for, with what the Keeper holds for it. At a
+// cluster's formation this is routine: a member that placed shards
+// before its view held every member asks for shards another member
+// rightly hosts, and stops those tables moments later (the answer then
+// reaches no one).
 func (n *StoreNode) handoverMissed(ctx actor.Context, h *heldRepublish) {
+	if len(h.shards) == 0 {
+		return
+	}
 	for s := range h.shards {
 		n.republishDeletedTo(ctx, h.asker, map[int]bool{int(s): true}, h.count)
 		ctx.Send(h.asker, &messages.Tombstones{Amnesic: true, Shard: s})
-		n.cfg.Log.WithField("shard", s).Info("the directory shard hosted here did not hand over in time: its next table starts amnesic")
 	}
+	n.cfg.Log.WithFields(logrus.Fields{"shards": len(h.shards), "asker": h.asker.GetAddress()}).
+		Info("directory shards hosted here were still running when another member's table of them asked to be republished: that table starts amnesic")
 	clear(h.shards)
 }
