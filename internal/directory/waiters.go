@@ -117,20 +117,24 @@ func (t *LocationTable) locate(req *messages.Locate, replyTo any, now time.Time)
 				out = append(out, fx...)
 				return append(out, outbox.Send{To: replyTo, Msg: &messages.LocateReply{ObjectId: id, Error: t.lost[id].err, Attempt: req.GetAttempt()}})
 			}
-		} else if loc != nil && loc.state == messages.LocationState_COMPLETE && (loc.creator || !e.hasSourceBut(f.GetNodeId())) {
-			// A receiver's stream error says nothing certain about the
-			// creator (the receiver stalled, a connection broke): removed,
-			// its whole copy, often the only one, was offered to nobody
-			// again while its node lived, and every later Get waited to
-			// its deadline. A creator that died goes with its node's
-			// failure; until then this receiver tries others first, and
-			// it again only after AvoidFailedCreator. So does the last
-			// whole copy of any other node: removed, no copy was left to
-			// offer, and once its node's failure came there was no copy
-			// for it to end, so the object was never found LOST and its
-			// Gets waited for their deadlines.
+		} else if loc != nil && loc.state == messages.LocationState_COMPLETE {
+			// A receiver's stream error says nothing certain about a
+			// whole copy (the receiver stalled, a connection broke, the
+			// receiver's own member was dying): a copy that went goes with
+			// its node's failure, or with the node's own word (NOT_FOUND,
+			// above). Until then this receiver tries others first, and it
+			// again only after AvoidFailedCreator. Removed on the
+			// receiver's word, a creator's whole copy, often the only
+			// one, was offered to nobody again while its node lived, and
+			// every later Get waited to its deadline; the last whole copy
+			// of any other node left no copy for its node's failure to
+			// end, so the object was never found LOST; and whole copies
+			// that had another beside them were struck one by one by a
+			// receiver whose member was being killed, until the last
+			// went with an eviction and the object was answered LOST
+			// while two live members held it whole (chaos seed 5000184).
 			avoid = f.GetNodeId()
-		} else {
+		} else if loc != nil {
 			// A creator's copy still being Put goes as withdrawn: its node
 			// lives as far as the table knows, and the stream likely ended
 			// because the Put failed and dropped the copy. Taken for a
