@@ -33,6 +33,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/history"
 	"github.com/hoplite-go/hoplite/internal/nemesis"
+	"github.com/hoplite-go/hoplite/internal/stallwatch"
 	"github.com/hoplite-go/hoplite/messages"
 	"github.com/hoplite-go/hoplite/storenode"
 )
@@ -170,7 +171,7 @@ func TestNemesis(t *testing.T) {
 		certs, ccfg := nemesisCerts(t, bed)
 		lanes[k] = lane{bed: bed, certs: certs, client: nemesisClient(t, bed, ccfg)}
 	}
-	stalls := watchDriverStalls(t.Context())
+	stalls := stallwatch.Start(t.Context())
 	var (
 		mu   sync.Mutex
 		next int
@@ -252,7 +253,7 @@ func (s *nemesisSummary) add(r *nemesisRun, ok bool, counts map[string]int) {
 			s.latest, s.latestLabel = late, fmt.Sprintf("seed %d %s", r.seed, o.Label)
 		}
 		if late := o.End.Sub(o.Deadline); late > 0 && r.stalls != nil {
-			if net := late - r.stalls.within(o.Deadline, o.End); s.netLabel == "" || net > s.net {
+			if net := late - r.stalls.Within(o.Deadline, o.End); s.netLabel == "" || net > s.net {
 				s.net, s.netLabel = net, fmt.Sprintf("seed %d %s", r.seed, o.Label)
 			}
 		}
@@ -394,7 +395,7 @@ type nemesisRun struct {
 	crashes    int
 	// stalls are the driver's own; driverLate counts the answers late
 	// only by them.
-	stalls     *driverStalls
+	stalls     *stallwatch.Watch
 	driverLate int
 }
 
@@ -472,11 +473,8 @@ func (r *nemesisRun) run() bool {
 	h := r.h
 	r.mu.Unlock()
 	rep := history.Check(h, r.model())
+	r.driverLate = len(rep.Paused)
 	rep.Violations = slices.DeleteFunc(rep.Violations, func(v history.Violation) bool {
-		if why := lateExcuse(h, v, nemesisModel.Grace, r.stalls); why != "" {
-			r.driverLate++
-			return true
-		}
 		return degradedExcuse(h, v, nemesisModel.Settle) != ""
 	})
 	r.violations, r.crashes = rep.Violations, len(crashed)
@@ -1062,6 +1060,7 @@ func (r *nemesisRun) finalReads(ctx context.Context) {
 // sources' bytes.
 func (r *nemesisRun) model() history.Model {
 	m := nemesisModel
+	m.Paused = r.stalls.Within
 	m.Reduction = func(_ string, ids []string) uint64 {
 		r.mu.Lock()
 		defer r.mu.Unlock()

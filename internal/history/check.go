@@ -24,6 +24,12 @@ type Model struct {
 	// Reduction is the fingerprint of the Reduce into target of exactly
 	// the source ids given (in any order).
 	Reduction func(target string, ids []string) uint64
+	// Paused is how long the process that recorded the history did not
+	// run between from and to (nil: it always ran). An answer later than
+	// its due plus Grace is excused as far as the recorder did not run
+	// past its due: a machine that stops every process delays the reading
+	// of an answer as much as the answer.
+	Paused func(from, to time.Time) time.Duration
 }
 
 // Rule names a promise of the fault model.
@@ -64,11 +70,14 @@ func (v Violation) String() string {
 type Report struct {
 	Violations []Violation
 	Excuses    map[int]string
+	// Paused says, by op ID, for each answer later than its due plus the
+	// grace, how long of it the recorder did not run (Model.Paused).
+	Paused map[int]string
 }
 
 // Check checks every op of h against the model.
 func Check(h History, m Model) Report {
-	c := &checker{x: newIndex(h), m: m, rep: Report{Excuses: map[int]string{}}}
+	c := &checker{x: newIndex(h), m: m, rep: Report{Excuses: map[int]string{}, Paused: map[int]string{}}}
 	for i := range h.Ops {
 		c.op(&h.Ops[i])
 	}
@@ -94,13 +103,26 @@ func (c *checker) excuse(o *Op, r Rule, why string, unexplained string) {
 	c.fail(o, r, "%s", unexplained)
 }
 
+// late fails o if it answered later than due plus the grace, less what
+// of that time the recorder did not run.
+func (c *checker) late(o *Op, due time.Time, what string) {
+	if due.IsZero() || !o.End.After(due.Add(c.m.Grace)) {
+		return
+	}
+	late, paused := o.End.Sub(due), time.Duration(0)
+	if c.m.Paused != nil {
+		paused = c.m.Paused(due, o.End)
+	}
+	if late-paused > c.m.Grace {
+		c.fail(o, RuleLate, "answered %v %s (the recorder did not run for %v of it)", late.Round(time.Millisecond), what, paused.Round(time.Millisecond))
+		return
+	}
+	c.rep.Paused[o.ID] = fmt.Sprintf("answered %v %s, %v of it while the recorder did not run", late.Round(time.Millisecond), what, paused.Round(time.Millisecond))
+}
+
 func (c *checker) op(o *Op) {
-	if !o.Deadline.IsZero() && o.End.After(o.Deadline.Add(c.m.Grace)) {
-		c.fail(o, RuleLate, "answered %v past its deadline", o.End.Sub(o.Deadline).Round(time.Millisecond))
-	}
-	if !o.Canceled.IsZero() && o.End.After(o.Canceled.Add(c.m.Grace)) {
-		c.fail(o, RuleLate, "answered %v after its cancel", o.End.Sub(o.Canceled).Round(time.Millisecond))
-	}
+	c.late(o, o.Deadline, "past its deadline")
+	c.late(o, o.Canceled, "after its cancel")
 	code := o.Code
 	switch code {
 	case messages.ErrorCode_OK:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/stallwatch"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -306,4 +307,37 @@ func rules(rep Report) []Rule {
 		out = append(out, v.Rule)
 	}
 	return out
+}
+
+// An answer late by a pause of the recorder is excused only as far as
+// the pause covers the time past its due: a pause before the deadline,
+// or one shorter than the lateness less the grace, excuses nothing.
+func TestCheckExcusesLatenessOnlyByTheRecordersPausesPastItsDue(t *testing.T) {
+	late := Op{ID: 0, Kind: Put, Member: 0, Object: "x", Sum: sumOfX, Size: sizeOfX, Begin: at(0), Deadline: at(20), End: at(50), Code: ok_}
+	for _, tc := range []struct {
+		name    string
+		gaps    [][2]float64
+		excused bool
+	}{
+		{"the recorder paused through the lateness", [][2]float64{{15, 49}}, true},
+		{"two pauses that add up to the lateness less the grace", [][2]float64{{20, 35}, {36, 50}}, true},
+		{"a pause before the deadline", [][2]float64{{5, 19}}, false},
+		{"a pause shorter than the lateness less the grace", [][2]float64{{30, 40}}, false},
+		{"no pause", nil, false},
+	} {
+		m := model
+		m.Grace = 2 * time.Second
+		w := &stallwatch.Watch{}
+		for _, g := range tc.gaps {
+			w.Add(at(g[0]), at(g[1]))
+		}
+		m.Paused = w.Within
+		rep := Check(History{Ops: []Op{late}}, m)
+		if excused := len(rep.Violations) == 0; excused != tc.excused {
+			t.Errorf("%s: violations %v, want excused %v", tc.name, rep.Violations, tc.excused)
+		}
+		if tc.excused && rep.Paused[0] == "" {
+			t.Errorf("%s: excused without a word in Report.Paused", tc.name)
+		}
+	}
 }

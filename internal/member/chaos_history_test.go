@@ -157,7 +157,7 @@ func (c *chaosRun) history() history.History {
 // chaosModel is the fault model as the seed's cluster runs it.
 func (c *chaosRun) model() history.Model {
 	memo := map[string]uint64{}
-	return history.Model{Grace: chaosGrace, Settle: chaosSlow(chaosSettle), Capacity: c.p.capacity,
+	return history.Model{Grace: chaosGrace, Settle: chaosSlow(chaosSettle), Capacity: c.p.capacity, Paused: chaosPauses().Within,
 		Reduction: func(target string, ids []string) uint64 {
 			key := target + "=" + strings.Join(slices.Sorted(slices.Values(ids)), "+")
 			if f, ok := memo[key]; ok {

@@ -34,6 +34,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/history"
 	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/stallwatch"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -92,6 +93,13 @@ import (
 // what explained each failed one. HOPLITE_CHAOS_LOAD=N runs N CPU-bound
 // processes beside the cluster (internal/cpuload), with the same oracle:
 // a busy machine may cost time, never a wrong answer.
+
+// chaosPauses watches, for the test binary's life, when the process did
+// not run: the recorder and the cluster share it, so a call's answer
+// later than its deadline plus the grace is the system's lateness only
+// as far as the process ran meanwhile (beside CPU-bound loops under
+// -race, goroutines waited seconds to run).
+var chaosPauses = sync.OnceValue(func() *stallwatch.Watch { return stallwatch.Start(context.Background()) })
 
 const (
 	// chaosDefaultSeeds is the default run's small schedules, seeds 1..N
@@ -543,11 +551,16 @@ func chaosDeletes(p *chaosPlan, seed uint64, window time.Duration) []chaosStep {
 // chaosStats counts outcomes over all seeds (logged at the end).
 type chaosStats struct {
 	mu      sync.Mutex
-	calls   map[string]int  // "get ok", "reduce TIMEOUT", ...
-	excuses map[string]int  // what explained the failed calls, by class
-	broken  map[string]int  // the rules the failed seeds broke
-	maxOver time.Duration   // the latest any call returned past its deadline
-	rtts    []time.Duration // every probe's round trip (see probe)
+	calls   map[string]int // "get ok", "reduce TIMEOUT", ...
+	excuses map[string]int // what explained the failed calls, by class
+	broken  map[string]int // the rules the failed seeds broke
+	maxOver time.Duration  // the latest any call returned past its deadline
+	// netOver is the latest past its deadline less the process's own
+	// pauses over that time (chaosPauses); pausedLate counts the answers
+	// later than the grace only by such pauses.
+	netOver    time.Duration
+	pausedLate int
+	rtts       []time.Duration // every probe's round trip (see probe)
 }
 
 func (s *chaosStats) probed(p []chaosProbe) {
@@ -558,9 +571,13 @@ func (s *chaosStats) probed(p []chaosProbe) {
 	s.mu.Unlock()
 }
 
-func (s *chaosStats) over(d time.Duration) {
+func (s *chaosStats) over(d, paused time.Duration) {
 	s.mu.Lock()
 	s.maxOver = max(s.maxOver, d)
+	s.netOver = max(s.netOver, d-paused)
+	if d > chaosGrace && d-paused <= chaosGrace {
+		s.pausedLate++
+	}
 	s.mu.Unlock()
 }
 
@@ -645,8 +662,10 @@ func (s *chaosStats) String() string {
 		rtt = fmt.Sprintf("median %v, 99th percentile %v, max %v of %d", r[n/2].Round(time.Microsecond),
 			r[n*99/100].Round(time.Microsecond), r[n-1].Round(time.Microsecond), n)
 	}
-	return fmt.Sprintf("%s; latest return %v past a deadline; round trips between members: %s",
-		strings.Join(parts, ""), s.maxOver.Round(time.Millisecond), rtt)
+	pauses := chaosPauses().Summary()
+	return fmt.Sprintf("%s; latest return %v past a deadline, %v less the process's own pauses; answers later than the grace only by those pauses: %d; the process paused %d times, %v in all, the longest %v; round trips between members: %s",
+		strings.Join(parts, ""), s.maxOver.Round(time.Millisecond), s.netOver.Round(time.Millisecond), s.pausedLate,
+		pauses.Gaps, pauses.Total.Round(time.Millisecond), pauses.Longest.Round(time.Millisecond), rtt)
 }
 
 // chaosRun executes one plan.
@@ -800,7 +819,8 @@ func (c *chaosRun) call(what string, s chaosStep, timeout time.Duration, rec *ch
 	end := time.Now()
 	watchdog.Stop()
 	over := end.Sub(begin) - timeout
-	c.stats.over(over)
+	paused := chaosPauses().Within(begin.Add(timeout), end)
+	c.stats.over(over, paused)
 	if err != nil {
 		var me *messages.Error
 		if !errors.As(err, &me) {
@@ -817,8 +837,8 @@ func (c *chaosRun) call(what string, s chaosStep, timeout time.Duration, rec *ch
 			canceled = *at
 		}
 		c.record(rec, begin, end, begin.Add(timeout), canceled, err)
-	} else if hung.Load() {
-		c.errorf("%s (%s) returned %v after its deadline %v, more than the grace %v: %v", what, c.p.describe(s), over.Round(time.Millisecond), timeout, chaosGrace, err)
+	} else if hung.Load() && over-paused > chaosGrace {
+		c.errorf("%s (%s) returned %v after its deadline %v, more than the grace %v (the process did not run for %v of it): %v", what, c.p.describe(s), over.Round(time.Millisecond), timeout, chaosGrace, paused.Round(time.Millisecond), err)
 	}
 	c.stats.add(what, err)
 	if chaosVerbose {
