@@ -30,9 +30,10 @@ func Make(n int) []byte {
 		if b := takeReserved(n); b != nil {
 			return b
 		}
-		if keeping() {
+		if keeps(n) {
 			return makeKept(n)
 		}
+		collectBeforeFresh(n)
 		if hugeChosen() {
 			return makeHuge(n)
 		}

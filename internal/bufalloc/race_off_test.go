@@ -1,0 +1,5 @@
+//go:build !race
+
+package bufalloc
+
+const raceEnabled = false
