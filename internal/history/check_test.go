@@ -341,3 +341,37 @@ func TestCheckExcusesLatenessOnlyByTheRecordersPausesPastItsDue(t *testing.T) {
 		}
 	}
 }
+
+// A cached copy that another member may be reading takes room: a store
+// does not evict a copy it is sending. Only while such a read overlaps
+// the call, and only a copy the member held by then.
+func TestCapacityCountsCachedCopiesBeingServed(t *testing.T) {
+	m := model
+	m.Capacity = 1000
+	x := putX() // member 0's
+	x.Size = 600
+	cached := op(2, Get, 1, "x", 0.2, 0.3, ok_) // member 1 holds a copy
+	cached.Size = 600
+	reader := op(3, Get, 2, "x", 0.9, 1.5, ok_) // member 2 reads x meanwhile
+	reader.Size = 600
+	y := op(4, Put, 0, "y", 0, 0.1, ok_)
+	y.Size = 500
+	full := op(5, Get, 1, "y", 1, 1.1, messages.ErrorCode_CAPACITY) // 600 + 500 > 1000
+	full.Size = 500
+	cases := []struct {
+		name string
+		ops  []Op
+		want Rule
+	}{
+		{"a read of the member's cached copy overlaps the call", []Op{x, cached, reader, y, full}, ""},
+		{"no read of it overlaps the call", []Op{x, cached, with(reader, func(o *Op) { o.Begin, o.End = at(1.2), at(1.5) }), y, full}, RuleCapacity},
+		{"the member got its copy after the call", []Op{x, with(cached, func(o *Op) { o.Begin, o.End = at(1.2), at(1.3) }), reader, y, full}, RuleCapacity},
+		{"the read is of another object", []Op{x, cached, with(reader, func(o *Op) { o.Object = "y" }), y, full}, RuleCapacity},
+	}
+	for _, tc := range cases {
+		rep := Check(History{Ops: tc.ops}, m)
+		if got := rules(rep); (tc.want == "") != (len(got) == 0) || tc.want != "" && !slices.Equal(got, []Rule{tc.want}) {
+			t.Errorf("%s: violations %v, want %q", tc.name, rep.Violations, tc.want)
+		}
+	}
+}

@@ -234,11 +234,18 @@ func (c *checker) capacity(o *Op) {
 
 // used is the most member m can have had pinned or busy while o ran:
 // its creators' copies and the targets of Reduces it may have worked for,
-// not deleted before o began, and the other calls that overlapped o and
+// not deleted before o began, the other calls that overlapped o and
 // held space there (Gets it made, whether they returned the object or
-// not, Reduces it worked for).
+// not, Reduces it worked for), and the cached copies it held that
+// another member's call overlapping o may have been reading (served).
 func (c *checker) used(m int, o *Op) int64 {
-	var n int64
+	n, counted := int64(0), map[string]bool{}
+	for i := range c.x.h.Ops {
+		q := &c.x.h.Ops[i]
+		if q != o && q.Kind == Get && q.Member == m && q.Begin.Before(o.End) && q.End.After(o.Begin) {
+			counted[q.Object] = true // the Get below counts it
+		}
+	}
 	for i := range c.x.h.Ops {
 		q := &c.x.h.Ops[i]
 		if q == o || !q.Begin.Before(o.End) {
@@ -266,6 +273,39 @@ func (c *checker) used(m int, o *Op) int64 {
 				if overlaps {
 					n += max(q.Size, c.footprint(q, m)-q.Size)
 				}
+			}
+		}
+		if q.Member != m && overlaps {
+			n += c.served(m, q, o, counted)
+		}
+	}
+	return n
+}
+
+// served is what of the cached copies m held call q (another member's,
+// overlapping o) may have been reading from m: a store neither evicts
+// nor makes room from a copy it is sending. (The in-memory soak's seed
+// 6001702: a member sent its cached copy of a 0.98 MB object to three
+// readers, and a Get of 0.9 MB there answered CAPACITY.) Each copy
+// counts once, in counted.
+func (c *checker) served(m int, q, o *Op, counted map[string]bool) int64 {
+	var ids []string
+	switch q.Kind {
+	case Get:
+		ids = []string{q.Object}
+	case Reduce:
+		ids = q.Sources
+	}
+	var n int64
+	for _, id := range ids {
+		if counted[id] || c.x.deleteDone(id, o.Begin) != nil {
+			continue
+		}
+		for _, hd := range c.x.holders(id) {
+			if hd.member == m && !hd.pinned && hd.from.Before(o.End) && c.x.gone(hd, id, o.Begin) == "" {
+				counted[id] = true
+				n += c.x.sizeOf(id)
+				break
 			}
 		}
 	}
