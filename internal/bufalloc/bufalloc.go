@@ -30,10 +30,9 @@ func Make(n int) []byte {
 		if b := takeReserved(n); b != nil {
 			return b
 		}
-		if keeps(n) {
+		if keeping() {
 			return makeKept(n)
 		}
-		collectBeforeFresh(n)
 		if hugeChosen() {
 			return makeHuge(n)
 		}

@@ -21,8 +21,7 @@ import (
 // 4 KiB page costs about 6 µs and the kernel zeroes every page. A store
 // cannot hand a deleted object's buffer to the next object itself: a
 // reader may still hold it (GetReadOnly). The garbage collector knows
-// when none does: every large buffer Make allocates within Keep's bound
-// carries a finalizer,
+// when none does: every large buffer Make allocates carries a finalizer,
 // which the collector runs once the buffer is unreachable, and the
 // finalizer puts the buffer here instead of letting the heap free it.
 // Released's collections after a Delete make that prompt.
@@ -80,14 +79,11 @@ func allocSize(n int, huge bool) int {
 	return size
 }
 
-// keeps reports whether Keep could hold a buffer of n bytes once it is
-// unreachable. A larger one gets no finalizer: the heap frees it at the
-// first collection that finds it unreachable, not a cycle later, so that
-// collectBeforeFresh can reuse its memory.
-func keeps(n int) bool {
+// keeping reports whether Keep holds any buffers at all.
+func keeping() bool {
 	keep.mu.Lock()
 	defer keep.mu.Unlock()
-	return keep.limit > 0 && allocSize(n, false) <= keep.limit
+	return keep.limit > 0
 }
 
 // makeKept returns a buffer of n bytes (n ≥ HugeMin) from a kept

@@ -1,5 +1,0 @@
-//go:build race
-
-package bufalloc
-
-const raceEnabled = true
