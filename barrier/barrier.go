@@ -424,7 +424,11 @@ func (b *Barrier) passOrError(label string, r participant.EnterResult) (*Pass, e
 
 // Release tells a semaphore barrier that label left the critical section.
 // A label that never entered, or a barrier that is no semaphore, fails
-// with INVALID_ARGUMENT; a holder already timed out with TIMEOUT.
+// with INVALID_ARGUMENT; a label still waiting with CONFLICT; a holder
+// already timed out with TIMEOUT, and a second Release of a label with
+// CONFLICT. The handle asks every second until a primary answers (a backup
+// that took over may not have heard the first time), and a primary
+// answers a repeat of the Release that committed as it did the first.
 func (b *Barrier) Release(ctx context.Context, label string) error {
 	if err := replica.CheckLabel(label, ""); err != nil {
 		return err

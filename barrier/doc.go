@@ -47,6 +47,6 @@
 // a primary's failure costs a takeover delay, not the barrier; a label's
 // first Enter goes up a tree of the members instead, which combines the
 // arrivals for the replicas and brings the outcomes back down, and a
-// waiting Enter asks the replicas again every second. A handle's
+// waiting Enter, Release or Status asks the replicas again every second. A handle's
 // own actor (its participant) does that matching.
 package barrier

@@ -1970,10 +1970,10 @@ type BarrierOp struct {
 	Kind          BarrierOpKind          `protobuf:"varint,1,opt,name=kind,proto3,enum=hoplite.BarrierOpKind" json:"kind,omitempty"`
 	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
 	Host          string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
-	Reply         *BarrierPeer           `protobuf:"bytes,4,opt,name=reply,proto3" json:"reply,omitempty"` // ENTER: the participant to answer
+	Reply         *BarrierPeer           `protobuf:"bytes,4,opt,name=reply,proto3" json:"reply,omitempty"` // ENTER, RELEASE: the participant to answer
 	AtUnixNano    int64                  `protobuf:"varint,5,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
 	Quiet         bool                   `protobuf:"varint,6,opt,name=quiet,proto3" json:"quiet,omitempty"`                          // TICK/VETO that changed nothing a later one would not redo
-	RequestId     uint64                 `protobuf:"varint,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // ENTER: the participant's request, which it repeats while it waits
+	RequestId     uint64                 `protobuf:"varint,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // ENTER, RELEASE: the participant's request, which it repeats while it waits
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

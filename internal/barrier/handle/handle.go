@@ -18,11 +18,13 @@ import (
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// ReaskEvery is how often a waiting Enter asks again: a release is one
-// message, and one lost in transit (an endpoint that broke under load)
-// would otherwise leave the label waiting until its deadline. A replica
-// answers a repeated Enter with the label's outcome, or not at all while
-// it still waits.
+// ReaskEvery is how often a waiting Enter, Release or Status asks again:
+// each is one message, and one lost in transit (an endpoint that broke
+// under load), or ignored by a backup that had not yet learnt what the
+// primary decided before it died, would otherwise leave the caller
+// waiting until its deadline. A replica answers a repeated Enter with the
+// label's outcome, or not at all while it still waits; a repeated Release
+// of a label already released succeeds; Status is a read.
 const ReaskEvery = time.Second
 
 // Rank is the To of a send: the replica at that rank.
@@ -205,7 +207,7 @@ type Participant struct {
 	max       int
 	semaphore bool
 	enters    map[string]*waiter // label -> waiting Enter
-	calls     map[uint64]absent  // waiting calls: the replicas that hold none of the barrier (see Answered)
+	calls     map[uint64]*call   // waiting calls
 	done      map[string]Outcome // labels answered (bounded by max)
 	reasking  bool               // a Reask timer is armed
 	tree      int                // positions of the barrier's combining tree (0: none)
@@ -213,7 +215,7 @@ type Participant struct {
 
 // New returns the participant of a handle of barrier name.
 func New(name string) *Participant {
-	return &Participant{name: name, enters: map[string]*waiter{}, calls: map[uint64]absent{}, done: map[string]Outcome{}}
+	return &Participant{name: name, enters: map[string]*waiter{}, calls: map[uint64]*call{}, done: map[string]Outcome{}}
 }
 
 // Setup names how many replicas the barrier has, its participant limit and
@@ -258,21 +260,54 @@ func (p *Participant) onEnter(now time.Time, id uint64, label, host string) (s S
 	return s
 }
 
-// onReask sends every waiting Enter again.
+// onReask sends every waiting Enter, and every waiting call that may be
+// asked again, again.
 func (p *Participant) onReask(now time.Time) (s Step) {
 	p.reasking = false
 	for _, w := range p.enters {
 		p.sendEnter(w, &s)
 	}
+	for _, c := range p.calls {
+		if c.again {
+			c.send(&s)
+		}
+	}
 	p.armReask(now, &s)
 	return s
 }
 
-// onCall sends msgs[rank] to each replica for the call id.
-func (p *Participant) onCall(id uint64, msgs []proto.Message) (s Step) {
-	p.calls[id] = absent{}
-	for rank, m := range msgs {
+// call is a waiting Release, Close or Status.
+type call struct {
+	msgs []proto.Message // msgs[rank] goes to the replica of that rank
+	// again: the call is asked again every ReaskEvery while it waits. A
+	// Close is not: the acting primary answers a second Close DELETED,
+	// and its first waits for the backups' acknowledgements, bounded by
+	// the barrier's TakeoverAfter.
+	again bool
+	// absent: the replicas that hold none of the barrier (see
+	// onAnswered). Not reset by a re-ask: a replica's absence holds
+	// until an acting primary answers.
+	absent
+}
+
+func (c *call) send(s *Step) {
+	for rank, m := range c.msgs {
 		s.Send(Rank(rank), m)
+	}
+}
+
+// onCall sends msgs[rank] to each replica for the call id.
+func (p *Participant) onCall(now time.Time, id uint64, msgs []proto.Message) (s Step) {
+	c := &call{msgs: msgs, absent: absent{}, again: true}
+	for _, m := range msgs {
+		if _, ok := m.(*messages.BarrierClose); ok {
+			c.again = false
+		}
+	}
+	p.calls[id] = c
+	c.send(&s)
+	if c.again {
+		p.armReask(now, &s)
 	}
 	return s
 }
@@ -353,15 +388,15 @@ func (p *Participant) onRefused(m *messages.BarrierRefused) (s Step) {
 // absent.verdict). Waiting for the primary's answer alone, a call to a
 // barrier whose every replica lost its state waited for its deadline.
 func (p *Participant) onAnswered(id uint64, m proto.Message) (s Step) {
-	a, ok := p.calls[id]
+	c, ok := p.calls[id]
 	if !ok {
 		return s
 	}
 	if rank, ok := absence(m); ok {
-		if !a.add(rank, m, p.replicas) {
+		if !c.add(rank, m, p.replicas) {
 			return s
 		}
-		m, _ = a.verdict(p.name)
+		m, _ = c.verdict(p.name)
 	}
 	delete(p.calls, id)
 	s.Calls = append(s.Calls, CallAnswer{ID: id, Msg: m})
@@ -396,9 +431,9 @@ func (p *Participant) sendEnter(w *waiter, s *Step) {
 	}
 }
 
-// armReask keeps one timer while any Enter waits.
+// armReask keeps one timer while any Enter or call waits.
 func (p *Participant) armReask(now time.Time, s *Step) {
-	if p.reasking || len(p.enters) == 0 {
+	if p.reasking || len(p.enters)+len(p.calls) == 0 {
 		return
 	}
 	p.reasking = true

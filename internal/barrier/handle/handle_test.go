@@ -117,7 +117,7 @@ func TestSemaphoreGivesBackAnOrphanSlot(t *testing.T) {
 func TestCallsAndStop(t *testing.T) {
 	p := New("b")
 	p.Setup(2, 4, false)
-	s := p.onCall(7, []proto.Message{&messages.BarrierStatus{Name: "b"}, &messages.BarrierStatus{Name: "b"}})
+	s := p.onCall(t0, 7, []proto.Message{&messages.BarrierStatus{Name: "b"}, &messages.BarrierStatus{Name: "b"}})
 	if len(s.Sends) != 2 || s.Sends[1].To != Rank(1) {
 		t.Fatalf("call sends: %v", s.Sends)
 	}
@@ -128,7 +128,7 @@ func TestCallsAndStop(t *testing.T) {
 	if s := p.onAnswered(7, reply); len(s.Calls) != 0 {
 		t.Fatal("a call answered twice")
 	}
-	p.onCall(8, nil)
+	p.onCall(t0, 8, nil)
 	p.onEnter(t0, 9, "l", "h")
 	s = p.onStop()
 	if len(s.Calls) != 1 || s.Calls[0].ID != 8 || s.Calls[0].Msg != nil ||
@@ -147,7 +147,7 @@ func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 	deleted := func(rank int32) *messages.BarrierClosed {
 		return &messages.BarrierClosed{Name: "b", FromRank: rank, Error: messages.Errorf(messages.ErrorCode_DELETED, "barrier %q is closed", "b")}
 	}
-	p.onCall(1, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	p.onCall(t0, 1, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	for _, rank := range []int32{1, 2, 2} {
 		if s := p.onAnswered(1, deleted(rank)); len(s.Calls) != 0 {
 			t.Fatalf("a backup's DELETED answered the Close: %+v", s.Calls)
@@ -160,7 +160,7 @@ func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 	if s := p.onAnswered(1, deleted(0)); len(s.Calls) != 0 {
 		t.Fatal("a late answer to a settled call")
 	}
-	p.onCall(2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	p.onCall(t0, 2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	var got []CallAnswer
 	for rank := range int32(3) {
 		got = append(got, p.onAnswered(2, deleted(rank)).Calls...)
@@ -168,7 +168,7 @@ func TestCloseWaitsForThePrimaryPastDeleted(t *testing.T) {
 	if len(got) != 1 || !errors.Is(messages.ErrOrNil(got[0].Msg.(*messages.BarrierClosed).GetError()), messages.ErrDeleted) {
 		t.Fatalf("a Close of a barrier closed before: %+v", got)
 	}
-	p.onCall(3, []proto.Message{&messages.BarrierStatus{}})
+	p.onCall(t0, 3, []proto.Message{&messages.BarrierStatus{}})
 	if s := p.onAnswered(3, &messages.BarrierStatusReply{Error: messages.Errorf(messages.ErrorCode_DELETED, "closed")}); len(s.Calls) != 1 {
 		t.Fatal("a status call waited past its first answer")
 	}
@@ -226,7 +226,7 @@ func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
 	gone := func(rank int32) *messages.BarrierStatusReply {
 		return &messages.BarrierStatusReply{FromRank: rank, LostState: true, Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "replica %d lost the barrier's state", rank)}
 	}
-	p.onCall(1, status)
+	p.onCall(t0, 1, status)
 	for _, m := range []*messages.BarrierStatusReply{nf(0), gone(2), nf(0), nf(5)} {
 		if s := p.onAnswered(1, m); len(s.Calls) != 0 {
 			t.Fatalf("%v answered the call while rank 1 may hold the barrier", m)
@@ -237,7 +237,7 @@ func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
 		t.Fatalf("the acting primary's answer: %+v", s.Calls)
 	}
 
-	p.onCall(2, status)
+	p.onCall(t0, 2, status)
 	var got []CallAnswer
 	for rank := range int32(3) {
 		got = append(got, p.onAnswered(2, nf(rank)).Calls...)
@@ -246,7 +246,7 @@ func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
 		t.Fatalf("every host without the barrier: %+v, want NOT_FOUND", got)
 	}
 
-	p.onCall(3, status)
+	p.onCall(t0, 3, status)
 	got = nil
 	for _, m := range []*messages.BarrierStatusReply{gone(0), nf(1), gone(2)} {
 		got = append(got, p.onAnswered(3, m).Calls...)
@@ -256,7 +256,7 @@ func TestCallsWaitPastReplicasThatHoldNothing(t *testing.T) {
 	}
 
 	// A Close: every replica lost the state.
-	p.onCall(4, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
+	p.onCall(t0, 4, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}, &messages.BarrierClose{}})
 	got = nil
 	for rank := range int32(3) {
 		got = append(got, p.onAnswered(4, &messages.BarrierClosed{FromRank: rank, LostState: true,
@@ -279,5 +279,33 @@ func TestEnterFailsWhenNoReplicaHoldsTheState(t *testing.T) {
 	s := p.onRefused(notFound("l", 1, 1))
 	if len(s.Enters) != 1 || !errors.Is(s.Enters[0].Err, messages.ErrUnavailable) {
 		t.Fatalf("no replica holds the state: %+v, want UNAVAILABLE", s.Enters)
+	}
+}
+
+// A waiting Release or Status is asked again every ReaskEvery (a backup
+// may have ignored the first, or it was lost in transit), a Close is
+// not, and the timer is not re-armed once nothing waits.
+func TestWaitingCallsAreAskedAgain(t *testing.T) {
+	p := New("b")
+	p.Setup(2, 4, true)
+	release := []proto.Message{&messages.BarrierRelease{Name: "b", Label: "a"}, &messages.BarrierRelease{Name: "b", Label: "a", ToRank: 1}}
+	s := p.onCall(t0, 1, release)
+	if len(s.Sends) != 2 || len(s.Timers) != 1 || !s.Timers[0].At.Equal(t0.Add(ReaskEvery)) {
+		t.Fatalf("a Release: %+v, want two sends and a re-ask at %v", s, t0.Add(ReaskEvery))
+	}
+	if s := p.onCall(t0, 2, []proto.Message{&messages.BarrierClose{}, &messages.BarrierClose{}}); len(s.Sends) != 2 || len(s.Timers) != 0 {
+		t.Fatalf("a Close: %+v, want two sends and no second timer", s)
+	}
+	s = p.Step(t0.Add(ReaskEvery), Reask{})
+	if len(s.Sends) != 2 || s.Sends[0].Msg != release[0] || s.Sends[1].To != Rank(1) || len(s.Timers) != 1 {
+		t.Fatalf("re-ask: %+v, want the Release again (not the Close) and the timer again", s)
+	}
+	p.onAnswered(1, &messages.BarrierReleased{RequestId: 1})
+	if s := p.Step(t0.Add(2*ReaskEvery), Reask{}); len(s.Sends) != 0 || len(s.Timers) != 1 {
+		t.Fatalf("with only the Close waiting: %+v, want nothing sent and the timer kept", s)
+	}
+	p.onAnswered(2, &messages.BarrierClosed{RequestId: 2})
+	if s := p.Step(t0.Add(3*ReaskEvery), Reask{}); len(s.Sends) != 0 || len(s.Timers) != 0 {
+		t.Fatalf("nothing waiting: %+v, want no send and no timer", s)
 	}
 }

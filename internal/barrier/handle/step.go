@@ -47,7 +47,7 @@ func (p *Participant) Step(now time.Time, ev any) Step {
 	case Reask:
 		return p.onReask(now)
 	case Call:
-		return p.onCall(e.ID, e.Msgs)
+		return p.onCall(now, e.ID, e.Msgs)
 	case Passed:
 		return p.onOutcome(e.Label, e.Kind, e.Reason)
 	case *messages.BarrierRefused:

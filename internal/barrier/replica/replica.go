@@ -96,9 +96,13 @@ type labelInfo struct {
 	// request is the Enter's request id: the participant repeats it
 	// while it waits, and a repeat is answered, not refused.
 	request uint64
-	out     outcome
-	reason  string // fire reason
-	lost    bool   // its outcome came back undelivered (reported once)
+	// released names the Release that committed (releaseMark): the
+	// handle repeats a Release until answered, and its repeat is
+	// answered, not refused.
+	released string
+	out      outcome
+	reason   string // fire reason
+	lost     bool   // its outcome came back undelivered (reported once)
 }
 
 type pendingOp struct {
@@ -367,6 +371,12 @@ func (r *Replica) onRelease(now time.Time, m *messages.BarrierRelease, from *act
 		if in := r.labels[p.label]; in != nil && in.out == outHolding && !r.closed {
 			r.hear(p, &e)
 		}
+		return
+	}
+	if in := r.labels[p.label]; in != nil && in.out == outReleased && from != nil && in.released == releaseMark(Peer(from), p.requestID) {
+		// Asked again: this Release committed, and its answer was lost
+		// or went out from a primary that died.
+		e.send(from, &messages.BarrierReleased{Name: r.cfg.Name, Label: p.label, RequestId: p.requestID})
 		return
 	}
 	r.clientOp(now, p, &e)
@@ -680,7 +690,8 @@ func (r *Replica) onHandover(now time.Time, m *messages.BarrierHandover) (e Effe
 				from: PeerPID(op.GetReply()), requestID: op.GetRequestId(), heard: now}, &e)
 		case messages.BarrierOpKind_BARRIER_OP_RELEASE:
 			if in := r.labels[l]; in != nil && in.out == outHolding {
-				r.clientOp(now, &pendingOp{key: releaseKey(l), kind: op.GetKind(), label: l, heard: now}, &e)
+				r.clientOp(now, &pendingOp{key: releaseKey(l), kind: op.GetKind(), label: l,
+					from: PeerPID(op.GetReply()), requestID: op.GetRequestId(), heard: now}, &e)
 			}
 		case messages.BarrierOpKind_BARRIER_OP_FORCE_FIRE:
 			if fired, _ := r.b.Fired(); !fired && r.opts.Semaphore == nil {
@@ -1012,7 +1023,7 @@ func (r *Replica) clientOp(now time.Time, p *pendingOp, e *Effects) {
 		return
 	}
 	op := &messages.BarrierOp{Kind: p.kind, Label: p.label, Host: p.host, AtUnixNano: now.UnixNano()}
-	if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER {
+	if p.kind == messages.BarrierOpKind_BARRIER_OP_ENTER || p.kind == messages.BarrierOpKind_BARRIER_OP_RELEASE {
 		op.Reply, op.RequestId = Peer(p.from), p.requestID
 	}
 	d, waiting, err := r.commit(op, e)
@@ -1141,7 +1152,8 @@ func (r *Replica) apply(op *messages.BarrierOp) (policy.Decision, []string, erro
 		}
 	case messages.BarrierOpKind_BARRIER_OP_RELEASE:
 		if d = r.b.Step(at, policy.Release{Label: op.GetLabel()}); d.Err == nil {
-			r.labels[op.GetLabel()].out = outReleased
+			in := r.labels[op.GetLabel()]
+			in.out, in.released = outReleased, releaseMark(op.GetReply(), op.GetRequestId())
 		}
 	case messages.BarrierOpKind_BARRIER_OP_TICK:
 		d = r.b.Step(at, policy.Tick{})
@@ -1316,6 +1328,15 @@ func (r *Replica) flush(e *Effects) {
 
 func enterKey(label string) string   { return "e" + label }
 func releaseKey(label string) string { return "r" + label }
+
+// releaseMark names the Release request id of the participant p ("" for
+// the manager's own release of a holder that failed).
+func releaseMark(p *messages.BarrierPeer, id uint64) string {
+	if p.GetId() == "" {
+		return ""
+	}
+	return p.GetAddress() + "/" + p.GetId() + "#" + strconv.FormatUint(id, 10)
+}
 
 func peers(pids []*actor.PID) []*messages.BarrierPeer {
 	out := make([]*messages.BarrierPeer, len(pids))

@@ -997,3 +997,51 @@ func TestReplicaWatchesEachParticipantOnce(t *testing.T) {
 		t.Fatalf("first Enter of p1: watch %v, want p1", e.Watch)
 	}
 }
+
+// A backup that had not learnt of the holder's admission when the primary
+// died ignores the holder's Release; the new primary admits the holder
+// again, and the handle's repeated Release (it asks again until answered)
+// frees the slot. Asked once more, that Release succeeds again; another
+// Release of the label is refused.
+func TestReleaseAskedAgainAfterATakeoverFreesTheSlot(t *testing.T) {
+	o := &messages.BarrierOptions{MaxParticipants: 4, TakeoverAfterMs: 100, Semaphore: &messages.BarrierSemaphore{Count: 1}}
+	n := newNet(t, 2, o, nil)
+	n.cut = map[string]bool{n.hosts[0].String() + ">" + n.hosts[1].String(): true} // the primary's forwards are lost
+	n.client(ms(1), participant(0), &messages.BarrierEnter{Name: "b", Label: "a", RequestId: 1})
+	n.client(ms(2), participant(1), &messages.BarrierEnter{Name: "b", Label: "w", RequestId: 2})
+	if got := n.sentTo(participant(0)); len(got) != 1 {
+		t.Fatalf("the holder got %v, want its admission", got)
+	}
+	n.down[n.hosts[0].String()] = true
+	release := &messages.BarrierRelease{Name: "b", Label: "a", RequestId: 3}
+	n.client(ms(3), participant(0), release)
+	if got := n.sentTo(participant(0)); len(got) != 1 {
+		t.Fatalf("a backup that never saw the admission answered the Release: %v", got)
+	}
+	b := n.r(1)
+	n.deliver(n.hosts[1], b.onTick(b.NextWake()))
+	if !b.Acting() {
+		t.Fatal("the backup did not take over")
+	}
+	if got := n.sentTo(participant(1)); len(got) != 0 {
+		t.Fatalf("w admitted while a holds the section: %v", got)
+	}
+	n.client(b.NextWake(), participant(0), release)
+	got := n.sentTo(participant(0))
+	if r, ok := got[len(got)-1].(*messages.BarrierReleased); !ok || r.GetError() != nil || r.GetRequestId() != 3 {
+		t.Fatalf("the repeated Release: %v, want it answered without error", got[len(got)-1])
+	}
+	if got := n.sentTo(participant(1)); len(got) != 1 {
+		t.Fatalf("w after the release: %v, want its admission", got)
+	}
+	n.client(b.NextWake(), participant(0), release)
+	got = n.sentTo(participant(0))
+	if r, ok := got[len(got)-1].(*messages.BarrierReleased); !ok || r.GetError() != nil {
+		t.Fatalf("the same Release asked once more: %v, want it answered without error", got[len(got)-1])
+	}
+	n.client(b.NextWake(), participant(0), &messages.BarrierRelease{Name: "b", Label: "a", RequestId: 4})
+	got = n.sentTo(participant(0))
+	if r, ok := got[len(got)-1].(*messages.BarrierReleased); !ok || !errors.Is(messages.ErrOrNil(r.GetError()), messages.ErrConflict) {
+		t.Fatalf("a second Release: %v, want CONFLICT", got[len(got)-1])
+	}
+}
