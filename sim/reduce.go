@@ -145,7 +145,11 @@ func (c *reduceCall) begin(red *coordRun, s *shard) {
 		red.answer(&messages.ReduceReply{TargetId: c.req.GetTargetId(), ReducedIds: committed, UnreducedIds: unreduced})
 		return
 	}
-	red.r = reduction.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.payload)
+	// B as a member's estimator measures it: what a stream moves at, the
+	// slower of the link and the receiver's CPU a byte. Given the link's
+	// rate on 10 Gbit/s links, where the CPU takes 476 MB/s, the cost
+	// model priced a chain's fill at 2.5 times less than it took.
+	red.r = reduction.NewReductionFor(red.id, red.req, c.caller.ref, c.cfg, w.now(), left, w.p.Latency, w.p.intake())
 	red.host.coords = append(red.host.coords, red)
 	w.tracef(red.host, "reduce %s begins at its coordinator", red.id)
 	red.step(reduction.Begin{})

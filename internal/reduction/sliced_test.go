@@ -27,6 +27,9 @@ func allReduceRequest(sources []string) *messages.Reduce {
 // an AllReduce of fewer than all sources, a forced d-ary shape, or
 // slices under Config.MinSlice (unless forced) never slices.
 func TestSlicedChosenByCostModel(t *testing.T) {
+	// 64 MiB: at the tests' 10 Gbit/s a smaller object's bytes weigh
+	// less than the sliced shape's coordinator (plan.CoordMessageCPU).
+	const big = int64(64 << 20)
 	cases := []struct {
 		name   string
 		req    *messages.Reduce
@@ -34,18 +37,19 @@ func TestSlicedChosenByCostModel(t *testing.T) {
 		size   int64
 		sliced bool
 	}{
-		{"allreduce 1 MiB of 4", allReduceRequest(ids("s", 4)), Config{}, bigSize, true},
-		{"allreduce 1 MiB of 8 (its unpaced streams' contention)", allReduceRequest(ids("s", 8)), Config{}, bigSize, false},
-		{"allreduce 1 MiB of 8, paced", allReduceRequest(ids("s", 8)), Config{Paced: true}, bigSize, true},
+		{"allreduce 64 MiB of 4", allReduceRequest(ids("s", 4)), Config{}, big, true},
+		{"allreduce 64 MiB of 8 (its unpaced streams' contention)", allReduceRequest(ids("s", 8)), Config{}, big, false},
+		{"allreduce 64 MiB of 8, paced", allReduceRequest(ids("s", 8)), Config{Paced: true}, big, true},
+		{"allreduce 1 MiB of 8, paced (its coordinator's messages)", allReduceRequest(ids("s", 8)), Config{Paced: true}, bigSize, false},
 		{"allreduce just above the inline limit", allReduceRequest(ids("s", 2)), Config{}, testInline + 8, false},
-		{"reduce", request(ids("s", 8), 8), Config{}, bigSize, false},
-		{"allreduce of 6 of 8", func() *messages.Reduce { r := allReduceRequest(ids("s", 8)); r.NumObjects = 6; return r }(), Config{}, bigSize, false},
-		{"forced d-ary", allReduceRequest(ids("s", 8)), Config{AllReduceShape: ShapeDAry}, bigSize, false},
-		{"forced degree", allReduceRequest(ids("s", 8)), Config{ForceDegree: 2}, bigSize, false},
+		{"reduce", request(ids("s", 8), 8), Config{}, big, false},
+		{"allreduce of 6 of 8", func() *messages.Reduce { r := allReduceRequest(ids("s", 8)); r.NumObjects = 6; return r }(), Config{}, big, false},
+		{"forced d-ary", allReduceRequest(ids("s", 8)), Config{AllReduceShape: ShapeDAry}, big, false},
+		{"forced degree", allReduceRequest(ids("s", 8)), Config{ForceDegree: 2}, big, false},
 		{"forced sliced just above the inline limit", allReduceRequest(ids("s", 2)), Config{AllReduceShape: ShapeSliced}, testInline + 8, true},
-		{"allreduce 1 MiB of 4, slices at MinSlice", allReduceRequest(ids("s", 4)), Config{MinSlice: bigSize / 4}, bigSize, true},
-		{"allreduce 1 MiB of 4, slices under MinSlice", allReduceRequest(ids("s", 4)), Config{MinSlice: bigSize/4 + 1}, bigSize, false},
-		{"forced sliced, slices under MinSlice", allReduceRequest(ids("s", 4)), Config{AllReduceShape: ShapeSliced, MinSlice: bigSize}, bigSize, true},
+		{"allreduce 64 MiB of 4, slices at MinSlice", allReduceRequest(ids("s", 4)), Config{MinSlice: big / 4}, big, true},
+		{"allreduce 64 MiB of 4, slices under MinSlice", allReduceRequest(ids("s", 4)), Config{MinSlice: big/4 + 1}, big, false},
+		{"forced sliced, slices under MinSlice", allReduceRequest(ids("s", 4)), Config{AllReduceShape: ShapeSliced, MinSlice: big}, big, true},
 	}
 	for _, c := range cases {
 		r := newRed(c.req, c.cfg)

@@ -77,20 +77,38 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 		t.Errorf("ChooseAllReduce(paced) = %+v, want sliced at %v vs %v", c, ps, rb)
 	}
 	// n = 8 unpaced: the bytes alone are 2·7/8·1.72 = 3.01·S/B against
-	// 2·S/B; paced, 2·7/8·1.12 = 1.96·S/B.
-	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8, false); c.Sliced {
+	// 2·S/B; paced, 2·7/8·1.10 = 1.925·S/B. At 64 MiB the bytes outweigh
+	// the coordinator's 336 messages (27.552 ms); at 8 MiB they do not.
+	if c := ChooseAllReduce(8, 100*us, 1e9, 64<<20, 4, 8, false); c.Sliced {
 		t.Errorf("ChooseAllReduce(8) = %+v, want reduce+broadcast", c)
 	}
-	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8, true); !c.Sliced {
+	if c := ChooseAllReduce(8, 100*us, 1e9, 64<<20, 4, 8, true); !c.Sliced {
 		t.Errorf("ChooseAllReduce(8, paced) = %+v, want sliced", c)
 	}
-	// n = 2, S = 65540 (just above a 64 KiB inline limit): sliced is
-	// 65.54 + 32.77 (one slice-sized chunk of fill) + 4·100 µs = 498.31
-	// µs; the flat tree (d = 2: 100 + 2·65.54) plus a broadcast to one
-	// (100 + 65.54) is 396.62 µs: the latencies decide.
+	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8, true); c.Sliced || c.SlicedCost != 27552*us {
+		t.Errorf("ChooseAllReduce(8, paced, 8 MiB) = %+v, want reduce+broadcast, sliced at the coordinator's 27.552ms", c)
+	}
+	// Paced, the contention stops at 1.10: at 16 and 64 the bytes cost
+	// 2·(n-1)/n·1.10·S/B. At 64 the coordinator's 17,024 messages (1.396 s)
+	// outweigh 256 MiB's bytes (about 0.59 s); at 128 even a GiB's.
+	for _, n := range []int{16, 64} {
+		S := int64(256 << 20)
+		bytes := time.Duration(2 * float64(n-1) / float64(n) * 1.10 * float64(S))
+		if got := SlicedCost(n, 0, 1e9, S, true); got < bytes || got > max(bytes+bytes/100, time.Duration(SlicedControlMessages(n))*CoordMessageCPU) {
+			t.Errorf("SlicedCost(%d, paced) = %v, want the bytes' %v or the coordinator's", n, got, bytes)
+		}
+	}
+	if got, want := SlicedCost(128, 0, 1e9, 1<<30, true), time.Duration(4*128*128+10*128)*82*us; got != want {
+		t.Errorf("SlicedCost(128, 1 GiB) = %v, want the coordinator's %v", got, want)
+	}
+	// n = 2, S = 65540 (just above a 64 KiB inline limit): sliced is the
+	// coordinator's 36 messages, 2.952 ms, over its bytes' 65.54 + 32.77
+	// (one slice-sized chunk of fill) + 4·100 µs = 498.31 µs; the flat
+	// tree (d = 2: 100 + 2·65.54) plus a broadcast to one (100 + 65.54)
+	// is 396.62 µs.
 	c := ChooseAllReduce(2, 100*us, 1e9, 65540, 4, 2, false)
-	if c.Sliced || c.SlicedCost != 498310*time.Nanosecond || c.ReduceBroadcastCost != 396620*time.Nanosecond || c.Degree != 2 {
-		t.Errorf("ChooseAllReduce(2, 65540 B) = %+v, want reduce+broadcast 396.62µs vs sliced 498.31µs", c)
+	if c.Sliced || c.SlicedCost != 2952*us || c.ReduceBroadcastCost != 396620*time.Nanosecond || c.Degree != 2 {
+		t.Errorf("ChooseAllReduce(2, 65540 B) = %+v, want reduce+broadcast 396.62µs vs sliced 2.952ms", c)
 	}
 }
 
@@ -99,7 +117,7 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
 	for _, paced := range []bool{false, true} {
 		slicedWins, rbWins := 0, 0
-		for _, n := range []int{2, 3, 4, 5, 8, 12, 16} {
+		for _, n := range []int{2, 3, 4, 5, 8, 12, 16, 32, 64, 128} {
 			for _, S := range []int64{65540, 1 << 20, 32 << 20, 256 << 20} {
 				for _, L := range []time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 20 * time.Millisecond} {
 					for _, B := range []float64{1.25e6, 5e7, 1.25e9, 1.25e10} {
@@ -117,8 +135,13 @@ func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
 							chunk /= 2
 						}
 						chunk = math.Min(chunk, float64(slice))
-						contention := 1 + perParticipant*float64(n-2)
-						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*contention + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
+						growth := perParticipant * float64(n-2)
+						if paced {
+							growth = math.Min(growth, 0.10)
+						}
+						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*(1+growth) + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
+						// The coordinator's CPU: 4n²+10n messages of 82 µs.
+						tSliced = math.Max(tSliced, float64(4*n*n+10*n)*82e-6)
 						// Reduce then broadcast: min over d of T(d) with its
 						// fill of chunks c, plus (n-1)·L + S/B.
 						fc := float64(ChunkFor(B))
