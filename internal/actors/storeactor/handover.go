@@ -77,6 +77,7 @@ func (n *StoreNode) handedOver(ctx actor.Context, m shardactor.TableHandedOver) 
 
 // handoverDue ends h's wait for hand-overs that did not come.
 func (n *StoreNode) handoverDue(ctx actor.Context, m *handoverDue) {
+	m.h.handover = nil // shards a repeated request adds get a wait of their own
 	n.handoverMissed(ctx, m.h)
 	n.endHeld(ctx, false)
 }

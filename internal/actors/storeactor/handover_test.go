@@ -2,6 +2,7 @@ package storeactor
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -114,5 +115,89 @@ func TestRepublicationWaitsForTheFormerTablesHandover(t *testing.T) {
 				t.Fatalf("Delete of an id never Put by a table that missed the hand-over (amnesic): %v, want OK", err)
 			}
 		})
+	}
+}
+
+// A table that asks again while its request waits for a hand-over joins
+// that wait (one RepublishDone answers both), and past maxHeldRepublish
+// held requests a new asker is answered at once, told to be amnesic:
+// requests from the network hold no unbounded set of timers.
+func TestRepeatedRepublicationsShareOneHold(t *testing.T) {
+	system := putQuietSystem(t)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	keeper := &messages.NodeRef{NodeId: "keeper", Address: system.Address(), ActorId: "keeper"}
+	cfg := Config{Self: keeper, Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return nil },
+		HandoverWait: time.Minute, Log: logrus.NewEntry(log)}
+	if _, err := system.Root.SpawnNamed(NewProps(cfg), "keeper"); err != nil {
+		t.Fatal(err)
+	}
+	type heard struct{ done, amnesic int }
+	counts := make(chan heard, 1)
+	counts <- heard{}
+	counter := func() *actor.Props {
+		return actor.PropsFromFunc(func(c actor.Context) {
+			h := <-counts
+			switch m := c.Message().(type) {
+			case *messages.RepublishDone:
+				h.done++
+			case *messages.Tombstones:
+				if m.GetAmnesic() {
+					h.amnesic++
+				}
+			}
+			counts <- h
+		})
+	}
+	read := func() heard { h := <-counts; counts <- h; return h }
+	sync := func() {
+		t.Helper()
+		if _, err := system.Root.RequestFuture(keeper.PID(), &messages.NodeStatus{}, 10*time.Second).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	former := actor.NewPID(system.Address(), "former/shard-0")
+	system.Root.Send(keeper.PID(), shardactor.TableOpened{Shard: 0, Table: former})
+	asker, err := system.Root.SpawnNamed(counter(), "asker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		system.Root.RequestWithCustomSender(keeper.PID(), &messages.Republish{Shards: []int32{0}, ShardCount: 1}, asker)
+	}
+	sync()
+	if h := read(); h.done != 0 {
+		t.Fatalf("answered before the hand-over: %+v", h)
+	}
+	system.Root.Send(keeper.PID(), shardactor.TableHandedOver{Shard: 0, Table: former})
+	sync()
+	for end := time.Now().Add(10 * time.Second); read().done == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	sync()
+	if h := read(); h.done != 1 || h.amnesic != 0 {
+		t.Fatalf("20 asks while held, then the hand-over: %+v, want one RepublishDone and no amnesia", h)
+	}
+
+	// Fill the held requests with other askers (never answered), then
+	// one more asker is answered at once.
+	system.Root.Send(keeper.PID(), shardactor.TableOpened{Shard: 0, Table: former})
+	for i := range maxHeldRepublish {
+		system.Root.RequestWithCustomSender(keeper.PID(), &messages.Republish{Shards: []int32{0}, ShardCount: 1},
+			actor.NewPID(system.Address(), fmt.Sprintf("gone-%d", i)))
+	}
+	<-counts
+	counts <- heard{} // the second asker's counts from here
+	late, err := system.Root.SpawnNamed(counter(), "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	system.Root.RequestWithCustomSender(keeper.PID(), &messages.Republish{Shards: []int32{0}, ShardCount: 1}, late)
+	sync()
+	for end := time.Now().Add(10 * time.Second); read().done == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h := read(); h.done != 1 || h.amnesic != 1 {
+		t.Fatalf("an asker past %d held requests: %+v, want answered at once, amnesic", maxHeldRepublish, h)
 	}
 }

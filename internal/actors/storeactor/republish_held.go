@@ -48,24 +48,54 @@ type heldRepublish struct {
 // heldRepublishDue ends a heldRepublish's wait.
 type heldRepublishDue struct{ h *heldRepublish }
 
+// maxHeldRepublish bounds the republications held at once. Each asker
+// holds at most one (a repeat joins it), and a shard asks a store node
+// again only when it proved alive after a suspicion, so a handful are
+// held at a time; the bound is for askers from the network that are
+// not shards. Past it a request is answered at once, as a held one
+// whose waits ran out is.
+const maxHeldRepublish = 1024
+
 // hold starts a heldRepublish for the held-whole copies ids and the
-// shards still hosted here (of a request for count shards).
+// shards still hosted here (of a request for count shards), or adds them
+// to the one asker's earlier request holds: its waits keep their
+// deadlines, and one RepublishDone answers both.
 func (n *StoreNode) hold(ctx actor.Context, asker *actor.PID, ids []string, shards []int32, count int) {
-	h := &heldRepublish{asker: asker, ids: map[string]bool{}, shards: map[int32]bool{}, count: count}
+	var h *heldRepublish
+	for _, old := range n.held {
+		if old.asker.Equal(asker) && old.count == count {
+			h = old
+			break
+		}
+	}
+	if h == nil {
+		h = &heldRepublish{asker: asker, ids: map[string]bool{}, shards: map[int32]bool{}, count: count}
+		if len(n.held) >= maxHeldRepublish {
+			for _, s := range shards {
+				h.shards[s] = true
+			}
+			for _, id := range ids {
+				n.publishTo(ctx, asker, id)
+			}
+			n.handoverMissed(ctx, h)
+			ctx.Send(asker, &messages.RepublishDone{Node: n.cfg.Self})
+			return
+		}
+		n.held = append(n.held, h)
+	}
 	for _, id := range ids {
 		h.ids[id] = true
 	}
 	system, self := ctx.ActorSystem(), ctx.Self()
-	if len(ids) > 0 {
+	if len(ids) > 0 && h.timer == nil {
 		h.timer = time.AfterFunc(heldCommitWait, func() { system.Root.Send(self, &heldRepublishDue{h: h}) })
 	}
 	for _, s := range shards {
 		h.shards[s] = true
 	}
-	if len(shards) > 0 {
+	if len(shards) > 0 && h.handover == nil {
 		h.handover = time.AfterFunc(n.cfg.handoverWait(), func() { system.Root.Send(self, &handoverDue{h: h}) })
 	}
-	n.held = append(n.held, h)
 }
 
 // settleHeld publishes id to every republication waiting for it, now
@@ -99,6 +129,7 @@ func (n *StoreNode) settleHeld(ctx actor.Context, id string) {
 // heldDue ends h's wait: what it still waits for is published as it
 // stands, and a commit that arrives later publishes it again.
 func (n *StoreNode) heldDue(ctx actor.Context, m *heldRepublishDue) {
+	m.h.timer = nil // ids a repeated request adds get a wait of their own
 	for id := range m.h.ids {
 		n.publishTo(ctx, m.h.asker, id)
 		if n.lateCommit == nil {
