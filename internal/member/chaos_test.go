@@ -560,13 +560,27 @@ type chaosStats struct {
 	// later than the grace only by such pauses.
 	netOver    time.Duration
 	pausedLate int
-	rtts       []time.Duration // every probe's round trip (see probe)
+	// rtts is a uniform sample (a reservoir) of at most chaosRTTSample of
+	// the probes' round trips (see probe), of rttCount in all: a soak of
+	// thousands of seeds keeps no list of every one.
+	rtts     []time.Duration
+	rttCount int
+	rttMax   time.Duration
 }
+
+// chaosRTTSample bounds chaosStats.rtts.
+const chaosRTTSample = 8192
 
 func (s *chaosStats) probed(p []chaosProbe) {
 	s.mu.Lock()
 	for _, x := range p {
-		s.rtts = append(s.rtts, x.rtt)
+		s.rttCount++
+		s.rttMax = max(s.rttMax, x.rtt)
+		if len(s.rtts) < chaosRTTSample {
+			s.rtts = append(s.rtts, x.rtt)
+		} else if j := rand.IntN(s.rttCount); j < chaosRTTSample {
+			s.rtts[j] = x.rtt
+		}
 	}
 	s.mu.Unlock()
 }
@@ -659,8 +673,8 @@ func (s *chaosStats) String() string {
 	rtt := "none"
 	if n := len(s.rtts); n > 0 {
 		r := slices.Sorted(slices.Values(s.rtts))
-		rtt = fmt.Sprintf("median %v, 99th percentile %v, max %v of %d", r[n/2].Round(time.Microsecond),
-			r[n*99/100].Round(time.Microsecond), r[n-1].Round(time.Microsecond), n)
+		rtt = fmt.Sprintf("median %v, 99th percentile %v (of a sample of %d), max %v of %d", r[n/2].Round(time.Microsecond),
+			r[n*99/100].Round(time.Microsecond), n, s.rttMax.Round(time.Microsecond), s.rttCount)
 	}
 	pauses := chaosPauses().Summary()
 	return fmt.Sprintf("%s; latest return %v past a deadline, %v less the process's own pauses; answers later than the grace only by those pauses: %d; the process paused %d times, %v in all, the longest %v; round trips between members: %s",
