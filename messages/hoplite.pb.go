@@ -3623,6 +3623,12 @@ type ReduceTask struct {
 	// chunk (ReducePlan.chunk); 0: the node's own chunk. A node with a
 	// fixed chunk size keeps it.
 	Chunk int64 `protobuf:"varint,19,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// quiet: the worker reports the position only if it fails (its
+	// ReduceTaskStarted or ReduceTaskDone with an error). Its success tells
+	// the coordinator nothing: a sliced AllReduce's chain positions but
+	// each chain's last and its relays, N² positions whose reports kept
+	// its coordinator busier than the bytes past 64 participants.
+	Quiet bool `protobuf:"varint,20,opt,name=quiet,proto3" json:"quiet,omitempty"`
 	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
 	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -3790,6 +3796,13 @@ func (x *ReduceTask) GetChunk() int64 {
 		return x.Chunk
 	}
 	return 0
+}
+
+func (x *ReduceTask) GetQuiet() bool {
+	if x != nil {
+		return x.Quiet
+	}
+	return false
 }
 
 func (x *ReduceTask) GetTraceParent() string {
@@ -4916,7 +4929,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12\x1a\n" +
 	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xd8\x04\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"\xee\x04\n" +
 	"\n" +
 	"ReduceTask\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
@@ -4941,7 +4954,8 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x06slices\x18\x10 \x01(\x05R\x06slices\x12\x1c\n" +
 	"\tbandwidth\x18\x11 \x01(\x01R\tbandwidth\x12\x14\n" +
 	"\x05relay\x18\x12 \x01(\bR\x05relay\x12\x14\n" +
-	"\x05chunk\x18\x13 \x01(\x03R\x05chunk\x12!\n" +
+	"\x05chunk\x18\x13 \x01(\x03R\x05chunk\x12\x14\n" +
+	"\x05quiet\x18\x14 \x01(\bR\x05quiet\x12!\n" +
 	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"<\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xab\x01\n" +

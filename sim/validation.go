@@ -58,7 +58,11 @@ var TestbedMedians = []Testbed{
 	// within 1 %, so the choice follows the bandwidth its members
 	// measured); the shape is forced here as it ran.
 	{Scenario: "allreduce", Nodes: 4, Bandwidth: 400e6, Size: 1 << 20, Median: 0.038079, Min: 0.036454, Max: 0.040599, File: D1MiB + "testbed-allreduce-1MiB-n4-2026-11-25T1747.json", Shape: reduction.ShapeSliced},
-	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.056885, Min: 0.049002, Max: 0.067330, File: D1MiB + "testbed-allreduce-1MiB-n8-2026-11-25T1743.json", Shape: reduction.ShapeSliced},
+	// The sliced shape forced (hoplite bench's system sliced: members
+	// no longer slice 1 MiB), the middle of three runs of the build whose
+	// chain positions report only failures (ReduceTask.quiet).
+	{Scenario: "allreduce", Nodes: 8, Bandwidth: 400e6, Size: 1 << 20, Median: 0.056767, Min: 0.052944, Max: 0.068837, File: DQuiet + "quiet-2-n8.json", Shape: reduction.ShapeSliced,
+		Miss: "since its chain positions report only failures the model is 24 % fast: it charged their 112 reports 13 ms (the actor plane's 62 µs of CPU a message, fitted to round trips at 8 hosts on 2 cores), and the testbed measured no difference (56.4 ms before, 56.8 ms after, three runs of each build)", MissBound: 0.30},
 	// 16 hosts at 200 Mbit/s (load 1.1-3.4 with the testbed's own
 	// processes). The cost model chose reduce-then-broadcast for ours.
 	{Scenario: "broadcast", Nodes: 16, Bandwidth: 200e6, Size: 1 << 20, Median: 0.058096, Min: 0.049181, Max: 0.088516, File: D1MiB + "testbed-broadcast-1MiB-n16-2026-11-25T1743.json"},
@@ -77,6 +81,10 @@ var TestbedMedians = []Testbed{
 	{Scenario: "reduce", Nodes: 48, Bandwidth: 50e6, Size: 1 << 20, Median: 0.738625, Min: 0.693881, Max: 0.818490, File: DValidation + "testbed-reduce-1MiB-32MiB-n48-50mbit.json", Miss: "the model is 33-41 % fast for a Reduce of 1 MiB on 50 Mbit/s links at 32 and 48 hosts (its broadcast, within 12 %, and the 32 MiB runs, within 5 %, are not): not explained yet", MissBound: 0.45},
 	{Scenario: "reduce", Nodes: 48, Bandwidth: 50e6, Size: 32 << 20, Median: 5.732222, Min: 5.682755, Max: 5.781457, File: DValidation + "testbed-reduce-1MiB-32MiB-n48-50mbit.json"},
 }
+
+// DQuiet is the directory of the sliced 1 MiB AllReduce's runs before
+// and after its chain positions went quiet.
+const DQuiet = "testbed-allreduce-1MiB-quiet-positions-2026-11-28T1345/"
 
 // DValidation is the directory of the runs at 32 and 48 hosts.
 const DValidation = "testbed-validation-50mbit-n32-n48-2026-11-28T0005/"

@@ -162,7 +162,8 @@ func (s *slicedRun) send(p int, fx *effects) {
 	node := s.sources[id].node
 	task := &messages.ReduceTask{ReduceId: s.id, TargetId: s.req.GetTargetId(), Op: s.req.GetOp(), Dtype: s.req.GetDtype(),
 		Size: s.slices[k].Len, Position: int32(p), SourceId: id, Sliced: true, SourceOffset: s.slices[k].Off,
-		OutputId: InternalID(s.id, p, 1), Generation: 1, Slices: int32(s.n), Bandwidth: s.B}
+		OutputId: InternalID(s.id, p, 1), Generation: 1, Slices: int32(s.n), Bandwidth: s.B,
+		Quiet: c < s.n-1} // a chain's root reports (with its link measured), the rest only failures
 	if c > 0 {
 		prev := s.sources[s.req.GetSourceIds()[s.member(k, c-1)]].node
 		task.Children = []*messages.ReduceInput{{Node: prev, ObjectId: InternalID(s.id, p-1, 1)}}
@@ -184,7 +185,7 @@ func (s *slicedRun) relaySend(k, j int, fx *effects) {
 	}
 	task := &messages.ReduceTask{ReduceId: s.id, TargetId: s.req.GetTargetId(), Op: s.req.GetOp(), Dtype: s.req.GetDtype(),
 		Size: s.slices[k].Len, Position: int32(p), Relay: true, OutputId: InternalID(s.id, p, 1), Generation: 1,
-		Slices: int32(s.n), Bandwidth: s.B, Children: []*messages.ReduceInput{{Node: prev, ObjectId: from}}}
+		Slices: int32(s.n), Bandwidth: s.B, Children: []*messages.ReduceInput{{Node: prev, ObjectId: from}}, Quiet: true}
 	s.sent[p] = true
 	fx.Tasks = append(fx.Tasks, Task{Node: node, Task: task})
 }

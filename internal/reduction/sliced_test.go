@@ -104,6 +104,11 @@ func TestSlicedTasks(t *testing.T) {
 			task.GetRoot() || task.GetOutputId() != InternalID(testReduceID, p, 1) {
 			t.Fatalf("chain position %d: %v on %s", p, task, tk.Node.GetNodeId())
 		}
+		// Only a chain's last position reports its success (and its
+		// link measured): the others' reports would tell nothing.
+		if task.GetQuiet() != (c < n-1) {
+			t.Fatalf("chain position %d (link %d of %d): quiet %v", p, c, n, task.GetQuiet())
+		}
 		switch kids := task.GetChildren(); {
 		case c == 0 && len(kids) != 0:
 			t.Fatalf("leaf %d reads %v", p, kids)
@@ -123,6 +128,11 @@ func TestSlicedTasks(t *testing.T) {
 	}
 	if len(gathers) != n || gathers[0].Node.GetNodeId() != "n2" || !gathers[0].Task.GetRoot() {
 		t.Fatalf("gathers %v: want 3, the caller's node's first and the creator", gathers)
+	}
+	for _, g := range gathers {
+		if g.Task.GetQuiet() {
+			t.Fatalf("gather p%d is quiet: the AllReduce answers on the gathers' reports", g.Task.GetPosition())
+		}
 	}
 	for _, g := range gathers {
 		for k, in := range g.Task.GetChildren() {
@@ -876,7 +886,7 @@ func TestSlicedRingTasks(t *testing.T) {
 		if j > 1 {
 			from = InternalID(testReduceID, int(relays[i-1].Task.GetPosition()), 1)
 		}
-		if !task.GetRelay() || task.GetGather() || task.GetSourceId() != "" || task.GetSize() != cut[k].Len || nodeOf(tk) != (k+j)%n ||
+		if !task.GetRelay() || !task.GetQuiet() || task.GetGather() || task.GetSourceId() != "" || task.GetSize() != cut[k].Len || nodeOf(tk) != (k+j)%n ||
 			len(task.GetChildren()) != 1 || task.GetChildren()[0].GetObjectId() != from || task.GetOutputId() != InternalID(testReduceID, int(task.GetPosition()), 1) {
 			t.Fatalf("relay %d of slice %d: %v on n%d", j, k, task, nodeOf(tk))
 		}

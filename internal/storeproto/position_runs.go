@@ -162,6 +162,9 @@ func (p *PositionRuns) onRunStarted(run uint64, err *messages.Error, dead bool) 
 		return s
 	}
 	t := p.activeTask
+	if t.GetQuiet() && err == nil {
+		return s
+	}
 	s.Send(p.coordinator, &messages.ReduceTaskStarted{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(), Error: err})
 	return s
 }
@@ -179,7 +182,7 @@ func (p *PositionRuns) onRunEnded(run uint64, end RunEnd, dead bool) RunStep {
 	if p.over {
 		return s // released: nobody listens, nothing follows
 	}
-	if end.Report && !dead {
+	if end.Report && !dead && (!t.GetQuiet() || end.Err != nil) {
 		s.Send(p.coordinator, &messages.ReduceTaskDone{ReduceId: t.GetReduceId(), Position: t.GetPosition(), Generation: t.GetGeneration(),
 			Error: end.Err, Fingerprint: end.Fingerprint, MeasuredBytes: end.MeasuredBytes, MeasuredNs: end.MeasuredNanos})
 	}

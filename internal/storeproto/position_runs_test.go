@@ -376,3 +376,32 @@ func TestPositionRunsReportsWhatARunMeasured(t *testing.T) {
 		t.Fatalf("report %v, want done with 32 MiB in 700ms", s.Sends[0].Msg)
 	}
 }
+
+// A quiet position (a sliced AllReduce's chain link or relay) reports
+// only what went wrong: its start and its end are silent when they
+// succeed, a failed start or end is reported, and a position that is
+// not quiet reports both.
+func TestQuietPositionsReportOnlyFailures(t *testing.T) {
+	quiet := func() *messages.ReduceTask {
+		return &messages.ReduceTask{ReduceId: "r", Position: 3, Generation: 1, Sliced: true, Quiet: true}
+	}
+	p := NewPositionRuns(quiet(), coord)
+	r := wantRun(t, p.onStart(), 1)
+	wantSends(t, p.onRunStarted(r, nil, false))
+	wantSends(t, p.onRunEnded(r, RunEnd{Report: true, MeasuredBytes: 4 << 20, MeasuredNanos: int64(80 * time.Millisecond)}, false))
+
+	p = NewPositionRuns(quiet(), coord)
+	r = wantRun(t, p.onStart(), 1)
+	wantSends(t, p.onRunStarted(r, messages.Errorf(messages.ErrorCode_NOT_FOUND, "no source"), false), "started g1 err=true")
+	p = NewPositionRuns(quiet(), coord)
+	r = wantRun(t, p.onStart(), 1)
+	wantSends(t, p.onRunStarted(r, nil, false))
+	wantSends(t, p.onRunEnded(r, RunEnd{Report: true, Err: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "input gone")}, false), "done g1 err=true")
+
+	loud := quiet()
+	loud.Quiet = false
+	p = NewPositionRuns(loud, coord)
+	r = wantRun(t, p.onStart(), 1)
+	wantSends(t, p.onRunStarted(r, nil, false), "started g1 err=false")
+	wantSends(t, p.onRunEnded(r, RunEnd{Report: true}, false), "done g1 err=false")
+}

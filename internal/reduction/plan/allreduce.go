@@ -74,20 +74,39 @@ func slicedFactor(n int, paced bool) float64 {
 }
 
 // SlicedControlMessages is how many control messages a sliced AllReduce
-// of n sources sends, nearly all to or from its coordinator: a few for
-// each of its n² chain positions (the simulator, which runs the real
-// coordinator, counts 17,028 at n = 64 and 66,820 at 128).
+// of n sources sends: its n² chain and relay positions report only
+// failures (ReduceTask.quiet), so about 14 for each participant (the
+// simulator, which runs the real coordinator and workers, counts 900 at
+// n = 64 and 3,588 at 256). When every position reported its start and
+// end, 4n² + 10n: 66,820 at 128.
 func SlicedControlMessages(n int) int64 {
-	return 4*int64(n)*int64(n) + 10*int64(n)
+	return 14 * int64(n)
 }
 
-// CoordMessageCPU is the CPU one control message costs the coordinator's
-// member: the actor plane's 62 µs a message and the coordinator's own
-// 20 µs, fitted on the testbed (sim.DefaultParams). With n² positions the
-// coordinator's CPU outgrows the transfer past about 64 sources: the
-// simulator took 5.39 s for a sliced AllReduce of 32 MiB at 128 hosts
-// (1.41 s for a ring), 80.7 µs a message.
+// CoordMessageCPU is the most CPU one control message costs the
+// coordinator's member: across processes on the testbed the actor
+// plane's 62 µs a message and the coordinator's own 20 µs
+// (sim.DefaultParams). When every position reported, the coordinator's
+// CPU outgrew the transfer past 64 sources: the simulator took 5.39 s
+// for a sliced AllReduce of 32 MiB at 128 hosts (1.41 s for a ring),
+// 80.7 µs a message.
 const CoordMessageCPU = 82 * time.Microsecond
+
+// SlicedTaskBytes is about how many bytes of tasks a sliced AllReduce's
+// coordinator sends for each of its n² positions (a chain link's task,
+// its share of the relays' and of the gathers' inputs): about 400 with
+// ids of 30 characters (1.6 MB at n = 64). They leave through the
+// coordinator's uplink before the last participant can start: 105 MB,
+// 2.2 s on the testbed's links, at 512.
+const SlicedTaskBytes = 400
+
+// messageCPU is what the model charges a control message: CoordMessageCPU,
+// or the measured one-way latency L if that is less. A message that
+// arrives in under a microsecond (members in one process: L of 0.4 µs)
+// cost about that, not the 82 µs of one between processes.
+func messageCPU(L time.Duration) float64 {
+	return float64(min(CoordMessageCPU, max(L, 0)))
+}
 
 // SlicedStreams is how many of a sliced AllReduce's streams leave (and
 // reach) each of its n participants at once: n-1 chains' and n-1 relays'
@@ -109,9 +128,10 @@ func SlicedStreams(n int) int { return max(2*(n-1), 1) }
 // chain of n positions fills its pipeline one chunk per hop. Latency is
 // charged as T(1) charges a chain, one L a link (n), plus one for the
 // gathers' fetches and one for publishing the copies at the end. The
-// coordinator's CPU bounds it from below: T is at least
-// SlicedControlMessages(n)·CoordMessageCPU. B <= 0 or NaN prices every
-// byte as forever, as Cost does.
+// tasks' n²·SlicedTaskBytes cross the coordinator's uplink first, and
+// its CPU bounds T from below: T is at least SlicedControlMessages(n)
+// messages of min(CoordMessageCPU, L). B <= 0 or NaN prices every byte as
+// forever, as Cost does.
 func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Duration {
 	n = max(n, 1)
 	S = max(S, 0)
@@ -124,7 +144,8 @@ func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Dur
 	// (n-1)/n·S unrounded: a slice may be an element larger than S/n.
 	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n) * slicedFactor(n, paced)
 	xfer += transferNanos(B, int64(n-1)*chunk)
-	control := float64(SlicedControlMessages(n)) * float64(CoordMessageCPU)
+	xfer += transferNanos(B, int64(n)*int64(n)*SlicedTaskBytes)
+	control := float64(SlicedControlMessages(n)) * messageCPU(L)
 	return saturate(max(xfer+float64(n+2)*max(float64(L), 0), control))
 }
 

@@ -54,16 +54,17 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 	// n = 4, S = 8 MiB, B = 1e9 B/s, L = 100 µs. Sliced: 2·3/4·S/B =
 	// 12582.912 µs, times the contention 1 + 0.12·2 = 15602.81088 µs;
 	// slices of 2 MiB move in 128 KiB chunks (16 a slice): fill
-	// 3·131072 ns, latency 6·L. Reduce+broadcast: the chain wins,
+	// 3·131072 ns, latency 6·L, the tasks' 16·400 bytes 6400 ns.
+	// Reduce+broadcast: the chain wins,
 	// T(1) = 4·L + S/B + its fill, 2 chunks of 512 KiB, broadcast 3·L + S/B.
 	s := SlicedCost(4, 100*us, 1e9, 8<<20, false)
-	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us; (s - want).Abs() > time.Nanosecond {
+	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us + 6400*time.Nanosecond; (s - want).Abs() > time.Nanosecond {
 		t.Errorf("SlicedCost = %v, want %v", s, want)
 	}
 	// Paced: the contention is 1 + 0.02·2 (13086.22848 µs); each stream's
 	// share is B/6, whose 5 ms chunk (1 MiB) halves to the same 128 KiB.
 	ps := SlicedCost(4, 100*us, 1e9, 8<<20, true)
-	if want := 13086228*time.Nanosecond + 3*131072*time.Nanosecond + 600*us; (ps - want).Abs() > time.Nanosecond {
+	if want := 13086228*time.Nanosecond + 3*131072*time.Nanosecond + 600*us + 6400*time.Nanosecond; (ps - want).Abs() > time.Nanosecond {
 		t.Errorf("paced SlicedCost = %v, want %v", ps, want)
 	}
 	rb, d := ReduceBroadcastCost(4, 100*us, 1e9, 8<<20, 4)
@@ -77,38 +78,43 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 		t.Errorf("ChooseAllReduce(paced) = %+v, want sliced at %v vs %v", c, ps, rb)
 	}
 	// n = 8 unpaced: the bytes alone are 2·7/8·1.72 = 3.01·S/B against
-	// 2·S/B; paced, 2·7/8·1.10 = 1.925·S/B. At 64 MiB the bytes outweigh
-	// the coordinator's 336 messages (27.552 ms); at 8 MiB they do not.
+	// 2·S/B; paced, 2·7/8·1.10 = 1.925·S/B. At 1 MiB the coordinator's
+	// 112 messages (9.184 ms) outweigh the bytes.
 	if c := ChooseAllReduce(8, 100*us, 1e9, 64<<20, 4, 8, false); c.Sliced {
 		t.Errorf("ChooseAllReduce(8) = %+v, want reduce+broadcast", c)
 	}
 	if c := ChooseAllReduce(8, 100*us, 1e9, 64<<20, 4, 8, true); !c.Sliced {
 		t.Errorf("ChooseAllReduce(8, paced) = %+v, want sliced", c)
 	}
-	if c := ChooseAllReduce(8, 100*us, 1e9, 8<<20, 4, 8, true); c.Sliced || c.SlicedCost != 27552*us {
-		t.Errorf("ChooseAllReduce(8, paced, 8 MiB) = %+v, want reduce+broadcast, sliced at the coordinator's 27.552ms", c)
+	if c := ChooseAllReduce(8, 100*us, 1e9, 1<<20, 4, 8, true); c.Sliced || c.SlicedCost != 9184*us {
+		t.Errorf("ChooseAllReduce(8, paced, 1 MiB) = %+v, want reduce+broadcast, sliced at the coordinator's 9.184ms", c)
 	}
-	// Paced, the contention stops at 1.10: at 16 and 64 the bytes cost
-	// 2·(n-1)/n·1.10·S/B. At 64 the coordinator's 17,024 messages (1.396 s)
-	// outweigh 256 MiB's bytes (about 0.59 s); at 128 even a GiB's.
-	for _, n := range []int{16, 64} {
+	// Paced, the contention stops at 1.10: from 7 on the bytes cost
+	// 2·(n-1)/n·1.10·S/B, a little fill (n-1 chunks), and the tasks'
+	// n²·400 bytes.
+	for _, n := range []int{16, 64, 256} {
 		S := int64(256 << 20)
 		bytes := time.Duration(2 * float64(n-1) / float64(n) * 1.10 * float64(S))
-		if got := SlicedCost(n, 0, 1e9, S, true); got < bytes || got > max(bytes+bytes/100, time.Duration(SlicedControlMessages(n))*CoordMessageCPU) {
-			t.Errorf("SlicedCost(%d, paced) = %v, want the bytes' %v or the coordinator's", n, got, bytes)
+		tasks := time.Duration(n * n * 400)
+		if got := SlicedCost(n, 0, 1e9, S, true); got < bytes+tasks || got > bytes+tasks+bytes/20 {
+			t.Errorf("SlicedCost(%d, paced) = %v, want the bytes' %v and at most 5 %% of fill", n, got, bytes)
 		}
 	}
-	if got, want := SlicedCost(128, 0, 1e9, 1<<30, true), time.Duration(4*128*128+10*128)*82*us; got != want {
-		t.Errorf("SlicedCost(128, 1 GiB) = %v, want the coordinator's %v", got, want)
+	if got, want := SlicedCost(128, 100*us, 1e9, 1<<20, true), time.Duration(14*128)*82*us; got != want {
+		t.Errorf("SlicedCost(128, 1 MiB) = %v, want the coordinator's %v", got, want)
+	}
+	// Members in one process: a message costs about its latency.
+	if got, want := SlicedCost(128, 10*us, 1e12, 1<<20, true), time.Duration(14*128)*10*us; got != want {
+		t.Errorf("SlicedCost(128, L 10µs, 1 MiB) = %v, want the coordinator's %v", got, want)
 	}
 	// n = 2, S = 65540 (just above a 64 KiB inline limit): sliced is the
-	// coordinator's 36 messages, 2.952 ms, over its bytes' 65.54 + 32.77
+	// coordinator's 28 messages, 2.296 ms, over its bytes' 65.54 + 32.77
 	// (one slice-sized chunk of fill) + 4·100 µs = 498.31 µs; the flat
 	// tree (d = 2: 100 + 2·65.54) plus a broadcast to one (100 + 65.54)
 	// is 396.62 µs.
 	c := ChooseAllReduce(2, 100*us, 1e9, 65540, 4, 2, false)
-	if c.Sliced || c.SlicedCost != 2952*us || c.ReduceBroadcastCost != 396620*time.Nanosecond || c.Degree != 2 {
-		t.Errorf("ChooseAllReduce(2, 65540 B) = %+v, want reduce+broadcast 396.62µs vs sliced 2.952ms", c)
+	if c.Sliced || c.SlicedCost != 2296*us || c.ReduceBroadcastCost != 396620*time.Nanosecond || c.Degree != 2 {
+		t.Errorf("ChooseAllReduce(2, 65540 B) = %+v, want reduce+broadcast 396.62µs vs sliced 2.296ms", c)
 	}
 }
 
@@ -139,9 +145,11 @@ func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
 						if paced {
 							growth = math.Min(growth, 0.10)
 						}
-						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*(1+growth) + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds()
-						// The coordinator's CPU: 4n²+10n messages of 82 µs.
-						tSliced = math.Max(tSliced, float64(4*n*n+10*n)*82e-6)
+						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*(1+growth) + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds() +
+							sec(float64(n*n*400)) // the tasks' bytes
+						// The coordinator's CPU: 14n messages of at most
+						// 82 µs, at most L.
+						tSliced = math.Max(tSliced, float64(14*n)*math.Min(82e-6, L.Seconds()))
 						// Reduce then broadcast: min over d of T(d) with its
 						// fill of chunks c, plus (n-1)·L + S/B.
 						fc := float64(ChunkFor(B))
