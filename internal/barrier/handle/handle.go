@@ -23,8 +23,8 @@ import (
 // under load), or ignored by a backup that had not yet learnt what the
 // primary decided before it died, would otherwise leave the caller
 // waiting until its deadline. A replica answers a repeated Enter with the
-// label's outcome, or not at all while it still waits; a repeated Release
-// of a label already released succeeds; Status is a read.
+// label's outcome, or not at all while it still waits; a repeat of the
+// Release that committed as it answered the first; Status is a read.
 const ReaskEvery = time.Second
 
 // Rank is the To of a send: the replica at that rank.
