@@ -250,7 +250,7 @@ func (red *coordRun) send(w *world, snd outbox.Send) {
 			}
 			// Tasks cross the coordinator's uplink as bytes: a sliced
 			// AllReduce's are about 400 bytes a position, n² of them
-			// (105 MB at 512 hosts), which a message's CPU alone did
+			// (26 MB at 256 hosts), which a message's CPU alone did
 			// not charge.
 			w.sendBytes(red.host, h, qStore, viaActor, int64(proto.Size(m.(proto.Message))), func() { red.atNode(h, msg) })
 			return
