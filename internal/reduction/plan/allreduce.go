@@ -156,10 +156,19 @@ func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Dur
 // other participants, Cost(n-1, 1) = (n-1)·L + S/B. The broadcast
 // pipelines behind the reduce, but it shares the same links, so its
 // bytes add up with the reduce's: 2·S/B over the busiest link for a chain.
+// The sum is then ReduceBroadcastOverhead longer.
 func ReduceBroadcastCost(n int, L time.Duration, B float64, S int64, maxD int) (time.Duration, int) {
 	d, costs := ChooseDegreeLinkChunk(n, L, B, S, maxD)
-	return saturate(float64(costs[d]) + float64(Cost(max(n-1, 1), 1, L, B, S))), d
+	return saturate((float64(costs[d]) + float64(Cost(max(n-1, 1), 1, L, B, S))) * ReduceBroadcastOverhead), d
 }
+
+// ReduceBroadcastOverhead is how much longer reduce-then-broadcast takes
+// on the testbed than the sum of its two phases' models: 1.02 at 4
+// hosts, 1.08 at 8 (400 Mbit/s, 32 MiB), 1.06 and 1.08 at 16 (200 Mbit/s,
+// 32 and 64 MiB; 3.040 and 6.110 s). Priced without it, 16 hosts went to
+// reduce-then-broadcast where the sliced shape took 8 and 9 % less
+// (2.809 and 5.536 s, 2026-11-28).
+const ReduceBroadcastOverhead = 1.06
 
 // AllReduceChoice is the cost model's verdict between the two AllReduce
 // shapes.
