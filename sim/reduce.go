@@ -243,19 +243,19 @@ func (red *coordRun) send(w *world, snd outbox.Send) {
 				})
 			}
 		}
+		if t, ok := msg.(*messages.ReduceTask); ok {
+			w.tracef(red.host, "sends p%d its task (to %s)", t.GetPosition(), h.name)
+		}
 		switch m := msg.(type) {
 		case *messages.ReduceTask, *messages.ReduceTaskBatch:
-			if t, ok := m.(*messages.ReduceTask); ok {
-				w.tracef(red.host, "sends p%d its task (to %s)", t.GetPosition(), h.name)
-			}
 			// Tasks cross the coordinator's uplink as bytes: a sliced
 			// AllReduce's are about 400 bytes a position, n² of them
 			// (26 MB at 256 hosts), which a message's CPU alone did
 			// not charge.
 			w.sendBytes(red.host, h, qStore, viaActor, int64(proto.Size(m.(proto.Message))), func() { red.atNode(h, msg) })
-			return
+		default:
+			w.send(red.host, h, qStore, viaActor, func() { red.atNode(h, msg) })
 		}
-		w.send(red.host, h, qStore, viaActor, func() { red.atNode(h, msg) })
 	}
 }
 

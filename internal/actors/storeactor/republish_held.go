@@ -68,30 +68,27 @@ func (n *StoreNode) hold(ctx actor.Context, asker *actor.PID, ids []string, shar
 			break
 		}
 	}
+	full := h == nil && len(n.held) >= maxHeldRepublish
 	if h == nil {
 		h = &heldRepublish{asker: asker, ids: map[string]bool{}, shards: map[int32]bool{}, count: count}
-		if len(n.held) >= maxHeldRepublish {
-			for _, s := range shards {
-				h.shards[s] = true
-			}
-			for _, id := range ids {
-				n.publishTo(ctx, asker, id)
-			}
-			n.handoverMissed(ctx, h)
-			ctx.Send(asker, &messages.RepublishDone{Node: n.cfg.Self})
-			return
+		if !full {
+			n.held = append(n.held, h)
 		}
-		n.held = append(n.held, h)
 	}
 	for _, id := range ids {
 		h.ids[id] = true
 	}
+	for _, s := range shards {
+		h.shards[s] = true
+	}
+	if full {
+		n.giveUp(ctx, h)
+		ctx.Send(asker, &messages.RepublishDone{Node: n.cfg.Self})
+		return
+	}
 	system, self := ctx.ActorSystem(), ctx.Self()
 	if len(ids) > 0 && h.timer == nil {
 		h.timer = time.AfterFunc(heldCommitWait, func() { system.Root.Send(self, &heldRepublishDue{h: h}) })
-	}
-	for _, s := range shards {
-		h.shards[s] = true
 	}
 	if len(shards) > 0 && h.handover == nil {
 		h.handover = time.AfterFunc(n.cfg.handoverWait(), func() { system.Root.Send(self, &handoverDue{h: h}) })
@@ -150,11 +147,7 @@ func (n *StoreNode) endHeld(ctx actor.Context, all bool) {
 	kept := n.held[:0]
 	for _, h := range n.held {
 		if all {
-			for id := range h.ids {
-				n.publishTo(ctx, h.asker, id)
-			}
-			clear(h.ids)
-			n.handoverMissed(ctx, h)
+			n.giveUp(ctx, h)
 		}
 		if len(h.ids) > 0 || len(h.shards) > 0 {
 			kept = append(kept, h)
@@ -173,6 +166,16 @@ func (n *StoreNode) endHeld(ctx actor.Context, all bool) {
 	if all {
 		clear(n.lateCommit)
 	}
+}
+
+// giveUp ends h's waits at once: its copies are published as they stand
+// and its asker is told to be amnesic for the shards still hosted here.
+func (n *StoreNode) giveUp(ctx actor.Context, h *heldRepublish) {
+	for id := range h.ids {
+		n.publishTo(ctx, h.asker, id)
+	}
+	clear(h.ids)
+	n.handoverMissed(ctx, h)
 }
 
 // publishTo sends to the copy of id this node holds, if it has one to
