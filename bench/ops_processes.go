@@ -18,6 +18,7 @@ import (
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/loopback"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -40,7 +41,7 @@ type opsProcesses struct {
 const opsStartTimeout = 60 * time.Second
 
 func openOpsProcesses(ctx context.Context, o *OpsOptions) (b *opsProcesses, err error) {
-	ports, err := loopbackPorts(4)
+	ports, err := loopback.Ports(4)
 	if err != nil {
 		return nil, err
 	}
@@ -179,21 +180,6 @@ func (b *opsProcesses) close() {
 	if b.m != nil {
 		b.m.Stop()
 	}
-}
-
-// loopbackPorts returns n distinct free ports on 127.0.0.1, all held
-// open until every one is chosen.
-func loopbackPorts(n int) ([]int, error) {
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -20,6 +20,7 @@ import (
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/fingerprint"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/loopback"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -96,7 +97,7 @@ func openRoutes(ctx context.Context, o *RoutesOptions) (c *routesCluster, err er
 			c.close()
 		}
 	}()
-	ports, err := loopbackPorts(7)
+	ports, err := loopback.Ports(7)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func openRoutes(ctx context.Context, o *RoutesOptions) (c *routesCluster, err er
 			}
 		}
 	}
-	port, err := loopbackPorts(1)
+	port, err := loopback.Ports(1)
 	if err != nil {
 		return c, err
 	}

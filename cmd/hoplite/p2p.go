@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
@@ -23,6 +25,7 @@ import (
 	"github.com/hoplite-go/hoplite/cluster"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/loopback"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -330,9 +333,48 @@ func (p *p2pPair) close() {
 }
 
 // p2pStart starts a pair, over mutual TLS with tlsFiles (nil: plaintext),
-// and waits until the peer has Put its objects.
-func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer) (pair *p2pPair, err error) {
-	ports, err := freeLoopbackPorts(5)
+// and waits until the peer has Put its objects. A start that met a port
+// another process bound first is tried again on other ports.
+func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer) (*p2pPair, error) {
+	return retryOnPortTaken(ctx, stderr, func(w io.Writer) (*p2pPair, error) {
+		return p2pStartOnce(ctx, o, tlsFiles, w)
+	})
+}
+
+// retryOnPortTaken runs start up to three times while it fails because a
+// port it chose was bound by another process first, as its error or the
+// log it wrote through w says.
+func retryOnPortTaken[T any](ctx context.Context, stderr io.Writer, start func(w io.Writer) (T, error)) (T, error) {
+	for try := 1; ; try++ {
+		seen := &addrInUseWriter{w: stderr}
+		v, err := start(seen)
+		if err == nil || try == 3 || ctx.Err() != nil ||
+			!(seen.seen.Load() || errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), addrInUse)) {
+			return v, err
+		}
+		fmt.Fprintf(stderr, "hoplite bench: a port was taken before it was bound (%v); trying other ports\n", err)
+	}
+}
+
+// addrInUse is how a failed bind reads in an error or a peer's log.
+const addrInUse = "address already in use"
+
+// addrInUseWriter passes a peer's stderr on and notes whether it reported
+// a bind that failed because the port was taken.
+type addrInUseWriter struct {
+	w    io.Writer
+	seen atomic.Bool
+}
+
+func (a *addrInUseWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(addrInUse)) {
+		a.seen.Store(true)
+	}
+	return a.w.Write(p)
+}
+
+func p2pStartOnce(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer) (_ *p2pPair, err error) {
+	ports, err := loopback.Ports(5)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +413,7 @@ func p2pStart(ctx context.Context, o p2pOpts, tlsFiles *p2pTLS, stderr io.Writer
 		_ = cmd.Wait()
 		close(peerDone)
 	}()
-	pair = &p2pPair{raw: raw}
+	pair := &p2pPair{raw: raw}
 	pair.stop = func() {
 		stdin.Close()
 		select {
@@ -529,27 +571,6 @@ func p2pData(size int64) []byte {
 	r := rand.NewChaCha8([32]byte{'h', 'o', 'p', 'l', 'i', 't', 'e'})
 	_, _ = r.Read(b)
 	return b
-}
-
-func freeLoopbackPorts(n int) ([]int, error) {
-	var out []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		p := ln.Addr().(*net.TCPAddr).Port
-		// The peer's manage port must be free too; ports come in any order.
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // p2pEcho is the peer's echo actor: the reference round trip.

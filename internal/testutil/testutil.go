@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/loopback"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -47,12 +45,8 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// FreePorts returns n loopback ports nothing listened on a moment ago,
-// below the kernel's ephemeral range: a port from that range can be taken
-// as the source port of any outgoing connection between the moment it is
-// chosen and the moment a member binds it (a process test failed on
-// "address already in use" that way). Ports are never handed out twice
-// in one test binary.
+// FreePorts returns n loopback ports from loopback.Ports (free, below the
+// kernel's ephemeral range, never handed out twice in one test binary).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	out, err := freePorts(n)
@@ -83,55 +77,7 @@ func FreeAddr() (string, error) {
 	return fmt.Sprintf("127.0.0.1:%d", p[0]), nil
 }
 
-func freePorts(n int) ([]int, error) {
-	lo, hi := 20000, ephemeralLow()
-	if hi-lo < 1000 {
-		lo = 1024 // a kernel configured with a wide ephemeral range
-	}
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	var out []int
-	for tries := 0; len(out) < n; tries++ {
-		if tries > 100*n {
-			return nil, fmt.Errorf("no %d free loopback ports in [%d, %d)", n, lo, hi)
-		}
-		port := lo + rand.IntN(hi-lo)
-		if portsGiven[port] {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // in use
-		}
-		ln.Close()
-		portsGiven[port] = true
-		out = append(out, port)
-	}
-	return out, nil
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
-
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
-// default where it cannot be read).
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 1 {
-		return 32768
-	}
-	v, err := strconv.Atoi(f[0])
-	if err != nil || v <= 1024 {
-		return 32768
-	}
-	return v
-}
+func freePorts(n int) ([]int, error) { return loopback.Ports(n) }
 
 // SyncBuffer collects output written from several goroutines.
 type SyncBuffer struct {
