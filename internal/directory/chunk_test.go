@@ -51,18 +51,25 @@ func TestLocateReplyCarriesTheTreesChunk(t *testing.T) {
 		}
 	}
 	// A Reduce's target (an AllReduce's result, broadcast while its
-	// reduce still streams over the same uplinks) leaves the chunk to its
-	// receivers.
+	// reduce still streams over the same uplinks, in the chunk for the
+	// reduce's depth) is told the chunk for its broadcast's depth too.
 	cfg := DefaultTableConfig()
 	cfg.FanOut, cfg.InlineUplink, cfg.Intake, cfg.Receivers = FanOutAuto, B, 1/2.1e-9, 1023
 	tb := NewLocationTable(cfg)
 	tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: S, Creator: cycleNode("c")}, nil)
 	tb.onPublish(&messages.PublishLocation{ObjectId: "x", Node: cycleNode("c"), State: messages.LocationState_COMPLETE, Size: S, Creator: true})
 	tb.entries["x"].target.reservedBy = "run-1"
+	told := false
 	for _, s := range tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: cycleNode("r1"), TimeoutMs: 60_000}, "r1", now).Sends {
-		if m, ok := s.Msg.(*messages.LocateReply); ok && m.GetChunk() != 0 {
-			t.Errorf("a Reduce's target: told chunk %d, want 0", m.GetChunk())
+		if m, ok := s.Msg.(*messages.LocateReply); ok && m.GetSender() != nil {
+			told = true
+			if want := int64(plan.BroadcastChunk(1023, plan.ChooseBroadcastFanOut(1023, plan.BroadcastLink{L: cfg.Latency, B: B, Intake: cfg.Intake}, S), B, S)); m.GetChunk() != want || want >= int64(plan.ChunkForObject(B, S)) {
+				t.Errorf("a Reduce's target: told chunk %d, want the depth's %d (under the link's %d)", m.GetChunk(), want, plan.ChunkForObject(B, S))
+			}
 		}
+	}
+	if !told {
+		t.Errorf("a Reduce's target: no sender handed out")
 	}
 	if c64 := plan.BroadcastChunk(63, 1, B, S); c64 >= plan.ChunkForObject(B, S) || c64 <= plan.MinChunk/2 {
 		t.Errorf("a chain of 63 moves in %d bytes: want between MinChunk and the link's %d", c64, plan.ChunkForObject(B, S))

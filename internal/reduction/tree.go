@@ -88,11 +88,7 @@ func newTreeRun(c *core, n, stale int) (*treeRun, error) {
 		r.plan.Shape = ShapeChainLeaf
 		r.tree, err = plan.NewChainLeafTree(n, plan.ChainLength(n, r.L, r.B, r.size))
 	default:
-		choose := plan.ChooseDegree
-		if r.req.GetAllReduce() {
-			choose = plan.ChooseDegreeLinkChunk
-		}
-		d, costs := choose(n, r.L, r.B, r.size, n)
+		d, costs := plan.ChooseDegree(n, r.L, r.B, r.size, n)
 		if r.cfg.ForceDegree > 0 {
 			d = min(r.cfg.ForceDegree, n)
 		}
@@ -104,7 +100,7 @@ func newTreeRun(c *core, n, stale int) (*treeRun, error) {
 		}
 		r.plan.Shape = ShapeDAry
 		r.tree, err = plan.NewTree(n, d)
-		if r.B > 0 && !math.IsInf(r.B, 1) && !r.req.GetAllReduce() {
+		if r.B > 0 && !math.IsInf(r.B, 1) {
 			// The chunk the cost model priced this depth's fill with:
 			// a deep chain in the link's chunk would wait for it at
 			// every hop.

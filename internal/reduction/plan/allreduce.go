@@ -151,24 +151,30 @@ func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Dur
 }
 
 // ReduceBroadcastCost models the AllReduce that reduces to one root and
-// then broadcasts the target: the best tree of Cost (degree 1..min(n,
-// maxD), which ChooseDegreeLinkChunk picks) plus the broadcast, a chain to the n-1
+// then broadcasts the target: the best tree of Cost and its Fill (degree
+// 1..min(n, maxD), which ChooseDegree picks) plus the broadcast, a chain to the n-1
 // other participants, Cost(n-1, 1) = (n-1)·L + S/B. The broadcast
 // pipelines behind the reduce, but it shares the same links, so its
 // bytes add up with the reduce's: 2·S/B over the busiest link for a chain.
 // The sum is then ReduceBroadcastOverhead longer.
 func ReduceBroadcastCost(n int, L time.Duration, B float64, S int64, maxD int) (time.Duration, int) {
-	d, costs := ChooseDegreeLinkChunk(n, L, B, S, maxD)
+	d, costs := ChooseDegree(n, L, B, S, maxD)
 	return saturate((float64(costs[d]) + float64(Cost(max(n-1, 1), 1, L, B, S))) * ReduceBroadcastOverhead), d
 }
 
 // ReduceBroadcastOverhead is how much longer reduce-then-broadcast takes
-// on the testbed than the sum of its two phases' models: 1.02 at 4
-// hosts, 1.08 at 8 (400 Mbit/s, 32 MiB), 1.06 and 1.08 at 16 (200 Mbit/s,
-// 32 and 64 MiB; 3.040 and 6.110 s). Priced without it, 16 hosts went to
-// reduce-then-broadcast where the sliced shape took 8 and 9 % less
-// (2.809 and 5.536 s, 2026-11-28).
-const ReduceBroadcastOverhead = 1.06
+// than the sum of its two phases' models. On the testbed it took 1.02
+// at 4 hosts, 1.08 at 8 (400 Mbit/s, 32 MiB), 1.06 and 1.08 at 16 (200
+// Mbit/s, 32 and 64 MiB; 3.040 and 6.110 s). In the simulator on 10
+// Gbit/s links, where a host's CPU takes bytes in slower than its link
+// and the broadcast's chunks wait behind the reduce's for it, it took
+// 1.19 times its reduce and its broadcast run alone, at 32 and 128
+// hosts (0.196 against 0.089 + 0.076 s at 32). At 1.15 the model's
+// choice is the faster shape in the simulator from 2 to 1,024 hosts on
+// both link profiles but at 64 on the testbed's (sliced, 3 % slower);
+// at 1.06 it took reduce-then-broadcast from 32 to 128 hosts on 10
+// Gbit/s links, 6 to 20 % slower than the sliced shape.
+const ReduceBroadcastOverhead = 1.15
 
 // AllReduceChoice is the cost model's verdict between the two AllReduce
 // shapes.

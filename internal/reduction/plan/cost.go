@@ -80,21 +80,11 @@ func saturate(nanos float64) time.Duration {
 // S/B, in 64 KiB chunks for about twice). An unknown bandwidth (B <= 0
 // or NaN) adds nothing: Cost is forever already.
 func Fill(n, d int, B float64, S int64) time.Duration {
-	return fill(n, d, B, S, true)
-}
-
-// fill is Fill in the depth's chunk (ReduceChunk), or in the link's
-// (ChunkForObject) when depthChunk is false.
-func fill(n, d int, B float64, S int64, depthChunk bool) time.Duration {
 	n, d = max(n, 1), max(d, 1)
 	if !(B > 0) || math.IsInf(B, 1) || S <= 0 || n <= 2 {
 		return 0
 	}
-	c := ChunkForObject(B, S)
-	if depthChunk {
-		c = ReduceChunk(n, d, B, S)
-	}
-	return saturate(fillHops(n, d) * transferNanos(B, min(int64(c), S)))
+	return saturate(fillHops(n, d) * transferNanos(B, min(int64(ReduceChunk(n, d, B, S)), S)))
 }
 
 // fillHops is how many chunks a tree of degree d over n objects waits
@@ -143,25 +133,12 @@ func ReduceChunk(n, d int, B float64, S int64) int {
 // bandwidth (B <= 0) makes every degree cost forever alike: the answer is
 // the chain, d = 1, whatever L is.
 func ChooseDegree(n int, L time.Duration, B float64, S int64, maxD int) (d int, costs map[int]time.Duration) {
-	return chooseDegree(n, L, B, S, maxD, true)
-}
-
-// ChooseDegreeLinkChunk is ChooseDegree for a tree whose streams keep
-// the link's chunk (ChunkForObject) whatever its depth: an AllReduce's
-// reduce, whose result is broadcast over the same uplinks while the
-// reduce still streams, measured slower in the depth's chunk in the
-// simulator (at 64, 128 and 512 hosts on the testbed's links).
-func ChooseDegreeLinkChunk(n int, L time.Duration, B float64, S int64, maxD int) (d int, costs map[int]time.Duration) {
-	return chooseDegree(n, L, B, S, maxD, false)
-}
-
-func chooseDegree(n int, L time.Duration, B float64, S int64, maxD int, depthChunk bool) (d int, costs map[int]time.Duration) {
 	n, maxD = max(n, 1), max(maxD, 1)
 	top := min(n, maxD)
 	costs = make(map[int]time.Duration, top)
 	d = 1
 	for k := 1; k <= top; k++ {
-		costs[k] = Cost(n, k, L, B, S) + fill(n, k, B, S, depthChunk)
+		costs[k] = Cost(n, k, L, B, S) + Fill(n, k, B, S)
 		if costs[k] < costs[d] {
 			d = k
 		}
