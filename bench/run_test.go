@@ -247,7 +247,7 @@ func TestTestbedNodeArgs(t *testing.T) {
 			args := strings.Join(tb.nodeArgs(h, s, "198.18.77.1:20000", 30000, []string{"198.18.77.1:30000"}), " ")
 			procs := strconv.Itoa(max(1, runtime.NumCPU()/3))
 			if !strings.HasPrefix(args, "netns exec x-h"+strconv.Itoa(h)+" env GOMAXPROCS="+procs+" /bin/hoplite node -bind 198.18.77.1:20000 ") ||
-				!strings.HasSuffix(args, "-link-rate 400000000bit -experiments "+want[s.name]) {
+				!strings.HasSuffix(args, "-link-rate 400000000bit -link-burst 200000 -experiments "+want[s.name]) {
 				t.Errorf("%s host %d: %s", s.name, h, args)
 			}
 		}

@@ -398,7 +398,10 @@ func (t *testbedRun) nodeArgs(h int, s system, bind string, managePort int, seed
 	}
 	args = append(args, "-manage-port", strconv.Itoa(managePort), "-seeds", strings.Join(seeds, ","), "-log-format", "json",
 		"-capacity", strconv.FormatInt(t.o.capacity(), 10), "-chunk-size", chunkArg(t.o.ChunkSize),
-		"-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64)+"bit")
+		"-link-rate", strconv.FormatFloat(t.o.Bandwidth.BitsPerSecond, 'f', -1, 64)+"bit",
+		// The shaper's burst as bench/testbed sets it: 4 ms at the
+		// rate, at least 128 KiB.
+		"-link-burst", strconv.FormatInt(max(int64(t.o.Bandwidth.BitsPerSecond/8*0.004), 128<<10), 10))
 	exp := s.exp
 	exp.BenchAgent = true
 	args = append(args, "-"+experiments.Flag, exp.String())

@@ -42,7 +42,7 @@ func TestTestbedNodeArgsTLS(t *testing.T) {
 		if !strings.Contains(args, " /bin/hoplite node -bind 198.18.77.2:20000 ") || !strings.HasPrefix(args, "netns exec x-h1 ") {
 			t.Errorf("%s: %s", s.name, args)
 		}
-		if got := strings.HasSuffix(args, "-link-rate 400000000bit -experiments bench-agent"+tlsArgs); got != (s.name == SysOursTLS) {
+		if got := strings.HasSuffix(args, "-link-rate 400000000bit -link-burst 200000 -experiments bench-agent"+tlsArgs); got != (s.name == SysOursTLS) {
 			t.Errorf("%s: TLS flags %v: %s", s.name, got, args)
 		}
 	}

@@ -146,6 +146,15 @@ type MemberConfig struct {
 	// bottleneck: pacing above it brings back the contention it removes.
 	// The embedded cluster (in-memory links) ignores it.
 	LinkRate float64
+	// LinkBurst is how many bytes the link passes at once after it idled,
+	// above its rate, if a token-bucket shaper sets it (a tc tbf's burst,
+	// as the testbed's; 0: none, every byte waits for the rate). It needs
+	// LinkRate. The cost model then charges a reduce tree's levels only
+	// for what the burst does not pass (plan.FillShaped), and the
+	// member's directory shards price a broadcast's hops the same way
+	// (plan.BroadcastLink.Burst): behind the testbed's shaper, a chain of
+	// small chunks costs its latencies, not a chunk's time a hop.
+	LinkBurst int64
 	// RefreshInterval is how often the automanaged provider polls the
 	// seeds (default 200ms). Crashes are detected faster than that (data
 	// connections, remote endpoints); a graceful leave is seen within it.
@@ -216,6 +225,7 @@ func (c MemberConfig) member() member.MemberConfig {
 	mc.StallTimeout = c.StallTimeout
 	mc.WarmMemory = c.WarmMemory
 	mc.LinkRate = c.LinkRate
+	mc.LinkBurst = c.LinkBurst
 	mc.RefreshInterval = c.RefreshInterval
 	mc.HealthTimeout = c.HealthTimeout
 	mc.HealthMisses = c.HealthMisses

@@ -113,13 +113,14 @@ type Params struct {
 const TestbedPayloadEfficiency = 1448.0 / 1514.0
 
 // TestbedBurst is what the testbed's tbf shaper passes at once at rate
-// bits per second, in payload bytes: 4 ms at the rate. The shaper is
-// configured with at least 128 KiB (bench/testbed), but its senders pace
-// their packets (the machine's congestion control is BBR) and do not
-// put out more at once, so at low rates the floor goes unused (the
-// validation at 50 Mbit/s in docs/simulator.md).
+// bits per second, in payload bytes: its burst as bench/testbed sets it,
+// 4 ms at the rate and at least 128 KiB. A chain's first 64 KiB chunks
+// pass it at once at 50 Mbit/s too: there a 1 MiB reduce by a chain of 32
+// hosts took 0.185 s on the testbed, 1.10 times its S/B, and a broadcast
+// by a chain of 48 0.19 s (2026-11-28; bench/results/
+// testbed-validation-link-burst-2026-11-28T1655).
 func TestbedBurst(rate float64) float64 {
-	return rate / 8 * 0.004 * TestbedPayloadEfficiency
+	return max(rate/8*0.004, 128<<10) * TestbedPayloadEfficiency
 }
 
 // DefaultParams are the testbed's settings: 400 Mbit/s per host up and

@@ -397,8 +397,10 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	req := &messages.Reduce{TargetId: target, SourceIds: sources, NumObjects: int32(num), Op: messages.ReduceOp_SUM,
 		Dtype: messages.DType_FLOAT32, TimeoutMs: timeout.Milliseconds(), AllReduce: all}
 	// The members pace a sliced AllReduce's streams (the links' max-min
-	// fair shares model that), as the testbed's do.
-	cfg := reduction.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true}
+	// fair shares model that), and know their link's shaper (-link-rate,
+	// -link-burst), as the testbed's do.
+	cfg := reduction.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true,
+		Shaper: plan.Shaper{Rate: w.p.Bandwidth / 8 * w.p.PayloadEfficiency, Burst: w.p.Burst}}
 	if async {
 		w.scheduleKill(c, out, target) // pauses only: see Run
 	} else {

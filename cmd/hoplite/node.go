@@ -50,7 +50,7 @@ flags:
 type nodeFlags struct {
 	bind, seeds, dataBind, provider, providerAddr, clusterName string
 	managePort, shards                                         int
-	capacity, chunk, linkRate                                  string
+	capacity, chunk, linkRate, linkBurst                       string
 	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
 	reduceChunkDelay, stallTimeout, timerSlack, probeDelay     time.Duration
 	healthMisses                                               int
@@ -98,6 +98,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.capacity, "capacity", "1GiB", "store capacity: bytes, or with a KiB/MiB/GiB suffix")
 	fs.StringVar(&f.chunk, "chunk-size", "auto", "transfer chunk size, or auto: about 5 ms of the measured bandwidth")
 	fs.StringVar(&f.linkRate, "link-rate", "", "this host's network link, e.g. 10gbit or 400mbit (default: not known); paces sliced AllReduces at its TCP payload rate")
+	fs.StringVar(&f.linkBurst, "link-burst", "", "bytes the link passes at once after it idled, if a token-bucket shaper sets it (a tc tbf burst, e.g. 200000 or 128KiB; needs -link-rate; default: none): the cost model then prices a pipeline's hops by what the burst does not pass")
 	fs.IntVar(&f.shards, "shards", 64, "directory shards of the whole cluster (equal on every member)")
 	fs.StringVar(&f.provider, "provider", cluster.ProviderAutomanaged, "membership provider: automanaged (a fixed list of hosts) or etcd (hosts that come and go)")
 	fs.StringVar(&f.providerAddr, "provider-address", "", "etcd server client endpoint HOST:PORT (default 127.0.0.1:2379)")
@@ -184,6 +185,16 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		}
 		linkRate = bw.BitsPerSecond
 	}
+	var linkBurst int64
+	if f.linkBurst != "" {
+		var err error
+		if linkBurst, err = parseSize(f.linkBurst); err != nil {
+			return cluster.MemberConfig{}, fmt.Errorf("-link-burst: %w", err)
+		}
+		if linkRate == 0 {
+			return cluster.MemberConfig{}, usageError{"-link-burst needs -link-rate: a burst is bytes above a rate"}
+		}
+	}
 	var seeds []string
 	for _, s := range strings.Split(f.seeds, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -194,7 +205,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
 		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
-		WarmMemory: warmMemory, LinkRate: linkRate, Log: log,
+		WarmMemory: warmMemory, LinkRate: linkRate, LinkBurst: linkBurst, Log: log,
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA,
 		EtcdCert: f.etcdCert, EtcdKey: f.etcdKey, EtcdCA: f.etcdCA}
 	*experiments.In(&cfg) = f.exp

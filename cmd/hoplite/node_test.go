@@ -91,6 +91,23 @@ func TestNodeLinkRate(t *testing.T) {
 	nodeRefuses(t, "-link-rate", "fast", `-link-rate: bandwidth "fast"`)
 }
 
+// -link-burst takes a size and needs -link-rate.
+func TestNodeLinkBurst(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int64
+	}{{nil, 0}, {[]string{"-link-rate", "400mbit", "-link-burst", "200000"}, 200000}, {[]string{"-link-rate", "400mbit", "-link-burst", "128KiB"}, 128 << 10}} {
+		cfg, err := nodeConfig(t, c.args...)
+		if err != nil || cfg.LinkBurst != c.want {
+			t.Errorf("%q: burst %d, %v; want %d", c.args, cfg.LinkBurst, err, c.want)
+		}
+	}
+	if _, err := nodeConfig(t, "-link-burst", "128KiB"); err == nil || !strings.Contains(err.Error(), "needs -link-rate") {
+		t.Errorf("-link-burst without -link-rate: %v, want refused", err)
+	}
+	nodeRefuses(t, "-link-burst", "lots", "-link-burst")
+}
+
 // Bad experiments fail at once with a clear error, before anything
 // listens; the benchmark-only flags of old are not flags.
 func TestNodeRejectsBadExperiments(t *testing.T) {

@@ -409,6 +409,16 @@ func (m *Member) uplink() float64 {
 	return PayloadRate(m.cfg.LinkRate)
 }
 
+// burst is the payload bytes this member's link passes at once after
+// it idled (its LinkBurst as PayloadRate counts a rate's), 0 if not
+// stated or in an embedded cluster.
+func (m *Member) burst() float64 {
+	if m.cfg.embedded != nil || m.cfg.LinkBurst <= 0 {
+		return 0
+	}
+	return float64(m.cfg.LinkBurst) * 1448 / 1538
+}
+
 // pace is the rate of this member's paced streams (0: unpaced): its
 // link's payload rate, on the TCP data plane only.
 func (m *Member) pace() float64 {

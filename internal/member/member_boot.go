@@ -33,6 +33,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/lag"
 	"github.com/hoplite-go/hoplite/internal/netmodel/estimator"
 	"github.com/hoplite-go/hoplite/internal/reduction"
+	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 	"github.com/hoplite-go/hoplite/internal/transport"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -186,6 +187,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 		BeforeReceive: cfg.hooks.Coordinator, Stretch: m.lag.Stretch, WatchViaShard: true,
 		Reduce: reduction.Config{InlineLimit: cfg.InlineLimit, Shape: cfg.exp.ReduceShape, ForceDegree: cfg.exp.ReduceDegree,
 			AllReduceShape: cfg.exp.AllReduceShape, Paced: m.pace() > 0, MinSlice: bufalloc.HugeMin, UnbatchedTasks: cfg.exp.UnbatchedReduceTasks,
+			Shaper:       plan.Shaper{Rate: m.uplink(), Burst: m.burst()},
 			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}
 
 	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
@@ -404,7 +406,7 @@ func (m *Member) shardProps(j int, rebuilt, moved bool) *actor.Props {
 		receivers = len(*live) - 1
 	}
 	table := directory.TableConfig{InlineLimit: m.cfg.InlineLimit, InlineUplink: m.uplink(),
-		FanOut: directory.FanOutAuto, Receivers: receivers}
+		FanOut: directory.FanOutAuto, Receivers: receivers, Burst: m.burst()}
 	if m.cfg.exp.Naive {
 		// The naive baseline chooses the creator for every receiver this
 		// member's shards answer (a naive cluster is naive on every member).

@@ -101,6 +101,7 @@ type MemberConfig struct {
 	DefaultTimeout, StallTimeout time.Duration
 	WarmMemory                   int64
 	LinkRate                     float64
+	LinkBurst                    int64
 	RefreshInterval              time.Duration
 	HealthTimeout                time.Duration
 	HealthMisses                 int
@@ -224,6 +225,9 @@ func (c MemberConfig) withDefaults() (MemberConfig, string, int, error) {
 	}
 	if c.LinkRate < 0 || math.IsNaN(c.LinkRate) || math.IsInf(c.LinkRate, 0) {
 		return bad("link rate %v bit/s: want a positive rate, or 0 for unknown", c.LinkRate)
+	}
+	if c.LinkBurst < 0 || (c.LinkBurst > 0 && c.LinkRate == 0) {
+		return bad("link burst %d bytes: want 0 for none, or a positive size with a link rate", c.LinkBurst)
 	}
 	if c.InlineLimit == 0 {
 		c.InlineLimit = 64 << 10

@@ -30,6 +30,8 @@ func TestMemberConfigRejectsBadReduceSettings(t *testing.T) {
 		{"inline is not a choice", func(c *MemberConfig) { c.exp.ReduceShape = reduction.ShapeInline }, `unknown reduce shape "inline"`},
 		{"negative link rate", func(c *MemberConfig) { c.LinkRate = -1 }, "link rate -1"},
 		{"link rate NaN", func(c *MemberConfig) { c.LinkRate = math.NaN() }, "link rate NaN"},
+		{"negative link burst", func(c *MemberConfig) { c.LinkRate, c.LinkBurst = 400e6, -1 }, "link burst -1"},
+		{"link burst without a rate", func(c *MemberConfig) { c.LinkBurst = 200000 }, "link burst 200000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := joinSlot(t, slots[0], nil, quietLog(), c.mod)
@@ -54,6 +56,20 @@ func TestPayloadRate(t *testing.T) {
 	}
 	if r := PayloadRate(400e6); r < 47e6 || r > 47.8e6 {
 		t.Errorf("PayloadRate(400 Mbit/s) = %v: not just under the 47.8 MB/s a tc-shaped 400 Mbit/s link carries", r)
+	}
+}
+
+// TestMemberBurst: a stated burst reaches the cost model in payload
+// bytes, as PayloadRate counts a rate's; none unless stated.
+func TestMemberBurst(t *testing.T) {
+	for _, c := range []struct {
+		burst int64
+		want  float64
+	}{{0, 0}, {200000, 200000.0 * 1448 / 1538}} {
+		m := &Member{cfg: MemberConfig{LinkRate: 400e6, LinkBurst: c.burst}}
+		if got := m.burst(); got != c.want {
+			t.Errorf("LinkBurst %d: burst %v, want %v", c.burst, got, c.want)
+		}
 	}
 }
 

@@ -53,6 +53,11 @@ type Config struct {
 	// their link's rate (transport.EgressPacer): the cost model then
 	// prices the shape with PacedSlicedContention.
 	Paced bool
+	// Shaper is the members' links' token bucket, if the operator stated
+	// it (a member's LinkRate and LinkBurst): where the link bounds B, a
+	// reduce tree's levels wait only for what its burst does not pass at
+	// once (plan.FillShaped). The zero Shaper is none.
+	Shaper plan.Shaper
 	// MinSlice keeps the cost model from slicing an AllReduce whose
 	// slices (S/n) would be smaller than this (0: no minimum); a forced
 	// ShapeSliced still slices. The members set it to the store
@@ -550,7 +555,7 @@ func (r *Reduction) chooseSliced(n int) bool {
 	if n < 2 || cut == nil {
 		return false
 	}
-	c := plan.ChooseAllReduce(n, r.L, r.B, r.size, width, n, r.cfg.Paced)
+	c := plan.ChooseAllReduceShaped(n, r.L, r.B, r.cfg.Shaper, r.size, width, n, r.cfg.Paced)
 	if r.B > 0 {
 		r.plan.ShapeCosts = []*messages.ShapeCost{{Shape: ShapeSliced, CostUs: c.SlicedCost.Microseconds()},
 			{Shape: ShapeDAry, CostUs: c.ReduceBroadcastCost.Microseconds()}}

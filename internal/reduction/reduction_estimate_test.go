@@ -130,3 +130,31 @@ func TestUnknownBandwidthPlansAChain(t *testing.T) {
 		t.Fatalf("measured B: degree %d, the model's choice is %d", got, want)
 	}
 }
+
+// A stated shaper (the members' -link-rate and -link-burst) reaches the
+// plan: behind a burst that passes a 64 KiB chunk at once, 64 sources of
+// 1 MiB on a 400 Mbit/s link stay a chain, where unshaped links make the
+// binary tree cheaper; a B the shaper's rate does not bound (a host's CPU
+// per byte) gets no credit.
+func TestPlanPricesTheStatedShaper(t *testing.T) {
+	const B = 400e6 / 8 * 1448 / 1538
+	L := 44 * time.Microsecond
+	src := ids("s", 64)
+	degree := func(cfg Config) int32 {
+		cfg.Estimator = estimator.New(L, B)
+		r := newRed(request(src, 64), cfg)
+		for i, id := range src {
+			r.Step(t0, located(id, bigSize, node(i)))
+		}
+		return r.plan.GetDegree()
+	}
+	if d, _ := plan.ChooseDegree(64, L, B, bigSize, 64); d != 2 || degree(Config{}) != 2 {
+		t.Fatalf("unshaped: the model's degree %d, the plan's %d; want 2", d, degree(Config{}))
+	}
+	if got := degree(Config{Shaper: plan.Shaper{Rate: B, Burst: 200e3}}); got != 1 {
+		t.Errorf("behind a 200 KB burst: degree %d, want the chain", got)
+	}
+	if got := degree(Config{Shaper: plan.Shaper{Rate: 4 * B, Burst: 200e3}}); got != 2 {
+		t.Errorf("a link four times B: degree %d, want 2 (no credit)", got)
+	}
+}

@@ -88,7 +88,7 @@ func newTreeRun(c *core, n, stale int) (*treeRun, error) {
 		r.plan.Shape = ShapeChainLeaf
 		r.tree, err = plan.NewChainLeafTree(n, plan.ChainLength(n, r.L, r.B, r.size))
 	default:
-		d, costs := plan.ChooseDegree(n, r.L, r.B, r.size, n)
+		d, costs := plan.ChooseDegreeShaped(n, r.L, r.B, r.cfg.Shaper, r.size, n)
 		if r.cfg.ForceDegree > 0 {
 			d = min(r.cfg.ForceDegree, n)
 		}

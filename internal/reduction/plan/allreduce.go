@@ -158,7 +158,13 @@ func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Dur
 // bytes add up with the reduce's: 2·S/B over the busiest link for a chain.
 // The sum is then ReduceBroadcastOverhead longer.
 func ReduceBroadcastCost(n int, L time.Duration, B float64, S int64, maxD int) (time.Duration, int) {
-	d, costs := ChooseDegree(n, L, B, S, maxD)
+	return ReduceBroadcastCostShaped(n, L, B, Shaper{}, S, maxD)
+}
+
+// ReduceBroadcastCostShaped is ReduceBroadcastCost on links shaped by sh:
+// its reduce's fill is FillShaped's (ChooseDegreeShaped).
+func ReduceBroadcastCostShaped(n int, L time.Duration, B float64, sh Shaper, S int64, maxD int) (time.Duration, int) {
+	d, costs := ChooseDegreeShaped(n, L, B, sh, S, maxD)
 	return saturate((float64(costs[d]) + float64(Cost(max(n-1, 1), 1, L, B, S))) * ReduceBroadcastOverhead), d
 }
 
@@ -200,10 +206,18 @@ type AllReduceChoice struct {
 // slowed by its contention, a reduce then a broadcast about 2·S (sliced
 // up to n = 4).
 func ChooseAllReduce(n int, L time.Duration, B float64, S int64, width, maxD int, paced bool) AllReduceChoice {
+	return ChooseAllReduceShaped(n, L, B, Shaper{}, S, width, maxD, paced)
+}
+
+// ChooseAllReduceShaped is ChooseAllReduce on links shaped by sh: the
+// reduce-then-broadcast's reduce is priced with FillShaped. The sliced
+// shape's is not: its 2(n-1) streams a participant keep every link busy,
+// and a busy link's bucket does not refill.
+func ChooseAllReduceShaped(n int, L time.Duration, B float64, sh Shaper, S int64, width, maxD int, paced bool) AllReduceChoice {
 	if !(B > 0) {
 		B = 1
 	}
-	rb, d := ReduceBroadcastCost(n, L, B, S, maxD)
+	rb, d := ReduceBroadcastCostShaped(n, L, B, sh, S, maxD)
 	c := AllReduceChoice{ReduceBroadcastCost: rb, Degree: d}
 	if n < 2 || Slices(S, n, width) == nil {
 		return c

@@ -261,3 +261,57 @@ func TestReduceChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestFillShaped: behind a shaper whose burst passes a level's first
+// chunks at once, a link-bound chain fills for nothing and a tree's
+// level waits for what its d chunks have beyond the burst; a B well
+// under the shaper's rate (a host's CPU per byte bounds it) gets no
+// credit, nor does a zero Shaper.
+func TestFillShaped(t *testing.T) {
+	const B = 1e9
+	const S = 8 << 20
+	c64 := transferNanos(B, 64<<10) // the depth's chunk of every case below
+	for _, tc := range []struct {
+		name string
+		n, d int
+		sh   Shaper
+		B    float64
+		want time.Duration
+	}{
+		{"no shaper", 16, 1, Shaper{}, B, Fill(16, 1, B, S)},
+		{"chain behind a burst larger than its chunk", 16, 1, Shaper{Rate: B, Burst: 100 << 10}, B, 0},
+		{"chain behind a burst smaller than its chunk", 16, 1, Shaper{Rate: B, Burst: 16 << 10}, B, saturate(14 * transferNanos(B, 48<<10))},
+		{"binary tree: 2 chunks a level, 100 KiB pass", 16, 2, Shaper{Rate: B, Burst: 100 << 10}, B, saturate(3 * transferNanos(B, 28<<10))},
+		{"the CPU bounds B", 16, 1, Shaper{Rate: 2.5 * B, Burst: 100 << 10}, B, Fill(16, 1, B, S)},
+		{"B a little under the rate", 16, 1, Shaper{Rate: 1.05 * B, Burst: 100 << 10}, B, 0},
+	} {
+		if got := FillShaped(tc.n, tc.d, tc.B, tc.sh, S); got != tc.want {
+			t.Errorf("%s: FillShaped(%d, %d) = %v, want %v (a 64 KiB chunk: %v)", tc.name, tc.n, tc.d, got, tc.want, time.Duration(c64))
+		}
+	}
+}
+
+// TestChooseDegreeShapedKeepsTheChain: on the testbed's links, whose
+// shaper passes 4 ms of its rate at once, the chain of 64 KiB chunks
+// fills for nothing at 1,024 sources and is kept, where unshaped links
+// (a chunk's time a hop) make the binary tree cheaper; reduce-then-
+// broadcast is priced with it.
+func TestChooseDegreeShapedKeepsTheChain(t *testing.T) {
+	const B = 400e6 / 8 * 1448 / 1514
+	sh := Shaper{Rate: B, Burst: 400e6 / 8 * 0.004 * 1448 / 1514}
+	L := 50 * time.Microsecond
+	if d, _ := ChooseDegree(1024, L, B, 32<<20, 1024); d != 2 {
+		t.Fatalf("unshaped: d = %d, want 2", d)
+	}
+	d, costs := ChooseDegreeShaped(1024, L, B, sh, 32<<20, 1024)
+	if d != 1 || costs[1] != Cost(1024, 1, L, B, 32<<20) {
+		t.Errorf("shaped: d = %d, chain %v; want the chain at eq. 2.1's %v", d, costs[1], Cost(1024, 1, L, B, 32<<20))
+	}
+	rb, rd := ReduceBroadcastCostShaped(1024, L, B, sh, 32<<20, 1024)
+	if want := saturate((float64(costs[1]) + float64(Cost(1023, 1, L, B, 32<<20))) * ReduceBroadcastOverhead); rd != 1 || rb != want {
+		t.Errorf("ReduceBroadcastCostShaped = %v (d=%d), want %v (d=1)", rb, rd, want)
+	}
+	if c := ChooseAllReduceShaped(1024, L, B, sh, 32<<20, 4, 1024, true); c.Sliced || c.ReduceBroadcastCost != rb || c.Degree != 1 {
+		t.Errorf("ChooseAllReduceShaped(1024) = %+v, want reduce-then-broadcast at %v by a chain", c, rb)
+	}
+}
