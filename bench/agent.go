@@ -76,17 +76,36 @@ func (a *agent) Receive(ctx actor.Context) {
 	case *messages.BenchReduce:
 		go func() { respond(a.reduce(m)) }()
 	case *messages.BenchTargetID:
-		r := &messages.BenchTargetIDReply{}
-		for n := 0; n < 1<<20 && r.ObjectId == ""; n++ {
-			if id := fmt.Sprintf("%s-%d", m.GetPrefix(), n); a.m.ShardOwner(id) == a.m.ID() {
-				r.ObjectId = id
-			}
-		}
-		if r.ObjectId == "" {
-			r.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no id with prefix %q has its shard on %s", m.GetPrefix(), a.m.ID())
-		}
-		ctx.Respond(r)
+		ctx.Respond(targetID(m.GetPrefix(), a.m.ID(), len(a.m.Members()), a.m.ShardOwner))
 	}
+}
+
+// targetID is the first id with prefix whose directory shard is on the
+// member self (owner names an id's shard's member). NOT_FOUND: self hosts
+// no shard (the testbed starts such a cluster again, testbedRun.open).
+// UNAVAILABLE: with other members, self still holds every shard, the
+// table a member starts with until its first placement (the testbed
+// asks again).
+func targetID(prefix, self string, members int, owner func(id string) string) *messages.BenchTargetIDReply {
+	r := &messages.BenchTargetIDReply{}
+	elsewhere := members <= 1 // alone, every shard is self's
+	for n := 0; n < 1<<20 && (r.ObjectId == "" || !elsewhere); n++ {
+		id := fmt.Sprintf("%s-%d", prefix, n)
+		switch {
+		case owner(id) != self:
+			elsewhere = true
+		case r.ObjectId == "":
+			r.ObjectId = id
+		}
+	}
+	switch {
+	case !elsewhere:
+		r.ObjectId = ""
+		r.Error = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "%s holds every directory shard of a cluster of %d members: its placement is not settled yet", self, members)
+	case r.ObjectId == "":
+		r.Error = messages.Errorf(messages.ErrorCode_NOT_FOUND, "no id with prefix %q has its shard on %s", prefix, self)
+	}
+	return r
 }
 
 func opContext(ms int64) (context.Context, context.CancelFunc) {

@@ -248,9 +248,19 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 		// shard, and so whose coordinator, is there (TargetID). With many
 		// members a member may host none of the shards (64 over 48: about
 		// one start in four), and every repetition would fail; the next
-		// start places the shards over new incarnations. Any other
-		// answer is the measurement's to report, as before.
-		if _, err := ns.TargetID(ctx, "placement-probe"); !errors.Is(err, errNoLocalShard) || try == maxPlacementTries {
+		// start places the shards over new incarnations. A member
+		// places its shards only once its handshakes are over, after
+		// it counts its members (it holds every shard until then), so
+		// the probe waits for that first. Any other answer is the
+		// measurement's to report, as before.
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err = ns.TargetID(pctx, "placement-probe")
+		for errors.Is(err, errPlacementUnsettled) && pctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			_, err = ns.TargetID(pctx, "placement-probe")
+		}
+		cancel()
+		if !errors.Is(err, errNoLocalShard) || try == maxPlacementTries {
 			return ns, nil
 		}
 		ns.Close()
@@ -265,6 +275,11 @@ const maxPlacementTries = 4
 // errNoLocalShard is TargetID's error when host 0 hosts no directory
 // shard.
 var errNoLocalShard = errors.New("host 0 hosts no directory shard")
+
+// errPlacementUnsettled is TargetID's error while host 0 still holds
+// every shard, as a member does until its first placement: its members
+// seen are not yet its shards' owners.
+var errPlacementUnsettled = errors.New("host 0's shard placement is not settled")
 
 // openOnce starts one node per host (with the system's experiments, such
 // as naive or a forced reduce degree, and the bench agent: every member,
@@ -709,8 +724,11 @@ func (ns *nodeSet) TargetID(ctx context.Context, prefix string) (string, error) 
 	if !ok {
 		return "", fmt.Errorf("target id: unexpected reply %T", res)
 	}
-	if r.GetError() != nil && r.GetObjectId() == "" && strings.Contains(r.GetError().GetMessage(), "has its shard on") {
+	switch r.GetError().GetCode() {
+	case messages.ErrorCode_NOT_FOUND:
 		return "", fmt.Errorf("%w: %w", errNoLocalShard, agentErr(0, "target id", r.GetError()))
+	case messages.ErrorCode_UNAVAILABLE:
+		return "", fmt.Errorf("%w: %w", errPlacementUnsettled, agentErr(0, "target id", r.GetError()))
 	}
 	return r.GetObjectId(), agentErr(0, "target id", r.GetError())
 }

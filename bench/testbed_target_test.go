@@ -20,8 +20,9 @@ func TestTargetIDTellsAHostWithoutShards(t *testing.T) {
 		reply   *messages.BenchTargetIDReply
 		noShard bool
 	}{
-		{"no shard here", &messages.BenchTargetIDReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no id with prefix %q has its shard on %s", "p", "198.18.3.1:20002#c76a4f72")}, true},
-		{"another failure", &messages.BenchTargetIDReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the member is stopping")}, false},
+		{"no shard here", &messages.BenchTargetIDReply{Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no id with prefix %q has its shard on %s", "p", "198.18.3.1:20002#c76a4f72")}, true},
+		{"not settled", &messages.BenchTargetIDReply{Error: messages.Errorf(messages.ErrorCode_UNAVAILABLE, "holds every directory shard")}, false},
+		{"another failure", &messages.BenchTargetIDReply{Error: messages.Errorf(messages.ErrorCode_INTERNAL, "the member is stopping")}, false},
 		{"an id", &messages.BenchTargetIDReply{ObjectId: "p-3"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,6 +44,9 @@ func TestTargetIDTellsAHostWithoutShards(t *testing.T) {
 			if got := errors.Is(err, errNoLocalShard); got != c.noShard {
 				t.Fatalf("TargetID = %q, %v: errNoLocalShard %v, want %v", id, err, got, c.noShard)
 			}
+			if got, want := errors.Is(err, errPlacementUnsettled), c.reply.GetError().GetCode() == messages.ErrorCode_UNAVAILABLE; got != want {
+				t.Fatalf("TargetID = %q, %v: errPlacementUnsettled %v, want %v", id, err, got, want)
+			}
 			if c.reply.GetObjectId() != "" && (err != nil || id != c.reply.GetObjectId()) {
 				t.Fatalf("TargetID = %q, %v; want %q", id, err, c.reply.GetObjectId())
 			}
@@ -50,5 +54,32 @@ func TestTargetIDTellsAHostWithoutShards(t *testing.T) {
 				t.Fatalf("TargetID = %q and no error for %v", id, c.reply.GetError())
 			}
 		})
+	}
+}
+
+// targetID finds the first id whose shard is on self; says NOT_FOUND if
+// self hosts none, and UNAVAILABLE while self, among other members,
+// still holds every shard (a member's table before its first
+// placement); alone, every shard is self's.
+func TestTargetIDOfAPlacement(t *testing.T) {
+	byLen := func(ids map[int]string) func(string) string {
+		return func(id string) string { return ids[len(id)%3] }
+	}
+	for _, c := range []struct {
+		name    string
+		members int
+		owners  map[int]string
+		id      string
+		code    messages.ErrorCode
+	}{
+		{"a shard here", 3, map[int]string{0: "b", 1: "a", 2: "c"}, "p-10", messages.ErrorCode_OK},
+		{"no shard here", 3, map[int]string{0: "b", 1: "c", 2: "c"}, "", messages.ErrorCode_NOT_FOUND},
+		{"every shard here, others seen", 3, map[int]string{0: "a", 1: "a", 2: "a"}, "", messages.ErrorCode_UNAVAILABLE},
+		{"alone", 1, map[int]string{0: "a", 1: "a", 2: "a"}, "p-0", messages.ErrorCode_OK},
+	} {
+		r := targetID("p", "a", c.members, byLen(c.owners))
+		if r.GetObjectId() != c.id || r.GetError().GetCode() != c.code {
+			t.Errorf("%s: %q, %v; want %q, %v", c.name, r.GetObjectId(), r.GetError(), c.id, c.code)
+		}
 	}
 }

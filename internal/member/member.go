@@ -416,7 +416,7 @@ func (m *Member) burst() float64 {
 	if m.cfg.embedded != nil || m.cfg.LinkBurst <= 0 {
 		return 0
 	}
-	return float64(m.cfg.LinkBurst) * 1448 / 1538
+	return PayloadRate(float64(m.cfg.LinkBurst) * 8) // bytes as bits a second: the same share
 }
 
 // pace is the rate of this member's paced streams (0: unpaced): its

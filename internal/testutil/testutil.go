@@ -49,7 +49,7 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 // kernel's ephemeral range, never handed out twice in one test binary).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	out, err := freePorts(n)
+	out, err := loopback.Ports(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,12 @@ func MemberSlots(t testing.TB, n int) (binds, manages []string) {
 
 // FreeAddr is one such port on 127.0.0.1, as HOST:PORT.
 func FreeAddr() (string, error) {
-	p, err := freePorts(1)
+	p, err := loopback.Ports(1)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("127.0.0.1:%d", p[0]), nil
 }
-
-func freePorts(n int) ([]int, error) { return loopback.Ports(n) }
 
 // SyncBuffer collects output written from several goroutines.
 type SyncBuffer struct {
