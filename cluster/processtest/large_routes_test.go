@@ -214,6 +214,7 @@ func TestLargeObjectsEmbedded(t *testing.T) {
 // use instead, and its Put and Get through a Dial client made from its
 // actor system (cluster.WithActorSystem) complete.
 func TestLargeObjectsProcesses(t *testing.T) {
+	t.Parallel()
 	for _, size := range largeSizes() {
 		t.Run(fmt.Sprintf("%dMiB", size>>20), func(t *testing.T) {
 			bin := hopliteBinary(t)

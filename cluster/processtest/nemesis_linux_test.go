@@ -112,6 +112,11 @@ const nemesisDefaultSeed = 580002
 // TestNemesis runs the seeds (one by default: a short run of the
 // production stack under every kind of fault).
 func TestNemesis(t *testing.T) {
+	// Its members run in network namespaces of their own, on ports no
+	// other test takes, and a late answer the driver's own stall explains
+	// is told apart (stallwatch): it shares the machine with the other
+	// parallel tests, as a member shares its host.
+	t.Parallel()
 	if why := nemesisMissing(); why != "" {
 		t.Fatalf("the network nemesis cannot run: %s", why)
 	}

@@ -95,6 +95,7 @@ func slicedOp(op messages.ReduceOp, dt messages.DType, a, b []byte) []byte {
 // n = 8, so the target's creator is the caller's node in one case and
 // the first source's in the others.
 func TestSlicedAllReduceExact(t *testing.T) {
+	t.Parallel()
 	const nodes = 8
 	l := start(t, Config{exp: experiments.Set{AllReduceShape: reduction.ShapeSliced}, Nodes: nodes})
 	ctx := deadline(t, 4*time.Minute)

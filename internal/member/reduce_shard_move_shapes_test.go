@@ -31,6 +31,7 @@ import (
 // stop until the Reduce answers, so that coordinator is the one that
 // hears the store's refusal.
 func TestInlineReduceWhoseResultIsStoredAtTheShardsNewHomeStartsAgain(t *testing.T) {
+	t.Parallel()
 	for _, all := range []bool{false, true} {
 		name := "reduce"
 		if all {
@@ -45,6 +46,7 @@ func TestInlineReduceWhoseResultIsStoredAtTheShardsNewHomeStartsAgain(t *testing
 // runs on the restarted node-4 again, its creation is refused there, and
 // the AllReduce starts again at the shard's new home.
 func TestSlicedAllReduceWhoseCreatorGatherCreatesAtTheShardsNewHomeStartsAgain(t *testing.T) {
+	t.Parallel()
 	createAtNewHome(t, true, reduction.ShapeSliced)
 }
 
