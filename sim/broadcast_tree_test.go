@@ -96,7 +96,9 @@ func TestBroadcastTreeUnderTheCostModel(t *testing.T) {
 // chunks, whose every hop the shaper's burst passes at once, so its fill
 // stays below what a tree loses by sharing uplinks. On 10 Gbit/s links,
 // where a receiver's CPU per byte is slower than an uplink, a broadcast
-// to 8 is a tree already.
+// to 64 is a tree; to 8 a chain still, whose 6 hops below the first, in
+// 256 KiB chunks, cost their receivers' CPU less than a tree's 2 in 1
+// MiB chunks (75.0 against 76.0 ms in the simulator).
 func TestBroadcastFanOutChoice(t *testing.T) {
 	const size = 32 << 20
 	for _, c := range []struct {
@@ -104,7 +106,7 @@ func TestBroadcastFanOutChoice(t *testing.T) {
 		n, want int
 	}{
 		{0, 8, 1}, {0, 16, 1}, {0, 64, 1}, {0, 256, 1}, {0, 1024, 1},
-		{1, 8, 2}, {1, 64, 2}, {1, 1024, 2},
+		{1, 8, 1}, {1, 64, 2}, {1, 1024, 2},
 	} {
 		p := DefaultParams(c.n)
 		broadcastProfiles[c.profile].set(&p)

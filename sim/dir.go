@@ -46,7 +46,7 @@ func (w *world) newTable(home *host) *directory.LocationTable {
 		fanOut = directory.FanOutAuto
 	}
 	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap, FanOut: fanOut,
-		Receivers: w.p.N - 1, Latency: w.p.Latency, Intake: w.p.intake(), Burst: w.p.Burst})
+		Receivers: w.p.N - 1, Latency: w.p.Latency, Intake: w.p.intake(), Burst: w.p.Burst, CPU: w.p.cpuRate()})
 }
 
 func (w *world) shardFor(id string) *shard {

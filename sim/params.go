@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
@@ -164,6 +166,46 @@ func DefaultParams(n int) Params {
 	}
 }
 
+// UnshapedByteCost and UnshapedReduceCost are Params.ByteCost and
+// Params.ReduceCost measured on the testbed's machine with links that do
+// not bound a transfer (tc at 10 Gbit/s: 8 nodes on 2 vCPUs move 32 MiB
+// to 7 in 93-95 ms, 2.8 GB/s of payload), for the profiles whose links
+// are faster than the testbed's: the slope of the CPU per operation of
+// broadcasts to 8 (1, 4, 16 and 32 MiB, 7 reps each, three runs: 0.62,
+// 0.66 and 0.64 ns a byte received) and of reduces of 8 by a chain (0.93
+// a byte received: 0.29 more a byte combined). The same members at 400
+// Mbit/s, in the same hour, paid 1.10-1.15 and 1.29: a shaped link
+// hands a receiver its bytes in smaller pieces, each a wake-up and a
+// read. The per-message CPU did not move with the rate (round-trip
+// floors at 4 and 8 hosts within each other's spread at both rates),
+// and neither did the intercept, a member's share of an operation (14-19
+// ms for 8 members at both): those stay the testbed's fit.
+// bench/results/cpu-per-byte-unshaped-2026-11-28T1851.
+const (
+	UnshapedByteCost   = 0.64e-9
+	UnshapedReduceCost = 0.29e-9
+)
+
+// CPUModels are the CPU costs a simulated host can pay per byte:
+// "testbed", DefaultParams' fit to the testbed's shaped links, and
+// "unshaped", measured where the links do not bound (UnshapedByteCost).
+var CPUModels = []string{"testbed", "unshaped"}
+
+// WithCPUModel is p with the per-byte CPU costs of the named model
+// (CPUModels), or an error naming the models for any other name.
+func (p Params) WithCPUModel(name string) (Params, error) {
+	switch name {
+	case "testbed":
+		d := DefaultParams(p.N)
+		p.ByteCost, p.ReduceCost = d.ByteCost, d.ReduceCost
+	case "unshaped":
+		p.ByteCost, p.ReduceCost = UnshapedByteCost, UnshapedReduceCost
+	default:
+		return p, fmt.Errorf("sim: unknown CPU model %q: want one of %s", name, strings.Join(CPUModels, ", "))
+	}
+	return p, nil
+}
+
 // TestbedCPUs is the cores of the machine the testbed runs its hosts on
 // (bench/results: "cpus": 2).
 const TestbedCPUs = 2
@@ -210,12 +252,21 @@ func (p Params) intake() float64 {
 	return intake
 }
 
+// cpuRate is the rate at which a host's CPU takes bytes in, 1/ByteCost,
+// or 0 if the model charges none.
+func (p Params) cpuRate() float64 {
+	if p.ByteCost > 0 {
+		return 1 / p.ByteCost
+	}
+	return 0
+}
+
 // broadcastLink is the network a directory shard prices a broadcast's
 // fan-out on (directory.TableConfig's InlineUplink, Latency, Intake and
 // Burst): one host's uplink payload rate, the wire's latency, a
 // receiver's intake, the shaper's burst.
 func (p Params) broadcastLink() plan.BroadcastLink {
-	return plan.BroadcastLink{L: p.Latency, B: p.Bandwidth / 8 * p.PayloadEfficiency, Intake: p.intake(), Burst: p.Burst}
+	return plan.BroadcastLink{L: p.Latency, B: p.Bandwidth / 8 * p.PayloadEfficiency, Intake: p.intake(), Burst: p.Burst, CPU: p.cpuRate()}
 }
 
 // BroadcastFanOut is the fan-out a shard under directory.FanOutAuto

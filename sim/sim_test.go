@@ -310,3 +310,36 @@ func BenchmarkBroadcast1024(b *testing.B) {
 		}
 	}
 }
+
+// The unshaped CPU model changes what a host pays a byte and nothing
+// else; the testbed model restores DefaultParams' fit; any other name is
+// refused.
+func TestCPUModels(t *testing.T) {
+	p := DefaultParams(8)
+	p.Bandwidth = 10e9
+	u, err := p.WithCPUModel("unshaped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.ByteCost != UnshapedByteCost || u.ReduceCost != UnshapedReduceCost {
+		t.Errorf("unshaped: %g and %g a byte, want %g and %g", u.ByteCost, u.ReduceCost, UnshapedByteCost, UnshapedReduceCost)
+	}
+	if u.Bandwidth != p.Bandwidth || u.RequestCPU != p.RequestCPU || u.OperationCPU != p.OperationCPU {
+		t.Errorf("unshaped changed more than the costs a byte: %+v", u)
+	}
+	back, err := u.WithCPUModel("testbed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back != p {
+		t.Errorf("testbed after unshaped: %+v, want %+v", back, p)
+	}
+	if _, err := p.WithCPUModel("fast"); err == nil {
+		t.Error("an unknown CPU model was taken")
+	}
+	// Where a byte costs less than the link gives it, a host's intake is
+	// its link's again: the 10 Gbit/s profile's hosts are link-bound.
+	if got, link := u.intake(), u.Bandwidth/8*u.PayloadEfficiency; got != link {
+		t.Errorf("unshaped intake %g, want the link's %g", got, link)
+	}
+}

@@ -40,6 +40,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	size := fs.String("size", "32MiB", "object size S")
 	bw := fs.String("bandwidth", "400mbit", "each host's up and down link (tc units, as the testbed)")
 	lat := fs.Duration("latency", 50*time.Microsecond, "one-way latency L")
+	cpuModel := fs.String("cpu-model", "testbed", "the CPU a host pays a byte: testbed (fitted to the testbed's shaped links, 2.1 ns a byte received) or unshaped (measured where the links do not bound, 0.64 ns; for links faster than the testbed's, e.g. --bandwidth 10gbit)")
 	cost := fs.Duration("msg-cost", 20*time.Microsecond, "processing time of one control message at a store node, shard or coordinator")
 	shards := fs.Int("shards", 64, "directory shards")
 	cpus := fs.Int("cpus", 0, "cores the hosts share, as the testbed's processes share its machine's (one job at a time per host); 0: a core per host")
@@ -128,6 +129,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		{*pauseFor <= 0, fmt.Sprintf("--pause-for %v: want a positive duration", *pauseFor)},
 		{*stripes < 0, fmt.Sprintf("--stripes %d: want 0 or more", *stripes)},
 		{*interval < 0, fmt.Sprintf("--interval %v: want 0 (S/(4B)) or more", *interval)},
+		{!slices.Contains(sim.CPUModels, *cpuModel), fmt.Sprintf("--cpu-model %q: want one of %s", *cpuModel, strings.Join(sim.CPUModels, ", "))},
 	} {
 		if c.bad {
 			return usageError{c.msg}
@@ -135,7 +137,10 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var reports []*bench.Report
 	for _, n := range ns {
-		p := sim.DefaultParams(n)
+		p, err := sim.DefaultParams(n).WithCPUModel(*cpuModel)
+		if err != nil {
+			return err
+		}
 		p.Bandwidth, p.Burst, p.Latency, p.Shards, p.Seed, p.SlowFraction = B.BitsPerSecond, sim.TestbedBurst(B.BitsPerSecond), *lat, *shards, *seed, *slow
 		p.StoreCost, p.ShardCost, p.CoordCost = *cost, *cost, *cost
 		p.CPUs = *cpus

@@ -70,6 +70,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"sim", "--nodes", "2", "--scenario", "bogus"}, "unknown scenario"},
 		{[]string{"sim", "--nodes", "2", "--latency", "-1s"}, "--latency"},
 		{[]string{"sim", "--nodes", "2", "--slow-fraction", "2"}, "--slow-fraction"},
+		{[]string{"sim", "--nodes", "2", "--cpu-model", "fast"}, "--cpu-model \"fast\": want one of testbed, unshaped"},
 		{[]string{"sim", "--nodes", "2,8", "--num", "-1"}, "--num"},
 		{[]string{"sim", "--nodes", "4", "--kill", "3"}, "kill"},
 		{[]string{"sim", "--nodes", "4", "--allreduce-shape", "ring"}, "--allreduce-shape"},

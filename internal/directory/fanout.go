@@ -69,7 +69,7 @@ func (t *LocationTable) expectedReceivers(e *entry) int {
 // reduce a chain: 1.42 against 1.50 s at 32 hosts, 1.59 against 2.97 s
 // at 512).
 func (t *LocationTable) broadcastLink() plan.BroadcastLink {
-	return plan.BroadcastLink{L: t.cfg.Latency, B: t.cfg.InlineUplink, Intake: t.cfg.Intake, Burst: t.cfg.Burst}
+	return plan.BroadcastLink{L: t.cfg.Latency, B: t.cfg.InlineUplink, Intake: t.cfg.Intake, Burst: t.cfg.Burst, CPU: t.cfg.CPU}
 }
 
 // streamChunk is the chunk a receiver handed a sender for e is told to

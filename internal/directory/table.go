@@ -100,6 +100,11 @@ type TableConfig struct {
 	// (a shaper's token bucket), for the fan-out FanOutAuto chooses: a
 	// hop's first chunk waits only for the rest. 0: none.
 	Burst float64
+	// CPU is the rate, in bytes per second, at which a receiver's CPU
+	// takes bytes in, for the fan-out FanOutAuto chooses: a hop's first
+	// chunk costs it that long even where Burst passes the chunk at once
+	// (plan.BroadcastLink.CPU). 0: not known.
+	CPU float64
 	// LossGrace bounds how long an object whose last readable copy went
 	// stays in doubt while a receiver's partial copy may be whole already,
 	// its FetchDone on the way (DefaultLossGrace if 0; see doubt.go). The

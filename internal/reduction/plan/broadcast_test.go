@@ -11,6 +11,10 @@ import (
 var (
 	testbedLink = BroadcastLink{L: 50 * time.Microsecond, B: 400e6 / 8 * 1448 / 1514, Intake: 1 / 2.1e-9, Burst: 128 << 10 * 1448 / 1514}
 	fastLink    = BroadcastLink{L: 20 * time.Microsecond, B: 10e9 / 8 * 1448 / 1514, Intake: 1 / 2.1e-9}
+	// The simulator's 10 Gbit/s profile: a CPU that takes a byte in 0.64
+	// ns, faster than the link, and the shaper's burst of 4 ms.
+	unshapedLink = BroadcastLink{L: 20 * time.Microsecond, B: 10e9 / 8 * 1448 / 1514, Intake: 10e9 / 8 * 1448 / 1514,
+		Burst: 10e9 / 8 * 0.004 * 1448 / 1514, CPU: 1 / 0.64e-9}
 )
 
 func TestBroadcastTimeByHand(t *testing.T) {
@@ -39,6 +43,19 @@ func TestBroadcastTimeByHand(t *testing.T) {
 	want = secs(float64(S)/1e8 + 3e-3)
 	if got := BroadcastTime(3, 1, link, S); absDiff(got, want) > time.Microsecond {
 		t.Errorf("chain of 3 under a burst: %v, want %v", got, want)
+	}
+	// But not its receiver's CPU: at 2e8 bytes a second it takes a 512
+	// KiB chunk in for 2.6 ms before it relays it.
+	link.CPU = 2e8
+	want = secs(float64(S)/1e8 + 1e-3 + 2*(float64(512<<10)/2e8+1e-3))
+	if got := BroadcastTime(3, 1, link, S); absDiff(got, want) > time.Microsecond {
+		t.Errorf("chain of 3 under a burst, CPU 2e8 B/s: %v, want %v", got, want)
+	}
+	// A CPU faster than the link's rate still costs the hop its time.
+	link.CPU = 1e9
+	want = secs(float64(S)/1e8 + 1e-3 + 2*(float64(512<<10)/1e9+1e-3))
+	if got := BroadcastTime(3, 1, link, S); absDiff(got, want) > time.Microsecond {
+		t.Errorf("chain of 3 under a burst, CPU 1e9 B/s: %v, want %v", got, want)
 	}
 }
 
@@ -77,6 +94,12 @@ func TestChooseBroadcastFanOut(t *testing.T) {
 		{"10 Gbit/s", fastLink, 7, 1},
 		{"10 Gbit/s", fastLink, 63, 2},
 		{"10 Gbit/s", fastLink, 1023, 2},
+		// Link-bound with a burst: a chain's hop costs its receiver's
+		// CPU for a 64 KiB chunk and a latency, 62 µs, so a chain of
+		// 1,023 fills for longer than a tree of 2 loses.
+		{"10 Gbit/s, unshaped CPU", unshapedLink, 63, 1},
+		{"10 Gbit/s, unshaped CPU", unshapedLink, 255, 1},
+		{"10 Gbit/s, unshaped CPU", unshapedLink, 1023, 2},
 		{"no bandwidth", BroadcastLink{L: time.Millisecond}, 1023, 1},
 		{"NaN bandwidth", BroadcastLink{B: math.NaN()}, 1023, 1},
 		{"infinite bandwidth", BroadcastLink{B: math.Inf(1)}, 1023, 1},
@@ -87,7 +110,7 @@ func TestChooseBroadcastFanOut(t *testing.T) {
 	}
 	// Its choice is the cheapest BroadcastTime prices.
 	for _, n := range []int{2, 31, 511, 4095} {
-		for _, link := range []BroadcastLink{testbedLink, fastLink} {
+		for _, link := range []BroadcastLink{testbedLink, fastLink, unshapedLink} {
 			k := ChooseBroadcastFanOut(n, link, S)
 			for j := 1; j <= min(n, MaxBroadcastFanOut); j++ {
 				if BroadcastTime(n, j, link, S) < BroadcastTime(n, k, link, S) {
