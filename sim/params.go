@@ -169,7 +169,8 @@ func DefaultParams(n int) Params {
 // UnshapedByteCost and UnshapedReduceCost are Params.ByteCost and
 // Params.ReduceCost measured on the testbed's machine with links that do
 // not bound a transfer (tc at 10 Gbit/s: 8 nodes on 2 vCPUs move 32 MiB
-// to 7 in 93-95 ms, 2.8 GB/s of payload), for the profiles whose links
+// to 7 in 91-95 ms, medians of three runs, 2.5 GB/s of payload), for the
+// profiles whose links
 // are faster than the testbed's: the slope of the CPU per operation of
 // broadcasts to 8 (1, 4, 16 and 32 MiB, 7 reps each, three runs: 0.62,
 // 0.66 and 0.64 ns a byte received) and of reduces of 8 by a chain (0.93
@@ -234,6 +235,14 @@ func (p Params) requestLatency() time.Duration {
 	return p.Latency
 }
 
+// measuredLatency is the one-way latency a member's estimator measures
+// (half the round trip of its warm-up's data-plane pings): a control
+// request's latency and its CPU at both ends, as Floor models it, not
+// the wire's alone.
+func (p Params) measuredLatency() time.Duration {
+	return p.requestLatency() + 2*p.RequestCPU
+}
+
 // LinkFanOut is directory.FanOutFor this network: how many receivers one
 // uplink feeds at the rate each takes bytes in (its downlink, or its
 // CPU per byte if that is slower).
@@ -262,9 +271,9 @@ func (p Params) cpuRate() float64 {
 }
 
 // broadcastLink is the network a directory shard prices a broadcast's
-// fan-out on (directory.TableConfig's InlineUplink, Latency, Intake and
-// Burst): one host's uplink payload rate, the wire's latency, a
-// receiver's intake, the shaper's burst.
+// fan-out on (directory.TableConfig's InlineUplink, Latency, Intake,
+// Burst and CPU): one host's uplink payload rate, the wire's latency, a
+// receiver's intake, the shaper's burst, a receiver's CPU rate.
 func (p Params) broadcastLink() plan.BroadcastLink {
 	return plan.BroadcastLink{L: p.Latency, B: p.Bandwidth / 8 * p.PayloadEfficiency, Intake: p.intake(), Burst: p.Burst, CPU: p.cpuRate()}
 }

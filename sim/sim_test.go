@@ -343,3 +343,30 @@ func TestCPUModels(t *testing.T) {
 		t.Errorf("unshaped intake %g, want the link's %g", got, link)
 	}
 }
+
+// A coordinator prices its tree with the L a member's estimator measures
+// (half a data-plane round trip), not the wire's: on 10 Gbit/s links with
+// the unshaped CPU, the wire's 20 µs kept a chain for a reduce of 512
+// hosts (0.189 s), where the tree of degree 2 the measured L chooses
+// takes 0.170 s.
+func TestReduceCoordinatorPricesTheMeasuredLatency(t *testing.T) {
+	p, err := DefaultParams(512).WithCPUModel("unshaped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Bandwidth, p.Burst, p.Latency = 10e9, TestbedBurst(10e9), 20*time.Microsecond
+	if got, want := p.measuredLatency(), p.RequestLatency+2*p.RequestCPU; got != want || got <= p.Latency {
+		t.Fatalf("measured latency %v, want %v, above the wire's %v", got, want, p.Latency)
+	}
+	chosen, err := Run(Config{Scenario: "reduce", Params: p, Size: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := Run(Config{Scenario: "reduce", Params: p, Size: 32 << 20, Degree: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chosen.Degree != 2 || chosen.Time >= chain.Time {
+		t.Errorf("the cost model chose degree %d (%v) where a chain takes %v: want degree 2, faster", chosen.Degree, chosen.Time, chain.Time)
+	}
+}
