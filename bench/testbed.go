@@ -260,7 +260,11 @@ func (t *testbedRun) open(ctx context.Context, s system) (backend, error) {
 			_, err = ns.TargetID(pctx, "placement-probe")
 		}
 		cancel()
-		if !errors.Is(err, errNoLocalShard) || try == maxPlacementTries {
+		if !errors.Is(err, errNoLocalShard) {
+			return ns, nil
+		}
+		if try == maxPlacementTries {
+			t.prog.logf("testbed: host 0 hosts none of the directory shards after %d starts; its Reduces will fail", try)
 			return ns, nil
 		}
 		ns.Close()

@@ -354,7 +354,7 @@ func TestReduceCoordinatorPricesTheMeasuredLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Bandwidth, p.Burst, p.Latency = 10e9, TestbedBurst(10e9), 20*time.Microsecond
+	broadcastProfiles[1].set(&p) // 10 Gbit/s links of 20 µs
 	if got, want := p.measuredLatency(), p.RequestLatency+2*p.RequestCPU; got != want || got <= p.Latency {
 		t.Fatalf("measured latency %v, want %v, above the wire's %v", got, want, p.Latency)
 	}

@@ -91,10 +91,6 @@ const DQuiet = "testbed-allreduce-1MiB-quiet-positions-2026-11-28T1345/"
 // shaper's burst (-link-burst).
 const DLinkBurst = "testbed-validation-link-burst-2026-11-28T1655/"
 
-// DValidation is the directory of the runs at 32 and 48 hosts before
-// the members stated their shaper's burst.
-const DValidation = "testbed-validation-50mbit-n32-n48-2026-11-28T0005/"
-
 // D1MiB is the directory of the 1 MiB references' runs.
 const D1MiB = "testbed-1MiB-n4-n8-n16-2026-11-25T1743/"
 
