@@ -57,6 +57,16 @@ func InlineQueueBudget(size int64, uplink float64) float64 {
 	return max(InlineQueueCopies*float64(size), InlineQueueTime.Seconds()*uplink)
 }
 
+// CheapOnTheUplink reports whether an inline object of size bytes costs
+// the shard's uplink (uplink bytes per second) less than its processing
+// of the Locates: InlineQueueCopies copies of it fit in InlineQueueTime.
+// Only such an object is published for Locates answered without the
+// table (InlineIndex): a larger one is relayed from copy to copy past
+// the budget, and only receivers that keep a copy can relay it.
+func CheapOnTheUplink(size int64, uplink float64) bool {
+	return float64(size)*InlineQueueCopies <= InlineQueueTime.Seconds()*uplink
+}
+
 // AnswerWithBytes reports whether the shard answers a Locate of an inline
 // object of size bytes with the bytes, queued bytes of its earlier
 // answers still leaving an uplink of uplink bytes per second: while the

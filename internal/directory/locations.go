@@ -196,6 +196,9 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	}
 	if req.GetHasInline() && req.GetSize() < t.cfg.InlineLimit {
 		e.hasInline, e.inline = true, req.GetInlineData()
+		if !req.GetUnoffered() && e.target.none() && CheapOnTheUplink(e.size, t.cfg.InlineUplink) {
+			t.cfg.Inline.publish(&InlineObject{ID: id, Size: e.size, Fingerprint: e.fingerprint, Data: e.inline, uplink: t.cfg.InlineUplink})
+		}
 	}
 	out := append(reply(nil, false), stale...)
 	if req.GetUnoffered() {
@@ -271,6 +274,9 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 		return nil
 	}
 	committed := e.target.published(req)
+	if !e.target.none() {
+		t.cfg.Inline.withdraw(e.id) // a Reduce's, as the publication says
+	}
 	if committed {
 		e.fingerprint = req.GetFingerprint()
 	}

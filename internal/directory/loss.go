@@ -181,6 +181,7 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 		// source location, which no longer exists anywhere.
 		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
 	}
+	t.cfg.Inline.withdraw(e.id)
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
 		// Subscribers (Reduce coordinators) stay: a new Put of the id is

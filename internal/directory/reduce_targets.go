@@ -64,6 +64,13 @@ func (r *reduceTarget) learn(run string, reduced []string) {
 	r.committedBy, r.call, r.reduced = run, CallOf(run), slices.Clone(reduced)
 }
 
+// none reports whether no Reduce has reserved, created, committed or
+// been read into the id: a plain Put's object, whose inline bytes the
+// table publishes (InlineIndex).
+func (r *reduceTarget) none() bool {
+	return r.reservedBy == "" && r.producedBy == "" && r.committedBy == "" && r.readFrom == "" && len(r.reduced) == 0
+}
+
 // reserved reports whether a Reduce holds the id: it will create it, so
 // nobody else may, and its absence is no loss.
 func (r *reduceTarget) reserved() bool { return r.reservedBy != "" }
@@ -264,6 +271,7 @@ func (t *LocationTable) Reserve(id, reduceID string) (committed []string, err *m
 		return nil, err
 	}
 	e := t.entry(id)
+	t.cfg.Inline.withdraw(id)
 	committed, err = e.target.reserve(id, reduceID, e.known)
 	if err == nil && committed == nil {
 		t.reservedRun(reduceID)
@@ -338,6 +346,7 @@ func (t *LocationTable) onRelease(req *messages.ReleaseTarget) outbox.Box {
 		out = append(out, t.removeLocation(e, loc.node.GetNodeId())...)
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
 	}
+	t.cfg.Inline.withdraw(e.id)
 	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
 	e.transfers = nil
 	e.epoch = t.newEpoch() // a copy of the released target reporting late is stale

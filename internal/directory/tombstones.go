@@ -119,6 +119,9 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any, pe
 // deleteEntry ends an entry as deleted: every copy is dropped, parked
 // requests fail with DELETED and subscribers hear that it is gone.
 func (t *LocationTable) deleteEntry(e *entry) []outbox.Send {
+	// First, before any answer of this step can leave: a Get that starts
+	// once the Delete is answered must not find the bytes.
+	t.cfg.Inline.withdraw(e.id)
 	var out []outbox.Send
 	var holders []*messages.NodeRef
 	for _, loc := range t.sortedLocations(e) {

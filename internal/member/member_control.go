@@ -83,8 +83,47 @@ type controlSource struct {
 	m *Member
 }
 
+// TryControl implements transport.QuickController: a ping, and a Locate
+// asking only for published inline bytes, are answered at once.
+func (s *controlSource) TryControl(kind byte, req []byte) ([]byte, bool, error) {
+	m := s.m
+	switch kind {
+	case messages.ControlPing:
+		return nil, true, nil
+	case messages.ControlLocate:
+		if m.table.Load() == nil || m.storePID.Load() == nil {
+			return nil, false, nil // Control says why
+		}
+		b, how, err := shardactor.TryServeLocate(m.system, m.shardFor, req)
+		switch {
+		case how == shardactor.NotQuick:
+			return nil, false, nil
+		case err != nil:
+			m.countLocate(err)
+		case how == shardactor.QuickInline:
+			m.metrics.locatesInline.Inc()
+		default:
+			m.metrics.locatesNotInline.Inc()
+		}
+		return b, true, err
+	}
+	return nil, false, nil
+}
+
+// countLocate counts a Locate served on the data plane, by its result.
+func (m *Member) countLocate(err error) {
+	if err == nil {
+		m.metrics.locatesOK.Inc()
+		return
+	}
+	m.metrics.locates.WithLabelValues(messages.AsError(err).GetCode().String()).Inc()
+}
+
 // Control implements transport.Controller.
 func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]byte, error) {
+	if b, ok, err := s.TryControl(kind, req); ok {
+		return b, err // on a transport that does not try it first
+	}
 	m := s.m
 	if kind == messages.ControlPing {
 		return nil, nil
@@ -111,11 +150,7 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
 	}
 	b, err := shardactor.ServeLocate(ctx, m.system.Root, m.shardFor, req)
-	result := "ok"
-	if err != nil {
-		result = messages.AsError(err).GetCode().String()
-	}
-	m.metrics.locates.WithLabelValues(result).Inc()
+	m.countLocate(err)
 	return b, err
 }
 

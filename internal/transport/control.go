@@ -31,6 +31,17 @@ type Controller interface {
 	Control(ctx context.Context, kind byte, req []byte) ([]byte, error)
 }
 
+// QuickController is a Controller that may answer some requests at once,
+// without blocking: TCP tries it first and, when it answers, skips what
+// a request that may wait costs the server (a context with its timer,
+// the watch for the caller hanging up). ok false: Control answers.
+// A bare round trip (a ping) and a Locate asking only for published
+// inline bytes are such requests.
+type QuickController interface {
+	Controller
+	TryControl(kind byte, req []byte) (reply []byte, ok bool, err error)
+}
+
 // Limits of a control exchange: a request is a small message; a reply
 // may carry an inline object, whose limit a cluster configures.
 const (

@@ -57,6 +57,11 @@ func (sc *serverConn) serveControl(req tcpRequest) bool {
 	if !ok {
 		return sc.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s takes no control requests", sc.s.node))
 	}
+	if q, ok := h.(QuickController); ok {
+		if reply, ok, err := q.TryControl(req.kind, req.payload); ok {
+			return sc.answer(reply, err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(sc.s.ctx, req.timeout)
 	defer cancel()
 	var overParked atomic.Bool
@@ -77,6 +82,11 @@ func (sc *serverConn) serveControl(req tcpRequest) bool {
 		err = sc.errTooManyParked()
 		sc.s.t.refuseFor(refusedParked, sc.key, sc.peer, err)
 	}
+	return sc.answer(reply, err)
+}
+
+// answer writes a control handler's answer; false drops the connection.
+func (sc *serverConn) answer(reply []byte, err error) bool {
 	if err == nil && len(reply) > MaxControlReply {
 		err = messages.Errorf(messages.ErrorCode_INTERNAL, "control reply of %d bytes exceeds %d", len(reply), MaxControlReply)
 	}

@@ -246,6 +246,9 @@ func (f *FailureLog) Forget(node, address string) {
 type Shard struct {
 	cfg   ShardConfig
 	table *directory.LocationTable
+	// inline is the table's InlineIndex, registered for the Locates
+	// answered without the shard (inline_peek.go).
+	inline *directory.InlineIndex
 	// timer wakes the shard at the table's next deadline (the Tick the
 	// table's Box asks for), so an idle shard costs nothing; a ticker
 	// every 20 ms on each of a member's shards was a quarter of an idle
@@ -389,10 +392,12 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.started(ctx)
 		return
 	case *actor.Restarting:
+		s.closeInline(ctx.Self())
 		s.endLocateSpans("", "", "shard restarting")
 		s.stopping(ctx, "directory shard restarting")
 		return
 	case *actor.Stopping:
+		s.closeInline(ctx.Self())
 		s.endLocateSpans("", "", "shard stopping")
 		s.handOver(ctx)
 		s.stopping(ctx, "directory shard stopping")
@@ -433,10 +438,20 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case WatchStores:
 		s.watchStores(ctx, now)
 	case *messages.Locate:
+		if m.GetInlineOnly() {
+			if ctx.Sender() != nil {
+				ctx.Send(ctx.Sender(), peekInline(ctx.Self(), m))
+			}
+			return
+		}
 		s.watch(ctx, m.GetReceiver())
 		s.traceLocate(m, ctx.Sender())
 		s.step(ctx, now, directory.Locate{Req: m, ReplyTo: ctx.Sender()})
 	case servedLocate:
+		if m.locate.GetInlineOnly() {
+			m.reply.deliver(peekInline(ctx.Self(), m.locate))
+			return
+		}
 		s.watch(ctx, m.locate.GetReceiver())
 		s.traceLocate(m.locate, m.reply)
 		s.step(ctx, now, directory.Locate{Req: m.locate, ReplyTo: m.reply})
@@ -585,6 +600,7 @@ func (s *Shard) started(ctx actor.Context) {
 	// the shard came to start, and a Delete waits for them.
 	tc.AwaitRepublish = true
 	tc.Instance = tableInstance()
+	tc.Inline = s.openInline(ctx.Self())
 	if s.cfg.Keeper != nil {
 		tc.Keeper = s.cfg.Keeper
 	}

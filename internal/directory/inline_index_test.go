@@ -1,0 +1,167 @@
+package directory
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+func indexedTable() (*LocationTable, *InlineIndex) {
+	x := NewInlineIndex()
+	return NewLocationTable(TableConfig{InlineLimit: 64, Inline: x}), x
+}
+
+func createInline(t *testing.T, tb *LocationTable, id, data string, extra func(*messages.CreateObject)) {
+	t.Helper()
+	req := &messages.CreateObject{ObjectId: id, Size: int64(len(data)), Fingerprint: 7, Creator: node(0), HasInline: true, InlineData: []byte(data)}
+	if extra != nil {
+		extra(req)
+	}
+	out := tb.Step(t0, Create{Req: req, ReplyTo: replyTo("c")}).Sends
+	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		t.Fatalf("create %s: %v", id, out)
+	}
+}
+
+// A plain Put's inline object is published as the table registers it,
+// with what a Locate's answer carries; a streamed object, an unoffered
+// one and a Reduce's target are not: the table answers those itself.
+func TestInlineIndexPublishesPlainInlineObjects(t *testing.T) {
+	tb, x := indexedTable()
+	createInline(t, tb, "small", "abc", nil)
+	o := x.Lookup("small")
+	if o == nil || string(o.Data) != "abc" || o.Size != 3 || o.Fingerprint != 7 || o.ID != "small" {
+		t.Fatalf("published %+v, want small's 3 bytes and fingerprint", o)
+	}
+	create(t, tb, "big", 1000, 0)
+	createInline(t, tb, "held", "xyz", func(r *messages.CreateObject) { r.Unoffered = true })
+	if _, err := tb.Reserve("target", "red#1"); err != nil {
+		t.Fatal(err)
+	}
+	createInline(t, tb, "target", "sum", func(r *messages.CreateObject) { r.ReduceId, r.ReduceGeneration = "red#1", 1 })
+	for _, id := range []string{"big", "held", "target", "never"} {
+		if o := x.Lookup(id); o != nil {
+			t.Errorf("%s published: %+v", id, o)
+		}
+	}
+	if x.Len() != 1 {
+		t.Fatalf("%d published, want 1", x.Len())
+	}
+}
+
+// A Delete withdraws the object in the step that answers it, so a Get
+// that starts once the Delete is answered finds nothing to read without
+// the table; so does a Reduce's release of its target, and Close.
+func TestInlineIndexWithdrawsBeforeTheAnswer(t *testing.T) {
+	tb, x := indexedTable()
+	createInline(t, tb, "a", "abc", nil)
+	createInline(t, tb, "b", "def", nil)
+	out := tb.Step(t0, Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")})
+	if len(repliesTo(out.Sends, replyTo("d"))) != 1 {
+		t.Fatalf("the Delete was not answered in its step: %v", out.Sends)
+	}
+	if x.Lookup("a") != nil {
+		t.Fatal("a deleted object is still published when its Delete is answered")
+	}
+	if x.Lookup("b") == nil || x.Len() != 1 {
+		t.Fatalf("the other object: %v, %d published", x.Lookup("b"), x.Len())
+	}
+	// Put again after the Delete: refused (DELETED), nothing published.
+	out = tb.Step(t0, Create{Req: &messages.CreateObject{ObjectId: "a", Size: 3, Creator: node(1), HasInline: true, InlineData: []byte("abc")}, ReplyTo: replyTo("c2")})
+	if x.Lookup("a") != nil {
+		t.Fatalf("a deleted id published again: %v", out.Sends)
+	}
+	x.Close()
+	if x.Lookup("b") != nil || x.Len() != 0 {
+		t.Fatal("Close left objects published")
+	}
+}
+
+// A Reduce's target that a later commit reaches through a publication is
+// withdrawn, whatever it was before.
+func TestInlineIndexWithdrawsWhatBecomesATarget(t *testing.T) {
+	tb, x := indexedTable()
+	createInline(t, tb, "t", "abc", nil)
+	tb.Step(t0, &messages.PublishLocation{ObjectId: "t", Node: node(1), State: messages.LocationState_COMPLETE, Size: 3, Fingerprint: 7, ReduceId: "red#1"})
+	if x.Lookup("t") != nil {
+		t.Fatal("an object published as a Reduce's is still served without the table")
+	}
+}
+
+// The index keeps the table's uplink budget: past it a Locate is asked of
+// the table (which sends receivers to copies), and the queue drains at
+// the uplink's rate.
+func TestInlineObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
+	const size, uplink = 1 << 10, 1e6 // 1 ms at the uplink: 976 copies of 1 KiB
+	o := &InlineObject{ID: "x", Size: size, uplink: uplink}
+	n := 0
+	for o.Answer(t0) {
+		n++
+		if n > 10000 {
+			t.Fatal("no budget")
+		}
+	}
+	if want := int(InlineQueueBudget(size, uplink) / size); n != want {
+		t.Fatalf("%d answers with the bytes at once, want %d", n, want)
+	}
+	if !o.Answer(t0.Add(10 * time.Millisecond)) {
+		t.Fatal("the queue did not drain")
+	}
+}
+
+// Readers on other goroutines see whole snapshots while the table
+// writes: run with -race.
+func TestInlineIndexConcurrentReaders(t *testing.T) {
+	tb, x := indexedTable()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for r := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("o%d", (i+r)%64)
+				if o := x.Lookup(id); o != nil && (o.ID != id || string(o.Data) != id) {
+					t.Errorf("lookup %s: %+v", id, o)
+					return
+				}
+				x.Len()
+			}
+		})
+	}
+	for i := range 64 {
+		id := fmt.Sprintf("o%d", i)
+		createInline(t, tb, id, id, nil)
+		if i%2 == 0 {
+			tb.Step(t0, Delete{Req: &messages.DeleteObject{ObjectId: id}, ReplyTo: replyTo("d")})
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if x.Len() != 32 {
+		t.Fatalf("%d published, want 32", x.Len())
+	}
+}
+
+// An inline object whose copies cost the shard's uplink more than its
+// processing (past InlineQueueCopies in InlineQueueTime) is not
+// published: past the budget it is relayed from receivers' copies, which
+// only receivers that asked the table keep.
+func TestInlineIndexLeavesCostlyObjectsToTheTable(t *testing.T) {
+	x := NewInlineIndex()
+	tb := NewLocationTable(TableConfig{InlineLimit: 64 << 10, InlineUplink: 1e6, Inline: x}) // 1 ms: 1,000 B
+	createInline(t, tb, "cheap", "abc", nil)
+	createInline(t, tb, "costly", string(make([]byte, 200)), nil) // 8 copies: 1,600 B
+	if x.Lookup("cheap") == nil || x.Lookup("costly") != nil {
+		t.Fatalf("published: cheap %v, costly %v; want only the cheap one", x.Lookup("cheap"), x.Lookup("costly"))
+	}
+	if !CheapOnTheUplink(6250, 50e6) || CheapOnTheUplink(6251, 50e6) {
+		t.Error("at 400 Mbit/s the limit is 6,250 bytes")
+	}
+}
