@@ -85,7 +85,7 @@ type controlSource struct {
 
 // TryControl implements transport.QuickController: a ping, and a Locate
 // asking only for published inline bytes, are answered at once.
-func (s *controlSource) TryControl(kind byte, req []byte) ([]byte, bool, error) {
+func (s *controlSource) TryControl(kind byte, req, scratch []byte) ([]byte, bool, error) {
 	m := s.m
 	switch kind {
 	case messages.ControlPing:
@@ -94,7 +94,7 @@ func (s *controlSource) TryControl(kind byte, req []byte) ([]byte, bool, error) 
 		if m.table.Load() == nil || m.storePID.Load() == nil {
 			return nil, false, nil // Control says why
 		}
-		b, how, err := shardactor.TryServeLocate(m.system, m.shardFor, req)
+		b, how, err := shardactor.TryServeLocate(m.system, m.shardFor, req, scratch)
 		switch {
 		case how == shardactor.NotQuick:
 			return nil, false, nil
@@ -121,7 +121,7 @@ func (m *Member) countLocate(err error) {
 
 // Control implements transport.Controller.
 func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]byte, error) {
-	if b, ok, err := s.TryControl(kind, req); ok {
+	if b, ok, err := s.TryControl(kind, req, nil); ok {
 		return b, err // on a transport that does not try it first
 	}
 	m := s.m

@@ -36,10 +36,13 @@ type Controller interface {
 // a request that may wait costs the server (a context with its timer,
 // the watch for the caller hanging up). ok false: Control answers.
 // A bare round trip (a ping) and a Locate asking only for published
-// inline bytes are such requests.
+// inline bytes are such requests. The reply may be built by appending
+// to scratch[:0], the connection's own buffer, which is written out
+// before the connection's next request reuses it; a reply that is not
+// built there must be one the handler does not keep.
 type QuickController interface {
 	Controller
-	TryControl(kind byte, req []byte) (reply []byte, ok bool, err error)
+	TryControl(kind byte, req, scratch []byte) (reply []byte, ok bool, err error)
 }
 
 // Limits of a control exchange: a request is a small message; a reply

@@ -452,6 +452,9 @@ type serverConn struct {
 	in   *bufio.Reader
 	peer string
 	hbuf []byte // frame headers (and the preamble)
+	// scratch is where a QuickController builds its replies
+	// (quickScratch).
+	scratch []byte
 	vec  [2][]byte
 	// preamble is due before the stream's first frame.
 	preamble bool

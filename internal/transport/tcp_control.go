@@ -20,6 +20,11 @@ import (
 // that waits for a Put) is noticed this much later.
 const hangupDelay = 5 * time.Millisecond
 
+// quickScratch is the capacity of a server connection's buffer for the
+// replies a QuickController builds: a 1 KiB inline object's answer fits;
+// a larger reply grows into a buffer of its own, as any other reply.
+const quickScratch = 4 << 10
+
 // readControl reads the rest of a control request whose header is h.
 func (sc *serverConn) readControl(h *[reqHeaderLen]byte) (tcpRequest, bool) {
 	req := tcpRequest{control: true, version: binary.BigEndian.Uint16(h[4:]), kind: h[6], inc: binary.BigEndian.Uint64(h[24:])}
@@ -58,7 +63,10 @@ func (sc *serverConn) serveControl(req tcpRequest) bool {
 		return sc.fail(messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "node %s takes no control requests", sc.s.node))
 	}
 	if q, ok := h.(QuickController); ok {
-		if reply, ok, err := q.TryControl(req.kind, req.payload); ok {
+		if sc.scratch == nil {
+			sc.scratch = make([]byte, 0, quickScratch)
+		}
+		if reply, ok, err := q.TryControl(req.kind, req.payload, sc.scratch[:0]); ok {
 			return sc.answer(reply, err)
 		}
 	}

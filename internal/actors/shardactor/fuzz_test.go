@@ -172,7 +172,7 @@ func FuzzServeControl(f *testing.F) {
 			}
 			// The same bytes on the quick path: answered only if they ask
 			// for inline bytes alone, never by a wait.
-			out, how, err := TryServeLocate(s.system, s.shardFor, req)
+			out, how, err := TryServeLocate(s.system, s.shardFor, req, nil)
 			ok := how != NotQuick
 			typedError(t, "TryServeLocate", err)
 			if ok && err == nil && proto.Unmarshal(out, &messages.LocateReply{}) != nil {

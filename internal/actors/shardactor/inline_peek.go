@@ -128,7 +128,11 @@ const (
 // if it asks only for published inline bytes (inline_only): on the
 // connection's goroutine, without the shard, a context or a wait, as
 // ServeLocate would. NotQuick: any other Locate, for ServeLocate.
-func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.PID, req []byte) (reply []byte, how Quick, err error) {
+//
+// The reply is appended to dst[:0] (protobuf's encoding of the
+// LocateReply, written by hand: proto.Marshal would allocate a buffer
+// for each answer and copy the object's bytes into it).
+func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.PID, req, dst []byte) (reply []byte, how Quick, err error) {
 	if !asksInlineOnly(req) {
 		return nil, NotQuick, nil
 	}
@@ -152,9 +156,36 @@ func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.P
 	if r.GetHasInline() {
 		how = QuickInline
 	}
-	b, err := proto.Marshal(r)
-	if err != nil {
-		return nil, QuickNotInline, messages.Errorf(messages.ErrorCode_INTERNAL, "encode LocateReply: %v", err)
+	return appendPeekReply(dst[:0], r), how, nil
+}
+
+// appendPeekReply appends r's encoding to b: what proto.Marshal makes of
+// a peek's answer (object_id, size, fingerprint, has_inline, inline_data
+// and attempt; zero values omitted, fields in number order).
+func appendPeekReply(b []byte, r *messages.LocateReply) []byte {
+	if v := r.GetObjectId(); v != "" {
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, v)
 	}
-	return b, how, nil
+	if v := r.GetSize(); v != 0 {
+		b = protowire.AppendTag(b, 3, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(v))
+	}
+	if v := r.GetFingerprint(); v != 0 {
+		b = protowire.AppendTag(b, 4, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, v)
+	}
+	if r.GetHasInline() {
+		b = protowire.AppendTag(b, 5, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	if v := r.GetInlineData(); len(v) > 0 {
+		b = protowire.AppendTag(b, inlineDataField, protowire.BytesType)
+		b = protowire.AppendBytes(b, v)
+	}
+	if v := r.GetAttempt(); v != 0 {
+		b = protowire.AppendTag(b, 10, protowire.VarintType)
+		b = protowire.AppendVarint(b, v)
+	}
+	return b
 }

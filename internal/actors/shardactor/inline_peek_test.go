@@ -49,7 +49,7 @@ func TestInlineOnlyLocateIsAnsweredWithoutTheShard(t *testing.T) {
 		t.Fatalf("in process: %v, %v", r, err)
 	}
 	req, _ := proto.Marshal(peek)
-	b, how, err := TryServeLocate(system, shardFor, req)
+	b, how, err := TryServeLocate(system, shardFor, req, make([]byte, 7, 64))
 	var dr messages.LocateReply
 	if how != QuickInline || err != nil || proto.Unmarshal(b, &dr) != nil || string(dr.GetInlineData()) != "ayz" {
 		t.Fatalf("on the data plane: %v, %v, %v", &dr, how, err)
@@ -58,7 +58,7 @@ func TestInlineOnlyLocateIsAnsweredWithoutTheShard(t *testing.T) {
 		t.Fatalf("the shard received %d of the inline-only Locates", n)
 	}
 	full, _ := proto.Marshal(&messages.Locate{ObjectId: "a", Receiver: &messages.NodeRef{NodeId: "n2"}, TimeoutMs: 5000})
-	if _, how, _ := TryServeLocate(system, shardFor, full); how != NotQuick {
+	if _, how, _ := TryServeLocate(system, shardFor, full, nil); how != NotQuick {
 		t.Fatal("a Locate for a copy was answered on the quick path")
 	}
 
@@ -82,5 +82,26 @@ func TestInlineOnlyLocateIsAnsweredWithoutTheShard(t *testing.T) {
 	}
 	if x := lookupInline(pid); x != nil {
 		t.Fatal("a stopped shard's index is still registered")
+	}
+}
+
+// The peek's answer is encoded by hand: it is what proto.Marshal makes of
+// the same LocateReply, byte for byte, for a hit, a miss and the edge
+// values, appended after what the buffer held.
+func TestPeekReplyEncodesAsProtobuf(t *testing.T) {
+	for _, r := range []*messages.LocateReply{
+		{ObjectId: "x", Size: 3, Fingerprint: 1<<64 - 1, HasInline: true, InlineData: []byte("abc"), Attempt: 1<<64 - 1},
+		{ObjectId: "miss", Attempt: 300},
+		{ObjectId: "empty", HasInline: true},
+		{},
+	} {
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendPeekReply([]byte("head"), r)
+		if string(got[:4]) != "head" || string(got[4:]) != string(want) {
+			t.Errorf("%v: encoded %x, proto.Marshal %x", r, got[4:], want)
+		}
 	}
 }

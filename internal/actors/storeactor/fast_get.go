@@ -206,8 +206,8 @@ func (g *fastGetter) peek(ctx context.Context, id string) (data []byte, local, o
 	// Bounded by the caller's deadline alone, as the full Locate mostly
 	// is: nothing parks, so the answer is a round trip away, and a
 	// shard's member that does not answer would not answer that either.
-	l := &messages.Locate{ObjectId: id, Receiver: g.cfg.Self, NoCopy: true, InlineOnly: true,
-		TimeoutMs: actorutil.TimeoutMs(ctx)}
+	// No receiver: the answer records nothing of it.
+	l := &messages.Locate{ObjectId: id, NoCopy: true, InlineOnly: true, TimeoutMs: actorutil.TimeoutMs(ctx)}
 	r, err := g.locator(ctx, shard, l)
 	if err != nil || r.GetError() != nil || !r.GetHasInline() || int64(len(r.GetInlineData())) != r.GetSize() {
 		return nil, false, false
