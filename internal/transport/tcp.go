@@ -455,7 +455,7 @@ type serverConn struct {
 	// scratch is where a QuickController builds its replies
 	// (quickScratch).
 	scratch []byte
-	vec  [2][]byte
+	vec     [2][]byte
 	// preamble is due before the stream's first frame.
 	preamble bool
 	// requests counts the requests read (the first has a shorter wait).
