@@ -32,16 +32,22 @@ func fastNode(t *testing.T, locate Locator) (*actor.ActorSystem, *actor.PID, *ob
 // fastNodeShard is fastNode whose shard actor receives with shard.
 func fastNodeShard(t *testing.T, locate Locator, shardFunc actor.ReceiveFunc) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Getter) {
 	t.Helper()
-	if locate != nil {
-		full := locate
-		locate = func(ctx context.Context, shard *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
-			if l.GetInlineOnly() {
-				return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt()}, nil
-			}
-			return full(ctx, shard, l)
-		}
+	return fastNodePeeking(t, fullOnly(locate), shardFunc)
+}
+
+// fullOnly is locate for the Locates that ask for a copy; those that
+// ask only for inline bytes (a Get's peek) it answers with neither, as a
+// shard that publishes nothing: for the tests of the path that follows.
+func fullOnly(locate Locator) Locator {
+	if locate == nil {
+		return nil
 	}
-	return fastNodePeeking(t, locate, shardFunc)
+	return func(ctx context.Context, shard *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
+		if l.GetInlineOnly() {
+			return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt()}, nil
+		}
+		return locate(ctx, shard, l)
+	}
 }
 
 // fastNodePeeking is fastNodeShard whose locate also answers the
