@@ -181,7 +181,7 @@ func (a *agent) fetch(m *messages.BenchFetch) *messages.BenchFetchReply {
 		return r
 	}
 	start := time.Now()
-	err := appGet(ctx, a.m.System().Root, a.m.StoreNode(), m.GetObjectId())
+	err := prefetch(ctx, a.m.System().Root, a.m.StoreNode(), m.GetObjectId())
 	done := time.Now()
 	r.StartedUnixNano, r.DoneUnixNano = start.UnixNano(), done.UnixNano()
 	if err != nil {

@@ -77,15 +77,9 @@ func processCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// appGet Gets id from the store node at pid as an application's actor
-// on that member does: a messages.Get, read-only (the answer is the
-// node's own buffer or the bytes that came, not a copy). A receiver of a
-// broadcast keeps a copy as any Get does, but for a plain inline object,
-// which its node peeks at (the shard answers without its actor, and no
-// copy is kept). A prefetch, which always keeps a copy, was the
-// benchmarks' Get before 2026-11-28.
-func appGet(ctx context.Context, root *actor.RootContext, pid *actor.PID, id string) error {
-	res, err := actorutil.Request(ctx, root, pid, &messages.Get{ObjectId: id, ReadOnly: true, TimeoutMs: actorutil.TimeoutMs(ctx)})
+// prefetch Gets id into the store node at pid without its bytes.
+func prefetch(ctx context.Context, root *actor.RootContext, pid *actor.PID, id string) error {
+	res, err := actorutil.Request(ctx, root, pid, &messages.Get{ObjectId: id, Prefetch: true, TimeoutMs: actorutil.TimeoutMs(ctx)})
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func (b *localBackend) Put(ctx context.Context, host int, id string, at time.Tim
 }
 
 func (b *localBackend) Fetch(ctx context.Context, host int, id string, at time.Time) (timing, error) {
-	s, err := timed(ctx, at, func() error { return appGet(ctx, b.l.System().Root, b.l.StoreNode(host), id) })
+	s, err := timed(ctx, at, func() error { return prefetch(ctx, b.l.System().Root, b.l.StoreNode(host), id) })
 	if err != nil {
 		return s, fmt.Errorf("get %s on host %d: %w", id, host, err)
 	}

@@ -2024,15 +2024,6 @@ type Locate struct {
 	// removes its record, whatever it is (a creator's, the last whole one),
 	// rather than offer it again to receivers that each find it missing.
 	FailedSenderLacks bool `protobuf:"varint,9,opt,name=failed_sender_lacks,json=failedSenderLacks,proto3" json:"failed_sender_lacks,omitempty"`
-	// inline_only: answer at once, and only with the bytes of an object
-	// under the inline limit that the shard serves as it is (a plain Put's,
-	// complete, not deleted, not a Reduce's target); anything else is
-	// answered with neither bytes nor an error, and the receiver asks again
-	// without it. The shard answers such a Locate from the inline objects
-	// its table publishes (directory.InlineIndex) on the goroutine that
-	// received it, without a message to the table, and records nothing:
-	// the receiver keeps no copy (as no_copy) and nothing parks.
-	InlineOnly bool `protobuf:"varint,10,opt,name=inline_only,json=inlineOnly,proto3" json:"inline_only,omitempty"`
 	// W3C traceparent of the caller's span (OpenTelemetry); empty: untraced.
 	TraceParent   string `protobuf:"bytes,40,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2121,13 +2112,6 @@ func (x *Locate) GetNoCopy() bool {
 func (x *Locate) GetFailedSenderLacks() bool {
 	if x != nil {
 		return x.FailedSenderLacks
-	}
-	return false
-}
-
-func (x *Locate) GetInlineOnly() bool {
-	if x != nil {
-		return x.InlineOnly
 	}
 	return false
 }
@@ -4816,7 +4800,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x0fReportLostReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04lost\x18\x02 \x01(\bR\x04lost\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\x8a\x03\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.hoplite.ErrorR\x05error\"\xe9\x02\n" +
 	"\x06Locate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\x12\x1d\n" +
@@ -4826,10 +4810,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\aattempt\x18\x06 \x01(\x04R\aattempt\x12+\n" +
 	"\breply_to\x18\a \x01(\v2\x10.hoplite.NodeRefR\areplyTo\x12\x17\n" +
 	"\ano_copy\x18\b \x01(\bR\x06noCopy\x12.\n" +
-	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\x12\x1f\n" +
-	"\vinline_only\x18\n" +
-	" \x01(\bR\n" +
-	"inlineOnly\x12!\n" +
+	"\x13failed_sender_lacks\x18\t \x01(\bR\x11failedSenderLacks\x12!\n" +
 	"\ftrace_parent\x18( \x01(\tR\vtraceParentJ\x04\b\x05\x10\x06R\x05naive\"\xd0\x03\n" +
 	"\vLocateReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +

@@ -136,3 +136,34 @@ func (t *LocationTable) inlineReply(e *entry, w *waiter) []outbox.Send {
 	}
 	return out
 }
+
+// withdrawInline withdraws e from the table's InlineIndex and takes into
+// its locations the readers its answers recorded that the table had not
+// taken yet: their copies exist (see InlineIndex).
+func (t *LocationTable) withdrawInline(e *entry) []outbox.Send {
+	var out []outbox.Send
+	for _, r := range t.cfg.Inline.withdraw(e.id) {
+		out = append(out, t.setLocation(e, r, messages.LocationState_COMPLETE, false)...)
+	}
+	return out
+}
+
+// takeInlineReaders takes into the table's locations the readers the
+// InlineIndex's answers recorded since the last step: each holds a whole
+// copy, as the receiver of the table's own inline answer does
+// (inlineReply). Step does it first, so that everything a step decides
+// (a Delete's drops, a sender's choice, an Info) counts them.
+func (t *LocationTable) takeInlineReaders() []outbox.Send {
+	var out []outbox.Send
+	for _, o := range t.cfg.Inline.drain() {
+		readers := o.take()
+		e := t.entries[o.ID]
+		if e == nil || !e.hasInline {
+			continue // withdrawn in between: withdrawInline took them
+		}
+		for _, r := range readers {
+			out = append(out, t.setLocation(e, r, messages.LocationState_COMPLETE, false)...)
+		}
+	}
+	return out
+}

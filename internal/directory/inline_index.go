@@ -2,6 +2,8 @@ package directory
 
 import (
 	"hash/maphash"
+
+	"github.com/hoplite-go/hoplite/messages"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -9,29 +11,41 @@ import (
 )
 
 // InlineIndex is the one part of a LocationTable that other goroutines
-// read: the plain inline objects it serves as they are, so that a Locate
-// asking only for such bytes (messages.Locate.inline_only) is answered on
-// the goroutine that received it — the data-plane connection, or the
-// caller's own in process — without a message to the table's actor and
-// without waking it. A Get of a small object then costs one round trip
-// and the table's lookup, where a Locate through the table costs a
-// mailbox hop, a step and a recorded copy.
+// use: the plain inline objects it serves as they are, so that a Locate
+// of one is answered on the goroutine that received it (the data-plane
+// connection's, or the caller's own in process) without a message to
+// the table's actor and without waking it. A small Get then costs one
+// round trip and a lookup, where a Locate through the table's actor
+// costs a mailbox hop and a step before the answer.
 //
-// Only the table writes it, inside its Step; readers see immutable
-// snapshots (copy on write per bucket), never a map the table mutates.
-// The rule that keeps it correct: an id is in the index only while a
-// no-copy Locate stepped through the table now would be answered with
-// those bytes. The table publishes a plain Put's inline object when it
-// registers it, and withdraws it in the same step that deletes,
-// releases or loses it, before any answer of that step leaves, so a Get
-// that starts after a Delete was answered finds nothing here; anything
-// absent is merely asked of the table. A table's index is cleared when
-// its shard stops serving (the shell's Close), before its successor can
-// answer a Delete.
+// Only the table publishes and withdraws, inside its Step; readers see
+// immutable snapshots (copy on write per bucket), never a map the table
+// mutates. An answer given here records its receiver's copy with the
+// object (InlineObject.Answer), as the table's own inline answer does,
+// before the bytes leave: every reader holds a copy, and the table
+// takes those records into its locations at the start of its next step
+// (Step drains them) or when it withdraws the object, before anything
+// that step answers. The rule that keeps it correct: an id is in the
+// index only while a Locate stepped through the table now would be
+// answered with those bytes. The table publishes a plain Put's inline
+// object when it registers it, and withdraws it in the same step that
+// deletes, releases or marks it a Reduce's, before any answer of that
+// step leaves, so a Get that starts after a Delete was answered finds
+// nothing here, and every copy an answer here made is dropped by that
+// Delete; anything absent is asked of the table. A table's index is
+// cleared when its shard stops serving (the shell's Close), before its
+// successor can answer a Delete.
 type InlineIndex struct {
 	seed    maphash.Seed
 	buckets [inlineBuckets]atomic.Pointer[[]inlineSlot]
 	n       atomic.Int64
+
+	// recorded are the objects whose answers recorded readers since the
+	// table last drained them; nRecorded is their count, for a step's
+	// look without the lock.
+	mu        sync.Mutex
+	recorded  []*InlineObject
+	nRecorded atomic.Int32
 }
 
 // inlineSlot is one object of a bucket with its id's hash beside it, so
@@ -55,10 +69,20 @@ type InlineObject struct {
 	// Data is the table's own copy of the bytes: read-only.
 	Data []byte
 
+	x      *InlineIndex
 	uplink float64
 	mu     sync.Mutex
 	queue  inlineQueue
+	// readers are the receivers answered here whose copies the table
+	// has not taken yet (at most maxInlineReaders); withdrawn: the
+	// table withdrew the object, and nothing more is answered here.
+	readers   []*messages.NodeRef
+	withdrawn bool
 }
+
+// maxInlineReaders bounds the copies one object's answers record before
+// the table takes them: past it, Locates are asked of the table.
+const maxInlineReaders = 1024
 
 // NewInlineIndex returns an empty index.
 func NewInlineIndex() *InlineIndex { return &InlineIndex{seed: maphash.MakeSeed()} }
@@ -106,29 +130,65 @@ func (x *InlineIndex) publish(o *InlineObject) {
 		next = slices.DeleteFunc(slices.Clone(*b), func(s inlineSlot) bool { return s.o.ID == o.ID })
 		x.n.Add(int64(len(next) - len(*b)))
 	}
+	o.x = x
 	next = append(next, inlineSlot{h, o})
 	p.Store(&next)
 	x.n.Add(1)
 }
 
-// withdraw removes id (the table's step only); absent is a no-op.
-func (x *InlineIndex) withdraw(id string) {
+// withdraw removes id (the table's step only) and returns the readers
+// its answers recorded that the table has not taken: their copies
+// exist, and the table takes them now. Absent: nothing.
+func (x *InlineIndex) withdraw(id string) []*messages.NodeRef {
 	if x == nil {
-		return
+		return nil
 	}
 	p, h := x.bucket(id)
 	b := p.Load()
-	has := func(s inlineSlot) bool { return s.hash == h && s.o.ID == id }
-	if b == nil || !slices.ContainsFunc(*b, has) {
-		return
+	if b == nil {
+		return nil
 	}
-	next := slices.DeleteFunc(slices.Clone(*b), has)
+	i := slices.IndexFunc(*b, func(s inlineSlot) bool { return s.hash == h && s.o.ID == id })
+	if i < 0 {
+		return nil
+	}
+	o := (*b)[i].o
+	next := slices.Delete(slices.Clone(*b), i, i+1)
 	if len(next) == 0 {
 		p.Store(nil)
 	} else {
 		p.Store(&next)
 	}
 	x.n.Add(-1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.withdrawn = true
+	readers := o.readers
+	o.readers = nil
+	return readers
+}
+
+// drain returns the objects whose answers recorded readers since the
+// last drain (the table's step only); each one's take hands them over.
+func (x *InlineIndex) drain() []*InlineObject {
+	if x == nil || x.nRecorded.Load() == 0 {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.recorded
+	x.recorded = nil
+	x.nRecorded.Store(0)
+	return r
+}
+
+// take returns the readers recorded and not taken yet.
+func (o *InlineObject) take() []*messages.NodeRef {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.readers
+	o.readers = nil
+	return r
 }
 
 // Close withdraws everything: the table stops serving (its shard stops,
@@ -143,15 +203,21 @@ func (x *InlineIndex) Close() {
 	x.n.Store(0)
 }
 
-// Answer reports whether a Locate arriving at now is answered with o's
-// bytes, and counts them on the shard's uplink if so: as the table does
-// (AnswerWithBytes), so that a hot object past the uplink's budget is
-// asked of the table, which sends receivers to copies instead. The
+// Answer reports whether a Locate arriving at now is answered here with
+// o's bytes, and if so counts them on the shard's uplink, as the table
+// does (AnswerWithBytes), so that a hot object past the uplink's budget
+// is asked of the table, which sends receivers to copies instead (the
 // table's own answers keep their own count, so the two together may
-// queue up to twice the budget.
-func (o *InlineObject) Answer(now time.Time) bool {
+// queue up to twice the budget). A reader (nil for a receiver that
+// keeps no copy) is recorded with the object before the answer, for the
+// table to take (drain, withdraw). Not after the table withdrew o, nor
+// past maxInlineReaders records it has not taken.
+func (o *InlineObject) Answer(now time.Time, reader *messages.NodeRef) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.withdrawn || (reader != nil && len(o.readers) >= maxInlineReaders) {
+		return false
+	}
 	at := now
 	if o.queue.at.After(at) {
 		at = o.queue.at
@@ -162,5 +228,14 @@ func (o *InlineObject) Answer(now time.Time) bool {
 		return false
 	}
 	o.queue = inlineQueue{queued: q + float64(o.Size), at: at}
+	if reader != nil {
+		if len(o.readers) == 0 && o.x != nil {
+			o.x.mu.Lock()
+			o.x.recorded = append(o.x.recorded, o)
+			o.x.nRecorded.Add(1)
+			o.x.mu.Unlock()
+		}
+		o.readers = append(o.readers, reader)
+	}
 	return true
 }

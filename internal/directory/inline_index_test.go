@@ -2,6 +2,7 @@ package directory
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestInlineObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
 	const size, uplink = 1 << 10, 1e6 // 1 ms at the uplink: 976 copies of 1 KiB
 	o := &InlineObject{ID: "x", Size: size, uplink: uplink}
 	n := 0
-	for o.Answer(t0) {
+	for o.Answer(t0, nil) {
 		n++
 		if n > 10000 {
 			t.Fatal("no budget")
@@ -107,7 +108,7 @@ func TestInlineObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
 	if want := int(InlineQueueBudget(size, uplink) / size); n != want {
 		t.Fatalf("%d answers with the bytes at once, want %d", n, want)
 	}
-	if !o.Answer(t0.Add(10 * time.Millisecond)) {
+	if !o.Answer(t0.Add(10*time.Millisecond), nil) {
 		t.Fatal("the queue did not drain")
 	}
 }
@@ -163,5 +164,60 @@ func TestInlineIndexLeavesCostlyObjectsToTheTable(t *testing.T) {
 	}
 	if !CheapOnTheUplink(6250, 50e6) || CheapOnTheUplink(6251, 50e6) {
 		t.Error("at 400 Mbit/s the limit is 6,250 bytes")
+	}
+}
+
+// An answer given from the index records its receiver's copy, as the
+// table's own inline answer does: the table takes it at its next step
+// (an Info lists it), and a Delete drops it, including one recorded in
+// the very step that deletes (withdraw hands over what was not taken).
+// A no-copy receiver is not recorded; nothing is answered once the
+// object is withdrawn.
+func TestInlineIndexAnswersRecordTheReadersCopies(t *testing.T) {
+	tb, x := indexedTable()
+	createInline(t, tb, "a", "abc", nil)
+	o := x.Lookup("a")
+	if !o.Answer(t0, node(2)) || !o.Answer(t0, nil) {
+		t.Fatal("not answered")
+	}
+	info := tb.Step(t0, Query{Req: &messages.QueryObject{ObjectId: "a"}, ReplyTo: replyTo("q")}).Sends
+	var listed []string
+	for _, s := range repliesTo(info, replyTo("q")) {
+		for _, l := range s.Msg.(*messages.ObjectInfo).GetLocations() {
+			if l.GetState() == messages.LocationState_COMPLETE {
+				listed = append(listed, l.GetNode().GetNodeId())
+			}
+		}
+	}
+	if !slices.Contains(listed, "n2") || len(listed) != 1 {
+		t.Fatalf("whole copies listed after the answers: %v, want n2's (the creator's is not whole yet, the no-copy reader has none)", listed)
+	}
+	// Recorded after the table's last step: the Delete takes it too.
+	if !o.Answer(t0, node(3)) {
+		t.Fatal("not answered")
+	}
+	out := tb.Step(t0, Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")}).Sends
+	dropped := map[string]bool{}
+	for _, s := range out {
+		if _, ok := s.Msg.(*messages.DropObject); ok {
+			dropped[s.To.(*messages.NodeRef).GetNodeId()] = true
+		}
+	}
+	if !dropped["n0"] || !dropped["n2"] || !dropped["n3"] {
+		t.Fatalf("the Delete dropped %v, want n0, n2 and n3", dropped)
+	}
+	if o.Answer(t0, node(4)) {
+		t.Fatal("a withdrawn object answered")
+	}
+	// A reader recorded while a step runs, after its drain: withdraw
+	// hands it over.
+	createInline(t, tb, "b", "def", nil)
+	ob := x.Lookup("b")
+	ob.Answer(t0, node(5))
+	if r := x.withdraw("b"); len(r) != 1 || r[0].GetNodeId() != "n5" {
+		t.Fatalf("withdraw handed over %v, want n5", r)
+	}
+	if ob.Answer(t0, node(6)) || x.Lookup("b") != nil {
+		t.Fatal("a withdrawn object is still served")
 	}
 }

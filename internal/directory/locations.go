@@ -274,15 +274,16 @@ func (t *LocationTable) publish(req *messages.PublishLocation) []outbox.Send {
 		return nil
 	}
 	committed := e.target.published(req)
+	var out []outbox.Send
 	if !e.target.none() {
-		t.cfg.Inline.withdraw(e.id) // a Reduce's, as the publication says
+		out = t.withdrawInline(e) // a Reduce's, as the publication says
 	}
 	if committed {
 		e.fingerprint = req.GetFingerprint()
 	}
 	node := req.GetNode().GetNodeId()
 	known := e.locs[node] != nil
-	out := t.setLocation(e, req.GetNode(), state, req.GetCreator())
+	out = append(out, t.setLocation(e, req.GetNode(), state, req.GetCreator())...)
 	if r := req.GetRegistration(); r != 0 && req.GetCreator() {
 		// A creator's copy republished before its Put's CreateObject came
 		// here: a withdrawal of an earlier registration of the copy that

@@ -172,6 +172,7 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 	for _, w := range e.waiters {
 		out = append(out, w.fail(e.id, err))
 	}
+	out = append(out, t.withdrawInline(e)...)
 	var droppedFrom []*messages.NodeRef
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: err}})
@@ -181,7 +182,6 @@ func (t *LocationTable) markLost(e *entry, err *messages.Error) []outbox.Send {
 		// source location, which no longer exists anywhere.
 		out = append(out, e.notify(loc.node, messages.LocationState_LOCATION_STATE_UNSPECIFIED)...)
 	}
-	t.cfg.Inline.withdraw(e.id)
 	delete(t.entries, e.id)
 	if len(e.subscribers) > 0 {
 		// Subscribers (Reduce coordinators) stay: a new Put of the id is

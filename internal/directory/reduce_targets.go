@@ -271,7 +271,6 @@ func (t *LocationTable) Reserve(id, reduceID string) (committed []string, err *m
 		return nil, err
 	}
 	e := t.entry(id)
-	t.cfg.Inline.withdraw(id)
 	committed, err = e.target.reserve(id, reduceID, e.known)
 	if err == nil && committed == nil {
 		t.reservedRun(reduceID)
@@ -340,13 +339,12 @@ func (t *LocationTable) onRelease(req *messages.ReleaseTarget) outbox.Box {
 	if e == nil || !e.target.release(rid) {
 		return outbox.Box{}
 	}
-	var out []outbox.Send
+	out := t.withdrawInline(e)
 	failed := messages.Errorf(messages.ErrorCode_NOT_FOUND, "the Reduce producing %q failed; the id may be produced again", e.id)
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, t.removeLocation(e, loc.node.GetNodeId())...)
 		out = append(out, outbox.Send{To: loc.node, Msg: &messages.DropObject{ObjectId: e.id, Reason: failed}})
 	}
-	t.cfg.Inline.withdraw(e.id)
 	e.known, e.size, e.fingerprint, e.hasInline, e.inline = false, 0, 0, false, nil
 	e.transfers = nil
 	e.epoch = t.newEpoch() // a copy of the released target reporting late is stale

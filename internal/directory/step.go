@@ -94,6 +94,15 @@ type (
 // a later Tick finds nothing to do, an earlier one would have been
 // asked for). Any other event asks for nothing.
 func (t *LocationTable) Step(now time.Time, ev any) outbox.Box {
+	taken := t.takeInlineReaders()
+	out := t.step(now, ev)
+	if len(taken) > 0 {
+		out.Sends = append(taken, out.Sends...)
+	}
+	return out
+}
+
+func (t *LocationTable) step(now time.Time, ev any) outbox.Box {
 	var out outbox.Box
 	switch e := ev.(type) {
 	case Create:

@@ -120,9 +120,9 @@ func (t *LocationTable) deleteObject(req *messages.DeleteObject, replyTo any, pe
 // requests fail with DELETED and subscribers hear that it is gone.
 func (t *LocationTable) deleteEntry(e *entry) []outbox.Send {
 	// First, before any answer of this step can leave: a Get that starts
-	// once the Delete is answered must not find the bytes.
-	t.cfg.Inline.withdraw(e.id)
-	var out []outbox.Send
+	// once the Delete is answered must not find the bytes, and every
+	// copy the index's answers made is dropped with the others.
+	out := t.withdrawInline(e)
 	var holders []*messages.NodeRef
 	for _, loc := range t.sortedLocations(e) {
 		out = append(out, outbox.Send{To: loc.node, Msg: deletedDrop(e.id)})

@@ -25,23 +25,12 @@ func locatesServed(l *Local, i int, result string) float64 {
 
 // A Get whose object's shard is on another member asks it on the data
 // plane, and the answer comes back on it, for an inline object and for
-// one that streams alike: the inline object's Locate asks for its bytes
-// alone (answered "inline"); the streamed one's asks so first too
-// ("not_inline"), then in full ("ok"). A Get whose shard is local asks
-// it in process.
+// one that streams alike. A Get whose shard is local asks it in process.
 func TestLocateTravelsOnTheDataPlane(t *testing.T) {
 	l := start(t, Config{Nodes: 3})
 	ctx := deadline(t, 20*time.Second)
 	for _, size := range []int{1 << 10, 1 << 20} {
-		result := "inline"
-		if size >= 64<<10 {
-			result = "ok"
-			defer func(before float64) {
-				if n := locatesServed(l, 1, "not_inline") - before; n != 1 {
-					t.Errorf("%d B: %v Locates asking for inline bytes alone, want 1", size, n)
-				}
-			}(locatesServed(l, 1, "not_inline"))
-		}
+		result := "ok"
 		id := idOnNode(fmt.Sprintf("dp%d", size), 1, 3, 3) // shard on node 1; Put on 0, Get on 2
 		data := testutil.Pattern(byte(size), size)
 		if err := l.Client(0).Put(ctx, id, data); err != nil {

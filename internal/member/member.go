@@ -446,11 +446,9 @@ type memberMetrics struct {
 	pushes       *prometheus.CounterVec   // inline AllReduce results pushed to this member on the data plane, by result
 	subscribes   *prometheus.CounterVec   // Reduce coordinators' SubscribeBatches served on the data plane, by result
 
-	// The children of locates that every small Get counts in, looked
-	// up once: "ok", and "inline" and "not_inline" (the Locates asking
-	// only for inline bytes, answered without the shard's actor: with
-	// them, and with neither bytes nor error).
-	locatesOK, locatesInline, locatesNotInline prometheus.Counter
+	// locatesOK is locates' "ok" child, looked up once: every small Get
+	// counts in it.
+	locatesOK prometheus.Counter
 }
 
 // warmer keeps a member warm (warmup.go).

@@ -84,7 +84,8 @@ type controlSource struct {
 }
 
 // TryControl implements transport.QuickController: a ping, and a Locate
-// asking only for published inline bytes, are answered at once.
+// of an inline object its shard publishes (shardactor.TryServeLocate),
+// are answered at once.
 func (s *controlSource) TryControl(kind byte, req, scratch []byte) ([]byte, bool, error) {
 	m := s.m
 	switch kind {
@@ -94,18 +95,11 @@ func (s *controlSource) TryControl(kind byte, req, scratch []byte) ([]byte, bool
 		if m.table.Load() == nil || m.storePID.Load() == nil {
 			return nil, false, nil // Control says why
 		}
-		b, how, err := shardactor.TryServeLocate(m.system, m.shardFor, req, scratch)
-		switch {
-		case how == shardactor.NotQuick:
-			return nil, false, nil
-		case err != nil:
-			m.countLocate(err)
-		case how == shardactor.QuickInline:
-			m.metrics.locatesInline.Inc()
-		default:
-			m.metrics.locatesNotInline.Inc()
+		b, ok := shardactor.TryServeLocate(m.system, m.shardFor, req, scratch)
+		if ok {
+			m.metrics.locatesOK.Inc()
 		}
-		return b, true, err
+		return b, ok, nil
 	}
 	return nil, false, nil
 }

@@ -47,7 +47,7 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			Help:    "Duration of the Reduces coordinated on this member (events.ReduceDone), by result.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"result"}),
 		locates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_locates_total",
-			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (the answer: inline bytes, or a sender to stream from), inline and not_inline (a Get's first Locate, asking only for an inline object's bytes, answered without the shard's actor: with them, or with neither bytes nor error, after which it asks in full), or the error code."},
+			Help: "Locates from other members that this member's shards answered on the data plane, by result: ok (the answer: inline bytes, or a sender to stream from), or the error code."},
 			[]string{"result"}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hoplite_data_plane_pushes_total",
 			Help: "Inline AllReduce results that coordinators on other members pushed to this member's store node on the data plane, by result: ok, or the error code of the store node's answer or of the push itself."},
@@ -57,7 +57,6 @@ func newMemberMetrics(m *Member) *memberMetrics {
 			[]string{"result"}),
 	}
 	mm.locatesOK = mm.locates.WithLabelValues("ok")
-	mm.locatesInline, mm.locatesNotInline = mm.locates.WithLabelValues("inline"), mm.locates.WithLabelValues("not_inline")
 	mm.reg.MustRegister(mm.received, mm.sent, mm.fetches, mm.fetchSeconds, mm.failovers, mm.repairs, mm.replans, mm.failures, mm.reduces, mm.locates, mm.pushes, mm.subscribes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m.manage != nil {

@@ -71,15 +71,7 @@ func ServeLocate(ctx context.Context, root *actor.RootContext, shardFor func(id 
 	if pid == nil || pid.GetAddress() != root.ActorSystem().Address() {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard of %q is not on this member (%s)", id, pid.GetAddress())
 	}
-	var reply *messages.LocateReply
-	var err error
-	if l.GetInlineOnly() {
-		// On this connection's goroutine, without the shard (the index
-		// is only registered while the shard runs).
-		reply = peekInline(pid, &l)
-	} else {
-		reply, err = LocateHere(ctx, root, pid, &l)
-	}
+	reply, err := LocateHere(ctx, root, pid, &l)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +97,8 @@ func LocateHere(ctx context.Context, root *actor.RootContext, pid *actor.PID, l 
 	if ctx.Err() != nil {
 		return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "deadline passed before the Locate was sent")
 	}
-	if l.GetInlineOnly() {
-		return peekInline(pid, l), nil
+	if r := quickLocate(pid, l); r != nil {
+		return r, nil // published: on the caller's goroutine
 	}
 	r := &callReply{done: make(chan any, 1)}
 	root.Send(pid, servedLocate{locate: l, reply: r})

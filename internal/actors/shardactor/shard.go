@@ -247,7 +247,7 @@ type Shard struct {
 	cfg   ShardConfig
 	table *directory.LocationTable
 	// inline is the table's InlineIndex, registered for the Locates
-	// answered without the shard (inline_peek.go).
+	// answered without the shard (inline_locate.go).
 	inline *directory.InlineIndex
 	// timer wakes the shard at the table's next deadline (the Tick the
 	// table's Box asks for), so an idle shard costs nothing; a ticker
@@ -438,20 +438,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case WatchStores:
 		s.watchStores(ctx, now)
 	case *messages.Locate:
-		if m.GetInlineOnly() {
-			if ctx.Sender() != nil {
-				ctx.Send(ctx.Sender(), peekInline(ctx.Self(), m))
-			}
-			return
-		}
 		s.watch(ctx, m.GetReceiver())
 		s.traceLocate(m, ctx.Sender())
 		s.step(ctx, now, directory.Locate{Req: m, ReplyTo: ctx.Sender()})
 	case servedLocate:
-		if m.locate.GetInlineOnly() {
-			m.reply.deliver(peekInline(ctx.Self(), m.locate))
-			return
-		}
 		s.watch(ctx, m.locate.GetReceiver())
 		s.traceLocate(m.locate, m.reply)
 		s.step(ctx, now, directory.Locate{Req: m.locate, ReplyTo: m.reply})

@@ -30,7 +30,7 @@ func TestGetOfACopyEvictedBeforeItsAnswerAsksAgain(t *testing.T) {
 	log.SetOutput(io.Discard)
 	shard := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: store, ShardFor: func(string) *actor.PID { return shard },
-		Locate: fullOnly(loc.locate), Transport: &openCounter{}, Log: logrus.NewEntry(log),
+		Locate: loc.locate, Transport: &openCounter{}, Log: logrus.NewEntry(log),
 		Hooks: Hooks{BeforeReceive: func(_ string, m any) {
 			if _, ok := m.(*objectSettled); !ok || evicted {
 				return

@@ -20,11 +20,8 @@ import (
 )
 
 // fastGetter is the fast path of a Get from a Client in the node's
-// process of an object the node neither holds nor fetches. It peeks
-// first (see peek): a plain inline object comes back in one round trip
-// that neither the shard's actor nor this node's sees, and the node
-// keeps no copy of it. Otherwise the caller's goroutine reserves the
-// node's copy, starts its fetch run, and sends
+// process of an object the node neither holds nor fetches: the caller's
+// goroutine reserves the node's copy, starts its fetch run, and sends
 // the run's first Locate to the object's shard itself (through the
 // node's Locator: one actor message in process, the data plane across
 // members). An answer with the bytes goes to the caller at once; the
@@ -105,18 +102,6 @@ func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte,
 	if !ok || ctx.Err() != nil || directory.ValidateApplicationID(id, g.cfg.MaxObjectIDLen) != nil {
 		return nil, false
 	}
-	if store.Lookup(id) != nil {
-		return nil, false // the node holds or fetches a copy: its Get answers
-	}
-	if data, local, ok := g.peek(ctx, id); ok {
-		if !readOnly && local {
-			data = bytes.Clone(data)
-		}
-		if data == nil {
-			data = []byte{} // an empty object is there, not missing
-		}
-		return data, true
-	}
 	obj, created := store.Reserve(id)
 	if !created {
 		return nil, false // the node holds or fetches a copy: its Get answers
@@ -186,33 +171,6 @@ func (g *fastGetter) Get(ctx context.Context, id string, readOnly bool) ([]byte,
 		}
 	}
 	return data, true
-}
-
-// peek asks id's shard for the bytes alone (Locate.inline_only), which
-// it answers from its table's published inline objects without a
-// message to the table (directory.InlineIndex), recording nothing: the
-// node keeps no copy of what this returns, so nothing of it needs a Drop
-// when the object is deleted, and a later Get asks again. ok false: the
-// shard does not serve id so now (not created yet, not inline, a
-// Reduce's, its uplink full, the shard moving, an error), and the Get
-// asks it in full. local says the bytes are the table's own (the shard
-// is in this process): read-only. From another member they are the
-// buffer the answer was read into, the caller's alone.
-func (g *fastGetter) peek(ctx context.Context, id string) (data []byte, local, ok bool) {
-	shard := g.cfg.ShardFor(id)
-	if shard == nil {
-		return nil, false, false
-	}
-	// Bounded by the caller's deadline alone, as the full Locate mostly
-	// is: nothing parks, so the answer is a round trip away, and a
-	// shard's member that does not answer would not answer that either.
-	// No receiver: the answer records nothing of it.
-	l := &messages.Locate{ObjectId: id, NoCopy: true, InlineOnly: true, TimeoutMs: actorutil.TimeoutMs(ctx)}
-	r, err := g.locator(ctx, shard, l)
-	if err != nil || r.GetError() != nil || !r.GetHasInline() || int64(len(r.GetInlineData())) != r.GetSize() {
-		return nil, false, false
-	}
-	return r.GetInlineData(), shard.GetAddress() == g.system.Address(), true
 }
 
 // takeLocate removes the Locate from out's sends and returns it (nil if

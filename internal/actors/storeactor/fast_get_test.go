@@ -21,9 +21,7 @@ import (
 )
 
 // fastNode is a store node whose Locates locate answers, with its store,
-// and its fast path's Getter. Its shard serves nothing from an index: an
-// inline_only Locate is answered with neither bytes nor error (the copy
-// path's tests; fastNodePeeking answers them).
+// and its fast path's Getter.
 func fastNode(t *testing.T, locate Locator) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Getter) {
 	t.Helper()
 	return fastNodeShard(t, locate, func(actor.Context) {})
@@ -31,28 +29,6 @@ func fastNode(t *testing.T, locate Locator) (*actor.ActorSystem, *actor.PID, *ob
 
 // fastNodeShard is fastNode whose shard actor receives with shard.
 func fastNodeShard(t *testing.T, locate Locator, shardFunc actor.ReceiveFunc) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Getter) {
-	t.Helper()
-	return fastNodePeeking(t, fullOnly(locate), shardFunc)
-}
-
-// fullOnly is locate for the Locates that ask for a copy; those that
-// ask only for inline bytes (a Get's peek) it answers with neither, as a
-// shard that publishes nothing: for the tests of the path that follows.
-func fullOnly(locate Locator) Locator {
-	if locate == nil {
-		return nil
-	}
-	return func(ctx context.Context, shard *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
-		if l.GetInlineOnly() {
-			return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt()}, nil
-		}
-		return locate(ctx, shard, l)
-	}
-}
-
-// fastNodePeeking is fastNodeShard whose locate also answers the
-// inline_only Locates.
-func fastNodePeeking(t *testing.T, locate Locator, shardFunc actor.ReceiveFunc) (*actor.ActorSystem, *actor.PID, *objstore.Store, fastget.Getter) {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -249,77 +225,5 @@ func TestFastGetPublishesNothingToTheShardThatRecorded(t *testing.T) {
 	case p := <-pubs:
 		t.Fatalf("published %v to the shard that recorded the copy", p)
 	default:
-	}
-}
-
-// A fast Get whose shard serves the object from its index is one
-// inline_only Locate: the bytes come back, no Locate for a copy follows,
-// and the node reserves and keeps nothing (no Drop needs to reach it when
-// the object is deleted), so its next Get asks the shard again.
-func TestFastGetPeekKeepsNoCopy(t *testing.T) {
-	var peeks, full atomic.Int32
-	var store *objstore.Store
-	system, node, store, g := fastNodePeeking(t, func(_ context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
-		if !l.GetInlineOnly() {
-			full.Add(1)
-			return inlineAnswer(l), nil
-		}
-		peeks.Add(1)
-		if !l.GetNoCopy() {
-			t.Errorf("peek %v: want a no-copy Locate", l)
-		}
-		if store.Lookup(l.GetObjectId()) != nil {
-			t.Error("the node reserved a copy for a peek")
-		}
-		return inlineAnswer(l), nil
-	}, func(actor.Context) {})
-	for i := range 2 {
-		data, ok := fastGet(t, g, "x")
-		if !ok || string(data) != "inline bytes" {
-			t.Fatalf("fast Get %d: %q, %v", i, data, ok)
-		}
-		syncNode(t, system, node)
-		if store.Lookup("x") != nil {
-			t.Fatalf("the node holds a copy after fast Get %d answered from the index", i)
-		}
-	}
-	if p, f := peeks.Load(), full.Load(); p != 2 || f != 0 {
-		t.Fatalf("%d peeks and %d full Locates, want 2 and 0", p, f)
-	}
-}
-
-// A peek the shard cannot answer with the bytes (not published, or an
-// error) is no answer: the fast path asks in full, for a copy, and the
-// node keeps that copy as before.
-func TestFastGetPeekMissAsksInFull(t *testing.T) {
-	for _, miss := range []func(l *messages.Locate) (*messages.LocateReply, error){
-		func(l *messages.Locate) (*messages.LocateReply, error) {
-			return &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt()}, nil
-		},
-		func(l *messages.Locate) (*messages.LocateReply, error) {
-			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the shard's member is gone")
-		},
-		func(l *messages.Locate) (*messages.LocateReply, error) {
-			r := inlineAnswer(l)
-			r.InlineData = r.InlineData[:3] // not the size it says
-			return r, nil
-		},
-	} {
-		var full atomic.Int32
-		system, node, store, g := fastNodePeeking(t, func(_ context.Context, _ *actor.PID, l *messages.Locate) (*messages.LocateReply, error) {
-			if l.GetInlineOnly() {
-				return miss(l)
-			}
-			full.Add(1)
-			return inlineAnswer(l), nil
-		}, func(actor.Context) {})
-		data, ok := fastGet(t, g, "x")
-		if !ok || string(data) != "inline bytes" {
-			t.Fatalf("fast Get: %q, %v", data, ok)
-		}
-		syncNode(t, system, node)
-		if full.Load() != 1 || store.Lookup("x") == nil {
-			t.Fatalf("%d full Locates, copy %v: want one Locate for the copy the node keeps", full.Load(), store.Lookup("x"))
-		}
 	}
 }

@@ -45,7 +45,7 @@ func TestFetchStreamPanicFailsTheStreamNotTheMember(t *testing.T) {
 	shard := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	var panicked atomic.Bool
 	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return shard },
-		Locate: fullOnly(loc.locate), Transport: &chunkOpener{data: data}, Log: logrus.NewEntry(log)}
+		Locate: loc.locate, Transport: &chunkOpener{data: data}, Log: logrus.NewEntry(log)}
 	cfg.Hooks.BeforeFetchChunk = func(string, string, int64) {
 		if panicked.CompareAndSwap(false, true) {
 			panic("a bug a peer's stream reached (test)")

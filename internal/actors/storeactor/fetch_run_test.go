@@ -97,7 +97,7 @@ func scriptedNode(t *testing.T, loc *scriptedLocator, dp transport.Transport) *s
 		seen []string
 	)
 	cfg := Config{Self: &messages.NodeRef{NodeId: "n"}, Store: sn.store, ShardFor: func(string) *actor.PID { return sn.shard.Load() },
-		Locate: fullOnly(loc.locate), Transport: dp, Log: logrus.NewEntry(log),
+		Locate: loc.locate, Transport: dp, Log: logrus.NewEntry(log),
 		Hooks: Hooks{BeforeReceive: func(_ string, m any) {
 			mu.Lock()
 			seen = append(seen, fmt.Sprintf("%T", m))

@@ -200,7 +200,7 @@ func watchCountingNode(t *testing.T, remote bool, locate Locator) (*actor.ActorS
 	}
 	log, _ := logtest.NewNullLogger()
 	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
-		Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return pid }, Locate: fullOnly(locate), Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
+		Store: objstore.NewStore(1 << 20), ShardFor: func(string) *actor.PID { return pid }, Locate: locate, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
 	return system, node, shard
 }
 

@@ -170,7 +170,7 @@ var storeNodeForFuzz = sync.OnceValue(func() *fuzzNode {
 			Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no %q", l.GetObjectId())}, nil
 	}
 	cfg := Config{Self: &messages.NodeRef{NodeId: "n", Address: "nonhost", ActorId: "node"}, Store: f.store,
-		ShardFor: func(string) *actor.PID { return shard }, Locate: fullOnly(locate), Transport: &openCounter{},
+		ShardFor: func(string) *actor.PID { return shard }, Locate: locate, Transport: &openCounter{},
 		InlineLimit: 16, DefaultTimeout: time.Second, StallTimeout: time.Second, Log: logrus.NewEntry(log),
 		Hooks: Hooks{BeforeReceive: func(_ string, m any) {
 			if _, ok := m.(*actor.Restarting); ok {

@@ -37,8 +37,6 @@ type StoreNode struct {
 	// intos those into GetInto callers' buffers (see fetchRun).
 	fetches map[string]*fetchRun
 	intos   map[*fetchRun]struct{}
-	// peeks are the Gets whose peeks are out (peek_get.go).
-	peeks map[*peekedGet]struct{}
 	// locator carries the fetches' Locates (Config.Locate).
 	locator Locator
 	// fetchDrive, putDrive and deleteDrive step a fetch's, a Put's and
@@ -156,11 +154,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		n.endHeld(ctx, true)
 		n.stopFetches(ctx)
-		n.stopPeeks(ctx, n.stoppedError(ctx))
 	case *messages.Get:
 		n.get(ctx, m)
-	case *peekedGet:
-		n.peeked(ctx, m)
 	case *fastRun:
 		n.fastHandOff(ctx, m)
 	case *fastPutDone:
@@ -207,7 +202,6 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 
 func (n *StoreNode) started(ctx actor.Context) {
 	n.fetches, n.intos = map[string]*fetchRun{}, map[*fetchRun]struct{}{}
-	n.peeks = map[*peekedGet]struct{}{}
 	n.fetchDrive, n.putDrive, n.deleteDrive = n.newFetchDriver(), n.newPutDriver(), n.newDeleteDriver()
 	n.locator = n.cfg.Locate
 	if n.locator == nil {
@@ -439,11 +433,7 @@ func (n *StoreNode) get(ctx actor.Context, m *messages.Get) {
 	if m.GetPrefetch() && m.GetPushed() && n.storePushed(ctx, m) {
 		return
 	}
-	deadline := time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))
-	if n.peekFirst(ctx, m, ctx.Sender(), deadline) {
-		return
-	}
-	n.getUntil(ctx, m, ctx.Sender(), deadline)
+	n.getUntil(ctx, m, ctx.Sender(), time.Now().Add(n.cfg.timeout(m.GetTimeoutMs())))
 }
 
 // storePushed serves a prefetch that came with the object's bytes (an
@@ -623,21 +613,15 @@ func (n *StoreNode) settled(ctx actor.Context, obj *objstore.Object) {
 	}
 }
 
-// stoppedError answers the Gets this node will not serve: undelivered,
-// so that a requester treats them as it treats a request to a node that
-// is gone (a client does not ask this node again).
-func (n *StoreNode) stoppedError(ctx actor.Context) *messages.Error {
-	return &messages.Error{Code: messages.ErrorCode_UNAVAILABLE, UndeliveredTo: ctx.Self().GetId(),
-		Message: "store node " + n.cfg.Self.GetNodeId() + " stopped before the object was ready"}
-}
-
-// stopGets answers the Gets waiting for their objects or their peeks:
-// the node is stopping, and their object's notice or deadline would
-// reach a stopped actor, leaving the requester waiting out its own
-// deadline.
+// stopGets answers the Gets waiting for their objects: the node is
+// stopping, and their object's notice or deadline would reach a stopped
+// actor, leaving the requester waiting out its own deadline.
 func (n *StoreNode) stopGets(ctx actor.Context) {
-	stopped := n.stoppedError(ctx)
-	n.stopPeeks(ctx, stopped)
+	// Undelivered: this node will not serve them, and a requester treats
+	// them as it treats a request to a node that is gone (a client does
+	// not ask this node again).
+	stopped := &messages.Error{Code: messages.ErrorCode_UNAVAILABLE, UndeliveredTo: ctx.Self().GetId(),
+		Message: "store node " + n.cfg.Self.GetNodeId() + " stopped before the object was ready"}
 	for _, w := range n.gets.takeAll() {
 		w.timer.Stop()
 		reply(ctx.ActorSystem(), w.sender, &messages.GetReply{ObjectId: w.m.GetObjectId(), Error: stopped})

@@ -34,13 +34,13 @@ func lookupInline(pid *actor.PID) *directory.InlineIndex {
 	return inlineIndexes.m[keyOf(pid)]
 }
 
-// peeks counts the Locates answered from an index (Peeked).
-var peeks atomic.Uint64
+// quickLocates counts the Locates answered from an index (QuickLocates).
+var quickLocates atomic.Uint64
 
-// Peeked is how many inline_only Locates this process answered with the
-// bytes from a shard's InlineIndex, without the shard: for tests and
+// QuickLocates is how many Locates this process's shards answered from their
+// tables' InlineIndex, without the shard's actor: for tests and
 // benchmarks that check the path was taken.
-func Peeked() uint64 { return peeks.Load() }
+func QuickLocates() uint64 { return quickLocates.Load() }
 
 // openInline makes the index of the table the shard is about to start
 // and registers it.
@@ -69,100 +69,59 @@ func (s *Shard) closeInline(self *actor.PID) {
 	s.inline = nil
 }
 
-// peekInline answers an inline_only Locate for the shard pid of this
-// process from its table's index: the bytes if the table publishes id
-// and its uplink has room for them, else a reply with neither bytes nor
-// error (the receiver asks the table in full). Nothing is recorded and
-// nothing parks.
-func peekInline(pid *actor.PID, l *messages.Locate) *messages.LocateReply {
-	miss := &messages.LocateReply{ObjectId: l.GetObjectId(), Attempt: l.GetAttempt()}
-	o := lookupInline(pid).Lookup(l.GetObjectId())
-	if o == nil || !o.Answer(time.Now()) {
-		return miss
+// quickLocate answers l for the shard pid of this process from its
+// table's published inline objects, without the shard: the bytes, with
+// the receiver's copy recorded for the table (InlineObject.Answer), as
+// the table's own inline answer (inlineReply). nil: the table answers l
+// (the object is not published, l names a sender that failed it or no
+// receiver, the uplink's budget is spent, or the shard is not running).
+func quickLocate(pid *actor.PID, l *messages.Locate) *messages.LocateReply {
+	if l.GetFailedSender() != nil {
+		return nil // the table's failover rules
 	}
-	peeks.Add(1)
+	var reader *messages.NodeRef
+	if !l.GetNoCopy() {
+		if reader = l.GetReceiver(); reader.GetNodeId() == "" {
+			return nil // the table's refusal
+		}
+	}
+	o := lookupInline(pid).Lookup(l.GetObjectId())
+	if o == nil || !o.Answer(time.Now(), reader) {
+		return nil
+	}
+	quickLocates.Add(1)
 	return &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,
 		InlineData: o.Data, Attempt: l.GetAttempt()}
 }
 
-// inlineOnlyField is Locate.inline_only's field number.
-const inlineOnlyField = 10
-
-// asksInlineOnly reports whether the encoded Locate b sets inline_only,
-// without decoding it: a request that does not is left for ServeLocate.
-// A malformed b is ServeLocate's to refuse.
-func asksInlineOnly(b []byte) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		if num == inlineOnlyField && typ == protowire.VarintType {
-			v, m := protowire.ConsumeVarint(b)
-			return m > 0 && v != 0
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return false
-		}
-		b = b[m:]
-	}
-	return false
-}
-
-// Quick says how TryServeLocate took a Locate.
-type Quick int
-
-const (
-	// NotQuick: not an inline_only Locate; ServeLocate answers it.
-	NotQuick Quick = iota
-	// QuickInline: answered with the inline bytes.
-	QuickInline
-	// QuickNotInline: answered with neither bytes nor error (the asker
-	// asks in full), or refused (the error says why).
-	QuickNotInline
-)
-
 // TryServeLocate answers an encoded Locate that arrived on the data plane
-// if it asks only for published inline bytes (inline_only): on the
-// connection's goroutine, without the shard, a context or a wait, as
-// ServeLocate would. NotQuick: any other Locate, for ServeLocate.
+// if the object's shard publishes it (quickLocate): on the connection's
+// goroutine, without the shard, a context or a wait. ok false: for
+// ServeLocate.
 //
 // The reply is appended to dst[:0] (protobuf's encoding of the
 // LocateReply, written by hand: proto.Marshal would allocate a buffer
 // for each answer and copy the object's bytes into it).
-func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.PID, req, dst []byte) (reply []byte, how Quick, err error) {
-	if !asksInlineOnly(req) {
-		return nil, NotQuick, nil
-	}
+func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.PID, req, dst []byte) (reply []byte, ok bool) {
 	var l messages.Locate
-	if err := proto.Unmarshal(req, &l); err != nil {
-		return nil, QuickNotInline, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "malformed Locate on the data plane: %v", err)
+	if proto.Unmarshal(req, &l) != nil || l.GetObjectId() == "" {
+		return nil, false // ServeLocate's to refuse
 	}
-	if !l.GetInlineOnly() {
-		return nil, NotQuick, nil // the field repeated, the last one unset: as protobuf reads it
-	}
-	id := l.GetObjectId()
-	if id == "" {
-		return nil, QuickNotInline, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "Locate without an object id")
-	}
-	pid := shardFor(id)
+	pid := shardFor(l.GetObjectId())
 	if pid == nil || pid.GetAddress() != system.Address() {
-		return nil, QuickNotInline, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard of %q is not on this member (%s)", id, pid.GetAddress())
+		return nil, false
 	}
-	r := peekInline(pid, &l)
-	how = QuickNotInline
-	if r.GetHasInline() {
-		how = QuickInline
+	r := quickLocate(pid, &l)
+	if r == nil {
+		return nil, false
 	}
-	return appendPeekReply(dst[:0], r), how, nil
+	return appendInlineReply(dst[:0], r), true
 }
 
-// appendPeekReply appends r's encoding to b: what proto.Marshal makes of
-// a peek's answer (object_id, size, fingerprint, has_inline, inline_data
+// appendInlineReply appends r's encoding to b: what proto.Marshal makes of
+// an answer from the index (object_id, size, fingerprint, has_inline, inline_data
 // and attempt; zero values omitted, fields in number order).
-func appendPeekReply(b []byte, r *messages.LocateReply) []byte {
+func appendInlineReply(b []byte, r *messages.LocateReply) []byte {
 	if v := r.GetObjectId(); v != "" {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendString(b, v)
