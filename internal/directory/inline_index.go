@@ -2,12 +2,12 @@ package directory
 
 import (
 	"hash/maphash"
-
-	"github.com/hoplite-go/hoplite/messages"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // InlineIndex is the one part of a LocationTable that other goroutines
@@ -60,8 +60,9 @@ type inlineSlot struct {
 // n/inlineBuckets entries: 24 at 100,000 inline objects in one shard.
 const inlineBuckets = 4096
 
-// InlineObject is one published inline object. Its fields never change
-// once published; only its uplink estimate does, under its own lock.
+// InlineObject is one published inline object. Its exported fields never
+// change once published; its uplink estimate and the readers its
+// answers recorded do, under its own lock.
 type InlineObject struct {
 	ID          string
 	Size        int64

@@ -35,8 +35,8 @@ type Controller interface {
 // without blocking: TCP tries it first and, when it answers, skips what
 // a request that may wait costs the server (a context with its timer,
 // the watch for the caller hanging up). ok false: Control answers.
-// A bare round trip (a ping) and a Locate asking only for published
-// inline bytes are such requests. The reply may be built by appending
+// A bare round trip (a ping) and a Locate of an inline object its shard
+// publishes are such requests. The reply may be built by appending
 // to scratch[:0], the connection's own buffer, which is written out
 // before the connection's next request reuses it; a reply that is not
 // built there must be one the handler does not keep.

@@ -1,14 +1,13 @@
 package shardactor
 
 import (
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
