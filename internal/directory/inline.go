@@ -61,7 +61,7 @@ func InlineQueueBudget(size int64, uplink float64) float64 {
 // the shard's uplink (uplink bytes per second) less than its processing
 // of the Locates: InlineQueueCopies copies of it fit in InlineQueueTime.
 // Only such an object is published for Locates answered without the
-// table (InlineIndex): a larger one is relayed from copy to copy past
+// table (InlinePublisher): a larger one is relayed from copy to copy past
 // the budget, and only receivers that keep a copy can relay it.
 func CheapOnTheUplink(size int64, uplink float64) bool {
 	return float64(size)*InlineQueueCopies <= InlineQueueTime.Seconds()*uplink
@@ -137,31 +137,73 @@ func (t *LocationTable) inlineReply(e *entry, w *waiter) []outbox.Send {
 	return out
 }
 
-// withdrawInline withdraws e from the table's InlineIndex and takes into
-// its locations the readers its answers recorded that the table had not
-// taken yet: their copies exist (see InlineIndex).
+// InlinePublisher is where a table publishes the plain inline objects it
+// serves as they are (a Put's, not a Reduce's, CheapOnTheUplink), so
+// that Locates of them are answered without the table, and learns the
+// copies those answers made: each answer records its reader before the
+// bytes leave, as the table's own inline answer (inlineReply) records
+// its receiver. Only the table's step calls it. The rule a table keeps:
+// an id is published only while a Locate stepped through the table
+// would be answered with those bytes; it is withdrawn in the step that
+// deletes, releases or marks it a Reduce's, before any answer of that
+// step. internal/inlineindex is the one there is.
+type InlinePublisher interface {
+	// Publish serves id's bytes (data, read-only) from now on; uplink is
+	// the shard's uplink rate for the budget of its answers
+	// (AnswerWithBytes).
+	Publish(id string, size int64, fingerprint uint64, data []byte, uplink float64)
+	// Withdraw stops serving id, and returns the readers its answers
+	// recorded that Drain has not returned.
+	Withdraw(id string) []*messages.NodeRef
+	// Drain returns the readers recorded since the last Drain.
+	Drain() []InlineReaders
+}
+
+// InlineReaders are the readers an InlinePublisher's answers recorded
+// for object ID: each holds a whole copy.
+type InlineReaders struct {
+	ID      string
+	Readers []*messages.NodeRef
+}
+
+// publishInline publishes e if it is a plain inline object cheap on the
+// uplink.
+func (t *LocationTable) publishInline(e *entry, unoffered bool) {
+	if t.cfg.Inline != nil && e.hasInline && !unoffered && e.target.none() && CheapOnTheUplink(e.size, t.cfg.InlineUplink) {
+		t.cfg.Inline.Publish(e.id, e.size, e.fingerprint, e.inline, t.cfg.InlineUplink)
+	}
+}
+
+// withdrawInline withdraws e from the table's InlinePublisher and takes
+// into its locations the readers its answers recorded that the table had
+// not taken yet: their copies exist.
 func (t *LocationTable) withdrawInline(e *entry) []outbox.Send {
+	if t.cfg.Inline == nil {
+		return nil
+	}
 	var out []outbox.Send
-	for _, r := range t.cfg.Inline.withdraw(e.id) {
+	for _, r := range t.cfg.Inline.Withdraw(e.id) {
 		out = append(out, t.setLocation(e, r, messages.LocationState_COMPLETE, false)...)
 	}
 	return out
 }
 
 // takeInlineReaders takes into the table's locations the readers the
-// InlineIndex's answers recorded since the last step: each holds a whole
-// copy, as the receiver of the table's own inline answer does
-// (inlineReply). Step does it first, so that everything a step decides
-// (a Delete's drops, a sender's choice, an Info) counts them.
+// InlinePublisher's answers recorded since the last step: each holds a
+// whole copy, as the receiver of the table's own inline answer does.
+// Step does it first, so that everything a step decides (a Delete's
+// drops, a sender's choice, an Info) counts them.
 func (t *LocationTable) takeInlineReaders() []outbox.Send {
+	if t.cfg.Inline == nil {
+		return nil
+	}
 	var out []outbox.Send
-	for _, o := range t.cfg.Inline.drain() {
-		readers := o.take()
-		e := t.entries[o.ID]
+	for _, rs := range t.cfg.Inline.Drain() {
+		e := t.entries[rs.ID]
 		if e == nil || !e.hasInline {
-			continue // withdrawn in between: withdrawInline took them
+			continue // withdrawn since: Withdraw handed its readers over
 		}
-		for _, r := range readers {
+		for _, r := range rs.Readers {
 			out = append(out, t.setLocation(e, r, messages.LocationState_COMPLETE, false)...)
 		}
 	}

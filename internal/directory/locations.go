@@ -196,9 +196,7 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	}
 	if req.GetHasInline() && req.GetSize() < t.cfg.InlineLimit {
 		e.hasInline, e.inline = true, req.GetInlineData()
-		if !req.GetUnoffered() && e.target.none() && CheapOnTheUplink(e.size, t.cfg.InlineUplink) {
-			t.cfg.Inline.publish(&InlineObject{ID: id, Size: e.size, Fingerprint: e.fingerprint, Data: e.inline, uplink: t.cfg.InlineUplink})
-		}
+		t.publishInline(e, req.GetUnoffered())
 	}
 	out := append(reply(nil, false), stale...)
 	if req.GetUnoffered() {

@@ -66,7 +66,7 @@ func (r *reduceTarget) learn(run string, reduced []string) {
 
 // none reports whether no Reduce has reserved, created, committed or
 // been read into the id: a plain Put's object, whose inline bytes the
-// table publishes (InlineIndex).
+// table publishes (InlinePublisher).
 func (r *reduceTarget) none() bool {
 	return r.reservedBy == "" && r.producedBy == "" && r.committedBy == "" && r.readFrom == "" && len(r.reduced) == 0
 }

@@ -65,9 +65,10 @@ type TableConfig struct {
 	// unset.
 	AwaitRepublish bool
 	// Inline, if set, is where the table publishes the plain inline
-	// objects it serves, for Locates answered without it (see
-	// InlineIndex). Nil: nothing is published (the simulator's tables).
-	Inline *InlineIndex
+	// objects it serves, for Locates answered without it, and learns the
+	// copies those answers made (InlinePublisher). Nil: nothing is
+	// published (the simulator's tables).
+	Inline InlinePublisher
 	// Keeper, if set, is where the table sends what no store node would
 	// republish to its shard's next table (a *messages.Tombstones): ids it
 	// marked lost and ids it deleted that no node held. A shard's keeper

@@ -9,25 +9,25 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/inlineindex"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// inlineIndexes holds the InlineIndex of every running shard of this
+// inlineIndexes holds the inlineindex.Index of every running shard of this
 // process, by its PID: a shard registers its table's when the table
 // starts and withdraws it, cleared, before it stops serving, so a Locate
 // that finds no index here asks the shard. (A map of a comparable key
 // under a lock: a lookup builds no key string.)
 var inlineIndexes = struct {
 	sync.RWMutex
-	m map[pidKey]*directory.InlineIndex
-}{m: map[pidKey]*directory.InlineIndex{}}
+	m map[pidKey]*inlineindex.Index
+}{m: map[pidKey]*inlineindex.Index{}}
 
 type pidKey struct{ address, id string }
 
 func keyOf(pid *actor.PID) pidKey { return pidKey{pid.GetAddress(), pid.GetId()} }
 
-func lookupInline(pid *actor.PID) *directory.InlineIndex {
+func lookupInline(pid *actor.PID) *inlineindex.Index {
 	inlineIndexes.RLock()
 	defer inlineIndexes.RUnlock()
 	return inlineIndexes.m[keyOf(pid)]
@@ -37,14 +37,14 @@ func lookupInline(pid *actor.PID) *directory.InlineIndex {
 var quickLocates atomic.Uint64
 
 // QuickLocates is how many Locates this process's shards answered from their
-// tables' InlineIndex, without the shard's actor: for tests and
+// tables' inlineindex.Index, without the shard's actor: for tests and
 // benchmarks that check the path was taken.
 func QuickLocates() uint64 { return quickLocates.Load() }
 
 // openInline makes the index of the table the shard is about to start
 // and registers it.
-func (s *Shard) openInline(self *actor.PID) *directory.InlineIndex {
-	x := directory.NewInlineIndex()
+func (s *Shard) openInline(self *actor.PID) *inlineindex.Index {
+	x := inlineindex.New()
 	s.inline = x
 	inlineIndexes.Lock()
 	inlineIndexes.m[keyOf(self)] = x

@@ -20,6 +20,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/inlineindex"
 	"github.com/hoplite-go/hoplite/internal/membername"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/reduction"
@@ -246,9 +247,9 @@ func (f *FailureLog) Forget(node, address string) {
 type Shard struct {
 	cfg   ShardConfig
 	table *directory.LocationTable
-	// inline is the table's InlineIndex, registered for the Locates
+	// inline is the table's inlineindex.Index, registered for the Locates
 	// answered without the shard (inline_locate.go).
-	inline *directory.InlineIndex
+	inline *inlineindex.Index
 	// timer wakes the shard at the table's next deadline (the Tick the
 	// table's Box asks for), so an idle shard costs nothing; a ticker
 	// every 20 ms on each of a member's shards was a quarter of an idle

@@ -1,4 +1,4 @@
-package directory
+package inlineindex
 
 import (
 	"fmt"
@@ -7,21 +7,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-func indexedTable() (*LocationTable, *InlineIndex) {
-	x := NewInlineIndex()
-	return NewLocationTable(TableConfig{InlineLimit: 64, Inline: x}), x
+var t0 = time.Unix(1000, 0)
+
+func node(i int) *messages.NodeRef {
+	return &messages.NodeRef{NodeId: fmt.Sprintf("n%d", i), ActorId: fmt.Sprintf("n%d/store", i)}
 }
 
-func createInline(t *testing.T, tb *LocationTable, id, data string, extra func(*messages.CreateObject)) {
+// replyTo is an opaque requester as the table sees it.
+type replyTo string
+
+func repliesTo(out []outbox.Send, to any) []outbox.Send {
+	var r []outbox.Send
+	for _, s := range out {
+		if s.To == to {
+			r = append(r, s)
+		}
+	}
+	return r
+}
+
+func indexedTable() (*directory.LocationTable, *Index) {
+	x := New()
+	return directory.NewLocationTable(directory.TableConfig{InlineLimit: 64, Inline: x}), x
+}
+
+func createInline(t *testing.T, tb *directory.LocationTable, id, data string, extra func(*messages.CreateObject)) {
 	t.Helper()
 	req := &messages.CreateObject{ObjectId: id, Size: int64(len(data)), Fingerprint: 7, Creator: node(0), HasInline: true, InlineData: []byte(data)}
 	if extra != nil {
 		extra(req)
 	}
-	out := tb.Step(t0, Create{Req: req, ReplyTo: replyTo("c")}).Sends
+	out := tb.Step(t0, directory.Create{Req: req, ReplyTo: replyTo("c")}).Sends
 	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create %s: %v", id, out)
 	}
@@ -30,14 +51,14 @@ func createInline(t *testing.T, tb *LocationTable, id, data string, extra func(*
 // A plain Put's inline object is published as the table registers it,
 // with what a Locate's answer carries; a streamed object, an unoffered
 // one and a Reduce's target are not: the table answers those itself.
-func TestInlineIndexPublishesPlainInlineObjects(t *testing.T) {
+func TestIndexPublishesPlainInlineObjects(t *testing.T) {
 	tb, x := indexedTable()
 	createInline(t, tb, "small", "abc", nil)
 	o := x.Lookup("small")
 	if o == nil || string(o.Data) != "abc" || o.Size != 3 || o.Fingerprint != 7 || o.ID != "small" {
 		t.Fatalf("published %+v, want small's 3 bytes and fingerprint", o)
 	}
-	create(t, tb, "big", 1000, 0)
+	tb.Step(t0, directory.Create{Req: &messages.CreateObject{ObjectId: "big", Size: 1000, Fingerprint: 42, Creator: node(0)}, ReplyTo: replyTo("cb")})
 	createInline(t, tb, "held", "xyz", func(r *messages.CreateObject) { r.Unoffered = true })
 	if _, err := tb.Reserve("target", "red#1"); err != nil {
 		t.Fatal(err)
@@ -56,11 +77,11 @@ func TestInlineIndexPublishesPlainInlineObjects(t *testing.T) {
 // A Delete withdraws the object in the step that answers it, so a Get
 // that starts once the Delete is answered finds nothing to read without
 // the table; so does a Reduce's release of its target, and Close.
-func TestInlineIndexWithdrawsBeforeTheAnswer(t *testing.T) {
+func TestIndexWithdrawsBeforeTheAnswer(t *testing.T) {
 	tb, x := indexedTable()
 	createInline(t, tb, "a", "abc", nil)
 	createInline(t, tb, "b", "def", nil)
-	out := tb.Step(t0, Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")})
+	out := tb.Step(t0, directory.Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")})
 	if len(repliesTo(out.Sends, replyTo("d"))) != 1 {
 		t.Fatalf("the Delete was not answered in its step: %v", out.Sends)
 	}
@@ -71,7 +92,7 @@ func TestInlineIndexWithdrawsBeforeTheAnswer(t *testing.T) {
 		t.Fatalf("the other object: %v, %d published", x.Lookup("b"), x.Len())
 	}
 	// Put again after the Delete: refused (DELETED), nothing published.
-	out = tb.Step(t0, Create{Req: &messages.CreateObject{ObjectId: "a", Size: 3, Creator: node(1), HasInline: true, InlineData: []byte("abc")}, ReplyTo: replyTo("c2")})
+	out = tb.Step(t0, directory.Create{Req: &messages.CreateObject{ObjectId: "a", Size: 3, Creator: node(1), HasInline: true, InlineData: []byte("abc")}, ReplyTo: replyTo("c2")})
 	if x.Lookup("a") != nil {
 		t.Fatalf("a deleted id published again: %v", out.Sends)
 	}
@@ -83,7 +104,7 @@ func TestInlineIndexWithdrawsBeforeTheAnswer(t *testing.T) {
 
 // A Reduce's target that a later commit reaches through a publication is
 // withdrawn, whatever it was before.
-func TestInlineIndexWithdrawsWhatBecomesATarget(t *testing.T) {
+func TestIndexWithdrawsWhatBecomesATarget(t *testing.T) {
 	tb, x := indexedTable()
 	createInline(t, tb, "t", "abc", nil)
 	tb.Step(t0, &messages.PublishLocation{ObjectId: "t", Node: node(1), State: messages.LocationState_COMPLETE, Size: 3, Fingerprint: 7, ReduceId: "red#1"})
@@ -95,9 +116,9 @@ func TestInlineIndexWithdrawsWhatBecomesATarget(t *testing.T) {
 // The index keeps the table's uplink budget: past it a Locate is asked of
 // the table (which sends receivers to copies), and the queue drains at
 // the uplink's rate.
-func TestInlineObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
+func TestObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
 	const size, uplink = 1 << 10, 1e6 // 1 ms at the uplink: 976 copies of 1 KiB
-	o := &InlineObject{ID: "x", Size: size, uplink: uplink}
+	o := &Object{ID: "x", Size: size, uplink: uplink}
 	n := 0
 	for o.Answer(t0, nil) {
 		n++
@@ -105,7 +126,7 @@ func TestInlineObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
 			t.Fatal("no budget")
 		}
 	}
-	if want := int(InlineQueueBudget(size, uplink) / size); n != want {
+	if want := int(directory.InlineQueueBudget(size, uplink) / size); n != want {
 		t.Fatalf("%d answers with the bytes at once, want %d", n, want)
 	}
 	if !o.Answer(t0.Add(10*time.Millisecond), nil) {
@@ -115,7 +136,7 @@ func TestInlineObjectAnswerKeepsTheUplinkBudget(t *testing.T) {
 
 // Readers on other goroutines see whole snapshots while the table
 // writes: run with -race.
-func TestInlineIndexConcurrentReaders(t *testing.T) {
+func TestIndexConcurrentReaders(t *testing.T) {
 	tb, x := indexedTable()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -140,7 +161,7 @@ func TestInlineIndexConcurrentReaders(t *testing.T) {
 		id := fmt.Sprintf("o%d", i)
 		createInline(t, tb, id, id, nil)
 		if i%2 == 0 {
-			tb.Step(t0, Delete{Req: &messages.DeleteObject{ObjectId: id}, ReplyTo: replyTo("d")})
+			tb.Step(t0, directory.Delete{Req: &messages.DeleteObject{ObjectId: id}, ReplyTo: replyTo("d")})
 		}
 	}
 	close(stop)
@@ -154,15 +175,15 @@ func TestInlineIndexConcurrentReaders(t *testing.T) {
 // processing (past InlineQueueCopies in InlineQueueTime) is not
 // published: past the budget it is relayed from receivers' copies, which
 // only receivers that asked the table keep.
-func TestInlineIndexLeavesCostlyObjectsToTheTable(t *testing.T) {
-	x := NewInlineIndex()
-	tb := NewLocationTable(TableConfig{InlineLimit: 64 << 10, InlineUplink: 1e6, Inline: x}) // 1 ms: 1,000 B
+func TestIndexLeavesCostlyObjectsToTheTable(t *testing.T) {
+	x := New()
+	tb := directory.NewLocationTable(directory.TableConfig{InlineLimit: 64 << 10, InlineUplink: 1e6, Inline: x}) // 1 ms: 1,000 B
 	createInline(t, tb, "cheap", "abc", nil)
 	createInline(t, tb, "costly", string(make([]byte, 200)), nil) // 8 copies: 1,600 B
 	if x.Lookup("cheap") == nil || x.Lookup("costly") != nil {
 		t.Fatalf("published: cheap %v, costly %v; want only the cheap one", x.Lookup("cheap"), x.Lookup("costly"))
 	}
-	if !CheapOnTheUplink(6250, 50e6) || CheapOnTheUplink(6251, 50e6) {
+	if !directory.CheapOnTheUplink(6250, 50e6) || directory.CheapOnTheUplink(6251, 50e6) {
 		t.Error("at 400 Mbit/s the limit is 6,250 bytes")
 	}
 }
@@ -173,14 +194,14 @@ func TestInlineIndexLeavesCostlyObjectsToTheTable(t *testing.T) {
 // the very step that deletes (withdraw hands over what was not taken).
 // A no-copy receiver is not recorded; nothing is answered once the
 // object is withdrawn.
-func TestInlineIndexAnswersRecordTheReadersCopies(t *testing.T) {
+func TestIndexAnswersRecordTheReadersCopies(t *testing.T) {
 	tb, x := indexedTable()
 	createInline(t, tb, "a", "abc", nil)
 	o := x.Lookup("a")
 	if !o.Answer(t0, node(2)) || !o.Answer(t0, nil) {
 		t.Fatal("not answered")
 	}
-	info := tb.Step(t0, Query{Req: &messages.QueryObject{ObjectId: "a"}, ReplyTo: replyTo("q")}).Sends
+	info := tb.Step(t0, directory.Query{Req: &messages.QueryObject{ObjectId: "a"}, ReplyTo: replyTo("q")}).Sends
 	var listed []string
 	for _, s := range repliesTo(info, replyTo("q")) {
 		for _, l := range s.Msg.(*messages.ObjectInfo).GetLocations() {
@@ -196,7 +217,7 @@ func TestInlineIndexAnswersRecordTheReadersCopies(t *testing.T) {
 	if !o.Answer(t0, node(3)) {
 		t.Fatal("not answered")
 	}
-	out := tb.Step(t0, Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")}).Sends
+	out := tb.Step(t0, directory.Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")}).Sends
 	dropped := map[string]bool{}
 	for _, s := range out {
 		if _, ok := s.Msg.(*messages.DropObject); ok {
@@ -214,7 +235,7 @@ func TestInlineIndexAnswersRecordTheReadersCopies(t *testing.T) {
 	createInline(t, tb, "b", "def", nil)
 	ob := x.Lookup("b")
 	ob.Answer(t0, node(5))
-	if r := x.withdraw("b"); len(r) != 1 || r[0].GetNodeId() != "n5" {
+	if r := x.Withdraw("b"); len(r) != 1 || r[0].GetNodeId() != "n5" {
 		t.Fatalf("withdraw handed over %v, want n5", r)
 	}
 	if ob.Answer(t0, node(6)) || x.Lookup("b") != nil {

@@ -1,4 +1,8 @@
-package directory
+// Package inlineindex is the published view of a directory shard's plain
+// inline objects that the shard's Locates are answered from without its
+// actor: written by the shard's table through directory.InlinePublisher,
+// read by any goroutine.
+package inlineindex
 
 import (
 	"hash/maphash"
@@ -7,11 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
-// InlineIndex is the one part of a LocationTable that other goroutines
-// use: the plain inline objects it serves as they are, so that a Locate
+// Index is the one part of a directory.LocationTable that other
+// goroutines use (its TableConfig.Inline): the plain inline objects it serves as they are, so that a Locate
 // of one is answered on the goroutine that received it (the data-plane
 // connection's, or the caller's own in process) without a message to
 // the table's actor and without waking it. A small Get then costs one
@@ -21,7 +26,7 @@ import (
 // Only the table publishes and withdraws, inside its Step; readers see
 // immutable snapshots (copy on write per bucket), never a map the table
 // mutates. An answer given here records its receiver's copy with the
-// object (InlineObject.Answer), as the table's own inline answer does,
+// object (Object.Answer), as the table's own inline answer does,
 // before the bytes leave: every reader holds a copy, and the table
 // takes those records into its locations at the start of its next step
 // (Step drains them) or when it withdraws the object, before anything
@@ -35,7 +40,7 @@ import (
 // Delete; anything absent is asked of the table. A table's index is
 // cleared when its shard stops serving (the shell's Close), before its
 // successor can answer a Delete.
-type InlineIndex struct {
+type Index struct {
 	seed    maphash.Seed
 	buckets [inlineBuckets]atomic.Pointer[[]inlineSlot]
 	n       atomic.Int64
@@ -44,8 +49,15 @@ type InlineIndex struct {
 	// table last drained them; nRecorded is their count, for a step's
 	// look without the lock.
 	mu        sync.Mutex
-	recorded  []*InlineObject
+	recorded  []*Object
 	nRecorded atomic.Int32
+}
+
+// queue is an object's estimate of its answers' bytes still on the
+// shard's uplink: queued as of at.
+type queue struct {
+	queued float64
+	at     time.Time
 }
 
 // inlineSlot is one object of a bucket with its id's hash beside it, so
@@ -53,27 +65,27 @@ type InlineIndex struct {
 // them.
 type inlineSlot struct {
 	hash uint64
-	o    *InlineObject
+	o    *Object
 }
 
 // inlineBuckets spreads the index so that a write copies about
 // n/inlineBuckets entries: 24 at 100,000 inline objects in one shard.
 const inlineBuckets = 4096
 
-// InlineObject is one published inline object. Its exported fields never
+// Object is one published inline object. Its exported fields never
 // change once published; its uplink estimate and the readers its
 // answers recorded do, under its own lock.
-type InlineObject struct {
+type Object struct {
 	ID          string
 	Size        int64
 	Fingerprint uint64
 	// Data is the table's own copy of the bytes: read-only.
 	Data []byte
 
-	x      *InlineIndex
+	x      *Index
 	uplink float64
 	mu     sync.Mutex
-	queue  inlineQueue
+	queue  queue
 	// readers are the receivers answered here whose copies the table
 	// has not taken yet (at most maxInlineReaders); withdrawn: the
 	// table withdrew the object, and nothing more is answered here.
@@ -85,18 +97,18 @@ type InlineObject struct {
 // the table takes them: past it, Locates are asked of the table.
 const maxInlineReaders = 1024
 
-// NewInlineIndex returns an empty index.
-func NewInlineIndex() *InlineIndex { return &InlineIndex{seed: maphash.MakeSeed()} }
+// New returns an empty index.
+func New() *Index { return &Index{seed: maphash.MakeSeed()} }
 
-func (x *InlineIndex) bucket(id string) (*atomic.Pointer[[]inlineSlot], uint64) {
+func (x *Index) bucket(id string) (*atomic.Pointer[[]inlineSlot], uint64) {
 	h := maphash.String(x.seed, id)
 	return &x.buckets[h%inlineBuckets], h
 }
 
 // Lookup returns id's published object, or nil. Safe from any goroutine.
-func (x *InlineIndex) Lookup(id string) *InlineObject {
+func (x *Index) Lookup(id string) *Object {
 	if x == nil {
-		return nil
+		return nil // no shard registered one
 	}
 	p, h := x.bucket(id)
 	b := p.Load()
@@ -112,38 +124,32 @@ func (x *InlineIndex) Lookup(id string) *InlineObject {
 }
 
 // Len is how many objects are published.
-func (x *InlineIndex) Len() int {
+func (x *Index) Len() int {
 	if x == nil {
 		return 0
 	}
 	return int(x.n.Load())
 }
 
-// publish adds o, in place of any earlier object of its id (the
-// table's step only).
-func (x *InlineIndex) publish(o *InlineObject) {
-	if x == nil {
-		return
-	}
-	p, h := x.bucket(o.ID)
+// Publish implements directory.InlinePublisher: id's bytes are served
+// from here, in place of any earlier object of the id.
+func (x *Index) Publish(id string, size int64, fingerprint uint64, data []byte, uplink float64) {
+	o := &Object{ID: id, Size: size, Fingerprint: fingerprint, Data: data, x: x, uplink: uplink}
+	p, h := x.bucket(id)
 	var next []inlineSlot
 	if b := p.Load(); b != nil {
-		next = slices.DeleteFunc(slices.Clone(*b), func(s inlineSlot) bool { return s.o.ID == o.ID })
+		next = slices.DeleteFunc(slices.Clone(*b), func(s inlineSlot) bool { return s.o.ID == id })
 		x.n.Add(int64(len(next) - len(*b)))
 	}
-	o.x = x
 	next = append(next, inlineSlot{h, o})
 	p.Store(&next)
 	x.n.Add(1)
 }
 
-// withdraw removes id (the table's step only) and returns the readers
-// its answers recorded that the table has not taken: their copies
-// exist, and the table takes them now. Absent: nothing.
-func (x *InlineIndex) withdraw(id string) []*messages.NodeRef {
-	if x == nil {
-		return nil
-	}
+// Withdraw implements directory.InlinePublisher: id is served no more,
+// and the readers its answers recorded that Drain did not hand over yet
+// are returned (their copies exist). Absent: nothing.
+func (x *Index) Withdraw(id string) []*messages.NodeRef {
 	p, h := x.bucket(id)
 	b := p.Load()
 	if b == nil {
@@ -169,32 +175,33 @@ func (x *InlineIndex) withdraw(id string) []*messages.NodeRef {
 	return readers
 }
 
-// drain returns the objects whose answers recorded readers since the
-// last drain (the table's step only); each one's take hands them over.
-func (x *InlineIndex) drain() []*InlineObject {
-	if x == nil || x.nRecorded.Load() == 0 {
+// Drain implements directory.InlinePublisher: the readers the answers
+// recorded since the last Drain, by object.
+func (x *Index) Drain() []directory.InlineReaders {
+	if x.nRecorded.Load() == 0 {
 		return nil
 	}
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	r := x.recorded
+	objs := x.recorded
 	x.recorded = nil
 	x.nRecorded.Store(0)
-	return r
-}
-
-// take returns the readers recorded and not taken yet.
-func (o *InlineObject) take() []*messages.NodeRef {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	r := o.readers
-	o.readers = nil
-	return r
+	x.mu.Unlock()
+	out := make([]directory.InlineReaders, 0, len(objs))
+	for _, o := range objs {
+		o.mu.Lock()
+		r := o.readers
+		o.readers = nil
+		o.mu.Unlock()
+		if len(r) > 0 {
+			out = append(out, directory.InlineReaders{ID: o.ID, Readers: r})
+		}
+	}
+	return out
 }
 
 // Close withdraws everything: the table stops serving (its shard stops,
 // moves or starts over). Called by the table's shell, on its goroutine.
-func (x *InlineIndex) Close() {
+func (x *Index) Close() {
 	if x == nil {
 		return
 	}
@@ -213,7 +220,7 @@ func (x *InlineIndex) Close() {
 // keeps no copy) is recorded with the object before the answer, for the
 // table to take (drain, withdraw). Not after the table withdrew o, nor
 // past maxInlineReaders records it has not taken.
-func (o *InlineObject) Answer(now time.Time, reader *messages.NodeRef) bool {
+func (o *Object) Answer(now time.Time, reader *messages.NodeRef) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.withdrawn || (reader != nil && len(o.readers) >= maxInlineReaders) {
@@ -223,12 +230,12 @@ func (o *InlineObject) Answer(now time.Time, reader *messages.NodeRef) bool {
 	if o.queue.at.After(at) {
 		at = o.queue.at
 	}
-	q := InlineQueued(o.queue.queued, o.queue.at, at, o.uplink)
-	if !AnswerWithBytes(q, o.Size, o.uplink) {
-		o.queue = inlineQueue{queued: q, at: at}
+	q := directory.InlineQueued(o.queue.queued, o.queue.at, at, o.uplink)
+	if !directory.AnswerWithBytes(q, o.Size, o.uplink) {
+		o.queue = queue{queued: q, at: at}
 		return false
 	}
-	o.queue = inlineQueue{queued: q + float64(o.Size), at: at}
+	o.queue = queue{queued: q + float64(o.Size), at: at}
 	if reader != nil {
 		if len(o.readers) == 0 && o.x != nil {
 			o.x.mu.Lock()
