@@ -169,6 +169,10 @@ func FuzzServeControl(f *testing.F) {
 			if err == nil && proto.Unmarshal(out, &messages.LocateReply{}) != nil {
 				t.Fatalf("ServeLocate(%x) answered %x, which does not decode", req, out)
 			}
+			// The object id read alone is the one protobuf reads.
+			if id, ok := locateObjectID(req); ok && proto.Unmarshal(req, &l) == nil && id != l.GetObjectId() {
+				t.Fatalf("locateObjectID(%x) = %q, protobuf reads %q", req, id, l.GetObjectId())
+			}
 			// The same bytes on the quick path: answered only with a
 			// published object's bytes, never by a wait.
 			out, ok := TryServeLocate(s.system, s.shardFor, req, nil)

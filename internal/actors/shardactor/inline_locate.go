@@ -101,13 +101,21 @@ func quickLocate(pid *actor.PID, l *messages.Locate) *messages.LocateReply {
 // The reply is appended to dst[:0] (protobuf's encoding of the
 // LocateReply, written by hand: proto.Marshal would allocate a buffer
 // for each answer and copy the object's bytes into it).
+//
+// Only the object id is read before the index is asked: a Locate of
+// anything else (a streamed object's, every one ServeLocate answers) is
+// decoded once, there, not twice.
 func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.PID, req, dst []byte) (reply []byte, ok bool) {
-	var l messages.Locate
-	if proto.Unmarshal(req, &l) != nil || l.GetObjectId() == "" {
+	id, ok := locateObjectID(req)
+	if !ok || id == "" {
 		return nil, false // ServeLocate's to refuse
 	}
-	pid := shardFor(l.GetObjectId())
-	if pid == nil || pid.GetAddress() != system.Address() {
+	pid := shardFor(id)
+	if pid == nil || pid.GetAddress() != system.Address() || lookupInline(pid).Lookup(id) == nil {
+		return nil, false
+	}
+	var l messages.Locate
+	if proto.Unmarshal(req, &l) != nil {
 		return nil, false
 	}
 	r := quickLocate(pid, &l)
@@ -115,6 +123,33 @@ func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.P
 		return nil, false
 	}
 	return appendInlineReply(dst[:0], r), true
+}
+
+// locateObjectID reads an encoded Locate's object_id as protobuf would
+// (the last occurrence wins) without decoding the rest; ok false: b is
+// not well-formed protobuf.
+func locateObjectID(b []byte) (id string, ok bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeString(b)
+			if m < 0 {
+				return "", false
+			}
+			id, b = v, b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return "", false
+		}
+		b = b[m:]
+	}
+	return id, true
 }
 
 // appendInlineReply appends r's encoding to b: what proto.Marshal makes of
