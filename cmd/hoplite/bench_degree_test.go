@@ -66,8 +66,8 @@ func TestBenchFailureDegrees(t *testing.T) {
 		`(?m)^failure-reduce\s+1MiB\s+ours\s+(degree \d|inline)\s+\S+s\s+\S+s\s+[0-9.]+x\s+1\.00x\s+[0-9.]+x\s+killed at \S+s$`,
 		`(?m)^failure-reduce\s+1MiB\s+d=4\s+degree 3\s+\S+s\s+\S+s\s+[0-9.]+x\s+[0-9.]+x\s+[0-9.]+x\s+killed at \S+s$`,
 		`(?m)^failure-broadcast 1MiB: d=4 n/a: a broadcast has no reduce tree`,
-		`(?m)^RESULT scenario=failure-broadcast nodes=4 size=1048576 ours=\S+s ideal=\S+s ours-failure=\S+s d=4=skipped d=4-failure=skipped( cpu=\S+)? cpus=\d+ load=[0-9.]+ ours-failure/ours=[0-9.]+x$`,
-		`(?m)^RESULT scenario=failure-reduce nodes=4 size=1048576 ours=\S+s ideal=\S+s ours-failure=\S+s d=4=\S+s d=4-failure=\S+s( cpu=\S+)? cpus=\d+ load=[0-9.]+ ours-failure/ours=[0-9.]+x d=4-failure/d=4=[0-9.]+x$`,
+		`(?m)^RESULT scenario=failure-broadcast nodes=4 size=1048576 ours=\S+s ideal=\S+s ours-failure=\S+s d=4=skipped d=4-failure=skipped( cpu=\S+)? cpus=\d+ load=[0-9.]+( load-differs=\S+)? ours-failure/ours=[0-9.]+x$`,
+		`(?m)^RESULT scenario=failure-reduce nodes=4 size=1048576 ours=\S+s ideal=\S+s ours-failure=\S+s d=4=\S+s d=4-failure=\S+s( cpu=\S+)? cpus=\d+ load=[0-9.]+( load-differs=\S+)? ours-failure/ours=[0-9.]+x d=4-failure/d=4=[0-9.]+x$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("stdout lacks %s:\n%s\nstderr:\n%s", re, stdout, stderr)
