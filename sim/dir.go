@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/inlineindex"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/rendezvous"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
@@ -14,11 +15,17 @@ import (
 
 // shard is one directory shard: the real LocationTable, on its home.
 type shard struct {
-	idx  int
-	t    *directory.LocationTable
-	home *host
-	tick time.Duration // the Tick armed (0: none)
-	// served counts the messages it processed (its load).
+	idx int
+	t   *directory.LocationTable
+	// inline is t's published inline objects, which the home's data
+	// plane answers Locates from without the table (nil with
+	// Params.ActorLocates); quick counts those answers.
+	inline *inlineindex.Index
+	quick  int64
+	home   *host
+	tick   time.Duration // the Tick armed (0: none)
+	// served counts the messages it processed (its load), the Locates
+	// its published objects answered among them.
 	served int64
 	// republishing are the hosts a rebuilt table still waits for (see
 	// moveShards); moves counts the table's rebuilds.
@@ -31,22 +38,32 @@ type shard struct {
 func (w *world) newShards() {
 	for i := 0; i < w.p.Shards; i++ {
 		w.instances++
-		home := w.hosts[i%len(w.hosts)]
-		w.shards = append(w.shards, &shard{idx: i, home: home, t: w.newTable(home)})
+		s := &shard{idx: i, home: w.hosts[i%len(w.hosts)]}
+		w.newTable(s)
+		w.shards = append(w.shards, s)
 	}
 }
 
-// newTable is a shard's table on home, as the cluster configures it: its
-// inline answers leave at home's uplink payload rate (the member's
-// -link-rate), and its fan-out is chosen for broadcasts to the other
-// hosts on the network's latency and the hosts' intake.
-func (w *world) newTable(home *host) *directory.LocationTable {
+// newTable gives shard s a new table on its home, as the cluster
+// configures it: its inline answers leave at the home's uplink payload
+// rate (the member's -link-rate), its fan-out is chosen for broadcasts
+// to the other hosts on the network's latency and the hosts' intake, and
+// it publishes its plain inline objects in an index of its own (the
+// table before it serves nothing more).
+func (w *world) newTable(s *shard) {
 	fanOut := w.p.FanOut
 	if fanOut == 0 {
 		fanOut = directory.FanOutAuto
 	}
-	return directory.NewLocationTable(directory.TableConfig{Instance: w.instances, InlineUplink: home.up.cap, FanOut: fanOut,
-		Receivers: w.p.N - 1, Latency: w.p.Latency, Intake: w.p.intake(), Burst: w.p.Burst, CPU: w.p.cpuRate()})
+	s.inline.Close()
+	s.inline = nil
+	cfg := directory.TableConfig{Instance: w.instances, InlineUplink: s.home.up.cap, FanOut: fanOut,
+		Receivers: w.p.N - 1, Latency: w.p.Latency, Intake: w.p.intake(), Burst: w.p.Burst, CPU: w.p.cpuRate()}
+	if !w.p.ActorLocates {
+		s.inline = inlineindex.New()
+		cfg.Inline = s.inline
+	}
+	s.t = directory.NewLocationTable(cfg)
 }
 
 func (w *world) shardFor(id string) *shard {
@@ -86,7 +103,7 @@ func (w *world) moveShards(dead *host) {
 		}
 		w.instances++
 		s.home, s.moves, s.tick = best, s.moves+1, 0
-		s.t = w.newTable(best)
+		w.newTable(s)
 		s.republishing, s.deferred = map[*host]bool{}, nil
 		for _, h := range w.hosts {
 			if h.alive {
@@ -165,11 +182,55 @@ type (
 func (w *world) toShard(from *host, to directory.ShardOf, msg any, ctx any) {
 	s := w.shardFor(string(to))
 	via := viaActor
-	switch msg.(type) {
-	case *messages.Locate, *messages.Subscribe:
+	switch m := msg.(type) {
+	case *messages.Locate:
+		w.locate(from, s, m, ctx)
+		return
+	case *messages.Subscribe:
 		via = viaRequest
 	}
 	w.send(from, w.shardHost(s), qShard, via, func() { w.shardStep(s, msg, ctx) })
+}
+
+// locate carries a Locate to its shard's home as a request on the data
+// plane, where it is answered as a member answers it: from the table's
+// published inline objects if it names one (on the home's connections,
+// for quickCost, without the table: shardactor.TryServeLocate), else,
+// or if that declines it (the uplink's budget), by the table (ShardCost,
+// after what the shard's queue holds). On its own host a Locate costs
+// no transfer (LocateHere).
+func (w *world) locate(from *host, s *shard, m *messages.Locate, ctx any) {
+	w.msgs++
+	home := w.shardHost(s)
+	lat, cpu := w.p.plane(viaRequest)
+	if from == home {
+		lat, cpu = 0, 0
+	}
+	step := func() { w.shardStep(s, m, ctx) }
+	arrive := func() {
+		if s.inline.Lookup(m.GetObjectId()) == nil {
+			// TryServeLocate reads the id and finds nothing: the table's.
+			w.work(home, qShard, w.cost(qShard)+cpu, step)
+			return
+		}
+		w.work(home, qConn, w.p.quickCost()+cpu, func() {
+			if r := s.inline.AnswerLocate(m, w.now()); r != nil {
+				s.served++
+				s.quick++
+				w.route(home, outbox.Send{To: ctx, Msg: r})
+				return
+			}
+			w.work(home, qShard, w.cost(qShard), step)
+		})
+	}
+	switch {
+	case lat == 0 && cpu == 0:
+		w.eng.after(0, arrive)
+	case cpu <= 0:
+		w.eng.after(lat, arrive)
+	default:
+		w.work(from, qSend, cpu, func() { w.eng.after(lat, arrive) })
+	}
 }
 
 // shardStep hands one message to the table (as the table's event:

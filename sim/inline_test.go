@@ -15,7 +15,10 @@ import (
 // at once, and for objects of a KiB at any fan-out here (the shard's
 // uplink sends each before the next Locate is processed), every Get is
 // answered so: no receiver reads from another (the tree has no depth),
-// and every copy holds the creator's bytes.
+// and every copy holds the creator's bytes. An object of a KiB, cheap
+// on the shard's uplink (directory.CheapOnTheUplink), is published, and
+// its member answers every Locate without the table; larger ones are
+// the table's to answer.
 func TestInlineBroadcastToAFewIsServedByTheShard(t *testing.T) {
 	for _, c := range []struct {
 		n    int
@@ -27,6 +30,34 @@ func TestInlineBroadcastToAFewIsServedByTheShard(t *testing.T) {
 		}
 		if o.HotShard < int64(c.n-1) {
 			t.Errorf("N=%d S=%d: the object's shard processed %d messages; want at least a Locate per receiver (%d)", c.n, c.size, o.HotShard, c.n-1)
+		}
+		cheap := directory.CheapOnTheUplink(c.size, DefaultParams(c.n).Bandwidth/8*TestbedPayloadEfficiency)
+		if cheap && o.QuickLocates != int64(c.n-1) {
+			t.Errorf("N=%d S=%d: %d Locates answered without the table; want every receiver's (%d)", c.n, c.size, o.QuickLocates, c.n-1)
+		}
+		if !cheap && o.QuickLocates != 0 {
+			t.Errorf("N=%d S=%d: %d Locates answered without the table; want none (not cheap on the uplink)", c.n, c.size, o.QuickLocates)
+		}
+	}
+}
+
+// TestQuickLocatesShortenASmallBroadcast: a 1 KiB broadcast's Locates
+// answered from the shard's published objects cost its member
+// QuickLocateShare of a table's message: to 64 and 1,024 hosts the
+// broadcast takes less than with every Locate answered by the table
+// (Params.ActorLocates), whose queue of Locates bounded it, and every
+// copy holds the creator's bytes (run's invariants) either way.
+func TestQuickLocatesShortenASmallBroadcast(t *testing.T) {
+	for _, n := range []int{64, 1024} {
+		quick := run(t, cfg("broadcast", n, 1<<10, 1))
+		c := cfg("broadcast", n, 1<<10, 1)
+		c.Params.ActorLocates = true
+		table := run(t, c)
+		if table.QuickLocates != 0 || quick.QuickLocates == 0 {
+			t.Fatalf("N=%d: %d and %d Locates answered without the table; want some, and none with ActorLocates", n, quick.QuickLocates, table.QuickLocates)
+		}
+		if quick.Time >= table.Time {
+			t.Errorf("N=%d: %v with quick Locates, %v without: want shorter", n, quick.Time, table.Time)
 		}
 	}
 }
@@ -63,15 +94,18 @@ func TestInlineBroadcastRelaysPastTheShardsUplink(t *testing.T) {
 // from copies lose them when their holders die, and get it from the
 // shard (or another copy): every live Get ends with the creator's bytes
 // (run's invariants), whichever hosts die and when, the shard's among
-// them.
+// them; so do those of a 1 KiB object whose Locates the shard's member
+// answers without its table, whose index goes with a table that moves.
 func TestInlineBroadcastUnderFailures(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		for _, at := range []float64{0.1, 0.5, 0.9} {
-			c := cfg("broadcast", 32, InlineLimit-1, seed)
-			c.Kill, c.KillAt = 1+int(seed%3), at
-			o := run(t, c)
-			if o.FailureFree <= 0 {
-				t.Errorf("seed %d: no failure-free time to place the kill", seed)
+	for _, size := range []int64{InlineLimit - 1, 1 << 10} { // 1 KiB: answered without the table
+		for seed := uint64(1); seed <= 4; seed++ {
+			for _, at := range []float64{0.1, 0.5, 0.9} {
+				c := cfg("broadcast", 32, size, seed)
+				c.Kill, c.KillAt = 1+int(seed%3), at
+				o := run(t, c)
+				if o.FailureFree <= 0 {
+					t.Errorf("S=%d seed %d: no failure-free time to place the kill", size, seed)
+				}
 			}
 		}
 	}

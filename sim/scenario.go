@@ -90,10 +90,14 @@ type Outcome struct {
 	// directory shard and at a coordinator: a hot one queues.
 	ShardQueue time.Duration `json:"shard_queue_ns"`
 	CoordQueue time.Duration `json:"coord_queue_ns"`
-	// HotShard is the most messages one shard processed, ShardMoves how
-	// many shards moved to a new home (their host died).
-	HotShard   int64 `json:"hot_shard_messages"`
-	ShardMoves int   `json:"shard_moves,omitempty"`
+	// HotShard is the most messages one shard processed (its table's,
+	// and the Locates its published inline objects answered),
+	// QuickLocates how many Locates all shards' published objects
+	// answered without their tables, ShardMoves how many shards moved to
+	// a new home (their host died).
+	HotShard     int64 `json:"hot_shard_messages"`
+	QuickLocates int64 `json:"quick_locates,omitempty"`
+	ShardMoves   int   `json:"shard_moves,omitempty"`
 	// Attempts is how many times the caller started its Reduce (again
 	// at the target shard's new home when its member died).
 	Attempts int   `json:"attempts,omitempty"`
@@ -189,6 +193,7 @@ func Run(c Config) (*Outcome, error) {
 	out.ShardQueue, out.CoordQueue = w.queueWait[qShard], w.queueWait[qCoord]
 	for _, s := range w.shards {
 		out.HotShard = max(out.HotShard, s.served)
+		out.QuickLocates += s.quick
 		out.ShardMoves += s.moves
 	}
 	out.Messages, out.Events, out.MaxQueue, out.CPU = w.msgs, w.eng.steps, w.eng.maxQueue, w.busy

@@ -24,6 +24,7 @@ const (
 	qCoord               // the Reduce coordinators the host runs
 	qRevoke              // the failure broadcaster
 	qData                // the CPU that takes received chunks in
+	qConn                // the data plane's connections: Locates a shard's published inline objects answer
 	qSend                // the CPU that sends control messages
 	nQueues
 )

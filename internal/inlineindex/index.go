@@ -211,6 +211,32 @@ func (x *Index) Close() {
 	x.n.Store(0)
 }
 
+// AnswerLocate answers l, arriving at now, from the published objects
+// as the table's own inline answer would: the bytes, with the receiver's
+// copy recorded (Object.Answer). nil means the table answers l: the
+// object is not published or its uplink's budget is spent, l names a
+// sender that failed it (the table's failover rules) or, keeping a
+// copy, no receiver (the table's refusal). A nil index answers nothing.
+// The shard's actor shell asks it on the goroutine a Locate arrives on,
+// the simulator at the shard's host, at the virtual now.
+func (x *Index) AnswerLocate(l *messages.Locate, now time.Time) *messages.LocateReply {
+	if x == nil || l.GetFailedSender() != nil {
+		return nil
+	}
+	var reader *messages.NodeRef
+	if !l.GetNoCopy() {
+		if reader = l.GetReceiver(); reader.GetNodeId() == "" {
+			return nil
+		}
+	}
+	o := x.Lookup(l.GetObjectId())
+	if o == nil || !o.Answer(now, reader) {
+		return nil
+	}
+	return &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,
+		InlineData: o.Data, Attempt: l.GetAttempt()}
+}
+
 // Answer reports whether a Locate arriving at now is answered here with
 // o's bytes, and if so counts them on the shard's uplink, as the table
 // does (AnswerWithBytes), so that a hot object past the uplink's budget

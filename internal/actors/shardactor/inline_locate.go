@@ -75,22 +75,11 @@ func (s *Shard) closeInline(self *actor.PID) {
 // (the object is not published, l names a sender that failed it or no
 // receiver, the uplink's budget is spent, or the shard is not running).
 func quickLocate(pid *actor.PID, l *messages.Locate) *messages.LocateReply {
-	if l.GetFailedSender() != nil {
-		return nil // the table's failover rules
+	r := lookupInline(pid).AnswerLocate(l, time.Now())
+	if r != nil {
+		quickLocates.Add(1)
 	}
-	var reader *messages.NodeRef
-	if !l.GetNoCopy() {
-		if reader = l.GetReceiver(); reader.GetNodeId() == "" {
-			return nil // the table's refusal
-		}
-	}
-	o := lookupInline(pid).Lookup(l.GetObjectId())
-	if o == nil || !o.Answer(time.Now(), reader) {
-		return nil
-	}
-	quickLocates.Add(1)
-	return &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,
-		InlineData: o.Data, Attempt: l.GetAttempt()}
+	return r
 }
 
 // TryServeLocate answers an encoded Locate that arrived on the data plane

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/actorutil"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -126,5 +127,77 @@ func TestInlineReplyEncodesAsProtobuf(t *testing.T) {
 		if string(got[:4]) != "head" || string(got[4:]) != string(want) {
 			t.Errorf("%v: encoded %x, proto.Marshal %x", r, got[4:], want)
 		}
+	}
+}
+
+// BenchmarkLocateAnswer prices, side by side, the two ways a member
+// answers another member's Locate of a published 1 KiB inline object
+// from its encoded request to its encoded reply: on the quick path
+// (TryServeLocate, on the connection's goroutine) and by the shard's
+// actor (ServeLocate's path when the object is not published: the
+// request's decoding, a message to the shard and the table's step, the
+// reply's encoding). Their ratio (quick/shard) is what
+// the simulator charges a quick answer against a shard's message
+// (sim.Params.QuickCost). Locates keep no copy, so that the answers
+// record no readers for a table that takes none in between, and the
+// shard's uplink is unbounded, so that its budget never sends a Locate
+// from the quick path to the table.
+//
+//	go test -run '^$' -bench LocateAnswer -count 5 ./internal/actors/shardactor/
+func BenchmarkLocateAnswer(b *testing.B) {
+	system := actor.NewActorSystem()
+	b.Cleanup(system.Shutdown)
+	pid, err := system.Root.SpawnNamed(NewShardProps(ShardConfig{Table: directory.TableConfig{InlineUplink: 1e15}}), "bench-shard")
+	if err != nil {
+		b.Fatal(err)
+	}
+	shardFor := func(string) *actor.PID { return pid }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	creator := &messages.NodeRef{NodeId: "n1", Address: node.GetAddress(), ActorId: node.GetId()}
+	res, err := actorutil.Request(ctx, system.Root, pid, &messages.CreateObject{ObjectId: "a", Size: 1024, Creator: creator,
+		HasInline: true, InlineData: make([]byte, 1024)})
+	if err != nil || res.(*messages.CreateObjectReply).GetError() != nil {
+		b.Fatalf("create: %v %v", res, err)
+	}
+	req, _ := proto.Marshal(&messages.Locate{ObjectId: "a", Receiver: creator, NoCopy: true, TimeoutMs: 60000})
+	var quick, shard time.Duration
+	b.Run("quick", func(b *testing.B) {
+		dst := make([]byte, 0, 4096)
+		b.ReportAllocs()
+		t0 := time.Now()
+		for b.Loop() {
+			r, ok := TryServeLocate(system, shardFor, req, dst)
+			if !ok || len(r) < 1024 {
+				b.Fatalf("not answered on the quick path (%d bytes)", len(r))
+			}
+		}
+		quick = time.Since(t0) / time.Duration(b.N)
+	})
+	b.Run("shard", func(b *testing.B) {
+		b.ReportAllocs()
+		t0 := time.Now()
+		for b.Loop() {
+			// ServeLocate's path past its quickLocate.
+			var l messages.Locate
+			if err := proto.Unmarshal(req, &l); err != nil {
+				b.Fatal(err)
+			}
+			c := &callReply{done: make(chan any, 1)}
+			system.Root.Send(shardFor(l.GetObjectId()), servedLocate{locate: &l, reply: c})
+			reply, ok := (<-c.done).(*messages.LocateReply)
+			if !ok {
+				b.Fatal("the shard did not answer with a LocateReply")
+			}
+			r, err := proto.Marshal(reply)
+			if err != nil || len(r) < 1024 {
+				b.Fatalf("shard: %d bytes, %v: %v", len(r), err, reply)
+			}
+		}
+		shard = time.Since(t0) / time.Duration(b.N)
+	})
+	if quick > 0 && shard > 0 {
+		b.Logf("quick %v, shard %v: quick/shard %.3f", quick, shard, float64(quick)/float64(shard))
 	}
 }
