@@ -44,7 +44,7 @@ func simReport(command []string, p sim.Params, outs []*sim.Outcome) *bench.Repor
 				"shard_queue_s": o.ShardQueue.Seconds(), "coord_queue_s": o.CoordQueue.Seconds(),
 				"hot_shard_messages": float64(o.HotShard), "messages": float64(o.Messages),
 				"events": float64(o.Events), "violations": float64(len(o.Violations)),
-				"max_upload_bytes": float64(o.MaxUpload),
+				"max_upload_bytes": float64(o.MaxUpload), "quick_locates": float64(o.QuickLocates),
 			}}
 		if o.Shape == reduction.ShapeSliced {
 			res.Extra["sliced"] = 1
