@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -185,6 +186,12 @@ type msim struct {
 
 // RunMembership simulates c.
 func RunMembership(c MembershipConfig) (*MembershipOutcome, error) {
+	return RunMembershipContext(context.Background(), c)
+}
+
+// RunMembershipContext is RunMembership, which ends with ctx's error as
+// soon as ctx is done.
+func RunMembershipContext(ctx context.Context, c MembershipConfig) (*MembershipOutcome, error) {
 	if c.N < 4 {
 		return nil, fmt.Errorf("sim: membership of %d members: need at least 4 (one killed, one paused)", c.N)
 	}
@@ -209,7 +216,7 @@ func RunMembership(c MembershipConfig) (*MembershipOutcome, error) {
 	if c.Horizon <= 0 {
 		c.Horizon = 10 * time.Minute
 	}
-	s := &msim{c: c, eng: &engine{}, byHost: map[string]*mHost{}, byID: map[string]*mHost{}}
+	s := &msim{c: c, eng: &engine{done: ctx.Done()}, byHost: map[string]*mHost{}, byID: map[string]*mHost{}}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6d656d))
 	ids := make([]string, c.N)
 	for i := range c.N {
@@ -258,6 +265,9 @@ func RunMembership(c MembershipConfig) (*MembershipOutcome, error) {
 	out := &MembershipOutcome{Nodes: c.N, Seed: c.Seed, Seeds: c.Seeds, PauseFor: c.PauseFor}
 	// Formation: every member lists all N.
 	s.eng.run(c.Horizon, func() bool { return s.formed() })
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("sim: membership of %d stopped at %v of virtual time: %w", c.N, s.eng.now, ctx.Err())
+	}
 	if !s.formed() {
 		return nil, fmt.Errorf("sim: %d members did not form within %v", c.N, c.Horizon)
 	}
@@ -320,6 +330,9 @@ func RunMembership(c MembershipConfig) (*MembershipOutcome, error) {
 			out.Expelled = true
 			s.violate("%s does not list %s, paused for %v, 30 s after it resumed", h.id, s.paused.id, c.PauseFor)
 		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("sim: membership of %d stopped at %v of virtual time: %w", c.N, s.eng.now, ctx.Err())
 	}
 	out.Messages, out.Events = s.msgs, s.eng.steps
 	out.Violations = s.viol

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -118,7 +119,11 @@ type Outcome struct {
 
 // Run simulates one configuration. With Kill > 0 it first runs the same
 // seed failure-free to place the kill.
-func Run(c Config) (*Outcome, error) {
+func Run(c Config) (*Outcome, error) { return RunContext(context.Background(), c) }
+
+// RunContext is Run, which ends with ctx's error as soon as ctx is done
+// (a run at 1,024 hosts can take minutes of wall time).
+func RunContext(ctx context.Context, c Config) (*Outcome, error) {
 	if c.N < 2 {
 		return nil, fmt.Errorf("sim: %d hosts: need at least 2", c.N)
 	}
@@ -158,13 +163,14 @@ func Run(c Config) (*Outcome, error) {
 	if (c.Kill > 0 || len(c.KillHosts) > 0 || c.Pause > 0) && c.Scenario != "notice" {
 		cc := c
 		cc.Kill, cc.KillHosts, cc.Pause = 0, nil, 0
-		o, err := Run(cc)
+		o, err := RunContext(ctx, cc)
 		if err != nil {
 			return nil, err
 		}
 		free = o.Time
 	}
 	w := newWorld(c.Params)
+	w.eng.done = ctx.Done()
 	w.trace = c.Trace
 	if err := w.overlays(); err != nil {
 		return nil, err
@@ -186,6 +192,9 @@ func Run(c Config) (*Outcome, error) {
 		err = w.barrier(c, out)
 	default:
 		err = fmt.Errorf("sim: unknown scenario %q (want one of %v)", c.Scenario, Scenarios)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("sim: %s of %d hosts stopped at %v of virtual time: %w", c.Scenario, c.N, w.eng.now, ctx.Err())
 	}
 	if err != nil {
 		return nil, err

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -368,5 +370,26 @@ func TestReduceCoordinatorPricesTheMeasuredLatency(t *testing.T) {
 	}
 	if chosen.Degree != 2 || chosen.Time >= chain.Time {
 		t.Errorf("the cost model chose degree %d (%v) where a chain takes %v: want degree 2, faster", chosen.Degree, chosen.Time, chain.Time)
+	}
+}
+
+// TestRunStopsWithItsContext: a run that would take many minutes of wall
+// time (a sliced AllReduce of 32 MiB at 1,024 hosts) ends with its
+// context's error once the context is canceled, and so does a
+// membership run whose context is done before it starts.
+func TestRunStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	c := cfg("allreduce", 1024, 32<<20, 1)
+	c.Shape = reduction.ShapeSliced
+	o, err := RunContext(ctx, c)
+	if !errors.Is(err, context.Canceled) || o != nil {
+		t.Fatalf("got %v, %v; want context.Canceled and no outcome", o, err)
+	}
+	done, stop := context.WithCancel(t.Context())
+	stop()
+	m, err := RunMembershipContext(done, MembershipConfig{N: 64, Seed: 1})
+	if !errors.Is(err, context.Canceled) || m != nil {
+		t.Fatalf("membership: got %v, %v; want context.Canceled and no outcome", m, err)
 	}
 }

@@ -170,7 +170,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if (k != *kill || ps != *pause) && n == ns[0] {
 				fmt.Fprintf(stderr, "hoplite sim: %s runs without --kill and --pause it does not simulate\n", sc)
 			}
-			o, err := sim.Run(sim.Config{Scenario: sc, Params: p, Size: S, Num: *num, Degree: *degree, Shape: *shape, Kill: k, KillAt: *killAt,
+			o, err := sim.RunContext(ctx, sim.Config{Scenario: sc, Params: p, Size: S, Num: *num, Degree: *degree, Shape: *shape, Kill: k, KillAt: *killAt,
 				Pause: ps, PauseAt: *pauseAt, PauseFor: *pauseFor, Interval: *interval})
 			if err != nil {
 				// The package's errors name it; the command's prefix

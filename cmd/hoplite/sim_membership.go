@@ -72,7 +72,7 @@ func simMembership(ctx context.Context, fs *flag.FlagSet, o membershipOpts, ns [
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		out, err := sim.RunMembership(sim.MembershipConfig{N: n, Seed: seed, Refresh: *o.refresh, Timeout: *o.timeout, Misses: *o.misses,
+		out, err := sim.RunMembershipContext(ctx, sim.MembershipConfig{N: n, Seed: seed, Refresh: *o.refresh, Timeout: *o.timeout, Misses: *o.misses,
 			Latency: lat, MsgCost: cost, Seeds: *o.seeds, StartSpread: *o.spread, Idle: *o.idle, PauseFor: pauseFor})
 		if err != nil {
 			return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "sim: "))
