@@ -136,9 +136,9 @@ func TestInlineReplyEncodesAsProtobuf(t *testing.T) {
 // (TryServeLocate, on the connection's goroutine) and by the shard's
 // actor (ServeLocate's path when the object is not published: the
 // request's decoding, a message to the shard and the table's step, the
-// reply's encoding). Their ratio (quick/shard) is what
-// the simulator charges a quick answer against a shard's message
-// (sim.Params.QuickCost). Locates keep no copy, so that the answers
+// reply's encoding). Their ratio (quick/shard) is what the simulator
+// charges a quick answer against a shard's message
+// (sim.QuickLocateShare). Locates keep no copy, so that the answers
 // record no readers for a table that takes none in between, and the
 // shard's uplink is unbounded, so that its budget never sends a Locate
 // from the quick path to the table.
