@@ -382,9 +382,23 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, cancel)
 	c := cfg("allreduce", 1024, 32<<20, 1)
 	c.Shape = reduction.ShapeSliced
-	o, err := RunContext(ctx, c)
-	if !errors.Is(err, context.Canceled) || o != nil {
-		t.Fatalf("got %v, %v; want context.Canceled and no outcome", o, err)
+	type result struct {
+		o   *Outcome
+		err error
+	}
+	ended := make(chan result, 1)
+	go func() {
+		o, err := RunContext(ctx, c)
+		ended <- result{o, err}
+	}()
+	var r result
+	select {
+	case r = <-ended:
+	case <-time.After(5 * time.Minute): // uncanceled, the whole run takes about two minutes
+		t.Fatal("the run did not stop within 5 minutes of its context's cancel")
+	}
+	if !errors.Is(r.err, context.Canceled) || r.o != nil {
+		t.Fatalf("got %v, %v; want context.Canceled and no outcome", r.o, r.err)
 	}
 	done, stop := context.WithCancel(t.Context())
 	stop()
