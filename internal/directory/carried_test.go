@@ -12,7 +12,7 @@ import (
 // it to the shard's next table.
 func kept(out []outbox.Send, keeper any) *messages.Tombstones {
 	all := &messages.Tombstones{}
-	for _, s := range repliesTo(out, keeper) {
+	for _, s := range outbox.SendsTo(out, keeper) {
 		m := s.Msg.(*messages.Tombstones)
 		all.ObjectIds = append(all.ObjectIds, m.GetObjectIds()...)
 		all.LostIds = append(all.LostIds, m.GetLostIds()...)
@@ -22,7 +22,7 @@ func kept(out []outbox.Send, keeper any) *messages.Tombstones {
 
 func deleteAnswer(t *testing.T, out []outbox.Send, to any) *messages.DeleteObjectReply {
 	t.Helper()
-	r := repliesTo(out, to)
+	r := outbox.SendsTo(out, to)
 	if len(r) != 1 {
 		t.Fatalf("want one Delete reply to %v, got %d in %v", to, len(r), out)
 	}

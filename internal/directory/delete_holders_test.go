@@ -12,7 +12,7 @@ import (
 // deleteReply is the table's DeleteObjectReply to d in out, or nil.
 func deleteReply(t *testing.T, out []outbox.Send, d replyTo) *messages.DeleteObjectReply {
 	t.Helper()
-	r := repliesTo(out, d)
+	r := outbox.SendsTo(out, d)
 	switch len(r) {
 	case 0:
 		return nil

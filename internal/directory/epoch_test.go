@@ -2,6 +2,7 @@ package directory
 
 import (
 	"errors"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"testing"
 	"time"
 
@@ -151,11 +152,11 @@ func TestRepublishedShardMarksObjectsWithOnlyPartialCopiesLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(5), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
-	if out := locate(tb, "orphan", 6, t0); len(repliesTo(out, replyTo("r6"))) != 0 {
+	if out := locate(tb, "orphan", 6, t0); len(outbox.SendsTo(out, replyTo("r6"))) != 0 {
 		t.Fatalf("a Get of the orphan before the rebuild is over: %v, want it to wait", out)
 	}
 	out := tb.onRepublished().Sends
-	if r := repliesTo(out, replyTo("r6")); len(r) != 0 {
+	if r := outbox.SendsTo(out, replyTo("r6")); len(r) != 0 {
 		t.Fatalf("the parked Get of the orphan while its copies may be whole: %v, want it to wait", r)
 	}
 	out = append(out, tb.onTick(t0).Sends...)

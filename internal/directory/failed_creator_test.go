@@ -2,6 +2,7 @@ package directory
 
 import (
 	"errors"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"testing"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -29,7 +30,7 @@ func TestFailedSenderReportKeepsAWholeCreatorCopy(t *testing.T) {
 	}
 	// n1's stream from n0 breaks; n0 lives.
 	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0).Sends
-	if r := repliesTo(out, replyTo("r1")); len(r) != 0 {
+	if r := outbox.SendsTo(out, replyTo("r1")); len(r) != 0 {
 		t.Fatalf("n1 was sent back to the creator it named failed at once: %v", r)
 	}
 	// Everyone else still gets the creator's copy.
@@ -38,7 +39,7 @@ func TestFailedSenderReportKeepsAWholeCreatorCopy(t *testing.T) {
 	}
 	// Before AvoidFailedCreator, n1 is not sent to n0; n2's copy, fed by
 	// n0, is another sender, which it may take.
-	if r := repliesTo(tb.onTick(t0.Add(AvoidFailedCreator/2)).Sends, replyTo("r1")); len(r) != 0 {
+	if r := outbox.SendsTo(tb.onTick(t0.Add(AvoidFailedCreator/2)).Sends, replyTo("r1")); len(r) != 0 {
 		if s := r[0].Msg.(*messages.LocateReply).GetSender().GetNodeId(); s == "n0" {
 			t.Fatalf("n1 was sent back to n0 before AvoidFailedCreator")
 		}
@@ -50,7 +51,7 @@ func TestFailedSenderReportKeepsAWholeCreatorCopy(t *testing.T) {
 	createComplete(t, tb, "y", 1<<20, 0)
 	locate(tb, "y", 1, t0)
 	tb.onLocate(&messages.Locate{ObjectId: "y", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0)
-	if r := repliesTo(tb.onTick(t0.Add(AvoidFailedCreator-1)).Sends, replyTo("r1")); len(r) != 0 {
+	if r := outbox.SendsTo(tb.onTick(t0.Add(AvoidFailedCreator-1)).Sends, replyTo("r1")); len(r) != 0 {
 		t.Fatalf("n1 answered before AvoidFailedCreator: %v", r)
 	}
 	if s := locateReply(t, tb.onTick(t0.Add(AvoidFailedCreator)).Sends, replyTo("r1")).GetSender().GetNodeId(); s != "n0" {

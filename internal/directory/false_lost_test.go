@@ -54,7 +54,7 @@ func TestWithdrawnRegistrationOfARetriedPutIsNotLost(t *testing.T) {
 	// n1's stream ends: n0 dropped the failed attempt's copy.
 	out := relocate(tb, "x", 1, 0, true, t0)
 	noLoss(t, "n1 locates again", out)
-	if r := repliesTo(out, replyTo("r1")); len(r) != 0 {
+	if r := outbox.SendsTo(out, replyTo("r1")); len(r) != 0 {
 		t.Fatalf("n1 answered with no copy to read: %v", r)
 	}
 	out = locate(tb, "x", 2, t0)
@@ -65,7 +65,7 @@ func TestWithdrawnRegistrationOfARetriedPutIsNotLost(t *testing.T) {
 	// The retry registers again: the waiting Gets stream from it.
 	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
 	noLoss(t, "the retry registers", out)
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil ||
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil ||
 		r[0].Msg.(*messages.CreateObjectReply).GetExisted() {
 		t.Fatalf("the retry's CreateObject: %v, want it registered as the creator", r)
 	}
@@ -131,7 +131,7 @@ func TestWithdrawnRegistrationWaitsForItsDeadlineOrAnotherPut(t *testing.T) {
 	locate(tb, "y", 1, t0) // n1 streams from the failed attempt
 	tb.onUnpublish(&messages.UnpublishLocation{ObjectId: "y", Node: node(0)})
 	out = tb.onCreate(&messages.CreateObject{ObjectId: "y", Size: 1 << 10, Fingerprint: 7, Creator: node(3)}, replyTo("c")).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("a Put of other bytes after a failed one: %v, want it created", out)
 	}
 	if d := dropsTo(out, 1); d == nil || !errors.Is(d.GetReason(), messages.ErrReset) {
@@ -163,7 +163,7 @@ func TestReadersWholeAsTheirSenderDiesKeepTheObject(t *testing.T) {
 	out = tb.onTick(t0).Sends
 	out = append(out, locate(tb, "x", 3, t0)...)
 	noLoss(t, "a Get in the doubt", out)
-	if r := repliesTo(out, replyTo("r3")); len(r) != 0 {
+	if r := outbox.SendsTo(out, replyTo("r3")); len(r) != 0 {
 		t.Fatalf("n3 answered while no copy is known whole: %v", r)
 	}
 	out = tb.onFetchDone(&messages.FetchDone{ObjectId: "x", Receiver: node(1), Sender: node(0), Size: 1 << 20, Fingerprint: 42, Epoch: tb.entries["x"].epoch}).Sends

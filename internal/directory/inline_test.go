@@ -3,6 +3,7 @@ package directory
 import (
 	"errors"
 	"fmt"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func inlineTable(t *testing.T, size int64, uplink float64) *LocationTable {
 	tb := NewLocationTable(TableConfig{InlineUplink: uplink})
 	out := tb.onCreate(&messages.CreateObject{ObjectId: "s", Size: size, Fingerprint: 7, Creator: node(0),
 		HasInline: true, InlineData: make([]byte, size)}, replyTo("c")).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
 	}
 	tb.onPublish(&messages.PublishLocation{ObjectId: "s", Node: node(0), State: messages.LocationState_COMPLETE, Size: size, Fingerprint: 7, Creator: true})

@@ -111,7 +111,7 @@ func TestReducesTargetIsNotLostWhileReserved(t *testing.T) {
 	}
 	tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1"}, replyTo("c"))
 	tb.onNodeFailed("n0") // the root died: the coordinator re-creates it
-	if out := locate(tb, "t", 1, t0); len(repliesTo(out, replyTo("r1"))) != 0 {
+	if out := locate(tb, "t", 1, t0); len(outbox.SendsTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("a Get of a reserved target should wait for the new root: %v", out)
 	}
 }
@@ -133,7 +133,7 @@ func TestReleasedReduceCannotCreateItsTargetAgain(t *testing.T) {
 		}
 		tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
 		late := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1"}, replyTo("c2")).Sends
-		if r := repliesTo(late, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
+		if r := outbox.SendsTo(late, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
 			t.Fatalf("lost=%v: a late create of the released Reduce: %v, want INVALID_ARGUMENT", lost, late)
 		}
 	}
@@ -157,7 +157,7 @@ func TestCreateOfAReduceReservedAtTheShardsOldHomeIsUnavailable(t *testing.T) {
 			}
 		}
 		out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
-		if r := repliesTo(out, replyTo("c")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrUnavailable) {
+		if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrUnavailable) {
 			t.Fatalf("other=%v: a root's create of a Reduce reserved elsewhere: %v, want UNAVAILABLE", other, out)
 		}
 		if tb.entries["t"].known || tb.Reservation("t") != map[bool]string{false: "", true: "red#2"}[other] {
@@ -165,7 +165,7 @@ func TestCreateOfAReduceReservedAtTheShardsOldHomeIsUnavailable(t *testing.T) {
 		}
 		if other {
 			put := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1)}, replyTo("p")).Sends
-			if r := repliesTo(put, replyTo("p")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrConflict) {
+			if r := outbox.SendsTo(put, replyTo("p")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrConflict) {
 				t.Fatalf("a Put of a reserved target: %v, want CONFLICT", put)
 			}
 		}
@@ -184,7 +184,7 @@ func TestStaleRootCannotRecreateTheTarget(t *testing.T) {
 		if d := dropsTo(out, 5); d != nil {
 			t.Fatalf("generation %d on n%d dropped the new root's copy: %v", gen, n, d)
 		}
-		r := repliesTo(out, replyTo(to))
+		r := outbox.SendsTo(out, replyTo(to))
 		if len(r) != 1 {
 			t.Fatalf("create: %v", out)
 		}
@@ -243,7 +243,7 @@ func TestDeletingALostObjectTombstonesIt(t *testing.T) {
 	complete(tb, "x", 0, 1<<20, true)
 	tb.onNodeFailed("n0")
 	out := tb.onDelete(&messages.DeleteObject{ObjectId: "x"}, replyTo("d")).Sends
-	if r := repliesTo(out, replyTo("d")); len(r) != 1 || r[0].Msg.(*messages.DeleteObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("d")); len(r) != 1 || r[0].Msg.(*messages.DeleteObjectReply).GetError() != nil {
 		t.Fatalf("delete of a lost object: %v", out)
 	}
 	if r := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrDeleted) {
@@ -289,7 +289,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 	if d := dropsTo(out, 0); d == nil || !errors.Is(d.GetReason(), messages.ErrNotFound) {
 		t.Fatalf("a rebuilt shard republished a failed Reduce's partial target: %v, want it dropped (NOT_FOUND)", out)
 	}
-	if out := locate(tb, "t", 1, t0); len(repliesTo(out, replyTo("r1"))) != 0 {
+	if out := locate(tb, "t", 1, t0); len(outbox.SendsTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("a Get after the drop: %v, want it to wait for a producer", out)
 	}
 	if _, err := tb.Reserve("t", "red#2"); err != nil {
@@ -318,7 +318,7 @@ func TestRebuiltShardDropsARepublishedPartialTarget(t *testing.T) {
 // updates are the LocationUpdates out sends to sub.
 func updates(out []outbox.Send, sub any) []*messages.LocationUpdate {
 	var got []*messages.LocationUpdate
-	for _, s := range repliesTo(out, sub) {
+	for _, s := range outbox.SendsTo(out, sub) {
 		if u, ok := s.Msg.(*messages.LocationUpdate); ok {
 			got = append(got, u)
 		}
@@ -583,7 +583,7 @@ func TestCommittedTargetIsNotCreatedAgainByItsReduce(t *testing.T) {
 		t.Fatalf("the committed target whose only copy died: %v, want LOST", r.GetError())
 	}
 	again := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(1), ReduceId: "red#1", ReduceGeneration: 2}, replyTo("c2")).Sends
-	if r := repliesTo(again, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
+	if r := outbox.SendsTo(again, replyTo("c2")); len(r) != 1 || !errors.Is(r[0].Msg.(*messages.CreateObjectReply).GetError(), messages.ErrInvalidArgument) {
 		t.Fatalf("its Reduce creating the committed target again: %v, want INVALID_ARGUMENT", again)
 	}
 	if r := locateReply(t, locate(tb, "t", 1, t0), replyTo("r1")); !errors.Is(r.GetError(), messages.ErrLost) {
@@ -605,7 +605,7 @@ func TestCommitCrossingTheRootsFailureLeavesTheTargetLost(t *testing.T) {
 	reduceRoot(t, tb, 0)
 	locate(tb, "t", 2, t0) // a Get streaming from the root
 	tb.onNodeFailed("n0")
-	if out := locate(tb, "t", 3, t0); len(repliesTo(out, replyTo("r3"))) != 0 {
+	if out := locate(tb, "t", 3, t0); len(outbox.SendsTo(out, replyTo("r3"))) != 0 {
 		t.Fatalf("a Get of the target while its Reduce repairs: %v, want it to wait", out)
 	}
 	rootComplete(tb, "t", 0, 1<<20, "red#1") // serves n3 from n0 (its stream fails)
@@ -635,13 +635,13 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 	}
 	sub := tb.onSubscribe(&messages.Subscribe{ObjectId: "t"}, "coord", replyTo("coord")).Sends
 	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: "red#1", ReduceGeneration: 1, Unoffered: true}, replyTo("c")).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
 	}
-	if n := len(repliesTo(out, replyTo("coord"))) + len(sub); n != 0 {
+	if n := len(outbox.SendsTo(out, replyTo("coord"))) + len(sub); n != 0 {
 		t.Fatalf("a subscriber heard of the unoffered copy: %v %v", sub, out)
 	}
-	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
+	if out := locate(tb, "t", 2, t0); len(outbox.SendsTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("a Locate was offered the unoffered copy: %v", out)
 	}
 	if s := tb.onSubscribe(&messages.Subscribe{ObjectId: "t"}, "coord2", replyTo("coord2")).Sends; len(s) != 0 {
@@ -652,7 +652,7 @@ func TestUnofferedCopyIsOfferedOnceComplete(t *testing.T) {
 		t.Fatalf("the parked Locate once the copy is complete: %v", r)
 	}
 	heard := false
-	for _, u := range repliesTo(out, replyTo("coord")) {
+	for _, u := range outbox.SendsTo(out, replyTo("coord")) {
 		m := u.Msg.(*messages.LocationUpdate)
 		heard = heard || m.GetNode().GetNodeId() == "n0" && m.GetState() == messages.LocationState_COMPLETE
 	}
@@ -677,7 +677,7 @@ func TestLastWholeCopyNamedFailedIsLostWithItsNode(t *testing.T) {
 		t.Fatalf("n2's sender %s, want n1", s)
 	}
 	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), FailedSender: node(1), TimeoutMs: 1000}, replyTo("r2"), t0).Sends
-	if len(repliesTo(out, replyTo("r2"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("n2 locating again, naming n1 failed: %v, want it to wait", out)
 	}
 	out = tb.onNodeFailed("n1").Sends

@@ -88,7 +88,7 @@ func TestCommitMarksAReaderWhoseCopyCompletedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(0), ReduceId: rid, ReduceGeneration: 1}, replyTo("c")).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("the root's create: %v", out)
 	}
 	locate(tb, "t", 2, t0) // n2 streams from the root on n0

@@ -23,7 +23,7 @@ func reduceRoot(t *testing.T, tb *LocationTable, creator int) {
 		t.Fatal(err)
 	}
 	out := tb.onCreate(&messages.CreateObject{ObjectId: "t", Size: 1 << 20, Creator: node(creator), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c")).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("the first root's create: %v", out)
 	}
 }
@@ -46,7 +46,7 @@ func TestReleaseDropsAFinishedTargetOfAFailedReduce(t *testing.T) {
 			t.Fatalf("release of the finished target: drop to n%d %v, want NOT_FOUND (out %v)", n, d, out)
 		}
 	}
-	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
+	if out := locate(tb, "t", 2, t0); len(outbox.SendsTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("a Get of the released target on the root's node: %v, want it to wait for a new producer", out)
 	}
 	// The id can be produced again.
@@ -66,7 +66,7 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 	locate(tb, "t", 4, t0) // a waiting Get keeps the entry
 	tb.onRelease(&messages.ReleaseTarget{TargetId: "t", ReduceId: "red#1"})
 	rootComplete(tb, "t", 2, 1<<20, "red#1")
-	if out := locate(tb, "t", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
+	if out := locate(tb, "t", 2, t0); len(outbox.SendsTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("a Get on the released root's node after its late COMPLETE: %v, want it to wait", out)
 	}
 	if e := tb.entries["t"]; e != nil && (e.known || len(e.locs) > 0) {
@@ -81,7 +81,7 @@ func TestLateCompleteOfAReleasedRootIsIgnored(t *testing.T) {
 	tb.onCreate(&messages.CreateObject{ObjectId: "u", Size: 1 << 20, Creator: node(2), ReduceId: "red#1", ReduceGeneration: 1}, replyTo("c"))
 	tb.onRelease(&messages.ReleaseTarget{TargetId: "u", ReduceId: "red#1"})
 	rootComplete(tb, "u", 2, 1<<20, "red#1")
-	if out := locate(tb, "u", 2, t0); len(repliesTo(out, replyTo("r2"))) != 0 {
+	if out := locate(tb, "u", 2, t0); len(outbox.SendsTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("u: a Get on the released root's node after its late COMPLETE: %v, want it to wait", out)
 	}
 

@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"testing"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -41,7 +42,7 @@ func TestSubscribeOnceEndsWithTheBytes(t *testing.T) {
 	if tb.Subscribed("coord") {
 		t.Fatal("the subscriber is subscribed after an answer that ended its subscription")
 	}
-	if out := tb.onFetchDone(fetchDone(tb, "s", node(2), node(0))).Sends; len(repliesTo(out, replyTo("coord"))) != 0 {
+	if out := tb.onFetchDone(fetchDone(tb, "s", node(2), node(0))).Sends; len(outbox.SendsTo(out, replyTo("coord"))) != 0 {
 		t.Fatalf("a later copy was pushed to an ended subscription: %v", out)
 	}
 

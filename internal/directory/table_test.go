@@ -21,19 +21,9 @@ func node(i int) *messages.NodeRef {
 // replyTo is an opaque requester as the table sees it.
 type replyTo string
 
-func repliesTo(out []outbox.Send, to any) []outbox.Send {
-	var r []outbox.Send
-	for _, s := range out {
-		if s.To == to {
-			r = append(r, s)
-		}
-	}
-	return r
-}
-
 func locateReply(t *testing.T, out []outbox.Send, to any) *messages.LocateReply {
 	t.Helper()
-	r := repliesTo(out, to)
+	r := outbox.SendsTo(out, to)
 	if len(r) != 1 {
 		t.Fatalf("want one reply to %v, got %d in %v", to, len(r), out)
 	}
@@ -47,7 +37,7 @@ func locateReply(t *testing.T, out []outbox.Send, to any) *messages.LocateReply 
 func create(t *testing.T, tb *LocationTable, id string, size int64, creator int) {
 	t.Helper()
 	out := tb.onCreate(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(creator)}, replyTo("c")).Sends
-	r := repliesTo(out, replyTo("c"))
+	r := outbox.SendsTo(out, replyTo("c"))
 	if len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create: %v", out)
 	}
@@ -227,7 +217,7 @@ func TestCycleRefusedOnFailover(t *testing.T) {
 	// Now only R3 is free, and it is downstream of R2: a second failover of
 	// R2 (S failed too) must wait instead of creating R2<-R3<-R2.
 	out = tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 100, FailedSender: node(0)}, replyTo("r2"), t0).Sends
-	if len(repliesTo(out, replyTo("r2"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("r2"))) != 0 {
 		t.Fatalf("R2 was given a sender in its own downstream: %v", out)
 	}
 	out = tb.onTick(t0.Add(time.Second)).Sends
@@ -352,7 +342,7 @@ func TestDeleteDropsCopiesFailsWaitersAndTombstones(t *testing.T) {
 	if drops != 2 {
 		t.Fatalf("want drops to n0 and n1, got %v", out)
 	}
-	if u := repliesTo(out, sub); len(u) != 1 || !u[0].Msg.(*messages.LocationUpdate).GetDeleted() {
+	if u := outbox.SendsTo(out, sub); len(u) != 1 || !u[0].Msg.(*messages.LocationUpdate).GetDeleted() {
 		t.Fatalf("subscriber not told: %v", out)
 	}
 	if r := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")); !errors.Is(r.GetError(), messages.ErrDeleted) {
@@ -447,7 +437,7 @@ func TestAbandonLocateWithdrawsExactlyThatRequest(t *testing.T) {
 		t.Fatalf("entries after the abandon: %d, want only x", tb.Len())
 	}
 	out = tb.onCreate(&messages.CreateObject{ObjectId: "z", Size: 100, Fingerprint: 42, Creator: node(0)}, replyTo("c")).Sends
-	if r := repliesTo(out, call); len(r) != 0 {
+	if r := outbox.SendsTo(out, call); len(r) != 0 {
 		t.Fatalf("an abandoned Locate was answered: %v", r)
 	}
 }
@@ -461,7 +451,7 @@ func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
 	}
 	out = locate(tb, "x", 1, t0)
 	var got []string
-	for _, s := range repliesTo(out, replyTo("s")) {
+	for _, s := range outbox.SendsTo(out, replyTo("s")) {
 		u := s.Msg.(*messages.LocationUpdate)
 		got = append(got, u.GetNode().GetNodeId()+":"+u.GetState().String())
 	}
@@ -469,7 +459,7 @@ func TestSubscribeGetsCurrentAndFutureLocations(t *testing.T) {
 		t.Fatalf("future locations: %v", got)
 	}
 	tb.onUnsubscribe(&messages.Unsubscribe{ObjectId: "x"}, "s")
-	if out := tb.onFetchDone(fetchDone(tb, "x", node(1), node(0))).Sends; len(repliesTo(out, replyTo("s"))) != 0 {
+	if out := tb.onFetchDone(fetchDone(tb, "x", node(1), node(0))).Sends; len(outbox.SendsTo(out, replyTo("s"))) != 0 {
 		t.Fatalf("pushed after unsubscribe: %v", out)
 	}
 }
@@ -528,7 +518,7 @@ func TestSenderPolicyChoosesEverySender(t *testing.T) {
 		t.Fatalf("no-copy reader from %s, want n0 (the chosen copies are offered to nobody)", s)
 	}
 	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(6), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r6"), t0).Sends
-	if r := repliesTo(out, replyTo("r6")); len(r) != 0 {
+	if r := outbox.SendsTo(out, replyTo("r6")); len(r) != 0 {
 		t.Fatalf("receiver avoiding the creator answered %v; want it to wait", r)
 	}
 }
@@ -579,7 +569,7 @@ func TestSecondLocateOfAReceiverReplacesItsParkedOne(t *testing.T) {
 	if s := locateReply(t, out, replyTo("new")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("n1 got %s", s)
 	}
-	if len(repliesTo(out, replyTo("old"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("old"))) != 0 {
 		t.Fatal("the replaced Locate claimed a sender too")
 	}
 	// n0 is busy with n1 alone; the next receiver gets n1's partial copy,
@@ -706,7 +696,7 @@ func TestNoCopyLocateLeavesNoTrace(t *testing.T) {
 	if s := locateReply(t, out, replyTo("i1")).GetSender().GetNodeId(); s != "n0" {
 		t.Fatalf("no-copy receiver got %s, want n0", s)
 	}
-	if len(repliesTo(out, replyTo("s"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("s"))) != 0 {
 		t.Fatalf("a subscriber heard of the no-copy receiver: %v", out)
 	}
 	if s := locateReply(t, locate(tb, "x", 2, t0), replyTo("r2")).GetSender().GetNodeId(); s != "n0" {
@@ -766,7 +756,7 @@ func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
 	}
 	tb.onCancelLocate(&messages.CancelLocate{ObjectId: "x", Receiver: node(1)})
 	out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 100, Creator: node(0)}, replyTo("c")).Sends
-	if len(repliesTo(out, replyTo("r1"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("r1"))) != 0 {
 		t.Fatal("the cancelled Locate was answered")
 	}
 	for _, to := range []string{"i1", "i2"} {
@@ -790,7 +780,7 @@ func TestNoCopyLocatesParkApartFromTheReceiversOwn(t *testing.T) {
 // as node:state.
 func updateStates(out []outbox.Send, to any) []string {
 	var got []string
-	for _, s := range repliesTo(out, to) {
+	for _, s := range outbox.SendsTo(out, to) {
 		if u, ok := s.Msg.(*messages.LocationUpdate); ok {
 			got = append(got, u.GetNode().GetNodeId()+":"+u.GetState().String())
 		}
@@ -815,7 +805,7 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	// n0 fails, and n1 says so before the shard hears of it. Every other
 	// copy is downstream of n1: it gets no sender.
 	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(1), TimeoutMs: 1000, FailedSender: node(0)}, replyTo("r1"), t0).Sends
-	if len(repliesTo(out, replyTo("r1"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("r1"))) != 0 {
 		t.Fatalf("n1 was given a sender: %v", out)
 	}
 	if got := fmt.Sprint(updateStates(out, replyTo("s"))); got != "[n0:LOCATION_STATE_UNSPECIFIED n1:LOCATION_STATE_UNSPECIFIED]" {
@@ -828,7 +818,7 @@ func TestUnfedReceiverIsNoLocationUntilServed(t *testing.T) {
 	// The older waiter n1 is handed neither n2, unfed now, nor n3, which
 	// only n2 feeds: both would stall it where they end.
 	out = tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(2), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r2"), t0).Sends
-	if r := repliesTo(out, replyTo("r1")); len(r) != 0 {
+	if r := outbox.SendsTo(out, replyTo("r1")); len(r) != 0 {
 		t.Fatalf("n1 was handed an unfed copy: %v", r)
 	}
 	if got := updateStates(out, replyTo("s")); !slices.Contains(got, "n2:LOCATION_STATE_UNSPECIFIED") {
@@ -887,11 +877,11 @@ func TestCreateOverOnlyUnfedPartialCopiesRegistersTheCreator(t *testing.T) {
 		t.Fatalf("n4's sender %s, want n1", s)
 	}
 	out := tb.onLocate(&messages.Locate{ObjectId: "x", Receiver: node(4), TimeoutMs: 1000, FailedSender: node(1)}, replyTo("r4"), t0).Sends
-	if len(repliesTo(out, replyTo("r4"))) != 0 {
+	if len(outbox.SendsTo(out, replyTo("r4"))) != 0 {
 		t.Fatalf("n4 was given a sender with no source left: %v", out)
 	}
 	out = tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: 1 << 20, Fingerprint: 42, Creator: node(1)}, replyTo("c")).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil || r[0].Msg.(*messages.CreateObjectReply).GetExisted() {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil || r[0].Msg.(*messages.CreateObjectReply).GetExisted() {
 		t.Fatalf("the retried Put was answered %v: told the object exists, it drops the only source", r)
 	}
 	if s := locateReply(t, out, replyTo("r4")).GetSender().GetNodeId(); s != "n1" {

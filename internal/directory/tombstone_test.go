@@ -2,6 +2,7 @@ package directory
 
 import (
 	"errors"
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"math"
 	"testing"
 	"time"
@@ -63,10 +64,10 @@ func TestApplyTombstonesEndsWhatArrivedBefore(t *testing.T) {
 	if r := locateReply(t, out, replyTo("rw")); !errors.Is(r.GetError(), messages.ErrDeleted) {
 		t.Fatalf("parked Get: %v", r)
 	}
-	if q := repliesTo(out, replyTo("qw")); len(q) != 1 || !errors.Is(q[0].Msg.(*messages.ObjectInfo).GetError(), messages.ErrDeleted) {
+	if q := outbox.SendsTo(out, replyTo("qw")); len(q) != 1 || !errors.Is(q[0].Msg.(*messages.ObjectInfo).GetError(), messages.ErrDeleted) {
 		t.Fatalf("parked Query: %v", q)
 	}
-	if u := repliesTo(out, sub); len(u) != 1 || !u[0].Msg.(*messages.LocationUpdate).GetDeleted() {
+	if u := outbox.SendsTo(out, sub); len(u) != 1 || !u[0].Msg.(*messages.LocationUpdate).GetDeleted() {
 		t.Fatalf("subscriber: %v", u)
 	}
 	for _, id := range []string{"x", "w", "l"} {

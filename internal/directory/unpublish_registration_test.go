@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"github.com/hoplite-go/hoplite/internal/outbox"
 	"testing"
 
 	"github.com/hoplite-go/hoplite/messages"
@@ -17,7 +18,7 @@ func TestStaleWithdrawalLeavesTheRetriedRegistration(t *testing.T) {
 	register := func(tb *LocationTable, id string, request uint64) {
 		t.Helper()
 		out := tb.onCreate(&messages.CreateObject{ObjectId: id, Size: size, Fingerprint: 42, Creator: node(0), RequestId: request}, replyTo("c")).Sends
-		if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+		if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 			t.Fatalf("registration %d: %v", request, out)
 		}
 	}
@@ -99,7 +100,7 @@ func TestStaleWithdrawalLeavesTheRepublishedRetry(t *testing.T) {
 			}
 			// The retry's CreateObject comes last, either way.
 			out := tb.onCreate(&messages.CreateObject{ObjectId: "x", Size: size, Fingerprint: 42, Creator: node(0), RequestId: 2}, replyTo("c")).Sends
-			if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+			if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 				t.Fatalf("the retry's registration: %v", out)
 			}
 			if lr := locateReply(t, locate(tb, "x", 1, t0), replyTo("r1")); lr.GetError() != nil || lr.GetSender().GetNodeId() != "n0" {

@@ -21,16 +21,6 @@ func node(i int) *messages.NodeRef {
 // replyTo is an opaque requester as the table sees it.
 type replyTo string
 
-func repliesTo(out []outbox.Send, to any) []outbox.Send {
-	var r []outbox.Send
-	for _, s := range out {
-		if s.To == to {
-			r = append(r, s)
-		}
-	}
-	return r
-}
-
 func indexedTable() (*directory.LocationTable, *Index) {
 	x := New()
 	return directory.NewLocationTable(directory.TableConfig{InlineLimit: 64, Inline: x}), x
@@ -43,7 +33,7 @@ func createInline(t *testing.T, tb *directory.LocationTable, id, data string, ex
 		extra(req)
 	}
 	out := tb.Step(t0, directory.Create{Req: req, ReplyTo: replyTo("c")}).Sends
-	if r := repliesTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
+	if r := outbox.SendsTo(out, replyTo("c")); len(r) != 1 || r[0].Msg.(*messages.CreateObjectReply).GetError() != nil {
 		t.Fatalf("create %s: %v", id, out)
 	}
 }
@@ -82,7 +72,7 @@ func TestIndexWithdrawsBeforeTheAnswer(t *testing.T) {
 	createInline(t, tb, "a", "abc", nil)
 	createInline(t, tb, "b", "def", nil)
 	out := tb.Step(t0, directory.Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")})
-	if len(repliesTo(out.Sends, replyTo("d"))) != 1 {
+	if len(outbox.SendsTo(out.Sends, replyTo("d"))) != 1 {
 		t.Fatalf("the Delete was not answered in its step: %v", out.Sends)
 	}
 	if x.Lookup("a") != nil {
@@ -203,7 +193,7 @@ func TestIndexAnswersRecordTheReadersCopies(t *testing.T) {
 	}
 	info := tb.Step(t0, directory.Query{Req: &messages.QueryObject{ObjectId: "a"}, ReplyTo: replyTo("q")}).Sends
 	var listed []string
-	for _, s := range repliesTo(info, replyTo("q")) {
+	for _, s := range outbox.SendsTo(info, replyTo("q")) {
 		for _, l := range s.Msg.(*messages.ObjectInfo).GetLocations() {
 			if l.GetState() == messages.LocationState_COMPLETE {
 				listed = append(listed, l.GetNode().GetNodeId())

@@ -94,3 +94,15 @@ func (b *Box) Merge(o Box) {
 func (b *Box) Empty() bool {
 	return len(b.Sends) == 0 && len(b.Timers) == 0 && len(b.Watch) == 0 && len(b.Unwatch) == 0 && len(b.Events) == 0
 }
+
+// SendsTo is the sends of out addressed to to, in order: what a core
+// answered one requester (tests and shells read a step's answer so).
+func SendsTo(out []Send, to any) []Send {
+	var r []Send
+	for _, s := range out {
+		if s.To == to {
+			r = append(r, s)
+		}
+	}
+	return r
+}

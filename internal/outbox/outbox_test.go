@@ -64,3 +64,19 @@ func TestBoxCarriesWatchesAndEvents(t *testing.T) {
 		t.Fatalf("events %v", b.Events)
 	}
 }
+
+// TestSendsToKeepsOneReceiversSendsInOrder: SendsTo picks the sends to
+// one receiver, in the order the step made them, and nothing else.
+func TestSendsToKeepsOneReceiversSendsInOrder(t *testing.T) {
+	var b Box
+	b.Send("a", wrapperspb.String("1"))
+	b.Send("b", wrapperspb.String("2"))
+	b.Send("a", wrapperspb.String("3"))
+	got := SendsTo(b.Sends, "a")
+	if len(got) != 2 || got[0].Msg.(*wrapperspb.StringValue).GetValue() != "1" || got[1].Msg.(*wrapperspb.StringValue).GetValue() != "3" {
+		t.Fatalf("SendsTo(a) = %v", got)
+	}
+	if len(SendsTo(b.Sends, "c")) != 0 {
+		t.Fatal("sends to nobody asked for were returned")
+	}
+}
