@@ -208,13 +208,14 @@ func (w *world) locate(from *host, s *shard, m *messages.Locate, ctx any) {
 	}
 	step := func() { w.shardStep(s, m, ctx) }
 	arrive := func() {
-		if s.inline.Lookup(m.GetObjectId()) == nil {
+		o := s.inline.Lookup(m.GetObjectId())
+		if o == nil {
 			// TryServeLocate reads the id and finds nothing: the table's.
 			w.work(home, qShard, w.cost(qShard)+cpu, step)
 			return
 		}
 		w.work(home, qConn, w.p.quickCost()+cpu, func() {
-			if r := s.inline.AnswerLocate(m, w.now()); r != nil {
+			if r := o.AnswerLocate(m, w.now()); r != nil {
 				s.served++
 				s.quick++
 				w.route(home, outbox.Send{To: ctx, Msg: r})

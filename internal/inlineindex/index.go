@@ -212,15 +212,22 @@ func (x *Index) Close() {
 }
 
 // AnswerLocate answers l, arriving at now, from the published objects
-// as the table's own inline answer would: the bytes, with the receiver's
-// copy recorded (Object.Answer). nil means the table answers l: the
-// object is not published or its uplink's budget is spent, l names a
-// sender that failed it (the table's failover rules) or, keeping a
-// copy, no receiver (the table's refusal). A nil index answers nothing.
-// The shard's actor shell asks it on the goroutine a Locate arrives on,
-// the simulator at the shard's host, at the virtual now.
+// as the table's own inline answer would (Object.AnswerLocate). nil
+// means the table answers l. A nil index answers nothing. The shard's
+// actor shell asks it on the goroutine a Locate arrives on, the
+// simulator at the shard's host, at the virtual now.
 func (x *Index) AnswerLocate(l *messages.Locate, now time.Time) *messages.LocateReply {
-	if x == nil || l.GetFailedSender() != nil {
+	return x.Lookup(l.GetObjectId()).AnswerLocate(l, now)
+}
+
+// AnswerLocate answers l, a Locate of o arriving at now, as the table's
+// own inline answer would: the bytes, with the receiver's copy recorded
+// (Answer). nil means the table answers l: o is nil or not l's object,
+// its uplink's budget is spent, or l names a sender that failed it (the
+// table's failover rules) or, keeping a copy, no receiver (the table's
+// refusal). For a caller that looked o up already (before decoding l).
+func (o *Object) AnswerLocate(l *messages.Locate, now time.Time) *messages.LocateReply {
+	if o == nil || l.GetObjectId() != o.ID || l.GetFailedSender() != nil {
 		return nil
 	}
 	var reader *messages.NodeRef
@@ -229,8 +236,7 @@ func (x *Index) AnswerLocate(l *messages.Locate, now time.Time) *messages.Locate
 			return nil
 		}
 	}
-	o := x.Lookup(l.GetObjectId())
-	if o == nil || !o.Answer(now, reader) {
+	if !o.Answer(now, reader) {
 		return nil
 	}
 	return &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,

@@ -100,17 +100,22 @@ func TryServeLocate(system *actor.ActorSystem, shardFor func(id string) *actor.P
 		return nil, false // ServeLocate's to refuse
 	}
 	pid := shardFor(id)
-	if pid == nil || pid.GetAddress() != system.Address() || lookupInline(pid).Lookup(id) == nil {
+	if pid == nil || pid.GetAddress() != system.Address() {
+		return nil, false
+	}
+	o := lookupInline(pid).Lookup(id)
+	if o == nil {
 		return nil, false
 	}
 	var l messages.Locate
 	if proto.Unmarshal(req, &l) != nil {
 		return nil, false
 	}
-	r := quickLocate(pid, &l)
+	r := o.AnswerLocate(&l, time.Now())
 	if r == nil {
 		return nil, false
 	}
+	quickLocates.Add(1)
 	return appendInlineReply(dst[:0], r), true
 }
 
