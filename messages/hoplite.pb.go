@@ -3822,8 +3822,11 @@ func (x *ReduceTask) GetTraceParent() string {
 // its own; one the node cannot run is answered with that position's
 // ReduceTaskStarted error, and the others run.
 type ReduceTaskBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tasks         []*ReduceTask          `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tasks []*ReduceTask          `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// ring: the node's share of a sliced AllReduce around a ring, stated
+	// instead of listed; its tasks follow the listed ones.
+	Ring          *SlicedRingShare `protobuf:"bytes,2,opt,name=ring,proto3" json:"ring,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3865,6 +3868,188 @@ func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
 	return nil
 }
 
+func (x *ReduceTaskBatch) GetRing() *SlicedRingShare {
+	if x != nil {
+		return x.Ring
+	}
+	return nil
+}
+
+// SlicedRingShare is one participant's share of a sliced AllReduce whose
+// participants are each a node of their own (a ring): its n chain
+// positions, its n-1 relays and its gather, which the node lists for
+// itself (reduction.ExpandRing) exactly as the coordinator would have.
+// Every input of a participant's positions is its predecessor's or its
+// own, so a few fields say them all. Listed, a ring's tasks are about
+// 400 bytes for each of its 2n² positions, and they all cross the
+// coordinator's uplink before the last participant can start: 26 MB at
+// 256 participants, 840 MB at 1,024; stated, about 200 bytes a
+// participant.
+type SlicedRingShare struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ReduceId string                 `protobuf:"bytes,1,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	TargetId string                 `protobuf:"bytes,2,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	Op       ReduceOp               `protobuf:"varint,3,opt,name=op,proto3,enum=hoplite.ReduceOp" json:"op,omitempty"`
+	Dtype    DType                  `protobuf:"varint,4,opt,name=dtype,proto3,enum=hoplite.DType" json:"dtype,omitempty"`
+	// size: the whole object's, which plan.Slices cuts into n slices.
+	Size int64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	// slices: n, the number of participants (at least 3).
+	Slices int32 `protobuf:"varint,6,opt,name=slices,proto3" json:"slices,omitempty"`
+	// index: this participant's place among the request's sources; it
+	// holds slice k's chain index (index-k-1) mod n.
+	Index int32 `protobuf:"varint,7,opt,name=index,proto3" json:"index,omitempty"`
+	// source_id: this participant's source, which its chain positions read.
+	SourceId string `protobuf:"bytes,8,opt,name=source_id,json=sourceId,proto3" json:"source_id,omitempty"`
+	// node: this participant's node; predecessor: participant index-1's
+	// (mod n), every chain link's and relay's input.
+	Node        *NodeRef `protobuf:"bytes,9,opt,name=node,proto3" json:"node,omitempty"`
+	Predecessor *NodeRef `protobuf:"bytes,10,opt,name=predecessor,proto3" json:"predecessor,omitempty"`
+	// gather_position: this node's gather (n² + its place among the
+	// gathers, the creator's first); root: it is the creator's.
+	GatherPosition int32   `protobuf:"varint,11,opt,name=gather_position,json=gatherPosition,proto3" json:"gather_position,omitempty"`
+	Root           bool    `protobuf:"varint,12,opt,name=root,proto3" json:"root,omitempty"`
+	Bandwidth      float64 `protobuf:"fixed64,13,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	TimeoutMs      int64   `protobuf:"varint,14,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TraceParent    string  `protobuf:"bytes,15,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SlicedRingShare) Reset() {
+	*x = SlicedRingShare{}
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlicedRingShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlicedRingShare) ProtoMessage() {}
+
+func (x *SlicedRingShare) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlicedRingShare.ProtoReflect.Descriptor instead.
+func (*SlicedRingShare) Descriptor() ([]byte, []int) {
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *SlicedRingShare) GetReduceId() string {
+	if x != nil {
+		return x.ReduceId
+	}
+	return ""
+}
+
+func (x *SlicedRingShare) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *SlicedRingShare) GetOp() ReduceOp {
+	if x != nil {
+		return x.Op
+	}
+	return ReduceOp_REDUCE_OP_UNSPECIFIED
+}
+
+func (x *SlicedRingShare) GetDtype() DType {
+	if x != nil {
+		return x.Dtype
+	}
+	return DType_DTYPE_UNSPECIFIED
+}
+
+func (x *SlicedRingShare) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *SlicedRingShare) GetSlices() int32 {
+	if x != nil {
+		return x.Slices
+	}
+	return 0
+}
+
+func (x *SlicedRingShare) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SlicedRingShare) GetSourceId() string {
+	if x != nil {
+		return x.SourceId
+	}
+	return ""
+}
+
+func (x *SlicedRingShare) GetNode() *NodeRef {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *SlicedRingShare) GetPredecessor() *NodeRef {
+	if x != nil {
+		return x.Predecessor
+	}
+	return nil
+}
+
+func (x *SlicedRingShare) GetGatherPosition() int32 {
+	if x != nil {
+		return x.GatherPosition
+	}
+	return 0
+}
+
+func (x *SlicedRingShare) GetRoot() bool {
+	if x != nil {
+		return x.Root
+	}
+	return false
+}
+
+func (x *SlicedRingShare) GetBandwidth() float64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
+func (x *SlicedRingShare) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *SlicedRingShare) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
 // ReduceTaskStarted: the position's output exists and can be streamed.
 type ReduceTaskStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3878,7 +4063,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3890,7 +4075,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3903,7 +4088,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -3960,7 +4145,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3972,7 +4157,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3985,7 +4170,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -4051,7 +4236,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4063,7 +4248,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4076,7 +4261,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -4133,7 +4318,7 @@ type ReduceCommit struct {
 
 func (x *ReduceCommit) Reset() {
 	*x = ReduceCommit{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4145,7 +4330,7 @@ func (x *ReduceCommit) String() string {
 func (*ReduceCommit) ProtoMessage() {}
 
 func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4158,7 +4343,7 @@ func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
 func (*ReduceCommit) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReduceCommit) GetReduceId() string {
@@ -4220,7 +4405,7 @@ type ReduceCommitted struct {
 
 func (x *ReduceCommitted) Reset() {
 	*x = ReduceCommitted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4417,7 @@ func (x *ReduceCommitted) String() string {
 func (*ReduceCommitted) ProtoMessage() {}
 
 func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4430,7 @@ func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
 func (*ReduceCommitted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReduceCommitted) GetReduceId() string {
@@ -4300,7 +4485,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4312,7 +4497,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4325,7 +4510,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -4371,7 +4556,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4383,7 +4568,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4396,7 +4581,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -4444,7 +4629,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4456,7 +4641,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4469,7 +4654,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4498,7 +4683,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4510,7 +4695,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4523,7 +4708,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4552,7 +4737,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4564,7 +4749,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4577,7 +4762,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4607,7 +4792,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[53]
+	mi := &file_hoplite_hoplite_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4804,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[53]
+	mi := &file_hoplite_hoplite_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4817,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -4956,9 +5141,28 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\x05relay\x18\x12 \x01(\bR\x05relay\x12\x14\n" +
 	"\x05chunk\x18\x13 \x01(\x03R\x05chunk\x12\x14\n" +
 	"\x05quiet\x18\x14 \x01(\bR\x05quiet\x12!\n" +
-	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"<\n" +
+	"\ftrace_parent\x18( \x01(\tR\vtraceParent\"j\n" +
 	"\x0fReduceTaskBatch\x12)\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\"\xab\x01\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x13.hoplite.ReduceTaskR\x05tasks\x12,\n" +
+	"\x04ring\x18\x02 \x01(\v2\x18.hoplite.SlicedRingShareR\x04ring\"\xea\x03\n" +
+	"\x0fSlicedRingShare\x12\x1b\n" +
+	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1b\n" +
+	"\ttarget_id\x18\x02 \x01(\tR\btargetId\x12!\n" +
+	"\x02op\x18\x03 \x01(\x0e2\x11.hoplite.ReduceOpR\x02op\x12$\n" +
+	"\x05dtype\x18\x04 \x01(\x0e2\x0e.hoplite.DTypeR\x05dtype\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06slices\x18\x06 \x01(\x05R\x06slices\x12\x14\n" +
+	"\x05index\x18\a \x01(\x05R\x05index\x12\x1b\n" +
+	"\tsource_id\x18\b \x01(\tR\bsourceId\x12$\n" +
+	"\x04node\x18\t \x01(\v2\x10.hoplite.NodeRefR\x04node\x122\n" +
+	"\vpredecessor\x18\n" +
+	" \x01(\v2\x10.hoplite.NodeRefR\vpredecessor\x12'\n" +
+	"\x0fgather_position\x18\v \x01(\x05R\x0egatherPosition\x12\x12\n" +
+	"\x04root\x18\f \x01(\bR\x04root\x12\x1c\n" +
+	"\tbandwidth\x18\r \x01(\x01R\tbandwidth\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x0e \x01(\x03R\ttimeoutMs\x12!\n" +
+	"\ftrace_parent\x18\x0f \x01(\tR\vtraceParent\"\xab\x01\n" +
 	"\x11ReduceTaskStarted\x12\x1b\n" +
 	"\treduce_id\x18\x01 \x01(\tR\breduceId\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\x05R\bposition\x12$\n" +
@@ -5069,7 +5273,7 @@ func file_hoplite_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_hoplite_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),            // 0: hoplite.ErrorCode
 	(ReduceOp)(0),             // 1: hoplite.ReduceOp
@@ -5118,17 +5322,18 @@ var file_hoplite_hoplite_proto_goTypes = []any{
 	(*ReduceInput)(nil),       // 44: hoplite.ReduceInput
 	(*ReduceTask)(nil),        // 45: hoplite.ReduceTask
 	(*ReduceTaskBatch)(nil),   // 46: hoplite.ReduceTaskBatch
-	(*ReduceTaskStarted)(nil), // 47: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 48: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 49: hoplite.ReduceInvalidate
-	(*ReduceCommit)(nil),      // 50: hoplite.ReduceCommit
-	(*ReduceCommitted)(nil),   // 51: hoplite.ReduceCommitted
-	(*ReduceRelease)(nil),     // 52: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 53: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 54: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 55: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 56: hoplite.Republish
-	(*RepublishDone)(nil),     // 57: hoplite.RepublishDone
+	(*SlicedRingShare)(nil),   // 47: hoplite.SlicedRingShare
+	(*ReduceTaskStarted)(nil), // 48: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),    // 49: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),  // 50: hoplite.ReduceInvalidate
+	(*ReduceCommit)(nil),      // 51: hoplite.ReduceCommit
+	(*ReduceCommitted)(nil),   // 52: hoplite.ReduceCommitted
+	(*ReduceRelease)(nil),     // 53: hoplite.ReduceRelease
+	(*StoreReduced)(nil),      // 54: hoplite.StoreReduced
+	(*StoreReducedReply)(nil), // 55: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),     // 56: hoplite.ReleaseTarget
+	(*Republish)(nil),         // 57: hoplite.Republish
+	(*RepublishDone)(nil),     // 58: hoplite.RepublishDone
 }
 var file_hoplite_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -5182,15 +5387,20 @@ var file_hoplite_hoplite_proto_depIdxs = []int32{
 	2,  // 48: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
 	44, // 49: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
 	45, // 50: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
-	4,  // 51: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 52: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 53: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	5,  // 54: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	47, // 51: hoplite.ReduceTaskBatch.ring:type_name -> hoplite.SlicedRingShare
+	1,  // 52: hoplite.SlicedRingShare.op:type_name -> hoplite.ReduceOp
+	2,  // 53: hoplite.SlicedRingShare.dtype:type_name -> hoplite.DType
+	5,  // 54: hoplite.SlicedRingShare.node:type_name -> hoplite.NodeRef
+	5,  // 55: hoplite.SlicedRingShare.predecessor:type_name -> hoplite.NodeRef
+	4,  // 56: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 57: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 58: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	5,  // 59: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_hoplite_proto_init() }
@@ -5204,7 +5414,7 @@ func file_hoplite_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_hoplite_proto_rawDesc), len(file_hoplite_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   54,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

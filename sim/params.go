@@ -100,6 +100,10 @@ type Params struct {
 	// (inlineindex.Index.AnswerLocate, at QuickLocateShare of ShardCost):
 	// for the comparison.
 	ActorLocates bool
+	// ListRingTasks has a sliced AllReduce's coordinator list every
+	// participant's 2n tasks, as before it stated each participant's
+	// share (messages.SlicedRingShare): for the comparison.
+	ListRingTasks bool
 	// Shards is the number of directory shards, placed on hosts round
 	// robin (shard i on host i mod N).
 	Shards int

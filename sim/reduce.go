@@ -307,7 +307,11 @@ func (red *coordRun) atNode(h *host, msg any) {
 		w.tracef(h, "p%d's task arrives", m.GetPosition())
 		red.startWorker(h, m)
 	case *messages.ReduceTaskBatch:
-		for _, t := range m.GetTasks() {
+		ts, err := reduction.BatchTasks(m)
+		if err != nil {
+			panic(fmt.Sprintf("sim: the coordinator sent a share its node refuses: %v", err))
+		}
+		for _, t := range ts {
 			red.startWorker(h, t)
 		}
 	case *messages.ReduceInvalidate:

@@ -87,6 +87,9 @@ type Outcome struct {
 	Root   string `json:"root,omitempty"`
 	// Shape is the Reduce's plan's shape (an AllReduce's sliced or not).
 	Shape string `json:"shape,omitempty"`
+	// RingGather: a sliced AllReduce's all-gather went around the ring
+	// (every participant a host of its own).
+	RingGather bool `json:"ring_gather,omitempty"`
 	// ShardQueue and CoordQueue are the longest a message waited at a
 	// directory shard and at a coordinator: a hot one queues.
 	ShardQueue time.Duration `json:"shard_queue_ns"`
@@ -413,7 +416,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	// The members pace a sliced AllReduce's streams (the links' max-min
 	// fair shares model that), and know their link's shaper (-link-rate,
 	// -link-burst), as the testbed's do.
-	cfg := reduction.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true,
+	cfg := reduction.Config{InlineLimit: 64 << 10, ForceDegree: c.Degree, AllReduceShape: c.Shape, Paced: true, ListRingTasks: w.p.ListRingTasks,
 		Shaper: plan.Shaper{Rate: w.p.Bandwidth / 8 * w.p.PayloadEfficiency, Burst: w.p.Burst}}
 	if async {
 		w.scheduleKill(c, out, target) // pauses only: see Run
@@ -451,7 +454,7 @@ func (w *world) reduce(c Config, out *Outcome) error {
 	}
 	out.Time = call.replyAt - out.LastPut
 	if p := call.reply.GetPlan(); p != nil {
-		out.Degree, out.Shape = int(p.GetDegree()), p.GetShape()
+		out.Degree, out.Shape, out.RingGather = int(p.GetDegree()), p.GetShape(), p.GetRingGather()
 	}
 	out.Chunk = w.maxChunk
 	ids := call.reply.GetReducedIds()

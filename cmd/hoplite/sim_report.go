@@ -48,6 +48,9 @@ func simReport(command []string, p sim.Params, outs []*sim.Outcome) *bench.Repor
 			}}
 		if o.Shape == reduction.ShapeSliced {
 			res.Extra["sliced"] = 1
+			if o.RingGather {
+				res.Extra["ring_gather"] = 1
+			}
 		}
 		if o.FailureFree > 0 {
 			res.Extra["failure_free_s"] = o.FailureFree.Seconds()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/experiments"
+	"github.com/hoplite-go/hoplite/internal/reduction"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -108,7 +109,7 @@ func TestSlicedAllReduceCopiesAreReadableOnlyOnceItsCoordinatorTakesThem(t *test
 		case *messages.ReduceTask:
 			tasks = append(tasks, m)
 		case *messages.ReduceTaskBatch:
-			tasks = m.GetTasks()
+			tasks, _ = reduction.BatchTasks(m) // a ring's gathers are in its shares
 		}
 		mu.Lock()
 		defer mu.Unlock()

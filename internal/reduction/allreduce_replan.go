@@ -165,7 +165,7 @@ func (r *Reduction) replan(node string, down bool, lost []string, num int) effec
 	if r.tree != nil {
 		stale = r.tree.lastGen()
 	}
-	if r.sliced != nil && len(r.sliced.sent) > 0 {
+	if r.sliced != nil && r.sliced.anySent() {
 		stale = max(stale, 1) // every task of a sliced run is generation 1's
 	}
 	if ran {

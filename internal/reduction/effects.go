@@ -80,6 +80,7 @@ const DefaultResubscribe = 500 * time.Millisecond
 // into messages once, at the end of a public step.
 type effects struct {
 	Tasks         []Task
+	Rings         []ringShare // a sliced ring's participants' shares, stated instead of listed (after Tasks)
 	StoreInline   *messages.StoreReduced
 	Fetch         []*messages.NodeRef
 	Reply         *messages.ReduceReply
@@ -102,6 +103,7 @@ type effects struct {
 
 func (fx *effects) merge(o effects) {
 	fx.Tasks = append(fx.Tasks, o.Tasks...)
+	fx.Rings = append(fx.Rings, o.Rings...)
 	if o.StoreInline != nil {
 		fx.StoreInline = o.StoreInline
 	}
@@ -185,6 +187,10 @@ func (r *core) out(fx effects, now time.Time, s shapeOut) Effects {
 		t.Task.TimeoutMs = remaining
 	}
 	r.sendTasks(fx.Tasks, &e)
+	for _, rs := range fx.Rings {
+		rs.Share.TimeoutMs = remaining
+		e.Send(rs.Node, &messages.ReduceTaskBatch{Ring: rs.Share})
+	}
 	if fx.StoreInline != nil {
 		fx.StoreInline.TimeoutMs = remaining
 		var to any = CallerNode{}

@@ -16,7 +16,11 @@ func (fx Effects) Tasks() []Task {
 		case *messages.ReduceTask:
 			out = append(out, Task{Node: s.To.(*messages.NodeRef), Task: m})
 		case *messages.ReduceTaskBatch:
-			for _, t := range m.GetTasks() {
+			ts, err := BatchTasks(m)
+			if err != nil {
+				panic(err)
+			}
+			for _, t := range ts {
 				out = append(out, Task{Node: s.To.(*messages.NodeRef), Task: t})
 			}
 		}

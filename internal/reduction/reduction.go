@@ -79,6 +79,11 @@ type Config struct {
 	// from its root instead of around the ring (see slicedRun): a
 	// benchmark's baseline for the ring all-gather.
 	NoRingGather bool
+	// ListRingTasks sends a sliced ring's participants their 2n tasks
+	// each, listed, instead of their shares (messages.SlicedRingShare):
+	// a benchmark's baseline, and the tests' proof that a share lists
+	// the same tasks.
+	ListRingTasks bool
 	// NoInlinePush makes an inline AllReduce's participants locate its
 	// result at the target's shard instead of receiving it with their
 	// Gets (messages.Get.pushed): a benchmark's baseline for the push.

@@ -66,7 +66,8 @@ type slicedRun struct {
 	gathers []string        // node ids with a gather, the creator's first
 	gpos    map[string]int  // node id -> its gather's position
 	done    map[string]bool // node id -> its gather finished
-	sent    map[int]bool    // positions whose task was sent
+	sent    map[int]bool    // positions whose task was sent listed
+	allSent bool            // every position's task went out in the participants' shares
 	gnode   map[int]string  // gather position -> node id
 	fp      uint64          // the target's fingerprint, from the creator's gather
 	// ring: the all-gather relays each slice around the participants
@@ -137,11 +138,22 @@ func (s *slicedRun) arrived() effects {
 	// link waits for its predecessor's report and no gather for the
 	// roots'. Every output is generation 1's: there are no repairs.
 	var fx effects
+	s.ring = len(nodes) == s.n && s.n > 2 && !s.cfg.NoRingGather
+	s.plan.RingGather = s.ring
+	if s.ring && !s.cfg.ListRingTasks && !s.cfg.UnbatchedTasks && s.n <= MaxRingSlices {
+		// Each participant's share stated, in the order of its first
+		// position (participant 1 holds position 0): the node lists its
+		// tasks itself (ExpandRing), and the coordinator's uplink carries
+		// n shares, not 2n² tasks.
+		s.allSent = true
+		for c := 1; c <= s.n; c++ {
+			fx.Rings = append(fx.Rings, s.ringShare(c%s.n))
+		}
+		return fx
+	}
 	for p := 0; p < s.n*s.n; p++ {
 		s.send(p, &fx)
 	}
-	s.ring = len(nodes) == s.n && s.n > 2 && !s.cfg.NoRingGather
-	s.plan.RingGather = s.ring
 	if s.ring {
 		for k := 0; k < s.n; k++ {
 			for j := 1; j < s.n; j++ {
@@ -154,6 +166,37 @@ func (s *slicedRun) arrived() effects {
 	}
 	return fx
 }
+
+// ringShare is participant i's share of a ring (see ExpandRing, which
+// lists from it what send, relaySend and gatherTask list).
+func (s *slicedRun) ringShare(i int) ringShare {
+	src := s.req.GetSourceIds()[i]
+	node := s.sources[src].node
+	sh := &messages.SlicedRingShare{ReduceId: s.id, TargetId: s.req.GetTargetId(), Op: s.req.GetOp(), Dtype: s.req.GetDtype(),
+		Size: s.size, Slices: int32(s.n), Index: int32(i), SourceId: src, Node: node,
+		Predecessor:    s.sources[s.req.GetSourceIds()[(i-1+s.n)%s.n]].node,
+		GatherPosition: int32(s.gpos[node.GetNodeId()]), Root: node.GetNodeId() == s.gathers[0], Bandwidth: s.B}
+	return ringShare{Node: node, Share: sh}
+}
+
+// ringShare is a SlicedRingShare and the node it goes to.
+type ringShare struct {
+	Node  *messages.NodeRef
+	Share *messages.SlicedRingShare
+}
+
+// isSent says whether position p's task went out: listed (sent), or in
+// a share, which states every chain, relay and gather position at once.
+func (s *slicedRun) isSent(p int) bool {
+	if !s.allSent {
+		return s.sent[p]
+	}
+	_, gather := s.gnode[p]
+	return p >= 0 && p < s.n*s.n || gather || p >= s.relayPos(0, 1) && p <= s.relayPos(s.n-1, s.n-1)
+}
+
+// anySent says whether any position's task went out.
+func (s *slicedRun) anySent() bool { return s.allSent || len(s.sent) > 0 }
 
 // send sends chain position p its task.
 func (s *slicedRun) send(p int, fx *effects) {
@@ -218,7 +261,7 @@ func (s *slicedRun) gatherTask(node string) Task {
 // a chain position opens an application object; a relay's or a gather's
 // inputs, and a chain's input from its predecessor, are the run's own.
 func (s *slicedRun) goneSource(reduceID string, p, gen int, err error) (id, node string, ok bool) {
-	if s.over || s.reply != nil || !s.running || reduceID != s.id || p < 0 || p >= s.n*s.n || !s.sent[p] || gen != 1 ||
+	if s.over || s.reply != nil || !s.running || reduceID != s.id || p < 0 || p >= s.n*s.n || !s.isSent(p) || gen != 1 ||
 		!errors.Is(err, messages.ErrNotFound) {
 		return "", "", false
 	}
@@ -232,7 +275,7 @@ func (s *slicedRun) goneSource(reduceID string, p, gen int, err error) (id, node
 
 func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 	p := int(m.GetPosition())
-	if s.over || m.GetReduceId() != s.id || !s.sent[p] || m.GetGeneration() != 1 || s.started[p] {
+	if s.over || m.GetReduceId() != s.id || !s.isSent(p) || m.GetGeneration() != 1 || s.started[p] {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
@@ -248,7 +291,7 @@ func (s *slicedRun) taskStarted(m *messages.ReduceTaskStarted) effects {
 
 func (s *slicedRun) taskDone(m *messages.ReduceTaskDone) effects {
 	p := int(m.GetPosition())
-	if s.over || m.GetReduceId() != s.id || !s.sent[p] || m.GetGeneration() != 1 {
+	if s.over || m.GetReduceId() != s.id || !s.isSent(p) || m.GetGeneration() != 1 {
 		return effects{}
 	}
 	if err := messages.ErrOrNil(m.GetError()); err != nil {
@@ -293,7 +336,7 @@ func (s *slicedRun) taskDone(m *messages.ReduceTaskDone) effects {
 func (s *slicedRun) copies() []*messages.NodeRef {
 	var out []*messages.NodeRef
 	for _, id := range s.gathers {
-		if s.sent[s.gpos[id]] {
+		if s.isSent(s.gpos[id]) {
 			out = append(out, s.nodes[id])
 		}
 	}

@@ -352,7 +352,11 @@ func (s *slicedSim) apply(fx Effects) {
 		case *messages.ReduceTask:
 			s.task(to, m)
 		case *messages.ReduceTaskBatch:
-			for _, m := range m.GetTasks() {
+			ts, err := BatchTasks(m)
+			if err != nil {
+				panic(err)
+			}
+			for _, m := range ts {
 				s.task(to, m)
 			}
 		}
@@ -976,8 +980,15 @@ func TestSlicedTasksBatched(t *testing.T) {
 		}
 		nd := s.To.(*messages.NodeRef).GetNodeId()
 		order = append(order, nd)
+		if b.GetRing() == nil || len(b.GetTasks()) != 0 {
+			t.Fatalf("%s's batch lists %d tasks, share %v: a ring's are stated", nd, len(b.GetTasks()), b.GetRing())
+		}
+		ts, err := BatchTasks(b)
+		if err != nil {
+			t.Fatalf("%s's share: %v", nd, err)
+		}
 		var pos []int
-		for _, tk := range b.GetTasks() {
+		for _, tk := range ts {
 			pos = append(pos, int(tk.GetPosition()))
 		}
 		// Participant i holds chain index (i-k-1) mod n of slice k.
@@ -998,7 +1009,7 @@ func TestSlicedTasksBatched(t *testing.T) {
 		if !slices.Equal(pos, want) {
 			t.Fatalf("%s's batch: positions %v, want %v", nd, pos, want)
 		}
-		for _, tk := range b.GetTasks() {
+		for _, tk := range ts {
 			if tk.GetTimeoutMs() <= 0 || tk.GetReduceId() != testReduceID {
 				t.Fatalf("%s's batch: task %v", nd, tk)
 			}

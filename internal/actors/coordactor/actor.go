@@ -462,6 +462,9 @@ func (c *Coordinator) countSend(s outbox.Send) {
 		c.tasks++
 	case *messages.ReduceTaskBatch:
 		c.tasks += len(m.GetTasks())
+		if m.GetRing() != nil {
+			c.tasks += 2 * int(m.GetRing().GetSlices()) // ExpandRing's
+		}
 	}
 }
 
@@ -575,6 +578,10 @@ func (c *Coordinator) send(ctx actor.Context, s outbox.Send) {
 	case *messages.ReduceTaskBatch:
 		for _, t := range m.GetTasks() {
 			c.logTask(t, s.To.(*messages.NodeRef))
+		}
+		if sh := m.GetRing(); sh != nil {
+			c.cfg.Log.WithFields(logrus.Fields{"reduce": c.id, "participant": sh.GetIndex(), "of": sh.GetSlices(),
+				"node": s.To.(*messages.NodeRef).GetNodeId()}).Debug("sending a sliced ring share")
 		}
 		ctx.Request(to, c.traced(m))
 	case *messages.ReduceInvalidate:

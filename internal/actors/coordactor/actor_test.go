@@ -108,7 +108,8 @@ type release struct {
 func (f *fakeStore) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.ReduceTaskBatch:
-		for _, t := range m.GetTasks() {
+		ts, _ := reduction.BatchTasks(m)
+		for _, t := range ts {
 			f.run(ctx, t)
 		}
 	case *messages.ReduceTask:

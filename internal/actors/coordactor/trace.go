@@ -58,6 +58,9 @@ func (c *Coordinator) traced(m proto.Message) proto.Message {
 		for _, task := range b.GetTasks() {
 			task.TraceParent = tp
 		}
+		if b.GetRing() != nil {
+			b.Ring.TraceParent = tp // ExpandRing gives it every task
+		}
 		return b
 	}
 	return m

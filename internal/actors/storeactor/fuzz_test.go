@@ -107,6 +107,11 @@ func fuzzNodeMessage(in *fuzzInput) proto.Message {
 		proto.Merge(m, task())
 	case *messages.ReduceTaskBatch:
 		m.Tasks = append(m.Tasks, task(), nil, task())
+		if kind&0x20 != 0 {
+			proto.Merge(m, &messages.ReduceTaskBatch{Ring: &messages.SlicedRingShare{ReduceId: "r", TargetId: "target",
+				Dtype: messages.DType_INT64, Size: v, Slices: int32(w), Index: int32(v), SourceId: id, Node: n, Predecessor: n,
+				GatherPosition: int32(w), TimeoutMs: w}})
+		}
 	case *messages.ReduceRelease:
 		m.ReduceId, m.TargetId, m.KeepTarget, m.Bandwidth = "r", id, kind&0x20 != 0, float64(v)
 	case *messages.ReduceInvalidate:

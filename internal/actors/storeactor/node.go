@@ -805,12 +805,24 @@ func (n *StoreNode) running(system *actor.ActorSystem, self *actor.PID) bool {
 }
 
 // reduceTaskBatch runs every task of a batch, in its order, as if each
-// had come alone (see reduceTask): a task that cannot run is answered as
-// its position's error and the others run.
+// had come alone (see reduceTask): its listed tasks, then those its ring
+// share states (reduction.ExpandRing). A task that cannot run is
+// answered as its position's error and the others run.
 func (n *StoreNode) reduceTaskBatch(ctx actor.Context, m *messages.ReduceTaskBatch) {
 	now := time.Now()
-	for _, t := range m.GetTasks() {
+	tasks, err := reduction.BatchTasks(m)
+	for _, t := range tasks {
 		n.reduceTask(ctx, t, now)
+	}
+	if err != nil {
+		// A share that names no run: answered as its gather's start, the
+		// one position of its that the coordinator awaits whatever else.
+		sh := m.GetRing()
+		n.cfg.Log.WithFields(map[string]any{"reduce": sh.GetReduceId(), "error": err}).Warn("refused a sliced ring share")
+		if ctx.Sender() != nil {
+			ctx.Send(ctx.Sender(), &messages.ReduceTaskStarted{ReduceId: sh.GetReduceId(), Position: sh.GetGatherPosition(),
+				Generation: 1, Error: err})
+		}
 	}
 }
 

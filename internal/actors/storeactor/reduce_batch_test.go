@@ -161,6 +161,26 @@ func TestReduceTaskBatchReportsABadTaskAlone(t *testing.T) {
 	}
 }
 
+// A batch whose ring share names no sliced run (here: two participants)
+// runs its listed tasks and answers the share as its gather's start,
+// INVALID_ARGUMENT, at once: the coordinator does not wait for a run
+// that never starts.
+func TestReduceTaskBatchRefusesABadRingShare(t *testing.T) {
+	const n, size = 2, 64
+	system, node, coord, _, reports := batchNode(t, n, size)
+	share := &messages.SlicedRingShare{ReduceId: "r#1", TargetId: "target", Dtype: messages.DType_INT64, Size: 64, Slices: 2,
+		Index: 1, SourceId: "s1", Node: &messages.NodeRef{NodeId: "n"}, Predecessor: &messages.NodeRef{NodeId: "m"}, GatherPosition: 5}
+	b := &messages.ReduceTaskBatch{Tasks: []*messages.ReduceTask{leafTask("r#1", 0, "s0", size)}, Ring: share}
+	system.Root.RequestWithCustomSender(node, b, coord)
+	started, done := reportsOf(t, reports, 2, 1)
+	if err := messages.ErrOrNil(started[5].GetError()); !errors.Is(err, messages.ErrInvalidArgument) || started[5].GetReduceId() != "r#1" {
+		t.Fatalf("the share's gather started: %v, want INVALID_ARGUMENT", started[5])
+	}
+	if messages.ErrOrNil(started[0].GetError()) != nil || messages.ErrOrNil(done[0].GetError()) != nil {
+		t.Fatalf("the listed task: %v, %v", started[0], done[0])
+	}
+}
+
 // CheckTask refuses what no worker could run.
 func TestCheckTask(t *testing.T) {
 	ok := leafTask("r#1", 0, "s0", 8)

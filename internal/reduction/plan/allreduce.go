@@ -93,13 +93,31 @@ func SlicedControlMessages(n int) int64 {
 const CoordMessageCPU = 82 * time.Microsecond
 
 // SlicedTaskBytes is about how many bytes of tasks a sliced AllReduce's
-// coordinator sends for each of its n² positions (a chain link's task,
-// its share of the relays' and of the gathers' inputs): about 400 with
-// ids of 30 characters (1.6 MB at n = 64). They leave through the
-// coordinator's uplink before the last participant can start: 26 MB,
-// 0.55 s on the testbed's links, at 256 (the simulator's sliced
-// AllReduce there took 0.49 s longer with them than without).
+// coordinator sends for each of its n² positions when it lists them (a
+// chain link's task, its share of the relays' and of the gathers'
+// inputs): about 400 with ids of 30 characters (1.6 MB at n = 64). They
+// leave through the coordinator's uplink before the last participant
+// can start: 26 MB, 0.55 s on the testbed's links, at 256 (the
+// simulator's sliced AllReduce there took 0.49 s longer with them than
+// without). It lists them for n of 2, where the participants share no
+// ring, and when several sources share a node.
 const SlicedTaskBytes = 400
+
+// SlicedShareBytes is about how many bytes a participant's share of a
+// sliced AllReduce around a ring costs (messages.SlicedRingShare, which
+// its node expands to its 2n tasks): two node references and four ids,
+// about 300 bytes between processes, whatever n.
+const SlicedShareBytes = 300
+
+// slicedTaskBytes is what a sliced AllReduce's tasks cost its
+// coordinator's uplink: n shares when they form a ring (n > 2; the model
+// takes every participant for a node of its own), else n² listed tasks.
+func slicedTaskBytes(n int) int64 {
+	if n > 2 {
+		return int64(n) * SlicedShareBytes
+	}
+	return int64(n) * int64(n) * SlicedTaskBytes
+}
 
 // messageCPU is what the model charges a control message: CoordMessageCPU,
 // or the measured one-way latency L if that is less. A message that
@@ -129,7 +147,8 @@ func SlicedStreams(n int) int { return max(2*(n-1), 1) }
 // chain of n positions fills its pipeline one chunk per hop. Latency is
 // charged as T(1) charges a chain, one L a link (n), plus one for the
 // gathers' fetches and one for publishing the copies at the end. The
-// tasks' n²·SlicedTaskBytes cross the coordinator's uplink first, and
+// tasks (n shares of SlicedShareBytes; n²·SlicedTaskBytes listed, for
+// n = 2) cross the coordinator's uplink first, and
 // its CPU bounds T from below: T is at least SlicedControlMessages(n)
 // messages of min(CoordMessageCPU, L). B <= 0 or NaN prices every byte as
 // forever, as Cost does.
@@ -145,7 +164,7 @@ func SlicedCost(n int, L time.Duration, B float64, S int64, paced bool) time.Dur
 	// (n-1)/n·S unrounded: a slice may be an element larger than S/n.
 	xfer := transferNanos(B, S) * 2 * float64(n-1) / float64(n) * slicedFactor(n, paced)
 	xfer += transferNanos(B, int64(n-1)*chunk)
-	xfer += transferNanos(B, int64(n)*int64(n)*SlicedTaskBytes)
+	xfer += transferNanos(B, slicedTaskBytes(n))
 	control := float64(SlicedControlMessages(n)) * messageCPU(L)
 	return saturate(max(xfer+float64(n+2)*max(float64(L), 0), control))
 }

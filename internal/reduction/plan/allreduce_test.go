@@ -54,18 +54,19 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 	// n = 4, S = 8 MiB, B = 1e9 B/s, L = 100 µs. Sliced: 2·3/4·S/B =
 	// 12582.912 µs, times the contention 1 + 0.12·2 = 15602.81088 µs;
 	// slices of 2 MiB move in 128 KiB chunks (16 a slice): fill
-	// 3·131072 ns, latency 6·L, the tasks' 16·400 bytes 6400 ns.
+	// 3·131072 ns, latency 6·L, the participants' 4 shares of 300 bytes
+	// (a ring) 1200 ns.
 	// Reduce+broadcast: the chain wins,
 	// T(1) = 4·L + S/B + its fill, 2 chunks of 256 KiB (the link's 512 KiB
 	// halved: 2 would be more than S/16), broadcast 3·L + S/B.
 	s := SlicedCost(4, 100*us, 1e9, 8<<20, false)
-	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us + 6400*time.Nanosecond; (s - want).Abs() > time.Nanosecond {
+	if want := 15602811*time.Nanosecond + 3*131072*time.Nanosecond + 600*us + 1200*time.Nanosecond; (s - want).Abs() > time.Nanosecond {
 		t.Errorf("SlicedCost = %v, want %v", s, want)
 	}
 	// Paced: the contention is 1 + 0.02·2 (13086.22848 µs); each stream's
 	// share is B/6, whose 5 ms chunk (1 MiB) halves to the same 128 KiB.
 	ps := SlicedCost(4, 100*us, 1e9, 8<<20, true)
-	if want := 13086228*time.Nanosecond + 3*131072*time.Nanosecond + 600*us + 6400*time.Nanosecond; (ps - want).Abs() > time.Nanosecond {
+	if want := 13086228*time.Nanosecond + 3*131072*time.Nanosecond + 600*us + 1200*time.Nanosecond; (ps - want).Abs() > time.Nanosecond {
 		t.Errorf("paced SlicedCost = %v, want %v", ps, want)
 	}
 	rb, d := ReduceBroadcastCost(4, 100*us, 1e9, 8<<20, 4)
@@ -92,12 +93,12 @@ func TestAllReduceCostsHandComputed(t *testing.T) {
 		t.Errorf("ChooseAllReduce(8, paced, 1 MiB) = %+v, want reduce+broadcast, sliced at the coordinator's 9.184ms", c)
 	}
 	// Paced, the contention stops at 1.10: from 7 on the bytes cost
-	// 2·(n-1)/n·1.10·S/B, a little fill (n-1 chunks), and the tasks'
-	// n²·400 bytes.
+	// 2·(n-1)/n·1.10·S/B, a little fill (n-1 chunks), and the n shares
+	// of 300 bytes.
 	for _, n := range []int{16, 64, 256} {
 		S := int64(256 << 20)
 		bytes := time.Duration(2 * float64(n-1) / float64(n) * 1.10 * float64(S))
-		tasks := time.Duration(n * n * 400)
+		tasks := time.Duration(n * 300)
 		if got := SlicedCost(n, 0, 1e9, S, true); got < bytes+tasks || got > bytes+tasks+bytes/20 {
 			t.Errorf("SlicedCost(%d, paced) = %v, want the bytes' %v and at most 5 %% of fill", n, got, bytes)
 		}
@@ -148,7 +149,7 @@ func TestChooseAllReduceMatchesAnalyticT(t *testing.T) {
 							growth = math.Min(growth, 0.10)
 						}
 						tSliced := sec(2*float64(n-1)*float64(S)/float64(n))*(1+growth) + sec(float64(n-1)*chunk) + float64(n+2)*L.Seconds() +
-							sec(float64(n*n*400)) // the tasks' bytes
+							sec(float64(slicedTasks(n))) // the tasks' bytes
 						// The coordinator's CPU: 14n messages of at most
 						// 82 µs, at most L.
 						tSliced = math.Max(tSliced, float64(14*n)*math.Min(82e-6, L.Seconds()))
@@ -229,4 +230,13 @@ func TestChooseAllReduceRefusesWhatCannotBeSliced(t *testing.T) {
 	if c := ChooseAllReduce(8, time.Millisecond, 0, 32<<20, 4, 8, false); c.Sliced {
 		t.Errorf("ChooseAllReduce(8) with B unknown = %+v, want reduce+broadcast", c)
 	}
+}
+
+// slicedTasks is what a sliced AllReduce's tasks cost in bytes: n shares
+// of 300 around a ring (n > 2), n² tasks of 400 listed.
+func slicedTasks(n int) int {
+	if n > 2 {
+		return n * 300
+	}
+	return n * n * 400
 }
