@@ -1126,14 +1126,17 @@ func (x *ReduceReply) GetShardStopped() bool {
 
 // ReducePlan reports the tree a Reduce built and why.
 type ReducePlan struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Degree     int32                  `protobuf:"varint,1,opt,name=degree,proto3" json:"degree,omitempty"` // 1 is a chain; 0 for the inline path
-	Shape      string                 `protobuf:"bytes,2,opt,name=shape,proto3" json:"shape,omitempty"`    // "d-ary", "chain-leaf" or "inline"
-	Positions  []*ReducePosition      `protobuf:"bytes,3,rep,name=positions,proto3" json:"positions,omitempty"`
-	Costs      []*DegreeCost          `protobuf:"bytes,4,rep,name=costs,proto3" json:"costs,omitempty"`                              // T(d) of every candidate, in microseconds
-	LatencyNs  int64                  `protobuf:"varint,5,opt,name=latency_ns,json=latencyNs,proto3" json:"latency_ns,omitempty"`    // the L used
-	Bandwidth  float64                `protobuf:"fixed64,6,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`                    // the B used, bytes per second
-	ObjectSize int64                  `protobuf:"varint,7,opt,name=object_size,json=objectSize,proto3" json:"object_size,omitempty"` // S
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Degree int32                  `protobuf:"varint,1,opt,name=degree,proto3" json:"degree,omitempty"` // 1 is a chain; 0 for the inline path
+	Shape  string                 `protobuf:"bytes,2,opt,name=shape,proto3" json:"shape,omitempty"`    // "d-ary", "chain-leaf" or "inline"
+	// positions: the tree's; a sliced AllReduce's slice 0 chain, which
+	// holds every participant once (slice k's chain is the same rotated by
+	// k: its position c is participant (k+1+c) mod n).
+	Positions  []*ReducePosition `protobuf:"bytes,3,rep,name=positions,proto3" json:"positions,omitempty"`
+	Costs      []*DegreeCost     `protobuf:"bytes,4,rep,name=costs,proto3" json:"costs,omitempty"`                              // T(d) of every candidate, in microseconds
+	LatencyNs  int64             `protobuf:"varint,5,opt,name=latency_ns,json=latencyNs,proto3" json:"latency_ns,omitempty"`    // the L used
+	Bandwidth  float64           `protobuf:"fixed64,6,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`                    // the B used, bytes per second
+	ObjectSize int64             `protobuf:"varint,7,opt,name=object_size,json=objectSize,proto3" json:"object_size,omitempty"` // S
 	// How many observations L and B rest on: 0, the default (nothing was
 	// measured yet on the coordinator's node); -1, not known (the
 	// coordinator was given L and B without their estimator).

@@ -220,6 +220,16 @@ func (r *core) out(fx effects, now time.Time, s shapeOut) Effects {
 	for _, p := range fx.Publish {
 		e.Send(TargetShard{}, p)
 	}
+	// A success is answered before the releases that keep the target and
+	// the unsubscriptions, which tell the caller nothing: sent first, they
+	// held the answer up behind 2N messages of the coordinator's (32 ms of
+	// a sliced AllReduce of 256 in the simulator on 10 Gbit/s links). A
+	// failure's answer stays last: its releases drop the target's copies
+	// and free its reservation before the caller can try again.
+	early := fx.Reply != nil && fx.Reply.GetError() == nil && !fx.ReleaseTarget
+	if early {
+		r.answer(&e, fx.Reply, now)
+	}
 	for _, n := range fx.Release {
 		e.Send(n, &messages.ReduceRelease{ReduceId: r.id, KeepTarget: fx.ReleaseKeep, TargetId: r.req.GetTargetId()})
 	}
@@ -255,13 +265,21 @@ func (r *core) out(fx effects, now time.Time, s shapeOut) Effects {
 			e.Send(directory.ShardOf(id), &messages.Unsubscribe{ObjectId: id})
 		}
 	}
-	if r.completedBy != "" {
-		fx.Reply.CompletedBy = r.completedBy
+	if !early {
+		r.answer(&e, fx.Reply, now)
 	}
-	e.Send(Requester{}, fx.Reply)
-	e.Events = append(e.Events, &events.ReduceDone{Reduce: r.id, Target: fx.Reply.GetTargetId(),
-		Reduced: fx.Reply.GetReducedIds(), Elapsed: now.Sub(r.begun), Err: messages.ErrOrNil(fx.Reply.GetError())})
 	return e
+}
+
+// answer sends the Reduce's reply to its caller, with the Reduce's end
+// as an event.
+func (r *core) answer(e *Effects, reply *messages.ReduceReply, now time.Time) {
+	if r.completedBy != "" {
+		reply.CompletedBy = r.completedBy
+	}
+	e.Send(Requester{}, reply)
+	e.Events = append(e.Events, &events.ReduceDone{Reduce: r.id, Target: reply.GetTargetId(),
+		Reduced: reply.GetReducedIds(), Elapsed: now.Sub(r.begun), Err: messages.ErrOrNil(reply.GetError())})
 }
 
 // sendTasks sends a step's tasks: every task of one node in one

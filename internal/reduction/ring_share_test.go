@@ -28,6 +28,24 @@ func ringSends(t *testing.T, n int, size int64, dtype messages.DType, start int,
 	if !r.plan.GetRingGather() {
 		t.Fatalf("n %d: the run is not a ring", n)
 	}
+	// The plan holds slice 0's chain: every participant once, each on its
+	// node, parent the next link; not the n² positions of every chain.
+	seen := map[string]bool{}
+	for c, pos := range r.plan.GetPositions() {
+		want := int32(c + 1)
+		if c == n-1 {
+			want = -1
+		}
+		i := (c + 1) % n
+		if pos.GetPosition() != int32(c) || pos.GetParent() != want || pos.GetObjectId() != fmt.Sprintf("s%d", i) ||
+			pos.GetNodeId() != node(i).GetNodeId() || seen[pos.GetObjectId()] {
+			t.Fatalf("n %d: plan position %d: %v", n, c, pos)
+		}
+		seen[pos.GetObjectId()] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("n %d: the plan lists %d positions, want %d", n, len(r.plan.GetPositions()), n)
+	}
 	batches = map[string]*messages.ReduceTaskBatch{}
 	for _, s := range fx.Sends {
 		if b, ok := s.Msg.(*messages.ReduceTaskBatch); ok {

@@ -88,19 +88,20 @@ func (s *slicedRun) member(k, c int) int { return (k + 1 + c) % s.n }
 // participant k+j: after the n·n chain positions and the n gathers'.
 func (s *slicedRun) relayPos(k, j int) int { return s.n*s.n + s.n + k*(s.n-1) + j - 1 }
 
-// fillPlan fills the plan's positions: every chain, parent the next
-// link, the root last.
+// fillPlan fills the plan's positions: slice 0's chain, parent the next
+// link, the root last, which holds every participant once; slice k's
+// chain is the same rotated by k (member). All n chains, n² positions
+// of about 75 bytes, made the reply to an AllReduce of 256 sources
+// carry 4.9 MB, through the actor plane to the caller.
 func (s *slicedRun) fillPlan() {
 	s.plan.Shape, s.plan.Degree, s.plan.Slices = ShapeSliced, 1, int32(s.n)
-	for k := 0; k < s.n; k++ {
-		for c := 0; c < s.n; c++ {
-			parent := int32(k*s.n + c + 1)
-			if c == s.n-1 {
-				parent = -1
-			}
-			s.plan.Positions = append(s.plan.Positions, &messages.ReducePosition{Position: int32(k*s.n + c), Parent: parent,
-				ObjectId: s.req.GetSourceIds()[s.member(k, c)], Arrival: -1})
+	for c := 0; c < s.n; c++ {
+		parent := int32(c + 1)
+		if c == s.n-1 {
+			parent = -1
 		}
+		s.plan.Positions = append(s.plan.Positions, &messages.ReducePosition{Position: int32(c), Parent: parent,
+			ObjectId: s.req.GetSourceIds()[s.member(0, c)], Arrival: -1})
 	}
 }
 
