@@ -309,7 +309,7 @@ func (red *coordRun) atNode(h *host, msg any) {
 	case *messages.ReduceTaskBatch:
 		ts, err := reduction.BatchTasks(m)
 		if err != nil {
-			panic(fmt.Sprintf("sim: the coordinator sent a share its node refuses: %v", err))
+			w.violate("%s refused the coordinator's ring share: %v", h.name, err)
 		}
 		for _, t := range ts {
 			red.startWorker(h, t)
