@@ -172,6 +172,26 @@ func TestSlicedAllReduceUnderFailures(t *testing.T) {
 	}
 }
 
+// TestSlicedSharesShortenTheStart: a sliced AllReduce of 64 around a
+// ring, its coordinator stating each participant's share, ends sooner
+// than the same run with every participant's 2n tasks listed
+// (Params.ListRingTasks), whose 3.3 MB cross the coordinator's uplink
+// before the last participant can start; both give the exact sum.
+func TestSlicedSharesShortenTheStart(t *testing.T) {
+	const n = 64
+	stated := cfg("allreduce", n, 8<<20, 1)
+	stated.Shape = reduction.ShapeSliced
+	listed := stated
+	listed.Params.ListRingTasks = true
+	s, l := run(t, stated), run(t, listed)
+	if !s.RingGather || !l.RingGather {
+		t.Fatalf("shapes %q (ring %v) and %q (ring %v); want sliced rings", s.Shape, s.RingGather, l.Shape, l.RingGather)
+	}
+	if s.Time >= l.Time {
+		t.Errorf("%v with the shares, %v with the tasks listed: want shorter", s.Time, l.Time)
+	}
+}
+
 // TestBroadcastOutlivesItsShard kills the host of the object's directory
 // shard (with another host) at several points of a broadcast: the shard
 // moves to a live host, which rebuilds its table from the store nodes'
