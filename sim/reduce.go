@@ -39,6 +39,9 @@ type coordRun struct {
 	// (or failed): committing names those nodes.
 	held       *messages.ReduceReply
 	committing map[string]bool
+	// after are the sends that came after the held answer (its releases
+	// and unsubscriptions): they follow it, as the shell sends them.
+	after []outbox.Send
 	// commitTo is the host the coordinator last committed a root on.
 	commitTo *host
 	// call is the caller's Reduce this is an attempt of.
@@ -216,6 +219,10 @@ func (red *coordRun) timer(w *world, t outbox.Timer) {
 }
 
 func (red *coordRun) send(w *world, snd outbox.Send) {
+	if red.held != nil {
+		red.after = append(red.after, snd)
+		return
+	}
 	switch to := snd.To.(type) {
 	case directory.ShardOf:
 		w.toShard(red.host, to, snd.Msg, coordReply{r: red})
@@ -296,6 +303,11 @@ func (red *coordRun) release() {
 	if m := red.held; m != nil && red.host.alive {
 		red.held = nil
 		red.answer(m)
+		after := red.after
+		red.after = nil
+		for _, s := range after {
+			red.send(red.w, s)
+		}
 	}
 }
 

@@ -98,9 +98,16 @@ type Coordinator struct {
 	// for a target nobody could read. committing holds those nodes' ids.
 	held       *outbox.Send
 	committing map[string]bool
-	r          *reduction.Reduction
-	begun      bool
-	watched    map[string]string // store node PID -> node id
+	// after are the sends that came after the held answer: they follow
+	// it (release). Sent before it, a Reduce of 1,024 sources had its
+	// answer wait behind 2,048 releases and unsubscriptions (0.125 s of a
+	// 0.293 s reduce in the simulator on 10 Gbit/s links).
+	after []outbox.Send
+	// stopping: the actor stops; nothing more is held back.
+	stopping bool
+	r        *reduction.Reduction
+	begun    bool
+	watched  map[string]string // store node PID -> node id
 	// watching are the nodes watched, to unwatch at the stop.
 	watching []*actor.PID
 	timers   map[any]*time.Timer // timer message -> its pending timer
@@ -154,10 +161,15 @@ type lingerEnd struct{}
 type commitWaitEnd struct{}
 
 // holds keeps back a step's successful answer while any commit is
-// unconfirmed (see Coordinator.held), and records the nodes a step
-// commits at (their commits go as requests, see send) as they go: the
-// Reduction sends the answer last, after the commits.
+// unconfirmed (see Coordinator.held), and the sends after it (its
+// releases and unsubscriptions, see after), and records the nodes a
+// step commits at (their commits go as requests, see send) as they go:
+// the Reduction sends the answer after the commits.
 func (c *Coordinator) holds(s outbox.Send) bool {
+	if _, commit := s.Msg.(*messages.ReduceCommit); c.held != nil && !commit && !c.stopping {
+		c.after = append(c.after, s)
+		return true
+	}
 	switch m := s.Msg.(type) {
 	case *messages.ReduceReply:
 		if _, ok := s.To.(reduction.Requester); ok && m.GetError() == nil && len(c.committing) > 0 && c.requester != nil {
@@ -188,11 +200,21 @@ func (c *Coordinator) committed(ctx actor.Context, node string) {
 	}
 }
 
-// release sends the held answer.
+// release sends the held answer, then what came after it.
 func (c *Coordinator) release(ctx actor.Context) {
 	held := *c.held
 	c.held = nil
 	c.send(ctx, held)
+	c.sendAfter(ctx)
+}
+
+// sendAfter sends the messages held back behind the answer.
+func (c *Coordinator) sendAfter(ctx actor.Context) {
+	after := c.after
+	c.after = nil
+	for _, s := range after {
+		c.send(ctx, s)
+	}
 }
 
 // pushAnswered is a data-plane push's end (see push).
@@ -307,6 +329,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 		c.step(ctx, now, reduction.ResubscribeTimer{})
 	case *actor.Stopping:
 		defer c.endSpan(c.stopped())
+		c.stopping = true
 		c.unwatchAll(ctx)
 		c.over.Store(true)
 		for _, cancel := range c.pushes {
@@ -325,6 +348,7 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 			c.held.Msg = reply
 			c.release(ctx)
 		}
+		c.sendAfter(ctx) // behind an answer that never goes: they go as they did before it was held
 		var abort any = reduction.Abort{Err: c.stopped()}
 		if c.withShard {
 			// The caller's node starts the Reduce again at the shard's

@@ -3,6 +3,7 @@ package coordactor
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,12 +98,18 @@ type fakeStore struct {
 	name     string
 	late     time.Duration
 	releases chan<- release
+	// confirmAfter delays the answer to a ReduceCommit; confirmed is set
+	// as it goes (shared by every fake store of a test, if set).
+	confirmAfter time.Duration
+	confirmed    *atomic.Bool
 }
 
 // release is a ReduceRelease a fake store node received.
 type release struct {
 	node string
 	m    *messages.ReduceRelease
+	// confirmed: a commit's answer had gone out when it arrived.
+	confirmed bool
 }
 
 func (f *fakeStore) Receive(ctx actor.Context) {
@@ -115,9 +122,18 @@ func (f *fakeStore) Receive(ctx actor.Context) {
 	case *messages.ReduceTask:
 		f.run(ctx, m)
 	case *messages.ReduceRelease:
-		f.releases <- release{f.name, m}
+		f.releases <- release{f.name, m, f.confirmed != nil && f.confirmed.Load()}
 	case *messages.ReduceCommit:
-		ctx.Respond(&messages.ReduceCommitted{ReduceId: m.GetReduceId(), TargetId: m.GetTargetId(), Whole: true, NodeId: f.name})
+		answer := &messages.ReduceCommitted{ReduceId: m.GetReduceId(), TargetId: m.GetTargetId(), Whole: true, NodeId: f.name}
+		if f.confirmAfter == 0 {
+			ctx.Respond(answer)
+			return
+		}
+		system, to := ctx.ActorSystem(), ctx.Sender()
+		time.AfterFunc(f.confirmAfter, func() {
+			f.confirmed.Store(true)
+			system.Root.Send(to, answer)
+		})
 	}
 }
 
@@ -180,5 +196,49 @@ func TestLateMeasurementReachesTheReleasedNodes(t *testing.T) {
 	}
 	if _, b, _, n := estimator.Estimate(); n != 1 || b <= 0 {
 		t.Fatalf("the coordinator's member has B = %v from %d samples, want the one late measurement", b, n)
+	}
+}
+
+// A successful answer waits for its commit's confirmation, and the
+// releases that keep the target, which tell the caller nothing, wait
+// behind it: sent before it, a Reduce of 1,024 sources had its answer
+// wait behind 2,048 releases and unsubscriptions in the simulator. Every
+// release arrives after the root's node confirmed its commit (delayed
+// here by 200 ms), where before it came with the commit.
+func TestReleasesFollowTheHeldAnswer(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	const sources = 3
+	releases := make(chan release, 16)
+	confirmed := &atomic.Bool{}
+	holders := map[string]*messages.NodeRef{}
+	var ids []string
+	for i := range sources {
+		name := fmt.Sprintf("n%d", i)
+		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+			return &fakeStore{name: name, releases: releases, confirmAfter: 200 * time.Millisecond, confirmed: confirmed}
+		}), "store-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("src-%d", i)
+		ids = append(ids, id)
+		holders[id] = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId()}
+	}
+	spawnSumReduce(t, system, ActorConfig{Reduce: reduction.Config{ForceDegree: 1, InlineLimit: 64 << 10},
+		Estimator: estimator.New(100*time.Microsecond, 0)}, holders, ids, nil)
+	if !confirmed.Load() {
+		t.Fatal("answered before the commit was confirmed")
+	}
+	deadline := time.After(10 * time.Second)
+	for n := 0; n < sources-1; n++ {
+		select {
+		case r := <-releases:
+			if !r.confirmed || !r.m.GetKeepTarget() {
+				t.Fatalf("%s released (keep target %v) before the commit was confirmed", r.node, r.m.GetKeepTarget())
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d nodes released", n, sources-1)
+		}
 	}
 }
