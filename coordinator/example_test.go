@@ -39,7 +39,7 @@ func ExampleChoose() {
 	// Output:
 	// d-ary 1 [1 2 3 4 5 6 7 -1]
 	// chain 58ms binary 111ms
-	// d-ary 1 sliced 167ms reduce+broadcast 130ms
+	// d-ary 1 sliced 168ms reduce+broadcast 130ms
 	// sliced 8
 }
 
