@@ -152,6 +152,26 @@ func (f *fakeStore) run(ctx actor.Context, t *messages.ReduceTask) {
 	ctx.Send(coord, done)
 }
 
+// spawnFakeStores spawns n fake store nodes n0, n1, ... made by mk, and
+// returns the sources src-0, src-1, ... each held by its node, and their
+// ids in order.
+func spawnFakeStores(t *testing.T, system *actor.ActorSystem, n int, mk func(name string) *fakeStore) (map[string]*messages.NodeRef, []string) {
+	t.Helper()
+	holders := map[string]*messages.NodeRef{}
+	var ids []string
+	for i := range n {
+		name := fmt.Sprintf("n%d", i)
+		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return mk(name) }), "store-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("src-%d", i)
+		ids = append(ids, id)
+		holders[id] = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId()}
+	}
+	return holders, ids
+}
+
 // A member that measured no bandwidth coordinates a Reduce whose
 // measuring position reports after the root: the nodes, released
 // without a B, get the measured one in a second release. Before, the
@@ -163,20 +183,9 @@ func TestLateMeasurementReachesTheReleasedNodes(t *testing.T) {
 	defer system.Shutdown()
 	const sources = 3
 	releases := make(chan release, 16)
-	holders := map[string]*messages.NodeRef{}
-	var ids []string
-	for i := range sources {
-		name := fmt.Sprintf("n%d", i)
-		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &fakeStore{name: name, late: 100 * time.Millisecond, releases: releases}
-		}), "store-"+name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("src-%d", i)
-		ids = append(ids, id)
-		holders[id] = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId()}
-	}
+	holders, ids := spawnFakeStores(t, system, sources, func(name string) *fakeStore {
+		return &fakeStore{name: name, late: 100 * time.Millisecond, releases: releases}
+	})
 	estimator := estimator.New(100*time.Microsecond, 0) // no sample yet
 	spawnSumReduce(t, system, ActorConfig{Reduce: reduction.Config{ForceDegree: 1, InlineLimit: 64 << 10}, Estimator: estimator}, holders, ids, nil)
 	// The chain's two tasks' nodes are released (the leaf's source is read
@@ -211,20 +220,9 @@ func TestReleasesFollowTheHeldAnswer(t *testing.T) {
 	const sources = 3
 	releases := make(chan release, 16)
 	confirmed := &atomic.Bool{}
-	holders := map[string]*messages.NodeRef{}
-	var ids []string
-	for i := range sources {
-		name := fmt.Sprintf("n%d", i)
-		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &fakeStore{name: name, releases: releases, confirmAfter: 200 * time.Millisecond, confirmed: confirmed}
-		}), "store-"+name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := fmt.Sprintf("src-%d", i)
-		ids = append(ids, id)
-		holders[id] = &messages.NodeRef{NodeId: name, Address: pid.GetAddress(), ActorId: pid.GetId()}
-	}
+	holders, ids := spawnFakeStores(t, system, sources, func(name string) *fakeStore {
+		return &fakeStore{name: name, releases: releases, confirmAfter: 200 * time.Millisecond, confirmed: confirmed}
+	})
 	spawnSumReduce(t, system, ActorConfig{Reduce: reduction.Config{ForceDegree: 1, InlineLimit: 64 << 10},
 		Estimator: estimator.New(100*time.Microsecond, 0)}, holders, ids, nil)
 	if !confirmed.Load() {
