@@ -54,8 +54,8 @@ type engine struct {
 
 // checkEvery is how many events the loop steps between two looks at
 // done. An event is microseconds of wall time; a core's step that is
-// far longer (a sliced AllReduce's start at 1,024 hosts sends two
-// million tasks) is not cut short.
+// far longer (a sliced AllReduce's start at 1,024 hosts with its tasks
+// listed, --list-ring-tasks: two million of them) is not cut short.
 const checkEvery = 1024
 
 // at schedules fn at virtual time t (never in the past).
