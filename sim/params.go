@@ -50,6 +50,13 @@ type Params struct {
 	// is readable only once its host's CPU has processed it, one chunk at
 	// a time: a pipeline pays it once a hop.
 	ByteCost, ReduceCost float64 // seconds per byte
+	// ChunkCPU is what a chunk under plan.MinChunk costs its stream's
+	// two ends beside its bytes (a frame, a wake-up at each end), charged
+	// at its receiver for every piece of a stream whose chunk is under
+	// MinChunk, scaled by how much smaller it is (chunkCost): ByteCost was
+	// fitted on chunks of MinChunk and more, whose own cost it holds.
+	// plan.ChunkCPU, measured.
+	ChunkCPU time.Duration
 	// OperationCPU is the CPU a host spends on its part in one operation
 	// beyond its messages and bytes (a Get's fetch, a Reduce's tasks on
 	// that host), on its data queue ahead of the bytes it receives: the
@@ -179,6 +186,7 @@ func DefaultParams(n int) Params {
 		ByteCost:          2.1e-9,
 		OperationCPU:      time.Millisecond,
 		ReduceCost:        0.2e-9,
+		ChunkCPU:          plan.ChunkCPU,
 		StoreCost:         20 * time.Microsecond,
 		ShardCost:         20 * time.Microsecond,
 		CoordCost:         20 * time.Microsecond,
@@ -235,6 +243,19 @@ func (p Params) WithCPUModel(name string) (Params, error) {
 // TestbedCPUs is the cores of the machine the testbed runs its hosts on
 // (bench/results: "cpus": 2).
 const TestbedCPUs = 2
+
+// chunkCost is what a piece of a stream in chunks of n bytes costs its
+// receiver beside its bytes: ChunkCPU·(1 − n/MinChunk) under
+// plan.MinChunk, the part of a chunk's own cost that ByteCost, fitted on
+// chunks of MinChunk, does not hold already; nothing from MinChunk up
+// (nor for a stream's last piece, or one a pipeline sent before its
+// chunk was all there: ByteCost's fit held those too).
+func (p Params) chunkCost(n int64) time.Duration {
+	if n >= plan.MinChunk || p.ChunkCPU <= 0 {
+		return 0
+	}
+	return time.Duration(float64(p.ChunkCPU) * (1 - float64(n)/plan.MinChunk))
+}
 
 // actorLatency is ActorLatency, or Latency if it is not set.
 func (p Params) actorLatency() time.Duration {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/internal/reduction/plan"
 )
@@ -24,8 +25,8 @@ func TestReduceMovesInTheTreesChunk(t *testing.T) {
 				o := run(t, c)
 				B := c.Params.Bandwidth * c.Params.PayloadEfficiency / 8
 				link := int64(plan.ChunkForObject(B, size))
-				if o.Chunk > link || o.Chunk < plan.MinChunk {
-					t.Errorf("%s N=%d kill=%d: streams moved chunks of up to %d bytes, want %d..%d", prof.name, n, kill, o.Chunk, plan.MinChunk, link)
+				if o.Chunk > link || o.Chunk < plan.MinPipelineChunk {
+					t.Errorf("%s N=%d kill=%d: streams moved chunks of up to %d bytes, want %d..%d", prof.name, n, kill, o.Chunk, plan.MinPipelineChunk, link)
 				}
 				if o.Chunk < link {
 					shrunk++
@@ -40,5 +41,40 @@ func TestReduceMovesInTheTreesChunk(t *testing.T) {
 	o := run(t, c)
 	if ideal := Ideal("reduce", 256, size, c.Params); o.Degree != 1 || o.Time > ideal*13/10 {
 		t.Errorf("testbed N=256: degree %d in %v, want the chain within 1.3 S/B (%v)", o.Degree, o.Time, ideal*13/10)
+	}
+}
+
+// TestChunksUnderMinChunkPayTheirCPU: a stream's chunk under
+// plan.MinChunk costs its receiver Params.ChunkCPU, scaled by how far
+// under MinChunk it is (ByteCost was fitted on chunks of MinChunk and
+// more and holds theirs), so a deep chain in small chunks takes longer
+// than it would if they were free; from MinChunk up nothing changes.
+func TestChunksUnderMinChunkPayTheirCPU(t *testing.T) {
+	const size = 4 << 20
+	timeOf := func(chunk int64, chunkCPU time.Duration) time.Duration {
+		c := cfg("reduce", 16, size, 1)
+		c.Params.Chunk, c.Params.ChunkCPU = chunk, chunkCPU
+		return run(t, c).Time
+	}
+	if with, free := timeOf(16<<10, plan.ChunkCPU), timeOf(16<<10, 0); with <= free {
+		t.Errorf("16 KiB chunks: %v with their CPU charged, %v free: want longer", with, free)
+	}
+	if with, free := timeOf(plan.MinChunk, plan.ChunkCPU), timeOf(plan.MinChunk, 0); with != free {
+		t.Errorf("MinChunk chunks: %v with ChunkCPU, %v without: want the same", with, free)
+	}
+	p := DefaultParams(2)
+	for _, tc := range []struct {
+		n    int64
+		want time.Duration
+	}{
+		{plan.MinChunk, 0}, {4 * plan.MinChunk, 0}, {plan.MinChunk / 2, plan.ChunkCPU / 2}, {plan.MinChunk / 4, plan.ChunkCPU * 3 / 4},
+	} {
+		if got := p.chunkCost(tc.n); got != tc.want {
+			t.Errorf("chunkCost(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+	p.ChunkCPU = 0
+	if got := p.chunkCost(1 << 10); got != 0 {
+		t.Errorf("chunkCost with no ChunkCPU = %v, want 0", got)
 	}
 }

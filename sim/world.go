@@ -524,7 +524,7 @@ func (s *stream) limitChunk(shard int64) {
 	if s.w.fixedChunk || shard <= 0 || shard >= s.chunk {
 		return
 	}
-	s.chunk = max(shard, plan.MinChunk)
+	s.chunk = max(shard, plan.MinPipelineChunk)
 }
 
 func (s *stream) chunkOut() {
@@ -536,7 +536,7 @@ func (s *stream) chunkOut() {
 		if s.ended {
 			return
 		}
-		s.w.work(s.dst, qData, time.Duration(float64(n)*s.cpu*float64(time.Second)), func() { s.landed(n, last) })
+		s.w.work(s.dst, qData, time.Duration(float64(n)*s.cpu*float64(time.Second))+s.w.p.chunkCost(s.chunk), func() { s.landed(n, last) })
 	})
 	if last {
 		s.w.net.removeFlow(&s.fl)

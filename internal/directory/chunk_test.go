@@ -10,8 +10,8 @@ import (
 
 // Under FanOutAuto a receiver handed a sender is told the chunk for the
 // depth of the tree the receivers expected form (LocateReply.chunk): the
-// link's for a broadcast to a few, the smallest for a chain of a
-// thousand; a table whose fan-out is fixed leaves the chunk to the
+// link's for a broadcast to a few, the smallest (plan.PipelineFloor) for
+// a chain of a thousand; a table whose fan-out is fixed leaves the chunk to the
 // receiver, and so does a Reduce's target.
 func TestLocateReplyCarriesTheTreesChunk(t *testing.T) {
 	const S = 32 << 20
@@ -24,7 +24,7 @@ func TestLocateReplyCarriesTheTreesChunk(t *testing.T) {
 		want      int64
 	}{
 		{"auto, 8", FanOutAuto, 7, int64(plan.ChunkForObject(B, S))},
-		{"auto, 1024", FanOutAuto, 1023, plan.MinChunk},
+		{"auto, 1024", FanOutAuto, 1023, plan.MinPipelineChunk},
 		{"auto, 64", FanOutAuto, 63, int64(plan.BroadcastChunk(63, 1, B, S))},
 		{"fixed chain", 1, 1023, 0},
 		{"fixed fan-out 2", 2, 1023, 0},

@@ -102,13 +102,14 @@ func (c *Config) sharedStreamChunk(size int64, streams int, B float64) int {
 // treeChunk is own, the chunk this node would read a stream in, capped
 // by shard, the chunk the object's directory shard chose for the depth of
 // the broadcast tree the stream is an edge of (LocateReply.chunk, 0 for
-// none): a deep tree's every level waits for a chunk. A node configured
-// with a fixed ChunkSize keeps it.
+// none): a deep tree's every level waits for a chunk. Never under
+// plan.MinPipelineChunk, whatever a peer asks (its chunk's own CPU). A
+// node configured with a fixed ChunkSize keeps it.
 func (c *Config) treeChunk(own int, shard int64) int {
 	if !c.adaptChunk || shard <= 0 || shard >= int64(own) {
 		return own
 	}
-	return int(max(shard, plan.MinChunk))
+	return int(max(shard, plan.MinPipelineChunk))
 }
 
 // Hooks are called at points where tests and fault injection need to act.

@@ -25,10 +25,11 @@ func TestReducePositionReadsInTheTreesChunk(t *testing.T) {
 	for _, tc := range []struct {
 		task, want int
 	}{
-		{0, plan.UnmeasuredChunk},             // no chunk chosen: the node's own
-		{plan.MinChunk, plan.MinChunk},        // a deep tree's
-		{plan.MaxChunk, plan.UnmeasuredChunk}, // larger than its own: its own
-		{plan.MinChunk / 4, plan.MinChunk},    // never under MinChunk
+		{0, plan.UnmeasuredChunk},                          // no chunk chosen: the node's own
+		{plan.MinChunk, plan.MinChunk},                     // a deep tree's
+		{plan.MaxChunk, plan.UnmeasuredChunk},              // larger than its own: its own
+		{plan.MinPipelineChunk, plan.MinPipelineChunk},     // a deep chain's on a slow link
+		{plan.MinPipelineChunk / 4, plan.MinPipelineChunk}, // never under MinPipelineChunk
 	} {
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			return slog.New(slog.NewTextHandler(io.Discard, nil))

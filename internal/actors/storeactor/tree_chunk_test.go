@@ -8,7 +8,7 @@ import (
 
 // An adapting node reads a stream in the shard's chunk where it is
 // smaller than its own (a deep broadcast tree), never below
-// plan.MinChunk; a node with a fixed ChunkSize keeps it.
+// plan.MinPipelineChunk; a node with a fixed ChunkSize keeps it.
 func TestTreeChunk(t *testing.T) {
 	adapting := &Config{adaptChunk: true}
 	fixed := &Config{ChunkSize: 1 << 20}
@@ -20,7 +20,7 @@ func TestTreeChunk(t *testing.T) {
 		{adapting, 256 << 10, 0, 256 << 10},
 		{adapting, 256 << 10, 64 << 10, 64 << 10},
 		{adapting, 256 << 10, 1 << 20, 256 << 10},
-		{adapting, 256 << 10, 1 << 10, plan.MinChunk},
+		{adapting, 256 << 10, 1 << 10, plan.MinPipelineChunk},
 		{fixed, 1 << 20, 64 << 10, 1 << 20},
 	} {
 		if got := c.cfg.treeChunk(c.own, c.shard); int64(got) != c.want {

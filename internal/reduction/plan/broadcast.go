@@ -70,7 +70,7 @@ const BroadcastFillShare = 1.0 / 16
 
 // BroadcastChunk is the chunk a broadcast of an S-byte object to n
 // receivers, k to a copy, moves in: ChunkForObject(B, S), halved (down
-// to MinChunk) while the tree's depth h below its first hop, each hop
+// to PipelineFloor(B)) while the tree's depth h below its first hop, each hop
 // waiting for a chunk, would make the fill (h-1)·c more than
 // BroadcastFillShare of S. A chunk right for one stream on one link
 // (about 5 ms of it) makes a deep tree pay that 5 ms at every level: a
@@ -83,7 +83,8 @@ func BroadcastChunk(n, k int, B float64, S int64) int {
 		return c
 	}
 	hops := int64(broadcastDepth(max(n, 1), max(k, 1)) - 1)
-	for c > MinChunk && float64(hops)*float64(c) > float64(S)*BroadcastFillShare {
+	floor := PipelineFloor(int(hops), B)
+	for c > floor && float64(hops)*float64(c) > float64(S)*BroadcastFillShare {
 		c /= 2
 	}
 	return c

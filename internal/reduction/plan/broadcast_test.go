@@ -123,24 +123,30 @@ func TestChooseBroadcastFanOut(t *testing.T) {
 
 // A broadcast's chunk is the link's for a shallow tree and shrinks with
 // the depth, so that the fill of a deep one costs at most
-// BroadcastFillShare of the object, down to MinChunk.
+// BroadcastFillShare of the object, down to PipelineFloor: MinChunk, or
+// MinPipelineChunk for a tree of DeepPipelineHops levels or more on a
+// link slow enough.
 func TestBroadcastChunk(t *testing.T) {
 	const S = 32 << 20
 	B := testbedLink.B
 	if got, want := BroadcastChunk(7, 1, B, S), ChunkForObject(B, S); got != want {
 		t.Errorf("chain of 7: chunk %d, want the link's %d", got, want)
 	}
-	if got := BroadcastChunk(1023, 1, B, S); got != MinChunk {
-		t.Errorf("chain of 1,023: chunk %d, want MinChunk", got)
+	if got := BroadcastChunk(1023, 1, B, S); got != MinPipelineChunk {
+		t.Errorf("chain of 1,023: chunk %d, want MinPipelineChunk", got)
+	}
+	if got := BroadcastChunk(1023, 1, fastLink.B, S); got != MinChunk {
+		t.Errorf("chain of 1,023 on the fast link: chunk %d, want MinChunk", got)
 	}
 	for _, n := range []int{2, 15, 63, 255, 1023} {
 		for k := 1; k <= 4; k++ {
 			for _, link := range []BroadcastLink{testbedLink, fastLink} {
 				c := BroadcastChunk(n, k, link.B, S)
-				if c > ChunkForObject(link.B, S) || c < MinChunk {
-					t.Errorf("n=%d k=%d B=%g: chunk %d outside [MinChunk, ChunkForObject]", n, k, link.B, c)
+				floor := PipelineFloor(broadcastDepth(n, k)-1, link.B)
+				if c > ChunkForObject(link.B, S) || c < floor {
+					t.Errorf("n=%d k=%d B=%g: chunk %d outside [%d, ChunkForObject]", n, k, link.B, c, floor)
 				}
-				if fill := float64(broadcastDepth(n, k)-1) * float64(c); c > MinChunk && fill > S*BroadcastFillShare {
+				if fill := float64(broadcastDepth(n, k)-1) * float64(c); c > floor && fill > S*BroadcastFillShare {
 					t.Errorf("n=%d k=%d B=%g: chunk %d fills %g bytes, over %g", n, k, link.B, c, fill, S*BroadcastFillShare)
 				}
 				if c < ChunkForObject(link.B, S) && float64(broadcastDepth(n, k)-1)*float64(2*c) <= S*BroadcastFillShare {

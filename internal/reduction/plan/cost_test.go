@@ -214,8 +214,10 @@ func TestFillHandComputed(t *testing.T) {
 
 // TestChooseDegreeWithFill: with the pipeline's fill, in the chunk
 // ReduceChunk gives the chain's depth, a long chain loses to the binary
-// tree only once even 64 KiB chunks fill for longer than the tree's
-// second S/B takes, while the testbed's sizes keep the chain.
+// tree only once even its smallest chunks (PipelineFloor: 64 KiB under
+// DeepPipelineHops, 16 KiB from there on these links) fill for longer
+// than the tree's second S/B takes, while the testbed's sizes keep the
+// chain.
 func TestChooseDegreeWithFill(t *testing.T) {
 	const B = 400e6 / 8 * 1448 / 1514 // the testbed's payload rate
 	L := 44 * time.Microsecond
@@ -225,7 +227,7 @@ func TestChooseDegreeWithFill(t *testing.T) {
 		want int
 	}{
 		{4, 32 << 20, 1}, {8, 32 << 20, 1}, {16, 32 << 20, 1}, {128, 32 << 20, 1},
-		{256, 32 << 20, 1}, {512, 32 << 20, 1}, {1024, 32 << 20, 2},
+		{256, 32 << 20, 1}, {512, 32 << 20, 1}, {1024, 32 << 20, 1}, {4096, 32 << 20, 2},
 		{8, 1 << 20, 1}, {16, 1 << 20, 1}, {64, 1 << 20, 2},
 	} {
 		if d, costs := ChooseDegree(tc.n, L, B, tc.S, tc.n); d != tc.want {
@@ -239,7 +241,9 @@ func TestChooseDegreeWithFill(t *testing.T) {
 }
 
 // TestReduceChunk: a shallow tree keeps the link's chunk; a deep one
-// halves it until its fill is S/16 at most, never under MinChunk.
+// halves it until its fill is S/16 at most, never under PipelineFloor:
+// MinChunk, or MinPipelineChunk for a chain of DeepPipelineHops or more
+// on links where such a chunk still takes ChunkCPUTimes its CPU.
 func TestReduceChunk(t *testing.T) {
 	const B = 400e6 / 8 * 1448 / 1514 // the testbed's payload rate: 256 KiB for 32 MiB
 	for _, tc := range []struct {
@@ -247,17 +251,30 @@ func TestReduceChunk(t *testing.T) {
 		S    int64
 		want int
 	}{
-		{8, 1, 32 << 20, 256 << 10},   // 6 hops of 256 KiB: 1.5 of S/16's 2 MiB
-		{16, 1, 32 << 20, 128 << 10},  // 14 hops: 3.5 MiB at 256 KiB
-		{64, 1, 32 << 20, MinChunk},   // 62 hops: MinChunk, though 3.9 MiB
-		{1024, 2, 32 << 20, MinChunk}, // h = 10: 18 hops
-		{16, 4, 32 << 20, 256 << 10},  // h = 2: 4 hops
-		{16, 16, 32 << 20, 256 << 10}, // the flat gather waits for no chunk
-		{1024, 1, 1 << 20, MinChunk},  // the object's own chunk is MinChunk already
-		{1024, 1, 0, 256 << 10},       // size unknown: the link's
+		{8, 1, 32 << 20, 256 << 10},           // 6 hops of 256 KiB: 1.5 of S/16's 2 MiB
+		{16, 1, 32 << 20, 128 << 10},          // 14 hops: 3.5 MiB at 256 KiB
+		{64, 1, 32 << 20, MinChunk},           // 62 hops: MinChunk, though 3.9 MiB
+		{1024, 2, 32 << 20, MinChunk},         // h = 10: 18 hops
+		{16, 4, 32 << 20, 256 << 10},          // h = 2: 4 hops
+		{16, 16, 32 << 20, 256 << 10},         // the flat gather waits for no chunk
+		{1024, 1, 1 << 20, MinPipelineChunk},  // 1,022 hops: under MinChunk
+		{1024, 1, 32 << 20, MinPipelineChunk}, // the same
+		{129, 1, 32 << 20, MinChunk},          // 127 hops: not deep enough
+		{130, 1, 32 << 20, MinPipelineChunk},  // 128 hops of 16 KiB fill S/16, no more
+		{1024, 1, 0, 256 << 10},               // size unknown: the link's
 	} {
 		if got := ReduceChunk(tc.n, tc.d, B, tc.S); got != tc.want {
 			t.Errorf("ReduceChunk(%d, %d, S=%d) = %d, want %d", tc.n, tc.d, tc.S, got, tc.want)
+		}
+	}
+	// On 10 Gbit/s a 64 KiB chunk takes less than ChunkCPUTimes its CPU:
+	// even the deepest chain keeps MinChunk, as does an unknown link.
+	for _, B := range []float64{10e9 / 8, 0, math.NaN()} {
+		if got := ReduceChunk(1024, 1, B, 32<<20); got != MinChunk && !(B == 0 || math.IsNaN(B)) {
+			t.Errorf("ReduceChunk(1024, 1) at B=%g = %d, want MinChunk", B, got)
+		}
+		if got := PipelineFloor(1022, B); got != MinChunk {
+			t.Errorf("PipelineFloor(1022) at B=%g = %d, want MinChunk", B, got)
 		}
 	}
 }
@@ -292,16 +309,21 @@ func TestFillShaped(t *testing.T) {
 }
 
 // TestChooseDegreeShapedKeepsTheChain: on the testbed's links, whose
-// shaper passes 4 ms of its rate at once, the chain of 64 KiB chunks
-// fills for nothing at 1,024 sources and is kept, where unshaped links
+// shaper passes 4 ms of its rate at once, a chain's chunks fill for
+// nothing and the chain is kept at 4,096 sources, where unshaped links
 // (a chunk's time a hop) make the binary tree cheaper; reduce-then-
 // broadcast is priced with it.
 func TestChooseDegreeShapedKeepsTheChain(t *testing.T) {
 	const B = 400e6 / 8 * 1448 / 1514
 	sh := Shaper{Rate: B, Burst: 400e6 / 8 * 0.004 * 1448 / 1514}
 	L := 50 * time.Microsecond
-	if d, _ := ChooseDegree(1024, L, B, 32<<20, 1024); d != 2 {
-		t.Fatalf("unshaped: d = %d, want 2", d)
+	// Unshaped, a chain of 4,095 hops fills for longer than the tree's
+	// second S/B even in 16 KiB chunks (at 1,024 it no longer does).
+	if d, _ := ChooseDegree(4096, L, B, 32<<20, 4096); d != 2 {
+		t.Fatalf("unshaped, 4,096 sources: d = %d, want 2", d)
+	}
+	if d, _ := ChooseDegreeShaped(4096, L, B, sh, 32<<20, 4096); d != 1 {
+		t.Fatalf("shaped, 4,096 sources: d = %d, want the chain", d)
 	}
 	d, costs := ChooseDegreeShaped(1024, L, B, sh, 32<<20, 1024)
 	if d != 1 || costs[1] != Cost(1024, 1, L, B, 32<<20) {
@@ -313,5 +335,29 @@ func TestChooseDegreeShapedKeepsTheChain(t *testing.T) {
 	}
 	if c := ChooseAllReduceShaped(1024, L, B, sh, 32<<20, 4, 1024, true); c.Sliced || c.ReduceBroadcastCost != rb || c.Degree != 1 {
 		t.Errorf("ChooseAllReduceShaped(1024) = %+v, want reduce-then-broadcast at %v by a chain", c, rb)
+	}
+}
+
+// TestPipelineFloor: under DeepPipelineHops the floor is MinChunk; from
+// there, the least power of two down to MinPipelineChunk whose transfer
+// still takes ChunkCPUTimes·ChunkCPU on the link.
+func TestPipelineFloor(t *testing.T) {
+	need := ChunkCPUTimes * ChunkCPU.Seconds()
+	for _, tc := range []struct {
+		hops int
+		B    float64
+		want int
+	}{
+		{DeepPipelineHops - 1, 50e6 / 8, MinChunk},
+		{DeepPipelineHops, 50e6 / 8, MinPipelineChunk},
+		{1022, 400e6 / 8, MinPipelineChunk},
+		{1022, 10e9 / 8, MinChunk},
+		{1022, 32 << 10 / need * 0.99, 32 << 10}, // 32 KiB takes a little more than it must, 16 KiB half
+		{1022, 0, MinChunk},
+		{1022, math.Inf(1), MinChunk},
+	} {
+		if got := PipelineFloor(tc.hops, tc.B); got != tc.want {
+			t.Errorf("PipelineFloor(%d, %g) = %d, want %d", tc.hops, tc.B, got, tc.want)
+		}
 	}
 }
