@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,5 +42,22 @@ func TestSimCommand(t *testing.T) {
 		} else if !bytes.Equal(b, first) {
 			t.Errorf("the second run's JSON differs from the first")
 		}
+	}
+}
+
+// A run with --kill says in its table when the hosts died: half the
+// failure-free time by default, not 0.
+func TestSimCommandSaysWhenItKilled(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"--scenario", "reduce", "--nodes", "8", "--size", "1MiB", "--kill", "1"}
+	if err := simCommand(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("sim: %v\n%s", err, errb.String())
+	}
+	m := regexp.MustCompile(`killed in 1 of 1 reps at ([0-9.]+)(m?s)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no kill note in the table:\n%s", out.String())
+	}
+	if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
+		t.Errorf("killed at %s%s, want half the failure-free time:\n%s", m[1], m[2], out.String())
 	}
 }
