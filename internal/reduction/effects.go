@@ -135,7 +135,7 @@ func (fx *effects) merge(o effects) {
 func (r *Reduction) out(fx effects, now time.Time) Effects {
 	var s shapeOut
 	if r.tree != nil {
-		s.tree, s.bystanders = r.tree.event(fx.Reply), true
+		s.tree, s.bystanders = r.tree.event(fx.Reply, now), true
 	}
 	if r.inline != nil && r.inline.pushes() {
 		s.storeHere, s.push = true, r.inline.result

@@ -2,8 +2,10 @@ package reduction
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hoplite-go/hoplite/events"
+	"github.com/hoplite-go/hoplite/messages"
 )
 
 // treeOf returns the last ReduceTree event of fx, or nil.
@@ -61,5 +63,56 @@ func TestReduceTreeEvents(t *testing.T) {
 	}
 	if p := ev.Positions[bPos]; p.Object != "c" || p.Node != "n2" {
 		t.Fatalf("repair: position %d is %+v, want c on n2", bPos, p)
+	}
+}
+
+// TestLargeTreeEventsAreSpaced: a tree of more than TreeEventEvery
+// positions publishes its first state, then nothing more within
+// TreeEventGap of the steps' clock however much changes (each event is
+// a snapshot of every position), then its latest state at the first
+// step after the gap, and its answer's whatever the time.
+func TestLargeTreeEventsAreSpaced(t *testing.T) {
+	n := 2 * TreeEventEvery
+	srcs := ids("s", n)
+	r := newRed(request(srcs, n), Config{ForceDegree: 1})
+	if ev := treeOf(r.Step(t0, located(srcs[0], bigSize, node(0)))); ev == nil || len(ev.Positions) != n {
+		t.Fatalf("first arrival: tree %+v, want one of %d positions", ev, n)
+	}
+	for i := 1; i < n-1; i++ {
+		if ev := treeOf(r.Step(t0.Add(TreeEventGap/2), located(srcs[i], bigSize, node(i)))); ev != nil {
+			t.Fatalf("arrival %d within the gap published a tree", i)
+		}
+	}
+	fx := r.Step(t0.Add(TreeEventGap), located(srcs[n-1], bigSize, node(n-1)))
+	ev := treeOf(fx)
+	if ev == nil {
+		t.Fatal("the step after the gap published nothing")
+	}
+	for _, p := range ev.Positions {
+		if p.Object == "" {
+			t.Fatalf("after the gap: position %d still open, want every arrival placed", p.Position)
+		}
+	}
+	var root *messages.ReduceTask
+	for _, s := range fx.Sends {
+		if tb, ok := s.Msg.(*messages.ReduceTaskBatch); ok {
+			for _, tk := range tb.GetTasks() {
+				if tk.GetRoot() {
+					root = tk
+				}
+			}
+		}
+		if tk, ok := s.Msg.(*messages.ReduceTask); ok && tk.GetRoot() {
+			root = tk
+		}
+	}
+	if root == nil {
+		t.Fatal("every source arrived, yet no root task went out")
+	}
+	at := t0.Add(TreeEventGap + time.Millisecond)
+	r.Step(at, &messages.ReduceTaskStarted{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()})
+	ev = treeOf(r.Step(at, &messages.ReduceTaskDone{ReduceId: testReduceID, Position: root.GetPosition(), Generation: root.GetGeneration()}))
+	if ev == nil || !ev.Done {
+		t.Fatalf("the answer's step, within the gap: tree %+v, want the answered tree", ev)
 	}
 }
