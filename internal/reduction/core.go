@@ -13,9 +13,12 @@ import (
 // nodes that run tasks, the participants' Gets of an AllReduce's result,
 // and the answer; and the output every step returns (out).
 type core struct {
-	id       string
-	start    *messages.NodeRef // the caller's node
-	req      *messages.Reduce
+	id    string
+	start *messages.NodeRef // the caller's node
+	req   *messages.Reduce
+	// isSource holds req's source ids, made at the first lookup: a
+	// Reduce of n sources looks one up at each of its n arrivals.
+	isSource map[string]bool
 	cfg      Config
 	deadline time.Time
 	L        time.Duration
@@ -125,4 +128,15 @@ func (r *core) setNum(num int) {
 	req := proto.Clone(r.req).(*messages.Reduce)
 	req.NumObjects = int32(num)
 	r.req = req
+}
+
+// names says whether id is one of the request's sources.
+func (c *core) names(id string) bool {
+	if c.isSource == nil {
+		c.isSource = make(map[string]bool, len(c.req.GetSourceIds()))
+		for _, s := range c.req.GetSourceIds() {
+			c.isSource[s] = true
+		}
+	}
+	return c.isSource[id]
 }

@@ -396,7 +396,7 @@ func (r *Reduction) Deadline() time.Time { return r.deadline }
 // located handles a location update of a source.
 func (r *Reduction) located(u *messages.LocationUpdate, now time.Time) effects {
 	id := u.GetObjectId()
-	if r.over || r.reply != nil || !slices.Contains(r.req.GetSourceIds(), id) {
+	if r.over || r.reply != nil || !r.names(id) {
 		return effects{}
 	}
 	if n := u.GetNode(); n != nil && r.failed[n.GetNodeId()] {
@@ -584,9 +584,11 @@ func (r *Reduction) Waiting() []string {
 		return nil
 	}
 	var ids []string
+	listed := map[string]bool{} // a source named twice is waited for once
 	for _, id := range r.req.GetSourceIds() {
 		held := r.sources[id] != nil || r.knee != nil && r.knee.holds(id)
-		if !held && !slices.Contains(ids, id) {
+		if !held && !listed[id] {
+			listed[id] = true
 			ids = append(ids, id)
 		}
 	}
