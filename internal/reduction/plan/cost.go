@@ -238,8 +238,10 @@ func PipelineFloor(hops int, B float64) int {
 
 // DeepPipelineHops is the depth from which PipelineFloor lets a
 // pipeline's chunk go under MinChunk. In the simulator (32 MiB, testbed
-// links, a core a host) 16 KiB chunks shortened reduces and broadcasts
-// by 0.5 % at 64 hosts, 2 % at 128, 3.6 % at 256 and 6 % at 512.
+// links, a core a host) 16 KiB chunks at any depth shortened reduces and
+// broadcasts by 0.5 % at 64 hosts, 2 % at 128, 3.6 % at 256 and 6 % at
+// 512; under 128 hops that gain is smaller than what the chunks' CPU
+// cost on the testbed's shared cores (see PipelineFloor).
 const DeepPipelineHops = 128
 
 // ChunkCPU is what one chunk of a stream costs its sender and its
