@@ -2821,8 +2821,14 @@ func (x *Subscribe) GetOnceBelow() int64 {
 // (messages.ControlSubscribe): one request per member, not one per
 // source. Each names the coordinator as its subscriber.
 type SubscribeBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Subscribes    []*Subscribe           `protobuf:"bytes,1,rep,name=subscribes,proto3" json:"subscribes,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Subscribes []*Subscribe           `protobuf:"bytes,1,rep,name=subscribes,proto3" json:"subscribes,omitempty"`
+	// grouped: the subscriber takes the updates that its Subscribes to one
+	// shard make at once, a streamed object's among them, in one
+	// LocationUpdateBatch (an actor message, in order with that shard's
+	// later updates) instead of one message each. A shard that ignores the
+	// field (an older member) sends them one by one, as without it.
+	Grouped       bool `protobuf:"varint,2,opt,name=grouped,proto3" json:"grouped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2864,6 +2870,62 @@ func (x *SubscribeBatch) GetSubscribes() []*Subscribe {
 	return nil
 }
 
+func (x *SubscribeBatch) GetGrouped() bool {
+	if x != nil {
+		return x.Grouped
+	}
+	return false
+}
+
+// LocationUpdateBatch is several LocationUpdates of one shard to one
+// subscriber, in the order the shard made them: the answer of a grouped
+// SubscribeBatch's Subscribes to that shard. A Reduce of n streamed
+// sources heard of them in n actor messages, one at a time at its
+// coordinator.
+type LocationUpdateBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Updates       []*LocationUpdate      `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocationUpdateBatch) Reset() {
+	*x = LocationUpdateBatch{}
+	mi := &file_hoplite_hoplite_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocationUpdateBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocationUpdateBatch) ProtoMessage() {}
+
+func (x *LocationUpdateBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_hoplite_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocationUpdateBatch.ProtoReflect.Descriptor instead.
+func (*LocationUpdateBatch) Descriptor() ([]byte, []int) {
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *LocationUpdateBatch) GetUpdates() []*LocationUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
 // SubscribeAnswer answers a SubscribeBatch on the data plane. updates are
 // the current locations of the objects that are inline (each carries its
 // bytes, so it needs no order against later updates); any other object's
@@ -2878,7 +2940,7 @@ type SubscribeAnswer struct {
 
 func (x *SubscribeAnswer) Reset() {
 	*x = SubscribeAnswer{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2890,7 +2952,7 @@ func (x *SubscribeAnswer) String() string {
 func (*SubscribeAnswer) ProtoMessage() {}
 
 func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2903,7 +2965,7 @@ func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeAnswer.ProtoReflect.Descriptor instead.
 func (*SubscribeAnswer) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubscribeAnswer) GetUpdates() []*LocationUpdate {
@@ -2922,7 +2984,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +2996,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3009,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -2987,7 +3049,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3061,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3074,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -3091,7 +3153,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3103,7 +3165,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3116,7 +3178,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -3152,7 +3214,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3226,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3239,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -3223,7 +3285,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3297,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3310,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -3300,7 +3362,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3374,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3387,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -3389,7 +3451,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +3463,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3414,7 +3476,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -3458,7 +3520,7 @@ type CancelReduce struct {
 
 func (x *CancelReduce) Reset() {
 	*x = CancelReduce{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3470,7 +3532,7 @@ func (x *CancelReduce) String() string {
 func (*CancelReduce) ProtoMessage() {}
 
 func (x *CancelReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3483,7 +3545,7 @@ func (x *CancelReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelReduce.ProtoReflect.Descriptor instead.
 func (*CancelReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CancelReduce) GetTargetId() string {
@@ -3519,7 +3581,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3531,7 +3593,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3544,7 +3606,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -3640,7 +3702,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3652,7 +3714,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3665,7 +3727,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3836,7 +3898,7 @@ type ReduceTaskBatch struct {
 
 func (x *ReduceTaskBatch) Reset() {
 	*x = ReduceTaskBatch{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +3910,7 @@ func (x *ReduceTaskBatch) String() string {
 func (*ReduceTaskBatch) ProtoMessage() {}
 
 func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +3923,7 @@ func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
 func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
@@ -3920,7 +3982,7 @@ type SlicedRingShare struct {
 
 func (x *SlicedRingShare) Reset() {
 	*x = SlicedRingShare{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +3994,7 @@ func (x *SlicedRingShare) String() string {
 func (*SlicedRingShare) ProtoMessage() {}
 
 func (x *SlicedRingShare) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4007,7 @@ func (x *SlicedRingShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlicedRingShare.ProtoReflect.Descriptor instead.
 func (*SlicedRingShare) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SlicedRingShare) GetReduceId() string {
@@ -4066,7 +4128,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4078,7 +4140,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4091,7 +4153,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -4148,7 +4210,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4160,7 +4222,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4173,7 +4235,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -4239,7 +4301,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4251,7 +4313,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4264,7 +4326,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -4321,7 +4383,7 @@ type ReduceCommit struct {
 
 func (x *ReduceCommit) Reset() {
 	*x = ReduceCommit{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4333,7 +4395,7 @@ func (x *ReduceCommit) String() string {
 func (*ReduceCommit) ProtoMessage() {}
 
 func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4346,7 +4408,7 @@ func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
 func (*ReduceCommit) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReduceCommit) GetReduceId() string {
@@ -4408,7 +4470,7 @@ type ReduceCommitted struct {
 
 func (x *ReduceCommitted) Reset() {
 	*x = ReduceCommitted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4482,7 @@ func (x *ReduceCommitted) String() string {
 func (*ReduceCommitted) ProtoMessage() {}
 
 func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4495,7 @@ func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
 func (*ReduceCommitted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReduceCommitted) GetReduceId() string {
@@ -4488,7 +4550,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4500,7 +4562,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4513,7 +4575,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -4559,7 +4621,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4571,7 +4633,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4584,7 +4646,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -4632,7 +4694,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4644,7 +4706,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4657,7 +4719,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4686,7 +4748,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4698,7 +4760,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4711,7 +4773,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4740,7 +4802,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[53]
+	mi := &file_hoplite_hoplite_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4752,7 +4814,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[53]
+	mi := &file_hoplite_hoplite_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4765,7 +4827,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4795,7 +4857,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[54]
+	mi := &file_hoplite_hoplite_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4807,7 +4869,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[54]
+	mi := &file_hoplite_hoplite_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4820,7 +4882,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{54}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -5060,11 +5122,14 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"subscriber\x18\x03 \x01(\v2\x10.hoplite.NodeRefR\n" +
 	"subscriber\x12\x1d\n" +
 	"\n" +
-	"once_below\x18\x04 \x01(\x03R\tonceBelow\"D\n" +
+	"once_below\x18\x04 \x01(\x03R\tonceBelow\"^\n" +
 	"\x0eSubscribeBatch\x122\n" +
 	"\n" +
 	"subscribes\x18\x01 \x03(\v2\x12.hoplite.SubscribeR\n" +
-	"subscribes\"D\n" +
+	"subscribes\x12\x18\n" +
+	"\agrouped\x18\x02 \x01(\bR\agrouped\"H\n" +
+	"\x13LocationUpdateBatch\x121\n" +
+	"\aupdates\x18\x01 \x03(\v2\x17.hoplite.LocationUpdateR\aupdates\"D\n" +
 	"\x0fSubscribeAnswer\x121\n" +
 	"\aupdates\x18\x01 \x03(\v2\x17.hoplite.LocationUpdateR\aupdates\"*\n" +
 	"\vUnsubscribe\x12\x1b\n" +
@@ -5276,67 +5341,68 @@ func file_hoplite_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_hoplite_hoplite_proto_goTypes = []any{
-	(ErrorCode)(0),            // 0: hoplite.ErrorCode
-	(ReduceOp)(0),             // 1: hoplite.ReduceOp
-	(DType)(0),                // 2: hoplite.DType
-	(LocationState)(0),        // 3: hoplite.LocationState
-	(*Error)(nil),             // 4: hoplite.Error
-	(*NodeRef)(nil),           // 5: hoplite.NodeRef
-	(*Put)(nil),               // 6: hoplite.Put
-	(*PutReply)(nil),          // 7: hoplite.PutReply
-	(*Get)(nil),               // 8: hoplite.Get
-	(*GetReply)(nil),          // 9: hoplite.GetReply
-	(*Delete)(nil),            // 10: hoplite.Delete
-	(*DeleteReply)(nil),       // 11: hoplite.DeleteReply
-	(*Reduce)(nil),            // 12: hoplite.Reduce
-	(*ReduceKnee)(nil),        // 13: hoplite.ReduceKnee
-	(*ReduceReply)(nil),       // 14: hoplite.ReduceReply
-	(*ReducePlan)(nil),        // 15: hoplite.ReducePlan
-	(*ShapeCost)(nil),         // 16: hoplite.ShapeCost
-	(*ReducePosition)(nil),    // 17: hoplite.ReducePosition
-	(*DegreeCost)(nil),        // 18: hoplite.DegreeCost
-	(*CreateObject)(nil),      // 19: hoplite.CreateObject
-	(*CreateObjectReply)(nil), // 20: hoplite.CreateObjectReply
-	(*PublishLocation)(nil),   // 21: hoplite.PublishLocation
-	(*UnpublishLocation)(nil), // 22: hoplite.UnpublishLocation
-	(*ReportLost)(nil),        // 23: hoplite.ReportLost
-	(*ReportLostReply)(nil),   // 24: hoplite.ReportLostReply
-	(*Locate)(nil),            // 25: hoplite.Locate
-	(*LocateReply)(nil),       // 26: hoplite.LocateReply
-	(*CancelLocate)(nil),      // 27: hoplite.CancelLocate
-	(*FetchDone)(nil),         // 28: hoplite.FetchDone
-	(*FetchAborted)(nil),      // 29: hoplite.FetchAborted
-	(*DeleteObject)(nil),      // 30: hoplite.DeleteObject
-	(*DeleteObjectReply)(nil), // 31: hoplite.DeleteObjectReply
-	(*DropObject)(nil),        // 32: hoplite.DropObject
-	(*Subscribe)(nil),         // 33: hoplite.Subscribe
-	(*SubscribeBatch)(nil),    // 34: hoplite.SubscribeBatch
-	(*SubscribeAnswer)(nil),   // 35: hoplite.SubscribeAnswer
-	(*Unsubscribe)(nil),       // 36: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),    // 37: hoplite.LocationUpdate
-	(*QueryObject)(nil),       // 38: hoplite.QueryObject
-	(*Location)(nil),          // 39: hoplite.Location
-	(*Transfer)(nil),          // 40: hoplite.Transfer
-	(*ObjectInfo)(nil),        // 41: hoplite.ObjectInfo
-	(*StartReduce)(nil),       // 42: hoplite.StartReduce
-	(*CancelReduce)(nil),      // 43: hoplite.CancelReduce
-	(*ReduceInput)(nil),       // 44: hoplite.ReduceInput
-	(*ReduceTask)(nil),        // 45: hoplite.ReduceTask
-	(*ReduceTaskBatch)(nil),   // 46: hoplite.ReduceTaskBatch
-	(*SlicedRingShare)(nil),   // 47: hoplite.SlicedRingShare
-	(*ReduceTaskStarted)(nil), // 48: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),    // 49: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),  // 50: hoplite.ReduceInvalidate
-	(*ReduceCommit)(nil),      // 51: hoplite.ReduceCommit
-	(*ReduceCommitted)(nil),   // 52: hoplite.ReduceCommitted
-	(*ReduceRelease)(nil),     // 53: hoplite.ReduceRelease
-	(*StoreReduced)(nil),      // 54: hoplite.StoreReduced
-	(*StoreReducedReply)(nil), // 55: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),     // 56: hoplite.ReleaseTarget
-	(*Republish)(nil),         // 57: hoplite.Republish
-	(*RepublishDone)(nil),     // 58: hoplite.RepublishDone
+	(ErrorCode)(0),              // 0: hoplite.ErrorCode
+	(ReduceOp)(0),               // 1: hoplite.ReduceOp
+	(DType)(0),                  // 2: hoplite.DType
+	(LocationState)(0),          // 3: hoplite.LocationState
+	(*Error)(nil),               // 4: hoplite.Error
+	(*NodeRef)(nil),             // 5: hoplite.NodeRef
+	(*Put)(nil),                 // 6: hoplite.Put
+	(*PutReply)(nil),            // 7: hoplite.PutReply
+	(*Get)(nil),                 // 8: hoplite.Get
+	(*GetReply)(nil),            // 9: hoplite.GetReply
+	(*Delete)(nil),              // 10: hoplite.Delete
+	(*DeleteReply)(nil),         // 11: hoplite.DeleteReply
+	(*Reduce)(nil),              // 12: hoplite.Reduce
+	(*ReduceKnee)(nil),          // 13: hoplite.ReduceKnee
+	(*ReduceReply)(nil),         // 14: hoplite.ReduceReply
+	(*ReducePlan)(nil),          // 15: hoplite.ReducePlan
+	(*ShapeCost)(nil),           // 16: hoplite.ShapeCost
+	(*ReducePosition)(nil),      // 17: hoplite.ReducePosition
+	(*DegreeCost)(nil),          // 18: hoplite.DegreeCost
+	(*CreateObject)(nil),        // 19: hoplite.CreateObject
+	(*CreateObjectReply)(nil),   // 20: hoplite.CreateObjectReply
+	(*PublishLocation)(nil),     // 21: hoplite.PublishLocation
+	(*UnpublishLocation)(nil),   // 22: hoplite.UnpublishLocation
+	(*ReportLost)(nil),          // 23: hoplite.ReportLost
+	(*ReportLostReply)(nil),     // 24: hoplite.ReportLostReply
+	(*Locate)(nil),              // 25: hoplite.Locate
+	(*LocateReply)(nil),         // 26: hoplite.LocateReply
+	(*CancelLocate)(nil),        // 27: hoplite.CancelLocate
+	(*FetchDone)(nil),           // 28: hoplite.FetchDone
+	(*FetchAborted)(nil),        // 29: hoplite.FetchAborted
+	(*DeleteObject)(nil),        // 30: hoplite.DeleteObject
+	(*DeleteObjectReply)(nil),   // 31: hoplite.DeleteObjectReply
+	(*DropObject)(nil),          // 32: hoplite.DropObject
+	(*Subscribe)(nil),           // 33: hoplite.Subscribe
+	(*SubscribeBatch)(nil),      // 34: hoplite.SubscribeBatch
+	(*LocationUpdateBatch)(nil), // 35: hoplite.LocationUpdateBatch
+	(*SubscribeAnswer)(nil),     // 36: hoplite.SubscribeAnswer
+	(*Unsubscribe)(nil),         // 37: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),      // 38: hoplite.LocationUpdate
+	(*QueryObject)(nil),         // 39: hoplite.QueryObject
+	(*Location)(nil),            // 40: hoplite.Location
+	(*Transfer)(nil),            // 41: hoplite.Transfer
+	(*ObjectInfo)(nil),          // 42: hoplite.ObjectInfo
+	(*StartReduce)(nil),         // 43: hoplite.StartReduce
+	(*CancelReduce)(nil),        // 44: hoplite.CancelReduce
+	(*ReduceInput)(nil),         // 45: hoplite.ReduceInput
+	(*ReduceTask)(nil),          // 46: hoplite.ReduceTask
+	(*ReduceTaskBatch)(nil),     // 47: hoplite.ReduceTaskBatch
+	(*SlicedRingShare)(nil),     // 48: hoplite.SlicedRingShare
+	(*ReduceTaskStarted)(nil),   // 49: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),      // 50: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),    // 51: hoplite.ReduceInvalidate
+	(*ReduceCommit)(nil),        // 52: hoplite.ReduceCommit
+	(*ReduceCommitted)(nil),     // 53: hoplite.ReduceCommitted
+	(*ReduceRelease)(nil),       // 54: hoplite.ReduceRelease
+	(*StoreReduced)(nil),        // 55: hoplite.StoreReduced
+	(*StoreReducedReply)(nil),   // 56: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),       // 57: hoplite.ReleaseTarget
+	(*Republish)(nil),           // 58: hoplite.Republish
+	(*RepublishDone)(nil),       // 59: hoplite.RepublishDone
 }
 var file_hoplite_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -5374,36 +5440,37 @@ var file_hoplite_hoplite_proto_depIdxs = []int32{
 	4,  // 32: hoplite.DropObject.reason:type_name -> hoplite.Error
 	5,  // 33: hoplite.Subscribe.subscriber:type_name -> hoplite.NodeRef
 	33, // 34: hoplite.SubscribeBatch.subscribes:type_name -> hoplite.Subscribe
-	37, // 35: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
-	5,  // 36: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 37: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	4,  // 38: hoplite.LocationUpdate.error:type_name -> hoplite.Error
-	5,  // 39: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 40: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 41: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	39, // 42: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	40, // 43: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 44: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 45: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 46: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 47: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 48: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	44, // 49: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	45, // 50: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
-	47, // 51: hoplite.ReduceTaskBatch.ring:type_name -> hoplite.SlicedRingShare
-	1,  // 52: hoplite.SlicedRingShare.op:type_name -> hoplite.ReduceOp
-	2,  // 53: hoplite.SlicedRingShare.dtype:type_name -> hoplite.DType
-	5,  // 54: hoplite.SlicedRingShare.node:type_name -> hoplite.NodeRef
-	5,  // 55: hoplite.SlicedRingShare.predecessor:type_name -> hoplite.NodeRef
-	4,  // 56: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 57: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 58: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	5,  // 59: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	38, // 35: hoplite.LocationUpdateBatch.updates:type_name -> hoplite.LocationUpdate
+	38, // 36: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
+	5,  // 37: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 38: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	4,  // 39: hoplite.LocationUpdate.error:type_name -> hoplite.Error
+	5,  // 40: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 41: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 42: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	40, // 43: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	41, // 44: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 45: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 46: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 47: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 48: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 49: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	45, // 50: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	46, // 51: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	48, // 52: hoplite.ReduceTaskBatch.ring:type_name -> hoplite.SlicedRingShare
+	1,  // 53: hoplite.SlicedRingShare.op:type_name -> hoplite.ReduceOp
+	2,  // 54: hoplite.SlicedRingShare.dtype:type_name -> hoplite.DType
+	5,  // 55: hoplite.SlicedRingShare.node:type_name -> hoplite.NodeRef
+	5,  // 56: hoplite.SlicedRingShare.predecessor:type_name -> hoplite.NodeRef
+	4,  // 57: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 58: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 59: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	5,  // 60: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_hoplite_proto_init() }
@@ -5417,7 +5484,7 @@ func file_hoplite_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_hoplite_proto_rawDesc), len(file_hoplite_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   55,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

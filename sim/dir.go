@@ -172,7 +172,12 @@ type (
 		h    *host
 		then func(*messages.Error)
 	}
-	coordReply struct{ r *coordRun }
+	// coordReply: a Reduce coordinator; group, if set, collects the
+	// updates of a grouped Subscribe (coordRun.subscribeGroups).
+	coordReply struct {
+		r     *coordRun
+		group *updateGroup
+	}
 )
 
 // toShard sends msg from a host to the shard of the object it names;
@@ -305,6 +310,9 @@ func (w *world) route(from *host, snd outbox.Send) {
 		via := viaActor
 		if m.GetHasInline() {
 			via = viaRequest
+		} else if to.group != nil && !to.group.closed {
+			to.group.updates = append(to.group.updates, m)
+			return
 		}
 		r := to.r
 		w.send(from, r.host, qCoord, via, func() {

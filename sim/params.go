@@ -107,6 +107,11 @@ type Params struct {
 	// (inlineindex.Index.AnswerLocate, at QuickLocateShare of ShardCost):
 	// for the comparison.
 	ActorLocates bool
+	// SingleUpdates has a Reduce coordinator's Subscribes go one by one
+	// and its sources' shards answer each streamed source's location in
+	// an actor message of its own, as before coordinators grouped their
+	// Subscribes (messages.SubscribeBatch.grouped): for the comparison.
+	SingleUpdates bool
 	// ListRingTasks has a sliced AllReduce's coordinator list every
 	// participant's 2n tasks, as before it stated each participant's
 	// share (messages.SlicedRingShare): for the comparison.

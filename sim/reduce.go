@@ -46,6 +46,70 @@ type coordRun struct {
 	commitTo *host
 	// call is the caller's Reduce this is an attempt of.
 	call *reduceCall
+	// subs are the Subscribes a step sent, by shard in the order of each
+	// shard's first: they go together (subscribeGroups), as a member's
+	// coordinator sends them in a grouped SubscribeBatch.
+	subs      map[*shard][]*messages.Subscribe
+	subOrder  []*shard
+	subsArmed bool
+}
+
+// updateGroup collects the updates a grouped Subscribe's steps make for
+// their coordinator (coordReply.group), which the shard then sends as
+// one message (shardactor's LocationUpdateBatch).
+// The table keeps the subscription's To, the group among it: an update
+// it makes after the group's steps (closed) goes alone.
+type updateGroup struct {
+	updates []*messages.LocationUpdate
+	closed  bool
+}
+
+// subscribeLater queues a Subscribe to go with the others of this
+// instant's steps, one message per shard.
+func (red *coordRun) subscribeLater(w *world, m *messages.Subscribe) {
+	s := w.shardFor(m.GetObjectId())
+	if red.subs == nil {
+		red.subs = map[*shard][]*messages.Subscribe{}
+	}
+	if _, ok := red.subs[s]; !ok {
+		red.subOrder = append(red.subOrder, s)
+	}
+	red.subs[s] = append(red.subs[s], m)
+	if !red.subsArmed {
+		red.subsArmed = true
+		w.eng.after(0, func() { red.subscribeGroups(w) })
+	}
+}
+
+// subscribeGroups sends each shard its queued Subscribes as one request
+// on the data plane (a shard's table step each), and each shard answers
+// the updates they made for streamed objects in one actor message (a
+// coordinator step each); an inline source's update is the request's
+// answer, as alone.
+func (red *coordRun) subscribeGroups(w *world) {
+	order, subs := red.subOrder, red.subs
+	red.subOrder, red.subs, red.subsArmed = nil, nil, false
+	for _, s := range order {
+		group := subs[s]
+		home := w.shardHost(s)
+		w.post(red.host, home, qShard, viaRequest, time.Duration(len(group))*w.cost(qShard), func() {
+			g := &updateGroup{}
+			for _, m := range group {
+				s.served++
+				shardDriver.step(w, s, s.t, directory.Subscribe{Req: m, Key: red.id, To: coordReply{r: red, group: g}})
+			}
+			g.closed = true
+			if len(g.updates) == 0 {
+				return
+			}
+			w.post(home, red.host, qCoord, viaActor, time.Duration(len(g.updates))*w.cost(qCoord), func() {
+				for _, u := range g.updates {
+					w.tracef(red.host, "located %s", u.GetObjectId())
+					red.step(u)
+				}
+			})
+		})
+	}
 }
 
 // worker runs one tree position on a host: it streams its children's
@@ -225,6 +289,10 @@ func (red *coordRun) send(w *world, snd outbox.Send) {
 	}
 	switch to := snd.To.(type) {
 	case directory.ShardOf:
+		if m, ok := snd.Msg.(*messages.Subscribe); ok && !w.p.SingleUpdates {
+			red.subscribeLater(w, m)
+			return
+		}
 		w.toShard(red.host, to, snd.Msg, coordReply{r: red})
 	case reduction.TargetShard:
 		w.toShard(red.host, directory.ShardOf(red.req.GetTargetId()), snd.Msg, nil)

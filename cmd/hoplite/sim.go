@@ -43,6 +43,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cpuModel := fs.String("cpu-model", "testbed", "the CPU a host pays a byte: testbed (fitted to the testbed's shaped links, 2.1 ns a byte received) or unshaped (measured where the links do not bound, 0.64 ns; for links faster than the testbed's, e.g. --bandwidth 10gbit)")
 	cost := fs.Duration("msg-cost", 20*time.Microsecond, "processing time of one control message at a store node, shard or coordinator")
 	shards := fs.Int("shards", 64, "directory shards")
+	singleUpdates := fs.Bool("single-updates", false, "a Reduce coordinator's Subscribes go one by one and each streamed source's location comes in an actor message of its own, as before coordinators grouped their Subscribes by shard: for comparison")
 	listRingTasks := fs.Bool("list-ring-tasks", false, "a sliced AllReduce's coordinator lists every participant's 2n tasks (about 400 bytes each, n² in all through its uplink), as before it stated each participant's share in a few hundred bytes: for comparison")
 	actorLocates := fs.Bool("actor-locates", false, "every Locate is answered by its shard's table (ShardCost), as before members answered a published inline object's Locates on the data plane without the shard: for comparison")
 	cpus := fs.Int("cpus", 0, "cores the hosts share, as the testbed's processes share its machine's (one job at a time per host); 0: a core per host")
@@ -147,6 +148,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.StoreCost, p.ShardCost, p.CoordCost = *cost, *cost, *cost
 		p.ActorLocates = *actorLocates
 		p.ListRingTasks = *listRingTasks
+		p.SingleUpdates = *singleUpdates
 		p.CPUs = *cpus
 		p.FanOut = *fanOut
 		p.Stripes = *stripes

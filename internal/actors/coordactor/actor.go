@@ -265,7 +265,13 @@ func NewProps(cfg ActorConfig, reduceID string, start *messages.StartReduce, req
 // Receive implements actor.Actor.
 func (c *Coordinator) Receive(ctx actor.Context) {
 	if h := c.cfg.BeforeReceive; h != nil {
-		h(c.id, ctx.Message())
+		if b, ok := ctx.Message().(*messages.LocationUpdateBatch); ok {
+			for _, u := range b.GetUpdates() {
+				h(c.id, u) // each as if it had come alone
+			}
+		} else {
+			h(c.id, ctx.Message())
+		}
 	}
 	if c.lingering {
 		c.linger(ctx, ctx.Message())
@@ -282,6 +288,18 @@ func (c *Coordinator) Receive(ctx actor.Context) {
 	case *messages.LocationUpdate:
 		c.locatedAt = now
 		c.step(ctx, now, m)
+	case *messages.LocationUpdateBatch:
+		// One shard's updates of a grouped SubscribeBatch, in its order:
+		// each is stepped as if it had come alone.
+		for _, u := range m.GetUpdates() {
+			if c.lingering {
+				break
+			}
+			if u != nil {
+				c.locatedAt = now
+				c.step(ctx, now, u)
+			}
+		}
 	case *messages.ReduceTaskStarted:
 		c.step(ctx, now, m)
 	case *messages.ReduceTaskDone:

@@ -80,8 +80,13 @@ func FuzzCoordinator(f *testing.F) {
 			var m proto.Message
 			switch kind % 5 {
 			case 0:
-				m = &messages.LocationUpdate{ObjectId: id, Size: size, Node: node, State: messages.LocationState(n % 4),
+				u := &messages.LocationUpdate{ObjectId: id, Size: size, Node: node, State: messages.LocationState(n % 4),
 					HasInline: kind&0x20 != 0, InlineData: make([]byte, min(max(size, 0), 16)), Deleted: kind&0x40 != 0}
+				m = u
+				if kind&0x08 != 0 {
+					// A grouped SubscribeBatch's updates, one of them nil.
+					m = &messages.LocationUpdateBatch{Updates: []*messages.LocationUpdate{u, nil, proto.Clone(u).(*messages.LocationUpdate)}}
+				}
 			case 1:
 				m = &messages.ReduceTaskStarted{ReduceId: rid, Position: int32(size), Generation: int32(n) - 1}
 			case 2:

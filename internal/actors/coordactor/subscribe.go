@@ -95,7 +95,7 @@ func (c *Coordinator) sendSubscribes(ctx actor.Context) {
 // the answer as a subscribeAnswered.
 func (c *Coordinator) sendBatch(ctx actor.Context, addr string, subs []queuedSubscribe, wire []*messages.Subscribe) {
 	self := ctx.Self()
-	batch := &messages.SubscribeBatch{Subscribes: wire}
+	batch := &messages.SubscribeBatch{Subscribes: wire, Grouped: true}
 	req, err := proto.Marshal(batch)
 	if err != nil {
 		for _, q := range subs {

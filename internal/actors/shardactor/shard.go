@@ -383,6 +383,13 @@ func (s *Shard) Receive(ctx actor.Context) {
 			msg = m.locate // the hook sees a Locate as it came, on either path
 		case servedSubscribe:
 			msg = m.sub // and a Subscribe
+		case servedGroup:
+			for _, sub := range m.subs[:max(len(m.subs)-1, 0)] {
+				h(ctx.Self().GetId(), sub) // and each of a group's
+			}
+			if len(m.subs) > 0 {
+				msg = m.subs[len(m.subs)-1]
+			}
 		}
 		h(ctx.Self().GetId(), msg)
 	}
@@ -476,6 +483,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.subscribe(ctx, now, ctx.Sender(), m, false)
 	case servedSubscribe:
 		m.done <- s.subscribe(ctx, now, m.subscriber, m.sub, true)
+	case servedGroup:
+		m.done <- s.subscribeGroup(ctx, now, m.subscriber, m.subs)
 	case *messages.Unsubscribe:
 		s.unsubscribe(ctx, now, m)
 	case *coordactor.WatchNode:
@@ -539,6 +548,36 @@ func (s *Shard) subscribe(ctx actor.Context, now time.Time, subscriber *actor.PI
 	} else {
 		s.step(ctx, now, ev)
 	}
+	s.noteSubscriber(ctx, key, subscriber)
+	return answer
+}
+
+// subscribeGroup is subscribe for a grouped SubscribeBatch's Subscribes
+// to this shard (servedGroup), stepped together with nothing between
+// them: the updates carrying inline bytes are the answer, as for one
+// Subscribe; the others go to the subscriber as one LocationUpdateBatch
+// (groupUpdates), in the order the table made them, before any update
+// a later message makes.
+func (s *Shard) subscribeGroup(ctx actor.Context, now time.Time, subscriber *actor.PID, subs []*messages.Subscribe) *messages.SubscribeAnswer {
+	key := actorutil.Key(subscriber)
+	answer := &messages.SubscribeAnswer{}
+	var box outbox.Box
+	for _, m := range subs {
+		if m.GetLocatedBefore() && len(s.republishing) > 0 {
+			m = &messages.Subscribe{ObjectId: m.GetObjectId(), OnceBelow: m.GetOnceBelow()} // as in subscribe
+		}
+		o := answering{s.table}.Step(now, directory.Subscribe{Req: m, Key: key, To: subscriber})
+		answer.Updates = append(answer.Updates, o.Answer.GetUpdates()...)
+		box.Merge(o.Box)
+	}
+	box.Sends = groupUpdates(box.Sends, key)
+	s.deliver(ctx, box)
+	s.noteSubscriber(ctx, key, subscriber)
+	return answer
+}
+
+// noteSubscriber watches a subscriber the table now has, once.
+func (s *Shard) noteSubscriber(ctx actor.Context, key string, subscriber *actor.PID) {
 	if _, ok := s.subscribers[key]; !ok && s.table.Subscribed(key) {
 		s.subscribers[key] = subscriber
 		if a := subscriber.GetAddress(); a != ctx.Self().GetAddress() && s.watchedAt[a] > 0 {
@@ -547,7 +586,6 @@ func (s *Shard) subscribe(ctx actor.Context, now time.Time, subscriber *actor.PI
 			ctx.Watch(subscriber)
 		}
 	}
-	return answer
 }
 
 func (s *Shard) unsubscribe(ctx actor.Context, now time.Time, m *messages.Unsubscribe) {

@@ -7,6 +7,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
@@ -18,6 +19,16 @@ import (
 // never waits on it).
 type servedSubscribe struct {
 	sub        *messages.Subscribe
+	subscriber *actor.PID
+	done       chan *messages.SubscribeAnswer
+}
+
+// servedGroup is a grouped SubscribeBatch's Subscribes to one shard, all
+// naming one subscriber, handed over in one message: the shard steps
+// them together, so no other update comes between them, and sends the
+// updates they make to the subscriber as one LocationUpdateBatch.
+type servedGroup struct {
+	subs       []*messages.Subscribe
 	subscriber *actor.PID
 	done       chan *messages.SubscribeAnswer
 }
@@ -72,11 +83,16 @@ func ServeSubscribe(ctx context.Context, root *actor.RootContext, shardFor func(
 		shards[i] = pid
 	}
 	done := make(chan *messages.SubscribeAnswer, len(subs))
-	for i, sub := range subs {
-		root.Send(shards[i], servedSubscribe{sub: sub, subscriber: sub.GetSubscriber().PID(), done: done})
+	answers := len(subs)
+	if batch.GetGrouped() {
+		answers = sendGroups(root, shards, subs, done)
+	} else {
+		for i, sub := range subs {
+			root.Send(shards[i], servedSubscribe{sub: sub, subscriber: sub.GetSubscriber().PID(), done: done})
+		}
 	}
 	answer := &messages.SubscribeAnswer{}
-	for range subs {
+	for range answers {
 		select {
 		case a := <-done:
 			answer.Updates = append(answer.Updates, a.GetUpdates()...)
@@ -95,6 +111,35 @@ func ServeSubscribe(ctx context.Context, root *actor.RootContext, shardFor func(
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "encode SubscribeAnswer: %v", err)
 	}
 	return b, nil
+}
+
+// sendGroups hands each shard the Subscribes of a grouped batch that go
+// to it and name the same subscriber, in one servedGroup each, in the
+// order of each group's first Subscribe, and returns how many answers
+// will come on done.
+func sendGroups(root *actor.RootContext, shards []*actor.PID, subs []*messages.Subscribe, done chan *messages.SubscribeAnswer) int {
+	type groupKey struct{ shard, subscriber string }
+	type group struct {
+		shard *actor.PID
+		g     servedGroup
+	}
+	var order []*group
+	groups := map[groupKey]*group{}
+	for i, sub := range subs {
+		to := sub.GetSubscriber().PID()
+		k := groupKey{actorutil.Key(shards[i]), actorutil.Key(to)}
+		g := groups[k]
+		if g == nil {
+			g = &group{shard: shards[i], g: servedGroup{subscriber: to, done: done}}
+			groups[k] = g
+			order = append(order, g)
+		}
+		g.g.subs = append(g.g.subs, sub)
+	}
+	for _, g := range order {
+		root.Send(g.shard, g.g)
+	}
+	return len(order)
 }
 
 // inlineAnswer is the output of a Subscribe stepped on the data plane:
@@ -129,4 +174,40 @@ func answerInline(out outbox.Box) (*messages.SubscribeAnswer, outbox.Box) {
 	}
 	out.Sends = nil
 	return a, out
+}
+
+// groupUpdates has the LocationUpdates among sends that go to the
+// subscriber named by key go as LocationUpdateBatches: each run of them
+// (ended by another message to that subscriber) as one batch, where its
+// first update was, so the subscriber hears everything in the order it
+// would have one by one. A run of one stays a LocationUpdate. Sends to
+// anyone else keep their place.
+func groupUpdates(sends []outbox.Send, key string) []outbox.Send {
+	var out []outbox.Send
+	run := -1 // index in out of the open run's batch, -1 for none
+	for _, o := range sends {
+		pid, ok := o.To.(*actor.PID)
+		if !ok || actorutil.Key(pid) != key {
+			out = append(out, o)
+			continue
+		}
+		u, ok := o.Msg.(*messages.LocationUpdate)
+		if !ok {
+			run = -1
+			out = append(out, o)
+			continue
+		}
+		if run < 0 {
+			run = len(out)
+			out = append(out, o)
+			continue
+		}
+		switch b := out[run].Msg.(type) {
+		case *messages.LocationUpdate:
+			out[run].Msg = &messages.LocationUpdateBatch{Updates: []*messages.LocationUpdate{b, u}}
+		case *messages.LocationUpdateBatch:
+			b.Updates = append(b.Updates, u)
+		}
+	}
+	return out
 }
