@@ -251,6 +251,14 @@ func TestDropOvertakingTheAnswerEndsTheFetch(t *testing.T) {
 	if n := dp.opens.Load(); n != 0 {
 		t.Fatalf("%d streams opened after the copy was dropped", n)
 	}
+	// The shard (an actor of its own) records what it hears on its own
+	// goroutine: the node sent the FetchAborted while it handled the late
+	// answer, but the shard may not have taken it yet.
+	waitFor(t, "the shard to hear of the dropped copy", func() bool {
+		sn.mu.Lock()
+		defer sn.mu.Unlock()
+		return len(sn.heard) > 0
+	})
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	if !slices.Equal(sn.heard, []string{"*messages.FetchAborted"}) {
