@@ -532,15 +532,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 // message (inlineDrive, see answerInline); otherwise all of it goes as
 // messages and the answer is nil.
 func (s *Shard) subscribe(ctx actor.Context, now time.Time, subscriber *actor.PID, m *messages.Subscribe, inline bool) *messages.SubscribeAnswer {
-	if m.GetLocatedBefore() && len(s.republishing) > 0 {
-		// A copy the table does not know yet may still be republished
-		// (as for ReportLost): whether the object is lost is answered to
-		// a later resubscription, once the rebuild is over. The
-		// subscription itself holds now.
-		m = &messages.Subscribe{ObjectId: m.GetObjectId(), OnceBelow: m.GetOnceBelow()}
-	}
 	key := actorutil.Key(subscriber)
-	ev := directory.Subscribe{Req: m, Key: key, To: subscriber}
+	ev := directory.Subscribe{Req: s.duringRebuild(m), Key: key, To: subscriber}
 	var answer *messages.SubscribeAnswer
 	if inline {
 		o, _ := inlineDrive.StepAt(ctx, s, answering{s.table}, now, ev)
@@ -563,10 +556,7 @@ func (s *Shard) subscribeGroup(ctx actor.Context, now time.Time, subscriber *act
 	answer := &messages.SubscribeAnswer{}
 	var box outbox.Box
 	for _, m := range subs {
-		if m.GetLocatedBefore() && len(s.republishing) > 0 {
-			m = &messages.Subscribe{ObjectId: m.GetObjectId(), OnceBelow: m.GetOnceBelow()} // as in subscribe
-		}
-		o := answering{s.table}.Step(now, directory.Subscribe{Req: m, Key: key, To: subscriber})
+		o := answering{s.table}.Step(now, directory.Subscribe{Req: s.duringRebuild(m), Key: key, To: subscriber})
 		answer.Updates = append(answer.Updates, o.Answer.GetUpdates()...)
 		box.Merge(o.Box)
 	}
@@ -574,6 +564,18 @@ func (s *Shard) subscribeGroup(ctx actor.Context, now time.Time, subscriber *act
 	s.deliver(ctx, box)
 	s.noteSubscriber(ctx, key, subscriber)
 	return answer
+}
+
+// duringRebuild is m as the table takes it now. While the shard is
+// rebuilt, a copy the table does not know yet may still be republished
+// (as for ReportLost): whether the object is lost is answered to a later
+// resubscription, once the rebuild is over, and the subscription itself
+// holds now.
+func (s *Shard) duringRebuild(m *messages.Subscribe) *messages.Subscribe {
+	if m.GetLocatedBefore() && len(s.republishing) > 0 {
+		return &messages.Subscribe{ObjectId: m.GetObjectId(), OnceBelow: m.GetOnceBelow()}
+	}
+	return m
 }
 
 // noteSubscriber watches a subscriber the table now has, once.
