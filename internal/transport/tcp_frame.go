@@ -22,7 +22,7 @@ import (
 //	6  uint16  bits 0–12: id length, at most maxIDLen; bit 15: paced
 //	           (reqPaced); bits 13–14: 0
 //	8  int64   offset
-//	16 uint32  chunk size, 1..maxChunk
+//	16 uint32  chunk size, TCPConfig.MinChunk..maxChunk
 //	20 uint32  keepalive interval in ms the receiver asks for (0: the sender's)
 //	24 uint64  the incarnation of the endpoint the request is meant for
 //	           (0: whichever serves there)
@@ -48,6 +48,11 @@ import (
 //	'E' uint16 ErrorCode + message (at most maxErrMsg bytes): ends the stream
 //
 // The stream ends after its last data byte (offset reaches size).
+// DefaultMinChunk is TCPConfig.MinChunk's default: a frame header per
+// 4 KiB of data is under 0.2 % of the bytes, and no member asks for less
+// (the smallest chunk a pipeline takes is plan.MinPipelineChunk, 16 KiB).
+const DefaultMinChunk = 4 << 10
+
 const (
 	// tcpVersion 2 added the paced bit to the request; 3 the incarnation.
 	tcpVersion     = 3

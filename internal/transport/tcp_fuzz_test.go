@@ -173,7 +173,7 @@ func FuzzServeConn(f *testing.F) {
 	binary.BigEndian.PutUint32(bad[12:], 0)
 	f.Add(bad)
 
-	tr := NewTCP(TCPConfig{StallTimeout: time.Second, HandshakeTimeout: time.Second, RequestTimeout: time.Second})
+	tr := NewTCP(TCPConfig{StallTimeout: time.Second, HandshakeTimeout: time.Second, RequestTimeout: time.Second, MinChunk: 1})
 	f.Cleanup(tr.Close)
 	addr, err := tr.Serve("a", newFuzzSource())
 	if err != nil {
@@ -292,7 +292,7 @@ func FuzzOpenResponse(f *testing.F) {
 	f.Add([]byte{}, uint16(63), uint8(0), uint8(0))
 
 	peer := newScriptPeer(f)
-	cli := NewTCP(TCPConfig{StallTimeout: hangGuard / 2})
+	cli := NewTCP(TCPConfig{StallTimeout: hangGuard / 2, MinChunk: 1}) // small chunks: many frames of a small object
 	f.Cleanup(cli.Close)
 	addr := peer.addr()
 	f.Fuzz(func(t *testing.T, script []byte, chunk16 uint16, off8 uint8, mode uint8) {

@@ -89,7 +89,13 @@ func (l *logSink) has(sub string) bool {
 	return false
 }
 
+// newTCP returns a transport closed when t ends. Unless cfg sets
+// MinChunk, it serves and asks chunks of any size, so that a test cuts a
+// small object into many frames.
 func newTCP(t *testing.T, cfg TCPConfig) *TCP {
+	if cfg.MinChunk == 0 {
+		cfg.MinChunk = 1
+	}
 	tr := NewTCP(cfg)
 	t.Cleanup(tr.Close)
 	return tr
@@ -1626,5 +1632,69 @@ func TestTCPSmallAnswersAfterLargeChunks(t *testing.T) {
 	}
 	if d := cli.dials.Load(); d != 1 {
 		t.Fatalf("%d dials: the streams and calls did not share the connection", d)
+	}
+}
+
+// A sender with the default floor refuses a reader's one-byte chunks
+// (they would cost it a read, a frame and a write a byte), and a client
+// with it asks no less than the floor: an object of 10 KiB comes in three
+// frames of at most DefaultMinChunk, not in 10,240.
+func TestTCPMinChunk(t *testing.T) {
+	noLeaks(t)
+	ctx := guardCtx(t)
+	src := newFakeSource()
+	data := pattern(10 << 10)
+	src.add("o", complete(data))
+	srv := NewTCP(TCPConfig{})
+	t.Cleanup(srv.Close)
+	addr, err := srv.Serve("a", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", HostPort(addr), hangGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(hangGuard))
+	c.Write(rawRequest(tcpVersion, 1, "o", 0, 1))
+	_, frames, _ := readRaw(t, c, 1)
+	if len(frames) != 1 || frames[0].kind != frameError {
+		t.Fatalf("a one-byte chunk was answered %v, want an error frame", frames)
+	}
+	if err, _ := decodeError(frames[0].p, addr); !errors.Is(err, &messages.Error{Code: messages.ErrorCode_INVALID_ARGUMENT}) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("outside %d..", DefaultMinChunk)) {
+		t.Fatalf("a one-byte chunk: %v, want INVALID_ARGUMENT naming the floor", err)
+	}
+	// The connection stays: a request at the floor is served.
+	c.Write(rawRequest(tcpVersion, 1, "o", 0, DefaultMinChunk))
+	_, frames, _ = readRaw(t, c, 4)
+	if len(frames) != 4 || frames[0].kind != frameSize || len(frames[1].p) != DefaultMinChunk ||
+		!bytes.Equal(cat(frames[1].p, frames[2].p, frames[3].p), data) {
+		t.Fatalf("a request at the floor: %d frames", len(frames))
+	}
+
+	cli := NewTCP(TCPConfig{})
+	t.Cleanup(cli.Close)
+	s, err := cli.Open(ctx, "", addr, "o", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []byte
+	n := 0
+	for {
+		b, err := s.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b...)
+		n++
+	}
+	if !bytes.Equal(got, data) || n != 3 {
+		t.Fatalf("a client asking 1-byte chunks read %d bytes in %d chunks, want %d in 3", len(got), n, len(data))
 	}
 }
