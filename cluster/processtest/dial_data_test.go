@@ -22,22 +22,39 @@ type patternReader struct {
 	off, size int64
 }
 
+// Read is not instrumented by the race detector (go:norace): it writes
+// only the caller's buffer, on the caller's goroutine, and with a check
+// per 8-byte word it took 4 s for each 300 MiB a large-object test draws.
+//
+//go:norace
 func (r *patternReader) Read(p []byte) (int, error) {
 	if r.off >= r.size {
 		return 0, io.EOF
 	}
 	n := int(min(int64(len(p)), r.size-r.off))
 	for i := 0; i < n; {
+		at := r.off + int64(i)
+		x := patternWord(r.seed, uint64(at)/8)
+		if at%8 == 0 && n-i >= 8 {
+			binary.LittleEndian.PutUint64(p[i:i+8], x)
+			i += 8
+			continue
+		}
 		var w [8]byte
-		block := uint64(r.off+int64(i)) / 8
-		x := (block ^ r.seed) * 0x9E3779B97F4A7C15
-		x ^= x >> 29
-		binary.LittleEndian.PutUint64(w[:], x*0xBF58476D1CE4E5B9)
-		k := copy(p[i:n], w[(r.off+int64(i))%8:])
-		i += k
+		binary.LittleEndian.PutUint64(w[:], x)
+		i += copy(p[i:n], w[at%8:])
 	}
 	r.off += int64(n)
 	return n, nil
+}
+
+// patternWord is the pattern's 8 bytes at word block.
+//
+//go:norace
+func patternWord(seed, block uint64) uint64 {
+	x := (block ^ seed) * 0x9E3779B97F4A7C15
+	x ^= x >> 29
+	return x * 0xBF58476D1CE4E5B9
 }
 
 // patternChecker is an io.Writer that checks what it is given against

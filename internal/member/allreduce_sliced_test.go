@@ -88,7 +88,7 @@ func slicedOp(op messages.ReduceOp, dt messages.DType, a, b []byte) []byte {
 }
 
 // TestSlicedAllReduceExact runs sliced AllReduces of n = 2..8 sources on
-// an 8-node cluster, for every op and dtype, at a size whose element
+// an 8-node cluster, for every dtype and, over the n, every op, at a size whose element
 // count no n divides and at one element above the inline limit, and
 // checks every participant's copy, and a non-participant's Get, bit for
 // bit against slicedRef. The caller is node 7: a participant only when
@@ -101,56 +101,69 @@ func TestSlicedAllReduceExact(t *testing.T) {
 	ctx := deadline(t, 4*time.Minute)
 	rng := rand.New(rand.NewPCG(15, 1))
 	limit := 64 << 10 // the default inline limit
+	// Every n, with every dtype at both sizes, and each dtype's op turned
+	// with n and the size, so that every (dtype, op) pair runs at several
+	// n (7 values of n over 4 ops) without the whole product, 224
+	// AllReduces: the elementwise kernels are the reduction package's
+	// tests'; what this test adds is the slicing and gathers at each n.
+	seen := map[[2]int32]int{}
 	for n := 2; n <= nodes; n++ {
-		for _, dt := range allDtypes {
+		for d, dt := range allDtypes {
 			w := rdWidth(dt)
 			// 32771 is prime: no n divides it, so the slices are uneven.
-			for _, elems := range []int{32771, limit/w + 1} {
-				for _, op := range allOps {
-					name := fmt.Sprintf("n%d-%v-%v-%d", n, dt, op, elems)
-					var ids []string
-					var data [][]byte
-					for i := 0; i < n; i++ {
-						id := fmt.Sprintf("%s-src%d", name, i)
-						b := rdData(rng, op, dt, elems)
-						rdPut(t, ctx, l, i, id, b)
-						ids, data = append(ids, id), append(data, b)
+			for e, elems := range []int{32771, limit/w + 1} {
+				op := allOps[(n+d+2*e)%len(allOps)]
+				seen[[2]int32{int32(dt), int32(op)}]++
+				name := fmt.Sprintf("n%d-%v-%v-%d", n, dt, op, elems)
+				var ids []string
+				var data [][]byte
+				for i := 0; i < n; i++ {
+					id := fmt.Sprintf("%s-src%d", name, i)
+					b := rdData(rng, op, dt, elems)
+					rdPut(t, ctx, l, i, id, b)
+					ids, data = append(ids, id), append(data, b)
+				}
+				target := name + "-all"
+				r, err := l.Client(nodes-1).AllReduce(ctx, target, ids, n, op, dt)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if p := r.GetPlan(); p.GetShape() != reduction.ShapeSliced || int(p.GetSlices()) != n || len(p.GetPositions()) != n {
+					t.Fatalf("%s: plan shape %q, %d slices, %d positions; want sliced, %d, %d (slice 0's chain)", name, p.GetShape(), p.GetSlices(), len(p.GetPositions()), n, n)
+				}
+				if !slices.Equal(r.GetReducedIds(), ids) || len(r.GetUnreducedIds()) != 0 {
+					t.Fatalf("%s: reduced %v, unreduced %v; want %v", name, r.GetReducedIds(), r.GetUnreducedIds(), ids)
+				}
+				want := slicedRef(op, dt, data)
+				for i := 0; i < n; i++ {
+					o := l.Store(i).Lookup(target)
+					if o == nil {
+						t.Fatalf("%s: participant node %d has no copy of the target", name, i)
 					}
-					target := name + "-all"
-					r, err := l.Client(nodes-1).AllReduce(ctx, target, ids, n, op, dt)
+					got, err := o.Bytes()
 					if err != nil {
-						t.Fatalf("%s: %v", name, err)
+						t.Fatalf("%s: node %d's copy: %v", name, i, err)
 					}
-					if p := r.GetPlan(); p.GetShape() != reduction.ShapeSliced || int(p.GetSlices()) != n || len(p.GetPositions()) != n {
-						t.Fatalf("%s: plan shape %q, %d slices, %d positions; want sliced, %d, %d (slice 0's chain)", name, p.GetShape(), p.GetSlices(), len(p.GetPositions()), n, n)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%s: node %d's copy differs from the reference at byte %d", name, i, firstDiff(got, want))
 					}
-					if !slices.Equal(r.GetReducedIds(), ids) || len(r.GetUnreducedIds()) != 0 {
-						t.Fatalf("%s: reduced %v, unreduced %v; want %v", name, r.GetReducedIds(), r.GetUnreducedIds(), ids)
-					}
-					want := slicedRef(op, dt, data)
-					for i := 0; i < n; i++ {
-						o := l.Store(i).Lookup(target)
-						if o == nil {
-							t.Fatalf("%s: participant node %d has no copy of the target", name, i)
-						}
-						got, err := o.Bytes()
-						if err != nil {
-							t.Fatalf("%s: node %d's copy: %v", name, i, err)
-						}
-						if !bytes.Equal(got, want) {
-							t.Fatalf("%s: node %d's copy differs from the reference at byte %d", name, i, firstDiff(got, want))
-						}
-					}
-					if n < nodes {
-						got, err := l.Client(nodes-1).Get(ctx, target)
-						if err != nil || !bytes.Equal(got, want) {
-							t.Fatalf("%s: Get on a non-participant: err %v, equal %v", name, err, bytes.Equal(got, want))
-						}
+				}
+				if n < nodes {
+					got, err := l.Client(nodes-1).Get(ctx, target)
+					if err != nil || !bytes.Equal(got, want) {
+						t.Fatalf("%s: Get on a non-participant: err %v, equal %v", name, err, bytes.Equal(got, want))
 					}
 				}
 			}
 		}
 		rdNoIntermediates(t, l)
+	}
+	for _, dt := range allDtypes {
+		for _, op := range allOps {
+			if seen[[2]int32{int32(dt), int32(op)}] == 0 {
+				t.Errorf("%v with %v never ran", dt, op)
+			}
+		}
 	}
 }
 
