@@ -205,8 +205,14 @@ func (w *world) toShard(from *host, to directory.ShardOf, msg any, ctx any) {
 // after what the shard's queue holds). On its own host a Locate costs
 // no transfer (LocateHere).
 func (w *world) locate(from *host, s *shard, m *messages.Locate, ctx any) {
-	w.msgs++
 	home := w.shardHost(s)
+	if fr, ok := ctx.(fetchReply); ok {
+		if d := w.locateTarget(from, s); d != home {
+			w.viaDeputy(from, d, s, m, fr)
+			return
+		}
+	}
+	w.msgs++
 	lat, cpu := w.p.plane(viaRequest)
 	if from == home {
 		lat, cpu = 0, 0
@@ -237,6 +243,21 @@ func (w *world) locate(from *host, s *shard, m *messages.Locate, ctx any) {
 	default:
 		w.work(from, qSend, cpu, func() { w.eng.after(lat, arrive) })
 	}
+}
+
+// locateAnswered hands a Locate's answer to its fetch, once it reached
+// the fetch's host.
+func (w *world) locateAnswered(to fetchReply, m *messages.LocateReply) {
+	fs := to.h.fetch(to.id)
+	if fs == nil {
+		return
+	}
+	w.tracef(to.h, "located %s", to.id)
+	if fs.locating == m.GetAttempt() {
+		fs.locating = 0
+		fs.inline = m.GetHasInline()
+	}
+	fs.step(storeproto.FetchLocated{Reply: m})
 }
 
 // shardStep hands one message to the table (as the table's event:
@@ -286,19 +307,13 @@ func (w *world) route(from *host, snd outbox.Send) {
 		if !ok {
 			return
 		}
-		h, id := to.h, to.id
 		// An inline object's bytes come with the answer, across the
 		// shard's uplink and the receiver's downlink.
-		w.sendBytes(from, h, qStore, viaRequest, int64(len(m.GetInlineData())), func() {
-			if fs := h.fetch(id); fs != nil {
-				w.tracef(h, "located %s", id)
-				if fs.locating == m.GetAttempt() {
-					fs.locating = 0
-					fs.inline = m.GetHasInline()
-				}
-				fs.step(storeproto.FetchLocated{Reply: m})
-			}
-		})
+		w.sendBytes(from, to.h, qStore, viaRequest, int64(len(m.GetInlineData())), func() { w.locateAnswered(to, m) })
+	case deputyReply:
+		if m, ok := snd.Msg.(*messages.LocateReply); ok {
+			w.deputyReplied(from, to, m)
+		}
 	case coordReply:
 		m, ok := snd.Msg.(*messages.LocationUpdate)
 		if !ok {

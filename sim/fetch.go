@@ -124,7 +124,7 @@ func init() {
 				// The Locate is a call: if the shard's home dies before it
 				// answers (or is dead, the members not knowing yet), the call
 				// fails once the connection resets.
-				home := w.shardHost(w.shardFor(string(to)))
+				home := w.locateTarget(fs.h, w.shardFor(string(to)))
 				fs.locating, fs.locHome = l.GetAttempt(), home
 				if !home.alive {
 					fs.locateLost(l.GetAttempt())

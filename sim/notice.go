@@ -82,6 +82,7 @@ func (w *world) kill(d *host) {
 	for _, c := range w.calls {
 		c.hostDied(d)
 	}
+	w.deputyHostDied(d)
 	for _, h := range w.hosts {
 		for _, fs := range h.fetches {
 			if !fs.done && fs.locating != 0 && fs.locHome == d {

@@ -107,6 +107,11 @@ type Params struct {
 	// (inlineindex.Index.AnswerLocate, at QuickLocateShare of ShardCost):
 	// for the comparison.
 	ActorLocates bool
+	// Deputies, if > 1, splits each shard's receivers into that many
+	// groups whose Locates go through a deputy host each, which sends
+	// them on to the shard's home in batches (sim/deputy.go): a what-if
+	// the cluster does not run, to measure.
+	Deputies int
 	// SingleUpdates has a Reduce coordinator's Subscribes go one by one
 	// and its sources' shards answer each streamed source's location in
 	// an actor message of its own, as before coordinators grouped their

@@ -102,6 +102,9 @@ type Outcome struct {
 	HotShard     int64 `json:"hot_shard_messages"`
 	QuickLocates int64 `json:"quick_locates,omitempty"`
 	ShardMoves   int   `json:"shard_moves,omitempty"`
+	// DeputyBatches is how many batches of Locates deputies sent their
+	// shards' homes (Params.Deputies).
+	DeputyBatches int64 `json:"deputy_batches,omitempty"`
 	// Attempts is how many times the caller started its Reduce (again
 	// at the target shard's new home when its member died).
 	Attempts int   `json:"attempts,omitempty"`
@@ -208,6 +211,7 @@ func RunContext(ctx context.Context, c Config) (*Outcome, error) {
 		out.QuickLocates += s.quick
 		out.ShardMoves += s.moves
 	}
+	out.DeputyBatches = w.deputyBatches
 	out.Messages, out.Events, out.MaxQueue, out.CPU = w.msgs, w.eng.steps, w.eng.maxQueue, w.busy
 	out.Violations = append(out.Violations, w.violations...)
 	return out, nil

@@ -93,6 +93,10 @@ type world struct {
 	// maxChunk is the largest chunk a stream moved over a link.
 	maxChunk int64
 	msgs     int64
+	// deputies are the Locate deputies' batching (Params.Deputies);
+	// deputyBatches counts the batches they sent.
+	deputies      map[deputyKey]*deputyState
+	deputyBatches int64
 	// queueWait is the longest a message waited for each queue kind.
 	queueWait  [nQueues]time.Duration
 	violations []string
