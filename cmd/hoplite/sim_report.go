@@ -46,6 +46,9 @@ func simReport(command []string, p sim.Params, outs []*sim.Outcome) *bench.Repor
 				"events": float64(o.Events), "violations": float64(len(o.Violations)),
 				"max_upload_bytes": float64(o.MaxUpload), "quick_locates": float64(o.QuickLocates),
 			}}
+		if o.DeputyBatches > 0 {
+			res.Extra["deputy_batches"] = float64(o.DeputyBatches)
+		}
 		if o.Shape == reduction.ShapeSliced {
 			res.Extra["sliced"] = 1
 			if o.RingGather {
