@@ -120,6 +120,12 @@ type MemberConfig struct {
 	ChunkSize int
 	// InlineLimit: smaller objects live in the directory (default 64 KiB).
 	InlineLimit int64
+	// LocateDeputies is how many groups of Locate deputies the members
+	// form: a member sends its Locates of another member's directory
+	// shard through its group's deputy, which sends a hot small object's
+	// Locates on in batches (docs/architecture.md, "Locate deputies").
+	// 0: 16 from 128 members on, none below; -1: none.
+	LocateDeputies int
 	// DefaultTimeout bounds calls that carry no deadline (default 30s).
 	DefaultTimeout time.Duration
 	// StallTimeout abandons a transfer without progress (default 10s).
@@ -221,6 +227,7 @@ func (c MemberConfig) member() member.MemberConfig {
 	mc.Capacity = c.Capacity
 	mc.ChunkSize = c.ChunkSize
 	mc.InlineLimit = c.InlineLimit
+	mc.LocateDeputies = c.LocateDeputies
 	mc.DefaultTimeout = c.DefaultTimeout
 	mc.StallTimeout = c.StallTimeout
 	mc.WarmMemory = c.WarmMemory

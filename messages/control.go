@@ -30,4 +30,16 @@ const (
 	// browser watches: the one kind that is not protobuf, but the JSON of
 	// liveview.Request, answered by a liveview.Batch.
 	ControlLive byte = 'V'
+	// ControlLocateVia carries a receiver's Locate to its Locate deputy,
+	// a member that sends it on to the member hosting the object's
+	// directory shard, alone or in a LocateBatch with others of the
+	// object; the answer is the LocateReply.
+	ControlLocateVia byte = 'D'
+	// ControlLocateBatch carries a Locate deputy's LocateBatch to the
+	// member hosting the object's directory shard; the answer is a
+	// LocateBatchReply.
+	ControlLocateBatch byte = 'H'
 )
+
+// MaxLocateBatch bounds the Locates of one LocateBatch.
+const MaxLocateBatch = 256

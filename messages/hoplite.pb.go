@@ -2297,6 +2297,120 @@ func (x *LocateReply) GetChunk() int64 {
 	return 0
 }
 
+// LocateBatch carries Locates of one object from a Locate deputy to the
+// member hosting the object's directory shard (ControlLocateBatch): the
+// Locates of a deputy's group of receivers that came while others of the
+// object were out, sent on together. At most MaxLocateBatch.
+type LocateBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Locates       []*Locate              `protobuf:"bytes,1,rep,name=locates,proto3" json:"locates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocateBatch) Reset() {
+	*x = LocateBatch{}
+	mi := &file_hoplite_hoplite_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocateBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocateBatch) ProtoMessage() {}
+
+func (x *LocateBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_hoplite_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocateBatch.ProtoReflect.Descriptor instead.
+func (*LocateBatch) Descriptor() ([]byte, []int) {
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *LocateBatch) GetLocates() []*Locate {
+	if x != nil {
+		return x.Locates
+	}
+	return nil
+}
+
+// LocateBatchReply answers a LocateBatch: replies[i] answers locates[i].
+// The home answers from its shard's published inline objects only: an
+// answer there has has_inline set and no inline_data (the object's bytes
+// are inline_data here, once for the batch); a Locate it does not answer
+// so is listed in direct (its reply is empty), and the deputy asks the
+// home for it alone, as a Locate sent straight.
+type LocateBatchReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InlineData    []byte                 `protobuf:"bytes,1,opt,name=inline_data,json=inlineData,proto3" json:"inline_data,omitempty"`
+	Replies       []*LocateReply         `protobuf:"bytes,2,rep,name=replies,proto3" json:"replies,omitempty"`
+	Direct        []uint32               `protobuf:"varint,3,rep,packed,name=direct,proto3" json:"direct,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocateBatchReply) Reset() {
+	*x = LocateBatchReply{}
+	mi := &file_hoplite_hoplite_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocateBatchReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocateBatchReply) ProtoMessage() {}
+
+func (x *LocateBatchReply) ProtoReflect() protoreflect.Message {
+	mi := &file_hoplite_hoplite_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocateBatchReply.ProtoReflect.Descriptor instead.
+func (*LocateBatchReply) Descriptor() ([]byte, []int) {
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LocateBatchReply) GetInlineData() []byte {
+	if x != nil {
+		return x.InlineData
+	}
+	return nil
+}
+
+func (x *LocateBatchReply) GetReplies() []*LocateReply {
+	if x != nil {
+		return x.Replies
+	}
+	return nil
+}
+
+func (x *LocateBatchReply) GetDirect() []uint32 {
+	if x != nil {
+		return x.Direct
+	}
+	return nil
+}
+
 // CancelLocate withdraws a waiting Locate whose caller gave up.
 type CancelLocate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2308,7 +2422,7 @@ type CancelLocate struct {
 
 func (x *CancelLocate) Reset() {
 	*x = CancelLocate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_hoplite_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2320,7 +2434,7 @@ func (x *CancelLocate) String() string {
 func (*CancelLocate) ProtoMessage() {}
 
 func (x *CancelLocate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[23]
+	mi := &file_hoplite_hoplite_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2333,7 +2447,7 @@ func (x *CancelLocate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLocate.ProtoReflect.Descriptor instead.
 func (*CancelLocate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{23}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelLocate) GetObjectId() string {
@@ -2378,7 +2492,7 @@ type FetchDone struct {
 
 func (x *FetchDone) Reset() {
 	*x = FetchDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_hoplite_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2504,7 @@ func (x *FetchDone) String() string {
 func (*FetchDone) ProtoMessage() {}
 
 func (x *FetchDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[24]
+	mi := &file_hoplite_hoplite_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2517,7 @@ func (x *FetchDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchDone.ProtoReflect.Descriptor instead.
 func (*FetchDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{24}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FetchDone) GetObjectId() string {
@@ -2474,7 +2588,7 @@ type FetchAborted struct {
 
 func (x *FetchAborted) Reset() {
 	*x = FetchAborted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_hoplite_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2600,7 @@ func (x *FetchAborted) String() string {
 func (*FetchAborted) ProtoMessage() {}
 
 func (x *FetchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[25]
+	mi := &file_hoplite_hoplite_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2613,7 @@ func (x *FetchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchAborted.ProtoReflect.Descriptor instead.
 func (*FetchAborted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{25}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FetchAborted) GetObjectId() string {
@@ -2542,7 +2656,7 @@ type DeleteObject struct {
 
 func (x *DeleteObject) Reset() {
 	*x = DeleteObject{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_hoplite_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2668,7 @@ func (x *DeleteObject) String() string {
 func (*DeleteObject) ProtoMessage() {}
 
 func (x *DeleteObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[26]
+	mi := &file_hoplite_hoplite_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2681,7 @@ func (x *DeleteObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObject.ProtoReflect.Descriptor instead.
 func (*DeleteObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{26}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteObject) GetObjectId() string {
@@ -2598,7 +2712,7 @@ type DeleteObjectReply struct {
 
 func (x *DeleteObjectReply) Reset() {
 	*x = DeleteObjectReply{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_hoplite_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2724,7 @@ func (x *DeleteObjectReply) String() string {
 func (*DeleteObjectReply) ProtoMessage() {}
 
 func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[27]
+	mi := &file_hoplite_hoplite_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2737,7 @@ func (x *DeleteObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectReply.ProtoReflect.Descriptor instead.
 func (*DeleteObjectReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{27}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteObjectReply) GetObjectId() string {
@@ -2671,7 +2785,7 @@ type DropObject struct {
 
 func (x *DropObject) Reset() {
 	*x = DropObject{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_hoplite_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +2797,7 @@ func (x *DropObject) String() string {
 func (*DropObject) ProtoMessage() {}
 
 func (x *DropObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[28]
+	mi := &file_hoplite_hoplite_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +2810,7 @@ func (x *DropObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropObject.ProtoReflect.Descriptor instead.
 func (*DropObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{28}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DropObject) GetObjectId() string {
@@ -2760,7 +2874,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_hoplite_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2772,7 +2886,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[29]
+	mi := &file_hoplite_hoplite_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2785,7 +2899,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{29}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Subscribe) GetObjectId() string {
@@ -2835,7 +2949,7 @@ type SubscribeBatch struct {
 
 func (x *SubscribeBatch) Reset() {
 	*x = SubscribeBatch{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_hoplite_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +2961,7 @@ func (x *SubscribeBatch) String() string {
 func (*SubscribeBatch) ProtoMessage() {}
 
 func (x *SubscribeBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[30]
+	mi := &file_hoplite_hoplite_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +2974,7 @@ func (x *SubscribeBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeBatch.ProtoReflect.Descriptor instead.
 func (*SubscribeBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{30}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubscribeBatch) GetSubscribes() []*Subscribe {
@@ -2891,7 +3005,7 @@ type LocationUpdateBatch struct {
 
 func (x *LocationUpdateBatch) Reset() {
 	*x = LocationUpdateBatch{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_hoplite_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +3017,7 @@ func (x *LocationUpdateBatch) String() string {
 func (*LocationUpdateBatch) ProtoMessage() {}
 
 func (x *LocationUpdateBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[31]
+	mi := &file_hoplite_hoplite_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +3030,7 @@ func (x *LocationUpdateBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdateBatch.ProtoReflect.Descriptor instead.
 func (*LocationUpdateBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{31}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LocationUpdateBatch) GetUpdates() []*LocationUpdate {
@@ -2940,7 +3054,7 @@ type SubscribeAnswer struct {
 
 func (x *SubscribeAnswer) Reset() {
 	*x = SubscribeAnswer{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_hoplite_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2952,7 +3066,7 @@ func (x *SubscribeAnswer) String() string {
 func (*SubscribeAnswer) ProtoMessage() {}
 
 func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[32]
+	mi := &file_hoplite_hoplite_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2965,7 +3079,7 @@ func (x *SubscribeAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeAnswer.ProtoReflect.Descriptor instead.
 func (*SubscribeAnswer) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{32}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubscribeAnswer) GetUpdates() []*LocationUpdate {
@@ -2984,7 +3098,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_hoplite_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3110,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[33]
+	mi := &file_hoplite_hoplite_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3123,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{33}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Unsubscribe) GetObjectId() string {
@@ -3049,7 +3163,7 @@ type LocationUpdate struct {
 
 func (x *LocationUpdate) Reset() {
 	*x = LocationUpdate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_hoplite_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3175,7 @@ func (x *LocationUpdate) String() string {
 func (*LocationUpdate) ProtoMessage() {}
 
 func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[34]
+	mi := &file_hoplite_hoplite_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3188,7 @@ func (x *LocationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocationUpdate.ProtoReflect.Descriptor instead.
 func (*LocationUpdate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{34}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LocationUpdate) GetObjectId() string {
@@ -3153,7 +3267,7 @@ type QueryObject struct {
 
 func (x *QueryObject) Reset() {
 	*x = QueryObject{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_hoplite_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3165,7 +3279,7 @@ func (x *QueryObject) String() string {
 func (*QueryObject) ProtoMessage() {}
 
 func (x *QueryObject) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[35]
+	mi := &file_hoplite_hoplite_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3178,7 +3292,7 @@ func (x *QueryObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryObject.ProtoReflect.Descriptor instead.
 func (*QueryObject) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{35}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *QueryObject) GetObjectId() string {
@@ -3214,7 +3328,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_hoplite_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3340,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[36]
+	mi := &file_hoplite_hoplite_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3353,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{36}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Location) GetNode() *NodeRef {
@@ -3285,7 +3399,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3411,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[37]
+	mi := &file_hoplite_hoplite_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3424,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{37}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Transfer) GetReceiver() string {
@@ -3362,7 +3476,7 @@ type ObjectInfo struct {
 
 func (x *ObjectInfo) Reset() {
 	*x = ObjectInfo{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3374,7 +3488,7 @@ func (x *ObjectInfo) String() string {
 func (*ObjectInfo) ProtoMessage() {}
 
 func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[38]
+	mi := &file_hoplite_hoplite_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3387,7 +3501,7 @@ func (x *ObjectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectInfo.ProtoReflect.Descriptor instead.
 func (*ObjectInfo) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{38}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ObjectInfo) GetObjectId() string {
@@ -3451,7 +3565,7 @@ type StartReduce struct {
 
 func (x *StartReduce) Reset() {
 	*x = StartReduce{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3577,7 @@ func (x *StartReduce) String() string {
 func (*StartReduce) ProtoMessage() {}
 
 func (x *StartReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[39]
+	mi := &file_hoplite_hoplite_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3590,7 @@ func (x *StartReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReduce.ProtoReflect.Descriptor instead.
 func (*StartReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{39}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StartReduce) GetReduce() *Reduce {
@@ -3520,7 +3634,7 @@ type CancelReduce struct {
 
 func (x *CancelReduce) Reset() {
 	*x = CancelReduce{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3646,7 @@ func (x *CancelReduce) String() string {
 func (*CancelReduce) ProtoMessage() {}
 
 func (x *CancelReduce) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[40]
+	mi := &file_hoplite_hoplite_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3659,7 @@ func (x *CancelReduce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelReduce.ProtoReflect.Descriptor instead.
 func (*CancelReduce) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{40}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CancelReduce) GetTargetId() string {
@@ -3581,7 +3695,7 @@ type ReduceInput struct {
 
 func (x *ReduceInput) Reset() {
 	*x = ReduceInput{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3593,7 +3707,7 @@ func (x *ReduceInput) String() string {
 func (*ReduceInput) ProtoMessage() {}
 
 func (x *ReduceInput) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[41]
+	mi := &file_hoplite_hoplite_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3606,7 +3720,7 @@ func (x *ReduceInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInput.ProtoReflect.Descriptor instead.
 func (*ReduceInput) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{41}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReduceInput) GetNode() *NodeRef {
@@ -3702,7 +3816,7 @@ type ReduceTask struct {
 
 func (x *ReduceTask) Reset() {
 	*x = ReduceTask{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3714,7 +3828,7 @@ func (x *ReduceTask) String() string {
 func (*ReduceTask) ProtoMessage() {}
 
 func (x *ReduceTask) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[42]
+	mi := &file_hoplite_hoplite_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3727,7 +3841,7 @@ func (x *ReduceTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTask.ProtoReflect.Descriptor instead.
 func (*ReduceTask) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{42}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReduceTask) GetReduceId() string {
@@ -3898,7 +4012,7 @@ type ReduceTaskBatch struct {
 
 func (x *ReduceTaskBatch) Reset() {
 	*x = ReduceTaskBatch{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4024,7 @@ func (x *ReduceTaskBatch) String() string {
 func (*ReduceTaskBatch) ProtoMessage() {}
 
 func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[43]
+	mi := &file_hoplite_hoplite_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4037,7 @@ func (x *ReduceTaskBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskBatch.ProtoReflect.Descriptor instead.
 func (*ReduceTaskBatch) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{43}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReduceTaskBatch) GetTasks() []*ReduceTask {
@@ -3982,7 +4096,7 @@ type SlicedRingShare struct {
 
 func (x *SlicedRingShare) Reset() {
 	*x = SlicedRingShare{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4108,7 @@ func (x *SlicedRingShare) String() string {
 func (*SlicedRingShare) ProtoMessage() {}
 
 func (x *SlicedRingShare) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[44]
+	mi := &file_hoplite_hoplite_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4121,7 @@ func (x *SlicedRingShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlicedRingShare.ProtoReflect.Descriptor instead.
 func (*SlicedRingShare) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{44}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SlicedRingShare) GetReduceId() string {
@@ -4128,7 +4242,7 @@ type ReduceTaskStarted struct {
 
 func (x *ReduceTaskStarted) Reset() {
 	*x = ReduceTaskStarted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4140,7 +4254,7 @@ func (x *ReduceTaskStarted) String() string {
 func (*ReduceTaskStarted) ProtoMessage() {}
 
 func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[45]
+	mi := &file_hoplite_hoplite_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4153,7 +4267,7 @@ func (x *ReduceTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskStarted.ProtoReflect.Descriptor instead.
 func (*ReduceTaskStarted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{45}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReduceTaskStarted) GetReduceId() string {
@@ -4210,7 +4324,7 @@ type ReduceTaskDone struct {
 
 func (x *ReduceTaskDone) Reset() {
 	*x = ReduceTaskDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4222,7 +4336,7 @@ func (x *ReduceTaskDone) String() string {
 func (*ReduceTaskDone) ProtoMessage() {}
 
 func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[46]
+	mi := &file_hoplite_hoplite_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4235,7 +4349,7 @@ func (x *ReduceTaskDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceTaskDone.ProtoReflect.Descriptor instead.
 func (*ReduceTaskDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{46}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReduceTaskDone) GetReduceId() string {
@@ -4301,7 +4415,7 @@ type ReduceInvalidate struct {
 
 func (x *ReduceInvalidate) Reset() {
 	*x = ReduceInvalidate{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4313,7 +4427,7 @@ func (x *ReduceInvalidate) String() string {
 func (*ReduceInvalidate) ProtoMessage() {}
 
 func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[47]
+	mi := &file_hoplite_hoplite_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4326,7 +4440,7 @@ func (x *ReduceInvalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceInvalidate.ProtoReflect.Descriptor instead.
 func (*ReduceInvalidate) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{47}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReduceInvalidate) GetReduceId() string {
@@ -4383,7 +4497,7 @@ type ReduceCommit struct {
 
 func (x *ReduceCommit) Reset() {
 	*x = ReduceCommit{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4395,7 +4509,7 @@ func (x *ReduceCommit) String() string {
 func (*ReduceCommit) ProtoMessage() {}
 
 func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[48]
+	mi := &file_hoplite_hoplite_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4408,7 +4522,7 @@ func (x *ReduceCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommit.ProtoReflect.Descriptor instead.
 func (*ReduceCommit) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{48}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReduceCommit) GetReduceId() string {
@@ -4470,7 +4584,7 @@ type ReduceCommitted struct {
 
 func (x *ReduceCommitted) Reset() {
 	*x = ReduceCommitted{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4482,7 +4596,7 @@ func (x *ReduceCommitted) String() string {
 func (*ReduceCommitted) ProtoMessage() {}
 
 func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[49]
+	mi := &file_hoplite_hoplite_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4495,7 +4609,7 @@ func (x *ReduceCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceCommitted.ProtoReflect.Descriptor instead.
 func (*ReduceCommitted) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{49}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReduceCommitted) GetReduceId() string {
@@ -4550,7 +4664,7 @@ type ReduceRelease struct {
 
 func (x *ReduceRelease) Reset() {
 	*x = ReduceRelease{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4562,7 +4676,7 @@ func (x *ReduceRelease) String() string {
 func (*ReduceRelease) ProtoMessage() {}
 
 func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[50]
+	mi := &file_hoplite_hoplite_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4575,7 +4689,7 @@ func (x *ReduceRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRelease.ProtoReflect.Descriptor instead.
 func (*ReduceRelease) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{50}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReduceRelease) GetReduceId() string {
@@ -4621,7 +4735,7 @@ type StoreReduced struct {
 
 func (x *StoreReduced) Reset() {
 	*x = StoreReduced{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4633,7 +4747,7 @@ func (x *StoreReduced) String() string {
 func (*StoreReduced) ProtoMessage() {}
 
 func (x *StoreReduced) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[51]
+	mi := &file_hoplite_hoplite_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4646,7 +4760,7 @@ func (x *StoreReduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReduced.ProtoReflect.Descriptor instead.
 func (*StoreReduced) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{51}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *StoreReduced) GetReduceId() string {
@@ -4694,7 +4808,7 @@ type StoreReducedReply struct {
 
 func (x *StoreReducedReply) Reset() {
 	*x = StoreReducedReply{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4706,7 +4820,7 @@ func (x *StoreReducedReply) String() string {
 func (*StoreReducedReply) ProtoMessage() {}
 
 func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[52]
+	mi := &file_hoplite_hoplite_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4719,7 +4833,7 @@ func (x *StoreReducedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreReducedReply.ProtoReflect.Descriptor instead.
 func (*StoreReducedReply) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{52}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *StoreReducedReply) GetReduceId() string {
@@ -4748,7 +4862,7 @@ type ReleaseTarget struct {
 
 func (x *ReleaseTarget) Reset() {
 	*x = ReleaseTarget{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[53]
+	mi := &file_hoplite_hoplite_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4760,7 +4874,7 @@ func (x *ReleaseTarget) String() string {
 func (*ReleaseTarget) ProtoMessage() {}
 
 func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[53]
+	mi := &file_hoplite_hoplite_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4773,7 +4887,7 @@ func (x *ReleaseTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseTarget.ProtoReflect.Descriptor instead.
 func (*ReleaseTarget) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{53}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReleaseTarget) GetTargetId() string {
@@ -4802,7 +4916,7 @@ type Republish struct {
 
 func (x *Republish) Reset() {
 	*x = Republish{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[54]
+	mi := &file_hoplite_hoplite_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4814,7 +4928,7 @@ func (x *Republish) String() string {
 func (*Republish) ProtoMessage() {}
 
 func (x *Republish) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[54]
+	mi := &file_hoplite_hoplite_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4827,7 +4941,7 @@ func (x *Republish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Republish.ProtoReflect.Descriptor instead.
 func (*Republish) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{54}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Republish) GetShards() []int32 {
@@ -4857,7 +4971,7 @@ type RepublishDone struct {
 
 func (x *RepublishDone) Reset() {
 	*x = RepublishDone{}
-	mi := &file_hoplite_hoplite_proto_msgTypes[55]
+	mi := &file_hoplite_hoplite_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4869,7 +4983,7 @@ func (x *RepublishDone) String() string {
 func (*RepublishDone) ProtoMessage() {}
 
 func (x *RepublishDone) ProtoReflect() protoreflect.Message {
-	mi := &file_hoplite_hoplite_proto_msgTypes[55]
+	mi := &file_hoplite_hoplite_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4882,7 +4996,7 @@ func (x *RepublishDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishDone.ProtoReflect.Descriptor instead.
 func (*RepublishDone) Descriptor() ([]byte, []int) {
-	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{55}
+	return file_hoplite_hoplite_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RepublishDone) GetNode() *NodeRef {
@@ -5081,7 +5195,14 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\vreduced_ids\x18\f \x03(\tR\n" +
 	"reducedIds\x12\x1b\n" +
 	"\treduce_id\x18\r \x01(\tR\breduceId\x12\x14\n" +
-	"\x05chunk\x18\x0e \x01(\x03R\x05chunk\"Y\n" +
+	"\x05chunk\x18\x0e \x01(\x03R\x05chunk\"8\n" +
+	"\vLocateBatch\x12)\n" +
+	"\alocates\x18\x01 \x03(\v2\x0f.hoplite.LocateR\alocates\"{\n" +
+	"\x10LocateBatchReply\x12\x1f\n" +
+	"\vinline_data\x18\x01 \x01(\fR\n" +
+	"inlineData\x12.\n" +
+	"\areplies\x18\x02 \x03(\v2\x14.hoplite.LocateReplyR\areplies\x12\x16\n" +
+	"\x06direct\x18\x03 \x03(\rR\x06direct\"Y\n" +
 	"\fCancelLocate\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12,\n" +
 	"\breceiver\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\breceiver\"\xde\x01\n" +
@@ -5341,7 +5462,7 @@ func file_hoplite_hoplite_proto_rawDescGZIP() []byte {
 }
 
 var file_hoplite_hoplite_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_hoplite_hoplite_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_hoplite_hoplite_proto_goTypes = []any{
 	(ErrorCode)(0),              // 0: hoplite.ErrorCode
 	(ReduceOp)(0),               // 1: hoplite.ReduceOp
@@ -5370,39 +5491,41 @@ var file_hoplite_hoplite_proto_goTypes = []any{
 	(*ReportLostReply)(nil),     // 24: hoplite.ReportLostReply
 	(*Locate)(nil),              // 25: hoplite.Locate
 	(*LocateReply)(nil),         // 26: hoplite.LocateReply
-	(*CancelLocate)(nil),        // 27: hoplite.CancelLocate
-	(*FetchDone)(nil),           // 28: hoplite.FetchDone
-	(*FetchAborted)(nil),        // 29: hoplite.FetchAborted
-	(*DeleteObject)(nil),        // 30: hoplite.DeleteObject
-	(*DeleteObjectReply)(nil),   // 31: hoplite.DeleteObjectReply
-	(*DropObject)(nil),          // 32: hoplite.DropObject
-	(*Subscribe)(nil),           // 33: hoplite.Subscribe
-	(*SubscribeBatch)(nil),      // 34: hoplite.SubscribeBatch
-	(*LocationUpdateBatch)(nil), // 35: hoplite.LocationUpdateBatch
-	(*SubscribeAnswer)(nil),     // 36: hoplite.SubscribeAnswer
-	(*Unsubscribe)(nil),         // 37: hoplite.Unsubscribe
-	(*LocationUpdate)(nil),      // 38: hoplite.LocationUpdate
-	(*QueryObject)(nil),         // 39: hoplite.QueryObject
-	(*Location)(nil),            // 40: hoplite.Location
-	(*Transfer)(nil),            // 41: hoplite.Transfer
-	(*ObjectInfo)(nil),          // 42: hoplite.ObjectInfo
-	(*StartReduce)(nil),         // 43: hoplite.StartReduce
-	(*CancelReduce)(nil),        // 44: hoplite.CancelReduce
-	(*ReduceInput)(nil),         // 45: hoplite.ReduceInput
-	(*ReduceTask)(nil),          // 46: hoplite.ReduceTask
-	(*ReduceTaskBatch)(nil),     // 47: hoplite.ReduceTaskBatch
-	(*SlicedRingShare)(nil),     // 48: hoplite.SlicedRingShare
-	(*ReduceTaskStarted)(nil),   // 49: hoplite.ReduceTaskStarted
-	(*ReduceTaskDone)(nil),      // 50: hoplite.ReduceTaskDone
-	(*ReduceInvalidate)(nil),    // 51: hoplite.ReduceInvalidate
-	(*ReduceCommit)(nil),        // 52: hoplite.ReduceCommit
-	(*ReduceCommitted)(nil),     // 53: hoplite.ReduceCommitted
-	(*ReduceRelease)(nil),       // 54: hoplite.ReduceRelease
-	(*StoreReduced)(nil),        // 55: hoplite.StoreReduced
-	(*StoreReducedReply)(nil),   // 56: hoplite.StoreReducedReply
-	(*ReleaseTarget)(nil),       // 57: hoplite.ReleaseTarget
-	(*Republish)(nil),           // 58: hoplite.Republish
-	(*RepublishDone)(nil),       // 59: hoplite.RepublishDone
+	(*LocateBatch)(nil),         // 27: hoplite.LocateBatch
+	(*LocateBatchReply)(nil),    // 28: hoplite.LocateBatchReply
+	(*CancelLocate)(nil),        // 29: hoplite.CancelLocate
+	(*FetchDone)(nil),           // 30: hoplite.FetchDone
+	(*FetchAborted)(nil),        // 31: hoplite.FetchAborted
+	(*DeleteObject)(nil),        // 32: hoplite.DeleteObject
+	(*DeleteObjectReply)(nil),   // 33: hoplite.DeleteObjectReply
+	(*DropObject)(nil),          // 34: hoplite.DropObject
+	(*Subscribe)(nil),           // 35: hoplite.Subscribe
+	(*SubscribeBatch)(nil),      // 36: hoplite.SubscribeBatch
+	(*LocationUpdateBatch)(nil), // 37: hoplite.LocationUpdateBatch
+	(*SubscribeAnswer)(nil),     // 38: hoplite.SubscribeAnswer
+	(*Unsubscribe)(nil),         // 39: hoplite.Unsubscribe
+	(*LocationUpdate)(nil),      // 40: hoplite.LocationUpdate
+	(*QueryObject)(nil),         // 41: hoplite.QueryObject
+	(*Location)(nil),            // 42: hoplite.Location
+	(*Transfer)(nil),            // 43: hoplite.Transfer
+	(*ObjectInfo)(nil),          // 44: hoplite.ObjectInfo
+	(*StartReduce)(nil),         // 45: hoplite.StartReduce
+	(*CancelReduce)(nil),        // 46: hoplite.CancelReduce
+	(*ReduceInput)(nil),         // 47: hoplite.ReduceInput
+	(*ReduceTask)(nil),          // 48: hoplite.ReduceTask
+	(*ReduceTaskBatch)(nil),     // 49: hoplite.ReduceTaskBatch
+	(*SlicedRingShare)(nil),     // 50: hoplite.SlicedRingShare
+	(*ReduceTaskStarted)(nil),   // 51: hoplite.ReduceTaskStarted
+	(*ReduceTaskDone)(nil),      // 52: hoplite.ReduceTaskDone
+	(*ReduceInvalidate)(nil),    // 53: hoplite.ReduceInvalidate
+	(*ReduceCommit)(nil),        // 54: hoplite.ReduceCommit
+	(*ReduceCommitted)(nil),     // 55: hoplite.ReduceCommitted
+	(*ReduceRelease)(nil),       // 56: hoplite.ReduceRelease
+	(*StoreReduced)(nil),        // 57: hoplite.StoreReduced
+	(*StoreReducedReply)(nil),   // 58: hoplite.StoreReducedReply
+	(*ReleaseTarget)(nil),       // 59: hoplite.ReleaseTarget
+	(*Republish)(nil),           // 60: hoplite.Republish
+	(*RepublishDone)(nil),       // 61: hoplite.RepublishDone
 }
 var file_hoplite_hoplite_proto_depIdxs = []int32{
 	0,  // 0: hoplite.Error.code:type_name -> hoplite.ErrorCode
@@ -5430,47 +5553,49 @@ var file_hoplite_hoplite_proto_depIdxs = []int32{
 	4,  // 22: hoplite.LocateReply.error:type_name -> hoplite.Error
 	5,  // 23: hoplite.LocateReply.sender:type_name -> hoplite.NodeRef
 	3,  // 24: hoplite.LocateReply.sender_state:type_name -> hoplite.LocationState
-	5,  // 25: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
-	5,  // 26: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
-	5,  // 27: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
-	5,  // 28: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
-	5,  // 29: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
-	4,  // 30: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
-	5,  // 31: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
-	4,  // 32: hoplite.DropObject.reason:type_name -> hoplite.Error
-	5,  // 33: hoplite.Subscribe.subscriber:type_name -> hoplite.NodeRef
-	33, // 34: hoplite.SubscribeBatch.subscribes:type_name -> hoplite.Subscribe
-	38, // 35: hoplite.LocationUpdateBatch.updates:type_name -> hoplite.LocationUpdate
-	38, // 36: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
-	5,  // 37: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
-	3,  // 38: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
-	4,  // 39: hoplite.LocationUpdate.error:type_name -> hoplite.Error
-	5,  // 40: hoplite.Location.node:type_name -> hoplite.NodeRef
-	3,  // 41: hoplite.Location.state:type_name -> hoplite.LocationState
-	4,  // 42: hoplite.ObjectInfo.error:type_name -> hoplite.Error
-	40, // 43: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
-	41, // 44: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
-	12, // 45: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
-	5,  // 46: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
-	5,  // 47: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
-	1,  // 48: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
-	2,  // 49: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
-	45, // 50: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
-	46, // 51: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
-	48, // 52: hoplite.ReduceTaskBatch.ring:type_name -> hoplite.SlicedRingShare
-	1,  // 53: hoplite.SlicedRingShare.op:type_name -> hoplite.ReduceOp
-	2,  // 54: hoplite.SlicedRingShare.dtype:type_name -> hoplite.DType
-	5,  // 55: hoplite.SlicedRingShare.node:type_name -> hoplite.NodeRef
-	5,  // 56: hoplite.SlicedRingShare.predecessor:type_name -> hoplite.NodeRef
-	4,  // 57: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
-	4,  // 58: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
-	4,  // 59: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
-	5,  // 60: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
-	61, // [61:61] is the sub-list for method output_type
-	61, // [61:61] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	25, // 25: hoplite.LocateBatch.locates:type_name -> hoplite.Locate
+	26, // 26: hoplite.LocateBatchReply.replies:type_name -> hoplite.LocateReply
+	5,  // 27: hoplite.CancelLocate.receiver:type_name -> hoplite.NodeRef
+	5,  // 28: hoplite.FetchDone.receiver:type_name -> hoplite.NodeRef
+	5,  // 29: hoplite.FetchDone.sender:type_name -> hoplite.NodeRef
+	5,  // 30: hoplite.FetchAborted.receiver:type_name -> hoplite.NodeRef
+	5,  // 31: hoplite.FetchAborted.sender:type_name -> hoplite.NodeRef
+	4,  // 32: hoplite.DeleteObjectReply.error:type_name -> hoplite.Error
+	5,  // 33: hoplite.DeleteObjectReply.dropped:type_name -> hoplite.NodeRef
+	4,  // 34: hoplite.DropObject.reason:type_name -> hoplite.Error
+	5,  // 35: hoplite.Subscribe.subscriber:type_name -> hoplite.NodeRef
+	35, // 36: hoplite.SubscribeBatch.subscribes:type_name -> hoplite.Subscribe
+	40, // 37: hoplite.LocationUpdateBatch.updates:type_name -> hoplite.LocationUpdate
+	40, // 38: hoplite.SubscribeAnswer.updates:type_name -> hoplite.LocationUpdate
+	5,  // 39: hoplite.LocationUpdate.node:type_name -> hoplite.NodeRef
+	3,  // 40: hoplite.LocationUpdate.state:type_name -> hoplite.LocationState
+	4,  // 41: hoplite.LocationUpdate.error:type_name -> hoplite.Error
+	5,  // 42: hoplite.Location.node:type_name -> hoplite.NodeRef
+	3,  // 43: hoplite.Location.state:type_name -> hoplite.LocationState
+	4,  // 44: hoplite.ObjectInfo.error:type_name -> hoplite.Error
+	42, // 45: hoplite.ObjectInfo.locations:type_name -> hoplite.Location
+	43, // 46: hoplite.ObjectInfo.transfers:type_name -> hoplite.Transfer
+	12, // 47: hoplite.StartReduce.reduce:type_name -> hoplite.Reduce
+	5,  // 48: hoplite.StartReduce.caller:type_name -> hoplite.NodeRef
+	5,  // 49: hoplite.ReduceInput.node:type_name -> hoplite.NodeRef
+	1,  // 50: hoplite.ReduceTask.op:type_name -> hoplite.ReduceOp
+	2,  // 51: hoplite.ReduceTask.dtype:type_name -> hoplite.DType
+	47, // 52: hoplite.ReduceTask.children:type_name -> hoplite.ReduceInput
+	48, // 53: hoplite.ReduceTaskBatch.tasks:type_name -> hoplite.ReduceTask
+	50, // 54: hoplite.ReduceTaskBatch.ring:type_name -> hoplite.SlicedRingShare
+	1,  // 55: hoplite.SlicedRingShare.op:type_name -> hoplite.ReduceOp
+	2,  // 56: hoplite.SlicedRingShare.dtype:type_name -> hoplite.DType
+	5,  // 57: hoplite.SlicedRingShare.node:type_name -> hoplite.NodeRef
+	5,  // 58: hoplite.SlicedRingShare.predecessor:type_name -> hoplite.NodeRef
+	4,  // 59: hoplite.ReduceTaskStarted.error:type_name -> hoplite.Error
+	4,  // 60: hoplite.ReduceTaskDone.error:type_name -> hoplite.Error
+	4,  // 61: hoplite.StoreReducedReply.error:type_name -> hoplite.Error
+	5,  // 62: hoplite.RepublishDone.node:type_name -> hoplite.NodeRef
+	63, // [63:63] is the sub-list for method output_type
+	63, // [63:63] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_hoplite_hoplite_proto_init() }
@@ -5484,7 +5609,7 @@ func file_hoplite_hoplite_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hoplite_hoplite_proto_rawDesc), len(file_hoplite_hoplite_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   56,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

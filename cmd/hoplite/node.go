@@ -53,7 +53,7 @@ type nodeFlags struct {
 	capacity, chunk, linkRate, linkBurst                       string
 	refresh, joinTimeout, chunkDelay, healthTimeout            time.Duration
 	reduceChunkDelay, stallTimeout, timerSlack, probeDelay     time.Duration
-	healthMisses                                               int
+	healthMisses, locateDeputies                               int
 	logFormat, logLevel                                        string
 	pages, warmMemory                                          string
 	tlsCert, tlsKey, tlsCA                                     string
@@ -107,6 +107,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof on the manage port (next to /metrics), with mutex and block profiling on")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 2*time.Second, "automanaged: how long a health check of a member may take")
 	fs.IntVar(&f.healthMisses, "health-misses", 3, "automanaged: health checks a member must miss in a row before it is dropped (a refused connection drops it at once)")
+	fs.IntVar(&f.locateDeputies, "locate-deputies", 0, "groups of Locate deputies the members form, which send a hot small object's Locates to its directory shard in batches: 0, 16 from 128 members on and none below; -1, none")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Second, "a receiver gives up a stream that makes no progress for this long and asks the directory for another sender")
 	fs.DurationVar(&f.timerSlack, "timer-slack", defaultTimerSlack, "Linux: the process's timer slack (set, then the node executes itself again to give it to every thread); 0 leaves the kernel's (see internal/timerslack)")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")
@@ -151,6 +152,9 @@ func (f *nodeFlags) logger(stderr io.Writer) (*logrus.Logger, error) {
 }
 
 func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
+	if f.locateDeputies < -1 || f.locateDeputies == 1 {
+		return cluster.MemberConfig{}, fmt.Errorf("-locate-deputies %d: want -1 (none), 0 (by the cluster's size) or 2 and more", f.locateDeputies)
+	}
 	if f.stallTimeout <= 0 {
 		return cluster.MemberConfig{}, fmt.Errorf("-stall-timeout %v: want a positive duration", f.stallTimeout)
 	}
@@ -204,7 +208,7 @@ func (f *nodeFlags) config(log *logrus.Logger) (cluster.MemberConfig, error) {
 	cfg := cluster.MemberConfig{Bind: f.bind, ManagePort: f.managePort, Seeds: seeds, DataBind: f.dataBind,
 		Provider: f.provider, ProviderAddress: f.providerAddr, ClusterName: f.clusterName, Shards: f.shards,
 		Capacity: capacity, ChunkSize: int(chunk), RefreshInterval: f.refresh, JoinTimeout: f.joinTimeout,
-		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout,
+		HealthTimeout: f.healthTimeout, HealthMisses: f.healthMisses, Pprof: f.pprof, StallTimeout: f.stallTimeout, LocateDeputies: f.locateDeputies,
 		WarmMemory: warmMemory, LinkRate: linkRate, LinkBurst: linkBurst, Log: log,
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA,
 		EtcdCert: f.etcdCert, EtcdKey: f.etcdKey, EtcdCA: f.etcdCA}

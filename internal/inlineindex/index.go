@@ -279,3 +279,69 @@ func (o *Object) Answer(now time.Time, reader *messages.NodeRef) bool {
 	}
 	return true
 }
+
+// AnswerBatch answers the Locates of a Locate deputy's batch, all of o,
+// arriving at now: answered[i] says whether ls[i] is answered with o's
+// bytes (with its receiver's copy recorded, as Answer records it), which
+// the batch's reply carries once, so the uplink's budget counts them once.
+// A Locate that AnswerLocate would leave to the table (it names a failed
+// sender, or no receiver while keeping a copy) is left, and so is every
+// Locate when the budget is spent, the object withdrawn, or its readers
+// at maxInlineReaders. none: no Locate was answered.
+func (o *Object) AnswerBatch(ls []*messages.Locate, now time.Time) (answered []bool, none bool) {
+	answered = make([]bool, len(ls))
+	if o == nil {
+		return answered, true
+	}
+	var readers []*messages.NodeRef
+	var idx []int
+	for i, l := range ls {
+		if l.GetObjectId() != o.ID || l.GetFailedSender() != nil {
+			continue
+		}
+		var reader *messages.NodeRef
+		if !l.GetNoCopy() {
+			if reader = l.GetReceiver(); reader.GetNodeId() == "" {
+				continue
+			}
+		}
+		readers = append(readers, reader)
+		idx = append(idx, i)
+	}
+	if len(idx) == 0 {
+		return answered, true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.withdrawn {
+		return answered, true
+	}
+	at := now
+	if o.queue.at.After(at) {
+		at = o.queue.at
+	}
+	q := directory.InlineQueued(o.queue.queued, o.queue.at, at, o.uplink)
+	if !directory.AnswerWithBytes(q, o.Size, o.uplink) {
+		o.queue = queue{queued: q, at: at}
+		return answered, true
+	}
+	o.queue = queue{queued: q + float64(o.Size), at: at}
+	none = true
+	for k, reader := range readers {
+		if reader != nil {
+			if len(o.readers) >= maxInlineReaders {
+				continue
+			}
+			if len(o.readers) == 0 && o.x != nil {
+				o.x.mu.Lock()
+				o.x.recorded = append(o.x.recorded, o)
+				o.x.nRecorded.Add(1)
+				o.x.mu.Unlock()
+			}
+			o.readers = append(o.readers, reader)
+		}
+		answered[idx[k]] = true
+		none = false
+	}
+	return answered, none
+}

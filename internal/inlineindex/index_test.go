@@ -232,3 +232,49 @@ func TestIndexAnswersRecordTheReadersCopies(t *testing.T) {
 		t.Fatal("a withdrawn object is still served")
 	}
 }
+
+// A deputy's batch of Locates is answered with one copy of the bytes on
+// the uplink's budget, however many it holds, each answered receiver's
+// copy recorded (a Delete drops them all); the Locates the table must
+// answer (a failed sender named, no receiver though keeping a copy, or
+// another object's) are left to it; a withdrawn object answers none.
+func TestObjectAnswerBatch(t *testing.T) {
+	tb, x := indexedTable()
+	createInline(t, tb, "a", "abc", nil)
+	o := x.Lookup("a")
+	ls := []*messages.Locate{
+		{ObjectId: "a", Receiver: node(2)},
+		{ObjectId: "a", Receiver: node(3), FailedSender: node(9)},
+		{ObjectId: "a"}, // keeps a copy, names no receiver
+		{ObjectId: "a", NoCopy: true},
+		{ObjectId: "b", Receiver: node(4)},
+		{ObjectId: "a", Receiver: node(5)},
+	}
+	got, none := o.AnswerBatch(ls, t0)
+	if want := []bool{true, false, false, true, false, true}; none || !slices.Equal(got, want) {
+		t.Fatalf("answered %v (none %v), want %v", got, none, want)
+	}
+	if q := o.queue.queued; q != float64(o.Size) {
+		t.Fatalf("the batch counted %v bytes on the uplink, want one copy's %d", q, o.Size)
+	}
+	out := tb.Step(t0, directory.Delete{Req: &messages.DeleteObject{ObjectId: "a"}, ReplyTo: replyTo("d")}).Sends
+	dropped := map[string]bool{}
+	for _, s := range out {
+		if _, ok := s.Msg.(*messages.DropObject); ok {
+			dropped[s.To.(*messages.NodeRef).GetNodeId()] = true
+		}
+	}
+	if !dropped["n2"] || !dropped["n5"] || dropped["n3"] {
+		t.Fatalf("the Delete dropped %v, want n2 and n5 (recorded), not n3", dropped)
+	}
+	if got, none := o.AnswerBatch(ls[:1], t0); !none || got[0] {
+		t.Fatal("a withdrawn object answered a batch")
+	}
+	// Past the budget, none is answered.
+	p := &Object{ID: "p", Size: 1 << 10, uplink: 1e6}
+	for p.Answer(t0, nil) {
+	}
+	if _, none := p.AnswerBatch([]*messages.Locate{{ObjectId: "p", NoCopy: true}}, t0); !none {
+		t.Fatal("a batch answered past the uplink's budget")
+	}
+}

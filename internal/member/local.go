@@ -48,6 +48,8 @@ type Config struct {
 	Log                          *logrus.Logger
 	Logger                       *slog.Logger
 	UI                           string
+	// LocateDeputies is every member's MemberConfig.LocateDeputies.
+	LocateDeputies int
 
 	// exp are the experiments (internal/experiments) every member runs
 	// with.
@@ -225,7 +227,7 @@ func (l *Local) startMember(i int) error {
 			return fmt.Errorf("start %s: %w", id, err)
 		}
 		mc := MemberConfig{Bind: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), ClusterName: l.name, Shards: cfg.Shards, Capacity: cfg.Capacity, ChunkSize: cfg.ChunkSize,
-			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout,
+			InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout, StallTimeout: cfg.StallTimeout, LocateDeputies: cfg.LocateDeputies,
 			exp: cfg.exp, hooks: cfg.hooks, Log: cfg.Log, protoLog: l.protoLog,
 			embedded: &embedding{id: id, membership: l.membership, memory: l.transport, estimator: l.estimator, link: cfg.LinkBandwidth}}
 		m, err = Join(context.Background(), mc)

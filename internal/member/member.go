@@ -136,8 +136,13 @@ func HelloDigest(ctx context.Context, root *actor.RootContext, address string, v
 // Proto.Actor remote, object bytes on a direct-TCP data plane. The Client
 // and the messages are the embedded cluster's.
 type Member struct {
-	cfg MemberConfig
-	id  string
+	// deputy is this member's side as a Locate deputy, deputyGroup its
+	// own Locates' group before the modulo (locate_deputy.go).
+	deputy      *locateDeputy
+	deputyGroup uint64
+	deputyData  transport.Caller
+	cfg         MemberConfig
+	id          string
 	// root is the node supervisor's name, new at every start (rootName).
 	root      string
 	log       *logrus.Entry

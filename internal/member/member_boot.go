@@ -109,6 +109,16 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	}
 	m.warm = newWarmer(m, cfg.exp.NoWarmUp)
 	m.store = objstore.NewStore(cfg.Capacity)
+	// Before the metrics, which read its counters; its calls go on the
+	// data plane set below, before any Locate can come.
+	m.deputyGroup = deputyGroupOf(m.id)
+	m.deputy = newLocateDeputy(
+		func(ctx context.Context, addr string, ls []*messages.Locate) ([]*messages.LocateReply, []bool, error) {
+			return shardactor.CallLocateBatch(ctx, m.deputyData, addr, ls)
+		},
+		func(ctx context.Context, addr string, l *messages.Locate) (*messages.LocateReply, error) {
+			return shardactor.CallLocate(ctx, m.deputyData, addr, l)
+		})
 	m.metrics = newMemberMetrics(m)
 	m.startView()
 	served := &controlSource{countingSource: countingSource{Source: m.store, sent: m.metrics.sent}, m: m}
@@ -191,6 +201,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 			NoRingGather: cfg.exp.NoRingGather, NoInlinePush: cfg.exp.NoInlinePush}}
 
 	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
+	m.deputyData = watched
 	storeProps := storeactor.NewProps(storeactor.Config{
 		Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Create: m.creator(watched), Transport: watched,
 		ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,

@@ -111,6 +111,10 @@ type MemberConfig struct {
 	EtcdCert, EtcdKey, EtcdCA    string
 	Log                          *logrus.Logger
 	Logger                       *slog.Logger
+	// LocateDeputies is how many groups of Locate deputies the members
+	// form (locate_deputy.go): 0, DefaultLocateDeputies from
+	// DeputyMinMembers members on and none below; < 0, none.
+	LocateDeputies int
 
 	// exp are the experiments (internal/experiments) a benchmark or a
 	// test turned on for this member.

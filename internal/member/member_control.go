@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
@@ -27,6 +28,18 @@ func (m *Member) locator(data transport.Caller) storeactor.Locator {
 			return shardactor.LocateHere(ctx, m.system.Root, pid, l)
 		}
 		if addr := m.locateAt(pid); addr != "" {
+			switch via, self := m.deputyFor(pid); {
+			case self:
+				return m.deputy.Locate(ctx, addr, l)
+			case via != "":
+				r, err := shardactor.CallLocateVia(ctx, data, via, l)
+				if err == nil || ctx.Err() != nil {
+					return r, err
+				}
+				// The deputy failed it (gone, of an older version, or the
+				// shard moved under it): straight to the shard.
+				m.log.WithFields(logrus.Fields{"deputy": via, "object": l.GetObjectId(), "error": err}).Debug("Locate deputy failed; asking the shard")
+			}
 			return shardactor.CallLocate(ctx, data, addr, l)
 		}
 		return shardactor.RequestLocate(ctx, m.system.Root, pid, l)
@@ -130,6 +143,15 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 	}
 	if kind == messages.ControlLive {
 		return m.serveLive(req)
+	}
+	if kind == messages.ControlLocateVia || kind == messages.ControlLocateBatch {
+		if m.table.Load() == nil || m.storePID.Load() == nil {
+			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+		}
+		if kind == messages.ControlLocateBatch {
+			return shardactor.ServeLocateBatch(m.system, m.shardFor, req)
+		}
+		return m.serveLocateVia(ctx, req)
 	}
 	if kind == messages.ControlCreate {
 		if m.table.Load() == nil {

@@ -63,6 +63,19 @@ func newMemberMetrics(m *Member) *memberMetrics {
 		mm.reg.MustRegister(m.manage.collectors()...)
 	}
 	mm.reg.MustRegister(m.wireCollectors()...)
+	deputy := func(count func(d *locateDeputy) int64) func() float64 {
+		return func() float64 { return float64(count(m.deputy)) }
+	}
+	mm.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_locate_deputy_sent_alone_total",
+			Help: "Locates this member sent on alone to a directory shard's member as a Locate deputy (an object's first, or a streamed object's)."},
+			deputy(func(d *locateDeputy) int64 { return d.sentAlone.Load() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_locate_deputy_batched_total",
+			Help: "Locates this member sent on in batches as a Locate deputy."},
+			deputy(func(d *locateDeputy) int64 { return d.batched.Load() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hoplite_locate_deputy_batches_total",
+			Help: "Batches of Locates this member sent as a Locate deputy."},
+			deputy(func(d *locateDeputy) int64 { return d.batches.Load() })))
 
 	usage := func(f func(u storeUsage) float64) func() float64 {
 		return func() float64 { return f(m.store.Usage()) }

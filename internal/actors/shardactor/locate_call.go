@@ -143,6 +143,26 @@ func CallLocate(ctx context.Context, caller transport.Caller, addr string, l *me
 	return reply, nil
 }
 
+// CallLocateVia asks the shard of l's object through the Locate deputy
+// whose data address is via (messages.ControlLocateVia: the member sends
+// it on, alone or in a batch, or answers it if the shard is its own), and
+// returns the decoded answer.
+func CallLocateVia(ctx context.Context, caller transport.Caller, via string, l *messages.Locate) (*messages.LocateReply, error) {
+	req, err := proto.Marshal(l)
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "encode Locate: %v", err)
+	}
+	b, err := caller.Call(ctx, via, messages.ControlLocateVia, req)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := decodeLocateReply(b)
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "malformed LocateReply from %s: %v", via, err)
+	}
+	return reply, nil
+}
+
 // RequestLocate asks the shard pid with an actor message and waits for
 // its answer (actorutil.Request: a shard that stops before it answers is
 // UNAVAILABLE at once). A shard withdraws such a Locate at its own

@@ -1,0 +1,321 @@
+package member
+
+import (
+	"context"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
+
+	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
+	"github.com/hoplite-go/hoplite/messages"
+)
+
+// Locate deputies spread a hot small object's Locates. In a cluster of
+// many members every receiver of a broadcast asks the object's directory
+// shard, one member: for an inline object of 1 KiB to 1,023 receivers
+// that member's receive CPU and uplink are the broadcast's whole time
+// (18 ms in the simulator, against MPI's 1.9 ms). With deputies, the
+// members are split into groups (by a hash of their id), and a member
+// sends its Locates of another member's shard to its group's deputy for
+// that shard: the member after the shard's home in the sorted member
+// list, by group. A deputy sends a Locate on at once when nothing else
+// of its object is out from it; one that comes while others are out
+// waits up to deputyWindow for more, and they go on together in one
+// LocateBatch, which the home answers from its shard's published inline
+// objects with the bytes once (shardactor.ServeLocateBatch). What the
+// home leaves (a streamed object's Locates, or past its uplink's budget)
+// the deputy asks alone, as a Locate sent straight; once it has seen
+// that of an object, it sends that object's Locates on alone for
+// deputyStreamedFor. Every Locate still reaches the home after its
+// receiver sent it, so an answer says what the shard held at a moment
+// inside the Get: a Get that starts after a Delete completed is answered
+// NOT_FOUND, as without deputies. (Answering the Locates that come while
+// one is out with that one's answer would save the home more, and could
+// hand a Get that started after a Delete the bytes of an answer the home
+// sent before it.) A receiver whose deputy fails it (gone, of an older
+// version, or the shard moved under it) asks the home straight, within
+// the same deadline.
+
+// deputyWindow is how long a deputy holds a Locate that came while
+// others of its object were out, for more to go with it.
+const deputyWindow = 200 * time.Microsecond
+
+// deputyStreamedFor is how long a deputy sends an object's Locates on
+// alone after the home left one of them to be asked alone.
+const deputyStreamedFor = time.Second
+
+// deputyMaxObjects bounds the objects a deputy keeps state for: past it,
+// the idle ones are forgotten.
+const deputyMaxObjects = 4096
+
+// DeputyMinMembers is the cluster size from which members use Locate
+// deputies by default (MemberConfig.LocateDeputies 0), and
+// DefaultLocateDeputies how many groups they form then. The simulator
+// found deputies slower under 128 hosts (a hop more for every Locate)
+// and 16 groups taking a 1 KiB broadcast to 1,024 from 18.1 to 4.6 ms
+// (docs/simulator.md).
+const (
+	DeputyMinMembers      = 128
+	DefaultLocateDeputies = 16
+)
+
+// locateDeputy is a member's side as a Locate deputy: the Locates it
+// sends on, by the home's data address and object.
+type locateDeputy struct {
+	window time.Duration
+	// batch and alone reach a home on the data plane (CallLocateBatch,
+	// CallLocate); tests replace them.
+	batch func(ctx context.Context, addr string, ls []*messages.Locate) ([]*messages.LocateReply, []bool, error)
+	alone func(ctx context.Context, addr string, l *messages.Locate) (*messages.LocateReply, error)
+
+	mu      sync.Mutex
+	objects map[deputyKey]*deputyObject
+
+	batches, batched, sentAlone atomic.Int64
+}
+
+type deputyKey struct{ addr, id string }
+
+// deputyObject is what a deputy holds of one object's Locates.
+type deputyObject struct {
+	out      int // sent on and not answered
+	queue    []*deputyWaiter
+	streamed time.Time // when the home last left one of its Locates to be asked alone
+}
+
+type deputyWaiter struct {
+	l    *messages.Locate
+	ctx  context.Context
+	done chan deputyResult // buffered: flush never waits
+}
+
+type deputyResult struct {
+	r      *messages.LocateReply
+	direct bool
+}
+
+func newLocateDeputy(batch func(ctx context.Context, addr string, ls []*messages.Locate) ([]*messages.LocateReply, []bool, error),
+	alone func(ctx context.Context, addr string, l *messages.Locate) (*messages.LocateReply, error)) *locateDeputy {
+	return &locateDeputy{window: deputyWindow, batch: batch, alone: alone, objects: map[deputyKey]*deputyObject{}}
+}
+
+// Locate sends l on to the home at addr, alone or in a batch, and
+// returns its answer. ctx must have a deadline.
+func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Locate) (*messages.LocateReply, error) {
+	key := deputyKey{addr, l.GetObjectId()}
+	now := time.Now()
+	d.mu.Lock()
+	o := d.objects[key]
+	if o == nil {
+		d.forget(now)
+		o = &deputyObject{}
+		d.objects[key] = o
+	}
+	if now.Sub(o.streamed) < deputyStreamedFor || (o.out == 0 && len(o.queue) == 0) {
+		o.out++
+		d.mu.Unlock()
+		return d.sendAlone(ctx, key, o, l)
+	}
+	w := &deputyWaiter{l: l, ctx: ctx, done: make(chan deputyResult, 1)}
+	o.queue = append(o.queue, w)
+	switch {
+	case len(o.queue) >= messages.MaxLocateBatch:
+		q := d.take(o)
+		d.mu.Unlock()
+		go d.flush(key, o, q)
+	case len(o.queue) == 1:
+		d.mu.Unlock()
+		time.AfterFunc(d.window, func() {
+			d.mu.Lock()
+			var q []*deputyWaiter
+			if d.objects[key] == o {
+				q = d.take(o)
+			}
+			d.mu.Unlock()
+			if len(q) > 0 {
+				d.flush(key, o, q)
+			}
+		})
+	default:
+		d.mu.Unlock()
+	}
+	select {
+	case res := <-w.done:
+		if res.direct {
+			// (o may be forgotten by now, idle: then this counts on
+			// nothing anyone reads.)
+			d.mu.Lock()
+			o.out++
+			d.mu.Unlock()
+			return d.sendAlone(ctx, key, o, l)
+		}
+		return res.r, nil
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer through the Locate deputy before the deadline")
+		}
+		return nil, messages.AsError(ctx.Err())
+	}
+}
+
+// take empties o's queue into a batch that is out from now. Under d.mu.
+func (d *locateDeputy) take(o *deputyObject) []*deputyWaiter {
+	q := o.queue
+	o.queue = nil
+	o.out += len(q)
+	return q
+}
+
+// sendAlone sends l on to the home by itself; an answer that names a
+// sender (a streamed object) has the object's later Locates sent so too.
+func (d *locateDeputy) sendAlone(ctx context.Context, key deputyKey, o *deputyObject, l *messages.Locate) (*messages.LocateReply, error) {
+	d.sentAlone.Add(1)
+	r, err := d.alone(ctx, key.addr, l)
+	d.mu.Lock()
+	o.out--
+	if err == nil && r.GetError() == nil && !r.GetHasInline() {
+		o.streamed = time.Now()
+	}
+	d.mu.Unlock()
+	return r, err
+}
+
+// flush sends the batch q on to the home at key.addr, within the latest
+// of its waiters' deadlines, and hands each waiter its answer, or has it
+// ask alone: a Locate the home left, or every one of a batch that failed
+// (a home of an older version does not know batches, one whose shard
+// moved refuses them; the Locate alone gets the home's own answer).
+func (d *locateDeputy) flush(key deputyKey, o *deputyObject, q []*deputyWaiter) {
+	var deadline time.Time
+	ls := make([]*messages.Locate, len(q))
+	for i, w := range q {
+		ls[i] = w.l
+		if dl, ok := w.ctx.Deadline(); ok && dl.After(deadline) {
+			deadline = dl
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	d.batches.Add(1)
+	d.batched.Add(int64(len(q)))
+	replies, direct, err := d.batch(ctx, key.addr, ls)
+	now := time.Now()
+	d.mu.Lock()
+	o.out -= len(q)
+	if err != nil || slices.Contains(direct, true) {
+		o.streamed = now
+	}
+	d.mu.Unlock()
+	for i, w := range q {
+		if err != nil || direct[i] {
+			w.done <- deputyResult{direct: true}
+			continue
+		}
+		w.done <- deputyResult{r: replies[i]}
+	}
+}
+
+// forget drops the state of idle objects once there is too much of it.
+// Under d.mu.
+func (d *locateDeputy) forget(now time.Time) {
+	if len(d.objects) < deputyMaxObjects {
+		return
+	}
+	for k, o := range d.objects {
+		if o.out == 0 && len(o.queue) == 0 && now.Sub(o.streamed) >= deputyStreamedFor {
+			delete(d.objects, k)
+		}
+	}
+}
+
+// deputyGroups is how many deputy groups this member's Locates use in a
+// cluster of n members (MemberConfig.LocateDeputies): 0 or 1, none.
+func (m *Member) deputyGroups(n int) int {
+	switch r := m.cfg.LocateDeputies; {
+	case r < 0:
+		return 0
+	case r > 0:
+		return r
+	case n >= DeputyMinMembers:
+		return DefaultLocateDeputies
+	}
+	return 0
+}
+
+// deputyFor is where this member's Locate of an object of shard goes
+// through: the data address of its group's deputy for shard's member, or
+// self (this member is that deputy), or neither (no deputies, or the
+// deputy would be the shard's member).
+func (m *Member) deputyFor(shard *actor.PID) (addr string, self bool) {
+	stores := m.storeNodes()
+	r := m.deputyGroups(len(stores))
+	if r <= 1 || len(stores) <= 2 {
+		return "", false
+	}
+	idx := m.peers.Load()
+	if idx == nil {
+		return "", false
+	}
+	home := idx.byAddr[shard.GetAddress()]
+	at, found := slices.BinarySearchFunc(stores, home, func(s *messages.NodeRef, id string) int { return strings.Compare(s.GetNodeId(), id) })
+	if !found {
+		return "", false
+	}
+	d := stores[(at+1+int(m.deputyGroup%uint64(r)))%len(stores)]
+	switch d.GetNodeId() {
+	case home:
+		return "", false
+	case m.id:
+		return "", true
+	}
+	return d.GetDataAddress(), false
+}
+
+// deputyGroupOf is member id's deputy group before it is taken modulo
+// the groups: a hash of its id.
+func deputyGroupOf(id string) uint64 { return maphash.String(deputySeed, id) }
+
+var deputySeed = maphash.MakeSeed()
+
+// serveLocateVia takes a receiver's Locate that came to this member as its
+// Locate deputy (messages.ControlLocateVia): answered here if the
+// object's shard is on this member, else sent on to the shard's member.
+// A shard whose member this member does not know is UNAVAILABLE: the
+// receiver then asks the shard straight.
+func (m *Member) serveLocateVia(ctx context.Context, req []byte) ([]byte, error) {
+	var l messages.Locate
+	if err := proto.Unmarshal(req, &l); err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "malformed Locate on the data plane: %v", err)
+	}
+	id := l.GetObjectId()
+	if id == "" {
+		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "Locate without an object id")
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "Locate without a deadline")
+	}
+	pid := m.shardFor(id)
+	if pid.GetAddress() == m.system.Address() {
+		return shardactor.ServeLocate(ctx, m.system.Root, m.shardFor, req)
+	}
+	addr := m.locateAt(pid)
+	if addr == "" {
+		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s does not know the member of %q's shard", m.id, id)
+	}
+	r, err := m.deputy.Locate(ctx, addr, &l)
+	if err != nil {
+		return nil, err
+	}
+	b, err := proto.Marshal(r)
+	if err != nil {
+		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "encode LocateReply: %v", err)
+	}
+	return b, nil
+}
