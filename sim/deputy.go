@@ -9,34 +9,35 @@ import (
 	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
-	"google.golang.org/protobuf/proto"
 )
 
-// Locate deputies (Params.Deputies, a what-if the cluster does not run):
-// a shard's receivers are split into groups, and each group's Locates go
-// to a deputy host, which sends them on to the shard's home in batches:
-// the first Locate of an object alone, the ones that come while a batch
-// is out in the next, at once when its answers are back. The home takes
-// in one message a batch, not one a receiver, and sends the batch's
-// answers back in one message (an inline object's bytes once); the
-// deputy hands each receiver its own. An answer that names a sender (a
-// streamed object) has no bytes to share: the home sends it back at once,
-// and once a deputy saw one it passes the object's Locates on one by one
-// as they come. A streamed object's receivers start at their own
-// answers, and a batch would hold the first of them back for the last.
-// A Locate waits at the deputy only when others of its object are out
-// (DeputyWindow): a lone Get pays the hop, not the window.
-//
-// Every Locate still reaches the home's table or index, after its
-// receiver sent it: an answer says what the shard held at a moment
-// inside the Get, as a Locate sent straight does. Coalescing answers
-// (one Locate answering those that came while it was out) would not:
-// a Get started after a Delete completed could take the bytes of an
-// answer sent before it.
+// Locate deputies (Params.Deputies), as members run them
+// (internal/member/locate_deputy.go): a shard's receivers are split into
+// groups, and each group's Locates go to a deputy host, which sends a
+// Locate on alone at once when nothing else of its object is out from
+// it, and otherwise holds it up to DeputyWindow for others of the
+// object, sent on together in one batch. The home takes a batch in once
+// and answers it from its published inline objects only
+// (inlineindex.Object.AnswerBatch), with the bytes once in one message
+// back; a Locate sent alone it answers as one sent straight (its index,
+// or its table). A deputy sends the Locates the home left on alone, and
+// once it saw that, or an answer that names a sender, it sends the
+// object's later Locates on alone (for the rest of the run: a member
+// does so for a second). Every Locate reaches the home after its Get
+// began, so an answer says what the shard held at a moment inside the
+// Get, as a Locate sent straight does.
+
+// deputies is how many deputy groups the hosts form: as members
+// configured with Params.Deputies choose (directory.LocateDeputies).
+func (p Params) deputies() int { return directory.LocateDeputies(p.Deputies, p.N) }
 
 // DeputyWindow is how long a deputy holds an object's first Locate for
 // others to go with it.
 var DeputyWindow = 200 * time.Microsecond
+
+// DeputyProbeWait is how long a deputy holds the Locates that come while
+// an object's first is out, for its answer to say how the object goes.
+var DeputyProbeWait = time.Millisecond
 
 // deputyKey names one deputy's batching of one object's Locates for one
 // table (a moved shard's new table starts anew).
@@ -59,21 +60,12 @@ type deputyState struct {
 	queue []deputyWaiter
 	// waiting are the Locates sent on and not answered yet.
 	waiting []deputyWaiter
+	// inline: the home answered the object with its bytes.
+	inline bool
 	// streamed: an answer named a sender, or the table held a Locate
 	// to answer later (the object not there yet); Locates pass one by
 	// one.
 	streamed bool
-}
-
-// deputyBatch collects the answers the home makes while it steps a
-// batch, to send them back in one message.
-type deputyBatch struct {
-	key      deputyKey
-	replies  []deputyAnswer
-	open     bool
-	batching bool // the deputy's batch (not a Locate passed on alone)
-	size     int  // its Locates
-	answered int  // of them, answered on their own while it was stepped
 }
 
 // deputyAnswer is one answer for a deputy to hand on.
@@ -82,11 +74,10 @@ type deputyAnswer struct {
 	m  *messages.LocateReply
 }
 
-// deputyReply is the table's reply target of a Locate that came in a
-// batch.
+// deputyReply is the reply target of a Locate a deputy sent alone.
 type deputyReply struct {
-	to fetchReply
-	b  *deputyBatch
+	to  fetchReply
+	key deputyKey
 }
 
 // locateTarget is the host a Locate from h for shard s connects to: its
@@ -95,7 +86,7 @@ type deputyReply struct {
 // h is the home, or when the deputy would be the home.
 func (w *world) locateTarget(h *host, s *shard) *host {
 	home := w.shardHost(s)
-	r := w.p.Deputies
+	r := w.p.deputies()
 	if r <= 1 || h == home || len(w.hosts) <= 2 {
 		return home
 	}
@@ -109,8 +100,9 @@ func (w *world) locateTarget(h *host, s *shard) *host {
 	return home
 }
 
-// viaDeputy carries a Locate from h to its deputy d, which batches it or
-// passes it on.
+// viaDeputy carries a Locate from h to its deputy d, which sends it on
+// alone or in a batch, as a member's locateDeputy does
+// (internal/member/locate_deputy.go).
 func (w *world) viaDeputy(from, d *host, s *shard, m *messages.Locate, ctx fetchReply) {
 	w.post(from, d, qConn, viaRequest, w.p.quickCost(), func() {
 		key := deputyKey{d: d, id: m.GetObjectId(), t: s.t}
@@ -123,109 +115,126 @@ func (w *world) viaDeputy(from, d *host, s *shard, m *messages.Locate, ctx fetch
 			w.deputies[key] = st
 		}
 		wt := deputyWaiter{m: m, ctx: ctx}
-		if st.streamed {
-			w.deputyForward(key, st, s, []deputyWaiter{wt}, false)
-			return
-		}
-		if len(st.waiting) == 0 && len(st.queue) == 0 {
-			// Nothing else of the object is out: no wait.
-			w.deputyForward(key, st, s, []deputyWaiter{wt}, true)
+		if st.streamed || (len(st.waiting) == 0 && len(st.queue) == 0) {
+			w.deputyAlone(key, st, s, wt)
 			return
 		}
 		st.queue = append(st.queue, wt)
 		if len(st.queue) > 1 {
 			return
 		}
-		// A Locate that comes while others of its object are out waits
-		// DeputyWindow for more, which go with it.
-		w.eng.after(DeputyWindow, func() {
+		// A Locate that comes while others of its object are out waits:
+		// once the home answered the object with its bytes, DeputyWindow
+		// for more to go with it in a batch; before, for that answer, at
+		// most DeputyProbeWait, and alone if it does not come.
+		wait := DeputyProbeWait
+		if st.inline {
+			wait = DeputyWindow
+		}
+		w.eng.after(wait, func() {
 			if st != w.deputies[key] || len(st.queue) == 0 || !d.alive {
 				return
 			}
-			q := st.queue
-			st.queue = nil
-			w.deputyForward(key, st, s, q, true)
+			w.deputyFlush(key, st, s)
 		})
 	})
 }
 
-// deputyForward sends Locates from a deputy to the home in one message.
-// The home takes the message in once, answers each Locate as a Locate
-// sent straight is answered (its index's, or its table's after the
-// shard's queue), and sends the answers it made back together.
-func (w *world) deputyForward(key deputyKey, st *deputyState, s *shard, batch []deputyWaiter, batching bool) {
-	d := key.d
-	home := w.shardHost(s)
+// deputyFlush sends a deputy's queued Locates of an object on: in one
+// batch once the home answered the object with its bytes, else each
+// alone.
+func (w *world) deputyFlush(key deputyKey, st *deputyState, s *shard) {
+	q := st.queue
+	st.queue = nil
+	if st.inline && !st.streamed {
+		w.deputyBatch(key, st, s, q)
+		return
+	}
+	for _, wt := range q {
+		w.deputyAlone(key, st, s, wt)
+	}
+}
+
+// deputyAlone sends one Locate from its deputy to the home, where it is
+// answered as one sent straight is (the index's, or the table's after
+// the shard's queue); the answer comes back through the deputy.
+func (w *world) deputyAlone(key deputyKey, st *deputyState, s *shard, wt deputyWaiter) {
+	d, home := key.d, w.shardHost(s)
 	st.home = home
-	st.waiting = append(st.waiting, batch...)
+	st.waiting = append(st.waiting, wt)
 	w.deputyBatches++
-	b := &deputyBatch{key: key, open: true, batching: batching, size: len(batch)}
-	w.post(d, home, qConn, viaRequest, 0, func() {
-		if s.t != key.t {
-			return // the shard moved: the answers never come (deputyHostDied)
-		}
-		// The index's answer with the bytes is one on the uplink for the
-		// whole batch (it goes back in one message): the first Locate
-		// answered so counts it, and the batch's others take the same
-		// bytes.
-		var bytesAnswer *messages.LocateReply
-		var next func(i int)
-		next = func(i int) {
-			if i == len(batch) {
-				b.open = false
-				w.deputyAnswers(s, home, b)
-				return
+	ctx := deputyReply{to: wt.ctx, key: key}
+	lat, cpu := w.p.plane(viaRequest)
+	w.work(d, qSend, cpu, func() {
+		w.eng.after(lat, func() {
+			if s.t != key.t {
+				return // the shard moved: the answer never comes (deputyHostDied)
 			}
-			wt := batch[i]
-			ctx := deputyReply{to: wt.ctx, b: b}
-			step := func() { w.shardStep(s, wt.m, ctx); next(i + 1) }
+			step := func() { w.shardStep(s, wt.m, ctx) }
 			o := s.inline.Lookup(wt.m.GetObjectId())
 			if o == nil {
-				w.work(home, qShard, w.cost(qShard), step)
+				w.work(home, qShard, w.cost(qShard)+cpu, step)
 				return
 			}
-			w.work(home, qConn, w.p.quickCost(), func() {
-				r := o.AnswerLocate(wt.m, w.now())
-				if bytesAnswer != nil && wt.m.GetFailedSender() == nil {
-					r = proto.Clone(bytesAnswer).(*messages.LocateReply)
-					r.Attempt = wt.m.GetAttempt()
-				}
-				if r == nil {
-					w.work(home, qShard, w.cost(qShard), step)
+			w.work(home, qConn, w.p.quickCost()+cpu, func() {
+				if r := o.AnswerLocate(wt.m, w.now()); r != nil {
+					s.served++
+					s.quick++
+					w.route(home, outbox.Send{To: ctx, Msg: r})
 					return
 				}
-				bytesAnswer = r
-				s.served++
-				s.quick++
-				w.route(home, outbox.Send{To: ctx, Msg: r})
-				next(i + 1)
+				w.work(home, qShard, w.cost(qShard), step)
 			})
-		}
-		next(0)
+		})
 	})
 }
 
-// deputyAnswers sends a batch's answers from the home to its deputy in
-// one message (the inline bytes once: every answer is of one object),
-// where each goes on to its receiver; then the deputy sends the Locates
-// that came meanwhile.
-func (w *world) deputyAnswers(s *shard, home *host, b *deputyBatch) {
-	var n int64
-	for _, a := range b.replies {
-		n = max(n, int64(len(a.m.GetInlineData())))
-	}
-	d := b.key.d
-	w.sendBytes(home, d, qConn, viaRequest, n, func() {
-		st := w.deputies[b.key]
-		for _, a := range b.replies {
-			w.deputyHandOn(st, d, a)
+// deputyBatch sends Locates from a deputy to the home in one message.
+// The home takes it in once and answers from its published inline
+// objects only (inlineindex.Object.AnswerBatch, at QuickLocateShare of a
+// table's message each), with the bytes once in one message back; the
+// deputy sends each Locate the home left on alone, and the object's
+// later ones too.
+func (w *world) deputyBatch(key deputyKey, st *deputyState, s *shard, batch []deputyWaiter) {
+	d, home := key.d, w.shardHost(s)
+	st.home = home
+	st.waiting = append(st.waiting, batch...)
+	w.deputyBatches++
+	w.post(d, home, qConn, viaRequest, time.Duration(len(batch))*w.p.quickCost(), func() {
+		if s.t != key.t {
+			return
 		}
-		if st != nil && b.batching && len(b.replies)+b.answered < b.size {
-			// The table holds some Locates (the object is not there
-			// yet): its answers will come one by one anyway.
-			st.streamed = true
+		ls := make([]*messages.Locate, len(batch))
+		for i, wt := range batch {
+			ls[i] = wt.m
 		}
-		w.deputyIdle(b.key, st)
+		o := s.inline.Lookup(key.id)
+		answered, _ := o.AnswerBatch(ls, w.now())
+		var n int64
+		for _, ok := range answered {
+			if ok {
+				s.served++
+				s.quick++
+				n = o.Size // the bytes once, for them all
+			}
+		}
+		w.sendBytes(home, d, qConn, viaRequest, n, func() {
+			cur := w.deputies[key]
+			for i, wt := range batch {
+				if !answered[i] {
+					if cur != nil {
+						cur.streamed = true
+						cur.waiting = slices.DeleteFunc(cur.waiting, func(x deputyWaiter) bool { return x.ctx == wt.ctx })
+						w.deputyAlone(key, cur, s, wt)
+					}
+					continue
+				}
+				r := &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,
+					InlineData: o.Data, Attempt: wt.m.GetAttempt()}
+				w.deputyHandOn(cur, d, deputyAnswer{to: wt.ctx, m: r})
+			}
+			w.deputyIdle(key, cur)
+		})
 	})
 }
 
@@ -233,7 +242,10 @@ func (w *world) deputyAnswers(s *shard, home *host, b *deputyBatch) {
 // notes what it says of the object.
 func (w *world) deputyHandOn(st *deputyState, d *host, a deputyAnswer) {
 	if st != nil {
-		if !a.m.GetHasInline() && a.m.GetError() == nil {
+		switch {
+		case a.m.GetHasInline():
+			st.inline = true
+		case a.m.GetError() == nil:
 			st.streamed = true
 		}
 		st.waiting = slices.DeleteFunc(st.waiting, func(wt deputyWaiter) bool { return wt.ctx == a.to })
@@ -242,29 +254,26 @@ func (w *world) deputyHandOn(st *deputyState, d *host, a deputyAnswer) {
 }
 
 // deputyIdle forgets a deputy's state of an object once nothing of it
-// is out or waits.
+// is out or waits (and it is not known to stream).
 func (w *world) deputyIdle(key deputyKey, st *deputyState) {
 	if st != nil && !st.streamed && len(st.queue) == 0 && len(st.waiting) == 0 {
 		delete(w.deputies, key)
 	}
 }
 
-// deputyReplied takes one of the table's answers to a batched Locate:
-// into its batch while the home steps it, else (a Locate the table
-// answered later) on its own, through the deputy.
+// deputyReplied carries the home's answer to a Locate a deputy sent
+// alone back to the deputy, which hands it on.
 func (w *world) deputyReplied(from *host, to deputyReply, m *messages.LocateReply) {
-	if to.b.open && m.GetHasInline() {
-		to.b.replies = append(to.b.replies, deputyAnswer{to: to.to, m: m})
-		return
-	}
-	if to.b.open {
-		to.b.answered++ // a sender's answer goes at once: no bytes to share
-	}
-	d := to.b.key.d
+	d := to.key.d
 	w.sendBytes(from, d, qConn, viaRequest, int64(len(m.GetInlineData())), func() {
-		st := w.deputies[to.b.key]
+		st := w.deputies[to.key]
 		w.deputyHandOn(st, d, deputyAnswer{to: to.to, m: m})
-		w.deputyIdle(to.b.key, st)
+		if st != nil && len(st.queue) > 0 && (st.inline || st.streamed) {
+			// The answer says how the object goes: the Locates that
+			// waited for it go now.
+			w.deputyFlush(to.key, st, w.shards[directory.ShardIndex(to.key.id, len(w.shards))])
+		}
+		w.deputyIdle(to.key, st)
 	})
 }
 

@@ -14,6 +14,13 @@ func deputyCfg(scenario string, n int, size int64, seed uint64) Config {
 	return c
 }
 
+// straightCfg is cfg with every Locate sent straight to its shard.
+func straightCfg(scenario string, n int, size int64, seed uint64) Config {
+	c := cfg(scenario, n, size, seed)
+	c.Params.Deputies = -1
+	return c
+}
+
 // TestLocateDeputiesSpreadASmallBroadcast: to 256 hosts, a 1 KiB
 // broadcast's Locates reach its shard's home in batches from 16 deputies,
 // not one by one: the home takes in fewer messages than there are
@@ -21,7 +28,7 @@ func deputyCfg(scenario string, n int, size int64, seed uint64) Config {
 // straight, and every copy holds the creator's bytes (run's invariants).
 func TestLocateDeputiesSpreadASmallBroadcast(t *testing.T) {
 	const n = 256
-	straight := run(t, cfg("broadcast", n, 1<<10, 1))
+	straight := run(t, straightCfg("broadcast", n, 1<<10, 1))
 	deputies := run(t, deputyCfg("broadcast", n, 1<<10, 1))
 	if straight.DeputyBatches != 0 {
 		t.Fatalf("%d deputy batches without deputies", straight.DeputyBatches)
@@ -42,7 +49,7 @@ func TestLocateDeputiesSpreadASmallBroadcast(t *testing.T) {
 // every Locate sent straight.
 func TestLocateDeputiesLeaveAStreamedBroadcast(t *testing.T) {
 	const n = 64
-	straight := run(t, cfg("broadcast", n, 4<<20, 1))
+	straight := run(t, straightCfg("broadcast", n, 4<<20, 1))
 	deputies := run(t, deputyCfg("broadcast", n, 4<<20, 1))
 	if deputies.DeputyBatches == 0 {
 		t.Fatal("no Locate went through a deputy")
@@ -74,5 +81,20 @@ func TestLocateDeputiesSurviveTheirDeaths(t *testing.T) {
 		if string(a) != string(b) {
 			t.Errorf("seed %d: two runs differ:\n%s\n%s", seed, a, b)
 		}
+	}
+}
+
+// Members form 16 deputy groups by default from 128 on, and none below
+// (directory.LocateDeputies): the simulator's default is theirs.
+func TestDeputiesByDefaultFrom128Hosts(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{64, 0}, {127, 0}, {128, 16}, {1024, 16}} {
+		if got := DefaultParams(c.n).deputies(); got != c.want {
+			t.Errorf("N=%d: %d deputy groups by default, want %d", c.n, got, c.want)
+		}
+	}
+	p := DefaultParams(1024)
+	p.Deputies = -1
+	if p.deputies() != 0 {
+		t.Error("Deputies -1 still forms groups")
 	}
 }

@@ -60,7 +60,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
 	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject, or the chunk a Get's shard chose for the tree's depth)")
 	fanOut := fs.Int("fanout", 0, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut): 0, the cost model's choice for the receivers expected (a cluster's); 1, a chain; -1, as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
-	deputies := fs.Int("locate-deputies", 0, "split each shard's receivers into this many groups whose Locates go through a deputy host each, which sends them on to the shard's home in batches (a what-if the cluster does not run; 0 or 1: none)")
+	deputies := fs.Int("locate-deputies", 0, "groups of Locate deputies (a host's Locates of another host's shard go through its group's deputy, which sends a hot small object's in batches): 0, as members choose (16 from 128 hosts on, none below); -1, none")
 	stripes := fs.Int("stripes", 0, "broadcast: cut the object into this many stripes, each receiver interior in one stripe's tree and a leaf in the others (directory.StripeTrees); 0 or 1: one sender a receiver")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")
@@ -132,7 +132,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		{*cost < 0, fmt.Sprintf("--msg-cost %v: want 0 or more", *cost)},
 		{*pauseFor <= 0, fmt.Sprintf("--pause-for %v: want a positive duration", *pauseFor)},
 		{*stripes < 0, fmt.Sprintf("--stripes %d: want 0 or more", *stripes)},
-		{*deputies < 0, fmt.Sprintf("--locate-deputies %d: want 0 or more", *deputies)},
+		{*deputies < -1, fmt.Sprintf("--locate-deputies %d: want -1 (none), 0 (as members choose) or more", *deputies)},
 		{*interval < 0, fmt.Sprintf("--interval %v: want 0 (S/(4B)) or more", *interval)},
 		{!slices.Contains(sim.CPUModels, *cpuModel), fmt.Sprintf("--cpu-model %q: want one of %s", *cpuModel, strings.Join(sim.CPUModels, ", "))},
 	} {

@@ -14,6 +14,7 @@ import (
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
 	"github.com/hoplite-go/hoplite/internal/actors/shardactor"
+	"github.com/hoplite-go/hoplite/internal/directory"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -47,6 +48,16 @@ import (
 // others of its object were out, for more to go with it.
 const deputyWindow = 200 * time.Microsecond
 
+// deputyProbeWait is how long a deputy holds the Locates that come while
+// an object's first is out, for its answer to say whether the object
+// goes in batches (its bytes) or alone (a sender, or no answer yet: the
+// object is not there). The simulator found 1 ms the balance at 1,024
+// hosts: the first answers of a 1 KiB broadcast come back in under it,
+// and an AllReduce's result, whose Locates wait for it at the shard,
+// lost 0.3 % (0.5 ms let the broadcast's batches go alone, 2 ms cost the
+// AllReduce 5 %).
+const deputyProbeWait = time.Millisecond
+
 // deputyStreamedFor is how long a deputy sends an object's Locates on
 // alone after the home left one of them to be asked alone.
 const deputyStreamedFor = time.Second
@@ -55,21 +66,10 @@ const deputyStreamedFor = time.Second
 // the idle ones are forgotten.
 const deputyMaxObjects = 4096
 
-// DeputyMinMembers is the cluster size from which members use Locate
-// deputies by default (MemberConfig.LocateDeputies 0), and
-// DefaultLocateDeputies how many groups they form then. The simulator
-// found deputies slower under 128 hosts (a hop more for every Locate)
-// and 16 groups taking a 1 KiB broadcast to 1,024 from 18.1 to 4.6 ms
-// (docs/simulator.md).
-const (
-	DeputyMinMembers      = 128
-	DefaultLocateDeputies = 16
-)
-
 // locateDeputy is a member's side as a Locate deputy: the Locates it
 // sends on, by the home's data address and object.
 type locateDeputy struct {
-	window time.Duration
+	window, probeWait time.Duration
 	// batch and alone reach a home on the data plane (CallLocateBatch,
 	// CallLocate); tests replace them.
 	batch func(ctx context.Context, addr string, ls []*messages.Locate) ([]*messages.LocateReply, []bool, error)
@@ -85,8 +85,11 @@ type deputyKey struct{ addr, id string }
 
 // deputyObject is what a deputy holds of one object's Locates.
 type deputyObject struct {
-	out      int // sent on and not answered
-	queue    []*deputyWaiter
+	out   int // sent on and not answered
+	queue []*deputyWaiter
+	// inline: the home answered the object with its bytes (its Locates
+	// that come while others are out go in batches).
+	inline   bool
 	streamed time.Time // when the home last left one of its Locates to be asked alone
 }
 
@@ -103,7 +106,7 @@ type deputyResult struct {
 
 func newLocateDeputy(batch func(ctx context.Context, addr string, ls []*messages.Locate) ([]*messages.LocateReply, []bool, error),
 	alone func(ctx context.Context, addr string, l *messages.Locate) (*messages.LocateReply, error)) *locateDeputy {
-	return &locateDeputy{window: deputyWindow, batch: batch, alone: alone, objects: map[deputyKey]*deputyObject{}}
+	return &locateDeputy{window: deputyWindow, probeWait: deputyProbeWait, batch: batch, alone: alone, objects: map[deputyKey]*deputyObject{}}
 }
 
 // Locate sends l on to the home at addr, alone or in a batch, and
@@ -127,21 +130,24 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 	o.queue = append(o.queue, w)
 	switch {
 	case len(o.queue) >= messages.MaxLocateBatch:
-		q := d.take(o)
-		d.mu.Unlock()
-		go d.flush(key, o, q)
+		d.flushQueue(key, o)
 	case len(o.queue) == 1:
+		// Once the home answered the object with its bytes, the Locates
+		// that come while others are out wait the window for more to go
+		// with them; before, they wait for that answer (at most
+		// probeWait), to learn whether the object goes in batches.
+		wait := d.probeWait
+		if o.inline {
+			wait = d.window
+		}
 		d.mu.Unlock()
-		time.AfterFunc(d.window, func() {
+		time.AfterFunc(wait, func() {
 			d.mu.Lock()
-			var q []*deputyWaiter
-			if d.objects[key] == o {
-				q = d.take(o)
+			if d.objects[key] == o && len(o.queue) > 0 {
+				d.flushQueue(key, o)
+				return
 			}
 			d.mu.Unlock()
-			if len(q) > 0 {
-				d.flush(key, o, q)
-			}
 		})
 	default:
 		d.mu.Unlock()
@@ -165,12 +171,23 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 	}
 }
 
-// take empties o's queue into a batch that is out from now. Under d.mu.
-func (d *locateDeputy) take(o *deputyObject) []*deputyWaiter {
+// flushQueue sends o's queued Locates on: in one batch once the home
+// answered the object with its bytes (and has not left one of its
+// Locates since), else each alone, by its own waiter. Called under d.mu,
+// which it releases.
+func (d *locateDeputy) flushQueue(key deputyKey, o *deputyObject) {
 	q := o.queue
 	o.queue = nil
-	o.out += len(q)
-	return q
+	if o.inline && time.Since(o.streamed) >= deputyStreamedFor {
+		o.out += len(q)
+		d.mu.Unlock()
+		go d.flush(key, o, q)
+		return
+	}
+	d.mu.Unlock()
+	for _, w := range q {
+		w.done <- deputyResult{direct: true}
+	}
 }
 
 // sendAlone sends l on to the home by itself; an answer that names a
@@ -180,10 +197,20 @@ func (d *locateDeputy) sendAlone(ctx context.Context, key deputyKey, o *deputyOb
 	r, err := d.alone(ctx, key.addr, l)
 	d.mu.Lock()
 	o.out--
-	if err == nil && r.GetError() == nil && !r.GetHasInline() {
-		o.streamed = time.Now()
+	decided := false
+	if err == nil && r.GetError() == nil {
+		if r.GetHasInline() {
+			o.inline = true
+		} else {
+			o.streamed = time.Now()
+		}
+		decided = true
 	}
-	d.mu.Unlock()
+	if decided && len(o.queue) > 0 && d.objects[key] == o {
+		d.flushQueue(key, o) // the Locates that waited for this answer
+	} else {
+		d.mu.Unlock()
+	}
 	return r, err
 }
 
@@ -236,17 +263,9 @@ func (d *locateDeputy) forget(now time.Time) {
 }
 
 // deputyGroups is how many deputy groups this member's Locates use in a
-// cluster of n members (MemberConfig.LocateDeputies): 0 or 1, none.
+// cluster of n members (MemberConfig.LocateDeputies): under 2, none.
 func (m *Member) deputyGroups(n int) int {
-	switch r := m.cfg.LocateDeputies; {
-	case r < 0:
-		return 0
-	case r > 0:
-		return r
-	case n >= DeputyMinMembers:
-		return DefaultLocateDeputies
-	}
-	return 0
+	return directory.LocateDeputies(m.cfg.LocateDeputies, n)
 }
 
 // deputyFor is where this member's Locate of an object of shard goes

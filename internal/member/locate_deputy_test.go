@@ -65,12 +65,14 @@ func (h *fakeHome) deputy() *locateDeputy {
 }
 
 // A deputy sends an object's first Locate on at once, alone; those that
-// come while it is out wait for the window and go on in one batch, each
-// answered with its own attempt; one the home leaves is asked alone, and
-// from then on the object's Locates go alone, at once.
+// come while it is out wait for its answer, and once that brought the
+// bytes they go on in one batch, each answered with its own attempt; one
+// the home leaves is asked alone, and from then on the object's Locates
+// go alone, at once.
 func TestLocateDeputyBatchesWhatComesWhileOneIsOut(t *testing.T) {
 	h := &fakeHome{release: make(chan struct{}), inline: true, direct: func(i int) bool { return i == 2 }}
 	d := h.deputy()
+	d.probeWait = time.Hour // the batch waits for the first answer, however late
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	first := make(chan error, 1)
@@ -84,16 +86,23 @@ func TestLocateDeputyBatchesWhatComesWhileOneIsOut(t *testing.T) {
 	got := make([]*messages.LocateReply, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() {
-			got[i], errs[i] = d.Locate(ctx, "home", &messages.Locate{ObjectId: "o", Attempt: uint64(i + 1)})
-		})
+		wg.Go(func() { got[i], errs[i] = d.Locate(ctx, "home", &messages.Locate{ObjectId: "o", Attempt: uint64(i + 1)}) })
+	}
+	eventually(t, 10*time.Second, "the Locates queued", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.objects[deputyKey{"home", "o"}].queue) == n
+	})
+	close(h.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	h.mu.Lock()
 	batches, alone := h.batches, slices.Clone(h.alone)
 	h.mu.Unlock()
 	if len(batches) != 1 || len(batches[0]) != n {
-		t.Fatalf("batches %v, want one of the %d Locates that came while the first was out", len(batches), n)
+		t.Fatalf("%d batches, want one of the %d Locates that came while the first was out", len(batches), n)
 	}
 	for i := range n {
 		if errs[i] != nil || got[i].GetAttempt() != uint64(i+1) || string(got[i].GetInlineData()) != "abc" {
@@ -102,10 +111,6 @@ func TestLocateDeputyBatchesWhatComesWhileOneIsOut(t *testing.T) {
 	}
 	if len(alone) != 2 {
 		t.Fatalf("sent alone: %v, want the first and the one the home left", alone)
-	}
-	close(h.release)
-	if err := <-first; err != nil {
-		t.Fatal(err)
 	}
 	// The home left one: the object's next Locates go alone at once.
 	if _, err := d.Locate(ctx, "home", &messages.Locate{ObjectId: "o", Attempt: 9}); err != nil {
@@ -118,12 +123,40 @@ func TestLocateDeputyBatchesWhatComesWhileOneIsOut(t *testing.T) {
 	}
 }
 
+// Until the home answered an object with its bytes, the Locates that
+// come while its first is out go alone once the probe's wait ends (the
+// first may wait at the shard for an object not there yet): no batch.
+func TestLocateDeputySendsAloneUntilTheBytesCame(t *testing.T) {
+	h := &fakeHome{release: make(chan struct{})}
+	d := h.deputy()
+	d.probeWait = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go d.Locate(ctx, "home", &messages.Locate{ObjectId: "s"})
+	eventually(t, 10*time.Second, "the first Locate sent alone", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.alone) == 1 })
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if r, err := d.Locate(ctx, "home", &messages.Locate{ObjectId: "s"}); err != nil || r.GetSender() == nil {
+				t.Errorf("a Locate that waited for the probe: %v, %v", r, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(h.release)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.batches) != 0 || len(h.alone) != 4 {
+		t.Fatalf("%d batches and %d sent alone, want none and 4", len(h.batches), len(h.alone))
+	}
+}
+
 // A Locate that waits at a deputy leaves at its own deadline, TIMEOUT,
 // and the batch it was in still answers the others.
 func TestLocateDeputyWaiterLeavesAtItsDeadline(t *testing.T) {
 	h := &fakeHome{release: make(chan struct{}), inline: true}
 	d := h.deputy()
-	d.window = time.Hour // the batch never goes while the test looks
+	d.window, d.probeWait = time.Hour, time.Hour // the batch never goes while the test looks
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go d.Locate(ctx, "home", &messages.Locate{ObjectId: "o"})

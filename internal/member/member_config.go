@@ -112,8 +112,9 @@ type MemberConfig struct {
 	Log                          *logrus.Logger
 	Logger                       *slog.Logger
 	// LocateDeputies is how many groups of Locate deputies the members
-	// form (locate_deputy.go): 0, DefaultLocateDeputies from
-	// DeputyMinMembers members on and none below; < 0, none.
+	// form (locate_deputy.go; directory.LocateDeputies): 0,
+	// directory.DefaultLocateDeputies from directory.DeputyMinMembers
+	// members on and none below; < 0, none.
 	LocateDeputies int
 
 	// exp are the experiments (internal/experiments) a benchmark or a
