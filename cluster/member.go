@@ -124,7 +124,7 @@ type MemberConfig struct {
 	// form: a member sends its Locates of another member's directory
 	// shard through its group's deputy, which sends a hot small object's
 	// Locates on in batches (docs/architecture.md, "Locate deputies").
-	// 0: 16 from 128 members on, none below; -1: none.
+	// 0: 16 from 512 members on, none below; -1: none.
 	LocateDeputies int
 	// DefaultTimeout bounds calls that carry no deadline (default 30s).
 	DefaultTimeout time.Duration

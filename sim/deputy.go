@@ -60,8 +60,11 @@ type deputyState struct {
 	queue []deputyWaiter
 	// waiting are the Locates sent on and not answered yet.
 	waiting []deputyWaiter
-	// inline: the home answered the object with its bytes.
-	inline bool
+	// inline: the home answered the object with its bytes. slow: an
+	// answer that was to say so did not come within DeputyProbeWait
+	// (the object is not there yet): its Locates go alone until one
+	// comes with the bytes.
+	inline, slow bool
 	// streamed: an answer named a sender, or the table held a Locate
 	// to answer later (the object not there yet); Locates pass one by
 	// one.
@@ -115,7 +118,7 @@ func (w *world) viaDeputy(from, d *host, s *shard, m *messages.Locate, ctx fetch
 			w.deputies[key] = st
 		}
 		wt := deputyWaiter{m: m, ctx: ctx}
-		if st.streamed || (len(st.waiting) == 0 && len(st.queue) == 0) {
+		if st.streamed || st.slow || (len(st.waiting) == 0 && len(st.queue) == 0) {
 			w.deputyAlone(key, st, s, wt)
 			return
 		}
@@ -134,6 +137,9 @@ func (w *world) viaDeputy(from, d *host, s *shard, m *messages.Locate, ctx fetch
 		w.eng.after(wait, func() {
 			if st != w.deputies[key] || len(st.queue) == 0 || !d.alive {
 				return
+			}
+			if !st.inline {
+				st.slow = true // no answer yet: the object's later Locates go at once
 			}
 			w.deputyFlush(key, st, s)
 		})
@@ -244,7 +250,7 @@ func (w *world) deputyHandOn(st *deputyState, d *host, a deputyAnswer) {
 	if st != nil {
 		switch {
 		case a.m.GetHasInline():
-			st.inline = true
+			st.inline, st.slow = true, false
 		case a.m.GetError() == nil:
 			st.streamed = true
 		}

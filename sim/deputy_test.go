@@ -84,10 +84,10 @@ func TestLocateDeputiesSurviveTheirDeaths(t *testing.T) {
 	}
 }
 
-// Members form 16 deputy groups by default from 128 on, and none below
+// Members form 16 deputy groups by default from 512 on, and none below
 // (directory.LocateDeputies): the simulator's default is theirs.
-func TestDeputiesByDefaultFrom128Hosts(t *testing.T) {
-	for _, c := range []struct{ n, want int }{{64, 0}, {127, 0}, {128, 16}, {1024, 16}} {
+func TestDeputiesByDefaultFrom512Hosts(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{64, 0}, {511, 0}, {512, 16}, {1024, 16}} {
 		if got := DefaultParams(c.n).deputies(); got != c.want {
 			t.Errorf("N=%d: %d deputy groups by default, want %d", c.n, got, c.want)
 		}

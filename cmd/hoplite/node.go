@@ -107,7 +107,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof on the manage port (next to /metrics), with mutex and block profiling on")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 2*time.Second, "automanaged: how long a health check of a member may take")
 	fs.IntVar(&f.healthMisses, "health-misses", 3, "automanaged: health checks a member must miss in a row before it is dropped (a refused connection drops it at once)")
-	fs.IntVar(&f.locateDeputies, "locate-deputies", 0, "groups of Locate deputies the members form, which send a hot small object's Locates to its directory shard in batches: 0, 16 from 128 members on and none below; -1, none")
+	fs.IntVar(&f.locateDeputies, "locate-deputies", 0, "groups of Locate deputies the members form, which send a hot small object's Locates to its directory shard in batches: 0, 16 from 512 members on and none below; -1, none")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 10*time.Second, "a receiver gives up a stream that makes no progress for this long and asks the directory for another sender")
 	fs.DurationVar(&f.timerSlack, "timer-slack", defaultTimerSlack, "Linux: the process's timer slack (set, then the node executes itself again to give it to every thread); 0 leaves the kernel's (see internal/timerslack)")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "give up joining after this long (also bounds the check of the provider's server)")

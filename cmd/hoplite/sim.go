@@ -60,7 +60,7 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "seed: the same seed, the same timeline")
 	chunk := fs.String("chunk", "", "the transfer chunk (a cluster's fixed storenode ChunkSize); empty: what adapting members choose (plan.ChunkForObject, or the chunk a Get's shard chose for the tree's depth)")
 	fanOut := fs.Int("fanout", 0, "receivers a copy streams to at once (a directory shard's TableConfig.FanOut): 0, the cost model's choice for the receivers expected (a cluster's); 1, a chain; -1, as many as an uplink feeds at the rate a receiver takes bytes in (directory.FanOutFor)")
-	deputies := fs.Int("locate-deputies", 0, "groups of Locate deputies (a host's Locates of another host's shard go through its group's deputy, which sends a hot small object's in batches): 0, as members choose (16 from 128 hosts on, none below); -1, none")
+	deputies := fs.Int("locate-deputies", 0, "groups of Locate deputies (a host's Locates of another host's shard go through its group's deputy, which sends a hot small object's in batches): 0, as members choose (16 from 512 hosts on, none below); -1, none")
 	stripes := fs.Int("stripes", 0, "broadcast: cut the object into this many stripes, each receiver interior in one stripe's tree and a leaf in the others (directory.StripeTrees); 0 or 1: one sender a receiver")
 	jsonPath := fs.String("json", "", "write the reports (hoplite bench's JSON, one per N, in an array) here")
 	plotPath := fs.String("plot", "", "write a scale plot per scenario: PATH with -SCENARIO before its extension (.png or .svg)")

@@ -51,11 +51,11 @@ const deputyWindow = 200 * time.Microsecond
 // deputyProbeWait is how long a deputy holds the Locates that come while
 // an object's first is out, for its answer to say whether the object
 // goes in batches (its bytes) or alone (a sender, or no answer yet: the
-// object is not there). The simulator found 1 ms the balance at 1,024
-// hosts: the first answers of a 1 KiB broadcast come back in under it,
-// and an AllReduce's result, whose Locates wait for it at the shard,
-// lost 0.3 % (0.5 ms let the broadcast's batches go alone, 2 ms cost the
-// AllReduce 5 %).
+// object is not there). The simulator's 1,024 hosts need 1 ms: the
+// first answers of a 1 KiB broadcast come back within it (at 0.5 ms its
+// Locates went alone, 12.8 ms in all); an AllReduce's result, whose
+// Locates wait for it at the shard, holds the first Locates that follow
+// its probe for that long (see directory.DeputyMinMembers).
 const deputyProbeWait = time.Millisecond
 
 // deputyStreamedFor is how long a deputy sends an object's Locates on
@@ -88,9 +88,12 @@ type deputyObject struct {
 	out   int // sent on and not answered
 	queue []*deputyWaiter
 	// inline: the home answered the object with its bytes (its Locates
-	// that come while others are out go in batches).
-	inline   bool
-	streamed time.Time // when the home last left one of its Locates to be asked alone
+	// that come while others are out go in batches). slow: an answer
+	// that was to say so did not come within probeWait (the object is
+	// not there yet, and its Locate waits at the shard): its Locates go
+	// alone at once until one comes with the bytes.
+	inline, slow bool
+	streamed     time.Time // when the home last left one of its Locates to be asked alone
 }
 
 type deputyWaiter struct {
@@ -121,7 +124,7 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 		o = &deputyObject{}
 		d.objects[key] = o
 	}
-	if now.Sub(o.streamed) < deputyStreamedFor || (o.out == 0 && len(o.queue) == 0) {
+	if now.Sub(o.streamed) < deputyStreamedFor || o.slow || (o.out == 0 && len(o.queue) == 0) {
 		o.out++
 		d.mu.Unlock()
 		return d.sendAlone(ctx, key, o, l)
@@ -144,6 +147,9 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 		time.AfterFunc(wait, func() {
 			d.mu.Lock()
 			if d.objects[key] == o && len(o.queue) > 0 {
+				if !o.inline {
+					o.slow = true
+				}
 				d.flushQueue(key, o)
 				return
 			}
@@ -200,7 +206,7 @@ func (d *locateDeputy) sendAlone(ctx context.Context, key deputyKey, o *deputyOb
 	decided := false
 	if err == nil && r.GetError() == nil {
 		if r.GetHasInline() {
-			o.inline = true
+			o.inline, o.slow = true, false
 		} else {
 			o.streamed = time.Now()
 		}

@@ -125,7 +125,8 @@ func TestLocateDeputyBatchesWhatComesWhileOneIsOut(t *testing.T) {
 
 // Until the home answered an object with its bytes, the Locates that
 // come while its first is out go alone once the probe's wait ends (the
-// first may wait at the shard for an object not there yet): no batch.
+// first may wait at the shard for an object not there yet), and those
+// that come after it at once: no batch.
 func TestLocateDeputySendsAloneUntilTheBytesCame(t *testing.T) {
 	h := &fakeHome{release: make(chan struct{})}
 	d := h.deputy()
@@ -143,11 +144,21 @@ func TestLocateDeputySendsAloneUntilTheBytesCame(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// The probe's answer did not come: the object's next Locate goes
+	// alone at once, not after another wait.
+	d.mu.Lock()
+	d.probeWait = time.Hour
+	d.mu.Unlock()
+	soon, cancelSoon := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelSoon()
+	if _, err := d.Locate(soon, "home", &messages.Locate{ObjectId: "s"}); err != nil {
+		t.Fatalf("a Locate after the probe's wait ran out: %v", err)
+	}
 	close(h.release)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.batches) != 0 || len(h.alone) != 4 {
-		t.Fatalf("%d batches and %d sent alone, want none and 4", len(h.batches), len(h.alone))
+	if len(h.batches) != 0 || len(h.alone) != 5 {
+		t.Fatalf("%d batches and %d sent alone, want none and 5", len(h.batches), len(h.alone))
 	}
 }
 
