@@ -62,6 +62,9 @@ const deputyProbeWait = time.Millisecond
 // alone after the home left one of them to be asked alone.
 const deputyStreamedFor = time.Second
 
+// deputyBatchTimeout bounds a batch whose waiters gave no deadline.
+const deputyBatchTimeout = 30 * time.Second
+
 // deputyMaxObjects bounds the objects a deputy keeps state for: past it,
 // the idle ones are forgotten.
 const deputyMaxObjects = 4096
@@ -170,6 +173,11 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 		}
 		return res.r, nil
 	case <-ctx.Done():
+		// Out of the queue if still there: a Locate whose receiver left
+		// is not sent on (the home would record a copy for it).
+		d.mu.Lock()
+		o.queue = slices.DeleteFunc(o.queue, func(x *deputyWaiter) bool { return x == w })
+		d.mu.Unlock()
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer through the Locate deputy before the deadline")
 		}
@@ -233,6 +241,9 @@ func (d *locateDeputy) flush(key deputyKey, o *deputyObject, q []*deputyWaiter) 
 		if dl, ok := w.ctx.Deadline(); ok && dl.After(deadline) {
 			deadline = dl
 		}
+	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(deputyBatchTimeout) // callers without a deadline (the contract asks one)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()

@@ -86,7 +86,9 @@ func TestLocateDeputyBatchesWhatComesWhileOneIsOut(t *testing.T) {
 	got := make([]*messages.LocateReply, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { got[i], errs[i] = d.Locate(ctx, "home", &messages.Locate{ObjectId: "o", Attempt: uint64(i + 1)}) })
+		wg.Go(func() {
+			got[i], errs[i] = d.Locate(ctx, "home", &messages.Locate{ObjectId: "o", Attempt: uint64(i + 1)})
+		})
 	}
 	eventually(t, 10*time.Second, "the Locates queued", func() bool {
 		d.mu.Lock()
@@ -163,7 +165,7 @@ func TestLocateDeputySendsAloneUntilTheBytesCame(t *testing.T) {
 }
 
 // A Locate that waits at a deputy leaves at its own deadline, TIMEOUT,
-// and the batch it was in still answers the others.
+// and out of the queue: it is not sent on.
 func TestLocateDeputyWaiterLeavesAtItsDeadline(t *testing.T) {
 	h := &fakeHome{release: make(chan struct{}), inline: true}
 	d := h.deputy()
@@ -177,6 +179,12 @@ func TestLocateDeputyWaiterLeavesAtItsDeadline(t *testing.T) {
 	_, err := d.Locate(short, "home", &messages.Locate{ObjectId: "o"})
 	if !errors.Is(err, messages.ErrTimeout) {
 		t.Fatalf("a waiter past its deadline: %v, want TIMEOUT", err)
+	}
+	d.mu.Lock()
+	left := len(d.objects[deputyKey{"home", "o"}].queue)
+	d.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d Locates still queued after their receiver left, want none (the home would record copies for them)", left)
 	}
 	close(h.release)
 }
