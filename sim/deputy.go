@@ -13,15 +13,17 @@ import (
 
 // Locate deputies (Params.Deputies), as members run them
 // (internal/member/locate_deputy.go): a shard's receivers are split into
-// groups, and each group's Locates go to a deputy host, which sends a
-// Locate on alone at once when nothing else of its object is out from
-// it, and otherwise holds it up to DeputyWindow for others of the
-// object, sent on together in one batch. The home takes a batch in once
+// groups (here by index, in blocks; members by a hash of their id), and
+// each group's Locates go to a deputy host, which sends a Locate on alone
+// when nothing else of its object is out from it. Those that come while
+// one is out wait for its answer, at most DeputyProbeWait; once an answer
+// brought the object's bytes they go on together in one batch (and later
+// ones after DeputyWindow), else alone. The home takes a batch in once
 // and answers it from its published inline objects only
 // (inlineindex.Object.AnswerBatch), with the bytes once in one message
 // back; a Locate sent alone it answers as one sent straight (its index,
 // or its table). A deputy sends the Locates the home left on alone, and
-// once it saw that, or an answer that names a sender, it sends the
+// once it saw that or an answer that names a sender, it sends the
 // object's later Locates on alone (for the rest of the run: a member
 // does so for a second). Every Locate reaches the home after its Get
 // began, so an answer says what the shard held at a moment inside the
@@ -31,8 +33,9 @@ import (
 // configured with Params.Deputies choose (directory.LocateDeputies).
 func (p Params) deputies() int { return directory.LocateDeputies(p.Deputies, p.N) }
 
-// DeputyWindow is how long a deputy holds an object's first Locate for
-// others to go with it.
+// DeputyWindow is how long a deputy holds a Locate of an object the home
+// answered with its bytes, when others of it are out, for more to go
+// with it in one batch.
 var DeputyWindow = 200 * time.Microsecond
 
 // DeputyProbeWait is how long a deputy holds the Locates that come while
@@ -56,7 +59,7 @@ type deputyWaiter struct {
 // deputyState is what a deputy holds of one object's Locates.
 type deputyState struct {
 	home *host
-	// queue holds the Locates that wait for the window to end.
+	// queue holds the Locates that wait to be sent on.
 	queue []deputyWaiter
 	// waiting are the Locates sent on and not answered yet.
 	waiting []deputyWaiter
@@ -65,9 +68,8 @@ type deputyState struct {
 	// (the object is not there yet): its Locates go alone until one
 	// comes with the bytes.
 	inline, slow bool
-	// streamed: an answer named a sender, or the table held a Locate
-	// to answer later (the object not there yet); Locates pass one by
-	// one.
+	// streamed: an answer named a sender, or the home left a Locate
+	// of a batch; Locates pass one by one.
 	streamed bool
 }
 

@@ -26,26 +26,28 @@ import (
 // members are split into groups (by a hash of their id), and a member
 // sends its Locates of another member's shard to its group's deputy for
 // that shard: the member after the shard's home in the sorted member
-// list, by group. A deputy sends a Locate on at once when nothing else
-// of its object is out from it; one that comes while others are out
-// waits up to deputyWindow for more, and they go on together in one
+// list, by group. A deputy sends a Locate on alone when nothing else of
+// its object is out from it. Those that come while one is out wait for
+// its answer (at most probeWait): once an answer brought the object's
+// bytes they go on together (later ones after the window) in one
 // LocateBatch, which the home answers from its shard's published inline
-// objects with the bytes once (shardactor.ServeLocateBatch). What the
-// home leaves (a streamed object's Locates, or past its uplink's budget)
-// the deputy asks alone, as a Locate sent straight; once it has seen
-// that of an object, it sends that object's Locates on alone for
-// deputyStreamedFor. Every Locate still reaches the home after its
-// receiver sent it, so an answer says what the shard held at a moment
-// inside the Get: a Get that starts after a Delete completed is answered
-// NOT_FOUND, as without deputies. (Answering the Locates that come while
-// one is out with that one's answer would save the home more, and could
-// hand a Get that started after a Delete the bytes of an answer the home
-// sent before it.) A receiver whose deputy fails it (gone, of an older
-// version, or the shard moved under it) asks the home straight, within
-// the same deadline.
+// objects with the bytes once (shardactor.ServeLocateBatch); else each
+// goes alone. What the home leaves (a streamed object's Locates, or past
+// its uplink's budget) the deputy asks alone, as a Locate sent straight,
+// and so, for deputyStreamedFor, every later Locate of that object.
+// Every Locate still reaches the home after its receiver sent it, so an
+// answer says what the shard held at a moment inside the Get: a Get that
+// starts after a Delete completed is answered DELETED, as without
+// deputies. (Answering the Locates that come while one is out with that
+// one's answer would save the home more, and could hand a Get that
+// started after a Delete the bytes of an answer the home sent before
+// it.) A receiver whose deputy fails it (gone, of an older version, or
+// the shard moved under it) asks the home straight, within the same
+// deadline.
 
-// deputyWindow is how long a deputy holds a Locate that came while
-// others of its object were out, for more to go with it.
+// deputyWindow is how long a deputy holds a Locate of an object the home
+// answered with its bytes, when others of it are out, for more to go
+// with it in one batch.
 const deputyWindow = 200 * time.Microsecond
 
 // deputyProbeWait is how long a deputy holds the Locates that come while
