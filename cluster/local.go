@@ -55,6 +55,8 @@ type Config struct {
 	// until Stop. Read-only, plain HTTP: bind it where only those who may
 	// watch can reach it.
 	UI string
+	// LocateDeputies is every member's MemberConfig.LocateDeputies.
+	LocateDeputies int
 
 	// exp are the experiments (internal/experiments) every member runs
 	// with.
@@ -79,6 +81,7 @@ func (c Config) member() member.Config {
 	mc.Log = c.Log
 	mc.Logger = c.Logger
 	mc.UI = c.UI
+	mc.LocateDeputies = c.LocateDeputies
 	*experiments.In(&mc) = c.exp
 	*testhooks.In(&mc) = c.hooks
 	return mc
