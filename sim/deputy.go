@@ -217,7 +217,7 @@ func (w *world) deputyBatch(key deputyKey, st *deputyState, s *shard, batch []de
 			ls[i] = wt.m
 		}
 		o := s.inline.Lookup(key.id)
-		answered, _ := o.AnswerBatch(ls, w.now())
+		answered := o.AnswerBatch(ls, w.now())
 		var n int64
 		for _, ok := range answered {
 			if ok {

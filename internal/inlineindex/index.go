@@ -227,16 +227,8 @@ func (x *Index) AnswerLocate(l *messages.Locate, now time.Time) *messages.Locate
 // table's failover rules) or, keeping a copy, no receiver (the table's
 // refusal). For a caller that looked o up already (before decoding l).
 func (o *Object) AnswerLocate(l *messages.Locate, now time.Time) *messages.LocateReply {
-	if o == nil || l.GetObjectId() != o.ID || l.GetFailedSender() != nil {
-		return nil
-	}
-	var reader *messages.NodeRef
-	if !l.GetNoCopy() {
-		if reader = l.GetReceiver(); reader.GetNodeId() == "" {
-			return nil
-		}
-	}
-	if !o.Answer(now, reader) {
+	reader, ok := o.readerOf(l)
+	if !ok || !o.Answer(now, reader) {
 		return nil
 	}
 	return &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,
@@ -255,9 +247,33 @@ func (o *Object) AnswerLocate(l *messages.Locate, now time.Time) *messages.Locat
 func (o *Object) Answer(now time.Time, reader *messages.NodeRef) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.withdrawn || (reader != nil && len(o.readers) >= maxInlineReaders) {
+	if o.withdrawn || (reader != nil && len(o.readers) >= maxInlineReaders) || !o.spendUplink(now) {
 		return false
 	}
+	o.record(reader)
+	return true
+}
+
+// readerOf is the reader l records if o answers it (nil: a receiver that
+// keeps no copy), or false if the table must answer l: o is nil or not
+// l's object, l names a sender that failed it (the table's failover
+// rules), or it keeps a copy and names no receiver (the table's refusal).
+func (o *Object) readerOf(l *messages.Locate) (reader *messages.NodeRef, ok bool) {
+	if o == nil || l.GetObjectId() != o.ID || l.GetFailedSender() != nil {
+		return nil, false
+	}
+	if !l.GetNoCopy() {
+		if reader = l.GetReceiver(); reader.GetNodeId() == "" {
+			return nil, false
+		}
+	}
+	return reader, true
+}
+
+// spendUplink counts one copy of o's bytes leaving at now on the
+// shard's uplink, as the table does (AnswerWithBytes), or reports that
+// its budget is spent. Under o.mu.
+func (o *Object) spendUplink(now time.Time) bool {
 	at := now
 	if o.queue.at.After(at) {
 		at = o.queue.at
@@ -268,80 +284,57 @@ func (o *Object) Answer(now time.Time, reader *messages.NodeRef) bool {
 		return false
 	}
 	o.queue = queue{queued: q + float64(o.Size), at: at}
-	if reader != nil {
-		if len(o.readers) == 0 && o.x != nil {
-			o.x.mu.Lock()
-			o.x.recorded = append(o.x.recorded, o)
-			o.x.nRecorded.Add(1)
-			o.x.mu.Unlock()
-		}
-		o.readers = append(o.readers, reader)
-	}
 	return true
+}
+
+// record keeps reader (nil: none) for the table to take. Under o.mu,
+// with room under maxInlineReaders checked by the caller.
+func (o *Object) record(reader *messages.NodeRef) {
+	if reader == nil {
+		return
+	}
+	if len(o.readers) == 0 && o.x != nil {
+		o.x.mu.Lock()
+		o.x.recorded = append(o.x.recorded, o)
+		o.x.nRecorded.Add(1)
+		o.x.mu.Unlock()
+	}
+	o.readers = append(o.readers, reader)
 }
 
 // AnswerBatch answers the Locates of a Locate deputy's batch, all of o,
 // arriving at now: answered[i] says whether ls[i] is answered with o's
 // bytes (with its receiver's copy recorded, as Answer records it), which
 // the batch's reply carries once, so the uplink's budget counts them once.
-// A Locate that AnswerLocate would leave to the table (it names a failed
-// sender, or no receiver while keeping a copy) is left, and so is every
-// Locate when the budget is spent, the object withdrawn, or its readers
-// at maxInlineReaders. none: no Locate was answered.
-func (o *Object) AnswerBatch(ls []*messages.Locate, now time.Time) (answered []bool, none bool) {
-	answered = make([]bool, len(ls))
-	if o == nil {
-		return answered, true
-	}
-	var readers []*messages.NodeRef
-	var idx []int
+// A Locate that AnswerLocate would leave to the table (readerOf) is left,
+// and so is every Locate when the budget is spent or the object
+// withdrawn, and one whose reader finds maxInlineReaders recorded.
+func (o *Object) AnswerBatch(ls []*messages.Locate, now time.Time) []bool {
+	answered := make([]bool, len(ls))
+	readers := make([]*messages.NodeRef, len(ls))
+	some := false
 	for i, l := range ls {
-		if l.GetObjectId() != o.ID || l.GetFailedSender() != nil {
-			continue
-		}
-		var reader *messages.NodeRef
-		if !l.GetNoCopy() {
-			if reader = l.GetReceiver(); reader.GetNodeId() == "" {
-				continue
-			}
-		}
-		readers = append(readers, reader)
-		idx = append(idx, i)
+		readers[i], answered[i] = o.readerOf(l)
+		some = some || answered[i]
 	}
-	if len(idx) == 0 {
-		return answered, true
+	if !some {
+		return answered
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.withdrawn {
-		return answered, true
+	if o.withdrawn || !o.spendUplink(now) {
+		clear(answered)
+		return answered
 	}
-	at := now
-	if o.queue.at.After(at) {
-		at = o.queue.at
-	}
-	q := directory.InlineQueued(o.queue.queued, o.queue.at, at, o.uplink)
-	if !directory.AnswerWithBytes(q, o.Size, o.uplink) {
-		o.queue = queue{queued: q, at: at}
-		return answered, true
-	}
-	o.queue = queue{queued: q + float64(o.Size), at: at}
-	none = true
-	for k, reader := range readers {
-		if reader != nil {
-			if len(o.readers) >= maxInlineReaders {
-				continue
-			}
-			if len(o.readers) == 0 && o.x != nil {
-				o.x.mu.Lock()
-				o.x.recorded = append(o.x.recorded, o)
-				o.x.nRecorded.Add(1)
-				o.x.mu.Unlock()
-			}
-			o.readers = append(o.readers, reader)
+	for i, reader := range readers {
+		if !answered[i] {
+			continue
 		}
-		answered[idx[k]] = true
-		none = false
+		if reader != nil && len(o.readers) >= maxInlineReaders {
+			answered[i] = false
+			continue
+		}
+		o.record(reader)
 	}
-	return answered, none
+	return answered
 }

@@ -250,9 +250,9 @@ func TestObjectAnswerBatch(t *testing.T) {
 		{ObjectId: "b", Receiver: node(4)},
 		{ObjectId: "a", Receiver: node(5)},
 	}
-	got, none := o.AnswerBatch(ls, t0)
-	if want := []bool{true, false, false, true, false, true}; none || !slices.Equal(got, want) {
-		t.Fatalf("answered %v (none %v), want %v", got, none, want)
+	got := o.AnswerBatch(ls, t0)
+	if want := []bool{true, false, false, true, false, true}; !slices.Equal(got, want) {
+		t.Fatalf("answered %v, want %v", got, want)
 	}
 	if q := o.queue.queued; q != float64(o.Size) {
 		t.Fatalf("the batch counted %v bytes on the uplink, want one copy's %d", q, o.Size)
@@ -267,14 +267,14 @@ func TestObjectAnswerBatch(t *testing.T) {
 	if !dropped["n2"] || !dropped["n5"] || dropped["n3"] {
 		t.Fatalf("the Delete dropped %v, want n2 and n5 (recorded), not n3", dropped)
 	}
-	if got, none := o.AnswerBatch(ls[:1], t0); !none || got[0] {
+	if got := o.AnswerBatch(ls[:1], t0); got[0] {
 		t.Fatal("a withdrawn object answered a batch")
 	}
 	// Past the budget, none is answered.
 	p := &Object{ID: "p", Size: 1 << 10, uplink: 1e6}
 	for p.Answer(t0, nil) {
 	}
-	if _, none := p.AnswerBatch([]*messages.Locate{{ObjectId: "p", NoCopy: true}}, t0); !none {
+	if got := p.AnswerBatch([]*messages.Locate{{ObjectId: "p", NoCopy: true}}, t0); got[0] {
 		t.Fatal("a batch answered past the uplink's budget")
 	}
 }

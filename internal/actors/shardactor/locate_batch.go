@@ -44,7 +44,7 @@ func ServeLocateBatch(system *actor.ActorSystem, shardFor func(id string) *actor
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard of %q is not on this member (%s)", id, pid.GetAddress())
 	}
 	o := lookupInline(pid).Lookup(id)
-	answered, _ := o.AnswerBatch(ls, time.Now())
+	answered := o.AnswerBatch(ls, time.Now())
 	reply := &messages.LocateBatchReply{Replies: make([]*messages.LocateReply, len(ls))}
 	for i, l := range ls {
 		if !answered[i] {
