@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/locatedeputy"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -14,33 +15,25 @@ import (
 // Locate deputies (Params.Deputies), as members run them
 // (internal/member/locate_deputy.go): a shard's receivers are split into
 // groups (here by index, in blocks; members by a hash of their id), and
-// each group's Locates go to a deputy host, which sends a Locate on alone
-// when nothing else of its object is out from it. Those that come while
-// one is out wait for its answer, at most DeputyProbeWait; once an answer
-// brought the object's bytes they go on together in one batch (and later
-// ones after DeputyWindow), else alone. The home takes a batch in once
-// and answers it from its published inline objects only
-// (inlineindex.Object.AnswerBatch), with the bytes once in one message
-// back; a Locate sent alone it answers as one sent straight (its index,
-// or its table). A deputy sends the Locates the home left on alone, and
-// once it saw that or an answer that names a sender, it sends the
-// object's later Locates on alone (for the rest of the run: a member
-// does so for a second). Every Locate reaches the home after its Get
-// began, so an answer says what the shard held at a moment inside the
-// Get, as a Locate sent straight does.
+// each group's Locates go to a deputy host, which sends them on to the
+// home alone or in batches as package locatedeputy's rule says, the
+// members' own. The home takes a batch in once and answers it from its
+// published inline objects only (inlineindex.Object.AnswerBatch), with
+// the bytes once in one message back; a Locate sent alone it answers as
+// one sent straight (its index, or its table). Every Locate reaches the
+// home after its Get began, so an answer says what the shard held at a
+// moment inside the Get, as a Locate sent straight does.
 
 // deputies is how many deputy groups the hosts form: as members
 // configured with Params.Deputies choose (directory.LocateDeputies).
 func (p Params) deputies() int { return directory.LocateDeputies(p.Deputies, p.N) }
 
-// DeputyWindow is how long a deputy holds a Locate of an object the home
-// answered with its bytes, when others of it are out, for more to go
-// with it in one batch.
-var DeputyWindow = 200 * time.Microsecond
-
-// DeputyProbeWait is how long a deputy holds the Locates that come while
-// an object's first is out, for its answer to say how the object goes.
-var DeputyProbeWait = time.Millisecond
+// DeputyWindow and DeputyProbeWait are the rule's waits
+// (locatedeputy.Window and ProbeWait), for a run to try others.
+var (
+	DeputyWindow    = locatedeputy.Window
+	DeputyProbeWait = locatedeputy.ProbeWait
+)
 
 // deputyKey names one deputy's batching of one object's Locates for one
 // table (a moved shard's new table starts anew).
@@ -56,21 +49,14 @@ type deputyWaiter struct {
 	ctx fetchReply
 }
 
-// deputyState is what a deputy holds of one object's Locates.
+// deputyState is what a deputy holds of one object's Locates: the
+// rule's state (package locatedeputy, the members' own), the Locates it
+// queued, and those sent on and not answered (for a failure).
 type deputyState struct {
-	home *host
-	// queue holds the Locates that wait to be sent on.
-	queue []deputyWaiter
-	// waiting are the Locates sent on and not answered yet.
+	home    *host
+	rule    locatedeputy.Object
+	queue   []deputyWaiter
 	waiting []deputyWaiter
-	// inline: the home answered the object with its bytes. slow: an
-	// answer that was to say so did not come within DeputyProbeWait
-	// (the object is not there yet): its Locates go alone until one
-	// comes with the bytes.
-	inline, slow bool
-	// streamed: an answer named a sender, or the home left a Locate
-	// of a batch; Locates pass one by one.
-	streamed bool
 }
 
 // deputyAnswer is one answer for a deputy to hand on.
@@ -120,45 +106,43 @@ func (w *world) viaDeputy(from, d *host, s *shard, m *messages.Locate, ctx fetch
 			w.deputies[key] = st
 		}
 		wt := deputyWaiter{m: m, ctx: ctx}
-		if st.streamed || st.slow || (len(st.waiting) == 0 && len(st.queue) == 0) {
+		alone, wait, flush := st.rule.Arrive(w.now())
+		if alone {
 			w.deputyAlone(key, st, s, wt)
 			return
 		}
 		st.queue = append(st.queue, wt)
-		if len(st.queue) > 1 {
-			return
-		}
-		// A Locate that comes while others of its object are out waits:
-		// once the home answered the object with its bytes, DeputyWindow
-		// for more to go with it in a batch; before, for that answer, at
-		// most DeputyProbeWait, and alone if it does not come.
-		wait := DeputyProbeWait
-		if st.inline {
-			wait = DeputyWindow
-		}
-		w.eng.after(wait, func() {
-			if st != w.deputies[key] || len(st.queue) == 0 || !d.alive {
-				return
-			}
-			if !st.inline {
-				st.slow = true // no answer yet: the object's later Locates go at once
-			}
+		switch {
+		case flush:
 			w.deputyFlush(key, st, s)
-		})
+		case wait != locatedeputy.NoWait:
+			after := DeputyWindow
+			if wait == locatedeputy.WaitProbe {
+				after = DeputyProbeWait
+			}
+			w.eng.after(after, func() {
+				if st != w.deputies[key] || len(st.queue) == 0 || !d.alive {
+					return
+				}
+				st.rule.TimerFired()
+				w.deputyFlush(key, st, s)
+			})
+		}
 	})
 }
 
-// deputyFlush sends a deputy's queued Locates of an object on: in one
-// batch once the home answered the object with its bytes, else each
-// alone.
+// deputyFlush sends a deputy's queued Locates of an object on, in one
+// batch or each alone, as the rule says.
 func (w *world) deputyFlush(key deputyKey, st *deputyState, s *shard) {
+	_, batch := st.rule.Flush(w.now())
 	q := st.queue
 	st.queue = nil
-	if st.inline && !st.streamed {
+	if batch {
 		w.deputyBatch(key, st, s, q)
 		return
 	}
 	for _, wt := range q {
+		st.rule.SentAlone()
 		w.deputyAlone(key, st, s, wt)
 	}
 }
@@ -228,57 +212,53 @@ func (w *world) deputyBatch(key deputyKey, st *deputyState, s *shard, batch []de
 		}
 		w.sendBytes(home, d, qConn, viaRequest, n, func() {
 			cur := w.deputies[key]
+			if cur == nil {
+				return // forgotten: the deputy or the home died (deputyHostDied)
+			}
+			cur.rule.BatchAnswered(w.now(), len(batch), slices.Contains(answered, false))
 			for i, wt := range batch {
+				cur.waiting = slices.DeleteFunc(cur.waiting, func(x deputyWaiter) bool { return x.ctx == wt.ctx })
 				if !answered[i] {
-					if cur != nil {
-						cur.streamed = true
-						cur.waiting = slices.DeleteFunc(cur.waiting, func(x deputyWaiter) bool { return x.ctx == wt.ctx })
-						w.deputyAlone(key, cur, s, wt)
-					}
+					cur.rule.SentAlone()
+					w.deputyAlone(key, cur, s, wt)
 					continue
 				}
 				r := &messages.LocateReply{ObjectId: o.ID, Size: o.Size, Fingerprint: o.Fingerprint, HasInline: true,
 					InlineData: o.Data, Attempt: wt.m.GetAttempt()}
-				w.deputyHandOn(cur, d, deputyAnswer{to: wt.ctx, m: r})
+				w.deputyHandOn(d, deputyAnswer{to: wt.ctx, m: r})
 			}
 			w.deputyIdle(key, cur)
 		})
 	})
 }
 
-// deputyHandOn sends one answer from deputy d to its receiver, and
-// notes what it says of the object.
-func (w *world) deputyHandOn(st *deputyState, d *host, a deputyAnswer) {
-	if st != nil {
-		switch {
-		case a.m.GetHasInline():
-			st.inline, st.slow = true, false
-		case a.m.GetError() == nil:
-			st.streamed = true
-		}
-		st.waiting = slices.DeleteFunc(st.waiting, func(wt deputyWaiter) bool { return wt.ctx == a.to })
-	}
+// deputyHandOn sends one answer from deputy d to its receiver.
+func (w *world) deputyHandOn(d *host, a deputyAnswer) {
 	w.sendBytes(d, a.to.h, qStore, viaRequest, int64(len(a.m.GetInlineData())), func() { w.locateAnswered(a.to, a.m) })
 }
 
-// deputyIdle forgets a deputy's state of an object once nothing of it
-// is out or waits (and it is not known to stream).
+// deputyIdle forgets a deputy's state of an object once the rule says it
+// may and nothing of it waits.
 func (w *world) deputyIdle(key deputyKey, st *deputyState) {
-	if st != nil && !st.streamed && len(st.queue) == 0 && len(st.waiting) == 0 {
+	if st != nil && st.rule.Idle(w.now()) && len(st.queue) == 0 && len(st.waiting) == 0 {
 		delete(w.deputies, key)
 	}
 }
 
 // deputyReplied carries the home's answer to a Locate a deputy sent
-// alone back to the deputy, which hands it on.
+// alone back to the deputy, which hands it on and tells the rule what
+// it says of the object: the Locates that waited for it go now if it
+// decided how.
 func (w *world) deputyReplied(from *host, to deputyReply, m *messages.LocateReply) {
 	d := to.key.d
 	w.sendBytes(from, d, qConn, viaRequest, int64(len(m.GetInlineData())), func() {
+		w.deputyHandOn(d, deputyAnswer{to: to.to, m: m})
 		st := w.deputies[to.key]
-		w.deputyHandOn(st, d, deputyAnswer{to: to.to, m: m})
-		if st != nil && len(st.queue) > 0 && (st.inline || st.streamed) {
-			// The answer says how the object goes: the Locates that
-			// waited for it go now.
+		if st == nil {
+			return
+		}
+		st.waiting = slices.DeleteFunc(st.waiting, func(wt deputyWaiter) bool { return wt.ctx == to.to })
+		if st.rule.AloneAnswered(w.now(), m, true) && len(st.queue) > 0 {
 			w.deputyFlush(to.key, st, w.shards[directory.ShardIndex(to.key.id, len(w.shards))])
 		}
 		w.deputyIdle(to.key, st)

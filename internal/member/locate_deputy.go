@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hoplite-go/hoplite/internal/locatedeputy"
 	"github.com/hoplite-go/hoplite/messages"
 )
 
@@ -17,44 +18,20 @@ import (
 // (18 ms in the simulator, against MPI's 1.9 ms). With deputies, the
 // members are split into groups (by a hash of their id), and a member
 // sends its Locates of another member's shard to its group's deputy for
-// that shard: the member after the shard's home in the sorted member
-// list, by group. A deputy sends a Locate on alone when nothing else of
-// its object is out from it. Those that come while one is out wait for
-// its answer (at most probeWait): once an answer brought the object's
-// bytes they go on together (later ones after the window) in one
-// LocateBatch, which the home answers from its shard's published inline
-// objects with the bytes once (shardactor.ServeLocateBatch); else each
-// goes alone. What the home leaves (a streamed object's Locates, or past
-// its uplink's budget) the deputy asks alone, as a Locate sent straight,
-// and so, for deputyStreamedFor, every later Locate of that object.
-// Every Locate still reaches the home after its receiver sent it, so an
-// answer says what the shard held at a moment inside the Get: a Get that
-// starts after a Delete completed is answered DELETED, as without
-// deputies. (Answering the Locates that come while one is out with that
-// one's answer would save the home more, and could hand a Get that
-// started after a Delete the bytes of an answer the home sent before
-// it.) A receiver whose deputy fails it (gone, of an older version, or
-// the shard moved under it) asks the home straight, within the same
+// that shard (locate_via.go). The deputy sends them on to the shard's
+// member alone or in a LocateBatch, which the home answers from its
+// shard's published inline objects with the bytes once
+// (shardactor.ServeLocateBatch), as package locatedeputy's rule says;
+// what the home leaves it asks alone, as a Locate sent straight. Every
+// Locate still reaches the home after its receiver sent it, so an answer
+// says what the shard held at a moment inside the Get: a Get that starts
+// after a Delete completed is answered DELETED, as without deputies.
+// (Answering the Locates that come while one is out with that one's
+// answer would save the home more, and could hand a Get that started
+// after a Delete the bytes of an answer the home sent before it.) A
+// receiver whose deputy fails it (gone, of an older version, or the
+// shard moved under it) asks the home straight, within the same
 // deadline.
-
-// deputyWindow is how long a deputy holds a Locate of an object the home
-// answered with its bytes, when others of it are out, for more to go
-// with it in one batch.
-const deputyWindow = 200 * time.Microsecond
-
-// deputyProbeWait is how long a deputy holds the Locates that come while
-// an object's first is out, for its answer to say whether the object
-// goes in batches (its bytes) or alone (a sender, or no answer yet: the
-// object is not there). The simulator's 1,024 hosts need 1 ms: the
-// first answers of a 1 KiB broadcast come back within it (at 0.5 ms its
-// Locates went alone, 12.8 ms in all); an AllReduce's result, whose
-// Locates wait for it at the shard, holds the first Locates that follow
-// its probe for that long (see directory.DeputyMinMembers).
-const deputyProbeWait = time.Millisecond
-
-// deputyStreamedFor is how long a deputy sends an object's Locates on
-// alone after the home left one of them to be asked alone.
-const deputyStreamedFor = time.Second
 
 // deputyBatchTimeout bounds a batch whose waiters gave no deadline.
 const deputyBatchTimeout = 30 * time.Second
@@ -64,8 +41,10 @@ const deputyBatchTimeout = 30 * time.Second
 const deputyMaxObjects = 4096
 
 // locateDeputy is a member's side as a Locate deputy: the Locates it
-// sends on, by the home's data address and object.
+// sends on, by the home's data address and object, as the rule of
+// package locatedeputy says.
 type locateDeputy struct {
+	// window and probeWait are the rule's waits (tests stretch them).
 	window, probeWait time.Duration
 	// batch and alone reach a home on the data plane (CallLocateBatch,
 	// CallLocate); tests replace them.
@@ -80,17 +59,11 @@ type locateDeputy struct {
 
 type deputyKey struct{ addr, id string }
 
-// deputyObject is what a deputy holds of one object's Locates.
+// deputyObject is what a deputy holds of one object's Locates: the
+// rule's state, and the Locates it queued.
 type deputyObject struct {
-	out   int // sent on and not answered
+	rule  locatedeputy.Object
 	queue []*deputyWaiter
-	// inline: the home answered the object with its bytes (its Locates
-	// that come while others are out go in batches). slow: an answer
-	// that was to say so did not come within probeWait (the object is
-	// not there yet, and its Locate waits at the shard): its Locates go
-	// alone at once until one comes with the bytes.
-	inline, slow bool
-	streamed     time.Time // when the home last left one of its Locates to be asked alone
 }
 
 type deputyWaiter struct {
@@ -99,6 +72,7 @@ type deputyWaiter struct {
 	done chan deputyResult // buffered: flush never waits
 }
 
+// deputyResult is a queued Locate's answer, or direct: send it alone.
 type deputyResult struct {
 	r      *messages.LocateReply
 	direct bool
@@ -106,7 +80,8 @@ type deputyResult struct {
 
 func newLocateDeputy(batch func(ctx context.Context, addr string, ls []*messages.Locate) ([]*messages.LocateReply, []bool, error),
 	alone func(ctx context.Context, addr string, l *messages.Locate) (*messages.LocateReply, error)) *locateDeputy {
-	return &locateDeputy{window: deputyWindow, probeWait: deputyProbeWait, batch: batch, alone: alone, objects: map[deputyKey]*deputyObject{}}
+	return &locateDeputy{window: locatedeputy.Window, probeWait: locatedeputy.ProbeWait, batch: batch, alone: alone,
+		objects: map[deputyKey]*deputyObject{}}
 }
 
 // Locate sends l on to the home at addr, alone or in a batch, and
@@ -121,32 +96,26 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 		o = &deputyObject{}
 		d.objects[key] = o
 	}
-	if now.Sub(o.streamed) < deputyStreamedFor || o.slow || (o.out == 0 && len(o.queue) == 0) {
-		o.out++
+	alone, wait, flush := o.rule.Arrive(now)
+	if alone {
 		d.mu.Unlock()
 		return d.sendAlone(ctx, key, o, l)
 	}
 	w := &deputyWaiter{l: l, ctx: ctx, done: make(chan deputyResult, 1)}
 	o.queue = append(o.queue, w)
 	switch {
-	case len(o.queue) >= messages.MaxLocateBatch:
+	case flush:
 		d.flushQueue(key, o)
-	case len(o.queue) == 1:
-		// Once the home answered the object with its bytes, the Locates
-		// that come while others are out wait the window for more to go
-		// with them; before, they wait for that answer (at most
-		// probeWait), to learn whether the object goes in batches.
-		wait := d.probeWait
-		if o.inline {
-			wait = d.window
+	case wait != locatedeputy.NoWait:
+		after := d.window
+		if wait == locatedeputy.WaitProbe {
+			after = d.probeWait
 		}
 		d.mu.Unlock()
-		time.AfterFunc(wait, func() {
+		time.AfterFunc(after, func() {
 			d.mu.Lock()
 			if d.objects[key] == o && len(o.queue) > 0 {
-				if !o.inline {
-					o.slow = true
-				}
+				o.rule.TimerFired()
 				d.flushQueue(key, o)
 				return
 			}
@@ -161,7 +130,7 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 			// (o may be forgotten by now, idle: then this counts on
 			// nothing anyone reads.)
 			d.mu.Lock()
-			o.out++
+			o.rule.SentAlone()
 			d.mu.Unlock()
 			return d.sendAlone(ctx, key, o, l)
 		}
@@ -170,7 +139,10 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 		// Out of the queue if still there: a Locate whose receiver left
 		// is not sent on (the home would record a copy for it).
 		d.mu.Lock()
-		o.queue = slices.DeleteFunc(o.queue, func(x *deputyWaiter) bool { return x == w })
+		if i := slices.Index(o.queue, w); i >= 0 {
+			o.queue = slices.Delete(o.queue, i, i+1)
+			o.rule.Leave()
+		}
 		d.mu.Unlock()
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, messages.Errorf(messages.ErrorCode_TIMEOUT, "no answer through the Locate deputy before the deadline")
@@ -179,43 +151,31 @@ func (d *locateDeputy) Locate(ctx context.Context, addr string, l *messages.Loca
 	}
 }
 
-// flushQueue sends o's queued Locates on: in one batch once the home
-// answered the object with its bytes (and has not left one of its
-// Locates since), else each alone, by its own waiter. Called under d.mu,
-// which it releases.
+// flushQueue sends o's queued Locates on, in one batch or each alone by
+// its own waiter, as the rule says. Called under d.mu, which it releases.
 func (d *locateDeputy) flushQueue(key deputyKey, o *deputyObject) {
+	_, batch := o.rule.Flush(time.Now())
 	q := o.queue
 	o.queue = nil
-	if o.inline && time.Since(o.streamed) >= deputyStreamedFor {
-		o.out += len(q)
-		d.mu.Unlock()
+	d.mu.Unlock()
+	if batch {
 		go d.flush(key, o, q)
 		return
 	}
-	d.mu.Unlock()
 	for _, w := range q {
 		w.done <- deputyResult{direct: true}
 	}
 }
 
-// sendAlone sends l on to the home by itself; an answer that names a
-// sender (a streamed object) has the object's later Locates sent so too.
+// sendAlone sends l on to the home by itself, and tells the rule what
+// the answer says of the object; the Locates that waited for it go now
+// if it decided how.
 func (d *locateDeputy) sendAlone(ctx context.Context, key deputyKey, o *deputyObject, l *messages.Locate) (*messages.LocateReply, error) {
 	d.sentAlone.Add(1)
 	r, err := d.alone(ctx, key.addr, l)
 	d.mu.Lock()
-	o.out--
-	decided := false
-	if err == nil && r.GetError() == nil {
-		if r.GetHasInline() {
-			o.inline, o.slow = true, false
-		} else {
-			o.streamed = time.Now()
-		}
-		decided = true
-	}
-	if decided && len(o.queue) > 0 && d.objects[key] == o {
-		d.flushQueue(key, o) // the Locates that waited for this answer
+	if o.rule.AloneAnswered(time.Now(), r, err == nil) && d.objects[key] == o && len(o.queue) > 0 {
+		d.flushQueue(key, o)
 	} else {
 		d.mu.Unlock()
 	}
@@ -244,12 +204,8 @@ func (d *locateDeputy) flush(key deputyKey, o *deputyObject, q []*deputyWaiter) 
 	d.batches.Add(1)
 	d.batched.Add(int64(len(q)))
 	replies, direct, err := d.batch(ctx, key.addr, ls)
-	now := time.Now()
 	d.mu.Lock()
-	o.out -= len(q)
-	if err != nil || slices.Contains(direct, true) {
-		o.streamed = now
-	}
+	o.rule.BatchAnswered(time.Now(), len(q), err != nil || slices.Contains(direct, true))
 	d.mu.Unlock()
 	for i, w := range q {
 		if err != nil || direct[i] {
@@ -267,7 +223,7 @@ func (d *locateDeputy) forget(now time.Time) {
 		return
 	}
 	for k, o := range d.objects {
-		if o.out == 0 && len(o.queue) == 0 && now.Sub(o.streamed) >= deputyStreamedFor {
+		if o.rule.Idle(now) && len(o.queue) == 0 {
 			delete(d.objects, k)
 		}
 	}
