@@ -388,10 +388,8 @@ func (state *endpointWriter) closeClientConn() {
 		state.stream = nil
 	}
 	if state.conn != nil {
-		err := state.conn.Close()
-		if err != nil {
-			state.remote.Logger().Error("EndpointWriter error when closing the client conn", slog.Any("error", err))
-		}
+		// Hoplite patch: bounded (close_bounded_hoplite.go).
+		state.remote.closeConnWithin(state.address, state.conn)
 		state.conn = nil
 	}
 }

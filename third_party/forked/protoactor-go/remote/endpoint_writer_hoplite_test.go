@@ -58,3 +58,57 @@ func TestShutdownDuringAnUnansweredConnect(t *testing.T) {
 		t.Fatal("Shutdown still running after 5 s: the endpoint writer is stuck in its connect")
 	}
 }
+
+// Hoplite patch: a killed Remote's Shutdown returns within the teardown
+// bound even when gRPC's ClientConn.Close and Server.Stop do not return
+// (close_bounded_hoplite.go). Without the bound it waited on them: the
+// endpoint supervisor's stop for 10 s, the server's stop for ever.
+func TestShutdownOutlastsAStuckGRPCTeardown(t *testing.T) {
+	peer, _ := startRemoteSystem(t)
+	target, parked := spawnTarget(t, peer)
+
+	system := actor.NewActorSystem()
+	cfg := Configure("127.0.0.1", 0)
+	cfg.MaxRetryCount = 1
+	r := NewRemote(system, cfg)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // the real close and stop then run
+	closes, stops := make(chan struct{}, 8), make(chan struct{}, 8)
+	r.teardown.closeConn = func(c *grpc.ClientConn) error {
+		closes <- struct{}{}
+		<-release
+		return c.Close()
+	}
+	r.teardown.stopServer = func(s *grpc.Server) {
+		stops <- struct{}{}
+		<-release
+		s.Stop()
+	}
+	r.teardown.wait = 200 * time.Millisecond
+	r.Start()
+	// The first message to the peer's address starts a writer's connection.
+	system.Root.Send(target, &ListProcessesRequest{Pattern: "hello"})
+	select {
+	case <-parked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message did not reach the peer")
+	}
+
+	done := make(chan struct{})
+	go func() {
+		r.Shutdown(false)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown still running after 5 s: it waits on gRPC's teardown")
+	}
+	for what, ch := range map[string]chan struct{}{"the writer's ClientConn.Close": closes, "the server's Stop": stops} {
+		select {
+		case <-ch:
+		default:
+			t.Errorf("%s was never called", what)
+		}
+	}
+}

@@ -35,6 +35,8 @@ type Remote struct {
 	// Hoplite patch: requests sent and not yet answered
 	// (pending_requests_hoplite.go).
 	pending *pendingRequests
+	// Hoplite patch: gRPC's teardown, bounded (close_bounded_hoplite.go).
+	teardown teardown
 }
 
 func NewRemote(actorSystem *actor.ActorSystem, config *Config) *Remote {
@@ -44,6 +46,7 @@ func NewRemote(actorSystem *actor.ActorSystem, config *Config) *Remote {
 		kinds:       make(map[string]*actor.Props),
 		blocklist:   NewBlockList(),
 		pending:     newPendingRequests(actorSystem),
+		teardown:    defaultTeardown(),
 	}
 	for k, v := range config.Kinds {
 		r.kinds[k] = v
@@ -134,7 +137,7 @@ func (r *Remote) Shutdown(graceful bool) {
 		// stopped only the server, and the endpoints to other members kept
 		// delivering this system's messages).
 		r.edpReader.suspend(true)
-		r.s.Stop()
+		r.stopServerWithin()
 		r.edpManager.stop()
 		r.Logger().Info("Killed Proto.Actor server")
 	}
