@@ -1490,7 +1490,16 @@ type CreateObject struct {
 	// until every gather is done, and a participant that dies before then
 	// re-plans the AllReduce over other sources (a Get that had read them
 	// would hold bytes of no result).
-	Unoffered     bool `protobuf:"varint,10,opt,name=unoffered,proto3" json:"unoffered,omitempty"`
+	Unoffered bool `protobuf:"varint,10,opt,name=unoffered,proto3" json:"unoffered,omitempty"`
+	// complete: the creator's copy is whole once this registration is
+	// answered (an inline Put from the creator node's own process, which
+	// copies the bytes in as soon as the answer comes): the shard records it
+	// COMPLETE at once, and the creator sends no COMPLETE publication after
+	// it unless the shard may have heard of the copy since (it moved or was
+	// rebuilt). Only for an inline object that is no Reduce's target; a
+	// shard that does not record it so leaves recorded_complete unset, and
+	// the creator publishes COMPLETE as it always did.
+	Complete      bool `protobuf:"varint,11,opt,name=complete,proto3" json:"complete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1595,14 +1604,24 @@ func (x *CreateObject) GetUnoffered() bool {
 	return false
 }
 
+func (x *CreateObject) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
 type CreateObjectReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Existed       bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
-	RequestId     uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId  string                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	Error     *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Existed   bool                   `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`                      // same id, size and fingerprint: an idempotent Put
+	RequestId uint64                 `protobuf:"varint,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // the CreateObject's
+	// recorded_complete: the shard recorded the creator's copy COMPLETE
+	// (CreateObject.complete), so no COMPLETE publication need follow.
+	RecordedComplete bool `protobuf:"varint,6,opt,name=recorded_complete,json=recordedComplete,proto3" json:"recorded_complete,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateObjectReply) Reset() {
@@ -1661,6 +1680,13 @@ func (x *CreateObjectReply) GetRequestId() uint64 {
 		return x.RequestId
 	}
 	return 0
+}
+
+func (x *CreateObjectReply) GetRecordedComplete() bool {
+	if x != nil {
+		return x.RecordedComplete
+	}
+	return false
 }
 
 // PublishLocation announces a copy on a node: PARTIAL when it starts,
@@ -5116,7 +5142,7 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"DegreeCost\x12\x16\n" +
 	"\x06degree\x18\x01 \x01(\x05R\x06degree\x12\x17\n" +
-	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xd4\x02\n" +
+	"\acost_us\x18\x02 \x01(\x03R\x06costUs\"\xf0\x02\n" +
 	"\fCreateObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
@@ -5131,13 +5157,15 @@ const file_hoplite_hoplite_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\t \x01(\x04R\trequestId\x12\x1c\n" +
 	"\tunoffered\x18\n" +
-	" \x01(\bR\tunoffered\"\xa8\x01\n" +
+	" \x01(\bR\tunoffered\x12\x1a\n" +
+	"\bcomplete\x18\v \x01(\bR\bcomplete\"\xd5\x01\n" +
 	"\x11CreateObjectReply\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.hoplite.ErrorR\x05error\x12\x18\n" +
 	"\aexisted\x18\x03 \x01(\bR\aexisted\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\x04R\trequestIdJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xd5\x02\n" +
+	"request_id\x18\x04 \x01(\x04R\trequestId\x12+\n" +
+	"\x11recorded_complete\x18\x06 \x01(\bR\x10recordedCompleteJ\x04\b\x05\x10\x06R\x11sealed_generation\"\xd5\x02\n" +
 	"\x0fPublishLocation\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\tR\bobjectId\x12$\n" +
 	"\x04node\x18\x02 \x01(\v2\x10.hoplite.NodeRefR\x04node\x12,\n" +

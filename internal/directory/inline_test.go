@@ -211,3 +211,43 @@ func TestInlineLocateUnderASenderPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateRecordsTheCopyCompleteWhenAsked: a registration that asks
+// for it (CreateObject.complete, a fast Put's) records an inline
+// creator's copy COMPLETE at once and says so in its reply; a streamed
+// object's, an unoffered one's and one that does not ask stay PARTIAL
+// until their COMPLETE publication, and their replies say nothing.
+func TestCreateRecordsTheCopyCompleteWhenAsked(t *testing.T) {
+	cases := []struct {
+		name string
+		req  *messages.CreateObject
+		want bool
+	}{
+		{"inline, asked", &messages.CreateObject{HasInline: true, InlineData: make([]byte, 1024), Complete: true}, true},
+		{"inline, not asked", &messages.CreateObject{HasInline: true, InlineData: make([]byte, 1024)}, false},
+		{"streamed, asked", &messages.CreateObject{Complete: true}, false},
+		{"inline unoffered, asked", &messages.CreateObject{HasInline: true, InlineData: make([]byte, 1024), Complete: true, Unoffered: true}, false},
+	}
+	for _, c := range cases {
+		tb := NewLocationTable(TableConfig{})
+		req := c.req
+		req.ObjectId, req.Size, req.Fingerprint, req.Creator = "s", 1024, 7, node(0)
+		out := tb.onCreate(req, replyTo("c")).Sends
+		r := outbox.SendsTo(out, replyTo("c"))
+		if len(r) != 1 {
+			t.Fatalf("%s: create answered %v", c.name, out)
+		}
+		reply := r[0].Msg.(*messages.CreateObjectReply)
+		if reply.GetError() != nil || reply.GetRecordedComplete() != c.want {
+			t.Errorf("%s: reply %v, want recorded_complete %v", c.name, reply, c.want)
+		}
+		state := tb.entries["s"].locs[node(0).GetNodeId()].state
+		want := messages.LocationState_PARTIAL
+		if c.want {
+			want = messages.LocationState_COMPLETE
+		}
+		if state != want {
+			t.Errorf("%s: the creator's copy is %v, want %v", c.name, state, want)
+		}
+	}
+}

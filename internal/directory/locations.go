@@ -99,6 +99,10 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 	reply := func(err *messages.Error, existed bool) []outbox.Send {
 		return []outbox.Send{{To: replyTo, Msg: &messages.CreateObjectReply{ObjectId: id, Error: err, Existed: existed, RequestId: req.GetRequestId()}}}
 	}
+	recorded := func(out []outbox.Send) []outbox.Send {
+		out[0].Msg.(*messages.CreateObjectReply).RecordedComplete = true
+		return out
+	}
 	if err := t.check(id); err != nil {
 		return reply(err, false)
 	}
@@ -209,9 +213,28 @@ func (t *LocationTable) create(req *messages.CreateObject, replyTo any) []outbox
 		e.locs[req.GetCreator().GetNodeId()] = loc
 		return out
 	}
-	out = append(out, t.setLocation(e, req.GetCreator(), messages.LocationState_PARTIAL, true)...)
+	state := messages.LocationState_PARTIAL
+	if completeAtCreate(req, e) {
+		// The creator copies the bytes in as it gets this answer, and
+		// this table holds them already: what its COMPLETE publication
+		// would record, recorded now (one message per Put fewer). Until
+		// the copy-in, a receiver sent to the creator streams from the
+		// copy as it fills, as from a fast Get's copy that an inline
+		// answer recorded (inlineReply).
+		state = messages.LocationState_COMPLETE
+		out = recorded(out)
+	}
+	out = append(out, t.setLocation(e, req.GetCreator(), state, true)...)
 	e.locs[req.GetCreator().GetNodeId()].registration = req.GetRequestId()
 	return append(out, t.serveWaiters(e)...)
+}
+
+// completeAtCreate reports whether the creator's copy of req is recorded
+// COMPLETE at its registration (CreateObject.complete): a plain inline
+// object's, whose bytes e now holds, offered from the start and no
+// Reduce's target.
+func completeAtCreate(req *messages.CreateObject, e *entry) bool {
+	return req.GetComplete() && e.hasInline && !req.GetUnoffered() && req.GetReduceId() == "" && e.target.none()
 }
 
 // onPublish records a copy's state on a node (PARTIAL when a copy starts,

@@ -31,6 +31,12 @@ type PutRequest struct {
 	// inline limit, and the directory serves Gets from its registration on.
 	Inline     bool
 	InlineData []byte
+	// Complete asks the directory to record an inline copy COMPLETE at
+	// its registration (CreateObject.complete): the shell copies the
+	// bytes in as soon as the answer comes, on the caller's goroutine (a
+	// fast Put), and sends no COMPLETE publication after it if the
+	// directory did (PutStep.Recorded).
+	Complete bool
 	// Promoted says the copy fills a placeholder a Get on this node left:
 	// its waiters need these bytes even if the object existed elsewhere.
 	Promoted bool
@@ -58,10 +64,11 @@ const (
 // carries out the store effects and sends of each PutStep, copies the
 // bytes when told and reports back.
 type PutRegistration struct {
-	req     PutRequest
-	phase   putPhase
-	sent    time.Time
-	existed bool
+	req      PutRequest
+	phase    putPhase
+	sent     time.Time
+	existed  bool
+	recorded bool // the directory recorded the copy COMPLETE at its registration
 }
 
 // PutStep is what the shell does after a step, in this order: observe
@@ -87,6 +94,11 @@ type PutStep struct {
 	// (see putEnded).
 	CopyIn   bool
 	Readable bool
+	// Recorded: the directory recorded the copy COMPLETE at its
+	// registration, so the copy-in's end publishes nothing. A shard that
+	// moved or was rebuilt since may have heard of the copy PARTIAL, in
+	// a republication: the shell publishes it COMPLETE there itself.
+	Recorded bool
 	// Done: the requester has its answer; Err is it (for logs).
 	Done bool
 	Err  *messages.Error
@@ -118,7 +130,7 @@ func (p *PutRegistration) onStart(now time.Time) PutStep {
 	create := &messages.CreateObject{ObjectId: r.ObjectID, Size: r.Size, Fingerprint: r.Fingerprint, Creator: r.Creator,
 		ReduceId: r.ReduceID, RequestId: r.RequestID}
 	if r.Inline {
-		create.HasInline, create.InlineData = true, r.InlineData
+		create.HasInline, create.InlineData, create.Complete = true, r.InlineData, r.Complete
 	}
 	s.Send(directory.ShardOf(r.ObjectID), create)
 	s.After(r.Deadline, PutDeadline{ID: r.RequestID})
@@ -155,6 +167,8 @@ func (p *PutRegistration) onReply(now time.Time, r *messages.CreateObjectReply) 
 	// deadline: the directory already announced this copy.
 	p.phase = putCopying
 	s.CopyIn, s.Readable = true, p.req.Inline || p.existed
+	p.recorded = p.req.Complete && r.GetRecordedComplete()
+	s.Recorded = p.recorded
 	return s
 }
 
@@ -183,19 +197,29 @@ func (p *PutRegistration) onDeadline() PutStep {
 }
 
 // onCopiedIn is the copy-in's report. complete says the copy is whole and
-// complete in the store: it is published COMPLETE. Otherwise err is the
+// complete in the store: it is published COMPLETE, unless the directory
+// recorded it so at its registration (Recorded). Otherwise err is the
 // Put's answer as putEnded decided it (nil when a Delete after the bytes
 // were readable dropped the copy: it is not published, the directory has
-// forgotten the object).
+// forgotten the object); a recorded copy that failed is withdrawn.
 func (p *PutRegistration) onCopiedIn(complete bool, err *messages.Error) PutStep {
 	var s PutStep
 	if p.phase != putCopying {
 		return s
 	}
-	if complete {
+	switch {
+	case complete && p.recorded:
+		err = nil // the directory recorded it so at the registration
+	case complete:
 		s.Send(directory.ShardOf(p.req.ObjectID), &messages.PublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator,
 			State: messages.LocationState_COMPLETE, Size: p.req.Size, Fingerprint: p.req.Fingerprint, Creator: !p.existed})
 		err = nil
+	case p.recorded && err != nil:
+		// A copy the directory holds whole failed to fill for a reason
+		// no drop of its own explains: withdrawn, naming this
+		// registration, so that no receiver is sent to it.
+		s.Send(directory.ShardOf(p.req.ObjectID), &messages.UnpublishLocation{ObjectId: p.req.ObjectID, Node: p.req.Creator,
+			RequestId: p.req.RequestID})
 	}
 	p.finish(&s, err)
 	return s

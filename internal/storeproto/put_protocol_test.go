@@ -360,3 +360,45 @@ func TestPutRegistrationRandomEvents(t *testing.T) {
 		})
 	}
 }
+
+// A registration asked to be recorded COMPLETE (a fast Put's) says so in
+// its CreateObject. Once the directory did, the copy-in's end publishes
+// nothing and a failed copy-in withdraws the copy; once it did not (a
+// shard built before the field), the copy is published COMPLETE as ever.
+func TestPutRecordedCompletePublishesNothingAfterTheCopyIn(t *testing.T) {
+	req := putReq(func(r *PutRequest) { r.Inline, r.InlineData, r.Complete = true, make([]byte, 100), true })
+	for _, recorded := range []bool{true, false} {
+		p := NewPutRegistration(req)
+		start := p.onStart(putT0)
+		if c, ok := shardSends(start)[0].(*messages.CreateObject); !ok || !c.GetComplete() {
+			t.Fatalf("start sends %v, want a CreateObject asking to record the copy COMPLETE", shardSends(start))
+		}
+		s := p.onReply(putT0, &messages.CreateObjectReply{ObjectId: "x", RequestId: req.RequestID, RecordedComplete: recorded})
+		if !s.CopyIn || s.Recorded != recorded {
+			t.Fatalf("recorded %v: reply step %+v, want the copy-in and Recorded %v", recorded, s, recorded)
+		}
+		done := p.onCopiedIn(true, nil)
+		if e, ok := answerOf(t, done); !ok || e != nil {
+			t.Fatalf("recorded %v: answer %v, %v, want OK", recorded, e, ok)
+		}
+		if recorded {
+			if sh := shardSends(done); len(sh) != 0 {
+				t.Errorf("recorded: the copy-in's end sends %v to the shard, want nothing", sh)
+			}
+		} else {
+			wantPublish(t, done, true)
+		}
+	}
+	p := NewPutRegistration(req)
+	p.onStart(putT0)
+	p.onReply(putT0, &messages.CreateObjectReply{ObjectId: "x", RequestId: req.RequestID, RecordedComplete: true})
+	failed := p.onCopiedIn(false, messages.Errorf(messages.ErrorCode_INTERNAL, "the store failed"))
+	if e, ok := answerOf(t, failed); !ok || e == nil {
+		t.Fatalf("a failed copy-in answers %v, %v, want its error", e, ok)
+	}
+	wantUnpublish(t, failed)
+	// A registration that does not ask (the node's own Puts) never is.
+	if c, ok := shardSends(NewPutRegistration(putReq(func(r *PutRequest) { r.Inline, r.InlineData = true, make([]byte, 100) })).onStart(putT0))[0].(*messages.CreateObject); !ok || c.GetComplete() {
+		t.Errorf("an ordinary inline Put's CreateObject asks to be recorded COMPLETE")
+	}
+}

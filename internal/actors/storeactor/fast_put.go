@@ -48,6 +48,9 @@ type fastPutter struct {
 	system *actor.ActorSystem
 	self   *actor.PID
 	create Creator
+	// republished is the node's count of Republish requests served (the
+	// fast Get's, fastGetter.republished), nil without one.
+	republished *atomic.Uint64
 }
 
 // Creator carries a fast Put's CreateObject to the object's directory
@@ -88,12 +91,25 @@ type fastPutDone struct {
 	evicted []string
 	latency time.Duration
 	boxes   []outbox.Box
+	// recorded is the copy, whole in the store, that the shard recorded
+	// COMPLETE at its registration (nil if it did not, or the copy-in
+	// failed): shard and republished are the shard asked and the node's
+	// count of Republish requests served when the CreateObject left. A
+	// shard that moved or started over since may have heard of the copy
+	// in a republication while it filled, as PARTIAL: the node publishes
+	// it COMPLETE there, as the copy-in's end does on the node.
+	recorded    *objstore.Object
+	shard       *actor.PID
+	republished uint64
 }
 
 // registerFastPut makes this node's Put fast path available to the
 // Clients of its process.
 func (n *StoreNode) registerFastPut(ctx actor.Context) {
 	n.fastPut = &fastPutter{cfg: n.cfg, system: ctx.ActorSystem(), self: ctx.Self(), create: n.cfg.Create}
+	if n.fast != nil {
+		n.fastPut.republished = &n.fast.republished
+	}
 	if n.fastPut.create == nil {
 		n.fastPut.create = requestCreate(ctx.ActorSystem())
 	}
@@ -126,17 +142,21 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	// member as they are): a copy, never the caller's buffer, which the
 	// caller may reuse once Put returns.
 	req := storeproto.PutRequest{RequestID: fastPutIDs.Add(1) | fastPutIDBit, ObjectID: id, Size: size, Fingerprint: fp,
-		Creator: cfg.Self, Deadline: deadline, Inline: true, InlineData: bytes.Clone(data)}
+		Creator: cfg.Self, Deadline: deadline, Inline: true, InlineData: bytes.Clone(data), Complete: p.republished != nil}
 	if req.InlineData == nil {
 		req.InlineData = []byte{}
 	}
 	obj.SetRegistration(req.RequestID) // its republication names it
 	reg := storeproto.NewPutRegistration(req)
 	done := &fastPutDone{id: id, reg: req.RequestID, evicted: evicted}
+	if p.republished != nil {
+		done.republished = p.republished.Load() // before the CreateObject leaves
+	}
 	create := p.step(done, reg, obj, time.Now(), storeproto.PutStart{}).create
 	var reply *messages.CreateObjectReply
 	var rerr *messages.Error
-	if shard := cfg.ShardFor(id); shard == nil {
+	done.shard = cfg.ShardFor(id)
+	if shard := done.shard; shard == nil {
 		rerr = messages.Errorf(messages.ErrorCode_UNAVAILABLE, "no directory shard for %q", id)
 	} else if reply, err = p.create(ctx, shard, create); err != nil {
 		rerr = messages.AsError(err)
@@ -162,7 +182,11 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 		if err != nil {
 			e = messages.AsError(putEnded(obj, err, step.Readable))
 		}
+		recorded := step.Recorded
 		step = p.step(done, reg, obj, time.Now(), storeproto.PutCopiedIn{Complete: err == nil, Err: e}).PutStep
+		if recorded && err == nil {
+			done.recorded = obj
+		}
 	}
 	p.system.Root.Send(p.self, done)
 	if step.Err != nil {
@@ -214,5 +238,33 @@ func (n *StoreNode) fastPutDone(ctx actor.Context, m *fastPutDone) {
 	}
 	for _, b := range m.boxes {
 		n.putDrive.Carry(ctx, m.reg, b, nil)
+	}
+	if m.recorded != nil {
+		n.fastPutRecorded(ctx, m)
+	}
+}
+
+// fastPutRecorded: see publishRecorded.
+func (n *StoreNode) fastPutRecorded(ctx actor.Context, m *fastPutDone) {
+	n.publishRecorded(ctx, m.id, m.recorded, m.shard, m.republished)
+}
+
+// publishRecorded publishes a Put's copy obj of id COMPLETE to its shard
+// if the shard that recorded it so at its registration (shard, asked when
+// the node had served republished Republish requests) may no longer be
+// the one that knows it: the shard moved, or this node served a
+// Republish since the CreateObject left (a rebuilt shard heard of the
+// copy from it, PARTIAL while it filled). Its order with the node's
+// republications is the node's: both go from this actor.
+func (n *StoreNode) publishRecorded(ctx actor.Context, id string, obj *objstore.Object, shard *actor.PID, republished uint64) {
+	if obj == nil || n.cfg.Store.Lookup(id) != obj {
+		return // dropped or replaced meanwhile: the shard knows
+	}
+	now := n.cfg.ShardFor(id)
+	if now == nil || (now.Equal(shard) && n.fast != nil && n.fast.republished.Load() == republished) {
+		return
+	}
+	if pub, ok := obj.Publication(n.cfg.Self); ok && pub.GetState() == messages.LocationState_COMPLETE {
+		ctx.Send(now, pub)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/third_party/forked/protoactor-go/actor"
 
+	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/fastget"
 	"github.com/hoplite-go/hoplite/messages"
 )
@@ -22,15 +23,35 @@ type putShard struct {
 	mu     sync.Mutex
 	got    []any
 	create func(*messages.CreateObject) *messages.CreateObjectReply
+	self   *actor.PID // set at its start
 }
 
 func (f *putShard) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		f.mu.Lock()
+		f.self = ctx.Self()
+		f.mu.Unlock()
 	case *messages.CreateObject:
 		f.note(m)
 		ctx.Respond(f.create(m))
 	case *messages.PublishLocation, *messages.UnpublishLocation:
 		f.note(m)
+	case shardSync:
+		ctx.Respond(m)
+	}
+}
+
+// shardSync asks a putShard for an answer once it has taken every message
+// sent to it before.
+type shardSync struct{}
+
+// syncShard returns once the shard at pid has taken every message sent to
+// it before, by anyone.
+func syncShard(t *testing.T, system *actor.ActorSystem, pid *actor.PID) {
+	t.Helper()
+	if _, err := system.Root.RequestFuture(pid, shardSync{}, 10*time.Second).Result(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -38,6 +59,12 @@ func (f *putShard) note(m any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, m)
+}
+
+func (f *putShard) pid() *actor.PID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.self
 }
 
 func (f *putShard) sent() []any {
@@ -161,4 +188,118 @@ func TestFastPutFailuresLeaveNoCopy(t *testing.T) {
 	}
 	syncNode(t, system, node)
 	syncNode(t, system2, node2)
+}
+
+// recordingShard answers a CreateObject that asks for it (complete) as a
+// shard that recorded the creator's copy COMPLETE at the registration.
+func recordingShard(before func(*messages.CreateObject)) *putShard {
+	return &putShard{create: func(c *messages.CreateObject) *messages.CreateObjectReply {
+		if before != nil {
+			before(c)
+		}
+		return &messages.CreateObjectReply{ObjectId: c.GetObjectId(), RequestId: c.GetRequestId(), RecordedComplete: c.GetComplete()}
+	}}
+}
+
+// A fast Put asks the shard to record its copy COMPLETE at the
+// registration; once the shard has, the node publishes nothing after the
+// copy-in: the CreateObject is the one message the shard hears.
+func TestFastPutRecordedCompleteSendsNoPublication(t *testing.T) {
+	f := recordingShard(nil)
+	system, node, store, p := fastPutNode(t, f)
+	if ok, err := fastPut(t, p, "x", []byte("small bytes")); !ok || err != nil {
+		t.Fatalf("fast Put: %v, %v", ok, err)
+	}
+	if o := store.Lookup("x"); o == nil || !o.IsWhole() {
+		t.Fatal("no whole creator copy after the fast Put")
+	}
+	syncNode(t, system, node) // the node has taken the Put's end
+	syncShard(t, system, f.pid())
+	got := f.sent()
+	if len(got) != 1 {
+		t.Fatalf("the shard got %v, want the CreateObject alone", got)
+	}
+	if c, ok := got[0].(*messages.CreateObject); !ok || !c.GetComplete() || !c.GetHasInline() {
+		t.Fatalf("the shard got %v, want an inline CreateObject asking to record the copy COMPLETE", got[0])
+	}
+}
+
+// A Republish served while a Put's registration was out may have told a
+// rebuilt shard of the copy as PARTIAL: the node then publishes it
+// COMPLETE after the copy-in, as the copy-in's end always did, so the
+// shard's last word on the copy is COMPLETE. Both the fast Put and the
+// node's own.
+func TestRecordedCompletePublishesAfterARepublish(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		var node *actor.PID
+		var system *actor.ActorSystem
+		f := recordingShard(func(*messages.CreateObject) {
+			// The shard started over while the registration was out and
+			// asks the node for what it holds (as a rebuilt shard does),
+			// before its answer to the CreateObject. The node republishes
+			// the copy as it is now: PARTIAL, its bytes not copied in
+			// before this answer.
+			system.Root.Send(node, &messages.Republish{ShardCount: 1, Shards: []int32{0}})
+			syncNode(t, system, node)
+		})
+		var p fastget.Putter
+		system, node, _, p = fastPutNode(t, f)
+		if fast {
+			if ok, err := fastPut(t, p, "x", []byte("small bytes")); !ok || err != nil {
+				t.Fatalf("fast Put: %v, %v", ok, err)
+			}
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, err := actorutil.Request(ctx, system.Root, node, &messages.Put{ObjectId: "x", Data: []byte("small bytes")})
+			cancel()
+			if r, ok := res.(*messages.PutReply); err != nil || !ok || r.GetError() != nil {
+				t.Fatalf("Put answered %v, %v", res, err)
+			}
+		}
+		syncNode(t, system, node)
+		syncShard(t, system, f.pid())
+		var last *messages.PublishLocation
+		var partial bool
+		for _, m := range f.sent() {
+			if pub, ok := m.(*messages.PublishLocation); ok && pub.GetObjectId() == "x" {
+				last = pub
+				partial = partial || pub.GetState() == messages.LocationState_PARTIAL
+			}
+		}
+		if !partial {
+			t.Fatalf("fast %v: the shard heard %v: no PARTIAL republication, so the test did not make the race it is about", fast, f.sent())
+		}
+		if last == nil || last.GetState() != messages.LocationState_COMPLETE || !last.GetCreator() {
+			t.Fatalf("fast %v: the shard's last publication of x: %v (all: %v), want the creator's copy COMPLETE", fast, last, f.sent())
+		}
+	}
+}
+
+// The node's own Put of an inline object (an actor's Put message) asks
+// for the same: once the shard recorded the copy COMPLETE, it hears the
+// CreateObject alone.
+func TestNodePutRecordedCompleteSendsNoPublication(t *testing.T) {
+	f := recordingShard(nil)
+	system, node, store, _ := fastPutNode(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := actorutil.Request(ctx, system.Root, node, &messages.Put{ObjectId: "y", Data: []byte("small bytes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := res.(*messages.PutReply); !ok || r.GetError() != nil {
+		t.Fatalf("Put answered %v", res)
+	}
+	if o := store.Lookup("y"); o == nil || !o.IsWhole() {
+		t.Fatal("no whole creator copy after the Put")
+	}
+	syncNode(t, system, node)
+	syncShard(t, system, f.pid())
+	got := f.sent()
+	if len(got) != 1 {
+		t.Fatalf("the shard got %v, want the CreateObject alone", got)
+	}
+	if c, ok := got[0].(*messages.CreateObject); !ok || !c.GetComplete() {
+		t.Fatalf("the shard got %v, want a CreateObject asking to record the copy COMPLETE", got[0])
+	}
 }

@@ -82,7 +82,13 @@ type putRun struct {
 	data  []byte
 	owned bool       // data is the node's own buffer (a PutFrom's): the copy adopts it
 	shard *actor.PID // where the CreateObject went; its end fails the Put
-	timer *time.Timer
+	// recorded: the shard recorded the copy COMPLETE at its registration
+	// (storeproto.PutStep.Recorded); republished is the node's count of
+	// Republish requests served when the registration started (see
+	// publishRecorded).
+	recorded    bool
+	republished uint64
+	timer       *time.Timer
 	// watchDue watches a shard on another member if the CreateObject is
 	// still unanswered after actorutil.RemoteWatchDelay (see locate).
 	watchDue *time.Timer
@@ -212,7 +218,13 @@ func (n *StoreNode) startPutOf(ctx actor.Context, req storeproto.PutRequest, dat
 	}
 	req.RequestID = n.reqs.newID()
 	obj.SetRegistration(req.RequestID) // its republication names it
-	run := &putRun{reg: storeproto.NewPutRegistration(req), obj: obj, data: data, owned: owned}
+	run := &putRun{obj: obj, data: data, owned: owned}
+	if req.Inline && !req.Reduced && !req.Promoted && n.fast != nil {
+		// The shard may record the copy COMPLETE at the registration,
+		// which spares the publication after the copy-in.
+		req.Complete, run.republished = true, n.fast.republished.Load()
+	}
+	run.reg = storeproto.NewPutRegistration(req)
 	n.reqs.runs[req.RequestID] = run
 	n.putStepAt(ctx, req.RequestID, now, storeproto.PutStart{})
 }
@@ -310,8 +322,14 @@ func (n *StoreNode) putStepAt(ctx actor.Context, id uint64, now time.Time, ev an
 	if !carried {
 		return // the sends ended it (no shard to register with)
 	}
+	if s.Recorded {
+		run.recorded = true
+	}
 	if s.CopyIn {
 		n.copyIn(ctx, id, run, s.Readable)
+	}
+	if s.Done && s.Err == nil && run.recorded {
+		n.publishRecorded(ctx, run.reg.Request().ObjectID, run.obj, run.shard, run.republished)
 	}
 	if s.Done {
 		if run.timer != nil {
