@@ -138,6 +138,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.putReply(ctx, m)
 	case storeproto.PutDeadline:
 		n.putTimedOut(ctx, m)
+	case putCreated:
+		n.putCreatedBack(ctx, m)
 	case putCopied:
 		n.putCopiedIn(ctx, m)
 	case *actor.DeadLetterResponse:

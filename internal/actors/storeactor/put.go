@@ -372,7 +372,9 @@ func (n *StoreNode) putEnded(id uint64) bool { return n.reqs.runs[id] == nil }
 // so the shard answers this actor, which watches the shard: a shard that
 // stops before it answers fails the Put instead of waiting for its
 // deadline (one on this member at once; one on another member is watched
-// only when its answer is late, as a fetch's Locate's shard is).
+// only when its answer is late, as a fetch's Locate's shard is). To a
+// shard on another member it goes through the node's Creator instead,
+// the data plane as a fast Put's (createElsewhere).
 func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) {
 	shard := n.cfg.ShardFor(id)
 	if _, ok := msg.(*messages.CreateObject); !ok {
@@ -391,8 +393,57 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 	if run.watchDue != nil {
 		run.watchDue.Stop() // the Put asks again, perhaps elsewhere
 	}
+	if n.cfg.Create != nil && shard.GetAddress() != ctx.Self().GetAddress() {
+		n.createElsewhere(ctx, run, shard, msg.(*messages.CreateObject))
+		return
+	}
 	run.watchDue = n.watchWhenLate(ctx, shard, putWatchDue{id: run.reg.Request().RequestID, shard: shard})
 	n.reqs.senders.Request(ctx, shard, msg)
+}
+
+// putCreated is the answer to a CreateObject that createElsewhere sent,
+// or why there is none.
+type putCreated struct {
+	id    uint64
+	shard *actor.PID
+	reply *messages.CreateObjectReply
+	err   error
+}
+
+// createElsewhere sends a Put's CreateObject to a shard on another member
+// through the node's Creator (the data plane, where the shard's member
+// serves it: one request and its answer, where an actor request and its
+// reply crossed the actors' remote, the costlier path), on a goroutine
+// of its own bounded by the Put's deadline, and hands the answer back to
+// the node (putCreated). A failed call fails the registration as a
+// stopped shard does: its location is withdrawn, naming the
+// registration, should the request have reached the shard after all.
+func (n *StoreNode) createElsewhere(ctx actor.Context, run *putRun, shard *actor.PID, c *messages.CreateObject) {
+	system, self, create := ctx.ActorSystem(), ctx.Self(), n.cfg.Create
+	req := run.reg.Request()
+	go func() {
+		cctx, cancel := context.WithDeadline(context.Background(), req.Deadline)
+		defer cancel()
+		r, err := create(cctx, shard, c)
+		system.Root.Send(self, putCreated{id: req.RequestID, shard: shard, reply: r, err: err})
+	}()
+}
+
+// putCreatedBack steps the registration with createElsewhere's answer.
+func (n *StoreNode) putCreatedBack(ctx actor.Context, m putCreated) {
+	run := n.reqs.runs[m.id]
+	if run == nil || !samePID(run.shard, m.shard) {
+		return // over, or asking another shard now
+	}
+	if m.err != nil {
+		err := messages.AsError(m.err)
+		if errors.Is(m.err, context.DeadlineExceeded) {
+			err = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", run.reg.Request().ObjectID)
+		}
+		n.putStep(ctx, m.id, storeproto.PutFailed{Err: err})
+		return
+	}
+	n.putStep(ctx, m.id, m.reply)
 }
 
 // putWatchDue watches the shard of a Put whose CreateObject is late.
