@@ -372,9 +372,10 @@ func (n *StoreNode) putEnded(id uint64) bool { return n.reqs.runs[id] == nil }
 // so the shard answers this actor, which watches the shard: a shard that
 // stops before it answers fails the Put instead of waiting for its
 // deadline (one on this member at once; one on another member is watched
-// only when its answer is late, as a fetch's Locate's shard is). To a
-// shard on another member it goes through the node's Creator instead,
-// the data plane as a fast Put's (createElsewhere).
+// only when its answer is late, as a fetch's Locate's shard is). An
+// inline object's, to a shard on another member, goes through the
+// node's Creator instead, the data plane as a fast Put's
+// (createElsewhere).
 func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) {
 	shard := n.cfg.ShardFor(id)
 	if _, ok := msg.(*messages.CreateObject); !ok {
@@ -393,8 +394,8 @@ func (n *StoreNode) toShard(ctx actor.Context, run *putRun, id string, msg any) 
 	if run.watchDue != nil {
 		run.watchDue.Stop() // the Put asks again, perhaps elsewhere
 	}
-	if n.cfg.Create != nil && shard.GetAddress() != ctx.Self().GetAddress() {
-		n.createElsewhere(ctx, run, shard, msg.(*messages.CreateObject))
+	if c := msg.(*messages.CreateObject); n.cfg.Create != nil && c.GetHasInline() && shard.GetAddress() != ctx.Self().GetAddress() {
+		n.createElsewhere(ctx, run, shard, c)
 		return
 	}
 	run.watchDue = n.watchWhenLate(ctx, shard, putWatchDue{id: run.reg.Request().RequestID, shard: shard})
@@ -410,14 +411,17 @@ type putCreated struct {
 	err   error
 }
 
-// createElsewhere sends a Put's CreateObject to a shard on another member
-// through the node's Creator (the data plane, where the shard's member
-// serves it: one request and its answer, where an actor request and its
-// reply crossed the actors' remote, the costlier path), on a goroutine
-// of its own bounded by the Put's deadline, and hands the answer back to
-// the node (putCreated). A failed call fails the registration as a
-// stopped shard does: its location is withdrawn, naming the
-// registration, should the request have reached the shard after all.
+// createElsewhere sends an inline Put's CreateObject to a shard on
+// another member through the node's Creator (the data plane, where the
+// shard's member serves it: one request and its answer, where an actor
+// request and its reply crossed the actors' remote, the costlier path),
+// on a goroutine of its own bounded by the Put's deadline, and hands the
+// answer back to the node (putCreated). A failed call fails the
+// registration as a stopped shard does: its location is withdrawn,
+// naming the registration, should the request have reached the shard
+// after all. Only inline objects: the ordering argument is the fast
+// Put's (a request on another path than the node's messages to the
+// shard), and a streamed object's registration is a sliver of its time.
 func (n *StoreNode) createElsewhere(ctx actor.Context, run *putRun, shard *actor.PID, c *messages.CreateObject) {
 	system, self, create := ctx.ActorSystem(), ctx.Self(), n.cfg.Create
 	req := run.reg.Request()
