@@ -33,9 +33,9 @@ type PutRequest struct {
 	InlineData []byte
 	// Complete asks the directory to record an inline copy COMPLETE at
 	// its registration (CreateObject.complete): the shell copies the
-	// bytes in as soon as the answer comes, on the caller's goroutine (a
-	// fast Put), and sends no COMPLETE publication after it if the
-	// directory did (PutStep.Recorded).
+	// bytes in as soon as the answer comes (a fast Put on its caller's
+	// goroutine, the node on one of its own), and nothing publishes the
+	// copy after it if the directory did (PutStep.Recorded).
 	Complete bool
 	// Promoted says the copy fills a placeholder a Get on this node left:
 	// its waiters need these bytes even if the object existed elsewhere.

@@ -142,7 +142,10 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	// member as they are): a copy, never the caller's buffer, which the
 	// caller may reuse once Put returns.
 	req := storeproto.PutRequest{RequestID: fastPutIDs.Add(1) | fastPutIDBit, ObjectID: id, Size: size, Fingerprint: fp,
-		Creator: cfg.Self, Deadline: deadline, Inline: true, InlineData: bytes.Clone(data), Complete: p.republished != nil}
+		Creator: cfg.Self, Deadline: deadline, Inline: true, InlineData: bytes.Clone(data),
+		// Recorded COMPLETE at the registration only where the node counts
+		// its Republishes (publishRecorded needs the count).
+		Complete: p.republished != nil}
 	if req.InlineData == nil {
 		req.InlineData = []byte{}
 	}
