@@ -39,6 +39,10 @@ const (
 	// member hosting the object's directory shard; the answer is a
 	// LocateBatchReply.
 	ControlLocateBatch byte = 'H'
+	// ControlDelete carries a Delete's DeleteObject from the deleting
+	// node's member to the member hosting the object's directory shard;
+	// the answer is its DeleteObjectReply.
+	ControlDelete byte = 'X'
 )
 
 // MaxLocateBatch bounds the Locates of one LocateBatch.

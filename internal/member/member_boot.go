@@ -203,7 +203,7 @@ func (m *Member) start(ctx context.Context, host string, port int) error {
 	watched := &watchedTransport{Transport: m.data, report: m.suspectData, metrics: m.metrics, peerOf: m.peerByData, down: m.crashed.Load}
 	m.deputyData = watched
 	storeProps := storeactor.NewProps(storeactor.Config{
-		Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Create: m.creator(watched), Transport: watched,
+		Self: m.ref, Store: m.store, ShardFor: m.shardFor, Locate: m.locator(watched), Create: m.creator(watched), Delete: m.deleter(watched), Transport: watched,
 		ChunkSize: cfg.ChunkSize, InlineLimit: cfg.InlineLimit, DefaultTimeout: cfg.DefaultTimeout,
 		StallTimeout: cfg.StallTimeout, Stretch: m.lag.Stretch, Hooks: cfg.hooks.Store, Log: m.log, Estimator: m.estimator,
 		MaxRemoteReply: maxRemoteReply,

@@ -65,6 +65,25 @@ func (m *Member) creator(data transport.Caller) storeactor.Creator {
 	}
 }
 
+// deleter carries a store node's DeleteObject to a shard on another
+// member on the data plane; storeactor.ErrAskAsActor where it cannot (a
+// shard on this member, a member whose data address is not known yet, or
+// one built before the kind, which refuses it): the node then asks the
+// shard with an actor request.
+func (m *Member) deleter(data transport.Caller) storeactor.Deleter {
+	return func(ctx context.Context, pid *actor.PID, d *messages.DeleteObject) (*messages.DeleteObjectReply, error) {
+		addr := m.locateAt(pid)
+		if addr == "" {
+			return nil, storeactor.ErrAskAsActor
+		}
+		r, err := shardactor.CallDelete(ctx, data, addr, d)
+		if errors.Is(err, messages.ErrInvalidArgument) {
+			return nil, storeactor.ErrAskAsActor
+		}
+		return r, err
+	}
+}
+
 // locateAt is where a Locate to shard goes on the data plane: its
 // member's data address, or "" for a shard on this member (an actor
 // message in process is cheaper than any socket) or on a member whose
@@ -153,9 +172,12 @@ func (s *controlSource) Control(ctx context.Context, kind byte, req []byte) ([]b
 		}
 		return m.serveLocateVia(ctx, req)
 	}
-	if kind == messages.ControlCreate {
+	if kind == messages.ControlCreate || kind == messages.ControlDelete {
 		if m.table.Load() == nil {
 			return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "member %s is still starting", m.id)
+		}
+		if kind == messages.ControlDelete {
+			return shardactor.ServeDelete(ctx, m.system.Root, m.shardFor, req)
 		}
 		return shardactor.ServeCreate(ctx, m.system.Root, m.shardFor, req)
 	}

@@ -430,7 +430,22 @@ func (s *Store) Failed() error {
 func (s *Store) Remove(id string, err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := s.objects[id]
+	return s.removeDeleted(s.objects[id], err)
+}
+
+// RemoveObject is Remove of o alone: it drops o if it is still the
+// store's copy of its id, and reports whether it was.
+func (s *Store) RemoveObject(o *Object, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o == nil || s.objects[o.id] != o {
+		return false
+	}
+	return s.removeDeleted(o, err)
+}
+
+// removeDeleted drops o (nil: nothing) for a Delete.
+func (s *Store) removeDeleted(o *Object, err error) bool {
 	if o == nil {
 		return false
 	}

@@ -672,3 +672,30 @@ func TestStoreOnEvictHearsEachEviction(t *testing.T) {
 		t.Fatalf("heard %v after OnEvict(nil)", heard[before:])
 	}
 }
+
+// RemoveObject drops the copy it names and no other: once the id holds
+// another object (removed, then created again), the old one's removal
+// leaves the new one.
+func TestRemoveObjectDropsOnlyThatCopy(t *testing.T) {
+	s := NewStore(1 << 20)
+	old, _, err := s.Create("x", 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Remove("x", errors.New("gone")) {
+		t.Fatal("Remove of a held id reported nothing held")
+	}
+	fresh, _, err := s.Create("x", 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RemoveObject(old, errors.New("deleted")) || s.Lookup("x") != fresh {
+		t.Fatal("RemoveObject of a copy the store no longer holds dropped the id's new object")
+	}
+	if !s.RemoveObject(fresh, errors.New("deleted")) || s.Lookup("x") != nil {
+		t.Fatal("RemoveObject of the store's copy left it")
+	}
+	if s.RemoveObject(nil, errors.New("deleted")) {
+		t.Fatal("RemoveObject(nil) reported a removal")
+	}
+}

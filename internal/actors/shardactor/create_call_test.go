@@ -17,10 +17,13 @@ import (
 type loopCaller struct{ s *fuzzShard }
 
 func (c loopCaller) Call(ctx context.Context, _ string, kind byte, req []byte) ([]byte, error) {
-	if kind != messages.ControlCreate {
-		return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
+	switch kind {
+	case messages.ControlCreate:
+		return ServeCreate(ctx, c.s.system.Root, c.s.shardFor, req)
+	case messages.ControlDelete:
+		return ServeDelete(ctx, c.s.system.Root, c.s.shardFor, req)
 	}
-	return ServeCreate(ctx, c.s.system.Root, c.s.shardFor, req)
+	return nil, messages.Errorf(messages.ErrorCode_INVALID_ARGUMENT, "unknown control request kind %q", kind)
 }
 
 // A CreateObject on the data plane registers the object at the shard as

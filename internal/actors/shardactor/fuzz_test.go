@@ -120,9 +120,9 @@ func typedError(t *testing.T, what string, err error) {
 	}
 }
 
-// A member serves the data plane's Locates, SubscribeBatches and
-// CreateObjects of any peer: whatever their bytes, ServeLocate,
-// ServeSubscribe and ServeCreate answer or
+// A member serves the data plane's Locates, SubscribeBatches,
+// CreateObjects and DeleteObjects of any peer: whatever their bytes,
+// ServeLocate, ServeSubscribe, ServeCreate and ServeDelete answer or
 // fail with a typed error, a request that does not decode or names no
 // object is INVALID_ARGUMENT, and the shard neither restarts nor stops
 // answering good Locates.
@@ -143,6 +143,10 @@ func FuzzServeControl(f *testing.F) {
 	add(1, &messages.SubscribeBatch{Subscribes: []*messages.Subscribe{{ObjectId: strings.Repeat("y", 5000), Subscriber: n}}})
 	add(2, &messages.CreateObject{ObjectId: "fresh", Size: 8, Creator: n})
 	add(2, &messages.CreateObject{ObjectId: "good", Size: -1, Creator: &messages.NodeRef{}})
+	add(3, &messages.DeleteObject{ObjectId: "fresh", RequestId: 4})
+	add(3, &messages.DeleteObject{ObjectId: "none"})
+	add(3, &messages.DeleteObject{ObjectId: "elsewhere"})
+	f.Add([]byte{3, 0x0a, 0x00})
 	f.Add([]byte{0, 0xff})
 	f.Add([]byte{1, 0x0a, 0x00})
 	f.Add([]byte{2, 0x0a, 0x00})
@@ -156,7 +160,7 @@ func FuzzServeControl(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		defer cancel()
 		req := b[1:]
-		switch b[0] % 3 {
+		switch b[0] % 4 {
 		case 0:
 			out, err := ServeLocate(ctx, s.system.Root, s.shardFor, req)
 			typedError(t, "ServeLocate", err)
@@ -191,6 +195,21 @@ func FuzzServeControl(f *testing.F) {
 			}
 			if err == nil && proto.Unmarshal(out, &messages.SubscribeAnswer{}) != nil {
 				t.Fatalf("ServeSubscribe(%x) answered %x, which does not decode", req, out)
+			}
+		case 3:
+			var d messages.DeleteObject
+			if proto.Unmarshal(req, &d) == nil && d.GetObjectId() == "good" {
+				return // the shard every input shares keeps its one good object
+			}
+			out, err := ServeDelete(ctx, s.system.Root, s.shardFor, req)
+			typedError(t, "ServeDelete", err)
+			if proto.Unmarshal(req, &d) != nil || d.GetObjectId() == "" {
+				if !errors.Is(err, messages.ErrInvalidArgument) {
+					t.Fatalf("ServeDelete(%x): %v, want INVALID_ARGUMENT", req, err)
+				}
+			}
+			if err == nil && proto.Unmarshal(out, &messages.DeleteObjectReply{}) != nil {
+				t.Fatalf("ServeDelete(%x) answered %x, which does not decode", req, out)
 			}
 		default:
 			out, err := ServeCreate(ctx, s.system.Root, s.shardFor, req)

@@ -30,6 +30,9 @@ type Config struct {
 	// Create carries the fast Puts' CreateObjects to their shards (nil:
 	// as actor requests).
 	Create Creator
+	// Delete carries the Deletes' DeleteObjects to shards on other
+	// members (nil: as actor requests).
+	Delete Deleter
 
 	// ChunkSize is the unit of copying, streaming and progress. 0 adapts
 	// it to the bandwidth the Estimator measured (plan.ChunkFor: about

@@ -22,6 +22,11 @@ import (
 // elsewhereNode is a store node whose every shard is on another member
 // (a PID at another address) and whose Creator is create.
 func elsewhereNode(t *testing.T, create Creator) (*actor.ActorSystem, *actor.PID, *objstore.Store) {
+	return elsewhereNodeDeleting(t, create, nil)
+}
+
+// elsewhereNodeDeleting is elsewhereNode with the Deleter del.
+func elsewhereNodeDeleting(t *testing.T, create Creator, del Deleter) (*actor.ActorSystem, *actor.PID, *objstore.Store) {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -31,7 +36,7 @@ func elsewhereNode(t *testing.T, create Creator) (*actor.ActorSystem, *actor.PID
 	log, _ := logtest.NewNullLogger()
 	store := objstore.NewStore(1 << 20)
 	node := system.Root.Spawn(NewProps(Config{Self: &messages.NodeRef{NodeId: "me", Address: system.Address(), ActorId: "me/store", DataAddress: "mem://me"},
-		Store: store, ShardFor: func(string) *actor.PID { return shard }, Create: create, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
+		Store: store, ShardFor: func(string) *actor.PID { return shard }, Create: create, Delete: del, Transport: transport.NewMemory(0), Log: logrus.NewEntry(log)}))
 	syncNode(t, system, node)
 	return system, node, store
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hoplite-go/hoplite/internal/actors/shell"
 	"github.com/hoplite-go/hoplite/internal/actorutil"
 	"github.com/hoplite-go/hoplite/internal/directory"
+	"github.com/hoplite-go/hoplite/internal/objstore"
 	"github.com/hoplite-go/hoplite/internal/outbox"
 	"github.com/hoplite-go/hoplite/internal/storeproto"
 	"github.com/hoplite-go/hoplite/messages"
@@ -18,6 +19,9 @@ import (
 type deleteRun struct {
 	del   *storeproto.Deletion
 	timer *time.Timer
+	// local is this node's copy of the object when the Delete started
+	// (nil: none); see deleting.Step.
+	local *objstore.Object
 }
 
 // deleteRoute names where one of a Delete's requests went: its shard
@@ -39,7 +43,7 @@ func (n *StoreNode) delete(ctx actor.Context, m *messages.Delete) {
 	did := n.reqs.newID()
 	d := storeproto.NewDeletion(storeproto.DeleteRequest{ID: did, ObjectID: id, Self: n.cfg.Self, Requester: requester(ctx),
 		Deadline: time.Now().Add(n.cfg.timeout(m.GetTimeoutMs()))})
-	n.reqs.deletes[did] = &deleteRun{del: d}
+	n.reqs.deletes[did] = &deleteRun{del: d, local: n.cfg.Store.Lookup(id)}
 	n.deleteStep(ctx, did, storeproto.DeleteStart{})
 }
 
@@ -59,6 +63,16 @@ func (d deleting) Step(now time.Time, ev any) storeproto.DeleteStep {
 	}
 	if s.DropLocal != nil {
 		d.n.cfg.Store.Remove(id, s.DropLocal)
+	} else if s.NoteDeleted && d.run.local != nil {
+		// The shard deleted the object without naming this node: its
+		// record of the copy this node held when the Delete started may
+		// still be on its way (a FetchDone or a publication, on the
+		// actors' remote, which the DeleteObject on the data plane
+		// overtook). That copy is of the deleted object all the same:
+		// dropped, so that a Get here after the answer reads nothing. A
+		// copy made since (a Put of the id meanwhile) is another object,
+		// and stays.
+		d.n.cfg.Store.RemoveObject(d.run.local, messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id))
 	}
 	return s
 }
@@ -136,6 +150,11 @@ func (n *StoreNode) deleteAsk(ctx actor.Context, did uint64, pid *actor.PID, nod
 	switch m := msg.(type) {
 	case *messages.DeleteObject:
 		m.RequestId = rid
+		if n.cfg.Delete != nil && pid.GetAddress() != ctx.Self().GetAddress() {
+			n.reqs.routes[rid] = deleteRoute{del: did, pid: pid, node: node}
+			n.deleteElsewhere(ctx, did, rid, pid, m)
+			return
+		}
 	case *messages.DropObject:
 		m.RequestId = rid
 	}

@@ -170,6 +170,8 @@ func (n *StoreNode) Receive(ctx actor.Context) {
 		n.expired(ctx, m)
 	case *messages.Delete:
 		n.delete(ctx, m)
+	case deleteAnswered:
+		n.deleteAnsweredBack(ctx, m)
 	case *messages.DeleteObjectReply:
 		n.deleteReply(ctx, m)
 	case storeproto.DeleteDeadline:
