@@ -41,14 +41,11 @@ type deleteAnswered struct {
 // remote may arrive after it: deleting.Step drops the copy this node
 // held at the start whether or not the shard named it.
 func (n *StoreNode) deleteElsewhere(ctx actor.Context, did, rid uint64, pid *actor.PID, m *messages.DeleteObject) {
-	system, self, del := ctx.ActorSystem(), ctx.Self(), n.cfg.Delete
-	deadline := n.reqs.deletes[did].del.Request().Deadline
-	go func() {
-		cctx, cancel := context.WithDeadline(context.Background(), deadline)
-		defer cancel()
+	del := n.cfg.Delete
+	callBounded(ctx, n.reqs.deletes[did].del.Request().Deadline, func(cctx context.Context) any {
 		r, err := del(cctx, pid, m)
-		system.Root.Send(self, deleteAnswered{del: did, rid: rid, pid: pid, msg: m, reply: r, err: err})
-	}()
+		return deleteAnswered{del: did, rid: rid, pid: pid, msg: m, reply: r, err: err}
+	})
 }
 
 // deleteAnsweredBack steps the Delete with deleteElsewhere's answer; one
@@ -63,11 +60,7 @@ func (n *StoreNode) deleteAnsweredBack(ctx actor.Context, m deleteAnswered) {
 		n.reqs.senders.Request(ctx, m.pid, m.msg)
 	case m.err != nil:
 		delete(n.reqs.routes, m.rid)
-		err := messages.AsError(m.err)
-		if errors.Is(m.err, context.DeadlineExceeded) {
-			err = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", m.msg.GetObjectId())
-		}
-		n.deleteStep(ctx, m.del, storeproto.DeleteFailed{Err: err})
+		n.deleteStep(ctx, m.del, storeproto.DeleteFailed{Err: shardCallError(m.err, m.msg.GetObjectId())})
 	default:
 		n.deleteReply(ctx, m.reply)
 	}

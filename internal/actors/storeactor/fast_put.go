@@ -164,7 +164,7 @@ func (p *fastPutter) Put(ctx context.Context, id string, data []byte) (bool, err
 	} else if reply, err = p.create(ctx, shard, create); err != nil {
 		rerr = messages.AsError(err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			rerr = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", id)
+			rerr = shardCallError(ctx.Err(), id)
 		}
 	}
 	var step storeproto.PutStep

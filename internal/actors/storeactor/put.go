@@ -423,14 +423,11 @@ type putCreated struct {
 // Put's (a request on another path than the node's messages to the
 // shard), and a streamed object's registration is a sliver of its time.
 func (n *StoreNode) createElsewhere(ctx actor.Context, run *putRun, shard *actor.PID, c *messages.CreateObject) {
-	system, self, create := ctx.ActorSystem(), ctx.Self(), n.cfg.Create
-	req := run.reg.Request()
-	go func() {
-		cctx, cancel := context.WithDeadline(context.Background(), req.Deadline)
-		defer cancel()
+	create, req := n.cfg.Create, run.reg.Request()
+	callBounded(ctx, req.Deadline, func(cctx context.Context) any {
 		r, err := create(cctx, shard, c)
-		system.Root.Send(self, putCreated{id: req.RequestID, shard: shard, reply: r, err: err})
-	}()
+		return putCreated{id: req.RequestID, shard: shard, reply: r, err: err}
+	})
 }
 
 // putCreatedBack steps the registration with createElsewhere's answer.
@@ -440,11 +437,7 @@ func (n *StoreNode) putCreatedBack(ctx actor.Context, m putCreated) {
 		return // over, or asking another shard now
 	}
 	if m.err != nil {
-		err := messages.AsError(m.err)
-		if errors.Is(m.err, context.DeadlineExceeded) {
-			err = messages.Errorf(messages.ErrorCode_TIMEOUT, "no reply from the directory shard of %q before the deadline", run.reg.Request().ObjectID)
-		}
-		n.putStep(ctx, m.id, storeproto.PutFailed{Err: err})
+		n.putStep(ctx, m.id, storeproto.PutFailed{Err: shardCallError(m.err, run.reg.Request().ObjectID)})
 		return
 	}
 	n.putStep(ctx, m.id, m.reply)
