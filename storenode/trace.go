@@ -13,7 +13,7 @@ import (
 // store node, the directory and a Reduce's coordinator continue it from
 // the trace_parent the call's message carries. size < 0: not known.
 func startSpan(ctx context.Context, name, id string, size int64) (context.Context, trace.Span) {
-	ctx, span := tracing.Tracer().Start(ctx, name, clientKind)
+	ctx, span := tracing.StartIn(ctx, name, clientKind)
 	if span.IsRecording() { // attributes cost allocations: only when traced
 		span.SetAttributes(attribute.String("hoplite.object", id))
 		if size >= 0 {
