@@ -30,7 +30,7 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 // can withdraw exactly this request where pid keeps requests waiting (a
 // directory shard parks a Locate until the object exists).
 func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID)) (any, error) {
-	return request(ctx, root, pid, msg, abandon, 0, 0, false)
+	return request(ctx, root, pid, msg, abandon, 0, 0, false, false)
 }
 
 // RequestGrace is Request for a target that answers by the deadline
@@ -40,7 +40,7 @@ func RequestOrAbandon(ctx context.Context, root *actor.RootContext, pid *actor.P
 // little late, rather than replace it with "no reply". The call then
 // returns at most grace after its deadline.
 func RequestGrace(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration) (any, error) {
-	return request(ctx, root, pid, msg, nil, 0, grace, false)
+	return request(ctx, root, pid, msg, nil, 0, grace, false, false)
 }
 
 // RequestGraceOrWithdraw is RequestGrace for a request whose target goes
@@ -52,7 +52,7 @@ func RequestGrace(ctx context.Context, root *actor.RootContext, pid *actor.PID, 
 // deadline passes, the target answers by it itself (see RequestGrace),
 // and withdraw goes only if no answer came within grace.
 func RequestGraceOrWithdraw(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, grace time.Duration, withdraw func(replyTo *actor.PID)) (any, error) {
-	return request(ctx, root, pid, msg, withdraw, 0, grace, true)
+	return request(ctx, root, pid, msg, withdraw, 0, grace, true, false)
 }
 
 // RequestEvery is Request for a request the target may receive more than
@@ -67,7 +67,20 @@ func RequestGraceOrWithdraw(ctx context.Context, root *actor.RootContext, pid *a
 // maxResendGrowth times every) keeps the repeats few when answers are
 // merely slow.
 func RequestEvery(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, every time.Duration) (any, error) {
-	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond), 0, false)
+	return request(ctx, root, pid, msg, nil, max(every, time.Millisecond), 0, false, false)
+}
+
+// RequestWatchingLate is Request that watches a target in this process
+// too only once the reply is late (RemoteWatchDelay), as Request does a
+// target on another member. A Watch and an Unwatch are two more messages
+// in the target's mailbox for each request: for a request served for
+// another member on the data plane (a directory shard's Create or Delete
+// from a store node elsewhere), with eight callers at once, they made a
+// served request cost more CPU than the same request sent as an actor
+// message across the actors' remote. A target that stopped is noticed
+// at most RemoteWatchDelay later.
+func RequestWatchingLate(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any) (any, error) {
+	return request(ctx, root, pid, msg, nil, 0, 0, false, true)
 }
 
 // maxResendGrowth bounds RequestEvery's interval: a request lost while
@@ -78,7 +91,7 @@ const maxResendGrowth = 8
 // while no reply came (never if every is 0), and waiting up to grace
 // past ctx's end for a reply on its way; withdraw: see
 // RequestGraceOrWithdraw.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every, grace time.Duration, withdraw bool) (any, error) {
+func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, abandon func(replyTo *actor.PID), every, grace time.Duration, withdraw, watchLate bool) (any, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, messages.Errorf(messages.ErrorCode_INTERNAL, "request without a deadline")
 	}
@@ -98,21 +111,23 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	c := &replyCatcher{target: pid, done: make(chan any, 1)}
 	self, _ := system.ProcessRegistry.Add(c, "request"+system.ProcessRegistry.NextId())
 	defer system.ProcessRegistry.Remove(self) // a late reply goes to the dead letters
-	target, _ := system.ProcessRegistry.Get(pid)
-	// A target in this process is watched at once; one on another member
-	// only once the request is late (RemoteWatchDelay).
-	watched := false
+	// A target in this process is watched at once (unless watchLate);
+	// one on another member only once the request is late
+	// (RemoteWatchDelay). The target is looked up when watched: one that
+	// stopped since the request went is the dead letters by then, which
+	// answer a Watch with Terminated.
+	var target actor.Process
 	watch := func() {
+		target, _ = system.ProcessRegistry.Get(pid)
 		target.SendSystemMessage(pid, &actor.Watch{Watcher: self})
-		watched = true
 	}
 	defer func() {
-		if watched {
+		if target != nil {
 			target.SendSystemMessage(pid, &actor.Unwatch{Watcher: self})
 		}
 	}()
 	var watchDue <-chan time.Time
-	if IsRemote(system, pid) {
+	if watchLate || IsRemote(system, pid) {
 		t := time.NewTimer(RemoteWatchDelay())
 		defer t.Stop()
 		watchDue = t.C

@@ -280,3 +280,50 @@ func TestRequestWatchesARemoteTargetOnlyWhenLate(t *testing.T) {
 		t.Fatalf("%d watches after the request to a target gone, want 2 (one per late request)", w)
 	}
 }
+
+// RequestWatchingLate treats a target in this process as Request treats
+// one on another member: answered in time, no Watch and no Unwatch in
+// its mailbox; late, watched once; a target that stopped while the
+// request waited fails it UNAVAILABLE at the late watch, not TIMEOUT at
+// its deadline. Request watches the same target at once.
+func TestRequestWatchingLateWatchesALocalTargetOnlyWhenLate(t *testing.T) {
+	defer SetRemoteWatchDelay(30 * time.Millisecond)()
+	system := actor.NewActorSystem()
+	local := &farTarget{system: system}
+	pid, ok := system.ProcessRegistry.Add(local, "local-target")
+	if !ok || IsRemote(system, pid) {
+		t.Fatalf("the target %v is not a local process", pid)
+	}
+	ask := func(request func(context.Context, *actor.RootContext, *actor.PID, any) (any, error), to *actor.PID) (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return request(ctx, system.Root, to, echo{"hi"})
+	}
+	if r, err := ask(RequestWatchingLate, pid); err != nil || r != (echo{"hi!"}) {
+		t.Fatalf("quick answer: %v, %v", r, err)
+	}
+	if w, u := local.watches.Load(), local.unwatches.Load(); w != 0 || u != 0 {
+		t.Fatalf("a request answered at once sent %d watches and %d unwatches, want none", w, u)
+	}
+	local.late = true
+	if r, err := ask(RequestWatchingLate, pid); err != nil || r != (echo{"late!"}) {
+		t.Fatalf("late answer: %v, %v", r, err)
+	}
+	if w, u := local.watches.Load(), local.unwatches.Load(); w != 1 || u != 1 {
+		t.Fatalf("a late request sent %d watches and %d unwatches, want 1 and 1", w, u)
+	}
+	local.late = false
+	if r, err := ask(Request, pid); err != nil || r != (echo{"hi!"}) || local.watches.Load() != 2 {
+		t.Fatalf("Request: %v, %v with %d watches, want an answer and a second watch", r, err, local.watches.Load())
+	}
+
+	// A real actor that stops instead of answering: the late watch finds
+	// it gone (at the deadline it would be TIMEOUT).
+	stopper := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return stopOnAsk{} }))
+	if _, err := ask(RequestWatchingLate, stopper); !errors.Is(err, messages.ErrUnavailable) {
+		t.Fatalf("a target that stopped: %v, want UNAVAILABLE", err)
+	}
+	if n := requestsRegistered(system); n != 0 {
+		t.Fatalf("%d requests left registered", n)
+	}
+}

@@ -23,6 +23,8 @@ type objectRequest interface {
 // encoded answer, which must be a Rep. A request that does not decode or
 // names no object is INVALID_ARGUMENT; a shard that is not on this member
 // (it moved) or not running is UNAVAILABLE. ctx must have a deadline.
+// The shard is watched only once its answer is late
+// (actorutil.RequestWatchingLate): many callers' requests share it.
 func serveShardRequest[Rep proto.Message](ctx context.Context, root *actor.RootContext, shardFor func(id string) *actor.PID, req []byte, m objectRequest) ([]byte, error) {
 	what := string(m.ProtoReflect().Descriptor().Name())
 	if err := proto.Unmarshal(req, m); err != nil {
@@ -36,7 +38,7 @@ func serveShardRequest[Rep proto.Message](ctx context.Context, root *actor.RootC
 	if pid == nil || pid.GetAddress() != root.ActorSystem().Address() {
 		return nil, messages.Errorf(messages.ErrorCode_UNAVAILABLE, "the directory shard of %q is not on this member (%s)", id, pid.GetAddress())
 	}
-	res, err := actorutil.Request(ctx, root, pid, m)
+	res, err := actorutil.RequestWatchingLate(ctx, root, pid, m)
 	if err != nil {
 		return nil, err
 	}
