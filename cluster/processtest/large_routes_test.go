@@ -222,8 +222,9 @@ func TestLargeObjectsEmbedded(t *testing.T) {
 // get to a pipe), and an application actor in another process: its
 // messages.Put and Get, whose bytes would ride in one remote message
 // each, are answered INVALID_ARGUMENT past what one carries, naming the
-// limit and the routes to use instead, and its Put and Get through a Dial client made from its
-// actor system (cluster.WithActorSystem) complete.
+// limit and the routes to use instead, and its Put and Get through a
+// Dial client made from its actor system (cluster.WithActorSystem)
+// complete.
 func TestLargeObjectsProcesses(t *testing.T) {
 	t.Parallel()
 	for _, size := range largeSizes() {
