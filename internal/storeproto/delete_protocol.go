@@ -61,6 +61,15 @@ type DeleteStep struct {
 	NoteDeleted bool
 	// DropLocal, if not nil, removes this node's copy with this reason.
 	DropLocal *messages.Error
+	// DropHeld, if not nil, removes the copy this node held when the
+	// Delete started, if it still holds that one, with this reason: the
+	// shard deleted the object without naming this node, whose record of
+	// that copy may still be on its way to the shard (a FetchDone or a
+	// publication on the actors' remote, which a DeleteObject on the data
+	// plane can overtake). That copy is of the deleted object all the
+	// same, so a Get here after the answer reads nothing; a copy made
+	// since (a Put of the id meanwhile) is another object, and stays.
+	DropHeld *messages.Error
 	// Done: the requester has its answer; Err is it (for logs).
 	Done bool
 	Err  *messages.Error
@@ -117,6 +126,9 @@ func (d *Deletion) onReply(r *messages.DeleteObjectReply) DeleteStep {
 		}
 		d.waiting[id] = true
 		s.Send(node, &messages.DropObject{ObjectId: d.req.ObjectID, Reason: reason})
+	}
+	if s.DropLocal == nil {
+		s.DropHeld = reason
 	}
 	d.phase = deleteDropping
 	d.maybeDone(&s)

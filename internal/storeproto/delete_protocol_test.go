@@ -133,3 +133,22 @@ func TestDeletionSteps(t *testing.T) {
 		})
 	}
 }
+
+// A shard that deleted the object without naming this node has the copy
+// this node held at the start dropped (DropHeld): its record of that
+// copy may not have reached the shard yet. One that named it has the
+// local copy dropped as such, and nothing else.
+func TestDeletionDropsTheHeldCopyTheShardDidNotName(t *testing.T) {
+	s := startedDeletion(t).onReply(&messages.DeleteObjectReply{ObjectId: "x", Dropped: nodes("n1")})
+	if s.DropLocal != nil || !errors.Is(s.DropHeld, messages.ErrDeleted) {
+		t.Fatalf("%+v, want the held copy dropped as DELETED and no local drop", s)
+	}
+	s = startedDeletion(t).onReply(&messages.DeleteObjectReply{ObjectId: "x", Dropped: nodes("n0", "n1")})
+	if !errors.Is(s.DropLocal, messages.ErrDeleted) || s.DropHeld != nil {
+		t.Fatalf("%+v, want the local copy dropped and no held-copy drop", s)
+	}
+	s = startedDeletion(t).onReply(&messages.DeleteObjectReply{ObjectId: "x", Error: messages.Errorf(messages.ErrorCode_NOT_FOUND, "no")})
+	if s.DropLocal != nil || s.DropHeld != nil {
+		t.Fatalf("%+v, want nothing dropped when the shard refused", s)
+	}
+}

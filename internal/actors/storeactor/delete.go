@@ -20,7 +20,7 @@ type deleteRun struct {
 	del   *storeproto.Deletion
 	timer *time.Timer
 	// local is this node's copy of the object when the Delete started
-	// (nil: none); see deleting.Step.
+	// (nil: none), which storeproto.DeleteStep.DropHeld may drop.
 	local *objstore.Object
 }
 
@@ -63,16 +63,9 @@ func (d deleting) Step(now time.Time, ev any) storeproto.DeleteStep {
 	}
 	if s.DropLocal != nil {
 		d.n.cfg.Store.Remove(id, s.DropLocal)
-	} else if s.NoteDeleted && d.run.local != nil {
-		// The shard deleted the object without naming this node: its
-		// record of the copy this node held when the Delete started may
-		// still be on its way (a FetchDone or a publication, on the
-		// actors' remote, which the DeleteObject on the data plane
-		// overtook). That copy is of the deleted object all the same:
-		// dropped, so that a Get here after the answer reads nothing. A
-		// copy made since (a Put of the id meanwhile) is another object,
-		// and stays.
-		d.n.cfg.Store.RemoveObject(d.run.local, messages.Errorf(messages.ErrorCode_DELETED, "object %q was deleted", id))
+	}
+	if s.DropHeld != nil && d.run.local != nil {
+		d.n.cfg.Store.RemoveObject(d.run.local, s.DropHeld)
 	}
 	return s
 }

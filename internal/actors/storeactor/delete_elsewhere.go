@@ -38,8 +38,8 @@ type deleteAnswered struct {
 // remote), on a goroutine of its own bounded by the Delete's deadline,
 // and hands the answer back to the node (deleteAnswered). The node's
 // records of its own copies that went to the shard on the actors'
-// remote may arrive after it: deleting.Step drops the copy this node
-// held at the start whether or not the shard named it.
+// remote may arrive after it: the Deletion core drops the copy this node
+// held at the start whether or not the shard named it (DropHeld).
 func (n *StoreNode) deleteElsewhere(ctx actor.Context, did, rid uint64, pid *actor.PID, m *messages.DeleteObject) {
 	del := n.cfg.Delete
 	callBounded(ctx, n.reqs.deletes[did].del.Request().Deadline, func(cctx context.Context) any {
