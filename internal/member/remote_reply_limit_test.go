@@ -1,3 +1,9 @@
+// Built without the race detector only: these tests move more than 256
+// MiB through a copy, which under it takes most of their half a minute
+// (scripts/test runs them in its pass without -race).
+
+//go:build !race
+
 package member
 
 import (
