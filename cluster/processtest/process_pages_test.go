@@ -109,10 +109,16 @@ func TestProcessWarmMemory(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// Each wait has its own deadline, past the member's follow-up
+	// collections (bufalloc's recollectAfter, 1 and 4 s after the first)
+	// on a machine where other tests keep both cores busy: one shared 10 s
+	// ran out there while the first wait took its time.
 	waitHeld := func(what string, want ...float64) {
 		t.Helper()
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer wcancel()
 		var got float64
-		for ctx.Err() == nil {
+		for wctx.Err() == nil {
 			if got = held(warm); slices.Contains(want, got) {
 				return
 			}
