@@ -98,8 +98,8 @@ func TestRemoteRequestWrites(t *testing.T) {
 	// Without static windows, 1,000 requests cost 2,135-2,222 writes on
 	// this machine. With them, 2,000 to 2,010 on an idle machine, and
 	// 2,015 once beside four other packages' tests (load 8 on 2 cores):
-	// the margin takes the few frames a slow run's connections send
-	// besides (keepalives), below what the pings would add.
+	// the margin takes the few other frames a slow run's connections
+	// send (not identified), well below what the pings would add.
 	if want := 2*n + 3*n/100; got > int64(want) {
 		t.Fatalf("%d requests and replies cost %d writes on the dialed connections, want at most %d (one a message)", n, got, want)
 	}

@@ -136,7 +136,7 @@ func TestDialDataPlane(t *testing.T) {
 
 	size, seed := largeSizes()[0], uint64(77)
 	if err := c0.PutFrom(ctx, "big", &patternReader{seed: seed, size: size}, -1); err != nil {
-		t.Fatalf("put 300 MiB from a reader of unknown length: %v", err)
+		t.Fatalf("put %d MiB from a reader of unknown length: %v", size>>20, err)
 	}
 	w := newPatternChecker(seed, size)
 	n, err := c1.GetTo(ctx, "big", w)
