@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"fmt"
 	"go/ast"
 	"go/build"
 	"go/parser"
@@ -91,7 +92,7 @@ func goStatements(t *testing.T, fset *token.FileSet, dir string) []string {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if g, ok := n.(*ast.GoStmt); ok {
 				p := fset.Position(g.Pos())
-				out = append(out, filepath.Base(p.Filename)+":"+strings.TrimPrefix(p.String(), p.Filename+":"))
+				out = append(out, fmt.Sprintf("%s:%d", filepath.Base(p.Filename), p.Line))
 			}
 			return true
 		})
